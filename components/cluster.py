@@ -1,0 +1,265 @@
+"""``TrainingCluster``: the EKS control plane, its node role, core add-ons and the system node group.
+
+Built with pulumi-eks (``eks.Cluster``) with no default node group and no self-managed add-ons:
+vpc-cni, kube-proxy, the EKS Pod Identity agent, CoreDNS and metrics-server are EKS managed
+add-ons created here. CoreDNS and metrics-server wait for the system node group (CoreDNS stays
+DEGRADED without nodes). Authentication mode is ``API``: the identity running ``pulumi up`` is
+the cluster creator and gets admin through EKS's creator bootstrap; ``admin_role_arns`` get
+access entries with ``AmazonEKSClusterAdminPolicy``.
+"""
+
+import json
+from typing import Mapping, Optional, Sequence, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+from typing_extensions import NotRequired
+
+from components.nodegroup import TrainingNodeGroup
+
+#: Managed policies of the node role. The VPC CNI runs with the node's credentials (as EKS sets it
+#: up by default); every other AWS-calling driver gets its own Pod Identity role.
+NODE_ROLE_POLICIES: Mapping[str, str] = {
+    "worker": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "cni": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "ecr": "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+    "ssm": "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+}
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+#: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
+EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+LATE_ADDONS = ("coredns", "metrics-server")
+
+
+class SystemNodeGroupSpec(TypedDict):
+    """Size of the system node group."""
+
+    instance_type: str
+    min_size: int
+    desired_size: int
+    max_size: int
+    disk_size_gib: NotRequired[int]
+
+
+class TrainingClusterArgs(TypedDict):
+    """Inputs of :class:`TrainingCluster`."""
+
+    cluster_name: str
+    """EKS cluster name (plain string: it appears in subnet tags and IAM role names)."""
+    kubernetes_version: str
+    """Kubernetes minor version, e.g. ``1.33``."""
+    vpc_id: pulumi.Input[str]
+    """VPC id."""
+    private_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
+    """Private subnets (control-plane ENIs and nodes)."""
+    public_subnet_ids: NotRequired[pulumi.Input[Sequence[pulumi.Input[str]]]]
+    """Public subnets (internet-facing load balancers only)."""
+    system_node_group: SystemNodeGroupSpec
+    """The on-demand CPU node group for add-ons and controllers."""
+    endpoint_public_access: NotRequired[bool]
+    """Expose the API endpoint publicly (restricted by ``public_access_cidrs``). Default True."""
+    public_access_cidrs: NotRequired[Sequence[str]]
+    """CIDRs allowed to reach the public endpoint. Default ``["0.0.0.0/0"]``."""
+    admin_role_arns: NotRequired[Sequence[str]]
+    """IAM roles that get cluster-admin access entries."""
+    log_types: NotRequired[Sequence[str]]
+    """Control-plane log types sent to CloudWatch. Default api, audit, authenticator."""
+    service_cidr: NotRequired[str]
+    """Kubernetes service IP range (outside the VPC)."""
+    create_oidc_provider: NotRequired[bool]
+    """Create the IAM OIDC provider for IRSA. Default False (drivers use Pod Identity)."""
+    addon_versions: NotRequired[Mapping[str, str]]
+    """Pinned add-on versions; others use the default version EKS publishes for the Kubernetes version."""
+    tags: NotRequired[dict[str, str]]
+    """AWS tags for every resource."""
+
+
+class TrainingCluster(pulumi.ComponentResource):
+    """KMS key for secrets, node IAM role, EKS cluster, managed core add-ons and the system node group."""
+
+    cluster: eks.Cluster
+    """The pulumi-eks cluster (pass it to other components)."""
+    cluster_name: pulumi.Output[str]
+    """The EKS cluster name (resolves once the cluster exists)."""
+    kubeconfig: pulumi.Output[str]
+    """Kubeconfig (JSON) using ``aws eks get-token``; a secret."""
+    node_role_arn: pulumi.Output[str]
+    """The node IAM role's ARN (resolves after its policies are attached)."""
+    node_security_group_id: pulumi.Output[str]
+    """The EKS cluster security group every managed node carries."""
+    secrets_kms_key_arn: pulumi.Output[str]
+    """KMS key used for envelope encryption of Kubernetes secrets."""
+    oidc_provider_arn: pulumi.Output[str]
+    """IAM OIDC provider ARN (only meaningful with ``create_oidc_provider``)."""
+    system_node_group_name: pulumi.Output[str]
+    """Name of the system node group."""
+    system_node_labels: pulumi.Output[dict[str, str]]
+    """Labels of the system nodes (select them for controllers such as etcd)."""
+    addon_names: list[str]
+    """Names of the EKS add-ons this component manages."""
+
+    def __init__(self, name: str, args: TrainingClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:TrainingCluster", name, None, opts)
+        cluster_name = args["cluster_name"]
+        version = args["kubernetes_version"]
+        tags = dict(args.get("tags") or {})
+        pins = dict(args.get("addon_versions") or {})
+        child = pulumi.ResourceOptions(parent=self)
+
+        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        key_policy = caller.account_id.apply(
+            lambda account: json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "AccountAdministers",
+                            "Effect": "Allow",
+                            "Principal": {"AWS": f"arn:aws:iam::{account}:root"},
+                            "Action": "kms:*",
+                            "Resource": "*",
+                        }
+                    ],
+                }
+            )
+        )
+        kms_key = aws.kms.Key(
+            f"{name}-secrets-key",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=7,
+            policy=key_policy,
+            tags=tags,
+            opts=child,
+        )
+        aws.kms.Alias(f"{name}-secrets-key-alias", name=f"alias/{cluster_name}-eks-secrets", target_key_id=kms_key.key_id, opts=child)
+
+        node_role = aws.iam.Role(
+            f"{name}-node-role",
+            name=f"{cluster_name}-node",
+            description=f"EKS managed nodes of {cluster_name}",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                    ],
+                }
+            ),
+            tags=tags,
+            opts=child,
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(f"{name}-node-{role}", role=node_role.name, policy_arn=arn, opts=child)
+            for role, arn in NODE_ROLE_POLICIES.items()
+        ]
+        # The ARN resolves only after every policy is attached, so node groups wait for them
+        # (and are deleted before them, which EKS needs to clean up instances and ENIs).
+        node_role_arn = pulumi.Output.all(node_role.arn, *[a.id for a in attachments]).apply(lambda v: str(v[0]))
+
+        access_entries: dict[str, eks.AccessEntryArgsDict] = {
+            f"admin-{i}": {
+                "principal_arn": arn,
+                "access_policies": {
+                    "cluster-admin": {
+                        "policy_arn": CLUSTER_ADMIN_POLICY,
+                        "access_scope": {"type": "cluster"},
+                    }
+                },
+            }
+            for i, arn in enumerate(args.get("admin_role_arns") or [])
+        }
+        cluster_args: dict[str, object] = {}
+        if args.get("service_cidr"):
+            cluster_args["kubernetes_service_ip_address_range"] = args["service_cidr"]
+        self.cluster = eks.Cluster(
+            f"{name}-eks",
+            name=cluster_name,
+            version=version,
+            vpc_id=args["vpc_id"],
+            private_subnet_ids=args["private_subnet_ids"],
+            public_subnet_ids=args.get("public_subnet_ids"),
+            node_associate_public_ip_address=False,
+            endpoint_private_access=True,
+            endpoint_public_access=args.get("endpoint_public_access", True),
+            public_access_cidrs=list(args.get("public_access_cidrs") or ["0.0.0.0/0"]),
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            enabled_cluster_log_types=list(args.get("log_types") or ["api", "audit", "authenticator"]),
+            encryption_config_key_arn=kms_key.arn,
+            skip_default_node_group=True,
+            skip_default_security_groups=True,
+            bootstrap_self_managed_addons=False,
+            use_default_vpc_cni=True,
+            kube_proxy_addon_options={"enabled": False},
+            coredns_addon_options={"enabled": False},
+            create_oidc_provider=bool(args.get("create_oidc_provider", False)),
+            tags=tags,
+            opts=child,
+            **cluster_args,  # type: ignore[arg-type]
+        )
+        # An output of the remote component resolves only after all of its children exist.
+        self.cluster_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
+
+        def addon(addon_name: str, depends: Sequence[pulumi.Resource]) -> aws.eks.Addon:
+            version_out: pulumi.Input[str] = pins.get(addon_name) or aws.eks.get_addon_version_output(
+                addon_name=addon_name,
+                kubernetes_version=version,
+                most_recent=False,
+                opts=pulumi.InvokeOutputOptions(parent=self),
+            ).version
+            return aws.eks.Addon(
+                f"{name}-addon-{addon_name}",
+                cluster_name=self.cluster_name,
+                addon_name=addon_name,
+                addon_version=version_out,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="PRESERVE",
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
+            )
+
+        early = [addon(n, []) for n in EARLY_ADDONS]
+
+        spec = args["system_node_group"]
+        system = TrainingNodeGroup(
+            f"{name}-system",
+            {
+                "cluster_name": self.cluster_name,
+                "node_role_arn": node_role_arn,
+                "subnet_ids": args["private_subnet_ids"],
+                "instance_types": [spec["instance_type"]],
+                "role": "system",
+                "gpus_per_node": 0,
+                "min_size": spec["min_size"],
+                "desired_size": spec["desired_size"],
+                "max_size": spec["max_size"],
+                "capacity_type": "ON_DEMAND",
+                "disk_size_gib": spec.get("disk_size_gib", 50),
+                "tags": tags,
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=early),
+        )
+        for n in LATE_ADDONS:
+            addon(n, [system])
+
+        self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig_json)
+        self.node_role_arn = node_role_arn
+        self.node_security_group_id = self.cluster.node_security_group_id
+        self.secrets_kms_key_arn = kms_key.arn
+        self.oidc_provider_arn = self.cluster.oidc_provider_arn
+        self.system_node_group_name = system.node_group_name
+        self.system_node_labels = system.labels
+        self.addon_names = [*EARLY_ADDONS, *LATE_ADDONS]
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "kubeconfig": self.kubeconfig,
+                "node_role_arn": self.node_role_arn,
+                "node_security_group_id": self.node_security_group_id,
+                "secrets_kms_key_arn": self.secrets_kms_key_arn,
+                "system_node_group_name": self.system_node_group_name,
+                "system_node_labels": self.system_node_labels,
+            }
+        )

@@ -1,0 +1,76 @@
+"""``NvidiaDevicePlugin``: NVIDIA's Kubernetes device plugin from its Helm chart, version pinned.
+
+It runs only on nodes labelled ``eks-training/accelerator=nvidia`` (the label GPU node groups get)
+and tolerates their ``nvidia.com/gpu`` taint, so ``nvidia.com/gpu`` becomes allocatable there.
+The chart's default affinity needs Node Feature Discovery labels; it is replaced by our label.
+"""
+
+from typing import Any, Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
+
+from components.catalog import GPU_LABEL, GPU_TAINT, HELM_CHARTS
+
+
+def nvidia_device_plugin_values() -> dict[str, Any]:
+    """Helm values: schedule on GPU nodes only, tolerate their taint, no NFD/GFD."""
+    return {
+        "gfd": {"enabled": False},
+        "nfd": {"enabled": False},
+        "nodeSelector": {GPU_LABEL[0]: GPU_LABEL[1]},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": GPU_LABEL[0], "operator": "In", "values": [GPU_LABEL[1]]}]}
+                    ]
+                }
+            }
+        },
+        "tolerations": [
+            {"key": "CriticalAddonsOnly", "operator": "Exists"},
+            {"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},
+        ],
+        "priorityClassName": "system-node-critical",
+    }
+
+
+class NvidiaDevicePluginArgs(TypedDict):
+    """Inputs of :class:`NvidiaDevicePlugin`."""
+
+    namespace: NotRequired[str]
+    """Namespace of the release. Default ``kube-system``."""
+    chart_version: NotRequired[str]
+    """Override of the pinned chart version in the catalog."""
+
+
+class NvidiaDevicePlugin(pulumi.ComponentResource):
+    """A Helm release of ``nvidia-device-plugin`` (needs a ``kubernetes`` provider in ``opts``)."""
+
+    release_name: pulumi.Output[str]
+    """Name of the Helm release."""
+    chart_version: pulumi.Output[str]
+    """Chart version installed."""
+
+    def __init__(self, name: str, args: NvidiaDevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:NvidiaDevicePlugin", name, None, opts)
+        chart = HELM_CHARTS["nvidia-device-plugin"]
+        version = args.get("chart_version") or chart.version
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="nvidia-device-plugin",
+            chart=chart.chart,
+            version=version,
+            repository_opts={"repo": chart.repo},
+            namespace=args.get("namespace", "kube-system"),
+            values=nvidia_device_plugin_values(),
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.release_name = release.name
+        self.chart_version = pulumi.Output.from_input(version)
+        self.register_outputs({"release_name": self.release_name, "chart_version": self.chart_version})

@@ -1,0 +1,250 @@
+"""``EfsStorage``: an encrypted EFS file system shared by every training pod.
+
+Creates the file system, a mount target in every private subnet behind a security group that
+admits NFS (TCP 2049) only from the cluster's nodes, the EFS CSI driver as an EKS managed add-on
+with its own least-privilege Pod Identity role (not the node role), a StorageClass (EFS access
+points, dynamic provisioning), the training namespace and a ReadWriteMany PersistentVolumeClaim.
+
+With ``retain_on_delete`` the file system is kept on ``pulumi destroy`` (its mount targets and
+security group are deleted, so the VPC can go); give its id as ``existing_file_system_id`` to a
+new stack and the StorageClass's stable per-PVC directories find the datasets and checkpoints again.
+"""
+
+from typing import Optional, Sequence, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
+
+from components.iam import pod_identity_trust_policy
+
+EFS_CSI_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
+EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
+EFS_CSI_PROVISIONER = "efs.csi.aws.com"
+
+
+class EfsStorageArgs(TypedDict):
+    """Inputs of :class:`EfsStorage`."""
+
+    cluster_name: pulumi.Input[str]
+    """EKS cluster name (add-on and Pod Identity association)."""
+    cluster_name_plain: str
+    """The same name as a plain string (it goes into the IAM trust policy and role name)."""
+    kubernetes_version: str
+    """Kubernetes version (selects the add-on's default version)."""
+    vpc_id: pulumi.Input[str]
+    """VPC of the cluster."""
+    subnet_ids: Sequence[pulumi.Input[str]]
+    """Private subnets: one mount target each (list length must be known)."""
+    node_security_group_id: pulumi.Input[str]
+    """Security group of the nodes; the only source allowed to reach NFS."""
+    namespace: NotRequired[str]
+    """Namespace created for training workloads, holding the PVC. Default ``training``."""
+    pvc_name: NotRequired[str]
+    """Name of the ReadWriteMany PVC. Default ``shared-data``."""
+    storage_class_name: NotRequired[str]
+    """Name of the StorageClass. Default ``efs-shared``."""
+    capacity: NotRequired[str]
+    """Requested size (EFS is elastic; Kubernetes needs a number). Default ``1Ti``."""
+    throughput_mode: NotRequired[str]
+    """``elastic`` (default) or ``bursting``."""
+    performance_mode: NotRequired[str]
+    """``generalPurpose`` (default) or ``maxIO``."""
+    kms_key_arn: NotRequired[pulumi.Input[str]]
+    """Customer-managed KMS key; default the AWS-managed EFS key."""
+    retain_on_delete: NotRequired[bool]
+    """Keep the file system (and data) on ``pulumi destroy``. Default False."""
+    existing_file_system_id: NotRequired[pulumi.Input[str]]
+    """Use this EFS file system (e.g. one kept by ``retain_on_delete``) instead of creating one."""
+    backup: NotRequired[bool]
+    """Enable AWS Backup for the file system. Default False."""
+    addon_version: NotRequired[str]
+    """Pinned ``aws-efs-csi-driver`` add-on version; default: EKS's default for the Kubernetes version."""
+    tags: NotRequired[dict[str, str]]
+    """AWS tags."""
+
+
+class EfsStorage(pulumi.ComponentResource):
+    """EFS file system, mount targets, NFS security group, CSI add-on with its role, StorageClass,
+    namespace and ReadWriteMany PVC (needs a ``kubernetes`` provider in ``opts``)."""
+
+    file_system_id: pulumi.Output[str]
+    """EFS file system id."""
+    security_group_id: pulumi.Output[str]
+    """Security group of the mount targets."""
+    mount_target_ids: pulumi.Output[list[str]]
+    """Mount target ids, one per subnet."""
+    csi_role_arn: pulumi.Output[str]
+    """IAM role of the EFS CSI controller."""
+    storage_class_name: pulumi.Output[str]
+    """StorageClass name."""
+    namespace: pulumi.Output[str]
+    """Namespace of the PVC (the training namespace)."""
+    pvc_name: pulumi.Output[str]
+    """Name of the ReadWriteMany PVC that workloads mount."""
+
+    def __init__(self, name: str, args: EfsStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:EfsStorage", name, None, opts)
+        tags = dict(args.get("tags") or {})
+        retain = bool(args.get("retain_on_delete", False))
+        namespace_name = args.get("namespace", "training")
+        pvc_name = args.get("pvc_name", "shared-data")
+        sc_name = args.get("storage_class_name", "efs-shared")
+        cluster_plain = args["cluster_name_plain"]
+        child = pulumi.ResourceOptions(parent=self)
+
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-nfs-sg",
+            description="NFS from the EKS nodes to the EFS mount targets",
+            vpc_id=args["vpc_id"],
+            tags={**tags, "Name": f"{name}-nfs"},
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-nfs-from-nodes",
+            security_group_id=sg.id,
+            referenced_security_group_id=args["node_security_group_id"],
+            ip_protocol="tcp",
+            from_port=2049,
+            to_port=2049,
+            description="NFS from cluster nodes",
+            opts=child,
+        )
+
+        existing_fs = args.get("existing_file_system_id")
+        file_system_id: pulumi.Input[str]
+        if existing_fs:
+            # A file system kept from an earlier stack (retain_on_delete): adopt it by id.
+            file_system_id = existing_fs
+        else:
+            fs_args: dict[str, object] = {}
+            if args.get("kms_key_arn") is not None:
+                fs_args["kms_key_id"] = args["kms_key_arn"]
+            file_system = aws.efs.FileSystem(
+                f"{name}-fs",
+                encrypted=True,
+                throughput_mode=args.get("throughput_mode", "elastic"),
+                performance_mode=args.get("performance_mode", "generalPurpose"),
+                tags={**tags, "Name": f"{cluster_plain}-shared"},
+                # Only the file system (the data) is kept on destroy; its mount targets and
+                # security group go, so the VPC can still be deleted.
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain),
+                **fs_args,  # type: ignore[arg-type]
+            )
+            file_system_id = file_system.id
+            aws.efs.BackupPolicy(
+                f"{name}-backup",
+                file_system_id=file_system.id,
+                backup_policy={"status": "ENABLED" if args.get("backup", False) else "DISABLED"},
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain),
+            )
+        mount_targets = [
+            aws.efs.MountTarget(
+                f"{name}-mt-{i}",
+                file_system_id=file_system_id,
+                subnet_id=subnet_id,
+                security_groups=[sg.id],
+                opts=child,
+            )
+            for i, subnet_id in enumerate(args["subnet_ids"])
+        ]
+
+        # The CSI controller's own role: trusted only for its service account in kube-system of
+        # this cluster, with the AWS-managed EFS CSI policy (access points on tagged file systems).
+        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        role = aws.iam.Role(
+            f"{name}-csi-role",
+            name=f"{cluster_plain}-efs-csi",
+            description="EFS CSI controller (EKS Pod Identity, kube-system/efs-csi-controller-sa)",
+            assume_role_policy=caller.account_id.apply(
+                lambda account: pod_identity_trust_policy(account, cluster_plain, "kube-system", [EFS_CSI_CONTROLLER_SA])
+            ),
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{name}-csi-policy", role=role.name, policy_arn=EFS_CSI_POLICY_ARN, opts=pulumi.ResourceOptions(parent=self)
+        )
+        addon_version: pulumi.Input[str] = args.get("addon_version") or aws.eks.get_addon_version_output(
+            addon_name="aws-efs-csi-driver",
+            kubernetes_version=args["kubernetes_version"],
+            most_recent=False,
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        ).version
+        pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
+            "role_arn": role.arn,
+            "service_account": EFS_CSI_CONTROLLER_SA,
+        }
+        addon = aws.eks.Addon(
+            f"{name}-csi-addon",
+            cluster_name=args["cluster_name"],
+            addon_name="aws-efs-csi-driver",
+            addon_version=addon_version,
+            pod_identity_associations=[pod_identity],
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]),
+        )
+
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-sc",
+            metadata={"name": sc_name, "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
+            provisioner=EFS_CSI_PROVISIONER,
+            parameters={
+                "provisioningMode": "efs-ap",
+                "fileSystemId": file_system_id,
+                "directoryPerms": "770",
+                "gidRangeStart": "50000",
+                "gidRangeEnd": "60000",
+                "basePath": "/dynamic",
+                "subPathPattern": "${.PVC.namespace}/${.PVC.name}",
+                # A stable directory per PVC, so a rebuilt stack on a kept file system finds its data.
+                "ensureUniqueDirectory": "false",
+            },
+            reclaim_policy="Retain" if retain else "Delete",
+            volume_binding_mode="Immediate",
+            mount_options=["tls"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, *mount_targets]),
+        )
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": namespace_name,
+                "labels": {
+                    "app.kubernetes.io/managed-by": "pulumi",
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        pvc = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-pvc",
+            metadata={"name": pvc_name, "namespace": namespace.metadata.name},
+            spec={
+                "access_modes": ["ReadWriteMany"],
+                "storage_class_name": storage_class.metadata.name,
+                "resources": {"requests": {"storage": args.get("capacity", "1Ti")}},
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.file_system_id = pulumi.Output.from_input(file_system_id)
+        self.security_group_id = sg.id
+        self.mount_target_ids = pulumi.Output.all(*[m.id for m in mount_targets])
+        self.csi_role_arn = role.arn
+        self.storage_class_name = storage_class.metadata.name
+        self.namespace = namespace.metadata.name
+        self.pvc_name = pvc.metadata.name
+        self.register_outputs(
+            {
+                "file_system_id": self.file_system_id,
+                "security_group_id": self.security_group_id,
+                "mount_target_ids": self.mount_target_ids,
+                "csi_role_arn": self.csi_role_arn,
+                "storage_class_name": self.storage_class_name,
+                "namespace": self.namespace,
+                "pvc_name": self.pvc_name,
+            }
+        )

@@ -1,0 +1,1 @@
+"""Composition of the components into whole environments, driven by validated stack config."""

@@ -1,0 +1,581 @@
+"""The stack configuration loader: reads every ``eks-training:*`` key and validates it as a whole.
+
+:func:`load_config` runs before the program registers any resource. It collects *all* problems
+and raises one :class:`ConfigError` that names each bad key (``eks-training:nodeGroups.gpu.minSize``)
+and says how to fix it, so a wrong config never creates half an environment.
+
+Structured keys (objects) are parsed with pydantic models that forbid unknown keys; the
+cross-field rules (sizes, CIDR overlaps, instance facts from the catalog) are checked here too.
+"""
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, Optional
+
+import pulumi
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from components.catalog import (
+    DEFAULT_KUBERNETES_VERSION,
+    EKS_ADDONS,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    Catalog,
+    INSTANCE_TYPES,
+    InstanceType,
+)
+
+NAMESPACE = "eks-training"
+
+
+class ConfigError(pulumi.RunError):
+    """Raised when the stack configuration is invalid; nothing has been registered yet."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        text = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(
+            f"invalid stack configuration ({len(problems)} problem(s)); no resource was created:\n{text}"
+        )
+
+
+class _Model(BaseModel):
+    """Base for config objects: camelCase keys, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+
+
+class TaintConfig(_Model):
+    """A Kubernetes taint on a node group (``effect`` uses Kubernetes spelling)."""
+
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class NodeGroupConfig(_Model):
+    """A worker node group (key ``nodeGroups.<name>``)."""
+
+    instance_types: list[str] = Field(min_length=1)
+    min_size: int = Field(ge=0)
+    desired_size: int = Field(ge=0)
+    max_size: int = Field(ge=1)
+    capacity_type: Literal["ON_DEMAND", "SPOT"] = "ON_DEMAND"
+    disk_size_gib: int = Field(default=100, ge=20, le=16384)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[TaintConfig] = Field(default_factory=list)
+
+
+class SystemNodeGroupConfig(_Model):
+    """The small on-demand CPU node group for add-ons and controllers (key ``systemNodeGroup``)."""
+
+    instance_type: str = "m5.large"
+    min_size: int = Field(default=2, ge=1)
+    desired_size: int = Field(default=2, ge=1)
+    max_size: int = Field(default=3, ge=1)
+    disk_size_gib: int = Field(default=50, ge=20, le=16384)
+
+
+class NetworkConfig(_Model):
+    """A new VPC (key ``network``)."""
+
+    vpc_cidr: str = "10.0.0.0/16"
+    availability_zone_count: int = Field(default=3, ge=2, le=6)
+    availability_zones: Optional[list[str]] = None
+    nat_gateways: Literal["single", "perAz"] = "single"
+    private_subnet_cidrs: Optional[list[str]] = None
+    public_subnet_cidrs: Optional[list[str]] = None
+
+
+class ExistingVpcConfig(_Model):
+    """An existing VPC to deploy into (key ``existingVpc``); no network is created."""
+
+    vpc_id: str
+    private_subnet_ids: list[str]
+    public_subnet_ids: list[str] = Field(default_factory=list)
+
+
+class ClusterConfig(_Model):
+    """The EKS control plane (key ``cluster``)."""
+
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    endpoint_public_access: bool = True
+    public_access_cidrs: list[str] = Field(default_factory=lambda: ["0.0.0.0/0"])
+    admin_role_arns: list[str] = Field(default_factory=list)
+    log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
+        default_factory=lambda: ["api", "audit", "authenticator"]
+    )
+    service_cidr: Optional[str] = None
+    create_oidc_provider: bool = False
+    addon_versions: dict[str, str] = Field(default_factory=dict)
+
+
+class EfsConfig(_Model):
+    """The shared EFS volume (key ``storage``)."""
+
+    namespace: str = "training"
+    pvc_name: str = "shared-data"
+    storage_class_name: str = "efs-shared"
+    capacity: str = "1Ti"
+    throughput_mode: Literal["elastic", "bursting"] = "elastic"
+    performance_mode: Literal["generalPurpose", "maxIO"] = "generalPurpose"
+    retain_on_delete: bool = False
+    file_system_id: Optional[str] = None
+    backup: bool = False
+
+
+class InstanceFactsConfig(_Model):
+    """Facts for an instance type the built-in catalog does not know (key ``instanceFacts.<type>``)."""
+
+    vcpus: int = Field(ge=1)
+    memory_mib: int = Field(ge=512)
+    gpus: int = Field(default=0, ge=0)
+    gpu_model: Optional[str] = None
+    gpu_memory_mib: Optional[int] = None
+    max_efa_interfaces: int = Field(default=0, ge=0)
+    network_cards: int = Field(default=1, ge=1)
+    local_nvme_gb: int = Field(default=0, ge=0)
+    price_per_hour: Optional[float] = None
+    source: str = Field(min_length=3)
+
+
+#: Every top-level key of the ``eks-training`` namespace, its model (None = scalar) and default.
+_TOP_LEVEL: Mapping[str, Any] = {
+    "clusterName": str,
+    "network": NetworkConfig,
+    "existingVpc": ExistingVpcConfig,
+    "cluster": ClusterConfig,
+    "systemNodeGroup": SystemNodeGroupConfig,
+    "nodeGroups": dict,
+    "storage": EfsConfig,
+    "instanceFacts": dict,
+    "tags": dict,
+}
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """The validated configuration of one stack."""
+
+    project: str
+    stack: str
+    cluster_name: str
+    network: Optional[NetworkConfig]
+    existing_vpc: Optional[ExistingVpcConfig]
+    cluster: ClusterConfig
+    system_node_group: SystemNodeGroupConfig
+    node_groups: Mapping[str, NodeGroupConfig]
+    storage: EfsConfig
+    catalog: Catalog
+    tags: Mapping[str, str]
+
+    def instance(self, name: str) -> InstanceType:
+        """Catalog facts for ``name`` (validated to exist)."""
+        return self.catalog.require(name)
+
+    def group_instance(self, group: str) -> InstanceType:
+        """Facts for a worker group's first instance type (all its types share GPU counts)."""
+        return self.instance(self.node_groups[group].instance_types[0])
+
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+_VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+_AZ_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
+_QUANTITY_RE = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+
+
+def _key(path: str) -> str:
+    return f"{NAMESPACE}:{path}"
+
+
+def _label_key_ok(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(_LABEL_NAME_RE.match(name))
+
+
+def _fmt_validation(path: str, err: ValidationError) -> list[str]:
+    out = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        full = f"{path}.{loc}" if loc else path
+        if e["type"] == "extra_forbidden":
+            out.append(f"{_key(full)}: unknown key; remove it or fix its spelling (see Pulumi.yaml for the valid keys)")
+        elif e["type"] == "missing":
+            out.append(f"{_key(full)}: required key is missing; set it (see Pulumi.yaml)")
+        else:
+            out.append(f"{_key(full)}: {e['msg']} (got {e.get('input')!r})")
+    return out
+
+
+def _parse_net(value: str, key: str, problems: list[str]) -> Optional[ipaddress.IPv4Network]:
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        problems.append(f"{_key(key)}: {value!r} is not a valid CIDR ({exc}); use a network address such as 10.0.0.0/16")
+        return None
+    if not isinstance(net, ipaddress.IPv4Network):
+        problems.append(f"{_key(key)}: {value!r} is IPv6; this project builds IPv4 clusters, use an IPv4 CIDR")
+        return None
+    return net
+
+
+def _raw_config() -> dict[str, str]:
+    """All ``eks-training:*`` settings as raw strings, keyed without the namespace."""
+    merged: dict[str, Any] = {}
+    merged.update(pulumi.runtime.config.get_config_env())
+    merged.update(pulumi.runtime.config.CONFIG.get())
+    out: dict[str, str] = {}
+    for full, value in merged.items():
+        ns, sep, key = full.partition(":")
+        if sep and ns == NAMESPACE:
+            out[key] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def default_private_subnet_cidrs(vpc: ipaddress.IPv4Network, count: int) -> list[str]:
+    """Private subnets: the first ``count`` blocks of a quarter of the VPC each (/18 in a /16)."""
+    prefix = vpc.prefixlen + 2
+    return [str(s) for s in list(vpc.subnets(new_prefix=prefix))[:count]]
+
+
+def default_public_subnet_cidrs(vpc: ipaddress.IPv4Network, count: int) -> list[str]:
+    """Public subnets: small blocks (/22 in a /16) at the start of the VPC's last quarter."""
+    last_quarter = list(vpc.subnets(new_prefix=vpc.prefixlen + 2))[-1]
+    return [str(s) for s in list(last_quarter.subnets(new_prefix=vpc.prefixlen + 6))[:count]]
+
+
+def load_config(project: str, stack: str, *, available_zones: Optional[list[str]] = None) -> StackConfig:
+    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem.
+
+    ``available_zones`` (when given) is the region's list of AZ names: configured AZs must be in it.
+    """
+    raw = _raw_config()
+    problems: list[str] = []
+    parsed: dict[str, Any] = {}
+
+    for key, value in raw.items():
+        model = _TOP_LEVEL.get(key)
+        if model is None:
+            problems.append(
+                f"{_key(key)}: unknown key; valid keys are {', '.join(sorted(_TOP_LEVEL))} (see Pulumi.yaml)"
+            )
+            continue
+        if model is str:
+            parsed[key] = value
+            continue
+        try:
+            obj = json.loads(value)
+        except json.JSONDecodeError:
+            problems.append(f"{_key(key)}: must be an object (a YAML mapping), got {value!r}")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"{_key(key)}: must be an object (a YAML mapping), got {type(obj).__name__}")
+            continue
+        if model is dict:
+            parsed[key] = obj
+            continue
+        try:
+            parsed[key] = model.model_validate(obj)
+        except ValidationError as exc:
+            problems.extend(_fmt_validation(key, exc))
+
+    # Instance facts supplied by the user extend the catalog.
+    types: dict[str, InstanceType] = dict(INSTANCE_TYPES)
+    for name, facts in (parsed.get("instanceFacts") or {}).items():
+        if name in INSTANCE_TYPES:
+            problems.append(
+                f"{_key(f'instanceFacts.{name}')}: {name} is already in the catalog; remove this entry "
+                "(or fix components/catalog.py if a fact there is wrong)"
+            )
+            continue
+        try:
+            f = InstanceFactsConfig.model_validate(facts)
+        except ValidationError as exc:
+            problems.extend(_fmt_validation(f"instanceFacts.{name}", exc))
+            continue
+        types[name] = InstanceType(
+            name=name,
+            vcpus=f.vcpus,
+            memory_mib=f.memory_mib,
+            gpus=f.gpus,
+            gpu_model=f.gpu_model,
+            gpu_memory_mib=f.gpu_memory_mib,
+            max_efa_interfaces=f.max_efa_interfaces,
+            network_cards=f.network_cards,
+            local_nvme_gb=f.local_nvme_gb,
+            price_per_hour=f.price_per_hour,
+            sources=(f"stack config: {f.source}",),
+        )
+    catalog = Catalog(types)
+
+    def known(type_name: str, key: str) -> Optional[InstanceType]:
+        it = catalog.get(type_name)
+        if it is None:
+            problems.append(
+                f"{_key(key)}: unknown instance type {type_name!r}; use one of {', '.join(sorted(types))}, "
+                f"or describe it under {_key('instanceFacts')}.{type_name} (vcpus, memoryMib, gpus, ..., source)"
+            )
+        return it
+
+    # Cluster name.
+    cluster_name = parsed.get("clusterName") or f"{project}-{stack}"
+    if not _NAME_RE.match(cluster_name) or len(cluster_name) > 40:
+        problems.append(
+            f"{_key('clusterName')}: {cluster_name!r} must be 1-40 lowercase letters, digits and '-' "
+            "(it prefixes IAM role names, which are limited to 64 characters)"
+        )
+
+    cluster: ClusterConfig = parsed.get("cluster") or ClusterConfig()
+    if "cluster" in parsed:
+        if cluster.kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
+            problems.append(
+                f"{_key('cluster.kubernetesVersion')}: {cluster.kubernetes_version!r} is not supported; "
+                f"use one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}"
+            )
+        for i, cidr in enumerate(cluster.public_access_cidrs):
+            _parse_net(cidr, f"cluster.publicAccessCidrs[{i}]", problems)
+        if cluster.endpoint_public_access and not cluster.public_access_cidrs:
+            problems.append(
+                f"{_key('cluster.publicAccessCidrs')}: empty while endpointPublicAccess is true; "
+                "list the CIDRs allowed to reach the API server, or set endpointPublicAccess: false"
+            )
+        for i, arn in enumerate(cluster.admin_role_arns):
+            if not _ROLE_ARN_RE.match(arn):
+                problems.append(
+                    f"{_key(f'cluster.adminRoleArns[{i}]')}: {arn!r} is not an IAM role ARN "
+                    "(arn:aws:iam::123456789012:role/NAME)"
+                )
+        unknown_addons = sorted(set(cluster.addon_versions) - set(_addon_names()))
+        if unknown_addons:
+            problems.append(
+                f"{_key('cluster.addonVersions')}: unknown add-on(s) {', '.join(unknown_addons)}; "
+                f"pin only {', '.join(_addon_names())}"
+            )
+    elif DEFAULT_KUBERNETES_VERSION not in SUPPORTED_KUBERNETES_VERSIONS:  # pragma: no cover - catalog sanity
+        problems.append("catalog: DEFAULT_KUBERNETES_VERSION is not in SUPPORTED_KUBERNETES_VERSIONS")
+
+    # Network: new VPC or existing one.
+    network: Optional[NetworkConfig] = parsed.get("network")
+    existing: Optional[ExistingVpcConfig] = parsed.get("existingVpc")
+    if "network" in raw and "existingVpc" in raw:
+        problems.append(
+            f"{_key('network')} and {_key('existingVpc')} are both set; keep {_key('existingVpc')} to deploy into "
+            f"an existing VPC, or {_key('network')} to create one"
+        )
+    if existing is not None:
+        if not _VPC_RE.match(existing.vpc_id):
+            problems.append(f"{_key('existingVpc.vpcId')}: {existing.vpc_id!r} is not a VPC id (vpc-0123abcd...)")
+        if len(existing.private_subnet_ids) < 2:
+            problems.append(
+                f"{_key('existingVpc.privateSubnetIds')}: EKS needs private subnets in at least 2 availability "
+                f"zones; list at least 2 subnet ids (got {len(existing.private_subnet_ids)})"
+            )
+        for field_name, ids in (("privateSubnetIds", existing.private_subnet_ids), ("publicSubnetIds", existing.public_subnet_ids)):
+            for i, sid in enumerate(ids):
+                if not _SUBNET_RE.match(sid):
+                    problems.append(f"{_key(f'existingVpc.{field_name}[{i}]')}: {sid!r} is not a subnet id (subnet-0123abcd...)")
+        dup = set(existing.private_subnet_ids) & set(existing.public_subnet_ids)
+        if dup or len(set(existing.private_subnet_ids)) != len(existing.private_subnet_ids):
+            problems.append(
+                f"{_key('existingVpc')}: subnet ids must be distinct and not both private and public "
+                f"({', '.join(sorted(dup)) or 'duplicate in privateSubnetIds'})"
+            )
+    elif network is None and "network" not in raw:
+        network = NetworkConfig()
+
+    vpc_net: Optional[ipaddress.IPv4Network] = None
+    if network is not None:
+        vpc_net = _parse_net(network.vpc_cidr, "network.vpcCidr", problems)
+        if vpc_net is not None and not (16 <= vpc_net.prefixlen <= 20):
+            problems.append(
+                f"{_key('network.vpcCidr')}: /{vpc_net.prefixlen} is outside /16../20; pods take VPC addresses "
+                "(VPC CNI), so use a /16 to /20 block"
+            )
+            vpc_net = None
+        az_count = network.availability_zone_count
+        if network.availability_zones is not None:
+            azs = network.availability_zones
+            if len(azs) < 2:
+                problems.append(
+                    f"{_key('network.availabilityZones')}: EKS needs at least 2 availability zones, got {len(azs)}; "
+                    "list 2 or more"
+                )
+            if len(set(azs)) != len(azs):
+                problems.append(f"{_key('network.availabilityZones')}: duplicate zone names in {azs}")
+            for i, az in enumerate(azs):
+                if not _AZ_RE.match(az):
+                    problems.append(f"{_key(f'network.availabilityZones[{i}]')}: {az!r} is not a zone name (us-east-1a)")
+                elif available_zones is not None and az not in available_zones:
+                    problems.append(
+                        f"{_key(f'network.availabilityZones[{i}]')}: {az} is not available in this region; "
+                        f"choose from {', '.join(available_zones)}"
+                    )
+            az_count = len(azs)
+        elif available_zones is not None and len(available_zones) < az_count:
+            problems.append(
+                f"{_key('network.availabilityZoneCount')}: the region has {len(available_zones)} zones, "
+                f"asked for {az_count}; lower availabilityZoneCount"
+            )
+        subnet_nets: list[tuple[str, ipaddress.IPv4Network]] = []
+        for field_name, cidrs, default_fn in (
+            ("privateSubnetCidrs", network.private_subnet_cidrs, default_private_subnet_cidrs),
+            ("publicSubnetCidrs", network.public_subnet_cidrs, default_public_subnet_cidrs),
+        ):
+            if cidrs is None:
+                if vpc_net is not None and az_count <= 3:
+                    subnet_nets.extend((f"network.{field_name} (default)", ipaddress.IPv4Network(c)) for c in default_fn(vpc_net, az_count))
+                elif vpc_net is not None:
+                    problems.append(
+                        f"{_key(f'network.{field_name}')}: the default layout covers at most 3 zones; "
+                        f"list {az_count} CIDRs explicitly"
+                    )
+                continue
+            if len(cidrs) != az_count:
+                problems.append(
+                    f"{_key(f'network.{field_name}')}: {len(cidrs)} CIDRs for {az_count} availability zones; "
+                    "give exactly one per zone"
+                )
+            for i, c in enumerate(cidrs):
+                n = _parse_net(c, f"network.{field_name}[{i}]", problems)
+                if n is None:
+                    continue
+                if vpc_net is not None and not n.subnet_of(vpc_net):
+                    problems.append(
+                        f"{_key(f'network.{field_name}[{i}]')}: {c} is outside network.vpcCidr {vpc_net}; "
+                        "use a block inside the VPC"
+                    )
+                subnet_nets.append((f"network.{field_name}[{i}]", n))
+        for i, (ka, a) in enumerate(subnet_nets):
+            for kb, b in subnet_nets[i + 1 :]:
+                if a.overlaps(b):
+                    problems.append(f"{_key(ka)} {a} overlaps {_key(kb)} {b}; give each subnet its own block")
+
+    if cluster.service_cidr is not None:
+        svc = _parse_net(cluster.service_cidr, "cluster.serviceCidr", problems)
+        if svc is not None and vpc_net is not None and svc.overlaps(vpc_net):
+            problems.append(
+                f"{_key('cluster.serviceCidr')} {svc} overlaps {_key('network.vpcCidr')} {vpc_net}; "
+                "pick a service range outside the VPC, e.g. 172.20.0.0/16"
+            )
+        if svc is not None and not (12 <= svc.prefixlen <= 24):
+            problems.append(f"{_key('cluster.serviceCidr')}: EKS accepts /12../24, got /{svc.prefixlen}")
+
+    # System node group.
+    system: SystemNodeGroupConfig = parsed.get("systemNodeGroup") or SystemNodeGroupConfig()
+    it = known(system.instance_type, "systemNodeGroup.instanceType")
+    if it is not None and it.is_gpu:
+        problems.append(
+            f"{_key('systemNodeGroup.instanceType')}: {system.instance_type} is a GPU type; the system group runs "
+            "add-ons only, use a small CPU type such as m5.large"
+        )
+    _check_sizes("systemNodeGroup", system.min_size, system.desired_size, system.max_size, problems)
+
+    # Worker node groups.
+    groups: dict[str, NodeGroupConfig] = {}
+    for gname, gval in (parsed.get("nodeGroups") or {}).items():
+        gkey = f"nodeGroups.{gname}"
+        if not _NAME_RE.match(gname) or len(gname) > 20:
+            problems.append(f"{_key(gkey)}: group name {gname!r} must be 1-20 lowercase letters, digits and '-'")
+        if gname == "system":
+            problems.append(f"{_key(gkey)}: 'system' is reserved for systemNodeGroup; rename the group")
+        try:
+            g = NodeGroupConfig.model_validate(gval)
+        except ValidationError as exc:
+            problems.extend(_fmt_validation(gkey, exc))
+            continue
+        groups[gname] = g
+        _check_sizes(gkey, g.min_size, g.desired_size, g.max_size, problems)
+        facts = [known(t, f"{gkey}.instanceTypes[{i}]") for i, t in enumerate(g.instance_types)]
+        if len(set(g.instance_types)) != len(g.instance_types):
+            problems.append(f"{_key(f'{gkey}.instanceTypes')}: duplicate instance types {g.instance_types}")
+        present = [f for f in facts if f is not None]
+        if len({f.gpus for f in present}) > 1:
+            problems.append(
+                f"{_key(f'{gkey}.instanceTypes')}: {', '.join(f'{f.name} ({f.gpus} GPUs)' for f in present)} have "
+                "different GPU counts; pods request a whole node's GPUs, so put them in separate groups"
+            )
+        if g.capacity_type == "ON_DEMAND" and len(g.instance_types) > 1:
+            problems.append(
+                f"{_key(f'{gkey}.instanceTypes')}: several types only make sense with capacityType SPOT "
+                "(EKS picks one on-demand type); list one type or set capacityType: SPOT"
+            )
+        for lk, lv in g.labels.items():
+            if not _label_key_ok(lk):
+                problems.append(f"{_key(f'{gkey}.labels')}: {lk!r} is not a valid Kubernetes label key")
+            if len(lv) > 63 or not _LABEL_VALUE_RE.match(lv):
+                problems.append(f"{_key(f'{gkey}.labels.{lk}')}: {lv!r} is not a valid Kubernetes label value")
+            if lk.startswith(("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")) or lk.startswith("eks-training/"):
+                problems.append(
+                    f"{_key(f'{gkey}.labels')}: {lk!r} uses a reserved prefix (kubernetes.io/, k8s.io/, "
+                    "eks.amazonaws.com/, eks-training/); choose your own prefix"
+                )
+        for i, t in enumerate(g.taints):
+            if not _label_key_ok(t.key):
+                problems.append(f"{_key(f'{gkey}.taints[{i}].key')}: {t.key!r} is not a valid taint key")
+            if t.value and (len(t.value) > 63 or not _LABEL_VALUE_RE.match(t.value)):
+                problems.append(f"{_key(f'{gkey}.taints[{i}].value')}: {t.value!r} is not a valid taint value")
+            if t.key == "nvidia.com/gpu":
+                problems.append(
+                    f"{_key(f'{gkey}.taints[{i}]')}: the nvidia.com/gpu taint is added to GPU groups automatically; "
+                    "remove it"
+                )
+
+    if not groups and "nodeGroups" in raw:
+        problems.append(f"{_key('nodeGroups')}: define at least one worker group, or remove the key")
+
+    storage: EfsConfig = parsed.get("storage") or EfsConfig()
+    if not _NAME_RE.match(storage.namespace):
+        problems.append(f"{_key('storage.namespace')}: {storage.namespace!r} is not a valid namespace name")
+    if not _NAME_RE.match(storage.pvc_name):
+        problems.append(f"{_key('storage.pvcName')}: {storage.pvc_name!r} is not a valid object name")
+    if not _NAME_RE.match(storage.storage_class_name):
+        problems.append(f"{_key('storage.storageClassName')}: {storage.storage_class_name!r} is not a valid name")
+    if storage.file_system_id is not None and not re.match(r"^fs-[0-9a-f]{8,17}$", storage.file_system_id):
+        problems.append(f"{_key('storage.fileSystemId')}: {storage.file_system_id!r} is not an EFS id (fs-0123abcd...)")
+    if not _QUANTITY_RE.match(storage.capacity):
+        problems.append(f"{_key('storage.capacity')}: {storage.capacity!r} is not a Kubernetes quantity (e.g. 1Ti)")
+
+    tags = parsed.get("tags") or {}
+    for tk, tv in tags.items():
+        if not isinstance(tv, str):
+            problems.append(f"{_key(f'tags.{tk}')}: tag values must be strings, got {type(tv).__name__}")
+
+    if problems:
+        raise ConfigError(problems)
+
+    return StackConfig(
+        project=project,
+        stack=stack,
+        cluster_name=cluster_name,
+        network=network,
+        existing_vpc=existing,
+        cluster=cluster,
+        system_node_group=system,
+        node_groups=groups,
+        storage=storage,
+        catalog=catalog,
+        tags={str(k): str(v) for k, v in tags.items()},
+    )
+
+
+def _check_sizes(key: str, lo: int, desired: int, hi: int, problems: list[str]) -> None:
+    if lo > hi:
+        problems.append(f"{_key(f'{key}.minSize')} ({lo}) > {_key(f'{key}.maxSize')} ({hi}); set minSize <= maxSize")
+    elif not lo <= desired <= hi:
+        problems.append(
+            f"{_key(f'{key}.desiredSize')} ({desired}) is outside [minSize, maxSize] = [{lo}, {hi}]; "
+            "choose a desiredSize in that range"
+        )
+
+
+def _addon_names() -> tuple[str, ...]:
+    return EKS_ADDONS

@@ -1,0 +1,226 @@
+"""Composition of the components into one training environment, driven by a validated StackConfig."""
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import (
+    EfsStorage,
+    NvidiaDevicePlugin,
+    TrainingCluster,
+    TrainingNodeGroup,
+    TrainingVpc,
+)
+from components.nodegroup import NodeTaint
+from stacks.config import (
+    ConfigError,
+    StackConfig,
+    default_private_subnet_cidrs,
+    default_public_subnet_cidrs,
+)
+
+_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+
+@dataclass
+class Environment:
+    """What :func:`build_environment` created, for later stages (workloads) and stack outputs."""
+
+    config: StackConfig
+    cluster: TrainingCluster
+    k8s_provider: k8s.Provider
+    storage: EfsStorage
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    public_subnet_ids: pulumi.Output[list[str]]
+    node_groups: dict[str, TrainingNodeGroup] = field(default_factory=dict)
+    device_plugin: Optional[NvidiaDevicePlugin] = None
+
+
+def resolve_zones(cfg: StackConfig) -> list[str]:
+    """Zone names for a new VPC: from config, else the first N available zones of the region (sorted)."""
+    assert cfg.network is not None
+    available = sorted(
+        aws.get_availability_zones(
+            state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
+        ).names
+    )
+    if cfg.network.availability_zones:
+        missing = [z for z in cfg.network.availability_zones if z not in available]
+        if missing:
+            raise ConfigError(
+                [
+                    f"eks-training:network.availabilityZones: {', '.join(missing)} not available in this region; "
+                    f"choose from {', '.join(available)}"
+                ]
+            )
+        return list(cfg.network.availability_zones)
+    if len(available) < cfg.network.availability_zone_count:
+        raise ConfigError(
+            [
+                f"eks-training:network.availabilityZoneCount: the region has {len(available)} zones "
+                f"({', '.join(available)}), asked for {cfg.network.availability_zone_count}; lower it"
+            ]
+        )
+    return available[: cfg.network.availability_zone_count]
+
+
+def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> Environment:
+    """Register the whole backbone: network, cluster, node groups, device plugin, EFS storage."""
+    name = cfg.cluster_name
+    tags = {"eks-training/stack": f"{cfg.project}-{cfg.stack}", "managed-by": "pulumi", **cfg.tags}
+
+    if cfg.network is not None:
+        zones = zones if zones is not None else resolve_zones(cfg)
+        vpc_net = ipaddress.IPv4Network(cfg.network.vpc_cidr)
+        vpc = TrainingVpc(
+            f"{name}-net",
+            {
+                "cluster_name": name,
+                "cidr_block": cfg.network.vpc_cidr,
+                "availability_zones": zones,
+                "private_subnet_cidrs": cfg.network.private_subnet_cidrs or default_private_subnet_cidrs(vpc_net, len(zones)),
+                "public_subnet_cidrs": cfg.network.public_subnet_cidrs or default_public_subnet_cidrs(vpc_net, len(zones)),
+                "nat_gateway_per_az": cfg.network.nat_gateways == "perAz",
+                "tags": tags,
+            },
+        )
+        vpc_id: pulumi.Output[str] = vpc.vpc_id
+        private_ids: pulumi.Output[list[str]] = vpc.private_subnet_ids
+        public_ids: pulumi.Output[list[str]] = vpc.public_subnet_ids
+        private_id_list: list[pulumi.Input[str]] = [vpc.private_subnet_ids.apply(lambda ids, i=i: ids[i]) for i in range(len(zones))]
+    else:
+        assert cfg.existing_vpc is not None
+        vpc_id = pulumi.Output.from_input(cfg.existing_vpc.vpc_id)
+        private_ids = pulumi.Output.from_input(list(cfg.existing_vpc.private_subnet_ids))
+        public_ids = pulumi.Output.from_input(list(cfg.existing_vpc.public_subnet_ids))
+        private_id_list = list(cfg.existing_vpc.private_subnet_ids)
+
+    c = cfg.cluster
+    cluster = TrainingCluster(
+        name,
+        {
+            "cluster_name": name,
+            "kubernetes_version": c.kubernetes_version,
+            "vpc_id": vpc_id,
+            "private_subnet_ids": private_ids,
+            "public_subnet_ids": public_ids,
+            "system_node_group": {
+                "instance_type": cfg.system_node_group.instance_type,
+                "min_size": cfg.system_node_group.min_size,
+                "desired_size": cfg.system_node_group.desired_size,
+                "max_size": cfg.system_node_group.max_size,
+                "disk_size_gib": cfg.system_node_group.disk_size_gib,
+            },
+            "endpoint_public_access": c.endpoint_public_access,
+            "public_access_cidrs": c.public_access_cidrs,
+            "admin_role_arns": c.admin_role_arns,
+            "log_types": list(c.log_types),
+            **({"service_cidr": c.service_cidr} if c.service_cidr else {}),
+            "create_oidc_provider": c.create_oidc_provider,
+            "addon_versions": {k: v for k, v in c.addon_versions.items() if k != "aws-efs-csi-driver"},
+            "tags": tags,
+        },
+    )
+
+    provider = k8s.Provider(
+        f"{name}-k8s",
+        kubeconfig=cluster.kubeconfig,
+        enable_server_side_apply=True,
+        delete_unreachable=True,
+    )
+    k8s_opts = pulumi.ResourceOptions(provider=provider, depends_on=[cluster])
+
+    groups: dict[str, TrainingNodeGroup] = {}
+    for gname, g in cfg.node_groups.items():
+        facts = cfg.group_instance(gname)
+        taints: list[NodeTaint] = [{"key": t.key, "value": t.value, "effect": _EFFECT[t.effect]} for t in g.taints]  # type: ignore[typeddict-item]
+        groups[gname] = TrainingNodeGroup(
+            f"{name}-{gname}",
+            {
+                "cluster_name": cluster.cluster_name,
+                "node_role_arn": cluster.node_role_arn,
+                "subnet_ids": private_ids,
+                "instance_types": list(g.instance_types),
+                "role": gname,
+                "gpus_per_node": facts.gpus,
+                "min_size": g.min_size,
+                "desired_size": g.desired_size,
+                "max_size": g.max_size,
+                "capacity_type": g.capacity_type,
+                "disk_size_gib": g.disk_size_gib,
+                "labels": dict(g.labels),
+                "taints": taints,
+                "tags": tags,
+            },
+            opts=pulumi.ResourceOptions(depends_on=[cluster]),
+        )
+
+    device_plugin: Optional[NvidiaDevicePlugin] = None
+    if any(cfg.group_instance(g).is_gpu for g in cfg.node_groups):
+        device_plugin = NvidiaDevicePlugin(f"{name}-nvidia", {"namespace": "kube-system"}, opts=k8s_opts)
+
+    s = cfg.storage
+    storage = EfsStorage(
+        f"{name}-efs",
+        {
+            "cluster_name": cluster.cluster_name,
+            "cluster_name_plain": name,
+            "kubernetes_version": c.kubernetes_version,
+            "vpc_id": vpc_id,
+            "subnet_ids": private_id_list,
+            "node_security_group_id": cluster.node_security_group_id,
+            "namespace": s.namespace,
+            "pvc_name": s.pvc_name,
+            "storage_class_name": s.storage_class_name,
+            "capacity": s.capacity,
+            "throughput_mode": s.throughput_mode,
+            "performance_mode": s.performance_mode,
+            "retain_on_delete": s.retain_on_delete,
+            "backup": s.backup,
+            **({"existing_file_system_id": s.file_system_id} if s.file_system_id else {}),
+            **({"addon_version": c.addon_versions["aws-efs-csi-driver"]} if "aws-efs-csi-driver" in c.addon_versions else {}),
+            "tags": tags,
+        },
+        opts=k8s_opts,
+    )
+
+    return Environment(
+        config=cfg,
+        cluster=cluster,
+        k8s_provider=provider,
+        storage=storage,
+        vpc_id=vpc_id,
+        private_subnet_ids=private_ids,
+        public_subnet_ids=public_ids,
+        node_groups=groups,
+        device_plugin=device_plugin,
+    )
+
+
+def export_outputs(env: Environment) -> dict[str, Any]:
+    """Stack outputs of the backbone (also exported by ``__main__``)."""
+    cfg = env.config
+    region = aws.get_region_output().region
+    outputs: dict[str, Any] = {
+        "clusterName": env.cluster.cluster_name,
+        "kubeconfig": env.cluster.kubeconfig,
+        "vpcId": env.vpc_id,
+        "privateSubnetIds": env.private_subnet_ids,
+        "publicSubnetIds": env.public_subnet_ids,
+        "systemNodeGroupName": env.cluster.system_node_group_name,
+        "nodeGroupNames": pulumi.Output.all(
+            env.cluster.system_node_group_name, *[ng.node_group_name for ng in env.node_groups.values()]
+        ),
+        "efsFileSystemId": env.storage.file_system_id,
+        "pvcName": env.storage.pvc_name,
+        "pvcNamespace": env.storage.namespace,
+        "updateKubeconfigCommand": pulumi.Output.concat(
+            "aws eks update-kubeconfig --region ", region, " --name ", env.cluster.cluster_name, " --alias ", cfg.cluster_name
+        ),
+    }
+    return outputs

@@ -1,0 +1,353 @@
+"""Runs the real ``__main__.py`` under Pulumi mocks and records everything it registers.
+
+``run_stack("dev")`` loads ``Pulumi.dev.yaml``, evaluates the program offline and returns a
+:class:`Program` with every registered resource: type, name, URN, parent, dependencies,
+property dependencies, provider, options and inputs. Duplicate URNs fail the run.
+
+In preview mode the mocks behave like the engine during ``pulumi preview``: a new resource's id
+and computed outputs are unknown (only its inputs come back), so assertions that need resolved
+values cannot pass vacuously; tests check relationships through recorded (property) dependencies.
+"""
+
+import hashlib
+import json
+import os
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import rpc
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT = "eks-training"
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1f"]
+UNKNOWN = rpc.UNKNOWN
+
+
+def stack_names() -> list[str]:
+    """Every stack that has a ``Pulumi.<stack>.yaml`` in the repo."""
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in REPO.glob("Pulumi.*.yaml"))
+
+
+def stack_config(stack: str) -> dict[str, Any]:
+    """The ``config:`` mapping of a stack file."""
+    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text()) or {}
+    return dict(data.get("config") or {})
+
+
+def _hex(seed: str, n: int = 17) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:n]
+
+
+@dataclass
+class Registration:
+    """One RegisterResource request as the engine would see it."""
+
+    type: str
+    name: str
+    urn: str
+    parent: str
+    custom: bool
+    remote: bool
+    provider: str
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    inputs: dict[str, Any]
+    retain_on_delete: Optional[bool]
+    deleted_with: str
+    outputs: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    def deps_of(self, prop: str) -> list[str]:
+        """URNs the property ``prop`` depends on."""
+        return self.property_dependencies.get(prop, [])
+
+
+class RecordingMonitor(pmocks.MockMonitor):
+    """A MockMonitor that records every registration and rejects duplicate URNs."""
+
+    def __init__(self, mocks: pmocks.Mocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+        self._urns: set[str] = set()
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type != "pulumi:pulumi:Stack":
+            if urn in self._urns:
+                raise Exception(f"duplicate URN registered: {urn}")
+            self._urns.add(urn)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        pmocks._ensure_event_loop()
+        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+        reg = Registration(
+            type=request.type,
+            name=request.name,
+            urn=urn,
+            parent=request.parent,
+            custom=bool(request.custom),
+            remote=bool(request.remote),
+            provider=request.provider,
+            dependencies=list(request.dependencies),
+            property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
+            inputs=inputs,
+            retain_on_delete=request.retainOnDelete if request.HasField("retainOnDelete") else None,
+            deleted_with=request.deletedWith,
+            outputs=self.resources[urn].state if urn in self.resources else {},
+            id=self.resources[urn].id if urn in self.resources else "",
+        )
+        self.registrations.append(reg)
+        return response
+
+
+class TrainingMocks(pmocks.Mocks):
+    """Realistic ids and outputs for the resources and invokes the program uses."""
+
+    def __init__(self, preview: bool) -> None:
+        self.preview = preview
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
+
+    def call(self, args: pmocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+        self.invokes.append((args.token, dict(args.args)))
+        tok = args.token
+        if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            return {"names": ZONES, "zoneIds": [f"use1-az{i}" for i in range(len(ZONES))], "id": REGION}, []
+        if tok == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "accountId": ACCOUNT,
+                "arn": f"arn:aws:iam::{ACCOUNT}:user/deployer",
+                "userId": "AIDAEXAMPLE",
+                "id": ACCOUNT,
+            }, []
+        if tok == "aws:index/getRegion:getRegion":
+            return {"name": REGION, "region": REGION, "id": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}, []
+        if tok == "aws:eks/getAddonVersion:getAddonVersion":
+            return {
+                "addonName": args.args["addonName"],
+                "kubernetesVersion": args.args["kubernetesVersion"],
+                "version": f"v1.0.0-eksbuild.{len(args.args['addonName'])}",
+                "id": args.args["addonName"],
+            }, []
+        raise Exception(f"unmocked invoke {tok}({args.args})")
+
+    def new_resource(self, args: pmocks.MockResourceArgs) -> tuple[Optional[str], dict]:
+        inputs = dict(args.inputs)
+        if self.preview:
+            # Like `pulumi preview` of a new stack: no id, no computed outputs.
+            return "", inputs
+        t, name = args.typ, args.name
+        rid = f"{name}-{_hex(t + name, 8)}"
+        out = dict(inputs)
+        prefixes = {
+            "aws:ec2/vpc:Vpc": "vpc",
+            "aws:ec2/subnet:Subnet": "subnet",
+            "aws:ec2/securityGroup:SecurityGroup": "sg",
+            "aws:ec2/internetGateway:InternetGateway": "igw",
+            "aws:ec2/natGateway:NatGateway": "nat",
+            "aws:ec2/eip:Eip": "eipalloc",
+            "aws:ec2/routeTable:RouteTable": "rtb",
+            "aws:ec2/launchTemplate:LaunchTemplate": "lt",
+            "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce",
+            "aws:efs/fileSystem:FileSystem": "fs",
+            "aws:efs/mountTarget:MountTarget": "fsmt",
+        }
+        if t in prefixes:
+            rid = f"{prefixes[t]}-{_hex(t + name)}"
+        if t == "aws:iam/role:Role":
+            rid = inputs.get("name") or name
+            out["arn"] = f"arn:aws:iam::{ACCOUNT}:role/{rid}"
+            out["name"] = rid
+        elif t == "aws:kms/key:Key":
+            rid = f"{_hex(name, 8)}-{_hex(name + '1', 4)}-{_hex(name + '2', 4)}"
+            out.update(keyId=rid, arn=f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{rid}")
+        elif t == "aws:ec2/launchTemplate:LaunchTemplate":
+            out.update(latestVersion=1, defaultVersion=1, arn=f"arn:aws:ec2:{REGION}:{ACCOUNT}:launch-template/{rid}")
+        elif t == "aws:eks/nodeGroup:NodeGroup":
+            ng = (inputs.get("nodeGroupNamePrefix") or name) + "20261121000000000000000001"
+            out.update(nodeGroupName=ng, arn=f"arn:aws:eks:{REGION}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x", status="ACTIVE")
+            rid = f"{inputs.get('clusterName')}:{ng}"
+        elif t == "aws:eks/addon:Addon":
+            rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
+            out["arn"] = f"arn:aws:eks:{REGION}:{ACCOUNT}:addon/{rid}"
+        elif t == "eks:index:Cluster":
+            cname = inputs.get("name", name)
+            kubeconfig = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": cname, "cluster": {"server": f"https://{_hex(cname, 32).upper()}.gr7.{REGION}.eks.amazonaws.com"}}],
+                "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token", "--cluster-name", cname]}}}],
+            }
+            out.update(
+                kubeconfig=kubeconfig,
+                kubeconfigJson=json.dumps(kubeconfig),
+                clusterSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
+                nodeSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
+                oidcProviderArn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{REGION}.amazonaws.com/id/{_hex(cname, 32).upper()}",
+                oidcIssuer=f"https://oidc.eks.{REGION}.amazonaws.com/id/{_hex(cname, 32).upper()}",
+            )
+            rid = ""
+        elif t.startswith("kubernetes:") and "metadata" in inputs:
+            md = dict(inputs.get("metadata") or {})
+            md.setdefault("uid", _hex(name, 32))
+            out["metadata"] = md
+            rid = f"{md.get('namespace', '')}/{md.get('name', name)}".lstrip("/")
+        elif t == "kubernetes:helm.sh/v3:Release":
+            out["status"] = {"status": "deployed", "version": 1, "namespace": inputs.get("namespace"), "name": inputs.get("name")}
+            rid = f"{inputs.get('namespace')}/{inputs.get('name')}"
+        if "arn" not in out and t.startswith("aws:"):
+            out["arn"] = f"arn:aws:{t.split(':')[1].split('/')[0]}:{REGION}:{ACCOUNT}:{rid}"
+        if t == "aws:ec2/subnet:Subnet":
+            out.setdefault("availabilityZone", inputs.get("availabilityZone"))
+        return rid, out
+
+
+@dataclass
+class Program:
+    """What one evaluation of the program registered and exported."""
+
+    stack: str
+    preview: bool
+    registrations: list[Registration]
+    outputs: dict[str, Any]
+    invokes: list[tuple[str, dict[str, Any]]]
+    error: Optional[BaseException] = None
+
+    def of_type(self, t: str) -> list[Registration]:
+        """All registrations of type token ``t``."""
+        return [r for r in self.registrations if r.type == t]
+
+    def one(self, t: str, pred: Callable[[Registration], bool] = lambda r: True) -> Registration:
+        """The single registration of type ``t`` matching ``pred``."""
+        found = [r for r in self.of_type(t) if pred(r)]
+        assert len(found) == 1, f"expected one {t}, found {[r.name for r in found]}"
+        return found[0]
+
+    def by_urn(self, urn: str) -> Registration:
+        """The registration with this URN."""
+        for r in self.registrations:
+            if r.urn == urn:
+                return r
+        raise KeyError(urn)
+
+    def children(self, parent: Registration) -> list[Registration]:
+        """Direct children of ``parent``."""
+        return [r for r in self.registrations if r.parent == parent.urn]
+
+    def descendants(self, parent: Registration) -> list[Registration]:
+        """All descendants of ``parent``."""
+        out: list[Registration] = []
+        todo = [parent.urn]
+        while todo:
+            u = todo.pop()
+            for r in self.registrations:
+                if r.parent == u:
+                    out.append(r)
+                    todo.append(r.urn)
+        return out
+
+    def ancestors(self, reg: Registration) -> list[Registration]:
+        """Parents of ``reg`` up to the root."""
+        out = []
+        cur = reg
+        while cur.parent and not cur.parent.endswith("pulumi:pulumi:Stack::" + f"{PROJECT}-{self.stack}"):
+            try:
+                cur = self.by_urn(cur.parent)
+            except KeyError:
+                break
+            out.append(cur)
+        return out
+
+    def depends_transitively(self, reg: Registration, target_urn: str) -> bool:
+        """True when ``reg`` depends on ``target_urn`` through resource or property dependencies
+        (following dependencies of dependencies, and a component's children)."""
+        seen: set[str] = set()
+        todo = list(_all_deps(reg))
+        while todo:
+            u = todo.pop()
+            if u == target_urn:
+                return True
+            if u in seen:
+                continue
+            seen.add(u)
+            try:
+                r = self.by_urn(u)
+            except KeyError:
+                continue
+            todo.extend(_all_deps(r))
+            todo.extend(c.urn for c in self.children(r))
+        return False
+
+
+def _all_deps(r: Registration) -> Iterable[str]:
+    yield from r.dependencies
+    for urns in r.property_dependencies.values():
+        yield from urns
+
+
+def _config_to_runtime(config: dict[str, Any]) -> dict[str, str]:
+    out = {}
+    for key, value in config.items():
+        out[key] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def run_program(
+    stack: str,
+    *,
+    preview: bool = False,
+    config: Optional[dict[str, Any]] = None,
+    main: Path = REPO / "__main__.py",
+    expect_error: bool = False,
+) -> Program:
+    """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config."""
+    cfg = stack_config(stack) if config is None else config
+    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    mocks = TrainingMocks(preview)
+    monitor = RecordingMonitor(mocks)
+    pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    settings = pulumi.runtime.settings.SETTINGS
+    settings.rpc_manager.clear()
+    settings.outputs.clear()
+
+    exported: dict[str, Any] = {}
+
+    def program() -> None:
+        cwd = os.getcwd()
+        sys.path.insert(0, str(REPO))
+        os.chdir(REPO)
+        try:
+            runpy.run_path(str(main), run_name="__main__")
+        finally:
+            os.chdir(cwd)
+            sys.path.remove(str(REPO))
+
+    error: Optional[BaseException] = None
+    try:
+        _sync_await(run_pulumi_func(program))
+    except BaseException as exc:  # noqa: BLE001 - reported to the caller
+        if not expect_error:
+            raise
+        error = exc
+    root = pulumi.runtime.settings.get_root_resource()
+    if error is None and root is not None:
+        for k, v in (getattr(root, "outputs", None) or {}).items():
+            exported[k] = v
+    return Program(stack, preview, list(monitor.registrations), exported, list(mocks.invokes), error)
+
+
+def resolve(value: Any) -> Any:
+    """Resolve an Output (or plain value) to a plain value after a program run."""
+    if isinstance(value, pulumi.Output):
+        return _sync_await(value.future())
+    return value
