@@ -81,7 +81,8 @@ class TrainingCluster(pulumi.ComponentResource):
     cluster: eks.Cluster
     """The pulumi-eks cluster (pass it to other components)."""
     cluster_name: pulumi.Output[str]
-    """The EKS cluster name (resolves once the cluster exists)."""
+    """The EKS cluster name; resolves once the cluster and the add-ons nodes need (vpc-cni,
+    kube-proxy, Pod Identity agent) exist, so node groups created from it join a working cluster."""
     kubeconfig: pulumi.Output[str]
     """Kubeconfig (JSON) using ``aws eks get-token``; a secret."""
     node_role_arn: pulumi.Output[str]
@@ -200,7 +201,7 @@ class TrainingCluster(pulumi.ComponentResource):
             **cluster_args,  # type: ignore[arg-type]
         )
         # An output of the remote component resolves only after all of its children exist.
-        self.cluster_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
+        eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
 
         def addon(addon_name: str, depends: Sequence[pulumi.Resource]) -> aws.eks.Addon:
             version_out: pulumi.Input[str] = pins.get(addon_name) or aws.eks.get_addon_version_output(
@@ -211,7 +212,7 @@ class TrainingCluster(pulumi.ComponentResource):
             ).version
             return aws.eks.Addon(
                 f"{name}-addon-{addon_name}",
-                cluster_name=self.cluster_name,
+                cluster_name=eks_name,
                 addon_name=addon_name,
                 addon_version=version_out,
                 resolve_conflicts_on_create="OVERWRITE",
@@ -221,6 +222,9 @@ class TrainingCluster(pulumi.ComponentResource):
             )
 
         early = [addon(n, []) for n in EARLY_ADDONS]
+        # The public cluster name resolves once nodes can join (CNI, kube-proxy, Pod Identity agent
+        # are in place): node groups built from it, here or in other components, wait for them.
+        self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in early]).apply(lambda v: str(v[0]))
 
         spec = args["system_node_group"]
         system = TrainingNodeGroup(

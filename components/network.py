@@ -45,6 +45,8 @@ class TrainingVpc(pulumi.ComponentResource):
     """The zones used, in the same order as the subnet lists."""
     nat_gateway_ids: pulumi.Output[list[str]]
     """NAT gateway ids (one, or one per zone)."""
+    private_subnet_id_list: list[pulumi.Output[str]]
+    """The private subnet ids one Output each (in zone order), for per-subnet children such as mount targets."""
 
     def __init__(self, name: str, args: TrainingVpcArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingVpc", name, None, opts)
@@ -172,6 +174,7 @@ class TrainingVpc(pulumi.ComponentResource):
         self.vpc_id = vpc.id
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets])
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets])
+        self.private_subnet_id_list = [s.id for s in private_subnets]
         self.availability_zones = pulumi.Output.from_input(azs)
         self.nat_gateway_ids = pulumi.Output.all(*[n.id for n in nats.values()])
         self.register_outputs(

@@ -92,7 +92,7 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         vpc_id: pulumi.Output[str] = vpc.vpc_id
         private_ids: pulumi.Output[list[str]] = vpc.private_subnet_ids
         public_ids: pulumi.Output[list[str]] = vpc.public_subnet_ids
-        private_id_list: list[pulumi.Input[str]] = [vpc.private_subnet_ids.apply(lambda ids, i=i: ids[i]) for i in range(len(zones))]
+        private_id_list: list[pulumi.Input[str]] = list(vpc.private_subnet_id_list)
     else:
         assert cfg.existing_vpc is not None
         vpc_id = pulumi.Output.from_input(cfg.existing_vpc.vpc_id)

@@ -269,8 +269,8 @@ class Program:
         return out
 
     def depends_transitively(self, reg: Registration, target_urn: str) -> bool:
-        """True when ``reg`` depends on ``target_urn`` through resource or property dependencies
-        (following dependencies of dependencies, and a component's children)."""
+        """True when ``reg`` depends on ``target_urn`` through its provider, resource or property
+        dependencies (following dependencies of dependencies, and a component's children)."""
         seen: set[str] = set()
         todo = list(_all_deps(reg))
         while todo:
@@ -290,6 +290,8 @@ class Program:
 
 
 def _all_deps(r: Registration) -> Iterable[str]:
+    if r.provider:
+        yield r.provider.rsplit("::", 1)[0]
     yield from r.dependencies
     for urns in r.property_dependencies.values():
         yield from urns
@@ -346,8 +348,24 @@ def run_program(
     return Program(stack, preview, list(monitor.registrations), exported, list(mocks.invokes), error)
 
 
+def contains_unknown(value: Any) -> bool:
+    """True when ``value`` (or anything inside it) is an unknown preview value."""
+    if value == UNKNOWN or type(value).__name__ == "Unknown":
+        return True
+    if isinstance(value, dict):
+        return any(contains_unknown(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(contains_unknown(v) for v in value)
+    return False
+
+
 def resolve(value: Any) -> Any:
     """Resolve an Output (or plain value) to a plain value after a program run."""
     if isinstance(value, pulumi.Output):
         return _sync_await(value.future())
     return value
+
+
+def is_secret(value: pulumi.Output) -> bool:
+    """Whether an Output is marked secret."""
+    return bool(_sync_await(value.is_secret()))
