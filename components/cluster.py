@@ -171,9 +171,6 @@ class TrainingCluster(pulumi.ComponentResource):
             }
             for i, arn in enumerate(args.get("admin_role_arns") or [])
         }
-        cluster_args: dict[str, object] = {}
-        if args.get("service_cidr"):
-            cluster_args["kubernetes_service_ip_address_range"] = args["service_cidr"]
         self.cluster = eks.Cluster(
             f"{name}-eks",
             name=cluster_name,
@@ -196,9 +193,9 @@ class TrainingCluster(pulumi.ComponentResource):
             kube_proxy_addon_options={"enabled": False},
             coredns_addon_options={"enabled": False},
             create_oidc_provider=bool(args.get("create_oidc_provider", False)),
+            kubernetes_service_ip_address_range=args.get("service_cidr"),
             tags=tags,
             opts=child,
-            **cluster_args,  # type: ignore[arg-type]
         )
         # An output of the remote component resolves only after all of its children exist.
         eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)

@@ -71,6 +71,6 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             timeout=600,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.release_name = release.name
+        self.release_name = release.name.apply(lambda n: n or "nvidia-device-plugin")
         self.chart_version = pulumi.Output.from_input(version)
         self.register_outputs({"release_name": self.release_name, "chart_version": self.chart_version})

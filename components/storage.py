@@ -118,19 +118,16 @@ class EfsStorage(pulumi.ComponentResource):
             # A file system kept from an earlier stack (retain_on_delete): adopt it by id.
             file_system_id = existing_fs
         else:
-            fs_args: dict[str, object] = {}
-            if args.get("kms_key_arn") is not None:
-                fs_args["kms_key_id"] = args["kms_key_arn"]
             file_system = aws.efs.FileSystem(
                 f"{name}-fs",
                 encrypted=True,
+                kms_key_id=args.get("kms_key_arn"),
                 throughput_mode=args.get("throughput_mode", "elastic"),
                 performance_mode=args.get("performance_mode", "generalPurpose"),
                 tags={**tags, "Name": f"{cluster_plain}-shared"},
                 # Only the file system (the data) is kept on destroy; its mount targets and
                 # security group go, so the VPC can still be deleted.
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain),
-                **fs_args,  # type: ignore[arg-type]
             )
             file_system_id = file_system.id
             aws.efs.BackupPolicy(

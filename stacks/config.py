@@ -97,6 +97,13 @@ class ExistingVpcConfig(_Model):
     public_subnet_ids: list[str] = Field(default_factory=list)
 
 
+LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def _default_log_types() -> list[LogType]:
+    return ["api", "audit", "authenticator"]
+
+
 class ClusterConfig(_Model):
     """The EKS control plane (key ``cluster``)."""
 
@@ -104,9 +111,7 @@ class ClusterConfig(_Model):
     endpoint_public_access: bool = True
     public_access_cidrs: list[str] = Field(default_factory=lambda: ["0.0.0.0/0"])
     admin_role_arns: list[str] = Field(default_factory=list)
-    log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
-        default_factory=lambda: ["api", "audit", "authenticator"]
-    )
+    log_types: list["LogType"] = Field(default_factory=lambda: _default_log_types())
     service_cidr: Optional[str] = None
     create_oidc_provider: bool = False
     addon_versions: dict[str, str] = Field(default_factory=dict)
@@ -205,7 +210,7 @@ def _label_key_ok(key: str) -> bool:
 def _fmt_validation(path: str, err: ValidationError) -> list[str]:
     out = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"]).lstrip(".")
         full = f"{path}.{loc}" if loc else path
         if e["type"] == "extra_forbidden":
             out.append(f"{_key(full)}: unknown key; remove it or fix its spelling (see Pulumi.yaml for the valid keys)")
@@ -529,7 +534,7 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
                     "remove it"
                 )
 
-    if not groups and "nodeGroups" in raw:
+    if "nodeGroups" in parsed and not parsed["nodeGroups"]:
         problems.append(f"{_key('nodeGroups')}: define at least one worker group, or remove the key")
 
     storage: EfsConfig = parsed.get("storage") or EfsConfig()

@@ -15,7 +15,9 @@ from components import (
     TrainingNodeGroup,
     TrainingVpc,
 )
+from components.cluster import TrainingClusterArgs
 from components.nodegroup import NodeTaint
+from components.storage import EfsStorageArgs
 from stacks.config import (
     ConfigError,
     StackConfig,
@@ -83,8 +85,10 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
                 "cluster_name": name,
                 "cidr_block": cfg.network.vpc_cidr,
                 "availability_zones": zones,
-                "private_subnet_cidrs": cfg.network.private_subnet_cidrs or default_private_subnet_cidrs(vpc_net, len(zones)),
-                "public_subnet_cidrs": cfg.network.public_subnet_cidrs or default_public_subnet_cidrs(vpc_net, len(zones)),
+                "private_subnet_cidrs": cfg.network.private_subnet_cidrs
+                or default_private_subnet_cidrs(vpc_net, len(zones)),
+                "public_subnet_cidrs": cfg.network.public_subnet_cidrs
+                or default_public_subnet_cidrs(vpc_net, len(zones)),
                 "nat_gateway_per_az": cfg.network.nat_gateways == "perAz",
                 "tags": tags,
             },
@@ -101,31 +105,30 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         private_id_list = list(cfg.existing_vpc.private_subnet_ids)
 
     c = cfg.cluster
-    cluster = TrainingCluster(
-        name,
-        {
-            "cluster_name": name,
-            "kubernetes_version": c.kubernetes_version,
-            "vpc_id": vpc_id,
-            "private_subnet_ids": private_ids,
-            "public_subnet_ids": public_ids,
-            "system_node_group": {
-                "instance_type": cfg.system_node_group.instance_type,
-                "min_size": cfg.system_node_group.min_size,
-                "desired_size": cfg.system_node_group.desired_size,
-                "max_size": cfg.system_node_group.max_size,
-                "disk_size_gib": cfg.system_node_group.disk_size_gib,
-            },
-            "endpoint_public_access": c.endpoint_public_access,
-            "public_access_cidrs": c.public_access_cidrs,
-            "admin_role_arns": c.admin_role_arns,
-            "log_types": list(c.log_types),
-            **({"service_cidr": c.service_cidr} if c.service_cidr else {}),
-            "create_oidc_provider": c.create_oidc_provider,
-            "addon_versions": {k: v for k, v in c.addon_versions.items() if k != "aws-efs-csi-driver"},
-            "tags": tags,
+    cluster_args: TrainingClusterArgs = {
+        "cluster_name": name,
+        "kubernetes_version": c.kubernetes_version,
+        "vpc_id": vpc_id,
+        "private_subnet_ids": private_ids,
+        "public_subnet_ids": public_ids,
+        "system_node_group": {
+            "instance_type": cfg.system_node_group.instance_type,
+            "min_size": cfg.system_node_group.min_size,
+            "desired_size": cfg.system_node_group.desired_size,
+            "max_size": cfg.system_node_group.max_size,
+            "disk_size_gib": cfg.system_node_group.disk_size_gib,
         },
-    )
+        "endpoint_public_access": c.endpoint_public_access,
+        "public_access_cidrs": c.public_access_cidrs,
+        "admin_role_arns": c.admin_role_arns,
+        "log_types": list(c.log_types),
+        "create_oidc_provider": c.create_oidc_provider,
+        "addon_versions": {k: v for k, v in c.addon_versions.items() if k != "aws-efs-csi-driver"},
+        "tags": tags,
+    }
+    if c.service_cidr:
+        cluster_args["service_cidr"] = c.service_cidr
+    cluster = TrainingCluster(name, cluster_args)
 
     provider = k8s.Provider(
         f"{name}-k8s",
@@ -165,29 +168,28 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         device_plugin = NvidiaDevicePlugin(f"{name}-nvidia", {"namespace": "kube-system"}, opts=k8s_opts)
 
     s = cfg.storage
-    storage = EfsStorage(
-        f"{name}-efs",
-        {
-            "cluster_name": cluster.cluster_name,
-            "cluster_name_plain": name,
-            "kubernetes_version": c.kubernetes_version,
-            "vpc_id": vpc_id,
-            "subnet_ids": private_id_list,
-            "node_security_group_id": cluster.node_security_group_id,
-            "namespace": s.namespace,
-            "pvc_name": s.pvc_name,
-            "storage_class_name": s.storage_class_name,
-            "capacity": s.capacity,
-            "throughput_mode": s.throughput_mode,
-            "performance_mode": s.performance_mode,
-            "retain_on_delete": s.retain_on_delete,
-            "backup": s.backup,
-            **({"existing_file_system_id": s.file_system_id} if s.file_system_id else {}),
-            **({"addon_version": c.addon_versions["aws-efs-csi-driver"]} if "aws-efs-csi-driver" in c.addon_versions else {}),
-            "tags": tags,
-        },
-        opts=k8s_opts,
-    )
+    storage_args: EfsStorageArgs = {
+        "cluster_name": cluster.cluster_name,
+        "cluster_name_plain": name,
+        "kubernetes_version": c.kubernetes_version,
+        "vpc_id": vpc_id,
+        "subnet_ids": private_id_list,
+        "node_security_group_id": cluster.node_security_group_id,
+        "namespace": s.namespace,
+        "pvc_name": s.pvc_name,
+        "storage_class_name": s.storage_class_name,
+        "capacity": s.capacity,
+        "throughput_mode": s.throughput_mode,
+        "performance_mode": s.performance_mode,
+        "retain_on_delete": s.retain_on_delete,
+        "backup": s.backup,
+        "tags": tags,
+    }
+    if s.file_system_id:
+        storage_args["existing_file_system_id"] = s.file_system_id
+    if "aws-efs-csi-driver" in c.addon_versions:
+        storage_args["addon_version"] = c.addon_versions["aws-efs-csi-driver"]
+    storage = EfsStorage(f"{name}-efs", storage_args, opts=k8s_opts)
 
     return Environment(
         config=cfg,
@@ -220,7 +222,12 @@ def export_outputs(env: Environment) -> dict[str, Any]:
         "pvcName": env.storage.pvc_name,
         "pvcNamespace": env.storage.namespace,
         "updateKubeconfigCommand": pulumi.Output.concat(
-            "aws eks update-kubeconfig --region ", region, " --name ", env.cluster.cluster_name, " --alias ", cfg.cluster_name
+            "aws eks update-kubeconfig --region ",
+            region,
+            " --name ",
+            env.cluster.cluster_name,
+            " --alias ",
+            cfg.cluster_name,
         ),
     }
     return outputs

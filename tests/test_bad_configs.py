@@ -1,0 +1,119 @@
+"""Bad stack configs stop the program with one clear error, before any resource is registered."""
+
+from typing import Any, Callable
+
+import pytest
+
+from stacks.config import ConfigError
+from tests.harness import PROJECT, run_program, stack_config
+
+GPU = {"instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
+
+
+def base() -> dict[str, Any]:
+    return stack_config("dev")
+
+
+def setk(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(cfg: dict[str, Any]) -> None:
+        cfg[f"{PROJECT}:{key}"] = value
+
+    return apply
+
+
+def group(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return setk("nodeGroups", {"gpu": {**GPU, **fields}})
+
+
+def both(*fns: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(cfg: dict[str, Any]) -> None:
+        for f in fns:
+            f(cfg)
+
+    return apply
+
+
+def drop(key: str) -> Callable[[dict[str, Any]], None]:
+    def apply(cfg: dict[str, Any]) -> None:
+        cfg.pop(f"{PROJECT}:{key}", None)
+
+    return apply
+
+
+# (case id, change to the dev stack's config, fragments the error must contain)
+CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
+    ("unknown top-level key", setk("nodegroups", {}), ["eks-training:nodegroups: unknown key", "nodeGroups"]),
+    ("unknown key in a group", group(minsize=1), ["eks-training:nodeGroups.gpu.minsize: unknown key"]),
+    ("unknown key in network", setk("network", {"vpcCidr": "10.0.0.0/16", "natGateway": "single"}), ["eks-training:network.natGateway: unknown key"]),
+    ("wrong type", group(maxSize="many"), ["eks-training:nodeGroups.gpu.maxSize", "integer"]),
+    ("missing required key", setk("nodeGroups", {"gpu": {"instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1}}), ["eks-training:nodeGroups.gpu.desiredSize: required key is missing"]),
+    ("min > max", group(minSize=3, desiredSize=3, maxSize=2), ["eks-training:nodeGroups.gpu.minSize (3) > eks-training:nodeGroups.gpu.maxSize (2)", "set minSize <= maxSize"]),
+    ("desired outside range", group(minSize=1, desiredSize=5, maxSize=2), ["eks-training:nodeGroups.gpu.desiredSize (5) is outside [minSize, maxSize] = [1, 2]"]),
+    ("system min > max", setk("systemNodeGroup", {"minSize": 3, "desiredSize": 3, "maxSize": 2}), ["eks-training:systemNodeGroup.minSize (3) > eks-training:systemNodeGroup.maxSize (2)"]),
+    ("unknown instance type", group(instanceTypes=["p9.mega"]), ["eks-training:nodeGroups.gpu.instanceTypes[0]: unknown instance type 'p9.mega'", "instanceFacts"]),
+    ("misspelt instance type", group(instanceTypes=["g5.xlarg"]), ["unknown instance type 'g5.xlarg'", "g5.xlarge"]),
+    ("GPU type for system group", setk("systemNodeGroup", {"instanceType": "g5.xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}), ["eks-training:systemNodeGroup.instanceType: g5.xlarge is a GPU type"]),
+    ("mixed GPU counts", group(instanceTypes=["g5.xlarge", "g5.48xlarge"], capacityType="SPOT"), ["different GPU counts", "separate groups"]),
+    ("several on-demand types", group(instanceTypes=["g5.xlarge", "g6.xlarge"]), ["several types only make sense with capacityType SPOT"]),
+    ("bad capacity type", group(capacityType="RESERVED"), ["eks-training:nodeGroups.gpu.capacityType", "ON_DEMAND", "SPOT"]),
+    ("one availability zone", setk("network", {"availabilityZoneCount": 1}), ["eks-training:network.availabilityZoneCount", "greater than or equal to 2"]),
+    ("one listed zone", setk("network", {"availabilityZones": ["us-east-1a"]}), ["eks-training:network.availabilityZones: EKS needs at least 2 availability zones"]),
+    ("zone not in region", setk("network", {"availabilityZones": ["us-east-1a", "us-east-1e"]}), ["us-east-1e not available in this region", "choose from"]),
+    ("taint with bad effect", group(taints=[{"key": "team", "value": "ml", "effect": "NoScheduling"}]), ["eks-training:nodeGroups.gpu.taints[0].effect", "NoSchedule"]),
+    ("taint with bad key", group(taints=[{"key": "bad key!", "effect": "NoSchedule"}]), ["eks-training:nodeGroups.gpu.taints[0].key: 'bad key!' is not a valid taint key"]),
+    ("gpu taint given by hand", group(taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]), ["added to GPU groups automatically"]),
+    ("invalid VPC CIDR", setk("network", {"vpcCidr": "10.0.0.1/16"}), ["eks-training:network.vpcCidr: '10.0.0.1/16' is not a valid CIDR"]),
+    ("overlapping subnets", setk("network", {"availabilityZoneCount": 2, "privateSubnetCidrs": ["10.0.0.0/18", "10.0.32.0/19"], "publicSubnetCidrs": ["10.0.192.0/22", "10.0.196.0/22"]}), ["eks-training:network.privateSubnetCidrs[0] 10.0.0.0/18 overlaps eks-training:network.privateSubnetCidrs[1] 10.0.32.0/19"]),
+    ("subnet outside VPC", setk("network", {"availabilityZoneCount": 2, "privateSubnetCidrs": ["10.0.0.0/18", "10.1.0.0/18"], "publicSubnetCidrs": ["10.0.192.0/22", "10.0.196.0/22"]}), ["eks-training:network.privateSubnetCidrs[1]: 10.1.0.0/18 is outside network.vpcCidr"]),
+    ("service CIDR overlaps VPC", setk("cluster", {"serviceCidr": "10.0.128.0/16"}), ["eks-training:cluster.serviceCidr: '10.0.128.0/16' is not a valid CIDR"]),
+    ("service CIDR inside VPC", setk("cluster", {"serviceCidr": "10.0.0.0/20"}), ["eks-training:cluster.serviceCidr 10.0.0.0/20 overlaps eks-training:network.vpcCidr 10.0.0.0/16"]),
+    ("wrong subnet count for zones", setk("network", {"availabilityZoneCount": 3, "privateSubnetCidrs": ["10.0.0.0/18", "10.0.64.0/18"]}), ["eks-training:network.privateSubnetCidrs: 2 CIDRs for 3 availability zones"]),
+    ("existing VPC with one subnet", both(drop("network"), setk("existingVpc", {"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": ["subnet-0aaa1111bbbb22223"]})), ["eks-training:existingVpc.privateSubnetIds: EKS needs private subnets in at least 2 availability zones"]),
+    ("existing VPC without subnets", both(drop("network"), setk("existingVpc", {"vpcId": "vpc-0abc1234def567890"})), ["eks-training:existingVpc.privateSubnetIds: required key is missing"]),
+    ("existing VPC and network", setk("existingVpc", {"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445"]}), ["eks-training:network and eks-training:existingVpc are both set"]),
+    ("bad VPC id", both(drop("network"), setk("existingVpc", {"vpcId": "my-vpc", "privateSubnetIds": ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445"]})), ["eks-training:existingVpc.vpcId: 'my-vpc' is not a VPC id"]),
+    ("unsupported Kubernetes version", setk("cluster", {"kubernetesVersion": "1.24"}), ["eks-training:cluster.kubernetesVersion: '1.24' is not supported", "1.33"]),
+    ("bad admin ARN", setk("cluster", {"adminRoleArns": ["arn:aws:iam::123:user/bob"]}), ["eks-training:cluster.adminRoleArns[0]", "is not an IAM role ARN"]),
+    ("bad log type", setk("cluster", {"logTypes": ["api", "everything"]}), ["eks-training:cluster.logTypes[1]"]),
+    ("reserved label prefix", group(labels={"kubernetes.io/role": "x"}), ["uses a reserved prefix"]),
+    ("bad cluster name", setk("clusterName", "My_Cluster"), ["eks-training:clusterName: 'My_Cluster' must be 1-40 lowercase letters"]),
+    ("bad storage quantity", setk("storage", {"capacity": "lots"}), ["eks-training:storage.capacity: 'lots' is not a Kubernetes quantity"]),
+    ("instance facts for a known type", setk("instanceFacts", {"g5.xlarge": {"vcpus": 4, "memoryMib": 16384, "source": "me"}}), ["eks-training:instanceFacts.g5.xlarge: g5.xlarge is already in the catalog"]),
+    ("instance facts without source", both(setk("instanceFacts", {"x9.large": {"vcpus": 2, "memoryMib": 8192}}), group(instanceTypes=["x9.large"])), ["eks-training:instanceFacts.x9.large.source: required key is missing"]),
+    ("nodeGroups not an object", setk("nodeGroups", ["gpu"]), ["eks-training:nodeGroups: must be an object"]),
+    ("reserved group name", setk("nodeGroups", {"system": GPU}), ["'system' is reserved"]),
+    ("empty nodeGroups", setk("nodeGroups", {}), ["eks-training:nodeGroups: define at least one worker group"]),
+]
+
+
+@pytest.mark.parametrize("change,fragments", [pytest.param(c, f, id=i) for i, c, f in CASES])
+def test_bad_config_is_rejected_before_anything_is_registered(change, fragments: list[str]) -> None:
+    cfg = base()
+    change(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError), f"expected ConfigError, got {p.error!r}"
+    message = str(p.error)
+    assert "no resource was created" in message
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in:\n{message}"
+    assert p.registrations == [], [r.name for r in p.registrations]
+
+
+def test_many_problems_are_reported_together() -> None:
+    cfg = base()
+    group(minSize=3, desiredSize=3, maxSize=2, instanceTypes=["p9.mega"])(cfg)
+    setk("cluster", {"kubernetesVersion": "1.20"})(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError)
+    assert len(p.error.problems) == 3, p.error.problems
+    assert p.registrations == []
+
+
+def test_table_is_large_enough() -> None:
+    assert len(CASES) >= 20
+
+
+def test_the_unmodified_config_passes() -> None:
+    """The control case: the same harness with the unmodified config registers resources."""
+    p = run_program("dev", config=base())
+    assert p.error is None and p.registrations

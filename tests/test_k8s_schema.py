@@ -1,0 +1,47 @@
+"""Every Kubernetes object the program registers itself validates against the official schema
+of the stack's Kubernetes version (kubernetes-validate, strict: unknown fields fail)."""
+
+import copy
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
+
+STACKS = stack_names()
+
+
+def manifests(p: Program) -> list[dict[str, Any]]:
+    """The objects registered through the Kubernetes provider (Helm releases are checked by value)."""
+    out = []
+    for r in p.registrations:
+        if not r.type.startswith("kubernetes:") or r.type.startswith("kubernetes:helm.sh/"):
+            continue
+        doc = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
+        out.append(doc)
+    return out
+
+
+def k8s_version(stack: str) -> str:
+    cluster = stack_config(stack).get(f"{PROJECT}:cluster") or {}
+    return cluster.get("kubernetesVersion", "1.33") + ".0"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_registered_objects_match_the_official_schema(stack: str) -> None:
+    p = run_program(stack)
+    docs = manifests(p)
+    assert {d["kind"] for d in docs} >= {"Namespace", "StorageClass", "PersistentVolumeClaim"}
+    for doc in docs:
+        kubernetes_validate.validate(doc, k8s_version(stack), strict=True)
+
+
+def test_the_schema_check_can_fail() -> None:
+    """Control: a misspelt field in one of our own objects is rejected in strict mode."""
+    p = run_program("dev")
+    pvc = next(d for d in manifests(p) if d["kind"] == "PersistentVolumeClaim")
+    bad = copy.deepcopy(pvc)
+    bad["spec"]["accesModes"] = bad["spec"].pop("accessModes")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, "1.33.0", strict=True)
