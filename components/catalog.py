@@ -35,6 +35,16 @@ SOURCES: Mapping[str, str] = {
     "EFA only on m5dn/m5n.24xlarge and larger) and https://aws.amazon.com/ec2/pricing/on-demand/ "
     "(us-east-1 Linux: m5.large 0.096, m5.xlarge 0.192 $/h); not in ../shared/field-notes.md",
     "stack config": "facts supplied by the user in the stack's instanceFacts config key",
+    "AWS-EKS-PRICE": "https://aws.amazon.com/eks/pricing/ ($0.10 per cluster-hour, standard support); "
+    "not in ../shared/field-notes.md",
+    "AWS-VPC-PRICE": "https://aws.amazon.com/vpc/pricing/ (NAT gateway $0.045/hour in us-east-1, plus "
+    "$0.045/GB processed); not in ../shared/field-notes.md",
+}
+
+#: Hourly prices of the fixed parts of an environment (us-east-1, USD).
+SERVICE_PRICES: Mapping[str, tuple[float, str]] = {
+    "eks-cluster": (0.10, "AWS-EKS-PRICE"),
+    "nat-gateway": (0.045, "AWS-VPC-PRICE"),
 }
 
 

@@ -1,0 +1,28 @@
+"""The components work on their own in another project's program: the README's example runs under mocks."""
+
+import re
+from pathlib import Path
+
+from tests.harness import REPO, run_program
+
+
+def readme_example(tmp_path: Path) -> Path:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Using the components from another project", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code, "README has a python example of using the components"
+    path = tmp_path / "__main__.py"
+    path.write_text(code.group(1))
+    return path
+
+
+def test_readme_example_registers_the_components(tmp_path: Path) -> None:
+    for preview in (False, True):
+        p = run_program("dev", preview=preview, config={"aws:region": "us-west-2"}, main=readme_example(tmp_path))
+        types = [r.type for r in p.registrations]
+        for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "NvidiaDevicePlugin"):
+            assert f"eks-training:index:{t}" in types
+        gpu_ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"]["eks-training/role"] == "gpu")
+        assert gpu_ng.inputs["amiType"] == "AL2023_x86_64_NVIDIA", "GPU facts come from the catalog"
+        assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in gpu_ng.inputs["taints"]
+        assert len(p.of_type("aws:ec2/subnet:Subnet")) == 4

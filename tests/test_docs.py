@@ -1,0 +1,43 @@
+"""The README, Pulumi.yaml and .ci/run stay in step with the code."""
+
+import re
+
+import pulumi
+import yaml
+
+from stacks.config import _TOP_LEVEL, load_config
+from stacks.costs import estimate
+from tests.harness import PROJECT, REPO, _config_to_runtime, stack_config, stack_names
+
+
+def test_pulumi_yaml_documents_exactly_the_keys_the_loader_reads() -> None:
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    assert project["name"] == PROJECT
+    assert project["backend"]["url"].startswith("file://"), "local state backend by default"
+    declared = set(project["config"])
+    assert declared == set(_TOP_LEVEL), declared ^ set(_TOP_LEVEL)
+    for key, spec in project["config"].items():
+        assert spec.get("description"), key
+
+
+def test_readme_stack_table_matches_the_cost_model() -> None:
+    readme = (REPO / "README.md").read_text()
+    rows = {
+        m.group(1): (float(m.group(2)), float(m.group(3)))
+        for m in re.finditer(r"^\| `([\w-]+)` \|.*\| \$([\d.]+) \| \$([\d.]+) \|$", readme, re.M)
+    }
+    assert set(rows) == set(stack_names()), "every stack has a README row, and no row is stale"
+    for stack in stack_names():
+        pulumi.runtime.set_all_config(_config_to_runtime(stack_config(stack)), [])
+        cost = estimate(load_config(PROJECT, stack))
+        assert rows[stack] == (cost.running, cost.idle), stack
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    readme = (REPO / "README.md").read_text()
+    ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
+    command = ".venv/bin/python -m mypy && .venv/bin/python -m pytest -q"
+    assert f"`{command}`" in readme
+    assert ci[-1] == command
+    assert "bash .ci/run" in readme
+    assert "pulumi up --stack dev" in readme
