@@ -18,6 +18,7 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from components.image import validate_image_reference
 from components.catalog import (
     DEFAULT_KUBERNETES_VERSION,
     EKS_ADDONS,
@@ -131,6 +132,58 @@ class EfsConfig(_Model):
     backup: bool = False
 
 
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
+CIFAR10_BYTES = 170498071
+
+
+class ImageConfig(_Model):
+    """The training image (key ``image``): built by CodeBuild from training/, or prebuilt."""
+
+    prebuilt: Optional[str] = None
+    keep_images: int = Field(default=10, ge=1, le=1000)
+    build_timeout_minutes: int = Field(default=90, ge=5, le=2160)
+    compute_type: Literal[
+        "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE", "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE"
+    ] = "BUILD_GENERAL1_LARGE"
+
+
+class DatasetConfig(_Model):
+    """The dataset the staging job puts on the shared volume (key ``dataset``)."""
+
+    source: str = CIFAR10_URL
+    md5: Optional[str] = None
+    expected_bytes: Optional[int] = Field(default=None, ge=1)
+    path: str = "datasets/cifar10"
+    timeout_minutes: int = Field(default=30, ge=5, le=1440)
+
+
+class TrainingConfig(_Model):
+    """The training job (key ``training``); absent = no workloads, the environment only."""
+
+    node_group: Optional[str] = None
+    workers: int = Field(default=2, ge=1)
+    min_workers: int = Field(default=1, ge=1)
+    max_workers: Optional[int] = Field(default=None, ge=1)
+    rendezvous_backend: Literal["etcd-v2", "c10d"] = "etcd-v2"
+    job_name: str = "cifar10"
+    epochs: int = Field(default=10, ge=1, le=1000)
+    batch_size: int = Field(default=256, ge=1, le=65536)
+    learning_rate: float = Field(default=0.4, gt=0, le=10)
+    width: int = Field(default=64, ge=8, le=512)
+    data_loader_workers: int = Field(default=4, ge=0, le=64)
+    checkpoint_every_steps: int = Field(default=0, ge=0)
+    max_restarts: int = Field(default=3, ge=0, le=100)
+    timeout_hours: float = Field(default=24, gt=0, le=720)
+    wait_for_completion: bool = False
+
+
+class EvaluationConfig(_Model):
+    """The evaluation job (key ``evaluation``)."""
+
+    min_accuracy: Optional[float] = Field(default=None, ge=0, le=1)
+
+
 class InstanceFactsConfig(_Model):
     """Facts for an instance type the built-in catalog does not know (key ``instanceFacts.<type>``)."""
 
@@ -157,6 +210,10 @@ _TOP_LEVEL: Mapping[str, Any] = {
     "storage": EfsConfig,
     "instanceFacts": dict,
     "tags": dict,
+    "image": ImageConfig,
+    "dataset": DatasetConfig,
+    "training": TrainingConfig,
+    "evaluation": EvaluationConfig,
 }
 
 
@@ -175,6 +232,10 @@ class StackConfig:
     storage: EfsConfig
     catalog: Catalog
     tags: Mapping[str, str]
+    image: ImageConfig
+    dataset: DatasetConfig
+    training: Optional[TrainingConfig]
+    evaluation: EvaluationConfig
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -554,6 +615,69 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
         if not isinstance(tv, str):
             problems.append(f"{_key(f'tags.{tk}')}: tag values must be strings, got {type(tv).__name__}")
 
+    image: ImageConfig = parsed.get("image") or ImageConfig()
+    if image.prebuilt is not None:
+        why = validate_image_reference(image.prebuilt)
+        if why:
+            problems.append(f"{_key('image.prebuilt')}: {why}; give a pinned reference such as REGISTRY/REPO:TAG or REPO@sha256:...")
+
+    dataset: DatasetConfig = parsed.get("dataset") or DatasetConfig()
+    if not dataset.source.startswith(("https://", "s3://")):
+        problems.append(f"{_key('dataset.source')}: {dataset.source!r} must be an https:// URL or an s3://bucket/key URI")
+    elif dataset.source.startswith("s3://") and "/" not in dataset.source[len("s3://") :].strip("/"):
+        problems.append(f"{_key('dataset.source')}: {dataset.source!r} names a bucket but no object key")
+    if dataset.md5 is not None and not re.match(r"^[0-9a-f]{32}$", dataset.md5):
+        problems.append(f"{_key('dataset.md5')}: {dataset.md5!r} is not an MD5 hex digest (32 hex characters)")
+    if dataset.source == CIFAR10_URL and dataset.md5 is None and dataset.expected_bytes is None:
+        # The public CIFAR-10 tarball's published checksum and size.
+        dataset = dataset.model_copy(update={"md5": CIFAR10_MD5, "expected_bytes": CIFAR10_BYTES})
+    if ".." in dataset.path.split("/") or dataset.path.startswith("/") or not re.match(r"^[\w./-]+$", dataset.path):
+        problems.append(f"{_key('dataset.path')}: {dataset.path!r} must be a relative path inside the shared volume")
+
+    training: Optional[TrainingConfig] = parsed.get("training")
+    if training is not None:
+        group_name = training.node_group
+        if group_name is None and len(groups) == 1:
+            group_name = next(iter(groups))
+            training = training.model_copy(update={"node_group": group_name})
+        if group_name is None:
+            problems.append(
+                f"{_key('training.nodeGroup')}: required when there is not exactly one worker group; "
+                f"name one of {', '.join(sorted(groups)) or '(none: define nodeGroups first)'}"
+            )
+        elif group_name not in groups:
+            problems.append(
+                f"{_key('training.nodeGroup')}: {group_name!r} is not a worker group; use one of "
+                f"{', '.join(sorted(groups)) or '(none: define nodeGroups first)'}"
+            )
+        else:
+            g = groups[group_name]
+            max_workers = training.max_workers or g.max_size
+            if training.max_workers is None:
+                training = training.model_copy(update={"max_workers": max_workers})
+            if training.workers > g.max_size:
+                problems.append(
+                    f"{_key('training.workers')} ({training.workers}) > {_key(f'nodeGroups.{group_name}.maxSize')} "
+                    f"({g.max_size}): one worker runs per node; raise maxSize or lower workers"
+                )
+            if max_workers > g.max_size:
+                problems.append(
+                    f"{_key('training.maxWorkers')} ({max_workers}) > {_key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size})"
+                )
+        if training.min_workers > training.workers:
+            problems.append(
+                f"{_key('training.minWorkers')} ({training.min_workers}) > {_key('training.workers')} ({training.workers}); "
+                "set minWorkers <= workers"
+            )
+        if training.max_workers is not None and training.workers > training.max_workers:
+            problems.append(
+                f"{_key('training.workers')} ({training.workers}) > {_key('training.maxWorkers')} ({training.max_workers})"
+            )
+        if not _NAME_RE.match(training.job_name) or len(training.job_name) > 30:
+            problems.append(f"{_key('training.jobName')}: {training.job_name!r} must be 1-30 lowercase letters, digits and '-'")
+    elif "evaluation" in parsed:
+        problems.append(f"{_key('evaluation')}: set without {_key('training')}; evaluation needs a training run")
+
     if problems:
         raise ConfigError(problems)
 
@@ -569,6 +693,10 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
         storage=storage,
         catalog=catalog,
         tags={str(k): str(v) for k, v in tags.items()},
+        image=image,
+        dataset=dataset,
+        training=training,
+        evaluation=parsed.get("evaluation") or EvaluationConfig(),
     )
 
 

@@ -2,12 +2,25 @@
 
 import ipaddress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.image import TrainingImage, hash_build_context, image_tag_for
+from components.workloads import (
+    DatasetStaging,
+    DatasetStagingArgs,
+    ElasticTrainingJob,
+    ElasticTrainingJobArgs,
+    EtcdRendezvous,
+    EvaluationJob,
+    EvaluationJobArgs,
+    run_id as make_run_id,
+    system_node_selector,
+)
 from components import (
     EfsStorage,
     NvidiaDevicePlugin,
@@ -16,6 +29,7 @@ from components import (
     TrainingVpc,
 )
 from components.cluster import TrainingClusterArgs
+from components.catalog import GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from components.nodegroup import NodeTaint
 from components.storage import EfsStorageArgs
 from stacks.config import (
@@ -26,6 +40,22 @@ from stacks.config import (
 )
 
 _EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+
+TRAINING_CONTEXT = Path(__file__).resolve().parent.parent / "training"
+
+
+@dataclass
+class Workloads:
+    """The training workloads registered by :func:`build_workloads`."""
+
+    image_uri: pulumi.Output[str]
+    image: Optional[TrainingImage]
+    etcd: Optional[EtcdRendezvous]
+    staging: DatasetStaging
+    training: ElasticTrainingJob
+    evaluation: EvaluationJob
+    run_id: str
 
 
 @dataclass
@@ -39,8 +69,10 @@ class Environment:
     vpc_id: pulumi.Output[str]
     private_subnet_ids: pulumi.Output[list[str]]
     public_subnet_ids: pulumi.Output[list[str]]
+    k8s_opts: pulumi.ResourceOptions = field(default_factory=pulumi.ResourceOptions)
     node_groups: dict[str, TrainingNodeGroup] = field(default_factory=dict)
     device_plugin: Optional[NvidiaDevicePlugin] = None
+    workloads: Optional[Workloads] = None
 
 
 def resolve_zones(cfg: StackConfig) -> list[str]:
@@ -199,8 +231,163 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         vpc_id=vpc_id,
         private_subnet_ids=private_ids,
         public_subnet_ids=public_ids,
+        k8s_opts=k8s_opts,
         node_groups=groups,
         device_plugin=device_plugin,
+    )
+
+
+def build_workloads(env: Environment) -> Optional[Workloads]:
+    """Register the training image, etcd, data staging, the elastic training Job and evaluation."""
+    cfg = env.config
+    t = cfg.training
+    if t is None:
+        return None
+    assert t.node_group is not None and t.max_workers is not None  # filled in by the loader
+    name = cfg.cluster_name
+    tags = {"eks-training/stack": f"{cfg.project}-{cfg.stack}", "managed-by": "pulumi", **cfg.tags}
+    namespace = env.storage.namespace
+    pvc = env.storage.pvc_name
+
+    image: Optional[TrainingImage] = None
+    image_uri: pulumi.Output[str]
+    if cfg.image.prebuilt:
+        image_uri = pulumi.Output.from_input(cfg.image.prebuilt)
+        image_version = cfg.image.prebuilt
+    else:
+        context = str(TRAINING_CONTEXT)
+        image_version = image_tag_for(hash_build_context(context))
+        image = TrainingImage(
+            f"{name}-image",
+            {
+                "context_dir": context,
+                "keep_images": cfg.image.keep_images,
+                "build_timeout_minutes": cfg.image.build_timeout_minutes,
+                "compute_type": cfg.image.compute_type,
+                "tags": tags,
+            },
+        )
+        image_uri = image.image_uri
+
+    k8s_opts = env.k8s_opts
+    system = system_node_selector()
+    etcd: Optional[EtcdRendezvous] = None
+    if t.rendezvous_backend == "etcd-v2":
+        etcd = EtcdRendezvous(
+            f"{name}-etcd",
+            {"namespace": namespace, "node_selector": system},
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[env.storage])),
+        )
+
+    d = cfg.dataset
+    staging_args: DatasetStagingArgs = {
+        "namespace": namespace,
+        "pvc_name": pvc,
+        "image": image_uri,
+        "source": d.source,
+        "dest_path": d.path,
+        "node_selector": system,
+        "cluster_name": env.cluster.cluster_name,
+        "cluster_name_plain": name,
+        "timeout_minutes": d.timeout_minutes,
+    }
+    if d.md5:
+        staging_args["md5"] = d.md5
+    if d.expected_bytes:
+        staging_args["expected_bytes"] = d.expected_bytes
+    staging = DatasetStaging(
+        f"{name}-stage",
+        staging_args,
+        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[env.storage])),
+    )
+
+    group = env.node_groups[t.node_group]
+    group_cfg = cfg.node_groups[t.node_group]
+    facts = cfg.group_instance(t.node_group)
+    labels = {
+        NODE_ROLE_LABEL: t.node_group,
+        **({GPU_LABEL[0]: GPU_LABEL[1]} if facts.is_gpu else {}),
+        **group_cfg.labels,
+    }
+    taints = (
+        [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": "NoSchedule"}] if facts.is_gpu else []
+    ) + [{"key": x.key, "value": x.value, "effect": x.effect} for x in group_cfg.taints]
+    run = make_run_id(
+        t.job_name,
+        {
+            "image": image_version,
+            "dataset": d.source,
+            "epochs": t.epochs,
+            "batch_size": t.batch_size,
+            "learning_rate": t.learning_rate,
+            "width": t.width,
+            "instance": facts.name,
+        },
+    )
+    depends: list[pulumi.Resource] = [staging, group]
+    if etcd is not None:
+        depends.append(etcd)
+    if env.device_plugin is not None:
+        depends.append(env.device_plugin)
+    training_args: ElasticTrainingJobArgs = {
+        "namespace": namespace,
+        "pvc_name": pvc,
+        "image": image_uri,
+        "job_name": f"{t.job_name}-train",
+        "run_id": run,
+        "instance": facts,
+        "node_labels": labels,
+        "node_taints": taints,
+        "workers": t.workers,
+        "min_workers": t.min_workers,
+        "max_workers": t.max_workers,
+        "rendezvous_backend": t.rendezvous_backend,
+        "data_dir": staging.data_dir,
+        "hyperparameters": {
+            "epochs": t.epochs,
+            "batch_size": t.batch_size,
+            "learning_rate": t.learning_rate,
+            "width": t.width,
+            "data_loader_workers": t.data_loader_workers,
+            "checkpoint_every_steps": t.checkpoint_every_steps,
+        },
+        "max_restarts": t.max_restarts,
+        "wait_for_completion": t.wait_for_completion,
+        "timeout_hours": t.timeout_hours,
+    }
+    if etcd is not None:
+        training_args["etcd_endpoint"] = etcd.endpoint
+    training = ElasticTrainingJob(
+        f"{name}-train",
+        training_args,
+        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=depends)),
+    )
+    evaluation_args: EvaluationJobArgs = {
+        "namespace": namespace,
+        "pvc_name": pvc,
+        "image": image_uri,
+        "job_name": f"{t.job_name}-eval",
+        "run_dir": training.output_dir,
+        "data_dir": staging.data_dir,
+        "node_selector": system,
+        "wait_for_completion": t.wait_for_completion,
+        "timeout_hours": t.timeout_hours,
+    }
+    if cfg.evaluation.min_accuracy is not None:
+        evaluation_args["min_accuracy"] = cfg.evaluation.min_accuracy
+    evaluation = EvaluationJob(
+        f"{name}-eval",
+        evaluation_args,
+        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[training])),
+    )
+    return Workloads(
+        image_uri=image_uri,
+        image=image,
+        etcd=etcd,
+        staging=staging,
+        training=training,
+        evaluation=evaluation,
+        run_id=run,
     )
 
 
@@ -230,4 +417,35 @@ def export_outputs(env: Environment) -> dict[str, Any]:
             cfg.cluster_name,
         ),
     }
+    w = env.workloads
+    if w is not None:
+        ns = env.storage.namespace
+        outputs.update(
+            {
+                "imageUri": w.image_uri,
+                "stagingJobName": w.staging.job_name,
+                "trainingJobName": w.training.job_name,
+                "evaluationJobName": w.evaluation.job_name,
+                "runDirectory": w.training.output_dir,
+                "followTrainingLogsCommand": pulumi.Output.concat(
+                    "kubectl logs -n ",
+                    ns,
+                    " -f --prefix --max-log-requests 64 -l eks-training/job=",
+                    w.training.job_name,
+                ),
+                "evaluationResultCommand": pulumi.Output.concat(
+                    "kubectl wait -n ",
+                    ns,
+                    " --for=condition=complete --timeout=24h job/",
+                    w.evaluation.job_name,
+                    " && kubectl logs -n ",
+                    ns,
+                    " job/",
+                    w.evaluation.job_name,
+                    " --tail=1",
+                ),
+            }
+        )
+        if w.image is not None:
+            outputs["imageBuildLogLink"] = w.image.build_log_link
     return outputs

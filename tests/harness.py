@@ -205,6 +205,32 @@ class TrainingMocks(pmocks.Mocks):
         elif t == "kubernetes:helm.sh/v3:Release":
             out["status"] = {"status": "deployed", "version": 1, "namespace": inputs.get("namespace"), "name": inputs.get("name")}
             rid = f"{inputs.get('namespace')}/{inputs.get('name')}"
+        elif t == "aws:ecr/repository:Repository":
+            repo = inputs.get("name") or f"{name}-{_hex(name, 7)}"
+            rid = repo
+            out.update(
+                name=repo,
+                repositoryUrl=f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{repo}",
+                arn=f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{repo}",
+                registryId=ACCOUNT,
+            )
+        elif t == "aws:s3/bucket:Bucket":
+            rid = inputs.get("bucket") or f"{name}-{_hex(name, 7)}"
+            out.update(bucket=rid, arn=f"arn:aws:s3:::{rid}")
+        elif t in ("aws:codebuild/project:Project", "aws:cloudwatch/logGroup:LogGroup"):
+            rid = inputs.get("name") or f"{name}-{_hex(name, 7)}"
+            out["name"] = rid
+        elif t.startswith("pulumi-python:dynamic/") and "image_tag" in inputs:
+            # What ImageBuild's create returns after a real build and push.
+            digest = "sha256:" + hashlib.sha256(str(inputs["image_tag"]).encode()).hexdigest()
+            repo_url = inputs.get("repository_url", f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/unknown")
+            out.update(
+                image_digest=digest,
+                image_uri=f"{repo_url}@{digest}",
+                build_id=f"build:{inputs['image_tag']}",
+                log_link=f"https://console.aws.amazon.com/cloudwatch/home?region={REGION}#logsV2:log-groups",
+            )
+            rid = str(inputs["image_tag"])
         if "arn" not in out and t.startswith("aws:"):
             out["arn"] = f"arn:aws:{t.split(':')[1].split('/')[0]}:{REGION}:{ACCOUNT}:{rid}"
         if t == "aws:ec2/subnet:Subnet":

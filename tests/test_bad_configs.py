@@ -22,7 +22,14 @@ def setk(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
 
 def group(**fields: Any) -> Callable[[dict[str, Any]], None]:
-    return setk("nodeGroups", {"gpu": {**GPU, **fields}})
+    """Add (or replace) a worker group ``gpu`` next to the dev stack's groups."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        groups = dict(cfg.get(f"{PROJECT}:nodeGroups") or {})
+        groups["gpu"] = {**GPU, **fields}
+        cfg[f"{PROJECT}:nodeGroups"] = groups
+
+    return apply
 
 
 def both(*fns: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -82,7 +89,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("instance facts without source", both(setk("instanceFacts", {"x9.large": {"vcpus": 2, "memoryMib": 8192}}), group(instanceTypes=["x9.large"])), ["eks-training:instanceFacts.x9.large.source: required key is missing"]),
     ("nodeGroups not an object", setk("nodeGroups", ["gpu"]), ["eks-training:nodeGroups: must be an object"]),
     ("reserved group name", setk("nodeGroups", {"system": GPU}), ["'system' is reserved"]),
-    ("empty nodeGroups", setk("nodeGroups", {}), ["eks-training:nodeGroups: define at least one worker group"]),
+    ("empty nodeGroups", both(drop("training"), setk("nodeGroups", {})), ["eks-training:nodeGroups: define at least one worker group"]),
+    ("training on a missing group", setk("training", {"nodeGroup": "gpus", "workers": 1}), ["eks-training:training.nodeGroup: 'gpus' is not a worker group; use one of cpu"]),
+    ("more workers than nodes", setk("training", {"nodeGroup": "cpu", "workers": 3}), ["eks-training:training.workers (3) > eks-training:nodeGroups.cpu.maxSize (2)", "one worker runs per node"]),
+    ("minWorkers > workers", setk("training", {"nodeGroup": "cpu", "workers": 1, "minWorkers": 2}), ["eks-training:training.minWorkers (2) > eks-training:training.workers (1)"]),
+    ("ambiguous training group", both(group(), setk("training", {"workers": 1})), ["eks-training:training.nodeGroup: required when there is not exactly one worker group"]),
+    ("bad rendezvous backend", setk("training", {"rendezvousBackend": "etcd-v3"}), ["eks-training:training.rendezvousBackend", "etcd-v2", "c10d"]),
+    ("unpinned prebuilt image", setk("image", {"prebuilt": "pytorch/pytorch"}), ["eks-training:image.prebuilt"]),
+    ("image with URL scheme", setk("image", {"prebuilt": "https://123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1"}), ["eks-training:image.prebuilt", "URL scheme"]),
+    ("dataset from ftp", setk("dataset", {"source": "ftp://example.com/cifar.tgz"}), ["eks-training:dataset.source: 'ftp://example.com/cifar.tgz' must be an https:// URL or an s3://bucket/key URI"]),
+    ("bad dataset md5", setk("dataset", {"source": "s3://my-bucket/cifar.tgz", "md5": "xyz"}), ["eks-training:dataset.md5: 'xyz' is not an MD5 hex digest"]),
+    ("dataset path escapes volume", setk("dataset", {"path": "../etc"}), ["eks-training:dataset.path: '../etc' must be a relative path"]),
+    ("evaluation without training", both(drop("training"), setk("evaluation", {"minAccuracy": 0.9})), ["eks-training:evaluation: set without eks-training:training"]),
+    ("accuracy above 1", setk("evaluation", {"minAccuracy": 90}), ["eks-training:evaluation.minAccuracy", "less than or equal to 1"]),
 ]
 
 
