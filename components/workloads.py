@@ -287,7 +287,8 @@ class DatasetStaging(pulumi.ComponentResource):
     job_name: pulumi.Output[str]
     """Name of the staging Job."""
     data_dir: pulumi.Output[str]
-    """Path of the dataset inside the pods (``/data/<dest_path>``)."""
+    """Path of the dataset inside the pods (``/data/<dest_path>``); resolves once the staging Job
+    completed, so consumers built from it are created after the data is verified."""
 
     def __init__(self, name: str, args: DatasetStagingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:DatasetStaging", name, None, opts)
@@ -386,7 +387,8 @@ class DatasetStaging(pulumi.ComponentResource):
             ),
         )
         self.job_name = job.metadata.name
-        self.data_dir = pulumi.Output.from_input(data_dir)
+        # Resolves when the Job has completed (Pulumi awaits it): jobs that read the data wait for it.
+        self.data_dir = job.metadata.apply(lambda _: data_dir)
         self.register_outputs({"job_name": self.job_name, "data_dir": self.data_dir})
 
 
@@ -478,7 +480,8 @@ class ElasticTrainingJob(pulumi.ComponentResource):
     service_name: pulumi.Output[str]
     """Name of the headless Service."""
     output_dir: pulumi.Output[str]
-    """Where checkpoints, ``model.pt`` and ``DONE`` are written inside the pods."""
+    """Where checkpoints, ``model.pt`` and ``DONE`` are written inside the pods; resolves after the
+    Job is created, so an evaluation built from it comes after it."""
     rendezvous_endpoint: pulumi.Output[str]
     """The ``--rdzv-endpoint`` used."""
 
@@ -632,7 +635,7 @@ class ElasticTrainingJob(pulumi.ComponentResource):
         )
         self.job_name = job.metadata.name
         self.service_name = service.metadata.name
-        self.output_dir = pulumi.Output.from_input(output_dir)
+        self.output_dir = job.metadata.apply(lambda _: output_dir)
         self.rendezvous_endpoint = endpoint
         self.register_outputs(
             {
