@@ -35,6 +35,18 @@ SOURCES: Mapping[str, str] = {
     "EFA only on m5dn/m5n.24xlarge and larger) and https://aws.amazon.com/ec2/pricing/on-demand/ "
     "(us-east-1 Linux: m5.large 0.096, m5.xlarge 0.192 $/h); not in ../shared/field-notes.md",
     "stack config": "facts supplied by the user in the stack's instanceFacts config key",
+    "AWS-G5": "https://aws.amazon.com/ec2/instance-types/g5/ (g5.12xlarge: 4 x A10G 24 GB, 48 vCPU, 192 GiB, "
+    "3800 GB NVMe, 40 Gbps, EFA supported from g5.8xlarge up) and https://aws.amazon.com/ec2/pricing/on-demand/ "
+    "(us-east-1 Linux $5.672/h); GPU memory as the EC2 API reports A10G (22888 MiB, field notes 1a); "
+    "not in ../shared/field-notes.md",
+    "EKS-EFA-2024": "awsdocs/amazon-eks-user-guide latest/ug/ml/node-efa.adoc @ 4d52b4d0 (hugepages-2Mi 5120Mi per "
+    "EFA pod; 5128 2MiB huge pages pre-allocated by the EFA driver)",
+    "OFI": "aws/aws-ofi-nccl doc/efa-env-var.md; aws-samples/awsome-distributed-training 1.architectures/efa-cheatsheet.md",
+    "ADT-NCCL": "aws-samples/awsome-distributed-training @ 7217859f micro-benchmarks/nccl-tests/README.md "
+    "(2-node all_reduce_perf busbw: p4de 78.33 GB/s at 2 GiB, p5 487.09 GB/s at 16 GiB)",
+    "CA-CHART": "kubernetes/autoscaler charts/cluster-autoscaler/Chart.yaml @ 058219f6 (chart 9.43.1, appVersion 1.31.0); "
+    "image tags per Kubernetes minor from the kubernetes/autoscaler release notes (v1.33.6, v1.34.5) and "
+    "kubermatic's addon image table (v1.32.3)",
     "AWS-EKS-PRICE": "https://aws.amazon.com/eks/pricing/ ($0.10 per cluster-hour, standard support); "
     "not in ../shared/field-notes.md",
     "AWS-VPC-PRICE": "https://aws.amazon.com/vpc/pricing/ (NAT gateway $0.045/hour in us-east-1, plus "
@@ -143,6 +155,7 @@ INSTANCE_TYPES: Mapping[str, InstanceType] = {
         _it("p6-b200.48xlarge", 192, 2097152, 8, "NVIDIA B200", 183359, 8, 8, 30400, 113.9328, _HW, 191450, 1937332),
         _it("g4dn.xlarge", 4, 16384, 1, "NVIDIA T4", 16384, 0, 1, 125, 0.526, _HW, 3920, 14481),
         _it("g5.xlarge", 4, 16384, 1, "NVIDIA A10G", 22888, 0, 1, 250, 1.006, _HW, 3920, 14162),
+        _it("g5.12xlarge", 48, 196608, 4, "NVIDIA A10G", 22888, 1, 1, 3800, 5.672, ("AWS-G5",)),
         _it("g5.48xlarge", 192, 786432, 8, "NVIDIA A10G", 22888, 1, 1, 7600, 16.288, _HW, 191450, 723299),
         _it("g6.xlarge", 4, 16384, 1, "NVIDIA L4", 22888, 0, 1, 250, 0.8048, _HW, 3920, 14162),
         _it("g6.48xlarge", 192, 786432, 8, "NVIDIA L4", 22888, 1, 1, 7520, 13.3504, _HW, 191450, 718987),
@@ -152,6 +165,31 @@ INSTANCE_TYPES: Mapping[str, InstanceType] = {
         _it("m5.xlarge", 4, 16384, 0, None, None, 0, 1, 0, 0.192, ("AWS-M5",)),
     )
 }
+
+#: EC2 vCPU quotas (service code ``ec2``) by quota class: (On-Demand code, Spot code), and the
+#: instance-family prefixes of each class (field notes 6a: zuul aws driver const.py; AWS CLI docs).
+VCPU_QUOTAS: Mapping[str, tuple[str, str]] = {
+    "P": ("L-417A185B", "L-7212CCBC"),
+    "G": ("L-DB2E81BA", "L-3819A6DF"),
+    "Trn": ("L-2C3B7624", "L-6B0D517C"),
+    "Inf": ("L-1945791B", "L-B5D1601B"),
+    "Standard": ("L-1216C47A", "L-34B43A08"),
+}
+
+
+def quota_class(instance_type: str) -> str:
+    """The vCPU quota class of an instance type (``P``, ``G``, ``Trn``, ``Inf`` or ``Standard``)."""
+    family = instance_type.split(".", 1)[0]
+    if family.startswith("trn"):
+        return "Trn"
+    if family.startswith("inf"):
+        return "Inf"
+    if family.startswith(("g", "vt")):
+        return "G"
+    if family.startswith("p") and len(family) > 1 and family[1].isdigit():
+        return "P"
+    return "Standard"
+
 
 #: Instance types whose AL2023 NVIDIA EKS AMI is supported (field notes 2c, EKS-AMI).
 NVIDIA_AMI_FAMILIES: frozenset[str] = frozenset(
@@ -180,12 +218,57 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
         version="0.20.0",
         source="NVDP",
     ),
+    "cluster-autoscaler": HelmChart(
+        chart="cluster-autoscaler",
+        repo="https://kubernetes.github.io/autoscaler",
+        version="9.43.1",
+        source="CA-CHART",
+    ),
     "aws-efa-k8s-device-plugin": HelmChart(
         chart="aws-efa-k8s-device-plugin",
         repo="https://aws.github.io/eks-charts",
         version="v0.5.30",
         source="EKS-CHARTS",
     ),
+}
+
+#: Cluster-autoscaler image per Kubernetes minor (the autoscaler's minor must match the cluster's).
+CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = {
+    "1.31": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.31.0",
+    "1.32": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.3",
+    "1.33": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6",
+    "1.34": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
+}
+
+#: Huge pages an EFA training pod requests (the EFA driver pre-allocates 5128 x 2 MiB; EKS-EFA-2024).
+EFA_HUGEPAGES_2MI = "5120Mi"
+
+#: NCCL / libfabric environment for training pods on EFA nodes, by instance family (OFI). Families
+#: not listed get the common part. FI_EFA_USE_DEVICE_RDMA is only meaningful where the GPU supports
+#: GPUDirect RDMA over EFA (p4d/p4de/p5/p5e/p5en/p6); harmless with newer aws-ofi-nccl.
+EFA_ENV_COMMON: Mapping[str, str] = {
+    "FI_PROVIDER": "efa",
+    "NCCL_SOCKET_IFNAME": "^lo,docker,veth",
+    "NCCL_DEBUG": "WARN",
+}
+EFA_ENV_BY_FAMILY: Mapping[str, Mapping[str, str]] = {
+    "p4d": {"FI_EFA_USE_DEVICE_RDMA": "1"},
+    "p4de": {"FI_EFA_USE_DEVICE_RDMA": "1"},
+    "p5": {"FI_EFA_USE_DEVICE_RDMA": "1"},
+    "p5e": {"FI_EFA_USE_DEVICE_RDMA": "1"},
+    "p5en": {"FI_EFA_USE_DEVICE_RDMA": "1"},
+    "p6-b200": {"FI_EFA_USE_DEVICE_RDMA": "1"},
+    # g5/g6: NCCL_SHM_USE_CUDA_MEMCPY=1 doubles intra-node bandwidth (ADT efa-cheatsheet.md).
+    "g5": {"NCCL_SHM_USE_CUDA_MEMCPY": "1"},
+    "g6": {"NCCL_SHM_USE_CUDA_MEMCPY": "1"},
+    "g6e": {"NCCL_SHM_USE_CUDA_MEMCPY": "1"},
+}
+
+#: Published two-node all-reduce bus bandwidth with EFA (GB/s, nccl-tests all_reduce_perf, ADT-NCCL).
+#: The health check's default threshold is a fraction of it.
+REFERENCE_ALLREDUCE_BUSBW_GBPS: Mapping[str, float] = {
+    "p4de.24xlarge": 78.33,
+    "p5.48xlarge": 487.09,
 }
 
 #: EKS managed add-ons the backbone installs. Versions are resolved per Kubernetes version with
@@ -214,6 +297,7 @@ DEFAULT_KUBERNETES_VERSION = "1.33"
 #: Label and taint the GPU node groups get; the NVIDIA device plugin selects and tolerates them.
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
 GPU_LABEL = ("eks-training/accelerator", "nvidia")
+EFA_LABEL = ("eks-training/efa", "true")
 NODE_ROLE_LABEL = "eks-training/role"
 
 

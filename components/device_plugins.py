@@ -1,8 +1,13 @@
-"""``NvidiaDevicePlugin``: NVIDIA's Kubernetes device plugin from its Helm chart, version pinned.
+"""Device plugins from their vendors' Helm charts, versions pinned in the catalog.
 
-It runs only on nodes labelled ``eks-training/accelerator=nvidia`` (the label GPU node groups get)
-and tolerates their ``nvidia.com/gpu`` taint, so ``nvidia.com/gpu`` becomes allocatable there.
-The chart's default affinity needs Node Feature Discovery labels; it is replaced by our label.
+``NvidiaDevicePlugin`` runs only on nodes labelled ``eks-training/accelerator=nvidia`` (the label GPU
+node groups get) and tolerates their ``nvidia.com/gpu`` taint, so ``nvidia.com/gpu`` becomes
+allocatable there. The chart's default affinity needs Node Feature Discovery labels; it is replaced
+by our label.
+
+``EfaDevicePlugin`` (AWS's eks-charts ``aws-efa-k8s-device-plugin``) runs only on nodes labelled
+``eks-training/efa=true`` (EFA node groups) and tolerates the GPU taint, so
+``vpc.amazonaws.com/efa`` becomes allocatable there.
 """
 
 from typing import Any, Optional, TypedDict
@@ -11,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.catalog import GPU_LABEL, GPU_TAINT, HELM_CHARTS
+from components.catalog import EFA_LABEL, GPU_LABEL, GPU_TAINT, HELM_CHARTS
 
 
 def nvidia_device_plugin_values() -> dict[str, Any]:
@@ -72,5 +77,56 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.release_name = release.name.apply(lambda n: n or "nvidia-device-plugin")
+        self.chart_version = pulumi.Output.from_input(version)
+        self.register_outputs({"release_name": self.release_name, "chart_version": self.chart_version})
+
+
+def efa_device_plugin_values() -> dict[str, Any]:
+    """Helm values: schedule on EFA nodes only and tolerate the GPU taint they carry."""
+    return {
+        "nodeSelector": {EFA_LABEL[0]: EFA_LABEL[1]},
+        "tolerations": [
+            {"key": "CriticalAddonsOnly", "operator": "Exists"},
+            {"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "aws.amazon.com/efa", "operator": "Exists", "effect": "NoSchedule"},
+        ],
+    }
+
+
+class EfaDevicePluginArgs(TypedDict):
+    """Inputs of :class:`EfaDevicePlugin`."""
+
+    namespace: NotRequired[str]
+    """Namespace of the release. Default ``kube-system``."""
+    chart_version: NotRequired[str]
+    """Override of the pinned chart version in the catalog."""
+
+
+class EfaDevicePlugin(pulumi.ComponentResource):
+    """A Helm release of ``aws-efa-k8s-device-plugin`` (needs a ``kubernetes`` provider in ``opts``)."""
+
+    release_name: pulumi.Output[str]
+    """Name of the Helm release."""
+    chart_version: pulumi.Output[str]
+    """Chart version installed."""
+
+    def __init__(self, name: str, args: EfaDevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:EfaDevicePlugin", name, None, opts)
+        chart = HELM_CHARTS["aws-efa-k8s-device-plugin"]
+        version = args.get("chart_version") or chart.version
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="aws-efa-k8s-device-plugin",
+            chart=chart.chart,
+            version=version,
+            repository_opts={"repo": chart.repo},
+            namespace=args.get("namespace", "kube-system"),
+            values=efa_device_plugin_values(),
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=600,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.release_name = release.name.apply(lambda n: n or "aws-efa-k8s-device-plugin")
         self.chart_version = pulumi.Output.from_input(version)
         self.register_outputs({"release_name": self.release_name, "chart_version": self.chart_version})

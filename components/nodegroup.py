@@ -4,6 +4,18 @@ GPU groups (``gpus_per_node > 0``) automatically get the AL2023 NVIDIA AMI type,
 ``nvidia.com/gpu=true:NoSchedule`` taint and the ``eks-training/accelerator=nvidia`` label; the
 NVIDIA device plugin selects and tolerates exactly these. Every node requires IMDSv2 and has an
 encrypted gp3 root volume; nodes never get public IPs or SSH keys.
+
+EFA groups (``efa=True``) get the whole chain from one setting: a launch-template network
+interface per network card (card 0 ``efa``, the others ``efa-only``), a security group that allows
+all traffic to and from itself (EFA's SRD traffic is neither IPv4 nor IPv6, so egress to self is
+needed too), a ``cluster`` placement group (unless a capacity reservation places the nodes), the
+``eks-training/efa=true`` label the EFA device plugin selects, and a single subnet (one zone).
+
+Capacity: on-demand, spot, an On-Demand Capacity Reservation (``capacity_reservation_id``) or an
+EC2 Capacity Block (``capacity_type="CAPACITY_BLOCK"`` with its reservation id). With
+``autoscaler_tags`` the group's Auto Scaling group gets the cluster-autoscaler node-template tags
+(labels, taints, ``nvidia.com/gpu``, ``vpc.amazonaws.com/efa``, huge pages) that make scaling up from
+zero nodes work.
 """
 
 from typing import Literal, Optional, Sequence, TypedDict
@@ -12,7 +24,15 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
-from components.catalog import AMI_TYPES, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, INSTANCE_TYPES
+from components.catalog import (
+    AMI_TYPES,
+    EFA_HUGEPAGES_2MI,
+    EFA_LABEL,
+    GPU_LABEL,
+    GPU_TAINT,
+    INSTANCE_TYPES,
+    NODE_ROLE_LABEL,
+)
 
 #: Hop limit 2 lets hostNetwork=false add-on pods that still read instance metadata (region, AZ)
 #: work, as in EKS's own launch templates; credentials for workloads come from EKS Pod Identity.
@@ -48,8 +68,22 @@ class TrainingNodeGroupArgs(TypedDict):
     """Maximum node count."""
     gpus_per_node: NotRequired[int]
     """NVIDIA GPUs per node; defaults to the catalog's value for the first instance type."""
-    capacity_type: NotRequired[Literal["ON_DEMAND", "SPOT"]]
-    """Default ON_DEMAND."""
+    capacity_type: NotRequired[Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]]
+    """Default ON_DEMAND. CAPACITY_BLOCK needs ``capacity_reservation_id``."""
+    capacity_reservation_id: NotRequired[str]
+    """An On-Demand Capacity Reservation (with ON_DEMAND) or a Capacity Block (with CAPACITY_BLOCK)."""
+    efa: NotRequired[bool]
+    """Wire EFA: interfaces per network card, self-referencing security group, placement group. Default False."""
+    efa_interfaces: NotRequired[int]
+    """Network interfaces to create with EFA (one per network card); default the catalog's network cards."""
+    cluster_security_group_id: NotRequired[pulumi.Input[str]]
+    """The EKS cluster security group; required with ``efa`` (launch-template interfaces carry their own groups)."""
+    vpc_id: NotRequired[pulumi.Input[str]]
+    """VPC of the cluster; required with ``efa`` (for the EFA security group)."""
+    autoscaler_tags: NotRequired[bool]
+    """Tag the Auto Scaling group for cluster-autoscaler scale-from-zero. Default False."""
+    ignore_desired_size_changes: NotRequired[bool]
+    """Let an autoscaler own the desired size (Pulumi keeps the configured value only at creation)."""
     disk_size_gib: NotRequired[int]
     """Root volume size (gp3, encrypted). Default 100."""
     labels: NotRequired[dict[str, str]]
@@ -75,25 +109,101 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     """The taints every node has, in Kubernetes spelling (pods must tolerate these)."""
     gpus_per_node: pulumi.Output[int]
     """NVIDIA GPUs per node (0 for CPU groups)."""
+    efa_interfaces: pulumi.Output[int]
+    """EFA interfaces per node (0 when EFA is off)."""
+    efa_security_group_id: pulumi.Output[str]
+    """The EFA self-referencing security group ("" when EFA is off)."""
+    placement_group_name: pulumi.Output[str]
+    """The cluster placement group ("" when there is none)."""
 
     def __init__(self, name: str, args: TrainingNodeGroupArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingNodeGroup", name, None, opts)
         instance_types = list(args["instance_types"])
+        facts = INSTANCE_TYPES.get(instance_types[0])
         gpus = args.get("gpus_per_node")
         if gpus is None:
-            facts = INSTANCE_TYPES.get(instance_types[0])
             if facts is None:
                 raise ValueError(
                     f"{name}: instance type {instance_types[0]!r} is not in the catalog; pass gpus_per_node explicitly"
                 )
             gpus = facts.gpus
+        efa = bool(args.get("efa", False))
+        efa_count = 0
+        if efa:
+            efa_count = int(args.get("efa_interfaces") or (facts.network_cards if facts else 0))
+            if efa_count < 1:
+                raise ValueError(f"{name}: efa=True needs efa_interfaces (type {instance_types[0]!r} is not in the catalog)")
+            if args.get("cluster_security_group_id") is None or args.get("vpc_id") is None:
+                raise ValueError(f"{name}: efa=True needs cluster_security_group_id and vpc_id")
+        capacity_type = args.get("capacity_type", "ON_DEMAND")
+        reservation = args.get("capacity_reservation_id")
+        if capacity_type == "CAPACITY_BLOCK" and not reservation:
+            raise ValueError(f"{name}: CAPACITY_BLOCK needs capacity_reservation_id")
+        if capacity_type == "SPOT" and reservation:
+            raise ValueError(f"{name}: a capacity reservation cannot be used with SPOT")
         tags = dict(args.get("tags") or {})
         labels: dict[str, str] = {NODE_ROLE_LABEL: args["role"], **dict(args.get("labels") or {})}
         taints: list[NodeTaint] = list(args.get("taints") or [])
         if gpus > 0:
             labels[GPU_LABEL[0]] = GPU_LABEL[1]
             taints.insert(0, {"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": "NO_SCHEDULE"})
+        if efa:
+            labels[EFA_LABEL[0]] = EFA_LABEL[1]
         ami_type = AMI_TYPES["nvidia"] if gpus > 0 else AMI_TYPES["cpu"]
+
+        interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]] = None
+        placement_spec: Optional[aws.ec2.LaunchTemplatePlacementArgsDict] = None
+        reservation_spec: Optional[aws.ec2.LaunchTemplateCapacityReservationSpecificationArgsDict] = None
+        market: Optional[aws.ec2.LaunchTemplateInstanceMarketOptionsArgsDict] = None
+        efa_sg: Optional[aws.ec2.SecurityGroup] = None
+        placement: Optional[aws.ec2.PlacementGroup] = None
+        if efa:
+            efa_sg = aws.ec2.SecurityGroup(
+                f"{name}-efa-sg",
+                description="EFA: all traffic between the group's nodes (in and out to itself)",
+                vpc_id=args["vpc_id"],
+                tags={**tags, "Name": f"{name}-efa"},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-efa-in-self",
+                security_group_id=efa_sg.id,
+                referenced_security_group_id=efa_sg.id,
+                ip_protocol="-1",
+                description="EFA from the group itself",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-efa-out-self",
+                security_group_id=efa_sg.id,
+                referenced_security_group_id=efa_sg.id,
+                ip_protocol="-1",
+                description="EFA to the group itself (SRD is neither IPv4 nor IPv6)",
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            interface_sgs = [args["cluster_security_group_id"], efa_sg.id]
+            interfaces = [
+                {
+                    "network_card_index": card,
+                    "device_index": 0 if card == 0 else 1,
+                    "interface_type": "efa" if card == 0 else "efa-only",
+                    "security_groups": interface_sgs,
+                    "delete_on_termination": "true",
+                }
+                for card in range(efa_count)
+            ]
+            if not reservation:
+                placement = aws.ec2.PlacementGroup(
+                    f"{name}-pg",
+                    strategy="cluster",
+                    tags=tags,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+                placement_spec = {"group_name": placement.name}
+        if reservation:
+            reservation_spec = {"capacity_reservation_target": {"capacity_reservation_id": reservation}}
+        if capacity_type == "CAPACITY_BLOCK":
+            market = {"market_type": "capacity-block"}
 
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
@@ -120,6 +230,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 {"resource_type": "instance", "tags": {**tags, "Name": name}},
                 {"resource_type": "volume", "tags": {**tags, "Name": name}},
             ],
+            network_interfaces=interfaces,
+            placement=placement_spec,
+            capacity_reservation_specification=reservation_spec,
+            instance_market_options=market,
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -143,7 +257,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             node_role_arn=args["node_role_arn"],
             subnet_ids=args["subnet_ids"],
             instance_types=instance_types,
-            capacity_type=args.get("capacity_type", "ON_DEMAND"),
+            capacity_type=capacity_type,
             ami_type=ami_type,
             scaling_config=scaling,
             update_config={"max_unavailable": 1},
@@ -151,7 +265,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             taints=eks_taints,
             launch_template=lt_ref,
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=["scalingConfig.desiredSize"] if args.get("ignore_desired_size_changes") else None,
+            ),
         )
 
         effect_k8s = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
@@ -162,7 +279,32 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         self.taints = pulumi.Output.from_input(
             [{"key": t["key"], "value": t.get("value", ""), "effect": effect_k8s[t["effect"]]} for t in taints]
         )
+        if args.get("autoscaler_tags"):
+            # Managed node groups don't copy their labels/taints/resources to the Auto Scaling group;
+            # cluster-autoscaler reads these tags to build a template node when the group is at zero.
+            template: dict[str, str] = {f"k8s.io/cluster-autoscaler/node-template/label/{k}": v for k, v in labels.items()}
+            for t in taints:
+                template[f"k8s.io/cluster-autoscaler/node-template/taint/{t['key']}"] = (
+                    f"{t.get('value', '')}:{effect_k8s[t['effect']]}"
+                )
+            if gpus:
+                template["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] = str(gpus)
+            if efa:
+                template["k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"] = str(efa_count)
+                template["k8s.io/cluster-autoscaler/node-template/resources/hugepages-2Mi"] = EFA_HUGEPAGES_2MI
+            asg_name = node_group.resources.apply(lambda r: str(r[0].autoscaling_groups[0].name))  # type: ignore[index]
+            for i, (key, value) in enumerate(sorted(template.items())):
+                aws.autoscaling.Tag(
+                    f"{name}-ca-tag-{i}",
+                    autoscaling_group_name=asg_name,
+                    tag={"key": key, "value": value, "propagate_at_launch": False},
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+
         self.gpus_per_node = pulumi.Output.from_input(gpus)
+        self.efa_interfaces = pulumi.Output.from_input(efa_count)
+        self.efa_security_group_id = efa_sg.id if efa_sg is not None else pulumi.Output.from_input("")
+        self.placement_group_name = placement.name if placement is not None else pulumi.Output.from_input("")
         self.register_outputs(
             {
                 "node_group_name": self.node_group_name,
@@ -171,5 +313,8 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 "labels": self.labels,
                 "taints": self.taints,
                 "gpus_per_node": self.gpus_per_node,
+                "efa_interfaces": self.efa_interfaces,
+                "efa_security_group_id": self.efa_security_group_id,
+                "placement_group_name": self.placement_group_name,
             }
         )

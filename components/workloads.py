@@ -24,7 +24,14 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.catalog import IMAGES, NODE_ROLE_LABEL, InstanceType
+from components.catalog import (
+    EFA_ENV_BY_FAMILY,
+    EFA_ENV_COMMON,
+    EFA_HUGEPAGES_2MI,
+    IMAGES,
+    NODE_ROLE_LABEL,
+    InstanceType,
+)
 from components.iam import pod_identity_trust_policy
 
 #: Where the shared volume is mounted in every pod.
@@ -404,6 +411,186 @@ class TrainingHyperparameters(TypedDict):
     checkpoint_every_steps: int
 
 
+class WorkerPlacement(TypedDict):
+    """Where a multi-node job's pods go and what each requests, derived from one catalog row."""
+
+    instance: InstanceType
+    """Catalog row of the worker nodes' instance type (sizes the pods)."""
+    node_labels: Mapping[str, str]
+    """Labels selecting the worker node group."""
+    node_taints: Sequence[Mapping[str, str]]
+    """Taints of the worker node group (Kubernetes spelling); the pods tolerate exactly these."""
+    efa: NotRequired[bool]
+    """The group is EFA-enabled: pods request all of the node's EFA interfaces and huge pages and get
+    the NCCL/libfabric environment for the instance family."""
+    zone: NotRequired[str]
+    """Zone of the group; pods are pinned to it (EFA groups are single-zone)."""
+
+
+def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirementsArgsDict:
+    """Requests and limits of one worker pod (one per node), from the catalog row."""
+    facts = placement["instance"]
+    size = pod_size(facts)
+    requests: dict[str, str] = {"cpu": f"{size.cpu_millis}m", "memory": f"{size.memory_mib}Mi"}
+    limits: dict[str, str] = {"memory": f"{size.memory_mib}Mi"}
+    extended: dict[str, str] = {}
+    if size.gpus:
+        extended["nvidia.com/gpu"] = str(size.gpus)
+    if placement.get("efa"):
+        extended["vpc.amazonaws.com/efa"] = str(facts.max_efa_interfaces)
+        extended["hugepages-2Mi"] = EFA_HUGEPAGES_2MI
+    requests.update(extended)
+    limits.update(extended)
+    return {"requests": requests, "limits": limits}
+
+
+def worker_env(
+    placement: WorkerPlacement, extra: Optional[Mapping[str, str]] = None
+) -> list[k8s.core.v1.EnvVarArgsDict]:
+    """Worker environment. ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` is required: without it
+    torchrun's elastic restarts hang (pytorch/pytorch#135712; measured in ../shared/field-notes.md).
+    EFA workers get the NCCL/libfabric settings of their instance family from the catalog."""
+    facts = placement["instance"]
+    size = pod_size(facts)
+    env = {
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
+        "OMP_NUM_THREADS": str(size.threads_per_proc),
+        "PYTHONUNBUFFERED": "1",
+        "HOME": "/tmp",
+        "LOGLEVEL": "INFO",
+    }
+    if size.gpus:
+        env.update({"NCCL_DEBUG": "WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})
+    if placement.get("efa"):
+        env.update(EFA_ENV_COMMON)
+        env.update(EFA_ENV_BY_FAMILY.get(facts.family, {}))
+    elif size.gpus:
+        env.update({k: v for k, v in EFA_ENV_BY_FAMILY.get(facts.family, {}).items() if k.startswith("NCCL_")})
+    env.update(dict(extra or {}))
+    return [{"name": k, "value": v} for k, v in sorted(env.items())]
+
+
+def _worker_job(
+    name: str,
+    parent: pulumi.Resource,
+    *,
+    namespace: pulumi.Input[str],
+    job_name: str,
+    labels: Mapping[str, str],
+    placement: WorkerPlacement,
+    image: pulumi.Input[str],
+    command: pulumi.Input[Sequence[str]],
+    pvc_name: pulumi.Input[str],
+    workers: int,
+    backoff_limit: int,
+    timeout_s: int,
+    await_completion: bool,
+    extra_env: Optional[Mapping[str, str]] = None,
+) -> tuple[k8s.core.v1.Service, k8s.batch.v1.Job]:
+    """A headless Service and an Indexed Job of ``workers`` pods, one per node of the group."""
+    svc_name = k8s_name(job_name, "workers")
+    facts = placement["instance"]
+    size = pod_size(facts)
+    selector = {"eks-training/job": job_name}
+    # The Service outlives runs: it carries no run-specific label.
+    service_labels = {k: v for k, v in labels.items() if k != "eks-training/run"}
+    service = k8s.core.v1.Service(
+        f"{name}-service",
+        metadata={"name": svc_name, "namespace": namespace, "labels": service_labels},
+        spec={
+            "cluster_ip": "None",
+            "publish_not_ready_addresses": True,
+            "selector": selector,
+            "ports": [{"name": "c10d", "port": C10D_PORT, "target_port": C10D_PORT}],
+        },
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    node_selector = dict(placement["node_labels"])
+    if placement.get("zone"):
+        node_selector["topology.kubernetes.io/zone"] = str(placement.get("zone"))
+    annotations = {} if await_completion else {"pulumi.com/skipAwait": "true"}
+    minutes = f"{math.ceil(timeout_s / 60)}m"
+    job = k8s.batch.v1.Job(
+        f"{name}-job",
+        metadata={"name": job_name, "namespace": namespace, "labels": dict(labels), "annotations": annotations},
+        spec={
+            "completion_mode": "Indexed",
+            "completions": workers,
+            "parallelism": workers,
+            "backoff_limit": backoff_limit,
+            "active_deadline_seconds": timeout_s,
+            "pod_failure_policy": {
+                "rules": [
+                    {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                    {
+                        "action": "FailJob",
+                        "on_exit_codes": {
+                            "container_name": "worker",
+                            "operator": "In",
+                            "values": [USAGE_ERROR_EXIT_CODE],
+                        },
+                    },
+                ]
+            },
+            "template": {
+                "metadata": {"labels": {**labels, **selector}},
+                "spec": {
+                    "restart_policy": "Never",
+                    "subdomain": svc_name,
+                    "automount_service_account_token": False,
+                    "node_selector": node_selector,
+                    "tolerations": tolerations_for(placement["node_taints"]),
+                    "affinity": {
+                        "pod_anti_affinity": {
+                            "required_during_scheduling_ignored_during_execution": [
+                                {"label_selector": {"match_labels": selector}, "topology_key": "kubernetes.io/hostname"}
+                            ]
+                        }
+                    },
+                    "termination_grace_period_seconds": 60,
+                    "security_context": _pod_security(),
+                    "containers": [
+                        {
+                            "name": "worker",
+                            "image": image,
+                            "command": command,
+                            "env": worker_env(placement, extra_env),
+                            "ports": [{"name": "c10d", "container_port": C10D_PORT}],
+                            "resources": worker_resources(placement),
+                            "volume_mounts": [_SHARED_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}],
+                            "security_context": _container_security(),
+                        }
+                    ],
+                    "volumes": [
+                        _shared_volume(pvc_name),
+                        {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{size.shm_mib}Mi"}},
+                    ],
+                },
+            },
+        },
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=[service],
+            delete_before_replace=True,
+            custom_timeouts=pulumi.CustomTimeouts(create=minutes, update=minutes),
+        ),
+    )
+    return service, job
+
+
+def c10d_endpoint(job_name: str, namespace: pulumi.Input[str]) -> pulumi.Output[str]:
+    """``<job>-0.<service>.<namespace>.svc.cluster.local:29400``: worker 0 hosts the c10d store."""
+    return pulumi.Output.concat(
+        job_name,
+        "-0.",
+        k8s_name(job_name, "workers"),
+        ".",
+        pulumi.Output.from_input(namespace),
+        ".svc.cluster.local:",
+        str(C10D_PORT),
+    )
+
+
 class ElasticTrainingJobArgs(TypedDict):
     """Inputs of :class:`ElasticTrainingJob`."""
 
@@ -417,12 +604,8 @@ class ElasticTrainingJobArgs(TypedDict):
     """Kubernetes name of the Job (and prefix of the headless Service)."""
     run_id: str
     """Stable id of the run: rendezvous id and output folder ``/data/runs/<run_id>``."""
-    instance: InstanceType
-    """Catalog row of the worker nodes' instance type (sizes the pods)."""
-    node_labels: Mapping[str, str]
-    """Labels selecting the worker node group."""
-    node_taints: Sequence[Mapping[str, str]]
-    """Taints of the worker node group (Kubernetes spelling); the pods tolerate exactly these."""
+    placement: WorkerPlacement
+    """Node group, instance facts, EFA and zone of the workers."""
     workers: int
     """Number of worker pods (one per node)."""
     min_workers: int
@@ -434,7 +617,7 @@ class ElasticTrainingJobArgs(TypedDict):
     etcd_endpoint: NotRequired[pulumi.Input[str]]
     """``host:port`` of etcd for ``etcd-v2``."""
     data_dir: pulumi.Input[str]
-    """Dataset folder inside the pods."""
+    """Dataset folder inside the pods (an Output of the staging step: the Job waits for it)."""
     hyperparameters: TrainingHyperparameters
     """train.py's recipe."""
     max_restarts: NotRequired[int]
@@ -444,23 +627,7 @@ class ElasticTrainingJobArgs(TypedDict):
     timeout_hours: NotRequired[float]
     """Deadline of the Job (activeDeadlineSeconds), and Pulumi's wait when waiting. Default 24."""
     extra_env: NotRequired[Mapping[str, str]]
-    """Additional environment for the workers (e.g. NCCL/libfabric settings)."""
-
-
-def training_env(size: PodSize, extra: Optional[Mapping[str, str]] = None) -> list[k8s.core.v1.EnvVarArgsDict]:
-    """Worker environment. ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` is required: without it
-    torchrun's elastic restarts hang (pytorch/pytorch#135712; measured in ../shared/field-notes.md)."""
-    env = {
-        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
-        "OMP_NUM_THREADS": str(size.threads_per_proc),
-        "PYTHONUNBUFFERED": "1",
-        "HOME": "/tmp",
-        "LOGLEVEL": "INFO",
-    }
-    if size.gpus:
-        env.update({"NCCL_DEBUG": "WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})
-    env.update(dict(extra or {}))
-    return [{"name": k, "value": v} for k, v in sorted(env.items())]
+    """Additional environment for the workers."""
 
 
 class ElasticTrainingJob(pulumi.ComponentResource):
@@ -468,11 +635,15 @@ class ElasticTrainingJob(pulumi.ComponentResource):
 
     One pod per node (required anti-affinity), stable hostnames ``<job>-<index>.<service>``, the
     shared volume at ``/data``, a memory-backed ``/dev/shm``, ``nvidia.com/gpu`` equal to the
-    node's GPUs on GPU nodes. A failed pod is replaced by the Job (same index) and its torchrun
-    agent re-joins the rendezvous; train.py resumes from the latest checkpoint. Node drains and
-    spot interruptions (``DisruptionTarget``) don't count against the backoff; a usage error fails
-    the Job at once. Changing ``workers`` updates the Job in place (``completions`` and
-    ``parallelism`` of an Indexed Job are mutable together): the run continues at the new size.
+    node's GPUs, and on EFA groups ``vpc.amazonaws.com/efa`` equal to the node's interfaces plus
+    huge pages and the family's NCCL/libfabric settings, all from one catalog row. Pods start
+    through ``/app/launch.py``, which exits at once when the run is already complete and resets a
+    rendezvous that an earlier failed attempt closed. A failed pod is replaced by the Job (same
+    index) and its torchrun agent re-joins the rendezvous; train.py resumes from the latest
+    checkpoint. Node drains and spot interruptions (``DisruptionTarget``) don't count against the
+    backoff; a usage error fails the Job at once. Changing ``workers`` updates the Job in place
+    (``completions`` and ``parallelism`` of an Indexed Job are mutable together): the run continues
+    at the new size.
     """
 
     job_name: pulumi.Output[str]
@@ -488,49 +659,43 @@ class ElasticTrainingJob(pulumi.ComponentResource):
     def __init__(self, name: str, args: ElasticTrainingJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:ElasticTrainingJob", name, None, opts)
         job_name = args["job_name"]
-        svc_name = k8s_name(job_name, "workers")
-        size = pod_size(args["instance"])
+        placement = args["placement"]
+        size = pod_size(placement["instance"])
         workers = args["workers"]
         if not 1 <= args["min_workers"] <= workers <= args["max_workers"]:
             raise ValueError(f"{name}: need 1 <= min_workers <= workers <= max_workers")
         max_restarts = int(args.get("max_restarts", 3))
         hp = args["hyperparameters"]
         output_dir = f"{SHARED_MOUNT}/runs/{args['run_id']}"
-        labels = {**_LABELS, "app.kubernetes.io/name": "trainer", "eks-training/job": job_name}
+        labels = {**_LABELS, "app.kubernetes.io/name": "trainer", "eks-training/run": args["run_id"]}
+        backend = args["rendezvous_backend"]
 
-        if args["rendezvous_backend"] == "etcd-v2":
+        if backend == "etcd-v2":
             if args.get("etcd_endpoint") is None:
                 raise ValueError(f"{name}: etcd-v2 rendezvous needs etcd_endpoint")
             endpoint: pulumi.Output[str] = pulumi.Output.from_input(args["etcd_endpoint"])
         else:
-            endpoint = pulumi.Output.concat(
-                job_name,
-                "-0.",
-                svc_name,
-                ".",
-                pulumi.Output.from_input(args["namespace"]),
-                ".svc.cluster.local:",
-                str(C10D_PORT),
-            )
-
-        service = k8s.core.v1.Service(
-            f"{name}-service",
-            metadata={"name": svc_name, "namespace": args["namespace"], "labels": labels},
-            spec={
-                "cluster_ip": "None",
-                "publish_not_ready_addresses": True,
-                "selector": {"eks-training/job": job_name},
-                "ports": [{"name": "c10d", "port": C10D_PORT, "target_port": C10D_PORT}],
-            },
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+            endpoint = c10d_endpoint(job_name, args["namespace"])
 
         def command(ep: str, data_dir: str) -> list[str]:
-            return torchrun_command(
+            launcher = [
+                "python",
+                "/app/launch.py",
+                "--output-dir",
+                output_dir,
+                "--rdzv-backend",
+                backend,
+                "--rdzv-endpoint",
+                ep,
+                "--rdzv-id",
+                args["run_id"],
+                "--",
+            ]
+            return launcher + torchrun_command(
                 min_nodes=args["min_workers"],
                 max_nodes=args["max_workers"],
                 procs_per_node=size.procs_per_node,
-                backend=args["rendezvous_backend"],
+                backend=backend,
                 endpoint=ep,
                 rdzv_id=args["run_id"],
                 max_restarts=max_restarts,
@@ -554,84 +719,21 @@ class ElasticTrainingJob(pulumi.ComponentResource):
                 ],
             )
 
-        requests: dict[str, str] = {"cpu": f"{size.cpu_millis}m", "memory": f"{size.memory_mib}Mi"}
-        limits: dict[str, str] = {"memory": f"{size.memory_mib}Mi"}
-        if size.gpus:
-            requests["nvidia.com/gpu"] = str(size.gpus)
-            limits["nvidia.com/gpu"] = str(size.gpus)
-        annotations = {} if args.get("wait_for_completion") else {"pulumi.com/skipAwait": "true"}
-        timeout_s = int(float(args.get("timeout_hours", 24)) * 3600)
-        job = k8s.batch.v1.Job(
-            f"{name}-job",
-            metadata={"name": job_name, "namespace": args["namespace"], "labels": labels, "annotations": annotations},
-            spec={
-                "completion_mode": "Indexed",
-                "completions": workers,
-                "parallelism": workers,
-                "backoff_limit": max_restarts * args["max_workers"],
-                "active_deadline_seconds": timeout_s,
-                "pod_failure_policy": {
-                    "rules": [
-                        {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
-                        {
-                            "action": "FailJob",
-                            "on_exit_codes": {
-                                "container_name": "trainer",
-                                "operator": "In",
-                                "values": [USAGE_ERROR_EXIT_CODE],
-                            },
-                        },
-                    ]
-                },
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "restart_policy": "Never",
-                        "subdomain": svc_name,
-                        "automount_service_account_token": False,
-                        "node_selector": dict(args["node_labels"]),
-                        "tolerations": tolerations_for(args["node_taints"]),
-                        "affinity": {
-                            "pod_anti_affinity": {
-                                "required_during_scheduling_ignored_during_execution": [
-                                    {
-                                        "label_selector": {"match_labels": {"eks-training/job": job_name}},
-                                        "topology_key": "kubernetes.io/hostname",
-                                    }
-                                ]
-                            }
-                        },
-                        "termination_grace_period_seconds": 60,
-                        "security_context": _pod_security(),
-                        "containers": [
-                            {
-                                "name": "trainer",
-                                "image": args["image"],
-                                "command": pulumi.Output.all(endpoint, args["data_dir"]).apply(
-                                    lambda v: command(str(v[0]), str(v[1]))
-                                ),
-                                "env": training_env(size, args.get("extra_env")),
-                                "ports": [{"name": "c10d", "container_port": C10D_PORT}],
-                                "resources": {"requests": requests, "limits": limits},
-                                "volume_mounts": [_SHARED_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}],
-                                "security_context": _container_security(),
-                            }
-                        ],
-                        "volumes": [
-                            _shared_volume(args["pvc_name"]),
-                            {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{size.shm_mib}Mi"}},
-                        ],
-                    },
-                },
-            },
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=[service],
-                delete_before_replace=True,
-                custom_timeouts=pulumi.CustomTimeouts(
-                    create=f"{math.ceil(timeout_s / 60)}m", update=f"{math.ceil(timeout_s / 60)}m"
-                ),
-            ),
+        service, job = _worker_job(
+            name,
+            self,
+            namespace=args["namespace"],
+            job_name=job_name,
+            labels=labels,
+            placement=placement,
+            image=args["image"],
+            command=pulumi.Output.all(endpoint, args["data_dir"]).apply(lambda v: command(str(v[0]), str(v[1]))),
+            pvc_name=args["pvc_name"],
+            workers=workers,
+            backoff_limit=max_restarts * args["max_workers"],
+            timeout_s=int(float(args.get("timeout_hours", 24)) * 3600),
+            await_completion=bool(args.get("wait_for_completion")),
+            extra_env=args.get("extra_env"),
         )
         self.job_name = job.metadata.name
         self.service_name = service.metadata.name
@@ -645,6 +747,95 @@ class ElasticTrainingJob(pulumi.ComponentResource):
                 "rendezvous_endpoint": self.rendezvous_endpoint,
             }
         )
+
+
+# ------------------------------------------------------------------------------- health check
+class AllReduceHealthCheckArgs(TypedDict):
+    """Inputs of :class:`AllReduceHealthCheck`."""
+
+    namespace: pulumi.Input[str]
+    """Training namespace."""
+    pvc_name: pulumi.Input[str]
+    """Shared claim (the report is written there)."""
+    image: pulumi.Input[str]
+    """Training image (contains /app/allreduce_bench.py)."""
+    job_name: str
+    """Kubernetes name of the Job."""
+    report_path: str
+    """Where the JSON report goes inside the pods (on the shared volume)."""
+    placement: WorkerPlacement
+    """The training nodes: same group, same requests as the training pods."""
+    workers: int
+    """Nodes to test (the training job's worker count)."""
+    min_bus_bandwidth_gbps: NotRequired[float]
+    """Fail the Job (and so stop training from being created) below this bus bandwidth."""
+    max_bytes: NotRequired[int]
+    """Largest all-reduce message. Default 1 GiB on GPU, 64 MiB on CPU."""
+    timeout_minutes: NotRequired[int]
+    """How long Pulumi waits for the Job (including nodes scaling up). Default 60."""
+    after: NotRequired[pulumi.Input[str]]
+    """An Output the Job waits for (e.g. the staged data), to serialise it after earlier steps."""
+
+
+class AllReduceHealthCheck(pulumi.ComponentResource):
+    """An Indexed Job that runs ``allreduce_bench.py`` under torchrun across the training nodes
+    (NCCL over EFA on GPU nodes, gloo on CPU nodes) and reports the all-reduce bus bandwidth.
+    Pulumi waits for it; with a threshold a low bandwidth fails the Job, ``pulumi up`` stops and the
+    training Job (which waits for ``report_path``) is never created."""
+
+    job_name: pulumi.Output[str]
+    """Name of the Job."""
+    report_path: pulumi.Output[str]
+    """Path of the JSON report; resolves once the Job completed (passed)."""
+
+    def __init__(
+        self, name: str, args: AllReduceHealthCheckArgs, opts: Optional[pulumi.ResourceOptions] = None
+    ) -> None:
+        super().__init__("eks-training:index:AllReduceHealthCheck", name, None, opts)
+        job_name = args["job_name"]
+        placement = args["placement"]
+        size = pod_size(placement["instance"])
+        workers = args["workers"]
+        report = args["report_path"]
+        labels = {**_LABELS, "app.kubernetes.io/name": "allreduce-health-check"}
+        endpoint = c10d_endpoint(job_name, args["namespace"])
+        max_bytes = int(args.get("max_bytes") or ((1 << 30) if size.gpus else (64 << 20)))
+
+        def command(v: list[object]) -> list[str]:
+            script = ["--max-bytes", str(max_bytes), "--output-json", report]
+            if args.get("min_bus_bandwidth_gbps") is not None:
+                script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbps"])]
+            cmd = torchrun_command(
+                min_nodes=workers,
+                max_nodes=workers,
+                procs_per_node=size.procs_per_node,
+                backend="c10d",
+                endpoint=str(v[0]),
+                rdzv_id=job_name,
+                max_restarts=0,
+                script_args=script,
+            )
+            return [c if c != "/app/train.py" else "/app/allreduce_bench.py" for c in cmd]
+
+        timeout_s = 60 * int(args.get("timeout_minutes", 60))
+        _, job = _worker_job(
+            name,
+            self,
+            namespace=args["namespace"],
+            job_name=job_name,
+            labels=labels,
+            placement=placement,
+            image=args["image"],
+            command=pulumi.Output.all(endpoint, args.get("after", "")).apply(command),
+            pvc_name=args["pvc_name"],
+            workers=workers,
+            backoff_limit=workers,
+            timeout_s=timeout_s,
+            await_completion=True,
+        )
+        self.job_name = job.metadata.name
+        self.report_path = job.metadata.apply(lambda _: report)
+        self.register_outputs({"job_name": self.job_name, "report_path": self.report_path})
 
 
 # --------------------------------------------------------------------------------- evaluation

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from components.image import validate_image_reference
 from components.catalog import (
+    REFERENCE_ALLREDUCE_BUSBW_GBPS,
     DEFAULT_KUBERNETES_VERSION,
     EKS_ADDONS,
     SUPPORTED_KUBERNETES_VERSIONS,
@@ -63,10 +64,18 @@ class NodeGroupConfig(_Model):
     min_size: int = Field(ge=0)
     desired_size: int = Field(ge=0)
     max_size: int = Field(ge=1)
-    capacity_type: Literal["ON_DEMAND", "SPOT"] = "ON_DEMAND"
+    capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = "ON_DEMAND"
+    capacity_reservation_id: Optional[str] = None
+    efa: Optional[bool] = None
+    availability_zone: Optional[str] = None
+    subnet_id: Optional[str] = None
     disk_size_gib: int = Field(default=100, ge=20, le=16384)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[TaintConfig] = Field(default_factory=list)
+
+    def efa_enabled(self, facts: "InstanceType") -> bool:
+        """EFA is on by default for types that have it, off otherwise."""
+        return facts.supports_efa if self.efa is None else self.efa
 
 
 class SystemNodeGroupConfig(_Model):
@@ -88,6 +97,12 @@ class NetworkConfig(_Model):
     nat_gateways: Literal["single", "perAz"] = "single"
     private_subnet_cidrs: Optional[list[str]] = None
     public_subnet_cidrs: Optional[list[str]] = None
+
+
+class PreflightConfig(_Model):
+    """Account checks before anything is created (key ``preflight``)."""
+
+    enabled: bool = True
 
 
 class ExistingVpcConfig(_Model):
@@ -178,6 +193,22 @@ class TrainingConfig(_Model):
     wait_for_completion: bool = False
 
 
+class AutoscalerConfig(_Model):
+    """cluster-autoscaler (key ``autoscaler``): worker groups scale between minSize and maxSize."""
+
+    enabled: bool = True
+
+
+class HealthCheckConfig(_Model):
+    """The all-reduce bandwidth check run on the training nodes before training (key ``healthCheck``)."""
+
+    enabled: bool = True
+    enforce: bool = False
+    min_bus_bandwidth_gbps: Optional[float] = Field(default=None, gt=0)
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20, le=1 << 34)
+    timeout_minutes: int = Field(default=60, ge=5, le=1440)
+
+
 class EvaluationConfig(_Model):
     """The evaluation job (key ``evaluation``)."""
 
@@ -214,6 +245,9 @@ _TOP_LEVEL: Mapping[str, Any] = {
     "dataset": DatasetConfig,
     "training": TrainingConfig,
     "evaluation": EvaluationConfig,
+    "preflight": PreflightConfig,
+    "autoscaler": AutoscalerConfig,
+    "healthCheck": HealthCheckConfig,
 }
 
 
@@ -236,6 +270,14 @@ class StackConfig:
     dataset: DatasetConfig
     training: Optional[TrainingConfig]
     evaluation: EvaluationConfig
+    preflight: PreflightConfig
+    autoscaler: AutoscalerConfig
+    health_check: HealthCheckConfig
+
+    def group_efa(self, group: str) -> bool:
+        """Whether a worker group is EFA-enabled (default: on for types with EFA)."""
+        g = self.node_groups[group]
+        return g.efa_enabled(self.instance(g.instance_types[0]))
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -574,6 +616,7 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
                 f"{_key(f'{gkey}.instanceTypes')}: several types only make sense with capacityType SPOT "
                 "(EKS picks one on-demand type); list one type or set capacityType: SPOT"
             )
+        _check_efa_and_capacity(gkey, g, present, existing, network, cluster, problems)
         for lk, lv in g.labels.items():
             if not _label_key_ok(lk):
                 problems.append(f"{_key(f'{gkey}.labels')}: {lk!r} is not a valid Kubernetes label key")
@@ -678,6 +721,15 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
     elif "evaluation" in parsed:
         problems.append(f"{_key('evaluation')}: set without {_key('training')}; evaluation needs a training run")
 
+    health: HealthCheckConfig = parsed.get("healthCheck") or HealthCheckConfig()
+    if health.enforce and health.min_bus_bandwidth_gbps is None and training is not None and training.node_group in groups:
+        facts = catalog.get(groups[training.node_group].instance_types[0])
+        if facts is not None and facts.name not in REFERENCE_ALLREDUCE_BUSBW_GBPS:
+            problems.append(
+                f"{_key('healthCheck.enforce')}: there is no published all-reduce bandwidth for {facts.name} to derive a "
+                f"threshold from; set {_key('healthCheck.minBusBandwidthGbps')}"
+            )
+
     if problems:
         raise ConfigError(problems)
 
@@ -697,7 +749,98 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
         dataset=dataset,
         training=training,
         evaluation=parsed.get("evaluation") or EvaluationConfig(),
+        preflight=parsed.get("preflight") or PreflightConfig(),
+        autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
+        health_check=health,
     )
+
+
+_RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
+EFA_ONLY_MIN_VPC_CNI = (1, 18, 5)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", version)
+    return tuple(int(x) for x in m.groups()) if m else (0,)
+
+
+def _check_efa_and_capacity(
+    gkey: str,
+    g: NodeGroupConfig,
+    facts: list[InstanceType],
+    existing: Optional[ExistingVpcConfig],
+    network: Optional[NetworkConfig],
+    cluster: ClusterConfig,
+    problems: list[str],
+) -> None:
+    """EFA, zone and capacity rules of one worker group (facts: the known types of the group)."""
+    if not facts:
+        return
+    first = facts[0]
+    if g.efa and not all(f.supports_efa for f in facts):
+        without = ", ".join(f.name for f in facts if not f.supports_efa)
+        with_efa = ", ".join(sorted(n for n, t in INSTANCE_TYPES.items() if t.supports_efa))
+        problems.append(
+            f"{_key(f'{gkey}.efa')}: {without} has no EFA; remove efa: true or use a type with EFA ({with_efa})"
+        )
+        return
+    efa = g.efa_enabled(first)
+    if efa and len({f.max_efa_interfaces for f in facts}) > 1:
+        problems.append(
+            f"{_key(f'{gkey}.instanceTypes')}: EFA groups need one interface count; "
+            f"{', '.join(f'{f.name} ({f.max_efa_interfaces})' for f in facts)} differ, split them into groups"
+        )
+    if g.subnet_id is not None:
+        if existing is None:
+            problems.append(f"{_key(f'{gkey}.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
+        elif g.subnet_id not in existing.private_subnet_ids:
+            problems.append(
+                f"{_key(f'{gkey}.subnetId')}: {g.subnet_id} is not one of {_key('existingVpc.privateSubnetIds')}"
+            )
+    if g.availability_zone is not None:
+        if existing is not None:
+            problems.append(f"{_key(f'{gkey}.availabilityZone')}: with existingVpc pin the group with subnetId instead")
+        elif not _AZ_RE.match(g.availability_zone):
+            problems.append(f"{_key(f'{gkey}.availabilityZone')}: {g.availability_zone!r} is not a zone name (us-east-1a)")
+        elif network is not None and network.availability_zones and g.availability_zone not in network.availability_zones:
+            problems.append(
+                f"{_key(f'{gkey}.availabilityZone')}: {g.availability_zone} is not one of "
+                f"{_key('network.availabilityZones')} {network.availability_zones}"
+            )
+    single_zone = g.availability_zone is not None or g.subnet_id is not None
+    if efa and not single_zone:
+        field = "subnetId" if existing is not None else "availabilityZone"
+        problems.append(
+            f"{_key(f'{gkey}.{field}')}: EFA groups run in one zone (with a cluster placement group); "
+            f"set {field} (the zone where {first.name} capacity is)"
+        )
+    if efa and first.network_cards > 1 and "vpc-cni" in cluster.addon_versions:
+        if _version_tuple(cluster.addon_versions["vpc-cni"]) < EFA_ONLY_MIN_VPC_CNI:
+            problems.append(
+                f"{_key('cluster.addonVersions.vpc-cni')}: {cluster.addon_versions['vpc-cni']} is older than v1.18.5, "
+                f"which efa-only interfaces on {first.name} need; pin a newer version or remove the pin"
+            )
+    rid = g.capacity_reservation_id
+    if g.capacity_type == "CAPACITY_BLOCK" and rid is None:
+        problems.append(
+            f"{_key(f'{gkey}.capacityReservationId')}: capacityType CAPACITY_BLOCK needs the Capacity Block's "
+            "reservation id (cr-...)"
+        )
+    if rid is not None:
+        if not _RESERVATION_RE.match(rid):
+            problems.append(f"{_key(f'{gkey}.capacityReservationId')}: {rid!r} is not a reservation id (cr-0123...)")
+        if g.capacity_type == "SPOT":
+            problems.append(
+                f"{_key(f'{gkey}.capacityType')}: SPOT cannot use a capacity reservation; use ON_DEMAND (an On-Demand "
+                "Capacity Reservation) or CAPACITY_BLOCK"
+            )
+        if not single_zone:
+            problems.append(
+                f"{_key(f'{gkey}.availabilityZone')}: a capacity reservation lives in one zone; set the group's "
+                "availabilityZone (or subnetId) to the reservation's zone"
+            )
+        if len(g.instance_types) > 1:
+            problems.append(f"{_key(f'{gkey}.instanceTypes')}: a capacity reservation is for one instance type; list only it")
 
 
 def _check_sizes(key: str, lo: int, desired: int, hi: int, problems: list[str]) -> None:

@@ -11,6 +11,10 @@ import pulumi_kubernetes as k8s
 
 from components.image import TrainingImage, hash_build_context, image_tag_for
 from components.workloads import (
+    SHARED_MOUNT,
+    AllReduceHealthCheck,
+    AllReduceHealthCheckArgs,
+    WorkerPlacement,
     DatasetStaging,
     DatasetStagingArgs,
     ElasticTrainingJob,
@@ -29,8 +33,10 @@ from components import (
     TrainingVpc,
 )
 from components.cluster import TrainingClusterArgs
-from components.catalog import GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL
-from components.nodegroup import NodeTaint
+from components.catalog import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, REFERENCE_ALLREDUCE_BUSBW_GBPS
+from components.autoscaler import ClusterAutoscaler
+from components.device_plugins import EfaDevicePlugin
+from components.nodegroup import NodeTaint, TrainingNodeGroupArgs
 from components.storage import EfsStorageArgs
 from stacks.config import (
     ConfigError,
@@ -56,6 +62,7 @@ class Workloads:
     training: ElasticTrainingJob
     evaluation: EvaluationJob
     run_id: str
+    health_check: Optional[AllReduceHealthCheck] = None
 
 
 @dataclass
@@ -72,17 +79,37 @@ class Environment:
     k8s_opts: pulumi.ResourceOptions = field(default_factory=pulumi.ResourceOptions)
     node_groups: dict[str, TrainingNodeGroup] = field(default_factory=dict)
     device_plugin: Optional[NvidiaDevicePlugin] = None
+    efa_plugin: Optional[EfaDevicePlugin] = None
+    autoscaler: Optional[ClusterAutoscaler] = None
     workloads: Optional[Workloads] = None
 
 
+def region_name() -> str:
+    """The stack's AWS region (``aws:region``), as a plain string."""
+    region = pulumi.Config("aws").get("region")
+    if not region:
+        raise ConfigError(["aws:region: not set; run `pulumi config set aws:region us-east-1` (or your region)"])
+    return region
+
+
 def resolve_zones(cfg: StackConfig) -> list[str]:
-    """Zone names for a new VPC: from config, else the first N available zones of the region (sorted)."""
+    """Zone names for a new VPC: from config, else the zones node groups are pinned to plus the
+    region's first available zones (sorted), ``availabilityZoneCount`` in all."""
     assert cfg.network is not None
     available = sorted(
         aws.get_availability_zones(
             state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
         ).names
     )
+    pinned = {g: ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
+    bad = [
+        f"eks-training:nodeGroups.{g}.availabilityZone: {az} is not available in this region; choose from "
+        f"{', '.join(available)}"
+        for g, az in pinned.items()
+        if az not in available
+    ]
+    if bad:
+        raise ConfigError(bad)
     if cfg.network.availability_zones:
         missing = [z for z in cfg.network.availability_zones if z not in available]
         if missing:
@@ -100,7 +127,13 @@ def resolve_zones(cfg: StackConfig) -> list[str]:
                 f"({', '.join(available)}), asked for {cfg.network.availability_zone_count}; lower it"
             ]
         )
-    return available[: cfg.network.availability_zone_count]
+    chosen = sorted(set(pinned.values()))
+    for az in available:
+        if len(chosen) >= cfg.network.availability_zone_count:
+            break
+        if az not in chosen:
+            chosen.append(az)
+    return sorted(chosen)
 
 
 def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> Environment:
@@ -168,36 +201,65 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         enable_server_side_apply=True,
         delete_unreachable=True,
     )
-    k8s_opts = pulumi.ResourceOptions(provider=provider, depends_on=[cluster])
+    # Kubernetes objects depend on the cluster through the provider (its kubeconfig), so they are
+    # created after it and deleted before it.
+    k8s_opts = pulumi.ResourceOptions(provider=provider)
 
+    autoscale = cfg.autoscaler.enabled and bool(cfg.node_groups)
     groups: dict[str, TrainingNodeGroup] = {}
     for gname, g in cfg.node_groups.items():
         facts = cfg.group_instance(gname)
         taints: list[NodeTaint] = [{"key": t.key, "value": t.value, "effect": _EFFECT[t.effect]} for t in g.taints]  # type: ignore[typeddict-item]
-        groups[gname] = TrainingNodeGroup(
-            f"{name}-{gname}",
-            {
-                "cluster_name": cluster.cluster_name,
-                "node_role_arn": cluster.node_role_arn,
-                "subnet_ids": private_ids,
-                "instance_types": list(g.instance_types),
-                "role": gname,
-                "gpus_per_node": facts.gpus,
-                "min_size": g.min_size,
-                "desired_size": g.desired_size,
-                "max_size": g.max_size,
-                "capacity_type": g.capacity_type,
-                "disk_size_gib": g.disk_size_gib,
-                "labels": dict(g.labels),
-                "taints": taints,
-                "tags": tags,
-            },
-            opts=pulumi.ResourceOptions(depends_on=[cluster]),
-        )
+        # Pinned groups (EFA, capacity reservations) use the one private subnet of their zone.
+        subnets: pulumi.Input[list[pulumi.Input[str]]] = private_ids  # type: ignore[assignment]
+        if g.subnet_id:
+            subnets = [g.subnet_id]
+        elif g.availability_zone and zones is not None:
+            subnets = [private_id_list[zones.index(g.availability_zone)]]
+        ng_args: TrainingNodeGroupArgs = {
+            "cluster_name": cluster.cluster_name,
+            "node_role_arn": cluster.node_role_arn,
+            "subnet_ids": subnets,
+            "instance_types": list(g.instance_types),
+            "role": gname,
+            "gpus_per_node": facts.gpus,
+            "min_size": g.min_size,
+            "desired_size": g.desired_size,
+            "max_size": g.max_size,
+            "capacity_type": g.capacity_type,
+            "disk_size_gib": g.disk_size_gib,
+            "labels": dict(g.labels),
+            "taints": taints,
+            "efa": cfg.group_efa(gname),
+            "efa_interfaces": facts.network_cards,
+            "cluster_security_group_id": cluster.node_security_group_id,
+            "vpc_id": vpc_id,
+            "autoscaler_tags": autoscale,
+            "ignore_desired_size_changes": autoscale,
+            "tags": tags,
+        }
+        if g.capacity_reservation_id:
+            ng_args["capacity_reservation_id"] = g.capacity_reservation_id
+        groups[gname] = TrainingNodeGroup(f"{name}-{gname}", ng_args)
 
     device_plugin: Optional[NvidiaDevicePlugin] = None
     if any(cfg.group_instance(g).is_gpu for g in cfg.node_groups):
         device_plugin = NvidiaDevicePlugin(f"{name}-nvidia", {"namespace": "kube-system"}, opts=k8s_opts)
+    efa_plugin: Optional[EfaDevicePlugin] = None
+    if any(cfg.group_efa(g) for g in cfg.node_groups):
+        efa_plugin = EfaDevicePlugin(f"{name}-efa", {"namespace": "kube-system"}, opts=k8s_opts)
+    autoscaler: Optional[ClusterAutoscaler] = None
+    if autoscale:
+        autoscaler = ClusterAutoscaler(
+            f"{name}-autoscaler",
+            {
+                "cluster_name": cluster.cluster_name,
+                "cluster_name_plain": name,
+                "kubernetes_version": c.kubernetes_version,
+                "region": region_name(),
+            },
+            opts=k8s_opts,
+        )
 
     s = cfg.storage
     storage_args: EfsStorageArgs = {
@@ -234,7 +296,42 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         k8s_opts=k8s_opts,
         node_groups=groups,
         device_plugin=device_plugin,
+        efa_plugin=efa_plugin,
+        autoscaler=autoscaler,
     )
+
+
+def placement_for(cfg: StackConfig, group: str) -> WorkerPlacement:
+    """Node selection, tolerations, EFA and zone of a worker group's pods, from config and catalog
+    (the same facts the node group itself was built from)."""
+    g = cfg.node_groups[group]
+    facts = cfg.group_instance(group)
+    efa = cfg.group_efa(group)
+    labels = {NODE_ROLE_LABEL: group, **g.labels}
+    taints: list[dict[str, str]] = []
+    if facts.is_gpu:
+        labels[GPU_LABEL[0]] = GPU_LABEL[1]
+        taints.append({"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": "NoSchedule"})
+    if efa:
+        labels[EFA_LABEL[0]] = EFA_LABEL[1]
+    taints += [{"key": x.key, "value": x.value, "effect": x.effect} for x in g.taints]
+    placement: WorkerPlacement = {"instance": facts, "node_labels": labels, "node_taints": taints, "efa": efa}
+    if g.availability_zone:
+        placement["zone"] = g.availability_zone
+    return placement
+
+
+def health_threshold(cfg: StackConfig) -> Optional[float]:
+    """The all-reduce bus bandwidth (GB/s) below which training must not start, or None (report only).
+    Enforced checks default to 80% of the published two-node figure for the instance type."""
+    hc = cfg.health_check
+    if hc.min_bus_bandwidth_gbps is not None:
+        return hc.min_bus_bandwidth_gbps
+    if not hc.enforce or cfg.training is None or cfg.training.node_group is None:
+        return None
+    facts = cfg.group_instance(cfg.training.node_group)
+    reference = REFERENCE_ALLREDUCE_BUSBW_GBPS.get(facts.name)
+    return None if reference is None else round(0.8 * reference, 2)
 
 
 def build_workloads(env: Environment) -> Optional[Workloads]:
@@ -276,7 +373,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         etcd = EtcdRendezvous(
             f"{name}-etcd",
             {"namespace": namespace, "node_selector": system},
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[env.storage])),
+            opts=k8s_opts,
         )
 
     d = cfg.dataset
@@ -298,20 +395,11 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     staging = DatasetStaging(
         f"{name}-stage",
         staging_args,
-        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[env.storage])),
+        opts=k8s_opts,
     )
 
-    group = env.node_groups[t.node_group]
-    group_cfg = cfg.node_groups[t.node_group]
-    facts = cfg.group_instance(t.node_group)
-    labels = {
-        NODE_ROLE_LABEL: t.node_group,
-        **({GPU_LABEL[0]: GPU_LABEL[1]} if facts.is_gpu else {}),
-        **group_cfg.labels,
-    }
-    taints = (
-        [{"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": "NoSchedule"}] if facts.is_gpu else []
-    ) + [{"key": x.key, "value": x.value, "effect": x.effect} for x in group_cfg.taints]
+    placement = placement_for(cfg, t.node_group)
+    facts = placement["instance"]
     run = make_run_id(
         t.job_name,
         {
@@ -324,25 +412,44 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
             "instance": facts.name,
         },
     )
-    depends: list[pulumi.Resource] = [staging, group]
-    if etcd is not None:
-        depends.append(etcd)
-    if env.device_plugin is not None:
-        depends.append(env.device_plugin)
+    run_dir = f"{SHARED_MOUNT}/runs/{run}"
+
+    # The bandwidth check runs on the training nodes after the data is staged; training waits for it.
+    data_dir: pulumi.Output[str] = staging.data_dir
+    health: Optional[AllReduceHealthCheck] = None
+    hc = cfg.health_check
+    if hc.enabled:
+        health_args: AllReduceHealthCheckArgs = {
+            "namespace": namespace,
+            "pvc_name": pvc,
+            "image": image_uri,
+            "job_name": f"{t.job_name}-allreduce",
+            "report_path": f"{run_dir}/allreduce-health.json",
+            "placement": placement,
+            "workers": t.workers,
+            "timeout_minutes": hc.timeout_minutes,
+            "after": staging.data_dir,
+        }
+        if facts.is_gpu:
+            health_args["max_bytes"] = hc.max_bytes
+        threshold = health_threshold(cfg)
+        if threshold is not None:
+            health_args["min_bus_bandwidth_gbps"] = threshold
+        health = AllReduceHealthCheck(f"{name}-allreduce", health_args, opts=k8s_opts)
+        data_dir = pulumi.Output.all(staging.data_dir, health.report_path).apply(lambda v: str(v[0]))
+
     training_args: ElasticTrainingJobArgs = {
         "namespace": namespace,
         "pvc_name": pvc,
         "image": image_uri,
         "job_name": f"{t.job_name}-train",
         "run_id": run,
-        "instance": facts,
-        "node_labels": labels,
-        "node_taints": taints,
+        "placement": placement,
         "workers": t.workers,
         "min_workers": t.min_workers,
         "max_workers": t.max_workers,
         "rendezvous_backend": t.rendezvous_backend,
-        "data_dir": staging.data_dir,
+        "data_dir": data_dir,
         "hyperparameters": {
             "epochs": t.epochs,
             "batch_size": t.batch_size,
@@ -357,11 +464,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     }
     if etcd is not None:
         training_args["etcd_endpoint"] = etcd.endpoint
-    training = ElasticTrainingJob(
-        f"{name}-train",
-        training_args,
-        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=depends)),
-    )
+    training = ElasticTrainingJob(f"{name}-train", training_args, opts=k8s_opts)
     evaluation_args: EvaluationJobArgs = {
         "namespace": namespace,
         "pvc_name": pvc,
@@ -378,7 +481,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     evaluation = EvaluationJob(
         f"{name}-eval",
         evaluation_args,
-        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[training])),
+        opts=k8s_opts,
     )
     return Workloads(
         image_uri=image_uri,
@@ -388,6 +491,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         training=training,
         evaluation=evaluation,
         run_id=run,
+        health_check=health,
     )
 
 

@@ -175,7 +175,12 @@ class TrainingMocks(pmocks.Mocks):
             out.update(latestVersion=1, defaultVersion=1, arn=f"arn:aws:ec2:{REGION}:{ACCOUNT}:launch-template/{rid}")
         elif t == "aws:eks/nodeGroup:NodeGroup":
             ng = (inputs.get("nodeGroupNamePrefix") or name) + "20261121000000000000000001"
-            out.update(nodeGroupName=ng, arn=f"arn:aws:eks:{REGION}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x", status="ACTIVE")
+            out.update(
+                nodeGroupName=ng,
+                arn=f"arn:aws:eks:{REGION}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x",
+                status="ACTIVE",
+                resources=[{"autoscalingGroups": [{"name": f"eks-{ng}-{_hex(ng, 8)}"}], "remoteAccessSecurityGroupId": ""}],
+            )
             rid = f"{inputs.get('clusterName')}:{ng}"
         elif t == "aws:eks/addon:Addon":
             rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
@@ -205,6 +210,9 @@ class TrainingMocks(pmocks.Mocks):
         elif t == "kubernetes:helm.sh/v3:Release":
             out["status"] = {"status": "deployed", "version": 1, "namespace": inputs.get("namespace"), "name": inputs.get("name")}
             rid = f"{inputs.get('namespace')}/{inputs.get('name')}"
+        elif t == "aws:ec2/placementGroup:PlacementGroup":
+            rid = f"{name}-{_hex(name, 7)}"
+            out.update(name=rid, placementGroupId=f"pg-{_hex(name)}")
         elif t == "aws:ecr/repository:Repository":
             repo = inputs.get("name") or f"{name}-{_hex(name, 7)}"
             rid = repo

@@ -378,7 +378,7 @@ def test_gpu_group_from_user_supplied_facts() -> None:
     p = run_program("dev", config=cfg)
     ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"][NODE_ROLE_LABEL] == "gpu")
     assert ng.inputs["amiType"] == AMI_TYPES["nvidia"]
-    assert len(p.of_type("kubernetes:helm.sh/v3:Release")) == 1
+    assert [r.inputs["chart"] for r in p.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "nvidia-device-plugin"]
 
 
 def test_kubeconfig_is_secret_output_type() -> None:

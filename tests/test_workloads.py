@@ -46,7 +46,7 @@ class TestWorkloads:
         assert repo.inputs["encryptionConfigurations"][0]["encryptionType"] in ("AES256", "KMS")
         build = p.one("pulumi-python:dynamic/eks-training:ImageBuild")
         jobs = p.of_type("kubernetes:batch/v1:Job")
-        assert len(jobs) == 3
+        assert len(jobs) == 4  # staging, all-reduce health check, training, evaluation
         for job in jobs:
             image = _container(job)["image"]
             assert build.urn in job.deps_of("spec"), f"{job.name} must use the built image"
@@ -118,11 +118,18 @@ class TestWorkloads:
         assert pvc.urn in job.deps_of("spec")
         env = {e["name"]: e["value"] for e in c["env"]}
         assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
-        svc = p.one("kubernetes:core/v1:Service", lambda r: r.inputs["spec"].get("clusterIP") == "None")
+        svc = p.one("kubernetes:core/v1:Service", lambda r: r.name.endswith("-train-service"))
+        assert svc.inputs["spec"]["clusterIP"] == "None"
         assert pod["subdomain"] == svc.inputs["metadata"]["name"], "stable hostnames via the headless Service"
         if not preview:
             cmd = c["command"]
+            # launch.py (no-op when the run is DONE; resets a closed rendezvous) execs torchrun
+            assert cmd[:2] == ["python", "/app/launch.py"]
+            launcher, cmd = cmd[: cmd.index("--")], cmd[cmd.index("--") + 1 :]
             assert cmd[0] == "torchrun"
+            rdzv = [x for x in cmd if x.startswith("--rdzv-id=")]
+            assert rdzv == [f"--rdzv-id={launcher[launcher.index('--rdzv-id') + 1]}"]
+            assert launcher[launcher.index("--output-dir") + 1] == cmd[cmd.index("--output-dir") + 1]
             nnodes = f"--nnodes={t.get('minWorkers', 1)}:{t.get('maxWorkers', group['maxSize'])}"
             assert nnodes in cmd
             assert f"--nproc-per-node={max(1, facts.gpus)}" in cmd
@@ -198,6 +205,7 @@ def test_changed_training_source_rebuilds_only_the_image_and_jobs(tmp_path: Path
         "eks-training-workshop-image-context",
         "eks-training-workshop-image-image",
         "eks-training-workshop-stage-job",
+        "eks-training-workshop-allreduce-job",
         "eks-training-workshop-train-job",
         "eks-training-workshop-eval-job",
     }, changed
@@ -236,7 +244,7 @@ def test_s3_dataset_gets_a_read_only_pod_identity_role() -> None:
     cfg = stack_config("workshop")
     cfg[f"{PROJECT}:dataset"] = {"source": "s3://ml-datasets-example/cifar/cifar-10-python.tar.gz", "md5": "c58f30108f718f92721af3b95e74349a"}
     p = run_program("workshop", config=cfg)
-    assoc = p.one("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assoc = p.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", lambda r: "-stage-" in r.name)
     sa = p.one("kubernetes:core/v1:ServiceAccount")
     assert assoc.inputs["serviceAccount"] == sa.inputs["metadata"]["name"]
     assert assoc.inputs["namespace"] == "training"
@@ -256,7 +264,7 @@ def test_c10d_backend_needs_no_etcd() -> None:
     assert not p.of_type("kubernetes:apps/v1:Deployment")
     train = _job(p, "-train-job")
     cmd = _container(train)["command"]
-    svc = p.one("kubernetes:core/v1:Service", lambda r: r.inputs["spec"].get("clusterIP") == "None")
+    svc = p.one("kubernetes:core/v1:Service", lambda r: r.name.endswith("-train-service"))
     job_name = train.inputs["metadata"]["name"]
     assert f"--rdzv-endpoint={job_name}-0.{svc.inputs['metadata']['name']}.training.svc.cluster.local:29400" in cmd
     assert "--rdzv-backend=c10d" in cmd
@@ -264,7 +272,7 @@ def test_c10d_backend_needs_no_etcd() -> None:
 
 def test_gpu_pods_request_the_nodes_gpus() -> None:
     cfg = stack_config("g5")
-    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["g5.48xlarge"]
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(instanceTypes=["g5.48xlarge"], efa=False)
     p = run_program("g5", config=cfg)
     c = _container(_job(p, "-train-job"))
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "8"

