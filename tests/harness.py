@@ -347,7 +347,10 @@ def run_program(
     expect_error: bool = False,
 ) -> Program:
     """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config."""
-    cfg = stack_config(stack) if config is None else config
+    cfg = dict(stack_config(stack) if config is None else config)
+    # Preflight talks to the AWS account; under mocks it is off unless a test turns it on (and
+    # points boto3 at a moto server).
+    cfg.setdefault(f"{PROJECT}:preflight", {"enabled": False})
     pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
     mocks = TrainingMocks(preview)
     monitor = RecordingMonitor(mocks)

@@ -89,14 +89,23 @@ class TestStack:
 
     def test_nodes_only_in_private_subnets(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        private = {s.urn for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "private"}
-        public = {s.urn for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "public"}
+        subnets = p.of_type("aws:ec2/subnet:Subnet")
+        private = {s.urn for s in subnets if s.inputs["tags"]["eks-training/tier"] == "private"}
+        public = {s.urn for s in subnets if s.inputs["tags"]["eks-training/tier"] == "public"}
+        groups = _worker_groups(stack)
         for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
             deps = set(ng.deps_of("subnetIds"))
-            assert deps == private, ng.name
+            assert deps and deps <= private, ng.name
             assert not deps & public
+            zone = (groups.get(ng.inputs["labels"][NODE_ROLE_LABEL]) or {}).get("availabilityZone")
+            if zone:
+                # pinned groups (EFA, reservations) use exactly the private subnet of their zone
+                (only,) = deps
+                assert p.by_urn(only).inputs["availabilityZone"] == zone
+            else:
+                assert deps == private
             if not preview:
-                ids = {s.id for s in p.of_type("aws:ec2/subnet:Subnet") if s.urn in private}
+                ids = {s.id for s in subnets if s.urn in deps}
                 assert set(ng.inputs["subnetIds"]) == ids
             else:
                 assert contains_unknown(ng.inputs["subnetIds"]), "preview must not know subnet ids"

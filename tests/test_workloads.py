@@ -95,7 +95,10 @@ class TestWorkloads:
         assert anti["topologyKey"] == "kubernetes.io/hostname"
         assert pod["nodeSelector"][NODE_ROLE_LABEL] == t["nodeGroup"]
         ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"][NODE_ROLE_LABEL] == t["nodeGroup"])
-        for k, v in pod["nodeSelector"].items():
+        selector = dict(pod["nodeSelector"])
+        zone = selector.pop("topology.kubernetes.io/zone", None)
+        assert zone == group.get("availabilityZone"), "pods of a pinned (EFA) group land in its zone"
+        for k, v in selector.items():
             assert ng.inputs["labels"][k] == v
         effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
         assert sorted((x["key"], x["value"], x["effect"]) for x in pod["tolerations"]) == sorted(

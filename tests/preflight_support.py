@@ -1,0 +1,273 @@
+"""Helpers for tests/test_preflight_moto.py: real moto servers and the AWS data moto lacks.
+
+Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_ENDPOINT_URL``
+(boto3 is never patched):
+
+* :func:`start_moto_process` runs ``moto_server -H 127.0.0.1 -p <free port>`` as a separate process:
+  stock moto 5.2.5, for what moto implements itself (availability zones, subnets, instance types
+  with EFA info, instance type offerings per zone).
+* :class:`SeededMoto` runs moto in-process (``moto.server.ThreadedMotoServer`` on 127.0.0.1) with
+  two operations moto 5.2.5 does not have for EC2 data, served from data seeded into moto's own
+  backends (``moto.backends.get_backend``):
+
+  - service-quotas ``GetServiceQuota`` for ``ec2`` codes (moto only knows ``vpc`` quotas and answers
+    ``NoSuchResourceException`` for any other service) and ``GetAWSDefaultServiceQuota`` (absent:
+    HTTP 500). ``RequestServiceQuotaIncrease`` is absent too, so quotas cannot be seeded through the
+    API.
+  - ec2 ``DescribeCapacityReservations`` (absent: HTTP 500; moto has no capacity reservations,
+    Capacity Blocks included, and no API to create them).
+
+  The added handlers return moto ``ActionResult`` objects, so moto serializes them from botocore's
+  service model exactly as it does its own responses; unknown ids raise the AWS error codes
+  (``NoSuchResourceException``, ``InvalidCapacityReservationId.NotFound``).
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's default account for any dummy access key
+MOTO_SERVER = Path(sys.executable).with_name("moto_server")
+
+_QUOTAS_APPLIED = "_preflight_applied_quotas"
+_QUOTAS_DEFAULT = "_preflight_default_quotas"
+_RESERVATIONS = "_preflight_capacity_reservations"
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_until_up(endpoint: str, alive: Callable[[], bool], describe: Callable[[], str]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        if not alive():
+            raise RuntimeError(f"moto server died: {describe()}")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"moto server did not answer on {endpoint}: {describe()}")
+            time.sleep(0.1)
+
+
+@dataclass
+class MotoProcess:
+    """A ``moto_server`` child process."""
+
+    process: "subprocess.Popen[bytes]"
+    endpoint: str
+    log: Path
+
+    def stop(self) -> None:
+        """Terminate the process (this one only)."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def start_moto_process(workdir: Path) -> MotoProcess:
+    """Start ``moto_server -H 127.0.0.1 -p <free port>`` and wait until it answers."""
+    if not MOTO_SERVER.exists():
+        raise RuntimeError(f"{MOTO_SERVER} not found: install moto[server]")
+    port = free_port()
+    log = workdir / "moto-server.log"
+    env = dict(os.environ)
+    env.pop("AWS_ENDPOINT_URL", None)
+    with open(log, "wb") as log_f:
+        proc = subprocess.Popen(
+            [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
+            env=env,
+            stdout=log_f,
+            stderr=subprocess.STDOUT,
+            cwd=str(workdir),
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(endpoint, lambda: proc.poll() is None, lambda: log.read_text()[-2000:])
+    except RuntimeError:
+        proc.kill()
+        raise
+    return MotoProcess(proc, endpoint, log)
+
+
+def aws_environment(endpoint: str, workdir: Path) -> dict[str, Optional[str]]:
+    """Environment for boto3: the moto endpoint, dummy credentials, us-east-1, no user AWS config,
+    and a single attempt per call (moto answers unimplemented operations with HTTP 500, which boto3
+    would otherwise retry with back-off)."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_MAX_ATTEMPTS": "1",
+        "AWS_CONFIG_FILE": str(workdir / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(workdir / "no-aws-credentials"),
+        "AWS_PROFILE": None,
+        "AWS_DEFAULT_PROFILE": None,
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# Operations moto lacks, served from data seeded into moto's backends (in-process server only)
+# ------------------------------------------------------------------------------------------------
+
+
+def _get_service_quota(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def get_service_quota(self: Any) -> Any:
+        from moto.core.responses import ActionResult
+
+        params = json.loads(self.body)
+        quota = getattr(self.backend, _QUOTAS_APPLIED, {}).get((params.get("ServiceCode"), params.get("QuotaCode")))
+        if quota is not None:
+            return ActionResult({"Quota": quota})
+        return original(self)  # moto's own: vpc quotas, else NoSuchResourceException
+
+    return get_service_quota
+
+
+def _get_aws_default_service_quota(self: Any) -> Any:
+    from moto.core.responses import ActionResult
+    from moto.servicequotas.exceptions import NoSuchResource
+
+    params = json.loads(self.body)
+    quota = getattr(self.backend, _QUOTAS_DEFAULT, {}).get((params.get("ServiceCode"), params.get("QuotaCode")))
+    if quota is None:
+        raise NoSuchResource()
+    return ActionResult({"Quota": quota})
+
+
+def _describe_capacity_reservations(self: Any) -> Any:
+    from moto.core.responses import ActionResult
+    from moto.ec2.exceptions import EC2ClientError
+
+    store: dict[str, dict[str, Any]] = getattr(self.ec2_backend, _RESERVATIONS, {})
+    ids = self._get_param("CapacityReservationIds") or []
+    for rid in ids:
+        if rid not in store:
+            raise EC2ClientError(
+                "InvalidCapacityReservationId.NotFound", f"The capacity reservation ID '{rid}' does not exist"
+            )
+    found = [store[rid] for rid in ids] if ids else list(store.values())
+    return ActionResult({"CapacityReservations": found})
+
+
+class SeededMoto:
+    """moto in-process (``ThreadedMotoServer`` on 127.0.0.1) plus quota and capacity-reservation data."""
+
+    def __init__(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        self._mp = pytest.MonkeyPatch()
+        from moto.ec2.responses import EC2Response
+        from moto.servicequotas.responses import ServiceQuotasResponse
+
+        self._mp.setattr(EC2Response, "describe_capacity_reservations", _describe_capacity_reservations, raising=False)
+        self._mp.setattr(
+            ServiceQuotasResponse, "get_service_quota", _get_service_quota(ServiceQuotasResponse.get_service_quota)
+        )
+        self._mp.setattr(
+            ServiceQuotasResponse, "get_aws_default_service_quota", _get_aws_default_service_quota, raising=False
+        )
+        port = free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        self._server.start()
+        _wait_until_up(self.endpoint, lambda: True, lambda: "in-process ThreadedMotoServer")
+
+    def stop(self) -> None:
+        """Stop the server and remove the added operations."""
+        self._server.stop()
+        self._mp.undo()
+
+    def reset(self) -> None:
+        """Forget everything (moto's own state and the seeded data) through moto's reset endpoint."""
+        req = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST", data=b"")
+        with urllib.request.urlopen(req, timeout=10):
+            pass
+
+    @staticmethod
+    def _backend(service: str) -> Any:
+        from moto.backends import get_backend
+
+        return get_backend(service)[ACCOUNT][REGION]  # type: ignore[call-overload]
+
+    def seed_quota(self, code: str, value: float, *, applied: bool = True, name: Optional[str] = None) -> None:
+        """An EC2 quota: ``applied`` = the account's applied value (GetServiceQuota), else only AWS's
+        default (GetServiceQuota then answers NoSuchResourceException, as for a never-raised quota)."""
+        backend = self._backend("service-quotas")
+        attr = _QUOTAS_APPLIED if applied else _QUOTAS_DEFAULT
+        store = backend.__dict__.setdefault(attr, {})
+        store[("ec2", code)] = {
+            "ServiceCode": "ec2",
+            "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "QuotaArn": f"arn:aws:servicequotas:{REGION}:{ACCOUNT}:ec2/{code}",
+            "QuotaCode": code,
+            "QuotaName": name or f"quota {code}",
+            "Value": float(value),
+            "Unit": "None",
+            "Adjustable": True,
+            "GlobalQuota": False,
+        }
+
+    def seed_capacity_reservation(
+        self,
+        reservation_id: str,
+        instance_type: str,
+        zone: str,
+        *,
+        count: int = 2,
+        state: str = "active",
+        capacity_block: bool = False,
+        start: Optional[datetime] = None,
+        end: Optional[datetime] = None,
+    ) -> dict[str, Any]:
+        """A capacity reservation as DescribeCapacityReservations returns it (ODCR, or a Capacity
+        Block with ``capacity_block=True``)."""
+        now = datetime.now(timezone.utc).replace(microsecond=0)
+        start = start or now - timedelta(hours=1)
+        end = end or start + timedelta(days=1)
+        record: dict[str, Any] = {
+            "CapacityReservationId": reservation_id,
+            "OwnerId": ACCOUNT,
+            "CapacityReservationArn": f"arn:aws:ec2:{REGION}:{ACCOUNT}:capacity-reservation/{reservation_id}",
+            "InstanceType": instance_type,
+            "InstancePlatform": "Linux/UNIX",
+            "AvailabilityZone": zone,
+            "Tenancy": "default",
+            "TotalInstanceCount": count,
+            "AvailableInstanceCount": count,
+            "EbsOptimized": True,
+            "EphemeralStorage": False,
+            "State": state,
+            "StartDate": start,
+            "EndDate": end,
+            "EndDateType": "limited",
+            "InstanceMatchCriteria": "targeted",
+            "CreateDate": start,
+            "ReservationType": "capacity-block" if capacity_block else "default",
+        }
+        backend = self._backend("ec2")
+        backend.__dict__.setdefault(_RESERVATIONS, {})[reservation_id] = record
+        return record

@@ -1,0 +1,259 @@
+"""EFA from instance type to pod, capacity options and scale-from-zero, for every preset."""
+
+import json
+from typing import Any
+
+import pytest
+
+from components.catalog import (
+    EFA_ENV_BY_FAMILY,
+    EFA_LABEL,
+    GPU_TAINT,
+    HELM_CHARTS,
+    INSTANCE_TYPES,
+    NODE_ROLE_LABEL,
+    REFERENCE_ALLREDUCE_BUSBW_GBPS,
+)
+from stacks.costs import estimate
+from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
+
+STACKS = stack_names()
+MODES = [False, True]
+
+
+def groups(stack: str) -> dict[str, Any]:
+    return dict(stack_config(stack).get(f"{PROJECT}:nodeGroups") or {})
+
+
+def efa_groups(stack: str) -> dict[str, Any]:
+    out = {}
+    for name, g in groups(stack).items():
+        facts = INSTANCE_TYPES[g["instanceTypes"][0]]
+        if g.get("efa", facts.supports_efa):
+            out[name] = g
+    return out
+
+
+EFA_STACKS = [s for s in STACKS if efa_groups(s)]
+
+
+def test_presets_cover_the_hardware_profiles() -> None:
+    assert {"workshop", "p3-2xlarge", "p3-16xlarge", "g5", "g6", "p4d", "p5", "p5en", "p6-b200"} <= set(STACKS)
+    assert {"p4d", "p5", "p5en", "p6-b200"} <= set(EFA_STACKS)
+
+
+def _ng(p: Program, group: str) -> Registration:
+    return p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"][NODE_ROLE_LABEL] == group)
+
+
+def _component(p: Program, group: str) -> Registration:
+    return p.by_urn(_ng(p, group).parent)
+
+
+def _child(p: Program, parent: Registration, t: str, suffix: str = "") -> Registration:
+    found = [c for c in p.children(parent) if c.type == t and c.name.endswith(suffix)]
+    assert len(found) == 1, (t, suffix, [c.name for c in found])
+    return found[0]
+
+
+@pytest.mark.parametrize("preview", MODES)
+@pytest.mark.parametrize("stack", EFA_STACKS)
+class TestEfaChain:
+    def test_launch_template_has_an_interface_per_network_card(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        for gname, g in efa_groups(stack).items():
+            facts = INSTANCE_TYPES[g["instanceTypes"][0]]
+            comp = _component(p, gname)
+            lt = _child(p, comp, "aws:ec2/launchTemplate:LaunchTemplate")
+            sg = _child(p, comp, "aws:ec2/securityGroup:SecurityGroup", "-efa-sg")
+            nis = lt.inputs["networkInterfaces"]
+            assert len(nis) == facts.network_cards == facts.max_efa_interfaces
+            assert [ni["networkCardIndex"] for ni in nis] == list(range(facts.network_cards))
+            assert nis[0]["deviceIndex"] == 0 and nis[0]["interfaceType"] == "efa"
+            for ni in nis[1:]:
+                assert ni["deviceIndex"] == 1 and ni["interfaceType"] == "efa-only"
+            for ni in nis:
+                assert "associatePublicIpAddress" not in ni
+            assert sg.urn in lt.deps_of("networkInterfaces"), "every interface carries the EFA security group"
+            assert p.one("eks:index:Cluster").urn in lt.deps_of("networkInterfaces"), "and the cluster security group"
+            assert lt.inputs["metadataOptions"]["httpTokens"] == "required"
+
+    def test_placement_group_and_single_zone(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        for gname, g in efa_groups(stack).items():
+            comp = _component(p, gname)
+            lt = _child(p, comp, "aws:ec2/launchTemplate:LaunchTemplate")
+            if g.get("capacityReservationId"):
+                assert "placement" not in lt.inputs
+                continue
+            pg = _child(p, comp, "aws:ec2/placementGroup:PlacementGroup")
+            assert pg.inputs["strategy"] == "cluster"
+            assert lt.deps_of("placement") == [pg.urn]
+            (subnet,) = _ng(p, gname).deps_of("subnetIds")
+            assert p.by_urn(subnet).inputs["availabilityZone"] == g["availabilityZone"]
+
+    def test_security_group_allows_all_traffic_in_and_out_to_itself(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        for gname in efa_groups(stack):
+            comp = _component(p, gname)
+            sg = _child(p, comp, "aws:ec2/securityGroup:SecurityGroup", "-efa-sg")
+            ingress = _child(p, comp, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+            egress = _child(p, comp, "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+            for rule in (ingress, egress):
+                assert rule.inputs["ipProtocol"] == "-1"
+                assert rule.deps_of("securityGroupId") == [sg.urn]
+                assert rule.deps_of("referencedSecurityGroupId") == [sg.urn], "self-referencing"
+                assert "cidrIpv4" not in rule.inputs
+
+    def test_efa_device_plugin_runs_on_efa_nodes_and_tolerates_the_gpu_taint(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        rel = p.one("kubernetes:helm.sh/v3:Release", lambda r: r.inputs["chart"] == "aws-efa-k8s-device-plugin")
+        chart = HELM_CHARTS["aws-efa-k8s-device-plugin"]
+        assert rel.inputs["version"] == chart.version and rel.inputs["repositoryOpts"]["repo"] == chart.repo
+        values = rel.inputs["values"]
+        assert values["nodeSelector"] == {EFA_LABEL[0]: EFA_LABEL[1]}
+        for gname in efa_groups(stack):
+            ng = _ng(p, gname)
+            assert ng.inputs["labels"][EFA_LABEL[0]] == EFA_LABEL[1]
+            for taint in ng.inputs["taints"]:
+                assert any(t["key"] == taint["key"] and t["operator"] == "Exists" for t in values["tolerations"])
+
+    def test_pods_request_exactly_the_node_group_catalog_row(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        training = stack_config(stack)[f"{PROJECT}:training"]
+        g = groups(stack)[training["nodeGroup"]]
+        facts = INSTANCE_TYPES[g["instanceTypes"][0]]
+        jobs = [j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith(("-train-job", "-allreduce-job"))]
+        assert len(jobs) == 2
+        for job in jobs:
+            pod = job.inputs["spec"]["template"]["spec"]
+            (c,) = pod["containers"]
+            for side in ("requests", "limits"):
+                res = c["resources"][side]
+                assert res["vpc.amazonaws.com/efa"] == str(facts.max_efa_interfaces)
+                assert res["nvidia.com/gpu"] == str(facts.gpus)
+                assert res["hugepages-2Mi"] == "5120Mi"
+            env = {e["name"]: e["value"] for e in c["env"]}
+            assert env["FI_PROVIDER"] == "efa"
+            for k, v in EFA_ENV_BY_FAMILY.get(facts.family, {}).items():
+                assert env[k] == v
+            assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
+            assert pod["nodeSelector"]["topology.kubernetes.io/zone"] == g["availabilityZone"]
+            assert pod["nodeSelector"][EFA_LABEL[0]] == EFA_LABEL[1]
+            vols = {v["name"]: v for v in pod["volumes"]}
+            assert vols["dshm"]["emptyDir"]["medium"] == "Memory"
+            assert {"key": GPU_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"} in pod["tolerations"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_worker_group_can_scale_from_zero(stack: str) -> None:
+    p = run_program(stack)
+    rel = p.one("kubernetes:helm.sh/v3:Release", lambda r: r.inputs["chart"] == "cluster-autoscaler")
+    cluster_name = p.one("eks:index:Cluster").inputs["name"]
+    assert rel.inputs["values"]["autoDiscovery"]["clusterName"] == cluster_name
+    assert rel.inputs["values"]["nodeSelector"] == {NODE_ROLE_LABEL: "system"}
+    for gname, g in groups(stack).items():
+        facts = INSTANCE_TYPES[g["instanceTypes"][0]]
+        comp = _component(p, gname)
+        tags = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in p.children(comp) if t.type == "aws:autoscaling/tag:Tag"}
+        prefix = "k8s.io/cluster-autoscaler/node-template/"
+        assert tags[prefix + f"label/{NODE_ROLE_LABEL}"] == gname
+        if facts.gpus:
+            assert tags[prefix + "resources/nvidia.com/gpu"] == str(facts.gpus)
+            assert tags[prefix + "taint/nvidia.com/gpu"] == "true:NoSchedule"
+        if g.get("efa", facts.supports_efa):
+            assert tags[prefix + "resources/vpc.amazonaws.com/efa"] == str(facts.max_efa_interfaces)
+        ng = _ng(p, gname)
+        asg_tag = next(t for t in p.children(comp) if t.type == "aws:autoscaling/tag:Tag")
+        assert ng.urn in asg_tag.deps_of("autoscalingGroupName"), "tags go on the node group's own ASG"
+    # the autoscaler's role can only scale this cluster's groups
+    policy = json.loads(p.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-autoscaler-policy")).inputs["policy"])
+    scale = next(s for s in policy["Statement"] if s["Sid"] == "ScaleOwnGroups")
+    assert scale["Condition"] == {"StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}}
+
+
+def test_dev_stack_idles_under_a_quarter_dollar_an_hour() -> None:
+    import pulumi
+
+    from stacks.config import load_config
+    from tests.harness import _config_to_runtime
+
+    pulumi.runtime.set_all_config(_config_to_runtime(stack_config("dev")), [])
+    cfg = load_config(PROJECT, "dev")
+    assert all(g.min_size == 0 for g in cfg.node_groups.values())
+    assert cfg.autoscaler.enabled
+    cost = estimate(cfg)
+    assert cost.idle is not None and cost.idle <= 0.25, cost
+
+
+def _with_group(stack: str, **changes: Any) -> dict[str, Any]:
+    cfg = stack_config(stack)
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(changes)
+    return cfg
+
+
+def test_capacity_block_launch_template() -> None:
+    p = run_program("p5", config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0"))
+    ng = _ng(p, "gpu")
+    assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
+    lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
+    assert lt.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert lt.inputs["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
+    }
+    assert "placement" not in lt.inputs, "the reservation places the instances"
+    assert not [c for c in p.children(_component(p, "gpu")) if c.type == "aws:ec2/placementGroup:PlacementGroup"]
+
+
+def test_on_demand_capacity_reservation() -> None:
+    p = run_program("p4d", config=_with_group("p4d", capacityReservationId="cr-0fedcba9876543210"))
+    ng = _ng(p, "gpu")
+    assert ng.inputs["capacityType"] == "ON_DEMAND"
+    lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
+    assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == "cr-0fedcba9876543210"
+    assert "instanceMarketOptions" not in lt.inputs
+
+
+def test_spot_group_with_several_types() -> None:
+    cfg = stack_config("g6")
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(capacityType="SPOT", instanceTypes=["g6.xlarge", "g5.xlarge", "g4dn.xlarge"])
+    p = run_program("g6", config=cfg)
+    ng = _ng(p, "gpu")
+    assert ng.inputs["capacityType"] == "SPOT" and len(ng.inputs["instanceTypes"]) == 3
+
+
+def test_efa_can_be_switched_off_on_an_efa_type() -> None:
+    p = run_program("p4d", config=_with_group("p4d", efa=False))
+    lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
+    assert "networkInterfaces" not in lt.inputs
+    assert not [r for r in p.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "aws-efa-k8s-device-plugin"]
+    train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
+    (c,) = train.inputs["spec"]["template"]["spec"]["containers"]
+    assert "vpc.amazonaws.com/efa" not in c["resources"]["requests"]
+
+
+def test_health_check_gates_training_with_the_catalog_threshold() -> None:
+    p = run_program("p5")
+    check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
+    train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
+    assert check.urn in train.dependencies, "training is created only after the health check completed"
+    assert "pulumi.com/skipAwait" not in (check.inputs["metadata"].get("annotations") or {}), "Pulumi waits for it"
+    (c,) = check.inputs["spec"]["template"]["spec"]["containers"]
+    cmd = c["command"]
+    assert "/app/allreduce_bench.py" in cmd
+    expected = round(0.8 * REFERENCE_ALLREDUCE_BUSBW_GBPS["p5.48xlarge"], 2)
+    assert cmd[cmd.index("--min-busbw-gbps") + 1] == str(expected)
+    assert "--nnodes=2:2" in cmd and "--nproc-per-node=8" in cmd
+    # a report-only check (no threshold) on the workshop stack, exercised here with gloo
+    w = run_program("workshop")
+    wc = next(j for j in w.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
+    (c,) = wc.inputs["spec"]["template"]["spec"]["containers"]
+    assert "--min-busbw-gbps" not in c["command"]
+
+
+def test_preview_keeps_efa_counts_known() -> None:
+    """Interface counts come from the catalog, so they are known even in preview."""
+    p = run_program("p5", preview=True)
+    lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
+    assert len(lt.inputs["networkInterfaces"]) == 32
+    assert contains_unknown(lt.inputs["networkInterfaces"][0]["securityGroups"])

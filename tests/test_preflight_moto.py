@@ -1,0 +1,585 @@
+"""Preflight checks (stacks/preflight.py) against real moto servers; boto3 is never patched.
+
+What moto 5.2.5 gives and what is seeded (see tests/preflight_support.py):
+
+* Stock ``moto_server`` process (fixture ``proc``): availability zones us-east-1a..f, subnets,
+  ``DescribeInstanceTypes`` with EFA info (p5.48xlarge 32 interfaces, p4d.24xlarge 4,
+  g6e.24xlarge 2, g5.xlarge / m5.2xlarge none) and ``DescribeInstanceTypeOfferings`` per zone
+  (p5.48xlarge in a-f, p4d.24xlarge in a-d, p5en.48xlarge in a and c, p6-b200.48xlarge in c only,
+  m5.large everywhere but e). It answers ``GetServiceQuota`` for ec2 codes with
+  ``NoSuchResourceException`` and ``GetAWSDefaultServiceQuota`` / ``DescribeCapacityReservations``
+  with HTTP 500 (not implemented): the preflight then reports "could not read/look up" failures.
+* In-process ``ThreadedMotoServer`` (fixture ``seeded``): the same moto plus EC2 quotas and capacity
+  reservations seeded into moto's backends, served by the two operations moto lacks.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import boto3
+import pulumi
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
+from stacks.config import ConfigError, StackConfig, load_config  # noqa: E402
+from stacks.preflight import (  # noqa: E402
+    Finding,
+    PreflightError,
+    check,
+    format_report,
+    resolve_zones,
+    run_preflight,
+)
+from tests import preflight_support as sup  # noqa: E402
+
+ZONES = ["us-east-1a", "us-east-1c"]
+P_OD, P_SPOT, STD_OD = "L-417A185B", "L-7212CCBC", "L-1216C47A"
+CR_ODCR = "cr-0a1b2c3d4e5f60718"
+GPU_KEY = "eks-training:nodeGroups.gpu"
+
+
+# ------------------------------------------------------------------------------------------------
+# fixtures and helpers
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def moto_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sup.MotoProcess]:
+    server = sup.start_moto_process(tmp_path_factory.mktemp("moto"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def moto_inprocess() -> Iterator[sup.SeededMoto]:
+    server = sup.SeededMoto()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _use(endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in sup.aws_environment(endpoint, tmp_path).items():
+        if value is None:
+            monkeypatch.delenv(key, raising=False)
+        else:
+            monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def proc(moto_process: sup.MotoProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> sup.MotoProcess:
+    """boto3 pointed at the stock moto_server process."""
+    _use(moto_process.endpoint, tmp_path, monkeypatch)
+    return moto_process
+
+
+@pytest.fixture
+def seeded(moto_inprocess: sup.SeededMoto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> sup.SeededMoto:
+    """boto3 pointed at the in-process moto, reset for each test."""
+    moto_inprocess.reset()
+    _use(moto_inprocess.endpoint, tmp_path, monkeypatch)
+    return moto_inprocess
+
+
+def session() -> boto3.session.Session:
+    return boto3.session.Session(region_name=sup.REGION)
+
+
+def stack(node_groups: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A stack's ``config:`` mapping: a new VPC in ``ZONES`` unless ``extra`` says otherwise."""
+    cfg: dict[str, Any] = {"aws:region": sup.REGION, "eks-training:nodeGroups": node_groups}
+    if "existingVpc" not in extra:
+        cfg["eks-training:network"] = {"availabilityZones": ZONES}
+    for k, v in extra.items():
+        cfg[f"eks-training:{k}"] = v
+    return cfg
+
+
+def load(config: dict[str, Any]) -> StackConfig:
+    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
+    return load_config("eks-training", "preflight-test")
+
+
+def group(types: list[str], max_size: int = 2, **extra: Any) -> dict[str, Any]:
+    return {"instanceTypes": types, "minSize": 0, "desiredSize": 0, "maxSize": max_size, **extra}
+
+
+def by_key(findings: list[Finding], key: str) -> list[Finding]:
+    return [f for f in findings if f.key == key]
+
+
+def one(findings: list[Finding], key: str) -> Finding:
+    found = by_key(findings, key)
+    assert len(found) == 1, f"expected one finding for {key}, got:\n{format_report(findings)}"
+    return found[0]
+
+
+def about(findings: list[Finding], key: str, contains: str) -> Finding:
+    """The one finding for ``key`` whose message contains ``contains`` (checks can share a key)."""
+    found = [f for f in findings if f.key == key and contains in f.message]
+    assert len(found) == 1, f"expected one {contains!r} finding for {key}, got:\n{format_report(findings)}"
+    return found[0]
+
+
+def failures(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if not f.ok]
+
+
+def p5_with_reservation(**extra: Any) -> dict[str, Any]:
+    return group(["p5.48xlarge"], 2, availabilityZone="us-east-1a", capacityReservationId=CR_ODCR, **extra)
+
+
+# ------------------------------------------------------------------------------------------------
+# all good
+# ------------------------------------------------------------------------------------------------
+
+
+def test_all_good_p5_group_with_odcr_and_enough_quota(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 384, name="Running On-Demand P instances")
+    # Standard only has AWS's default value (no applied value): the GetAWSDefaultServiceQuota fallback.
+    seeded.seed_quota(STD_OD, 640, applied=False, name="Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a", count=2)
+    cfg = load(stack({"gpu": p5_with_reservation()}))
+
+    findings = check(cfg, ZONES, session())
+
+    assert failures(findings) == []
+    assert "p5.48xlarge is offered in us-east-1a" in about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered").message
+    assert "offered in us-east-1a, us-east-1c" in one(findings, "eks-training:systemNodeGroup.instanceType").message
+    assert "supports EFA with 32 interface(s)" in about(findings, f"{GPU_KEY}.instanceTypes[0]", "EFA").message
+    assert "active On-Demand Capacity Reservation for 2 x p5.48xlarge in us-east-1a" in one(
+        findings, f"{GPU_KEY}.capacityReservationId"
+    ).message
+    p_quota = one(findings, f"{GPU_KEY}.maxSize").message
+    assert P_OD in p_quota and "is 384 (applied)" in p_quota and "needs up to 384" in p_quota
+    std = one(findings, "eks-training:systemNodeGroup.maxSize").message
+    assert STD_OD in std and "640 (AWS default)" in std and "needs up to 6 " in std  # 3 x m5.large (2 vCPUs)
+
+
+def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 1000)
+    seeded.seed_quota(STD_OD, 1000)
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a")
+    findings = run_preflight(load(stack({"gpu": p5_with_reservation()})), ZONES, session())
+    kinds = {
+        "offering": [f for f in findings if "offered" in f.message],
+        "efa": [f for f in findings if "EFA" in f.message],
+        "reservation": [f for f in findings if f.key.endswith("capacityReservationId")],
+        "quota": [f for f in findings if "vCPU quota" in f.message],
+    }
+    assert {k: len(v) for k, v in kinds.items()} == {"offering": 2, "efa": 1, "reservation": 1, "quota": 2}
+    assert all(f.ok for f in findings), format_report(findings)
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. offerings
+# ------------------------------------------------------------------------------------------------
+
+
+def test_type_not_offered_in_a_zone_names_the_offered_zones(proc: sup.MotoProcess) -> None:
+    cfg = load(
+        stack(
+            {
+                "gpu": group(["p5en.48xlarge"], efa=False),  # offered in us-east-1a and us-east-1c only
+                "b200": group(["p6-b200.48xlarge"], availabilityZone="us-east-1a"),  # us-east-1c only
+            },
+            network={"availabilityZones": ["us-east-1a", "us-east-1b"]},
+        )
+    )
+    findings = run_preflight(cfg, ["us-east-1a", "us-east-1b"], session())
+
+    gpu = about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered")
+    assert not gpu.ok
+    assert "p5en.48xlarge is not offered in us-east-1b" in gpu.message
+    assert "pick one of us-east-1a, us-east-1c" in gpu.message
+    assert "nodeGroups.gpu.availabilityZone" in gpu.message
+    b200 = about(findings, "eks-training:nodeGroups.b200.instanceTypes[0]", "offered")
+    assert not b200.ok
+    assert "not offered in us-east-1a" in b200.message and "pick one of us-east-1c" in b200.message
+    assert one(findings, "eks-training:systemNodeGroup.instanceType").ok  # m5.large is offered in a and b
+
+
+def test_type_offered_nowhere_and_group_zone_outside_the_vpc(proc: sup.MotoProcess) -> None:
+    # availabilityZoneCount (no zone list): the loader cannot know the zones, the preflight does.
+    cfg = load(stack({"gpu": group(["p5e.48xlarge"], availabilityZone="us-east-1d")}, network={"availabilityZoneCount": 2}))
+    findings = run_preflight(cfg, ZONES, session())
+    offering = about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered")
+    assert not offering.ok and "not offered in any zone of us-east-1" in offering.message
+    zone = one(findings, f"{GPU_KEY}.availabilityZone")
+    assert not zone.ok and "us-east-1d is not one of the VPC's zones (us-east-1a, us-east-1c)" in zone.message
+
+
+def test_new_vpc_zones_resolved_like_the_program(proc: sup.MotoProcess) -> None:
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 3}))
+    findings = run_preflight(cfg, None, session())
+    assert "uses zones us-east-1a, us-east-1b, us-east-1c" in one(findings, "eks-training:network").message
+    assert "offered in us-east-1a, us-east-1b, us-east-1c" in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
+    with pytest.raises(ConfigError, match="availabilityZoneCount"):
+        resolve_zones(dataclasses.replace(cfg, network=cfg.network.model_copy(update={"availability_zone_count": 7})), ZONES)  # type: ignore[union-attr]
+
+
+def test_existing_vpc_zones_come_from_its_subnets(proc: sup.MotoProcess) -> None:
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    subnets = {
+        z: ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, cidr in (("us-east-1a", "10.20.0.0/20"), ("us-east-1c", "10.20.16.0/20"))
+    }
+    cfg = load(
+        stack(
+            {"b200": group(["p6-b200.48xlarge"], subnetId=subnets["us-east-1c"]), "cpu": group(["m5.xlarge"])},
+            existingVpc={"vpcId": vpc, "privateSubnetIds": [subnets["us-east-1a"], subnets["us-east-1c"]]},
+        )
+    )
+    findings = run_preflight(cfg, None, session())
+    assert "is in us-east-1a" in one(findings, "eks-training:existingVpc.privateSubnetIds[0]").message
+    # The group's zone is its subnet's zone, where p6-b200 is offered; the other group spans a and c.
+    b200 = about(findings, "eks-training:nodeGroups.b200.instanceTypes[0]", "offered")
+    assert b200.ok and "offered in us-east-1c" in b200.message
+    assert "offered in us-east-1a, us-east-1c" in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
+
+    bad = load(
+        stack(
+            {"cpu": group(["m5.xlarge"])},
+            existingVpc={"vpcId": vpc, "privateSubnetIds": [subnets["us-east-1a"], "subnet-0123456789abcdef0"]},
+        )
+    )
+    missing = one(run_preflight(bad, None, session()), "eks-training:existingVpc.privateSubnetIds[1]")
+    assert not missing.ok and "InvalidSubnetID.NotFound" in missing.message
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. vCPU quotas
+# ------------------------------------------------------------------------------------------------
+
+
+def test_quota_too_low_names_the_code_and_the_vcpus_needed(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 192, name="Running On-Demand P instances")
+    seeded.seed_quota(STD_OD, 32)
+    cfg = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")}))
+    findings = run_preflight(cfg, ZONES, session())
+
+    [fail] = failures(findings)
+    assert fail.key == f"{GPU_KEY}.maxSize"
+    assert "L-417A185B (Running On-Demand P instances) is 192" in fail.message
+    assert "request an increase to at least 384 vCPUs" in fail.message
+    assert "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-417A185B " in fail.message
+    assert "--desired-value 384 --region us-east-1" in fail.message
+
+
+def test_spot_counts_against_the_spot_code_and_capacity_blocks_not_at_all(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 96)
+    seeded.seed_quota(P_SPOT, 500, name="All P Spot Instance Requests")
+    seeded.seed_quota(STD_OD, 32)
+    seeded.seed_capacity_reservation("cr-0b1b2c3d4e5f60718", "p5.48xlarge", "us-east-1a", count=4, capacity_block=True)
+    cfg = load(
+        stack(
+            {
+                "od": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a"),  # 96 On-Demand P vCPUs
+                # 3 x 192 (the largest type) Spot vCPUs
+                "spot": group(["p5.48xlarge", "p4d.24xlarge"], 3, capacityType="SPOT", efa=False),
+                "block": group(
+                    ["p5.48xlarge"], 4, capacityType="CAPACITY_BLOCK", availabilityZone="us-east-1a",
+                    capacityReservationId="cr-0b1b2c3d4e5f60718",
+                ),
+            }
+        )
+    )
+    findings = run_preflight(cfg, ZONES, session())
+
+    spot = one(findings, "eks-training:nodeGroups.spot.maxSize")
+    assert not spot.ok
+    assert "P Spot vCPU quota L-7212CCBC (All P Spot Instance Requests) is 500" in spot.message
+    assert "at least 576 vCPUs" in spot.message and "--quota-code L-7212CCBC" in spot.message
+    od = one(findings, "eks-training:nodeGroups.od.maxSize")
+    assert od.ok and "L-417A185B" in od.message and "needs up to 96 " in od.message  # the block is not counted
+    assert not by_key(findings, "eks-training:nodeGroups.block.maxSize")
+    assert one(findings, "eks-training:nodeGroups.block.capacityReservationId").ok
+    assert [f.key for f in failures(findings)] == ["eks-training:nodeGroups.spot.maxSize"]
+
+
+def test_unreadable_quota_and_reservation_are_failures_that_say_what_to_do(proc: sup.MotoProcess) -> None:
+    # Stock moto: GetServiceQuota -> NoSuchResourceException, GetAWSDefaultServiceQuota and
+    # DescribeCapacityReservations -> an HTML page with HTTP 500 (not implemented).
+    cfg = load(stack({"gpu": p5_with_reservation()}))
+    findings = run_preflight(cfg, ZONES, session())
+    quota = one(findings, f"{GPU_KEY}.maxSize")
+    assert not quota.ok
+    assert "could not read the P On-Demand vCPU quota L-417A185B (Running On-Demand P instances)" in quota.message
+    assert "preflight.enabled: false" in quota.message and "<html" not in quota.message
+    reservation = one(findings, f"{GPU_KEY}.capacityReservationId")
+    assert not reservation.ok and f"could not look up {CR_ODCR}" in reservation.message
+
+
+def test_seeded_data_is_forgotten_on_reset(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 1)
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a")
+    sq, ec2 = session().client("service-quotas"), session().client("ec2")
+    assert sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)["Quota"]["Value"] == 1.0
+    assert ec2.describe_capacity_reservations()["CapacityReservations"][0]["ReservationType"] == "default"
+    seeded.reset()
+    with pytest.raises(sq.exceptions.NoSuchResourceException):
+        sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)
+    assert ec2.describe_capacity_reservations()["CapacityReservations"] == []
+    with pytest.raises(ec2.exceptions.ClientError, match="InvalidCapacityReservationId.NotFound"):
+        ec2.describe_capacity_reservations(CapacityReservationIds=[CR_ODCR])
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. capacity reservations
+# ------------------------------------------------------------------------------------------------
+
+
+def test_reservation_failures(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 10_000)
+    seeded.seed_quota(STD_OD, 1000)
+    seeded.seed_capacity_reservation("cr-00000000000000001", "p5.48xlarge", "us-east-1c")  # other zone
+    seeded.seed_capacity_reservation("cr-00000000000000002", "p4d.24xlarge", "us-east-1a")  # other type
+    start = datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc)
+    seeded.seed_capacity_reservation(
+        "cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", capacity_block=True, start=start
+    )
+    seeded.seed_capacity_reservation("cr-00000000000000004", "p5.48xlarge", "us-east-1a")  # an ODCR, not a block
+    p5 = ["p5.48xlarge"]
+    cfg = load(
+        stack(
+            {
+                "zone": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000001"),
+                "type": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000002"),
+                "missing": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-0ffffffffffffffff"),
+                "scheduled": group(
+                    p5, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-00000000000000003"
+                ),
+                "notblock": group(
+                    p5, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-00000000000000004"
+                ),
+            }
+        )
+    )
+    findings = run_preflight(cfg, ZONES, session())
+
+    def res(name: str) -> str:
+        f = one(findings, f"eks-training:nodeGroups.{name}.capacityReservationId")
+        assert not f.ok, f.message
+        return f.message
+
+    assert "is in us-east-1c but the group runs in us-east-1a; set nodeGroups.zone.availabilityZone: us-east-1c" in res("zone")
+    assert "reserves p4d.24xlarge but the group runs p5.48xlarge; set instanceTypes: [p4d.24xlarge]" in res("type")
+    assert "cr-0ffffffffffffffff does not exist in us-east-1" in res("missing")
+    assert "scheduled and starts at 2030-01-02 03:04 UTC" in res("scheduled")
+    assert "not a Capacity Block" in res("notblock") and "ReservationType default" in res("notblock")
+    assert {f.key for f in failures(findings)} == {
+        f"eks-training:nodeGroups.{n}.capacityReservationId"
+        for n in ("zone", "type", "missing", "scheduled", "notblock")
+    }
+
+
+def test_capacity_block_larger_than_the_group_needs_and_odcr_given_as_block(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(STD_OD, 1000)
+    seeded.seed_capacity_reservation("cr-00000000000000007", "p5.48xlarge", "us-east-1a", count=1, capacity_block=True)
+    cfg = load(
+        stack(
+            {
+                "gpu": group(
+                    ["p5.48xlarge"], 2, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000007"
+                )
+            }
+        )
+    )
+    msg = one(run_preflight(cfg, ZONES, session()), f"{GPU_KEY}.capacityReservationId").message
+    assert "it is a Capacity Block; set capacityType: CAPACITY_BLOCK" in msg
+    cb = load(
+        stack(
+            {
+                "gpu": group(
+                    ["p5.48xlarge"], 2, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK",
+                    capacityReservationId="cr-00000000000000007",
+                )
+            }
+        )
+    )
+    msg = one(run_preflight(cb, ZONES, session()), f"{GPU_KEY}.capacityReservationId").message
+    assert "the block holds 1 instance(s) but maxSize is 2" in msg
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. EFA
+# ------------------------------------------------------------------------------------------------
+
+
+def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> None:
+    facts = {
+        # m5.2xlarge has no EFA per EC2 (moto: EfaSupported false); g6e.24xlarge has 2 interfaces.
+        "m5.2xlarge": {"vcpus": 8, "memoryMib": 32768, "maxEfaInterfaces": 1, "source": "a wrong note"},
+        "g6e.24xlarge": {"vcpus": 96, "memoryMib": 786432, "gpus": 4, "maxEfaInterfaces": 4, "source": "a wrong note"},
+    }
+    cfg = load(
+        stack(
+            {
+                "cpu": group(["m5.2xlarge"], 1, availabilityZone="us-east-1a"),
+                "l40s": group(["g6e.24xlarge"], 1, availabilityZone="us-east-1a"),
+                "a10g": group(["g5.xlarge"], 1),
+                "p4d": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a"),
+            },
+            instanceFacts=facts,
+        )
+    )
+    # efa: true on a type EC2 says has no EFA (set on the parsed config, independent of config rules).
+    a10g = cfg.node_groups["a10g"].model_copy(update={"efa": True})
+    cfg = dataclasses.replace(cfg, node_groups={**cfg.node_groups, "a10g": a10g})
+    findings = run_preflight(cfg, ZONES, session())
+
+    def efa(key: str) -> Finding:
+        return about(findings, key, "EFA")
+
+    cpu = efa("eks-training:nodeGroups.cpu.instanceTypes[0]")
+    assert not cpu.ok and "EC2 says it does not support EFA" in cpu.message
+    assert "fix eks-training:instanceFacts.m5.2xlarge.maxEfaInterfaces" in cpu.message
+    l40s = efa("eks-training:nodeGroups.l40s.instanceTypes[0]")
+    assert not l40s.ok and "MaximumEfaInterfaces 2, the catalog says 4" in l40s.message
+    explicit = one(findings, "eks-training:nodeGroups.a10g.efa")
+    assert not explicit.ok and "EC2 says g5.xlarge does not support EFA; set efa: false" in explicit.message
+    assert efa("eks-training:nodeGroups.p4d.instanceTypes[0]").ok
+
+
+def test_efa_count_mismatch_with_the_catalog_says_fix_the_catalog(proc: sup.MotoProcess) -> None:
+    cfg = load(stack({"gpu": group(["p5.48xlarge"], 1, availabilityZone="us-east-1a")}))
+    wrong = dataclasses.replace(INSTANCE_TYPES["p5.48xlarge"], max_efa_interfaces=16)
+    cfg = dataclasses.replace(cfg, catalog=Catalog({**INSTANCE_TYPES, "p5.48xlarge": wrong}))
+    [f] = [f for f in run_preflight(cfg, ZONES, session()) if "EFA" in f.message]
+    assert f.key == f"{GPU_KEY}.instanceTypes[0]" and not f.ok
+    assert "MaximumEfaInterfaces 32, the catalog says 16" in f.message and "components/catalog.py" in f.message
+
+
+# ------------------------------------------------------------------------------------------------
+# report, exception, region
+# ------------------------------------------------------------------------------------------------
+
+
+def test_report_and_exception_name_the_config_key(proc: sup.MotoProcess) -> None:
+    cfg = load(
+        stack({"gpu": group(["p5en.48xlarge"], 1, efa=False)}, network={"availabilityZones": ["us-east-1a", "us-east-1b"]})
+    )
+    with pytest.raises(PreflightError) as info:
+        check(cfg, ["us-east-1a", "us-east-1b"], session())
+    exc = info.value
+    assert isinstance(exc, ConfigError) and isinstance(exc, pulumi.RunError)
+    assert f"{GPU_KEY}.instanceTypes[0]: p5en.48xlarge is not offered in us-east-1b" in str(exc)
+    assert any(p.startswith(f"{GPU_KEY}.instanceTypes[0]:") for p in exc.problems)
+    report = format_report(exc.findings)
+    lines = report.splitlines()
+    assert f"FAIL {GPU_KEY}.instanceTypes[0]: p5en.48xlarge is not offered in us-east-1b" in report
+    assert any(line.startswith("OK   eks-training:systemNodeGroup.instanceType:") for line in lines)
+    failed = len(failures(exc.findings))
+    assert lines[-1] == f"preflight: {failed} of {len(exc.findings)} check(s) FAILED; fix them before `pulumi up`"
+    assert format_report([Finding(True, "k", "m")]).splitlines() == ["OK   k: m", "preflight: all 1 check(s) passed"]
+
+
+def test_no_region_is_a_finding(proc: sup.MotoProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = stack({"cpu": group(["m5.xlarge"])})
+    del config["aws:region"]
+    cfg = load(config)
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    [f] = run_preflight(cfg, ZONES, boto3.session.Session())
+    assert f.key == "aws:region" and not f.ok and "pulumi config set aws:region" in f.message
+
+
+# ------------------------------------------------------------------------------------------------
+# the standalone command
+# ------------------------------------------------------------------------------------------------
+
+
+def run_cli(tmp_path: Path, config: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    stack_file = tmp_path / "Pulumi.cli.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}))
+    return subprocess.run(
+        [sys.executable, "-m", "stacks.preflight", "--stack", "cli", "--stack-file", str(stack_file), *args],
+        cwd=REPO,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_cli_prints_the_report_and_exits_1_on_failure(proc: sup.MotoProcess, tmp_path: Path) -> None:
+    config = stack({"gpu": group(["p5en.48xlarge"], 1, efa=False)}, network={"availabilityZoneCount": 2})
+    result = run_cli(tmp_path, config)
+    assert result.returncode == 1, result.stderr
+    # Zones resolved like the program: the first 2 available zones, sorted (us-east-1a, us-east-1b).
+    assert "(the group's zones: us-east-1a, us-east-1b)" in result.stdout
+    assert f"FAIL {GPU_KEY}.instanceTypes[0]: p5en.48xlarge is not offered in us-east-1b" in result.stdout
+    assert "check(s) FAILED" in result.stdout.splitlines()[-1]
+
+
+def test_cli_exits_0_when_everything_passes(seeded: sup.SeededMoto, tmp_path: Path) -> None:
+    seeded.seed_quota(P_OD, 384)
+    seeded.seed_quota(STD_OD, 64)
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a")
+    config = stack({"gpu": p5_with_reservation()})
+    config["aws:region"] = "eu-west-1"  # --region wins over the stack's aws:region
+    result = run_cli(tmp_path, config, "--region", sup.REGION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == "preflight for stack cli in us-east-1:"
+    assert result.stdout.splitlines()[-1].startswith("preflight: all ")
+
+
+def test_cli_exits_2_on_a_config_error(proc: sup.MotoProcess, tmp_path: Path) -> None:
+    bad = stack({"gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 3, "desiredSize": 3, "maxSize": 1}})
+    result = run_cli(tmp_path, bad)
+    assert result.returncode == 2
+    assert "eks-training:nodeGroups.gpu.minSize (3) > eks-training:nodeGroups.gpu.maxSize (1)" in result.stderr
+    zones = run_cli(tmp_path, stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZones": ["us-east-1a", "us-east-1z"]}))
+    assert zones.returncode == 2 and "us-east-1z" in zones.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# the real program with preflight on
+# ------------------------------------------------------------------------------------------------
+
+
+def _p5_stack_with_zones() -> dict[str, Any]:
+    from tests.harness import stack_config
+
+    cfg = stack_config("p5")
+    cfg["eks-training:network"] = {"availabilityZones": ["us-east-1a", "us-east-1c"]}
+    cfg["eks-training:preflight"] = {"enabled": True}
+    return cfg
+
+
+def test_program_stops_before_registering_anything_when_preflight_fails(seeded: sup.SeededMoto) -> None:
+    """`pulumi up` itself runs the checks: with the P quota below 2 x 192 vCPUs nothing is created."""
+    from stacks.preflight import PreflightError
+    from tests.harness import run_program
+
+    seeded.seed_quota(P_OD, 96, name="Running On-Demand P instances")
+    seeded.seed_quota(STD_OD, 1000)
+    p = run_program("p5", config=_p5_stack_with_zones(), expect_error=True)
+    assert isinstance(p.error, PreflightError), p.error
+    assert P_OD in str(p.error) and "384" in str(p.error)
+    assert p.registrations == []
+
+
+def test_program_registers_the_environment_when_preflight_passes(seeded: sup.SeededMoto) -> None:
+    from tests.harness import run_program
+
+    seeded.seed_quota(P_OD, 384, name="Running On-Demand P instances")
+    seeded.seed_quota(STD_OD, 1000)
+    p = run_program("p5", config=_p5_stack_with_zones())
+    assert p.error is None
+    assert p.of_type("aws:eks/nodeGroup:NodeGroup")
