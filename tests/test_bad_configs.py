@@ -101,6 +101,18 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("bad dataset md5", setk("dataset", {"source": "s3://my-bucket/cifar.tgz", "md5": "xyz"}), ["eks-training:dataset.md5: 'xyz' is not an MD5 hex digest"]),
     ("dataset path escapes volume", setk("dataset", {"path": "../etc"}), ["eks-training:dataset.path: '../etc' must be a relative path"]),
     ("evaluation without training", both(drop("training"), setk("evaluation", {"minAccuracy": 0.9})), ["eks-training:evaluation: set without eks-training:training"]),
+    ("EFA on a type without EFA", group(efa=True), ["eks-training:nodeGroups.gpu.efa: g5.xlarge has no EFA", "p5.48xlarge"]),
+    ("EFA group without a zone", group(instanceTypes=["p5.48xlarge"]), ["eks-training:nodeGroups.gpu.availabilityZone: EFA groups run in one zone"]),
+    ("EFA zone outside the VPC's zones", both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1c")), ["eks-training:nodeGroups.gpu.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"]),
+    ("EFA zone not in the region", group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1e"), ["eks-training:nodeGroups.gpu.availabilityZone: us-east-1e is not available in this region"]),
+    ("spot with a capacity reservation", group(capacityType="SPOT", capacityReservationId="cr-0123456789abcdef0", availabilityZone="us-east-1a"), ["eks-training:nodeGroups.gpu.capacityType: SPOT cannot use a capacity reservation"]),
+    ("capacity block without reservation", group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK"), ["eks-training:nodeGroups.gpu.capacityReservationId: capacityType CAPACITY_BLOCK needs"]),
+    ("reservation without a zone", group(capacityReservationId="cr-0123456789abcdef0"), ["eks-training:nodeGroups.gpu.availabilityZone: a capacity reservation lives in one zone"]),
+    ("bad reservation id", group(capacityReservationId="res-1", availabilityZone="us-east-1a"), ["eks-training:nodeGroups.gpu.capacityReservationId: 'res-1' is not a reservation id"]),
+    ("EFA types with different interface counts", group(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT", availabilityZone="us-east-1a"), ["EFA groups need one interface count", "p5.48xlarge (32)", "p5en.48xlarge (16)"]),
+    ("old VPC CNI for efa-only", both(group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"), setk("cluster", {"addonVersions": {"vpc-cni": "v1.18.3-eksbuild.1"}})), ["eks-training:cluster.addonVersions.vpc-cni: v1.18.3-eksbuild.1 is older than v1.18.5"]),
+    ("enforced check without a reference", both(group(instanceTypes=["g5.48xlarge"], efa=False), setk("training", {"nodeGroup": "gpu", "workers": 1}), setk("healthCheck", {"enforce": True})), ["eks-training:healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge", "minBusBandwidthGbps"]),
+    ("unknown type without facts", group(instanceTypes=["p7.96xlarge"]), ["unknown instance type 'p7.96xlarge'", "instanceFacts.p7.96xlarge"]),
     ("accuracy above 1", setk("evaluation", {"minAccuracy": 90}), ["eks-training:evaluation.minAccuracy", "less than or equal to 1"]),
 ]
 
