@@ -282,3 +282,30 @@ def test_gpu_pods_request_the_nodes_gpus() -> None:
     assert "--nproc-per-node=8" in c["command"]
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env["OMP_NUM_THREADS"] == str(int(191450 * 0.8) // 100 * 100 // 1000 // 8)
+
+
+@pytest.mark.parametrize("stack", TRAINING_STACKS)
+def test_the_launcher_accepts_the_generated_command(stack: str) -> None:
+    """The pod command the program generates passes launch.py's own consistency checks (same run
+    id, backend, endpoint and output folder for the launcher and for torchrun/train.py), and every
+    script a Job runs is in the image."""
+    import sys
+
+    from tests.harness import REPO
+
+    sys.path.insert(0, str(REPO / "training"))
+    try:
+        import launch
+    finally:
+        sys.path.remove(str(REPO / "training"))
+    p = run_program(stack)
+    cmd = _container(_job(p, "-train-job"))["command"]
+    args = launch.parse_args(cmd[2:])
+    launch.check_consistency(args)
+    dockerfile = (REPO / "training" / "Dockerfile").read_text()
+    dockerignore = (REPO / "training" / ".dockerignore").read_text().split()
+    for job in p.of_type("kubernetes:batch/v1:Job"):
+        for c in _pod(job).get("initContainers", []) + _pod(job)["containers"]:
+            for script in (x for x in c["command"] if x.startswith("/app/")):
+                name = script[len("/app/") :]
+                assert name in dockerfile and f"!{name}" in dockerignore, f"{name} is not copied into the image"

@@ -1,0 +1,515 @@
+"""Container entrypoint of a training pod: skip finished runs, reopen a closed rendezvous, exec torchrun.
+
+Usage::
+
+    python /app/launch.py --output-dir DIR --rdzv-backend {etcd-v2,c10d} \\
+        --rdzv-endpoint HOST[:PORT] --rdzv-id ID [--etcd-wait-seconds S] \\
+        -- torchrun <torchrun args...> /app/train.py <train args...>
+
+Why: every pod of the Indexed Job runs ``torchrun --rdzv-id=<RUN>``.  When a
+torchrun agent gives up (``--max-restarts`` exhausted, etcd errors) or the run
+finishes, the agents *close* the rendezvous: with the ``etcd-v2`` backend the
+closed state is stored in etcd for the key's TTL (2 h), so replacement pods
+with the same ``--rdzv-id`` fail at once with ``RendezvousClosedError``.
+
+What it does, in order:
+
+1. ``DIR/DONE`` exists (``train.py`` writes it atomically as its last step):
+   print ``{"event": "already_complete", ...}`` and exit 0 -- re-running a
+   finished Job is a no-op and never starts torchrun.
+2. ``--rdzv-backend etcd-v2``: read the rendezvous state the way torch's
+   ``etcd_rendezvous_backend`` stores it -- etcd v2 key
+   ``/torch/elastic/rendezvous/<ID>``, value ``base64(pickle(_RendezvousState))``,
+   TTL 7200 s, token = the key's ``modifiedIndex`` -- retrying the connection
+   with backoff for ``--etcd-wait-seconds`` (etcd may still be starting).
+   If the state is ``closed`` and ``DIR/DONE`` still does not exist, replace it,
+   compare-and-swap on the ``modifiedIndex`` that was read, with a fresh open
+   state whose ``round`` is the closed round + 1, and log
+   ``{"event": "rendezvous_reset", ...}``.  An absent or open key is not touched.
+3. ``--rdzv-backend c10d``: nothing to reset (the store lives in the agent of
+   node 0 and disappears with it).
+4. ``os.execvp`` the command after ``--``: torchrun replaces this process, so
+   it receives the pod's signals directly and its exit code is the pod's.
+
+Why the round is advanced instead of deleting the key: torch's etcd-v2 backend
+also keeps a c10d store under ``/torch/elastic/store`` whose keys are prefixed
+with ``torch.rendezvous.<ID>.<round>`` and never expire (``MASTER_ADDR``,
+``MASTER_PORT``, role/rank assignments, barrier counters).  A deleted state
+restarts at round 0, so a new node can read the *previous* attempt's
+``MASTER_PORT`` before node 0 overwrites it and then waits for a port nobody
+listens on (observed: one of three delete-and-relaunch trials hung).  Round
+``closed_round + 1`` has never been used, so its store keys are fresh.
+
+The state is decoded with a restricted unpickler that accepts only the classes
+torch puts in it (``_RendezvousState``, ``_NodeDesc``, ``datetime``) and maps
+torch's classes to plain stand-ins, so checking an open or absent key does not
+import torch; torch is imported only to encode the replacement state.
+
+A state this launcher cannot decode (another torch version, corrupt value) is
+logged as ``rendezvous_state_unreadable`` and left to torchrun.
+
+Exit codes: 0 run already complete (otherwise the process *becomes* the
+command), 1 etcd unreachable within ``--etcd-wait-seconds``, ``DIR/DONE``
+unreadable or no torch to encode a new state, 2 usage error, 127 the command
+could not be executed.  Every line on stdout is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import datetime as dt
+import importlib
+import io
+import json
+import os
+import pickle
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+#: Where torch's etcd-v2 backend keeps rendezvous states (``etcd_rendezvous_backend.create_backend``).
+RDZV_KEY_PREFIX = "/torch/elastic/rendezvous"
+#: TTL torch gives the state key (``EtcdRendezvousBackend._DEFAULT_TTL``).
+RDZV_STATE_TTL_S = 7200
+#: Module of the pickled state classes.
+TORCH_RDZV_MODULE = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"
+ETCD_DEFAULT_PORT = 2379
+DONE_MARKER = "DONE"
+BACKENDS = ("etcd-v2", "c10d")
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_EXEC_FAILED = 127
+
+
+# --------------------------------------------------------------------------- #
+# Logging and errors
+# --------------------------------------------------------------------------- #
+def log(event: str, **fields: Any) -> None:
+    """Print one JSON object (``{"event": ..., "component": "launch", ...}``) on stdout."""
+    record = {"event": event, "component": "launch", "time": round(time.time(), 3), **fields}
+    print(json.dumps(record, default=str), flush=True)
+
+
+class UsageError(Exception):
+    """Bad command line (exit code 2)."""
+
+
+class LaunchError(Exception):
+    """etcd unreachable or the stored state is unusable (exit code 1)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser that raises :class:`UsageError` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+# --------------------------------------------------------------------------- #
+# Command line
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class LaunchArgs:
+    """Validated command line."""
+
+    output_dir: Path
+    rdzv_backend: str
+    rdzv_endpoint: str | None
+    rdzv_id: str
+    etcd_host: str | None
+    etcd_port: int | None
+    etcd_wait_seconds: float
+    etcd_read_timeout: float
+    command: list[str]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The launcher's own options (everything before ``--``)."""
+    parser = _Parser(
+        prog="launch.py",
+        usage="%(prog)s --output-dir DIR --rdzv-backend {etcd-v2,c10d} --rdzv-endpoint HOST[:PORT] "
+              "--rdzv-id ID [options] -- torchrun ...",
+        description="Skip a finished run, reset a closed etcd-v2 rendezvous, then exec the command after --.")
+    parser.add_argument("--output-dir", required=True, type=Path,
+                        help="the run's shared output folder; DIR/DONE marks a finished run")
+    parser.add_argument("--rdzv-backend", required=True, choices=BACKENDS,
+                        help="the torchrun rendezvous backend of the command")
+    parser.add_argument("--rdzv-endpoint", default=None,
+                        help="etcd HOST[:PORT] (port 2379 if omitted); required for etcd-v2")
+    parser.add_argument("--rdzv-id", required=True, help="the torchrun --rdzv-id of the run")
+    parser.add_argument("--etcd-wait-seconds", type=float, default=120.0,
+                        help="keep retrying an unreachable etcd this long (default 120)")
+    parser.add_argument("--etcd-read-timeout", type=float, default=10.0,
+                        help="timeout of one etcd request in seconds (default 10)")
+    return parser
+
+
+def parse_endpoint(endpoint: str) -> tuple[str, int]:
+    """``host[:port]`` (or ``[v6]:port``) -> (host, port); port 2379 when omitted, like torch."""
+    text = endpoint.strip()
+    if not text:
+        raise UsageError("--rdzv-endpoint is empty")
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+        if rest and not rest.startswith(":"):
+            raise UsageError(f"bad --rdzv-endpoint {endpoint!r}")
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    if not host:
+        raise UsageError(f"bad --rdzv-endpoint {endpoint!r}: no host")
+    if not port_text:
+        return host, ETCD_DEFAULT_PORT
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UsageError(f"bad --rdzv-endpoint {endpoint!r}: port must be 1..65535")
+    return host, int(port_text)
+
+
+def option_values(command: Sequence[str], names: Sequence[str]) -> list[str]:
+    """Values of ``--name VALUE`` / ``--name=VALUE`` for any of ``names`` in ``command``."""
+    values = []
+    for i, token in enumerate(command):
+        for name in names:
+            if token == name and i + 1 < len(command):
+                values.append(command[i + 1])
+            elif token.startswith(name + "="):
+                values.append(token[len(name) + 1:])
+    return values
+
+
+def torchrun_part(command: Sequence[str]) -> list[str]:
+    """The command up to (excluding) the first ``*.py`` token: torchrun's own arguments."""
+    for i, token in enumerate(command):
+        if token.endswith(".py") and i > 0:
+            return list(command[:i])
+    return list(command)
+
+
+def check_consistency(args: LaunchArgs) -> None:
+    """Refuse a command whose rendezvous flags or --output-dir contradict the launcher's."""
+    launcher = torchrun_part(args.command)
+    for value in option_values(launcher, ("--rdzv-id", "--rdzv_id")):
+        if value != args.rdzv_id:
+            raise UsageError(f"the command uses --rdzv-id={value} but the launcher got --rdzv-id={args.rdzv_id}")
+    for value in option_values(launcher, ("--rdzv-backend", "--rdzv_backend")):
+        if value != args.rdzv_backend:
+            raise UsageError(f"the command uses --rdzv-backend={value} but the launcher got "
+                             f"--rdzv-backend={args.rdzv_backend}")
+    if args.rdzv_backend == "etcd-v2":
+        for value in option_values(launcher, ("--rdzv-endpoint", "--rdzv_endpoint")):
+            if parse_endpoint(value) != (args.etcd_host, args.etcd_port):
+                raise UsageError(f"the command uses --rdzv-endpoint={value} but the launcher got "
+                                 f"--rdzv-endpoint={args.rdzv_endpoint}")
+    script_args = args.command[len(launcher):]
+    for value in option_values(script_args, ("--output-dir",)):
+        if Path(value).resolve() != args.output_dir.resolve():
+            raise UsageError(f"the training command writes to --output-dir={value} but the launcher "
+                             f"checks {args.output_dir}")
+
+
+def parse_args(argv: Sequence[str]) -> LaunchArgs:
+    """Split ``argv`` at the first ``--`` and validate both halves; raise :class:`UsageError`."""
+    argv = list(argv)
+    if "--" not in argv:
+        raise UsageError("missing '--' before the command to run (e.g. -- torchrun ... /app/train.py ...)")
+    cut = argv.index("--")
+    own, command = argv[:cut], argv[cut + 1:]
+    ns = build_parser().parse_args(own)
+    if not command:
+        raise UsageError("no command after '--'")
+    if not ns.rdzv_id.strip():
+        raise UsageError("--rdzv-id is empty")
+    if "/" in ns.rdzv_id:
+        raise UsageError("--rdzv-id must not contain '/' (it is an etcd key name)")
+    if ns.etcd_wait_seconds < 0 or ns.etcd_read_timeout <= 0:
+        raise UsageError("--etcd-wait-seconds must be >= 0 and --etcd-read-timeout > 0")
+    host: str | None = None
+    port: int | None = None
+    if ns.rdzv_backend == "etcd-v2":
+        if not ns.rdzv_endpoint:
+            raise UsageError("--rdzv-endpoint is required with --rdzv-backend etcd-v2")
+        host, port = parse_endpoint(ns.rdzv_endpoint)
+    args = LaunchArgs(output_dir=ns.output_dir, rdzv_backend=ns.rdzv_backend, rdzv_endpoint=ns.rdzv_endpoint,
+                      rdzv_id=ns.rdzv_id, etcd_host=host, etcd_port=port,
+                      etcd_wait_seconds=ns.etcd_wait_seconds, etcd_read_timeout=ns.etcd_read_timeout,
+                      command=command)
+    check_consistency(args)
+    return args
+
+
+# --------------------------------------------------------------------------- #
+# DONE marker
+# --------------------------------------------------------------------------- #
+def read_done(output_dir: Path) -> dict[str, Any] | None:
+    """Contents of ``DIR/DONE`` (``{}`` if not JSON), or ``None`` when the run is not finished."""
+    marker = output_dir / DONE_MARKER
+    try:
+        text = marker.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a directory, no permission, I/O error on the shared volume
+        raise LaunchError(f"cannot read {marker}: {exc!r}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# --------------------------------------------------------------------------- #
+# Rendezvous state (decoding without torch)
+# --------------------------------------------------------------------------- #
+class _StateView:
+    """Stand-in for torch's ``_RendezvousState`` (attributes filled in by unpickling)."""
+
+    round: int
+    complete: bool
+    closed: bool
+    participants: dict[Any, int]
+    wait_list: set[Any]
+    last_heartbeats: dict[Any, dt.datetime]
+
+
+class _NodeView:
+    """Stand-in for torch's ``_NodeDesc`` (``addr``, ``pid``, ``local_id``)."""
+
+    addr: str
+    pid: int
+    local_id: int
+
+
+_ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
+    (TORCH_RDZV_MODULE, "_RendezvousState"): _StateView,
+    (TORCH_RDZV_MODULE, "_NodeDesc"): _NodeView,
+    ("datetime", "datetime"): dt.datetime,
+    ("datetime", "timezone"): dt.timezone,
+    ("datetime", "timedelta"): dt.timedelta,
+    ("builtins", "set"): set,
+    ("builtins", "frozenset"): frozenset,
+}
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """Unpickler that resolves only the globals a rendezvous state contains."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        try:
+            return _ALLOWED_GLOBALS[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(f"unexpected global {module}.{name} in a rendezvous state") from None
+
+
+@dataclass(frozen=True)
+class RendezvousRecord:
+    """One read of the state key: what torch stored and the etcd index to compare against."""
+
+    key: str
+    index: int
+    closed: bool
+    round: int
+    complete: bool
+    participants: int
+    wait_list: int
+    newest_heartbeat: dt.datetime | None
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-friendly fields for log lines."""
+        age = None
+        if self.newest_heartbeat is not None:
+            age = round((dt.datetime.now(dt.UTC) - self.newest_heartbeat).total_seconds(), 1)
+        return {"key": self.key, "etcd_index": self.index, "closed": self.closed, "round": self.round,
+                "complete": self.complete, "participants": self.participants, "wait_list": self.wait_list,
+                "newest_heartbeat_age_s": age}
+
+
+def decode_state(key: str, value: str, index: int) -> RendezvousRecord:
+    """Decode ``base64(pickle(_RendezvousState))``; raise :class:`LaunchError` if it is not one."""
+    try:
+        bits = base64.b64decode(value.encode())
+        state = _StateUnpickler(io.BytesIO(bits)).load()
+    except (binascii.Error, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as exc:
+        raise LaunchError(f"{key}: not a torch rendezvous state: {exc!r}") from exc
+    if not isinstance(state, _StateView) or not isinstance(getattr(state, "closed", None), bool):
+        raise LaunchError(f"{key}: not a torch rendezvous state (no 'closed' flag)")
+    heartbeats = [t for t in getattr(state, "last_heartbeats", {}).values() if isinstance(t, dt.datetime)]
+    return RendezvousRecord(
+        key=key, index=index, closed=state.closed, round=int(getattr(state, "round", 0)),
+        complete=bool(getattr(state, "complete", False)),
+        participants=len(getattr(state, "participants", {})), wait_list=len(getattr(state, "wait_list", ())),
+        newest_heartbeat=max(heartbeats) if heartbeats else None)
+
+
+def encode_open_state(round_number: int) -> str:
+    """A fresh open state at ``round_number``, encoded exactly as torch's etcd-v2 backend writes it."""
+    try:
+        module = importlib.import_module(TORCH_RDZV_MODULE)
+        state = module._RendezvousState()
+    except (ImportError, AttributeError) as exc:
+        raise LaunchError(f"cannot build a rendezvous state with this torch: {exc!r}") from exc
+    state.round = round_number
+    return base64.b64encode(pickle.dumps(state)).decode()
+
+
+# --------------------------------------------------------------------------- #
+# etcd
+# --------------------------------------------------------------------------- #
+def rendezvous_key(rdzv_id: str) -> str:
+    """The etcd v2 key torch uses for the state of run ``rdzv_id``."""
+    return f"{RDZV_KEY_PREFIX}/{rdzv_id}"
+
+
+def make_client(host: str, port: int, read_timeout: float) -> Any:
+    """A python-etcd v2 client (the library torch uses), bound to this one endpoint."""
+    try:
+        import etcd  # python-etcd, as in torch's etcd_rendezvous_backend
+    except ImportError as exc:
+        raise LaunchError("python-etcd is not installed (pip install python-etcd)") from exc
+    # allow_reconnect=False: talk to exactly the given endpoint (no /v2/machines lookup, which
+    # returns the advertised client URLs, e.g. http://0.0.0.0:2379 in common manifests).
+    return etcd.Client(host=host, port=port, read_timeout=read_timeout, allow_reconnect=False)
+
+
+def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(permanent, transient) etcd errors.
+
+    python-etcd wraps socket and urllib3 failures in ``EtcdConnectionFailed``;
+    any other ``EtcdException`` but key/value errors (e.g. "Bad response" while
+    a member starts) is retried as well.  Key/value errors (key is a directory,
+    ...) are permanent.
+    """
+    import etcd
+    import urllib3.exceptions
+
+    return (etcd.EtcdKeyError, etcd.EtcdValueError), (etcd.EtcdException, urllib3.exceptions.HTTPError)
+
+
+def reset_closed_rendezvous(args: LaunchArgs) -> bool:
+    """Step 2 of the module docstring.  Returns True if the run turned out to be complete.
+
+    Retries the whole read -> decide -> compare-and-swap sequence while etcd is
+    unreachable, with exponential backoff, for ``--etcd-wait-seconds``.
+    """
+    assert args.etcd_host is not None and args.etcd_port is not None
+    client = make_client(args.etcd_host, args.etcd_port, args.etcd_read_timeout)
+    key = rendezvous_key(args.rdzv_id)
+    permanent, transient = _error_classes()
+    started = time.monotonic()
+    deadline = started + args.etcd_wait_seconds
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return _check_and_reset(client, key, args, started, attempt)
+        except permanent as exc:
+            raise LaunchError(f"etcd refused the request on {key}: {exc!r}") from exc
+        except transient as exc:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log("etcd_unreachable", endpoint=args.rdzv_endpoint, attempts=attempt,
+                    waited_s=round(time.monotonic() - started, 2), error=repr(exc))
+                raise LaunchError(f"etcd at {args.rdzv_endpoint} not reachable after "
+                                  f"{args.etcd_wait_seconds:g}s: {exc!r}") from exc
+            delay = min(0.25 * 2 ** (attempt - 1), 5.0, remaining)
+            log("etcd_retry", endpoint=args.rdzv_endpoint, attempt=attempt, retry_in_s=round(delay, 2),
+                error=repr(exc))
+            time.sleep(delay)
+
+
+def _check_and_reset(client: Any, key: str, args: LaunchArgs, started: float, attempt: int) -> bool:
+    """One read of the state key and, if it is closed, one compare-and-swap."""
+    import etcd
+
+    try:
+        result = client.read(key)
+    except etcd.EtcdKeyNotFound:
+        log("rendezvous_absent", key=key, endpoint=args.rdzv_endpoint, attempts=attempt,
+            waited_s=round(time.monotonic() - started, 2),
+            text="no rendezvous state for this run id; nothing to reset")
+        return False
+    try:
+        record = decode_state(key, str(result.value), int(result.modifiedIndex))
+    except LaunchError as exc:
+        # Not ours to judge: torch decides what to do with a state this launcher cannot read.
+        log("rendezvous_state_unreadable", key=key, etcd_index=int(result.modifiedIndex), error=str(exc),
+            text="cannot decode the rendezvous state; not touched, torchrun will handle it")
+        return False
+    if not record.closed:
+        log("rendezvous_open", **record.summary(), attempts=attempt,
+            text="rendezvous is open (another node may be joining or training); not touched")
+        return False
+    # DONE is written before the agents close the rendezvous: re-check it now that we saw "closed".
+    done = read_done(args.output_dir)
+    if done is not None:
+        log("already_complete", output_dir=str(args.output_dir), done=done, **record.summary(),
+            text="run finished meanwhile (DONE exists); not starting torchrun")
+        return True
+    new_round = record.round + 1
+    value = encode_open_state(new_round)
+    try:
+        written = client.write(key, value, ttl=RDZV_STATE_TTL_S, prevIndex=record.index)
+    except (etcd.EtcdCompareFailed, etcd.EtcdKeyNotFound) as exc:
+        log("rendezvous_reset_skipped", **record.summary(), reason=type(exc).__name__,
+            text="the state changed since it was read (another pod reset it or started a new round); "
+                 "not touched")
+        return False
+    log("rendezvous_reset", **record.summary(), new_round=new_round, new_etcd_index=int(written.modifiedIndex),
+        text=f"reset closed rendezvous {args.rdzv_id!r}: round {record.round} (closed) -> "
+             f"round {new_round} (open); DONE not found, so the run is resumed")
+    return False
+
+
+# --------------------------------------------------------------------------- #
+# Main
+# --------------------------------------------------------------------------- #
+def exec_command(command: list[str]) -> NoReturn:
+    """Replace this process with ``command`` (signals and exit code then belong to it)."""
+    log("exec", command=command)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        log("exec_failed", command=command, error=repr(exc))
+        sys.exit(EXIT_EXEC_FAILED)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: returns an exit code, or never returns (exec)."""
+    try:
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+    except UsageError as exc:
+        log("usage_error", error=str(exc))
+        print(f"{build_parser().format_usage().rstrip()}\nlaunch.py: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    log("launch_start", rdzv_backend=args.rdzv_backend, rdzv_id=args.rdzv_id, rdzv_endpoint=args.rdzv_endpoint,
+        output_dir=str(args.output_dir), pid=os.getpid())
+    try:
+        done = read_done(args.output_dir)
+        if done is not None:
+            log("already_complete", output_dir=str(args.output_dir), done=done,
+                text="run already complete (DONE exists); not starting torchrun")
+            return EXIT_OK
+        if args.rdzv_backend == "etcd-v2":
+            if reset_closed_rendezvous(args):
+                return EXIT_OK
+        else:
+            log("rendezvous_no_reset", rdzv_backend=args.rdzv_backend,
+                text="c10d keeps its store in node 0's agent; nothing persistent to reset")
+    except LaunchError as exc:
+        log("launch_failed", error=str(exc))
+        print(f"launch.py: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    exec_command(args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
