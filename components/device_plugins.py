@@ -19,6 +19,27 @@ from typing_extensions import NotRequired
 from components.catalog import EFA_LABEL, GPU_LABEL, GPU_TAINT, HELM_CHARTS
 
 
+def _pinned_release(
+    parent: pulumi.Resource, name: str, chart_key: str, release_name: str, namespace: str, version: str,
+    values: dict[str, Any],
+) -> k8s.helm.v3.Release:
+    """A Helm release of a catalog chart at ``version``, rolled back if it does not become ready."""
+    chart = HELM_CHARTS[chart_key]
+    return k8s.helm.v3.Release(
+        f"{name}-release",
+        name=release_name,
+        chart=chart.chart,
+        version=version,
+        repository_opts={"repo": chart.repo},
+        namespace=namespace,
+        values=values,
+        atomic=True,
+        cleanup_on_fail=True,
+        timeout=600,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
 def nvidia_device_plugin_values() -> dict[str, Any]:
     """Helm values: schedule on GPU nodes only, tolerate their taint, no NFD/GFD."""
     return {
@@ -61,20 +82,10 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NvidiaDevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:NvidiaDevicePlugin", name, None, opts)
-        chart = HELM_CHARTS["nvidia-device-plugin"]
-        version = args.get("chart_version") or chart.version
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name="nvidia-device-plugin",
-            chart=chart.chart,
-            version=version,
-            repository_opts={"repo": chart.repo},
-            namespace=args.get("namespace", "kube-system"),
-            values=nvidia_device_plugin_values(),
-            atomic=True,
-            cleanup_on_fail=True,
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self),
+        version = args.get("chart_version") or HELM_CHARTS["nvidia-device-plugin"].version
+        release = _pinned_release(
+            self, name, "nvidia-device-plugin", "nvidia-device-plugin", args.get("namespace", "kube-system"),
+            version, nvidia_device_plugin_values(),
         )
         self.release_name = release.name.apply(lambda n: n or "nvidia-device-plugin")
         self.chart_version = pulumi.Output.from_input(version)
@@ -112,20 +123,10 @@ class EfaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:EfaDevicePlugin", name, None, opts)
-        chart = HELM_CHARTS["aws-efa-k8s-device-plugin"]
-        version = args.get("chart_version") or chart.version
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name="aws-efa-k8s-device-plugin",
-            chart=chart.chart,
-            version=version,
-            repository_opts={"repo": chart.repo},
-            namespace=args.get("namespace", "kube-system"),
-            values=efa_device_plugin_values(),
-            atomic=True,
-            cleanup_on_fail=True,
-            timeout=600,
-            opts=pulumi.ResourceOptions(parent=self),
+        version = args.get("chart_version") or HELM_CHARTS["aws-efa-k8s-device-plugin"].version
+        release = _pinned_release(
+            self, name, "aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin", args.get("namespace", "kube-system"),
+            version, efa_device_plugin_values(),
         )
         self.release_name = release.name.apply(lambda n: n or "aws-efa-k8s-device-plugin")
         self.chart_version = pulumi.Output.from_input(version)

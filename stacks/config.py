@@ -12,7 +12,7 @@ import ipaddress
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Optional
+from typing import Any, Literal, Mapping, Optional, Sequence
 
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -841,6 +841,52 @@ def _check_efa_and_capacity(
             )
         if len(g.instance_types) > 1:
             problems.append(f"{_key(f'{gkey}.instanceTypes')}: a capacity reservation is for one instance type; list only it")
+
+
+def choose_zones(cfg: StackConfig, available: Sequence[str]) -> list[str]:
+    """The zones a new VPC uses, given the region's available zones: ``network.availabilityZones``
+    when listed (each must be available), else the zones node groups are pinned to plus the first
+    other available zones (sorted), ``availabilityZoneCount`` in all. The program (through the
+    ``aws.getAvailabilityZones`` invoke) and preflight (through boto3) both call this.
+
+    Raises :class:`ConfigError` naming the key when the region cannot satisfy the configuration.
+    """
+    assert cfg.network is not None, "choose_zones is for a new VPC (network)"
+    avail = sorted(available)
+    pinned = {g: ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
+    bad = [
+        f"{_key(f'nodeGroups.{g}.availabilityZone')}: {az} is not available in this region; choose from "
+        f"{', '.join(avail)}"
+        for g, az in pinned.items()
+        if az not in avail
+    ]
+    if bad:
+        raise ConfigError(bad)
+    if cfg.network.availability_zones:
+        missing = [z for z in cfg.network.availability_zones if z not in avail]
+        if missing:
+            raise ConfigError(
+                [
+                    f"{_key('network.availabilityZones')}: {', '.join(missing)} not available in this region; "
+                    f"choose from {', '.join(avail)}"
+                ]
+            )
+        return list(cfg.network.availability_zones)
+    count = cfg.network.availability_zone_count
+    if len(avail) < count:
+        raise ConfigError(
+            [
+                f"{_key('network.availabilityZoneCount')}: the region has {len(avail)} zones "
+                f"({', '.join(avail)}), asked for {count}; lower it"
+            ]
+        )
+    chosen = sorted(set(pinned.values()))
+    for az in avail:
+        if len(chosen) >= count:
+            break
+        if az not in chosen:
+            chosen.append(az)
+    return sorted(chosen)
 
 
 def _check_sizes(key: str, lo: int, desired: int, hi: int, problems: list[str]) -> None:

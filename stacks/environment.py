@@ -41,6 +41,7 @@ from components.storage import EfsStorageArgs
 from stacks.config import (
     ConfigError,
     StackConfig,
+    choose_zones,
     default_private_subnet_cidrs,
     default_public_subnet_cidrs,
 )
@@ -93,47 +94,12 @@ def region_name() -> str:
 
 
 def resolve_zones(cfg: StackConfig) -> list[str]:
-    """Zone names for a new VPC: from config, else the zones node groups are pinned to plus the
-    region's first available zones (sorted), ``availabilityZoneCount`` in all."""
-    assert cfg.network is not None
-    available = sorted(
-        aws.get_availability_zones(
-            state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
-        ).names
-    )
-    pinned = {g: ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
-    bad = [
-        f"eks-training:nodeGroups.{g}.availabilityZone: {az} is not available in this region; choose from "
-        f"{', '.join(available)}"
-        for g, az in pinned.items()
-        if az not in available
-    ]
-    if bad:
-        raise ConfigError(bad)
-    if cfg.network.availability_zones:
-        missing = [z for z in cfg.network.availability_zones if z not in available]
-        if missing:
-            raise ConfigError(
-                [
-                    f"eks-training:network.availabilityZones: {', '.join(missing)} not available in this region; "
-                    f"choose from {', '.join(available)}"
-                ]
-            )
-        return list(cfg.network.availability_zones)
-    if len(available) < cfg.network.availability_zone_count:
-        raise ConfigError(
-            [
-                f"eks-training:network.availabilityZoneCount: the region has {len(available)} zones "
-                f"({', '.join(available)}), asked for {cfg.network.availability_zone_count}; lower it"
-            ]
-        )
-    chosen = sorted(set(pinned.values()))
-    for az in available:
-        if len(chosen) >= cfg.network.availability_zone_count:
-            break
-        if az not in chosen:
-            chosen.append(az)
-    return sorted(chosen)
+    """Zone names for a new VPC (see :func:`stacks.config.choose_zones`), from the region's
+    available zones as the ``aws.getAvailabilityZones`` invoke reports them."""
+    available = aws.get_availability_zones(
+        state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
+    ).names
+    return choose_zones(cfg, available)
 
 
 def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> Environment:

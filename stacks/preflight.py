@@ -49,7 +49,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from components.catalog import VCPU_QUOTAS, InstanceType, quota_class
-from stacks.config import NAMESPACE, ConfigError, StackConfig, load_config
+from stacks.config import NAMESPACE, ConfigError, StackConfig, choose_zones, load_config
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -282,32 +282,8 @@ def available_zones(session: boto3.session.Session, region: str) -> list[str]:
 
 
 def resolve_zones(cfg: StackConfig, available: Sequence[str]) -> list[str]:
-    """The zones a new VPC uses, resolved like the program does: ``network.availabilityZones``
-    (each must be available), else the first ``availabilityZoneCount`` of ``available`` (sorted).
-
-    Raises :class:`ConfigError` when the region cannot satisfy the configuration.
-    """
-    assert cfg.network is not None, "resolve_zones is for a new VPC (network)"
-    avail = sorted(available)
-    if cfg.network.availability_zones:
-        missing = [z for z in cfg.network.availability_zones if z not in avail]
-        if missing:
-            raise ConfigError(
-                [
-                    f"{_key('network.availabilityZones')}: {', '.join(missing)} not available in this region; "
-                    f"choose from {_join(avail)}"
-                ]
-            )
-        return list(cfg.network.availability_zones)
-    count = cfg.network.availability_zone_count
-    if len(avail) < count:
-        raise ConfigError(
-            [
-                f"{_key('network.availabilityZoneCount')}: the region has {len(avail)} zones "
-                f"({_join(avail)}), asked for {count}; lower it"
-            ]
-        )
-    return avail[:count]
+    """The zones a new VPC uses, chosen exactly as the program chooses them."""
+    return choose_zones(cfg, available)
 
 
 def _region(session: Optional[boto3.session.Session]) -> Optional[str]:
