@@ -26,3 +26,15 @@ def test_readme_example_registers_the_components(tmp_path: Path) -> None:
         assert gpu_ng.inputs["amiType"] == "AL2023_x86_64_NVIDIA", "GPU facts come from the catalog"
         assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in gpu_ng.inputs["taints"]
         assert len(p.of_type("aws:ec2/subnet:Subnet")) == 4
+
+
+def test_harness_rejects_duplicate_urns(tmp_path: Path) -> None:
+    """Control: the harness's monitor fails a program that registers the same URN twice."""
+    main = tmp_path / "__main__.py"
+    main.write_text(
+        "import pulumi_aws as aws\n"
+        "aws.s3.Bucket('same-name')\n"
+        "aws.s3.Bucket('same-name')\n"
+    )
+    p = run_program("dev", config={"aws:region": "us-east-1"}, main=main, expect_error=True)
+    assert p.error is not None and "duplicate URN registered" in str(p.error) and "same-name" in str(p.error)
