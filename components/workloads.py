@@ -802,7 +802,12 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         max_bytes = int(args.get("max_bytes") or ((1 << 30) if size.gpus else (64 << 20)))
 
         def command(v: list[object]) -> list[str]:
-            script = ["--max-bytes", str(max_bytes), "--output-json", report]
+            # every node must take part, so the link between nodes is what gets measured
+            script = [
+                "--max-bytes", str(max_bytes),
+                "--expect-world-size", str(workers * size.procs_per_node),
+                "--output-json", report,
+            ]
             if args.get("min_bus_bandwidth_gbps") is not None:
                 script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbps"])]
             cmd = torchrun_command(

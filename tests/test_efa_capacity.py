@@ -243,7 +243,8 @@ def test_health_check_gates_training_with_the_catalog_threshold() -> None:
     assert "/app/allreduce_bench.py" in cmd
     expected = round(0.8 * REFERENCE_ALLREDUCE_BUSBW_GBPS["p5.48xlarge"], 2)
     assert cmd[cmd.index("--min-busbw-gbps") + 1] == str(expected)
-    assert "--nnodes=2:2" in cmd and "--nproc-per-node=8" in cmd
+    assert "--nnodes=2:2" in cmd and "--nproc-per-node=8" in cmd and "--max-restarts=0" in cmd
+    assert cmd[cmd.index("--expect-world-size") + 1] == "16"
     # a report-only check (no threshold) on the workshop stack, exercised here with gloo
     w = run_program("workshop")
     wc = next(j for j in w.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
