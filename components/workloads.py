@@ -834,7 +834,8 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             command=pulumi.Output.all(endpoint, args.get("after", "")).apply(command),
             pvc_name=args["pvc_name"],
             workers=workers,
-            backoff_limit=workers,
+            # a low bandwidth fails deterministically: retry once (for transient pod failures), not per node
+            backoff_limit=1,
             timeout_s=timeout_s,
             await_completion=True,
         )

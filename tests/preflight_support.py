@@ -3,7 +3,8 @@
 Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_ENDPOINT_URL``
 (boto3 is never patched):
 
-* :func:`start_moto_process` runs ``moto_server -H 127.0.0.1 -p <free port>`` as a separate process:
+* :func:`start_moto_process` (:func:`tests.aws_support.start_moto_server`) runs
+  ``moto_server -H 127.0.0.1 -p <free port>`` as a separate process:
   stock moto 5.2.5, for what moto implements itself (availability zones, subnets, instance types
   with EFA info, instance type offerings per zone).
 * :class:`SeededMoto` runs moto in-process (``moto.server.ThreadedMotoServer`` on 127.0.0.1) with
@@ -23,110 +24,43 @@ Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_END
 """
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pytest
 
-REGION = "us-east-1"
+from tests import aws_support
+from tests.aws_support import MOTO_SERVER, REGION, MotoProcess, aws_test_environment, free_port, wait_until_answers
+
+__all__ = [  # MOTO_SERVER, REGION, MotoProcess and free_port are re-exported from tests.aws_support
+    "ACCOUNT",
+    "MOTO_SERVER",
+    "REGION",
+    "MotoProcess",
+    "SeededMoto",
+    "aws_environment",
+    "free_port",
+    "start_moto_process",
+]
+
 ACCOUNT = "123456789012"  # moto's default account for any dummy access key
-MOTO_SERVER = Path(sys.executable).with_name("moto_server")
 
 _QUOTAS_APPLIED = "_preflight_applied_quotas"
 _QUOTAS_DEFAULT = "_preflight_default_quotas"
 _RESERVATIONS = "_preflight_capacity_reservations"
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_until_up(endpoint: str, alive: Callable[[], bool], describe: Callable[[], str]) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        if not alive():
-            raise RuntimeError(f"moto server died: {describe()}")
-        try:
-            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"moto server did not answer on {endpoint}: {describe()}")
-            time.sleep(0.1)
-
-
-@dataclass
-class MotoProcess:
-    """A ``moto_server`` child process."""
-
-    process: "subprocess.Popen[bytes]"
-    endpoint: str
-    log: Path
-
-    def stop(self) -> None:
-        """Terminate the process (this one only)."""
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def start_moto_process(workdir: Path) -> MotoProcess:
-    """Start ``moto_server -H 127.0.0.1 -p <free port>`` and wait until it answers."""
-    if not MOTO_SERVER.exists():
-        raise RuntimeError(f"{MOTO_SERVER} not found: install moto[server]")
-    port = free_port()
-    log = workdir / "moto-server.log"
-    env = dict(os.environ)
-    env.pop("AWS_ENDPOINT_URL", None)
-    with open(log, "wb") as log_f:
-        proc = subprocess.Popen(
-            [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
-            env=env,
-            stdout=log_f,
-            stderr=subprocess.STDOUT,
-            cwd=str(workdir),
-        )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(endpoint, lambda: proc.poll() is None, lambda: log.read_text()[-2000:])
-    except RuntimeError:
-        proc.kill()
-        raise
-    return MotoProcess(proc, endpoint, log)
+start_moto_process = aws_support.start_moto_server
+"""Start a stock ``moto_server`` process and wait until it answers (see :mod:`tests.aws_support`)."""
 
 
 def aws_environment(endpoint: str, workdir: Path) -> dict[str, Optional[str]]:
     """Environment for boto3: the moto endpoint, dummy credentials, us-east-1, no user AWS config,
     and a single attempt per call (moto answers unimplemented operations with HTTP 500, which boto3
     would otherwise retry with back-off)."""
-    return {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        "AWS_MAX_ATTEMPTS": "1",
-        "AWS_CONFIG_FILE": str(workdir / "no-aws-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(workdir / "no-aws-credentials"),
-        "AWS_PROFILE": None,
-        "AWS_DEFAULT_PROFILE": None,
-    }
+    return aws_test_environment(endpoint, workdir, max_attempts=1)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -194,7 +128,7 @@ class SeededMoto:
         self.endpoint = f"http://127.0.0.1:{port}"
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         self._server.start()
-        _wait_until_up(self.endpoint, lambda: True, lambda: "in-process ThreadedMotoServer")
+        wait_until_answers(self.endpoint, lambda: True, lambda: "in-process ThreadedMotoServer")
 
     def stop(self) -> None:
         """Stop the server and remove the added operations."""

@@ -37,9 +37,7 @@ import pytest
 import yaml
 from pulumi.runtime import mocks as pmocks
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+REPO = Path(__file__).resolve().parent.parent  # on sys.path via tests/conftest.py
 
 from components import image_build  # noqa: E402
 from components.image import (  # noqa: E402

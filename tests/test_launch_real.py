@@ -41,6 +41,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.training_support import torchrun_env as node_env  # noqa: E402  (environment of a training pod)
 
 import cifar  # noqa: E402
 import launch  # noqa: E402
@@ -59,18 +60,6 @@ RUN_TIMEOUT = 90.0
 # --------------------------------------------------------------------------- #
 # Helpers
 # --------------------------------------------------------------------------- #
-def node_env() -> dict[str, str]:
-    """Environment of a training pod (same settings as the other real tests)."""
-    env = dict(os.environ)
-    env.update({
-        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",  # pytorch/pytorch#135712
-        "OMP_NUM_THREADS": "1",
-        "LOGLEVEL": "INFO",
-        "PYTHONUNBUFFERED": "1",
-    })
-    return env
-
-
 def torchrun_cmd(server: ts.EtcdServer, rdzv_id: str, data_dir: Path, output_dir: Path) -> list[str]:
     """The torchrun command of one pod."""
     if not TORCHRUN.is_file():
@@ -197,13 +186,8 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ts.EtcdServer]:
     """A real etcd with the v2 API, shared by this module's tests."""
-    root = tmp_path_factory.mktemp("launch-etcd")
-    etcd_server = ts.EtcdServer(root / "data", root)
-    etcd_server.start()
-    try:
+    with ts.running_etcd(tmp_path_factory.mktemp("launch-etcd")) as etcd_server:
         yield etcd_server
-    finally:
-        etcd_server.stop()
 
 
 @pytest.fixture()

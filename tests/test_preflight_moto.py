@@ -27,9 +27,7 @@ import pulumi
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+REPO = Path(__file__).resolve().parent.parent  # on sys.path via tests/conftest.py
 
 from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
 from stacks.config import ConfigError, StackConfig, load_config  # noqa: E402

