@@ -1,0 +1,173 @@
+"""AWS test plumbing shared by the moto-backed tests: a free port, a real ``moto_server`` process,
+waiting until a moto server answers, polling, and the boto3 environment that points at it.
+
+Nothing here patches boto3: the server is a separate process and boto3 reaches it through the
+standard ``AWS_ENDPOINT_URL`` environment variable. A missing or dying ``moto_server`` fails the
+test loudly (``RuntimeError``); it is never a reason to skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, TypeVar
+
+REGION = "us-east-1"
+MOTO_SERVER = Path(sys.executable).with_name("moto_server")
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.05,
+             what: str = "condition") -> T:
+    """Poll ``predicate`` until it returns a truthy value; raise ``TimeoutError`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_until_answers(endpoint: str, alive: Callable[[], bool], describe: Callable[[], str],
+                       timeout: float = 30.0) -> None:
+    """Wait until the moto server at ``endpoint`` answers ``/moto-api/``.
+
+    Raise ``RuntimeError`` (with ``describe()``, e.g. the log tail) if ``alive()`` turns false or
+    the server does not answer within ``timeout`` seconds.
+    """
+
+    def answers() -> bool:
+        if not alive():
+            raise RuntimeError(f"moto server died: {describe()}")
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
+                return True
+        except OSError:
+            return False
+
+    try:
+        wait_for(answers, timeout, interval=0.1, what=f"moto server on {endpoint}")
+    except TimeoutError:
+        raise RuntimeError(f"moto server did not answer on {endpoint}: {describe()}") from None
+
+
+@dataclass
+class MotoProcess:
+    """A running ``moto_server`` child process (request recording on when ``recording`` is set)."""
+
+    process: "subprocess.Popen[bytes]"
+    endpoint: str
+    log: Path
+    recording: Optional[Path] = None
+
+    @property
+    def port(self) -> int:
+        """The TCP port the server listens on."""
+        return int(self.endpoint.rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        """Terminate the process (this one only)."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def recorded_requests(self, target_suffix: str) -> list[dict[str, Any]]:
+        """JSON bodies of recorded requests whose ``X-Amz-Target`` ends with ``target_suffix``
+        (e.g. ``.StartBuild``), in order: what went over the wire, which moto itself does not
+        always keep (CodeBuild overrides, for one)."""
+        if self.recording is None:
+            raise RuntimeError("moto_server was started without request recording (record=True)")
+        bodies: list[dict[str, Any]] = []
+        if not self.recording.exists():
+            return bodies
+        for line in self.recording.read_text().splitlines():
+            entry = json.loads(line)
+            target = entry.get("headers", {}).get("X-Amz-Target", "")
+            if not target.endswith(target_suffix):
+                continue
+            body = entry.get("body") or "{}"
+            if entry.get("body_encoded"):
+                body = base64.b64decode(body).decode("utf-8")
+            bodies.append(json.loads(body))
+        return bodies
+
+
+def start_moto_server(workdir: Path, *, record: bool = False, log_name: str = "moto-server.log") -> MotoProcess:
+    """Start ``moto_server -H 127.0.0.1 -p <free port>`` in ``workdir`` and wait until it answers.
+
+    Its output goes to ``workdir / log_name``. With ``record=True`` moto records every request
+    (``MOTO_ENABLE_RECORDING``) to ``workdir / "moto-recording.jsonl"``, read back with
+    :meth:`MotoProcess.recorded_requests`. Raise ``RuntimeError`` if ``moto_server`` is missing,
+    exits, or does not answer.
+    """
+    if not MOTO_SERVER.is_file():
+        raise RuntimeError(f"{MOTO_SERVER} not found: install moto[server] (requirements-dev.txt)")
+    port = free_port()
+    log = workdir / log_name
+    env = dict(os.environ)
+    env.pop("AWS_ENDPOINT_URL", None)
+    recording: Optional[Path] = None
+    if record:
+        recording = workdir / "moto-recording.jsonl"
+        env.update(MOTO_ENABLE_RECORDING="1", MOTO_RECORDER_FILEPATH=str(recording))
+    with open(log, "wb") as log_f:
+        proc = subprocess.Popen(
+            [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
+            env=env,
+            stdout=log_f,
+            stderr=subprocess.STDOUT,
+            cwd=str(workdir),
+        )
+    server = MotoProcess(proc, f"http://127.0.0.1:{port}", log, recording)
+    try:
+        wait_until_answers(server.endpoint, lambda: proc.poll() is None,
+                           lambda: f"exit code {proc.poll()}; log tail:\n{log.read_text()[-2000:]}")
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
+
+
+def aws_test_environment(endpoint: str, workdir: Path, *,
+                         max_attempts: Optional[int] = None) -> dict[str, Optional[str]]:
+    """Environment for boto3: the moto endpoint, dummy credentials, fixed region, no user AWS config
+    (``None`` = unset the variable). ``max_attempts`` sets ``AWS_MAX_ATTEMPTS`` (e.g. 1: moto answers
+    unimplemented operations with HTTP 500, which boto3 would otherwise retry with back-off)."""
+    env: dict[str, Optional[str]] = {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_CONFIG_FILE": str(workdir / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(workdir / "no-aws-credentials"),
+        "AWS_PROFILE": None,
+        "AWS_DEFAULT_PROFILE": None,
+    }
+    if max_attempts is not None:
+        env["AWS_MAX_ATTEMPTS"] = str(max_attempts)
+    return env
