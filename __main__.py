@@ -4,7 +4,12 @@ environment and launch the workloads. Nothing is registered until both checks pa
 import pulumi
 
 from stacks.config import load_config
-from stacks.environment import build_environment, build_workloads, export_outputs, resolve_zones
+from stacks.environment import (
+    build_environment,
+    build_workloads,
+    export_outputs,
+    resolve_zones,
+)
 from stacks.preflight import check
 
 config = load_config(pulumi.get_project(), pulumi.get_stack())  # raises ConfigError: nothing registered

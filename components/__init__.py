@@ -13,7 +13,12 @@ never instances of each other.
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.cluster import TrainingCluster, TrainingClusterArgs
-from components.device_plugins import EfaDevicePlugin, EfaDevicePluginArgs, NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from components.device_plugins import (
+    EfaDevicePlugin,
+    EfaDevicePluginArgs,
+    NvidiaDevicePlugin,
+    NvidiaDevicePluginArgs,
+)
 from components.image import TrainingImage, TrainingImageArgs
 from components.network import TrainingVpc, TrainingVpcArgs
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs

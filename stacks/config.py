@@ -18,16 +18,16 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from components.image import validate_image_reference
 from components.catalog import (
-    REFERENCE_ALLREDUCE_BUSBW_GBPS,
     DEFAULT_KUBERNETES_VERSION,
     EKS_ADDONS,
+    INSTANCE_TYPES,
+    REFERENCE_ALLREDUCE_BUSBW_GBPS,
     SUPPORTED_KUBERNETES_VERSIONS,
     Catalog,
-    INSTANCE_TYPES,
     InstanceType,
 )
+from components.image import validate_image_reference
 
 NAMESPACE = "eks-training"
 

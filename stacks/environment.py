@@ -9,22 +9,6 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.image import TrainingImage, hash_build_context, image_tag_for
-from components.workloads import (
-    SHARED_MOUNT,
-    AllReduceHealthCheck,
-    AllReduceHealthCheckArgs,
-    WorkerPlacement,
-    DatasetStaging,
-    DatasetStagingArgs,
-    ElasticTrainingJob,
-    ElasticTrainingJobArgs,
-    EtcdRendezvous,
-    EvaluationJob,
-    EvaluationJobArgs,
-    run_id as make_run_id,
-    system_node_selector,
-)
 from components import (
     EfsStorage,
     NvidiaDevicePlugin,
@@ -32,12 +16,36 @@ from components import (
     TrainingNodeGroup,
     TrainingVpc,
 )
-from components.cluster import TrainingClusterArgs
-from components.catalog import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, REFERENCE_ALLREDUCE_BUSBW_GBPS
 from components.autoscaler import ClusterAutoscaler
+from components.catalog import (
+    EFA_LABEL,
+    GPU_LABEL,
+    GPU_TAINT,
+    NODE_ROLE_LABEL,
+    REFERENCE_ALLREDUCE_BUSBW_GBPS,
+)
+from components.cluster import TrainingClusterArgs
 from components.device_plugins import EfaDevicePlugin
+from components.image import TrainingImage, hash_build_context, image_tag_for
 from components.nodegroup import NodeTaint, TrainingNodeGroupArgs
 from components.storage import EfsStorageArgs
+from components.workloads import (
+    SHARED_MOUNT,
+    AllReduceHealthCheck,
+    AllReduceHealthCheckArgs,
+    DatasetStaging,
+    DatasetStagingArgs,
+    ElasticTrainingJob,
+    ElasticTrainingJobArgs,
+    EtcdRendezvous,
+    EvaluationJob,
+    EvaluationJobArgs,
+    WorkerPlacement,
+    system_node_selector,
+)
+from components.workloads import (
+    run_id as make_run_id,
+)
 from stacks.config import (
     ConfigError,
     StackConfig,
