@@ -43,21 +43,28 @@ SOURCES: Mapping[str, str] = {
     "EFA pod; 5128 2MiB huge pages pre-allocated by the EFA driver)",
     "OFI": "aws/aws-ofi-nccl doc/efa-env-var.md; aws-samples/awsome-distributed-training 1.architectures/efa-cheatsheet.md",
     "ADT-NCCL": "aws-samples/awsome-distributed-training @ 7217859f micro-benchmarks/nccl-tests/README.md "
-    "(2-node all_reduce_perf busbw: p4de 78.33 GB/s at 2 GiB, p5 487.09 GB/s at 16 GiB)",
+    "(2-node all_reduce_perf busbw: p4de 78.33 GB/s at 2 GiB (Slurm); p5 437.79 GB/s at 2 GiB on EKS)",
     "CA-CHART": "kubernetes/autoscaler charts/cluster-autoscaler/Chart.yaml @ 058219f6 (chart 9.43.1, appVersion 1.31.0); "
     "image tags per Kubernetes minor from the kubernetes/autoscaler release notes (v1.33.6, v1.34.5) and "
     "kubermatic's addon image table (v1.32.3)",
     "AWS-EKS-PRICE": "https://aws.amazon.com/eks/pricing/ ($0.10 per cluster-hour, standard support); "
     "not in ../shared/field-notes.md",
     "AWS-VPC-PRICE": "https://aws.amazon.com/vpc/pricing/ (NAT gateway $0.045/hour in us-east-1, plus "
-    "$0.045/GB processed); not in ../shared/field-notes.md",
+    "$0.045/GB processed; public IPv4 address $0.005/hour); not in ../shared/field-notes.md",
+    "AWS-EBS-PRICE": "https://aws.amazon.com/ebs/pricing/ (gp3 $0.08/GB-month in us-east-1); not in ../shared/field-notes.md",
+    "AWS-KMS-PRICE": "https://aws.amazon.com/kms/pricing/ ($1/month per customer managed key); "
+    "not in ../shared/field-notes.md",
 }
 
-#: Hourly prices of the fixed parts of an environment (us-east-1, USD).
+#: Prices of the fixed parts of an environment (us-east-1, USD): per hour unless the name says month.
 SERVICE_PRICES: Mapping[str, tuple[float, str]] = {
     "eks-cluster": (0.10, "AWS-EKS-PRICE"),
     "nat-gateway": (0.045, "AWS-VPC-PRICE"),
+    "public-ipv4": (0.005, "AWS-VPC-PRICE"),
+    "ebs-gp3-gb-month": (0.08, "AWS-EBS-PRICE"),
+    "kms-key-month": (1.0, "AWS-KMS-PRICE"),
 }
+HOURS_PER_MONTH = 730
 
 
 @dataclass(frozen=True)
@@ -264,11 +271,20 @@ EFA_ENV_BY_FAMILY: Mapping[str, Mapping[str, str]] = {
     "g6e": {"NCCL_SHM_USE_CUDA_MEMCPY": "1"},
 }
 
-#: Published two-node all-reduce bus bandwidth with EFA (GB/s, nccl-tests all_reduce_perf, ADT-NCCL).
-#: The health check's default threshold is a fraction of it.
-REFERENCE_ALLREDUCE_BUSBW_GBPS: Mapping[str, float] = {
-    "p4de.24xlarge": 78.33,
-    "p5.48xlarge": 487.09,
+@dataclass(frozen=True)
+class AllReduceReference:
+    """A published two-node all-reduce bus bandwidth (GB/s, 1e9 bytes/s) at one message size."""
+
+    busbw_gbytes_per_s: float
+    message_bytes: int
+    source: str
+
+
+#: Published two-node nccl-tests all_reduce_perf bus bandwidth with EFA (field notes 7a, ADT-NCCL).
+#: The health check measures at the same message size and, when enforced, requires 80% of it.
+REFERENCE_ALLREDUCE: Mapping[str, AllReduceReference] = {
+    "p4de.24xlarge": AllReduceReference(78.33, 2 << 30, "ADT-NCCL (2 x p4de, Slurm, 2 GiB)"),
+    "p5.48xlarge": AllReduceReference(437.79, 2 << 30, "ADT-NCCL (2 x p5 on EKS, MPIJob, 2 GiB)"),
 }
 
 #: EKS managed add-ons the backbone installs. Versions are resolved per Kubernetes version with

@@ -40,6 +40,8 @@ class SystemNodeGroupSpec(TypedDict):
     desired_size: int
     max_size: int
     disk_size_gib: NotRequired[int]
+    autoscaled: NotRequired[bool]
+    """cluster-autoscaler owns the desired size (EKS tags every managed group for auto-discovery)."""
 
 
 class TrainingClusterArgs(TypedDict):
@@ -238,6 +240,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "max_size": spec["max_size"],
                 "capacity_type": "ON_DEMAND",
                 "disk_size_gib": spec.get("disk_size_gib", 50),
+                "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
                 "tags": tags,
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=early),

@@ -18,6 +18,7 @@ EC2 Capacity Block (``capacity_type="CAPACITY_BLOCK"`` with its reservation id).
 zero nodes work.
 """
 
+import hashlib
 from typing import Literal, Optional, Sequence, TypedDict
 
 import pulumi
@@ -293,9 +294,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 template["k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"] = str(efa_count)
                 template["k8s.io/cluster-autoscaler/node-template/resources/hugepages-2Mi"] = EFA_HUGEPAGES_2MI
             asg_name = node_group.resources.apply(lambda r: str(r[0].autoscaling_groups[0].name))  # type: ignore[index]
-            for i, (key, value) in enumerate(sorted(template.items())):
+            for key, value in sorted(template.items()):
+                # named after the tag key, so adding a label never renames (replaces) another tag
                 aws.autoscaling.Tag(
-                    f"{name}-ca-tag-{i}",
+                    f"{name}-ca-tag-{hashlib.sha256(key.encode()).hexdigest()[:10]}",
                     autoscaling_group_name=asg_name,
                     tag={"key": key, "value": value, "propagate_at_launch": False},
                     opts=pulumi.ResourceOptions(parent=self),

@@ -22,6 +22,8 @@ from components.iam import pod_identity_trust_policy
 EFS_CSI_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
 EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
 EFS_CSI_PROVISIONER = "efs.csi.aws.com"
+#: POSIX user and group the access points enforce (the training image runs as 1000:1000).
+VOLUME_UID = 1000
 
 
 class EfsStorageArgs(TypedDict):
@@ -193,8 +195,10 @@ class EfsStorage(pulumi.ComponentResource):
                 "provisioningMode": "efs-ap",
                 "fileSystemId": file_system_id,
                 "directoryPerms": "770",
-                "gidRangeStart": "50000",
-                "gidRangeEnd": "60000",
+                # A fixed POSIX owner (the training image's user) rather than a per-volume GID, so a
+                # kept file system re-adopted by a new stack is readable by its new access point.
+                "uid": str(VOLUME_UID),
+                "gid": str(VOLUME_UID),
                 "basePath": "/dynamic",
                 "subPathPattern": "${.PVC.namespace}/${.PVC.name}",
                 # A stable directory per PVC, so a rebuilt stack on a kept file system finds its data.

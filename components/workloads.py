@@ -50,6 +50,7 @@ NODE_SHARE = 0.8
 RendezvousBackend = Literal["etcd-v2", "c10d"]
 
 _LABELS = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "eks-training"}
+_NO_EVICT = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 
 
 def k8s_name(*parts: str, limit: int = 63) -> str:
@@ -223,7 +224,8 @@ class EtcdRendezvous(pulumi.ComponentResource):
                 "strategy": {"type": "Recreate"},
                 "selector": {"match_labels": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": name}},
                 "template": {
-                    "metadata": {"labels": labels},
+                    # losing etcd makes every torchrun agent exit: keep the autoscaler from moving it
+                    "metadata": {"labels": labels, "annotations": dict(_NO_EVICT)},
                     "spec": {
                         "node_selector": dict(args.get("node_selector") or {}),
                         "automount_service_account_token": False,
@@ -486,6 +488,7 @@ def _worker_job(
     timeout_s: int,
     await_completion: bool,
     extra_env: Optional[Mapping[str, str]] = None,
+    run_once: bool = False,
 ) -> tuple[k8s.core.v1.Service, k8s.batch.v1.Job]:
     """A headless Service and an Indexed Job of ``workers`` pods, one per node of the group."""
     svc_name = k8s_name(job_name, "workers")
@@ -533,7 +536,8 @@ def _worker_job(
                 ]
             },
             "template": {
-                "metadata": {"labels": {**labels, **selector}},
+                # cluster-autoscaler must not evict a running training pod to consolidate nodes
+                "metadata": {"labels": {**labels, **selector}, "annotations": dict(_NO_EVICT)},
                 "spec": {
                     "restart_policy": "Never",
                     "subdomain": svc_name,
@@ -573,6 +577,7 @@ def _worker_job(
             depends_on=[service],
             delete_before_replace=True,
             custom_timeouts=pulumi.CustomTimeouts(create=minutes, update=minutes),
+            ignore_changes=["spec", "metadata"] if run_once else None,
         ),
     )
     return service, job
@@ -641,9 +646,11 @@ class ElasticTrainingJob(pulumi.ComponentResource):
     rendezvous that an earlier failed attempt closed. A failed pod is replaced by the Job (same
     index) and its torchrun agent re-joins the rendezvous; train.py resumes from the latest
     checkpoint. Node drains and spot interruptions (``DisruptionTarget``) don't count against the
-    backoff; a usage error fails the Job at once. Changing ``workers`` updates the Job in place
-    (``completions`` and ``parallelism`` of an Indexed Job are mutable together): the run continues
-    at the new size.
+    backoff; a launcher usage error (exit code 2: an inconsistent command) fails the Job at once.
+    Changing ``workers`` replaces the Job (pulumi-kubernetes replaces a Job whose completions,
+    parallelism or template change; the old one is deleted first): the new pods keep the run id and
+    output folder, so torchrun re-rendezvouses at the new size and train.py resumes from the latest
+    checkpoint.
     """
 
     job_name: pulumi.Output[str]
@@ -767,7 +774,7 @@ class AllReduceHealthCheckArgs(TypedDict):
     """The training nodes: same group, same requests as the training pods."""
     workers: int
     """Nodes to test (the training job's worker count)."""
-    min_bus_bandwidth_gbps: NotRequired[float]
+    min_bus_bandwidth_gbytes_per_s: NotRequired[float]
     """Fail the Job (and so stop training from being created) below this bus bandwidth."""
     max_bytes: NotRequired[int]
     """Largest all-reduce message. Default 1 GiB on GPU, 64 MiB on CPU."""
@@ -787,6 +794,9 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
     """Name of the Job."""
     report_path: pulumi.Output[str]
     """Path of the JSON report; resolves once the Job completed (passed)."""
+
+    # The check gates the first start of training. Later updates (a new worker count, a new image)
+    # leave the completed Job alone: re-running it would need the nodes the running training holds.
 
     def __init__(
         self, name: str, args: AllReduceHealthCheckArgs, opts: Optional[pulumi.ResourceOptions] = None
@@ -808,8 +818,9 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
                 "--expect-world-size", str(workers * size.procs_per_node),
                 "--output-json", report,
             ]
-            if args.get("min_bus_bandwidth_gbps") is not None:
-                script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbps"])]
+            if args.get("min_bus_bandwidth_gbytes_per_s") is not None:
+                # allreduce_bench.py's --min-busbw-gbps is in GB/s (1e9 bytes/s), like nccl-tests
+                script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbytes_per_s"])]
             cmd = torchrun_command(
                 min_nodes=workers,
                 max_nodes=workers,
@@ -838,6 +849,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             backoff_limit=1,
             timeout_s=timeout_s,
             await_completion=True,
+            run_once=True,
         )
         self.job_name = job.metadata.name
         self.report_path = job.metadata.apply(lambda _: report)
@@ -946,9 +958,11 @@ class EvaluationJob(pulumi.ComponentResource):
                                     {"name": "PYTHONUNBUFFERED", "value": "1"},
                                     {"name": "OMP_NUM_THREADS", "value": "1"},
                                 ],
+                                # requested for the whole wait, so kept small; evaluation of 10,000
+                                # 32x32 images on one CPU takes about a minute
                                 "resources": {
-                                    "requests": {"cpu": "1", "memory": "2Gi"},
-                                    "limits": {"memory": "3Gi"},
+                                    "requests": {"cpu": "250m", "memory": "1Gi"},
+                                    "limits": {"memory": "2Gi"},
                                 },
                                 "volume_mounts": [_SHARED_MOUNT],
                                 "security_context": _container_security(),

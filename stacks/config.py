@@ -22,7 +22,7 @@ from components.catalog import (
     DEFAULT_KUBERNETES_VERSION,
     EKS_ADDONS,
     INSTANCE_TYPES,
-    REFERENCE_ALLREDUCE_BUSBW_GBPS,
+    REFERENCE_ALLREDUCE,
     SUPPORTED_KUBERNETES_VERSIONS,
     Catalog,
     InstanceType,
@@ -204,8 +204,8 @@ class HealthCheckConfig(_Model):
 
     enabled: bool = True
     enforce: bool = False
-    min_bus_bandwidth_gbps: Optional[float] = Field(default=None, gt=0)
-    max_bytes: int = Field(default=1 << 30, ge=1 << 20, le=1 << 34)
+    min_bus_bandwidth_gbytes_per_s: Optional[float] = Field(default=None, gt=0, alias="minBusBandwidthGBps")
+    max_bytes: Optional[int] = Field(default=None, ge=1 << 20, le=1 << 34)
     timeout_minutes: int = Field(default=60, ge=5, le=1440)
 
 
@@ -284,8 +284,12 @@ class StackConfig:
         return self.catalog.require(name)
 
     def group_instance(self, group: str) -> InstanceType:
-        """Facts for a worker group's first instance type (all its types share GPU counts)."""
-        return self.instance(self.node_groups[group].instance_types[0])
+        """Facts for a worker group: its smallest instance type (by vCPUs, then memory). All types of
+        a group share GPU and EFA counts (validated), so pods sized from this fit on any of them."""
+        types = [self.instance(t) for t in self.node_groups[group].instance_types]
+        return min(
+            types, key=lambda f: (f.allocatable_cpu_m or f.vcpus * 1000, f.allocatable_memory_mib or f.memory_mib)
+        )
 
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -648,6 +652,11 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
         problems.append(f"{_key('storage.pvcName')}: {storage.pvc_name!r} is not a valid object name")
     if not _NAME_RE.match(storage.storage_class_name):
         problems.append(f"{_key('storage.storageClassName')}: {storage.storage_class_name!r} is not a valid name")
+    if storage.performance_mode == "maxIO" and storage.throughput_mode == "elastic":
+        problems.append(
+            f"{_key('storage.performanceMode')}: maxIO does not support Elastic throughput; use generalPurpose "
+            f"(recommended) or set {_key('storage.throughputMode')}: bursting"
+        )
     if storage.file_system_id is not None and not re.match(r"^fs-[0-9a-f]{8,17}$", storage.file_system_id):
         problems.append(f"{_key('storage.fileSystemId')}: {storage.file_system_id!r} is not an EFS id (fs-0123abcd...)")
     if not _QUANTITY_RE.match(storage.capacity):
@@ -722,12 +731,14 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
         problems.append(f"{_key('evaluation')}: set without {_key('training')}; evaluation needs a training run")
 
     health: HealthCheckConfig = parsed.get("healthCheck") or HealthCheckConfig()
-    if health.enforce and health.min_bus_bandwidth_gbps is None and training is not None and training.node_group in groups:
+    if health.max_bytes is not None and health.max_bytes & (health.max_bytes - 1):
+        problems.append(f"{_key('healthCheck.maxBytes')}: {health.max_bytes} is not a power of two (e.g. 1073741824)")
+    if health.enforce and health.min_bus_bandwidth_gbytes_per_s is None and training is not None and training.node_group in groups:
         facts = catalog.get(groups[training.node_group].instance_types[0])
-        if facts is not None and facts.name not in REFERENCE_ALLREDUCE_BUSBW_GBPS:
+        if facts is not None and facts.name not in REFERENCE_ALLREDUCE:
             problems.append(
                 f"{_key('healthCheck.enforce')}: there is no published all-reduce bandwidth for {facts.name} to derive a "
-                f"threshold from; set {_key('healthCheck.minBusBandwidthGbps')}"
+                f"threshold from; set {_key('healthCheck.minBusBandwidthGBps')} (GB/s)"
             )
 
     if problems:

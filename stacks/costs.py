@@ -1,14 +1,15 @@
 """Hourly cost estimate of a stack (us-east-1 On-Demand list prices from the catalog).
 
-Counts the EKS control plane, NAT gateways and EC2 instances; excludes data transfer, NAT data
-processing, EBS volumes, EFS storage and CloudWatch logs (usage-dependent). "Running" uses the
+Counts the EKS control plane, NAT gateways and their public IPv4 addresses, the secrets KMS key, EC2
+instances and their gp3 root volumes; excludes what depends on usage (data transfer, NAT data
+processing, EFS storage, ECR storage, CloudWatch logs, CodeBuild minutes, KMS requests). "Running" uses the
 desired sizes, "idle" the minimum sizes. Spot groups are priced at On-Demand (an upper bound).
 """
 
 from dataclasses import dataclass
 from typing import Optional
 
-from components.catalog import SERVICE_PRICES
+from components.catalog import HOURS_PER_MONTH, SERVICE_PRICES
 from stacks.config import StackConfig
 
 
@@ -22,22 +23,24 @@ class CostEstimate:
 
 def estimate(cfg: StackConfig) -> CostEstimate:
     """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
-    fixed = SERVICE_PRICES["eks-cluster"][0]
+    price = {k: v[0] for k, v in SERVICE_PRICES.items()}
+    fixed = price["eks-cluster"] + price["kms-key-month"] / HOURS_PER_MONTH
     if cfg.network is not None:
         zones = len(cfg.network.availability_zones or []) or cfg.network.availability_zone_count
-        fixed += SERVICE_PRICES["nat-gateway"][0] * (zones if cfg.network.nat_gateways == "perAz" else 1)
+        nats = zones if cfg.network.nat_gateways == "perAz" else 1
+        fixed += (price["nat-gateway"] + price["public-ipv4"]) * nats
+    disk_hour = price["ebs-gp3-gb-month"] / HOURS_PER_MONTH
 
     def nodes(attr: str) -> Optional[float]:
-        total = 0.0
         sys_price = cfg.instance(cfg.system_node_group.instance_type).price_per_hour
         if sys_price is None:
             return None
-        total += sys_price * getattr(cfg.system_node_group, attr)
+        total = (sys_price + cfg.system_node_group.disk_size_gib * disk_hour) * getattr(cfg.system_node_group, attr)
         for g in cfg.node_groups.values():
-            price = cfg.instance(g.instance_types[0]).price_per_hour
-            if price is None:
+            node_price = cfg.instance(g.instance_types[0]).price_per_hour
+            if node_price is None:
                 return None
-            total += price * getattr(g, attr)
+            total += (node_price + g.disk_size_gib * disk_hour) * getattr(g, attr)
         return total
 
     running, idle = nodes("desired_size"), nodes("min_size")

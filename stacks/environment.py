@@ -22,7 +22,7 @@ from components.catalog import (
     GPU_LABEL,
     GPU_TAINT,
     NODE_ROLE_LABEL,
-    REFERENCE_ALLREDUCE_BUSBW_GBPS,
+    REFERENCE_ALLREDUCE,
 )
 from components.cluster import TrainingClusterArgs
 from components.device_plugins import EfaDevicePlugin
@@ -156,6 +156,7 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
             "desired_size": cfg.system_node_group.desired_size,
             "max_size": cfg.system_node_group.max_size,
             "disk_size_gib": cfg.system_node_group.disk_size_gib,
+            "autoscaled": cfg.autoscaler.enabled and bool(cfg.node_groups),
         },
         "endpoint_public_access": c.endpoint_public_access,
         "public_access_cidrs": c.public_access_cidrs,
@@ -237,7 +238,11 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
 
     s = cfg.storage
     storage_args: EfsStorageArgs = {
-        "cluster_name": cluster.cluster_name,
+        # resolves after the system node group exists: the CSI add-on is created after the nodes its
+        # controller runs on, and on destroy the claim and the add-on go before those nodes
+        "cluster_name": pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(
+            lambda v: str(v[0])
+        ),
         "cluster_name_plain": name,
         "kubernetes_version": c.kubernetes_version,
         "vpc_id": vpc_id,
@@ -299,13 +304,24 @@ def health_threshold(cfg: StackConfig) -> Optional[float]:
     """The all-reduce bus bandwidth (GB/s) below which training must not start, or None (report only).
     Enforced checks default to 80% of the published two-node figure for the instance type."""
     hc = cfg.health_check
-    if hc.min_bus_bandwidth_gbps is not None:
-        return hc.min_bus_bandwidth_gbps
+    if hc.min_bus_bandwidth_gbytes_per_s is not None:
+        return hc.min_bus_bandwidth_gbytes_per_s
     if not hc.enforce or cfg.training is None or cfg.training.node_group is None:
         return None
     facts = cfg.group_instance(cfg.training.node_group)
-    reference = REFERENCE_ALLREDUCE_BUSBW_GBPS.get(facts.name)
-    return None if reference is None else round(0.8 * reference, 2)
+    reference = REFERENCE_ALLREDUCE.get(facts.name)
+    return None if reference is None else round(0.8 * reference.busbw_gbytes_per_s, 2)
+
+
+def health_message_bytes(cfg: StackConfig) -> Optional[int]:
+    """Largest all-reduce message of the check: configured, else the reference's size for the
+    training group's type (so measurement and threshold compare like with like), else the default."""
+    if cfg.health_check.max_bytes is not None:
+        return cfg.health_check.max_bytes
+    if cfg.training is None or cfg.training.node_group is None:
+        return None
+    reference = REFERENCE_ALLREDUCE.get(cfg.group_instance(cfg.training.node_group).name)
+    return None if reference is None else reference.message_bytes
 
 
 def build_workloads(env: Environment) -> Optional[Workloads]:
@@ -404,11 +420,12 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
             "timeout_minutes": hc.timeout_minutes,
             "after": staging.data_dir,
         }
-        if facts.is_gpu:
-            health_args["max_bytes"] = hc.max_bytes
+        message_bytes = health_message_bytes(cfg)
+        if message_bytes is not None:
+            health_args["max_bytes"] = message_bytes
         threshold = health_threshold(cfg)
         if threshold is not None:
-            health_args["min_bus_bandwidth_gbps"] = threshold
+            health_args["min_bus_bandwidth_gbytes_per_s"] = threshold
         health = AllReduceHealthCheck(f"{name}-allreduce", health_args, opts=k8s_opts)
         data_dir = pulumi.Output.all(staging.data_dir, health.report_path).apply(lambda v: str(v[0]))
 

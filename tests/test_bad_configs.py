@@ -111,8 +111,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("bad reservation id", group(capacityReservationId="res-1", availabilityZone="us-east-1a"), ["eks-training:nodeGroups.gpu.capacityReservationId: 'res-1' is not a reservation id"]),
     ("EFA types with different interface counts", group(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT", availabilityZone="us-east-1a"), ["EFA groups need one interface count", "p5.48xlarge (32)", "p5en.48xlarge (16)"]),
     ("old VPC CNI for efa-only", both(group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"), setk("cluster", {"addonVersions": {"vpc-cni": "v1.18.3-eksbuild.1"}})), ["eks-training:cluster.addonVersions.vpc-cni: v1.18.3-eksbuild.1 is older than v1.18.5"]),
-    ("enforced check without a reference", both(group(instanceTypes=["g5.48xlarge"], efa=False), setk("training", {"nodeGroup": "gpu", "workers": 1}), setk("healthCheck", {"enforce": True})), ["eks-training:healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge", "minBusBandwidthGbps"]),
+    ("enforced check without a reference", both(group(instanceTypes=["g5.48xlarge"], efa=False), setk("training", {"nodeGroup": "gpu", "workers": 1}), setk("healthCheck", {"enforce": True})), ["eks-training:healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge", "minBusBandwidthGBps"]),
     ("unknown type without facts", group(instanceTypes=["p7.96xlarge"]), ["unknown instance type 'p7.96xlarge'", "instanceFacts.p7.96xlarge"]),
+    ("maxIO with elastic throughput", setk("storage", {"performanceMode": "maxIO"}), ["eks-training:storage.performanceMode: maxIO does not support Elastic throughput"]),
+    ("health check size not a power of two", setk("healthCheck", {"maxBytes": 3000000}), ["eks-training:healthCheck.maxBytes: 3000000 is not a power of two"]),
     ("accuracy above 1", setk("evaluation", {"minAccuracy": 90}), ["eks-training:evaluation.minAccuracy", "less than or equal to 1"]),
 ]
 

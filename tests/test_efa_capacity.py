@@ -12,7 +12,7 @@ from components.catalog import (
     HELM_CHARTS,
     INSTANCE_TYPES,
     NODE_ROLE_LABEL,
-    REFERENCE_ALLREDUCE_BUSBW_GBPS,
+    REFERENCE_ALLREDUCE,
 )
 from stacks.costs import estimate
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
@@ -241,8 +241,11 @@ def test_health_check_gates_training_with_the_catalog_threshold() -> None:
     (c,) = check.inputs["spec"]["template"]["spec"]["containers"]
     cmd = c["command"]
     assert "/app/allreduce_bench.py" in cmd
-    expected = round(0.8 * REFERENCE_ALLREDUCE_BUSBW_GBPS["p5.48xlarge"], 2)
+    reference = REFERENCE_ALLREDUCE["p5.48xlarge"]
+    expected = round(0.8 * reference.busbw_gbytes_per_s, 2)
     assert cmd[cmd.index("--min-busbw-gbps") + 1] == str(expected)
+    # measured at the message size the reference was published for
+    assert cmd[cmd.index("--max-bytes") + 1] == str(reference.message_bytes)
     assert "--nnodes=2:2" in cmd and "--nproc-per-node=8" in cmd and "--max-restarts=0" in cmd
     assert cmd[cmd.index("--expect-world-size") + 1] == "16"
     # a report-only check (no threshold) on the workshop stack, exercised here with gloo
@@ -258,3 +261,68 @@ def test_preview_keeps_efa_counts_known() -> None:
     lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
     assert len(lt.inputs["networkInterfaces"]) == 32
     assert contains_unknown(lt.inputs["networkInterfaces"][0]["securityGroups"])
+
+
+def test_autoscaler_owns_desired_sizes_and_may_not_evict_training() -> None:
+    p = run_program("workshop")
+    for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
+        # EKS tags every managed group for auto-discovery, the system group included
+        assert ng.ignore_changes == ["scalingConfig.desiredSize"], ng.name
+    no_evict = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+    for r in p.of_type("kubernetes:batch/v1:Job") + p.of_type("kubernetes:apps/v1:Deployment"):
+        if r.name.endswith(("-train-job", "-allreduce-job", "-etcd-deployment")):
+            assert r.inputs["spec"]["template"]["metadata"]["annotations"] == no_evict, r.name
+    off = stack_config("workshop")
+    off[f"{PROJECT}:autoscaler"] = {"enabled": False}
+    p2 = run_program("workshop", config=off)
+    assert not [r for r in p2.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "cluster-autoscaler"]
+    assert all(ng.ignore_changes == [] for ng in p2.of_type("aws:eks/nodeGroup:NodeGroup"))
+    assert not p2.of_type("aws:autoscaling/tag:Tag")
+
+
+def test_autoscaler_tags_keep_their_identity_when_labels_change() -> None:
+    before = {t.urn: t.inputs["tag"]["key"] for t in run_program("g6").of_type("aws:autoscaling/tag:Tag")}
+    cfg = _with_group("g6", labels={"team": "vision"})
+    after = {t.urn: t.inputs["tag"]["key"] for t in run_program("g6", config=cfg).of_type("aws:autoscaling/tag:Tag")}
+    assert len(after) == len(before) + 1
+    for urn, key in before.items():
+        assert after[urn] == key, "an existing tag resource keeps its key (no replacement shuffle)"
+
+
+def test_health_check_runs_once_and_is_left_alone_by_updates() -> None:
+    p = run_program("p5")
+    check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
+    assert set(check.ignore_changes) == {"spec", "metadata"}
+    train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
+    assert train.ignore_changes == []
+
+
+def test_multi_type_spot_pods_fit_the_smallest_type() -> None:
+    cfg = stack_config("g6")
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(capacityType="SPOT", instanceTypes=["g6.xlarge", "g4dn.xlarge"])
+    p = run_program("g6", config=cfg)
+    train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
+    (c,) = train.inputs["spec"]["template"]["spec"]["containers"]
+    mem_mib = int(c["resources"]["requests"]["memory"].rstrip("Mi"))
+    for t in ("g6.xlarge", "g4dn.xlarge"):
+        facts = INSTANCE_TYPES[t]
+        assert mem_mib <= (facts.allocatable_memory_mib or facts.memory_mib), t
+
+
+def test_efs_claim_and_driver_go_before_the_system_nodes() -> None:
+    p = run_program("dev")
+    addon = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == "aws-efs-csi-driver")
+    system_ng = _ng(p, "system")
+    assert system_ng.urn in addon.deps_of("clusterName")
+    pvc = p.one("kubernetes:core/v1:PersistentVolumeClaim")
+    assert p.depends_transitively(pvc, system_ng.urn)
+
+
+def test_volume_owner_is_the_image_user() -> None:
+    from tests.harness import REPO
+
+    p = run_program("dev")
+    params = p.one("kubernetes:storage.k8s.io/v1:StorageClass").inputs["parameters"]
+    assert "gidRangeStart" not in params, "a per-volume GID would lock a re-adopted file system's data away"
+    assert params["uid"] == params["gid"] == "1000"
+    assert "USER 1000:1000" in (REPO / "training" / "Dockerfile").read_text()

@@ -214,7 +214,9 @@ def test_changed_training_source_rebuilds_only_the_image_and_jobs(tmp_path: Path
     }, changed
 
 
-def test_resizing_the_job_changes_only_its_size() -> None:
+def test_resizing_keeps_the_run() -> None:
+    """A new worker count replaces the training Job (pulumi-kubernetes replaces Jobs whose size or
+    template changes; delete-before-replace, same name), and the new pods continue the same run."""
     cfg = stack_config("workshop")
     before = run_program("workshop", config=cfg)
     cfg = stack_config("workshop")
@@ -223,6 +225,7 @@ def test_resizing_the_job_changes_only_its_size() -> None:
     resized = run_program("workshop", config=cfg)
     a, b = _job(before, "-train-job"), _job(resized, "-train-job")
     assert a.urn == b.urn and a.inputs["metadata"]["name"] == b.inputs["metadata"]["name"]
+    assert a.inputs["spec"]["completions"] == 2
     assert (b.inputs["spec"]["completions"], b.inputs["spec"]["parallelism"]) == (3, 3)
     cmd_a, cmd_b = _container(a)["command"], _container(b)["command"]
     # the run id and output folder stay (the resized job resumes the same run); only MAX changes
