@@ -818,6 +818,9 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
                 "--expect-world-size", str(workers * size.procs_per_node),
                 "--output-json", report,
             ]
+            if placement.get("efa"):
+                # fail, rather than measure TCP, when a node lacks its EFA devices or the OFI plugin
+                script += ["--require-efa", str(placement["instance"].max_efa_interfaces)]
             if args.get("min_bus_bandwidth_gbytes_per_s") is not None:
                 # allreduce_bench.py's --min-busbw-gbps is in GB/s (1e9 bytes/s), like nccl-tests
                 script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbytes_per_s"])]
@@ -850,6 +853,8 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             timeout_s=timeout_s,
             await_completion=True,
             run_once=True,
+            # NCCL logs its transport ("NET/OFI ... Libfabric" on EFA) in the check's pod logs
+            extra_env={"NCCL_DEBUG": "INFO"} if size.gpus else None,
         )
         self.job_name = job.metadata.name
         self.report_path = job.metadata.apply(lambda _: report)

@@ -238,3 +238,31 @@ def test_single_process_busbw_is_zero_and_threshold_fails(tmp_path: Path) -> Non
     assert summary["max_busbw_gbps"] == 0.0
     assert all(s["busbw_gbps"] == 0.0 for s in summary["sizes"])
     assert "0 by definition" in summary["reason"]
+
+
+def test_efa_readiness_needs_devices_and_the_ofi_plugin(tmp_path: Path) -> None:
+    """--require-efa: a node without the EFA devices or without aws-ofi-nccl fails the check (exit 6)
+    instead of measuring TCP and passing as if it were EFA."""
+    dev = tmp_path / "dev"
+    lib = tmp_path / "lib" / "x86_64-linux-gnu"
+    dev.mkdir()
+    lib.mkdir(parents=True)
+    problems = bench.efa_problems(2, dev_dir=dev, library_path=str(tmp_path / "lib"))
+    assert len(problems) == 2 and "0 EFA device(s)" in problems[0] and "libnccl-net" in problems[1]
+    (dev / "uverbs0").touch()
+    (dev / "uverbs1").touch()
+    (lib / "libnccl-net.so").touch()
+    assert bench.efa_problems(2, dev_dir=dev, library_path=str(tmp_path / "lib")) == []
+    assert len(bench.efa_problems(4, dev_dir=dev, library_path=str(tmp_path / "lib"))) == 1
+
+
+def test_require_efa_fails_a_node_without_efa(tmp_path: Path) -> None:
+    """A real single-process run on this machine (no EFA here) exits 6 and says why."""
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH_PY), "--max-bytes", "1048576", "--iters", "1", "--require-efa", "1", "--output-json", str(report)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 6, proc.stderr
+    summary = json.loads(report.read_text())
+    assert summary["passed"] is False and "EFA is not usable" in summary["reason"]

@@ -326,3 +326,22 @@ def test_volume_owner_is_the_image_user() -> None:
     assert "gidRangeStart" not in params, "a per-volume GID would lock a re-adopted file system's data away"
     assert params["uid"] == params["gid"] == "1000"
     assert "USER 1000:1000" in (REPO / "training" / "Dockerfile").read_text()
+
+
+def test_efa_health_check_refuses_to_measure_tcp() -> None:
+    """On EFA groups the check requires the node's EFA devices and the OFI plugin, which the image
+    installs (EFA installer, pinned)."""
+    from tests.harness import REPO
+
+    p = run_program("p4d")
+    check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
+    (c,) = check.inputs["spec"]["template"]["spec"]["containers"]
+    assert c["command"][c["command"].index("--require-efa") + 1] == str(INSTANCE_TYPES["p4d.24xlarge"].max_efa_interfaces)
+    assert {"name": "NCCL_DEBUG", "value": "INFO"} in c["env"]
+    dockerfile = (REPO / "training" / "Dockerfile").read_text()
+    assert "efa_installer.sh" in dockerfile and "--skip-kmod" in dockerfile
+    assert "ARG EFA_INSTALLER_VERSION=1.47.0" in dockerfile and "/opt/amazon/ofi-nccl/lib" in dockerfile
+    cpu = run_program("workshop")
+    wc = next(j for j in cpu.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
+    (c,) = wc.inputs["spec"]["template"]["spec"]["containers"]
+    assert "--require-efa" not in c["command"]

@@ -83,6 +83,7 @@ EXIT_OK = 0
 EXIT_BELOW_THRESHOLD = 3
 EXIT_WRONG_RESULT = 4
 EXIT_WORLD_SIZE = 5
+EXIT_NO_EFA = 6
 EXIT_REPORT_ERROR = 1
 
 
@@ -177,6 +178,23 @@ def decide_outcome(correct: bool, world_size: int, busbw_at_max_size: float,
              f"threshold {threshold_gbps:g} GB/s"))
 
 
+def efa_problems(expected_interfaces: int, dev_dir: Path = Path("/dev/infiniband"),
+                 library_path: str | None = None) -> list[str]:
+    """Why NCCL on this node would not use EFA (empty when it can): the EFA devices the device plugin
+    passes into the pod (``uverbs*``, one per interface) and the aws-ofi-nccl plugin
+    (``libnccl-net*.so``) on the library path. Without either, NCCL silently falls back to TCP."""
+    problems: list[str] = []
+    devices = sorted(p.name for p in dev_dir.glob("uverbs*")) if dev_dir.is_dir() else []
+    if len(devices) < expected_interfaces:
+        problems.append(f"{len(devices)} EFA device(s) in {dev_dir}, expected {expected_interfaces} "
+                        "(is vpc.amazonaws.com/efa requested and the EFA device plugin running?)")
+    dirs = [Path(d) for d in (library_path if library_path is not None else os.environ.get("LD_LIBRARY_PATH", "")).split(":") if d]
+    candidates = [d for d in dirs if d.is_dir()] + [sub for d in dirs if d.is_dir() for sub in d.iterdir() if sub.is_dir()]
+    if not any(any(d.glob("libnccl-net*.so*")) for d in candidates):
+        problems.append("no aws-ofi-nccl plugin (libnccl-net*.so) on LD_LIBRARY_PATH: the image lacks the EFA installer")
+    return problems
+
+
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -239,6 +257,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="timed all-reduces per size (default 20)")
     parser.add_argument("--min-busbw-gbps", type=_positive_float, default=None,
                         help="fail (exit 3) when busbw at the largest size is below this many GB/s")
+    parser.add_argument("--require-efa", type=_positive_int, default=None, metavar="INTERFACES",
+                        help="fail (exit 6) unless every node has this many EFA devices and the "
+                             "aws-ofi-nccl plugin, so a check over TCP cannot pass as an EFA check")
     parser.add_argument("--expect-world-size", type=_positive_int, default=None,
                         help="fail (exit 5) unless exactly this many processes joined")
     parser.add_argument("--output-json", type=Path, default=None,
@@ -456,6 +477,25 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
     emit(ctx, {"event": "allreduce_start", "world_size": ctx.world_size, "backend": ctx.backend,
                "sizes_bytes": args.sizes, "warmup": args.warmup, "iters": args.iters,
                "threshold_gbps": args.min_busbw_gbps, "time": round(time.time(), 3)})
+    if args.require_efa is not None:
+        local = efa_problems(args.require_efa)
+        gathered: list[Any] = [None] * ctx.world_size
+        dist.all_gather_object(gathered, [f"{socket.gethostname()}: {p}" for p in local])
+        problems = sorted({p for rank_problems in gathered for p in rank_problems})
+        if problems:
+            summary = {"event": "allreduce_summary", "world_size": ctx.world_size, "backend": ctx.backend,
+                       "passed": False, "exit_code": EXIT_NO_EFA, "reason": "EFA is not usable: " + "; ".join(problems),
+                       "time": round(time.time(), 3)}
+            if ctx.is_main:
+                emit(ctx, summary)
+                print(f"allreduce_bench: FAILED (exit {EXIT_NO_EFA}): {summary['reason']}", file=sys.stderr, flush=True)
+                if args.output_json is not None:
+                    try:
+                        write_json_atomic(args.output_json, summary)
+                    except OSError as exc:
+                        print(f"allreduce_bench: cannot write --output-json: {exc}", file=sys.stderr, flush=True)
+            dist.barrier()
+            return EXIT_NO_EFA
     results = measure(ctx, args)
     hosts = gather_hosts(ctx)
     summary = build_summary(ctx, args, results, hosts)
