@@ -247,6 +247,13 @@ CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = {
     "1.34": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
 }
 
+#: Oldest VPC CNI that supports ``efa-only`` interfaces (EKS-EFA-2024: "VPC CNI >= 1.18.5").
+EFA_ONLY_MIN_VPC_CNI: tuple[int, int, int] = (1, 18, 5)
+
+#: UID and GID the training image runs as (training/Dockerfile ``USER``); pods run as it and the EFS
+#: access points own the shared volume's files as it.
+TRAINING_IMAGE_UID = 1000
+
 #: Huge pages an EFA training pod requests (the EFA driver pre-allocates 5128 x 2 MiB; EKS-EFA-2024).
 EFA_HUGEPAGES_2MI = "5120Mi"
 
@@ -311,7 +318,7 @@ SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.31", "1.32", "1.33", "1.34"
 DEFAULT_KUBERNETES_VERSION = "1.33"
 
 #: Label and taint the GPU node groups get; the NVIDIA device plugin selects and tolerates them.
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 GPU_LABEL = ("eks-training/accelerator", "nvidia")
 EFA_LABEL = ("eks-training/efa", "true")
 NODE_ROLE_LABEL = "eks-training/role"

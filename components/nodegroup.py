@@ -19,7 +19,7 @@ zero nodes work.
 """
 
 import hashlib
-from typing import Literal, Optional, Sequence, TypedDict
+from typing import Literal, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -40,12 +40,37 @@ from components.catalog import (
 IMDS_HOP_LIMIT = 2
 
 
+#: Kubernetes taint effects and their EKS API spelling.
+TAINT_EFFECTS_EKS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+
 class NodeTaint(TypedDict):
-    """A taint in EKS API spelling (``effect`` is NO_SCHEDULE, PREFER_NO_SCHEDULE or NO_EXECUTE)."""
+    """A taint in Kubernetes spelling (``effect`` is NoSchedule, PreferNoSchedule or NoExecute)."""
 
     key: str
     value: NotRequired[str]
-    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"]
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+def node_scheduling(
+    role: str,
+    gpus: int,
+    efa: bool,
+    labels: Optional[Mapping[str, str]] = None,
+    taints: Optional[Sequence[NodeTaint]] = None,
+) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The labels and taints (Kubernetes spelling) every node of a group carries: its role label,
+    the GPU label and taint on GPU types, the EFA label on EFA groups, then the user's own. Node
+    groups are built from this and workloads select and tolerate with it, so they cannot disagree."""
+    out_labels = {NODE_ROLE_LABEL: role, **dict(labels or {})}
+    out_taints: list[dict[str, str]] = []
+    if gpus > 0:
+        out_labels[GPU_LABEL[0]] = GPU_LABEL[1]
+        out_taints.append(dict(GPU_TAINT))
+    if efa:
+        out_labels[EFA_LABEL[0]] = EFA_LABEL[1]
+    out_taints += [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]} for t in taints or []]
+    return out_labels, out_taints
 
 
 class TrainingNodeGroupArgs(TypedDict):
@@ -90,7 +115,7 @@ class TrainingNodeGroupArgs(TypedDict):
     labels: NotRequired[dict[str, str]]
     """Extra Kubernetes node labels."""
     taints: NotRequired[Sequence[NodeTaint]]
-    """Extra taints (the GPU taint is added automatically)."""
+    """Extra taints, Kubernetes spelling (the GPU taint is added automatically)."""
     tags: NotRequired[dict[str, str]]
     """AWS tags for the node group, launch template, instances and volumes."""
 
@@ -143,13 +168,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         if capacity_type == "SPOT" and reservation:
             raise ValueError(f"{name}: a capacity reservation cannot be used with SPOT")
         tags = dict(args.get("tags") or {})
-        labels: dict[str, str] = {NODE_ROLE_LABEL: args["role"], **dict(args.get("labels") or {})}
-        taints: list[NodeTaint] = list(args.get("taints") or [])
-        if gpus > 0:
-            labels[GPU_LABEL[0]] = GPU_LABEL[1]
-            taints.insert(0, {"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": "NO_SCHEDULE"})
-        if efa:
-            labels[EFA_LABEL[0]] = EFA_LABEL[1]
+        labels, taints = node_scheduling(args["role"], gpus, efa, args.get("labels"), args.get("taints"))
         ami_type = AMI_TYPES["nvidia"] if gpus > 0 else AMI_TYPES["cpu"]
 
         interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]] = None
@@ -245,7 +264,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             "max_size": args["max_size"],
         }
         eks_taints: list[aws.eks.NodeGroupTaintArgsDict] = [
-            {"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]} for t in taints
+            {"key": t["key"], "value": t["value"], "effect": TAINT_EFFECTS_EKS[t["effect"]]} for t in taints
         ]
         lt_ref: aws.eks.NodeGroupLaunchTemplateArgsDict = {
             "id": launch_template.id,
@@ -272,21 +291,18 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             ),
         )
 
-        effect_k8s = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}
         self.node_group_name = node_group.node_group_name
         self.node_group_arn = node_group.arn
         self.launch_template_id = launch_template.id
         self.labels = pulumi.Output.from_input(labels)
-        self.taints = pulumi.Output.from_input(
-            [{"key": t["key"], "value": t.get("value", ""), "effect": effect_k8s[t["effect"]]} for t in taints]
-        )
+        self.taints = pulumi.Output.from_input(taints)
         if args.get("autoscaler_tags"):
             # Managed node groups don't copy their labels/taints/resources to the Auto Scaling group;
             # cluster-autoscaler reads these tags to build a template node when the group is at zero.
             template: dict[str, str] = {f"k8s.io/cluster-autoscaler/node-template/label/{k}": v for k, v in labels.items()}
             for t in taints:
                 template[f"k8s.io/cluster-autoscaler/node-template/taint/{t['key']}"] = (
-                    f"{t.get('value', '')}:{effect_k8s[t['effect']]}"
+                    f"{t['value']}:{t['effect']}"
                 )
             if gpus:
                 template["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] = str(gpus)

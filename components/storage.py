@@ -17,13 +17,14 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.catalog import TRAINING_IMAGE_UID
 from components.iam import pod_identity_trust_policy
 
 EFS_CSI_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
 EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
 EFS_CSI_PROVISIONER = "efs.csi.aws.com"
-#: POSIX user and group the access points enforce (the training image runs as 1000:1000).
-VOLUME_UID = 1000
+#: POSIX user and group the access points enforce: the training image's user.
+VOLUME_UID = TRAINING_IMAGE_UID
 
 
 class EfsStorageArgs(TypedDict):

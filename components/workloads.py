@@ -30,15 +30,16 @@ from components.catalog import (
     EFA_HUGEPAGES_2MI,
     IMAGES,
     NODE_ROLE_LABEL,
+    TRAINING_IMAGE_UID,
     InstanceType,
 )
 from components.iam import pod_identity_trust_policy
 
 #: Where the shared volume is mounted in every pod.
 SHARED_MOUNT = "/data"
-#: UID/GID the training image runs as (training/Dockerfile); set explicitly so prebuilt images
-#: that default to root also run unprivileged.
-IMAGE_UID = 1000
+#: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
+#: default to root also run unprivileged.
+IMAGE_UID = TRAINING_IMAGE_UID
 C10D_PORT = 29400
 ETCD_CLIENT_PORT = 2379
 #: Exit code of train.py/evaluate.py for a usage error (argparse): retrying cannot help.

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from components.catalog import (
     DEFAULT_KUBERNETES_VERSION,
+    EFA_ONLY_MIN_VPC_CNI,
     EKS_ADDONS,
     INSTANCE_TYPES,
     REFERENCE_ALLREDUCE,
@@ -365,10 +366,11 @@ def default_public_subnet_cidrs(vpc: ipaddress.IPv4Network, count: int) -> list[
     return [str(s) for s in list(last_quarter.subnets(new_prefix=vpc.prefixlen + 6))[:count]]
 
 
-def load_config(project: str, stack: str, *, available_zones: Optional[list[str]] = None) -> StackConfig:
+def load_config(project: str, stack: str) -> StackConfig:
     """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem.
 
-    ``available_zones`` (when given) is the region's list of AZ names: configured AZs must be in it.
+    Zone availability in the region is checked later, by :func:`choose_zones`, when the region's
+    zones are known (still before any resource is registered).
     """
     raw = _raw_config()
     problems: list[str] = []
@@ -466,11 +468,11 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
                     f"{_key(f'cluster.adminRoleArns[{i}]')}: {arn!r} is not an IAM role ARN "
                     "(arn:aws:iam::123456789012:role/NAME)"
                 )
-        unknown_addons = sorted(set(cluster.addon_versions) - set(_addon_names()))
+        unknown_addons = sorted(set(cluster.addon_versions) - set(EKS_ADDONS))
         if unknown_addons:
             problems.append(
                 f"{_key('cluster.addonVersions')}: unknown add-on(s) {', '.join(unknown_addons)}; "
-                f"pin only {', '.join(_addon_names())}"
+                f"pin only {', '.join(EKS_ADDONS)}"
             )
     elif DEFAULT_KUBERNETES_VERSION not in SUPPORTED_KUBERNETES_VERSIONS:  # pragma: no cover - catalog sanity
         problems.append("catalog: DEFAULT_KUBERNETES_VERSION is not in SUPPORTED_KUBERNETES_VERSIONS")
@@ -526,17 +528,7 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
             for i, az in enumerate(azs):
                 if not _AZ_RE.match(az):
                     problems.append(f"{_key(f'network.availabilityZones[{i}]')}: {az!r} is not a zone name (us-east-1a)")
-                elif available_zones is not None and az not in available_zones:
-                    problems.append(
-                        f"{_key(f'network.availabilityZones[{i}]')}: {az} is not available in this region; "
-                        f"choose from {', '.join(available_zones)}"
-                    )
             az_count = len(azs)
-        elif available_zones is not None and len(available_zones) < az_count:
-            problems.append(
-                f"{_key('network.availabilityZoneCount')}: the region has {len(available_zones)} zones, "
-                f"asked for {az_count}; lower availabilityZoneCount"
-            )
         subnet_nets: list[tuple[str, ipaddress.IPv4Network]] = []
         for field_name, cidrs, default_fn in (
             ("privateSubnetCidrs", network.private_subnet_cidrs, default_private_subnet_cidrs),
@@ -767,7 +759,6 @@ def load_config(project: str, stack: str, *, available_zones: Optional[list[str]
 
 
 _RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
-EFA_ONLY_MIN_VPC_CNI = (1, 18, 5)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -909,6 +900,3 @@ def _check_sizes(key: str, lo: int, desired: int, hi: int, problems: list[str]) 
             "choose a desiredSize in that range"
         )
 
-
-def _addon_names() -> tuple[str, ...]:
-    return EKS_ADDONS

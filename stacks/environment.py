@@ -18,16 +18,12 @@ from components import (
 )
 from components.autoscaler import ClusterAutoscaler
 from components.catalog import (
-    EFA_LABEL,
-    GPU_LABEL,
-    GPU_TAINT,
-    NODE_ROLE_LABEL,
     REFERENCE_ALLREDUCE,
 )
 from components.cluster import TrainingClusterArgs
 from components.device_plugins import EfaDevicePlugin
 from components.image import TrainingImage, hash_build_context, image_tag_for
-from components.nodegroup import NodeTaint, TrainingNodeGroupArgs
+from components.nodegroup import NodeTaint, TrainingNodeGroupArgs, node_scheduling
 from components.storage import EfsStorageArgs
 from components.workloads import (
     SHARED_MOUNT,
@@ -53,9 +49,6 @@ from stacks.config import (
     default_private_subnet_cidrs,
     default_public_subnet_cidrs,
 )
-
-_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
-
 
 TRAINING_CONTEXT = Path(__file__).resolve().parent.parent / "training"
 
@@ -184,7 +177,7 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
     groups: dict[str, TrainingNodeGroup] = {}
     for gname, g in cfg.node_groups.items():
         facts = cfg.group_instance(gname)
-        taints: list[NodeTaint] = [{"key": t.key, "value": t.value, "effect": _EFFECT[t.effect]} for t in g.taints]  # type: ignore[typeddict-item]
+        taints: list[NodeTaint] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in g.taints]
         # Pinned groups (EFA, capacity reservations) use the one private subnet of their zone.
         subnets: pulumi.Input[list[pulumi.Input[str]]] = private_ids  # type: ignore[assignment]
         if g.subnet_id:
@@ -281,19 +274,13 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
 
 
 def placement_for(cfg: StackConfig, group: str) -> WorkerPlacement:
-    """Node selection, tolerations, EFA and zone of a worker group's pods, from config and catalog
-    (the same facts the node group itself was built from)."""
+    """Node selection, tolerations, EFA and zone of a worker group's pods: the labels and taints come
+    from :func:`components.nodegroup.node_scheduling`, the function the node group is built with."""
     g = cfg.node_groups[group]
     facts = cfg.group_instance(group)
     efa = cfg.group_efa(group)
-    labels = {NODE_ROLE_LABEL: group, **g.labels}
-    taints: list[dict[str, str]] = []
-    if facts.is_gpu:
-        labels[GPU_LABEL[0]] = GPU_LABEL[1]
-        taints.append({"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": "NoSchedule"})
-    if efa:
-        labels[EFA_LABEL[0]] = EFA_LABEL[1]
-    taints += [{"key": x.key, "value": x.value, "effect": x.effect} for x in g.taints]
+    own: list[NodeTaint] = [{"key": x.key, "value": x.value, "effect": x.effect} for x in g.taints]
+    labels, taints = node_scheduling(group, facts.gpus, efa, g.labels, own)
     placement: WorkerPlacement = {"instance": facts, "node_labels": labels, "node_taints": taints, "efa": efa}
     if g.availability_zone:
         placement["zone"] = g.availability_zone

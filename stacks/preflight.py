@@ -714,7 +714,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: cannot reach EC2 in {region}: {exc}", file=sys.stderr)
         return 1
     try:
-        cfg = load_config(_project_name(stack_file), args.stack, available_zones=available)
+        cfg = load_config(_project_name(stack_file), args.stack)
         zones = resolve_zones(cfg, available) if cfg.network is not None else None
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)

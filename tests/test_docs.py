@@ -41,3 +41,23 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     assert ci[-1] == command
     assert "bash .ci/run" in readme
     assert "pulumi up --stack dev" in readme
+
+
+def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
+    """Each field of each structured key appears, by its camelCase name, in that key's description."""
+    from pydantic import BaseModel
+
+    from stacks.config import InstanceFactsConfig, NodeGroupConfig, TaintConfig
+
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    nested = {"nodeGroups": [NodeGroupConfig, TaintConfig], "instanceFacts": [InstanceFactsConfig]}
+    checked = 0
+    for key, model in _TOP_LEVEL.items():
+        models = nested.get(key) or ([model] if isinstance(model, type) and issubclass(model, BaseModel) else [])
+        text = project["config"][key]["description"]
+        for m in models:
+            for name, field in m.model_fields.items():
+                alias = field.alias or name
+                assert alias in text, f"Pulumi.yaml: {key} does not document {alias}"
+                checked += 1
+    assert checked > 60

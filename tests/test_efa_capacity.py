@@ -324,8 +324,13 @@ def test_volume_owner_is_the_image_user() -> None:
     p = run_program("dev")
     params = p.one("kubernetes:storage.k8s.io/v1:StorageClass").inputs["parameters"]
     assert "gidRangeStart" not in params, "a per-volume GID would lock a re-adopted file system's data away"
-    assert params["uid"] == params["gid"] == "1000"
-    assert "USER 1000:1000" in (REPO / "training" / "Dockerfile").read_text()
+    from components.catalog import TRAINING_IMAGE_UID
+
+    uid = str(TRAINING_IMAGE_UID)
+    assert params["uid"] == params["gid"] == uid
+    assert f"USER {uid}:{uid}" in (REPO / "training" / "Dockerfile").read_text(), "the catalog states the image's user"
+    train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
+    assert train.inputs["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == TRAINING_IMAGE_UID
 
 
 def test_efa_health_check_refuses_to_measure_tcp() -> None:
