@@ -39,7 +39,6 @@ from pulumi.runtime import mocks as pmocks
 
 REPO = Path(__file__).resolve().parent.parent  # on sys.path via tests/conftest.py
 
-from components import image_build  # noqa: E402
 from components.image import (  # noqa: E402
     CONTEXT_PREFIX,
     TAG_HEX_LENGTH,

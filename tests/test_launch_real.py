@@ -90,8 +90,7 @@ def start_nodes(cmd: list[str], workdir: Path, tag: str, started: list[ts.Manage
 
 def wait_all(nodes: list[ts.ManagedProcess], timeout: float = RUN_TIMEOUT) -> list[int]:
     """Exit codes of ``nodes`` (kills them and fails after ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    return [node.wait(max(1.0, deadline - time.monotonic())) for node in nodes]
+    return ts.wait_all(nodes, timeout)
 
 
 def logs(nodes: list[ts.ManagedProcess]) -> str:

@@ -12,7 +12,6 @@ from tests.harness import (
     PROJECT,
     UNKNOWN,
     Program,
-    Registration,
     contains_unknown,
     is_secret,
     resolve,

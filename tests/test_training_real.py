@@ -83,8 +83,7 @@ class Job:
 
     def wait(self, timeout: float = RUN_TIMEOUT) -> list[int]:
         """Exit codes of the current nodes."""
-        deadline = time.monotonic() + timeout
-        return [node.wait(max(1.0, deadline - time.monotonic())) for node in self.nodes]
+        return ts.wait_all(self.nodes, timeout)
 
     def kill(self) -> None:
         """Stop every process of the job (agents and workers)."""

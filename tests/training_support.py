@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -206,6 +207,30 @@ class ManagedProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=grace)
         self._log.close()
+
+
+def wait_all(processes: Sequence[ManagedProcess], timeout: float) -> list[int]:
+    """Exit codes of ``processes`` (the "nodes" of one job), waiting at most ``timeout`` in total.
+
+    If any of them is still running at the deadline, all are stopped and the
+    error shows every process's exit state and log tail (a hang on one node is
+    usually explained by what the *other* node did).
+    """
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    codes = [process.poll() for process in processes]
+    if all(code is not None for code in codes):
+        return [code for code in codes if code is not None]
+    report = []
+    for index, (process, code) in enumerate(zip(processes, codes, strict=True)):
+        state = "still running" if code is None else f"exited {code}"
+        report.append(f"--- node {index} ({process.log_path.name}): {state}; log tail:\n{process.output()[-5000:]}")
+    for process in processes:
+        process.kill()
+    raise AssertionError(f"{processes[0].cmd[0]} did not finish within {timeout:.0f}s on every node\n"
+                         + "\n".join(report))
 
 
 def _signal_pids(pids: Sequence[int], sig: int) -> None:
