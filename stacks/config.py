@@ -761,7 +761,8 @@ def load_config(project: str, stack: str) -> StackConfig:
 _RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"v1.18.5-eksbuild.1"`` -> ``(1, 18, 5)`` (``(0,)`` when it does not start with a version)."""
     m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", version)
     return tuple(int(x) for x in m.groups()) if m else (0,)
 
@@ -817,7 +818,7 @@ def _check_efa_and_capacity(
             f"set {field} (the zone where {first.name} capacity is)"
         )
     if efa and first.network_cards > 1 and "vpc-cni" in cluster.addon_versions:
-        if _version_tuple(cluster.addon_versions["vpc-cni"]) < EFA_ONLY_MIN_VPC_CNI:
+        if version_tuple(cluster.addon_versions["vpc-cni"]) < EFA_ONLY_MIN_VPC_CNI:
             problems.append(
                 f"{_key('cluster.addonVersions.vpc-cni')}: {cluster.addon_versions['vpc-cni']} is older than v1.18.5, "
                 f"which efa-only interfaces on {first.name} need; pin a newer version or remove the pin"

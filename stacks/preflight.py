@@ -19,6 +19,11 @@ the account whether it can actually run it:
 4. **EFA**: for EFA-enabled groups, EC2 says the type supports EFA and its
    ``MaximumEfaInterfaces`` equals the catalog's ``max_efa_interfaces`` (the launch template is sized
    from the catalog).
+5. **VPC CNI for efa-only interfaces**: when an EFA group's type has more than one network card
+   (its launch template carries ``efa-only`` interfaces), the vpc-cni version the cluster will run
+   is at least v1.18.5: the pinned ``cluster.addonVersions.vpc-cni`` must be one EKS offers for the
+   cluster's Kubernetes version, and without a pin EKS's *default* version for that Kubernetes
+   version must be new enough (``eks:DescribeAddonVersions``); a failure names the newest version to pin.
 
 Every check yields a :class:`Finding` (ok or not) keyed by the config key it is about, with a
 message that says what to do. :func:`check` raises :class:`PreflightError` when any fails.
@@ -28,7 +33,7 @@ All AWS calls go through clients made from one ``boto3`` session
 credential settings apply. Read-only permissions needed: ``ec2:DescribeAvailabilityZones``,
 ``ec2:DescribeSubnets``, ``ec2:DescribeInstanceTypeOfferings``, ``ec2:DescribeInstanceTypes``,
 ``ec2:DescribeCapacityReservations``, ``servicequotas:GetServiceQuota``,
-``servicequotas:GetAWSDefaultServiceQuota``.
+``servicequotas:GetAWSDefaultServiceQuota``, ``eks:DescribeAddonVersions``.
 
 Standalone: ``python -m stacks.preflight --stack NAME [--region R] [--stack-file PATH]`` prints the
 report; exit status 0 when everything passed, 1 when a check failed, 2 on a configuration error.
@@ -36,6 +41,7 @@ report; exit status 0 when everything passed, 1 when a check failed, 2 on a conf
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -48,8 +54,8 @@ import yaml
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
-from components.catalog import VCPU_QUOTAS, InstanceType, quota_class
-from stacks.config import NAMESPACE, ConfigError, StackConfig, choose_zones, load_config
+from components.catalog import EFA_ONLY_MIN_VPC_CNI, VCPU_QUOTAS, InstanceType, quota_class
+from stacks.config import NAMESPACE, ConfigError, StackConfig, choose_zones, load_config, version_tuple
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -137,6 +143,7 @@ class _Aws:
         self.region = region
         self.ec2 = session.client("ec2", region_name=region)
         self.quotas = session.client("service-quotas", region_name=region)
+        self.eks = session.client("eks", region_name=region)
         self._offered: dict[str, list[str]] = {}
         self._types: dict[str, dict[str, Any]] = {}
         self._subnets: dict[str, dict[str, Any]] = {}
@@ -215,6 +222,26 @@ class _Aws:
             q = self._call(self.quotas, "get_aws_default_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]
             source = "AWS default"
         return float(q["Value"]), str(q.get("QuotaName") or QUOTA_NAMES.get(code, code)), source
+
+    def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
+        """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""
+        found: list[tuple[str, bool]] = []
+        token: Optional[str] = None
+        while True:
+            kwargs: dict[str, Any] = {"addonName": addon, "kubernetesVersion": kubernetes_version}
+            if token:
+                kwargs["nextToken"] = token
+            resp = self._call(self.eks, "describe_addon_versions", **kwargs)
+            for entry in resp.get("addons", []):
+                if entry.get("addonName") != addon:
+                    continue
+                for version in entry.get("addonVersions", []):
+                    compat = [c for c in version.get("compatibilities", []) if c.get("clusterVersion") == kubernetes_version]
+                    if compat:
+                        found.append((str(version["addonVersion"]), any(bool(c.get("defaultVersion")) for c in compat)))
+            token = resp.get("nextToken")
+            if not token:
+                return found
 
     def capacity_reservation(self, reservation_id: str) -> Optional[dict[str, Any]]:
         """The reservation, or ``None`` when EC2 says it does not exist."""
@@ -331,6 +358,7 @@ def run_preflight(
     for g in groups:
         _check_reservation(g, vpc_zones, aws, findings)
     _check_quotas(groups, cfg, aws, findings)
+    _check_vpc_cni(cfg, aws, findings)
     return findings
 
 
@@ -643,6 +671,73 @@ def _check_quotas(groups: list[_Group], cfg: StackConfig, aws: _Aws, findings: l
                     "in the account count against the quota too)",
                 )
             )
+
+
+def _efa_only_groups(cfg: StackConfig) -> list[tuple[str, str]]:
+    """(group config key, instance type) of EFA groups whose launch template has efa-only interfaces."""
+    out = []
+    for name, g in cfg.node_groups.items():
+        for itype in g.instance_types:
+            facts = cfg.instance(itype)
+            if g.efa_enabled(facts) and facts.network_cards > 1:
+                out.append((f"nodeGroups.{name}", itype))
+                break
+    return out
+
+
+def _addon_version_order(version: str) -> tuple[tuple[int, ...], int]:
+    """Sort key of EKS add-on versions: ``v1.20.1-eksbuild.3`` -> ``((1, 20, 1), 3)``."""
+    build = re.search(r"eksbuild\.(\d+)", version)
+    return version_tuple(version), int(build.group(1)) if build else 0
+
+
+def _check_vpc_cni(cfg: StackConfig, aws: _Aws, findings: list[Finding]) -> None:
+    """Check 5: the cluster's vpc-cni version supports efa-only interfaces (when a group has them)."""
+    groups = _efa_only_groups(cfg)
+    if not groups:
+        return
+    k8s = cfg.cluster.kubernetes_version
+    minimum = "v" + ".".join(str(x) for x in EFA_ONLY_MIN_VPC_CNI)
+    pinned = cfg.cluster.addon_versions.get("vpc-cni")
+    key = _key("cluster.addonVersions.vpc-cni")
+    who = ", ".join(f"{label} ({itype})" for label, itype in groups)
+    try:
+        offered = aws.addon_versions("vpc-cni", k8s)
+    except AwsCallError as exc:
+        findings.append(
+            Finding(False, key, f"could not read the vpc-cni versions EKS offers for Kubernetes {k8s} ({exc}); efa-only "
+                    f"interfaces of {who} need vpc-cni >= {minimum} {_SKIP_HINT}")
+        )
+        return
+    if not offered:
+        findings.append(Finding(False, _key("cluster.kubernetesVersion"), f"EKS offers no vpc-cni version for Kubernetes "
+                                f"{k8s} in {aws.region}; choose a Kubernetes version EKS supports there"))
+        return
+    new_enough = sorted((v for v, _ in offered if version_tuple(v) >= EFA_ONLY_MIN_VPC_CNI), key=_addon_version_order)
+    advice = (
+        f"pin {key} to {new_enough[-1]} (the newest EKS offers for Kubernetes {k8s})"
+        if new_enough
+        else f"EKS offers no vpc-cni >= {minimum} for Kubernetes {k8s}: choose a newer cluster.kubernetesVersion"
+    )
+    if pinned is not None:
+        if pinned in {v for v, _ in offered}:
+            findings.append(Finding(True, key, f"vpc-cni {pinned} is offered for Kubernetes {k8s} (efa-only interfaces "
+                                               f"of {who} need >= {minimum})"))
+        else:
+            findings.append(Finding(False, key, f"vpc-cni {pinned} is not offered by EKS for Kubernetes {k8s}; {advice}"))
+        return
+    defaults = [v for v, is_default in offered if is_default]
+    if not defaults:
+        findings.append(Finding(False, key, f"EKS names no default vpc-cni version for Kubernetes {k8s}, so the version "
+                                            f"the cluster gets is unknown; efa-only interfaces of {who} need >= "
+                                            f"{minimum}: {advice}"))
+    elif version_tuple(defaults[0]) < EFA_ONLY_MIN_VPC_CNI:
+        findings.append(Finding(False, key, f"without a pin the cluster gets EKS's default vpc-cni for Kubernetes {k8s}, "
+                                            f"{defaults[0]}, older than the {minimum} that efa-only interfaces of {who} "
+                                            f"need; {advice}"))
+    else:
+        findings.append(Finding(True, key, f"EKS's default vpc-cni for Kubernetes {k8s} is {defaults[0]} (efa-only "
+                                           f"interfaces of {who} need >= {minimum})"))
 
 
 def check(

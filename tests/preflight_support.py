@@ -8,8 +8,8 @@ Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_END
   stock moto 5.2.5, for what moto implements itself (availability zones, subnets, instance types
   with EFA info, instance type offerings per zone).
 * :class:`SeededMoto` runs moto in-process (``moto.server.ThreadedMotoServer`` on 127.0.0.1) with
-  two operations moto 5.2.5 does not have for EC2 data, served from data seeded into moto's own
-  backends (``moto.backends.get_backend``):
+  three operations moto 5.2.5 does not have, served from data seeded into moto's own backends
+  (``moto.backends.get_backend``):
 
   - service-quotas ``GetServiceQuota`` for ``ec2`` codes (moto only knows ``vpc`` quotas and answers
     ``NoSuchResourceException`` for any other service) and ``GetAWSDefaultServiceQuota`` (absent:
@@ -17,6 +17,8 @@ Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_END
     API.
   - ec2 ``DescribeCapacityReservations`` (absent: HTTP 500; moto has no capacity reservations,
     Capacity Blocks included, and no API to create them).
+  - eks ``DescribeAddonVersions`` (``GET /addons/supported-versions``; moto has no EKS add-ons): the
+    route is added to moto's EKS URL map and answers from seeded add-on versions.
 
   The added handlers return moto ``ActionResult`` objects, so moto serializes them from botocore's
   service model exactly as it does its own responses; unknown ids raise the AWS error codes
@@ -50,6 +52,7 @@ ACCOUNT = "123456789012"  # moto's default account for any dummy access key
 _QUOTAS_APPLIED = "_preflight_applied_quotas"
 _QUOTAS_DEFAULT = "_preflight_default_quotas"
 _RESERVATIONS = "_preflight_capacity_reservations"
+_ADDON_VERSIONS = "_preflight_addon_versions"
 
 
 start_moto_process = aws_support.start_moto_server
@@ -107,6 +110,23 @@ def _describe_capacity_reservations(self: Any) -> Any:
     return ActionResult({"CapacityReservations": found})
 
 
+def _describe_addon_versions(self: Any) -> Any:
+    from moto.core.responses import ActionResult
+
+    store: dict[str, list[dict[str, Any]]] = getattr(self.eks_backend, _ADDON_VERSIONS, {})
+    name = self._get_param("addonName")
+    k8s = self._get_param("kubernetesVersion")
+    addons = []
+    for addon, versions in sorted(store.items()):
+        if name and addon != name:
+            continue
+        matching = [v for v in versions if not k8s or any(c["clusterVersion"] == k8s for c in v["compatibilities"])]
+        if matching:
+            addons.append({"addonName": addon, "type": "networking", "addonVersions": matching,
+                           "publisher": "eks", "owner": "aws"})
+    return ActionResult({"addons": addons})
+
+
 class SeededMoto:
     """moto in-process (``ThreadedMotoServer`` on 127.0.0.1) plus quota and capacity-reservation data."""
 
@@ -118,6 +138,11 @@ class SeededMoto:
         from moto.servicequotas.responses import ServiceQuotasResponse
 
         self._mp.setattr(EC2Response, "describe_capacity_reservations", _describe_capacity_reservations, raising=False)
+        from moto.eks import urls as eks_urls
+        from moto.eks.responses import EKSResponse
+
+        self._mp.setattr(EKSResponse, "describe_addon_versions", _describe_addon_versions, raising=False)
+        self._mp.setitem(eks_urls.url_paths, "{0}/addons/supported-versions$", eks_urls.response.dispatch)
         self._mp.setattr(
             ServiceQuotasResponse, "get_service_quota", _get_service_quota(ServiceQuotasResponse.get_service_quota)
         )
@@ -205,3 +230,20 @@ class SeededMoto:
         backend = self._backend("ec2")
         backend.__dict__.setdefault(_RESERVATIONS, {})[reservation_id] = record
         return record
+
+    def seed_addon_versions(self, addon: str, versions: dict[str, dict[str, bool]]) -> None:
+        """Versions of an EKS add-on: ``{"v1.19.0-eksbuild.1": {"1.31": True, "1.32": False}}`` means that
+        version is offered for Kubernetes 1.31 (as its default) and 1.32."""
+        backend = self._backend("eks")
+        backend.__dict__.setdefault(_ADDON_VERSIONS, {})[addon] = [
+            {
+                "addonVersion": version,
+                "architecture": ["amd64", "arm64"],
+                "compatibilities": [
+                    {"clusterVersion": k8s, "platformVersions": ["*"], "defaultVersion": default}
+                    for k8s, default in clusters.items()
+                ],
+                "requiresConfiguration": False,
+            }
+            for version, clusters in versions.items()
+        ]

@@ -45,6 +45,14 @@ ZONES = ["us-east-1a", "us-east-1c"]
 P_OD, P_SPOT, STD_OD = "L-417A185B", "L-7212CCBC", "L-1216C47A"
 CR_ODCR = "cr-0a1b2c3d4e5f60718"
 GPU_KEY = "eks-training:nodeGroups.gpu"
+VPC_CNI_KEY = "eks-training:cluster.addonVersions.vpc-cni"
+#: Test data for DescribeAddonVersions: EKS's default for 1.33 supports efa-only, 1.31's does not.
+VPC_CNI = {
+    "v1.18.3-eksbuild.1": {"1.31": True, "1.33": False},
+    "v1.19.0-eksbuild.1": {"1.31": False, "1.33": True},
+    "v1.20.1-eksbuild.1": {"1.31": False, "1.33": False},
+    "v1.20.1-eksbuild.3": {"1.31": False, "1.33": False},
+}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -87,8 +95,9 @@ def proc(moto_process: sup.MotoProcess, tmp_path: Path, monkeypatch: pytest.Monk
 
 @pytest.fixture
 def seeded(moto_inprocess: sup.SeededMoto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> sup.SeededMoto:
-    """boto3 pointed at the in-process moto, reset for each test."""
+    """boto3 pointed at the in-process moto, reset for each test, with the vpc-cni versions of ``VPC_CNI``."""
     moto_inprocess.reset()
+    moto_inprocess.seed_addon_versions("vpc-cni", VPC_CNI)
     _use(moto_inprocess.endpoint, tmp_path, monkeypatch)
     return moto_inprocess
 
@@ -166,6 +175,8 @@ def test_all_good_p5_group_with_odcr_and_enough_quota(seeded: sup.SeededMoto) ->
     assert P_OD in p_quota and "is 384 (applied)" in p_quota and "needs up to 384" in p_quota
     std = one(findings, "eks-training:systemNodeGroup.maxSize").message
     assert STD_OD in std and "640 (AWS default)" in std and "needs up to 6 " in std  # 3 x m5.large (2 vCPUs)
+    cni = one(findings, VPC_CNI_KEY).message
+    assert "EKS's default vpc-cni for Kubernetes 1.33 is v1.19.0-eksbuild.1" in cni and "nodeGroups.gpu" in cni
 
 
 def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
@@ -178,8 +189,10 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "efa": [f for f in findings if "EFA" in f.message],
         "reservation": [f for f in findings if f.key.endswith("capacityReservationId")],
         "quota": [f for f in findings if "vCPU quota" in f.message],
+        "vpc-cni": by_key(findings, VPC_CNI_KEY),
     }
-    assert {k: len(v) for k, v in kinds.items()} == {"offering": 2, "efa": 1, "reservation": 1, "quota": 2}
+    assert {k: len(v) for k, v in kinds.items()} == {"offering": 2, "efa": 1, "reservation": 1, "quota": 2, "vpc-cni": 1}
+    assert len(findings) == 7
     assert all(f.ok for f in findings), format_report(findings)
 
 
@@ -329,7 +342,10 @@ def test_seeded_data_is_forgotten_on_reset(seeded: sup.SeededMoto) -> None:
     sq, ec2 = session().client("service-quotas"), session().client("ec2")
     assert sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)["Quota"]["Value"] == 1.0
     assert ec2.describe_capacity_reservations()["CapacityReservations"][0]["ReservationType"] == "default"
+    eks = session().client("eks")
+    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.33")["addons"][0]["addonName"] == "vpc-cni"
     seeded.reset()
+    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.33")["addons"] == []
     with pytest.raises(sq.exceptions.NoSuchResourceException):
         sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)
     assert ec2.describe_capacity_reservations()["CapacityReservations"] == []
@@ -461,6 +477,65 @@ def test_efa_count_mismatch_with_the_catalog_says_fix_the_catalog(proc: sup.Moto
     [f] = [f for f in run_preflight(cfg, ZONES, session()) if "EFA" in f.message]
     assert f.key == f"{GPU_KEY}.instanceTypes[0]" and not f.ok
     assert "MaximumEfaInterfaces 32, the catalog says 16" in f.message and "components/catalog.py" in f.message
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. vpc-cni for efa-only interfaces
+# ------------------------------------------------------------------------------------------------
+
+
+def _vpc_cni_findings(cluster: dict[str, Any], groups: dict[str, Any] | None = None) -> list[Finding]:
+    groups = groups or {"gpu": group(["p5.48xlarge"], 1, availabilityZone="us-east-1a")}
+    findings = run_preflight(load(stack(groups, cluster=cluster)), ZONES, session())
+    return [f for f in findings if "vpc-cni" in f.message]
+
+
+def test_default_vpc_cni_too_old_for_efa_only_names_the_version_to_pin(seeded: sup.SeededMoto) -> None:
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.31"})
+    assert f.key == VPC_CNI_KEY and not f.ok
+    assert "EKS's default vpc-cni for Kubernetes 1.31, v1.18.3-eksbuild.1, older than the v1.18.5" in f.message
+    assert "nodeGroups.gpu (p5.48xlarge)" in f.message
+    # the newest offered for 1.31 (eksbuild.3 sorts after eksbuild.1)
+    assert f"pin {VPC_CNI_KEY} to v1.20.1-eksbuild.3 (the newest EKS offers for Kubernetes 1.31)" in f.message
+
+
+def test_default_vpc_cni_new_enough_passes(seeded: sup.SeededMoto) -> None:
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.33"})
+    assert f.ok and f.key == VPC_CNI_KEY and "is v1.19.0-eksbuild.1" in f.message
+
+
+def test_pinned_vpc_cni_must_be_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
+    [ok] = _vpc_cni_findings({"kubernetesVersion": "1.31", "addonVersions": {"vpc-cni": "v1.19.0-eksbuild.1"}})
+    assert ok.ok and "v1.19.0-eksbuild.1 is offered for Kubernetes 1.31" in ok.message
+    [bad] = _vpc_cni_findings({"kubernetesVersion": "1.31", "addonVersions": {"vpc-cni": "v1.19.9-eksbuild.9"}})
+    assert not bad.ok and bad.key == VPC_CNI_KEY
+    assert "v1.19.9-eksbuild.9 is not offered by EKS for Kubernetes 1.31; pin" in bad.message
+
+
+def test_no_vpc_cni_check_without_efa_only_interfaces(seeded: sup.SeededMoto) -> None:
+    # g5.48xlarge: EFA on one network card (no efa-only interface); p5 with EFA off; CPU groups.
+    groups = {
+        "g5": group(["g5.48xlarge"], 1, availabilityZone="us-east-1a"),
+        "p5": group(["p5.48xlarge"], 1, efa=False),
+        "cpu": group(["c5.4xlarge"], 2),
+    }
+    assert INSTANCE_TYPES["g5.48xlarge"].network_cards == 1 and INSTANCE_TYPES["g5.48xlarge"].max_efa_interfaces == 1
+    assert _vpc_cni_findings({"kubernetesVersion": "1.31"}, groups) == []
+
+
+def test_vpc_cni_versions_unreadable(proc: sup.MotoProcess) -> None:
+    # stock moto_server has no DescribeAddonVersions: a failure that says what is needed
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.33"})
+    assert not f.ok and f.key == VPC_CNI_KEY
+    assert "could not read the vpc-cni versions EKS offers for Kubernetes 1.33" in f.message
+    assert "preflight.enabled: false" in f.message
+
+
+def test_no_vpc_cni_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
+    findings = run_preflight(load(stack({"gpu": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a")},
+                                         cluster={"kubernetesVersion": "1.34"})), ZONES, session())
+    f = one(findings, "eks-training:cluster.kubernetesVersion")
+    assert not f.ok and "EKS offers no vpc-cni version for Kubernetes 1.34 in us-east-1" in f.message
 
 
 # ------------------------------------------------------------------------------------------------
