@@ -209,6 +209,12 @@ class ManagedProcess:
         self._log.close()
 
 
+#: torchelastic agent log lines (INFO) that tell a job's story: rounds joined, failures, restarts, exit barrier.
+_AGENT_MILESTONES = ("restart_count=", "Worker group", "will restart", "Detected", "exitcode", "joined round",
+                     "Local worker group finished", "Done waiting", "exit barrier", "Rendezvous", '"event": "start"',
+                     '"event": "done"', '"event": "resumed"')
+
+
 def wait_all(processes: Sequence[ManagedProcess], timeout: float) -> list[int]:
     """Exit codes of ``processes`` (the "nodes" of one job), waiting at most ``timeout`` in total.
 
@@ -226,7 +232,10 @@ def wait_all(processes: Sequence[ManagedProcess], timeout: float) -> list[int]:
     report = []
     for index, (process, code) in enumerate(zip(processes, codes, strict=True)):
         state = "still running" if code is None else f"exited {code}"
-        report.append(f"--- node {index} ({process.log_path.name}): {state}; log tail:\n{process.output()[-5000:]}")
+        text = process.output()
+        events = "\n".join(line[:300] for line in text.splitlines() if any(m in line for m in _AGENT_MILESTONES))
+        report.append(f"--- node {index} ({process.log_path.name}): {state}\n"
+                      f"agent milestones:\n{events[-4000:]}\nlog tail:\n{text[-2500:]}")
     for process in processes:
         process.kill()
     raise AssertionError(f"{processes[0].cmd[0]} did not finish within {timeout:.0f}s on every node\n"
