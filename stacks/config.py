@@ -78,6 +78,11 @@ class NodeGroupConfig(_Model):
         """EFA is on by default for types that have it, off otherwise."""
         return facts.supports_efa if self.efa is None else self.efa
 
+    def efa_only_interfaces(self, facts: "InstanceType") -> bool:
+        """The group's launch template carries ``efa-only`` interfaces (EFA on a type with several network
+        cards: card 0 ``efa``, the others ``efa-only``), which need vpc-cni >= ``EFA_ONLY_MIN_VPC_CNI``."""
+        return self.efa_enabled(facts) and facts.network_cards > 1
+
 
 class SystemNodeGroupConfig(_Model):
     """The small on-demand CPU node group for add-ons and controllers (key ``systemNodeGroup``)."""
@@ -761,6 +766,10 @@ def load_config(project: str, stack: str) -> StackConfig:
 _RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
 
 
+#: ``EFA_ONLY_MIN_VPC_CNI`` as EKS spells versions (``v1.18.5``).
+EFA_ONLY_MIN_VPC_CNI_TEXT = "v" + ".".join(str(x) for x in EFA_ONLY_MIN_VPC_CNI)
+
+
 def version_tuple(version: str) -> tuple[int, ...]:
     """``"v1.18.5-eksbuild.1"`` -> ``(1, 18, 5)`` (``(0,)`` when it does not start with a version)."""
     m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", version)
@@ -817,10 +826,11 @@ def _check_efa_and_capacity(
             f"{_key(f'{gkey}.{field}')}: EFA groups run in one zone (with a cluster placement group); "
             f"set {field} (the zone where {first.name} capacity is)"
         )
-    if efa and first.network_cards > 1 and "vpc-cni" in cluster.addon_versions:
+    if g.efa_only_interfaces(first) and "vpc-cni" in cluster.addon_versions:
         if version_tuple(cluster.addon_versions["vpc-cni"]) < EFA_ONLY_MIN_VPC_CNI:
             problems.append(
-                f"{_key('cluster.addonVersions.vpc-cni')}: {cluster.addon_versions['vpc-cni']} is older than v1.18.5, "
+                f"{_key('cluster.addonVersions.vpc-cni')}: {cluster.addon_versions['vpc-cni']} is older than "
+                f"{EFA_ONLY_MIN_VPC_CNI_TEXT}, "
                 f"which efa-only interfaces on {first.name} need; pin a newer version or remove the pin"
             )
     rid = g.capacity_reservation_id

@@ -55,7 +55,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.parsers import ResponseParserError
 
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, VCPU_QUOTAS, InstanceType, quota_class
-from stacks.config import NAMESPACE, ConfigError, StackConfig, choose_zones, load_config, version_tuple
+from stacks.config import (
+    EFA_ONLY_MIN_VPC_CNI_TEXT,
+    NAMESPACE,
+    ConfigError,
+    StackConfig,
+    choose_zones,
+    load_config,
+    version_tuple,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -678,8 +686,7 @@ def _efa_only_groups(cfg: StackConfig) -> list[tuple[str, str]]:
     out = []
     for name, g in cfg.node_groups.items():
         for itype in g.instance_types:
-            facts = cfg.instance(itype)
-            if g.efa_enabled(facts) and facts.network_cards > 1:
+            if g.efa_only_interfaces(cfg.instance(itype)):
                 out.append((f"nodeGroups.{name}", itype))
                 break
     return out
@@ -697,7 +704,7 @@ def _check_vpc_cni(cfg: StackConfig, aws: _Aws, findings: list[Finding]) -> None
     if not groups:
         return
     k8s = cfg.cluster.kubernetes_version
-    minimum = "v" + ".".join(str(x) for x in EFA_ONLY_MIN_VPC_CNI)
+    minimum = EFA_ONLY_MIN_VPC_CNI_TEXT
     pinned = cfg.cluster.addon_versions.get("vpc-cni")
     key = _key("cluster.addonVersions.vpc-cni")
     who = ", ".join(f"{label} ({itype})" for label, itype in groups)
