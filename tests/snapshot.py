@@ -28,6 +28,11 @@ def _short_urn(urn: str) -> str:
 
 
 def _normalise(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "{[":
+        try:  # IAM and bucket policies: compared as documents, not by key order
+            return {"<json>": _normalise(json.loads(value))}
+        except ValueError:
+            pass
     if isinstance(value, dict):
         return {k: _normalise(v) for k, v in sorted(value.items()) if not k.startswith("__")}
     if isinstance(value, (list, tuple)):
