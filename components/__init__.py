@@ -2,23 +2,18 @@
 
 Import them from another Pulumi project::
 
-    from components import TrainingVpc, TrainingCluster, TrainingNodeGroup, NvidiaDevicePlugin, EfsStorage
+    from components import TrainingVpc, TrainingCluster, TrainingNodeGroup, DevicePlugin, EfsStorage
 
 Every component follows Pulumi's component anatomy: ``Component(name, args: <Name>Args, opts)``,
-type token ``eks-training:index:<Name>``, children parented to the component, typed outputs.
-Components take ids, ARNs, the ``eks.Cluster`` and a ``kubernetes`` provider (through ``opts``),
-never instances of each other.
+type token ``eks-training:index:<Name>``, children parented to the component, typed outputs. Args
+are TypedDicts of plain schema types, so Pulumi infers a schema for other languages (see
+``provider/``). Components take ids, ARNs, the ``eks.Cluster`` and a ``kubernetes`` provider (through
+``opts``), never instances of each other.
 """
 
 from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.cluster import TrainingCluster, TrainingClusterArgs
-from components.device_plugins import (
-    EfaDevicePlugin,
-    EfaDevicePluginArgs,
-    NvidiaDevicePlugin,
-    NvidiaDevicePluginArgs,
-)
+from components.device_plugins import DevicePlugin, DevicePluginArgs
 from components.image import TrainingImage, TrainingImageArgs
 from components.network import TrainingVpc, TrainingVpcArgs
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
@@ -37,16 +32,32 @@ from components.workloads import (
     WorkerPlacement,
 )
 
+#: Every component this package exports (the provider hosts exactly these).
+COMPONENTS = [
+    TrainingVpc,
+    TrainingCluster,
+    TrainingNodeGroup,
+    DevicePlugin,
+    ClusterAutoscaler,
+    EfsStorage,
+    TrainingImage,
+    EtcdRendezvous,
+    DatasetStaging,
+    AllReduceHealthCheck,
+    ElasticTrainingJob,
+    EvaluationJob,
+]
+
 __all__ = [
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
-    "Catalog",
+    "COMPONENTS",
     "ClusterAutoscaler",
     "ClusterAutoscalerArgs",
     "DatasetStaging",
     "DatasetStagingArgs",
-    "EfaDevicePlugin",
-    "EfaDevicePluginArgs",
+    "DevicePlugin",
+    "DevicePluginArgs",
     "EfsStorage",
     "EfsStorageArgs",
     "ElasticTrainingJob",
@@ -55,10 +66,6 @@ __all__ = [
     "EtcdRendezvousArgs",
     "EvaluationJob",
     "EvaluationJobArgs",
-    "INSTANCE_TYPES",
-    "InstanceType",
-    "NvidiaDevicePlugin",
-    "NvidiaDevicePluginArgs",
     "TrainingCluster",
     "TrainingClusterArgs",
     "TrainingImage",

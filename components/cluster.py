@@ -8,7 +8,6 @@ the cluster creator and gets admin through EKS's creator bootstrap; ``admin_role
 access entries with ``AmazonEKSClusterAdminPolicy``.
 """
 
-import json
 from typing import Mapping, Optional, Sequence, TypedDict
 
 import pulumi
@@ -16,17 +15,21 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 from typing_extensions import NotRequired
 
+from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.nodegroup import TrainingNodeGroup
+from components.scheduling import SYSTEM_ROLE
 
-#: Managed policies of the node role. The VPC CNI runs with the node's credentials (as EKS sets it
-#: up by default); every other AWS-calling driver gets its own Pod Identity role.
+#: AWS managed policies of the node role. The VPC CNI runs with the node's credentials (as EKS sets
+#: it up by default); every other AWS-calling driver gets its own Pod Identity role.
 NODE_ROLE_POLICIES: Mapping[str, str] = {
-    "worker": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-    "cni": "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-    "ecr": "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
-    "ssm": "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+    "worker": "AmazonEKSWorkerNodePolicy",
+    "cni": "AmazonEKS_CNI_Policy",
+    "ecr": "AmazonEC2ContainerRegistryPullOnly",
+    "ssm": "AmazonSSMManagedInstanceCore",
 }
-CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+#: EKS access policy given to ``admin_role_arns``.
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+PARTITION = "aws"
 #: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 LATE_ADDONS = ("coredns", "metrics-server")
@@ -111,22 +114,7 @@ class TrainingCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
 
         caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        key_policy = caller.account_id.apply(
-            lambda account: json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Sid": "AccountAdministers",
-                            "Effect": "Allow",
-                            "Principal": {"AWS": f"arn:aws:iam::{account}:root"},
-                            "Action": "kms:*",
-                            "Resource": "*",
-                        }
-                    ],
-                }
-            )
-        )
+        key_policy = caller.account_id.apply(lambda account: account_admin_key_policy(PARTITION, account))
         kms_key = aws.kms.Key(
             f"{name}-secrets-key",
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
@@ -142,20 +130,15 @@ class TrainingCluster(pulumi.ComponentResource):
             f"{name}-node-role",
             name=f"{cluster_name}-node",
             description=f"EKS managed nodes of {cluster_name}",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
-                    ],
-                }
-            ),
+            assume_role_policy=service_trust_policy("ec2.amazonaws.com"),
             tags=tags,
             opts=child,
         )
         attachments = [
-            aws.iam.RolePolicyAttachment(f"{name}-node-{role}", role=node_role.name, policy_arn=arn, opts=child)
-            for role, arn in NODE_ROLE_POLICIES.items()
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{role}", role=node_role.name, policy_arn=managed_policy_arn(PARTITION, policy), opts=child
+            )
+            for role, policy in NODE_ROLE_POLICIES.items()
         ]
         # The ARN resolves only after every policy is attached, so node groups wait for them
         # (and are deleted before them, which EKS needs to clean up instances and ENIs).
@@ -166,7 +149,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "principal_arn": arn,
                 "access_policies": {
                     "cluster-admin": {
-                        "policy_arn": CLUSTER_ADMIN_POLICY,
+                        "policy_arn": eks_access_policy_arn(PARTITION, CLUSTER_ADMIN_POLICY),
                         "access_scope": {"type": "cluster"},
                     }
                 },
@@ -233,7 +216,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "node_role_arn": node_role_arn,
                 "subnet_ids": args["private_subnet_ids"],
                 "instance_types": [spec["instance_type"]],
-                "role": "system",
+                "role": SYSTEM_ROLE,
                 "gpus_per_node": 0,
                 "min_size": spec["min_size"],
                 "desired_size": spec["desired_size"],

@@ -16,61 +16,29 @@ EC2 Capacity Block (``capacity_type="CAPACITY_BLOCK"`` with its reservation id).
 ``autoscaler_tags`` the group's Auto Scaling group gets the cluster-autoscaler node-template tags
 (labels, taints, ``nvidia.com/gpu``, ``vpc.amazonaws.com/efa``, huge pages) that make scaling up from
 zero nodes work.
+
+Labels, taints, the AMI type, the interfaces and the autoscaler tags come from the pure functions of
+:mod:`components.nodeplan`, which the stack's plan uses for pod placement too.
 """
 
-import hashlib
-from typing import Literal, Mapping, Optional, Sequence, TypedDict
+from typing import Literal, Optional, Sequence, TypedDict, get_args
 
 import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
-from components.catalog import (
-    AMI_TYPES,
-    EFA_HUGEPAGES_2MI,
-    EFA_LABEL,
-    GPU_LABEL,
-    GPU_TAINT,
-    INSTANCE_TYPES,
-    NODE_ROLE_LABEL,
-)
+from components.catalog import INSTANCE_TYPES
+from components.naming import short_hash
+from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, interface_specs
+from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
 
 #: Hop limit 2 lets hostNetwork=false add-on pods that still read instance metadata (region, AZ)
 #: work, as in EKS's own launch templates; credentials for workloads come from EKS Pod Identity.
 IMDS_HOP_LIMIT = 2
 
-
-#: Kubernetes taint effects and their EKS API spelling.
-TAINT_EFFECTS_EKS = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
-
-
-class NodeTaint(TypedDict):
-    """A taint in Kubernetes spelling (``effect`` is NoSchedule, PreferNoSchedule or NoExecute)."""
-
-    key: str
-    value: NotRequired[str]
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
-
-
-def node_scheduling(
-    role: str,
-    gpus: int,
-    efa: bool,
-    labels: Optional[Mapping[str, str]] = None,
-    taints: Optional[Sequence[NodeTaint]] = None,
-) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """The labels and taints (Kubernetes spelling) every node of a group carries: its role label,
-    the GPU label and taint on GPU types, the EFA label on EFA groups, then the user's own. Node
-    groups are built from this and workloads select and tolerate with it, so they cannot disagree."""
-    out_labels = {NODE_ROLE_LABEL: role, **dict(labels or {})}
-    out_taints: list[dict[str, str]] = []
-    if gpus > 0:
-        out_labels[GPU_LABEL[0]] = GPU_LABEL[1]
-        out_taints.append(dict(GPU_TAINT))
-    if efa:
-        out_labels[EFA_LABEL[0]] = EFA_LABEL[1]
-    out_taints += [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]} for t in taints or []]
-    return out_labels, out_taints
+#: EKS capacity types (listed once).
+CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
+CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)
 
 
 class TrainingNodeGroupArgs(TypedDict):
@@ -94,14 +62,14 @@ class TrainingNodeGroupArgs(TypedDict):
     """Maximum node count."""
     gpus_per_node: NotRequired[int]
     """NVIDIA GPUs per node; defaults to the catalog's value for the first instance type."""
-    capacity_type: NotRequired[Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]]
-    """Default ON_DEMAND. CAPACITY_BLOCK needs ``capacity_reservation_id``."""
+    capacity_type: NotRequired[str]
+    """``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK`` (needs ``capacity_reservation_id``)."""
     capacity_reservation_id: NotRequired[str]
     """An On-Demand Capacity Reservation (with ON_DEMAND) or a Capacity Block (with CAPACITY_BLOCK)."""
     efa: NotRequired[bool]
     """Wire EFA: interfaces per network card, self-referencing security group, placement group. Default False."""
     efa_interfaces: NotRequired[int]
-    """Network interfaces to create with EFA (one per network card); default the catalog's network cards."""
+    """EFA interfaces per node (one per network card); default the catalog's count for the first type."""
     cluster_security_group_id: NotRequired[pulumi.Input[str]]
     """The EKS cluster security group; required with ``efa`` (launch-template interfaces carry their own groups)."""
     vpc_id: NotRequired[pulumi.Input[str]]
@@ -156,12 +124,19 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         efa = bool(args.get("efa", False))
         efa_count = 0
         if efa:
-            efa_count = int(args.get("efa_interfaces") or (facts.network_cards if facts else 0))
+            given = args.get("efa_interfaces")
+            if given is None:
+                if facts is None:
+                    raise ValueError(f"{name}: efa=True needs efa_interfaces (type {instance_types[0]!r} is not in the catalog)")
+                given = efa_profile(facts).interfaces
+            efa_count = int(given)
             if efa_count < 1:
-                raise ValueError(f"{name}: efa=True needs efa_interfaces (type {instance_types[0]!r} is not in the catalog)")
+                raise ValueError(f"{name}: efa=True needs efa_interfaces >= 1")
             if args.get("cluster_security_group_id") is None or args.get("vpc_id") is None:
                 raise ValueError(f"{name}: efa=True needs cluster_security_group_id and vpc_id")
         capacity_type = args.get("capacity_type", "ON_DEMAND")
+        if capacity_type not in CAPACITY_TYPES:
+            raise ValueError(f"{name}: capacity_type must be one of {', '.join(CAPACITY_TYPES)}, got {capacity_type!r}")
         reservation = args.get("capacity_reservation_id")
         if capacity_type == "CAPACITY_BLOCK" and not reservation:
             raise ValueError(f"{name}: CAPACITY_BLOCK needs capacity_reservation_id")
@@ -169,7 +144,6 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             raise ValueError(f"{name}: a capacity reservation cannot be used with SPOT")
         tags = dict(args.get("tags") or {})
         labels, taints = node_scheduling(args["role"], gpus, efa, args.get("labels"), args.get("taints"))
-        ami_type = AMI_TYPES["nvidia"] if gpus > 0 else AMI_TYPES["cpu"]
 
         interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]] = None
         placement_spec: Optional[aws.ec2.LaunchTemplatePlacementArgsDict] = None
@@ -204,13 +178,13 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             interface_sgs = [args["cluster_security_group_id"], efa_sg.id]
             interfaces = [
                 {
-                    "network_card_index": card,
-                    "device_index": 0 if card == 0 else 1,
-                    "interface_type": "efa" if card == 0 else "efa-only",
+                    "network_card_index": int(str(spec["network_card_index"])),
+                    "device_index": int(str(spec["device_index"])),
+                    "interface_type": str(spec["interface_type"]),
                     "security_groups": interface_sgs,
                     "delete_on_termination": "true",
                 }
-                for card in range(efa_count)
+                for spec in interface_specs(efa_count)
             ]
             if not reservation:
                 placement = aws.ec2.PlacementGroup(
@@ -278,7 +252,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             subnet_ids=args["subnet_ids"],
             instance_types=instance_types,
             capacity_type=capacity_type,
-            ami_type=ami_type,
+            ami_type=ami_type(gpus),
             scaling_config=scaling,
             update_config={"max_unavailable": 1},
             labels=labels,
@@ -299,21 +273,11 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         if args.get("autoscaler_tags"):
             # Managed node groups don't copy their labels/taints/resources to the Auto Scaling group;
             # cluster-autoscaler reads these tags to build a template node when the group is at zero.
-            template: dict[str, str] = {f"k8s.io/cluster-autoscaler/node-template/label/{k}": v for k, v in labels.items()}
-            for t in taints:
-                template[f"k8s.io/cluster-autoscaler/node-template/taint/{t['key']}"] = (
-                    f"{t['value']}:{t['effect']}"
-                )
-            if gpus:
-                template["k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu"] = str(gpus)
-            if efa:
-                template["k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"] = str(efa_count)
-                template["k8s.io/cluster-autoscaler/node-template/resources/hugepages-2Mi"] = EFA_HUGEPAGES_2MI
             asg_name = node_group.resources.apply(lambda r: str(r[0].autoscaling_groups[0].name))  # type: ignore[index]
-            for key, value in sorted(template.items()):
+            for key, value in sorted(autoscaler_template_tags(labels, taints, gpus, efa_count).items()):
                 # named after the tag key, so adding a label never renames (replaces) another tag
                 aws.autoscaling.Tag(
-                    f"{name}-ca-tag-{hashlib.sha256(key.encode()).hexdigest()[:10]}",
+                    f"{name}-ca-tag-{short_hash(key, 10)}",
                     autoscaling_group_name=asg_name,
                     tag={"key": key, "value": value, "propagate_at_launch": False},
                     opts=pulumi.ResourceOptions(parent=self),

@@ -1,4 +1,4 @@
-"""Hourly cost estimate of a stack (us-east-1 On-Demand list prices from the catalog).
+"""Hourly cost estimate of a stack (us-east-1 On-Demand list prices from the catalog), read from the plan.
 
 Counts the EKS control plane, NAT gateways and their public IPv4 addresses, the secrets KMS key, EC2
 instances and their gp3 root volumes; excludes what depends on usage (data transfer, NAT data
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from components.catalog import HOURS_PER_MONTH, SERVICE_PRICES
-from stacks.config import StackConfig
+from stacks.plan import NodeGroupPlan, Plan
 
 
 @dataclass(frozen=True)
@@ -21,26 +21,31 @@ class CostEstimate:
     idle: Optional[float]
 
 
-def estimate(cfg: StackConfig) -> CostEstimate:
+def _hourly(name: str) -> float:
+    price = SERVICE_PRICES[name]
+    return price.usd / HOURS_PER_MONTH if price.unit == "month" else price.usd
+
+
+def estimate(plan: Plan) -> CostEstimate:
     """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
-    price = {k: v[0] for k, v in SERVICE_PRICES.items()}
-    fixed = price["eks-cluster"] + price["kms-key-month"] / HOURS_PER_MONTH
+    cfg = plan.config
+    fixed = _hourly("eks-cluster") + _hourly("kms-key")
     if cfg.network is not None:
-        zones = len(cfg.network.availability_zones or []) or cfg.network.availability_zone_count
-        nats = zones if cfg.network.nat_gateways == "perAz" else 1
-        fixed += (price["nat-gateway"] + price["public-ipv4"]) * nats
-    disk_hour = price["ebs-gp3-gb-month"] / HOURS_PER_MONTH
+        nats = cfg.network.zone_count if cfg.network.nat_gateways == "perAz" else 1
+        fixed += (_hourly("nat-gateway") + _hourly("public-ipv4")) * nats
+    disk_hour = SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+
+    def node_hour(g: NodeGroupPlan) -> Optional[float]:
+        price = g.types[0].price_per_hour
+        return None if price is None else price + g.disk_size_gib * disk_hour
 
     def nodes(attr: str) -> Optional[float]:
-        sys_price = cfg.instance(cfg.system_node_group.instance_type).price_per_hour
-        if sys_price is None:
-            return None
-        total = (sys_price + cfg.system_node_group.disk_size_gib * disk_hour) * getattr(cfg.system_node_group, attr)
-        for g in cfg.node_groups.values():
-            node_price = cfg.instance(g.instance_types[0]).price_per_hour
-            if node_price is None:
+        total = 0.0
+        for g in plan.all_groups:
+            hour = node_hour(g)
+            if hour is None:
                 return None
-            total += (node_price + g.disk_size_gib * disk_hour) * getattr(g, attr)
+            total += hour * getattr(g, attr)
         return total
 
     running, idle = nodes("desired_size"), nodes("min_size")

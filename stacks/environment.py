@@ -1,8 +1,8 @@
-"""Composition of the components into one training environment, driven by a validated StackConfig."""
+"""The backbone of one training environment, built from the plan: network, cluster, node groups,
+device plugins, cluster-autoscaler and the shared file system."""
 
 import ipaddress
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Optional
 
 import pulumi
@@ -10,68 +10,26 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import (
+    ClusterAutoscaler,
+    DevicePlugin,
     EfsStorage,
-    NvidiaDevicePlugin,
     TrainingCluster,
     TrainingNodeGroup,
     TrainingVpc,
 )
-from components.autoscaler import ClusterAutoscaler
-from components.catalog import (
-    REFERENCE_ALLREDUCE,
-)
 from components.cluster import TrainingClusterArgs
-from components.device_plugins import EfaDevicePlugin
-from components.image import TrainingImage, hash_build_context, image_tag_for
-from components.nodegroup import NodeTaint, TrainingNodeGroupArgs, node_scheduling
+from components.nodegroup import TrainingNodeGroupArgs
 from components.storage import EfsStorageArgs
-from components.workloads import (
-    SHARED_MOUNT,
-    AllReduceHealthCheck,
-    AllReduceHealthCheckArgs,
-    DatasetStaging,
-    DatasetStagingArgs,
-    ElasticTrainingJob,
-    ElasticTrainingJobArgs,
-    EtcdRendezvous,
-    EvaluationJob,
-    EvaluationJobArgs,
-    WorkerPlacement,
-    system_node_selector,
-)
-from components.workloads import (
-    run_id as make_run_id,
-)
-from stacks.config import (
-    ConfigError,
-    StackConfig,
-    choose_zones,
-    default_private_subnet_cidrs,
-    default_public_subnet_cidrs,
-)
-
-TRAINING_CONTEXT = Path(__file__).resolve().parent.parent / "training"
-
-
-@dataclass
-class Workloads:
-    """The training workloads registered by :func:`build_workloads`."""
-
-    image_uri: pulumi.Output[str]
-    image: Optional[TrainingImage]
-    etcd: Optional[EtcdRendezvous]
-    staging: DatasetStaging
-    training: ElasticTrainingJob
-    evaluation: EvaluationJob
-    run_id: str
-    health_check: Optional[AllReduceHealthCheck] = None
+from stacks.config import ConfigError, StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
+from stacks.plan import NodeGroupPlan, Plan
+from stacks.zones import choose_zones
 
 
 @dataclass
 class Environment:
-    """What :func:`build_environment` created, for later stages (workloads) and stack outputs."""
+    """What :func:`build_environment` created, for the workloads and the stack outputs."""
 
-    config: StackConfig
+    plan: Plan
     cluster: TrainingCluster
     k8s_provider: k8s.Provider
     storage: EfsStorage
@@ -80,10 +38,15 @@ class Environment:
     public_subnet_ids: pulumi.Output[list[str]]
     k8s_opts: pulumi.ResourceOptions = field(default_factory=pulumi.ResourceOptions)
     node_groups: dict[str, TrainingNodeGroup] = field(default_factory=dict)
-    device_plugin: Optional[NvidiaDevicePlugin] = None
-    efa_plugin: Optional[EfaDevicePlugin] = None
+    device_plugins: dict[str, DevicePlugin] = field(default_factory=dict)
     autoscaler: Optional[ClusterAutoscaler] = None
-    workloads: Optional[Workloads] = None
+    workloads: Optional[Any] = None
+    """The :class:`stacks.workloads.Workloads`, once registered."""
+
+    @property
+    def config(self) -> StackConfig:
+        """The validated configuration."""
+        return self.plan.config
 
 
 def region_name() -> str:
@@ -95,18 +58,59 @@ def region_name() -> str:
 
 
 def resolve_zones(cfg: StackConfig) -> list[str]:
-    """Zone names for a new VPC (see :func:`stacks.config.choose_zones`), from the region's
-    available zones as the ``aws.getAvailabilityZones`` invoke reports them."""
+    """Zone names for a new VPC (see :func:`stacks.zones.choose_zones`), from the region's available
+    zones as the ``aws.getAvailabilityZones`` invoke reports them."""
     available = aws.get_availability_zones(
         state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
     ).names
     return choose_zones(cfg, available)
 
 
-def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> Environment:
-    """Register the whole backbone: network, cluster, node groups, device plugin, EFS storage."""
+def stack_tags(cfg: StackConfig) -> dict[str, str]:
+    """AWS tags on every resource of the stack."""
+    return {"eks-training/stack": f"{cfg.project}-{cfg.stack}", "managed-by": "pulumi", **cfg.tags}
+
+
+def _node_group_args(
+    plan: Plan,
+    g: NodeGroupPlan,
+    cluster: TrainingCluster,
+    subnets: pulumi.Input[list[pulumi.Input[str]]],
+    vpc_id: pulumi.Input[str],
+    tags: dict[str, str],
+) -> TrainingNodeGroupArgs:
+    args: TrainingNodeGroupArgs = {
+        "cluster_name": cluster.cluster_name,
+        "node_role_arn": cluster.node_role_arn,
+        "subnet_ids": subnets,
+        "instance_types": g.instance_types,
+        "role": g.name,
+        "gpus_per_node": g.profile.gpus,
+        "min_size": g.min_size,
+        "desired_size": g.desired_size,
+        "max_size": g.max_size,
+        "capacity_type": g.capacity_type,
+        "disk_size_gib": g.disk_size_gib,
+        "labels": dict(g.user_labels),
+        "taints": list(g.user_taints),
+        "efa": g.efa is not None,
+        "efa_interfaces": g.profile.efa_interfaces,
+        "cluster_security_group_id": cluster.node_security_group_id,
+        "vpc_id": vpc_id,
+        "autoscaler_tags": plan.autoscale,
+        "ignore_desired_size_changes": plan.autoscale,
+        "tags": tags,
+    }
+    if g.capacity_reservation_id:
+        args["capacity_reservation_id"] = g.capacity_reservation_id
+    return args
+
+
+def build_environment(plan: Plan, zones: Optional[list[str]] = None) -> Environment:
+    """Register the whole backbone: network, cluster, node groups, device plugins, autoscaler, EFS storage."""
+    cfg = plan.config
     name = cfg.cluster_name
-    tags = {"eks-training/stack": f"{cfg.project}-{cfg.stack}", "managed-by": "pulumi", **cfg.tags}
+    tags = stack_tags(cfg)
 
     if cfg.network is not None:
         zones = zones if zones is not None else resolve_zones(cfg)
@@ -144,12 +148,12 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         "private_subnet_ids": private_ids,
         "public_subnet_ids": public_ids,
         "system_node_group": {
-            "instance_type": cfg.system_node_group.instance_type,
-            "min_size": cfg.system_node_group.min_size,
-            "desired_size": cfg.system_node_group.desired_size,
-            "max_size": cfg.system_node_group.max_size,
-            "disk_size_gib": cfg.system_node_group.disk_size_gib,
-            "autoscaled": cfg.autoscaler.enabled and bool(cfg.node_groups),
+            "instance_type": plan.system.instance_types[0],
+            "min_size": plan.system.min_size,
+            "desired_size": plan.system.desired_size,
+            "max_size": plan.system.max_size,
+            "disk_size_gib": plan.system.disk_size_gib,
+            "autoscaled": plan.autoscale,
         },
         "endpoint_public_access": c.endpoint_public_access,
         "public_access_cidrs": c.public_access_cidrs,
@@ -173,59 +177,28 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
     # created after it and deleted before it.
     k8s_opts = pulumi.ResourceOptions(provider=provider)
 
-    autoscale = cfg.autoscaler.enabled and bool(cfg.node_groups)
     groups: dict[str, TrainingNodeGroup] = {}
-    for gname, g in cfg.node_groups.items():
-        facts = cfg.group_instance(gname)
-        taints: list[NodeTaint] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in g.taints]
+    for gname, g in plan.groups.items():
         # Pinned groups (EFA, capacity reservations) use the one private subnet of their zone.
         subnets: pulumi.Input[list[pulumi.Input[str]]] = private_ids  # type: ignore[assignment]
         if g.subnet_id:
             subnets = [g.subnet_id]
-        elif g.availability_zone and zones is not None:
-            subnets = [private_id_list[zones.index(g.availability_zone)]]
-        ng_args: TrainingNodeGroupArgs = {
-            "cluster_name": cluster.cluster_name,
-            "node_role_arn": cluster.node_role_arn,
-            "subnet_ids": subnets,
-            "instance_types": list(g.instance_types),
-            "role": gname,
-            "gpus_per_node": facts.gpus,
-            "min_size": g.min_size,
-            "desired_size": g.desired_size,
-            "max_size": g.max_size,
-            "capacity_type": g.capacity_type,
-            "disk_size_gib": g.disk_size_gib,
-            "labels": dict(g.labels),
-            "taints": taints,
-            "efa": cfg.group_efa(gname),
-            "efa_interfaces": facts.network_cards,
-            "cluster_security_group_id": cluster.node_security_group_id,
-            "vpc_id": vpc_id,
-            "autoscaler_tags": autoscale,
-            "ignore_desired_size_changes": autoscale,
-            "tags": tags,
-        }
-        if g.capacity_reservation_id:
-            ng_args["capacity_reservation_id"] = g.capacity_reservation_id
-        groups[gname] = TrainingNodeGroup(f"{name}-{gname}", ng_args)
+        elif g.zone and zones is not None:
+            subnets = [private_id_list[zones.index(g.zone)]]
+        groups[gname] = TrainingNodeGroup(
+            f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, vpc_id, tags)
+        )
 
-    device_plugin: Optional[NvidiaDevicePlugin] = None
-    if any(cfg.group_instance(g).is_gpu for g in cfg.node_groups):
-        device_plugin = NvidiaDevicePlugin(f"{name}-nvidia", {"namespace": "kube-system"}, opts=k8s_opts)
-    efa_plugin: Optional[EfaDevicePlugin] = None
-    if any(cfg.group_efa(g) for g in cfg.node_groups):
-        efa_plugin = EfaDevicePlugin(f"{name}-efa", {"namespace": "kube-system"}, opts=k8s_opts)
+    plugins: dict[str, DevicePlugin] = {}
+    if plan.gpu:
+        plugins["nvidia"] = DevicePlugin(f"{name}-nvidia", {"kind": "nvidia", "namespace": "kube-system"}, opts=k8s_opts)
+    if plan.efa:
+        plugins["efa"] = DevicePlugin(f"{name}-efa", {"kind": "efa", "namespace": "kube-system"}, opts=k8s_opts)
     autoscaler: Optional[ClusterAutoscaler] = None
-    if autoscale:
+    if plan.autoscale:
         autoscaler = ClusterAutoscaler(
             f"{name}-autoscaler",
-            {
-                "cluster_name": cluster.cluster_name,
-                "cluster_name_plain": name,
-                "kubernetes_version": c.kubernetes_version,
-                "region": region_name(),
-            },
+            {"cluster_name": cluster.cluster_name, "kubernetes_version": c.kubernetes_version, "region": region_name()},
             opts=k8s_opts,
         )
 
@@ -236,7 +209,6 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         "cluster_name": pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(
             lambda v: str(v[0])
         ),
-        "cluster_name_plain": name,
         "kubernetes_version": c.kubernetes_version,
         "vpc_id": vpc_id,
         "subnet_ids": private_id_list,
@@ -258,7 +230,7 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
     storage = EfsStorage(f"{name}-efs", storage_args, opts=k8s_opts)
 
     return Environment(
-        config=cfg,
+        plan=plan,
         cluster=cluster,
         k8s_provider=provider,
         storage=storage,
@@ -267,267 +239,6 @@ def build_environment(cfg: StackConfig, zones: Optional[list[str]] = None) -> En
         public_subnet_ids=public_ids,
         k8s_opts=k8s_opts,
         node_groups=groups,
-        device_plugin=device_plugin,
-        efa_plugin=efa_plugin,
+        device_plugins=plugins,
         autoscaler=autoscaler,
     )
-
-
-def placement_for(cfg: StackConfig, group: str) -> WorkerPlacement:
-    """Node selection, tolerations, EFA and zone of a worker group's pods: the labels and taints come
-    from :func:`components.nodegroup.node_scheduling`, the function the node group is built with."""
-    g = cfg.node_groups[group]
-    facts = cfg.group_instance(group)
-    efa = cfg.group_efa(group)
-    own: list[NodeTaint] = [{"key": x.key, "value": x.value, "effect": x.effect} for x in g.taints]
-    labels, taints = node_scheduling(group, facts.gpus, efa, g.labels, own)
-    placement: WorkerPlacement = {"instance": facts, "node_labels": labels, "node_taints": taints, "efa": efa}
-    if g.availability_zone:
-        placement["zone"] = g.availability_zone
-    return placement
-
-
-def health_threshold(cfg: StackConfig) -> Optional[float]:
-    """The all-reduce bus bandwidth (GB/s) below which training must not start, or None (report only).
-    Enforced checks default to 80% of the published two-node figure for the instance type."""
-    hc = cfg.health_check
-    if hc.min_bus_bandwidth_gbytes_per_s is not None:
-        return hc.min_bus_bandwidth_gbytes_per_s
-    if not hc.enforce or cfg.training is None or cfg.training.node_group is None:
-        return None
-    facts = cfg.group_instance(cfg.training.node_group)
-    reference = REFERENCE_ALLREDUCE.get(facts.name)
-    return None if reference is None else round(0.8 * reference.busbw_gbytes_per_s, 2)
-
-
-def health_message_bytes(cfg: StackConfig) -> Optional[int]:
-    """Largest all-reduce message of the check: configured, else the reference's size for the
-    training group's type (so measurement and threshold compare like with like), else the default."""
-    if cfg.health_check.max_bytes is not None:
-        return cfg.health_check.max_bytes
-    if cfg.training is None or cfg.training.node_group is None:
-        return None
-    reference = REFERENCE_ALLREDUCE.get(cfg.group_instance(cfg.training.node_group).name)
-    return None if reference is None else reference.message_bytes
-
-
-def build_workloads(env: Environment) -> Optional[Workloads]:
-    """Register the training image, etcd, data staging, the elastic training Job and evaluation."""
-    cfg = env.config
-    t = cfg.training
-    if t is None:
-        return None
-    assert t.node_group is not None and t.max_workers is not None  # filled in by the loader
-    name = cfg.cluster_name
-    tags = {"eks-training/stack": f"{cfg.project}-{cfg.stack}", "managed-by": "pulumi", **cfg.tags}
-    namespace = env.storage.namespace
-    pvc = env.storage.pvc_name
-
-    image: Optional[TrainingImage] = None
-    image_uri: pulumi.Output[str]
-    if cfg.image.prebuilt:
-        image_uri = pulumi.Output.from_input(cfg.image.prebuilt)
-        image_version = cfg.image.prebuilt
-    else:
-        context = str(TRAINING_CONTEXT)
-        image_version = image_tag_for(hash_build_context(context))
-        image = TrainingImage(
-            f"{name}-image",
-            {
-                "context_dir": context,
-                "keep_images": cfg.image.keep_images,
-                "build_timeout_minutes": cfg.image.build_timeout_minutes,
-                "compute_type": cfg.image.compute_type,
-                "tags": tags,
-            },
-        )
-        image_uri = image.image_uri
-
-    k8s_opts = env.k8s_opts
-    system = system_node_selector()
-    etcd: Optional[EtcdRendezvous] = None
-    if t.rendezvous_backend == "etcd-v2":
-        etcd = EtcdRendezvous(
-            f"{name}-etcd",
-            {"namespace": namespace, "node_selector": system},
-            opts=k8s_opts,
-        )
-
-    d = cfg.dataset
-    staging_args: DatasetStagingArgs = {
-        "namespace": namespace,
-        "pvc_name": pvc,
-        "image": image_uri,
-        "source": d.source,
-        "dest_path": d.path,
-        "node_selector": system,
-        "cluster_name": env.cluster.cluster_name,
-        "cluster_name_plain": name,
-        "timeout_minutes": d.timeout_minutes,
-    }
-    if d.md5:
-        staging_args["md5"] = d.md5
-    if d.expected_bytes:
-        staging_args["expected_bytes"] = d.expected_bytes
-    staging = DatasetStaging(
-        f"{name}-stage",
-        staging_args,
-        opts=k8s_opts,
-    )
-
-    placement = placement_for(cfg, t.node_group)
-    facts = placement["instance"]
-    run = make_run_id(
-        t.job_name,
-        {
-            "image": image_version,
-            "dataset": d.source,
-            "epochs": t.epochs,
-            "batch_size": t.batch_size,
-            "learning_rate": t.learning_rate,
-            "width": t.width,
-            "instance": facts.name,
-        },
-    )
-    run_dir = f"{SHARED_MOUNT}/runs/{run}"
-
-    # The bandwidth check runs on the training nodes after the data is staged; training waits for it.
-    data_dir: pulumi.Output[str] = staging.data_dir
-    health: Optional[AllReduceHealthCheck] = None
-    hc = cfg.health_check
-    if hc.enabled:
-        health_args: AllReduceHealthCheckArgs = {
-            "namespace": namespace,
-            "pvc_name": pvc,
-            "image": image_uri,
-            "job_name": f"{t.job_name}-allreduce",
-            "report_path": f"{run_dir}/allreduce-health.json",
-            "placement": placement,
-            "workers": t.workers,
-            "timeout_minutes": hc.timeout_minutes,
-            "after": staging.data_dir,
-        }
-        message_bytes = health_message_bytes(cfg)
-        if message_bytes is not None:
-            health_args["max_bytes"] = message_bytes
-        threshold = health_threshold(cfg)
-        if threshold is not None:
-            health_args["min_bus_bandwidth_gbytes_per_s"] = threshold
-        health = AllReduceHealthCheck(f"{name}-allreduce", health_args, opts=k8s_opts)
-        data_dir = pulumi.Output.all(staging.data_dir, health.report_path).apply(lambda v: str(v[0]))
-
-    training_args: ElasticTrainingJobArgs = {
-        "namespace": namespace,
-        "pvc_name": pvc,
-        "image": image_uri,
-        "job_name": f"{t.job_name}-train",
-        "run_id": run,
-        "placement": placement,
-        "workers": t.workers,
-        "min_workers": t.min_workers,
-        "max_workers": t.max_workers,
-        "rendezvous_backend": t.rendezvous_backend,
-        "data_dir": data_dir,
-        "hyperparameters": {
-            "epochs": t.epochs,
-            "batch_size": t.batch_size,
-            "learning_rate": t.learning_rate,
-            "width": t.width,
-            "data_loader_workers": t.data_loader_workers,
-            "checkpoint_every_steps": t.checkpoint_every_steps,
-        },
-        "max_restarts": t.max_restarts,
-        "wait_for_completion": t.wait_for_completion,
-        "timeout_hours": t.timeout_hours,
-    }
-    if etcd is not None:
-        training_args["etcd_endpoint"] = etcd.endpoint
-    training = ElasticTrainingJob(f"{name}-train", training_args, opts=k8s_opts)
-    evaluation_args: EvaluationJobArgs = {
-        "namespace": namespace,
-        "pvc_name": pvc,
-        "image": image_uri,
-        "job_name": f"{t.job_name}-eval",
-        "run_dir": training.output_dir,
-        "data_dir": staging.data_dir,
-        "node_selector": system,
-        "wait_for_completion": t.wait_for_completion,
-        "timeout_hours": t.timeout_hours,
-    }
-    if cfg.evaluation.min_accuracy is not None:
-        evaluation_args["min_accuracy"] = cfg.evaluation.min_accuracy
-    evaluation = EvaluationJob(
-        f"{name}-eval",
-        evaluation_args,
-        opts=k8s_opts,
-    )
-    return Workloads(
-        image_uri=image_uri,
-        image=image,
-        etcd=etcd,
-        staging=staging,
-        training=training,
-        evaluation=evaluation,
-        run_id=run,
-        health_check=health,
-    )
-
-
-def export_outputs(env: Environment) -> dict[str, Any]:
-    """Stack outputs of the backbone (also exported by ``__main__``)."""
-    cfg = env.config
-    region = aws.get_region_output().region
-    outputs: dict[str, Any] = {
-        "clusterName": env.cluster.cluster_name,
-        "kubeconfig": env.cluster.kubeconfig,
-        "vpcId": env.vpc_id,
-        "privateSubnetIds": env.private_subnet_ids,
-        "publicSubnetIds": env.public_subnet_ids,
-        "systemNodeGroupName": env.cluster.system_node_group_name,
-        "nodeGroupNames": pulumi.Output.all(
-            env.cluster.system_node_group_name, *[ng.node_group_name for ng in env.node_groups.values()]
-        ),
-        "efsFileSystemId": env.storage.file_system_id,
-        "pvcName": env.storage.pvc_name,
-        "pvcNamespace": env.storage.namespace,
-        "updateKubeconfigCommand": pulumi.Output.concat(
-            "aws eks update-kubeconfig --region ",
-            region,
-            " --name ",
-            env.cluster.cluster_name,
-            " --alias ",
-            cfg.cluster_name,
-        ),
-    }
-    w = env.workloads
-    if w is not None:
-        ns = env.storage.namespace
-        outputs.update(
-            {
-                "imageUri": w.image_uri,
-                "stagingJobName": w.staging.job_name,
-                "trainingJobName": w.training.job_name,
-                "evaluationJobName": w.evaluation.job_name,
-                "runDirectory": w.training.output_dir,
-                "followTrainingLogsCommand": pulumi.Output.concat(
-                    "kubectl logs -n ",
-                    ns,
-                    " -f --prefix --max-log-requests 64 -l eks-training/job=",
-                    w.training.job_name,
-                ),
-                "evaluationResultCommand": pulumi.Output.concat(
-                    "kubectl wait -n ",
-                    ns,
-                    " --for=condition=complete --timeout=24h job/",
-                    w.evaluation.job_name,
-                    " && kubectl logs -n ",
-                    ns,
-                    " job/",
-                    w.evaluation.job_name,
-                    " --tail=1",
-                ),
-            }
-        )
-        if w.image is not None:
-            outputs["imageBuildLogLink"] = w.image.build_log_link
-    return outputs

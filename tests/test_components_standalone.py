@@ -20,7 +20,7 @@ def test_readme_example_registers_the_components(tmp_path: Path) -> None:
     for preview in (False, True):
         p = run_program("dev", preview=preview, config={"aws:region": "us-west-2"}, main=readme_example(tmp_path))
         types = [r.type for r in p.registrations]
-        for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "NvidiaDevicePlugin"):
+        for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin"):
             assert f"eks-training:index:{t}" in types
         gpu_ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"]["eks-training/role"] == "gpu")
         assert gpu_ng.inputs["amiType"] == "AL2023_x86_64_NVIDIA", "GPU facts come from the catalog"

@@ -5,8 +5,9 @@ import re
 import pulumi
 import yaml
 
-from stacks.config import _TOP_LEVEL, load_config
+from stacks.config import SECTIONS, load_config
 from stacks.costs import estimate
+from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, _config_to_runtime, stack_config, stack_names
 
 
@@ -15,7 +16,7 @@ def test_pulumi_yaml_documents_exactly_the_keys_the_loader_reads() -> None:
     assert project["name"] == PROJECT
     assert project["backend"]["url"].startswith("file://"), "local state backend by default"
     declared = set(project["config"])
-    assert declared == set(_TOP_LEVEL), declared ^ set(_TOP_LEVEL)
+    assert declared == set(SECTIONS), declared ^ set(SECTIONS)
     for key, spec in project["config"].items():
         assert spec.get("description"), key
 
@@ -29,7 +30,7 @@ def test_readme_stack_table_matches_the_cost_model() -> None:
     assert set(rows) == set(stack_names()), "every stack has a README row, and no row is stale"
     for stack in stack_names():
         pulumi.runtime.set_all_config(_config_to_runtime(stack_config(stack)), [])
-        cost = estimate(load_config(PROJECT, stack))
+        cost = estimate(build_plan(load_config(PROJECT, stack)))
         assert rows[stack] == (cost.running, cost.idle), stack
 
 
@@ -52,7 +53,7 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     nested = {"nodeGroups": [NodeGroupConfig, TaintConfig], "instanceFacts": [InstanceFactsConfig]}
     checked = 0
-    for key, model in _TOP_LEVEL.items():
+    for key, model in SECTIONS.items():
         models = nested.get(key) or ([model] if isinstance(model, type) and issubclass(model, BaseModel) else [])
         text = project["config"][key]["description"]
         for m in models:

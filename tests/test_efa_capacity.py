@@ -5,15 +5,8 @@ from typing import Any
 
 import pytest
 
-from components.catalog import (
-    EFA_ENV_BY_FAMILY,
-    EFA_LABEL,
-    GPU_TAINT,
-    HELM_CHARTS,
-    INSTANCE_TYPES,
-    NODE_ROLE_LABEL,
-    REFERENCE_ALLREDUCE,
-)
+from components.catalog import EFA_ENV_BY_FAMILY, HELM_CHARTS, INSTANCE_TYPES, REFERENCE_ALLREDUCE
+from components.scheduling import EFA_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from stacks.costs import estimate
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 
@@ -176,13 +169,14 @@ def test_dev_stack_idles_under_a_quarter_dollar_an_hour() -> None:
     import pulumi
 
     from stacks.config import load_config
+    from stacks.plan import build_plan
     from tests.harness import _config_to_runtime
 
     pulumi.runtime.set_all_config(_config_to_runtime(stack_config("dev")), [])
     cfg = load_config(PROJECT, "dev")
     assert all(g.min_size == 0 for g in cfg.node_groups.values())
     assert cfg.autoscaler.enabled
-    cost = estimate(cfg)
+    cost = estimate(build_plan(cfg))
     assert cost.idle is not None and cost.idle <= 0.25, cost
 
 
@@ -324,7 +318,7 @@ def test_volume_owner_is_the_image_user() -> None:
     p = run_program("dev")
     params = p.one("kubernetes:storage.k8s.io/v1:StorageClass").inputs["parameters"]
     assert "gidRangeStart" not in params, "a per-volume GID would lock a re-adopted file system's data away"
-    from components.catalog import TRAINING_IMAGE_UID
+    from components.conventions import TRAINING_IMAGE_UID
 
     uid = str(TRAINING_IMAGE_UID)
     assert params["uid"] == params["gid"] == uid

@@ -44,7 +44,6 @@ from components.image import (  # noqa: E402
     TAG_HEX_LENGTH,
     TrainingImage,
     buildspec,
-    codebuild_policy_document,
     collect_build_context,
     hash_build_context,
     image_tag_for,
@@ -54,7 +53,8 @@ from components.image import (  # noqa: E402
     validate_image_reference,
     write_context_zip,
 )
-from components.image_build import (  # noqa: E402
+from components.iam import codebuild_policy as codebuild_policy_document  # noqa: E402
+from components.image.build_provider import (  # noqa: E402
     ImageBuildError,
     ImageBuildProvider,
     evaluate_build,
@@ -451,7 +451,7 @@ def test_provider_survives_dill_round_trip_in_a_fresh_process() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], input=blob, capture_output=True, text=True, cwd=str(REPO), timeout=120, check=True
     )
-    assert out.stdout.split() == ["components.image_build", "ImageBuildProvider", "['image_tag']"]
+    assert out.stdout.split() == ["components.image.build_provider", "ImageBuildProvider", "['image_tag']"]
     # Same provider -> same serialization (no spurious diffs of the __provider input).
     assert serialize_provider(ImageBuildProvider()) == blob
     assert "boto3" not in base64.b64decode(blob).decode("latin-1")

@@ -31,12 +31,13 @@ REPO = Path(__file__).resolve().parent.parent  # on sys.path via tests/conftest.
 
 from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
 from stacks.config import ConfigError, StackConfig, load_config  # noqa: E402
+from stacks.plan import Plan, build_plan  # noqa: E402
+from stacks.zones import choose_zones  # noqa: E402
 from stacks.preflight import (  # noqa: E402
     Finding,
     PreflightError,
     check,
     format_report,
-    resolve_zones,
     run_preflight,
 )
 from tests import preflight_support as sup  # noqa: E402
@@ -116,9 +117,14 @@ def stack(node_groups: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return cfg
 
 
-def load(config: dict[str, Any]) -> StackConfig:
+def load(config: dict[str, Any]) -> Plan:
     pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
-    return load_config("eks-training", "preflight-test")
+    return build_plan(load_config("eks-training", "preflight-test"))
+
+
+def replan(plan: Plan, **changes: Any) -> Plan:
+    """The plan of the same configuration with some parsed sections replaced."""
+    return build_plan(dataclasses.replace(plan.config, **changes))
 
 
 def group(types: list[str], max_size: int = 2, **extra: Any) -> dict[str, Any]:
@@ -240,7 +246,7 @@ def test_new_vpc_zones_resolved_like_the_program(proc: sup.MotoProcess) -> None:
     assert "uses zones us-east-1a, us-east-1b, us-east-1c" in one(findings, "eks-training:network").message
     assert "offered in us-east-1a, us-east-1b, us-east-1c" in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
     with pytest.raises(ConfigError, match="availabilityZoneCount"):
-        resolve_zones(dataclasses.replace(cfg, network=cfg.network.model_copy(update={"availability_zone_count": 7})), ZONES)  # type: ignore[union-attr]
+        choose_zones(dataclasses.replace(cfg.config, network=cfg.config.network.model_copy(update={"availability_zone_count": 7})), ZONES)  # type: ignore[union-attr]
 
 
 def test_existing_vpc_zones_come_from_its_subnets(proc: sup.MotoProcess) -> None:
@@ -439,22 +445,20 @@ def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> N
     facts = {
         # m5.2xlarge has no EFA per EC2 (moto: EfaSupported false); g6e.24xlarge has 2 interfaces.
         "m5.2xlarge": {"vcpus": 8, "memoryMib": 32768, "maxEfaInterfaces": 1, "source": "a wrong note"},
-        "g6e.24xlarge": {"vcpus": 96, "memoryMib": 786432, "gpus": 4, "maxEfaInterfaces": 4, "source": "a wrong note"},
+        "g6e.24xlarge": {"vcpus": 96, "memoryMib": 786432, "gpus": 4, "maxEfaInterfaces": 4, "networkCards": 4, "source": "a wrong note"},
+        "m5.4xlarge": {"vcpus": 16, "memoryMib": 65536, "maxEfaInterfaces": 1, "source": "a wrong note"},
     }
     cfg = load(
         stack(
             {
                 "cpu": group(["m5.2xlarge"], 1, availabilityZone="us-east-1a"),
                 "l40s": group(["g6e.24xlarge"], 1, availabilityZone="us-east-1a"),
-                "a10g": group(["g5.xlarge"], 1),
+                "explicit": group(["m5.4xlarge"], 1, availabilityZone="us-east-1a", efa=True),
                 "p4d": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a"),
             },
             instanceFacts=facts,
         )
     )
-    # efa: true on a type EC2 says has no EFA (set on the parsed config, independent of config rules).
-    a10g = cfg.node_groups["a10g"].model_copy(update={"efa": True})
-    cfg = dataclasses.replace(cfg, node_groups={**cfg.node_groups, "a10g": a10g})
     findings = run_preflight(cfg, ZONES, session())
 
     def efa(key: str) -> Finding:
@@ -464,19 +468,20 @@ def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> N
     assert not cpu.ok and "EC2 says it does not support EFA" in cpu.message
     assert "fix eks-training:instanceFacts.m5.2xlarge.maxEfaInterfaces" in cpu.message
     l40s = efa("eks-training:nodeGroups.l40s.instanceTypes[0]")
-    assert not l40s.ok and "MaximumEfaInterfaces 2, the catalog says 4" in l40s.message
-    explicit = one(findings, "eks-training:nodeGroups.a10g.efa")
-    assert not explicit.ok and "EC2 says g5.xlarge does not support EFA; set efa: false" in explicit.message
+    assert not l40s.ok and "MaximumEfaInterfaces 2, the plan uses 4" in l40s.message
+    # efa: true on a type EC2 says has no EFA (the stack's facts claim one)
+    explicit = one(findings, "eks-training:nodeGroups.explicit.efa")
+    assert not explicit.ok and "EC2 says m5.4xlarge does not support EFA; set efa: false" in explicit.message
     assert efa("eks-training:nodeGroups.p4d.instanceTypes[0]").ok
 
 
 def test_efa_count_mismatch_with_the_catalog_says_fix_the_catalog(proc: sup.MotoProcess) -> None:
     cfg = load(stack({"gpu": group(["p5.48xlarge"], 1, availabilityZone="us-east-1a")}))
-    wrong = dataclasses.replace(INSTANCE_TYPES["p5.48xlarge"], max_efa_interfaces=16)
-    cfg = dataclasses.replace(cfg, catalog=Catalog({**INSTANCE_TYPES, "p5.48xlarge": wrong}))
+    wrong = dataclasses.replace(INSTANCE_TYPES["p5.48xlarge"], max_efa_interfaces=16, network_cards=16)
+    cfg = replan(cfg, catalog=Catalog({**INSTANCE_TYPES, "p5.48xlarge": wrong}))
     [f] = [f for f in run_preflight(cfg, ZONES, session()) if "EFA" in f.message]
     assert f.key == f"{GPU_KEY}.instanceTypes[0]" and not f.ok
-    assert "MaximumEfaInterfaces 32, the catalog says 16" in f.message and "components/catalog.py" in f.message
+    assert "MaximumEfaInterfaces 32, the plan uses 16" in f.message and "components/catalog/instances.py" in f.message
 
 
 # ------------------------------------------------------------------------------------------------
@@ -616,7 +621,7 @@ def test_cli_exits_2_on_a_config_error(proc: sup.MotoProcess, tmp_path: Path) ->
     bad = stack({"gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 3, "desiredSize": 3, "maxSize": 1}})
     result = run_cli(tmp_path, bad)
     assert result.returncode == 2
-    assert "eks-training:nodeGroups.gpu.minSize (3) > eks-training:nodeGroups.gpu.maxSize (1)" in result.stderr
+    assert "eks-training:nodeGroups.gpu.minSize: 3 > eks-training:nodeGroups.gpu.maxSize (1)" in result.stderr
     zones = run_cli(tmp_path, stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZones": ["us-east-1a", "us-east-1z"]}))
     assert zones.returncode == 2 and "us-east-1z" in zones.stderr
 

@@ -6,7 +6,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.catalog import AMI_TYPES, GPU_LABEL, GPU_TAINT, HELM_CHARTS, INSTANCE_TYPES, NODE_ROLE_LABEL
+from components.catalog import AMI_TYPES, HELM_CHARTS, INSTANCE_TYPES
+from components.scheduling import GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from tests.harness import (
     ACCOUNT,
     PROJECT,

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-import stacks.environment
-from components.catalog import IMAGES, INSTANCE_TYPES, NODE_ROLE_LABEL
+import stacks.workloads
+from components.catalog import IMAGES, INSTANCE_TYPES
+from components.scheduling import NODE_ROLE_LABEL
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 
 TRAINING_STACKS = [s for s in stack_names() if stack_config(s).get(f"{PROJECT}:training")]
@@ -195,8 +196,8 @@ def _fingerprints(p: Program) -> dict[str, str]:
 
 def test_changed_training_source_rebuilds_only_the_image_and_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     context = tmp_path / "training"
-    shutil.copytree(stacks.environment.TRAINING_CONTEXT, context, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(stacks.environment, "TRAINING_CONTEXT", context)
+    shutil.copytree(stacks.workloads.TRAINING_CONTEXT, context, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(stacks.workloads, "TRAINING_CONTEXT", context)
     before = _fingerprints(run_program("workshop"))
     same = _fingerprints(run_program("workshop"))
     assert before == same, "an unchanged context registers identical inputs (no rebuild)"

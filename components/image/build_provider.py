@@ -1,6 +1,6 @@
 """Dynamic resource that builds the training image in AWS CodeBuild and reports its digest.
 
-``ImageBuild`` is created by :class:`components.image.TrainingImage`; it is not meant to be used alone.
+``ImageBuild`` is created by :class:`components.image.component.TrainingImage`; it is not meant to be used alone.
 
 How it behaves
 --------------
@@ -28,8 +28,8 @@ engine passes it to ``configure``). The region is an explicit input (the compone
 the repository ARN, so it always matches the provider the AWS children were created with).
 ``AWS_ENDPOINT_URL`` is respected by boto3 itself, which is how the tests point it at moto.
 
-dill pickles :class:`ImageBuildProvider` *by reference* (``components.image_build.ImageBuildProvider``),
-so the dynamic-provider host must be able to ``import components.image_build``: it can when the
+dill pickles :class:`ImageBuildProvider` *by reference* (``components.image.build_provider.ImageBuildProvider``),
+so the dynamic-provider host must be able to ``import components.image.build_provider``: it can when the
 Pulumi program directory (the host's working directory) is the repository root holding
 ``components/``; otherwise put the repository on ``PYTHONPATH`` or install it. The provider keeps no
 state (no clients at module level or on the instance), so unpickling is cheap and side-effect free.

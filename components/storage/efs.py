@@ -17,10 +17,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.catalog import TRAINING_IMAGE_UID
-from components.iam import pod_identity_trust_policy
+from components.conventions import COMMON_LABELS, TRAINING_IMAGE_UID
+from components.iam import managed_policy_arn
+from components.pod_identity import pod_identity_role
 
-EFS_CSI_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
+#: The AWS managed policy of the EFS CSI controller (access points on tagged file systems).
+EFS_CSI_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
+PARTITION = "aws"
 EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
 EFS_CSI_PROVISIONER = "efs.csi.aws.com"
 #: POSIX user and group the access points enforce: the training image's user.
@@ -31,9 +34,8 @@ class EfsStorageArgs(TypedDict):
     """Inputs of :class:`EfsStorage`."""
 
     cluster_name: pulumi.Input[str]
-    """EKS cluster name (add-on and Pod Identity association)."""
-    cluster_name_plain: str
-    """The same name as a plain string (it goes into the IAM trust policy and role name)."""
+    """EKS cluster name (add-on, Pod Identity trust); an Output resolving once the nodes the CSI controller
+    runs on exist orders the add-on after them."""
     kubernetes_version: str
     """Kubernetes version (selects the add-on's default version)."""
     vpc_id: pulumi.Input[str]
@@ -94,7 +96,7 @@ class EfsStorage(pulumi.ComponentResource):
         namespace_name = args.get("namespace", "training")
         pvc_name = args.get("pvc_name", "shared-data")
         sc_name = args.get("storage_class_name", "efs-shared")
-        cluster_plain = args["cluster_name_plain"]
+        cluster_name = pulumi.Output.from_input(args["cluster_name"])
         child = pulumi.ResourceOptions(parent=self)
 
         sg = aws.ec2.SecurityGroup(
@@ -127,7 +129,7 @@ class EfsStorage(pulumi.ComponentResource):
                 kms_key_id=args.get("kms_key_arn"),
                 throughput_mode=args.get("throughput_mode", "elastic"),
                 performance_mode=args.get("performance_mode", "generalPurpose"),
-                tags={**tags, "Name": f"{cluster_plain}-shared"},
+                tags={**tags, "Name": f"{name}-shared"},
                 # Only the file system (the data) is kept on destroy; its mount targets and
                 # security group go, so the VPC can still be deleted.
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain),
@@ -152,20 +154,19 @@ class EfsStorage(pulumi.ComponentResource):
 
         # The CSI controller's own role: trusted only for its service account in kube-system of
         # this cluster, with the AWS-managed EFS CSI policy (access points on tagged file systems).
-        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        role = aws.iam.Role(
-            f"{name}-csi-role",
-            name=f"{cluster_plain}-efs-csi",
-            description="EFS CSI controller (EKS Pod Identity, kube-system/efs-csi-controller-sa)",
-            assume_role_policy=caller.account_id.apply(
-                lambda account: pod_identity_trust_policy(account, cluster_plain, "kube-system", [EFS_CSI_CONTROLLER_SA])
-            ),
+        identity = pod_identity_role(
+            self,
+            f"{name}-csi",
+            cluster_name=cluster_name,
+            namespace="kube-system",
+            service_account=EFS_CSI_CONTROLLER_SA,
+            description=f"EFS CSI controller (EKS Pod Identity, kube-system/{EFS_CSI_CONTROLLER_SA})",
+            role_name=f"{name}-csi",
+            managed_policy_arns=[managed_policy_arn(PARTITION, EFS_CSI_POLICY)],
+            associate=False,  # the add-on associates the role with its service account itself
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self),
         )
-        attachment = aws.iam.RolePolicyAttachment(
-            f"{name}-csi-policy", role=role.name, policy_arn=EFS_CSI_POLICY_ARN, opts=pulumi.ResourceOptions(parent=self)
-        )
+        role = identity.role
         addon_version: pulumi.Input[str] = args.get("addon_version") or aws.eks.get_addon_version_output(
             addon_name="aws-efs-csi-driver",
             kubernetes_version=args["kubernetes_version"],
@@ -178,19 +179,19 @@ class EfsStorage(pulumi.ComponentResource):
         }
         addon = aws.eks.Addon(
             f"{name}-csi-addon",
-            cluster_name=args["cluster_name"],
+            cluster_name=cluster_name,
             addon_name="aws-efs-csi-driver",
             addon_version=addon_version,
             pod_identity_associations=[pod_identity],
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=identity.policies),
         )
 
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-sc",
-            metadata={"name": sc_name, "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
+            metadata={"name": sc_name, "labels": {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]}},
             provisioner=EFS_CSI_PROVISIONER,
             parameters={
                 "provisioningMode": "efs-ap",

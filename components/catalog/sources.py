@@ -1,0 +1,127 @@
+"""The public sources behind every fact in the catalog: a key -> a URL a user can open, and what it shows.
+
+Every fact row names one or more of these keys; ``tests/test_catalog.py`` checks that each key
+used exists here and that each source is an ``https://`` address.
+"""
+
+from dataclasses import dataclass
+from typing import Mapping
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """Where a fact comes from."""
+
+    url: str
+    """A public address a user can open."""
+    shows: str
+    """What the page shows that the catalog relies on."""
+
+
+SOURCES: Mapping[str, Source] = {
+    # --- instance types -------------------------------------------------------------------------
+    "ec2-accelerated-specs": Source(
+        url="https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html",
+        shows="accelerated-computing types: vCPUs, memory, GPUs and GPU memory, network cards, EFA, baseline bandwidth",
+    ),
+    "ec2-general-specs": Source(
+        url="https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html",
+        shows="general-purpose types (m5): vCPUs, memory, baseline bandwidth (m5.large 0.75 Gbps, m5.xlarge 1.25 Gbps)",
+    ),
+    "ec2-compute-specs": Source(
+        url="https://docs.aws.amazon.com/ec2/latest/instancetypes/co.html",
+        shows="compute-optimized types (c5): vCPUs, memory, baseline bandwidth",
+    ),
+    "karpenter-instance-types": Source(
+        url="https://karpenter.sh/docs/reference/instance-types/",
+        shows="EC2 DescribeInstanceTypes values per type (MiB memory, GPU MiB, EFA interfaces, network bandwidth) and "
+        "the allocatable CPU/memory Kubernetes sees on AL2023 after kube/system reservations",
+    ),
+    "karpenter-instance-types-v1.0": Source(
+        url="https://karpenter.sh/v1.0/reference/instance-types/",
+        shows="the same table for p3.2xlarge and p3.16xlarge (dropped from the current page)",
+    ),
+    "ec2-network-cards": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html",
+        shows="network cards per type and one EFA interface per network card on multi-card instances",
+    ),
+    "ec2-on-demand-prices": Source(
+        url="https://aws.amazon.com/ec2/pricing/on-demand/",
+        shows="On-Demand Linux prices in us-east-1 (the values here as published on 2026-07-20)",
+    ),
+    "ec2-g5": Source(
+        url="https://aws.amazon.com/ec2/instance-types/g5/",
+        shows="g5.12xlarge: 4 x A10G, 48 vCPUs, 192 GiB, 3800 GB NVMe, 40 Gbps, EFA from g5.8xlarge up; $5.672/h",
+    ),
+    "ec2-m5": Source(
+        url="https://aws.amazon.com/ec2/instance-types/m5/",
+        shows="m5.large 2 vCPUs/8 GiB, m5.xlarge 4 vCPUs/16 GiB; no EFA below m5n/m5dn.24xlarge",
+    ),
+    # --- EKS, AMIs, EFA ---------------------------------------------------------------------------
+    "eks-nvidia-ami": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html",
+        shows="instance families the AL2023 x86_64 NVIDIA AMI supports; AMI types AL2023_x86_64_NVIDIA/STANDARD",
+    ),
+    "eks-efa": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html",
+        shows="EFA on EKS: 5128 pre-allocated 2 MiB huge pages (pods request hugepages-2Mi: 5120Mi), efa-only "
+        "interfaces need VPC CNI >= 1.18.5",
+    ),
+    "aws-ofi-nccl-env": Source(
+        url="https://github.com/aws/aws-ofi-nccl/blob/master/doc/efa-env-var.md",
+        shows="which NCCL/libfabric variables EFA needs per aws-ofi-nccl version (FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA)",
+    ),
+    "efa-cheatsheet": Source(
+        url="https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/efa-cheatsheet.md",
+        shows="NCCL_SOCKET_IFNAME, NCCL_SHM_USE_CUDA_MEMCPY=1 on g5/g6 (about 2x intra-node bandwidth)",
+    ),
+    "nccl-tests-results": Source(
+        url="https://github.com/aws-samples/awsome-distributed-training/blob/main/micro-benchmarks/nccl-tests/README.md",
+        shows="2-node all_reduce_perf bus bandwidth: 2 x p4de 78.33 GB/s at 2 GiB (Slurm); 2 x p5 on EKS 437.79 GB/s at 2 GiB",
+    ),
+    "eks-addons": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html",
+        shows="EKS managed add-on names (vpc-cni, kube-proxy, coredns, eks-pod-identity-agent, metrics-server, "
+        "aws-efs-csi-driver)",
+    ),
+    # --- charts and images ------------------------------------------------------------------------
+    "nvidia-device-plugin-chart": Source(
+        url="https://github.com/NVIDIA/k8s-device-plugin/blob/v0.20.0/deployments/helm/nvidia-device-plugin/Chart.yaml",
+        shows="chart nvidia-device-plugin 0.20.0 (repo https://nvidia.github.io/k8s-device-plugin)",
+    ),
+    "efa-device-plugin-chart": Source(
+        url="https://github.com/aws/eks-charts/blob/master/stable/aws-efa-k8s-device-plugin/Chart.yaml",
+        shows="chart aws-efa-k8s-device-plugin v0.5.30 (repo https://aws.github.io/eks-charts)",
+    ),
+    "cluster-autoscaler-chart": Source(
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-9.43.1/charts/cluster-autoscaler/Chart.yaml",
+        shows="chart cluster-autoscaler (repo https://kubernetes.github.io/autoscaler) and its appVersion",
+    ),
+    "cluster-autoscaler-releases": Source(
+        url="https://github.com/kubernetes/autoscaler/releases",
+        shows="cluster-autoscaler image tags per Kubernetes minor (the autoscaler's minor must match the cluster's)",
+    ),
+    "etcd-v2-rendezvous": Source(
+        url="https://github.com/aws-samples/awsome-distributed-training/blob/main/3.test_cases/pytorch/ddp/kubernetes/"
+        "ddp-custom-container.yaml-template",
+        shows="AWS's torchrun etcd rendezvous: quay.io/coreos/etcd:v3.5.19 with --enable-v2 (etcd 3.5 is the last "
+        "release with the v2 API, https://etcd.io/docs/v3.5/upgrades/upgrade_3_6/)",
+    ),
+    # --- prices and quotas --------------------------------------------------------------------------
+    "eks-pricing": Source(url="https://aws.amazon.com/eks/pricing/", shows="$0.10 per cluster-hour in standard support"),
+    "vpc-pricing": Source(
+        url="https://aws.amazon.com/vpc/pricing/",
+        shows="NAT gateway $0.045/hour in us-east-1 (+$0.045/GB); public IPv4 address $0.005/hour",
+    ),
+    "ebs-pricing": Source(url="https://aws.amazon.com/ebs/pricing/", shows="gp3 $0.08/GB-month in us-east-1"),
+    "kms-pricing": Source(url="https://aws.amazon.com/kms/pricing/", shows="$1/month per customer managed key"),
+    "ec2-vcpu-quotas": Source(
+        url="https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html",
+        shows="EC2 On-Demand and Spot instance quotas are counted in vCPUs per instance class; codes as the "
+        "Service Quotas console shows them (https://console.aws.amazon.com/servicequotas/home/services/ec2/quotas)",
+    ),
+    "stack config": Source(
+        url="https://www.pulumi.com/docs/iac/concepts/config/",
+        shows="facts a user supplied in the stack's instanceFacts config key (with their own source)",
+    ),
+}

@@ -1,0 +1,13 @@
+"""Conventions shared by the components and the training image (not facts: choices of this project)."""
+
+from typing import Mapping
+
+#: UID and GID the training image runs as (``USER 1000:1000`` in training/Dockerfile; a test ties
+#: them). Pods run as it, and the shared volume's files are owned by it.
+TRAINING_IMAGE_UID = 1000
+#: Where the shared volume is mounted in every pod.
+SHARED_MOUNT = "/data"
+#: Labels on every Kubernetes object the components create.
+COMMON_LABELS: Mapping[str, str] = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "eks-training"}
+#: Pods cluster-autoscaler must not evict to consolidate nodes (training, etcd).
+NO_EVICT: Mapping[str, str] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}

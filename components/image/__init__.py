@@ -1,0 +1,54 @@
+"""Container images built in AWS CodeBuild from directories of this repository, pinned by digest.
+
+Modules: :mod:`~components.image.context` (content hash and zip of a build context),
+:mod:`~components.image.reference` (image references), :mod:`~components.image.buildspec`
+(CodeBuild buildspec, ECR lifecycle policy), :mod:`~components.image.build_provider` (the dynamic
+resource that runs the build), :mod:`~components.image.component` (``TrainingImage``).
+"""
+
+from components.image.buildspec import buildspec, lifecycle_policy_document
+from components.image.component import (
+    COMPUTE_TYPES,
+    DEFAULT_BUILD_TIMEOUT_MINUTES,
+    DEFAULT_COMPUTE_TYPE,
+    DEFAULT_KEEP_IMAGES,
+    PLATFORM_BUILD_ENVIRONMENTS,
+    TrainingImage,
+    TrainingImageArgs,
+)
+from components.image.context import (
+    CONTEXT_PREFIX,
+    DEFAULT_PLATFORM,
+    TAG_HEX_LENGTH,
+    collect_build_context,
+    context_zip_path,
+    hash_build_context,
+    image_tag_for,
+    is_ignored,
+    parse_dockerignore,
+    write_context_zip,
+)
+from components.image.reference import validate_image_reference
+
+__all__ = [
+    "COMPUTE_TYPES",
+    "CONTEXT_PREFIX",
+    "DEFAULT_BUILD_TIMEOUT_MINUTES",
+    "DEFAULT_COMPUTE_TYPE",
+    "DEFAULT_KEEP_IMAGES",
+    "DEFAULT_PLATFORM",
+    "PLATFORM_BUILD_ENVIRONMENTS",
+    "TAG_HEX_LENGTH",
+    "TrainingImage",
+    "TrainingImageArgs",
+    "buildspec",
+    "collect_build_context",
+    "context_zip_path",
+    "hash_build_context",
+    "image_tag_for",
+    "is_ignored",
+    "lifecycle_policy_document",
+    "parse_dockerignore",
+    "validate_image_reference",
+    "write_context_zip",
+]

@@ -1,0 +1,305 @@
+"""``TrainingImage``: a container image built in AWS CodeBuild from a directory of this repository and
+pushed to ECR, referenced by digest.
+
+The machine running ``pulumi up`` needs no Docker daemon: the build context is hashed and zipped at
+program time (:mod:`components.image.context`), uploaded to S3, and a CodeBuild project (privileged,
+so it can run ``docker build``) builds and pushes it, driven by the dynamic resource in
+:mod:`components.image.build_provider`.
+
+The image tag is the context hash: the same context gives the same tag, so the build resource
+reports no change and nothing is rebuilt; a changed file gives a new tag and a new S3 key, which
+replaces only the build resource (and the context object). The repository, bucket, role, log group
+and project do not change. Jobs use :attr:`TrainingImage.image_uri`, which pins the image by digest.
+
+The children use whatever AWS provider the component inherits (no provider is created here). The
+dynamic build resource runs boto3 in Pulumi's dynamic-provider host; its region is taken from the
+repository ARN, so it always matches the region the children were created in.
+"""
+
+import json
+import re
+from typing import Mapping, Optional, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+from typing_extensions import NotRequired
+
+from components.arns import account_from_arn, region_from_arn
+from components.iam import codebuild_policy, s3_tls_only_bucket_policy, service_trust_policy
+from components.image.build_provider import ImageBuild, ImageBuildInputs
+from components.image.buildspec import buildspec, lifecycle_policy_document
+from components.image.context import (
+    CONTEXT_PREFIX,
+    DEFAULT_PLATFORM,
+    context_zip_path,
+    hash_build_context,
+    image_tag_for,
+    write_context_zip,
+)
+
+DEFAULT_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
+DEFAULT_KEEP_IMAGES = 10
+DEFAULT_BUILD_TIMEOUT_MINUTES = 90
+DEFAULT_QUEUED_TIMEOUT_MINUTES = 60
+DEFAULT_LOG_RETENTION_DAYS = 30
+
+#: platform -> (CodeBuild environment type, curated CodeBuild image with Docker)
+PLATFORM_BUILD_ENVIRONMENTS: dict[str, tuple[str, str]] = {
+    "linux/amd64": ("LINUX_CONTAINER", "aws/codebuild/amazonlinux2-x86_64-standard:5.0"),
+    "linux/arm64": ("ARM_CONTAINER", "aws/codebuild/amazonlinux2-aarch64-standard:3.0"),
+}
+COMPUTE_TYPES = frozenset(
+    {"BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE", "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE"}
+)
+
+
+class TrainingImageArgs(TypedDict):
+    """Inputs of :class:`TrainingImage`."""
+
+    context_dir: str
+    """Local path of the Docker build context (hashed and zipped when the program runs)."""
+    dockerfile: NotRequired[str]
+    """Dockerfile path relative to the context (default ``Dockerfile``)."""
+    platform: NotRequired[str]
+    """``linux/amd64`` (default) or ``linux/arm64``; picks the CodeBuild environment."""
+    repository_name: NotRequired[pulumi.Input[str]]
+    """ECR repository name (default: auto-named from the component name)."""
+    keep_images: NotRequired[int]
+    """Lifecycle policy keeps the newest N images (default 10)."""
+    force_delete: NotRequired[bool]
+    """Delete the repository with its images on destroy (default True: images are rebuildable)."""
+    kms_key_arn: NotRequired[pulumi.Input[str]]
+    """KMS key for ECR, the context bucket and CodeBuild artifacts (default: AES256 / AWS-managed)."""
+    compute_type: NotRequired[str]
+    """CodeBuild compute type (default BUILD_GENERAL1_LARGE: CUDA images are big)."""
+    codebuild_image: NotRequired[str]
+    """Override the curated CodeBuild image of the platform."""
+    build_timeout_minutes: NotRequired[int]
+    """CodeBuild build timeout, 5-2160 (default 90)."""
+    queued_timeout_minutes: NotRequired[int]
+    """CodeBuild queue timeout, 5-480 (default 60)."""
+    log_retention_days: NotRequired[int]
+    """Retention of the build log group (default 30)."""
+    poll_interval_seconds: NotRequired[float]
+    """How often the build status is polled (default 15)."""
+    tags: NotRequired[Mapping[str, str]]
+    """Tags added to every taggable child."""
+
+
+class TrainingImage(pulumi.ComponentResource):
+    """ECR repository + lifecycle policy, S3 context bucket + uploaded context, CodeBuild role, log
+    group and project, and the :class:`~components.image_build.ImageBuild` that runs the build."""
+
+    image_uri: pulumi.Output[str]
+    """``<repository_url>@sha256:<digest>``: reference jobs should use."""
+    image_tag: pulumi.Output[str]
+    """Content-hash tag of the image (first 24 hex characters of the context hash)."""
+    digest: pulumi.Output[str]
+    """``sha256:...`` digest of the pushed image."""
+    repository_url: pulumi.Output[str]
+    """ECR repository URI (without tag or digest)."""
+    repository_arn: pulumi.Output[str]
+    """ECR repository ARN (grant node roles pull access on it)."""
+    context_hash: pulumi.Output[str]
+    """Full sha256 of the build context."""
+    build_project_name: pulumi.Output[str]
+    """Name of the CodeBuild project."""
+    build_log_link: pulumi.Output[str]
+    """CloudWatch link of the last build's log ("" when the image already existed)."""
+
+    def __init__(self, name: str, args: TrainingImageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:TrainingImage", name, None, opts)
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", name):
+            # Children (bucket, repository) are auto-named from it, and those names must be lowercase.
+            raise ValueError(f"TrainingImage name {name!r} must be 1-40 lowercase letters, digits or '-'")
+
+        dockerfile = args.get("dockerfile", "Dockerfile")
+        platform = args.get("platform", DEFAULT_PLATFORM)
+        if platform not in PLATFORM_BUILD_ENVIRONMENTS:
+            raise ValueError(f"platform must be one of {sorted(PLATFORM_BUILD_ENVIRONMENTS)}, got {platform!r}")
+        compute_type = args.get("compute_type", DEFAULT_COMPUTE_TYPE)
+        if compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"compute_type must be one of {sorted(COMPUTE_TYPES)}, got {compute_type!r}")
+        keep_images = int(args.get("keep_images", DEFAULT_KEEP_IMAGES))
+        build_timeout = int(args.get("build_timeout_minutes", DEFAULT_BUILD_TIMEOUT_MINUTES))
+        queued_timeout = int(args.get("queued_timeout_minutes", DEFAULT_QUEUED_TIMEOUT_MINUTES))
+        if not 5 <= build_timeout <= 2160:
+            raise ValueError("build_timeout_minutes must be between 5 and 2160")
+        if not 5 <= queued_timeout <= 480:
+            raise ValueError("queued_timeout_minutes must be between 5 and 480")
+        kms_key_arn = args.get("kms_key_arn")
+        tags: dict[str, str] = dict(args.get("tags") or {})
+        env_type, default_build_image = PLATFORM_BUILD_ENVIRONMENTS[platform]
+
+        # Program-time content addressing: hash, then a deterministic zip named by the hash.
+        context_hash = hash_build_context(args["context_dir"], dockerfile, platform)
+        tag = image_tag_for(context_hash)
+        zip_path = context_zip_path(context_hash)
+        write_context_zip(args["context_dir"], zip_path, dockerfile)
+        context_key = f"{CONTEXT_PREFIX}/{context_hash}.zip"
+
+        child = pulumi.ResourceOptions(parent=self)
+
+        # --- ECR -----------------------------------------------------------------------------------
+        encryption: aws.ecr.RepositoryEncryptionConfigurationArgsDict = (
+            {"encryption_type": "KMS", "kms_key": kms_key_arn} if kms_key_arn is not None else {"encryption_type": "AES256"}
+        )
+        scanning: aws.ecr.RepositoryImageScanningConfigurationArgsDict = {"scan_on_push": True}
+        repo = aws.ecr.Repository(
+            f"{name}-repo",
+            name=args.get("repository_name"),
+            image_tag_mutability="IMMUTABLE",  # tags are content hashes: never re-pointed
+            image_scanning_configuration=scanning,
+            encryption_configurations=[encryption],
+            force_delete=bool(args.get("force_delete", True)),
+            tags=tags,
+            opts=child,
+        )
+        aws.ecr.LifecyclePolicy(
+            f"{name}-lifecycle",
+            repository=repo.name,
+            policy=lifecycle_policy_document(keep_images),
+            opts=child,
+        )
+
+        # --- S3 bucket for build contexts ----------------------------------------------------------
+        bucket = aws.s3.Bucket(f"{name}-contexts", force_destroy=True, tags=tags, opts=child)
+        sse_default: aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgsDict = (
+            {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}
+            if kms_key_arn is not None
+            else {"sse_algorithm": "AES256"}
+        )
+        sse_rule: aws.s3.BucketServerSideEncryptionConfigurationRuleArgsDict = {
+            "apply_server_side_encryption_by_default": sse_default,
+            "bucket_key_enabled": kms_key_arn is not None,
+        }
+        sse = aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-contexts-sse", bucket=bucket.id, rules=[sse_rule], opts=child
+        )
+        pab = aws.s3.BucketPublicAccessBlock(
+            f"{name}-contexts-pab",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-contexts-tls-only",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(s3_tls_only_bucket_policy),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
+        )
+        context_object = aws.s3.BucketObjectv2(
+            f"{name}-context",
+            bucket=bucket.id,
+            key=context_key,
+            source=pulumi.FileAsset(zip_path),
+            content_type="application/zip",
+            server_side_encryption="aws:kms" if kms_key_arn is not None else "AES256",
+            kms_key_id=kms_key_arn,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[sse]),
+        )
+
+        # --- Logs, IAM ---------------------------------------------------------------------------------
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-build-logs",
+            retention_in_days=int(args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS)),
+            tags=tags,
+            opts=child,
+        )
+        role = aws.iam.Role(
+            f"{name}-codebuild-role",
+            description="CodeBuild service role that builds and pushes the training image",
+            assume_role_policy=repo.arn.apply(
+                lambda arn: service_trust_policy("codebuild.amazonaws.com", source_account=account_from_arn(arn), sid="CodeBuildAssume")
+            ),
+            tags=tags,
+            opts=child,
+        )
+        policy_json = pulumi.Output.all(repo.arn, bucket.arn, log_group.arn, pulumi.Output.from_input(kms_key_arn)).apply(
+            lambda a: json.dumps(codebuild_policy(a[0], a[1], a[2], a[3], CONTEXT_PREFIX), sort_keys=True)
+        )
+        role_policy = aws.iam.RolePolicy(f"{name}-codebuild-policy", role=role.id, policy=policy_json, opts=child)
+
+        # --- CodeBuild -----------------------------------------------------------------------------------
+        env_vars: list[aws.codebuild.ProjectEnvironmentEnvironmentVariableArgsDict] = [
+            {"name": "DOCKERFILE", "value": dockerfile, "type": "PLAINTEXT"},
+            {"name": "DOCKER_PLATFORM", "value": platform, "type": "PLAINTEXT"},
+        ]
+        environment: aws.codebuild.ProjectEnvironmentArgsDict = {
+            "type": env_type,
+            "image": args.get("codebuild_image", default_build_image),
+            "compute_type": compute_type,
+            "image_pull_credentials_type": "CODEBUILD",
+            "privileged_mode": True,  # docker build needs the Docker daemon
+            "environment_variables": env_vars,
+        }
+        source: aws.codebuild.ProjectSourceArgsDict = {
+            "type": "S3",
+            # Stable location; each build overrides it with the content-addressed zip.
+            "location": bucket.bucket.apply(lambda b: f"{b}/{CONTEXT_PREFIX}/"),
+            "buildspec": buildspec(),
+        }
+        artifacts: aws.codebuild.ProjectArtifactsArgsDict = {"type": "NO_ARTIFACTS"}
+        logs_config: aws.codebuild.ProjectLogsConfigArgsDict = {
+            "cloudwatch_logs": {"status": "ENABLED", "group_name": log_group.name},
+            "s3_logs": {"status": "DISABLED"},
+        }
+        project = aws.codebuild.Project(
+            f"{name}-build",
+            description="Builds the training image from the content-addressed context in S3",
+            service_role=role.arn,
+            build_timeout=build_timeout,
+            queued_timeout=queued_timeout,
+            environment=environment,
+            source=source,
+            artifacts=artifacts,
+            logs_config=logs_config,
+            encryption_key=kms_key_arn,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy]),
+        )
+
+        # --- The build ---------------------------------------------------------------------------------------
+        poll = float(args.get("poll_interval_seconds", 15.0))
+        build_inputs: ImageBuildInputs = {
+            "project_name": project.name,
+            "repository_url": repo.repository_url,
+            "repository_name": repo.name,
+            "region": repo.arn.apply(region_from_arn),
+            "image_tag": tag,
+            "source_bucket": bucket.bucket,
+            "source_key": context_object.key,
+            "poll_interval_seconds": poll,
+            "wait_timeout_seconds": float((build_timeout + queued_timeout) * 60 + 600),
+            "digest_wait_seconds": 120.0,
+        }
+        build = ImageBuild(
+            f"{name}-image",
+            build_inputs,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy, context_object, project]),
+        )
+
+        self.image_uri = build.image_uri
+        self.image_tag = pulumi.Output.from_input(tag)
+        self.digest = build.image_digest
+        self.repository_url = repo.repository_url
+        self.repository_arn = repo.arn
+        self.context_hash = pulumi.Output.from_input(context_hash)
+        self.build_project_name = project.name
+        self.build_log_link = build.log_link
+        self.register_outputs(
+            {
+                "image_uri": self.image_uri,
+                "image_tag": self.image_tag,
+                "digest": self.digest,
+                "repository_url": self.repository_url,
+                "repository_arn": self.repository_arn,
+                "context_hash": self.context_hash,
+                "build_project_name": self.build_project_name,
+                "build_log_link": self.build_log_link,
+            }
+        )

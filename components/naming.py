@@ -1,0 +1,23 @@
+"""Physical names: derived deterministically and kept within the limits the services enforce."""
+
+import hashlib
+
+
+def short_hash(text: str, length: int = 8) -> str:
+    """A stable hex digest prefix of ``text``."""
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def fit_name(name: str, limit: int, *, separator: str = "-") -> str:
+    """``name`` when it fits ``limit``, else its start plus a stable hash suffix of the whole name
+    (so two long names that share a prefix stay distinct and the same name always maps the same way)."""
+    if len(name) <= limit:
+        return name
+    digest = short_hash(name)
+    keep = limit - len(digest) - len(separator)
+    return f"{name[:keep].rstrip(separator + '.')}{separator}{digest}"
+
+
+def k8s_name(*parts: str, limit: int = 63) -> str:
+    """A DNS-1123 label from ``parts`` joined by ``-``; long names keep a hash suffix so they stay unique."""
+    return fit_name("-".join(p.strip("-").lower() for p in parts if p), limit)

@@ -1,0 +1,206 @@
+"""What a node group's instance type means for the group and for the pods on it: pure functions.
+
+:func:`node_profile` turns an instance type's catalog row (and the group's role, EFA setting, labels
+and taints) into everything derived from it: the EFA profile (interfaces, ``efa-only`` interfaces,
+huge pages, NCCL/libfabric environment, the VPC CNI that needs), labels and taints, the AMI type,
+the size of a pod that fills one node, and the cluster-autoscaler node-template tags. The stack's
+plan (:mod:`stacks.plan`) and :class:`components.nodegroup.TrainingNodeGroup` both call it, so the
+launch template, the pods' requests, the autoscaler's tags and the health check agree by construction.
+"""
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
+from components.catalog import (
+    AMI_TYPES,
+    EFA_ENV_BY_FAMILY,
+    EFA_ENV_COMMON,
+    EFA_HUGEPAGES_2MI,
+    EFA_ONLY_MIN_VPC_CNI,
+    InstanceType,
+)
+from components.scheduling import NodeTaint, node_scheduling
+
+#: Fraction of a node's allocatable CPU and memory a pod that fills the node requests (the rest is
+#: left for DaemonSets: VPC CNI, kube-proxy, CSI node plugins, Pod Identity agent, device plugins).
+NODE_SHARE = 0.8
+#: Data-loader workers pass batches through ``/dev/shm``: a quarter of the pod's memory, at most 64 GiB.
+MAX_SHM_MIB = 64 * 1024
+#: cluster-autoscaler reads a group's template node from tags with this prefix when it has no nodes.
+AUTOSCALER_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
+
+
+class InconsistentFacts(ValueError):
+    """An instance type's facts contradict each other (e.g. EFA interfaces vs network cards)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EfaProfile:
+    """EFA on one instance type: everything derived from its interface count."""
+
+    interfaces: int
+    """EFA interfaces per node: one per network card (launch template, pod request, autoscaler tag)."""
+    efa_only_interfaces: int
+    """Interfaces on cards 1..N-1, typed ``efa-only`` (card 0 is ``efa``: EFA with ENA, the primary)."""
+    hugepages_2mi: str
+    """Huge pages a pod on the node requests."""
+    env: Mapping[str, str]
+    """NCCL/libfabric environment of pods on the node."""
+    min_vpc_cni: Optional[tuple[int, int, int]]
+    """The VPC CNI the cluster needs for ``efa-only`` interfaces (``None`` when there are none)."""
+
+
+def efa_profile(facts: InstanceType) -> EfaProfile:
+    """The EFA profile of an EFA-capable type; :class:`InconsistentFacts` when its interface count and
+    network cards disagree (one EFA interface goes on each network card)."""
+    if not facts.supports_efa:
+        raise InconsistentFacts(f"{facts.name} has no EFA interfaces")
+    if facts.max_efa_interfaces != facts.network_cards:
+        raise InconsistentFacts(
+            f"{facts.name}: maxEfaInterfaces ({facts.max_efa_interfaces}) must equal networkCards "
+            f"({facts.network_cards}): an EFA group gets one EFA interface per network card"
+        )
+    count = facts.max_efa_interfaces
+    return EfaProfile(
+        interfaces=count,
+        efa_only_interfaces=count - 1,
+        hugepages_2mi=EFA_HUGEPAGES_2MI,
+        env={**EFA_ENV_COMMON, **EFA_ENV_BY_FAMILY.get(facts.family, {})},
+        min_vpc_cni=EFA_ONLY_MIN_VPC_CNI if count > 1 else None,
+    )
+
+
+def efa_default(facts: InstanceType) -> bool:
+    """Whether a group of this type uses EFA when its config does not say: on for types that have it."""
+    return facts.supports_efa
+
+
+def interface_specs(count: int) -> list[dict[str, object]]:
+    """Launch-template network interfaces for EFA: card 0 ``efa`` at device 0 (the primary, with an IP),
+    cards 1..N-1 ``efa-only`` at device 1 (no IP), one per network card."""
+    return [
+        {"network_card_index": card, "device_index": 0 if card == 0 else 1, "interface_type": "efa" if card == 0 else "efa-only"}
+        for card in range(count)
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodSize:
+    """What one pod that fills one node requests."""
+
+    cpu_millis: int
+    memory_mib: int
+    gpus: int
+    efa_devices: int
+    hugepages_2mi: str
+    """``""`` without EFA."""
+    shm_mib: int
+    procs_per_node: int
+    """Processes per node by default: one per GPU, one on CPU nodes."""
+    threads_per_proc: int
+
+
+def pod_size(facts: InstanceType, efa: Optional[EfaProfile] = None) -> PodSize:
+    """Requests of a pod that fills a node of ``facts``' type (allocatable x :data:`NODE_SHARE`)."""
+    alloc_cpu = facts.allocatable_cpu_m or int(facts.vcpus * 1000 * 0.95)
+    alloc_mem = facts.allocatable_memory_mib or int(facts.memory_mib * 0.85)
+    cpu = int(alloc_cpu * NODE_SHARE) // 100 * 100
+    mem = int(alloc_mem * NODE_SHARE) // 256 * 256
+    procs = max(1, facts.gpus)
+    return PodSize(
+        cpu_millis=cpu,
+        memory_mib=mem,
+        gpus=facts.gpus,
+        efa_devices=efa.interfaces if efa else 0,
+        hugepages_2mi=efa.hugepages_2mi if efa else "",
+        shm_mib=min(mem // 4, MAX_SHM_MIB),
+        procs_per_node=procs,
+        threads_per_proc=max(1, (cpu // 1000) // procs),
+    )
+
+
+def ami_type(gpus: int) -> str:
+    """The EKS managed node group AMI type for nodes with ``gpus`` NVIDIA GPUs."""
+    return AMI_TYPES["nvidia"] if gpus > 0 else AMI_TYPES["cpu"]
+
+
+def network_env(facts: InstanceType, efa: Optional[EfaProfile]) -> dict[str, str]:
+    """NCCL/libfabric environment of pods on the type: the EFA profile's, else the family's NCCL settings
+    on GPU types, else nothing."""
+    if efa is not None:
+        return dict(efa.env)
+    if facts.is_gpu:
+        return {k: v for k, v in EFA_ENV_BY_FAMILY.get(facts.family, {}).items() if k.startswith("NCCL_")}
+    return {}
+
+
+def autoscaler_template_tags(
+    labels: Mapping[str, str], taints: Sequence[Mapping[str, str]], gpus: int, efa_interfaces: int
+) -> dict[str, str]:
+    """Auto Scaling group tags cluster-autoscaler reads to build a template node of a group at zero:
+    its labels, taints and extended resources (managed node groups do not copy them to the ASG)."""
+    tags = {f"{AUTOSCALER_TEMPLATE_PREFIX}/label/{k}": v for k, v in labels.items()}
+    for t in taints:
+        tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/taint/{t['key']}"] = f"{t['value']}:{t['effect']}"
+    if gpus:
+        tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/nvidia.com/gpu"] = str(gpus)
+    if efa_interfaces:
+        tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/vpc.amazonaws.com/efa"] = str(efa_interfaces)
+        tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/hugepages-2Mi"] = EFA_HUGEPAGES_2MI
+    return tags
+
+
+def sizing_type(facts: Sequence[InstanceType]) -> InstanceType:
+    """The type pods of a group are sized for: the smallest (by allocatable CPU, then memory). All types
+    of a group share GPU and EFA counts (the config loader checks), so such pods fit on any of them."""
+    return min(facts, key=lambda f: (f.allocatable_cpu_m or f.vcpus * 1000, f.allocatable_memory_mib or f.memory_mib))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeProfile:
+    """Everything derived from a group's instance types, role, EFA setting, labels and taints."""
+
+    role: str
+    instance: InstanceType
+    """The sizing type (see :func:`sizing_type`)."""
+    gpus: int
+    efa: Optional[EfaProfile]
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, str], ...]
+    ami_type: str
+    pod: PodSize
+    network_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def efa_interfaces(self) -> int:
+        """EFA interfaces per node (0 without EFA)."""
+        return self.efa.interfaces if self.efa else 0
+
+    def autoscaler_tags(self) -> dict[str, str]:
+        """The group's cluster-autoscaler node-template tags."""
+        return autoscaler_template_tags(self.labels, self.taints, self.gpus, self.efa_interfaces)
+
+
+def node_profile(
+    role: str,
+    facts: Sequence[InstanceType],
+    *,
+    efa: bool,
+    labels: Optional[Mapping[str, str]] = None,
+    taints: Optional[Sequence[NodeTaint]] = None,
+) -> NodeProfile:
+    """The profile of a group of ``facts``' types (:class:`InconsistentFacts` for contradictory EFA facts)."""
+    sizing = sizing_type(facts)
+    profile = efa_profile(sizing) if efa else None
+    node_labels, node_taints = node_scheduling(role, sizing.gpus, efa, labels, taints)
+    return NodeProfile(
+        role=role,
+        instance=sizing,
+        gpus=sizing.gpus,
+        efa=profile,
+        labels=node_labels,
+        taints=tuple(node_taints),
+        ami_type=ami_type(sizing.gpus),
+        pod=pod_size(sizing, profile),
+        network_env=network_env(sizing, profile),
+    )

@@ -1,0 +1,85 @@
+"""Scheduling conventions: the labels and taints node groups carry and pods select and tolerate.
+
+One function, :func:`node_scheduling`, decides a group's labels and taints; node groups are built
+from it and workload placement selects and tolerates with it, so they cannot disagree. Taints are
+written in Kubernetes spelling everywhere; :data:`TAINT_EFFECTS_EKS` converts to the EKS API's.
+"""
+
+from typing import Literal, Mapping, Optional, Sequence, TypedDict, get_args
+
+from typing_extensions import NotRequired
+
+#: Kubernetes taint effects (listed once; config models and components read this).
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
+#: Kubernetes spelling -> EKS node group API spelling.
+TAINT_EFFECTS_EKS: Mapping[str, str] = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+
+#: Label every node of a group carries with the group's name (``system`` for the system group).
+NODE_ROLE_LABEL = "eks-training/role"
+#: Our label on GPU nodes (the NVIDIA device plugin selects it) and the taint they carry.
+GPU_LABEL = ("eks-training/accelerator", "nvidia")
+GPU_TAINT: Mapping[str, str] = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+#: Our label on EFA nodes (the EFA device plugin selects it).
+EFA_LABEL = ("eks-training/efa", "true")
+#: Role of the system node group (add-ons, controllers, etcd, staging, evaluation).
+SYSTEM_ROLE = "system"
+#: Label prefixes users may not set on their groups (Kubernetes', EKS's and ours).
+RESERVED_LABEL_PREFIXES: tuple[str, ...] = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/", "eks-training/")
+
+
+class NodeTaint(TypedDict):
+    """A taint in Kubernetes spelling."""
+
+    key: str
+    """Taint key."""
+    value: NotRequired[str]
+    """Taint value (may be empty)."""
+    effect: str
+    """``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``."""
+
+
+class Toleration(TypedDict):
+    """A pod toleration (Kubernetes spelling)."""
+
+    key: str
+    """Taint key tolerated."""
+    operator: str
+    """``Equal`` or ``Exists``."""
+    value: NotRequired[str]
+    """Taint value (with ``Equal``)."""
+    effect: NotRequired[str]
+    """Taint effect tolerated (all when absent)."""
+
+
+def node_scheduling(
+    role: str,
+    gpus: int,
+    efa: bool,
+    labels: Optional[Mapping[str, str]] = None,
+    taints: Optional[Sequence[NodeTaint]] = None,
+) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The labels and taints (Kubernetes spelling) every node of a group carries: its role label, the
+    GPU label and taint on GPU types, the EFA label on EFA groups, then the user's own."""
+    out_labels = {NODE_ROLE_LABEL: role, **dict(labels or {})}
+    out_taints: list[dict[str, str]] = []
+    if gpus > 0:
+        out_labels[GPU_LABEL[0]] = GPU_LABEL[1]
+        out_taints.append(dict(GPU_TAINT))
+    if efa:
+        out_labels[EFA_LABEL[0]] = EFA_LABEL[1]
+    for t in taints or []:
+        if t["effect"] not in TAINT_EFFECTS:
+            raise ValueError(f"taint {t['key']!r}: effect {t['effect']!r} is not one of {', '.join(TAINT_EFFECTS)}")
+        out_taints.append({"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]})
+    return out_labels, out_taints
+
+
+def tolerations_for(taints: Sequence[Mapping[str, str]]) -> list[Toleration]:
+    """Tolerations that match ``taints`` (Kubernetes spelling) exactly."""
+    return [{"key": t["key"], "operator": "Equal", "value": t.get("value", ""), "effect": t["effect"]} for t in taints]
+
+
+def system_node_selector() -> dict[str, str]:
+    """Selects the system node group."""
+    return {NODE_ROLE_LABEL: SYSTEM_ROLE}

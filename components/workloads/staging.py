@@ -1,0 +1,132 @@
+"""``DatasetStaging``: download, verify and extract a dataset onto the shared volume, once."""
+
+from typing import Mapping, Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
+
+from components.conventions import COMMON_LABELS, SHARED_MOUNT
+from components.iam import s3_read_object_policy
+from components.naming import k8s_name
+from components.pod_identity import pod_identity_role
+from components.workloads.pods import SHARED_VOLUME_MOUNT, container_security, pod_security, shared_volume
+
+PARTITION = "aws"
+
+
+class DatasetStagingArgs(TypedDict):
+    """Inputs of :class:`DatasetStaging`."""
+
+    namespace: pulumi.Input[str]
+    """Training namespace (holds the PVC)."""
+    pvc_name: pulumi.Input[str]
+    """The shared ReadWriteMany claim."""
+    image: pulumi.Input[str]
+    """Training image (contains /app/stage_data.py)."""
+    source: str
+    """``https://...`` or ``s3://bucket/key`` of the dataset tarball."""
+    dest_path: str
+    """Folder under the shared volume, e.g. ``datasets/cifar10``."""
+    md5: NotRequired[str]
+    """Expected MD5 of the tarball."""
+    expected_bytes: NotRequired[int]
+    """Expected size of the tarball."""
+    node_selector: NotRequired[Mapping[str, str]]
+    """Where the Job runs (the system nodes)."""
+    cluster_name: NotRequired[pulumi.Input[str]]
+    """EKS cluster name; required for an ``s3://`` source (Pod Identity role and association)."""
+    timeout_minutes: NotRequired[int]
+    """How long Pulumi waits for the Job to complete. Default 30."""
+
+
+class DatasetStaging(pulumi.ComponentResource):
+    """A Job that downloads, verifies and extracts the dataset onto the shared volume (idempotent:
+    it exits at once when the marker of a verified copy is there). For an ``s3://`` source it runs
+    as its own service account with a Pod Identity role that may read only that object."""
+
+    job_name: pulumi.Output[str]
+    """Name of the staging Job."""
+    data_dir: pulumi.Output[str]
+    """Path of the dataset inside the pods (``/data/<dest_path>``); resolves once the staging Job
+    completed, so consumers built from it are created after the data is verified."""
+
+    def __init__(self, name: str, args: DatasetStagingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:DatasetStaging", name, None, opts)
+        source = args["source"]
+        data_dir = f"{SHARED_MOUNT}/{args['dest_path'].strip('/')}"
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "dataset-staging", "app.kubernetes.io/instance": name}
+        sa = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata={"name": k8s_name(name, "sa"), "namespace": args["namespace"], "labels": labels},
+            automount_service_account_token=False,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        depends: list[pulumi.Resource] = []
+        if source.startswith("s3://"):
+            bucket, _, key = source[len("s3://") :].partition("/")
+            cluster_name = args.get("cluster_name")
+            if cluster_name is None:
+                raise ValueError(f"{name}: an s3:// source needs cluster_name")
+            identity = pod_identity_role(
+                self,
+                name,
+                cluster_name=cluster_name,
+                namespace=args["namespace"],
+                service_account=sa.metadata.name,
+                description=f"Dataset staging job: read {source}",
+                role_name=name,
+                policy=s3_read_object_policy(PARTITION, bucket, key),
+                policy_suffix="read",
+            )
+            assert identity.association is not None
+            depends.append(identity.association)
+
+        command = ["python", "/app/stage_data.py", "--source", source, "--dest", data_dir]
+        if args.get("md5"):
+            command += ["--md5", str(args["md5"])]
+        if args.get("expected_bytes"):
+            command += ["--expected-bytes", str(args["expected_bytes"])]
+        job = k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata={"name": k8s_name(name), "namespace": args["namespace"], "labels": labels},
+            spec={
+                "backoff_limit": 4,
+                "active_deadline_seconds": 60 * int(args.get("timeout_minutes", 30)),
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "restart_policy": "OnFailure",
+                        "service_account_name": sa.metadata.name,
+                        "automount_service_account_token": False,
+                        "node_selector": dict(args.get("node_selector") or {}),
+                        "security_context": pod_security(),
+                        "containers": [
+                            {
+                                "name": "stage",
+                                "image": args["image"],
+                                "command": command,
+                                "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
+                                "resources": {
+                                    "requests": {"cpu": "500m", "memory": "1Gi"},
+                                    "limits": {"cpu": "2", "memory": "2Gi"},
+                                },
+                                "volume_mounts": [SHARED_VOLUME_MOUNT],
+                                "security_context": container_security(),
+                            }
+                        ],
+                        "volumes": [shared_volume(args["pvc_name"])],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=depends,
+                delete_before_replace=True,
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{int(args.get('timeout_minutes', 30))}m"),
+            ),
+        )
+        self.job_name = job.metadata.name
+        # Resolves when the Job has completed (Pulumi awaits it): jobs that read the data wait for it.
+        self.data_dir = job.metadata.apply(lambda _: data_dir)
+        self.register_outputs({"job_name": self.job_name, "data_dir": self.data_dir})

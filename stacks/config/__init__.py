@@ -1,0 +1,65 @@
+"""The stack configuration: one model per section, rules across sections, and the loader.
+
+:func:`load_config` reads every ``eks-training:*`` key and raises one :class:`ConfigError` naming
+each bad key before the program registers anything.
+"""
+
+from stacks.config.base import version_text, version_tuple
+from stacks.config.cluster import ClusterConfig
+from stacks.config.errors import NAMESPACE, ConfigError, key
+from stacks.config.instance_facts import InstanceFactsConfig
+from stacks.config.loader import SECTIONS, StackConfig, load_config, raw_config
+from stacks.config.network import (
+    ExistingVpcConfig,
+    NetworkConfig,
+    default_private_subnet_cidrs,
+    default_public_subnet_cidrs,
+)
+from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig, TaintConfig
+from stacks.config.rules import EFA_ONLY_MIN_VPC_CNI_TEXT
+from stacks.config.storage import EfsConfig
+from stacks.config.workloads import (
+    CIFAR10_BYTES,
+    CIFAR10_MD5,
+    CIFAR10_URL,
+    AutoscalerConfig,
+    DatasetConfig,
+    EvaluationConfig,
+    HealthCheckConfig,
+    ImageConfig,
+    PreflightConfig,
+    TrainingConfig,
+)
+
+__all__ = [
+    "AutoscalerConfig",
+    "CIFAR10_BYTES",
+    "CIFAR10_MD5",
+    "CIFAR10_URL",
+    "ClusterConfig",
+    "ConfigError",
+    "DatasetConfig",
+    "EFA_ONLY_MIN_VPC_CNI_TEXT",
+    "EfsConfig",
+    "EvaluationConfig",
+    "ExistingVpcConfig",
+    "HealthCheckConfig",
+    "ImageConfig",
+    "InstanceFactsConfig",
+    "NAMESPACE",
+    "NetworkConfig",
+    "NodeGroupConfig",
+    "PreflightConfig",
+    "SECTIONS",
+    "StackConfig",
+    "SystemNodeGroupConfig",
+    "TaintConfig",
+    "TrainingConfig",
+    "default_private_subnet_cidrs",
+    "default_public_subnet_cidrs",
+    "key",
+    "load_config",
+    "raw_config",
+    "version_text",
+    "version_tuple",
+]

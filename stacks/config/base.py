@@ -1,0 +1,70 @@
+"""Base model and value checks shared by the config sections."""
+
+import ipaddress
+import re
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+#: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+AZ_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
+QUANTITY_RE = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
+EFS_ID_RE = re.compile(r"^fs-[0-9a-f]{8,17}$")
+MD5_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+class Model(BaseModel):
+    """Base for config objects: camelCase keys, unknown keys rejected, immutable."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+
+
+def label_key_ok(k: str) -> bool:
+    """A valid Kubernetes label (or taint) key: optional DNS-subdomain prefix, 63-character name."""
+    prefix, _, name = k.rpartition("/")
+    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN_RE.match(prefix)):
+        return False
+    return 0 < len(name) <= 63 and bool(LABEL_NAME_RE.match(name))
+
+
+def label_value_ok(v: str) -> bool:
+    """A valid Kubernetes label value."""
+    return len(v) <= 63 and bool(LABEL_VALUE_RE.match(v))
+
+
+def cidr_problem(value: str) -> Optional[str]:
+    """Why ``value`` is not an IPv4 network address, or ``None``."""
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        return f"{value!r} is not a valid CIDR ({exc}); use a network address such as 10.0.0.0/16"
+    if not isinstance(net, ipaddress.IPv4Network):
+        return f"{value!r} is IPv6; this project builds IPv4 clusters, use an IPv4 CIDR"
+    return None
+
+
+def ipv4(value: str) -> Optional[ipaddress.IPv4Network]:
+    """``value`` as an IPv4 network, or ``None`` when it is not one."""
+    if cidr_problem(value) is not None:
+        return None
+    return ipaddress.IPv4Network(value)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"v1.18.5-eksbuild.1"`` -> ``(1, 18, 5)`` (``(0,)`` when it does not start with a version)."""
+    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", version)
+    return tuple(int(x) for x in m.groups()) if m else (0,)
+
+
+def version_text(version: tuple[int, ...]) -> str:
+    """``(1, 18, 5)`` -> ``v1.18.5`` (how EKS spells add-on versions)."""
+    return "v" + ".".join(str(x) for x in version)

@@ -1,0 +1,219 @@
+"""Read every ``eks-training:*`` key and validate the configuration as a whole.
+
+:func:`load_config` runs before the program registers any resource. Each section is validated by
+its model (:mod:`stacks.config.network`, ``cluster``, ``nodegroups``, ``storage``, ``workloads``,
+``instance_facts``), then the rules across sections run (:mod:`stacks.config.rules`). All problems
+are collected and raised as one :class:`~stacks.config.errors.ConfigError` naming each bad key.
+"""
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import pulumi
+from pydantic import BaseModel, ValidationError
+
+from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
+from stacks.config.cluster import ClusterConfig
+from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
+from stacks.config.instance_facts import InstanceFactsConfig
+from stacks.config.network import ExistingVpcConfig, NetworkConfig
+from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.rules import Sections, cross_section
+from stacks.config.storage import EfsConfig
+from stacks.config.workloads import (
+    AutoscalerConfig,
+    DatasetConfig,
+    EvaluationConfig,
+    HealthCheckConfig,
+    ImageConfig,
+    PreflightConfig,
+    TrainingConfig,
+)
+
+#: Every top-level key of the ``eks-training`` namespace and what it holds: a model (an object), ``str``
+#: (a string) or ``dict`` (a map of entries validated one by one).
+SECTIONS: Mapping[str, Any] = {
+    "clusterName": str,
+    "network": NetworkConfig,
+    "existingVpc": ExistingVpcConfig,
+    "cluster": ClusterConfig,
+    "systemNodeGroup": SystemNodeGroupConfig,
+    "nodeGroups": dict,
+    "storage": EfsConfig,
+    "instanceFacts": dict,
+    "tags": dict,
+    "image": ImageConfig,
+    "dataset": DatasetConfig,
+    "training": TrainingConfig,
+    "evaluation": EvaluationConfig,
+    "preflight": PreflightConfig,
+    "autoscaler": AutoscalerConfig,
+    "healthCheck": HealthCheckConfig,
+}
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """The validated configuration of one stack."""
+
+    project: str
+    stack: str
+    cluster_name: str
+    network: Optional[NetworkConfig]
+    existing_vpc: Optional[ExistingVpcConfig]
+    cluster: ClusterConfig
+    system_node_group: SystemNodeGroupConfig
+    node_groups: Mapping[str, NodeGroupConfig]
+    storage: EfsConfig
+    catalog: Catalog
+    tags: Mapping[str, str]
+    image: ImageConfig
+    dataset: DatasetConfig
+    training: Optional[TrainingConfig]
+    evaluation: EvaluationConfig
+    preflight: PreflightConfig
+    autoscaler: AutoscalerConfig
+    health_check: HealthCheckConfig
+
+    def instance(self, name: str) -> InstanceType:
+        """Catalog facts for ``name`` (validated to exist)."""
+        return self.catalog.require(name)
+
+
+def raw_config() -> dict[str, str]:
+    """All ``eks-training:*`` settings as raw strings, keyed without the namespace."""
+    merged: dict[str, Any] = {}
+    merged.update(pulumi.runtime.config.get_config_env())
+    merged.update(pulumi.runtime.config.CONFIG.get())
+    out: dict[str, str] = {}
+    for full, value in merged.items():
+        ns, sep, k = full.partition(":")
+        if sep and ns == NAMESPACE:
+            out[k] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+class _Parser:
+    """Collects parsed sections, problems and the paths that failed."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.failed: set[str] = set()
+
+    def model(self, path: str, model: type[BaseModel], value: Any) -> Optional[Any]:
+        try:
+            return model.model_validate(value)
+        except ValidationError as exc:
+            self.problems.extend(format_validation(path, exc))
+            self.failed.add(path)
+            return None
+
+
+def load_config(project: str, stack: str) -> StackConfig:
+    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem.
+
+    Zone availability in the region is checked later, by :func:`stacks.zones.choose_zones`, once the
+    region's zones are known (still before any resource is registered).
+    """
+    raw = raw_config()
+    p = _Parser()
+    parsed: dict[str, Any] = {}
+    for k, value in raw.items():
+        kind = SECTIONS.get(k)
+        if kind is None:
+            p.problems.append(f"{key(k)}: unknown key; valid keys are {', '.join(sorted(SECTIONS))} (see Pulumi.yaml)")
+            continue
+        if kind is str:
+            parsed[k] = value
+            continue
+        try:
+            obj = json.loads(value)
+        except json.JSONDecodeError:
+            obj = value
+        if not isinstance(obj, dict):
+            what = type(obj).__name__ if not isinstance(obj, str) else repr(obj)
+            p.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {what}")
+            p.failed.add(k)
+            continue
+        if kind is dict:
+            parsed[k] = obj
+            continue
+        section = p.model(k, kind, obj)
+        if section is not None:
+            parsed[k] = section
+
+    # Instance facts supplied by the user extend the catalog.
+    types: dict[str, InstanceType] = dict(INSTANCE_TYPES)
+    for name, facts in (parsed.get("instanceFacts") or {}).items():
+        path = f"instanceFacts.{name}"
+        if name in INSTANCE_TYPES:
+            p.problems.append(
+                f"{key(path)}: {name} is already in the catalog; remove this entry (or fix components/catalog if a "
+                "fact there is wrong)"
+            )
+            continue
+        f = p.model(path, InstanceFactsConfig, facts)
+        if f is not None:
+            types[name] = f.to_instance_type(name)
+    catalog = Catalog(types)
+
+    groups: dict[str, NodeGroupConfig] = {}
+    failed_group_types: dict[str, list[str]] = {}
+    raw_groups = parsed.get("nodeGroups") or {}
+    for name, value in raw_groups.items():
+        g = p.model(f"nodeGroups.{name}", NodeGroupConfig, value)
+        if g is not None:
+            groups[name] = g
+        elif isinstance(value, dict) and isinstance(value.get("instanceTypes"), list):
+            failed_group_types[name] = [t for t in value["instanceTypes"] if isinstance(t, str)]
+
+    tags = parsed.get("tags") or {}
+    for tk, tv in tags.items():
+        if not isinstance(tv, str):
+            p.problems.append(f"{key(f'tags.{tk}')}: tag values must be strings, got {type(tv).__name__}")
+
+    network: Optional[NetworkConfig] = parsed.get("network")
+    existing: Optional[ExistingVpcConfig] = parsed.get("existingVpc")
+    if existing is None and network is None and "network" not in raw and "existingVpc" not in raw:
+        network = NetworkConfig()
+    sections = Sections(
+        set_keys=set(raw),
+        cluster_name=parsed.get("clusterName") or f"{project}-{stack}",
+        network=network,
+        existing_vpc=existing,
+        cluster=parsed.get("cluster") or ClusterConfig(),
+        system=parsed.get("systemNodeGroup") or SystemNodeGroupConfig(),
+        groups=groups,
+        group_names=list(raw_groups),
+        catalog=catalog,
+        training=parsed.get("training"),
+        health=parsed.get("healthCheck") or HealthCheckConfig(),
+        failed=p.failed,
+        failed_group_types=failed_group_types,
+    )
+    problems, training = cross_section(sections)
+    p.problems.extend(problems)
+    if p.problems:
+        raise ConfigError(p.problems)
+
+    return StackConfig(
+        project=project,
+        stack=stack,
+        cluster_name=sections.cluster_name,
+        network=network,
+        existing_vpc=existing,
+        cluster=sections.cluster,
+        system_node_group=sections.system,
+        node_groups=groups,
+        storage=parsed.get("storage") or EfsConfig(),
+        catalog=catalog,
+        tags={str(k): str(v) for k, v in tags.items()},
+        image=parsed.get("image") or ImageConfig(),
+        dataset=parsed.get("dataset") or DatasetConfig(),
+        training=training,
+        evaluation=parsed.get("evaluation") or EvaluationConfig(),
+        preflight=parsed.get("preflight") or PreflightConfig(),
+        autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
+        health_check=sections.health,
+    )

@@ -1,0 +1,138 @@
+"""Node group sections: ``systemNodeGroup`` and the worker groups of ``nodeGroups``."""
+
+from typing import Optional
+
+from pydantic import Field, field_validator, model_validator
+
+from components.catalog import Catalog
+from components.nodegroup import CapacityType
+from components.nodeplan import efa_default
+from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
+from stacks.config.base import AZ_RE, RESERVATION_RE, SUBNET_RE, Model, label_key_ok, label_value_ok
+from stacks.config.errors import check
+
+#: Worker group names become Kubernetes label values and parts of AWS names.
+GROUP_NAME_MAX = 20
+
+
+def size_problems(lo: int, desired: int, hi: int) -> list[tuple[str, str]]:
+    """minSize <= desiredSize <= maxSize."""
+    if lo > hi:
+        return [("minSize", f"{lo} > @{{maxSize}} ({hi}); set minSize <= maxSize")]
+    if not lo <= desired <= hi:
+        return [("desiredSize", f"{desired} is outside [minSize, maxSize] = [{lo}, {hi}]; choose a desiredSize in that range")]
+    return []
+
+
+class TaintConfig(Model):
+    """A Kubernetes taint on a node group (``effect`` uses Kubernetes spelling)."""
+
+    key: str
+    value: str = ""
+    effect: TaintEffect
+
+    @model_validator(mode="after")
+    def _taint(self) -> "TaintConfig":
+        problems = []
+        if not label_key_ok(self.key):
+            problems.append(("key", f"{self.key!r} is not a valid taint key"))
+        if self.value and not label_value_ok(self.value):
+            problems.append(("value", f"{self.value!r} is not a valid taint value"))
+        if self.key == GPU_TAINT["key"]:
+            problems.append(("", f"the {GPU_TAINT['key']} taint is added to GPU groups automatically; remove it"))
+        check(problems)
+        return self
+
+
+class NodeGroupConfig(Model):
+    """A worker node group (key ``nodeGroups.<name>``)."""
+
+    instance_types: list[str] = Field(min_length=1)
+    min_size: int = Field(ge=0)
+    desired_size: int = Field(ge=0)
+    max_size: int = Field(ge=1)
+    capacity_type: CapacityType = "ON_DEMAND"
+    capacity_reservation_id: Optional[str] = None
+    efa: Optional[bool] = None
+    availability_zone: Optional[str] = None
+    subnet_id: Optional[str] = None
+    disk_size_gib: int = Field(default=100, ge=20, le=16384)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[TaintConfig] = Field(default_factory=list)
+
+    def uses_efa(self, catalog: Catalog) -> bool:
+        """Whether the group is EFA-enabled: ``efa`` when set, else the default for its first type."""
+        if self.efa is not None:
+            return self.efa
+        first = catalog.get(self.instance_types[0])
+        return first is not None and efa_default(first)
+
+    @property
+    def single_zone(self) -> bool:
+        """The group is pinned to one zone (by zone name or by subnet)."""
+        return self.availability_zone is not None or self.subnet_id is not None
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        problems = []
+        for k, val in v.items():
+            if not label_key_ok(k):
+                problems.append(("", f"{k!r} is not a valid Kubernetes label key"))
+            if not label_value_ok(val):
+                problems.append((k, f"{val!r} is not a valid Kubernetes label value"))
+            if k.startswith(RESERVED_LABEL_PREFIXES):
+                problems.append(("", f"{k!r} uses a reserved prefix ({', '.join(RESERVED_LABEL_PREFIXES)}); choose your own prefix"))
+        check(problems)
+        return v
+
+    @model_validator(mode="after")
+    def _group(self) -> "NodeGroupConfig":
+        problems = size_problems(self.min_size, self.desired_size, self.max_size)
+        types = self.instance_types
+        if len(set(types)) != len(types):
+            problems.append(("instanceTypes", f"duplicate instance types {types}"))
+        if self.capacity_type == "ON_DEMAND" and len(types) > 1:
+            problems.append(
+                ("instanceTypes", "several types only make sense with capacityType SPOT (EKS picks one on-demand type); "
+                 "list one type or set capacityType: SPOT")
+            )
+        if self.availability_zone is not None and not AZ_RE.match(self.availability_zone):
+            problems.append(("availabilityZone", f"{self.availability_zone!r} is not a zone name (us-east-1a)"))
+        if self.subnet_id is not None and not SUBNET_RE.match(self.subnet_id):
+            problems.append(("subnetId", f"{self.subnet_id!r} is not a subnet id (subnet-0123abcd...)"))
+        rid = self.capacity_reservation_id
+        if self.capacity_type == "CAPACITY_BLOCK" and rid is None:
+            problems.append(("capacityReservationId", "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id (cr-...)"))
+        if rid is not None:
+            if not RESERVATION_RE.match(rid):
+                problems.append(("capacityReservationId", f"{rid!r} is not a reservation id (cr-0123...)"))
+            if self.capacity_type == "SPOT":
+                problems.append(
+                    ("capacityType", "SPOT cannot use a capacity reservation; use ON_DEMAND (an On-Demand Capacity "
+                     "Reservation) or CAPACITY_BLOCK")
+                )
+            if not self.single_zone:
+                problems.append(
+                    ("availabilityZone", "a capacity reservation lives in one zone; set the group's availabilityZone "
+                     "(or subnetId) to the reservation's zone")
+                )
+            if len(types) > 1:
+                problems.append(("instanceTypes", "a capacity reservation is for one instance type; list only it"))
+        check(problems)
+        return self
+
+
+class SystemNodeGroupConfig(Model):
+    """The small on-demand CPU node group for add-ons and controllers (key ``systemNodeGroup``)."""
+
+    instance_type: str = "m5.large"
+    min_size: int = Field(default=2, ge=1)
+    desired_size: int = Field(default=2, ge=1)
+    max_size: int = Field(default=3, ge=1)
+    disk_size_gib: int = Field(default=50, ge=20, le=16384)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "SystemNodeGroupConfig":
+        check(size_problems(self.min_size, self.desired_size, self.max_size))
+        return self

@@ -1,0 +1,130 @@
+"""The few read-only AWS calls the checks make, through one boto3 session (so ``AWS_ENDPOINT_URL`` and
+the standard credential settings apply), with per-run caches and uniform errors."""
+
+from typing import Any, Optional
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
+
+from components.catalog import QUOTA_NAMES
+from stacks.preflight.findings import AwsCallError, short_message
+
+
+class AwsClient:
+    """The few read-only AWS calls the checks make, with per-run caches and uniform errors."""
+
+    def __init__(self, session: boto3.session.Session, region: str):
+        self.region = region
+        self.ec2 = session.client("ec2", region_name=region)
+        self.quotas = session.client("service-quotas", region_name=region)
+        self.eks = session.client("eks", region_name=region)
+        self._offered: dict[str, list[str]] = {}
+        self._types: dict[str, dict[str, Any]] = {}
+        self._subnets: dict[str, dict[str, Any]] = {}
+
+    def _call(self, client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = getattr(client, operation)(**kwargs)
+            return result
+        except ClientError as exc:
+            err = exc.response.get("Error", {})
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            raise AwsCallError(operation, str(err.get("Code", "Error")), short_message(str(err.get("Message", exc)), status)) from exc
+        except (BotoCoreError, ResponseParserError) as exc:  # unreachable endpoint, no credentials, bad response
+            raise AwsCallError(operation, type(exc).__name__, short_message(str(exc), None)) from exc
+
+    def available_zones(self) -> list[str]:
+        """The region's available zones that need no opt-in, sorted (as the program resolves them)."""
+        resp = self._call(
+            self.ec2,
+            "describe_availability_zones",
+            Filters=[
+                {"Name": "state", "Values": ["available"]},
+                {"Name": "opt-in-status", "Values": ["opt-in-not-required"]},
+            ],
+        )
+        return sorted(z["ZoneName"] for z in resp.get("AvailabilityZones", []) if z.get("ZoneType", "availability-zone") == "availability-zone")
+
+    def offered_zones(self, instance_type: str) -> list[str]:
+        """Zones of the region where ``instance_type`` is offered (one call per type, cached)."""
+        if instance_type not in self._offered:
+            zones: set[str] = set()
+            token: Optional[str] = None
+            while True:
+                kwargs: dict[str, Any] = {
+                    "LocationType": "availability-zone",
+                    "Filters": [{"Name": "instance-type", "Values": [instance_type]}],
+                }
+                if token:
+                    kwargs["NextToken"] = token
+                resp = self._call(self.ec2, "describe_instance_type_offerings", **kwargs)
+                zones.update(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
+                token = resp.get("NextToken")
+                if not token:
+                    break
+            self._offered[instance_type] = sorted(zones)
+        return self._offered[instance_type]
+
+    def instance_type(self, instance_type: str) -> dict[str, Any]:
+        """``DescribeInstanceTypes`` for one type (cached)."""
+        if instance_type not in self._types:
+            resp = self._call(self.ec2, "describe_instance_types", InstanceTypes=[instance_type])
+            found = resp.get("InstanceTypes", [])
+            if not found:
+                raise AwsCallError("describe_instance_types", "NotFound", f"{instance_type} is not known to EC2 here")
+            self._types[instance_type] = found[0]
+        return self._types[instance_type]
+
+    def subnet(self, subnet_id: str) -> dict[str, Any]:
+        """``DescribeSubnets`` for one subnet (cached)."""
+        if subnet_id not in self._subnets:
+            resp = self._call(self.ec2, "describe_subnets", SubnetIds=[subnet_id])
+            found = resp.get("Subnets", [])
+            if not found:
+                raise AwsCallError("describe_subnets", "InvalidSubnetID.NotFound", f"subnet {subnet_id} not found")
+            self._subnets[subnet_id] = found[0]
+        return self._subnets[subnet_id]
+
+    def quota(self, code: str) -> tuple[float, str, str]:
+        """(value, name, where from) of an EC2 quota: the applied value, else AWS's default."""
+        try:
+            q = self._call(self.quotas, "get_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]
+            source = "applied"
+        except AwsCallError as exc:
+            if exc.code != "NoSuchResourceException":
+                raise
+            q = self._call(self.quotas, "get_aws_default_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]
+            source = "AWS default"
+        return float(q["Value"]), str(q.get("QuotaName") or QUOTA_NAMES.get(code, code)), source
+
+    def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
+        """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""
+        found: list[tuple[str, bool]] = []
+        token: Optional[str] = None
+        while True:
+            kwargs: dict[str, Any] = {"addonName": addon, "kubernetesVersion": kubernetes_version}
+            if token:
+                kwargs["nextToken"] = token
+            resp = self._call(self.eks, "describe_addon_versions", **kwargs)
+            for entry in resp.get("addons", []):
+                if entry.get("addonName") != addon:
+                    continue
+                for version in entry.get("addonVersions", []):
+                    compat = [c for c in version.get("compatibilities", []) if c.get("clusterVersion") == kubernetes_version]
+                    if compat:
+                        found.append((str(version["addonVersion"]), any(bool(c.get("defaultVersion")) for c in compat)))
+            token = resp.get("nextToken")
+            if not token:
+                return found
+
+    def capacity_reservation(self, reservation_id: str) -> Optional[dict[str, Any]]:
+        """The reservation, or ``None`` when EC2 says it does not exist."""
+        try:
+            resp = self._call(self.ec2, "describe_capacity_reservations", CapacityReservationIds=[reservation_id])
+        except AwsCallError as exc:
+            if exc.code.startswith("InvalidCapacityReservationId"):
+                return None
+            raise
+        found = [r for r in resp.get("CapacityReservations", []) if r.get("CapacityReservationId") == reservation_id]
+        return found[0] if found else None

@@ -1,0 +1,436 @@
+"""The preflight checks, each reading the plan (see :mod:`stacks.preflight` for the list)."""
+
+import re
+from typing import Optional, Sequence
+
+import boto3
+import pulumi
+
+from components.catalog import QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
+from stacks.config import ConfigError, key, version_text, version_tuple
+from stacks.plan import NodeGroupPlan, Plan
+from stacks.preflight.aws import AwsClient
+from stacks.preflight.findings import (
+    SKIP_HINT,
+    AwsCallError,
+    Finding,
+    PreflightError,
+    format_time,
+    join_names,
+    number,
+)
+from stacks.zones import choose_zones
+
+
+def type_key(g: NodeGroupPlan, i: int) -> str:
+    """The config key of a group's ``i``-th instance type."""
+    return key("systemNodeGroup.instanceType" if g.path == "systemNodeGroup" else f"{g.path}.instanceTypes[{i}]")
+
+
+def available_zones(session: boto3.session.Session, region: str) -> list[str]:
+    """The region's available zones (state ``available``, ``opt-in-not-required``), sorted.
+
+    Raises :class:`AwsCallError` when EC2 cannot be asked.
+    """
+    return AwsClient(session, region).available_zones()
+
+
+def stack_region(session: Optional[boto3.session.Session]) -> Optional[str]:
+    """``aws:region`` from the stack config, else the session's region."""
+    region = pulumi.Config("aws").get("region")
+    if region:
+        return region
+    if session is not None and session.region_name:
+        return str(session.region_name)
+    return None
+
+
+def run_preflight(
+    plan: Plan,
+    zones: Optional[Sequence[str]],
+    session: Optional[boto3.session.Session] = None,
+) -> list[Finding]:
+    """Run every check and return all findings, passed and failed.
+
+    ``zones`` are the zones of the new VPC (``None``: resolved from the region for a new VPC, or looked
+    up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is ``aws:region`` from
+    the stack config, else the session's. AWS errors become failed findings.
+    """
+    region = stack_region(session)
+    if region is None:
+        return [Finding(False, "aws:region", "no AWS region: set it with `pulumi config set aws:region us-east-1` (or AWS_REGION)")]
+    if session is None:
+        session = boto3.session.Session(region_name=region)
+    aws = AwsClient(session, region)
+    findings: list[Finding] = []
+
+    vpc_zones = _vpc_zones(plan, zones, aws, findings)
+    group_zones = {g.path: _group_zones(g, plan, vpc_zones, aws, findings) for g in plan.all_groups}
+    for g in plan.all_groups:
+        _check_offerings(g, group_zones[g.path], vpc_zones, aws, findings)
+    for g in plan.groups.values():
+        _check_efa(g, plan, aws, findings)
+    for g in plan.groups.values():
+        _check_reservation(g, group_zones[g.path], vpc_zones, aws, findings)
+    _check_quotas(plan, aws, findings)
+    _check_vpc_cni(plan, aws, findings)
+    return findings
+
+
+def check(
+    plan: Plan,
+    zones: Optional[Sequence[str]],
+    session: Optional[boto3.session.Session] = None,
+) -> list[Finding]:
+    """Run the preflight checks; raise :class:`PreflightError` when any fails, else return the findings.
+
+    The program calls this before registering any resource when ``preflight.enabled`` is true.
+    """
+    findings = run_preflight(plan, zones, session)
+    if any(not f.ok for f in findings):
+        raise PreflightError(findings)
+    return findings
+
+
+def _vpc_zones(plan: Plan, zones: Optional[Sequence[str]], aws: AwsClient, findings: list[Finding]) -> list[str]:
+    """The VPC's zones: given, resolved for a new VPC, or the existing private subnets' zones."""
+    cfg = plan.config
+    if zones is not None:
+        return list(zones)
+    if cfg.network is not None:
+        try:
+            resolved = choose_zones(cfg, aws.available_zones())
+        except ConfigError as exc:
+            k = key("network.availabilityZones" if cfg.network.availability_zones else "network.availabilityZoneCount")
+            findings.extend(Finding(False, k, p.split(": ", 1)[-1]) for p in exc.problems)
+            return []
+        except AwsCallError as exc:
+            findings.append(Finding(False, key("network"), f"could not list the region's zones ({exc}) {SKIP_HINT}"))
+            return []
+        findings.append(Finding(True, key("network"), f"the new VPC uses zones {join_names(resolved)} of {aws.region}"))
+        return resolved
+    if cfg.existing_vpc is None:
+        return []
+    out: list[str] = []
+    for i, sid in enumerate(cfg.existing_vpc.private_subnet_ids):
+        k = key(f"existingVpc.privateSubnetIds[{i}]")
+        try:
+            subnet = aws.subnet(sid)
+        except AwsCallError as exc:
+            findings.append(Finding(False, k, f"{sid}: {exc}; list a private subnet of {cfg.existing_vpc.vpc_id} in {aws.region}"))
+            continue
+        zone = str(subnet["AvailabilityZone"])
+        if subnet.get("VpcId") != cfg.existing_vpc.vpc_id:
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"{sid} belongs to {subnet.get('VpcId')}, not existingVpc.vpcId {cfg.existing_vpc.vpc_id}; "
+                    "list subnets of that VPC (or fix vpcId)",
+                )
+            )
+            continue
+        findings.append(Finding(True, k, f"{sid} is in {zone}"))
+        if zone not in out:
+            out.append(zone)
+    return sorted(out)
+
+
+def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[str], aws: AwsClient, findings: list[Finding]) -> list[str]:
+    """A group's zones: its availabilityZone, else its subnet's zone, else all of the VPC's zones."""
+    cfg = plan.config
+    zone = g.zone
+    if g.subnet_id is not None:
+        k = key(f"{g.path}.subnetId")
+        try:
+            subnet = aws.subnet(g.subnet_id)
+        except AwsCallError as exc:
+            findings.append(Finding(False, k, f"{g.subnet_id}: {exc}; give a private subnet id of the VPC in {aws.region}"))
+        else:
+            subnet_zone = str(subnet["AvailabilityZone"])
+            problems = []
+            if cfg.existing_vpc is not None and subnet.get("VpcId") != cfg.existing_vpc.vpc_id:
+                problems.append(f"it belongs to {subnet.get('VpcId')}, not existingVpc.vpcId {cfg.existing_vpc.vpc_id}")
+            if zone is not None and zone != subnet_zone:
+                problems.append(
+                    f"it is in {subnet_zone} but {g.path}.availabilityZone is {zone}; make them agree (or drop availabilityZone)"
+                )
+            if problems:
+                findings.append(Finding(False, k, f"{g.subnet_id}: " + "; ".join(problems)))
+            else:
+                findings.append(Finding(True, k, f"{g.subnet_id} is in {subnet_zone}"))
+            zone = zone or subnet_zone
+    if zone is None:
+        return list(vpc_zones)
+    if g.zone is not None and vpc_zones and g.zone not in vpc_zones:
+        where = "network.availabilityZones" if cfg.network is not None else "existingVpc.privateSubnetIds (a subnet there)"
+        findings.append(
+            Finding(
+                False,
+                key(f"{g.path}.availabilityZone"),
+                f"{g.zone} is not one of the VPC's zones ({join_names(vpc_zones)}), so the group has no subnet there; "
+                f"pick one of those zones or add it to {where}",
+            )
+        )
+    return [zone]
+
+
+def _check_offerings(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], aws: AwsClient, findings: list[Finding]) -> None:
+    """Check 1: each instance type is offered in each of the group's zones."""
+    if not zones:
+        return
+    for i, itype in enumerate(g.instance_types):
+        k = type_key(g, i)
+        try:
+            offered = aws.offered_zones(itype)
+        except AwsCallError as exc:
+            findings.append(Finding(False, k, f"could not check where {itype} is offered ({exc}) {SKIP_HINT}"))
+            continue
+        missing = [z for z in zones if z not in offered]
+        if not missing:
+            findings.append(Finding(True, k, f"{itype} is offered in {join_names(zones)}"))
+            continue
+        if not offered:
+            findings.append(Finding(False, k, f"{itype} is not offered in any zone of {aws.region}; choose another instance type or region"))
+            continue
+        in_vpc = [z for z in offered if z in vpc_zones]
+        if g.path == "systemNodeGroup":
+            fix = "choose a type offered in every zone, or pick the VPC's zones among those (network.availabilityZones)"
+        elif len(zones) > 1:
+            fix = (
+                f"pin the group to one of them with {g.path}.availabilityZone"
+                + (f" ({join_names(in_vpc)} are in the VPC)" if in_vpc else ", and add it to network.availabilityZones")
+                + ", or choose another instance type"
+            )
+        else:
+            fix = f"set {g.path}.availabilityZone (or subnetId) to one of those zones, or choose another instance type"
+        findings.append(
+            Finding(
+                False,
+                k,
+                f"{itype} is not offered in {join_names(missing)} (the group's zones: {join_names(zones)}); "
+                f"it is offered in {join_names(offered)} of {aws.region}: pick one of {join_names(offered)} ({fix})",
+            )
+        )
+
+
+def _check_efa(g: NodeGroupPlan, plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
+    """Check 4: an EFA group's types support EFA with the interface count the plan uses."""
+    if g.efa is None:
+        return
+    requested = plan.config.node_groups[g.name].efa
+    for i, facts in enumerate(g.types):
+        itype = facts.name
+        k = type_key(g, i)
+        fix_where = (
+            f"fix {key(f'instanceFacts.{itype}.maxEfaInterfaces')} (and networkCards)"
+            if facts.user_supplied
+            else "fix max_efa_interfaces and network_cards in components/catalog/instances.py (with their source)"
+        )
+        try:
+            info = aws.instance_type(itype)
+        except AwsCallError as exc:
+            findings.append(Finding(False, k, f"could not check EFA support of {itype} ({exc}) {SKIP_HINT}"))
+            continue
+        net = info.get("NetworkInfo", {})
+        supported = bool(net.get("EfaSupported"))
+        api_max = int((net.get("EfaInfo") or {}).get("MaximumEfaInterfaces") or 0)
+        if not supported:
+            if requested is True:
+                findings.append(
+                    Finding(
+                        False,
+                        key(f"{g.path}.efa"),
+                        f"efa is true but EC2 says {itype} does not support EFA; set efa: false or choose an "
+                        "EFA-capable type (p4d.24xlarge, p5.48xlarge, ...)",
+                    )
+                )
+            else:
+                findings.append(
+                    Finding(
+                        False,
+                        k,
+                        f"the catalog gives {itype} {facts.max_efa_interfaces} EFA interface(s) but EC2 says it does "
+                        f"not support EFA; {fix_where}, or set {g.path}.efa: false",
+                    )
+                )
+        elif api_max != g.efa.interfaces:
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"EFA interfaces of {itype}: EC2 says MaximumEfaInterfaces {api_max}, the plan uses {g.efa.interfaces} "
+                    f"(launch template, pod requests, autoscaler tags); {fix_where} to {api_max}",
+                )
+            )
+        else:
+            findings.append(Finding(True, k, f"{itype} supports EFA with {api_max} interface(s), as the plan uses"))
+
+
+def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], aws: AwsClient, findings: list[Finding]) -> None:
+    """Check 3: the group's capacity reservation exists, is active and matches the group."""
+    k = key(f"{g.path}.capacityReservationId")
+    rid = g.capacity_reservation_id
+    if rid is None:
+        return
+    try:
+        res = aws.capacity_reservation(rid)
+    except AwsCallError as exc:
+        findings.append(Finding(False, k, f"could not look up {rid} ({exc}) {SKIP_HINT}"))
+        return
+    if res is None:
+        findings.append(Finding(False, k, f"{rid} does not exist in {aws.region} (for this account); check the id and aws:region"))
+        return
+    problems: list[str] = []
+    state = str(res.get("State", "unknown"))
+    rtype = str(res.get("ReservationType") or "default")
+    itype = str(res.get("InstanceType"))
+    zone = str(res.get("AvailabilityZone"))
+    total = int(res.get("TotalInstanceCount") or 0)
+    if state == "scheduled":
+        problems.append(f"it is scheduled and starts at {format_time(res.get('StartDate'))}; deploy the group after that time")
+    elif state != "active":
+        problems.append(f"its state is {state}, not active; use an active reservation")
+    if g.capacity_type == "CAPACITY_BLOCK" and rtype != "capacity-block":
+        problems.append(
+            f"it is an On-Demand Capacity Reservation (ReservationType {rtype}), not a Capacity Block; "
+            "set capacityType: ON_DEMAND or give a Capacity Block id"
+        )
+    if g.capacity_type == "ON_DEMAND" and rtype == "capacity-block":
+        problems.append("it is a Capacity Block; set capacityType: CAPACITY_BLOCK")
+    if itype not in g.instance_types:
+        problems.append(
+            f"it reserves {itype} but the group runs {join_names(g.instance_types)}; set instanceTypes: [{itype}] "
+            "or give a reservation for that type"
+        )
+    if zones != [zone]:
+        fix = f"set {g.path}.availabilityZone: {zone}"
+        if vpc_zones and zone not in vpc_zones:
+            fix += " and add it to the VPC (network.availabilityZones, or a private subnet there)"
+        problems.append(f"it is in {zone} but the group runs in {join_names(zones)}; {fix}")
+    if g.capacity_type == "CAPACITY_BLOCK" and total and g.max_size > total:
+        problems.append(f"the block holds {total} instance(s) but maxSize is {g.max_size}; lower maxSize to {total}")
+    if problems:
+        findings.append(Finding(False, k, f"{rid}: " + "; ".join(problems)))
+    else:
+        kind = "Capacity Block" if rtype == "capacity-block" else "On-Demand Capacity Reservation"
+        end = f", ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
+        findings.append(Finding(True, k, f"{rid}: active {kind} for {total} x {itype} in {zone}{end}"))
+
+
+def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
+    """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs."""
+    # (class, market) -> [(vcpus, key, description)]
+    needs: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    for g in plan.all_groups:
+        if g.capacity_type == "CAPACITY_BLOCK":
+            continue  # prepaid reservation: not counted against the On-Demand or Spot quota
+        market = "Spot" if g.capacity_type == "SPOT" else "On-Demand"
+        per_class: dict[str, InstanceType] = {}
+        for facts in g.types:
+            cls = quota_class(facts.name)
+            if cls not in per_class or facts.vcpus > per_class[cls].vcpus:
+                per_class[cls] = facts
+        for cls, facts in per_class.items():
+            vcpus = g.max_size * facts.vcpus
+            desc = f"{g.path}: maxSize {g.max_size} x {facts.name} ({facts.vcpus} vCPUs) = {vcpus}"
+            needs.setdefault((cls, market), []).append((vcpus, key(f"{g.path}.maxSize"), desc))
+    for (cls, market), parts in sorted(needs.items()):
+        codes = VCPU_QUOTAS.get(cls)
+        if codes is None:  # pragma: no cover - quota_class only returns known classes
+            continue
+        code = codes[0] if market == "On-Demand" else codes[1]
+        needed = sum(p[0] for p in parts)
+        k = max(parts, key=lambda p: p[0])[1]
+        breakdown = " + ".join(p[2] for p in parts)
+        try:
+            value, name, source = aws.quota(code)
+        except AwsCallError as exc:
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"could not read the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) needed for {needed} "
+                    f"vCPUs ({exc}); check it "
+                    f"in the Service Quotas console (the caller needs servicequotas:GetServiceQuota) {SKIP_HINT}",
+                )
+            )
+            continue
+        if value >= needed:
+            findings.append(
+                Finding(
+                    True,
+                    k,
+                    f"{cls} {market} vCPU quota {code} ({name}) is {number(value)} ({source}); the stack needs up to "
+                    f"{needed} ({breakdown})",
+                )
+            )
+        else:
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"{cls} {market} vCPU quota {code} ({name}) is {number(value)} ({source}) but the stack needs up to "
+                    f"{needed} vCPUs ({breakdown}); request an increase to at least {needed} vCPUs: "
+                    f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
+                    f"--desired-value {needed} --region {aws.region} (or lower maxSize; instances already running "
+                    "in the account count against the quota too)",
+                )
+            )
+
+
+def _addon_version_order(version: str) -> tuple[tuple[int, ...], int]:
+    """Sort key of EKS add-on versions: ``v1.20.1-eksbuild.3`` -> ``((1, 20, 1), 3)``."""
+    build = re.search(r"eksbuild\.(\d+)", version)
+    return version_tuple(version), int(build.group(1)) if build else 0
+
+
+def _check_vpc_cni(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
+    """Check 5: the cluster's vpc-cni version supports efa-only interfaces (when a group has them)."""
+    needing = [g for g in plan.groups.values() if g.efa is not None and g.efa.min_vpc_cni is not None]
+    if not needing:
+        return
+    minimum_version = max(g.efa.min_vpc_cni for g in needing if g.efa and g.efa.min_vpc_cni)
+    cfg = plan.config
+    k8s = cfg.cluster.kubernetes_version
+    minimum = version_text(minimum_version)
+    pinned = cfg.cluster.addon_versions.get("vpc-cni")
+    k = key("cluster.addonVersions.vpc-cni")
+    who = ", ".join(f"{g.path} ({g.instance_types[0]})" for g in needing)
+    try:
+        offered = aws.addon_versions("vpc-cni", k8s)
+    except AwsCallError as exc:
+        findings.append(
+            Finding(False, k, f"could not read the vpc-cni versions EKS offers for Kubernetes {k8s} ({exc}); efa-only "
+                    f"interfaces of {who} need vpc-cni >= {minimum} {SKIP_HINT}")
+        )
+        return
+    if not offered:
+        findings.append(Finding(False, key("cluster.kubernetesVersion"), f"EKS offers no vpc-cni version for Kubernetes "
+                                f"{k8s} in {aws.region}; choose a Kubernetes version EKS supports there"))
+        return
+    new_enough = sorted((v for v, _ in offered if version_tuple(v) >= minimum_version), key=_addon_version_order)
+    advice = (
+        f"pin {k} to {new_enough[-1]} (the newest EKS offers for Kubernetes {k8s})"
+        if new_enough
+        else f"EKS offers no vpc-cni >= {minimum} for Kubernetes {k8s}: choose a newer cluster.kubernetesVersion"
+    )
+    if pinned is not None:
+        if pinned in {v for v, _ in offered}:
+            findings.append(Finding(True, k, f"vpc-cni {pinned} is offered for Kubernetes {k8s} (efa-only interfaces "
+                                             f"of {who} need >= {minimum})"))
+        else:
+            findings.append(Finding(False, k, f"vpc-cni {pinned} is not offered by EKS for Kubernetes {k8s}; {advice}"))
+        return
+    defaults = [v for v, is_default in offered if is_default]
+    if not defaults:
+        findings.append(Finding(False, k, f"EKS names no default vpc-cni version for Kubernetes {k8s}, so the version "
+                                          f"the cluster gets is unknown; efa-only interfaces of {who} need >= "
+                                          f"{minimum}: {advice}"))
+    elif version_tuple(defaults[0]) < minimum_version:
+        findings.append(Finding(False, k, f"without a pin the cluster gets EKS's default vpc-cni for Kubernetes {k8s}, "
+                                          f"{defaults[0]}, older than the {minimum} that efa-only interfaces of {who} "
+                                          f"need; {advice}"))
+    else:
+        findings.append(Finding(True, k, f"EKS's default vpc-cni for Kubernetes {k8s} is {defaults[0]} (efa-only "
+                                         f"interfaces of {who} need >= {minimum})"))

@@ -1,0 +1,42 @@
+"""Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import pulumi
+import yaml
+
+from stacks.config import NAMESPACE
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class StackFileError(Exception):
+    """The stack file cannot be read."""
+
+
+def project_name(stack_file: Path) -> str:
+    """The project's name from the ``Pulumi.yaml`` beside the stack file (default ``eks-training``)."""
+    project_file = stack_file.parent / "Pulumi.yaml"
+    if project_file.exists():
+        data = yaml.safe_load(project_file.read_text()) or {}
+        if isinstance(data, dict) and data.get("name"):
+            return str(data["name"])
+    return NAMESPACE
+
+
+def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Path, dict[str, Any]]:
+    """The stack file's path and its ``config:`` mapping (``Pulumi.<stack>.yaml`` in the repository by default)."""
+    path = stack_file or REPO / f"Pulumi.{stack}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise StackFileError(f"cannot read {path}: {exc}") from exc
+    config = data.get("config") if isinstance(data, dict) else None
+    return path, dict(config or {})
+
+
+def use_stack_config(config: dict[str, Any]) -> None:
+    """Make ``config`` the Pulumi configuration this process sees (as ``pulumi up`` would pass it)."""
+    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
