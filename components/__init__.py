@@ -32,6 +32,11 @@ from components.workloads import (
     WorkerPlacement,
 )
 
+#: The Pulumi package name: type tokens are ``eks-training:index:<Component>``.
+PACKAGE_NAME = "eks-training"
+#: The library's version (as in pyproject.toml).
+__version__ = "0.1.0"
+
 #: Every component this package exports (the provider hosts exactly these).
 COMPONENTS = [
     TrainingVpc,
@@ -49,6 +54,7 @@ COMPONENTS = [
 ]
 
 __all__ = [
+    "PACKAGE_NAME",
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
     "COMPONENTS",

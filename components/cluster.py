@@ -39,10 +39,15 @@ class SystemNodeGroupSpec(TypedDict):
     """Size of the system node group."""
 
     instance_type: str
+    """CPU instance type of the system nodes."""
     min_size: int
+    """Minimum node count."""
     desired_size: int
+    """Desired node count."""
     max_size: int
+    """Maximum node count."""
     disk_size_gib: NotRequired[int]
+    """Root volume size (gp3, encrypted). Default 50."""
     autoscaled: NotRequired[bool]
     """cluster-autoscaler owns the desired size (EKS tags every managed group for auto-discovery)."""
 

@@ -19,12 +19,13 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, TypeVar
+from typing import Any, Optional
+
+from tests.wait import wait_for
 
 REGION = "us-east-1"
 MOTO_SERVER = Path(sys.executable).with_name("moto_server")
 
-T = TypeVar("T")
 
 
 def free_port() -> int:
@@ -32,19 +33,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.05,
-             what: str = "condition") -> T:
-    """Poll ``predicate`` until it returns a truthy value; raise ``TimeoutError`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 def wait_until_answers(endpoint: str, alive: Callable[[], bool], describe: Callable[[], str],

@@ -1,4 +1,10 @@
-"""Shared fixtures: program runs under mocks are cached per (stack, preview)."""
+"""Shared fixtures and the test tiers.
+
+Every test belongs to exactly one tier (a module-level ``pytestmark``): ``unit`` (pure functions),
+``mock`` (the program evaluated under Pulumi mocks), ``moto`` (boto3 code against a real moto
+server) or ``real`` (real processes: torchrun, etcd, ...). ``pytest`` alone runs the fast tiers
+(``unit`` and ``mock``); ``.ci/run`` runs all of them.
+"""
 
 import sys
 from pathlib import Path
@@ -11,7 +17,16 @@ if str(REPO) not in sys.path:
 
 from tests.harness import Program, run_program  # noqa: E402
 
+TIERS = ("unit", "mock", "moto", "real")
+
 _CACHE: dict[tuple[str, bool], Program] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test without exactly one tier marker is an error (it would silently never run, or run twice)."""
+    wrong = [item.nodeid for item in items if sum(1 for t in TIERS if item.get_closest_marker(t)) != 1]
+    if wrong:
+        raise pytest.UsageError(f"tests without exactly one tier marker ({', '.join(TIERS)}): {wrong[:5]}")
 
 
 @pytest.fixture(scope="session")

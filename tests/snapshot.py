@@ -64,9 +64,9 @@ def snapshot(p: Program) -> list[dict[str, Any]]:
     return sorted(out, key=lambda rec: (rec["type"], rec["name"]))
 
 
-def render(stack: str) -> str:
-    """The snapshot text of one stack."""
-    return json.dumps(snapshot(run_program(stack)), indent=1, sort_keys=True, default=str) + "\n"
+def render(stack: str, program: Program | None = None) -> str:
+    """The snapshot text of one stack (of ``program`` when given, else of a fresh evaluation)."""
+    return json.dumps(snapshot(program or run_program(stack)), indent=1, sort_keys=True, default=str) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
 
 import allreduce_bench as bench  # found through the sys.path entry above
 
+pytestmark = pytest.mark.real
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BENCH_PY = REPO_ROOT / "training" / "allreduce_bench.py"
 

@@ -7,6 +7,8 @@ import pytest
 from stacks.config import ConfigError
 from tests.harness import PROJECT, run_program, stack_config
 
+pytestmark = pytest.mark.mock
+
 GPU = {"instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
 
 

@@ -4,9 +4,12 @@ import inspect
 import typing
 
 import pulumi
+import pytest
 
 import components
 from tests.harness import REPO
+
+pytestmark = pytest.mark.unit
 
 COMPONENT_CLASSES = list(components.COMPONENTS)
 

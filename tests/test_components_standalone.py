@@ -3,7 +3,11 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.harness import REPO, run_program
+
+pytestmark = pytest.mark.mock
 
 
 def readme_example(tmp_path: Path) -> Path:

@@ -3,12 +3,15 @@
 import re
 
 import pulumi
+import pytest
 import yaml
 
 from stacks.config import SECTIONS, load_config
 from stacks.costs import estimate
 from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, _config_to_runtime, stack_config, stack_names
+
+pytestmark = pytest.mark.unit
 
 
 def test_pulumi_yaml_documents_exactly_the_keys_the_loader_reads() -> None:
@@ -37,7 +40,7 @@ def test_readme_stack_table_matches_the_cost_model() -> None:
 def test_readme_test_command_is_what_ci_runs() -> None:
     readme = (REPO / "README.md").read_text()
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
-    command = ".venv/bin/python -m mypy && .venv/bin/python -m pytest -q"
+    command = '.venv/bin/python -m mypy && .venv/bin/python -m pytest -q -m "unit or mock or moto or real"'
     assert f"`{command}`" in readme
     assert ci[-1] == command
     assert "bash .ci/run" in readme

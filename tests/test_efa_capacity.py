@@ -10,6 +10,8 @@ from components.scheduling import EFA_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from stacks.costs import estimate
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 
+pytestmark = pytest.mark.mock
+
 STACKS = stack_names()
 MODES = [False, True]
 
@@ -139,8 +141,8 @@ class TestEfaChain:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_worker_group_can_scale_from_zero(stack: str) -> None:
-    p = run_program(stack)
+def test_every_worker_group_can_scale_from_zero(program_for, stack: str) -> None:
+    p = program_for(stack, False)
     rel = p.one("kubernetes:helm.sh/v3:Release", lambda r: r.inputs["chart"] == "cluster-autoscaler")
     cluster_name = p.one("eks:index:Cluster").inputs["name"]
     assert rel.inputs["values"]["autoDiscovery"]["clusterName"] == cluster_name
@@ -344,3 +346,39 @@ def test_efa_health_check_refuses_to_measure_tcp() -> None:
     wc = next(j for j in cpu.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
     (c,) = wc.inputs["spec"]["template"]["spec"]["containers"]
     assert "--require-efa" not in c["command"]
+
+
+def _custom_efa_stack(cards: int, efa: int) -> dict[str, Any]:
+    cfg = stack_config("p5")
+    cfg[f"{PROJECT}:instanceFacts"] = {
+        "x8.48xlarge": {"vcpus": 192, "memoryMib": 2097152, "gpus": 8, "gpuModel": "NVIDIA X", "maxEfaInterfaces": efa,
+                        "networkCards": cards, "pricePerHour": 10.0, "source": "aws ec2 describe-instance-types"}
+    }
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["x8.48xlarge"]
+    cfg[f"{PROJECT}:healthCheck"] = {"enforce": True, "minBusBandwidthGBps": 100}
+    return cfg
+
+
+def test_inconsistent_efa_facts_are_a_config_error() -> None:
+    """The probe of the architecture issue: maxEfaInterfaces 2 with 1 network card used to give the launch
+    template 1 interface and the pods a request for 2 (never schedulable)."""
+    from stacks.config import ConfigError
+
+    p = run_program("p5", config=_custom_efa_stack(cards=1, efa=2), expect_error=True)
+    assert isinstance(p.error, ConfigError) and p.registrations == []
+    assert "eks-training:instanceFacts.x8.48xlarge.maxEfaInterfaces: 2 != eks-training:instanceFacts.x8.48xlarge.networkCards (1)" in str(p.error)
+
+
+def test_one_efa_count_for_launch_template_pods_autoscaler_and_health_check() -> None:
+    p = run_program("p5", config=_custom_efa_stack(cards=2, efa=2))
+    lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
+    counts = {"launch template": len(lt.inputs["networkInterfaces"])}
+    train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
+    (c,) = train.inputs["spec"]["template"]["spec"]["containers"]
+    counts["pod request"] = int(c["resources"]["requests"]["vpc.amazonaws.com/efa"])
+    tag = next(t for t in p.of_type("aws:autoscaling/tag:Tag") if t.inputs["tag"]["key"].endswith("/vpc.amazonaws.com/efa"))
+    counts["autoscaler tag"] = int(tag.inputs["tag"]["value"])
+    check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
+    (hc,) = check.inputs["spec"]["template"]["spec"]["containers"]
+    counts["health check"] = int(hc["command"][hc["command"].index("--require-efa") + 1])
+    assert set(counts.values()) == {2}, counts

@@ -63,6 +63,8 @@ from components.image.build_provider import (  # noqa: E402
 )
 from tests import image_support as sup  # noqa: E402
 
+pytestmark = pytest.mark.moto
+
 # ------------------------------------------------------------------------------------------------
 # moto fixtures
 # ------------------------------------------------------------------------------------------------

@@ -41,10 +41,13 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.wait import wait_for  # noqa: E402
 from tests.training_support import torchrun_env as node_env  # noqa: E402  (environment of a training pod)
 
 import cifar  # noqa: E402
 import launch  # noqa: E402
+
+pytestmark = pytest.mark.real
 
 LAUNCH_PY = ts.TRAINING_DIR / "launch.py"
 TRAIN_PY = ts.TRAINING_DIR / "train.py"
@@ -406,7 +409,7 @@ def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedP
     launcher = ts.ManagedProcess(cmd, tmp_path / "late-launch.log", env=node_env())
     procs.append(launcher)
     try:
-        ts.wait_for(lambda: events(launcher.output(), "etcd_retry"), 20, what="a retry event")
+        wait_for(lambda: events(launcher.output(), "etcd_retry"), 20, what="a retry event")
         late.start()
         assert launcher.wait(40) == 0, launcher.output()
     finally:

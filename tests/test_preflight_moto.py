@@ -42,6 +42,8 @@ from stacks.preflight import (  # noqa: E402
 )
 from tests import preflight_support as sup  # noqa: E402
 
+pytestmark = pytest.mark.moto
+
 ZONES = ["us-east-1a", "us-east-1c"]
 P_OD, P_SPOT, STD_OD = "L-417A185B", "L-7212CCBC", "L-1216C47A"
 CR_ODCR = "cr-0a1b2c3d4e5f60718"

@@ -10,6 +10,8 @@ import pytest
 from tests.harness import stack_names
 from tests.snapshot import SNAPSHOT_DIR, render
 
+pytestmark = pytest.mark.mock
+
 STACKS = stack_names()
 
 
@@ -18,9 +20,9 @@ def test_every_stack_has_a_snapshot() -> None:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_registrations_equal_the_snapshot(stack: str) -> None:
+def test_registrations_equal_the_snapshot(program_for, stack: str) -> None:
     expected = (SNAPSHOT_DIR / f"{stack}.json").read_text()
-    actual = render(stack)
+    actual = render(stack, program_for(stack, False))
     if actual != expected:
         diff = "".join(
             list(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "snapshot", "now", n=2))[:80]

@@ -21,6 +21,8 @@ from tests.harness import (
     stack_names,
 )
 
+pytestmark = pytest.mark.mock
+
 STACKS = stack_names()
 MODES = [False, True]
 OURS = "eks-training:index:"
@@ -303,8 +305,8 @@ def _plain(o: Any) -> str:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_program_is_deterministic(stack: str) -> None:
-    a = run_program(stack)
+def test_program_is_deterministic(program_for, stack: str) -> None:
+    a = program_for(stack, False)
     b = run_program(stack)
 
     def fingerprint(p: Program) -> list[tuple[str, str, str, str]]:

@@ -31,10 +31,13 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.wait import wait_for  # noqa: E402
 from tests.training_support import torchrun_env  # noqa: E402
 
 import cifar  # noqa: E402
 import cifar_io  # noqa: E402
+
+pytestmark = pytest.mark.real
 
 TRAIN_PY = ts.TRAINING_DIR / "train.py"
 EVALUATE_PY = ts.TRAINING_DIR / "evaluate.py"
@@ -265,7 +268,7 @@ def test_worker_killed_mid_epoch_resumes_from_checkpoint(jobs: list[Job], digits
     def mid_epoch_checkpoint() -> bool:
         return any(e["epoch"] >= 1 and e["samples_in_epoch"] > 0 for e in job.events("checkpoint"))
 
-    ts.wait_for(mid_epoch_checkpoint, RUN_TIMEOUT, what="a mid-epoch checkpoint after epoch 1")
+    wait_for(mid_epoch_checkpoint, RUN_TIMEOUT, what="a mid-epoch checkpoint after epoch 1")
     victim_agent = job.nodes[1]
     worker = ts.training_worker_pid(victim_agent.pid)
     assert worker is not None, "worker process of node 1 not found"
@@ -320,13 +323,13 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
     try:
         train_args = [*TINY_RECIPE, "--epochs", "6", "--workers", "0"]
         job = start_job(jobs, etcd, digits_data, tmp_path / "job", train_args)
-        ts.wait_for(lambda: job.events("checkpoint"), RUN_TIMEOUT, what="the first checkpoint")
+        wait_for(lambda: job.events("checkpoint"), RUN_TIMEOUT, what="the first checkpoint")
         workers = [ts.training_worker_pid(node.pid) for node in job.nodes]
         assert all(workers), "worker processes not found"
 
         stopped_at = time.monotonic()
         etcd.stop()
-        ts.wait_for(lambda: all(node.poll() is not None for node in job.nodes), 30.0,
+        wait_for(lambda: all(node.poll() is not None for node in job.nodes), 30.0,
                     what="the torchrun agents to react to the etcd outage")
         reaction = time.monotonic() - stopped_at
         codes = [node.poll() for node in job.nodes]

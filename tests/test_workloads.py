@@ -11,6 +11,8 @@ from components.catalog import IMAGES, INSTANCE_TYPES
 from components.scheduling import NODE_ROLE_LABEL
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 
+pytestmark = pytest.mark.mock
+
 TRAINING_STACKS = [s for s in stack_names() if stack_config(s).get(f"{PROJECT}:training")]
 MODES = [False, True]
 
@@ -289,7 +291,7 @@ def test_gpu_pods_request_the_nodes_gpus() -> None:
 
 
 @pytest.mark.parametrize("stack", TRAINING_STACKS)
-def test_the_launcher_accepts_the_generated_command(stack: str) -> None:
+def test_the_launcher_accepts_the_generated_command(program_for, stack: str) -> None:
     """The pod command the program generates passes launch.py's own consistency checks (same run
     id, backend, endpoint and output folder for the launcher and for torchrun/train.py), and every
     script a Job runs is in the image."""
@@ -302,7 +304,7 @@ def test_the_launcher_accepts_the_generated_command(stack: str) -> None:
         import launch
     finally:
         sys.path.remove(str(REPO / "training"))
-    p = run_program(stack)
+    p = program_for(stack, False)
     cmd = _container(_job(p, "-train-job"))["command"]
     args = launch.parse_args(cmd[2:])
     launch.check_consistency(args)

@@ -24,12 +24,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from tests import aws_support
 from tests.aws_support import free_port
+from tests.wait import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRAINING_DIR = REPO_ROOT / "training"
@@ -42,19 +43,11 @@ import contextlib
 DIGIT_NAMES: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 VENV_BIN = Path(sys.executable).parent
 
-T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- #
 # Polling and ports
 # --------------------------------------------------------------------------- #
-def wait_for(predicate: Callable[[], T], timeout: float, interval: float = 0.1,
-             what: str = "condition") -> T:
-    """Poll ``predicate`` until it returns a truthy value; ``TimeoutError`` after ``timeout`` seconds
-    (:func:`tests.aws_support.wait_for`, polling every 0.1 s by default)."""
-    return aws_support.wait_for(predicate, timeout, interval, what)
-
-
 # --------------------------------------------------------------------------- #
 # Dataset
 # --------------------------------------------------------------------------- #
@@ -134,7 +127,7 @@ def md5_of(path: Path) -> str:
 # Processes
 # --------------------------------------------------------------------------- #
 def torchrun_env() -> dict[str, str]:
-    """Environment for torchrun agents / training pods (see field notes section 8)."""
+    """Environment for torchrun agents / training pods (as ElasticTrainingJob sets it)."""
     env = dict(os.environ)
     env.update({
         "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",  # pytorch/pytorch#135712: else restarts can hang

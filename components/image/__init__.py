@@ -9,6 +9,7 @@ resource that runs the build), :mod:`~components.image.component` (``TrainingIma
 from components.image.buildspec import buildspec, lifecycle_policy_document
 from components.image.component import (
     COMPUTE_TYPES,
+    ComputeType,
     DEFAULT_BUILD_TIMEOUT_MINUTES,
     DEFAULT_COMPUTE_TYPE,
     DEFAULT_KEEP_IMAGES,
@@ -32,6 +33,7 @@ from components.image.reference import validate_image_reference
 
 __all__ = [
     "COMPUTE_TYPES",
+    "ComputeType",
     "CONTEXT_PREFIX",
     "DEFAULT_BUILD_TIMEOUT_MINUTES",
     "DEFAULT_COMPUTE_TYPE",

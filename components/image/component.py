@@ -18,7 +18,7 @@ repository ARN, so it always matches the region the children were created in.
 
 import json
 import re
-from typing import Mapping, Optional, TypedDict
+from typing import Literal, Mapping, Optional, TypedDict, get_args
 
 import pulumi
 import pulumi_aws as aws
@@ -48,9 +48,11 @@ PLATFORM_BUILD_ENVIRONMENTS: dict[str, tuple[str, str]] = {
     "linux/amd64": ("LINUX_CONTAINER", "aws/codebuild/amazonlinux2-x86_64-standard:5.0"),
     "linux/arm64": ("ARM_CONTAINER", "aws/codebuild/amazonlinux2-aarch64-standard:3.0"),
 }
-COMPUTE_TYPES = frozenset(
-    {"BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE", "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE"}
-)
+#: CodeBuild compute types (listed once; the config reads this).
+ComputeType = Literal[
+    "BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE", "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE"
+]
+COMPUTE_TYPES: frozenset[str] = frozenset(get_args(ComputeType))
 
 
 class TrainingImageArgs(TypedDict):

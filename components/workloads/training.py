@@ -1,6 +1,6 @@
 """``ElasticTrainingJob``: PyTorch DDP with torchrun elastic as a Kubernetes Indexed Job."""
 
-from typing import Mapping, Optional, TypedDict
+from typing import Mapping, Optional, TypedDict, cast, get_args
 
 import pulumi
 from typing_extensions import NotRequired
@@ -52,8 +52,8 @@ class ElasticTrainingJobArgs(TypedDict):
     """torchrun's minimum node count (``--nnodes=MIN:MAX``)."""
     max_workers: int
     """torchrun's maximum node count; the worker count can be raised up to this without a new run."""
-    rendezvous_backend: RendezvousBackend
-    """``etcd-v2`` (default; needs ``etcd_endpoint``) or ``c10d`` (hosted by worker 0)."""
+    rendezvous_backend: str
+    """``etcd-v2`` (needs ``etcd_endpoint``) or ``c10d`` (hosted by worker 0)."""
     etcd_endpoint: NotRequired[pulumi.Input[str]]
     """``host:port`` of etcd for ``etcd-v2``."""
     data_dir: pulumi.Input[str]
@@ -109,7 +109,9 @@ class ElasticTrainingJob(pulumi.ComponentResource):
         hp = args["hyperparameters"]
         output_dir = f"{SHARED_MOUNT}/runs/{args['run_id']}"
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "trainer", "eks-training/run": args["run_id"]}
-        backend = args["rendezvous_backend"]
+        if args["rendezvous_backend"] not in get_args(RendezvousBackend):
+            raise ValueError(f"{name}: rendezvous_backend must be one of {', '.join(get_args(RendezvousBackend))}")
+        backend = cast(RendezvousBackend, args["rendezvous_backend"])
 
         if backend == "etcd-v2":
             if args.get("etcd_endpoint") is None:

@@ -47,11 +47,11 @@ class Sections:
     """Instance types named by groups that failed their own validation (still checked against the catalog)."""
 
 
-def _known(catalog: Catalog, name: str, path: str, problems: list[str]) -> Optional[InstanceType]:
-    it = catalog.get(name)
-    if it is None:
+def _known(s: "Sections", name: str, path: str, problems: list[str]) -> Optional[InstanceType]:
+    it = s.catalog.get(name)
+    if it is None and f"instanceFacts.{name}" not in s.failed:  # a failed facts entry is reported there
         problems.append(
-            f"{key(path)}: unknown instance type {name!r}; use one of {', '.join(sorted(catalog.instance_types))}, "
+            f"{key(path)}: unknown instance type {name!r}; use one of {', '.join(sorted(s.catalog.instance_types))}, "
             f"or describe it under {key('instanceFacts')}.{name} (vcpus, memoryMib, gpus, ..., source)"
         )
     return it
@@ -84,7 +84,7 @@ def check_network(s: Sections, problems: list[str]) -> None:
 
 def check_system_group(s: Sections, problems: list[str]) -> None:
     """The system group runs add-ons on a known CPU type."""
-    it = _known(s.catalog, s.system.instance_type, "systemNodeGroup.instanceType", problems)
+    it = _known(s, s.system.instance_type, "systemNodeGroup.instanceType", problems)
     if it is not None and it.is_gpu:
         problems.append(
             f"{key('systemNodeGroup.instanceType')}: {it.name} is a GPU type; the system group runs add-ons only, "
@@ -95,7 +95,7 @@ def check_system_group(s: Sections, problems: list[str]) -> None:
 def check_group(s: Sections, name: str, g: NodeGroupConfig, problems: list[str]) -> None:
     """One worker group against the catalog, the network and the cluster."""
     path = f"nodeGroups.{name}"
-    facts = [_known(s.catalog, t, f"{path}.instanceTypes[{i}]", problems) for i, t in enumerate(g.instance_types)]
+    facts = [_known(s, t, f"{path}.instanceTypes[{i}]", problems) for i, t in enumerate(g.instance_types)]
     present = [f for f in facts if f is not None]
     if len({f.gpus for f in present}) > 1:
         problems.append(
@@ -236,7 +236,7 @@ def cross_section(s: Sections) -> tuple[list[str], Optional[TrainingConfig]]:
         check_group(s, name, g, problems)
     for name, types in s.failed_group_types.items():
         for i, t in enumerate(types):
-            _known(s.catalog, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
+            _known(s, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
     training = check_training(s, problems)
     check_health(s, training, problems)
     return problems, training

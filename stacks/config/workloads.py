@@ -5,7 +5,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from components.image import validate_image_reference
+from components.image import ComputeType, validate_image_reference
 from stacks.config.base import MD5_RE, NAME_RE, Model
 from stacks.config.errors import check
 
@@ -23,9 +23,7 @@ class ImageConfig(Model):
     prebuilt: Optional[str] = None
     keep_images: int = Field(default=10, ge=1, le=1000)
     build_timeout_minutes: int = Field(default=90, ge=5, le=2160)
-    compute_type: Literal[
-        "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE", "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE"
-    ] = "BUILD_GENERAL1_LARGE"
+    compute_type: ComputeType = "BUILD_GENERAL1_LARGE"
 
     @field_validator("prebuilt")
     @classmethod

@@ -1,0 +1,68 @@
+"""The catalog holds facts with public sources, and the repository stands on its own."""
+
+import re
+import subprocess
+
+import pytest
+
+from components.catalog import (
+    CLUSTER_AUTOSCALER_IMAGES,
+    DEFAULT_KUBERNETES_VERSION,
+    HELM_CHARTS,
+    INSTANCE_TYPES,
+    REFERENCE_ALLREDUCE,
+    SERVICE_PRICES,
+    SOURCES,
+    SUPPORTED_KUBERNETES_VERSIONS,
+)
+from tests.harness import REPO
+
+pytestmark = pytest.mark.unit
+
+
+def test_every_source_is_a_public_address() -> None:
+    for name, source in SOURCES.items():
+        assert source.url.startswith("https://"), name
+        assert source.shows, name
+
+
+def test_every_fact_names_a_known_source() -> None:
+    used = {s for t in INSTANCE_TYPES.values() for s in t.sources}
+    used |= {c.source for c in HELM_CHARTS.values()} | {p.source for p in SERVICE_PRICES.values()}
+    used |= {r.source.split(" ", 1)[0] for r in REFERENCE_ALLREDUCE.values()}
+    assert used <= set(SOURCES), used - set(SOURCES)
+    for t in INSTANCE_TYPES.values():
+        assert t.sources, t.name
+
+
+def test_instance_facts_are_plausible() -> None:
+    for name, t in INSTANCE_TYPES.items():
+        assert t.name == name and t.vcpus > 0 and t.memory_mib > 0 and t.network_gbps > 0
+        assert (t.gpu_model is None) == (t.gpus == 0), name
+        if t.supports_efa:
+            assert t.max_efa_interfaces == t.network_cards, name
+        if t.allocatable_cpu_m is not None:
+            assert t.allocatable_cpu_m < t.vcpus * 1000 and t.allocatable_memory_mib is not None
+            assert t.allocatable_memory_mib < t.memory_mib
+
+
+def test_kubernetes_versions_have_an_autoscaler() -> None:
+    assert DEFAULT_KUBERNETES_VERSION in SUPPORTED_KUBERNETES_VERSIONS
+    for version in SUPPORTED_KUBERNETES_VERSIONS:
+        image = CLUSTER_AUTOSCALER_IMAGES[version]
+        assert re.search(rf":v{re.escape(version)}\.\d+$", image), image
+
+
+def test_nothing_in_the_repository_reads_or_cites_files_outside_it() -> None:
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    offenders = []
+    for path in tracked:
+        if path.startswith("tests/snapshots/") or path == "tests/test_catalog.py":
+            continue
+        try:
+            text = (REPO / path).read_text(errors="ignore")
+        except (IsADirectoryError, FileNotFoundError):
+            continue
+        if "../shared" in text or "field-notes" in text or "field notes" in text.lower():
+            offenders.append(path)
+    assert not offenders, offenders

@@ -1,0 +1,102 @@
+"""Every exported component is usable from other Pulumi languages: Pulumi's schema analyzer infers a
+schema from the Python annotations with every input and output typed and described, and the
+provider in provider/ (what ``pulumi package add`` runs) serves that schema over its gRPC interface."""
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import grpc
+import pytest
+import yaml
+from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi.provider.experimental.schema import generate_schema
+from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+import components
+from tests.harness import REPO
+
+
+def _schema() -> dict[str, Any]:
+    result = Analyzer(components.PACKAGE_NAME).analyze(list(components.COMPONENTS))
+    deps = sorted(result["dependencies"], key=lambda d: d.name)
+    spec = generate_schema(components.PACKAGE_NAME, components.__version__, None,
+                           result["component_definitions"], result["type_definitions"], deps)
+    return spec.to_json()
+
+
+def _untyped_or_undocumented(schema: dict[str, Any]) -> list[str]:
+    bad = []
+
+    def props(where: str, properties: dict[str, Any]) -> None:
+        for name, spec in properties.items():
+            if not spec.get("description"):
+                bad.append(f"{where}.{name}: no description")
+            if not (spec.get("type") or spec.get("$ref")):
+                bad.append(f"{where}.{name}: no type")
+
+    for token, res in schema["resources"].items():
+        assert res.get("isComponent"), token
+        if not res.get("description"):
+            bad.append(f"{token}: no description")
+        props(f"{token} input", res.get("inputProperties") or {})
+        props(f"{token} output", res.get("properties") or {})
+        if not res.get("properties"):
+            bad.append(f"{token}: no outputs")
+    for token, typ in schema["types"].items():
+        props(f"{token} type", typ.get("properties") or {})
+    return bad
+
+
+@pytest.mark.unit
+def test_every_component_has_a_typed_and_documented_schema() -> None:
+    schema = _schema()
+    assert set(schema["resources"]) == {f"eks-training:index:{c.__name__}" for c in components.COMPONENTS}
+    assert _untyped_or_undocumented(schema) == []
+    # spot checks of the inference: plain values stay plain, Inputs accept Outputs, nested types are refs
+    ng = schema["resources"]["eks-training:index:TrainingNodeGroup"]["inputProperties"]
+    assert ng["instanceTypes"]["type"] == "array" and ng["instanceTypes"]["items"]["type"] == "string"
+    assert ng["taints"]["items"]["$ref"] == "#/types/eks-training:index:NodeTaint"
+    job = schema["resources"]["eks-training:index:ElasticTrainingJob"]["inputProperties"]
+    assert job["placement"]["$ref"] == "#/types/eks-training:index:WorkerPlacement"
+    assert "eks-training:index:WorkerPlacement" in schema["types"]
+
+
+@pytest.mark.unit
+def test_the_check_can_fail() -> None:
+    """Control: a property without a description or type is reported."""
+    schema = {"resources": {"x:index:C": {"isComponent": True, "description": "d", "inputProperties": {"a": {"type": "string"}},
+                                         "properties": {"b": {"description": "b"}}}}, "types": {}}
+    assert _untyped_or_undocumented(schema) == ["x:index:C input.a: no description", "x:index:C output.b: no type"]
+
+
+@pytest.mark.unit
+def test_plugin_manifest_runs_the_provider_with_the_library_requirements() -> None:
+    manifest = yaml.safe_load((REPO / "provider" / "PulumiPlugin.yaml").read_text())
+    assert manifest["runtime"]["name"] == "python"
+    assert (REPO / "provider" / "requirements.txt").read_text().splitlines()[-1] == "-r ../requirements.txt"
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert f'version = "{components.__version__}"' in pyproject
+
+
+@pytest.mark.real
+def test_provider_serves_the_schema_over_grpc() -> None:
+    """The provider process `pulumi package add` starts: it prints its port and answers GetSchema."""
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "provider" / "__main__.py"), "127.0.0.1:1"],
+        cwd=REPO / "provider", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().strip())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            reply = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60)
+        schema = json.loads(reply.schema)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert schema["name"] == components.PACKAGE_NAME and schema["version"] == components.__version__
+    assert set(schema["resources"]) == set(_schema()["resources"])
+    assert _untyped_or_undocumented(schema) == []

@@ -1,0 +1,191 @@
+"""The pure functions behind the plan, called directly: EFA profiles, pod sizes, scheduling, zones,
+config rules and the plan itself (no Pulumi engine)."""
+
+import dataclasses
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.catalog import AMI_TYPES, EFA_ENV_COMMON, EFA_HUGEPAGES_2MI, INSTANCE_TYPES, Catalog
+from components.naming import fit_name, k8s_name
+from components.nodeplan import (
+    AUTOSCALER_TEMPLATE_PREFIX,
+    NODE_SHARE,
+    InconsistentFacts,
+    efa_profile,
+    interface_specs,
+    node_profile,
+    pod_size,
+    sizing_type,
+)
+from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, node_scheduling, tolerations_for
+from stacks.config import ConfigError, load_config
+from stacks.plan import ZONE_LABEL, build_plan
+from stacks.zones import choose_zones
+from tests.harness import _config_to_runtime
+
+pytestmark = pytest.mark.unit
+
+P5 = INSTANCE_TYPES["p5.48xlarge"]
+G6 = INSTANCE_TYPES["g6.xlarge"]
+M5 = INSTANCE_TYPES["m5.xlarge"]
+
+
+def config(**sections: Any) -> Any:
+    """Load a configuration made of ``sections`` (camelCase top-level keys)."""
+    cfg = {"aws:region": "us-east-1", **{f"eks-training:{k}": v for k, v in sections.items()}}
+    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    return load_config("eks-training", "unit")
+
+
+def problems(**sections: Any) -> list[str]:
+    with pytest.raises(ConfigError) as exc:
+        config(**sections)
+    return exc.value.problems
+
+
+# ------------------------------------------------------------------------------------ EFA profile
+def test_efa_profile_of_every_catalogued_efa_type_is_consistent() -> None:
+    for facts in INSTANCE_TYPES.values():
+        if not facts.supports_efa:
+            continue
+        profile = efa_profile(facts)
+        assert profile.interfaces == facts.max_efa_interfaces == facts.network_cards
+        assert profile.efa_only_interfaces == profile.interfaces - 1
+        assert profile.hugepages_2mi == EFA_HUGEPAGES_2MI
+        assert profile.env.items() >= EFA_ENV_COMMON.items()
+        assert (profile.min_vpc_cni is not None) == (profile.interfaces > 1)
+
+
+def test_inconsistent_efa_facts_are_refused() -> None:
+    bad = dataclasses.replace(P5, name="x.large", max_efa_interfaces=2, network_cards=1)
+    with pytest.raises(InconsistentFacts, match=r"maxEfaInterfaces \(2\) must equal networkCards \(1\)"):
+        efa_profile(bad)
+
+
+def test_interfaces_card_0_efa_then_efa_only() -> None:
+    specs = interface_specs(4)
+    assert [(s["network_card_index"], s["device_index"], s["interface_type"]) for s in specs] == [
+        (0, 0, "efa"), (1, 1, "efa-only"), (2, 1, "efa-only"), (3, 1, "efa-only")
+    ]
+
+
+# -------------------------------------------------------------------------------------- pod sizes
+@pytest.mark.parametrize("name", sorted(INSTANCE_TYPES))
+def test_pod_fits_the_node(name: str) -> None:
+    facts = INSTANCE_TYPES[name]
+    size = pod_size(facts, efa_profile(facts) if facts.supports_efa else None)
+    allocatable_cpu = facts.allocatable_cpu_m or facts.vcpus * 1000
+    allocatable_mem = facts.allocatable_memory_mib or facts.memory_mib
+    assert 0 < size.cpu_millis <= NODE_SHARE * allocatable_cpu
+    assert 0 < size.memory_mib <= NODE_SHARE * allocatable_mem
+    assert size.gpus == facts.gpus and size.procs_per_node == max(1, facts.gpus)
+    assert size.shm_mib <= size.memory_mib // 4
+    assert size.threads_per_proc * size.procs_per_node <= max(1, size.cpu_millis // 1000) or size.threads_per_proc == 1
+    assert size.efa_devices == (facts.max_efa_interfaces if facts.supports_efa else 0)
+
+
+def test_sizing_type_is_the_smallest() -> None:
+    assert sizing_type([INSTANCE_TYPES["g5.48xlarge"], INSTANCE_TYPES["g6.48xlarge"]]).name in ("g5.48xlarge", "g6.48xlarge")
+    assert sizing_type([M5, INSTANCE_TYPES["m5.large"]]).name == "m5.large"
+
+
+# ------------------------------------------------------------------------------------- scheduling
+def test_node_scheduling_labels_and_taints() -> None:
+    labels, taints = node_scheduling("gpu", 8, True, {"team": "ml"}, [{"key": "dedicated", "value": "x", "effect": "NoExecute"}])
+    assert labels == {NODE_ROLE_LABEL: "gpu", "team": "ml", GPU_LABEL[0]: GPU_LABEL[1], EFA_LABEL[0]: EFA_LABEL[1]}
+    assert taints == [dict(GPU_TAINT), {"key": "dedicated", "value": "x", "effect": "NoExecute"}]
+    assert tolerations_for(taints)[0] == {"key": GPU_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    cpu_labels, cpu_taints = node_scheduling("cpu", 0, False)
+    assert cpu_labels == {NODE_ROLE_LABEL: "cpu"} and cpu_taints == []
+    with pytest.raises(ValueError, match="effect"):
+        node_scheduling("cpu", 0, False, taints=[{"key": "a", "effect": "NoScheduling"}])
+
+
+def test_node_profile_derives_everything_from_one_row() -> None:
+    p = node_profile("gpu", [P5], efa=True)
+    assert p.ami_type == AMI_TYPES["nvidia"] and p.gpus == 8 and p.efa_interfaces == 32
+    tags = p.autoscaler_tags()
+    assert tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/vpc.amazonaws.com/efa"] == "32"
+    assert tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/nvidia.com/gpu"] == "8"
+    assert tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/hugepages-2Mi"] == EFA_HUGEPAGES_2MI
+    assert tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/taint/nvidia.com/gpu"] == "true:NoSchedule"
+    assert p.network_env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    cpu = node_profile("cpu", [M5], efa=False)
+    assert cpu.ami_type == AMI_TYPES["cpu"] and cpu.efa is None and cpu.network_env == {}
+    assert not any("resources" in k for k in cpu.autoscaler_tags())
+    g6 = node_profile("gpu", [G6], efa=False)
+    assert g6.network_env == {"NCCL_SHM_USE_CUDA_MEMCPY": "1"}
+
+
+# ------------------------------------------------------------------------------------------ names
+def test_names_fit_and_stay_distinct() -> None:
+    long = "x" * 80
+    assert len(fit_name(long, 63)) == 63 and fit_name(long, 63) == fit_name(long, 63)
+    assert fit_name(long + "a", 63) != fit_name(long + "b", 63)
+    assert fit_name("short", 63) == "short"
+    assert k8s_name("My-Job-", "workers") == "my-job-workers"
+
+
+# ------------------------------------------------------------------------------------------- plan
+def test_plan_of_an_efa_stack() -> None:
+    cfg = config(nodeGroups={"gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2,
+                                     "availabilityZone": "us-east-1a"}},
+                 training={"workers": 2})
+    plan = build_plan(cfg)
+    g = plan.groups["gpu"]
+    assert plan.efa and plan.gpu and plan.autoscale and plan.training_group is g
+    placement = g.placement()
+    assert placement["efa_devices"] == g.efa.interfaces == 32  # type: ignore[union-attr]
+    assert placement["node_selector"][ZONE_LABEL] == "us-east-1a"
+    assert placement["node_selector"][NODE_ROLE_LABEL] == "gpu"
+    assert placement["hugepages_2mi"] == EFA_HUGEPAGES_2MI
+    assert plan.system.profile.efa is None and plan.system.name == "system"
+    assert plan.health_message_bytes() == 2 << 30 and plan.health_threshold() is None
+
+
+def test_plan_without_workers() -> None:
+    plan = build_plan(config())
+    assert not plan.groups and not plan.autoscale and not plan.gpu and plan.training_group is None
+
+
+# ------------------------------------------------------------------------------------------ zones
+def test_zones_keep_pinned_groups_and_fill_up() -> None:
+    cfg = config(network={"availabilityZoneCount": 2},
+                 nodeGroups={"gpu": {"instanceTypes": ["p4d.24xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
+                                     "availabilityZone": "us-east-1d"}})
+    assert choose_zones(cfg, ["us-east-1a", "us-east-1b", "us-east-1d"]) == ["us-east-1a", "us-east-1d"]
+    with pytest.raises(ConfigError, match="us-east-1d is not available"):
+        choose_zones(cfg, ["us-east-1a", "us-east-1b"])
+
+
+# ------------------------------------------------------------------------------------ config rules
+def test_inconsistent_user_facts_name_the_instance_facts_key() -> None:
+    found = problems(
+        instanceFacts={"x9.large": {"vcpus": 8, "memoryMib": 32768, "maxEfaInterfaces": 2, "networkCards": 1, "source": "EC2 API"}},
+        nodeGroups={"x": {"instanceTypes": ["x9.large"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
+                          "availabilityZone": "us-east-1a"}},
+    )
+    assert any(p.startswith("eks-training:instanceFacts.x9.large.maxEfaInterfaces: 2 != eks-training:instanceFacts.x9.large.networkCards (1)") for p in found), found
+
+
+def test_a_failed_group_is_not_reported_again_as_missing() -> None:
+    found = problems(nodeGroups={"h100": {"instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 0, "maxSize": 1}},
+                     training={"nodeGroup": "h100", "workers": 1})
+    assert all("eks-training:training." not in p for p in found), found
+    assert any("nodeGroups.h100.instanceType: unknown key" in p for p in found)
+
+
+def test_unset_max_workers_is_not_blamed() -> None:
+    found = problems(nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
+                     training={"workers": 4})
+    assert found == ["eks-training:training.workers: 4 > eks-training:nodeGroups.cpu.maxSize (2): one worker runs per node; "
+                     "raise maxSize or lower workers"], found
+
+
+def test_catalog_lookups_use_user_facts() -> None:
+    cfg = config(instanceFacts={"x9.large": {"vcpus": 8, "memoryMib": 32768, "source": "EC2 API"}},
+                 nodeGroups={"x": {"instanceTypes": ["x9.large"], "minSize": 0, "desiredSize": 0, "maxSize": 1}})
+    assert isinstance(cfg.catalog, Catalog) and cfg.instance("x9.large").user_supplied
+    assert build_plan(cfg).groups["x"].profile.instance.name == "x9.large"
