@@ -116,6 +116,20 @@ def s3_read_object_policy(partition: str, bucket: str, key: str) -> str:
     return _doc({"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": s3_object_arn(partition, bucket, key)})
 
 
+def s3_read_prefix_policy(partition: str, bucket: str, prefix: str) -> str:
+    """List and read the objects under one S3 prefix (a job's code)."""
+    return _doc(
+        {"Sid": "ReadPrefix", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": s3_object_arn(partition, bucket, f"{prefix}*")},
+        {
+            "Sid": "ListPrefix",
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket"],
+            "Resource": f"arn:{partition}:s3:::{bucket}",
+            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+        },
+    )
+
+
 def s3_tls_only_bucket_policy(bucket_arn: str) -> str:
     """Deny every request to the bucket that does not use TLS."""
     return _doc(

@@ -1,11 +1,12 @@
 """The stack outputs: ids, the kubeconfig, and the commands to follow the jobs."""
 
-from typing import Any
+from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
 
 from stacks.environment import Environment
+from stacks.workloads import Workloads
 
 
 def export_outputs(env: Environment) -> dict[str, Any]:
@@ -34,35 +35,28 @@ def export_outputs(env: Environment) -> dict[str, Any]:
             cfg.cluster_name,
         ),
     }
-    w = env.workloads
+    w: Optional[Workloads] = env.workloads
     if w is not None:
         ns = env.storage.namespace
-        outputs.update(
-            {
-                "imageUri": w.image_uri,
-                "stagingJobName": w.staging.job_name,
-                "trainingJobName": w.training.job_name,
-                "evaluationJobName": w.evaluation.job_name,
-                "runDirectory": w.training.output_dir,
-                "followTrainingLogsCommand": pulumi.Output.concat(
-                    "kubectl logs -n ",
-                    ns,
-                    " -f --prefix --max-log-requests 64 -l eks-training/job=",
-                    w.training.job_name,
+        outputs["imageUris"] = w.image_uris
+        outputs["imageBuildLogLinks"] = {k: img.build_log_link for k, img in w.images.items()}
+        jobs: dict[str, Any] = {}
+        for job_name, job in w.jobs.items():
+            kind = env.plan.jobs[job_name].kind
+            resource = "mpijob" if kind == "mpi" else "job"
+            jobs[job_name] = {
+                "kind": kind,
+                "name": job.job_name,
+                "outputDir": job.output_dir,
+                "logsCommand": pulumi.Output.concat(
+                    "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l eks-training/job=", job_name
                 ),
-                "evaluationResultCommand": pulumi.Output.concat(
-                    "kubectl wait -n ",
-                    ns,
-                    " --for=condition=complete --timeout=24h job/",
-                    w.evaluation.job_name,
-                    " && kubectl logs -n ",
-                    ns,
-                    " job/",
-                    w.evaluation.job_name,
-                    " --tail=1",
+                "waitCommand": pulumi.Output.concat(
+                    "kubectl wait -n ", ns, f" --for=condition={'Succeeded' if kind == 'mpi' else 'complete'} "
+                    f"--timeout=24h {resource}/", job.job_name,
                 ),
             }
-        )
-        if w.image is not None:
-            outputs["imageBuildLogLink"] = w.image.build_log_link
+        outputs["jobs"] = jobs
+        if w.tensorboard is not None:
+            outputs["tensorboardCommand"] = w.tensorboard.port_forward_command
     return outputs

@@ -8,19 +8,29 @@ groups, the pods' placement, preflight, the autoscaler's node-template tags and 
 read the plan, so they cannot disagree.
 """
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Mapping, Optional
 
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
-from components.nodeplan import EfaProfile, NodeProfile, node_profile
+from components.conventions import SHARED_MOUNT
+from components.image import hash_build_context, image_tag_for
+from components.naming import k8s_name
+from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, tolerations_for
 from components.workloads import WorkerPlacement
-from stacks.config import StackConfig
+from stacks.config import TOOLBOX_IMAGE, DatasetConfig, HealthCheckConfig, JobConfig, StackConfig
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
 HEALTH_THRESHOLD_SHARE = 0.8
 #: Zone label every node carries (Kubernetes well-known label).
 ZONE_LABEL = "topology.kubernetes.io/zone"
+#: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
+SYSTEM_JOB_SHARE = 0.25
+#: The repository (image build contexts are folders of it).
+REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +74,11 @@ class NodeGroupPlan:
         return self.zone is not None or self.subnet_id is not None
 
     def placement(self) -> WorkerPlacement:
-        """Where a job's pods go on this group (one per node) and what each requests."""
+        """Where a job's pods go on this group (one per node) and what each requests: the whole node on a
+        worker group, a quarter of one on the system group (which keeps running the add-ons)."""
         pod = self.profile.pod
+        if self.name == SYSTEM_ROLE:
+            pod = _share(pod, SYSTEM_JOB_SHARE / 0.8)
         selector = dict(self.profile.labels)
         if self.zone:
             selector[ZONE_LABEL] = self.zone
@@ -86,6 +99,102 @@ class NodeGroupPlan:
         return placement
 
 
+def _share(pod: PodSize, share: float) -> PodSize:
+    cpu = int(pod.cpu_millis * share) // 100 * 100
+    mem = int(pod.memory_mib * share) // 256 * 256
+    return replace(pod, cpu_millis=cpu, memory_mib=mem, shm_mib=min(pod.shm_mib, mem // 4), threads_per_proc=max(1, cpu // 1000))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImagePlan:
+    """One container image: built from a folder of the repository, or prebuilt."""
+
+    name: str
+    context: Optional[Path]
+    """Absolute folder to build (``None``: prebuilt)."""
+    dockerfile: str
+    prebuilt: Optional[str]
+    version: str
+    """The content-hash tag of a built image, the reference of a prebuilt one (part of run ids)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HealthCheckPlan:
+    """The all-reduce check before a job."""
+
+    config: HealthCheckConfig
+    threshold_gbytes_per_s: Optional[float]
+    """Fail below this bus bandwidth (GB/s); ``None``: report only."""
+    message_bytes: Optional[int]
+    """Largest message; ``None``: the benchmark's default."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobPlan:
+    """One job as the program runs it."""
+
+    name: str
+    config: JobConfig
+    group: NodeGroupPlan
+    nodes: int
+    min_nodes: int
+    max_nodes: int
+    procs_per_node: int
+    image: ImagePlan
+    dataset: Optional[str]
+    data_dir: Optional[str]
+    """Where the dataset is inside the pods."""
+    after: tuple[str, ...]
+    run_id: str
+    """Stable id of the run: the job, its image, code and arguments, not its size (resizing resumes it)."""
+    output_dir: str
+    """The job's output folder inside the pods."""
+    tensorboard_dir: Optional[str]
+    placement: WorkerPlacement
+    health_check: Optional[HealthCheckPlan] = None
+
+    @property
+    def kind(self) -> str:
+        """``pytorch``, ``mpi``, ``tensorflow`` or ``command``."""
+        return self.config.kind
+
+
+def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Optional[HealthCheckPlan]:
+    if cfg is None or not cfg.enabled:
+        return None
+    reference = REFERENCE_ALLREDUCE.get(group.profile.instance.name)
+    threshold = cfg.min_bus_bandwidth_gbytes_per_s
+    if threshold is None and cfg.enforce and reference is not None:
+        threshold = round(HEALTH_THRESHOLD_SHARE * reference.busbw_gbytes_per_s, 2)
+    message = cfg.max_bytes if cfg.max_bytes is not None else (reference.message_bytes if reference else None)
+    return HealthCheckPlan(config=cfg, threshold_gbytes_per_s=threshold, message_bytes=message)
+
+
+def _run_id(name: str, job: JobConfig, image: ImagePlan, dataset: Optional[DatasetConfig], group: NodeGroupPlan, procs: int) -> str:
+    recipe = {
+        "kind": job.kind, "image": image.version, "script": job.script, "command": job.command, "args": job.args,
+        "env": job.env, "code": job.code, "dataset": dataset.source if dataset else None,
+        "instance": group.profile.instance.name, "procs": procs, "output": job.output_dir,
+    }
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
+    return k8s_name(name, digest, limit=52)
+
+
+def job_order(jobs: Mapping[str, JobConfig]) -> list[str]:
+    """Job names with every job after the jobs it waits for (config order otherwise)."""
+    done: list[str] = []
+    pending = list(jobs)
+    while pending:
+        for n in pending:
+            if all(a in done for a in jobs[n].after):
+                done.append(n)
+                pending.remove(n)
+                break
+        else:  # pragma: no cover - the config loader rejects cycles
+            raise ValueError(f"jobs wait for each other in a cycle: {pending}")
+    return done
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything the program builds, derived from the configuration."""
@@ -96,6 +205,9 @@ class Plan:
     """Worker groups by name."""
     autoscale: bool
     """cluster-autoscaler runs (enabled and there are worker groups): it owns the groups' desired sizes."""
+    images: Mapping[str, ImagePlan] = field(default_factory=dict)
+    jobs: Mapping[str, JobPlan] = field(default_factory=dict)
+    """Jobs in an order where every job comes after the jobs it waits for."""
 
     @property
     def all_groups(self) -> list[NodeGroupPlan]:
@@ -113,31 +225,14 @@ class Plan:
         return any(g.efa is not None for g in self.groups.values())
 
     @property
-    def training_group(self) -> Optional[NodeGroupPlan]:
-        """The group the training job runs on."""
-        t = self.config.training
-        return self.groups[t.node_group] if t is not None and t.node_group else None
+    def used_images(self) -> list[ImagePlan]:
+        """The images the stack runs: the toolbox (staging, waits, checks) and every job's image."""
+        names = [TOOLBOX_IMAGE, *(j.image.name for j in self.jobs.values())]
+        return [self.images[n] for n in dict.fromkeys(names)]
 
-    def health_threshold(self) -> Optional[float]:
-        """The all-reduce bus bandwidth (GB/s) below which training must not start, or ``None`` (report
-        only). Enforced checks default to 80% of the published two-node figure for the instance type."""
-        hc = self.config.health_check
-        if hc.min_bus_bandwidth_gbytes_per_s is not None:
-            return hc.min_bus_bandwidth_gbytes_per_s
-        group = self.training_group
-        if not hc.enforce or group is None:
-            return None
-        reference = REFERENCE_ALLREDUCE.get(group.profile.instance.name)
-        return None if reference is None else round(HEALTH_THRESHOLD_SHARE * reference.busbw_gbytes_per_s, 2)
-
-    def health_message_bytes(self) -> Optional[int]:
-        """Largest all-reduce message of the check: configured, else the reference's size for the training
-        group's type (so measurement and threshold compare like with like), else ``None`` (the default)."""
-        if self.config.health_check.max_bytes is not None:
-            return self.config.health_check.max_bytes
-        group = self.training_group
-        reference = REFERENCE_ALLREDUCE.get(group.profile.instance.name) if group else None
-        return None if reference is None else reference.message_bytes
+    def group(self, name: str) -> NodeGroupPlan:
+        """A worker group, or the system group (``system``)."""
+        return self.system if name == SYSTEM_ROLE else self.groups[name]
 
 
 def build_plan(cfg: StackConfig) -> Plan:
@@ -180,4 +275,41 @@ def build_plan(cfg: StackConfig) -> Plan:
             user_labels=dict(g.labels),
             user_taints=taints,
         )
-    return Plan(config=cfg, system=system, groups=groups, autoscale=cfg.autoscaler.enabled and bool(groups))
+    plan = Plan(config=cfg, system=system, groups=groups, autoscale=cfg.autoscaler.enabled and bool(groups))
+    images: dict[str, ImagePlan] = {}
+    for name, image in cfg.images.items():
+        context = REPO / image.context if image.context else None
+        version = image.prebuilt or image_tag_for(hash_build_context(str(context), image.dockerfile))
+        images[name] = ImagePlan(name=name, context=context, dockerfile=image.dockerfile, prebuilt=image.prebuilt, version=version)
+    jobs: dict[str, JobPlan] = {}
+    for name in job_order(cfg.jobs):
+        job = cfg.jobs[name]
+        assert job.node_group is not None  # filled in by the loader
+        group = plan.group(job.node_group)
+        procs = job.processes_per_node or group.profile.pod.procs_per_node
+        dataset = cfg.datasets.get(job.dataset) if job.dataset else None
+        run_id = _run_id(name, job, images[job.image], dataset, group, procs)
+        output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'runs/{run_id}'}"
+        placement = group.placement()
+        if job.processes_per_node is not None:
+            placement = {**placement, "procs_per_node": procs, "threads_per_proc": max(1, placement["cpu_millis"] // 1000 // procs)}
+        tb = job.tensorboard_dir
+        jobs[name] = JobPlan(
+            name=name,
+            config=job,
+            group=group,
+            nodes=job.nodes,
+            min_nodes=job.min_nodes or (1 if job.kind == "pytorch" else job.nodes),
+            max_nodes=job.max_nodes or job.nodes,
+            procs_per_node=procs,
+            image=images[job.image],
+            dataset=job.dataset,
+            data_dir=f"{SHARED_MOUNT}/{dataset.path}" if dataset else None,
+            after=tuple(job.after),
+            run_id=run_id,
+            output_dir=output_dir,
+            tensorboard_dir=f"{output_dir}/{tb}" if tb else None,
+            placement=placement,
+            health_check=_health_plan(job.health_check, group),
+        )
+    return replace(plan, images=images, jobs=jobs)

@@ -1,204 +1,236 @@
-"""The training workloads, built on an environment: the training image, etcd, data staging, the
-all-reduce health check, elastic training and evaluation."""
+"""The workloads, built on an environment from the plan: the images, etcd, the MPI Operator, dataset
+staging, all-reduce health checks, the jobs of every kind, in ``after`` order, and TensorBoard.
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Optional
+Ordering: a dataset is staged once and a job that reads it is created after the staging Job completed
+(Pulumi waits for staging); a health check runs on a job's nodes at the same time as the staging and the
+job is created after the check passed; a job ``after`` other jobs is created at once and its pods wait in
+an init container until those jobs completed (``pulumi up`` does not wait for training), unless a job it
+waits for has ``waitForCompletion``, in which case ``pulumi up`` waits and creates it afterwards.
+"""
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
 
 import pulumi
 
-from components.conventions import SHARED_MOUNT
-from components.image import TrainingImage, hash_build_context, image_tag_for
+from components.image import TrainingImage
+from components.naming import fit_name
 from components.scheduling import system_node_selector
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
+    CommandJob,
     DatasetStaging,
     DatasetStagingArgs,
-    ElasticTrainingJob,
-    ElasticTrainingJobArgs,
     EtcdRendezvous,
-    EvaluationJob,
-    EvaluationJobArgs,
+    JobSpec,
+    MpiJob,
+    MpiJobArgs,
+    MpiOperator,
+    PyTorchJob,
+    PyTorchJobArgs,
+    TensorBoard,
+    TensorFlowJob,
 )
-from components.workloads import run_id as make_run_id
+from components.workloads.pods import env_name
+from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
+from stacks.plan import JobPlan, Plan
 
-#: The training image's build context (the repository's training/ folder).
-TRAINING_CONTEXT = Path(__file__).resolve().parent.parent / "training"
+#: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
+IMAGE_COMPONENT_NAME_MAX = 40
+
+Job = Union[PyTorchJob, MpiJob, TensorFlowJob, CommandJob]
 
 
 @dataclass
 class Workloads:
-    """The training workloads registered by :func:`build_workloads`."""
+    """What :func:`build_workloads` registered."""
 
-    image_uri: pulumi.Output[str]
-    image: Optional[TrainingImage]
-    etcd: Optional[EtcdRendezvous]
-    staging: DatasetStaging
-    training: ElasticTrainingJob
-    evaluation: EvaluationJob
-    run_id: str
-    health_check: Optional[AllReduceHealthCheck] = None
+    image_uris: dict[str, pulumi.Output[str]]
+    """Image name -> reference by digest."""
+    images: dict[str, TrainingImage] = field(default_factory=dict)
+    """The images built in CodeBuild."""
+    etcd: Optional[EtcdRendezvous] = None
+    mpi_operator: Optional[MpiOperator] = None
+    staging: dict[str, DatasetStaging] = field(default_factory=dict)
+    health_checks: dict[str, AllReduceHealthCheck] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    tensorboard: Optional[TensorBoard] = None
+
+
+def _resource(plan: Plan, job: str) -> str:
+    """How ``wait_for_jobs.py`` names a job: ``mpijobs/<name>`` or ``jobs/<name>``."""
+    return f"{'mpijobs' if plan.jobs[job].kind == 'mpi' else 'jobs'}/{job}"
 
 
 def build_workloads(env: Environment) -> Optional[Workloads]:
-    """Register the training image, etcd, data staging, the health check, training and evaluation."""
+    """Register the workloads of the plan (``None`` when the stack has no jobs)."""
     plan = env.plan
     cfg = plan.config
-    t = cfg.training
-    group = plan.training_group
-    if t is None or group is None:
+    if not plan.jobs:
         return None
-    assert t.max_workers is not None  # filled in by the loader
     name = cfg.cluster_name
     tags = stack_tags(cfg)
+    k8s_opts = env.k8s_opts
     namespace = env.storage.namespace
     pvc = env.storage.pvc_name
+    system = system_node_selector()
 
-    image: Optional[TrainingImage] = None
-    image_uri: pulumi.Output[str]
-    if cfg.image.prebuilt:
-        image_uri = pulumi.Output.from_input(cfg.image.prebuilt)
-        image_version = cfg.image.prebuilt
-    else:
-        context = str(TRAINING_CONTEXT)
-        image_version = image_tag_for(hash_build_context(context))
-        image = TrainingImage(
-            f"{name}-image",
+    out = Workloads(image_uris={})
+    for image in plan.used_images:
+        if image.prebuilt:
+            out.image_uris[image.name] = pulumi.Output.from_input(image.prebuilt)
+            continue
+        assert image.context is not None
+        built = TrainingImage(
+            fit_name(f"{name}-image-{image.name}", IMAGE_COMPONENT_NAME_MAX),
             {
-                "context_dir": context,
-                "keep_images": cfg.image.keep_images,
-                "build_timeout_minutes": cfg.image.build_timeout_minutes,
-                "compute_type": cfg.image.compute_type,
+                "context_dir": str(image.context),
+                "dockerfile": image.dockerfile,
+                "keep_images": cfg.image_build.keep_images,
+                "build_timeout_minutes": cfg.image_build.build_timeout_minutes,
+                "compute_type": cfg.image_build.compute_type,
                 "tags": tags,
             },
         )
-        image_uri = image.image_uri
+        out.images[image.name] = built
+        out.image_uris[image.name] = built.image_uri
+    toolbox = out.image_uris[TOOLBOX_IMAGE]
 
-    k8s_opts = env.k8s_opts
-    system = system_node_selector()
-    etcd: Optional[EtcdRendezvous] = None
-    if t.rendezvous_backend == "etcd-v2":
-        etcd = EtcdRendezvous(
-            f"{name}-etcd",
-            {"namespace": namespace, "node_selector": system},
-            opts=k8s_opts,
-        )
+    if any(j.kind == "pytorch" and j.config.rendezvous_backend == "etcd-v2" for j in plan.jobs.values()):
+        out.etcd = EtcdRendezvous(f"{name}-etcd", {"namespace": namespace, "node_selector": system}, opts=k8s_opts)
+    if any(j.kind == "mpi" for j in plan.jobs.values()):
+        out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
 
-    d = cfg.dataset
-    staging_args: DatasetStagingArgs = {
-        "namespace": namespace,
-        "pvc_name": pvc,
-        "image": image_uri,
-        "source": d.source,
-        "dest_path": d.path,
-        "node_selector": system,
-        "cluster_name": env.cluster.cluster_name,
-        "timeout_minutes": d.timeout_minutes,
-    }
-    if d.md5:
-        staging_args["md5"] = d.md5
-    if d.expected_bytes:
-        staging_args["expected_bytes"] = d.expected_bytes
-    staging = DatasetStaging(
-        f"{name}-stage",
-        staging_args,
-        opts=k8s_opts,
-    )
-
-    placement = group.placement()
-    run = make_run_id(
-        t.job_name,
-        {
-            "image": image_version,
-            "dataset": d.source,
-            "epochs": t.epochs,
-            "batch_size": t.batch_size,
-            "learning_rate": t.learning_rate,
-            "width": t.width,
-            "instance": group.profile.instance.name,
-        },
-    )
-    run_dir = f"{SHARED_MOUNT}/runs/{run}"
-
-    # The bandwidth check runs on the training nodes after the data is staged; training waits for it.
-    data_dir: pulumi.Output[str] = staging.data_dir
-    health: Optional[AllReduceHealthCheck] = None
-    hc = cfg.health_check
-    if hc.enabled:
-        health_args: AllReduceHealthCheckArgs = {
+    for ds_name in dict.fromkeys(j.dataset for j in plan.jobs.values() if j.dataset):
+        d = cfg.datasets[ds_name]
+        staging_args: DatasetStagingArgs = {
             "namespace": namespace,
             "pvc_name": pvc,
-            "image": image_uri,
-            "job_name": f"{t.job_name}-allreduce",
-            "report_path": f"{run_dir}/allreduce-health.json",
-            "placement": placement,
-            "workers": t.workers,
-            "timeout_minutes": hc.timeout_minutes,
-            "after": staging.data_dir,
+            "image": toolbox,
+            "source": d.source,
+            "dest_path": d.path,
+            "node_selector": system,
+            "cluster_name": env.cluster.cluster_name,
+            "timeout_minutes": d.timeout_minutes,
         }
-        message_bytes = plan.health_message_bytes()
-        if message_bytes is not None:
-            health_args["max_bytes"] = message_bytes
-        threshold = plan.health_threshold()
-        if threshold is not None:
-            health_args["min_bus_bandwidth_gbytes_per_s"] = threshold
-        health = AllReduceHealthCheck(f"{name}-allreduce", health_args, opts=k8s_opts)
-        data_dir = pulumi.Output.all(staging.data_dir, health.report_path).apply(lambda v: str(v[0]))
+        if d.md5:
+            staging_args["md5"] = d.md5
+        if d.expected_bytes:
+            staging_args["expected_bytes"] = d.expected_bytes
+        out.staging[ds_name] = DatasetStaging(f"{name}-stage-{ds_name}", staging_args, opts=k8s_opts)
 
-    training_args: ElasticTrainingJobArgs = {
+    for job in plan.jobs.values():
+        out.jobs[job.name] = _job(env, plan, job, out, toolbox, namespace, pvc)
+
+    log_dirs = {j.name: j.tensorboard_dir for j in plan.jobs.values() if j.tensorboard_dir}
+    if log_dirs:
+        out.tensorboard = TensorBoard(
+            f"{name}-tensorboard",
+            {"namespace": namespace, "pvc_name": pvc, "image": toolbox, "log_dirs": log_dirs, "node_selector": system},
+            opts=k8s_opts,
+        )
+    return out
+
+
+def _job(
+    env: Environment,
+    plan: Plan,
+    job: JobPlan,
+    out: Workloads,
+    toolbox: pulumi.Output[str],
+    namespace: pulumi.Output[str],
+    pvc: pulumi.Output[str],
+) -> Job:
+    """One job (and its health check) from its plan."""
+    cfg = plan.config
+    name = f"{cfg.cluster_name}-{job.name}"
+    c = job.config
+    spec: JobSpec = {
+        "job_name": job.name,
         "namespace": namespace,
         "pvc_name": pvc,
-        "image": image_uri,
-        "job_name": f"{t.job_name}-train",
-        "run_id": run,
-        "placement": placement,
-        "workers": t.workers,
-        "min_workers": t.min_workers,
-        "max_workers": t.max_workers,
-        "rendezvous_backend": t.rendezvous_backend,
-        "data_dir": data_dir,
-        "hyperparameters": {
-            "epochs": t.epochs,
-            "batch_size": t.batch_size,
-            "learning_rate": t.learning_rate,
-            "width": t.width,
-            "data_loader_workers": t.data_loader_workers,
-            "checkpoint_every_steps": t.checkpoint_every_steps,
-        },
-        "max_restarts": t.max_restarts,
-        "wait_for_completion": t.wait_for_completion,
-        "timeout_hours": t.timeout_hours,
+        "image": out.image_uris[job.image.name],
+        "output_dir": job.output_dir,
+        "args": list(c.args),
+        "env": dict(c.env),
+        "input_dirs": {env_name(a): plan.jobs[a].output_dir for a in job.after},
+        "after_jobs": [_resource(plan, a) for a in job.after],
+        "helper_image": toolbox,
+        "timeout_hours": c.timeout_hours,
+        "wait_for_completion": c.wait_for_completion,
     }
-    if etcd is not None:
-        training_args["etcd_endpoint"] = etcd.endpoint
-    training = ElasticTrainingJob(f"{name}-train", training_args, opts=k8s_opts)
-    evaluation_args: EvaluationJobArgs = {
-        "namespace": namespace,
-        "pvc_name": pvc,
-        "image": image_uri,
-        "job_name": f"{t.job_name}-eval",
-        "run_dir": training.output_dir,
-        "data_dir": staging.data_dir,
-        "node_selector": system,
-        "wait_for_completion": t.wait_for_completion,
-        "timeout_hours": t.timeout_hours,
-    }
-    if cfg.evaluation.min_accuracy is not None:
-        evaluation_args["min_accuracy"] = cfg.evaluation.min_accuracy
-    evaluation = EvaluationJob(
-        f"{name}-eval",
-        evaluation_args,
-        opts=k8s_opts,
-    )
-    return Workloads(
-        image_uri=image_uri,
-        image=image,
-        etcd=etcd,
-        staging=staging,
-        training=training,
-        evaluation=evaluation,
-        run_id=run,
-        health_check=health,
+    after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
+    if job.dataset:
+        spec["data_dir"] = out.staging[job.dataset].data_dir
+    if c.code:
+        spec["code_uri"] = c.code
+        spec["cluster_name"] = env.cluster.cluster_name
+    if job.health_check is not None:
+        hc = job.health_check
+        check_args: AllReduceHealthCheckArgs = {
+            "job": {
+                "job_name": f"{job.name}-allreduce",
+                "namespace": namespace,
+                "pvc_name": pvc,
+                "image": toolbox,
+                "output_dir": job.output_dir,
+            },
+            "placement": job.placement,
+            "nodes": job.nodes,
+            "timeout_minutes": hc.config.timeout_minutes,
+        }
+        if hc.message_bytes is not None:
+            check_args["max_bytes"] = hc.message_bytes
+        if hc.threshold_gbytes_per_s is not None:
+            check_args["min_bus_bandwidth_gbytes_per_s"] = hc.threshold_gbytes_per_s
+        check = AllReduceHealthCheck(f"{name}-allreduce", check_args, opts=env.k8s_opts)
+        out.health_checks[job.name] = check
+        after.append(check.report_path)
+    spec["after"] = after
+
+    if job.kind == "pytorch":
+        assert c.script is not None
+        args: PyTorchJobArgs = {
+            "job": spec,
+            "placement": job.placement,
+            "script": c.script,
+            "run_id": job.run_id,
+            "nodes": job.nodes,
+            "min_nodes": job.min_nodes,
+            "max_nodes": job.max_nodes,
+            "rendezvous_backend": c.rendezvous_backend,
+            "max_restarts": c.max_restarts,
+            "launcher": job.image.name == TOOLBOX_IMAGE,
+        }
+        if out.etcd is not None and c.rendezvous_backend == "etcd-v2":
+            args["etcd_endpoint"] = out.etcd.endpoint
+        return PyTorchJob(name, args, opts=env.k8s_opts)
+    assert c.command is not None
+    if job.kind == "mpi":
+        assert out.mpi_operator is not None
+        mpi_args: MpiJobArgs = {
+            "job": spec,
+            "placement": job.placement,
+            "launcher_node_selector": system_node_selector(),
+            "command": list(c.command),
+            "nodes": job.nodes,
+            "operator_ready": out.mpi_operator.crd_name,
+            "slots_per_worker": job.procs_per_node,
+            "backoff_limit": c.max_restarts,
+        }
+        if c.launcher_command:
+            mpi_args["launcher_command"] = list(c.launcher_command)
+        return MpiJob(name, mpi_args, opts=env.k8s_opts)
+    if job.kind == "tensorflow":
+        return TensorFlowJob(
+            name,
+            {"job": spec, "placement": job.placement, "command": list(c.command), "nodes": job.nodes, "max_retries": c.max_restarts},
+            opts=env.k8s_opts,
+        )
+    return CommandJob(
+        name,
+        {"job": spec, "placement": job.placement, "command": list(c.command), "nodes": job.nodes, "max_retries": c.max_restarts},
+        opts=env.k8s_opts,
     )

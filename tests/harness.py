@@ -356,6 +356,8 @@ def run_program(
     pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
     mocks = TrainingMocks(preview)
     monitor = RecordingMonitor(mocks)
+    # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.
+    pulumi.runtime.settings.ROOT.set(None)
     pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     settings = pulumi.runtime.settings.SETTINGS
     settings.rpc_manager.clear()

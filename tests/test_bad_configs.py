@@ -42,6 +42,22 @@ def both(*fns: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], N
     return apply
 
 
+def job(name: str = "train", **fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Change (or add) a job of the dev stack; a field set to None is removed."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        jobs = {k: dict(v) for k, v in (cfg.get(f"{PROJECT}:jobs") or {}).items()}
+        entry = jobs.setdefault(name, {"kind": "command", "command": ["true"]})
+        for k, v in fields.items():
+            if v is None:
+                entry.pop(k, None)
+            else:
+                entry[k] = v
+        cfg[f"{PROJECT}:jobs"] = jobs
+
+    return apply
+
+
 def drop(key: str) -> Callable[[dict[str, Any]], None]:
     def apply(cfg: dict[str, Any]) -> None:
         cfg.pop(f"{PROJECT}:{key}", None)
@@ -91,18 +107,35 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("instance facts without source", both(setk("instanceFacts", {"x9.large": {"vcpus": 2, "memoryMib": 8192}}), group(instanceTypes=["x9.large"])), ["eks-training:instanceFacts.x9.large.source: required key is missing"]),
     ("nodeGroups not an object", setk("nodeGroups", ["gpu"]), ["eks-training:nodeGroups: must be an object"]),
     ("reserved group name", setk("nodeGroups", {"system": GPU}), ["'system' is reserved"]),
-    ("empty nodeGroups", both(drop("training"), setk("nodeGroups", {})), ["eks-training:nodeGroups: define at least one worker group"]),
-    ("training on a missing group", setk("training", {"nodeGroup": "gpus", "workers": 1}), ["eks-training:training.nodeGroup: 'gpus' is not a worker group; use one of cpu"]),
-    ("more workers than nodes", setk("training", {"nodeGroup": "cpu", "workers": 3}), ["eks-training:training.workers: 3 > eks-training:nodeGroups.cpu.maxSize (2)", "one worker runs per node"]),
-    ("minWorkers > workers", setk("training", {"nodeGroup": "cpu", "workers": 1, "minWorkers": 2}), ["eks-training:training.minWorkers: 2 > eks-training:training.workers (1)"]),
-    ("ambiguous training group", both(group(), setk("training", {"workers": 1})), ["eks-training:training.nodeGroup: required when there is not exactly one worker group"]),
-    ("bad rendezvous backend", setk("training", {"rendezvousBackend": "etcd-v3"}), ["eks-training:training.rendezvousBackend", "etcd-v2", "c10d"]),
-    ("unpinned prebuilt image", setk("image", {"prebuilt": "pytorch/pytorch"}), ["eks-training:image.prebuilt"]),
-    ("image with URL scheme", setk("image", {"prebuilt": "https://123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1"}), ["eks-training:image.prebuilt", "URL scheme"]),
-    ("dataset from ftp", setk("dataset", {"source": "ftp://example.com/cifar.tgz"}), ["eks-training:dataset.source: 'ftp://example.com/cifar.tgz' must be an https:// URL or an s3://bucket/key URI"]),
-    ("bad dataset md5", setk("dataset", {"source": "s3://my-bucket/cifar.tgz", "md5": "xyz"}), ["eks-training:dataset.md5: 'xyz' is not an MD5 hex digest"]),
-    ("dataset path escapes volume", setk("dataset", {"path": "../etc"}), ["eks-training:dataset.path: '../etc' must be a relative path"]),
-    ("evaluation without training", both(drop("training"), setk("evaluation", {"minAccuracy": 0.9})), ["eks-training:evaluation: set without eks-training:training"]),
+    ("empty nodeGroups", both(drop("jobs"), setk("nodeGroups", {})), ["eks-training:nodeGroups: define at least one worker group"]),
+    ("job on a missing group", job(nodeGroup="gpus"), ["eks-training:jobs.train.nodeGroup: 'gpus' is not a worker group; use one of cpu"]),
+    ("more nodes than the group has", job(nodes=3), ["eks-training:jobs.train.nodes: 3 > eks-training:nodeGroups.cpu.maxSize (2)", "one pod runs per node"]),
+    ("maxNodes above the group", job(maxNodes=5), ["eks-training:jobs.train.maxNodes: 5 > eks-training:nodeGroups.cpu.maxSize (2)"]),
+    ("minNodes > nodes", job(nodes=1, minNodes=2), ["eks-training:jobs.train.minNodes: 2 > eks-training:jobs.train.nodes (1)"]),
+    ("ambiguous job group", both(group(), job(nodeGroup=None)), ["eks-training:jobs.train.nodeGroup: required when there is not exactly one worker group"]),
+    ("bad rendezvous backend", job(rendezvousBackend="etcd-v3"), ["eks-training:jobs.train.rendezvousBackend", "etcd-v2", "c10d"]),
+    ("unpinned prebuilt image", setk("images", {"training": {"prebuilt": "pytorch/pytorch"}}), ["eks-training:images.training.prebuilt", "neither a tag nor a @sha256 digest"]),
+    ("image with URL scheme", setk("images", {"x": {"prebuilt": "https://123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1"}}), ["eks-training:images.x.prebuilt", "URL scheme"]),
+    ("image folder without a Dockerfile", both(setk("images", {"mine": {"context": "stacks"}}), job(image="mine")), ["eks-training:images.mine.context: stacks/Dockerfile does not exist in the repository"]),
+    ("image with context and prebuilt", setk("images", {"x": {"context": "training", "prebuilt": "a/b:1"}}), ["eks-training:images.x: set exactly one of context"]),
+    ("job with an unknown image", job(image="nope"), ["eks-training:jobs.train.image: 'nope' is not an image; use one of training"]),
+    ("dataset from ftp", setk("datasets", {"cifar10": {"source": "ftp://example.com/cifar.tgz"}}), ["eks-training:datasets.cifar10.source: 'ftp://example.com/cifar.tgz' must be an https:// URL or an s3://bucket/key URI"]),
+    ("bad dataset md5", setk("datasets", {"cifar10": {"source": "s3://my-bucket/cifar.tgz", "md5": "xyz"}}), ["eks-training:datasets.cifar10.md5: 'xyz' is not an MD5 hex digest"]),
+    ("dataset path escapes volume", setk("datasets", {"cifar10": {"path": "../etc"}}), ["eks-training:datasets.cifar10.path: '../etc' must be a relative path"]),
+    ("job with an unknown dataset", job(dataset="imagenet"), ["eks-training:jobs.train.dataset: 'imagenet' is not a dataset; use one of cifar10"]),
+    ("after an unknown job", job("evaluate", after=["nope"]), ["eks-training:jobs.evaluate.after[0]: 'nope' is not a job; use one of train"]),
+    ("after itself", job("evaluate", after=["evaluate"]), ["eks-training:jobs.evaluate.after[0]: a job cannot wait for itself"]),
+    ("jobs waiting in a cycle", both(job("train", after=["evaluate"]), job("evaluate", after=["train"])), ["the jobs wait for each other in a cycle (evaluate -> train -> evaluate)"]),
+    ("unknown job kind", job(kind="horovod"), ["eks-training:jobs.train.kind", "pytorch", "mpi", "tensorflow", "command"]),
+    ("bad job name", job("Train_1"), ["eks-training:jobs.Train_1: job name 'Train_1' must be 1-40 lowercase letters"]),
+    ("pytorch job without a script", job(script=None), ["eks-training:jobs.train.script: a pytorch job runs a script under torchrun"]),
+    ("command job without a command", job("evaluate", command=None), ["eks-training:jobs.evaluate.command: a command job needs a command"]),
+    ("elastic tensorflow job", job("tf", kind="tensorflow", command=["python", "t.py"], nodeGroup="cpu", minNodes=1), ["eks-training:jobs.tf.minNodes: tensorflow jobs cannot change size while running (MultiWorkerMirroredStrategy has a fixed cluster"]),
+    ("elastic MPI job", job("bench", kind="mpi", command=["all_reduce_perf"], nodeGroup="cpu", maxNodes=2), ["eks-training:jobs.bench.maxNodes: mpi jobs cannot change size while running"]),
+    ("more processes than GPUs", both(group(), job(nodeGroup="gpu", processesPerNode=2)), ["eks-training:jobs.train.processesPerNode: 2 > the 1 GPUs of g5.xlarge"]),
+    ("pytorch job on the system group", job(nodeGroup="system"), ["eks-training:jobs.train.nodeGroup: the system group runs add-ons and light command jobs only"]),
+    ("program-set environment", job(env={"OUTPUT_DIR": "/tmp"}), ["eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set by the program"]),
+    ("code not an s3 prefix", job(code="s3://bucket/main.py"), ["eks-training:jobs.train.code: 's3://bucket/main.py' is not an s3://bucket/prefix/ URI"]),
     ("EFA on a type without EFA", group(efa=True), ["eks-training:nodeGroups.gpu.efa: g5.xlarge has no EFA", "p5.48xlarge"]),
     ("EFA group without a zone", group(instanceTypes=["p5.48xlarge"]), ["eks-training:nodeGroups.gpu.availabilityZone: EFA groups run in one zone"]),
     ("EFA zone outside the VPC's zones", both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1c")), ["eks-training:nodeGroups.gpu.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"]),
@@ -113,11 +146,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("bad reservation id", group(capacityReservationId="res-1", availabilityZone="us-east-1a"), ["eks-training:nodeGroups.gpu.capacityReservationId: 'res-1' is not a reservation id"]),
     ("EFA types with different interface counts", group(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT", availabilityZone="us-east-1a"), ["EFA groups need one interface count", "p5.48xlarge (32)", "p5en.48xlarge (16)"]),
     ("old VPC CNI for efa-only", both(group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"), setk("cluster", {"addonVersions": {"vpc-cni": "v1.18.3-eksbuild.1"}})), ["eks-training:cluster.addonVersions.vpc-cni: v1.18.3-eksbuild.1 is older than v1.18.5"]),
-    ("enforced check without a reference", both(group(instanceTypes=["g5.48xlarge"], efa=False), setk("training", {"nodeGroup": "gpu", "workers": 1}), setk("healthCheck", {"enforce": True})), ["eks-training:healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge", "minBusBandwidthGBps"]),
+    ("enforced check without a reference", both(group(instanceTypes=["g5.48xlarge"], efa=False), job(nodeGroup="gpu", healthCheck={"enforce": True})), ["eks-training:jobs.train.healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge", "minBusBandwidthGBps"]),
     ("unknown type without facts", group(instanceTypes=["p7.96xlarge"]), ["unknown instance type 'p7.96xlarge'", "instanceFacts.p7.96xlarge"]),
     ("maxIO with elastic throughput", setk("storage", {"performanceMode": "maxIO"}), ["eks-training:storage.performanceMode: maxIO does not support Elastic throughput"]),
-    ("health check size not a power of two", setk("healthCheck", {"maxBytes": 3000000}), ["eks-training:healthCheck.maxBytes: 3000000 is not a power of two"]),
-    ("accuracy above 1", setk("evaluation", {"minAccuracy": 90}), ["eks-training:evaluation.minAccuracy", "less than or equal to 1"]),
+    ("health check size not a power of two", job(healthCheck={"maxBytes": 3000000}), ["eks-training:jobs.train.healthCheck.maxBytes: 3000000 is not a power of two"]),
+    ("empty jobs", setk("jobs", {}), ["eks-training:jobs: define at least one job, or remove the key"]),
 ]
 
 

@@ -58,9 +58,10 @@ def test_every_component_has_a_typed_and_documented_schema() -> None:
     ng = schema["resources"]["eks-training:index:TrainingNodeGroup"]["inputProperties"]
     assert ng["instanceTypes"]["type"] == "array" and ng["instanceTypes"]["items"]["type"] == "string"
     assert ng["taints"]["items"]["$ref"] == "#/types/eks-training:index:NodeTaint"
-    job = schema["resources"]["eks-training:index:ElasticTrainingJob"]["inputProperties"]
+    job = schema["resources"]["eks-training:index:PyTorchJob"]["inputProperties"]
     assert job["placement"]["$ref"] == "#/types/eks-training:index:WorkerPlacement"
-    assert "eks-training:index:WorkerPlacement" in schema["types"]
+    assert job["job"]["$ref"] == "#/types/eks-training:index:JobSpec"
+    assert {"eks-training:index:WorkerPlacement", "eks-training:index:JobSpec", "eks-training:index:Toleration"} <= set(schema["types"])
 
 
 @pytest.mark.unit

@@ -115,7 +115,7 @@ class TestEfaChain:
 
     def test_pods_request_exactly_the_node_group_catalog_row(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        training = stack_config(stack)[f"{PROJECT}:training"]
+        training = stack_config(stack)[f"{PROJECT}:jobs"]["train"]
         g = groups(stack)[training["nodeGroup"]]
         facts = INSTANCE_TYPES[g["instanceTypes"][0]]
         jobs = [j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith(("-train-job", "-allreduce-job"))]
@@ -128,7 +128,7 @@ class TestEfaChain:
                 assert res["vpc.amazonaws.com/efa"] == str(facts.max_efa_interfaces)
                 assert res["nvidia.com/gpu"] == str(facts.gpus)
                 assert res["hugepages-2Mi"] == "5120Mi"
-            env = {e["name"]: e["value"] for e in c["env"]}
+            env = {e["name"]: e.get("value") for e in c["env"]}
             assert env["FI_PROVIDER"] == "efa"
             for k, v in EFA_ENV_BY_FAMILY.get(facts.family, {}).items():
                 assert env[k] == v
@@ -232,7 +232,7 @@ def test_health_check_gates_training_with_the_catalog_threshold() -> None:
     p = run_program("p5")
     check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
     train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
-    assert check.urn in train.dependencies, "training is created only after the health check completed"
+    assert check.urn in train.deps_of("metadata"), "training is created only after the health check completed"
     assert "pulumi.com/skipAwait" not in (check.inputs["metadata"].get("annotations") or {}), "Pulumi waits for it"
     (c,) = check.inputs["spec"]["template"]["spec"]["containers"]
     cmd = c["command"]
@@ -355,7 +355,7 @@ def _custom_efa_stack(cards: int, efa: int) -> dict[str, Any]:
                         "networkCards": cards, "pricePerHour": 10.0, "source": "aws ec2 describe-instance-types"}
     }
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["x8.48xlarge"]
-    cfg[f"{PROJECT}:healthCheck"] = {"enforce": True, "minBusBandwidthGBps": 100}
+    cfg[f"{PROJECT}:jobs"]["train"]["healthCheck"] = {"enforce": True, "minBusBandwidthGBps": 100}
     return cfg
 
 

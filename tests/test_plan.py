@@ -132,22 +132,26 @@ def test_names_fit_and_stay_distinct() -> None:
 def test_plan_of_an_efa_stack() -> None:
     cfg = config(nodeGroups={"gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2,
                                      "availabilityZone": "us-east-1a"}},
-                 training={"workers": 2})
+                 jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodes": 2, "healthCheck": {"enforce": True}}})
     plan = build_plan(cfg)
     g = plan.groups["gpu"]
-    assert plan.efa and plan.gpu and plan.autoscale and plan.training_group is g
-    placement = g.placement()
+    job = plan.jobs["train"]
+    assert plan.efa and plan.gpu and plan.autoscale and job.group is g
+    assert (job.nodes, job.min_nodes, job.max_nodes, job.procs_per_node) == (2, 1, 2, 8)
+    placement = job.placement
     assert placement["efa_devices"] == g.efa.interfaces == 32  # type: ignore[union-attr]
     assert placement["node_selector"][ZONE_LABEL] == "us-east-1a"
     assert placement["node_selector"][NODE_ROLE_LABEL] == "gpu"
     assert placement["hugepages_2mi"] == EFA_HUGEPAGES_2MI
     assert plan.system.profile.efa is None and plan.system.name == "system"
-    assert plan.health_message_bytes() == 2 << 30 and plan.health_threshold() is None
+    assert job.health_check is not None and job.health_check.message_bytes == 2 << 30
+    assert job.health_check.threshold_gbytes_per_s == round(0.8 * 437.79, 2)
+    assert job.output_dir == f"/data/runs/{job.run_id}" and job.run_id.startswith("train-")
 
 
 def test_plan_without_workers() -> None:
     plan = build_plan(config())
-    assert not plan.groups and not plan.autoscale and not plan.gpu and plan.training_group is None
+    assert not plan.groups and not plan.autoscale and not plan.gpu and not plan.jobs
 
 
 # ------------------------------------------------------------------------------------------ zones
@@ -172,16 +176,45 @@ def test_inconsistent_user_facts_name_the_instance_facts_key() -> None:
 
 def test_a_failed_group_is_not_reported_again_as_missing() -> None:
     found = problems(nodeGroups={"h100": {"instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 0, "maxSize": 1}},
-                     training={"nodeGroup": "h100", "workers": 1})
-    assert all("eks-training:training." not in p for p in found), found
+                     jobs={"train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "h100"}})
+    assert all("eks-training:jobs." not in p for p in found), found
     assert any("nodeGroups.h100.instanceType: unknown key" in p for p in found)
 
 
 def test_unset_max_workers_is_not_blamed() -> None:
     found = problems(nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
-                     training={"workers": 4})
-    assert found == ["eks-training:training.workers: 4 > eks-training:nodeGroups.cpu.maxSize (2): one worker runs per node; "
-                     "raise maxSize or lower workers"], found
+                     jobs={"train": {"kind": "pytorch", "script": "t.py", "nodes": 4}})
+    assert found == ["eks-training:jobs.train.nodes: 4 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; "
+                     "raise maxSize or lower nodes"], found
+
+
+def test_jobs_are_ordered_after_what_they_wait_for() -> None:
+    from stacks.plan import job_order
+
+    cfg = config(nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
+                 jobs={"c": {"kind": "command", "command": ["x"], "after": ["b"]},
+                       "b": {"kind": "command", "command": ["x"], "after": ["a"]},
+                       "a": {"kind": "command", "command": ["x"]}})
+    assert job_order(cfg.jobs) == ["a", "b", "c"] and list(build_plan(cfg).jobs) == ["a", "b", "c"]
+
+
+def test_run_id_ignores_the_size_but_not_the_recipe() -> None:
+    group = {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 4}}
+
+    def run_id(**job: Any) -> str:
+        cfg = config(nodeGroups=group, jobs={"t": {"kind": "pytorch", "script": "s.py", **job}})
+        return build_plan(cfg).jobs["t"].run_id
+
+    assert run_id(nodes=1) == run_id(nodes=3, maxNodes=4)
+    assert run_id(nodes=1) != run_id(nodes=1, args=["--epochs", "2"])
+
+
+def test_system_group_jobs_request_a_quarter_of_a_node() -> None:
+    cfg = config(jobs={"ev": {"kind": "command", "command": ["x"], "nodeGroup": "system"}})
+    placement = build_plan(cfg).jobs["ev"].placement
+    facts = INSTANCE_TYPES["m5.large"]
+    assert placement["gpus"] == 0 and placement["cpu_millis"] <= 0.25 * facts.vcpus * 1000
+    assert placement["memory_mib"] <= 0.25 * facts.memory_mib
 
 
 def test_catalog_lookups_use_user_facts() -> None:

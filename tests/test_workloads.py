@@ -1,28 +1,33 @@
-"""The training workloads as registered by the real program, for every stack that trains."""
+"""The workloads as registered by the real program: every stack's jobs, and each job kind in detail."""
 
+import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import stacks.workloads
-from components.catalog import IMAGES, INSTANCE_TYPES
+import stacks.plan
+from components.catalog import IMAGES, INSTANCE_TYPES, MANIFESTS
 from components.scheduling import NODE_ROLE_LABEL
-from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
+from components.workloads.mpi import LAUNCHER_CREATION_POLICIES
+from tests.harness import PROJECT, REPO, Program, Registration, contains_unknown, resolve, run_program, stack_config, stack_names
+from tests.kube import container_env, process_argv
 
 pytestmark = pytest.mark.mock
 
-TRAINING_STACKS = [s for s in stack_names() if stack_config(s).get(f"{PROJECT}:training")]
+JOB_STACKS = [s for s in stack_names() if stack_config(s).get(f"{PROJECT}:jobs")]
 MODES = [False, True]
+JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
 
-def test_every_shipped_stack_trains() -> None:
-    assert TRAINING_STACKS == stack_names()
+def test_every_shipped_stack_runs_jobs() -> None:
+    assert JOB_STACKS == stack_names()
 
 
-def _training_cfg(stack: str) -> dict[str, Any]:
-    return dict(stack_config(stack)[f"{PROJECT}:training"])
+def _jobs_cfg(stack: str) -> dict[str, Any]:
+    return dict(stack_config(stack)[f"{PROJECT}:jobs"])
 
 
 def _job(p: Program, suffix: str) -> Registration:
@@ -38,131 +43,175 @@ def _container(job: Registration) -> dict[str, Any]:
     return c
 
 
-@pytest.mark.parametrize("preview", MODES)
-@pytest.mark.parametrize("stack", TRAINING_STACKS)
-class TestWorkloads:
-    def test_image_is_built_and_referenced_by_digest(self, program_for, stack: str, preview: bool) -> None:
-        p: Program = program_for(stack, preview)
-        repo = p.one("aws:ecr/repository:Repository")
-        assert repo.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
-        assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
-        assert repo.inputs["encryptionConfigurations"][0]["encryptionType"] in ("AES256", "KMS")
-        build = p.one("pulumi-python:dynamic/eks-training:ImageBuild")
-        jobs = p.of_type("kubernetes:batch/v1:Job")
-        assert len(jobs) == 4  # staging, all-reduce health check, training, evaluation
-        for job in jobs:
-            image = _container(job)["image"]
-            assert build.urn in job.deps_of("spec"), f"{job.name} must use the built image"
-            if preview:
-                assert contains_unknown(image), "the digest is unknown until the build ran"
-            else:
-                assert "@sha256:" in image and image == build.outputs["image_uri"]
+def _pod_templates(r: Registration) -> list[dict[str, Any]]:
+    if r.type == "kubernetes:batch/v1:Job":
+        return [r.inputs["spec"]["template"]]
+    specs = r.inputs["spec"]["mpiReplicaSpecs"]
+    return [specs["Launcher"]["template"], specs["Worker"]["template"]]
 
-    def test_etcd_rendezvous_service(self, program_for, stack: str, preview: bool) -> None:
+
+def _group(stack: str, job: dict[str, Any]) -> dict[str, Any]:
+    groups = stack_config(stack)[f"{PROJECT}:nodeGroups"]
+    return groups[job.get("nodeGroup") or next(iter(groups))]
+
+
+@pytest.mark.parametrize("preview", MODES)
+@pytest.mark.parametrize("stack", JOB_STACKS)
+class TestJobs:
+    def test_images_are_built_and_referenced_by_digest(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        dep = p.one("kubernetes:apps/v1:Deployment")
-        svc = p.one("kubernetes:core/v1:Service", lambda r: r.inputs["spec"].get("type") == "ClusterIP")
+        builds = p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")
+        images = stack_config(stack).get(f"{PROJECT}:images") or {}
+        assert len(builds) == 1 + len([i for i in images.values() if "context" in i])
+        for repo in p.of_type("aws:ecr/repository:Repository"):
+            assert repo.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
+            assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
+        for r in p.registrations:
+            if r.type not in JOB_TYPES:
+                continue
+            assert any(b.urn in r.deps_of("spec") for b in builds), f"{r.name} must use a built image"
+            for template in _pod_templates(r):
+                for c in template["spec"].get("initContainers", []) + template["spec"]["containers"]:
+                    if preview:
+                        assert contains_unknown(c["image"]), "the digest is unknown until the build ran"
+                    else:
+                        assert "@sha256:" in c["image"] and c["image"] in {b.outputs["image_uri"] for b in builds}
+
+    def test_pods_run_unprivileged_on_their_group(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        cfg = _jobs_cfg(stack)
+        for r in p.registrations:
+            if r.type not in JOB_TYPES or "-stage-" in r.name:
+                continue
+            for template in _pod_templates(r):
+                pod = template["spec"]
+                assert pod["securityContext"]["runAsNonRoot"] is True
+                for c in pod.get("initContainers", []) + pod["containers"]:
+                    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+                    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+                    assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+        for name, job in cfg.items():
+            if job["kind"] == "mpi":
+                continue
+            pod = _pod(_job(p, f"-{name}-job"))
+            role = job.get("nodeGroup") or next(iter(stack_config(stack)[f"{PROJECT}:nodeGroups"]))
+            assert pod["nodeSelector"][NODE_ROLE_LABEL] == role
+
+    def test_pytorch_jobs(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        for name, cfg in _jobs_cfg(stack).items():
+            if cfg["kind"] != "pytorch":
+                continue
+            group = _group(stack, cfg)
+            facts = INSTANCE_TYPES[group["instanceTypes"][0]]
+            job = _job(p, f"-{name}-job")
+            spec, pod, c = job.inputs["spec"], _pod(job), _container(job)
+            assert spec["completionMode"] == "Indexed"
+            assert spec["completions"] == spec["parallelism"] == cfg["nodes"]
+            assert pod["restartPolicy"] == "Never"
+            rules = spec["podFailurePolicy"]["rules"]
+            assert {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]} in rules
+            (anti,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert anti["topologyKey"] == "kubernetes.io/hostname"
+            ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r, g=cfg["nodeGroup"]: r.inputs["labels"][NODE_ROLE_LABEL] == g)
+            selector = dict(pod["nodeSelector"])
+            assert selector.pop("topology.kubernetes.io/zone", None) == group.get("availabilityZone")
+            for k, v in selector.items():
+                assert ng.inputs["labels"][k] == v
+            effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+            assert sorted((x["key"], x["value"], x["effect"]) for x in pod["tolerations"]) == sorted(
+                (x["key"], x["value"], effect[x["effect"]]) for x in (ng.inputs.get("taints") or [])
+            )
+            requests = c["resources"]["requests"]
+            assert requests.get("nvidia.com/gpu") == (str(facts.gpus) if facts.gpus else None)
+            assert 0.5 * facts.vcpus * 1000 <= int(requests["cpu"].rstrip("m")) <= facts.vcpus * 1000
+            mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+            vols = {v["name"]: v for v in pod["volumes"]}
+            assert vols[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
+            assert "persistentVolumeClaim" in vols[mounts["/data"]]
+            svc = p.one("kubernetes:core/v1:Service", lambda r, n=name: r.name.endswith(f"-{n}-service"))
+            assert svc.inputs["spec"]["clusterIP"] == "None"
+            assert pod["subdomain"] == svc.inputs["metadata"]["name"], "stable hostnames via the headless Service"
+            if preview:
+                continue
+            env = container_env(c, index=0)
+            assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
+            argv = process_argv(c, env)
+            assert argv[:2] == ["python", "/app/launch.py"]
+            launcher, cmd = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+            assert cmd[0] == "torchrun"
+            assert [x for x in cmd if x.startswith("--rdzv-id=")] == [f"--rdzv-id={launcher[launcher.index('--rdzv-id') + 1]}"]
+            assert f"--nnodes={cfg.get('minNodes', 1)}:{cfg.get('maxNodes', group['maxSize'])}" in cmd
+            assert f"--nproc-per-node={max(1, facts.gpus)}" in cmd
+            assert cfg["script"] in cmd
+            assert cmd[cmd.index("--output-dir") + 1] == env["OUTPUT_DIR"] == launcher[launcher.index("--output-dir") + 1]
+            assert env["OUTPUT_DIR"].startswith(f"/data/runs/{name}-")
+
+    def test_etcd_rendezvous(self, program_for, stack: str, preview: bool) -> None:
+        p: Program = program_for(stack, preview)
+        uses = [n for n, j in _jobs_cfg(stack).items() if j["kind"] == "pytorch" and j.get("rendezvousBackend", "etcd-v2") == "etcd-v2"]
+        deps = [d for d in p.of_type("kubernetes:apps/v1:Deployment") if "etcd" in d.name]
+        assert len(deps) == (1 if uses else 0)
+        if not uses:
+            return
+        (dep,) = deps
+        svc = p.one("kubernetes:core/v1:Service", lambda r: r.name.endswith("-etcd-service"))
         pod = dep.inputs["spec"]["template"]["spec"]
         (c,) = pod["containers"]
-        assert c["image"] == IMAGES["etcd"] and ":v3.5." in c["image"]
-        assert "--enable-v2=true" in c["args"]
+        assert c["image"] == IMAGES["etcd"] and "--enable-v2=true" in c["args"]
         assert c["readinessProbe"]["httpGet"]["path"] == "/health"
-        assert c["resources"]["requests"] and c["resources"]["limits"]
         assert pod["nodeSelector"] == {NODE_ROLE_LABEL: "system"}
         assert svc.inputs["spec"]["ports"][0]["port"] == 2379
-        assert svc.inputs["spec"]["selector"] == dep.inputs["spec"]["selector"]["matchLabels"]
-        train = _job(p, "-train-job")
-        if not preview:
-            cmd = _container(train)["command"]
-            ns = svc.inputs["metadata"]["namespace"]
-            assert f"--rdzv-endpoint={svc.inputs['metadata']['name']}.{ns}.svc.cluster.local:2379" in cmd
-            assert "--rdzv-backend=etcd-v2" in cmd
-        assert svc.urn in train.deps_of("spec")
+        for name in uses:
+            train = _job(p, f"-{name}-job")
+            assert svc.urn in train.deps_of("spec")
+            if not preview:
+                ns = svc.inputs["metadata"]["namespace"]
+                assert f"--rdzv-endpoint={svc.inputs['metadata']['name']}.{ns}.svc.cluster.local:2379" in _container(train)["command"]
 
-    def test_training_job_spec(self, program_for, stack: str, preview: bool) -> None:
+    def test_ordering(self, program_for, stack: str, preview: bool) -> None:
+        """Staging and the health check run side by side; a job reading the data is created after the staging
+        completed and after its check passed; a job after another waits for it in the cluster, reading its
+        output folder."""
         p: Program = program_for(stack, preview)
-        t = _training_cfg(stack)
-        group = stack_config(stack)[f"{PROJECT}:nodeGroups"][t["nodeGroup"]]
-        facts = INSTANCE_TYPES[group["instanceTypes"][0]]
-        job = _job(p, "-train-job")
-        spec = job.inputs["spec"]
-        pod = _pod(job)
-        c = _container(job)
-        assert spec["completionMode"] == "Indexed"
-        assert spec["completions"] == spec["parallelism"] == t["workers"]
-        assert pod["restartPolicy"] == "Never"
-        rules = spec["podFailurePolicy"]["rules"]
-        assert {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]} in rules
-        # one pod per node, on the configured group, tolerating exactly its taints
-        (anti,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        assert anti["topologyKey"] == "kubernetes.io/hostname"
-        assert pod["nodeSelector"][NODE_ROLE_LABEL] == t["nodeGroup"]
-        ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"][NODE_ROLE_LABEL] == t["nodeGroup"])
-        selector = dict(pod["nodeSelector"])
-        zone = selector.pop("topology.kubernetes.io/zone", None)
-        assert zone == group.get("availabilityZone"), "pods of a pinned (EFA) group land in its zone"
-        for k, v in selector.items():
-            assert ng.inputs["labels"][k] == v
-        effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
-        assert sorted((x["key"], x["value"], x["effect"]) for x in pod["tolerations"]) == sorted(
-            (x["key"], x["value"], effect[x["effect"]]) for x in (ng.inputs.get("taints") or [])
-        )
-        # resources from the catalog row of the group's instance type
-        requests, limits = c["resources"]["requests"], c["resources"]["limits"]
-        if facts.gpus:
-            assert requests["nvidia.com/gpu"] == limits["nvidia.com/gpu"] == str(facts.gpus)
-        else:
-            assert "nvidia.com/gpu" not in requests
-        cpu_m = int(requests["cpu"].rstrip("m"))
-        assert 0.5 * facts.vcpus * 1000 <= cpu_m <= facts.vcpus * 1000
-        # volumes: shared PVC and memory-backed /dev/shm
-        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
-        vols = {v["name"]: v for v in pod["volumes"]}
-        assert vols[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
-        pvc = p.one("kubernetes:core/v1:PersistentVolumeClaim")
-        assert "persistentVolumeClaim" in vols[mounts["/data"]]
-        assert pvc.urn in job.deps_of("spec")
-        env = {e["name"]: e["value"] for e in c["env"]}
-        assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
-        svc = p.one("kubernetes:core/v1:Service", lambda r: r.name.endswith("-train-service"))
-        assert svc.inputs["spec"]["clusterIP"] == "None"
-        assert pod["subdomain"] == svc.inputs["metadata"]["name"], "stable hostnames via the headless Service"
-        if not preview:
-            cmd = c["command"]
-            # launch.py (no-op when the run is DONE; resets a closed rendezvous) execs torchrun
-            assert cmd[:2] == ["python", "/app/launch.py"]
-            launcher, cmd = cmd[: cmd.index("--")], cmd[cmd.index("--") + 1 :]
-            assert cmd[0] == "torchrun"
-            rdzv = [x for x in cmd if x.startswith("--rdzv-id=")]
-            assert rdzv == [f"--rdzv-id={launcher[launcher.index('--rdzv-id') + 1]}"]
-            assert launcher[launcher.index("--output-dir") + 1] == cmd[cmd.index("--output-dir") + 1]
-            nnodes = f"--nnodes={t.get('minWorkers', 1)}:{t.get('maxWorkers', group['maxSize'])}"
-            assert nnodes in cmd
-            assert f"--nproc-per-node={max(1, facts.gpus)}" in cmd
-            assert "/app/train.py" in cmd
-            assert cmd[cmd.index("--epochs") + 1] == str(t.get("epochs", 10))
-            assert cmd[cmd.index("--output-dir") + 1].startswith("/data/runs/")
-
-    def test_ordering_staging_training_evaluation(self, program_for, stack: str, preview: bool) -> None:
-        p: Program = program_for(stack, preview)
-        stage, train, evaluate = _job(p, "-stage-job"), _job(p, "-train-job"), _job(p, "-eval-job")
-        assert stage.urn in train.dependencies, "training starts after the data is staged"
-        assert train.urn in evaluate.dependencies, "evaluation is created after the training Job"
-        # Pulumi waits for the staging Job to complete; training and evaluation don't block `pulumi up`.
-        assert "pulumi.com/skipAwait" not in (stage.inputs["metadata"].get("annotations") or {})
-        assert train.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
-        (init,) = _pod(evaluate)["initContainers"]
-        if not preview:
-            out_dir = _container(train)["command"][_container(train)["command"].index("--output-dir") + 1]
-            assert f"{out_dir}/DONE" in init["command"][-1], "evaluation waits for the run's DONE marker"
-            ev = _container(evaluate)["command"]
-            assert ev[ev.index("--model") + 1] == f"{out_dir}/model.pt"
-            assert ev[ev.index("--output-json") + 1] == f"{out_dir}/evaluation.json"
-            st = _container(stage)["command"]
-            data_dir = st[st.index("--dest") + 1]
-            tc = _container(train)["command"]
-            assert tc[tc.index("--data-dir") + 1] == data_dir == ev[ev.index("--data-dir") + 1]
-            assert "--md5" in st
+        cfg = _jobs_cfg(stack)
+        for name, job in cfg.items():
+            r = p.one(JOB_TYPES[1] if job["kind"] == "mpi" else JOB_TYPES[0], lambda x, n=name: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"))
+            if job.get("dataset"):
+                stage = _job(p, f"-stage-{job['dataset']}-job")
+                assert stage.urn in r.deps_of("metadata"), f"{name} starts after the data is staged"
+                assert "pulumi.com/skipAwait" not in (stage.inputs["metadata"].get("annotations") or {})
+            if job.get("healthCheck") is not None:
+                check = _job(p, f"-{name}-allreduce-job")
+                assert check.urn in r.deps_of("metadata"), f"{name} starts after its all-reduce check"
+                assert "pulumi.com/skipAwait" not in (check.inputs["metadata"].get("annotations") or {})
+                if job.get("dataset"):
+                    stage = _job(p, f"-stage-{job['dataset']}-job")
+                    assert not p.depends_transitively(check, stage.urn), "the check does not wait for the staging"
+            if not job.get("waitForCompletion"):
+                assert r.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+            after = job.get("after") or []
+            templates = _pod_templates(r)
+            pod = templates[0]["spec"]  # the launcher's for an MPIJob
+            inits = [c for c in pod.get("initContainers", []) if c["name"] == "wait-for-jobs"]
+            if not after:
+                assert not inits
+                continue
+            (wait,) = inits
+            expected = [f"{'mpijobs' if cfg[a]['kind'] == 'mpi' else 'jobs'}/{a}" for a in after]
+            assert [wait["command"][i + 1] for i, x in enumerate(wait["command"]) if x == "--job"] == expected
+            assert pod["automountServiceAccountToken"] is True
+            role = p.one("kubernetes:rbac.authorization.k8s.io/v1:Role", lambda x, n=name: x.name.endswith(f"-{n}-wait-role"))
+            assert all(rule["verbs"] == ["get"] and rule["resourceNames"] for rule in role.inputs["rules"])
+            assert sorted(n for rule in role.inputs["rules"] for n in rule["resourceNames"]) == sorted(after)
+            if not preview:
+                main = pod["containers"][0]
+                env = container_env(main, index=0)
+                for a in after:
+                    other = p.one(JOB_TYPES[1] if cfg[a]["kind"] == "mpi" else JOB_TYPES[0],
+                                  lambda x, n=a: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"))
+                    other_env = container_env(_pod_templates(other)[0]["spec"]["containers"][0], index=0)
+                    assert env[f"{a.upper().replace('-', '_')}_OUTPUT_DIR"] == other_env["OUTPUT_DIR"]
 
     def test_kubernetes_objects_go_before_the_cluster_and_no_load_balancer(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
@@ -175,21 +224,17 @@ class TestWorkloads:
 
     def test_outputs(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        for key in ("imageUri", "trainingJobName", "evaluationJobName", "stagingJobName", "followTrainingLogsCommand", "evaluationResultCommand"):
-            assert key in p.outputs
+        assert set(p.outputs["jobs"]) == set(_jobs_cfg(stack)) if not preview else "jobs" in p.outputs
         if preview:
             return
-        from tests.harness import resolve
-
-        assert "@sha256:" in resolve(p.outputs["imageUri"])
-        follow = resolve(p.outputs["followTrainingLogsCommand"])
-        assert follow.startswith("kubectl logs -n training -f") and resolve(p.outputs["trainingJobName"]) in follow
-        assert resolve(p.outputs["evaluationJobName"]) in resolve(p.outputs["evaluationResultCommand"])
+        jobs = resolve(p.outputs["jobs"])
+        for name, job in jobs.items():
+            assert resolve(job["logsCommand"]).startswith("kubectl logs -n training -f")
+            assert resolve(job["outputDir"]).startswith("/data/")
+        assert ("tensorboardCommand" in p.outputs) == any(j.get("tensorboard") for j in _jobs_cfg(stack).values())
 
 
 def _fingerprints(p: Program) -> dict[str, str]:
-    import json
-
     def plain(o: Any) -> str:
         return f"{type(o).__name__}:{getattr(o, 'path', o)}"
 
@@ -197,49 +242,49 @@ def _fingerprints(p: Program) -> dict[str, str]:
 
 
 def test_changed_training_source_rebuilds_only_the_image_and_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    context = tmp_path / "training"
-    shutil.copytree(stacks.workloads.TRAINING_CONTEXT, context, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(stacks.workloads, "TRAINING_CONTEXT", context)
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "training", repo / "training", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(stacks.plan, "REPO", repo)
     before = _fingerprints(run_program("workshop"))
-    same = _fingerprints(run_program("workshop"))
-    assert before == same, "an unchanged context registers identical inputs (no rebuild)"
-    (context / "train.py").write_text((context / "train.py").read_text() + "\n# a change\n")
+    assert before == _fingerprints(run_program("workshop")), "an unchanged context registers identical inputs (no rebuild)"
+    (repo / "training" / "train.py").write_text((repo / "training" / "train.py").read_text() + "\n# a change\n")
     after = _fingerprints(run_program("workshop"))
     assert before.keys() == after.keys()
     changed = {urn.rsplit("::", 1)[1] for urn in before if before[urn] != after[urn]}
     assert changed == {
-        "eks-training-workshop-image-context",
-        "eks-training-workshop-image-image",
-        "eks-training-workshop-stage-job",
-        "eks-training-workshop-allreduce-job",
+        "eks-training-workshop-image-training-context",
+        "eks-training-workshop-image-training-image",
+        "eks-training-workshop-stage-cifar10-job",
+        "eks-training-workshop-train-allreduce-job",
         "eks-training-workshop-train-job",
-        "eks-training-workshop-eval-job",
+        "eks-training-workshop-evaluate-job",
+        "eks-training-workshop-tensorboard-deployment",
     }, changed
 
 
 def test_resizing_keeps_the_run() -> None:
-    """A new worker count replaces the training Job (pulumi-kubernetes replaces Jobs whose size or
-    template changes; delete-before-replace, same name), and the new pods continue the same run."""
-    cfg = stack_config("workshop")
-    before = run_program("workshop", config=cfg)
+    """A new node count replaces the training Job (pulumi-kubernetes replaces Jobs whose size or template
+    changes; delete-before-replace, same name), and the new pods continue the same run."""
+    before = run_program("workshop")
     cfg = stack_config("workshop")
     cfg[f"{PROJECT}:nodeGroups"]["cpu"].update(maxSize=4, desiredSize=3)
-    cfg[f"{PROJECT}:training"].update(workers=3, maxWorkers=4)
+    cfg[f"{PROJECT}:jobs"]["train"].update(nodes=3, maxNodes=4)
     resized = run_program("workshop", config=cfg)
     a, b = _job(before, "-train-job"), _job(resized, "-train-job")
     assert a.urn == b.urn and a.inputs["metadata"]["name"] == b.inputs["metadata"]["name"]
     assert a.inputs["spec"]["completions"] == 2
     assert (b.inputs["spec"]["completions"], b.inputs["spec"]["parallelism"]) == (3, 3)
+    env_a, env_b = container_env(_container(a), index=0), container_env(_container(b), index=0)
+    assert env_a["OUTPUT_DIR"] == env_b["OUTPUT_DIR"], "the resized job resumes the same run"
     cmd_a, cmd_b = _container(a)["command"], _container(b)["command"]
-    # the run id and output folder stay (the resized job resumes the same run); only MAX changes
-    assert cmd_a[cmd_a.index("--output-dir") + 1] == cmd_b[cmd_b.index("--output-dir") + 1]
     assert [x for x in cmd_b if x.startswith("--rdzv-id")] == [x for x in cmd_a if x.startswith("--rdzv-id")]
+    assert "--nnodes=1:4" in cmd_b
 
 
-def test_prebuilt_image_skips_the_build() -> None:
-    ref = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.7.0-gpu-py312-cu128-ubuntu22.04-ec2"
+def test_prebuilt_toolbox_skips_every_build() -> None:
+    ref = "123456789012.dkr.ecr.us-east-1.amazonaws.com/my-training@sha256:" + "a" * 64
     cfg = stack_config("g5")
-    cfg[f"{PROJECT}:image"] = {"prebuilt": ref}
+    cfg[f"{PROJECT}:images"] = {"training": {"prebuilt": ref}}
     p = run_program("g5", config=cfg)
     assert not p.of_type("eks-training:index:TrainingImage")
     assert not p.of_type("aws:codebuild/project:Project")
@@ -248,34 +293,30 @@ def test_prebuilt_image_skips_the_build() -> None:
 
 
 def test_s3_dataset_gets_a_read_only_pod_identity_role() -> None:
-    import json
-
     cfg = stack_config("workshop")
-    cfg[f"{PROJECT}:dataset"] = {"source": "s3://ml-datasets-example/cifar/cifar-10-python.tar.gz", "md5": "c58f30108f718f92721af3b95e74349a"}
+    cfg[f"{PROJECT}:datasets"] = {"cifar10": {"source": "s3://ml-datasets-example/cifar/cifar-10-python.tar.gz",
+                                              "md5": "c58f30108f718f92721af3b95e74349a"}}
     p = run_program("workshop", config=cfg)
     assoc = p.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", lambda r: "-stage-" in r.name)
-    sa = p.one("kubernetes:core/v1:ServiceAccount")
+    sa = p.one("kubernetes:core/v1:ServiceAccount", lambda r: "-stage-" in r.name)
     assert assoc.inputs["serviceAccount"] == sa.inputs["metadata"]["name"]
     assert assoc.inputs["namespace"] == "training"
     policy = json.loads(p.one("aws:iam/rolePolicy:RolePolicy", lambda r: "stage" in r.name).inputs["policy"])
     assert policy["Statement"] == [
         {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::ml-datasets-example/cifar/cifar-10-python.tar.gz"}
     ]
-    stage = _job(p, "-stage-job")
+    stage = _job(p, "-stage-cifar10-job")
     assert _pod(stage)["serviceAccountName"] == sa.inputs["metadata"]["name"]
     assert assoc.urn in stage.dependencies
 
 
 def test_c10d_backend_needs_no_etcd() -> None:
     cfg = stack_config("workshop")
-    cfg[f"{PROJECT}:training"]["rendezvousBackend"] = "c10d"
+    cfg[f"{PROJECT}:jobs"]["train"]["rendezvousBackend"] = "c10d"
     p = run_program("workshop", config=cfg)
-    assert not p.of_type("kubernetes:apps/v1:Deployment")
-    train = _job(p, "-train-job")
-    cmd = _container(train)["command"]
-    svc = p.one("kubernetes:core/v1:Service", lambda r: r.name.endswith("-train-service"))
-    job_name = train.inputs["metadata"]["name"]
-    assert f"--rdzv-endpoint={job_name}-0.{svc.inputs['metadata']['name']}.training.svc.cluster.local:29400" in cmd
+    assert not [d for d in p.of_type("kubernetes:apps/v1:Deployment") if "etcd" in d.name]
+    cmd = _container(_job(p, "-train-job"))["command"]
+    assert "--rdzv-endpoint=train-0.train-workers.training.svc.cluster.local:29400" in cmd
     assert "--rdzv-backend=c10d" in cmd
 
 
@@ -286,32 +327,190 @@ def test_gpu_pods_request_the_nodes_gpus() -> None:
     c = _container(_job(p, "-train-job"))
     assert c["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert "--nproc-per-node=8" in c["command"]
-    env = {e["name"]: e["value"] for e in c["env"]}
-    assert env["OMP_NUM_THREADS"] == str(int(191450 * 0.8) // 100 * 100 // 1000 // 8)
+    assert container_env(c, index=0)["OMP_NUM_THREADS"] == str(int(191450 * 0.8) // 100 * 100 // 1000 // 8)
 
 
-@pytest.mark.parametrize("stack", TRAINING_STACKS)
-def test_the_launcher_accepts_the_generated_command(program_for, stack: str) -> None:
-    """The pod command the program generates passes launch.py's own consistency checks (same run
-    id, backend, endpoint and output folder for the launcher and for torchrun/train.py), and every
-    script a Job runs is in the image."""
-    import sys
-
-    from tests.harness import REPO
-
+@pytest.mark.parametrize("stack", JOB_STACKS)
+def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack: str) -> None:
+    """The launcher accepts the pod command the program generates (as the kubelet expands it), and every
+    file a pod runs from /app or /opt is copied into that pod's image."""
     sys.path.insert(0, str(REPO / "training"))
     try:
         import launch
     finally:
         sys.path.remove(str(REPO / "training"))
     p = program_for(stack, False)
-    cmd = _container(_job(p, "-train-job"))["command"]
-    args = launch.parse_args(cmd[2:])
-    launch.check_consistency(args)
-    dockerfile = (REPO / "training" / "Dockerfile").read_text()
-    dockerignore = (REPO / "training" / ".dockerignore").read_text().split()
-    for job in p.of_type("kubernetes:batch/v1:Job"):
-        for c in _pod(job).get("initContainers", []) + _pod(job)["containers"]:
-            for script in (x for x in c["command"] if x.startswith("/app/")):
-                name = script[len("/app/") :]
-                assert name in dockerfile and f"!{name}" in dockerignore, f"{name} is not copied into the image"
+    contexts = {i.version: i.context for i in stacks.plan.build_plan(_config(stack)).images.values() if i.context}
+    builds = {b.outputs["image_uri"]: b.inputs["image_tag"] for b in p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")}
+    for r in p.registrations:
+        if r.type not in JOB_TYPES:
+            continue
+        for template in _pod_templates(r):
+            for c in template["spec"].get("initContainers", []) + template["spec"]["containers"]:
+                argv = process_argv(c, container_env(c, index=0))
+                if argv[:2] == ["python", "/app/launch.py"]:
+                    launch.check_consistency(launch.parse_args(argv[2:]))
+                context = contexts[builds[c["image"]]]
+                for path in (x for x in argv if x.startswith(("/app/", "/opt/")) and "." in x.rsplit("/", 1)[-1]):
+                    name = path.rsplit("/", 1)[-1]
+                    dockerfile = (context / "Dockerfile").read_text()
+                    ignore = (context / ".dockerignore").read_text().split()
+                    assert name in dockerfile and f"!{name}" in ignore, f"{path} is not copied into {context.name}'s image"
+
+
+def _config(stack: str) -> Any:
+    import pulumi
+
+    from stacks.config import load_config
+    from tests.harness import _config_to_runtime
+
+    pulumi.runtime.set_all_config(_config_to_runtime(stack_config(stack)), [])
+    return load_config(PROJECT, stack)
+
+
+# ------------------------------------------------------------------------------------------- job kinds
+def _kinds_stack() -> dict[str, Any]:
+    """The workshop stack with one job of every kind, code from S3 and TensorBoard."""
+    cfg = stack_config("workshop")
+    cfg[f"{PROJECT}:images"] = {"nccl-tests": {"context": "images/nccl-tests"}, "tensorflow": {"context": "images/tensorflow"}}
+    cfg[f"{PROJECT}:jobs"] = {
+        "prep": {"kind": "command", "command": ["python", "prep.py"], "code": "s3://team-code/prep/", "nodes": 2,
+                 "dataset": "cifar10", "env": {"SEED": "7"}},
+        "bench": {"kind": "mpi", "image": "nccl-tests", "nodes": 2, "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8"],
+                  "launcherCommand": ["python3", "/opt/nccl-report/nccl_report.py", "--output-json", "$(OUTPUT_DIR)/r.json", "--"]},
+        "tf": {"kind": "tensorflow", "image": "tensorflow", "nodes": 2, "command": ["python", "/app/train_tf.py"],
+               "dataset": "cifar10", "after": ["prep"], "tensorboard": True},
+        "torch": {"kind": "pytorch", "script": "main.py", "code": "s3://team-code/torch/", "nodes": 2, "after": ["bench", "tf"],
+                  "tensorboard": "logs"},
+    }
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def kinds() -> Program:
+    return run_program("workshop", config=_kinds_stack())
+
+
+def test_command_job_gets_its_peers(kinds: Program) -> None:
+    job = _job(kinds, "-prep-job")
+    c = _container(job)
+    env = container_env(c, index=1)
+    assert env["JOB_INDEX"] == env["RANK"] == env["NODE_RANK"] == "1"
+    assert env["WORLD_SIZE"] == env["JOB_SIZE"] == "2"
+    peers = env["JOB_PEERS"].split(",")
+    assert peers == [f"prep-{i}.prep-workers.training.svc.cluster.local" for i in range(2)]
+    assert env["MASTER_ADDR"] == peers[0] and env["MASTER_PORT"] == "29500"
+    assert env["SEED"] == "7" and env["DATA_DIR"] == "/data/datasets/cifar10"
+    assert process_argv(c, env) == ["python", "prep.py"]
+    assert c["workingDir"] == "/workspace"
+
+
+def test_code_comes_from_s3_through_the_jobs_own_role(kinds: Program) -> None:
+    pod = _pod(_job(kinds, "-prep-job"))
+    (fetch,) = [c for c in pod["initContainers"] if c["name"] == "fetch-code"]
+    assert fetch["command"][-4:] == ["--source", "s3://team-code/prep/", "--dest", "/workspace"]
+    assert fetch["securityContext"]["readOnlyRootFilesystem"] is True
+    policy = json.loads(kinds.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-prep-code-policy")).inputs["policy"])
+    read, listing = policy["Statement"]
+    assert read["Action"] == ["s3:GetObject"] and read["Resource"] == "arn:aws:s3:::team-code/prep/*"
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["prep/*"]}}
+    assoc = kinds.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", lambda r: "-prep-code-" in r.name)
+    sa = kinds.one("kubernetes:core/v1:ServiceAccount", lambda r: r.name.endswith("-prep-sa"))
+    assert assoc.inputs["serviceAccount"] == pod["serviceAccountName"] == sa.inputs["metadata"]["name"]
+    trust = json.loads(kinds.one("aws:iam/role:Role", lambda r: r.name.endswith("-prep-code-role")).inputs["assumeRolePolicy"])
+    assert trust["Statement"][0]["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-service-account"] == [sa.inputs["metadata"]["name"]]
+
+
+def test_tensorflow_job_gets_tf_config(kinds: Program) -> None:
+    c = _container(_job(kinds, "-tf-job"))
+    for index in (0, 1):
+        env = container_env(c, index=index)
+        tf_config = json.loads(env["TF_CONFIG"])
+        assert tf_config == {
+            "cluster": {"worker": [f"tf-{i}.tf-workers.training.svc.cluster.local:2222" for i in range(2)]},
+            "task": {"type": "worker", "index": index},
+        }
+        assert env["TF_USE_LEGACY_KERAS"] == "1"
+    assert {"name": "tf", "containerPort": 2222} in c["ports"]
+
+
+def test_mpi_job(kinds: Program) -> None:
+    (operator,) = kinds.of_type("kubernetes:yaml/v2:ConfigFile")
+    assert operator.inputs["file"] == MANIFESTS["mpi-operator"].url and "/v0.8." in operator.inputs["file"]
+    mpi = kinds.one("kubernetes:kubeflow.org/v2beta1:MPIJob")
+    assert operator.urn in [u for deps in mpi.property_dependencies.values() for u in deps] or p_depends(kinds, mpi, operator)
+    spec = mpi.inputs["spec"]
+    assert spec["launcherCreationPolicy"] in LAUNCHER_CREATION_POLICIES
+    assert spec["slotsPerWorker"] == 1 and spec["mpiImplementation"] == "OpenMPI"
+    launcher, worker = spec["mpiReplicaSpecs"]["Launcher"], spec["mpiReplicaSpecs"]["Worker"]
+    assert launcher["replicas"] == 1 and worker["replicas"] == 2
+    lpod, wpod = launcher["template"]["spec"], worker["template"]["spec"]
+    assert lpod["nodeSelector"] == {NODE_ROLE_LABEL: "system"}
+    assert wpod["nodeSelector"][NODE_ROLE_LABEL] == "cpu"
+    (lc,) = lpod["containers"]
+    argv = lc["command"]
+    assert argv[:5] == ["python3", "/opt/nccl-report/nccl_report.py", "--output-json", "$(OUTPUT_DIR)/r.json", "--"]
+    mpirun = argv[5:]
+    assert mpirun[:5] == ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", "2"]
+    assert mpirun[-3:] == ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8"]
+    (wc,) = wpod["containers"]
+    forwarded = {mpirun[i + 1] for i, x in enumerate(mpirun) if x == "-x"}
+    assert forwarded == {e["name"] for e in wc["env"]}, "every rank gets the workers' environment"
+    assert wc["command"][0] == "/usr/sbin/sshd" and spec["sshAuthMountPath"] == "/home/mpiuser/.ssh"
+    assert wc["resources"]["requests"]["cpu"].endswith("m")
+
+
+def p_depends(p: Program, reg: Registration, target: Registration) -> bool:
+    return p.depends_transitively(reg, target.urn)
+
+
+def test_mpi_job_fields_follow_the_v2beta1_types(kinds: Program) -> None:
+    """What the CRD cannot check for us: every field we set exists in MPIJob v2beta1
+    (https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/apis/kubeflow/v2beta1/types.go), values are in
+    their allowed sets, and each pod template is a valid Kubernetes PodTemplate (strict schema)."""
+    import kubernetes_validate
+
+    spec_fields = {"slotsPerWorker", "runLauncherAsWorker", "runPolicy", "mpiReplicaSpecs", "sshAuthMountPath",
+                   "launcherCreationPolicy", "mpiImplementation"}
+    run_policy_fields = {"cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit",
+                         "schedulingPolicy", "suspend", "managedBy"}
+    replica_fields = {"replicas", "template", "restartPolicy"}
+    for mpi in kinds.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob"):
+        spec = mpi.inputs["spec"]
+        assert set(spec) <= spec_fields
+        assert set(spec["runPolicy"]) <= run_policy_fields
+        assert spec["runPolicy"]["cleanPodPolicy"] in ("All", "Running", "None")
+        assert spec["mpiImplementation"] in ("OpenMPI", "Intel", "MPICH")
+        assert set(spec["mpiReplicaSpecs"]) == {"Launcher", "Worker"}
+        for role, replica in spec["mpiReplicaSpecs"].items():
+            assert set(replica) <= replica_fields
+            assert replica["restartPolicy"] in ("Never", "OnFailure"), "the operator's validation accepts only these"
+            assert replica["replicas"] >= 1
+            doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()}, "template": replica["template"]}
+            kubernetes_validate.validate(json.loads(json.dumps(doc)), "1.33.0", strict=True)
+
+
+def test_pytorch_job_runs_its_code_from_s3_through_the_launcher(kinds: Program) -> None:
+    c = _container(_job(kinds, "-torch-job"))
+    assert c["command"][:2] == ["python", "/app/launch.py"], "the toolbox image's launcher starts torchrun"
+    assert "main.py" in c["command"] and c["workingDir"] == "/workspace"
+    pod = _pod(_job(kinds, "-torch-job"))
+    (wait,) = [x for x in pod["initContainers"] if x["name"] == "wait-for-jobs"]
+    assert wait["command"][wait["command"].index("--job") + 1:] == ["mpijobs/bench", "--job", "jobs/tf"]
+
+
+def test_tensorboard_serves_the_jobs_logs_read_only(kinds: Program) -> None:
+    dep = kinds.one("kubernetes:apps/v1:Deployment", lambda r: "tensorboard" in r.name)
+    pod = dep.inputs["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    spec = c["command"][c["command"].index("--logdir_spec") + 1]
+    runs = dict(x.split(":", 1) for x in spec.split(","))
+    tf_out = container_env(_container(_job(kinds, "-tf-job")), index=0)["OUTPUT_DIR"]
+    torch_out = container_env(_container(_job(kinds, "-torch-job")), index=0)["OUTPUT_DIR"]
+    assert runs == {"tf": f"{tf_out}/tensorboard", "torch": f"{torch_out}/logs"}
+    assert {"name": "shared", "mountPath": "/data", "readOnly": True} in c["volumeMounts"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["nodeSelector"] == {NODE_ROLE_LABEL: "system"}
+    svc = kinds.one("kubernetes:core/v1:Service", lambda r: "tensorboard" in r.name)
+    assert svc.inputs["spec"]["type"] == "ClusterIP"
+    assert resolve(kinds.outputs["tensorboardCommand"]).startswith("kubectl port-forward -n training svc/")

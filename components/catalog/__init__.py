@@ -6,7 +6,7 @@ a price or a chart version. Conventions of this project (labels, taints, paths) 
 live in :mod:`components.scheduling` and :mod:`components.conventions`.
 """
 
-from components.catalog.charts import CLUSTER_AUTOSCALER_IMAGES, HELM_CHARTS, IMAGES, HelmChart
+from components.catalog.charts import CLUSTER_AUTOSCALER_IMAGES, HELM_CHARTS, IMAGES, MANIFESTS, HelmChart, ReleaseManifest
 from components.catalog.efa import (
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
@@ -43,11 +43,13 @@ __all__ = [
     "HelmChart",
     "IMAGES",
     "INSTANCE_TYPES",
+    "MANIFESTS",
     "InstanceType",
     "NVIDIA_AMI_FAMILIES",
     "Price",
     "QUOTA_NAMES",
     "REFERENCE_ALLREDUCE",
+    "ReleaseManifest",
     "SERVICE_PRICES",
     "SOURCES",
     "SUPPORTED_KUBERNETES_VERSIONS",

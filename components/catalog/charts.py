@@ -40,6 +40,28 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
     ),
 }
 
+@dataclass(frozen=True, kw_only=True)
+class ReleaseManifest:
+    """A vendor's release manifest (when there is no official Helm chart), applied at deploy time, pinned."""
+
+    url: str
+    """The manifest at its release tag."""
+    version: str
+    source: str
+    """Key of :data:`components.catalog.sources.SOURCES`."""
+
+
+#: Release manifests by key.
+MANIFESTS: Mapping[str, ReleaseManifest] = {
+    # The Kubeflow MPI Operator (MPIJob kubeflow.org/v2beta1) has no official Helm chart; its README
+    # installs this manifest (a CRD, RBAC and the operator Deployment with image mpioperator/mpi-operator:0.8.0).
+    "mpi-operator": ReleaseManifest(
+        url="https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/deploy/v2beta1/mpi-operator.yaml",
+        version="v0.8.0",
+        source="mpi-operator",
+    ),
+}
+
 #: cluster-autoscaler image per Kubernetes minor (the autoscaler's minor must match the cluster's;
 #: source key ``cluster-autoscaler-releases``).
 CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = {

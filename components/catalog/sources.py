@@ -107,6 +107,11 @@ SOURCES: Mapping[str, Source] = {
         shows="AWS's torchrun etcd rendezvous: quay.io/coreos/etcd:v3.5.19 with --enable-v2 (etcd 3.5 is the last "
         "release with the v2 API, https://etcd.io/docs/v3.5/upgrades/upgrade_3_6/)",
     ),
+    "mpi-operator": Source(
+        url="https://github.com/kubeflow/mpi-operator/blob/v0.8.0/deploy/v2beta1/mpi-operator.yaml",
+        shows="the MPI Operator's release manifest (MPIJob v2beta1 CRD, RBAC, Deployment of mpioperator/mpi-operator:0.8.0); "
+        "MPIJob fields in pkg/apis/kubeflow/v2beta1/types.go at the same tag",
+    ),
     # --- prices and quotas --------------------------------------------------------------------------
     "eks-pricing": Source(url="https://aws.amazon.com/eks/pricing/", shows="$0.10 per cluster-hour in standard support"),
     "vpc-pricing": Source(

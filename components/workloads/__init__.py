@@ -1,29 +1,41 @@
-"""Workloads on the cluster: etcd for rendezvous, dataset staging, the all-reduce health check,
-elastic PyTorch training (torchrun in a Kubernetes Indexed Job) and evaluation.
+"""Workloads on the cluster: etcd for rendezvous, dataset staging, the all-reduce health check, jobs of
+every kind (PyTorch elastic, MPI, TensorFlow multi-worker, any command) and TensorBoard.
 
 All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and sized by a
-:class:`~components.workloads.pods.WorkerPlacement` derived from the node group's plan.
+:class:`~components.workloads.pods.WorkerPlacement` derived from the node group's plan, and share the
+fields of a :class:`~components.workloads.pods.JobSpec`.
 """
 
+from components.workloads.command import CommandJob, CommandJobArgs
 from components.workloads.etcd import EtcdRendezvous, EtcdRendezvousArgs
-from components.workloads.evaluation import EvaluationJob, EvaluationJobArgs
 from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
-from components.workloads.pods import WorkerPlacement, run_id
+from components.workloads.mpi import MpiJob, MpiJobArgs, MpiOperator, MpiOperatorArgs
+from components.workloads.pods import JobSpec, WorkerPlacement, run_id
 from components.workloads.staging import DatasetStaging, DatasetStagingArgs
-from components.workloads.training import ElasticTrainingJob, ElasticTrainingJobArgs, TrainingHyperparameters
+from components.workloads.tensorboard import TensorBoard, TensorBoardArgs
+from components.workloads.tensorflow import TensorFlowJob, TensorFlowJobArgs
+from components.workloads.training import PyTorchJob, PyTorchJobArgs
 
 __all__ = [
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
+    "CommandJob",
+    "CommandJobArgs",
     "DatasetStaging",
     "DatasetStagingArgs",
-    "ElasticTrainingJob",
-    "ElasticTrainingJobArgs",
     "EtcdRendezvous",
     "EtcdRendezvousArgs",
-    "EvaluationJob",
-    "EvaluationJobArgs",
-    "TrainingHyperparameters",
+    "JobSpec",
+    "MpiJob",
+    "MpiJobArgs",
+    "MpiOperator",
+    "MpiOperatorArgs",
+    "PyTorchJob",
+    "PyTorchJobArgs",
+    "TensorBoard",
+    "TensorBoardArgs",
+    "TensorFlowJob",
+    "TensorFlowJobArgs",
     "WorkerPlacement",
     "run_id",
 ]

@@ -1,4 +1,4 @@
-"""``AllReduceHealthCheck``: the all-reduce bus bandwidth across the training nodes, before training."""
+"""``AllReduceHealthCheck``: the all-reduce bus bandwidth across a job's nodes, before the job."""
 
 from typing import Optional, TypedDict
 
@@ -6,70 +6,60 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS
-from components.workloads.pods import WorkerPlacement, c10d_endpoint, torchrun_command, worker_job
+from components.workloads.pods import JobSpec, WorkerPlacement, c10d_endpoint, indexed_job, torchrun_command, worker_env
+from components.workloads.training import torch_env
 
-#: The benchmark script in the training image.
+#: The benchmark script in the toolbox image.
 BENCHMARK_SCRIPT = "/app/allreduce_bench.py"
 
 
 class AllReduceHealthCheckArgs(TypedDict):
     """Inputs of :class:`AllReduceHealthCheck`."""
 
-    namespace: pulumi.Input[str]
-    """Training namespace."""
-    pvc_name: pulumi.Input[str]
-    """Shared claim (the report is written there)."""
-    image: pulumi.Input[str]
-    """Training image (contains /app/allreduce_bench.py)."""
-    job_name: str
-    """Kubernetes name of the Job."""
-    report_path: str
-    """Where the JSON report goes inside the pods (on the shared volume)."""
+    job: JobSpec
+    """Namespace, claim, the toolbox image (with /app/allreduce_bench.py) and the report folder (output_dir)."""
     placement: WorkerPlacement
-    """The training nodes: same group, same requests as the training pods."""
-    workers: int
-    """Nodes to test (the training job's worker count)."""
+    """The nodes of the job checked: same group, same requests as its pods."""
+    nodes: int
+    """Nodes to test (the checked job's node count)."""
     min_bus_bandwidth_gbytes_per_s: NotRequired[float]
-    """Fail the Job (and so stop training from being created) below this bus bandwidth."""
+    """Fail the check (and so stop the job from being created) below this bus bandwidth (GB/s)."""
     max_bytes: NotRequired[int]
     """Largest all-reduce message. Default 1 GiB on GPU, 64 MiB on CPU."""
     timeout_minutes: NotRequired[int]
-    """How long Pulumi waits for the Job (including nodes scaling up). Default 60."""
-    after: NotRequired[pulumi.Input[str]]
-    """An Output the Job waits for (e.g. the staged data), to serialise it after earlier steps."""
+    """How long Pulumi waits for the check (including nodes scaling up). Default 60."""
 
 
 class AllReduceHealthCheck(pulumi.ComponentResource):
-    """An Indexed Job that runs ``allreduce_bench.py`` under torchrun across the training nodes
-    (NCCL over EFA on GPU nodes, gloo on CPU nodes) and reports the all-reduce bus bandwidth.
-    Pulumi waits for it; with a threshold a low bandwidth fails the Job, ``pulumi up`` stops and the
-    training Job (which waits for ``report_path``) is never created."""
+    """An Indexed Job that runs ``allreduce_bench.py`` under torchrun across the nodes (NCCL over EFA on GPU
+    nodes, gloo on CPU nodes) and writes the all-reduce bus bandwidth to ``<output_dir>/allreduce.json``.
+    Pulumi waits for it; with a threshold a low bandwidth fails it, ``pulumi up`` stops and the job it
+    guards (which is created after ``report_path``) is never created. It runs once: later updates (a new
+    size, a new image) leave the completed check alone, since re-running it would need the nodes the
+    running job holds."""
 
     job_name: pulumi.Output[str]
     """Name of the Job."""
     report_path: pulumi.Output[str]
-    """Path of the JSON report; resolves once the Job completed (passed)."""
-
-    # The check gates the first start of training. Later updates (a new worker count, a new image)
-    # leave the completed Job alone: re-running it would need the nodes the running training holds.
+    """Path of the JSON report; resolves once the check completed (passed)."""
 
     def __init__(
         self, name: str, args: AllReduceHealthCheckArgs, opts: Optional[pulumi.ResourceOptions] = None
     ) -> None:
         super().__init__("eks-training:index:AllReduceHealthCheck", name, None, opts)
-        job_name = args["job_name"]
+        spec = args["job"]
+        job_name = spec["job_name"]
         placement = args["placement"]
-        workers = args["workers"]
-        report = args["report_path"]
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "allreduce-health-check"}
-        endpoint = c10d_endpoint(job_name, args["namespace"])
+        nodes = args["nodes"]
+        report = f"{spec['output_dir']}/allreduce.json"
+        endpoint = c10d_endpoint(job_name, spec["namespace"])
         max_bytes = int(args.get("max_bytes") or ((1 << 30) if placement["gpus"] else (64 << 20)))
 
-        def command(v: list[object]) -> list[str]:
+        def command(ep: str) -> list[str]:
             # every node must take part, so the link between nodes is what gets measured
             script = [
                 "--max-bytes", str(max_bytes),
-                "--expect-world-size", str(workers * placement["procs_per_node"]),
+                "--expect-world-size", str(nodes * placement["procs_per_node"]),
                 "--output-json", report,
             ]
             if placement["efa_devices"]:
@@ -79,36 +69,32 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
                 # allreduce_bench.py's --min-busbw-gbps is in GB/s (1e9 bytes/s), like nccl-tests
                 script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbytes_per_s"])]
             return torchrun_command(
-                min_nodes=workers,
-                max_nodes=workers,
+                min_nodes=nodes,
+                max_nodes=nodes,
                 procs_per_node=placement["procs_per_node"],
                 backend="c10d",
-                endpoint=str(v[0]),
+                endpoint=ep,
                 rdzv_id=job_name,
                 max_restarts=0,
                 script=BENCHMARK_SCRIPT,
                 script_args=script,
             )
 
-        timeout_s = 60 * int(args.get("timeout_minutes", 60))
-        _, job = worker_job(
+        timed: JobSpec = {**spec, "timeout_hours": int(args.get("timeout_minutes", 60)) / 60}
+        _, job = indexed_job(
             name,
             self,
-            namespace=args["namespace"],
-            job_name=job_name,
-            labels=labels,
+            timed,
+            labels={**COMMON_LABELS, "app.kubernetes.io/name": "allreduce-health-check"},
             placement=placement,
-            image=args["image"],
-            command=pulumi.Output.all(endpoint, args.get("after", "")).apply(command),
-            pvc_name=args["pvc_name"],
-            workers=workers,
+            nodes=nodes,
+            command=endpoint.apply(command),
+            # NCCL logs its transport ("NET/OFI ... Libfabric" on EFA) in the check's pod logs
+            env=worker_env(placement, {**torch_env(placement["gpus"]), **({"NCCL_DEBUG": "INFO"} if placement["gpus"] else {})}),
             # a low bandwidth fails deterministically: retry once (for transient pod failures), not per node
             backoff_limit=1,
-            timeout_s=timeout_s,
-            await_completion=True,
             run_once=True,
-            # NCCL logs its transport ("NET/OFI ... Libfabric" on EFA) in the check's pod logs
-            extra_env={"NCCL_DEBUG": "INFO"} if placement["gpus"] else None,
+            await_completion=True,
         )
         self.job_name = job.metadata.name
         self.report_path = job.metadata.apply(lambda _: report)

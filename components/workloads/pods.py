@@ -1,14 +1,17 @@
-"""Pod building blocks shared by the workload components: placement, resources, environment,
-security contexts, the shared volume, and the headless-Service + Indexed-Job pair that multi-node jobs run as.
+"""Pod building blocks shared by the workload components: placement, resources, environment, security,
+the shared volume, a job's identity (service account, in-cluster waits, code download) and the
+headless-Service + Indexed-Job pair that multi-node jobs run as.
 
-A multi-node job's pods are placed and sized from a :class:`WorkerPlacement`: plain values the
-stack's plan derives from the node group's instance type (``stacks.plan``), so what a pod requests
-(GPUs, EFA devices, huge pages, CPU, memory, ``/dev/shm``) always matches the node it runs on.
+A job's pods are placed and sized from a :class:`WorkerPlacement`: plain values the stack's plan derives
+from the node group's instance type (``stacks.plan``), so what a pod requests (GPUs, EFA devices, huge
+pages, CPU, memory, ``/dev/shm``) always matches the node it runs on. What every job shares (namespace,
+claim, image, output folder, arguments, environment, data, order, code) is one :class:`JobSpec`.
 """
 
 import hashlib
 import json
 import math
+from dataclasses import dataclass
 from typing import Literal, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
@@ -16,19 +19,33 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, NO_EVICT, SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.iam import s3_read_prefix_policy
 from components.naming import k8s_name
+from components.pod_identity import pod_identity_role
 from components.scheduling import Toleration
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
 #: default to root also run unprivileged.
 IMAGE_UID = TRAINING_IMAGE_UID
 C10D_PORT = 29400
+#: Port of a command job's ``MASTER_PORT`` (torch's env:// default).
+MASTER_PORT = 29500
 #: Exit code of the launcher/scripts for a usage error (argparse): retrying cannot help.
 USAGE_ERROR_EXIT_CODE = 2
-#: Name of the container of every multi-node job's pods.
+#: Exit code of ``wait_for_jobs.py`` when a job waited for failed: this job cannot run.
+PREDECESSOR_FAILED_EXIT_CODE = 3
+#: Name of the main container of every job's pods.
 WORKER_CONTAINER = "worker"
+#: Where downloaded code (``code_uri``) is put; the main container runs there.
+WORKSPACE = "/workspace"
+#: Scripts of the toolbox (training) image the helpers run.
+WAIT_SCRIPT = "/app/wait_for_jobs.py"
+FETCH_SCRIPT = "/app/fetch_code.py"
+#: Where Kubernetes publishes an Indexed Job pod's index (downward API).
+COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
 RendezvousBackend = Literal["etcd-v2", "c10d"]
+PARTITION = "aws"
 
 
 class WorkerPlacement(TypedDict):
@@ -51,16 +68,53 @@ class WorkerPlacement(TypedDict):
     shm_mib: int
     """Size of the memory-backed ``/dev/shm``."""
     procs_per_node: int
-    """Processes per pod (torchrun ``--nproc-per-node``; one per GPU, one on CPU nodes)."""
+    """Processes per pod (torchrun ``--nproc-per-node``, MPI slots; one per GPU, one on CPU nodes)."""
     threads_per_proc: int
     """``OMP_NUM_THREADS`` of each process."""
     env: NotRequired[Mapping[str, str]]
     """NCCL/libfabric environment of the node type (EFA settings of the instance family)."""
 
 
+class JobSpec(TypedDict):
+    """What every job shares: where it runs, its image, arguments, data, output and order."""
+
+    job_name: str
+    """Kubernetes name of the job (a DNS label; pods are ``<job>-<index>``)."""
+    namespace: pulumi.Input[str]
+    """Namespace of the job (holds the shared claim)."""
+    pvc_name: pulumi.Input[str]
+    """The shared ReadWriteMany claim, mounted at ``/data``."""
+    image: pulumi.Input[str]
+    """The job's image, by digest."""
+    output_dir: str
+    """The job's output folder inside the pods (``OUTPUT_DIR``)."""
+    args: NotRequired[Sequence[str]]
+    """Arguments of the program; ``$(VAR)`` references to the pod's environment are expanded by Kubernetes."""
+    env: NotRequired[Mapping[str, str]]
+    """Extra environment of the main container."""
+    data_dir: NotRequired[pulumi.Input[str]]
+    """Dataset folder inside the pods (``DATA_DIR``); an Output of the staging step orders the job after it."""
+    input_dirs: NotRequired[Mapping[str, str]]
+    """Environment name -> output folder of a job this one reads (``<JOB>_OUTPUT_DIR``)."""
+    after_jobs: NotRequired[Sequence[str]]
+    """Jobs in the namespace that must complete first (``jobs/<name>`` or ``mpijobs/<name>``): the pods wait in
+    an init container, so ``pulumi up`` does not."""
+    after: NotRequired[Sequence[pulumi.Input[str]]]
+    """Outputs the job is created after (awaited setup steps: staging, the health check)."""
+    helper_image: NotRequired[pulumi.Input[str]]
+    """The project's toolbox image (waits, code download); required with ``after_jobs`` or ``code_uri``."""
+    code_uri: NotRequired[str]
+    """``s3://bucket/prefix/`` downloaded into ``/workspace`` at start, through the job's own Pod Identity role."""
+    cluster_name: NotRequired[pulumi.Input[str]]
+    """EKS cluster name; required with ``code_uri`` (Pod Identity)."""
+    timeout_hours: NotRequired[float]
+    """Deadline of the job (activeDeadlineSeconds), and Pulumi's wait when waiting. Default 24."""
+    wait_for_completion: NotRequired[bool]
+    """Make ``pulumi up`` wait until the job completes. Default False."""
+
+
 def run_id(job_name: str, recipe: Mapping[str, object]) -> str:
-    """A stable id for a training run: the job name plus a hash of everything that defines the run
-    (image, hyper-parameters), but not the worker count, so resizing resumes the same run."""
+    """A stable id for a run: the job name plus a hash of everything that defines the run, but not its size."""
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
     return k8s_name(job_name, digest, limit=40)
 
@@ -94,6 +148,21 @@ def torchrun_command(
     ]
 
 
+def service_name(job_name: str) -> str:
+    """The headless Service of a multi-node job (its pods' DNS subdomain)."""
+    return k8s_name(job_name, "workers")
+
+
+def peer_hosts(job_name: str, namespace: str, nodes: int) -> list[str]:
+    """Stable hostnames of an Indexed Job's pods: ``<job>-<i>.<service>.<namespace>.svc.cluster.local``."""
+    return [f"{job_name}-{i}.{service_name(job_name)}.{namespace}.svc.cluster.local" for i in range(nodes)]
+
+
+def env_name(job: str) -> str:
+    """``<JOB>_OUTPUT_DIR``: the variable that carries a job's output folder to the jobs after it."""
+    return "".join(c if c.isalnum() else "_" for c in job.upper()) + "_OUTPUT_DIR"
+
+
 def pod_security() -> k8s.core.v1.PodSecurityContextArgsDict:
     """Pod security context: the image's unprivileged user, RuntimeDefault seccomp."""
     return {
@@ -104,9 +173,12 @@ def pod_security() -> k8s.core.v1.PodSecurityContextArgsDict:
     }
 
 
-def container_security() -> k8s.core.v1.SecurityContextArgsDict:
-    """Container security context: no privilege escalation, no capabilities."""
-    return {"allow_privilege_escalation": False, "capabilities": {"drop": ["ALL"]}}
+def container_security(read_only_root: bool = False) -> k8s.core.v1.SecurityContextArgsDict:
+    """Container security context: no privilege escalation, no capabilities; optionally a read-only root."""
+    ctx: k8s.core.v1.SecurityContextArgsDict = {"allow_privilege_escalation": False, "capabilities": {"drop": ["ALL"]}}
+    if read_only_root:
+        ctx["read_only_root_filesystem"] = True
+    return ctx
 
 
 def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
@@ -116,10 +188,13 @@ def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
 
 #: Where the ``shared`` volume is mounted.
 SHARED_VOLUME_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "shared", "mount_path": SHARED_MOUNT}
+#: A writable scratch folder for containers with a read-only root file system.
+TMP_VOLUME: k8s.core.v1.VolumeArgsDict = {"name": "tmp", "empty_dir": {"size_limit": "1Gi"}}
+TMP_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "tmp", "mount_path": "/tmp"}
 
 
 def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirementsArgsDict:
-    """Requests and limits of one worker pod (one per node)."""
+    """Requests and limits of one pod of the job (one per node)."""
     requests: dict[str, str] = {"cpu": f"{placement['cpu_millis']}m", "memory": f"{placement['memory_mib']}Mi"}
     limits: dict[str, str] = {"memory": f"{placement['memory_mib']}Mi"}
     extended: dict[str, str] = {}
@@ -133,46 +208,182 @@ def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirem
     return {"requests": requests, "limits": limits}
 
 
-def worker_env(placement: WorkerPlacement, extra: Optional[Mapping[str, str]] = None) -> list[k8s.core.v1.EnvVarArgsDict]:
-    """Worker environment. ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` is required: without it torchrun's
-    elastic restarts hang (https://github.com/pytorch/pytorch/issues/135712; measured by
-    tests/test_training_real.py). Nodes' NCCL/libfabric settings come from the placement."""
+def worker_env(placement: WorkerPlacement, extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """Environment of a job's main container: threads per process, the node type's NCCL/libfabric
+    settings, then ``extra``."""
     env = {
-        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
         "OMP_NUM_THREADS": str(placement["threads_per_proc"]),
         "PYTHONUNBUFFERED": "1",
         "HOME": "/tmp",
-        "LOGLEVEL": "INFO",
     }
     if placement["gpus"]:
-        env.update({"NCCL_DEBUG": "WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})
+        env["NCCL_DEBUG"] = "WARN"
     env.update(dict(placement.get("env") or {}))
     env.update(dict(extra or {}))
-    return [{"name": k, "value": v} for k, v in sorted(env.items())]
+    return env
 
 
-def worker_job(
+def job_env(spec: JobSpec, *, nodes: int, procs_per_node: int) -> dict[str, pulumi.Input[str]]:
+    """The variables every job's program gets: ``OUTPUT_DIR``, ``DATA_DIR``, ``JOB_NAME``, ``JOB_SIZE``,
+    ``PROCS_PER_NODE``, the output folders of the jobs it reads, and the job's own ``env``."""
+    env: dict[str, pulumi.Input[str]] = {
+        "OUTPUT_DIR": spec["output_dir"],
+        "JOB_NAME": spec["job_name"],
+        "JOB_SIZE": str(nodes),
+        "PROCS_PER_NODE": str(procs_per_node),
+    }
+    if spec.get("data_dir") is not None:
+        env["DATA_DIR"] = spec["data_dir"]
+    env.update(dict(spec.get("input_dirs") or {}))
+    env.update(dict(spec.get("env") or {}))
+    return env
+
+
+def env_list(env: Mapping[str, pulumi.Input[str]], *, with_index: bool = False) -> list[k8s.core.v1.EnvVarArgsDict]:
+    """Sorted ``EnvVar`` entries; with ``with_index`` a ``JOB_INDEX`` from the downward API comes first so the
+    others can use ``$(JOB_INDEX)`` (Kubernetes expands references to variables defined before)."""
+    out: list[k8s.core.v1.EnvVarArgsDict] = []
+    if with_index:
+        out.append({"name": "JOB_INDEX", "value_from": {"field_ref": {"field_path": COMPLETION_INDEX_FIELD}}})
+    out += [{"name": k, "value": v} for k, v in sorted(env.items())]
+    return out
+
+
+@dataclass
+class JobIdentity:
+    """What :func:`job_identity` created: the pods' service account and the init containers they run first."""
+
+    service_account: k8s.core.v1.ServiceAccount
+    init_containers: list[k8s.core.v1.ContainerArgsDict]
+    volumes: list[k8s.core.v1.VolumeArgsDict]
+    mounts: list[k8s.core.v1.VolumeMountArgsDict]
+    needs_token: bool
+    waits: list[pulumi.Resource]
+
+
+def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdentity:
+    """The job's own service account; with ``after_jobs`` a Role that may only read those jobs and an init
+    container that waits for them to complete (it fails the pod at once when one failed); with ``code_uri`` a
+    Pod Identity role that may only read that prefix and an init container that downloads it."""
+    namespace = spec["namespace"]
+    labels = {**COMMON_LABELS, "eks-training/job": spec["job_name"]}
+    sa_name = k8s_name(spec["job_name"], "job")
+    sa = k8s.core.v1.ServiceAccount(
+        f"{name}-sa",
+        metadata={"name": sa_name, "namespace": namespace, "labels": labels},
+        automount_service_account_token=False,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    inits: list[k8s.core.v1.ContainerArgsDict] = []
+    volumes: list[k8s.core.v1.VolumeArgsDict] = []
+    mounts: list[k8s.core.v1.VolumeMountArgsDict] = []
+    waits: list[pulumi.Resource] = []
+    helper = spec.get("helper_image")
+    after_jobs = list(spec.get("after_jobs") or [])
+    small: k8s.core.v1.ResourceRequirementsArgsDict = {
+        "requests": {"cpu": "50m", "memory": "128Mi"},
+        "limits": {"memory": "256Mi"},
+    }
+    if after_jobs:
+        if helper is None:
+            raise ValueError(f"{name}: after_jobs needs helper_image (the toolbox image with {WAIT_SCRIPT})")
+        rules: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
+        for group, resource in (("batch", "jobs"), ("kubeflow.org", "mpijobs")):
+            names = [j.split("/", 1)[1] for j in after_jobs if j.split("/", 1)[0] == resource]
+            if names:
+                rules.append({"api_groups": [group], "resources": [resource], "resource_names": names, "verbs": ["get"]})
+        role = k8s.rbac.v1.Role(
+            f"{name}-wait-role",
+            metadata={"name": k8s_name(spec["job_name"], "wait"), "namespace": namespace, "labels": labels},
+            rules=rules,
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+        binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-wait-binding",
+            metadata={"name": k8s_name(spec["job_name"], "wait"), "namespace": namespace, "labels": labels},
+            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata.name},
+            subjects=[{"kind": "ServiceAccount", "name": sa.metadata.name, "namespace": namespace}],
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+        waits.append(binding)
+        inits.append(
+            {
+                "name": "wait-for-jobs",
+                "image": helper,
+                "command": ["python", WAIT_SCRIPT, "--namespace", namespace, *[a for j in after_jobs for a in ("--job", j)]],
+                "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+                "resources": small,
+                "security_context": container_security(read_only_root=True),
+            }
+        )
+    code = spec.get("code_uri")
+    if code:
+        if helper is None or spec.get("cluster_name") is None:
+            raise ValueError(f"{name}: code_uri needs helper_image and cluster_name")
+        bucket, _, prefix = code[len("s3://") :].partition("/")
+        identity = pod_identity_role(
+            parent,
+            f"{name}-code",
+            cluster_name=spec["cluster_name"],
+            namespace=namespace,
+            service_account=sa.metadata.name,
+            description=f"{spec['job_name']}: read its code from {code}",
+            role_name=f"{name}-code",
+            policy=s3_read_prefix_policy(PARTITION, bucket, prefix),
+        )
+        assert identity.association is not None
+        waits.append(identity.association)
+        volumes.append({"name": "workspace", "empty_dir": {"size_limit": "10Gi"}})
+        mounts.append({"name": "workspace", "mount_path": WORKSPACE})
+        inits.append(
+            {
+                "name": "fetch-code",
+                "image": helper,
+                "command": ["python", FETCH_SCRIPT, "--source", code, "--dest", WORKSPACE],
+                "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": "HOME", "value": "/tmp"}],
+                "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                "volume_mounts": [{"name": "workspace", "mount_path": WORKSPACE}, TMP_MOUNT],
+                "security_context": container_security(read_only_root=True),
+            }
+        )
+        volumes.append(TMP_VOLUME)
+    return JobIdentity(sa, inits, volumes, mounts, needs_token=bool(after_jobs), waits=waits)
+
+
+def created_after(spec: JobSpec, name: pulumi.Input[str], extra: Sequence[pulumi.Resource] = ()) -> pulumi.Output[str]:
+    """``name`` as an Output that resolves once the job's setup Outputs (``after``, ``data_dir``) have:
+    the Kubernetes object named with it is created after them (a component's ``depends_on`` does not
+    reach its children; data dependencies do)."""
+    outputs = [*(spec.get("after") or []), spec.get("data_dir") or "", *[r.urn for r in extra]]
+    return pulumi.Output.all(name, *outputs).apply(lambda v: str(v[0]))
+
+
+def indexed_job(
     name: str,
     parent: pulumi.Resource,
+    spec: JobSpec,
     *,
-    namespace: pulumi.Input[str],
-    job_name: str,
     labels: Mapping[str, str],
     placement: WorkerPlacement,
-    image: pulumi.Input[str],
-    command: pulumi.Input[Sequence[str]],
-    pvc_name: pulumi.Input[str],
-    workers: int,
+    nodes: int,
+    command: pulumi.Input[Sequence[pulumi.Input[str]]],
+    env: Mapping[str, pulumi.Input[str]],
     backoff_limit: int,
-    timeout_s: int,
-    await_completion: bool,
-    extra_env: Optional[Mapping[str, str]] = None,
+    ports: Sequence[tuple[str, int]] = (("c10d", C10D_PORT),),
+    fail_exit_codes: Sequence[int] = (USAGE_ERROR_EXIT_CODE,),
     run_once: bool = False,
+    await_completion: Optional[bool] = None,
 ) -> tuple[k8s.core.v1.Service, k8s.batch.v1.Job]:
-    """A headless Service and an Indexed Job of ``workers`` pods, one per node of the group (required
-    anti-affinity), with stable hostnames ``<job>-<index>.<service>``."""
-    svc_name = k8s_name(job_name, "workers")
+    """A headless Service and an Indexed Job of ``nodes`` pods, one per node of the group (required
+    anti-affinity), with stable hostnames ``<job>-<index>.<service>``, the shared volume at ``/data``, a
+    memory-backed ``/dev/shm``, and the job's identity (waits, code). Node drains and spot interruptions
+    (``DisruptionTarget``) never count against the backoff; ``fail_exit_codes`` of the main container and
+    a failed predecessor fail the Job at once."""
+    job_name = spec["job_name"]
+    svc_name = service_name(job_name)
     selector = {"eks-training/job": job_name}
+    namespace = spec["namespace"]
+    identity = job_identity(parent, name, spec)
     # The Service outlives runs: it carries no run-specific label.
     service_labels = {k: v for k, v in labels.items() if k != "eks-training/run"}
     service = k8s.core.v1.Service(
@@ -182,42 +393,64 @@ def worker_job(
             "cluster_ip": "None",
             "publish_not_ready_addresses": True,
             "selector": selector,
-            "ports": [{"name": "c10d", "port": C10D_PORT, "target_port": C10D_PORT}],
+            "ports": [{"name": p, "port": n, "target_port": n} for p, n in ports],
         },
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    annotations = {} if await_completion else {"pulumi.com/skipAwait": "true"}
+    wait = spec.get("wait_for_completion", False) if await_completion is None else await_completion
+    annotations = {} if wait else {"pulumi.com/skipAwait": "true"}
+    timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
     minutes = f"{math.ceil(timeout_s / 60)}m"
     tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
+    rules: list[k8s.batch.v1.PodFailurePolicyRuleArgsDict] = [
+        {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {
+            "action": "FailJob",
+            "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": list(fail_exit_codes)},
+        },
+    ]
+    if identity.init_containers and identity.init_containers[0]["name"] == "wait-for-jobs":
+        rules.append(
+            {
+                "action": "FailJob",
+                "on_exit_codes": {"container_name": "wait-for-jobs", "operator": "In", "values": [PREDECESSOR_FAILED_EXIT_CODE]},
+            }
+        )
+    main: k8s.core.v1.ContainerArgsDict = {
+        "name": WORKER_CONTAINER,
+        "image": spec["image"],
+        "command": command,
+        "env": env_list(env, with_index=True),
+        "ports": [{"name": p, "container_port": n} for p, n in ports],
+        "resources": worker_resources(placement),
+        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}, *identity.mounts],
+        "security_context": container_security(),
+    }
+    if spec.get("code_uri"):
+        main["working_dir"] = WORKSPACE
     job = k8s.batch.v1.Job(
         f"{name}-job",
-        metadata={"name": job_name, "namespace": namespace, "labels": dict(labels), "annotations": annotations},
+        metadata={
+            "name": created_after(spec, job_name, identity.waits),
+            "namespace": namespace,
+            "labels": dict(labels),
+            "annotations": annotations,
+        },
         spec={
             "completion_mode": "Indexed",
-            "completions": workers,
-            "parallelism": workers,
+            "completions": nodes,
+            "parallelism": nodes,
             "backoff_limit": backoff_limit,
             "active_deadline_seconds": timeout_s,
-            "pod_failure_policy": {
-                "rules": [
-                    {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
-                    {
-                        "action": "FailJob",
-                        "on_exit_codes": {
-                            "container_name": WORKER_CONTAINER,
-                            "operator": "In",
-                            "values": [USAGE_ERROR_EXIT_CODE],
-                        },
-                    },
-                ]
-            },
+            "pod_failure_policy": {"rules": rules},
             "template": {
-                # cluster-autoscaler must not evict a running training pod to consolidate nodes
+                # cluster-autoscaler must not evict a running job's pod to consolidate nodes
                 "metadata": {"labels": {**labels, **selector}, "annotations": dict(NO_EVICT)},
                 "spec": {
                     "restart_policy": "Never",
                     "subdomain": svc_name,
-                    "automount_service_account_token": False,
+                    "service_account_name": identity.service_account.metadata.name,
+                    "automount_service_account_token": identity.needs_token,
                     "node_selector": dict(placement["node_selector"]),
                     "tolerations": tolerations,
                     "affinity": {
@@ -229,21 +462,12 @@ def worker_job(
                     },
                     "termination_grace_period_seconds": 60,
                     "security_context": pod_security(),
-                    "containers": [
-                        {
-                            "name": WORKER_CONTAINER,
-                            "image": image,
-                            "command": command,
-                            "env": worker_env(placement, extra_env),
-                            "ports": [{"name": "c10d", "container_port": C10D_PORT}],
-                            "resources": worker_resources(placement),
-                            "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}],
-                            "security_context": container_security(),
-                        }
-                    ],
+                    "init_containers": identity.init_containers,
+                    "containers": [main],
                     "volumes": [
-                        shared_volume(pvc_name),
+                        shared_volume(spec["pvc_name"]),
                         {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                        *identity.volumes,
                     ],
                 },
             },
@@ -259,14 +483,23 @@ def worker_job(
     return service, job
 
 
+def peer_env(job_name: str, namespace: pulumi.Input[str], nodes: int, port: int = MASTER_PORT) -> dict[str, pulumi.Input[str]]:
+    """Where a multi-node job's pods find each other, for frameworks this project does not know:
+    ``JOB_PEERS`` (the pods' stable hostnames, comma-separated), ``MASTER_ADDR``/``MASTER_PORT`` (pod 0),
+    ``WORLD_SIZE`` (pods) and ``NODE_RANK``/``RANK`` (this pod's index, ``$(JOB_INDEX)``)."""
+    peers = pulumi.Output.from_input(namespace).apply(lambda ns: peer_hosts(job_name, ns, nodes))
+    return {
+        "JOB_PEERS": peers.apply(",".join),
+        "MASTER_ADDR": peers.apply(lambda p: p[0]),
+        "MASTER_PORT": str(port),
+        "WORLD_SIZE": str(nodes),
+        "NODE_RANK": "$(JOB_INDEX)",
+        "RANK": "$(JOB_INDEX)",
+    }
+
+
 def c10d_endpoint(job_name: str, namespace: pulumi.Input[str]) -> pulumi.Output[str]:
     """``<job>-0.<service>.<namespace>.svc.cluster.local:29400``: worker 0 hosts the c10d store."""
     return pulumi.Output.concat(
-        job_name,
-        "-0.",
-        k8s_name(job_name, "workers"),
-        ".",
-        pulumi.Output.from_input(namespace),
-        ".svc.cluster.local:",
-        str(C10D_PORT),
+        job_name, "-0.", service_name(job_name), ".", pulumi.Output.from_input(namespace), ".svc.cluster.local:", str(C10D_PORT)
     )

@@ -17,19 +17,20 @@ from stacks.config.network import (
 )
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig, TaintConfig
 from stacks.config.rules import EFA_ONLY_MIN_VPC_CNI_TEXT
-from stacks.config.storage import EfsConfig
-from stacks.config.workloads import (
+from stacks.config.jobs import (
     CIFAR10_BYTES,
     CIFAR10_MD5,
     CIFAR10_URL,
-    AutoscalerConfig,
+    JOB_KINDS,
+    TOOLBOX_IMAGE,
     DatasetConfig,
-    EvaluationConfig,
     HealthCheckConfig,
+    ImageBuildConfig,
     ImageConfig,
-    PreflightConfig,
-    TrainingConfig,
+    JobConfig,
 )
+from stacks.config.settings import AutoscalerConfig, PreflightConfig
+from stacks.config.storage import EfsConfig
 
 __all__ = [
     "AutoscalerConfig",
@@ -41,10 +42,12 @@ __all__ = [
     "DatasetConfig",
     "EFA_ONLY_MIN_VPC_CNI_TEXT",
     "EfsConfig",
-    "EvaluationConfig",
     "ExistingVpcConfig",
     "HealthCheckConfig",
+    "ImageBuildConfig",
     "ImageConfig",
+    "JOB_KINDS",
+    "JobConfig",
     "InstanceFactsConfig",
     "NAMESPACE",
     "NetworkConfig",
@@ -54,7 +57,7 @@ __all__ = [
     "StackConfig",
     "SystemNodeGroupConfig",
     "TaintConfig",
-    "TrainingConfig",
+    "TOOLBOX_IMAGE",
     "default_private_subnet_cidrs",
     "default_public_subnet_cidrs",
     "key",

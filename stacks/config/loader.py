@@ -21,15 +21,8 @@ from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.rules import Sections, cross_section
 from stacks.config.storage import EfsConfig
-from stacks.config.workloads import (
-    AutoscalerConfig,
-    DatasetConfig,
-    EvaluationConfig,
-    HealthCheckConfig,
-    ImageConfig,
-    PreflightConfig,
-    TrainingConfig,
-)
+from stacks.config.jobs import TOOLBOX_IMAGE, DatasetConfig, ImageBuildConfig, ImageConfig, JobConfig
+from stacks.config.settings import AutoscalerConfig, PreflightConfig
 
 #: Every top-level key of the ``eks-training`` namespace and what it holds: a model (an object), ``str``
 #: (a string) or ``dict`` (a map of entries validated one by one).
@@ -43,14 +36,25 @@ SECTIONS: Mapping[str, Any] = {
     "storage": EfsConfig,
     "instanceFacts": dict,
     "tags": dict,
-    "image": ImageConfig,
-    "dataset": DatasetConfig,
-    "training": TrainingConfig,
-    "evaluation": EvaluationConfig,
+    "images": dict,
+    "imageBuild": ImageBuildConfig,
+    "datasets": dict,
+    "jobs": dict,
     "preflight": PreflightConfig,
     "autoscaler": AutoscalerConfig,
-    "healthCheck": HealthCheckConfig,
 }
+
+#: Map sections: their entries' model.
+ENTRIES: Mapping[str, type[BaseModel]] = {
+    "nodeGroups": NodeGroupConfig,
+    "instanceFacts": InstanceFactsConfig,
+    "images": ImageConfig,
+    "datasets": DatasetConfig,
+    "jobs": JobConfig,
+}
+
+#: The image every stack has unless it names its own under the same key.
+DEFAULT_IMAGES: Mapping[str, ImageConfig] = {TOOLBOX_IMAGE: ImageConfig(context="training")}
 
 
 @dataclass(frozen=True)
@@ -68,13 +72,13 @@ class StackConfig:
     storage: EfsConfig
     catalog: Catalog
     tags: Mapping[str, str]
-    image: ImageConfig
-    dataset: DatasetConfig
-    training: Optional[TrainingConfig]
-    evaluation: EvaluationConfig
+    images: Mapping[str, ImageConfig]
+    image_build: ImageBuildConfig
+    datasets: Mapping[str, DatasetConfig]
+    jobs: Mapping[str, JobConfig]
+    """Jobs in config order, with their group defaults filled in."""
     preflight: PreflightConfig
     autoscaler: AutoscalerConfig
-    health_check: HealthCheckConfig
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -158,15 +162,24 @@ def load_config(project: str, stack: str) -> StackConfig:
             types[name] = f.to_instance_type(name)
     catalog = Catalog(types)
 
-    groups: dict[str, NodeGroupConfig] = {}
-    failed_group_types: dict[str, list[str]] = {}
+    def entries(section: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, value in (parsed.get(section) or {}).items():
+            entry = p.model(f"{section}.{name}", ENTRIES[section], value)
+            if entry is not None:
+                out[name] = entry
+        return out
+
+    groups: dict[str, NodeGroupConfig] = entries("nodeGroups")
     raw_groups = parsed.get("nodeGroups") or {}
-    for name, value in raw_groups.items():
-        g = p.model(f"nodeGroups.{name}", NodeGroupConfig, value)
-        if g is not None:
-            groups[name] = g
-        elif isinstance(value, dict) and isinstance(value.get("instanceTypes"), list):
-            failed_group_types[name] = [t for t in value["instanceTypes"] if isinstance(t, str)]
+    failed_group_types = {
+        name: [t for t in value["instanceTypes"] if isinstance(t, str)]
+        for name, value in raw_groups.items()
+        if name not in groups and isinstance(value, dict) and isinstance(value.get("instanceTypes"), list)
+    }
+    images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **entries("images")}
+    datasets: dict[str, DatasetConfig] = entries("datasets")
+    jobs: dict[str, JobConfig] = entries("jobs")
 
     tags = parsed.get("tags") or {}
     for tk, tv in tags.items():
@@ -187,12 +200,14 @@ def load_config(project: str, stack: str) -> StackConfig:
         groups=groups,
         group_names=list(raw_groups),
         catalog=catalog,
-        training=parsed.get("training"),
-        health=parsed.get("healthCheck") or HealthCheckConfig(),
+        images=images,
+        datasets=datasets,
+        jobs=jobs,
+        job_names=list(parsed.get("jobs") or {}),
         failed=p.failed,
         failed_group_types=failed_group_types,
     )
-    problems, training = cross_section(sections)
+    problems, jobs = cross_section(sections)
     p.problems.extend(problems)
     if p.problems:
         raise ConfigError(p.problems)
@@ -209,11 +224,10 @@ def load_config(project: str, stack: str) -> StackConfig:
         storage=parsed.get("storage") or EfsConfig(),
         catalog=catalog,
         tags={str(k): str(v) for k, v in tags.items()},
-        image=parsed.get("image") or ImageConfig(),
-        dataset=parsed.get("dataset") or DatasetConfig(),
-        training=training,
-        evaluation=parsed.get("evaluation") or EvaluationConfig(),
+        images=images,
+        image_build=parsed.get("imageBuild") or ImageBuildConfig(),
+        datasets=datasets,
+        jobs=jobs,
         preflight=parsed.get("preflight") or PreflightConfig(),
         autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
-        health_check=sections.health,
     )

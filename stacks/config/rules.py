@@ -7,17 +7,28 @@ by rules that depend on it, and defaults the user did not set are not blamed.
 
 import ipaddress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
 from components.nodeplan import InconsistentFacts, efa_profile
+from components.scheduling import SYSTEM_ROLE
 from stacks.config.base import NAME_RE, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import GROUP_NAME_MAX, NodeGroupConfig, SystemNodeGroupConfig
-from stacks.config.workloads import HealthCheckConfig, TrainingConfig
+from stacks.config.jobs import (
+    ELASTIC_KINDS,
+    TOOLBOX_IMAGE,
+    DatasetConfig,
+    ImageConfig,
+    JobConfig,
+    check_job_name,
+)
 
+#: The repository (image build contexts are folders of it).
+REPO = Path(__file__).resolve().parents[2]
 #: Cluster names prefix IAM role names (64 characters at most).
 CLUSTER_NAME_MAX = 40
 EFA_ONLY_MIN_VPC_CNI_TEXT = version_text(EFA_ONLY_MIN_VPC_CNI)
@@ -39,8 +50,13 @@ class Sections:
     group_names: list[str]
     """Every worker group the stack names (valid or not)."""
     catalog: Catalog
-    training: Optional[TrainingConfig]
-    health: HealthCheckConfig
+    images: dict[str, ImageConfig]
+    """Every image (the default training image included)."""
+    datasets: dict[str, DatasetConfig]
+    jobs: dict[str, JobConfig]
+    """Jobs that passed their own validation."""
+    job_names: list[str]
+    """Every job the stack names (valid or not)."""
     failed: set[str] = field(default_factory=set)
     """Config paths (``cluster``, ``nodeGroups.gpu``) whose own validation failed."""
     failed_group_types: dict[str, list[str]] = field(default_factory=dict)
@@ -168,65 +184,133 @@ def check_group_names(s: Sections, problems: list[str]) -> None:
         problems.append(f"{key('nodeGroups')}: define at least one worker group, or remove the key")
 
 
-def check_training(s: Sections, problems: list[str]) -> Optional[TrainingConfig]:
-    """The training group exists and is large enough; fills in the defaults that depend on it
-    (``nodeGroup`` when there is one group, ``maxWorkers`` = the group's maxSize)."""
-    t = s.training
-    if t is None:
-        if "evaluation" in s.set_keys:
-            problems.append(f"{key('evaluation')}: set without {key('training')}; evaluation needs a training run")
-        return None
-    group_name = t.node_group
-    if group_name is None and len(s.group_names) == 1:
-        group_name = s.group_names[0]
-        t = t.model_copy(update={"node_group": group_name})
-    if group_name is None:
-        problems.append(
-            f"{key('training.nodeGroup')}: required when there is not exactly one worker group; "
-            f"name one of {', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
-        )
-        return t
-    if group_name not in s.group_names:
-        if "nodeGroups" not in s.failed:
+def check_images(s: Sections, problems: list[str]) -> None:
+    """Each built image's folder exists in the repository and holds its Dockerfile."""
+    for name, image in s.images.items():
+        if image.context is None:
+            continue
+        folder = REPO / image.context
+        if not (folder / image.dockerfile).is_file():
             problems.append(
-                f"{key('training.nodeGroup')}: {group_name!r} is not a worker group; use one of "
-                f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
+                f"{key(f'images.{name}.context')}: {image.context}/{image.dockerfile} does not exist in the repository; "
+                "give a folder of this repository that holds the Dockerfile"
             )
-        return t
-    g = s.groups.get(group_name)
-    if g is None:
-        return t  # the group failed its own validation: reported there
-    if t.workers > g.max_size:
-        problems.append(
-            f"{key('training.workers')}: {t.workers} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): one "
-            "worker runs per node; raise maxSize or lower workers"
-        )
-    if t.max_workers is not None and t.max_workers > g.max_size:
-        problems.append(
-            f"{key('training.maxWorkers')}: {t.max_workers} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}); "
-            "lower maxWorkers or raise maxSize"
-        )
-    if t.max_workers is None:
-        t = t.model_copy(update={"max_workers": g.max_size})
-    return t
 
 
-def check_health(s: Sections, training: Optional[TrainingConfig], problems: list[str]) -> None:
+def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
+    """A cycle of ``after`` references (as a path ``a -> b -> a``), or ``None``."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(n: str) -> Optional[list[str]]:
+        state[n] = 1
+        path.append(n)
+        for m in jobs.get(n, []):
+            if state.get(m) == 1:
+                return path[path.index(m):] + [m]
+            if m in jobs and state.get(m) is None and (found := visit(m)):
+                return found
+        state[n] = 2
+        path.pop()
+        return None
+
+    for n in sorted(jobs):
+        if state.get(n) is None and (found := visit(n)):
+            return found
+    return None
+
+
+def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
+    """Jobs against node groups, images, datasets and each other; returns the jobs with the defaults that
+    depend on their group filled in (``nodeGroup`` when there is one worker group, ``maxNodes`` of an
+    elastic job = the group's maxSize)."""
+    if "jobs" in s.set_keys and not s.job_names and "jobs" not in s.failed:
+        problems.append(f"{key('jobs')}: define at least one job, or remove the key")
+    for name in s.job_names:
+        if why := check_job_name(name):
+            problems.append(f"{key(f'jobs.{name}')}: {why}")
+    out: dict[str, JobConfig] = {}
+    for name, job in s.jobs.items():
+        path = f"jobs.{name}"
+        group_name = job.node_group
+        if group_name is None and len(s.group_names) == 1:
+            group_name = s.group_names[0]
+            job = job.model_copy(update={"node_group": group_name})
+        out[name] = job
+        if group_name is None:
+            problems.append(
+                f"{key(f'{path}.nodeGroup')}: required when there is not exactly one worker group; name one of "
+                f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
+                + (" (or system, for a command job)" if job.kind == "command" else "")
+            )
+        elif group_name == SYSTEM_ROLE:
+            if job.kind != "command":
+                problems.append(f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light command jobs only; "
+                                f"run {job.kind} jobs on a worker group")
+            elif job.nodes > s.system.max_size:
+                problems.append(f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} ({s.system.max_size})")
+        elif group_name not in s.group_names:
+            if "nodeGroups" not in s.failed:
+                problems.append(
+                    f"{key(f'{path}.nodeGroup')}: {group_name!r} is not a worker group; use one of "
+                    f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
+                )
+        elif (g := s.groups.get(group_name)) is not None:
+            top = job.max_nodes if job.max_nodes is not None else job.nodes
+            if job.nodes > g.max_size:
+                problems.append(
+                    f"{key(f'{path}.nodes')}: {job.nodes} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): one "
+                    "pod runs per node; raise maxSize or lower nodes"
+                )
+            elif top > g.max_size:
+                problems.append(
+                    f"{key(f'{path}.maxNodes')}: {top} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}); "
+                    "lower maxNodes or raise maxSize"
+                )
+            if job.kind in ELASTIC_KINDS and job.max_nodes is None:
+                out[name] = job.model_copy(update={"max_nodes": max(g.max_size, job.nodes)})
+            facts = s.catalog.get(g.instance_types[0])
+            if facts is not None and job.processes_per_node is not None:
+                limit, what = (facts.gpus, "GPUs") if facts.is_gpu else (facts.vcpus, "vCPUs")
+                if job.processes_per_node > limit:
+                    problems.append(
+                        f"{key(f'{path}.processesPerNode')}: {job.processes_per_node} > the {limit} {what} of "
+                        f"{facts.name}; run at most one process per {what[:-1]}"
+                    )
+            check_health(s, path, job, facts, problems)
+        if job.image not in s.images and "images" not in s.failed:
+            problems.append(f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
+                            f"(or define it under {key('images')})")
+        if job.dataset is not None and job.dataset not in s.datasets and "datasets" not in s.failed:
+            problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
+                            f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}")
+        for i, other in enumerate(job.after):
+            if other == name:
+                problems.append(f"{key(f'{path}.after[{i}]')}: a job cannot wait for itself")
+            elif other not in s.job_names:
+                problems.append(f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; use one of "
+                                f"{', '.join(sorted(n for n in s.job_names if n != name))}")
+    cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
+    if cycle:
+        problems.append(f"{key(f'jobs.{cycle[0]}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
+                        "remove one of these after entries")
+    return out
+
+
+def check_health(s: Sections, path: str, job: JobConfig, facts: Optional[InstanceType], problems: list[str]) -> None:
     """An enforced check needs a threshold: configured, or a published figure for the type."""
-    h = s.health
-    if not h.enforce or h.min_bus_bandwidth_gbytes_per_s is not None or training is None:
+    h = job.health_check
+    if h is None or not h.enabled or not h.enforce or h.min_bus_bandwidth_gbytes_per_s is not None:
         return
-    g = s.groups.get(training.node_group or "")
-    facts = s.catalog.get(g.instance_types[0]) if g else None
     if facts is not None and facts.name not in REFERENCE_ALLREDUCE:
         problems.append(
-            f"{key('healthCheck.enforce')}: there is no published all-reduce bandwidth for {facts.name} to derive a "
-            f"threshold from; set {key('healthCheck.minBusBandwidthGBps')} (GB/s)"
+            f"{key(f'{path}.healthCheck.enforce')}: there is no published all-reduce bandwidth for {facts.name} to "
+            f"derive a threshold from; set {key(f'{path}.healthCheck.minBusBandwidthGBps')} (GB/s)"
         )
 
 
-def cross_section(s: Sections) -> tuple[list[str], Optional[TrainingConfig]]:
-    """Every cross-section rule; returns the problems and the training section with its defaults filled in."""
+def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
+    """Every cross-section rule; returns the problems and the jobs with their defaults filled in."""
     problems: list[str] = []
     check_cluster_name(s, problems)
     check_network(s, problems)
@@ -237,6 +321,6 @@ def cross_section(s: Sections) -> tuple[list[str], Optional[TrainingConfig]]:
     for name, types in s.failed_group_types.items():
         for i, t in enumerate(types):
             _known(s, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
-    training = check_training(s, problems)
-    check_health(s, training, problems)
-    return problems, training
+    check_images(s, problems)
+    jobs = check_jobs(s, problems)
+    return problems, jobs

@@ -1,0 +1,70 @@
+"""``CommandJob``: any image and command on one or more nodes, for frameworks this project does not know."""
+
+from typing import Optional, Sequence, TypedDict
+
+import pulumi
+from typing_extensions import NotRequired
+
+from components.conventions import COMMON_LABELS
+from components.workloads.pods import (
+    MASTER_PORT,
+    JobSpec,
+    WorkerPlacement,
+    indexed_job,
+    job_env,
+    peer_env,
+    worker_env,
+)
+
+
+class CommandJobArgs(TypedDict):
+    """Inputs of :class:`CommandJob`."""
+
+    job: JobSpec
+    """Namespace, claim, image, output folder, arguments, data, order and code of the job."""
+    placement: WorkerPlacement
+    """Node selection, tolerations and per-pod requests (from the node group's plan)."""
+    command: Sequence[str]
+    """The container command (``args`` of the job follow it)."""
+    nodes: int
+    """Pods (one per node)."""
+    max_retries: NotRequired[int]
+    """Pod failures tolerated per node before the Job fails. Default 3."""
+
+
+class CommandJob(pulumi.ComponentResource):
+    """An Indexed Job plus a headless Service running ``command`` in ``nodes`` pods. Each pod gets the job's
+    environment (``OUTPUT_DIR``, ``DATA_DIR``, ...) and where its peers are: ``JOB_INDEX``, ``JOB_SIZE``,
+    ``JOB_PEERS``, ``MASTER_ADDR``/``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``/``NODE_RANK`` (enough for
+    ``torch.distributed``'s ``env://``, JAX, Ray or a script of one's own)."""
+
+    job_name: pulumi.Output[str]
+    """Name of the Job."""
+    output_dir: pulumi.Output[str]
+    """The job's output folder inside the pods; resolves after the Job is created."""
+
+    def __init__(self, name: str, args: CommandJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:CommandJob", name, None, opts)
+        spec = args["job"]
+        placement = args["placement"]
+        nodes = args["nodes"]
+        env = {
+            **worker_env(placement),
+            **peer_env(spec["job_name"], spec["namespace"], nodes),
+            **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
+        }
+        _, job = indexed_job(
+            name,
+            self,
+            spec,
+            labels={**COMMON_LABELS, "app.kubernetes.io/name": "command-job"},
+            placement=placement,
+            nodes=nodes,
+            command=[*args["command"], *(spec.get("args") or [])],
+            env=env,
+            backoff_limit=int(args.get("max_retries", 3)) * nodes,
+            ports=(("peers", MASTER_PORT),),
+        )
+        self.job_name = job.metadata.name
+        self.output_dir = job.metadata.apply(lambda _: spec["output_dir"])
+        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

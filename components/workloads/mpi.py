@@ -1,0 +1,258 @@
+"""MPI jobs (Horovod, nccl-tests, any MPI program) as ``MPIJob`` (kubeflow.org/v2beta1), run by the Kubeflow
+MPI Operator, which :class:`MpiOperator` installs from its release manifest (pinned in the catalog).
+
+The operator creates the workers, an SSH key Secret and the hostfile (``/etc/mpi/hostfile``), then the
+launcher, which runs ``mpirun``. This module builds the ``mpirun`` command line and its environment
+(:func:`mpirun_command`): the workers' environment is forwarded with ``-x``, so every rank sees the same
+variables as a pod of any other job on that node group.
+"""
+
+import re
+from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, get_args
+
+import pulumi
+import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
+
+from components.catalog import MANIFESTS
+from components.conventions import COMMON_LABELS, NO_EVICT
+from components.workloads.pods import (
+    PREDECESSOR_FAILED_EXIT_CODE,
+    SHARED_VOLUME_MOUNT,
+    WORKER_CONTAINER,
+    JobSpec,
+    WorkerPlacement,
+    container_security,
+    created_after,
+    env_list,
+    job_env,
+    job_identity,
+    pod_security,
+    shared_volume,
+    worker_env,
+    worker_resources,
+)
+
+#: ``launcherCreationPolicy`` values, spelled exactly as the controller compares them: the CRD does not
+#: validate the field and the controller tests for ``AtStartup`` only, so any other spelling silently
+#: means "wait for workers" (https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L678).
+LauncherCreationPolicy = Literal["AtStartup", "WaitForWorkersReady"]
+LAUNCHER_CREATION_POLICIES: tuple[str, ...] = get_args(LauncherCreationPolicy)
+#: The hostfile the operator mounts in the launcher.
+HOSTFILE = "/etc/mpi/hostfile"
+#: Our MPI images' convention (images/nccl-tests, images/horovod): user ``mpiuser`` (UID 1000) runs sshd with
+#: its own configuration; the operator mounts the SSH keys in its home.
+SSH_AUTH_MOUNT_PATH = "/home/mpiuser/.ssh"
+SSHD_COMMAND = ("/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config")
+#: OpenMPI settings AWS's EFA MPI jobs use: TCP for MPI's own traffic (NCCL/libfabric carries the data
+#: over EFA), no UCX, not the loopback or container bridges.
+OPENMPI_MCA: Mapping[str, str] = {"pml": "^ucx", "btl": "tcp,self", "btl_tcp_if_exclude": "lo,docker0,veth_def_agent"}
+#: Keys whose values are maps with user-chosen keys: not converted to camelCase.
+_MAP_KEYS = frozenset({"labels", "annotations", "node_selector", "match_labels", "requests", "limits"})
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+
+
+def camel(value: Any, key: str = "") -> Any:
+    """A pod template written with the Python SDK's snake_case keys, as the camelCase a custom resource
+    needs (custom resources are sent as they are; maps with user keys are left alone)."""
+    if isinstance(value, dict):
+        if key in _MAP_KEYS:
+            return dict(value)
+        out = {}
+        for k, v in value.items():
+            new = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k
+            out[new] = camel(v, k)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [camel(v, key) for v in value]
+    return value
+
+
+def mpirun_command(
+    program: Sequence[str],
+    *,
+    nodes: int,
+    slots: int,
+    env_names: Sequence[str],
+    hostfile: str = HOSTFILE,
+    mca: Mapping[str, str] = OPENMPI_MCA,
+) -> list[str]:
+    """The launcher's ``mpirun`` (OpenMPI): ``slots`` ranks on each of ``nodes`` hosts of the hostfile (the
+    hostfile is named explicitly: OpenMPI 5 ignores the operator's ORTE variable,
+    https://github.com/kubeflow/mpi-operator/issues/842), not bound to cores (the frameworks place their
+    threads), every variable of ``env_names`` forwarded to the ranks."""
+    cmd = ["mpirun", "--hostfile", hostfile, "-np", str(nodes * slots), "--map-by", f"ppr:{slots}:node", "--bind-to", "none"]
+    for k, v in mca.items():
+        cmd += ["--mca", k, v]
+    for name in sorted(env_names):
+        cmd += ["-x", name]
+    return cmd + list(program)
+
+
+class MpiOperatorArgs(TypedDict):
+    """Inputs of :class:`MpiOperator`."""
+
+    version: NotRequired[str]
+    """Override of the release pinned in the catalog (a tag of github.com/kubeflow/mpi-operator)."""
+
+
+class MpiOperator(pulumi.ComponentResource):
+    """The Kubeflow MPI Operator from its release manifest (CRD, RBAC, Deployment in ``mpi-operator``),
+    applied with server-side apply (the CRD is too large for client-side apply). Needs a ``kubernetes``
+    provider in ``opts``."""
+
+    crd_name: pulumi.Output[str]
+    """``mpijobs.kubeflow.org``; resolves once the manifest is applied (MPIJobs built from it come after)."""
+    version: pulumi.Output[str]
+    """The operator release installed."""
+
+    def __init__(self, name: str, args: MpiOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:MpiOperator", name, None, opts)
+        manifest = MANIFESTS["mpi-operator"]
+        version = args.get("version") or manifest.version
+        url = manifest.url.replace(f"/{manifest.version}/", f"/{version}/")
+        applied = k8s.yaml.v2.ConfigFile(f"{name}-manifest", file=url, opts=pulumi.ResourceOptions(parent=self))
+        self.crd_name = applied.urn.apply(lambda _: "mpijobs.kubeflow.org")
+        self.version = pulumi.Output.from_input(version)
+        self.register_outputs({"crd_name": self.crd_name, "version": self.version})
+
+
+class MpiJobArgs(TypedDict):
+    """Inputs of :class:`MpiJob`."""
+
+    job: JobSpec
+    """Namespace, claim, image, output folder, arguments, data, order and code of the job."""
+    placement: WorkerPlacement
+    """The workers' node selection, tolerations and per-pod requests (from the node group's plan)."""
+    launcher_node_selector: Mapping[str, str]
+    """Where the launcher (which only runs ``mpirun``) goes: the system nodes."""
+    command: Sequence[str]
+    """The program every rank runs (``args`` of the job follow it)."""
+    nodes: int
+    """Workers (one pod per node)."""
+    operator_ready: pulumi.Input[str]
+    """An Output of the installed operator (``MpiOperator.crd_name``): the MPIJob is created after it."""
+    launcher_command: NotRequired[Sequence[str]]
+    """A command the launcher runs with ``mpirun ...`` appended (e.g. a parser of the benchmark's output)."""
+    slots_per_worker: NotRequired[int]
+    """Ranks per worker; default the placement's processes per node (one per GPU)."""
+    launcher_creation_policy: NotRequired[str]
+    """``WaitForWorkersReady`` (default: the launcher starts once every worker runs sshd) or ``AtStartup``."""
+    worker_command: NotRequired[Sequence[str]]
+    """What workers run (sshd for the launcher's ``mpirun``); default our images' non-root sshd."""
+    ssh_auth_mount_path: NotRequired[str]
+    """Where the operator mounts the SSH keys; default our images' ``/home/mpiuser/.ssh``."""
+    backoff_limit: NotRequired[int]
+    """Launcher retries before the MPIJob fails. Default 3."""
+
+
+class MpiJob(pulumi.ComponentResource):
+    """An ``MPIJob``: a launcher on the system nodes running ``mpirun`` (after waiting for the jobs it depends
+    on), and ``nodes`` workers with the node group's GPUs, EFA devices, huge pages and NCCL/libfabric
+    environment, one per node. Needs a ``kubernetes`` provider in ``opts`` and the MPI Operator."""
+
+    job_name: pulumi.Output[str]
+    """Name of the MPIJob."""
+    output_dir: pulumi.Output[str]
+    """The job's output folder inside the pods; resolves after the MPIJob is created."""
+
+    def __init__(self, name: str, args: MpiJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:MpiJob", name, None, opts)
+        spec = args["job"]
+        placement = args["placement"]
+        nodes = args["nodes"]
+        slots = int(args.get("slots_per_worker") or placement["procs_per_node"])
+        policy = args.get("launcher_creation_policy", "WaitForWorkersReady")
+        if policy not in LAUNCHER_CREATION_POLICIES:
+            raise ValueError(f"{name}: launcher_creation_policy must be one of {', '.join(LAUNCHER_CREATION_POLICIES)}")
+        job_name = spec["job_name"]
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", "eks-training/job": job_name}
+        identity = job_identity(self, name, spec)
+        env = {**worker_env(placement), **job_env(spec, nodes=nodes, procs_per_node=slots)}
+        command = [
+            *(args.get("launcher_command") or []),
+            *mpirun_command([*args["command"], *(spec.get("args") or [])], nodes=nodes, slots=slots, env_names=list(env)),
+        ]
+        timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
+        launcher: k8s.core.v1.PodTemplateSpecArgsDict = {
+            "metadata": {"labels": labels},
+            "spec": {
+                "service_account_name": identity.service_account.metadata.name,
+                "automount_service_account_token": identity.needs_token,
+                "node_selector": dict(args["launcher_node_selector"]),
+                "security_context": pod_security(),
+                "init_containers": identity.init_containers,
+                "containers": [
+                    {
+                        "name": "launcher",
+                        "image": spec["image"],
+                        "command": command,
+                        "env": env_list(env),
+                        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                        "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts],
+                        "security_context": container_security(),
+                    }
+                ],
+                "volumes": [shared_volume(spec["pvc_name"]), *identity.volumes],
+            },
+        }
+        tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
+        worker: k8s.core.v1.PodTemplateSpecArgsDict = {
+            # the autoscaler must not evict a running rank to consolidate nodes
+            "metadata": {"labels": labels, "annotations": dict(NO_EVICT)},
+            "spec": {
+                "automount_service_account_token": False,
+                "node_selector": dict(placement["node_selector"]),
+                "tolerations": tolerations,
+                "security_context": pod_security(),
+                "containers": [
+                    {
+                        "name": WORKER_CONTAINER,
+                        "image": spec["image"],
+                        "command": list(args.get("worker_command") or SSHD_COMMAND),
+                        "env": env_list(env),
+                        "resources": worker_resources(placement),
+                        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}],
+                        "security_context": container_security(),
+                    }
+                ],
+                "volumes": [
+                    shared_volume(spec["pvc_name"]),
+                    {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                ],
+            },
+        }
+        mpi_spec = {
+            "slotsPerWorker": slots,
+            "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
+            "launcherCreationPolicy": policy,
+            "mpiImplementation": "OpenMPI",
+            "runPolicy": {
+                "cleanPodPolicy": "Running",
+                "backoffLimit": int(args.get("backoff_limit", 3)),
+                "activeDeadlineSeconds": timeout_s,
+            },
+            "mpiReplicaSpecs": {
+                "Launcher": {"replicas": 1, "restartPolicy": "OnFailure", "template": camel(launcher)},
+                "Worker": {"replicas": nodes, "restartPolicy": "Never", "template": camel(worker)},
+            },
+        }
+        # custom resources are awaited only when told how (pulumi-kubernetes' waitFor annotation)
+        annotations = {"pulumi.com/waitFor": "condition=Succeeded"} if spec.get("wait_for_completion") else {"pulumi.com/skipAwait": "true"}
+        job = k8s.apiextensions.CustomResource(
+            f"{name}-mpijob",
+            api_version="kubeflow.org/v2beta1",
+            kind="MPIJob",
+            metadata={
+                "name": created_after({**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]}, job_name, identity.waits),
+                "namespace": spec["namespace"],
+                "labels": labels,
+                "annotations": {**annotations, "eks-training/predecessor-failed-exit-code": str(PREDECESSOR_FAILED_EXIT_CODE)},
+            },
+            spec=mpi_spec,
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )
+        created = job.id.apply(lambda _: job_name)  # resolves once created (and, when awaited, succeeded)
+        self.job_name = created
+        self.output_dir = created.apply(lambda _: spec["output_dir"])
+        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

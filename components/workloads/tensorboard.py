@@ -1,0 +1,97 @@
+"""``TensorBoard``: a TensorBoard server for the jobs' log folders on the shared volume."""
+
+from typing import Mapping, Optional, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.conventions import COMMON_LABELS, SHARED_MOUNT
+from components.naming import k8s_name
+from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
+
+TENSORBOARD_PORT = 6006
+
+
+def logdir_spec(log_dirs: Mapping[str, str]) -> str:
+    """TensorBoard's ``--logdir_spec``: ``name:path`` pairs, one run group per job."""
+    return ",".join(f"{name}:{path}" for name, path in sorted(log_dirs.items()))
+
+
+class TensorBoardArgs(TypedDict):
+    """Inputs of :class:`TensorBoard`."""
+
+    namespace: pulumi.Input[str]
+    """Namespace (holds the shared claim)."""
+    pvc_name: pulumi.Input[str]
+    """The shared claim, mounted read-only."""
+    image: pulumi.Input[str]
+    """An image with the ``tensorboard`` command (the toolbox image)."""
+    log_dirs: Mapping[str, str]
+    """Job name -> its TensorBoard log folder inside the pods."""
+    node_selector: Mapping[str, str]
+    """Where TensorBoard runs (the system nodes)."""
+
+
+class TensorBoard(pulumi.ComponentResource):
+    """A Deployment serving the jobs' log folders (read-only) and a ClusterIP Service; reach it with
+    ``kubectl port-forward`` (no load balancer, no public endpoint)."""
+
+    service_name: pulumi.Output[str]
+    """Name of the ClusterIP Service."""
+    port_forward_command: pulumi.Output[str]
+    """``kubectl port-forward`` to http://127.0.0.1:6006."""
+
+    def __init__(self, name: str, args: TensorBoardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:TensorBoard", name, None, opts)
+        app = k8s_name(name)
+        selector = {"app.kubernetes.io/name": "tensorboard", "app.kubernetes.io/instance": app}
+        labels = {**COMMON_LABELS, **selector}
+        probe: k8s.core.v1.ProbeArgsDict = {"http_get": {"path": "/", "port": TENSORBOARD_PORT}, "period_seconds": 10}
+        deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata={"name": app, "namespace": args["namespace"], "labels": labels},
+            spec={
+                "replicas": 1,
+                "selector": {"match_labels": selector},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "automount_service_account_token": False,
+                        "node_selector": dict(args["node_selector"]),
+                        "security_context": pod_security(),
+                        "containers": [
+                            {
+                                "name": "tensorboard",
+                                "image": args["image"],
+                                "command": [
+                                    "tensorboard",
+                                    "--logdir_spec", logdir_spec(args["log_dirs"]),
+                                    "--bind_all",
+                                    "--port", str(TENSORBOARD_PORT),
+                                    "--reload_interval", "60",
+                                ],
+                                "env": [{"name": "HOME", "value": "/tmp"}],
+                                "ports": [{"name": "http", "container_port": TENSORBOARD_PORT}],
+                                "readiness_probe": probe,
+                                "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+                                "volume_mounts": [{"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True}, TMP_MOUNT],
+                                "security_context": container_security(read_only_root=True),
+                            }
+                        ],
+                        "volumes": [shared_volume(args["pvc_name"]), TMP_VOLUME],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        service = k8s.core.v1.Service(
+            f"{name}-service",
+            metadata={"name": app, "namespace": args["namespace"], "labels": labels},
+            spec={"type": "ClusterIP", "selector": selector, "ports": [{"name": "http", "port": TENSORBOARD_PORT, "target_port": TENSORBOARD_PORT}]},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
+        )
+        self.service_name = service.metadata.name
+        self.port_forward_command = pulumi.Output.concat(
+            "kubectl port-forward -n ", service.metadata.namespace, " svc/", service.metadata.name, f" {TENSORBOARD_PORT}:{TENSORBOARD_PORT}"
+        )
+        self.register_outputs({"service_name": self.service_name, "port_forward_command": self.port_forward_command})

@@ -1,0 +1,76 @@
+"""``TensorFlowJob``: multi-worker TensorFlow (``MultiWorkerMirroredStrategy``) without an operator."""
+
+import json
+from typing import Optional, Sequence, TypedDict
+
+import pulumi
+from typing_extensions import NotRequired
+
+from components.conventions import COMMON_LABELS
+from components.workloads.pods import JobSpec, WorkerPlacement, indexed_job, job_env, peer_hosts, worker_env
+
+#: The port each TensorFlow worker serves its collective ops on.
+TF_PORT = 2222
+#: Keras 3 (TensorFlow >= 2.16's default) does not support MultiWorkerMirroredStrategy; tf-keras does
+#: (https://github.com/keras-team/keras/issues/20585, https://github.com/tensorflow/tensorflow/issues/72388).
+LEGACY_KERAS_ENV = {"TF_USE_LEGACY_KERAS": "1"}
+
+
+def tf_config(workers: Sequence[str], index: str) -> str:
+    """``TF_CONFIG`` of one worker: the cluster (``host:port`` of every worker, in index order) and this
+    worker's task. ``index`` is ``$(JOB_INDEX)`` in the pods (Kubernetes expands it from the downward API)."""
+    cluster = json.dumps({"worker": list(workers)}, separators=(",", ":"))
+    return f'{{"cluster":{cluster},"task":{{"type":"worker","index":{index}}}}}'
+
+
+class TensorFlowJobArgs(TypedDict):
+    """Inputs of :class:`TensorFlowJob`."""
+
+    job: JobSpec
+    """Namespace, claim, image, output folder, arguments, data, order and code of the job."""
+    placement: WorkerPlacement
+    """Node selection, tolerations and per-pod requests (from the node group's plan)."""
+    command: Sequence[str]
+    """The trainer's command (``args`` of the job follow it)."""
+    nodes: int
+    """Workers (one pod per node)."""
+    max_retries: NotRequired[int]
+    """Pod failures tolerated per worker before the Job fails (a restarted worker resumes from its
+    BackupAndRestore backup). Default 3."""
+
+
+class TensorFlowJob(pulumi.ComponentResource):
+    """An Indexed Job plus a headless Service; each worker gets ``TF_CONFIG`` with every worker's stable
+    hostname (``<job>-<i>.<service>:2222``) and its own index, and ``TF_USE_LEGACY_KERAS=1``."""
+
+    job_name: pulumi.Output[str]
+    """Name of the Job."""
+    output_dir: pulumi.Output[str]
+    """The job's output folder inside the pods; resolves after the Job is created."""
+
+    def __init__(self, name: str, args: TensorFlowJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:TensorFlowJob", name, None, opts)
+        spec = args["job"]
+        placement = args["placement"]
+        nodes = args["nodes"]
+        hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: peer_hosts(spec["job_name"], ns, nodes))
+        env = {
+            **worker_env(placement, LEGACY_KERAS_ENV),
+            **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
+            "TF_CONFIG": hosts.apply(lambda h: tf_config([f"{x}:{TF_PORT}" for x in h], "$(JOB_INDEX)")),
+        }
+        _, job = indexed_job(
+            name,
+            self,
+            spec,
+            labels={**COMMON_LABELS, "app.kubernetes.io/name": "tensorflow-job"},
+            placement=placement,
+            nodes=nodes,
+            command=[*args["command"], *(spec.get("args") or [])],
+            env=env,
+            backoff_limit=int(args.get("max_retries", 3)) * nodes,
+            ports=(("tf", TF_PORT),),
+        )
+        self.job_name = job.metadata.name
+        self.output_dir = job.metadata.apply(lambda _: spec["output_dir"])
+        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

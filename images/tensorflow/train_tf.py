@@ -1,0 +1,164 @@
+"""Multi-worker TensorFlow training on CIFAR-10 with ``MultiWorkerMirroredStrategy``.
+
+Every worker runs this script with ``TF_CONFIG`` (TensorFlowJob sets it: the cluster of every worker's
+stable hostname and this worker's index); one worker alone runs without it. The model (a small CNN with
+batch normalisation) trains on the CIFAR-10 python batches staged on the shared volume, each worker on its
+shard of every global batch; ``BackupAndRestore`` keeps a backup in ``<output>/backup`` after every epoch
+(and every ``--backup-every-steps``), so workers restarted after a failure resume from it. The chief
+(worker 0) writes TensorBoard logs to ``<output>/tensorboard``, the model to ``<output>/model.keras`` and
+``<output>/summary.json``; every worker writes ``<output>/worker-<index>.json`` with a checksum of its
+final weights (identical on every worker when training was synchronous).
+
+Uses ``tf_keras`` with ``TF_USE_LEGACY_KERAS=1``: Keras 3 (TensorFlow's default since 2.16) does not work with
+MultiWorkerMirroredStrategy (https://github.com/keras-team/keras/issues/20585).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pickle
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+import numpy as np  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command line; ``--data-dir`` and ``--output-dir`` default to ``DATA_DIR`` and ``OUTPUT_DIR``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=os.environ.get("DATA_DIR"),
+                        help="folder holding cifar-10-batches-py/ (default $DATA_DIR)")
+    parser.add_argument("--output-dir", type=Path, default=os.environ.get("OUTPUT_DIR"),
+                        help="shared output folder (default $OUTPUT_DIR)")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=128, help="images per worker and step")
+    parser.add_argument("--learning-rate", type=float, default=0.05, help="for a global batch of 256, scaled linearly")
+    parser.add_argument("--steps-per-epoch", type=int, default=0, help="cap on steps per epoch (0: the whole epoch)")
+    parser.add_argument("--backup-every-steps", type=int, default=0, help="also back up every N steps (0: per epoch)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.data_dir is None or args.output_dir is None:
+        parser.error("--data-dir and --output-dir are required (or DATA_DIR and OUTPUT_DIR)")
+    for name in ("epochs", "batch_size"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    return args
+
+
+def load_split(data_dir: Path, train: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Images (N, 32, 32, 3) float32 in [0, 1] and labels of the CIFAR-10 python batches."""
+    root = data_dir / "cifar-10-batches-py" if (data_dir / "cifar-10-batches-py").is_dir() else data_dir
+    names = [f"data_batch_{i}" for i in range(1, 6)] if train else ["test_batch"]
+    images, labels = [], []
+    for name in names:
+        with open(root / name, "rb") as f:
+            batch = pickle.load(f, encoding="bytes")
+        images.append(np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+        labels.append(np.asarray(batch[b"labels"], dtype=np.int64))
+    return np.concatenate(images).astype(np.float32) / 255.0, np.concatenate(labels)
+
+
+def task() -> tuple[int, int]:
+    """(this worker's index, number of workers) from TF_CONFIG."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    workers = (config.get("cluster") or {}).get("worker") or [""]
+    return int((config.get("task") or {}).get("index", 0)), len(workers)
+
+
+def weights_digest(weights: list[np.ndarray]) -> str:
+    """sha256 of the model's weights (identical across workers after synchronous training)."""
+    h = hashlib.sha256()
+    for w in weights:
+        h.update(np.ascontiguousarray(w, dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Atomic write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(payload, f, indent=1)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import tensorflow as tf
+    import tf_keras as keras
+
+    index, workers = task()
+    chief = index == 0
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    tf.keras.utils.set_random_seed(args.seed)
+    x_train, y_train = load_split(args.data_dir, train=True)
+    x_test, y_test = load_split(args.data_dir, train=False)
+    global_batch = args.batch_size * strategy.num_replicas_in_sync
+    steps = len(x_train) // global_batch
+    if args.steps_per_epoch:
+        steps = min(steps, args.steps_per_epoch)
+    if steps < 1:
+        print(f"train_tf.py: error: a global batch of {global_batch} is larger than the {len(x_train)} images", file=sys.stderr)
+        return 2
+
+    def augment(x: Any, y: Any) -> tuple[Any, Any]:
+        x = tf.image.random_flip_left_right(x)
+        return x, y
+
+    train = (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(len(x_train), seed=args.seed)
+             .map(augment).repeat().batch(global_batch, drop_remainder=True).prefetch(2))
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    train = train.with_options(options)
+
+    with strategy.scope():
+        layers = keras.layers
+        model = keras.Sequential([
+            keras.Input((32, 32, 3)),
+            *[layer for width in (32, 64, 128) for layer in (
+                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(), layers.ReLU(),
+                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(), layers.ReLU(),
+                layers.MaxPooling2D())],
+            layers.GlobalAveragePooling2D(),
+            layers.Dense(10),
+        ])
+        lr = args.learning_rate * global_batch / 256
+        model.compile(optimizer=keras.optimizers.SGD(lr, momentum=0.9, nesterov=True),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+    out = args.output_dir
+    backup = keras.callbacks.BackupAndRestore(
+        str(out / "backup"), save_freq=args.backup_every_steps or "epoch", delete_checkpoint=False)
+    # only the chief logs where TensorBoard reads; the others write to a private folder
+    tb_dir = out / "tensorboard" if chief else Path(tempfile.mkdtemp(prefix=f"tb-worker-{index}-"))
+    started = time.time()
+    history = model.fit(train, epochs=args.epochs, steps_per_epoch=steps, verbose=2 if chief else 0,
+                        callbacks=[backup, keras.callbacks.TensorBoard(str(tb_dir), update_freq="epoch")])
+    seconds = time.time() - started
+    loss, accuracy = model.evaluate(x_test, y_test, batch_size=512, verbose=0)
+    digest = weights_digest(model.get_weights())
+    write_json(out / f"worker-{index}.json", {"index": index, "workers": workers, "weights_sha256": digest,
+                                             "test_accuracy": float(accuracy)})
+    if chief:
+        model.save(str(out / "model.keras"))
+        write_json(out / "summary.json", {
+            "epochs": args.epochs, "steps_per_epoch": steps, "global_batch": global_batch, "workers": workers,
+            "test_loss": float(loss), "test_accuracy": float(accuracy), "weights_sha256": digest,
+            "seconds": round(seconds, 3), "images_per_sec": round(len(history.epoch) * steps * global_batch / max(seconds, 1e-9), 1),
+            "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
+        })
+        print(json.dumps({"event": "done", "test_accuracy": float(accuracy), "weights_sha256": digest}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

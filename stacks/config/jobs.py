@@ -1,0 +1,251 @@
+"""Workload sections: ``images``, ``imageBuild``, ``datasets`` and ``jobs`` (a map of jobs of any kind).
+
+A job says what to run (kind, image, script or command, arguments, environment, code, dataset, order);
+where it runs and what each pod requests (GPUs, EFA, huge pages, ``/dev/shm``, tolerations, zone,
+NCCL/libfabric environment) comes from the plan of its node group, never from the job.
+"""
+
+import re
+from typing import Any, Literal, Optional, Union, get_args
+
+from pydantic import Field, field_validator, model_validator
+
+from components.image import ComputeType, validate_image_reference
+from components.workloads.pods import RendezvousBackend
+from stacks.config.base import MD5_RE, NAME_RE, Model
+from stacks.config.errors import check
+
+#: The kinds of job (listed once).
+JobKind = Literal["pytorch", "mpi", "tensorflow", "command"]
+JOB_KINDS: tuple[str, ...] = get_args(JobKind)
+#: Kinds whose node count can change while they run (torchrun elastic).
+ELASTIC_KINDS: frozenset[str] = frozenset({"pytorch"})
+
+#: The public CIFAR-10 python tarball, its published MD5 and size (https://www.cs.toronto.edu/~kriz/cifar.html).
+CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
+CIFAR10_BYTES = 170498071
+#: Job names become Kubernetes names: the Job, its pods ``<job>-<index>`` and Services ``<job>-workers``,
+#: ``<job>-allreduce``; 40 characters leave room for those suffixes within the 63 of a DNS label.
+JOB_NAME_MAX = 40
+#: The image every stack has: built from the repository's training/ folder; it also runs the
+#: project's helpers (dataset staging, the all-reduce check, waits, code download, TensorBoard).
+TOOLBOX_IMAGE = "training"
+#: Environment names the program sets itself (a job's ``env`` may not override them).
+RESERVED_ENV = frozenset({"OUTPUT_DIR", "DATA_DIR", "JOB_NAME", "JOB_SIZE", "JOB_PEERS", "PROCS_PER_NODE", "TF_CONFIG"})
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_S3_PREFIX_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^\s]*/)?$")
+_PATH_RE = re.compile(r"^[\w./-]+$")
+
+
+def relative_path_problem(v: str) -> Optional[str]:
+    """Why ``v`` is not a relative path inside the shared volume (or the repository), or ``None``."""
+    if ".." in v.split("/") or v.startswith("/") or not _PATH_RE.match(v):
+        return f"{v!r} must be a relative path inside the shared volume"
+    return None
+
+
+class ImageConfig(Model):
+    """One container image (key ``images.<name>``): built by CodeBuild from a folder of this repository,
+    or a prebuilt reference."""
+
+    context: Optional[str] = None
+    prebuilt: Optional[str] = None
+    dockerfile: str = "Dockerfile"
+
+    @field_validator("prebuilt")
+    @classmethod
+    def _prebuilt(cls, v: Optional[str]) -> Optional[str]:
+        why = None if v is None else validate_image_reference(v)
+        if why:
+            raise ValueError(f"{why}; give a pinned reference such as REGISTRY/REPO:TAG or REPO@sha256:...")
+        return v
+
+    @field_validator("context")
+    @classmethod
+    def _context(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (why := relative_path_problem(v)):
+            raise ValueError(why.replace("the shared volume", "the repository") + " (a folder with a Dockerfile)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ImageConfig":
+        if (self.context is None) == (self.prebuilt is None):
+            check([("", "set exactly one of context (a folder of this repository to build) or prebuilt (a pinned reference)")])
+        return self
+
+
+class ImageBuildConfig(Model):
+    """How images are built (key ``imageBuild``)."""
+
+    keep_images: int = Field(default=10, ge=1, le=1000)
+    build_timeout_minutes: int = Field(default=90, ge=5, le=2160)
+    compute_type: ComputeType = "BUILD_GENERAL1_LARGE"
+
+
+class DatasetConfig(Model):
+    """A dataset staged onto the shared volume once and shared by jobs (key ``datasets.<name>``)."""
+
+    source: str = CIFAR10_URL
+    md5: Optional[str] = None
+    expected_bytes: Optional[int] = Field(default=None, ge=1)
+    path: str = "datasets/cifar10"
+    timeout_minutes: int = Field(default=30, ge=5, le=1440)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cifar_checksum(cls, data: Any) -> Any:
+        """The public CIFAR-10 tarball is verified against its published checksum and size by default."""
+        if isinstance(data, dict) and data.get("source", CIFAR10_URL) == CIFAR10_URL:
+            if "md5" not in data and "expectedBytes" not in data:
+                return {**data, "md5": CIFAR10_MD5, "expectedBytes": CIFAR10_BYTES}
+        return data
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        if not v.startswith(("https://", "s3://")):
+            raise ValueError(f"{v!r} must be an https:// URL or an s3://bucket/key URI")
+        if v.startswith("s3://") and "/" not in v[len("s3://") :].strip("/"):
+            raise ValueError(f"{v!r} names a bucket but no object key")
+        return v
+
+    @field_validator("md5")
+    @classmethod
+    def _md5(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not MD5_RE.match(v):
+            raise ValueError(f"{v!r} is not an MD5 hex digest (32 hex characters)")
+        return v
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        if why := relative_path_problem(v):
+            raise ValueError(why)
+        return v
+
+
+class HealthCheckConfig(Model):
+    """The all-reduce bandwidth check run on a job's nodes before the job (key ``jobs.<name>.healthCheck``)."""
+
+    enabled: bool = True
+    enforce: bool = False
+    min_bus_bandwidth_gbytes_per_s: Optional[float] = Field(default=None, gt=0, alias="minBusBandwidthGBps")
+    max_bytes: Optional[int] = Field(default=None, ge=1 << 20, le=1 << 34)
+    timeout_minutes: int = Field(default=60, ge=5, le=1440)
+
+    @field_validator("max_bytes")
+    @classmethod
+    def _power_of_two(cls, v: Optional[int]) -> Optional[int]:
+        if v is not None and v & (v - 1):
+            raise ValueError(f"{v} is not a power of two (e.g. 1073741824)")
+        return v
+
+
+class JobConfig(Model):
+    """One job (key ``jobs.<name>``)."""
+
+    kind: JobKind
+    image: str = TOOLBOX_IMAGE
+    node_group: Optional[str] = None
+    nodes: int = Field(default=1, ge=1)
+    min_nodes: Optional[int] = Field(default=None, ge=1)
+    max_nodes: Optional[int] = Field(default=None, ge=1)
+    processes_per_node: Optional[int] = Field(default=None, ge=1)
+    script: Optional[str] = None
+    command: Optional[list[str]] = Field(default=None, min_length=1)
+    args: list[str] = Field(default_factory=list)
+    launcher_command: Optional[list[str]] = Field(default=None, min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    code: Optional[str] = None
+    dataset: Optional[str] = None
+    after: list[str] = Field(default_factory=list)
+    output_dir: Optional[str] = None
+    tensorboard: Union[bool, str] = False
+    rendezvous_backend: RendezvousBackend = "etcd-v2"
+    max_restarts: int = Field(default=3, ge=0, le=100)
+    timeout_hours: float = Field(default=24, gt=0, le=720)
+    wait_for_completion: bool = False
+    health_check: Optional[HealthCheckConfig] = None
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, v: dict[str, str]) -> dict[str, str]:
+        problems = [(k, f"{k!r} is not an environment variable name") for k in v if not _ENV_NAME_RE.match(k)]
+        problems += [(k, f"{k} is set by the program (from the plan); remove it") for k in v if k in RESERVED_ENV]
+        check(problems)
+        return v
+
+    @field_validator("code")
+    @classmethod
+    def _code(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not _S3_PREFIX_RE.match(v):
+            raise ValueError(f"{v!r} is not an s3://bucket/prefix/ URI (a prefix ending in '/')")
+        return v
+
+    @field_validator("output_dir")
+    @classmethod
+    def _output_dir(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (why := relative_path_problem(v)):
+            raise ValueError(why)
+        return v
+
+    @field_validator("tensorboard")
+    @classmethod
+    def _tensorboard(cls, v: Union[bool, str]) -> Union[bool, str]:
+        if isinstance(v, str) and (why := relative_path_problem(v)):
+            raise ValueError(why.replace("the shared volume", "the job's output folder"))
+        return v
+
+    @property
+    def elastic(self) -> bool:
+        """Node count given as a range (minNodes/maxNodes)."""
+        return self.min_nodes is not None or self.max_nodes is not None
+
+    @property
+    def tensorboard_dir(self) -> Optional[str]:
+        """The log directory TensorBoard serves, relative to the output folder (``None``: not served)."""
+        if self.tensorboard is True:
+            return "tensorboard"
+        return self.tensorboard or None
+
+    @model_validator(mode="after")
+    def _kind(self) -> "JobConfig":
+        problems: list[tuple[str, str]] = []
+        kind = self.kind
+        if self.elastic and kind not in ELASTIC_KINDS:
+            why = {
+                "mpi": "an MPI job has a fixed world size (mpirun -np)",
+                "tensorflow": "MultiWorkerMirroredStrategy has a fixed cluster (TF_CONFIG)",
+                "command": "a command job runs a fixed number of pods",
+            }[kind]
+            problems.append(("minNodes" if self.min_nodes is not None else "maxNodes",
+                             f"{kind} jobs cannot change size while running ({why}); set only nodes"))
+        if kind in ELASTIC_KINDS and self.min_nodes is not None and self.min_nodes > self.nodes:
+            problems.append(("minNodes", f"{self.min_nodes} > @{{nodes}} ({self.nodes}); set minNodes <= nodes"))
+        if kind in ELASTIC_KINDS and self.max_nodes is not None and self.nodes > self.max_nodes:
+            problems.append(("nodes", f"{self.nodes} > @{{maxNodes}} ({self.max_nodes}); raise maxNodes or lower nodes"))
+        if kind == "pytorch":
+            if self.script is None:
+                problems.append(("script", "a pytorch job runs a script under torchrun; set script (a path in the image, "
+                                           "or relative to the downloaded code)"))
+            if self.command is not None:
+                problems.append(("command", "a pytorch job's command is torchrun; give the script and args instead"))
+        else:
+            if self.command is None:
+                problems.append(("command", f"a {kind} job needs a command (the program{' each rank runs' if kind == 'mpi' else ''})"))
+            if self.script is not None:
+                problems.append(("script", f"only pytorch jobs take a script; put it in the command of a {kind} job"))
+            if "rendezvous_backend" in self.model_fields_set:
+                problems.append(("rendezvousBackend", "only pytorch jobs use a torchrun rendezvous"))
+        if self.launcher_command is not None and kind != "mpi":
+            problems.append(("launcherCommand", "only mpi jobs have a launcher (the command that runs mpirun)"))
+        check(problems)
+        return self
+
+
+def check_job_name(name: str) -> Optional[str]:
+    """Why ``name`` cannot name a job, or ``None``."""
+    if not NAME_RE.match(name) or len(name) > JOB_NAME_MAX:
+        return f"job name {name!r} must be 1-{JOB_NAME_MAX} lowercase letters, digits and '-'"
+    return None

@@ -1,0 +1,135 @@
+"""Wait until other jobs of the namespace have completed: the init container of a job with ``after``.
+
+Usage::
+
+    python /app/wait_for_jobs.py --namespace NS --job jobs/train [--job mpijobs/bench ...]
+
+Polls the Kubernetes API with the pod's service account (whose Role may only ``get`` those jobs) until
+every job reports success: a ``batch/v1`` Job the condition ``Complete``, a ``kubeflow.org/v2beta1``
+MPIJob the condition ``Succeeded``. A job that does not exist yet is waited for. Exit codes: 0 all
+completed, 3 one of them failed (the job that waits cannot run: its pod failure policy fails it at
+once), 1 the API could not be asked within ``--timeout-seconds``, 2 usage error. Every line on stdout
+is one JSON object. Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+#: API path and success condition per resource.
+RESOURCES: dict[str, tuple[str, str]] = {
+    "jobs": ("/apis/batch/v1/namespaces/{ns}/jobs/{name}", "Complete"),
+    "mpijobs": ("/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{name}", "Succeeded"),
+}
+EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_PREDECESSOR_FAILED = 0, 1, 2, 3
+
+
+def log(event: str, **fields: Any) -> None:
+    """One JSON object on stdout."""
+    print(json.dumps({"event": event, "component": "wait_for_jobs", "time": round(time.time(), 3), **fields}), flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--job", action="append", required=True, metavar="RESOURCE/NAME",
+                        help="a job to wait for: jobs/NAME (batch/v1 Job) or mpijobs/NAME (MPIJob); repeatable")
+    parser.add_argument("--poll-seconds", type=float, default=20.0)
+    parser.add_argument("--timeout-seconds", type=float, default=0.0,
+                        help="give up after this long without an answer from the API (0: never)")
+    parser.add_argument("--api-server", default=None,
+                        help="default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT")
+    parser.add_argument("--token-file", type=Path, default=SERVICE_ACCOUNT / "token")
+    parser.add_argument("--ca-file", type=Path, default=SERVICE_ACCOUNT / "ca.crt")
+    args = parser.parse_args(argv)
+    for job in args.job:
+        resource, _, name = job.partition("/")
+        if resource not in RESOURCES or not name:
+            parser.error(f"--job {job!r}: use jobs/NAME or mpijobs/NAME")
+    if args.poll_seconds <= 0:
+        parser.error("--poll-seconds must be > 0")
+    return args
+
+
+def job_state(obj: dict[str, Any], success: str) -> str:
+    """``succeeded``, ``failed`` or ``running`` from an object's status conditions."""
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("status") == "True" and cond.get("type") == success:
+            return "succeeded"
+        if cond.get("status") == "True" and cond.get("type") == "Failed":
+            return "failed"
+    return "running"
+
+
+class Api:
+    """GET requests to the Kubernetes API with a bearer token."""
+
+    def __init__(self, server: str, token_file: Path, ca_file: Path):
+        self.server = server.rstrip("/")
+        self.token_file = token_file
+        self.context = ssl.create_default_context(cafile=str(ca_file)) if server.startswith("https") and ca_file.exists() else None
+
+    def get(self, path: str) -> dict[str, Any] | None:
+        """The object, or ``None`` when it does not exist (404)."""
+        token = self.token_file.read_text().strip() if self.token_file.exists() else ""
+        req = urllib.request.Request(self.server + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=self.context) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Wait; returns the exit code."""
+    try:
+        args = parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code else EXIT_OK
+    server = args.api_server or f"https://{os.environ.get('KUBERNETES_SERVICE_HOST', 'kubernetes.default.svc')}:" \
+                                f"{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
+    api = Api(server, args.token_file, args.ca_file)
+    pending = list(dict.fromkeys(args.job))
+    last_answer = time.monotonic()
+    log("waiting", jobs=pending, namespace=args.namespace)
+    while pending:
+        for job in list(pending):
+            resource, _, name = job.partition("/")
+            path, success = RESOURCES[resource]
+            try:
+                obj = api.get(path.format(ns=args.namespace, name=name))
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                log("api_error", job=job, error=str(exc))
+                if args.timeout_seconds and time.monotonic() - last_answer > args.timeout_seconds:
+                    log("gave_up", job=job, after_seconds=args.timeout_seconds)
+                    return EXIT_UNREACHABLE
+                continue
+            last_answer = time.monotonic()
+            state = "missing" if obj is None else job_state(obj, success)
+            if state == "succeeded":
+                log("completed", job=job)
+                pending.remove(job)
+            elif state == "failed":
+                log("predecessor_failed", job=job, text=f"{job} failed; this job cannot run")
+                return EXIT_PREDECESSOR_FAILED
+        if pending:
+            time.sleep(args.poll_seconds)
+    log("all_completed", jobs=args.job)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
