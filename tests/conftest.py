@@ -19,8 +19,6 @@ from tests.harness import Program, run_program  # noqa: E402
 
 TIERS = ("unit", "mock", "moto", "real")
 
-_CACHE: dict[tuple[str, bool], Program] = {}
-
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test without exactly one tier marker is an error (it would silently never run, or run twice)."""
@@ -34,9 +32,6 @@ def program_for():
     """``program_for(stack, preview)`` evaluates the real program once per stack and mode."""
 
     def get(stack: str, preview: bool) -> Program:
-        key = (stack, preview)
-        if key not in _CACHE:
-            _CACHE[key] = run_program(stack, preview=preview)
-        return _CACHE[key]
+        return run_program(stack, preview=preview)
 
     return get

@@ -340,6 +340,9 @@ def _config_to_runtime(config: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+_RUNS: dict[tuple[str, bool], Program] = {}
+
+
 def run_program(
     stack: str,
     *,
@@ -347,8 +350,27 @@ def run_program(
     config: Optional[dict[str, Any]] = None,
     main: Path = REPO / "__main__.py",
     expect_error: bool = False,
+    fresh: bool = False,
 ) -> Program:
-    """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config."""
+    """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config. A stack's own
+    config evaluated by the real program is evaluated once per test session (``fresh`` evaluates again)."""
+    cached = config is None and main == REPO / "__main__.py" and not expect_error
+    if cached and not fresh and (stack, preview) in _RUNS:
+        return _RUNS[(stack, preview)]
+    program = _run_program(stack, preview=preview, config=config, main=main, expect_error=expect_error)
+    if cached and not fresh:
+        _RUNS[(stack, preview)] = program
+    return program
+
+
+def _run_program(
+    stack: str,
+    *,
+    preview: bool,
+    config: Optional[dict[str, Any]],
+    main: Path,
+    expect_error: bool,
+) -> Program:
     cfg = dict(stack_config(stack) if config is None else config)
     # Preflight talks to the AWS account; under mocks it is off unless a test turns it on (and
     # points boto3 at a moto server).

@@ -307,7 +307,7 @@ def _plain(o: Any) -> str:
 @pytest.mark.parametrize("stack", STACKS)
 def test_program_is_deterministic(program_for, stack: str) -> None:
     a = program_for(stack, False)
-    b = run_program(stack)
+    b = run_program(stack, fresh=True)
 
     def fingerprint(p: Program) -> list[tuple[str, str, str, str]]:
             return [(r.type, r.name, r.parent, json.dumps(r.inputs, sort_keys=True, default=_plain)) for r in p.registrations]

@@ -245,10 +245,10 @@ def test_changed_training_source_rebuilds_only_the_image_and_jobs(tmp_path: Path
     repo = tmp_path / "repo"
     shutil.copytree(REPO / "training", repo / "training", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(stacks.plan, "REPO", repo)
-    before = _fingerprints(run_program("workshop"))
-    assert before == _fingerprints(run_program("workshop")), "an unchanged context registers identical inputs (no rebuild)"
+    before = _fingerprints(run_program("workshop", fresh=True))
+    assert before == _fingerprints(run_program("workshop", fresh=True)), "an unchanged context registers identical inputs (no rebuild)"
     (repo / "training" / "train.py").write_text((repo / "training" / "train.py").read_text() + "\n# a change\n")
-    after = _fingerprints(run_program("workshop"))
+    after = _fingerprints(run_program("workshop", fresh=True))
     assert before.keys() == after.keys()
     changed = {urn.rsplit("::", 1)[1] for urn in before if before[urn] != after[urn]}
     assert changed == {
