@@ -17,7 +17,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from components.catalog import CLUSTER_AUTOSCALER_IMAGES, HELM_CHARTS
+from components.catalog import CLUSTER_AUTOSCALER
 from components.helm import pinned_release
 from components.iam import autoscaler_policy
 from components.pod_identity import pod_identity_role
@@ -29,8 +29,10 @@ NAMESPACE = "kube-system"
 
 def cluster_autoscaler_values(cluster_name: pulumi.Input[str], region: str, kubernetes_version: str) -> dict[str, Any]:
     """Helm values for the pinned chart."""
-    image = CLUSTER_AUTOSCALER_IMAGES[kubernetes_version]
-    repository, tag = image.rsplit(":", 1)
+    release = CLUSTER_AUTOSCALER.get(kubernetes_version)
+    if release is None:
+        raise ValueError(f"no cluster-autoscaler for Kubernetes {kubernetes_version}; one of {', '.join(CLUSTER_AUTOSCALER)}")
+    repository, tag = release.image.rsplit(":", 1)
     return {
         "cloudProvider": "aws",
         "awsRegion": region,
@@ -56,7 +58,7 @@ class ClusterAutoscalerArgs(TypedDict):
     cluster_name: pulumi.Input[str]
     """EKS cluster name (an Output that resolves once the cluster exists orders the autoscaler after it)."""
     kubernetes_version: str
-    """Kubernetes minor; selects the matching autoscaler image."""
+    """Kubernetes minor; selects the chart and the image of the same minor."""
     region: str
     """AWS region of the cluster."""
     chart_version: NotRequired[str]
@@ -89,7 +91,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         release = pinned_release(
             self,
             name,
-            HELM_CHARTS["cluster-autoscaler"],
+            CLUSTER_AUTOSCALER[args["kubernetes_version"]].chart,
             release_name="cluster-autoscaler",
             namespace=NAMESPACE,
             values=cluster_autoscaler_values(cluster_name, args["region"], args["kubernetes_version"]),

@@ -1,6 +1,6 @@
 """Hourly cost estimate of a stack (us-east-1 On-Demand list prices from the catalog), read from the plan.
 
-Counts the EKS control plane, NAT gateways and their public IPv4 addresses, the secrets KMS key, EC2
+Counts the EKS control plane (at the extended-support price when the stack opts in), NAT gateways and their public IPv4 addresses, the secrets KMS key, EC2
 instances and their gp3 root volumes; excludes what depends on usage (data transfer, NAT data
 processing, EFS storage, ECR storage, CloudWatch logs, CodeBuild minutes, KMS requests). "Running" uses the
 desired sizes, "idle" the minimum sizes. Spot groups are priced at On-Demand (an upper bound).
@@ -29,7 +29,8 @@ def _hourly(name: str) -> float:
 def estimate(plan: Plan) -> CostEstimate:
     """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
     cfg = plan.config
-    fixed = _hourly("eks-cluster") + _hourly("kms-key")
+    control_plane = "eks-cluster-extended" if cfg.cluster.support_type == "EXTENDED" else "eks-cluster"
+    fixed = _hourly(control_plane) + _hourly("kms-key")
     if cfg.network is not None:
         nats = cfg.network.zone_count if cfg.network.nat_gateways == "perAz" else 1
         fixed += (_hourly("nat-gateway") + _hourly("public-ipv4")) * nats

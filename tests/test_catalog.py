@@ -6,7 +6,9 @@ import subprocess
 import pytest
 
 from components.catalog import (
-    CLUSTER_AUTOSCALER_IMAGES,
+    CA_CHART_WITH_VOLUMEATTACHMENTS,
+    CLUSTER_AUTOSCALER,
+    KUBERNETES_VERSIONS,
     DEFAULT_KUBERNETES_VERSION,
     HELM_CHARTS,
     INSTANCE_TYPES,
@@ -46,11 +48,23 @@ def test_instance_facts_are_plausible() -> None:
             assert t.allocatable_memory_mib < t.memory_mib
 
 
-def test_kubernetes_versions_have_an_autoscaler() -> None:
-    assert DEFAULT_KUBERNETES_VERSION in SUPPORTED_KUBERNETES_VERSIONS
+def test_every_kubernetes_version_has_an_autoscaler_that_can_scale() -> None:
+    """Each supported minor maps to the autoscaler image of the same minor and a chart whose ClusterRole has
+    what autoscaler 1.32+ waits for (volumeattachments, from chart 9.46.3): without it the pod runs but never
+    scales (https://github.com/kubernetes/autoscaler/issues/7663)."""
+    assert DEFAULT_KUBERNETES_VERSION == SUPPORTED_KUBERNETES_VERSIONS[-1]
+    assert set(CLUSTER_AUTOSCALER) == set(SUPPORTED_KUBERNETES_VERSIONS) == set(KUBERNETES_VERSIONS)
     for version in SUPPORTED_KUBERNETES_VERSIONS:
-        image = CLUSTER_AUTOSCALER_IMAGES[version]
-        assert re.search(rf":v{re.escape(version)}\.\d+$", image), image
+        release = CLUSTER_AUTOSCALER[version]
+        assert re.search(rf":v{re.escape(version)}\.\d+$", release.image), release.image
+        chart = tuple(int(x) for x in release.chart.version.split("."))
+        assert chart >= CA_CHART_WITH_VOLUMEATTACHMENTS, version
+        # the ClusterRole a user can open is the one of this very chart release
+        assert release.clusterrole.startswith("https://github.com/kubernetes/autoscaler/blob/")
+        assert f"/cluster-autoscaler-chart-{release.chart.version}/" in release.clusterrole
+        assert release.clusterrole.endswith("/templates/clusterrole.yaml")
+        v = KUBERNETES_VERSIONS[version]
+        assert v.released < v.end_of_standard < v.end_of_extended
 
 
 def test_nothing_in_the_repository_reads_or_cites_files_outside_it() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.catalog import AMI_TYPES, HELM_CHARTS, INSTANCE_TYPES
+from components.catalog import AMI_TYPES, DEFAULT_KUBERNETES_VERSION, HELM_CHARTS, INSTANCE_TYPES
 from components.scheduling import GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from tests.harness import (
     ACCOUNT,
@@ -264,7 +264,7 @@ class TestStack:
         assert c["endpointPrivateAccess"] is True
         assert c["skipDefaultNodeGroup"] is True
         assert c["bootstrapSelfManagedAddons"] is False
-        assert c["version"] == cluster_cfg.get("kubernetesVersion", "1.33")
+        assert c["version"] == cluster_cfg.get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION)
         assert set(c["enabledClusterLogTypes"]) >= {"api", "audit", "authenticator"}
         key = p.one("aws:kms/key:Key")
         assert key.inputs["enableKeyRotation"] is True

@@ -6,7 +6,16 @@ a price or a chart version. Conventions of this project (labels, taints, paths) 
 live in :mod:`components.scheduling` and :mod:`components.conventions`.
 """
 
-from components.catalog.charts import CLUSTER_AUTOSCALER_IMAGES, HELM_CHARTS, IMAGES, MANIFESTS, HelmChart, ReleaseManifest
+from components.catalog.charts import (
+    CA_CHART_WITH_VOLUMEATTACHMENTS,
+    CLUSTER_AUTOSCALER,
+    HELM_CHARTS,
+    IMAGES,
+    MANIFESTS,
+    AutoscalerRelease,
+    HelmChart,
+    ReleaseManifest,
+)
 from components.catalog.efa import (
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
@@ -20,8 +29,15 @@ from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
     EFA_ONLY_MIN_VPC_CNI,
     EKS_ADDONS,
+    EKS_UNSUPPORTED_ZONE_IDS,
+    KUBERNETES_VERSIONS,
+    LOG_RETENTION_DAYS,
     NVIDIA_AMI_FAMILIES,
+    SUPPORT_TYPES,
     SUPPORTED_KUBERNETES_VERSIONS,
+    VPC_CNI_NETWORK_POLICY_CONFIG,
+    KubernetesVersion,
+    in_standard_support,
 )
 from components.catalog.prices import HOURS_PER_MONTH, SERVICE_PRICES, Price
 from components.catalog.quotas import QUOTA_NAMES, VCPU_QUOTAS, quota_class
@@ -30,30 +46,27 @@ from components.catalog.sources import SOURCES, Source
 __all__ = [
     "AMI_TYPES",
     "AllReduceReference",
-    "CLUSTER_AUTOSCALER_IMAGES",
-    "Catalog",
+    "AutoscalerRelease",
+    "CA_CHART_WITH_VOLUMEATTACHMENTS",
+    "CLUSTER_AUTOSCALER",
     "DEFAULT_KUBERNETES_VERSION",
     "EFA_ENV_BY_FAMILY",
     "EFA_ENV_COMMON",
-    "EFA_HUGEPAGES_2MI",
     "EFA_ONLY_MIN_VPC_CNI",
     "EKS_ADDONS",
+    "EKS_UNSUPPORTED_ZONE_IDS",
     "HELM_CHARTS",
-    "HOURS_PER_MONTH",
     "HelmChart",
     "IMAGES",
-    "INSTANCE_TYPES",
+    "KUBERNETES_VERSIONS",
+    "KubernetesVersion",
+    "LOG_RETENTION_DAYS",
     "MANIFESTS",
-    "InstanceType",
     "NVIDIA_AMI_FAMILIES",
-    "Price",
-    "QUOTA_NAMES",
     "REFERENCE_ALLREDUCE",
     "ReleaseManifest",
-    "SERVICE_PRICES",
-    "SOURCES",
     "SUPPORTED_KUBERNETES_VERSIONS",
-    "Source",
-    "VCPU_QUOTAS",
-    "quota_class",
+    "SUPPORT_TYPES",
+    "VPC_CNI_NETWORK_POLICY_CONFIG",
+    "in_standard_support",
 ]

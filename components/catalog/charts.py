@@ -18,19 +18,13 @@ class HelmChart:
     """Key of :data:`components.catalog.sources.SOURCES`."""
 
 
-#: Helm charts by key.
+#: Helm charts by key (cluster-autoscaler: see :data:`CLUSTER_AUTOSCALER`, one chart per Kubernetes minor).
 HELM_CHARTS: Mapping[str, HelmChart] = {
     "nvidia-device-plugin": HelmChart(
         chart="nvidia-device-plugin",
         repo="https://nvidia.github.io/k8s-device-plugin",
         version="0.20.0",
         source="nvidia-device-plugin-chart",
-    ),
-    "cluster-autoscaler": HelmChart(
-        chart="cluster-autoscaler",
-        repo="https://kubernetes.github.io/autoscaler",
-        version="9.43.1",
-        source="cluster-autoscaler-chart",
     ),
     "aws-efa-k8s-device-plugin": HelmChart(
         chart="aws-efa-k8s-device-plugin",
@@ -39,6 +33,47 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
         source="efa-device-plugin-chart",
     ),
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoscalerRelease:
+    """cluster-autoscaler for one Kubernetes minor: the chart and the image (the autoscaler's minor must
+    match the cluster's; the chart's default image is older than the newest patch, so it is set)."""
+
+    chart: HelmChart
+    image: str
+    clusterrole: str
+    """The chart's ClusterRole template at its release tag, which grants ``storage.k8s.io/volumeattachments``:
+    autoscaler 1.32+ waits for that informer before it scales (https://github.com/kubernetes/autoscaler/issues/7663),
+    and the chart has it since 9.46.3."""
+
+
+_CA_REPO = "https://kubernetes.github.io/autoscaler"
+_CA_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
+_CA_TREE = "https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-"
+
+
+def _ca(chart: str, image_tag: str, template_path: str) -> AutoscalerRelease:
+    return AutoscalerRelease(
+        chart=HelmChart(chart="cluster-autoscaler", repo=_CA_REPO, version=chart, source="cluster-autoscaler-chart"),
+        image=f"{_CA_IMAGE}:{image_tag}",
+        clusterrole=f"{_CA_TREE}{chart}/{template_path}",
+    )
+
+
+_ROLE = "charts/cluster-autoscaler/templates/clusterrole.yaml"
+#: cluster-autoscaler per Kubernetes minor (source keys ``cluster-autoscaler-chart``,
+#: ``cluster-autoscaler-releases``). No chart targets 1.36 yet: the newest (9.59.0) runs the 1.36 image.
+CLUSTER_AUTOSCALER: Mapping[str, AutoscalerRelease] = {
+    "1.32": _ca("9.46.6", "v1.32.7", _ROLE),
+    "1.33": _ca("9.51.0", "v1.33.6", _ROLE),
+    "1.34": _ca("9.53.0", "v1.34.5", f"cluster-autoscaler/{_ROLE}"),
+    "1.35": _ca("9.59.0", "v1.35.2", f"cluster-autoscaler/{_ROLE}"),
+    "1.36": _ca("9.59.0", "v1.36.1", f"cluster-autoscaler/{_ROLE}"),
+}
+#: The oldest chart whose ClusterRole has ``volumeattachments``.
+CA_CHART_WITH_VOLUMEATTACHMENTS = (9, 46, 3)
+
 
 @dataclass(frozen=True, kw_only=True)
 class ReleaseManifest:
@@ -62,18 +97,10 @@ MANIFESTS: Mapping[str, ReleaseManifest] = {
     ),
 }
 
-#: cluster-autoscaler image per Kubernetes minor (the autoscaler's minor must match the cluster's;
-#: source key ``cluster-autoscaler-releases``).
-CLUSTER_AUTOSCALER_IMAGES: Mapping[str, str] = {
-    "1.31": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.31.0",
-    "1.32": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.3",
-    "1.33": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.6",
-    "1.34": "registry.k8s.io/autoscaling/cluster-autoscaler:v1.34.5",
-}
-
 #: Container images the workloads run (pinned).
 IMAGES: Mapping[str, str] = {
     # etcd 3.5 is the last release with the v2 API torchrun's etcd-v2 rendezvous needs (source key
-    # ``etcd-v2-rendezvous``).
-    "etcd": "quay.io/coreos/etcd:v3.5.19",
+    # ``etcd-v2-rendezvous``); the Kubernetes project's build, pinned by the digest its image promoter
+    # publishes (source key ``etcd-image``).
+    "etcd": "registry.k8s.io/etcd:3.5.21-0@sha256:d58c035df557080a27387d687092e3fc2b64c6d0e3162dc51453a115f847d121",
 }

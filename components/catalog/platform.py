@@ -1,11 +1,47 @@
-"""EKS platform facts: Kubernetes versions, managed add-ons, AMI types, the VPC CNI that efa-only needs."""
+"""EKS platform facts: Kubernetes versions and their support windows, managed add-ons, AMI types, the VPC
+CNI that efa-only interfaces need, zones EKS refuses, CloudWatch retention values."""
 
+from dataclasses import dataclass
+from datetime import date
 from typing import Mapping
 
-#: Kubernetes versions EKS supports that this project is tested against (the strict schema
-#: validation runs against each). Source: https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
-SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.31", "1.32", "1.33", "1.34")
-DEFAULT_KUBERNETES_VERSION = "1.33"
+
+@dataclass(frozen=True, kw_only=True)
+class KubernetesVersion:
+    """One Kubernetes minor on EKS and its support window (source key ``eks-kubernetes-versions``)."""
+
+    minor: str
+    released: date
+    end_of_standard: date
+    """After this day the cluster is billed extended support (or upgraded, with upgradePolicy STANDARD)."""
+    end_of_extended: date
+
+
+#: Kubernetes minors this project supports, newest last. 1.34 to 1.36 are in standard support on 2026-11-22;
+#: 1.32 and 1.33 are in extended support only (billed at the extended price; the config must opt in).
+KUBERNETES_VERSIONS: Mapping[str, KubernetesVersion] = {
+    v.minor: v
+    for v in (
+        KubernetesVersion(minor="1.32", released=date(2025, 1, 23), end_of_standard=date(2026, 3, 23), end_of_extended=date(2027, 3, 23)),
+        KubernetesVersion(minor="1.33", released=date(2025, 5, 29), end_of_standard=date(2026, 7, 29), end_of_extended=date(2027, 7, 29)),
+        KubernetesVersion(minor="1.34", released=date(2025, 10, 2), end_of_standard=date(2026, 12, 2), end_of_extended=date(2027, 12, 2)),
+        KubernetesVersion(minor="1.35", released=date(2026, 1, 28), end_of_standard=date(2027, 3, 27), end_of_extended=date(2028, 3, 27)),
+        KubernetesVersion(minor="1.36", released=date(2026, 6, 2), end_of_standard=date(2027, 8, 2), end_of_extended=date(2028, 8, 2)),
+    )
+}
+SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = tuple(KUBERNETES_VERSIONS)
+#: The newest minor: new clusters get it unless the config says otherwise.
+DEFAULT_KUBERNETES_VERSION = SUPPORTED_KUBERNETES_VERSIONS[-1]
+#: ``upgradePolicy.supportType`` values (listed once): STANDARD upgrades the cluster at the end of standard
+#: support instead of billing extended support, which is EKS's default (source key ``eks-kubernetes-versions``).
+SUPPORT_TYPES: tuple[str, ...] = ("STANDARD", "EXTENDED")
+
+
+def in_standard_support(minor: str, day: date) -> bool:
+    """Whether ``minor`` is in EKS standard support on ``day``."""
+    v = KUBERNETES_VERSIONS[minor]
+    return v.released <= day <= v.end_of_standard
+
 
 #: EKS managed add-ons the backbone installs (source key ``eks-addons``). Versions are resolved per
 #: Kubernetes version with ``aws.eks.get_addon_version`` (EKS's default for that version) unless a
@@ -19,6 +55,10 @@ EKS_ADDONS: tuple[str, ...] = (
     "aws-efs-csi-driver",
 )
 
+#: The VPC CNI add-on's setting that turns on Kubernetes NetworkPolicy enforcement (a string, not a
+#: boolean; VPC CNI >= 1.14; source key ``vpc-cni-network-policy``).
+VPC_CNI_NETWORK_POLICY_CONFIG: Mapping[str, str] = {"enableNetworkPolicy": "true"}
+
 #: Oldest VPC CNI that supports ``efa-only`` interfaces (source key ``eks-efa``).
 EFA_ONLY_MIN_VPC_CNI: tuple[int, int, int] = (1, 18, 5)
 
@@ -29,3 +69,12 @@ NVIDIA_AMI_FAMILIES: frozenset[str] = frozenset(
 
 #: EKS managed node group AMI types by kind of node (source key ``eks-nvidia-ami``).
 AMI_TYPES: Mapping[str, str] = {"cpu": "AL2023_x86_64_STANDARD", "nvidia": "AL2023_x86_64_NVIDIA"}
+
+#: Zone IDs whose subnets EKS refuses for a control plane (source key ``eks-network-requirements``).
+#: Zone names map to different IDs in each account, so zones are chosen and checked by ID.
+EKS_UNSUPPORTED_ZONE_IDS: frozenset[str] = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})
+
+#: Retention periods CloudWatch Logs accepts, in days (source key ``cloudwatch-retention``).
+LOG_RETENTION_DAYS: tuple[int, ...] = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653
+)

@@ -17,6 +17,7 @@ class Price:
 
 SERVICE_PRICES: Mapping[str, Price] = {
     "eks-cluster": Price(usd=0.10, unit="hour", source="eks-pricing"),
+    "eks-cluster-extended": Price(usd=0.60, unit="hour", source="eks-extended-support-pricing"),
     "nat-gateway": Price(usd=0.045, unit="hour", source="vpc-pricing"),
     "public-ipv4": Price(usd=0.005, unit="hour", source="vpc-pricing"),
     "ebs-gp3": Price(usd=0.08, unit="GB-month", source="ebs-pricing"),

@@ -84,6 +84,42 @@ SOURCES: Mapping[str, Source] = {
         shows="EKS managed add-on names (vpc-cni, kube-proxy, coredns, eks-pod-identity-agent, metrics-server, "
         "aws-efs-csi-driver)",
     ),
+    "eks-kubernetes-versions": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html",
+        shows="release, end of standard and end of extended support per minor (1.35 and 1.36 also on "
+        "https://endoflife.date/amazon-eks); upgradePolicy.supportType STANDARD|EXTENDED, EXTENDED by default",
+    ),
+    "eks-extended-support-pricing": Source(
+        url="https://aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-pricing/",
+        shows="$0.60 per cluster-hour in extended support ($0.10 in standard support)",
+    ),
+    "eks-network-requirements": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html",
+        shows="cluster subnets can't be in zone IDs use1-az3 (us-east-1), usw1-az2 (us-west-1), cac1-az3 (ca-central-1)",
+    ),
+    "vpc-cni-network-policy": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html",
+        shows='the vpc-cni add-on enforces NetworkPolicy with configuration values {"enableNetworkPolicy": "true"} (>= v1.14)',
+    ),
+    "eks-control-plane-logs": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html",
+        shows="control-plane logs go to the log group /aws/eks/<cluster-name>/cluster",
+    ),
+    "cloudwatch-retention": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html",
+        shows="retentionInDays: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, "
+        "2922, 3288, 3653",
+    ),
+    "cluster-autoscaler-gpu-label": Source(
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.35.2/cluster-autoscaler/cloudprovider/aws/README.md",
+        shows="GPU nodes carry k8s.amazonaws.com/accelerator=<gpu-type> (the key makes a node a GPU node for the "
+        "autoscaler; the value names the GPU in its metrics)",
+    ),
+    "aws-name-limits": Source(
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
+        shows="the length limits the AWS provider validates (node group names 63, prefixes 37; IAM role names 64; "
+        "see components/naming.py for each limit and its own page)",
+    ),
     # --- charts and images ------------------------------------------------------------------------
     "nvidia-device-plugin-chart": Source(
         url="https://github.com/NVIDIA/k8s-device-plugin/blob/v0.20.0/deployments/helm/nvidia-device-plugin/Chart.yaml",
@@ -94,12 +130,17 @@ SOURCES: Mapping[str, Source] = {
         shows="chart aws-efa-k8s-device-plugin v0.5.30 (repo https://aws.github.io/eks-charts)",
     ),
     "cluster-autoscaler-chart": Source(
-        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-9.43.1/charts/cluster-autoscaler/Chart.yaml",
-        shows="chart cluster-autoscaler (repo https://kubernetes.github.io/autoscaler) and its appVersion",
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-9.59.0/cluster-autoscaler/charts/cluster-autoscaler/templates/clusterrole.yaml",
+        shows="chart cluster-autoscaler (repo https://kubernetes.github.io/autoscaler), appVersion per chart version "
+        "(9.46.6: 1.32, 9.51.0: 1.33, 9.53.0: 1.34, 9.59.0: 1.35); volumeattachments in the ClusterRole from 9.46.3",
     ),
     "cluster-autoscaler-releases": Source(
         url="https://github.com/kubernetes/autoscaler/releases",
         shows="cluster-autoscaler image tags per Kubernetes minor (the autoscaler's minor must match the cluster's)",
+    ),
+    "etcd-image": Source(
+        url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-etcd/images.yaml",
+        shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035d... (the Kubernetes image promoter's manifest)",
     ),
     "etcd-v2-rendezvous": Source(
         url="https://github.com/aws-samples/awsome-distributed-training/blob/main/3.test_cases/pytorch/ddp/kubernetes/"

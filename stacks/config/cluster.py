@@ -1,10 +1,19 @@
 """The EKS control plane section (``cluster``)."""
 
-from typing import Literal, Optional, get_args
+from datetime import date
+from typing import Callable, Literal, Optional, get_args
 
 from pydantic import Field, field_validator, model_validator
 
-from components.catalog import DEFAULT_KUBERNETES_VERSION, EKS_ADDONS, SUPPORTED_KUBERNETES_VERSIONS
+from components.catalog import (
+    DEFAULT_KUBERNETES_VERSION,
+    EKS_ADDONS,
+    KUBERNETES_VERSIONS,
+    LOG_RETENTION_DAYS,
+    SERVICE_PRICES,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    in_standard_support,
+)
 from stacks.config.base import ROLE_ARN_RE, Model, cidr_problem, ipv4
 from stacks.config.errors import check
 
@@ -12,14 +21,18 @@ from stacks.config.errors import check
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 LOG_TYPES: tuple[str, ...] = get_args(LogType)
 DEFAULT_LOG_TYPES: tuple[LogType, ...] = ("api", "audit", "authenticator")
+#: The day support windows are judged on (a function, so tests can fix it).
+today: Callable[[], date] = date.today
 
 
 class ClusterConfig(Model):
     """The EKS control plane (key ``cluster``)."""
 
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    extended_support: bool = False
     endpoint_public_access: bool = True
     public_access_cidrs: list[str] = Field(default_factory=lambda: ["0.0.0.0/0"])
+    log_retention_days: int = 30
     admin_role_arns: list[str] = Field(default_factory=list)
     log_types: list[LogType] = Field(default_factory=lambda: list(DEFAULT_LOG_TYPES))
     service_cidr: Optional[str] = None
@@ -31,6 +44,13 @@ class ClusterConfig(Model):
     def _version(cls, v: str) -> str:
         if v not in SUPPORTED_KUBERNETES_VERSIONS:
             raise ValueError(f"{v!r} is not supported; use one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+        return v
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, v: int) -> int:
+        if v not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{v} is not a CloudWatch retention; use one of {', '.join(map(str, LOG_RETENTION_DAYS))}")
         return v
 
     @field_validator("public_access_cidrs")
@@ -73,16 +93,42 @@ class ClusterConfig(Model):
             raise ValueError(f"EKS accepts /12../24, got /{net.prefixlen}")
         return v
 
+    @property
+    def public_cidrs(self) -> Optional[list[str]]:
+        """The CIDRs sent to EKS: only with a public endpoint (pulumi-eks refuses them otherwise)."""
+        return list(self.public_access_cidrs) if self.endpoint_public_access else None
+
+    @property
+    def support_type(self) -> str:
+        """``upgradePolicy.supportType``: STANDARD unless the stack opts in to extended support."""
+        return "EXTENDED" if self.extended_support else "STANDARD"
+
     @model_validator(mode="after")
     def _endpoint(self) -> "ClusterConfig":
+        problems = []
         if self.endpoint_public_access and not self.public_access_cidrs:
-            check(
-                [
-                    (
-                        "publicAccessCidrs",
-                        "empty while endpointPublicAccess is true; list the CIDRs allowed to reach the API server, "
-                        "or set endpointPublicAccess: false",
-                    )
-                ]
+            problems.append(
+                (
+                    "publicAccessCidrs",
+                    "empty while endpointPublicAccess is true; list the CIDRs allowed to reach the API server, "
+                    "or set endpointPublicAccess: false",
+                )
             )
+        if not self.endpoint_public_access and "public_access_cidrs" in self.model_fields_set:
+            problems.append(
+                ("publicAccessCidrs", "only applies to a public endpoint (EKS refuses it with endpointPublicAccess: false); "
+                                      "remove it, or set endpointPublicAccess: true")
+            )
+        v = KUBERNETES_VERSIONS.get(self.kubernetes_version)
+        day = today()
+        if v is not None and not in_standard_support(v.minor, day) and not self.extended_support:
+            problems.append(
+                ("kubernetesVersion", f"{v.minor} left EKS standard support on {v.end_of_standard.isoformat()}: EKS would "
+                                      f"bill extended support (${SERVICE_PRICES['eks-cluster-extended'].usd:.2f} instead of "
+                                      f"${SERVICE_PRICES['eks-cluster'].usd:.2f} per cluster-hour until "
+                                      f"{v.end_of_extended.isoformat()}); choose one of "
+                                      f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if in_standard_support(m, day))}, "
+                                      "or set @{extendedSupport}: true")
+            )
+        check(problems)
         return self
