@@ -1,12 +1,20 @@
 """``TrainingCluster``: the EKS control plane, its node role, core add-ons and the system node group.
 
 Built with pulumi-eks (``eks.Cluster``) with no default node group and no self-managed add-ons:
-vpc-cni, kube-proxy, the EKS Pod Identity agent, CoreDNS and metrics-server are EKS managed
-add-ons created here. CoreDNS and metrics-server wait for the system node group (CoreDNS stays
-DEGRADED without nodes). Authentication mode is ``API``: the identity running ``pulumi up`` is
-the cluster creator and gets admin through EKS's creator bootstrap; ``admin_role_arns`` get
-access entries with ``AmazonEKSClusterAdminPolicy``.
+vpc-cni (with NetworkPolicy enforcement on), kube-proxy, the EKS Pod Identity agent, CoreDNS and
+metrics-server are EKS managed add-ons created here. CoreDNS and metrics-server wait for the system
+node group (CoreDNS stays DEGRADED without nodes), and the kubeconfig resolves only after both, so
+every Kubernetes object created through it (Helm releases, etcd, jobs) finds nodes and DNS.
+Authentication mode is ``API``: the identity running ``pulumi up`` is the cluster creator and gets
+admin through EKS's creator bootstrap; ``admin_role_arns`` get access entries with
+``AmazonEKSClusterAdminPolicy`` (listing the creator again fails, see pulumi/pulumi-eks#2373).
+
+The control-plane log group ``/aws/eks/<cluster>/cluster`` is created before the cluster with a
+retention, so EKS writes into it and ``pulumi destroy`` removes it (EKS would otherwise create it
+itself, keep it forever and leave it behind).
 """
+
+import json
 
 from typing import Mapping, Optional, Sequence, TypedDict
 
@@ -15,8 +23,10 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 from typing_extensions import NotRequired
 
+from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.nodegroup import TrainingNodeGroup
+from components.partition import current_partition
 from components.scheduling import SYSTEM_ROLE
 
 #: AWS managed policies of the node role. The VPC CNI runs with the node's credentials (as EKS sets
@@ -29,10 +39,16 @@ NODE_ROLE_POLICIES: Mapping[str, str] = {
 }
 #: EKS access policy given to ``admin_role_arns``.
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
-PARTITION = "aws"
 #: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 LATE_ADDONS = ("coredns", "metrics-server")
+#: Add-on settings (``configurationValues``): the VPC CNI enforces Kubernetes NetworkPolicies.
+ADDON_CONFIGURATION: Mapping[str, Mapping[str, str]] = {"vpc-cni": VPC_CNI_NETWORK_POLICY_CONFIG}
+
+
+def control_plane_log_group_name(cluster_name: str) -> str:
+    """The log group EKS writes control-plane logs to (https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html)."""
+    return f"/aws/eks/{cluster_name}/cluster"
 
 
 class SystemNodeGroupSpec(TypedDict):
@@ -67,10 +83,16 @@ class TrainingClusterArgs(TypedDict):
     """Public subnets (internet-facing load balancers only)."""
     system_node_group: SystemNodeGroupSpec
     """The on-demand CPU node group for add-ons and controllers."""
+    support_type: NotRequired[str]
+    """``upgradePolicy.supportType``: ``STANDARD`` (default; EKS upgrades the cluster when standard support
+    ends) or ``EXTENDED`` (keeps the version, billed at the extended-support price)."""
     endpoint_public_access: NotRequired[bool]
-    """Expose the API endpoint publicly (restricted by ``public_access_cidrs``). Default True."""
+    """Expose the API endpoint publicly (restricted by ``public_access_cidrs``). Default True. A private-only
+    endpoint is reachable from inside the VPC only (run ``pulumi up`` there or over a VPN)."""
     public_access_cidrs: NotRequired[Sequence[str]]
-    """CIDRs allowed to reach the public endpoint. Default ``["0.0.0.0/0"]``."""
+    """CIDRs allowed to reach the public endpoint (ignored without one). Default ``["0.0.0.0/0"]``."""
+    log_retention_days: NotRequired[int]
+    """Retention of the control-plane log group, in days (a CloudWatch retention value). Default 30."""
     admin_role_arns: NotRequired[Sequence[str]]
     """IAM roles that get cluster-admin access entries."""
     log_types: NotRequired[Sequence[str]]
@@ -109,6 +131,8 @@ class TrainingCluster(pulumi.ComponentResource):
     """Labels of the system nodes (select them for controllers such as etcd)."""
     addon_names: list[str]
     """Names of the EKS add-ons this component manages."""
+    log_group_name: pulumi.Output[str]
+    """The control-plane log group (created here with a retention; removed with the stack)."""
 
     def __init__(self, name: str, args: TrainingClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingCluster", name, None, opts)
@@ -117,9 +141,13 @@ class TrainingCluster(pulumi.ComponentResource):
         tags = dict(args.get("tags") or {})
         pins = dict(args.get("addon_versions") or {})
         child = pulumi.ResourceOptions(parent=self)
+        public = bool(args.get("endpoint_public_access", True))
 
+        partition = current_partition(self)
         caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        key_policy = caller.account_id.apply(lambda account: account_admin_key_policy(PARTITION, account))
+        key_policy = pulumi.Output.all(partition, caller.account_id).apply(
+            lambda v: account_admin_key_policy(str(v[0]), str(v[1]))
+        )
         kms_key = aws.kms.Key(
             f"{name}-secrets-key",
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
@@ -141,7 +169,8 @@ class TrainingCluster(pulumi.ComponentResource):
         )
         attachments = [
             aws.iam.RolePolicyAttachment(
-                f"{name}-node-{role}", role=node_role.name, policy_arn=managed_policy_arn(PARTITION, policy), opts=child
+                f"{name}-node-{role}", role=node_role.name, policy_arn=partition.apply(lambda p, policy=policy: managed_policy_arn(p, policy)),
+                opts=child,
             )
             for role, policy in NODE_ROLE_POLICIES.items()
         ]
@@ -154,13 +183,21 @@ class TrainingCluster(pulumi.ComponentResource):
                 "principal_arn": arn,
                 "access_policies": {
                     "cluster-admin": {
-                        "policy_arn": eks_access_policy_arn(PARTITION, CLUSTER_ADMIN_POLICY),
+                        "policy_arn": partition.apply(lambda p: eks_access_policy_arn(p, CLUSTER_ADMIN_POLICY)),
                         "access_scope": {"type": "cluster"},
                     }
                 },
             }
             for i, arn in enumerate(args.get("admin_role_arns") or [])
         }
+        log_types = list(args.get("log_types") or ["api", "audit", "authenticator"])
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs",
+            name=control_plane_log_group_name(cluster_name),
+            retention_in_days=int(args.get("log_retention_days", 30)),
+            tags=tags,
+            opts=child,
+        )
         self.cluster = eks.Cluster(
             f"{name}-eks",
             name=cluster_name,
@@ -170,11 +207,13 @@ class TrainingCluster(pulumi.ComponentResource):
             public_subnet_ids=args.get("public_subnet_ids"),
             node_associate_public_ip_address=False,
             endpoint_private_access=True,
-            endpoint_public_access=args.get("endpoint_public_access", True),
-            public_access_cidrs=list(args.get("public_access_cidrs") or ["0.0.0.0/0"]),
+            endpoint_public_access=public,
+            # pulumi-eks refuses publicAccessCidrs with a private-only endpoint
+            public_access_cidrs=list(args.get("public_access_cidrs") or ["0.0.0.0/0"]) if public else None,
+            upgrade_policy={"support_type": args.get("support_type", "STANDARD")},
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access_entries,
-            enabled_cluster_log_types=list(args.get("log_types") or ["api", "audit", "authenticator"]),
+            enabled_cluster_log_types=log_types,
             encryption_config_key_arn=kms_key.arn,
             skip_default_node_group=True,
             skip_default_security_groups=True,
@@ -185,7 +224,7 @@ class TrainingCluster(pulumi.ComponentResource):
             create_oidc_provider=bool(args.get("create_oidc_provider", False)),
             kubernetes_service_ip_address_range=args.get("service_cidr"),
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group]),
         )
         # An output of the remote component resolves only after all of its children exist.
         eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
@@ -197,11 +236,13 @@ class TrainingCluster(pulumi.ComponentResource):
                 most_recent=False,
                 opts=pulumi.InvokeOutputOptions(parent=self),
             ).version
+            config = ADDON_CONFIGURATION.get(addon_name)
             return aws.eks.Addon(
                 f"{name}-addon-{addon_name}",
                 cluster_name=eks_name,
                 addon_name=addon_name,
                 addon_version=version_out,
+                configuration_values=json.dumps(dict(config), sort_keys=True) if config else None,
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="PRESERVE",
                 tags=tags,
@@ -233,10 +274,16 @@ class TrainingCluster(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=early),
         )
-        for n in LATE_ADDONS:
-            addon(n, [system])
+        late = [addon(n, [system]) for n in LATE_ADDONS]
 
-        self.kubeconfig = pulumi.Output.secret(self.cluster.kubeconfig_json)
+        # Kubernetes objects are created through a provider built from this kubeconfig: it resolves once
+        # the system nodes and CoreDNS are up, so nothing is scheduled into a cluster without nodes or DNS
+        # (an atomic Helm release would otherwise time out), and on destroy those objects go first.
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, *[a.arn for a in late]).apply(
+                lambda v: str(v[0])
+            )
+        )
         self.node_role_arn = node_role_arn
         self.node_security_group_id = self.cluster.node_security_group_id
         self.secrets_kms_key_arn = kms_key.arn
@@ -244,6 +291,7 @@ class TrainingCluster(pulumi.ComponentResource):
         self.system_node_group_name = system.node_group_name
         self.system_node_labels = system.labels
         self.addon_names = [*EARLY_ADDONS, *LATE_ADDONS]
+        self.log_group_name = log_group.name
         self.register_outputs(
             {
                 "cluster_name": self.cluster_name,
@@ -253,5 +301,6 @@ class TrainingCluster(pulumi.ComponentResource):
                 "secrets_kms_key_arn": self.secrets_kms_key_arn,
                 "system_node_group_name": self.system_node_group_name,
                 "system_node_labels": self.system_node_labels,
+                "log_group_name": self.log_group_name,
             }
         )

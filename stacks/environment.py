@@ -155,14 +155,17 @@ def build_environment(plan: Plan, zones: Optional[list[str]] = None) -> Environm
             "disk_size_gib": plan.system.disk_size_gib,
             "autoscaled": plan.autoscale,
         },
+        "support_type": c.support_type,
         "endpoint_public_access": c.endpoint_public_access,
-        "public_access_cidrs": c.public_access_cidrs,
+        "log_retention_days": c.log_retention_days,
         "admin_role_arns": c.admin_role_arns,
         "log_types": list(c.log_types),
         "create_oidc_provider": c.create_oidc_provider,
         "addon_versions": {k: v for k, v in c.addon_versions.items() if k != "aws-efs-csi-driver"},
         "tags": tags,
     }
+    if c.public_cidrs is not None:
+        cluster_args["public_access_cidrs"] = c.public_cidrs
     if c.service_cidr:
         cluster_args["service_cidr"] = c.service_cidr
     cluster = TrainingCluster(name, cluster_args)

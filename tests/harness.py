@@ -30,6 +30,25 @@ PROJECT = "eks-training"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1f"]
+#: Zone IDs the mocked account maps ``ZONES`` to (names map to different IDs in every account): the third
+#: is use1-az3, a zone EKS refuses for control-plane subnets, so zone choice by ID is exercised.
+ZONE_IDS = ["use1-az4", "use1-az6", "use1-az3", "use1-az1", "use1-az2"]
+#: Partition of a region, as ``aws.getPartition`` reports it.
+PARTITION_PREFIXES = {"cn-": "aws-cn", "us-gov-": "aws-us-gov"}
+
+
+def partition_of(region: str) -> str:
+    """The partition a region belongs to (``aws``, ``aws-cn``, ``aws-us-gov``)."""
+    return next((p for prefix, p in PARTITION_PREFIXES.items() if region.startswith(prefix)), "aws")
+
+
+def zones_of(region: str) -> tuple[list[str], list[str]]:
+    """Zone names and IDs of the mocked account in ``region``."""
+    if region == REGION:
+        return list(ZONES), list(ZONE_IDS)
+    first, *middle, number = region.split("-")
+    code = first + "".join(part[0] for part in middle) + number  # cn-north-1 -> cnn1
+    return [f"{region}{c}" for c in "abc"], [f"{code}-az{i}" for i in (1, 2, 3)]
 UNKNOWN = rpc.UNKNOWN
 
 
@@ -116,24 +135,30 @@ class RecordingMonitor(pmocks.MockMonitor):
 class TrainingMocks(pmocks.Mocks):
     """Realistic ids and outputs for the resources and invokes the program uses."""
 
-    def __init__(self, preview: bool) -> None:
+    def __init__(self, preview: bool, region: str = REGION) -> None:
         self.preview = preview
         self.invokes: list[tuple[str, dict[str, Any]]] = []
+        self.region = region
+        self.partition = partition_of(region)
+        self.zones, self.zone_ids = zones_of(region)
 
     def call(self, args: pmocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
         self.invokes.append((args.token, dict(args.args)))
         tok = args.token
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            return {"names": ZONES, "zoneIds": [f"use1-az{i}" for i in range(len(ZONES))], "id": REGION}, []
+            return {"names": self.zones, "zoneIds": self.zone_ids, "id": self.region}, []
+        if tok == "aws:index/getPartition:getPartition":
+            suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
+            return {"partition": self.partition, "dnsSuffix": suffix, "reverseDnsPrefix": ".".join(reversed(suffix.split("."))), "id": self.partition}, []
         if tok == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
                 "accountId": ACCOUNT,
-                "arn": f"arn:aws:iam::{ACCOUNT}:user/deployer",
+                "arn": f"arn:{self.partition}:iam::{ACCOUNT}:user/deployer",
                 "userId": "AIDAEXAMPLE",
                 "id": ACCOUNT,
             }, []
         if tok == "aws:index/getRegion:getRegion":
-            return {"name": REGION, "region": REGION, "id": REGION, "endpoint": f"ec2.{REGION}.amazonaws.com"}, []
+            return {"name": self.region, "region": self.region, "id": self.region, "endpoint": f"ec2.{self.region}.amazonaws.com"}, []
         if tok == "aws:eks/getAddonVersion:getAddonVersion":
             return {
                 "addonName": args.args["addonName"],
@@ -168,31 +193,31 @@ class TrainingMocks(pmocks.Mocks):
             rid = f"{prefixes[t]}-{_hex(t + name)}"
         if t == "aws:iam/role:Role":
             rid = inputs.get("name") or name
-            out["arn"] = f"arn:aws:iam::{ACCOUNT}:role/{rid}"
+            out["arn"] = f"arn:{self.partition}:iam::{ACCOUNT}:role/{rid}"
             out["name"] = rid
         elif t == "aws:kms/key:Key":
             rid = f"{_hex(name, 8)}-{_hex(name + '1', 4)}-{_hex(name + '2', 4)}"
-            out.update(keyId=rid, arn=f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{rid}")
+            out.update(keyId=rid, arn=f"arn:{self.partition}:kms:{self.region}:{ACCOUNT}:key/{rid}")
         elif t == "aws:ec2/launchTemplate:LaunchTemplate":
-            out.update(latestVersion=1, defaultVersion=1, arn=f"arn:aws:ec2:{REGION}:{ACCOUNT}:launch-template/{rid}")
+            out.update(latestVersion=1, defaultVersion=1, arn=f"arn:{self.partition}:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}")
         elif t == "aws:eks/nodeGroup:NodeGroup":
             ng = (inputs.get("nodeGroupNamePrefix") or name) + "20261121000000000000000001"
             out.update(
                 nodeGroupName=ng,
-                arn=f"arn:aws:eks:{REGION}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x",
+                arn=f"arn:{self.partition}:eks:{self.region}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x",
                 status="ACTIVE",
                 resources=[{"autoscalingGroups": [{"name": f"eks-{ng}-{_hex(ng, 8)}"}], "remoteAccessSecurityGroupId": ""}],
             )
             rid = f"{inputs.get('clusterName')}:{ng}"
         elif t == "aws:eks/addon:Addon":
             rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
-            out["arn"] = f"arn:aws:eks:{REGION}:{ACCOUNT}:addon/{rid}"
+            out["arn"] = f"arn:{self.partition}:eks:{self.region}:{ACCOUNT}:addon/{rid}"
         elif t == "eks:index:Cluster":
             cname = inputs.get("name", name)
             kubeconfig = {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": cname, "cluster": {"server": f"https://{_hex(cname, 32).upper()}.gr7.{REGION}.eks.amazonaws.com"}}],
+                "clusters": [{"name": cname, "cluster": {"server": f"https://{_hex(cname, 32).upper()}.gr7.{self.region}.eks.amazonaws.com"}}],
                 "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token", "--cluster-name", cname]}}}],
             }
             out.update(
@@ -200,8 +225,8 @@ class TrainingMocks(pmocks.Mocks):
                 kubeconfigJson=json.dumps(kubeconfig),
                 clusterSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
                 nodeSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
-                oidcProviderArn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.{REGION}.amazonaws.com/id/{_hex(cname, 32).upper()}",
-                oidcIssuer=f"https://oidc.eks.{REGION}.amazonaws.com/id/{_hex(cname, 32).upper()}",
+                oidcProviderArn=f"arn:{self.partition}:iam::{ACCOUNT}:oidc-provider/oidc.eks.{self.region}.amazonaws.com/id/{_hex(cname, 32).upper()}",
+                oidcIssuer=f"https://oidc.eks.{self.region}.amazonaws.com/id/{_hex(cname, 32).upper()}",
             )
             rid = ""
         elif t.startswith("kubernetes:") and "metadata" in inputs:
@@ -220,29 +245,29 @@ class TrainingMocks(pmocks.Mocks):
             rid = repo
             out.update(
                 name=repo,
-                repositoryUrl=f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/{repo}",
-                arn=f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{repo}",
+                repositoryUrl=f"{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com/{repo}",
+                arn=f"arn:{self.partition}:ecr:{self.region}:{ACCOUNT}:repository/{repo}",
                 registryId=ACCOUNT,
             )
         elif t == "aws:s3/bucket:Bucket":
             rid = inputs.get("bucket") or f"{name}-{_hex(name, 7)}"
-            out.update(bucket=rid, arn=f"arn:aws:s3:::{rid}")
+            out.update(bucket=rid, arn=f"arn:{self.partition}:s3:::{rid}")
         elif t in ("aws:codebuild/project:Project", "aws:cloudwatch/logGroup:LogGroup"):
             rid = inputs.get("name") or f"{name}-{_hex(name, 7)}"
             out["name"] = rid
         elif t.startswith("pulumi-python:dynamic/") and "image_tag" in inputs:
             # What ImageBuild's create returns after a real build and push.
             digest = "sha256:" + hashlib.sha256(str(inputs["image_tag"]).encode()).hexdigest()
-            repo_url = inputs.get("repository_url", f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/unknown")
+            repo_url = inputs.get("repository_url", f"{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com/unknown")
             out.update(
                 image_digest=digest,
                 image_uri=f"{repo_url}@{digest}",
                 build_id=f"build:{inputs['image_tag']}",
-                log_link=f"https://console.aws.amazon.com/cloudwatch/home?region={REGION}#logsV2:log-groups",
+                log_link=f"https://console.aws.amazon.com/cloudwatch/home?region={self.region}#logsV2:log-groups",
             )
             rid = str(inputs["image_tag"])
         if "arn" not in out and t.startswith("aws:"):
-            out["arn"] = f"arn:aws:{t.split(':')[1].split('/')[0]}:{REGION}:{ACCOUNT}:{rid}"
+            out["arn"] = f"arn:{self.partition}:{t.split(':')[1].split('/')[0]}:{self.region}:{ACCOUNT}:{rid}"
         if t == "aws:ec2/subnet:Subnet":
             out.setdefault("availabilityZone", inputs.get("availabilityZone"))
         return rid, out
@@ -376,7 +401,7 @@ def _run_program(
     # points boto3 at a moto server).
     cfg.setdefault(f"{PROJECT}:preflight", {"enabled": False})
     pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
-    mocks = TrainingMocks(preview)
+    mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)))
     monitor = RecordingMonitor(mocks)
     # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.
     pulumi.runtime.settings.ROOT.set(None)

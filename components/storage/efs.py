@@ -20,10 +20,10 @@ from typing_extensions import NotRequired
 from components.conventions import COMMON_LABELS, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
 from components.pod_identity import pod_identity_role
+from components.partition import current_partition
 
 #: The AWS managed policy of the EFS CSI controller (access points on tagged file systems).
 EFS_CSI_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
-PARTITION = "aws"
 EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
 EFS_CSI_PROVISIONER = "efs.csi.aws.com"
 #: POSIX user and group the access points enforce: the training image's user.
@@ -162,7 +162,7 @@ class EfsStorage(pulumi.ComponentResource):
             service_account=EFS_CSI_CONTROLLER_SA,
             description=f"EFS CSI controller (EKS Pod Identity, kube-system/{EFS_CSI_CONTROLLER_SA})",
             role_name=f"{name}-csi",
-            managed_policy_arns=[managed_policy_arn(PARTITION, EFS_CSI_POLICY)],
+            managed_policy_arns=[current_partition(self).apply(lambda p: managed_policy_arn(p, EFS_CSI_POLICY))],
             associate=False,  # the add-on associates the role with its service account itself
             tags=tags,
         )

@@ -23,6 +23,7 @@ from components.iam import s3_read_prefix_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
 from components.scheduling import Toleration
+from components.partition import current_partition
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
 #: default to root also run unprivileged.
@@ -45,7 +46,6 @@ FETCH_SCRIPT = "/app/fetch_code.py"
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
 RendezvousBackend = Literal["etcd-v2", "c10d"]
-PARTITION = "aws"
 
 
 class WorkerPlacement(TypedDict):
@@ -329,7 +329,7 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
             service_account=sa.metadata.name,
             description=f"{spec['job_name']}: read its code from {code}",
             role_name=f"{name}-code",
-            policy=s3_read_prefix_policy(PARTITION, bucket, prefix),
+            policy=current_partition(parent).apply(lambda p: s3_read_prefix_policy(p, bucket, prefix)),
         )
         assert identity.association is not None
         waits.append(identity.association)

@@ -11,9 +11,7 @@ from components.iam import s3_read_object_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
 from components.workloads.pods import SHARED_VOLUME_MOUNT, container_security, pod_security, shared_volume
-
-PARTITION = "aws"
-
+from components.partition import current_partition
 
 class DatasetStagingArgs(TypedDict):
     """Inputs of :class:`DatasetStaging`."""
@@ -76,7 +74,7 @@ class DatasetStaging(pulumi.ComponentResource):
                 service_account=sa.metadata.name,
                 description=f"Dataset staging job: read {source}",
                 role_name=name,
-                policy=s3_read_object_policy(PARTITION, bucket, key),
+                policy=current_partition(self).apply(lambda p: s3_read_object_policy(p, bucket, key)),
                 policy_suffix="read",
             )
             assert identity.association is not None
