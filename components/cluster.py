@@ -25,6 +25,7 @@ from typing_extensions import NotRequired
 
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
+from components.naming import fit_name, name_limit
 from components.nodegroup import TrainingNodeGroup
 from components.partition import current_partition
 from components.scheduling import SYSTEM_ROLE
@@ -78,7 +79,7 @@ class TrainingClusterArgs(TypedDict):
     vpc_id: pulumi.Input[str]
     """VPC id."""
     private_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
-    """Private subnets (control-plane ENIs and nodes)."""
+    """Private subnets of the control-plane ENIs and the system nodes (in zones EKS accepts for control planes)."""
     public_subnet_ids: NotRequired[pulumi.Input[Sequence[pulumi.Input[str]]]]
     """Public subnets (internet-facing load balancers only)."""
     system_node_group: SystemNodeGroupSpec
@@ -161,17 +162,17 @@ class TrainingCluster(pulumi.ComponentResource):
 
         node_role = aws.iam.Role(
             f"{name}-node-role",
-            name=f"{cluster_name}-node",
+            name=fit_name(f"{cluster_name}-node", name_limit("aws:iam/role:Role", "name")),
             description=f"EKS managed nodes of {cluster_name}",
             assume_role_policy=service_trust_policy("ec2.amazonaws.com"),
             tags=tags,
             opts=child,
         )
+        def managed(policy: str) -> pulumi.Output[str]:
+            return partition.apply(lambda p: managed_policy_arn(p, policy))
+
         attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-node-{role}", role=node_role.name, policy_arn=partition.apply(lambda p, policy=policy: managed_policy_arn(p, policy)),
-                opts=child,
-            )
+            aws.iam.RolePolicyAttachment(f"{name}-node-{role}", role=node_role.name, policy_arn=managed(policy), opts=child)
             for role, policy in NODE_ROLE_POLICIES.items()
         ]
         # The ARN resolves only after every policy is attached, so node groups wait for them

@@ -2,6 +2,8 @@
 
 import hashlib
 
+from components.catalog.limits import NAME_LIMITS
+
 
 def short_hash(text: str, length: int = 8) -> str:
     """A stable hex digest prefix of ``text``."""
@@ -21,3 +23,13 @@ def fit_name(name: str, limit: int, *, separator: str = "-") -> str:
 def k8s_name(*parts: str, limit: int = 63) -> str:
     """A DNS-1123 label from ``parts`` joined by ``-``; long names keep a hash suffix so they stay unique."""
     return fit_name("-".join(p.strip("-").lower() for p in parts if p), limit)
+
+
+def name_limit(resource_type: str, field: str) -> int:
+    """The longest value the service accepts for ``field`` of ``resource_type`` (from the catalog's table)."""
+    return NAME_LIMITS[(resource_type, field)].max_length
+
+
+def fit_prefix(prefix: str, limit: int) -> str:
+    """A name prefix ending in ``-`` within ``limit`` characters (shortened like :func:`fit_name`)."""
+    return fit_name(prefix.rstrip("-"), limit - 1) + "-"

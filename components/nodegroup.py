@@ -27,8 +27,8 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
-from components.catalog import INSTANCE_TYPES
-from components.naming import short_hash
+from components.catalog import INSTANCE_TYPES, accelerator_label_value
+from components.naming import fit_prefix, name_limit, short_hash
 from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, interface_specs
 from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
 
@@ -62,6 +62,9 @@ class TrainingNodeGroupArgs(TypedDict):
     """Maximum node count."""
     gpus_per_node: NotRequired[int]
     """NVIDIA GPUs per node; defaults to the catalog's value for the first instance type."""
+    accelerator: NotRequired[str]
+    """Value of the ``k8s.amazonaws.com/accelerator`` label of GPU nodes (cluster-autoscaler's GPU label);
+    defaults to the catalog's GPU model of the first instance type, e.g. ``nvidia-h100``."""
     capacity_type: NotRequired[str]
     """``ON_DEMAND`` (default), ``SPOT`` or ``CAPACITY_BLOCK`` (needs ``capacity_reservation_id``)."""
     capacity_reservation_id: NotRequired[str]
@@ -143,7 +146,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         if capacity_type == "SPOT" and reservation:
             raise ValueError(f"{name}: a capacity reservation cannot be used with SPOT")
         tags = dict(args.get("tags") or {})
-        labels, taints = node_scheduling(args["role"], gpus, efa, args.get("labels"), args.get("taints"))
+        accelerator = args.get("accelerator") or accelerator_label_value(facts.gpu_model if facts else None)
+        labels, taints = node_scheduling(
+            args["role"], gpus, efa, args.get("labels"), args.get("taints"), accelerator=accelerator
+        )
 
         interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]] = None
         placement_spec: Optional[aws.ec2.LaunchTemplatePlacementArgsDict] = None
@@ -247,7 +253,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         node_group = aws.eks.NodeGroup(
             f"{name}-ng",
             cluster_name=args["cluster_name"],
-            node_group_name_prefix=f"{name}-",
+            node_group_name_prefix=fit_prefix(name, name_limit("aws:eks/nodeGroup:NodeGroup", "nodeGroupNamePrefix")),
             node_role_arn=args["node_role_arn"],
             subnet_ids=args["subnet_ids"],
             instance_types=instance_types,

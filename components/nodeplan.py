@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 from components.catalog import (
+    accelerator_label_value,
     AMI_TYPES,
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
@@ -163,6 +164,8 @@ class NodeProfile:
     role: str
     instance: InstanceType
     """The sizing type (see :func:`sizing_type`)."""
+    accelerator: Optional[str]
+    """Value of cluster-autoscaler's GPU label on GPU nodes (``None`` for CPU groups)."""
     gpus: int
     efa: Optional[EfaProfile]
     labels: Mapping[str, str]
@@ -192,9 +195,11 @@ def node_profile(
     """The profile of a group of ``facts``' types (:class:`InconsistentFacts` for contradictory EFA facts)."""
     sizing = sizing_type(facts)
     profile = efa_profile(sizing) if efa else None
-    node_labels, node_taints = node_scheduling(role, sizing.gpus, efa, labels, taints)
+    accelerator = accelerator_label_value(sizing.gpu_model) if sizing.gpus else None
+    node_labels, node_taints = node_scheduling(role, sizing.gpus, efa, labels, taints, accelerator=accelerator)
     return NodeProfile(
         role=role,
+        accelerator=accelerator,
         instance=sizing,
         gpus=sizing.gpus,
         efa=profile,

@@ -12,10 +12,9 @@ import pulumi
 import pulumi_aws as aws
 
 from components.iam import pod_identity_trust_policy
-from components.naming import fit_name
+from components.naming import fit_name, name_limit
 
-#: IAM role names are limited to 64 characters.
-ROLE_NAME_LIMIT = 64
+ROLE_NAME_LIMIT = name_limit("aws:iam/role:Role", "name")
 
 
 @dataclass

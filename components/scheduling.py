@@ -9,6 +9,8 @@ from typing import Literal, Mapping, Optional, Sequence, TypedDict, get_args
 
 from typing_extensions import NotRequired
 
+from components.catalog.platform import AUTOSCALER_GPU_LABEL
+
 #: Kubernetes taint effects (listed once; config models and components read this).
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
@@ -25,7 +27,13 @@ EFA_LABEL = ("eks-training/efa", "true")
 #: Role of the system node group (add-ons, controllers, etcd, staging, evaluation).
 SYSTEM_ROLE = "system"
 #: Label prefixes users may not set on their groups (Kubernetes', EKS's and ours).
-RESERVED_LABEL_PREFIXES: tuple[str, ...] = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/", "eks-training/")
+RESERVED_LABEL_PREFIXES: tuple[str, ...] = (
+    "kubernetes.io/",
+    "k8s.io/",
+    "eks.amazonaws.com/",
+    "k8s.amazonaws.com/",
+    "eks-training/",
+)
 
 
 class NodeTaint(TypedDict):
@@ -58,13 +66,16 @@ def node_scheduling(
     efa: bool,
     labels: Optional[Mapping[str, str]] = None,
     taints: Optional[Sequence[NodeTaint]] = None,
+    accelerator: Optional[str] = None,
 ) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """The labels and taints (Kubernetes spelling) every node of a group carries: its role label, the
-    GPU label and taint on GPU types, the EFA label on EFA groups, then the user's own."""
+    """The labels and taints (Kubernetes spelling) every node of a group carries: its role label, on GPU
+    types our GPU label, cluster-autoscaler's ``k8s.amazonaws.com/accelerator=<accelerator>`` and the GPU
+    taint, the EFA label on EFA groups, then the user's own."""
     out_labels = {NODE_ROLE_LABEL: role, **dict(labels or {})}
     out_taints: list[dict[str, str]] = []
     if gpus > 0:
         out_labels[GPU_LABEL[0]] = GPU_LABEL[1]
+        out_labels[AUTOSCALER_GPU_LABEL] = accelerator or "nvidia"
         out_taints.append(dict(GPU_TAINT))
     if efa:
         out_labels[EFA_LABEL[0]] = EFA_LABEL[1]

@@ -17,12 +17,13 @@ from components import (
     TrainingNodeGroup,
     TrainingVpc,
 )
+from components.catalog import EKS_UNSUPPORTED_ZONE_IDS
 from components.cluster import TrainingClusterArgs
 from components.nodegroup import TrainingNodeGroupArgs
 from components.storage import EfsStorageArgs
 from stacks.config import ConfigError, StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.zones import choose_zones
+from stacks.zones import Zone, choose_zones, find_zone
 
 
 @dataclass
@@ -57,13 +58,22 @@ def region_name() -> str:
     return region
 
 
-def resolve_zones(cfg: StackConfig) -> list[str]:
-    """Zone names for a new VPC (see :func:`stacks.zones.choose_zones`), from the region's available
-    zones as the ``aws.getAvailabilityZones`` invoke reports them."""
+def resolve_zones(cfg: StackConfig) -> list[Zone]:
+    """Zones for a new VPC (see :func:`stacks.zones.choose_zones`), from the region's available zones and
+    their IDs as the ``aws.getAvailabilityZones`` invoke reports them."""
     available = aws.get_availability_zones(
         state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
-    ).names
-    return choose_zones(cfg, available)
+    )
+    return choose_zones(cfg, [Zone(n, i) for n, i in zip(available.names, available.zone_ids)])
+
+
+def control_plane_subnets(subnet_ids: list[str]) -> pulumi.Output[list[str]]:
+    """The existing subnets the EKS control plane may use: those outside the zone IDs EKS refuses (looked up
+    with ``aws.ec2.getSubnet``)."""
+    zone_ids = [aws.ec2.get_subnet_output(id=sid).availability_zone_id for sid in subnet_ids]
+    return pulumi.Output.all(*zone_ids).apply(
+        lambda ids: [sid for sid, zid in zip(subnet_ids, ids) if zid not in EKS_UNSUPPORTED_ZONE_IDS]
+    )
 
 
 def stack_tags(cfg: StackConfig) -> dict[str, str]:
@@ -103,10 +113,12 @@ def _node_group_args(
     }
     if g.capacity_reservation_id:
         args["capacity_reservation_id"] = g.capacity_reservation_id
+    if g.profile.accelerator:
+        args["accelerator"] = g.profile.accelerator
     return args
 
 
-def build_environment(plan: Plan, zones: Optional[list[str]] = None) -> Environment:
+def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environment:
     """Register the whole backbone: network, cluster, node groups, device plugins, autoscaler, EFS storage."""
     cfg = plan.config
     name = cfg.cluster_name
@@ -120,7 +132,7 @@ def build_environment(plan: Plan, zones: Optional[list[str]] = None) -> Environm
             {
                 "cluster_name": name,
                 "cidr_block": cfg.network.vpc_cidr,
-                "availability_zones": zones,
+                "availability_zones": [z.name for z in zones],
                 "private_subnet_cidrs": cfg.network.private_subnet_cidrs
                 or default_private_subnet_cidrs(vpc_net, len(zones)),
                 "public_subnet_cidrs": cfg.network.public_subnet_cidrs
@@ -133,19 +145,24 @@ def build_environment(plan: Plan, zones: Optional[list[str]] = None) -> Environm
         private_ids: pulumi.Output[list[str]] = vpc.private_subnet_ids
         public_ids: pulumi.Output[list[str]] = vpc.public_subnet_ids
         private_id_list: list[pulumi.Input[str]] = list(vpc.private_subnet_id_list)
+        # EKS refuses control-plane subnets in some zone IDs: the cluster gets the others (nodes use all)
+        control_plane_ids: pulumi.Input[list[str]] = pulumi.Output.all(
+            *[sid for sid, z in zip(private_id_list, zones) if z.control_plane]
+        ).apply(lambda ids: [str(i) for i in ids])
     else:
         assert cfg.existing_vpc is not None
         vpc_id = pulumi.Output.from_input(cfg.existing_vpc.vpc_id)
         private_ids = pulumi.Output.from_input(list(cfg.existing_vpc.private_subnet_ids))
         public_ids = pulumi.Output.from_input(list(cfg.existing_vpc.public_subnet_ids))
         private_id_list = list(cfg.existing_vpc.private_subnet_ids)
+        control_plane_ids = control_plane_subnets(list(cfg.existing_vpc.private_subnet_ids))
 
     c = cfg.cluster
     cluster_args: TrainingClusterArgs = {
         "cluster_name": name,
         "kubernetes_version": c.kubernetes_version,
         "vpc_id": vpc_id,
-        "private_subnet_ids": private_ids,
+        "private_subnet_ids": control_plane_ids,
         "public_subnet_ids": public_ids,
         "system_node_group": {
             "instance_type": plan.system.instance_types[0],
@@ -187,7 +204,9 @@ def build_environment(plan: Plan, zones: Optional[list[str]] = None) -> Environm
         if g.subnet_id:
             subnets = [g.subnet_id]
         elif g.zone and zones is not None:
-            subnets = [private_id_list[zones.index(g.zone)]]
+            zone = find_zone(g.zone, zones)
+            assert zone is not None, f"{g.path}: zone {g.zone} was checked by choose_zones"
+            subnets = [private_id_list[zones.index(zone)]]
         groups[gname] = TrainingNodeGroup(
             f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, vpc_id, tags)
         )

@@ -10,6 +10,7 @@ read the plan, so they cannot disagree.
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Optional
@@ -27,6 +28,9 @@ from stacks.config import TOOLBOX_IMAGE, DatasetConfig, HealthCheckConfig, JobCo
 HEALTH_THRESHOLD_SHARE = 0.8
 #: Zone label every node carries (Kubernetes well-known label).
 ZONE_LABEL = "topology.kubernetes.io/zone"
+#: The zone-ID label the AWS cloud provider puts on nodes (https://kubernetes.io/docs/reference/labels-annotations-taints/).
+ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
+ZONE_ID_RE = re.compile(r"^[a-z]{2,}\d-az\d+$")
 #: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
 SYSTEM_JOB_SHARE = 0.25
 #: The repository (image build contexts are folders of it).
@@ -81,7 +85,7 @@ class NodeGroupPlan:
             pod = _share(pod, SYSTEM_JOB_SHARE / 0.8)
         selector = dict(self.profile.labels)
         if self.zone:
-            selector[ZONE_LABEL] = self.zone
+            selector[ZONE_ID_LABEL if ZONE_ID_RE.match(self.zone) else ZONE_LABEL] = self.zone
         placement: WorkerPlacement = {
             "node_selector": selector,
             "tolerations": tolerations_for(self.profile.taints),

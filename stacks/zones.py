@@ -1,47 +1,111 @@
-"""Which availability zones a new VPC uses: one function for the program and for preflight."""
+"""Which availability zones a new VPC uses, decided by zone ID: one function for the program and for preflight.
 
-from typing import Sequence
+Zone names map to different physical zones (zone IDs) in every account, and EKS refuses control-plane subnets in
+some zone IDs (``EKS_UNSUPPORTED_ZONE_IDS``, e.g. use1-az3). So the config may name a zone by name
+(``us-east-1a``) or by ID (``use1-az1``); zones are chosen automatically only among IDs EKS supports, and a zone
+the user pins that EKS refuses still gets its subnets (nodes may run there) but stays out of the cluster's
+control-plane subnets, of which EKS needs two zones.
+"""
 
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from components.catalog import EKS_UNSUPPORTED_ZONE_IDS
 from stacks.config import ConfigError, StackConfig, key
 
+#: EKS needs control-plane subnets in at least two zones (source key ``eks-network-requirements``).
+MIN_CONTROL_PLANE_ZONES = 2
 
-def choose_zones(cfg: StackConfig, available: Sequence[str]) -> list[str]:
-    """The zones a new VPC uses, given the region's available zones: ``network.availabilityZones`` when
-    listed (each must be available), else the zones node groups are pinned to plus the first other
-    available zones (sorted), ``availabilityZoneCount`` in all. The program (through the
-    ``aws.getAvailabilityZones`` invoke) and preflight (through boto3) both call this.
+
+@dataclass(frozen=True, order=True)
+class Zone:
+    """One availability zone of the account: its name and its zone ID."""
+
+    name: str
+    zone_id: str
+
+    @property
+    def control_plane(self) -> bool:
+        """EKS accepts control-plane subnets in this zone."""
+        return self.zone_id not in EKS_UNSUPPORTED_ZONE_IDS
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.zone_id})"
+
+    def matches(self, ref: str) -> bool:
+        """``ref`` is this zone's name or ID."""
+        return ref in (self.name, self.zone_id)
+
+
+def find_zone(ref: str, zones: Sequence[Zone]) -> Optional[Zone]:
+    """The zone named ``ref`` (a name or an ID) among ``zones``."""
+    return next((z for z in zones if z.matches(ref)), None)
+
+
+def control_plane_zones(zones: Sequence[Zone]) -> list[Zone]:
+    """The zones whose subnets the EKS control plane may use."""
+    return [z for z in zones if z.control_plane]
+
+
+def _listing(zones: Sequence[Zone]) -> str:
+    return ", ".join(str(z) for z in zones)
+
+
+def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
+    """The zones a new VPC uses, given the region's available zones: ``network.availabilityZones`` when listed
+    (each must be available), else the zones node groups are pinned to plus the first other available zones that
+    EKS supports (by name order), ``availabilityZoneCount`` in all, and at least two EKS supports. The program
+    (through the ``aws.getAvailabilityZones`` invoke) and preflight (through boto3) both call this.
 
     Raises :class:`ConfigError` naming the key when the region cannot satisfy the configuration.
     """
     assert cfg.network is not None, "choose_zones is for a new VPC (network)"
     avail = sorted(available)
-    pinned = {g: ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
-    bad = [
-        f"{key(f'nodeGroups.{g}.availabilityZone')}: {az} is not available in this region; choose from {', '.join(avail)}"
-        for g, az in pinned.items()
-        if az not in avail
-    ]
-    if bad:
-        raise ConfigError(bad)
+    problems = []
+    pinned: list[Zone] = []
+    for g, ng in cfg.node_groups.items():
+        if not ng.availability_zone:
+            continue
+        zone = find_zone(ng.availability_zone, avail)
+        if zone is None:
+            problems.append(
+                f"{key(f'nodeGroups.{g}.availabilityZone')}: {ng.availability_zone} is not an available zone of this "
+                f"region; choose a name or ID from {_listing(avail)}"
+            )
+        elif zone not in pinned:
+            pinned.append(zone)
+    if problems:
+        raise ConfigError(problems)
+    supported = control_plane_zones(avail)
     if cfg.network.availability_zones:
-        missing = [z for z in cfg.network.availability_zones if z not in avail]
+        listed = [(ref, find_zone(ref, avail)) for ref in cfg.network.availability_zones]
+        missing = [ref for ref, z in listed if z is None]
         if missing:
             raise ConfigError(
-                [f"{key('network.availabilityZones')}: {', '.join(missing)} not available in this region; choose from {', '.join(avail)}"]
+                [f"{key('network.availabilityZones')}: {', '.join(missing)} not available in this region; choose names or IDs from {_listing(avail)}"]
             )
-        return list(cfg.network.availability_zones)
+        chosen = [z for _ref, z in listed if z is not None]
+        if len(control_plane_zones(chosen)) < MIN_CONTROL_PLANE_ZONES:
+            refused = [z for z in chosen if not z.control_plane]
+            raise ConfigError(
+                [
+                    f"{key('network.availabilityZones')}: EKS needs control-plane subnets in {MIN_CONTROL_PLANE_ZONES} zones "
+                    f"it supports; {_listing(refused) or 'none'} it refuses; add zones from {_listing(supported)}"
+                ]
+            )
+        return chosen
     count = cfg.network.availability_zone_count
-    if len(avail) < count:
+    chosen = list(pinned)
+    for z in supported:
+        if len(chosen) >= count and len(control_plane_zones(chosen)) >= MIN_CONTROL_PLANE_ZONES:
+            break
+        if z not in chosen:
+            chosen.append(z)
+    if len(chosen) < count or len(control_plane_zones(chosen)) < MIN_CONTROL_PLANE_ZONES:
         raise ConfigError(
             [
-                f"{key('network.availabilityZoneCount')}: the region has {len(avail)} zones ({', '.join(avail)}), "
-                f"asked for {count}; lower it"
+                f"{key('network.availabilityZoneCount')}: the region has {len(supported)} zones EKS supports "
+                f"({_listing(supported)}) of {len(avail)}, asked for {count}; lower it"
             ]
         )
-    chosen = sorted(set(pinned.values()))
-    for az in avail:
-        if len(chosen) >= count:
-            break
-        if az not in chosen:
-            chosen.append(az)
     return sorted(chosen)

@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parent.parent
 PROJECT = "eks-training"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
-ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1f"]
-#: Zone IDs the mocked account maps ``ZONES`` to (names map to different IDs in every account): the third
-#: is use1-az3, a zone EKS refuses for control-plane subnets, so zone choice by ID is exercised.
-ZONE_IDS = ["use1-az4", "use1-az6", "use1-az3", "use1-az1", "use1-az2"]
+ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"]
+#: Zone IDs the mocked account maps ``ZONES`` to (names map to different IDs in every account; these are moto's,
+#: so both tiers agree): us-east-1e is use1-az3, a zone EKS refuses for control-plane subnets.
+ZONE_IDS = ["use1-az6", "use1-az1", "use1-az2", "use1-az4", "use1-az3", "use1-az5"]
 #: Partition of a region, as ``aws.getPartition`` reports it.
 PARTITION_PREFIXES = {"cn-": "aws-cn", "us-gov-": "aws-us-gov"}
 
@@ -142,11 +142,20 @@ class TrainingMocks(pmocks.Mocks):
         self.partition = partition_of(region)
         self.zones, self.zone_ids = zones_of(region)
 
+    def subnet_zone(self, subnet_id: str) -> tuple[str, str]:
+        """The zone (name, ID) an existing subnet of the mocked account is in."""
+        i = int(_hex(subnet_id, 4), 16) % len(self.zones)
+        return self.zones[i], self.zone_ids[i]
+
     def call(self, args: pmocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
         self.invokes.append((args.token, dict(args.args)))
         tok = args.token
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
             return {"names": self.zones, "zoneIds": self.zone_ids, "id": self.region}, []
+        if tok == "aws:ec2/getSubnet:getSubnet":
+            sid = str(args.args.get("id"))
+            name, zone_id = self.subnet_zone(sid)
+            return {"id": sid, "availabilityZone": name, "availabilityZoneId": zone_id}, []
         if tok == "aws:index/getPartition:getPartition":
             suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
             return {"partition": self.partition, "dnsSuffix": suffix, "reverseDnsPrefix": ".".join(reversed(suffix.split("."))), "id": self.partition}, []

@@ -232,8 +232,8 @@ class SeededMoto:
         return record
 
     def seed_addon_versions(self, addon: str, versions: dict[str, dict[str, bool]]) -> None:
-        """Versions of an EKS add-on: ``{"v1.19.0-eksbuild.1": {"1.31": True, "1.32": False}}`` means that
-        version is offered for Kubernetes 1.31 (as its default) and 1.32."""
+        """Versions of an EKS add-on: ``{"v1.19.0-eksbuild.1": {"1.34": True, "1.35": False}}`` means that
+        version is offered for Kubernetes 1.34 (as its default) and 1.35."""
         backend = self._backend("eks")
         backend.__dict__.setdefault(_ADDON_VERSIONS, {})[addon] = [
             {

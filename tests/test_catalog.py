@@ -1,10 +1,14 @@
 """The catalog holds facts with public sources, and the repository stands on its own."""
 
+import dataclasses
+import importlib
 import re
 import subprocess
+from typing import Iterator, Mapping
 
 import pytest
 
+from components.catalog.limits import NAME_LIMITS
 from components.catalog import (
     CA_CHART_WITH_VOLUMEATTACHMENTS,
     CLUSTER_AUTOSCALER,
@@ -28,11 +32,36 @@ def test_every_source_is_a_public_address() -> None:
         assert source.shows, name
 
 
+def _facts(value: object) -> Iterator[object]:
+    """Every dataclass instance reachable from ``value`` through mappings, sequences and dataclass fields."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield value
+        for f in dataclasses.fields(value):
+            yield from _facts(getattr(value, f.name))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _facts(v)
+    elif isinstance(value, (list, tuple, frozenset, set)):
+        for v in value:
+            yield from _facts(v)
+
+
 def test_every_fact_names_a_known_source() -> None:
-    used = {s for t in INSTANCE_TYPES.values() for s in t.sources}
-    used |= {c.source for c in HELM_CHARTS.values()} | {p.source for p in SERVICE_PRICES.values()}
-    used |= {r.source.split(" ", 1)[0] for r in REFERENCE_ALLREDUCE.values()}
-    assert used <= set(SOURCES), used - set(SOURCES)
+    """Every fact row in every catalog module (any dataclass with a ``source`` or ``sources`` field) names
+    sources that exist; the first word of a source text is its key."""
+    rows = 0
+    for module_name in ("charts", "efa", "instances", "limits", "platform", "prices", "quotas"):
+        module = importlib.import_module(f"components.catalog.{module_name}")
+        for name, value in vars(module).items():
+            if name.startswith("_") or isinstance(value, type):
+                continue
+            for fact in _facts(value):
+                keys = list(getattr(fact, "sources", ())) + [getattr(fact, "source", None)]
+                for k in keys:
+                    if isinstance(k, str):
+                        rows += 1
+                        assert k.split(" ", 1)[0] in SOURCES, f"components.catalog.{module_name}.{name}: unknown source {k!r}"
+    assert rows > len(INSTANCE_TYPES) + len(NAME_LIMITS)
     for t in INSTANCE_TYPES.values():
         assert t.sources, t.name
 

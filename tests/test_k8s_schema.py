@@ -7,6 +7,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from components.catalog import DEFAULT_KUBERNETES_VERSION
 from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
 
 pytestmark = pytest.mark.mock
@@ -29,7 +30,7 @@ def manifests(p: Program) -> list[dict[str, Any]]:
 
 def k8s_version(stack: str) -> str:
     cluster = stack_config(stack).get(f"{PROJECT}:cluster") or {}
-    return cluster.get("kubernetesVersion", "1.33") + ".0"
+    return cluster.get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION) + ".0"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -48,4 +49,4 @@ def test_the_schema_check_can_fail() -> None:
     bad = copy.deepcopy(pvc)
     bad["spec"]["accesModes"] = bad["spec"].pop("accessModes")
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(bad, "1.33.0", strict=True)
+        kubernetes_validate.validate(bad, DEFAULT_KUBERNETES_VERSION + ".0", strict=True)

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.catalog import AMI_TYPES, EFA_ENV_COMMON, EFA_HUGEPAGES_2MI, INSTANCE_TYPES, Catalog
+from components.catalog import AMI_TYPES, AUTOSCALER_GPU_LABEL, EFA_ENV_COMMON, EFA_HUGEPAGES_2MI, INSTANCE_TYPES, Catalog
 from components.naming import fit_name, k8s_name
 from components.nodeplan import (
     AUTOSCALER_TEMPLATE_PREFIX,
@@ -22,7 +22,7 @@ from components.nodeplan import (
 from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, node_scheduling, tolerations_for
 from stacks.config import ConfigError, load_config
 from stacks.plan import ZONE_LABEL, build_plan
-from stacks.zones import choose_zones
+from stacks.zones import Zone, choose_zones, control_plane_zones
 from tests.harness import _config_to_runtime
 
 pytestmark = pytest.mark.unit
@@ -93,8 +93,16 @@ def test_sizing_type_is_the_smallest() -> None:
 
 # ------------------------------------------------------------------------------------- scheduling
 def test_node_scheduling_labels_and_taints() -> None:
-    labels, taints = node_scheduling("gpu", 8, True, {"team": "ml"}, [{"key": "dedicated", "value": "x", "effect": "NoExecute"}])
-    assert labels == {NODE_ROLE_LABEL: "gpu", "team": "ml", GPU_LABEL[0]: GPU_LABEL[1], EFA_LABEL[0]: EFA_LABEL[1]}
+    labels, taints = node_scheduling(
+        "gpu", 8, True, {"team": "ml"}, [{"key": "dedicated", "value": "x", "effect": "NoExecute"}], accelerator="nvidia-h100"
+    )
+    assert labels == {
+        NODE_ROLE_LABEL: "gpu",
+        "team": "ml",
+        GPU_LABEL[0]: GPU_LABEL[1],
+        AUTOSCALER_GPU_LABEL: "nvidia-h100",
+        EFA_LABEL[0]: EFA_LABEL[1],
+    }
     assert taints == [dict(GPU_TAINT), {"key": "dedicated", "value": "x", "effect": "NoExecute"}]
     assert tolerations_for(taints)[0] == {"key": GPU_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     cpu_labels, cpu_taints = node_scheduling("cpu", 0, False)
@@ -159,9 +167,31 @@ def test_zones_keep_pinned_groups_and_fill_up() -> None:
     cfg = config(network={"availabilityZoneCount": 2},
                  nodeGroups={"gpu": {"instanceTypes": ["p4d.24xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
                                      "availabilityZone": "us-east-1d"}})
-    assert choose_zones(cfg, ["us-east-1a", "us-east-1b", "us-east-1d"]) == ["us-east-1a", "us-east-1d"]
-    with pytest.raises(ConfigError, match="us-east-1d is not available"):
-        choose_zones(cfg, ["us-east-1a", "us-east-1b"])
+    a, b, c, d = Zone("us-east-1a", "use1-az4"), Zone("us-east-1b", "use1-az6"), Zone("us-east-1c", "use1-az3"), Zone("us-east-1d", "use1-az1")
+    assert choose_zones(cfg, [a, b, d]) == [a, d]
+    with pytest.raises(ConfigError, match="us-east-1d is not an available zone"):
+        choose_zones(cfg, [a, b])
+    # the same physical zone pinned by its ID
+    by_id = config(network={"availabilityZoneCount": 2},
+                   nodeGroups={"gpu": {"instanceTypes": ["p4d.24xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
+                                       "availabilityZone": "use1-az1"}})
+    assert choose_zones(by_id, [a, b, d]) == [a, d]
+
+
+def test_zones_eks_refuses_are_never_chosen_for_the_control_plane() -> None:
+    """use1-az3 is skipped when zones are chosen; pinned there, the group keeps its zone and two zones EKS
+    accepts are added for the control plane."""
+    a, b, c, d = Zone("us-east-1a", "use1-az4"), Zone("us-east-1b", "use1-az6"), Zone("us-east-1c", "use1-az3"), Zone("us-east-1d", "use1-az1")
+    three = config(network={"availabilityZoneCount": 3})
+    assert choose_zones(three, [a, b, c, d]) == [a, b, d]
+    assert not c.control_plane and all(z.control_plane for z in (a, b, d))
+    pinned = config(network={"availabilityZoneCount": 2},
+                    nodeGroups={"gpu": {"instanceTypes": ["p4d.24xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
+                                        "availabilityZone": "us-east-1c"}})
+    chosen = choose_zones(pinned, [a, b, c, d])
+    assert chosen == [a, b, c] and control_plane_zones(chosen) == [a, b]
+    with pytest.raises(ConfigError, match="zones EKS supports"):
+        choose_zones(config(network={"availabilityZoneCount": 2}), [a, c])
 
 
 # ------------------------------------------------------------------------------------ config rules

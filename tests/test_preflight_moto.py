@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent  # on sys.path via tests/conftest.
 from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
 from stacks.config import ConfigError, StackConfig, load_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
-from stacks.zones import choose_zones  # noqa: E402
+from stacks.zones import Zone, choose_zones  # noqa: E402
 from stacks.preflight import (  # noqa: E402
     Finding,
     PreflightError,
@@ -44,17 +44,21 @@ from tests import preflight_support as sup  # noqa: E402
 
 pytestmark = pytest.mark.moto
 
-ZONES = ["us-east-1a", "us-east-1c"]
+#: moto's us-east-1 maps us-east-1a to use1-az6 and us-east-1c to use1-az2 (and us-east-1e to use1-az3,
+#: a zone EKS refuses for control planes).
+ZONE_NAMES = ["us-east-1a", "us-east-1c"]
+ZONES = [Zone("us-east-1a", "use1-az6"), Zone("us-east-1c", "use1-az2")]
+AB = [Zone("us-east-1a", "use1-az6"), Zone("us-east-1b", "use1-az1")]
 P_OD, P_SPOT, STD_OD = "L-417A185B", "L-7212CCBC", "L-1216C47A"
 CR_ODCR = "cr-0a1b2c3d4e5f60718"
 GPU_KEY = "eks-training:nodeGroups.gpu"
 VPC_CNI_KEY = "eks-training:cluster.addonVersions.vpc-cni"
-#: Test data for DescribeAddonVersions: EKS's default for 1.33 supports efa-only, 1.31's does not.
+#: Test data for DescribeAddonVersions: EKS's default for 1.36 supports efa-only, 1.34's does not.
 VPC_CNI = {
-    "v1.18.3-eksbuild.1": {"1.31": True, "1.33": False},
-    "v1.19.0-eksbuild.1": {"1.31": False, "1.33": True},
-    "v1.20.1-eksbuild.1": {"1.31": False, "1.33": False},
-    "v1.20.1-eksbuild.3": {"1.31": False, "1.33": False},
+    "v1.18.3-eksbuild.1": {"1.34": True, "1.36": False},
+    "v1.19.0-eksbuild.1": {"1.34": False, "1.36": True},
+    "v1.20.1-eksbuild.1": {"1.34": False, "1.36": False},
+    "v1.20.1-eksbuild.3": {"1.34": False, "1.36": False},
 }
 
 
@@ -113,7 +117,7 @@ def stack(node_groups: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """A stack's ``config:`` mapping: a new VPC in ``ZONES`` unless ``extra`` says otherwise."""
     cfg: dict[str, Any] = {"aws:region": sup.REGION, "eks-training:nodeGroups": node_groups}
     if "existingVpc" not in extra:
-        cfg["eks-training:network"] = {"availabilityZones": ZONES}
+        cfg["eks-training:network"] = {"availabilityZones": ZONE_NAMES}
     for k, v in extra.items():
         cfg[f"eks-training:{k}"] = v
     return cfg
@@ -184,7 +188,7 @@ def test_all_good_p5_group_with_odcr_and_enough_quota(seeded: sup.SeededMoto) ->
     std = one(findings, "eks-training:systemNodeGroup.maxSize").message
     assert STD_OD in std and "640 (AWS default)" in std and "needs up to 6 " in std  # 3 x m5.large (2 vCPUs)
     cni = one(findings, VPC_CNI_KEY).message
-    assert "EKS's default vpc-cni for Kubernetes 1.33 is v1.19.0-eksbuild.1" in cni and "nodeGroups.gpu" in cni
+    assert "EKS's default vpc-cni for Kubernetes 1.36 is v1.19.0-eksbuild.1" in cni and "nodeGroups.gpu" in cni
 
 
 def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
@@ -219,7 +223,7 @@ def test_type_not_offered_in_a_zone_names_the_offered_zones(proc: sup.MotoProces
             network={"availabilityZones": ["us-east-1a", "us-east-1b"]},
         )
     )
-    findings = run_preflight(cfg, ["us-east-1a", "us-east-1b"], session())
+    findings = run_preflight(cfg, AB, session())
 
     gpu = about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered")
     assert not gpu.ok
@@ -239,16 +243,54 @@ def test_type_offered_nowhere_and_group_zone_outside_the_vpc(proc: sup.MotoProce
     offering = about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered")
     assert not offering.ok and "not offered in any zone of us-east-1" in offering.message
     zone = one(findings, f"{GPU_KEY}.availabilityZone")
-    assert not zone.ok and "us-east-1d is not one of the VPC's zones (us-east-1a, us-east-1c)" in zone.message
+    assert not zone.ok and "us-east-1d is not one of the VPC's zones (us-east-1a (use1-az6), us-east-1c (use1-az2))" in zone.message
 
 
 def test_new_vpc_zones_resolved_like_the_program(proc: sup.MotoProcess) -> None:
     cfg = load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 3}))
     findings = run_preflight(cfg, None, session())
-    assert "uses zones us-east-1a, us-east-1b, us-east-1c" in one(findings, "eks-training:network").message
+    assert "uses zones us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2)" in one(findings, "eks-training:network").message
     assert "offered in us-east-1a, us-east-1b, us-east-1c" in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
     with pytest.raises(ConfigError, match="availabilityZoneCount"):
         choose_zones(dataclasses.replace(cfg.config, network=cfg.config.network.model_copy(update={"availability_zone_count": 7})), ZONES)  # type: ignore[union-attr]
+
+
+def test_zones_eks_refuses_are_skipped_by_id(proc: sup.MotoProcess) -> None:
+    """moto's us-east-1e is use1-az3: a new VPC over every zone leaves it out; an existing VPC whose private
+    subnets leave one zone EKS accepts fails, naming the key."""
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 5, **FIVE_ZONE_LAYOUT}))
+    findings = run_preflight(cfg, None, session())
+    message = one(findings, "eks-training:network").message
+    assert "us-east-1e" not in message and "us-east-1f (use1-az5)" in message
+    with pytest.raises(ConfigError, match=r"6 asked|asked for 6"):
+        choose_zones(load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 6, **SIX_ZONE_LAYOUT})).config, sup_zones())
+
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+    a = ec2.create_subnet(VpcId=vpc, CidrBlock="10.30.0.0/20", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+    e = ec2.create_subnet(VpcId=vpc, CidrBlock="10.30.16.0/20", AvailabilityZone="us-east-1e")["Subnet"]["SubnetId"]
+    bad = load(stack({"cpu": group(["m5.xlarge"])}, existingVpc={"vpcId": vpc, "privateSubnetIds": [a, e]}))
+    fail = one(run_preflight(bad, None, session()), "eks-training:existingVpc.privateSubnetIds")
+    assert not fail.ok
+    assert "EKS needs control-plane subnets in 2 zones it supports, the VPC has us-east-1a (use1-az6)" in fail.message
+    assert "us-east-1e (use1-az3) refused by EKS" in fail.message
+
+
+FIVE_ZONE_LAYOUT = {
+    "privateSubnetCidrs": [f"10.0.{16 * i}.0/20" for i in range(5)],
+    "publicSubnetCidrs": [f"10.0.{128 + 8 * i}.0/21" for i in range(5)],
+}
+SIX_ZONE_LAYOUT = {
+    "privateSubnetCidrs": [f"10.0.{16 * i}.0/20" for i in range(6)],
+    "publicSubnetCidrs": [f"10.0.{128 + 8 * i}.0/21" for i in range(6)],
+}
+
+
+def sup_zones() -> list[Zone]:
+    """The region's zones as preflight lists them (from moto)."""
+    from stacks.preflight import available_zones
+
+    return available_zones(session(), sup.REGION)
 
 
 def test_existing_vpc_zones_come_from_its_subnets(proc: sup.MotoProcess) -> None:
@@ -351,9 +393,9 @@ def test_seeded_data_is_forgotten_on_reset(seeded: sup.SeededMoto) -> None:
     assert sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)["Quota"]["Value"] == 1.0
     assert ec2.describe_capacity_reservations()["CapacityReservations"][0]["ReservationType"] == "default"
     eks = session().client("eks")
-    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.33")["addons"][0]["addonName"] == "vpc-cni"
+    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.36")["addons"][0]["addonName"] == "vpc-cni"
     seeded.reset()
-    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.33")["addons"] == []
+    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.36")["addons"] == []
     with pytest.raises(sq.exceptions.NoSuchResourceException):
         sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)
     assert ec2.describe_capacity_reservations()["CapacityReservations"] == []
@@ -498,25 +540,25 @@ def _vpc_cni_findings(cluster: dict[str, Any], groups: dict[str, Any] | None = N
 
 
 def test_default_vpc_cni_too_old_for_efa_only_names_the_version_to_pin(seeded: sup.SeededMoto) -> None:
-    [f] = _vpc_cni_findings({"kubernetesVersion": "1.31"})
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.34"})
     assert f.key == VPC_CNI_KEY and not f.ok
-    assert "EKS's default vpc-cni for Kubernetes 1.31, v1.18.3-eksbuild.1, older than the v1.18.5" in f.message
+    assert "EKS's default vpc-cni for Kubernetes 1.34, v1.18.3-eksbuild.1, older than the v1.18.5" in f.message
     assert "nodeGroups.gpu (p5.48xlarge)" in f.message
-    # the newest offered for 1.31 (eksbuild.3 sorts after eksbuild.1)
-    assert f"pin {VPC_CNI_KEY} to v1.20.1-eksbuild.3 (the newest EKS offers for Kubernetes 1.31)" in f.message
+    # the newest offered for 1.34 (eksbuild.3 sorts after eksbuild.1)
+    assert f"pin {VPC_CNI_KEY} to v1.20.1-eksbuild.3 (the newest EKS offers for Kubernetes 1.34)" in f.message
 
 
 def test_default_vpc_cni_new_enough_passes(seeded: sup.SeededMoto) -> None:
-    [f] = _vpc_cni_findings({"kubernetesVersion": "1.33"})
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.36"})
     assert f.ok and f.key == VPC_CNI_KEY and "is v1.19.0-eksbuild.1" in f.message
 
 
 def test_pinned_vpc_cni_must_be_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
-    [ok] = _vpc_cni_findings({"kubernetesVersion": "1.31", "addonVersions": {"vpc-cni": "v1.19.0-eksbuild.1"}})
-    assert ok.ok and "v1.19.0-eksbuild.1 is offered for Kubernetes 1.31" in ok.message
-    [bad] = _vpc_cni_findings({"kubernetesVersion": "1.31", "addonVersions": {"vpc-cni": "v1.19.9-eksbuild.9"}})
+    [ok] = _vpc_cni_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.0-eksbuild.1"}})
+    assert ok.ok and "v1.19.0-eksbuild.1 is offered for Kubernetes 1.34" in ok.message
+    [bad] = _vpc_cni_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.9-eksbuild.9"}})
     assert not bad.ok and bad.key == VPC_CNI_KEY
-    assert "v1.19.9-eksbuild.9 is not offered by EKS for Kubernetes 1.31; pin" in bad.message
+    assert "v1.19.9-eksbuild.9 is not offered by EKS for Kubernetes 1.34; pin" in bad.message
 
 
 def test_no_vpc_cni_check_without_efa_only_interfaces(seeded: sup.SeededMoto) -> None:
@@ -527,22 +569,22 @@ def test_no_vpc_cni_check_without_efa_only_interfaces(seeded: sup.SeededMoto) ->
         "cpu": group(["c5.4xlarge"], 2),
     }
     assert INSTANCE_TYPES["g5.48xlarge"].network_cards == 1 and INSTANCE_TYPES["g5.48xlarge"].max_efa_interfaces == 1
-    assert _vpc_cni_findings({"kubernetesVersion": "1.31"}, groups) == []
+    assert _vpc_cni_findings({"kubernetesVersion": "1.34"}, groups) == []
 
 
 def test_vpc_cni_versions_unreadable(proc: sup.MotoProcess) -> None:
     # stock moto_server has no DescribeAddonVersions: a failure that says what is needed
-    [f] = _vpc_cni_findings({"kubernetesVersion": "1.33"})
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.36"})
     assert not f.ok and f.key == VPC_CNI_KEY
-    assert "could not read the vpc-cni versions EKS offers for Kubernetes 1.33" in f.message
+    assert "could not read the vpc-cni versions EKS offers for Kubernetes 1.36" in f.message
     assert "preflight.enabled: false" in f.message
 
 
 def test_no_vpc_cni_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
     findings = run_preflight(load(stack({"gpu": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a")},
-                                         cluster={"kubernetesVersion": "1.34"})), ZONES, session())
+                                         cluster={"kubernetesVersion": "1.35"})), ZONES, session())
     f = one(findings, "eks-training:cluster.kubernetesVersion")
-    assert not f.ok and "EKS offers no vpc-cni version for Kubernetes 1.34 in us-east-1" in f.message
+    assert not f.ok and "EKS offers no vpc-cni version for Kubernetes 1.35 in us-east-1" in f.message
 
 
 # ------------------------------------------------------------------------------------------------
@@ -555,7 +597,7 @@ def test_report_and_exception_name_the_config_key(proc: sup.MotoProcess) -> None
         stack({"gpu": group(["p5en.48xlarge"], 1, efa=False)}, network={"availabilityZones": ["us-east-1a", "us-east-1b"]})
     )
     with pytest.raises(PreflightError) as info:
-        check(cfg, ["us-east-1a", "us-east-1b"], session())
+        check(cfg, AB, session())
     exc = info.value
     assert isinstance(exc, ConfigError) and isinstance(exc, pulumi.RunError)
     assert f"{GPU_KEY}.instanceTypes[0]: p5en.48xlarge is not offered in us-east-1b" in str(exc)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import stacks.plan
-from components.catalog import IMAGES, INSTANCE_TYPES, MANIFESTS
+from components.catalog import DEFAULT_KUBERNETES_VERSION, IMAGES, INSTANCE_TYPES, MANIFESTS
 from components.scheduling import NODE_ROLE_LABEL
 from components.workloads.mpi import LAUNCHER_CREATION_POLICIES
 from tests.harness import PROJECT, REPO, Program, Registration, contains_unknown, resolve, run_program, stack_config, stack_names
@@ -487,7 +487,7 @@ def test_mpi_job_fields_follow_the_v2beta1_types(kinds: Program) -> None:
             assert replica["restartPolicy"] in ("Never", "OnFailure"), "the operator's validation accepts only these"
             assert replica["replicas"] >= 1
             doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()}, "template": replica["template"]}
-            kubernetes_validate.validate(json.loads(json.dumps(doc)), "1.33.0", strict=True)
+            kubernetes_validate.validate(json.loads(json.dumps(doc)), DEFAULT_KUBERNETES_VERSION + ".0", strict=True)
 
 
 def test_pytorch_job_runs_its_code_from_s3_through_the_launcher(kinds: Program) -> None:

@@ -26,6 +26,7 @@ from components.catalog.efa import (
 from components.catalog.instances import INSTANCE_TYPES, Catalog, InstanceType
 from components.catalog.platform import (
     AMI_TYPES,
+    AUTOSCALER_GPU_LABEL,
     DEFAULT_KUBERNETES_VERSION,
     EFA_ONLY_MIN_VPC_CNI,
     EKS_ADDONS,
@@ -34,6 +35,7 @@ from components.catalog.platform import (
     LOG_RETENTION_DAYS,
     NVIDIA_AMI_FAMILIES,
     SUPPORT_TYPES,
+    accelerator_label_value,
     SUPPORTED_KUBERNETES_VERSIONS,
     VPC_CNI_NETWORK_POLICY_CONFIG,
     KubernetesVersion,
@@ -44,7 +46,9 @@ from components.catalog.quotas import QUOTA_NAMES, VCPU_QUOTAS, quota_class
 from components.catalog.sources import SOURCES, Source
 
 __all__ = [
+    "accelerator_label_value",
     "AMI_TYPES",
+    "AUTOSCALER_GPU_LABEL",
     "AllReduceReference",
     "AutoscalerRelease",
     "CA_CHART_WITH_VOLUMEATTACHMENTS",

@@ -70,6 +70,20 @@ NVIDIA_AMI_FAMILIES: frozenset[str] = frozenset(
 #: EKS managed node group AMI types by kind of node (source key ``eks-nvidia-ami``).
 AMI_TYPES: Mapping[str, str] = {"cpu": "AL2023_x86_64_STANDARD", "nvidia": "AL2023_x86_64_NVIDIA"}
 
+#: The node label cluster-autoscaler's AWS provider reads to know a node has GPUs before the device plugin
+#: registers them (without it the autoscaler treats a fresh GPU node as unready capacity and misjudges scale-up
+#: and scale-down); its value names the GPU (source key ``cluster-autoscaler-gpu-label``).
+AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
+
+
+def accelerator_label_value(gpu_model: "str | None") -> str:
+    """The value of :data:`AUTOSCALER_GPU_LABEL` for a GPU model: ``NVIDIA H100`` -> ``nvidia-h100``."""
+    if not gpu_model:
+        return "nvidia"
+    value = "-".join("".join(c if c.isalnum() else " " for c in gpu_model.lower()).split())
+    return value[:63].strip("-") or "nvidia"
+
+
 #: Zone IDs whose subnets EKS refuses for a control plane (source key ``eks-network-requirements``).
 #: Zone names map to different IDs in each account, so zones are chosen and checked by ID.
 EKS_UNSUPPORTED_ZONE_IDS: frozenset[str] = frozenset({"use1-az3", "usw1-az2", "cac1-az3"})

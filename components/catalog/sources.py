@@ -115,10 +115,86 @@ SOURCES: Mapping[str, Source] = {
         shows="GPU nodes carry k8s.amazonaws.com/accelerator=<gpu-type> (the key makes a node a GPU node for the "
         "autoscaler; the value names the GPU in its metrics)",
     ),
-    "aws-name-limits": Source(
+    # --- name limits -------------------------------------------------------------------------------
+    "eks-create-cluster": Source(
+        url="https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html",
+        shows="cluster name: 1-100 characters, pattern ^[0-9A-Za-z][A-Za-z0-9\\-_]*",
+    ),
+    "tf-eks-node-group": Source(
         url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
-        shows="the length limits the AWS provider validates (node group names 63, prefixes 37; IAM role names 64; "
-        "see components/naming.py for each limit and its own page)",
+        shows="node_group_name at most 63 characters, node_group_name_prefix at most 63 - 26 = 37 (the provider "
+        "appends a 26-character unique suffix)",
+    ),
+    "iam-quotas": Source(
+        url="https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
+        shows="role names at most 64 characters, policy names at most 128; characters [\\w+=,.@-]",
+    ),
+    "ec2-create-launch-template": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateLaunchTemplate.html",
+        shows="LaunchTemplateName 3-128 characters, pattern [a-zA-Z0-9\\(\\)\\.\\-/_]+",
+    ),
+    "ec2-create-security-group": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html",
+        shows="GroupName up to 255 characters",
+    ),
+    "ec2-create-placement-group": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreatePlacementGroup.html",
+        shows="GroupName up to 255 ASCII characters",
+    ),
+    "ecr-create-repository": Source(
+        url="https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepository.html",
+        shows="repositoryName 2-256 characters, lowercase, pattern (?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*",
+    ),
+    "codebuild-create-project": Source(
+        url="https://docs.aws.amazon.com/codebuild/latest/APIReference/API_CreateProject.html",
+        shows="project name 2-255 characters, pattern [A-Za-z0-9][A-Za-z0-9\\-_]{1,254}",
+    ),
+    "s3-bucket-naming": Source(
+        url="https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html",
+        shows="bucket names 3-63 characters: lowercase letters, digits, dots and hyphens, starting and ending with a "
+        "letter or digit",
+    ),
+    "logs-create-log-group": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_CreateLogGroup.html",
+        shows="logGroupName 1-512 characters, pattern [\\.\\-_/#A-Za-z0-9]+",
+    ),
+    "kms-create-alias": Source(
+        url="https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateAlias.html",
+        shows="AliasName 1-256 characters, pattern ^alias/[a-zA-Z0-9/_-]+$",
+    ),
+    "efs-create-file-system": Source(
+        url="https://docs.aws.amazon.com/efs/latest/ug/API_CreateFileSystem.html",
+        shows="CreationToken 1-64 characters",
+    ),
+    "helm-release-name": Source(
+        url="https://github.com/helm/helm/blob/main/pkg/chartutil/validate_name.go",
+        shows="release names at most 53 characters (maxReleaseNameLen), DNS-1123 label characters",
+    ),
+    "pulumi-autonaming": Source(
+        url="https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming",
+        shows="an unnamed resource gets its logical name plus a random suffix (a hyphen and 7 characters)",
+    ),
+    "k8s-names": Source(
+        url="https://kubernetes.io/docs/concepts/overview/working-with-objects/names/",
+        shows="DNS subdomain names (253 characters), RFC 1123 label names (63), RFC 1035 label names (63, start with a "
+        "letter; Services)",
+    ),
+    "k8s-job-name": Source(
+        url="https://kubernetes.io/docs/concepts/workloads/controllers/job/",
+        shows="a Job's name should be a DNS label and must be no longer than 63 characters; an Indexed Job's pod "
+        "hostname is $(job-name)-$(index)",
+    ),
+    "k8s-statefulset": Source(
+        url="https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/",
+        shows="the name of a StatefulSet must be a valid DNS label",
+    ),
+    "k8s-labels": Source(
+        url="https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set",
+        shows="label values at most 63 characters, alphanumerics with -, _ and . inside",
+    ),
+    "k8s-container-port": Source(
+        url="https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#ports",
+        shows="a container port name is an IANA_SVC_NAME: at most 15 characters",
     ),
     # --- charts and images ------------------------------------------------------------------------
     "nvidia-device-plugin-chart": Source(

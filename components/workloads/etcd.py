@@ -6,6 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.naming import k8s_name
 from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, NO_EVICT
 from components.workloads.pods import container_security
@@ -41,7 +42,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EtcdRendezvousArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:EtcdRendezvous", name, None, opts)
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": name}
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": k8s_name(name)}
         container: k8s.core.v1.ContainerArgsDict = {
             "name": "etcd",
             "image": args.get("image") or IMAGES["etcd"],
@@ -82,7 +83,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
             spec={
                 "replicas": 1,
                 "strategy": {"type": "Recreate"},
-                "selector": {"match_labels": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": name}},
+                "selector": {"match_labels": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": k8s_name(name)}},
                 "template": {
                     # losing etcd makes every torchrun agent exit: keep the autoscaler from moving it
                     "metadata": {"labels": labels, "annotations": dict(NO_EVICT)},
@@ -108,7 +109,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
             metadata={"name": name, "namespace": args["namespace"], "labels": labels},
             spec={
                 "type": "ClusterIP",
-                "selector": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": name},
+                "selector": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": k8s_name(name)},
                 "ports": [{"name": "client", "port": ETCD_CLIENT_PORT, "target_port": ETCD_CLIENT_PORT}],
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),

@@ -53,7 +53,7 @@ class DatasetStaging(pulumi.ComponentResource):
         super().__init__("eks-training:index:DatasetStaging", name, None, opts)
         source = args["source"]
         data_dir = f"{SHARED_MOUNT}/{args['dest_path'].strip('/')}"
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "dataset-staging", "app.kubernetes.io/instance": name}
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "dataset-staging", "app.kubernetes.io/instance": k8s_name(name)}
         sa = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata={"name": k8s_name(name, "sa"), "namespace": args["namespace"], "labels": labels},

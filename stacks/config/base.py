@@ -15,11 +15,17 @@ LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
-AZ_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
+#: A zone name (us-east-1a) or a zone ID (use1-az1): names map to different zones in each account, IDs do not.
+AZ_RE = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d[a-z]|[a-z]{2,}\d-az\d+)$")
+AZ_HINT = "is not a zone name (us-east-1a) or zone ID (use1-az1)"
 QUANTITY_RE = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
 EFS_ID_RE = re.compile(r"^fs-[0-9a-f]{8,17}$")
 MD5_RE = re.compile(r"^[0-9a-f]{32}$")
+#: Longest entry name of each map section. Names are DNS labels that become parts of AWS and Kubernetes names
+#: (node groups, roles, Jobs, Services, ECR repositories); a derived name past its service's limit is shortened
+#: with a stable hash (components/naming.py), these bounds keep the readable part meaningful.
+ENTRY_NAME_MAX: dict[str, int] = {"nodeGroups": 20, "jobs": 40, "images": 40, "datasets": 40}
 
 
 class Model(BaseModel):

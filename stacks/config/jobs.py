@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
-from stacks.config.base import MD5_RE, NAME_RE, Model
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, NAME_RE, Model
 from stacks.config.errors import check
 
 #: The kinds of job (listed once).
@@ -27,7 +27,7 @@ CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 CIFAR10_BYTES = 170498071
 #: Job names become Kubernetes names: the Job, its pods ``<job>-<index>`` and Services ``<job>-workers``,
 #: ``<job>-allreduce``; 40 characters leave room for those suffixes within the 63 of a DNS label.
-JOB_NAME_MAX = 40
+JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
 #: The image every stack has: built from the repository's training/ folder; it also runs the
 #: project's helpers (dataset staging, the all-reduce check, waits, code download, TensorBoard).
 TOOLBOX_IMAGE = "training"
@@ -244,8 +244,3 @@ class JobConfig(Model):
         return self
 
 
-def check_job_name(name: str) -> Optional[str]:
-    """Why ``name`` cannot name a job, or ``None``."""
-    if not NAME_RE.match(name) or len(name) > JOB_NAME_MAX:
-        return f"job name {name!r} must be 1-{JOB_NAME_MAX} lowercase letters, digits and '-'"
-    return None

@@ -14,6 +14,7 @@ import pulumi
 from pydantic import BaseModel, ValidationError
 
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
+from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
 from stacks.config.instance_facts import InstanceFactsConfig
@@ -204,6 +205,7 @@ def load_config(project: str, stack: str) -> StackConfig:
         datasets=datasets,
         jobs=jobs,
         job_names=list(parsed.get("jobs") or {}),
+        entry_names={section: list(parsed.get(section) or {}) for section in ENTRY_NAME_MAX},
         failed=p.failed,
         failed_group_types=failed_group_types,
     )

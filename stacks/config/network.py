@@ -5,7 +5,7 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from stacks.config.base import AZ_RE, SUBNET_RE, VPC_RE, Model, cidr_problem, ipv4
+from stacks.config.base import AZ_HINT, AZ_RE, SUBNET_RE, VPC_RE, Model, cidr_problem, ipv4
 from stacks.config.errors import Rule, check
 
 #: The default subnet layout covers at most this many zones (four quarters of the VPC).
@@ -55,8 +55,8 @@ class NetworkConfig(Model):
         if len(v) < 2:
             problems.append(("", f"EKS needs at least 2 availability zones, got {len(v)}; list 2 or more"))
         if len(set(v)) != len(v):
-            problems.append(("", f"duplicate zone names in {v}"))
-        problems += [(f"[{i}]", f"{az!r} is not a zone name (us-east-1a)") for i, az in enumerate(v) if not AZ_RE.match(az)]
+            problems.append(("", f"duplicate zones in {v}"))
+        problems += [(f"[{i}]", f"{az!r} {AZ_HINT}") for i, az in enumerate(v) if not AZ_RE.match(az)]
         check(problems)
         return v
 

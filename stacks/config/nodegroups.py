@@ -8,11 +8,11 @@ from components.catalog import Catalog
 from components.nodegroup import CapacityType
 from components.nodeplan import efa_default
 from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
-from stacks.config.base import AZ_RE, RESERVATION_RE, SUBNET_RE, Model, label_key_ok, label_value_ok
+from stacks.config.base import AZ_HINT, AZ_RE, ENTRY_NAME_MAX, RESERVATION_RE, SUBNET_RE, Model, label_key_ok, label_value_ok
 from stacks.config.errors import check
 
 #: Worker group names become Kubernetes label values and parts of AWS names.
-GROUP_NAME_MAX = 20
+GROUP_NAME_MAX = ENTRY_NAME_MAX["nodeGroups"]
 
 
 def size_problems(lo: int, desired: int, hi: int) -> list[tuple[str, str]]:
@@ -98,7 +98,7 @@ class NodeGroupConfig(Model):
                  "list one type or set capacityType: SPOT")
             )
         if self.availability_zone is not None and not AZ_RE.match(self.availability_zone):
-            problems.append(("availabilityZone", f"{self.availability_zone!r} is not a zone name (us-east-1a)"))
+            problems.append(("availabilityZone", f"{self.availability_zone!r} {AZ_HINT}"))
         if self.subnet_id is not None and not SUBNET_RE.match(self.subnet_id):
             problems.append(("subnetId", f"{self.subnet_id!r} is not a subnet id (subnet-0123abcd...)"))
         rid = self.capacity_reservation_id

@@ -13,18 +13,17 @@ from typing import Optional
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
 from components.nodeplan import InconsistentFacts, efa_profile
 from components.scheduling import SYSTEM_ROLE
-from stacks.config.base import NAME_RE, version_text, version_tuple
+from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
-from stacks.config.nodegroups import GROUP_NAME_MAX, NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.jobs import (
     ELASTIC_KINDS,
     TOOLBOX_IMAGE,
     DatasetConfig,
     ImageConfig,
     JobConfig,
-    check_job_name,
 )
 
 #: The repository (image build contexts are folders of it).
@@ -57,6 +56,8 @@ class Sections:
     """Jobs that passed their own validation."""
     job_names: list[str]
     """Every job the stack names (valid or not)."""
+    entry_names: dict[str, list[str]] = field(default_factory=dict)
+    """Every entry name of each map section (``nodeGroups``, ``jobs``, ``images``, ``datasets``) as written."""
     failed: set[str] = field(default_factory=set)
     """Config paths (``cluster``, ``nodeGroups.gpu``) whose own validation failed."""
     failed_group_types: dict[str, list[str]] = field(default_factory=dict)
@@ -172,12 +173,24 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
         )
 
 
+def check_entry_names(s: Sections, problems: list[str]) -> None:
+    """Names of node groups, jobs, images and datasets: lowercase DNS labels within :data:`ENTRY_NAME_MAX`."""
+    for section, names in s.entry_names.items():
+        longest = ENTRY_NAME_MAX[section]
+        for name in names:
+            if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > longest:
+                shown = name if isinstance(name, str) else str(name)
+                hint = f" (e.g. {shown[:longest].rstrip('-')!r})" if isinstance(name, str) and len(name) > longest else ""
+                problems.append(
+                    f"{key(f'{section}.{shown}')}: the name must be 1-{longest} lowercase letters, digits and '-', "
+                    f"starting and ending with a letter or digit; rename it{hint}"
+                )
+
+
 def check_group_names(s: Sections, problems: list[str]) -> None:
-    """Group names: DNS labels, not ``system``; at least one group when the key is set."""
+    """Group names: not ``system``; at least one group when the key is set."""
     for name in s.group_names:
         path = f"nodeGroups.{name}"
-        if not NAME_RE.match(name) or len(name) > GROUP_NAME_MAX:
-            problems.append(f"{key(path)}: group name {name!r} must be 1-{GROUP_NAME_MAX} lowercase letters, digits and '-'")
         if name == "system":
             problems.append(f"{key(path)}: 'system' is reserved for systemNodeGroup; rename the group")
     if "nodeGroups" in s.set_keys and not s.group_names and "nodeGroups" not in s.failed:
@@ -226,9 +239,6 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
     elastic job = the group's maxSize)."""
     if "jobs" in s.set_keys and not s.job_names and "jobs" not in s.failed:
         problems.append(f"{key('jobs')}: define at least one job, or remove the key")
-    for name in s.job_names:
-        if why := check_job_name(name):
-            problems.append(f"{key(f'jobs.{name}')}: {why}")
     out: dict[str, JobConfig] = {}
     for name, job in s.jobs.items():
         path = f"jobs.{name}"
@@ -315,6 +325,7 @@ def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
     check_cluster_name(s, problems)
     check_network(s, problems)
     check_system_group(s, problems)
+    check_entry_names(s, problems)
     check_group_names(s, problems)
     for name, g in s.groups.items():
         check_group(s, name, g, problems)

@@ -9,6 +9,7 @@ from botocore.parsers import ResponseParserError
 
 from components.catalog import QUOTA_NAMES
 from stacks.preflight.findings import AwsCallError, short_message
+from stacks.zones import Zone
 
 
 class AwsClient:
@@ -34,8 +35,9 @@ class AwsClient:
         except (BotoCoreError, ResponseParserError) as exc:  # unreachable endpoint, no credentials, bad response
             raise AwsCallError(operation, type(exc).__name__, short_message(str(exc), None)) from exc
 
-    def available_zones(self) -> list[str]:
-        """The region's available zones that need no opt-in, sorted (as the program resolves them)."""
+    def available_zones(self) -> list[Zone]:
+        """The region's available zones that need no opt-in, with their zone IDs, sorted by name (as the
+        program resolves them)."""
         resp = self._call(
             self.ec2,
             "describe_availability_zones",
@@ -44,7 +46,11 @@ class AwsClient:
                 {"Name": "opt-in-status", "Values": ["opt-in-not-required"]},
             ],
         )
-        return sorted(z["ZoneName"] for z in resp.get("AvailabilityZones", []) if z.get("ZoneType", "availability-zone") == "availability-zone")
+        return sorted(
+            Zone(str(z["ZoneName"]), str(z.get("ZoneId", "")))
+            for z in resp.get("AvailabilityZones", [])
+            if z.get("ZoneType", "availability-zone") == "availability-zone"
+        )
 
     def offered_zones(self, instance_type: str) -> list[str]:
         """Zones of the region where ``instance_type`` is offered (one call per type, cached)."""

@@ -19,7 +19,7 @@ from stacks.preflight.findings import (
     join_names,
     number,
 )
-from stacks.zones import choose_zones
+from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
 
 
 def type_key(g: NodeGroupPlan, i: int) -> str:
@@ -27,8 +27,8 @@ def type_key(g: NodeGroupPlan, i: int) -> str:
     return key("systemNodeGroup.instanceType" if g.path == "systemNodeGroup" else f"{g.path}.instanceTypes[{i}]")
 
 
-def available_zones(session: boto3.session.Session, region: str) -> list[str]:
-    """The region's available zones (state ``available``, ``opt-in-not-required``), sorted.
+def available_zones(session: boto3.session.Session, region: str) -> list[Zone]:
+    """The region's available zones (state ``available``, ``opt-in-not-required``) with their IDs, sorted.
 
     Raises :class:`AwsCallError` when EC2 cannot be asked.
     """
@@ -47,7 +47,7 @@ def stack_region(session: Optional[boto3.session.Session]) -> Optional[str]:
 
 def run_preflight(
     plan: Plan,
-    zones: Optional[Sequence[str]],
+    zones: Optional[Sequence[Zone]],
     session: Optional[boto3.session.Session] = None,
 ) -> list[Finding]:
     """Run every check and return all findings, passed and failed.
@@ -64,8 +64,10 @@ def run_preflight(
     aws = AwsClient(session, region)
     findings: list[Finding] = []
 
-    vpc_zones = _vpc_zones(plan, zones, aws, findings)
-    group_zones = {g.path: _group_zones(g, plan, vpc_zones, aws, findings) for g in plan.all_groups}
+    vpc_zone_list = _vpc_zones(plan, zones, aws, findings)
+    _check_control_plane_zones(plan, vpc_zone_list, findings)
+    vpc_zones = [z.name for z in vpc_zone_list]
+    group_zones = {g.path: _group_zones(g, plan, vpc_zone_list, aws, findings) for g in plan.all_groups}
     for g in plan.all_groups:
         _check_offerings(g, group_zones[g.path], vpc_zones, aws, findings)
     for g in plan.groups.values():
@@ -79,7 +81,7 @@ def run_preflight(
 
 def check(
     plan: Plan,
-    zones: Optional[Sequence[str]],
+    zones: Optional[Sequence[Zone]],
     session: Optional[boto3.session.Session] = None,
 ) -> list[Finding]:
     """Run the preflight checks; raise :class:`PreflightError` when any fails, else return the findings.
@@ -92,7 +94,37 @@ def check(
     return findings
 
 
-def _vpc_zones(plan: Plan, zones: Optional[Sequence[str]], aws: AwsClient, findings: list[Finding]) -> list[str]:
+def _check_control_plane_zones(plan: Plan, zones: list[Zone], findings: list[Finding]) -> None:
+    """EKS needs control-plane subnets in two zones it supports; the program leaves the others out of the
+    cluster's subnets (nodes may still run there)."""
+    if not zones:
+        return
+    where = key("network") if plan.config.network is not None else key("existingVpc.privateSubnetIds")
+    refused = [z for z in zones if not z.control_plane]
+    supported = control_plane_zones(zones)
+    if len(supported) < MIN_CONTROL_PLANE_ZONES:
+        findings.append(
+            Finding(
+                False,
+                where,
+                f"EKS needs control-plane subnets in {MIN_CONTROL_PLANE_ZONES} zones it supports, the VPC has "
+                f"{join_names([str(z) for z in supported]) if supported else 'none'}"
+                + (f" ({join_names([str(z) for z in refused])} refused by EKS)" if refused else "")
+                + "; add subnets in other zones",
+            )
+        )
+    elif refused:
+        findings.append(
+            Finding(
+                True,
+                where,
+                f"{join_names([str(z) for z in refused])}: EKS refuses control-plane subnets there, so the cluster uses "
+                f"{join_names([str(z) for z in supported])} (nodes may still run in every zone)",
+            )
+        )
+
+
+def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, findings: list[Finding]) -> list[Zone]:
     """The VPC's zones: given, resolved for a new VPC, or the existing private subnets' zones."""
     cfg = plan.config
     if zones is not None:
@@ -107,11 +139,11 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[str]], aws: AwsClient, findi
         except AwsCallError as exc:
             findings.append(Finding(False, key("network"), f"could not list the region's zones ({exc}) {SKIP_HINT}"))
             return []
-        findings.append(Finding(True, key("network"), f"the new VPC uses zones {join_names(resolved)} of {aws.region}"))
+        findings.append(Finding(True, key("network"), f"the new VPC uses zones {join_names([str(z) for z in resolved])} of {aws.region}"))
         return resolved
     if cfg.existing_vpc is None:
         return []
-    out: list[str] = []
+    out: list[Zone] = []
     for i, sid in enumerate(cfg.existing_vpc.private_subnet_ids):
         k = key(f"existingVpc.privateSubnetIds[{i}]")
         try:
@@ -119,7 +151,7 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[str]], aws: AwsClient, findi
         except AwsCallError as exc:
             findings.append(Finding(False, k, f"{sid}: {exc}; list a private subnet of {cfg.existing_vpc.vpc_id} in {aws.region}"))
             continue
-        zone = str(subnet["AvailabilityZone"])
+        zone = Zone(str(subnet["AvailabilityZone"]), str(subnet.get("AvailabilityZoneId", "")))
         if subnet.get("VpcId") != cfg.existing_vpc.vpc_id:
             findings.append(
                 Finding(
@@ -136,10 +168,12 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[str]], aws: AwsClient, findi
     return sorted(out)
 
 
-def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[str], aws: AwsClient, findings: list[Finding]) -> list[str]:
-    """A group's zones: its availabilityZone, else its subnet's zone, else all of the VPC's zones."""
+def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[Zone], aws: AwsClient, findings: list[Finding]) -> list[str]:
+    """A group's zone names: its availabilityZone (a name or an ID), else its subnet's zone, else all of the
+    VPC's zones."""
     cfg = plan.config
-    zone = g.zone
+    pinned = find_zone(g.zone, vpc_zones) if g.zone is not None else None
+    zone = pinned.name if pinned is not None else g.zone
     if g.subnet_id is not None:
         k = key(f"{g.path}.subnetId")
         try:
@@ -147,29 +181,29 @@ def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[str], aws: AwsCli
         except AwsCallError as exc:
             findings.append(Finding(False, k, f"{g.subnet_id}: {exc}; give a private subnet id of the VPC in {aws.region}"))
         else:
-            subnet_zone = str(subnet["AvailabilityZone"])
+            subnet_zone = Zone(str(subnet["AvailabilityZone"]), str(subnet.get("AvailabilityZoneId", "")))
             problems = []
             if cfg.existing_vpc is not None and subnet.get("VpcId") != cfg.existing_vpc.vpc_id:
                 problems.append(f"it belongs to {subnet.get('VpcId')}, not existingVpc.vpcId {cfg.existing_vpc.vpc_id}")
-            if zone is not None and zone != subnet_zone:
+            if g.zone is not None and not subnet_zone.matches(g.zone):
                 problems.append(
-                    f"it is in {subnet_zone} but {g.path}.availabilityZone is {zone}; make them agree (or drop availabilityZone)"
+                    f"it is in {subnet_zone} but {g.path}.availabilityZone is {g.zone}; make them agree (or drop availabilityZone)"
                 )
             if problems:
                 findings.append(Finding(False, k, f"{g.subnet_id}: " + "; ".join(problems)))
             else:
                 findings.append(Finding(True, k, f"{g.subnet_id} is in {subnet_zone}"))
-            zone = zone or subnet_zone
+            zone = zone or subnet_zone.name
     if zone is None:
-        return list(vpc_zones)
-    if g.zone is not None and vpc_zones and g.zone not in vpc_zones:
+        return [z.name for z in vpc_zones]
+    if g.zone is not None and vpc_zones and pinned is None:
         where = "network.availabilityZones" if cfg.network is not None else "existingVpc.privateSubnetIds (a subnet there)"
         findings.append(
             Finding(
                 False,
                 key(f"{g.path}.availabilityZone"),
-                f"{g.zone} is not one of the VPC's zones ({join_names(vpc_zones)}), so the group has no subnet there; "
-                f"pick one of those zones or add it to {where}",
+                f"{g.zone} is not one of the VPC's zones ({join_names([str(z) for z in vpc_zones])}), so the group has no "
+                f"subnet there; pick one of those zones or add it to {where}",
             )
         )
     return [zone]

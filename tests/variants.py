@@ -1,0 +1,110 @@
+"""Variants of the shipped stacks that push what the mocks cannot see: every name at the longest the loader
+accepts, another partition (aws-cn) and a private-only API endpoint. ``stress_program(stack)`` evaluates the
+variant of a stack once per session."""
+
+import copy
+import re
+from typing import Any
+
+from stacks.config.base import ENTRY_NAME_MAX
+from stacks.config.rules import CLUSTER_NAME_MAX
+from tests.harness import PROJECT, REGION, Program, run_program, stack_config
+
+P = f"{PROJECT}:"
+#: The region of the variant: the aws-cn partition.
+STRESS_REGION = "cn-northwest-1"
+
+
+def _longest(name: str, limit: int, filler: str) -> str:
+    """``name`` padded to ``limit`` characters (a valid DNS label)."""
+    return (name + "-" + filler * limit)[:limit].rstrip("-")[: limit - 1] + filler
+
+
+def _env_name(job: str) -> str:
+    return job.upper().replace("-", "_")
+
+
+def long_names(config: dict[str, Any]) -> dict[str, Any]:
+    """Every user-given name at its longest: the cluster, node groups, jobs, images, datasets (references
+    renamed with them)."""
+    cfg = copy.deepcopy(config)
+    cfg[P + "clusterName"] = _longest("ml-platform", CLUSTER_NAME_MAX, "c")
+    groups = {g: _longest(g, ENTRY_NAME_MAX["nodeGroups"], "g") for g in cfg.get(P + "nodeGroups") or {}}
+    jobs = {j: _longest(j, ENTRY_NAME_MAX["jobs"], "j") for j in cfg.get(P + "jobs") or {}}
+    datasets = {d: _longest(d, ENTRY_NAME_MAX["datasets"], "d") for d in cfg.get(P + "datasets") or {}}
+    images = {i: _longest(i, ENTRY_NAME_MAX["images"], "i") for i in cfg.get(P + "images") or {}}
+    if groups:
+        cfg[P + "nodeGroups"] = {groups[g]: v for g, v in cfg[P + "nodeGroups"].items()}
+    if datasets:
+        cfg[P + "datasets"] = {datasets[d]: v for d, v in cfg[P + "datasets"].items()}
+    if images:
+        cfg[P + "images"] = {images[i]: v for i, v in cfg[P + "images"].items()}
+
+    def rename_refs(text: str) -> str:
+        for old, new in jobs.items():
+            text = text.replace(f"$({_env_name(old)}_OUTPUT_DIR)", f"$({_env_name(new)}_OUTPUT_DIR)")
+        return text
+
+    if jobs:
+        renamed = {}
+        for j, v in cfg[P + "jobs"].items():
+            v = dict(v)
+            if v.get("nodeGroup") in groups:
+                v["nodeGroup"] = groups[v["nodeGroup"]]
+            if v.get("dataset") in datasets:
+                v["dataset"] = datasets[v["dataset"]]
+            if v.get("image") in images:
+                v["image"] = images[v["image"]]
+            if "after" in v:
+                v["after"] = [jobs[a] for a in v["after"]]
+            for k in ("args", "command"):
+                if k in v:
+                    v[k] = [rename_refs(a) if isinstance(a, str) else a for a in v[k]]
+            renamed[jobs[j]] = v
+        cfg[P + "jobs"] = renamed
+    return cfg
+
+
+def in_region(config: dict[str, Any], region: str) -> dict[str, Any]:
+    """The config moved to ``region`` (zone names pinned in node groups follow)."""
+    cfg = copy.deepcopy(config)
+    old = str(cfg.get("aws:region", REGION))
+    cfg["aws:region"] = region
+
+    def move(value: Any) -> Any:
+        if isinstance(value, str) and re.fullmatch(rf"{re.escape(old)}[a-z]", value):
+            return region + value[-1]
+        if isinstance(value, dict):
+            return {k: move(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [move(v) for v in value]
+        return value
+
+    return {k: move(v) for k, v in cfg.items()}
+
+
+def private_endpoint(config: dict[str, Any]) -> dict[str, Any]:
+    """The API server reachable from inside the VPC only."""
+    cfg = copy.deepcopy(config)
+    cluster = dict(cfg.get(P + "cluster") or {})
+    cluster.pop("publicAccessCidrs", None)
+    cluster["endpointPublicAccess"] = False
+    cfg[P + "cluster"] = cluster
+    return cfg
+
+
+def stress_config(stack: str) -> dict[str, Any]:
+    """A shipped stack with the longest names, in the aws-cn partition, with a private endpoint."""
+    return private_endpoint(in_region(long_names(stack_config(stack)), STRESS_REGION))
+
+
+_STRESS: dict[str, Program] = {}
+
+
+def stress_program(stack: str) -> Program:
+    """The evaluated :func:`stress_config` of ``stack`` (once per session)."""
+    if stack not in _STRESS:
+        program = run_program(stack, config=stress_config(stack), expect_error=True)
+        assert program.error is None, f"{stack} (stress variant): {program.error}"
+        _STRESS[stack] = program
+    return _STRESS[stack]
