@@ -252,3 +252,15 @@ def test_catalog_lookups_use_user_facts() -> None:
                  nodeGroups={"x": {"instanceTypes": ["x9.large"], "minSize": 0, "desiredSize": 0, "maxSize": 1}})
     assert isinstance(cfg.catalog, Catalog) and cfg.instance("x9.large").user_supplied
     assert build_plan(cfg).groups["x"].profile.instance.name == "x9.large"
+
+
+# --------------------------------------------------------------------------------- admin principals
+def test_roles_and_their_sessions_compare_by_account_and_name() -> None:
+    from stacks.preflight.checks import principal_of
+
+    role = principal_of("arn:aws:iam::123456789012:role/ci/platform-deployer")
+    assert role == ("aws", "123456789012", "platform-deployer")
+    assert principal_of("arn:aws:sts::123456789012:assumed-role/platform-deployer/pulumi-up") == role
+    assert principal_of("arn:aws-cn:sts::123456789012:assumed-role/platform-deployer/s") != role
+    assert principal_of("arn:aws:sts::210987654321:assumed-role/platform-deployer/s") != role
+    assert principal_of("arn:aws:iam::123456789012:user/alice") is None

@@ -208,6 +208,33 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
     assert all(f.ok for f in findings), format_report(findings)
 
 
+def test_the_deploying_identity_in_admin_role_arns_fails(proc: sup.MotoProcess) -> None:
+    """EKS makes the creator admin; an access entry for the same role (even written with its path, while the
+    session ARN has none) would fail with ResourceInUseException, so preflight names the entry."""
+    iam = session().client("iam")
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
+    deployer = iam.create_role(RoleName="platform-deployer", Path="/ci/", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    other = iam.create_role(RoleName="ml-admins", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    creds = session().client("sts").assume_role(RoleArn=deployer, RoleSessionName="pulumi-up")["Credentials"]
+    as_deployer = boto3.session.Session(
+        aws_access_key_id=creds["AccessKeyId"],
+        aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+        region_name=sup.REGION,
+    )
+    assert ":assumed-role/platform-deployer/pulumi-up" in as_deployer.client("sts").get_caller_identity()["Arn"]
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, cluster={"adminRoleArns": [other, deployer]}))
+    findings = run_preflight(cfg, ZONES, as_deployer)
+    ok = one(findings, "eks-training:cluster.adminRoleArns[0]")
+    assert ok.ok and "gets a cluster-admin access entry" in ok.message
+    bad = one(findings, "eks-training:cluster.adminRoleArns[1]")
+    assert not bad.ok
+    assert f"{deployer} is the identity running this deployment" in bad.message
+    assert "ResourceInUseException: remove it from adminRoleArns" in bad.message
+    # run as someone else, both entries are fine
+    assert all(f.ok for f in by_key(run_preflight(cfg, ZONES, session()), "eks-training:cluster.adminRoleArns[1]"))
+
+
 # ------------------------------------------------------------------------------------------------
 # 1. offerings
 # ------------------------------------------------------------------------------------------------

@@ -25,6 +25,10 @@ the account whether it can actually run it:
    cluster's Kubernetes version, and without a pin EKS's *default* version for that Kubernetes
    version must be new enough (``eks:DescribeAddonVersions``); a failure names the newest version to pin.
 
+6. **Admin roles**: no ``cluster.adminRoleArns`` entry is the identity running the deployment
+   (``sts:GetCallerIdentity``; an assumed-role session counts as its role): EKS already makes the
+   cluster creator admin, and a second access entry for it fails with ``ResourceInUseException``.
+
 Every check yields a :class:`Finding` (ok or not) keyed by the config key it is about, with a
 message that says what to do. :func:`check` raises :class:`PreflightError` when any fails.
 
@@ -33,7 +37,8 @@ All AWS calls go through clients made from one ``boto3`` session
 credential settings apply. Read-only permissions needed: ``ec2:DescribeAvailabilityZones``,
 ``ec2:DescribeSubnets``, ``ec2:DescribeInstanceTypeOfferings``, ``ec2:DescribeInstanceTypes``,
 ``ec2:DescribeCapacityReservations``, ``servicequotas:GetServiceQuota``,
-``servicequotas:GetAWSDefaultServiceQuota``, ``eks:DescribeAddonVersions``.
+``servicequotas:GetAWSDefaultServiceQuota``, ``eks:DescribeAddonVersions`` (and ``sts:GetCallerIdentity``, which
+needs no permission).
 
 Standalone: ``python -m stacks.preflight --stack NAME [--region R] [--stack-file PATH]`` validates the
 configuration offline, then prints the report; exit status 0 when everything passed, 1 when a check

@@ -20,6 +20,7 @@ class AwsClient:
         self.ec2 = session.client("ec2", region_name=region)
         self.quotas = session.client("service-quotas", region_name=region)
         self.eks = session.client("eks", region_name=region)
+        self.sts = session.client("sts", region_name=region)
         self._offered: dict[str, list[str]] = {}
         self._types: dict[str, dict[str, Any]] = {}
         self._subnets: dict[str, dict[str, Any]] = {}
@@ -34,6 +35,10 @@ class AwsClient:
             raise AwsCallError(operation, str(err.get("Code", "Error")), short_message(str(err.get("Message", exc)), status)) from exc
         except (BotoCoreError, ResponseParserError) as exc:  # unreachable endpoint, no credentials, bad response
             raise AwsCallError(operation, type(exc).__name__, short_message(str(exc), None)) from exc
+
+    def caller_arn(self) -> str:
+        """The ARN of the identity the calls (and ``pulumi up``) run as (``sts:GetCallerIdentity``)."""
+        return str(self._call(self.sts, "get_caller_identity")["Arn"])
 
     def available_zones(self) -> list[Zone]:
         """The region's available zones that need no opt-in, with their zone IDs, sorted by name (as the

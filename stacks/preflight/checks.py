@@ -76,6 +76,7 @@ def run_preflight(
         _check_reservation(g, group_zones[g.path], vpc_zones, aws, findings)
     _check_quotas(plan, aws, findings)
     _check_vpc_cni(plan, aws, findings)
+    _check_admin_roles(plan, aws, findings)
     return findings
 
 
@@ -417,6 +418,47 @@ def _addon_version_order(version: str) -> tuple[tuple[int, ...], int]:
     """Sort key of EKS add-on versions: ``v1.20.1-eksbuild.3`` -> ``((1, 20, 1), 3)``."""
     build = re.search(r"eksbuild\.(\d+)", version)
     return version_tuple(version), int(build.group(1)) if build else 0
+
+
+_ASSUMED_ROLE_RE = re.compile(r"^arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/.+$")
+_ROLE_RE = re.compile(r"^arn:(?P<partition>[\w-]+):iam::(?P<account>\d{12}):role/(?:.*/)?(?P<role>[\w+=,.@-]+)$")
+
+
+def principal_of(arn: str) -> Optional[tuple[str, str, str]]:
+    """(partition, account, role name) of a role ARN or of an assumed-role session ARN (a session of role
+    ``r`` is ``arn:aws:sts::<account>:assumed-role/r/<session>``; the role's path is not in it, so roles
+    compare by account and name); ``None`` for other principals (users, root)."""
+    m = _ASSUMED_ROLE_RE.match(arn) or _ROLE_RE.match(arn)
+    return (m.group("partition"), m.group("account"), m.group("role")) if m else None
+
+
+def _check_admin_roles(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
+    """Check 6: the identity running ``pulumi up`` is not listed in ``cluster.adminRoleArns``: EKS gives the
+    cluster creator admin access itself, and an access entry for the same principal fails with
+    ResourceInUseException (https://github.com/pulumi/pulumi-eks/issues/2373)."""
+    arns = plan.config.cluster.admin_role_arns
+    if not arns:
+        return
+    try:
+        caller = aws.caller_arn()
+    except AwsCallError as exc:
+        findings.append(Finding(False, key("cluster.adminRoleArns"), f"could not tell who runs the deployment ({exc}) {SKIP_HINT}"))
+        return
+    me = principal_of(caller)
+    for i, arn in enumerate(arns):
+        k = key(f"cluster.adminRoleArns[{i}]")
+        if me is not None and principal_of(arn) == me:
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"{arn} is the identity running this deployment ({caller}), which EKS already makes cluster admin as "
+                    "the cluster's creator; a second access entry for it fails with ResourceInUseException: remove it "
+                    "from adminRoleArns (or deploy as another identity)",
+                )
+            )
+        else:
+            findings.append(Finding(True, k, f"{arn} gets a cluster-admin access entry (the deployment runs as {caller})"))
 
 
 def _check_vpc_cni(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
