@@ -54,4 +54,7 @@ IMAGES: Mapping[str, str] = {
     # etcd 3.5 is the last release with the v2 API torchrun's etcd-v2 rendezvous needs (source key
     # ``etcd-v2-rendezvous``).
     "etcd": "quay.io/coreos/etcd:v3.5.19",
+    # A shell with chown for the one-shot Job that hands a new Lustre file system's directories to the
+    # training image's user (source key ``busybox-image``).
+    "busybox": "public.ecr.aws/docker/library/busybox:1.37.0",
 }

@@ -7,7 +7,7 @@ from typing import Mapping
 SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = ("1.31", "1.32", "1.33", "1.34")
 DEFAULT_KUBERNETES_VERSION = "1.33"
 
-#: EKS managed add-ons the backbone installs (source key ``eks-addons``). Versions are resolved per
+#: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``). Versions are resolved per
 #: Kubernetes version with ``aws.eks.get_addon_version`` (EKS's default for that version) unless a
 #: stack pins one (``cluster.addonVersions``).
 EKS_ADDONS: tuple[str, ...] = (
@@ -17,7 +17,10 @@ EKS_ADDONS: tuple[str, ...] = (
     "eks-pod-identity-agent",
     "metrics-server",
     "aws-efs-csi-driver",
+    "aws-fsx-csi-driver",
 )
+#: The CSI driver add-on of each shared file system backend (installed with the file system, not the cluster).
+STORAGE_ADDONS: tuple[str, ...] = ("aws-efs-csi-driver", "aws-fsx-csi-driver")
 
 #: Oldest VPC CNI that supports ``efa-only`` interfaces (source key ``eks-efa``).
 EFA_ONLY_MIN_VPC_CNI: tuple[int, int, int] = (1, 18, 5)
