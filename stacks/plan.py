@@ -3,9 +3,10 @@
 :func:`build_plan` turns a :class:`~stacks.config.StackConfig` into a :class:`Plan`: per node group
 its instance facts, EFA profile (interfaces, ``efa-only`` interfaces, huge pages, NCCL/libfabric
 environment, the VPC CNI that needs), zone, subnet, labels, taints and the size of a pod that fills
-a node (:func:`components.nodeplan.node_profile`); and the health check's threshold. The node
-groups, the pods' placement, preflight, the autoscaler's node-template tags and the cost model all
-read the plan, so they cannot disagree.
+a node (:func:`components.nodeplan.node_profile`); the shared file system (backend, and for FSx for
+Lustre its one zone or subnet and its EFA clients); and the health check's threshold. The node
+groups, the pods' placement, the storage, preflight, the autoscaler's node-template tags and the cost
+model all read the plan, so they cannot disagree.
 """
 
 from dataclasses import dataclass
@@ -15,7 +16,8 @@ from components.catalog import REFERENCE_ALLREDUCE, InstanceType
 from components.nodeplan import EfaProfile, NodeProfile, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, tolerations_for
 from components.workloads import WorkerPlacement
-from stacks.config import StackConfig
+from stacks.config import FsxConfig, StackConfig
+from stacks.config.rules import fsx_location
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
 HEALTH_THRESHOLD_SHARE = 0.8
@@ -86,6 +88,32 @@ class NodeGroupPlan:
         return placement
 
 
+@dataclass(frozen=True, kw_only=True)
+class StoragePlan:
+    """The shared file system: EFS (multi-zone, a mount target per private subnet) or FSx for Lustre in
+    one zone (new VPC) or subnet (existing VPC), where the training group reads."""
+
+    backend: str
+    """``efs`` or ``fsx``."""
+    fsx: Optional[FsxConfig] = None
+    """FSx settings (``None`` for EFS)."""
+    zone: Optional[str] = None
+    """FSx with a new VPC: the zone whose private subnet holds the file system."""
+    subnet_id: Optional[str] = None
+    """FSx with an existing VPC: the private subnet of the file system."""
+    zone_key: Optional[str] = None
+    """The config key the FSx zone/subnet comes from (for messages)."""
+    client_groups: tuple[str, ...] = ()
+    """Worker groups pinned where the file system is (the training group first)."""
+    efa_client_groups: tuple[str, ...] = ()
+    """Those of them that use EFA: their EFA security groups reach an EFA-enabled file system."""
+
+    @property
+    def is_fsx(self) -> bool:
+        """FSx for Lustre (else EFS)."""
+        return self.backend == "fsx"
+
+
 @dataclass(frozen=True)
 class Plan:
     """Everything the program builds, derived from the configuration."""
@@ -96,6 +124,8 @@ class Plan:
     """Worker groups by name."""
     autoscale: bool
     """cluster-autoscaler runs (enabled and there are worker groups): it owns the groups' desired sizes."""
+    storage: StoragePlan = StoragePlan(backend="efs")
+    """The shared file system."""
 
     @property
     def all_groups(self) -> list[NodeGroupPlan]:
@@ -180,4 +210,29 @@ def build_plan(cfg: StackConfig) -> Plan:
             user_labels=dict(g.labels),
             user_taints=taints,
         )
-    return Plan(config=cfg, system=system, groups=groups, autoscale=cfg.autoscaler.enabled and bool(groups))
+    return Plan(
+        config=cfg,
+        system=system,
+        groups=groups,
+        autoscale=cfg.autoscaler.enabled and bool(groups),
+        storage=storage_plan(cfg),
+    )
+
+
+def storage_plan(cfg: StackConfig) -> StoragePlan:
+    """Where the shared file system goes (a validated configuration: the location exists)."""
+    if cfg.storage.backend != "fsx":
+        return StoragePlan(backend=cfg.storage.backend)
+    fsx = cfg.storage.fsx_settings
+    training = cfg.training.node_group if cfg.training is not None else None
+    location, problems = fsx_location(fsx, cfg.node_groups, training, cfg.existing_vpc is not None, cfg.catalog)
+    assert location is not None and not problems, problems  # the loader rejected such configurations
+    return StoragePlan(
+        backend="fsx",
+        fsx=fsx,
+        zone=location.zone,
+        subnet_id=location.subnet_id,
+        zone_key=location.key,
+        client_groups=location.client_groups,
+        efa_client_groups=location.efa_client_groups,
+    )

@@ -51,10 +51,21 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
     """Each field of each structured key appears, by its camelCase name, in that key's description."""
     from pydantic import BaseModel
 
-    from stacks.config import InstanceFactsConfig, NodeGroupConfig, TaintConfig
+    from stacks.config import (
+        DataRepositoryConfig,
+        FsxConfig,
+        InstanceFactsConfig,
+        NodeGroupConfig,
+        StorageConfig,
+        TaintConfig,
+    )
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
-    nested = {"nodeGroups": [NodeGroupConfig, TaintConfig], "instanceFacts": [InstanceFactsConfig]}
+    nested = {
+        "nodeGroups": [NodeGroupConfig, TaintConfig],
+        "instanceFacts": [InstanceFactsConfig],
+        "storage": [StorageConfig, FsxConfig, DataRepositoryConfig],
+    }
     checked = 0
     for key, model in SECTIONS.items():
         models = nested.get(key) or ([model] if isinstance(model, type) and issubclass(model, BaseModel) else [])
@@ -64,4 +75,4 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
                 alias = field.alias or name
                 assert alias in text, f"Pulumi.yaml: {key} does not document {alias}"
                 checked += 1
-    assert checked > 60
+    assert checked > 75

@@ -17,7 +17,7 @@ from stacks.config.network import (
 )
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig, TaintConfig
 from stacks.config.rules import EFA_ONLY_MIN_VPC_CNI_TEXT
-from stacks.config.storage import EfsConfig
+from stacks.config.storage import DataRepositoryConfig, FsxConfig, StorageConfig
 from stacks.config.workloads import (
     CIFAR10_BYTES,
     CIFAR10_MD5,
@@ -38,11 +38,12 @@ __all__ = [
     "CIFAR10_URL",
     "ClusterConfig",
     "ConfigError",
+    "DataRepositoryConfig",
     "DatasetConfig",
     "EFA_ONLY_MIN_VPC_CNI_TEXT",
-    "EfsConfig",
     "EvaluationConfig",
     "ExistingVpcConfig",
+    "FsxConfig",
     "HealthCheckConfig",
     "ImageConfig",
     "InstanceFactsConfig",
@@ -52,6 +53,7 @@ __all__ = [
     "PreflightConfig",
     "SECTIONS",
     "StackConfig",
+    "StorageConfig",
     "SystemNodeGroupConfig",
     "TaintConfig",
     "TrainingConfig",

@@ -20,7 +20,7 @@ from stacks.config.instance_facts import InstanceFactsConfig
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.rules import Sections, cross_section
-from stacks.config.storage import EfsConfig
+from stacks.config.storage import StorageConfig
 from stacks.config.workloads import (
     AutoscalerConfig,
     DatasetConfig,
@@ -40,7 +40,7 @@ SECTIONS: Mapping[str, Any] = {
     "cluster": ClusterConfig,
     "systemNodeGroup": SystemNodeGroupConfig,
     "nodeGroups": dict,
-    "storage": EfsConfig,
+    "storage": StorageConfig,
     "instanceFacts": dict,
     "tags": dict,
     "image": ImageConfig,
@@ -65,7 +65,7 @@ class StackConfig:
     cluster: ClusterConfig
     system_node_group: SystemNodeGroupConfig
     node_groups: Mapping[str, NodeGroupConfig]
-    storage: EfsConfig
+    storage: StorageConfig
     catalog: Catalog
     tags: Mapping[str, str]
     image: ImageConfig
@@ -189,6 +189,7 @@ def load_config(project: str, stack: str) -> StackConfig:
         catalog=catalog,
         training=parsed.get("training"),
         health=parsed.get("healthCheck") or HealthCheckConfig(),
+        storage=parsed.get("storage") or StorageConfig(),
         failed=p.failed,
         failed_group_types=failed_group_types,
     )
@@ -206,7 +207,7 @@ def load_config(project: str, stack: str) -> StackConfig:
         cluster=sections.cluster,
         system_node_group=sections.system,
         node_groups=groups,
-        storage=parsed.get("storage") or EfsConfig(),
+        storage=sections.storage,
         catalog=catalog,
         tags={str(k): str(v) for k, v in tags.items()},
         image=parsed.get("image") or ImageConfig(),

@@ -1,5 +1,6 @@
 """Rules across sections: instance types against the catalog, EFA against zones and the VPC, training
-against node groups, the health check against published figures.
+against node groups, the health check against published figures, the FSx file system against the zone
+of the group that trains.
 
 Each rule reports only root causes: a section that failed its own validation is not reported again
 by rules that depend on it, and defaults the user did not set are not blamed.
@@ -7,7 +8,7 @@ by rules that depend on it, and defaults the user did not set are not blamed.
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Mapping, Optional
 
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
 from components.nodeplan import InconsistentFacts, efa_profile
@@ -16,6 +17,7 @@ from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import GROUP_NAME_MAX, NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.config.workloads import HealthCheckConfig, TrainingConfig
 
 #: Cluster names prefix IAM role names (64 characters at most).
@@ -41,6 +43,7 @@ class Sections:
     catalog: Catalog
     training: Optional[TrainingConfig]
     health: HealthCheckConfig
+    storage: StorageConfig = field(default_factory=StorageConfig)
     failed: set[str] = field(default_factory=set)
     """Config paths (``cluster``, ``nodeGroups.gpu``) whose own validation failed."""
     failed_group_types: dict[str, list[str]] = field(default_factory=dict)
@@ -225,6 +228,134 @@ def check_health(s: Sections, training: Optional[TrainingConfig], problems: list
         )
 
 
+@dataclass(frozen=True)
+class FsxLocation:
+    """Where the FSx file system lives: one zone (a new VPC) or one subnet (an existing VPC)."""
+
+    zone: Optional[str]
+    """The zone (new VPC), else ``None``."""
+    subnet_id: Optional[str]
+    """The private subnet (existing VPC), else ``None``."""
+    key: str
+    """The config key the location comes from (``storage.fsx.availabilityZone`` or a group's zone key)."""
+    client_groups: tuple[str, ...]
+    """Worker groups pinned to the same place (the training group first)."""
+    efa_client_groups: tuple[str, ...]
+    """Those of them that use EFA (clients of an EFA-enabled file system)."""
+
+    @property
+    def where(self) -> str:
+        """The zone or subnet, for messages."""
+        return self.zone or self.subnet_id or "?"
+
+
+def fsx_location(
+    fsx: FsxConfig,
+    groups: Mapping[str, NodeGroupConfig],
+    training_group: Optional[str],
+    existing_vpc: bool,
+    catalog: Catalog,
+) -> tuple[Optional[FsxLocation], list[str]]:
+    """The one zone (or subnet) of the FSx file system and the problems that prevent choosing it.
+
+    The file system goes where training reads: the zone of the training group when that group is pinned
+    (``storage.fsx.availabilityZone`` may only repeat it: cross-zone traffic costs and slows); else the
+    explicit key; else the zone of the only pinned group. Several pinned groups and no training group to
+    decide need the explicit key. The program's plan and these rules both call this function.
+    """
+    fld = "subnetId" if existing_vpc else "availabilityZone"
+    explicit = fsx.subnet_id if existing_vpc else fsx.availability_zone
+    explicit_key = key(f"storage.fsx.{fld}")
+
+    def place(g: NodeGroupConfig) -> Optional[str]:
+        return g.subnet_id if existing_vpc else g.availability_zone
+
+    pinned = {name: at for name, g in groups.items() if (at := place(g)) is not None}
+    problems: list[str] = []
+    where: Optional[str] = None
+    source = explicit_key
+    if training_group is not None and training_group in pinned:
+        where = pinned[training_group]
+        source = key(f"nodeGroups.{training_group}.{fld}")
+        if explicit is not None and explicit != where:
+            problems.append(
+                f"{explicit_key}: {explicit} is not where the training group runs ({source} is {where}); the file "
+                f"system must be in the zone that reads it (cross-zone traffic costs and slows): set it to {where} or "
+                "remove it"
+            )
+    elif explicit is not None:
+        where = explicit
+    elif len(set(pinned.values())) == 1:
+        name = sorted(pinned)[0]
+        where, source = pinned[name], key(f"nodeGroups.{name}.{fld}")
+    elif pinned:
+        listing = ", ".join(f"{n} ({z})" for n, z in sorted(pinned.items()))
+        problems.append(
+            f"{explicit_key}: several groups are pinned ({listing}) and none trains; an FSx file system lives in one "
+            f"{'subnet' if existing_vpc else 'zone'}: set it to that of the GPU group that reads the data"
+        )
+    else:
+        problems.append(
+            f"{explicit_key}: an FSx file system lives in one {'subnet' if existing_vpc else 'zone'} and no worker "
+            f"group is pinned to one; set it, or pin the GPU group that trains (nodeGroups.<group>.{fld}) and the "
+            "file system follows it"
+        )
+    if where is None:
+        return None, problems
+    clients = sorted((n for n, w in pinned.items() if w == where), key=lambda n: (n != training_group, n))
+    efa_clients = tuple(n for n in clients if groups[n].uses_efa(catalog))
+    if fsx.efa and not efa_clients:
+        problems.append(
+            f"{key('storage.fsx.efa')}: an EFA-enabled file system needs EFA clients, and no EFA worker group runs in "
+            f"{where}; set efa: false, or pin an EFA group (p4d, p5, p5en, p6-b200) there"
+        )
+    return FsxLocation(
+        zone=None if existing_vpc else where,
+        subnet_id=where if existing_vpc else None,
+        key=source,
+        client_groups=tuple(clients),
+        efa_client_groups=efa_clients,
+    ), problems
+
+
+def check_storage(s: Sections, training: Optional[TrainingConfig], problems: list[str]) -> None:
+    """FSx: one zone where training reads (inside the VPC), EFA clients for an EFA file system, a kept file
+    system only in an existing VPC."""
+    st = s.storage
+    if st.backend != "fsx" or "storage" in s.failed:
+        return
+    fsx = st.fsx_settings
+    existing = s.existing_vpc is not None
+    if existing and fsx.availability_zone is not None:
+        problems.append(f"{key('storage.fsx.availabilityZone')}: with existingVpc place the file system with subnetId instead")
+    if not existing and fsx.subnet_id is not None:
+        problems.append(f"{key('storage.fsx.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
+    if existing and s.existing_vpc is not None and fsx.subnet_id is not None and fsx.subnet_id not in s.existing_vpc.private_subnet_ids:
+        problems.append(f"{key('storage.fsx.subnetId')}: {fsx.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}")
+    if (
+        not existing
+        and fsx.availability_zone is not None
+        and s.network is not None
+        and s.network.availability_zones
+        and fsx.availability_zone not in s.network.availability_zones
+    ):
+        problems.append(
+            f"{key('storage.fsx.availabilityZone')}: {fsx.availability_zone} is not one of "
+            f"{key('network.availabilityZones')} {s.network.availability_zones}"
+        )
+    if st.retain_on_delete and not existing:
+        problems.append(
+            f"{key('storage.retainOnDelete')}: a kept Lustre file system keeps its network interfaces in its subnet, "
+            "so the VPC this stack creates could not be deleted; keep it only with existingVpc, or keep the data in "
+            f"S3 instead (the bucket of {key('storage.fsx.dataRepository.s3Path')} outlives the stack)"
+        )
+    if any(f"nodeGroups.{n}" in s.failed for n in s.group_names):
+        return  # zones of groups that failed their own validation are unknown
+    training_group = training.node_group if training is not None else None
+    _, found = fsx_location(fsx, s.groups, training_group, existing, s.catalog)
+    problems.extend(found)
+
+
 def cross_section(s: Sections) -> tuple[list[str], Optional[TrainingConfig]]:
     """Every cross-section rule; returns the problems and the training section with its defaults filled in."""
     problems: list[str] = []
@@ -239,4 +370,5 @@ def cross_section(s: Sections) -> tuple[list[str], Optional[TrainingConfig]]:
             _known(s, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
     training = check_training(s, problems)
     check_health(s, training, problems)
+    check_storage(s, training, problems)
     return problems, training
