@@ -17,7 +17,7 @@ from components.device_plugins import DevicePlugin, DevicePluginArgs
 from components.image import TrainingImage, TrainingImageArgs
 from components.network import TrainingVpc, TrainingVpcArgs
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
-from components.storage import EfsStorage, EfsStorageArgs
+from components.storage import EfsStorage, EfsStorageArgs, FsxLustreStorage, FsxLustreStorageArgs
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
@@ -45,6 +45,7 @@ COMPONENTS = [
     DevicePlugin,
     ClusterAutoscaler,
     EfsStorage,
+    FsxLustreStorage,
     TrainingImage,
     EtcdRendezvous,
     DatasetStaging,
@@ -72,6 +73,8 @@ __all__ = [
     "EtcdRendezvousArgs",
     "EvaluationJob",
     "EvaluationJobArgs",
+    "FsxLustreStorage",
+    "FsxLustreStorageArgs",
     "TrainingCluster",
     "TrainingClusterArgs",
     "TrainingImage",

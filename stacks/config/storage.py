@@ -262,6 +262,11 @@ class StorageConfig(Model):
                     ("fsx.securityGroupId", "required with @{fileSystemId}: the kept file system's security group (the "
                      "fsxSecurityGroupId output of the stack that created it), so this stack can let its nodes in")
                 )
+            if self.file_system_id is not None and fsx.data_repository.s3_path is None:
+                problems.append(
+                    ("fsx.dataRepository.s3Path", "required with @{fileSystemId}: name the bucket the kept file system "
+                     "was linked to (output fsxDataRepositoryPath of the stack that created it), or another bucket")
+                )
             if fsx.security_group_id is not None and self.file_system_id is None:
                 problems.append(("fsx.securityGroupId", "only for a kept file system; set @{fileSystemId} too, or remove it"))
         check(problems)
