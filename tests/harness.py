@@ -356,6 +356,8 @@ def run_program(
     pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
     mocks = TrainingMocks(preview)
     monitor = RecordingMonitor(mocks)
+    # A fresh root Stack per run: set_mocks keeps an existing one, whose exports would leak into this run.
+    pulumi.runtime.settings.set_root_resource(None)
     pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     settings = pulumi.runtime.settings.SETTINGS
     settings.rpc_manager.clear()
