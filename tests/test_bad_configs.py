@@ -152,6 +152,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("fsx settings with EFS", setk("storage", {"fsx": {"storageCapacityGib": 1200}}), ["eks-training:storage.fsx: set while eks-training:storage.backend is efs"]),
     ("kept FSx in a new VPC", setk("storage", {"backend": "fsx", "retainOnDelete": True, "fsx": {"availabilityZone": "us-east-1a"}}), ["eks-training:storage.retainOnDelete: a kept Lustre file system keeps its network interfaces", "existingVpc"]),
     ("adopted FSx without its security group and bucket", setk("storage", {"backend": "fsx", "fileSystemId": "fs-0123456789abcdef0", "fsx": {"availabilityZone": "us-east-1a"}}), ["eks-training:storage.fsx.securityGroupId: required with eks-training:storage.fileSystemId", "eks-training:storage.fsx.dataRepository.s3Path: required with eks-training:storage.fileSystemId"]),
+    ("adopted FSx in a new VPC", setk("storage", {"backend": "fsx", "fileSystemId": "fs-0123456789abcdef0", "fsx": {"availabilityZone": "us-east-1a", "securityGroupId": "sg-0123456789abcdef0", "dataRepository": {"s3Path": "s3://kept/datasets/"}}}), ["eks-training:storage.fileSystemId: a kept Lustre file system lives in a subnet of the VPC it was created in", "existingVpc"]),
     ("unknown backend", setk("storage", {"backend": "lustre"}), ["eks-training:storage.backend", "efs", "fsx"]),
 ]
 

@@ -343,6 +343,11 @@ def check_storage(s: Sections, training: Optional[TrainingConfig], problems: lis
             f"{key('storage.fsx.availabilityZone')}: {fsx.availability_zone} is not one of "
             f"{key('network.availabilityZones')} {s.network.availability_zones}"
         )
+    if st.file_system_id is not None and not existing:
+        problems.append(
+            f"{key('storage.fileSystemId')}: a kept Lustre file system lives in a subnet of the VPC it was created in; "
+            "adopt it with existingVpc (that VPC and the file system's subnet)"
+        )
     if st.retain_on_delete and not existing:
         problems.append(
             f"{key('storage.retainOnDelete')}: a kept Lustre file system keeps its network interfaces in its subnet, "
