@@ -268,3 +268,20 @@ def test_data_repository_paths() -> None:
     overlap = problems(nodeGroups={"cpu": _grp(["m5.xlarge"])}, storage={"backend": "fsx", "fsx": {
         "availabilityZone": "us-east-1a", "dataRepository": {"exportPath": "/runs", "exportPrefix": "datasets/x/"}}})
     assert any("storage.fsx.dataRepository.exportPrefix: datasets/x/ overlaps the import prefix datasets/" in p for p in overlap)
+
+
+# ------------------------------------------------------------------------------------------------ costs
+def test_fsx_capacity_is_priced_in_running_and_idle_and_efs_is_not() -> None:
+    from components.catalog import FSX_LUSTRE_PRICES, HOURS_PER_MONTH
+    from stacks.costs import estimate, storage_summary
+
+    groups = {"gpu": _grp(["p4d.24xlarge"], availabilityZone="us-east-1a")}
+    efs = estimate(build_plan(config(nodeGroups=groups)))
+    fsx_plan = build_plan(config(nodeGroups=groups, storage={"backend": "fsx", "fsx": {"storageCapacityGib": 4800, "throughputPerTib": 1000}}))
+    fsx = estimate(fsx_plan)
+    hourly = 4800 * FSX_LUSTRE_PRICES[1000].usd / HOURS_PER_MONTH
+    assert efs.storage == 0.0 and fsx.storage == round(hourly, 3)
+    assert efs.running is not None and efs.idle is not None and fsx.running is not None and fsx.idle is not None
+    assert fsx.running - efs.running == pytest.approx(hourly, abs=0.002)
+    assert fsx.idle - efs.idle == pytest.approx(hourly, abs=0.002), "billed while it exists, jobs or not"
+    assert storage_summary(fsx_plan) == f"FSx 4800 GiB at 1000 MB/s/TiB, ${hourly:.3f}/h"
