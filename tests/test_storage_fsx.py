@@ -351,7 +351,7 @@ def test_kept_file_system_is_adopted_by_id() -> None:
     assert p.one(DRA, lambda r: r.name.endswith("-datasets")).inputs["fileSystemId"] == "fs-0123456789abcdef0"
 
 
-def test_efs_stacks_are_unchanged_by_the_backend_switch() -> None:
+def test_a_preset_switched_back_to_efs_registers_no_fsx() -> None:
     """Control: a preset's storage set back to EFS registers EFS and no FSx resource."""
     cfg = stack_config("p5")
     del cfg[f"{PROJECT}:storage"]

@@ -243,11 +243,6 @@ class FsxLocation:
     efa_client_groups: tuple[str, ...]
     """Those of them that use EFA (clients of an EFA-enabled file system)."""
 
-    @property
-    def where(self) -> str:
-        """The zone or subnet, for messages."""
-        return self.zone or self.subnet_id or "?"
-
 
 def fsx_location(
     fsx: FsxConfig,

@@ -191,14 +191,6 @@ class FsxConfig(Model):
         check(problems)
         return self
 
-    @property
-    def metadata_configuration(self) -> dict[str, object]:
-        """``metadata_configuration`` of the file system as the provider takes it."""
-        config: dict[str, object] = {"mode": self.metadata_mode}
-        if self.metadata_iops is not None:
-            config["iops"] = self.metadata_iops
-        return config
-
 
 class StorageConfig(Model):
     """The shared file system (key ``storage``): ``backend`` efs (default) or fsx."""
