@@ -3,8 +3,9 @@
 :func:`build_plan` turns a :class:`~stacks.config.StackConfig` into a :class:`Plan`: per node group
 its instance facts, EFA profile (interfaces, ``efa-only`` interfaces, huge pages, NCCL/libfabric
 environment, the VPC CNI that needs), zone, subnet, labels, taints and the size of a pod that fills
-a node (:func:`components.nodeplan.node_profile`); and the health check's threshold. The node
-groups, the pods' placement, preflight, the autoscaler's node-template tags and the cost model all
+a node (:func:`components.nodeplan.node_profile`); the shared file system (backend, and for FSx for
+Lustre its one zone or subnet and its EFA clients); and the health check's threshold. The node groups,
+the pods' placement, the storage, preflight, the autoscaler's node-template tags and the cost model all
 read the plan, so they cannot disagree.
 """
 
@@ -21,7 +22,8 @@ from components.naming import k8s_name
 from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, tolerations_for
 from components.workloads import WorkerPlacement
-from stacks.config import TOOLBOX_IMAGE, DatasetConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config.rules import claim_readers, fsx_location
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
 HEALTH_THRESHOLD_SHARE = 0.8
@@ -119,6 +121,32 @@ class ImagePlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StoragePlan:
+    """The shared file system: EFS (multi-zone, a mount target per private subnet) or FSx for Lustre in
+    one zone (new VPC) or subnet (existing VPC): that of the pinned groups whose jobs mount it."""
+
+    backend: str
+    """``efs`` or ``fsx``."""
+    fsx: Optional[FsxConfig] = None
+    """FSx settings (``None`` for EFS)."""
+    zone: Optional[str] = None
+    """FSx with a new VPC: the zone whose private subnet holds the file system."""
+    subnet_id: Optional[str] = None
+    """FSx with an existing VPC: the private subnet of the file system."""
+    zone_key: Optional[str] = None
+    """The config key the FSx zone/subnet comes from (for messages)."""
+    client_groups: tuple[str, ...] = ()
+    """Worker groups pinned where the file system is (the groups of the jobs first)."""
+    efa_client_groups: tuple[str, ...] = ()
+    """Those of them that use EFA: their EFA security groups reach an EFA-enabled file system."""
+
+    @property
+    def is_fsx(self) -> bool:
+        """FSx for Lustre (else EFS)."""
+        return self.backend == "fsx"
+
+
+@dataclass(frozen=True, kw_only=True)
 class HealthCheckPlan:
     """The all-reduce check before a job."""
 
@@ -205,6 +233,8 @@ class Plan:
     """Worker groups by name."""
     autoscale: bool
     """cluster-autoscaler runs (enabled and there are worker groups): it owns the groups' desired sizes."""
+    storage: StoragePlan = StoragePlan(backend="efs")
+    """The shared file system."""
     images: Mapping[str, ImagePlan] = field(default_factory=dict)
     jobs: Mapping[str, JobPlan] = field(default_factory=dict)
     """Jobs in an order where every job comes after the jobs it waits for."""
@@ -275,7 +305,13 @@ def build_plan(cfg: StackConfig) -> Plan:
             user_labels=dict(g.labels),
             user_taints=taints,
         )
-    plan = Plan(config=cfg, system=system, groups=groups, autoscale=cfg.autoscaler.enabled and bool(groups))
+    plan = Plan(
+        config=cfg,
+        system=system,
+        groups=groups,
+        autoscale=cfg.autoscaler.enabled and bool(groups),
+        storage=storage_plan(cfg),
+    )
     images: dict[str, ImagePlan] = {}
     for name, image in cfg.images.items():
         context = REPO / image.context if image.context else None
@@ -313,3 +349,22 @@ def build_plan(cfg: StackConfig) -> Plan:
             health_check=_health_plan(job.health_check, group),
         )
     return replace(plan, images=images, jobs=jobs)
+
+
+def storage_plan(cfg: StackConfig) -> StoragePlan:
+    """Where the shared file system goes (a validated configuration: the location exists)."""
+    if cfg.storage.backend != "fsx":
+        return StoragePlan(backend=cfg.storage.backend)
+    fsx = cfg.storage.fsx_settings
+    location, problems = fsx_location(fsx, cfg.node_groups, claim_readers(cfg.jobs), cfg.existing_vpc is not None, cfg.catalog)
+    assert location is not None and not problems, problems  # the loader rejected such configurations
+    return StoragePlan(
+        backend="fsx",
+        fsx=fsx,
+        zone=location.zone,
+        subnet_id=location.subnet_id,
+        zone_key=location.key,
+        client_groups=location.client_groups,
+        efa_client_groups=location.efa_client_groups,
+    )
+

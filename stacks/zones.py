@@ -7,18 +7,20 @@ from stacks.config import ConfigError, StackConfig, key
 
 def choose_zones(cfg: StackConfig, available: Sequence[str]) -> list[str]:
     """The zones a new VPC uses, given the region's available zones: ``network.availabilityZones`` when
-    listed (each must be available), else the zones node groups are pinned to plus the first other
-    available zones (sorted), ``availabilityZoneCount`` in all. The program (through the
+    listed (each must be available), else the zones node groups (and an FSx file system) are pinned to
+    plus the first other available zones (sorted), ``availabilityZoneCount`` in all. The program (through the
     ``aws.getAvailabilityZones`` invoke) and preflight (through boto3) both call this.
 
     Raises :class:`ConfigError` naming the key when the region cannot satisfy the configuration.
     """
     assert cfg.network is not None, "choose_zones is for a new VPC (network)"
     avail = sorted(available)
-    pinned = {g: ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
+    pinned = {f"nodeGroups.{g}.availabilityZone": ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
+    if cfg.storage.backend == "fsx" and cfg.storage.fsx_settings.availability_zone:
+        pinned["storage.fsx.availabilityZone"] = cfg.storage.fsx_settings.availability_zone
     bad = [
-        f"{key(f'nodeGroups.{g}.availabilityZone')}: {az} is not available in this region; choose from {', '.join(avail)}"
-        for g, az in pinned.items()
+        f"{key(path)}: {az} is not available in this region; choose from {', '.join(avail)}"
+        for path, az in pinned.items()
         if az not in avail
     ]
     if bad:

@@ -1,5 +1,6 @@
-"""Rules across sections: instance types against the catalog, EFA against zones and the VPC, training
-against node groups, the health check against published figures.
+"""Rules across sections: instance types against the catalog, EFA against zones and the VPC, jobs
+against node groups, images and datasets, the health check against published figures, the FSx file
+system against the zones of the groups whose jobs mount it.
 
 Each rule reports only root causes: a section that failed its own validation is not reported again
 by rules that depend on it, and defaults the user did not set are not blamed.
@@ -8,7 +9,7 @@ by rules that depend on it, and defaults the user did not set are not blamed.
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
 from components.nodeplan import InconsistentFacts, efa_profile
@@ -18,6 +19,7 @@ from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import GROUP_NAME_MAX, NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.config.jobs import (
     ELASTIC_KINDS,
     TOOLBOX_IMAGE,
@@ -57,6 +59,7 @@ class Sections:
     """Jobs that passed their own validation."""
     job_names: list[str]
     """Every job the stack names (valid or not)."""
+    storage: StorageConfig = field(default_factory=StorageConfig)
     failed: set[str] = field(default_factory=set)
     """Config paths (``cluster``, ``nodeGroups.gpu``) whose own validation failed."""
     failed_group_types: dict[str, list[str]] = field(default_factory=dict)
@@ -309,6 +312,160 @@ def check_health(s: Sections, path: str, job: JobConfig, facts: Optional[Instanc
         )
 
 
+@dataclass(frozen=True)
+class FsxLocation:
+    """Where the FSx file system lives: one zone (a new VPC) or one subnet (an existing VPC)."""
+
+    zone: Optional[str]
+    """The zone (new VPC), else ``None``."""
+    subnet_id: Optional[str]
+    """The private subnet (existing VPC), else ``None``."""
+    key: str
+    """The config key the location comes from (``storage.fsx.availabilityZone`` or a group's zone key)."""
+    client_groups: tuple[str, ...]
+    """Worker groups pinned to the same place (the groups of the jobs first)."""
+    efa_client_groups: tuple[str, ...]
+    """Those of them that use EFA (clients of an EFA-enabled file system)."""
+
+
+def claim_readers(jobs: Mapping[str, JobConfig]) -> dict[str, list[str]]:
+    """Worker groups whose jobs mount the shared claim (every job does), each with its jobs, in config order.
+    The system group is left out: it spans the VPC's zones and only runs light jobs."""
+    out: dict[str, list[str]] = {}
+    for name, job in jobs.items():
+        if job.node_group is not None and job.node_group != SYSTEM_ROLE:
+            out.setdefault(job.node_group, []).append(name)
+    return out
+
+
+def fsx_location(
+    fsx: FsxConfig,
+    groups: Mapping[str, NodeGroupConfig],
+    readers: Mapping[str, Sequence[str]],
+    existing_vpc: bool,
+    catalog: Catalog,
+) -> tuple[Optional[FsxLocation], list[str]]:
+    """The one zone (or subnet) of the FSx file system and the problems that prevent choosing it.
+
+    The rule: the file system is in the zone of **every pinned worker group whose jobs mount the shared
+    claim** (``readers``: group -> its jobs; in practice the GPU/EFA groups that train), because Lustre
+    traffic across zones costs and slows. So those groups must share one zone (else
+    ``nodeGroups.<group>.availabilityZone`` is an error naming the groups, their jobs and the fixes), and
+    ``storage.fsx.availabilityZone`` may only repeat it. Unpinned groups (several zones) and the system group
+    reach the file system from any zone and do not decide. Without a pinned reader: the explicit key, else
+    the zone of the only pinned group; several pinned groups without jobs, or none pinned, need the key.
+    With an existing VPC the same holds for subnets (``subnetId``). The plan and these rules both call this.
+    """
+    fld = "subnetId" if existing_vpc else "availabilityZone"
+    unit = "subnet" if existing_vpc else "zone"
+    explicit = fsx.subnet_id if existing_vpc else fsx.availability_zone
+    explicit_key = key(f"storage.fsx.{fld}")
+
+    def place(g: NodeGroupConfig) -> Optional[str]:
+        return g.subnet_id if existing_vpc else g.availability_zone
+
+    def jobs_of(group: str) -> str:
+        names = list(readers[group])
+        return f"job{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+    pinned = {name: at for name, g in groups.items() if (at := place(g)) is not None}
+    pinned_readers = {g: pinned[g] for g in readers if g in pinned}
+    problems: list[str] = []
+    where: Optional[str] = None
+    source = explicit_key
+    if pinned_readers:
+        first = next(iter(pinned_readers))
+        where, source = pinned_readers[first], key(f"nodeGroups.{first}.{fld}")
+        for g, at in pinned_readers.items():
+            if at != where:
+                problems.append(
+                    f"{key(f'nodeGroups.{g}.{fld}')}: {at} differs from {source} ({where}), and the jobs of both groups "
+                    f"mount the FSx for Lustre file system ({first}: {jobs_of(first)}; {g}: {jobs_of(g)}), which lives "
+                    f"in one {unit}; pin {g} to {where}, run those jobs on one group, or use "
+                    f"{key('storage.backend')}: efs (a mount target in every zone)"
+                )
+        if explicit is not None and explicit != where:
+            problems.append(
+                f"{explicit_key}: {explicit} is not where the jobs that mount the file system run ({source} is "
+                f"{where}: {jobs_of(first)}); the file system must be in their {unit} (cross-zone traffic costs and "
+                f"slows): set it to {where} or remove it"
+            )
+    elif explicit is not None:
+        where = explicit
+    elif len(set(pinned.values())) == 1:
+        name = sorted(pinned)[0]
+        where, source = pinned[name], key(f"nodeGroups.{name}.{fld}")
+    elif pinned:
+        listing = ", ".join(f"{n} ({z})" for n, z in sorted(pinned.items()))
+        problems.append(
+            f"{explicit_key}: several groups are pinned ({listing}) and no job runs on them; an FSx file system lives "
+            f"in one {unit}: set it to that of the group that reads the data"
+        )
+    else:
+        problems.append(
+            f"{explicit_key}: an FSx file system lives in one {unit} and no worker group is pinned to one; set it, or "
+            f"pin the group whose jobs read the data (nodeGroups.<group>.{fld}) and the file system follows it"
+        )
+    if where is None:
+        return None, problems
+    clients = sorted((n for n, w in pinned.items() if w == where), key=lambda n: (n not in readers, n))
+    efa_clients = tuple(n for n in clients if groups[n].uses_efa(catalog))
+    if fsx.efa and not efa_clients:
+        problems.append(
+            f"{key('storage.fsx.efa')}: an EFA-enabled file system needs EFA clients, and no EFA worker group runs in "
+            f"{where}; set efa: false, or pin an EFA group (p4d, p5, p5en, p6-b200) there"
+        )
+    return FsxLocation(
+        zone=None if existing_vpc else where,
+        subnet_id=where if existing_vpc else None,
+        key=source,
+        client_groups=tuple(clients),
+        efa_client_groups=efa_clients,
+    ), problems
+
+
+def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
+    """FSx: one zone where the jobs read (inside the VPC), EFA clients for an EFA file system, a kept file
+    system only in an existing VPC (runs after :func:`check_jobs`, with the jobs' groups filled in)."""
+    st = s.storage
+    if st.backend != "fsx" or "storage" in s.failed:
+        return
+    fsx = st.fsx_settings
+    existing = s.existing_vpc is not None
+    if existing and fsx.availability_zone is not None:
+        problems.append(f"{key('storage.fsx.availabilityZone')}: with existingVpc place the file system with subnetId instead")
+    if not existing and fsx.subnet_id is not None:
+        problems.append(f"{key('storage.fsx.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
+    if existing and s.existing_vpc is not None and fsx.subnet_id is not None and fsx.subnet_id not in s.existing_vpc.private_subnet_ids:
+        problems.append(f"{key('storage.fsx.subnetId')}: {fsx.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}")
+    if (
+        not existing
+        and fsx.availability_zone is not None
+        and s.network is not None
+        and s.network.availability_zones
+        and fsx.availability_zone not in s.network.availability_zones
+    ):
+        problems.append(
+            f"{key('storage.fsx.availabilityZone')}: {fsx.availability_zone} is not one of "
+            f"{key('network.availabilityZones')} {s.network.availability_zones}"
+        )
+    if st.file_system_id is not None and not existing:
+        problems.append(
+            f"{key('storage.fileSystemId')}: a kept Lustre file system lives in a subnet of the VPC it was created in; "
+            "adopt it with existingVpc (that VPC and the file system's subnet)"
+        )
+    if st.retain_on_delete and not existing:
+        problems.append(
+            f"{key('storage.retainOnDelete')}: a kept Lustre file system keeps its network interfaces in its subnet, "
+            "so the VPC this stack creates could not be deleted; keep it only with existingVpc, or keep the data in "
+            f"S3 instead (the bucket of {key('storage.fsx.dataRepository.s3Path')} outlives the stack)"
+        )
+    if any(f"nodeGroups.{n}" in s.failed for n in s.group_names) or any(f"jobs.{n}" in s.failed for n in s.job_names):
+        return  # the zones of groups, or the groups of jobs, that failed their own validation are unknown
+    _, found = fsx_location(fsx, s.groups, claim_readers(jobs), existing, s.catalog)
+    problems.extend(found)
+
+
 def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
     """Every cross-section rule; returns the problems and the jobs with their defaults filled in."""
     problems: list[str] = []
@@ -323,4 +480,5 @@ def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
             _known(s, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
     check_images(s, problems)
     jobs = check_jobs(s, problems)
+    check_storage(s, jobs, problems)
     return problems, jobs
