@@ -4,9 +4,10 @@
 its instance facts, EFA profile (interfaces, ``efa-only`` interfaces, huge pages, NCCL/libfabric
 environment, the VPC CNI that needs), zone, subnet, labels, taints and the size of a pod that fills
 a node (:func:`components.nodeplan.node_profile`); the shared file system (backend, and for FSx for
-Lustre its one zone or subnet and its EFA clients); and the health check's threshold. The node groups,
-the pods' placement, the storage, preflight, the autoscaler's node-template tags and the cost model all
-read the plan, so they cannot disagree.
+Lustre its one zone or subnet and its EFA clients); where each dataset is and whether it is staged or
+imported from S3; and the health check's threshold. The node groups, the pods' placement, the storage,
+preflight, the autoscaler's node-template tags and the cost model all read the plan, so they cannot
+disagree.
 """
 
 import hashlib
@@ -147,6 +148,24 @@ class StoragePlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DatasetPlan:
+    """One dataset: staged onto the shared volume by a Job, or imported from S3 by the FSx file system's
+    data repository (an S3 prefix under the linked path: nothing to stage, readable once the data is ready)."""
+
+    name: str
+    config: DatasetConfig
+    path: str
+    """Its folder relative to the shared mount (``datasets/cifar10``)."""
+    imported: bool
+    """Imported by the FSx data repository (no staging Job)."""
+
+    @property
+    def data_dir(self) -> str:
+        """Its folder inside the pods."""
+        return f"{SHARED_MOUNT}/{self.path}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class HealthCheckPlan:
     """The all-reduce check before a job."""
 
@@ -236,6 +255,8 @@ class Plan:
     storage: StoragePlan = StoragePlan(backend="efs")
     """The shared file system."""
     images: Mapping[str, ImagePlan] = field(default_factory=dict)
+    datasets: Mapping[str, DatasetPlan] = field(default_factory=dict)
+    """The datasets jobs read, by name."""
     jobs: Mapping[str, JobPlan] = field(default_factory=dict)
     """Jobs in an order where every job comes after the jobs it waits for."""
 
@@ -317,6 +338,7 @@ def build_plan(cfg: StackConfig) -> Plan:
         context = REPO / image.context if image.context else None
         version = image.prebuilt or image_tag_for(hash_build_context(str(context), image.dockerfile))
         images[name] = ImagePlan(name=name, context=context, dockerfile=image.dockerfile, prebuilt=image.prebuilt, version=version)
+    datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
     jobs: dict[str, JobPlan] = {}
     for name in job_order(cfg.jobs):
         job = cfg.jobs[name]
@@ -340,7 +362,7 @@ def build_plan(cfg: StackConfig) -> Plan:
             procs_per_node=procs,
             image=images[job.image],
             dataset=job.dataset,
-            data_dir=f"{SHARED_MOUNT}/{dataset.path}" if dataset else None,
+            data_dir=datasets[job.dataset].data_dir if job.dataset else None,
             after=tuple(job.after),
             run_id=run_id,
             output_dir=output_dir,
@@ -348,7 +370,7 @@ def build_plan(cfg: StackConfig) -> Plan:
             placement=placement,
             health_check=_health_plan(job.health_check, group),
         )
-    return replace(plan, images=images, jobs=jobs)
+    return replace(plan, images=images, datasets=datasets, jobs=jobs)
 
 
 def storage_plan(cfg: StackConfig) -> StoragePlan:
@@ -368,3 +390,13 @@ def storage_plan(cfg: StackConfig) -> StoragePlan:
         efa_client_groups=location.efa_client_groups,
     )
 
+
+def dataset_plan(cfg: StackConfig, name: str) -> DatasetPlan:
+    """A dataset's folder and whether the FSx data repository imports it (an S3 prefix under the linked
+    path) or a staging Job puts it there."""
+    d = cfg.datasets[name]
+    if cfg.storage.backend == "fsx" and d.is_prefix:
+        linked = cfg.storage.fsx_settings.data_repository.linked_path(d.source)
+        assert linked is not None  # the loader rejected prefixes the file system does not import
+        return DatasetPlan(name=name, config=d, path=linked, imported=True)
+    return DatasetPlan(name=name, config=d, path=d.path.strip("/"), imported=False)

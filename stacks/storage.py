@@ -10,7 +10,7 @@ where S3 data appears) and what the outputs show, whichever file system is behin
   zone (that of the pinned groups whose jobs mount the claim), encrypted with the stack's KMS key, its data
   directory linked to S3. The claim's name resolves only once the data repository associations exist and
   the directories belong to the training user, so every job (and staging Job) that mounts the claim waits
-  for the data.
+  for the data; datasets imported from the linked S3 prefix need no staging Job.
 """
 
 from dataclasses import dataclass

@@ -284,6 +284,21 @@ def test_fsx_zone_is_that_of_every_pinned_group_whose_jobs_mount_it() -> None:
     ), wrong
 
 
+def test_datasets_in_the_linked_s3_prefix_are_imported_not_staged() -> None:
+    plan = build_plan(
+        config(
+            nodeGroups={"gpu": _grp(["p5.48xlarge"], availabilityZone="us-east-1c")},
+            datasets={"cifar10": {}, "imagenet": {"source": "s3://team-data/datasets/imagenet/"}},
+            jobs={"train": {**TRAIN, "nodeGroup": "gpu", "dataset": "imagenet"}, "eval": {**TRAIN, "nodeGroup": "gpu", "dataset": "cifar10"}},
+            storage={"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://team-data/datasets/", "fileSystemPath": "/in"}}},
+        )
+    )
+    imagenet, cifar = plan.datasets["imagenet"], plan.datasets["cifar10"]
+    assert imagenet.imported and imagenet.path == "in/imagenet" and imagenet.data_dir == "/data/in/imagenet"
+    assert not cifar.imported and cifar.data_dir == "/data/datasets/cifar10", "an https dataset is still staged"
+    assert plan.jobs["train"].data_dir == "/data/in/imagenet"
+
+
 def test_fsx_zone_from_the_key_or_the_only_pinned_group() -> None:
     explicit = build_plan(config(nodeGroups={"cpu": _grp(["m5.xlarge"])}, storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1b"}}))
     assert explicit.storage.zone == "us-east-1b" and explicit.storage.client_groups == ()

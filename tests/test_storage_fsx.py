@@ -314,6 +314,28 @@ def test_named_bucket_is_linked_not_created() -> None:
     assert resolve(p.outputs["datasetRoot"]) == "/data/imagenet"
 
 
+def test_dataset_in_the_linked_prefix_is_imported_not_staged() -> None:
+    """A dataset whose source is an S3 prefix under the linked path has no staging Job: the job reads it where
+    the data repository puts it, once the associations exist and the directories are the training user's; the
+    https dataset (CIFAR-10) of the other job is still staged, onto the file system."""
+    cfg = _p5({"dataRepository": {"s3Path": "s3://team-datasets-us-east-1/datasets/", "exportPath": "/runs"}})
+    cfg[f"{PROJECT}:datasets"] = {"cifar10": {}, "imagenet": {"source": "s3://team-datasets-us-east-1/datasets/imagenet/train/"}}
+    cfg[f"{PROJECT}:jobs"]["train"]["dataset"] = "imagenet"
+    p = run_program("p5", config=cfg)
+    stages = [j for j in p.of_type(JOB) if "-stage-" in j.name]
+    assert [j.name for j in stages] == ["eks-training-p5-stage-cifar10-job"], "only the https dataset is staged"
+    train = p.one(JOB, lambda r: r.name.endswith("-train-job"))
+    env = {e["name"]: e.get("value") for e in train.inputs["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["DATA_DIR"] == "/data/datasets/imagenet/train"
+    init = p.one(JOB, lambda r: r.name.endswith("-volume-init"))
+    for dra in p.of_type(DRA):
+        assert p.depends_transitively(train, dra.urn), "the job is created once the S3 data is linked"
+    assert p.depends_transitively(train, init.urn)
+    assert not any(p.depends_transitively(train, s.urn) for s in stages), "no staging to wait for"
+    evaluate = p.one(JOB, lambda r: r.name.endswith("-evaluate-job"))
+    assert stages[0].urn in evaluate.deps_of("metadata"), "the staged dataset's job still waits for its staging"
+
+
 def _existing_vpc_p5(**storage: Any) -> dict[str, Any]:
     subnets = ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445", "subnet-0eee5555ffff66667"]
     cfg = _p5(**storage)

@@ -1,6 +1,6 @@
 """Rules across sections: instance types against the catalog, EFA against zones and the VPC, jobs
 against node groups, images and datasets, the health check against published figures, the FSx file
-system against the zones of the groups whose jobs mount it.
+system against the zones of the groups whose jobs mount it and the datasets it imports from S3.
 
 Each rule reports only root causes: a section that failed its own validation is not reported again
 by rules that depend on it, and defaults the user did not set are not blamed.
@@ -426,9 +426,13 @@ def fsx_location(
 
 def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
     """FSx: one zone where the jobs read (inside the VPC), EFA clients for an EFA file system, a kept file
-    system only in an existing VPC (runs after :func:`check_jobs`, with the jobs' groups filled in)."""
+    system only in an existing VPC; datasets given as an S3 prefix are imported by the file system's data
+    repository (runs after :func:`check_jobs`, with the jobs' groups filled in)."""
     st = s.storage
-    if st.backend != "fsx" or "storage" in s.failed:
+    if "storage" in s.failed:
+        return
+    check_imported_datasets(s, problems)
+    if st.backend != "fsx":
         return
     fsx = st.fsx_settings
     existing = s.existing_vpc is not None
@@ -464,6 +468,41 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
         return  # the zones of groups, or the groups of jobs, that failed their own validation are unknown
     _, found = fsx_location(fsx, s.groups, claim_readers(jobs), existing, s.catalog)
     problems.extend(found)
+
+
+def check_imported_datasets(s: Sections, problems: list[str]) -> None:
+    """A dataset whose source is an S3 prefix (``s3://bucket/prefix/``, a folder of objects) is not staged:
+    the FSx file system's data repository imports it, so it must lie under the linked path."""
+    st = s.storage
+    repo = st.fsx_settings.data_repository
+    for name, d in s.datasets.items():
+        if not d.is_prefix:
+            continue
+        path = f"datasets.{name}"
+        if st.backend != "fsx":
+            problems.append(
+                f"{key(f'{path}.source')}: {d.source} is an S3 prefix (a folder of objects), which only an FSx for Lustre "
+                f"data repository imports; give one object to stage (a tarball, s3://bucket/key.tar.gz), or set "
+                f"{key('storage.backend')}: fsx with {key('storage.fsx.dataRepository.s3Path')} covering it"
+            )
+        elif repo.bucket is None:
+            problems.append(
+                f"{key(f'{path}.source')}: {d.source} is an S3 prefix, imported only from the bucket linked to the file "
+                f"system, and this stack creates its own (objects under its {repo.import_prefix} prefix appear in "
+                f"{repo.file_system_path}, output fsxDataRepositoryPath); link the dataset's bucket with "
+                f"{key('storage.fsx.dataRepository.s3Path')}: s3://BUCKET/PREFIX/ above {d.source}"
+            )
+        elif repo.linked_path(d.source) is None:
+            problems.append(
+                f"{key(f'{path}.source')}: {d.source} is not under {key('storage.fsx.dataRepository.s3Path')} "
+                f"({repo.s3_path}), the only S3 prefix the file system imports; move the data there, or link a path "
+                "above both"
+            )
+        elif "path" in d.model_fields_set:
+            problems.append(
+                f"{key(f'{path}.path')}: an imported dataset appears where the data repository puts it "
+                f"({repo.linked_path(d.source)}); remove path"
+            )
 
 
 def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:

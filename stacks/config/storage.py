@@ -135,6 +135,15 @@ class DataRepositoryConfig(Model):
         m = S3_PATH_RE.match(self.s3_path or "")
         return m.group("prefix") if m else (self.prefix or "datasets/")
 
+    def linked_path(self, uri: str) -> Optional[str]:
+        """Where the objects under the S3 prefix ``uri`` appear, relative to the shared mount (``datasets/imagenet``
+        for ``s3://bucket/datasets/imagenet/`` linked at ``/datasets``), or ``None`` when the file system does not
+        import ``uri`` (another bucket or prefix, or the stack's own bucket, whose name is not known before it exists)."""
+        if self.s3_path is None or not uri.startswith(self.s3_path):
+            return None
+        parts = [p for p in (self.file_system_path.strip("/"), uri[len(self.s3_path) :].strip("/")) if p]
+        return "/".join(parts)
+
     @property
     def export_s3_prefix(self) -> Optional[str]:
         """The prefix ``exportPath`` is exported to (``None`` without export)."""
