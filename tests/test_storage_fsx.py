@@ -389,3 +389,19 @@ def test_fsx_errors_stop_the_preset_before_anything_is_registered() -> None:
     p = run_program("p5", config=_p5({"storageCapacityGib": 3000}), expect_error=True)
     assert isinstance(p.error, ConfigError) and "storage.fsx.storageCapacityGib: 3000 GiB" in str(p.error)
     assert p.registrations == []
+
+
+def test_fsx_stack_writes_only_its_partitions_arns() -> None:
+    """The FSx preset in AWS GovCloud: no IAM document, bucket policy or other input names the commercial
+    partition (ARNs come from aws.getPartition or from the resources themselves)."""
+    cfg = stack_config("p5")
+    cfg["aws:region"] = "us-gov-west-1"
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["availabilityZone"] = "us-gov-west-1a"
+    p = run_program("p5", config=cfg)
+    fs = p.one(FS)
+    assert fs.outputs["arn"].startswith("arn:aws-us-gov:fsx:us-gov-west-1:")
+    policy = p.one("aws:s3/bucketPolicy:BucketPolicy", lambda r: r.name.endswith("-fsx-data-tls-only"))
+    assert "arn:aws-us-gov:s3:::" in policy.inputs["policy"]
+    written = json.dumps([r.inputs for r in p.registrations], default=str)
+    assert "arn:aws-us-gov:iam::aws:policy/" in written, "control: the stack does write partitioned ARNs"
+    assert "arn:aws:" not in written, re.findall(r'"[^"]*arn:aws:[^"]*"', written)[:5]
