@@ -556,10 +556,10 @@ TIER_KEY = "eks-training:storage.fsx.throughputPerTib"
 
 
 def fsx_stack(fsx: dict[str, Any] | None = None, **storage: Any) -> dict[str, Any]:
-    """A p5 group in us-east-1a training from FSx."""
+    """A p5 group in us-east-1a whose job trains from FSx."""
     return stack(
         {"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")},
-        training={"nodeGroup": "gpu", "workers": 2},
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "gpu", "nodes": 2}},
         storage={"backend": "fsx", "fsx": fsx or {}, **storage},
     )
 
@@ -644,7 +644,7 @@ def _adopting(subnets: list[str], file_system_id: str, **fsx: Any) -> dict[str, 
     return stack(
         {"gpu": group(["p5.48xlarge"], 2, subnetId=subnets[1])},
         existingVpc={"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": subnets},
-        training={"nodeGroup": "gpu", "workers": 2},
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "gpu", "nodes": 2}},
         storage={
             "backend": "fsx",
             "fileSystemId": file_system_id,
