@@ -17,7 +17,7 @@ from components.device_plugins import DevicePlugin, DevicePluginArgs
 from components.image import TrainingImage, TrainingImageArgs
 from components.network import TrainingVpc, TrainingVpcArgs
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
-from components.storage import EfsStorage, EfsStorageArgs
+from components.storage import EfsStorage, EfsStorageArgs, FsxLustreStorage, FsxLustreStorageArgs
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
@@ -54,6 +54,7 @@ COMPONENTS = [
     DevicePlugin,
     ClusterAutoscaler,
     EfsStorage,
+    FsxLustreStorage,
     TrainingImage,
     EtcdRendezvous,
     DatasetStaging,
@@ -82,6 +83,8 @@ __all__ = [
     "EfsStorageArgs",
     "EtcdRendezvous",
     "EtcdRendezvousArgs",
+    "FsxLustreStorage",
+    "FsxLustreStorageArgs",
     "JobSpec",
     "MpiJob",
     "MpiJobArgs",

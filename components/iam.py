@@ -106,6 +106,15 @@ def autoscaler_policy(cluster_name: str) -> str:
     )
 
 
+def fsx_csi_static_controller_policy() -> str:
+    """The FSx CSI controller with statically provisioned volumes only: the driver polls
+    ``fsx:DescribeFileSystems`` (every minute, and when it validates a volume's capabilities); nothing
+    creates, updates or deletes a file system, so no write action and no ``iam:CreateServiceLinkedRole``
+    is granted (https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/5b227125add708cd0b87c76abe1a4c074e71dfc5/pkg/cloud/cloud.go).
+    DescribeFileSystems without ids lists every file system, so it needs ``"*"``."""
+    return _doc({"Sid": "DescribeFileSystems", "Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"})
+
+
 def s3_object_arn(partition: str, bucket: str, key: str) -> str:
     """ARN of an S3 object (or of a key pattern such as ``prefix/*``)."""
     return f"arn:{partition}:s3:::{bucket}/{key}"

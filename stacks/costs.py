@@ -1,15 +1,18 @@
 """Hourly cost estimate of a stack (us-east-1 On-Demand list prices from the catalog), read from the plan.
 
-Counts the EKS control plane (at the extended-support price when the stack opts in), NAT gateways and their public IPv4 addresses, the secrets KMS key, EC2
-instances and their gp3 root volumes; excludes what depends on usage (data transfer, NAT data
-processing, EFS storage, ECR storage, CloudWatch logs, CodeBuild minutes, KMS requests). "Running" uses the
-desired sizes, "idle" the minimum sizes. Spot groups are priced at On-Demand (an upper bound).
+Counts the EKS control plane (at the extended-support price when the stack opts in), NAT gateways and their
+public IPv4 addresses, the secrets KMS key, EC2 instances and their gp3 root volumes, and an FSx for Lustre file
+system (its provisioned capacity at its throughput tier's price: billed whether or not a job runs, so in "running"
+and "idle" alike); excludes what depends on usage (data transfer, NAT data processing, EFS storage and throughput
+(EFS is billed by the GB stored and, with Elastic throughput, by the GB read and written), S3 storage and requests,
+ECR storage, CloudWatch logs, CodeBuild minutes, KMS requests, user-provisioned FSx metadata IOPS). "Running" uses
+the desired sizes, "idle" the minimum sizes. Spot groups are priced at On-Demand (an upper bound).
 """
 
 from dataclasses import dataclass
 from typing import Optional
 
-from components.catalog import HOURS_PER_MONTH, SERVICE_PRICES
+from components.catalog import FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES
 from stacks.plan import NodeGroupPlan, Plan
 
 
@@ -19,6 +22,8 @@ class CostEstimate:
 
     running: Optional[float]
     idle: Optional[float]
+    storage: float = 0.0
+    """The shared file system's fixed part (FSx capacity; 0 for EFS, billed by use), included in both."""
 
 
 def _hourly(name: str) -> float:
@@ -26,11 +31,30 @@ def _hourly(name: str) -> float:
     return price.usd / HOURS_PER_MONTH if price.unit == "month" else price.usd
 
 
+def storage_hourly(plan: Plan) -> float:
+    """USD per hour of the shared file system's provisioned capacity (FSx; EFS has none)."""
+    fsx = plan.storage.fsx
+    if not plan.storage.is_fsx or fsx is None or plan.config.storage.file_system_id is not None:
+        return 0.0  # EFS is billed by use; an adopted file system was counted by the stack that made it
+    price = FSX_LUSTRE_PRICES[fsx.throughput_per_tib]
+    return fsx.storage_capacity_gib * price.usd / HOURS_PER_MONTH
+
+
+def storage_summary(plan: Plan) -> str:
+    """The shared file system in a few words, as the README's stack table shows it."""
+    fsx = plan.storage.fsx
+    if not plan.storage.is_fsx or fsx is None:
+        return "EFS (billed by use)"
+    efa = ", EFA" if fsx.efa else ""
+    return f"FSx {fsx.storage_capacity_gib} GiB at {fsx.throughput_per_tib} MB/s/TiB{efa}, ${storage_hourly(plan):.3f}/h"
+
+
 def estimate(plan: Plan) -> CostEstimate:
     """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
     cfg = plan.config
     control_plane = "eks-cluster-extended" if cfg.cluster.support_type == "EXTENDED" else "eks-cluster"
-    fixed = _hourly(control_plane) + _hourly("kms-key")
+    storage = storage_hourly(plan)
+    fixed = _hourly(control_plane) + _hourly("kms-key") + storage
     if cfg.network is not None:
         nats = cfg.network.zone_count if cfg.network.nat_gateways == "perAz" else 1
         fixed += (_hourly("nat-gateway") + _hourly("public-ipv4")) * nats
@@ -53,4 +77,5 @@ def estimate(plan: Plan) -> CostEstimate:
     return CostEstimate(
         running=None if running is None else round(fixed + running, 3),
         idle=None if idle is None else round(fixed + idle, 3),
+        storage=round(storage, 3),
     )

@@ -1,5 +1,5 @@
 """The backbone of one training environment, built from the plan: network, cluster, node groups,
-device plugins, cluster-autoscaler and the shared file system."""
+device plugins, cluster-autoscaler and the shared file system (EFS or FSx for Lustre, :mod:`stacks.storage`)."""
 
 import ipaddress
 from dataclasses import dataclass, field
@@ -12,17 +12,16 @@ import pulumi_kubernetes as k8s
 from components import (
     ClusterAutoscaler,
     DevicePlugin,
-    EfsStorage,
     TrainingCluster,
     TrainingNodeGroup,
     TrainingVpc,
 )
-from components.catalog import EKS_UNSUPPORTED_ZONE_IDS
+from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, STORAGE_ADDONS
 from components.cluster import TrainingClusterArgs
 from components.nodegroup import TrainingNodeGroupArgs
-from components.storage import EfsStorageArgs
 from stacks.config import ConfigError, StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.storage import SharedStorage, build_storage
 from stacks.zones import Zone, choose_zones, find_zone
 
 
@@ -33,7 +32,8 @@ class Environment:
     plan: Plan
     cluster: TrainingCluster
     k8s_provider: k8s.Provider
-    storage: EfsStorage
+    storage: SharedStorage
+    """The shared file system (EFS or FSx for Lustre) and its claim."""
     vpc_id: pulumi.Output[str]
     private_subnet_ids: pulumi.Output[list[str]]
     public_subnet_ids: pulumi.Output[list[str]]
@@ -119,7 +119,7 @@ def _node_group_args(
 
 
 def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environment:
-    """Register the whole backbone: network, cluster, node groups, device plugins, autoscaler, EFS storage."""
+    """Register the whole backbone: network, cluster, node groups, device plugins, autoscaler, shared storage."""
     cfg = plan.config
     name = cfg.cluster_name
     tags = stack_tags(cfg)
@@ -178,7 +178,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         "admin_role_arns": c.admin_role_arns,
         "log_types": list(c.log_types),
         "create_oidc_provider": c.create_oidc_provider,
-        "addon_versions": {k: v for k, v in c.addon_versions.items() if k != "aws-efs-csi-driver"},
+        "addon_versions": {k: v for k, v in c.addon_versions.items() if k not in STORAGE_ADDONS},
         "tags": tags,
     }
     if c.public_cidrs is not None:
@@ -224,32 +224,17 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
             opts=k8s_opts,
         )
 
-    s = cfg.storage
-    storage_args: EfsStorageArgs = {
-        # resolves after the system node group exists: the CSI add-on is created after the nodes its
-        # controller runs on, and on destroy the claim and the add-on go before those nodes
-        "cluster_name": pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(
-            lambda v: str(v[0])
-        ),
-        "kubernetes_version": c.kubernetes_version,
-        "vpc_id": vpc_id,
-        "subnet_ids": private_id_list,
-        "node_security_group_id": cluster.node_security_group_id,
-        "namespace": s.namespace,
-        "pvc_name": s.pvc_name,
-        "storage_class_name": s.storage_class_name,
-        "capacity": s.capacity,
-        "throughput_mode": s.throughput_mode,
-        "performance_mode": s.performance_mode,
-        "retain_on_delete": s.retain_on_delete,
-        "backup": s.backup,
-        "tags": tags,
-    }
-    if s.file_system_id:
-        storage_args["existing_file_system_id"] = s.file_system_id
-    if "aws-efs-csi-driver" in c.addon_versions:
-        storage_args["addon_version"] = c.addon_versions["aws-efs-csi-driver"]
-    storage = EfsStorage(f"{name}-efs", storage_args, opts=k8s_opts)
+    storage = build_storage(
+        plan,
+        name=name,
+        cluster=cluster,
+        vpc_id=vpc_id,
+        private_subnet_ids=private_id_list,
+        zones=zones,
+        node_groups=groups,
+        tags=tags,
+        k8s_opts=k8s_opts,
+    )
 
     return Environment(
         plan=plan,

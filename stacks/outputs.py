@@ -23,7 +23,9 @@ def export_outputs(env: Environment) -> dict[str, Any]:
         "nodeGroupNames": pulumi.Output.all(
             env.cluster.system_node_group_name, *[ng.node_group_name for ng in env.node_groups.values()]
         ),
-        "efsFileSystemId": env.storage.file_system_id,
+        "storageBackend": env.storage.backend,
+        "fileSystemId": env.storage.file_system_id,
+        "datasetRoot": env.storage.dataset_root,
         "pvcName": env.storage.pvc_name,
         "pvcNamespace": env.storage.namespace,
         "updateKubeconfigCommand": pulumi.Output.concat(
@@ -35,6 +37,18 @@ def export_outputs(env: Environment) -> dict[str, Any]:
             cfg.cluster_name,
         ),
     }
+    storage = env.storage
+    if storage.backend == "fsx":
+        fsx = {
+            "fsxDataBucket": storage.data_bucket_name,
+            "fsxDataRepositoryPath": storage.data_repository_path,
+            "fsxExportRepositoryPath": storage.export_repository_path,
+            "fsxSecurityGroupId": storage.security_group_id,
+            "fsxDnsName": storage.dns_name,
+        }
+        outputs.update({k: v for k, v in fsx.items() if v is not None})
+    else:
+        outputs["efsFileSystemId"] = storage.file_system_id  # the name earlier versions exported
     w: Optional[Workloads] = env.workloads
     if w is not None:
         ns = env.storage.namespace

@@ -3,9 +3,11 @@
 :func:`build_plan` turns a :class:`~stacks.config.StackConfig` into a :class:`Plan`: per node group
 its instance facts, EFA profile (interfaces, ``efa-only`` interfaces, huge pages, NCCL/libfabric
 environment, the VPC CNI that needs), zone, subnet, labels, taints and the size of a pod that fills
-a node (:func:`components.nodeplan.node_profile`); and the health check's threshold. The node
-groups, the pods' placement, preflight, the autoscaler's node-template tags and the cost model all
-read the plan, so they cannot disagree.
+a node (:func:`components.nodeplan.node_profile`); the shared file system (backend, and for FSx for
+Lustre its one zone or subnet and its EFA clients); where each dataset is and whether it is staged or
+imported from S3; and the health check's threshold. The node groups, the pods' placement, the storage,
+preflight, the autoscaler's node-template tags and the cost model all read the plan, so they cannot
+disagree.
 """
 
 import hashlib
@@ -22,7 +24,9 @@ from components.naming import k8s_name
 from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, tolerations_for
 from components.workloads import WorkerPlacement
-from stacks.config import TOOLBOX_IMAGE, DatasetConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config.rules import claim_readers, fsx_location
+from stacks.config.base import ZONE_ID_RE
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
 HEALTH_THRESHOLD_SHARE = 0.8
@@ -30,7 +34,6 @@ HEALTH_THRESHOLD_SHARE = 0.8
 ZONE_LABEL = "topology.kubernetes.io/zone"
 #: The zone-ID label the AWS cloud provider puts on nodes (https://kubernetes.io/docs/reference/labels-annotations-taints/).
 ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
-ZONE_ID_RE = re.compile(r"^[a-z]{2,}\d-az\d+$")
 #: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
 SYSTEM_JOB_SHARE = 0.25
 #: The repository (image build contexts are folders of it).
@@ -123,6 +126,50 @@ class ImagePlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StoragePlan:
+    """The shared file system: EFS (multi-zone, a mount target per private subnet) or FSx for Lustre in
+    one zone (new VPC) or subnet (existing VPC): that of the pinned groups whose jobs mount it."""
+
+    backend: str
+    """``efs`` or ``fsx``."""
+    fsx: Optional[FsxConfig] = None
+    """FSx settings (``None`` for EFS)."""
+    zone: Optional[str] = None
+    """FSx with a new VPC: the zone whose private subnet holds the file system."""
+    subnet_id: Optional[str] = None
+    """FSx with an existing VPC: the private subnet of the file system."""
+    zone_key: Optional[str] = None
+    """The config key the FSx zone/subnet comes from (for messages)."""
+    client_groups: tuple[str, ...] = ()
+    """Worker groups pinned where the file system is (the groups of the jobs first)."""
+    efa_client_groups: tuple[str, ...] = ()
+    """Those of them that use EFA: their EFA security groups reach an EFA-enabled file system."""
+
+    @property
+    def is_fsx(self) -> bool:
+        """FSx for Lustre (else EFS)."""
+        return self.backend == "fsx"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetPlan:
+    """One dataset: staged onto the shared volume by a Job, or imported from S3 by the FSx file system's
+    data repository (an S3 prefix under the linked path: nothing to stage, readable once the data is ready)."""
+
+    name: str
+    config: DatasetConfig
+    path: str
+    """Its folder relative to the shared mount (``datasets/cifar10``)."""
+    imported: bool
+    """Imported by the FSx data repository (no staging Job)."""
+
+    @property
+    def data_dir(self) -> str:
+        """Its folder inside the pods."""
+        return f"{SHARED_MOUNT}/{self.path}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class HealthCheckPlan:
     """The all-reduce check before a job."""
 
@@ -209,7 +256,11 @@ class Plan:
     """Worker groups by name."""
     autoscale: bool
     """cluster-autoscaler runs (enabled and there are worker groups): it owns the groups' desired sizes."""
+    storage: StoragePlan = StoragePlan(backend="efs")
+    """The shared file system."""
     images: Mapping[str, ImagePlan] = field(default_factory=dict)
+    datasets: Mapping[str, DatasetPlan] = field(default_factory=dict)
+    """The datasets jobs read, by name."""
     jobs: Mapping[str, JobPlan] = field(default_factory=dict)
     """Jobs in an order where every job comes after the jobs it waits for."""
 
@@ -279,12 +330,19 @@ def build_plan(cfg: StackConfig) -> Plan:
             user_labels=dict(g.labels),
             user_taints=taints,
         )
-    plan = Plan(config=cfg, system=system, groups=groups, autoscale=cfg.autoscaler.enabled and bool(groups))
+    plan = Plan(
+        config=cfg,
+        system=system,
+        groups=groups,
+        autoscale=cfg.autoscaler.enabled and bool(groups),
+        storage=storage_plan(cfg),
+    )
     images: dict[str, ImagePlan] = {}
     for name, image in cfg.images.items():
         context = REPO / image.context if image.context else None
         version = image.prebuilt or image_tag_for(hash_build_context(str(context), image.dockerfile))
         images[name] = ImagePlan(name=name, context=context, dockerfile=image.dockerfile, prebuilt=image.prebuilt, version=version)
+    datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
     jobs: dict[str, JobPlan] = {}
     for name in job_order(cfg.jobs):
         job = cfg.jobs[name]
@@ -308,7 +366,7 @@ def build_plan(cfg: StackConfig) -> Plan:
             procs_per_node=procs,
             image=images[job.image],
             dataset=job.dataset,
-            data_dir=f"{SHARED_MOUNT}/{dataset.path}" if dataset else None,
+            data_dir=datasets[job.dataset].data_dir if job.dataset else None,
             after=tuple(job.after),
             run_id=run_id,
             output_dir=output_dir,
@@ -316,4 +374,33 @@ def build_plan(cfg: StackConfig) -> Plan:
             placement=placement,
             health_check=_health_plan(job.health_check, group),
         )
-    return replace(plan, images=images, jobs=jobs)
+    return replace(plan, images=images, datasets=datasets, jobs=jobs)
+
+
+def storage_plan(cfg: StackConfig) -> StoragePlan:
+    """Where the shared file system goes (a validated configuration: the location exists)."""
+    if cfg.storage.backend != "fsx":
+        return StoragePlan(backend=cfg.storage.backend)
+    fsx = cfg.storage.fsx_settings
+    location, problems = fsx_location(fsx, cfg.node_groups, claim_readers(cfg.jobs), cfg.existing_vpc is not None, cfg.catalog)
+    assert location is not None and not problems, problems  # the loader rejected such configurations
+    return StoragePlan(
+        backend="fsx",
+        fsx=fsx,
+        zone=location.zone,
+        subnet_id=location.subnet_id,
+        zone_key=location.key,
+        client_groups=location.client_groups,
+        efa_client_groups=location.efa_client_groups,
+    )
+
+
+def dataset_plan(cfg: StackConfig, name: str) -> DatasetPlan:
+    """A dataset's folder and whether the FSx data repository imports it (an S3 prefix under the linked
+    path) or a staging Job puts it there."""
+    d = cfg.datasets[name]
+    if cfg.storage.backend == "fsx" and d.is_prefix:
+        linked = cfg.storage.fsx_settings.data_repository.linked_path(d.source)
+        assert linked is not None  # the loader rejected prefixes the file system does not import
+        return DatasetPlan(name=name, config=d, path=linked, imported=True)
+    return DatasetPlan(name=name, config=d, path=d.path.strip("/"), imported=False)

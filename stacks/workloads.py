@@ -1,8 +1,12 @@
 """The workloads, built on an environment from the plan: the images, etcd, the MPI Operator, dataset
 staging, all-reduce health checks, the jobs of every kind, in ``after`` order, and TensorBoard.
 
-Ordering: a dataset is staged once and a job that reads it is created after the staging Job completed
-(Pulumi waits for staging); a health check runs on a job's nodes at the same time as the staging and the
+Ordering: every job mounts the shared claim, whose name resolves once the file system's data is ready
+(with FSx for Lustre: its data repository associations exist and its directories belong to the training
+user; with EFS at once), so nothing is created before that. A dataset is staged once and a job that reads it
+is created after the staging Job completed (Pulumi waits for staging); a dataset the FSx data repository
+imports from S3 (an ``s3://bucket/prefix/`` under the linked path) has no staging Job: its jobs read it where
+it appears, once the data is ready; a health check runs on a job's nodes at the same time as the staging and the
 job is created after the check passed; a job ``after`` other jobs is created at once and its pods wait in
 an init container until those jobs completed (``pulumi up`` does not wait for training), unless a job it
 waits for has ``waitForCompletion``, in which case ``pulumi up`` waits and creates it afterwards.
@@ -59,6 +63,15 @@ class Workloads:
     tensorboard: Optional[TensorBoard] = None
 
 
+def _ready(env: Environment, data_dir: str) -> pulumi.Output[str]:
+    """``data_dir`` once the shared file system's data can be read."""
+
+    def at(_: str) -> str:
+        return data_dir
+
+    return env.storage.data_ready.apply(at)
+
+
 def _resource(plan: Plan, job: str) -> str:
     """How ``wait_for_jobs.py`` names a job: ``mpijobs/<name>`` or ``jobs/<name>``."""
     return f"{'mpijobs' if plan.jobs[job].kind == 'mpi' else 'jobs'}/{job}"
@@ -103,14 +116,16 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     if any(j.kind == "mpi" for j in plan.jobs.values()):
         out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
 
-    for ds_name in dict.fromkeys(j.dataset for j in plan.jobs.values() if j.dataset):
-        d = cfg.datasets[ds_name]
+    for ds_name, ds in plan.datasets.items():
+        if ds.imported:
+            continue  # the FSx data repository imports it: nothing to stage
+        d = ds.config
         staging_args: DatasetStagingArgs = {
             "namespace": namespace,
             "pvc_name": pvc,
             "image": toolbox,
             "source": d.source,
-            "dest_path": d.path,
+            "dest_path": ds.path,
             "node_selector": system,
             "cluster_name": env.cluster.cluster_name,
             "timeout_minutes": d.timeout_minutes,
@@ -163,7 +178,9 @@ def _job(
     }
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
     if job.dataset:
-        spec["data_dir"] = out.staging[job.dataset].data_dir
+        ds = plan.datasets[job.dataset]
+        # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed
+        spec["data_dir"] = _ready(env, ds.data_dir) if ds.imported else out.staging[job.dataset].data_dir
     if c.code:
         spec["code_uri"] = c.code
         spec["cluster_name"] = env.cluster.cluster_name

@@ -53,7 +53,7 @@ def _listing(zones: Sequence[Zone]) -> str:
 
 def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
     """The zones a new VPC uses, given the region's available zones: ``network.availabilityZones`` when listed
-    (each must be available), else the zones node groups are pinned to plus the first other available zones that
+    (each must be available), else the zones node groups (and an FSx file system) are pinned to plus the first other available zones that
     EKS supports (by name order), ``availabilityZoneCount`` in all, and at least two EKS supports. The program
     (through the ``aws.getAvailabilityZones`` invoke) and preflight (through boto3) both call this.
 
@@ -62,15 +62,15 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
     assert cfg.network is not None, "choose_zones is for a new VPC (network)"
     avail = sorted(available)
     problems = []
+    pins = {f"nodeGroups.{g}.availabilityZone": ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
+    if cfg.storage.backend == "fsx" and cfg.storage.fsx_settings.availability_zone:
+        pins["storage.fsx.availabilityZone"] = cfg.storage.fsx_settings.availability_zone
     pinned: list[Zone] = []
-    for g, ng in cfg.node_groups.items():
-        if not ng.availability_zone:
-            continue
-        zone = find_zone(ng.availability_zone, avail)
+    for path, ref in pins.items():
+        zone = find_zone(ref, avail)
         if zone is None:
             problems.append(
-                f"{key(f'nodeGroups.{g}.availabilityZone')}: {ng.availability_zone} is not an available zone of this "
-                f"region; choose a name or ID from {_listing(avail)}"
+                f"{key(path)}: {ref} is not an available zone of this region; choose a name or ID from {_listing(avail)}"
             )
         elif zone not in pinned:
             pinned.append(zone)

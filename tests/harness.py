@@ -98,7 +98,13 @@ class RecordingMonitor(pmocks.MockMonitor):
     def __init__(self, mocks: pmocks.Mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self.reads: list[tuple[str, str, str]] = []
+        """(type, name, id) of every existing resource the program read (``Resource.get``)."""
         self._urns: set[str] = set()
+
+    def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        self.reads.append((request.type, request.name, request.id))
+        return super().ReadResource(request)
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         urn = self.make_urn(request.parent, request.type, request.name)
@@ -197,9 +203,13 @@ class TrainingMocks(pmocks.Mocks):
             "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce",
             "aws:efs/fileSystem:FileSystem": "fs",
             "aws:efs/mountTarget:MountTarget": "fsmt",
+            "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
+            "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
         }
         if t in prefixes:
             rid = f"{prefixes[t]}-{_hex(t + name)}"
+        if args.resource_id:  # Resource.get: an existing resource read by id
+            rid = args.resource_id
         if t == "aws:iam/role:Role":
             rid = inputs.get("name") or name
             out["arn"] = f"arn:{self.partition}:iam::{ACCOUNT}:role/{rid}"
@@ -218,6 +228,21 @@ class TrainingMocks(pmocks.Mocks):
                 resources=[{"autoscalingGroups": [{"name": f"eks-{ng}-{_hex(ng, 8)}"}], "remoteAccessSecurityGroupId": ""}],
             )
             rid = f"{inputs.get('clusterName')}:{ng}"
+        elif t == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            # What FSx reports for an AVAILABLE file system (DescribeFileSystems).
+            out.update(
+                arn=f"arn:{self.partition}:fsx:{self.region}:{ACCOUNT}:file-system/{rid}",
+                dnsName=f"{rid}.fsx.{self.region}.amazonaws.com",
+                mountName=_hex(rid + "mount", 8),
+                networkInterfaceIds=[f"eni-{_hex(rid + 'eni' + str(i))}" for i in range(2)],
+                ownerId=ACCOUNT,
+                fileSystemTypeVersion=inputs.get("fileSystemTypeVersion", "2.15"),
+            )
+        elif t == "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation":
+            out.update(
+                associationId=rid,
+                arn=f"arn:{self.partition}:fsx:{self.region}:{ACCOUNT}:association/{inputs.get('fileSystemId')}/{rid}",
+            )
         elif t == "aws:eks/addon:Addon":
             rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
             out["arn"] = f"arn:{self.partition}:eks:{self.region}:{ACCOUNT}:addon/{rid}"
@@ -292,6 +317,8 @@ class Program:
     outputs: dict[str, Any]
     invokes: list[tuple[str, dict[str, Any]]]
     error: Optional[BaseException] = None
+    reads: list[tuple[str, str, str]] = field(default_factory=list)
+    """(type, name, id) of existing resources read with ``Resource.get``."""
 
     def of_type(self, t: str) -> list[Registration]:
         """All registrations of type token ``t``."""
@@ -442,7 +469,7 @@ def _run_program(
     if error is None and root is not None:
         for k, v in (getattr(root, "outputs", None) or {}).items():
             exported[k] = v
-    return Program(stack, preview, list(monitor.registrations), exported, list(mocks.invokes), error)
+    return Program(stack, preview, list(monitor.registrations), exported, list(mocks.invokes), error, list(monitor.reads))
 
 
 def contains_unknown(value: Any) -> bool:

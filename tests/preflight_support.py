@@ -19,6 +19,11 @@ Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_END
     Capacity Blocks included, and no API to create them).
   - eks ``DescribeAddonVersions`` (``GET /addons/supported-versions``; moto has no EKS add-ons): the
     route is added to moto's EKS URL map and answers from seeded add-on versions.
+  - service-quotas for the ``fsx`` service code (the Lustre storage quota) through the same two
+    operations as the ``ec2`` codes.
+  - fsx ``DescribeDataRepositoryAssociations`` (moto 5.2.5 has file systems but no data repository
+    associations: ``NotImplementedError``), answering from associations seeded for a file system moto
+    created, filtered by ``file-system-id`` as AWS does.
 
   The added handlers return moto ``ActionResult`` objects, so moto serializes them from botocore's
   service model exactly as it does its own responses; unknown ids raise the AWS error codes
@@ -53,6 +58,9 @@ _QUOTAS_APPLIED = "_preflight_applied_quotas"
 _QUOTAS_DEFAULT = "_preflight_default_quotas"
 _RESERVATIONS = "_preflight_capacity_reservations"
 _ADDON_VERSIONS = "_preflight_addon_versions"
+_DRAS = "_preflight_data_repository_associations"
+#: Service names Service Quotas reports for the service codes the preflight reads.
+_SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)", "fsx": "Amazon FSx"}
 
 
 start_moto_process = aws_support.start_moto_server
@@ -127,6 +135,21 @@ def _describe_addon_versions(self: Any) -> Any:
     return ActionResult({"addons": addons})
 
 
+def _describe_data_repository_associations(self: Any) -> str:
+    params = json.loads(self.body or "{}")
+    store: list[dict[str, Any]] = getattr(self.fsx_backend, _DRAS, [])
+    wanted: dict[str, list[str]] = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
+    found = [
+        a for a in store
+        if all(a.get({"file-system-id": "FileSystemId", "data-repository-type": "DataRepositoryType"}.get(n, n)) in v
+               for n, v in wanted.items())
+    ]
+    ids = params.get("AssociationIds")
+    if ids:
+        found = [a for a in found if a["AssociationId"] in ids]
+    return json.dumps({"Associations": found})
+
+
 class SeededMoto:
     """moto in-process (``ThreadedMotoServer`` on 127.0.0.1) plus quota and capacity-reservation data."""
 
@@ -148,6 +171,11 @@ class SeededMoto:
         )
         self._mp.setattr(
             ServiceQuotasResponse, "get_aws_default_service_quota", _get_aws_default_service_quota, raising=False
+        )
+        from moto.fsx.responses import FSxResponse
+
+        self._mp.setattr(
+            FSxResponse, "describe_data_repository_associations", _describe_data_repository_associations, raising=False
         )
         port = free_port()
         self.endpoint = f"http://127.0.0.1:{port}"
@@ -172,16 +200,19 @@ class SeededMoto:
 
         return get_backend(service)[ACCOUNT][REGION]  # type: ignore[call-overload]
 
-    def seed_quota(self, code: str, value: float, *, applied: bool = True, name: Optional[str] = None) -> None:
-        """An EC2 quota: ``applied`` = the account's applied value (GetServiceQuota), else only AWS's
-        default (GetServiceQuota then answers NoSuchResourceException, as for a never-raised quota)."""
+    def seed_quota(
+        self, code: str, value: float, *, applied: bool = True, name: Optional[str] = None, service: str = "ec2"
+    ) -> None:
+        """A quota of ``service`` (``ec2`` or ``fsx``): ``applied`` = the account's applied value
+        (GetServiceQuota), else only AWS's default (GetServiceQuota then answers NoSuchResourceException,
+        as for a never-raised quota)."""
         backend = self._backend("service-quotas")
         attr = _QUOTAS_APPLIED if applied else _QUOTAS_DEFAULT
         store = backend.__dict__.setdefault(attr, {})
-        store[("ec2", code)] = {
-            "ServiceCode": "ec2",
-            "ServiceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
-            "QuotaArn": f"arn:aws:servicequotas:{REGION}:{ACCOUNT}:ec2/{code}",
+        store[(service, code)] = {
+            "ServiceCode": service,
+            "ServiceName": _SERVICE_NAMES[service],
+            "QuotaArn": f"arn:aws:servicequotas:{REGION}:{ACCOUNT}:{service}/{code}",
             "QuotaCode": code,
             "QuotaName": name or f"quota {code}",
             "Value": float(value),
@@ -247,3 +278,27 @@ class SeededMoto:
             }
             for version, clusters in versions.items()
         ]
+
+    def seed_data_repository_association(
+        self, file_system_id: str, file_system_path: str, data_repository_path: str, *, lifecycle: str = "AVAILABLE"
+    ) -> dict[str, Any]:
+        """A data repository association of a file system moto created, as DescribeDataRepositoryAssociations
+        returns it."""
+        backend = self._backend("fsx")
+        if file_system_id not in backend.file_systems:
+            raise KeyError(f"moto has no file system {file_system_id}; create it first")
+        store = backend.__dict__.setdefault(_DRAS, [])
+        association_id = f"dra-{len(store):017x}"
+        record = {
+            "AssociationId": association_id,
+            "ResourceARN": f"arn:aws:fsx:{REGION}:{ACCOUNT}:association/{file_system_id}/{association_id}",
+            "FileSystemId": file_system_id,
+            "Lifecycle": lifecycle,
+            "FileSystemPath": file_system_path,
+            "DataRepositoryPath": data_repository_path,
+            "BatchImportMetaDataOnCreate": True,
+            "ImportedFileChunkSize": 1024,
+            "S3": {"AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}},
+        }
+        store.append(record)
+        return record

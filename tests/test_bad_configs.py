@@ -65,6 +65,26 @@ def drop(key: str) -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+def fsx(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Switch the dev stack to FSx with these ``storage.fsx`` fields (and a zone unless given)."""
+    return setk("storage", {"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a", **fields}})
+
+
+def add_group(name: str, **fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Add a worker group ``name`` (GPU defaults) next to the dev stack's groups."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        cfg[f"{PROJECT}:nodeGroups"] = {**(cfg.get(f"{PROJECT}:nodeGroups") or {}), name: {**GPU, **fields}}
+
+    return apply
+
+
+#: The dev stack's training job on a p4d group pinned to us-east-1a.
+P4D_TRAINING = both(
+    group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1a"),
+    job(nodeGroup="gpu", nodes=1, minNodes=1),
+)
+
 # (case id, change to the dev stack's config, fragments the error must contain)
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("unknown top-level key", setk("nodegroups", {}), ["eks-training:nodegroups: unknown key", "nodeGroups"]),
@@ -84,7 +104,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("one availability zone", setk("network", {"availabilityZoneCount": 1}), ["eks-training:network.availabilityZoneCount", "greater than or equal to 2"]),
     ("one listed zone", setk("network", {"availabilityZones": ["us-east-1a"]}), ["eks-training:network.availabilityZones: EKS needs at least 2 availability zones"]),
     ("zone not in region", setk("network", {"availabilityZones": ["us-east-1a", "us-east-1g"]}), ["us-east-1g not available in this region", "choose names or IDs from us-east-1a (use1-az6)"]),
-    ("only one zone EKS accepts", setk("network", {"availabilityZones": ["us-east-1a", "use1-az3"]}), ["eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports; us-east-1e (use1-az3) it refuses; add zones from us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2), us-east-1d (use1-az4), us-east-1f (use1-az5)"]),
+    ("only one zone EKS accepts", setk("network", {"availabilityZones": ["use1-az6", "use1-az3"]}), ["eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports; us-east-1e (use1-az3) it refuses; add zones from us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2), us-east-1d (use1-az4), us-east-1f (use1-az5)"]),
+    ("zones written both ways", both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), group(availabilityZone="use1-az6")), ["eks-training:network.availabilityZones[0]: us-east-1a is a zone name while eks-training:nodeGroups.gpu.availabilityZone is a zone ID (use1-az6); write every zone of the stack the same way"]),
     ("zone neither name nor ID", group(availabilityZone="east-1a"), ["eks-training:nodeGroups.gpu.availabilityZone: 'east-1a' is not a zone name (us-east-1a) or zone ID (use1-az1)"]),
     ("pinned zone ID the account lacks", group(availabilityZone="use1-az7"), ["eks-training:nodeGroups.gpu.availabilityZone: use1-az7 is not an available zone of this region"]),
     ("taint with bad effect", group(taints=[{"key": "team", "value": "ml", "effect": "NoScheduling"}]), ["eks-training:nodeGroups.gpu.taints[0].effect", "NoSchedule"]),
@@ -161,6 +182,39 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("maxIO with elastic throughput", setk("storage", {"performanceMode": "maxIO"}), ["eks-training:storage.performanceMode: maxIO does not support Elastic throughput"]),
     ("health check size not a power of two", job(healthCheck={"maxBytes": 3000000}), ["eks-training:jobs.train.healthCheck.maxBytes: 3000000 is not a power of two"]),
     ("empty jobs", setk("jobs", {}), ["eks-training:jobs: define at least one job, or remove the key"]),
+    # FSx for Lustre
+    ("FSx capacity not a valid increment", fsx(storageCapacityGib=3600), ["eks-training:storage.fsx.storageCapacityGib: 3600 GiB is not a valid PERSISTENT_2 SSD capacity", "try 2400 or 4800"]),
+    ("FSx capacity below the minimum", fsx(storageCapacityGib=1000), ["eks-training:storage.fsx.storageCapacityGib: 1000 GiB", "try 1200"]),
+    ("FSx throughput tier not offered", fsx(throughputPerTib=200), ["eks-training:storage.fsx.throughputPerTib: 200 MB/s/TiB is not offered for PERSISTENT_2 SSD", "125, 250, 500, 1000"]),
+    ("FSx EFA capacity step", both(P4D_TRAINING, fsx(efa=True, storageCapacityGib=2400, throughputPerTib=1000)), ["eks-training:storage.fsx.storageCapacityGib: 2400 GiB is not a valid EFA-enabled capacity at 1000 MB/s/TiB", "multiples of 4800 GiB", "(with eks-training:storage.fsx.efa: true)"]),
+    ("FSx without a zone", setk("storage", {"backend": "fsx"}), ["eks-training:storage.fsx.availabilityZone: an FSx file system lives in one zone and no worker group is pinned", "nodeGroups.<group>.availabilityZone"]),
+    ("FSx zone not where the jobs run", both(P4D_TRAINING, fsx(availabilityZone="us-east-1b")), ["eks-training:storage.fsx.availabilityZone: us-east-1b is not where the jobs that mount the file system run (eks-training:nodeGroups.gpu.availabilityZone is us-east-1a: job train)", "cross-zone", "set it to us-east-1a or remove it"]),
+    ("FSx read from groups in two zones", both(P4D_TRAINING, setk("storage", {"backend": "fsx"}), add_group("gpu2", instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1b"), job("finetune", kind="command", command=["true"], nodeGroup="gpu2")), ["eks-training:nodeGroups.gpu2.availabilityZone: us-east-1b differs from eks-training:nodeGroups.gpu.availabilityZone (us-east-1a), and the jobs of both groups mount the FSx for Lustre file system (gpu: job train; gpu2: job finetune)", "pin gpu2 to us-east-1a", "eks-training:storage.backend: efs"]),
+    ("FSx with several pinned groups", both(group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1a"), setk("nodeGroups", {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2, "availabilityZone": "us-east-1b"}, "gpu": {**GPU, "instanceTypes": ["p4d.24xlarge"], "availabilityZone": "us-east-1a"}}), drop("jobs"), drop("datasets"), setk("storage", {"backend": "fsx"})), ["eks-training:storage.fsx.availabilityZone: several groups are pinned (cpu (us-east-1b), gpu (us-east-1a)) and no job runs on them"]),
+    ("FSx zone not in the region", fsx(availabilityZone="us-east-1g"), ["eks-training:storage.fsx.availabilityZone: us-east-1g is not an available zone of this region"]),
+    ("FSx zone outside the listed zones", both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), fsx(availabilityZone="us-east-1c")), ["eks-training:storage.fsx.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"]),
+    ("data repository path without a prefix", fsx(dataRepository={"s3Path": "s3://my-datasets"}), ["eks-training:storage.fsx.dataRepository.s3Path: 's3://my-datasets' is not a data repository path; use s3://bucket/prefix/"]),
+    ("data repository path without a trailing slash", fsx(dataRepository={"s3Path": "s3://my-datasets/imagenet"}), ["eks-training:storage.fsx.dataRepository.s3Path", "s3://bucket/prefix/"]),
+    ("data repository bucket name", fsx(dataRepository={"s3Path": "s3://My_Datasets/imagenet/"}), ["eks-training:storage.fsx.dataRepository.s3Path: 'My_Datasets' in 's3://My_Datasets/imagenet/' is not a valid S3 bucket name"]),
+    ("data repository prefix with a path", fsx(dataRepository={"s3Path": "s3://my-datasets/imagenet/", "prefix": "other/"}), ["eks-training:storage.fsx.dataRepository.prefix: is for the bucket the stack creates"]),
+    ("export path nested in the import path", fsx(dataRepository={"exportPath": "/datasets/out"}), ["eks-training:storage.fsx.dataRepository.exportPath: /datasets/out overlaps eks-training:storage.fsx.dataRepository.fileSystemPath /datasets"]),
+    ("file-system path not absolute", fsx(dataRepository={"fileSystemPath": "datasets"}), ["eks-training:storage.fsx.dataRepository.fileSystemPath: 'datasets' is not a directory of the file system"]),
+    ("EFA FSx without an EFA group", fsx(efa=True, storageCapacityGib=19200), ["eks-training:storage.fsx.efa: an EFA-enabled file system needs EFA clients, and no EFA worker group runs in us-east-1a"]),
+    ("user-provisioned metadata without IOPS", fsx(metadataMode="USER_PROVISIONED"), ["eks-training:storage.fsx.metadataIops: required with eks-training:storage.fsx.metadataMode: USER_PROVISIONED"]),
+    ("metadata IOPS not offered", fsx(metadataMode="USER_PROVISIONED", metadataIops=5000), ["eks-training:storage.fsx.metadataIops: 5000 is not offered"]),
+    ("metadata IOPS with automatic mode", fsx(metadataIops=3000), ["eks-training:storage.fsx.metadataIops: set with metadataMode AUTOMATIC"]),
+    ("EFS-only key with FSx", setk("storage", {"backend": "fsx", "capacity": "2Ti", "fsx": {"availabilityZone": "us-east-1a"}}), ["eks-training:storage.capacity: applies to EFS only"]),
+    ("fsx settings with EFS", setk("storage", {"fsx": {"storageCapacityGib": 1200}}), ["eks-training:storage.fsx: set while eks-training:storage.backend is efs"]),
+    ("kept FSx in a new VPC", setk("storage", {"backend": "fsx", "retainOnDelete": True, "fsx": {"availabilityZone": "us-east-1a"}}), ["eks-training:storage.retainOnDelete: a kept Lustre file system keeps its network interfaces", "existingVpc"]),
+    ("adopted FSx without its security group and bucket", setk("storage", {"backend": "fsx", "fileSystemId": "fs-0123456789abcdef0", "fsx": {"availabilityZone": "us-east-1a"}}), ["eks-training:storage.fsx.securityGroupId: required with eks-training:storage.fileSystemId", "eks-training:storage.fsx.dataRepository.s3Path: required with eks-training:storage.fileSystemId"]),
+    ("adopted FSx in a new VPC", setk("storage", {"backend": "fsx", "fileSystemId": "fs-0123456789abcdef0", "fsx": {"availabilityZone": "us-east-1a", "securityGroupId": "sg-0123456789abcdef0", "dataRepository": {"s3Path": "s3://kept/datasets/"}}}), ["eks-training:storage.fileSystemId: a kept Lustre file system lives in a subnet of the VPC it was created in", "existingVpc"]),
+    ("unknown backend", setk("storage", {"backend": "lustre"}), ["eks-training:storage.backend", "efs", "fsx"]),
+    # datasets imported by the FSx data repository (an S3 prefix) instead of staged
+    ("S3 prefix dataset on EFS", setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/"}}), ["eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix (a folder of objects), which only an FSx for Lustre data repository imports", "eks-training:storage.backend: fsx"]),
+    ("S3 prefix dataset with the stack's own bucket", both(P4D_TRAINING, setk("storage", {"backend": "fsx"}), setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/"}})), ["eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix, imported only from the bucket linked to the file system", "eks-training:storage.fsx.dataRepository.s3Path"]),
+    ("S3 prefix dataset outside the linked path", both(P4D_TRAINING, setk("storage", {"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://my-data/datasets/"}}}), setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://other-data/imagenet/"}})), ["eks-training:datasets.imagenet.source: s3://other-data/imagenet/ is not under eks-training:storage.fsx.dataRepository.s3Path (s3://my-data/datasets/)"]),
+    ("imported dataset with a path", both(P4D_TRAINING, setk("storage", {"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://my-data/datasets/"}}}), setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/", "path": "imagenet"}})), ["eks-training:datasets.imagenet.path: an imported dataset appears where the data repository puts it (datasets/imagenet); remove path"]),
+    ("S3 prefix dataset with an md5", setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/", "md5": "c58f30108f718f92721af3b95e74349a"}}), ["eks-training:datasets.imagenet.md5: verifies one downloaded object; an S3 prefix is imported object by object"]),
 ]
 
 

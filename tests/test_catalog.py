@@ -14,6 +14,13 @@ from components.catalog import (
     CLUSTER_AUTOSCALER,
     KUBERNETES_VERSIONS,
     DEFAULT_KUBERNETES_VERSION,
+    FSX_EFA_CAPACITY_STEP_GIB,
+    FSX_LUSTRE_PRICES,
+    FSX_METADATA_IOPS,
+    FSX_THROUGHPUT_TIERS,
+    QUOTA_NAMES,
+    FSX_LUSTRE_STORAGE_QUOTA,
+    fsx_capacity_problem,
     HELM_CHARTS,
     INSTANCE_TYPES,
     REFERENCE_ALLREDUCE,
@@ -50,7 +57,7 @@ def test_every_fact_names_a_known_source() -> None:
     """Every fact row in every catalog module (any dataclass with a ``source`` or ``sources`` field) names
     sources that exist; the first word of a source text is its key."""
     rows = 0
-    for module_name in ("charts", "efa", "instances", "limits", "platform", "prices", "quotas"):
+    for module_name in sorted(p.stem for p in (REPO / "components" / "catalog").glob("*.py") if p.stem not in ("__init__", "sources")):
         module = importlib.import_module(f"components.catalog.{module_name}")
         for name, value in vars(module).items():
             if name.startswith("_") or isinstance(value, type):
@@ -109,3 +116,40 @@ def test_nothing_in_the_repository_reads_or_cites_files_outside_it() -> None:
         if "../shared" in text or "field-notes" in text or "field notes" in text.lower():
             offenders.append(path)
     assert not offenders, offenders
+
+
+def test_fsx_tables_agree() -> None:
+    """Every throughput tier has a price and an EFA capacity step; prices rise with the tier."""
+    assert set(FSX_LUSTRE_PRICES) == set(FSX_THROUGHPUT_TIERS) == set(FSX_EFA_CAPACITY_STEP_GIB)
+    prices = [FSX_LUSTRE_PRICES[t].usd for t in sorted(FSX_THROUGHPUT_TIERS)]
+    assert prices == sorted(prices) and len(set(prices)) == len(prices)
+    assert all(p.unit == "GB-month" for p in FSX_LUSTRE_PRICES.values())
+    # the EFA step halves as the tier doubles (the same throughput capacity per step)
+    assert {t * FSX_EFA_CAPACITY_STEP_GIB[t] for t in FSX_THROUGHPUT_TIERS} == {125 * 38400}
+    assert FSX_METADATA_IOPS[:4] == (1500, 3000, 6000, 12000) and FSX_METADATA_IOPS[-1] == 192000
+    assert all(b - a == 12000 for a, b in zip(FSX_METADATA_IOPS[3:], FSX_METADATA_IOPS[4:]))
+    assert QUOTA_NAMES[FSX_LUSTRE_STORAGE_QUOTA[1]] == "Lustre Persistent_2 storage capacity"
+
+
+@pytest.mark.parametrize(
+    "capacity,tier,efa,ok",
+    [
+        (1200, 250, False, True),
+        (2400, 125, False, True),
+        (4800, 1000, False, True),
+        (1000, 250, False, False),
+        (1800, 250, False, False),
+        (3600, 500, False, False),
+        (4800, 1000, True, True),
+        (9600, 500, True, True),
+        (19200, 250, True, True),
+        (38400, 125, True, True),
+        (2400, 1000, True, False),
+        (19200, 125, True, False),
+    ],
+)
+def test_fsx_capacity_increments(capacity: int, tier: int, efa: bool, ok: bool) -> None:
+    problem = fsx_capacity_problem(capacity, tier, efa)
+    assert (problem is None) == ok, problem
+    if problem:
+        assert str(capacity) in problem and "try" in problem

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from stacks.config import SECTIONS, load_config
-from stacks.costs import estimate
+from stacks.costs import estimate, storage_summary
 from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, _config_to_runtime, stack_config, stack_names
 
@@ -27,14 +27,15 @@ def test_pulumi_yaml_documents_exactly_the_keys_the_loader_reads() -> None:
 def test_readme_stack_table_matches_the_cost_model() -> None:
     readme = (REPO / "README.md").read_text()
     rows = {
-        m.group(1): (float(m.group(2)), float(m.group(3)))
-        for m in re.finditer(r"^\| `([\w-]+)` \|.*\| \$([\d.]+) \| \$([\d.]+) \|$", readme, re.M)
+        m.group(1): (m.group(2), float(m.group(3)), float(m.group(4)))
+        for m in re.finditer(r"^\| `([\w-]+)` \|.*\| ([^|]+) \| \$([\d.]+) \| \$([\d.]+) \|$", readme, re.M)
     }
     assert set(rows) == set(stack_names()), "every stack has a README row, and no row is stale"
     for stack in stack_names():
         pulumi.runtime.set_all_config(_config_to_runtime(stack_config(stack)), [])
-        cost = estimate(build_plan(load_config(PROJECT, stack)))
-        assert rows[stack] == (cost.running, cost.idle), stack
+        plan = build_plan(load_config(PROJECT, stack))
+        cost = estimate(plan)
+        assert rows[stack] == (storage_summary(plan), cost.running, cost.idle), stack
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:
@@ -51,10 +52,21 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
     """Each field of each structured key appears, by its camelCase name, in that key's description."""
     from pydantic import BaseModel
 
-    from stacks.config import InstanceFactsConfig, NodeGroupConfig, TaintConfig
+    from stacks.config import (
+        DataRepositoryConfig,
+        FsxConfig,
+        InstanceFactsConfig,
+        NodeGroupConfig,
+        StorageConfig,
+        TaintConfig,
+    )
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
-    nested = {"nodeGroups": [NodeGroupConfig, TaintConfig], "instanceFacts": [InstanceFactsConfig]}
+    nested = {
+        "nodeGroups": [NodeGroupConfig, TaintConfig],
+        "instanceFacts": [InstanceFactsConfig],
+        "storage": [StorageConfig, FsxConfig, DataRepositoryConfig],
+    }
     checked = 0
     for key, model in SECTIONS.items():
         models = nested.get(key) or ([model] if isinstance(model, type) and issubclass(model, BaseModel) else [])
@@ -64,4 +76,4 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
                 alias = field.alias or name
                 assert alias in text, f"Pulumi.yaml: {key} does not document {alias}"
                 checked += 1
-    assert checked > 60
+    assert checked > 75

@@ -264,3 +264,145 @@ def test_roles_and_their_sessions_compare_by_account_and_name() -> None:
     assert principal_of("arn:aws-cn:sts::123456789012:assumed-role/platform-deployer/s") != role
     assert principal_of("arn:aws:sts::210987654321:assumed-role/platform-deployer/s") != role
     assert principal_of("arn:aws:iam::123456789012:user/alice") is None
+
+
+# ------------------------------------------------------------------------------------ storage plan
+def _grp(types: list[str], **extra: Any) -> dict[str, Any]:
+    return {"instanceTypes": types, "minSize": 0, "desiredSize": 0, "maxSize": 2, **extra}
+
+
+def test_efs_is_the_default_storage() -> None:
+    plan = build_plan(config(nodeGroups={"cpu": _grp(["m5.xlarge"])}))
+    assert plan.storage.backend == "efs" and not plan.storage.is_fsx
+    assert plan.storage.zone is None and plan.storage.fsx is None
+
+
+TRAIN = {"kind": "pytorch", "script": "/app/train.py"}
+
+
+def test_fsx_follows_the_zone_of_the_jobs_groups_and_its_efa_clients() -> None:
+    plan = build_plan(
+        config(
+            nodeGroups={
+                "gpu": _grp(["p5.48xlarge"], availabilityZone="us-east-1c"),
+                "other": _grp(["p4d.24xlarge"], availabilityZone="us-east-1c", efa=False),
+                "cpu": _grp(["m5.xlarge"]),
+                "spare": _grp(["p4d.24xlarge"], availabilityZone="us-east-1a"),
+            },
+            jobs={
+                "train": {**TRAIN, "nodeGroup": "gpu", "nodes": 2},
+                "prep": {"kind": "command", "command": ["true"], "nodeGroup": "cpu"},
+                "report": {"kind": "command", "command": ["true"], "nodeGroup": "system"},
+            },
+            storage={"backend": "fsx"},
+        )
+    )
+    s = plan.storage
+    assert s.is_fsx and s.zone == "us-east-1c" and s.subnet_id is None
+    assert s.zone_key == "eks-training:nodeGroups.gpu.availabilityZone"
+    assert s.client_groups == ("gpu", "other") and s.efa_client_groups == ("gpu",)
+    assert s.fsx is not None and (s.fsx.storage_capacity_gib, s.fsx.throughput_per_tib) == (1200, 250)
+
+
+def test_fsx_zone_is_that_of_every_pinned_group_whose_jobs_mount_it() -> None:
+    groups = {"a": _grp(["p4d.24xlarge"], availabilityZone="us-east-1a"), "b": _grp(["p4d.24xlarge"], availabilityZone="us-east-1b")}
+    jobs = {"train": {**TRAIN, "nodeGroup": "a"}, "tune": {**TRAIN, "nodeGroup": "b"}}
+    found = problems(nodeGroups=groups, jobs=jobs, storage={"backend": "fsx"})
+    assert found == [
+        "eks-training:nodeGroups.b.availabilityZone: us-east-1b differs from eks-training:nodeGroups.a.availabilityZone "
+        "(us-east-1a), and the jobs of both groups mount the FSx for Lustre file system (a: job train; b: job tune), "
+        "which lives in one zone; pin b to us-east-1a, run those jobs on one group, or use eks-training:storage.backend: "
+        "efs (a mount target in every zone)"
+    ], found
+    # the same groups with jobs on one of them: the file system follows it (the idle group does not decide)
+    plan = build_plan(config(nodeGroups=groups, jobs={"train": {**TRAIN, "nodeGroup": "b"}}, storage={"backend": "fsx"}))
+    assert plan.storage.zone == "us-east-1b" and plan.storage.client_groups == ("b",)
+    # an explicit zone may only repeat it
+    wrong = problems(nodeGroups=groups, jobs={"train": {**TRAIN, "nodeGroup": "b"}},
+                     storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}})
+    assert len(wrong) == 1 and wrong[0].startswith(
+        "eks-training:storage.fsx.availabilityZone: us-east-1a is not where the jobs that mount the file system run "
+        "(eks-training:nodeGroups.b.availabilityZone is us-east-1b: job train)"
+    ), wrong
+
+
+def test_datasets_in_the_linked_s3_prefix_are_imported_not_staged() -> None:
+    plan = build_plan(
+        config(
+            nodeGroups={"gpu": _grp(["p5.48xlarge"], availabilityZone="us-east-1c")},
+            datasets={"cifar10": {}, "imagenet": {"source": "s3://team-data/datasets/imagenet/"}},
+            jobs={"train": {**TRAIN, "nodeGroup": "gpu", "dataset": "imagenet"}, "eval": {**TRAIN, "nodeGroup": "gpu", "dataset": "cifar10"}},
+            storage={"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://team-data/datasets/", "fileSystemPath": "/in"}}},
+        )
+    )
+    imagenet, cifar = plan.datasets["imagenet"], plan.datasets["cifar10"]
+    assert imagenet.imported and imagenet.path == "in/imagenet" and imagenet.data_dir == "/data/in/imagenet"
+    assert not cifar.imported and cifar.data_dir == "/data/datasets/cifar10", "an https dataset is still staged"
+    assert plan.jobs["train"].data_dir == "/data/in/imagenet"
+
+
+def test_fsx_zone_from_the_key_or_the_only_pinned_group() -> None:
+    explicit = build_plan(config(nodeGroups={"cpu": _grp(["m5.xlarge"])}, storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1b"}}))
+    assert explicit.storage.zone == "us-east-1b" and explicit.storage.client_groups == ()
+    assert explicit.storage.zone_key == "eks-training:storage.fsx.availabilityZone"
+    only = build_plan(config(nodeGroups={"gpu": _grp(["p4d.24xlarge"], availabilityZone="us-east-1d"), "cpu": _grp(["m5.xlarge"])},
+                             storage={"backend": "fsx"}))
+    assert only.storage.zone == "us-east-1d" and only.storage.efa_client_groups == ("gpu",)
+
+
+def test_fsx_zone_joins_the_vpc_zones() -> None:
+    cfg = config(network={"availabilityZoneCount": 2}, nodeGroups={"cpu": _grp(["m5.xlarge"])},
+                 storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1d"}})
+    a, b, c, d = Zone("us-east-1a", "use1-az6"), Zone("us-east-1b", "use1-az1"), Zone("us-east-1c", "use1-az2"), Zone("us-east-1d", "use1-az4")
+    assert choose_zones(cfg, [a, b, c, d]) == [a, d]
+    with pytest.raises(ConfigError, match="storage.fsx.availabilityZone: us-east-1d is not an available zone"):
+        choose_zones(cfg, [a, b])
+
+
+def test_fsx_in_an_existing_vpc_uses_a_subnet() -> None:
+    subnets = ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445"]
+    vpc = {"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": subnets}
+    plan = build_plan(
+        config(
+            existingVpc=vpc,
+            nodeGroups={"gpu": _grp(["p5.48xlarge"], subnetId=subnets[1])},
+            jobs={"train": {**TRAIN, "nodeGroup": "gpu"}},
+            storage={"backend": "fsx", "retainOnDelete": True},
+        )
+    )
+    assert plan.storage.subnet_id == subnets[1] and plan.storage.zone is None
+    wrong = problems(existingVpc=vpc, nodeGroups={"cpu": _grp(["m5.xlarge"])},
+                     storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}})
+    assert any("storage.fsx.availabilityZone: with existingVpc place the file system with subnetId" in p for p in wrong)
+    outside = problems(existingVpc=vpc, nodeGroups={"cpu": _grp(["m5.xlarge"])},
+                       storage={"backend": "fsx", "fsx": {"subnetId": "subnet-0eee5555ffff66667"}})
+    assert any("subnet-0eee5555ffff66667 is not one of eks-training:existingVpc.privateSubnetIds" in p for p in outside)
+
+
+def test_data_repository_paths() -> None:
+    from stacks.config import DataRepositoryConfig
+
+    created = DataRepositoryConfig.model_validate({"exportPath": "/runs"})
+    assert (created.bucket, created.import_prefix, created.export_s3_prefix) == (None, "datasets/", "runs/")
+    named = DataRepositoryConfig.model_validate({"s3Path": "s3://my-data.example/imagenet/v1/", "exportPath": "/out/ckpt", "exportPrefix": "ckpt/"})
+    assert (named.bucket, named.import_prefix, named.export_s3_prefix) == ("my-data.example", "imagenet/v1/", "ckpt/")
+    overlap = problems(nodeGroups={"cpu": _grp(["m5.xlarge"])}, storage={"backend": "fsx", "fsx": {
+        "availabilityZone": "us-east-1a", "dataRepository": {"exportPath": "/runs", "exportPrefix": "datasets/x/"}}})
+    assert any("storage.fsx.dataRepository.exportPrefix: datasets/x/ overlaps the import prefix datasets/" in p for p in overlap)
+
+
+# ------------------------------------------------------------------------------------------------ costs
+def test_fsx_capacity_is_priced_in_running_and_idle_and_efs_is_not() -> None:
+    from components.catalog import FSX_LUSTRE_PRICES, HOURS_PER_MONTH
+    from stacks.costs import estimate, storage_summary
+
+    groups = {"gpu": _grp(["p4d.24xlarge"], availabilityZone="us-east-1a")}
+    efs = estimate(build_plan(config(nodeGroups=groups)))
+    fsx_plan = build_plan(config(nodeGroups=groups, storage={"backend": "fsx", "fsx": {"storageCapacityGib": 4800, "throughputPerTib": 1000}}))
+    fsx = estimate(fsx_plan)
+    hourly = 4800 * FSX_LUSTRE_PRICES[1000].usd / HOURS_PER_MONTH
+    assert efs.storage == 0.0 and fsx.storage == round(hourly, 3)
+    assert efs.running is not None and efs.idle is not None and fsx.running is not None and fsx.idle is not None
+    assert fsx.running - efs.running == pytest.approx(hourly, abs=0.002)
+    assert fsx.idle - efs.idle == pytest.approx(hourly, abs=0.002), "billed while it exists, jobs or not"
+    assert storage_summary(fsx_plan) == f"FSx 4800 GiB at 1000 MB/s/TiB, ${hourly:.3f}/h"

@@ -615,6 +615,154 @@ def test_no_vpc_cni_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -
 
 
 # ------------------------------------------------------------------------------------------------
+# 6-9. FSx for Lustre
+# ------------------------------------------------------------------------------------------------
+
+FSX_QUOTA = "L-8F1B9C74"
+CAPACITY_KEY = "eks-training:storage.fsx.storageCapacityGib"
+S3_PATH_KEY = "eks-training:storage.fsx.dataRepository.s3Path"
+TIER_KEY = "eks-training:storage.fsx.throughputPerTib"
+
+
+def fsx_stack(fsx: dict[str, Any] | None = None, **storage: Any) -> dict[str, Any]:
+    """A p5 group in us-east-1a whose job trains from FSx."""
+    return stack(
+        {"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")},
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "gpu", "nodes": 2}},
+        storage={"backend": "fsx", "fsx": fsx or {}, **storage},
+    )
+
+
+def lustre(capacity: int, subnet: str = "subnet-0123456789abcdef0", deployment: str = "PERSISTENT_2") -> str:
+    """Create an FSx for Lustre file system in moto; its id."""
+    fsx = session().client("fsx")
+    created = fsx.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=capacity,
+        StorageType="SSD",
+        SubnetIds=[subnet],
+        LustreConfiguration={"DeploymentType": deployment, "PerUnitStorageThroughput": 250},
+    )
+    return str(created["FileSystem"]["FileSystemId"])
+
+
+def test_fsx_all_good_counts_existing_file_systems_against_the_quota(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(FSX_QUOTA, 9600, service="fsx", name="Lustre Persistent_2 storage capacity")
+    lustre(2400)
+    lustre(1200, deployment="SCRATCH_2")  # another quota: not counted
+    session().client("s3").create_bucket(Bucket="team-datasets")
+    findings = run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://team-datasets/imagenet/"}})), ZONES, session())
+
+    tier = one(findings, TIER_KEY)
+    assert tier.ok and "250 MB/s/TiB is a PERSISTENT_2 SSD tier (125, 250, 500, 1000; checked against the catalog" in tier.message
+    bucket = one(findings, S3_PATH_KEY)
+    assert bucket.ok and "bucket team-datasets exists in us-east-1" in bucket.message
+    quota = one(findings, CAPACITY_KEY)
+    assert quota.ok, quota.message
+    assert "FSx quota L-8F1B9C74 (Lustre Persistent_2 storage capacity) is 9600 GiB (applied)" in quota.message
+    assert "1200 GiB for this stack + 2400 GiB of 1 existing PERSISTENT_2 file system(s) = 3600 GiB" in quota.message
+
+
+def test_fsx_quota_too_low_names_the_increase(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(FSX_QUOTA, 3000, service="fsx")
+    lustre(2400)
+    [fail] = [f for f in run_preflight(load(fsx_stack()), ZONES, session()) if f.key == CAPACITY_KEY]
+    assert not fail.ok
+    assert "is 3000 GiB (applied) but 1200 GiB for this stack + 2400 GiB" in fail.message
+    assert "--service-code fsx --quota-code L-8F1B9C74 --desired-value 3600 --region us-east-1" in fail.message
+
+
+def test_fsx_quota_falls_back_to_the_default(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(FSX_QUOTA, 4800, service="fsx", applied=False)
+    default = one(run_preflight(load(fsx_stack()), ZONES, session()), CAPACITY_KEY)
+    assert default.ok and "is 4800 GiB (AWS default)" in default.message
+    seeded.reset()
+    seeded.seed_addon_versions("vpc-cni", VPC_CNI)
+    documented = one(run_preflight(load(fsx_stack({"storageCapacityGib": 2400})), ZONES, session()), CAPACITY_KEY)
+    assert documented.ok and "is 100800 GiB (the documented default); 2400 GiB for this stack + 0 GiB" in documented.message
+
+
+def test_fsx_bucket_missing_elsewhere_or_created(proc: sup.MotoProcess) -> None:
+    s3 = boto3.session.Session(region_name="eu-west-1").client("s3")
+    s3.create_bucket(Bucket="eu-datasets", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    missing = one(run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://no-such-bucket/x/"}})), ZONES, session()), S3_PATH_KEY)
+    assert not missing.ok and "bucket no-such-bucket does not exist; create it in us-east-1" in missing.message
+    elsewhere = one(run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://eu-datasets/x/"}})), ZONES, session()), S3_PATH_KEY)
+    assert not elsewhere.ok and "bucket eu-datasets is in eu-west-1, the stack in us-east-1" in elsewhere.message
+    findings = run_preflight(load(fsx_stack()), ZONES, session())
+    created = one(findings, "eks-training:storage.fsx.dataRepository")
+    assert created.ok and "the stack creates the data bucket in us-east-1 (datasets under datasets/)" in created.message
+    assert not by_key(findings, S3_PATH_KEY)
+    # stock moto has no fsx quotas and no GetAWSDefaultServiceQuota: a failure that says what is needed
+    quota = one(findings, CAPACITY_KEY)
+    assert not quota.ok and "could not read the FSx quota L-8F1B9C74" in quota.message and "preflight.enabled: false" in quota.message
+
+
+def test_fsx_tier_check_can_fail(proc: sup.MotoProcess) -> None:
+    """Control: a tier outside the catalog (here forced past the loader) is a failure naming the key."""
+    from stacks.config import FsxConfig
+
+    plan = load(fsx_stack())
+    bad = FsxConfig.model_construct(**{**dict(plan.storage.fsx or FsxConfig()), "throughput_per_tib": 200})
+    plan = dataclasses.replace(plan, storage=dataclasses.replace(plan.storage, fsx=bad))
+    tier = one(run_preflight(plan, ZONES, session()), TIER_KEY)
+    assert not tier.ok and "200 MB/s/TiB is not a PERSISTENT_2 SSD throughput tier" in tier.message
+
+
+def _adopting(subnets: list[str], file_system_id: str, **fsx: Any) -> dict[str, Any]:
+    return stack(
+        {"gpu": group(["p5.48xlarge"], 2, subnetId=subnets[1])},
+        existingVpc={"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": subnets},
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "gpu", "nodes": 2}},
+        storage={
+            "backend": "fsx",
+            "fileSystemId": file_system_id,
+            "retainOnDelete": True,
+            "fsx": {"securityGroupId": "sg-0123456789abcdef0", "dataRepository": {"s3Path": "s3://kept-data/datasets/", "exportPath": "/runs"}, **fsx},
+        },
+    )
+
+
+def test_adopted_file_system_and_its_associations(seeded: sup.SeededMoto) -> None:
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, cidr in (("us-east-1a", "10.30.0.0/20"), ("us-east-1c", "10.30.16.0/20"))
+    ]
+    session().client("s3").create_bucket(Bucket="kept-data")
+    kept = lustre(1200, subnet=subnets[1])
+    config = _adopting(subnets, kept)
+    config["eks-training:existingVpc"]["vpcId"] = vpc
+    findings = run_preflight(load(config), None, session())
+    adopted = one(findings, "eks-training:storage.fileSystemId")
+    assert adopted.ok and f"{kept} is an available PERSISTENT_2 file system in {subnets[1]}" in adopted.message
+    assert "has 0 association(s), none on /datasets, /runs" in one(findings, "eks-training:storage.fsx.dataRepository").message
+    assert not by_key(findings, CAPACITY_KEY), "an adopted file system adds no storage to the quota"
+
+    old = seeded.seed_data_repository_association(kept, "/runs", "s3://kept-data/runs/")
+    seeded.seed_data_repository_association(kept, "/scratch", "s3://kept-data/scratch/")
+    clash = one(run_preflight(load(config), None, session()), "eks-training:storage.fsx.dataRepository.fileSystemPath")
+    assert not clash.ok and f"already links {old['AssociationId']} (/runs -> s3://kept-data/runs/)" in clash.message
+    assert f"--association-id {old['AssociationId']} --no-delete-data-in-file-system" in clash.message
+
+    elsewhere = lustre(1200, subnet=subnets[0])
+    config_b = _adopting(subnets, elsewhere)
+    config_b["eks-training:existingVpc"]["vpcId"] = vpc
+    wrong = one(run_preflight(load(config_b), None, session()), "eks-training:storage.fileSystemId")
+    assert not wrong.ok and f"it is in {subnets[0]} but the stack places the file system in {subnets[1]}" in wrong.message
+    config_c = _adopting(subnets, "fs-0ffffffffffffffff")
+    config_c["eks-training:existingVpc"]["vpcId"] = vpc
+    gone = one(run_preflight(load(config_c), None, session()), "eks-training:storage.fileSystemId")
+    assert not gone.ok and "fs-0ffffffffffffffff is not an FSx for Lustre file system in us-east-1" in gone.message
+
+
+def test_efs_stacks_have_no_fsx_findings(proc: sup.MotoProcess) -> None:
+    findings = run_preflight(load(stack({"cpu": group(["m5.xlarge"])})), ZONES, session())
+    assert not [f for f in findings if "storage" in f.key]
+
+
+# ------------------------------------------------------------------------------------------------
 # report, exception, region
 # ------------------------------------------------------------------------------------------------
 

@@ -40,6 +40,14 @@ def _worker_groups(stack: str) -> dict[str, Any]:
     return dict(_cfg(stack, "nodeGroups") or {})
 
 
+def _backend(stack: str) -> str:
+    return (_cfg(stack, "storage") or {}).get("backend", "efs")
+
+
+STORAGE_COMPONENT = {"efs": "EfsStorage", "fsx": "FsxLustreStorage"}
+STORAGE_ADDON = {"efs": "aws-efs-csi-driver", "fsx": "aws-fsx-csi-driver"}
+
+
 def _known(value: Any) -> bool:
     return value is not None and value != UNKNOWN
 
@@ -49,8 +57,10 @@ def _known(value: Any) -> bool:
 class TestStack:
     def test_backbone_components(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        for t in ("TrainingVpc", "TrainingCluster", "EfsStorage"):
+        for t in ("TrainingVpc", "TrainingCluster", STORAGE_COMPONENT[_backend(stack)]):
             assert len(p.of_type(OURS + t)) == 1, t
+        other = {"efs": "fsx", "fsx": "efs"}[_backend(stack)]
+        assert not p.of_type(OURS + STORAGE_COMPONENT[other]), "one shared file system per stack"
         # the system group plus one per configured worker group
         assert len(p.of_type(OURS + "TrainingNodeGroup")) == 1 + len(_worker_groups(stack))
         assert len(p.of_type("eks:index:Cluster")) == 1
@@ -191,6 +201,9 @@ class TestStack:
 
     def test_efs_mount_target_per_private_subnet_and_nfs_only_from_nodes(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
+        if _backend(stack) == "fsx":
+            assert not p.of_type("aws:efs/fileSystem:FileSystem") and not p.of_type("aws:efs/mountTarget:MountTarget")
+            return  # FSx: tests/test_storage_fsx.py
         private = {s.urn for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "private"}
         mts = p.of_type("aws:efs/mountTarget:MountTarget")
         assert len(mts) == len(private)
@@ -216,6 +229,9 @@ class TestStack:
 
     def test_efs_csi_driver_has_its_own_scoped_role(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
+        if _backend(stack) == "fsx":
+            assert not [a for a in p.of_type("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-efs-csi-driver"]
+            return  # the FSx CSI driver's role: tests/test_storage_fsx.py
         addon = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == "aws-efs-csi-driver")
         role = p.one("aws:iam/role:Role", lambda r: r.name.endswith("-csi-role"))
         (assoc,) = addon.inputs["podIdentityAssociations"]
@@ -239,6 +255,9 @@ class TestStack:
 
     def test_storage_class_and_rwx_claim(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
+        if _backend(stack) == "fsx":
+            assert not p.of_type("kubernetes:storage.k8s.io/v1:StorageClass"), "FSx uses a static volume"
+            return  # the static volume and its claim: tests/test_storage_fsx.py
         sc = p.one("kubernetes:storage.k8s.io/v1:StorageClass")
         pvc = p.one("kubernetes:core/v1:PersistentVolumeClaim")
         ns = p.one("kubernetes:core/v1:Namespace")
@@ -270,7 +289,7 @@ class TestStack:
         assert key.inputs["enableKeyRotation"] is True
         assert p.one("eks:index:Cluster").deps_of("encryptionConfigKeyArn") == [key.urn]
         addons = {a.inputs["addonName"]: a for a in p.of_type("aws:eks/addon:Addon")}
-        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "metrics-server", "aws-efs-csi-driver"}
+        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "metrics-server", STORAGE_ADDON[_backend(stack)]}
         system_ng = p.one(OURS + "TrainingNodeGroup", lambda r: r.name.endswith("-system"))
         system_eks_ng = next(c for c in p.children(system_ng) if c.type == "aws:eks/nodeGroup:NodeGroup")
         for late in ("coredns", "metrics-server"):
@@ -284,8 +303,10 @@ class TestStack:
 
     def test_outputs(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        for key in ("clusterName", "kubeconfig", "vpcId", "privateSubnetIds", "publicSubnetIds", "nodeGroupNames", "pvcName", "pvcNamespace", "updateKubeconfigCommand"):
+        for key in ("clusterName", "kubeconfig", "vpcId", "privateSubnetIds", "publicSubnetIds", "nodeGroupNames", "pvcName", "pvcNamespace", "updateKubeconfigCommand", "storageBackend", "fileSystemId", "datasetRoot"):
             assert key in p.outputs, key
+        assert resolve(p.outputs["storageBackend"]) == _backend(stack)
+        assert ("efsFileSystemId" in p.outputs) == (_backend(stack) == "efs")
         assert is_secret(p.outputs["kubeconfig"])
         if preview:
             return
@@ -294,6 +315,8 @@ class TestStack:
         assert resolve(p.outputs["updateKubeconfigCommand"]) == f"aws eks update-kubeconfig --region us-east-1 --name {name} --alias {name}"
         storage = _cfg(stack, "storage") or {}
         assert resolve(p.outputs["pvcName"]) == storage.get("pvcName", "shared-data")
+        fs_type = {"efs": "aws:efs/fileSystem:FileSystem", "fsx": "aws:fsx/lustreFileSystem:LustreFileSystem"}[_backend(stack)]
+        assert resolve(p.outputs["fileSystemId"]) == p.one(fs_type).id
         assert len(resolve(p.outputs["nodeGroupNames"])) == 1 + len(_worker_groups(stack))
         private = [s.id for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "private"]
         assert sorted(resolve(p.outputs["privateSubnetIds"])) == sorted(private)

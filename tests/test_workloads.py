@@ -22,6 +22,12 @@ MODES = [False, True]
 JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
 
+def _is_workload(r: Registration) -> bool:
+    """A Job or MPIJob of the workloads (not FSx storage's one-shot volume-permissions Job, which runs as root
+    with CHOWN and a pinned busybox: tests/test_storage_fsx.py)."""
+    return r.type in JOB_TYPES and not r.name.endswith("-volume-init")
+
+
 def test_every_shipped_stack_runs_jobs() -> None:
     assert JOB_STACKS == stack_names()
 
@@ -67,7 +73,7 @@ class TestJobs:
             assert repo.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
             assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
         for r in p.registrations:
-            if r.type not in JOB_TYPES:
+            if not _is_workload(r):
                 continue
             assert any(b.urn in r.deps_of("spec") for b in builds), f"{r.name} must use a built image"
             for template in _pod_templates(r):
@@ -81,7 +87,7 @@ class TestJobs:
         p: Program = program_for(stack, preview)
         cfg = _jobs_cfg(stack)
         for r in p.registrations:
-            if r.type not in JOB_TYPES or "-stage-" in r.name:
+            if not _is_workload(r) or "-stage-" in r.name:
                 continue
             for template in _pod_templates(r):
                 pod = template["spec"]
@@ -343,7 +349,7 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
     contexts = {i.version: i.context for i in stacks.plan.build_plan(_config(stack)).images.values() if i.context}
     builds = {b.outputs["image_uri"]: b.inputs["image_tag"] for b in p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")}
     for r in p.registrations:
-        if r.type not in JOB_TYPES:
+        if not _is_workload(r):
             continue
         for template in _pod_templates(r):
             for c in template["spec"].get("initContainers", []) + template["spec"]["containers"]:

@@ -103,4 +103,8 @@ IMAGES: Mapping[str, str] = {
     # ``etcd-v2-rendezvous``); the Kubernetes project's build, pinned by the digest its image promoter
     # publishes (source key ``etcd-image``).
     "etcd": "registry.k8s.io/etcd:3.5.21-0@sha256:d58c035df557080a27387d687092e3fc2b64c6d0e3162dc51453a115f847d121",
+    # A shell with chown for the one-shot Job that hands a new Lustre file system's directories to the
+    # training image's user: the Kubernetes project's busybox build (the one its e2e tests use), pinned by
+    # the digest its image promoter publishes (source key ``busybox-image``).
+    "busybox": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1@sha256:0ffbe172f8d245c83f285c6992b452c53d085661e03ddfd3b484332026e6c8bb",
 }

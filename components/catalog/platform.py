@@ -43,7 +43,7 @@ def in_standard_support(minor: str, day: date) -> bool:
     return v.released <= day <= v.end_of_standard
 
 
-#: EKS managed add-ons the backbone installs (source key ``eks-addons``). Versions are resolved per
+#: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``). Versions are resolved per
 #: Kubernetes version with ``aws.eks.get_addon_version`` (EKS's default for that version) unless a
 #: stack pins one (``cluster.addonVersions``).
 EKS_ADDONS: tuple[str, ...] = (
@@ -53,7 +53,10 @@ EKS_ADDONS: tuple[str, ...] = (
     "eks-pod-identity-agent",
     "metrics-server",
     "aws-efs-csi-driver",
+    "aws-fsx-csi-driver",
 )
+#: The CSI driver add-on of each shared file system backend (installed with the file system, not the cluster).
+STORAGE_ADDONS: tuple[str, ...] = ("aws-efs-csi-driver", "aws-fsx-csi-driver")
 
 #: The VPC CNI add-on's setting that turns on Kubernetes NetworkPolicy enforcement (a string, not a
 #: boolean; VPC CNI >= 1.14; source key ``vpc-cni-network-policy``).

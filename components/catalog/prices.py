@@ -24,3 +24,14 @@ SERVICE_PRICES: Mapping[str, Price] = {
     "kms-key": Price(usd=1.0, unit="month", source="kms-pricing"),
 }
 HOURS_PER_MONTH = 730
+
+#: FSx for Lustre PERSISTENT_2 SSD storage per GB-month of provisioned capacity, by per-unit throughput
+#: (MB/s/TiB), us-east-1 (source key ``fsx-lustre-pricing``; the 125 MB/s/TiB rate is cross-checked by
+#: ``fsx-lustre-price-125``). The throughput is included in the storage price; AUTOMATIC metadata is
+#: included, USER_PROVISIONED metadata IOPS are billed on top (not in the estimate).
+FSX_LUSTRE_PRICES: Mapping[int, Price] = {
+    125: Price(usd=0.145, unit="GB-month", source="fsx-lustre-pricing"),
+    250: Price(usd=0.210, unit="GB-month", source="fsx-lustre-pricing"),
+    500: Price(usd=0.340, unit="GB-month", source="fsx-lustre-pricing"),
+    1000: Price(usd=0.600, unit="GB-month", source="fsx-lustre-pricing"),
+}

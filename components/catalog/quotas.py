@@ -1,4 +1,5 @@
-"""EC2 vCPU quotas (service code ``ec2``): codes per instance class and market (source key ``ec2-vcpu-quotas``)."""
+"""Service quotas the preflight reads: EC2 vCPU quotas (service code ``ec2``) per instance class and market
+(source key ``ec2-vcpu-quotas``) and the FSx for Lustre storage quota (source key ``fsx-quotas``)."""
 
 from typing import Mapping
 
@@ -23,7 +24,14 @@ QUOTA_NAMES: Mapping[str, str] = {
     "L-B5D1601B": "All Inf Spot Instance Requests",
     "L-1216C47A": "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
     "L-34B43A08": "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests",
+    "L-8F1B9C74": "Lustre Persistent_2 storage capacity",
 }
+
+#: FSx for Lustre PERSISTENT_2 storage of all file systems in the Region, in GiB: (service code, quota
+#: code) and AWS's default value, used when Service Quotas has neither an applied nor a default value
+#: (source key ``fsx-quotas``).
+FSX_LUSTRE_STORAGE_QUOTA: tuple[str, str] = ("fsx", "L-8F1B9C74")
+FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB = 100800
 
 
 def quota_class(instance_type: str) -> str:

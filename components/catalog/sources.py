@@ -196,6 +196,100 @@ SOURCES: Mapping[str, Source] = {
         url="https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#ports",
         shows="a container port name is an IANA_SVC_NAME: at most 15 characters",
     ),
+    # --- FSx for Lustre ---------------------------------------------------------------------------
+    "fsx-api-create-file-system": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html",
+        shows="StorageCapacity of PERSISTENT_2 SSD: 1200 GiB, 2400 GiB, and increments of 2400 GiB; "
+        "FileSystemTypeVersion 2.15 is recommended for all new file systems and the default for PERSISTENT_2 with a "
+        "metadata configuration",
+    ),
+    "fsx-api-lustre-configuration": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystemLustreConfiguration.html",
+        shows="PerUnitStorageThroughput for PERSISTENT_2 SSD: 125, 250, 500, 1000 MB/s/TiB; DataCompressionType "
+        "NONE|LZ4; EfaEnabled; ImportPath/ExportPath/AutoImportPolicy not supported on PERSISTENT_2 (use data "
+        "repository associations)",
+    ),
+    "fsx-api-metadata-configuration": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystemLustreMetadataConfiguration.html",
+        shows="Mode AUTOMATIC|USER_PROVISIONED; SSD Iops 1500, 3000, 6000, 12000 and multiples of 12000 up to 192000",
+    ),
+    "fsx-increase-storage": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/increase-storage-capacity.html",
+        shows="EFA-enabled file systems are multiples of 38400 GiB at 125 MB/s/TiB, 19200 at 250, 9600 at 500 and "
+        "4800 at 1000",
+    ),
+    "fsx-efa": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html",
+        shows="EFA-enabled file systems (PERSISTENT_2 with a metadata configuration, set at creation, clients with "
+        "EFA); recommended above 10 GBps of throughput capacity",
+    ),
+    "fsx-efa-security-group": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html",
+        shows="an EFA file system needs a security group allowing all inbound and outbound traffic to and from "
+        "itself and the clients' security group; Lustre needs inbound TCP 988 and 1018-1023",
+    ),
+    "fsx-lustre-security-groups": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html",
+        shows="Lustre traffic on TCP 988 and 1018-1023 between the file servers and from the Lustre clients "
+        "(inbound, and outbound when egress is restricted)",
+    ),
+    "fsx-dra": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateDataRepositoryAssociation.html",
+        shows="at most 8 data repository associations per file system; each with a unique file-system directory "
+        "and a unique S3 bucket or prefix; auto import/export events NEW, CHANGED, DELETED; DataRepositoryPath "
+        "s3://bucket/prefix/ (3-900 characters), FileSystemPath starting with / (up to 4096)",
+    ),
+    "fsx-quotas": Source(
+        url="https://docs.aws.amazon.com/fsx/latest/LustreGuide/limits.html",
+        shows="total Lustre storage for all file systems, default 100,800 GiB per Region; Service Quotas code "
+        "L-8F1B9C74 (Lustre Persistent_2 storage capacity) under service code fsx "
+        "(https://console.aws.amazon.com/servicequotas/home/services/fsx/quotas)",
+    ),
+    "fsx-lustre-pricing": Source(
+        url="https://aws.amazon.com/fsx/lustre/pricing/",
+        shows="storage billed per GB-month of provisioned capacity; PERSISTENT_2 SSD in us-east-1: $0.145 at "
+        "125 MB/s/TiB, $0.210 at 250, $0.340 at 500, $0.600 at 1000; AUTOMATIC metadata included",
+    ),
+    "fsx-lustre-price-125": Source(
+        url="https://c3x.dev/resources/aws/aws_fsx_lustre_file_system/",
+        shows="third-party cross-check: ~$0.145/GB-month for SSD at 125 MB/s/TiB (1.2 TB is ~$174/month)",
+    ),
+    "eks-fsx-csi-addon": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-create.html",
+        shows="the Amazon FSx CSI driver as the EKS add-on aws-fsx-csi-driver, authenticated through EKS Pod Identity",
+    ),
+    "fsx-csi-chart-values": Source(
+        url="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/5b227125add708cd0b87c76abe1a4c074e71dfc5/"
+        "charts/aws-fsx-csi-driver/values.yaml",
+        shows="controller service account fsx-csi-controller-sa, node service account fsx-csi-node-sa; the node "
+        "DaemonSet tolerates all taints (GPU nodes included)",
+    ),
+    "fsx-csi-static-pv": Source(
+        url="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/5b227125add708cd0b87c76abe1a4c074e71dfc5/"
+        "examples/kubernetes/static_provisioning",
+        shows="a static PersistentVolume: driver fsx.csi.aws.com, volumeHandle = file system id, volumeAttributes "
+        "dnsname and mountname, mountOptions [flock], a claim with storageClassName \"\" and volumeName",
+    ),
+    "fsx-csi-iam": Source(
+        url="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/5b227125add708cd0b87c76abe1a4c074e71dfc5/"
+        "pkg/cloud/cloud.go",
+        shows="the controller polls fsx:DescribeFileSystems every minute; CreateFileSystem, DeleteFileSystem and "
+        "UpdateFileSystem are only called for dynamic provisioning and expansion (a static volume needs none)",
+    ),
+    "eks-aiml-storage": Source(
+        url="https://docs.aws.amazon.com/eks/latest/best-practices/aiml-storage.html",
+        shows="FSx for Lustre for multi-instance, latency-sensitive, high-bandwidth training with S3 integration, in "
+        "the zone of the GPU nodes; EFS for moderate-performance shared access across zones",
+    ),
+    "efs-pricing": Source(
+        url="https://aws.amazon.com/efs/pricing/",
+        shows="EFS is billed by use: GB-month stored and, with Elastic throughput, GB read and written",
+    ),
+    "busybox-image": Source(
+        url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-e2e-test-images/images.yaml",
+        shows="registry.k8s.io/e2e-test-images/busybox:1.37.0-1 and its digest sha256:0ffbe172... (the Kubernetes image "
+        "promoter's manifest; the tag Kubernetes' own e2e tests run, test/utils/image/manifest.go)",
+    ),
     # --- charts and images ------------------------------------------------------------------------
     "nvidia-device-plugin-chart": Source(
         url="https://github.com/NVIDIA/k8s-device-plugin/blob/v0.20.0/deployments/helm/nvidia-device-plugin/Chart.yaml",

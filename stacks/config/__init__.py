@@ -30,7 +30,7 @@ from stacks.config.jobs import (
     JobConfig,
 )
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
-from stacks.config.storage import EfsConfig
+from stacks.config.storage import DataRepositoryConfig, FsxConfig, StorageConfig
 
 __all__ = [
     "AutoscalerConfig",
@@ -39,10 +39,11 @@ __all__ = [
     "CIFAR10_URL",
     "ClusterConfig",
     "ConfigError",
+    "DataRepositoryConfig",
     "DatasetConfig",
     "EFA_ONLY_MIN_VPC_CNI_TEXT",
-    "EfsConfig",
     "ExistingVpcConfig",
+    "FsxConfig",
     "HealthCheckConfig",
     "ImageBuildConfig",
     "ImageConfig",
@@ -55,6 +56,7 @@ __all__ = [
     "PreflightConfig",
     "SECTIONS",
     "StackConfig",
+    "StorageConfig",
     "SystemNodeGroupConfig",
     "TaintConfig",
     "TOOLBOX_IMAGE",

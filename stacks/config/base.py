@@ -16,6 +16,7 @@ ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 VPC_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 SUBNET_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 #: A zone name (us-east-1a) or a zone ID (use1-az1): names map to different zones in each account, IDs do not.
+ZONE_ID_RE = re.compile(r"^[a-z]{2,}\d-az\d+$")
 AZ_RE = re.compile(r"^([a-z]{2}(-[a-z]+)+-\d[a-z]|[a-z]{2,}\d-az\d+)$")
 AZ_HINT = "is not a zone name (us-east-1a) or zone ID (use1-az1)"
 QUANTITY_RE = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")

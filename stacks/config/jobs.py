@@ -84,7 +84,8 @@ class ImageBuildConfig(Model):
 
 
 class DatasetConfig(Model):
-    """A dataset staged onto the shared volume once and shared by jobs (key ``datasets.<name>``)."""
+    """A dataset staged onto the shared volume once and shared by jobs (key ``datasets.<name>``), or, with an
+    FSx for Lustre volume, an S3 prefix its data repository imports (no staging)."""
 
     source: str = CIFAR10_URL
     md5: Optional[str] = None
@@ -109,6 +110,19 @@ class DatasetConfig(Model):
         if v.startswith("s3://") and "/" not in v[len("s3://") :].strip("/"):
             raise ValueError(f"{v!r} names a bucket but no object key")
         return v
+
+    @model_validator(mode="after")
+    def _prefix_is_not_verified(self) -> "DatasetConfig":
+        if self.is_prefix:
+            check([(f, "verifies one downloaded object; an S3 prefix is imported object by object, remove it")
+                   for f, v in (("md5", self.md5), ("expectedBytes", self.expected_bytes)) if v is not None])
+        return self
+
+    @property
+    def is_prefix(self) -> bool:
+        """The source is an S3 prefix (``s3://bucket/prefix/``: a folder of objects, imported by an FSx data
+        repository) rather than one object to download and extract."""
+        return self.source.startswith("s3://") and self.source.endswith("/")
 
     @field_validator("md5")
     @classmethod

@@ -21,7 +21,7 @@ from stacks.config.instance_facts import InstanceFactsConfig
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.rules import Sections, cross_section
-from stacks.config.storage import EfsConfig
+from stacks.config.storage import StorageConfig
 from stacks.config.jobs import TOOLBOX_IMAGE, DatasetConfig, ImageBuildConfig, ImageConfig, JobConfig
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 
@@ -34,7 +34,7 @@ SECTIONS: Mapping[str, Any] = {
     "cluster": ClusterConfig,
     "systemNodeGroup": SystemNodeGroupConfig,
     "nodeGroups": dict,
-    "storage": EfsConfig,
+    "storage": StorageConfig,
     "instanceFacts": dict,
     "tags": dict,
     "images": dict,
@@ -70,7 +70,7 @@ class StackConfig:
     cluster: ClusterConfig
     system_node_group: SystemNodeGroupConfig
     node_groups: Mapping[str, NodeGroupConfig]
-    storage: EfsConfig
+    storage: StorageConfig
     catalog: Catalog
     tags: Mapping[str, str]
     images: Mapping[str, ImageConfig]
@@ -206,6 +206,7 @@ def load_config(project: str, stack: str) -> StackConfig:
         jobs=jobs,
         job_names=list(parsed.get("jobs") or {}),
         entry_names={section: list(parsed.get(section) or {}) for section in ENTRY_NAME_MAX},
+        storage=parsed.get("storage") or StorageConfig(),
         failed=p.failed,
         failed_group_types=failed_group_types,
     )
@@ -223,7 +224,7 @@ def load_config(project: str, stack: str) -> StackConfig:
         cluster=sections.cluster,
         system_node_group=sections.system,
         node_groups=groups,
-        storage=parsed.get("storage") or EfsConfig(),
+        storage=sections.storage,
         catalog=catalog,
         tags={str(k): str(v) for k, v in tags.items()},
         images=images,

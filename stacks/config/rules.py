@@ -1,5 +1,6 @@
-"""Rules across sections: instance types against the catalog, EFA against zones and the VPC, training
-against node groups, the health check against published figures.
+"""Rules across sections: instance types against the catalog, EFA against zones and the VPC, jobs
+against node groups, images and datasets, the health check against published figures, the FSx file
+system against the zones of the groups whose jobs mount it and the datasets it imports from S3.
 
 Each rule reports only root causes: a section that failed its own validation is not reported again
 by rules that depend on it, and defaults the user did not set are not blamed.
@@ -8,16 +9,17 @@ by rules that depend on it, and defaults the user did not set are not blamed.
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
 from components.nodeplan import InconsistentFacts, efa_profile
 from components.scheduling import SYSTEM_ROLE
-from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, version_text, version_tuple
+from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, ZONE_ID_RE, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.config.jobs import (
     ELASTIC_KINDS,
     TOOLBOX_IMAGE,
@@ -58,6 +60,7 @@ class Sections:
     """Every job the stack names (valid or not)."""
     entry_names: dict[str, list[str]] = field(default_factory=dict)
     """Every entry name of each map section (``nodeGroups``, ``jobs``, ``images``, ``datasets``) as written."""
+    storage: StorageConfig = field(default_factory=StorageConfig)
     failed: set[str] = field(default_factory=set)
     """Config paths (``cluster``, ``nodeGroups.gpu``) whose own validation failed."""
     failed_group_types: dict[str, list[str]] = field(default_factory=dict)
@@ -185,6 +188,26 @@ def check_entry_names(s: Sections, problems: list[str]) -> None:
                     f"{key(f'{section}.{shown}')}: the name must be 1-{longest} lowercase letters, digits and '-', "
                     f"starting and ending with a letter or digit; rename it{hint}"
                 )
+
+
+def check_zone_forms(s: Sections, problems: list[str]) -> None:
+    """Zones are written one way in a stack, all names or all zone IDs: which name is which ID is only known in
+    the account, so rules comparing zones offline (a group in the VPC's zones, FSx beside its readers) need one form."""
+    refs: list[tuple[str, str]] = []
+    if s.network is not None:
+        refs += [(f"network.availabilityZones[{i}]", z) for i, z in enumerate(s.network.availability_zones or [])]
+    refs += [(f"nodeGroups.{n}.availabilityZone", g.availability_zone) for n, g in s.groups.items() if g.availability_zone]
+    if s.storage.backend == "fsx" and s.storage.fsx_settings.availability_zone:
+        refs.append(("storage.fsx.availabilityZone", s.storage.fsx_settings.availability_zone))
+    ids = [(path, z) for path, z in refs if ZONE_ID_RE.match(z)]
+    names = [(path, z) for path, z in refs if not ZONE_ID_RE.match(z)]
+    if ids and names:
+        path, z = names[0]
+        id_path, id_z = ids[0]
+        problems.append(
+            f"{key(path)}: {z} is a zone name while {key(id_path)} is a zone ID ({id_z}); write every zone of the stack "
+            "the same way, all names or all IDs"
+        )
 
 
 def check_group_names(s: Sections, problems: list[str]) -> None:
@@ -319,11 +342,205 @@ def check_health(s: Sections, path: str, job: JobConfig, facts: Optional[Instanc
         )
 
 
+@dataclass(frozen=True)
+class FsxLocation:
+    """Where the FSx file system lives: one zone (a new VPC) or one subnet (an existing VPC)."""
+
+    zone: Optional[str]
+    """The zone (new VPC), else ``None``."""
+    subnet_id: Optional[str]
+    """The private subnet (existing VPC), else ``None``."""
+    key: str
+    """The config key the location comes from (``storage.fsx.availabilityZone`` or a group's zone key)."""
+    client_groups: tuple[str, ...]
+    """Worker groups pinned to the same place (the groups of the jobs first)."""
+    efa_client_groups: tuple[str, ...]
+    """Those of them that use EFA (clients of an EFA-enabled file system)."""
+
+
+def claim_readers(jobs: Mapping[str, JobConfig]) -> dict[str, list[str]]:
+    """Worker groups whose jobs mount the shared claim (every job does), each with its jobs, in config order.
+    The system group is left out: it spans the VPC's zones and only runs light jobs."""
+    out: dict[str, list[str]] = {}
+    for name, job in jobs.items():
+        if job.node_group is not None and job.node_group != SYSTEM_ROLE:
+            out.setdefault(job.node_group, []).append(name)
+    return out
+
+
+def fsx_location(
+    fsx: FsxConfig,
+    groups: Mapping[str, NodeGroupConfig],
+    readers: Mapping[str, Sequence[str]],
+    existing_vpc: bool,
+    catalog: Catalog,
+) -> tuple[Optional[FsxLocation], list[str]]:
+    """The one zone (or subnet) of the FSx file system and the problems that prevent choosing it.
+
+    The rule: the file system is in the zone of **every pinned worker group whose jobs mount the shared
+    claim** (``readers``: group -> its jobs; in practice the GPU/EFA groups that train), because Lustre
+    traffic across zones costs and slows. So those groups must share one zone (else
+    ``nodeGroups.<group>.availabilityZone`` is an error naming the groups, their jobs and the fixes), and
+    ``storage.fsx.availabilityZone`` may only repeat it. Unpinned groups (several zones) and the system group
+    reach the file system from any zone and do not decide. Without a pinned reader: the explicit key, else
+    the zone of the only pinned group; several pinned groups without jobs, or none pinned, need the key.
+    With an existing VPC the same holds for subnets (``subnetId``). The plan and these rules both call this.
+    """
+    fld = "subnetId" if existing_vpc else "availabilityZone"
+    unit = "subnet" if existing_vpc else "zone"
+    explicit = fsx.subnet_id if existing_vpc else fsx.availability_zone
+    explicit_key = key(f"storage.fsx.{fld}")
+
+    def place(g: NodeGroupConfig) -> Optional[str]:
+        return g.subnet_id if existing_vpc else g.availability_zone
+
+    def jobs_of(group: str) -> str:
+        names = list(readers[group])
+        return f"job{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+    pinned = {name: at for name, g in groups.items() if (at := place(g)) is not None}
+    pinned_readers = {g: pinned[g] for g in readers if g in pinned}
+    problems: list[str] = []
+    where: Optional[str] = None
+    source = explicit_key
+    if pinned_readers:
+        first = next(iter(pinned_readers))
+        where, source = pinned_readers[first], key(f"nodeGroups.{first}.{fld}")
+        for g, at in pinned_readers.items():
+            if at != where:
+                problems.append(
+                    f"{key(f'nodeGroups.{g}.{fld}')}: {at} differs from {source} ({where}), and the jobs of both groups "
+                    f"mount the FSx for Lustre file system ({first}: {jobs_of(first)}; {g}: {jobs_of(g)}), which lives "
+                    f"in one {unit}; pin {g} to {where}, run those jobs on one group, or use "
+                    f"{key('storage.backend')}: efs (a mount target in every zone)"
+                )
+        if explicit is not None and explicit != where:
+            problems.append(
+                f"{explicit_key}: {explicit} is not where the jobs that mount the file system run ({source} is "
+                f"{where}: {jobs_of(first)}); the file system must be in their {unit} (cross-zone traffic costs and "
+                f"slows): set it to {where} or remove it"
+            )
+    elif explicit is not None:
+        where = explicit
+    elif len(set(pinned.values())) == 1:
+        name = sorted(pinned)[0]
+        where, source = pinned[name], key(f"nodeGroups.{name}.{fld}")
+    elif pinned:
+        listing = ", ".join(f"{n} ({z})" for n, z in sorted(pinned.items()))
+        problems.append(
+            f"{explicit_key}: several groups are pinned ({listing}) and no job runs on them; an FSx file system lives "
+            f"in one {unit}: set it to that of the group that reads the data"
+        )
+    else:
+        problems.append(
+            f"{explicit_key}: an FSx file system lives in one {unit} and no worker group is pinned to one; set it, or "
+            f"pin the group whose jobs read the data (nodeGroups.<group>.{fld}) and the file system follows it"
+        )
+    if where is None:
+        return None, problems
+    clients = sorted((n for n, w in pinned.items() if w == where), key=lambda n: (n not in readers, n))
+    efa_clients = tuple(n for n in clients if groups[n].uses_efa(catalog))
+    if fsx.efa and not efa_clients:
+        problems.append(
+            f"{key('storage.fsx.efa')}: an EFA-enabled file system needs EFA clients, and no EFA worker group runs in "
+            f"{where}; set efa: false, or pin an EFA group (p4d, p5, p5en, p6-b200) there"
+        )
+    return FsxLocation(
+        zone=None if existing_vpc else where,
+        subnet_id=where if existing_vpc else None,
+        key=source,
+        client_groups=tuple(clients),
+        efa_client_groups=efa_clients,
+    ), problems
+
+
+def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
+    """FSx: one zone where the jobs read (inside the VPC), EFA clients for an EFA file system, a kept file
+    system only in an existing VPC; datasets given as an S3 prefix are imported by the file system's data
+    repository (runs after :func:`check_jobs`, with the jobs' groups filled in)."""
+    st = s.storage
+    if "storage" in s.failed:
+        return
+    check_imported_datasets(s, problems)
+    if st.backend != "fsx":
+        return
+    fsx = st.fsx_settings
+    existing = s.existing_vpc is not None
+    if existing and fsx.availability_zone is not None:
+        problems.append(f"{key('storage.fsx.availabilityZone')}: with existingVpc place the file system with subnetId instead")
+    if not existing and fsx.subnet_id is not None:
+        problems.append(f"{key('storage.fsx.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
+    if existing and s.existing_vpc is not None and fsx.subnet_id is not None and fsx.subnet_id not in s.existing_vpc.private_subnet_ids:
+        problems.append(f"{key('storage.fsx.subnetId')}: {fsx.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}")
+    if (
+        not existing
+        and fsx.availability_zone is not None
+        and s.network is not None
+        and s.network.availability_zones
+        and fsx.availability_zone not in s.network.availability_zones
+    ):
+        problems.append(
+            f"{key('storage.fsx.availabilityZone')}: {fsx.availability_zone} is not one of "
+            f"{key('network.availabilityZones')} {s.network.availability_zones}"
+        )
+    if st.file_system_id is not None and not existing:
+        problems.append(
+            f"{key('storage.fileSystemId')}: a kept Lustre file system lives in a subnet of the VPC it was created in; "
+            "adopt it with existingVpc (that VPC and the file system's subnet)"
+        )
+    if st.retain_on_delete and not existing:
+        problems.append(
+            f"{key('storage.retainOnDelete')}: a kept Lustre file system keeps its network interfaces in its subnet, "
+            "so the VPC this stack creates could not be deleted; keep it only with existingVpc, or keep the data in "
+            f"S3 instead (the bucket of {key('storage.fsx.dataRepository.s3Path')} outlives the stack)"
+        )
+    if any(f"nodeGroups.{n}" in s.failed for n in s.group_names) or any(f"jobs.{n}" in s.failed for n in s.job_names):
+        return  # the zones of groups, or the groups of jobs, that failed their own validation are unknown
+    _, found = fsx_location(fsx, s.groups, claim_readers(jobs), existing, s.catalog)
+    problems.extend(found)
+
+
+def check_imported_datasets(s: Sections, problems: list[str]) -> None:
+    """A dataset whose source is an S3 prefix (``s3://bucket/prefix/``, a folder of objects) is not staged:
+    the FSx file system's data repository imports it, so it must lie under the linked path."""
+    st = s.storage
+    repo = st.fsx_settings.data_repository
+    for name, d in s.datasets.items():
+        if not d.is_prefix:
+            continue
+        path = f"datasets.{name}"
+        if st.backend != "fsx":
+            problems.append(
+                f"{key(f'{path}.source')}: {d.source} is an S3 prefix (a folder of objects), which only an FSx for Lustre "
+                f"data repository imports; give one object to stage (a tarball, s3://bucket/key.tar.gz), or set "
+                f"{key('storage.backend')}: fsx with {key('storage.fsx.dataRepository.s3Path')} covering it"
+            )
+        elif repo.bucket is None:
+            problems.append(
+                f"{key(f'{path}.source')}: {d.source} is an S3 prefix, imported only from the bucket linked to the file "
+                f"system, and this stack creates its own (objects under its {repo.import_prefix} prefix appear in "
+                f"{repo.file_system_path}, output fsxDataRepositoryPath); link the dataset's bucket with "
+                f"{key('storage.fsx.dataRepository.s3Path')}: s3://BUCKET/PREFIX/ above {d.source}"
+            )
+        elif repo.linked_path(d.source) is None:
+            problems.append(
+                f"{key(f'{path}.source')}: {d.source} is not under {key('storage.fsx.dataRepository.s3Path')} "
+                f"({repo.s3_path}), the only S3 prefix the file system imports; move the data there, or link a path "
+                "above both"
+            )
+        elif "path" in d.model_fields_set:
+            problems.append(
+                f"{key(f'{path}.path')}: an imported dataset appears where the data repository puts it "
+                f"({repo.linked_path(d.source)}); remove path"
+            )
+
+
 def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
     """Every cross-section rule; returns the problems and the jobs with their defaults filled in."""
     problems: list[str] = []
     check_cluster_name(s, problems)
     check_network(s, problems)
+    check_zone_forms(s, problems)
     check_system_group(s, problems)
     check_entry_names(s, problems)
     check_group_names(s, problems)
@@ -334,4 +551,5 @@ def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
             _known(s, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
     check_images(s, problems)
     jobs = check_jobs(s, problems)
+    check_storage(s, jobs, problems)
     return problems, jobs

@@ -1,16 +1,210 @@
-"""The shared file system section (``storage``)."""
+"""The shared file system section (``storage``): EFS (the default) or FSx for Lustre linked to S3.
 
+``backend`` chooses the file system. The keys shared by both (``namespace``, ``pvcName``,
+``retainOnDelete``, ``fileSystemId``) apply to the chosen one; ``storageClassName``, ``capacity``,
+``throughputMode``, ``performanceMode`` and ``backup`` are EFS's; ``fsx`` holds FSx for Lustre's
+(validated here against the catalog's PERSISTENT_2 facts: capacity increments per throughput tier,
+metadata IOPS, S3 path forms). Which zone the FSx file system lives in is a rule across sections
+(:func:`stacks.config.rules.fsx_location`).
+"""
+
+import re
 from typing import Literal, Optional
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from stacks.config.base import EFS_ID_RE, NAME_RE, QUANTITY_RE, Model
+from components.catalog import (
+    FSX_DEPLOYMENT_TYPE,
+    FSX_DRA_FS_PATH_MAX,
+    FSX_DRA_S3_PATH_MAX,
+    FSX_METADATA_IOPS,
+    FSX_THROUGHPUT_TIERS,
+    fsx_capacity_problem,
+)
+from stacks.config.base import AZ_RE, EFS_ID_RE, NAME_RE, QUANTITY_RE, SUBNET_RE, Model
 from stacks.config.errors import check
 
+#: S3 bucket names: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
+#: letter or digit (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+S3_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+#: A data repository path: ``s3://bucket/prefix/`` (one or more prefix segments, trailing slash).
+S3_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)+)$")
+#: A prefix inside a bucket: ``datasets/`` or ``team/datasets/``.
+S3_PREFIX_RE = re.compile(r"^(?:[A-Za-z0-9!_.*'()-]+/)+$")
+#: A directory of the Lustre file system: ``/datasets`` or ``/team/datasets``.
+FS_PATH_RE = re.compile(r"^(?:/[A-Za-z0-9._-]+)+/?$")
+SECURITY_GROUP_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
 
-class EfsConfig(Model):
-    """The shared EFS volume (key ``storage``)."""
+#: Keys that only mean something for EFS.
+EFS_ONLY_FIELDS: tuple[tuple[str, str], ...] = (
+    ("storage_class_name", "storageClassName"),
+    ("capacity", "capacity"),
+    ("throughput_mode", "throughputMode"),
+    ("performance_mode", "performanceMode"),
+    ("backup", "backup"),
+)
 
+
+def _fs_path_problem(v: str) -> Optional[str]:
+    if not FS_PATH_RE.match(v) or ".." in v.split("/") or len(v) > FSX_DRA_FS_PATH_MAX:
+        return f"{v!r} is not a directory of the file system; use an absolute path such as /datasets (no '..')"
+    return None
+
+
+def _nested(outer: str, inner: str) -> bool:
+    """One of two '/'-separated paths contains the other (or they are equal)."""
+    a, b = outer.rstrip("/") + "/", inner.rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
+
+
+class DataRepositoryConfig(Model):
+    """The S3 data repository linked to the FSx file system (key ``storage.fsx.dataRepository``)."""
+
+    s3_path: Optional[str] = None
+    """``s3://bucket/prefix/`` of an existing bucket; omit to have the stack create the bucket."""
+    prefix: Optional[str] = None
+    """Prefix of the datasets in the bucket the stack creates (default ``datasets/``)."""
+    file_system_path: str = "/datasets"
+    """Where the S3 data appears on the file system (auto import of new, changed and deleted objects)."""
+    export_path: Optional[str] = None
+    """A file-system directory (e.g. ``/runs``) whose new, changed and deleted files are exported to S3."""
+    export_prefix: Optional[str] = None
+    """Prefix in the same bucket that ``exportPath`` is exported to (default: the path's name + ``/``)."""
+
+    @field_validator("s3_path")
+    @classmethod
+    def _s3_path(cls, v: Optional[str]) -> Optional[str]:
+        if v is None:
+            return v
+        m = S3_PATH_RE.match(v)
+        if m is None or len(v) > FSX_DRA_S3_PATH_MAX:
+            raise ValueError(
+                f"{v!r} is not a data repository path; use s3://bucket/prefix/ (a bucket, a prefix, a trailing slash)"
+            )
+        if not S3_BUCKET_RE.match(m.group("bucket")):
+            raise ValueError(f"{m.group('bucket')!r} in {v!r} is not a valid S3 bucket name")
+        return v
+
+    @field_validator("prefix", "export_prefix")
+    @classmethod
+    def _prefix(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not S3_PREFIX_RE.match(v):
+            raise ValueError(f"{v!r} is not an S3 prefix; use one such as datasets/ (no leading slash, a trailing slash)")
+        return v
+
+    @field_validator("file_system_path", "export_path")
+    @classmethod
+    def _fs_path(cls, v: Optional[str]) -> Optional[str]:
+        why = None if v is None else _fs_path_problem(v)
+        if why:
+            raise ValueError(why)
+        return v
+
+    @model_validator(mode="after")
+    def _paths(self) -> "DataRepositoryConfig":
+        problems: list[tuple[str, str]] = []
+        if self.s3_path is not None and self.prefix is not None:
+            problems.append(
+                ("prefix", "is for the bucket the stack creates; with @{s3Path} put the prefix in the path")
+            )
+        if self.export_prefix is not None and self.export_path is None:
+            problems.append(("exportPrefix", "set without @{exportPath}; name the file-system directory to export"))
+        if self.export_path is not None:
+            if _nested(self.export_path, self.file_system_path):
+                problems.append(
+                    ("exportPath", f"{self.export_path} overlaps @{{fileSystemPath}} {self.file_system_path}: two data "
+                     "repository associations cannot have nested file-system paths; choose a sibling such as /runs")
+                )
+            if _nested(self.export_s3_prefix or "", self.import_prefix):
+                problems.append(
+                    ("exportPrefix", f"{self.export_s3_prefix} overlaps the import prefix {self.import_prefix}: each "
+                     "association needs its own S3 prefix")
+                )
+        check(problems)
+        return self
+
+    @property
+    def bucket(self) -> Optional[str]:
+        """The existing bucket named by ``s3Path`` (``None``: the stack creates one)."""
+        m = S3_PATH_RE.match(self.s3_path or "")
+        return m.group("bucket") if m else None
+
+    @property
+    def import_prefix(self) -> str:
+        """The prefix the datasets are imported from."""
+        m = S3_PATH_RE.match(self.s3_path or "")
+        return m.group("prefix") if m else (self.prefix or "datasets/")
+
+    def linked_path(self, uri: str) -> Optional[str]:
+        """Where the objects under the S3 prefix ``uri`` appear, relative to the shared mount (``datasets/imagenet``
+        for ``s3://bucket/datasets/imagenet/`` linked at ``/datasets``), or ``None`` when the file system does not
+        import ``uri`` (another bucket or prefix, or the stack's own bucket, whose name is not known before it exists)."""
+        if self.s3_path is None or not uri.startswith(self.s3_path):
+            return None
+        parts = [p for p in (self.file_system_path.strip("/"), uri[len(self.s3_path) :].strip("/")) if p]
+        return "/".join(parts)
+
+    @property
+    def export_s3_prefix(self) -> Optional[str]:
+        """The prefix ``exportPath`` is exported to (``None`` without export)."""
+        if self.export_path is None:
+            return None
+        return self.export_prefix or self.export_path.strip("/").split("/")[-1] + "/"
+
+
+class FsxConfig(Model):
+    """FSx for Lustre (key ``storage.fsx``): PERSISTENT_2, Lustre 2.15, LZ4, linked to S3."""
+
+    storage_capacity_gib: int = Field(default=1200, ge=1)
+    throughput_per_tib: int = 250
+    metadata_mode: Literal["AUTOMATIC", "USER_PROVISIONED"] = "AUTOMATIC"
+    metadata_iops: Optional[int] = None
+    efa: bool = False
+    availability_zone: Optional[str] = None
+    subnet_id: Optional[str] = None
+    security_group_id: Optional[str] = None
+    data_repository: DataRepositoryConfig = Field(default_factory=DataRepositoryConfig)
+
+    @field_validator("throughput_per_tib")
+    @classmethod
+    def _tier(cls, v: int) -> int:
+        if v not in FSX_THROUGHPUT_TIERS:
+            raise ValueError(
+                f"{v} MB/s/TiB is not offered for {FSX_DEPLOYMENT_TYPE} SSD; use one of "
+                f"{', '.join(str(t) for t in FSX_THROUGHPUT_TIERS)}"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _fsx(self) -> "FsxConfig":
+        problems: list[tuple[str, str]] = []
+        why = fsx_capacity_problem(self.storage_capacity_gib, self.throughput_per_tib, self.efa)
+        if why:
+            problems.append(("storageCapacityGib", why + (" (with @{efa}: true)" if self.efa else "")))
+        if self.metadata_mode == "AUTOMATIC" and self.metadata_iops is not None:
+            problems.append(("metadataIops", "set with metadataMode AUTOMATIC; remove it or set @{metadataMode}: USER_PROVISIONED"))
+        if self.metadata_mode == "USER_PROVISIONED":
+            if self.metadata_iops is None:
+                problems.append(("metadataIops", "required with @{metadataMode}: USER_PROVISIONED (e.g. 3000)"))
+            elif self.metadata_iops not in FSX_METADATA_IOPS:
+                problems.append(
+                    ("metadataIops", f"{self.metadata_iops} is not offered; use 1500, 3000, 6000, 12000 or a multiple of "
+                     "12000 up to 192000")
+                )
+        if self.availability_zone is not None and not AZ_RE.match(self.availability_zone):
+            problems.append(("availabilityZone", f"{self.availability_zone!r} is not a zone name (us-east-1a)"))
+        if self.subnet_id is not None and not SUBNET_RE.match(self.subnet_id):
+            problems.append(("subnetId", f"{self.subnet_id!r} is not a subnet id (subnet-0123abcd...)"))
+        if self.security_group_id is not None and not SECURITY_GROUP_RE.match(self.security_group_id):
+            problems.append(("securityGroupId", f"{self.security_group_id!r} is not a security group id (sg-0123abcd...)"))
+        check(problems)
+        return self
+
+
+class StorageConfig(Model):
+    """The shared file system (key ``storage``): ``backend`` efs (default) or fsx."""
+
+    backend: Literal["efs", "fsx"] = "efs"
     namespace: str = "training"
     pvc_name: str = "shared-data"
     storage_class_name: str = "efs-shared"
@@ -20,6 +214,7 @@ class EfsConfig(Model):
     retain_on_delete: bool = False
     file_system_id: Optional[str] = None
     backup: bool = False
+    fsx: Optional[FsxConfig] = None
 
     @field_validator("namespace", "pvc_name", "storage_class_name")
     @classmethod
@@ -39,19 +234,46 @@ class EfsConfig(Model):
     @classmethod
     def _fs_id(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not EFS_ID_RE.match(v):
-            raise ValueError(f"{v!r} is not an EFS id (fs-0123abcd...)")
+            raise ValueError(f"{v!r} is not a file system id (fs-0123abcd...)")
         return v
 
     @model_validator(mode="after")
-    def _modes(self) -> "EfsConfig":
-        if self.performance_mode == "maxIO" and self.throughput_mode == "elastic":
-            check(
-                [
+    def _backend(self) -> "StorageConfig":
+        problems: list[tuple[str, str]] = []
+        if self.backend == "efs":
+            if self.fsx is not None:
+                problems.append(("fsx", "set while @{backend} is efs; set backend: fsx, or remove fsx"))
+            if self.performance_mode == "maxIO" and self.throughput_mode == "elastic":
+                problems.append(
                     (
                         "performanceMode",
                         "maxIO does not support Elastic throughput; use generalPurpose (recommended) or set "
                         "@{throughputMode}: bursting",
                     )
-                ]
-            )
+                )
+        else:
+            for field, alias in EFS_ONLY_FIELDS:
+                if field in self.model_fields_set:
+                    problems.append(
+                        (alias, "applies to EFS only; with @{backend}: fsx size and tune the file system under @{fsx}")
+                    )
+            fsx = self.fsx_settings
+            if self.file_system_id is not None and fsx.security_group_id is None:
+                problems.append(
+                    ("fsx.securityGroupId", "required with @{fileSystemId}: the kept file system's security group (the "
+                     "fsxSecurityGroupId output of the stack that created it), so this stack can let its nodes in")
+                )
+            if self.file_system_id is not None and fsx.data_repository.s3_path is None:
+                problems.append(
+                    ("fsx.dataRepository.s3Path", "required with @{fileSystemId}: name the bucket the kept file system "
+                     "was linked to (output fsxDataRepositoryPath of the stack that created it), or another bucket")
+                )
+            if fsx.security_group_id is not None and self.file_system_id is None:
+                problems.append(("fsx.securityGroupId", "only for a kept file system; set @{fileSystemId} too, or remove it"))
+        check(problems)
         return self
+
+    @property
+    def fsx_settings(self) -> FsxConfig:
+        """The FSx settings (the defaults when ``fsx`` is not set)."""
+        return self.fsx if self.fsx is not None else FsxConfig()

@@ -24,10 +24,13 @@ the account whether it can actually run it:
    is at least v1.18.5: the pinned ``cluster.addonVersions.vpc-cni`` must be one EKS offers for the
    cluster's Kubernetes version, and without a pin EKS's *default* version for that Kubernetes
    version must be new enough (``eks:DescribeAddonVersions``); a failure names the newest version to pin.
-
 6. **Admin roles**: no ``cluster.adminRoleArns`` entry is the identity running the deployment
    (``sts:GetCallerIdentity``; an assumed-role session counts as its role): EKS already makes the
    cluster creator admin, and a second access entry for it fails with ``ResourceInUseException``.
+7.-10. **FSx for Lustre** (``storage.backend: fsx``, :mod:`~stacks.preflight.fsx`): the throughput tier is
+   offered, a named data bucket exists in the stack's Region, the Lustre storage quota covers the existing
+   file systems plus the new one, and an adopted file system exists where the plan puts it with no
+   association already on the directories the stack links.
 
 Every check yields a :class:`Finding` (ok or not) keyed by the config key it is about, with a
 message that says what to do. :func:`check` raises :class:`PreflightError` when any fails.
@@ -37,15 +40,17 @@ All AWS calls go through clients made from one ``boto3`` session
 credential settings apply. Read-only permissions needed: ``ec2:DescribeAvailabilityZones``,
 ``ec2:DescribeSubnets``, ``ec2:DescribeInstanceTypeOfferings``, ``ec2:DescribeInstanceTypes``,
 ``ec2:DescribeCapacityReservations``, ``servicequotas:GetServiceQuota``,
-``servicequotas:GetAWSDefaultServiceQuota``, ``eks:DescribeAddonVersions`` (and ``sts:GetCallerIdentity``, which
-needs no permission).
+``servicequotas:GetAWSDefaultServiceQuota``, ``eks:DescribeAddonVersions``; for FSx stacks also
+``s3:GetBucketLocation``, ``fsx:DescribeFileSystems`` and ``fsx:DescribeDataRepositoryAssociations``
+(and ``sts:GetCallerIdentity``, which needs no permission).
 
 Standalone: ``python -m stacks.preflight --stack NAME [--region R] [--stack-file PATH]`` validates the
 configuration offline, then prints the report; exit status 0 when everything passed, 1 when a check
 failed, 2 on a configuration error.
 
 Modules: :mod:`~stacks.preflight.aws` (the AWS calls), :mod:`~stacks.preflight.checks` (the checks,
-reading the plan), :mod:`~stacks.preflight.findings` (results and errors), :mod:`~stacks.preflight.cli`.
+reading the plan), :mod:`~stacks.preflight.fsx` (the FSx checks), :mod:`~stacks.preflight.findings` (results
+and errors), :mod:`~stacks.preflight.cli`.
 """
 
 from stacks.preflight.aws import AwsClient

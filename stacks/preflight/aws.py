@@ -21,6 +21,8 @@ class AwsClient:
         self.quotas = session.client("service-quotas", region_name=region)
         self.eks = session.client("eks", region_name=region)
         self.sts = session.client("sts", region_name=region)
+        self.s3 = session.client("s3", region_name=region)
+        self.fsx = session.client("fsx", region_name=region)
         self._offered: dict[str, list[str]] = {}
         self._types: dict[str, dict[str, Any]] = {}
         self._subnets: dict[str, dict[str, Any]] = {}
@@ -97,17 +99,61 @@ class AwsClient:
             self._subnets[subnet_id] = found[0]
         return self._subnets[subnet_id]
 
-    def quota(self, code: str) -> tuple[float, str, str]:
-        """(value, name, where from) of an EC2 quota: the applied value, else AWS's default."""
+    def quota(self, code: str, service: str = "ec2") -> tuple[float, str, str]:
+        """(value, name, where from) of a quota: the applied value, else AWS's default."""
         try:
-            q = self._call(self.quotas, "get_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]
+            q = self._call(self.quotas, "get_service_quota", ServiceCode=service, QuotaCode=code)["Quota"]
             source = "applied"
         except AwsCallError as exc:
             if exc.code != "NoSuchResourceException":
                 raise
-            q = self._call(self.quotas, "get_aws_default_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]
+            q = self._call(self.quotas, "get_aws_default_service_quota", ServiceCode=service, QuotaCode=code)["Quota"]
             source = "AWS default"
         return float(q["Value"]), str(q.get("QuotaName") or QUOTA_NAMES.get(code, code)), source
+
+    def bucket_region(self, bucket: str) -> str:
+        """The Region of an S3 bucket (``GetBucketLocation``: no constraint means us-east-1, ``EU`` eu-west-1).
+
+        Raises :class:`AwsCallError` (``NoSuchBucket``, ``AccessDenied``, ...) when it cannot be read."""
+        resp = self._call(self.s3, "get_bucket_location", Bucket=bucket)
+        location = resp.get("LocationConstraint")
+        return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, str(location))
+
+    def lustre_file_systems(self, file_system_ids: Optional[list[str]] = None) -> list[dict[str, Any]]:
+        """``DescribeFileSystems``: the region's FSx for Lustre file systems (or these ids; an unknown id is
+        an empty answer or a ``FileSystemNotFound`` error, both an empty list here)."""
+        found: list[dict[str, Any]] = []
+        token: Optional[str] = None
+        while True:
+            kwargs: dict[str, Any] = {}
+            if file_system_ids:
+                kwargs["FileSystemIds"] = file_system_ids
+            if token:
+                kwargs["NextToken"] = token
+            try:
+                resp = self._call(self.fsx, "describe_file_systems", **kwargs)
+            except AwsCallError as exc:
+                if exc.code == "FileSystemNotFound":
+                    return []
+                raise
+            found.extend(f for f in resp.get("FileSystems", []) if f.get("FileSystemType") == "LUSTRE")
+            token = resp.get("NextToken")
+            if not token:
+                return found
+
+    def data_repository_associations(self, file_system_id: str) -> list[dict[str, Any]]:
+        """``DescribeDataRepositoryAssociations`` of one file system."""
+        found: list[dict[str, Any]] = []
+        token: Optional[str] = None
+        while True:
+            kwargs: dict[str, Any] = {"Filters": [{"Name": "file-system-id", "Values": [file_system_id]}]}
+            if token:
+                kwargs["NextToken"] = token
+            resp = self._call(self.fsx, "describe_data_repository_associations", **kwargs)
+            found.extend(resp.get("Associations", []))
+            token = resp.get("NextToken")
+            if not token:
+                return found
 
     def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
         """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""

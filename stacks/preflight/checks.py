@@ -10,6 +10,7 @@ from components.catalog import QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_cla
 from stacks.config import ConfigError, key, version_text, version_tuple
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.preflight.aws import AwsClient
+from stacks.preflight.fsx import check_fsx
 from stacks.preflight.findings import (
     SKIP_HINT,
     AwsCallError,
@@ -77,6 +78,7 @@ def run_preflight(
     _check_quotas(plan, aws, findings)
     _check_vpc_cni(plan, aws, findings)
     _check_admin_roles(plan, aws, findings)
+    check_fsx(plan, aws, findings)
     return findings
 
 

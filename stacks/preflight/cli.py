@@ -21,7 +21,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m stacks.preflight",
         description="Check the AWS account can run a stack (offerings, vCPU quotas, capacity reservations, EFA, "
-        "VPC CNI) before `pulumi up`. The configuration is validated first, offline. Exit 0: all passed, 1: a check "
+        "VPC CNI, FSx tier, bucket, Lustre quota) before `pulumi up`. The configuration is validated first, offline. Exit 0: all passed, 1: a check "
         "failed, 2: configuration error.",
     )
     parser.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")

@@ -1,0 +1,80 @@
+"""FSx for Lustre facts: what a ``PERSISTENT_2`` SSD file system accepts, its ports and its CSI driver.
+
+Every value names its source key (:data:`components.catalog.sources.SOURCES`). The config models
+validate against these tables before anything is registered, so a value AWS would refuse after
+minutes of ``pulumi up`` is a config error instead.
+"""
+
+from typing import Mapping, Optional
+
+#: The deployment type this project creates: SSD, replicated in one zone, linked to S3 through data
+#: repository associations (``ImportPath``/``ExportPath`` are not supported on it; source key
+#: ``fsx-api-lustre-configuration``).
+FSX_DEPLOYMENT_TYPE = "PERSISTENT_2"
+#: Lustre version: 2.15 is "recommended for all new file systems" and is the default for PERSISTENT_2
+#: with a metadata configuration (source key ``fsx-api-create-file-system``).
+FSX_LUSTRE_VERSION = "2.15"
+#: Per-unit storage throughput (MB/s per TiB) offered for PERSISTENT_2 SSD (source key
+#: ``fsx-api-lustre-configuration``).
+FSX_THROUGHPUT_TIERS: tuple[int, ...] = (125, 250, 500, 1000)
+#: Storage capacity of a non-EFA PERSISTENT_2 SSD file system: 1200 GiB, 2400 GiB, then increments of
+#: 2400 GiB (source key ``fsx-api-create-file-system``).
+FSX_MIN_CAPACITY_GIB = 1200
+FSX_CAPACITY_STEP_GIB = 2400
+#: EFA-enabled file systems grow in steps that depend on the throughput tier (source key
+#: ``fsx-increase-storage``): the capacity is a multiple of the tier's step.
+FSX_EFA_CAPACITY_STEP_GIB: Mapping[int, int] = {125: 38400, 250: 19200, 500: 9600, 1000: 4800}
+#: Metadata modes and the IOPS values USER_PROVISIONED accepts on SSD: 1500, 3000, 6000, 12000 and
+#: multiples of 12000 up to 192000 (source key ``fsx-api-metadata-configuration``).
+FSX_METADATA_MODES: tuple[str, ...] = ("AUTOMATIC", "USER_PROVISIONED")
+FSX_METADATA_IOPS: tuple[int, ...] = (1500, 3000, 6000, *range(12000, 192001, 12000))
+#: Lustre traffic: TCP 988 and 1018-1023, between the file servers and from the clients (source key
+#: ``fsx-lustre-security-groups``).
+FSX_LUSTRE_PORTS: tuple[tuple[int, int], ...] = ((988, 988), (1018, 1023))
+#: Events a data repository association imports from / exports to S3 (source key ``fsx-dra``).
+FSX_DRA_EVENTS: tuple[str, ...] = ("NEW", "CHANGED", "DELETED")
+#: At most this many data repository associations per file system (source key ``fsx-dra``).
+FSX_MAX_DRAS = 8
+#: Longest S3 path / file-system path a data repository association accepts (source key ``fsx-dra``).
+FSX_DRA_S3_PATH_MAX = 900
+FSX_DRA_FS_PATH_MAX = 4096
+
+#: The FSx CSI driver as an EKS managed add-on: add-on name, the controller's service account (the
+#: one that calls AWS), the CSI driver name in PersistentVolumes (source keys ``eks-fsx-csi-addon``,
+#: ``fsx-csi-chart-values``, ``fsx-csi-static-pv``).
+FSX_CSI_ADDON = "aws-fsx-csi-driver"
+FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+
+
+def fsx_capacity_problem(capacity_gib: int, throughput: int, efa: bool) -> Optional[str]:
+    """Why ``capacity_gib`` is not a valid PERSISTENT_2 SSD capacity (at this tier, with or without EFA),
+    or ``None``. The message names the nearest valid values."""
+    if efa:
+        step = FSX_EFA_CAPACITY_STEP_GIB.get(throughput)
+        if step is None:
+            return None  # the throughput tier is reported on its own
+        if capacity_gib <= 0 or capacity_gib % step:
+            lower = max(step, capacity_gib // step * step)
+            upper = (capacity_gib // step + 1) * step
+            near = f"{lower}" if lower == upper else f"{lower} or {upper}"
+            return (
+                f"{capacity_gib} GiB is not a valid EFA-enabled capacity at {throughput} MB/s/TiB: EFA file systems "
+                f"are multiples of {step} GiB at that tier (try {near})"
+            )
+        return None
+    if capacity_gib in (FSX_MIN_CAPACITY_GIB, FSX_CAPACITY_STEP_GIB):
+        return None
+    if capacity_gib > FSX_CAPACITY_STEP_GIB and capacity_gib % FSX_CAPACITY_STEP_GIB == 0:
+        return None
+    if capacity_gib < FSX_MIN_CAPACITY_GIB:
+        near = f"{FSX_MIN_CAPACITY_GIB}"
+    elif capacity_gib < FSX_CAPACITY_STEP_GIB:
+        near = f"{FSX_MIN_CAPACITY_GIB} or {FSX_CAPACITY_STEP_GIB}"
+    else:
+        lower = capacity_gib // FSX_CAPACITY_STEP_GIB * FSX_CAPACITY_STEP_GIB
+        near = f"{lower} or {lower + FSX_CAPACITY_STEP_GIB}"
+    return (
+        f"{capacity_gib} GiB is not a valid {FSX_DEPLOYMENT_TYPE} SSD capacity: use 1200, 2400 or a multiple of "
+        f"2400 GiB (try {near})"
+    )

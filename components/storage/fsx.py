@@ -1,0 +1,493 @@
+"""``FsxLustreStorage``: an FSx for Lustre file system linked to S3, mounted by every training pod.
+
+Creates a ``PERSISTENT_2`` SSD file system (Lustre 2.15, LZ4 compression, encrypted with the given KMS
+key) in one subnet (the private subnet of the zone of the GPU nodes that read it: cross-zone traffic
+costs and slows) behind a security group that admits Lustre (TCP 988 and 1018-1023) from itself and
+from the nodes; optionally EFA-enabled (set at creation only), with the all-traffic rules EFA needs
+between the file system and itself and between it and the EFA clients' security groups.
+
+S3 is linked through data repository associations (PERSISTENT_2 has no file-system-level import path):
+a file-system directory (default ``/datasets``) imports new, changed and deleted objects of an S3 prefix
+automatically (objects already there appear at once and load lazily on first read: no copy job), and
+optionally a second directory (e.g. ``/runs``) exports its new, changed and deleted files. The bucket is
+named, or created here (encrypted, versioned, public access blocked, TLS only).
+
+The FSx CSI driver runs as an EKS managed add-on with its own least-privilege Pod Identity role; a
+static PersistentVolume (``volumeHandle`` = the file system id, ``dnsname`` and ``mountname`` from the
+file system, ``flock``) is bound to the ReadWriteMany claim workloads mount. A one-shot Job hands the
+directories to the training image's user (a new Lustre file system is owned by root). The claim and the
+volume depend on the add-on and the file system, so ``pulumi destroy`` removes them first.
+
+With ``retain_on_delete`` the file system, its security group and a created bucket are kept on
+``pulumi destroy`` (the file system's network interfaces stay in its subnet, so keep it only in a VPC
+the stack did not create); give the ids as ``existing_file_system_id`` and
+``existing_security_group_id`` to adopt them in a new stack.
+"""
+
+import shlex
+from typing import Mapping, Optional, Sequence, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
+
+from components.catalog import (
+    FSX_CSI_ADDON,
+    FSX_CSI_CONTROLLER_SA,
+    FSX_CSI_DRIVER,
+    FSX_DEPLOYMENT_TYPE,
+    FSX_DRA_EVENTS,
+    FSX_LUSTRE_PORTS,
+    FSX_LUSTRE_VERSION,
+    FSX_METADATA_IOPS,
+    FSX_METADATA_MODES,
+    FSX_THROUGHPUT_TIERS,
+    IMAGES,
+    fsx_capacity_problem,
+)
+from components.conventions import COMMON_LABELS, TRAINING_IMAGE_UID
+from components.iam import fsx_csi_static_controller_policy, s3_tls_only_bucket_policy
+from components.naming import k8s_name
+from components.pod_identity import pod_identity_role
+
+#: Where the volume-permissions Job mounts the file system.
+INIT_MOUNT = "/fsx"
+
+
+class FsxLustreStorageArgs(TypedDict):
+    """Inputs of :class:`FsxLustreStorage`."""
+
+    cluster_name: pulumi.Input[str]
+    """EKS cluster name (add-on, Pod Identity trust); an Output resolving once the nodes the CSI controller
+    runs on exist orders the add-on after them."""
+    kubernetes_version: str
+    """Kubernetes version (selects the add-on's default version)."""
+    vpc_id: pulumi.Input[str]
+    """VPC of the cluster."""
+    subnet_id: pulumi.Input[str]
+    """The one private subnet of the file system: that of the zone of the GPU nodes that read it."""
+    node_security_group_id: pulumi.Input[str]
+    """Security group every node carries (the Lustre clients): Lustre is allowed from and to it."""
+    storage_capacity_gib: NotRequired[int]
+    """Capacity in GiB: 1200, 2400 or a multiple of 2400 (EFA: a multiple of the tier's step). Default 1200."""
+    per_unit_storage_throughput: NotRequired[int]
+    """Throughput tier in MB/s per TiB: 125, 250, 500 or 1000. Default 250."""
+    metadata_mode: NotRequired[str]
+    """``AUTOMATIC`` (default: metadata IOPS scale with the capacity) or ``USER_PROVISIONED``."""
+    metadata_iops: NotRequired[int]
+    """Metadata IOPS with ``USER_PROVISIONED`` (1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000)."""
+    efa: NotRequired[bool]
+    """EFA-enabled file system (set at creation only; clients need EFA). Default False."""
+    efa_client_security_group_ids: NotRequired[Sequence[pulumi.Input[str]]]
+    """Security groups of the EFA clients (the EFA node groups'): all traffic is allowed between them and
+    the file system. Required with ``efa``."""
+    kms_key_arn: NotRequired[pulumi.Input[str]]
+    """KMS key encrypting the file system at rest; default the AWS-managed FSx key."""
+    data_bucket_name: NotRequired[pulumi.Input[str]]
+    """An existing S3 bucket (in the stack's region) holding the datasets; omitted: a bucket is created."""
+    data_prefix: NotRequired[str]
+    """Prefix of the datasets in the bucket (``datasets/``: a trailing slash, no leading slash). Default ``datasets/``."""
+    data_file_system_path: NotRequired[str]
+    """Directory of the file system where the S3 data appears. Default ``/datasets``."""
+    export_file_system_path: NotRequired[str]
+    """Directory whose new, changed and deleted files are exported to S3 (e.g. ``/runs``); default none."""
+    export_prefix: NotRequired[str]
+    """Prefix in the bucket the export goes to. Default the directory's name plus ``/``."""
+    namespace: NotRequired[str]
+    """Namespace created for training workloads, holding the PVC. Default ``training``."""
+    pvc_name: NotRequired[str]
+    """Name of the ReadWriteMany PVC. Default ``shared-data``."""
+    retain_on_delete: NotRequired[bool]
+    """Keep the file system, its security group and a created bucket on ``pulumi destroy``. Default False."""
+    existing_file_system_id: NotRequired[pulumi.Input[str]]
+    """Adopt this FSx for Lustre file system (e.g. one kept by ``retain_on_delete``) instead of creating one."""
+    existing_security_group_id: NotRequired[pulumi.Input[str]]
+    """The adopted file system's security group (its Lustre rules are re-created for this cluster's nodes)."""
+    addon_version: NotRequired[str]
+    """Pinned ``aws-fsx-csi-driver`` add-on version; default: EKS's default for the Kubernetes version."""
+    volume_init_image: NotRequired[str]
+    """Image with ``sh`` and ``chown`` for the volume-permissions Job. Default the catalog's pinned busybox."""
+    volume_init_node_selector: NotRequired[Mapping[str, str]]
+    """Where the volume-permissions Job runs (e.g. the system nodes)."""
+    volume_owner_uid: NotRequired[int]
+    """UID and GID that own the data directories (the training image's user). Default 1000."""
+    tags: NotRequired[dict[str, str]]
+    """AWS tags."""
+
+
+def _check(name: str, capacity: int, throughput: int, mode: str, iops: Optional[int], efa: bool) -> None:
+    problems = []
+    if throughput not in FSX_THROUGHPUT_TIERS:
+        problems.append(f"per_unit_storage_throughput {throughput} is not one of {FSX_THROUGHPUT_TIERS}")
+    elif (why := fsx_capacity_problem(capacity, throughput, efa)) is not None:
+        problems.append(f"storage_capacity_gib: {why}")
+    if mode not in FSX_METADATA_MODES:
+        problems.append(f"metadata_mode {mode!r} is not one of {FSX_METADATA_MODES}")
+    if (mode == "USER_PROVISIONED") != (iops is not None) or (iops is not None and iops not in FSX_METADATA_IOPS):
+        problems.append(f"metadata_iops {iops!r} does not fit metadata_mode {mode!r}")
+    if problems:
+        raise ValueError(f"{name}: " + "; ".join(problems))
+
+
+class FsxLustreStorage(pulumi.ComponentResource):
+    """FSx for Lustre file system linked to S3, its security group, the FSx CSI add-on with its role, the
+    training namespace, a static PersistentVolume and the ReadWriteMany PVC (needs a ``kubernetes``
+    provider in ``opts``)."""
+
+    file_system_id: pulumi.Output[str]
+    """FSx file system id (the PersistentVolume's ``volumeHandle``)."""
+    dns_name: pulumi.Output[str]
+    """DNS name of the file system."""
+    mount_name: pulumi.Output[str]
+    """Lustre mount name of the file system."""
+    security_group_id: pulumi.Output[str]
+    """Security group of the file system (keep it with the file system to adopt both later)."""
+    data_bucket_name: pulumi.Output[str]
+    """S3 bucket of the data repository."""
+    data_repository_path: pulumi.Output[str]
+    """``s3://bucket/prefix/`` linked to the data directory."""
+    export_repository_path: pulumi.Output[str]
+    """``s3://bucket/prefix/`` the export directory goes to (empty without export)."""
+    data_ready: pulumi.Output[str]
+    """The data directory of the file system (``/datasets``); resolves once its association exists and the
+    directories belong to the training user, so data in S3 can be read."""
+    csi_role_arn: pulumi.Output[str]
+    """IAM role of the FSx CSI controller."""
+    persistent_volume_name: pulumi.Output[str]
+    """Name of the static PersistentVolume."""
+    namespace: pulumi.Output[str]
+    """Namespace of the PVC (the training namespace)."""
+    pvc_name: pulumi.Output[str]
+    """Name of the ReadWriteMany PVC that workloads mount."""
+
+    def __init__(self, name: str, args: FsxLustreStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:FsxLustreStorage", name, None, opts)
+        tags = dict(args.get("tags") or {})
+        retain = bool(args.get("retain_on_delete", False))
+        capacity = int(args.get("storage_capacity_gib", 1200))
+        throughput = int(args.get("per_unit_storage_throughput", 250))
+        mode = args.get("metadata_mode", "AUTOMATIC")
+        iops = args.get("metadata_iops")
+        efa = bool(args.get("efa", False))
+        efa_clients = list(args.get("efa_client_security_group_ids") or [])
+        _check(name, capacity, throughput, mode, iops, efa)
+        if efa and not efa_clients:
+            raise ValueError(f"{name}: efa=True needs efa_client_security_group_ids (the EFA clients' security groups)")
+        namespace_name = args.get("namespace", "training")
+        pvc_name = args.get("pvc_name", "shared-data")
+        data_path = args.get("data_file_system_path", "/datasets").rstrip("/") or "/"
+        data_prefix = args.get("data_prefix", "datasets/")
+        export_path = args.get("export_file_system_path")
+        export_prefix = args.get("export_prefix") or (export_path.strip("/").split("/")[-1] + "/" if export_path else None)
+        cluster_name = pulumi.Output.from_input(args["cluster_name"])
+        child = pulumi.ResourceOptions(parent=self)
+        kept = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
+
+        # --- security group: Lustre between the file servers and from/to the nodes -------------------
+        existing_sg = args.get("existing_security_group_id")
+        sg_id: pulumi.Input[str]
+        if existing_sg:
+            sg_id = existing_sg
+        else:
+            sg = aws.ec2.SecurityGroup(
+                f"{name}-lustre-sg",
+                description="Lustre (TCP 988, 1018-1023) between the FSx file servers and the EKS nodes",
+                vpc_id=args["vpc_id"],
+                tags={**tags, "Name": f"{name}-lustre"},
+                # Attached to the file system's network interfaces: kept with it, or it could not be deleted.
+                opts=kept,
+            )
+            sg_id = sg.id
+        nodes = args["node_security_group_id"]
+        rules: list[pulumi.Resource] = []
+
+        def rule(
+            suffix: str,
+            direction: str,
+            group: pulumi.Input[str],
+            peer: pulumi.Input[str],
+            description: str,
+            protocol: str = "-1",
+            ports: Optional[tuple[int, int]] = None,
+        ) -> None:
+            kind = aws.vpc.SecurityGroupIngressRule if direction == "in" else aws.vpc.SecurityGroupEgressRule
+            rules.append(
+                kind(
+                    f"{name}-{suffix}",
+                    security_group_id=group,
+                    referenced_security_group_id=peer,
+                    ip_protocol=protocol,
+                    from_port=ports[0] if ports else None,
+                    to_port=ports[1] if ports else None,
+                    description=description,
+                    opts=child,
+                )
+            )
+
+        for low, high in FSX_LUSTRE_PORTS:
+            p = f"{low}" if low == high else f"{low}-{high}"
+            rule(f"lustre-{p}-self-in", "in", sg_id, sg_id, f"Lustre {p} between file servers", "tcp", (low, high))
+            rule(f"lustre-{p}-self-out", "out", sg_id, sg_id, f"Lustre {p} between file servers", "tcp", (low, high))
+            rule(f"lustre-{p}-nodes-in", "in", sg_id, nodes, f"Lustre {p} from the cluster nodes", "tcp", (low, high))
+            rule(f"lustre-{p}-nodes-out", "out", sg_id, nodes, f"Lustre {p} to the cluster nodes", "tcp", (low, high))
+            # The nodes' group allows all egress already; the file servers also open connections to clients.
+            rule(f"lustre-{p}-clients-in", "in", nodes, sg_id, f"Lustre {p} from the FSx file servers", "tcp", (low, high))
+        if efa:
+            # EFA (SRD is neither IPv4 nor IPv6): all traffic to and from the group itself and the clients.
+            rule("efa-self-in", "in", sg_id, sg_id, "EFA between file servers")
+            rule("efa-self-out", "out", sg_id, sg_id, "EFA between file servers")
+            for i, client in enumerate(efa_clients):
+                rule(f"efa-client{i}-in", "in", sg_id, client, "EFA from the EFA clients")
+                rule(f"efa-client{i}-out", "out", sg_id, client, "EFA to the EFA clients")
+                rule(f"efa-client{i}-from-fsx", "in", client, sg_id, "EFA from the FSx file servers")
+                rule(f"efa-client{i}-to-fsx", "out", client, sg_id, "EFA to the FSx file servers")
+
+        # --- the file system ---------------------------------------------------------------------------
+        existing_fs = args.get("existing_file_system_id")
+        file_system: aws.fsx.LustreFileSystem
+        if existing_fs:
+            # A file system kept from an earlier stack (retain_on_delete): read by id, not managed.
+            file_system = aws.fsx.LustreFileSystem.get(f"{name}-fs", existing_fs, opts=child)
+        else:
+            metadata: aws.fsx.LustreFileSystemMetadataConfigurationArgsDict = {"mode": mode}
+            if iops is not None:
+                metadata["iops"] = iops
+            file_system = aws.fsx.LustreFileSystem(
+                f"{name}-fs",
+                deployment_type=FSX_DEPLOYMENT_TYPE,
+                storage_type="SSD",
+                file_system_type_version=FSX_LUSTRE_VERSION,
+                storage_capacity=capacity,
+                per_unit_storage_throughput=throughput,
+                metadata_configuration=metadata,
+                data_compression_type="LZ4",
+                efa_enabled=efa,
+                kms_key_id=args.get("kms_key_arn"),
+                subnet_ids=args["subnet_id"],
+                security_group_ids=[sg_id],
+                # The data's durable copy is S3 (import, and export of the results directory).
+                automatic_backup_retention_days=0,
+                tags={**tags, "Name": f"{name}-lustre"},
+                # The rules exist before the file system (creation checks them) and go after it.
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain, depends_on=rules),
+            )
+
+        # --- S3 data repository ----------------------------------------------------------------------
+        bucket_name: pulumi.Output[str]
+        named = args.get("data_bucket_name")
+        if named:
+            bucket_name = pulumi.Output.from_input(named)
+        else:
+            bucket = aws.s3.Bucket(f"{name}-data", force_destroy=not retain, tags=tags, opts=kept)
+            aws.s3.BucketVersioning(
+                f"{name}-data-versioning",
+                bucket=bucket.id,
+                versioning_configuration={"status": "Enabled"},
+                opts=kept,
+            )
+            # SSE-S3: FSx's service-linked role reads and writes it without a key policy change.
+            aws.s3.BucketServerSideEncryptionConfiguration(
+                f"{name}-data-sse",
+                bucket=bucket.id,
+                rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}],
+                opts=kept,
+            )
+            pab = aws.s3.BucketPublicAccessBlock(
+                f"{name}-data-pab",
+                bucket=bucket.id,
+                block_public_acls=True,
+                block_public_policy=True,
+                ignore_public_acls=True,
+                restrict_public_buckets=True,
+                opts=kept,
+            )
+            aws.s3.BucketPolicy(
+                f"{name}-data-tls-only",
+                bucket=bucket.id,
+                policy=bucket.arn.apply(s3_tls_only_bucket_policy),
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain, depends_on=[pab]),
+            )
+            bucket_name = bucket.bucket
+        data_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", data_prefix)
+        events = list(FSX_DRA_EVENTS)
+        datasets = aws.fsx.DataRepositoryAssociation(
+            f"{name}-datasets",
+            file_system_id=file_system.id,
+            file_system_path=data_path,
+            data_repository_path=data_repository_path,
+            # Objects already in S3 appear at once (metadata only; contents load on first read).
+            batch_import_meta_data_on_create=True,
+            delete_data_in_filesystem=False,
+            s3={"auto_import_policy": {"events": events}},
+            tags=tags,
+            opts=child,
+        )
+        associations: list[aws.fsx.DataRepositoryAssociation] = [datasets]
+        export_repository_path: pulumi.Output[str] = pulumi.Output.from_input("")
+        if export_path:
+            export_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", str(export_prefix))
+            associations.append(
+                aws.fsx.DataRepositoryAssociation(
+                    f"{name}-export",
+                    file_system_id=file_system.id,
+                    file_system_path=export_path.rstrip("/"),
+                    data_repository_path=export_repository_path,
+                    delete_data_in_filesystem=False,
+                    s3={"auto_export_policy": {"events": events}},
+                    tags=tags,
+                    opts=child,
+                )
+            )
+
+        # --- the CSI driver: its own role, trusted only for its controller's service account ---------
+        identity = pod_identity_role(
+            self,
+            f"{name}-csi",
+            cluster_name=cluster_name,
+            namespace="kube-system",
+            service_account=FSX_CSI_CONTROLLER_SA,
+            description=f"FSx CSI controller (EKS Pod Identity, kube-system/{FSX_CSI_CONTROLLER_SA})",
+            role_name=f"{name}-csi",
+            policy=fsx_csi_static_controller_policy(),
+            associate=False,  # the add-on associates the role with its service account itself
+            tags=tags,
+        )
+        addon_version: pulumi.Input[str] = args.get("addon_version") or aws.eks.get_addon_version_output(
+            addon_name=FSX_CSI_ADDON,
+            kubernetes_version=args["kubernetes_version"],
+            most_recent=False,
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        ).version
+        pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
+            "role_arn": identity.role.arn,
+            "service_account": FSX_CSI_CONTROLLER_SA,
+        }
+        addon = aws.eks.Addon(
+            f"{name}-csi-addon",
+            cluster_name=cluster_name,
+            addon_name=FSX_CSI_ADDON,
+            addon_version=addon_version,
+            pod_identity_associations=[pod_identity],
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=identity.policies),
+        )
+
+        # --- Kubernetes: namespace, static volume, claim --------------------------------------------
+        managed = {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]}
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": namespace_name,
+                "labels": {"app.kubernetes.io/managed-by": "pulumi", "pod-security.kubernetes.io/enforce": "baseline"},
+            },
+            opts=child,
+        )
+        size = f"{capacity}Gi"
+        volume = k8s.core.v1.PersistentVolume(
+            f"{name}-pv",
+            metadata={"name": k8s_name(namespace_name, pvc_name, "fsx"), "labels": managed},
+            spec={
+                "capacity": {"storage": size},
+                "volume_mode": "Filesystem",
+                "access_modes": ["ReadWriteMany"],
+                "mount_options": ["flock"],
+                # Static: the file system belongs to the stack, not to the claim.
+                "persistent_volume_reclaim_policy": "Retain",
+                "storage_class_name": "",
+                "claim_ref": {"namespace": namespace_name, "name": pvc_name},
+                "csi": {
+                    "driver": FSX_CSI_DRIVER,
+                    "volume_handle": file_system.id,
+                    "volume_attributes": {"dnsname": file_system.dns_name, "mountname": file_system.mount_name},
+                },
+            },
+            # Deleted before the add-on that unmounts it and the file system it points to.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, file_system]),
+        )
+        pvc = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-pvc",
+            metadata={"name": pvc_name, "namespace": namespace.metadata.name},
+            spec={
+                "access_modes": ["ReadWriteMany"],
+                "storage_class_name": "",
+                "volume_name": volume.metadata.name,
+                "resources": {"requests": {"storage": size}},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, file_system]),
+        )
+
+        # --- hand the directories to the training user (a new Lustre file system is owned by root) --
+        uid = int(args.get("volume_owner_uid", TRAINING_IMAGE_UID))
+        linked = [data_path, export_path.rstrip("/")] if export_path else [data_path]
+        dirs = [INIT_MOUNT, *(f"{INIT_MOUNT}{p}" for p in linked if p != "/")]
+        script = "set -eu; " + "; ".join(f"chown {uid}:{uid} {shlex.quote(d)}; chmod 0775 {shlex.quote(d)}" for d in dirs)
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "volume-permissions", "app.kubernetes.io/instance": name}
+        init = k8s.batch.v1.Job(
+            f"{name}-volume-init",
+            metadata={"name": k8s_name(pvc_name, "init"), "namespace": namespace.metadata.name, "labels": labels},
+            spec={
+                "backoff_limit": 4,
+                "active_deadline_seconds": 900,
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "restart_policy": "OnFailure",
+                        "automount_service_account_token": False,
+                        "node_selector": dict(args.get("volume_init_node_selector") or {}),
+                        # root with only CHOWN and FOWNER: allowed by the namespace's baseline pod security
+                        "security_context": {"run_as_user": 0, "run_as_group": 0, "seccomp_profile": {"type": "RuntimeDefault"}},
+                        "containers": [
+                            {
+                                "name": "chown",
+                                "image": args.get("volume_init_image") or IMAGES["busybox"],
+                                "command": ["sh", "-c", script],
+                                "resources": {
+                                    "requests": {"cpu": "10m", "memory": "16Mi"},
+                                    "limits": {"cpu": "100m", "memory": "64Mi"},
+                                },
+                                "volume_mounts": [{"name": "shared", "mount_path": INIT_MOUNT}],
+                                "security_context": {
+                                    "allow_privilege_escalation": False,
+                                    "read_only_root_filesystem": True,
+                                    "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]},
+                                },
+                            }
+                        ],
+                        "volumes": [{"name": "shared", "persistent_volume_claim": {"claim_name": pvc.metadata.name}}],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=associations, delete_before_replace=True),
+        )
+
+        self.file_system_id = file_system.id
+        self.dns_name = file_system.dns_name
+        self.mount_name = file_system.mount_name
+        self.security_group_id = pulumi.Output.from_input(sg_id)
+        self.data_bucket_name = bucket_name
+        self.data_repository_path = data_repository_path
+        self.export_repository_path = export_repository_path
+        self.data_ready = pulumi.Output.all(init.metadata, *[a.id for a in associations]).apply(lambda _: data_path)
+        self.csi_role_arn = identity.role.arn
+        self.persistent_volume_name = volume.metadata.name
+        self.namespace = namespace.metadata.name
+        self.pvc_name = pvc.metadata.name
+        self.register_outputs(
+            {
+                "file_system_id": self.file_system_id,
+                "dns_name": self.dns_name,
+                "mount_name": self.mount_name,
+                "security_group_id": self.security_group_id,
+                "data_bucket_name": self.data_bucket_name,
+                "data_repository_path": self.data_repository_path,
+                "export_repository_path": self.export_repository_path,
+                "data_ready": self.data_ready,
+                "csi_role_arn": self.csi_role_arn,
+                "persistent_volume_name": self.persistent_volume_name,
+                "namespace": self.namespace,
+                "pvc_name": self.pvc_name,
+            }
+        )

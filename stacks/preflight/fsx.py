@@ -1,0 +1,216 @@
+"""Preflight checks of an FSx for Lustre stack (``storage.backend: fsx``), reading the plan.
+
+6. **Throughput tier**: the plan's per-unit throughput is a tier PERSISTENT_2 SSD offers and, for an
+   EFA-enabled file system, the capacity is a multiple of that tier's EFA step. No AWS API lists the
+   tiers (DescribeFileSystems only describes existing file systems), so this is checked against the
+   catalog's table from the CreateFileSystem API reference (the config loader already refuses other
+   values; the finding puts the tier in the report).
+7. **Data repository bucket**: a named bucket (``dataRepository.s3Path``) exists and is in the stack's
+   Region (``s3:GetBucketLocation``: no location constraint means us-east-1). A bucket the stack creates
+   needs no check.
+8. **Lustre storage quota**: the Region's ``Lustre Persistent_2 storage capacity`` quota (service code
+   ``fsx``, L-8F1B9C74; the applied value, else AWS's default through Service Quotas, else the default
+   the FSx documentation gives) covers the storage of the PERSISTENT_2 file systems that already exist
+   (``fsx:DescribeFileSystems``) plus the new one.
+9. **Adopted file system** (``storage.fileSystemId``): it exists, is a PERSISTENT_2 Lustre file system in
+   the subnet the plan puts it in, and no data repository association on it already links a directory
+   the stack links (``fsx:DescribeDataRepositoryAssociations``): the association could not be created.
+"""
+
+from components.catalog import (
+    FSX_DEPLOYMENT_TYPE,
+    FSX_EFA_CAPACITY_STEP_GIB,
+    FSX_LUSTRE_STORAGE_QUOTA,
+    FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB,
+    FSX_THROUGHPUT_TIERS,
+    QUOTA_NAMES,
+    fsx_capacity_problem,
+)
+from stacks.config import FsxConfig, key
+from stacks.plan import Plan
+from stacks.preflight.aws import AwsClient
+from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding, join_names, number
+
+
+def check_fsx(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
+    """Checks 6-9 for an FSx stack (nothing for EFS)."""
+    fsx = plan.storage.fsx
+    if not plan.storage.is_fsx or fsx is None:
+        return
+    _check_tier(fsx, findings)
+    _check_bucket(fsx, aws, findings)
+    if plan.config.storage.file_system_id is not None:
+        _check_adopted(plan, fsx, plan.config.storage.file_system_id, aws, findings)
+    else:
+        _check_quota(fsx, aws, findings)
+
+
+def _check_tier(fsx: FsxConfig, findings: list[Finding]) -> None:
+    tier, capacity = fsx.throughput_per_tib, fsx.storage_capacity_gib
+    k = key("storage.fsx.throughputPerTib")
+    offered = ", ".join(str(t) for t in FSX_THROUGHPUT_TIERS)
+    if tier not in FSX_THROUGHPUT_TIERS:
+        findings.append(
+            Finding(False, k, f"{tier} MB/s/TiB is not a {FSX_DEPLOYMENT_TYPE} SSD throughput tier; use one of {offered}")
+        )
+        return
+    why = fsx_capacity_problem(capacity, tier, fsx.efa)
+    if why is not None:
+        findings.append(Finding(False, key("storage.fsx.storageCapacityGib"), why))
+        return
+    efa = f"; EFA-enabled, {capacity} GiB is a multiple of its {FSX_EFA_CAPACITY_STEP_GIB[tier]} GiB step" if fsx.efa else ""
+    findings.append(
+        Finding(
+            True,
+            k,
+            f"{tier} MB/s/TiB is a {FSX_DEPLOYMENT_TYPE} SSD tier ({offered}; checked against the catalog: no AWS "
+            f"API lists the tiers){efa}",
+        )
+    )
+
+
+def _check_bucket(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> None:
+    repo = fsx.data_repository
+    bucket = repo.bucket
+    k = key("storage.fsx.dataRepository.s3Path")
+    if bucket is None:
+        findings.append(
+            Finding(True, key("storage.fsx.dataRepository"), f"the stack creates the data bucket in {aws.region} "
+                    f"(datasets under {repo.import_prefix})")
+        )
+        return
+    try:
+        region = aws.bucket_region(bucket)
+    except AwsCallError as exc:
+        if exc.code in ("NoSuchBucket", "404"):
+            findings.append(
+                Finding(False, k, f"bucket {bucket} does not exist; create it in {aws.region} (or remove s3Path and "
+                        "the stack creates one)")
+            )
+        elif exc.code in ("AccessDenied", "403"):
+            findings.append(
+                Finding(False, k, f"cannot read where bucket {bucket} is ({exc}); it must be a bucket of this account "
+                        f"in {aws.region} and the caller needs s3:GetBucketLocation {SKIP_HINT}")
+            )
+        else:
+            findings.append(Finding(False, k, f"could not check bucket {bucket} ({exc}) {SKIP_HINT}"))
+        return
+    if region != aws.region:
+        findings.append(
+            Finding(False, k, f"bucket {bucket} is in {region}, the stack in {aws.region}: link a bucket in "
+                    f"{aws.region} (copy the data there, or deploy the stack in {region})")
+        )
+    else:
+        findings.append(Finding(True, k, f"bucket {bucket} exists in {aws.region}; {repo.s3_path} appears in "
+                                         f"{repo.file_system_path}"))
+
+
+def _check_quota(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> None:
+    service, code = FSX_LUSTRE_STORAGE_QUOTA
+    k = key("storage.fsx.storageCapacityGib")
+    capacity = fsx.storage_capacity_gib
+    try:
+        value, name, source = aws.quota(code, service)
+    except AwsCallError as exc:
+        if exc.code != "NoSuchResourceException":
+            findings.append(
+                Finding(False, k, f"could not read the FSx quota {code} ({QUOTA_NAMES[code]}) for {capacity} GiB "
+                        f"({exc}); the caller needs servicequotas:GetServiceQuota {SKIP_HINT}")
+            )
+            return
+        value, name, source = float(FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB), QUOTA_NAMES[code], "the documented default"
+    try:
+        existing = [f for f in aws.lustre_file_systems() if (f.get("LustreConfiguration") or {}).get("DeploymentType") == FSX_DEPLOYMENT_TYPE]
+    except AwsCallError as exc:
+        findings.append(
+            Finding(False, k, f"could not list the Region's FSx file systems to count their storage against {code} "
+                    f"({exc}); the caller needs fsx:DescribeFileSystems {SKIP_HINT}")
+        )
+        return
+    used = sum(int(f.get("StorageCapacity") or 0) for f in existing)
+    needed = used + capacity
+    usage = f"{capacity} GiB for this stack + {used} GiB of {len(existing)} existing {FSX_DEPLOYMENT_TYPE} file system(s)"
+    if value >= needed:
+        findings.append(Finding(True, k, f"FSx quota {code} ({name}) is {number(value)} GiB ({source}); {usage} = {needed} GiB"))
+        return
+    findings.append(
+        Finding(
+            False,
+            k,
+            f"FSx quota {code} ({name}) is {number(value)} GiB ({source}) but {usage} = {needed} GiB; request an "
+            f"increase: aws service-quotas request-service-quota-increase --service-code {service} --quota-code {code} "
+            f"--desired-value {needed} --region {aws.region} (or lower storageCapacityGib)",
+        )
+    )
+
+
+def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClient, findings: list[Finding]) -> None:
+    k = key("storage.fileSystemId")
+    try:
+        found = aws.lustre_file_systems([file_system_id])
+    except AwsCallError as exc:
+        findings.append(Finding(False, k, f"could not look up {file_system_id} ({exc}) {SKIP_HINT}"))
+        return
+    if not found:
+        findings.append(
+            Finding(False, k, f"{file_system_id} is not an FSx for Lustre file system in {aws.region} (for this "
+                    "account); check the id (the fileSystemId output of the stack that kept it) and aws:region")
+        )
+        return
+    fs = found[0]
+    problems: list[str] = []
+    deployment = (fs.get("LustreConfiguration") or {}).get("DeploymentType")
+    if deployment != FSX_DEPLOYMENT_TYPE:
+        problems.append(f"it is {deployment}, not {FSX_DEPLOYMENT_TYPE} (data repository associations need it)")
+    lifecycle = fs.get("Lifecycle")
+    if lifecycle not in (None, "AVAILABLE", "UPDATING"):
+        problems.append(f"its lifecycle is {lifecycle}, not AVAILABLE")
+    subnets = list(fs.get("SubnetIds") or [])
+    where = plan.storage.subnet_id
+    if where is not None and subnets and subnets[0] != where:
+        problems.append(
+            f"it is in {subnets[0]} but the stack places the file system in {where} ({plan.storage.zone_key}); the "
+            "nodes that read it belong in its subnet"
+        )
+    if problems:
+        findings.append(Finding(False, k, f"{file_system_id}: " + "; ".join(problems)))
+        return
+    findings.append(Finding(True, k, f"{file_system_id} is an available {FSX_DEPLOYMENT_TYPE} file system in "
+                                     f"{join_names(subnets)}"))
+    repo = fsx.data_repository
+    ours = [p for p in (repo.file_system_path, repo.export_path) if p is not None]
+    try:
+        associations = aws.data_repository_associations(file_system_id)
+    except AwsCallError as exc:
+        findings.append(
+            Finding(False, key("storage.fsx.dataRepository"), f"could not list the data repository associations of "
+                    f"{file_system_id} ({exc}); the caller needs fsx:DescribeDataRepositoryAssociations {SKIP_HINT}")
+        )
+        return
+    clashes = [
+        a for a in associations
+        if a.get("Lifecycle") not in ("DELETING",)
+        and any(_nested(str(a.get("FileSystemPath", "")), p) for p in ours)
+    ]
+    if clashes:
+        listing = ", ".join(f"{a.get('AssociationId')} ({a.get('FileSystemPath')} -> {a.get('DataRepositoryPath')})" for a in clashes)
+        first = clashes[0].get("AssociationId")
+        findings.append(
+            Finding(
+                False,
+                key("storage.fsx.dataRepository.fileSystemPath"),
+                f"{file_system_id} already links {listing}, which overlaps {join_names(ours)}: delete it first (aws fsx "
+                f"delete-data-repository-association --association-id {first} --no-delete-data-in-file-system) or "
+                "link other directories",
+            )
+        )
+    else:
+        findings.append(
+            Finding(True, key("storage.fsx.dataRepository"), f"{file_system_id} has {len(associations)} association(s), "
+                    f"none on {join_names(ours)}")
+        )
+
+
+def _nested(a: str, b: str) -> bool:
+    x, y = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return x.startswith(y) or y.startswith(x)

@@ -1,0 +1,177 @@
+"""The shared file system of an environment, built from the plan: EFS or FSx for Lustre, behind one claim.
+
+:func:`build_storage` registers the backend the plan chose and returns a :class:`SharedStorage`: what the
+jobs need (the namespace and the ReadWriteMany claim they mount at ``/data``, when the data can be read,
+where S3 data appears) and what the outputs show, whichever file system is behind it.
+
+* **EFS** (default): :class:`~components.storage.EfsStorage` with a mount target in every private subnet.
+  Nothing is linked to S3; data is staged onto it.
+* **FSx for Lustre**: :class:`~components.storage.FsxLustreStorage` in the private subnet of the plan's
+  zone (that of the pinned groups whose jobs mount the claim), encrypted with the stack's KMS key, its data
+  directory linked to S3. The claim's name resolves only once the data repository associations exist and
+  the directories belong to the training user, so every job (and staging Job) that mounts the claim waits
+  for the data; datasets imported from the linked S3 prefix need no staging Job.
+"""
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Union
+
+import pulumi
+
+from components import EfsStorage, FsxLustreStorage, TrainingCluster, TrainingNodeGroup
+from components.catalog import FSX_CSI_ADDON
+from components.conventions import SHARED_MOUNT
+from components.scheduling import system_node_selector
+from components.storage import EfsStorageArgs, FsxLustreStorageArgs
+from stacks.plan import Plan
+from stacks.zones import Zone, find_zone
+
+#: Where staged datasets go on EFS (the ``dataset.path`` default lives under it).
+EFS_DATASET_DIR = "/datasets"
+
+
+@dataclass
+class SharedStorage:
+    """The shared file system as the jobs and the outputs see it, whichever backend is behind it."""
+
+    backend: str
+    """``efs`` or ``fsx``."""
+    namespace: pulumi.Output[str]
+    """The training namespace (it holds the claim)."""
+    pvc_name: pulumi.Output[str]
+    """The ReadWriteMany claim every job mounts at ``/data``; with FSx it resolves once the data can be read."""
+    file_system_id: pulumi.Output[str]
+    """EFS or FSx file system id."""
+    data_ready: pulumi.Output[str]
+    """Resolves (to :attr:`dataset_root`) once data can be read: with FSx after the data repository
+    association exists; with EFS at once."""
+    dataset_root: str
+    """Where datasets are inside the pods: the directory FSx links to S3 (``/data/datasets``), or the
+    directory staged datasets go to on EFS."""
+    component: Union[EfsStorage, FsxLustreStorage]
+    """The component behind it."""
+    data_repository_path: Optional[pulumi.Output[str]] = None
+    """FSx: ``s3://bucket/prefix/`` whose objects appear under :attr:`dataset_root`."""
+    data_bucket_name: Optional[pulumi.Output[str]] = None
+    """FSx: the data repository's bucket."""
+    security_group_id: Optional[pulumi.Output[str]] = None
+    """FSx: the file system's security group (needed with the id to adopt a kept file system)."""
+    dns_name: Optional[pulumi.Output[str]] = None
+    """FSx: the file system's DNS name."""
+    export_repository_path: Optional[pulumi.Output[str]] = None
+    """FSx with export: ``s3://bucket/prefix/`` the export directory is written to."""
+
+
+def build_storage(
+    plan: Plan,
+    *,
+    name: str,
+    cluster: TrainingCluster,
+    vpc_id: pulumi.Input[str],
+    private_subnet_ids: Sequence[pulumi.Input[str]],
+    zones: Optional[Sequence[Zone]],
+    node_groups: dict[str, TrainingNodeGroup],
+    tags: dict[str, str],
+    k8s_opts: pulumi.ResourceOptions,
+) -> SharedStorage:
+    """Register the plan's shared file system (``private_subnet_ids`` in the order of ``zones`` for a new VPC)."""
+    cfg = plan.config
+    s = cfg.storage
+    c = cfg.cluster
+    # resolves after the system node group exists: the CSI add-on is created after the nodes its
+    # controller runs on, and on destroy the claim and the add-on go before those nodes
+    cluster_name = pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(lambda v: str(v[0]))
+    if not plan.storage.is_fsx:
+        storage_args: EfsStorageArgs = {
+            "cluster_name": cluster_name,
+            "kubernetes_version": c.kubernetes_version,
+            "vpc_id": vpc_id,
+            "subnet_ids": list(private_subnet_ids),
+            "node_security_group_id": cluster.node_security_group_id,
+            "namespace": s.namespace,
+            "pvc_name": s.pvc_name,
+            "storage_class_name": s.storage_class_name,
+            "capacity": s.capacity,
+            "throughput_mode": s.throughput_mode,
+            "performance_mode": s.performance_mode,
+            "retain_on_delete": s.retain_on_delete,
+            "backup": s.backup,
+            "tags": tags,
+        }
+        if s.file_system_id:
+            storage_args["existing_file_system_id"] = s.file_system_id
+        if "aws-efs-csi-driver" in c.addon_versions:
+            storage_args["addon_version"] = c.addon_versions["aws-efs-csi-driver"]
+        efs = EfsStorage(f"{name}-efs", storage_args, opts=k8s_opts)
+        root = f"{SHARED_MOUNT}{EFS_DATASET_DIR}"
+        return SharedStorage(
+            backend="efs",
+            namespace=efs.namespace,
+            pvc_name=efs.pvc_name,
+            file_system_id=efs.file_system_id,
+            data_ready=pulumi.Output.from_input(root),
+            dataset_root=root,
+            component=efs,
+        )
+
+    st = plan.storage
+    fsx = st.fsx
+    assert fsx is not None
+    if st.subnet_id is not None:
+        subnet: pulumi.Input[str] = st.subnet_id
+    else:
+        zone = find_zone(st.zone, zones) if st.zone is not None and zones is not None else None
+        assert zone is not None and zones is not None, "a new VPC's FSx file system has a zone (checked by choose_zones)"
+        subnet = private_subnet_ids[list(zones).index(zone)]
+    repo = fsx.data_repository
+    fsx_args: FsxLustreStorageArgs = {
+        "cluster_name": cluster_name,
+        "kubernetes_version": c.kubernetes_version,
+        "vpc_id": vpc_id,
+        "subnet_id": subnet,
+        "node_security_group_id": cluster.node_security_group_id,
+        "storage_capacity_gib": fsx.storage_capacity_gib,
+        "per_unit_storage_throughput": fsx.throughput_per_tib,
+        "metadata_mode": fsx.metadata_mode,
+        "efa": fsx.efa,
+        "kms_key_arn": cluster.secrets_kms_key_arn,
+        "data_prefix": repo.import_prefix,
+        "data_file_system_path": repo.file_system_path,
+        "namespace": s.namespace,
+        "pvc_name": s.pvc_name,
+        "retain_on_delete": s.retain_on_delete,
+        "volume_init_node_selector": system_node_selector(),
+        "tags": tags,
+    }
+    if fsx.metadata_iops is not None:
+        fsx_args["metadata_iops"] = fsx.metadata_iops
+    if fsx.efa:
+        fsx_args["efa_client_security_group_ids"] = [node_groups[g].efa_security_group_id for g in st.efa_client_groups]
+    if repo.bucket is not None:
+        fsx_args["data_bucket_name"] = repo.bucket
+    if repo.export_path is not None and repo.export_s3_prefix is not None:
+        fsx_args["export_file_system_path"] = repo.export_path
+        fsx_args["export_prefix"] = repo.export_s3_prefix
+    if s.file_system_id:
+        fsx_args["existing_file_system_id"] = s.file_system_id
+    if fsx.security_group_id:
+        fsx_args["existing_security_group_id"] = fsx.security_group_id
+    if FSX_CSI_ADDON in c.addon_versions:
+        fsx_args["addon_version"] = c.addon_versions[FSX_CSI_ADDON]
+    lustre = FsxLustreStorage(f"{name}-fsx", fsx_args, opts=k8s_opts)
+    root = f"{SHARED_MOUNT}{repo.file_system_path.rstrip('/')}"
+    return SharedStorage(
+        backend="fsx",
+        namespace=lustre.namespace,
+        # Jobs name the claim through this: they are created once the S3 data can be read.
+        pvc_name=pulumi.Output.all(lustre.pvc_name, lustre.data_ready).apply(lambda v: str(v[0])),
+        file_system_id=lustre.file_system_id,
+        data_ready=lustre.data_ready.apply(lambda _: root),
+        dataset_root=root,
+        component=lustre,
+        data_repository_path=lustre.data_repository_path,
+        data_bucket_name=lustre.data_bucket_name,
+        security_group_id=lustre.security_group_id,
+        dns_name=lustre.dns_name,
+        export_repository_path=lustre.export_repository_path if repo.export_path else None,
+    )
