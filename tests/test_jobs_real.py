@@ -1,0 +1,234 @@
+"""The job kinds with real processes on 127.0.0.1, each started with the environment and command line our
+components put in its pods, built by the same functions (only the peers' addresses differ: 127.0.0.1 and free
+ports instead of the pods' stable hostnames), turned into what the process gets by :mod:`tests.kube`
+(Kubernetes' ``$(VAR)`` expansion and the Indexed Job's downward-API index).
+
+* ``tensorflow``: ``images/tensorflow/train_tf.py`` as 2 real TensorFlow workers (``TF_CONFIG`` from
+  :func:`~components.workloads.tensorflow.tensorflow_env`) on the digits in CIFAR-10 format: identical weights
+  on both; a worker lost mid-training makes the other exit, and both restarted resume from the
+  ``BackupAndRestore`` backup.
+* ``mpi``: the launcher's command from :func:`~components.workloads.mpi.mpi_launcher` run by Debian's OpenMPI
+  ``mpirun`` (2 ranks on 127.0.0.1; the test writes the hostfile, as the operator does): ``nccl_report.py``
+  wrapping ``mpirun`` wrapping ``allreduce_bench.py``, a real gloo all-reduce whose bandwidth is reported.
+* ``command``: 2 processes with the pods' environment (:func:`~components.workloads.command.command_env`) do an
+  all-reduce through ``torch.distributed``'s ``env://``.
+* TensorBoard: the real ``tensorboard`` with the component's command line (:func:`tensorboard_command`) over
+  event files written with PyTorch's ``SummaryWriter`` under the trainer's scalar names, and the TensorFlow
+  trainer's own logs; its HTTP API returns the scalars.
+
+Missing tools (``mpirun``, TensorFlow, TensorBoard) fail the tests, never skip them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from components.workloads.mpi import camel
+from components.workloads.pods import JobSpec, WorkerPlacement, env_list
+from components.workloads.tensorflow import tensorflow_env
+from tests import training_support as ts
+from tests.aws_support import free_port
+from tests.kube import container_env, process_argv
+from tests.wait import wait_for
+
+pytestmark = pytest.mark.real
+
+REPO = Path(__file__).resolve().parent.parent
+TRAIN_TF = REPO / "images" / "tensorflow" / "train_tf.py"
+NCCL_REPORT = REPO / "images" / "nccl-tests" / "nccl_report.py"
+ALLREDUCE_BENCH = ts.TRAINING_DIR / "allreduce_bench.py"
+#: A CPU node of one process with one thread (2 cores here: two "pods" side by side).
+PLACEMENT: WorkerPlacement = {
+    "node_selector": {}, "tolerations": [], "cpu_millis": 1000, "memory_mib": 4096, "gpus": 0, "efa_devices": 0,
+    "shm_mib": 1024, "procs_per_node": 1, "threads_per_proc": 1,
+}
+#: Variables of this test process that would change what the started processes do.
+_FOREIGN_ENV = ("TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_SIZE",
+                "OMPI_COMM_WORLD_RANK", "JOB_INDEX", "OUTPUT_DIR", "DATA_DIR")
+TF_RUN_TIMEOUT = 240.0
+#: The survivor of a lost TensorFlow worker exits within this (the coordination service's heartbeats, about 10 s).
+LOST_PEER_EXIT_SECONDS = 60.0
+TF_ARGS = ["--epochs", "3", "--batch-size", "32"]
+
+
+# --------------------------------------------------------------------------- #
+# A pod's process on this machine
+# --------------------------------------------------------------------------- #
+@dataclass
+class PodProcess:
+    """What the kubelet would start for one pod: argv and environment after Kubernetes' expansion."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+def pod_process(command: Sequence[str], env: Mapping[str, Any], *, index: Optional[int] = None,
+                local: Optional[Mapping[str, str]] = None) -> PodProcess:
+    """The container our components build (``env_list``, camelCase as sent to the API server) and what its
+    process gets: with ``index``, the Indexed Job's ``JOB_INDEX`` first and ``$(JOB_INDEX)`` expanded.
+    ``local`` maps the image's paths (``/app/x.py``) to this repository's files."""
+    container = camel({"command": list(command), "env": env_list(env, with_index=index is not None)})
+    penv = container_env(container, index=index)
+    argv = [(local or {}).get(a, a) for a in process_argv(container, penv)]
+    return PodProcess(argv, penv)
+
+
+def process_env(pod_env: Mapping[str, str]) -> dict[str, str]:
+    """This machine's environment (PATH with the venv first, so ``python`` is the image's Python stand-in)
+    under the pod's environment."""
+    base = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
+    base["PATH"] = f"{ts.VENV_BIN}:{base.get('PATH', '/usr/bin:/bin')}"
+    return {**base, **pod_env}
+
+
+def start(pod: PodProcess, log: Path, cwd: Path, extra_env: Optional[Mapping[str, str]] = None) -> ts.ManagedProcess:
+    """Start the pod's process (its own process group, output in ``log``)."""
+    return ts.ManagedProcess(pod.argv, log, env={**process_env(pod.env), **(extra_env or {})}, cwd=cwd)
+
+
+@pytest.fixture()
+def procs() -> Iterator[list[ts.ManagedProcess]]:
+    """Processes a test started; all are stopped at its end, whatever happened."""
+    started: list[ts.ManagedProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits in CIFAR-10's on-disk format (the staged dataset's folder)."""
+    return ts.make_digits_cifar(tmp_path_factory.mktemp("digits"))
+
+
+# --------------------------------------------------------------------------- #
+# tensorflow
+# --------------------------------------------------------------------------- #
+def tf_workers(data: Path, out: Path, ports: Sequence[int], args: Sequence[str]) -> list[PodProcess]:
+    """The two workers of a ``tensorflow`` job as TensorFlowJob renders them, on 127.0.0.1:``ports``."""
+    spec: JobSpec = {"job_name": "tf", "namespace": "training", "pvc_name": "shared", "image": "tensorflow",
+                     "output_dir": str(out), "data_dir": str(data), "args": list(args)}
+    env = tensorflow_env(spec, PLACEMENT, len(ports), [f"127.0.0.1:{p}" for p in ports])
+    command = ["python", "/app/train_tf.py", *args]
+    return [pod_process(command, env, index=i, local={"/app/train_tf.py": str(TRAIN_TF)}) for i in range(len(ports))]
+
+
+def tf_events(proc: ts.ManagedProcess, name: str) -> list[dict[str, Any]]:
+    """One worker's JSON events called ``name``."""
+    return [e for e in ts.json_events(proc.output()) if e.get("event") == name]
+
+
+def assert_tf_success(workers: list[ts.ManagedProcess], out: Path, epochs: int) -> dict[str, Any]:
+    """Both workers exited 0 with the same final weights; the chief's summary and model exist."""
+    codes = ts.wait_all(workers, TF_RUN_TIMEOUT)
+    logs = "\n".join(f"--- worker {i}\n{w.output()[-3000:]}" for i, w in enumerate(workers))
+    assert codes == [0, 0], logs
+    reports = [json.loads((out / f"worker-{i}.json").read_text()) for i in range(2)]
+    assert [r["index"] for r in reports] == [0, 1] and {r["workers"] for r in reports} == {2}
+    assert reports[0]["weights_sha256"] == reports[1]["weights_sha256"], "synchronous training: identical weights"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["workers"] == 2 and summary["epochs"] == epochs
+    assert summary["weights_sha256"] == reports[0]["weights_sha256"]
+    assert summary["global_batch"] == 64 and summary["steps_per_epoch"] == 1500 // 64
+    assert (out / "model.keras").stat().st_size > 100_000
+    assert not list(out.glob("workertemp*")) and not list((out / "backup").glob("workertemp*"))
+    return summary
+
+
+@dataclass
+class TfRun:
+    """The uninterrupted two-worker run (shared by the tests that read its output)."""
+
+    out: Path
+    summary: dict[str, Any]
+    workers: list[ts.ManagedProcess]
+
+
+@pytest.fixture(scope="module")
+def tf_run(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> Iterator[TfRun]:
+    """Two real TensorFlow workers train 3 epochs on 127.0.0.1."""
+    work = tmp_path_factory.mktemp("tf")
+    out = work / "output"
+    pods = tf_workers(digits, out, [free_port(), free_port()], TF_ARGS)
+    workers = [start(pod, work / f"worker-{i}.log", work) for i, pod in enumerate(pods)]
+    try:
+        summary = assert_tf_success(workers, out, epochs=3)
+        yield TfRun(out, summary, workers)
+    finally:
+        for w in workers:
+            w.kill()
+
+
+def test_tensorflow_workers_get_the_pods_tf_config(digits: Path, tmp_path: Path) -> None:
+    pods = tf_workers(digits, tmp_path, [1111, 2222], TF_ARGS)
+    for index, pod in enumerate(pods):
+        config = json.loads(pod.env["TF_CONFIG"])
+        assert config == {"cluster": {"worker": ["127.0.0.1:1111", "127.0.0.1:2222"]}, "task": {"type": "worker", "index": index}}
+        assert pod.env["JOB_INDEX"] == str(index) and pod.env["TF_USE_LEGACY_KERAS"] == "1"
+        assert pod.env["OUTPUT_DIR"] == str(tmp_path) and pod.env["DATA_DIR"] == str(digits)
+        assert pod.argv == ["python", str(TRAIN_TF), *TF_ARGS]
+
+
+def test_tensorflow_two_workers_train_in_step(tf_run: TfRun) -> None:
+    summary = tf_run.summary
+    assert summary["initial_epoch"] == 0
+    history = summary["history"]
+    assert len(history["loss"]) == 3 and history["loss"][-1] < history["loss"][0] / 2
+    assert history["accuracy"][-1] > 0.85
+    assert summary["test_accuracy"] > 0.8, "the model evaluated with its moving averages works on held-out digits"
+    for index, worker in enumerate(tf_run.workers):
+        (begin,) = tf_events(worker, "train_start")
+        assert begin["worker"] == index and begin["initial_epoch"] == 0
+        assert [e["epoch"] for e in tf_events(worker, "epoch")] == [0, 1, 2]
+    # both workers saw the same (all-reduced) metrics
+    losses = [[e["loss"] for e in tf_events(w, "epoch")] for w in tf_run.workers]
+    assert losses[0] == losses[1]
+    assert any((tf_run.out / "tensorboard").rglob("events.out.tfevents.*")), "the chief logs for TensorBoard"
+
+
+def test_tensorflow_lost_worker_then_restart_resumes_from_backup(digits: Path, tmp_path: Path,
+                                                                 procs: list[ts.ManagedProcess]) -> None:
+    out = tmp_path / "output"
+    ports = [free_port(), free_port()]
+    pods = tf_workers(digits, out, ports, TF_ARGS)
+    first = [start(pod, tmp_path / f"worker-{i}.log", tmp_path) for i, pod in enumerate(pods)]
+    procs.extend(first)
+    backup = out / "backup" / "chief" / "checkpoint"
+
+    def backed_up() -> bool:
+        for w in first:
+            assert w.poll() is None, f"a worker exited before the backup:\n{w.output()[-3000:]}"
+        return backup.is_file() and bool(tf_events(first[0], "epoch"))
+
+    wait_for(backed_up, TF_RUN_TIMEOUT, interval=0.1, what="the first epoch's backup")
+    # worker 1 is lost without closing its connections (a node gone): stopped, not killed
+    first[1].signal_group(signal.SIGSTOP)
+    lost = time.monotonic()
+    code = first[0].wait(timeout=120)
+    waited = time.monotonic() - lost
+    assert code != 0 and waited < LOST_PEER_EXIT_SECONDS, (waited, first[0].output()[-3000:])
+    assert "unhealthy" in first[0].output() or "heartbeat" in first[0].output().lower()
+    first[1].signal_group(signal.SIGKILL)  # the Job replaces both pods
+    first[1].kill()
+
+    again = [start(pod, tmp_path / f"worker-{i}-restarted.log", tmp_path) for i, pod in enumerate(pods)]
+    procs.extend(again)
+    summary = assert_tf_success(again, out, epochs=3)
+    resumed = summary["initial_epoch"]
+    assert resumed >= 1, "restored from the backup, not from scratch"
+    for index, worker in enumerate(again):
+        (begin,) = tf_events(worker, "train_start")
+        assert begin["initial_epoch"] == resumed
+        assert [e["epoch"] for e in tf_events(worker, "epoch")] == list(range(resumed, 3))
+    assert len(summary["history"]["loss"]) == 3 - resumed
+    assert summary["history"]["accuracy"][-1] > 0.85
