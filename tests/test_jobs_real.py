@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -33,7 +34,7 @@ from typing import Any, Optional
 
 import pytest
 
-from components.workloads.mpi import camel
+from components.workloads.mpi import camel, mpi_launcher
 from components.workloads.pods import JobSpec, WorkerPlacement, env_list
 from components.workloads.tensorflow import tensorflow_env
 from tests import training_support as ts
@@ -232,3 +233,62 @@ def test_tensorflow_lost_worker_then_restart_resumes_from_backup(digits: Path, t
         assert [e["epoch"] for e in tf_events(worker, "epoch")] == list(range(resumed, 3))
     assert len(summary["history"]["loss"]) == 3 - resumed
     assert summary["history"]["accuracy"][-1] > 0.85
+
+
+# --------------------------------------------------------------------------- #
+# mpi
+# --------------------------------------------------------------------------- #
+MPI_RUN_TIMEOUT = 120.0
+MPIRUN_AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def mpirun_path() -> str:
+    """Debian's ``mpirun`` (openmpi-bin); a missing one fails the test."""
+    found = shutil.which("mpirun")
+    assert found, "mpirun not found: install Debian's openmpi-bin (.ci/run does: apt-get install -y openmpi-bin)"
+    return found
+
+
+def test_mpi_launcher_runs_a_real_allreduce_under_mpirun_and_reports_its_bandwidth(tmp_path: Path) -> None:
+    mpirun_path()
+    out = tmp_path / "output"
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("127.0.0.1 slots=2\n")  # what the operator mounts, for one host of 2 slots
+    spec: JobSpec = {"job_name": "bench", "namespace": "training", "pvc_name": "shared", "image": "nccl-tests",
+                     "output_dir": str(out), "args": ["--max-bytes", "4194304", "--warmup", "2", "--iters", "5",
+                                                      "--expect-world-size", "2", "--nccl-tests-table",
+                                                      "--output-json", "$(OUTPUT_DIR)/allreduce.json"]}
+    launcher = ["python3", "/opt/nccl-report/nccl_report.py", "--output-json", "$(OUTPUT_DIR)/nccl-tests.json", "--"]
+    command, env = mpi_launcher(spec, PLACEMENT, nodes=1, slots=2, program=["python", "/app/allreduce_bench.py"],
+                                hosts=["127.0.0.1"], launcher_command=launcher, hostfile=str(hostfile), port=free_port())
+    pod = pod_process(command, env, local={"/opt/nccl-report/nccl_report.py": str(NCCL_REPORT),
+                                           "/app/allreduce_bench.py": str(ALLREDUCE_BENCH)})
+    mpirun = pod.argv[len(launcher):]
+    assert mpirun[:5] == ["mpirun", "--hostfile", str(hostfile), "-np", "2"]
+    assert mpirun[mpirun.index("--map-by") + 1] == "ppr:2:node"
+    assert ["--mca", "btl", "tcp,self"] == mpirun[mpirun.index("btl") - 1:mpirun.index("btl") + 2], "EFA's MCA options kept"
+    assert f"{out}/allreduce.json" in mpirun, "$(OUTPUT_DIR) expanded in the program's arguments"
+    assert pod.env["MASTER_ADDR"] == "127.0.0.1"
+    # the pods run as UID 1000; OpenMPI refuses root unless told (CI runs as root)
+    extra = MPIRUN_AS_ROOT if os.geteuid() == 0 else {}
+    launcher_proc = start(pod, tmp_path / "launcher.log", tmp_path, extra)
+    try:
+        code = launcher_proc.wait(MPI_RUN_TIMEOUT)
+    finally:
+        launcher_proc.kill()
+    text = launcher_proc.output()
+    assert code == 0, text[-4000:]
+
+    report = json.loads((out / "nccl-tests.json").read_text())
+    assert report["exit_code"] == 0 and report["reason"] == "ok", report
+    assert [r["size"] for r in report["results"]] == [1 << 20, 1 << 21, 1 << 22]
+    assert report["max_size_bytes"] == 1 << 22 and report["busbw_gbps_at_max_size"] > 0
+    assert all(r["in_place_busbw"] > 0 and r["in_place_wrong"] == 0 for r in report["results"])
+    assert report["avg_busbw_gbps"] > 0
+    # the same measurement as the benchmark's own JSON summary (rank 0, both ranks through mpirun)
+    summary = json.loads((out / "allreduce.json").read_text())
+    assert summary["launcher"] == "mpirun" and summary["world_size"] == 2 and summary["local_world_size"] == 2
+    assert summary["backend"] == "gloo" and summary["correct"] is True and summary["exit_code"] == 0
+    assert summary["busbw_at_max_size_gbps"] == pytest.approx(report["busbw_gbps_at_max_size"], abs=1e-4)
+    assert summary["avg_busbw_gbps"] == pytest.approx(report["avg_busbw_gbps"], abs=1e-4)
+    assert '"event": "nccl_tests_summary"' in text, "nccl_report.py printed its report"
