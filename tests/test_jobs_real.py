@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 import pytest
 
+from components.workloads.command import command_env
 from components.workloads.mpi import camel, mpi_launcher
 from components.workloads.pods import JobSpec, WorkerPlacement, env_list
 from components.workloads.tensorflow import tensorflow_env
@@ -48,6 +49,8 @@ REPO = Path(__file__).resolve().parent.parent
 TRAIN_TF = REPO / "images" / "tensorflow" / "train_tf.py"
 NCCL_REPORT = REPO / "images" / "nccl-tests" / "nccl_report.py"
 ALLREDUCE_BENCH = ts.TRAINING_DIR / "allreduce_bench.py"
+#: A user's program for a command job (its code, downloaded into the working folder).
+PEERS_PROGRAM = REPO / "tests" / "programs" / "peers_allreduce.py"
 #: A CPU node of one process with one thread (2 cores here: two "pods" side by side).
 PLACEMENT: WorkerPlacement = {
     "node_selector": {}, "tolerations": [], "cpu_millis": 1000, "memory_mib": 4096, "gpus": 0, "efa_devices": 0,
@@ -292,3 +295,35 @@ def test_mpi_launcher_runs_a_real_allreduce_under_mpirun_and_reports_its_bandwid
     assert summary["busbw_at_max_size_gbps"] == pytest.approx(report["busbw_gbps_at_max_size"], abs=1e-4)
     assert summary["avg_busbw_gbps"] == pytest.approx(report["avg_busbw_gbps"], abs=1e-4)
     assert '"event": "nccl_tests_summary"' in text, "nccl_report.py printed its report"
+
+
+# --------------------------------------------------------------------------- #
+# command
+# --------------------------------------------------------------------------- #
+def test_command_job_pods_all_reduce_through_their_peer_environment(digits: Path, tmp_path: Path,
+                                                                    procs: list[ts.ManagedProcess]) -> None:
+    out = tmp_path / "output"
+    workspace = tmp_path / "workspace"  # where the job's code is downloaded (the pods' working folder)
+    workspace.mkdir()
+    shutil.copy(PEERS_PROGRAM, workspace / "prep.py")
+    spec: JobSpec = {"job_name": "prep", "namespace": "training", "pvc_name": "shared", "image": "training",
+                     "output_dir": str(out), "data_dir": str(digits), "env": {"SEED": "7"}}
+    port = free_port()
+    env = command_env(spec, PLACEMENT, 2, ["127.0.0.1", "127.0.0.1"], port)
+    pods = [pod_process(["python", "prep.py"], env, index=i) for i in range(2)]
+    assert [p.env["RANK"] for p in pods] == ["0", "1"] and {p.env["WORLD_SIZE"] for p in pods} == {"2"}
+    assert {p.env["MASTER_ADDR"] for p in pods} == {"127.0.0.1"} and {p.env["MASTER_PORT"] for p in pods} == {str(port)}
+    started = [start(pod, tmp_path / f"pod-{i}.log", workspace) for i, pod in enumerate(pods)]
+    procs.extend(started)
+    assert ts.wait_all(started, 120.0) == [0, 0], "\n".join(p.output()[-2000:] for p in started)
+    reports = [json.loads((out / f"rank-{i}.json").read_text()) for i in range(2)]
+    for rank, report in enumerate(reports):
+        assert report["rank"] == rank and report["world_size"] == 2
+        assert report["sum"] == 3.0, "1 + 2 all-reduced"
+        assert Path(report["cwd"]) == workspace
+    told = reports[0]["peers"]
+    assert told == reports[1]["peers"]
+    assert [t["JOB_INDEX"] for t in told] == [t["NODE_RANK"] for t in told] == ["0", "1"]
+    assert {t["JOB_PEERS"] for t in told} == {"127.0.0.1,127.0.0.1"} and {t["JOB_SIZE"] for t in told} == {"2"}
+    assert {t["OUTPUT_DIR"] for t in told} == {str(out)} and {t["DATA_DIR"] for t in told} == {str(digits)}
+    assert {t["SEED"] for t in told} == {"7"}
