@@ -25,8 +25,12 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +41,7 @@ import pytest
 from components.workloads.command import command_env
 from components.workloads.mpi import camel, mpi_launcher
 from components.workloads.pods import JobSpec, WorkerPlacement, env_list
+from components.workloads.tensorboard import tensorboard_command
 from components.workloads.tensorflow import tensorflow_env
 from tests import training_support as ts
 from tests.aws_support import free_port
@@ -327,3 +332,66 @@ def test_command_job_pods_all_reduce_through_their_peer_environment(digits: Path
     assert {t["JOB_PEERS"] for t in told} == {"127.0.0.1,127.0.0.1"} and {t["JOB_SIZE"] for t in told} == {"2"}
     assert {t["OUTPUT_DIR"] for t in told} == {str(out)} and {t["DATA_DIR"] for t in told} == {str(digits)}
     assert {t["SEED"] for t in told} == {"7"}
+
+
+# --------------------------------------------------------------------------- #
+# TensorBoard
+# --------------------------------------------------------------------------- #
+#: The scalars the bundled trainer (training/train.py) is to log, by these names, at the global step.
+TORCH_RUN = "torch/."
+TRAINER_SCALARS = ("train/loss", "train/accuracy", "test/accuracy", "throughput/images_per_sec")
+#: Writes them with PyTorch's SummaryWriter (in a process of its own, like the trainer).
+SCALARS_PROGRAM = REPO / "tests" / "programs" / "trainer_scalars.py"
+
+
+def write_trainer_scalars(log_dir: Path) -> dict[str, list[list[float]]]:
+    """Event files as the trainer will write them: 3 epochs of 10 steps; returns tag -> [[step, value], ...]."""
+    done = subprocess.run([sys.executable, str(SCALARS_PROGRAM), str(log_dir), "3", "10"], capture_output=True,
+                          text=True, timeout=120, env=process_env({}))
+    assert done.returncode == 0, done.stderr[-3000:]
+    written: dict[str, list[list[float]]] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(written) == set(TRAINER_SCALARS)
+    return written
+
+
+def http_json(url: str) -> Any:
+    """GET ``url`` (on 127.0.0.1) and decode its JSON."""
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def test_tensorboard_serves_the_scalars_the_trainers_wrote(tf_run: TfRun, tmp_path: Path,
+                                                           procs: list[ts.ManagedProcess]) -> None:
+    torch_logs = tmp_path / "torch-output" / "logs"
+    written = write_trainer_scalars(torch_logs)
+    log_dirs = {"torch": str(torch_logs), "tf": str(tf_run.out / "tensorboard")}
+    # TensorBoard's run names: <job>/<folder below the job's log folder>, "." for the folder itself
+    port = free_port()
+    command = tensorboard_command(log_dirs, port=port, host="127.0.0.1")
+    assert command[command.index("--logdir_spec") + 1] == f"tf:{tf_run.out}/tensorboard,torch:{torch_logs}"
+    assert shutil.which("tensorboard", path=str(ts.VENV_BIN)), "tensorboard not installed (requirements-dev.txt)"
+    server = start(pod_process(command, {"HOME": str(tmp_path)}), tmp_path / "tensorboard.log", tmp_path)
+    procs.append(server)
+    base = f"http://127.0.0.1:{port}"
+
+    def tags() -> Any:
+        assert server.poll() is None, f"tensorboard exited:\n{server.output()[-3000:]}"
+        try:
+            found = http_json(f"{base}/data/plugin/scalars/tags")
+        except (urllib.error.URLError, OSError):
+            return None
+        return found if {TORCH_RUN, "tf/train"} <= set(found) else None
+
+    runs = wait_for(tags, 120.0, interval=0.25, what="TensorBoard to load both jobs' runs")
+    assert set(runs[TORCH_RUN]) == set(TRAINER_SCALARS)
+    for tag, points in written.items():
+        query = urllib.parse.urlencode({"run": TORCH_RUN, "tag": tag})
+        served = http_json(f"{base}/data/plugin/scalars/scalars?{query}")
+        assert [step for _, step, _ in served] == [step for step, _ in points], tag
+        assert [value for _, _, value in served] == pytest.approx([value for _, value in points], rel=1e-6), tag
+    # the TensorFlow trainer's own logs (Keras' TensorBoard callback on the chief), one point per epoch
+    assert {"epoch_loss", "epoch_accuracy"} <= set(runs["tf/train"])
+    query = urllib.parse.urlencode({"run": "tf/train", "tag": "epoch_loss"})
+    served = http_json(f"{base}/data/plugin/scalars/scalars?{query}")
+    assert [step for _, step, _ in served] == [0, 1, 2]
+    assert [value for _, _, value in served] == pytest.approx(tf_run.summary["history"]["loss"], rel=1e-5)
