@@ -11,7 +11,8 @@ import pytest
 import stacks.plan
 from components.catalog import DEFAULT_KUBERNETES_VERSION, IMAGES, INSTANCE_TYPES, MANIFESTS
 from components.scheduling import NODE_ROLE_LABEL
-from components.workloads.mpi import LAUNCHER_CREATION_POLICIES
+from components.workloads.mpi import LAUNCHER_CREATION_POLICIES, mpi_worker_hosts
+from components.workloads.tensorboard import tensorboard_command
 from tests.harness import PROJECT, REPO, Program, Registration, contains_unknown, resolve, run_program, stack_config, stack_names
 from tests.kube import container_env, process_argv
 
@@ -462,6 +463,11 @@ def test_mpi_job(kinds: Program) -> None:
     (wc,) = wpod["containers"]
     forwarded = {mpirun[i + 1] for i, x in enumerate(mpirun) if x == "-x"}
     assert forwarded == {e["name"] for e in wc["env"]}, "every rank gets the workers' environment"
+    env = container_env(lc)
+    assert env == container_env(wc)
+    # ranks bootstrapping over TCP find rank 0 on the hostfile's first host (the operator's naming)
+    assert env["MASTER_ADDR"] == mpi_worker_hosts("bench", "training", 2)[0] == "bench-worker-0.bench.training.svc"
+    assert env["MASTER_PORT"] == "29500" and {"MASTER_ADDR", "MASTER_PORT"} <= forwarded
     assert wc["command"][0] == "/usr/sbin/sshd" and spec["sshAuthMountPath"] == "/home/mpiuser/.ssh"
     assert wc["resources"]["requests"]["cpu"].endswith("m")
 
@@ -514,6 +520,8 @@ def test_tensorboard_serves_the_jobs_logs_read_only(kinds: Program) -> None:
     tf_out = container_env(_container(_job(kinds, "-tf-job")), index=0)["OUTPUT_DIR"]
     torch_out = container_env(_container(_job(kinds, "-torch-job")), index=0)["OUTPUT_DIR"]
     assert runs == {"tf": f"{tf_out}/tensorboard", "torch": f"{torch_out}/logs"}
+    assert c["command"] == tensorboard_command(runs), "the real-process test runs this command"
+    assert "--bind_all" in c["command"]
     assert {"name": "shared", "mountPath": "/data", "readOnly": True} in c["volumeMounts"]
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["nodeSelector"] == {NODE_ROLE_LABEL: "system"}

@@ -13,6 +13,19 @@ because it only reads the standard torchrun environment (``RANK``,
 agent's store).  Started as a plain ``python`` process (no ``WORLD_SIZE``) it
 runs as a one-process group.
 
+Launched by OpenMPI's ``mpirun`` instead (an MPIJob's program: a CPU or
+PyTorch stand-in for nccl-tests' ``all_reduce_perf``), it takes its rank, the
+world size and its local rank from OpenMPI's ``OMPI_COMM_WORLD_RANK``,
+``OMPI_COMM_WORLD_SIZE`` and ``OMPI_COMM_WORLD_LOCAL_RANK`` and meets the other
+ranks at ``MASTER_ADDR``:``MASTER_PORT`` (``torch.distributed``'s ``env://``),
+which the MPIJob forwards to every rank: the first host of the hostfile, where
+rank 0 runs.  ``--nccl-tests-table`` also prints the results as
+``all_reduce_perf``'s result table, so ``nccl_report.py`` (the nccl-tests
+image's launcher command) reports them::
+
+    mpirun --hostfile /etc/mpi/hostfile -np 16 ... -x MASTER_ADDR -x MASTER_PORT \\
+        python /app/allreduce_bench.py --nccl-tests-table
+
 Method (the nccl-tests ``all_reduce_perf`` definitions, float32, sum): for
 every power-of-two message size from ``--min-bytes`` to ``--max-bytes`` the
 all-reduce result is first checked (every rank fills its buffer with
@@ -39,7 +52,8 @@ Exit codes of every worker process (all ranks agree, except on code 1):
 * 1 - rank 0 could not write ``--output-json`` (the other ranks exit with the
   verdict), or an unexpected error (Python traceback, e.g. a collective timed
   out after ``--timeout-seconds``);
-* 2 - bad command line (argparse);
+* 2 - bad command line (argparse), or launched by ``mpirun`` without
+  ``MASTER_ADDR``/``MASTER_PORT``;
 * 3 - bus bandwidth at the largest size below ``--min-busbw-gbps`` (always
   the case with one process, whose busbw is 0 by definition);
 * 4 - an all-reduce returned a wrong result (takes precedence over 3 and 5);
@@ -65,7 +79,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import torch
 import torch.distributed as dist
@@ -79,7 +93,14 @@ FLOAT32_BYTES = 4
 PATTERN_PERIOD = 256
 GB = 1e9
 
+#: What OpenMPI's mpirun sets for every rank it starts.
+OMPI_RANK = "OMPI_COMM_WORLD_RANK"
+OMPI_SIZE = "OMPI_COMM_WORLD_SIZE"
+OMPI_LOCAL_RANK = "OMPI_COMM_WORLD_LOCAL_RANK"
+OMPI_LOCAL_SIZE = "OMPI_COMM_WORLD_LOCAL_SIZE"
+
 EXIT_OK = 0
+EXIT_USAGE = 2
 EXIT_BELOW_THRESHOLD = 3
 EXIT_WRONG_RESULT = 4
 EXIT_WORLD_SIZE = 5
@@ -195,6 +216,59 @@ def efa_problems(expected_interfaces: int, dev_dir: Path = Path("/dev/infiniband
     return problems
 
 
+@dataclass(frozen=True)
+class ProcessLayout:
+    """Where this process sits, as its launcher says: ``torchrun`` (``RANK``/``WORLD_SIZE``), ``mpirun``
+    (``OMPI_COMM_WORLD_*``) or ``single`` (neither: a one-process group)."""
+
+    launcher: str
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    nodes: int
+
+
+def process_layout(environ: Mapping[str, str]) -> ProcessLayout:
+    """The layout from the environment; ``ValueError`` when ``mpirun`` started this process without the
+    ``MASTER_ADDR``/``MASTER_PORT`` the ranks meet at."""
+    if "WORLD_SIZE" in environ:
+        local_size = int(environ.get("LOCAL_WORLD_SIZE", "1"))
+        return ProcessLayout("torchrun", int(environ.get("RANK", "0")), int(environ["WORLD_SIZE"]),
+                             int(environ.get("LOCAL_RANK", "0")), local_size, int(environ.get("GROUP_WORLD_SIZE", "1")))
+    if OMPI_SIZE in environ:
+        missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not environ.get(name)]
+        if missing:
+            raise ValueError(f"started by mpirun without {' and '.join(missing)}: forward the address of rank 0's host "
+                             "(mpirun -x MASTER_ADDR -x MASTER_PORT; the MPIJob does)")
+        size, local_size = int(environ[OMPI_SIZE]), int(environ.get(OMPI_LOCAL_SIZE, "1"))
+        return ProcessLayout("mpirun", int(environ[OMPI_RANK]), size, int(environ.get(OMPI_LOCAL_RANK, "0")),
+                             local_size, max(1, size // max(1, local_size)))
+    return ProcessLayout("single", 0, 1, 0, 1, 1)
+
+
+def nccl_tests_table(results: Sequence[SizeResult], world_size: int) -> list[str]:
+    """The results as nccl-tests' ``all_reduce_perf`` prints its table: a header naming the columns (size, count,
+    type, redop, root, then time in microseconds, algbw, busbw in GB/s and #wrong for the out-of-place and the
+    in-place operation), one row per size, and the average bus bandwidth. Only the in-place all-reduce is
+    measured: the out-of-place columns are ``N/A``."""
+    lines = [
+        f"# allreduce_bench.py: all_reduce, float32, sum, {world_size} ranks; in place only (out-of-place: N/A)",
+        f"#{'':>60}out-of-place{'':>26}in-place",
+        f"#{'size':>11} {'count':>12} {'type':>6} {'redop':>6} {'root':>6} "
+        f"{'time':>9} {'algbw':>9} {'busbw':>9} {'#wrong':>6} {'time':>9} {'algbw':>9} {'busbw':>9} {'#wrong':>6}",
+        f"#{'(B)':>11} {'(elements)':>12} {'':>6} {'':>6} {'':>6} "
+        f"{'(us)':>9} {'(GB/s)':>9} {'(GB/s)':>9} {'':>6} {'(us)':>9} {'(GB/s)':>9} {'(GB/s)':>9} {'':>6}",
+    ]
+    for r in results:
+        lines.append(f" {r.size_bytes:>11} {r.count:>12} {'float':>6} {'sum':>6} {-1:>6} "
+                     f"{'N/A':>9} {'N/A':>9} {'N/A':>9} {'N/A':>6} "
+                     f"{r.time_us:>9.1f} {r.algbw_gbps:>9.4f} {r.busbw_gbps:>9.4f} {r.wrong_elements:>6}")
+    average = sum(r.busbw_gbps for r in results) / len(results) if results else 0.0
+    lines.append(f"# Avg bus bandwidth    : {average:.4f}")
+    return lines
+
+
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` to ``path`` atomically: temp file in the same folder, fsync, ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -266,6 +340,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="also write the summary here (atomically, rank 0)")
     parser.add_argument("--timeout-seconds", type=_positive_float, default=600.0,
                         help="process-group timeout for init and every collective (default 600)")
+    parser.add_argument("--nccl-tests-table", action="store_true",
+                        help="also print the results as nccl-tests' all_reduce_perf table (rank 0, stdout), "
+                             "for nccl_report.py and other readers of all_reduce_perf output")
     args = parser.parse_args(argv)
     if args.max_bytes is None:
         args.max_bytes = DEFAULT_MAX_BYTES_GPU if torch.cuda.is_available() else DEFAULT_MAX_BYTES_CPU
@@ -288,6 +365,8 @@ class BenchContext:
     local_rank: int
     device: torch.device
     backend: str
+    layout: ProcessLayout = ProcessLayout("single", 0, 1, 0, 1, 1)
+    """What the launcher said (``launcher``, processes per node, nodes)."""
 
     @property
     def is_main(self) -> bool:
@@ -300,14 +379,15 @@ class BenchContext:
             torch.cuda.synchronize(self.device)
 
 
-def setup_distributed(timeout_seconds: float) -> BenchContext:
-    """Initialise the process group from the torchrun environment.
+def setup_distributed(timeout_seconds: float, layout: ProcessLayout) -> BenchContext:
+    """Initialise the process group for ``layout`` (:func:`process_layout`).
 
     NCCL on ``cuda:LOCAL_RANK`` when CUDA is available, gloo on CPU otherwise.
-    Without ``WORLD_SIZE`` (plain ``python``) a one-process group on an
-    in-memory store is created so that the same code path runs.
+    Under torchrun and mpirun the ranks meet through ``env://`` (under mpirun
+    with the rank and size OpenMPI gave); a single process (plain ``python``)
+    gets a one-process group on an in-memory store, so that the same code path runs.
     """
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_rank = layout.local_rank
     use_cuda = torch.cuda.is_available()
     if use_cuda:
         torch.cuda.set_device(local_rank)
@@ -317,13 +397,16 @@ def setup_distributed(timeout_seconds: float) -> BenchContext:
     backend = "nccl" if use_cuda else "gloo"
     timeout = dt.timedelta(seconds=timeout_seconds)
     device_id = device if use_cuda else None
-    if "WORLD_SIZE" in os.environ:
+    if layout.launcher == "torchrun":
         dist.init_process_group(backend=backend, init_method="env://", timeout=timeout, device_id=device_id)
+    elif layout.launcher == "mpirun":
+        dist.init_process_group(backend=backend, init_method="env://", rank=layout.rank, world_size=layout.world_size,
+                                timeout=timeout, device_id=device_id)
     else:
         store = dist.HashStore()  # type: ignore[attr-defined]  # public API, not re-exported for mypy
         dist.init_process_group(backend=backend, store=store, rank=0, world_size=1,
                                 timeout=timeout, device_id=device_id)
-    return BenchContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend)
+    return BenchContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend, layout)
 
 
 def emit(ctx: BenchContext, record: dict[str, Any]) -> None:
@@ -450,9 +533,10 @@ def build_summary(ctx: BenchContext, args: argparse.Namespace, results: list[Siz
         "passed": exit_code == EXIT_OK,
         "exit_code": exit_code,
         "reason": reason,
-        "agents": int(os.environ.get("GROUP_WORLD_SIZE", "1")),
+        "launcher": ctx.layout.launcher,
+        "agents": ctx.layout.nodes,
         "hosts": hosts,
-        "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+        "local_world_size": ctx.layout.local_world_size,
         "restart_count": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
         "device": ctx.device.type,
         "torch_version": torch.__version__,
@@ -501,6 +585,8 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
     summary = build_summary(ctx, args, results, hosts)
     exit_code = int(summary["exit_code"])
     if ctx.is_main:
+        if args.nccl_tests_table:
+            print("\n".join(nccl_tests_table(results, ctx.world_size)), flush=True)
         emit(ctx, summary)
         verdict = "PASSED" if summary["passed"] else "FAILED"
         print(f"allreduce_bench: {verdict} (exit {exit_code}): {summary['reason']}",
@@ -521,7 +607,12 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = parse_args(argv)
-    ctx = setup_distributed(args.timeout_seconds)
+    try:
+        layout = process_layout(os.environ)
+    except ValueError as exc:
+        print(f"allreduce_bench: error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    ctx = setup_distributed(args.timeout_seconds, layout)
     try:
         return run(ctx, args)
     finally:

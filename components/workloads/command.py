@@ -13,8 +13,23 @@ from components.workloads.pods import (
     indexed_job,
     job_env,
     peer_env,
+    peer_hosts,
     worker_env,
 )
+
+
+def command_env(
+    spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: pulumi.Input[Sequence[str]], port: int = MASTER_PORT
+) -> dict[str, pulumi.Input[str]]:
+    """The environment of every pod of a command job (before Kubernetes expands ``$(JOB_INDEX)``): the node
+    type's settings (:func:`worker_env`), where the peers are (:func:`peer_env`: ``peers`` are the pods'
+    addresses in index order, their stable hostnames on the cluster) and the job's own variables
+    (:func:`job_env`, which come last, so a job's ``env`` wins)."""
+    return {
+        **worker_env(placement),
+        **peer_env(peers, nodes, port),
+        **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
+    }
 
 
 class CommandJobArgs(TypedDict):
@@ -48,11 +63,8 @@ class CommandJob(pulumi.ComponentResource):
         spec = args["job"]
         placement = args["placement"]
         nodes = args["nodes"]
-        env = {
-            **worker_env(placement),
-            **peer_env(spec["job_name"], spec["namespace"], nodes),
-            **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
-        }
+        peers = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: peer_hosts(spec["job_name"], ns, nodes))
+        env = command_env(spec, placement, nodes, peers)
         _, job = indexed_job(
             name,
             self,

@@ -2,9 +2,11 @@
 MPI Operator, which :class:`MpiOperator` installs from its release manifest (pinned in the catalog).
 
 The operator creates the workers, an SSH key Secret and the hostfile (``/etc/mpi/hostfile``), then the
-launcher, which runs ``mpirun``. This module builds the ``mpirun`` command line and its environment
-(:func:`mpirun_command`): the workers' environment is forwarded with ``-x``, so every rank sees the same
-variables as a pod of any other job on that node group.
+launcher, which runs ``mpirun``. This module builds the launcher's command line and its environment
+(:func:`mpi_launcher`, :func:`mpirun_command`): the workers' environment is forwarded with ``-x``, so every
+rank sees the same variables as a pod of any other job on that node group, plus ``MASTER_ADDR``/``MASTER_PORT``
+(the first worker), for programs that bootstrap over TCP (``torch.distributed``'s ``env://``) with their rank
+and size from OpenMPI (``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE``).
 """
 
 import re
@@ -17,11 +19,13 @@ from typing_extensions import NotRequired
 from components.catalog import MANIFESTS
 from components.conventions import COMMON_LABELS, NO_EVICT
 from components.workloads.pods import (
+    MASTER_PORT,
     PREDECESSOR_FAILED_EXIT_CODE,
     SHARED_VOLUME_MOUNT,
     WORKER_CONTAINER,
     JobSpec,
     WorkerPlacement,
+    apply_input,
     container_security,
     created_after,
     env_list,
@@ -87,6 +91,42 @@ def mpirun_command(
     for name in sorted(env_names):
         cmd += ["-x", name]
     return cmd + list(program)
+
+
+def mpi_worker_hosts(job_name: str, namespace: str, nodes: int) -> list[str]:
+    """The hostnames the operator writes into the hostfile, in order: ``<job>-worker-<i>.<job>.<namespace>.svc``
+    (worker pods ``<job>-worker-<i>`` in the subdomain of the job's headless Service ``<job>``,
+    https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1309)."""
+    return [f"{job_name}-worker-{i}.{job_name}.{namespace}.svc" for i in range(nodes)]
+
+
+def mpi_launcher(
+    spec: JobSpec,
+    placement: WorkerPlacement,
+    *,
+    nodes: int,
+    slots: int,
+    program: Sequence[str],
+    hosts: pulumi.Input[Sequence[str]],
+    launcher_command: Sequence[str] = (),
+    hostfile: str = HOSTFILE,
+    mca: Mapping[str, str] = OPENMPI_MCA,
+    port: int = MASTER_PORT,
+) -> tuple[list[str], dict[str, pulumi.Input[str]]]:
+    """The launcher's command and environment (the workers get the same environment): ``launcher_command``
+    followed by :func:`mpirun_command` running ``program`` and the job's ``args`` on ``slots`` ranks of each
+    of ``nodes`` hosts, forwarding every variable of the environment: the node type's settings
+    (:func:`worker_env`), ``MASTER_ADDR`` (the first of ``hosts``, the hostfile's hosts in order: on the cluster
+    :func:`mpi_worker_hosts`) and ``MASTER_PORT``, then the job's variables (:func:`job_env`, which win)."""
+    env: dict[str, pulumi.Input[str]] = {
+        **worker_env(placement),
+        "MASTER_ADDR": apply_input(hosts, lambda h: h[0]),
+        "MASTER_PORT": str(port),
+        **job_env(spec, nodes=nodes, procs_per_node=slots),
+    }
+    mpirun = mpirun_command([*program, *(spec.get("args") or [])], nodes=nodes, slots=slots, env_names=list(env),
+                            hostfile=hostfile, mca=mca)
+    return [*launcher_command, *mpirun], env
 
 
 class MpiOperatorArgs(TypedDict):
@@ -168,11 +208,9 @@ class MpiJob(pulumi.ComponentResource):
         job_name = spec["job_name"]
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", "eks-training/job": job_name}
         identity = job_identity(self, name, spec)
-        env = {**worker_env(placement), **job_env(spec, nodes=nodes, procs_per_node=slots)}
-        command = [
-            *(args.get("launcher_command") or []),
-            *mpirun_command([*args["command"], *(spec.get("args") or [])], nodes=nodes, slots=slots, env_names=list(env)),
-        ]
+        hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: mpi_worker_hosts(job_name, ns, nodes))
+        command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=args["command"], hosts=hosts,
+                                    launcher_command=args.get("launcher_command") or ())
         timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
         launcher: k8s.core.v1.PodTemplateSpecArgsDict = {
             "metadata": {"labels": labels},

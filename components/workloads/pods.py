@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Literal, Mapping, Optional, Sequence, TypedDict
+from typing import Callable, Literal, Mapping, Optional, Sequence, TypedDict, TypeVar, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -46,6 +46,8 @@ FETCH_SCRIPT = "/app/fetch_code.py"
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
 RendezvousBackend = Literal["etcd-v2", "c10d"]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class WorkerPlacement(TypedDict):
@@ -483,14 +485,23 @@ def indexed_job(
     return service, job
 
 
-def peer_env(job_name: str, namespace: pulumi.Input[str], nodes: int, port: int = MASTER_PORT) -> dict[str, pulumi.Input[str]]:
+def apply_input(value: "pulumi.Input[T]", fn: Callable[[T], R]) -> "pulumi.Input[R]":
+    """``fn`` of ``value``: applied to an Output (a component's inputs), called at once on a plain value
+    (so the pure environment builders give plain values to callers that pass plain values, such as tests
+    that run a pod's process on this machine)."""
+    if isinstance(value, pulumi.Output):
+        return value.apply(fn)
+    return fn(cast(T, value))
+
+
+def peer_env(peers: "pulumi.Input[Sequence[str]]", nodes: int, port: int = MASTER_PORT) -> dict[str, pulumi.Input[str]]:
     """Where a multi-node job's pods find each other, for frameworks this project does not know:
-    ``JOB_PEERS`` (the pods' stable hostnames, comma-separated), ``MASTER_ADDR``/``MASTER_PORT`` (pod 0),
-    ``WORLD_SIZE`` (pods) and ``NODE_RANK``/``RANK`` (this pod's index, ``$(JOB_INDEX)``)."""
-    peers = pulumi.Output.from_input(namespace).apply(lambda ns: peer_hosts(job_name, ns, nodes))
+    ``JOB_PEERS`` (the pods' addresses, comma-separated; on the cluster their stable hostnames,
+    :func:`peer_hosts`), ``MASTER_ADDR``/``MASTER_PORT`` (pod 0), ``WORLD_SIZE`` (pods) and
+    ``NODE_RANK``/``RANK`` (this pod's index, ``$(JOB_INDEX)``)."""
     return {
-        "JOB_PEERS": peers.apply(",".join),
-        "MASTER_ADDR": peers.apply(lambda p: p[0]),
+        "JOB_PEERS": apply_input(peers, ",".join),
+        "MASTER_ADDR": apply_input(peers, lambda p: p[0]),
         "MASTER_PORT": str(port),
         "WORLD_SIZE": str(nodes),
         "NODE_RANK": "$(JOB_INDEX)",

@@ -10,11 +10,26 @@ from components.naming import k8s_name
 from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
 
 TENSORBOARD_PORT = 6006
+#: Seconds between TensorBoard's re-reads of the log folders.
+RELOAD_SECONDS = 60
 
 
 def logdir_spec(log_dirs: Mapping[str, str]) -> str:
     """TensorBoard's ``--logdir_spec``: ``name:path`` pairs, one run group per job."""
     return ",".join(f"{name}:{path}" for name, path in sorted(log_dirs.items()))
+
+
+def tensorboard_command(log_dirs: Mapping[str, str], *, port: int = TENSORBOARD_PORT, host: Optional[str] = None) -> list[str]:
+    """The ``tensorboard`` command serving ``log_dirs`` (job name -> log folder, :func:`logdir_spec`) on
+    ``port``: on every interface of the pod (``--bind_all``, reached through its Service) unless ``host``
+    names one address, re-reading the folders every :data:`RELOAD_SECONDS`."""
+    return [
+        "tensorboard",
+        "--logdir_spec", logdir_spec(log_dirs),
+        *(["--bind_all"] if host is None else ["--host", host]),
+        "--port", str(port),
+        "--reload_interval", str(RELOAD_SECONDS),
+    ]
 
 
 class TensorBoardArgs(TypedDict):
@@ -63,13 +78,7 @@ class TensorBoard(pulumi.ComponentResource):
                             {
                                 "name": "tensorboard",
                                 "image": args["image"],
-                                "command": [
-                                    "tensorboard",
-                                    "--logdir_spec", logdir_spec(args["log_dirs"]),
-                                    "--bind_all",
-                                    "--port", str(TENSORBOARD_PORT),
-                                    "--reload_interval", "60",
-                                ],
+                                "command": tensorboard_command(args["log_dirs"]),
                                 "env": [{"name": "HOME", "value": "/tmp"}],
                                 "ports": [{"name": "http", "container_port": TENSORBOARD_PORT}],
                                 "readiness_probe": probe,

@@ -7,7 +7,7 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS
-from components.workloads.pods import JobSpec, WorkerPlacement, indexed_job, job_env, peer_hosts, worker_env
+from components.workloads.pods import JobSpec, WorkerPlacement, apply_input, indexed_job, job_env, peer_hosts, worker_env
 
 #: The port each TensorFlow worker serves its collective ops on.
 TF_PORT = 2222
@@ -21,6 +21,20 @@ def tf_config(workers: Sequence[str], index: str) -> str:
     worker's task. ``index`` is ``$(JOB_INDEX)`` in the pods (Kubernetes expands it from the downward API)."""
     cluster = json.dumps({"worker": list(workers)}, separators=(",", ":"))
     return f'{{"cluster":{cluster},"task":{{"type":"worker","index":{index}}}}}'
+
+
+def tensorflow_env(
+    spec: JobSpec, placement: WorkerPlacement, nodes: int, workers: pulumi.Input[Sequence[str]]
+) -> dict[str, pulumi.Input[str]]:
+    """The environment of every TensorFlow worker (before Kubernetes expands ``$(JOB_INDEX)``): the node
+    type's settings with ``TF_USE_LEGACY_KERAS=1``, the job's variables, and ``TF_CONFIG`` (:func:`tf_config`)
+    naming ``workers`` (``host:port`` of every worker in index order; on the cluster
+    ``<job>-<i>.<service>...:2222``) and this worker's index."""
+    return {
+        **worker_env(placement, LEGACY_KERAS_ENV),
+        **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
+        "TF_CONFIG": apply_input(workers, lambda w: tf_config(w, "$(JOB_INDEX)")),
+    }
 
 
 class TensorFlowJobArgs(TypedDict):
@@ -54,11 +68,7 @@ class TensorFlowJob(pulumi.ComponentResource):
         placement = args["placement"]
         nodes = args["nodes"]
         hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: peer_hosts(spec["job_name"], ns, nodes))
-        env = {
-            **worker_env(placement, LEGACY_KERAS_ENV),
-            **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
-            "TF_CONFIG": hosts.apply(lambda h: tf_config([f"{x}:{TF_PORT}" for x in h], "$(JOB_INDEX)")),
-        }
+        env = tensorflow_env(spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h]))
         _, job = indexed_job(
             name,
             self,

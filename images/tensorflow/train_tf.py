@@ -9,6 +9,18 @@ shard of every global batch; ``BackupAndRestore`` keeps a backup in ``<output>/b
 ``<output>/summary.json``; every worker writes ``<output>/worker-<index>.json`` with a checksum of its
 final weights (identical on every worker when training was synchronous).
 
+Every worker logs one JSON line per epoch (``train_start`` with the epoch it starts at, > 0 after a
+restore, then ``epoch`` with loss and accuracy). Saving the model reads the distributed variables with
+collective ops, so every worker saves (the others into a private folder they delete): a chief saving alone
+waits for peers that have exited.
+
+A lost peer ends the survivors within a bounded time, so the Job replaces every pod and they resume together:
+TensorFlow's coordination service (which MultiWorkerMirroredStrategy starts on worker 0) aborts the pending
+collectives with an error when a worker's connection resets (about 2 s) or its heartbeats stop (about 13 s for
+a silent worker, about 30 s when worker 0 itself goes silent; measured with TensorFlow 2.21), and the script
+exits 1. (Collective timeouts, ``CommunicationOptions(timeout_seconds=...)``, are meant for debugging and
+would also fire on a slow first step, so they are not used.)
+
 Uses ``tf_keras`` with ``TF_USE_LEGACY_KERAS=1``: Keras 3 (TensorFlow's default since 2.16) does not work with
 MultiWorkerMirroredStrategy (https://github.com/keras-team/keras/issues/20585).
 """
@@ -20,6 +32,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 import time
@@ -83,12 +96,39 @@ def weights_digest(weights: list[np.ndarray]) -> str:
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Atomic write."""
+    """Atomic write (readable by the jobs after this one: mkstemp creates 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, 0o644)
     with os.fdopen(fd, "w") as f:
         json.dump(payload, f, indent=1)
     os.replace(tmp, path)
+
+
+def log_event(event: str, **fields: Any) -> None:
+    """One JSON object on stdout."""
+    print(json.dumps({"event": event, "time": round(time.time(), 3), **fields}), flush=True)
+
+
+def epoch_log(keras: Any, index: int, epochs: int) -> Any:
+    """A Keras callback logging one JSON line per epoch: ``train_start`` with the epoch training starts at
+    (> 0 when ``BackupAndRestore`` restored a backup), then ``epoch`` with its loss and accuracy. Its
+    ``initial_epoch`` is that first epoch (``None`` when no epoch was left to run)."""
+
+    class EpochLog(keras.callbacks.Callback):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.initial_epoch: int | None = None
+
+        def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            if self.initial_epoch is None:
+                self.initial_epoch = epoch
+                log_event("train_start", worker=index, initial_epoch=epoch, epochs=epochs)
+
+        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            log_event("epoch", worker=index, epoch=epoch, **{k: float(v) for k, v in (logs or {}).items()})
+
+    return EpochLog()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,11 +162,13 @@ def main(argv: list[str] | None = None) -> int:
 
     with strategy.scope():
         layers = keras.layers
+        # BatchNormalization's moving averages with momentum 0.9 (PyTorch's default; Keras' 0.99 needs
+        # hundreds of steps before evaluation with the moving averages is meaningful)
         model = keras.Sequential([
             keras.Input((32, 32, 3)),
             *[layer for width in (32, 64, 128) for layer in (
-                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(), layers.ReLU(),
-                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(), layers.ReLU(),
+                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(momentum=0.9), layers.ReLU(),
+                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(momentum=0.9), layers.ReLU(),
                 layers.MaxPooling2D())],
             layers.GlobalAveragePooling2D(),
             layers.Dense(10),
@@ -138,20 +180,25 @@ def main(argv: list[str] | None = None) -> int:
     out = args.output_dir
     backup = keras.callbacks.BackupAndRestore(
         str(out / "backup"), save_freq=args.backup_every_steps or "epoch", delete_checkpoint=False)
-    # only the chief logs where TensorBoard reads; the others write to a private folder
-    tb_dir = out / "tensorboard" if chief else Path(tempfile.mkdtemp(prefix=f"tb-worker-{index}-"))
+    # only the chief writes where TensorBoard and the next jobs read; the others write to a private folder
+    # (every worker must save: saving runs collective ops)
+    private = Path(tempfile.mkdtemp(prefix=f"train-tf-worker-{index}-"))
+    tb_dir = out / "tensorboard" if chief else private / "tensorboard"
+    progress = epoch_log(keras, index, args.epochs)
     started = time.time()
     history = model.fit(train, epochs=args.epochs, steps_per_epoch=steps, verbose=2 if chief else 0,
-                        callbacks=[backup, keras.callbacks.TensorBoard(str(tb_dir), update_freq="epoch")])
+                        callbacks=[backup, progress, keras.callbacks.TensorBoard(str(tb_dir), update_freq="epoch")])
     seconds = time.time() - started
     loss, accuracy = model.evaluate(x_test, y_test, batch_size=512, verbose=0)
     digest = weights_digest(model.get_weights())
+    model.save(str((out if chief else private) / "model.keras"))
     write_json(out / f"worker-{index}.json", {"index": index, "workers": workers, "weights_sha256": digest,
-                                             "test_accuracy": float(accuracy)})
+                                             "initial_epoch": progress.initial_epoch, "test_accuracy": float(accuracy)})
+    shutil.rmtree(private, ignore_errors=True)
     if chief:
-        model.save(str(out / "model.keras"))
         write_json(out / "summary.json", {
-            "epochs": args.epochs, "steps_per_epoch": steps, "global_batch": global_batch, "workers": workers,
+            "epochs": args.epochs, "initial_epoch": progress.initial_epoch, "steps_per_epoch": steps,
+            "global_batch": global_batch, "workers": workers,
             "test_loss": float(loss), "test_accuracy": float(accuracy), "weights_sha256": digest,
             "seconds": round(seconds, 3), "images_per_sec": round(len(history.epoch) * steps * global_batch / max(seconds, 1e-9), 1),
             "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
