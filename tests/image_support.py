@@ -97,3 +97,51 @@ def unique(prefix: str) -> str:
 def iter_statements(policy: dict[str, Any]) -> Iterator[dict[str, Any]]:
     stmts = policy["Statement"]
     yield from (stmts if isinstance(stmts, list) else [stmts])
+
+
+def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
+    """A Dockerfile's instructions as ``(INSTRUCTION, arguments)``, continuation lines joined, comments and
+    blank lines dropped (enough for the Dockerfiles of this repository: no heredocs, default escape)."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if pending and line.startswith("#"):
+            continue  # a comment inside a continued instruction
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        if full:
+            word, _, rest = full.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def base_images(text: str) -> list[str]:
+    """The images a Dockerfile pulls: each ``FROM``'s image (options skipped) that is neither ``scratch`` nor an
+    earlier stage's name nor built from a build argument."""
+    stages: set[str] = set()
+    images: list[str] = []
+    for word, args in dockerfile_instructions(text):
+        if word != "FROM":
+            continue
+        parts = [p for p in args.split() if not p.startswith("--")]
+        ref = parts[0]
+        if ref.lower() != "scratch" and ref.lower() not in stages and "$" not in ref:
+            images.append(ref)
+        if len(parts) >= 3 and parts[1].upper() == "AS":
+            stages.add(parts[2].lower())
+    return images
+
+
+def repository_dockerfiles() -> list[Path]:
+    """Every Dockerfile tracked in the repository."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    tracked = subprocess.run(["git", "ls-files", "*Dockerfile"], cwd=root, capture_output=True, text=True, check=True)
+    return [root / p for p in tracked.stdout.split()]

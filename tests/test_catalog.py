@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from components.catalog import (
+    BASE_IMAGES,
     CA_CHART_WITH_VOLUMEATTACHMENTS,
     CLUSTER_AUTOSCALER,
     KUBERNETES_VERSIONS,
@@ -32,6 +33,7 @@ def test_every_fact_names_a_known_source() -> None:
     used = {s for t in INSTANCE_TYPES.values() for s in t.sources}
     used |= {c.source for c in HELM_CHARTS.values()} | {p.source for p in SERVICE_PRICES.values()}
     used |= {r.source.split(" ", 1)[0] for r in REFERENCE_ALLREDUCE.values()}
+    used |= {b.source for b in BASE_IMAGES.values()}
     assert used <= set(SOURCES), used - set(SOURCES)
     for t in INSTANCE_TYPES.values():
         assert t.sources, t.name

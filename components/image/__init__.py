@@ -29,7 +29,7 @@ from components.image.context import (
     parse_dockerignore,
     write_context_zip,
 )
-from components.image.reference import validate_image_reference
+from components.image.reference import is_docker_hub, registry_of, validate_image_reference
 
 __all__ = [
     "COMPUTE_TYPES",
@@ -48,9 +48,11 @@ __all__ = [
     "context_zip_path",
     "hash_build_context",
     "image_tag_for",
+    "is_docker_hub",
     "is_ignored",
     "lifecycle_policy_document",
     "parse_dockerignore",
+    "registry_of",
     "validate_image_reference",
     "write_context_zip",
 ]
