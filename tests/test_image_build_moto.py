@@ -26,12 +26,10 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import zipfile
 from pathlib import Path
 from typing import Any, Optional
 
-import boto3
 import pulumi
 import pytest
 import yaml
@@ -87,83 +85,7 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Any:
         sup.stop_moto_server(server)
 
 
-class Aws:
-    """boto3 clients on the moto server plus the resources ``ImageBuildProvider`` needs."""
-
-    def __init__(self) -> None:
-        self.ecr = boto3.client("ecr", region_name=sup.REGION)
-        self.s3 = boto3.client("s3", region_name=sup.REGION)
-        self.iam = boto3.client("iam", region_name=sup.REGION)
-        self.logs = boto3.client("logs", region_name=sup.REGION)
-        self.codebuild = boto3.client("codebuild", region_name=sup.REGION)
-
-    def provision(self, context_dir: Path, zip_dir: Path) -> dict[str, Any]:
-        """Create repo, bucket + context object, role, log group and project like the component
-        does; return the provider inputs."""
-        repo = self.ecr.create_repository(
-            repositoryName=sup.unique("train"),
-            imageTagMutability="IMMUTABLE",
-            imageScanningConfiguration={"scanOnPush": True},
-            encryptionConfiguration={"encryptionType": "AES256"},
-        )["repository"]
-        bucket = sup.unique("contexts")
-        self.s3.create_bucket(Bucket=bucket)
-        context_hash = hash_build_context(str(context_dir))
-        zip_path = zip_dir / f"{context_hash}.zip"
-        write_context_zip(str(context_dir), str(zip_path))
-        key = f"{CONTEXT_PREFIX}/{context_hash}.zip"
-        self.s3.put_object(Bucket=bucket, Key=key, Body=zip_path.read_bytes(), ServerSideEncryption="AES256")
-        role_arn = self.iam.create_role(
-            RoleName=sup.unique("codebuild"),
-            AssumeRolePolicyDocument=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {"Effect": "Allow", "Principal": {"Service": "codebuild.amazonaws.com"}, "Action": "sts:AssumeRole"}
-                    ],
-                }
-            ),
-        )["Role"]["Arn"]
-        log_group = sup.unique("/aws/codebuild/train")
-        self.logs.create_log_group(logGroupName=log_group)
-        project = sup.unique("train-image")
-        self.codebuild.create_project(
-            name=project,
-            source={"type": "S3", "location": f"{bucket}/{CONTEXT_PREFIX}/", "buildspec": buildspec()},
-            artifacts={"type": "NO_ARTIFACTS"},
-            environment={
-                "type": "LINUX_CONTAINER",
-                "image": "aws/codebuild/amazonlinux2-x86_64-standard:5.0",
-                "computeType": "BUILD_GENERAL1_LARGE",
-                "privilegedMode": True,
-            },
-            serviceRole=role_arn,
-            logsConfig={"cloudWatchLogs": {"status": "ENABLED", "groupName": log_group}},
-        )
-        return {
-            "project_name": project,
-            "repository_url": repo["repositoryUri"],
-            "repository_name": repo["repositoryName"],
-            "region": sup.REGION,
-            "image_tag": image_tag_for(context_hash),
-            "source_bucket": bucket,
-            "source_key": key,
-            "poll_interval_seconds": 0.05,
-            "wait_timeout_seconds": 30.0,
-            "digest_wait_seconds": 20.0,
-            # The engine passes the serialized provider along with the inputs.
-            "__provider": "serialized-provider-placeholder",
-        }
-
-    def push(self, props: dict[str, Any], seed: str) -> str:
-        """What the real build's ``docker push`` does: put a manifest under the tag. Returns the digest."""
-        image = self.ecr.put_image(
-            repositoryName=props["repository_name"], imageManifest=sup.fake_manifest(seed), imageTag=props["image_tag"]
-        )["image"]
-        return str(image["imageId"]["imageDigest"])
-
-    def builds(self, project: str) -> list[str]:
-        return list(self.codebuild.list_builds_for_project(projectName=project)["ids"])
+Aws = sup.AwsAccount
 
 
 @pytest.fixture()
@@ -173,26 +95,7 @@ def aws_env(moto: Any, tmp_path: Path) -> tuple[Aws, dict[str, Any]]:
     return aws, aws.provision(ctx, tmp_path / "zips")
 
 
-def _create_while_pushing(aws: Aws, props: dict[str, Any], provider: Optional[ImageBuildProvider] = None) -> Any:
-    """Run ``create`` in a thread; when its build appears, push the image like the build would."""
-    provider = provider or ImageBuildProvider()
-    result: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            result["value"] = provider.create(dict(props))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
-            result["error"] = exc
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    build_ids = sup.wait_for(lambda: aws.builds(props["project_name"]) or ("error" in result and ["-"]))
-    pushed = aws.push(props, seed=props["image_tag"]) if "error" not in result else None
-    t.join(timeout=60)
-    assert not t.is_alive(), "create did not return"
-    if "error" in result:
-        raise result["error"]
-    return result["value"], build_ids, pushed
+_create_while_pushing = sup.create_while_pushing
 
 
 # ------------------------------------------------------------------------------------------------
@@ -382,8 +285,8 @@ class _FailingProvider(ImageBuildProvider):
         super().__init__()
         self.phase_type = phase_type
 
-    def _clients(self, region: str) -> tuple[Any, Any]:
-        cb, ecr = super()._clients(region)
+    def _clients(self, props: Any) -> tuple[Any, Any]:
+        cb, ecr = super()._clients(props)
         return _FailingCodeBuild(cb, self.phase_type), ecr
 
 
