@@ -14,8 +14,9 @@ How it behaves
   the CloudWatch deep link. On success the digest comes from ``ecr.describe_images``.
 * ``diff``: replace only when the tag, the context object or the repository changes; no change at all
   when the context is unchanged (so no rebuild).
-* ``read`` (``pulumi refresh``): re-reads the digest; an image that has aged out of the repository
-  makes the resource disappear, so the next ``pulumi up`` builds it again.
+* ``read`` (``pulumi refresh``): re-reads the digest; an image that has aged out of the repository (or a
+  repository that is gone) makes the resource disappear, so the next ``pulumi up`` builds it again.
+  Credentials of another account stop the refresh instead.
 * ``delete``: does nothing. Old images age out through the repository's lifecycle policy (and the
   repository may be force-deleted with the stack).
 
@@ -38,7 +39,8 @@ so the dynamic-provider host must be able to ``import components.image.build_pro
 Pulumi program directory (the host's working directory) is the repository root holding
 ``components/``; otherwise put the repository on ``PYTHONPATH`` or install it. The provider keeps no
 state (no clients at module level or on the instance), so unpickling is cheap and side-effect free.
-This module imports only the standard library and ``pulumi``; boto3 is imported inside the methods.
+This module imports only the standard library, ``pulumi`` and :mod:`components.image.aws_settings` (itself
+standard library only); boto3 is imported inside the methods.
 """
 
 import contextlib
