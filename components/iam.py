@@ -162,12 +162,21 @@ def codebuild_policy(
 ) -> dict[str, Any]:
     """Least-privilege permissions of the image build's CodeBuild role (as a document dict).
 
-    Only ``ecr:GetAuthorizationToken`` uses ``"*"`` (the API has no resource-level permissions). ECR
-    push/pull and DescribeImages on this repository; read of this bucket's context prefix; log
-    streams/events in this project's log group; the KMS key, when one is used."""
+    Only the registry logins use ``"*"`` (their APIs have no resource-level permissions):
+    ``ecr:GetAuthorizationToken`` for this account's registry, and ``ecr-public:GetAuthorizationToken`` with
+    ``sts:GetServiceBearerToken`` for an authenticated pull from ECR Public, which has higher limits than an
+    anonymous one (source keys ``ecr-public-login``, ``ecr-public-pulls``). ECR push/pull and DescribeImages
+    on this repository; read of this bucket's context prefix; log streams/events in this project's log
+    group; the KMS key, when one is used."""
     log_group = log_group_arn[:-2] if log_group_arn.endswith(":*") else log_group_arn
     statements: list[dict[str, Any]] = [
         {"Sid": "EcrLogin", "Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"},
+        {
+            "Sid": "EcrPublicLogin",
+            "Effect": "Allow",
+            "Action": ["ecr-public:GetAuthorizationToken", "sts:GetServiceBearerToken"],
+            "Resource": "*",
+        },
         {
             "Sid": "EcrPushPullThisRepository",
             "Effect": "Allow",

@@ -105,6 +105,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
                 "build_timeout_minutes": cfg.image_build.build_timeout_minutes,
                 "compute_type": cfg.image_build.compute_type,
                 "tags": tags,
+                "aws": cfg.aws,  # the stack's AWS provider settings: build where the repository is
             },
         )
         out.images[image.name] = built

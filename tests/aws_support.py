@@ -102,13 +102,61 @@ class MotoProcess:
         return bodies
 
 
-def start_moto_server(workdir: Path, *, record: bool = False, log_name: str = "moto-server.log") -> MotoProcess:
+@dataclass(frozen=True)
+class RecordedCall:
+    """One AWS API request as moto recorded it: which operation, signed by which key for which region."""
+
+    operation: str
+    """``X-Amz-Target``'s operation (JSON protocols) or the form's ``Action`` (query protocols, e.g. STS)."""
+    params: dict[str, Any]
+    """The JSON body, or the form fields (first value of each)."""
+    access_key: str
+    """Access key id of the SigV4 ``Authorization`` header ("" when unsigned)."""
+    region: str
+    """Region of the signature's credential scope."""
+    service: str
+    """Service of the signature's credential scope (``sts``, ``codebuild``, ``ecr``...)."""
+
+
+def recorded_calls(server: "MotoProcess") -> list[RecordedCall]:
+    """Every signed AWS request the recording server received, in order."""
+    from urllib.parse import parse_qs
+
+    if server.recording is None:
+        raise RuntimeError("moto_server was started without request recording (record=True)")
+    calls: list[RecordedCall] = []
+    if not server.recording.exists():
+        return calls
+    for line in server.recording.read_text().splitlines():
+        entry = json.loads(line)
+        headers = entry.get("headers", {})
+        auth = headers.get("Authorization", "")
+        if "Credential=" not in auth:
+            continue
+        scope = auth.split("Credential=", 1)[1].split(",", 1)[0].split("/")
+        body = entry.get("body") or ""
+        if entry.get("body_encoded"):
+            body = base64.b64decode(body).decode("utf-8", errors="replace")
+        target = headers.get("X-Amz-Target", "")
+        operation, params = "", {}
+        if target:
+            operation, params = target.rsplit(".", 1)[-1], json.loads(body or "{}")
+        elif headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded"):
+            form = {k: v[0] for k, v in parse_qs(body).items()}
+            operation, params = form.get("Action", ""), form
+        calls.append(RecordedCall(operation, params, scope[0], scope[2], scope[3]))
+    return calls
+
+
+def start_moto_server(workdir: Path, *, record: bool = False, log_name: str = "moto-server.log",
+                      env_extra: Optional[dict[str, str]] = None) -> MotoProcess:
     """Start ``moto_server -H 127.0.0.1 -p <free port>`` in ``workdir`` and wait until it answers.
 
     Its output goes to ``workdir / log_name``. With ``record=True`` moto records every request
     (``MOTO_ENABLE_RECORDING``) to ``workdir / "moto-recording.jsonl"``, read back with
-    :meth:`MotoProcess.recorded_requests`. Raise ``RuntimeError`` if ``moto_server`` is missing,
-    exits, or does not answer.
+    :meth:`MotoProcess.recorded_requests`. ``env_extra`` adds moto settings to the server's environment
+    (e.g. ``INITIAL_NO_AUTH_ACTION_COUNT=0``: check credentials and IAM permissions). Raise
+    ``RuntimeError`` if ``moto_server`` is missing, exits, or does not answer.
     """
     if not MOTO_SERVER.is_file():
         raise RuntimeError(f"{MOTO_SERVER} not found: install moto[server] (requirements-dev.txt)")
@@ -120,6 +168,7 @@ def start_moto_server(workdir: Path, *, record: bool = False, log_name: str = "m
     if record:
         recording = workdir / "moto-recording.jsonl"
         env.update(MOTO_ENABLE_RECORDING="1", MOTO_RECORDER_FILEPATH=str(recording))
+    env.update(env_extra or {})
     with open(log, "wb") as log_f:
         proc = subprocess.Popen(
             [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],

@@ -10,6 +10,7 @@ import pytest
 
 from components.catalog.limits import NAME_LIMITS
 from components.catalog import (
+    BASE_IMAGES,
     CA_CHART_WITH_VOLUMEATTACHMENTS,
     CLUSTER_AUTOSCALER,
     KUBERNETES_VERSIONS,

@@ -7,12 +7,14 @@ live in :mod:`components.scheduling` and :mod:`components.conventions`.
 """
 
 from components.catalog.charts import (
+    BASE_IMAGES,
     CA_CHART_WITH_VOLUMEATTACHMENTS,
     CLUSTER_AUTOSCALER,
     HELM_CHARTS,
     IMAGES,
     MANIFESTS,
     AutoscalerRelease,
+    BaseImage,
     HelmChart,
     ReleaseManifest,
 )
@@ -77,6 +79,8 @@ __all__ = [
     "AUTOSCALER_GPU_LABEL",
     "AllReduceReference",
     "AutoscalerRelease",
+    "BASE_IMAGES",
+    "BaseImage",
     "CA_CHART_WITH_VOLUMEATTACHMENTS",
     "CLUSTER_AUTOSCALER",
     "DEFAULT_KUBERNETES_VERSION",

@@ -108,3 +108,28 @@ IMAGES: Mapping[str, str] = {
     # the digest its image promoter publishes (source key ``busybox-image``).
     "busybox": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1@sha256:0ffbe172f8d245c83f285c6992b452c53d085661e03ddfd3b484332026e6c8bb",
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseImage:
+    """A base image the Dockerfiles of this repository build on (``FROM``), pinned by digest."""
+
+    ref: str
+    """``registry/repository:tag@sha256:<index digest>``, exactly as the Dockerfiles write it."""
+    source: str
+    """Key of :data:`components.catalog.sources.SOURCES` (where the digest is published)."""
+
+
+#: Base images of ``training/`` and ``images/*`` that come from Amazon ECR Public. CodeBuild pulls them: Docker
+#: Hub limits anonymous pulls per address and CodeBuild shares its addresses (source keys ``docker-hub-limits``,
+#: ``codebuild-docker-hub-429``), ECR Public serves anonymous and authenticated pulls under its own quotas
+#: (source key ``ecr-public-pulls``). NVIDIA's bases stay on nvcr.io. ``tests/test_dockerfiles.py`` keeps every
+#: Dockerfile off Docker Hub and every public.ecr.aws base equal to an entry here.
+BASE_IMAGES: Mapping[str, BaseImage] = {
+    # Ubuntu 24.04 (Python 3.12): the Docker Official Image as ECR Public mirrors it, at the index digest AWS
+    # pins in its own images (source key ``ubuntu-24.04-digest``).
+    "ubuntu-24.04": BaseImage(
+        ref="public.ecr.aws/docker/library/ubuntu:24.04@sha256:b359f1067efa76f37863778f7b6d0e8d911e3ee8efa807ad01fbf5dc1ef9006b",
+        source="ubuntu-24.04-digest",
+    ),
+}

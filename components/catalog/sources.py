@@ -323,6 +323,64 @@ SOURCES: Mapping[str, Source] = {
         shows="the MPI Operator's release manifest (MPIJob v2beta1 CRD, RBAC, Deployment of mpioperator/mpi-operator:0.8.0); "
         "MPIJob fields in pkg/apis/kubeflow/v2beta1/types.go at the same tag",
     ),
+    # --- image builds -------------------------------------------------------------------------------
+    "ubuntu-24.04-digest": Source(
+        url="https://github.com/aws/deep-learning-containers/blob/e0ecedea6a1c56d6b5914f9cfb2fec5c548e67e0/"
+        "docker/sklearn/1.4-2-py312/Dockerfile#L16",
+        shows="AWS pins ubuntu:24.04 (the Docker Official Image) to index digest sha256:b359f1067efa...9006b; ECR "
+        "Public mirrors that image as public.ecr.aws/docker/library/ubuntu (https://gallery.ecr.aws/docker/library/ubuntu)",
+    ),
+    "docker-hub-limits": Source(
+        url="https://docs.docker.com/docker-hub/usage/",
+        shows="Docker Hub limits unauthenticated pulls per IPv4 address or IPv6 /64 subnet",
+    ),
+    "codebuild-docker-hub-429": Source(
+        url="https://dev.classmethod.jp/en/articles/codebuild-docker-hub-429-ecr-public-gallery-workaround",
+        shows="CodeBuild reaches Docker Hub from AWS-managed addresses shared with other users, so its anonymous "
+        "pulls fail with 429 Too Many Requests; ECR Public's docker/library images avoid it",
+    ),
+    "ecr-public-pulls": Source(
+        url="https://docs.aws.amazon.com/AmazonECR/latest/public/docker-pull-ecr-image.html",
+        shows="ECR Public accepts unauthenticated and authenticated pulls, with separate quotas for each "
+        "(https://docs.aws.amazon.com/AmazonECR/latest/public/public-service-quotas.html)",
+    ),
+    "ecr-public-login": Source(
+        url="https://docs.aws.amazon.com/cli/latest/reference/ecr-public/get-login-password.html",
+        shows="aws ecr-public get-login-password (us-east-1) needs ecr-public:GetAuthorizationToken and "
+        "sts:GetServiceBearerToken; the token authenticates pulls from ECR Public",
+    ),
+    "codebuild-shell": Source(
+        url="https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-cmd.html",
+        shows="buildspec version 0.2 keeps the state of earlier commands (directory, environment variables) for "
+        "later ones; 0.1 ran each command in its own shell",
+    ),
+    "codebuild-buildspec": Source(
+        url="https://docs.aws.amazon.com/codebuild/latest/userguide/build-spec-ref.html",
+        shows="buildspec syntax: env.shell, env.variables, phases; commands run as root unless run-as names a user",
+    ),
+    "torch-2.9.1": Source(
+        url="https://pypi.org/project/torch/2.9.1/",
+        shows="the Linux x86_64 wheels of torch 2.9.1 are the CUDA 12.8 build (2.9.1+cu128) and require "
+        "nvidia-nccl-cu12==2.27.5 and nvidia-cuda-runtime-cu12==12.8.90 (libcudart.so.12)",
+    ),
+    "pulumi-aws-config": Source(
+        url="https://www.pulumi.com/registry/packages/aws/installation-configuration/",
+        shows="the AWS provider's stack settings: aws:profile, aws:region, aws:sharedConfigFiles, "
+        "aws:sharedCredentialsFiles, aws:assumeRoles (roleArn, sessionName, externalId, duration, policy, ...)",
+    ),
+    "pulumi-aws-7-role-chaining": Source(
+        url="https://www.pulumi.com/blog/announcing-7-0-of-the-pulumi-aws-provider",
+        shows="pulumi-aws 7 chains IAM roles: aws:assumeRoles is a list, assumed in order (6.x read one aws:assumeRole)",
+    ),
+    "sts-assume-role": Source(
+        url="https://docs.aws.amazon.com/STS/latest/APIReference/API_AssumeRole.html",
+        shows="AssumeRole parameters: RoleSessionName 2-64 characters [\\w+=,.@-], DurationSeconds 900-43200, "
+        "ExternalId, Policy, PolicyArns, SourceIdentity, Tags, TransitiveTagKeys",
+    ),
+    "pulumi-dynamic-providers": Source(
+        url="https://www.pulumi.com/docs/iac/concepts/resources/dynamic-providers/",
+        shows="a dynamic provider is serialized with the resource and run by the engine in a separate process",
+    ),
     # --- prices and quotas --------------------------------------------------------------------------
     "eks-pricing": Source(url="https://aws.amazon.com/eks/pricing/", shows="$0.10 per cluster-hour in standard support"),
     "vpc-pricing": Source(

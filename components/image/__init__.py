@@ -2,10 +2,18 @@
 
 Modules: :mod:`~components.image.context` (content hash and zip of a build context),
 :mod:`~components.image.reference` (image references), :mod:`~components.image.buildspec`
-(CodeBuild buildspec, ECR lifecycle policy), :mod:`~components.image.build_provider` (the dynamic
-resource that runs the build), :mod:`~components.image.component` (``TrainingImage``).
+(CodeBuild buildspec, ECR lifecycle policy), :mod:`~components.image.aws_settings` (the stack's AWS
+settings the build runs with), :mod:`~components.image.build_provider` (the dynamic resource that runs the
+build), :mod:`~components.image.component` (``TrainingImage``).
 """
 
+from components.image.aws_settings import (
+    AssumeRole,
+    AwsSettings,
+    AwsSettingsError,
+    aws_settings_from_config,
+    stack_aws_settings,
+)
 from components.image.buildspec import buildspec, lifecycle_policy_document
 from components.image.component import (
     COMPUTE_TYPES,
@@ -29,9 +37,12 @@ from components.image.context import (
     parse_dockerignore,
     write_context_zip,
 )
-from components.image.reference import validate_image_reference
+from components.image.reference import is_docker_hub, registry_of, validate_image_reference
 
 __all__ = [
+    "AssumeRole",
+    "AwsSettings",
+    "AwsSettingsError",
     "COMPUTE_TYPES",
     "ComputeType",
     "CONTEXT_PREFIX",
@@ -43,14 +54,18 @@ __all__ = [
     "TAG_HEX_LENGTH",
     "TrainingImage",
     "TrainingImageArgs",
+    "aws_settings_from_config",
     "buildspec",
     "collect_build_context",
     "context_zip_path",
     "hash_build_context",
     "image_tag_for",
+    "is_docker_hub",
     "is_ignored",
     "lifecycle_policy_document",
     "parse_dockerignore",
+    "registry_of",
+    "stack_aws_settings",
     "validate_image_reference",
     "write_context_zip",
 ]

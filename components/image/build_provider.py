@@ -14,36 +14,46 @@ How it behaves
   the CloudWatch deep link. On success the digest comes from ``ecr.describe_images``.
 * ``diff``: replace only when the tag, the context object or the repository changes; no change at all
   when the context is unchanged (so no rebuild).
-* ``read`` (``pulumi refresh``): re-reads the digest; an image that has aged out of the repository
-  makes the resource disappear, so the next ``pulumi up`` builds it again.
+* ``read`` (``pulumi refresh``): re-reads the digest; an image that has aged out of the repository (or a
+  repository that is gone) makes the resource disappear, so the next ``pulumi up`` builds it again.
+  Credentials of another account stop the refresh instead.
 * ``delete``: does nothing. Old images age out through the repository's lifecycle policy (and the
   repository may be force-deleted with the stack).
 
 Where it runs and with which credentials
 ----------------------------------------
 The provider runs inside Pulumi's dynamic-provider host (``python -m pulumi.dynamic``), not inside
-the program. It uses boto3 with the *ambient* credentials of that process (environment variables,
-``AWS_PROFILE``, instance/SSO credentials; ``aws:profile`` from the stack config is honoured when the
-engine passes it to ``configure``). The region is an explicit input (the component derives it from
-the repository ARN, so it always matches the provider the AWS children were created with).
-``AWS_ENDPOINT_URL`` is respected by boto3 itself, which is how the tests point it at moto.
+the program, where the AWS provider's settings are out of reach. The program passes them as the plain
+input ``aws`` (:class:`~components.image.aws_settings.AwsSettings`: the stack's ``aws:profile``,
+``aws:region``, credential files and ``aws:assumeRoles``), and every call builds its boto3 session from
+them (:func:`~components.image.aws_settings.aws_session`); without them, the ambient credentials of the
+host process. Before anything else the provider compares the account of those credentials
+(``sts:GetCallerIdentity``) with the repository's: a mismatch, missing or rejected credentials and a
+missing repository stop with :class:`ImageBuildError` saying what to do. ECR and CodeBuild calls go to the
+``region`` input (the component derives it from the repository ARN, so it always matches the region the
+children were created in). ``AWS_ENDPOINT_URL`` is respected by boto3 itself, which is how the tests
+point it at moto.
 
 dill pickles :class:`ImageBuildProvider` *by reference* (``components.image.build_provider.ImageBuildProvider``),
 so the dynamic-provider host must be able to ``import components.image.build_provider``: it can when the
 Pulumi program directory (the host's working directory) is the repository root holding
 ``components/``; otherwise put the repository on ``PYTHONPATH`` or install it. The provider keeps no
 state (no clients at module level or on the instance), so unpickling is cheap and side-effect free.
-This module imports only the standard library and ``pulumi``; boto3 is imported inside the methods.
+This module imports only the standard library, ``pulumi`` and :mod:`components.image.aws_settings` (itself
+standard library only); boto3 is imported inside the methods.
 """
 
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, TypedDict
+from typing import Any, Iterator, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
 import pulumi.dynamic
 from typing_extensions import NotRequired
+
+from components.image.aws_settings import AwsSettings, aws_session, aws_settings_problems, describe_credentials
 
 # CodeBuild build statuses (StatusType) and phase statuses.
 BUILD_IN_PROGRESS = "IN_PROGRESS"
@@ -56,6 +66,7 @@ REPLACE_KEYS: tuple[str, ...] = ("image_tag", "source_bucket", "source_key", "re
 UPDATE_KEYS: tuple[str, ...] = (
     "project_name",
     "region",
+    "aws",
     "poll_interval_seconds",
     "wait_timeout_seconds",
     "digest_wait_seconds",
@@ -74,6 +85,31 @@ _RECENT_BUILDS_TO_SCAN = 20
 
 class ImageBuildError(Exception):
     """A CodeBuild image build failed, timed out, or did not produce the expected image."""
+
+
+class ImageBuildCredentialsError(ImageBuildError):
+    """The build's AWS credentials are missing, rejected, not allowed, or for another account than the repository."""
+
+
+class ImageRepositoryNotFoundError(ImageBuildError):
+    """The build's ECR repository does not exist where the build's credentials look for it."""
+
+
+#: Error codes AWS answers for credentials it does not accept, by what to do about them.
+EXPIRED_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "RequestExpired", "TokenRefreshRequired"})
+UNRECOGNISED_CODES = frozenset(
+    {"InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "InvalidSignatureException",
+     "AuthFailure", "IncompleteSignature", "MissingAuthenticationToken"}
+)
+DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden"})
+#: botocore exceptions raised before any request, for credentials that cannot be found or loaded.
+NO_CREDENTIAL_ERRORS = frozenset(
+    {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "UnknownCredentialError",
+     "InvalidConfigError", "ConfigParseError"}
+)
+SSO_ERRORS = frozenset({"SSOTokenLoadError", "UnauthorizedSSOTokenError", "TokenRetrievalError", "SSOError"})
+
+_AGAIN = "then run `pulumi up` again"
 
 
 class ImageBuildInputs(TypedDict):
@@ -99,6 +135,9 @@ class ImageBuildInputs(TypedDict):
     """Give up (and stop the build) after this many seconds (default 3 h)."""
     digest_wait_seconds: NotRequired[pulumi.Input[float]]
     """After a successful build, how long to wait for the tag to be visible in ECR (default 60)."""
+    aws: NotRequired[AwsSettings]
+    """The stack's AWS settings (profile, region, credential files, assumed roles) the build runs with;
+    default: the ambient credentials of the dynamic-provider host."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +216,87 @@ def format_build_failure(state: BuildState) -> str:
     )
 
 
+def repository_account(repository_url: str) -> Optional[str]:
+    """Pure: the account of an ECR repository URI (``<account>.dkr.ecr.<region>.amazonaws.com/<name>``)."""
+    account = repository_url.split("/", 1)[0].split(".", 1)[0]
+    return account if len(account) == 12 and account.isdigit() else None
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def explain_aws_error(exc: BaseException, props: Mapping[str, Any]) -> Optional[ImageBuildError]:
+    """Pure: the :class:`ImageBuildError` to raise, with what to do, for a botocore error met while building the
+    image of ``props`` (missing, expired or rejected credentials, a missing profile or repository); ``None`` for
+    errors this has nothing to add to."""
+    settings: Mapping[str, Any] = props.get("aws") or {}
+    who = describe_credentials(settings)
+    profile = settings.get("profile")
+    name = type(exc).__name__
+    if name == "ProfileNotFound":
+        return ImageBuildCredentialsError(
+            f"The image build cannot find AWS profile {profile or '(from AWS_PROFILE)'!r} in the AWS config and "
+            f"credentials files ({_short(str(exc))}). Create it (`aws configure --profile NAME` or `aws configure sso`) "
+            f"or correct aws:profile / AWS_PROFILE, {_AGAIN}."
+        )
+    if name in SSO_ERRORS:
+        login = "aws sso login" + (f" --profile {profile}" if profile else "")
+        return ImageBuildCredentialsError(
+            f"The AWS SSO session behind the image build's credentials ({who}) is missing or expired "
+            f"({_short(str(exc))}). Run `{login}`, {_AGAIN}."
+        )
+    if name in NO_CREDENTIAL_ERRORS:
+        return ImageBuildCredentialsError(
+            f"The image build found no usable AWS credentials ({who}: {_short(str(exc))}). Give it the credentials "
+            "`pulumi up` uses for the AWS provider: set aws:profile (pulumi config set aws:profile NAME), export "
+            f"AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, or run `aws sso login`, {_AGAIN}."
+        )
+    response = getattr(exc, "response", None)
+    if not isinstance(response, Mapping):
+        return None
+    error = response.get("Error") or {}
+    code = str(error.get("Code") or "")
+    message = _short(str(error.get("Message") or ""))
+    status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    operation = str(getattr(exc, "operation_name", "") or "an AWS call")
+    if code == "RepositoryNotFoundException":
+        account = repository_account(str(props.get("repository_url", ""))) or "(unknown)"
+        return ImageRepositoryNotFoundError(
+            f"ECR repository {props.get('repository_name')!r} does not exist in account {account}, region "
+            f"{props.get('region')}, where the image build looks with {who}. TrainingImage creates it before the "
+            "build: if it was deleted outside Pulumi, run `pulumi refresh` and then `pulumi up` to create it again; "
+            "if the repository's AWS provider uses other credentials than the build (an explicit provider), pass "
+            "TrainingImage the matching `aws` settings."
+        )
+    if code in EXPIRED_CODES:
+        return ImageBuildCredentialsError(
+            f"AWS rejected the image build's credentials ({who}) as expired: {code} on {operation} ({message}). "
+            f"Refresh them (`aws sso login`, a new session token, or re-assume the role), {_AGAIN}."
+        )
+    if code in UNRECOGNISED_CODES:
+        return ImageBuildCredentialsError(
+            f"AWS does not recognise the image build's credentials ({who}): {code} on {operation} ({message}). "
+            "Check that the access key exists, is active and belongs to this partition, and that the secret key "
+            f"and session token go with it (for assumed roles: the credentials they are assumed with), {_AGAIN}."
+        )
+    if code in DENIED_CODES:
+        return ImageBuildCredentialsError(
+            f"The image build's identity ({who}) may not call {operation}: {code} ({message}). It needs "
+            "sts:AssumeRole on each role of aws:assumeRoles (whose trust policy must allow the caller, with the "
+            "external id if one is set), codebuild:StartBuild, BatchGetBuilds, ListBuildsForProject and StopBuild "
+            f"on the project, and ecr:DescribeImages on the repository; grant them, {_AGAIN}."
+        )
+    if status == 403:
+        return ImageBuildCredentialsError(
+            f"AWS refused {operation} with the image build's credentials ({who}): HTTP 403 {code} ({message}). "
+            "The credentials are unknown, expired or not allowed for it: refresh them or grant the permission, "
+            f"{_AGAIN}."
+        )
+    return None
+
+
 def build_environment(build: Mapping[str, Any]) -> dict[str, str]:
     """Pure: the environment variables a build record reports (name -> value)."""
     env = (build.get("environment") or {}).get("environmentVariables") or []
@@ -223,28 +343,58 @@ def _inputs_only(props: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in props.items() if k != _PROVIDER_KEY and k not in OUTPUT_KEYS}
 
 
+def _value(props: Mapping[str, Any], key: str) -> Any:
+    """An input as diff compares it: no ``aws`` settings and empty ones are the same (state written before
+    the input existed has none)."""
+    value = props.get(key)
+    return (value or {}) if key == "aws" else value
+
+
+@contextlib.contextmanager
+def _explained(props: Mapping[str, Any]) -> Iterator[None]:
+    """Re-raise botocore's credential and missing-repository errors as :class:`ImageBuildError` saying what to do."""
+    try:
+        yield
+    except ImageBuildError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - explained or re-raised unchanged
+        explained = explain_aws_error(exc, props)
+        if explained is None:
+            raise
+        raise explained from exc
+
+
 class ImageBuildProvider(pulumi.dynamic.ResourceProvider):
     """CRUD of one CodeBuild-built image. Stateless; boto3 is created per call."""
 
     # The serialized provider holds no secret: don't mark it secret in the state.
     serialize_as_secret_always = False
 
-    def configure(self, req: pulumi.dynamic.ConfigureRequest) -> None:
-        profile = None
-        try:
-            profile = req.config.get("aws:profile")
-        except Exception:  # noqa: BLE001 - config shape differs between engine versions
-            profile = None
-        self._profile = profile if isinstance(profile, str) and profile else None
-
     # -- AWS helpers -------------------------------------------------------------------------------
-    def _clients(self, region: str) -> tuple[Any, Any]:
-        import boto3
+    def _session(self, props: Mapping[str, Any]) -> Any:
+        return aws_session(props.get("aws") or {}, props["region"])
+
+    def _clients(self, props: Mapping[str, Any]) -> tuple[Any, Any]:
+        """CodeBuild and ECR clients with the build's credentials, after checking that they are for the
+        repository's account (else the build would run, and the digest be looked up, in another account)."""
         from botocore.config import Config
 
-        session = boto3.session.Session(profile_name=getattr(self, "_profile", None), region_name=region)
+        session = self._session(props)
         cfg = Config(retries={"mode": "standard", "max_attempts": 10}, user_agent_extra="eks-training-image")
-        return session.client("codebuild", config=cfg), session.client("ecr", config=cfg)
+        settings: Mapping[str, Any] = props.get("aws") or {}
+        sts = session.client("sts", region_name=settings.get("region") or props["region"], config=cfg)
+        identity = sts.get_caller_identity()
+        expected = repository_account(props["repository_url"])
+        if expected and identity.get("Account") != expected:
+            raise ImageBuildCredentialsError(
+                f"The image build's credentials ({describe_credentials(settings)}) are {identity.get('Arn')} in "
+                f"account {identity.get('Account')}, but repository {props['repository_url']} is in account {expected}: "
+                "the build would start CodeBuild and look up the digest in the wrong account. Give the build the "
+                "credentials of the AWS provider that created the repository: the stack's aws:profile / "
+                "aws:assumeRoles, or TrainingImage's `aws` argument when the component has an explicit provider."
+            )
+        region = props["region"]
+        return session.client("codebuild", region_name=region, config=cfg), session.client("ecr", region_name=region, config=cfg)
 
     @staticmethod
     def _find_digest(ecr: Any, repository_name: str, image_tag: str) -> Optional[str]:
@@ -290,7 +440,7 @@ class ImageBuildProvider(pulumi.dynamic.ResourceProvider):
             time.sleep(poll)
 
     def _build_or_reuse(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        cb, ecr = self._clients(props["region"])
+        cb, ecr = self._clients(props)
         repo_name, tag, repo_url = props["repository_name"], props["image_tag"], props["repository_url"]
         digest = self._find_digest(ecr, repo_name, tag)
         build_id, log_link, skipped = "", "", True
@@ -337,15 +487,21 @@ class ImageBuildProvider(pulumi.dynamic.ResourceProvider):
         for key in ("project_name", "repository_url", "repository_name", "region", "image_tag", "source_bucket", "source_key"):
             if news.get(key) in (None, ""):
                 failures.append(pulumi.dynamic.CheckFailure(key, f"{key} is required"))
+        aws = news.get("aws")
+        if aws is not None:
+            problems = aws_settings_problems(aws) if isinstance(aws, Mapping) else ["aws: must be an object"]
+            failures.extend(pulumi.dynamic.CheckFailure("aws", problem) for problem in problems)
         return pulumi.dynamic.CheckResult(news, failures)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        outs = {**_inputs_only(props), **self._build_or_reuse(props)}
+        with _explained(props):
+            built = self._build_or_reuse(props)
+        outs = {**_inputs_only(props), **built}
         return pulumi.dynamic.CreateResult(f"{props['repository_url']}:{props['image_tag']}", outs)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        replaces = [k for k in REPLACE_KEYS if olds.get(k) != news.get(k)]
-        updates = [k for k in UPDATE_KEYS if olds.get(k) != news.get(k)]
+        replaces = [k for k in REPLACE_KEYS if _value(olds, k) != _value(news, k)]
+        updates = [k for k in UPDATE_KEYS if _value(olds, k) != _value(news, k)]
         return pulumi.dynamic.DiffResult(
             changes=bool(replaces or updates), replaces=replaces, delete_before_replace=False
         )
@@ -355,11 +511,12 @@ class ImageBuildProvider(pulumi.dynamic.ResourceProvider):
         return pulumi.dynamic.UpdateResult({**_inputs_only(news), **computed})
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
-        _cb, ecr = self._clients(props["region"])
-        try:
-            digest = self._find_digest(ecr, props["repository_name"], props["image_tag"])
-        except ecr.exceptions.RepositoryNotFoundException:
-            digest = None
+        with _explained(props):
+            _cb, ecr = self._clients(props)
+            try:
+                digest = self._find_digest(ecr, props["repository_name"], props["image_tag"])
+            except ecr.exceptions.RepositoryNotFoundException:
+                digest = None  # the repository is gone (the credentials are the repository account's: checked)
         if digest is None:
             # The image is gone (aged out or deleted): report the resource as deleted so the next
             # `pulumi up` builds it again.

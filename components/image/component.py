@@ -12,8 +12,12 @@ replaces only the build resource (and the context object). The repository, bucke
 and project do not change. Jobs use :attr:`TrainingImage.image_uri`, which pins the image by digest.
 
 The children use whatever AWS provider the component inherits (no provider is created here). The
-dynamic build resource runs boto3 in Pulumi's dynamic-provider host; its region is taken from the
-repository ARN, so it always matches the region the children were created in.
+dynamic build resource runs boto3 in Pulumi's dynamic-provider host, a separate process: it gets the AWS
+settings as the plain input ``aws`` (:class:`~components.image.aws_settings.AwsSettings`; default: the
+stack's ``aws:profile``, ``aws:region``, credential files and ``aws:assumeRoles``), so it builds and reads
+digests in the account the repository is in. Give ``aws`` explicitly when the component gets an explicit
+AWS provider with other settings. Its region is taken from the repository ARN, so it always matches the
+region the children were created in.
 """
 
 import json
@@ -26,6 +30,7 @@ from typing_extensions import NotRequired
 
 from components.arns import account_from_arn, region_from_arn
 from components.iam import codebuild_policy, s3_tls_only_bucket_policy, service_trust_policy
+from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_problems, stack_aws_settings
 from components.image.build_provider import ImageBuild, ImageBuildInputs
 from components.image.buildspec import buildspec, lifecycle_policy_document
 from components.image.context import (
@@ -86,6 +91,9 @@ class TrainingImageArgs(TypedDict):
     """How often the build status is polled (default 15)."""
     tags: NotRequired[Mapping[str, str]]
     """Tags added to every taggable child."""
+    aws: NotRequired[AwsSettings]
+    """AWS settings the build runs with; they must lead to the account and region of the AWS provider the
+    children use (default: the stack's ``aws:`` settings, right for the default provider)."""
 
 
 class TrainingImage(pulumi.ComponentResource):
@@ -131,6 +139,10 @@ class TrainingImage(pulumi.ComponentResource):
             raise ValueError("queued_timeout_minutes must be between 5 and 480")
         kms_key_arn = args.get("kms_key_arn")
         tags: dict[str, str] = dict(args.get("tags") or {})
+        aws_settings: AwsSettings = args["aws"] if "aws" in args else stack_aws_settings()
+        aws_problems = aws_settings_problems(aws_settings)
+        if aws_problems:
+            raise AwsSettingsError(aws_problems)
         env_type, default_build_image = PLATFORM_BUILD_ENVIRONMENTS[platform]
 
         # Program-time content addressing: hash, then a deterministic zip named by the hash.
@@ -278,6 +290,7 @@ class TrainingImage(pulumi.ComponentResource):
             "poll_interval_seconds": poll,
             "wait_timeout_seconds": float((build_timeout + queued_timeout) * 60 + 600),
             "digest_wait_seconds": 120.0,
+            "aws": aws_settings,
         }
         build = ImageBuild(
             f"{name}-image",

@@ -52,3 +52,23 @@ def validate_image_reference(uri: str, *, require_pinned: bool = True) -> Option
     if require_pinned and not tag and not at:
         return f"image reference {uri!r} has neither a tag nor a @sha256 digest (it would float on :latest); pin one"
     return None
+
+
+#: Host names of Docker Hub's registry.
+DOCKER_HUB_HOSTS = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+
+
+def registry_of(uri: str) -> str:
+    """The registry host of an image reference, as Docker resolves it: the first path component when it looks
+    like a host (has a ``.`` or a ``:``, or is ``localhost``), else Docker Hub (``docker.io``), so
+    ``ubuntu:24.04`` and ``pytorch/pytorch:2.9.1`` are both on ``docker.io``."""
+    name = uri.partition("@")[0]
+    first, slash, _ = name.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return first.lower()
+    return "docker.io"
+
+
+def is_docker_hub(uri: str) -> bool:
+    """Whether ``uri`` is pulled from Docker Hub (explicitly or by default)."""
+    return registry_of(uri) in DOCKER_HUB_HOSTS

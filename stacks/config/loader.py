@@ -3,7 +3,9 @@
 :func:`load_config` runs before the program registers any resource. Each section is validated by
 its model (:mod:`stacks.config.network`, ``cluster``, ``nodegroups``, ``storage``, ``workloads``,
 ``instance_facts``), then the rules across sections run (:mod:`stacks.config.rules`). All problems
-are collected and raised as one :class:`~stacks.config.errors.ConfigError` naming each bad key.
+are collected and raised as one :class:`~stacks.config.errors.ConfigError` naming each bad key. The AWS
+provider's settings the image builds need (``aws:profile``, ``aws:assumeRoles``, ...) are read and checked
+here too (:func:`components.image.aws_settings.aws_settings_from_config`).
 """
 
 import json
@@ -14,6 +16,7 @@ import pulumi
 from pydantic import BaseModel, ValidationError
 
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
+from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
 from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
@@ -80,6 +83,8 @@ class StackConfig:
     """Jobs in config order, with their group defaults filled in."""
     preflight: PreflightConfig
     autoscaler: AutoscalerConfig
+    aws: AwsSettings
+    """The stack's AWS provider settings the image builds run with (``aws:profile``, ``aws:assumeRoles``, ...)."""
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -212,6 +217,14 @@ def load_config(project: str, stack: str) -> StackConfig:
     )
     problems, jobs = cross_section(sections)
     p.problems.extend(problems)
+    aws: AwsSettings = {}
+    try:
+        aws, warnings = aws_settings_from_config(pulumi.Config("aws").get)
+    except AwsSettingsError as exc:
+        p.problems.extend(exc.problems)
+    else:
+        for warning in warnings:
+            pulumi.log.warn(warning)
     if p.problems:
         raise ConfigError(p.problems)
 
@@ -233,4 +246,5 @@ def load_config(project: str, stack: str) -> StackConfig:
         jobs=jobs,
         preflight=parsed.get("preflight") or PreflightConfig(),
         autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
+        aws=aws,
     )
