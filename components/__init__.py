@@ -38,6 +38,8 @@ from components.workloads import (
     TensorBoardArgs,
     TensorFlowJob,
     TensorFlowJobArgs,
+    TrainingNetworkPolicies,
+    TrainingNetworkPoliciesArgs,
     WorkerPlacement,
 )
 
@@ -64,6 +66,7 @@ COMPONENTS = [
     TensorFlowJob,
     CommandJob,
     TensorBoard,
+    TrainingNetworkPolicies,
 ]
 
 __all__ = [
@@ -98,6 +101,8 @@ __all__ = [
     "TrainingClusterArgs",
     "TrainingImage",
     "TrainingImageArgs",
+    "TrainingNetworkPolicies",
+    "TrainingNetworkPoliciesArgs",
     "TrainingNodeGroup",
     "TrainingNodeGroupArgs",
     "TrainingVpc",

@@ -7,7 +7,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.catalog import IMAGES
-from components.conventions import COMMON_LABELS, NO_EVICT
+from components.conventions import COMMON_LABELS, ETCD_APP, NO_EVICT
 from components.workloads.pods import container_security
 
 ETCD_CLIENT_PORT = 2379
@@ -41,7 +41,8 @@ class EtcdRendezvous(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EtcdRendezvousArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:EtcdRendezvous", name, None, opts)
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": name}
+        selector = {"app.kubernetes.io/name": ETCD_APP, "app.kubernetes.io/instance": name}
+        labels = {**COMMON_LABELS, **selector}
         container: k8s.core.v1.ContainerArgsDict = {
             "name": "etcd",
             "image": args.get("image") or IMAGES["etcd"],
@@ -82,7 +83,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
             spec={
                 "replicas": 1,
                 "strategy": {"type": "Recreate"},
-                "selector": {"match_labels": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": name}},
+                "selector": {"match_labels": selector},
                 "template": {
                     # losing etcd makes every torchrun agent exit: keep the autoscaler from moving it
                     "metadata": {"labels": labels, "annotations": dict(NO_EVICT)},
@@ -108,7 +109,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
             metadata={"name": name, "namespace": args["namespace"], "labels": labels},
             spec={
                 "type": "ClusterIP",
-                "selector": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": name},
+                "selector": selector,
                 "ports": [{"name": "client", "port": ETCD_CLIENT_PORT, "target_port": ETCD_CLIENT_PORT}],
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),

@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.catalog import MANIFESTS
-from components.conventions import COMMON_LABELS, NO_EVICT
+from components.conventions import COMMON_LABELS, JOB_LABEL, NO_EVICT
 from components.workloads.pods import (
     PREDECESSOR_FAILED_EXIT_CODE,
     SHARED_VOLUME_MOUNT,
@@ -166,7 +166,7 @@ class MpiJob(pulumi.ComponentResource):
         if policy not in LAUNCHER_CREATION_POLICIES:
             raise ValueError(f"{name}: launcher_creation_policy must be one of {', '.join(LAUNCHER_CREATION_POLICIES)}")
         job_name = spec["job_name"]
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", "eks-training/job": job_name}
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name}
         identity = job_identity(self, name, spec)
         env = {**worker_env(placement), **job_env(spec, nodes=nodes, procs_per_node=slots)}
         command = [

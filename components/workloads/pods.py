@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS, NO_EVICT, SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.conventions import COMMON_LABELS, JOB_LABEL, NO_EVICT, SHARED_MOUNT, TRAINING_IMAGE_UID
 from components.iam import s3_read_prefix_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
@@ -266,7 +266,7 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
     container that waits for them to complete (it fails the pod at once when one failed); with ``code_uri`` a
     Pod Identity role that may only read that prefix and an init container that downloads it."""
     namespace = spec["namespace"]
-    labels = {**COMMON_LABELS, "eks-training/job": spec["job_name"]}
+    labels = {**COMMON_LABELS, JOB_LABEL: spec["job_name"]}
     sa_name = k8s_name(spec["job_name"], "job")
     sa = k8s.core.v1.ServiceAccount(
         f"{name}-sa",
@@ -381,7 +381,7 @@ def indexed_job(
     a failed predecessor fail the Job at once."""
     job_name = spec["job_name"]
     svc_name = service_name(job_name)
-    selector = {"eks-training/job": job_name}
+    selector = {JOB_LABEL: job_name}
     namespace = spec["namespace"]
     identity = job_identity(parent, name, spec)
     # The Service outlives runs: it carries no run-specific label.

@@ -6,7 +6,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS, SHARED_MOUNT
+from components.conventions import COMMON_LABELS, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_read_object_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
@@ -87,14 +87,16 @@ class DatasetStaging(pulumi.ComponentResource):
             command += ["--md5", str(args["md5"])]
         if args.get("expected_bytes"):
             command += ["--expected-bytes", str(args["expected_bytes"])]
+        job_name = k8s_name(name)
         job = k8s.batch.v1.Job(
             f"{name}-job",
-            metadata={"name": k8s_name(name), "namespace": args["namespace"], "labels": labels},
+            metadata={"name": job_name, "namespace": args["namespace"], "labels": labels},
             spec={
                 "backoff_limit": 4,
                 "active_deadline_seconds": 60 * int(args.get("timeout_minutes", 30)),
                 "template": {
-                    "metadata": {"labels": labels},
+                    # a pod of a job: it may reach HTTPS endpoints and the Pod Identity agent (TrainingNetworkPolicies)
+                    "metadata": {"labels": {**labels, JOB_LABEL: job_name}},
                     "spec": {
                         "restart_policy": "OnFailure",
                         "service_account_name": sa.metadata.name,
