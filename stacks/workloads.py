@@ -178,6 +178,7 @@ def _job(
         "helper_image": toolbox,
         "timeout_hours": c.timeout_hours,
         "wait_for_completion": c.wait_for_completion,
+        "read_only_root_filesystem": job.read_only_root_filesystem,
     }
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
     if job.dataset:

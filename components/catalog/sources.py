@@ -148,6 +148,10 @@ SOURCES: Mapping[str, Source] = {
         shows="the EFS CSI node plugin runs with hostNetwork: true and mounts the file system (NFS, 2049/TCP) on the "
         "node; pods see a bind mount, their own network never carries NFS",
     ),
+    "k8s-image-pull-policy": Source(
+        url="https://kubernetes.io/docs/concepts/containers/images/#imagepullpolicy-defaulting",
+        shows="an image given by digest defaults to imagePullPolicy IfNotPresent; a digest always names the same image",
+    ),
     "eks-control-plane-logs": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html",
         shows="control-plane logs go to the log group /aws/eks/<cluster-name>/cluster",

@@ -8,9 +8,13 @@ from typing_extensions import NotRequired
 
 from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, ETCD_APP, NO_EVICT
-from components.workloads.pods import container_security
+from components.workloads.pods import IMAGE_PULL_POLICY, container_security
 
 ETCD_CLIENT_PORT = 2379
+#: An unprivileged user for etcd: the image (distroless, static binaries) runs as root by default and needs no
+#: user of its own; the data folder is an ``emptyDir`` owned by this group (``fsGroup``).
+ETCD_UID = 65532
+DATA_DIR = "/var/lib/etcd"
 
 
 class EtcdRendezvousArgs(TypedDict):
@@ -46,10 +50,11 @@ class EtcdRendezvous(pulumi.ComponentResource):
         container: k8s.core.v1.ContainerArgsDict = {
             "name": "etcd",
             "image": args.get("image") or IMAGES["etcd"],
+            "image_pull_policy": IMAGE_PULL_POLICY,
             "command": ["/usr/local/bin/etcd"],
             "args": [
                 "--name=rendezvous",
-                "--data-dir=/var/lib/etcd",
+                f"--data-dir={DATA_DIR}",
                 "--enable-v2=true",
                 f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
                 f"--advertise-client-urls=http://{name}:{ETCD_CLIENT_PORT}",
@@ -74,8 +79,9 @@ class EtcdRendezvous(pulumi.ComponentResource):
                 "requests": {"cpu": "250m", "memory": "256Mi"},
                 "limits": {"cpu": "1", "memory": "1Gi"},
             },
-            "volume_mounts": [{"name": "data", "mount_path": "/var/lib/etcd"}],
-            "security_context": container_security(),
+            "volume_mounts": [{"name": "data", "mount_path": DATA_DIR}],
+            # etcd writes only its data folder (the emptyDir)
+            "security_context": container_security(read_only_root=True),
         }
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -92,9 +98,9 @@ class EtcdRendezvous(pulumi.ComponentResource):
                         "automount_service_account_token": False,
                         "security_context": {
                             "run_as_non_root": True,
-                            "run_as_user": 65532,
-                            "run_as_group": 65532,
-                            "fs_group": 65532,
+                            "run_as_user": ETCD_UID,
+                            "run_as_group": ETCD_UID,
+                            "fs_group": ETCD_UID,
                             "seccomp_profile": {"type": "RuntimeDefault"},
                         },
                         "containers": [container],

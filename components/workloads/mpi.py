@@ -17,8 +17,11 @@ from typing_extensions import NotRequired
 from components.catalog import MANIFESTS
 from components.conventions import COMMON_LABELS, JOB_LABEL, NO_EVICT
 from components.workloads.pods import (
+    IMAGE_PULL_POLICY,
+    JOB_SCRATCH_SIZE,
     PREDECESSOR_FAILED_EXIT_CODE,
     SHARED_VOLUME_MOUNT,
+    TMP_MOUNT,
     WORKER_CONTAINER,
     JobSpec,
     WorkerPlacement,
@@ -28,7 +31,9 @@ from components.workloads.pods import (
     job_env,
     job_identity,
     pod_security,
+    scratch_volume,
     shared_volume,
+    unique_volumes,
     worker_env,
     worker_resources,
 )
@@ -168,6 +173,10 @@ class MpiJob(pulumi.ComponentResource):
         job_name = spec["job_name"]
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name}
         identity = job_identity(self, name, spec)
+        # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
+        read_only = bool(spec.get("read_only_root_filesystem", False))
+        scratch_mounts: list[k8s.core.v1.VolumeMountArgsDict] = [TMP_MOUNT] if read_only else []
+        scratch: list[k8s.core.v1.VolumeArgsDict] = [scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []
         env = {**worker_env(placement), **job_env(spec, nodes=nodes, procs_per_node=slots)}
         command = [
             *(args.get("launcher_command") or []),
@@ -186,14 +195,15 @@ class MpiJob(pulumi.ComponentResource):
                     {
                         "name": "launcher",
                         "image": spec["image"],
+                        "image_pull_policy": IMAGE_PULL_POLICY,
                         "command": command,
                         "env": env_list(env),
                         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-                        "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts],
-                        "security_context": container_security(),
+                        "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *scratch_mounts],
+                        "security_context": container_security(read_only_root=read_only),
                     }
                 ],
-                "volumes": [shared_volume(spec["pvc_name"]), *identity.volumes],
+                "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *scratch]),
             },
         }
         tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
@@ -209,16 +219,18 @@ class MpiJob(pulumi.ComponentResource):
                     {
                         "name": WORKER_CONTAINER,
                         "image": spec["image"],
+                        "image_pull_policy": IMAGE_PULL_POLICY,
                         "command": list(args.get("worker_command") or SSHD_COMMAND),
                         "env": env_list(env),
                         "resources": worker_resources(placement),
-                        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}],
-                        "security_context": container_security(),
+                        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}, *scratch_mounts],
+                        "security_context": container_security(read_only_root=read_only),
                     }
                 ],
                 "volumes": [
                     shared_volume(spec["pvc_name"]),
                     {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                    *scratch,
                 ],
             },
         }

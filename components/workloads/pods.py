@@ -41,6 +41,13 @@ WORKSPACE = "/workspace"
 #: Scripts of the toolbox (training) image the helpers run.
 WAIT_SCRIPT = "/app/wait_for_jobs.py"
 FETCH_SCRIPT = "/app/fetch_code.py"
+#: Every image the pods run is pinned by digest (built by the stack, or the catalog's), so the node's copy is
+#: always the right one: pull only when it is missing (Kubernetes' default for a digest, set explicitly;
+#: source key ``k8s-image-pull-policy``).
+IMAGE_PULL_POLICY = "IfNotPresent"
+#: Size limit of a job pod's ``/tmp`` when its root file system is read-only (torch compile and Triton caches,
+#: OpenMPI's session folder, ``HOME``); an eviction threshold on the node's disk, not a reservation.
+JOB_SCRATCH_SIZE = "8Gi"
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
@@ -111,6 +118,10 @@ class JobSpec(TypedDict):
     """Deadline of the job (activeDeadlineSeconds), and Pulumi's wait when waiting. Default 24."""
     wait_for_completion: NotRequired[bool]
     """Make ``pulumi up`` wait until the job completes. Default False."""
+    read_only_root_filesystem: NotRequired[bool]
+    """Run the job's containers with a read-only root file system; ``/tmp`` (also ``HOME``) is a writable
+    ``emptyDir``, outputs go to the shared volume. Default True (False for :class:`MpiJob`, whose workers' sshd
+    writes to the image's file system)."""
 
 
 def run_id(job_name: str, recipe: Mapping[str, object]) -> str:
@@ -173,12 +184,14 @@ def pod_security() -> k8s.core.v1.PodSecurityContextArgsDict:
     }
 
 
-def container_security(read_only_root: bool = False) -> k8s.core.v1.SecurityContextArgsDict:
-    """Container security context: no privilege escalation, no capabilities; optionally a read-only root."""
-    ctx: k8s.core.v1.SecurityContextArgsDict = {"allow_privilege_escalation": False, "capabilities": {"drop": ["ALL"]}}
-    if read_only_root:
-        ctx["read_only_root_filesystem"] = True
-    return ctx
+def container_security(read_only_root: bool) -> k8s.core.v1.SecurityContextArgsDict:
+    """Container security context: no privilege escalation, no capabilities, and the root file system read-only
+    or (for programs that write to the image's file system) explicitly writable."""
+    return {
+        "allow_privilege_escalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "read_only_root_filesystem": read_only_root,
+    }
 
 
 def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
@@ -188,9 +201,25 @@ def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
 
 #: Where the ``shared`` volume is mounted.
 SHARED_VOLUME_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "shared", "mount_path": SHARED_MOUNT}
-#: A writable scratch folder for containers with a read-only root file system.
-TMP_VOLUME: k8s.core.v1.VolumeArgsDict = {"name": "tmp", "empty_dir": {"size_limit": "1Gi"}}
+def scratch_volume(size_limit: str = "1Gi") -> k8s.core.v1.VolumeArgsDict:
+    """A writable scratch folder (``emptyDir``) named ``tmp`` for containers with a read-only root file system."""
+    return {"name": "tmp", "empty_dir": {"size_limit": size_limit}}
+
+
+#: The scratch folder of the project's helpers (staging, TensorBoard), mounted at ``/tmp`` (their ``HOME``).
+TMP_VOLUME: k8s.core.v1.VolumeArgsDict = scratch_volume()
 TMP_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "tmp", "mount_path": "/tmp"}
+
+
+def unique_volumes(volumes: Sequence[k8s.core.v1.VolumeArgsDict]) -> list[k8s.core.v1.VolumeArgsDict]:
+    """``volumes`` without repeated names (the first of a name is kept): containers share one ``tmp``."""
+    seen: set[str] = set()
+    out: list[k8s.core.v1.VolumeArgsDict] = []
+    for v in volumes:
+        if str(v["name"]) not in seen:
+            seen.add(str(v["name"]))
+            out.append(v)
+    return out
 
 
 def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirementsArgsDict:
@@ -310,9 +339,11 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
             {
                 "name": "wait-for-jobs",
                 "image": helper,
+                "image_pull_policy": IMAGE_PULL_POLICY,
                 "command": ["python", WAIT_SCRIPT, "--namespace", namespace, *[a for j in after_jobs for a in ("--job", j)]],
                 "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
                 "resources": small,
+                # only the standard library, reading the service account's token: nothing to write
                 "security_context": container_security(read_only_root=True),
             }
         )
@@ -339,14 +370,16 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
             {
                 "name": "fetch-code",
                 "image": helper,
+                "image_pull_policy": IMAGE_PULL_POLICY,
                 "command": ["python", FETCH_SCRIPT, "--source", code, "--dest", WORKSPACE],
                 "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": "HOME", "value": "/tmp"}],
                 "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
                 "volume_mounts": [{"name": "workspace", "mount_path": WORKSPACE}, TMP_MOUNT],
+                # boto3 writes only the downloaded files (to /workspace); HOME (/tmp) for its caches
                 "security_context": container_security(read_only_root=True),
             }
         )
-        volumes.append(TMP_VOLUME)
+        volumes.append(scratch_volume(JOB_SCRATCH_SIZE))
     return JobIdentity(sa, inits, volumes, mounts, needs_token=bool(after_jobs), waits=waits)
 
 
@@ -416,15 +449,22 @@ def indexed_job(
                 "on_exit_codes": {"container_name": "wait-for-jobs", "operator": "In", "values": [PREDECESSOR_FAILED_EXIT_CODE]},
             }
         )
+    read_only = bool(spec.get("read_only_root_filesystem", True))
     main: k8s.core.v1.ContainerArgsDict = {
         "name": WORKER_CONTAINER,
         "image": spec["image"],
+        "image_pull_policy": IMAGE_PULL_POLICY,
         "command": command,
         "env": env_list(env, with_index=True),
         "ports": [{"name": p, "container_port": n} for p, n in ports],
         "resources": worker_resources(placement),
-        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}, *identity.mounts],
-        "security_context": container_security(),
+        "volume_mounts": [
+            SHARED_VOLUME_MOUNT,
+            {"name": "dshm", "mount_path": "/dev/shm"},
+            *identity.mounts,
+            *([TMP_MOUNT] if read_only else []),
+        ],
+        "security_context": container_security(read_only_root=read_only),
     }
     if spec.get("code_uri"):
         main["working_dir"] = WORKSPACE
@@ -464,11 +504,14 @@ def indexed_job(
                     "security_context": pod_security(),
                     "init_containers": identity.init_containers,
                     "containers": [main],
-                    "volumes": [
-                        shared_volume(spec["pvc_name"]),
-                        {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
-                        *identity.volumes,
-                    ],
+                    "volumes": unique_volumes(
+                        [
+                            shared_volume(spec["pvc_name"]),
+                            {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                            *identity.volumes,
+                            *([scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []),
+                        ]
+                    ),
                 },
             },
         },

@@ -10,7 +10,15 @@ from components.conventions import COMMON_LABELS, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_read_object_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
-from components.workloads.pods import SHARED_VOLUME_MOUNT, container_security, pod_security, shared_volume
+from components.workloads.pods import (
+    IMAGE_PULL_POLICY,
+    SHARED_VOLUME_MOUNT,
+    TMP_MOUNT,
+    TMP_VOLUME,
+    container_security,
+    pod_security,
+    shared_volume,
+)
 
 PARTITION = "aws"
 
@@ -107,17 +115,20 @@ class DatasetStaging(pulumi.ComponentResource):
                             {
                                 "name": "stage",
                                 "image": args["image"],
+                                "image_pull_policy": IMAGE_PULL_POLICY,
                                 "command": command,
                                 "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
                                 "resources": {
                                     "requests": {"cpu": "500m", "memory": "1Gi"},
                                     "limits": {"cpu": "2", "memory": "2Gi"},
                                 },
-                                "volume_mounts": [SHARED_VOLUME_MOUNT],
-                                "security_context": container_security(),
+                                "volume_mounts": [SHARED_VOLUME_MOUNT, TMP_MOUNT],
+                                # stage_data.py downloads and extracts inside the destination folder (the shared
+                                # volume); HOME (/tmp) for boto3
+                                "security_context": container_security(read_only_root=True),
                             }
                         ],
-                        "volumes": [shared_volume(args["pvc_name"])],
+                        "volumes": [shared_volume(args["pvc_name"]), TMP_VOLUME],
                     },
                 },
             },

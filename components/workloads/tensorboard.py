@@ -7,7 +7,7 @@ import pulumi_kubernetes as k8s
 
 from components.conventions import COMMON_LABELS, SHARED_MOUNT
 from components.naming import k8s_name
-from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
+from components.workloads.pods import IMAGE_PULL_POLICY, TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
 
 TENSORBOARD_PORT = 6006
 
@@ -64,6 +64,7 @@ class TensorBoard(pulumi.ComponentResource):
                             {
                                 "name": "tensorboard",
                                 "image": args["image"],
+                                "image_pull_policy": IMAGE_PULL_POLICY,
                                 "command": [
                                     "tensorboard",
                                     "--logdir_spec", logdir_spec(args["log_dirs"]),
