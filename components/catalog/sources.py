@@ -148,6 +148,12 @@ SOURCES: Mapping[str, Source] = {
         shows="the EFS CSI node plugin runs with hostNetwork: true and mounts the file system (NFS, 2049/TCP) on the "
         "node; pods see a bind mount, their own network never carries NFS",
     ),
+    "k8s-service-account-token-volume": Source(
+        url="https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume",
+        shows="the projected volume a pod that automounts its token gets at /var/run/secrets/kubernetes.io/serviceaccount: "
+        "a serviceAccountToken (expirationSeconds 3607, rotated by the kubelet), ca.crt from the kube-root-ca.crt "
+        "ConfigMap, the namespace from the downward API",
+    ),
     "k8s-image-pull-policy": Source(
         url="https://kubernetes.io/docs/concepts/containers/images/#imagepullpolicy-defaulting",
         shows="an image given by digest defaults to imagePullPolicy IfNotPresent; a digest always names the same image",

@@ -55,6 +55,8 @@ OPENMPI_MCA: Mapping[str, str] = {"pml": "^ucx", "btl": "tcp,self", "btl_tcp_if_
 #: Keys whose values are maps with user-chosen keys: not converted to camelCase.
 _MAP_KEYS = frozenset({"labels", "annotations", "node_selector", "match_labels", "requests", "limits"})
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+#: Pod template fields whose camelCase is not the regular one (an acronym in capitals).
+_IRREGULAR = {"downward_api": "downwardAPI", "host_ipc": "hostIPC", "host_pid": "hostPID", "pod_ip": "podIP", "host_ip": "hostIP"}
 
 
 def camel(value: Any, key: str = "") -> Any:
@@ -65,7 +67,7 @@ def camel(value: Any, key: str = "") -> Any:
             return dict(value)
         out = {}
         for k, v in value.items():
-            new = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k
+            new = _IRREGULAR.get(k) or (re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k)
             out[new] = camel(v, k)
         return out
     if isinstance(value, (list, tuple)):
@@ -187,7 +189,7 @@ class MpiJob(pulumi.ComponentResource):
             "metadata": {"labels": labels},
             "spec": {
                 "service_account_name": identity.service_account.metadata.name,
-                "automount_service_account_token": identity.needs_token,
+                "automount_service_account_token": False,
                 "node_selector": dict(args["launcher_node_selector"]),
                 "security_context": pod_security(),
                 "init_containers": identity.init_containers,

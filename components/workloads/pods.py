@@ -48,6 +48,9 @@ IMAGE_PULL_POLICY = "IfNotPresent"
 #: Size limit of a job pod's ``/tmp`` when its root file system is read-only (torch compile and Triton caches,
 #: OpenMPI's session folder, ``HOME``); an eviction threshold on the node's disk, not a reservation.
 JOB_SCRATCH_SIZE = "8Gi"
+#: Where Kubernetes clients find the service account's token, CA and namespace (source key
+#: ``k8s-service-account-token-volume``).
+SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
@@ -286,14 +289,18 @@ class JobIdentity:
     init_containers: list[k8s.core.v1.ContainerArgsDict]
     volumes: list[k8s.core.v1.VolumeArgsDict]
     mounts: list[k8s.core.v1.VolumeMountArgsDict]
-    needs_token: bool
+    """Mounts of the main container (the downloaded code)."""
     waits: list[pulumi.Resource]
 
 
 def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdentity:
     """The job's own service account; with ``after_jobs`` a Role that may only read those jobs and an init
     container that waits for them to complete (it fails the pod at once when one failed); with ``code_uri`` a
-    Pod Identity role that may only read that prefix and an init container that downloads it."""
+    Pod Identity role that may only read that prefix and an init container that downloads it.
+
+    The pods never mount the service account's API token (``automountServiceAccountToken: false``): only the
+    wait container gets it, through the same projected volume Kubernetes would add to every container, so the
+    job's own program holds no credential for the API."""
     namespace = spec["namespace"]
     labels = {**COMMON_LABELS, JOB_LABEL: spec["job_name"]}
     sa_name = k8s_name(spec["job_name"], "job")
@@ -343,10 +350,12 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
                 "command": ["python", WAIT_SCRIPT, "--namespace", namespace, *[a for j in after_jobs for a in ("--job", j)]],
                 "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
                 "resources": small,
+                "volume_mounts": [{"name": "kube-api-access", "mount_path": SERVICE_ACCOUNT_MOUNT, "read_only": True}],
                 # only the standard library, reading the service account's token: nothing to write
                 "security_context": container_security(read_only_root=True),
             }
         )
+        volumes.append(api_access_volume())
     code = spec.get("code_uri")
     if code:
         if helper is None or spec.get("cluster_name") is None:
@@ -380,7 +389,24 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
             }
         )
         volumes.append(scratch_volume(JOB_SCRATCH_SIZE))
-    return JobIdentity(sa, inits, volumes, mounts, needs_token=bool(after_jobs), waits=waits)
+    return JobIdentity(sa, inits, volumes, mounts, waits=waits)
+
+
+def api_access_volume() -> k8s.core.v1.VolumeArgsDict:
+    """The service account's token (rotated by the kubelet), the cluster's CA and the namespace: the volume the
+    service account admission controller adds when a pod automounts its token (source key
+    ``k8s-service-account-token-volume``), for the one container that needs it."""
+    return {
+        "name": "kube-api-access",
+        "projected": {
+            "default_mode": 0o444,
+            "sources": [
+                {"service_account_token": {"path": "token", "expiration_seconds": 3607}},
+                {"config_map": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downward_api": {"items": [{"path": "namespace", "field_ref": {"field_path": "metadata.namespace"}}]}},
+            ],
+        },
+    }
 
 
 def created_after(spec: JobSpec, name: pulumi.Input[str], extra: Sequence[pulumi.Resource] = ()) -> pulumi.Output[str]:
@@ -490,7 +516,7 @@ def indexed_job(
                     "restart_policy": "Never",
                     "subdomain": svc_name,
                     "service_account_name": identity.service_account.metadata.name,
-                    "automount_service_account_token": identity.needs_token,
+                    "automount_service_account_token": False,
                     "node_selector": dict(placement["node_selector"]),
                     "tolerations": tolerations,
                     "affinity": {

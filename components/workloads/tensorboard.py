@@ -48,6 +48,14 @@ class TensorBoard(pulumi.ComponentResource):
         selector = {"app.kubernetes.io/name": "tensorboard", "app.kubernetes.io/instance": app}
         labels = {**COMMON_LABELS, **selector}
         probe: k8s.core.v1.ProbeArgsDict = {"http_get": {"path": "/", "port": TENSORBOARD_PORT}, "period_seconds": 10}
+        # a hung server is restarted; loading many runs can take a while, so it gets minutes first
+        liveness: k8s.core.v1.ProbeArgsDict = {
+            "http_get": {"path": "/", "port": TENSORBOARD_PORT},
+            "initial_delay_seconds": 60,
+            "period_seconds": 30,
+            "timeout_seconds": 10,
+            "failure_threshold": 6,
+        }
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={"name": app, "namespace": args["namespace"], "labels": labels},
@@ -75,6 +83,7 @@ class TensorBoard(pulumi.ComponentResource):
                                 "env": [{"name": "HOME", "value": "/tmp"}],
                                 "ports": [{"name": "http", "container_port": TENSORBOARD_PORT}],
                                 "readiness_probe": probe,
+                                "liveness_probe": liveness,
                                 "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
                                 "volume_mounts": [{"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True}, TMP_MOUNT],
                                 "security_context": container_security(read_only_root=True),
