@@ -204,6 +204,8 @@ def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
 
 #: Where the ``shared`` volume is mounted.
 SHARED_VOLUME_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "shared", "mount_path": SHARED_MOUNT}
+
+
 def scratch_volume(size_limit: str = "1Gi") -> k8s.core.v1.VolumeArgsDict:
     """A writable scratch folder (``emptyDir``) named ``tmp`` for containers with a read-only root file system."""
     return {"name": "tmp", "empty_dir": {"size_limit": size_limit}}
