@@ -38,6 +38,8 @@ from components.workloads import (
     TensorBoardArgs,
     TensorFlowJob,
     TensorFlowJobArgs,
+    TrainingNetworkPolicies,
+    TrainingNetworkPoliciesArgs,
     WorkerPlacement,
 )
 
@@ -65,6 +67,7 @@ COMPONENTS = [
     TensorFlowJob,
     CommandJob,
     TensorBoard,
+    TrainingNetworkPolicies,
 ]
 
 __all__ = [
@@ -101,6 +104,8 @@ __all__ = [
     "TrainingClusterArgs",
     "TrainingImage",
     "TrainingImageArgs",
+    "TrainingNetworkPolicies",
+    "TrainingNetworkPoliciesArgs",
     "TrainingNodeGroup",
     "TrainingNodeGroupArgs",
     "TrainingVpc",

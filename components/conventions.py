@@ -11,3 +11,14 @@ SHARED_MOUNT = "/data"
 COMMON_LABELS: Mapping[str, str] = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "eks-training"}
 #: Pods cluster-autoscaler must not evict to consolidate nodes (training, etcd).
 NO_EVICT: Mapping[str, str] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+#: Label on every pod of a Job this project runs (training, health check, staging, MPI launcher and workers): the
+#: job's name. The job's pods select each other by it (headless Service, anti-affinity, network policy).
+JOB_LABEL = "eks-training/job"
+#: Label on the pods of a PyTorch job: its torchrun rendezvous backend (``etcd-v2`` pods may reach etcd).
+RENDEZVOUS_LABEL = "eks-training/rendezvous"
+#: ``app.kubernetes.io/name`` of the etcd pods (the network policy admits rendezvous clients to them).
+ETCD_APP = "etcd"
+#: Every image the pods run is pinned by digest (built by the stack, or the catalog's), so the node's copy is
+#: always the right one: pull only when it is missing (Kubernetes' default for a digest, set explicitly;
+#: source key ``k8s-image-pull-policy``).
+IMAGE_PULL_POLICY = "IfNotPresent"

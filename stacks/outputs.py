@@ -5,6 +5,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
+from components.conventions import JOB_LABEL
 from stacks.environment import Environment
 from stacks.workloads import Workloads
 
@@ -63,7 +64,7 @@ def export_outputs(env: Environment) -> dict[str, Any]:
                 "name": job.job_name,
                 "outputDir": job.output_dir,
                 "logsCommand": pulumi.Output.concat(
-                    "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l eks-training/job=", job_name
+                    "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
                 ),
                 "waitCommand": pulumi.Output.concat(
                     "kubectl wait -n ", ns, f" --for=condition={'Succeeded' if kind == 'mpi' else 'complete'} "

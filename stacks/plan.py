@@ -202,6 +202,8 @@ class JobPlan:
     """The job's output folder inside the pods."""
     tensorboard_dir: Optional[str]
     placement: WorkerPlacement
+    read_only_root_filesystem: bool
+    """The job's containers run with a read-only root file system (``/tmp`` writable)."""
     health_check: Optional[HealthCheckPlan] = None
 
     @property
@@ -372,6 +374,7 @@ def build_plan(cfg: StackConfig) -> Plan:
             output_dir=output_dir,
             tensorboard_dir=f"{output_dir}/{tb}" if tb else None,
             placement=placement,
+            read_only_root_filesystem=job.read_only_root,
             health_check=_health_plan(job.health_check, group),
         )
     return replace(plan, images=images, datasets=datasets, jobs=jobs)

@@ -1,5 +1,9 @@
-"""The workloads, built on an environment from the plan: the images, etcd, the MPI Operator, dataset
-staging, all-reduce health checks, the jobs of every kind, in ``after`` order, and TensorBoard.
+"""The workloads, built on an environment from the plan: the images, the training namespace's network
+policies, etcd, the MPI Operator, dataset staging, all-reduce health checks, the jobs of every kind, in
+``after`` order, and TensorBoard.
+
+The network policies come first: every object in the namespace is created with the namespace name the
+policies component resolves once they all exist, so no pod ever runs unprotected.
 
 Ordering: every job mounts the shared claim, whose name resolves once the file system's data is ready
 (with FSx for Lustre: its data repository associations exist and its directories belong to the training
@@ -35,6 +39,7 @@ from components.workloads import (
     PyTorchJobArgs,
     TensorBoard,
     TensorFlowJob,
+    TrainingNetworkPolicies,
 )
 from components.workloads.pods import env_name
 from stacks.config import TOOLBOX_IMAGE
@@ -55,6 +60,7 @@ class Workloads:
     """Image name -> reference by digest."""
     images: dict[str, TrainingImage] = field(default_factory=dict)
     """The images built in CodeBuild."""
+    network_policies: Optional[TrainingNetworkPolicies] = None
     etcd: Optional[EtcdRendezvous] = None
     mpi_operator: Optional[MpiOperator] = None
     staging: dict[str, DatasetStaging] = field(default_factory=dict)
@@ -77,6 +83,11 @@ def _resource(plan: Plan, job: str) -> str:
     return f"{'mpijobs' if plan.jobs[job].kind == 'mpi' else 'jobs'}/{job}"
 
 
+def check_job_name(job: str) -> str:
+    """The Kubernetes name of a job's all-reduce health check."""
+    return f"{job}-allreduce"
+
+
 def build_workloads(env: Environment) -> Optional[Workloads]:
     """Register the workloads of the plan (``None`` when the stack has no jobs)."""
     plan = env.plan
@@ -86,11 +97,18 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     name = cfg.cluster_name
     tags = stack_tags(cfg)
     k8s_opts = env.k8s_opts
-    namespace = env.storage.namespace
     pvc = env.storage.pvc_name
     system = system_node_selector()
+    uses_etcd = any(j.kind == "pytorch" and j.config.rendezvous_backend == "etcd-v2" for j in plan.jobs.values())
 
     out = Workloads(image_uris={})
+    # Jobs whose pods talk to each other: every job and its health check.
+    peer_jobs = [n for j in plan.jobs.values() for n in (j.name, *([check_job_name(j.name)] if j.health_check else []))]
+    out.network_policies = TrainingNetworkPolicies(
+        f"{name}-network-policies", {"namespace": env.storage.namespace, "jobs": peer_jobs, "etcd": uses_etcd}, opts=k8s_opts
+    )
+    # Everything in the namespace is created after the policies (the name resolves once they exist).
+    namespace = out.network_policies.namespace
     for image in plan.used_images:
         if image.prebuilt:
             out.image_uris[image.name] = pulumi.Output.from_input(image.prebuilt)
@@ -112,7 +130,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         out.image_uris[image.name] = built.image_uri
     toolbox = out.image_uris[TOOLBOX_IMAGE]
 
-    if any(j.kind == "pytorch" and j.config.rendezvous_backend == "etcd-v2" for j in plan.jobs.values()):
+    if uses_etcd:
         out.etcd = EtcdRendezvous(f"{name}-etcd", {"namespace": namespace, "node_selector": system}, opts=k8s_opts)
     if any(j.kind == "mpi" for j in plan.jobs.values()):
         out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
@@ -176,6 +194,7 @@ def _job(
         "helper_image": toolbox,
         "timeout_hours": c.timeout_hours,
         "wait_for_completion": c.wait_for_completion,
+        "read_only_root_filesystem": job.read_only_root_filesystem,
     }
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
     if job.dataset:
@@ -189,7 +208,7 @@ def _job(
         hc = job.health_check
         check_args: AllReduceHealthCheckArgs = {
             "job": {
-                "job_name": f"{job.name}-allreduce",
+                "job_name": check_job_name(job.name),
                 "namespace": namespace,
                 "pvc_name": pvc,
                 "image": toolbox,

@@ -74,6 +74,16 @@ def test_every_fact_names_a_known_source() -> None:
         assert t.sources, t.name
 
 
+def test_every_source_key_the_code_names_exists() -> None:
+    """Facts written as constants cite their source in a comment ("source key ``k``", "source keys ``a``, ``b``")."""
+    named: set[str] = set()
+    for path in [*(REPO / "components").rglob("*.py"), *(REPO / "stacks").rglob("*.py")]:
+        for m in re.finditer(r"source keys?\s+((?:``[^`]+``[\s,#:]*(?:and\s+)?)+)", path.read_text()):
+            named |= set(re.findall(r"``([^`]+)``", m.group(1)))
+    assert {"eks-pod-identity", "aws-network-policy-node-ip", "cluster-autoscaler-releases"} <= named, "the search finds them"
+    assert named <= set(SOURCES), named - set(SOURCES)
+
+
 def test_instance_facts_are_plausible() -> None:
     for name, t in INSTANCE_TYPES.items():
         assert t.name == name and t.vcpus > 0 and t.memory_mib > 0 and t.network_gbps > 0

@@ -39,9 +39,20 @@ def test_registered_objects_match_the_official_schema(program_for, stack: str) -
     docs = manifests(p)
     backend = (stack_config(stack).get(f"{PROJECT}:storage") or {}).get("backend", "efs")
     volume = {"efs": "StorageClass", "fsx": "PersistentVolume"}[backend]
-    assert {d["kind"] for d in docs} >= {"Namespace", volume, "PersistentVolumeClaim"}
+    assert {d["kind"] for d in docs} >= {"Namespace", volume, "PersistentVolumeClaim", "NetworkPolicy"}
     for doc in docs:
         kubernetes_validate.validate(doc, k8s_version(stack), strict=True)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_mpi_job_pod_templates_match_the_official_schema(program_for, stack: str) -> None:
+    """An MPIJob's pod templates are sent as written (a custom resource): each must be a valid PodTemplate, or
+    the API server prunes the fields it does not know."""
+    p = program_for(stack, False)
+    for mpi in p.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob"):
+        for role, replica in mpi.inputs["spec"]["mpiReplicaSpecs"].items():
+            doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()}, "template": replica["template"]}
+            kubernetes_validate.validate(copy.deepcopy(doc), k8s_version(stack), strict=True)
 
 
 def test_the_schema_check_can_fail() -> None:

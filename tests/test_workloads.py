@@ -207,7 +207,12 @@ class TestJobs:
             (wait,) = inits
             expected = [f"{'mpijobs' if cfg[a]['kind'] == 'mpi' else 'jobs'}/{a}" for a in after]
             assert [wait["command"][i + 1] for i, x in enumerate(wait["command"]) if x == "--job"] == expected
-            assert pod["automountServiceAccountToken"] is True
+            assert pod["automountServiceAccountToken"] is False, "only the wait container gets the API token"
+            token = {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}
+            assert wait["volumeMounts"] == [token]
+            assert all(token["name"] not in {m["name"] for m in c.get("volumeMounts") or []} for c in pod["containers"])
+            (api,) = [v for v in pod["volumes"] if v["name"] == "kube-api-access"]
+            assert [next(iter(s)) for s in api["projected"]["sources"]] == ["serviceAccountToken", "configMap", "downwardAPI"]
             role = p.one("kubernetes:rbac.authorization.k8s.io/v1:Role", lambda x, n=name: x.name.endswith(f"-{n}-wait-role"))
             assert all(rule["verbs"] == ["get"] and rule["resourceNames"] for rule in role.inputs["rules"])
             assert sorted(n for rule in role.inputs["rules"] for n in rule["resourceNames"]) == sorted(after)

@@ -101,6 +101,63 @@ SOURCES: Mapping[str, Source] = {
         url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html",
         shows='the vpc-cni add-on enforces NetworkPolicy with configuration values {"enableNetworkPolicy": "true"} (>= v1.14)',
     ),
+    "vpc-cni-network-policy-considerations": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html",
+        shows="VPC CNI network policy considerations: policies apply to pods with ownerReferences (Deployment, Job "
+        "pods); a Service's port must equal its container port; pods that use EKS Pod Identity or IRSA do not access "
+        "EC2 IMDS",
+    ),
+    "aws-network-policy-service-ips": Source(
+        url="https://github.com/aws/amazon-network-policy-controller-k8s/blob/main/pkg/resolvers/endpoints.go",
+        shows="getMatchingServiceClusterIPs: an egress rule's podSelector also allows the ClusterIP of every "
+        "non-headless Service (in the peer's namespaces) whose spec.selector the podSelector matches, because the "
+        "agent's eBPF programs see a connection before kube-proxy's DNAT",
+    ),
+    "aws-network-policy-node-ip": Source(
+        url="https://github.com/aws/aws-network-policy-agent/pull/65",
+        shows="the node agent allows all traffic to and from the node's IP (kubelet probes), as Kubernetes requires",
+    ),
+    "k8s-network-policies": Source(
+        url="https://kubernetes.io/docs/concepts/services-networking/network-policies/",
+        shows="NetworkPolicy semantics: isolation per direction by any selecting policy, allow-lists that add up, "
+        "peers (podSelector, namespaceSelector, both, ipBlock), ports (protocol TCP by default, named ports, "
+        "endPort); pods cannot block access from their resident node",
+    ),
+    "k8s-namespace-name-label": Source(
+        url="https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name",
+        shows="kubernetes.io/metadata.name: set by the control plane on every namespace to its name",
+    ),
+    "k8s-dns-pods": Source(
+        url="https://kubernetes.io/docs/tasks/administer-cluster/dns-debugging-resolution/",
+        shows="the cluster DNS pods in kube-system carry k8s-app=kube-dns; the kube-dns Service serves 53/UDP and 53/TCP",
+    ),
+    "eks-pod-identity": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html",
+        shows="a pod with an association gets AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.23/v1/credentials "
+        "(the agent listens on 169.254.170.23 and [fd00:ec2::23], "
+        "https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html)",
+    ),
+    "containerd-port-forward": Source(
+        url="https://github.com/containerd/containerd/blob/main/internal/cri/server/sandbox_portforward_linux.go",
+        shows="kubectl port-forward: containerd dials localhost:<port> inside the pod's network namespace (falling "
+        "back to the pod IP from the node): the connection never arrives from another pod",
+    ),
+    "efs-csi-node": Source(
+        url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/blob/master/charts/aws-efs-csi-driver/templates/"
+        "node-daemonset.yaml",
+        shows="the EFS CSI node plugin runs with hostNetwork: true and mounts the file system (NFS, 2049/TCP) on the "
+        "node; pods see a bind mount, their own network never carries NFS",
+    ),
+    "k8s-service-account-token-volume": Source(
+        url="https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume",
+        shows="the projected volume a pod that automounts its token gets at /var/run/secrets/kubernetes.io/serviceaccount: "
+        "a serviceAccountToken (expirationSeconds 3607, rotated by the kubelet), ca.crt from the kube-root-ca.crt "
+        "ConfigMap, the namespace from the downward API",
+    ),
+    "k8s-image-pull-policy": Source(
+        url="https://kubernetes.io/docs/concepts/containers/images/#imagepullpolicy-defaulting",
+        shows="an image given by digest defaults to imagePullPolicy IfNotPresent; a digest always names the same image",
+    ),
     "eks-control-plane-logs": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html",
         shows="control-plane logs go to the log group /aws/eks/<cluster-name>/cluster",

@@ -46,7 +46,7 @@ from components.catalog import (
     IMAGES,
     fsx_capacity_problem,
 )
-from components.conventions import COMMON_LABELS, TRAINING_IMAGE_UID
+from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, TRAINING_IMAGE_UID
 from components.iam import fsx_csi_static_controller_policy, s3_tls_only_bucket_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
@@ -443,6 +443,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
                             {
                                 "name": "chown",
                                 "image": args.get("volume_init_image") or IMAGES["busybox"],
+                                "image_pull_policy": IMAGE_PULL_POLICY,
                                 "command": ["sh", "-c", script],
                                 "resources": {
                                     "requests": {"cpu": "10m", "memory": "16Mi"},

@@ -1,5 +1,6 @@
-"""Workloads on the cluster: etcd for rendezvous, dataset staging, the all-reduce health check, jobs of
-every kind (PyTorch elastic, MPI, TensorFlow multi-worker, any command) and TensorBoard.
+"""Workloads on the cluster: the training namespace's network policies, etcd for rendezvous, dataset staging,
+the all-reduce health check, jobs of every kind (PyTorch elastic, MPI, TensorFlow multi-worker, any command)
+and TensorBoard.
 
 All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and sized by a
 :class:`~components.workloads.pods.WorkerPlacement` derived from the node group's plan, and share the
@@ -10,6 +11,7 @@ from components.workloads.command import CommandJob, CommandJobArgs
 from components.workloads.etcd import EtcdRendezvous, EtcdRendezvousArgs
 from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
 from components.workloads.mpi import MpiJob, MpiJobArgs, MpiOperator, MpiOperatorArgs
+from components.workloads.network_policy import TrainingNetworkPolicies, TrainingNetworkPoliciesArgs
 from components.workloads.pods import JobSpec, WorkerPlacement, run_id
 from components.workloads.staging import DatasetStaging, DatasetStagingArgs
 from components.workloads.tensorboard import TensorBoard, TensorBoardArgs
@@ -36,6 +38,8 @@ __all__ = [
     "TensorBoardArgs",
     "TensorFlowJob",
     "TensorFlowJobArgs",
+    "TrainingNetworkPolicies",
+    "TrainingNetworkPoliciesArgs",
     "WorkerPlacement",
     "run_id",
 ]

@@ -8,10 +8,14 @@ from typing_extensions import NotRequired
 
 from components.naming import k8s_name
 from components.catalog import IMAGES
-from components.conventions import COMMON_LABELS, NO_EVICT
-from components.workloads.pods import container_security
+from components.conventions import COMMON_LABELS, ETCD_APP, NO_EVICT
+from components.workloads.pods import IMAGE_PULL_POLICY, container_security
 
 ETCD_CLIENT_PORT = 2379
+#: An unprivileged user for etcd: the image (distroless, static binaries) runs as root by default and needs no
+#: user of its own; the data folder is an ``emptyDir`` owned by this group (``fsGroup``).
+ETCD_UID = 65532
+DATA_DIR = "/var/lib/etcd"
 
 
 class EtcdRendezvousArgs(TypedDict):
@@ -42,14 +46,16 @@ class EtcdRendezvous(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EtcdRendezvousArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:EtcdRendezvous", name, None, opts)
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": k8s_name(name)}
+        selector = {"app.kubernetes.io/name": ETCD_APP, "app.kubernetes.io/instance": k8s_name(name)}
+        labels = {**COMMON_LABELS, **selector}
         container: k8s.core.v1.ContainerArgsDict = {
             "name": "etcd",
             "image": args.get("image") or IMAGES["etcd"],
+            "image_pull_policy": IMAGE_PULL_POLICY,
             "command": ["/usr/local/bin/etcd"],
             "args": [
                 "--name=rendezvous",
-                "--data-dir=/var/lib/etcd",
+                f"--data-dir={DATA_DIR}",
                 "--enable-v2=true",
                 f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
                 f"--advertise-client-urls=http://{name}:{ETCD_CLIENT_PORT}",
@@ -74,8 +80,9 @@ class EtcdRendezvous(pulumi.ComponentResource):
                 "requests": {"cpu": "250m", "memory": "256Mi"},
                 "limits": {"cpu": "1", "memory": "1Gi"},
             },
-            "volume_mounts": [{"name": "data", "mount_path": "/var/lib/etcd"}],
-            "security_context": container_security(),
+            "volume_mounts": [{"name": "data", "mount_path": DATA_DIR}],
+            # etcd writes only its data folder (the emptyDir)
+            "security_context": container_security(read_only_root=True),
         }
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
@@ -83,7 +90,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
             spec={
                 "replicas": 1,
                 "strategy": {"type": "Recreate"},
-                "selector": {"match_labels": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": k8s_name(name)}},
+                "selector": {"match_labels": selector},
                 "template": {
                     # losing etcd makes every torchrun agent exit: keep the autoscaler from moving it
                     "metadata": {"labels": labels, "annotations": dict(NO_EVICT)},
@@ -92,9 +99,9 @@ class EtcdRendezvous(pulumi.ComponentResource):
                         "automount_service_account_token": False,
                         "security_context": {
                             "run_as_non_root": True,
-                            "run_as_user": 65532,
-                            "run_as_group": 65532,
-                            "fs_group": 65532,
+                            "run_as_user": ETCD_UID,
+                            "run_as_group": ETCD_UID,
+                            "fs_group": ETCD_UID,
                             "seccomp_profile": {"type": "RuntimeDefault"},
                         },
                         "containers": [container],
@@ -109,7 +116,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
             metadata={"name": name, "namespace": args["namespace"], "labels": labels},
             spec={
                 "type": "ClusterIP",
-                "selector": {"app.kubernetes.io/name": "etcd", "app.kubernetes.io/instance": k8s_name(name)},
+                "selector": selector,
                 "ports": [{"name": "client", "port": ETCD_CLIENT_PORT, "target_port": ETCD_CLIENT_PORT}],
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),

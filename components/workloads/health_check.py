@@ -80,7 +80,8 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
                 script_args=script,
             )
 
-        timed: JobSpec = {**spec, "timeout_hours": int(args.get("timeout_minutes", 60)) / 60}
+        # the benchmark writes only its report (to the shared volume) and torchrun's logs (to /tmp)
+        timed: JobSpec = {**spec, "timeout_hours": int(args.get("timeout_minutes", 60)) / 60, "read_only_root_filesystem": True}
         _, job = indexed_job(
             name,
             self,

@@ -17,11 +17,14 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.catalog import MANIFESTS
-from components.conventions import COMMON_LABELS, NO_EVICT
+from components.conventions import COMMON_LABELS, JOB_LABEL, NO_EVICT
 from components.workloads.pods import (
     MASTER_PORT,
+    IMAGE_PULL_POLICY,
+    JOB_SCRATCH_SIZE,
     PREDECESSOR_FAILED_EXIT_CODE,
     SHARED_VOLUME_MOUNT,
+    TMP_MOUNT,
     WORKER_CONTAINER,
     JobSpec,
     WorkerPlacement,
@@ -32,7 +35,9 @@ from components.workloads.pods import (
     job_env,
     job_identity,
     pod_security,
+    scratch_volume,
     shared_volume,
+    unique_volumes,
     worker_env,
     worker_resources,
 )
@@ -54,6 +59,8 @@ OPENMPI_MCA: Mapping[str, str] = {"pml": "^ucx", "btl": "tcp,self", "btl_tcp_if_
 #: Keys whose values are maps with user-chosen keys: not converted to camelCase.
 _MAP_KEYS = frozenset({"labels", "annotations", "node_selector", "match_labels", "requests", "limits"})
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+#: Pod template fields whose camelCase is not the regular one (an acronym in capitals).
+_IRREGULAR = {"downward_api": "downwardAPI", "host_ipc": "hostIPC", "host_pid": "hostPID", "pod_ip": "podIP", "host_ip": "hostIP"}
 
 
 def camel(value: Any, key: str = "") -> Any:
@@ -64,7 +71,7 @@ def camel(value: Any, key: str = "") -> Any:
             return dict(value)
         out = {}
         for k, v in value.items():
-            new = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k
+            new = _IRREGULAR.get(k) or (re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k)
             out[new] = camel(v, k)
         return out
     if isinstance(value, (list, tuple)):
@@ -206,17 +213,21 @@ class MpiJob(pulumi.ComponentResource):
         if policy not in LAUNCHER_CREATION_POLICIES:
             raise ValueError(f"{name}: launcher_creation_policy must be one of {', '.join(LAUNCHER_CREATION_POLICIES)}")
         job_name = spec["job_name"]
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", "eks-training/job": job_name}
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name}
         identity = job_identity(self, name, spec)
         hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: mpi_worker_hosts(job_name, ns, nodes))
         command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=args["command"], hosts=hosts,
                                     launcher_command=args.get("launcher_command") or ())
+        # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
+        read_only = bool(spec.get("read_only_root_filesystem", False))
+        scratch_mounts: list[k8s.core.v1.VolumeMountArgsDict] = [TMP_MOUNT] if read_only else []
+        scratch: list[k8s.core.v1.VolumeArgsDict] = [scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []
         timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
         launcher: k8s.core.v1.PodTemplateSpecArgsDict = {
             "metadata": {"labels": labels},
             "spec": {
                 "service_account_name": identity.service_account.metadata.name,
-                "automount_service_account_token": identity.needs_token,
+                "automount_service_account_token": False,
                 "node_selector": dict(args["launcher_node_selector"]),
                 "security_context": pod_security(),
                 "init_containers": identity.init_containers,
@@ -224,14 +235,15 @@ class MpiJob(pulumi.ComponentResource):
                     {
                         "name": "launcher",
                         "image": spec["image"],
+                        "image_pull_policy": IMAGE_PULL_POLICY,
                         "command": command,
                         "env": env_list(env),
                         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-                        "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts],
-                        "security_context": container_security(),
+                        "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *scratch_mounts],
+                        "security_context": container_security(read_only_root=read_only),
                     }
                 ],
-                "volumes": [shared_volume(spec["pvc_name"]), *identity.volumes],
+                "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *scratch]),
             },
         }
         tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
@@ -247,16 +259,18 @@ class MpiJob(pulumi.ComponentResource):
                     {
                         "name": WORKER_CONTAINER,
                         "image": spec["image"],
+                        "image_pull_policy": IMAGE_PULL_POLICY,
                         "command": list(args.get("worker_command") or SSHD_COMMAND),
                         "env": env_list(env),
                         "resources": worker_resources(placement),
-                        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}],
-                        "security_context": container_security(),
+                        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}, *scratch_mounts],
+                        "security_context": container_security(read_only_root=read_only),
                     }
                 ],
                 "volumes": [
                     shared_volume(spec["pvc_name"]),
                     {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                    *scratch,
                 ],
             },
         }

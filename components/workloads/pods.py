@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS, NO_EVICT, SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, NO_EVICT, SHARED_MOUNT, TRAINING_IMAGE_UID
 from components.iam import s3_read_prefix_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
@@ -42,6 +42,12 @@ WORKSPACE = "/workspace"
 #: Scripts of the toolbox (training) image the helpers run.
 WAIT_SCRIPT = "/app/wait_for_jobs.py"
 FETCH_SCRIPT = "/app/fetch_code.py"
+#: Size limit of a job pod's ``/tmp`` when its root file system is read-only (torch compile and Triton caches,
+#: OpenMPI's session folder, ``HOME``); an eviction threshold on the node's disk, not a reservation.
+JOB_SCRATCH_SIZE = "8Gi"
+#: Where Kubernetes clients find the service account's token, CA and namespace (source key
+#: ``k8s-service-account-token-volume``).
+SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
@@ -113,6 +119,10 @@ class JobSpec(TypedDict):
     """Deadline of the job (activeDeadlineSeconds), and Pulumi's wait when waiting. Default 24."""
     wait_for_completion: NotRequired[bool]
     """Make ``pulumi up`` wait until the job completes. Default False."""
+    read_only_root_filesystem: NotRequired[bool]
+    """Run the job's containers with a read-only root file system; ``/tmp`` (also ``HOME``) is a writable
+    ``emptyDir``, outputs go to the shared volume. Default True (False for :class:`MpiJob`, whose workers' sshd
+    writes to the image's file system)."""
 
 
 def run_id(job_name: str, recipe: Mapping[str, object]) -> str:
@@ -175,12 +185,14 @@ def pod_security() -> k8s.core.v1.PodSecurityContextArgsDict:
     }
 
 
-def container_security(read_only_root: bool = False) -> k8s.core.v1.SecurityContextArgsDict:
-    """Container security context: no privilege escalation, no capabilities; optionally a read-only root."""
-    ctx: k8s.core.v1.SecurityContextArgsDict = {"allow_privilege_escalation": False, "capabilities": {"drop": ["ALL"]}}
-    if read_only_root:
-        ctx["read_only_root_filesystem"] = True
-    return ctx
+def container_security(read_only_root: bool) -> k8s.core.v1.SecurityContextArgsDict:
+    """Container security context: no privilege escalation, no capabilities, and the root file system read-only
+    or (for programs that write to the image's file system) explicitly writable."""
+    return {
+        "allow_privilege_escalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "read_only_root_filesystem": read_only_root,
+    }
 
 
 def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
@@ -190,9 +202,27 @@ def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
 
 #: Where the ``shared`` volume is mounted.
 SHARED_VOLUME_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "shared", "mount_path": SHARED_MOUNT}
-#: A writable scratch folder for containers with a read-only root file system.
-TMP_VOLUME: k8s.core.v1.VolumeArgsDict = {"name": "tmp", "empty_dir": {"size_limit": "1Gi"}}
+
+
+def scratch_volume(size_limit: str = "1Gi") -> k8s.core.v1.VolumeArgsDict:
+    """A writable scratch folder (``emptyDir``) named ``tmp`` for containers with a read-only root file system."""
+    return {"name": "tmp", "empty_dir": {"size_limit": size_limit}}
+
+
+#: The scratch folder of the project's helpers (staging, TensorBoard), mounted at ``/tmp`` (their ``HOME``).
+TMP_VOLUME: k8s.core.v1.VolumeArgsDict = scratch_volume()
 TMP_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "tmp", "mount_path": "/tmp"}
+
+
+def unique_volumes(volumes: Sequence[k8s.core.v1.VolumeArgsDict]) -> list[k8s.core.v1.VolumeArgsDict]:
+    """``volumes`` without repeated names (the first of a name is kept): containers share one ``tmp``."""
+    seen: set[str] = set()
+    out: list[k8s.core.v1.VolumeArgsDict] = []
+    for v in volumes:
+        if str(v["name"]) not in seen:
+            seen.add(str(v["name"]))
+            out.append(v)
+    return out
 
 
 def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirementsArgsDict:
@@ -259,16 +289,20 @@ class JobIdentity:
     init_containers: list[k8s.core.v1.ContainerArgsDict]
     volumes: list[k8s.core.v1.VolumeArgsDict]
     mounts: list[k8s.core.v1.VolumeMountArgsDict]
-    needs_token: bool
+    """Mounts of the main container (the downloaded code)."""
     waits: list[pulumi.Resource]
 
 
 def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdentity:
     """The job's own service account; with ``after_jobs`` a Role that may only read those jobs and an init
     container that waits for them to complete (it fails the pod at once when one failed); with ``code_uri`` a
-    Pod Identity role that may only read that prefix and an init container that downloads it."""
+    Pod Identity role that may only read that prefix and an init container that downloads it.
+
+    The pods never mount the service account's API token (``automountServiceAccountToken: false``): only the
+    wait container gets it, through the same projected volume Kubernetes would add to every container, so the
+    job's own program holds no credential for the API."""
     namespace = spec["namespace"]
-    labels = {**COMMON_LABELS, "eks-training/job": spec["job_name"]}
+    labels = {**COMMON_LABELS, JOB_LABEL: spec["job_name"]}
     sa_name = k8s_name(spec["job_name"], "job")
     sa = k8s.core.v1.ServiceAccount(
         f"{name}-sa",
@@ -312,12 +346,16 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
             {
                 "name": "wait-for-jobs",
                 "image": helper,
+                "image_pull_policy": IMAGE_PULL_POLICY,
                 "command": ["python", WAIT_SCRIPT, "--namespace", namespace, *[a for j in after_jobs for a in ("--job", j)]],
                 "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
                 "resources": small,
+                "volume_mounts": [{"name": "kube-api-access", "mount_path": SERVICE_ACCOUNT_MOUNT, "read_only": True}],
+                # only the standard library, reading the service account's token: nothing to write
                 "security_context": container_security(read_only_root=True),
             }
         )
+        volumes.append(api_access_volume())
     code = spec.get("code_uri")
     if code:
         if helper is None or spec.get("cluster_name") is None:
@@ -341,15 +379,34 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
             {
                 "name": "fetch-code",
                 "image": helper,
+                "image_pull_policy": IMAGE_PULL_POLICY,
                 "command": ["python", FETCH_SCRIPT, "--source", code, "--dest", WORKSPACE],
                 "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": "HOME", "value": "/tmp"}],
                 "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
                 "volume_mounts": [{"name": "workspace", "mount_path": WORKSPACE}, TMP_MOUNT],
+                # boto3 writes only the downloaded files (to /workspace); HOME (/tmp) for its caches
                 "security_context": container_security(read_only_root=True),
             }
         )
-        volumes.append(TMP_VOLUME)
-    return JobIdentity(sa, inits, volumes, mounts, needs_token=bool(after_jobs), waits=waits)
+        volumes.append(scratch_volume(JOB_SCRATCH_SIZE))
+    return JobIdentity(sa, inits, volumes, mounts, waits=waits)
+
+
+def api_access_volume() -> k8s.core.v1.VolumeArgsDict:
+    """The service account's token (rotated by the kubelet), the cluster's CA and the namespace: the volume the
+    service account admission controller adds when a pod automounts its token (source key
+    ``k8s-service-account-token-volume``), for the one container that needs it."""
+    return {
+        "name": "kube-api-access",
+        "projected": {
+            "default_mode": 0o444,
+            "sources": [
+                {"service_account_token": {"path": "token", "expiration_seconds": 3607}},
+                {"config_map": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downward_api": {"items": [{"path": "namespace", "field_ref": {"field_path": "metadata.namespace"}}]}},
+            ],
+        },
+    }
 
 
 def created_after(spec: JobSpec, name: pulumi.Input[str], extra: Sequence[pulumi.Resource] = ()) -> pulumi.Output[str]:
@@ -383,7 +440,7 @@ def indexed_job(
     a failed predecessor fail the Job at once."""
     job_name = spec["job_name"]
     svc_name = service_name(job_name)
-    selector = {"eks-training/job": job_name}
+    selector = {JOB_LABEL: job_name}
     namespace = spec["namespace"]
     identity = job_identity(parent, name, spec)
     # The Service outlives runs: it carries no run-specific label.
@@ -418,15 +475,22 @@ def indexed_job(
                 "on_exit_codes": {"container_name": "wait-for-jobs", "operator": "In", "values": [PREDECESSOR_FAILED_EXIT_CODE]},
             }
         )
+    read_only = bool(spec.get("read_only_root_filesystem", True))
     main: k8s.core.v1.ContainerArgsDict = {
         "name": WORKER_CONTAINER,
         "image": spec["image"],
+        "image_pull_policy": IMAGE_PULL_POLICY,
         "command": command,
         "env": env_list(env, with_index=True),
         "ports": [{"name": p, "container_port": n} for p, n in ports],
         "resources": worker_resources(placement),
-        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}, *identity.mounts],
-        "security_context": container_security(),
+        "volume_mounts": [
+            SHARED_VOLUME_MOUNT,
+            {"name": "dshm", "mount_path": "/dev/shm"},
+            *identity.mounts,
+            *([TMP_MOUNT] if read_only else []),
+        ],
+        "security_context": container_security(read_only_root=read_only),
     }
     if spec.get("code_uri"):
         main["working_dir"] = WORKSPACE
@@ -452,7 +516,7 @@ def indexed_job(
                     "restart_policy": "Never",
                     "subdomain": svc_name,
                     "service_account_name": identity.service_account.metadata.name,
-                    "automount_service_account_token": identity.needs_token,
+                    "automount_service_account_token": False,
                     "node_selector": dict(placement["node_selector"]),
                     "tolerations": tolerations,
                     "affinity": {
@@ -466,11 +530,14 @@ def indexed_job(
                     "security_context": pod_security(),
                     "init_containers": identity.init_containers,
                     "containers": [main],
-                    "volumes": [
-                        shared_volume(spec["pvc_name"]),
-                        {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
-                        *identity.volumes,
-                    ],
+                    "volumes": unique_volumes(
+                        [
+                            shared_volume(spec["pvc_name"]),
+                            {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                            *identity.volumes,
+                            *([scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []),
+                        ]
+                    ),
                 },
             },
         },

@@ -6,11 +6,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS, SHARED_MOUNT
+from components.conventions import COMMON_LABELS, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_read_object_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
-from components.workloads.pods import SHARED_VOLUME_MOUNT, container_security, pod_security, shared_volume
+from components.workloads.pods import (
+    IMAGE_PULL_POLICY,
+    SHARED_VOLUME_MOUNT,
+    TMP_MOUNT,
+    TMP_VOLUME,
+    container_security,
+    pod_security,
+    shared_volume,
+)
+
 from components.partition import current_partition
 
 class DatasetStagingArgs(TypedDict):
@@ -85,14 +94,16 @@ class DatasetStaging(pulumi.ComponentResource):
             command += ["--md5", str(args["md5"])]
         if args.get("expected_bytes"):
             command += ["--expected-bytes", str(args["expected_bytes"])]
+        job_name = k8s_name(name)
         job = k8s.batch.v1.Job(
             f"{name}-job",
-            metadata={"name": k8s_name(name), "namespace": args["namespace"], "labels": labels},
+            metadata={"name": job_name, "namespace": args["namespace"], "labels": labels},
             spec={
                 "backoff_limit": 4,
                 "active_deadline_seconds": 60 * int(args.get("timeout_minutes", 30)),
                 "template": {
-                    "metadata": {"labels": labels},
+                    # a pod of a job: it may reach HTTPS endpoints and the Pod Identity agent (TrainingNetworkPolicies)
+                    "metadata": {"labels": {**labels, JOB_LABEL: job_name}},
                     "spec": {
                         "restart_policy": "OnFailure",
                         "service_account_name": sa.metadata.name,
@@ -103,17 +114,20 @@ class DatasetStaging(pulumi.ComponentResource):
                             {
                                 "name": "stage",
                                 "image": args["image"],
+                                "image_pull_policy": IMAGE_PULL_POLICY,
                                 "command": command,
                                 "env": [{"name": "HOME", "value": "/tmp"}, {"name": "PYTHONUNBUFFERED", "value": "1"}],
                                 "resources": {
                                     "requests": {"cpu": "500m", "memory": "1Gi"},
                                     "limits": {"cpu": "2", "memory": "2Gi"},
                                 },
-                                "volume_mounts": [SHARED_VOLUME_MOUNT],
-                                "security_context": container_security(),
+                                "volume_mounts": [SHARED_VOLUME_MOUNT, TMP_MOUNT],
+                                # stage_data.py downloads and extracts inside the destination folder (the shared
+                                # volume); HOME (/tmp) for boto3
+                                "security_context": container_security(read_only_root=True),
                             }
                         ],
-                        "volumes": [shared_volume(args["pvc_name"])],
+                        "volumes": [shared_volume(args["pvc_name"]), TMP_VOLUME],
                     },
                 },
             },

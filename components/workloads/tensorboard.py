@@ -7,7 +7,7 @@ import pulumi_kubernetes as k8s
 
 from components.conventions import COMMON_LABELS, SHARED_MOUNT
 from components.naming import k8s_name
-from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
+from components.workloads.pods import IMAGE_PULL_POLICY, TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
 
 TENSORBOARD_PORT = 6006
 #: Seconds between TensorBoard's re-reads of the log folders.
@@ -49,7 +49,8 @@ class TensorBoardArgs(TypedDict):
 
 class TensorBoard(pulumi.ComponentResource):
     """A Deployment serving the jobs' log folders (read-only) and a ClusterIP Service; reach it with
-    ``kubectl port-forward`` (no load balancer, no public endpoint)."""
+    ``kubectl port-forward`` (no load balancer, no public endpoint; with TrainingNetworkPolicies no pod may
+    connect to it, and port-forward, which dials it inside its own network namespace, still works)."""
 
     service_name: pulumi.Output[str]
     """Name of the ClusterIP Service."""
@@ -62,6 +63,14 @@ class TensorBoard(pulumi.ComponentResource):
         selector = {"app.kubernetes.io/name": "tensorboard", "app.kubernetes.io/instance": app}
         labels = {**COMMON_LABELS, **selector}
         probe: k8s.core.v1.ProbeArgsDict = {"http_get": {"path": "/", "port": TENSORBOARD_PORT}, "period_seconds": 10}
+        # a hung server is restarted; loading many runs can take a while, so it gets minutes first
+        liveness: k8s.core.v1.ProbeArgsDict = {
+            "http_get": {"path": "/", "port": TENSORBOARD_PORT},
+            "initial_delay_seconds": 60,
+            "period_seconds": 30,
+            "timeout_seconds": 10,
+            "failure_threshold": 6,
+        }
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={"name": app, "namespace": args["namespace"], "labels": labels},
@@ -79,9 +88,11 @@ class TensorBoard(pulumi.ComponentResource):
                                 "name": "tensorboard",
                                 "image": args["image"],
                                 "command": tensorboard_command(args["log_dirs"]),
+                                "image_pull_policy": IMAGE_PULL_POLICY,
                                 "env": [{"name": "HOME", "value": "/tmp"}],
                                 "ports": [{"name": "http", "container_port": TENSORBOARD_PORT}],
                                 "readiness_probe": probe,
+                                "liveness_probe": liveness,
                                 "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
                                 "volume_mounts": [{"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True}, TMP_MOUNT],
                                 "security_context": container_security(read_only_root=True),

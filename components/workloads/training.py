@@ -5,7 +5,7 @@ from typing import Optional, TypedDict, cast, get_args
 import pulumi
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS
+from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
 from components.workloads.pods import (
     JobSpec,
     RendezvousBackend,
@@ -94,7 +94,8 @@ class PyTorchJob(pulumi.ComponentResource):
         max_restarts = int(args.get("max_restarts", 3))
         run = args["run_id"]
         output_dir = spec["output_dir"]
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "pytorch-job", "eks-training/run": run}
+        # the rendezvous label admits etcd-v2 pods to etcd (TrainingNetworkPolicies)
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "pytorch-job", "eks-training/run": run, RENDEZVOUS_LABEL: backend}
         if backend == "etcd-v2":
             if args.get("etcd_endpoint") is None:
                 raise ValueError(f"{name}: etcd-v2 rendezvous needs etcd_endpoint")

@@ -20,6 +20,9 @@ JobKind = Literal["pytorch", "mpi", "tensorflow", "command"]
 JOB_KINDS: tuple[str, ...] = get_args(JobKind)
 #: Kinds whose node count can change while they run (torchrun elastic).
 ELASTIC_KINDS: frozenset[str] = frozenset({"pytorch"})
+#: Kinds whose containers need a writable root file system by default: an MPI job's workers run sshd, which
+#: writes its session files to the image's file system.
+WRITABLE_ROOT_KINDS: frozenset[str] = frozenset({"mpi"})
 
 #: The public CIFAR-10 python tarball, its published MD5 and size (https://www.cs.toronto.edu/~kriz/cifar.html).
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -180,6 +183,7 @@ class JobConfig(Model):
     max_restarts: int = Field(default=3, ge=0, le=100)
     timeout_hours: float = Field(default=24, gt=0, le=720)
     wait_for_completion: bool = False
+    read_only_root_filesystem: Optional[bool] = None
     health_check: Optional[HealthCheckConfig] = None
 
     @field_validator("env")
@@ -215,6 +219,13 @@ class JobConfig(Model):
     def elastic(self) -> bool:
         """Node count given as a range (minNodes/maxNodes)."""
         return self.min_nodes is not None or self.max_nodes is not None
+
+    @property
+    def read_only_root(self) -> bool:
+        """The containers' root file system is read-only (``readOnlyRootFilesystem``; default true, false for mpi)."""
+        if self.read_only_root_filesystem is not None:
+            return self.read_only_root_filesystem
+        return self.kind not in WRITABLE_ROOT_KINDS
 
     @property
     def tensorboard_dir(self) -> Optional[str]:

@@ -1,0 +1,30 @@
+"""In-cluster network facts the training namespace's NetworkPolicies are written against: where cluster DNS,
+the EKS Pod Identity Agent and the instance metadata service are, which label names a namespace, and how
+the VPC CNI's policy engine treats Services and the node (each with its source key)."""
+
+from typing import Mapping
+
+#: The label the API server sets on every namespace to its name (source key ``k8s-namespace-name-label``):
+#: a ``namespaceSelector`` on it selects one namespace by name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+#: Cluster DNS: the CoreDNS pods (EKS's ``coredns`` add-on) in ``kube-system``, labelled ``k8s-app=kube-dns``
+#: like the ``kube-dns`` Service that selects them, serving port 53 over UDP and TCP (source key ``k8s-dns-pods``).
+CLUSTER_DNS_NAMESPACE = "kube-system"
+CLUSTER_DNS_POD_LABELS: Mapping[str, str] = {"k8s-app": "kube-dns"}
+DNS_PORT = 53
+
+#: The EKS Pod Identity Agent: a pod with an association gets ``AWS_CONTAINER_CREDENTIALS_FULL_URI`` =
+#: ``http://169.254.170.23/v1/credentials``, i.e. the agent on the pod's node at that link-local address,
+#: port 80 (source key ``eks-pod-identity``). It is not the node's IP, so a policy must allow it explicitly.
+POD_IDENTITY_AGENT_IPV4 = "169.254.170.23"
+POD_IDENTITY_AGENT_PORT = 80
+
+#: The EC2 instance metadata service. Pods that use EKS Pod Identity (or IRSA) do not access it (source key
+#: ``vpc-cni-network-policy-considerations``); the training namespace's policies never allow it, so a pod
+#: cannot read the node role's credentials even though the launch templates' hop limit of 2 would let it.
+INSTANCE_METADATA_IPV4 = "169.254.169.254"
+
+#: HTTPS: AWS APIs (S3, ECR, STS, EKS Auth), public dataset hosts and the Kubernetes API server (the
+#: ``kubernetes`` Service's port, served by the control plane's ENIs in the VPC).
+HTTPS_PORT = 443
