@@ -13,7 +13,10 @@ format) for one short epoch.  The tests show
   (round + 1, compare-and-swap) and the run resumes from its checkpoint;
 * absent or open rendezvous keys are left alone, concurrent launchers reset a
   closed state exactly once, etcd that starts late is waited for, c10d needs no
-  etcd, bad command lines exit 2.
+  etcd, bad command lines exit 2;
+* the launcher stays the command's parent: the pod's SIGTERM is forwarded once
+  and the pod exits 143 (ignored by the Job's pod failure policy), 0 only when
+  DONE exists, 3 when the run gave up (FAILED).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -470,3 +474,66 @@ def test_state_decoder_accepts_only_rendezvous_classes() -> None:
     assert (fresh.closed, fresh.round, fresh.participants, fresh.index) == (False, 7, 0, 42)
     assert launch.parse_endpoint("etcd") == ("etcd", 2379)
     assert launch.parse_endpoint("[::1]:2380") == ("::1", 2380)
+
+
+# --------------------------------------------------------------------------- #
+# Supervision: the pod's stop signal and exit codes (stand-in commands, no etcd)
+# --------------------------------------------------------------------------- #
+#: A stand-in for torchrun that counts the SIGTERMs it gets, then exits 1 like torchrun after a signal.
+TRAPPING_CHILD = """
+import os, signal, sys, time
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append(time.time()))
+print("CHILD-READY", flush=True)
+deadline = time.time() + 20
+while not got and time.time() < deadline:
+    time.sleep(0.05)
+time.sleep(0.5)  # a second forwarded signal would arrive meanwhile
+print("CHILD-SIGTERMS", len(got), flush=True)
+sys.exit(1)
+"""
+
+
+def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path,
+                                                             procs: list[ts.ManagedProcess]) -> None:
+    """SIGTERM to the launcher (kubelet signals PID 1 only) reaches the command once; the command's own
+    exit code after a signal (torchrun: 1) becomes 143, which the Job's pod failure policy ignores."""
+    cmd = launch_cmd(tmp_path / "out", "c10d", "127.0.0.1:29400", "stop-run", [PYTHON, "-c", TRAPPING_CHILD])
+    launcher = ts.ManagedProcess(cmd, tmp_path / "stop.log", env=node_env())
+    procs.append(launcher)
+    wait_for(lambda: "CHILD-READY" in launcher.output(), 20, what="the child to start")
+    os.kill(launcher.pid, signal.SIGTERM)
+    os.kill(launcher.pid, signal.SIGTERM)  # a second SIGTERM is not forwarded again
+    assert launcher.wait(20) == launch.EXIT_STOPPED, launcher.output()
+    out = launcher.output()
+    assert "CHILD-SIGTERMS 1" in out
+    exit_event = events(out, "command_exit")[0]
+    assert (exit_event["command_code"], exit_event["outcome"], exit_event["stop_signal"]) == (1, "stopped", "SIGTERM")
+
+    # A stop that arrives while the launcher still waits for etcd: 143 without starting anything.
+    late = launch_cmd(tmp_path / "out", "etcd-v2", f"127.0.0.1:{ts.free_port()}", "stop-early", child_cmd(),
+                      "--etcd-wait-seconds", "60")
+    waiting = ts.ManagedProcess(late, tmp_path / "early.log", env=node_env())
+    procs.append(waiting)
+    wait_for(lambda: events(waiting.output(), "etcd_retry"), 20, what="an etcd retry")
+    os.kill(waiting.pid, signal.SIGTERM)
+    assert waiting.wait(10) == launch.EXIT_STOPPED
+    assert events(waiting.output(), "stopped_before_start") and not child_runs(waiting.output())
+
+
+def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) -> None:
+    """0 needs DONE (an Indexed Job counts a pod's 0 as its index complete), FAILED gives 3."""
+    out = tmp_path / "out"
+    writes_done_then_fails = [PYTHON, "-c", f"import pathlib; pathlib.Path({str(out / 'DONE')!r}).write_text('{{}}'); "
+                                            "raise SystemExit(1)"]
+    out.mkdir()
+    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", [PYTHON, "-c", "pass"]))
+    assert result.returncode == launch.EXIT_FAILURE
+    assert events(result.stdout, "command_exit")[0]["outcome"] == "exited_0_without_done"
+    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", writes_done_then_fails))
+    assert result.returncode == launch.EXIT_OK  # the run is complete, whatever the command said
+    (out / "DONE").unlink()
+    (out / "FAILED").write_text(json.dumps({"reason": "test"}))
+    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", child_cmd()))
+    assert result.returncode == launch.EXIT_RUN_FAILED and not child_runs(result.stdout)
+    assert [e["event"] for e in ts.json_events(result.stdout)] == ["launch_start", "run_failed"]
