@@ -180,6 +180,7 @@ class RunLease:
         self.token = uuid.uuid4().hex
         self.record: LeaseRecord | None = None
         self._last_renew = 0.0
+        self._unreadable_since: dict[int, float] = {}
 
     # ------------------------------------------------------------------ reading
     def generations(self) -> list[int]:
@@ -218,9 +219,13 @@ class RunLease:
         self.directory.mkdir(parents=True, exist_ok=True)
         generation, holder = self.current()
         if generation and holder is None:
-            # The newest generation exists but is unreadable: give its writer a moment.
-            return Verdict(False, None, f"generation {generation} unreadable")
-        if holder is not None and holder.state == ACTIVE:
+            # The newest generation exists but cannot be read: wait, but no longer than a TTL.
+            first_seen = self._unreadable_since.setdefault(generation, time.monotonic())
+            if time.monotonic() - first_seen < self.ttl_s:
+                return Verdict(False, None, f"generation {generation} unreadable")
+        if generation and holder is None:
+            why = f"generation {generation} unreadable for {self.ttl_s:g}s"
+        elif holder is not None and holder.state == ACTIVE:
             shared = sorted(set(holder.members) & set(self.members))
             if shared:
                 why = f"previous attempt of this group's nodes ({', '.join(shared)})"
