@@ -1,10 +1,12 @@
 """Multi-node data-parallel training of a ResNet-9 on CIFAR-10, launched by torchrun.
 
-Run one ``torchrun`` per node, for example (etcd-v2 rendezvous, elastic 1..2 nodes)::
+Run one ``torchrun`` per node (in the pods: through ``launch.py``), for example
+(etcd-v2 rendezvous, elastic 1..2 nodes, the settings of ``ElasticTrainingJob``)::
 
     torchrun --nnodes=1:2 --nproc-per-node=1 --rdzv-backend=etcd-v2 \\
-        --rdzv-endpoint=etcd:2379 --rdzv-id=cifar10 --max-restarts=3 \\
-        /app/train.py --data-dir /data --output-dir /data/run1
+        --rdzv-endpoint=etcd:2379 --rdzv-id=cifar10 --max-restarts=100 \\
+        --rdzv-conf=join_timeout=1800,last_call_timeout=2,keep_alive_interval=1,keep_alive_max_attempt=3 \\
+        --monitor-interval=1 /app/train.py --data-dir /data --output-dir /data/run1
 
 The script also runs without torchrun (a single process, no process group).
 
