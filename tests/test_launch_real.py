@@ -16,7 +16,8 @@ format) for one short epoch.  The tests show
   etcd, bad command lines exit 2;
 * the launcher stays the command's parent: the pod's SIGTERM is forwarded once
   and the pod exits 143 (ignored by the Job's pod failure policy), 0 only when
-  DONE exists, 3 when the run gave up (FAILED).
+  DONE exists, 3 when the run gave up (FAILED), 69 when torchrun failed because
+  etcd went away.
 """
 
 from __future__ import annotations
@@ -501,12 +502,13 @@ def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path,
     cmd = launch_cmd(tmp_path / "out", "c10d", "127.0.0.1:29400", "stop-run", [PYTHON, "-c", TRAPPING_CHILD])
     launcher = ts.ManagedProcess(cmd, tmp_path / "stop.log", env=node_env())
     procs.append(launcher)
-    wait_for(lambda: "CHILD-READY" in launcher.output(), 20, what="the child to start")
+    # Line-anchored: the child's source (with these words) is also in the launcher's "spawn" event.
+    wait_for(lambda: re.search(r"^CHILD-READY$", launcher.output(), re.MULTILINE), 20, what="the child to start")
     os.kill(launcher.pid, signal.SIGTERM)
     os.kill(launcher.pid, signal.SIGTERM)  # a second SIGTERM is not forwarded again
     assert launcher.wait(20) == launch.EXIT_STOPPED, launcher.output()
     out = launcher.output()
-    assert "CHILD-SIGTERMS 1" in out
+    assert re.findall(r"^CHILD-SIGTERMS (\d+)$", out, re.MULTILINE) == ["1"], out
     exit_event = events(out, "command_exit")[0]
     assert (exit_event["command_code"], exit_event["outcome"], exit_event["stop_signal"]) == (1, "stopped", "SIGTERM")
 
@@ -537,3 +539,34 @@ def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) ->
     result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", child_cmd()))
     assert result.returncode == launch.EXIT_RUN_FAILED and not child_runs(result.stdout)
     assert [e["event"] for e in ts.json_events(result.stdout)] == ["launch_start", "run_failed"]
+
+
+def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(tmp_path: Path,
+                                                                       procs: list[ts.ManagedProcess]) -> None:
+    """torchrun fails when etcd goes away (rescheduled, its node drained): the launcher sees etcd
+    unreachable and exits 69, which the Job's pod failure policy ignores; with etcd up the same
+    failure is the command's own (1, counted)."""
+    own = ts.EtcdServer(tmp_path / "etcd-data", tmp_path)
+    own.start()
+    go = tmp_path / "go"
+    fails_on_go = [PYTHON, "-c", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+                                 "raise SystemExit(1)"]
+    try:
+        cmd = launch_cmd(tmp_path / "out", "etcd-v2", own.endpoint, "lost-rdzv", fails_on_go)
+        up = ts.ManagedProcess(cmd, tmp_path / "up.log", env=node_env())
+        procs.append(up)
+        wait_for(lambda: events(up.output(), "spawn"), 20, what="the command to start")
+        go.write_text("")
+        assert up.wait(30) == 1, up.output()
+        assert events(up.output(), "command_exit")[0]["outcome"] == "command_failed"
+
+        go.unlink()
+        down = ts.ManagedProcess(cmd, tmp_path / "down.log", env=node_env())
+        procs.append(down)
+        wait_for(lambda: events(down.output(), "spawn"), 20, what="the command to start")
+        own.stop()
+        go.write_text("")
+        assert down.wait(30) == launch.EXIT_RENDEZVOUS_LOST, down.output()
+        assert events(down.output(), "command_exit")[0]["outcome"] == "rendezvous_lost"
+    finally:
+        own.stop()

@@ -61,6 +61,10 @@ Exit codes (the pod's):
   complete: an orderly stop, never a failure (podFailurePolicy: Ignore);
 * 3 (:data:`EXIT_RUN_FAILED`) -- ``DIR/FAILED`` exists: the run gave up
   (podFailurePolicy: FailJob);
+* 69 (:data:`EXIT_RENDEZVOUS_LOST`) -- the command failed and etcd is not
+  reachable right after: the rendezvous went with etcd (rescheduled, its node
+  drained); the next pod waits for etcd and fails (1) if it stays away
+  (podFailurePolicy: Ignore);
 * 2 -- usage error (FailJob); 127 -- the command could not be started;
 * 1 -- etcd unreachable within ``--etcd-wait-seconds``, ``DIR/DONE`` unreadable,
   no torch to encode a new state, or the command exited 0 without ``DONE``;
@@ -108,6 +112,10 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_RUN_FAILED = 3
+#: torchrun failed while etcd was unreachable: the rendezvous was lost with it (etcd rescheduled,
+#: its node drained).  Not the run's fault; a replacement pod waits for etcd (``--etcd-wait-seconds``)
+#: and exits 1 if it does not come back.  (EX_UNAVAILABLE.)
+EXIT_RENDEZVOUS_LOST = 69
 EXIT_EXEC_FAILED = 127
 EXIT_STOPPED = 143
 
@@ -579,6 +587,24 @@ class Supervisor:
         return 128 - code if code < 0 else code
 
 
+def etcd_reachable(args: LaunchArgs, timeout: float = 3.0) -> bool:
+    """One read of the rendezvous key answers (found or not); False if etcd does not respond."""
+    assert args.etcd_host is not None and args.etcd_port is not None
+    import etcd
+
+    permanent, transient = _error_classes()
+    client = make_client(args.etcd_host, args.etcd_port, min(timeout, args.etcd_read_timeout))
+    try:
+        client.read(rendezvous_key(args.rdzv_id))
+    except etcd.EtcdKeyNotFound:
+        return True
+    except permanent:
+        return True
+    except transient:
+        return False
+    return True
+
+
 def pod_exit_code(args: LaunchArgs, supervisor: Supervisor, command_code: int) -> int:
     """The pod's exit code once the command ended (see the module docstring)."""
     done = read_done(args.output_dir)
@@ -592,6 +618,8 @@ def pod_exit_code(args: LaunchArgs, supervisor: Supervisor, command_code: int) -
         code, outcome = EXIT_STOPPED, "stopped"
     elif command_code == 0:
         code, outcome = EXIT_FAILURE, "exited_0_without_done"
+    elif args.rdzv_backend == "etcd-v2" and not etcd_reachable(args):
+        code, outcome = EXIT_RENDEZVOUS_LOST, "rendezvous_lost"
     else:
         code, outcome = command_code, "command_failed"
     log("command_exit", command_code=command_code, exit_code=code, outcome=outcome, stop_signal=stop,
