@@ -270,7 +270,8 @@ def test_a_run_through_a_drain_a_replacement_and_a_lost_node(
        survivor takes the run lease over (it was a member of the dead group) and resumes from the
        last checkpoint within 15 s.  It finishes alone; a re-run of the finished Job is a no-op.
     """
-    epochs = 4
+    # Enough epochs that the survivor, alone, is still training when the replacement has joined.
+    epochs = 6
     run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
     run.start_pod("a")
     run.start_pod("b")
