@@ -584,6 +584,7 @@ class Supervisor:
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
         code = child.wait()
+        self.child = None  # reaped: its pid may be reused, a late signal must not be sent there
         return 128 - code if code < 0 else code
 
 
