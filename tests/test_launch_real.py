@@ -13,7 +13,11 @@ format) for one short epoch.  The tests show
   (round + 1, compare-and-swap) and the run resumes from its checkpoint;
 * absent or open rendezvous keys are left alone, concurrent launchers reset a
   closed state exactly once, etcd that starts late is waited for, c10d needs no
-  etcd, bad command lines exit 2.
+  etcd, bad command lines exit 2;
+* the launcher stays the command's parent: the pod's SIGTERM is forwarded once
+  and the pod exits 143 (ignored by the Job's pod failure policy), 0 only when
+  DONE exists, 3 when the run gave up (FAILED), 69 when torchrun failed because
+  etcd went away.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import json
 import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -50,9 +55,7 @@ import launch  # noqa: E402
 pytestmark = pytest.mark.real
 
 LAUNCH_PY = ts.TRAINING_DIR / "launch.py"
-TRAIN_PY = ts.TRAINING_DIR / "train.py"
 PYTHON = sys.executable
-TORCHRUN = ts.VENV_BIN / "torchrun"
 
 # One short epoch of a tiny ResNet-9: 2 steps of 2 x 32 images, then the test-set evaluation.
 TRAIN_ARGS = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0",
@@ -64,14 +67,10 @@ RUN_TIMEOUT = 90.0
 # Helpers
 # --------------------------------------------------------------------------- #
 def torchrun_cmd(server: ts.EtcdServer, rdzv_id: str, data_dir: Path, output_dir: Path) -> list[str]:
-    """The torchrun command of one pod."""
-    if not TORCHRUN.is_file():
-        raise AssertionError(f"torchrun not found at {TORCHRUN}: pip install torch==2.13.0")
-    return [
-        str(TORCHRUN), "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=etcd-v2",
-        f"--rdzv-endpoint={server.endpoint}", f"--rdzv-id={rdzv_id}", "--max-restarts=0",
-        str(TRAIN_PY), "--data-dir", str(data_dir), "--output-dir", str(output_dir), *TRAIN_ARGS,
-    ]
+    """The torchrun command of one pod: the production settings, at a fixed size of two nodes."""
+    return ts.production_torchrun(server.endpoint, rdzv_id,
+                                  ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *TRAIN_ARGS],
+                                  min_nodes=2, max_nodes=2)
 
 
 def launch_cmd(output_dir: Path, backend: str, endpoint: str | None, rdzv_id: str, command: list[str],
@@ -107,12 +106,12 @@ def events(text: str, name: str) -> list[dict[str, Any]]:
 
 
 def launcher_overhead(nodes: list[ts.ManagedProcess]) -> list[float]:
-    """Seconds each pod's launcher spent between its start and exec'ing torchrun."""
+    """Seconds each pod's launcher spent between its start and starting torchrun."""
     spans = []
     for node in nodes:
         found = ts.json_events(node.output())
         start = next(e["time"] for e in found if e["event"] == "launch_start")
-        done = next(e["time"] for e in found if e["event"] == "exec")
+        done = next(e["time"] for e in found if e["event"] == "spawn")
         spans.append(round(done - start, 2))
     return spans
 
@@ -166,13 +165,18 @@ def run_launch(cmd: list[str], timeout: float = 60.0) -> tuple[subprocess.Comple
     return result, time.monotonic() - started
 
 
+#: Exit code of :func:`child_cmd`: the launcher must end with the command's code.
+CHILD_CODE = 5
+
+
 def child_cmd() -> list[str]:
-    """A stand-in for torchrun that proves it was exec'd (prints ``CHILD-RAN <pid>``)."""
-    return [PYTHON, "-c", "import os; print('CHILD' + '-RAN', os.getpid())"]
+    """A stand-in for torchrun that proves it ran, and under whom (prints ``CHILD-RAN <parent pid>``),
+    then exits :data:`CHILD_CODE`."""
+    return [PYTHON, "-c", f"import os; print('CHILD' + '-RAN', os.getppid()); raise SystemExit({CHILD_CODE})"]
 
 
 def child_runs(text: str) -> list[int]:
-    """PIDs printed by :func:`child_cmd` in ``text`` (one per execution)."""
+    """Parent PIDs printed by :func:`child_cmd` in ``text`` (one per execution)."""
     return [int(pid) for pid in re.findall(r"^CHILD-RAN (\d+)$", text, flags=re.MULTILINE)]
 
 
@@ -248,11 +252,11 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     run = completed_run
     assert run.codes == [0, 0], f"exit codes {run.codes}; logs:\n{run.log[-6000:]}"
     print(f"\n[timing] two-node run through launch.py: {run.seconds:.1f}s; "
-          f"launcher overhead per pod (start -> exec): {run.overhead}")
-    # Both launchers found no state (or the other pod's open one), touched nothing and exec'd torchrun.
+          f"launcher overhead per pod (start -> spawn): {run.overhead}")
+    # Both launchers found no state (or the other pod's open one), touched nothing and started torchrun.
     checks = events(run.log, "rendezvous_absent") + events(run.log, "rendezvous_open")
     assert len(checks) == 2 and not events(run.log, "rendezvous_reset")
-    assert len(events(run.log, "exec")) == 2
+    assert len(events(run.log, "spawn")) == 2
     assert [e["world_size"] for e in events(run.log, "start")] == [2]
     assert events(run.log, "fresh_start") and events(run.log, "done")
     assert (run.output_dir / "DONE").is_file() and (run.output_dir / "model.pt").is_file()
@@ -272,7 +276,7 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     done = events(result.stdout, "already_complete")
     assert len(done) == 1 and "not starting torchrun" in done[0]["text"]
     assert done[0]["done"]["model"].endswith("model.pt")
-    assert not events(result.stdout, "exec")
+    assert not events(result.stdout, "spawn")
     assert "elastic_operator" not in result.stdout + result.stderr  # torchrun never ran
     assert seconds < 5.0
     assert etcd_snapshot(server) == before
@@ -311,7 +315,7 @@ def test_closed_rendezvous_blocks_torchrun_and_launch_reopens_it(completed_run: 
     seconds = time.monotonic() - t0
     text = logs(nodes)
     print(f"[timing] relaunch through launch.py (reset + resume + DONE): {seconds:.1f}s; "
-          f"launcher overhead per pod (start -> exec): {launcher_overhead(nodes)}")
+          f"launcher overhead per pod (start -> spawn): {launcher_overhead(nodes)}")
     assert codes == [0, 0], f"exit codes {codes}; logs:\n{text[-6000:]}"
     resets = events(text, "rendezvous_reset")
     assert len(resets) == 1, text[-4000:]  # exactly one pod wins the compare-and-swap
@@ -335,14 +339,14 @@ def test_closed_rendezvous_blocks_torchrun_and_launch_reopens_it(completed_run: 
 # Unit level (real etcd, stand-in child command instead of torchrun)
 # --------------------------------------------------------------------------- #
 def test_absent_and_open_keys_are_not_touched(server: ts.EtcdServer, tmp_path: Path) -> None:
-    """No state, or an open one: launch.py only reads, then execs the command."""
+    """No state, or an open one: launch.py only reads, then runs the command."""
     absent_id = f"absent-{uuid.uuid4().hex[:8]}"
     before = etcd_snapshot(server)
     result, seconds = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", server.endpoint, absent_id, child_cmd()))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert events(result.stdout, "rendezvous_absent") and events(result.stdout, "exec")
+    assert result.returncode == CHILD_CODE, result.stdout + result.stderr
+    assert events(result.stdout, "rendezvous_absent") and events(result.stdout, "spawn")
     launcher_pid = events(result.stdout, "launch_start")[0]["pid"]
-    assert child_runs(result.stdout) == [launcher_pid]  # exec: the child has the launcher's pid
+    assert child_runs(result.stdout) == [launcher_pid]  # the launcher stays the command's parent
     assert etcd_snapshot(server) == before  # not one write (X-Etcd-Index unchanged)
     print(f"\n[timing] launch.py with an absent key: {seconds:.2f}s")
 
@@ -350,7 +354,7 @@ def test_absent_and_open_keys_are_not_touched(server: ts.EtcdServer, tmp_path: P
     index = write_state(server, open_id, round_number=3, closed=False)
     before = etcd_snapshot(server)
     result, _ = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", server.endpoint, open_id, child_cmd()))
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == CHILD_CODE, result.stdout + result.stderr
     opened = events(result.stdout, "rendezvous_open")
     assert len(opened) == 1 and opened[0]["round"] == 3 and opened[0]["etcd_index"] == index
     assert len(child_runs(result.stdout)) == 1 and etcd_snapshot(server) == before
@@ -360,7 +364,7 @@ def test_absent_and_open_keys_are_not_touched(server: ts.EtcdServer, tmp_path: P
     etcd_client(server).write(launch.rendezvous_key(odd_id), base64.b64encode(pickle.dumps(print)).decode())
     before = etcd_snapshot(server)
     result, _ = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", server.endpoint, odd_id, child_cmd()))
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == CHILD_CODE, result.stdout + result.stderr
     unreadable = events(result.stdout, "rendezvous_state_unreadable")
     assert len(unreadable) == 1 and "unexpected global builtins.print" in unreadable[0]["error"]
     assert len(child_runs(result.stdout)) == 1 and etcd_snapshot(server) == before
@@ -387,7 +391,7 @@ def test_concurrent_launchers_reset_a_closed_key_once(server: ts.EtcdServer, tmp
     old_index = write_state(server, rdzv_id, round_number=5, closed=True)
     cmd = launch_cmd(tmp_path / "out", "etcd-v2", server.endpoint, rdzv_id, child_cmd())
     nodes = start_nodes(cmd, tmp_path, "race", procs)
-    assert wait_all(nodes, timeout=60) == [0, 0], logs(nodes)
+    assert wait_all(nodes, timeout=60) == [CHILD_CODE, CHILD_CODE], logs(nodes)
     text = logs(nodes)
     resets = events(text, "rendezvous_reset")
     assert len(resets) == 1 and resets[0]["etcd_index"] == old_index and resets[0]["new_round"] == 6
@@ -411,7 +415,7 @@ def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedP
     try:
         wait_for(lambda: events(launcher.output(), "etcd_retry"), 20, what="a retry event")
         late.start()
-        assert launcher.wait(40) == 0, launcher.output()
+        assert launcher.wait(40) == CHILD_CODE, launcher.output()
     finally:
         late.stop()
     out = launcher.output()
@@ -419,7 +423,7 @@ def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedP
 
     result, seconds = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", late.endpoint, "late-run", child_cmd(),
                                             "--etcd-wait-seconds", "1"))
-    assert result.returncode == 1 and not child_runs(result.stdout) and not events(result.stdout, "exec")
+    assert result.returncode == 1 and not child_runs(result.stdout) and not events(result.stdout, "spawn")
     assert events(result.stdout, "etcd_unreachable") and "not reachable" in result.stderr
     assert seconds < 10
 
@@ -428,7 +432,7 @@ def test_c10d_needs_no_etcd(tmp_path: Path) -> None:
     """c10d: nothing is reset; the command runs even though no etcd exists."""
     result, _ = run_launch(launch_cmd(tmp_path / "out", "c10d", f"127.0.0.1:{ts.free_port()}", "c10d-run",
                                       child_cmd()))
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == CHILD_CODE, result.stdout + result.stderr
     assert events(result.stdout, "rendezvous_no_reset") and len(child_runs(result.stdout)) == 1
 
 
@@ -471,3 +475,98 @@ def test_state_decoder_accepts_only_rendezvous_classes() -> None:
     assert (fresh.closed, fresh.round, fresh.participants, fresh.index) == (False, 7, 0, 42)
     assert launch.parse_endpoint("etcd") == ("etcd", 2379)
     assert launch.parse_endpoint("[::1]:2380") == ("::1", 2380)
+
+
+# --------------------------------------------------------------------------- #
+# Supervision: the pod's stop signal and exit codes (stand-in commands, no etcd)
+# --------------------------------------------------------------------------- #
+#: A stand-in for torchrun that counts the SIGTERMs it gets, then exits 1 like torchrun after a signal.
+TRAPPING_CHILD = """
+import os, signal, sys, time
+got = []
+signal.signal(signal.SIGTERM, lambda *_: got.append(time.time()))
+print("CHILD-READY", flush=True)
+deadline = time.time() + 20
+while not got and time.time() < deadline:
+    time.sleep(0.05)
+time.sleep(0.5)  # a second forwarded signal would arrive meanwhile
+print("CHILD-SIGTERMS", len(got), flush=True)
+sys.exit(1)
+"""
+
+
+def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path,
+                                                             procs: list[ts.ManagedProcess]) -> None:
+    """SIGTERM to the launcher (kubelet signals PID 1 only) reaches the command once; the command's own
+    exit code after a signal (torchrun: 1) becomes 143, which the Job's pod failure policy ignores."""
+    cmd = launch_cmd(tmp_path / "out", "c10d", "127.0.0.1:29400", "stop-run", [PYTHON, "-c", TRAPPING_CHILD])
+    launcher = ts.ManagedProcess(cmd, tmp_path / "stop.log", env=node_env())
+    procs.append(launcher)
+    # Line-anchored: the child's source (with these words) is also in the launcher's "spawn" event.
+    wait_for(lambda: re.search(r"^CHILD-READY$", launcher.output(), re.MULTILINE), 20, what="the child to start")
+    os.kill(launcher.pid, signal.SIGTERM)
+    os.kill(launcher.pid, signal.SIGTERM)  # a second SIGTERM is not forwarded again
+    assert launcher.wait(20) == launch.EXIT_STOPPED, launcher.output()
+    out = launcher.output()
+    assert re.findall(r"^CHILD-SIGTERMS (\d+)$", out, re.MULTILINE) == ["1"], out
+    exit_event = events(out, "command_exit")[0]
+    assert (exit_event["command_code"], exit_event["outcome"], exit_event["stop_signal"]) == (1, "stopped", "SIGTERM")
+
+    # A stop that arrives while the launcher still waits for etcd: 143 without starting anything.
+    late = launch_cmd(tmp_path / "out", "etcd-v2", f"127.0.0.1:{ts.free_port()}", "stop-early", child_cmd(),
+                      "--etcd-wait-seconds", "60")
+    waiting = ts.ManagedProcess(late, tmp_path / "early.log", env=node_env())
+    procs.append(waiting)
+    wait_for(lambda: events(waiting.output(), "etcd_retry"), 20, what="an etcd retry")
+    os.kill(waiting.pid, signal.SIGTERM)
+    assert waiting.wait(10) == launch.EXIT_STOPPED
+    assert events(waiting.output(), "stopped_before_start") and not child_runs(waiting.output())
+
+
+def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) -> None:
+    """0 needs DONE (an Indexed Job counts a pod's 0 as its index complete), FAILED gives 3."""
+    out = tmp_path / "out"
+    writes_done_then_fails = [PYTHON, "-c", f"import pathlib; pathlib.Path({str(out / 'DONE')!r}).write_text('{{}}'); "
+                                            "raise SystemExit(1)"]
+    out.mkdir()
+    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", [PYTHON, "-c", "pass"]))
+    assert result.returncode == launch.EXIT_FAILURE
+    assert events(result.stdout, "command_exit")[0]["outcome"] == "exited_0_without_done"
+    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", writes_done_then_fails))
+    assert result.returncode == launch.EXIT_OK  # the run is complete, whatever the command said
+    (out / "DONE").unlink()
+    (out / "FAILED").write_text(json.dumps({"reason": "test"}))
+    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", child_cmd()))
+    assert result.returncode == launch.EXIT_RUN_FAILED and not child_runs(result.stdout)
+    assert [e["event"] for e in ts.json_events(result.stdout)] == ["launch_start", "run_failed"]
+
+
+def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(tmp_path: Path,
+                                                                       procs: list[ts.ManagedProcess]) -> None:
+    """torchrun fails when etcd goes away (rescheduled, its node drained): the launcher sees etcd
+    unreachable and exits 69, which the Job's pod failure policy ignores; with etcd up the same
+    failure is the command's own (1, counted)."""
+    own = ts.EtcdServer(tmp_path / "etcd-data", tmp_path)
+    own.start()
+    go = tmp_path / "go"
+    fails_on_go = [PYTHON, "-c", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
+                                 "raise SystemExit(1)"]
+    try:
+        cmd = launch_cmd(tmp_path / "out", "etcd-v2", own.endpoint, "lost-rdzv", fails_on_go)
+        up = ts.ManagedProcess(cmd, tmp_path / "up.log", env=node_env())
+        procs.append(up)
+        wait_for(lambda: events(up.output(), "spawn"), 20, what="the command to start")
+        go.write_text("")
+        assert up.wait(30) == 1, up.output()
+        assert events(up.output(), "command_exit")[0]["outcome"] == "command_failed"
+
+        go.unlink()
+        down = ts.ManagedProcess(cmd, tmp_path / "down.log", env=node_env())
+        procs.append(down)
+        wait_for(lambda: events(down.output(), "spawn"), 20, what="the command to start")
+        own.stop()
+        go.write_text("")
+        assert down.wait(30) == launch.EXIT_RENDEZVOUS_LOST, down.output()
+        assert events(down.output(), "command_exit")[0]["outcome"] == "rendezvous_lost"
+    finally:
+        own.stop()

@@ -39,11 +39,10 @@ import cifar_io  # noqa: E402
 
 pytestmark = pytest.mark.real
 
-TRAIN_PY = ts.TRAINING_DIR / "train.py"
+TRAIN_PY = ts.TRAIN_PY
 EVALUATE_PY = ts.TRAINING_DIR / "evaluate.py"
 STAGE_PY = ts.TRAINING_DIR / "stage_data.py"
 PYTHON = sys.executable
-TORCHRUN = ts.VENV_BIN / "torchrun"
 
 # Small but real: ResNet-9 of width 8 (~25k parameters) reaches >95% on the digits in 5 epochs.
 TINY_RECIPE = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0"]
@@ -96,16 +95,9 @@ class Job:
 
 def torchrun_cmd(etcd: ts.EtcdServer, rdzv_id: str, data_dir: Path, output_dir: Path,
                  train_args: list[str]) -> list[str]:
-    """The torchrun command line of one node."""
-    if not TORCHRUN.is_file():
-        raise AssertionError(f"torchrun not found at {TORCHRUN}: pip install torch==2.13.0")
-    return [
-        str(TORCHRUN), "--nnodes=1:2", "--nproc-per-node=1", "--rdzv-backend=etcd-v2",
-        f"--rdzv-endpoint={etcd.endpoint}", f"--rdzv-id={rdzv_id}", "--max-restarts=3",
-        "--monitor-interval=1",
-        "--rdzv-conf=last_call_timeout=3,keep_alive_interval=1,keep_alive_max_attempt=3",
-        str(TRAIN_PY), "--data-dir", str(data_dir), "--output-dir", str(output_dir), *train_args,
-    ]
+    """The torchrun command line of one node, with the production settings (``pods.torchrun_command``)."""
+    return ts.production_torchrun(etcd.endpoint, rdzv_id,
+                                  ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *train_args])
 
 
 def launch_nodes(etcd: ts.EtcdServer, rdzv_id: str, data_dir: Path, workdir: Path,
@@ -170,6 +162,8 @@ def load_ckpt(path: Path) -> dict[str, Any]:
 # Test 1 + 3: two nodes train; evaluate the result
 # --------------------------------------------------------------------------- #
 TRAINED_EPOCHS = 5
+#: A non-default collective timeout: the trainer must hand it to the process group (read back from gloo).
+PG_TIMEOUT_S = 42.0
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +173,8 @@ def trained_job(tmp_path_factory: pytest.TempPathFactory, digits_data: Path,
     registry: list[Job] = []
     try:
         job = start_job(registry, shared_etcd, digits_data, tmp_path_factory.mktemp("train2"),
-                        [*TINY_RECIPE, "--epochs", str(TRAINED_EPOCHS), "--workers", "1"])
+                        [*TINY_RECIPE, "--epochs", str(TRAINED_EPOCHS), "--workers", "1",
+                         "--pg-timeout-seconds", str(PG_TIMEOUT_S)])
         codes = job.wait()
         yield job, codes
     finally:
@@ -194,6 +189,7 @@ def test_two_node_training_with_etcd_rendezvous(trained_job: tuple[Job, list[int
 
     starts = job.events("start")
     assert len(starts) == 1 and starts[0]["world_size"] == 2 and starts[0]["backend"] == "gloo"
+    assert starts[0]["pg_timeout_s"] == PG_TIMEOUT_S  # --pg-timeout-seconds reached init_process_group
     epochs = job.events("epoch")
     assert [e["epoch"] for e in epochs] == list(range(1, TRAINED_EPOCHS + 1))
     for record in epochs:
@@ -305,8 +301,9 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
     NOT survive an etcd outage of more than about 2 s.  Every monitor interval
     each agent calls ``num_nodes_waiting()``, which syncs the rendezvous state
     with etcd (cached for 1 s); with etcd down that raises
-    ``RendezvousConnectionError``, the agent stops its worker (SIGTERM) and
-    torchrun exits 1 on both nodes, about 2 s after the kill.  The keep-alive
+    ``RendezvousConnectionError``, the agent stops its worker (SIGTERM: the
+    workers stop after the same step and rank 0 checkpoints it) and torchrun
+    exits 1 on both nodes, about 2 s after the kill.  The keep-alive
     heartbeat failures are only warnings.  Because etcd is unreachable, the
     agents also fail to *close* the rendezvous ("failed to shutdown the
     rendezvous"), so the state survives in etcd's data dir.  (A blip shorter
@@ -315,8 +312,8 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
 
     Recovery path: the Kubernetes Job restarts the pods, i.e. the same torchrun
     command with the same ``--rdzv-id`` runs again against the restarted etcd
-    (same port, same data dir); it re-rendezvouses and resumes from the last
-    checkpoint.  This test asserts exactly that sequence.
+    (same port, same data dir); it re-rendezvouses and resumes from the stop
+    checkpoint, losing no step.  This test asserts exactly that sequence.
     """
     etcd = ts.EtcdServer(tmp_path / "etcd-data", tmp_path)
     etcd.start()
@@ -343,6 +340,9 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
         assert not (job.output_dir / "DONE").exists()
         done_epochs = max(e["epoch"] for e in job.events("checkpoint"))
         assert done_epochs >= 1
+        stops = job.events("stopping")
+        assert len(stops) == 1 and stops[0]["reasons"]["ranks_signalled"] >= 1  # the agents SIGTERMed them
+        assert stops[0]["checkpoint_step"] == stops[0]["step"]
 
         # etcd comes back on the same port with the same data: the rendezvous state is still there.
         etcd.start()
@@ -357,6 +357,7 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
         retry_log = "\n".join(node.output() for node in job.nodes)
         resumed = [e for e in ts.json_events(retry_log) if e.get("event") == "resumed"]
         assert resumed and resumed[0]["epoch"] >= done_epochs >= 1
+        assert resumed[0]["step"] == stops[0]["step"]  # nothing lost to the outage
         summary = assert_final_model(job.output_dir, digits_data)
         assert [h["epoch"] for h in summary["history"]] == list(range(1, 7))
     finally:

@@ -7,6 +7,9 @@
 * :class:`MotoServer` runs ``moto_server`` as an S3 endpoint (:mod:`tests.aws_support`).
 * :class:`ManagedProcess` starts a command in its own process group with its
   output in a log file and kills the whole group on cleanup.
+* :func:`production_torchrun` and :func:`pod_command` build a training pod's
+  command exactly as ``ElasticTrainingJob`` does (``launch.py -- torchrun ...``
+  with the rendezvous settings of ``components.workloads.pods.torchrun_command``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ import contextlib
 
 DIGIT_NAMES: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 VENV_BIN = Path(sys.executable).parent
+TRAIN_PY = TRAINING_DIR / "train.py"
+LAUNCH_PY = TRAINING_DIR / "launch.py"
+#: torchrun ``--max-restarts`` of the tests: the value recommended for the training Job.  torchrun counts
+#: every restart after a *peer's* failure or stop against the surviving node, so a small budget ends a
+#: run because of other nodes; the run's real failure budget is train.py's ``--max-failed-attempts``.
+MAX_RESTARTS = 100
 
 
 
@@ -126,6 +135,29 @@ def md5_of(path: Path) -> str:
 # --------------------------------------------------------------------------- #
 # Processes
 # --------------------------------------------------------------------------- #
+def production_torchrun(endpoint: str, rdzv_id: str, script_args: Sequence[str], min_nodes: int = 1,
+                        max_nodes: int = 2, script: Path = TRAIN_PY) -> list[str]:
+    """torchrun running ``script`` with the production settings (``pods.torchrun_command``), etcd-v2."""
+    from components.workloads.pods import torchrun_command
+
+    torchrun = VENV_BIN / "torchrun"
+    if not torchrun.is_file():
+        raise AssertionError(f"torchrun not found at {torchrun}: pip install torch==2.13.0")
+    cmd = torchrun_command(min_nodes=min_nodes, max_nodes=max_nodes, procs_per_node=1, backend="etcd-v2",
+                           endpoint=endpoint, rdzv_id=rdzv_id, max_restarts=MAX_RESTARTS, script=str(script),
+                           script_args=list(script_args))
+    assert cmd[0] == "torchrun"
+    return [str(torchrun), *cmd[1:]]
+
+
+def pod_command(endpoint: str, rdzv_id: str, data_dir: Path, output_dir: Path, train_args: Sequence[str],
+                min_nodes: int = 1, max_nodes: int = 2) -> list[str]:
+    """A training pod's command: ``launch.py ... -- torchrun ... train.py ...`` (as ElasticTrainingJob)."""
+    script_args = ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *train_args]
+    return [sys.executable, str(LAUNCH_PY), "--output-dir", str(output_dir), "--rdzv-backend", "etcd-v2",
+            "--rdzv-endpoint", endpoint, "--rdzv-id", rdzv_id, "--",
+            *production_torchrun(endpoint, rdzv_id, script_args, min_nodes, max_nodes)]
+
 def torchrun_env() -> dict[str, str]:
     """Environment for torchrun agents / training pods (as ElasticTrainingJob sets it)."""
     env = dict(os.environ)
@@ -233,6 +265,22 @@ def wait_all(processes: Sequence[ManagedProcess], timeout: float) -> list[int]:
         process.kill()
     raise AssertionError(f"{processes[0].cmd[0]} did not finish within {timeout:.0f}s on every node\n"
                          + "\n".join(report))
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants, parents before children (what a pod's container holds)."""
+    return [pid, *descendant_pids(pid)]
+
+
+def signal_tree(pid: int, sig: int) -> list[int]:
+    """Send ``sig`` to ``pid`` and every descendant at once, parents first; return the pids signalled.
+
+    SIGKILL to the tree is a lost node (every process dies, sockets close); SIGSTOP freezes a node
+    without closing anything (a hung host or a network partition); SIGCONT thaws it.
+    """
+    pids = process_tree(pid)
+    _signal_pids(pids, sig)
+    return pids
 
 
 def _signal_pids(pids: Sequence[int], sig: int) -> None:

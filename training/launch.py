@@ -1,4 +1,4 @@
-"""Container entrypoint of a training pod: skip finished runs, reopen a closed rendezvous, exec torchrun.
+"""Container entrypoint of a training pod: skip finished runs, reopen a closed rendezvous, run torchrun.
 
 Usage::
 
@@ -16,7 +16,8 @@ What it does, in order:
 
 1. ``DIR/DONE`` exists (``train.py`` writes it atomically as its last step):
    print ``{"event": "already_complete", ...}`` and exit 0 -- re-running a
-   finished Job is a no-op and never starts torchrun.
+   finished Job is a no-op and never starts torchrun.  ``DIR/FAILED`` exists
+   (``train.py`` gave up: a crash loop without checkpoint progress): exit 3.
 2. ``--rdzv-backend etcd-v2``: read the rendezvous state the way torch's
    ``etcd_rendezvous_backend`` stores it -- etcd v2 key
    ``/torch/elastic/rendezvous/<ID>``, value ``base64(pickle(_RendezvousState))``,
@@ -28,8 +29,13 @@ What it does, in order:
    ``{"event": "rendezvous_reset", ...}``.  An absent or open key is not touched.
 3. ``--rdzv-backend c10d``: nothing to reset (the store lives in the agent of
    node 0 and disappears with it).
-4. ``os.execvp`` the command after ``--``: torchrun replaces this process, so
-   it receives the pod's signals directly and its exit code is the pod's.
+4. Run the command after ``--`` as a child (its own session) and stay its
+   parent: the pod's SIGTERM/SIGINT (kubelet sends it to PID 1 only) is
+   forwarded to torchrun once, torchrun forwards it to the workers, and
+   ``train.py`` stops at a step boundary and checkpoints.  torchrun itself
+   exits 1 after a signal, which would look like a failure; the launcher
+   exits with :data:`EXIT_STOPPED` (143, "terminated by SIGTERM") instead,
+   so the Job's pod failure policy can ignore it.
 
 Why the round is advanced instead of deleting the key: torch's etcd-v2 backend
 also keeps a c10d store under ``/torch/elastic/store`` whose keys are prefixed
@@ -48,10 +54,23 @@ import torch; torch is imported only to encode the replacement state.
 A state this launcher cannot decode (another torch version, corrupt value) is
 logged as ``rendezvous_state_unreadable`` and left to torchrun.
 
-Exit codes: 0 run already complete (otherwise the process *becomes* the
-command), 1 etcd unreachable within ``--etcd-wait-seconds``, ``DIR/DONE``
-unreadable or no torch to encode a new state, 2 usage error, 127 the command
-could not be executed.  Every line on stdout is one JSON object.
+Exit codes (the pod's):
+
+* 0 -- the run is complete (``DIR/DONE`` exists), whatever the command returned;
+* 143 (:data:`EXIT_STOPPED`) -- a stop signal arrived and the run is not
+  complete: an orderly stop, never a failure (podFailurePolicy: Ignore);
+* 3 (:data:`EXIT_RUN_FAILED`) -- ``DIR/FAILED`` exists: the run gave up
+  (podFailurePolicy: FailJob);
+* 69 (:data:`EXIT_RENDEZVOUS_LOST`) -- the command failed and etcd is not
+  reachable right after: the rendezvous went with etcd (rescheduled, its node
+  drained); the next pod waits for etcd and fails (1) if it stays away
+  (podFailurePolicy: Ignore);
+* 2 -- usage error (FailJob); 127 -- the command could not be started;
+* 1 -- etcd unreachable within ``--etcd-wait-seconds``, ``DIR/DONE`` unreadable,
+  no torch to encode a new state, or the command exited 0 without ``DONE``;
+* otherwise the command's own exit code (128 + N if it died of signal N).
+
+Every line on stdout is one JSON object.
 """
 
 from __future__ import annotations
@@ -65,11 +84,14 @@ import io
 import json
 import os
 import pickle
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 #: Where torch's etcd-v2 backend keeps rendezvous states (``etcd_rendezvous_backend.create_backend``).
@@ -80,12 +102,22 @@ RDZV_STATE_TTL_S = 7200
 TORCH_RDZV_MODULE = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"
 ETCD_DEFAULT_PORT = 2379
 DONE_MARKER = "DONE"
+#: Written by train.py when it gives up (consecutive attempts failed without checkpoint progress).
+FAILED_MARKER = "FAILED"
 BACKENDS = ("etcd-v2", "c10d")
+#: Signals that ask the pod to stop (forwarded once to the command).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_RUN_FAILED = 3
+#: torchrun failed while etcd was unreachable: the rendezvous was lost with it (etcd rescheduled,
+#: its node drained).  Not the run's fault; a replacement pod waits for etcd (``--etcd-wait-seconds``)
+#: and exits 1 if it does not come back.  (EX_UNAVAILABLE.)
+EXIT_RENDEZVOUS_LOST = 69
 EXIT_EXEC_FAILED = 127
+EXIT_STOPPED = 143
 
 
 # --------------------------------------------------------------------------- #
@@ -103,6 +135,10 @@ class UsageError(Exception):
 
 class LaunchError(Exception):
     """etcd unreachable or the stored state is unusable (exit code 1)."""
+
+
+class StopRequested(Exception):
+    """A stop signal arrived before the command was started (exit code 143)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -265,6 +301,17 @@ def read_done(output_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else {}
 
 
+def read_failed(output_dir: Path) -> dict[str, Any] | None:
+    """Contents of ``DIR/FAILED`` (``{}`` if not JSON), or ``None`` when the run has not given up."""
+    try:
+        data = json.loads((output_dir / FAILED_MARKER).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 # --------------------------------------------------------------------------- #
 # Rendezvous state (decoding without torch)
 # --------------------------------------------------------------------------- #
@@ -392,7 +439,7 @@ def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseEx
     return (etcd.EtcdKeyError, etcd.EtcdValueError), (etcd.EtcdException, urllib3.exceptions.HTTPError)
 
 
-def reset_closed_rendezvous(args: LaunchArgs) -> bool:
+def reset_closed_rendezvous(args: LaunchArgs, supervisor: Supervisor | None = None) -> bool:
     """Step 2 of the module docstring.  Returns True if the run turned out to be complete.
 
     Retries the whole read -> decide -> compare-and-swap sequence while etcd is
@@ -421,7 +468,10 @@ def reset_closed_rendezvous(args: LaunchArgs) -> bool:
             delay = min(0.25 * 2 ** (attempt - 1), 5.0, remaining)
             log("etcd_retry", endpoint=args.rdzv_endpoint, attempt=attempt, retry_in_s=round(delay, 2),
                 error=repr(exc))
-            time.sleep(delay)
+            if supervisor is not None:
+                supervisor.sleep(delay)
+            else:
+                time.sleep(delay)
 
 
 def _check_and_reset(client: Any, key: str, args: LaunchArgs, started: float, attempt: int) -> bool:
@@ -468,28 +518,130 @@ def _check_and_reset(client: Any, key: str, args: LaunchArgs, started: float, at
 
 
 # --------------------------------------------------------------------------- #
+# Supervision of the command
+# --------------------------------------------------------------------------- #
+class Supervisor:
+    """Runs the command as a child and forwards the pod's first stop signal to it.
+
+    Signal handlers only record the signal (and forward it once the child
+    exists); a stop before the child is started ends the launcher with 143.
+    """
+
+    def __init__(self) -> None:
+        self.child: subprocess.Popen[bytes] | None = None
+        self.stop_signal: int | None = None
+        self.stop_at: float | None = None
+        self.forwarded = False
+
+    def install(self) -> None:
+        """Install the handlers for :data:`STOP_SIGNALS`."""
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.stop_signal is None:
+            self.stop_signal, self.stop_at = signum, time.time()
+        self._forward()
+
+    def _forward(self) -> None:
+        """Send the stop signal to the child, once (a second one would cut torchrun's shutdown short)."""
+        if self.child is not None and self.stop_signal is not None and not self.forwarded:
+            self.forwarded = True
+            try:
+                os.kill(self.child.pid, self.stop_signal)
+            except ProcessLookupError:
+                pass
+
+    def check_stop(self) -> None:
+        """Raise :class:`StopRequested` if a stop signal arrived."""
+        if self.stop_signal is not None:
+            raise StopRequested(signal.Signals(self.stop_signal).name)
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, but end at once (StopRequested) when a stop signal arrives."""
+        deadline = time.monotonic() + seconds
+        while True:
+            self.check_stop()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(min(0.1, remaining))
+
+    def run(self, command: list[str]) -> int:
+        """Start ``command`` (own session), wait for it; return its exit code (128 + N for signal N)."""
+        self.check_stop()
+        log("spawn", command=command)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        child = subprocess.Popen(command, start_new_session=True)
+        # A signal that arrived while the child was being started is forwarded now; signals are
+        # blocked meanwhile so the handler and this code cannot both forward it.
+        blocked = set(STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            self.child = child
+            self._forward()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+        code = child.wait()
+        self.child = None  # reaped: its pid may be reused, a late signal must not be sent there
+        return 128 - code if code < 0 else code
+
+
+def etcd_reachable(args: LaunchArgs, timeout: float = 3.0) -> bool:
+    """One read of the rendezvous key answers (found or not); False if etcd does not respond."""
+    assert args.etcd_host is not None and args.etcd_port is not None
+    import etcd
+
+    permanent, transient = _error_classes()
+    client = make_client(args.etcd_host, args.etcd_port, min(timeout, args.etcd_read_timeout))
+    try:
+        client.read(rendezvous_key(args.rdzv_id))
+    except etcd.EtcdKeyNotFound:
+        return True
+    except permanent:
+        return True
+    except transient:
+        return False
+    return True
+
+
+def pod_exit_code(args: LaunchArgs, supervisor: Supervisor, command_code: int) -> int:
+    """The pod's exit code once the command ended (see the module docstring)."""
+    done = read_done(args.output_dir)
+    failed = read_failed(args.output_dir)
+    stop = signal.Signals(supervisor.stop_signal).name if supervisor.stop_signal is not None else None
+    if done is not None:
+        code, outcome = EXIT_OK, "complete"
+    elif failed is not None:
+        code, outcome = EXIT_RUN_FAILED, "run_failed"
+    elif stop is not None:
+        code, outcome = EXIT_STOPPED, "stopped"
+    elif command_code == 0:
+        code, outcome = EXIT_FAILURE, "exited_0_without_done"
+    elif args.rdzv_backend == "etcd-v2" and not etcd_reachable(args):
+        code, outcome = EXIT_RENDEZVOUS_LOST, "rendezvous_lost"
+    else:
+        code, outcome = command_code, "command_failed"
+    log("command_exit", command_code=command_code, exit_code=code, outcome=outcome, stop_signal=stop,
+        seconds_since_stop_signal=round(time.time() - supervisor.stop_at, 3) if supervisor.stop_at else None,
+        failed=failed)
+    return code
+
+
+# --------------------------------------------------------------------------- #
 # Main
 # --------------------------------------------------------------------------- #
-def exec_command(command: list[str]) -> NoReturn:
-    """Replace this process with ``command`` (signals and exit code then belong to it)."""
-    log("exec", command=command)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        os.execvp(command[0], command)
-    except OSError as exc:
-        log("exec_failed", command=command, error=repr(exc))
-        sys.exit(EXIT_EXEC_FAILED)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: returns an exit code, or never returns (exec)."""
+    """Entry point: returns the pod's exit code."""
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
     except UsageError as exc:
         log("usage_error", error=str(exc))
         print(f"{build_parser().format_usage().rstrip()}\nlaunch.py: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    supervisor = Supervisor()
+    supervisor.install()
     log("launch_start", rdzv_backend=args.rdzv_backend, rdzv_id=args.rdzv_id, rdzv_endpoint=args.rdzv_endpoint,
         output_dir=str(args.output_dir), pid=os.getpid())
     try:
@@ -498,17 +650,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             log("already_complete", output_dir=str(args.output_dir), done=done,
                 text="run already complete (DONE exists); not starting torchrun")
             return EXIT_OK
+        failed = read_failed(args.output_dir)
+        if failed is not None:
+            log("run_failed", output_dir=str(args.output_dir), failed=failed,
+                text="the run gave up (FAILED exists); not starting torchrun; delete FAILED to retry")
+            return EXIT_RUN_FAILED
         if args.rdzv_backend == "etcd-v2":
-            if reset_closed_rendezvous(args):
+            if reset_closed_rendezvous(args, supervisor):
                 return EXIT_OK
         else:
             log("rendezvous_no_reset", rdzv_backend=args.rdzv_backend,
                 text="c10d keeps its store in node 0's agent; nothing persistent to reset")
+        command_code = supervisor.run(args.command)
     except LaunchError as exc:
         log("launch_failed", error=str(exc))
         print(f"launch.py: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    exec_command(args.command)
+    except StopRequested as exc:
+        log("stopped_before_start", signal=str(exc), text="stop signal before torchrun was started")
+        return EXIT_STOPPED
+    except OSError as exc:
+        log("exec_failed", command=args.command, error=repr(exc))
+        return EXIT_EXEC_FAILED
+    return pod_exit_code(args, supervisor, command_code)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Multi-node data-parallel training of a ResNet-9 on CIFAR-10, launched by torchrun.
 
-Run one ``torchrun`` per node, for example (etcd-v2 rendezvous, elastic 1..2 nodes)::
+Run one ``torchrun`` per node (in the pods: through ``launch.py``), for example
+(etcd-v2 rendezvous, elastic 1..2 nodes, the settings of ``ElasticTrainingJob``)::
 
     torchrun --nnodes=1:2 --nproc-per-node=1 --rdzv-backend=etcd-v2 \\
-        --rdzv-endpoint=etcd:2379 --rdzv-id=cifar10 --max-restarts=3 \\
-        /app/train.py --data-dir /data --output-dir /data/run1
+        --rdzv-endpoint=etcd:2379 --rdzv-id=cifar10 --max-restarts=100 \\
+        --rdzv-conf=join_timeout=1800,last_call_timeout=2,keep_alive_interval=1,keep_alive_max_attempt=3 \\
+        --monitor-interval=1 /app/train.py --data-dir /data --output-dir /data/run1
 
 The script also runs without torchrun (a single process, no process group).
 
@@ -15,20 +17,50 @@ after a linear warm-up over the first 2 epochs and followed by cosine decay,
 random crop (padding 4) and horizontal flip.  On GPU it uses NCCL, channels-last
 and float16 autocast with a GradScaler; on CPU it uses gloo and float32.
 
-Fault tolerance: rank 0 writes an atomic checkpoint after every epoch (and
-every ``--checkpoint-every-steps`` steps).  On start every rank loads the latest
-checkpoint chosen by rank 0 and continues at the same epoch and at the same
-position inside the epoch (see :class:`cifar.ResumableDistributedSampler`), so
-a torchrun re-rendezvous after a worker died, even at a different world size,
-continues rather than starting over.
+Fault tolerance:
+
+* Checkpoints: rank 0 writes an atomic checkpoint after every epoch, every
+  ``--checkpoint-every-seconds`` of training (default 600) and every
+  ``--checkpoint-every-steps`` steps.  On start every rank loads the latest
+  checkpoint chosen by rank 0 and continues at the same epoch and at the same
+  position inside the epoch (see :class:`cifar.ResumableDistributedSampler`),
+  even at a different world size.  A checkpoint also holds the interrupted
+  epoch's partial sums, so the history records whole epochs across resumes.
+* Stop on SIGTERM/SIGINT (a pod's termination, a node drain, torchrun on a
+  membership change): the handler only sets a flag; the flags of all ranks are
+  summed with every step's loss all-reduce, so every rank stops after the same
+  step; rank 0 writes the checkpoint of that step, then all ranks meet at a
+  barrier and exit with :data:`EXIT_STOPPED`.  Nothing trained is lost.
+* One group per run: rank 0 holds the run lease in ``<output>/lease/``
+  (:mod:`run_lease`), renewed while training.  A group that finds the lease held
+  by another live group waits (and asks the owner to yield: it stops at a step
+  boundary, checkpoints and lets the agents re-rendezvous) instead of training
+  beside it; a group whose lease was taken over stops without writing.
+* Hung peers: every collective times out after ``--pg-timeout-seconds``
+  (default 60), so a frozen node is detected and torchrun re-rendezvouses.
+* Failure budget: ``--max-failed-attempts`` consecutive attempts that failed
+  without checkpoint progress (a crash loop) end the run: rank 0 writes
+  ``FAILED`` and every rank exits 0 so torchrun stops restarting; ``launch.py``
+  turns ``FAILED`` into its own exit code.
+
+Exit codes: 0 the run is over (``DONE`` or ``FAILED`` written), 75
+(:data:`EXIT_STOPPED`) stopped in order at a step boundary, checkpoint written
+(a stop request, the lease yielded to another group or lost), 1 an error, 2 a
+usage error.
 
 Outputs in ``--output-dir``: ``checkpoint-step<N>.pt`` (the newest
 ``--keep-checkpoints``), ``model.pt`` (state_dict + model config),
-``training_summary.json`` and the ``DONE`` marker.  Progress goes to stdout as
-one JSON object per line (rank 0 only).
+``training_summary.json``, the ``DONE`` marker (or ``FAILED``) and ``lease/``.
+Progress goes to stdout as one JSON object per line (rank 0 only, except a
+rank's own ``stop_requested``).
 """
 
 from __future__ import annotations
+
+import time
+
+#: When this process started running Python code (before torch is imported), for the timings.
+PROCESS_START = time.time()
 
 import argparse
 import datetime as dt
@@ -36,11 +68,14 @@ import itertools
 import json
 import os
 import re
+import signal
 import socket
 import sys
-import time
-from dataclasses import dataclass
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import torch
@@ -53,9 +88,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cifar  # noqa: E402  (needs the sys.path entry above)
 import cifar_io  # noqa: E402
+import run_lease  # noqa: E402
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-step(\d+)\.pt$")
 FORMAT_VERSION = 1
+FAILED_MARKER = "FAILED"
+
+EXIT_OK = 0
+#: Stopped in order at a step boundary with the checkpoint written; the run continues elsewhere.
+#: Non-zero on purpose: torchrun treats a worker's 0 as "the job succeeded" (exit barrier, then
+#: the pod would complete), so 0 is reserved for a run that is over.
+EXIT_STOPPED = 75
+#: Seconds between two looks at the lease while another group holds it.
+LEASE_POLL_S = 1.0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,26 +122,44 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--width", type=int, default=64, help="ResNet-9 base width (channels w,2w,4w,8w)")
     parser.add_argument("--workers", type=int, default=4, help="DataLoader worker processes per rank")
     parser.add_argument("--checkpoint-every-steps", type=int, default=0,
-                        help="also checkpoint every N optimizer steps (0 = only at epoch end)")
+                        help="also checkpoint every N optimizer steps (0 = off)")
+    parser.add_argument("--checkpoint-every-seconds", type=float, default=600.0,
+                        help="also checkpoint after this many seconds of training since the last "
+                             "checkpoint (default 600; 0 = off): what a hard kill can lose at most")
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="how many checkpoints to keep")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps-per-epoch", type=int, default=0,
                         help="cap on optimizer steps per epoch at the current world size (0 = full epoch)")
+    parser.add_argument("--pg-timeout-seconds", type=float, default=60.0,
+                        help="timeout of every collective (init_process_group(timeout=...)): how long "
+                             "a hung or frozen peer can stall the group before the workers fail and "
+                             "torchrun re-rendezvouses (default 60)")
+    parser.add_argument("--lease-ttl-seconds", type=float, default=120.0,
+                        help="the run lease expires this long after its last renewal (renewed every "
+                             "TTL/12, at least every 5 s); another group may then take the run over "
+                             "(default 120)")
+    parser.add_argument("--max-failed-attempts", type=int, default=5,
+                        help="give up (write FAILED, exit 0) when this many attempts in a row failed "
+                             "without a new checkpoint (0 = never give up; default 5)")
     args = parser.parse_args(argv)
     positive = ("epochs", "batch_size", "width", "keep_checkpoints")
     for name in positive:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in ("workers", "checkpoint_every_steps", "max_steps_per_epoch"):
+    for name in ("workers", "checkpoint_every_steps", "max_steps_per_epoch", "checkpoint_every_seconds",
+                 "max_failed_attempts"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must be >= 0")
+    for name in ("pg_timeout_seconds", "lease_ttl_seconds"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be > 0")
     if args.warmup_epochs < 0:
         parser.error("--warmup-epochs must be >= 0")
     return args
 
 
 # --------------------------------------------------------------------------- #
-# Distributed setup and logging
+# Distributed setup, stop requests and logging
 # --------------------------------------------------------------------------- #
 @dataclass(frozen=True)
 class DistContext:
@@ -115,12 +178,13 @@ class DistContext:
         return self.rank == 0
 
 
-def setup_distributed() -> DistContext:
+def setup_distributed(timeout_s: float) -> DistContext:
     """Initialise the process group from the environment torchrun sets.
 
     Backend and device are chosen automatically: NCCL and ``cuda:LOCAL_RANK``
     when CUDA is available, gloo and CPU otherwise.  Without torchrun
-    (no ``WORLD_SIZE``) the script runs as a single process.
+    (no ``WORLD_SIZE``) the script runs as a single process.  ``timeout_s``
+    bounds every collective (gloo: each send/recv; NCCL: the watchdog).
     """
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     use_cuda = torch.cuda.is_available()
@@ -135,10 +199,60 @@ def setup_distributed() -> DistContext:
     dist.init_process_group(
         backend=backend,
         init_method="env://",
-        timeout=dt.timedelta(minutes=10),
+        timeout=dt.timedelta(seconds=timeout_s),
         device_id=device if use_cuda else None,
     )
     return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend, True)
+
+
+class StopRequest:
+    """SIGTERM/SIGINT only set a flag; the training loop acts on it at a step boundary."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.received_at: float | None = None
+        self.logged = False
+
+    def install(self) -> None:
+        """Install the handlers (main thread, before anything slow)."""
+        for sig in self.SIGNALS:
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum, self.received_at = signum, time.time()
+
+    @property
+    def requested(self) -> bool:
+        """A stop signal arrived."""
+        return self.signum is not None
+
+    def log_once(self, ctx: DistContext, step: int) -> None:
+        """The rank that received the signal says so (once, on its own stdout)."""
+        if self.signum is not None and not self.logged:
+            self.logged = True
+            print(json.dumps({"event": "stop_requested", "time": round(time.time(), 3), "rank": ctx.rank,
+                              "signal": signal.Signals(self.signum).name, "received_at": self.received_at,
+                              "step": step}), flush=True)
+
+
+def _worker_init(_worker_id: int) -> None:
+    """DataLoader workers keep the default SIGTERM (the flag handler is the trainer's alone)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def effective_pg_timeout(ctx: DistContext) -> float | None:
+    """The collective timeout the default process group really uses (read back; None if unknown)."""
+    if not ctx.distributed:
+        return None
+    try:
+        group = dist.distributed_c10d._get_default_group()
+        backend = group._get_backend(ctx.device)
+        return float(backend.options._timeout.total_seconds())
+    except (AttributeError, RuntimeError, TypeError):
+        return None
 
 
 def log_event(ctx: DistContext, event: str, **fields: Any) -> None:
@@ -164,6 +278,64 @@ def broadcast_object(ctx: DistContext, obj: Any) -> Any:
     box = [obj]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+def gather_objects(ctx: DistContext, obj: Any) -> list[Any]:
+    """Every rank's ``obj``, in rank order."""
+    if not ctx.distributed:
+        return [obj]
+    found: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(found, obj)
+    return found
+
+
+@dataclass
+class StepFlags:
+    """What rank 0 learned from the lease since the last step (sent with the next step's sums)."""
+
+    yield_to_other_group: bool = False
+    lease_lost: bool = False
+
+    def update(self, outcome: str) -> None:
+        """Fold in a :meth:`run_lease.RunLease.renew` outcome."""
+        self.yield_to_other_group |= outcome == "yield"
+        self.lease_lost |= outcome == "lost"
+
+
+@dataclass(frozen=True)
+class StepSums:
+    """One step's all-reduced sums: training statistics and stop reasons."""
+
+    loss_sum: float
+    correct: float
+    images: float
+    signalled: int
+    yielding: bool
+    lease_lost: bool
+
+    @property
+    def stop(self) -> bool:
+        """Every rank stops after this step."""
+        return bool(self.signalled or self.yielding or self.lease_lost)
+
+    def reasons(self) -> dict[str, Any]:
+        """Why the group stops (for the log)."""
+        return {"ranks_signalled": self.signalled, "yield_to_other_group": self.yielding,
+                "lease_lost": self.lease_lost}
+
+
+def combine_step(ctx: DistContext, loss_sum: torch.Tensor | float, correct: torch.Tensor | float,
+                 images: int, stop: StopRequest, flags: StepFlags) -> StepSums:
+    """The per-step all-reduce: loss, accuracy, images and every rank's stop flag in one tensor."""
+    parts = [torch.as_tensor(loss_sum, dtype=torch.float64, device=ctx.device).reshape(1),
+             torch.as_tensor(correct, dtype=torch.float64, device=ctx.device).reshape(1),
+             torch.tensor([float(images), float(stop.requested), float(flags.yield_to_other_group),
+                           float(flags.lease_lost)], dtype=torch.float64, device=ctx.device)]
+    tensor = torch.cat(parts)
+    if ctx.distributed:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    values = tensor.tolist()
+    return StepSums(values[0], values[1], values[2], int(values[3]), values[4] > 0, values[5] > 0)
 
 
 # --------------------------------------------------------------------------- #
@@ -206,7 +378,7 @@ def newest_loadable_checkpoint(output_dir: Path) -> tuple[str | None, dict[str, 
 
 
 def remove_stale_temp_files(output_dir: Path) -> None:
-    """Delete temp files left by a writer that was killed mid-write (rank 0, at start)."""
+    """Delete temp files left by a writer that was killed mid-write (rank 0, holding the lease)."""
     for entry in output_dir.glob(".*.tmp"):
         entry.unlink(missing_ok=True)
 
@@ -222,6 +394,17 @@ def json_args(args: argparse.Namespace) -> dict[str, Any]:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
 
 
+def read_failed_marker(output_dir: Path) -> dict[str, Any] | None:
+    """Contents of ``FAILED`` (``{}`` if not JSON), or None when the run has not given up."""
+    try:
+        data = json.loads((output_dir / FAILED_MARKER).read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 # --------------------------------------------------------------------------- #
 # Training
 # --------------------------------------------------------------------------- #
@@ -232,6 +415,38 @@ class Progress:
     epoch: int = 0
     step: int = 0
     samples_in_epoch: int = 0
+
+
+@dataclass
+class EpochStats:
+    """Sums over the current epoch so far, across resumes (stored in mid-epoch checkpoints)."""
+
+    loss_sum: float = 0.0
+    correct: float = 0.0
+    images: int = 0
+    train_time_s: float = 0.0
+    segments: int = 0
+    world_sizes: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> EpochStats:
+        """Restore from a checkpoint (an empty epoch for checkpoints without it)."""
+        if not data:
+            return cls()
+        return cls(float(data["loss_sum"]), float(data["correct"]), int(data["images"]),
+                   float(data["train_time_s"]), int(data["segments"]), [int(w) for w in data["world_sizes"]])
+
+    def start_segment(self, world_size: int) -> None:
+        """A new stretch of this epoch begins (first start or a resume)."""
+        self.segments += 1
+        if world_size not in self.world_sizes:
+            self.world_sizes.append(world_size)
+
+    def add(self, sums: StepSums) -> None:
+        """Fold in one step's all-reduced sums."""
+        self.loss_sum += sums.loss_sum
+        self.correct += sums.correct
+        self.images += int(sums.images)
 
 
 def make_loader(dataset: cifar.CifarArrays, sampler: cifar.ResumableDistributedSampler,
@@ -248,6 +463,7 @@ def make_loader(dataset: cifar.CifarArrays, sampler: cifar.ResumableDistributedS
         drop_last=True,
         generator=generator,
         persistent_workers=False,
+        worker_init_fn=_worker_init if args.workers else None,
     )
 
 
@@ -261,11 +477,12 @@ def sync_buffers(model: nn.Module, ctx: DistContext) -> None:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ctx: DistContext,
-             use_amp: bool, batch_size: int = 1000) -> tuple[float, float]:
+             use_amp: bool, batch_size: int = 1000, tick: Callable[[], None] | None = None) -> tuple[float, float]:
     """Test loss and accuracy; each rank scores a 1/world slice, results are summed.
 
     ``model`` must be the bare module, not the DDP wrapper: the slices may
     need different numbers of batches, and DDP's forward is a collective.
+    ``tick`` runs after every batch (rank 0 renews the lease there).
     """
     model.eval()
     criterion = nn.CrossEntropyLoss(reduction="sum")
@@ -281,37 +498,145 @@ def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ctx: 
             logits = model(x)
         loss_sum += float(criterion(logits.float(), y))
         correct += float((logits.argmax(dim=1) == y).sum())
+        if tick is not None:
+            tick()
     total_loss, total_correct, total = all_reduce_sum(ctx, [loss_sum, correct, float(shard.numel())])
     model.train()
     return total_loss / max(total, 1.0), total_correct / max(total, 1.0)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
+    """Entry point; returns the process exit code.
+
+    An error (typically a collective that failed because a peer died or hung) ends the process at
+    once with exit code 1 after printing the traceback: the process group is broken, and tearing it
+    down (or letting the interpreter finalise torch) can take seconds or abort, which would delay
+    the agent's re-rendezvous that the surviving ranks are waiting for.
+    """
     args = parse_args(argv)
-    ctx = setup_distributed()
+    stop = StopRequest()
+    stop.install()
+    ctx = setup_distributed(args.pg_timeout_seconds)
     try:
-        return run(args, ctx)
-    finally:
-        if ctx.distributed and dist.is_initialized():
-            dist.destroy_process_group()
+        code = run(args, ctx, stop)
+    except Exception as exc:
+        traceback.print_exc()
+        print(json.dumps({"event": "fatal", "time": round(time.time(), 3), "rank": ctx.rank, "error": repr(exc)[:500]}),
+              flush=True)
+        sys.stderr.flush()
+        os._exit(1)
+    if ctx.distributed and dist.is_initialized():
+        dist.destroy_process_group()
+    return code
 
 
-def run(args: argparse.Namespace, ctx: DistContext) -> int:
+def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> run_lease.RunLease | None | int:
+    """Take the run lease (rank 0) before touching the output folder; every rank waits for the verdict.
+
+    Returns the lease on rank 0 and None on other ranks once it is held, or
+    :data:`EXIT_STOPPED` if a stop was requested while another group held it.
+    """
+    members = [str(m) for m in gather_objects(ctx, run_lease.node_id())]
+    lease = None
+    if ctx.is_main:
+        lease = run_lease.RunLease(args.output_dir, members, args.lease_ttl_seconds, ctx.world_size,
+                                   restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
+    waiting_since: float | None = None
+    last_wait_log = 0.0
+    while True:
+        acquired = 0.0
+        if lease is not None:
+            verdict = lease.try_acquire()
+            if verdict.acquired:
+                acquired = 1.0
+                assert lease.record is not None
+                log_event(ctx, "lease_acquired", generation=lease.record.generation, members=members,
+                          why=verdict.why, previous=verdict.holder.summary() if verdict.holder else None,
+                          waited_s=round(time.monotonic() - waiting_since, 2) if waiting_since else 0.0)
+            else:
+                if verdict.holder is not None:
+                    lease.post_request(verdict.holder)
+                now = time.monotonic()
+                if waiting_since is None:
+                    waiting_since = now
+                if now - last_wait_log >= 30.0:
+                    last_wait_log = now
+                    log_event(ctx, "lease_wait", why=verdict.why, members=members,
+                              holder=verdict.holder.summary() if verdict.holder else None,
+                              waited_s=round(now - waiting_since, 2),
+                              text="another group owns this run; waiting (it was asked to yield)")
+        got, stopping = all_reduce_sum(ctx, [acquired, float(stop.requested)])
+        if got:
+            return lease
+        if stopping:
+            stop.log_once(ctx, 0)
+            if lease is not None:
+                lease.withdraw_request()
+            log_event(ctx, "stopping", step=None, reasons={"ranks_signalled": int(stopping)},
+                      text="stop requested while waiting for the lease; nothing to save")
+            return EXIT_STOPPED
+        time.sleep(LEASE_POLL_S)
+
+
+def run(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> int:
     """Train (or resume) until ``--epochs`` are done and write the final artifacts."""
     run_start = time.time()
+    output_dir: Path = args.output_dir
+    if ctx.is_main:
+        output_dir.mkdir(parents=True, exist_ok=True)
+
+    log_event(ctx, "start", world_size=ctx.world_size, backend=ctx.backend, device=str(ctx.device),
+              restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+              run_id=os.environ.get("TORCHELASTIC_RUN_ID"), host=socket.gethostname(),
+              node=run_lease.node_id(), pg_timeout_s=effective_pg_timeout(ctx),
+              setup_s=round(time.time() - PROCESS_START, 3),
+              torch=torch.__version__, args=json_args(args))
+
+    failed = broadcast_object(ctx, read_failed_marker(output_dir) if ctx.is_main else None)
+    if failed is not None:
+        log_event(ctx, "run_failed_earlier", failed=failed,
+                  text=f"{output_dir / FAILED_MARKER} exists: the run gave up; delete it to retry")
+        return EXIT_OK
+
+    held = acquire_lease(args, ctx, stop)
+    if isinstance(held, int):
+        return held
+    lease = held
+    try:
+        return train(args, ctx, stop, lease, run_start)
+    except BaseException as exc:
+        if lease is not None:
+            lease.release(run_lease.FAILED, reason=repr(exc)[:500])
+        raise
+
+
+def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: run_lease.RunLease | None,
+          run_start: float) -> int:
+    """The training run proper, with the lease held by rank 0 (``lease`` is None on other ranks)."""
     use_amp = ctx.device.type == "cuda"
     if use_amp:
         torch.backends.cudnn.benchmark = True
     output_dir: Path = args.output_dir
     if ctx.is_main:
-        output_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_temp_files(output_dir)
 
-    log_event(ctx, "start", world_size=ctx.world_size, backend=ctx.backend, device=str(ctx.device),
-              restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
-              run_id=os.environ.get("TORCHELASTIC_RUN_ID"), host=socket.gethostname(),
-              torch=torch.__version__, args=json_args(args))
+    # Resume: rank 0 picks the checkpoint, every rank loads that same file.  Rank 0 records the
+    # attempt's start step in the lease first, so an attempt that fails in any later step counts.
+    chosen: str | None = None
+    checkpoint: dict[str, Any] | None = None
+    give_up = False
+    failures = 0
+    if ctx.is_main:
+        assert lease is not None
+        chosen, checkpoint = newest_loadable_checkpoint(output_dir)
+        start_step = int(checkpoint["step"]) if checkpoint is not None else 0
+        failures = lease.begin(start_step)
+        give_up = bool(args.max_failed_attempts) and failures >= args.max_failed_attempts
+    chosen, give_up, failures = broadcast_object(ctx, (chosen, give_up, failures))
+    if give_up:
+        return give_up_run(args, ctx, lease, failures, chosen)
+    if chosen and checkpoint is None:
+        checkpoint = load_checkpoint(Path(chosen))
 
     train_images, train_labels = cifar_io.load_split(args.data_dir, train=True)
     test_images_np, test_labels_np = cifar_io.load_split(args.data_dir, train=False)
@@ -320,15 +645,6 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
     test_labels = torch.from_numpy(test_labels_np)
     if ctx.device.type == "cuda":
         test_images, test_labels = test_images.pin_memory(), test_labels.pin_memory()
-
-    # Resume: rank 0 picks the checkpoint, every rank loads that same file.
-    chosen: str | None = None
-    checkpoint: dict[str, Any] | None = None
-    if ctx.is_main:
-        chosen, checkpoint = newest_loadable_checkpoint(output_dir)
-    chosen = broadcast_object(ctx, chosen)
-    if chosen and checkpoint is None:
-        checkpoint = load_checkpoint(Path(chosen))
 
     if checkpoint is not None:
         model_config = cifar.ModelConfig.from_dict(checkpoint["model_config"])
@@ -348,6 +664,7 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     progress = Progress()
     history: list[dict[str, Any]] = []
+    stats = EpochStats()
 
     if checkpoint is not None:
         model.load_state_dict(checkpoint["model"])
@@ -358,12 +675,15 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
         progress = Progress(int(checkpoint["epoch"]), int(checkpoint["step"]),
                             int(checkpoint["samples_in_epoch"]))
         history = list(checkpoint.get("history", []))
+        if progress.samples_in_epoch:
+            stats = EpochStats.from_dict(checkpoint.get("epoch_stats"))
         if model_config.width != args.width:
             log_event(ctx, "warning", message=f"--width {args.width} ignored: checkpoint has width "
                                               f"{model_config.width}")
         log_event(ctx, "resumed", checkpoint=chosen, epoch=progress.epoch, step=progress.step,
                   samples_in_epoch=progress.samples_in_epoch,
-                  checkpoint_world_size=checkpoint.get("world_size"), world_size=ctx.world_size)
+                  checkpoint_world_size=checkpoint.get("world_size"), world_size=ctx.world_size,
+                  failed_attempts_in_a_row=failures)
         log_event(ctx, "message", text=f"resumed from epoch {progress.epoch} step {progress.step} "
                                        f"(checkpoint {Path(chosen).name})")
     else:
@@ -382,10 +702,29 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
     if global_batch > len(dataset):
         raise SystemExit(f"global batch {global_batch} exceeds the {len(dataset)} training images")
 
-    def save(epoch: int, samples_in_epoch: int) -> None:
-        """Rank 0: atomic checkpoint of the full training state."""
+    flags = StepFlags()
+    saved_step = progress.step  # the step the newest checkpoint holds
+    saved_at = time.monotonic()
+
+    def renew() -> None:
+        """Rank 0: renew the lease when due; a yield request or a lost lease stops the group."""
+        if lease is not None:
+            outcome = lease.maybe_renew(progress.step)
+            if outcome != "ok" and not (flags.yield_to_other_group or flags.lease_lost):
+                log_event(ctx, "lease_" + outcome, step=progress.step, requests=lease.requests())
+            flags.update(outcome)
+
+    def save(epoch: int, samples_in_epoch: int, epoch_stats: EpochStats) -> None:
+        """Rank 0: atomic checkpoint of the full training state (only while it owns the run)."""
+        nonlocal saved_step, saved_at
         if not ctx.is_main:
             return
+        assert lease is not None
+        if not lease.still_owner():
+            flags.lease_lost = True
+            log_event(ctx, "lease_lost", step=progress.step, text="another group took the run over; not writing")
+            return
+        started = time.monotonic()
         state = {
             "format_version": FORMAT_VERSION,
             "model": model.state_dict(),
@@ -395,6 +734,7 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
             "epoch": epoch,
             "step": progress.step,
             "samples_in_epoch": samples_in_epoch,
+            "epoch_stats": asdict(epoch_stats),
             "world_size": ctx.world_size,
             "model_config": model_config.to_dict(),
             "history": history,
@@ -402,9 +742,39 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
         }
         path = cifar.atomic_torch_save(checkpoint_path(output_dir, progress.step), state)
         prune_checkpoints(output_dir, args.keep_checkpoints)
+        saved_step, saved_at = progress.step, time.monotonic()
         log_event(ctx, "checkpoint", path=str(path), epoch=epoch, step=progress.step,
-                  samples_in_epoch=samples_in_epoch)
+                  samples_in_epoch=samples_in_epoch, write_s=round(saved_at - started, 3))
+        renew()
 
+    def checkpoint_due() -> bool:
+        by_steps = bool(args.checkpoint_every_steps) and progress.step % args.checkpoint_every_steps == 0
+        by_time = bool(args.checkpoint_every_seconds) and time.monotonic() - saved_at >= args.checkpoint_every_seconds
+        return by_steps or by_time
+
+    def stop_here(sums: StepSums, epoch: int, epoch_stats: EpochStats) -> int:
+        """Every rank: the group agreed to stop after this step; rank 0 checkpoints it, then all exit."""
+        stop.log_once(ctx, progress.step)
+        if ctx.is_main:
+            assert lease is not None
+            if not sums.lease_lost and progress.step > saved_step:
+                save(epoch, progress.samples_in_epoch, epoch_stats)
+            state = "yielded" if sums.yielding else "stopped"
+            if not (sums.lease_lost or flags.lease_lost):
+                lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
+            log_event(ctx, "stopping", step=progress.step, epoch=epoch, samples_in_epoch=progress.samples_in_epoch,
+                      checkpoint_step=saved_step, reasons=sums.reasons(), lease_state=state,
+                      seconds_since_signal=round(time.time() - stop.received_at, 3) if stop.received_at else None)
+        if ctx.distributed:
+            dist.barrier()  # nobody leaves before rank 0's checkpoint is on disk
+        return EXIT_STOPPED
+
+    renew()
+    setup_sums = combine_step(ctx, 0.0, 0.0, 0, stop, flags)  # a stop requested during the setup
+    if setup_sums.stop:
+        return stop_here(setup_sums, progress.epoch, stats)
+
+    first_step_logged = False
     ddp_model.train()
     while progress.epoch < args.epochs:
         epoch = progress.epoch
@@ -420,10 +790,9 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
         loader = make_loader(dataset, sampler, args, ctx,
                              seed=args.seed + 1_000_003 * epoch + 7919 * ctx.rank + progress.step)
 
-        epoch_start = time.time()
-        loss_sum = torch.zeros((), dtype=torch.float64, device=ctx.device)
-        correct = torch.zeros((), dtype=torch.float64, device=ctx.device)
-        seen = 0
+        stats.start_segment(ctx.world_size)
+        segment_start = time.time()
+        stopping: StepSums | None = None
         for steps_done, (x, y) in enumerate(itertools.islice(loader, steps_to_run), start=1):
             scheduler.set_progress((epoch + progress.samples_in_epoch / epoch_budget) / args.epochs)
             x = x.to(ctx.device, non_blocking=True)
@@ -437,36 +806,50 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
-            loss_sum += loss.detach().double() * y.shape[0]
-            correct += (logits.detach().argmax(dim=1) == y).sum().double()
-            seen += y.shape[0]
             progress.step += 1
             progress.samples_in_epoch += global_batch
-            if (args.checkpoint_every_steps and progress.step % args.checkpoint_every_steps == 0
-                    and steps_done < steps_to_run):
-                save(epoch, progress.samples_in_epoch)
+            sums = combine_step(ctx, loss.detach().double() * y.shape[0],
+                                (logits.detach().argmax(dim=1) == y).sum(), int(y.shape[0]), stop, flags)
+            stats.add(sums)
+            if not first_step_logged:
+                first_step_logged = True
+                log_event(ctx, "first_step", step=progress.step, epoch=epoch, world_size=ctx.world_size,
+                          seconds_since_start=round(time.time() - run_start, 3),
+                          seconds_since_process_start=round(time.time() - PROCESS_START, 3))
+            if sums.stop:
+                stopping = sums
+                break
+            if ctx.is_main and steps_done < steps_to_run and checkpoint_due():
+                save(epoch, progress.samples_in_epoch, stats)
+            renew()
         del loader
         if ctx.device.type == "cuda":
             torch.cuda.synchronize(ctx.device)  # count queued kernels in the epoch time
-        train_time = time.time() - epoch_start
+        train_time = time.time() - segment_start
+        stats.train_time_s += train_time
+        if stopping is None:  # flags raised at the epoch's last step (or by its last renewal) count too
+            end_sums = combine_step(ctx, 0.0, 0.0, 0, stop, flags)
+            stopping = end_sums if end_sums.stop else None
+        if stopping is not None:
+            return stop_here(stopping, epoch, stats)
 
-        total_loss, total_correct, total_seen = all_reduce_sum(
-            ctx, [float(loss_sum), float(correct), float(seen)])
         sync_buffers(model, ctx)
-        test_loss, test_acc = evaluate(model, test_images, test_labels, ctx, use_amp)
-        epoch_time = time.time() - epoch_start
+        test_loss, test_acc = evaluate(model, test_images, test_labels, ctx, use_amp, tick=renew)
+        epoch_time = stats.train_time_s + (time.time() - segment_start - train_time)
         record = {
             "epoch": epoch + 1,
             "epochs": args.epochs,
             "step": progress.step,
             "world_size": ctx.world_size,
-            "train_loss": round(total_loss / max(total_seen, 1.0), 5),
-            "train_accuracy": round(total_correct / max(total_seen, 1.0), 5),
+            "world_sizes": sorted(stats.world_sizes),
+            "segments": stats.segments,
+            "train_loss": round(stats.loss_sum / max(stats.images, 1), 5),
+            "train_accuracy": round(stats.correct / max(stats.images, 1), 5),
             "test_loss": round(test_loss, 5),
             "test_accuracy": round(test_acc, 5),
-            "images": int(total_seen),
-            "images_per_sec": round(total_seen / max(train_time, 1e-9), 1),
-            "train_time_s": round(train_time, 3),
+            "images": stats.images,
+            "images_per_sec": round(stats.images / max(stats.train_time_s, 1e-9), 1),
+            "train_time_s": round(stats.train_time_s, 3),
             "epoch_time_s": round(epoch_time, 3),
             "lr": round(scheduler.get_last_lr()[0], 6),
         }
@@ -474,13 +857,37 @@ def run(args: argparse.Namespace, ctx: DistContext) -> int:
         log_event(ctx, "epoch", **record)
         progress.epoch += 1
         progress.samples_in_epoch = 0
-        save(progress.epoch, 0)
+        stats = EpochStats()
+        save(progress.epoch, 0, stats)
+        sums = combine_step(ctx, 0.0, 0.0, 0, stop, flags)
+        if sums.stop:
+            return stop_here(sums, progress.epoch, stats)
 
     if ctx.is_main:
+        assert lease is not None
         write_final_artifacts(args, ctx, model, model_config, class_names, history, run_start)
+        lease.release("done", progress.step)
     if ctx.distributed:
         dist.barrier()
-    return 0
+    return EXIT_OK
+
+
+def give_up_run(args: argparse.Namespace, ctx: DistContext, lease: run_lease.RunLease | None, failures: int,
+                chosen: str | None) -> int:
+    """Rank 0 writes ``FAILED`` and releases the lease; every rank exits 0 so torchrun stops restarting."""
+    if ctx.is_main:
+        assert lease is not None and lease.record is not None
+        reason = (f"{failures} attempts in a row failed without a new checkpoint "
+                  f"(--max-failed-attempts {args.max_failed_attempts})")
+        cifar_io.atomic_write_json(args.output_dir / FAILED_MARKER, {
+            "reason": reason, "failures": failures, "checkpoint": chosen, "step": lease.record.start_step,
+            "lease_generation": lease.record.generation, "previous": lease.record.previous,
+            "failed_at": dt.datetime.now(dt.UTC).isoformat()})
+        lease.release("gave_up", reason=reason)
+        log_event(ctx, "gave_up", failures=failures, checkpoint=chosen, text=reason)
+    if ctx.distributed:
+        dist.barrier()
+    return EXIT_OK
 
 
 def write_final_artifacts(args: argparse.Namespace, ctx: DistContext, model: nn.Module,

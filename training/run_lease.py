@@ -1,0 +1,379 @@
+"""Exclusive, expiring ownership of a training run's output folder: the *run lease*.
+
+Why: torchrun's rendezvous state lives in etcd.  If etcd loses its data while
+a group trains (rescheduled with an empty volume inside the agents' detection
+window), the running agents do not notice, and a node that joins later finds no
+rendezvous and forms a group of its own: two independent groups would train
+into one output folder.  The lease is kept *in the output folder*, so it
+survives whatever happens to etcd, and only one group at a time can hold it.
+
+Layout (``<output>/lease/``)::
+
+    lease-00000007.json     one file per generation; the highest one is current
+    request-<token>.json    "please let us in": a group waiting for the lease
+
+A record (:class:`LeaseRecord`) names its group (``members``: one node id per
+rank, ``hostname/<torchrun agent pid>``), its state (``active`` while the group
+trains; ``stopped``, ``yielded``, ``done``, ``gave_up`` or ``failed`` once it
+ended) and ``renewed_at`` (wall clock, renewed by rank 0 while it trains).
+
+Protocol (rank 0 of each group):
+
+* **Acquire**: read the current generation ``g``.  The lease can be taken when
+  there is none, when ``g`` has ended, when ``g`` expired (not renewed for its
+  ``ttl_s``), or when ``g``'s group shares a member with ours: a node agent
+  runs one worker group at a time, so if one of ``g``'s nodes is in our group,
+  ``g``'s group has lost that node and can no longer complete a collective.
+  Taking it means creating ``lease-<g+1>.json`` with ``os.link`` of a finished
+  temp file, which fails if the name exists: of two contenders exactly one
+  wins a generation, and the file is complete when it appears.
+* Otherwise another live group owns the run: post a request and wait.
+* **Renew**: while training, rewrite the own generation's file (atomic
+  replace) every ``renew_every_s``; first check that no newer
+  generation exists (then the lease was lost: stop without writing) and
+  whether another group posted a fresh request (then *yield*: stop at a
+  step boundary, checkpoint, release, so the agents re-rendezvous and both
+  groups merge).
+* **Release**: write the final state (``stopped``, ``done``, ...).  A new
+  attempt treats ``failed`` and a taken-over ``active`` record as an unclean
+  end; :meth:`RunLease.begin` counts consecutive unclean attempts that made
+  no checkpoint progress (the run-level failure budget of ``train.py``).
+
+Everything is plain files, atomic renames and one exclusive link, which work on
+NFS/EFS.  Clocks: expiry compares ``renewed_at`` with the reader's wall clock,
+so nodes need synchronised clocks (EKS nodes use the Amazon Time Sync Service).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+LEASE_DIR_NAME = "lease"
+ACTIVE = "active"
+#: States a group writes when it ends in order (the next attempt is not a failure).
+CLEAN_END_STATES = ("stopped", "yielded", "done", "gave_up")
+#: State written when rank 0 saw its attempt fail (an exception).
+FAILED = "failed"
+#: Generations kept on disk (older ones are deleted by the next owner).
+KEEP_GENERATIONS = 20
+#: A request not refreshed for this long is ignored (its group is gone).
+REQUEST_FRESH_S = 15.0
+
+_LEASE_RE = re.compile(r"^lease-(\d{8})\.json$")
+_REQUEST_RE = re.compile(r"^request-([0-9a-f]{32})\.json$")
+
+
+def node_id() -> str:
+    """This node's id: ``hostname/<parent pid>``.
+
+    The parent of a worker is its torchrun agent, which lives across worker
+    restarts, so all workers of one agent share the id and a new agent (a new
+    pod) gets a new one.  In Kubernetes the hostname is the pod's.
+    """
+    return f"{socket.gethostname()}/{os.getppid()}"
+
+
+@dataclass
+class LeaseRecord:
+    """One generation of the lease (the JSON file's content)."""
+
+    generation: int
+    token: str
+    owner: str
+    members: list[str]
+    world_size: int
+    ttl_s: float
+    created_at: float
+    renewed_at: float
+    state: str = ACTIVE
+    start_step: int | None = None
+    step: int | None = None
+    failures: int = 0
+    previous: dict[str, Any] | None = None
+    ended_at: float | None = None
+    reason: str | None = None
+    restart_count: int = 0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LeaseRecord:
+        """Parse a record, ignoring keys this version does not know."""
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    def expired(self, now: float) -> bool:
+        """Active but not renewed within its TTL."""
+        return self.state == ACTIVE and now - self.renewed_at > self.ttl_s
+
+    def live(self, now: float) -> bool:
+        """Active and renewed within its TTL."""
+        return self.state == ACTIVE and not self.expired(now)
+
+    def ended_cleanly(self) -> bool:
+        """The group released the lease after an orderly end."""
+        return self.state in CLEAN_END_STATES
+
+    def summary(self) -> dict[str, Any]:
+        """The fields worth logging."""
+        return {"generation": self.generation, "owner": self.owner, "members": self.members,
+                "state": self.state, "start_step": self.start_step, "step": self.step,
+                "failures": self.failures, "renewed_at": self.renewed_at, "ttl_s": self.ttl_s}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of one acquisition attempt."""
+
+    acquired: bool
+    holder: LeaseRecord | None
+    why: str
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """JSON object in ``path`` or None (missing, half-visible or not an object)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_temp(directory: Path, data: dict[str, Any]) -> Path:
+    """A complete, fsynced temp file with ``data`` as JSON, world-readable."""
+    fd, name = tempfile.mkstemp(prefix=".lease.", suffix=".tmp", dir=directory)
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write((json.dumps(data, indent=1) + "\n").encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
+
+
+class RunLease:
+    """Rank 0's handle on the lease of one output folder (see the module docstring)."""
+
+    def __init__(self, output_dir: Path, members: list[str], ttl_s: float, world_size: int,
+                 restart_count: int = 0) -> None:
+        if ttl_s <= 0:
+            raise ValueError("ttl_s must be > 0")
+        self.directory = Path(output_dir) / LEASE_DIR_NAME
+        self.members = list(members)
+        self.owner = f"{members[0] if members else node_id()}/pid{os.getpid()}"
+        self.ttl_s = float(ttl_s)
+        #: Renewal cadence: a twelfth of the TTL, between 0.5 s and 5 s (a request waits at most this long).
+        self.renew_every_s = max(0.5, min(5.0, self.ttl_s / 12.0))
+        self.world_size = world_size
+        self.restart_count = restart_count
+        self.token = uuid.uuid4().hex
+        self.record: LeaseRecord | None = None
+        self._last_renew = 0.0
+        self._unreadable_since: dict[int, float] = {}
+
+    # ------------------------------------------------------------------ reading
+    def generations(self) -> list[int]:
+        """Generation numbers present, ascending."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for m in map(_LEASE_RE.match, names) if m)
+
+    def path(self, generation: int) -> Path:
+        """File of ``generation``."""
+        return self.directory / f"lease-{generation:08d}.json"
+
+    def read(self, generation: int) -> LeaseRecord | None:
+        """Record of ``generation`` (None if it cannot be read)."""
+        data = _read_json(self.path(generation))
+        if data is None:
+            return None
+        try:
+            return LeaseRecord.from_dict(data)
+        except TypeError:
+            return None
+
+    def current(self) -> tuple[int, LeaseRecord | None]:
+        """(highest generation, its record); (0, None) when there is none."""
+        gens = self.generations()
+        if not gens:
+            return 0, None
+        return gens[-1], self.read(gens[-1])
+
+    # ---------------------------------------------------------------- acquiring
+    def try_acquire(self, now: float | None = None) -> Verdict:
+        """One attempt to take the lease (never blocks)."""
+        now = time.time() if now is None else now
+        self.directory.mkdir(parents=True, exist_ok=True)
+        generation, holder = self.current()
+        if generation and holder is None:
+            # The newest generation exists but cannot be read: wait, but no longer than a TTL.
+            first_seen = self._unreadable_since.setdefault(generation, time.monotonic())
+            if time.monotonic() - first_seen < self.ttl_s:
+                return Verdict(False, None, f"generation {generation} unreadable")
+        if generation and holder is None:
+            why = f"generation {generation} unreadable for {self.ttl_s:g}s"
+        elif holder is not None and holder.state == ACTIVE:
+            shared = sorted(set(holder.members) & set(self.members))
+            if shared:
+                why = f"previous attempt of this group's nodes ({', '.join(shared)})"
+            elif holder.expired(now):
+                why = f"expired {now - holder.renewed_at:.1f}s after its last renewal (ttl {holder.ttl_s:g}s)"
+            else:
+                return Verdict(False, holder, "held by another live group")
+        elif holder is not None:
+            why = f"released ({holder.state})"
+        else:
+            why = "no lease yet"
+        record = LeaseRecord(
+            generation=generation + 1, token=self.token, owner=self.owner, members=self.members,
+            world_size=self.world_size, ttl_s=self.ttl_s, created_at=now, renewed_at=now,
+            previous=holder.summary() if holder is not None else None, restart_count=self.restart_count)
+        tmp = _write_temp(self.directory, asdict(record))
+        try:
+            os.link(tmp, self.path(record.generation))
+        except FileExistsError:
+            return Verdict(False, None, f"lost the race for generation {record.generation}")
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.record = record
+        self._last_renew = time.monotonic()
+        self._prune(record.generation)
+        self._drop_requests_of_members()
+        return Verdict(True, holder, why)
+
+    def begin(self, start_step: int) -> int:
+        """Record where this attempt starts; return consecutive unclean attempts without progress.
+
+        The previous generation ended uncleanly (``failed``, or still
+        ``active`` when it was taken over) and started from the same
+        checkpoint step as this attempt: one more failure in a row.
+        """
+        record = self._require()
+        previous = record.previous
+        failures = 0
+        if previous is not None and previous.get("state") not in CLEAN_END_STATES:
+            if previous.get("start_step") == start_step:
+                failures = int(previous.get("failures") or 0) + 1
+            else:
+                failures = 1
+        record.start_step = start_step
+        record.step = start_step
+        record.failures = failures
+        self._write()
+        return failures
+
+    # ---------------------------------------------------------------- renewing
+    def due(self) -> bool:
+        """A renewal is due (``renew_every_s`` since the last one)."""
+        return self.record is not None and time.monotonic() - self._last_renew >= self.renew_every_s
+
+    def renew(self, step: int) -> str:
+        """Renew now; return ``"ok"``, ``"lost"`` (a newer generation exists) or ``"yield"``."""
+        record = self._require()
+        if self.generations()[-1:] != [record.generation]:
+            return "lost"
+        on_disk = self.read(record.generation)
+        if on_disk is not None and on_disk.token != record.token:
+            return "lost"
+        record.renewed_at = time.time()
+        record.step = step
+        self._write()
+        self._last_renew = time.monotonic()
+        return "yield" if self.requests() else "ok"
+
+    def maybe_renew(self, step: int) -> str:
+        """:meth:`renew` if due, else ``"ok"``."""
+        return self.renew(step) if self.due() else "ok"
+
+    def still_owner(self) -> bool:
+        """No newer generation exists (checked before writing a checkpoint)."""
+        record = self._require()
+        return self.generations()[-1:] == [record.generation]
+
+    def release(self, state: str, step: int | None = None, reason: str | None = None) -> None:
+        """Write the final state of this generation (only while it is the newest one)."""
+        record = self.record
+        if record is None or record.state != ACTIVE or not self.still_owner():
+            return  # a newer generation exists: this one's story ended when it was taken over
+        record.state = state
+        record.ended_at = time.time()
+        record.reason = reason
+        if step is not None:
+            record.step = step
+        self._write()
+
+    # ---------------------------------------------------------------- requests
+    def request_path(self) -> Path:
+        """This group's request file."""
+        return self.directory / f"request-{self.token}.json"
+
+    def post_request(self, holder: LeaseRecord | None) -> None:
+        """Ask the owner to let this group in (refreshed on every call)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        data = {"token": self.token, "members": self.members, "owner": self.owner,
+                "posted_at": time.time(), "waiting_for": holder.generation if holder else None}
+        tmp = _write_temp(self.directory, data)
+        os.replace(tmp, self.request_path())
+
+    def withdraw_request(self) -> None:
+        """Remove this group's request."""
+        self.request_path().unlink(missing_ok=True)
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Fresh requests of *other* groups (no shared member, posted within REQUEST_FRESH_S)."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        now = time.time()
+        found = []
+        for name in names:
+            match = _REQUEST_RE.match(name)
+            if not match or match.group(1) == self.token:
+                continue
+            data = _read_json(self.directory / name)
+            if data is None or set(data.get("members", [])) & set(self.members):
+                continue
+            if now - float(data.get("posted_at", 0)) <= REQUEST_FRESH_S:
+                found.append(data)
+        return found
+
+    # ---------------------------------------------------------------- internals
+    def _require(self) -> LeaseRecord:
+        if self.record is None:
+            raise RuntimeError("the lease is not held")
+        return self.record
+
+    def _write(self) -> None:
+        record = self._require()
+        tmp = _write_temp(self.directory, asdict(record))
+        os.replace(tmp, self.path(record.generation))
+
+    def _prune(self, newest: int) -> None:
+        for generation in self.generations():
+            if generation <= newest - KEEP_GENERATIONS:
+                self.path(generation).unlink(missing_ok=True)
+        for stale in self.directory.glob(".lease.*.tmp"):
+            with contextlib.suppress(OSError):
+                if time.time() - stale.stat().st_mtime > 3600:
+                    stale.unlink()
+
+    def _drop_requests_of_members(self) -> None:
+        """Requests posted by any of our nodes are satisfied now (they are in this group)."""
+        for path in self.directory.glob("request-*.json"):
+            data = _read_json(path)
+            if data is not None and set(data.get("members", [])) & set(self.members):
+                path.unlink(missing_ok=True)
