@@ -36,6 +36,13 @@ class Skip:
     reason: str
 
 
+#: Why the FSx for Lustre stacks run one container as root with two capabilities.
+_FSX_CHOWN = (
+    "root with CHOWN and FOWNER only: a new FSx for Lustre file system belongs to root, and handing its data "
+    "directories to the training user (UID 1000) takes chown; the one-shot Job runs busybox with every other "
+    "capability dropped, a read-only root, no escalation and no service-account token"
+)
+
 #: Checks that do not apply to these workloads, and why.
 SKIPS: dict[str, Skip] = {
     "CKV_K8S_11": Skip(".*", (
@@ -49,6 +56,8 @@ SKIPS: dict[str, Skip] = {
         "privilege escalation, all capabilities dropped, read-only roots and no host namespaces or host paths "
         "keep that UID from meaning anything on the node (etcd, whose image has no user, runs as 65532)"
     )),
+    "CKV_K8S_23": Skip(r"^Job\.training\.shared-data-init$", _FSX_CHOWN),
+    "CKV_K8S_25": Skip(r"^Job\.training\.shared-data-init$", _FSX_CHOWN),
     "CKV_K8S_22": Skip(r"^Job\.training\.(nccl|horovod)-(launcher|worker)$", (
         "read-only root: MPI jobs default to readOnlyRootFilesystem false, their workers' sshd writing to the image "
         "(a job can set true: /tmp becomes an emptyDir); every other container's root is read-only"
