@@ -131,7 +131,10 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     toolbox = out.image_uris[TOOLBOX_IMAGE]
 
     if uses_etcd:
-        out.etcd = EtcdRendezvous(f"{name}-etcd", {"namespace": namespace, "node_selector": system}, opts=k8s_opts)
+        # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
+        out.etcd = EtcdRendezvous(
+            f"{name}-etcd", {"namespace": namespace, "node_selector": system, "pvc_name": pvc}, opts=k8s_opts
+        )
     if any(j.kind == "mpi" for j in plan.jobs.values()):
         out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
 
@@ -195,7 +198,10 @@ def _job(
         "timeout_hours": c.timeout_hours,
         "wait_for_completion": c.wait_for_completion,
         "read_only_root_filesystem": job.read_only_root_filesystem,
+        "stop_grace_period_seconds": c.stop_grace_period_seconds,
     }
+    if job.tensorboard_dir:
+        spec["tensorboard_dir"] = job.tensorboard_dir
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
     if job.dataset:
         ds = plan.datasets[job.dataset]
@@ -241,6 +247,10 @@ def _job(
             "max_restarts": c.max_restarts,
             "launcher": job.image.name == TOOLBOX_IMAGE,
         }
+        if c.checkpoint_every_seconds is not None:
+            args["checkpoint_every_seconds"] = c.checkpoint_every_seconds
+        if c.collective_timeout_seconds is not None:
+            args["collective_timeout_seconds"] = c.collective_timeout_seconds
         if out.etcd is not None and c.rendezvous_backend == "etcd-v2":
             args["etcd_endpoint"] = out.etcd.endpoint
         return PyTorchJob(name, args, opts=env.k8s_opts)

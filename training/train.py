@@ -103,13 +103,38 @@ EXIT_STOPPED = 75
 LEASE_POLL_S = 1.0
 
 
+#: Settings the pods' environment carries (the jobs set them from the stack's config; see
+#: components/workloads/training.py): a flag given on the command line wins over its variable.
+ENV_DEFAULTS = {
+    "data_dir": "DATA_DIR",
+    "output_dir": "OUTPUT_DIR",
+    "tensorboard_dir": "TENSORBOARD_DIR",
+    "checkpoint_every_seconds": "CHECKPOINT_EVERY_SECONDS",
+    "pg_timeout_seconds": "PG_TIMEOUT_SECONDS",
+    "max_failed_attempts": "MAX_FAILED_ATTEMPTS",
+}
+
+
+def _env(name: str, convert: Callable[[str], Any], default: Any) -> Any:
+    """The value of the environment variable behind ``name`` (:data:`ENV_DEFAULTS`), else ``default``."""
+    raw = os.environ.get(ENV_DEFAULTS[name], "")
+    return convert(raw) if raw else default
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Command-line interface; the defaults are the production recipe."""
+    """Command-line interface; the defaults are the production recipe, some read from the environment
+    (:data:`ENV_DEFAULTS`)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", required=True, type=Path,
-                        help="folder containing cifar-10-batches-py/ (or that folder itself)")
-    parser.add_argument("--output-dir", required=True, type=Path,
-                        help="shared folder for checkpoints, model.pt and the summary")
+    data_dir = _env("data_dir", Path, None)
+    output_dir = _env("output_dir", Path, None)
+    parser.add_argument("--data-dir", required=data_dir is None, type=Path, default=data_dir,
+                        help="folder containing cifar-10-batches-py/ (or that folder itself); default $DATA_DIR")
+    parser.add_argument("--output-dir", required=output_dir is None, type=Path, default=output_dir,
+                        help="shared folder for checkpoints, model.pt and the summary; default $OUTPUT_DIR")
+    parser.add_argument("--tensorboard-dir", type=Path, default=_env("tensorboard_dir", Path, None),
+                        help="write TensorBoard scalars here (rank 0): train/loss and train/accuracy every step, "
+                             "test/accuracy and throughput/images_per_sec every epoch; default $TENSORBOARD_DIR "
+                             "(none: no event files)")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=256, help="images per process and step")
     parser.add_argument("--lr", type=float, default=0.4,
@@ -123,24 +148,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=4, help="DataLoader worker processes per rank")
     parser.add_argument("--checkpoint-every-steps", type=int, default=0,
                         help="also checkpoint every N optimizer steps (0 = off)")
-    parser.add_argument("--checkpoint-every-seconds", type=float, default=600.0,
+    parser.add_argument("--checkpoint-every-seconds", type=float,
+                        default=_env("checkpoint_every_seconds", float, 600.0),
                         help="also checkpoint after this many seconds of training since the last "
-                             "checkpoint (default 600; 0 = off): what a hard kill can lose at most")
+                             "checkpoint (default $CHECKPOINT_EVERY_SECONDS, else 600; 0 = off): what a hard "
+                             "kill can lose at most")
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="how many checkpoints to keep")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps-per-epoch", type=int, default=0,
                         help="cap on optimizer steps per epoch at the current world size (0 = full epoch)")
-    parser.add_argument("--pg-timeout-seconds", type=float, default=60.0,
+    parser.add_argument("--pg-timeout-seconds", type=float, default=_env("pg_timeout_seconds", float, 60.0),
                         help="timeout of every collective (init_process_group(timeout=...)): how long "
                              "a hung or frozen peer can stall the group before the workers fail and "
-                             "torchrun re-rendezvouses (default 60)")
+                             "torchrun re-rendezvouses (default $PG_TIMEOUT_SECONDS, else 60)")
     parser.add_argument("--lease-ttl-seconds", type=float, default=120.0,
                         help="the run lease expires this long after its last renewal (renewed every "
                              "TTL/12, at least every 5 s); another group may then take the run over "
                              "(default 120)")
-    parser.add_argument("--max-failed-attempts", type=int, default=5,
+    parser.add_argument("--max-failed-attempts", type=int, default=_env("max_failed_attempts", int, 5),
                         help="give up (write FAILED, exit 0) when this many attempts in a row failed "
-                             "without a new checkpoint (0 = never give up; default 5)")
+                             "without a new checkpoint (0 = never give up; default $MAX_FAILED_ATTEMPTS, else 5)")
     args = parser.parse_args(argv)
     positive = ("epochs", "batch_size", "width", "keep_checkpoints")
     for name in positive:
@@ -449,6 +476,44 @@ class EpochStats:
         self.images += int(sums.images)
 
 
+class ScalarLog:
+    """Rank 0's TensorBoard scalars (nothing without a folder, or on other ranks).
+
+    The step is the global optimizer step, so the curves continue across resumes and world sizes; on a
+    resume, events an interrupted attempt wrote at or after the resumed step are purged (``purge_step``),
+    so every step shows once.
+    """
+
+    def __init__(self, log_dir: Path | None, ctx: DistContext, resume_step: int) -> None:
+        self._writer: Any = None
+        if log_dir is None or not ctx.is_main:
+            return
+        from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package (requirements.txt)
+
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._writer = SummaryWriter(str(log_dir), purge_step=resume_step or None, flush_secs=30)
+
+    def step(self, step: int, sums: StepSums) -> None:
+        """Training loss and accuracy of one step (all ranks' images)."""
+        if self._writer is not None and sums.images:
+            self._writer.add_scalar("train/loss", sums.loss_sum / sums.images, step)
+            self._writer.add_scalar("train/accuracy", sums.correct / sums.images, step)
+
+    def epoch(self, step: int, record: dict[str, Any]) -> None:
+        """Held-out accuracy and loss, and the epoch's training throughput, at the epoch's last step."""
+        if self._writer is not None:
+            self._writer.add_scalar("test/accuracy", record["test_accuracy"], step)
+            self._writer.add_scalar("test/loss", record["test_loss"], step)
+            self._writer.add_scalar("throughput/images_per_sec", record["images_per_sec"], step)
+            self._writer.flush()
+
+    def close(self) -> None:
+        """Write what is pending."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
 def make_loader(dataset: cifar.CifarArrays, sampler: cifar.ResumableDistributedSampler,
                 args: argparse.Namespace, ctx: DistContext, seed: int) -> DataLoader[Any]:
     """DataLoader over ``sampler`` with workers and (on GPU) pinned memory."""
@@ -703,6 +768,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         raise SystemExit(f"global batch {global_batch} exceeds the {len(dataset)} training images")
 
     flags = StepFlags()
+    scalars = ScalarLog(args.tensorboard_dir, ctx, progress.step)
     saved_step = progress.step  # the step the newest checkpoint holds
     saved_at = time.monotonic()
 
@@ -755,6 +821,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     def stop_here(sums: StepSums, epoch: int, epoch_stats: EpochStats) -> int:
         """Every rank: the group agreed to stop after this step; rank 0 checkpoints it, then all exit."""
         stop.log_once(ctx, progress.step)
+        scalars.close()
         if ctx.is_main:
             assert lease is not None
             if not sums.lease_lost and progress.step > saved_step:
@@ -811,6 +878,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             sums = combine_step(ctx, loss.detach().double() * y.shape[0],
                                 (logits.detach().argmax(dim=1) == y).sum(), int(y.shape[0]), stop, flags)
             stats.add(sums)
+            scalars.step(progress.step, sums)
             if not first_step_logged:
                 first_step_logged = True
                 log_event(ctx, "first_step", step=progress.step, epoch=epoch, world_size=ctx.world_size,
@@ -854,6 +922,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             "lr": round(scheduler.get_last_lr()[0], 6),
         }
         history.append(record)
+        scalars.epoch(progress.step, record)
         log_event(ctx, "epoch", **record)
         progress.epoch += 1
         progress.samples_in_epoch = 0
@@ -863,6 +932,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         if sums.stop:
             return stop_here(sums, progress.epoch, stats)
 
+    scalars.close()
     if ctx.is_main:
         assert lease is not None
         write_final_artifacts(args, ctx, model, model_config, class_names, history, run_start)

@@ -8,14 +8,16 @@ from typing_extensions import NotRequired
 
 from components.naming import k8s_name
 from components.catalog import IMAGES
-from components.conventions import COMMON_LABELS, ETCD_APP, NO_EVICT
+from components.conventions import COMMON_LABELS, ETCD_APP, NO_EVICT, TRAINING_IMAGE_UID
 from components.workloads.pods import IMAGE_PULL_POLICY, container_security
 
 ETCD_CLIENT_PORT = 2379
-#: An unprivileged user for etcd: the image (distroless, static binaries) runs as root by default and needs no
-#: user of its own; the data folder is an ``emptyDir`` owned by this group (``fsGroup``).
+#: An unprivileged user for etcd without a shared volume: the image (distroless, static binaries) runs as root by
+#: default and needs no user of its own; the data folder is an ``emptyDir`` owned by this group (``fsGroup``).
 ETCD_UID = 65532
 DATA_DIR = "/var/lib/etcd"
+#: Where the shared claim is mounted in the etcd pod; the data lives in ``etcd/<instance>`` below it.
+SHARED_DIR = "/shared"
 
 
 class EtcdRendezvousArgs(TypedDict):
@@ -27,16 +29,21 @@ class EtcdRendezvousArgs(TypedDict):
     """Where etcd runs (the system nodes)."""
     image: NotRequired[str]
     """etcd image; default the catalog's etcd 3.5 (the last release with the v2 API)."""
+    pvc_name: NotRequired[pulumi.Input[str]]
+    """A ReadWriteMany claim (the shared volume) whose ``etcd/<instance>`` folder keeps etcd's data, so the
+    rendezvous survives etcd's rescheduling; etcd then runs as the volume's owner (the training image's user).
+    Without it, an ``emptyDir`` that dies with the pod."""
 
 
 class EtcdRendezvous(pulumi.ComponentResource):
     """A single-member etcd 3.5 with the v2 API enabled (torchrun's etcd-v2 rendezvous), as a
     Deployment and a ClusterIP Service.
 
-    Rendezvous state is ephemeral (an ``emptyDir``): if etcd restarts, running agents lose their
-    rendezvous keys, fail their keep-alives and exit; the Job restarts those pods (within its
-    backoff limit) and they re-rendezvous against the fresh etcd and resume from the latest
-    checkpoint on the shared volume. ``tests/test_training_real.py`` measures this.
+    With ``pvc_name`` the data is on the shared volume, so etcd rescheduled to another node (or zone) comes back
+    with the rendezvous it had; one member, replaced with ``Recreate`` (never two writers). Without it the state
+    is ephemeral: if etcd restarts, running agents lose their rendezvous keys and exit, and their replacements
+    re-rendezvous against the fresh etcd (``tests/test_training_faults_real.py`` measures both, and the trainer's
+    run lease keeps a second group from training the same run).
     """
 
     service_name: pulumi.Output[str]
@@ -48,6 +55,17 @@ class EtcdRendezvous(pulumi.ComponentResource):
         super().__init__("eks-training:index:EtcdRendezvous", name, None, opts)
         selector = {"app.kubernetes.io/name": ETCD_APP, "app.kubernetes.io/instance": k8s_name(name)}
         labels = {**COMMON_LABELS, **selector}
+        shared = args.get("pvc_name")
+        data_dir = f"{SHARED_DIR}/etcd/{k8s_name(name)}" if shared is not None else DATA_DIR
+        uid = TRAINING_IMAGE_UID if shared is not None else ETCD_UID
+        mounts: list[k8s.core.v1.VolumeMountArgsDict] = (
+            [{"name": "shared", "mount_path": SHARED_DIR}] if shared is not None else [{"name": "data", "mount_path": DATA_DIR}]
+        )
+        volumes: list[k8s.core.v1.VolumeArgsDict] = (
+            [{"name": "shared", "persistent_volume_claim": {"claim_name": shared}}]
+            if shared is not None
+            else [{"name": "data", "empty_dir": {"size_limit": "2Gi"}}]
+        )
         container: k8s.core.v1.ContainerArgsDict = {
             "name": "etcd",
             "image": args.get("image") or IMAGES["etcd"],
@@ -55,7 +73,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
             "command": ["/usr/local/bin/etcd"],
             "args": [
                 "--name=rendezvous",
-                f"--data-dir={DATA_DIR}",
+                f"--data-dir={data_dir}",
                 "--enable-v2=true",
                 f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
                 f"--advertise-client-urls=http://{name}:{ETCD_CLIENT_PORT}",
@@ -80,8 +98,8 @@ class EtcdRendezvous(pulumi.ComponentResource):
                 "requests": {"cpu": "250m", "memory": "256Mi"},
                 "limits": {"cpu": "1", "memory": "1Gi"},
             },
-            "volume_mounts": [{"name": "data", "mount_path": DATA_DIR}],
-            # etcd writes only its data folder (the emptyDir)
+            "volume_mounts": mounts,
+            # etcd writes only its data folder
             "security_context": container_security(read_only_root=True),
         }
         deployment = k8s.apps.v1.Deployment(
@@ -97,15 +115,16 @@ class EtcdRendezvous(pulumi.ComponentResource):
                     "spec": {
                         "node_selector": dict(args.get("node_selector") or {}),
                         "automount_service_account_token": False,
+                        # no fsGroup on the shared volume: the kubelet would walk (and chown) all of it
                         "security_context": {
                             "run_as_non_root": True,
-                            "run_as_user": ETCD_UID,
-                            "run_as_group": ETCD_UID,
-                            "fs_group": ETCD_UID,
+                            "run_as_user": uid,
+                            "run_as_group": uid,
+                            **({} if shared is not None else {"fs_group": uid}),
                             "seccomp_profile": {"type": "RuntimeDefault"},
                         },
                         "containers": [container],
-                        "volumes": [{"name": "data", "empty_dir": {"size_limit": "2Gi"}}],
+                        "volumes": volumes,
                     },
                 },
             },

@@ -33,6 +33,8 @@ C10D_PORT = 29400
 MASTER_PORT = 29500
 #: Exit code of the launcher/scripts for a usage error (argparse): retrying cannot help.
 USAGE_ERROR_EXIT_CODE = 2
+#: Seconds a stopped pod gets before it is killed, unless the job says otherwise.
+DEFAULT_STOP_GRACE_S = 60
 #: Exit code of ``wait_for_jobs.py`` when a job waited for failed: this job cannot run.
 PREDECESSOR_FAILED_EXIT_CODE = 3
 #: Name of the main container of every job's pods.
@@ -123,6 +125,11 @@ class JobSpec(TypedDict):
     """Run the job's containers with a read-only root file system; ``/tmp`` (also ``HOME``) is a writable
     ``emptyDir``, outputs go to the shared volume. Default True (False for :class:`MpiJob`, whose workers' sshd
     writes to the image's file system)."""
+    tensorboard_dir: NotRequired[str]
+    """Folder for the job's TensorBoard event files (``TENSORBOARD_DIR``; the TensorBoard component reads it)."""
+    stop_grace_period_seconds: NotRequired[int]
+    """Seconds a pod that is stopped (drain, spot interruption, scale-down) gets to checkpoint and exit before it
+    is killed (``terminationGracePeriodSeconds``). Default 60."""
 
 
 def run_id(job_name: str, recipe: Mapping[str, object]) -> str:
@@ -266,8 +273,9 @@ def worker_env(placement: WorkerPlacement, extra: Optional[Mapping[str, str]] = 
 
 
 def job_env(spec: JobSpec, *, nodes: int, procs_per_node: int) -> dict[str, pulumi.Input[str]]:
-    """The variables every job's program gets: ``OUTPUT_DIR``, ``DATA_DIR``, ``JOB_NAME``, ``JOB_SIZE``,
-    ``PROCS_PER_NODE``, the output folders of the jobs it reads, and the job's own ``env``."""
+    """The variables every job's program gets: ``OUTPUT_DIR``, ``DATA_DIR``, ``TENSORBOARD_DIR`` (with TensorBoard),
+    ``JOB_NAME``, ``JOB_SIZE``, ``PROCS_PER_NODE``, the output folders of the jobs it reads, and the job's own
+    ``env``."""
     env: dict[str, pulumi.Input[str]] = {
         "OUTPUT_DIR": spec["output_dir"],
         "JOB_NAME": spec["job_name"],
@@ -276,6 +284,8 @@ def job_env(spec: JobSpec, *, nodes: int, procs_per_node: int) -> dict[str, pulu
     }
     if spec.get("data_dir") is not None:
         env["DATA_DIR"] = spec["data_dir"]
+    if spec.get("tensorboard_dir"):
+        env["TENSORBOARD_DIR"] = spec["tensorboard_dir"]
     env.update(dict(spec.get("input_dirs") or {}))
     env.update(dict(spec.get("env") or {}))
     return env
@@ -440,14 +450,16 @@ def indexed_job(
     backoff_limit: int,
     ports: Sequence[tuple[str, int]] = (("c10d", C10D_PORT),),
     fail_exit_codes: Sequence[int] = (USAGE_ERROR_EXIT_CODE,),
+    ignore_exit_codes: Sequence[int] = (),
     run_once: bool = False,
     await_completion: Optional[bool] = None,
 ) -> tuple[k8s.core.v1.Service, k8s.batch.v1.Job]:
     """A headless Service and an Indexed Job of ``nodes`` pods, one per node of the group (required
     anti-affinity), with stable hostnames ``<job>-<index>.<service>``, the shared volume at ``/data``, a
     memory-backed ``/dev/shm``, and the job's identity (waits, code). Node drains and spot interruptions
-    (``DisruptionTarget``) never count against the backoff; ``fail_exit_codes`` of the main container and
-    a failed predecessor fail the Job at once."""
+    (``DisruptionTarget``) never count against the backoff, nor do ``ignore_exit_codes`` of the main container
+    (a program that reports being stopped); ``fail_exit_codes`` of the main container and a failed predecessor
+    fail the Job at once. Stopped pods get the job's ``stop_grace_period_seconds``."""
     job_name = spec["job_name"]
     svc_name = service_name(job_name)
     selector = {JOB_LABEL: job_name}
@@ -478,6 +490,14 @@ def indexed_job(
             "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": list(fail_exit_codes)},
         },
     ]
+    if ignore_exit_codes:
+        rules.insert(
+            1,
+            {
+                "action": "Ignore",
+                "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": list(ignore_exit_codes)},
+            },
+        )
     if identity.init_containers and identity.init_containers[0]["name"] == "wait-for-jobs":
         rules.append(
             {
@@ -536,7 +556,7 @@ def indexed_job(
                             ]
                         }
                     },
-                    "termination_grace_period_seconds": 60,
+                    "termination_grace_period_seconds": int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S)),
                     "security_context": pod_security(),
                     "init_containers": identity.init_containers,
                     "containers": [main],

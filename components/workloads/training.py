@@ -7,6 +7,7 @@ from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
 from components.workloads.pods import (
+    DEFAULT_STOP_GRACE_S,
     JobSpec,
     RendezvousBackend,
     WorkerPlacement,
@@ -19,6 +20,21 @@ from components.workloads.pods import (
 
 #: The launcher of the toolbox image: skips a finished run, reopens a closed rendezvous, then runs torchrun.
 LAUNCHER = "/app/launch.py"
+#: The launcher's exit codes the Job reacts to (training/launch.py, tied by tests/test_workloads.py): a stop
+#: signal (drain, spot interruption, scale-down) and a rendezvous lost with etcd (rescheduled) never count as
+#: failures; a run that gave up (``FAILED``) and a usage error fail the Job at once.
+LAUNCHER_EXIT_STOPPED = 143
+LAUNCHER_EXIT_RENDEZVOUS_LOST = 69
+LAUNCHER_EXIT_RUN_FAILED = 3
+LAUNCHER_EXIT_USAGE = 2
+#: torchrun's restarts per agent. Every restart a membership change causes (another node lost, stopped or
+#: joining) counts against each surviving agent, so a per-agent budget ends a healthy elastic run that one node
+#: used up (measured in tests/test_training_faults_real.py); the run's own failure budget is the trainer's
+#: ``MAX_FAILED_ATTEMPTS`` (attempts in a row without a new checkpoint).
+TORCHRUN_MAX_RESTARTS = 100
+#: What the pod's grace period leaves after torchrun's wait for its workers (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``,
+#: honoured by torch >= 2.12): the launcher's and torchrun's own exit took 1.4-6.7 s after the signal (measured).
+SHUTDOWN_MARGIN_S = 15
 
 
 def torch_env(gpus: int) -> dict[str, str]:
@@ -53,7 +69,13 @@ class PyTorchJobArgs(TypedDict):
     etcd_endpoint: NotRequired[pulumi.Input[str]]
     """``host:port`` of etcd for ``etcd-v2``."""
     max_restarts: NotRequired[int]
-    """torchrun restarts per agent, and the Job's pod backoff per node. Default 3."""
+    """The run's failure budget: attempts in a row that fail without a new checkpoint before the trainer gives up
+    (``MAX_FAILED_ATTEMPTS``), and the Job's pod backoff per node. Default 3."""
+    checkpoint_every_seconds: NotRequired[float]
+    """Checkpoint cadence in seconds of training (``CHECKPOINT_EVERY_SECONDS``; the trainer's default: 600)."""
+    collective_timeout_seconds: NotRequired[float]
+    """How long a hung peer may stall a collective before the workers fail and re-rendezvous
+    (``PG_TIMEOUT_SECONDS``; the trainer's default: 60)."""
     launcher: NotRequired[bool]
     """Start through the toolbox image's ``/app/launch.py`` (the image must contain it). Default True."""
 
@@ -112,7 +134,7 @@ class PyTorchJob(pulumi.ComponentResource):
                 backend=backend,
                 endpoint=ep,
                 rdzv_id=run,
-                max_restarts=max_restarts,
+                max_restarts=TORCHRUN_MAX_RESTARTS,
                 script=args["script"],
                 script_args=list(spec.get("args") or []),
             )
@@ -123,8 +145,19 @@ class PyTorchJob(pulumi.ComponentResource):
                 "--rdzv-id", run, "--", *torchrun,
             ]
 
+        grace = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
+        if grace <= SHUTDOWN_MARGIN_S:
+            raise ValueError(f"{name}: stop_grace_period_seconds must exceed {SHUTDOWN_MARGIN_S}")
+        resilience = {
+            "MAX_FAILED_ATTEMPTS": str(max_restarts),
+            "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(grace - SHUTDOWN_MARGIN_S),
+        }
+        if args.get("checkpoint_every_seconds") is not None:
+            resilience["CHECKPOINT_EVERY_SECONDS"] = f"{float(args['checkpoint_every_seconds']):g}"
+        if args.get("collective_timeout_seconds") is not None:
+            resilience["PG_TIMEOUT_SECONDS"] = f"{float(args['collective_timeout_seconds']):g}"
         env = {
-            **worker_env(placement, torch_env(placement["gpus"])),
+            **worker_env(placement, {**torch_env(placement["gpus"]), **resilience}),
             **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
         }
         service, job = indexed_job(
@@ -137,6 +170,8 @@ class PyTorchJob(pulumi.ComponentResource):
             command=endpoint.apply(command),
             env=env,
             backoff_limit=max_restarts * hi,
+            ignore_exit_codes=(LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST) if use_launcher else (),
+            fail_exit_codes=(LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED) if use_launcher else (LAUNCHER_EXIT_USAGE,),
         )
         self.job_name = job.metadata.name
         self.service_name = service.metadata.name

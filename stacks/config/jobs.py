@@ -35,7 +35,12 @@ JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
 #: project's helpers (dataset staging, the all-reduce check, waits, code download, TensorBoard).
 TOOLBOX_IMAGE = "training"
 #: Environment names the program sets itself (a job's ``env`` may not override them).
-RESERVED_ENV = frozenset({"OUTPUT_DIR", "DATA_DIR", "JOB_NAME", "JOB_SIZE", "JOB_PEERS", "PROCS_PER_NODE", "TF_CONFIG"})
+RESERVED_ENV = frozenset({
+    "OUTPUT_DIR", "DATA_DIR", "TENSORBOARD_DIR", "JOB_NAME", "JOB_SIZE", "JOB_PEERS", "PROCS_PER_NODE", "TF_CONFIG",
+    # a pytorch job's resilience settings (from maxRestarts, checkpointEverySeconds, collectiveTimeoutSeconds and
+    # stopGracePeriodSeconds)
+    "MAX_FAILED_ATTEMPTS", "CHECKPOINT_EVERY_SECONDS", "PG_TIMEOUT_SECONDS", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+})
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _S3_PREFIX_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^\s]*/)?$")
 _PATH_RE = re.compile(r"^[\w./-]+$")
@@ -181,6 +186,9 @@ class JobConfig(Model):
     tensorboard: Union[bool, str] = False
     rendezvous_backend: RendezvousBackend = "etcd-v2"
     max_restarts: int = Field(default=3, ge=0, le=100)
+    checkpoint_every_seconds: Optional[float] = Field(default=None, ge=0, le=86400)
+    collective_timeout_seconds: Optional[float] = Field(default=None, ge=10, le=600)
+    stop_grace_period_seconds: int = Field(default=60, ge=20, le=3600)
     timeout_hours: float = Field(default=24, gt=0, le=720)
     wait_for_completion: bool = False
     read_only_root_filesystem: Optional[bool] = None
@@ -263,6 +271,11 @@ class JobConfig(Model):
                 problems.append(("script", f"only pytorch jobs take a script; put it in the command of a {kind} job"))
             if "rendezvous_backend" in self.model_fields_set:
                 problems.append(("rendezvousBackend", "only pytorch jobs use a torchrun rendezvous"))
+            for key_name, field_name in (("checkpointEverySeconds", "checkpoint_every_seconds"),
+                                         ("collectiveTimeoutSeconds", "collective_timeout_seconds")):
+                if field_name in self.model_fields_set:
+                    problems.append((key_name, "only pytorch jobs pass it to their trainer (through the environment); "
+                                               f"remove it from this {kind} job"))
         if self.launcher_command is not None and kind != "mpi":
             problems.append(("launcherCommand", "only mpi jobs have a launcher (the command that runs mpirun)"))
         check(problems)
