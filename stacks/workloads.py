@@ -83,6 +83,39 @@ def _resource(plan: Plan, job: str) -> str:
     return f"{'mpijobs' if plan.jobs[job].kind == 'mpi' else 'jobs'}/{job}"
 
 
+def job_spec(
+    plan: Plan,
+    job: JobPlan,
+    *,
+    namespace: pulumi.Input[str],
+    pvc: pulumi.Input[str],
+    image: pulumi.Input[str],
+    helper_image: pulumi.Input[str],
+) -> JobSpec:
+    """What a job's component gets from its plan, before the steps it waits for (data, health check, code):
+    its name, folders, arguments, environment, order, budgets. The local runner (stacks/local) reads the same."""
+    c = job.config
+    spec: JobSpec = {
+        "job_name": job.name,
+        "namespace": namespace,
+        "pvc_name": pvc,
+        "image": image,
+        "output_dir": job.output_dir,
+        "args": list(c.args),
+        "env": dict(c.env),
+        "input_dirs": {env_name(a): plan.jobs[a].output_dir for a in job.after},
+        "after_jobs": [_resource(plan, a) for a in job.after],
+        "helper_image": helper_image,
+        "timeout_hours": c.timeout_hours,
+        "wait_for_completion": c.wait_for_completion,
+        "read_only_root_filesystem": job.read_only_root_filesystem,
+        "stop_grace_period_seconds": c.stop_grace_period_seconds,
+    }
+    if job.tensorboard_dir:
+        spec["tensorboard_dir"] = job.tensorboard_dir
+    return spec
+
+
 def check_job_name(job: str) -> str:
     """The Kubernetes name of a job's all-reduce health check."""
     return f"{job}-allreduce"
@@ -184,24 +217,7 @@ def _job(
     cfg = plan.config
     name = f"{cfg.cluster_name}-{job.name}"
     c = job.config
-    spec: JobSpec = {
-        "job_name": job.name,
-        "namespace": namespace,
-        "pvc_name": pvc,
-        "image": out.image_uris[job.image.name],
-        "output_dir": job.output_dir,
-        "args": list(c.args),
-        "env": dict(c.env),
-        "input_dirs": {env_name(a): plan.jobs[a].output_dir for a in job.after},
-        "after_jobs": [_resource(plan, a) for a in job.after],
-        "helper_image": toolbox,
-        "timeout_hours": c.timeout_hours,
-        "wait_for_completion": c.wait_for_completion,
-        "read_only_root_filesystem": job.read_only_root_filesystem,
-        "stop_grace_period_seconds": c.stop_grace_period_seconds,
-    }
-    if job.tensorboard_dir:
-        spec["tensorboard_dir"] = job.tensorboard_dir
+    spec = job_spec(plan, job, namespace=namespace, pvc=pvc, image=out.image_uris[job.image.name], helper_image=toolbox)
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
     if job.dataset:
         ds = plan.datasets[job.dataset]

@@ -1,43 +1,6 @@
-"""What Kubernetes does to a container spec before the process starts, for tests that run a pod's command
-for real: ``$(VAR)`` expansion in ``env`` values, ``command`` and ``args``, and the downward API values of an
-Indexed Job's pod (https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/)."""
+"""What Kubernetes does to a container spec before the process starts (the product's own implementation, which the
+local runner uses; see :mod:`stacks.local.kube`)."""
 
-import re
-from typing import Any, Mapping, Optional
+from stacks.local.kube import COMPLETION_INDEX_ANNOTATION, container_env, expand, process_argv
 
-_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\$")
-COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-
-
-def expand(text: str, env: Mapping[str, str]) -> str:
-    """``$(NAME)`` -> its value when defined (else left as is); ``$$`` -> ``$``."""
-
-    def sub(m: "re.Match[str]") -> str:
-        if m.group(0) == "$$":
-            return "$"
-        name = m.group(1)
-        return env[name] if name in env else m.group(0)
-
-    return _REF.sub(sub, text)
-
-
-def container_env(container: Mapping[str, Any], *, index: Optional[int] = None) -> dict[str, str]:
-    """The environment the container's process gets: entries in order, each expanded against the ones before
-    it; ``fieldRef`` to the completion-index annotation resolved to ``index``."""
-    env: dict[str, str] = {}
-    for entry in container.get("env") or []:
-        if "value" in entry:
-            env[entry["name"]] = expand(str(entry["value"]), env)
-            continue
-        field = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
-        if COMPLETION_INDEX_ANNOTATION in field:
-            assert index is not None, "an Indexed Job pod needs its index"
-            env[entry["name"]] = str(index)
-        else:
-            raise AssertionError(f"unsupported env source {entry}")
-    return env
-
-
-def process_argv(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    """``command`` + ``args`` with ``$(VAR)`` expanded, as the kubelet starts the process."""
-    return [expand(str(x), env) for x in [*(container.get("command") or []), *(container.get("args") or [])]]
+__all__ = ["COMPLETION_INDEX_ANNOTATION", "container_env", "expand", "process_argv"]

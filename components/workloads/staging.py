@@ -22,6 +22,17 @@ from components.workloads.pods import (
 
 from components.partition import current_partition
 
+def staging_command(source: str, data_dir: str, *, md5: Optional[str] = None, expected_bytes: Optional[int] = None) -> list[str]:
+    """The staging container's command: ``stage_data.py`` downloading ``source`` into ``data_dir``, checked
+    against its size and MD5 when given (the local runner, stacks/local, runs the same)."""
+    command = ["python", "/app/stage_data.py", "--source", source, "--dest", data_dir]
+    if md5:
+        command += ["--md5", str(md5)]
+    if expected_bytes:
+        command += ["--expected-bytes", str(expected_bytes)]
+    return command
+
+
 class DatasetStagingArgs(TypedDict):
     """Inputs of :class:`DatasetStaging`."""
 
@@ -89,11 +100,7 @@ class DatasetStaging(pulumi.ComponentResource):
             assert identity.association is not None
             depends.append(identity.association)
 
-        command = ["python", "/app/stage_data.py", "--source", source, "--dest", data_dir]
-        if args.get("md5"):
-            command += ["--md5", str(args["md5"])]
-        if args.get("expected_bytes"):
-            command += ["--expected-bytes", str(args["expected_bytes"])]
+        command = staging_command(source, data_dir, md5=args.get("md5"), expected_bytes=args.get("expected_bytes"))
         job_name = k8s_name(name)
         job = k8s.batch.v1.Job(
             f"{name}-job",

@@ -47,6 +47,70 @@ def torch_env(gpus: int) -> dict[str, str]:
     return env
 
 
+def pytorch_env(
+    spec: JobSpec,
+    placement: WorkerPlacement,
+    *,
+    nodes: int,
+    max_restarts: int = 3,
+    checkpoint_every_seconds: Optional[float] = None,
+    collective_timeout_seconds: Optional[float] = None,
+) -> dict[str, pulumi.Input[str]]:
+    """The environment of every pod of a PyTorch job: the node type's settings, torchrun's (:func:`torch_env`),
+    the trainer's resilience budgets (``MAX_FAILED_ATTEMPTS``, ``CHECKPOINT_EVERY_SECONDS``, ``PG_TIMEOUT_SECONDS``),
+    torchrun's wait for its workers after a stop (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``: the grace period less
+    :data:`SHUTDOWN_MARGIN_S`), then the job's variables. The local runner (stacks/local) uses it too."""
+    grace = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
+    if grace <= SHUTDOWN_MARGIN_S:
+        raise ValueError(f"{spec['job_name']}: stop_grace_period_seconds must exceed {SHUTDOWN_MARGIN_S}")
+    resilience = {
+        "MAX_FAILED_ATTEMPTS": str(max_restarts),
+        "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(grace - SHUTDOWN_MARGIN_S),
+    }
+    if checkpoint_every_seconds is not None:
+        resilience["CHECKPOINT_EVERY_SECONDS"] = f"{float(checkpoint_every_seconds):g}"
+    if collective_timeout_seconds is not None:
+        resilience["PG_TIMEOUT_SECONDS"] = f"{float(collective_timeout_seconds):g}"
+    return {
+        **worker_env(placement, {**torch_env(placement["gpus"]), **resilience}),
+        **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
+    }
+
+
+def pytorch_command(
+    spec: JobSpec,
+    placement: WorkerPlacement,
+    *,
+    script: str,
+    run_id: str,
+    min_nodes: int,
+    max_nodes: int,
+    backend: RendezvousBackend,
+    endpoint: str,
+    launcher: bool = True,
+) -> list[str]:
+    """The command of every pod of a PyTorch job: torchrun elastic with the production rendezvous settings
+    (:func:`torchrun_command`, ``--max-restarts`` :data:`TORCHRUN_MAX_RESTARTS`) running ``script`` and the job's
+    args, behind the toolbox image's launcher when ``launcher``. The local runner (stacks/local) uses it too."""
+    torchrun = torchrun_command(
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        procs_per_node=placement["procs_per_node"],
+        backend=backend,
+        endpoint=endpoint,
+        rdzv_id=run_id,
+        max_restarts=TORCHRUN_MAX_RESTARTS,
+        script=script,
+        script_args=list(spec.get("args") or []),
+    )
+    if not launcher:
+        return torchrun
+    return [
+        "python", LAUNCHER, "--output-dir", spec["output_dir"], "--rdzv-backend", backend, "--rdzv-endpoint", endpoint,
+        "--rdzv-id", run_id, "--", *torchrun,
+    ]
+
+
 class PyTorchJobArgs(TypedDict):
     """Inputs of :class:`PyTorchJob`."""
 
@@ -127,39 +191,17 @@ class PyTorchJob(pulumi.ComponentResource):
         use_launcher = args.get("launcher", True)
 
         def command(ep: str) -> list[str]:
-            torchrun = torchrun_command(
-                min_nodes=lo,
-                max_nodes=hi,
-                procs_per_node=placement["procs_per_node"],
-                backend=backend,
-                endpoint=ep,
-                rdzv_id=run,
-                max_restarts=TORCHRUN_MAX_RESTARTS,
-                script=args["script"],
-                script_args=list(spec.get("args") or []),
-            )
-            if not use_launcher:
-                return torchrun
-            return [
-                "python", LAUNCHER, "--output-dir", output_dir, "--rdzv-backend", backend, "--rdzv-endpoint", ep,
-                "--rdzv-id", run, "--", *torchrun,
-            ]
+            return pytorch_command(spec, placement, script=args["script"], run_id=run, min_nodes=lo, max_nodes=hi,
+                                   backend=backend, endpoint=ep, launcher=use_launcher)
 
-        grace = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
-        if grace <= SHUTDOWN_MARGIN_S:
-            raise ValueError(f"{name}: stop_grace_period_seconds must exceed {SHUTDOWN_MARGIN_S}")
-        resilience = {
-            "MAX_FAILED_ATTEMPTS": str(max_restarts),
-            "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(grace - SHUTDOWN_MARGIN_S),
-        }
-        if args.get("checkpoint_every_seconds") is not None:
-            resilience["CHECKPOINT_EVERY_SECONDS"] = f"{float(args['checkpoint_every_seconds']):g}"
-        if args.get("collective_timeout_seconds") is not None:
-            resilience["PG_TIMEOUT_SECONDS"] = f"{float(args['collective_timeout_seconds']):g}"
-        env = {
-            **worker_env(placement, {**torch_env(placement["gpus"]), **resilience}),
-            **job_env(spec, nodes=nodes, procs_per_node=placement["procs_per_node"]),
-        }
+        env = pytorch_env(
+            spec,
+            placement,
+            nodes=nodes,
+            max_restarts=max_restarts,
+            checkpoint_every_seconds=args.get("checkpoint_every_seconds"),
+            collective_timeout_seconds=args.get("collective_timeout_seconds"),
+        )
         service, job = indexed_job(
             name,
             self,

