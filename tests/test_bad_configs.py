@@ -249,3 +249,34 @@ def test_the_unmodified_config_passes() -> None:
     """The control case: the same harness with the unmodified config registers resources."""
     p = run_program("dev", config=base())
     assert p.error is None and p.registrations
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        pytest.param(
+            both(
+                setk("nodeGroups", {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2},
+                                    "h100": {"instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 2, "maxSize": 2,
+                                             "availabilityZone": "us-east-1a"}}),
+                job(nodeGroup="h100", nodes=2),
+            ),
+            "eks-training:nodeGroups.h100.instanceType: unknown key; did you mean instanceTypes (a required key, not set)? "
+            "Rename it",
+            id="misspelt instanceTypes in the group a job runs on",
+        ),
+        pytest.param(
+            job(nodes=4),
+            "eks-training:jobs.train.nodes: 4 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; raise "
+            "maxSize or lower nodes",
+            id="nodes above maxSize, maxNodes left to its default",
+        ),
+    ],
+)
+def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:
+    """The issue's two cascades, through the real program: exactly one problem, naming the root cause."""
+    cfg = base()
+    change(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError) and p.error.problems == [message]
+    assert p.registrations == []

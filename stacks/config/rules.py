@@ -69,12 +69,19 @@ class Sections:
 
 def _known(s: "Sections", name: str, path: str, problems: list[str]) -> Optional[InstanceType]:
     it = s.catalog.get(name)
-    if it is None and f"instanceFacts.{name}" not in s.failed:  # a failed facts entry is reported there
+    # a failed facts entry (or instanceFacts itself) is reported there
+    if it is None and f"instanceFacts.{name}" not in s.failed and "instanceFacts" not in s.failed:
         problems.append(
             f"{key(path)}: unknown instance type {name!r}; use one of {', '.join(sorted(s.catalog.instance_types))}, "
             f"or describe it under {key('instanceFacts')}.{name} (vcpus, memoryMib, gpus, ..., source)"
         )
     return it
+
+
+def _existing_vpc(s: "Sections") -> bool:
+    """The stack deploys into an existing VPC: ``existingVpc`` is set (even when it failed its own validation,
+    so rules about subnets do not tell the user to set what they did set)."""
+    return s.existing_vpc is not None or "existingVpc" in s.failed
 
 
 def check_cluster_name(s: Sections, problems: list[str]) -> None:
@@ -123,12 +130,12 @@ def check_group(s: Sections, name: str, g: NodeGroupConfig, problems: list[str])
             "GPU counts; pods request a whole node's GPUs, so put them in separate groups"
         )
     if g.subnet_id is not None:
-        if s.existing_vpc is None:
+        if s.existing_vpc is None and "existingVpc" not in s.failed:  # a failed existingVpc is reported there
             problems.append(f"{key(f'{path}.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
-        elif g.subnet_id not in s.existing_vpc.private_subnet_ids:
+        elif s.existing_vpc is not None and g.subnet_id not in s.existing_vpc.private_subnet_ids:
             problems.append(f"{key(f'{path}.subnetId')}: {g.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}")
     if g.availability_zone is not None:
-        if s.existing_vpc is not None:
+        if _existing_vpc(s):
             problems.append(f"{key(f'{path}.availabilityZone')}: with existingVpc pin the group with subnetId instead")
         elif s.network is not None and s.network.availability_zones and g.availability_zone not in s.network.availability_zones:
             problems.append(
@@ -163,7 +170,7 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
             f"{', '.join(f'{f.name} ({f.max_efa_interfaces})' for f in facts)} differ, split them into groups"
         )
     if not g.single_zone:
-        fld = "subnetId" if s.existing_vpc is not None else "availabilityZone"
+        fld = "subnetId" if _existing_vpc(s) else "availabilityZone"
         problems.append(
             f"{key(f'{path}.{fld}')}: EFA groups run in one zone (with a cluster placement group); "
             f"set {fld} (the zone where {facts[0].name} capacity is)"
@@ -256,6 +263,12 @@ def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
     return None
 
 
+def _named(s: Sections, section: str, name: str) -> bool:
+    """``name`` is an entry of the map ``section`` as written (perhaps one that failed its own validation, which is
+    reported there), or the section itself failed (its entries are unknown)."""
+    return section in s.failed or name in s.entry_names.get(section, [])
+
+
 def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
     """Jobs against node groups, images, datasets and each other; returns the jobs with the defaults that
     depend on their group filled in (``nodeGroup`` when there is one worker group, ``maxNodes`` of an
@@ -271,6 +284,8 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             job = job.model_copy(update={"node_group": group_name})
         out[name] = job
         if group_name is None:
+            if "nodeGroups" in s.failed:  # not a mapping: reported there, the groups are unknown
+                continue
             problems.append(
                 f"{key(f'{path}.nodeGroup')}: required when there is not exactly one worker group; name one of "
                 f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
@@ -280,8 +295,10 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             if job.kind != "command":
                 problems.append(f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light command jobs only; "
                                 f"run {job.kind} jobs on a worker group")
-            elif job.nodes > s.system.max_size:
-                problems.append(f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} ({s.system.max_size})")
+            elif job.nodes > s.system.max_size and "systemNodeGroup" not in s.failed:
+                default = "" if "max_size" in s.system.model_fields_set else ", the default"
+                problems.append(f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
+                                f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes")
         elif group_name not in s.group_names:
             if "nodeGroups" not in s.failed:
                 problems.append(
@@ -311,10 +328,10 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                         f"{facts.name}; run at most one process per {what[:-1]}"
                     )
             check_health(s, path, job, facts, problems)
-        if job.image not in s.images and "images" not in s.failed:
+        if job.image not in s.images and not _named(s, "images", job.image):
             problems.append(f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
                             f"(or define it under {key('images')})")
-        if job.dataset is not None and job.dataset not in s.datasets and "datasets" not in s.failed:
+        if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
             problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
                             f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}")
         for i, other in enumerate(job.after):
@@ -465,7 +482,7 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
     if st.backend != "fsx":
         return
     fsx = st.fsx_settings
-    existing = s.existing_vpc is not None
+    existing = _existing_vpc(s)
     if existing and fsx.availability_zone is not None:
         problems.append(f"{key('storage.fsx.availabilityZone')}: with existingVpc place the file system with subnetId instead")
     if not existing and fsx.subnet_id is not None:
@@ -494,8 +511,12 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
             "so the VPC this stack creates could not be deleted; keep it only with existingVpc, or keep the data in "
             f"S3 instead (the bucket of {key('storage.fsx.dataRepository.s3Path')} outlives the stack)"
         )
-    if any(f"nodeGroups.{n}" in s.failed for n in s.group_names) or any(f"jobs.{n}" in s.failed for n in s.job_names):
-        return  # the zones of groups, or the groups of jobs, that failed their own validation are unknown
+    if (
+        any(f"nodeGroups.{n}" in s.failed for n in s.group_names)
+        or any(f"jobs.{n}" in s.failed for n in s.job_names)
+        or {"nodeGroups", "jobs", "existingVpc", "network"} & s.failed
+    ):
+        return  # the zones of groups, the groups of jobs or the VPC's kind are unknown: reported where they failed
     _, found = fsx_location(fsx, s.groups, claim_readers(jobs), existing, s.catalog)
     problems.extend(found)
 
