@@ -71,9 +71,11 @@ def efa_profile(facts: InstanceType) -> EfaProfile:
     )
 
 
-def efa_default(facts: InstanceType) -> bool:
-    """Whether a group of this type uses EFA when its config does not say: on for types that have it."""
-    return facts.supports_efa
+def efa_default(facts: InstanceType, capacity_type: str = "ON_DEMAND") -> bool:
+    """Whether a group of this type uses EFA when its config does not say: on for types that have it, except
+    for ``SPOT`` groups. EFA pins a group to one zone and a cluster placement group, the opposite of what spot
+    capacity needs (it is found by spreading over zones and types), so spot groups get EFA only when asked."""
+    return facts.supports_efa and capacity_type != "SPOT"
 
 
 def interface_specs(count: int) -> list[dict[str, object]]:

@@ -382,3 +382,48 @@ def test_one_efa_count_for_launch_template_pods_autoscaler_and_health_check() ->
     (hc,) = check.inputs["spec"]["template"]["spec"]["containers"]
     counts["health check"] = int(hc["command"][hc["command"].index("--require-efa") + 1])
     assert set(counts.values()) == {2}, counts
+
+
+def _dev_with_gpu(**group: Any) -> dict[str, Any]:
+    cfg = stack_config("dev")
+    cfg[f"{PROJECT}:nodeGroups"] = {
+        **cfg[f"{PROJECT}:nodeGroups"],
+        "gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2, **group},
+    }
+    return cfg
+
+
+def _efa_parts(p: Program, group: str) -> dict[str, Any]:
+    comp = _component(p, group)
+    lt = _child(p, comp, "aws:ec2/launchTemplate:LaunchTemplate")
+    return {
+        "interfaces": len(lt.inputs.get("networkInterfaces") or []),
+        "placement groups": len([c for c in p.children(comp) if c.type == "aws:ec2/placementGroup:PlacementGroup"]),
+        "efa security groups": len([c for c in p.children(comp) if c.name.endswith("-efa-sg")]),
+        "subnets": len(_ng(p, group).inputs["subnetIds"]),
+        "efa label": EFA_LABEL[0] in _ng(p, group).inputs["labels"],
+        "efa plugin": any(r.inputs["chart"] == "aws-efa-k8s-device-plugin" for r in p.of_type("kubernetes:helm.sh/v3:Release")),
+    }
+
+
+def test_spot_group_of_efa_types_spreads_over_the_zones_without_efa() -> None:
+    """EFA is off by default for SPOT groups: no interfaces, placement group or EFA security group, and the group
+    spans every private subnet (the dev stack's 2 zones), where spot capacity is found."""
+    p = run_program("dev", config=_dev_with_gpu(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT"))
+    assert _ng(p, "gpu").inputs["capacityType"] == "SPOT"
+    assert _efa_parts(p, "gpu") == {
+        "interfaces": 0, "placement groups": 0, "efa security groups": 0, "subnets": 2, "efa label": False, "efa plugin": False
+    }
+
+
+def test_spot_group_gets_efa_when_asked_with_a_zone() -> None:
+    p = run_program("dev", config=_dev_with_gpu(capacityType="SPOT", efa=True, availabilityZone="us-east-1a"))
+    assert _efa_parts(p, "gpu") == {
+        "interfaces": 32, "placement groups": 1, "efa security groups": 1, "subnets": 1, "efa label": True, "efa plugin": True
+    }
+
+
+def test_on_demand_group_of_the_same_type_defaults_to_efa() -> None:
+    """The control: the same type on demand (pinned, as EFA needs) is EFA-enabled without asking."""
+    p = run_program("dev", config=_dev_with_gpu(availabilityZone="us-east-1a"))
+    assert _efa_parts(p, "gpu")["interfaces"] == 32

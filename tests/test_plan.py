@@ -406,3 +406,18 @@ def test_fsx_capacity_is_priced_in_running_and_idle_and_efs_is_not() -> None:
     assert fsx.running - efs.running == pytest.approx(hourly, abs=0.002)
     assert fsx.idle - efs.idle == pytest.approx(hourly, abs=0.002), "billed while it exists, jobs or not"
     assert storage_summary(fsx_plan) == f"FSx 4800 GiB at 1000 MB/s/TiB, ${hourly:.3f}/h"
+
+
+def test_spot_groups_default_to_no_efa_and_spread_over_zones() -> None:
+    cfg = config(nodeGroups={
+        "spot": {"instanceTypes": ["p5.48xlarge"], "capacityType": "SPOT", "minSize": 0, "desiredSize": 0, "maxSize": 2},
+        "asked": {"instanceTypes": ["p5.48xlarge"], "capacityType": "SPOT", "efa": True, "availabilityZone": "us-east-1a",
+                  "minSize": 0, "desiredSize": 0, "maxSize": 2},
+        "ondemand": {"instanceTypes": ["p5.48xlarge"], "availabilityZone": "us-east-1a", "minSize": 0, "desiredSize": 0,
+                     "maxSize": 2},
+    })
+    plan = build_plan(cfg)
+    assert plan.groups["spot"].efa is None and not plan.groups["spot"].single_zone
+    assert plan.groups["spot"].placement()["efa_devices"] == 0
+    assert plan.groups["asked"].efa is not None and plan.groups["asked"].efa.interfaces == 32
+    assert plan.groups["ondemand"].efa is not None

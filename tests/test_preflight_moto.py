@@ -512,6 +512,22 @@ def test_capacity_block_larger_than_the_group_needs_and_odcr_given_as_block(seed
 # ------------------------------------------------------------------------------------------------
 
 
+def test_spot_group_of_an_efa_type_is_checked_across_the_zones_without_efa(seeded: sup.SeededMoto) -> None:
+    """A SPOT group defaults to efa: false: preflight checks its type in every zone of the VPC, asks nothing about
+    EFA, and counts it against the Spot quota; the same type on demand (pinned) gets the EFA check."""
+    seeded.seed_quota(P_SPOT, 1000, name="All P Spot Instance Requests")
+    seeded.seed_quota(P_OD, 1000)
+    seeded.seed_quota(STD_OD, 1000)
+    cfg = load(stack({"spot": group(["p5.48xlarge"], 2, capacityType="SPOT"),
+                      "od": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")}))
+    findings = run_preflight(cfg, ZONES, session())
+    assert failures(findings) == [], format_report(findings)
+    spot_type = by_key(findings, "eks-training:nodeGroups.spot.instanceTypes[0]")
+    assert [f.message for f in spot_type] == ["p5.48xlarge is offered in us-east-1a, us-east-1c"]
+    assert "L-7212CCBC" in one(findings, "eks-training:nodeGroups.spot.maxSize").message
+    assert "supports EFA with 32 interface(s)" in about(findings, "eks-training:nodeGroups.od.instanceTypes[0]", "EFA").message
+
+
 def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> None:
     facts = {
         # m5.2xlarge has no EFA per EC2 (moto: EfaSupported false); g6e.24xlarge has 2 interfaces.

@@ -61,11 +61,12 @@ class NodeGroupConfig(Model):
     taints: list[TaintConfig] = Field(default_factory=list)
 
     def uses_efa(self, catalog: Catalog) -> bool:
-        """Whether the group is EFA-enabled: ``efa`` when set, else the default for its first type."""
+        """Whether the group is EFA-enabled: ``efa`` when set, else the default for its first type and capacity
+        (on for types with EFA, off for SPOT groups)."""
         if self.efa is not None:
             return self.efa
         first = catalog.get(self.instance_types[0])
-        return first is not None and efa_default(first)
+        return first is not None and efa_default(first, self.capacity_type)
 
     @property
     def single_zone(self) -> bool:

@@ -171,9 +171,21 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
         )
     if not g.single_zone:
         fld = "subnetId" if _existing_vpc(s) else "availabilityZone"
+        where = "a private subnet of that zone" if fld == "subnetId" else "the zone where its capacity is"
+        if g.efa is None:  # on by default for the type: the user may not want EFA at all
+            off = (
+                f"set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over "
+                "the VPC's zones without EFA"
+            )
+            why = f"efa defaults to true for {facts[0].name}, and "
+        else:
+            off = "remove efa: true to spread the group over the VPC's zones without EFA" + (
+                " (what spot capacity needs: it is found across zones)" if g.capacity_type == "SPOT" else ""
+            )
+            why = ""
         problems.append(
-            f"{key(f'{path}.{fld}')}: EFA groups run in one zone (with a cluster placement group); "
-            f"set {fld} (the zone where {facts[0].name} capacity is)"
+            f"{key(f'{path}.{fld}')}: {why}EFA groups run in one zone (with a cluster placement group); either set "
+            f"{fld} ({where}) to keep EFA, or {off}"
         )
     pinned = s.cluster.addon_versions.get("vpc-cni")
     if pinned is not None and efa_profile(facts[0]).min_vpc_cni is not None and version_tuple(pinned) < EFA_ONLY_MIN_VPC_CNI:
