@@ -272,6 +272,15 @@ def test_the_unmodified_config_passes() -> None:
             "maxSize or lower nodes",
             id="nodes above maxSize, maxNodes left to its default",
         ),
+        pytest.param(
+            both(group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"),
+                 job(nodeGroup="gpu", nodes=2, healthCheck={"enforce": True, "minBusBandwidthGBps": 3.5e11})),
+            "eks-training:jobs.train.healthCheck.minBusBandwidthGBps: 3.5e+11 GB/s is above the 750 GB/s an all-reduce "
+            "across 2 x p5.48xlarge can reach (a node's network is 3200 Gbit/s = 400 GB/s, and across N nodes the bus "
+            "bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks); did you write bytes/s? the value is in "
+            "GB/s (1e9 bytes/s, as nccl-tests reports busbw): 3.5e+11 bytes/s is 350",
+            id="bytes/s written as GB/s",
+        ),
     ],
 )
 def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:

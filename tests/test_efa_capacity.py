@@ -352,7 +352,7 @@ def _custom_efa_stack(cards: int, efa: int) -> dict[str, Any]:
     cfg = stack_config("p5")
     cfg[f"{PROJECT}:instanceFacts"] = {
         "x8.48xlarge": {"vcpus": 192, "memoryMib": 2097152, "gpus": 8, "gpuModel": "NVIDIA X", "maxEfaInterfaces": efa,
-                        "networkCards": cards, "pricePerHour": 10.0, "source": "aws ec2 describe-instance-types"}
+                        "networkCards": cards, "networkGbps": 800, "pricePerHour": 10.0, "source": "aws ec2 describe-instance-types"}
     }
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["x8.48xlarge"]
     cfg[f"{PROJECT}:jobs"]["train"]["healthCheck"] = {"enforce": True, "minBusBandwidthGBps": 100}

@@ -3,34 +3,13 @@ that depend on it, a misspelt key is one mistake (not "unknown key" plus "missin
 did not set is not blamed. Each cascade has a case with its single expected message and a control showing the
 dependent rule still fires when the root cause is absent."""
 
-import json
 from typing import Any
 
-import pulumi
 import pytest
 
-from stacks.config import ConfigError, load_config
+from tests.config_support import CPU, P5, TRAIN, problems, without
 
 pytestmark = pytest.mark.unit
-
-P5 = {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2, "availabilityZone": "us-east-1a"}
-TRAIN = {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "h100", "nodes": 2}
-CPU = {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1}
-
-
-def problems(**sections: Any) -> list[str]:
-    """The problems ``pulumi up`` reports for a stack made of ``sections`` ([] when it loads)."""
-    cfg = {"aws:region": "us-east-1", **{f"eks-training:{k}": v for k, v in sections.items()}}
-    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}, [])
-    try:
-        load_config("eks-training", "root-causes")
-    except ConfigError as exc:
-        return exc.problems
-    return []
-
-
-def without(d: dict[str, Any], *keys: str, **extra: Any) -> dict[str, Any]:
-    return {**{k: v for k, v in d.items() if k not in keys}, **extra}
 
 
 TYPO_GROUP = without(P5, "instanceTypes", instanceType="p5.48xlarge")

@@ -22,6 +22,7 @@ from components.catalog.efa import (
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
     EFA_HUGEPAGES_2MI,
+    FASTEST_GPU_LINK_GBYTES_PER_S,
     REFERENCE_ALLREDUCE,
     AllReduceReference,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "EFA_ONLY_MIN_VPC_CNI",
     "EKS_ADDONS",
     "EKS_UNSUPPORTED_ZONE_IDS",
+    "FASTEST_GPU_LINK_GBYTES_PER_S",
     "FSX_CAPACITY_STEP_GIB",
     "FSX_CSI_ADDON",
     "FSX_CSI_CONTROLLER_SA",

@@ -79,6 +79,27 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/aws-samples/awsome-distributed-training/blob/main/micro-benchmarks/nccl-tests/README.md",
         shows="2-node all_reduce_perf bus bandwidth: 2 x p4de 78.33 GB/s at 2 GiB (Slurm); 2 x p5 on EKS 437.79 GB/s at 2 GiB",
     ),
+    "nccl-tests-busbw": Source(
+        url="https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+        shows="bus bandwidth of an all-reduce over n ranks is algbw x 2(n-1)/n (algbw = bytes / time), comparable with "
+        "the hardware's peak bandwidth; nccl-tests prints it in GB/s (1e9 bytes/s)",
+    ),
+    "allreduce-lower-bound": Source(
+        url="https://www.cs.fsu.edu/~xyuan/paper/09jpdc.pdf",
+        shows="Patarasuk and Yuan, Bandwidth optimal all-reduce algorithms for clusters of workstations (JPDC 2009): "
+        "in an all-reduce of S bytes over N nodes each node sends at least 2(N-1)S/N bytes, so algbw <= N B / (2(N-1)) "
+        "for a node bandwidth B",
+    ),
+    "nvidia-nvlink": Source(
+        url="https://www.nvidia.com/en-us/data-center/nvlink/",
+        shows="fifth-generation NVLink (Blackwell): 1.8 TB/s of GPU-to-GPU bandwidth per GPU, the fastest NVLink; "
+        "fourth generation (Hopper) 900 GB/s",
+    ),
+    "ec2-memory-specs": Source(
+        url="https://docs.aws.amazon.com/ec2/latest/instancetypes/mo.html",
+        shows="memory-optimized types: the most memory per vCPU is u-24tb1.112xlarge, 24576 GiB for 448 vCPUs (about 55 "
+        "GiB per vCPU); general-purpose t3.nano has the least, 0.5 GiB for 2 vCPUs (ec2-general-specs)",
+    ),
     "eks-addons": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html",
         shows="EKS managed add-on names (vpc-cni, kube-proxy, coredns, eks-pod-identity-agent, metrics-server, "
