@@ -64,6 +64,11 @@ class NodeGroupPlan:
     """Subnet the group is pinned to (existing VPC), or ``None``."""
     user_labels: Mapping[str, str]
     user_taints: tuple[NodeTaint, ...]
+    price_discount: float = 0.0
+    """The share of the On-Demand price the cost estimate takes off (SPOT groups: ``spotDiscount`` or the catalog's
+    assumption; 0 otherwise)."""
+    spot_discount_set: bool = False
+    """The discount comes from the group's ``spotDiscount`` (else from the catalog's assumption)."""
 
     @property
     def instance_types(self) -> list[str]:
@@ -329,6 +334,8 @@ def build_plan(cfg: StackConfig) -> Plan:
             subnet_id=g.subnet_id,
             user_labels=dict(g.labels),
             user_taints=taints,
+            price_discount=g.price_discount,
+            spot_discount_set=g.spot_discount is not None,
         )
     plan = Plan(
         config=cfg,

@@ -522,10 +522,28 @@ def test_spot_group_of_an_efa_type_is_checked_across_the_zones_without_efa(seede
                       "od": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")}))
     findings = run_preflight(cfg, ZONES, session())
     assert failures(findings) == [], format_report(findings)
-    spot_type = by_key(findings, "eks-training:nodeGroups.spot.instanceTypes[0]")
-    assert [f.message for f in spot_type] == ["p5.48xlarge is offered in us-east-1a, us-east-1c"]
+    assert about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "offered").message == (
+        "p5.48xlarge is offered in us-east-1a, us-east-1c"
+    )
+    assert not [f for f in by_key(findings, "eks-training:nodeGroups.spot.instanceTypes[0]") if "EFA" in f.message]
     assert "L-7212CCBC" in one(findings, "eks-training:nodeGroups.spot.maxSize").message
     assert "supports EFA with 32 interface(s)" in about(findings, "eks-training:nodeGroups.od.instanceTypes[0]", "EFA").message
+
+
+def test_spot_groups_get_the_current_spot_price_as_information(proc: sup.MotoProcess) -> None:
+    """moto answers DescribeSpotPriceHistory with $0.00001 in every zone that offers the type: the finding shows the
+    price per zone of the group, how far below On-Demand it is and the discount the estimate uses; it never fails."""
+    cfg = load(stack({"spot": group(["g5.xlarge"], 2, capacityType="SPOT", spotDiscount=0.6),
+                      "od": group(["m5.xlarge"], 2)}))
+    findings = run_preflight(cfg, ZONES, session())
+    info = about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "Spot price")
+    assert info.ok
+    assert info.message == (
+        "(information) current Spot price of g5.xlarge: $1e-05/h in us-east-1a, $1e-05/h in us-east-1c, 100% below its "
+        "On-Demand $1.006/h; the cost estimate uses 60% off (nodeGroups.spot.spotDiscount): set it to 0.90 to estimate "
+        "with the highest of these prices"
+    )
+    assert not [f for f in findings if "Spot price" in f.message and "nodeGroups.od" in f.key]
 
 
 def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> None:

@@ -64,7 +64,15 @@ from components.catalog.platform import (
     KubernetesVersion,
     in_standard_support,
 )
-from components.catalog.prices import FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES, Price
+from components.catalog.prices import (
+    DEFAULT_SPOT_DISCOUNT,
+    FSX_LUSTRE_PRICES,
+    HOURS_PER_MONTH,
+    MAX_SPOT_DISCOUNT,
+    SERVICE_PRICES,
+    Discount,
+    Price,
+)
 from components.catalog.quotas import (
     FSX_LUSTRE_STORAGE_QUOTA,
     FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB,
@@ -85,6 +93,8 @@ __all__ = [
     "CA_CHART_WITH_VOLUMEATTACHMENTS",
     "CLUSTER_AUTOSCALER",
     "DEFAULT_KUBERNETES_VERSION",
+    "DEFAULT_SPOT_DISCOUNT",
+    "Discount",
     "EFA_ENV_BY_FAMILY",
     "EFA_ENV_COMMON",
     "EFA_ONLY_MIN_VPC_CNI",
@@ -117,6 +127,7 @@ __all__ = [
     "KubernetesVersion",
     "LOG_RETENTION_DAYS",
     "MANIFESTS",
+    "MAX_SPOT_DISCOUNT",
     "NVIDIA_AMI_FAMILIES",
     "REFERENCE_ALLREDUCE",
     "ReleaseManifest",

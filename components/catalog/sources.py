@@ -410,6 +410,27 @@ SOURCES: Mapping[str, Source] = {
     ),
     "ebs-pricing": Source(url="https://aws.amazon.com/ebs/pricing/", shows="gp3 $0.08/GB-month in us-east-1"),
     "kms-pricing": Source(url="https://aws.amazon.com/kms/pricing/", shows="$1/month per customer managed key"),
+    "ec2-spot-pricing": Source(
+        url="https://aws.amazon.com/ec2/spot/pricing/",
+        shows="current Spot prices per instance type and Region, adjusted gradually by long-term supply and demand; "
+        "Spot Instances are available at up to a 90% discount compared to On-Demand prices",
+    ),
+    "ec2-spot-example-prices": Source(
+        url="https://docs.aws.amazon.com/autoscaling/ec2/userguide/weights-spot-price-per-unit-hour-example.html",
+        shows="example us-east-1 Spot prices per zone next to On-Demand (example, not current pricing): c5.2xlarge "
+        "$0.170-0.191 vs $0.34, c5.4xlarge $0.318-0.361 vs $0.68, c5.12xlarge $0.777-0.779 vs $2.04, c5.18xlarge "
+        "$1.207-1.475 vs $3.06, c5.24xlarge $1.555 vs $4.08: 44% to 62% below On-Demand",
+    ),
+    "ec2-spot-advisor": Source(
+        url="https://aws.amazon.com/ec2/spot/instance-advisor/",
+        shows="per instance type and Region: the average savings of Spot over On-Demand and the frequency of "
+        "interruption over the last 30 days",
+    ),
+    "ec2-capacity-blocks-pricing": Source(
+        url="https://aws.amazon.com/ec2/capacityblocks/pricing/",
+        shows="Capacity Blocks pricing is a reservation fee, charged up front when the block is reserved, and an "
+        "operating-system fee while instances run (Linux billed per second)",
+    ),
     "ec2-vcpu-quotas": Source(
         url="https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html",
         shows="EC2 On-Demand and Spot instance quotas are counted in vCPUs per instance class; codes as the "

@@ -32,6 +32,10 @@ the account whether it can actually run it:
    file systems plus the new one, and an adopted file system exists where the plan puts it with no
    association already on the directories the stack links.
 
+Information (never a failure): for SPOT groups, the current Spot price of each type in the group's zones
+(``ec2:DescribeSpotPriceHistory``) and how far below On-Demand it is, next to the discount the cost estimate
+uses (``spotDiscount``).
+
 Every check yields a :class:`Finding` (ok or not) keyed by the config key it is about, with a
 message that says what to do. :func:`check` raises :class:`PreflightError` when any fails.
 
@@ -39,7 +43,7 @@ All AWS calls go through clients made from one ``boto3`` session
 (``session.client(service, region_name=region)``), so the standard ``AWS_ENDPOINT_URL`` and
 credential settings apply. Read-only permissions needed: ``ec2:DescribeAvailabilityZones``,
 ``ec2:DescribeSubnets``, ``ec2:DescribeInstanceTypeOfferings``, ``ec2:DescribeInstanceTypes``,
-``ec2:DescribeCapacityReservations``, ``servicequotas:GetServiceQuota``,
+``ec2:DescribeCapacityReservations``, ``ec2:DescribeSpotPriceHistory``, ``servicequotas:GetServiceQuota``,
 ``servicequotas:GetAWSDefaultServiceQuota``, ``eks:DescribeAddonVersions``; for FSx stacks also
 ``s3:GetBucketLocation``, ``fsx:DescribeFileSystems`` and ``fsx:DescribeDataRepositoryAssociations``
 (and ``sts:GetCallerIdentity``, which needs no permission).

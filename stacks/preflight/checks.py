@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 import boto3
 import pulumi
 
-from components.catalog import QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
+from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
 from stacks.config import ConfigError, key, version_text, version_tuple
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.preflight.aws import AwsClient
@@ -71,6 +71,8 @@ def run_preflight(
     group_zones = {g.path: _group_zones(g, plan, vpc_zone_list, aws, findings) for g in plan.all_groups}
     for g in plan.all_groups:
         _check_offerings(g, group_zones[g.path], vpc_zones, aws, findings)
+    for g in plan.groups.values():
+        _report_spot_prices(g, group_zones[g.path], aws, findings)
     for g in plan.groups.values():
         _check_efa(g, plan, aws, findings)
     for g in plan.groups.values():
@@ -249,6 +251,36 @@ def _check_offerings(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], a
                 f"it is offered in {join_names(offered)} of {aws.region}: pick one of {join_names(offered)} ({fix})",
             )
         )
+
+
+def _report_spot_prices(g: NodeGroupPlan, zones: list[str], aws: AwsClient, findings: list[Finding]) -> None:
+    """Information for SPOT groups (never a failure): the current Spot price of each type in the group's zones, the
+    discount off On-Demand it amounts to, and the discount the cost estimate assumes."""
+    if g.capacity_type != "SPOT" or not zones:
+        return
+    assumed = f"the cost estimate uses {g.price_discount * 100:g}% off ({g.path}.spotDiscount)"
+    for i, facts in enumerate(g.types):
+        k = type_key(g, i)
+        try:
+            prices = aws.spot_prices(facts.name, zones)
+        except AwsCallError as exc:
+            findings.append(Finding(True, k, f"(information) could not read the current Spot price of {facts.name} "
+                                             f"({exc}); {assumed}"))
+            continue
+        if not prices:
+            findings.append(Finding(True, k, f"(information) EC2 reports no current Spot price for {facts.name} in "
+                                             f"{join_names(zones)}; {assumed}"))
+            continue
+        where = ", ".join(f"${p:g}/h in {z}" for z, p in prices.items())
+        text = f"(information) current Spot price of {facts.name}: {where}"
+        if facts.price_per_hour:
+            off = sorted(1 - p / facts.price_per_hour for p in prices.values())
+            span = f"{off[0] * 100:.0f}%" if round(off[0], 2) == round(off[-1], 2) else f"{off[0] * 100:.0f}% to {off[-1] * 100:.0f}%"
+            text += (f", {span} below its On-Demand ${facts.price_per_hour:g}/h; {assumed}: set it to "
+                     f"{max(0.0, min(off[0], MAX_SPOT_DISCOUNT.fraction)):.2f} to estimate with the highest of these prices")
+        else:
+            text += f"; {assumed}"
+        findings.append(Finding(True, k, text))
 
 
 def _check_efa(g: NodeGroupPlan, plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
