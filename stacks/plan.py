@@ -236,6 +236,16 @@ def _run_id(name: str, job: JobConfig, image: ImagePlan, dataset: Optional[Datas
     return k8s_name(name, digest, limit=52)
 
 
+def jobs_waiting_for(plan: "Plan", groups: set[str]) -> list[str]:
+    """The jobs that cannot start before ``groups`` have nodes (groups whose Capacity Block has not started): the
+    jobs on them and the jobs after those, in job order."""
+    out: list[str] = []
+    for name, job in plan.jobs.items():
+        if job.group.name in groups or any(a in out for a in job.after):
+            out.append(name)
+    return out
+
+
 def job_order(jobs: Mapping[str, JobConfig]) -> list[str]:
     """Job names with every job after the jobs it waits for (config order otherwise)."""
     done: list[str] = []

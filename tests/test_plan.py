@@ -468,3 +468,33 @@ def test_capacity_block_instances_are_prepaid() -> None:
 def test_bad_spot_discounts(group: dict[str, Any], fragment: str) -> None:
     found = problems(nodeGroups={"gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1, **group}})
     assert len(found) == 1 and fragment in found[0], found
+
+
+def test_capacity_block_start_action_time() -> None:
+    """Auto Scaling takes YYYY-MM-DDThh:mm:ssZ and refuses times in the past: a block that has just started gets
+    its action a few minutes from now."""
+    from datetime import datetime, timezone
+
+    from components.nodegroup import schedule_time
+
+    now = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+    assert schedule_time("2030-01-02T11:30:00Z", now) == "2030-01-02T11:30:00Z"
+    assert schedule_time("2030-01-02T12:30:00+01:00", now) == "2030-01-02T11:30:00Z"
+    assert schedule_time("2026-11-22T10:01:00Z", now) == "2026-11-22T10:05:00Z"
+
+
+def test_jobs_waiting_for_a_group_include_the_jobs_after_them() -> None:
+    from stacks.plan import jobs_waiting_for
+
+    cfg = config(
+        nodeGroups={"gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1},
+                    "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}},
+        jobs={"prep": {"kind": "command", "command": ["true"], "nodeGroup": "cpu"},
+              "train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "gpu", "after": ["prep"]},
+              "evaluate": {"kind": "command", "command": ["true"], "nodeGroup": "system", "after": ["train"]},
+              "report": {"kind": "command", "command": ["true"], "nodeGroup": "cpu", "after": ["prep"]}},
+    )
+    plan = build_plan(cfg)
+    assert jobs_waiting_for(plan, {"gpu"}) == ["train", "evaluate"]
+    assert jobs_waiting_for(plan, {"cpu"}) == ["prep", "train", "evaluate", "report"]
+    assert jobs_waiting_for(plan, set()) == []

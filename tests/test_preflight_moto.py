@@ -441,9 +441,8 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
     seeded.seed_capacity_reservation("cr-00000000000000001", "p5.48xlarge", "us-east-1c")  # other zone
     seeded.seed_capacity_reservation("cr-00000000000000002", "p4d.24xlarge", "us-east-1a")  # other type
     start = datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc)
-    seeded.seed_capacity_reservation(
-        "cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", capacity_block=True, start=start
-    )
+    # a future-dated On-Demand Capacity Reservation: instances targeting it cannot launch before it starts
+    seeded.seed_capacity_reservation("cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", start=start)
     seeded.seed_capacity_reservation("cr-00000000000000004", "p5.48xlarge", "us-east-1a")  # an ODCR, not a block
     p5 = ["p5.48xlarge"]
     cfg = load(
@@ -452,9 +451,7 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
                 "zone": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000001"),
                 "type": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000002"),
                 "missing": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-0ffffffffffffffff"),
-                "scheduled": group(
-                    p5, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-00000000000000003"
-                ),
+                "scheduled": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000003"),
                 "notblock": group(
                     p5, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-00000000000000004"
                 ),
@@ -477,6 +474,29 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
         f"eks-training:nodeGroups.{n}.capacityReservationId"
         for n in ("zone", "type", "missing", "scheduled", "notblock")
     }
+
+
+def test_a_scheduled_capacity_block_is_information_with_its_start(seeded: sup.SeededMoto) -> None:
+    """`pulumi up` builds the environment before the block starts: a scheduled block passes, saying when it starts
+    and ends and what the group does then; a scheduled block that does not match the group still fails."""
+    seeded.seed_quota(STD_OD, 1000)
+    start = datetime(2030, 1, 2, 11, 30, tzinfo=timezone.utc)
+    seeded.seed_capacity_reservation("cr-0000000000000000b", "p5.48xlarge", "us-east-1a", count=2, state="scheduled",
+                                     capacity_block=True, start=start, end=datetime(2030, 1, 9, 11, 30, tzinfo=timezone.utc))
+    block = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0000000000000000b"}
+    cfg = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a", **block)}))
+    findings = check(cfg, ZONES, session())  # raises PreflightError on any failure
+    info = one(findings, f"{GPU_KEY}.capacityReservationId")
+    assert info.ok
+    assert info.message.startswith(
+        "cr-0000000000000000b: scheduled Capacity Block for 2 x p5.48xlarge in us-east-1a: it starts 2030-01-02 11:30 UTC "
+        "and ends 2030-01-09 11:30 UTC. `pulumi up` builds the environment now; the group has no nodes until the start"
+    )
+    assert "EKS scales it to 0 40 minutes before the end" in info.message
+    # the same block for a group in another zone: still a failure, naming the zone
+    other = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1c", **block)}))
+    bad = one(run_preflight(other, ZONES, session()), f"{GPU_KEY}.capacityReservationId")
+    assert not bad.ok and "it is in us-east-1a but the group runs in us-east-1c" in bad.message
 
 
 def test_capacity_block_larger_than_the_group_needs_and_odcr_given_as_block(seeded: sup.SeededMoto) -> None:

@@ -13,8 +13,10 @@ the account whether it can actually run it:
    On-Demand code; CAPACITY_BLOCK groups are not counted (a Capacity Block is a prepaid reservation).
    The quota is a limit, not free capacity: instances already running in the account count too.
 3. **Capacity reservations**: a group's ``capacityReservationId`` exists, is ``active`` (a
-   ``scheduled`` Capacity Block fails with its start time), matches the group's instance type and
-   zone, and has ``ReservationType`` ``capacity-block`` exactly when ``capacityType`` is CAPACITY_BLOCK
+   ``scheduled`` Capacity Block passes as information, with its start and end: the environment is built
+   before the block starts and the group takes its sizes at the start; a scheduled On-Demand Capacity
+   Reservation fails with its start time), matches the group's instance type and zone, and has
+   ``ReservationType`` ``capacity-block`` exactly when ``capacityType`` is CAPACITY_BLOCK
    (``ec2:DescribeCapacityReservations``).
 4. **EFA**: for EFA-enabled groups, EC2 says the type supports EFA and its ``MaximumEfaInterfaces``
    equals the interface count of the plan's EFA profile (which sizes the launch template, the pods'

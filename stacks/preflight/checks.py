@@ -356,10 +356,12 @@ def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str],
     itype = str(res.get("InstanceType"))
     zone = str(res.get("AvailabilityZone"))
     total = int(res.get("TotalInstanceCount") or 0)
-    if state == "scheduled":
+    block = rtype == "capacity-block" and g.capacity_type == "CAPACITY_BLOCK"
+    if state == "scheduled" and not block:
         problems.append(f"it is scheduled and starts at {format_time(res.get('StartDate'))}; deploy the group after that time")
-    elif state != "active":
-        problems.append(f"its state is {state}, not active; use an active reservation")
+    elif state not in ("active", "scheduled"):
+        problems.append(f"its state is {state}, not active; use an active reservation" + (
+            " or a scheduled Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else ""))
     if g.capacity_type == "CAPACITY_BLOCK" and rtype != "capacity-block":
         problems.append(
             f"it is an On-Demand Capacity Reservation (ReservationType {rtype}), not a Capacity Block; "
@@ -381,6 +383,16 @@ def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str],
         problems.append(f"the block holds {total} instance(s) but maxSize is {g.max_size}; lower maxSize to {total}")
     if problems:
         findings.append(Finding(False, k, f"{rid}: " + "; ".join(problems)))
+    elif state == "scheduled":
+        # information: everything is built now, the group takes its sizes when the block starts
+        end = f" and ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
+        findings.append(Finding(True, k, (
+            f"{rid}: scheduled Capacity Block for {total} x {itype} in {zone}: it starts {format_time(res.get('StartDate'))}"
+            f"{end}. `pulumi up` builds the environment now; the group has no nodes until the start, when a scheduled "
+            f"action sets its sizes (min {g.min_size}, desired {g.desired_size}, max {g.max_size}), and the first "
+            "`pulumi up` after the start creates the jobs on it; EKS scales it to 0 40 minutes before the end (EC2 "
+            "starts terminating the block's instances 30 minutes before it)"
+        )))
     else:
         kind = "Capacity Block" if rtype == "capacity-block" else "On-Demand Capacity Reservation"
         end = f", ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
