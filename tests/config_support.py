@@ -6,6 +6,9 @@ from typing import Any
 import pulumi
 
 from stacks.config import ConfigError, load_config
+from stacks.plan import build_plan
+from stacks.plan.report import report
+from tests.harness import PROJECT, _config_to_runtime, stack_config
 
 #: A p5 group pinned to one zone, a CPU group and a two-node training job on the p5 group.
 P5 = {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2, "availabilityZone": "us-east-1a"}
@@ -27,3 +30,10 @@ def problems(**sections: Any) -> list[str]:
 def without(d: dict[str, Any], *keys: str, **extra: Any) -> dict[str, Any]:
     """``d`` without ``keys``, with ``extra``."""
     return {**{k: v for k, v in d.items() if k not in keys}, **extra}
+
+
+def stack_report(stack: str) -> dict[str, Any]:
+    """What ``python -m stacks.plan --stack <stack> --json`` prints, built in-process."""
+    cfg = stack_config(stack)
+    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    return report(build_plan(load_config(PROJECT, stack)), cfg.get("aws:region"))

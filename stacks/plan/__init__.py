@@ -37,7 +37,7 @@ ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
 #: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
 SYSTEM_JOB_SHARE = 0.25
 #: The repository (image build contexts are folders of it).
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True, kw_only=True)
