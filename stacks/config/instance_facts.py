@@ -9,6 +9,23 @@ from stacks.config.base import Model
 from stacks.config.errors import check
 
 
+#: Each field of ``instanceFacts.<type>``: its unit, and where ``aws ec2 describe-instance-types`` reports it (the
+#: README's table of these fields is generated from this mapping, which covers every field of the model).
+FACT_FIELDS: dict[str, tuple[str, str]] = {
+    "vcpus": ("vCPUs", "`VCpuInfo.DefaultVCpus`"),
+    "memoryMib": ("MiB (1 GiB = 1024 MiB)", "`MemoryInfo.SizeInMiB`"),
+    "gpus": ("NVIDIA GPUs per instance", "`GpuInfo.Gpus[].Count`"),
+    "gpuModel": ("text, e.g. `NVIDIA H100`", "`GpuInfo.Gpus[].Manufacturer` and `.Name`"),
+    "gpuMemoryMib": ("MiB per GPU", "`GpuInfo.Gpus[].MemoryInfo.SizeInMiB`"),
+    "maxEfaInterfaces": ("EFA interfaces per instance (0: no EFA)", "`NetworkInfo.EfaInfo.MaximumEfaInterfaces`"),
+    "networkCards": ("network cards (an EFA type has one interface per card)", "`NetworkInfo.MaximumNetworkCards`"),
+    "networkGbps": ("Gbit/s, baseline (8 Gbit/s = 1 GB/s)", "`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps`, summed"),
+    "localNvmeGb": ("GB of instance store", "`InstanceStorageInfo.TotalSizeInGB`"),
+    "pricePerHour": ("USD per hour, On-Demand Linux in us-east-1 (the estimate's prices)",
+                     "not in the API: https://aws.amazon.com/ec2/pricing/on-demand/"),
+    "source": ("text: where the facts come from", "-"),
+}
+
 #: Memory per vCPU of EC2 instance types, MiB: from t3.nano's 0.5 GiB for 2 vCPUs to u-24tb1.112xlarge's 24576 GiB
 #: for 448 vCPUs (about 55 GiB; source keys ``ec2-general-specs``, ``ec2-memory-specs``), with a margin.
 MIN_MIB_PER_VCPU = 256
