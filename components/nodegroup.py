@@ -12,7 +12,14 @@ needed too), a ``cluster`` placement group (unless a capacity reservation places
 ``eks-training/efa=true`` label the EFA device plugin selects, and a single subnet (one zone).
 
 Capacity: on-demand, spot, an On-Demand Capacity Reservation (``capacity_reservation_id``) or an
-EC2 Capacity Block (``capacity_type="CAPACITY_BLOCK"`` with its reservation id). With
+EC2 Capacity Block (``capacity_type="CAPACITY_BLOCK"`` with its reservation id). A Capacity Block group's size
+follows the block, as the EKS guide for managed node groups with Capacity Blocks describes
+(https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html): while the block is only scheduled the
+group is created with no nodes (its instances could not launch before the start), and a scheduled action of its
+Auto Scaling group (:data:`CAPACITY_BLOCK_START_ACTION`) sets the configured minimum, desired and maximum sizes at
+the block's start; once it is active the group is created at the configured sizes. Before the end EKS scales the
+group to zero itself (its own scheduled action, 40 minutes before the end; EC2 starts terminating instances 30
+minutes before it). The block is read with ``aws.ec2.getCapacityBlockReservation``. With
 ``autoscaler_tags`` the group's Auto Scaling group gets the cluster-autoscaler node-template tags
 (labels, taints, ``nvidia.com/gpu``, ``vpc.amazonaws.com/efa``, huge pages) that make scaling up from
 zero nodes work.
@@ -21,6 +28,7 @@ Labels, taints, the AMI type, the interfaces and the autoscaler tags come from t
 :mod:`components.nodeplan`, which the stack's plan uses for pod placement too.
 """
 
+from datetime import datetime, timedelta, timezone
 from typing import Literal, Optional, Sequence, TypedDict, get_args
 
 import pulumi
@@ -35,6 +43,13 @@ from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
 #: Hop limit 2 lets hostNetwork=false add-on pods that still read instance metadata (region, AZ)
 #: work, as in EKS's own launch templates; credentials for workloads come from EKS Pod Identity.
 IMDS_HOP_LIMIT = 2
+
+#: Name of the Auto Scaling scheduled action that sizes a Capacity Block group when its block starts.
+CAPACITY_BLOCK_START_ACTION = "eks-training-capacity-block-start"
+#: Auto Scaling refuses a scheduled action in the past: one created after the block started runs this much later.
+SCHEDULE_MARGIN = timedelta(minutes=5)
+#: Capacity Block states before the block is active (its instances cannot launch yet).
+CAPACITY_BLOCK_PENDING_STATES = ("payment-pending", "scheduled")
 
 #: EKS capacity types (listed once).
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
@@ -91,6 +106,16 @@ class TrainingNodeGroupArgs(TypedDict):
     """AWS tags for the node group, launch template, instances and volumes."""
 
 
+def schedule_time(start: str, now: Optional[datetime] = None) -> str:
+    """When the start action runs: the block's start (an RFC 3339 time), or :data:`SCHEDULE_MARGIN` from ``now`` when
+    that has passed; in the form Auto Scaling takes (``YYYY-MM-DDThh:mm:ssZ``, UTC)."""
+    at = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    earliest = (now or datetime.now(timezone.utc)) + SCHEDULE_MARGIN
+    return max(at, earliest).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class TrainingNodeGroup(pulumi.ComponentResource):
     """A launch template (IMDSv2, encrypted root volume) and an EKS managed node group."""
 
@@ -112,6 +137,11 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     """The EFA self-referencing security group ("" when EFA is off)."""
     placement_group_name: pulumi.Output[str]
     """The cluster placement group ("" when there is none)."""
+    capacity_block_start: pulumi.Output[str]
+    """When a scheduled Capacity Block starts and the group takes its sizes ("" otherwise)."""
+    waits_for_capacity: bool
+    """The group's Capacity Block is not active yet: it has no nodes until the block starts (known when the component
+    is constructed, so a Python program can leave the jobs that need the nodes for later)."""
 
     def __init__(self, name: str, args: TrainingNodeGroupArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingNodeGroup", name, None, opts)
@@ -238,11 +268,31 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+        block_start: Optional[str] = None
+        empty = False
+        if capacity_type == "CAPACITY_BLOCK":
+            assert reservation is not None
+            block = aws.ec2.get_capacity_block_reservation(id=reservation, opts=pulumi.InvokeOptions(parent=self))
+            empty = block.state != "active"  # no instance can launch outside the block
+            if block.state in CAPACITY_BLOCK_PENDING_STATES:
+                block_start = block.start_date
+            elif empty:
+                pulumi.log.warn(
+                    f"{name}: Capacity Block {reservation} is {block.state}: its instances cannot launch, the group "
+                    "stays at 0 nodes; set the id of an active or scheduled block",
+                    resource=self,
+                )
         scaling: aws.eks.NodeGroupScalingConfigArgsDict = {
-            "min_size": args["min_size"],
-            "desired_size": args["desired_size"],
+            # a Capacity Block group has no nodes until its block is active
+            "min_size": 0 if empty else args["min_size"],
+            "desired_size": 0 if empty else args["desired_size"],
             "max_size": args["max_size"],
         }
+        ignored: list[str] = []
+        if args.get("ignore_desired_size_changes") or capacity_type == "CAPACITY_BLOCK":
+            ignored.append("scalingConfig.desiredSize")
+        if capacity_type == "CAPACITY_BLOCK":
+            ignored.append("scalingConfig.minSize")  # set by the block's start action, then by EKS before its end
         eks_taints: list[aws.eks.NodeGroupTaintArgsDict] = [
             {"key": t["key"], "value": t["value"], "effect": TAINT_EFFECTS_EKS[t["effect"]]} for t in taints
         ]
@@ -267,9 +317,26 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=["scalingConfig.desiredSize"] if args.get("ignore_desired_size_changes") else None,
+                ignore_changes=ignored or None,
             ),
         )
+        self.capacity_block_start = pulumi.Output.from_input(block_start or "")
+        self.waits_for_capacity = empty
+        if block_start is not None:
+            start = block_start
+            aws.autoscaling.Schedule(
+                f"{name}-block-start",
+                scheduled_action_name=CAPACITY_BLOCK_START_ACTION,
+                autoscaling_group_name=node_group.resources.apply(
+                    lambda r: str(r[0].autoscaling_groups[0].name)  # type: ignore[index]
+                ),
+                # evaluated when the group exists: the block's start, or a few minutes from then if it has passed
+                start_time=node_group.resources.apply(lambda _: schedule_time(start)),
+                min_size=args["min_size"],
+                desired_capacity=args["desired_size"],
+                max_size=args["max_size"],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
         self.node_group_name = node_group.node_group_name
         self.node_group_arn = node_group.arn
@@ -304,5 +371,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 "efa_interfaces": self.efa_interfaces,
                 "efa_security_group_id": self.efa_security_group_id,
                 "placement_group_name": self.placement_group_name,
+                "capacity_block_start": self.capacity_block_start,
+                "waits_for_capacity": self.waits_for_capacity,
             }
         )

@@ -18,6 +18,7 @@ from components.catalog import (
     EFA_ENV_COMMON,
     EFA_HUGEPAGES_2MI,
     EFA_ONLY_MIN_VPC_CNI,
+    FASTEST_GPU_LINK_GBYTES_PER_S,
     InstanceType,
 )
 from components.scheduling import NodeTaint, node_scheduling
@@ -71,9 +72,29 @@ def efa_profile(facts: InstanceType) -> EfaProfile:
     )
 
 
-def efa_default(facts: InstanceType) -> bool:
-    """Whether a group of this type uses EFA when its config does not say: on for types that have it."""
-    return facts.supports_efa
+def efa_default(facts: InstanceType, capacity_type: str = "ON_DEMAND") -> bool:
+    """Whether a group of this type uses EFA when its config does not say: on for types that have it, except
+    for ``SPOT`` groups. EFA pins a group to one zone and a cluster placement group, the opposite of what spot
+    capacity needs (it is found by spreading over zones and types), so spot groups get EFA only when asked."""
+    return facts.supports_efa and capacity_type != "SPOT"
+
+
+def network_gbytes_per_s(facts: InstanceType) -> float:
+    """A node's network bandwidth in GB/s (1e9 bytes/s): the catalog's Gbit/s divided by 8."""
+    return facts.network_gbps / 8
+
+
+def allreduce_busbw_ceiling(facts: InstanceType, nodes: int, procs_per_node: int) -> float:
+    """The highest all-reduce bus bandwidth (GB/s, as nccl-tests reports it) ``nodes`` nodes of this type can reach.
+
+    Across nodes each node sends at least ``2(N-1)/N`` of the message over its network (source key
+    ``allreduce-lower-bound``), so ``algbw <= N B / (2(N-1))`` for a node bandwidth ``B``; bus bandwidth is
+    ``algbw x 2(n-1)/n`` over ``n`` ranks (``nccl-tests-busbw``), hence ``busbw <= B N (n-1) / ((N-1) n)``, below
+    ``2B``. Inside one node the data never leaves it: the bound is the fastest GPU link (NVLink 5, 1.8 TB/s)."""
+    if nodes < 2:
+        return FASTEST_GPU_LINK_GBYTES_PER_S
+    ranks = nodes * max(1, procs_per_node)
+    return network_gbytes_per_s(facts) * nodes * (ranks - 1) / ((nodes - 1) * ranks)
 
 
 def interface_specs(count: int) -> list[dict[str, object]]:

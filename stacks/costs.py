@@ -1,4 +1,4 @@
-"""Hourly cost estimate of a stack (us-east-1 On-Demand list prices from the catalog), read from the plan.
+"""Hourly cost estimate of a stack (us-east-1 list prices from the catalog), read from the plan.
 
 Counts the EKS control plane (at the extended-support price when the stack opts in), NAT gateways and their
 public IPv4 addresses, the secrets KMS key, EC2 instances and their gp3 root volumes, and an FSx for Lustre file
@@ -6,14 +6,30 @@ system (its provisioned capacity at its throughput tier's price: billed whether 
 and "idle" alike); excludes what depends on usage (data transfer, NAT data processing, EFS storage and throughput
 (EFS is billed by the GB stored and, with Elastic throughput, by the GB read and written), S3 storage and requests,
 ECR storage, CloudWatch logs, CodeBuild minutes, KMS requests, user-provisioned FSx metadata IOPS). "Running" uses
-the desired sizes, "idle" the minimum sizes. Spot groups are priced at On-Demand (an upper bound).
+the desired sizes, "idle" the minimum sizes.
+
+Instances are priced by capacity type: ON_DEMAND at the On-Demand price; SPOT at the On-Demand price less the
+group's ``spotDiscount`` (else the catalog's assumed :data:`~components.catalog.DEFAULT_SPOT_DISCOUNT`, labelled as
+an assumption: Spot prices move, preflight reports the current one); CAPACITY_BLOCK instances not at all (a Capacity
+Block's reservation fee is paid up front when it is reserved), only their root volumes.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
-from components.catalog import FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES
+from components.catalog import DEFAULT_SPOT_DISCOUNT, FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES, SOURCES
 from stacks.plan import NodeGroupPlan, Plan
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One part of the estimate, USD per hour; ``None`` when an instance type has no known price."""
+
+    what: str
+    running: Optional[float]
+    idle: Optional[float]
+    basis: str = ""
+    """How it is priced (``On-Demand``, ``Spot at 50% off On-Demand (assumed ...)``, ``billed by use`` ...)."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +40,8 @@ class CostEstimate:
     idle: Optional[float]
     storage: float = 0.0
     """The shared file system's fixed part (FSx capacity; 0 for EFS, billed by use), included in both."""
+    lines: tuple[CostLine, ...] = field(default_factory=tuple)
+    """What the totals are made of."""
 
 
 def _hourly(name: str) -> float:
@@ -49,33 +67,81 @@ def storage_summary(plan: Plan) -> str:
     return f"FSx {fsx.storage_capacity_gib} GiB at {fsx.throughput_per_tib} MB/s/TiB{efa}, ${storage_hourly(plan):.3f}/h"
 
 
-def estimate(plan: Plan) -> CostEstimate:
-    """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
+def instance_basis(g: NodeGroupPlan) -> str:
+    """How a group's instances are priced, in words (the plan and the README say the same)."""
+    if g.capacity_type == "SPOT":
+        pct = f"{g.price_discount * 100:g}%"
+        if g.spot_discount_set:
+            return f"Spot, estimated at {pct} off On-Demand ({g.path}.spotDiscount)"
+        return (
+            f"Spot, estimated at {pct} off On-Demand (an assumption, set {g.path}.spotDiscount from "
+            f"{SOURCES['ec2-spot-advisor'].url}; preflight reports the current Spot price)"
+        )
+    if g.capacity_type == "CAPACITY_BLOCK":
+        return "Capacity Block: instances paid up front with the block (not in the hourly figures), root volumes counted"
+    return "On-Demand" + (f", in reservation {g.capacity_reservation_id}" if g.capacity_reservation_id else "")
+
+
+def node_hour(g: NodeGroupPlan) -> Optional[float]:
+    """USD per hour of one node of the group: its instance (by capacity type) and its gp3 root volume."""
+    disk = g.disk_size_gib * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+    if g.capacity_type == "CAPACITY_BLOCK":
+        return disk
+    price = g.types[0].price_per_hour
+    return None if price is None else price * (1 - g.price_discount) + disk
+
+
+def cost_lines(plan: Plan) -> list[CostLine]:
+    """Every part of the estimate, running (desired sizes) and idle (minimum sizes)."""
     cfg = plan.config
-    control_plane = "eks-cluster-extended" if cfg.cluster.support_type == "EXTENDED" else "eks-cluster"
-    storage = storage_hourly(plan)
-    fixed = _hourly(control_plane) + _hourly("kms-key") + storage
+    extended = cfg.cluster.support_type == "EXTENDED"
+    control_plane = _hourly("eks-cluster-extended" if extended else "eks-cluster")
+    lines = [
+        CostLine("EKS control plane", control_plane, control_plane, "extended support" if extended else "standard support"),
+        CostLine("KMS key (secrets encryption)", _hourly("kms-key"), _hourly("kms-key"), "per month"),
+    ]
     if cfg.network is not None:
         nats = cfg.network.zone_count if cfg.network.nat_gateways == "perAz" else 1
-        fixed += (_hourly("nat-gateway") + _hourly("public-ipv4")) * nats
-    disk_hour = SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+        nat = (_hourly("nat-gateway") + _hourly("public-ipv4")) * nats
+        lines.append(CostLine(f"NAT gateway{'s' if nats > 1 else ''} and public IPv4 ({nats})", nat, nat,
+                              "per hour, data processing extra"))
+    for g in plan.all_groups:
+        hour = node_hour(g)
+        lines.append(CostLine(
+            f"{g.path}: {g.desired_size} running / {g.min_size} idle x {g.types[0].name} + {g.disk_size_gib} GiB gp3",
+            None if hour is None else hour * g.desired_size,
+            None if hour is None else hour * g.min_size,
+            instance_basis(g),
+        ))
+    storage = storage_hourly(plan)
+    if plan.storage.is_fsx:
+        lines.append(CostLine(f"shared storage: {storage_summary(plan)}", storage, storage, "provisioned capacity"))
+    else:
+        lines.append(CostLine("shared storage: EFS", 0.0, 0.0, "billed by use (GB stored, GB read and written): not included"))
+    return lines
 
-    def node_hour(g: NodeGroupPlan) -> Optional[float]:
-        price = g.types[0].price_per_hour
-        return None if price is None else price + g.disk_size_gib * disk_hour
 
-    def nodes(attr: str) -> Optional[float]:
-        total = 0.0
-        for g in plan.all_groups:
-            hour = node_hour(g)
-            if hour is None:
-                return None
-            total += hour * getattr(g, attr)
-        return total
-
-    running, idle = nodes("desired_size"), nodes("min_size")
+def estimate(plan: Plan) -> CostEstimate:
+    """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
+    lines = cost_lines(plan)
+    running = None if any(c.running is None for c in lines) else sum(c.running or 0.0 for c in lines)
+    idle = None if any(c.idle is None for c in lines) else sum(c.idle or 0.0 for c in lines)
     return CostEstimate(
-        running=None if running is None else round(fixed + running, 3),
-        idle=None if idle is None else round(fixed + idle, 3),
-        storage=round(storage, 3),
+        running=None if running is None else round(running, 3),
+        idle=None if idle is None else round(idle, 3),
+        storage=round(storage_hourly(plan), 3),
+        lines=tuple(lines),
     )
+
+
+__all__ = [
+    "CostEstimate",
+    "CostLine",
+    "DEFAULT_SPOT_DISCOUNT",
+    "cost_lines",
+    "estimate",
+    "instance_basis",
+    "node_hour",
+    "storage_hourly",
+    "storage_summary",
+]

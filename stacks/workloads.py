@@ -13,7 +13,8 @@ imports from S3 (an ``s3://bucket/prefix/`` under the linked path) has no stagin
 it appears, once the data is ready; a health check runs on a job's nodes at the same time as the staging and the
 job is created after the check passed; a job ``after`` other jobs is created at once and its pods wait in
 an init container until those jobs completed (``pulumi up`` does not wait for training), unless a job it
-waits for has ``waitForCompletion``, in which case ``pulumi up`` waits and creates it afterwards.
+waits for has ``waitForCompletion``, in which case ``pulumi up`` waits and creates it afterwards. Jobs on a group whose Capacity Block has not started (and the jobs after them) are
+left for the first ``pulumi up`` after the start: the group has no nodes before it.
 """
 
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from components.workloads import (
 from components.workloads.pods import env_name
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
-from stacks.plan import JobPlan, Plan
+from stacks.plan import JobPlan, Plan, jobs_waiting_for
 
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40
@@ -191,7 +192,18 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
             staging_args["expected_bytes"] = d.expected_bytes
         out.staging[ds_name] = DatasetStaging(f"{name}-stage-{ds_name}", staging_args, opts=k8s_opts)
 
+    waiting = {n for n, g in env.node_groups.items() if g.waits_for_capacity}
+    deferred = jobs_waiting_for(plan, waiting)
+    if deferred:
+        pulumi.log.warn(
+            f"jobs {', '.join(deferred)} run on {', '.join(sorted(plan.groups[g].path for g in waiting))} (or after jobs "
+            "that do), whose Capacity Block has not started: the group has no nodes until then, so they are not created "
+            "now (their health checks and deadlines would run out); the environment, images and datasets are ready, "
+            "and the first `pulumi up` after the block's start creates them"
+        )
     for job in plan.jobs.values():
+        if job.name in deferred:
+            continue
         out.jobs[job.name] = _job(env, plan, job, out, toolbox, namespace, pvc)
 
     log_dirs = {j.name: j.tensorboard_dir for j in plan.jobs.values() if j.tensorboard_dir}

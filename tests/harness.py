@@ -50,6 +50,18 @@ def zones_of(region: str) -> tuple[list[str], list[str]]:
     code = first + "".join(part[0] for part in middle) + number  # cn-north-1 -> cnn1
     return [f"{region}{c}" for c in "abc"], [f"{code}-az{i}" for i in (1, 2, 3)]
 UNKNOWN = rpc.UNKNOWN
+#: Capacity Blocks of the mocked account by reservation id, as ``aws.ec2.getCapacityBlockReservation`` returns them
+#: (tests add their own); any other id is :data:`SCHEDULED_BLOCK`'s.
+CAPACITY_BLOCKS: dict[str, dict[str, Any]] = {}
+SCHEDULED_BLOCK: dict[str, Any] = {
+    "state": "scheduled",
+    "startDate": "2030-01-02T11:30:00Z",
+    "endDate": "2030-01-09T11:30:00Z",
+    "instanceType": "p5.48xlarge",
+    "instanceCount": 2,
+    "availabilityZone": "us-east-1a",
+    "reservationType": "capacity-block",
+}
 
 
 def stack_names() -> list[str]:
@@ -158,6 +170,9 @@ class TrainingMocks(pmocks.Mocks):
         tok = args.token
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
             return {"names": self.zones, "zoneIds": self.zone_ids, "id": self.region}, []
+        if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
+            rid = str(args.args.get("id"))
+            return {"id": rid, "capacityBlockId": rid, **CAPACITY_BLOCKS.get(rid, SCHEDULED_BLOCK)}, []
         if tok == "aws:ec2/getSubnet:getSubnet":
             sid = str(args.args.get("id"))
             name, zone_id = self.subnet_zone(sid)

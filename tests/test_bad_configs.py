@@ -172,14 +172,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("program-set environment", job(env={"OUTPUT_DIR": "/tmp"}), ["eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set by the program"]),
     ("code not an s3 prefix", job(code="s3://bucket/main.py"), ["eks-training:jobs.train.code: 's3://bucket/main.py' is not an s3://bucket/prefix/ URI"]),
     ("EFA on a type without EFA", group(efa=True), ["eks-training:nodeGroups.gpu.efa: g5.xlarge has no EFA", "p5.48xlarge"]),
-    ("EFA group without a zone", group(instanceTypes=["p5.48xlarge"]), ["eks-training:nodeGroups.gpu.availabilityZone: EFA groups run in one zone"]),
+    ("EFA group without a zone", group(instanceTypes=["p5.48xlarge"]), ["eks-training:nodeGroups.gpu.availabilityZone: efa defaults to true for p5.48xlarge, and EFA groups run in one zone", "either set availabilityZone (the zone where its capacity is) to keep EFA", "or set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over the VPC's zones"]),
+    ("spot group asking for EFA without a zone", group(instanceTypes=["p5.48xlarge"], capacityType="SPOT", efa=True), ["eks-training:nodeGroups.gpu.availabilityZone: EFA groups run in one zone", "either set availabilityZone", "or remove efa: true to spread the group over the VPC's zones without EFA (what spot capacity needs"]),
     ("EFA zone outside the VPC's zones", both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1c")), ["eks-training:nodeGroups.gpu.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"]),
     ("EFA zone not in the region", group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1g"), ["eks-training:nodeGroups.gpu.availabilityZone: us-east-1g is not an available zone of this region"]),
     ("spot with a capacity reservation", group(capacityType="SPOT", capacityReservationId="cr-0123456789abcdef0", availabilityZone="us-east-1a"), ["eks-training:nodeGroups.gpu.capacityType: SPOT cannot use a capacity reservation"]),
     ("capacity block without reservation", group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK"), ["eks-training:nodeGroups.gpu.capacityReservationId: capacityType CAPACITY_BLOCK needs"]),
     ("reservation without a zone", group(capacityReservationId="cr-0123456789abcdef0"), ["eks-training:nodeGroups.gpu.availabilityZone: a capacity reservation lives in one zone"]),
     ("bad reservation id", group(capacityReservationId="res-1", availabilityZone="us-east-1a"), ["eks-training:nodeGroups.gpu.capacityReservationId: 'res-1' is not a reservation id"]),
-    ("EFA types with different interface counts", group(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT", availabilityZone="us-east-1a"), ["EFA groups need one interface count", "p5.48xlarge (32)", "p5en.48xlarge (16)"]),
+    ("EFA types with different interface counts", group(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT", efa=True, availabilityZone="us-east-1a"), ["EFA groups need one interface count", "p5.48xlarge (32)", "p5en.48xlarge (16)"]),
     ("old VPC CNI for efa-only", both(group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"), setk("cluster", {"addonVersions": {"vpc-cni": "v1.18.3-eksbuild.1"}})), ["eks-training:cluster.addonVersions.vpc-cni: v1.18.3-eksbuild.1 is older than v1.18.5"]),
     ("enforced check without a reference", both(group(instanceTypes=["g5.48xlarge"], efa=False), job(nodeGroup="gpu", healthCheck={"enforce": True})), ["eks-training:jobs.train.healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge", "minBusBandwidthGBps"]),
     ("unknown type without facts", group(instanceTypes=["p7.96xlarge"]), ["unknown instance type 'p7.96xlarge'", "instanceFacts.p7.96xlarge"]),
@@ -253,3 +254,43 @@ def test_the_unmodified_config_passes() -> None:
     """The control case: the same harness with the unmodified config registers resources."""
     p = run_program("dev", config=base())
     assert p.error is None and p.registrations
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        pytest.param(
+            both(
+                setk("nodeGroups", {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2},
+                                    "h100": {"instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 2, "maxSize": 2,
+                                             "availabilityZone": "us-east-1a"}}),
+                job(nodeGroup="h100", nodes=2),
+            ),
+            "eks-training:nodeGroups.h100.instanceType: unknown key; did you mean instanceTypes (a required key, not set)? "
+            "Rename it",
+            id="misspelt instanceTypes in the group a job runs on",
+        ),
+        pytest.param(
+            job(nodes=4),
+            "eks-training:jobs.train.nodes: 4 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; raise "
+            "maxSize or lower nodes",
+            id="nodes above maxSize, maxNodes left to its default",
+        ),
+        pytest.param(
+            both(group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"),
+                 job(nodeGroup="gpu", nodes=2, healthCheck={"enforce": True, "minBusBandwidthGBps": 3.5e11})),
+            "eks-training:jobs.train.healthCheck.minBusBandwidthGBps: 3.5e+11 GB/s is above the 750 GB/s an all-reduce "
+            "across 2 x p5.48xlarge can reach (a node's network is 3200 Gbit/s = 400 GB/s, and across N nodes the bus "
+            "bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks); did you write bytes/s? the value is in "
+            "GB/s (1e9 bytes/s, as nccl-tests reports busbw): 3.5e+11 bytes/s is 350",
+            id="bytes/s written as GB/s",
+        ),
+    ],
+)
+def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:
+    """The issue's two cascades, through the real program: exactly one problem, naming the root cause."""
+    cfg = base()
+    change(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError) and p.error.problems == [message]
+    assert p.registrations == []

@@ -77,3 +77,54 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
                 assert alias in text, f"Pulumi.yaml: {key} does not document {alias}"
                 checked += 1
     assert checked > 75
+
+
+def test_readme_generated_tables_equal_the_code() -> None:
+    """The supported instance types (the catalog), the presets' regions and zones (the stack files) and the
+    instanceFacts fields (the model) are rendered by stacks/docs.py; the README holds exactly that."""
+    from stacks.docs import GENERATED, readme_blocks
+
+    blocks = readme_blocks((REPO / "README.md").read_text())
+    assert set(blocks) == set(GENERATED)
+    for name, render in GENERATED.items():
+        assert blocks[name] == render(), f"README's {name} table is stale: run python -m stacks.docs"
+
+
+def test_the_instance_types_table_has_a_row_per_catalogued_type() -> None:
+    from components.catalog import INSTANCE_TYPES
+    from stacks.docs import instance_types_table
+
+    rows = instance_types_table().splitlines()[2:]
+    assert [r.split(" | ")[0] for r in rows] == [f"| `{n}`" for n in sorted(
+        INSTANCE_TYPES, key=lambda n: (INSTANCE_TYPES[n].family, INSTANCE_TYPES[n].vcpus, n))]
+    p5 = next(r for r in rows if r.startswith("| `p5.48xlarge`"))
+    assert "| 192 | 2048 | 8 x NVIDIA H100 | 80.0 | 32 | 3200 | 30400 | 55.04 |" in p5
+
+
+def test_every_instance_facts_field_has_a_unit() -> None:
+    from stacks.config import InstanceFactsConfig
+    from stacks.config.instance_facts import FACT_FIELDS
+
+    assert set(FACT_FIELDS) == {f.alias or n for n, f in InstanceFactsConfig.model_fields.items()}
+
+
+def test_the_readme_instance_facts_example_is_a_valid_stack() -> None:
+    readme = (REPO / "README.md").read_text()
+    block = re.search(r"```yaml\n(  eks-training:instanceFacts:\n.*?)```", readme, re.S)
+    assert block is not None
+    facts = yaml.safe_load(block.group(1))["eks-training:instanceFacts"]
+    (name,) = facts
+    pulumi.runtime.set_all_config(_config_to_runtime({
+        "aws:region": "us-east-1", "eks-training:instanceFacts": facts,
+        "eks-training:nodeGroups": {"gpu": {"instanceTypes": [name], "minSize": 0, "desiredSize": 1, "maxSize": 1,
+                                            "availabilityZone": "us-east-1a"}},
+    }), [])
+    cfg = load_config(PROJECT, "readme")
+    assert cfg.instance(name).memory_mib == 393216 and cfg.instance(name).user_supplied
+
+
+def test_the_readme_has_no_placeholder_install_line() -> None:
+    readme = (REPO / "README.md").read_text()
+    for placeholder in ("<the repository URL>", "<this repository>", "git+https://<", "@<tag>"):
+        assert placeholder not in readme, placeholder
+    assert ".venv/bin/pip install ../eks-training" in readme and "pulumi package add ../eks-training/provider" in readme

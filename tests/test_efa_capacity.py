@@ -352,7 +352,7 @@ def _custom_efa_stack(cards: int, efa: int) -> dict[str, Any]:
     cfg = stack_config("p5")
     cfg[f"{PROJECT}:instanceFacts"] = {
         "x8.48xlarge": {"vcpus": 192, "memoryMib": 2097152, "gpus": 8, "gpuModel": "NVIDIA X", "maxEfaInterfaces": efa,
-                        "networkCards": cards, "pricePerHour": 10.0, "source": "aws ec2 describe-instance-types"}
+                        "networkCards": cards, "networkGbps": 800, "pricePerHour": 10.0, "source": "aws ec2 describe-instance-types"}
     }
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["x8.48xlarge"]
     cfg[f"{PROJECT}:jobs"]["train"]["healthCheck"] = {"enforce": True, "minBusBandwidthGBps": 100}
@@ -382,3 +382,124 @@ def test_one_efa_count_for_launch_template_pods_autoscaler_and_health_check() ->
     (hc,) = check.inputs["spec"]["template"]["spec"]["containers"]
     counts["health check"] = int(hc["command"][hc["command"].index("--require-efa") + 1])
     assert set(counts.values()) == {2}, counts
+
+
+def _dev_with_gpu(**group: Any) -> dict[str, Any]:
+    cfg = stack_config("dev")
+    cfg[f"{PROJECT}:nodeGroups"] = {
+        **cfg[f"{PROJECT}:nodeGroups"],
+        "gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2, **group},
+    }
+    return cfg
+
+
+def _efa_parts(p: Program, group: str) -> dict[str, Any]:
+    comp = _component(p, group)
+    lt = _child(p, comp, "aws:ec2/launchTemplate:LaunchTemplate")
+    return {
+        "interfaces": len(lt.inputs.get("networkInterfaces") or []),
+        "placement groups": len([c for c in p.children(comp) if c.type == "aws:ec2/placementGroup:PlacementGroup"]),
+        "efa security groups": len([c for c in p.children(comp) if c.name.endswith("-efa-sg")]),
+        "subnets": len(_ng(p, group).inputs["subnetIds"]),
+        "efa label": EFA_LABEL[0] in _ng(p, group).inputs["labels"],
+        "efa plugin": any(r.inputs["chart"] == "aws-efa-k8s-device-plugin" for r in p.of_type("kubernetes:helm.sh/v3:Release")),
+    }
+
+
+def test_spot_group_of_efa_types_spreads_over_the_zones_without_efa() -> None:
+    """EFA is off by default for SPOT groups: no interfaces, placement group or EFA security group, and the group
+    spans every private subnet (the dev stack's 2 zones), where spot capacity is found."""
+    p = run_program("dev", config=_dev_with_gpu(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT"))
+    assert _ng(p, "gpu").inputs["capacityType"] == "SPOT"
+    assert _efa_parts(p, "gpu") == {
+        "interfaces": 0, "placement groups": 0, "efa security groups": 0, "subnets": 2, "efa label": False, "efa plugin": False
+    }
+
+
+def test_spot_group_gets_efa_when_asked_with_a_zone() -> None:
+    p = run_program("dev", config=_dev_with_gpu(capacityType="SPOT", efa=True, availabilityZone="us-east-1a"))
+    assert _efa_parts(p, "gpu") == {
+        "interfaces": 32, "placement groups": 1, "efa security groups": 1, "subnets": 1, "efa label": True, "efa plugin": True
+    }
+
+
+def test_on_demand_group_of_the_same_type_defaults_to_efa() -> None:
+    """The control: the same type on demand (pinned, as EFA needs) is EFA-enabled without asking."""
+    p = run_program("dev", config=_dev_with_gpu(availabilityZone="us-east-1a"))
+    assert _efa_parts(p, "gpu")["interfaces"] == 32
+
+
+CB = "cr-0123456789abcdef0"
+
+
+def _block_group(p: Program) -> tuple[Registration, list[Registration]]:
+    schedules = [c for c in p.children(_component(p, "gpu")) if c.type == "aws:autoscaling/schedule:Schedule"]
+    return _ng(p, "gpu"), schedules
+
+
+@pytest.mark.parametrize("preview", MODES)
+def test_capacity_block_scheduled_group_has_no_nodes_until_the_block_starts(preview: bool) -> None:
+    """The mocked account's block is scheduled (tests.harness.SCHEDULED_BLOCK): the group is created with no nodes,
+    and its Auto Scaling group gets an action at the block's start that sets the configured sizes."""
+    p = run_program("p5", preview=preview, config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB))
+    assert ("aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation", {"id": CB}) in [
+        (t, {k: v for k, v in a.items() if k == "id"}) for t, a in p.invokes
+    ]
+    ng, [start] = _block_group(p)
+    assert ng.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 2}
+    assert {"scalingConfig.desiredSize", "scalingConfig.minSize"} <= set(ng.ignore_changes)
+    assert start.inputs["scheduledActionName"] == "eks-training-capacity-block-start"
+    assert (start.inputs["minSize"], start.inputs["desiredCapacity"], start.inputs["maxSize"]) == (0, 2, 2)
+    assert ng.urn in start.deps_of("autoscalingGroupName")
+    if preview:
+        assert contains_unknown(start.inputs["startTime"]), "the group's Auto Scaling group does not exist yet"
+    else:
+        assert start.inputs["startTime"] == "2030-01-02T11:30:00Z"
+        assert start.inputs["autoscalingGroupName"] == ng.outputs["resources"][0]["autoscalingGroups"][0]["name"]
+
+
+def test_capacity_block_already_active_takes_the_configured_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import harness
+
+    monkeypatch.setitem(harness.CAPACITY_BLOCKS, CB, {**harness.SCHEDULED_BLOCK, "state": "active",
+                                                      "startDate": "2026-01-01T11:30:00Z"})
+    p = run_program("p5", config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB, minSize=1))
+    ng, schedules = _block_group(p)
+    assert ng.inputs["scalingConfig"] == {"minSize": 1, "desiredSize": 2, "maxSize": 2} and schedules == []
+    assert {"scalingConfig.desiredSize", "scalingConfig.minSize"} <= set(ng.ignore_changes)
+
+
+def test_capacity_block_expired_leaves_the_group_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import harness
+
+    monkeypatch.setitem(harness.CAPACITY_BLOCKS, CB, {**harness.SCHEDULED_BLOCK, "state": "expired"})
+    p = run_program("p5", config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB))
+    ng, schedules = _block_group(p)
+    assert ng.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 2} and schedules == []
+
+
+def test_other_groups_read_no_block_and_keep_their_sizes() -> None:
+    p = run_program("p5", config=_with_group("p5", capacityReservationId="cr-0fedcba9876543210"))  # an ODCR
+    ng, schedules = _block_group(p)
+    assert ng.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 2, "maxSize": 2} and schedules == []
+    assert not [t for t, _ in p.invokes if "CapacityBlock" in t]
+
+
+def test_jobs_on_a_scheduled_block_are_left_for_the_first_pulumi_up_after_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the block starts the group has no nodes: the training on it (and its health check, which Pulumi would wait
+    for) and the evaluation after it are not created; the environment, the images and the dataset staging are. Once
+    the block is active the same stack creates them."""
+    from tests import harness
+
+    cfg = _with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB)
+    p = run_program("p5", config=cfg)
+    names = {j.inputs["metadata"]["name"] for j in p.of_type("kubernetes:batch/v1:Job")}
+    assert "train" not in names and "train-allreduce" not in names and "evaluate" not in names
+    assert any(n.endswith("stage-cifar10") for n in names), names
+    assert _ng(p, "gpu") and p.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert harness.resolve(p.outputs["jobs"]) == {}
+    monkeypatch.setitem(harness.CAPACITY_BLOCKS, CB, {**harness.SCHEDULED_BLOCK, "state": "active"})
+    active = run_program("p5", config=cfg)
+    names = {j.inputs["metadata"]["name"] for j in active.of_type("kubernetes:batch/v1:Job")}
+    assert {"train", "train-allreduce", "evaluate"} <= names
+    assert set(harness.resolve(active.outputs["jobs"])) == {"train", "evaluate"}

@@ -406,3 +406,95 @@ def test_fsx_capacity_is_priced_in_running_and_idle_and_efs_is_not() -> None:
     assert fsx.running - efs.running == pytest.approx(hourly, abs=0.002)
     assert fsx.idle - efs.idle == pytest.approx(hourly, abs=0.002), "billed while it exists, jobs or not"
     assert storage_summary(fsx_plan) == f"FSx 4800 GiB at 1000 MB/s/TiB, ${hourly:.3f}/h"
+
+
+def test_spot_groups_default_to_no_efa_and_spread_over_zones() -> None:
+    cfg = config(nodeGroups={
+        "spot": {"instanceTypes": ["p5.48xlarge"], "capacityType": "SPOT", "minSize": 0, "desiredSize": 0, "maxSize": 2},
+        "asked": {"instanceTypes": ["p5.48xlarge"], "capacityType": "SPOT", "efa": True, "availabilityZone": "us-east-1a",
+                  "minSize": 0, "desiredSize": 0, "maxSize": 2},
+        "ondemand": {"instanceTypes": ["p5.48xlarge"], "availabilityZone": "us-east-1a", "minSize": 0, "desiredSize": 0,
+                     "maxSize": 2},
+    })
+    plan = build_plan(cfg)
+    assert plan.groups["spot"].efa is None and not plan.groups["spot"].single_zone
+    assert plan.groups["spot"].placement()["efa_devices"] == 0
+    assert plan.groups["asked"].efa is not None and plan.groups["asked"].efa.interfaces == 32
+    assert plan.groups["ondemand"].efa is not None
+
+
+def test_spot_is_priced_as_spot_and_labelled() -> None:
+    from components.catalog import DEFAULT_SPOT_DISCOUNT, HOURS_PER_MONTH, SERVICE_PRICES
+    from stacks.costs import estimate
+
+    disk = 100 * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+    base = {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2}
+
+    def gpu_line(group: dict[str, Any]) -> Any:
+        cost = estimate(build_plan(config(nodeGroups={"gpu": group})))
+        return next(c for c in cost.lines if c.what.startswith("nodeGroups.gpu:"))
+
+    on_demand = gpu_line(base)
+    assert on_demand.running == pytest.approx(2 * (G6.price_per_hour + disk)) and on_demand.basis == "On-Demand"
+    assumed = gpu_line({**base, "capacityType": "SPOT"})
+    assert DEFAULT_SPOT_DISCOUNT.fraction == 0.5
+    assert assumed.running == pytest.approx(2 * (G6.price_per_hour * 0.5 + disk))
+    assert assumed.basis.startswith("Spot, estimated at 50% off On-Demand (an assumption, set nodeGroups.gpu.spotDiscount")
+    configured = gpu_line({**base, "capacityType": "SPOT", "spotDiscount": 0.7})
+    assert configured.running == pytest.approx(2 * (G6.price_per_hour * 0.3 + disk))
+    assert configured.basis == "Spot, estimated at 70% off On-Demand (nodeGroups.gpu.spotDiscount)"
+
+
+def test_capacity_block_instances_are_prepaid() -> None:
+    from components.catalog import HOURS_PER_MONTH, SERVICE_PRICES
+    from stacks.costs import estimate
+
+    cfg = config(nodeGroups={"gpu": {"instanceTypes": ["p5.48xlarge"], "capacityType": "CAPACITY_BLOCK",
+                                     "capacityReservationId": "cr-0123456789abcdef0", "availabilityZone": "us-east-1a",
+                                     "minSize": 0, "desiredSize": 2, "maxSize": 2, "diskSizeGib": 500}})
+    line = next(c for c in estimate(build_plan(cfg)).lines if c.what.startswith("nodeGroups.gpu:"))
+    assert line.running == pytest.approx(2 * 500 * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH)
+    assert "paid up front with the block" in line.basis
+
+
+@pytest.mark.parametrize(
+    "group,fragment",
+    [
+        ({"spotDiscount": 0.6}, "eks-training:nodeGroups.gpu.spotDiscount: only for capacityType SPOT"),
+        ({"capacityType": "SPOT", "spotDiscount": 60}, "did you write a percentage? 60% is 0.6"),
+        ({"capacityType": "SPOT", "spotDiscount": 0.95}, "Spot is at most 90% off"),
+    ],
+)
+def test_bad_spot_discounts(group: dict[str, Any], fragment: str) -> None:
+    found = problems(nodeGroups={"gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1, **group}})
+    assert len(found) == 1 and fragment in found[0], found
+
+
+def test_capacity_block_start_action_time() -> None:
+    """Auto Scaling takes YYYY-MM-DDThh:mm:ssZ and refuses times in the past: a block that has just started gets
+    its action a few minutes from now."""
+    from datetime import datetime, timezone
+
+    from components.nodegroup import schedule_time
+
+    now = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+    assert schedule_time("2030-01-02T11:30:00Z", now) == "2030-01-02T11:30:00Z"
+    assert schedule_time("2030-01-02T12:30:00+01:00", now) == "2030-01-02T11:30:00Z"
+    assert schedule_time("2026-11-22T10:01:00Z", now) == "2026-11-22T10:05:00Z"
+
+
+def test_jobs_waiting_for_a_group_include_the_jobs_after_them() -> None:
+    from stacks.plan import jobs_waiting_for
+
+    cfg = config(
+        nodeGroups={"gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1},
+                    "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}},
+        jobs={"prep": {"kind": "command", "command": ["true"], "nodeGroup": "cpu"},
+              "train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "gpu", "after": ["prep"]},
+              "evaluate": {"kind": "command", "command": ["true"], "nodeGroup": "system", "after": ["train"]},
+              "report": {"kind": "command", "command": ["true"], "nodeGroup": "cpu", "after": ["prep"]}},
+    )
+    plan = build_plan(cfg)
+    assert jobs_waiting_for(plan, {"gpu"}) == ["train", "evaluate"]
+    assert jobs_waiting_for(plan, {"cpu"}) == ["prep", "train", "evaluate", "report"]
+    assert jobs_waiting_for(plan, set()) == []

@@ -441,9 +441,8 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
     seeded.seed_capacity_reservation("cr-00000000000000001", "p5.48xlarge", "us-east-1c")  # other zone
     seeded.seed_capacity_reservation("cr-00000000000000002", "p4d.24xlarge", "us-east-1a")  # other type
     start = datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc)
-    seeded.seed_capacity_reservation(
-        "cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", capacity_block=True, start=start
-    )
+    # a future-dated On-Demand Capacity Reservation: instances targeting it cannot launch before it starts
+    seeded.seed_capacity_reservation("cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", start=start)
     seeded.seed_capacity_reservation("cr-00000000000000004", "p5.48xlarge", "us-east-1a")  # an ODCR, not a block
     p5 = ["p5.48xlarge"]
     cfg = load(
@@ -452,9 +451,7 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
                 "zone": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000001"),
                 "type": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000002"),
                 "missing": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-0ffffffffffffffff"),
-                "scheduled": group(
-                    p5, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-00000000000000003"
-                ),
+                "scheduled": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000003"),
                 "notblock": group(
                     p5, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-00000000000000004"
                 ),
@@ -477,6 +474,29 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
         f"eks-training:nodeGroups.{n}.capacityReservationId"
         for n in ("zone", "type", "missing", "scheduled", "notblock")
     }
+
+
+def test_a_scheduled_capacity_block_is_information_with_its_start(seeded: sup.SeededMoto) -> None:
+    """`pulumi up` builds the environment before the block starts: a scheduled block passes, saying when it starts
+    and ends and what the group does then; a scheduled block that does not match the group still fails."""
+    seeded.seed_quota(STD_OD, 1000)
+    start = datetime(2030, 1, 2, 11, 30, tzinfo=timezone.utc)
+    seeded.seed_capacity_reservation("cr-0000000000000000b", "p5.48xlarge", "us-east-1a", count=2, state="scheduled",
+                                     capacity_block=True, start=start, end=datetime(2030, 1, 9, 11, 30, tzinfo=timezone.utc))
+    block = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0000000000000000b"}
+    cfg = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a", **block)}))
+    findings = check(cfg, ZONES, session())  # raises PreflightError on any failure
+    info = one(findings, f"{GPU_KEY}.capacityReservationId")
+    assert info.ok
+    assert info.message.startswith(
+        "cr-0000000000000000b: scheduled Capacity Block for 2 x p5.48xlarge in us-east-1a: it starts 2030-01-02 11:30 UTC "
+        "and ends 2030-01-09 11:30 UTC. `pulumi up` builds the environment now; the group has no nodes until the start"
+    )
+    assert "EKS scales it to 0 40 minutes before the end" in info.message
+    # the same block for a group in another zone: still a failure, naming the zone
+    other = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1c", **block)}))
+    bad = one(run_preflight(other, ZONES, session()), f"{GPU_KEY}.capacityReservationId")
+    assert not bad.ok and "it is in us-east-1a but the group runs in us-east-1c" in bad.message
 
 
 def test_capacity_block_larger_than_the_group_needs_and_odcr_given_as_block(seeded: sup.SeededMoto) -> None:
@@ -510,6 +530,40 @@ def test_capacity_block_larger_than_the_group_needs_and_odcr_given_as_block(seed
 # ------------------------------------------------------------------------------------------------
 # 4. EFA
 # ------------------------------------------------------------------------------------------------
+
+
+def test_spot_group_of_an_efa_type_is_checked_across_the_zones_without_efa(seeded: sup.SeededMoto) -> None:
+    """A SPOT group defaults to efa: false: preflight checks its type in every zone of the VPC, asks nothing about
+    EFA, and counts it against the Spot quota; the same type on demand (pinned) gets the EFA check."""
+    seeded.seed_quota(P_SPOT, 1000, name="All P Spot Instance Requests")
+    seeded.seed_quota(P_OD, 1000)
+    seeded.seed_quota(STD_OD, 1000)
+    cfg = load(stack({"spot": group(["p5.48xlarge"], 2, capacityType="SPOT"),
+                      "od": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")}))
+    findings = run_preflight(cfg, ZONES, session())
+    assert failures(findings) == [], format_report(findings)
+    assert about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "offered").message == (
+        "p5.48xlarge is offered in us-east-1a, us-east-1c"
+    )
+    assert not [f for f in by_key(findings, "eks-training:nodeGroups.spot.instanceTypes[0]") if "EFA" in f.message]
+    assert "L-7212CCBC" in one(findings, "eks-training:nodeGroups.spot.maxSize").message
+    assert "supports EFA with 32 interface(s)" in about(findings, "eks-training:nodeGroups.od.instanceTypes[0]", "EFA").message
+
+
+def test_spot_groups_get_the_current_spot_price_as_information(proc: sup.MotoProcess) -> None:
+    """moto answers DescribeSpotPriceHistory with $0.00001 in every zone that offers the type: the finding shows the
+    price per zone of the group, how far below On-Demand it is and the discount the estimate uses; it never fails."""
+    cfg = load(stack({"spot": group(["g5.xlarge"], 2, capacityType="SPOT", spotDiscount=0.6),
+                      "od": group(["m5.xlarge"], 2)}))
+    findings = run_preflight(cfg, ZONES, session())
+    info = about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "Spot price")
+    assert info.ok
+    assert info.message == (
+        "(information) current Spot price of g5.xlarge: $1e-05/h in us-east-1a, $1e-05/h in us-east-1c, 100% below its "
+        "On-Demand $1.006/h; the cost estimate uses 60% off (nodeGroups.spot.spotDiscount): set it to 0.90 to estimate "
+        "with the highest of these prices"
+    )
+    assert not [f for f in findings if "Spot price" in f.message and "nodeGroups.od" in f.key]
 
 
 def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> None:

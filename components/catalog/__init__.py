@@ -22,6 +22,7 @@ from components.catalog.efa import (
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
     EFA_HUGEPAGES_2MI,
+    FASTEST_GPU_LINK_GBYTES_PER_S,
     REFERENCE_ALLREDUCE,
     AllReduceReference,
 )
@@ -73,7 +74,15 @@ from components.catalog.platform import (
     KubernetesVersion,
     in_standard_support,
 )
-from components.catalog.prices import FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES, Price
+from components.catalog.prices import (
+    DEFAULT_SPOT_DISCOUNT,
+    FSX_LUSTRE_PRICES,
+    HOURS_PER_MONTH,
+    MAX_SPOT_DISCOUNT,
+    SERVICE_PRICES,
+    Discount,
+    Price,
+)
 from components.catalog.quotas import (
     FSX_LUSTRE_STORAGE_QUOTA,
     FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB,
@@ -96,12 +105,15 @@ __all__ = [
     "CLUSTER_DNS_NAMESPACE",
     "CLUSTER_DNS_POD_LABELS",
     "DEFAULT_KUBERNETES_VERSION",
+    "DEFAULT_SPOT_DISCOUNT",
+    "Discount",
     "DNS_PORT",
     "EFA_ENV_BY_FAMILY",
     "EFA_ENV_COMMON",
     "EFA_ONLY_MIN_VPC_CNI",
     "EKS_ADDONS",
     "EKS_UNSUPPORTED_ZONE_IDS",
+    "FASTEST_GPU_LINK_GBYTES_PER_S",
     "FSX_CAPACITY_STEP_GIB",
     "FSX_CSI_ADDON",
     "FSX_CSI_CONTROLLER_SA",
@@ -130,6 +142,7 @@ __all__ = [
     "KubernetesVersion",
     "LOG_RETENTION_DAYS",
     "MANIFESTS",
+    "MAX_SPOT_DISCOUNT",
     "NAMESPACE_NAME_LABEL",
     "NVIDIA_AMI_FAMILIES",
     "POD_IDENTITY_AGENT_IPV4",

@@ -3,6 +3,10 @@
 from dataclasses import dataclass
 from typing import Mapping
 
+#: The fastest GPU-to-GPU link of any catalogued type, GB/s per GPU (both directions together): fifth-generation
+#: NVLink on B200, 1.8 TB/s (source key ``nvidia-nvlink``). Inside one node an all-reduce cannot move data faster.
+FASTEST_GPU_LINK_GBYTES_PER_S = 1800.0
+
 #: Huge pages an EFA pod requests: the EFA driver pre-allocates 5128 x 2 MiB (source key ``eks-efa``).
 EFA_HUGEPAGES_2MI = "5120Mi"
 

@@ -35,3 +35,23 @@ FSX_LUSTRE_PRICES: Mapping[int, Price] = {
     500: Price(usd=0.340, unit="GB-month", source="fsx-lustre-pricing"),
     1000: Price(usd=0.600, unit="GB-month", source="fsx-lustre-pricing"),
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Discount:
+    """A share taken off a list price."""
+
+    fraction: float
+    """0.5: half the list price is taken off."""
+    source: str
+    """Key of :data:`components.catalog.sources.SOURCES`."""
+
+
+#: What the cost estimate takes off the On-Demand price of a SPOT group when the group does not set
+#: ``spotDiscount``: an assumption, not a quote. Spot prices move with supply and demand per type and zone
+#: (``ec2-spot-pricing``, "up to 90%" off); AWS's worked example of us-east-1 Spot prices shows 44-62% off
+#: On-Demand (``ec2-spot-example-prices``); the Spot Instance Advisor gives each type's recent average
+#: (``ec2-spot-advisor``), which is what to set ``spotDiscount`` from. Preflight reports the current price.
+DEFAULT_SPOT_DISCOUNT = Discount(fraction=0.5, source="ec2-spot-example-prices")
+#: The largest discount AWS states for Spot (``ec2-spot-pricing``): a spotDiscount above it is a mistake.
+MAX_SPOT_DISCOUNT = Discount(fraction=0.9, source="ec2-spot-pricing")

@@ -79,6 +79,27 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/aws-samples/awsome-distributed-training/blob/main/micro-benchmarks/nccl-tests/README.md",
         shows="2-node all_reduce_perf bus bandwidth: 2 x p4de 78.33 GB/s at 2 GiB (Slurm); 2 x p5 on EKS 437.79 GB/s at 2 GiB",
     ),
+    "nccl-tests-busbw": Source(
+        url="https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+        shows="bus bandwidth of an all-reduce over n ranks is algbw x 2(n-1)/n (algbw = bytes / time), comparable with "
+        "the hardware's peak bandwidth; nccl-tests prints it in GB/s (1e9 bytes/s)",
+    ),
+    "allreduce-lower-bound": Source(
+        url="https://www.cs.fsu.edu/~xyuan/paper/09jpdc.pdf",
+        shows="Patarasuk and Yuan, Bandwidth optimal all-reduce algorithms for clusters of workstations (JPDC 2009): "
+        "in an all-reduce of S bytes over N nodes each node sends at least 2(N-1)S/N bytes, so algbw <= N B / (2(N-1)) "
+        "for a node bandwidth B",
+    ),
+    "nvidia-nvlink": Source(
+        url="https://www.nvidia.com/en-us/data-center/nvlink/",
+        shows="fifth-generation NVLink (Blackwell): 1.8 TB/s of GPU-to-GPU bandwidth per GPU, the fastest NVLink; "
+        "fourth generation (Hopper) 900 GB/s",
+    ),
+    "ec2-memory-specs": Source(
+        url="https://docs.aws.amazon.com/ec2/latest/instancetypes/mo.html",
+        shows="memory-optimized types: the most memory per vCPU is u-24tb1.112xlarge, 24576 GiB for 448 vCPUs (about 55 "
+        "GiB per vCPU); general-purpose t3.nano has the least, 0.5 GiB for 2 vCPUs (ec2-general-specs)",
+    ),
     "eks-addons": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html",
         shows="EKS managed add-on names (vpc-cni, kube-proxy, coredns, eks-pod-identity-agent, metrics-server, "
@@ -446,6 +467,27 @@ SOURCES: Mapping[str, Source] = {
     ),
     "ebs-pricing": Source(url="https://aws.amazon.com/ebs/pricing/", shows="gp3 $0.08/GB-month in us-east-1"),
     "kms-pricing": Source(url="https://aws.amazon.com/kms/pricing/", shows="$1/month per customer managed key"),
+    "ec2-spot-pricing": Source(
+        url="https://aws.amazon.com/ec2/spot/pricing/",
+        shows="current Spot prices per instance type and Region, adjusted gradually by long-term supply and demand; "
+        "Spot Instances are available at up to a 90% discount compared to On-Demand prices",
+    ),
+    "ec2-spot-example-prices": Source(
+        url="https://docs.aws.amazon.com/autoscaling/ec2/userguide/weights-spot-price-per-unit-hour-example.html",
+        shows="example us-east-1 Spot prices per zone next to On-Demand (example, not current pricing): c5.2xlarge "
+        "$0.170-0.191 vs $0.34, c5.4xlarge $0.318-0.361 vs $0.68, c5.12xlarge $0.777-0.779 vs $2.04, c5.18xlarge "
+        "$1.207-1.475 vs $3.06, c5.24xlarge $1.555 vs $4.08: 44% to 62% below On-Demand",
+    ),
+    "ec2-spot-advisor": Source(
+        url="https://aws.amazon.com/ec2/spot/instance-advisor/",
+        shows="per instance type and Region: the average savings of Spot over On-Demand and the frequency of "
+        "interruption over the last 30 days",
+    ),
+    "ec2-capacity-blocks-pricing": Source(
+        url="https://aws.amazon.com/ec2/capacityblocks/pricing/",
+        shows="Capacity Blocks pricing is a reservation fee, charged up front when the block is reserved, and an "
+        "operating-system fee while instances run (Linux billed per second)",
+    ),
     "ec2-vcpu-quotas": Source(
         url="https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html",
         shows="EC2 On-Demand and Spot instance quotas are counted in vCPUs per instance class; codes as the "

@@ -5,11 +5,12 @@ Keys are written in full (``eks-training:nodeGroups.gpu.minSize``). Validators o
 errors into full keys, so a message can name the sibling keys it is about with ``@{field}``.
 """
 
+import difflib
 import re
-from typing import Any
+from typing import Any, Optional, Union, get_args, get_origin
 
 import pulumi
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 NAMESPACE = "eks-training"
 
@@ -67,16 +68,79 @@ def _loc(parts: tuple[Any, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
-def format_validation(path: str, err: ValidationError) -> list[str]:
-    """pydantic's errors for the section at ``path`` as full-key problem lines."""
+def _misspelt(extra: str, missing: list[str]) -> str | None:
+    """The required key an unknown key is a misspelling of (``instanceType`` for ``instanceTypes``), or ``None``."""
+    close = difflib.get_close_matches(extra, missing, n=1, cutoff=0.75)
+    if not close:
+        close = [m for m in missing if m.lower() == extra.lower()]
+    return close[0] if close else None
+
+
+def _model_at(model: Optional[type[BaseModel]], loc: tuple[Any, ...]) -> Optional[type[BaseModel]]:
+    """The config model of the object at ``loc`` inside ``model`` (through nested models, lists and maps of them)."""
+    for part in loc:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue  # an index into a list: the list's item model was taken with its field
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return None
+        model = _inner_model(field.annotation)
+    return model
+
+
+def _inner_model(annotation: Any) -> Optional[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = get_origin(annotation)
+    if origin in (list, Union) or str(origin) == "types.UnionType":
+        for arg in get_args(annotation):
+            found = _inner_model(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _valid_keys(model: Optional[type[BaseModel]]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items()] if model is not None else []
+
+
+def format_validation(path: str, err: ValidationError, model: Optional[type[BaseModel]] = None) -> list[str]:
+    """pydantic's errors for the section at ``path`` (validated with ``model``) as full-key problem lines.
+
+    An unknown key that is a misspelling of a required key missing from the same object (``instanceType:``
+    for ``instanceTypes:``) is one mistake, reported once at the key the user wrote, naming the key meant; other
+    unknown keys name the closest valid key when one is close."""
+    errors = err.errors()
+    missing: dict[tuple[Any, ...], list[str]] = {}
+    for e in errors:
+        if e["type"] == "missing" and e["loc"] and isinstance(e["loc"][-1], str):
+            missing.setdefault(tuple(e["loc"][:-1]), []).append(e["loc"][-1])
+    meant: dict[tuple[Any, ...], str] = {}
+    explained: set[tuple[Any, ...]] = set()
+    for e in errors:
+        if e["type"] == "extra_forbidden" and e["loc"] and isinstance(e["loc"][-1], str):
+            parent = tuple(e["loc"][:-1])
+            guess = _misspelt(e["loc"][-1], [m for m in missing.get(parent, []) if parent + (m,) not in explained])
+            if guess is not None:
+                meant[tuple(e["loc"])] = guess
+                explained.add(parent + (guess,))
     out: list[str] = []
-    for e in err.errors():
-        where = join(path, _loc(e["loc"]))
+    for e in errors:
+        loc = tuple(e["loc"])
+        where = join(path, _loc(loc))
         cause = (e.get("ctx") or {}).get("error")
         if isinstance(cause, Rule):
             out.extend(expand(where, f, m) for f, m in cause.problems)
+        elif e["type"] == "extra_forbidden" and loc in meant:
+            out.append(f"{key(where)}: unknown key; did you mean {meant[loc]} (a required key, not set)? Rename it")
         elif e["type"] == "extra_forbidden":
-            out.append(f"{key(where)}: unknown key; remove it or fix its spelling (see Pulumi.yaml for the valid keys)")
+            near = difflib.get_close_matches(str(loc[-1]), _valid_keys(_model_at(model, loc[:-1])), n=1, cutoff=0.75)
+            hint = f"did you mean {near[0]}? " if near else ""
+            out.append(f"{key(where)}: unknown key; {hint}remove it or fix its spelling (see Pulumi.yaml for the valid keys)")
+        elif e["type"] == "missing" and loc in explained:
+            continue  # the misspelt key above is the cause
         elif e["type"] == "missing":
             out.append(f"{key(where)}: required key is missing; set it (see Pulumi.yaml)")
         elif e["type"] == "value_error":

@@ -9,6 +9,40 @@ from stacks.config.base import Model
 from stacks.config.errors import check
 
 
+#: Each field of ``instanceFacts.<type>``: its unit, and where ``aws ec2 describe-instance-types`` reports it (the
+#: README's table of these fields is generated from this mapping, which covers every field of the model).
+FACT_FIELDS: dict[str, tuple[str, str]] = {
+    "vcpus": ("vCPUs", "`VCpuInfo.DefaultVCpus`"),
+    "memoryMib": ("MiB (1 GiB = 1024 MiB)", "`MemoryInfo.SizeInMiB`"),
+    "gpus": ("NVIDIA GPUs per instance", "`GpuInfo.Gpus[].Count`"),
+    "gpuModel": ("text, e.g. `NVIDIA H100`", "`GpuInfo.Gpus[].Manufacturer` and `.Name`"),
+    "gpuMemoryMib": ("MiB per GPU", "`GpuInfo.Gpus[].MemoryInfo.SizeInMiB`"),
+    "maxEfaInterfaces": ("EFA interfaces per instance (0: no EFA)", "`NetworkInfo.EfaInfo.MaximumEfaInterfaces`"),
+    "networkCards": ("network cards (an EFA type has one interface per card)", "`NetworkInfo.MaximumNetworkCards`"),
+    "networkGbps": ("Gbit/s, baseline (8 Gbit/s = 1 GB/s)", "`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps`, summed"),
+    "localNvmeGb": ("GB of instance store", "`InstanceStorageInfo.TotalSizeInGB`"),
+    "pricePerHour": ("USD per hour, On-Demand Linux in us-east-1 (the estimate's prices)",
+                     "not in the API: https://aws.amazon.com/ec2/pricing/on-demand/"),
+    "source": ("text: where the facts come from", "-"),
+}
+
+#: Memory per vCPU of EC2 instance types, MiB: from t3.nano's 0.5 GiB for 2 vCPUs to u-24tb1.112xlarge's 24576 GiB
+#: for 448 vCPUs (about 55 GiB; source keys ``ec2-general-specs``, ``ec2-memory-specs``), with a margin.
+MIN_MIB_PER_VCPU = 256
+MAX_MIB_PER_VCPU = 64 * 1024
+#: Memory of one GPU, MiB: below 1 GiB or above 512 GiB no GPU exists (the catalog's range is 16 to 179 GiB).
+MIN_GPU_MIB = 1024
+MAX_GPU_MIB = 512 * 1024
+
+
+def _unit_guess(value: int, per: int, low: float, high: float) -> str:
+    """``did you write GiB? ...`` when reading ``value`` in another unit brings ``value / per`` MiB into [low, high]."""
+    for unit, mib in (("GiB", value * 1024), ("KiB", value / 1024), ("bytes", value / (1 << 20))):
+        if low <= mib / per <= high:
+            return f"did you write {unit}? {value} {unit} is {mib:g} MiB; "
+    return ""
+
+
 class InstanceFactsConfig(Model):
     """Facts for an instance type the built-in catalog does not know (key ``instanceFacts.<type>``).
 
@@ -41,6 +75,20 @@ class InstanceFactsConfig(Model):
             )
         if self.gpu_memory_mib is not None and not self.gpus:
             problems.append(("gpuMemoryMib", "set without gpus; give the GPU count too, or remove it"))
+        per_vcpu = self.memory_mib / self.vcpus
+        if not MIN_MIB_PER_VCPU <= per_vcpu <= MAX_MIB_PER_VCPU:
+            problems.append(
+                ("memoryMib", f"{self.memory_mib} MiB for {self.vcpus} vCPUs is {per_vcpu:g} MiB per vCPU, and EC2 types "
+                 f"have {MIN_MIB_PER_VCPU / 1024:g} to {MAX_MIB_PER_VCPU / 1024:g} GiB per vCPU; "
+                 f"{_unit_guess(self.memory_mib, self.vcpus, MIN_MIB_PER_VCPU, MAX_MIB_PER_VCPU)}the value is in MiB "
+                 "(MemoryInfo.SizeInMiB of aws ec2 describe-instance-types)")
+            )
+        if self.gpu_memory_mib is not None and not MIN_GPU_MIB <= self.gpu_memory_mib <= MAX_GPU_MIB:
+            problems.append(
+                ("gpuMemoryMib", f"{self.gpu_memory_mib} MiB per GPU is outside the {MIN_GPU_MIB} to {MAX_GPU_MIB} MiB "
+                 f"of any GPU; {_unit_guess(self.gpu_memory_mib, 1, MIN_GPU_MIB, MAX_GPU_MIB)}the value is in MiB per "
+                 "GPU (GpuInfo.Gpus[].MemoryInfo.SizeInMiB)")
+            )
         check(problems)
         return self
 

@@ -147,19 +147,32 @@ class DatasetConfig(Model):
         return v
 
 
+#: Bounds of the health check's largest message (bytes).
+MIN_CHECK_BYTES = 1 << 20
+MAX_CHECK_BYTES = 1 << 34
+
+
 class HealthCheckConfig(Model):
     """The all-reduce bandwidth check run on a job's nodes before the job (key ``jobs.<name>.healthCheck``)."""
 
     enabled: bool = True
     enforce: bool = False
     min_bus_bandwidth_gbytes_per_s: Optional[float] = Field(default=None, gt=0, alias="minBusBandwidthGBps")
-    max_bytes: Optional[int] = Field(default=None, ge=1 << 20, le=1 << 34)
+    max_bytes: Optional[int] = None
     timeout_minutes: int = Field(default=60, ge=5, le=1440)
 
     @field_validator("max_bytes")
     @classmethod
-    def _power_of_two(cls, v: Optional[int]) -> Optional[int]:
-        if v is not None and v & (v - 1):
+    def _message_size(cls, v: Optional[int]) -> Optional[int]:
+        if v is None:
+            return v
+        if v < MIN_CHECK_BYTES:
+            hint = f"; did you write MiB? {v} MiB is {v << 20}" if (v << 20) <= MAX_CHECK_BYTES else ""
+            raise ValueError(f"{v} bytes is below 1 MiB (1048576), the smallest maxBytes; the value is in bytes{hint}")
+        if v > MAX_CHECK_BYTES:
+            raise ValueError(f"{v} bytes is above 16 GiB (17179869184), the largest message checked; the value is in bytes "
+                             "(1 GiB is 1073741824)")
+        if v & (v - 1):
             raise ValueError(f"{v} is not a power of two (e.g. 1073741824)")
         return v
 

@@ -115,7 +115,7 @@ class _Parser:
         try:
             return model.model_validate(value)
         except ValidationError as exc:
-            self.problems.extend(format_validation(path, exc))
+            self.problems.extend(format_validation(path, exc, model))
             self.failed.add(path)
             return None
 

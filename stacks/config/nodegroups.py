@@ -4,7 +4,7 @@ from typing import Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from components.catalog import Catalog
+from components.catalog import DEFAULT_SPOT_DISCOUNT, MAX_SPOT_DISCOUNT, Catalog
 from components.nodegroup import CapacityType
 from components.nodeplan import efa_default
 from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
@@ -59,13 +59,38 @@ class NodeGroupConfig(Model):
     disk_size_gib: int = Field(default=100, ge=20, le=16384)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[TaintConfig] = Field(default_factory=list)
+    spot_discount: Optional[float] = None
+
+    @property
+    def price_discount(self) -> float:
+        """The share of the On-Demand price the cost estimate takes off: ``spotDiscount`` (or the catalog's
+        assumption) for SPOT groups, 0 otherwise."""
+        if self.capacity_type != "SPOT":
+            return 0.0
+        return self.spot_discount if self.spot_discount is not None else DEFAULT_SPOT_DISCOUNT.fraction
+
+    @field_validator("spot_discount")
+    @classmethod
+    def _discount(cls, v: Optional[float]) -> Optional[float]:
+        if v is None or 0 <= v <= MAX_SPOT_DISCOUNT.fraction:
+            return v
+        if 1 <= v <= 100 * MAX_SPOT_DISCOUNT.fraction:
+            raise ValueError(
+                f"{v:g} is a fraction of the On-Demand price, from 0 to {MAX_SPOT_DISCOUNT.fraction:g}; did you write a "
+                f"percentage? {v:g}% is {v / 100:g}"
+            )
+        raise ValueError(
+            f"{v:g} is not a discount AWS gives: a fraction of the On-Demand price from 0 to "
+            f"{MAX_SPOT_DISCOUNT.fraction:g} (Spot is at most 90% off)"
+        )
 
     def uses_efa(self, catalog: Catalog) -> bool:
-        """Whether the group is EFA-enabled: ``efa`` when set, else the default for its first type."""
+        """Whether the group is EFA-enabled: ``efa`` when set, else the default for its first type and capacity
+        (on for types with EFA, off for SPOT groups)."""
         if self.efa is not None:
             return self.efa
         first = catalog.get(self.instance_types[0])
-        return first is not None and efa_default(first)
+        return first is not None and efa_default(first, self.capacity_type)
 
     @property
     def single_zone(self) -> bool:
@@ -101,6 +126,11 @@ class NodeGroupConfig(Model):
             problems.append(("availabilityZone", f"{self.availability_zone!r} {AZ_HINT}"))
         if self.subnet_id is not None and not SUBNET_RE.match(self.subnet_id):
             problems.append(("subnetId", f"{self.subnet_id!r} is not a subnet id (subnet-0123abcd...)"))
+        if self.spot_discount is not None and self.capacity_type != "SPOT":
+            problems.append(
+                ("spotDiscount", f"only for capacityType SPOT (this group is {self.capacity_type}, priced at its list "
+                 "price); remove it, or set capacityType: SPOT")
+            )
         rid = self.capacity_reservation_id
         if self.capacity_type == "CAPACITY_BLOCK" and rid is None:
             problems.append(("capacityReservationId", "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id (cr-...)"))

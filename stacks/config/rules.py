@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
-from components.nodeplan import InconsistentFacts, efa_profile
+from components.nodeplan import (
+    InconsistentFacts,
+    allreduce_busbw_ceiling,
+    efa_profile,
+    network_gbytes_per_s,
+    pod_size,
+)
 from components.scheduling import SYSTEM_ROLE
 from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, ZONE_ID_RE, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
@@ -69,12 +75,19 @@ class Sections:
 
 def _known(s: "Sections", name: str, path: str, problems: list[str]) -> Optional[InstanceType]:
     it = s.catalog.get(name)
-    if it is None and f"instanceFacts.{name}" not in s.failed:  # a failed facts entry is reported there
+    # a failed facts entry (or instanceFacts itself) is reported there
+    if it is None and f"instanceFacts.{name}" not in s.failed and "instanceFacts" not in s.failed:
         problems.append(
             f"{key(path)}: unknown instance type {name!r}; use one of {', '.join(sorted(s.catalog.instance_types))}, "
             f"or describe it under {key('instanceFacts')}.{name} (vcpus, memoryMib, gpus, ..., source)"
         )
     return it
+
+
+def _existing_vpc(s: "Sections") -> bool:
+    """The stack deploys into an existing VPC: ``existingVpc`` is set (even when it failed its own validation,
+    so rules about subnets do not tell the user to set what they did set)."""
+    return s.existing_vpc is not None or "existingVpc" in s.failed
 
 
 def check_cluster_name(s: Sections, problems: list[str]) -> None:
@@ -123,12 +136,12 @@ def check_group(s: Sections, name: str, g: NodeGroupConfig, problems: list[str])
             "GPU counts; pods request a whole node's GPUs, so put them in separate groups"
         )
     if g.subnet_id is not None:
-        if s.existing_vpc is None:
+        if s.existing_vpc is None and "existingVpc" not in s.failed:  # a failed existingVpc is reported there
             problems.append(f"{key(f'{path}.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
-        elif g.subnet_id not in s.existing_vpc.private_subnet_ids:
+        elif s.existing_vpc is not None and g.subnet_id not in s.existing_vpc.private_subnet_ids:
             problems.append(f"{key(f'{path}.subnetId')}: {g.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}")
     if g.availability_zone is not None:
-        if s.existing_vpc is not None:
+        if _existing_vpc(s):
             problems.append(f"{key(f'{path}.availabilityZone')}: with existingVpc pin the group with subnetId instead")
         elif s.network is not None and s.network.availability_zones and g.availability_zone not in s.network.availability_zones:
             problems.append(
@@ -163,10 +176,22 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
             f"{', '.join(f'{f.name} ({f.max_efa_interfaces})' for f in facts)} differ, split them into groups"
         )
     if not g.single_zone:
-        fld = "subnetId" if s.existing_vpc is not None else "availabilityZone"
+        fld = "subnetId" if _existing_vpc(s) else "availabilityZone"
+        where = "a private subnet of that zone" if fld == "subnetId" else "the zone where its capacity is"
+        if g.efa is None:  # on by default for the type: the user may not want EFA at all
+            off = (
+                f"set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over "
+                "the VPC's zones without EFA"
+            )
+            why = f"efa defaults to true for {facts[0].name}, and "
+        else:
+            off = "remove efa: true to spread the group over the VPC's zones without EFA" + (
+                " (what spot capacity needs: it is found across zones)" if g.capacity_type == "SPOT" else ""
+            )
+            why = ""
         problems.append(
-            f"{key(f'{path}.{fld}')}: EFA groups run in one zone (with a cluster placement group); "
-            f"set {fld} (the zone where {facts[0].name} capacity is)"
+            f"{key(f'{path}.{fld}')}: {why}EFA groups run in one zone (with a cluster placement group); either set "
+            f"{fld} ({where}) to keep EFA, or {off}"
         )
     pinned = s.cluster.addon_versions.get("vpc-cni")
     if pinned is not None and efa_profile(facts[0]).min_vpc_cni is not None and version_tuple(pinned) < EFA_ONLY_MIN_VPC_CNI:
@@ -256,6 +281,12 @@ def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
     return None
 
 
+def _named(s: Sections, section: str, name: str) -> bool:
+    """``name`` is an entry of the map ``section`` as written (perhaps one that failed its own validation, which is
+    reported there), or the section itself failed (its entries are unknown)."""
+    return section in s.failed or name in s.entry_names.get(section, [])
+
+
 def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
     """Jobs against node groups, images, datasets and each other; returns the jobs with the defaults that
     depend on their group filled in (``nodeGroup`` when there is one worker group, ``maxNodes`` of an
@@ -271,6 +302,8 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             job = job.model_copy(update={"node_group": group_name})
         out[name] = job
         if group_name is None:
+            if "nodeGroups" in s.failed:  # not a mapping: reported there, the groups are unknown
+                continue
             problems.append(
                 f"{key(f'{path}.nodeGroup')}: required when there is not exactly one worker group; name one of "
                 f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
@@ -280,8 +313,10 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             if job.kind != "command":
                 problems.append(f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light command jobs only; "
                                 f"run {job.kind} jobs on a worker group")
-            elif job.nodes > s.system.max_size:
-                problems.append(f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} ({s.system.max_size})")
+            elif job.nodes > s.system.max_size and "systemNodeGroup" not in s.failed:
+                default = "" if "max_size" in s.system.model_fields_set else ", the default"
+                problems.append(f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
+                                f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes")
         elif group_name not in s.group_names:
             if "nodeGroups" not in s.failed:
                 problems.append(
@@ -310,11 +345,11 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                         f"{key(f'{path}.processesPerNode')}: {job.processes_per_node} > the {limit} {what} of "
                         f"{facts.name}; run at most one process per {what[:-1]}"
                     )
-            check_health(s, path, job, facts, problems)
-        if job.image not in s.images and "images" not in s.failed:
+            check_health(s, path, job, [f for t in g.instance_types if (f := s.catalog.get(t)) is not None], problems)
+        if job.image not in s.images and not _named(s, "images", job.image):
             problems.append(f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
                             f"(or define it under {key('images')})")
-        if job.dataset is not None and job.dataset not in s.datasets and "datasets" not in s.failed:
+        if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
             problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
                             f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}")
         for i, other in enumerate(job.after):
@@ -330,16 +365,74 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
     return out
 
 
-def check_health(s: Sections, path: str, job: JobConfig, facts: Optional[InstanceType], problems: list[str]) -> None:
-    """An enforced check needs a threshold: configured, or a published figure for the type."""
+def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceType], problems: list[str]) -> None:
+    """The health check's values against the nodes it runs on: an enforced check needs a threshold (configured, or a
+    published figure for the type); a threshold (GB/s) above what the nodes' network can carry, or a message
+    (bytes) larger than a GPU's (or, on CPU nodes, a process's share of the pod's) memory, can never pass: they name
+    the unit the value is in and the conversion the user probably meant."""
     h = job.health_check
-    if h is None or not h.enabled or not h.enforce or h.min_bus_bandwidth_gbytes_per_s is not None:
+    if h is None or not h.enabled or not types:
         return
-    if facts is not None and facts.name not in REFERENCE_ALLREDUCE:
+    hkey = f"{path}.healthCheck"
+    slowest = min(types, key=lambda t: t.network_gbps)
+    procs = job.processes_per_node or max(1, slowest.gpus)
+    threshold = h.min_bus_bandwidth_gbytes_per_s
+    if threshold is not None:
+        ceiling = allreduce_busbw_ceiling(slowest, job.nodes, procs)
+        if threshold > ceiling:
+            problems.append(f"{key(f'{hkey}.minBusBandwidthGBps')}: {_bandwidth_problem(threshold, ceiling, slowest, job.nodes)}")
+    elif h.enforce and slowest.name not in REFERENCE_ALLREDUCE:
         problems.append(
-            f"{key(f'{path}.healthCheck.enforce')}: there is no published all-reduce bandwidth for {facts.name} to "
-            f"derive a threshold from; set {key(f'{path}.healthCheck.minBusBandwidthGBps')} (GB/s)"
+            f"{key(f'{hkey}.enforce')}: there is no published all-reduce bandwidth for {slowest.name} to "
+            f"derive a threshold from; set {key(f'{hkey}.minBusBandwidthGBps')} (GB/s)"
         )
+    if h.max_bytes is not None:
+        smallest = min(types, key=lambda t: (t.gpu_memory_mib or 0) if t.is_gpu else t.memory_mib)
+        if smallest.is_gpu and smallest.gpu_memory_mib is not None:
+            room, where = smallest.gpu_memory_mib * MIB, f"the {smallest.gpu_memory_mib} MiB of one {smallest.gpu_model} GPU of {smallest.name}"
+        elif not smallest.is_gpu:
+            pod = pod_size(smallest)
+            room = pod.memory_mib * MIB // procs
+            where = (f"a process's share of the {pod.memory_mib} MiB a pod on {smallest.name} requests"
+                     + (f" ({procs} processes)" if procs > 1 else ""))
+        else:
+            return
+        if h.max_bytes >= room:
+            problems.append(
+                f"{key(f'{hkey}.maxBytes')}: {h.max_bytes} bytes ({h.max_bytes / GIB:g} GiB) does not fit in {where}: every "
+                f"process all-reduces one buffer of maxBytes; the value is in bytes, use a power of two below {room} "
+                f"(e.g. {_power_of_two_below(room)})"
+            )
+
+
+#: Bytes in a MiB and a GiB.
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def _power_of_two_below(n: int) -> int:
+    return 1 << ((n - 1).bit_length() - 1)
+
+
+def _bandwidth_problem(value: float, ceiling: float, facts: InstanceType, nodes: int) -> str:
+    """Why a bus-bandwidth threshold (GB/s) cannot be reached, and the unit the user probably wrote instead."""
+    if nodes >= 2:
+        why = (
+            f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce across {nodes} x {facts.name} can reach (a "
+            f"node's network is {facts.network_gbps:g} Gbit/s = {network_gbytes_per_s(facts):g} GB/s, and across N "
+            "nodes the bus bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks)"
+        )
+    else:
+        why = (
+            f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce inside one node can reach (the fastest GPU "
+            "link, NVLink 5)"
+        )
+    guesses = [(f"{value:g} bytes/s", "bytes/s", value / 1e9), (f"{value:g} Gbit/s", "Gbit/s", value / 8),
+               (f"{value:g} MB/s", "MB/s", value / 1e3)]
+    for written, unit, gbytes in guesses:
+        if 0.1 <= gbytes <= ceiling:
+            return f"{why}; did you write {unit}? the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw): {written} is {gbytes:g}"
+    return f"{why}; the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw)"
 
 
 @dataclass(frozen=True)
@@ -465,7 +558,7 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
     if st.backend != "fsx":
         return
     fsx = st.fsx_settings
-    existing = s.existing_vpc is not None
+    existing = _existing_vpc(s)
     if existing and fsx.availability_zone is not None:
         problems.append(f"{key('storage.fsx.availabilityZone')}: with existingVpc place the file system with subnetId instead")
     if not existing and fsx.subnet_id is not None:
@@ -494,8 +587,12 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
             "so the VPC this stack creates could not be deleted; keep it only with existingVpc, or keep the data in "
             f"S3 instead (the bucket of {key('storage.fsx.dataRepository.s3Path')} outlives the stack)"
         )
-    if any(f"nodeGroups.{n}" in s.failed for n in s.group_names) or any(f"jobs.{n}" in s.failed for n in s.job_names):
-        return  # the zones of groups, or the groups of jobs, that failed their own validation are unknown
+    if (
+        any(f"nodeGroups.{n}" in s.failed for n in s.group_names)
+        or any(f"jobs.{n}" in s.failed for n in s.job_names)
+        or {"nodeGroups", "jobs", "existingVpc", "network"} & s.failed
+    ):
+        return  # the zones of groups, the groups of jobs or the VPC's kind are unknown: reported where they failed
     _, found = fsx_location(fsx, s.groups, claim_readers(jobs), existing, s.catalog)
     problems.extend(found)
 

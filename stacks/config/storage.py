@@ -179,7 +179,13 @@ class FsxConfig(Model):
     def _fsx(self) -> "FsxConfig":
         problems: list[tuple[str, str]] = []
         why = fsx_capacity_problem(self.storage_capacity_gib, self.throughput_per_tib, self.efa)
-        if why:
+        if why and "storage_capacity_gib" not in self.model_fields_set:
+            # the default capacity is not the user's mistake: name the key they set that rules it out
+            cause = "efa" if self.efa else "throughputPerTib"
+            problems.append(
+                (cause, f"the default @{{storageCapacityGib}} does not fit: {why}; set storageCapacityGib")
+            )
+        elif why:
             problems.append(("storageCapacityGib", why + (" (with @{efa}: true)" if self.efa else "")))
         if self.metadata_mode == "AUTOMATIC" and self.metadata_iops is not None:
             problems.append(("metadataIops", "set with metadataMode AUTOMATIC; remove it or set @{metadataMode}: USER_PROVISIONED"))

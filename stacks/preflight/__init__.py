@@ -13,8 +13,10 @@ the account whether it can actually run it:
    On-Demand code; CAPACITY_BLOCK groups are not counted (a Capacity Block is a prepaid reservation).
    The quota is a limit, not free capacity: instances already running in the account count too.
 3. **Capacity reservations**: a group's ``capacityReservationId`` exists, is ``active`` (a
-   ``scheduled`` Capacity Block fails with its start time), matches the group's instance type and
-   zone, and has ``ReservationType`` ``capacity-block`` exactly when ``capacityType`` is CAPACITY_BLOCK
+   ``scheduled`` Capacity Block passes as information, with its start and end: the environment is built
+   before the block starts and the group takes its sizes at the start; a scheduled On-Demand Capacity
+   Reservation fails with its start time), matches the group's instance type and zone, and has
+   ``ReservationType`` ``capacity-block`` exactly when ``capacityType`` is CAPACITY_BLOCK
    (``ec2:DescribeCapacityReservations``).
 4. **EFA**: for EFA-enabled groups, EC2 says the type supports EFA and its ``MaximumEfaInterfaces``
    equals the interface count of the plan's EFA profile (which sizes the launch template, the pods'
@@ -32,6 +34,10 @@ the account whether it can actually run it:
    file systems plus the new one, and an adopted file system exists where the plan puts it with no
    association already on the directories the stack links.
 
+Information (never a failure): for SPOT groups, the current Spot price of each type in the group's zones
+(``ec2:DescribeSpotPriceHistory``) and how far below On-Demand it is, next to the discount the cost estimate
+uses (``spotDiscount``).
+
 Every check yields a :class:`Finding` (ok or not) keyed by the config key it is about, with a
 message that says what to do. :func:`check` raises :class:`PreflightError` when any fails.
 
@@ -39,7 +45,7 @@ All AWS calls go through clients made from one ``boto3`` session
 (``session.client(service, region_name=region)``), so the standard ``AWS_ENDPOINT_URL`` and
 credential settings apply. Read-only permissions needed: ``ec2:DescribeAvailabilityZones``,
 ``ec2:DescribeSubnets``, ``ec2:DescribeInstanceTypeOfferings``, ``ec2:DescribeInstanceTypes``,
-``ec2:DescribeCapacityReservations``, ``servicequotas:GetServiceQuota``,
+``ec2:DescribeCapacityReservations``, ``ec2:DescribeSpotPriceHistory``, ``servicequotas:GetServiceQuota``,
 ``servicequotas:GetAWSDefaultServiceQuota``, ``eks:DescribeAddonVersions``; for FSx stacks also
 ``s3:GetBucketLocation``, ``fsx:DescribeFileSystems`` and ``fsx:DescribeDataRepositoryAssociations``
 (and ``sts:GetCallerIdentity``, which needs no permission).

@@ -1,6 +1,7 @@
 """The few read-only AWS calls the checks make, through one boto3 session (so ``AWS_ENDPOINT_URL`` and
 the standard credential settings apply), with per-run caches and uniform errors."""
 
+from datetime import datetime, timezone
 from typing import Any, Optional
 
 import boto3
@@ -185,3 +186,26 @@ class AwsClient:
             raise
         found = [r for r in resp.get("CapacityReservations", []) if r.get("CapacityReservationId") == reservation_id]
         return found[0] if found else None
+
+    def spot_prices(self, instance_type: str, zones: list[str]) -> dict[str, float]:
+        """The current Linux Spot price (USD per hour) of ``instance_type`` in each of ``zones`` where EC2 has one
+        (``DescribeSpotPriceHistory`` from now: the price in effect in each zone)."""
+        prices: dict[str, tuple[str, float]] = {}
+        token: Optional[str] = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "InstanceTypes": [instance_type],
+                "ProductDescriptions": ["Linux/UNIX"],
+                "StartTime": datetime.now(timezone.utc),
+                "Filters": [{"Name": "availability-zone", "Values": zones}],
+            }
+            if token:
+                kwargs["NextToken"] = token
+            resp = self._call(self.ec2, "describe_spot_price_history", **kwargs)
+            for entry in resp.get("SpotPriceHistory", []):
+                zone, stamp = str(entry.get("AvailabilityZone")), str(entry.get("Timestamp", ""))
+                if zone in zones and (zone not in prices or stamp > prices[zone][0]):
+                    prices[zone] = (stamp, float(entry["SpotPrice"]))
+            token = resp.get("NextToken")
+            if not token:
+                return {z: p for z, (_, p) in sorted(prices.items())}

@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 import boto3
 import pulumi
 
-from components.catalog import QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
+from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
 from stacks.config import ConfigError, key, version_text, version_tuple
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.preflight.aws import AwsClient
@@ -71,6 +71,8 @@ def run_preflight(
     group_zones = {g.path: _group_zones(g, plan, vpc_zone_list, aws, findings) for g in plan.all_groups}
     for g in plan.all_groups:
         _check_offerings(g, group_zones[g.path], vpc_zones, aws, findings)
+    for g in plan.groups.values():
+        _report_spot_prices(g, group_zones[g.path], aws, findings)
     for g in plan.groups.values():
         _check_efa(g, plan, aws, findings)
     for g in plan.groups.values():
@@ -251,6 +253,36 @@ def _check_offerings(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], a
         )
 
 
+def _report_spot_prices(g: NodeGroupPlan, zones: list[str], aws: AwsClient, findings: list[Finding]) -> None:
+    """Information for SPOT groups (never a failure): the current Spot price of each type in the group's zones, the
+    discount off On-Demand it amounts to, and the discount the cost estimate assumes."""
+    if g.capacity_type != "SPOT" or not zones:
+        return
+    assumed = f"the cost estimate uses {g.price_discount * 100:g}% off ({g.path}.spotDiscount)"
+    for i, facts in enumerate(g.types):
+        k = type_key(g, i)
+        try:
+            prices = aws.spot_prices(facts.name, zones)
+        except AwsCallError as exc:
+            findings.append(Finding(True, k, f"(information) could not read the current Spot price of {facts.name} "
+                                             f"({exc}); {assumed}"))
+            continue
+        if not prices:
+            findings.append(Finding(True, k, f"(information) EC2 reports no current Spot price for {facts.name} in "
+                                             f"{join_names(zones)}; {assumed}"))
+            continue
+        where = ", ".join(f"${p:g}/h in {z}" for z, p in prices.items())
+        text = f"(information) current Spot price of {facts.name}: {where}"
+        if facts.price_per_hour:
+            off = sorted(1 - p / facts.price_per_hour for p in prices.values())
+            span = f"{off[0] * 100:.0f}%" if round(off[0], 2) == round(off[-1], 2) else f"{off[0] * 100:.0f}% to {off[-1] * 100:.0f}%"
+            text += (f", {span} below its On-Demand ${facts.price_per_hour:g}/h; {assumed}: set it to "
+                     f"{max(0.0, min(off[0], MAX_SPOT_DISCOUNT.fraction)):.2f} to estimate with the highest of these prices")
+        else:
+            text += f"; {assumed}"
+        findings.append(Finding(True, k, text))
+
+
 def _check_efa(g: NodeGroupPlan, plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
     """Check 4: an EFA group's types support EFA with the interface count the plan uses."""
     if g.efa is None:
@@ -324,10 +356,12 @@ def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str],
     itype = str(res.get("InstanceType"))
     zone = str(res.get("AvailabilityZone"))
     total = int(res.get("TotalInstanceCount") or 0)
-    if state == "scheduled":
+    block = rtype == "capacity-block" and g.capacity_type == "CAPACITY_BLOCK"
+    if state == "scheduled" and not block:
         problems.append(f"it is scheduled and starts at {format_time(res.get('StartDate'))}; deploy the group after that time")
-    elif state != "active":
-        problems.append(f"its state is {state}, not active; use an active reservation")
+    elif state not in ("active", "scheduled"):
+        problems.append(f"its state is {state}, not active; use an active reservation" + (
+            " or a scheduled Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else ""))
     if g.capacity_type == "CAPACITY_BLOCK" and rtype != "capacity-block":
         problems.append(
             f"it is an On-Demand Capacity Reservation (ReservationType {rtype}), not a Capacity Block; "
@@ -349,15 +383,25 @@ def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str],
         problems.append(f"the block holds {total} instance(s) but maxSize is {g.max_size}; lower maxSize to {total}")
     if problems:
         findings.append(Finding(False, k, f"{rid}: " + "; ".join(problems)))
+    elif state == "scheduled":
+        # information: everything is built now, the group takes its sizes when the block starts
+        end = f" and ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
+        findings.append(Finding(True, k, (
+            f"{rid}: scheduled Capacity Block for {total} x {itype} in {zone}: it starts {format_time(res.get('StartDate'))}"
+            f"{end}. `pulumi up` builds the environment now; the group has no nodes until the start, when a scheduled "
+            f"action sets its sizes (min {g.min_size}, desired {g.desired_size}, max {g.max_size}), and the first "
+            "`pulumi up` after the start creates the jobs on it; EKS scales it to 0 40 minutes before the end (EC2 "
+            "starts terminating the block's instances 30 minutes before it)"
+        )))
     else:
         kind = "Capacity Block" if rtype == "capacity-block" else "On-Demand Capacity Reservation"
         end = f", ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
         findings.append(Finding(True, k, f"{rid}: active {kind} for {total} x {itype} in {zone}{end}"))
 
 
-def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
-    """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs."""
-    # (class, market) -> [(vcpus, key, description)]
+def quota_needs(plan: Plan) -> dict[tuple[str, str], list[tuple[int, str, str]]]:
+    """The vCPUs each quota must cover (pure: no AWS): (class, market) -> [(vCPUs, config key, how)] per group, from
+    ``maxSize`` x the vCPUs of the group's largest type of that class; Capacity Blocks are not counted."""
     needs: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
     for g in plan.all_groups:
         if g.capacity_type == "CAPACITY_BLOCK":
@@ -372,7 +416,12 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
             vcpus = g.max_size * facts.vcpus
             desc = f"{g.path}: maxSize {g.max_size} x {facts.name} ({facts.vcpus} vCPUs) = {vcpus}"
             needs.setdefault((cls, market), []).append((vcpus, key(f"{g.path}.maxSize"), desc))
-    for (cls, market), parts in sorted(needs.items()):
+    return needs
+
+
+def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
+    """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs."""
+    for (cls, market), parts in sorted(quota_needs(plan).items()):
         codes = VCPU_QUOTAS.get(cls)
         if codes is None:  # pragma: no cover - quota_class only returns known classes
             continue
@@ -512,3 +561,64 @@ def _check_vpc_cni(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
     else:
         findings.append(Finding(True, k, f"EKS's default vpc-cni for Kubernetes {k8s} is {defaults[0]} (efa-only "
                                          f"interfaces of {who} need >= {minimum})"))
+
+
+def planned_checks(plan: Plan) -> list[tuple[str, str]]:
+    """What :func:`run_preflight` will ask the account about this plan, as (config key, what is checked), without
+    asking anything (``python -m stacks.plan`` prints it offline)."""
+    cfg = plan.config
+    out: list[tuple[str, str]] = []
+    if cfg.network is not None:
+        listed = cfg.network.availability_zones
+        zones = ", ".join(listed) if listed else f"{cfg.network.zone_count} zones chosen by zone ID"
+        out.append((key("network"), f"the region's zones and their IDs: the new VPC uses {zones}, and EKS accepts the "
+                                    f"control plane in at least {MIN_CONTROL_PLANE_ZONES} of them"))
+    elif cfg.existing_vpc is not None:
+        out.append((key("existingVpc.privateSubnetIds"), f"each private subnet belongs to {cfg.existing_vpc.vpc_id}, and "
+                                                         f"EKS accepts the control plane in at least "
+                                                         f"{MIN_CONTROL_PLANE_ZONES} of their zones"))
+    for g in plan.all_groups:
+        where = g.zone or (f"the zone of {g.subnet_id}" if g.subnet_id else "every zone of the VPC")
+        for i, itype in enumerate(g.instance_types):
+            out.append((type_key(g, i), f"{itype} is offered in {where}"))
+    for g in plan.groups.values():
+        if g.efa is not None:
+            for i, itype in enumerate(g.instance_types):
+                out.append((type_key(g, i), f"EC2 says {itype} supports EFA with {g.efa.interfaces} interface(s)"))
+        if g.capacity_type == "SPOT":
+            for i, itype in enumerate(g.instance_types):
+                out.append((type_key(g, i), f"(information) the current Spot price of {itype} in the group's zones"))
+        if g.capacity_reservation_id:
+            kind = "Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else "On-Demand Capacity Reservation"
+            state = "active or scheduled (a scheduled block is reported with its start and end)" if kind == "Capacity Block" else "active"
+            out.append((key(f"{g.path}.capacityReservationId"),
+                        f"{g.capacity_reservation_id} exists, is a {kind}, is {state}, reserves {g.instance_types[0]} "
+                        f"in {g.zone or g.subnet_id}" + (f" and holds at least maxSize ({g.max_size})" if kind == "Capacity Block" else "")))
+    for (cls, market), parts in sorted(quota_needs(plan).items()):
+        code = VCPU_QUOTAS[cls][0 if market == "On-Demand" else 1]
+        breakdown = " + ".join(p[2] for p in parts)
+        out.append((max(parts, key=lambda p: p[0])[1],
+                    f"the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) covers "
+                    f"{sum(p[0] for p in parts)} vCPUs ({breakdown})"))
+    if any(g.efa is not None and g.efa.min_vpc_cni is not None for g in plan.groups.values()):
+        pinned = cfg.cluster.addon_versions.get("vpc-cni")
+        k8s = cfg.cluster.kubernetes_version
+        minimum = version_text(max(g.efa.min_vpc_cni for g in plan.groups.values() if g.efa and g.efa.min_vpc_cni))
+        what = (f"the pinned vpc-cni {pinned} is offered for Kubernetes {k8s}" if pinned
+                else f"EKS's default vpc-cni for Kubernetes {k8s} is at least {minimum} (efa-only interfaces)")
+        out.append((key("cluster.addonVersions.vpc-cni"), what))
+    for i, arn in enumerate(cfg.cluster.admin_role_arns):
+        out.append((key(f"cluster.adminRoleArns[{i}]"), f"{arn} is not the identity running the deployment"))
+    fsx = plan.storage.fsx
+    if plan.storage.is_fsx and fsx is not None:
+        out.append((key("storage.fsx.throughputPerTib"), f"{fsx.throughput_per_tib} MB/s/TiB is a PERSISTENT_2 tier"))
+        if fsx.data_repository.bucket:
+            out.append((key("storage.fsx.dataRepository.s3Path"),
+                        f"bucket {fsx.data_repository.bucket} exists in the stack's region"))
+        out.append((key("storage.fsx.storageCapacityGib"),
+                    f"the Lustre storage quota covers the region's PERSISTENT_2 file systems plus {fsx.storage_capacity_gib} GiB"))
+        if cfg.storage.file_system_id:
+            out.append((key("storage.fileSystemId"),
+                        f"{cfg.storage.file_system_id} is available where the plan puts it, with no association on the "
+                        "directories the stack links"))
+    return out

@@ -37,7 +37,7 @@ ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
 #: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
 SYSTEM_JOB_SHARE = 0.25
 #: The repository (image build contexts are folders of it).
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +64,11 @@ class NodeGroupPlan:
     """Subnet the group is pinned to (existing VPC), or ``None``."""
     user_labels: Mapping[str, str]
     user_taints: tuple[NodeTaint, ...]
+    price_discount: float = 0.0
+    """The share of the On-Demand price the cost estimate takes off (SPOT groups: ``spotDiscount`` or the catalog's
+    assumption; 0 otherwise)."""
+    spot_discount_set: bool = False
+    """The discount comes from the group's ``spotDiscount`` (else from the catalog's assumption)."""
 
     @property
     def instance_types(self) -> list[str]:
@@ -233,6 +238,16 @@ def _run_id(name: str, job: JobConfig, image: ImagePlan, dataset: Optional[Datas
     return k8s_name(name, digest, limit=52)
 
 
+def jobs_waiting_for(plan: "Plan", groups: set[str]) -> list[str]:
+    """The jobs that cannot start before ``groups`` have nodes (groups whose Capacity Block has not started): the
+    jobs on them and the jobs after those, in job order."""
+    out: list[str] = []
+    for name, job in plan.jobs.items():
+        if job.group.name in groups or any(a in out for a in job.after):
+            out.append(name)
+    return out
+
+
 def job_order(jobs: Mapping[str, JobConfig]) -> list[str]:
     """Job names with every job after the jobs it waits for (config order otherwise)."""
     done: list[str] = []
@@ -331,6 +346,8 @@ def build_plan(cfg: StackConfig) -> Plan:
             subnet_id=g.subnet_id,
             user_labels=dict(g.labels),
             user_taints=taints,
+            price_discount=g.price_discount,
+            spot_discount_set=g.spot_discount is not None,
         )
     plan = Plan(
         config=cfg,

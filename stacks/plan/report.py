@@ -1,0 +1,261 @@
+"""``python -m stacks.plan --stack NAME [--json] [--stack-file PATH]``: what a stack will create and cost, offline.
+
+No AWS call and no credentials: the stack file is read as :mod:`stacks.preflight` reads it, validated with the same
+rules and messages as ``pulumi up`` (exit status 2 on a bad configuration), planned, and printed: each node group
+(types, sizes, capacity type, zone, GPUs and EFA interfaces per node, AMI type), each job in the order it runs
+(kind, group, nodes, processes, GPUs and EFA interfaces per pod, what it waits for), the shared storage, what
+preflight will check in the account, and the estimated cost running and idle (how each line is priced: spot at an
+assumed or configured discount, Capacity Blocks prepaid). ``--json`` prints the same report as JSON.
+
+What needs the account is not known offline: which zones a zone *count* resolves to, whether a zone exists in the
+region, offerings, quotas and reservations (preflight checks those, and ``pulumi up`` runs preflight first).
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from components.catalog import SOURCES
+from stacks.config import ConfigError, load_config
+from stacks.costs import estimate
+from stacks.plan import NodeGroupPlan, Plan, build_plan
+from stacks.preflight.checks import planned_checks
+from stacks.stackfile import StackFileError, project_name, read_stack_config, use_stack_config
+
+#: Where the prices of the estimate come from.
+PRICE_REGION = "us-east-1"
+
+
+def _group(g: NodeGroupPlan) -> dict[str, Any]:
+    facts = g.types[0]
+    out: dict[str, Any] = {
+        "name": g.name,
+        "key": g.path,
+        "instanceTypes": g.instance_types,
+        "minSize": g.min_size,
+        "desiredSize": g.desired_size,
+        "maxSize": g.max_size,
+        "capacityType": g.capacity_type,
+        "capacityReservationId": g.capacity_reservation_id,
+        "zone": g.zone or (None if g.subnet_id else "every zone of the VPC"),
+        "subnetId": g.subnet_id,
+        "gpusPerNode": g.profile.gpus,
+        "gpuModel": facts.gpu_model,
+        "efaInterfacesPerNode": g.profile.efa_interfaces,
+        "amiType": g.profile.ami_type,
+        "diskSizeGib": g.disk_size_gib,
+    }
+    if g.capacity_type == "CAPACITY_BLOCK":
+        out["capacityBlock"] = (
+            f"0 nodes until the block starts, then min {g.min_size} / desired {g.desired_size} / max {g.max_size} (a "
+            "scheduled action at its start); EKS scales the group to 0 40 minutes before the end; the jobs on the group "
+            "are created by the first `pulumi up` after the start"
+        )
+    return out
+
+
+def _jobs(plan: Plan) -> list[dict[str, Any]]:
+    out = []
+    for order, job in enumerate(plan.jobs.values(), start=1):
+        hc = job.health_check
+        out.append({
+            "order": order,
+            "name": job.name,
+            "kind": job.kind,
+            "nodeGroup": job.group.name,
+            "nodes": job.nodes,
+            "minNodes": job.min_nodes,
+            "maxNodes": job.max_nodes,
+            "processesPerNode": job.procs_per_node,
+            "gpusPerPod": job.placement["gpus"],
+            "efaInterfacesPerPod": job.placement["efa_devices"],
+            "image": job.image.name,
+            "dataset": job.dataset,
+            "after": list(job.after),
+            "outputDir": job.output_dir,
+            "healthCheck": None if hc is None else {
+                "enforce": hc.config.enforce,
+                "minBusBandwidthGBps": hc.threshold_gbytes_per_s,
+                "maxBytes": hc.message_bytes,
+            },
+        })
+    return out
+
+
+def _storage(plan: Plan) -> dict[str, Any]:
+    st = plan.storage
+    cfg = plan.config.storage
+    out: dict[str, Any] = {"backend": st.backend, "namespace": cfg.namespace, "claim": cfg.pvc_name,
+                           "fileSystemId": cfg.file_system_id}
+    if st.is_fsx and st.fsx is not None:
+        out.update(
+            zone=st.zone, subnetId=st.subnet_id, zoneFrom=st.zone_key, capacityGib=st.fsx.storage_capacity_gib,
+            throughputPerTib=st.fsx.throughput_per_tib, efa=st.fsx.efa,
+            dataRepository=st.fsx.data_repository.s3_path or "a bucket the stack creates",
+        )
+    else:
+        out.update(zone="every zone of the VPC (a mount target per private subnet)", capacity=cfg.capacity,
+                   throughputMode=cfg.throughput_mode)
+    return out
+
+
+def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
+    """The plan as a JSON-ready mapping (what ``--json`` prints)."""
+    cfg = plan.config
+    network: dict[str, Any]
+    if cfg.network is not None:
+        network = {
+            "kind": "new VPC",
+            "vpcCidr": cfg.network.vpc_cidr,
+            "zones": cfg.network.availability_zones,
+            "zoneCount": cfg.network.zone_count,
+            "natGateways": cfg.network.nat_gateways,
+        }
+    else:
+        assert cfg.existing_vpc is not None
+        network = {"kind": "existing VPC", "vpcId": cfg.existing_vpc.vpc_id,
+                   "privateSubnetIds": list(cfg.existing_vpc.private_subnet_ids)}
+    cost = estimate(plan)
+    notes = [
+        f"{PRICE_REGION} list prices (components/catalog/prices.py)"
+        + (f"; the stack is in {region}, where prices differ" if region and region != PRICE_REGION else ""),
+        "running: desired sizes; idle: minimum sizes",
+        "usage-dependent costs (data transfer, NAT data processing, EFS storage and throughput, S3, ECR, logs, "
+        "CodeBuild minutes) are extra",
+    ]
+    if any(g.capacity_type == "SPOT" for g in plan.groups.values()):
+        notes.append(
+            "spot prices are estimates: the On-Demand price less spotDiscount (default an assumed 50%; "
+            f"{SOURCES['ec2-spot-advisor'].url} lists each type's recent saving; preflight reports the current price)"
+        )
+    return {
+        "stack": cfg.stack,
+        "project": cfg.project,
+        "region": region,
+        "clusterName": cfg.cluster_name,
+        "kubernetesVersion": cfg.cluster.kubernetes_version,
+        "network": network,
+        "nodeGroups": [_group(g) for g in plan.all_groups],
+        "autoscaler": plan.autoscale,
+        "jobs": _jobs(plan),
+        "storage": _storage(plan),
+        "preflight": {
+            "enabled": cfg.preflight.enabled,
+            "checks": [{"key": k, "check": what} for k, what in planned_checks(plan)],
+        },
+        "cost": {
+            "currency": "USD",
+            "runningPerHour": cost.running,
+            "idlePerHour": cost.idle,
+            "lines": [{"what": c.what, "runningPerHour": _round(c.running), "idlePerHour": _round(c.idle), "basis": c.basis}
+                      for c in cost.lines],
+            "notes": notes,
+        },
+    }
+
+
+def _round(value: Optional[float]) -> Optional[float]:
+    return None if value is None else round(value, 4)
+
+
+def _money(value: Optional[float]) -> str:
+    return "unknown (a type has no price: set instanceFacts.<type>.pricePerHour)" if value is None else f"${value:.3f}/h"
+
+
+def render(r: dict[str, Any]) -> str:
+    """The report as text."""
+    lines = [f"plan of stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): cluster "
+             f"{r['clusterName']}, Kubernetes {r['kubernetesVersion']}"]
+    net = r["network"]
+    if net["kind"] == "new VPC":
+        zones = ", ".join(net["zones"]) if net["zones"] else f"{net['zoneCount']} zones (chosen by zone ID at deploy time)"
+        lines.append(f"network: new VPC {net['vpcCidr']} in {zones}, NAT gateways: {net['natGateways']}")
+    else:
+        lines.append(f"network: existing VPC {net['vpcId']}, private subnets {', '.join(net['privateSubnetIds'])}")
+    lines.append("")
+    lines.append("node groups:" + ("  (cluster-autoscaler scales the worker groups between min and max)" if r["autoscaler"] else ""))
+    for g in r["nodeGroups"]:
+        where = g["zone"] or f"the zone of subnet {g['subnetId']}"
+        gpu = f"{g['gpusPerNode']} x {g['gpuModel']} GPUs" if g["gpusPerNode"] else "no GPU"
+        capacity = g["capacityType"] + (f" {g['capacityReservationId']}" if g["capacityReservationId"] else "")
+        lines.append(
+            f"  {g['name']:<12} {', '.join(g['instanceTypes'])}: min {g['minSize']} / desired {g['desiredSize']} / max "
+            f"{g['maxSize']}, {capacity}, in {where}; per node {gpu}, {g['efaInterfacesPerNode']} EFA interface(s); "
+            f"AMI {g['amiType']}, {g['diskSizeGib']} GiB gp3"
+        )
+        if g.get("capacityBlock"):
+            lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
+    lines.append("")
+    lines.append("jobs, in the order they run:" if r["jobs"] else "jobs: none (the environment only)")
+    for j in r["jobs"]:
+        size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if j["kind"] == "pytorch" else "")
+        after = f", after {', '.join(j['after'])}" if j["after"] else ""
+        data = f", dataset {j['dataset']}" if j["dataset"] else ""
+        lines.append(
+            f"  {j['order']}. {j['name']} ({j['kind']}) on {j['nodeGroup']}: {size} x {j['processesPerNode']} "
+            f"process(es); per pod {j['gpusPerPod']} GPU(s), {j['efaInterfacesPerPod']} EFA interface(s); image "
+            f"{j['image']}{data}{after}"
+        )
+        hc = j["healthCheck"]
+        if hc is not None:
+            threshold = (f"fails below {hc['minBusBandwidthGBps']} GB/s" if hc["minBusBandwidthGBps"] is not None and hc["enforce"]
+                         else "reports the bandwidth" + (f" (threshold {hc['minBusBandwidthGBps']} GB/s, not enforced)"
+                                                         if hc["minBusBandwidthGBps"] is not None else ""))
+            lines.append(f"     all-reduce health check first: {threshold}")
+    lines.append("")
+    st = r["storage"]
+    if st["backend"] == "fsx":
+        lines.append(
+            f"storage: FSx for Lustre {st['capacityGib']} GiB at {st['throughputPerTib']} MB/s/TiB"
+            f"{', EFA' if st['efa'] else ''} in {st['zone'] or 'subnet ' + str(st['subnetId'])} (from {st['zoneFrom']}), "
+            f"linked to {st['dataRepository']}; claim {st['namespace']}/{st['claim']}"
+        )
+    else:
+        lines.append(f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}")
+    lines.append("")
+    pf = r["preflight"]
+    lines.append("preflight will check in the account" + ("" if pf["enabled"] else " (preflight.enabled is false: `pulumi up` skips it; "
+                                                          "python -m stacks.preflight still runs it)") + ":")
+    lines.extend(f"  - {c['key']}: {c['check']}" for c in pf["checks"])
+    lines.append("")
+    cost = r["cost"]
+    lines.append(f"estimated cost: running {_money(cost['runningPerHour'])}, idle {_money(cost['idlePerHour'])}")
+    for c in cost["lines"]:
+        lines.append(f"  {_money(c['runningPerHour'])} running, {_money(c['idlePerHour'])} idle: {c['what']} [{c['basis']}]")
+    lines.extend(f"  note: {n}" for n in cost["notes"])
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Print the plan; exit status 0, or 2 when the stack file cannot be read or its configuration is invalid."""
+    parser = argparse.ArgumentParser(
+        prog="python -m stacks.plan",
+        description="Validate a stack offline (the same messages as `pulumi up`) and print what it will create and "
+        "cost: node groups, jobs, storage, the preflight checks, the estimated hourly cost. No AWS call. Exit 0, or 2 "
+        "on a configuration error.",
+    )
+    parser.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")
+    parser.add_argument("--stack-file", type=Path, help="stack file to read (default: Pulumi.<stack>.yaml in the repo)")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    args = parser.parse_args(argv)
+
+    try:
+        stack_file, config = read_stack_config(args.stack, args.stack_file)
+    except StackFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    use_stack_config(config)
+    try:
+        plan = build_plan(load_config(project_name(stack_file), args.stack))
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    region = config.get("aws:region")
+    r = report(plan, region if isinstance(region, str) else None)
+    print(json.dumps(r, indent=2) if args.json else render(r))
+    return 0
+
+
+__all__ = ["main", "render", "report"]

@@ -1,0 +1,39 @@
+"""Loading a stack configuration made of a few sections, as ``pulumi up`` does, for the rule tests."""
+
+import json
+from typing import Any
+
+import pulumi
+
+from stacks.config import ConfigError, load_config
+from stacks.plan import build_plan
+from stacks.plan.report import report
+from tests.harness import PROJECT, _config_to_runtime, stack_config
+
+#: A p5 group pinned to one zone, a CPU group and a two-node training job on the p5 group.
+P5 = {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2, "availabilityZone": "us-east-1a"}
+CPU = {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1}
+TRAIN = {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "h100", "nodes": 2}
+
+
+def problems(**sections: Any) -> list[str]:
+    """The problems ``pulumi up`` reports for a stack made of ``sections`` (camelCase keys; [] when it loads)."""
+    cfg = {"aws:region": "us-east-1", **{f"eks-training:{k}": v for k, v in sections.items()}}
+    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}, [])
+    try:
+        load_config("eks-training", "rules")
+    except ConfigError as exc:
+        return exc.problems
+    return []
+
+
+def without(d: dict[str, Any], *keys: str, **extra: Any) -> dict[str, Any]:
+    """``d`` without ``keys``, with ``extra``."""
+    return {**{k: v for k, v in d.items() if k not in keys}, **extra}
+
+
+def stack_report(stack: str) -> dict[str, Any]:
+    """What ``python -m stacks.plan --stack <stack> --json`` prints, built in-process."""
+    cfg = stack_config(stack)
+    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    return report(build_plan(load_config(PROJECT, stack)), cfg.get("aws:region"))
