@@ -21,6 +21,8 @@ from components.storage import EfsStorage, EfsStorageArgs, FsxLustreStorage, Fsx
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
+    BenchmarkCollector,
+    BenchmarkCollectorArgs,
     CommandJob,
     CommandJobArgs,
     DatasetStaging,
@@ -65,11 +67,14 @@ COMPONENTS = [
     TensorFlowJob,
     CommandJob,
     TensorBoard,
+    BenchmarkCollector,
 ]
 
 __all__ = [
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
+    "BenchmarkCollector",
+    "BenchmarkCollectorArgs",
     "COMPONENTS",
     "ClusterAutoscaler",
     "ClusterAutoscalerArgs",

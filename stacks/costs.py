@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from components.catalog import FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES
-from stacks.plan import NodeGroupPlan, Plan
+from components.scheduling import SYSTEM_ROLE
+from stacks.plan import JobPlan, NodeGroupPlan, Plan
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,22 @@ def storage_summary(plan: Plan) -> str:
     return f"FSx {fsx.storage_capacity_gib} GiB at {fsx.throughput_per_tib} MB/s/TiB{efa}, ${storage_hourly(plan):.3f}/h"
 
 
+def node_hourly(g: NodeGroupPlan) -> Optional[float]:
+    """USD per hour of one node of the group: its instance type and its gp3 root volume (``None``: no price)."""
+    price = g.types[0].price_per_hour
+    return None if price is None else price + g.disk_size_gib * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+
+
+def job_hourly(job: JobPlan) -> Optional[float]:
+    """USD per hour of the nodes a job holds while it runs (one per pod, whole nodes): what an experiment of a
+    benchmark costs per hour of its run (the environment's fixed costs, shared by all jobs, are not in it). A job on
+    the system group runs on nodes that exist anyway: 0."""
+    if job.group.name == SYSTEM_ROLE:
+        return 0.0
+    hour = node_hourly(job.group)
+    return None if hour is None else round(job.nodes * hour, 4)
+
+
 def estimate(plan: Plan) -> CostEstimate:
     """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
     cfg = plan.config
@@ -58,16 +75,11 @@ def estimate(plan: Plan) -> CostEstimate:
     if cfg.network is not None:
         nats = cfg.network.zone_count if cfg.network.nat_gateways == "perAz" else 1
         fixed += (_hourly("nat-gateway") + _hourly("public-ipv4")) * nats
-    disk_hour = SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
-
-    def node_hour(g: NodeGroupPlan) -> Optional[float]:
-        price = g.types[0].price_per_hour
-        return None if price is None else price + g.disk_size_gib * disk_hour
 
     def nodes(attr: str) -> Optional[float]:
         total = 0.0
         for g in plan.all_groups:
-            hour = node_hour(g)
+            hour = node_hourly(g)
             if hour is None:
                 return None
             total += hour * getattr(g, attr)

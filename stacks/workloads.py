@@ -23,6 +23,7 @@ from components.scheduling import system_node_selector
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
+    BenchmarkCollector,
     CommandJob,
     DatasetStaging,
     DatasetStagingArgs,
@@ -37,6 +38,7 @@ from components.workloads import (
     TensorFlowJob,
 )
 from components.workloads.pods import env_name
+from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.plan import JobPlan, Plan
@@ -61,6 +63,8 @@ class Workloads:
     health_checks: dict[str, AllReduceHealthCheck] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
     tensorboard: Optional[TensorBoard] = None
+    collector: Optional[BenchmarkCollector] = None
+    """The benchmark's collector (``None`` without a benchmark)."""
 
 
 def _ready(env: Environment, data_dir: str) -> pulumi.Output[str]:
@@ -139,6 +143,9 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
 
     for job in plan.jobs.values():
         out.jobs[job.name] = _job(env, plan, job, out, toolbox, namespace, pvc)
+
+    if cfg.benchmark is not None:
+        out.collector = build_collector(env, out.jobs, out.image_uris)
 
     log_dirs = {j.name: j.tensorboard_dir for j in plan.jobs.values() if j.tensorboard_dir}
     if log_dirs:

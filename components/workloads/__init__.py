@@ -6,6 +6,7 @@ All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and s
 fields of a :class:`~components.workloads.pods.JobSpec`.
 """
 
+from components.workloads.collector import BenchmarkCollector, BenchmarkCollectorArgs, CollectedExperiment
 from components.workloads.command import CommandJob, CommandJobArgs
 from components.workloads.etcd import EtcdRendezvous, EtcdRendezvousArgs
 from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
@@ -19,6 +20,9 @@ from components.workloads.training import PyTorchJob, PyTorchJobArgs
 __all__ = [
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
+    "BenchmarkCollector",
+    "BenchmarkCollectorArgs",
+    "CollectedExperiment",
     "CommandJob",
     "CommandJobArgs",
     "DatasetStaging",
