@@ -187,11 +187,7 @@ def merged_experiments(experiments: Mapping[str, Any]) -> tuple[dict[str, dict[s
             problems.append(f"{where}: {base!r} is not an experiment; name one of {others}")
             return None
         if base in seen:
-            chain = " -> ".join([*seen[seen.index(base):], base])
-            if seen[0] == base:  # reported once, by the experiment that starts the cycle
-                problems.append(f"{where}: the experiments are based on each other in a cycle ({chain}); write one of "
-                                "them out in full")
-            return None
+            return None  # a cycle: reported below, once
         parent = resolve(base, (*seen, base))
         if parent is None:
             return None
@@ -199,6 +195,17 @@ def merged_experiments(experiments: Mapping[str, Any]) -> tuple[dict[str, dict[s
         out[name] = merged
         return merged
 
+    reported: set[frozenset[str]] = set()
+    for name in experiments:
+        chain = [name]
+        cur = experiments[name].get(FROM_KEY) if isinstance(experiments[name], dict) else None
+        while isinstance(cur, str) and cur in experiments and cur not in chain:
+            chain.append(cur)
+            cur = experiments[cur].get(FROM_KEY) if isinstance(experiments[cur], dict) else None
+        if cur == name and frozenset(chain) not in reported:
+            reported.add(frozenset(chain))
+            problems.append(f"{key(f'{experiment_path(name)}.{FROM_KEY}')}: the experiments are based on each other in a "
+                            f"cycle ({' -> '.join([*chain, name])}); write one of them out in full")
     for name in experiments:
         resolve(name, (name,))
     return {n: out[n] for n in experiments if n in out}, problems
