@@ -166,7 +166,7 @@ def observe(api: Api, namespace: str, experiment: dict[str, Any]) -> State:
     """The experiment's object, pods, phase and times."""
     path, success, _ = RESOURCES[experiment["resource"]]
     obj = api.get(path.format(ns=namespace, name=experiment["name"]))
-    selector = urllib.parse.quote(f"{JOB_LABEL}={experiment['name']}")
+    selector = urllib.parse.quote(f"{JOB_LABEL}={experiment['name']}", safe="")
     listing = api.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}") or {}
     pods = list(listing.get("items") or [])
     phase = phase_of(obj, success, pods)

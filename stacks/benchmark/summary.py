@@ -117,12 +117,13 @@ def to_json(rows: Sequence[Row], **about: Any) -> str:
 
 def chart_png(rows: Sequence[Row], title: str) -> bytes:
     """A PNG with one horizontal bar chart per measure the experiments report: throughput (one panel per unit),
-    all-reduce bus bandwidth, wall time and cost."""
+    all-reduce bus bandwidth, wall time and cost; experiments that did not succeed in red."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: write files only
     from matplotlib import pyplot as plt
 
+    status = {r.experiment: r.status for r in rows}
     panels: list[tuple[str, list[tuple[str, float]]]] = []
     for unit in dict.fromkeys(r.throughput_unit for r in rows if r.throughput is not None):
         panels.append((f"Throughput ({unit})", [(r.experiment, r.throughput) for r in rows if r.throughput is not None
@@ -139,7 +140,8 @@ def chart_png(rows: Sequence[Row], title: str) -> bytes:
     for ax, (label, values) in zip(axes[:, 0], panels):
         names = [n for n, _ in values]
         numbers = [v for _, v in values]
-        bars = ax.barh(names, numbers, color="#3b7dd8")
+        colors = ["#3b7dd8" if status.get(n) == "Succeeded" else "#c0392b" for n in names]  # red: did not succeed
+        bars = ax.barh(names, numbers, color=colors)
         ax.bar_label(bars, labels=[_cell(v) for v in numbers], padding=3, fontsize=8)
         ax.set_title(label, fontsize=10, loc="left")
         ax.invert_yaxis()
