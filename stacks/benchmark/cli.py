@@ -29,8 +29,8 @@ EPILOG = (
 )
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    """The command line."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (every option documented)."""
     parser = argparse.ArgumentParser(prog="python -m stacks.benchmark", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--stack", required=True,
                         help="the stack to run (its Pulumi.<stack>.yaml has an eks-training:benchmark section)")
@@ -51,6 +51,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--run", default=None,
                         help="the run id, which names the results folder (default run-<UTC time>, a fresh folder "
                              "per run)")
+    return parser
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """The command line."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.timeout is not None and args.timeout <= 0:
         parser.error("--timeout must be > 0 minutes")

@@ -130,9 +130,11 @@ class Outcome:
 
 
 def follow(store: ResultsStore, target: Target, opts: Options, out: TextIO, *,
-           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+           sleep: Optional[Callable[[float], None]] = None, clock: Optional[Callable[[], float]] = None) -> dict[str, Any]:
     """Show the progress until the collector's ``collector.json`` exists (returned); :class:`BenchmarkTimeout`
-    after ``opts.timeout_s``."""
+    after ``opts.timeout_s``. ``sleep`` and ``clock`` default to :func:`time.sleep` and :func:`time.monotonic`."""
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
     start = clock()
     last = ""
     while True:
@@ -184,7 +186,7 @@ def write_summary(store: ResultsStore, plan: Plan, target: Target, done: Mapping
 
 
 def run(opts: Options, plan: Plan, open_stack: Callable[[], StackLike], open_store: Callable[[Target], ResultsStore],
-        out: TextIO, *, sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Outcome:
+        out: TextIO, *, sleep: Optional[Callable[[float], None]] = None, clock: Optional[Callable[[], float]] = None) -> Outcome:
     """up, follow, collect, summary; destroy in ``finally`` (unless kept), whatever happened before."""
     outcome = Outcome()
     keep = opts.keep or bool(plan.config.benchmark and plan.config.benchmark.keep.environment)
