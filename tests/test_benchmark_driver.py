@@ -111,7 +111,9 @@ def run_cli(argv: list[str], calls: list[str], store: Optional[FakeStore] = None
 
 @pytest.fixture(autouse=True)
 def _no_run_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(RUN_ENV, raising=False)
+    """cli.main sets the run id in the environment (for the program it starts): unset again after each test."""
+    monkeypatch.setenv(RUN_ENV, "recorded-so-that-teardown-removes-it")
+    monkeypatch.delenv(RUN_ENV)
 
 
 def _args(tmp_path: Path, *extra: str) -> list[str]:
