@@ -21,6 +21,8 @@ from components.storage import EfsStorage, EfsStorageArgs, FsxLustreStorage, Fsx
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
+    BenchmarkCollector,
+    BenchmarkCollectorArgs,
     CommandJob,
     CommandJobArgs,
     DatasetStaging,
@@ -68,11 +70,14 @@ COMPONENTS = [
     CommandJob,
     TensorBoard,
     TrainingNetworkPolicies,
+    BenchmarkCollector,
 ]
 
 __all__ = [
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
+    "BenchmarkCollector",
+    "BenchmarkCollectorArgs",
     "COMPONENTS",
     "ClusterAutoscaler",
     "ClusterAutoscalerArgs",

@@ -139,6 +139,16 @@ def s3_read_prefix_policy(partition: str, bucket: str, prefix: str) -> str:
     )
 
 
+def s3_write_prefix_policy(partition: str, bucket: str, prefix: str) -> str:
+    """Write, and only write, objects under one S3 prefix (the benchmark collector's results): ``s3:PutObject`` on
+    ``bucket/prefix*``. No read, list or delete: a compromised collector can add results, never see or remove
+    others. Objects are written with single PutObject requests, so no multipart permission is needed
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-with-s3-policy-actions.html)."""
+    return _doc(
+        {"Sid": "WriteResults", "Effect": "Allow", "Action": ["s3:PutObject"], "Resource": s3_object_arn(partition, bucket, f"{prefix}*")}
+    )
+
+
 def s3_tls_only_bucket_policy(bucket_arn: str) -> str:
     """Deny every request to the bucket that does not use TLS."""
     return _doc(

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from components.catalog import DEFAULT_SPOT_DISCOUNT, FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES, SOURCES
-from stacks.plan import NodeGroupPlan, Plan
+from components.scheduling import SYSTEM_ROLE
+from stacks.plan import JobPlan, NodeGroupPlan, Plan
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,17 @@ def node_hour(g: NodeGroupPlan) -> Optional[float]:
         return disk
     price = g.types[0].price_per_hour
     return None if price is None else price * (1 - g.price_discount) + disk
+
+
+def job_hourly(job: JobPlan) -> Optional[float]:
+    """USD per hour of the nodes a job holds while it runs (one per pod, whole nodes, priced as the group is: Spot
+    at its discount, a Capacity Block's instances prepaid): what an experiment of a benchmark costs per hour of its
+    run (the environment's fixed costs, shared by all jobs, are not in it). A job on the system group runs on nodes
+    that exist anyway: 0."""
+    if job.group.name == SYSTEM_ROLE:
+        return 0.0
+    hour = node_hour(job.group)
+    return None if hour is None else round(job.nodes * hour, 4)
 
 
 def cost_lines(plan: Plan) -> list[CostLine]:

@@ -74,4 +74,21 @@ def export_outputs(env: Environment) -> dict[str, Any]:
         outputs["jobs"] = jobs
         if w.tensorboard is not None:
             outputs["tensorboardCommand"] = w.tensorboard.port_forward_command
+        bench = cfg.benchmark
+        if w.collector is not None and bench is not None:
+            # what python -m stacks.benchmark follows: the run's folder in S3 and the jobs of the run
+            outputs["benchmark"] = {
+                "run": bench.run,
+                "resultsUri": w.collector.results_uri,
+                "bucket": w.collector.bucket_name,
+                "prefix": bench.run_prefix,
+                "region": region,
+                "namespace": ns,
+                "collectorJob": w.collector.job_name,
+                "experiments": {
+                    j.name: {"kind": j.kind, "job": jobs[j.name]["name"], "nodes": j.nodes,
+                             "instanceType": j.group.profile.instance.name, "outputDir": j.output_dir}
+                    for j in env.plan.experiments
+                },
+            }
     return outputs

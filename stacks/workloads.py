@@ -28,6 +28,7 @@ from components.scheduling import system_node_selector
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
+    BenchmarkCollector,
     CommandJob,
     DatasetStaging,
     DatasetStagingArgs,
@@ -43,6 +44,7 @@ from components.workloads import (
     TrainingNetworkPolicies,
 )
 from components.workloads.pods import env_name
+from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
@@ -68,6 +70,8 @@ class Workloads:
     health_checks: dict[str, AllReduceHealthCheck] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
     tensorboard: Optional[TensorBoard] = None
+    collector: Optional[BenchmarkCollector] = None
+    """The benchmark's collector (``None`` without a benchmark)."""
 
 
 def _ready(env: Environment, data_dir: str) -> pulumi.Output[str]:
@@ -205,6 +209,9 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         if job.name in deferred:
             continue
         out.jobs[job.name] = _job(env, plan, job, out, toolbox, namespace, pvc)
+
+    if cfg.benchmark is not None:
+        out.collector = build_collector(env, out.jobs, out.image_uris, namespace)
 
     log_dirs = {j.name: j.tensorboard_dir for j in plan.jobs.values() if j.tensorboard_dir}
     if log_dirs:

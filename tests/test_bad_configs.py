@@ -79,6 +79,15 @@ def add_group(name: str, **fields: Any) -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+#: A small experiment for the dev stack's CPU group.
+EXPERIMENT = {"kind": "command", "nodeGroup": "cpu", "command": ["python", "/app/allreduce_bench.py"]}
+
+
+def bench(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Give the dev stack a benchmark section (one experiment unless ``experiments`` is given)."""
+    return setk("benchmark", {"experiments": {"one": EXPERIMENT}, **fields})
+
+
 #: The dev stack's training job on a p4d group pinned to us-east-1a.
 P4D_TRAINING = both(
     group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1a"),
@@ -220,6 +229,24 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("S3 prefix dataset outside the linked path", both(P4D_TRAINING, setk("storage", {"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://my-data/datasets/"}}}), setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://other-data/imagenet/"}})), ["eks-training:datasets.imagenet.source: s3://other-data/imagenet/ is not under eks-training:storage.fsx.dataRepository.s3Path (s3://my-data/datasets/)"]),
     ("imported dataset with a path", both(P4D_TRAINING, setk("storage", {"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://my-data/datasets/"}}}), setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/", "path": "imagenet"}})), ["eks-training:datasets.imagenet.path: an imported dataset appears where the data repository puts it (datasets/imagenet); remove path"]),
     ("S3 prefix dataset with an md5", setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/", "md5": "c58f30108f718f92721af3b95e74349a"}}), ["eks-training:datasets.imagenet.md5: verifies one downloaded object; an S3 prefix is imported object by object"]),
+    # benchmark
+    ("benchmark without experiments", bench(experiments={}), ["eks-training:benchmark.experiments", "at least 1"]),
+    ("experiment from an unknown experiment", bench(experiments={"b": {"from": "nope", "nodes": 1}}), ["eks-training:benchmark.experiments.b.from: 'nope' is not an experiment; name one of (no other experiment)"]),
+    ("experiments based on each other", bench(experiments={"a": {"from": "b"}, "b": {"from": "a"}}), ["eks-training:benchmark.experiments.a.from: the experiments are based on each other in a cycle (a -> b -> a); write one of them out in full"]),
+    ("experiment after another experiment", bench(experiments={"a": EXPERIMENT, "b": {"from": "a", "after": ["a"]}}), ["eks-training:benchmark.experiments.b.after[0]: 'a' is another experiment; experiments run side by side and never wait for each other"]),
+    ("experiment with an output folder", bench(experiments={"a": {**EXPERIMENT, "outputDir": "runs/x"}}), ["eks-training:benchmark.experiments.a.outputDir: each run gives every experiment a fresh folder, benchmarks/<run>/<experiment>; remove it"]),
+    ("experiment waited for by pulumi up", bench(experiments={"a": {**EXPERIMENT, "waitForCompletion": True}}), ["eks-training:benchmark.experiments.a.waitForCompletion: the driver (python -m stacks.benchmark) follows the experiments"]),
+    ("experiment named like a job", bench(experiments={"train": EXPERIMENT}), ["eks-training:benchmark.experiments.train: eks-training:jobs.train has the same name, and an experiment runs as a job of its name; rename one of them"]),
+    ("experiment with a job's error", bench(experiments={"a": {"kind": "pytorch", "command": ["python"]}}), ["eks-training:benchmark.experiments.a.script: a pytorch job runs a script under torchrun", "eks-training:benchmark.experiments.a.command: a pytorch job's command is torchrun"]),
+    ("inherited error reported once, at its base", bench(experiments={"a": {"kind": "mpi", "command": ["x"], "minNodes": 1}, "b": {"from": "a", "nodes": 2}}), ["eks-training:benchmark.experiments.a.minNodes: mpi jobs cannot change size while running"]),
+    ("experiment larger than its group", bench(experiments={"a": {**EXPERIMENT, "nodes": 9}}), ["eks-training:benchmark.experiments.a.nodes: 9 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; raise maxSize or lower nodes"]),
+    ("experiment with an unknown image", bench(experiments={"a": {**EXPERIMENT, "image": "nccl"}}), ["eks-training:benchmark.experiments.a.image: 'nccl' is not an image; use one of training"]),
+    ("experiment name too long", bench(experiments={"e" * 41: EXPERIMENT}), ["eks-training:benchmark.experiments." + "e" * 41 + ": the name must be 1-40 lowercase letters"]),
+    ("experiment named like the collector", bench(experiments={"benchmark-collector": EXPERIMENT}), ["eks-training:benchmark.experiments.benchmark-collector: benchmark-collector is the collector's name; rename the experiment"]),
+    ("results not an S3 prefix", bench(results={"s3Path": "s3://My_Bucket/x"}), ["eks-training:benchmark.results.s3Path: 's3://My_Bucket/x' is not s3://bucket/prefix/"]),
+    ("results with both bucket forms", bench(results={"s3Path": "s3://results-bucket/runs/", "prefix": "x/"}), ["eks-training:benchmark.results.prefix: only for the bucket the stack creates; with eks-training:benchmark.results.s3Path the prefix is part of the path, remove prefix"]),
+    ("kept outputs outside the folder", bench(keep={"outputs": ["../secrets/*"]}), ["eks-training:benchmark.keep.outputs[0]: '../secrets/*' must be a glob relative to the output folder"]),
+    ("unknown benchmark key", bench(experiment={}), ["eks-training:benchmark.experiment: unknown key"]),
 ]
 
 
@@ -248,6 +275,16 @@ def test_many_problems_are_reported_together() -> None:
 
 def test_table_is_large_enough() -> None:
     assert len(CASES) >= 20
+
+
+def test_a_bad_run_id_in_the_environment_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EKS_TRAINING_BENCHMARK_RUN", "Run 1")
+    cfg = base()
+    bench()(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError)
+    assert "eks-training:benchmark: environment variable EKS_TRAINING_BENCHMARK_RUN='Run 1' is not a run id" in str(p.error)
+    assert p.registrations == []
 
 
 def test_the_unmodified_config_passes() -> None:

@@ -61,11 +61,14 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
         TaintConfig,
     )
 
+    from stacks.config.benchmark import BenchmarkConfig, KeepConfig, ResultsConfig
+
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     nested = {
         "nodeGroups": [NodeGroupConfig, TaintConfig],
         "instanceFacts": [InstanceFactsConfig],
         "storage": [StorageConfig, FsxConfig, DataRepositoryConfig],
+        "benchmark": [BenchmarkConfig, ResultsConfig, KeepConfig],
     }
     checked = 0
     for key, model in SECTIONS.items():

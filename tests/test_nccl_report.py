@@ -135,3 +135,29 @@ def test_rank_layout_from_torchrun_mpirun_or_nothing() -> None:
     with pytest.raises(ValueError, match="without MASTER_ADDR and MASTER_PORT"):
         bench.process_layout({k: v for k, v in ompi.items() if not k.startswith("MASTER")})
     assert bench.process_layout({}) == bench.ProcessLayout("single", 0, 1, 0, 1, 1)
+
+
+def test_metrics_json_has_the_projects_fields(tmp_path: Path) -> None:
+    """``--metrics-json`` writes the fields of training/metrics.py (the same schema and field list) with the bus
+    bandwidth at the largest size, as the benchmark's collector and summary read them."""
+    import metrics as shared
+
+    printer = tmp_path / "printer.py"
+    printer.write_text(f"import sys\nsys.stdout.write({''.join(table())!r})\n")
+    path = tmp_path / "out" / "metrics.json"
+    assert report.main(["--metrics-json", str(path), "--", sys.executable, str(printer)]) == 0
+    written = json.loads(path.read_text())
+    assert report.METRICS_SCHEMA == shared.SCHEMA and report.METRICS_FIELDS == shared.FIELDS
+    assert set(shared.FIELDS) <= set(written) and written["schema"] == shared.SCHEMA
+    assert written["program"] == "nccl_report.py" and written["busbw_gbps"] == 8.19 and written["avg_busbw_gbps"] == 2.71
+    assert written["throughput"] is None and written["wall_time_s"] >= 0
+
+
+def test_allreduce_bench_writes_its_bus_bandwidth_as_metrics(tmp_path: Path) -> None:
+    summary = {"busbw_at_max_size_gbps": 12.5, "world_size": 16, "max_size_bytes": 1 << 30, "avg_busbw_gbps": 9.0,
+               "backend": "nccl", "passed": True}
+    path = bench.write_bandwidth_metrics(tmp_path / "m.json", summary, 3.21)
+    written = json.loads(path.read_text())
+    assert written["busbw_gbps"] == 12.5 and written["world_size"] == 16 and written["wall_time_s"] == 3.21
+    assert written["program"] == "allreduce_bench.py" and written["throughput"] is None
+    assert bench.parse_args(["--metrics-json", str(tmp_path / "m.json")]).metrics_json == tmp_path / "m.json"

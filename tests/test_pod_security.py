@@ -4,12 +4,16 @@ read-only. Third-party software the program installs as a whole (the Helm releas
 cluster-autoscaler; the MPI Operator's release manifest) is configured by its vendor's chart or manifest and
 not checked here."""
 
+import functools
 import re
 from typing import Any, Iterator
 
 import pytest
 
 from components.workloads.pods import IMAGE_PULL_POLICY
+from stacks.config import load_config
+from stacks.plan import Plan, build_plan
+from stacks.stackfile import use_stack_config
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 from tests.netpol import pod_templates
 
@@ -25,7 +29,7 @@ TEMPLATE_TYPES = (
     "kubernetes:kubeflow.org/v2beta1:MPIJob",
 )
 #: Containers of the project's own helpers: read-only whatever the job says.
-HELPERS = ("wait-for-jobs", "fetch-code", "etcd", "stage", "tensorboard", "chown")
+HELPERS = ("wait-for-jobs", "fetch-code", "etcd", "stage", "tensorboard", "chown", "collect")
 #: The one container that runs as root, and why: a new FSx for Lustre file system belongs to root, and only root
 #: with CHOWN and FOWNER (no other capability, read-only root, no escalation) can hand its directories to the
 #: training user. (object name suffix, container) -> the capabilities it adds.
@@ -73,13 +77,18 @@ def test_every_image_is_pinned_by_digest_or_built_by_the_stack(program_for, stac
     assert seen
 
 
+@functools.cache
+def _plan(stack: str) -> Plan:
+    use_stack_config(stack_config(stack))
+    return build_plan(load_config(PROJECT, stack))
+
+
 def _expected_read_only(stack: str, r: Registration, c: dict[str, Any]) -> bool:
-    if c["name"] in HELPERS or "-allreduce-" in r.name:
+    if c["name"] in HELPERS or r.name.endswith("-allreduce-job"):  # a job's all-reduce health check
         return True
-    jobs = stack_config(stack).get(f"{PROJECT}:jobs") or {}
+    jobs = _plan(stack).jobs  # the stack's jobs and its benchmark's experiments
     name = next(n for n in jobs if r.name.endswith((f"-{n}-job", f"-{n}-mpijob")))
-    job = jobs[name]
-    return bool(job.get("readOnlyRootFilesystem", job["kind"] != "mpi"))
+    return jobs[name].read_only_root_filesystem
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -144,6 +144,12 @@ def assert_final_model(output_dir: Path, data_dir: Path) -> dict[str, Any]:
     assert logits.shape == (16, 10)
     assert (output_dir / "DONE").is_file()
     summary: dict[str, Any] = json.loads((output_dir / "training_summary.json").read_text())
+    # the benchmark's metrics file: the last epoch's loss and accuracy, images/s over every epoch
+    metrics = json.loads((output_dir / "metrics.json").read_text())
+    final = summary["final"]
+    assert metrics["program"] == "train.py" and metrics["throughput_unit"] == "images/s" and metrics["throughput"] > 0
+    assert (metrics["final_loss"], metrics["final_accuracy"]) == (final["train_loss"], final["test_accuracy"])
+    assert metrics["epochs"] == len(summary["history"])
     return summary
 
 

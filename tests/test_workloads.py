@@ -1,6 +1,7 @@
 """The workloads as registered by the real program: every stack's jobs, and each job kind in detail."""
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -13,12 +14,29 @@ from components.catalog import DEFAULT_KUBERNETES_VERSION, IMAGES, INSTANCE_TYPE
 from components.scheduling import NODE_ROLE_LABEL
 from components.workloads.mpi import LAUNCHER_CREATION_POLICIES, mpi_worker_hosts
 from components.workloads.tensorboard import tensorboard_command
+from stacks.config.benchmark import merged_experiments
 from tests.harness import PROJECT, REPO, Program, Registration, contains_unknown, resolve, run_program, stack_config, stack_names
 from tests.kube import container_env, process_argv
 
 pytestmark = pytest.mark.mock
 
-JOB_STACKS = [s for s in stack_names() if stack_config(s).get(f"{PROJECT}:jobs")]
+def _all_jobs(stack: str) -> dict[str, Any]:
+    """The stack's jobs as written, and its benchmark's experiments (each a job, ``from`` applied)."""
+    cfg = stack_config(stack)
+    jobs = dict(cfg.get(f"{PROJECT}:jobs") or {})
+    bench = cfg.get(f"{PROJECT}:benchmark")
+    if bench:
+        merged, problems = merged_experiments(bench["experiments"])
+        assert not problems, problems
+        jobs.update(merged)
+    return jobs
+
+
+JOB_STACKS = [s for s in stack_names() if _all_jobs(s)]
+
+
+def _experiments(stack: str) -> set[str]:
+    return set((stack_config(stack).get(f"{PROJECT}:benchmark") or {}).get("experiments") or {})
 MODES = [False, True]
 JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
@@ -34,7 +52,7 @@ def test_every_shipped_stack_runs_jobs() -> None:
 
 
 def _jobs_cfg(stack: str) -> dict[str, Any]:
-    return dict(stack_config(stack)[f"{PROJECT}:jobs"])
+    return _all_jobs(stack)
 
 
 def _job(p: Program, suffix: str) -> Registration:
@@ -152,7 +170,10 @@ class TestJobs:
             assert f"--nproc-per-node={max(1, facts.gpus)}" in cmd
             assert cfg["script"] in cmd
             assert cmd[cmd.index("--output-dir") + 1] == env["OUTPUT_DIR"] == launcher[launcher.index("--output-dir") + 1]
-            assert env["OUTPUT_DIR"].startswith(f"/data/runs/{name}-")
+            if name in _experiments(stack):  # a fresh folder per benchmark run
+                assert re.fullmatch(rf"/data/benchmarks/run-[0-9a-f]{{10}}/{name}", env["OUTPUT_DIR"]), env["OUTPUT_DIR"]
+            else:
+                assert env["OUTPUT_DIR"].startswith(f"/data/runs/{name}-")
 
     def test_etcd_rendezvous(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)

@@ -25,8 +25,8 @@ def _env_name(job: str) -> str:
 
 
 def long_names(config: dict[str, Any]) -> dict[str, Any]:
-    """Every user-given name at its longest: the cluster, node groups, jobs, images, datasets (references
-    renamed with them)."""
+    """Every user-given name at its longest: the cluster, node groups, jobs, benchmark experiments, images,
+    datasets (references renamed with them)."""
     cfg = copy.deepcopy(config)
     cfg[P + "clusterName"] = _longest("ml-platform", CLUSTER_NAME_MAX, "c")
     groups = {g: _longest(g, ENTRY_NAME_MAX["nodeGroups"], "g") for g in cfg.get(P + "nodeGroups") or {}}
@@ -40,28 +40,36 @@ def long_names(config: dict[str, Any]) -> dict[str, Any]:
     if images:
         cfg[P + "images"] = {images[i]: v for i, v in cfg[P + "images"].items()}
 
+    bench = cfg.get(P + "benchmark")
+    experiments = {e: _longest(e, ENTRY_NAME_MAX["jobs"], "e") for e in (bench or {}).get("experiments") or {}}
+    every = {**jobs, **experiments}
+
     def rename_refs(text: str) -> str:
-        for old, new in jobs.items():
+        for old, new in every.items():
             text = text.replace(f"$({_env_name(old)}_OUTPUT_DIR)", f"$({_env_name(new)}_OUTPUT_DIR)")
         return text
 
+    def renamed_job(v: dict[str, Any]) -> dict[str, Any]:
+        v = dict(v)
+        if v.get("nodeGroup") in groups:
+            v["nodeGroup"] = groups[v["nodeGroup"]]
+        if v.get("dataset") in datasets:
+            v["dataset"] = datasets[v["dataset"]]
+        if v.get("image") in images:
+            v["image"] = images[v["image"]]
+        if v.get("from") in experiments:
+            v["from"] = experiments[v["from"]]
+        if "after" in v:
+            v["after"] = [every[a] for a in v["after"]]
+        for k in ("args", "command", "launcherCommand"):
+            if k in v:
+                v[k] = [rename_refs(a) if isinstance(a, str) else a for a in v[k]]
+        return v
+
     if jobs:
-        renamed = {}
-        for j, v in cfg[P + "jobs"].items():
-            v = dict(v)
-            if v.get("nodeGroup") in groups:
-                v["nodeGroup"] = groups[v["nodeGroup"]]
-            if v.get("dataset") in datasets:
-                v["dataset"] = datasets[v["dataset"]]
-            if v.get("image") in images:
-                v["image"] = images[v["image"]]
-            if "after" in v:
-                v["after"] = [jobs[a] for a in v["after"]]
-            for k in ("args", "command"):
-                if k in v:
-                    v[k] = [rename_refs(a) if isinstance(a, str) else a for a in v[k]]
-            renamed[jobs[j]] = v
-        cfg[P + "jobs"] = renamed
+        cfg[P + "jobs"] = {jobs[j]: renamed_job(v) for j, v in cfg[P + "jobs"].items()}
+    if experiments:
+        cfg[P + "benchmark"] = {**bench, "experiments": {experiments[e]: renamed_job(v) for e, v in bench["experiments"].items()}}
     return cfg
 
 

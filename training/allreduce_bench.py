@@ -338,6 +338,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="fail (exit 5) unless exactly this many processes joined")
     parser.add_argument("--output-json", type=Path, default=None,
                         help="also write the summary here (atomically, rank 0)")
+    parser.add_argument("--metrics-json", type=Path, default=None,
+                        help="also write the bus bandwidth as the project's metrics.json (metrics.py: "
+                             "busbw_gbps at the largest size, wall time, world size), rank 0")
     parser.add_argument("--timeout-seconds", type=_positive_float, default=600.0,
                         help="process-group timeout for init and every collective (default 600)")
     parser.add_argument("--nccl-tests-table", action="store_true",
@@ -545,6 +548,18 @@ def build_summary(ctx: BenchContext, args: argparse.Namespace, results: list[Siz
     }
 
 
+def write_bandwidth_metrics(path: Path, summary: dict[str, Any], wall_time_s: float) -> Path:
+    """The summary as the project's ``metrics.json`` (``metrics.py``): the bus bandwidth at the largest size."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import metrics  # noqa: PLC0415  (beside this script, in the image's /app)
+
+    return metrics.write_metrics(
+        path, "allreduce_bench.py", wall_time_s=round(wall_time_s, 3), busbw_gbps=summary["busbw_at_max_size_gbps"],
+        world_size=summary["world_size"], max_size_bytes=summary["max_size_bytes"],
+        avg_busbw_gbps=summary["avg_busbw_gbps"], backend=summary["backend"], passed=summary["passed"],
+    )
+
+
 def _nccl_version() -> str | None:
     """NCCL version bundled with torch, as ``major.minor.patch`` (None when unknown)."""
     try:
@@ -580,6 +595,7 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
                         print(f"allreduce_bench: cannot write --output-json: {exc}", file=sys.stderr, flush=True)
             dist.barrier()
             return EXIT_NO_EFA
+    started = time.time()
     results = measure(ctx, args)
     hosts = gather_hosts(ctx)
     summary = build_summary(ctx, args, results, hosts)
@@ -596,6 +612,13 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
                 write_json_atomic(args.output_json, summary)
             except OSError as exc:  # still reach the barrier below, so no other rank hangs
                 print(f"allreduce_bench: cannot write --output-json {args.output_json}: {exc}",
+                      file=sys.stderr, flush=True)
+                exit_code = EXIT_REPORT_ERROR
+        if args.metrics_json is not None:
+            try:
+                write_bandwidth_metrics(args.metrics_json, summary, time.time() - started)
+            except OSError as exc:
+                print(f"allreduce_bench: cannot write --metrics-json {args.metrics_json}: {exc}",
                       file=sys.stderr, flush=True)
                 exit_code = EXIT_REPORT_ERROR
     # Keep every rank alive until rank 0 has written its report, so that torchrun does not

@@ -50,9 +50,9 @@ usage error.
 
 Outputs in ``--output-dir``: ``checkpoint-step<N>.pt`` (the newest
 ``--keep-checkpoints``), ``model.pt`` (state_dict + model config),
-``training_summary.json``, the ``DONE`` marker (or ``FAILED``) and ``lease/``.
-Progress goes to stdout as one JSON object per line (rank 0 only, except a
-rank's own ``stop_requested``).
+``training_summary.json``, ``metrics.json`` (:mod:`metrics`: training time, images/s, the final training
+loss and test accuracy), the ``DONE`` marker (or ``FAILED``) and ``lease/``. Progress goes to stdout as one JSON
+object per line (rank 0 only, except a rank's own ``stop_requested``).
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cifar  # noqa: E402  (needs the sys.path entry above)
 import cifar_io  # noqa: E402
+import metrics  # noqa: E402
 import run_lease  # noqa: E402
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-step(\d+)\.pt$")
@@ -960,6 +961,24 @@ def give_up_run(args: argparse.Namespace, ctx: DistContext, lease: run_lease.Run
     return EXIT_OK
 
 
+def training_metrics(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's metrics over every epoch (restarts included): time spent training and evaluating, images/s over
+    the training steps, the last epoch's training loss and test accuracy."""
+    final = history[-1] if history else {}
+    images = sum(int(h["images"]) for h in history)
+    train_time = sum(float(h["train_time_s"]) for h in history)
+    return {
+        "wall_time_s": round(sum(float(h["epoch_time_s"]) for h in history), 3),
+        "throughput": round(images / train_time, 1) if train_time > 0 else None,
+        "throughput_unit": "images/s",
+        "final_loss": final.get("train_loss"),
+        "final_accuracy": final.get("test_accuracy"),
+        "final_test_loss": final.get("test_loss"),
+        "world_size": final.get("world_size"),
+        "epochs": len(history),
+    }
+
+
 def write_final_artifacts(args: argparse.Namespace, ctx: DistContext, model: nn.Module,
                           model_config: cifar.ModelConfig, class_names: list[str],
                           history: list[dict[str, Any]], run_start: float) -> None:
@@ -987,6 +1006,7 @@ def write_final_artifacts(args: argparse.Namespace, ctx: DistContext, model: nn.
         "finished_at": dt.datetime.now(dt.UTC).isoformat(),
     }
     cifar_io.atomic_write_json(output_dir / "training_summary.json", summary)
+    metrics.write_metrics(output_dir, "train.py", **training_metrics(history))
     cifar_io.atomic_write_json(output_dir / "DONE", {"finished_at": summary["finished_at"],
                                                   "model": str(model_path)})
     log_event(ctx, "done", model=str(model_path), test_accuracy=final.get("test_accuracy"),

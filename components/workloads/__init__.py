@@ -7,6 +7,7 @@ All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and s
 fields of a :class:`~components.workloads.pods.JobSpec`.
 """
 
+from components.workloads.collector import BenchmarkCollector, BenchmarkCollectorArgs, CollectedExperiment
 from components.workloads.command import CommandJob, CommandJobArgs
 from components.workloads.etcd import EtcdRendezvous, EtcdRendezvousArgs
 from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
@@ -21,6 +22,9 @@ from components.workloads.training import PyTorchJob, PyTorchJobArgs
 __all__ = [
     "AllReduceHealthCheck",
     "AllReduceHealthCheckArgs",
+    "BenchmarkCollector",
+    "BenchmarkCollectorArgs",
+    "CollectedExperiment",
     "CommandJob",
     "CommandJobArgs",
     "DatasetStaging",

@@ -8,7 +8,8 @@ Each rank trains a Keras application model (weights initialised randomly) on one
 so the measurement is compute and gradient exchange only (no input pipeline), as the Horovod and
 TensorFlow benchmark utilities measure it. After ``--warmup-steps`` it times ``--steps`` steps; rank 0
 prints one JSON line and writes ``<OUTPUT_DIR>/benchmark.json``: images/s in total and per GPU, step time,
-ranks, the final loss.
+ranks, the final loss; and ``<OUTPUT_DIR>/metrics.json``, the same as the project's metrics files
+(training/metrics.py: wall time, throughput in images/s, final loss, ranks).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--output-dir", type=Path, default=os.environ.get("OUTPUT_DIR"))
     args = parser.parse_args(argv)
+    started = time.time()
 
     import horovod.tensorflow.keras as hvd
     import numpy as np
@@ -72,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.output_dir is not None:
             args.output_dir.mkdir(parents=True, exist_ok=True)
             (args.output_dir / "benchmark.json").write_text(json.dumps(result, indent=1))
+            fields = dict.fromkeys(("final_accuracy", "busbw_gbps"))
+            fields.update(program="horovod_benchmark.py", wall_time_s=round(time.time() - started, 3),
+                          throughput=result["images_per_sec"], throughput_unit="images/s", final_loss=result["loss"],
+                          world_size=hvd.size(), model=args.model)
+            (args.output_dir / "metrics.json").write_text(json.dumps({"schema": "eks-training.metrics/1", **fields}, indent=1))
     return 0
 
 

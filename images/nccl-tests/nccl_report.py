@@ -4,12 +4,13 @@ all-reduce health check does.
 Usage (the MPIJob launcher's command)::
 
     python3 /opt/nccl-report/nccl_report.py --output-json $(OUTPUT_DIR)/nccl-tests.json \\
-        [--min-busbw-gbps 350] -- mpirun ... /opt/nccl-tests/build/all_reduce_perf -b 8 -e 2G -f 2 -g 1
+        [--metrics-json $(OUTPUT_DIR)/metrics.json] [--min-busbw-gbps 350] -- mpirun ... /opt/nccl-tests/build/all_reduce_perf -b 8 -e 2G -f 2 -g 1
 
 The command's output is passed through unchanged; its result table is parsed (columns found by name in
 the header, ``mpirun --tag-output`` prefixes removed, numbers in plain or exponent notation) into one row
 per message size with the out-of-place and in-place time, algorithm and bus bandwidth (GB/s, 1e9 bytes/s),
-plus nccl-tests' own "Avg bus bandwidth". Exit codes: the command's own when it fails; 3 when the bus
+plus nccl-tests' own "Avg bus bandwidth". ``--metrics-json`` also writes the project's metrics file (the fields
+of training/metrics.py: the bus bandwidth at the largest size, the benchmark's wall time). Exit codes: the command's own when it fails; 3 when the bus
 bandwidth at the largest size is below ``--min-busbw-gbps``; 4 when nccl-tests reports wrong results;
 5 when no result row could be read; 2 usage error; else 0.
 """
@@ -23,6 +24,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -114,6 +116,22 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+#: The fields of the project's metrics files (training/metrics.py; this image has no copy of that module).
+METRICS_SCHEMA = "eks-training.metrics/1"
+METRICS_FIELDS = ("program", "wall_time_s", "throughput", "throughput_unit", "final_loss", "final_accuracy", "busbw_gbps",
+                  "world_size")
+
+
+def metrics(report: dict[str, Any], wall_time_s: float) -> dict[str, Any]:
+    """The report as the project's ``metrics.json``: ``busbw_gbps`` at the largest message size."""
+    record: dict[str, Any] = {"schema": METRICS_SCHEMA, **{k: None for k in METRICS_FIELDS}}
+    record.update(
+        program="nccl_report.py", wall_time_s=round(wall_time_s, 3), busbw_gbps=report["busbw_gbps_at_max_size"],
+        avg_busbw_gbps=report["avg_busbw_gbps"], max_size_bytes=report["max_size_bytes"], exit_code=report["exit_code"],
+    )
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" not in argv:
@@ -122,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     cut = argv.index("--")
     parser = argparse.ArgumentParser(prog="nccl_report.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-json", type=Path, default=None)
+    parser.add_argument("--metrics-json", type=Path, default=None)
     parser.add_argument("--min-busbw-gbps", type=float, default=None)
     try:
         args = parser.parse_args(argv[:cut])
@@ -131,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         print("nccl_report.py: error: no command after --", file=sys.stderr)
         return EXIT_USAGE
+    started = time.monotonic()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines = []
     assert proc.stdout is not None
@@ -143,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({k: v for k, v in report.items() if k != "results"}), flush=True)
     if args.output_json is not None:
         write_json_atomic(args.output_json, report)
+    if args.metrics_json is not None:
+        write_json_atomic(args.metrics_json, metrics(report, time.monotonic() - started))
     return int(report["exit_code"])
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
 from stacks.config.base import ENTRY_NAME_MAX
+from stacks.config.benchmark import BenchmarkConfig, BenchmarkSettings, benchmark_settings, experiment_path, run_id, validate_experiments
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
 from stacks.config.instance_facts import InstanceFactsConfig
@@ -46,6 +47,7 @@ SECTIONS: Mapping[str, Any] = {
     "jobs": dict,
     "preflight": PreflightConfig,
     "autoscaler": AutoscalerConfig,
+    "benchmark": BenchmarkConfig,
 }
 
 #: Map sections: their entries' model.
@@ -85,6 +87,8 @@ class StackConfig:
     autoscaler: AutoscalerConfig
     aws: AwsSettings
     """The stack's AWS provider settings the image builds run with (``aws:profile``, ``aws:assumeRoles``, ...)."""
+    benchmark: Optional[BenchmarkSettings] = None
+    """The benchmark (``None`` without the section); its experiments are jobs of :attr:`jobs`."""
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -186,6 +190,23 @@ def load_config(project: str, stack: str) -> StackConfig:
     images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **entries("images")}
     datasets: dict[str, DatasetConfig] = entries("datasets")
     jobs: dict[str, JobConfig] = entries("jobs")
+    job_names = list(parsed.get("jobs") or {})
+    job_paths: dict[str, str] = {}
+    bench: Optional[BenchmarkConfig] = parsed.get("benchmark")
+    run = ""
+    if bench is not None:
+        raw_experiments = bench.experiments
+        run, run_problem = run_id(raw_experiments)
+        if run_problem:
+            p.problems.append(f"{key('benchmark')}: {run_problem}")
+        experiments, found, failed_experiments = validate_experiments(raw_experiments, job_names, run)
+        p.problems.extend(found)
+        p.failed |= failed_experiments
+        for name in raw_experiments:
+            if name not in job_names:
+                job_names.append(name)
+                job_paths[name] = experiment_path(name)
+        jobs.update({n: j for n, j in experiments.items() if n not in jobs})
 
     tags = parsed.get("tags") or {}
     for tk, tv in tags.items():
@@ -209,7 +230,8 @@ def load_config(project: str, stack: str) -> StackConfig:
         images=images,
         datasets=datasets,
         jobs=jobs,
-        job_names=list(parsed.get("jobs") or {}),
+        job_names=job_names,
+        job_paths=job_paths,
         entry_names={section: list(parsed.get(section) or {}) for section in ENTRY_NAME_MAX},
         storage=parsed.get("storage") or StorageConfig(),
         failed=p.failed,
@@ -247,4 +269,5 @@ def load_config(project: str, stack: str) -> StackConfig:
         preflight=parsed.get("preflight") or PreflightConfig(),
         autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
         aws=aws,
+        benchmark=None if bench is None else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
     )

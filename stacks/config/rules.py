@@ -63,7 +63,9 @@ class Sections:
     jobs: dict[str, JobConfig]
     """Jobs that passed their own validation."""
     job_names: list[str]
-    """Every job the stack names (valid or not)."""
+    """Every job the stack names (valid or not), the benchmark's experiments included."""
+    job_paths: dict[str, str] = field(default_factory=dict)
+    """Config paths of jobs that are not under ``jobs`` (the benchmark's experiments); default ``jobs.<name>``."""
     entry_names: dict[str, list[str]] = field(default_factory=dict)
     """Every entry name of each map section (``nodeGroups``, ``jobs``, ``images``, ``datasets``) as written."""
     storage: StorageConfig = field(default_factory=StorageConfig)
@@ -258,6 +260,11 @@ def check_images(s: Sections, problems: list[str]) -> None:
             )
 
 
+def job_path(s: Sections, name: str) -> str:
+    """The config path of a job: ``jobs.<name>``, or ``benchmark.experiments.<name>`` for an experiment."""
+    return s.job_paths.get(name, f"jobs.{name}")
+
+
 def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
     """A cycle of ``after`` references (as a path ``a -> b -> a``), or ``None``."""
     state: dict[str, int] = {}
@@ -295,7 +302,7 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
         problems.append(f"{key('jobs')}: define at least one job, or remove the key")
     out: dict[str, JobConfig] = {}
     for name, job in s.jobs.items():
-        path = f"jobs.{name}"
+        path = job_path(s, name)
         group_name = job.node_group
         if group_name is None and len(s.group_names) == 1:
             group_name = s.group_names[0]
@@ -360,7 +367,7 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                                 f"{', '.join(sorted(n for n in s.job_names if n != name))}")
     cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
-        problems.append(f"{key(f'jobs.{cycle[0]}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
+        problems.append(f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
                         "remove one of these after entries")
     return out
 
@@ -589,7 +596,7 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
         )
     if (
         any(f"nodeGroups.{n}" in s.failed for n in s.group_names)
-        or any(f"jobs.{n}" in s.failed for n in s.job_names)
+        or any(job_path(s, n) in s.failed for n in s.job_names)
         or {"nodeGroups", "jobs", "existingVpc", "network"} & s.failed
     ):
         return  # the zones of groups, the groups of jobs or the VPC's kind are unknown: reported where they failed

@@ -302,6 +302,12 @@ class Plan:
         names = [TOOLBOX_IMAGE, *(j.image.name for j in self.jobs.values())]
         return [self.images[n] for n in dict.fromkeys(names)]
 
+    @property
+    def experiments(self) -> list[JobPlan]:
+        """The benchmark's experiments (jobs of :attr:`jobs`), in config order; empty without a benchmark."""
+        bench = self.config.benchmark
+        return [self.jobs[n] for n in bench.experiments] if bench is not None else []
+
     def group(self, name: str) -> NodeGroupPlan:
         """A worker group, or the system group (``system``)."""
         return self.system if name == SYSTEM_ROLE else self.groups[name]

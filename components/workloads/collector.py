@@ -1,0 +1,318 @@
+"""``BenchmarkCollector``: a Job that waits for a benchmark's experiments and copies each finished one's
+configuration, manifests, logs, metrics and kept outputs to S3, so the results survive whatever happens to the
+machine that started the run.
+
+The collector (``/app/collect_results.py`` of the toolbox image) runs on the system nodes with
+
+* its own Pod Identity role that may only **write** objects under the run's prefix (``s3:PutObject`` on
+  ``arn:<partition>:s3:::<bucket>/<prefix><run>/*``: no read, list or delete);
+* a Role that may ``get`` exactly the experiments' Jobs and MPIJobs (by name), ``list`` the namespace's pods and
+  ``get`` their logs. Kubernetes RBAC cannot narrow those two further: a Job's pods are named
+  ``<job>-<index>-<random>`` (an MPIJob's launcher ``<job>-launcher-<random>``), unknown when the Role is written,
+  and a ``list`` can only be limited by name together with a ``metadata.name`` field selector
+  (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources). The namespace is the
+  training namespace of the stack, which holds the stack's own workloads only; the Role grants no write and no
+  Secret;
+* the shared volume mounted read-only (the experiments' output folders, where their ``metrics.json`` is);
+* a ConfigMap with what to collect: the run, the bucket and prefix, each experiment's configuration (its job
+  definition and what the plan made of it), the cluster's and the storage's configuration.
+
+Why logs come from the Kubernetes API and not from files the experiments write: the experiments' commands stay
+exactly what their job kind runs (no shell wrapper, which would need a shell in every image, break the launcher's
+signal handling and hide exit codes), and the collector gets every pod's log, init containers and MPI launchers
+included, from any image. A Job keeps its finished pods (no TTL is set), so their logs stay readable until the
+environment is destroyed; the collector reads them as soon as an experiment has finished.
+
+Created after every experiment (their names resolve once they exist); ``pulumi up`` does not wait for it.
+"""
+
+import json
+from typing import Any, Mapping, Optional, Sequence, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
+
+from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, SHARED_MOUNT
+from components.iam import s3_tls_only_bucket_policy, s3_write_prefix_policy
+from components.partition import current_partition
+from components.pod_identity import pod_identity_role
+from components.workloads.pods import (
+    SERVICE_ACCOUNT_MOUNT,
+    TMP_MOUNT,
+    TMP_VOLUME,
+    api_access_volume,
+    container_security,
+    pod_security,
+    shared_volume,
+)
+
+#: The collector script of the toolbox image.
+COLLECT_SCRIPT = "/app/collect_results.py"
+#: Where the collector's ConfigMap is mounted, and its one key.
+CONFIG_DIR = "/etc/benchmark"
+CONFIG_KEY = "benchmark.json"
+#: The resources ``wait_for_jobs.py`` and the collector address experiments by.
+RESOURCES = {"jobs": ("batch", "jobs"), "mpijobs": ("kubeflow.org", "mpijobs")}
+
+
+class CollectedExperiment(TypedDict):
+    """One experiment the collector waits for."""
+
+    resource: str
+    """``jobs`` (a batch/v1 Job) or ``mpijobs`` (a kubeflow.org/v2beta1 MPIJob)."""
+    job_name: pulumi.Input[str]
+    """Its name; an Output of the experiment's component, so the collector is created after it."""
+    output_dir: str
+    """Its output folder inside the pods (``/data/benchmarks/<run>/<experiment>``)."""
+    config: pulumi.Input[str]
+    """Its configuration, a JSON object (copied to ``experiments/<experiment>/config/experiment.json``)."""
+
+
+class BenchmarkCollectorArgs(TypedDict):
+    """Inputs of :class:`BenchmarkCollector`."""
+
+    name: str
+    """Kubernetes name of the Job, its service account, Role and ConfigMap."""
+    namespace: pulumi.Input[str]
+    """The experiments' namespace (holds the shared claim)."""
+    pvc_name: pulumi.Input[str]
+    """The shared ReadWriteMany claim (mounted read-only at ``/data``)."""
+    image: pulumi.Input[str]
+    """The toolbox image (contains ``/app/collect_results.py``)."""
+    node_selector: Mapping[str, str]
+    """Where the collector runs (the system nodes)."""
+    cluster_name: pulumi.Input[str]
+    """EKS cluster name (Pod Identity)."""
+    region: pulumi.Input[str]
+    """The bucket's region (the stack's)."""
+    run: str
+    """The run id: the run's folder ``<prefix><run>/``."""
+    prefix: str
+    """The results prefix in the bucket (``benchmarks/``; ends in ``/``)."""
+    experiments: Mapping[str, CollectedExperiment]
+    """What to collect, by experiment name."""
+    cluster_config: pulumi.Input[str]
+    """The cluster's configuration, a JSON object (``cluster.json``)."""
+    storage_config: pulumi.Input[str]
+    """The shared storage's configuration, a JSON object (``storage.json``)."""
+    bucket_name: NotRequired[str]
+    """An existing bucket; omit to create one, kept when the stack is destroyed (the results outlive it)."""
+    keep_outputs: NotRequired[Sequence[str]]
+    """Globs of output files copied besides metrics and logs. Default ``*.json``."""
+    max_file_mib: NotRequired[int]
+    """Larger output files are listed as skipped. Default 1024."""
+    timeout_hours: NotRequired[float]
+    """How long the collector waits for the experiments. Default 25."""
+    poll_seconds: NotRequired[int]
+    """How often it asks the Kubernetes API. Default 15."""
+    tags: NotRequired[Mapping[str, str]]
+    """AWS tags of the role and a created bucket."""
+
+
+class BenchmarkCollector(pulumi.ComponentResource):
+    """The collector Job of a benchmark run, its write-only S3 role, its read-only Role, and, unless an existing
+    bucket is given, the results bucket (SSE-S3, public access blocked, TLS only, kept on destroy)."""
+
+    bucket_name: pulumi.Output[str]
+    """The results bucket."""
+    results_uri: pulumi.Output[str]
+    """``s3://<bucket>/<prefix><run>/``: the run's folder."""
+    job_name: pulumi.Output[str]
+    """Name of the collector Job."""
+    role_arn: pulumi.Output[str]
+    """ARN of the collector's write-only role."""
+
+    def __init__(self, name: str, args: BenchmarkCollectorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:BenchmarkCollector", name, None, opts)
+        k8s_name = args["name"]
+        namespace = args["namespace"]
+        run, prefix = args["run"], args["prefix"]
+        if not prefix.endswith("/") or prefix.startswith("/"):
+            raise ValueError(f"{name}: prefix must end in '/' and not start with it, got {prefix!r}")
+        experiments = args["experiments"]
+        unknown = sorted(e["resource"] for e in experiments.values() if e["resource"] not in RESOURCES)
+        if unknown:
+            raise ValueError(f"{name}: resource must be one of {', '.join(RESOURCES)}, got {unknown}")
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "benchmark-collector", "eks-training/run": run}
+        tags = dict(args.get("tags") or {})
+        child = pulumi.ResourceOptions(parent=self)
+
+        # --- the bucket -------------------------------------------------------------------------------------------
+        bucket_name: pulumi.Output[str]
+        if args.get("bucket_name"):
+            bucket_name = pulumi.Output.from_input(str(args.get("bucket_name")))
+        else:
+            kept = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
+            bucket = aws.s3.Bucket(f"{name}-results", force_destroy=False, tags=tags, opts=kept)
+            aws.s3.BucketServerSideEncryptionConfiguration(
+                f"{name}-results-sse",
+                bucket=bucket.id,
+                rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}],
+                opts=kept,
+            )
+            pab = aws.s3.BucketPublicAccessBlock(
+                f"{name}-results-pab",
+                bucket=bucket.id,
+                block_public_acls=True,
+                block_public_policy=True,
+                ignore_public_acls=True,
+                restrict_public_buckets=True,
+                opts=kept,
+            )
+            aws.s3.BucketPolicy(
+                f"{name}-results-tls-only",
+                bucket=bucket.id,
+                policy=bucket.arn.apply(s3_tls_only_bucket_policy),
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True, depends_on=[pab]),
+            )
+            bucket_name = bucket.bucket
+        run_prefix = f"{prefix}{run}/"
+
+        # --- identity: Kubernetes (read the experiments) and AWS (write the results) ------------------------------
+        sa = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata={"name": k8s_name, "namespace": namespace, "labels": labels},
+            automount_service_account_token=False,
+            opts=child,
+        )
+        rules: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
+        for resource, (group, plural) in RESOURCES.items():
+            names = sorted(n for n, e in experiments.items() if e["resource"] == resource)
+            if names:
+                rules.append({"api_groups": [group], "resources": [plural], "resource_names": names, "verbs": ["get"]})
+        rules += [
+            {"api_groups": [""], "resources": ["pods"], "verbs": ["list"]},
+            {"api_groups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+        ]
+        role = k8s.rbac.v1.Role(
+            f"{name}-role",
+            metadata={"name": k8s_name, "namespace": namespace, "labels": labels},
+            rules=rules,
+            opts=child,
+        )
+        binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-binding",
+            metadata={"name": k8s_name, "namespace": namespace, "labels": labels},
+            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata.name},
+            subjects=[{"kind": "ServiceAccount", "name": sa.metadata.name, "namespace": namespace}],
+            opts=child,
+        )
+        policy = pulumi.Output.all(current_partition(self), bucket_name).apply(
+            lambda v: s3_write_prefix_policy(str(v[0]), str(v[1]), run_prefix)
+        )
+        identity = pod_identity_role(
+            self,
+            f"{name}-writer",
+            cluster_name=args["cluster_name"],
+            namespace=namespace,
+            service_account=sa.metadata.name,
+            description=f"Benchmark collector: write results under {prefix}{run}/",
+            role_name=f"{name}-writer",
+            policy=policy,
+            policy_suffix="write",
+            tags=tags,
+        )
+        assert identity.association is not None
+
+        # --- what to collect ----------------------------------------------------------------------------------------
+        names = list(experiments)
+        keep = {"outputs": list(args.get("keep_outputs") or ["*.json"]), "maxFileMib": int(args.get("max_file_mib", 1024))}
+
+        def render(values: list[Any]) -> str:
+            bucket, ns, cluster, storage, *configs = values
+            return json.dumps(
+                {
+                    "run": run,
+                    "bucket": bucket,
+                    "prefix": prefix,
+                    "namespace": ns,
+                    "keep": keep,
+                    "experiments": {
+                        n: {"resource": experiments[n]["resource"], "name": n, "outputDir": experiments[n]["output_dir"],
+                            "config": json.loads(c)}
+                        for n, c in zip(names, configs)
+                    },
+                    "cluster": json.loads(cluster),
+                    "storage": json.loads(storage),
+                },
+                indent=1,
+                sort_keys=True,
+            )
+
+        document = pulumi.Output.all(
+            bucket_name, namespace, args["cluster_config"], args["storage_config"], *[experiments[n]["config"] for n in names]
+        ).apply(render)
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata={"name": k8s_name, "namespace": namespace, "labels": labels},
+            data={CONFIG_KEY: document},
+            opts=child,
+        )
+
+        # --- the Job: after every experiment exists -----------------------------------------------------------------
+        timeout_s = int(float(args.get("timeout_hours", 25)) * 3600)
+        waits = [e["job_name"] for e in experiments.values()]
+        job_name = pulumi.Output.all(k8s_name, binding.urn, identity.association.urn, config_map.urn, *waits).apply(
+            lambda v: str(v[0])
+        )
+        command: list[pulumi.Input[str]] = [
+            "python", COLLECT_SCRIPT, "--config", f"{CONFIG_DIR}/{CONFIG_KEY}", "--region", args["region"],
+            "--poll-seconds", str(int(args.get("poll_seconds", 15))), "--timeout-seconds", str(timeout_s),
+        ]
+        job = k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata={"name": job_name, "namespace": namespace, "labels": labels, "annotations": {"pulumi.com/skipAwait": "true"}},
+            spec={
+                "backoff_limit": 3,
+                "active_deadline_seconds": timeout_s + 600,
+                "template": {
+                    # a job's pod: HTTPS to S3 and the API server (TrainingNetworkPolicies)
+                    "metadata": {"labels": {**labels, JOB_LABEL: job_name}},
+                    "spec": {
+                        "restart_policy": "OnFailure",
+                        "service_account_name": sa.metadata.name,
+                        # the token only in the one container that reads the API, as the waits get it
+                        "automount_service_account_token": False,
+                        "node_selector": dict(args["node_selector"]),
+                        "security_context": pod_security(),
+                        "containers": [
+                            {
+                                "name": "collect",
+                                "image": args["image"],
+                                "image_pull_policy": IMAGE_PULL_POLICY,
+                                "command": command,
+                                "env": [
+                                    {"name": "PYTHONUNBUFFERED", "value": "1"},
+                                    {"name": "HOME", "value": "/tmp"},
+                                    {"name": "AWS_REGION", "value": args["region"]},
+                                ],
+                                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+                                "volume_mounts": [
+                                    {"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True},
+                                    {"name": "config", "mount_path": CONFIG_DIR, "read_only": True},
+                                    TMP_MOUNT,
+                                    {"name": "kube-api-access", "mount_path": SERVICE_ACCOUNT_MOUNT, "read_only": True},
+                                ],
+                                "security_context": container_security(read_only_root=True),
+                            }
+                        ],
+                        "volumes": [
+                            shared_volume(args["pvc_name"]),
+                            {"name": "config", "config_map": {"name": config_map.metadata.name}},
+                            TMP_VOLUME,
+                            api_access_volume(),
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )
+        self.bucket_name = bucket_name
+        self.results_uri = pulumi.Output.concat("s3://", bucket_name, "/", run_prefix)
+        self.job_name = job.metadata.name
+        self.role_arn = identity.role.arn
+        self.register_outputs(
+            {"bucket_name": self.bucket_name, "results_uri": self.results_uri, "job_name": self.job_name, "role_arn": self.role_arn}
+        )

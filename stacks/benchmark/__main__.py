@@ -1,0 +1,7 @@
+"""Entry point of ``python -m stacks.benchmark``."""
+
+import sys
+
+from stacks.benchmark.cli import main
+
+sys.exit(main())

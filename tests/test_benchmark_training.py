@@ -1,0 +1,85 @@
+"""The training side of a benchmark: the metrics file every program writes (training/metrics.py), train.py's
+metrics over its epochs, and the synthetic ResNet benchmark (its models against torchvision's published sizes,
+and two ranks under torchrun on 127.0.0.1)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import training_support as ts
+
+import metrics  # noqa: E402  (training/ is on sys.path through tests.training_support)
+import synthetic_benchmark  # noqa: E402
+import train  # noqa: E402
+
+UNIT = pytest.mark.unit
+
+
+@UNIT
+def test_metrics_files_have_every_field_and_are_written_atomically(tmp_path: Path) -> None:
+    path = metrics.write_metrics(tmp_path, "x.py", throughput=3.5, throughput_unit="images/s", extra=1)
+    assert path == tmp_path / "metrics.json"
+    written = json.loads(path.read_text())
+    assert list(written)[: len(metrics.FIELDS) + 1] == ["schema", *metrics.FIELDS]
+    assert written["final_accuracy"] is None and written["extra"] == 1 and written["program"] == "x.py"
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"], "no temporary file left"
+
+
+@UNIT
+def test_train_py_metrics_span_every_epoch_and_restart() -> None:
+    history = [
+        {"epoch": 1, "world_size": 2, "images": 1000, "train_time_s": 10.0, "epoch_time_s": 12.0, "train_loss": 2.0,
+         "test_accuracy": 0.4, "test_loss": 1.9},
+        {"epoch": 2, "world_size": 1, "images": 500, "train_time_s": 10.0, "epoch_time_s": 11.0, "train_loss": 1.5,
+         "test_accuracy": 0.6, "test_loss": 1.4},
+    ]
+    m = train.training_metrics(history)
+    assert m == {"wall_time_s": 23.0, "throughput": 75.0, "throughput_unit": "images/s", "final_loss": 1.5,
+                 "final_accuracy": 0.6, "final_test_loss": 1.4, "world_size": 1, "epochs": 2}
+    assert train.training_metrics([])["throughput"] is None
+
+
+@UNIT
+@pytest.mark.parametrize("name,parameters", [("resnet18", 11_689_512), ("resnet34", 21_797_672), ("resnet50", 25_557_032),
+                                             ("resnet101", 44_549_160)])
+def test_the_models_are_torchvisions_resnets(name: str, parameters: int) -> None:
+    """Parameter counts of torchvision's ResNets for 1000 classes (its model table,
+    https://pytorch.org/vision/stable/models.html#table-of-all-available-classification-weights)."""
+    assert sum(p.numel() for p in synthetic_benchmark.resnet(name).parameters()) == parameters
+
+
+@UNIT
+def test_bad_arguments_are_usage_errors() -> None:
+    for argv in (["--batch-size", "0"], ["--image-size", "16"], ["--model", "vgg16"], ["--warmup-steps", "-1"]):
+        with pytest.raises(SystemExit) as exc:
+            synthetic_benchmark.parse_args(argv)
+        assert exc.value.code == 2, argv
+
+
+@pytest.mark.real
+def test_two_ranks_under_torchrun_report_images_per_second(tmp_path: Path) -> None:
+    """Two processes (gloo) train ResNet-18 on 32x32 synthetic images: rank 0 reports the throughput of both,
+    writes metrics.json and the DONE marker launch.py checks."""
+    out = tmp_path / "out"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OUTPUT_DIR": str(out)}
+    torchrun = Path(sys.executable).with_name("torchrun")
+    done = subprocess.run(
+        [str(torchrun), "--standalone", "--nnodes=1", "--nproc-per-node=2", str(ts.TRAINING_DIR / "synthetic_benchmark.py"),
+         "--model", "resnet18", "--batch-size", "2", "--image-size", "32", "--classes", "10", "--warmup-steps", "1",
+         "--steps", "2"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    result = next(e for e in events if e["event"] == "benchmark_result")
+    assert result["world_size"] == 2 and result["images_per_sec"] > 0
+    assert result["images_per_sec"] == pytest.approx(2 * 2 * 2 / result["timed_s"], rel=0.01)
+    written = json.loads((out / "metrics.json").read_text())
+    assert written["throughput"] == result["images_per_sec"] and written["throughput_unit"] == "images/s"
+    assert written["world_size"] == 2 and written["final_loss"] == result["final_loss"] and written["wall_time_s"] > 0
+    assert (out / "DONE").is_file() and json.loads((out / "synthetic_benchmark.json").read_text()) == {
+        k: v for k, v in result.items() if k not in ("event", "time")}
