@@ -29,7 +29,7 @@ import pulumi_aws as aws
 from typing_extensions import NotRequired
 
 from components.arns import account_from_arn, region_from_arn
-from components.iam import codebuild_policy, s3_tls_only_bucket_policy, service_trust_policy
+from components.iam import codebuild_policy, service_trust_policy
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_problems, stack_aws_settings
 from components.image.build_provider import ImageBuild, ImageBuildInputs
 from components.image.buildspec import buildspec, lifecycle_policy_document
@@ -41,6 +41,7 @@ from components.image.context import (
     image_tag_for,
     write_context_zip,
 )
+from components.private_bucket import private_bucket
 
 DEFAULT_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
 DEFAULT_KEEP_IMAGES = 10
@@ -177,34 +178,8 @@ class TrainingImage(pulumi.ComponentResource):
         )
 
         # --- S3 bucket for build contexts ----------------------------------------------------------
-        bucket = aws.s3.Bucket(f"{name}-contexts", force_destroy=True, tags=tags, opts=child)
-        sse_default: aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgsDict = (
-            {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}
-            if kms_key_arn is not None
-            else {"sse_algorithm": "AES256"}
-        )
-        sse_rule: aws.s3.BucketServerSideEncryptionConfigurationRuleArgsDict = {
-            "apply_server_side_encryption_by_default": sse_default,
-            "bucket_key_enabled": kms_key_arn is not None,
-        }
-        sse = aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-contexts-sse", bucket=bucket.id, rules=[sse_rule], opts=child
-        )
-        pab = aws.s3.BucketPublicAccessBlock(
-            f"{name}-contexts-pab",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-contexts-tls-only",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(s3_tls_only_bucket_policy),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
-        )
+        contexts = private_bucket(self, f"{name}-contexts", force_destroy=True, kms_key_arn=kms_key_arn, tags=tags)
+        bucket, sse = contexts.bucket, contexts.encryption
         context_object = aws.s3.BucketObjectv2(
             f"{name}-context",
             bucket=bucket.id,

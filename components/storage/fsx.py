@@ -47,9 +47,10 @@ from components.catalog import (
     fsx_capacity_problem,
 )
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, TRAINING_IMAGE_UID
-from components.iam import fsx_csi_static_controller_policy, s3_tls_only_bucket_policy
+from components.iam import fsx_csi_static_controller_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
+from components.private_bucket import private_bucket
 
 #: Where the volume-permissions Job mounts the file system.
 INIT_MOUNT = "/fsx"
@@ -279,35 +280,8 @@ class FsxLustreStorage(pulumi.ComponentResource):
         if named:
             bucket_name = pulumi.Output.from_input(named)
         else:
-            bucket = aws.s3.Bucket(f"{name}-data", force_destroy=not retain, tags=tags, opts=kept)
-            aws.s3.BucketVersioning(
-                f"{name}-data-versioning",
-                bucket=bucket.id,
-                versioning_configuration={"status": "Enabled"},
-                opts=kept,
-            )
             # SSE-S3: FSx's service-linked role reads and writes it without a key policy change.
-            aws.s3.BucketServerSideEncryptionConfiguration(
-                f"{name}-data-sse",
-                bucket=bucket.id,
-                rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}],
-                opts=kept,
-            )
-            pab = aws.s3.BucketPublicAccessBlock(
-                f"{name}-data-pab",
-                bucket=bucket.id,
-                block_public_acls=True,
-                block_public_policy=True,
-                ignore_public_acls=True,
-                restrict_public_buckets=True,
-                opts=kept,
-            )
-            aws.s3.BucketPolicy(
-                f"{name}-data-tls-only",
-                bucket=bucket.id,
-                policy=bucket.arn.apply(s3_tls_only_bucket_policy),
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain, depends_on=[pab]),
-            )
+            bucket = private_bucket(self, f"{name}-data", force_destroy=not retain, retain=retain, versioned=True, tags=tags).bucket
             bucket_name = bucket.bucket
         data_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", data_prefix)
         events = list(FSX_DRA_EVENTS)

@@ -35,9 +35,10 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, SHARED_MOUNT
-from components.iam import s3_tls_only_bucket_policy, s3_write_prefix_policy
+from components.iam import s3_write_prefix_policy
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
+from components.private_bucket import private_bucket
 from components.workloads.pods import (
     SERVICE_ACCOUNT_MOUNT,
     TMP_MOUNT,
@@ -144,29 +145,7 @@ class BenchmarkCollector(pulumi.ComponentResource):
         if args.get("bucket_name"):
             bucket_name = pulumi.Output.from_input(str(args.get("bucket_name")))
         else:
-            kept = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
-            bucket = aws.s3.Bucket(f"{name}-results", force_destroy=False, tags=tags, opts=kept)
-            aws.s3.BucketServerSideEncryptionConfiguration(
-                f"{name}-results-sse",
-                bucket=bucket.id,
-                rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}],
-                opts=kept,
-            )
-            pab = aws.s3.BucketPublicAccessBlock(
-                f"{name}-results-pab",
-                bucket=bucket.id,
-                block_public_acls=True,
-                block_public_policy=True,
-                ignore_public_acls=True,
-                restrict_public_buckets=True,
-                opts=kept,
-            )
-            aws.s3.BucketPolicy(
-                f"{name}-results-tls-only",
-                bucket=bucket.id,
-                policy=bucket.arn.apply(s3_tls_only_bucket_policy),
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True, depends_on=[pab]),
-            )
+            bucket = private_bucket(self, f"{name}-results", force_destroy=False, retain=True, tags=tags).bucket
             bucket_name = bucket.bucket
         run_prefix = f"{prefix}{run}/"
 
