@@ -58,7 +58,8 @@ SKIPS: dict[str, Skip] = {
     )),
     "CKV_K8S_23": Skip(r"^Job\.training\.shared-data-init$", _FSX_CHOWN),
     "CKV_K8S_25": Skip(r"^Job\.training\.shared-data-init$", _FSX_CHOWN),
-    "CKV_K8S_22": Skip(r"^Job\.training\.(nccl|horovod)-(launcher|worker)$", (
+    # MPIJob replicas are rendered as Jobs named <job>-launcher and <job>-worker (every MPI job of every stack)
+    "CKV_K8S_22": Skip(r"^Job\.training\.[a-z0-9-]+-(launcher|worker)$", (
         "read-only root: MPI jobs default to readOnlyRootFilesystem false, their workers' sshd writing to the image "
         "(a job can set true: /tmp becomes an emptyDir); every other container's root is read-only"
     )),
