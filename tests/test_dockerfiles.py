@@ -140,3 +140,27 @@ def test_mpi_images_have_the_sshd_privilege_separation_directory(dockerfile) -> 
     user = [i for i, (w, a) in enumerate(ins) if w == "USER"]
     assert creates and user and creates[0] < user[0], "created as root, before USER"
     assert ins[-1] == ("CMD", '["/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config"]')
+
+
+def _pins(path) -> dict[str, str]:
+    """``name -> version spec`` of a requirements file (extras dropped, names lowercased)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line or line.startswith("-"):  # blank, or an option such as -r other.txt
+            continue
+        match = re.match(r"^([A-Za-z0-9_.-]+)(\[[^\]]*\])?(.*)$", line)
+        assert match, line
+        out[match.group(1).lower()] = match.group(3).strip()
+    return out
+
+
+def test_the_tensorflow_test_venv_has_the_tensorflow_images_packages() -> None:
+    """The TensorFlow workers of the real tier run from .venv-tf (requirements-tf.txt): the example image's packages
+    at the image's versions, without the CUDA extra; nothing else from the image's list is left out."""
+    image = _pins(REPO / "images" / "tensorflow" / "requirements.txt")
+    tests = _pins(REPO / "requirements-tf.txt")
+    assert tests == image and tests["tensorflow"] == "==2.21.0"
+    # and the PyTorch side has no TensorFlow: with it, torch.utils.tensorboard imports it at every trainer start
+    dev = _pins(REPO / "requirements-dev.txt") | _pins(REPO / "requirements.txt") | _pins(REPO / "training" / "requirements.txt")
+    assert not {"tensorflow", "tensorflow-cpu", "tf-keras"} & set(dev)

@@ -92,17 +92,29 @@ def pod_process(command: Sequence[str], env: Mapping[str, Any], *, index: Option
     return PodProcess(argv, penv)
 
 
-def process_env(pod_env: Mapping[str, str]) -> dict[str, str]:
-    """This machine's environment (PATH with the venv first, so ``python`` is the image's Python stand-in)
-    under the pod's environment."""
+def process_env(pod_env: Mapping[str, str], bin_dir: Path = ts.VENV_BIN) -> dict[str, str]:
+    """This machine's environment (PATH with ``bin_dir`` first, so ``python`` is the image's Python stand-in: this
+    venv's for the PyTorch image and the toolbox, :func:`tensorflow_bin` for the TensorFlow example's) under the
+    pod's environment."""
     base = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
-    base["PATH"] = f"{ts.VENV_BIN}:{base.get('PATH', '/usr/bin:/bin')}"
+    base["PATH"] = f"{bin_dir}:{base.get('PATH', '/usr/bin:/bin')}"
     return {**base, **pod_env}
 
 
-def start(pod: PodProcess, log: Path, cwd: Path, extra_env: Optional[Mapping[str, str]] = None) -> ts.ManagedProcess:
-    """Start the pod's process (its own process group, output in ``log``)."""
-    return ts.ManagedProcess(pod.argv, log, env={**process_env(pod.env), **(extra_env or {})}, cwd=cwd)
+def tensorflow_bin() -> Path:
+    """The ``bin`` folder of ``.venv-tf``: the TensorFlow example image's packages (requirements-tf.txt), apart from
+    this venv as the images are apart. A missing one fails the test."""
+    bin_dir = REPO / ".venv-tf" / "bin"
+    assert (bin_dir / "python").exists(), (
+        f"{bin_dir}/python not found: python3 -m venv .venv-tf && .venv-tf/bin/pip install -r requirements-tf.txt "
+        "(.ci/run does)")
+    return bin_dir
+
+
+def start(pod: PodProcess, log: Path, cwd: Path, extra_env: Optional[Mapping[str, str]] = None,
+          bin_dir: Path = ts.VENV_BIN) -> ts.ManagedProcess:
+    """Start the pod's process (its own process group, output in ``log``) with ``bin_dir`` first on PATH."""
+    return ts.ManagedProcess(pod.argv, log, env={**process_env(pod.env, bin_dir), **(extra_env or {})}, cwd=cwd)
 
 
 @pytest.fixture()
@@ -169,7 +181,7 @@ def tf_run(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> Iterator[T
     work = tmp_path_factory.mktemp("tf")
     out = work / "output"
     pods = tf_workers(digits, out, [free_port(), free_port()], TF_ARGS)
-    workers = [start(pod, work / f"worker-{i}.log", work) for i, pod in enumerate(pods)]
+    workers = [start(pod, work / f"worker-{i}.log", work, bin_dir=tensorflow_bin()) for i, pod in enumerate(pods)]
     try:
         summary = assert_tf_success(workers, out, epochs=3)
         yield TfRun(out, summary, workers)
@@ -210,7 +222,7 @@ def test_tensorflow_lost_worker_then_restart_resumes_from_backup(digits: Path, t
     out = tmp_path / "output"
     ports = [free_port(), free_port()]
     pods = tf_workers(digits, out, ports, TF_ARGS)
-    first = [start(pod, tmp_path / f"worker-{i}.log", tmp_path) for i, pod in enumerate(pods)]
+    first = [start(pod, tmp_path / f"worker-{i}.log", tmp_path, bin_dir=tensorflow_bin()) for i, pod in enumerate(pods)]
     procs.extend(first)
     backup = out / "backup" / "chief" / "checkpoint"
 
@@ -230,7 +242,8 @@ def test_tensorflow_lost_worker_then_restart_resumes_from_backup(digits: Path, t
     first[1].signal_group(signal.SIGKILL)  # the Job replaces both pods
     first[1].kill()
 
-    again = [start(pod, tmp_path / f"worker-{i}-restarted.log", tmp_path) for i, pod in enumerate(pods)]
+    again = [start(pod, tmp_path / f"worker-{i}-restarted.log", tmp_path,
+                   bin_dir=tensorflow_bin()) for i, pod in enumerate(pods)]
     procs.extend(again)
     summary = assert_tf_success(again, out, epochs=3)
     resumed = summary["initial_epoch"]
