@@ -3,7 +3,8 @@ components put in its pods, built by the same functions (only the peers' address
 ports instead of the pods' stable hostnames), turned into what the process gets by :mod:`tests.kube`
 (Kubernetes' ``$(VAR)`` expansion and the Indexed Job's downward-API index).
 
-* ``tensorflow``: ``images/tensorflow/train_tf.py`` as 2 real TensorFlow workers (``TF_CONFIG`` from
+* ``tensorflow``: the tensorflow preset's job as the local runner starts it (``python -m stacks.local --venv
+  tensorflow=.venv-tf``): ``images/tensorflow/train_tf.py`` as 2 real TensorFlow workers (``TF_CONFIG`` from
   :func:`~components.workloads.tensorflow.tensorflow_env`) on the digits in CIFAR-10 format: identical weights
   on both; a worker lost mid-training makes the other exit, and both restarted resume from the
   ``BackupAndRestore`` backup.
@@ -42,11 +43,12 @@ from components.workloads.command import command_env
 from components.workloads.mpi import camel, mpi_launcher
 from components.workloads.pods import JobSpec, WorkerPlacement, env_list
 from components.workloads.tensorboard import tensorboard_command
-from components.workloads.tensorflow import tensorflow_env
 from tests import training_support as ts
 from tests.aws_support import free_port
 from tests.kube import container_env, process_argv
 from tests.wait import wait_for
+from stacks.local.runner import Pod as LocalPod
+from stacks.local.runner import process_env as local_process_env
 
 pytestmark = pytest.mark.real
 
@@ -92,12 +94,11 @@ def pod_process(command: Sequence[str], env: Mapping[str, Any], *, index: Option
     return PodProcess(argv, penv)
 
 
-def process_env(pod_env: Mapping[str, str], bin_dir: Path = ts.VENV_BIN) -> dict[str, str]:
-    """This machine's environment (PATH with ``bin_dir`` first, so ``python`` is the image's Python stand-in: this
-    venv's for the PyTorch image and the toolbox, :func:`tensorflow_bin` for the TensorFlow example's) under the
-    pod's environment."""
+def process_env(pod_env: Mapping[str, str]) -> dict[str, str]:
+    """This machine's environment (PATH with the venv first, so ``python`` is the image's Python stand-in)
+    under the pod's environment."""
     base = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
-    base["PATH"] = f"{bin_dir}:{base.get('PATH', '/usr/bin:/bin')}"
+    base["PATH"] = f"{ts.VENV_BIN}:{base.get('PATH', '/usr/bin:/bin')}"
     return {**base, **pod_env}
 
 
@@ -111,10 +112,9 @@ def tensorflow_bin() -> Path:
     return bin_dir
 
 
-def start(pod: PodProcess, log: Path, cwd: Path, extra_env: Optional[Mapping[str, str]] = None,
-          bin_dir: Path = ts.VENV_BIN) -> ts.ManagedProcess:
-    """Start the pod's process (its own process group, output in ``log``) with ``bin_dir`` first on PATH."""
-    return ts.ManagedProcess(pod.argv, log, env={**process_env(pod.env, bin_dir), **(extra_env or {})}, cwd=cwd)
+def start(pod: PodProcess, log: Path, cwd: Path, extra_env: Optional[Mapping[str, str]] = None) -> ts.ManagedProcess:
+    """Start the pod's process (its own process group, output in ``log``)."""
+    return ts.ManagedProcess(pod.argv, log, env={**process_env(pod.env), **(extra_env or {})}, cwd=cwd)
 
 
 @pytest.fixture()
@@ -135,13 +135,19 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # --------------------------------------------------------------------------- #
 # tensorflow
 # --------------------------------------------------------------------------- #
-def tf_workers(data: Path, out: Path, ports: Sequence[int], args: Sequence[str]) -> list[PodProcess]:
-    """The two workers of a ``tensorflow`` job as TensorFlowJob renders them, on 127.0.0.1:``ports``."""
-    spec: JobSpec = {"job_name": "tf", "namespace": "training", "pvc_name": "shared", "image": "tensorflow",
-                     "output_dir": str(out), "data_dir": str(data), "args": list(args)}
-    env = tensorflow_env(spec, PLACEMENT, len(ports), [f"127.0.0.1:{p}" for p in ports])
-    command = ["python", "/app/train_tf.py", *args]
-    return [pod_process(command, env, index=i, local={"/app/train_tf.py": str(TRAIN_TF)}) for i in range(len(ports))]
+def tf_workers(data: Path, work: Path, args: Sequence[str] = TF_ARGS) -> tuple[Path, list[LocalPod]]:
+    """The tensorflow preset's ``train`` job (``TF_CONFIG`` from ``tensorflow_env``) as ``python -m stacks.local
+    --venv tensorflow=.venv-tf`` starts it, ``data`` standing for its dataset: (its output folder, its two pods)."""
+    runner, job = ts.local_job("tensorflow", "train", work, datasets={"cifar10": data}, args=args,
+                               venvs={"tensorflow": tensorflow_bin().parent})
+    out = Path(runner.host_path(job.output_dir, runner.image_dir(job), runner.work))
+    out.mkdir(parents=True, exist_ok=True)
+    return out, runner.pods(job)
+
+
+def start_pod(pod: LocalPod, log: Path) -> ts.ManagedProcess:
+    """Start a pod the local runner built, as the runner starts it (:func:`stacks.local.runner.process_env`)."""
+    return ts.ManagedProcess(pod.argv, log, env=local_process_env(pod), cwd=pod.cwd)
 
 
 def tf_events(proc: ts.ManagedProcess, name: str) -> list[dict[str, Any]]:
@@ -179,9 +185,8 @@ class TfRun:
 def tf_run(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> Iterator[TfRun]:
     """Two real TensorFlow workers train 3 epochs on 127.0.0.1."""
     work = tmp_path_factory.mktemp("tf")
-    out = work / "output"
-    pods = tf_workers(digits, out, [free_port(), free_port()], TF_ARGS)
-    workers = [start(pod, work / f"worker-{i}.log", work, bin_dir=tensorflow_bin()) for i, pod in enumerate(pods)]
+    out, pods = tf_workers(digits, work)
+    workers = [start_pod(pod, work / f"worker-{i}.log") for i, pod in enumerate(pods)]
     try:
         summary = assert_tf_success(workers, out, epochs=3)
         yield TfRun(out, summary, workers)
@@ -191,13 +196,17 @@ def tf_run(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> Iterator[T
 
 
 def test_tensorflow_workers_get_the_pods_tf_config(digits: Path, tmp_path: Path) -> None:
-    pods = tf_workers(digits, tmp_path, [1111, 2222], TF_ARGS)
+    out, pods = tf_workers(digits, tmp_path)
+    peers = json.loads(pods[0].env["TF_CONFIG"])["cluster"]["worker"]
+    assert len(peers) == 2 and all(p.startswith("127.0.0.1:") for p in peers) and len(set(peers)) == 2
     for index, pod in enumerate(pods):
         config = json.loads(pod.env["TF_CONFIG"])
-        assert config == {"cluster": {"worker": ["127.0.0.1:1111", "127.0.0.1:2222"]}, "task": {"type": "worker", "index": index}}
+        assert config == {"cluster": {"worker": peers}, "task": {"type": "worker", "index": index}}
         assert pod.env["JOB_INDEX"] == str(index) and pod.env["TF_USE_LEGACY_KERAS"] == "1"
-        assert pod.env["OUTPUT_DIR"] == str(tmp_path) and pod.env["DATA_DIR"] == str(digits)
-        assert pod.argv == ["python", str(TRAIN_TF), *TF_ARGS]
+        assert pod.env["OUTPUT_DIR"] == str(out)
+        assert pod.env["DATA_DIR"] == str(tmp_path / "shared" / "datasets" / "cifar10")
+        assert pod.argv == ["python", str(TRAIN_TF), "--epochs", "10", "--batch-size", "128", *TF_ARGS]
+        assert pod.bin_dir == tensorflow_bin() and local_process_env(pod)["PATH"].startswith(f"{tensorflow_bin()}:")
 
 
 def test_tensorflow_two_workers_train_in_step(tf_run: TfRun) -> None:
@@ -219,10 +228,8 @@ def test_tensorflow_two_workers_train_in_step(tf_run: TfRun) -> None:
 
 def test_tensorflow_lost_worker_then_restart_resumes_from_backup(digits: Path, tmp_path: Path,
                                                                  procs: list[ts.ManagedProcess]) -> None:
-    out = tmp_path / "output"
-    ports = [free_port(), free_port()]
-    pods = tf_workers(digits, out, ports, TF_ARGS)
-    first = [start(pod, tmp_path / f"worker-{i}.log", tmp_path, bin_dir=tensorflow_bin()) for i, pod in enumerate(pods)]
+    out, pods = tf_workers(digits, tmp_path)
+    first = [start_pod(pod, tmp_path / f"worker-{i}.log") for i, pod in enumerate(pods)]
     procs.extend(first)
     backup = out / "backup" / "chief" / "checkpoint"
 
@@ -242,8 +249,8 @@ def test_tensorflow_lost_worker_then_restart_resumes_from_backup(digits: Path, t
     first[1].signal_group(signal.SIGKILL)  # the Job replaces both pods
     first[1].kill()
 
-    again = [start(pod, tmp_path / f"worker-{i}-restarted.log", tmp_path,
-                   bin_dir=tensorflow_bin()) for i, pod in enumerate(pods)]
+    # the Job's replacement pods: the same hostnames (here: the same ports), the same command and environment
+    again = [start_pod(pod, tmp_path / f"worker-{i}-restarted.log") for i, pod in enumerate(pods)]
     procs.extend(again)
     summary = assert_tf_success(again, out, epochs=3)
     resumed = summary["initial_epoch"]

