@@ -92,3 +92,10 @@ def test_configuration_errors_exit_2_before_anything_runs(tmp_path: Path) -> Non
     assert done.returncode == 2
     assert "eks-training:jobs.bad.nodeGroup: 'gpu' is not a worker group" in done.stderr
     assert not (tmp_path / "work").exists()
+
+
+def test_a_virtualenv_for_an_image_the_stack_does_not_have_exits_2(tmp_path: Path) -> None:
+    done = local("--stack", "tensorflow", "--work", str(tmp_path / "work"), "--venv", "tf=.venv-tf", cwd=REPO, timeout=120)
+    assert done.returncode == 2
+    assert "--venv tf: no such image in this stack; its images: " in done.stderr and "tensorflow" in done.stderr
+    assert not (tmp_path / "work").exists()
