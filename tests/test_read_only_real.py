@@ -24,6 +24,7 @@ pytestmark = pytest.mark.real
 
 TINY_RECIPE = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers", "1"]
 APP = ts.TRAINING_DIR
+REPO_ROOT = ts.REPO_ROOT
 
 
 def _unshare_works(scratch: Path) -> bool:
@@ -96,10 +97,22 @@ def test_toolbox_programs_run_with_a_read_only_root(shared: Path, tmp_path: Path
          "--output-json", str(run / "evaluation.json"), "--device", "cpu"],
         bench,
     ]
+    # What the programs need and a fresh tmpfs on /tmp would hide, when it lives below /tmp (a clone in /tmp): the
+    # repository (the image's files, its venv and etcd), the interpreter. Each is bound aside before the tmpfs
+    # and back, read-only, after it.
+    needed = {REPO_ROOT, Path(sys.prefix), Path(sys.executable).resolve().parent.parent}
+    hidden = sorted(p for p in needed if Path("/tmp") in p.parents)
+    hidden = [p for p in hidden if not any(q in p.parents for q in hidden)]
+    aside = [shared / f".aside-{i}" for i in range(len(hidden))]
+    keep_before = [f"mkdir -p {_quote(str(a))} && mount --rbind {_quote(str(h))} {_quote(str(a))}" for h, a in zip(hidden, aside)]
+    keep_after = [f"mkdir -p {_quote(str(h))} && mount --rbind {_quote(str(a))} {_quote(str(h))} && "
+                  f"mount -o remount,bind,ro {_quote(str(h))}" for h, a in zip(hidden, aside)]
     script = "\n".join([
         "set -eu",
         "mount -o remount,bind,ro /",
+        *keep_before,
         "mount -t tmpfs -o size=1g tmpfs /tmp",
+        *keep_after,
         # controls: the image is read-only, the scratch folder and the shared volume are not
         f"if touch {APP}/.written 2>/dev/null; then echo 'root file system is writable' >&2; exit 90; fi",
         "touch /tmp/.written",
