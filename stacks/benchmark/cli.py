@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, TextIO
 
 from stacks.benchmark import driver, layout
-from stacks.config import ConfigError, load_config
 from stacks.config.benchmark import RUN_ENV, RUN_RE
 from stacks.costs import estimate, job_hourly
-from stacks.plan import Plan, build_plan
-from stacks.stackfile import REPO, StackFileError, project_name, read_stack_config, use_stack_config
+from stacks.plan import Plan
+from stacks.stackfile import REPO, StackLoadError, plan_stack
 
 DESCRIPTION = (
     "Run a stack's benchmark from one command: pulumi up (the experiments start side by side), follow each "
@@ -74,9 +73,7 @@ def new_run_id(now: Optional[dt.datetime] = None) -> str:
 
 def load_plan(stack: str) -> Plan:
     """The stack's plan, from its stack file, offline (as ``pulumi up`` would validate it)."""
-    stack_file, config = read_stack_config(stack)
-    use_stack_config(config)
-    return build_plan(load_config(project_name(stack_file), stack))
+    return plan_stack(stack)[1]
 
 
 def describe(plan: Plan, stack: str, keep: bool) -> str:
@@ -160,7 +157,7 @@ def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout,
     os.environ[RUN_ENV] = run  # the program reads it: the plan here and the one pulumi up evaluates agree
     try:
         plan = load_plan(args.stack)
-    except (StackFileError, ConfigError) as exc:
+    except StackLoadError as exc:
         print(str(exc), file=sys.stderr)
         return driver.EXIT_CONFIG
     bench = plan.config.benchmark

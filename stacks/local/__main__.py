@@ -6,10 +6,8 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from stacks.config import ConfigError, load_config
 from stacks.local.runner import LocalRunError, LocalRunner
-from stacks.plan import build_plan
-from stacks.stackfile import REPO, StackFileError, project_name, read_stack_config, use_stack_config
+from stacks.stackfile import REPO, StackLoadError, plan_stack
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -51,14 +49,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        stack_file, config = read_stack_config(args.stack, args.stack_file)
-    except StackFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    use_stack_config(config)
-    try:
-        plan = build_plan(load_config(project_name(stack_file), args.stack))
-    except ConfigError as exc:
+        config, plan = plan_stack(args.stack, args.stack_file)
+    except StackLoadError as exc:
         print(str(exc), file=sys.stderr)
         return 2
     venvs = {k: Path(v).resolve() for k, v in _pairs(args.venv, "--venv").items()}

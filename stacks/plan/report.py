@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from components.catalog import SOURCES
-from stacks.config import ConfigError, load_config
 from stacks.costs import estimate
-from stacks.plan import NodeGroupPlan, Plan, build_plan
+from stacks.plan import NodeGroupPlan, Plan
 from stacks.preflight.checks import planned_checks
-from stacks.stackfile import StackFileError, project_name, read_stack_config, use_stack_config
+from stacks.stackfile import StackLoadError, plan_stack
 
 #: Where the prices of the estimate come from.
 PRICE_REGION = "us-east-1"
@@ -242,14 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        stack_file, config = read_stack_config(args.stack, args.stack_file)
-    except StackFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    use_stack_config(config)
-    try:
-        plan = build_plan(load_config(project_name(stack_file), args.stack))
-    except ConfigError as exc:
+        config, plan = plan_stack(args.stack, args.stack_file)
+    except StackLoadError as exc:
         print(str(exc), file=sys.stderr)
         return 2
     region = config.get("aws:region")

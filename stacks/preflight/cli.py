@@ -7,11 +7,10 @@ from typing import Optional, Sequence
 
 import boto3
 
-from stacks.config import ConfigError, load_config
-from stacks.plan import build_plan
+from stacks.config import ConfigError
 from stacks.preflight.checks import available_zones, run_preflight, stack_region
 from stacks.preflight.findings import AwsCallError, format_report
-from stacks.stackfile import StackFileError, project_name, read_stack_config, use_stack_config
+from stacks.stackfile import StackLoadError, plan_stack
 from stacks.zones import choose_zones
 
 
@@ -30,16 +29,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        stack_file, config = read_stack_config(args.stack, args.stack_file)
-    except StackFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.region:
-        config["aws:region"] = args.region
-    use_stack_config(config)
-    try:
-        plan = build_plan(load_config(project_name(stack_file), args.stack))
-    except ConfigError as exc:
+        config, plan = plan_stack(args.stack, args.stack_file, region=args.region)
+    except StackLoadError as exc:
         print(str(exc), file=sys.stderr)
         return 2
 
