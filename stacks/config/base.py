@@ -23,6 +23,22 @@ QUANTITY_RE = re.compile(r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
 EFS_ID_RE = re.compile(r"^fs-[0-9a-f]{8,17}$")
 MD5_RE = re.compile(r"^[0-9a-f]{32}$")
+#: S3 bucket names: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
+#: letter or digit (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+S3_BUCKET_PATTERN = r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"
+S3_BUCKET_RE = re.compile(rf"^{S3_BUCKET_PATTERN}$")
+#: ``s3://bucket/prefix/`` (one or more prefix segments, trailing slash): a data repository, a results location.
+S3_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)+)$")
+#: A prefix inside a bucket: ``datasets/`` or ``team/datasets/``.
+S3_PREFIX_RE = re.compile(r"^(?:[A-Za-z0-9!_.*'()-]+/)+$")
+#: A folder of objects to download: ``s3://bucket/`` or ``s3://bucket/prefix/``.
+S3_FOLDER_URI_RE = re.compile(rf"^s3://{S3_BUCKET_PATTERN}/([^\s]*/)?$")
+
+
+def split_s3_path(uri: Optional[str]) -> Optional[tuple[str, str]]:
+    """``(bucket, prefix)`` of an ``s3://bucket/prefix/`` path, or ``None``."""
+    m = S3_PATH_RE.match(uri or "")
+    return (m.group("bucket"), m.group("prefix")) if m else None
 #: Longest entry name of each map section. Names are DNS labels that become parts of AWS and Kubernetes names
 #: (node groups, roles, Jobs, Services, ECR repositories); a derived name past its service's limit is shortened
 #: with a stable hash (components/naming.py), these bounds keep the readable part meaningful.

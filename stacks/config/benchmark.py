@@ -27,10 +27,9 @@ from typing import Any, Mapping, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, Model
+from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, split_s3_path
 from stacks.config.errors import check, format_validation, key
 from stacks.config.jobs import JobConfig
-from stacks.config.storage import S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE
 
 #: The environment variable the driver sets to give a run its id (``run-20260521-101500``).
 RUN_ENV = "EKS_TRAINING_BENCHMARK_RUN"
@@ -91,14 +90,14 @@ class ResultsConfig(Model):
     @property
     def bucket(self) -> Optional[str]:
         """The existing bucket (``None``: the stack creates one)."""
-        m = S3_PATH_RE.match(self.s3_path) if self.s3_path else None
-        return m.group("bucket") if m else None
+        parts = split_s3_path(self.s3_path)
+        return parts[0] if parts else None
 
     @property
     def base_prefix(self) -> str:
         """The prefix the runs' folders go under (ends in ``/``)."""
-        m = S3_PATH_RE.match(self.s3_path) if self.s3_path else None
-        return m.group("prefix") if m else (self.prefix or "benchmarks/")
+        parts = split_s3_path(self.s3_path)
+        return parts[1] if parts else (self.prefix or "benchmarks/")
 
 
 class KeepConfig(Model):

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, NAME_RE, Model
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, NAME_RE, S3_FOLDER_URI_RE, Model
 from stacks.config.errors import check
 
 #: The kinds of job (listed once).
@@ -42,7 +42,6 @@ RESERVED_ENV = frozenset({
     "MAX_FAILED_ATTEMPTS", "CHECKPOINT_EVERY_SECONDS", "PG_TIMEOUT_SECONDS", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
 })
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_S3_PREFIX_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([^\s]*/)?$")
 _PATH_RE = re.compile(r"^[\w./-]+$")
 
 
@@ -218,7 +217,7 @@ class JobConfig(Model):
     @field_validator("code")
     @classmethod
     def _code(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not _S3_PREFIX_RE.match(v):
+        if v is not None and not S3_FOLDER_URI_RE.match(v):
             raise ValueError(f"{v!r} is not an s3://bucket/prefix/ URI (a prefix ending in '/')")
         return v
 

@@ -21,16 +21,20 @@ from components.catalog import (
     FSX_THROUGHPUT_TIERS,
     fsx_capacity_problem,
 )
-from stacks.config.base import AZ_RE, EFS_ID_RE, NAME_RE, QUANTITY_RE, SUBNET_RE, Model
+from stacks.config.base import (
+    AZ_RE,
+    EFS_ID_RE,
+    NAME_RE,
+    QUANTITY_RE,
+    S3_BUCKET_RE,
+    S3_PATH_RE,
+    S3_PREFIX_RE,
+    SUBNET_RE,
+    Model,
+    split_s3_path,
+)
 from stacks.config.errors import check
 
-#: S3 bucket names: 3-63 lowercase letters, digits, dots and hyphens, starting and ending with a
-#: letter or digit (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
-S3_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-#: A data repository path: ``s3://bucket/prefix/`` (one or more prefix segments, trailing slash).
-S3_PATH_RE = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<prefix>(?:[^/]+/)+)$")
-#: A prefix inside a bucket: ``datasets/`` or ``team/datasets/``.
-S3_PREFIX_RE = re.compile(r"^(?:[A-Za-z0-9!_.*'()-]+/)+$")
 #: A directory of the Lustre file system: ``/datasets`` or ``/team/datasets``.
 FS_PATH_RE = re.compile(r"^(?:/[A-Za-z0-9._-]+)+/?$")
 SECURITY_GROUP_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
@@ -126,14 +130,14 @@ class DataRepositoryConfig(Model):
     @property
     def bucket(self) -> Optional[str]:
         """The existing bucket named by ``s3Path`` (``None``: the stack creates one)."""
-        m = S3_PATH_RE.match(self.s3_path or "")
-        return m.group("bucket") if m else None
+        parts = split_s3_path(self.s3_path)
+        return parts[0] if parts else None
 
     @property
     def import_prefix(self) -> str:
         """The prefix the datasets are imported from."""
-        m = S3_PATH_RE.match(self.s3_path or "")
-        return m.group("prefix") if m else (self.prefix or "datasets/")
+        parts = split_s3_path(self.s3_path)
+        return parts[1] if parts else (self.prefix or "datasets/")
 
     def linked_path(self, uri: str) -> Optional[str]:
         """Where the objects under the S3 prefix ``uri`` appear, relative to the shared mount (``datasets/imagenet``
