@@ -35,17 +35,16 @@ import datetime as dt
 import fnmatch
 import json
 import os
-import ssl
 import sys
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+from kube_api import RESOURCES, Api, add_api_arguments  # beside this script in the image (/app)
+
 #: The files of a run's folder (``python -m stacks.benchmark`` reads them; a test ties both sides).
 RUN_FILE = "run.json"
 CLUSTER_FILE = "cluster.json"
@@ -54,11 +53,6 @@ PROGRESS_FILE = "progress.json"
 DONE_FILE = "collector.json"
 EXPERIMENTS_DIR = "experiments"
 METRICS_FILE = "metrics.json"
-#: API path and success condition per resource (as wait_for_jobs.py).
-RESOURCES: dict[str, tuple[str, str, str]] = {
-    "jobs": ("/apis/batch/v1/namespaces/{ns}/jobs/{name}", "Complete", "job"),
-    "mpijobs": ("/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{name}", "Succeeded", "mpijob"),
-}
 #: The label every pod of an experiment carries (its job's name).
 JOB_LABEL = "eks-training/job"
 SUCCEEDED, FAILED, TIMED_OUT, RUNNING, PENDING = "Succeeded", "Failed", "TimedOut", "Running", "Pending"
@@ -84,36 +78,6 @@ def parse_time(text: str | None) -> dt.datetime | None:
 
 
 # --------------------------------------------------------------------------------------------------------- Kubernetes
-class Api:
-    """GET requests to the Kubernetes API with the service account's token (JSON, or text for logs)."""
-
-    def __init__(self, server: str, token_file: Path, ca_file: Path):
-        self.server = server.rstrip("/")
-        self.token_file = token_file
-        self.context = ssl.create_default_context(cafile=str(ca_file)) if server.startswith("https") and ca_file.exists() else None
-
-    def _get(self, path: str) -> bytes | None:
-        token = self.token_file.read_text().strip() if self.token_file.exists() else ""
-        req = urllib.request.Request(self.server + path, headers={"Authorization": f"Bearer {token}"} if token else {})
-        try:
-            with urllib.request.urlopen(req, timeout=60, context=self.context) as resp:
-                return bytes(resp.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise
-
-    def get(self, path: str) -> dict[str, Any] | None:
-        """The object at ``path``, or ``None`` when it does not exist."""
-        body = self._get(path)
-        return None if body is None else json.loads(body)
-
-    def text(self, path: str) -> str | None:
-        """A text resource (a log), or ``None`` when it does not exist."""
-        body = self._get(path)
-        return None if body is None else body.decode("utf-8", errors="replace")
-
-
 def condition_time(obj: dict[str, Any], kind: str) -> str | None:
     """When the object's condition ``kind`` became true."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
@@ -282,7 +246,7 @@ def collect_experiment(writer: Writer, api: Api, namespace: str, experiment: dic
     """Copy one experiment's manifests, logs, kept outputs and metrics; returns its merged metrics (with the files
     skipped as too large under ``skippedFiles``)."""
     name = experiment["name"]
-    kind = RESOURCES[experiment["resource"]][2]
+    kind = RESOURCES[experiment["resource"]].kind
     if state.obj is not None:
         writer.put_json(experiment_key(name, "config", "manifests", f"{kind}.json"), without_managed_fields(state.obj))
     writer.put_json(experiment_key(name, "config", "manifests", "pods.json"),
@@ -371,10 +335,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="collect the experiments still running after this long as they are (TimedOut)")
     parser.add_argument("--volume-root", type=Path, default=Path("/"),
                         help="where the pods' paths are (the shared volume is mounted at <root>/data)")
-    parser.add_argument("--api-server", default=None,
-                        help="default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT")
-    parser.add_argument("--token-file", type=Path, default=SERVICE_ACCOUNT / "token")
-    parser.add_argument("--ca-file", type=Path, default=SERVICE_ACCOUNT / "ca.crt")
+    add_api_arguments(parser)
     args = parser.parse_args(argv)
     if args.poll_seconds <= 0 or args.timeout_seconds <= 0:
         parser.error("--poll-seconds and --timeout-seconds must be > 0")
@@ -393,9 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     import boto3  # the toolbox image has it (staging, code download)
     import botocore.exceptions
 
-    server = args.api_server or f"https://{os.environ.get('KUBERNETES_SERVICE_HOST', 'kubernetes.default.svc')}:" \
-                                f"{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
-    api = Api(server, args.token_file, args.ca_file)
+    api = Api.from_args(args, timeout_s=60.0)
     writer = Writer(boto3.client("s3", region_name=args.region), config["bucket"], f"{config['prefix']}{config['run']}/")
     try:
         collect(config, api, writer, poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_seconds,

@@ -16,21 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import ssl
 import sys
 import time
 import urllib.error
-import urllib.request
-from pathlib import Path
 from typing import Any
 
-SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-#: API path and success condition per resource.
-RESOURCES: dict[str, tuple[str, str]] = {
-    "jobs": ("/apis/batch/v1/namespaces/{ns}/jobs/{name}", "Complete"),
-    "mpijobs": ("/apis/kubeflow.org/v2beta1/namespaces/{ns}/mpijobs/{name}", "Succeeded"),
-}
+from kube_api import RESOURCES, Api, add_api_arguments  # beside this script in the image (/app)
+
 EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_PREDECESSOR_FAILED = 0, 1, 2, 3
 
 
@@ -48,10 +40,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--poll-seconds", type=float, default=20.0)
     parser.add_argument("--timeout-seconds", type=float, default=0.0,
                         help="give up after this long without an answer from the API (0: never)")
-    parser.add_argument("--api-server", default=None,
-                        help="default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT")
-    parser.add_argument("--token-file", type=Path, default=SERVICE_ACCOUNT / "token")
-    parser.add_argument("--ca-file", type=Path, default=SERVICE_ACCOUNT / "ca.crt")
+    add_api_arguments(parser)
     args = parser.parse_args(argv)
     for job in args.job:
         resource, _, name = job.partition("/")
@@ -72,43 +61,20 @@ def job_state(obj: dict[str, Any], success: str) -> str:
     return "running"
 
 
-class Api:
-    """GET requests to the Kubernetes API with a bearer token."""
-
-    def __init__(self, server: str, token_file: Path, ca_file: Path):
-        self.server = server.rstrip("/")
-        self.token_file = token_file
-        self.context = ssl.create_default_context(cafile=str(ca_file)) if server.startswith("https") and ca_file.exists() else None
-
-    def get(self, path: str) -> dict[str, Any] | None:
-        """The object, or ``None`` when it does not exist (404)."""
-        token = self.token_file.read_text().strip() if self.token_file.exists() else ""
-        req = urllib.request.Request(self.server + path, headers={"Authorization": f"Bearer {token}"} if token else {})
-        try:
-            with urllib.request.urlopen(req, timeout=30, context=self.context) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404:
-                return None
-            raise
-
-
 def main(argv: list[str] | None = None) -> int:
     """Wait; returns the exit code."""
     try:
         args = parse_args(argv)
     except SystemExit as exc:
         return EXIT_USAGE if exc.code else EXIT_OK
-    server = args.api_server or f"https://{os.environ.get('KUBERNETES_SERVICE_HOST', 'kubernetes.default.svc')}:" \
-                                f"{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
-    api = Api(server, args.token_file, args.ca_file)
+    api = Api.from_args(args)
     pending = list(dict.fromkeys(args.job))
     last_answer = time.monotonic()
     log("waiting", jobs=pending, namespace=args.namespace)
     while pending:
         for job in list(pending):
             resource, _, name = job.partition("/")
-            path, success = RESOURCES[resource]
+            path, success, _ = RESOURCES[resource]
             try:
                 obj = api.get(path.format(ns=args.namespace, name=name))
             except (urllib.error.URLError, OSError, ValueError) as exc:
