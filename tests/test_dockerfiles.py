@@ -164,3 +164,18 @@ def test_the_tensorflow_test_venv_has_the_tensorflow_images_packages() -> None:
     # and the PyTorch side has no TensorFlow: with it, torch.utils.tensorboard imports it at every trainer start
     dev = _pins(REPO / "requirements-dev.txt") | _pins(REPO / "requirements.txt") | _pins(REPO / "training" / "requirements.txt")
     assert not {"tensorflow", "tensorflow-cpu", "tf-keras"} & set(dev)
+
+
+def test_the_mpi_images_set_up_ssh_identically() -> None:
+    """Each image's build context is its own folder, so the MPI images each carry the operator's ssh setup (the user,
+    the host keys, sshd's and ssh's configs, the unprivileged sshd): it must stay the same in every one of them."""
+    def ssh_setup(dockerfile) -> list[tuple[str, str]]:
+        return [(w, a) for w, a in _instructions(dockerfile)
+                if (w == "RUN" and "mpiuser" in a) or (w == "COPY" and "ssh" in a) or w in ("USER", "CMD", "HEALTHCHECK")]
+
+    first, *others = MPI_IMAGES
+    assert others, "more than one MPI image"
+    for other in others:
+        assert ssh_setup(other) == ssh_setup(first), other.parent.name
+        for name in ("sshd_config", "ssh_config"):
+            assert (other.parent / name).read_text() == (first.parent / name).read_text(), (other.parent.name, name)
