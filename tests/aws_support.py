@@ -9,6 +9,7 @@ test loudly (``RuntimeError``); it is never a reason to skip.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -208,3 +209,29 @@ def aws_test_environment(endpoint: str, workdir: Path, *,
     if max_attempts is not None:
         env["AWS_MAX_ATTEMPTS"] = str(max_attempts)
     return env
+
+
+@dataclass
+class MotoS3:
+    """A running moto server used as S3: a client for the test, and the environment a script under test runs with."""
+
+    server: MotoProcess
+    s3: Any
+    env: dict[str, str]
+    """This process's environment without its ``AWS_*`` variables, plus :func:`aws_test_environment`'s."""
+
+
+@contextlib.contextmanager
+def moto_s3(workdir: Path) -> Iterator[MotoS3]:
+    """A moto server for S3 for the length of a ``with`` block (module fixtures of the scripts' tests)."""
+    import boto3
+
+    server = start_moto_server(workdir)
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update({k: v for k, v in aws_test_environment(server.endpoint, workdir).items() if v is not None})
+        s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name=REGION,
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        yield MotoS3(server, s3, env)
+    finally:
+        server.stop()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import struct
 import subprocess
 import sys
@@ -19,7 +18,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pulumi
 import pytest
 
@@ -105,17 +103,8 @@ def kube() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[str, str], str]]:
-    workdir = tmp_path_factory.mktemp("moto")
-    server = aws_support.start_moto_server(workdir)
-    try:
-        settings = aws_support.aws_test_environment(server.endpoint, workdir)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        env.update({k: v for k, v in settings.items() if v is not None})
-        s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name=aws_support.REGION,
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-        yield s3, env, server.endpoint
-    finally:
-        server.stop()
+    with aws_support.moto_s3(tmp_path_factory.mktemp("moto")) as moto:
+        yield moto.s3, moto.env, moto.server.endpoint
 
 
 @pytest.fixture(scope="module")

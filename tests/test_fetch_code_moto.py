@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from tests import aws_support
@@ -26,18 +25,9 @@ BUCKET = "team-code"
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[str, str]]]:
     """A moto S3 with the bucket, a client and the environment the script runs with."""
-    workdir = tmp_path_factory.mktemp("moto")
-    server = aws_support.start_moto_server(workdir)
-    try:
-        settings = aws_support.aws_test_environment(server.endpoint, workdir)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        env.update({k: v for k, v in settings.items() if v is not None})
-        s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name=aws_support.REGION,
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-        s3.create_bucket(Bucket=BUCKET)
-        yield s3, env
-    finally:
-        server.stop()
+    with aws_support.moto_s3(tmp_path_factory.mktemp("moto")) as moto:
+        moto.s3.create_bucket(Bucket=BUCKET)
+        yield moto.s3, moto.env
 
 
 def fetch(env: dict[str, str], source: str, dest: Path) -> tuple[int, list[dict[str, Any]], str]:
