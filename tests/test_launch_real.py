@@ -54,7 +54,7 @@ import launch  # noqa: E402
 
 pytestmark = pytest.mark.real
 
-LAUNCH_PY = ts.TRAINING_DIR / "launch.py"
+LAUNCH_PY = ts.LAUNCH_PY
 PYTHON = sys.executable
 
 # One short epoch of a tiny ResNet-9: 2 steps of 2 x 32 images, then the test-set evaluation.

@@ -51,10 +51,6 @@ DIGIT_NAMES: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "
 VENV_BIN = Path(sys.executable).parent
 TRAIN_PY = TRAINING_DIR / "train.py"
 LAUNCH_PY = TRAINING_DIR / "launch.py"
-#: torchrun ``--max-restarts`` of the tests: the value recommended for the training Job.  torchrun counts
-#: every restart after a *peer's* failure or stop against the surviving node, so a small budget ends a
-#: run because of other nodes; the run's real failure budget is train.py's ``--max-failed-attempts``.
-MAX_RESTARTS = 100
 
 
 
@@ -143,12 +139,13 @@ def production_torchrun(endpoint: str, rdzv_id: str, script_args: Sequence[str],
                         max_nodes: int = 2, script: Path = TRAIN_PY) -> list[str]:
     """torchrun running ``script`` with the production settings (``pods.torchrun_command``), etcd-v2."""
     from components.workloads.pods import torchrun_command
+    from components.workloads.training import TORCHRUN_MAX_RESTARTS  # the PyTorch jobs' value
 
     torchrun = VENV_BIN / "torchrun"
     if not torchrun.is_file():
         raise AssertionError(f"torchrun not found at {torchrun}: pip install torch==2.13.0")
     cmd = torchrun_command(min_nodes=min_nodes, max_nodes=max_nodes, procs_per_node=1, backend="etcd-v2",
-                           endpoint=endpoint, rdzv_id=rdzv_id, max_restarts=MAX_RESTARTS, script=str(script),
+                           endpoint=endpoint, rdzv_id=rdzv_id, max_restarts=TORCHRUN_MAX_RESTARTS, script=str(script),
                            script_args=list(script_args))
     assert cmd[0] == "torchrun"
     return [str(torchrun), *cmd[1:]]
