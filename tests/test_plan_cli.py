@@ -1,25 +1,33 @@
-"""``python -m stacks.plan`` and ``python -m stacks.preflight`` as a user runs them, without AWS: no credentials, no
-region profile, and every AWS endpoint pointed at a closed port (a call would fail). The plan of every preset prints
-and exits 0, with ``--json`` equal to the report built in-process; a bad stack exits 2 with the single root-cause
-message ``pulumi up`` gives; preflight validates the configuration before any AWS call."""
+"""``python -m stacks.plan`` and ``python -m stacks.preflight`` without AWS: no credentials, no region profile, and
+every AWS endpoint pointed at a closed port (a call would fail). The plan of every preset prints and exits 0, with
+``--json`` equal to the report built by the tests' own path; a bad stack exits 2 with the single root-cause message
+``pulumi up`` gives; preflight validates the configuration before any AWS call.
+
+The commands' ``main`` runs in this process for every preset and every bad stack (a fresh Python per run costs 2 s
+of imports); ``test_the_commands_as_a_user_runs_them`` runs a case of each outcome as ``python -m ...`` in a
+subprocess of its own and shows it prints exactly what the in-process call does."""
 
 import json
 import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional, Sequence
 
 import pytest
 import yaml
 
+from stacks.plan.report import main as plan_main
+from stacks.preflight.cli import main as preflight_main
 from tests.config_support import stack_report
 from tests.harness import REPO, stack_names
 
-pytestmark = pytest.mark.real
-
 STACKS = stack_names()
+MAINS: dict[str, Callable[[Optional[Sequence[str]]], int]] = {"stacks.plan": plan_main,
+                                                               "stacks.preflight": preflight_main}
 
 
 def offline_env(home: Path) -> dict[str, str]:
@@ -36,21 +44,36 @@ def offline_env(home: Path) -> dict[str, str]:
 
 
 def run(module: str, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m <module> <args>`` as a user runs it, in the offline environment."""
     return subprocess.run(
         [sys.executable, "-m", module, *args], cwd=REPO, env=offline_env(home), capture_output=True, text=True, timeout=120
     )
 
 
+def call(module: str, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """The same command's ``main`` in this process, in the same offline environment (restored afterwards)."""
+    saved = dict(os.environ)
+    out, err = StringIO(), StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(offline_env(home))
+        with redirect_stdout(out), redirect_stderr(err):
+            code = MAINS[module](list(args))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
+
+
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool], subprocess.CompletedProcess[str]]:
-    """Every preset's plan, as text and as JSON (run in parallel)."""
+    """Every preset's plan, as text and as JSON."""
     home = tmp_path_factory.mktemp("home")
-    runs = [(s, j) for s in STACKS for j in (False, True)]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = pool.map(lambda sj: run("stacks.plan", "--stack", sj[0], *(["--json"] if sj[1] else []), home=home), runs)
-    return dict(zip(runs, results))
+    return {(s, j): call("stacks.plan", "--stack", s, *(["--json"] if j else []), home=home)
+            for s in STACKS for j in (False, True)}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_plan_of_every_preset_prints_offline(plans, stack: str) -> None:
     done = plans[(stack, False)]
@@ -66,6 +89,7 @@ def test_the_plan_of_every_preset_prints_offline(plans, stack: str) -> None:
         assert f". {job} (" in text, job
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("stack", STACKS)
 def test_json_is_the_report_the_program_plans(plans, stack: str) -> None:
     """The JSON a script reads is the in-process report of the same stack (which tests/test_plan_report.py compares
@@ -78,6 +102,7 @@ def test_json_is_the_report_the_program_plans(plans, stack: str) -> None:
 
 
 def _stack_file(tmp_path: Path, config: dict[str, Any]) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "Pulumi.mine.yaml"
     path.write_text(yaml.safe_dump({"config": {"aws:region": "us-west-2", **config}}))
     return path
@@ -119,30 +144,55 @@ BAD = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("config,message", [pytest.param(c, m, id=i) for i, c, m in BAD])
 @pytest.mark.parametrize("module", ["stacks.plan", "stacks.preflight"])
 def test_a_bad_stack_exits_2_with_its_root_cause_before_any_aws_call(
     tmp_path: Path, module: str, config: dict[str, Any], message: str
 ) -> None:
     path = _stack_file(tmp_path, {f"eks-training:{k}": v for k, v in config.items()})
-    done = run(module, "--stack", "mine", "--stack-file", str(path), home=tmp_path)
+    done = call(module, "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "invalid stack configuration (1 problem(s)); no resource was created" in done.stderr
     assert message in done.stderr, done.stderr
     assert done.stdout == "" and "cannot reach" not in done.stderr and "Credentials" not in done.stderr
 
 
+@pytest.mark.unit
 def test_preflight_of_a_good_stack_does_reach_for_aws(tmp_path: Path) -> None:
     """The control: with a valid stack the same offline preflight gets past validation and fails on the account."""
     path = _stack_file(tmp_path, {"eks-training:nodeGroups": {"cpu": GROUPS["cpu"]}})
-    done = run("stacks.preflight", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
+    done = call("stacks.preflight", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "cannot reach EC2 in us-west-2" in done.stderr
-    planned = run("stacks.plan", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
+    planned = call("stacks.plan", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert planned.returncode == 0 and "region us-west-2" in planned.stdout
     assert "the stack is in us-west-2, where prices differ" in planned.stdout
 
 
+@pytest.mark.unit
 def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
-    done = run("stacks.plan", "--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml"), home=tmp_path)
+    done = call("stacks.plan", "--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml"), home=tmp_path)
     assert done.returncode == 2 and "error: cannot read" in done.stderr
+
+
+@pytest.mark.real
+def test_the_commands_as_a_user_runs_them(tmp_path: Path) -> None:
+    """One case of each outcome as ``python -m ...`` (a fresh Python, the offline environment): exit code, output
+    and errors are exactly those of the in-process calls the tests above check."""
+    bad = _stack_file(tmp_path / "bad", {f"eks-training:{k}": v for k, v in BAD[1][1].items()})
+    good = _stack_file(tmp_path / "good", {"eks-training:nodeGroups": {"cpu": GROUPS["cpu"]}})
+    cases = [
+        ("stacks.plan", "--stack", "workshop"),  # 0
+        ("stacks.plan", "--stack", "workshop", "--json"),
+        ("stacks.plan", "--stack", "mine", "--stack-file", str(bad)),  # 2
+        ("stacks.preflight", "--stack", "mine", "--stack-file", str(bad)),
+        ("stacks.preflight", "--stack", "mine", "--stack-file", str(good)),  # 1: no AWS here
+        ("stacks.plan", "--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml")),  # 2
+    ]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        ran = list(pool.map(lambda case: run(*case, home=tmp_path), cases))
+    assert [done.returncode for done in ran] == [0, 0, 2, 2, 1, 2], [done.stderr for done in ran]
+    for case, done in zip(cases, ran, strict=True):
+        expected = call(*case, home=tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (expected.returncode, expected.stdout, expected.stderr), case
