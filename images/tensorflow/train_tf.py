@@ -16,10 +16,12 @@ waits for peers that have exited.
 
 A lost peer ends the survivors within a bounded time, so the Job replaces every pod and they resume together:
 TensorFlow's coordination service (which MultiWorkerMirroredStrategy starts on worker 0) aborts the pending
-collectives with an error when a worker's connection resets (about 2 s) or its heartbeats stop (about 13 s for
-a silent worker, about 30 s when worker 0 itself goes silent; measured with TensorFlow 2.21), and the script
-exits 1. (Collective timeouts, ``CommunicationOptions(timeout_seconds=...)``, are meant for debugging and
-would also fire on a slow first step, so they are not used.)
+collectives with an error when a worker's connection resets (about 2 s) or its heartbeats stop (6-13 s for a
+silent worker, about 30 s when worker 0 itself goes silent; measured with TensorFlow 2.21), and the script exits
+1 at once: it prints the traceback and a ``fatal`` event and leaves without TensorFlow's teardown, which waited
+about 8 s more for the lost peer before the process ended (and the Job could replace the pods). (Collective
+timeouts, ``CommunicationOptions(timeout_seconds=...)``, are meant for debugging and would also fire on a slow
+first step, so they are not used.)
 
 Uses ``tf_keras`` with ``TF_USE_LEGACY_KERAS=1``: Keras 3 (TensorFlow's default since 2.16) does not work with
 MultiWorkerMirroredStrategy (https://github.com/keras-team/keras/issues/20585).
@@ -36,6 +38,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -208,4 +211,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        exit_code = main()
+    except Exception as error:  # typically a collective aborted because a peer was lost
+        traceback.print_exc()
+        print(json.dumps({"event": "fatal", "time": round(time.time(), 3), "error": f"{type(error).__name__}: {error}"[:500]}),
+              flush=True)
+        sys.stderr.flush()
+        os._exit(1)
+    sys.exit(exit_code)
