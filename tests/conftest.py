@@ -1,13 +1,26 @@
-"""Shared fixtures and the test tiers.
+"""Shared fixtures, the test tiers, and the tests that run alone.
 
-Every test belongs to exactly one tier (a module-level ``pytestmark``): ``unit`` (pure functions),
-``mock`` (the program evaluated under Pulumi mocks), ``moto`` (boto3 code against a real moto
+Every test belongs to exactly one tier (a module-level ``pytestmark``, or a marker on the test): ``unit`` (pure
+functions), ``mock`` (the program evaluated under Pulumi mocks), ``moto`` (boto3 code against a real moto
 server) or ``real`` (real processes: torchrun, etcd, ...). ``pytest`` alone runs the fast tiers
 (``unit`` and ``mock``); ``.ci/run`` runs all of them.
+
+The tiers run on every core (pytest-xdist). A test marked ``alone`` asserts a timing bound that another test's
+processes on the same cores would stretch (resuming within 15 s of a lost node): while it runs, from its
+fixtures' setup to their teardown, no other test runs on any worker. The workers agree through two ``flock``
+locks in a folder the controller makes: every test holds the "room" shared, a test marked ``alone`` holds it
+exclusively; a "gate" taken before the room keeps new tests out while an ``alone`` test waits for the room
+to empty (else the other workers' back-to-back tests could keep it waiting to the end).
 """
 
+import fcntl
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +31,55 @@ if str(REPO) not in sys.path:
 from tests.harness import Program, run_program  # noqa: E402
 
 TIERS = ("unit", "mock", "moto", "real")
+
+
+#: The folder of the locks, passed from the xdist controller to its workers (``workerinput``).
+LOCKS_KEY = "eks_training_locks"
+_locks = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller (not a worker) makes the folder of the locks."""
+    if not hasattr(config, "workerinput"):
+        config.stash[_locks] = tempfile.mkdtemp(prefix="eks-training-tests-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_locks, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(xdist, on the controller) every worker learns the folder of the locks."""
+    node.workerinput[LOCKS_KEY] = node.config.stash[_locks]
+
+
+@contextmanager
+def _room(folder: Path, alone: bool) -> Iterator[None]:
+    """Hold the room shared, or exclusively when ``alone`` (see the module's docstring)."""
+    with open(folder / "gate", "a") as gate, open(folder / "room", "a") as room:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Run each test (setup, call, teardown) inside the room, on an xdist worker; one process runs one test at a
+    time anyway."""
+    folder = getattr(item.config, "workerinput", {}).get(LOCKS_KEY)
+    if folder is None:
+        return (yield)
+    with _room(Path(folder), alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
