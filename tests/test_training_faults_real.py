@@ -285,8 +285,54 @@ def other(run: PodRun, pod: ts.ManagedProcess) -> ts.ManagedProcess:
 
 
 # --------------------------------------------------------------------------- #
-# A drain loses nothing, a replacement joins without loss, a lost node is replaced in seconds
+# A lost node is replaced in seconds, a drain loses nothing, a replacement joins without loss
 # --------------------------------------------------------------------------- #
+@pytest.mark.alone  # the 15 s bound: no other test's processes on these cores meanwhile
+def test_a_lost_node_is_replaced_within_15_seconds(
+        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
+    """SIGKILL of the rank-0 pod's whole process tree (a lost node), early in epoch 2: the survivor's worker
+    fails on the closed connection, its agent re-rendezvouses once the dead node's keep-alive expired, the
+    survivor takes the run lease over (it was a member of the dead group) and resumes from the last
+    checkpoint within 15 s. It finishes the run alone, every epoch whole."""
+    epochs = 2
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
+    run.start_pod("a")
+    run.start_pod("b")
+    run.wait_event("epoch", RUN_TIMEOUT)
+    time.sleep(0.3)
+    lost = run.rank0_pod()
+    last = other(run, lost)
+    kill_at = time.time()
+    ts.signal_tree(lost.pid, signal.SIGKILL)
+    first = run.wait_event("first_step", 60, after=kill_at, pod=last)
+    resume_s = first["time"] - kill_at
+    start = run.wait_event("start", 5, after=kill_at, pod=last)
+    milestones = agent_log_times(last.output(), kill_at)
+    failed = first_after(milestones, "Worker group FAILED")
+    started = first_after(milestones, "Starting worker group")
+    print(f"\n[timing] SIGKILL of the rank-0 node -> survivor's first resumed step: {resume_s:.2f}s "
+          f"(agent saw its worker fail {failed - kill_at:.2f}s, re-rendezvous {started - failed:.2f}s, "
+          f"worker start to first step {first['time'] - started:.2f}s, of which Python and torch import "
+          f"{start['setup_s']:.2f}s)")
+    assert resume_s <= RESUME_BOUND_S, run.report()
+    assert start["world_size"] == 1 and start["pg_timeout_s"] == 60.0  # the default, read back from gloo
+    acquired = run.wait_event("lease_acquired", 5, after=kill_at, pod=last)
+    assert acquired["why"].startswith("previous attempt of this group's nodes")
+    assert acquired["previous"]["state"] == "active"  # the dead group never released it: an unclean end
+    resumed = run.wait_event("resumed", 5, after=kill_at, pod=last)
+    assert resumed["failed_attempts_in_a_row"] == 1 and resumed["step"] <= first["step"] - 1
+    assert resumed["epoch"] == 1 and resumed["samples_in_epoch"] == 0  # the end-of-epoch-1 checkpoint
+
+    assert ts.wait_all([last], RUN_TIMEOUT) == [0], run.report()
+    summary = assert_whole_epochs(run.output_dir, epochs)
+    # the segment the lost node took part in left no checkpoint: the survivor retrained epoch 2 whole, alone
+    assert [h["world_sizes"] for h in summary["history"]] == [[2], [1]], summary["history"]
+    records = run.lease_records()
+    assert_one_group_at_a_time(records)
+    assert [r["state"] for r in records] == ["active", "done"]
+    assert [len(r["members"]) for r in records] == [2, 1]
+
+
 def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
         runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
     """One run, two events, production settings throughout.
@@ -355,52 +401,6 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
                            cwd=run.local()[2].cwd)
     assert again.returncode == 0 and [e["event"] for e in ts.json_events(again.stdout)] == [
         "launch_start", "already_complete"], again.stdout + again.stderr
-
-
-@pytest.mark.alone  # the 15 s bound: no other test's processes on these cores meanwhile
-def test_a_lost_node_is_replaced_within_15_seconds(
-        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
-    """SIGKILL of the rank-0 pod's whole process tree (a lost node), early in epoch 2: the survivor's worker
-    fails on the closed connection, its agent re-rendezvouses once the dead node's keep-alive expired, the
-    survivor takes the run lease over (it was a member of the dead group) and resumes from the last
-    checkpoint within 15 s. It finishes the run alone, every epoch whole."""
-    epochs = 2
-    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
-    run.start_pod("a")
-    run.start_pod("b")
-    run.wait_event("epoch", RUN_TIMEOUT)
-    time.sleep(0.3)
-    lost = run.rank0_pod()
-    last = other(run, lost)
-    kill_at = time.time()
-    ts.signal_tree(lost.pid, signal.SIGKILL)
-    first = run.wait_event("first_step", 60, after=kill_at, pod=last)
-    resume_s = first["time"] - kill_at
-    start = run.wait_event("start", 5, after=kill_at, pod=last)
-    milestones = agent_log_times(last.output(), kill_at)
-    failed = first_after(milestones, "Worker group FAILED")
-    started = first_after(milestones, "Starting worker group")
-    print(f"\n[timing] SIGKILL of the rank-0 node -> survivor's first resumed step: {resume_s:.2f}s "
-          f"(agent saw its worker fail {failed - kill_at:.2f}s, re-rendezvous {started - failed:.2f}s, "
-          f"worker start to first step {first['time'] - started:.2f}s, of which Python and torch import "
-          f"{start['setup_s']:.2f}s)")
-    assert resume_s <= RESUME_BOUND_S, run.report()
-    assert start["world_size"] == 1 and start["pg_timeout_s"] == 60.0  # the default, read back from gloo
-    acquired = run.wait_event("lease_acquired", 5, after=kill_at, pod=last)
-    assert acquired["why"].startswith("previous attempt of this group's nodes")
-    assert acquired["previous"]["state"] == "active"  # the dead group never released it: an unclean end
-    resumed = run.wait_event("resumed", 5, after=kill_at, pod=last)
-    assert resumed["failed_attempts_in_a_row"] == 1 and resumed["step"] <= first["step"] - 1
-    assert resumed["epoch"] == 1 and resumed["samples_in_epoch"] == 0  # the end-of-epoch-1 checkpoint
-
-    assert ts.wait_all([last], RUN_TIMEOUT) == [0], run.report()
-    summary = assert_whole_epochs(run.output_dir, epochs)
-    # the segment the lost node took part in left no checkpoint: the survivor retrained epoch 2 whole, alone
-    assert [h["world_sizes"] for h in summary["history"]] == [[2], [1]], summary["history"]
-    records = run.lease_records()
-    assert_one_group_at_a_time(records)
-    assert [r["state"] for r in records] == ["active", "done"]
-    assert [len(r["members"]) for r in records] == [2, 1]
 
 
 # --------------------------------------------------------------------------- #
