@@ -284,6 +284,36 @@ def other(run: PodRun, pod: ts.ManagedProcess) -> ts.ManagedProcess:
     return first_two[1 - first_two.index(pod)]
 
 
+@dataclass
+class Strike:
+    """What happened when the rank-0 pod's whole process tree got a signal (:func:`strike_rank0`)."""
+
+    victim: ts.ManagedProcess
+    survivor: ts.ManagedProcess
+    at: float
+    """When the signal was sent (epoch seconds)."""
+    first: dict[str, Any]
+    """The survivor's first step afterwards."""
+    milestones: list[tuple[float, str]]
+    """The survivor's agent log milestones since the signal."""
+
+    @property
+    def resume_s(self) -> float:
+        """Seconds from the signal to the survivor's first step."""
+        return float(self.first["time"]) - self.at
+
+
+def strike_rank0(run: PodRun, sig: int, timeout: float) -> Strike:
+    """Send ``sig`` to every process of the pod whose trainer is rank 0 (a lost node: SIGKILL, a hung one:
+    SIGSTOP) and wait up to ``timeout`` for the other pod's first step."""
+    victim = run.rank0_pod()
+    survivor = other(run, victim)
+    at = time.time()
+    ts.signal_tree(victim.pid, sig)
+    first = run.wait_event("first_step", timeout, after=at, pod=survivor)
+    return Strike(victim, survivor, at, first, agent_log_times(survivor.output(), at))
+
+
 # --------------------------------------------------------------------------- #
 # A lost node is replaced in seconds, a drain loses nothing, a replacement joins without loss
 # --------------------------------------------------------------------------- #
@@ -300,16 +330,11 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     run.start_pod("b")
     run.wait_event("epoch", RUN_TIMEOUT)
     time.sleep(0.3)
-    lost = run.rank0_pod()
-    last = other(run, lost)
-    kill_at = time.time()
-    ts.signal_tree(lost.pid, signal.SIGKILL)
-    first = run.wait_event("first_step", 60, after=kill_at, pod=last)
-    resume_s = first["time"] - kill_at
+    lost = strike_rank0(run, signal.SIGKILL, 60)
+    last, kill_at, first, resume_s = lost.survivor, lost.at, lost.first, lost.resume_s
     start = run.wait_event("start", 5, after=kill_at, pod=last)
-    milestones = agent_log_times(last.output(), kill_at)
-    failed = first_after(milestones, "Worker group FAILED")
-    started = first_after(milestones, "Starting worker group")
+    failed = first_after(lost.milestones, "Worker group FAILED")
+    started = first_after(lost.milestones, "Starting worker group")
     print(f"\n[timing] SIGKILL of the rank-0 node -> survivor's first resumed step: {resume_s:.2f}s "
           f"(agent saw its worker fail {failed - kill_at:.2f}s, re-rendezvous {started - failed:.2f}s, "
           f"worker start to first step {first['time'] - started:.2f}s, of which Python and torch import "
@@ -425,15 +450,9 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     start = run.wait_event("start", RUN_TIMEOUT)
     assert start["pg_timeout_s"] == timeout_s  # read back from the process group
     run.wait_event("checkpoint", RUN_TIMEOUT)
-    victim = run.rank0_pod()
-    survivor = other(run, victim)
-
-    freeze_at = time.time()
-    ts.signal_tree(victim.pid, signal.SIGSTOP)
-    first = run.wait_event("first_step", 150, after=freeze_at, pod=survivor)
-    resume_s = first["time"] - freeze_at
-    milestones = agent_log_times(survivor.output(), freeze_at)
-    failed = first_after(milestones, "Worker group FAILED")
+    frozen = strike_rank0(run, signal.SIGSTOP, 150)
+    victim, survivor, freeze_at, resume_s = frozen.victim, frozen.survivor, frozen.at, frozen.resume_s
+    failed = first_after(frozen.milestones, "Worker group FAILED")
     print(f"\n[timing] SIGSTOP of the rank-0 node -> survivor's worker failed {failed - freeze_at:.1f}s "
           f"(gloo timeout {start['pg_timeout_s']:.0f}s), first resumed step {resume_s:.1f}s")
     # The survivor may already have been waiting in the collective when the node froze: 1 s slack. The issue's
