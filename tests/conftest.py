@@ -6,8 +6,8 @@ server) or ``real`` (real processes: torchrun, etcd, ...). ``pytest`` alone runs
 (``unit`` and ``mock``); ``.ci/run`` runs all of them.
 
 The tiers run on every core (pytest-xdist). A test marked ``alone`` asserts a timing bound that another test's
-processes on the same cores would stretch (resuming within 15 s of a lost node): while it runs, from its
-fixtures' setup to their teardown, no other test runs on any worker. The workers agree through two ``flock``
+processes on the same cores would stretch (resuming within 15 s of a lost node): while it runs (its setup, call
+and teardown), no other test runs on any worker. The workers agree through two ``flock``
 locks in a folder the controller makes: every test holds the "room" shared, a test marked ``alone`` holds it
 exclusively; a "gate" taken before the room keeps new tests out while an ``alone`` test waits for the room
 to empty (else the other workers' back-to-back tests could keep it waiting to the end).

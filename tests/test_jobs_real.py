@@ -188,6 +188,7 @@ class TfRun:
     workers: list[ts.ManagedProcess]
     """The replacement pods, which finished the run."""
     summary: dict[str, Any]
+    """The chief's ``summary.json``."""
 
     def chief_losses(self) -> dict[int, float]:
         """The chief's loss per epoch across both attempts (a later attempt's value wins)."""
