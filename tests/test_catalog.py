@@ -10,7 +10,6 @@ import pytest
 
 from components.catalog.limits import NAME_LIMITS
 from components.catalog import (
-    BASE_IMAGES,
     CA_CHART_WITH_VOLUMEATTACHMENTS,
     CLUSTER_AUTOSCALER,
     KUBERNETES_VERSIONS,
@@ -22,10 +21,7 @@ from components.catalog import (
     QUOTA_NAMES,
     FSX_LUSTRE_STORAGE_QUOTA,
     fsx_capacity_problem,
-    HELM_CHARTS,
     INSTANCE_TYPES,
-    REFERENCE_ALLREDUCE,
-    SERVICE_PRICES,
     SOURCES,
     SUPPORTED_KUBERNETES_VERSIONS,
 )

@@ -30,7 +30,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent  # on sys.path via tests/conftest.py
 
 from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
-from stacks.config import ConfigError, StackConfig, load_config  # noqa: E402
+from stacks.config import ConfigError, load_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
 from stacks.zones import Zone, choose_zones  # noqa: E402
 from stacks.preflight import (  # noqa: E402

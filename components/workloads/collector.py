@@ -30,7 +30,6 @@ import json
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 

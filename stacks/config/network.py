@@ -6,7 +6,7 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator, model_validator
 
 from stacks.config.base import AZ_HINT, AZ_RE, SUBNET_RE, VPC_RE, Model, cidr_problem, ipv4
-from stacks.config.errors import Rule, check
+from stacks.config.errors import check
 
 #: The default subnet layout covers at most this many zones (four quarters of the VPC).
 DEFAULT_LAYOUT_MAX_ZONES = 3

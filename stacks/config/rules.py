@@ -28,7 +28,6 @@ from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.config.jobs import (
     ELASTIC_KINDS,
-    TOOLBOX_IMAGE,
     DatasetConfig,
     ImageConfig,
     JobConfig,
@@ -182,7 +181,7 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
         where = "a private subnet of that zone" if fld == "subnetId" else "the zone where its capacity is"
         if g.efa is None:  # on by default for the type: the user may not want EFA at all
             off = (
-                f"set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over "
+                "set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over "
                 "the VPC's zones without EFA"
             )
             why = f"efa defaults to true for {facts[0].name}, and "

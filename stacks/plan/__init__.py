@@ -12,7 +12,6 @@ disagree.
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Optional
