@@ -31,7 +31,8 @@ def local(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedPr
 
 @dataclass
 class WorkshopRun:
-    """The workshop stack run here once (staging, health check, training on 2 pods, evaluation)."""
+    """The workshop stack run here once: its dataset given as a local folder, training on 2 pods with an etcd
+    rendezvous, then the evaluation job (health checks are cluster-only)."""
 
     digits: Path
     work: Path
@@ -52,6 +53,7 @@ class WorkshopRun:
 
 @pytest.fixture(scope="module")
 def workshop(tmp_path_factory: pytest.TempPathFactory) -> WorkshopRun:
+    """``python -m stacks.local --stack workshop`` on the digits, once for the module's tests."""
     root = tmp_path_factory.mktemp("workshop")
     digits = ts.make_digits_cifar(root / "digits")
     work = root / "work"
