@@ -39,9 +39,29 @@ _locks = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controller (not a worker) makes the folder of the locks."""
+    """The controller (not a worker) makes the folder of the locks; the order of the modules is set on every
+    process (xdist's workers must collect the same order)."""
     if not hasattr(config, "workerinput"):
         config.stash[_locks] = tempfile.mkdtemp(prefix="eks-training-tests-")
+    config.pluginmanager.register(ModuleOrder(), "eks-training-module-order")
+
+
+class ModuleOrder:
+    """The order in which xdist hands out the modules (``--no-loadscope-reorder`` in pyproject.toml: the collected
+    order): a module with an ``alone`` test first, so that test starts while the other workers begin their first
+    tests instead of waiting for a long one to end; then the modules with the most selected tests, as xdist's own
+    order would have them (a rough proxy for the longest). Each module's tests keep their order."""
+
+    @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        modules: dict[str, list[pytest.Item]] = {}
+        for item in items:
+            modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+        def rank(module: list[pytest.Item]) -> tuple[bool, int]:
+            return (not any(i.get_closest_marker("alone") for i in module), -len(module))
+
+        items[:] = [item for module in sorted(modules.values(), key=rank) for item in module]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

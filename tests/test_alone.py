@@ -1,5 +1,6 @@
-"""The lock that runs a test marked ``alone`` with no other test beside it (tests/conftest.py): threads stand for
-the xdist workers (``flock`` locks belong to each ``open``, so threads of one process contend like processes)."""
+"""The lock that runs a test marked ``alone`` with no other test beside it, and the order xdist hands modules out
+in (tests/conftest.py). Threads stand for the xdist workers (``flock`` locks belong to each ``open``, so threads of
+one process contend like processes)."""
 
 import threading
 import time
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import _room
+from tests.conftest import ModuleOrder, _room
 
 pytestmark = pytest.mark.unit
 
@@ -57,3 +58,22 @@ def test_an_alone_test_waits_for_the_room_to_empty_and_keeps_new_tests_out(tmp_p
     for worker in (first, beside, lone, late):
         worker.join(5)
     assert entered == ["first", "beside", "alone", "late"]
+
+
+class FakeItem:
+    """What :class:`tests.conftest.ModuleOrder` reads of a test: its node id and its ``alone`` marker."""
+
+    def __init__(self, nodeid: str, alone: bool = False) -> None:
+        self.nodeid, self.alone = nodeid, alone
+
+    def get_closest_marker(self, name: str) -> object:
+        return object() if name == "alone" and self.alone else None
+
+
+def test_the_module_with_an_alone_test_is_handed_out_first_then_the_largest() -> None:
+    items = [FakeItem("tests/a.py::one"), FakeItem("tests/b.py::one"), FakeItem("tests/b.py::two"),
+             FakeItem("tests/c.py::one"), FakeItem("tests/c.py::lost", alone=True), FakeItem("tests/d.py::one"),
+             FakeItem("tests/d.py::two"), FakeItem("tests/d.py::three")]
+    ModuleOrder().pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    assert [i.nodeid for i in items] == ["tests/c.py::one", "tests/c.py::lost", "tests/d.py::one", "tests/d.py::two",
+                                         "tests/d.py::three", "tests/b.py::one", "tests/b.py::two", "tests/a.py::one"]
