@@ -1,14 +1,12 @@
 """Loading a stack configuration made of a few sections, as ``pulumi up`` does, for the rule tests."""
 
-import json
 from typing import Any
-
-import pulumi
 
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from stacks.plan.report import report
-from tests.harness import PROJECT, _config_to_runtime, stack_config
+from stacks.stackfile import use_stack_config
+from tests.harness import PROJECT, stack_config
 
 #: A p5 group pinned to one zone, a CPU group and a two-node training job on the p5 group.
 P5 = {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2, "availabilityZone": "us-east-1a"}
@@ -19,7 +17,7 @@ TRAIN = {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "h100", "nod
 def problems(**sections: Any) -> list[str]:
     """The problems ``pulumi up`` reports for a stack made of ``sections`` (camelCase keys; [] when it loads)."""
     cfg = {"aws:region": "us-east-1", **{f"eks-training:{k}": v for k, v in sections.items()}}
-    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}, [])
+    use_stack_config(cfg)
     try:
         load_config("eks-training", "rules")
     except ConfigError as exc:
@@ -35,5 +33,5 @@ def without(d: dict[str, Any], *keys: str, **extra: Any) -> dict[str, Any]:
 def stack_report(stack: str) -> dict[str, Any]:
     """What ``python -m stacks.plan --stack <stack> --json`` prints, built in-process."""
     cfg = stack_config(stack)
-    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    use_stack_config(cfg)
     return report(build_plan(load_config(PROJECT, stack)), cfg.get("aws:region"))

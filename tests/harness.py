@@ -415,13 +415,6 @@ def _all_deps(r: Registration) -> Iterable[str]:
         yield from urns
 
 
-def _config_to_runtime(config: dict[str, Any]) -> dict[str, str]:
-    out = {}
-    for key, value in config.items():
-        out[key] = value if isinstance(value, str) else json.dumps(value)
-    return out
-
-
 _RUNS: dict[tuple[str, bool], Program] = {}
 
 
@@ -457,7 +450,9 @@ def _run_program(
     # Preflight talks to the AWS account; under mocks it is off unless a test turns it on (and
     # points boto3 at a moto server).
     cfg.setdefault(f"{PROJECT}:preflight", {"enabled": False})
-    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    from stacks.stackfile import use_stack_config  # the program's package is imported when a program runs
+
+    use_stack_config(cfg)
     mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)))
     monitor = RecordingMonitor(mocks)
     # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.

@@ -10,7 +10,6 @@ import json
 import re
 from typing import Any, Iterator
 
-import pulumi
 import pytest
 
 from components.catalog import (
@@ -29,6 +28,7 @@ from stacks.config import load_config
 from stacks.config.cluster import today
 from stacks.costs import CostEstimate, estimate
 from stacks.plan import build_plan
+from stacks.stackfile import use_stack_config
 from tests.harness import (
     PROJECT,
     REGION,
@@ -36,7 +36,6 @@ from tests.harness import (
     ZONES,
     Program,
     TrainingMocks,
-    _config_to_runtime,
     partition_of,
     run_program,
     stack_config,
@@ -235,7 +234,7 @@ def test_every_kubernetes_version_gets_its_own_autoscaler(version: str) -> None:
 
 def _estimate(stack: str, **sections: Any) -> CostEstimate:
     cfg = {**stack_config(stack), **{P + k: v for k, v in sections.items()}}
-    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    use_stack_config(cfg)
     return estimate(build_plan(load_config(PROJECT, stack)))
 
 

@@ -168,13 +168,11 @@ def test_every_worker_group_can_scale_from_zero(program_for, stack: str) -> None
 
 
 def test_dev_stack_idles_under_a_quarter_dollar_an_hour() -> None:
-    import pulumi
-
     from stacks.config import load_config
     from stacks.plan import build_plan
-    from tests.harness import _config_to_runtime
+    from stacks.stackfile import use_stack_config
 
-    pulumi.runtime.set_all_config(_config_to_runtime(stack_config("dev")), [])
+    use_stack_config(stack_config("dev"))
     cfg = load_config(PROJECT, "dev")
     assert all(g.min_size == 0 for g in cfg.node_groups.values())
     assert cfg.autoscaler.enabled

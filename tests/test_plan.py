@@ -4,7 +4,6 @@ config rules and the plan itself (no Pulumi engine)."""
 import dataclasses
 from typing import Any
 
-import pulumi
 import pytest
 
 from components.catalog import AMI_TYPES, AUTOSCALER_GPU_LABEL, EFA_ENV_COMMON, EFA_HUGEPAGES_2MI, INSTANCE_TYPES, Catalog
@@ -23,7 +22,7 @@ from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LAB
 from stacks.config import ConfigError, load_config
 from stacks.plan import ZONE_LABEL, build_plan
 from stacks.zones import Zone, choose_zones, control_plane_zones
-from tests.harness import _config_to_runtime
+from stacks.stackfile import use_stack_config
 
 pytestmark = pytest.mark.unit
 
@@ -35,7 +34,7 @@ M5 = INSTANCE_TYPES["m5.xlarge"]
 def config(**sections: Any) -> Any:
     """Load a configuration made of ``sections`` (camelCase top-level keys)."""
     cfg = {"aws:region": "us-east-1", **{f"eks-training:{k}": v for k, v in sections.items()}}
-    pulumi.runtime.set_all_config(_config_to_runtime(cfg), [])
+    use_stack_config(cfg)
     return load_config("eks-training", "unit")
 
 

@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent  # on sys.path via tests/conftest.
 
 from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
 from stacks.config import ConfigError, load_config  # noqa: E402
+from stacks.stackfile import use_stack_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
 from stacks.zones import Zone, choose_zones  # noqa: E402
 from stacks.preflight import (  # noqa: E402
@@ -124,7 +125,7 @@ def stack(node_groups: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def load(config: dict[str, Any]) -> Plan:
-    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
+    use_stack_config(config)
     return build_plan(load_config("eks-training", "preflight-test"))
 
 

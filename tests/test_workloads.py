@@ -392,12 +392,10 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
 
 
 def _config(stack: str) -> Any:
-    import pulumi
-
     from stacks.config import load_config
-    from tests.harness import _config_to_runtime
+    from stacks.stackfile import use_stack_config
 
-    pulumi.runtime.set_all_config(_config_to_runtime(stack_config(stack)), [])
+    use_stack_config(stack_config(stack))
     return load_config(PROJECT, stack)
 
 

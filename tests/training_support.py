@@ -162,19 +162,15 @@ def local_job(stack: str, job: str, work: Path, *, datasets: dict[str, Path], ar
     ``settings`` are keys of the job's config (camelCase, e.g. ``collectiveTimeoutSeconds``) set as a stack file
     sets them; ``venvs`` the runner's image virtualenvs. ``runner.pods(plan)`` gives the pods' commands and
     environments, built by the functions the components use."""
-    import pulumi
-    import yaml
-
     from stacks.config import load_config
     from stacks.local.runner import LocalRunner
     from stacks.plan import build_plan
-    from stacks.stackfile import project_name
+    from stacks.stackfile import project_name, read_stack_config, use_stack_config
 
-    stack_file = REPO_ROOT / f"Pulumi.{stack}.yaml"
-    config = dict(yaml.safe_load(stack_file.read_text())["config"])
+    stack_file, config = read_stack_config(stack)
     name = name or job
     config["eks-training:jobs"] = {name: {**config["eks-training:jobs"][job], **(settings or {})}}
-    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
+    use_stack_config(config)
     plan = build_plan(load_config(project_name(stack_file), stack))
     runner = LocalRunner(plan=plan, work=work, repo=REPO_ROOT, datasets=datasets, extra_args={name: list(args)},
                          venvs=venvs or {}, rendezvous_endpoint=etcd_endpoint, out=io.StringIO())
