@@ -251,6 +251,9 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     """First launch: fresh rendezvous, training finishes, DONE written.  Second launch: exit 0 at once."""
     run = completed_run
     assert run.codes == [0, 0], f"exit codes {run.codes}; logs:\n{run.log[-6000:]}"
+    # Every rank ended cleanly, so neither agent restarted its worker group (a rank that aborted at exit did once:
+    # tests/test_run_end_real.py).
+    assert "restart worker group" not in run.log and "terminate called" not in run.log, run.log[-6000:]
     print(f"\n[timing] two-node run through launch.py: {run.seconds:.1f}s; "
           f"launcher overhead per pod (start -> spawn): {run.overhead}")
     # Both launchers found no state (or the other pod's open one), touched nothing and started torchrun.

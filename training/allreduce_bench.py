@@ -644,4 +644,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import process_end  # noqa: E402  (beside this script, in the image's /app)
+
+    process_end.end_process(main())

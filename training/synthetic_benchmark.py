@@ -36,6 +36,7 @@ from torch.nn.parallel import DistributedDataParallel
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import metrics  # noqa: E402  (needs the sys.path entry above)
+import process_end  # noqa: E402
 
 #: ResNet depths: block type and blocks per stage (He et al. 2015, Table 1; torchvision's resnet.py).
 ARCHITECTURES: dict[str, tuple[str, tuple[int, int, int, int]]] = {
@@ -246,4 +247,4 @@ def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, d
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    process_end.end_process(main())

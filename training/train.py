@@ -89,6 +89,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cifar  # noqa: E402  (needs the sys.path entry above)
 import cifar_io  # noqa: E402
 import metrics  # noqa: E402
+import process_end  # noqa: E402
 import run_lease  # noqa: E402
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-step(\d+)\.pt$")
@@ -572,12 +573,13 @@ def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ctx: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code.
+    """Entry point; returns the exit code, which ``__main__`` ends the process with (``process_end.end_process``).
 
     An error (typically a collective that failed because a peer died or hung) ends the process at
     once with exit code 1 after printing the traceback: the process group is broken, and tearing it
-    down (or letting the interpreter finalise torch) can take seconds or abort, which would delay
-    the agent's re-rendezvous that the surviving ranks are waiting for.
+    down can take seconds, which would delay the agent's re-rendezvous that the surviving ranks are
+    waiting for. Otherwise the process group is destroyed first (every rank has passed the run's last
+    barrier), so NCCL's communicators are shut down rather than dropped.
     """
     args = parse_args(argv)
     stop = StopRequest()
@@ -589,8 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         print(json.dumps({"event": "fatal", "time": round(time.time(), 3), "rank": ctx.rank, "error": repr(exc)[:500]}),
               flush=True)
-        sys.stderr.flush()
-        os._exit(1)
+        process_end.end_process(1)
     if ctx.distributed and dist.is_initialized():
         dist.destroy_process_group()
     return code
@@ -1014,4 +1015,4 @@ def write_final_artifacts(args: argparse.Namespace, ctx: DistContext, model: nn.
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    process_end.end_process(main())
