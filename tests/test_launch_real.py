@@ -281,7 +281,10 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     assert done[0]["done"]["model"].endswith("model.pt")
     assert not events(result.stdout, "spawn")
     assert "elastic_operator" not in result.stdout + result.stderr  # torchrun never ran
-    assert seconds < 5.0
+    # It decided at once (the launcher's own clock, from its start to its verdict: no etcd wait, no retry); the
+    # wall time adds the interpreter's start, which a busy machine stretches, so it is only printed.
+    start = events(result.stdout, "launch_start")[0]
+    assert done[0]["time"] - start["time"] < 1.0, (start, done[0])
     assert etcd_snapshot(server) == before
 
 
@@ -424,11 +427,15 @@ def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedP
     out = launcher.output()
     assert events(out, "etcd_retry") and events(out, "rendezvous_absent") and child_runs(out) == [launcher.pid]
 
-    result, seconds = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", late.endpoint, "late-run", child_cmd(),
+    result, _ = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", late.endpoint, "late-run", child_cmd(),
                                             "--etcd-wait-seconds", "1"))
     assert result.returncode == 1 and not child_runs(result.stdout) and not events(result.stdout, "spawn")
-    assert events(result.stdout, "etcd_unreachable") and "not reachable" in result.stderr
-    assert seconds < 10
+    unreachable = events(result.stdout, "etcd_unreachable")
+    assert unreachable and "not reachable" in result.stderr
+    # It gave up once its --etcd-wait-seconds (1 s) had passed, by its own clock (a refused connection on
+    # 127.0.0.1 is immediate; the last attempt adds little), not after the wall time a busy machine adds to the
+    # interpreter's start.
+    assert 1.0 <= unreachable[0]["waited_s"] < 3.0, unreachable
 
 
 def test_c10d_needs_no_etcd(tmp_path: Path) -> None:
