@@ -57,6 +57,8 @@ pytestmark = pytest.mark.real
 PYTHON = sys.executable
 TINY = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers", "0"]
 TRAIN_IMAGES = 1500
+#: DataLoader worker processes per rank in the workshop recipe (its stack sets no --workers: train.py's default).
+RECIPE_WORKERS = train.parse_args(["--data-dir", "d", "--output-dir", "o"]).workers
 #: How long one run may take at most (two pods, a few epochs, restarts included).
 RUN_TIMEOUT = 180.0
 #: The resumption bound the issue sets for a lost node under the production settings.
@@ -368,9 +370,12 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
        checkpoints again, and both resume from that step at world size 2 and finish the run; a re-run of the
        finished Job is a no-op.
     """
-    # Enough epochs that the survivor, alone, is still training when the replacement has joined.
+    # Enough epochs that the survivor, alone, is still training when the replacement has joined; DataLoader
+    # workers as the workshop recipe runs them (train.py's default: the stack passes no --workers), which
+    # torchrun's SIGTERM to the worker's process group reaches too.
     epochs = 6
-    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--workers",
+                                                        str(RECIPE_WORKERS)])
     run.start_pod("a")
     run.start_pod("b")
     run.wait_event("epoch", RUN_TIMEOUT)
