@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -315,6 +315,7 @@ class WarmupCosineSchedule:
         self.set_progress(float(state["progress"]))
 
 
-def atomic_torch_save(path: str | os.PathLike[str], obj: Any) -> Path:
-    """Atomically ``torch.save`` ``obj`` to ``path``."""
-    return atomic_write(path, lambda handle: torch.save(obj, handle))
+def atomic_torch_save(path: str | os.PathLike[str], obj: Any,
+                      before_publish: Callable[[], bool] | None = None) -> Path:
+    """Atomically ``torch.save`` ``obj`` to ``path`` (``before_publish``: see ``cifar_io.atomic_write``)."""
+    return atomic_write(path, lambda handle: torch.save(obj, handle), before_publish=before_publish)

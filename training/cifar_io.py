@@ -156,12 +156,17 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+class NotPublished(Exception):
+    """``atomic_write``'s ``before_publish`` said no: the temporary file was removed, ``path`` is unchanged."""
+
+
 def atomic_write(path: str | os.PathLike[str], writer: Callable[[IO[bytes]], None],
-                 mode: int = 0o644) -> Path:
+                 mode: int = 0o644, before_publish: Callable[[], bool] | None = None) -> Path:
     """Write ``path`` atomically: temp file in the same folder, fsync, ``os.replace``.
 
     Readers see either the old complete file or the new complete file, never
-    a partial one, even if the writer is killed half-way.
+    a partial one, even if the writer is killed half-way. ``before_publish`` is asked once the
+    data is on disk, just before the rename; if it returns False, :class:`NotPublished` is raised.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -172,6 +177,8 @@ def atomic_write(path: str | os.PathLike[str], writer: Callable[[IO[bytes]], Non
             writer(handle)
             handle.flush()
             os.fsync(handle.fileno())
+        if before_publish is not None and not before_publish():
+            raise NotPublished(str(target))
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -89,6 +89,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cifar  # noqa: E402  (needs the sys.path entry above)
 import cifar_io  # noqa: E402
 import metrics  # noqa: E402
+import checkpointer  # noqa: E402
 import process_end  # noqa: E402
 import run_lease  # noqa: E402
 
@@ -97,6 +98,13 @@ FORMAT_VERSION = 1
 FAILED_MARKER = "FAILED"
 
 EXIT_OK = 0
+#: Checkpoint cadence: a hard node loss recomputes at most this much training (plus one step). Staging the bundled
+#: model's state costs milliseconds and the write runs in the background (checkpointer.py), so the cadence is bounded
+#: by the work a loss may cost, 2 minutes, not by the write's cost.
+DEFAULT_CHECKPOINT_EVERY_SECONDS = 120.0
+#: A checkpoint write that has not finished after this long: the volume is gone (EFS and FSx writes of a checkpoint
+#: take seconds; a stall of minutes is survived, see checkpointer.py).
+DEFAULT_CHECKPOINT_DEADLINE_SECONDS = 900.0
 #: Stopped in order at a step boundary with the checkpoint written; the run continues elsewhere.
 #: Non-zero on purpose: torchrun treats a worker's 0 as "the job succeeded" (exit barrier, then
 #: the pod would complete), so 0 is reserved for a run that is over.
@@ -151,10 +159,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-every-steps", type=int, default=0,
                         help="also checkpoint every N optimizer steps (0 = off)")
     parser.add_argument("--checkpoint-every-seconds", type=float,
-                        default=_env("checkpoint_every_seconds", float, 600.0),
+                        default=_env("checkpoint_every_seconds", float, DEFAULT_CHECKPOINT_EVERY_SECONDS),
                         help="also checkpoint after this many seconds of training since the last "
-                             "checkpoint (default $CHECKPOINT_EVERY_SECONDS, else 600; 0 = off): what a hard "
-                             "kill can lose at most")
+                             f"checkpoint (default $CHECKPOINT_EVERY_SECONDS, else {DEFAULT_CHECKPOINT_EVERY_SECONDS:g}; "
+                             "0 = off): about what a hard kill can lose at most (the write runs in the background)")
+    parser.add_argument("--checkpoint-deadline-seconds", type=float, default=DEFAULT_CHECKPOINT_DEADLINE_SECONDS,
+                        help="a checkpoint write still unfinished after this long means the shared volume is gone: "
+                             "the attempt fails with that reason (the write itself never holds training)")
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="how many checkpoints to keep")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps-per-epoch", type=int, default=0,
@@ -179,7 +190,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                  "max_failed_attempts"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must be >= 0")
-    for name in ("pg_timeout_seconds", "lease_ttl_seconds"):
+    for name in ("pg_timeout_seconds", "lease_ttl_seconds", "checkpoint_deadline_seconds"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be > 0")
     if args.warmup_epochs < 0:
@@ -779,8 +790,16 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
 
     flags = StepFlags()
     scalars = ScalarLog(args.tensorboard_dir, ctx, progress.step)
-    saved_step = progress.step  # the step the newest checkpoint holds
-    saved_at = time.monotonic()
+    saved_step = progress.step  # the step of the newest checkpoint, written or being written
+    saved_at = time.monotonic()  # when its state was staged: the cadence's clock
+
+    def published(path: Path, info: dict[str, Any]) -> None:
+        """(The writer thread) a checkpoint is in place: prune the old ones, say so."""
+        prune_checkpoints(output_dir, args.keep_checkpoints)
+        log_event(ctx, "checkpoint", path=str(path), **info)
+
+    writer = checkpointer.Checkpointer(args.checkpoint_deadline_seconds,
+                                       may_publish=lambda: lease is None or lease.still_owner(), published=published)
 
     def renew() -> None:
         """Rank 0: renew the lease when due; a yield request or a lost lease stops the group."""
@@ -790,8 +809,11 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
                 log_event(ctx, "lease_" + outcome, step=progress.step, requests=lease.requests())
             flags.update(outcome)
 
-    def save(epoch: int, samples_in_epoch: int, epoch_stats: EpochStats) -> None:
-        """Rank 0: atomic checkpoint of the full training state (only while it owns the run)."""
+    def save(epoch: int, samples_in_epoch: int, epoch_stats: EpochStats, *, wait: bool = False) -> None:
+        """Rank 0: stage the full training state in host memory and have it written in the background
+        (:mod:`checkpointer`: training goes on while the volume writes; only while this group owns the run).
+        A checkpoint due while the previous one is still being written is skipped; ``wait`` (the stop's own
+        checkpoint) waits for the write in flight, then for its own."""
         nonlocal saved_step, saved_at
         if not ctx.is_main:
             return
@@ -800,8 +822,14 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             flags.lease_lost = True
             log_event(ctx, "lease_lost", step=progress.step, text="another group took the run over; not writing")
             return
-        started = time.monotonic()
-        state = {
+        if wait:
+            writer.wait()
+        elif writer.busy():
+            log_event(ctx, "checkpoint_skipped", step=progress.step,
+                      text="the previous checkpoint is still being written; training goes on")
+            return
+        staged_at, started = time.time(), time.monotonic()
+        state = checkpointer.to_host({
             "format_version": FORMAT_VERSION,
             "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),
@@ -815,12 +843,13 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             "model_config": model_config.to_dict(),
             "history": history,
             "args": json_args(args),
-        }
-        path = cifar.atomic_torch_save(checkpoint_path(output_dir, progress.step), state)
-        prune_checkpoints(output_dir, args.keep_checkpoints)
+        })
         saved_step, saved_at = progress.step, time.monotonic()
-        log_event(ctx, "checkpoint", path=str(path), epoch=epoch, step=progress.step,
-                  samples_in_epoch=samples_in_epoch, write_s=round(saved_at - started, 3))
+        writer.submit(checkpoint_path(output_dir, progress.step), state,
+                      {"epoch": epoch, "step": progress.step, "samples_in_epoch": samples_in_epoch,
+                       "staged_at": round(staged_at, 3), "stage_s": round(saved_at - started, 4)})
+        if wait:
+            writer.wait()
         renew()
 
     def checkpoint_due() -> bool:
@@ -835,7 +864,9 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         if ctx.is_main:
             assert lease is not None
             if not sums.lease_lost and progress.step > saved_step:
-                save(epoch, progress.samples_in_epoch, epoch_stats)
+                save(epoch, progress.samples_in_epoch, epoch_stats, wait=True)
+            elif not sums.lease_lost:
+                writer.wait()  # the newest checkpoint is this step's: on disk before the pod goes
             state = "yielded" if sums.yielding else "stopped"
             if not (sums.lease_lost or flags.lease_lost):
                 lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
@@ -897,8 +928,10 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             if sums.stop:
                 stopping = sums
                 break
-            if ctx.is_main and steps_done < steps_to_run and checkpoint_due():
-                save(epoch, progress.samples_in_epoch, stats)
+            if ctx.is_main:
+                writer.check()  # a failed write, or one past its deadline, ends the attempt with the reason
+                if steps_done < steps_to_run and checkpoint_due():
+                    save(epoch, progress.samples_in_epoch, stats)
             renew()
         del loader
         if ctx.device.type == "cuda":
@@ -945,10 +978,12 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     scalars.close()
     if ctx.is_main:
         assert lease is not None
+        writer.wait()
         write_final_artifacts(args, ctx, model, model_config, class_names, history, run_start)
         lease.release("done", progress.step)
-    if ctx.distributed:
-        dist.barrier()
+    # No closing barrier: the other ranks' part ended with the last collective, and rank 0's writes (a checkpoint
+    # still in flight on a slow volume, the model, DONE) may take longer than a collective may wait. The agents
+    # finish together anyway: torchrun's exit barrier keeps a node's agent until every agent's workers are done.
     return EXIT_OK
 
 

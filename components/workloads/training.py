@@ -136,7 +136,7 @@ class PyTorchJobArgs(TypedDict):
     """The run's failure budget: attempts in a row that fail without a new checkpoint before the trainer gives up
     (``MAX_FAILED_ATTEMPTS``), and the Job's pod backoff per node. Default 3."""
     checkpoint_every_seconds: NotRequired[float]
-    """Checkpoint cadence in seconds of training (``CHECKPOINT_EVERY_SECONDS``; the trainer's default: 600)."""
+    """Checkpoint cadence in seconds of training (``CHECKPOINT_EVERY_SECONDS``; the trainer's default: 120)."""
     collective_timeout_seconds: NotRequired[float]
     """How long a hung peer may stall a collective before the workers fail and re-rendezvous
     (``PG_TIMEOUT_SECONDS``; the trainer's default: 60)."""

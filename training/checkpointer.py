@@ -1,0 +1,108 @@
+"""Rank 0's checkpoint writer: a slow shared volume never holds training, nor the other ranks, in a collective.
+
+A checkpoint used to be written in the training loop: while rank 0 wrote, the other ranks waited in the next
+collective, which times out after the job's ``collectiveTimeoutSeconds`` (60 s by default), and torchrun then gives
+the workers 30 s before killing them. EFS and FSx latency under load is bounded by nothing this project controls,
+so a write that stalled past about 90 s was never saved and cost the work since the previous checkpoint.
+
+Here a checkpoint is staged: :func:`to_host` copies the state into host memory at a step boundary (the only part
+training waits for: milliseconds for the bundled model), then a background thread writes it to a temporary file,
+fsyncs it and publishes it with an atomic rename (``cifar_io.atomic_write``), while training goes on. One write is
+in flight at a time: a checkpoint that falls due while the previous one is still being written is skipped (the
+next one due is taken once the volume has caught up), so a stall costs no memory and no training time. A write
+that has not finished after ``deadline_s`` (``--checkpoint-deadline-seconds``) means the volume is gone: the
+trainer fails with that reason (:class:`CheckpointError`), and the Job's restarts take over. The same design is
+PyTorch Distributed Checkpoint's asynchronous save (``torch.distributed.checkpoint.async_save``: stage to CPU, then
+write in the background; https://pytorch.org/docs/stable/distributed.checkpoint.html), for one writer.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import cifar
+import cifar_io
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint write failed, or has not finished within its deadline (the volume is gone)."""
+
+
+def to_host(obj: Any) -> Any:
+    """A copy of ``obj`` whose tensors are detached copies in host memory (what the background write reads while
+    training changes the originals)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: to_host(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [to_host(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(to_host(v) for v in obj)
+    return copy.deepcopy(obj)
+
+
+class Checkpointer:
+    """Writes one staged checkpoint at a time in a background thread.
+
+    ``may_publish()`` is asked in the writer thread just before the rename (a run taken over by another group
+    publishes nothing); ``published(path, info)`` is called in the writer thread once the file is in place, with
+    ``info`` extended by ``write_s`` (pruning old checkpoints and logging belong there)."""
+
+    def __init__(self, deadline_s: float, may_publish: Callable[[], bool],
+                 published: Callable[[Path, dict[str, Any]], None]) -> None:
+        self.deadline_s = deadline_s
+        self._may_publish = may_publish
+        self._published = published
+        self._thread: threading.Thread | None = None
+        self._started = 0.0
+        self._path: Path | None = None
+        self._error: BaseException | None = None
+
+    def busy(self) -> bool:
+        """A write is in flight."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def submit(self, path: Path, staged: dict[str, Any], info: dict[str, Any]) -> bool:
+        """Start writing ``staged`` (already in host memory) to ``path``; False (nothing started) while a write is
+        in flight."""
+        self.check()
+        if self.busy():
+            return False
+        self._started, self._path, self._error = time.monotonic(), path, None
+
+        def write() -> None:
+            try:
+                cifar.atomic_torch_save(path, staged, before_publish=self._may_publish)
+                self._published(path, {**info, "write_s": round(time.monotonic() - self._started, 3)})
+            except cifar_io.NotPublished:
+                return  # the run was taken over while this was being written: nothing published
+            except BaseException as exc:  # noqa: BLE001  (reported to the training loop by check())
+                self._error = exc
+
+        self._thread = threading.Thread(target=write, name="checkpoint-writer", daemon=True)
+        self._thread.start()
+        return True
+
+    def check(self) -> None:
+        """Raise :class:`CheckpointError` if the last write failed, or the one in flight is past its deadline."""
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise CheckpointError(f"writing checkpoint {self._path} failed: {error!r}") from error
+        if self.busy() and time.monotonic() - self._started > self.deadline_s:
+            raise CheckpointError(
+                f"checkpoint {self._path} is still being written after {self.deadline_s:g}s "
+                "(--checkpoint-deadline-seconds): the shared volume does not answer")
+
+    def wait(self) -> None:
+        """Wait for the write in flight (until its deadline), then :meth:`check`."""
+        if self._thread is not None:
+            self._thread.join(max(0.0, self.deadline_s - (time.monotonic() - self._started)))
+        self.check()
