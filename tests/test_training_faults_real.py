@@ -55,10 +55,12 @@ from stacks.local.runner import process_env  # noqa: E402
 pytestmark = pytest.mark.real
 
 PYTHON = sys.executable
-TINY = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers", "0"]
-TRAIN_IMAGES = 1500
-#: DataLoader worker processes per rank in the workshop recipe (its stack sets no --workers: train.py's default).
+#: DataLoader worker processes per rank in the workshop recipe (its stack sets no --workers: train.py's default),
+#: which every fault here runs with: torchrun's stop signal reaches them too.
 RECIPE_WORKERS = train.parse_args(["--data-dir", "d", "--output-dir", "o"]).workers
+TINY = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers",
+        str(RECIPE_WORKERS)]
+TRAIN_IMAGES = 1500
 #: How long one run may take at most (two pods, a few epochs, restarts included).
 RUN_TIMEOUT = 180.0
 #: The resumption bound the issue sets for a lost node under the production settings.
@@ -376,8 +378,7 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     # workers as the workshop recipe runs them (train.py's default: the stack passes no --workers), which
     # torchrun's SIGTERM to the worker's process group reaches too.
     epochs = 6
-    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--workers",
-                                                        str(RECIPE_WORKERS)])
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
     run.start_pod("a")
     run.start_pod("b")
     run.wait_event("epoch", RUN_TIMEOUT)
@@ -462,8 +463,7 @@ def test_a_stalled_checkpoint_volume_loses_no_work(runs: list[PodRun], etcd_serv
     the first stalled write held the other rank in a collective until it timed out: the work since the previous
     checkpoint was lost, and a volume that stayed slow used up the failure budget.)"""
     epochs = 4
-    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--workers",
-                                                        str(RECIPE_WORKERS), "--checkpoint-every-seconds", "1"],
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--checkpoint-every-seconds", "1"],
                   collectiveTimeoutSeconds=10)
     run.host_env = {"LD_PRELOAD": str(slow_fsync), "SLOW_FSYNC_MATCH": "checkpoint-step",
                     "SLOW_FSYNC_SECONDS": f"{STALL_S:g}"}

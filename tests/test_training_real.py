@@ -145,7 +145,7 @@ def test_worker_killed_mid_epoch_resumes_from_checkpoint(jobs: list[Job], digits
     """SIGKILL one node's training worker in epoch 2+; torchrun restarts the group and training resumes."""
     epochs = 3
     job = start_job(jobs, shared_etcd, digits_data, tmp_path,
-                    [*TINY_RECIPE, "--epochs", str(epochs), "--workers", "0", "--checkpoint-every-steps", "5"])
+                    [*TINY_RECIPE, "--epochs", str(epochs), "--checkpoint-every-steps", "5"])
 
     def mid_epoch_checkpoint() -> bool:
         return any(e["epoch"] >= 1 and e["samples_in_epoch"] > 0 for e in job.events("checkpoint"))
@@ -207,7 +207,7 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
     etcd = ts.EtcdServer(tmp_path / "etcd-data", tmp_path)
     etcd.start()
     try:
-        train_args = [*TINY_RECIPE, "--epochs", str(ETCD_EPOCHS), "--workers", "0"]
+        train_args = [*TINY_RECIPE, "--epochs", str(ETCD_EPOCHS)]
         job = start_job(jobs, etcd, digits_data, tmp_path / "job", train_args)
         wait_for(lambda: job.events("checkpoint"), RUN_TIMEOUT, what="the first checkpoint")
         workers = [ts.training_worker_pid(node.pid) for node in job.nodes]
