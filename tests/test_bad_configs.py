@@ -213,7 +213,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("data repository prefix with a path", fsx(dataRepository={"s3Path": "s3://my-datasets/imagenet/", "prefix": "other/"}), ["eks-training:storage.fsx.dataRepository.prefix: is for the bucket the stack creates"]),
     ("export path nested in the import path", fsx(dataRepository={"exportPath": "/datasets/out"}), ["eks-training:storage.fsx.dataRepository.exportPath: /datasets/out overlaps eks-training:storage.fsx.dataRepository.fileSystemPath /datasets"]),
     ("file-system path not absolute", fsx(dataRepository={"fileSystemPath": "datasets"}), ["eks-training:storage.fsx.dataRepository.fileSystemPath: 'datasets' is not a directory of the file system"]),
-    ("EFA FSx without an EFA group", fsx(efa=True, storageCapacityGib=19200), ["eks-training:storage.fsx.efa: an EFA-enabled file system needs EFA clients, and no EFA worker group runs in us-east-1a"]),
+    ("EFA FSx (no node runs LNet over EFA)", fsx(efa=True, storageCapacityGib=19200), ["eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet over EFA", "remove efa"]),
     ("user-provisioned metadata without IOPS", fsx(metadataMode="USER_PROVISIONED"), ["eks-training:storage.fsx.metadataIops: required with eks-training:storage.fsx.metadataMode: USER_PROVISIONED"]),
     ("metadata IOPS not offered", fsx(metadataMode="USER_PROVISIONED", metadataIops=5000), ["eks-training:storage.fsx.metadataIops: 5000 is not offered"]),
     ("metadata IOPS with automatic mode", fsx(metadataIops=3000), ["eks-training:storage.fsx.metadataIops: set with metadataMode AUTOMATIC"]),

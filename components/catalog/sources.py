@@ -73,6 +73,12 @@ SOURCES: Mapping[str, Source] = {
         shows="NCCL's own NVCC_GENCODE for CUDA >= 12.8: sm_60, sm_61, sm_70, sm_80, sm_90, sm_100, sm_120 and "
         "compute_120 PTX (an NVCC_GENCODE given to make replaces it)",
     ),
+    "eks-fsx-csi-efa": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-efa.html",
+        shows="FSx for Lustre over EFA from EKS nodes: the node group's bootstrap (preBootstrapCommands) checks the EFA "
+        "driver (>= 2.12.1, else installs it), installs the Lustre client and configures LNet on the EFA interfaces "
+        "before mounting",
+    ),
     # --- EKS, AMIs, EFA ---------------------------------------------------------------------------
     "eks-nvidia-ami": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html",

@@ -13,6 +13,8 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
+from components.catalog.fsx import FSX_EFA_CLIENT_HOST, NODE_BOOTSTRAP_PROVIDES
+from components.catalog.sources import SOURCES
 from components.catalog import (
     FSX_DEPLOYMENT_TYPE,
     FSX_DRA_FS_PATH_MAX,
@@ -191,6 +193,15 @@ class FsxConfig(Model):
             )
         elif why:
             problems.append(("storageCapacityGib", why + (" (with @{efa}: true)" if self.efa else "")))
+        if self.efa and FSX_EFA_CLIENT_HOST.feature not in NODE_BOOTSTRAP_PROVIDES:
+            problems.append((
+                "efa",
+                "an EFA-enabled file system is reached over EFA only from nodes that run "
+                f"{FSX_EFA_CLIENT_HOST.feature.split(' to ')[0]} ({'; '.join(FSX_EFA_CLIENT_HOST.needs)}: "
+                f"{SOURCES[FSX_EFA_CLIENT_HOST.source].url}), which this project's node groups do not configure yet: "
+                "the file system would be billed as EFA-enabled and mounted over TCP; remove efa (the file system "
+                "is then reached over TCP, as the presets do)",
+            ))
         if self.metadata_mode == "AUTOMATIC" and self.metadata_iops is not None:
             problems.append(("metadataIops", "set with metadataMode AUTOMATIC; remove it or set @{metadataMode}: USER_PROVISIONED"))
         if self.metadata_mode == "USER_PROVISIONED":
