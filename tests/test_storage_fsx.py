@@ -419,3 +419,16 @@ def test_fsx_stack_writes_only_its_partitions_arns() -> None:
     written = json.dumps([r.inputs for r in p.registrations], default=str)
     assert "arn:aws-us-gov:iam::aws:policy/" in written, "control: the stack does write partitioned ARNs"
     assert "arn:aws:" not in written, re.findall(r'"[^"]*arn:aws:[^"]*"', written)[:5]
+
+
+def test_efa_capacity_steps_apply_once_nodes_run_lnet_over_efa(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The EFA capacity rule (a multiple of the tier's step), for when node groups run LNet over EFA."""
+    import stacks.config.storage as storage_config
+    from components.catalog.fsx import FSX_EFA_CLIENT_HOST
+
+    monkeypatch.setattr(storage_config, "NODE_BOOTSTRAP_PROVIDES", frozenset({FSX_EFA_CLIENT_HOST.feature}))
+    p = run_program("p5", config=_p5({"efa": True, "storageCapacityGib": 2400, "throughputPerTib": 1000}), expect_error=True)
+    assert p.registrations == []
+    text = str(p.error)
+    assert "eks-training:storage.fsx.storageCapacityGib: 2400 GiB is not a valid EFA-enabled capacity at 1000 MB/s/TiB" in text
+    assert "multiples of 4800 GiB" in text and "(with eks-training:storage.fsx.efa: true)" in text

@@ -8,7 +8,6 @@ escape character, no heredocs; ``$VAR`` and ``${VAR}`` substitution
 (https://docs.docker.com/reference/dockerfile/#environment-replacement).
 """
 
-from __future__ import annotations
 
 import re
 import shlex

@@ -184,16 +184,8 @@ class FsxConfig(Model):
     @model_validator(mode="after")
     def _fsx(self) -> "FsxConfig":
         problems: list[tuple[str, str]] = []
-        why = fsx_capacity_problem(self.storage_capacity_gib, self.throughput_per_tib, self.efa)
-        if why and "storage_capacity_gib" not in self.model_fields_set:
-            # the default capacity is not the user's mistake: name the key they set that rules it out
-            cause = "efa" if self.efa else "throughputPerTib"
-            problems.append(
-                (cause, f"the default @{{storageCapacityGib}} does not fit: {why}; set storageCapacityGib")
-            )
-        elif why:
-            problems.append(("storageCapacityGib", why + (" (with @{efa}: true)" if self.efa else "")))
-        if self.efa and FSX_EFA_CLIENT_HOST.feature not in NODE_BOOTSTRAP_PROVIDES:
+        refused = self.efa and FSX_EFA_CLIENT_HOST.feature not in NODE_BOOTSTRAP_PROVIDES
+        if refused:
             problems.append((
                 "efa",
                 "an EFA-enabled file system is reached over EFA only from nodes that run "
@@ -202,6 +194,16 @@ class FsxConfig(Model):
                 "the file system would be billed as EFA-enabled and mounted over TCP; remove efa (the file system "
                 "is then reached over TCP, as the presets do)",
             ))
+        # a refused efa is the one root cause: the capacity it would need is not reported too
+        why = None if refused else fsx_capacity_problem(self.storage_capacity_gib, self.throughput_per_tib, self.efa)
+        if why and "storage_capacity_gib" not in self.model_fields_set:
+            # the default capacity is not the user's mistake: name the key they set that rules it out
+            cause = "efa" if self.efa else "throughputPerTib"
+            problems.append(
+                (cause, f"the default @{{storageCapacityGib}} does not fit: {why}; set storageCapacityGib")
+            )
+        elif why:
+            problems.append(("storageCapacityGib", why + (" (with @{efa}: true)" if self.efa else "")))
         if self.metadata_mode == "AUTOMATIC" and self.metadata_iops is not None:
             problems.append(("metadataIops", "set with metadataMode AUTOMATIC; remove it or set @{metadataMode}: USER_PROVISIONED"))
         if self.metadata_mode == "USER_PROVISIONED":
