@@ -46,6 +46,10 @@ IMDS_HOP_LIMIT = 2
 
 #: Name of the Auto Scaling scheduled action that sizes a Capacity Block group when its block starts.
 CAPACITY_BLOCK_START_ACTION = "eks-training-capacity-block-start"
+#: The EKS guide for managed node groups with Capacity Blocks: the launch template carries InstanceMarketOptions
+#: capacity-block, the reservation and InstanceType (else the create request is rejected), and "when upgrading managed
+#: node groups with Capacity Blocks, make sure that the desired size of the node group is set to 0".
+CAPACITY_BLOCK_GUIDE = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 #: Auto Scaling refuses a scheduled action in the past: one created after the block started runs this much later.
 SCHEDULE_MARGIN = timedelta(minutes=5)
 #: Capacity Block states before the block is active (its instances cannot launch yet).
@@ -264,6 +268,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             placement=placement_spec,
             capacity_reservation_specification=reservation_spec,
             instance_market_options=market,
+            # EKS rejects a Capacity Block group whose launch template lacks InstanceType (CAPACITY_BLOCK_GUIDE); the
+            # node group then names no instance types (a launch template's InstanceType and the group's
+            # instanceTypes exclude each other, https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html)
+            instance_type=instance_types[0] if capacity_type == "CAPACITY_BLOCK" else None,
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -293,6 +301,16 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             ignored.append("scalingConfig.desiredSize")
         if capacity_type == "CAPACITY_BLOCK":
             ignored.append("scalingConfig.minSize")  # set by the block's start action, then by EKS before its end
+            if not empty:
+                # An update rolls the group (new nodes first), which an active block has no spare instance for; EKS
+                # says to upgrade a Capacity Block group at desired size 0 (CAPACITY_BLOCK_GUIDE). While the block is
+                # active the group keeps its launch template version; a change applies at the next `pulumi up` while
+                # the group is at 0 (before a block starts, after it ends, or with a new block's id).
+                ignored.append("launchTemplate")
+                pulumi.log.info(
+                    f"{name}: Capacity Block {reservation} is active: the node group keeps its launch template version "
+                    "(an update would roll nodes the block has no room for); launch template changes apply while the "
+                    "group is at 0 nodes", resource=self)
         eks_taints: list[aws.eks.NodeGroupTaintArgsDict] = [
             {"key": t["key"], "value": t["value"], "effect": TAINT_EFFECTS_EKS[t["effect"]]} for t in taints
         ]
@@ -306,7 +324,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             node_group_name_prefix=fit_prefix(name, name_limit("aws:eks/nodeGroup:NodeGroup", "nodeGroupNamePrefix")),
             node_role_arn=args["node_role_arn"],
             subnet_ids=args["subnet_ids"],
-            instance_types=instance_types,
+            instance_types=None if capacity_type == "CAPACITY_BLOCK" else instance_types,
             capacity_type=capacity_type,
             ami_type=ami_type(gpus),
             scaling_config=scaling,

@@ -134,7 +134,6 @@ def build_storage(
         "per_unit_storage_throughput": fsx.throughput_per_tib,
         "metadata_mode": fsx.metadata_mode,
         "efa": fsx.efa,
-        "kms_key_arn": cluster.secrets_kms_key_arn,
         "data_prefix": repo.import_prefix,
         "data_file_system_path": repo.file_system_path,
         "namespace": s.namespace,
@@ -143,6 +142,15 @@ def build_storage(
         "volume_init_node_selector": system_node_selector(),
         "tags": tags,
     }
+    # The file system is encrypted with the cluster's key, unless it is kept on destroy: `pulumi destroy` schedules
+    # the cluster's key for deletion, and data under a deleted key cannot be read again
+    # (https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html). A kept file system uses FSx's
+    # AWS managed key (aws/fsx), which AWS never deletes
+    # (https://docs.aws.amazon.com/kms/latest/developerguide/concepts.html#aws-managed-key), so a later stack that
+    # adopts it (storage.fileSystemId) reads it without any key of this stack; a customer managed key would have to be
+    # kept too, and be paid for and managed, outliving the stack. tests/test_lifecycle_rules.py checks the class.
+    if not s.retain_on_delete:
+        fsx_args["kms_key_arn"] = cluster.secrets_kms_key_arn
     if fsx.metadata_iops is not None:
         fsx_args["metadata_iops"] = fsx.metadata_iops
     if fsx.efa:

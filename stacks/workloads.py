@@ -299,6 +299,7 @@ def _job(
             "command": list(c.command),
             "nodes": job.nodes,
             "operator_ready": out.mpi_operator.crd_name,
+            "mpi_prefix": job.image.mpi_prefix or "",  # required by the config rules for an MPI job's image
             "slots_per_worker": job.procs_per_node,
             "backoff_limit": c.max_restarts,
         }

@@ -101,6 +101,7 @@ class Registration:
     inputs: dict[str, Any]
     retain_on_delete: Optional[bool]
     deleted_with: str
+    protect: bool = False
     ignore_changes: list[str] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     id: str = ""
@@ -148,6 +149,7 @@ class RecordingMonitor(pmocks.MockMonitor):
             inputs=inputs,
             retain_on_delete=request.retainOnDelete if request.HasField("retainOnDelete") else None,
             deleted_with=request.deletedWith,
+            protect=bool(request.protect) if request.HasField("protect") else False,
             ignore_changes=list(request.ignoreChanges),
             outputs=self.resources[urn].state if urn in self.resources else {},
             id=self.resources[urn].id if urn in self.resources else "",

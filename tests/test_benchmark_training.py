@@ -83,3 +83,35 @@ def test_two_ranks_under_torchrun_report_images_per_second(tmp_path: Path) -> No
     assert written["world_size"] == 2 and written["final_loss"] == result["final_loss"] and written["wall_time_s"] > 0
     assert (out / "DONE").is_file() and json.loads((out / "synthetic_benchmark.json").read_text()) == {
         k: v for k, v in result.items() if k not in ("event", "time")}
+
+
+class _Initialised(Exception):
+    """Raised by the stand-in of ``init_process_group`` once it has seen its arguments."""
+
+
+@UNIT
+@pytest.mark.parametrize("env_value, argv, seconds", [("17", [], 17.0), ("", [], 60.0), ("17", ["--pg-timeout-seconds", "5"], 5.0)])
+def test_collectives_time_out_after_the_jobs_collective_timeout(monkeypatch: pytest.MonkeyPatch, env_value: str,
+                                                                argv: list[str], seconds: float) -> None:
+    """The job's ``collectiveTimeoutSeconds`` reaches the pods as ``PG_TIMEOUT_SECONDS``
+    (components/workloads/training.py), and the benchmark's process group times out after it, as train.py's does
+    (a fixed 10 minutes let one hung peer idle every GPU of the run that long)."""
+    seen: dict[str, object] = {}
+
+    def init_process_group(backend: str, **kwargs: object) -> None:
+        seen.update(backend=backend, **kwargs)
+        raise _Initialised
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("PG_TIMEOUT_SECONDS", env_value)
+    monkeypatch.setattr(synthetic_benchmark.dist, "init_process_group", init_process_group)
+    with pytest.raises(_Initialised):
+        synthetic_benchmark.main(argv)
+    assert seen["timeout"] == synthetic_benchmark.dt.timedelta(seconds=seconds)
+
+
+@UNIT
+def test_a_non_positive_collective_timeout_is_a_usage_error() -> None:
+    with pytest.raises(SystemExit) as exc:
+        synthetic_benchmark.parse_args(["--pg-timeout-seconds", "0"])
+    assert exc.value.code == 2

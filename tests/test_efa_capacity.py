@@ -197,6 +197,10 @@ def test_capacity_block_launch_template() -> None:
     }
     assert "placement" not in lt.inputs, "the reservation places the instances"
     assert not [c for c in p.children(_component(p, "gpu")) if c.type == "aws:ec2/placementGroup:PlacementGroup"]
+    # EKS rejects a Capacity Block group whose launch template has no InstanceType (capacity-blocks-mng guide);
+    # the group then names none itself
+    assert lt.inputs["instanceType"] == "p5.48xlarge" and "instanceTypes" not in ng.inputs
+    assert "launchTemplate" not in ng.ignore_changes, "a scheduled block's group is at 0: updates apply"
 
 
 def test_on_demand_capacity_reservation() -> None:
@@ -465,6 +469,9 @@ def test_capacity_block_already_active_takes_the_configured_sizes(monkeypatch: p
     ng, schedules = _block_group(p)
     assert ng.inputs["scalingConfig"] == {"minSize": 1, "desiredSize": 2, "maxSize": 2} and schedules == []
     assert {"scalingConfig.desiredSize", "scalingConfig.minSize"} <= set(ng.ignore_changes)
+    # an update would roll the group with nodes the block does not have: the group keeps its launch template while
+    # the block is active (EKS: upgrade Capacity Block groups at desired size 0)
+    assert "launchTemplate" in ng.ignore_changes
 
 
 def test_capacity_block_expired_leaves_the_group_empty(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -300,12 +300,14 @@ def test_mpi_launcher_runs_a_real_allreduce_under_mpirun_and_reports_its_bandwid
                                                       "--expect-world-size", "2", "--nccl-tests-table",
                                                       "--output-json", "$(OUTPUT_DIR)/allreduce.json"]}
     launcher = ["python3", "/opt/nccl-report/nccl_report.py", "--output-json", "$(OUTPUT_DIR)/nccl-tests.json", "--"]
+    prefix = str(Path(mpirun_path()).parent.parent)  # this machine's Open MPI stands for the image's
     command, env = mpi_launcher(spec, PLACEMENT, nodes=1, slots=2, program=["python", "/app/allreduce_bench.py"],
-                                hosts=["127.0.0.1"], launcher_command=launcher, hostfile=str(hostfile), port=free_port())
+                                hosts=["127.0.0.1"], mpi_prefix=prefix, launcher_command=launcher, hostfile=str(hostfile),
+                                port=free_port())
     pod = pod_process(command, env, local={"/opt/nccl-report/nccl_report.py": str(NCCL_REPORT),
                                            "/app/allreduce_bench.py": str(ALLREDUCE_BENCH)})
     mpirun = pod.argv[len(launcher):]
-    assert mpirun[:5] == ["mpirun", "--hostfile", str(hostfile), "-np", "2"]
+    assert mpirun[:5] == [f"{prefix}/bin/mpirun", "--hostfile", str(hostfile), "-np", "2"]
     assert mpirun[mpirun.index("--map-by") + 1] == "ppr:2:node"
     assert ["--mca", "btl", "tcp,self"] == mpirun[mpirun.index("btl") - 1:mpirun.index("btl") + 2], "EFA's MCA options kept"
     assert f"{out}/allreduce.json" in mpirun, "$(OUTPUT_DIR) expanded in the program's arguments"

@@ -11,7 +11,7 @@ import pytest
 
 from stacks.config import load_config
 from stacks.local.kube import container_env, process_argv
-from stacks.local.runner import LocalRunner
+from stacks.local.runner import LocalRunner, local_mpi_prefix
 from stacks.plan import build_plan
 from stacks.stackfile import project_name, read_stack_config, use_stack_config
 from tests.harness import REPO, Program, run_program, stack_names
@@ -70,7 +70,10 @@ def test_local_processes_get_the_pods_commands_and_environments(stack: str, tmp_
                 assert same(pod.argv) == same(expected_argv), name
                 assert f"--nproc-per-node={job.config.processes_per_node or 1}" in pod.argv
             elif job.kind == "mpi":
-                assert pod.argv[0] == expected_argv[0] and "mpirun" in pod.argv
+                # the local Open MPI's mpirun, by its absolute path as the pods run the image's
+                image_mpirun, here = f"{job.image.mpi_prefix}/bin/mpirun", f"{local_mpi_prefix()}/bin/mpirun"
+                assert image_mpirun in expected_argv and here in pod.argv
+                assert pod.argv[0] == (here if expected_argv[0] == image_mpirun else expected_argv[0])
             else:
                 assert pod.argv == expected_argv, name
             compared += 1

@@ -88,13 +88,14 @@ CASES: list[tuple[str, dict[str, Any], list[str], dict[str, Any], str]] = [
         "unknown instance type 'p9.x'",
     ),
     (
-        "EFA file system with the default capacity: efa is blamed, not the capacity the user never set",
-        {"nodeGroups": {"h100": P5}, "jobs": {"train": TRAIN}, "storage": {"backend": "fsx", "fsx": {"efa": True}}},
-        ["eks-training:storage.fsx.efa: the default eks-training:storage.fsx.storageCapacityGib does not fit",
-         "multiples of 19200 GiB", "set storageCapacityGib"],
+        "EFA file system with a capacity EFA rules out: the refused efa is the one root cause, not the capacity",
         {"nodeGroups": {"h100": P5}, "jobs": {"train": TRAIN},
          "storage": {"backend": "fsx", "fsx": {"efa": True, "storageCapacityGib": 2400}}},
-        "eks-training:storage.fsx.storageCapacityGib: 2400 GiB is not a valid EFA-enabled capacity",
+        ["eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet",
+         "remove efa"],
+        {"nodeGroups": {"h100": P5}, "jobs": {"train": TRAIN},
+         "storage": {"backend": "fsx", "fsx": {"storageCapacityGib": 2000}}},
+        "eks-training:storage.fsx.storageCapacityGib: 2000 GiB",
     ),
 ]
 

@@ -283,7 +283,21 @@ def _p5(fsx: dict[str, Any] | None = None, **storage: Any) -> dict[str, Any]:
     return cfg
 
 
-def test_efa_file_system_reaches_the_efa_nodes() -> None:
+def test_efa_file_system_is_refused_until_the_nodes_run_lnet_over_efa() -> None:
+    """The nodes never configure LNet over EFA (components/catalog/fsx.py FSX_EFA_CLIENT_HOST, from the EKS guide),
+    so an EFA-enabled file system would be billed as one and mounted over TCP: refused, with the reason."""
+    p = run_program("p5", config=_p5({"efa": True, "storageCapacityGib": 9600, "throughputPerTib": 500}), expect_error=True)
+    assert p.registrations == [] and p.error is not None
+    assert "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet over EFA" in str(p.error)
+    assert "https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-efa.html" in str(p.error)
+
+
+def test_efa_file_system_reaches_the_efa_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The component's EFA wiring, for when node groups run LNet over EFA (a program that bootstraps its nodes)."""
+    import stacks.config.storage as storage_config
+    from components.catalog.fsx import FSX_EFA_CLIENT_HOST
+
+    monkeypatch.setattr(storage_config, "NODE_BOOTSTRAP_PROVIDES", frozenset({FSX_EFA_CLIENT_HOST.feature}))
     p = run_program("p5", config=_p5({"efa": True, "storageCapacityGib": 9600, "throughputPerTib": 500}))
     fs, sg = p.one(FS), _sg(p)
     assert fs.inputs["efaEnabled"] is True and fs.inputs["metadataConfiguration"] == {"mode": "AUTOMATIC"}
@@ -405,3 +419,16 @@ def test_fsx_stack_writes_only_its_partitions_arns() -> None:
     written = json.dumps([r.inputs for r in p.registrations], default=str)
     assert "arn:aws-us-gov:iam::aws:policy/" in written, "control: the stack does write partitioned ARNs"
     assert "arn:aws:" not in written, re.findall(r'"[^"]*arn:aws:[^"]*"', written)[:5]
+
+
+def test_efa_capacity_steps_apply_once_nodes_run_lnet_over_efa(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The EFA capacity rule (a multiple of the tier's step), for when node groups run LNet over EFA."""
+    import stacks.config.storage as storage_config
+    from components.catalog.fsx import FSX_EFA_CLIENT_HOST
+
+    monkeypatch.setattr(storage_config, "NODE_BOOTSTRAP_PROVIDES", frozenset({FSX_EFA_CLIENT_HOST.feature}))
+    p = run_program("p5", config=_p5({"efa": True, "storageCapacityGib": 2400, "throughputPerTib": 1000}), expect_error=True)
+    assert p.registrations == []
+    text = str(p.error)
+    assert "eks-training:storage.fsx.storageCapacityGib: 2400 GiB is not a valid EFA-enabled capacity at 1000 MB/s/TiB" in text
+    assert "multiples of 4800 GiB" in text and "(with eks-training:storage.fsx.efa: true)" in text

@@ -482,11 +482,14 @@ def test_mpi_job(kinds: Program) -> None:
     argv = lc["command"]
     assert argv[:5] == ["python3", "/opt/nccl-report/nccl_report.py", "--output-json", "$(OUTPUT_DIR)/r.json", "--"]
     mpirun = argv[5:]
-    assert mpirun[:5] == ["mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", "2"]
+    # by its absolute path in the image (the nccl-tests Dockerfile's OPAL_PREFIX): Open MPI then starts the workers'
+    # orted from there (orterun(1)), which sshd's PATH does not hold
+    assert mpirun[:5] == ["/opt/amazon/openmpi/bin/mpirun", "--hostfile", "/etc/mpi/hostfile", "-np", "2"]
     assert mpirun[-3:] == ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8"]
     (wc,) = wpod["containers"]
     forwarded = {mpirun[i + 1] for i, x in enumerate(mpirun) if x == "-x"}
-    assert forwarded == {e["name"] for e in wc["env"]}, "every rank gets the workers' environment"
+    assert forwarded == {e["name"] for e in wc["env"]} | {"PATH", "LD_LIBRARY_PATH"}, \
+        "every rank gets the workers' environment and the image's paths (sshd's sessions do not)"
     env = container_env(lc)
     assert env == container_env(wc)
     # ranks bootstrapping over TCP find rank 0 on the hostfile's first host (the operator's naming)

@@ -1,6 +1,9 @@
 """Variants of the shipped stacks that push what the mocks cannot see: every name at the longest the loader
-accepts (and starting with a digit where it accepts one), another partition (aws-cn) and a private-only API endpoint. ``stress_program(stack)`` evaluates the
-variant of a stack once per session."""
+accepts (and starting with a digit where it accepts one), another partition (aws-cn) and a private-only API
+endpoint. ``stress_program(stack)`` evaluates the variant of a stack once per session. ``kept_config(stack)``: the
+stack with its shared storage kept on destroy (``storage.retainOnDelete``; an FSx stack moved into an existing VPC,
+which a kept Lustre file system needs).
+"""
 
 import copy
 import re
@@ -125,3 +128,42 @@ def stress_program(stack: str) -> Program:
         assert program.error is None, f"{stack} (stress variant): {program.error}"
         _STRESS[stack] = program
     return _STRESS[stack]
+
+
+#: The existing VPC of the kept FSx variants: one private subnet per zone letter a, b, c.
+KEPT_SUBNETS = {"a": "subnet-0aaa1111bbbb22223", "b": "subnet-0ccc3333dddd44445", "c": "subnet-0eee5555ffff66667"}
+
+
+def kept_config(stack: str) -> dict[str, Any]:
+    """``stack`` with ``storage.retainOnDelete: true``. A kept FSx file system needs an existing VPC (its network
+    interfaces stay in its subnet): the VPC's network becomes ``existingVpc`` and zones pinned by name become the
+    zone's subnet."""
+    cfg = copy.deepcopy(stack_config(stack))
+    storage = dict(cfg.get(P + "storage") or {})
+    storage["retainOnDelete"] = True
+    if storage.get("backend") == "fsx":
+        cfg.pop(P + "network", None)
+        cfg[P + "existingVpc"] = {"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": list(KEPT_SUBNETS.values())}
+
+        def subnet_for(holder: dict[str, Any]) -> dict[str, Any]:
+            zone = holder.get("availabilityZone")
+            if not zone:
+                return holder
+            return {**{k: v for k, v in holder.items() if k != "availabilityZone"}, "subnetId": KEPT_SUBNETS[zone[-1]]}
+
+        cfg[P + "nodeGroups"] = {n: subnet_for(g) for n, g in (cfg.get(P + "nodeGroups") or {}).items()}
+        storage["fsx"] = subnet_for(dict(storage.get("fsx") or {}))
+    cfg[P + "storage"] = storage
+    return cfg
+
+
+_KEPT: dict[str, Program] = {}
+
+
+def kept_program(stack: str) -> Program:
+    """The evaluated :func:`kept_config` of ``stack`` (once per session)."""
+    if stack not in _KEPT:
+        program = run_program(stack, config=kept_config(stack), expect_error=True)
+        assert program.error is None, f"{stack} (kept variant): {program.error}"
+        _KEPT[stack] = program
+    return _KEPT[stack]

@@ -14,7 +14,9 @@ here (the training image has torch, not torchvision): ResNet-50 has 25,557,032 p
 Rank 0 prints one JSON line per phase and a ``benchmark_result`` line, and writes into ``--output-dir`` (default
 ``$OUTPUT_DIR``): ``synthetic_benchmark.json`` (the result), ``metrics.json`` (:mod:`metrics`: wall time,
 throughput in images/s, the final loss) and the ``DONE`` marker, so ``launch.py`` does not run a finished
-benchmark again. Exit codes: 0 done, 2 usage error.
+benchmark again. Every collective times out after ``--pg-timeout-seconds`` (default ``$PG_TIMEOUT_SECONDS``, the
+job's ``collectiveTimeoutSeconds``, else 60 s, as train.py): a hung peer stalls the run no longer. Exit codes: 0 done,
+2 usage error.
 """
 
 from __future__ import annotations
@@ -131,12 +133,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--output-dir", type=Path, default=os.environ.get("OUTPUT_DIR"),
                         help="where the result, metrics.json and DONE go (default $OUTPUT_DIR)")
+    # The job's collectiveTimeoutSeconds reaches the pods as PG_TIMEOUT_SECONDS (components/workloads/training.py),
+    # read here as train.py reads it: a hung peer stalls the other ranks (and every GPU of the run) this long.
+    env_timeout = os.environ.get("PG_TIMEOUT_SECONDS", "")
+    parser.add_argument("--pg-timeout-seconds", type=float, default=float(env_timeout) if env_timeout else 60.0,
+                        help="timeout of every collective (init_process_group(timeout=...)): how long a hung peer "
+                             "stalls the others before the ranks fail (default $PG_TIMEOUT_SECONDS, else 60, as train.py)")
     args = parser.parse_args(argv)
     for name in ("batch_size", "image_size", "classes", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.warmup_steps < 0:
         parser.error("--warmup-steps must be >= 0")
+    if args.pg_timeout_seconds <= 0:
+        parser.error("--pg-timeout-seconds must be > 0")
     if args.image_size < 32:
         parser.error("--image-size must be >= 32 (five stride-2 stages)")
     return args
@@ -159,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cudnn.benchmark = True
     distributed = "WORLD_SIZE" in os.environ
     if distributed:
-        dist.init_process_group("nccl" if use_cuda else "gloo", timeout=dt.timedelta(minutes=10),
+        dist.init_process_group("nccl" if use_cuda else "gloo", timeout=dt.timedelta(seconds=args.pg_timeout_seconds),
                                 device_id=device if use_cuda else None)
     rank = dist.get_rank() if distributed else 0
     world = dist.get_world_size() if distributed else 1

@@ -120,7 +120,8 @@ class BaseImage:
     """Key of :data:`components.catalog.sources.SOURCES` (where the digest is published)."""
 
 
-#: Base images of ``training/`` and ``images/*`` that come from Amazon ECR Public. CodeBuild pulls them: Docker
+#: Base images of ``training/`` and ``images/*`` pinned by digest (every ``FROM`` of the repository is pinned:
+#: ``tests/test_image_rules.py``), most from Amazon ECR Public. CodeBuild pulls them: Docker
 #: Hub limits anonymous pulls per address and CodeBuild shares its addresses (source keys ``docker-hub-limits``,
 #: ``codebuild-docker-hub-429``), ECR Public serves anonymous and authenticated pulls under its own quotas
 #: (source key ``ecr-public-pulls``). NVIDIA's bases stay on nvcr.io. ``tests/test_dockerfiles.py`` keeps every
@@ -132,4 +133,21 @@ BASE_IMAGES: Mapping[str, BaseImage] = {
         ref="public.ecr.aws/docker/library/ubuntu:24.04@sha256:b359f1067efa76f37863778f7b6d0e8d911e3ee8efa807ad01fbf5dc1ef9006b",
         source="ubuntu-24.04-digest",
     ),
+    # CUDA 12.9.1 devel on Ubuntu 22.04 (images/nccl-tests, the version AWS's nccl-tests image builds on) from
+    # NVIDIA's registry, at the index digest NVIDIA publishes for the tag (source key ``cuda-12.9.1-devel-digest``).
+    # A registry serving other content under it fails the pull rather than change the image.
+    "cuda-12.9.1-devel-ubuntu22.04": BaseImage(
+        ref="nvcr.io/nvidia/cuda:12.9.1-devel-ubuntu22.04@sha256:bd4e2680a261c212f1e2fea241606f71497dc67a417f73175d794ec8212b5ba8",
+        source="cuda-12.9.1-devel-digest",
+    ),
+}
+
+
+#: Installers a Dockerfile runs that install their dependencies with the system's package manager, so the package
+#: index must be present when they run (``apt-get update`` before, the lists not yet removed): AWS's EFA
+#: installer installs its dependencies with ``apt-get install`` on Ubuntu and Debian, after the user has refreshed
+#: the index (source key ``efa-installer-apt``). A Dockerfile that deleted ``/var/lib/apt/lists`` first fails to
+#: build ("Unable to locate package"). ``tests/test_image_rules.py`` applies this to every Dockerfile.
+INSTALLERS_USING_APT: Mapping[str, str] = {
+    "efa_installer.sh": "efa-installer-apt",
 }

@@ -5,6 +5,7 @@ validate against these tables before anything is registered, so a value AWS woul
 minutes of ``pulumi up`` is a config error instead.
 """
 
+from dataclasses import dataclass
 from typing import Mapping, Optional
 
 #: The deployment type this project creates: SSD, replicated in one zone, linked to S3 through data
@@ -78,3 +79,29 @@ def fsx_capacity_problem(capacity_gib: int, throughput: int, efa: bool) -> Optio
         f"{capacity_gib} GiB is not a valid {FSX_DEPLOYMENT_TYPE} SSD capacity: use 1200, 2400 or a multiple of "
         f"2400 GiB (try {near})"
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostRequirement:
+    """What a node must have for a storage or network feature (a host-side fact)."""
+
+    feature: str
+    needs: tuple[str, ...]
+    """What the node's bootstrap must provide, in order."""
+    source: str
+    """Key of :data:`components.catalog.sources.SOURCES`."""
+
+
+#: A client reaches an EFA-enabled file system over EFA only when its host runs LNet over EFA: the EKS guide's node
+#: bootstrap for it (source key ``eks-fsx-csi-efa``) checks the EFA kernel driver (>= 2.12.1, installing a newer one
+#: otherwise), installs a Lustre client with EFA support, and configures an LNet ``efa`` network on the node's EFA
+#: interfaces before the CSI driver mounts; without it the mount uses ``@tcp`` (the file system is still billed as
+#: EFA-enabled). No node group of this project derives that bootstrap yet, so ``storage.fsx.efa`` is refused with
+#: this reason (stacks/config/storage.py) rather than create a file system no node would reach over EFA.
+FSX_EFA_CLIENT_HOST = HostRequirement(
+    feature="LNet over EFA to an EFA-enabled FSx for Lustre file system",
+    needs=("EFA kernel driver >= 2.12.1", "a Lustre client with EFA support", "an LNet efa network on the EFA interfaces"),
+    source="eks-fsx-csi-efa",
+)
+#: Whether the node groups derive the bootstrap of :data:`FSX_EFA_CLIENT_HOST` (their launch templates' user data).
+NODE_BOOTSTRAP_PROVIDES: frozenset[str] = frozenset()

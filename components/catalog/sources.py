@@ -57,6 +57,28 @@ SOURCES: Mapping[str, Source] = {
         url="https://aws.amazon.com/ec2/instance-types/m5/",
         shows="m5.large 2 vCPUs/8 GiB, m5.xlarge 4 vCPUs/16 GiB; no EFA below m5n/m5dn.24xlarge",
     ),
+    # --- GPUs and CUDA ---------------------------------------------------------------------------
+    "nvidia-compute-capabilities": Source(
+        url="https://developer.nvidia.com/cuda-gpus",
+        shows="compute capability per GPU: V100 7.0, T4 7.5, A100 8.0, A10G 8.6, L4 8.9, L40S 8.9, H100 9.0, H200 9.0, "
+        "B200 10.0",
+    ),
+    "cuda-compatibility": Source(
+        url="https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility",
+        shows="a cubin for compute capability X.y runs only on X.z with z >= y; PTX for X.y is JIT-compiled for X.y and "
+        "higher; sm_90a/sm_100a code runs on exactly that compute capability",
+    ),
+    "nccl-default-gencode": Source(
+        url="https://github.com/NVIDIA/nccl/blob/v2.29.3-1/makefiles/common.mk#L36-L57",
+        shows="NCCL's own NVCC_GENCODE for CUDA >= 12.8: sm_60, sm_61, sm_70, sm_80, sm_90, sm_100, sm_120 and "
+        "compute_120 PTX (an NVCC_GENCODE given to make replaces it)",
+    ),
+    "eks-fsx-csi-efa": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-efa.html",
+        shows="FSx for Lustre over EFA from EKS nodes: the node group's bootstrap (preBootstrapCommands) checks the EFA "
+        "driver (>= 2.12.1, else installs it), installs the Lustre client and configures LNet on the EFA interfaces "
+        "before mounting",
+    ),
     # --- EKS, AMIs, EFA ---------------------------------------------------------------------------
     "eks-nvidia-ami": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html",
@@ -402,6 +424,20 @@ SOURCES: Mapping[str, Source] = {
         "MPIJob fields in pkg/apis/kubeflow/v2beta1/types.go at the same tag",
     ),
     # --- image builds -------------------------------------------------------------------------------
+    "cuda-12.9.1-devel-digest": Source(
+        url="https://hub.docker.com/r/nvidia/cuda/tags?name=12.9.1-devel-ubuntu22.04",
+        shows="nvidia/cuda:12.9.1-devel-ubuntu22.04: index digest sha256:bd4e2680a261...b5ba8 (linux/amd64 manifest "
+        "sha256:38804006c937...30bd3); NVIDIA publishes the same CUDA images on nvcr.io "
+        "(https://catalog.ngc.nvidia.com/orgs/nvidia/containers/cuda/tags)",
+    ),
+    "efa-installer-apt": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html",
+        shows="before running efa_installer.sh on Ubuntu, update the package index (sudo apt-get update); the installer "
+        "installs its dependencies from the distribution's repositories. AWS's own nccl-tests image keeps the index "
+        "until after the installer (https://github.com/aws-samples/awsome-distributed-training/blob/"
+        "7217859f67bc693c52ff175ccc6082c41dbd7a1b/micro-benchmarks/nccl-tests/nccl-tests.Dockerfile: apt-get update "
+        "first, rm -rf /var/lib/apt/lists/* last)",
+    ),
     "ubuntu-24.04-digest": Source(
         url="https://github.com/aws/deep-learning-containers/blob/e0ecedea6a1c56d6b5914f9cfb2fec5c548e67e0/"
         "docker/sklearn/1.4-2-py312/Dockerfile#L16",

@@ -3,8 +3,10 @@ MPI Operator, which :class:`MpiOperator` installs from its release manifest (pin
 
 The operator creates the workers, an SSH key Secret and the hostfile (``/etc/mpi/hostfile``), then the
 launcher, which runs ``mpirun``. This module builds the launcher's command line and its environment
-(:func:`mpi_launcher`, :func:`mpirun_command`): the workers' environment is forwarded with ``-x``, so every
-rank sees the same variables as a pod of any other job on that node group, plus ``MASTER_ADDR``/``MASTER_PORT``
+(:func:`mpi_launcher`, :func:`mpirun_command`): ``mpirun`` by its absolute path in the image (so Open MPI finds
+``orted`` on the workers, whose sshd sessions do not get the image's environment), the workers' environment and the
+image's ``PATH``/``LD_LIBRARY_PATH`` forwarded with ``-x``, so every rank sees the same variables as a pod of any
+other job on that node group, plus ``MASTER_ADDR``/``MASTER_PORT``
 (the first worker), for programs that bootstrap over TCP (``torch.distributed``'s ``env://``) with their rank
 and size from OpenMPI (``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE``).
 """
@@ -53,6 +55,12 @@ HOSTFILE = "/etc/mpi/hostfile"
 #: its own configuration; the operator mounts the SSH keys in its home.
 SSH_AUTH_MOUNT_PATH = "/home/mpiuser/.ssh"
 SSHD_COMMAND = ("/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config")
+#: The image's own variables the launcher forwards to the ranks besides the job's: sshd starts every session on a
+#: worker with a fresh environment (its default PATH, no LD_LIBRARY_PATH), so without them the ranks lose the image's
+#: ``ENV PATH``/``LD_LIBRARY_PATH`` (``libnccl.so.2: cannot open shared object file``). The launcher runs the same
+#: image, so its values are the image's. AWS's nccl-tests MPIJob forwards the same two
+#: (https://github.com/aws-samples/awsome-distributed-training/blob/7217859f67bc693c52ff175ccc6082c41dbd7a1b/micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml#L26-L37).
+IMAGE_ENV_FORWARDED: tuple[str, ...] = ("LD_LIBRARY_PATH", "PATH")
 #: OpenMPI settings AWS's EFA MPI jobs use: TCP for MPI's own traffic (NCCL/libfabric carries the data
 #: over EFA), no UCX, not the loopback or container bridges.
 OPENMPI_MCA: Mapping[str, str] = {"pml": "^ucx", "btl": "tcp,self", "btl_tcp_if_exclude": "lo,docker0,veth_def_agent"}
@@ -79,23 +87,35 @@ def camel(value: Any, key: str = "") -> Any:
     return value
 
 
+def mpirun_path(mpi_prefix: str) -> str:
+    """``<prefix>/bin/mpirun``: Open MPI run by its absolute path behaves as with ``--prefix <prefix>``: on every
+    remote host it starts ``<prefix>/bin/orted`` with ``<prefix>/bin`` on ``PATH`` and ``<prefix>/lib`` on
+    ``LD_LIBRARY_PATH`` (orterun(1), https://github.com/open-mpi/ompi/blob/v4.1.7/orte/tools/orterun/orterun.1in#L1635-L1643;
+    Open MPI 5's mpirun(1) says the same). Called by name, ``orted`` must be on the PATH sshd gives a session, which
+    holds neither /opt/amazon/openmpi/bin nor the NGC images' MPI."""
+    return f"{mpi_prefix.rstrip('/')}/bin/mpirun"
+
+
 def mpirun_command(
     program: Sequence[str],
     *,
     nodes: int,
     slots: int,
     env_names: Sequence[str],
+    mpi_prefix: str,
     hostfile: str = HOSTFILE,
     mca: Mapping[str, str] = OPENMPI_MCA,
 ) -> list[str]:
-    """The launcher's ``mpirun`` (OpenMPI): ``slots`` ranks on each of ``nodes`` hosts of the hostfile (the
-    hostfile is named explicitly: OpenMPI 5 ignores the operator's ORTE variable,
-    https://github.com/kubeflow/mpi-operator/issues/842), not bound to cores (the frameworks place their
-    threads), every variable of ``env_names`` forwarded to the ranks."""
-    cmd = ["mpirun", "--hostfile", hostfile, "-np", str(nodes * slots), "--map-by", f"ppr:{slots}:node", "--bind-to", "none"]
+    """The launcher's ``mpirun`` (OpenMPI) by its absolute path under ``mpi_prefix`` (:func:`mpirun_path`):
+    ``slots`` ranks on each of ``nodes`` hosts of the hostfile (the hostfile is named explicitly: OpenMPI 5 ignores
+    the operator's ORTE variable, https://github.com/kubeflow/mpi-operator/issues/842), not bound to cores (the
+    frameworks place their threads), every variable of ``env_names`` and the image's :data:`IMAGE_ENV_FORWARDED`
+    forwarded to the ranks."""
+    cmd = [mpirun_path(mpi_prefix), "--hostfile", hostfile, "-np", str(nodes * slots), "--map-by", f"ppr:{slots}:node",
+           "--bind-to", "none"]
     for k, v in mca.items():
         cmd += ["--mca", k, v]
-    for name in sorted(env_names):
+    for name in sorted({*env_names, *IMAGE_ENV_FORWARDED}):
         cmd += ["-x", name]
     return cmd + list(program)
 
@@ -115,6 +135,7 @@ def mpi_launcher(
     slots: int,
     program: Sequence[str],
     hosts: pulumi.Input[Sequence[str]],
+    mpi_prefix: str,
     launcher_command: Sequence[str] = (),
     hostfile: str = HOSTFILE,
     mca: Mapping[str, str] = OPENMPI_MCA,
@@ -122,7 +143,8 @@ def mpi_launcher(
 ) -> tuple[list[str], dict[str, pulumi.Input[str]]]:
     """The launcher's command and environment (the workers get the same environment): ``launcher_command``
     followed by :func:`mpirun_command` running ``program`` and the job's ``args`` on ``slots`` ranks of each
-    of ``nodes`` hosts, forwarding every variable of the environment: the node type's settings
+    of ``nodes`` hosts (``<mpi_prefix>/bin/mpirun``, so the workers' ``orted`` is found), forwarding the image's
+    ``PATH`` and ``LD_LIBRARY_PATH`` and every variable of the environment: the node type's settings
     (:func:`worker_env`), ``MASTER_ADDR`` (the first of ``hosts``, the hostfile's hosts in order: on the cluster
     :func:`mpi_worker_hosts`) and ``MASTER_PORT``, then the job's variables (:func:`job_env`, which win)."""
     env: dict[str, pulumi.Input[str]] = {
@@ -132,7 +154,7 @@ def mpi_launcher(
         **job_env(spec, nodes=nodes, procs_per_node=slots),
     }
     mpirun = mpirun_command([*program, *(spec.get("args") or [])], nodes=nodes, slots=slots, env_names=list(env),
-                            hostfile=hostfile, mca=mca)
+                            mpi_prefix=mpi_prefix, hostfile=hostfile, mca=mca)
     return [*launcher_command, *mpirun], env
 
 
@@ -179,6 +201,9 @@ class MpiJobArgs(TypedDict):
     """Workers (one pod per node)."""
     operator_ready: pulumi.Input[str]
     """An Output of the installed operator (``MpiOperator.crd_name``): the MPIJob is created after it."""
+    mpi_prefix: str
+    """Where the image's Open MPI is installed (``/opt/amazon/openmpi`` in images with the EFA installer's): the
+    launcher runs ``<mpi_prefix>/bin/mpirun`` so the workers' ``orted`` is found over ssh (:func:`mpirun_path`)."""
     launcher_command: NotRequired[Sequence[str]]
     """A command the launcher runs with ``mpirun ...`` appended (e.g. a parser of the benchmark's output)."""
     slots_per_worker: NotRequired[int]
@@ -217,7 +242,7 @@ class MpiJob(pulumi.ComponentResource):
         identity = job_identity(self, name, spec)
         hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: mpi_worker_hosts(job_name, ns, nodes))
         command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=args["command"], hosts=hosts,
-                                    launcher_command=args.get("launcher_command") or ())
+                                    mpi_prefix=args["mpi_prefix"], launcher_command=args.get("launcher_command") or ())
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only = bool(spec.get("read_only_root_filesystem", False))
         scratch_mounts: list[k8s.core.v1.VolumeMountArgsDict] = [TMP_MOUNT] if read_only else []

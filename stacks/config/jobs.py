@@ -59,6 +59,16 @@ class ImageConfig(Model):
     context: Optional[str] = None
     prebuilt: Optional[str] = None
     dockerfile: str = "Dockerfile"
+    mpi_prefix: Optional[str] = None
+    """Where the image's Open MPI is installed (MPI jobs run ``<mpiPrefix>/bin/mpirun``); default, for a built image,
+    its Dockerfile's ``ENV OPAL_PREFIX``."""
+
+    @field_validator("mpi_prefix")
+    @classmethod
+    def _mpi_prefix(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (not v.startswith("/") or v.rstrip("/") == "" or any(c.isspace() for c in v)):
+            raise ValueError(f"{v!r} must be an absolute folder of the image (e.g. /opt/amazon/openmpi)")
+        return v.rstrip("/") if v is not None else v
 
     @field_validator("prebuilt")
     @classmethod

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
+from components.catalog.gpus import compute_capability, runs_on
+from components.image.dockerfile import Dockerfile, read_dockerfile
 from components.nodeplan import (
     InconsistentFacts,
     allreduce_busbw_ceiling,
@@ -351,6 +353,12 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
         if job.image not in s.images and not _named(s, "images", job.image):
             problems.append(f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
                             f"(or define it under {key('images')})")
+        elif job.image in s.images:
+            image = s.images[job.image]
+            if group_name is not None and (g := s.groups.get(group_name)) is not None:
+                check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
+            if job.kind == "mpi":
+                check_mpi_image(path, name, job.image, image, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
             problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
                             f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}")
@@ -365,6 +373,66 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
         problems.append(f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
                         "remove one of these after entries")
     return out
+
+
+def _dockerfile(image: ImageConfig) -> Optional[Dockerfile]:
+    """The Dockerfile of a built image, or ``None`` (prebuilt, or a folder without it: reported by check_images)."""
+    if image.context is None or not (REPO / image.context / image.dockerfile).is_file():
+        return None
+    return read_dockerfile(REPO / image.context, image.dockerfile)
+
+
+def check_image_gpus(s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, group_name: str,
+                     g: NodeGroupConfig, problems: list[str]) -> None:
+    """Every CUDA compilation of a built image has a kernel for the GPU of every instance type of the group its job
+    runs on (the GPU's compute capability from the catalog, the CUDA compatibility rules of
+    :mod:`components.catalog.gpus`): a GPU it does not cover fails at the first kernel launch with "no kernel image
+    is available for execution on the device"."""
+    dockerfile = _dockerfile(image)
+    if dockerfile is None:
+        return
+    compilations = [targets for _, targets in dockerfile.cuda_compilations() if targets]
+    if not compilations:
+        return
+    where = f"{image.context}/{image.dockerfile}"
+    for t in g.instance_types:
+        facts = s.catalog.get(t)
+        if facts is None or not facts.is_gpu:
+            continue
+        cc = compute_capability(facts.gpu_model)
+        if cc is None:
+            problems.append(
+                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, which compiles CUDA code ({where}), "
+                f"on {t} in node group {group_name}, whose GPU {facts.gpu_model!r} has no compute capability in the "
+                "catalog (components/catalog/gpus.py), so whether the code runs on it is unknown; run the job on a group "
+                "of catalogued GPUs")
+            continue
+        for targets in compilations:
+            if not runs_on(targets, cc):
+                arch = f"{cc[0]}{cc[1]}"
+                problems.append(
+                    f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, whose CUDA code ({where}: "
+                    f"{' '.join(sorted(map(str, targets)))}) has no kernel for the {facts.gpu_model} GPU (compute "
+                    f"capability {cc[0]}.{cc[1]}) of {t} in node group {group_name}; add "
+                    f"-gencode=arch=compute_{arch},code=sm_{arch} to the image's NVCC_GENCODE, or run the job on a group "
+                    "whose GPUs the image covers")
+                break
+
+
+def check_mpi_image(path: str, job_name: str, image_name: str, image: ImageConfig, problems: list[str]) -> None:
+    """An MPI job's image says where its Open MPI is: the launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI
+    start ``<prefix>/bin/orted`` on the workers with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives
+    the workers' sessions neither the image's PATH nor its LD_LIBRARY_PATH."""
+    if image.mpi_prefix is not None:
+        return
+    dockerfile = _dockerfile(image)
+    if dockerfile is not None and dockerfile.mpi_prefix():
+        return
+    where = f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX" if image.context else "it is prebuilt"
+    problems.append(
+        f"{key(f'images.{image_name}.mpiPrefix')}: MPI job {job_name} ({key(path)}) runs image {image_name!r}, and "
+        f"{where}; set mpiPrefix to the folder of the image's Open MPI (where bin/mpirun and bin/orted are, e.g. "
+        "/opt/amazon/openmpi), so the workers' orted is found over ssh")
 
 
 def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceType], problems: list[str]) -> None:

@@ -13,6 +13,8 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
+from components.catalog.fsx import FSX_EFA_CLIENT_HOST, NODE_BOOTSTRAP_PROVIDES
+from components.catalog.sources import SOURCES
 from components.catalog import (
     FSX_DEPLOYMENT_TYPE,
     FSX_DRA_FS_PATH_MAX,
@@ -182,7 +184,18 @@ class FsxConfig(Model):
     @model_validator(mode="after")
     def _fsx(self) -> "FsxConfig":
         problems: list[tuple[str, str]] = []
-        why = fsx_capacity_problem(self.storage_capacity_gib, self.throughput_per_tib, self.efa)
+        refused = self.efa and FSX_EFA_CLIENT_HOST.feature not in NODE_BOOTSTRAP_PROVIDES
+        if refused:
+            problems.append((
+                "efa",
+                "an EFA-enabled file system is reached over EFA only from nodes that run "
+                f"{FSX_EFA_CLIENT_HOST.feature.split(' to ')[0]} ({'; '.join(FSX_EFA_CLIENT_HOST.needs)}: "
+                f"{SOURCES[FSX_EFA_CLIENT_HOST.source].url}), which this project's node groups do not configure yet: "
+                "the file system would be billed as EFA-enabled and mounted over TCP; remove efa (the file system "
+                "is then reached over TCP, as the presets do)",
+            ))
+        # a refused efa is the one root cause: the capacity it would need is not reported too
+        why = None if refused else fsx_capacity_problem(self.storage_capacity_gib, self.throughput_per_tib, self.efa)
         if why and "storage_capacity_gib" not in self.model_fields_set:
             # the default capacity is not the user's mistake: name the key they set that rules it out
             cause = "efa" if self.efa else "throughputPerTib"

@@ -49,6 +49,15 @@ APP_DIR = "/app"
 LOCAL = "local"
 
 
+def local_mpi_prefix() -> str:
+    """This machine's Open MPI installation (the folder above the ``bin`` of ``mpirun`` on PATH): the launcher runs
+    mpirun by its absolute path there, as the pods run the image's."""
+    found = shutil.which("mpirun")
+    if found is None:
+        raise LocalRunError("mpirun not found: install Open MPI to run MPI jobs locally")
+    return str(Path(found).parent.parent)
+
+
 class LocalRunError(Exception):
     """A job cannot run here, or failed."""
 
@@ -240,7 +249,8 @@ class LocalRunner:
             # the operator writes one line per worker pod; here one host holds every rank
             hostfile.write_text(f"127.0.0.1 slots={nodes * slots}\n")
             command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=list(c.command),
-                                        hosts=peers, launcher_command=list(c.launcher_command or ()),
+                                        hosts=peers, mpi_prefix=local_mpi_prefix(),
+                                        launcher_command=list(c.launcher_command or ()),
                                         hostfile=str(hostfile), port=free_port())
             if os.geteuid() == 0:
                 env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}

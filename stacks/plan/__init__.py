@@ -19,6 +19,7 @@ from typing import Mapping, Optional
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
 from components.conventions import SHARED_MOUNT
 from components.image import hash_build_context, image_tag_for
+from components.image.dockerfile import read_dockerfile
 from components.naming import k8s_name
 from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, tolerations_for
@@ -127,6 +128,9 @@ class ImagePlan:
     prebuilt: Optional[str]
     version: str
     """The content-hash tag of a built image, the reference of a prebuilt one (part of run ids)."""
+    mpi_prefix: Optional[str] = None
+    """Where its Open MPI is installed: ``images.<name>.mpiPrefix``, else its Dockerfile's ``ENV OPAL_PREFIX``
+    (``None``: not an MPI image; the config rules require it for an image an MPI job runs)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -365,7 +369,9 @@ def build_plan(cfg: StackConfig) -> Plan:
     for name, image in cfg.images.items():
         context = REPO / image.context if image.context else None
         version = image.prebuilt or image_tag_for(hash_build_context(str(context), image.dockerfile))
-        images[name] = ImagePlan(name=name, context=context, dockerfile=image.dockerfile, prebuilt=image.prebuilt, version=version)
+        mpi_prefix = image.mpi_prefix or (read_dockerfile(context, image.dockerfile).mpi_prefix() if context else None)
+        images[name] = ImagePlan(name=name, context=context, dockerfile=image.dockerfile, prebuilt=image.prebuilt,
+                                 version=version, mpi_prefix=mpi_prefix)
     datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
     jobs: dict[str, JobPlan] = {}
     for name in job_order(cfg.jobs):

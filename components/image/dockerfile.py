@@ -1,0 +1,163 @@
+"""What a Dockerfile of this repository says, read without building it: its instructions, the environment its
+``ENV`` lines give a container, the CUDA targets its compilations build for, and where its Open MPI is.
+
+The plan reads the images' facts from here once (``ImagePlan``: the Open MPI prefix an MPI job's launcher needs,
+the GPUs the image's CUDA code runs on), and ``tests/test_image_rules.py`` checks every Dockerfile of the
+repository with the same functions. Enough of the Dockerfile syntax for this repository's files: the default
+escape character, no heredocs; ``$VAR`` and ``${VAR}`` substitution
+(https://docs.docker.com/reference/dockerfile/#environment-replacement).
+"""
+
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+from components.catalog.gpus import CudaTarget
+
+#: The environment a container starts with when no image sets one: Docker's default ``PATH``
+#: (https://docs.docker.com/reference/dockerfile/#env, the ``PATH`` every Linux image gets from the engine).
+DEFAULT_ENV: Mapping[str, str] = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_GENCODE = re.compile(r"-gencode[= ]arch=compute_(\d+)([a-z]?),code=\[?([a-z0-9_,]+)\]?")
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """A Dockerfile's instructions as ``(INSTRUCTION, arguments)``, continuation lines joined, comments and blank
+    lines dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if pending and line.startswith("#"):
+            continue  # a comment inside a continued instruction
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        if full:
+            word, _, rest = full.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def substitute(value: str, env: Mapping[str, str]) -> str:
+    """``$VAR`` and ``${VAR}`` replaced by their values in ``env`` (an unset variable is empty, as Docker does)."""
+    return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), value)
+
+
+def _pairs(args: str) -> list[tuple[str, str]]:
+    """The ``KEY=value`` pairs of an ``ENV`` or ``ARG`` instruction (``ENV KEY value``: one pair)."""
+    words = shlex.split(args, posix=True)
+    if words and "=" not in words[0]:
+        return [(words[0], " ".join(words[1:]))]
+    return [tuple(w.split("=", 1)) if "=" in w else (w, "") for w in words]  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class Dockerfile:
+    """One Dockerfile and what it declares."""
+
+    path: Path
+    text: str
+
+    @staticmethod
+    def read(path: Path) -> "Dockerfile":
+        return Dockerfile(path, path.read_text())
+
+    @property
+    def instructions(self) -> list[tuple[str, str]]:
+        return instructions(self.text)
+
+    def env(self, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+        """The environment of a container of the final stage: ``base`` (the base image's, default
+        :data:`DEFAULT_ENV`) with every ``ENV`` of the last stage applied in order, each instruction's values
+        substituted against the environment before it (Docker's rule for one instruction)."""
+        env = dict(DEFAULT_ENV if base is None else base)
+        for word, args in self.instructions:
+            if word == "FROM":
+                env = dict(DEFAULT_ENV if base is None else base)
+            elif word == "ENV":
+                before = dict(env)
+                for k, v in _pairs(args):
+                    env[k] = substitute(v, before)
+        return env
+
+    def build_args(self) -> dict[str, str]:
+        """``ARG`` defaults (substituted in order)."""
+        args: dict[str, str] = {}
+        for word, rest in self.instructions:
+            if word == "ARG":
+                for k, v in _pairs(rest):
+                    args[k] = substitute(v, args)
+        return args
+
+    def cuda_compilations(self) -> list[tuple[str, frozenset[CudaTarget]]]:
+        """Every ``RUN`` that compiles CUDA code (runs ``nvcc`` or passes ``NVCC_GENCODE``), with the ``-gencode``
+        targets it builds for (build arguments and environment substituted). A compilation without explicit
+        targets gets an empty set: its targets are whatever the tool defaults to, which no rule can check."""
+        out: list[tuple[str, frozenset[CudaTarget]]] = []
+        scope: dict[str, str] = {}
+        for word, rest in self.instructions:
+            if word in ("ARG", "ENV"):
+                before = dict(scope)
+                for k, v in _pairs(rest):
+                    scope[k] = substitute(v, before)
+            elif word == "RUN" and re.search(r"\bnvcc\b|NVCC_GENCODE=", rest):
+                text = substitute(rest, scope)
+                targets: set[CudaTarget] = set()
+                for arch, suffix, codes in _GENCODE.findall(text):
+                    for code in codes.split(","):
+                        m = re.fullmatch(r"(sm|compute)_(\d+)([a-z]?)", code)
+                        if m:
+                            digits = m.group(2)
+                            targets.add(CudaTarget(m.group(1), (int(digits[:-1]), int(digits[-1])), bool(m.group(3))))
+                out.append((rest, frozenset(targets)))
+        return out
+
+    def mpi_prefix(self) -> Optional[str]:
+        """The Open MPI installation the image declares with ``ENV OPAL_PREFIX`` (Open MPI's own variable for where
+        it is installed, https://docs.open-mpi.org/en/v5.0.x/installing-open-mpi/installation-location.html), or
+        ``None``."""
+        return self.env().get("OPAL_PREFIX") or None
+
+
+def read_dockerfile(context: Path, dockerfile: str = "Dockerfile") -> Dockerfile:
+    """The Dockerfile ``dockerfile`` of the build context ``context``."""
+    return Dockerfile.read(context / dockerfile)
+
+
+_APT_LISTS = re.compile(r"\brm\s+(-\w+\s+)*/var/lib/apt/lists\b")
+_APT_UPDATE = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*update\b")
+_APT_INSTALL = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*(?:install|upgrade|dist-upgrade|build-dep)\b")
+
+
+def package_index_problems(dockerfile: Dockerfile, installers: Mapping[str, str]) -> list[str]:
+    """Steps that install packages without a package index: ``apt-get install`` (or an installer of
+    ``installers``, which calls it) after the lists were removed, or before any ``apt-get update`` in the stage
+    (a base image ships without lists). The shell commands of each ``RUN`` are followed in order."""
+    problems: list[str] = []
+    present = False
+    for word, args in dockerfile.instructions:
+        if word == "FROM":
+            present = False
+        if word != "RUN":
+            continue
+        for command in re.split(r"&&|\|\||;", args):
+            if _APT_UPDATE.search(command):
+                present = True
+            elif _APT_LISTS.search(command):
+                present = False
+            elif not present:
+                what = "apt-get install" if _APT_INSTALL.search(command) else next(
+                    (name for name in installers if re.search(rf"(^|[\s/]){re.escape(name)}\b", command)), None)
+                if what:
+                    problems.append(f"{dockerfile.path}: `{command.strip()}` runs {what} without a package index "
+                                    "(run apt-get update first in the same RUN, and remove /var/lib/apt/lists after it)")
+    return problems
