@@ -104,6 +104,10 @@ class TrainingClusterArgs(TypedDict):
     """Create the IAM OIDC provider for IRSA. Default False (drivers use Pod Identity)."""
     addon_versions: NotRequired[Mapping[str, str]]
     """Pinned add-on versions; others use the default version EKS publishes for the Kubernetes version."""
+    keep_secrets_key: NotRequired[bool]
+    """Keep the secrets KMS key on ``pulumi destroy`` (``retain_on_delete``): set it when storage encrypted with
+    this key (``secrets_kms_key_arn``) is kept on destroy, which would be unreadable once the key is deleted
+    (https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html). Default False."""
     tags: NotRequired[dict[str, str]]
     """AWS tags for every resource."""
 
@@ -156,7 +160,7 @@ class TrainingCluster(pulumi.ComponentResource):
             deletion_window_in_days=7,
             policy=key_policy,
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=bool(args.get("keep_secrets_key", False))),
         )
         aws.kms.Alias(f"{name}-secrets-key-alias", name=f"alias/{cluster_name}-eks-secrets", target_key_id=kms_key.key_id, opts=child)
 

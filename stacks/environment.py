@@ -179,6 +179,8 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         "log_types": list(c.log_types),
         "create_oidc_provider": c.create_oidc_provider,
         "addon_versions": {k: v for k, v in c.addon_versions.items() if k not in STORAGE_ADDONS},
+        # a kept FSx file system is encrypted with the secrets key (stacks/storage.py): keep the key with it
+        "keep_secrets_key": plan.storage.is_fsx and cfg.storage.retain_on_delete,
         "tags": tags,
     }
     if c.public_cidrs is not None:

@@ -142,15 +142,13 @@ def build_storage(
         "volume_init_node_selector": system_node_selector(),
         "tags": tags,
     }
-    # The file system is encrypted with the cluster's key, unless it is kept on destroy: `pulumi destroy` schedules
-    # the cluster's key for deletion, and data under a deleted key cannot be read again
-    # (https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html). A kept file system uses FSx's
-    # AWS managed key (aws/fsx), which AWS never deletes
-    # (https://docs.aws.amazon.com/kms/latest/developerguide/concepts.html#aws-managed-key), so a later stack that
-    # adopts it (storage.fileSystemId) reads it without any key of this stack; a customer managed key would have to be
-    # kept too, and be paid for and managed, outliving the stack. tests/test_lifecycle_rules.py checks the class.
-    if not s.retain_on_delete:
-        fsx_args["kms_key_arn"] = cluster.secrets_kms_key_arn
+    # The file system is encrypted with the cluster's key, which is kept on destroy whenever the file system is
+    # (stacks/environment.py passes keep_secrets_key): data under a deleted key cannot be read again
+    # (https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html). The key is the same whether or not
+    # the storage is kept, so turning retainOnDelete on or off later changes only what destroy keeps; a key chosen by
+    # retainOnDelete would replace the file system on that change (its KMS key cannot change in place).
+    # tests/test_lifecycle_rules.py checks the class.
+    fsx_args["kms_key_arn"] = cluster.secrets_kms_key_arn
     if fsx.metadata_iops is not None:
         fsx_args["metadata_iops"] = fsx.metadata_iops
     if fsx.efa:

@@ -76,18 +76,19 @@ def test_the_kept_variants_keep_something() -> None:
         assert any(r.type in ("aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem") for r in kept), stack
 
 
-def test_the_rule_finds_a_kept_file_system_under_the_clusters_key() -> None:
-    """The bug put back: a kept FSx file system encrypted with the cluster's secrets key (which destroy schedules
-    for deletion). Passed in explicitly, as the program did before."""
+def test_the_rule_finds_a_kept_file_system_under_a_deleted_key() -> None:
+    """The bug put back: a kept FSx file system encrypted with the cluster's secrets key while destroy schedules that
+    key for deletion (the key not kept with it)."""
     cfg = kept_config("p5")
     p = kept_program("p5")
     fs = p.one("aws:fsx/lustreFileSystem:LustreFileSystem")
-    assert fs.retain_on_delete and "kmsKeyId" not in fs.inputs, "the kept file system uses FSx's AWS managed key"
     key = p.one("aws:kms/key:Key")
-    bad = Registration(**{**fs.__dict__, "inputs": {**fs.inputs, "kmsKeyId": key.outputs["arn"]}})
+    assert fs.retain_on_delete and fs.inputs["kmsKeyId"] == key.outputs["arn"] and key.retain_on_delete
+    assert not lifecycle_problems(p)
+    bad = Registration(**{**key.__dict__, "retain_on_delete": False})
     broken = Program.__new__(Program)
     broken.__dict__.update(p.__dict__)
-    broken.registrations = [bad if r.urn == fs.urn else r for r in p.registrations]
+    broken.registrations = [bad if r.urn == key.urn else r for r in p.registrations]
     (problem,) = lifecycle_problems(broken)
     assert "kept on destroy" in problem and key.name in problem
     assert cfg["eks-training:storage"]["retainOnDelete"] is True

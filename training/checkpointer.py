@@ -7,9 +7,10 @@ so a write that stalled past about 90 s was never saved and cost the work since 
 
 Here a checkpoint is staged: :func:`to_host` copies the state into host memory at a step boundary (the only part
 training waits for: milliseconds for the bundled model), then a background thread writes it to a temporary file,
-fsyncs it and publishes it with an atomic rename (``cifar_io.atomic_write``), while training goes on. One write is
-in flight at a time: a checkpoint that falls due while the previous one is still being written is skipped (the
-next one due is taken once the volume has caught up), so a stall costs no memory and no training time. A write
+fsyncs it and publishes it with an atomic rename (``cifar_io.atomic_write``), while training goes on. One periodic
+write is in flight at a time: a checkpoint that falls due while the previous one is still being written is skipped
+(the next one due is taken once the volume has caught up), so a stall costs no memory and no training time; the
+stop's own checkpoint is written beside a stalled one. A write
 that has not finished after ``deadline_s`` (``--checkpoint-deadline-seconds``) means the volume is gone: the
 trainer fails with that reason (:class:`CheckpointError`), and the Job's restarts take over. The same design is
 PyTorch Distributed Checkpoint's asynchronous save (``torch.distributed.checkpoint.async_save``: stage to CPU, then
@@ -22,6 +23,7 @@ import copy
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +51,20 @@ def to_host(obj: Any) -> Any:
     return copy.deepcopy(obj)
 
 
-class Checkpointer:
-    """Writes one staged checkpoint at a time in a background thread.
+@dataclass
+class _Write:
+    path: Path
+    started: float
+    thread: threading.Thread
+    error: BaseException | None = None
 
+
+class Checkpointer:
+    """Writes staged checkpoints in background threads.
+
+    One periodic write is in flight at a time (:meth:`busy`); the stop's own checkpoint is written beside a write
+    still in flight (``alongside=True``): a stalled older write must not keep the newest state from the volume (the
+    trainer resumes from the highest step, so which one lands first does not matter).
     ``may_publish()`` is asked in the writer thread just before the rename (a run taken over by another group
     publishes nothing); ``published(path, info)`` is called in the writer thread once the file is in place, with
     ``info`` extended by ``write_s`` (pruning old checkpoints and logging belong there)."""
@@ -61,48 +74,50 @@ class Checkpointer:
         self.deadline_s = deadline_s
         self._may_publish = may_publish
         self._published = published
-        self._thread: threading.Thread | None = None
-        self._started = 0.0
-        self._path: Path | None = None
-        self._error: BaseException | None = None
+        self._writes: list[_Write] = []
 
     def busy(self) -> bool:
         """A write is in flight."""
-        return self._thread is not None and self._thread.is_alive()
+        return any(w.thread.is_alive() for w in self._writes)
 
-    def submit(self, path: Path, staged: dict[str, Any], info: dict[str, Any]) -> bool:
+    def submit(self, path: Path, staged: dict[str, Any], info: dict[str, Any], *, alongside: bool = False) -> bool:
         """Start writing ``staged`` (already in host memory) to ``path``; False (nothing started) while a write is
-        in flight."""
+        in flight, unless ``alongside``."""
         self.check()
-        if self.busy():
+        if self.busy() and not alongside:
             return False
-        self._started, self._path, self._error = time.monotonic(), path, None
+        self._writes = [w for w in self._writes if w.thread.is_alive()]
+        write = _Write(path, time.monotonic(), threading.Thread(name="checkpoint-writer", daemon=True))
 
-        def write() -> None:
+        def run() -> None:
             try:
                 cifar.atomic_torch_save(path, staged, before_publish=self._may_publish)
-                self._published(path, {**info, "write_s": round(time.monotonic() - self._started, 3)})
+                self._published(path, {**info, "write_s": round(time.monotonic() - write.started, 3)})
             except cifar_io.NotPublished:
                 return  # the run was taken over while this was being written: nothing published
             except BaseException as exc:  # noqa: BLE001  (reported to the training loop by check())
-                self._error = exc
+                write.error = exc
 
-        self._thread = threading.Thread(target=write, name="checkpoint-writer", daemon=True)
-        self._thread.start()
+        write.thread = threading.Thread(target=run, name="checkpoint-writer", daemon=True)
+        self._writes.append(write)
+        write.thread.start()
         return True
 
     def check(self) -> None:
-        """Raise :class:`CheckpointError` if the last write failed, or the one in flight is past its deadline."""
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise CheckpointError(f"writing checkpoint {self._path} failed: {error!r}") from error
-        if self.busy() and time.monotonic() - self._started > self.deadline_s:
-            raise CheckpointError(
-                f"checkpoint {self._path} is still being written after {self.deadline_s:g}s "
-                "(--checkpoint-deadline-seconds): the shared volume does not answer")
+        """Raise :class:`CheckpointError` if a write failed, or one in flight is past its deadline."""
+        now = time.monotonic()
+        for w in self._writes:
+            if w.error is not None:
+                error, w.error = w.error, None
+                raise CheckpointError(f"writing checkpoint {w.path} failed: {error!r}") from error
+            if w.thread.is_alive() and now - w.started > self.deadline_s:
+                raise CheckpointError(
+                    f"checkpoint {w.path} is still being written after {self.deadline_s:g}s "
+                    "(--checkpoint-deadline-seconds): the shared volume does not answer")
 
-    def wait(self) -> None:
-        """Wait for the write in flight (until its deadline), then :meth:`check`."""
-        if self._thread is not None:
-            self._thread.join(max(0.0, self.deadline_s - (time.monotonic() - self._started)))
+    def wait(self, path: Path | None = None) -> None:
+        """Wait for the write of ``path`` (or every write in flight) until its deadline, then :meth:`check`."""
+        for w in self._writes:
+            if path is None or w.path == path:
+                w.thread.join(max(0.0, self.deadline_s - (time.monotonic() - w.started)))
         self.check()

@@ -5,6 +5,8 @@ Used by every program the training image runs under torchrun (``train.py``, ``al
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import sys
 from typing import NoReturn
@@ -26,4 +28,8 @@ def end_process(code: int) -> NoReturn:
     finalisation, so the exit code is always the program's own."""
     sys.stdout.flush()
     sys.stderr.flush()
+    # C stdio's buffers too: NCCL logs with fwrite to stdout and never flushes it, and a pod's stdout is a pipe, so
+    # its last lines (the WARN lines that explain a failure) would go with the process (NCCL src/debug.cc).
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
     os._exit(code)

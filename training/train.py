@@ -20,7 +20,7 @@ and float16 autocast with a GradScaler; on CPU it uses gloo and float32.
 Fault tolerance:
 
 * Checkpoints: rank 0 writes an atomic checkpoint after every epoch, every
-  ``--checkpoint-every-seconds`` of training (default 600) and every
+  ``--checkpoint-every-seconds`` of training (default 120) and every
   ``--checkpoint-every-steps`` steps.  On start every rank loads the latest
   checkpoint chosen by rank 0 and continues at the same epoch and at the same
   position inside the epoch (see :class:`cifar.ResumableDistributedSampler`),
@@ -71,6 +71,7 @@ import re
 import signal
 import socket
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -303,12 +304,19 @@ def effective_pg_timeout(ctx: DistContext) -> float | None:
         return None
 
 
+_LOG_LOCK = threading.Lock()
+
+
 def log_event(ctx: DistContext, event: str, **fields: Any) -> None:
-    """Print one JSON line on rank 0 (flushed, so ``kubectl logs`` shows it at once)."""
+    """Print one JSON line on rank 0 (flushed, so ``kubectl logs`` shows it at once; one write under a lock, as the
+    checkpoint writer thread logs too)."""
     if not ctx.is_main:
         return
     record = {"event": event, "time": round(time.time(), 3), **fields}
-    print(json.dumps(record, sort_keys=False, default=str), flush=True)
+    line = json.dumps(record, sort_keys=False, default=str) + "\n"
+    with _LOG_LOCK:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def all_reduce_sum(ctx: DistContext, values: list[float]) -> list[float]:
@@ -591,6 +599,27 @@ def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ctx: 
     return total_loss / max(total, 1.0), total_correct / max(total, 1.0)
 
 
+def hand_off(ctx: DistContext, phase: str, step: int, timeout_s: float) -> None:
+    """Every rank leaves together once rank 0 has written what ``phase`` needs (the stop's checkpoint, the final
+    model and ``DONE``): rank 0 sets a key on the process group's store, the other ranks wait for it there.
+
+    Not a collective: a collective gives up after ``collectiveTimeoutSeconds`` (and NCCL's watchdog then aborts the
+    process), while a write to a slow shared volume may take longer; the store (TCP, torchrun's agent's) waits as
+    long as the write may. Leaving early is not an option either: a node whose ranks are done leaves torchrun's exit
+    barrier after 300 s (``exit_barrier_timeout`` in ``torch/distributed/elastic/agent/server/api.py``), its launcher
+    would find no ``DONE`` yet, and the job's other pods would re-rendezvous into a restart of the finished run."""
+    if not ctx.distributed:
+        return
+    # The default group's store is the attempt's own (torch prefixes it per attempt), so the step tells the phases
+    # of one attempt apart and every rank agrees on it.
+    store = dist.distributed_c10d._get_default_store()
+    key = f"eks-training/{phase}/{step}"
+    if ctx.is_main:
+        store.set(key, "1")
+    else:
+        store.wait([key], dt.timedelta(seconds=timeout_s))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code, which ``__main__`` ends the process with (``process_end.end_process``).
 
@@ -598,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     once with exit code 1 after printing the traceback: the process group is broken, and tearing it
     down can take seconds, which would delay the agent's re-rendezvous that the surviving ranks are
     waiting for. Otherwise the process group is destroyed first (every rank has passed the run's last
-    barrier), so NCCL's communicators are shut down rather than dropped.
+    hand-off, :func:`hand_off`), so NCCL's communicators are shut down rather than dropped.
     """
     args = parse_args(argv)
     stop = StopRequest()
@@ -813,7 +842,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         """Rank 0: stage the full training state in host memory and have it written in the background
         (:mod:`checkpointer`: training goes on while the volume writes; only while this group owns the run).
         A checkpoint due while the previous one is still being written is skipped; ``wait`` (the stop's own
-        checkpoint) waits for the write in flight, then for its own."""
+        checkpoint) is written beside a write still in flight, and waited for."""
         nonlocal saved_step, saved_at
         if not ctx.is_main:
             return
@@ -822,9 +851,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             flags.lease_lost = True
             log_event(ctx, "lease_lost", step=progress.step, text="another group took the run over; not writing")
             return
-        if wait:
-            writer.wait()
-        elif writer.busy():
+        if writer.busy() and not wait:
             log_event(ctx, "checkpoint_skipped", step=progress.step,
                       text="the previous checkpoint is still being written; training goes on")
             return
@@ -845,11 +872,12 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             "args": json_args(args),
         })
         saved_step, saved_at = progress.step, time.monotonic()
-        writer.submit(checkpoint_path(output_dir, progress.step), state,
-                      {"epoch": epoch, "step": progress.step, "samples_in_epoch": samples_in_epoch,
-                       "staged_at": round(staged_at, 3), "stage_s": round(saved_at - started, 4)})
+        path = checkpoint_path(output_dir, progress.step)
+        writer.submit(path, state, {"epoch": epoch, "step": progress.step, "samples_in_epoch": samples_in_epoch,
+                                    "staged_at": round(staged_at, 3), "stage_s": round(saved_at - started, 4)},
+                      alongside=wait)
         if wait:
-            writer.wait()
+            writer.wait(path)
         renew()
 
     def checkpoint_due() -> bool:
@@ -866,15 +894,14 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             if not sums.lease_lost and progress.step > saved_step:
                 save(epoch, progress.samples_in_epoch, epoch_stats, wait=True)
             elif not sums.lease_lost:
-                writer.wait()  # the newest checkpoint is this step's: on disk before the pod goes
+                writer.wait(checkpoint_path(output_dir, saved_step))  # this step's: on disk before the pod goes
             state = "yielded" if sums.yielding else "stopped"
             if not (sums.lease_lost or flags.lease_lost):
                 lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
             log_event(ctx, "stopping", step=progress.step, epoch=epoch, samples_in_epoch=progress.samples_in_epoch,
                       checkpoint_step=saved_step, reasons=sums.reasons(), lease_state=state,
                       seconds_since_signal=round(time.time() - stop.received_at, 3) if stop.received_at else None)
-        if ctx.distributed:
-            dist.barrier()  # nobody leaves before rank 0's checkpoint is on disk
+        hand_off(ctx, "stopped", progress.step, args.checkpoint_deadline_seconds)  # nobody leaves before it is on disk
         return EXIT_STOPPED
 
     renew()
@@ -981,9 +1008,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         writer.wait()
         write_final_artifacts(args, ctx, model, model_config, class_names, history, run_start)
         lease.release("done", progress.step)
-    # No closing barrier: the other ranks' part ended with the last collective, and rank 0's writes (a checkpoint
-    # still in flight on a slow volume, the model, DONE) may take longer than a collective may wait. The agents
-    # finish together anyway: torchrun's exit barrier keeps a node's agent until every agent's workers are done.
+    hand_off(ctx, "done", progress.step, 2 * args.checkpoint_deadline_seconds)  # nobody leaves before DONE
     return EXIT_OK
 
 
