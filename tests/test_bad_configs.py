@@ -110,7 +110,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("mixed GPU counts", group(instanceTypes=["g5.xlarge", "g5.48xlarge"], capacityType="SPOT"), ["different GPU counts", "separate groups"]),
     ("several on-demand types", group(instanceTypes=["g5.xlarge", "g6.xlarge"]), ["several types only make sense with capacityType SPOT"]),
     ("bad capacity type", group(capacityType="RESERVED"), ["eks-training:nodeGroups.gpu.capacityType", "ON_DEMAND", "SPOT"]),
-    ("one availability zone", setk("network", {"availabilityZoneCount": 1}), ["eks-training:network.availabilityZoneCount", "greater than or equal to 2"]),
+    ("one availability zone", setk("network", {"availabilityZoneCount": 1}), ["eks-training:network.availabilityZoneCount: 1 is below the minimum 2; set it to 2 or more"]),
     ("one listed zone", setk("network", {"availabilityZones": ["us-east-1a"]}), ["eks-training:network.availabilityZones: EKS needs at least 2 availability zones"]),
     ("zone not in region", setk("network", {"availabilityZones": ["us-east-1a", "us-east-1g"]}), ["us-east-1g not available in this region", "choose names or IDs from us-east-1a (use1-az6)"]),
     ("only one zone EKS accepts", setk("network", {"availabilityZones": ["use1-az6", "use1-az3"]}), ["eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports; us-east-1e (use1-az3) it refuses; add zones from us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2), us-east-1d (use1-az4), us-east-1f (use1-az5)"]),

@@ -176,6 +176,10 @@ class HealthCheckConfig(Model):
         return v
 
 
+#: Words YAML 1.1 read as booleans (https://yaml.org/type/bool.html) that a YAML 1.2 reader, or quotes, keep as text.
+_BOOLEAN_WORDS = frozenset({"y", "yes", "n", "no", "on", "off", "true", "false"})
+
+
 class JobConfig(Model):
     """One job (key ``jobs.<name>``)."""
 
@@ -231,6 +235,9 @@ class JobConfig(Model):
     @field_validator("tensorboard")
     @classmethod
     def _tensorboard(cls, v: Union[bool, str]) -> Union[bool, str]:
+        if isinstance(v, str) and v.strip().lower() in _BOOLEAN_WORDS:
+            raise ValueError(f"{v!r} would be a folder named {v}; write true (event files in <output>/tensorboard, served by "
+                             "TensorBoard), false, or a folder relative to the job's output folder")
         if isinstance(v, str) and (why := relative_path_problem(v)):
             raise ValueError(why.replace("the shared volume", "the job's output folder"))
         return v

@@ -8,8 +8,11 @@ provider's settings the image builds need (``aws:profile``, ``aws:assumeRoles``,
 here too (:func:`components.image.aws_settings.aws_settings_from_config`).
 """
 
+import difflib
 import json
+import re
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, Mapping, Optional
 
 import pulumi
@@ -95,17 +98,74 @@ class StackConfig:
         return self.catalog.require(name)
 
 
-def raw_config() -> dict[str, str]:
-    """All ``eks-training:*`` settings as raw strings, keyed without the namespace."""
+def all_config() -> dict[str, Any]:
+    """Every setting this process's Pulumi configuration holds (every namespace), keyed as Pulumi passes them."""
     merged: dict[str, Any] = {}
     merged.update(pulumi.runtime.config.get_config_env())
     merged.update(pulumi.runtime.config.CONFIG.get())
+    return merged
+
+
+def raw_config() -> dict[str, str]:
+    """All ``eks-training:*`` settings as raw strings, keyed without the namespace."""
     out: dict[str, str] = {}
-    for full, value in merged.items():
+    for full, value in all_config().items():
         ns, sep, k = full.partition(":")
         if sep and ns == NAMESPACE:
             out[k] = value if isinstance(value, str) else json.dumps(value)
     return out
+
+
+#: The Pulumi engine's own namespace (``pulumi:tags``, ``pulumi:disable-default-providers``...).
+ENGINE_NAMESPACE = "pulumi"
+_PROVIDER_DIST = re.compile(r"^pulumi[-_](?P<name>[a-z0-9][a-z0-9-]*)$")
+
+
+def provider_namespaces() -> list[str]:
+    """The config namespaces of the Pulumi providers installed beside the program (``pulumi-aws`` reads ``aws:``,
+    ``pulumi-kubernetes`` ``kubernetes:``, ``pulumi-eks`` ``eks:``): a provider's package is named after its
+    namespace (https://www.pulumi.com/docs/iac/concepts/config/#provider-configuration-options)."""
+    found = set()
+    for dist in metadata.distributions():
+        m = _PROVIDER_DIST.match((dist.metadata["Name"] or "").lower().replace("_", "-"))
+        if m:
+            found.add(m.group("name"))
+    found.discard("kubernetes-cert-manager")  # not a provider namespace
+    return sorted(found)
+
+
+def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
+    """Problems for the keys of ``config`` (every namespace) that nothing reads: a key without a namespace, a
+    namespace that is neither this program's (``eks-training``), the engine's nor an installed provider's, such as
+    a typo (``eks-trainig:jobs``) or the project's own namespace when the project has another name (``pulumi config
+    set jobs ...`` in project ``research`` writes ``research:jobs``). Each names the key this program reads."""
+    providers = provider_namespaces()
+    known = {NAMESPACE, ENGINE_NAMESPACE, *providers}
+    reads = f"this program reads {NAMESPACE}:<key> (and {', '.join(f'{n}:' for n in providers)} its providers read)"
+    problems = []
+    for full in sorted(config):
+        ns, sep, name = full.partition(":")
+        if not sep:
+            problems.append(
+                f"{full}: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` "
+                f"refuses this file) and {reads}; rename it {key(full)}"
+            )
+        elif ns in known:
+            continue
+        elif ns == project:
+            problems.append(
+                f"{full}: nothing reads the project's namespace {project}: (`pulumi config set {name}` writes there in "
+                f"project {project}); {reads}: rename it {key(name)} (pulumi config set --path '{key(name)}' ...)"
+            )
+        else:
+            # a key this program has (jobs, nodeGroups.gpu...) is meant for its namespace, whatever the typo is close to
+            ours = name.split(".")[0] in SECTIONS
+            near = [NAMESPACE] if ours else difflib.get_close_matches(ns, sorted(known), n=1, cutoff=0.7)
+            hint = f"did you mean {near[0]}:{name}? " if near else ""
+            target = f"{near[0]}:{name}" if near else key(name)
+            problems.append(f"{full}: nothing reads the {ns}: namespace, so this key would be ignored; {hint}{reads}; "
+                            f"rename it {target}, or remove it")
+    return problems
 
 
 class _Parser:
@@ -132,11 +192,14 @@ def load_config(project: str, stack: str) -> StackConfig:
     """
     raw = raw_config()
     p = _Parser()
+    p.problems.extend(unread_keys(all_config(), project))
     parsed: dict[str, Any] = {}
     for k, value in raw.items():
         kind = SECTIONS.get(k)
         if kind is None:
-            p.problems.append(f"{key(k)}: unknown key; valid keys are {', '.join(sorted(SECTIONS))} (see Pulumi.yaml)")
+            near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [s for s in SECTIONS if s.lower() == k.lower()]
+            hint = f"did you mean {near[0]}? rename it; " if near else ""
+            p.problems.append(f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see Pulumi.yaml)")
             continue
         if kind is str:
             parsed[k] = value

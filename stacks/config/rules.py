@@ -362,8 +362,10 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             if other == name:
                 problems.append(f"{key(f'{path}.after[{i}]')}: a job cannot wait for itself")
             elif other not in s.job_names:
-                problems.append(f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; use one of "
-                                f"{', '.join(sorted(n for n in s.job_names if n != name))}")
+                others = sorted(n for n in s.job_names if n != name)
+                problems.append(f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; "
+                                + (f"use one of {', '.join(others)}" if others else
+                                   f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"))
     cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "

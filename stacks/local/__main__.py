@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from stacks.local.runner import LocalRunError, LocalRunner
-from stacks.stackfile import REPO, StackLoadError, plan_stack
+from stacks.stackfile import REPO, StackLoadError, plan_stack, run_command
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -84,4 +84,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main)
