@@ -171,6 +171,30 @@ def test_a_users_command_job_runs_its_code_on_two_processes(tmp_path: Path) -> N
     assert reports == [0, 1], list(out.iterdir())
 
 
+def test_a_users_pytorch_script_that_exits_0_is_a_success(tmp_path: Path) -> None:
+    """Issue 19, finding 1: a ``pytorch`` job with the user's own script (no DONE of its own) that finishes on both
+    ranks succeeds, through the launcher the pods run; the launcher records the finished run, so running the job
+    again with the same arguments runs nothing."""
+    stack = _stack_file(tmp_path, {"fit": {
+        "kind": "pytorch", "nodeGroup": "cpu", "nodes": 2, "code": "s3://my-bucket/fit/", "script": "fit_line.py",
+        "rendezvousBackend": "c10d",
+    }})
+    work = tmp_path / "work"
+    args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"fit={REPO / 'tests' / 'programs'}")
+    done = local(*args, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (out,) = (work / "shared" / "runs").glob("fit-*")
+    line = json.loads((out / "line.json").read_text())
+    assert (round(line["w"], 1), round(line["b"], 1), line["world_size"]) == (3.0, 2.0, 2)
+    assert json.loads((out / "DONE").read_text())["by"] == "launch.py"
+    logs = [(work / "logs" / f"fit-{i}.log").read_text() for i in (0, 1)]
+    assert any("done: w=3.000 b=2.000" in log for log in logs)
+    outcomes = [e["outcome"] for log in logs for e in ts.json_events(log) if e.get("event") == "command_exit"]
+    assert outcomes == ["complete", "complete"], logs
+    again = local(*args, cwd=REPO, timeout=300)
+    assert again.returncode == 0 and '"event": "already_complete"' in (work / "logs" / "fit-0.log").read_text()
+
+
 def test_a_failing_job_fails_the_run_with_its_log(tmp_path: Path) -> None:
     stack = _stack_file(tmp_path, {"broken": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", "raise SystemExit(7)"]}})
     done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(tmp_path / "work"), cwd=REPO, timeout=120)
