@@ -98,11 +98,12 @@ class StackLoadError(Exception):
     """A stack that cannot be planned: its text is what the command-line tools print (then exit 2)."""
 
 
-def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optional[str] = None) -> tuple[dict[str, Any], "Plan"]:
+def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optional[str] = None,
+               edit: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[dict[str, Any], "Plan"]:
     """The stack's configuration and plan, offline, as ``pulumi up`` validates it: the stack file read (``region``
-    replaces its ``aws:region``), made this process's Pulumi configuration, loaded and planned. Raises
-    :class:`StackLoadError` with the message to print (``error: cannot read ...``, or every problem of the
-    configuration)."""
+    replaces its ``aws:region``; ``edit`` changes the configuration as an edit of the stack file would), made this
+    process's Pulumi configuration, loaded and planned. Raises :class:`StackLoadError` with the message to print
+    (``error: cannot read ...``, or every problem of the configuration)."""
     from stacks.plan import build_plan  # the plan package's CLI imports this module
 
     try:
@@ -111,6 +112,8 @@ def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optiona
         raise StackLoadError(f"error: {exc}") from exc
     if region:
         config["aws:region"] = region
+    if edit is not None:
+        edit(config)
     use_stack_config(config)
     try:
         return config, build_plan(load_config(project_name(path), stack))

@@ -28,6 +28,11 @@ WRITABLE_ROOT_KINDS: frozenset[str] = frozenset({"mpi"})
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 CIFAR10_BYTES = 170498071
+#: The folder CIFAR-10's python tarball extracts to, and its files (https://www.cs.toronto.edu/~kriz/cifar.html): what
+#: the staging Job puts under the dataset's folder and the bundled programs read (``training/cifar_io.py``, tied by a
+#: test).
+CIFAR10_FOLDER = "cifar-10-batches-py"
+CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta")
 #: Job names become Kubernetes names: the Job, its pods ``<job>-<index>`` and Services ``<job>-workers``,
 #: ``<job>-allreduce``; 40 characters leave room for those suffixes within the 63 of a DNS label.
 JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
