@@ -116,7 +116,7 @@ def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optiona
         edit(config)
     use_stack_config(config)
     try:
-        return config, build_plan(load_config(project_name(path), stack))
+        return config, build_plan(load_config(project_name(path), stack, project_dir=path.parent.resolve()))
     except ConfigError as exc:
         raise StackLoadError(str(exc)) from exc
 

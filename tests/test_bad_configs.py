@@ -149,7 +149,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("bad rendezvous backend", job(rendezvousBackend="etcd-v3"), ["eks-training:jobs.train.rendezvousBackend", "etcd-v2", "c10d"]),
     ("unpinned prebuilt image", setk("images", {"training": {"prebuilt": "pytorch/pytorch"}}), ["eks-training:images.training.prebuilt", "neither a tag nor a @sha256 digest"]),
     ("image with URL scheme", setk("images", {"x": {"prebuilt": "https://123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1"}}), ["eks-training:images.x.prebuilt", "URL scheme"]),
-    ("image folder without a Dockerfile", both(setk("images", {"mine": {"context": "stacks"}}), job(image="mine")), ["eks-training:images.mine.context: stacks/Dockerfile does not exist in the repository"]),
+    ("image folder without a Dockerfile", both(setk("images", {"mine": {"context": "stacks"}}), job(image="mine")), ["eks-training:images.mine.context: stacks/Dockerfile does not exist in the project folder ", "give a folder of your Pulumi project that holds the Dockerfile (or one this package ships: training, images/nccl-tests, images/horovod, images/tensorflow)"]),
     ("image with context and prebuilt", setk("images", {"x": {"context": "training", "prebuilt": "a/b:1"}}), ["eks-training:images.x: set exactly one of context"]),
     ("job with an unknown image", job(image="nope"), ["eks-training:jobs.train.image: 'nope' is not an image; use one of training"]),
     ("dataset from ftp", setk("datasets", {"cifar10": {"source": "ftp://example.com/cifar.tgz"}}), ["eks-training:datasets.cifar10.source: 'ftp://example.com/cifar.tgz' must be an https:// URL or an s3://bucket/key URI"]),

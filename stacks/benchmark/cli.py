@@ -15,7 +15,7 @@ from stacks.benchmark import driver, layout
 from stacks.config.benchmark import RUN_ENV, RUN_RE
 from stacks.costs import estimate, job_hourly
 from stacks.plan import Plan
-from stacks.stackfile import REPO, StackLoadError, plan_stack
+from stacks.stackfile import StackLoadError, plan_stack, stack_file_for
 
 DESCRIPTION = (
     "Run a stack's benchmark from one command: pulumi up (the experiments start side by side), follow each "
@@ -129,11 +129,11 @@ def missing_tools() -> list[str]:
 
 
 def automation_stack(stack: str, env: Mapping[str, str]) -> driver.StackLike:
-    """The stack of the local program (this repository's ``Pulumi.yaml``) through the Automation API, its
-    commands run with ``env`` (the run id) added to the environment."""
+    """The stack of the local program (the ``Pulumi.yaml`` beside the stack's file: your project, or this
+    repository) through the Automation API, its commands run with ``env`` (the run id) added to the environment."""
     from pulumi import automation as auto
 
-    work_dir = str(REPO)
+    work_dir = str(stack_file_for(stack).parent)
     opts = auto.LocalWorkspaceOptions(work_dir=work_dir, env_vars=dict(env))
     return auto.create_or_select_stack(stack_name=stack, work_dir=work_dir, opts=opts)
 
@@ -190,7 +190,7 @@ def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout,
         return driver.EXIT_MISSING_TOOL
     timeout_s = args.timeout * 60 if args.timeout is not None else bench.collector_timeout_hours * 3600 + 900
     opts = driver.Options(stack=args.stack, keep=args.keep, timeout_s=timeout_s, poll_s=args.poll_seconds,
-                          output_dir=args.output_dir or REPO / "benchmark-results" / run)
+                          output_dir=args.output_dir or Path.cwd() / "benchmark-results" / run)
     factory = open_stack or automation_stack
     outcome = driver.run(opts, plan, lambda: factory(args.stack, {RUN_ENV: run}), open_store, out)
     if outcome.written:

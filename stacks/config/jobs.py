@@ -58,7 +58,7 @@ def relative_path_problem(v: str) -> Optional[str]:
 
 
 class ImageConfig(Model):
-    """One container image (key ``images.<name>``): built by CodeBuild from a folder of this repository,
+    """One container image (key ``images.<name>``): built by CodeBuild from a folder of the project (or a shipped one),
     or a prebuilt reference."""
 
     context: Optional[str] = None
@@ -83,7 +83,7 @@ class ImageConfig(Model):
     @model_validator(mode="after")
     def _one_source(self) -> "ImageConfig":
         if (self.context is None) == (self.prebuilt is None):
-            check([("", "set exactly one of context (a folder of this repository to build) or prebuilt (a pinned reference)")])
+            check([("", "set exactly one of context (a folder of your project, or one this package ships, to build) or prebuilt (a pinned reference)")])
         return self
 
 

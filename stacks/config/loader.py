@@ -11,8 +11,9 @@ here too (:func:`components.image.aws_settings.aws_settings_from_config`).
 import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import pulumi
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
+from stacks.bundle import context_folder
 from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.benchmark import BenchmarkConfig, BenchmarkSettings, benchmark_settings, experiment_path, run_id, validate_experiments
 from stacks.config.cluster import ClusterConfig
@@ -92,6 +94,8 @@ class StackConfig:
     """The stack's AWS provider settings the image builds run with (``aws:profile``, ``aws:assumeRoles``, ...)."""
     benchmark: Optional[BenchmarkSettings] = None
     """The benchmark (``None`` without the section); its experiments are jobs of :attr:`jobs`."""
+    image_folders: Mapping[str, Path] = field(default_factory=dict)
+    """The folder each built image is built from (:func:`stacks.bundle.context_folder`)."""
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -184,8 +188,9 @@ class _Parser:
             return None
 
 
-def load_config(project: str, stack: str) -> StackConfig:
-    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem.
+def load_config(project: str, stack: str, project_dir: Optional[Path] = None) -> StackConfig:
+    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem. ``project_dir``
+    is the Pulumi project's folder, where image contexts are (default: the working folder, as under ``pulumi up``).
 
     Zone availability in the region is checked later, by :func:`stacks.zones.choose_zones`, once the
     region's zones are known (still before any resource is registered).
@@ -250,7 +255,11 @@ def load_config(project: str, stack: str) -> StackConfig:
         for name, value in raw_groups.items()
         if name not in groups and isinstance(value, dict) and isinstance(value.get("instanceTypes"), list)
     }
-    images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **entries("images")}
+    own_images = entries("images")
+    images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **own_images}
+    where = project_dir or Path.cwd()
+    image_folders = {n: context_folder(i.context, where, default=n not in own_images)
+                     for n, i in images.items() if i.context is not None}
     datasets: dict[str, DatasetConfig] = entries("datasets")
     jobs: dict[str, JobConfig] = entries("jobs")
     job_names = list(parsed.get("jobs") or {})
@@ -299,6 +308,8 @@ def load_config(project: str, stack: str) -> StackConfig:
         storage=parsed.get("storage") or StorageConfig(),
         failed=p.failed,
         failed_group_types=failed_group_types,
+        image_folders=image_folders,
+        project_dir=where,
     )
     problems, jobs = cross_section(sections)
     p.problems.extend(problems)
@@ -333,4 +344,5 @@ def load_config(project: str, stack: str) -> StackConfig:
         autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
         aws=aws,
         benchmark=None if bench is None else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
+        image_folders=image_folders,
     )

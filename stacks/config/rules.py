@@ -20,6 +20,7 @@ from components.nodeplan import (
     pod_size,
 )
 from components.scheduling import SYSTEM_ROLE
+from stacks.bundle import SHIPPED
 from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, ZONE_ID_RE, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
@@ -34,7 +35,6 @@ from stacks.config.jobs import (
 )
 
 #: The repository (image build contexts are folders of it).
-REPO = Path(__file__).resolve().parents[2]
 #: Cluster names prefix IAM role names (64 characters at most).
 CLUSTER_NAME_MAX = 40
 EFA_ONLY_MIN_VPC_CNI_TEXT = version_text(EFA_ONLY_MIN_VPC_CNI)
@@ -71,6 +71,10 @@ class Sections:
     failed: set[str] = field(default_factory=set)
     """Config paths (``cluster``, ``nodeGroups.gpu``) whose own validation failed."""
     failed_group_types: dict[str, list[str]] = field(default_factory=dict)
+    image_folders: dict[str, Path] = field(default_factory=dict)
+    """Each built image's folder (:func:`stacks.bundle.context_folder`)."""
+    project_dir: Path = field(default_factory=Path.cwd)
+    """The Pulumi project's folder (image contexts are its folders)."""
     """Instance types named by groups that failed their own validation (still checked against the catalog)."""
 
 
@@ -247,15 +251,16 @@ def check_group_names(s: Sections, problems: list[str]) -> None:
 
 
 def check_images(s: Sections, problems: list[str]) -> None:
-    """Each built image's folder exists in the repository and holds its Dockerfile."""
+    """Each built image's folder exists (in the project, or shipped) and holds its Dockerfile."""
     for name, image in s.images.items():
         if image.context is None:
             continue
-        folder = REPO / image.context
+        folder = s.image_folders.get(name, s.project_dir / image.context)
         if not (folder / image.dockerfile).is_file():
             problems.append(
-                f"{key(f'images.{name}.context')}: {image.context}/{image.dockerfile} does not exist in the repository; "
-                "give a folder of this repository that holds the Dockerfile"
+                f"{key(f'images.{name}.context')}: {image.context}/{image.dockerfile} does not exist in the project "
+                f"folder {s.project_dir}; give a folder of your Pulumi project that holds the Dockerfile (or one this "
+                f"package ships: {', '.join(SHIPPED)})"
             )
 
 

@@ -483,12 +483,27 @@ class LocalRunner:
 IMAGE_ENV = {"PYTHONUNBUFFERED": "1"}
 
 
+#: ``torchrun`` is torch's console script for ``python -m torch.distributed.run`` (``[project.scripts]`` of torch's
+#: packaging); a Python that has torch without the script (a virtualenv reusing another's packages) gets this stand-in.
+TORCHRUN_SHIM = '#!/bin/sh\nexec python -m torch.distributed.run "$@"\n'
+
+
 def process_env(pod: Pod) -> dict[str, str]:
     """The environment ``pod``'s process starts with here: this machine's, the images' :data:`IMAGE_ENV`, the pod's
     own, and its ``bin_dir`` (default: this Python's ``bin`` folder) first on ``PATH``: it stands for the image's
-    virtual environment, where ``python`` and ``torchrun`` are found."""
-    bin_dir = str(pod.bin_dir or Path(sys.executable).parent)
-    return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    virtual environment, where ``python`` and ``torchrun`` are found (``torchrun`` from :data:`TORCHRUN_SHIM`, after
+    the folder's own, when the folder lacks it)."""
+    bin_dir = pod.bin_dir or Path(sys.executable).parent
+    path = f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    if not (bin_dir / "torchrun").exists():
+        shim = Path(pod.env.get("HOME") or pod.log.parent) / ".torchrun-shim"
+        shim.mkdir(parents=True, exist_ok=True)
+        script = shim / "torchrun"
+        if not script.exists():
+            script.write_text(TORCHRUN_SHIM)
+            script.chmod(0o755)
+        path = f"{bin_dir}:{shim}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": path}
 
 
 def etcd_binary() -> Path:
