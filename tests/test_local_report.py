@@ -81,6 +81,9 @@ def test_workspace_maps_to_the_jobs_code_folder(tmp_path: Path) -> None:
     code = tmp_path / "code"
     mapped = runner.host_path("/workspace/train.py --data /data/x --out /tmp/y", REPO / "training", tmp_path / "t", code)
     assert mapped == f"{code}/train.py --data {tmp_path}/shared/x --out {tmp_path}/t/y"
+    # a path of this machine already (a work folder under /tmp, as the runner's MPI hostfile is) is not mapped again
+    work_file = f"{tmp_path}/tmp/job-hostfile"
+    assert work_file.startswith("/tmp/") and runner.host_path(work_file, REPO / "training", tmp_path / "t") == work_file
 
 
 def test_the_cifar10_layout_is_the_trainers() -> None:

@@ -156,8 +156,15 @@ class LocalRunner:
         if workspace is not None:
             here[WORKSPACE] = str(workspace)
         pattern = "|".join(re.escape(p) for p in here)
+        # a path of this machine already (the runner's own files, such as an MPI hostfile, under a work folder that
+        # may itself be under /tmp) stays as it is
+        local = tuple(str(root) + "/" for root in (self.work, app, tmp, *([workspace] if workspace else [])))
+
+        def sub(m: "re.Match[str]") -> str:
+            return m.group(0) if m.string.startswith(local, m.start()) else here[m.group(1)]
+
         # one pass, so a path already mapped (which may itself start with /tmp) is never mapped again
-        return re.sub(rf"(?<![\w./-])({pattern})(?=/|$|[\s,:;\"'])", lambda m: here[m.group(1)], text)
+        return re.sub(rf"(?<![\w./-])({pattern})(?=/|$|[\s,:;\"'])", sub, text)
 
     # --- the run ---------------------------------------------------------------------------------------------
     def run(self, only: Optional[Sequence[str]] = None) -> dict[str, Path]:
@@ -373,6 +380,9 @@ class LocalRunner:
                                         hostfile=str(hostfile), port=free_port())
             if os.geteuid() == 0:
                 env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+            # the pods' mapping puts `slots` ranks on each worker node; here the one host takes them all
+            at = command.index("--map-by") + 1
+            command = [*command[:at], f"ppr:{nodes * slots}:node", *command[at + 1:]]
             commands = [command]
         return [self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace) for i, cmd in enumerate(commands)]
 
