@@ -134,7 +134,6 @@ def provider_namespaces() -> list[str]:
         m = _PROVIDER_DIST.match((dist.metadata["Name"] or "").lower().replace("_", "-"))
         if m:
             found.add(m.group("name"))
-    found.discard("kubernetes-cert-manager")  # not a provider namespace
     return sorted(found)
 
 
