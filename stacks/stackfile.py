@@ -1,8 +1,10 @@
 """Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
 
 import json
+import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
 
 import pulumi
 import yaml
@@ -29,15 +31,62 @@ def project_name(stack_file: Path) -> str:
     return NAMESPACE
 
 
+def stacks_in(folder: Path) -> list[str]:
+    """The stacks whose ``Pulumi.<stack>.yaml`` is in ``folder``."""
+    return sorted(f.name[len("Pulumi."):-len(".yaml")] for f in folder.glob("Pulumi.*.yaml"))
+
+
+def stack_file_for(stack: str) -> Path:
+    """``Pulumi.<stack>.yaml`` in the current folder (your Pulumi project), else in this repository (a checkout);
+    :class:`StackFileError` naming the stacks that exist when neither has it."""
+    folders = list(dict.fromkeys([Path.cwd().resolve(), REPO]))
+    for folder in folders:
+        if (folder / f"Pulumi.{stack}.yaml").is_file():
+            return folder / f"Pulumi.{stack}.yaml"
+    where = "; ".join(f"{folder}: {', '.join(stacks_in(folder)) or 'none'}" for folder in folders
+                      if folder.is_dir())
+    raise StackFileError(f"no stack {stack!r}: Pulumi.{stack}.yaml is not in {' or '.join(map(str, folders))}; the "
+                         f"stacks there ({where}); name one of them, or give the file with --stack-file PATH")
+
+
+def project_config(project_file: Path) -> dict[str, Any]:
+    """The values a project's ``Pulumi.yaml`` gives every stack, keyed as Pulumi passes them: a key without a
+    namespace is the project's (``<project>:<key>``) and gives its ``default``; a namespaced key gives its ``value``
+    (a plain value is either, https://www.pulumi.com/docs/iac/concepts/config/#project-level-configuration)."""
+    try:
+        data = yaml.safe_load(project_file.read_text()) or {}
+    except FileNotFoundError:
+        return {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise StackFileError(f"cannot read {project_file}: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        return {}
+    project = str(data.get("name") or NAMESPACE)
+    out: dict[str, Any] = {}
+    for k, spec in data["config"].items():
+        full = str(k) if ":" in str(k) else f"{project}:{k}"
+        field = "value" if ":" in str(k) else "default"
+        if isinstance(spec, dict):
+            if field in spec:
+                out[full] = spec[field]
+            elif "value" in spec:
+                out[full] = spec["value"]
+        else:
+            out[full] = spec
+    return out
+
+
 def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Path, dict[str, Any]]:
-    """The stack file's path and its ``config:`` mapping (``Pulumi.<stack>.yaml`` in the repository by default)."""
-    path = stack_file or REPO / f"Pulumi.{stack}.yaml"
+    """The stack file's path and the configuration the program gets from it (its ``config:`` mapping over the values
+    of the ``Pulumi.yaml`` beside it), as ``pulumi up`` passes them; ``Pulumi.<stack>.yaml`` by
+    :func:`stack_file_for` by default."""
+    path = stack_file or stack_file_for(stack)
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise StackFileError(f"cannot read {path}: {exc}") from exc
     config = data.get("config") if isinstance(data, dict) else None
-    return path, dict(config or {})
+    return path, {**project_config(path.parent / "Pulumi.yaml"), **dict(config or {})}
 
 
 def use_stack_config(config: dict[str, Any]) -> None:
@@ -49,11 +98,12 @@ class StackLoadError(Exception):
     """A stack that cannot be planned: its text is what the command-line tools print (then exit 2)."""
 
 
-def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optional[str] = None) -> tuple[dict[str, Any], "Plan"]:
+def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optional[str] = None,
+               edit: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[dict[str, Any], "Plan"]:
     """The stack's configuration and plan, offline, as ``pulumi up`` validates it: the stack file read (``region``
-    replaces its ``aws:region``), made this process's Pulumi configuration, loaded and planned. Raises
-    :class:`StackLoadError` with the message to print (``error: cannot read ...``, or every problem of the
-    configuration)."""
+    replaces its ``aws:region``; ``edit`` changes the configuration as an edit of the stack file would), made this
+    process's Pulumi configuration, loaded and planned. Raises :class:`StackLoadError` with the message to print
+    (``error: cannot read ...``, or every problem of the configuration)."""
     from stacks.plan import build_plan  # the plan package's CLI imports this module
 
     try:
@@ -62,8 +112,30 @@ def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optiona
         raise StackLoadError(f"error: {exc}") from exc
     if region:
         config["aws:region"] = region
+    if edit is not None:
+        edit(config)
     use_stack_config(config)
     try:
-        return config, build_plan(load_config(project_name(path), stack))
+        return config, build_plan(load_config(project_name(path), stack, project_dir=path.parent.resolve()))
     except ConfigError as exc:
         raise StackLoadError(str(exc)) from exc
+
+
+#: The exit status of a command whose reader went away (``python -m stacks.plan | head``): 128 + SIGPIPE, as a
+#: Unix tool killed by SIGPIPE reports it.
+EXIT_BROKEN_PIPE = 141
+
+
+def run_command(main: Callable[[], int]) -> NoReturn:
+    """Exit with ``main()``'s status; a reader that closed the pipe early (``| head``) ends the command quietly with
+    :data:`EXIT_BROKEN_PIPE` instead of a ``BrokenPipeError`` traceback
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(EXIT_BROKEN_PIPE)
+    sys.exit(code)

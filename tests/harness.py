@@ -428,13 +428,15 @@ def run_program(
     main: Path = REPO / "__main__.py",
     expect_error: bool = False,
     fresh: bool = False,
+    project: str = PROJECT,
 ) -> Program:
-    """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config. A stack's own
-    config evaluated by the real program is evaluated once per test session (``fresh`` evaluates again)."""
-    cached = config is None and main == REPO / "__main__.py" and not expect_error
+    """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config; ``project`` is the
+    Pulumi project's name. A stack's own config evaluated by the real program is evaluated once per test session
+    (``fresh`` evaluates again)."""
+    cached = config is None and main == REPO / "__main__.py" and not expect_error and project == PROJECT
     if cached and not fresh and (stack, preview) in _RUNS:
         return _RUNS[(stack, preview)]
-    program = _run_program(stack, preview=preview, config=config, main=main, expect_error=expect_error)
+    program = _run_program(stack, preview=preview, config=config, main=main, expect_error=expect_error, project=project)
     if cached and not fresh:
         _RUNS[(stack, preview)] = program
     return program
@@ -447,6 +449,7 @@ def _run_program(
     config: Optional[dict[str, Any]],
     main: Path,
     expect_error: bool,
+    project: str = PROJECT,
 ) -> Program:
     cfg = dict(stack_config(stack) if config is None else config)
     # Preflight talks to the AWS account; under mocks it is off unless a test turns it on (and
@@ -459,7 +462,7 @@ def _run_program(
     monitor = RecordingMonitor(mocks)
     # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.
     pulumi.runtime.settings.ROOT.set(None)
-    pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pmocks.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     settings = pulumi.runtime.settings.SETTINGS
     settings.rpc_manager.clear()
     settings.outputs.clear()

@@ -280,3 +280,24 @@ def test_new_run_ids_are_valid_and_sort_by_time() -> None:
     a = cli.new_run_id(dt.datetime(2026, 5, 21, 10, 15, 0, tzinfo=dt.UTC))
     b = cli.new_run_id(dt.datetime(2026, 5, 21, 10, 15, 1, tzinfo=dt.UTC))
     assert a == "run-20260521-101500" and a < b and RUN_RE.match(a)
+
+
+def test_a_missing_pulumi_cli_stops_before_anything_with_its_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the Pulumi CLI the real run ends before `pulumi up` with the fix and its own exit status (4), not a
+    FileNotFoundError traceback and 1, which --help says means "an experiment failed" (issue 19, finding 6)."""
+    from pulumi import automation as auto
+
+    opened: list[str] = []
+    monkeypatch.setattr(auto, "create_or_select_stack", lambda **kw: opened.append("stack"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no pulumi here
+    out = io.StringIO()
+    code = cli.main(_args(tmp_path), out=out)
+    err = capsys.readouterr().err
+    assert code == driver.EXIT_MISSING_TOOL == 4 and opened == [], err
+    assert "the Pulumi CLI (`pulumi` is not on PATH): install it, https://www.pulumi.com/docs/install/" in err
+    assert "nothing was created" in err and "4 a tool the run needs is missing" in cli.EPILOG
+    fake = tmp_path / "pulumi"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert cli.missing_tools() == []  # the control: with the CLI on PATH (and matplotlib installed) nothing is missing

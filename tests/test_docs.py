@@ -131,3 +131,14 @@ def test_the_readme_has_no_placeholder_install_line() -> None:
     for placeholder in ("<the repository URL>", "<this repository>", "git+https://<", "@<tag>"):
         assert placeholder not in readme, placeholder
     assert ".venv/bin/pip install ../eks-training" in readme and "pulumi package add ../eks-training/provider" in readme
+
+
+def test_every_torch_install_line_gives_the_cpu_build() -> None:
+    """Issue 19, finding 5: `pip install torch==2.13.0` gives the CPU build only on the development machine; on Linux
+    PyPI's wheel is the CUDA build (4.5 GB with its nvidia-* packages). Every install line a user copies names PyTorch's
+    CPU index."""
+    texts = {"README.md": (REPO / "README.md").read_text(), "requirements-dev.txt": (REPO / "requirements-dev.txt").read_text()}
+    lines = [(name, line) for name, text in texts.items() for line in text.splitlines() if re.search(r"pip install torch==", line)]
+    assert len(lines) >= 3, lines
+    for name, line in lines:
+        assert "--index-url https://download.pytorch.org/whl/cpu" in line, (name, line)

@@ -534,14 +534,21 @@ def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path,
 
 
 def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) -> None:
-    """0 needs DONE (an Indexed Job counts a pod's 0 as its index complete), FAILED gives 3."""
+    """A command that exits 0 completes the run with no marker asked of it: the launcher records DONE itself, so a
+    pod started again for the finished run runs nothing (issue 19, finding 1: it exited 1, which the Job counted
+    against its retries, and re-ran a finished run). DONE written by the program also completes it; FAILED gives 3."""
     out = tmp_path / "out"
     writes_done_then_fails = [PYTHON, "-c", f"import pathlib; pathlib.Path({str(out / 'DONE')!r}).write_text('{{}}'); "
                                             "raise SystemExit(1)"]
-    out.mkdir()
-    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", [PYTHON, "-c", "pass"]))
-    assert result.returncode == launch.EXIT_FAILURE
-    assert events(result.stdout, "command_exit")[0]["outcome"] == "exited_0_without_done"
+    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", [PYTHON, "-c", "print('done: w=3.000')"]))
+    assert result.returncode == launch.EXIT_OK, result.stdout
+    exit_event = events(result.stdout, "command_exit")[0]
+    assert (exit_event["outcome"], exit_event["done"]["by"], exit_event["done"]["command_exit_code"]) == ("complete", "launch.py", 0)
+    assert json.loads((out / "DONE").read_text())["by"] == "launch.py" and sorted(p.name for p in out.iterdir()) == ["DONE"]
+    again, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", child_cmd()))
+    assert again.returncode == launch.EXIT_OK and not child_runs(again.stdout)
+    assert [e["event"] for e in ts.json_events(again.stdout)] == ["launch_start", "already_complete"]
+    (out / "DONE").unlink()
     result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", writes_done_then_fails))
     assert result.returncode == launch.EXIT_OK  # the run is complete, whatever the command said
     (out / "DONE").unlink()

@@ -65,7 +65,7 @@ def workshop(tmp_path_factory: pytest.TempPathFactory) -> WorkshopRun:
 def test_the_workshop_stack_trains_checkpoints_and_evaluates_here(workshop: WorkshopRun) -> None:
     done, work, run = workshop.done, workshop.work, workshop.output_dir
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "job train (pytorch): 2 process(es)" in done.stdout and "etcd (v2 API)" in done.stdout
+    assert "job train (pytorch): started, 2 process(es)" in done.stdout and "etcd (v2 API)" in done.stdout
     summary = ts.assert_final_model(run, workshop.digits)
     assert summary["world_sizes"] == [2] and summary["final"]["epoch"] == EPOCHS
     # the trainer read its folders from the pods' environment and wrote TensorBoard scalars there
@@ -77,6 +77,25 @@ def test_the_workshop_stack_trains_checkpoints_and_evaluates_here(workshop: Work
     assert report["accuracy"] == pytest.approx(summary["final"]["test_accuracy"], abs=1e-4)
     assert list(report["per_class"]) == list(ts.DIGIT_NAMES)
     assert sum(c["support"] for c in report["per_class"].values()) == 297
+
+
+def test_the_runner_talks_while_the_jobs_run_and_shows_the_results(workshop: WorkshopRun) -> None:
+    """Issue 19, finding 4: a line per job start and end with its outcome, each epoch's progress while training, and
+    the results at the end (the evaluation's accuracy, the metrics, the logs folder), not only 'done'."""
+    out = workshop.done.stdout
+    assert workshop.done.returncode == 0, out[-3000:] + workshop.done.stderr[-3000:]
+    lines = out.splitlines()
+    started = [i for i, ln in enumerate(lines) if ln.startswith("[local] job train (pytorch): started")]
+    completed = [i for i, ln in enumerate(lines) if ln.startswith("[local] job train: completed in ")]
+    epochs = [i for i, ln in enumerate(lines) if f"/{EPOCHS}, step " in ln and ": epoch " in ln]
+    assert len(started) == len(completed) == 1 and len(epochs) == EPOCHS, out
+    assert started[0] < epochs[0] < epochs[-1] < completed[0], out  # progress while it ran
+    assert "[local] job evaluate: completed in " in out
+    accuracy = json.loads(next((workshop.work / "shared" / "runs").glob("evaluate-*/evaluation.json")).read_text())["accuracy"]
+    tail = out[out.index("[local] results:"):]
+    assert f"evaluation.json: accuracy {accuracy:.4g} on 297 images" in tail, tail
+    assert "metrics.json: accuracy " in tail and "throughput " in tail and f"logs: {workshop.work / 'logs'}" in tail
+    assert "I1125" not in out and "torch/distributed" not in out  # torchrun's bookkeeping stays in the logs
 
 
 def test_two_pods_rendezvous_once_and_train_every_epoch_at_world_size_2(workshop: WorkshopRun) -> None:
@@ -171,11 +190,121 @@ def test_a_users_command_job_runs_its_code_on_two_processes(tmp_path: Path) -> N
     assert reports == [0, 1], list(out.iterdir())
 
 
+def test_a_users_pytorch_script_that_exits_0_is_a_success(tmp_path: Path) -> None:
+    """Issue 19, finding 1: a ``pytorch`` job with the user's own script (no DONE of its own) that finishes on both
+    ranks succeeds, through the launcher the pods run; the launcher records the finished run, so running the job
+    again with the same arguments runs nothing."""
+    stack = _stack_file(tmp_path, {"fit": {
+        "kind": "pytorch", "nodeGroup": "cpu", "nodes": 2, "code": "s3://my-bucket/fit/", "script": "fit_line.py",
+        "rendezvousBackend": "c10d",
+    }})
+    work = tmp_path / "work"
+    args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"fit={REPO / 'tests' / 'programs'}")
+    done = local(*args, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (out,) = (work / "shared" / "runs").glob("fit-*")
+    line = json.loads((out / "line.json").read_text())
+    assert (round(line["w"], 1), round(line["b"], 1), line["world_size"]) == (3.0, 2.0, 2)
+    assert json.loads((out / "DONE").read_text())["by"] == "launch.py"
+    logs = [(work / "logs" / f"fit-{i}.log").read_text() for i in (0, 1)]
+    assert any("done: w=3.000 b=2.000" in log for log in logs)
+    outcomes = [e["outcome"] for log in logs for e in ts.json_events(log) if e.get("event") == "command_exit"]
+    assert outcomes == ["complete", "complete"], logs
+    again = local(*args, cwd=REPO, timeout=300)
+    assert again.returncode == 0 and '"event": "already_complete"' in (work / "logs" / "fit-0.log").read_text()
+
+
+def test_other_args_start_a_run_of_their_own_unless_resumed(tmp_path: Path) -> None:
+    """Issue 19, finding 4: a re-run with other --args was a no-op ('run already complete'). Other arguments are a
+    run of their own (its own folder, as the same args in the stack file would be under pulumi up); the same ones find
+    their finished run; --resume continues the latest run; --fresh starts it over, the old folder kept aside."""
+    stack = _stack_file(tmp_path, {"fit": {
+        "kind": "pytorch", "nodeGroup": "cpu", "nodes": 1, "code": "s3://my-bucket/fit/", "script": "fit_line.py",
+        "rendezvousBackend": "c10d",
+    }})
+    work = tmp_path / "work"
+
+    def run(*extra: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(work),
+                     "--code", f"fit={REPO / 'tests' / 'programs'}", *extra, cwd=REPO, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done, {p.name for p in (work / "shared" / "runs").iterdir()}
+
+    _, first = run("--args", "fit=--lr 0.1")
+    again, same = run("--args", "fit=--lr 0.1")
+    assert same == first and "the run is already complete" in again.stdout
+    other, runs = run("--args", "fit=--lr 0.2")
+    assert len(runs) == 2 and "already complete" not in other.stdout and "done: w=3.000 b=2.000" in other.stdout
+    resumed, after = run("--args", "fit=--lr 0.3", "--resume", "fit")
+    assert after == runs and "the run is already complete" in resumed.stdout  # the latest run, finished: nothing to do
+    fresh, kept = run("--args", "fit=--lr 0.2", "--fresh", "fit")
+    assert len(kept) == 3 and any(".old-" in name for name in kept) and "done: w=3.000" in fresh.stdout
+
+
 def test_a_failing_job_fails_the_run_with_its_log(tmp_path: Path) -> None:
-    stack = _stack_file(tmp_path, {"broken": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", "raise SystemExit(7)"]}})
+    """The reason on one line with its fix, then the end of the log (issue 19, finding 4: the reason was inside a
+    3000-character dump)."""
+    stack = _stack_file(tmp_path, {"broken": {"kind": "command", "nodeGroup": "cpu",
+                                              "command": ["python", "-c", "import json; json.loads('{')"]}})
     done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(tmp_path / "work"), cwd=REPO, timeout=120)
     assert done.returncode == 1
-    assert "broken process 0 exited 7" in done.stderr
+    first = done.stderr.splitlines()[0]
+    assert first == ("error: broken process 0 exited 1: json.decoder.JSONDecodeError: Expecting property name enclosed "
+                     "in double quotes: line 1 column 2 (char 1); fix: see the end of the log below"), done.stderr
+    assert f"last lines of {tmp_path / 'work' / 'logs' / 'broken-0.log'}:" in done.stderr
+    assert "[local] job broken: failed after " in done.stdout
+
+
+def test_without_torch_a_pytorch_job_says_how_to_install_it(tmp_path: Path) -> None:
+    """Issue 19, finding 4: without PyTorch a pytorch job ended with exit 127 and no hint."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    stack = _stack_file(tmp_path, {"fit": {"kind": "pytorch", "nodeGroup": "cpu", "script": "/app/train.py",
+                                           "rendezvousBackend": "c10d"}})
+    done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(tmp_path / "work"),
+                 "--venv", f"training={bare}", cwd=REPO, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0] == (
+        f"error: job fit runs under torchrun, which comes with PyTorch, and {bare}/bin/python has no torch; fix: pip "
+        "install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build, about 200 MB), or give a "
+        "virtualenv that has it with --venv training=DIR"), done.stderr
+
+
+def test_a_dataset_that_cannot_be_downloaded_points_to_the_dataset_flag(tmp_path: Path) -> None:
+    """Issue 19, finding 4: without network the staging failed without pointing to --dataset; then the half-staged
+    folder blocked --dataset; an empty folder was accepted."""
+    path = tmp_path / "Pulumi.mine.yaml"
+    path.write_text(yaml.safe_dump({"config": {
+        "aws:region": "us-east-1",
+        "eks-training:nodeGroups": {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}},
+        "eks-training:datasets": {"cifar10": {}},
+        "eks-training:jobs": {"look": {"kind": "command", "nodeGroup": "cpu", "dataset": "cifar10",
+                                       "command": ["python", "-c", "import os; print(sorted(os.listdir(os.environ['DATA_DIR'])))"]}},
+    }}))
+    work = tmp_path / "work"
+    args = ("--stack", "mine", "--stack-file", str(path), "--work", str(work))
+    offline = {**ts.torchrun_env(), "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    done = subprocess.run([sys.executable, "-m", "stacks.local", *args], cwd=REPO, env=offline, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1
+    first = done.stderr.splitlines()[0]
+    assert first.startswith("error: dataset cifar10: staging from https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz "
+                            "failed: stage-cifar10 process 0 exited 1: error: download of "), first
+    assert first.endswith("; fix: without network, give a local copy with --dataset cifar10=PATH (a folder holding "
+                          "cifar-10-batches-py/ (the folder CIFAR-10's python tarball, "
+                          "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz, extracts to: data_batch_1, "
+                          "data_batch_2, data_batch_3, data_batch_4, data_batch_5, test_batch, batches.meta), or that "
+                          "folder itself)"), first
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = local(*args, "--dataset", f"cifar10={empty}", cwd=REPO, timeout=120)
+    assert refused.returncode == 1 and refused.stderr.startswith(
+        f"error: --dataset cifar10={empty}: data_batch_1, data_batch_2"), refused.stderr
+    digits = ts.make_digits_cifar(tmp_path / "digits")
+    given = local(*args, "--dataset", f"cifar10={digits / 'cifar-10-batches-py'}", cwd=REPO, timeout=120)
+    assert given.returncode == 0, given.stderr  # the half-staged folder moved aside, the batch folder itself taken
+    assert "the copy staged earlier is moved aside to" in given.stdout
+    assert "look/0: ['cifar-10-batches-py']" in given.stdout
 
 
 def test_configuration_errors_exit_2_before_anything_runs(tmp_path: Path) -> None:

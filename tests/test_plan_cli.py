@@ -81,7 +81,7 @@ def test_the_plan_of_every_preset_prints_offline(plans, stack: str) -> None:
     text = done.stdout
     for section in ("node groups:", "storage:", "preflight will check in the account", "estimated cost: running $"):
         assert section in text, section
-    assert "jobs, in the order they run:" in text or "jobs: none" in text
+    assert "jobs, by step (the jobs of a step start together, side by side" in text or "jobs: none" in text
     config = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]
     for group in [*(config.get("eks-training:nodeGroups") or {}), "system"]:
         assert f"\n  {group:<12} " in text, group
@@ -168,6 +168,8 @@ def test_preflight_of_a_good_stack_does_reach_for_aws(tmp_path: Path) -> None:
     planned = call("stacks.plan", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert planned.returncode == 0 and "region us-west-2" in planned.stdout
     assert "the stack is in us-west-2, where prices differ" in planned.stdout
+    assert ("note: us-east-1 list prices (instances: On-Demand as published on 2026-07-20, components/catalog/instances.py; "
+            "EKS, NAT, EBS, KMS, FSx: components/catalog/prices.py)") in planned.stdout
 
 
 @pytest.mark.unit
@@ -196,3 +198,15 @@ def test_the_commands_as_a_user_runs_them(tmp_path: Path) -> None:
     for case, done in zip(cases, ran, strict=True):
         expected = call(*case, home=tmp_path)
         assert (done.returncode, done.stdout, done.stderr) == (expected.returncode, expected.stdout, expected.stderr), case
+
+
+@pytest.mark.real
+def test_a_reader_that_stops_early_ends_the_plan_quietly(tmp_path: Path) -> None:
+    """``python -m stacks.plan --stack dev | head``: the pipe closes before the plan is written; the command ends
+    with 141 (128 + SIGPIPE, as Unix tools do) and no BrokenPipeError traceback (issue 19, finding 6)."""
+    proc = subprocess.Popen([sys.executable, "-m", "stacks.plan", "--stack", "dev"], cwd=REPO, env=offline_env(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(120) == 141 and err == "", err

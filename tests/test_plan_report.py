@@ -119,5 +119,15 @@ def test_the_text_names_every_group_job_and_total() -> None:
     for g in r["nodeGroups"]:
         assert f"  {g['name']:<12} {', '.join(g['instanceTypes'])}: min {g['minSize']} / desired {g['desiredSize']}" in text
     assert "1. train (pytorch) on gpu: 2 node(s) (1-2 elastic) x 8 process(es); per pod 8 GPU(s), 32 EFA interface(s)" in text
-    assert "2. evaluate (command) on system" in text and "after train" in text
+    assert ("2. evaluate (command) on system: 1 node(s) x 1 process (the command; PROCS_PER_NODE=1 in its environment)"
+            in text and "after train" in text)
     assert f"estimated cost: running ${r['cost']['runningPerHour']:.3f}/h, idle ${r['cost']['idlePerHour']:.3f}/h" in text
+
+
+def test_side_by_side_jobs_share_a_step() -> None:
+    """A benchmark's experiments run side by side: the plan puts them all in step 1, not numbered as if in a row
+    (issue 19, finding 6)."""
+    text = render(stack_report("benchmark"))
+    steps = [line.split(".")[0].strip() for line in text.splitlines() if line.startswith("  ") and ") on gpu:" in line]
+    assert steps == ["1", "1", "1", "1"], text
+    assert "nccl-allreduce-2-nodes (mpi) on gpu: 2 node(s) x 1 process(es)" in text

@@ -14,9 +14,10 @@ with the same ``--rdzv-id`` fail at once with ``RendezvousClosedError``.
 
 What it does, in order:
 
-1. ``DIR/DONE`` exists (``train.py`` writes it atomically as its last step):
-   print ``{"event": "already_complete", ...}`` and exit 0 -- re-running a
-   finished Job is a no-op and never starts torchrun.  ``DIR/FAILED`` exists
+1. ``DIR/DONE`` exists (the launcher records it when the command exited 0;
+   ``train.py`` also writes it atomically as its last step): print
+   ``{"event": "already_complete", ...}`` and exit 0 -- re-running a finished
+   Job is a no-op and never starts torchrun.  ``DIR/FAILED`` exists
    (``train.py`` gave up: a crash loop without checkpoint progress): exit 3.
 2. ``--rdzv-backend etcd-v2``: read the rendezvous state the way torch's
    ``etcd_rendezvous_backend`` stores it -- etcd v2 key
@@ -36,6 +37,11 @@ What it does, in order:
    exits 1 after a signal, which would look like a failure; the launcher
    exits with :data:`EXIT_STOPPED` (143, "terminated by SIGTERM") instead,
    so the Job's pod failure policy can ignore it.
+5. The command exited 0 (torchrun does only when every worker of the node
+   exited 0): the run is complete.  A job's program owes no marker: the
+   launcher records ``DIR/DONE`` itself (``{"by": "launch.py", ...}``, written
+   atomically unless the program wrote one), so a pod started again for a
+   finished run (a re-created Job, a retried index) finds it in step 1.
 
 Why the round is advanced instead of deleting the key: torch's etcd-v2 backend
 also keeps a c10d store under ``/torch/elastic/store`` whose keys are prefixed
@@ -56,7 +62,8 @@ logged as ``rendezvous_state_unreadable`` and left to torchrun.
 
 Exit codes (the pod's):
 
-* 0 -- the run is complete (``DIR/DONE`` exists), whatever the command returned;
+* 0 -- the run is complete: the command exited 0 (its own exit code, with
+  no marker asked of it), or ``DIR/DONE`` exists, whatever the command returned;
 * 143 (:data:`EXIT_STOPPED`) -- a stop signal arrived and the run is not
   complete: an orderly stop, never a failure (podFailurePolicy: Ignore);
 * 3 (:data:`EXIT_RUN_FAILED`) -- ``DIR/FAILED`` exists: the run gave up
@@ -67,7 +74,7 @@ Exit codes (the pod's):
   (podFailurePolicy: Ignore);
 * 2 -- usage error (FailJob); 127 -- the command could not be started;
 * 1 -- etcd unreachable within ``--etcd-wait-seconds``, ``DIR/DONE`` unreadable,
-  no torch to encode a new state, or the command exited 0 without ``DONE``;
+  or no torch to encode a new state;
 * otherwise the command's own exit code (128 + N if it died of signal N).
 
 Every line on stdout is one JSON object.
@@ -299,6 +306,35 @@ def read_done(output_dir: Path) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def record_done(output_dir: Path, command_code: int) -> dict[str, Any] | None:
+    """Record that the run finished (the command exited 0): ``DIR/DONE`` written atomically (a temporary file of this
+    process, then a rename, so the pods of a job may all record it), unless the program wrote its own. Returns the
+    record, or ``None`` when it cannot be written (logged; the run still succeeded, but a new pod would run it
+    again)."""
+    record = {"finished_at": dt.datetime.now(dt.timezone.utc).isoformat(), "by": "launch.py",
+              "command_exit_code": command_code, "host": os.environ.get("HOSTNAME") or os.uname().nodename}
+    marker = output_dir / DONE_MARKER
+    tmp = output_dir / f".{DONE_MARKER}.{record['host']}.{os.getpid()}.tmp"
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        if marker.exists():
+            return read_done(output_dir)
+        with open(tmp, "w") as out:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, marker)
+    except (OSError, LaunchError) as exc:
+        log("done_not_recorded", output_dir=str(output_dir), error=repr(exc),
+            text="the command exited 0 but DONE could not be written; a new pod would run the command again")
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        return None
+    return record
 
 
 def read_failed(output_dir: Path) -> dict[str, Any] | None:
@@ -615,17 +651,19 @@ def pod_exit_code(args: LaunchArgs, supervisor: Supervisor, command_code: int) -
         code, outcome = EXIT_OK, "complete"
     elif failed is not None:
         code, outcome = EXIT_RUN_FAILED, "run_failed"
+    elif command_code == 0:
+        # torchrun exits 0 only when every worker did (after a stop signal it exits 1): the program finished
+        done = record_done(args.output_dir, command_code)
+        code, outcome = EXIT_OK, "complete"
     elif stop is not None:
         code, outcome = EXIT_STOPPED, "stopped"
-    elif command_code == 0:
-        code, outcome = EXIT_FAILURE, "exited_0_without_done"
     elif args.rdzv_backend == "etcd-v2" and not etcd_reachable(args):
         code, outcome = EXIT_RENDEZVOUS_LOST, "rendezvous_lost"
     else:
         code, outcome = command_code, "command_failed"
     log("command_exit", command_code=command_code, exit_code=code, outcome=outcome, stop_signal=stop,
         seconds_since_stop_signal=round(time.time() - supervisor.stop_at, 3) if supervisor.stop_at else None,
-        failed=failed)
+        failed=failed, done=done)
     return code
 
 

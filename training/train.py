@@ -618,6 +618,9 @@ def hand_off(ctx: DistContext, phase: str, step: int, timeout_s: float) -> None:
         store.set(key, "1")
     else:
         store.wait([key], dt.timedelta(seconds=timeout_s))
+    # Everyone has read the key before anyone leaves: rank 0 may be the store's host (a group started without
+    # torchrun's agent store), and its exit would cut a slower rank's wait. Quick: every rank is here already.
+    dist.barrier()
 
 
 def main(argv: list[str] | None = None) -> int:

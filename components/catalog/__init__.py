@@ -79,6 +79,7 @@ from components.catalog.prices import (
     FSX_LUSTRE_PRICES,
     HOURS_PER_MONTH,
     MAX_SPOT_DISCOUNT,
+    PRICES_AS_OF,
     SERVICE_PRICES,
     Discount,
     Price,

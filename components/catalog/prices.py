@@ -15,6 +15,10 @@ class Price:
     """Key of :data:`components.catalog.sources.SOURCES`."""
 
 
+#: The day the instances' On-Demand prices (:mod:`components.catalog.instances`, source ``ec2-on-demand-prices``)
+#: were read from AWS's price list; prices change, so the plan prints it.
+PRICES_AS_OF = "2026-07-20"
+
 SERVICE_PRICES: Mapping[str, Price] = {
     "eks-cluster": Price(usd=0.10, unit="hour", source="eks-pricing"),
     "eks-cluster-extended": Price(usd=0.60, unit="hour", source="eks-extended-support-pricing"),

@@ -7,6 +7,8 @@ used exists here and that each source is an ``https://`` address.
 from dataclasses import dataclass
 from typing import Mapping
 
+from components.catalog.prices import PRICES_AS_OF
+
 
 @dataclass(frozen=True, kw_only=True)
 class Source:
@@ -47,7 +49,7 @@ SOURCES: Mapping[str, Source] = {
     ),
     "ec2-on-demand-prices": Source(
         url="https://aws.amazon.com/ec2/pricing/on-demand/",
-        shows="On-Demand Linux prices in us-east-1 (the values here as published on 2026-07-20)",
+        shows=f"On-Demand Linux prices in us-east-1 (the values here as published on {PRICES_AS_OF})",
     ),
     "ec2-g5": Source(
         url="https://aws.amazon.com/ec2/instance-types/g5/",

@@ -1,7 +1,6 @@
 """Entry point of ``python -m stacks.benchmark``."""
 
-import sys
-
 from stacks.benchmark.cli import main
+from stacks.stackfile import run_command
 
-sys.exit(main())
+run_command(main)

@@ -4,7 +4,9 @@ Pulumi Automation API's stack (the local program in this repository) and the run
 import argparse
 import datetime as dt
 import json
+import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, TextIO
@@ -13,7 +15,7 @@ from stacks.benchmark import driver, layout
 from stacks.config.benchmark import RUN_ENV, RUN_RE
 from stacks.costs import estimate, job_hourly
 from stacks.plan import Plan
-from stacks.stackfile import REPO, StackLoadError, plan_stack
+from stacks.stackfile import StackLoadError, plan_stack, stack_file_for
 
 DESCRIPTION = (
     "Run a stack's benchmark from one command: pulumi up (the experiments start side by side), follow each "
@@ -24,7 +26,8 @@ DESCRIPTION = (
 )
 EPILOG = (
     "exit status: 0 every experiment succeeded; 1 an experiment failed or timed out; 2 configuration error; "
-    "3 pulumi up (or destroy) failed; 124 the driver's --timeout passed; 130 interrupted (Ctrl-C)."
+    "3 pulumi up (or destroy) failed; 4 a tool the run needs is missing here (the Pulumi CLI, matplotlib), nothing "
+    "created; 124 the driver's --timeout passed; 130 interrupted (Ctrl-C)."
 )
 
 
@@ -113,12 +116,24 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def missing_tools() -> list[str]:
+    """What a real run needs on this machine and lacks, each with how to get it (checked before ``pulumi up``, so
+    nothing is paid for a run whose summary could not be written)."""
+    missing = []
+    if shutil.which("pulumi") is None:
+        missing.append("the Pulumi CLI (`pulumi` is not on PATH): install it, https://www.pulumi.com/docs/install/")
+    if importlib.util.find_spec("matplotlib") is None:
+        missing.append("matplotlib, which draws the summary's chart: pip install -r requirements.txt (or pip install "
+                       "matplotlib)")
+    return missing
+
+
 def automation_stack(stack: str, env: Mapping[str, str]) -> driver.StackLike:
-    """The stack of the local program (this repository's ``Pulumi.yaml``) through the Automation API, its
-    commands run with ``env`` (the run id) added to the environment."""
+    """The stack of the local program (the ``Pulumi.yaml`` beside the stack's file: your project, or this
+    repository) through the Automation API, its commands run with ``env`` (the run id) added to the environment."""
     from pulumi import automation as auto
 
-    work_dir = str(REPO)
+    work_dir = str(stack_file_for(stack).parent)
     opts = auto.LocalWorkspaceOptions(work_dir=work_dir, env_vars=dict(env))
     return auto.create_or_select_stack(stack_name=stack, work_dir=work_dir, opts=opts)
 
@@ -168,9 +183,14 @@ def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout,
     if args.dry_run:
         out.write("dry run: nothing was created\n")
         return driver.EXIT_OK
+    missing = missing_tools() if open_stack is None else []
+    if missing:
+        print("error: the run needs, on this machine:\n" + "".join(f"  - {m}\n" for m in missing)
+              + "nothing was created (--dry-run needs neither)", file=sys.stderr)
+        return driver.EXIT_MISSING_TOOL
     timeout_s = args.timeout * 60 if args.timeout is not None else bench.collector_timeout_hours * 3600 + 900
     opts = driver.Options(stack=args.stack, keep=args.keep, timeout_s=timeout_s, poll_s=args.poll_seconds,
-                          output_dir=args.output_dir or REPO / "benchmark-results" / run)
+                          output_dir=args.output_dir or Path.cwd() / "benchmark-results" / run)
     factory = open_stack or automation_stack
     outcome = driver.run(opts, plan, lambda: factory(args.stack, {RUN_ENV: run}), open_store, out)
     if outcome.written:

@@ -22,6 +22,8 @@ EXIT_OK = 0
 EXIT_EXPERIMENT_FAILED = 1
 EXIT_CONFIG = 2
 EXIT_UP_FAILED = 3
+#: Something the run needs on this machine is missing (the Pulumi CLI, the summary's matplotlib); nothing was created.
+EXIT_MISSING_TOOL = 4
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 

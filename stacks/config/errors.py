@@ -145,6 +145,42 @@ def format_validation(path: str, err: ValidationError, model: Optional[type[Base
             out.append(f"{key(where)}: required key is missing; set it (see Pulumi.yaml)")
         elif e["type"] == "value_error":
             out.append(f"{key(where)}: {str(cause) if cause is not None else e['msg']}")
+        elif (fix := _with_fix(e)) is not None:
+            out.append(f"{key(where)}: {fix}")
         else:
             out.append(f"{key(where)}: {e['msg']} (got {e.get('input')!r})")
     return out
+
+
+#: pydantic's bound errors (https://docs.pydantic.dev/latest/errors/validation_errors/): the bound's context key,
+#: how the problem reads and the fix.
+_BOUNDS = {
+    "greater_than_equal": ("ge", "is below the minimum", "set it to {b} or more"),
+    "greater_than": ("gt", "is not above", "set it above {b}"),
+    "less_than_equal": ("le", "is above the maximum", "set it to {b} or less"),
+    "less_than": ("lt", "is not below", "set it below {b}"),
+}
+
+
+def _with_fix(e: Any) -> Optional[str]:
+    """A pydantic error about a value's bounds or kind, in the words of the config and with its fix (``None``: no
+    rewording for this error)."""
+    ctx = e.get("ctx") or {}
+    got = e.get("input")
+    if e["type"] in _BOUNDS:
+        name, what, fix = _BOUNDS[e["type"]]
+        bound = ctx.get(name)
+        return f"{got!r} {what} {bound}; {fix.format(b=bound)}"
+    if e["type"] in ("too_short", "string_too_short") and "min_length" in ctx:
+        return f"{got!r} is too short: give at least {ctx['min_length']} item(s)/character(s)"
+    if e["type"] in ("too_long", "string_too_long") and "max_length" in ctx:
+        return f"{got!r} is too long: give at most {ctx['max_length']} item(s)/character(s)"
+    if e["type"] == "literal_error" and "expected" in ctx:
+        return f"{got!r} is not one of {ctx['expected']}; use one of them"
+    if e["type"] in ("bool_parsing", "bool_type"):
+        return f"{got!r} is not a boolean; write true or false"
+    if e["type"] in ("int_parsing", "int_type", "int_from_float"):
+        return f"{got!r} is not a whole number; write an integer such as 1"
+    if e["type"] in ("float_parsing", "float_type"):
+        return f"{got!r} is not a number; write one such as 1.5"
+    return None

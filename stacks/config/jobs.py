@@ -28,6 +28,11 @@ WRITABLE_ROOT_KINDS: frozenset[str] = frozenset({"mpi"})
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 CIFAR10_MD5 = "c58f30108f718f92721af3b95e74349a"
 CIFAR10_BYTES = 170498071
+#: The folder CIFAR-10's python tarball extracts to, and its files (https://www.cs.toronto.edu/~kriz/cifar.html): what
+#: the staging Job puts under the dataset's folder and the bundled programs read (``training/cifar_io.py``, tied by a
+#: test).
+CIFAR10_FOLDER = "cifar-10-batches-py"
+CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta")
 #: Job names become Kubernetes names: the Job, its pods ``<job>-<index>`` and Services ``<job>-workers``,
 #: ``<job>-allreduce``; 40 characters leave room for those suffixes within the 63 of a DNS label.
 JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
@@ -53,7 +58,7 @@ def relative_path_problem(v: str) -> Optional[str]:
 
 
 class ImageConfig(Model):
-    """One container image (key ``images.<name>``): built by CodeBuild from a folder of this repository,
+    """One container image (key ``images.<name>``): built by CodeBuild from a folder of the project (or a shipped one),
     or a prebuilt reference."""
 
     context: Optional[str] = None
@@ -88,7 +93,7 @@ class ImageConfig(Model):
     @model_validator(mode="after")
     def _one_source(self) -> "ImageConfig":
         if (self.context is None) == (self.prebuilt is None):
-            check([("", "set exactly one of context (a folder of this repository to build) or prebuilt (a pinned reference)")])
+            check([("", "set exactly one of context (a folder of your project, or one this package ships, to build) or prebuilt (a pinned reference)")])
         return self
 
 
@@ -186,6 +191,10 @@ class HealthCheckConfig(Model):
         return v
 
 
+#: Words YAML 1.1 read as booleans (https://yaml.org/type/bool.html) that a YAML 1.2 reader, or quotes, keep as text.
+_BOOLEAN_WORDS = frozenset({"y", "yes", "n", "no", "on", "off", "true", "false"})
+
+
 class JobConfig(Model):
     """One job (key ``jobs.<name>``)."""
 
@@ -241,6 +250,9 @@ class JobConfig(Model):
     @field_validator("tensorboard")
     @classmethod
     def _tensorboard(cls, v: Union[bool, str]) -> Union[bool, str]:
+        if isinstance(v, str) and v.strip().lower() in _BOOLEAN_WORDS:
+            raise ValueError(f"{v!r} would be a folder named {v}; write true (event files in <output>/tensorboard, served by "
+                             "TensorBoard), false, or a folder relative to the job's output folder")
         if isinstance(v, str) and (why := relative_path_problem(v)):
             raise ValueError(why.replace("the shared volume", "the job's output folder"))
         return v

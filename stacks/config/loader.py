@@ -8,8 +8,12 @@ provider's settings the image builds need (``aws:profile``, ``aws:assumeRoles``,
 here too (:func:`components.image.aws_settings.aws_settings_from_config`).
 """
 
+import difflib
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import pulumi
@@ -17,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
+from stacks.bundle import context_folder
 from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.benchmark import BenchmarkConfig, BenchmarkSettings, benchmark_settings, experiment_path, run_id, validate_experiments
 from stacks.config.cluster import ClusterConfig
@@ -89,23 +94,81 @@ class StackConfig:
     """The stack's AWS provider settings the image builds run with (``aws:profile``, ``aws:assumeRoles``, ...)."""
     benchmark: Optional[BenchmarkSettings] = None
     """The benchmark (``None`` without the section); its experiments are jobs of :attr:`jobs`."""
+    image_folders: Mapping[str, Path] = field(default_factory=dict)
+    """The folder each built image is built from (:func:`stacks.bundle.context_folder`)."""
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
         return self.catalog.require(name)
 
 
-def raw_config() -> dict[str, str]:
-    """All ``eks-training:*`` settings as raw strings, keyed without the namespace."""
+def all_config() -> dict[str, Any]:
+    """Every setting this process's Pulumi configuration holds (every namespace), keyed as Pulumi passes them."""
     merged: dict[str, Any] = {}
     merged.update(pulumi.runtime.config.get_config_env())
     merged.update(pulumi.runtime.config.CONFIG.get())
+    return merged
+
+
+def raw_config() -> dict[str, str]:
+    """All ``eks-training:*`` settings as raw strings, keyed without the namespace."""
     out: dict[str, str] = {}
-    for full, value in merged.items():
+    for full, value in all_config().items():
         ns, sep, k = full.partition(":")
         if sep and ns == NAMESPACE:
             out[k] = value if isinstance(value, str) else json.dumps(value)
     return out
+
+
+#: The Pulumi engine's own namespace (``pulumi:tags``, ``pulumi:disable-default-providers``...).
+ENGINE_NAMESPACE = "pulumi"
+_PROVIDER_DIST = re.compile(r"^pulumi[-_](?P<name>[a-z0-9][a-z0-9-]*)$")
+
+
+def provider_namespaces() -> list[str]:
+    """The config namespaces of the Pulumi providers installed beside the program (``pulumi-aws`` reads ``aws:``,
+    ``pulumi-kubernetes`` ``kubernetes:``, ``pulumi-eks`` ``eks:``): a provider's package is named after its
+    namespace (https://www.pulumi.com/docs/iac/concepts/config/#provider-configuration-options)."""
+    found = set()
+    for dist in metadata.distributions():
+        m = _PROVIDER_DIST.match((dist.metadata["Name"] or "").lower().replace("_", "-"))
+        if m:
+            found.add(m.group("name"))
+    return sorted(found)
+
+
+def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
+    """Problems for the keys of ``config`` (every namespace) that nothing reads: a key without a namespace, a
+    namespace that is neither this program's (``eks-training``), the engine's nor an installed provider's, such as
+    a typo (``eks-trainig:jobs``) or the project's own namespace when the project has another name (``pulumi config
+    set jobs ...`` in project ``research`` writes ``research:jobs``). Each names the key this program reads."""
+    providers = provider_namespaces()
+    known = {NAMESPACE, ENGINE_NAMESPACE, *providers}
+    reads = f"this program reads {NAMESPACE}:<key> (and {', '.join(f'{n}:' for n in providers)} its providers read)"
+    problems = []
+    for full in sorted(config):
+        ns, sep, name = full.partition(":")
+        if not sep:
+            problems.append(
+                f"{full}: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` "
+                f"refuses this file) and {reads}; rename it {key(full)}"
+            )
+        elif ns in known:
+            continue
+        elif ns == project:
+            problems.append(
+                f"{full}: nothing reads the project's namespace {project}: (`pulumi config set {name}` writes there in "
+                f"project {project}); {reads}: rename it {key(name)} (pulumi config set --path '{key(name)}' ...)"
+            )
+        else:
+            # a key this program has (jobs, nodeGroups.gpu...) is meant for its namespace, whatever the typo is close to
+            ours = name.split(".")[0] in SECTIONS
+            near = [NAMESPACE] if ours else difflib.get_close_matches(ns, sorted(known), n=1, cutoff=0.7)
+            hint = f"did you mean {near[0]}:{name}? " if near else ""
+            target = f"{near[0]}:{name}" if near else key(name)
+            problems.append(f"{full}: nothing reads the {ns}: namespace, so this key would be ignored; {hint}{reads}; "
+                            f"rename it {target}, or remove it")
+    return problems
 
 
 class _Parser:
@@ -124,19 +187,23 @@ class _Parser:
             return None
 
 
-def load_config(project: str, stack: str) -> StackConfig:
-    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem.
+def load_config(project: str, stack: str, project_dir: Optional[Path] = None) -> StackConfig:
+    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem. ``project_dir``
+    is the Pulumi project's folder, where image contexts are (default: the working folder, as under ``pulumi up``).
 
     Zone availability in the region is checked later, by :func:`stacks.zones.choose_zones`, once the
     region's zones are known (still before any resource is registered).
     """
     raw = raw_config()
     p = _Parser()
+    p.problems.extend(unread_keys(all_config(), project))
     parsed: dict[str, Any] = {}
     for k, value in raw.items():
         kind = SECTIONS.get(k)
         if kind is None:
-            p.problems.append(f"{key(k)}: unknown key; valid keys are {', '.join(sorted(SECTIONS))} (see Pulumi.yaml)")
+            near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [s for s in SECTIONS if s.lower() == k.lower()]
+            hint = f"did you mean {near[0]}? rename it; " if near else ""
+            p.problems.append(f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see Pulumi.yaml)")
             continue
         if kind is str:
             parsed[k] = value
@@ -187,7 +254,11 @@ def load_config(project: str, stack: str) -> StackConfig:
         for name, value in raw_groups.items()
         if name not in groups and isinstance(value, dict) and isinstance(value.get("instanceTypes"), list)
     }
-    images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **entries("images")}
+    own_images = entries("images")
+    images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **own_images}
+    where = project_dir or Path.cwd()
+    image_folders = {n: context_folder(i.context, where, default=n not in own_images)
+                     for n, i in images.items() if i.context is not None}
     datasets: dict[str, DatasetConfig] = entries("datasets")
     jobs: dict[str, JobConfig] = entries("jobs")
     job_names = list(parsed.get("jobs") or {})
@@ -236,6 +307,8 @@ def load_config(project: str, stack: str) -> StackConfig:
         storage=parsed.get("storage") or StorageConfig(),
         failed=p.failed,
         failed_group_types=failed_group_types,
+        image_folders=image_folders,
+        project_dir=where,
     )
     problems, jobs = cross_section(sections)
     p.problems.extend(problems)
@@ -270,4 +343,5 @@ def load_config(project: str, stack: str) -> StackConfig:
         autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
         aws=aws,
         benchmark=None if bench is None else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
+        image_folders=image_folders,
     )

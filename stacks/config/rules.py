@@ -22,6 +22,7 @@ from components.nodeplan import (
     pod_size,
 )
 from components.scheduling import SYSTEM_ROLE
+from stacks.bundle import SHIPPED
 from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
@@ -36,7 +37,6 @@ from stacks.config.jobs import (
 )
 
 #: The repository (image build contexts are folders of it).
-REPO = Path(__file__).resolve().parents[2]
 #: Cluster names prefix IAM role names (64 characters at most).
 CLUSTER_NAME_MAX = 40
 EFA_ONLY_MIN_VPC_CNI_TEXT = version_text(EFA_ONLY_MIN_VPC_CNI)
@@ -73,6 +73,10 @@ class Sections:
     failed: set[str] = field(default_factory=set)
     """Config paths (``cluster``, ``nodeGroups.gpu``) whose own validation failed."""
     failed_group_types: dict[str, list[str]] = field(default_factory=dict)
+    image_folders: dict[str, Path] = field(default_factory=dict)
+    """Each built image's folder (:func:`stacks.bundle.context_folder`)."""
+    project_dir: Path = field(default_factory=Path.cwd)
+    """The Pulumi project's folder (image contexts are its folders)."""
     """Instance types named by groups that failed their own validation (still checked against the catalog)."""
 
 
@@ -245,15 +249,16 @@ def check_group_names(s: Sections, problems: list[str]) -> None:
 
 
 def check_images(s: Sections, problems: list[str]) -> None:
-    """Each built image's folder exists in the repository and holds its Dockerfile."""
+    """Each built image's folder exists (in the project, or shipped) and holds its Dockerfile."""
     for name, image in s.images.items():
         if image.context is None:
             continue
-        folder = REPO / image.context
+        folder = s.image_folders.get(name, s.project_dir / image.context)
         if not (folder / image.dockerfile).is_file():
             problems.append(
-                f"{key(f'images.{name}.context')}: {image.context}/{image.dockerfile} does not exist in the repository; "
-                "give a folder of this repository that holds the Dockerfile"
+                f"{key(f'images.{name}.context')}: {image.context}/{image.dockerfile} does not exist in the project "
+                f"folder {s.project_dir}; give a folder of your Pulumi project that holds the Dockerfile (or one this "
+                f"package ships: {', '.join(SHIPPED)})"
             )
 
 
@@ -358,7 +363,7 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             if group_name is not None and (g := s.groups.get(group_name)) is not None:
                 check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
             if job.kind == "mpi":
-                check_mpi_image(path, name, job.image, image, problems)
+                check_mpi_image(s, path, name, job.image, image, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
             problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
                             f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}")
@@ -366,8 +371,10 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             if other == name:
                 problems.append(f"{key(f'{path}.after[{i}]')}: a job cannot wait for itself")
             elif other not in s.job_names:
-                problems.append(f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; use one of "
-                                f"{', '.join(sorted(n for n in s.job_names if n != name))}")
+                others = sorted(n for n in s.job_names if n != name)
+                problems.append(f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; "
+                                + (f"use one of {', '.join(others)}" if others else
+                                   f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"))
     cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
@@ -375,11 +382,15 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
     return out
 
 
-def _dockerfile(image: ImageConfig) -> Optional[Dockerfile]:
-    """The Dockerfile of a built image, or ``None`` (prebuilt, or a folder without it: reported by check_images)."""
-    if image.context is None or not (REPO / image.context / image.dockerfile).is_file():
+def _dockerfile(s: Sections, name: str, image: ImageConfig) -> Optional[Dockerfile]:
+    """The Dockerfile of a built image (its folder resolved as check_images resolves it), or ``None`` (prebuilt, or
+    a folder without it: reported by check_images)."""
+    if image.context is None:
         return None
-    return read_dockerfile(REPO / image.context, image.dockerfile)
+    folder = s.image_folders.get(name, s.project_dir / image.context)
+    if not (folder / image.dockerfile).is_file():
+        return None
+    return read_dockerfile(folder, image.dockerfile)
 
 
 def check_image_gpus(s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, group_name: str,
@@ -388,7 +399,7 @@ def check_image_gpus(s: Sections, path: str, job_name: str, image_name: str, ima
     runs on (the GPU's compute capability from the catalog, the CUDA compatibility rules of
     :mod:`components.catalog.gpus`): a GPU it does not cover fails at the first kernel launch with "no kernel image
     is available for execution on the device"."""
-    dockerfile = _dockerfile(image)
+    dockerfile = _dockerfile(s, image_name, image)
     if dockerfile is None:
         return
     compilations = [targets for _, targets in dockerfile.cuda_compilations() if targets]
@@ -419,13 +430,14 @@ def check_image_gpus(s: Sections, path: str, job_name: str, image_name: str, ima
                 break
 
 
-def check_mpi_image(path: str, job_name: str, image_name: str, image: ImageConfig, problems: list[str]) -> None:
+def check_mpi_image(s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig,
+                    problems: list[str]) -> None:
     """An MPI job's image says where its Open MPI is: the launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI
     start ``<prefix>/bin/orted`` on the workers with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives
     the workers' sessions neither the image's PATH nor its LD_LIBRARY_PATH."""
     if image.mpi_prefix is not None:
         return
-    dockerfile = _dockerfile(image)
+    dockerfile = _dockerfile(s, image_name, image)
     if dockerfile is not None and dockerfile.mpi_prefix():
         return
     where = f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX" if image.context else "it is prebuilt"

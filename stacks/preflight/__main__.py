@@ -1,7 +1,6 @@
 """``python -m stacks.preflight``."""
 
-import sys
-
 from stacks.preflight.cli import main
+from stacks.stackfile import run_command
 
-sys.exit(main())
+run_command(main)

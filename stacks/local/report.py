@@ -1,0 +1,171 @@
+"""What the local runner says while it runs: progress read from the pods' logs, a failure's reason as one line with
+its fix, and the results a job left in its output folder.
+
+Progress: the pods' new log lines are read while they run. The bundled programs' JSON events become short lines
+(``train.py``'s ``epoch``, ``resumed``, ``done``; ``evaluate.py``'s ``evaluation``; ``stage_data.py``'s progress);
+a job's own plain output is shown as it is; torchrun's and the launcher's bookkeeping is left in the logs.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+#: torchrun's (glog-style) log lines: ``I1125 20:49:47.229000 26970 torch/distributed/run.py:747] ...``.
+_GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
+#: Lines a job's output shows that are the machinery's, not the job's.
+_NOISE = re.compile(r"^(\[rank\d+\]:)?(\[[WI]\d{4} |\*{5,}|Setting OMP_NUM_THREADS|  warnings\.warn|.*UserWarning|frame #\d+: |"
+                    r"Exception raised from |<omitting python frames>)")
+#: Launcher events worth a line (the rest is bookkeeping).
+_SHOWN_LAUNCH = {"already_complete", "run_failed"}
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+def event_line(event: dict[str, Any]) -> Optional[str]:
+    """A short line for a JSON event of the bundled programs, or ``None`` for one not worth showing."""
+    name = event.get("event")
+    if event.get("component") == "launch":
+        if name == "already_complete":
+            return "the run is already complete (its DONE marker exists): nothing to run; --fresh JOB starts a new run"
+        if name == "run_failed":
+            reason = (event.get("failed") or {}).get("reason", "see FAILED")
+            return f"the run gave up earlier ({reason}); --fresh JOB starts a new run"
+        return None
+    if name == "epoch":
+        parts = [f"epoch {event.get('epoch')}/{event.get('epochs')}", f"step {event.get('step')}"]
+        for key, label in (("train_loss", "loss"), ("train_accuracy", "accuracy"), ("test_accuracy", "test accuracy"),
+                           ("images_per_sec", "images/s")):
+            if event.get(key) is not None:
+                parts.append(f"{label} {_num(event[key])}")
+        return ", ".join(parts)
+    if name in ("resumed", "fresh_start"):
+        return ("resumed from " + str(event.get("checkpoint")) + f" (epoch {event.get('epoch')}, step {event.get('step')})"
+                if name == "resumed" else "training from scratch")
+    if name == "done":
+        return f"done: test accuracy {_num(event.get('test_accuracy'))}, model {event.get('model')}"
+    if name == "evaluation":
+        return f"evaluation: accuracy {_num(event.get('accuracy'))} ({event.get('output_json')})"
+    if name in ("gave_up", "fatal", "stopping", "lease_wait", "warning"):
+        return f"{name}: {event.get('text') or event.get('error') or event.get('message') or ''}".rstrip(": ")
+    if name in ("download_start", "download_done", "download_retry", "staged", "already_staged", "failed", "restaging"):
+        return name.replace("_", " ") + ": " + ", ".join(f"{k} {v}" for k, v in event.items() if k not in ("event", "time"))
+    return None
+
+
+def progress_line(text: str) -> Optional[str]:
+    """What a log line shows the user while the job runs, or ``None``."""
+    line = text.rstrip()
+    if not line.strip() or _GLOG.match(line) or _NOISE.match(line):
+        return None
+    if line.startswith("{"):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(event, dict) and "event" in event:
+            return event_line(event)
+        return line  # the job's own JSON metrics
+    return line
+
+
+@dataclass
+class LogFollower:
+    """New complete lines of a log file, each time :meth:`lines` is called."""
+
+    path: Path
+    offset: int = 0
+    partial: bytes = field(default=b"")
+
+    def lines(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        *complete, self.partial = data.split(b"\n")
+        return [c.decode(errors="replace") for c in complete]
+
+
+def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
+    """A failed process's reason (one line, from its log) and the fix, as far as the log tells them."""
+    events = []
+    for line in log_text.splitlines():
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                events.append(value)
+    failed = next((e for e in reversed(events) if e.get("event") == "run_failed"), None)
+    if failed is not None or code == 3:
+        reason = ((failed or {}).get("failed") or {}).get("reason") or "the run gave up (FAILED exists)"
+        return (f"the run gave up: {reason}",
+                "fix the cause (earlier in the log), then run it again with --fresh JOB (a new run; the failed run's folder "
+                "is kept aside)")
+    if re.search(r"No module named '?torch'?", log_text):
+        return ("PyTorch is not installed in the Python the job runs with",
+                "install it there: pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build), "
+                "or give a virtualenv that has it with --venv IMAGE=DIR")
+    missing = re.findall(r"No module named '([\w.]+)'", log_text)
+    if missing:
+        return (f"the Python the job runs with lacks the module {missing[-1]}",
+                f"install it there (pip install {missing[-1].split('.')[0]}), or give a virtualenv that has it with "
+                "--venv IMAGE=DIR")
+    if code == 127:
+        started = next((e.get("command") for e in events if e.get("event") == "exec_failed"), None)
+        what = started[0] if isinstance(started, list) and started else argv0
+        return (f"{what} could not be started (not found)",
+                f"put {what} on PATH (torchrun comes with PyTorch), or give the image's virtualenv with --venv IMAGE=DIR")
+    fatal = next((e for e in reversed(events) if e.get("event") == "fatal"), None)
+    lines = [ln for ln in log_text.splitlines() if ln.strip() and not _GLOG.match(ln) and not ln.startswith("{")]
+    exc = next((ln.strip() for ln in reversed(lines) if re.match(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*", ln)), None)
+    reason = (fatal or {}).get("error") or exc or (lines[-1].strip() if lines else f"exit status {code}")
+    if "not found in" in reason or "cifar-10-batches-py" in reason:
+        return reason, "give the dataset's folder with --dataset NAME=PATH (see its layout in --help)"
+    if "/workspace" in reason:
+        return reason, ("/workspace holds a job's code in the pods (its code: s3://...); here it is the folder given "
+                        "with --code JOB=PATH")
+    return reason, "see the end of the log below"
+
+
+def results(output: Path) -> list[str]:
+    """What a job left in its output folder: its metrics (``metrics.json``), evaluation (``evaluation.json``) and
+    other top-level files."""
+    out = []
+    metrics = _json(output / "metrics.json")
+    if metrics:
+        parts = []
+        for key, label in (("final_accuracy", "accuracy"), ("final_loss", "loss"), ("busbw_gbps", "bus bandwidth GB/s"),
+                           ("wall_time_s", "wall time s")):
+            if metrics.get(key) is not None:
+                parts.append(f"{label} {_num(metrics[key])}")
+        if metrics.get("throughput") is not None:
+            parts.append(f"throughput {_num(metrics['throughput'])} {metrics.get('throughput_unit') or ''}".rstrip())
+        out.append("metrics.json: " + (", ".join(parts) or "written"))
+    evaluation = _json(output / "evaluation.json")
+    if evaluation and evaluation.get("accuracy") is not None:
+        out.append(f"evaluation.json: accuracy {_num(evaluation['accuracy'])} on {evaluation.get('total', '?')} images")
+    files = sorted(p.name + ("/" if p.is_dir() else "") for p in output.iterdir()
+                   if not p.name.startswith(".")) if output.is_dir() else []
+    if files:
+        out.append("files: " + ", ".join(files[:12]) + (f", ... ({len(files)} in all)" if len(files) > 12 else ""))
+    return out
+
+
+def _json(path: Path) -> Optional[dict[str, Any]]:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+__all__ = ["LogFollower", "event_line", "failure", "progress_line", "results"]
