@@ -161,6 +161,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("jobs waiting in a cycle", both(job("train", after=["evaluate"]), job("evaluate", after=["train"])), ["the jobs wait for each other in a cycle (evaluate -> train -> evaluate)"]),
     ("unknown job kind", job(kind="horovod"), ["eks-training:jobs.train.kind", "pytorch", "mpi", "tensorflow", "command"]),
     ("bad job name", job("Train_1"), ["eks-training:jobs.Train_1: the name must be 1-40 lowercase letters"]),
+    ("job name with a leading digit", job("2node-hello"), ["eks-training:jobs.2node-hello: the name must be 1-40 lowercase letters, digits and '-', starting with a letter", "rename it (e.g. 'job-2node-hello')"]),
+    ("experiment name with a leading digit", bench(experiments={"1gpu": EXPERIMENT}), ["eks-training:benchmark.experiments.1gpu: the name must be 1-40 lowercase letters, digits and '-', starting with a letter", "rename the experiment"]),
     ("job name too long", job("t" * 41), [f"eks-training:jobs.{'t' * 41}: the name must be 1-40 lowercase letters", "rename it (e.g."]),
     ("group name too long", setk("nodeGroups", {"g" * 21: GPU}), [f"eks-training:nodeGroups.{'g' * 21}: the name must be 1-20"]),
     ("image name with capitals", setk("images", {"MyImage": {"prebuilt": "a/b:1"}}), ["eks-training:images.MyImage: the name must be 1-40 lowercase letters"]),

@@ -115,6 +115,10 @@ def _k8s_problems(r: Registration) -> Iterator[str]:
         hostname = f"{name}-{int(spec.get('completions') or 1) - 1}"
         if len(hostname) > K8S_LABEL_MAX:
             yield f"{where}: the last pod's hostname {hostname!r} is longer than {K8S_LABEL_MAX} (k8s-job-name)"
+    if kind == "MPIJob" and name is not None and not re.fullmatch(K8S_RFC1035_RE, name):
+        # the MPI Operator names the job's headless Service after the MPIJob (newJobService in kubeflow/mpi-operator
+        # pkg/controller/mpi_job_controller.go), and a Service takes an RFC 1035 label
+        yield f"{where}: name {name!r} must start with a letter: the MPI Operator's Service of this name is refused"
     if kind == "MPIJob" and name is not None:
         replicas = (spec.get("mpiReplicaSpecs") or {}).get("Worker", {}).get("replicas", 1)
         for hostname in (f"{name}-launcher", f"{name}-worker-{int(replicas) - 1}"):
@@ -168,6 +172,7 @@ def test_the_checker_catches_what_a_service_refuses() -> None:
             reg("aws:iam/role:Role", "r" * 57, {}),  # auto-named: 57 + 8 > 64
             reg("aws:kms/alias:Alias", "a", {"name": "alias/has space"}),
             reg("kubernetes:core/v1:Service", "s", {"metadata": {"name": "1-starts-with-digit"}}),
+            reg("kubernetes:kubeflow.org/v2beta1:MPIJob", "m", {"metadata": {"name": "2node-hello"}, "spec": {}}),
             reg("kubernetes:batch/v1:Job", "j", {"metadata": {"name": "j" * 62}, "spec": {"completionMode": "Indexed", "completions": 12}}),
             reg("kubernetes:apps/v1:Deployment", "d", {"metadata": {"name": "d", "labels": {"a": "v" * 64}}, "spec": {}}),
             reg("kubernetes:core/v1:Pod", "p", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "ports": [{"name": "much-too-long-port"}]}]}}),
@@ -176,4 +181,4 @@ def test_the_checker_catches_what_a_service_refuses() -> None:
         [],
     )
     found = problems(bad)
-    assert len(found) == 7, found
+    assert len(found) == 8, found

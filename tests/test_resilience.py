@@ -74,8 +74,8 @@ def test_stops_and_lost_rendezvous_never_count_and_a_run_that_gave_up_fails_the_
         ignored = next(r for r in rules if r["action"] == "Ignore" and "onExitCodes" in r)
         failing = next(r for r in rules if r["action"] == "FailJob" and r["onExitCodes"]["containerName"] == WORKER_CONTAINER)
         assert ignored["onExitCodes"] == {"containerName": WORKER_CONTAINER, "operator": "In",
-                                          "values": [LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST]}
-        assert sorted(failing["onExitCodes"]["values"]) == sorted([LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED])
+                                          "values": sorted([LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST])}
+        assert failing["onExitCodes"]["values"] == sorted([LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED])
         # the first matching rule decides: every Ignore comes before any FailJob
         actions = [r["action"] for r in rules]
         assert actions.index("FailJob") > max(i for i, a in enumerate(actions) if a == "Ignore")

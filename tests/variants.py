@@ -1,12 +1,12 @@
 """Variants of the shipped stacks that push what the mocks cannot see: every name at the longest the loader
-accepts, another partition (aws-cn) and a private-only API endpoint. ``stress_program(stack)`` evaluates the
+accepts (and starting with a digit where it accepts one), another partition (aws-cn) and a private-only API endpoint. ``stress_program(stack)`` evaluates the
 variant of a stack once per session."""
 
 import copy
 import re
 from typing import Any
 
-from stacks.config.base import ENTRY_NAME_MAX
+from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE
 from stacks.config.rules import CLUSTER_NAME_MAX
 from tests.harness import PROJECT, REGION, Program, run_program, stack_config
 
@@ -20,6 +20,15 @@ def _longest(name: str, limit: int, filler: str) -> str:
     return (name + "-" + filler * limit)[:limit].rstrip("-")[: limit - 1] + filler
 
 
+def _entry(section: str, name: str, filler: str) -> str:
+    """The longest name of an entry of ``section``, starting with a digit wherever the loader accepts one (a name
+    derived from it that must start with a letter then shows up in tests/test_names.py)."""
+    digit_first = "0" + name
+    if ENTRY_NAME_RE[section].match(digit_first):
+        name = digit_first
+    return _longest(name, ENTRY_NAME_MAX[section], filler)
+
+
 def _env_name(job: str) -> str:
     return job.upper().replace("-", "_")
 
@@ -29,10 +38,10 @@ def long_names(config: dict[str, Any]) -> dict[str, Any]:
     datasets (references renamed with them)."""
     cfg = copy.deepcopy(config)
     cfg[P + "clusterName"] = _longest("ml-platform", CLUSTER_NAME_MAX, "c")
-    groups = {g: _longest(g, ENTRY_NAME_MAX["nodeGroups"], "g") for g in cfg.get(P + "nodeGroups") or {}}
-    jobs = {j: _longest(j, ENTRY_NAME_MAX["jobs"], "j") for j in cfg.get(P + "jobs") or {}}
-    datasets = {d: _longest(d, ENTRY_NAME_MAX["datasets"], "d") for d in cfg.get(P + "datasets") or {}}
-    images = {i: _longest(i, ENTRY_NAME_MAX["images"], "i") for i in cfg.get(P + "images") or {}}
+    groups = {g: _entry("nodeGroups", g, "g") for g in cfg.get(P + "nodeGroups") or {}}
+    jobs = {j: _entry("jobs", j, "j") for j in cfg.get(P + "jobs") or {}}
+    datasets = {d: _entry("datasets", d, "d") for d in cfg.get(P + "datasets") or {}}
+    images = {i: _entry("images", i, "i") for i in cfg.get(P + "images") or {}}
     if groups:
         cfg[P + "nodeGroups"] = {groups[g]: v for g, v in cfg[P + "nodeGroups"].items()}
     if datasets:
@@ -41,7 +50,7 @@ def long_names(config: dict[str, Any]) -> dict[str, Any]:
         cfg[P + "images"] = {images[i]: v for i, v in cfg[P + "images"].items()}
 
     bench = cfg.get(P + "benchmark")
-    experiments = {e: _longest(e, ENTRY_NAME_MAX["jobs"], "e") for e in (bench or {}).get("experiments") or {}}
+    experiments = {e: _entry("jobs", e, "e") for e in (bench or {}).get("experiments") or {}}
     every = {**jobs, **experiments}
 
     def rename_refs(text: str) -> str:

@@ -437,6 +437,15 @@ def created_after(spec: JobSpec, name: pulumi.Input[str], extra: Sequence[pulumi
     return pulumi.Output.all(name, *outputs).apply(lambda v: str(v[0]))
 
 
+def exit_code_values(codes: Sequence[int]) -> list[int]:
+    """The ``values`` of a pod failure policy's ``onExitCodes``: the API server accepts them only ascending and without
+    repeats, and never 0 with ``In`` (``validatePodFailurePolicyRuleOnExitCodes`` in kubernetes
+    ``pkg/apis/batch/validation/validation.go``: "must be ordered", duplicates, "must not be 0 for the In operator")."""
+    if 0 in codes:
+        raise ValueError(f"exit code 0 cannot select a failed pod: {list(codes)}")
+    return sorted(set(codes))
+
+
 def indexed_job(
     name: str,
     parent: pulumi.Resource,
@@ -487,7 +496,7 @@ def indexed_job(
         {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
         {
             "action": "FailJob",
-            "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": list(fail_exit_codes)},
+            "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": exit_code_values(fail_exit_codes)},
         },
     ]
     if ignore_exit_codes:
@@ -495,7 +504,7 @@ def indexed_job(
             1,
             {
                 "action": "Ignore",
-                "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": list(ignore_exit_codes)},
+                "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": exit_code_values(ignore_exit_codes)},
             },
         )
     if identity.init_containers and identity.init_containers[0]["name"] == "wait-for-jobs":

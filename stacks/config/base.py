@@ -43,6 +43,31 @@ def split_s3_path(uri: Optional[str]) -> Optional[tuple[str, str]]:
 #: (node groups, roles, Jobs, Services, ECR repositories); a derived name past its service's limit is shortened
 #: with a stable hash (components/naming.py), these bounds keep the readable part meaningful.
 ENTRY_NAME_MAX: dict[str, int] = {"nodeGroups": 20, "jobs": 40, "images": 40, "datasets": 40}
+#: Job (and benchmark experiment) names are RFC 1035 labels, starting with a letter: a job's name names its headless
+#: Service (``<job>-workers``) and, for an MPIJob, the Services and pods the MPI Operator creates, and the API server
+#: refuses a Service name that starts with a digit
+#: (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#rfc-1035-label-names). The other entries
+#: only become RFC 1123 labels and AWS names, where a leading digit is fine.
+JOB_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+ENTRY_NAME_RE: dict[str, re.Pattern[str]] = {"nodeGroups": NAME_RE, "jobs": JOB_NAME_RE, "images": NAME_RE,
+                                            "datasets": NAME_RE}
+
+
+def entry_name_problem(section: str, name: object, path: str) -> Optional[str]:
+    """Why ``name`` cannot name an entry of map section ``section`` (the text after the key), or ``None``."""
+    longest = ENTRY_NAME_MAX[section]
+    if isinstance(name, str) and ENTRY_NAME_RE[section].match(name) and len(name) <= longest:
+        return None
+    shown = name if isinstance(name, str) else str(name)
+    hint = f" (e.g. {shown[:longest].rstrip('-')!r})" if len(shown) > longest else ""
+    if section == "jobs":
+        if shown[:1].isdigit():
+            hint = f" (e.g. {('job-' + shown)[:longest].rstrip('-')!r})"
+        return (f"the name must be 1-{longest} lowercase letters, digits and '-', starting with a letter and ending "
+                f"with a letter or digit (it names the job's Kubernetes Service and pods, which must start with a "
+                f"letter); rename {path}{hint}")
+    return (f"the name must be 1-{longest} lowercase letters, digits and '-', starting and ending with a letter or "
+            f"digit; rename {path}{hint}")
 
 
 class Model(BaseModel):

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, split_s3_path
+from stacks.config.base import S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, entry_name_problem, split_s3_path
 from stacks.config.errors import check, format_validation, key
 from stacks.config.jobs import JobConfig
 
@@ -247,13 +247,11 @@ def validate_experiments(
     validation. ``job_names`` are the stack's jobs: an experiment may wait for them but not share their names.
     A problem an experiment inherits is reported once, at the experiment it comes from."""
     problems: list[str] = []
-    limit = ENTRY_NAME_MAX["jobs"]
     for name in raw_experiments:
         path = experiment_path(name)
-        if not NAME_RE.match(name) or len(name) > limit:
-            hint = f" (e.g. {name[:limit].rstrip('-')!r})" if len(name) > limit else ""
-            problems.append(f"{key(path)}: the name must be 1-{limit} lowercase letters, digits and '-', starting and "
-                            f"ending with a letter or digit (it names the experiment's Kubernetes Job); rename it{hint}")
+        why = entry_name_problem("jobs", name, "the experiment")
+        if why is not None:
+            problems.append(f"{key(path)}: {why}")
         if name in job_names:
             problems.append(f"{key(path)}: {key(f'jobs.{name}')} has the same name, and an experiment runs as a job of "
                             "its name; rename one of them")

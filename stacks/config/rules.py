@@ -20,7 +20,7 @@ from components.nodeplan import (
     pod_size,
 )
 from components.scheduling import SYSTEM_ROLE
-from stacks.config.base import ENTRY_NAME_MAX, NAME_RE, ZONE_ID_RE, version_text, version_tuple
+from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
@@ -203,17 +203,13 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
 
 
 def check_entry_names(s: Sections, problems: list[str]) -> None:
-    """Names of node groups, jobs, images and datasets: lowercase DNS labels within :data:`ENTRY_NAME_MAX`."""
+    """Names of node groups, jobs, images and datasets: DNS labels within :data:`ENTRY_NAME_MAX` (jobs start with a
+    letter: :data:`~stacks.config.base.JOB_NAME_RE`)."""
     for section, names in s.entry_names.items():
-        longest = ENTRY_NAME_MAX[section]
         for name in names:
-            if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > longest:
-                shown = name if isinstance(name, str) else str(name)
-                hint = f" (e.g. {shown[:longest].rstrip('-')!r})" if isinstance(name, str) and len(name) > longest else ""
-                problems.append(
-                    f"{key(f'{section}.{shown}')}: the name must be 1-{longest} lowercase letters, digits and '-', "
-                    f"starting and ending with a letter or digit; rename it{hint}"
-                )
+            why = entry_name_problem(section, name, "it")
+            if why is not None:
+                problems.append(f"{key(f'{section}.{name}')}: {why}")
 
 
 def check_zone_forms(s: Sections, problems: list[str]) -> None:
