@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 from pathlib import Path
@@ -68,5 +69,5 @@ def registered_objects(registrations: Iterable[Any]) -> list[dict[str, Any]]:
             continue
         if r.type.startswith("kubernetes:yaml"):
             raise ManifestError(f"{r.type} {r.name}: the box does not know this kind of registration")
-        out.append({k: v for k, v in r.inputs.items() if not k.startswith("__")})
+        out.append(copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")}))
     return out

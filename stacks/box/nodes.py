@@ -13,6 +13,7 @@ a real kubelet only reports them once the device plugin running on the node regi
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 from components.nodeplan import node_allocatable
@@ -21,6 +22,9 @@ from stacks.plan import NodeGroupPlan, Plan
 #: The annotation kwokctl's kwok controller selects the nodes it manages by (kwokctl's default
 #: ``--manage-nodes-with-annotation-selector``; https://kwok.sigs.k8s.io/docs/user/kwok-manage-nodes-and-pods/).
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+#: Node annotation: the devices the node's hardware has (JSON: resource -> count), which its device plugins register
+#: (:mod:`stacks.box.devices`): the group's GPUs, the EFA interfaces its launch template attaches.
+DEVICES_ANNOTATION = "box.eks-training/devices"
 #: Zone suffixes an unpinned group's nodes spread over (a managed node group balances its nodes over its subnets' zones).
 SPREAD_ZONES = ("a", "b")
 
@@ -41,6 +45,11 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) 
     }
     if alloc.hugepages_2mi_mib:
         resources["hugepages-2Mi"] = f"{alloc.hugepages_2mi_mib}Mi"
+    devices = {}
+    if group.profile.gpus:
+        devices["nvidia.com/gpu"] = group.profile.gpus
+    if group.efa is not None:
+        devices["vpc.amazonaws.com/efa"] = group.efa.interfaces
     taints = [{"key": t["key"], "value": t["value"], "effect": t["effect"]} for t in group.profile.taints]
     nodes = []
     for i in range(group.desired_size if count is None else count):
@@ -61,7 +70,8 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) 
         nodes.append({
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake"}},
+            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake",
+                                                                         DEVICES_ANNOTATION: json.dumps(devices)}},
             "spec": {"taints": taints} if taints else {},
             "status": {"capacity": dict(resources), "allocatable": dict(resources)},
         })
