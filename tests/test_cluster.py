@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -276,3 +278,76 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("mpi-horovod"), "mpi-horovod",
                                        mutate=horovod_first)
     _run(box, rehearsal, timeout_s=60)
+
+
+# --- faults with the real Job controller ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code, outcome", [
+    (2, "fails at once"),       # USAGE_ERROR_EXIT_CODE: the pod failure policy's FailJob
+    (69, "retried, not counted"),  # the launcher's lost-rendezvous code: Ignore, the pod is replaced
+    (1, "retried, counted"),   # any other failure counts against backoffLimit
+])
+def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
+        binaries, registrations_of, tmp_path, code: int, outcome: str) -> None:
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("dev"), "dev",
+                                       exit_codes={"train": (code, "worker")})
+    try:
+        with Registrar(box):
+            with pytest.raises(RehearsalError) as err:
+                rehearsal.run(binaries, timeout_s=40)
+            job = box.get("job", "train", "-n", "training")
+            pods = box.get("pods", "-n", "training", "-l", "job-name=train")["items"]
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    conditions = {c["type"]: c for c in job["status"].get("conditions") or []}
+    status = job["status"]
+    if outcome == "fails at once":
+        assert "job(s) failed: train" in str(err.value)
+        assert conditions["Failed"]["reason"] == "PodFailurePolicy", conditions
+        assert len(pods) == 1  # dev: one node, one pod; nothing retried
+    else:
+        assert "not done after" in str(err.value), str(err.value)
+        assert "Failed" not in conditions or conditions["Failed"]["status"] != "True", conditions
+        assert len(pods) >= 2, f"the failed pod was not replaced: {[p['metadata']['name'] for p in pods]}"
+        if outcome == "retried, not counted":
+            assert not status.get("failed"), status
+        else:
+            assert status.get("failed", 0) >= 1, status
+
+
+# --- scale ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.alone
+def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations_of, tmp_path) -> None:
+    """The p5 preset's GPU group at 256 nodes (2,048 GPUs): its health-check Job widened to 256 pods, each a whole
+    node (8 GPUs, 32 EFA devices, the huge pages); every pod scheduled, one per node, and started within 60 s of the
+    Job's creation (device plugins registering on all 256 nodes included)."""
+
+    def widen(steps) -> None:
+        steps[:] = [s for s in steps if not any(d["kind"] == "Job" and d["metadata"]["name"] in ("train", "evaluate")
+                                                 for d in s.docs)]
+        spec = _doc(steps, "Job", "train-allreduce")["spec"]
+        spec["parallelism"] = spec["completions"] = 256
+
+    start = time.monotonic()
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", sizes={"gpu": 256},
+                                       mutate=widen)
+    up_s = time.monotonic() - start
+    try:
+        with Registrar(box):
+            rehearsal.run(binaries, timeout_s=240)
+            job = box.get("job", "train-allreduce", "-n", "training")
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    pods = [p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == "train-allreduce"]
+    assert len(pods) == 256
+    assert len({p["spec"]["nodeName"] for p in pods}) == 256
+    created = datetime.fromisoformat(job["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    last = max(datetime.fromisoformat(p["status"]["startTime"].replace("Z", "+00:00")) for p in pods)
+    took = (last - created).total_seconds()
+    print(f"box with 258 nodes up in {up_s:.1f} s; 256 pods started {took:.0f} s after the Job's creation")
+    assert took <= 60, took

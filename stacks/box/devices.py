@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+import yaml
+
 from stacks.box.cluster import Box
 from stacks.box.nodes import DEVICES_ANNOTATION
 
@@ -112,18 +114,27 @@ def register_devices(box: Box) -> list[tuple[str, str]]:
     if not running:
         return []
     nodes = {n["metadata"]["name"]: n for n in box.get("nodes")["items"]}
-    done = []
+    done, patches = [], []
+    by_node: dict[str, list[str]] = {}
     for node_name, resource in sorted(running):
+        by_node.setdefault(node_name, []).append(resource)
+    for node_name, resources in by_node.items():
         node = nodes.get(node_name)
-        if node is None or resource in (node["status"].get("allocatable") or {}):
+        if node is None:
             continue
         devices = json.loads((node["metadata"].get("annotations") or {}).get(DEVICES_ANNOTATION, "{}"))
-        count = devices.get(resource)
-        if not count:
-            continue  # the hardware has none: the plugin finds no device
-        patch = {"status": {"capacity": {resource: str(count)}, "allocatable": {resource: str(count)}}}
-        box.kubectl("patch", "node", node_name, "--subresource=status", "--type=merge", "-p", json.dumps(patch))
-        done.append((node_name, resource))
+        # Every device of every plugin running there, in one apply: a server-side apply by this field manager owns
+        # exactly what it sends (a resource left out would be removed).
+        counts = {r: str(devices[r]) for r in resources if devices.get(r)}  # no count: the plugin finds no device
+        new = [r for r in counts if r not in (node["status"].get("allocatable") or {})]
+        if not new:
+            continue
+        patches.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node_name},
+                        "status": {"capacity": counts, "allocatable": counts}})
+        done += [(node_name, r) for r in new]
+    if patches:  # one server-side apply of the status of every node that registers a device in this pass
+        box.kubectl("apply", "--server-side", "--subresource=status", "--field-manager=box-device-plugins",
+                    "-f", "-", input=yaml.safe_dump_all(patches))
     return done
 
 
