@@ -17,6 +17,8 @@ from components.catalog import (
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
     EFA_HUGEPAGES_2MI,
+    EFA_PREALLOCATED_HUGEPAGES_2MI,
+    ENI_MAX_PODS,
     EFA_ONLY_MIN_VPC_CNI,
     FASTEST_GPU_LINK_GBYTES_PER_S,
     InstanceType,
@@ -122,10 +124,48 @@ class PodSize:
     threads_per_proc: int
 
 
+#: The kubelet's default ``maxPods`` (https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/), for a
+#: type the catalog has no ENI figure for.
+KUBELET_DEFAULT_MAX_PODS = 110
+
+
+def _allocatable_cpu_mem(facts: InstanceType) -> tuple[int, int]:
+    """Allocatable CPU (millicores) and memory (MiB) before huge pages: the catalog's, else 95 % / 85 %."""
+    return (facts.allocatable_cpu_m or int(facts.vcpus * 1000 * 0.95),
+            facts.allocatable_memory_mib or int(facts.memory_mib * 0.85))
+
+
+def max_pods(facts: InstanceType) -> int:
+    """The ``maxPods`` EKS gives a managed node of the type: the EKS AMI's ENI figure, capped at 110 below 30 vCPUs and
+    at 250 above (source keys ``eks-ami-eni-max-pods``, ``eks-mng-max-pods``)."""
+    eni = ENI_MAX_PODS.get(facts.name, KUBELET_DEFAULT_MAX_PODS)
+    return min(eni, 110 if facts.vcpus < 30 else 250)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeAllocatable:
+    """What a node of a type reports as allocatable before any device plugin registers (GPUs and EFA devices appear
+    when their plugin does; see :mod:`stacks.box`)."""
+
+    cpu_millis: int
+    memory_mib: int
+    """After the kubelet takes the pre-allocated huge pages off (pkg/kubelet/nodestatus/setters.go,
+    https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/nodestatus/setters.go)."""
+    pods: int
+    hugepages_2mi_mib: int
+    """0 without EFA."""
+
+
+def node_allocatable(facts: InstanceType, efa: Optional[EfaProfile] = None) -> NodeAllocatable:
+    """The allocatable resources of a node of ``facts``' type (EFA nodes: the driver's pre-allocated huge pages)."""
+    cpu, mem = _allocatable_cpu_mem(facts)
+    huge = EFA_PREALLOCATED_HUGEPAGES_2MI * 2 if efa is not None else 0
+    return NodeAllocatable(cpu_millis=cpu, memory_mib=mem - huge, pods=max_pods(facts), hugepages_2mi_mib=huge)
+
+
 def pod_size(facts: InstanceType, efa: Optional[EfaProfile] = None) -> PodSize:
     """Requests of a pod that fills a node of ``facts``' type (allocatable x :data:`NODE_SHARE`)."""
-    alloc_cpu = facts.allocatable_cpu_m or int(facts.vcpus * 1000 * 0.95)
-    alloc_mem = facts.allocatable_memory_mib or int(facts.memory_mib * 0.85)
+    alloc_cpu, alloc_mem = _allocatable_cpu_mem(facts)
     cpu = int(alloc_cpu * NODE_SHARE) // 100 * 100
     mem = int(alloc_mem * NODE_SHARE) // 256 * 256
     procs = max(1, facts.gpus)

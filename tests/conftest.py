@@ -2,7 +2,8 @@
 
 Every test belongs to exactly one tier (a module-level ``pytestmark``, or a marker on the test): ``unit`` (pure
 functions), ``mock`` (the program evaluated under Pulumi mocks), ``moto`` (boto3 code against a real moto
-server) or ``real`` (real processes: torchrun, etcd, ...). ``pytest`` alone runs the fast tiers
+server), ``real`` (real processes: torchrun, etcd, ...) or ``cluster`` (every stack's objects on the cluster in a box,
+:mod:`stacks.box`). ``pytest`` alone runs the fast tiers
 (``unit`` and ``mock``); ``.ci/run`` runs all of them.
 
 The tiers run on every core (pytest-xdist). A test marked ``alone`` asserts a timing bound that another test's
@@ -30,7 +31,7 @@ if str(REPO) not in sys.path:
 
 from tests.harness import Program, run_program  # noqa: E402
 
-TIERS = ("unit", "mock", "moto", "real")
+TIERS = ("unit", "mock", "moto", "real", "cluster")
 
 
 #: The folder of the locks, passed from the xdist controller to its workers (``workerinput``).

@@ -22,6 +22,7 @@ from components.catalog.efa import (
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
     EFA_HUGEPAGES_2MI,
+    EFA_PREALLOCATED_HUGEPAGES_2MI,
     FASTEST_GPU_LINK_GBYTES_PER_S,
     REFERENCE_ALLREDUCE,
     AllReduceReference,
@@ -45,7 +46,7 @@ from components.catalog.fsx import (
     FSX_THROUGHPUT_TIERS,
     fsx_capacity_problem,
 )
-from components.catalog.instances import INSTANCE_TYPES, Catalog, InstanceType
+from components.catalog.instances import ENI_MAX_PODS, INSTANCE_TYPES, Catalog, InstanceType
 from components.catalog.network import (
     CLUSTER_DNS_NAMESPACE,
     CLUSTER_DNS_POD_LABELS,
@@ -94,6 +95,8 @@ from components.catalog.quotas import (
 from components.catalog.sources import SOURCES, Source
 
 __all__ = [
+    "ENI_MAX_PODS",
+    "EFA_PREALLOCATED_HUGEPAGES_2MI",
     "accelerator_label_value",
     "AMI_TYPES",
     "AUTOSCALER_GPU_LABEL",

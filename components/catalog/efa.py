@@ -9,6 +9,9 @@ FASTEST_GPU_LINK_GBYTES_PER_S = 1800.0
 
 #: Huge pages an EFA pod requests: the EFA driver pre-allocates 5128 x 2 MiB (source key ``eks-efa``).
 EFA_HUGEPAGES_2MI = "5120Mi"
+#: 2 MiB huge pages the EFA driver pre-allocates on a node with EFA (source key ``eks-efa``): the node's
+#: ``hugepages-2Mi`` capacity, which the kubelet takes off its allocatable memory.
+EFA_PREALLOCATED_HUGEPAGES_2MI = 5128
 
 #: NCCL / libfabric environment of pods on EFA nodes, common to every family (source keys
 #: ``aws-ofi-nccl-env``, ``efa-cheatsheet``).

@@ -171,6 +171,17 @@ INSTANCE_TYPES: Mapping[str, InstanceType] = {
 }
 
 
+#: Pods a node of each type can run with the VPC CNI (one IP per pod): ``ENIs x (IPv4 per ENI - 1) + 2``, the EKS AMI's
+#: table (source key ``eks-ami-eni-max-pods``; for multi-card types it counts the default network card only).
+#: :func:`components.nodeplan.max_pods` caps it as managed node groups do.
+ENI_MAX_PODS: Mapping[str, int] = {
+    "p3.2xlarge": 58, "p3.16xlarge": 234, "p3dn.24xlarge": 737, "p4d.24xlarge": 737, "p4de.24xlarge": 737,
+    "p5.48xlarge": 100, "p5e.48xlarge": 100, "p5en.48xlarge": 198, "p6-b200.48xlarge": 198,
+    "g4dn.xlarge": 29, "g5.xlarge": 58, "g5.12xlarge": 737, "g5.48xlarge": 345, "g6.xlarge": 58, "g6.48xlarge": 737,
+    "g6e.48xlarge": 492, "c5.4xlarge": 234, "m5.large": 29, "m5.xlarge": 58,
+}
+
+
 @dataclass(frozen=True)
 class Catalog:
     """The instance types a stack sees: the built-in ones plus any the stack describes."""

@@ -39,6 +39,14 @@ SOURCES: Mapping[str, Source] = {
         shows="EC2 DescribeInstanceTypes values per type (MiB memory, GPU MiB, EFA interfaces, network bandwidth) and "
         "the allocatable CPU/memory Kubernetes sees on AL2023 after kube/system reservations",
     ),
+    "eks-ami-eni-max-pods": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/blob/main/templates/shared/runtime/eni-max-pods.txt",
+        shows="the maximum pods per instance type with the VPC CNI: ENIs x (IPv4 addresses per ENI - 1) + 2",
+    ),
+    "eks-mng-max-pods": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/choosing-instance-type.html",
+        shows="managed node groups cap maxPods at 110 on instances with fewer than 30 vCPUs and at 250 on the others",
+    ),
     "karpenter-instance-types-v1.0": Source(
         url="https://karpenter.sh/v1.0/reference/instance-types/",
         shows="the same table for p3.2xlarge and p3.16xlarge (dropped from the current page)",

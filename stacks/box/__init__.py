@@ -1,0 +1,6 @@
+"""The cluster in a box: a real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler) with simulated nodes (kwok) made from a stack's plan, and the MPI Operator running out of cluster.
+
+``python -m stacks.box build|up|down`` (see :mod:`stacks.box.cli`); the binaries are built from the pinned Go modules in
+the repository's ``box/`` folder (:mod:`stacks.box.build`).
+"""

@@ -1,0 +1,80 @@
+"""Apply a stack's Kubernetes objects to a box in dependency order, as ``pulumi up`` would, and collect refusals.
+
+The Kubernetes provider applies each object with server-side apply (the provider's default since v4,
+https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/) once the
+objects it depends on exist. Here: Namespaces, then CustomResourceDefinitions (waited for until Established: the
+apiserver refuses a custom resource of a CRD that is not), then every other object in the stack's order, with strict
+field validation (an unknown or duplicated field is an error, not silently dropped).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from stacks.box.cluster import Box, establish_crds
+
+#: Kinds applied before everything else, in this order.
+FIRST = ("Namespace", "CustomResourceDefinition")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One object the box refused, with the apiserver's message."""
+
+    kind: str
+    name: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}: {self.message}"
+
+
+def ordered(docs: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """``docs`` in phases: each kind of :data:`FIRST`, then the rest in their given (the stack's) order."""
+    docs = list(docs)
+    phases = [[d for d in docs if d["kind"] == kind] for kind in FIRST]
+    phases.append([d for d in docs if d["kind"] not in FIRST])
+    return [p for p in phases if p]
+
+
+def _describe(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def _refusals(phase: Sequence[Mapping[str, Any]], stderr: str) -> list[Refusal]:
+    """kubectl prints one error per refused object; match each to its object by kind and name."""
+    out = []
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    for doc in phase:
+        name = (doc.get("metadata") or {}).get("name", "")
+        pattern = re.compile(rf'\b{re.escape(doc["kind"])}\b.*"{re.escape(name)}"', re.IGNORECASE)
+        hits = [line for line in lines if pattern.search(line)]
+        if hits:
+            out.append(Refusal(doc["kind"], _describe(doc), " / ".join(hits)))
+    if stderr.strip() and not out:
+        out.append(Refusal("?", "?", stderr.strip()))
+    return out
+
+
+def apply_stack(box: Box, docs: Iterable[Mapping[str, Any]]) -> list[Refusal]:
+    """Apply ``docs`` phase by phase; the objects refused (empty when all were accepted)."""
+    refused: list[Refusal] = []
+    for phase in ordered(docs):
+        proc = box.kubectl("apply", "--server-side", "--force-conflicts", "--validate=strict",
+                           "--field-manager=eks-training-box", "-f", "-", input=_dump(phase), check=False)
+        if proc.returncode != 0:
+            refused += _refusals(phase, proc.stderr)
+        crds = [d["metadata"]["name"] for d in phase if d["kind"] == "CustomResourceDefinition"]
+        if crds and proc.returncode == 0:
+            establish_crds(box, crds)
+    return refused
+
+
+def _dump(docs: Sequence[Mapping[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump_all([dict(d) for d in docs], sort_keys=False)

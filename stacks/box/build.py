@@ -1,0 +1,199 @@
+"""Build (or reuse) the box's pinned binaries: ``python -m stacks.box build``.
+
+Every binary comes from a Go module in the repository's ``box/`` folder (a ``go.mod`` and ``go.sum`` pinning the
+versions, a ``tools.go`` importing the commands), built with the Go toolchain and the Go module proxy into a cache
+folder outside the work tree: ``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``, one sub-folder per module
+named by its pinned version and a digest of its ``go.mod``, ``go.sum``, the build flags and the Go version, so a
+changed pin builds anew and an unchanged one is reused. No binary is ever written to the repository.
+
+- ``kubernetes``: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of ``k8s.io/kubernetes`` at the
+  stacks' default minor. ``k8s.io/kubernetes``' own go.mod points every ``k8s.io/<staging>`` module at ``./staging``,
+  so the module replaces each with the published ``v0.<minor>.<patch>``; the version is stamped with ``-ldflags -X
+  k8s.io/component-base/version.gitVersion=...`` (and gitMajor/gitMinor), or the server reports
+  ``v0.0.0-master+$Format:%H$`` and clients that parse it refuse to start
+  (https://github.com/kubernetes/component-base/blob/master/version/base.go).
+- ``kubernetes-oldest``: kube-apiserver only, at the oldest minor the config accepts, to validate the objects there.
+- ``etcd``: ``go.etcd.io/etcd/server/v3`` (``go install`` refuses it: its go.mod has replace directives).
+- ``kwok``: kwok (the simulated kubelets) and kwokctl (https://kwok.sigs.k8s.io/docs/user/kwokctl-manage-cluster/).
+- ``mpi-operator``: the MPI Operator the stacks install, in a module of its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+from components.catalog.platform import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+
+#: The repository's folder of Go modules (one per piece; see the module docstring).
+MODULES_DIR = Path(__file__).resolve().parents[2] / "box"
+
+
+class BoxBuildError(Exception):
+    """A binary could not be built (no Go toolchain, the module proxy unreachable, a compile error)."""
+
+
+@dataclass(frozen=True)
+class Module:
+    """One Go module of ``box/`` and the commands built from it."""
+
+    folder: str
+    #: The module path whose pinned version names the cache folder and, for Kubernetes, stamps the binaries.
+    pinned: str
+    #: command name -> Go package path.
+    commands: Mapping[str, str]
+    kubernetes: bool = False
+
+    @property
+    def path(self) -> Path:
+        return MODULES_DIR / self.folder
+
+    def version(self) -> str:
+        """The version ``go.mod`` pins for :attr:`pinned` (read from the file, the one place it is written)."""
+        text = (self.path / "go.mod").read_text()
+        m = re.search(rf"^\s*(?:require\s+)?{re.escape(self.pinned)}\s+(v\S+)", text, re.MULTILINE)
+        if not m:
+            raise BoxBuildError(f"{self.path / 'go.mod'} does not require {self.pinned}")
+        return m.group(1)
+
+    def ldflags(self) -> str:
+        if not self.kubernetes:
+            return "-s -w"
+        version = self.version()
+        major, minor = version.lstrip("v").split(".")[:2]
+        pkg = "k8s.io/component-base/version"
+        return (f"-s -w -X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor} "
+                f"-X {pkg}.gitTreeState=clean")
+
+    def cache_dir(self, root: Path, go_version: str) -> Path:
+        digest = hashlib.sha256()
+        for name in ("go.mod", "go.sum"):
+            digest.update((self.path / name).read_bytes())
+        digest.update(self.ldflags().encode())
+        digest.update("\n".join(f"{k}={v}" for k, v in sorted(self.commands.items())).encode())
+        digest.update(go_version.encode())
+        return root / f"{self.folder}-{self.version()}-{digest.hexdigest()[:12]}"
+
+
+_K8S = "k8s.io/kubernetes/cmd/"
+MODULES: Mapping[str, Module] = {
+    m.folder: m
+    for m in (
+        Module("kubernetes", "k8s.io/kubernetes",
+               {c: _K8S + c for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")},
+               kubernetes=True),
+        Module("kubernetes-oldest", "k8s.io/kubernetes", {"kube-apiserver": _K8S + "kube-apiserver"}, kubernetes=True),
+        Module("etcd", "go.etcd.io/etcd/server/v3", {"etcd": "go.etcd.io/etcd/server/v3"}),
+        Module("kwok", "sigs.k8s.io/kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok", "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl"}),
+        Module("mpi-operator", "github.com/kubeflow/mpi-operator",
+               {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"}),
+    )
+}
+
+
+def cache_root() -> Path:
+    override = os.environ.get("EKS_TRAINING_BOX_CACHE")
+    return Path(override) if override else Path.home() / ".cache" / "eks-training" / "box"
+
+
+def go_version(go: str, cwd: Optional[Path] = None) -> str:
+    """The Go toolchain that builds in ``cwd`` (a module asking for a newer Go than the installed one gets it from
+    the module proxy: GOTOOLCHAIN=auto)."""
+    try:
+        out = subprocess.run([go, "env", "GOVERSION"], check=True, capture_output=True, text=True, cwd=cwd).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise BoxBuildError(f"the box is built with the Go toolchain ('{go}'), which did not run: {exc}. Install Go "
+                            "1.26 or newer (https://go.dev/dl/) or set GO to its path") from exc
+    return out
+
+
+def module_minor(module: Module) -> str:
+    """``"1.36"`` for a Kubernetes module pinned at v1.36.3."""
+    return ".".join(module.version().lstrip("v").split(".")[:2])
+
+
+def check_pins() -> None:
+    """The Kubernetes modules are pinned at the minors the config defaults to and accepts at the oldest."""
+    wanted = {"kubernetes": DEFAULT_KUBERNETES_VERSION, "kubernetes-oldest": SUPPORTED_KUBERNETES_VERSIONS[0]}
+    for folder, minor in wanted.items():
+        got = module_minor(MODULES[folder])
+        if got != minor:
+            raise BoxBuildError(f"box/{folder}/go.mod pins k8s.io/kubernetes at {got}, but the config's "
+                                f"{'default' if folder == 'kubernetes' else 'oldest'} minor is {minor} "
+                                "(components/catalog/platform.py): pin the module at that minor")
+
+
+def build_module(module: Module, *, go: str = "go", root: Optional[Path] = None, log=None) -> dict[str, Path]:
+    """The module's commands built into (or found in) its cache folder: command name -> binary path."""
+    root = root or cache_root()
+    target = module.cache_dir(root, go_version(go, module.path))
+    binaries = {name: target / name for name in module.commands}
+    if all(p.is_file() and os.access(p, os.X_OK) for p in binaries.values()):
+        return binaries
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f".{module.folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building the same module; wait for it
+        if all(p.is_file() for p in binaries.values()):
+            return binaries
+        staging = Path(tempfile.mkdtemp(prefix=f".{module.folder}-", dir=root))
+        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly " + os.environ.get("GOFLAGS", ""))
+        try:
+            for name, package in sorted(module.commands.items()):
+                start = time.monotonic()
+                if log:
+                    log(f"building {name} ({module.pinned} {module.version()}) ...")
+                proc = subprocess.run(
+                    [go, "build", "-trimpath", "-ldflags", module.ldflags(), "-o", str(staging / name), package],
+                    cwd=module.path, env=env, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise BoxBuildError(f"go build {package} in {module.path} failed:\n{proc.stderr[-4000:]}")
+                if log:
+                    log(f"built {name} in {time.monotonic() - start:.0f} s")
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return binaries
+
+
+def build(folders: Sequence[str] = tuple(MODULES), *, go: Optional[str] = None, log=None) -> dict[str, Path]:
+    """Every command of the given modules, built or reused: command name -> path (``kube-apiserver`` is the default
+    minor's; the oldest minor's is ``kube-apiserver-oldest``)."""
+    check_pins()
+    go = go or os.environ.get("GO", "go")
+    out: dict[str, Path] = {}
+    for folder in folders:
+        for name, path in build_module(MODULES[folder], go=go, log=log).items():
+            out[name + ("-oldest" if folder == "kubernetes-oldest" else "")] = path
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    folders = args or list(MODULES)
+    unknown = [f for f in folders if f not in MODULES]
+    if unknown:
+        print(f"unknown module(s) {unknown}; the box's modules are {sorted(MODULES)}", file=sys.stderr)
+        return 2
+    start = time.monotonic()
+    try:
+        paths = build(folders, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except BoxBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for name, path in sorted(paths.items()):
+        print(f"{name}\t{path}")
+    print(f"box binaries ready in {time.monotonic() - start:.0f} s (cache: {cache_root()})", file=sys.stderr)
+    return 0

@@ -1,0 +1,81 @@
+"""``python -m stacks.box build|up|down``: the cluster in a box on this machine.
+
+- ``build``: build (or reuse) the pinned binaries (:mod:`stacks.box.build`) and print where they are.
+- ``up [--stack NAME]``: a fresh box (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the kwok
+  controller as local processes), with, for ``--stack``, one simulated node per desired node of each of the stack's
+  node groups (:mod:`stacks.box.nodes`); prints the kubeconfig path (use it with ``kubectl --kubeconfig``).
+- ``down``: stop the box and remove its state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+from stacks.box import build as box_build
+from stacks.box.cluster import Box, BoxError, default_workdir
+from stacks.box.nodes import plan_nodes
+
+
+def create_nodes(box: Box, nodes: Sequence[dict], timeout_s: float = 120.0) -> None:
+    """Create ``nodes`` (with their status: a Node is the one kind whose create keeps it) and wait until all are
+    Ready (the kwok controller initialises them)."""
+    import yaml
+
+    if not nodes:
+        return
+    box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
+    box.kubectl("wait", "--for=condition=Ready", "node", "--all", f"--timeout={int(timeout_s)}s",
+                timeout_s=timeout_s + 10)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m stacks.box",
+                                     description="A real Kubernetes control plane with simulated nodes on this machine.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build or reuse the pinned binaries, print their paths")
+    up = sub.add_parser("up", help="bring a fresh box up and print its kubeconfig path")
+    up.add_argument("--stack", help="make the nodes of this stack's node groups (reads Pulumi.<stack>.yaml)")
+    up.add_argument("--stack-file", type=Path, help="stack file to read (default: Pulumi.<stack>.yaml in the repo)")
+    down = sub.add_parser("down", help="stop the box and delete its state")
+    for p in (up, down):
+        p.add_argument("--name", default="eks-training", help="the box's name (default eks-training)")
+        p.add_argument("--workdir", type=Path, default=default_workdir(),
+                       help=f"folder of the boxes' state (default {default_workdir()})")
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    if args.command == "build":
+        return box_build.main([])
+    try:
+        binaries = box_build.build(["etcd", "kwok", "kubernetes"], log=log)
+        box = Box(name=args.name, workdir=args.workdir, binaries=binaries)
+        if args.command == "down":
+            box.down()
+            log(f"box {args.name} is down")
+            return 0
+        nodes = []
+        if args.stack:
+            from stacks.stackfile import StackLoadError, plan_stack
+
+            try:
+                config, plan = plan_stack(args.stack, args.stack_file)
+            except StackLoadError as exc:
+                print(str(exc), file=sys.stderr)
+                return 2
+            nodes = plan_nodes(plan, str(config.get("aws:region") or "us-east-1"))
+        start = time.monotonic()
+        kubeconfig = box.up()
+        create_nodes(box, nodes)
+        log(f"box {args.name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; "
+            f"kubectl --kubeconfig {kubeconfig} get nodes")
+    except (BoxError, box_build.BoxBuildError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(kubeconfig)
+    return 0

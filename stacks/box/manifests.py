@@ -1,0 +1,73 @@
+"""What a stack puts on a cluster, as plain Kubernetes objects for the box.
+
+- Every object the program registers with the Kubernetes provider (custom resources such as MPIJobs included), as
+  the provider sends it (its inputs).
+- A vendor release manifest the program applies from a URL (``kubernetes:yaml/v2:ConfigFile``): read from the pinned
+  Go module of the same version in the module cache (the MPI Operator's ``deploy/v2beta1/mpi-operator.yaml``), as
+  the box has no internet; the version the catalog pins must be the module's (:func:`release_manifest` checks).
+- Helm releases are not objects here: the box stands in for the charts it needs (the device plugins,
+  :mod:`stacks.box.devices`).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from components.catalog import MANIFESTS
+from stacks.box import build as box_build
+
+#: Release manifests the box can read from a pinned module: catalog key -> (box module, path in that Go module).
+MODULE_MANIFESTS: Mapping[str, tuple[str, str, str]] = {
+    "mpi-operator": ("mpi-operator", "github.com/kubeflow/mpi-operator", "deploy/v2beta1/mpi-operator.yaml"),
+}
+
+
+class ManifestError(Exception):
+    pass
+
+
+def module_dir(folder: str, module: str) -> Path:
+    proc = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", module], cwd=box_build.MODULES[folder].path,
+                          capture_output=True, text=True, env=dict(os.environ, GOFLAGS="-mod=readonly"))
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise ManifestError(f"cannot locate {module} in the Go module cache: {proc.stderr.strip()}")
+    return Path(proc.stdout.strip())
+
+
+def release_manifest(url: str) -> list[dict[str, Any]]:
+    """The objects of the release manifest at ``url`` (a URL of :data:`components.catalog.MANIFESTS`)."""
+    for key, manifest in MANIFESTS.items():
+        if manifest.url != url:
+            continue
+        if key not in MODULE_MANIFESTS:
+            raise ManifestError(f"the box has no pinned module for the release manifest {key} ({url})")
+        folder, module, path = MODULE_MANIFESTS[key]
+        pinned = box_build.MODULES[folder].version()
+        if pinned != manifest.version:
+            raise ManifestError(f"components/catalog pins {key} {manifest.version} but box/{folder}/go.mod pins "
+                                f"{pinned}: pin both at the same version")
+        text = (module_dir(folder, module) / path).read_text()
+        return [d for d in yaml.safe_load_all(text) if d]
+    raise ManifestError(f"{url} is not a release manifest of components/catalog")
+
+
+def registered_objects(registrations: Iterable[Any]) -> list[dict[str, Any]]:
+    """The objects of a program's registrations (objects with ``type``, ``inputs``), in registration order (which
+    respects dependencies: a resource is registered after the ones it depends on)."""
+    out: list[dict[str, Any]] = []
+    for r in registrations:
+        if not r.type.startswith("kubernetes:") or r.type.startswith("kubernetes:helm.sh/"):
+            continue
+        if r.type in ("kubernetes:yaml/v2:ConfigFile", "kubernetes:yaml:ConfigFile"):
+            out += release_manifest(r.inputs["file"])
+            continue
+        if r.type.startswith("kubernetes:yaml"):
+            raise ManifestError(f"{r.type} {r.name}: the box does not know this kind of registration")
+        out.append(copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")}))
+    return out

@@ -1,0 +1,84 @@
+"""The box's simulated nodes, made from a stack's plan: one kwok node per desired node of every group.
+
+Each node carries what the real one would: the group's labels and taints (the plan's, which the node group's launch
+template gets), the labels EKS and the AWS cloud provider add to a managed node
+(https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html,
+https://kubernetes.io/docs/reference/labels-annotations-taints/), and the allocatable resources of its instance type
+(:func:`components.nodeplan.node_allocatable`: the catalog's CPU and memory after the AMI's reservations, less the huge
+pages the EFA driver pre-allocates; the pods EKS allows). GPUs, Neuron devices and EFA devices are NOT there at first:
+a real kubelet only reports them once the device plugin running on the node registers them
+(https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/), which the box emulates
+(:mod:`stacks.box.devices`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from components.nodeplan import node_allocatable
+from stacks.plan import NodeGroupPlan, Plan
+
+#: The annotation kwokctl's kwok controller selects the nodes it manages by (kwokctl's default
+#: ``--manage-nodes-with-annotation-selector``; https://kwok.sigs.k8s.io/docs/user/kwok-manage-nodes-and-pods/).
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+#: Node annotation: the devices the node's hardware has (JSON: resource -> count), which its device plugins register
+#: (:mod:`stacks.box.devices`): the group's GPUs, the EFA interfaces its launch template attaches.
+DEVICES_ANNOTATION = "box.eks-training/devices"
+#: Zone suffixes an unpinned group's nodes spread over (a managed node group balances its nodes over its subnets' zones).
+SPREAD_ZONES = ("a", "b")
+
+
+def node_name(group: str, index: int) -> str:
+    return f"{group}-{index}"
+
+
+def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) -> list[dict[str, Any]]:
+    """``count`` (default: the group's desired size) Node objects of ``group``."""
+    facts = group.types[0]
+    alloc = node_allocatable(group.profile.instance, group.efa)
+    resources = {
+        "cpu": f"{alloc.cpu_millis}m",
+        "memory": f"{alloc.memory_mib}Mi",
+        "pods": str(alloc.pods),
+        "ephemeral-storage": f"{group.disk_size_gib}Gi",
+    }
+    if alloc.hugepages_2mi_mib:
+        resources["hugepages-2Mi"] = f"{alloc.hugepages_2mi_mib}Mi"
+    devices = {}
+    if group.profile.gpus:
+        devices["nvidia.com/gpu"] = group.profile.gpus
+    if group.efa is not None:
+        devices["vpc.amazonaws.com/efa"] = group.efa.interfaces
+    taints = [{"key": t["key"], "value": t["value"], "effect": t["effect"]} for t in group.profile.taints]
+    nodes = []
+    for i in range(group.desired_size if count is None else count):
+        name = node_name(group.name, i)
+        zone = group.zone or f"{region}{SPREAD_ZONES[i % len(SPREAD_ZONES)]}"
+        labels = {
+            **group.profile.labels,
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "arm64" if facts.arch == "arm64" else "amd64",
+            "node.kubernetes.io/instance-type": facts.name,
+            "topology.kubernetes.io/region": region,
+            "topology.kubernetes.io/zone": zone,
+            "eks.amazonaws.com/nodegroup": group.name,
+            "eks.amazonaws.com/capacityType": group.capacity_type,
+            "type": "kwok",
+        }
+        nodes.append({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake",
+                                                                         DEVICES_ANNOTATION: json.dumps(devices)}},
+            "spec": {"taints": taints} if taints else {},
+            "status": {"capacity": dict(resources), "allocatable": dict(resources)},
+        })
+    return nodes
+
+
+def plan_nodes(plan: Plan, region: str, sizes: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:
+    """The Node objects of every group of ``plan`` (``sizes`` overrides a group's node count)."""
+    sizes = sizes or {}
+    return [n for g in plan.all_groups for n in group_nodes(g, region, sizes.get(g.name))]

@@ -1,0 +1,336 @@
+"""Rehearse a stack on a box: its objects applied as ``pulumi up`` would, its jobs scheduled, run and completed.
+
+The driver plays the parts of a real deployment the box does not run itself:
+
+- ``pulumi up``: an object is applied (server-side) once every object it depends on is ready; a Job is ready when it
+  completes and a Deployment when it is available, unless it carries ``pulumi.com/skipAwait`` (the Kubernetes
+  provider's await logic, https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/); a dependency on a
+  component resource is a dependency on everything under it.
+- the charts: device-plugin DaemonSets stand in for the Helm releases (:mod:`stacks.box.devices`), and a registrar
+  plays the kubelet's device registration.
+- the EFS CSI provisioner: a claim of an ``efs.csi.aws.com`` StorageClass gets a PersistentVolume bound to it.
+- the ``wait-for-jobs`` init container (a job that must wait for others): its pods are held (kwok does not start them)
+  until the jobs its arguments name have completed.
+- the MPI Operator runs for real, out of cluster, once its CRD is Established.
+
+Pods run for ``box.eks-training/run-ms`` and exit with ``box.eks-training/exit-code`` (the box's Stages); the driver
+annotates the pod templates it applies (``run_ms``, ``exit_codes``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import yaml
+
+from stacks.box.apply import Refusal, _refusals
+from stacks.box.cluster import Box, BoxError
+from stacks.box.devices import stand_ins
+from stacks.box.manifests import release_manifest
+
+HELD = "box.eks-training/held"
+RUN_MS = "box.eks-training/run-ms"
+EXIT_CODE = "box.eks-training/exit-code"
+SKIP_AWAIT = "pulumi.com/skipAwait"
+MPIJOB_CRD = "mpijobs.kubeflow.org"
+EFS_PROVISIONER = "efs.csi.aws.com"
+
+
+@dataclass
+class Step:
+    """One registration: its objects, the steps it waits for, and whether ``pulumi up`` awaits it."""
+
+    urn: str
+    name: str
+    docs: list[dict[str, Any]]
+    deps: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Event:
+    t: float
+    text: str
+
+
+class RehearsalError(Exception):
+    """The stack did not run through: the message names what waited and why."""
+
+
+def steps_of(registrations: Sequence[Any]) -> list[Step]:
+    """The Kubernetes steps of a program's registrations (``type``, ``name``, ``urn``, ``parent``, ``custom``,
+    ``dependencies``, ``inputs``), dependencies on components expanded to the steps under them."""
+    children: dict[str, list[str]] = {}
+    for r in registrations:
+        children.setdefault(r.parent, []).append(r.urn)
+
+    def under(urn: str) -> set[str]:
+        out = {urn}
+        for c in children.get(urn, []):
+            out |= under(c)
+        return out
+
+    steps: list[Step] = []
+    k8s = set()
+    for r in registrations:
+        if not r.type.startswith("kubernetes:"):
+            continue
+        if r.type.startswith("kubernetes:helm.sh/"):
+            docs = stand_ins([copy.deepcopy(r.inputs)])
+        elif r.type.startswith("kubernetes:yaml"):
+            docs = release_manifest(r.inputs["file"])
+        else:
+            docs = [copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")})]
+        steps.append(Step(r.urn, r.name, docs, {u for d in r.dependencies for u in under(d)}))
+        k8s.add(r.urn)
+    for s in steps:
+        s.deps &= k8s
+        s.deps.discard(s.urn)
+    return steps
+
+
+def pod_templates(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if doc["kind"] == "Job":
+        return [doc["spec"]["template"]]
+    if doc["kind"] == "MPIJob":
+        return [r["template"] for r in doc["spec"]["mpiReplicaSpecs"].values()]
+    return []
+
+
+def predecessors(template: Mapping[str, Any]) -> list[str]:
+    """The jobs a pod's ``wait-for-jobs`` init container waits for (``kind/name`` after each ``--job``)."""
+    for c in template.get("spec", {}).get("initContainers") or []:
+        if c["name"] == "wait-for-jobs":
+            argv = [*(c.get("command") or []), *(c.get("args") or [])]
+            return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--job"]
+    return []
+
+
+class Rehearsal:
+    """Drive one stack's steps on ``box`` (nodes already there)."""
+
+    def __init__(self, box: Box, steps: list[Step], *, run_ms: Optional[Mapping[str, int]] = None,
+                 exit_codes: Optional[Mapping[str, tuple[int, str]]] = None, default_run_ms: int = 1000,
+                 log_dir: Optional[Path] = None, await_jobs: Iterable[str] = ()) -> None:
+        self.box, self.steps = box, steps
+        self.run_ms, self.exit_codes, self.default_run_ms = dict(run_ms or {}), dict(exit_codes or {}), default_run_ms
+        self.start = time.monotonic()
+        self.events: list[Event] = []
+        self.ready: set[str] = set()
+        self.applied: dict[str, Step] = {}
+        self.operator: Optional[subprocess.Popen[bytes]] = None
+        self.log_dir = log_dir or box.home
+        self.refused: list[Refusal] = []
+        #: Jobs and MPIJobs awaited to completion although pulumi would not (a test's order).
+        self.await_jobs = set(await_jobs)
+        self.jobs: dict[str, dict[str, Any]] = {}
+        #: Every pod seen started on a node (uid -> the pod), kept after the pod is gone (the MPI Operator deletes
+        #: its workers when the job ends).
+        self.pods: dict[str, dict[str, Any]] = {}
+
+    def note(self, text: str) -> None:
+        self.events.append(Event(time.monotonic() - self.start, text))
+
+    # --- pulumi up ----------------------------------------------------------------------------------------------
+
+    def _annotate(self, doc: dict[str, Any]) -> None:
+        name = doc["metadata"]["name"]
+        for template in pod_templates(doc):
+            ann = template.setdefault("metadata", {}).setdefault("annotations", {})
+            ann[RUN_MS] = str(self.run_ms.get(name, self.default_run_ms))
+            if name in self.exit_codes:
+                code, container = self.exit_codes[name]
+                ann[EXIT_CODE] = str(code)
+                ann["box.eks-training/container"] = container
+            held = predecessors(template)
+            if held:
+                ann[HELD] = ",".join(held)
+
+    def _apply(self, step: Step) -> None:
+        if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: the box's sizes are fixed)
+            self.applied[step.urn] = step
+            return
+        for doc in step.docs:
+            self._annotate(doc)
+        text = yaml.safe_dump_all(step.docs, sort_keys=False)
+        proc = self.box.kubectl("apply", "--server-side", "--force-conflicts", "--validate=strict",
+                                "--field-manager=eks-training-box", "-f", "-", input=text, check=False)
+        if proc.returncode != 0:
+            self.refused += _refusals(step.docs, proc.stderr)
+            raise RehearsalError(f"{step.name} was refused: " + "; ".join(str(r) for r in self.refused))
+        self.applied[step.urn] = step
+        self.note(f"applied {step.name} ({', '.join(d['kind'] + ' ' + d['metadata']['name'] for d in step.docs)})")
+        for doc in step.docs:
+            if doc["kind"] == "PersistentVolumeClaim":
+                self._provision(doc)
+
+    def _provision(self, claim: Mapping[str, Any]) -> None:
+        """The EFS CSI provisioner's part: a PersistentVolume bound to a claim of an EFS StorageClass."""
+        spec = claim["spec"]
+        if spec.get("volumeName") or not spec.get("storageClassName"):
+            return
+        sc = self.box.get("storageclass", spec["storageClassName"]) if self._exists(
+            "storageclass", spec["storageClassName"]) else None
+        if not sc or sc.get("provisioner") != EFS_PROVISIONER:
+            return
+        meta = claim["metadata"]
+        pv: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolume",
+              "metadata": {"name": f"pvc-{meta['namespace']}-{meta['name']}"},
+              "spec": {"capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                       "accessModes": spec["accessModes"], "storageClassName": spec["storageClassName"],
+                       "persistentVolumeReclaimPolicy": "Delete",
+                       "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
+                       "csi": {"driver": EFS_PROVISIONER, "volumeHandle": "fs-box::fsap-box"}}}
+        self.box.kubectl("create", "-f", "-", input=yaml.safe_dump(pv))
+        self.note(f"provisioned {pv['metadata']['name']} for claim {meta['name']} (EFS CSI stand-in)")
+
+    def _exists(self, *args: str) -> bool:
+        return self.box.kubectl("get", *args, check=False).returncode == 0
+
+    def _is_ready(self, step: Step) -> bool:
+        for doc in step.docs:
+            ann = (doc.get("metadata") or {}).get("annotations") or {}
+            if ann.get(SKIP_AWAIT) == "true":
+                continue
+            kind, meta = doc["kind"], doc["metadata"]
+            ns = ["-n", meta["namespace"]] if meta.get("namespace") else []
+            if meta["name"] in self.await_jobs:
+                if "outcome" not in self.jobs.get(meta["name"], {}):
+                    return False
+            elif kind == "DaemonSet":  # a Helm release's stand-in: pulumi awaits a release's resources
+                status = self.box.get("daemonset", meta["name"], *ns).get("status") or {}
+                if not status.get("observedGeneration") or (status.get("numberReady") or 0) != (
+                        status.get("desiredNumberScheduled") or 0):
+                    return False
+            elif kind == "Job":
+                status = self.box.get("job", meta["name"], *ns).get("status") or {}
+                conds = {c["type"]: c["status"] for c in status.get("conditions") or []}
+                if conds.get("Failed") == "True":
+                    raise RehearsalError(f"Job {meta['name']} failed (pulumi up would fail here)")
+                if conds.get("Complete") != "True":
+                    return False
+            elif kind == "Deployment":
+                status = self.box.get("deployment", meta["name"], *ns).get("status") or {}
+                if not any(c["type"] == "Available" and c["status"] == "True" for c in status.get("conditions") or []):
+                    return False
+            elif kind == "CustomResourceDefinition":
+                established = (self.box.get("crd", meta["name"]).get("status") or {}).get("conditions") or []
+                if not any(c["type"] == "Established" and c["status"] == "True" for c in established):
+                    return False
+        return True
+
+    # --- the parts the box plays --------------------------------------------------------------------------------
+
+    def _start_operator(self, binary: Path) -> None:
+        log = open(self.log_dir / "mpi-operator.log", "wb")
+        self.operator = subprocess.Popen([str(binary), "-kubeConfig", str(self.box.kubeconfig),
+                                          "--kube-api-qps", "100", "--kube-api-burst", "200"],
+                                         stdout=log, stderr=subprocess.STDOUT)
+        self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
+
+    def stop_operator(self) -> None:
+        if self.operator and self.operator.poll() is None:
+            self.operator.terminate()
+            try:
+                self.operator.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.operator.kill()
+                self.operator.wait()
+
+    def _complete(self, ref: str, namespace: str) -> bool:
+        kind, _, name = ref.partition("/")
+        obj = self.box.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+        if obj.returncode != 0:
+            return False
+        conds = (json.loads(obj.stdout).get("status") or {}).get("conditions") or []
+        return any(c["type"] in ("Complete", "Succeeded") and c["status"] == "True" for c in conds)
+
+    def _release_held(self) -> None:
+        for pod in self.box.get("pods", "-A")["items"]:
+            if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("startTime"):
+                self.pods.setdefault(pod["metadata"]["uid"], pod)
+            held = ((pod["metadata"].get("annotations") or {}).get(HELD) or "")
+            if not held:
+                continue
+            ns = pod["metadata"]["namespace"]
+            if all(self._complete(ref, ns) for ref in held.split(",")):
+                self.box.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", ns, f"{HELD}-")
+                self.note(f"pod {pod['metadata']['name']}: wait-for-jobs done ({held} completed)")
+
+    # --- the run ------------------------------------------------------------------------------------------------
+
+    def pending_reasons(self) -> list[str]:
+        out = []
+        for pod in self.box.get("pods", "-A")["items"]:
+            if (pod.get("status") or {}).get("phase") != "Pending":
+                continue
+            conds = (pod.get("status") or {}).get("conditions") or []
+            why = next((c.get("message") or c.get("reason") for c in conds
+                        if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+            held = (pod["metadata"].get("annotations") or {}).get(HELD)
+            out.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
+                       + (why or (f"waiting for {held}" if held else "scheduled, not started")))
+        return out
+
+    def run(self, binaries: Mapping[str, Path], *, timeout_s: float = 120.0) -> None:
+        """Apply every step in dependency order, then wait until every job completed (else :class:`RehearsalError`
+        naming what waits and the scheduler's reasons)."""
+        deadline = time.monotonic() + timeout_s
+        todo = list(self.steps)
+        while todo or not self._all_done():
+            progressed = False
+            for step in list(todo):
+                if all(d in self.ready for d in step.deps):
+                    self._apply(step)
+                    todo.remove(step)
+                    progressed = True
+            for urn, step in self.applied.items():
+                if urn not in self.ready and self._is_ready(step):
+                    self.ready.add(urn)
+                    progressed = True
+                    if any(d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == MPIJOB_CRD
+                           for d in step.docs):
+                        self._start_operator(binaries["mpi-operator"])
+            self._release_held()
+            self._watch_jobs()
+            if time.monotonic() > deadline:
+                waiting = [s.name for s in todo] + [s.name for u, s in self.applied.items() if u not in self.ready]
+                raise RehearsalError(
+                    f"not done after {timeout_s:.0f} s; waiting: {', '.join(waiting) or 'the jobs'}; pending pods:\n"
+                    + "\n".join(self.pending_reasons()) + "\ntimeline:\n" + self.timeline())
+            if not progressed:
+                time.sleep(0.3)
+        self.note("every job completed")
+
+    def _watch_jobs(self) -> None:
+        """Record each job's (``self.jobs``: name -> kind, started, finished seconds since the start, outcome)."""
+        for kind in ("jobs", "mpijobs") if self._exists("crd", MPIJOB_CRD) else ("jobs",):
+            for obj in self.box.get(kind, "-A")["items"]:
+                if obj["metadata"].get("ownerReferences"):
+                    continue  # an MPI launcher Job: its MPIJob is the job
+                name = obj["metadata"]["name"]
+                rec = self.jobs.setdefault(name, {"kind": obj["kind"]})
+                conds = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+                if "started" not in rec and (obj.get("status") or {}).get("active") or conds.get("Running") == "True":
+                    rec.setdefault("started", time.monotonic() - self.start)
+                for done in ("Complete", "Succeeded", "Failed"):
+                    if conds.get(done) == "True" and "outcome" not in rec:
+                        rec["outcome"] = done
+                        rec["finished"] = time.monotonic() - self.start
+                        self.note(f"{obj['kind']} {name}: {done}")
+
+    def _all_done(self) -> bool:
+        ours = {d["metadata"]["name"] for s in self.applied.values() for d in s.docs if d["kind"] in ("Job", "MPIJob")}
+        jobs = self.jobs
+        failed = [n for n in ours if jobs.get(n, {}).get("outcome") == "Failed"]
+        if failed:
+            raise RehearsalError(f"job(s) failed: {', '.join(sorted(failed))}")
+        return bool(ours) and all("outcome" in jobs.get(n, {}) for n in ours)
+
+    def timeline(self) -> str:
+        return "\n".join(f"{e.t:7.1f} s  {e.text}" for e in self.events)
