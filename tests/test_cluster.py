@@ -333,8 +333,9 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
         spec["parallelism"] = spec["completions"] = 256
 
     start = time.monotonic()
+    # Each pod runs 30 s, so all 256 must run at once, one per node (none may wait for another to finish).
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", sizes={"gpu": 256},
-                                       mutate=widen)
+                                       mutate=widen, run_ms={"train-allreduce": 30000})
     up_s = time.monotonic() - start
     try:
         with Registrar(box):

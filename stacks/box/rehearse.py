@@ -142,7 +142,7 @@ class Rehearsal:
         name = doc["metadata"]["name"]
         for template in pod_templates(doc):
             ann = template.setdefault("metadata", {}).setdefault("annotations", {})
-            ann[RUN_MS] = str(self.run_ms.get(name, self.default_run_ms))
+            ann[RUN_MS] = f"{self.run_ms.get(name, self.default_run_ms)}ms"  # kwok reads a Go duration
             if name in self.exit_codes:
                 code, container = self.exit_codes[name]
                 ann[EXIT_CODE] = str(code)
@@ -226,8 +226,19 @@ class Rehearsal:
 
     # --- the parts the box plays --------------------------------------------------------------------------------
 
+    def _check_operator(self, binary: Path) -> None:
+        """The operator's Deployment restarts its pod when it exits; so does the box (at most 5 times)."""
+        if self.operator is None or self.operator.poll() is None:
+            return
+        self.restarts = getattr(self, "restarts", 0) + 1
+        tail = (self.log_dir / "mpi-operator.log").read_text(errors="replace")[-600:]
+        if self.restarts > 5:
+            raise RehearsalError(f"the MPI Operator exited {self.restarts} times; its log ends:\n{tail}")
+        self.note(f"the MPI Operator exited ({self.operator.returncode}); restarting it: ...{tail[-200:]}")
+        self._start_operator(binary)
+
     def _start_operator(self, binary: Path) -> None:
-        log = open(self.log_dir / "mpi-operator.log", "wb")
+        log = open(self.log_dir / "mpi-operator.log", "ab")
         self.operator = subprocess.Popen([str(binary), "-kubeConfig", str(self.box.kubeconfig),
                                           "--kube-api-qps", "100", "--kube-api-burst", "200"],
                                          stdout=log, stderr=subprocess.STDOUT)
@@ -298,6 +309,7 @@ class Rehearsal:
                         self._start_operator(binaries["mpi-operator"])
             self._release_held()
             self._watch_jobs()
+            self._check_operator(binaries["mpi-operator"])
             if time.monotonic() > deadline:
                 waiting = [s.name for s in todo] + [s.name for u, s in self.applied.items() if u not in self.ready]
                 raise RehearsalError(
