@@ -16,7 +16,7 @@ import runpy
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pulumi
 import yaml
@@ -491,6 +491,18 @@ def _run_program(
         for k, v in (getattr(root, "outputs", None) or {}).items():
             exported[k] = v
     return Program(stack, preview, list(monitor.registrations), exported, list(mocks.invokes), error, list(monitor.reads))
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string in a registered value (dicts' values, lists' and tuples' items, recursively)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings_in(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from strings_in(v)
 
 
 def contains_unknown(value: Any) -> bool:

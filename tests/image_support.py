@@ -17,6 +17,7 @@ from typing import Any, Iterator, Optional
 from tests import aws_support
 
 from components.image import CONTEXT_PREFIX, buildspec, hash_build_context, image_tag_for, write_context_zip
+from components.image.dockerfile import instructions
 from tests.aws_support import MOTO_SERVER, REGION, aws_test_environment, free_port, wait_for
 
 __all__ = [  # MOTO_SERVER ... wait_for are re-exported from tests.aws_support
@@ -107,25 +108,9 @@ def iter_statements(policy: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
-    """A Dockerfile's instructions as ``(INSTRUCTION, arguments)``, continuation lines joined, comments and
-    blank lines dropped (enough for the Dockerfiles of this repository: no heredocs, default escape)."""
-    out: list[tuple[str, str]] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not pending and (not line or line.startswith("#")):
-            continue
-        if pending and line.startswith("#"):
-            continue  # a comment inside a continued instruction
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        full = (pending + line).strip()
-        pending = ""
-        if full:
-            word, _, rest = full.partition(" ")
-            out.append((word.upper(), rest.strip()))
-    return out
+    """A Dockerfile's instructions as ``(INSTRUCTION, arguments)``: the product's own reader
+    (:func:`components.image.dockerfile.instructions`, which the config rules read images with)."""
+    return instructions(text)
 
 
 def base_images(text: str) -> list[str]:

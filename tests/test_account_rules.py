@@ -8,7 +8,7 @@ real `pulumi up` would otherwise show.
 
 import json
 import re
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -38,6 +38,7 @@ from tests.harness import (
     TrainingMocks,
     partition_of,
     run_program,
+    strings_in,
     stack_config,
     stack_names,
 )
@@ -63,17 +64,6 @@ def _cluster_cfg(stack: str, variant: str) -> dict[str, Any]:
     return dict(_config(stack, variant).get(P + "cluster") or {})
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("stack", STACKS)
 class TestEveryStack:
@@ -85,7 +75,7 @@ class TestEveryStack:
         wrong = []
         seen = 0
         for r in p.registrations:
-            for text in _strings(r.inputs):
+            for text in strings_in(r.inputs):
                 for m in ARN_RE.finditer(text):
                     seen += 1
                     if m.group(1) != expected:

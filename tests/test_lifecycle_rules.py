@@ -9,11 +9,11 @@ names a key the stack creates (by dependency or by its ARN or id in its inputs) 
 resource with no key of the stack uses its service's AWS managed key, which AWS never deletes.
 """
 
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from tests.harness import Program, Registration, run_program, stack_config, stack_names
+from tests.harness import Program, Registration, run_program, stack_config, stack_names, strings_in
 from tests.variants import kept_config, kept_program, stress_program
 
 pytestmark = pytest.mark.mock
@@ -34,17 +34,6 @@ def _kept(r: Registration) -> bool:
     return bool(r.retain_on_delete) or r.protect
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
-
-
 def lifecycle_problems(p: Program) -> list[str]:
     """Kept resources that use a key destroy removes."""
     keys = [r for r in p.registrations if r.type in DATA_KEYS]
@@ -53,7 +42,7 @@ def lifecycle_problems(p: Program) -> list[str]:
         if not _kept(r):
             continue
         deps = set(r.dependencies) | {u for us in r.property_dependencies.values() for u in us}
-        used = set(_strings(r.inputs))
+        used = set(strings_in(r.inputs))
         for key in keys:
             names = {str(key.outputs.get("arn", "")), str(key.outputs.get("keyId", "")), key.id} - {""}
             if (key.urn in deps or names & used) and not _kept(key):
