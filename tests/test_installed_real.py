@@ -72,7 +72,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         "aws:region": "us-west-2",
         "eks-training:nodeGroups": {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2}},
         "eks-training:jobs": {
-            "fit": {"kind": "pytorch", "nodeGroup": "cpu", "nodes": 2, "code": "s3://research-code/fit/",
+            "fit": {"kind": "pytorch", "nodeGroup": "cpu", "nodes": 2, "minNodes": 2, "code": "s3://research-code/fit/",
                     "script": "fit_line.py", "rendezvousBackend": "c10d"},
             "report": {"kind": "command", "nodeGroup": "cpu", "after": ["fit"],
                        "command": ["python", "-c", "import json, os; "
