@@ -7,6 +7,7 @@ which a kept Lustre file system needs).
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
 from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE
@@ -118,16 +119,21 @@ def stress_config(stack: str) -> dict[str, Any]:
     return private_endpoint(in_region(long_names(stack_config(stack)), STRESS_REGION))
 
 
-_STRESS: dict[str, Program] = {}
+_EVALUATED: dict[tuple[str, str], Program] = {}
+
+
+def _evaluated(variant: str, stack: str, config: Callable[[str], dict[str, Any]]) -> Program:
+    """``config(stack)`` evaluated under mocks, once per session and variant; it must evaluate without error."""
+    if (variant, stack) not in _EVALUATED:
+        program = run_program(stack, config=config(stack), expect_error=True)
+        assert program.error is None, f"{stack} ({variant} variant): {program.error}"
+        _EVALUATED[variant, stack] = program
+    return _EVALUATED[variant, stack]
 
 
 def stress_program(stack: str) -> Program:
     """The evaluated :func:`stress_config` of ``stack`` (once per session)."""
-    if stack not in _STRESS:
-        program = run_program(stack, config=stress_config(stack), expect_error=True)
-        assert program.error is None, f"{stack} (stress variant): {program.error}"
-        _STRESS[stack] = program
-    return _STRESS[stack]
+    return _evaluated("stress", stack, stress_config)
 
 
 #: The existing VPC of the kept FSx variants: one private subnet per zone letter a, b, c.
@@ -157,13 +163,6 @@ def kept_config(stack: str) -> dict[str, Any]:
     return cfg
 
 
-_KEPT: dict[str, Program] = {}
-
-
 def kept_program(stack: str) -> Program:
     """The evaluated :func:`kept_config` of ``stack`` (once per session)."""
-    if stack not in _KEPT:
-        program = run_program(stack, config=kept_config(stack), expect_error=True)
-        assert program.error is None, f"{stack} (kept variant): {program.error}"
-        _KEPT[stack] = program
-    return _KEPT[stack]
+    return _evaluated("kept", stack, kept_config)
