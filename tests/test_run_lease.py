@@ -150,3 +150,73 @@ def test_records_are_world_readable_and_complete_when_they_appear(tmp_path: Path
     assert path.stat().st_mode & 0o044 == 0o044  # other pods may run as other users
     assert not [p for p in os.listdir(tmp_path / "lease") if p.endswith(".tmp")]
     assert run_lease.LeaseRecord.from_dict(record(tmp_path, 1) | {"unknown": 1}).owner.startswith("host-a/1/pid")
+
+
+def wait_until(condition: object, timeout: float = 10.0) -> None:
+    """Poll ``condition()`` until true (the keeper's thread runs on its own clock)."""
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def test_the_keeper_renews_from_its_thread_while_the_loop_beats_and_reports_each_outcome_once(tmp_path: Path) -> None:
+    owner = lease(tmp_path, "host-a/1", ttl=6.0)  # renewals every 0.5 s
+    assert owner.try_acquire().acquired
+    keeper = run_lease.LeaseKeeper(owner).start()
+    try:
+        keeper.beat(7)
+        wait_until(lambda: record(tmp_path, 1)["step"] == 7)
+        assert keeper.news() == []
+        waiter = lease(tmp_path, "host-b/1")
+        waiter.post_request(owner.record)
+        wait_until(lambda: "yield" in keeper._seen)
+        assert keeper.news() == ["yield"] and keeper.news() == []
+        assert not keeper.lost
+    finally:
+        keeper.stop()
+
+
+def test_the_keeper_lets_the_lease_expire_when_the_loop_stops_beating(tmp_path: Path) -> None:
+    owner = lease(tmp_path, "host-a/1", ttl=1.0)  # renewals every 0.5 s; a loop silent for 1 s is stuck
+    assert owner.try_acquire().acquired
+    keeper = run_lease.LeaseKeeper(owner).start()
+    try:
+        keeper.beat(1)
+        time.sleep(2.5)
+        renewed = float(record(tmp_path, 1)["renewed_at"])  # type: ignore[arg-type]
+        time.sleep(1.5)
+        assert float(record(tmp_path, 1)["renewed_at"]) == renewed  # type: ignore[arg-type]
+        assert lease(tmp_path, "host-b/1").try_acquire().acquired  # expired: another group may take the run
+    finally:
+        keeper.stop()
+
+
+def test_a_release_is_never_overwritten_by_a_renewal_in_flight(tmp_path: Path) -> None:
+    owner = lease(tmp_path, "host-a/1", ttl=6.0)
+    assert owner.try_acquire().acquired
+    keeper = run_lease.LeaseKeeper(owner).start()
+    try:
+        for step in range(40):  # renewals (every 0.5 s) race the release below
+            keeper.beat(step)
+            time.sleep(0.05)
+        owner.release("stopped", step=40)
+        time.sleep(1.2)  # at least two renewal periods after the release
+        assert record(tmp_path, 1)["state"] == "stopped" and record(tmp_path, 1)["step"] == 40
+    finally:
+        keeper.stop()
+
+
+def test_a_failed_renewal_ends_the_attempt_through_the_loop(tmp_path: Path) -> None:
+    owner = lease(tmp_path, "host-a/1", ttl=6.0)
+    assert owner.try_acquire().acquired
+    keeper = run_lease.LeaseKeeper(owner).start()
+    try:
+        (tmp_path / "lease").rename(tmp_path / "gone")  # the volume fails under the lease (modes: tests run as root)
+        (tmp_path / "lease").write_text("not a folder")
+        keeper.beat(1)
+        wait_until(lambda: keeper._error is not None)
+        with pytest.raises(RuntimeError, match="renewing the run lease failed"):
+            keeper.news()
+    finally:
+        keeper.stop()

@@ -29,7 +29,9 @@ Protocol (rank 0 of each group):
   wins a generation, and the file is complete when it appears.
 * Otherwise another live group owns the run: post a request and wait.
 * **Renew**: while training, rewrite the own generation's file (atomic
-  replace) every ``renew_every_s``; first check that no newer
+  replace) every ``renew_every_s``, from a thread of its own (:class:`LeaseKeeper`:
+  a slow volume must not hold the training loop, or the other ranks time out in
+  their next collective); first check that no newer
   generation exists (then the lease was lost: stop without writing) and
   whether another group posted a fresh request (then *yield*: stop at a
   step boundary, checkpoint, release, so the agents re-rendezvous and both
@@ -52,6 +54,7 @@ import os
 import re
 import socket
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -181,6 +184,8 @@ class RunLease:
         self.record: LeaseRecord | None = None
         self._last_renew = 0.0
         self._unreadable_since: dict[int, float] = {}
+        #: Renewals (the keeper's thread) and the final release (the training loop) never interleave their writes.
+        self._write_lock = threading.Lock()
 
     # ------------------------------------------------------------------ reading
     def generations(self) -> list[int]:
@@ -281,17 +286,22 @@ class RunLease:
         return self.record is not None and time.monotonic() - self._last_renew >= self.renew_every_s
 
     def renew(self, step: int) -> str:
-        """Renew now; return ``"ok"``, ``"lost"`` (a newer generation exists) or ``"yield"``."""
+        """Renew now; return ``"ok"``, ``"lost"`` (a newer generation exists) or ``"yield"``.
+
+        A generation already released is left as it is (``"ok"``, nothing written)."""
         record = self._require()
-        if self.generations()[-1:] != [record.generation]:
-            return "lost"
-        on_disk = self.read(record.generation)
-        if on_disk is not None and on_disk.token != record.token:
-            return "lost"
-        record.renewed_at = time.time()
-        record.step = step
-        self._write()
-        self._last_renew = time.monotonic()
+        with self._write_lock:
+            if record.state != ACTIVE:
+                return "ok"
+            if self.generations()[-1:] != [record.generation]:
+                return "lost"
+            on_disk = self.read(record.generation)
+            if on_disk is not None and on_disk.token != record.token:
+                return "lost"
+            record.renewed_at = time.time()
+            record.step = step
+            self._write()
+            self._last_renew = time.monotonic()
         return "yield" if self.requests() else "ok"
 
     def maybe_renew(self, step: int) -> str:
@@ -306,14 +316,17 @@ class RunLease:
     def release(self, state: str, step: int | None = None, reason: str | None = None) -> None:
         """Write the final state of this generation (only while it is the newest one)."""
         record = self.record
-        if record is None or record.state != ACTIVE or not self.still_owner():
-            return  # a newer generation exists: this one's story ended when it was taken over
-        record.state = state
-        record.ended_at = time.time()
-        record.reason = reason
-        if step is not None:
-            record.step = step
-        self._write()
+        if record is None:
+            return
+        with self._write_lock:
+            if record.state != ACTIVE or not self.still_owner():
+                return  # a newer generation exists: this one's story ended when it was taken over
+            record.state = state
+            record.ended_at = time.time()
+            record.reason = reason
+            if step is not None:
+                record.step = step
+            self._write()
 
     # ---------------------------------------------------------------- requests
     def request_path(self) -> Path:
@@ -377,3 +390,68 @@ class RunLease:
             data = _read_json(path)
             if data is not None and set(data.get("members", [])) & set(self.members):
                 path.unlink(missing_ok=True)
+
+
+class LeaseKeeper:
+    """Renews a held lease from a thread of its own while the training loop runs.
+
+    Why a thread: the lease lives on the shared volume, and a write to EFS or FSx can stall for minutes under load.
+    Renewed in the training loop, a stalled write held rank 0 while the other ranks waited in their next collective
+    until its timeout (``collectiveTimeoutSeconds``, 60 s by default), so a slow volume cost the attempt. Here the loop
+    only :meth:`beat`\ s (in memory) and reads what the keeper learned (:meth:`news`).
+
+    Liveness is kept as it was: the keeper renews only while the loop beats. A loop stuck for longer than the lease's
+    TTL stops the renewals, and the lease expires as it did when the loop renewed it itself.
+    """
+
+    def __init__(self, lease: RunLease) -> None:
+        self.lease = lease
+        self._step = 0
+        self._beat = time.monotonic()
+        self._seen: list[str] = []  # outcomes other than "ok", in order, each once
+        self._reported = 0
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+
+    def start(self) -> LeaseKeeper:
+        """Start renewing (the lease must be held)."""
+        self.lease._require()
+        self._thread.start()
+        return self
+
+    def beat(self, step: int) -> None:
+        """The training loop is alive at ``step`` (cheap: no I/O)."""
+        self._step = step
+        self._beat = time.monotonic()
+
+    def news(self) -> list[str]:
+        """Outcomes (``"yield"``, ``"lost"``) learned since the last call; raises if a renewal failed."""
+        if self._error is not None:
+            raise RuntimeError(f"renewing the run lease failed: {self._error!r}") from self._error
+        found = self._seen[self._reported:]
+        self._reported += len(found)
+        return found
+
+    @property
+    def lost(self) -> bool:
+        """A renewal found a newer generation: another group owns the run."""
+        return "lost" in self._seen
+
+    def stop(self) -> None:
+        """No further renewal starts (one in progress finishes; the thread is a daemon)."""
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease.renew_every_s):
+            if time.monotonic() - self._beat > self.lease.ttl_s:
+                continue  # the loop is stuck: let the lease expire
+            try:
+                outcome = self.lease.renew(self._step)
+            except Exception as exc:  # reported to the loop by news()
+                self._error = exc
+                return
+            if outcome != "ok" and outcome not in self._seen:
+                self._seen.append(outcome)
+            if outcome == "lost":
+                return

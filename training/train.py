@@ -833,13 +833,19 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     writer = checkpointer.Checkpointer(args.checkpoint_deadline_seconds,
                                        may_publish=lambda: lease is None or lease.still_owner(), published=published)
 
+    # Rank 0: the lease is renewed by a thread of its own (a slow volume must not hold this loop, see
+    # run_lease.LeaseKeeper); the loop tells it that it is alive and reads what it learned.
+    keeper = run_lease.LeaseKeeper(lease).start() if lease is not None else None
+
     def renew() -> None:
-        """Rank 0: renew the lease when due; a yield request or a lost lease stops the group."""
-        if lease is not None:
-            outcome = lease.maybe_renew(progress.step)
-            if outcome != "ok" and not (flags.yield_to_other_group or flags.lease_lost):
-                log_event(ctx, "lease_" + outcome, step=progress.step, requests=lease.requests())
-            flags.update(outcome)
+        """Rank 0: the loop is alive at this step; a yield request or a lost lease stops the group."""
+        if keeper is not None:
+            keeper.beat(progress.step)
+            for outcome in keeper.news():
+                if not (flags.yield_to_other_group or flags.lease_lost):
+                    log_event(ctx, "lease_" + outcome, step=progress.step,
+                              requests=lease.requests() if lease is not None and outcome == "yield" else [])
+                flags.update(outcome)
 
     def save(epoch: int, samples_in_epoch: int, epoch_stats: EpochStats, *, wait: bool = False) -> None:
         """Rank 0: stage the full training state in host memory and have it written in the background
@@ -849,8 +855,8 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         nonlocal saved_step, saved_at
         if not ctx.is_main:
             return
-        assert lease is not None
-        if not lease.still_owner():
+        assert keeper is not None
+        if keeper.lost:
             flags.lease_lost = True
             log_event(ctx, "lease_lost", step=progress.step, text="another group took the run over; not writing")
             return
@@ -899,6 +905,8 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             elif not sums.lease_lost:
                 writer.wait(checkpoint_path(output_dir, saved_step))  # this step's: on disk before the pod goes
             state = "yielded" if sums.yielding else "stopped"
+            assert keeper is not None
+            keeper.stop()
             if not (sums.lease_lost or flags.lease_lost):
                 lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
             log_event(ctx, "stopping", step=progress.step, epoch=epoch, samples_in_epoch=progress.samples_in_epoch,
@@ -1010,6 +1018,8 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         assert lease is not None
         writer.wait()
         write_final_artifacts(args, ctx, model, model_config, class_names, history, run_start)
+        assert keeper is not None
+        keeper.stop()
         lease.release("done", progress.step)
     hand_off(ctx, "done", progress.step, 2 * args.checkpoint_deadline_seconds)  # nobody leaves before DONE
     return EXIT_OK

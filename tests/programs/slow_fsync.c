@@ -1,8 +1,10 @@
 /* A slow shared volume, for the trainer's fault tests (tests/test_training_faults_real.py), loaded with LD_PRELOAD.
  *
- * fsync() and fdatasync() of a file whose path contains $SLOW_FSYNC_MATCH sleep $SLOW_FSYNC_SECONDS first, then do
- * the real call: what a write to EFS or FSx that stalls under load looks like to the writer (the data are on their
- * way, the call does not return). Every other file is untouched. Built at test time with the machine's cc. */
+ * fsync() and fdatasync() of a file whose path contains one of the ':'-separated strings in $SLOW_FSYNC_MATCH sleep
+ * $SLOW_FSYNC_SECONDS first, then do the real call: what a write to EFS or FSx that stalls under load looks like to
+ * the writer (the data are on their way, the call does not return). Every other file is untouched. With
+ * $SLOW_FSYNC_GATE set, only while that file exists (the test opens the gate when the volume is to turn slow).
+ * Each stall is announced on stderr as one JSON line (event "slow_fsync"). Built at test time with the machine's cc. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
@@ -15,14 +17,33 @@
 static void maybe_stall(int fd) {
     const char *match = getenv("SLOW_FSYNC_MATCH");
     const char *seconds = getenv("SLOW_FSYNC_SECONDS");
+    const char *gate = getenv("SLOW_FSYNC_GATE");
     if (match == NULL || seconds == NULL || *match == '\0') return;
+    if (gate != NULL && *gate != '\0' && access(gate, F_OK) != 0) return;
     char link[64], path[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, path, sizeof path - 1);
     if (n <= 0) return;
     path[n] = '\0';
-    if (strstr(path, match) == NULL) return;
+    int matched = 0;
+    for (const char *start = match; *start != '\0' && !matched;) {
+        const char *end = strchr(start, ':');
+        size_t len = end ? (size_t)(end - start) : strlen(start);
+        char part[PATH_MAX];
+        if (len > 0 && len < sizeof part) {
+            memcpy(part, start, len);
+            part[len] = '\0';
+            matched = strstr(path, part) != NULL;
+        }
+        start += len + (end ? 1 : 0);
+    }
+    if (!matched) return;
     double s = atof(seconds);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    /* One JSON line per stall on stderr (the pod's log), so a test can tell which writes were held. */
+    dprintf(2, "{\"event\": \"slow_fsync\", \"time\": %.3f, \"pid\": %d, \"path\": \"%s\", \"seconds\": %g}\n",
+            (double)now.tv_sec + now.tv_nsec / 1e9, (int)getpid(), path, s);
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     while (nanosleep(&ts, &ts) != 0) {
     }
