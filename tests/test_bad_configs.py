@@ -236,7 +236,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("repair tuned while off", group(nodeRepair={"enabled": False, "maxParallelNodes": 2}), ["eks-training:nodeGroups.gpu.nodeRepair.maxParallelNodes: tunes node repair, which enabled: false turns off"]),
     ("unknown repair key", group(nodeRepair={"maxUnhealthy": 2}), ["eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthy: unknown key"]),
     ("idle alarm after too few minutes", both(group(), setk("operations", {"idleGpuAlarm": {"minutes": 2}})), ["eks-training:operations.idleGpuAlarm.minutes", "5"]),
-    ("idle alarm longer than CloudWatch evaluates", both(group(), setk("operations", {"idleGpuAlarm": {"minutes": 2000}})), ["eks-training:operations.idleGpuAlarm.minutes", "1440"]),
+    ("idle alarm longer than its query reads", both(group(), setk("operations", {"idleGpuAlarm": {"minutes": 200}})), ["eks-training:operations.idleGpuAlarm.minutes", "180"]),
     ("idle threshold that is not idle", both(group(), setk("operations", {"idleGpuAlarm": {"utilizationPercent": 80}})), ["eks-training:operations.idleGpuAlarm.utilizationPercent", "50"]),
     ("alarm e-mail that is not one", both(group(), setk("operations", {"alarmEmail": "ops at example.com"})), ["eks-training:operations.alarmEmail: 'ops at example.com' is not an e-mail address"]),
     ("alarm e-mail with a display name", both(group(), setk("operations", {"alarmEmail": "Ops <ops@example.com>"})), ["eks-training:operations.alarmEmail: 'Ops <ops@example.com>' is not an e-mail address"]),

@@ -25,6 +25,7 @@ from components.catalog.operations import (
     DASHBOARD_METRIC_VIEWS,
     DASHBOARD_NAME_MAX,
     DASHBOARD_WIDGET_TYPES,
+    METRICS_INSIGHTS_RANGE_SECONDS,
     NODE_MONITORING_ADDON,
     NODE_MONITORING_DEFAULT_TOLERATIONS,
     OBSERVABILITY_ADDON,
@@ -239,7 +240,8 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
         (q,) = a.inputs["metricQueries"]
         assert query_problems(q["expression"], cluster) == []
         assert q["expression"].startswith("SELECT MAX(node_gpu_utilization)")
-        assert q["period"] * a.inputs["evaluationPeriods"] == minutes * 60 <= ALARM_MAX_EVALUATION_SECONDS
+        assert q["period"] * a.inputs["evaluationPeriods"] == minutes * 60 <= min(ALARM_MAX_EVALUATION_SECONDS,
+                                                                                  METRICS_INSIGHTS_RANGE_SECONDS)
         assert a.inputs["comparisonOperator"] == "LessThanThreshold" and a.inputs["treatMissingData"] == "notBreaching"
     assert sorted(resolve(p.outputs["alarms"])) == sorted(a.inputs["name"] for a in alarms)
 

@@ -112,6 +112,9 @@ CONTAINER_INSIGHTS_METRICS: Mapping[str, PublishedMetric] = {
 # --- CloudWatch limits ---------------------------------------------------------------------------------------------
 #: An alarm's period times its evaluation periods may not exceed one day (source key ``cloudwatch-alarm-evaluation``).
 ALARM_MAX_EVALUATION_SECONDS = 24 * 3600
+#: How far back a Metrics Insights query reads, which bounds what an alarm on one can evaluate: the most recent three
+#: hours (source key ``cloudwatch-metrics-insights-limits``; later documentation allows more, three hours holds for both).
+METRICS_INSIGHTS_RANGE_SECONDS = 3 * 3600
 #: Dashboard names: up to 255 of A-Z, a-z, 0-9, "-" and "_" (source key ``cloudwatch-dashboard-body``).
 DASHBOARD_NAME_MAX = 255
 #: The dashboard body's grid is 24 units wide (source key ``cloudwatch-dashboard-body``).

@@ -278,6 +278,10 @@ SOURCES: Mapping[str, Source] = {
         shows="an alarm may watch a Metrics Insights query (SELECT ... FROM SCHEMA(...) WHERE ...) that returns one "
         "time series",
     ),
+    "cloudwatch-metrics-insights-limits": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-limits.html",
+        shows="Metrics Insights queries read recent data only (the most recent three hours in the original limits)",
+    ),
     "cloudwatch-dashboard-body": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html",
         shows="dashboard body: widgets with type, x, y, width, height (24-unit grid) and properties; a metric widget's "

@@ -10,7 +10,7 @@ from typing import Mapping, Optional
 from pydantic import Field, model_validator
 
 from components.catalog import Catalog
-from components.catalog.operations import ALARM_MAX_EVALUATION_SECONDS
+from components.catalog.operations import ALARM_MAX_EVALUATION_SECONDS, METRICS_INSIGHTS_RANGE_SECONDS
 from stacks.config.base import Model
 from stacks.config.errors import check, key
 from stacks.config.nodegroups import NodeGroupConfig
@@ -21,8 +21,9 @@ EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$")
 #: Shortest idle time the alarm watches: GPUs between two steps of a job or while a checkpoint loads are briefly idle.
 IDLE_MIN_MINUTES = 5
-#: Longest: CloudWatch evaluates an alarm over at most a day.
-IDLE_MAX_MINUTES = ALARM_MAX_EVALUATION_SECONDS // 60
+#: Longest: the alarm reads a Metrics Insights query, which reads the recent hours only (and CloudWatch evaluates an
+#: alarm over at most a day).
+IDLE_MAX_MINUTES = min(ALARM_MAX_EVALUATION_SECONDS, METRICS_INSIGHTS_RANGE_SECONDS) // 60
 #: A GPU is idle below this utilization; above it the alarm would fire on GPUs that work (a data-loading-bound job).
 IDLE_MAX_PERCENT = 50.0
 
