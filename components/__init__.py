@@ -17,6 +17,7 @@ from components.device_plugins import DevicePlugin, DevicePluginArgs
 from components.image import TrainingImage, TrainingImageArgs
 from components.network import TrainingVpc, TrainingVpcArgs
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
+from components.observability import FleetObservability, FleetObservabilityArgs
 from components.storage import EfsStorage, EfsStorageArgs, FsxLustreStorage, FsxLustreStorageArgs
 from components.workloads import (
     AllReduceHealthCheck,
@@ -71,6 +72,7 @@ COMPONENTS = [
     TensorBoard,
     TrainingNetworkPolicies,
     BenchmarkCollector,
+    FleetObservability,
 ]
 
 __all__ = [
@@ -91,6 +93,8 @@ __all__ = [
     "EfsStorageArgs",
     "EtcdRendezvous",
     "EtcdRendezvousArgs",
+    "FleetObservability",
+    "FleetObservabilityArgs",
     "FsxLustreStorage",
     "FsxLustreStorageArgs",
     "JobSpec",

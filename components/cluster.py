@@ -1,9 +1,13 @@
 """``TrainingCluster``: the EKS control plane, its node role, core add-ons and the system node group.
 
 Built with pulumi-eks (``eks.Cluster``) with no default node group and no self-managed add-ons:
-vpc-cni (with NetworkPolicy enforcement on), kube-proxy, the EKS Pod Identity agent, CoreDNS and
-metrics-server are EKS managed add-ons created here. CoreDNS and metrics-server wait for the system
-node group (CoreDNS stays DEGRADED without nodes), and the kubeconfig resolves only after both, so
+vpc-cni (with NetworkPolicy enforcement on), kube-proxy, the EKS Pod Identity agent, CoreDNS,
+metrics-server and the EKS node monitoring agent are EKS managed add-ons created here. The node monitoring agent
+(a DaemonSet on every node; it tolerates every taint) reads node logs and sets the health conditions EKS node auto
+repair acts on (GPU XID and NVLink errors, kernel, networking, storage;
+https://docs.aws.amazon.com/eks/latest/userguide/node-health.html); it needs no AWS permissions. CoreDNS,
+metrics-server and the agent wait for the system
+node group (CoreDNS stays DEGRADED without nodes), and the kubeconfig resolves only after them, so
 every Kubernetes object created through it (Helm releases, etcd, jobs) finds nodes and DNS.
 Authentication mode is ``API``: the identity running ``pulumi up`` is the cluster creator and gets
 admin through EKS's creator bootstrap; ``admin_role_arns`` get access entries with
@@ -24,6 +28,7 @@ import pulumi_eks as eks
 from typing_extensions import NotRequired
 
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
+from components.catalog.operations import NODE_MONITORING_ADDON
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
 from components.nodegroup import TrainingNodeGroup
@@ -42,7 +47,7 @@ NODE_ROLE_POLICIES: Mapping[str, str] = {
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 #: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
-LATE_ADDONS = ("coredns", "metrics-server")
+LATE_ADDONS = ("coredns", "metrics-server", NODE_MONITORING_ADDON)
 #: Add-on settings (``configurationValues``): the VPC CNI enforces Kubernetes NetworkPolicies.
 ADDON_CONFIGURATION: Mapping[str, Mapping[str, str]] = {"vpc-cni": VPC_CNI_NETWORK_POLICY_CONFIG}
 

@@ -75,6 +75,29 @@ def account_admin_key_policy(partition: str, account_id: str) -> str:
     )
 
 
+def alarm_topic_key_policy(partition: str, account_id: str) -> str:
+    """KMS key policy of an SNS topic CloudWatch alarms publish to: the account administers the key, and CloudWatch
+    may encrypt with it (it cannot use the AWS managed ``alias/aws/sns`` key,
+    https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger), only for alarms of this account."""
+    return _doc(
+        {
+            "Sid": "AccountAdministers",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        },
+        {
+            "Sid": "CloudWatchAlarmsPublish",
+            "Effect": "Allow",
+            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+        },
+    )
+
+
 def autoscaler_policy(cluster_name: str) -> str:
     """cluster-autoscaler: describe calls need ``*``; scaling only on Auto Scaling groups tagged as owned
     by this cluster (EKS tags managed node groups' groups that way)."""

@@ -60,6 +60,47 @@ CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)
 
 
+class NodeRepairSpec(TypedDict):
+    """EKS node auto repair of the group (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): nodes
+    whose health condition stays bad (10 minutes for GPU faults the node monitoring agent reports, 30 for the others)
+    are rebooted or replaced. A threshold is a count or a percentage, not both."""
+
+    enabled: bool
+    """Repair the group's nodes."""
+    max_unhealthy_nodes: NotRequired[int]
+    """Repair stops while more nodes than this are unhealthy."""
+    max_unhealthy_percent: NotRequired[int]
+    """... or more than this percentage of the group."""
+    max_parallel_nodes: NotRequired[int]
+    """At most this many nodes are repaired at once."""
+    max_parallel_percent: NotRequired[int]
+    """... or this percentage of the unhealthy nodes."""
+
+
+#: :class:`NodeRepairSpec` keys -> the EKS ``nodeRepairConfig`` fields (pulumi-aws spelling).
+_REPAIR_FIELDS = {
+    "max_unhealthy_nodes": "max_unhealthy_node_threshold_count",
+    "max_unhealthy_percent": "max_unhealthy_node_threshold_percentage",
+    "max_parallel_nodes": "max_parallel_nodes_repaired_count",
+    "max_parallel_percent": "max_parallel_nodes_repaired_percentage",
+}
+
+
+def node_repair_config(spec: "NodeRepairSpec | None") -> "aws.eks.NodeGroupNodeRepairConfigArgsDict | None":
+    """The node group's ``node_repair_config`` (``None``: EKS's default, off). Raises on a count and a percentage of
+    the same threshold, which EKS refuses."""
+    if spec is None:
+        return None
+    for count, percent in (("max_unhealthy_nodes", "max_unhealthy_percent"), ("max_parallel_nodes", "max_parallel_percent")):
+        if count in spec and percent in spec:
+            raise ValueError(f"node_repair: {count} and {percent} exclude each other")
+    out: dict[str, object] = {"enabled": bool(spec["enabled"])}
+    for ours, theirs in _REPAIR_FIELDS.items():
+        if ours in spec:
+            out[theirs] = int(spec[ours])  # type: ignore[literal-required]
+    return out  # type: ignore[return-value]
+
+
 class TrainingNodeGroupArgs(TypedDict):
     """Inputs of :class:`TrainingNodeGroup`."""
 
@@ -106,6 +147,8 @@ class TrainingNodeGroupArgs(TypedDict):
     """Extra Kubernetes node labels."""
     taints: NotRequired[Sequence[NodeTaint]]
     """Extra taints, Kubernetes spelling (the GPU taint is added automatically)."""
+    node_repair: NotRequired[NodeRepairSpec]
+    """EKS node auto repair; absent: EKS's default (off)."""
     tags: NotRequired[dict[str, str]]
     """AWS tags for the node group, launch template, instances and volumes."""
 
@@ -329,6 +372,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             ami_type=ami_type(gpus),
             scaling_config=scaling,
             update_config={"max_unavailable": 1},
+            node_repair_config=node_repair_config(args.get("node_repair")),
             labels=labels,
             taints=eks_taints,
             launch_template=lt_ref,

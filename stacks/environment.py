@@ -17,7 +17,9 @@ from components import (
     TrainingVpc,
 )
 from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, STORAGE_ADDONS
+from components.catalog.operations import OBSERVABILITY_ADDON
 from components.cluster import TrainingClusterArgs
+from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from components.nodegroup import TrainingNodeGroupArgs
 from stacks.config import ConfigError, StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
@@ -41,6 +43,8 @@ class Environment:
     node_groups: dict[str, TrainingNodeGroup] = field(default_factory=dict)
     device_plugins: dict[str, DevicePlugin] = field(default_factory=dict)
     autoscaler: Optional[ClusterAutoscaler] = None
+    observability: Optional[FleetObservability] = None
+    """Container Insights, the dashboard and the idle-GPU alarms (``None`` when the plan has none of them)."""
     workloads: Optional[Any] = None
     """The :class:`stacks.workloads.Workloads`, once registered."""
 
@@ -115,6 +119,8 @@ def _node_group_args(
         args["capacity_reservation_id"] = g.capacity_reservation_id
     if g.profile.accelerator:
         args["accelerator"] = g.profile.accelerator
+    if g.repair is not None:
+        args["node_repair"] = g.repair
     return args
 
 
@@ -178,7 +184,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         "admin_role_arns": c.admin_role_arns,
         "log_types": list(c.log_types),
         "create_oidc_provider": c.create_oidc_provider,
-        "addon_versions": {k: v for k, v in c.addon_versions.items() if k not in STORAGE_ADDONS},
+        "addon_versions": {k: v for k, v in c.addon_versions.items() if k not in (*STORAGE_ADDONS, OBSERVABILITY_ADDON)},
         # a kept FSx file system is encrypted with the secrets key (stacks/storage.py): keep the key with it
         "keep_secrets_key": plan.storage.is_fsx and cfg.storage.retain_on_delete,
         "tags": tags,
@@ -226,6 +232,8 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
             opts=k8s_opts,
         )
 
+    observability = build_observability(plan, cluster, tags)
+
     storage = build_storage(
         plan,
         name=name,
@@ -250,4 +258,39 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         node_groups=groups,
         device_plugins=plugins,
         autoscaler=autoscaler,
+        observability=observability,
     )
+
+
+def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, str]) -> Optional[FleetObservability]:
+    """The Container Insights add-on, the dashboard and the idle-GPU alarms, as the plan decided them."""
+    ops = plan.operations
+    if not (ops.metrics or ops.dashboard or ops.idle_alarms):
+        return None
+    cfg = plan.config
+    gpu_groups: dict[str, GpuGroupSpec] = {
+        g.name: {"name": g.name, "instance_types": g.instance_types, "gpus_per_node": g.profile.gpus}
+        for g in plan.groups.values() if g.profile.gpus
+    }
+    args: FleetObservabilityArgs = {
+        "cluster_name": cfg.cluster_name,
+        # the add-on's operator and agents need nodes: it is created once the system group is up
+        "cluster": pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(lambda v: str(v[0])),
+        "kubernetes_version": cfg.cluster.kubernetes_version,
+        "region": region_name(),
+        "metrics": ops.metrics,
+        "tolerations": list(ops.agent_tolerations),
+        "dashboard": ops.dashboard,
+        "gpu_groups": list(gpu_groups.values()),
+        "efa": plan.efa,
+        "job_namespace": cfg.storage.namespace,
+        "idle_alarms": [{"group": gpu_groups[a.group], "minutes": a.minutes, "utilization_percent": a.utilization_percent}
+                        for a in ops.idle_alarms],
+        "tags": tags,
+    }
+    pinned = cfg.cluster.addon_versions.get(OBSERVABILITY_ADDON)
+    if pinned:
+        args["addon_version"] = pinned
+    if ops.alarm_email:
+        args["alarm_email"] = ops.alarm_email
+    return FleetObservability(f"{cfg.cluster_name}-ops", args)

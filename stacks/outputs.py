@@ -38,6 +38,10 @@ def export_outputs(env: Environment) -> dict[str, Any]:
             cfg.cluster_name,
         ),
     }
+    if env.observability is not None and env.plan.operations.dashboard:
+        outputs["dashboardUrl"] = env.observability.dashboard_url
+    if env.observability is not None and env.observability.alarm_names:
+        outputs["alarms"] = env.observability.alarm_names
     storage = env.storage
     if storage.backend == "fsx":
         fsx = {

@@ -62,10 +62,13 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
     )
 
     from stacks.config.benchmark import BenchmarkConfig, KeepConfig, ResultsConfig
+    from stacks.config.nodegroups import NodeRepairConfig
+    from stacks.config.operations import IdleGpuAlarmConfig, OperationsConfig
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     nested = {
-        "nodeGroups": [NodeGroupConfig, TaintConfig],
+        "nodeGroups": [NodeGroupConfig, TaintConfig, NodeRepairConfig],
+        "operations": [OperationsConfig, IdleGpuAlarmConfig],
         "instanceFacts": [InstanceFactsConfig],
         "storage": [StorageConfig, FsxConfig, DataRepositoryConfig],
         "benchmark": [BenchmarkConfig, ResultsConfig, KeepConfig],

@@ -7,6 +7,7 @@ import pulumi
 import pytest
 
 from components.catalog import AMI_TYPES, DEFAULT_KUBERNETES_VERSION, HELM_CHARTS, INSTANCE_TYPES
+from components.catalog.operations import NODE_MONITORING_ADDON, OBSERVABILITY_ADDON
 from components.scheduling import GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from tests.harness import (
     ACCOUNT,
@@ -289,10 +290,14 @@ class TestStack:
         assert key.inputs["enableKeyRotation"] is True
         assert p.one("eks:index:Cluster").deps_of("encryptionConfigKeyArn") == [key.urn]
         addons = {a.inputs["addonName"]: a for a in p.of_type("aws:eks/addon:Addon")}
-        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "metrics-server", STORAGE_ADDON[_backend(stack)]}
+        # GPU stacks collect GPU and EFA metrics by default (operations.metrics)
+        gpu = any(ng.inputs.get("amiType") == AMI_TYPES["nvidia"] for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"))
+        metrics = {OBSERVABILITY_ADDON} if (_cfg(stack, "operations") or {}).get("metrics", gpu) else set()
+        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "metrics-server",
+                               NODE_MONITORING_ADDON, STORAGE_ADDON[_backend(stack)], *metrics}
         system_ng = p.one(OURS + "TrainingNodeGroup", lambda r: r.name.endswith("-system"))
         system_eks_ng = next(c for c in p.children(system_ng) if c.type == "aws:eks/nodeGroup:NodeGroup")
-        for late in ("coredns", "metrics-server"):
+        for late in ("coredns", "metrics-server", NODE_MONITORING_ADDON, *metrics):
             # The SDK expands a dependency on a component into its children.
             assert system_eks_ng.urn in addons[late].dependencies, f"{late} must wait for the system nodes"
         for early in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent"):

@@ -43,7 +43,8 @@ def in_standard_support(minor: str, day: date) -> bool:
     return v.released <= day <= v.end_of_standard
 
 
-#: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``). Versions are resolved per
+#: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``, ``eks-node-health``,
+#: ``cloudwatch-observability-addon``). Versions are resolved per
 #: Kubernetes version with ``aws.eks.get_addon_version`` (EKS's default for that version) unless a
 #: stack pins one (``cluster.addonVersions``).
 EKS_ADDONS: tuple[str, ...] = (
@@ -54,6 +55,8 @@ EKS_ADDONS: tuple[str, ...] = (
     "metrics-server",
     "aws-efs-csi-driver",
     "aws-fsx-csi-driver",
+    "eks-node-monitoring-agent",
+    "amazon-cloudwatch-observability",
 )
 #: The CSI driver add-on of each shared file system backend (installed with the file system, not the cluster).
 STORAGE_ADDONS: tuple[str, ...] = ("aws-efs-csi-driver", "aws-fsx-csi-driver")

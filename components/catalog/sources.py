@@ -225,6 +225,78 @@ SOURCES: Mapping[str, Source] = {
         shows="GPU nodes carry k8s.amazonaws.com/accelerator=<gpu-type> (the key makes a node a GPU node for the "
         "autoscaler; the value names the GPU in its metrics)",
     ),
+    # --- operations: node health, Container Insights, CloudWatch --------------------------------------
+    "eks-node-health": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/node-health.html",
+        shows="the node monitoring agent (add-on eks-node-monitoring-agent) sets node conditions; node auto repair "
+        "reacts to Ready alone or, with the agent, to KernelReady, NetworkingReady, StorageReady and "
+        "AcceleratedHardwareReady; both are Linux only",
+    ),
+    "eks-node-repair": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html",
+        shows="repair after 10 min (AcceleratedHardwareReady: Replace or Reboot) or 30 min (other conditions: Replace); "
+        "managed node groups stop repairing when a group of more than 5 nodes has more than 20% unhealthy; "
+        "maxUnhealthyNodeThreshold{Count,Percentage} and maxParallelNodesRepaired{Count,Percentage} (0-100), a count "
+        "or a percentage, not both",
+    ),
+    "eks-node-monitoring-agent-chart": Source(
+        url="https://github.com/aws/eks-node-monitoring-agent/blob/51af5494fde6d2ed4629df2ed9f847ae800957fd/charts/"
+        "eks-node-monitoring-agent/values.yaml",
+        shows="nodeAgent.tolerations defaults to [{operator: Exists}] (the agent runs on every node, tainted or not)",
+    ),
+    "cloudwatch-observability-addon": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/install-CloudWatch-Observability-EKS-addon.html",
+        shows="add-on amazon-cloudwatch-observability: Container Insights with enhanced observability (NVIDIA GPU "
+        "metrics through DCGM, EFA metrics) and Fluent Bit; from v3.1.0 EKS Pod Identity for the service account "
+        "cloudwatch-agent in namespace amazon-cloudwatch with CloudWatchAgentServerPolicy",
+    ),
+    "cloudwatch-agent-server-policy": Source(
+        url="https://docs.aws.amazon.com/aws-managed-policy/latest/reference/CloudWatchAgentServerPolicy.html",
+        shows="the AWS managed policy for the CloudWatch agent: cloudwatch:PutMetricData, the CloudWatch Logs writes, "
+        "ec2:DescribeVolumes/DescribeTags, ssm:GetParameter on AmazonCloudWatch-*",
+    ),
+    "cloudwatch-observability-chart": Source(
+        url="https://github.com/aws-observability/helm-charts/blob/71a298ffdebe9d4e13ac709d24398062a2afe8ca/charts/"
+        "amazon-cloudwatch-observability/values.yaml",
+        shows="the add-on's values: root tolerations (default [{operator: Exists}]) apply to the agent, Fluent Bit, "
+        "DCGM exporter and other DaemonSets unless a component overrides them",
+    ),
+    "container-insights-metrics": Source(
+        url="https://github.com/aws/amazon-cloudwatch-agent/blob/ab55b8daa204e95c42c0267ee5aa49ec3b3a7317/translator/"
+        "translate/otel/exporter/awsemf/kubernetes.go",
+        shows="the metrics the agent publishes to the ContainerInsights namespace and their dimension sets: "
+        "node_gpu_* under [ClusterName], [ClusterName, NodeName, InstanceId], [+InstanceType, GpuDevice]; node_efa_* "
+        "likewise with NetworkInterfaceId; cluster_node_count under [ClusterName] (also "
+        "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-metrics-enhanced-EKS.html)",
+    ),
+    "cloudwatch-alarm-evaluation": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html",
+        shows="an alarm's evaluation range (period x evaluation periods) is at most one day; TreatMissingData",
+    ),
+    "cloudwatch-metrics-insights-alarms": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-alarms.html",
+        shows="an alarm may watch a Metrics Insights query (SELECT ... FROM SCHEMA(...) WHERE ...) that returns one "
+        "time series",
+    ),
+    "cloudwatch-metrics-insights-limits": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-limits.html",
+        shows="Metrics Insights queries read recent data only (the most recent three hours in the original limits)",
+    ),
+    "cloudwatch-dashboard-body": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html",
+        shows="dashboard body: widgets with type, x, y, width, height (24-unit grid) and properties; a metric widget's "
+        "metrics (arrays, or expressions such as Metrics Insights SQL), view, region; dashboard names up to 255 "
+        "characters of A-Za-z0-9-_",
+    ),
+    "cloudwatch-dashboard-url": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/create_dashboard.html",
+        shows="a dashboard opens at https://<console host>/cloudwatch/home?region=<region>#dashboards/dashboard/<name>",
+    ),
+    "sns-cloudwatch-kms": Source(
+        url="https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger",
+        shows="CloudWatch alarms cannot publish to a topic encrypted with the AWS managed key alias/aws/sns; use a "
+        "customer managed key whose policy lets cloudwatch.amazonaws.com call kms:Decrypt and kms:GenerateDataKey*",
+    ),
     # --- name limits -------------------------------------------------------------------------------
     "eks-create-cluster": Source(
         url="https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html",

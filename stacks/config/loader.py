@@ -29,6 +29,7 @@ from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
 from stacks.config.instance_facts import InstanceFactsConfig
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.operations import OperationsConfig, has_gpu_groups, operations_problems
 from stacks.config.rules import Sections, cross_section
 from stacks.config.storage import StorageConfig
 from stacks.config.jobs import TOOLBOX_IMAGE, DatasetConfig, ImageBuildConfig, ImageConfig, JobConfig
@@ -53,6 +54,7 @@ SECTIONS: Mapping[str, Any] = {
     "preflight": PreflightConfig,
     "autoscaler": AutoscalerConfig,
     "benchmark": BenchmarkConfig,
+    "operations": OperationsConfig,
 }
 
 #: Map sections: their entries' model.
@@ -96,6 +98,8 @@ class StackConfig:
     """The benchmark (``None`` without the section); its experiments are jobs of :attr:`jobs`."""
     image_folders: Mapping[str, Path] = field(default_factory=dict)
     """The folder each built image is built from (:func:`stacks.bundle.context_folder`)."""
+    operations: OperationsConfig = field(default_factory=OperationsConfig)
+    """Metrics, dashboard and alarms (node repair is per group)."""
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -312,6 +316,9 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
     )
     problems, jobs = cross_section(sections)
     p.problems.extend(problems)
+    operations: OperationsConfig = parsed.get("operations") or OperationsConfig()
+    if "operations" not in p.failed:
+        p.problems.extend(operations_problems(operations, has_gpu_groups(groups, catalog)))
     aws: AwsSettings = {}
     try:
         aws, warnings = aws_settings_from_config(pulumi.Config("aws").get)
@@ -344,4 +351,5 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         aws=aws,
         benchmark=None if bench is None else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
         image_folders=image_folders,
+        operations=operations,
     )

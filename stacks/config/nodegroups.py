@@ -5,6 +5,7 @@ from typing import Optional
 from pydantic import Field, field_validator, model_validator
 
 from components.catalog import DEFAULT_SPOT_DISCOUNT, MAX_SPOT_DISCOUNT, Catalog
+from components.catalog.operations import NODE_REPAIR_PERCENT_RANGE
 from components.nodegroup import CapacityType
 from components.nodeplan import efa_default
 from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
@@ -44,6 +45,46 @@ class TaintConfig(Model):
         return self
 
 
+_PERCENT_LO, _PERCENT_HI = NODE_REPAIR_PERCENT_RANGE
+
+
+class NodeRepairConfig(Model):
+    """EKS node auto repair of a managed node group (key ``nodeGroups.<name>.nodeRepair``): replace or reboot a node
+    whose health condition stays bad (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html). On by default
+    for GPU groups. A threshold is a count or a percentage, not both (EKS refuses both)."""
+
+    enabled: bool = True
+    max_unhealthy_nodes: Optional[int] = Field(default=None, ge=1)
+    """Repair stops while more nodes than this are unhealthy (``maxUnhealthyNodeThresholdCount``)."""
+    max_unhealthy_percent: Optional[int] = Field(default=None, ge=max(1, _PERCENT_LO), le=_PERCENT_HI)
+    """... or more than this percentage (``maxUnhealthyNodeThresholdPercentage``)."""
+    max_parallel_nodes: Optional[int] = Field(default=None, ge=1)
+    """At most this many nodes are repaired at once (``maxParallelNodesRepairedCount``)."""
+    max_parallel_percent: Optional[int] = Field(default=None, ge=max(1, _PERCENT_LO), le=_PERCENT_HI)
+    """... or this percentage of the unhealthy nodes (``maxParallelNodesRepairedPercentage``)."""
+
+    @model_validator(mode="after")
+    def _repair(self) -> "NodeRepairConfig":
+        problems = []
+        for count, percent in (("maxUnhealthyNodes", "maxUnhealthyPercent"), ("maxParallelNodes", "maxParallelPercent")):
+            c, p = (getattr(self, f) for f in (_snake(count), _snake(percent)))
+            if c is not None and p is not None:
+                problems.append((percent, f"set together with @{{{count}}}; EKS takes a count or a percentage, not "
+                                          "both: remove one"))
+        if not self.enabled:
+            given = [k for k in ("maxUnhealthyNodes", "maxUnhealthyPercent", "maxParallelNodes", "maxParallelPercent")
+                     if getattr(self, _snake(k)) is not None]
+            if given:
+                problems.append((given[0], "tunes node repair, which enabled: false turns off; remove it, or set "
+                                           "enabled: true"))
+        check(problems)
+        return self
+
+
+def _snake(camel: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+
+
 class NodeGroupConfig(Model):
     """A worker node group (key ``nodeGroups.<name>``)."""
 
@@ -60,6 +101,7 @@ class NodeGroupConfig(Model):
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[TaintConfig] = Field(default_factory=list)
     spot_discount: Optional[float] = None
+    node_repair: Optional[NodeRepairConfig] = None
 
     @property
     def price_discount(self) -> float:

@@ -21,10 +21,12 @@ from components.conventions import SHARED_MOUNT
 from components.image import hash_build_context, image_tag_for
 from components.image.dockerfile import read_dockerfile
 from components.naming import k8s_name
+from components.nodegroup import NodeRepairSpec
 from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
-from components.scheduling import SYSTEM_ROLE, NodeTaint, tolerations_for
+from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
 from stacks.config.base import ZONE_ID_RE
 
@@ -67,6 +69,9 @@ class NodeGroupPlan:
     assumption; 0 otherwise)."""
     spot_discount_set: bool = False
     """The discount comes from the group's ``spotDiscount`` (else from the catalog's assumption)."""
+    repair: Optional[NodeRepairSpec] = None
+    """EKS node auto repair (``None``: not configured, EKS's default: off): on for GPU groups unless
+    ``nodeRepair.enabled`` is false, on for a CPU group that sets ``nodeRepair``."""
 
     @property
     def instance_types(self) -> list[str]:
@@ -113,6 +118,34 @@ def _share(pod: PodSize, share: float) -> PodSize:
     cpu = int(pod.cpu_millis * share) // 100 * 100
     mem = int(pod.memory_mib * share) // 256 * 256
     return replace(pod, cpu_millis=cpu, memory_mib=mem, shm_mib=min(pod.shm_mib, mem // 4), threads_per_proc=max(1, cpu // 1000))
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdleAlarmPlan:
+    """The alarm on one GPU group whose GPUs all stay near zero utilization."""
+
+    group: str
+    instance_types: tuple[str, ...]
+    """The group's types: the alarm reads the GPUs of nodes of these types (Container Insights has no group
+    dimension; its per-GPU series carry InstanceType)."""
+    minutes: int
+    utilization_percent: float
+    max_nodes: int
+    """The group's maximum size: at most this many nodes sit idle (the plan report prices them)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperationsPlan:
+    """Metrics, dashboard and alarms, decided once from ``operations`` and the groups."""
+
+    metrics: bool = False
+    """The Amazon CloudWatch Observability add-on runs (Container Insights with GPU and EFA metrics)."""
+    agent_tolerations: tuple[Toleration, ...] = ()
+    """What the add-on's DaemonSets tolerate: exactly the taints the plan puts on the groups (every group's, the
+    system group's included, each once), so the agent reaches every node and no other taint."""
+    dashboard: bool = False
+    idle_alarms: tuple[IdleAlarmPlan, ...] = ()
+    alarm_email: Optional[str] = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -281,6 +314,8 @@ class Plan:
     """The datasets jobs read, by name."""
     jobs: Mapping[str, JobPlan] = field(default_factory=dict)
     """Jobs in an order where every job comes after the jobs it waits for."""
+    operations: OperationsPlan = OperationsPlan()
+    """Metrics, dashboard and alarms."""
 
     @property
     def all_groups(self) -> list[NodeGroupPlan]:
@@ -355,6 +390,7 @@ def build_plan(cfg: StackConfig) -> Plan:
             user_taints=taints,
             price_discount=g.price_discount,
             spot_discount_set=g.spot_discount is not None,
+            repair=repair_spec(g, types[0].gpus > 0),
         )
     plan = Plan(
         config=cfg,
@@ -403,7 +439,46 @@ def build_plan(cfg: StackConfig) -> Plan:
             read_only_root_filesystem=job.read_only_root,
             health_check=_health_plan(job.health_check, group),
         )
-    return replace(plan, images=images, datasets=datasets, jobs=jobs)
+    return replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
+
+
+def repair_spec(g: NodeGroupConfig, gpu: bool) -> Optional[NodeRepairSpec]:
+    """A group's node repair: ``nodeRepair`` as set, else on for a GPU group and EKS's default (off) for a CPU one."""
+    r = g.node_repair
+    if r is None:
+        return {"enabled": True} if gpu else None
+    spec: NodeRepairSpec = {"enabled": r.enabled}
+    for name in ("max_unhealthy_nodes", "max_unhealthy_percent", "max_parallel_nodes", "max_parallel_percent"):
+        value = getattr(r, name)
+        if value is not None:
+            spec[name] = int(value)
+    return spec
+
+
+def operations_plan(plan: Plan) -> OperationsPlan:
+    """Metrics on by default with GPU groups; the dashboard with the metrics; an idle alarm per GPU group with them;
+    the agent tolerating exactly the taints of the groups."""
+    ops = plan.config.operations
+    gpu_groups = [g for g in plan.groups.values() if g.profile.gpus]
+    metrics = ops.metrics if ops.metrics is not None else bool(gpu_groups)
+    seen: dict[tuple[str, str, str], Toleration] = {}
+    for g in plan.all_groups:
+        for t in tolerations_for(g.profile.taints):
+            seen.setdefault((t["key"], t.get("value", ""), t.get("effect", "")), t)
+    alarm = ops.idle_gpu_alarm
+    alarm_on = alarm.enabled if alarm.enabled is not None else metrics
+    idle = tuple(
+        IdleAlarmPlan(group=g.name, instance_types=tuple(g.instance_types), minutes=alarm.minutes,
+                      utilization_percent=alarm.utilization_percent, max_nodes=g.max_size)
+        for g in gpu_groups
+    ) if alarm_on and metrics else ()
+    return OperationsPlan(
+        metrics=metrics,
+        agent_tolerations=tuple(seen.values()) if metrics else (),
+        dashboard=(ops.dashboard if ops.dashboard is not None else metrics) and metrics,
+        idle_alarms=idle,
+        alarm_email=ops.alarm_email if idle else None,
+    )
 
 
 def storage_plan(cfg: StackConfig) -> StoragePlan:

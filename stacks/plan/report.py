@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from components.catalog import PRICES_AS_OF, SOURCES
-from stacks.costs import estimate
+from stacks.costs import estimate, node_hour
 from stacks.plan import NodeGroupPlan, Plan, job_order
 from stacks.preflight.checks import planned_checks
 from stacks.stackfile import StackLoadError, plan_stack
@@ -46,6 +46,7 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
         "efaInterfacesPerNode": g.profile.efa_interfaces,
         "amiType": g.profile.ami_type,
         "diskSizeGib": g.disk_size_gib,
+        "nodeRepair": dict(g.repair) if g.repair is not None else None,
     }
     if g.capacity_type == "CAPACITY_BLOCK":
         out["capacityBlock"] = (
@@ -117,6 +118,28 @@ def _storage(plan: Plan) -> dict[str, Any]:
     return out
 
 
+def _operations(plan: Plan) -> dict[str, Any]:
+    ops = plan.operations
+    alarms = []
+    for a in ops.idle_alarms:
+        hour = node_hour(plan.groups[a.group])
+        alarms.append({
+            "nodeGroup": a.group,
+            "minutes": a.minutes,
+            "utilizationPercent": a.utilization_percent,
+            # what the group's nodes cost per hour while they idle at its maximum size: what the alarm guards
+            "guardsPerHour": None if hour is None else round(hour * a.max_nodes, 4),
+            "maxNodes": a.max_nodes,
+        })
+    return {
+        "nodeMonitoringAgent": True,
+        "metrics": ops.metrics,
+        "dashboard": ops.dashboard,
+        "idleGpuAlarms": alarms,
+        "alarmEmail": ops.alarm_email,
+    }
+
+
 def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
     """The plan as a JSON-ready mapping (what ``--json`` prints)."""
     cfg = plan.config
@@ -158,6 +181,7 @@ def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
         "autoscaler": plan.autoscale,
         "jobs": _jobs(plan),
         "storage": _storage(plan),
+        "operations": _operations(plan),
         "preflight": {
             "enabled": cfg.preflight.enabled,
             "checks": [{"key": k, "check": what} for k, what in planned_checks(plan)],
@@ -204,6 +228,10 @@ def render(r: dict[str, Any]) -> str:
         )
         if g.get("capacityBlock"):
             lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
+        repair = g.get("nodeRepair")
+        if repair is not None:
+            limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k != "enabled")
+            lines.append(f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}" + (f" ({limits})" if limits else ""))
     lines.append("")
     lines.append("jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
                  "after completed):" if r["jobs"] else "jobs: none (the environment only)")
@@ -233,6 +261,16 @@ def render(r: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}")
+    lines.append("")
+    ops = r["operations"]
+    lines.append("operations: EKS node monitoring agent on every node; "
+                 + ("Container Insights GPU/EFA metrics (amazon-cloudwatch-observability)" if ops["metrics"] else "no metrics add-on")
+                 + ("; a CloudWatch dashboard (output dashboardUrl)" if ops["dashboard"] else ""))
+    for a in ops["idleGpuAlarms"]:
+        lines.append(
+            f"  idle-GPU alarm on {a['nodeGroup']}: every GPU below {a['utilizationPercent']:g}% for {a['minutes']} min; "
+            f"guards {_money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
+            + (f"; mails {ops['alarmEmail']}" if ops["alarmEmail"] else ""))
     lines.append("")
     pf = r["preflight"]
     lines.append("preflight will check in the account" + ("" if pf["enabled"] else " (preflight.enabled is false: `pulumi up` skips it; "

@@ -1,0 +1,131 @@
+"""Facts about running a GPU fleet on EKS: node health (the node monitoring agent and node auto repair), the Amazon
+CloudWatch Observability add-on (Container Insights with enhanced observability) and the metrics it publishes, and the
+CloudWatch limits the dashboard and the idle-GPU alarms live within.
+
+Each table names its source key (:mod:`components.catalog.sources`).
+"""
+
+from dataclasses import dataclass
+from typing import Mapping
+
+# --- node health -------------------------------------------------------------------------------------------------
+#: The EKS managed add-on that reads node logs and sets node conditions (AcceleratedHardwareReady, KernelReady,
+#: NetworkingReady, StorageReady, ContainerRuntimeReady) that node auto repair acts on (source key ``eks-node-health``).
+NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
+#: Tolerations of the agent's DaemonSet when the add-on is given no configuration: every taint (the chart's
+#: ``nodeAgent.tolerations``; source key ``eks-node-monitoring-agent-chart``).
+NODE_MONITORING_DEFAULT_TOLERATIONS: tuple[Mapping[str, str], ...] = ({"operator": "Exists"},)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairCondition:
+    """A node condition node auto repair acts on, after how long and how (source key ``eks-node-repair``)."""
+
+    condition: str
+    repair_after_minutes: int
+    actions: str
+    detects: str
+
+
+#: What node auto repair of a managed node group does by default (source key ``eks-node-repair``).
+NODE_REPAIR_CONDITIONS: tuple[RepairCondition, ...] = (
+    RepairCondition(condition="AcceleratedHardwareReady", repair_after_minutes=10, actions="Replace or Reboot",
+                    detects="GPU faults: NVIDIA XID errors (e.g. 48 double-bit ECC, 74 NVLink, 79 fallen off the bus), "
+                            "double-bit errors, NVLink errors"),
+    RepairCondition(condition="NetworkingReady", repair_after_minutes=30, actions="Replace",
+                    detects="interfaces down or not running, the VPC CNI (IPAMD) not running or not ready"),
+    RepairCondition(condition="KernelReady", repair_after_minutes=30, actions="Replace",
+                    detects="fork/exec failing for want of PIDs or memory"),
+    RepairCondition(condition="StorageReady", repair_after_minutes=30, actions="Replace",
+                    detects="disk, file system and I/O failures"),
+    RepairCondition(condition="ContainerRuntimeReady", repair_after_minutes=30, actions="Replace",
+                    detects="containerd failing, pods stuck terminating"),
+    RepairCondition(condition="Ready", repair_after_minutes=30, actions="Replace",
+                    detects="the kubelet stops reporting (a hung or lost node)"),
+)
+#: Managed node groups stop repairing (repairs under way continue) when a group of more than this many nodes has more
+#: than :data:`NODE_REPAIR_HALT_PERCENT` percent unhealthy, or after an ARC zonal shift (source key ``eks-node-repair``).
+NODE_REPAIR_HALT_NODES = 5
+NODE_REPAIR_HALT_PERCENT = 20
+#: The percentage settings of ``nodeRepairConfig`` (``maxUnhealthyNodeThresholdPercentage``,
+#: ``maxParallelNodesRepairedPercentage``) range over 0-100; a count and a percentage of the same setting exclude
+#: each other (source key ``eks-node-repair``).
+NODE_REPAIR_PERCENT_RANGE = (0, 100)
+
+# --- Container Insights --------------------------------------------------------------------------------------------
+#: The EKS managed add-on that installs the CloudWatch agent (with the DCGM exporter on NVIDIA nodes and EFA metrics),
+#: Fluent Bit and the agent's operator (source key ``cloudwatch-observability-addon``).
+OBSERVABILITY_ADDON = "amazon-cloudwatch-observability"
+#: Where the agent runs and the service account its Pod Identity association names (source key
+#: ``cloudwatch-observability-addon``).
+OBSERVABILITY_NAMESPACE = "amazon-cloudwatch"
+OBSERVABILITY_SERVICE_ACCOUNT = "cloudwatch-agent"
+#: The AWS managed policy the add-on's documentation gives the agent's role: PutMetricData (with the
+#: ``cloudwatch:namespace`` it writes), the Logs calls Fluent Bit and EMF need, EC2 Describe* and the SSM parameter
+#: ``AmazonCloudWatch-*`` (source key ``cloudwatch-agent-server-policy``).
+OBSERVABILITY_POLICY = "CloudWatchAgentServerPolicy"
+#: Top-level keys of the add-on's configuration values this program sets, and the shape each has. The add-on's
+#: configuration schema (``aws eks describe-addon-configuration``) is the chart's values; ``tolerations`` is a list of
+#: Kubernetes Tolerations applied to the agent's DaemonSets (agent, Fluent Bit, DCGM exporter, ...), defaulting to
+#: ``[{operator: Exists}]`` (source key ``cloudwatch-observability-chart``).
+OBSERVABILITY_CONFIG_KEYS: Mapping[str, type] = {"tolerations": list}
+
+#: The CloudWatch namespace Container Insights publishes to (source key ``container-insights-metrics``).
+CONTAINER_INSIGHTS_NAMESPACE = "ContainerInsights"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedMetric:
+    """A metric the CloudWatch agent publishes with enhanced observability and accelerated-compute metrics on, and the
+    dimension sets it publishes it under (source key ``container-insights-metrics``)."""
+
+    name: str
+    dimension_sets: tuple[frozenset[str], ...]
+
+
+def _metrics(names: str, *dimension_sets: tuple[str, ...]) -> dict[str, PublishedMetric]:
+    sets = tuple(frozenset(d) for d in dimension_sets)
+    return {n: PublishedMetric(name=n, dimension_sets=sets) for n in names.split()}
+
+
+_NODE_DEVICE_GPU = ("ClusterName", "NodeName", "InstanceId", "InstanceType", "GpuDevice")
+_NODE_DEVICE_EFA = ("ClusterName", "NodeName", "InstanceId", "InstanceType", "NetworkInterfaceId")
+#: Metrics the dashboard and alarms may plot, by name, with the dimension sets the agent emits them under (the agent's
+#: EMF metric declarations for Kubernetes; source key ``container-insights-metrics``).
+CONTAINER_INSIGHTS_METRICS: Mapping[str, PublishedMetric] = {
+    **_metrics("cluster_node_count cluster_failed_node_count", ("ClusterName",)),
+    **_metrics("node_cpu_utilization node_memory_utilization node_gpu_limit node_efa_limit",
+               ("NodeName", "InstanceId", "ClusterName"), ("ClusterName",)),
+    **_metrics("node_gpu_utilization node_gpu_memory_utilization node_gpu_memory_used node_gpu_power_draw "
+               "node_gpu_temperature node_gpu_tensor_core_utilization",
+               ("ClusterName",), ("ClusterName", "NodeName", "InstanceId"), _NODE_DEVICE_GPU),
+    **_metrics("pod_gpu_utilization pod_gpu_memory_utilization",
+               ("ClusterName",), ("ClusterName", "Namespace"), ("ClusterName", "Namespace", "Service"),
+               ("ClusterName", "Namespace", "PodName"), ("ClusterName", "Namespace", "PodName", "FullPodName"),
+               ("ClusterName", "Namespace", "PodName", "FullPodName", "GpuDevice")),
+    **_metrics("node_efa_rx_bytes node_efa_tx_bytes node_efa_rx_dropped node_efa_rdma_read_bytes "
+               "node_efa_rdma_write_bytes node_efa_retrans_pkts node_efa_impaired_remote_conn_events "
+               "node_efa_unresponsive_remote_events",
+               ("ClusterName",), ("ClusterName", "NodeName", "InstanceId"), _NODE_DEVICE_EFA),
+}
+
+# --- CloudWatch limits ---------------------------------------------------------------------------------------------
+#: An alarm's period times its evaluation periods may not exceed one day (source key ``cloudwatch-alarm-evaluation``).
+ALARM_MAX_EVALUATION_SECONDS = 24 * 3600
+#: How far back a Metrics Insights query reads, which bounds what an alarm on one can evaluate: the most recent three
+#: hours (source key ``cloudwatch-metrics-insights-limits``; later documentation allows more, three hours holds for both).
+METRICS_INSIGHTS_RANGE_SECONDS = 3 * 3600
+#: Dashboard names: up to 255 of A-Z, a-z, 0-9, "-" and "_" (source key ``cloudwatch-dashboard-body``).
+DASHBOARD_NAME_MAX = 255
+#: The dashboard body's grid is 24 units wide (source key ``cloudwatch-dashboard-body``).
+DASHBOARD_GRID_WIDTH = 24
+#: Widget types and the metric widget's ``view`` values a dashboard body may use (source key
+#: ``cloudwatch-dashboard-body``).
+DASHBOARD_WIDGET_TYPES: tuple[str, ...] = ("metric", "text", "log", "alarm", "explorer")
+DASHBOARD_METRIC_VIEWS: tuple[str, ...] = ("timeSeries", "singleValue", "gauge", "bar", "pie", "table")
+#: The console host per partition (dashboard URLs; source key ``cloudwatch-dashboard-url``).
+CONSOLE_HOSTS: Mapping[str, str] = {
+    "aws": "console.aws.amazon.com",
+    "aws-us-gov": "console.amazonaws-us-gov.com",
+    "aws-cn": "console.amazonaws.cn",
+}

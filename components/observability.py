@@ -1,0 +1,341 @@
+"""``FleetObservability``: GPU and EFA metrics, a CloudWatch dashboard and idle-GPU alarms for a training cluster.
+
+- Metrics: the Amazon CloudWatch Observability EKS add-on (Container Insights with enhanced observability: the
+  CloudWatch agent with NVIDIA's DCGM exporter on GPU nodes, EFA counters on EFA nodes, Fluent Bit), with its own
+  Pod Identity role holding only the AWS managed ``CloudWatchAgentServerPolicy`` its documentation names
+  (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/install-CloudWatch-Observability-EKS-addon.html).
+  Its DaemonSets get exactly the tolerations the caller passes (the taints of the node groups), instead of the
+  chart's tolerate-everything default.
+- A dashboard whose body is built here from plain values (:func:`dashboard_body`): every widget is a CloudWatch
+  Metrics Insights query over the ``ContainerInsights`` namespace, filtered to the cluster.
+- One alarm per GPU group (:func:`idle_alarm_query`): every GPU of the group's instance types below a utilization
+  for a number of minutes; optionally an SNS topic (encrypted with its own KMS key CloudWatch may use) with an e-mail
+  subscription.
+
+Nothing here is created inside an ``apply``: the dashboard body and the alarm queries are strings known when the
+program runs.
+"""
+
+import json
+from typing import Any, Mapping, Optional, Sequence, TypedDict
+
+import pulumi
+import pulumi_aws as aws
+from typing_extensions import NotRequired
+
+from components.catalog.operations import (
+    CONSOLE_HOSTS,
+    CONTAINER_INSIGHTS_NAMESPACE,
+    DASHBOARD_GRID_WIDTH,
+    OBSERVABILITY_ADDON,
+    OBSERVABILITY_NAMESPACE,
+    OBSERVABILITY_POLICY,
+    OBSERVABILITY_SERVICE_ACCOUNT,
+)
+from components.iam import alarm_topic_key_policy, managed_policy_arn
+from components.partition import current_partition
+from components.pod_identity import pod_identity_role
+from components.scheduling import Toleration
+
+#: Seconds between the points an alarm evaluates (the agent publishes every 60 s).
+ALARM_PERIOD_SECONDS = 60
+#: Widget size on the dashboard's 24-unit grid: two widgets per row.
+WIDGET_WIDTH, WIDGET_HEIGHT = DASHBOARD_GRID_WIDTH // 2, 6
+
+
+class GpuGroupSpec(TypedDict):
+    """A GPU node group, as the dashboard and the idle alarm see it."""
+
+    name: str
+    """The group's name."""
+    instance_types: Sequence[str]
+    """Its instance types (Container Insights' per-GPU series carry InstanceType, not the group)."""
+    gpus_per_node: int
+    """GPUs per node (counts nodes from the GPUs that report)."""
+
+
+class IdleAlarmSpec(TypedDict):
+    """The alarm on one GPU group whose GPUs all stay near zero utilization."""
+
+    group: GpuGroupSpec
+    """The group."""
+    minutes: int
+    """How long every GPU stays below ``utilization_percent`` before the alarm fires."""
+    utilization_percent: float
+    """A GPU below this utilization (percent) is idle."""
+
+
+class FleetObservabilityArgs(TypedDict):
+    """Inputs of :class:`FleetObservability`."""
+
+    cluster_name: str
+    """The EKS cluster's name (a plain string: the dashboard and the alarms filter on it)."""
+    cluster: pulumi.Input[str]
+    """The same name as an output of the cluster component, so the add-on waits for the cluster."""
+    kubernetes_version: str
+    """Kubernetes minor, to resolve the add-on's default version."""
+    region: str
+    """The region the dashboard's widgets read."""
+    metrics: bool
+    """Install the Amazon CloudWatch Observability add-on."""
+    tolerations: NotRequired[Sequence[Toleration]]
+    """What the agent's DaemonSets tolerate (the node groups' taints)."""
+    addon_version: NotRequired[str]
+    """Pinned add-on version; default: EKS's default for the Kubernetes version."""
+    dashboard: NotRequired[bool]
+    """Create the dashboard. Default False."""
+    gpu_groups: NotRequired[Sequence[GpuGroupSpec]]
+    """The GPU groups (dashboard rows)."""
+    efa: NotRequired[bool]
+    """Some group uses EFA (the dashboard plots EFA traffic)."""
+    job_namespace: NotRequired[str]
+    """The namespace of the training jobs (the dashboard plots their pods' GPU utilization)."""
+    idle_alarms: NotRequired[Sequence[IdleAlarmSpec]]
+    """Idle-GPU alarms."""
+    alarm_email: NotRequired[str]
+    """Subscribe this address to the alarms' topic."""
+    tags: NotRequired[dict[str, str]]
+    """AWS tags."""
+
+
+def sql_string(value: str) -> str:
+    """A Metrics Insights string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def insights_query(stat: str, metric: str, dimensions: Sequence[str], where: Mapping[str, Sequence[str]],
+                   group_by: Optional[str] = None) -> str:
+    """``SELECT stat(metric) FROM SCHEMA(ContainerInsights, dims) WHERE ... [GROUP BY ...]``: the series of ``metric``
+    published under exactly ``dimensions``, filtered (each key equal to one of its values)."""
+    conditions = []
+    for dim, values in where.items():
+        alternatives = [f"{dim} = {sql_string(v)}" for v in values]
+        conditions.append(alternatives[0] if len(alternatives) == 1 else "(" + " OR ".join(alternatives) + ")")
+    text = (f"SELECT {stat}({metric}) FROM SCHEMA({CONTAINER_INSIGHTS_NAMESPACE}, {', '.join(sorted(dimensions))}) "
+            f"WHERE {' AND '.join(conditions)}")
+    return f"{text} GROUP BY {group_by}" if group_by else text
+
+
+#: The dimension sets the queries read (each is one the agent publishes the metric under; tests check it).
+NODE_DIMENSIONS = ("ClusterName", "InstanceId", "NodeName")
+GPU_DEVICE_DIMENSIONS = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType", "NodeName")
+POD_DIMENSIONS = ("ClusterName", "Namespace", "PodName")
+
+
+def idle_alarm_query(cluster_name: str, group: GpuGroupSpec) -> str:
+    """The busiest GPU of the group's nodes: below the threshold means every GPU of the group is idle."""
+    return insights_query("MAX", "node_gpu_utilization", GPU_DEVICE_DIMENSIONS,
+                          {"ClusterName": [cluster_name], "InstanceType": list(group["instance_types"])})
+
+
+def _metric_widget(title: str, region: str, metrics: list[list[dict[str, Any]]], *, unit_label: str,
+                   stat_view: str = "timeSeries") -> dict[str, Any]:
+    return {
+        "type": "metric",
+        "width": WIDGET_WIDTH,
+        "height": WIDGET_HEIGHT,
+        "properties": {
+            "title": title,
+            "region": region,
+            "view": stat_view,
+            "stacked": False,
+            "period": ALARM_PERIOD_SECONDS,
+            "metrics": metrics,
+            "yAxis": {"left": {"label": unit_label, "showUnits": False}},
+        },
+    }
+
+
+def _query(expression: str, qid: str, label: str, visible: bool = True) -> list[dict[str, Any]]:
+    entry: dict[str, Any] = {"expression": expression, "id": qid, "label": label}
+    if not visible:
+        entry["visible"] = False
+    return [entry]
+
+
+def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool,
+                      job_namespace: Optional[str]) -> list[dict[str, Any]]:
+    """The dashboard's widgets, top to bottom (positions are set by :func:`dashboard_body`)."""
+    cluster = {"ClusterName": [cluster_name]}
+    widgets: list[dict[str, Any]] = [{
+        "type": "text",
+        "width": DASHBOARD_GRID_WIDTH,
+        "height": 2,
+        "properties": {"markdown": (
+            f"## {cluster_name}\n"
+            "GPU and EFA metrics from Container Insights (the amazon-cloudwatch-observability add-on). Node health: "
+            "`kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
+            "and `kubectl get events -A | grep -i NvidiaXID`.")},
+    }]
+    nodes: list[list[dict[str, Any]]] = [_query(
+        insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster), "nodes", "nodes in the cluster")]
+    if gpu_groups:
+        widgets.append(_metric_widget("GPU utilization per node (%)", region, [_query(
+            insights_query("AVG", "node_gpu_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "gpu", "")],
+            unit_label="%"))
+        widgets.append(_metric_widget("GPU memory utilization per node (%)", region, [_query(
+            insights_query("AVG", "node_gpu_memory_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "gpumem", "")],
+            unit_label="%"))
+        for i, g in enumerate(gpu_groups):
+            count = f"gpus{i}"
+            nodes.append(_query(insights_query("COUNT", "node_gpu_utilization", GPU_DEVICE_DIMENSIONS,
+                                               {**cluster, "InstanceType": list(g["instance_types"])}),
+                                count, f"GPUs reporting in {g['name']}", visible=False))
+            nodes.append(_query(f"{count} / {int(g['gpus_per_node'])}", f"nodes{i}", f"nodes of {g['name']}"))
+    else:
+        widgets.append(_metric_widget("CPU utilization per node (%)", region, [_query(
+            insights_query("AVG", "node_cpu_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "cpu", "")],
+            unit_label="%"))
+    if efa:
+        widgets.append(_metric_widget("EFA received per node (bytes/s)", region, [_query(
+            insights_query("SUM", "node_efa_rx_bytes", NODE_DIMENSIONS, cluster, "NodeName"), "efarx", "")],
+            unit_label="bytes"))
+        widgets.append(_metric_widget("EFA sent per node (bytes/s)", region, [_query(
+            insights_query("SUM", "node_efa_tx_bytes", NODE_DIMENSIONS, cluster, "NodeName"), "efatx", "")],
+            unit_label="bytes"))
+    widgets.append(_metric_widget("Nodes (per GPU group: GPUs reporting / GPUs per node)", region, nodes,
+                                  unit_label="nodes"))
+    if job_namespace and gpu_groups:
+        widgets.append(_metric_widget(f"GPU utilization per job pod ({job_namespace}) (%)", region, [_query(
+            insights_query("AVG", "pod_gpu_utilization", POD_DIMENSIONS, {**cluster, "Namespace": [job_namespace]},
+                           "PodName"), "pods", "")], unit_label="%"))
+    return widgets
+
+
+def dashboard_body(cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool,
+                   job_namespace: Optional[str] = None) -> str:
+    """The dashboard body (CloudWatch's dashboard body structure, JSON with sorted keys): widgets laid out two per
+    row on the 24-unit grid."""
+    placed = []
+    x = y = row_height = 0
+    for w in dashboard_widgets(cluster_name, region, gpu_groups, efa, job_namespace):
+        if x + w["width"] > DASHBOARD_GRID_WIDTH:
+            x, y, row_height = 0, y + row_height, 0
+        placed.append({**w, "x": x, "y": y})
+        x += w["width"]
+        row_height = max(row_height, w["height"])
+    return json.dumps({"widgets": placed}, sort_keys=True)
+
+
+def dashboard_url(partition: str, region: str, name: str) -> str:
+    """Where the dashboard opens in the console."""
+    host = CONSOLE_HOSTS.get(partition, CONSOLE_HOSTS["aws"])
+    return f"https://{host}/cloudwatch/home?region={region}#dashboards/dashboard/{name}"
+
+
+def agent_configuration(tolerations: Sequence[Toleration]) -> str:
+    """The add-on's configuration values: the DaemonSets tolerate exactly ``tolerations``."""
+    return json.dumps({"tolerations": [dict(t) for t in tolerations]}, sort_keys=True)
+
+
+class FleetObservability(pulumi.ComponentResource):
+    """The Container Insights add-on and its role, the dashboard, the idle-GPU alarms and their topic."""
+
+    dashboard_url: pulumi.Output[str]
+    """The dashboard in the CloudWatch console ("" without one)."""
+    alarm_names: list[str]
+    """Names of the idle-GPU alarms."""
+    alarm_topic_arn: pulumi.Output[str]
+    """The SNS topic the alarms publish to ("" without an e-mail)."""
+
+    def __init__(self, name: str, args: FleetObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:FleetObservability", name, None, opts)
+        tags = dict(args.get("tags") or {})
+        child = pulumi.ResourceOptions(parent=self)
+        cluster_name = args["cluster_name"]
+        region = args["region"]
+        partition = current_partition(self)
+        if args["metrics"]:
+            identity = pod_identity_role(
+                self,
+                f"{name}-agent",
+                cluster_name=args["cluster"],
+                namespace=OBSERVABILITY_NAMESPACE,
+                service_account=OBSERVABILITY_SERVICE_ACCOUNT,
+                description=f"CloudWatch agent (EKS Pod Identity, {OBSERVABILITY_NAMESPACE}/{OBSERVABILITY_SERVICE_ACCOUNT})",
+                role_name=f"{cluster_name}-cloudwatch-agent",
+                managed_policy_arns=[partition.apply(lambda p: managed_policy_arn(p, OBSERVABILITY_POLICY))],
+                associate=False,  # the add-on associates the role with its service account itself
+                tags=tags,
+            )
+            version: pulumi.Input[str] = args.get("addon_version") or aws.eks.get_addon_version_output(
+                addon_name=OBSERVABILITY_ADDON,
+                kubernetes_version=args["kubernetes_version"],
+                most_recent=False,
+                opts=pulumi.InvokeOutputOptions(parent=self),
+            ).version
+            aws.eks.Addon(
+                f"{name}-addon",
+                cluster_name=args["cluster"],
+                addon_name=OBSERVABILITY_ADDON,
+                addon_version=version,
+                configuration_values=agent_configuration(list(args.get("tolerations") or [])),
+                pod_identity_associations=[{"role_arn": identity.role.arn, "service_account": OBSERVABILITY_SERVICE_ACCOUNT}],
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="PRESERVE",
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=identity.policies),
+            )
+
+        gpu_groups = list(args.get("gpu_groups") or [])
+        self.dashboard_url = pulumi.Output.from_input("")
+        if args.get("dashboard"):
+            body = dashboard_body(cluster_name, region, gpu_groups, bool(args.get("efa")), args.get("job_namespace"))
+            dashboard = aws.cloudwatch.Dashboard(
+                f"{name}-dashboard", dashboard_name=cluster_name, dashboard_body=body, opts=child)
+            self.dashboard_url = pulumi.Output.all(partition, dashboard.dashboard_name).apply(
+                lambda v: dashboard_url(str(v[0]), region, str(v[1])))
+
+        actions: list[pulumi.Input[str]] = []
+        self.alarm_topic_arn = pulumi.Output.from_input("")
+        email = args.get("alarm_email")
+        alarms = list(args.get("idle_alarms") or [])
+        if email and alarms:
+            caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+            key = aws.kms.Key(
+                f"{name}-alarms-key",
+                description=f"SNS topic of the {cluster_name} alarms (CloudWatch may encrypt with it)",
+                enable_key_rotation=True,
+                deletion_window_in_days=7,
+                policy=pulumi.Output.all(partition, caller.account_id).apply(
+                    lambda v: alarm_topic_key_policy(str(v[0]), str(v[1]))),
+                tags=tags,
+                opts=child,
+            )
+            topic = aws.sns.Topic(f"{name}-alarms", kms_master_key_id=key.arn, tags=tags, opts=child)
+            aws.sns.TopicSubscription(f"{name}-alarms-email", topic=topic.arn, protocol="email", endpoint=email,
+                                      opts=child)
+            actions = [topic.arn]
+            self.alarm_topic_arn = topic.arn
+        self.alarm_names = []
+        for alarm in alarms:
+            group = alarm["group"]
+            alarm_name = f"{cluster_name}-{group['name']}-idle-gpus"
+            minutes = int(alarm["minutes"])
+            aws.cloudwatch.MetricAlarm(
+                f"{name}-{group['name']}-idle",
+                name=alarm_name,
+                alarm_description=(
+                    f"Every GPU of node group {group['name']} ({', '.join(group['instance_types'])}) of {cluster_name} "
+                    f"has been below {alarm['utilization_percent']:g}% utilization for {minutes} minutes: its nodes "
+                    "cost money and do nothing. Scale the group down or start a job."),
+                comparison_operator="LessThanThreshold",
+                threshold=float(alarm["utilization_percent"]),
+                evaluation_periods=minutes * 60 // ALARM_PERIOD_SECONDS,
+                datapoints_to_alarm=minutes * 60 // ALARM_PERIOD_SECONDS,
+                metric_queries=[{
+                    "id": "busiest",
+                    "expression": idle_alarm_query(cluster_name, group),
+                    "period": ALARM_PERIOD_SECONDS,
+                    "label": f"busiest GPU of {group['name']} (%)",
+                    "return_data": True,
+                }],
+                # no GPU reports when the group has no nodes: nothing is idle then
+                treat_missing_data="notBreaching",
+                alarm_actions=actions,
+                ok_actions=actions,
+                tags=tags,
+                opts=child,
+            )
+            self.alarm_names.append(alarm_name)
+        self.register_outputs({"dashboard_url": self.dashboard_url, "alarm_topic_arn": self.alarm_topic_arn})

@@ -1,0 +1,339 @@
+"""Running the fleet, under mocks for every preset: node health (the node monitoring agent, node auto repair on GPU
+groups), the Container Insights add-on (its configuration against the add-on's schema, its agents tolerating every
+taint the groups carry, its least-privilege Pod Identity role), the dashboard (CloudWatch's dashboard body structure;
+every metric it plots exists under the namespace and dimensions the agent publishes) and the idle-GPU alarms.
+
+The rules are encoded from their upstream sources (components/catalog/operations.py names each): the agent's EMF
+metric declarations (source key ``container-insights-metrics``), the add-on chart's values (``cloudwatch-observability-chart``),
+Kubernetes' toleration matching (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/) and
+CloudWatch's dashboard body structure (``cloudwatch-dashboard-body``). Each rule has a control that shows it fails."""
+
+import copy
+import json
+import re
+from typing import Any, Mapping, Sequence
+
+import kubernetes_validate
+import pytest
+
+from components.catalog import DEFAULT_KUBERNETES_VERSION
+from components.catalog.operations import (
+    ALARM_MAX_EVALUATION_SECONDS,
+    CONTAINER_INSIGHTS_METRICS,
+    CONTAINER_INSIGHTS_NAMESPACE,
+    DASHBOARD_GRID_WIDTH,
+    DASHBOARD_METRIC_VIEWS,
+    DASHBOARD_NAME_MAX,
+    DASHBOARD_WIDGET_TYPES,
+    METRICS_INSIGHTS_RANGE_SECONDS,
+    NODE_MONITORING_ADDON,
+    NODE_MONITORING_DEFAULT_TOLERATIONS,
+    OBSERVABILITY_ADDON,
+    OBSERVABILITY_CONFIG_KEYS,
+    OBSERVABILITY_NAMESPACE,
+    OBSERVABILITY_POLICY,
+    OBSERVABILITY_SERVICE_ACCOUNT,
+)
+from components.scheduling import TAINT_EFFECTS_EKS
+from tests.harness import PROJECT, Program, resolve, run_program, stack_config, stack_names
+
+pytestmark = pytest.mark.mock
+
+STACKS = stack_names()
+K8S_EFFECT = {v: k for k, v in TAINT_EFFECTS_EKS.items()}
+QUERY = re.compile(r"^SELECT (?P<stat>[A-Z]+)\((?P<metric>\w+)\) FROM SCHEMA\((?P<namespace>\w+), (?P<dims>[\w, ]+)\)"
+                   r" WHERE (?P<where>.+?)(?: GROUP BY (?P<group>\w+))?$")
+CONDITION = re.compile(r"(\w+) = '((?:[^']|'')*)'")
+STATS = {"AVG", "MAX", "MIN", "SUM", "COUNT"}
+
+
+# --- the rules ------------------------------------------------------------------------------------------------------
+def tolerates(toleration: Mapping[str, str], taint: Mapping[str, str]) -> bool:
+    """Kubernetes' matching: an empty key with Exists matches every taint; otherwise the keys are equal, Exists or an
+    equal value, and an empty effect matches every effect."""
+    op = toleration.get("operator", "Equal")
+    if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+        return False
+    if not toleration.get("key"):
+        return op == "Exists"
+    if toleration["key"] != taint["key"]:
+        return False
+    return op == "Exists" or toleration.get("value", "") == taint.get("value", "")
+
+
+def toleration_problems(tolerations: Sequence[Mapping[str, str]], taints: Sequence[Mapping[str, str]],
+                        exact: bool) -> list[str]:
+    """Taints no toleration matches; with ``exact``, tolerations that match no taint (wider than needed)."""
+    out = [f"taint {t} is not tolerated" for t in taints if not any(tolerates(x, t) for x in tolerations)]
+    if exact:
+        out += [f"toleration {x} matches no taint of the groups" for x in tolerations
+                if not any(tolerates(x, t) for t in taints)]
+    return out
+
+
+def query_problems(sql: str, cluster: str) -> list[str]:
+    """A Metrics Insights query reads a metric the agent publishes, under a dimension set it publishes it with,
+    filtered to ``cluster``, with every WHERE and GROUP BY key in the schema."""
+    m = QUERY.match(sql)
+    if not m:
+        return [f"not a Metrics Insights query of the expected form: {sql}"]
+    problems = []
+    if m["stat"] not in STATS:
+        problems.append(f"{m['stat']} is not a Metrics Insights function")
+    if m["namespace"] != CONTAINER_INSIGHTS_NAMESPACE:
+        problems.append(f"namespace {m['namespace']} is not {CONTAINER_INSIGHTS_NAMESPACE}")
+    dims = frozenset(d.strip() for d in m["dims"].split(","))
+    metric = CONTAINER_INSIGHTS_METRICS.get(m["metric"])
+    if metric is None:
+        problems.append(f"{m['metric']} is not a metric the agent publishes")
+    elif dims not in metric.dimension_sets:
+        problems.append(f"{m['metric']} is not published under {sorted(dims)}")
+    conditions = CONDITION.findall(m["where"])
+    if not conditions:
+        problems.append(f"no WHERE condition in {sql}")
+    for dim, _ in conditions:
+        if dim not in dims:
+            problems.append(f"WHERE {dim}: not a dimension of the schema {sorted(dims)}")
+    if ("ClusterName", cluster) not in conditions:
+        problems.append(f"not filtered to ClusterName = '{cluster}': {sql}")
+    if m["group"] and m["group"] not in dims:
+        problems.append(f"GROUP BY {m['group']}: not a dimension of the schema")
+    return problems
+
+
+def dashboard_problems(body: Mapping[str, Any], cluster: str, region: str) -> list[str]:
+    """CloudWatch's dashboard body structure, and every query against what the agent publishes."""
+    problems: list[str] = []
+    cells: set[tuple[int, int]] = set()
+    for i, w in enumerate(body.get("widgets") or [None]):
+        if not isinstance(w, dict):
+            return [f"widget {i} is not an object"]
+        if w.get("type") not in DASHBOARD_WIDGET_TYPES:
+            problems.append(f"widget {i}: type {w.get('type')!r}")
+        x, y, width, height = (w.get(k) for k in ("x", "y", "width", "height"))
+        if not all(isinstance(v, int) for v in (x, y, width, height)) or x + width > DASHBOARD_GRID_WIDTH:
+            problems.append(f"widget {i}: position {x},{y} size {width}x{height} off the {DASHBOARD_GRID_WIDTH}-unit grid")
+            continue
+        mine = {(cx, cy) for cx in range(x, x + width) for cy in range(y, y + height)}
+        if mine & cells:
+            problems.append(f"widget {i} overlaps another")
+        cells |= mine
+        props = w.get("properties") or {}
+        if w["type"] == "text":
+            if not props.get("markdown"):
+                problems.append(f"widget {i}: a text widget needs markdown")
+            continue
+        if w["type"] != "metric":
+            continue
+        if props.get("region") != region:
+            problems.append(f"widget {i}: region {props.get('region')!r} is not the stack's {region}")
+        if props.get("view") not in DASHBOARD_METRIC_VIEWS:
+            problems.append(f"widget {i}: view {props.get('view')!r}")
+        ids: set[str] = set()
+        entries = [e for row in props.get("metrics") or [] for e in row]
+        if not entries:
+            problems.append(f"widget {i}: no metrics")
+        for e in entries:
+            qid, expression = e.get("id", ""), e.get("expression", "")
+            if not re.match(r"^[a-z][A-Za-z0-9_]*$", qid) or qid in ids:
+                problems.append(f"widget {i}: id {qid!r} must start with a lowercase letter and be unique")
+            ids.add(qid)
+            if expression.startswith("SELECT"):
+                problems += [f"widget {i}: {p}" for p in query_problems(expression, cluster)]
+            else:
+                unknown = set(re.findall(r"\b[a-z][A-Za-z0-9_]*\b", expression)) - ids
+                if not expression or unknown:
+                    problems.append(f"widget {i}: math expression {expression!r} names {sorted(unknown)}")
+    return problems
+
+
+# --- what the program registers ---------------------------------------------------------------------------------------
+def addons(p: Program) -> dict[str, Any]:
+    return {a.inputs["addonName"]: a for a in p.of_type("aws:eks/addon:Addon")}
+
+
+def group_taints(p: Program) -> list[dict[str, str]]:
+    """Every taint of every registered node group, Kubernetes spelling."""
+    return [{"key": t["key"], "value": t.get("value", ""), "effect": K8S_EFFECT[t["effect"]]}
+            for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") for t in ng.inputs.get("taints") or []]
+
+
+def is_gpu_group(ng: Any) -> bool:
+    return str(ng.inputs.get("amiType", "")).endswith("NVIDIA")
+
+
+def cluster_name(stack: str) -> str:
+    return stack_config(stack).get(f"{PROJECT}:clusterName") or f"{PROJECT}-{stack}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_node_health_and_repair(program_for: Any, stack: str) -> None:
+    """The node monitoring agent runs on every node (its default tolerates every taint: no configuration narrows it);
+    every GPU group repairs its nodes, a CPU group only when it asks to."""
+    p = program_for(stack, False)
+    agent = addons(p)[NODE_MONITORING_ADDON]
+    assert agent.inputs.get("configurationValues") in (None, ""), "the agent keeps its tolerate-everything default"
+    assert toleration_problems(NODE_MONITORING_DEFAULT_TOLERATIONS, group_taints(p), exact=False) == []
+    for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
+        repair = ng.inputs.get("nodeRepairConfig")
+        if is_gpu_group(ng):
+            assert repair == {"enabled": True}, (ng.name, repair)
+        else:
+            assert repair is None, (ng.name, repair)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_metrics_addon_configuration_role_and_tolerations(program_for: Any, stack: str) -> None:
+    p = program_for(stack, False)
+    gpu = any(is_gpu_group(ng) for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"))
+    addon = addons(p).get(OBSERVABILITY_ADDON)
+    assert (addon is not None) == gpu, "on by default exactly where the stack has GPU groups"
+    if addon is None:
+        return
+    config = json.loads(addon.inputs["configurationValues"])
+    for k, v in config.items():
+        assert k in OBSERVABILITY_CONFIG_KEYS and isinstance(v, OBSERVABILITY_CONFIG_KEYS[k]), (k, v)
+    # each toleration is a Kubernetes Toleration (the chart puts them into the DaemonSets' pod specs)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent"},
+           "spec": {"containers": [{"name": "a", "image": "a"}], "tolerations": config["tolerations"]}}
+    kubernetes_validate.validate(copy.deepcopy(pod), DEFAULT_KUBERNETES_VERSION + ".0", strict=True)
+    assert toleration_problems(config["tolerations"], group_taints(p), exact=True) == []
+    # least privilege: its own role, only the managed policy the add-on's documentation names, for its service account
+    (assoc,) = addon.inputs["podIdentityAssociations"]
+    assert assoc["serviceAccount"] == OBSERVABILITY_SERVICE_ACCOUNT
+    role = next(r for r in p.of_type("aws:iam/role:Role") if r.inputs.get("arn") == assoc["roleArn"]
+                or r.urn in addon.deps_of("podIdentityAssociations"))
+    trust = json.dumps(role.inputs["assumeRolePolicy"])
+    assert f"{OBSERVABILITY_NAMESPACE}" in trust and OBSERVABILITY_SERVICE_ACCOUNT in trust and "pods.eks.amazonaws.com" in trust
+    attached = [a.inputs["policyArn"] for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+                if a.urn and role.urn in a.deps_of("role")]
+    assert attached == [f"arn:aws:iam::aws:policy/{OBSERVABILITY_POLICY}"]
+    assert not [r for r in p.of_type("aws:iam/rolePolicy:RolePolicy") if role.urn in r.deps_of("role")]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, stack: str) -> None:
+    p = program_for(stack, False)
+    cluster = cluster_name(stack)
+    region = stack_config(stack)["aws:region"]
+    gpu_groups = [ng for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
+    dashboards = p.of_type("aws:cloudwatch/dashboard:Dashboard")
+    assert len(dashboards) == (1 if gpu_groups else 0)
+    alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    assert len(alarms) == len(gpu_groups)
+    if not dashboards:
+        assert "dashboardUrl" not in p.outputs
+        return
+    (d,) = dashboards
+    assert re.match(r"^[A-Za-z0-9_-]+$", d.inputs["dashboardName"]) and len(d.inputs["dashboardName"]) <= DASHBOARD_NAME_MAX
+    body = json.loads(d.inputs["dashboardBody"])
+    assert dashboard_problems(body, cluster, region) == []
+    metrics = {m for w in body["widgets"] for row in w.get("properties", {}).get("metrics", []) for e in row
+               for m in re.findall(r"\((\w+)\) FROM", e.get("expression", ""))}
+    assert {"node_gpu_utilization", "node_gpu_memory_utilization", "cluster_node_count", "pod_gpu_utilization"} <= metrics
+    efa = any(ng.inputs.get("launchTemplate") and "efa" in json.dumps(ng.inputs.get("labels", {})) for ng in gpu_groups)
+    assert ({"node_efa_rx_bytes", "node_efa_tx_bytes"} <= metrics) == efa
+    assert resolve(p.outputs["dashboardUrl"]) == (f"https://console.aws.amazon.com/cloudwatch/home?region={region}"
+                                         f"#dashboards/dashboard/{d.inputs['dashboardName']}")
+    minutes = ((stack_config(stack).get(f"{PROJECT}:operations") or {}).get("idleGpuAlarm") or {}).get("minutes", 30)
+    for a in alarms:
+        (q,) = a.inputs["metricQueries"]
+        assert query_problems(q["expression"], cluster) == []
+        assert q["expression"].startswith("SELECT MAX(node_gpu_utilization)")
+        assert q["period"] * a.inputs["evaluationPeriods"] == minutes * 60 <= min(ALARM_MAX_EVALUATION_SECONDS,
+                                                                                  METRICS_INSIGHTS_RANGE_SECONDS)
+        assert a.inputs["comparisonOperator"] == "LessThanThreshold" and a.inputs["treatMissingData"] == "notBreaching"
+    assert sorted(resolve(p.outputs["alarms"])) == sorted(a.inputs["name"] for a in alarms)
+
+
+# --- the rules can fail -------------------------------------------------------------------------------------------
+def test_the_query_rule_catches_a_wrong_metric_dimension_or_cluster() -> None:
+    good = ("SELECT AVG(node_gpu_utilization) FROM SCHEMA(ContainerInsights, ClusterName, InstanceId, NodeName) "
+            "WHERE ClusterName = 'c' GROUP BY NodeName")
+    assert query_problems(good, "c") == []
+    assert query_problems(good.replace("node_gpu_utilization", "node_gpu_utilisation"), "c")
+    assert query_problems(good.replace(", InstanceId", ""), "c")  # not a dimension set the agent publishes it under
+    assert query_problems(good.replace("GROUP BY NodeName", "GROUP BY PodName"), "c")
+    assert query_problems(good, "other")
+    assert query_problems(good.replace("ContainerInsights", "AWS/EC2"), "c")
+
+
+def test_the_dashboard_rule_catches_structure_errors(program_for: Any) -> None:
+    p = program_for("p5", False)
+    body = json.loads(p.one("aws:cloudwatch/dashboard:Dashboard").inputs["dashboardBody"])
+    for change in (
+        lambda b: b["widgets"][1].update(x=20),                                   # off the grid
+        lambda b: b["widgets"][2].update(y=b["widgets"][1]["y"], x=b["widgets"][1]["x"]),  # overlap
+        lambda b: b["widgets"][1]["properties"].update(view="line"),
+        lambda b: b["widgets"][1]["properties"].update(region="eu-west-1"),
+        lambda b: b["widgets"][1]["properties"]["metrics"][0][0].update(id="Gpu"),
+        lambda b: b["widgets"][-2]["properties"]["metrics"][-1][0].update(expression="gpus9 / 8"),
+    ):
+        bad = copy.deepcopy(body)
+        change(bad)
+        assert dashboard_problems(bad, "eks-training-p5", "us-east-1"), change
+
+
+def test_the_toleration_rule_catches_a_missing_or_wider_toleration() -> None:
+    gpu = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    team = {"key": "team", "value": "ml", "effect": "NoExecute"}
+    exact = [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    assert toleration_problems(exact, [gpu], exact=True) == []
+    assert toleration_problems(exact, [gpu, team], exact=True)
+    assert toleration_problems([*exact, {"key": "x", "operator": "Exists"}], [gpu], exact=True)
+    assert toleration_problems([{"operator": "Exists"}], [gpu, team], exact=False) == []
+    assert toleration_problems([{"key": "nvidia.com/gpu", "operator": "Equal", "value": "false"}], [gpu], exact=False)
+
+
+# --- configuration changes the registrations ----------------------------------------------------------------------
+def _with(stack: str, **keys: Any) -> Program:
+    cfg = stack_config(stack)
+    for k, v in keys.items():
+        cfg[f"{PROJECT}:{k}"] = v
+    p = run_program(stack, config=cfg)
+    assert p.error is None, p.error
+    return p
+
+
+def test_a_user_taint_is_tolerated_by_the_agents() -> None:
+    cfg_groups = stack_config("g5")[f"{PROJECT}:nodeGroups"]
+    name = next(iter(cfg_groups))
+    groups = {name: {**cfg_groups[name], "taints": [{"key": "team", "value": "vision", "effect": "NoExecute"}]}}
+    p = _with("g5", nodeGroups=groups)
+    config = json.loads(addons(p)[OBSERVABILITY_ADDON].inputs["configurationValues"])
+    assert {"key": "team", "operator": "Equal", "value": "vision", "effect": "NoExecute"} in config["tolerations"]
+    assert toleration_problems(config["tolerations"], group_taints(p), exact=True) == []
+
+
+def test_metrics_off_removes_the_addon_dashboard_and_alarms() -> None:
+    p = _with("p5", operations={"metrics": False})
+    assert OBSERVABILITY_ADDON not in addons(p)
+    assert not p.of_type("aws:cloudwatch/dashboard:Dashboard") and not p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    assert "dashboardUrl" not in p.outputs
+    assert NODE_MONITORING_ADDON in addons(p), "node health does not depend on the metrics"
+
+
+def test_repair_settings_reach_the_node_group() -> None:
+    cfg_groups = stack_config("p5")[f"{PROJECT}:nodeGroups"]
+    groups = {n: {**g, "nodeRepair": {"maxUnhealthyPercent": 10, "maxParallelNodes": 1}} for n, g in cfg_groups.items()}
+    p = _with("p5", nodeGroups=groups)
+    (ng,) = [ng for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
+    assert ng.inputs["nodeRepairConfig"] == {"enabled": True, "maxUnhealthyNodeThresholdPercentage": 10,
+                                             "maxParallelNodesRepairedCount": 1}
+    groups = {n: {**g, "nodeRepair": {"enabled": False}} for n, g in cfg_groups.items()}
+    (ng,) = [ng for ng in _with("p5", nodeGroups=groups).of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
+    assert ng.inputs["nodeRepairConfig"] == {"enabled": False}
+
+
+def test_alarm_email_gets_an_encrypted_topic_cloudwatch_can_use() -> None:
+    p = _with("p5", operations={"alarmEmail": "ops@example.com", "idleGpuAlarm": {"minutes": 45, "utilizationPercent": 2}})
+    topic = p.one("aws:sns/topic:Topic")
+    key = p.one("aws:kms/key:Key", lambda k: k.urn in topic.deps_of("kmsMasterKeyId"))
+    policy = json.loads(key.inputs["policy"])
+    (cw,) = [s for s in policy["Statement"] if s.get("Principal", {}).get("Service") == "cloudwatch.amazonaws.com"]
+    assert set(cw["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    sub = p.one("aws:sns/topicSubscription:TopicSubscription")
+    assert sub.inputs["protocol"] == "email" and sub.inputs["endpoint"] == "ops@example.com"
+    (alarm,) = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    assert topic.urn in alarm.deps_of("alarmActions")
+    assert alarm.inputs["threshold"] == 2 and alarm.inputs["evaluationPeriods"] == 45
