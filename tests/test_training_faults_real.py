@@ -366,18 +366,21 @@ def test_a_lost_node_is_replaced_within_15_seconds(
 
 def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
         runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
-    """One run, two events, production settings throughout.
+    """One run, three events, production settings throughout.
 
     1. SIGTERM to the rank-0 pod mid-epoch (a drain): every rank stops after the same step, rank 0
        checkpoints it, the pod exits 143; the survivor resumes at exactly that step.
     2. A replacement pod joins: torchrun SIGTERMs the survivor's worker on the membership change, it
-       checkpoints again, and both resume from that step at world size 2 and finish the run; a re-run of the
-       finished Job is a no-op.
+       checkpoints again, and both resume from that step at world size 2.
+    3. SIGTERM to the rank-1 pod (a drain of the other node): its trainer and its DataLoader workers get the
+       signal, the group agrees to stop after the same step, rank 0 checkpoints it, the drained pod exits 143
+       and the remaining pod resumes alone at exactly that step, with no failed attempt, and finishes the run;
+       a re-run of the finished Job is a no-op.
     """
     # Enough epochs that the survivor, alone, is still training when the replacement has joined; DataLoader
     # workers as the workshop recipe runs them (train.py's default: the stack passes no --workers), which
     # torchrun's SIGTERM to the worker's process group reaches too.
-    epochs = 6
+    epochs = 8
     run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
     run.start_pod("a")
     run.start_pod("b")
@@ -419,15 +422,31 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
           f"{resumed2['time'] - join_at:.2f}s after the new pod started; steps lost: "
           f"{stop2['step'] - resumed2['step']}")
 
-    assert ts.wait_all([survivor, replacement], RUN_TIMEOUT) == [0, 0], run.report()
+    # 3. Drain of the rank-1 pod.
+    time.sleep(0.3)  # a few steps at world size 2
+    keeper = run.rank0_pod()
+    assert keeper in (survivor, replacement)
+    drained = replacement if keeper is survivor else survivor
+    term3_at = time.time()
+    os.kill(drained.pid, signal.SIGTERM)
+    assert drained.wait(60) == launch.EXIT_STOPPED, run.report()
+    stop3 = run.wait_event("stopping", 10, after=term3_at, pod=keeper)
+    assert stop3["reasons"]["ranks_signalled"] == 1 and stop3["checkpoint_step"] == stop3["step"], stop3
+    resumed3 = run.wait_event("resumed", 60, after=term3_at, pod=keeper)
+    assert resumed3["step"] == stop3["step"] and resumed3["world_size"] == 1, resumed3
+    assert resumed3["failed_attempts_in_a_row"] == 0
+    print(f"[timing] rank-1 drain: stop checkpoint at step {stop3['step']}, resumed alone "
+          f"{resumed3['time'] - term3_at:.2f}s after the signal; steps lost: {stop3['step'] - resumed3['step']}")
+
+    assert keeper.wait(RUN_TIMEOUT) == 0, run.report()
     assert_no_step_lost_or_repeated(run)
     summary = assert_whole_epochs(run.output_dir, epochs)
     interrupted = summary["history"][1]
     assert interrupted["segments"] >= 2 and 1 in interrupted["world_sizes"], interrupted
     records = run.lease_records()
     assert_one_group_at_a_time(records)
-    assert [r["state"] for r in records] == ["stopped", "stopped", "done"]
-    assert [len(r["members"]) for r in records] == [2, 1, 2]
+    assert [r["state"] for r in records] == ["stopped", "stopped", "stopped", "done"]
+    assert [len(r["members"]) for r in records] == [2, 1, 2, 1]
 
     # A re-run of the finished Job is a no-op.
     again = subprocess.run(run.command(), capture_output=True, text=True, timeout=30, env=run.env(),
