@@ -164,10 +164,11 @@ def node_allocatable(facts: InstanceType, efa: Optional[EfaProfile] = None) -> N
 
 
 def pod_size(facts: InstanceType, efa: Optional[EfaProfile] = None) -> PodSize:
-    """Requests of a pod that fills a node of ``facts``' type (allocatable x :data:`NODE_SHARE`)."""
-    alloc_cpu, alloc_mem = _allocatable_cpu_mem(facts)
-    cpu = int(alloc_cpu * NODE_SHARE) // 100 * 100
-    mem = int(alloc_mem * NODE_SHARE) // 256 * 256
+    """Requests of a pod that fills a node of ``facts``' type (allocatable x :data:`NODE_SHARE`; memory: what the
+    node reports as allocatable, after the EFA driver's huge pages, so the request fits on every type with EFA)."""
+    node = node_allocatable(facts, efa)
+    cpu = int(node.cpu_millis * NODE_SHARE) // 100 * 100
+    mem = int(node.memory_mib * NODE_SHARE) // 256 * 256
     procs = max(1, facts.gpus)
     return PodSize(
         cpu_millis=cpu,

@@ -519,6 +519,42 @@ def test_a_stalled_checkpoint_volume_loses_no_work(runs: list[PodRun], etcd_serv
     assert_no_step_lost_or_repeated(run)
 
 
+#: The stall the issue measured with the production settings: past the default collective timeout (60 s) plus
+#: torchrun's 30 s, so a checkpoint written in the training loop lost the epoch.
+PRODUCTION_STALL_S = 120.0
+
+
+def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
+        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path) -> None:
+    """The case as measured before the fix, with the job's default ``collectiveTimeoutSeconds`` (60 s): the first
+    checkpoint write after the first step stalls :data:`PRODUCTION_STALL_S` in fsync (then the volume recovers).
+    Training goes on through the stall, the write is published when the volume answers, the final checkpoint and
+    ``DONE`` follow, and no step is lost or repeated, no restart."""
+    epochs = 10
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--checkpoint-every-seconds", "1"])
+    gate = tmp_path / "volume-turns-slow"
+    run.host_env = {"LD_PRELOAD": str(slow_fsync), "SLOW_FSYNC_MATCH": "checkpoint-step",
+                    "SLOW_FSYNC_SECONDS": f"{PRODUCTION_STALL_S:g}", "SLOW_FSYNC_GATE": str(gate)}
+    run.start_pod("a")
+    run.start_pod("b")
+    assert run.wait_event("start", RUN_TIMEOUT)["pg_timeout_s"] == 60.0  # the default, read back from the group
+    run.wait_event("first_step", RUN_TIMEOUT)
+    gate.touch()
+    stall = run.wait_event("slow_fsync", 60)
+    gate.unlink()  # once: the volume answers again after this write
+    assert ts.wait_all(run.pods, RUN_TIMEOUT + PRODUCTION_STALL_S) == [0, 0], run.report()
+    summary = assert_whole_epochs(run.output_dir, epochs)
+    assert summary["world_sizes"] == [2]
+    events = run.events()
+    names = [e["event"] for e in events]
+    assert "resumed" not in names and "stopping" not in names and names.count("start") == 1, names
+    stalled = [e for e in events if e["event"] == "checkpoint" and e["write_s"] >= PRODUCTION_STALL_S]
+    assert len(stalled) == 1 and stalled[0]["staged_at"] <= stall["time"], stalled
+    trained_during = [e for e in events if e["event"] == "epoch" and stall["time"] < e["time"] < stalled[0]["time"]]
+    assert len(trained_during) >= 2, "training did not go on during the stalled write"
+    assert_no_step_lost_or_repeated(run)
+
+
 # --------------------------------------------------------------------------- #
 # A frozen node: the collective timeout
 # --------------------------------------------------------------------------- #
