@@ -77,7 +77,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 import torch.distributed as dist
@@ -289,7 +289,29 @@ def _worker_init(_worker_id: int) -> None:
     loader at the stop (workers are joined), and a worker whose trainer is gone exits on its own (PyTorch's
     DataLoader worker loop watches its parent); SIGKILL ends them as it ends the trainer."""
     for sig in StopRequest.SIGNALS:
-        signal.signal(sig, signal.SIG_IGN)
+        signal.signal(sig, signal.SIG_IGN)  # also discards one that arrived while blocked (see start_loader)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, StopRequest.SIGNALS)
+
+
+def start_loader(loader: DataLoader[Any]) -> Iterator[Any]:
+    """``iter(loader)``, its worker processes started with the stop signals blocked.
+
+    Why: a DataLoader worker is forked, then installs PyTorch's own SIGTERM handler
+    (``_set_worker_signal_handlers`` in ``torch/utils/data/_utils/worker.py``; ``handler_SIGTERM`` in
+    ``torch/csrc/DataLoader.cpp`` re-raises with the default action, so the worker dies, unless the sender is its
+    parent), and only later runs ``worker_init_fn``. A stop signal sent to the process group in between (torchrun's
+    SIGTERM on a membership change, landing as an epoch's new loader starts) killed a worker, and the trainer
+    failed on its next batch instead of checkpointing (seen in CI under load). Blocked, the signal stays pending in the
+    new worker until :func:`_worker_init` ignores it (which discards it). The trainer itself loses nothing: its other
+    threads keep the signals unblocked, and one pending on this thread is delivered when the mask is restored, a few
+    milliseconds later."""
+    if not loader.num_workers:
+        return iter(loader)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, StopRequest.SIGNALS)
+    try:
+        return iter(loader)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def effective_pg_timeout(ctx: DistContext) -> float | None:
@@ -939,7 +961,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         stats.start_segment(ctx.world_size)
         segment_start = time.time()
         stopping: StepSums | None = None
-        for steps_done, (x, y) in enumerate(itertools.islice(loader, steps_to_run), start=1):
+        for steps_done, (x, y) in enumerate(itertools.islice(start_loader(loader), steps_to_run), start=1):
             scheduler.set_progress((epoch + progress.samples_in_epoch / epoch_budget) / args.epochs)
             x = x.to(ctx.device, non_blocking=True)
             y = y.to(ctx.device, non_blocking=True)

@@ -1,0 +1,59 @@
+"""A stop signal that reaches DataLoader workers while they start (tests/test_loader_signals_real.py).
+
+Runs the trainer's own loader start (``train.start_loader``, or plain ``iter`` with ``--plain``) and worker init
+(``train._worker_init``) over a small dataset with 4 workers. The window between PyTorch installing a worker's
+SIGTERM handler and running ``worker_init_fn`` is widened to ``--window`` seconds (the name-setting call PyTorch makes
+right after installing the handlers sleeps first), so the test can send SIGTERM to the whole process group inside it,
+as torchrun does on a membership change. Prints ``{"event": "workers_starting"}`` once the workers are forked, then
+one JSON line with the batches served and whether the program itself saw the stop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
+
+import torch  # noqa: E402
+import torch.multiprocessing  # noqa: E402
+from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+
+import train  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--window", type=float, default=3.0)
+    parser.add_argument("--plain", action="store_true", help="iter(loader), as before the fix")
+    args = parser.parse_args()
+
+    original = torch.multiprocessing._set_thread_name
+
+    def slow_name(name: str) -> None:
+        time.sleep(args.window)
+        original(name)
+
+    torch.multiprocessing._set_thread_name = slow_name  # type: ignore[assignment]
+    stop = train.StopRequest()
+    stop.install()
+    loader: DataLoader[tuple[torch.Tensor, ...]] = DataLoader(
+        TensorDataset(torch.arange(64, dtype=torch.float32)), batch_size=8, num_workers=4,
+        worker_init_fn=train._worker_init)
+    iterator = iter(loader) if args.plain else train.start_loader(loader)
+    print(json.dumps({"event": "workers_starting", "time": time.time()}), flush=True)
+    try:
+        batches = sum(1 for _ in iterator)
+        error = None
+    except RuntimeError as exc:
+        batches, error = -1, str(exc)
+    print(json.dumps({"event": "served", "batches": batches, "error": error, "stop_requested": stop.requested}),
+          flush=True)
+    return 0 if error is None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
