@@ -222,3 +222,13 @@ def test_a_torn_line_is_skipped(tmp_path: Path) -> None:
     with open(pod.ledger.path, "a") as out:
         out.write('{"kind": "step", "ti')
     assert [r["kind"] for r in goodput.read_ledgers(tmp_path)] == ["launch", "start", "step"]
+
+
+def test_a_program_that_reports_no_step_has_no_goodput(tmp_path: Path) -> None:
+    """Output without a single step line: the time is accounted (waiting, since no attempt was seen), but a goodput
+    of 0 would be a claim nobody measured: it is None."""
+    pod = Pod(tmp_path, "a", 0)
+    pod.text("hello")
+    pod.ledger.record("exit", at=T + 5, command_code=0)
+    result = split(tmp_path, pod)
+    assert result["goodput"] is None and result["wall_s"] == 5 and result["attempts"] == 0

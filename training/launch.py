@@ -37,11 +37,17 @@ What it does, in order:
    exits 1 after a signal, which would look like a failure; the launcher
    exits with :data:`EXIT_STOPPED` (143, "terminated by SIGTERM") instead,
    so the Job's pod failure policy can ignore it.
+   The command's stdout comes through a pipe: the launcher forwards every line
+   to its own stdout as it is and reads it for the goodput ledger
+   (:mod:`goodput`: ``DIR/goodput/<pod>-<pid>.jsonl``, written by a thread of its own).
 5. The command exited 0 (torchrun does only when every worker of the node
    exited 0): the run is complete.  A job's program owes no marker: the
    launcher records ``DIR/DONE`` itself (``{"by": "launch.py", ...}``, written
    atomically unless the program wrote one), so a pod started again for a
    finished run (a re-created Job, a retried index) finds it in step 1.
+6. The run is complete: the launcher accounts every pod's ledger
+   (:func:`goodput.account`) into ``DIR/metrics.json`` (written if the
+   program wrote none) and logs ``{"event": "goodput", ...}``.
 
 Why the round is advanced instead of deleting the key: torch's etcd-v2 backend
 also keeps a c10d store under ``/torch/elastic/store`` whose keys are prefixed

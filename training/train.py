@@ -51,8 +51,10 @@ usage error.
 Outputs in ``--output-dir``: ``checkpoint-step<N>.pt`` (the newest
 ``--keep-checkpoints``), ``model.pt`` (state_dict + model config),
 ``training_summary.json``, ``metrics.json`` (:mod:`metrics`: training time, images/s, the final training
-loss and test accuracy), the ``DONE`` marker (or ``FAILED``) and ``lease/``. Progress goes to stdout as one JSON
-object per line (rank 0 only, except a rank's own ``stop_requested``).
+loss and test accuracy, the model's FLOPs per image and step, achieved model FLOP/s and, given the device's peak, the
+model FLOPs utilization; the launcher adds the goodput, :mod:`goodput`), the ``DONE`` marker (or ``FAILED``) and ``lease/``. Progress goes to stdout as one JSON
+object per line (rank 0 only, except a rank's own ``stop_requested``): among them ``progress`` (the step reached, every
+``--progress-every-seconds``), which the launcher's goodput accounting reads with the others.
 """
 
 from __future__ import annotations
