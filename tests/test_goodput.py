@@ -232,3 +232,43 @@ def test_a_program_that_reports_no_step_has_no_goodput(tmp_path: Path) -> None:
     pod.ledger.record("exit", at=T + 5, command_code=0)
     result = split(tmp_path, pod)
     assert result["goodput"] is None and result["wall_s"] == 5 and result["attempts"] == 0
+
+
+def test_the_local_runner_shows_the_goodput(tmp_path: Path) -> None:
+    """``python -m stacks.local``'s final lines for a job (stacks/local/report.py): the goodput line from the
+    launcher's fields in metrics.json; none when the launcher accounted nothing."""
+    from stacks.local import report
+
+    fields = goodput.metrics_fields({"goodput": 0.5, "wall_s": 20.0, "lost_s": 4.0, "recomputed_steps": 3,
+                                     "attempts": 2, "interruptions": [],
+                                     "time_s": {"waiting": 2.0, "starting": 4.0, "training": 10.0, "restarting": 3.0,
+                                                "recomputed": 1.0, "evaluating": 0.0}})
+    (tmp_path / "metrics.json").write_text(json.dumps({"final_loss": 0.1, **fields, "mfu": 0.42}))
+    lines = report.results(tmp_path)
+    assert lines[1] == ("goodput 0.5 (10 s training of 20 s: waiting 2, starting 4, training 10, restarting 3, "
+                        "recomputed 1); lost to failures 4 s, 3 step(s) recomputed, 2 attempt(s); "
+                        "model FLOPs utilization 0.42")
+    (tmp_path / "metrics.json").write_text(json.dumps({"final_loss": 0.1}))
+    assert not [line for line in report.results(tmp_path) if "goodput" in line]
+
+
+def test_the_bundled_models_flops_and_utilization() -> None:
+    """train.py counts the ResNet-9's FLOPs on the meta device: forward 2 x its multiply-adds, backward twice that
+    (the 0.38 G multiply-adds of a 32x32 image at width 64 are 0.76 GFLOP forward, 2.27 GFLOP with the backward
+    pass). MFU is achieved model FLOP/s over the peak of the devices that trained, over epochs at one world size; with
+    no peak it is None and says why."""
+    import cifar
+    import train
+
+    per_image = train.model_flops_per_image(cifar.ModelConfig(width=64, mean=(0.5,) * 3, std=(0.25,) * 3))
+    assert per_image == pytest.approx(2.272e9, rel=0.01)
+    history = [{"images": 1000, "train_time_s": 2.0, "world_size": 2, "world_sizes": [2], "batch_size": 100},
+               {"images": 1000, "train_time_s": 1.0, "world_size": 1, "world_sizes": [2, 1], "batch_size": 100},
+               {"images": 500, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1], "batch_size": 100}]
+    found = train.flops_metrics(history, 1e9, peak_flops_per_device=1e12)
+    # the mixed epoch is left out: 1500 images in 2 * 2 + 1 * 1 device-seconds
+    assert found["mfu"] == pytest.approx(1500 * 1e9 / (5 * 1e12), abs=1e-4)
+    assert found["model_flops_per_s"] == pytest.approx(1500 * 1e9 / 3.0)
+    assert found["model_flops_per_step"] == 1e9 * 100 * 1
+    none = train.flops_metrics(history, 1e9, peak_flops_per_device=None)
+    assert none["mfu"] is None and "peak" in none["mfu_note"]

@@ -608,7 +608,7 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     resumed = run.wait_event("resumed", 5, after=freeze_at, pod=survivor)
     failure = found["interruptions"][0]
     print(f"[timing] goodput after a frozen node: {found['goodput']}, lost {found['lost_s']}s, recomputed "
-          f"{found['recomputed_steps']} steps (measured {last_step - resumed['step']}), split {found['time_split_s']}")
+          f"{found['recomputed_steps']} steps (measured {last_step - resumed['step']}), split {found['time_s']}")
     assert failure["cause"] == "failure" and failure["last_step"] == last_step
     assert failure["resumed_step"] == resumed["step"]
     assert failure["recomputed_steps"] == last_step - resumed["step"] == found["recomputed_steps"]
