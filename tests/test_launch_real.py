@@ -587,3 +587,36 @@ def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(tmp_path:
         assert events(down.output(), "command_exit")[0]["outcome"] == "rendezvous_lost"
     finally:
         own.stop()
+
+
+def test_a_clean_run_reports_its_goodput(completed_run: CompletedRun) -> None:
+    """The completed run's ``metrics.json`` carries the launchers' accounting (training/goodput.py): one attempt,
+    nothing lost, and goodput = 1 - (startup + checkpointing + evaluation + finishing) / wall, each measured here from
+    the pods' logs: from the first launcher's start to the first step, the checkpoints' staging (``stage_s``), the
+    epochs' evaluation (``eval_s``) and from the last epoch to ``done``. Tolerance 0.05 s of training: the ledger's
+    times are the same lines as read by the launchers, rounded to milliseconds. (This run is short: most of its wall
+    time is the start, so its goodput is low; the fault scenarios train longer.)"""
+    run = completed_run
+    assert run.codes == [0, 0], run.log[-3000:]
+    found = json.loads((run.output_dir / "metrics.json").read_text())
+    start = min(e["time"] for e in events(run.log, "launch_start"))
+    first = events(run.log, "first_step")[0]["time"]
+    epochs = events(run.log, "epoch")
+    done = events(run.log, "done")[0]["time"]
+    staged = sum(e["stage_s"] for e in events(run.log, "checkpoint") if first <= e["staged_at"] <= epochs[-1]["time"])
+    evaluation = sum(e["eval_s"] for e in epochs)
+    wall = done - start
+    training = wall - ((first - start) + staged + evaluation + (done - epochs[-1]["time"]))
+    expected = training / wall
+    print(f"\n[timing] clean run: goodput {found['goodput']} (measured {expected:.4f}), split {found['time_split_s']}")
+    assert found["attempts"] == 1 and found["lost_s"] == 0 and found["recomputed_steps"] == 0
+    assert found["interruptions"] == []
+    assert found["goodput_wall_s"] == pytest.approx(wall, abs=0.01)
+    assert found["time_split_s"]["training"] == pytest.approx(training, abs=0.05)
+    assert found["goodput"] == pytest.approx(expected, rel=0.05, abs=0.001)
+    assert sum(found["time_split_s"].values()) == pytest.approx(wall, abs=0.01)
+    # The bundled model's FLOPs are counted; without a peak for the device there is no utilization, and it says why.
+    assert found["model_flops_per_image"] > 0 and found["model_flops_per_s"] > 0
+    assert found["mfu"] is None and "peak" in found["mfu_note"]
+    logged = events(run.log, "goodput")
+    assert logged and logged[-1]["goodput"] == found["goodput"]

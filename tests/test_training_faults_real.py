@@ -47,6 +47,7 @@ if str(REPO_ROOT) not in sys.path:
 from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
 from tests.wait import wait_for  # noqa: E402
 
+import goodput  # noqa: E402
 import launch  # noqa: E402
 import run_lease  # noqa: E402
 import train  # noqa: E402
@@ -58,8 +59,13 @@ PYTHON = sys.executable
 #: DataLoader worker processes per rank in the workshop recipe (its stack sets no --workers: train.py's default),
 #: which every fault here runs with: torchrun's stop signal reaches them too.
 RECIPE_WORKERS = train.parse_args(["--data-dir", "d", "--output-dir", "o"]).workers
+#: How often rank 0 prints its step (train.py --progress-every-seconds): the resolution of the goodput accounting.
+PROGRESS_S = 0.2
 TINY = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers",
-        str(RECIPE_WORKERS)]
+        str(RECIPE_WORKERS), "--progress-every-seconds", str(PROGRESS_S)]
+#: Slack of a goodput figure against the test's own measurement, beyond the progress resolution: the launcher reads a
+#: line a little after it was printed, and the other core may be busy.
+GOODPUT_SLACK_S = 0.5
 TRAIN_IMAGES = 1500
 #: How long one run may take at most (two pods, a few epochs, restarts included).
 RUN_TIMEOUT = 180.0
@@ -200,6 +206,19 @@ def first_after(milestones: list[tuple[float, str]], needle: str) -> float:
     return next(t for t, message in milestones if needle in message)
 
 
+def last_step_before(run: PodRun, pod: ts.ManagedProcess, at: float) -> tuple[float, int]:
+    """(time, step) of the last step a pod's trainer printed before ``at`` (its own log)."""
+    steps = [(float(e["time"]), int(e["step"])) for e in run.pod_events(pod)
+             if e.get("event") in ("first_step", "progress", "epoch") and e["time"] < at]
+    return max(steps)
+
+
+def run_accounting(run: PodRun) -> dict[str, Any]:
+    """The goodput accounting over every pod's ledger on the run's shared folder (what a launcher of a completed run
+    writes into metrics.json)."""
+    return goodput.account(goodput.read_ledgers(run.output_dir))
+
+
 def assert_no_step_lost_or_repeated(run: PodRun, since: float = 0.0) -> None:
     """Across every attempt (since ``since``), training progress only moves forward: each resume starts
     at the step the previous group stopped at, and no two groups ever reported the same step."""
@@ -334,8 +353,8 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
     run.start_pod("a")
     run.start_pod("b")
-    run.wait_event("epoch", RUN_TIMEOUT)
-    time.sleep(0.3)
+    epoch1 = run.wait_event("epoch", RUN_TIMEOUT)
+    run.wait_event("progress", 30, where=lambda e: e["step"] >= epoch1["step"] + 3)  # steps the kill will cost
     lost = strike_rank0(run, signal.SIGKILL, 60)
     last, kill_at, first, resume_s = lost.survivor, lost.at, lost.first, lost.resume_s
     start = run.wait_event("start", 5, after=kill_at, pod=last)
@@ -362,6 +381,28 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     assert_one_group_at_a_time(records)
     assert [r["state"] for r in records] == ["active", "done"]
     assert [len(r["members"]) for r in records] == [2, 1]
+
+    # Goodput (metrics.json, written by the survivor's launcher): the steps the dead node trained after the epoch-end
+    # checkpoint were trained again, and the time from its last step to the survivor's first is the restart. Measured
+    # here: the victim's last printed step, the checkpoint the survivor resumed, and the test's own clock.
+    found = json.loads((run.output_dir / "metrics.json").read_text())
+    last_at, last_step = last_step_before(run, lost.victim, kill_at)
+    staged = next(e for e in run.events("checkpoint") if e["step"] == resumed["step"])
+    trained_from = staged["staged_at"] + staged["stage_s"]
+    interruption = found["interruptions"][0]
+    print(f"[timing] goodput after a lost node: {found['goodput']}, lost {found['lost_s']}s "
+          f"(measured {first['time'] - trained_from:.2f}s), recomputed {found['recomputed_steps']} steps "
+          f"(measured {last_step - resumed['step']}), split {found['time_split_s']}")
+    assert [i["cause"] for i in found["interruptions"]] == ["failure"] and found["attempts"] == 2
+    assert found["recomputed_steps"] == interruption["recomputed_steps"] == last_step - resumed["step"] > 0
+    assert interruption["resumed_step"] == resumed["step"] and interruption["last_step"] == last_step
+    # recomputed: from the checkpoint to the victim's last printed step; restarting: from there to the first step
+    assert interruption["recomputed_s"] == pytest.approx(last_at - trained_from, abs=GOODPUT_SLACK_S)
+    assert found["time_split_s"]["restarting"] == pytest.approx(first["time"] - last_at, abs=GOODPUT_SLACK_S)
+    assert kill_at - last_at <= PROGRESS_S + GOODPUT_SLACK_S
+    assert found["lost_s"] == pytest.approx(first["time"] - trained_from, abs=GOODPUT_SLACK_S)
+    assert 0 < found["goodput"] < 1 and sum(found["time_split_s"].values()) == pytest.approx(found["goodput_wall_s"],
+                                                                                             abs=0.01)
 
 
 def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
@@ -447,6 +488,17 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     assert_one_group_at_a_time(records)
     assert [r["state"] for r in records] == ["stopped", "stopped", "stopped", "done"]
     assert [len(r["members"]) for r in records] == [2, 1, 2, 1]
+
+    # Goodput: two orderly stops lose nothing; each pause is from the stop (its checkpoint written) to the next
+    # group's first step, as measured here from the trainers' own lines.
+    found = json.loads((run.output_dir / "metrics.json").read_text())
+    print(f"[timing] goodput through a drain and a replacement: {found['goodput']}, split {found['time_split_s']}")
+    assert found["lost_s"] == 0 and found["recomputed_steps"] == 0
+    stops = [i for i in found["interruptions"] if i["cause"] == "stop"]
+    assert stops == found["interruptions"] and len(stops) >= 2, found["interruptions"]
+    assert [(i["last_step"], i["resumed_step"]) for i in stops[:1]] == [(stop["step"], resumed["step"])]
+    assert stops[0]["paused_s"] == pytest.approx(first["time"] - stop["time"], abs=0.01)
+    assert (stops[-1]["last_step"], stops[-1]["resumed_step"]) == (stop2["step"], resumed2["step"])
 
     # A re-run of the finished Job is a no-op.
     again = subprocess.run(run.command(), capture_output=True, text=True, timeout=30, env=run.env(),
@@ -602,6 +654,23 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     records = run.lease_records()
     assert_one_group_at_a_time(records)
     assert records[0]["state"] == "active"  # frozen, then taken over: never written again
+
+    # Goodput over the pods' ledgers: the frozen node's steps after its last checkpoint were trained again; the
+    # restart is from its last step to the survivor's first (the collective timeout is most of it); what the
+    # thawed node printed afterwards belongs to a superseded attempt and counts nothing.
+    found = run_accounting(run)
+    last_at, last_step = last_step_before(run, victim, freeze_at)
+    resumed = run.wait_event("resumed", 5, after=freeze_at, pod=survivor)
+    failure = found["interruptions"][0]
+    print(f"[timing] goodput after a frozen node: {found['goodput']}, lost {found['lost_s']}s, recomputed "
+          f"{found['recomputed_steps']} steps (measured {last_step - resumed['step']}), split {found['time_s']}")
+    assert failure["cause"] == "failure" and failure["last_step"] == last_step
+    assert failure["resumed_step"] == resumed["step"]
+    assert failure["recomputed_steps"] == last_step - resumed["step"] == found["recomputed_steps"]
+    assert failure["paused_s"] == pytest.approx(frozen.first["time"] - last_at, abs=GOODPUT_SLACK_S)
+    assert freeze_at - last_at <= PROGRESS_S + GOODPUT_SLACK_S
+    assert failure["paused_s"] >= timeout_s - 1.0  # the collective timeout is lost time
+    assert [i["cause"] for i in found["interruptions"][1:]] == ["stop"] * (len(found["interruptions"]) - 1)
     assert [len(r["members"]) for r in records[1:]] == [1, 2] and records[-1]["state"] == "stopped"
 
 

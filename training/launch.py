@@ -37,11 +37,17 @@ What it does, in order:
    exits 1 after a signal, which would look like a failure; the launcher
    exits with :data:`EXIT_STOPPED` (143, "terminated by SIGTERM") instead,
    so the Job's pod failure policy can ignore it.
+   The command's stdout comes through a pipe: the launcher forwards every line
+   to its own stdout as it is and reads it for the goodput ledger
+   (:mod:`goodput`: ``DIR/goodput/<pod>-<pid>.jsonl``, written by a thread of its own).
 5. The command exited 0 (torchrun does only when every worker of the node
    exited 0): the run is complete.  A job's program owes no marker: the
    launcher records ``DIR/DONE`` itself (``{"by": "launch.py", ...}``, written
    atomically unless the program wrote one), so a pod started again for a
    finished run (a re-created Job, a retried index) finds it in step 1.
+6. The run is complete: the launcher accounts every pod's ledger
+   (:func:`goodput.account`) into ``DIR/metrics.json`` (written if the
+   program wrote none) and logs ``{"event": "goodput", ...}``.
 
 Why the round is advanced instead of deleting the key: torch's etcd-v2 backend
 also keeps a c10d store under ``/torch/elastic/store`` whose keys are prefixed
@@ -94,12 +100,18 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import goodput  # noqa: E402  (needs the sys.path entry above)
+import metrics  # noqa: E402
 
 #: Where torch's etcd-v2 backend keeps rendezvous states (``etcd_rendezvous_backend.create_backend``).
 RDZV_KEY_PREFIX = "/torch/elastic/rendezvous"
@@ -130,10 +142,15 @@ EXIT_STOPPED = 143
 # --------------------------------------------------------------------------- #
 # Logging and errors
 # --------------------------------------------------------------------------- #
+#: One line at a time on stdout: the launcher's own lines and the command's, which it forwards.
+_STDOUT_LOCK = threading.Lock()
+
+
 def log(event: str, **fields: Any) -> None:
     """Print one JSON object (``{"event": ..., "component": "launch", ...}``) on stdout."""
     record = {"event": event, "component": "launch", "time": round(time.time(), 3), **fields}
-    print(json.dumps(record, default=str), flush=True)
+    with _STDOUT_LOCK:
+        print(json.dumps(record, default=str), flush=True)
 
 
 class UsageError(Exception):
@@ -563,7 +580,8 @@ class Supervisor:
     exists); a stop before the child is started ends the launcher with 143.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, watcher: goodput.LineWatcher | None = None) -> None:
+        self.watcher = watcher
         self.child: subprocess.Popen[bytes] | None = None
         self.stop_signal: int | None = None
         self.stop_at: float | None = None
@@ -609,7 +627,13 @@ class Supervisor:
         log("spawn", command=command)
         sys.stdout.flush()
         sys.stderr.flush()
-        child = subprocess.Popen(command, start_new_session=True)
+        # The command's stdout comes through a pipe: every line is forwarded to the pod's log as it is and read for
+        # the goodput ledger (goodput.LineWatcher). Its stderr goes to the pod's log directly.
+        child = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE)
+        assert child.stdout is not None
+        reader = threading.Thread(target=self._forward_output, args=(child.stdout,), name="command-output",
+                                  daemon=True)
+        reader.start()
         # A signal that arrived while the child was being started is forwarded now; signals are
         # blocked meanwhile so the handler and this code cannot both forward it.
         blocked = set(STOP_SIGNALS)
@@ -621,7 +645,22 @@ class Supervisor:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
         code = child.wait()
         self.child = None  # reaped: its pid may be reused, a late signal must not be sent there
+        # The pipe ends when the last process holding it exits (a worker's orphan may hold it a little longer).
+        reader.join(10.0)
         return 128 - code if code < 0 else code
+
+    def _forward_output(self, stream: Any) -> None:
+        """Copy the command's stdout to ours line by line, and show each line to the goodput watcher."""
+        out = sys.stdout.buffer
+        for raw in iter(stream.readline, b""):
+            with _STDOUT_LOCK:
+                out.write(raw)
+                out.flush()
+            if self.watcher is not None:
+                try:
+                    self.watcher.line(raw.decode("utf-8", "replace"))
+                except Exception as exc:  # the accounting must never cost the job its output
+                    log("goodput_line_error", error=repr(exc))
 
 
 def etcd_reachable(args: LaunchArgs, timeout: float = 3.0) -> bool:
@@ -678,6 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("usage_error", error=str(exc))
         print(f"{build_parser().format_usage().rstrip()}\nlaunch.py: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    launched_at = time.time()
     supervisor = Supervisor()
     supervisor.install()
     log("launch_start", rdzv_backend=args.rdzv_backend, rdzv_id=args.rdzv_id, rdzv_endpoint=args.rdzv_endpoint,
@@ -699,7 +739,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             log("rendezvous_no_reset", rdzv_backend=args.rdzv_backend,
                 text="c10d keeps its store in node 0's agent; nothing persistent to reset")
+        ledger = goodput.Ledger(args.output_dir, goodput.source_name())
+        ledger.record("launch", at=launched_at)
+        supervisor.watcher = goodput.LineWatcher(ledger, os.environ.get(goodput.STEP_PATTERN_ENV) or None)
         command_code = supervisor.run(args.command)
+        ledger.record("exit", command_code=command_code)
+        if not ledger.close():
+            log("goodput_not_recorded", path=str(ledger.path), error=ledger.error,
+                text="the goodput ledger could not be written; the job's accounting misses this pod")
     except LaunchError as exc:
         log("launch_failed", error=str(exc))
         print(f"launch.py: error: {exc}", file=sys.stderr)
@@ -710,7 +757,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         log("exec_failed", command=args.command, error=repr(exc))
         return EXIT_EXEC_FAILED
-    return pod_exit_code(args, supervisor, command_code)
+    code = pod_exit_code(args, supervisor, command_code)
+    if code == EXIT_OK:
+        record_goodput(args)
+    return code
+
+
+def record_goodput(args: LaunchArgs) -> dict[str, Any] | None:
+    """The run is complete: account every pod's ledger (:func:`goodput.account`), add the result to the run's
+    ``metrics.json`` (written for a program that wrote none) and log it. Every pod's launcher does it when the run
+    completes; the last one has read the most complete ledger. Returns the fields added (None if not written)."""
+    try:
+        accounting = goodput.account(goodput.read_ledgers(args.output_dir))
+        fields = goodput.metrics_fields(accounting)
+        path = args.output_dir / metrics.FILE_NAME
+        try:
+            existing = json.loads(path.read_text())
+        except (OSError, ValueError):
+            existing = None
+        base = dict(existing) if isinstance(existing, dict) else {}
+        base.pop("schema", None)
+        program = str(base.pop("program", None) or program_name(args.command))
+        base.setdefault("wall_time_s", accounting["wall_s"])
+        metrics.write_metrics(path, program, **{**base, **fields})
+    except OSError as exc:
+        log("goodput_not_recorded", output_dir=str(args.output_dir), error=repr(exc))
+        return None
+    log("goodput", **fields)
+    return fields
+
+
+def program_name(command: Sequence[str]) -> str:
+    """The program a command runs: its script (the first ``*.py`` after torchrun's options), else its first word."""
+    rest = command[len(torchrun_part(command)):]
+    return Path(rest[0]).name if rest else Path(command[0]).name
 
 
 if __name__ == "__main__":

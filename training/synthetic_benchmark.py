@@ -21,12 +21,16 @@ job's ``collectiveTimeoutSeconds``, else 60 s, as train.py): a hung peer stalls 
 
 from __future__ import annotations
 
+import time
+
+#: When this process started running Python code (before torch is imported), for the goodput accounting.
+PROCESS_START = time.time()
+
 import argparse
 import datetime as dt
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -187,7 +191,8 @@ def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, d
     if use_amp:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     params = sum(p.numel() for p in model.parameters())
-    emit(rank, "start", model=args.model, parameters=params, world_size=world, device=str(device),
+    emit(rank, "start", setup_s=round(time.time() - PROCESS_START, 3), model=args.model, parameters=params,
+         world_size=world, device=str(device),
          batch_size=args.batch_size, image_size=args.image_size, torch=torch.__version__)
     ddp: nn.Module = DistributedDataParallel(model, device_ids=[device.index] if use_amp else None) if distributed else model
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
@@ -217,6 +222,8 @@ def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, d
         step()
     sync()
     emit(rank, "warmed_up", steps=args.warmup_steps)
+    # For the launcher's goodput accounting (goodput.py): the warm-up is starting time, the timed steps are training.
+    emit(rank, "first_step", step=args.warmup_steps)
     t0 = time.perf_counter()
     loss = torch.zeros((), device=device)
     for _ in range(args.steps):
@@ -241,6 +248,7 @@ def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, d
         "images_per_sec": round(images_per_sec, 2), "images_per_sec_per_process": round(images_per_sec / world, 2),
         "final_loss": round(mean_loss, 5), "device": device.type, "amp": use_amp,
     }
+    emit(rank, "progress", step=args.warmup_steps + args.steps)
     emit(rank, "benchmark_result", **result)
     if rank == 0 and args.output_dir is not None:
         out: Path = args.output_dir
@@ -251,6 +259,7 @@ def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, d
                               final_loss=result["final_loss"], world_size=world, model=args.model,
                               timed_s=result["timed_s"], images_per_sec_per_process=result["images_per_sec_per_process"])
         (out / DONE_MARKER).write_text(json.dumps({"finished_at": dt.datetime.now(dt.UTC).isoformat()}) + "\n")
+        emit(rank, "done")
     if distributed:
         dist.barrier()
     return 0

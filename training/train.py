@@ -51,8 +51,10 @@ usage error.
 Outputs in ``--output-dir``: ``checkpoint-step<N>.pt`` (the newest
 ``--keep-checkpoints``), ``model.pt`` (state_dict + model config),
 ``training_summary.json``, ``metrics.json`` (:mod:`metrics`: training time, images/s, the final training
-loss and test accuracy), the ``DONE`` marker (or ``FAILED``) and ``lease/``. Progress goes to stdout as one JSON
-object per line (rank 0 only, except a rank's own ``stop_requested``).
+loss and test accuracy, the model's FLOPs per image and step, achieved model FLOP/s and, given the device's peak, the
+model FLOPs utilization; the launcher adds the goodput, :mod:`goodput`), the ``DONE`` marker (or ``FAILED``) and ``lease/``. Progress goes to stdout as one JSON
+object per line (rank 0 only, except a rank's own ``stop_requested``): among them ``progress`` (the step reached, every
+``--progress-every-seconds``), which the launcher's goodput accounting reads with the others.
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ ENV_DEFAULTS = {
     "checkpoint_every_seconds": "CHECKPOINT_EVERY_SECONDS",
     "pg_timeout_seconds": "PG_TIMEOUT_SECONDS",
     "max_failed_attempts": "MAX_FAILED_ATTEMPTS",
+    "peak_flops_per_device": "PEAK_FLOPS_PER_DEVICE",
 }
 
 
@@ -168,6 +171,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="a checkpoint write still unfinished after this long means the shared volume is gone: "
                              "the attempt fails with that reason (the write itself never holds training)")
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="how many checkpoints to keep")
+    parser.add_argument("--progress-every-seconds", type=float, default=10.0,
+                        help="rank 0 prints a progress line (the step reached) this often: the resolution of the "
+                             "goodput accounting (goodput.py) for where a failed attempt was (default 10; 0 = every "
+                             "step)")
+    parser.add_argument("--peak-flops-per-device", type=float, default=_env("peak_flops_per_device", float, None),
+                        help="the device's peak FLOP/s for the model's precision (default $PEAK_FLOPS_PER_DEVICE): "
+                             "with it, metrics.json has the model FLOPs utilization (mfu); without it, null")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps-per-epoch", type=int, default=0,
                         help="cap on optimizer steps per epoch at the current world size (0 = full epoch)")
@@ -188,7 +198,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     for name in ("workers", "checkpoint_every_steps", "max_steps_per_epoch", "checkpoint_every_seconds",
-                 "max_failed_attempts"):
+                 "max_failed_attempts", "progress_every_seconds"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must be >= 0")
     for name in ("pg_timeout_seconds", "lease_ttl_seconds", "checkpoint_deadline_seconds"):
@@ -196,6 +206,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be > 0")
     if args.warmup_epochs < 0:
         parser.error("--warmup-epochs must be >= 0")
+    if args.peak_flops_per_device is not None and args.peak_flops_per_device <= 0:
+        parser.error("--peak-flops-per-device (or $PEAK_FLOPS_PER_DEVICE) must be > 0")
     return args
 
 
@@ -922,6 +934,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         scalars.close()
         if ctx.is_main:
             assert lease is not None
+            wait_from = time.time()
             if not sums.lease_lost and progress.step > saved_step:
                 save(epoch, progress.samples_in_epoch, epoch_stats, wait=True)
             elif not sums.lease_lost:
@@ -933,6 +946,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
                 lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
             log_event(ctx, "stopping", step=progress.step, epoch=epoch, samples_in_epoch=progress.samples_in_epoch,
                       checkpoint_step=saved_step, reasons=sums.reasons(), lease_state=state,
+                      checkpoint_wait_s=round(time.time() - wait_from, 3),
                       seconds_since_signal=round(time.time() - stop.received_at, 3) if stop.received_at else None)
         hand_off(ctx, "stopped", progress.step, args.checkpoint_deadline_seconds)  # nobody leaves before it is on disk
         return EXIT_STOPPED
@@ -943,6 +957,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         return stop_here(setup_sums, progress.epoch, stats)
 
     first_step_logged = False
+    progress_at = time.monotonic()
     ddp_model.train()
     while progress.epoch < args.epochs:
         epoch = progress.epoch
@@ -988,6 +1003,9 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             if sums.stop:
                 stopping = sums
                 break
+            if ctx.is_main and time.monotonic() - progress_at >= args.progress_every_seconds:
+                progress_at = time.monotonic()
+                log_event(ctx, "progress", step=progress.step, epoch=epoch)
             if ctx.is_main:
                 writer.check()  # a failed write, or one past its deadline, ends the attempt with the reason
                 if steps_done < steps_to_run and checkpoint_due():
@@ -1004,8 +1022,10 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         if stopping is not None:
             return stop_here(stopping, epoch, stats)
 
+        eval_from = time.time()
         sync_buffers(model, ctx)
         test_loss, test_acc = evaluate(model, test_images, test_labels, ctx, use_amp, tick=renew)
+        eval_s = time.time() - eval_from
         epoch_time = stats.train_time_s + (time.time() - segment_start - train_time)
         record = {
             "epoch": epoch + 1,
@@ -1026,7 +1046,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         }
         history.append(record)
         scalars.epoch(progress.step, record)
-        log_event(ctx, "epoch", **record)
+        log_event(ctx, "epoch", **record, eval_s=round(eval_s, 3))
         progress.epoch += 1
         progress.samples_in_epoch = 0
         stats = EpochStats()
@@ -1063,6 +1083,48 @@ def give_up_run(args: argparse.Namespace, ctx: DistContext, lease: run_lease.Run
     if ctx.distributed:
         dist.barrier()
     return EXIT_OK
+
+
+def model_flops_per_image(model_config: cifar.ModelConfig) -> float | None:
+    """FLOPs of one training image (forward and backward), as torch's ``FlopCounterMode`` counts the model's
+    convolutions and matrix products (2 per multiply-add; elementwise operations not counted), on a copy of the model
+    on the ``meta`` device (no memory, no compute). None if it cannot be counted."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with torch.device("meta"):
+            counted = cifar.build_model(model_config)
+            x = torch.empty(2, 3, 32, 32)
+        with FlopCounterMode(display=False) as counter:
+            counted(x).sum().backward()
+        return float(counter.get_total_flops()) / 2
+    except Exception:  # an operator without a FLOP formula: no figure rather than a wrong one
+        return None
+
+
+def flops_metrics(history: list[dict[str, Any]], flops_per_image: float | None,
+                  peak_flops_per_device: float | None) -> dict[str, Any]:
+    """Model FLOPs: per step (at the last world size), achieved per second of training, and the model FLOPs
+    utilization (achieved / peak of the devices that trained) over the epochs trained at one world size."""
+    if not flops_per_image or not history:
+        return {"model_flops_per_image": None, "model_flops_per_step": None, "model_flops_per_s": None, "mfu": None,
+                "mfu_note": "the model's FLOPs could not be counted"}
+    final = history[-1]
+    per_step = flops_per_image * int(final.get("world_size") or 1) * int(final.get("batch_size") or 0) or None
+    whole = [h for h in history if len(h.get("world_sizes") or [h.get("world_size")]) == 1]
+    images = sum(int(h["images"]) for h in whole)
+    device_seconds = sum(float(h["train_time_s"]) * int(h["world_size"]) for h in whole)
+    train_time = sum(float(h["train_time_s"]) for h in whole)
+    achieved = flops_per_image * images / train_time if train_time > 0 else None
+    mfu, note = None, None
+    if peak_flops_per_device is None:
+        note = "no peak FLOP/s given for the device (--peak-flops-per-device, $PEAK_FLOPS_PER_DEVICE)"
+    elif device_seconds > 0:
+        mfu = round(flops_per_image * images / (device_seconds * peak_flops_per_device), 4)
+    else:
+        note = "no epoch was trained at a single world size"
+    return {"model_flops_per_image": flops_per_image, "model_flops_per_step": per_step,
+            "model_flops_per_s": round(achieved, 1) if achieved else None, "mfu": mfu, "mfu_note": note}
 
 
 def training_metrics(history: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1110,7 +1172,9 @@ def write_final_artifacts(args: argparse.Namespace, ctx: DistContext, model: nn.
         "finished_at": dt.datetime.now(dt.UTC).isoformat(),
     }
     cifar_io.atomic_write_json(output_dir / "training_summary.json", summary)
-    metrics.write_metrics(output_dir, "train.py", **training_metrics(history))
+    flops = flops_metrics([{**h, "batch_size": args.batch_size} for h in history], model_flops_per_image(model_config),
+                          args.peak_flops_per_device)
+    metrics.write_metrics(output_dir, "train.py", **training_metrics(history), **flops)
     cifar_io.atomic_write_json(output_dir / "DONE", {"finished_at": summary["finished_at"],
                                                   "model": str(model_path)})
     log_event(ctx, "done", model=str(model_path), test_accuracy=final.get("test_accuracy"),

@@ -1,5 +1,6 @@
 """The summary of a benchmark run: one row per experiment (status, size, time, throughput, loss, accuracy, bus
-bandwidth, cost), as a terminal table, CSV, JSON and a PNG chart comparing the experiments.
+bandwidth, goodput, time lost to failures, model FLOPs utilization, cost), as a terminal table, CSV, JSON and a PNG
+chart comparing the experiments.
 
 Cost is what the experiment's nodes cost for as long as Kubernetes ran it (``job_duration_s``: from the Job's start
 to its end, scheduling and node start-up included) at the catalog's On-Demand prices (:func:`stacks.costs.job_hourly`);
@@ -36,6 +37,12 @@ class Row:
     final_loss: Optional[float]
     final_accuracy: Optional[float]
     busbw_gbps: Optional[float]
+    goodput: Optional[float]
+    """Productive training time / wall time, as the launchers accounted it (training/goodput.py)."""
+    lost_s: Optional[float]
+    """Time lost to failures: restarts and recomputed steps."""
+    mfu: Optional[float]
+    """Model FLOPs utilization, when the program knew its FLOPs and the device's peak."""
     hourly_usd: Optional[float]
     cost_usd: Optional[float]
 
@@ -69,6 +76,9 @@ def row(job: JobPlan, metrics: Optional[Mapping[str, Any]], status: Optional[str
         final_loss=_number(m.get("final_loss")),
         final_accuracy=_number(m.get("final_accuracy")),
         busbw_gbps=_number(m.get("busbw_gbps")),
+        goodput=_number(m.get("goodput")),
+        lost_s=_number(m.get("lost_s")),
+        mfu=_number(m.get("mfu")),
         hourly_usd=hourly,
         cost_usd=cost,
     )
@@ -85,11 +95,12 @@ def _cell(value: Any) -> str:
 def table(rows: Sequence[Row]) -> str:
     """A fixed-width table for the terminal."""
     headers = ["experiment", "status", "nodes x procs", "instance", "wall s", "job s", "throughput", "loss", "accuracy",
-               "busbw GB/s", "cost $"]
+               "busbw GB/s", "goodput", "lost s", "MFU", "cost $"]
     body = [
         [r.experiment, r.status, f"{r.nodes} x {r.processes_per_node}", r.instance_type, _cell(r.wall_time_s),
          _cell(r.job_duration_s), f"{_cell(r.throughput)} {r.throughput_unit or ''}".strip() if r.throughput is not None else "-",
-         _cell(r.final_loss), _cell(r.final_accuracy), _cell(r.busbw_gbps), _cell(r.cost_usd)]
+         _cell(r.final_loss), _cell(r.final_accuracy), _cell(r.busbw_gbps), _cell(r.goodput), _cell(r.lost_s),
+         _cell(r.mfu), _cell(r.cost_usd)]
         for r in rows
     ]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(headers)]
@@ -128,7 +139,8 @@ def chart_png(rows: Sequence[Row], title: str) -> bytes:
     for unit in dict.fromkeys(r.throughput_unit for r in rows if r.throughput is not None):
         panels.append((f"Throughput ({unit})", [(r.experiment, r.throughput) for r in rows if r.throughput is not None
                                                 and r.throughput_unit == unit]))
-    for label, attr in (("All-reduce bus bandwidth (GB/s)", "busbw_gbps"), ("Wall time (s)", "wall_time_s"),
+    for label, attr in (("All-reduce bus bandwidth (GB/s)", "busbw_gbps"), ("Goodput", "goodput"),
+                        ("Wall time (s)", "wall_time_s"),
                         ("Cost of the nodes (USD)", "cost_usd")):
         values = [(r.experiment, float(getattr(r, attr))) for r in rows if getattr(r, attr) is not None]
         if values:

@@ -150,6 +150,9 @@ def results(output: Path) -> list[str]:
         if metrics.get("throughput") is not None:
             parts.append(f"throughput {_num(metrics['throughput'])} {metrics.get('throughput_unit') or ''}".rstrip())
         out.append("metrics.json: " + (", ".join(parts) or "written"))
+        line = goodput_line(metrics)
+        if line:
+            out.append(line)
     evaluation = _json(output / "evaluation.json")
     if evaluation and evaluation.get("accuracy") is not None:
         out.append(f"evaluation.json: accuracy {_num(evaluation['accuracy'])} on {evaluation.get('total', '?')} images")
@@ -160,6 +163,21 @@ def results(output: Path) -> list[str]:
     return out
 
 
+def goodput_line(metrics: dict[str, Any]) -> Optional[str]:
+    """The goodput the launchers accounted (``training/goodput.py``): productive training time over the wall time,
+    where the rest went, what failures cost, and the model FLOPs utilization when the trainer knew it."""
+    if metrics.get("goodput") is None:
+        return None
+    split = metrics.get("time_split_s") or {}
+    where = ", ".join(f"{name} {_num(seconds, 3)}" for name, seconds in split.items() if seconds)
+    text = (f"goodput {_num(metrics['goodput'])} ({_num(split.get('training', 0), 3)} s training of "
+            f"{_num(metrics.get('goodput_wall_s'), 3)} s: {where}); lost to failures {_num(metrics.get('lost_s'), 3)} s, "
+            f"{metrics.get('recomputed_steps', 0)} step(s) recomputed, {metrics.get('attempts', '?')} attempt(s)")
+    if metrics.get("mfu") is not None:
+        text += f"; model FLOPs utilization {_num(metrics['mfu'])}"
+    return text
+
+
 def _json(path: Path) -> Optional[dict[str, Any]]:
     try:
         value = json.loads(path.read_text())
@@ -168,4 +186,4 @@ def _json(path: Path) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else None
 
 
-__all__ = ["LogFollower", "event_line", "failure", "progress_line", "results"]
+__all__ = ["LogFollower", "event_line", "failure", "goodput_line", "progress_line", "results"]

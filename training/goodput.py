@@ -1,0 +1,379 @@
+"""Where a job's wall time went, and its goodput: productive training time / wall time.
+
+The pod's launcher (``launch.py``) reads every line its command prints (and forwards it to the pod's log unchanged)
+and keeps what tells time -- a trainer starting, its first step, its progress, checkpoints, evaluations, a stop --
+in a ledger on the job's shared output folder: ``<output>/goodput/<pod>-<pid>.jsonl``, one file per launcher, one
+JSON object per line, appended by a thread of its own (a slow volume never holds the command's output). When the run
+is complete the launcher reads every pod's ledger and adds the accounting to ``metrics.json``
+(:func:`account`). Only the standard library is used (the launcher must not import torch).
+
+What a line says (``LineWatcher``):
+
+* the bundled trainers' JSON lines (``train.py``; ``synthetic_benchmark.py`` prints the same events):
+  ``start`` (a new attempt: a worker process started, ``setup_s`` after the process began), ``resumed`` /
+  ``fresh_start`` (the step the attempt continues from), ``first_step`` and ``progress`` (a step reached, at a time),
+  ``checkpoint`` (``staged_at`` + ``stage_s``: the loop was held while the state was copied), ``epoch`` (``eval_s``:
+  the held-out evaluation that ended there), ``stopping`` (an orderly stop: ``checkpoint_wait_s`` spent writing the
+  stop's checkpoint), ``done``;
+* a user's own program: any JSON object line with an integer ``"step"`` (``print(json.dumps({"step": step}),
+  flush=True)`` is the one-line helper), or the first group of the regular expression in ``GOODPUT_STEP_PATTERN``
+  (the job's ``env``), e.g. ``^step (\\d+)``. A step lower than the last one seen is a new attempt (torchrun restarted
+  the workers, which resumed from a checkpoint).
+
+How the wall time is split (:data:`CATEGORIES`; they add up to the wall time, from the first launcher's start to the
+run's end). Attempts are ordered by their start; an attempt ends where the next one starts at the latest:
+
+* ``waiting``: no worker started yet (the pod waiting for its peers: torchrun's rendezvous), and the pause after an
+  orderly stop until the next attempt's workers start (a replacement pod being scheduled, the rendezvous);
+* ``starting``: a worker started, no step yet (imports, process group, run lease, data, model, checkpoint load);
+* ``training``: steps whose result is in the final model;
+* ``checkpointing``: the training loop held by a checkpoint (staging the state; the stop's write);
+* ``evaluating``: the held-out evaluation at an epoch's end;
+* ``finishing``: after the last step: the final model, the summary, the exit;
+* ``restarting``: after a failure (the attempt ended without an orderly stop: a lost node, a frozen peer, a crash):
+  from its last reported step until the next attempt's first step (detection, re-rendezvous, the new start);
+* ``recomputed``: training time of steps that a later attempt trained again (it resumed from an earlier checkpoint).
+
+``lost_s`` = ``restarting`` + ``recomputed`` (time lost to failures); ``recomputed_steps`` counts the steps trained
+twice. Resolution: the time of a step is known at each progress line (``train.py --progress-every-seconds``, default
+10 s), so where an attempt that failed was between its last line and its end is not known: the time counts as
+``restarting`` (lost either way). The time before the first pod's container started (scheduling, node start, image
+pull) is not seen by a pod: the benchmark's ``job_duration_s`` (Kubernetes' view) includes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+#: The ledger's folder inside the job's output folder.
+LEDGER_DIR = "goodput"
+#: The environment variable naming a user's progress line pattern (its first group: the step).
+STEP_PATTERN_ENV = "GOODPUT_STEP_PATTERN"
+#: The split of the wall time, in the order reports show it.
+CATEGORIES = ("waiting", "starting", "training", "checkpointing", "evaluating", "finishing", "restarting",
+              "recomputed")
+#: The categories that are time lost to failures.
+LOST = ("restarting", "recomputed")
+
+
+# --------------------------------------------------------------------------- #
+# Writing the ledger
+# --------------------------------------------------------------------------- #
+class Ledger:
+    """One launcher's ledger file, appended by a daemon thread: :meth:`record` never waits for the volume."""
+
+    def __init__(self, output_dir: Path, source: str) -> None:
+        self.path = Path(output_dir) / LEDGER_DIR / f"{source}.jsonl"
+        self.source = source
+        self._queue: queue.Queue[Optional[str]] = queue.Queue()
+        self._thread = threading.Thread(target=self._write, name="goodput-ledger", daemon=True)
+        self._thread.start()
+        self.error: Optional[str] = None
+
+    def record(self, kind: str, at: Optional[float] = None, **fields: Any) -> None:
+        """Queue one record (``time`` defaults to now)."""
+        item = {"kind": kind, "time": round(time.time() if at is None else at, 3), "source": self.source, **fields}
+        self._queue.put(json.dumps(item, default=str))
+
+    def _write(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as out:
+                while True:
+                    line = self._queue.get()
+                    if line is None:
+                        return
+                    out.write(line + "\n")
+                    out.flush()
+        except OSError as exc:  # the accounting is lost, the job is not
+            self.error = repr(exc)
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Write what is queued (waiting at most ``timeout``); True if everything was written."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+        return not self._thread.is_alive() and self.error is None
+
+
+def read_ledgers(output_dir: Path) -> list[dict[str, Any]]:
+    """Every record of every ledger under ``output_dir`` (lines that do not parse are skipped: a writer killed
+    mid-line)."""
+    records = []
+    for path in sorted((Path(output_dir) / LEDGER_DIR).glob("*.jsonl")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and isinstance(value.get("time"), (int, float)):
+                records.append(value)
+    return records
+
+
+class LineWatcher:
+    """Turns a command's output lines into ledger records (see the module docstring)."""
+
+    def __init__(self, ledger: Ledger, step_pattern: Optional[str] = None) -> None:
+        self.ledger = ledger
+        self.pattern = re.compile(step_pattern) if step_pattern else None
+        self.attempts = 0
+        self.last_step: Optional[int] = None
+
+    def new_attempt(self, at: Optional[float] = None, **fields: Any) -> None:
+        """A new attempt began (``at``: when its process started)."""
+        self.attempts += 1
+        self.last_step = None
+        self.ledger.record("start", at=at, attempt=self.attempt_id, **fields)
+
+    @property
+    def attempt_id(self) -> str:
+        return f"{self.ledger.source}#{self.attempts}"
+
+    def _step(self, step: int, at: Optional[float]) -> None:
+        if self.attempts == 0 or (self.last_step is not None and step < self.last_step):
+            self.new_attempt(at)
+        self.last_step = step
+        self.ledger.record("step", at=at, attempt=self.attempt_id, step=step)
+
+    def line(self, text: str) -> None:
+        """Read one line of the command's output."""
+        stripped = text.strip()
+        event: Optional[dict[str, Any]] = None
+        if stripped.startswith("{"):
+            try:
+                value = json.loads(stripped)
+            except ValueError:
+                value = None
+            event = value if isinstance(value, dict) else None
+        if event is not None and event.get("component") != "launch":
+            self._event(event)
+            return
+        if self.pattern is not None:
+            match = self.pattern.search(text)
+            if match:
+                try:
+                    self._step(int(match.group(1) if match.groups() else match.group(0)), None)
+                except ValueError:
+                    pass
+
+    def _event(self, event: dict[str, Any]) -> None:
+        name = event.get("event")
+        at = event.get("time") if isinstance(event.get("time"), (int, float)) else None
+        step = event.get("step")
+        step = step if isinstance(step, int) and not isinstance(step, bool) else None
+        if name == "start":
+            setup = event.get("setup_s")
+            began = at - float(setup) if at is not None and isinstance(setup, (int, float)) else at
+            self.new_attempt(began, world_size=event.get("world_size"))
+        elif name in ("resumed", "fresh_start"):
+            if self.attempts == 0:
+                self.new_attempt(at)
+            self.ledger.record("resume", at=at, attempt=self.attempt_id, step=step if name == "resumed" else 0)
+        elif name in ("first_step", "progress"):
+            if step is not None:
+                self._step(step, at)
+        elif name == "checkpoint":
+            staged, stage = event.get("staged_at"), event.get("stage_s")
+            if isinstance(staged, (int, float)) and isinstance(stage, (int, float)):
+                self.ledger.record("held", at=staged, attempt=self.attempt_id, seconds=float(stage),
+                                   category="checkpointing")
+        elif name == "epoch":
+            if step is not None:
+                self._step(step, at)
+            held = event.get("eval_s")
+            if at is not None and isinstance(held, (int, float)):
+                self.ledger.record("held", at=at - float(held), attempt=self.attempt_id, seconds=float(held),
+                                   category="evaluating")
+        elif name == "stopping":
+            wait = event.get("checkpoint_wait_s")
+            if step is not None and at is not None:
+                # the group stopped after ``step``; the stop's checkpoint was written in the last ``wait`` seconds
+                reached = at - float(wait) if isinstance(wait, (int, float)) else at
+                self._step(step, reached)
+            self.ledger.record("stopped", at=at, attempt=self.attempt_id, step=step)
+        elif name == "done":
+            self.ledger.record("done", at=at, attempt=self.attempt_id)
+        elif step is not None and name is None:
+            self._step(step, at)  # a user's {"step": N}
+
+
+# --------------------------------------------------------------------------- #
+# The accounting
+# --------------------------------------------------------------------------- #
+@dataclass
+class _Attempt:
+    id: str
+    start: float
+    points: list[tuple[float, int]] = field(default_factory=list)
+    held: list[tuple[float, float, str]] = field(default_factory=list)
+    resume_step: Optional[int] = None
+    ended: Optional[str] = None  # "stopped", "done" or None (failed, or still running)
+    end_time: Optional[float] = None
+
+
+@dataclass
+class _Work:
+    """Training time of the steps (lo, hi] of one attempt."""
+
+    attempt: str
+    lo: int
+    hi: int
+    seconds: float
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> dict[str, Any]:
+    """The split of a job's wall time from its ledger records (:func:`read_ledgers`); ``end``: the run's end (default:
+    the ``done`` record, else the newest record). See the module docstring for the categories."""
+    records = sorted(records, key=lambda r: float(r["time"]))
+    if not records:
+        return {"goodput": None, "wall_s": 0.0, "time_s": {c: 0.0 for c in CATEGORIES}, "lost_s": 0.0,
+                "recomputed_steps": 0, "attempts": 0, "interruptions": []}
+    t0 = min(float(r["time"]) for r in records if r["kind"] in ("launch", "start")) if any(
+        r["kind"] in ("launch", "start") for r in records) else float(records[0]["time"])
+    if end is None:
+        done = [float(r["time"]) for r in records if r["kind"] == "done"]
+        end = max(done) if done else max(float(r["time"]) for r in records)
+    attempts: dict[str, _Attempt] = {}
+    for r in records:
+        key = r.get("attempt")
+        if r["kind"] == "start" and isinstance(key, str):
+            attempts[key] = _Attempt(key, float(r["time"]))
+    for r in records:
+        a = attempts.get(str(r.get("attempt")))
+        if a is None:
+            continue
+        t = float(r["time"])
+        if r["kind"] == "step":
+            a.points.append((t, int(r["step"])))
+        elif r["kind"] == "resume":
+            a.resume_step = int(r["step"]) if isinstance(r.get("step"), int) else a.resume_step
+        elif r["kind"] == "held":
+            a.held.append((t, t + float(r["seconds"]), str(r["category"])))
+        elif r["kind"] in ("stopped", "done"):
+            a.ended, a.end_time = r["kind"], t
+    order = sorted(attempts.values(), key=lambda a: a.start)
+
+    totals = {c: 0.0 for c in CATEGORIES}
+
+    def add(category: str, a0: float, a1: float) -> None:
+        a0, a1 = max(a0, t0), min(a1, end)
+        if a1 > a0:
+            totals[category] += a1 - a0
+
+    kept: list[_Work] = []
+    recomputed_steps = 0
+    interruptions: list[dict[str, Any]] = []
+    add("waiting", t0, order[0].start if order else end)
+    previous: Optional[_Attempt] = None
+    for index, a in enumerate(order):
+        cutoff = order[index + 1].start if index + 1 < len(order) else end
+        points = sorted(p for p in a.points if p[0] <= cutoff)
+        monotonic: list[tuple[float, int]] = []
+        for p in points:
+            if not monotonic or p[1] >= monotonic[-1][1]:
+                monotonic.append(p)
+        points = monotonic
+        after_failure = previous is not None and previous.ended is None
+        if not points:  # never reached a step (failed or stopped while starting): the gap goes on
+            add("restarting" if after_failure else "starting", a.start, cutoff)
+            if after_failure:
+                a.ended = None
+            previous = a
+            continue
+        # Steps an earlier attempt trained beyond where this one resumes are trained again.
+        resume = a.resume_step if a.resume_step is not None else points[0][1] - 1
+        for work in kept:
+            if work.hi > resume:
+                steps = work.hi - max(work.lo, resume)
+                moved = work.seconds * steps / (work.hi - work.lo)
+                totals["recomputed"] += moved
+                recomputed_steps += steps
+                if interruptions:
+                    interruptions[-1]["recomputed_steps"] += steps
+                    interruptions[-1]["recomputed_s"] += moved
+                work.seconds -= moved
+                work.hi = max(work.lo, resume)
+        if interruptions and interruptions[-1]["resumed_step"] is None:
+            interruptions[-1]["resumed_step"] = resume
+            interruptions[-1]["resumed_at"] = points[0][0]
+        add("restarting" if after_failure else "starting", a.start, points[0][0])
+        for (t_a, s_a), (t_b, s_b) in zip(points, points[1:]):
+            span = t_b - t_a
+            held = {"checkpointing": 0.0, "evaluating": 0.0}
+            for h0, h1, category in a.held:
+                held[category] = held.get(category, 0.0) + _overlap(t_a, t_b, h0, h1)
+            held_total = min(span, sum(held.values()))
+            for category, seconds in held.items():
+                totals[category] += seconds * (held_total / sum(held.values())) if held_total else 0.0
+            if s_b > s_a:
+                kept.append(_Work(a.id, s_a, s_b, span - held_total))
+            else:
+                totals["checkpointing"] += span - held_total  # no step advanced: the loop was held
+        last_t = points[-1][0]
+        if a.ended in ("stopped", "done") and a.end_time is not None and a.end_time <= cutoff:
+            add("checkpointing" if a.ended == "stopped" else "finishing", last_t, a.end_time)
+            add("waiting" if a.ended == "stopped" else "finishing", a.end_time, cutoff)
+            if a.ended == "stopped" and index + 1 < len(order):
+                interruptions.append({"attempt": a.id, "cause": "stop", "at": round(a.end_time, 3),
+                                      "last_step": points[-1][1], "resumed_step": None, "resumed_at": None,
+                                      "recomputed_steps": 0, "recomputed_s": 0.0})
+        else:
+            a.ended = None
+            add("restarting", last_t, cutoff)
+            if index + 1 < len(order):
+                interruptions.append({"attempt": a.id, "cause": "failure", "at": round(last_t, 3),
+                                      "last_step": points[-1][1], "resumed_step": None, "resumed_at": None,
+                                      "recomputed_steps": 0, "recomputed_s": 0.0})
+        previous = a
+    totals["training"] = sum(w.seconds for w in kept)
+    wall = end - t0
+    # What no record covers (rounding, a trailing gap) is finishing time, so the split adds up to the wall time.
+    totals["finishing"] += max(0.0, wall - sum(totals.values()))
+    for item in interruptions:
+        item["recomputed_s"] = round(item["recomputed_s"], 3)
+        resumed_at = item.pop("resumed_at")
+        item["paused_s"] = round(resumed_at - item["at"], 3) if resumed_at is not None else None
+        item.pop("attempt")
+    lost = totals["restarting"] + totals["recomputed"]
+    stepped = any(a.points for a in order)
+    return {
+        # no step ever reported: the program's progress is not known, so there is no figure (rather than 0)
+        "goodput": round(totals["training"] / wall, 4) if wall > 0 and stepped else None,
+        "wall_s": round(wall, 3),
+        "time_s": {c: round(v, 3) for c, v in totals.items()},
+        "lost_s": round(lost, 3),
+        "recomputed_steps": recomputed_steps,
+        "attempts": len(order),
+        "interruptions": interruptions,
+    }
+
+
+def metrics_fields(accounting: dict[str, Any]) -> dict[str, Any]:
+    """The fields the accounting adds to ``metrics.json``: ``goodput``, ``goodput_wall_s``, ``time_split_s``,
+    ``lost_s``, ``recomputed_steps``, ``attempts``, ``interruptions``."""
+    return {"goodput": accounting["goodput"], "goodput_wall_s": accounting["wall_s"],
+            "time_split_s": accounting["time_s"], "lost_s": accounting["lost_s"],
+            "recomputed_steps": accounting["recomputed_steps"], "attempts": accounting["attempts"],
+            "interruptions": accounting["interruptions"]}
+
+
+def source_name(host: Optional[str] = None) -> str:
+    """This launcher's ledger name: the pod's host name and the process id."""
+    name = host or os.environ.get("HOSTNAME") or os.uname().nodename
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{name}-{os.getpid()}")
