@@ -23,6 +23,7 @@ from typing import Optional, Union
 import pulumi
 
 from components.image import TrainingImage
+from components.job_code import JobCode
 from components.naming import fit_name
 from components.scheduling import system_node_selector
 from components.workloads import (
@@ -72,6 +73,8 @@ class Workloads:
     tensorboard: Optional[TensorBoard] = None
     collector: Optional[BenchmarkCollector] = None
     """The benchmark's collector (``None`` without a benchmark)."""
+    code: Optional[JobCode] = None
+    """The bucket and objects of the jobs' code from folders of the project (``None``: no job has one)."""
 
 
 def _ready(env: Environment, data_dir: str) -> pulumi.Output[str]:
@@ -167,6 +170,9 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         out.images[image.name] = built
         out.image_uris[image.name] = built.image_uri
     toolbox = out.image_uris[TOOLBOX_IMAGE]
+    code_folders = {j.name: str(j.code_folder) for j in plan.jobs.values() if j.code_folder is not None}
+    if code_folders:
+        out.code = JobCode(f"{name}-job-code", {"folders": code_folders, "tags": tags})
 
     if uses_etcd:
         # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
@@ -242,7 +248,11 @@ def _job(
         ds = plan.datasets[job.dataset]
         # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed
         spec["data_dir"] = _ready(env, ds.data_dir) if ds.imported else out.staging[job.dataset].data_dir
-    if c.code:
+    if job.code_folder is not None:
+        assert out.code is not None
+        spec["code_uri"] = out.code.uris.apply(lambda uris: uris[job.name])
+        spec["cluster_name"] = env.cluster.cluster_name
+    elif c.code:
         spec["code_uri"] = c.code
         spec["cluster_name"] = env.cluster.cluster_name
     if job.health_check is not None:
