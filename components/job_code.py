@@ -13,6 +13,7 @@ pods get the new code). The object is encrypted with SSE-S3 (AES256), the bucket
 
 import hashlib
 import os
+import re
 import tempfile
 from typing import Mapping, Optional, Sequence, TypedDict
 
@@ -93,6 +94,9 @@ class JobCode(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: JobCodeArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:JobCode", name, None, opts)
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", name):
+            # the bucket is auto-named from it (<name>-bucket-<7 random characters>: S3 allows 63, lowercase)
+            raise ValueError(f"JobCode name {name!r} must be 1-40 lowercase letters, digits or '-'")
         folders = dict(args["folders"])
         if not folders:
             raise ValueError(f"{name}: give at least one folder")

@@ -52,6 +52,8 @@ from stacks.plan import JobPlan, Plan, jobs_waiting_for
 
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40
+#: ``JobCode`` names its bucket after itself: at most 40 characters.
+JOB_CODE_COMPONENT_NAME_MAX = 40
 
 Job = Union[PyTorchJob, MpiJob, TensorFlowJob, CommandJob]
 
@@ -172,7 +174,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     toolbox = out.image_uris[TOOLBOX_IMAGE]
     code_folders = {j.name: str(j.code_folder) for j in plan.jobs.values() if j.code_folder is not None}
     if code_folders:
-        out.code = JobCode(f"{name}-job-code", {"folders": code_folders, "tags": tags})
+        out.code = JobCode(fit_name(f"{name}-job-code", JOB_CODE_COMPONENT_NAME_MAX), {"folders": code_folders, "tags": tags})
 
     if uses_etcd:
         # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
