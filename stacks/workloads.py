@@ -1,4 +1,5 @@
-"""The workloads, built on an environment from the plan: the images, the training namespace's network
+"""The workloads, built on an environment from the plan: the images, the jobs' code from folders of the project
+(one :class:`~components.job_code.JobCode`, only when a job has such a folder), the training namespace's network
 policies, etcd, the MPI Operator, dataset staging, all-reduce health checks, the jobs of every kind, in
 ``after`` order, and TensorBoard.
 
