@@ -15,6 +15,7 @@ from components.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.cluster import TrainingCluster, TrainingClusterArgs
 from components.device_plugins import DevicePlugin, DevicePluginArgs
 from components.image import TrainingImage, TrainingImageArgs
+from components.job_code import JobCode, JobCodeArgs
 from components.network import TrainingVpc, TrainingVpcArgs
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs
@@ -61,6 +62,7 @@ COMPONENTS = [
     EfsStorage,
     FsxLustreStorage,
     TrainingImage,
+    JobCode,
     EtcdRendezvous,
     DatasetStaging,
     AllReduceHealthCheck,
@@ -97,6 +99,8 @@ __all__ = [
     "FleetObservabilityArgs",
     "FsxLustreStorage",
     "FsxLustreStorageArgs",
+    "JobCode",
+    "JobCodeArgs",
     "JobSpec",
     "MpiJob",
     "MpiJobArgs",

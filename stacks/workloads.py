@@ -1,4 +1,5 @@
-"""The workloads, built on an environment from the plan: the images, the training namespace's network
+"""The workloads, built on an environment from the plan: the images, the jobs' code from folders of the project
+(one :class:`~components.job_code.JobCode`, only when a job has such a folder), the training namespace's network
 policies, etcd, the MPI Operator, dataset staging, all-reduce health checks, the jobs of every kind, in
 ``after`` order, and TensorBoard.
 
@@ -23,6 +24,7 @@ from typing import Optional, Union
 import pulumi
 
 from components.image import TrainingImage
+from components.job_code import JobCode
 from components.naming import fit_name
 from components.scheduling import system_node_selector
 from components.workloads import (
@@ -51,6 +53,8 @@ from stacks.plan import JobPlan, Plan, jobs_waiting_for
 
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40
+#: ``JobCode`` names its bucket after itself: at most 40 characters.
+JOB_CODE_COMPONENT_NAME_MAX = 40
 
 Job = Union[PyTorchJob, MpiJob, TensorFlowJob, CommandJob]
 
@@ -72,6 +76,8 @@ class Workloads:
     tensorboard: Optional[TensorBoard] = None
     collector: Optional[BenchmarkCollector] = None
     """The benchmark's collector (``None`` without a benchmark)."""
+    code: Optional[JobCode] = None
+    """The bucket and objects of the jobs' code from folders of the project (``None``: no job has one)."""
 
 
 def _ready(env: Environment, data_dir: str) -> pulumi.Output[str]:
@@ -167,6 +173,9 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         out.images[image.name] = built
         out.image_uris[image.name] = built.image_uri
     toolbox = out.image_uris[TOOLBOX_IMAGE]
+    code_folders = {j.name: str(j.code_folder) for j in plan.jobs.values() if j.code_folder is not None}
+    if code_folders:
+        out.code = JobCode(fit_name(f"{name}-job-code", JOB_CODE_COMPONENT_NAME_MAX), {"folders": code_folders, "tags": tags})
 
     if uses_etcd:
         # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
@@ -242,7 +251,11 @@ def _job(
         ds = plan.datasets[job.dataset]
         # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed
         spec["data_dir"] = _ready(env, ds.data_dir) if ds.imported else out.staging[job.dataset].data_dir
-    if c.code:
+    if job.code_folder is not None:
+        assert out.code is not None
+        spec["code_uri"] = out.code.uris.apply(lambda uris: uris[job.name])
+        spec["cluster_name"] = env.cluster.cluster_name
+    elif c.code:
         spec["code_uri"] = c.code
         spec["cluster_name"] = env.cluster.cluster_name
     if job.health_check is not None:

@@ -429,14 +429,18 @@ def run_program(
     expect_error: bool = False,
     fresh: bool = False,
     project: str = PROJECT,
+    project_dir: Path = REPO,
 ) -> Program:
     """Evaluate ``main`` for ``stack`` under mocks. ``config`` replaces the stack file's config; ``project`` is the
-    Pulumi project's name. A stack's own config evaluated by the real program is evaluated once per test session
-    (``fresh`` evaluates again)."""
-    cached = config is None and main == REPO / "__main__.py" and not expect_error and project == PROJECT
+    Pulumi project's name; ``project_dir`` the folder the program runs in (that of its Pulumi.yaml, where the
+    folders a stack names are: image contexts, code). A stack's own config evaluated by the real program is
+    evaluated once per test session (``fresh`` evaluates again)."""
+    cached = (config is None and main == REPO / "__main__.py" and not expect_error and project == PROJECT
+              and project_dir == REPO)
     if cached and not fresh and (stack, preview) in _RUNS:
         return _RUNS[(stack, preview)]
-    program = _run_program(stack, preview=preview, config=config, main=main, expect_error=expect_error, project=project)
+    program = _run_program(stack, preview=preview, config=config, main=main, expect_error=expect_error, project=project,
+                           project_dir=project_dir)
     if cached and not fresh:
         _RUNS[(stack, preview)] = program
     return program
@@ -450,6 +454,7 @@ def _run_program(
     main: Path,
     expect_error: bool,
     project: str = PROJECT,
+    project_dir: Path = REPO,
 ) -> Program:
     cfg = dict(stack_config(stack) if config is None else config)
     # Preflight talks to the AWS account; under mocks it is off unless a test turns it on (and
@@ -472,7 +477,7 @@ def _run_program(
     def program() -> None:
         cwd = os.getcwd()
         sys.path.insert(0, str(REPO))
-        os.chdir(REPO)
+        os.chdir(project_dir)
         try:
             runpy.run_path(str(main), run_name="__main__")
         finally:

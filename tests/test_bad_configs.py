@@ -182,6 +182,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("pytorch job on the system group", job(nodeGroup="system"), ["eks-training:jobs.train.nodeGroup: the system group runs add-ons and light command jobs only"]),
     ("program-set environment", job(env={"OUTPUT_DIR": "/tmp"}), ["eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set by the program"]),
     ("code not an s3 prefix", job(code="s3://bucket/main.py"), ["eks-training:jobs.train.code: 's3://bucket/main.py' is not an s3://bucket/prefix/ URI"]),
+    ("code folder not in the project", job(code="./no-such-src"), ["eks-training:jobs.train.code: the folder ./no-such-src does not exist in the project folder", "give a folder of your Pulumi project"]),
+    ("code outside the project", job(code="../src"), ["eks-training:jobs.train.code: '../src' is neither a folder of your project", "s3://bucket/prefix/"]),
     ("EFA on a type without EFA", group(efa=True), ["eks-training:nodeGroups.gpu.efa: g5.xlarge has no EFA", "p5.48xlarge"]),
     ("EFA group without a zone", group(instanceTypes=["p5.48xlarge"]), ["eks-training:nodeGroups.gpu.availabilityZone: efa defaults to true for p5.48xlarge, and EFA groups run in one zone", "either set availabilityZone (the zone where its capacity is) to keep EFA", "or set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over the VPC's zones"]),
     ("spot group asking for EFA without a zone", group(instanceTypes=["p5.48xlarge"], capacityType="SPOT", efa=True), ["eks-training:nodeGroups.gpu.availabilityZone: EFA groups run in one zone", "either set availabilityZone", "or remove efa: true to spread the group over the VPC's zones without EFA (what spot capacity needs"]),

@@ -1,5 +1,6 @@
 """``training/fetch_code.py`` (the init container of a job with ``code``) as a real process against a real
-``moto_server`` on 127.0.0.1, found through ``AWS_ENDPOINT_URL`` as boto3 finds any endpoint."""
+``moto_server`` on 127.0.0.1, found through ``AWS_ENDPOINT_URL`` as boto3 finds any endpoint: an ``s3://`` prefix, and
+the zip the program uploads for a ``code`` folder of the project."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from components.job_code import code_key, write_code_zip
 from tests import aws_support
 from tests import training_support as ts
 
@@ -76,3 +79,44 @@ def test_an_empty_prefix_or_a_missing_bucket_fails(moto: tuple[Any, dict[str, st
     assert code == 1 and "NoSuchBucket" in events[-1]["error"]
     code, _, stderr = fetch(env, f"s3://{BUCKET}/prep", tmp_path / "c")
     assert code == 2 and "ending in '/'" in stderr
+
+
+def test_downloads_and_extracts_a_code_folders_zip(moto: tuple[Any, dict[str, str]], tmp_path: Path) -> None:
+    """The object the program uploads for a ``code`` folder (components/job_code.py), from a real S3 API: the folder
+    comes back in /workspace with its executables executable and its symlinks."""
+    s3, env = moto
+    src = tmp_path / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "fit.py").write_bytes(b"from lib import util\n")
+    (src / "lib" / "util.py").write_bytes(b"X = 1\n")
+    (src / "run.sh").write_bytes(b"#!/bin/sh\nexec python fit.py\n")
+    (src / "run.sh").chmod(0o755)
+    (src / "main.py").symlink_to("fit.py")
+    digest = write_code_zip(str(src), str(tmp_path / "code.zip"))
+    key = code_key(digest)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=(tmp_path / "code.zip").read_bytes())
+    dest = tmp_path / "workspace"
+    code, events, stderr = fetch(env, f"s3://{BUCKET}/{key}", dest)
+    assert code == 0, (events, stderr)
+    assert events[-1]["event"] == "fetched" and events[-1]["files"] == 4
+    assert files(dest) == {"fit.py": b"from lib import util\n", "lib/util.py": b"X = 1\n",
+                           "run.sh": b"#!/bin/sh\nexec python fit.py\n", "main.py": b"from lib import util\n"}
+    assert os.access(dest / "run.sh", os.X_OK) and not os.access(dest / "fit.py", os.X_OK)
+    assert os.readlink(dest / "main.py") == "fit.py"
+    assert not list(tmp_path.glob("workspace/.*")), "no partial file left"
+
+
+def test_refuses_an_archive_that_escapes_and_a_missing_object(moto: tuple[Any, dict[str, str]], tmp_path: Path) -> None:
+    s3, env = moto
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("ok.py", b"1")
+        zf.writestr("../../escaped.py", b"owned")
+    s3.put_object(Bucket=BUCKET, Key="code/evil.zip", Body=archive.read_bytes())
+    dest = tmp_path / "deep" / "workspace"
+    code, events, stderr = fetch(env, f"s3://{BUCKET}/code/evil.zip", dest)
+    assert code == 1, (events, stderr)
+    assert events[-1]["event"] == "fetch_failed" and "refusing entry '../../escaped.py'" in events[-1]["error"]
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and p != archive] == [], "nothing written, inside or outside"
+    code, events, _ = fetch(env, f"s3://{BUCKET}/code/missing.zip", tmp_path / "m")
+    assert code == 1 and events[-1]["event"] == "fetch_failed" and "404" in events[-1]["error"]

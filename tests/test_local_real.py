@@ -22,9 +22,12 @@ EPOCHS = 5
 SMALL = f"train=--width 8 --batch-size 32 --lr 0.2 --warmup-epochs 1 --seed 0 --epochs {EPOCHS} --workers 1"
 
 
-def local(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """``python -m stacks.local`` as a user runs it (from the repository, no AWS in the environment)."""
+def local(*args: str, cwd: Path, timeout: float = 900, bytecode: bool = False) -> subprocess.CompletedProcess[str]:
+    """``python -m stacks.local`` as a user runs it (from the repository, no AWS in the environment); ``bytecode``:
+    Python writes byte code beside the modules it imports, as it does by default on a user's machine."""
     env = {k: v for k, v in ts.torchrun_env().items() if not k.startswith("AWS_")}
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.run([sys.executable, "-m", "stacks.local", *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -188,6 +191,38 @@ def test_a_users_command_job_runs_its_code_on_two_processes(tmp_path: Path) -> N
     (out,) = (work / "shared" / "runs").glob("prep-*")
     reports = sorted(json.loads(p.read_text())["rank"] for p in out.glob("*.json"))
     assert reports == [0, 1], list(out.iterdir())
+
+
+def test_a_job_with_a_code_folder_runs_in_it_and_new_code_is_a_new_run(tmp_path: Path) -> None:
+    """``code: ./src`` (a folder beside the stack file) is the job's /workspace here, with no --code: its processes
+    run in it and import from it. What a run leaves there (Python's byte code) is not code: the same run again; a
+    changed file is a new run (its own output folder), as a new object is on the cluster."""
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "helper.py").write_text("import os\nWHERE = os.getcwd()\n")
+    (project / "src" / "job.py").write_text(
+        "import json, os\nimport helper\n"
+        "out = os.path.join(os.environ['OUTPUT_DIR'], 'pod-' + os.environ['RANK'] + '.json')\n"
+        "json.dump({'cwd': helper.WHERE, 'workspace': os.path.realpath('/workspace') if os.path.exists('/workspace') else None}, open(out, 'w'))\n")
+    stack = _stack_file(project, {"mine": {"kind": "command", "nodeGroup": "cpu", "nodes": 2, "code": "./src",
+                                           "command": ["python", "job.py"]}})
+    work = tmp_path / "work"
+
+    def run() -> set[str]:
+        # from another folder: the code folder is the stack file's, not the working folder's
+        done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(work), cwd=REPO, timeout=300,
+                     bytecode=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return {p.name for p in (work / "shared" / "runs").iterdir()}
+
+    (first,) = run()
+    for rank in (0, 1):
+        assert json.loads((work / "shared" / "runs" / first / f"pod-{rank}.json").read_text())["cwd"] == str(project / "src")
+    assert list((project / "src" / "__pycache__").glob("helper.*.pyc")), "the run imported helper from the folder"
+    assert run() == {first}, "byte code left by the run is not code: the same run"
+    (project / "src" / "helper.py").write_text("import os\nWHERE = os.getcwd()  # changed\n")
+    runs = run()
+    assert len(runs) == 2 and first in runs, "changed code is a run of its own"
 
 
 def test_a_users_pytorch_script_that_exits_0_is_a_success(tmp_path: Path) -> None:

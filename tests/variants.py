@@ -1,8 +1,9 @@
 """Variants of the shipped stacks that push what the mocks cannot see: every name at the longest the loader
-accepts (and starting with a digit where it accepts one), another partition (aws-cn) and a private-only API
-endpoint. ``stress_program(stack)`` evaluates the variant of a stack once per session. ``kept_config(stack)``: the
-stack with its shared storage kept on destroy (``storage.retainOnDelete``; an FSx stack moved into an existing VPC,
-which a kept Lustre file system needs).
+accepts (and starting with a digit where it accepts one), another partition (aws-cn), a private-only API
+endpoint, and the first job's code from a folder of the project (uploaded by the program).
+``stress_program(stack)`` evaluates the variant of a stack once per session. ``kept_config(stack)``: the stack with
+its shared storage kept on destroy (``storage.retainOnDelete``; an FSx stack moved into an existing VPC, which a kept
+Lustre file system needs).
 """
 
 import copy
@@ -114,9 +115,24 @@ def private_endpoint(config: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+#: A folder of the project (the repository, where the harness runs the program) standing for a job's own code.
+STRESS_CODE_FOLDER = "tests/programs"
+
+
+def local_code(config: dict[str, Any]) -> dict[str, Any]:
+    """The first job's ``code`` a folder of the project (the program uploads it; its pods read exactly that object)."""
+    cfg = copy.deepcopy(config)
+    jobs = cfg.get(P + "jobs") or {}
+    if jobs:
+        first = next(iter(jobs))
+        jobs[first] = {**jobs[first], "code": STRESS_CODE_FOLDER}
+    return cfg
+
+
 def stress_config(stack: str) -> dict[str, Any]:
-    """A shipped stack with the longest names, in the aws-cn partition, with a private endpoint."""
-    return private_endpoint(in_region(long_names(stack_config(stack)), STRESS_REGION))
+    """A shipped stack with the longest names, in the aws-cn partition, with a private endpoint, and its first job's
+    code from a folder of the project."""
+    return local_code(private_endpoint(in_region(long_names(stack_config(stack)), STRESS_REGION)))
 
 
 _EVALUATED: dict[tuple[str, str], Program] = {}

@@ -3,11 +3,15 @@
 Usage::
 
     python /app/fetch_code.py --source s3://bucket/prefix/ --dest /workspace
+    python /app/fetch_code.py --source s3://bucket/code/<sha256>.zip --dest /workspace
 
-Copies every object under the prefix to the same relative path under ``--dest`` (keys that would escape
-it are refused), using the pod's own credentials (EKS Pod Identity: a role that may only read that
-prefix). Exit codes: 0 copied (at least one file), 1 an S3 error or nothing under the prefix, 2 usage
-error. Every line on stdout is one JSON object.
+A prefix (ending in ``/``): every object under it is copied to the same relative path under ``--dest``. A ``.zip``
+object (what the program uploads for a ``code`` folder of the project): it is downloaded and extracted under
+``--dest``, executables keep their mode (0755, other files 0644), symlinks are made again. Keys or entries that
+would be written outside ``--dest`` (``..``, absolute paths, a symlink leading out, a path through a symlink) are
+refused before anything is written. The pod's own credentials are used (EKS Pod Identity: a role that may read
+only that prefix, or that object). Exit codes: 0 copied (at least one file), 1 an S3 error, nothing under the
+prefix, an empty or refused archive, 2 usage error. Every line on stdout is one JSON object.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import stat
 import sys
+import tempfile
 import time
+import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -29,13 +37,113 @@ def log(event: str, **fields: Any) -> None:
 
 
 def split_source(source: str) -> tuple[str, str]:
-    """``s3://bucket/prefix/`` -> (bucket, prefix)."""
+    """``s3://bucket/prefix/`` -> (bucket, prefix); ``s3://bucket/key.zip`` -> (bucket, key)."""
     if not source.startswith("s3://"):
         raise ValueError(f"{source!r} is not an s3:// URI")
     bucket, _, prefix = source[len("s3://"):].partition("/")
-    if not bucket or (prefix and not prefix.endswith("/")):
-        raise ValueError(f"{source!r} must be s3://bucket/ or s3://bucket/prefix/ (ending in '/')")
+    if not bucket or (prefix and not prefix.endswith("/") and not prefix.endswith(".zip")):
+        raise ValueError(f"{source!r} must be s3://bucket/ or s3://bucket/prefix/ (ending in '/'), or a .zip object "
+                         "(s3://bucket/key.zip)")
     return bucket, prefix
+
+
+class Member(NamedTuple):
+    """One entry of a code archive, checked: where it goes, and what it is."""
+
+    info: zipfile.ZipInfo
+    rel: PurePosixPath
+    kind: str
+    """``file``, ``dir`` or ``symlink``."""
+    mode: int
+    """0o755 or 0o644 for a file."""
+
+
+def _inside(rel: PurePosixPath) -> bool:
+    """``rel`` is a relative path that stays under its root (no ``..``, not absolute, not empty)."""
+    return bool(rel.parts) and not rel.is_absolute() and ".." not in rel.parts
+
+
+def plan_archive(zf: zipfile.ZipFile) -> list[Member]:
+    """The archive's entries, checked before anything is written: ``ValueError`` for an entry that would be written
+    outside the destination (absolute, ``..``, through a symlink of the archive, a symlink whose target leads out),
+    twice, or is neither a file, a folder nor a symlink."""
+    members: list[Member] = []
+    seen: set[PurePosixPath] = set()
+    links: set[PurePosixPath] = set()
+    for info in zf.infolist():
+        name = info.filename
+        rel = PurePosixPath(name.replace("\\", "/"))
+        if name.startswith("/") or "\\" in name or not _inside(rel):
+            raise ValueError(f"refusing entry {name!r}: it would be written outside the destination")
+        if rel in seen:
+            raise ValueError(f"refusing entry {name!r}: it is in the archive twice")
+        seen.add(rel)
+        unix = info.external_attr >> 16 if info.create_system == 3 else 0
+        if info.is_dir():
+            members.append(Member(info, rel, "dir", 0o755))
+        elif stat.S_ISLNK(unix):
+            target = PurePosixPath(zf.read(info).decode("utf-8"))
+            resolved = os.path.normpath(str(rel.parent / target))
+            if target.is_absolute() or resolved == ".." or resolved.startswith("../"):
+                raise ValueError(f"refusing entry {name!r}: a symlink to {str(target)!r} leads outside the destination")
+            links.add(rel)
+            members.append(Member(info, rel, "symlink", 0o777))
+        elif stat.S_IFMT(unix) in (0, stat.S_IFREG):  # no type bits: a file (zipfile's writestr writes 0o600)
+            members.append(Member(info, rel, "file", 0o755 if unix & 0o111 else 0o644))
+        else:
+            raise ValueError(f"refusing entry {name!r}: not a file, a folder or a symlink (mode {unix:o})")
+    for m in members:
+        through = [p for p in m.rel.parents if p in links]
+        if through:
+            raise ValueError(f"refusing entry {m.info.filename!r}: it would be written through the symlink {str(through[0])!r}")
+    return members
+
+
+def extract(archive: Path, dest: Path) -> int:
+    """Extract a code archive under ``dest`` (checked first by :func:`plan_archive`); returns the number of files and
+    symlinks written. Files are written through a temporary name and keep their mode; symlinks are made last; a
+    folder on the way that is a symlink leading out of ``dest`` (already there) is refused too."""
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with zipfile.ZipFile(archive) as zf:
+        members = plan_archive(zf)
+        written = 0
+        order = sorted(members, key=lambda m: (m.kind == "symlink", str(m.rel)))
+        for m in order:
+            path = dest.joinpath(*m.rel.parts)
+            parent = (path if m.kind == "dir" else path.parent)
+            parent.mkdir(parents=True, exist_ok=True)
+            if not parent.resolve().is_relative_to(root):
+                raise ValueError(f"refusing entry {m.info.filename!r}: {parent} leads outside {dest}")
+            if m.kind == "dir":
+                continue
+            if m.kind == "symlink":
+                if path.is_symlink() or path.exists():
+                    path.unlink()
+                path.symlink_to(zf.read(m.info).decode("utf-8"))
+            else:
+                tmp = path.with_name(f".{path.name}.part")
+                with zf.open(m.info) as src, open(tmp, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+                os.chmod(tmp, m.mode)
+                os.replace(tmp, path)
+            written += 1
+    return written
+
+
+def fetch_archive(s3: Any, bucket: str, key: str, dest: Path) -> int:
+    """Download the object ``key`` (a zip) beside ``dest`` and extract it there; returns the files written."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fetch-code-") as tmp:
+        archive = Path(tmp) / "code.zip"
+        s3.download_file(bucket, key, str(archive))
+        try:
+            files = extract(archive, dest)
+        except zipfile.BadZipFile as exc:
+            raise ValueError(f"s3://{bucket}/{key} is not a zip archive: {exc}") from exc
+    if not files:
+        raise ValueError(f"s3://{bucket}/{key} holds no file")
+    return files
 
 
 def target(dest: Path, prefix: str, key: str) -> Path | None:
@@ -52,7 +160,7 @@ def target(dest: Path, prefix: str, key: str) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     """Copy; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", required=True, help="s3://bucket/prefix/")
+    parser.add_argument("--source", required=True, help="s3://bucket/prefix/ or s3://bucket/key.zip")
     parser.add_argument("--dest", required=True, type=Path)
     try:
         args = parser.parse_args(argv)
@@ -68,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or None)
     copied = 0
     try:
+        if prefix.endswith(".zip"):
+            files = fetch_archive(s3, bucket, prefix, args.dest)
+            log("fetched", source=args.source, dest=str(args.dest), files=files)
+            return EXIT_OK
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
                 path = target(args.dest, prefix, obj["Key"])

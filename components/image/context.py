@@ -126,26 +126,26 @@ def _file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def collect_build_context(context_dir: str, dockerfile: str = "Dockerfile") -> list[ContextEntry]:
-    """Pure (reads files only): the files Docker would send for ``context_dir``, sorted by path.
+def collect_folder(
+    folder: str, *, always: Sequence[str] = (), default_ignores: Sequence[str] = (), what: str = "folder"
+) -> list[ContextEntry]:
+    """Pure (reads files only): the files of ``folder`` that are not ignored, sorted by path.
 
-    Honours ``.dockerignore`` (basic patterns: ``*``, ``?``, ``[...]``, ``**``, ``!`` re-includes,
-    parent-directory matches). The Dockerfile and ``.dockerignore`` are always included, as Docker
-    always sends them. Empty directories are not part of the context hash. Raises ``ValueError`` when
-    the directory or the Dockerfile is missing."""
-    root = os.path.abspath(context_dir)
+    Ignored: ``default_ignores`` (``.dockerignore`` patterns applied before the folder's own, which may re-include
+    with ``!``), then the folder's ``.dockerignore`` (basic patterns: ``*``, ``?``, ``[...]``, ``**``, ``!``
+    re-includes, parent-directory matches). ``always`` paths are kept whatever the patterns say. Symlinks are kept
+    as links (never followed); empty directories, sockets, fifos and devices are not part of it. Raises
+    ``ValueError`` when the folder is missing."""
+    root = os.path.abspath(folder)
     if not os.path.isdir(root):
-        raise ValueError(f"build context directory {context_dir!r} does not exist")
-    dockerfile_rel = os.path.normpath(dockerfile).replace(os.sep, "/")
-    if not os.path.isfile(os.path.join(root, dockerfile_rel)):
-        raise ValueError(f"build context {context_dir!r} has no {dockerfile_rel} (the Dockerfile to build)")
+        raise ValueError(f"{what} directory {folder!r} does not exist")
+    patterns: list[DockerignorePattern] = parse_dockerignore("\n".join(default_ignores))
     ignore_path = os.path.join(root, ".dockerignore")
-    patterns: list[DockerignorePattern] = []
     if os.path.isfile(ignore_path):
         with open(ignore_path, encoding="utf-8") as f:
-            patterns = parse_dockerignore(f.read())
+            patterns += parse_dockerignore(f.read())
     has_reincludes = any(not p.exclude for p in patterns)
-    always = {dockerfile_rel, ".dockerignore"}
+    keep = set(always)
 
     entries: list[ContextEntry] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -158,7 +158,7 @@ def collect_build_context(context_dir: str, dockerfile: str = "Dockerfile") -> l
         dirnames[:] = [d for d in dirnames if d not in links]
         for name in list(filenames) + links:
             rel = rel_dir + name
-            if rel not in always and is_ignored(rel, patterns):
+            if rel not in keep and is_ignored(rel, patterns):
                 continue
             full = os.path.join(dirpath, name)
             st = os.lstat(full)
@@ -168,9 +168,23 @@ def collect_build_context(context_dir: str, dockerfile: str = "Dockerfile") -> l
             elif stat.S_ISREG(st.st_mode):
                 mode = 0o755 if st.st_mode & 0o111 else 0o644
                 entries.append(ContextEntry(rel, mode, False, _file_sha256(full)))
-            # sockets, fifos, devices: not part of a build context
+            # sockets, fifos, devices: not files to send
     entries.sort(key=lambda e: e.path)
     return entries
+
+
+def collect_build_context(context_dir: str, dockerfile: str = "Dockerfile") -> list[ContextEntry]:
+    """Pure (reads files only): the files Docker would send for ``context_dir``, sorted by path
+    (:func:`collect_folder` with the context's ``.dockerignore``). The Dockerfile and ``.dockerignore`` are always
+    included, as Docker always sends them. Empty directories are not part of the context hash. Raises
+    ``ValueError`` when the directory or the Dockerfile is missing."""
+    root = os.path.abspath(context_dir)
+    if not os.path.isdir(root):
+        raise ValueError(f"build context directory {context_dir!r} does not exist")
+    dockerfile_rel = os.path.normpath(dockerfile).replace(os.sep, "/")
+    if not os.path.isfile(os.path.join(root, dockerfile_rel)):
+        raise ValueError(f"build context {context_dir!r} has no {dockerfile_rel} (the Dockerfile to build)")
+    return collect_folder(context_dir, always=(dockerfile_rel, ".dockerignore"), what="build context")
 
 
 def hash_build_context(
@@ -196,16 +210,22 @@ def image_tag_for(context_hash: str) -> str:
 
 
 def write_context_zip(context_dir: str, dest: str, dockerfile: str = "Dockerfile") -> list[ContextEntry]:
-    """Write the context as a deterministic zip: entries sorted, timestamps fixed (1980-01-01),
-    stored (not deflated, so the bytes do not depend on the zlib version), Unix mode bits kept.
-    The same context gives byte-identical zips. Written atomically; returns the entries."""
+    """Write the build context as a deterministic zip (:func:`write_folder_zip`); returns the entries."""
     entries = collect_build_context(context_dir, dockerfile)
-    root = os.path.abspath(context_dir)
+    write_folder_zip(context_dir, entries, dest)
+    return entries
+
+
+def write_folder_zip(folder: str, entries: Sequence[ContextEntry], dest: str) -> None:
+    """Write ``entries`` of ``folder`` as a deterministic zip: entries sorted, timestamps fixed (1980-01-01),
+    stored (not deflated, so the bytes do not depend on the zlib version), Unix mode bits kept (0644, 0755, or a
+    symlink whose content is its target). The same entries give byte-identical zips. Written atomically."""
+    root = os.path.abspath(folder)
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".ctx-", suffix=".zip", dir=os.path.dirname(os.path.abspath(dest)))
     try:
         with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as zf:
-            for e in entries:
+            for e in sorted(entries, key=lambda e: e.path):
                 info = zipfile.ZipInfo(e.path, date_time=(1980, 1, 1, 0, 0, 0))
                 info.create_system = 3  # Unix, so external_attr carries the mode
                 full = os.path.join(root, *e.path.split("/"))
@@ -222,7 +242,6 @@ def write_context_zip(context_dir: str, dest: str, dockerfile: str = "Dockerfile
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return entries
 
 
 def context_zip_path(context_hash: str) -> str:

@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, NO_EVICT, SHARED_MOUNT, TRAINING_IMAGE_UID
-from components.iam import s3_read_prefix_policy
+from components.iam import s3_read_object_policy, s3_read_prefix_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
 from components.scheduling import Toleration
@@ -113,8 +113,10 @@ class JobSpec(TypedDict):
     """Outputs the job is created after (awaited setup steps: staging, the health check)."""
     helper_image: NotRequired[pulumi.Input[str]]
     """The project's toolbox image (waits, code download); required with ``after_jobs`` or ``code_uri``."""
-    code_uri: NotRequired[str]
-    """``s3://bucket/prefix/`` downloaded into ``/workspace`` at start, through the job's own Pod Identity role."""
+    code_uri: NotRequired[pulumi.Input[str]]
+    """Downloaded into ``/workspace`` at start, through the job's own Pod Identity role: ``s3://bucket/prefix/`` (every
+    object under it; the role may list and read the prefix) or ``s3://bucket/key.zip`` (one zip, extracted; the role
+    may read that object only), such as a :class:`~components.job_code.JobCode`'s."""
     cluster_name: NotRequired[pulumi.Input[str]]
     """EKS cluster name; required with ``code_uri`` (Pod Identity)."""
     timeout_hours: NotRequired[float]
@@ -380,16 +382,15 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
     if code:
         if helper is None or spec.get("cluster_name") is None:
             raise ValueError(f"{name}: code_uri needs helper_image and cluster_name")
-        bucket, _, prefix = code[len("s3://") :].partition("/")
         identity = pod_identity_role(
             parent,
             f"{name}-code",
             cluster_name=spec["cluster_name"],
             namespace=namespace,
             service_account=sa.metadata.name,
-            description=f"{spec['job_name']}: read its code from {code}",
+            description=f"{spec['job_name']}: read its code from {code if isinstance(code, str) else 'S3'}",
             role_name=f"{name}-code",
-            policy=current_partition(parent).apply(lambda p: s3_read_prefix_policy(p, bucket, prefix)),
+            policy=pulumi.Output.all(current_partition(parent), code).apply(lambda v: code_read_policy(str(v[0]), str(v[1]))),
         )
         assert identity.association is not None
         waits.append(identity.association)
@@ -410,6 +411,17 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
         )
         volumes.append(scratch_volume(JOB_SCRATCH_SIZE))
     return JobIdentity(sa, inits, volumes, mounts, waits=waits)
+
+
+def code_read_policy(partition: str, uri: str) -> str:
+    """What a job's code role may read: every object under ``s3://bucket/prefix/`` (and list it), or exactly the
+    object ``s3://bucket/key`` (a zip)."""
+    if not uri.startswith("s3://"):
+        raise ValueError(f"code_uri {uri!r} is not an s3:// URI")
+    bucket, _, key = uri[len("s3://") :].partition("/")
+    if not key or key.endswith("/"):
+        return s3_read_prefix_policy(partition, bucket, key)
+    return s3_read_object_policy(partition, bucket, key)
 
 
 def api_access_volume() -> k8s.core.v1.VolumeArgsDict:

@@ -236,9 +236,23 @@ class JobConfig(Model):
     @field_validator("code")
     @classmethod
     def _code(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not S3_FOLDER_URI_RE.match(v):
-            raise ValueError(f"{v!r} is not an s3://bucket/prefix/ URI (a prefix ending in '/')")
+        if v is None:
+            return v
+        if v.startswith("s3://"):
+            if not S3_FOLDER_URI_RE.match(v):
+                raise ValueError(f"{v!r} is not an s3://bucket/prefix/ URI (a prefix ending in '/'); or give a folder of "
+                                 "your project (./src), which the program uploads")
+            return v
+        if "://" in v or (why := relative_path_problem(v)):
+            raise ValueError(f"{v!r} is neither a folder of your project (relative to the folder of Pulumi.yaml, such as "
+                             "./src; the program uploads it) nor an s3://bucket/prefix/ URI")
         return v
+
+    @property
+    def code_folder(self) -> Optional[str]:
+        """``code`` when it names a folder of the project (uploaded by the program), else ``None`` (none, or
+        ``s3://``)."""
+        return self.code if self.code is not None and not self.code.startswith("s3://") else None
 
     @field_validator("output_dir")
     @classmethod

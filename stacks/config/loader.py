@@ -100,6 +100,9 @@ class StackConfig:
     """The folder each built image is built from (:func:`stacks.bundle.context_folder`)."""
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     """Metrics, dashboard and alarms (node repair is per group)."""
+    code_folders: Mapping[str, Path] = field(default_factory=dict)
+    """Job -> the folder of the project its ``code`` names (uploaded by the program); jobs with ``s3://`` code or
+    none are not in it."""
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -315,6 +318,7 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         project_dir=where,
     )
     problems, jobs = cross_section(sections)
+    code_folders = {n: where / j.code_folder for n, j in jobs.items() if j.code_folder is not None}
     p.problems.extend(problems)
     operations: OperationsConfig = parsed.get("operations") or OperationsConfig()
     if "operations" not in p.failed:
@@ -352,4 +356,5 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         benchmark=None if bench is None else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
         image_folders=image_folders,
         operations=operations,
+        code_folders=code_folders,
     )

@@ -14,6 +14,7 @@ from typing import Mapping, Optional, Sequence
 from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
 from components.catalog.gpus import compute_capability, runs_on
 from components.image.dockerfile import Dockerfile, read_dockerfile
+from components.job_code import DEFAULT_CODE_IGNORES, collect_code
 from components.nodeplan import (
     InconsistentFacts,
     allreduce_busbw_ceiling,
@@ -364,6 +365,7 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                 check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
             if job.kind == "mpi":
                 check_mpi_image(s, path, name, job.image, image, problems)
+        check_code(s, path, job, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
             problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
                             f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}")
@@ -380,6 +382,21 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
         problems.append(f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
                         "remove one of these after entries")
     return out
+
+
+def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
+    """A job's ``code`` folder (uploaded by the program) exists in the project and holds a file to upload."""
+    if job.code_folder is None:
+        return
+    folder = s.project_dir / job.code_folder
+    fix = (f"give a folder of your Pulumi project (relative to {s.project_dir}, the folder of its Pulumi.yaml) that "
+           "holds the job's program, or an s3://bucket/prefix/ you uploaded it to")
+    if not folder.is_dir():
+        problems.append(f"{key(f'{path}.code')}: the folder {job.code_folder} does not exist in the project folder "
+                        f"{s.project_dir}; {fix}")
+    elif not collect_code(str(folder)):
+        problems.append(f"{key(f'{path}.code')}: the folder {job.code_folder} holds no file to upload (left out: "
+                        f"{', '.join(DEFAULT_CODE_IGNORES)} and its .dockerignore's patterns); {fix}")
 
 
 def _dockerfile(s: Sections, name: str, image: ImageConfig) -> Optional[Dockerfile]:

@@ -74,8 +74,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="start the job's run over: its existing output folder (a finished or failed run) is moved "
                         "aside first")
     parser.add_argument("--code", action="append", default=[], metavar="JOB=PATH",
-                        help="a local folder standing for a job's code download (code: s3://...; /workspace in the "
-                        "pods)")
+                        help="a local folder standing for a job's code download (/workspace in the pods): needed "
+                        "for code: s3://...; a job whose code is a folder of the project runs in that folder")
     parser.add_argument("--venv", action="append", default=[], metavar="IMAGE=DIR",
                         help="a virtualenv standing for an image's Python (e.g. tensorflow=.venv-tf, one with the "
                         "image's packages); default: the Python running this")

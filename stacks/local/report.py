@@ -131,8 +131,8 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
     if "not found in" in reason or "cifar-10-batches-py" in reason:
         return reason, "give the dataset's folder with --dataset NAME=PATH (see its layout in --help)"
     if "/workspace" in reason:
-        return reason, ("/workspace holds a job's code in the pods (its code: s3://...); here it is the folder given "
-                        "with --code JOB=PATH")
+        return reason, ("/workspace holds a job's code in the pods (its code: a folder of your project, or s3://...); "
+                        "here it is that folder, or the one given with --code JOB=PATH")
     return reason, "see the end of the log below"
 
 

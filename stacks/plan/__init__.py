@@ -20,6 +20,7 @@ from components.catalog import REFERENCE_ALLREDUCE, InstanceType
 from components.conventions import SHARED_MOUNT
 from components.image import hash_build_context, image_tag_for
 from components.image.dockerfile import read_dockerfile
+from components.job_code import code_hash
 from components.naming import k8s_name
 from components.nodegroup import NodeRepairSpec
 from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
@@ -244,6 +245,10 @@ class JobPlan:
     read_only_root_filesystem: bool
     """The job's containers run with a read-only root file system (``/tmp`` writable)."""
     health_check: Optional[HealthCheckPlan] = None
+    code_folder: Optional[Path] = None
+    """The folder of the project its ``code`` names (the program uploads it; ``None``: no code, or ``s3://``)."""
+    code_hash: Optional[str] = None
+    """The content hash of :attr:`code_folder` (its object's key; part of the run id: new code, a new run)."""
 
     @property
     def kind(self) -> str:
@@ -262,10 +267,12 @@ def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Opti
     return HealthCheckPlan(config=cfg, threshold_gbytes_per_s=threshold, message_bytes=message)
 
 
-def _run_id(name: str, job: JobConfig, image: ImagePlan, dataset: Optional[DatasetConfig], group: NodeGroupPlan, procs: int) -> str:
+def _run_id(name: str, job: JobConfig, image: ImagePlan, dataset: Optional[DatasetConfig], group: NodeGroupPlan, procs: int,
+            code_hash: Optional[str] = None) -> str:
     recipe = {
         "kind": job.kind, "image": image.version, "script": job.script, "command": job.command, "args": job.args,
-        "env": job.env, "code": job.code, "dataset": dataset.source if dataset else None,
+        # a folder of the project by its content (where it is does not matter, what is in it does)
+        "env": job.env, "code": f"sha256:{code_hash}" if code_hash else job.code, "dataset": dataset.source if dataset else None,
         "instance": group.profile.instance.name, "procs": procs, "output": job.output_dir,
     }
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
@@ -414,7 +421,9 @@ def build_plan(cfg: StackConfig) -> Plan:
         group = plan.group(job.node_group)
         procs = job.processes_per_node or group.profile.pod.procs_per_node
         dataset = cfg.datasets.get(job.dataset) if job.dataset else None
-        run_id = _run_id(name, job, images[job.image], dataset, group, procs)
+        code_folder = cfg.code_folders.get(name)
+        digest = code_hash(str(code_folder)) if code_folder is not None else None
+        run_id = _run_id(name, job, images[job.image], dataset, group, procs, digest)
         output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'runs/{run_id}'}"
         placement = group.placement()
         if job.processes_per_node is not None:
@@ -438,6 +447,8 @@ def build_plan(cfg: StackConfig) -> Plan:
             placement=placement,
             read_only_root_filesystem=job.read_only_root,
             health_check=_health_plan(job.health_check, group),
+            code_folder=code_folder,
+            code_hash=digest,
         )
     return replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
 
