@@ -27,7 +27,9 @@ from components.catalog.operations import (
     DASHBOARD_WIDGET_TYPES,
     METRICS_INSIGHTS_RANGE_SECONDS,
     NODE_MONITORING_ADDON,
+    NODE_MONITORING_CONFIG_SCHEMA,
     NODE_MONITORING_DEFAULT_TOLERATIONS,
+    NODE_REPAIR_GPU_DEFAULT,
     OBSERVABILITY_ADDON,
     OBSERVABILITY_CONFIG_KEYS,
     OBSERVABILITY_NAMESPACE,
@@ -166,20 +168,58 @@ def cluster_name(stack: str) -> str:
     return stack_config(stack).get(f"{PROJECT}:clusterName") or f"{PROJECT}-{stack}"
 
 
+def agent_configuration_problems(config: Mapping[str, Any], taints: Sequence[Mapping[str, str]]) -> list[str]:
+    """The node monitoring agent's configuration values: only keys of its configuration schema; its DCGM host engine
+    (``dcgm-server``, tolerating only ``dcgmAgent.tolerations``, default none) tolerates every taint of the groups and
+    every taint the agent itself tolerates, so wherever the agent watches GPUs the engine it reads runs (else the agent
+    reports DCGMError, Fatal, on AcceleratedHardwareReady; source key ``eks-node-monitoring-agent-dcgm``)."""
+    problems = []
+    for top, value in config.items():
+        if top not in NODE_MONITORING_CONFIG_SCHEMA:
+            problems.append(f"{top}: not a key of the add-on's configuration schema")
+        elif isinstance(value, dict):
+            problems += [f"{top}.{k}: not a key of the schema" for k in value if k not in NODE_MONITORING_CONFIG_SCHEMA[top]]
+    agent = (config.get("nodeAgent") or {}).get("tolerations", list(NODE_MONITORING_DEFAULT_TOLERATIONS))
+    dcgm = (config.get("dcgmAgent") or {}).get("tolerations", [])
+    problems += [f"dcgmAgent: {p}" for p in toleration_problems(dcgm, taints, exact=False)]
+    problems += [f"nodeAgent: {p}" for p in toleration_problems(agent, taints, exact=False)]
+    # a taint the agent tolerates and the engine does not: the agent would run there without its DCGM
+    probes = [{"key": "any.example/taint", "value": "x", "effect": e} for e in K8S_EFFECT.values()]
+    problems += [f"dcgmAgent: tolerates less than the agent: {t}" for t in probes
+                 if any(tolerates(x, t) for x in agent) and not any(tolerates(x, t) for x in dcgm)]
+    return problems
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_node_health_and_repair(program_for: Any, stack: str) -> None:
-    """The node monitoring agent runs on every node (its default tolerates every taint: no configuration narrows it);
-    every GPU group repairs its nodes, a CPU group only when it asks to."""
+    """The node monitoring agent runs on every node and its DCGM host engine on every GPU node (the engine tolerates
+    what the agent tolerates); node repair is off on GPU groups unless a group opts in (NODE_REPAIR_GPU_DEFAULT: two
+    DCGM host engines on a GPU node), and EKS's default on CPU groups."""
     p = program_for(stack, False)
     agent = addons(p)[NODE_MONITORING_ADDON]
-    assert agent.inputs.get("configurationValues") in (None, ""), "the agent keeps its tolerate-everything default"
-    assert toleration_problems(NODE_MONITORING_DEFAULT_TOLERATIONS, group_taints(p), exact=False) == []
+    config = json.loads(agent.inputs.get("configurationValues") or "{}")
+    taints = group_taints(p)
+    assert agent_configuration_problems(config, taints) == []
+    gpu_groups = [ng for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
+    if gpu_groups:
+        assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"} in taints
+    assert not any("nodeRepair" in g for g in (stack_config(stack).get(f"{PROJECT}:nodeGroups") or {}).values())
     for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
         repair = ng.inputs.get("nodeRepairConfig")
-        if is_gpu_group(ng):
-            assert repair == {"enabled": True}, (ng.name, repair)
+        if ng in gpu_groups:
+            assert NODE_REPAIR_GPU_DEFAULT is False and repair == {"enabled": False}, (ng.name, repair)
         else:
             assert repair is None, (ng.name, repair)
+
+
+def test_the_agent_rule_catches_a_dcgm_server_that_misses_the_gpu_taint() -> None:
+    gpu = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert agent_configuration_problems({"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}, gpu) == []
+    assert agent_configuration_problems({}, gpu), "the chart's default: dcgm-server tolerates nothing"
+    only_gpu = {"dcgmAgent": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}
+    assert agent_configuration_problems(only_gpu, gpu), "narrower than the agent"
+    assert agent_configuration_problems({"dcgmAgent": {"tolerations": [{"operator": "Exists"}], "enabled": False}}, gpu)
+    assert agent_configuration_problems({"dcgmExporter": {}, "dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}, gpu)
 
 
 @pytest.mark.parametrize("stack", STACKS)
