@@ -144,6 +144,12 @@ ALARM_MAX_EVALUATION_SECONDS = 24 * 3600
 #: How far back a Metrics Insights query reads, which bounds what an alarm on one can evaluate: the most recent three
 #: hours (source key ``cloudwatch-metrics-insights-limits``; later documentation allows more, three hours holds for both).
 METRICS_INSIGHTS_RANGE_SECONDS = 3 * 3600
+#: Metrics Insights queries a GetMetricData request may hold: one (a widget or an alarm sends one request; metric math
+#: over the query is fine; source key ``cloudwatch-metrics-insights-limits``).
+METRICS_INSIGHTS_QUERIES_PER_REQUEST = 1
+#: The WHERE operators used here, the ones the documented grammar shows: conditions ``key = 'value'`` joined by
+#: ``AND`` (source key ``cloudwatch-metrics-insights-grammar``).
+METRICS_INSIGHTS_WHERE_JOIN = " AND "
 #: Dashboard names: up to 255 of A-Z, a-z, 0-9, "-" and "_" (source key ``cloudwatch-dashboard-body``).
 DASHBOARD_NAME_MAX = 255
 #: The dashboard body's grid is 24 units wide (source key ``cloudwatch-dashboard-body``).

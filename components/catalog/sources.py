@@ -305,7 +305,13 @@ SOURCES: Mapping[str, Source] = {
     ),
     "cloudwatch-metrics-insights-limits": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-limits.html",
-        shows="Metrics Insights queries read recent data only (the most recent three hours in the original limits)",
+        shows="Metrics Insights queries read recent data only (the most recent three hours in the original limits); "
+        "each GetMetricData operation can have only one query (a dashboard has many widgets, each with one query)",
+    ),
+    "cloudwatch-metrics-insights-grammar": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html",
+        shows="SELECT FUNCTION(metric) FROM namespace | SCHEMA(namespace, keys) WHERE key OPERATOR 'value' [AND ...] "
+        "GROUP BY ...; the documented WHERE examples combine = and != conditions with AND",
     ),
     "cloudwatch-dashboard-body": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html",
