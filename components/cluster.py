@@ -5,7 +5,9 @@ vpc-cni (with NetworkPolicy enforcement on), kube-proxy, the EKS Pod Identity ag
 metrics-server and the EKS node monitoring agent are EKS managed add-ons created here. The node monitoring agent
 (a DaemonSet on every node; it tolerates every taint) reads node logs and sets the health conditions EKS node auto
 repair acts on (GPU XID and NVLink errors, kernel, networking, storage;
-https://docs.aws.amazon.com/eks/latest/userguide/node-health.html); it needs no AWS permissions. CoreDNS,
+https://docs.aws.amazon.com/eks/latest/userguide/node-health.html); it needs no AWS permissions. Its DCGM host engine
+(the ``dcgm-server`` DaemonSet) is configured to tolerate every taint as the agent does: by default it tolerates none,
+never runs on a tainted GPU node and the agent then reports every GPU node unhealthy. CoreDNS,
 metrics-server and the agent wait for the system
 node group (CoreDNS stays DEGRADED without nodes), and the kubeconfig resolves only after them, so
 every Kubernetes object created through it (Helm releases, etcd, jobs) finds nodes and DNS.
@@ -28,7 +30,7 @@ import pulumi_eks as eks
 from typing_extensions import NotRequired
 
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
-from components.catalog.operations import NODE_MONITORING_ADDON
+from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
 from components.nodegroup import TrainingNodeGroup
@@ -48,8 +50,12 @@ CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 #: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 LATE_ADDONS = ("coredns", "metrics-server", NODE_MONITORING_ADDON)
-#: Add-on settings (``configurationValues``): the VPC CNI enforces Kubernetes NetworkPolicies.
-ADDON_CONFIGURATION: Mapping[str, Mapping[str, str]] = {"vpc-cni": VPC_CNI_NETWORK_POLICY_CONFIG}
+#: Add-on settings (``configurationValues``): the VPC CNI enforces Kubernetes NetworkPolicies; the node monitoring
+#: agent's DCGM host engine (``dcgm-server``) tolerates what the agent tolerates, so it runs on the tainted GPU nodes.
+ADDON_CONFIGURATION: Mapping[str, Mapping[str, object]] = {
+    "vpc-cni": VPC_CNI_NETWORK_POLICY_CONFIG,
+    NODE_MONITORING_ADDON: NODE_MONITORING_CONFIGURATION,
+}
 
 
 def control_plane_log_group_name(cluster_name: str) -> str:

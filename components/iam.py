@@ -78,7 +78,10 @@ def account_admin_key_policy(partition: str, account_id: str) -> str:
 def alarm_topic_key_policy(partition: str, account_id: str) -> str:
     """KMS key policy of an SNS topic CloudWatch alarms publish to: the account administers the key, and CloudWatch
     may encrypt with it (it cannot use the AWS managed ``alias/aws/sns`` key,
-    https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger), only for alarms of this account."""
+    https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger). The CloudWatch statement is the one
+    AWS documents (https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns), without a condition: CloudWatch
+    is not documented to send aws:SourceAccount on these calls, and a condition it does not meet makes every alarm
+    action fail, visible only in the alarm's history."""
     return _doc(
         {
             "Sid": "AccountAdministers",
@@ -93,7 +96,6 @@ def alarm_topic_key_policy(partition: str, account_id: str) -> str:
             "Principal": {"Service": "cloudwatch.amazonaws.com"},
             "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
             "Resource": "*",
-            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
         },
     )
 

@@ -103,14 +103,12 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def insights_query(stat: str, metric: str, dimensions: Sequence[str], where: Mapping[str, Sequence[str]],
+def insights_query(stat: str, metric: str, dimensions: Sequence[str], where: Mapping[str, str],
                    group_by: Optional[str] = None) -> str:
-    """``SELECT stat(metric) FROM SCHEMA(ContainerInsights, dims) WHERE ... [GROUP BY ...]``: the series of ``metric``
-    published under exactly ``dimensions``, filtered (each key equal to one of its values)."""
-    conditions = []
-    for dim, values in where.items():
-        alternatives = [f"{dim} = {sql_string(v)}" for v in values]
-        conditions.append(alternatives[0] if len(alternatives) == 1 else "(" + " OR ".join(alternatives) + ")")
+    """``SELECT stat(metric) FROM SCHEMA(ContainerInsights, dims) WHERE k = 'v' AND ... [GROUP BY ...]``: the series of
+    ``metric`` published under exactly ``dimensions``, each key equal to its value (``=`` and ``AND`` only, what the
+    documented WHERE grammar shows; source key ``cloudwatch-metrics-insights-grammar``)."""
+    conditions = [f"{dim} = {sql_string(value)}" for dim, value in where.items()]
     text = (f"SELECT {stat}({metric}) FROM SCHEMA({CONTAINER_INSIGHTS_NAMESPACE}, {', '.join(sorted(dimensions))}) "
             f"WHERE {' AND '.join(conditions)}")
     return f"{text} GROUP BY {group_by}" if group_by else text
@@ -122,10 +120,25 @@ GPU_DEVICE_DIMENSIONS = ("ClusterName", "GpuDevice", "InstanceId", "InstanceType
 POD_DIMENSIONS = ("ClusterName", "Namespace", "PodName")
 
 
-def idle_alarm_query(cluster_name: str, group: GpuGroupSpec) -> str:
-    """The busiest GPU of the group's nodes: below the threshold means every GPU of the group is idle."""
+def idle_alarm_query(cluster_name: str, instance_type: str) -> str:
+    """The busiest GPU of the cluster's nodes of one instance type: below the threshold means every one is idle."""
     return insights_query("MAX", "node_gpu_utilization", GPU_DEVICE_DIMENSIONS,
-                          {"ClusterName": [cluster_name], "InstanceType": list(group["instance_types"])})
+                          {"ClusterName": cluster_name, "InstanceType": instance_type})
+
+
+def gpu_count_query(cluster_name: str, instance_type: str) -> str:
+    """How many GPUs of the cluster's nodes of one instance type report (a node reports each of its GPUs)."""
+    return insights_query("COUNT", "node_gpu_utilization", GPU_DEVICE_DIMENSIONS,
+                          {"ClusterName": cluster_name, "InstanceType": instance_type})
+
+
+def idle_alarm_names(cluster_name: str, group: GpuGroupSpec) -> dict[str, str]:
+    """The group's idle alarms by instance type: one per type (a Metrics Insights query filters on one value of a
+    dimension), named after the group alone when it has one type."""
+    types = list(group["instance_types"])
+    if len(types) == 1:
+        return {types[0]: f"{cluster_name}-{group['name']}-idle-gpus"}
+    return {t: f"{cluster_name}-{group['name']}-{t.replace('.', '-')}-idle-gpus" for t in types}
 
 
 def _metric_widget(title: str, region: str, metrics: list[list[dict[str, Any]]], *, unit_label: str,
@@ -156,7 +169,7 @@ def _query(expression: str, qid: str, label: str, visible: bool = True) -> list[
 def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool,
                       job_namespace: Optional[str]) -> list[dict[str, Any]]:
     """The dashboard's widgets, top to bottom (positions are set by :func:`dashboard_body`)."""
-    cluster = {"ClusterName": [cluster_name]}
+    cluster = {"ClusterName": cluster_name}
     widgets: list[dict[str, Any]] = [{
         "type": "text",
         "width": DASHBOARD_GRID_WIDTH,
@@ -167,8 +180,11 @@ def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGr
             "`kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
             "and `kubectl get events -A | grep -i NvidiaXID`.")},
     }]
-    nodes: list[list[dict[str, Any]]] = [_query(
-        insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster), "nodes", "nodes in the cluster")]
+    # one Metrics Insights query per widget: a GetMetricData request (what a widget sends) takes only one (source key
+    # ``cloudwatch-metrics-insights-limits``); metric math over that query is fine
+    nodes_widgets = [_metric_widget("Nodes in the cluster", region, [_query(
+        insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster), "nodes", "nodes in the cluster")],
+        unit_label="nodes")]
     if gpu_groups:
         widgets.append(_metric_widget("GPU utilization per node (%)", region, [_query(
             insights_query("AVG", "node_gpu_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "gpu", "")],
@@ -176,12 +192,13 @@ def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGr
         widgets.append(_metric_widget("GPU memory utilization per node (%)", region, [_query(
             insights_query("AVG", "node_gpu_memory_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "gpumem", "")],
             unit_label="%"))
-        for i, g in enumerate(gpu_groups):
-            count = f"gpus{i}"
-            nodes.append(_query(insights_query("COUNT", "node_gpu_utilization", GPU_DEVICE_DIMENSIONS,
-                                               {**cluster, "InstanceType": list(g["instance_types"])}),
-                                count, f"GPUs reporting in {g['name']}", visible=False))
-            nodes.append(_query(f"{count} / {int(g['gpus_per_node'])}", f"nodes{i}", f"nodes of {g['name']}"))
+        for g in gpu_groups:
+            for t in g["instance_types"]:
+                nodes_widgets.append(_metric_widget(
+                    f"Nodes of {g['name']} ({t}: GPUs reporting / {int(g['gpus_per_node'])})", region, [
+                        _query(gpu_count_query(cluster_name, t), "gpus", f"GPUs of {t} reporting", visible=False),
+                        _query(f"gpus / {int(g['gpus_per_node'])}", "nodes", f"{t} nodes")],
+                    unit_label="nodes"))
     else:
         widgets.append(_metric_widget("CPU utilization per node (%)", region, [_query(
             insights_query("AVG", "node_cpu_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "cpu", "")],
@@ -193,11 +210,10 @@ def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGr
         widgets.append(_metric_widget("EFA sent per node (bytes/s)", region, [_query(
             insights_query("SUM", "node_efa_tx_bytes", NODE_DIMENSIONS, cluster, "NodeName"), "efatx", "")],
             unit_label="bytes"))
-    widgets.append(_metric_widget("Nodes (per GPU group: GPUs reporting / GPUs per node)", region, nodes,
-                                  unit_label="nodes"))
+    widgets += nodes_widgets
     if job_namespace and gpu_groups:
         widgets.append(_metric_widget(f"GPU utilization per job pod ({job_namespace}) (%)", region, [_query(
-            insights_query("AVG", "pod_gpu_utilization", POD_DIMENSIONS, {**cluster, "Namespace": [job_namespace]},
+            insights_query("AVG", "pod_gpu_utilization", POD_DIMENSIONS, {**cluster, "Namespace": job_namespace},
                            "PodName"), "pods", "")], unit_label="%"))
     return widgets
 
@@ -310,32 +326,34 @@ class FleetObservability(pulumi.ComponentResource):
         self.alarm_names = []
         for alarm in alarms:
             group = alarm["group"]
-            alarm_name = f"{cluster_name}-{group['name']}-idle-gpus"
             minutes = int(alarm["minutes"])
-            aws.cloudwatch.MetricAlarm(
-                f"{name}-{group['name']}-idle",
-                name=alarm_name,
-                alarm_description=(
-                    f"Every GPU of node group {group['name']} ({', '.join(group['instance_types'])}) of {cluster_name} "
-                    f"has been below {alarm['utilization_percent']:g}% utilization for {minutes} minutes: its nodes "
-                    "cost money and do nothing. Scale the group down or start a job."),
-                comparison_operator="LessThanThreshold",
-                threshold=float(alarm["utilization_percent"]),
-                evaluation_periods=minutes * 60 // ALARM_PERIOD_SECONDS,
-                datapoints_to_alarm=minutes * 60 // ALARM_PERIOD_SECONDS,
-                metric_queries=[{
-                    "id": "busiest",
-                    "expression": idle_alarm_query(cluster_name, group),
-                    "period": ALARM_PERIOD_SECONDS,
-                    "label": f"busiest GPU of {group['name']} (%)",
-                    "return_data": True,
-                }],
-                # no GPU reports when the group has no nodes: nothing is idle then
-                treat_missing_data="notBreaching",
-                alarm_actions=actions,
-                ok_actions=actions,
-                tags=tags,
-                opts=child,
-            )
-            self.alarm_names.append(alarm_name)
+            for instance_type, alarm_name in idle_alarm_names(cluster_name, group).items():
+                suffix = "" if len(group["instance_types"]) == 1 else f"-{instance_type.replace('.', '-')}"
+                aws.cloudwatch.MetricAlarm(
+                    f"{name}-{group['name']}{suffix}-idle",
+                    name=alarm_name,
+                    alarm_description=(
+                        f"Every {instance_type} GPU of {cluster_name} (node group {group['name']}; the series covers "
+                        f"every {instance_type} node of the cluster) has been below "
+                        f"{alarm['utilization_percent']:g}% utilization for {minutes} minutes: the nodes cost money "
+                        "and do nothing. Scale the group down or start a job."),
+                    comparison_operator="LessThanThreshold",
+                    threshold=float(alarm["utilization_percent"]),
+                    evaluation_periods=minutes * 60 // ALARM_PERIOD_SECONDS,
+                    datapoints_to_alarm=minutes * 60 // ALARM_PERIOD_SECONDS,
+                    metric_queries=[{
+                        "id": "busiest",
+                        "expression": idle_alarm_query(cluster_name, instance_type),
+                        "period": ALARM_PERIOD_SECONDS,
+                        "label": f"busiest {instance_type} GPU of {group['name']} (%)",
+                        "return_data": True,
+                    }],
+                    # no GPU reports when the group has no nodes: nothing is idle then
+                    treat_missing_data="notBreaching",
+                    alarm_actions=actions,
+                    ok_actions=actions,
+                    tags=tags,
+                    opts=child,
+                )
+                self.alarm_names.append(alarm_name)
         self.register_outputs({"dashboard_url": self.dashboard_url, "alarm_topic_arn": self.alarm_topic_arn})

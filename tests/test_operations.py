@@ -25,9 +25,13 @@ from components.catalog.operations import (
     DASHBOARD_METRIC_VIEWS,
     DASHBOARD_NAME_MAX,
     DASHBOARD_WIDGET_TYPES,
+    METRICS_INSIGHTS_QUERIES_PER_REQUEST,
     METRICS_INSIGHTS_RANGE_SECONDS,
+    METRICS_INSIGHTS_WHERE_JOIN,
     NODE_MONITORING_ADDON,
+    NODE_MONITORING_CONFIG_SCHEMA,
     NODE_MONITORING_DEFAULT_TOLERATIONS,
+    NODE_REPAIR_GPU_DEFAULT,
     OBSERVABILITY_ADDON,
     OBSERVABILITY_CONFIG_KEYS,
     OBSERVABILITY_NAMESPACE,
@@ -89,6 +93,9 @@ def query_problems(sql: str, cluster: str) -> list[str]:
     elif dims not in metric.dimension_sets:
         problems.append(f"{m['metric']} is not published under {sorted(dims)}")
     conditions = CONDITION.findall(m["where"])
+    parts = m["where"].split(METRICS_INSIGHTS_WHERE_JOIN)
+    if any(not re.fullmatch(CONDITION, part) for part in parts):
+        problems.append(f"WHERE {m['where']!r}: only key = 'value' conditions joined by AND (the documented grammar)")
     if not conditions:
         problems.append(f"no WHERE condition in {sql}")
     for dim, _ in conditions:
@@ -133,6 +140,10 @@ def dashboard_problems(body: Mapping[str, Any], cluster: str, region: str) -> li
         entries = [e for row in props.get("metrics") or [] for e in row]
         if not entries:
             problems.append(f"widget {i}: no metrics")
+        selects = sum(str(e.get("expression", "")).upper().count("SELECT") for e in entries)
+        if selects > METRICS_INSIGHTS_QUERIES_PER_REQUEST:
+            problems.append(f"widget {i}: {selects} Metrics Insights queries; a request (a widget) takes "
+                            f"{METRICS_INSIGHTS_QUERIES_PER_REQUEST}")
         for e in entries:
             qid, expression = e.get("id", ""), e.get("expression", "")
             if not re.match(r"^[a-z][A-Za-z0-9_]*$", qid) or qid in ids:
@@ -166,20 +177,58 @@ def cluster_name(stack: str) -> str:
     return stack_config(stack).get(f"{PROJECT}:clusterName") or f"{PROJECT}-{stack}"
 
 
+def agent_configuration_problems(config: Mapping[str, Any], taints: Sequence[Mapping[str, str]]) -> list[str]:
+    """The node monitoring agent's configuration values: only keys of its configuration schema; its DCGM host engine
+    (``dcgm-server``, tolerating only ``dcgmAgent.tolerations``, default none) tolerates every taint of the groups and
+    every taint the agent itself tolerates, so wherever the agent watches GPUs the engine it reads runs (else the agent
+    reports DCGMError, Fatal, on AcceleratedHardwareReady; source key ``eks-node-monitoring-agent-dcgm``)."""
+    problems = []
+    for top, value in config.items():
+        if top not in NODE_MONITORING_CONFIG_SCHEMA:
+            problems.append(f"{top}: not a key of the add-on's configuration schema")
+        elif isinstance(value, dict):
+            problems += [f"{top}.{k}: not a key of the schema" for k in value if k not in NODE_MONITORING_CONFIG_SCHEMA[top]]
+    agent = (config.get("nodeAgent") or {}).get("tolerations", list(NODE_MONITORING_DEFAULT_TOLERATIONS))
+    dcgm = (config.get("dcgmAgent") or {}).get("tolerations", [])
+    problems += [f"dcgmAgent: {p}" for p in toleration_problems(dcgm, taints, exact=False)]
+    problems += [f"nodeAgent: {p}" for p in toleration_problems(agent, taints, exact=False)]
+    # a taint the agent tolerates and the engine does not: the agent would run there without its DCGM
+    probes = [{"key": "any.example/taint", "value": "x", "effect": e} for e in K8S_EFFECT.values()]
+    problems += [f"dcgmAgent: tolerates less than the agent: {t}" for t in probes
+                 if any(tolerates(x, t) for x in agent) and not any(tolerates(x, t) for x in dcgm)]
+    return problems
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_node_health_and_repair(program_for: Any, stack: str) -> None:
-    """The node monitoring agent runs on every node (its default tolerates every taint: no configuration narrows it);
-    every GPU group repairs its nodes, a CPU group only when it asks to."""
+    """The node monitoring agent runs on every node and its DCGM host engine on every GPU node (the engine tolerates
+    what the agent tolerates); node repair is off on GPU groups unless a group opts in (NODE_REPAIR_GPU_DEFAULT: two
+    DCGM host engines on a GPU node), and EKS's default on CPU groups."""
     p = program_for(stack, False)
     agent = addons(p)[NODE_MONITORING_ADDON]
-    assert agent.inputs.get("configurationValues") in (None, ""), "the agent keeps its tolerate-everything default"
-    assert toleration_problems(NODE_MONITORING_DEFAULT_TOLERATIONS, group_taints(p), exact=False) == []
+    config = json.loads(agent.inputs.get("configurationValues") or "{}")
+    taints = group_taints(p)
+    assert agent_configuration_problems(config, taints) == []
+    gpu_groups = [ng for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
+    if gpu_groups:
+        assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"} in taints
+    assert not any("nodeRepair" in g for g in (stack_config(stack).get(f"{PROJECT}:nodeGroups") or {}).values())
     for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
         repair = ng.inputs.get("nodeRepairConfig")
-        if is_gpu_group(ng):
-            assert repair == {"enabled": True}, (ng.name, repair)
+        if ng in gpu_groups:
+            assert NODE_REPAIR_GPU_DEFAULT is False and repair == {"enabled": False}, (ng.name, repair)
         else:
             assert repair is None, (ng.name, repair)
+
+
+def test_the_agent_rule_catches_a_dcgm_server_that_misses_the_gpu_taint() -> None:
+    gpu = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert agent_configuration_problems({"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}, gpu) == []
+    assert agent_configuration_problems({}, gpu), "the chart's default: dcgm-server tolerates nothing"
+    only_gpu = {"dcgmAgent": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}
+    assert agent_configuration_problems(only_gpu, gpu), "narrower than the agent"
+    assert agent_configuration_problems({"dcgmAgent": {"tolerations": [{"operator": "Exists"}], "enabled": False}}, gpu)
+    assert agent_configuration_problems({"dcgmExporter": {}, "dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}, gpu)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -220,7 +269,7 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
     dashboards = p.of_type("aws:cloudwatch/dashboard:Dashboard")
     assert len(dashboards) == (1 if gpu_groups else 0)
     alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
-    assert len(alarms) == len(gpu_groups)
+    assert len(alarms) == sum(len(ng.inputs["instanceTypes"]) for ng in gpu_groups)
     if not dashboards:
         assert "dashboardUrl" not in p.outputs
         return
@@ -237,7 +286,9 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
                                          f"#dashboards/dashboard/{d.inputs['dashboardName']}")
     minutes = ((stack_config(stack).get(f"{PROJECT}:operations") or {}).get("idleGpuAlarm") or {}).get("minutes", 30)
     for a in alarms:
-        (q,) = a.inputs["metricQueries"]
+        queries = a.inputs["metricQueries"]
+        assert sum(str(x.get("expression", "")).upper().count("SELECT") for x in queries) <= METRICS_INSIGHTS_QUERIES_PER_REQUEST
+        (q,) = queries
         assert query_problems(q["expression"], cluster) == []
         assert q["expression"].startswith("SELECT MAX(node_gpu_utilization)")
         assert q["period"] * a.inputs["evaluationPeriods"] == minutes * 60 <= min(ALARM_MAX_EVALUATION_SECONDS,
@@ -256,6 +307,10 @@ def test_the_query_rule_catches_a_wrong_metric_dimension_or_cluster() -> None:
     assert query_problems(good.replace("GROUP BY NodeName", "GROUP BY PodName"), "c")
     assert query_problems(good, "other")
     assert query_problems(good.replace("ContainerInsights", "AWS/EC2"), "c")
+    assert query_problems(good.replace("WHERE ClusterName = 'c'", "WHERE ClusterName = 'c' OR ClusterName = 'd'"), "c")
+    two = good.replace(" GROUP BY NodeName", "")
+    assert query_problems(two.replace(", InstanceId, NodeName", ", GpuDevice, InstanceId, InstanceType, NodeName")
+                          + " AND InstanceType = 'p5.48xlarge'", "c") == []
 
 
 def test_the_dashboard_rule_catches_structure_errors(program_for: Any) -> None:
@@ -268,6 +323,13 @@ def test_the_dashboard_rule_catches_structure_errors(program_for: Any) -> None:
         lambda b: b["widgets"][1]["properties"].update(region="eu-west-1"),
         lambda b: b["widgets"][1]["properties"]["metrics"][0][0].update(id="Gpu"),
         lambda b: b["widgets"][-2]["properties"]["metrics"][-1][0].update(expression="gpus9 / 8"),
+        # a second query in one widget (what the nodes widget once held: one per GPU group)
+        lambda b: b["widgets"][1]["properties"]["metrics"].append(
+            [dict(b["widgets"][1]["properties"]["metrics"][0][0], id="again")]),
+        # alternatives with OR (not in the documented grammar)
+        lambda b: b["widgets"][1]["properties"]["metrics"][0][0].update(expression=b["widgets"][1]["properties"][
+            "metrics"][0][0]["expression"].replace("WHERE ClusterName = 'eks-training-p5'",
+                                                   "WHERE (ClusterName = 'eks-training-p5' OR ClusterName = 'x')")),
     ):
         bad = copy.deepcopy(body)
         change(bad)
@@ -331,7 +393,11 @@ def test_alarm_email_gets_an_encrypted_topic_cloudwatch_can_use() -> None:
     key = p.one("aws:kms/key:Key", lambda k: k.urn in topic.deps_of("kmsMasterKeyId"))
     policy = json.loads(key.inputs["policy"])
     (cw,) = [s for s in policy["Statement"] if s.get("Principal", {}).get("Service") == "cloudwatch.amazonaws.com"]
-    assert set(cw["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    # the statement AWS documents (https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns), no condition
+    # CloudWatch is not documented to meet
+    assert {k: v for k, v in cw.items() if k != "Sid"} == {
+        "Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"},
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"], "Resource": "*"}
     sub = p.one("aws:sns/topicSubscription:TopicSubscription")
     assert sub.inputs["protocol"] == "email" and sub.inputs["endpoint"] == "ops@example.com"
     (alarm,) = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")

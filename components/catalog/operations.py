@@ -15,6 +15,35 @@ NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
 #: Tolerations of the agent's DaemonSet when the add-on is given no configuration: every taint (the chart's
 #: ``nodeAgent.tolerations``; source key ``eks-node-monitoring-agent-chart``).
 NODE_MONITORING_DEFAULT_TOLERATIONS: tuple[Mapping[str, str], ...] = ({"operator": "Exists"},)
+#: The add-on's second DaemonSet, ``dcgm-server`` (the DCGM host engine, ``nv-hostengine`` on hostPort 5555, on NVIDIA
+#: instance types only), tolerates only ``dcgmAgent.tolerations``, which default to none: on a tainted GPU node (every
+#: GPU group here carries ``nvidia.com/gpu=true:NoSchedule``) it never runs, the agent cannot reach DCGM and reports
+#: ``DCGMError`` (severity Fatal) on ``AcceleratedHardwareReady``, the condition node repair reboots or replaces a node
+#: for (source keys ``eks-node-monitoring-agent-chart``, ``eks-node-monitoring-agent-dcgm``).
+NODE_MONITORING_DCGM_SERVER = "dcgm-server"
+#: The agent's configuration values: the host engine goes wherever the agent goes (the agent's own tolerations), so
+#: on every node the agent watches, the DCGM it reads runs too (source key ``eks-node-monitoring-agent-dcgm``).
+NODE_MONITORING_CONFIGURATION: Mapping[str, Mapping[str, object]] = {
+    "dcgmAgent": {"tolerations": [dict(t) for t in NODE_MONITORING_DEFAULT_TOLERATIONS]},
+}
+#: The add-on's configuration schema (``charts/configuration.schema.json``; ``additionalProperties: false`` at each
+#: level): top-level keys and the keys each takes (source key ``eks-node-monitoring-agent-dcgm``).
+NODE_MONITORING_CONFIG_SCHEMA: Mapping[str, frozenset[str]] = {
+    "global": frozenset({"podLabels", "podAnnotations"}),
+    "nodeAgent": frozenset({"affinity", "additionalArgs", "podAnnotations", "podLabels", "nodeSelector",
+                            "priorityClassName", "probePort", "resources", "resizePolicy", "tolerations", "monitors"}),
+    "dcgmAgent": frozenset({"affinity", "podAnnotations", "podLabels", "nodeSelector", "priorityClassName",
+                            "resources", "resizePolicy", "tolerations"}),
+    "extraObjects": frozenset(),
+}
+#: Two DCGM host engines on one GPU node: the agent's ``dcgm-server`` and the embedded engine of the CloudWatch
+#: Observability add-on's DCGM exporter (which reads the profiling field DCGM_FI_PROF_PIPE_TENSOR_ACTIVE). Neither
+#: add-on's configuration can make one use the other's engine (the agent reads localhost:5555 only; the exporter's
+#: arguments are fixed), and AWS reports the agent marking nodes AcceleratedHardwareReady=false next to another DCGM
+#: (source keys ``eks-node-monitoring-agent-dcgm``, ``cloudwatch-observability-dcgm-exporter``,
+#: ``dcgm-one-host-engine``). So node repair of a GPU group, which acts on that condition, is off unless the group
+#: opts in (``nodeGroups.<name>.nodeRepair``) after checking one node.
+NODE_REPAIR_GPU_DEFAULT = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +144,12 @@ ALARM_MAX_EVALUATION_SECONDS = 24 * 3600
 #: How far back a Metrics Insights query reads, which bounds what an alarm on one can evaluate: the most recent three
 #: hours (source key ``cloudwatch-metrics-insights-limits``; later documentation allows more, three hours holds for both).
 METRICS_INSIGHTS_RANGE_SECONDS = 3 * 3600
+#: Metrics Insights queries a GetMetricData request may hold: one (a widget or an alarm sends one request; metric math
+#: over the query is fine; source key ``cloudwatch-metrics-insights-limits``).
+METRICS_INSIGHTS_QUERIES_PER_REQUEST = 1
+#: The WHERE operators used here, the ones the documented grammar shows: conditions ``key = 'value'`` joined by
+#: ``AND`` (source key ``cloudwatch-metrics-insights-grammar``).
+METRICS_INSIGHTS_WHERE_JOIN = " AND "
 #: Dashboard names: up to 255 of A-Z, a-z, 0-9, "-" and "_" (source key ``cloudwatch-dashboard-body``).
 DASHBOARD_NAME_MAX = 255
 #: The dashboard body's grid is 24 units wide (source key ``cloudwatch-dashboard-body``).

@@ -242,7 +242,32 @@ SOURCES: Mapping[str, Source] = {
     "eks-node-monitoring-agent-chart": Source(
         url="https://github.com/aws/eks-node-monitoring-agent/blob/51af5494fde6d2ed4629df2ed9f847ae800957fd/charts/"
         "eks-node-monitoring-agent/values.yaml",
-        shows="nodeAgent.tolerations defaults to [{operator: Exists}] (the agent runs on every node, tainted or not)",
+        shows="nodeAgent.tolerations defaults to [{operator: Exists}] (the agent runs on every node, tainted or not); "
+        "dcgmAgent.tolerations (the dcgm-server DaemonSet, the DCGM host engine the agent reads GPU health from) "
+        "defaults to []",
+    ),
+    "eks-node-monitoring-agent-dcgm": Source(
+        url="https://github.com/aws/eks-node-monitoring-agent/blob/51af5494fde6d2ed4629df2ed9f847ae800957fd/charts/"
+        "eks-node-monitoring-agent/templates/dcgm-daemonset.yaml",
+        shows="dcgm-server runs nv-hostengine -n -b ALL on hostPort 5555 with only dcgmAgent.tolerations; the agent "
+        "connects to localhost:5555 (monitors/nvidia/dcgm/dcgm_client.go, DCGM_ADDRESS is not an add-on setting) and "
+        "reports DCGMError, DefaultSeverity Fatal (pkg/reasons/reasons.yaml), when it cannot; the add-on's "
+        "configuration schema (charts/configuration.schema.json) allows global, nodeAgent, dcgmAgent "
+        "(affinity, nodeSelector, podAnnotations, podLabels, priorityClassName, resources, resizePolicy, tolerations) "
+        "and extraObjects, and no option to turn dcgm-server off or point the agent at another host engine",
+    ),
+    "dcgm-one-host-engine": Source(
+        url="https://github.com/aws/containers-roadmap/issues/2763",
+        shows="with another DCGM installation on the node (GPU operator, the CloudWatch Observability add-on) the node "
+        "monitoring agent reports AcceleratedHardwareReady=false and nodes get terminated; no workaround other than "
+        "the agent's own DCGM (open request, 2026-02)",
+    ),
+    "cloudwatch-observability-dcgm-exporter": Source(
+        url="https://github.com/aws-observability/helm-charts/blob/71a298ffdebe9d4e13ac709d24398062a2afe8ca/charts/"
+        "amazon-cloudwatch-observability/templates/linux/dcgm-exporter-daemonset.yaml",
+        shows="the add-on's DcgmExporter runs NVIDIA's dcgm-exporter with its own embedded host engine, a fixed "
+        "metricsConfig that includes the profiling field DCGM_FI_PROF_PIPE_TENSOR_ACTIVE and no setting for a remote "
+        "host engine (-r); dcgmExporter.enabled: false removes it (and the GPU metrics)",
     ),
     "cloudwatch-observability-addon": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/install-CloudWatch-Observability-EKS-addon.html",
@@ -280,7 +305,13 @@ SOURCES: Mapping[str, Source] = {
     ),
     "cloudwatch-metrics-insights-limits": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-limits.html",
-        shows="Metrics Insights queries read recent data only (the most recent three hours in the original limits)",
+        shows="Metrics Insights queries read recent data only (the most recent three hours in the original limits); "
+        "each GetMetricData operation can have only one query (a dashboard has many widgets, each with one query)",
+    ),
+    "cloudwatch-metrics-insights-grammar": Source(
+        url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-metrics-insights-querylanguage.html",
+        shows="SELECT FUNCTION(metric) FROM namespace | SCHEMA(namespace, keys) WHERE key OPERATOR 'value' [AND ...] "
+        "GROUP BY ...; the documented WHERE examples combine = and != conditions with AND",
     ),
     "cloudwatch-dashboard-body": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html",

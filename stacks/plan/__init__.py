@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
+from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT
 from components.conventions import SHARED_MOUNT
 from components.image import hash_build_context, image_tag_for
 from components.image.dockerfile import read_dockerfile
@@ -71,8 +72,8 @@ class NodeGroupPlan:
     spot_discount_set: bool = False
     """The discount comes from the group's ``spotDiscount`` (else from the catalog's assumption)."""
     repair: Optional[NodeRepairSpec] = None
-    """EKS node auto repair (``None``: not configured, EKS's default: off): on for GPU groups unless
-    ``nodeRepair.enabled`` is false, on for a CPU group that sets ``nodeRepair``."""
+    """EKS node auto repair (``None``: not configured, EKS's default: off): on for a group that sets ``nodeRepair``
+    (``enabled`` defaults to true there); a GPU group without it has repair off, explicitly."""
 
     @property
     def instance_types(self) -> list[str]:
@@ -454,10 +455,12 @@ def build_plan(cfg: StackConfig) -> Plan:
 
 
 def repair_spec(g: NodeGroupConfig, gpu: bool) -> Optional[NodeRepairSpec]:
-    """A group's node repair: ``nodeRepair`` as set, else on for a GPU group and EKS's default (off) for a CPU one."""
+    """A group's node repair: ``nodeRepair`` as set; else off, said explicitly for a GPU group (so a stack created
+    with repair on turns it off; :data:`~components.catalog.operations.NODE_REPAIR_GPU_DEFAULT` says why), and EKS's
+    default (off) for a CPU one."""
     r = g.node_repair
     if r is None:
-        return {"enabled": True} if gpu else None
+        return {"enabled": NODE_REPAIR_GPU_DEFAULT} if gpu else None
     spec: NodeRepairSpec = {"enabled": r.enabled}
     for name in ("max_unhealthy_nodes", "max_unhealthy_percent", "max_parallel_nodes", "max_parallel_percent"):
         value = getattr(r, name)

@@ -231,7 +231,9 @@ def render(r: dict[str, Any]) -> str:
         repair = g.get("nodeRepair")
         if repair is not None:
             limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k != "enabled")
-            lines.append(f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}" + (f" ({limits})" if limits else ""))
+            lines.append(f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}" + (f" ({limits})" if limits else "")
+                         + ("" if repair["enabled"] else f" (opt in: nodeGroups.{g['name']}.nodeRepair.enabled: true after "
+                                                          "checking one node, README 'Operations')"))
     lines.append("")
     lines.append("jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
                  "after completed):" if r["jobs"] else "jobs: none (the environment only)")
