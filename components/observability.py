@@ -25,12 +25,14 @@ from typing_extensions import NotRequired
 
 from components.catalog.operations import (
     CONSOLE_HOSTS,
+    CONTAINER_INSIGHTS_LOG_GROUPS,
     CONTAINER_INSIGHTS_NAMESPACE,
     DASHBOARD_GRID_WIDTH,
     OBSERVABILITY_ADDON,
     OBSERVABILITY_NAMESPACE,
     OBSERVABILITY_POLICY,
     OBSERVABILITY_SERVICE_ACCOUNT,
+    container_insights_log_group,
 )
 from components.iam import alarm_topic_key_policy, managed_policy_arn
 from components.partition import current_partition
@@ -94,6 +96,8 @@ class FleetObservabilityArgs(TypedDict):
     """Idle-GPU alarms."""
     alarm_email: NotRequired[str]
     """Subscribe this address to the alarms' topic."""
+    log_retention_days: NotRequired[int]
+    """Retention of the add-on's log groups, in days (a CloudWatch retention value). Default 30."""
     tags: NotRequired[dict[str, str]]
     """AWS tags."""
 
@@ -280,6 +284,18 @@ class FleetObservability(pulumi.ComponentResource):
                 most_recent=False,
                 opts=pulumi.InvokeOutputOptions(parent=self),
             ).version
+            # The add-on's log groups, created first with a retention (Fluent Bit and the agent would create them
+            # without one, outside the stack, and pulumi destroy would leave them growing).
+            log_groups = [
+                aws.cloudwatch.LogGroup(
+                    f"{name}-logs-{suffix}",
+                    name=container_insights_log_group(cluster_name, suffix),
+                    retention_in_days=int(args.get("log_retention_days", 30)),
+                    tags=tags,
+                    opts=child,
+                )
+                for suffix in CONTAINER_INSIGHTS_LOG_GROUPS
+            ]
             aws.eks.Addon(
                 f"{name}-addon",
                 cluster_name=args["cluster"],
@@ -290,7 +306,7 @@ class FleetObservability(pulumi.ComponentResource):
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="PRESERVE",
                 tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=identity.policies),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*identity.policies, *log_groups]),
             )
 
         gpu_groups = list(args.get("gpu_groups") or [])

@@ -286,6 +286,7 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
         "job_namespace": cfg.storage.namespace,
         "idle_alarms": [{"group": gpu_groups[a.group], "minutes": a.minutes, "utilization_percent": a.utilization_percent}
                         for a in ops.idle_alarms],
+        "log_retention_days": cfg.cluster.log_retention_days,
         "tags": tags,
     }
     pinned = cfg.cluster.addon_versions.get(OBSERVABILITY_ADDON)

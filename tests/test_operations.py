@@ -18,6 +18,8 @@ import pytest
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from components.catalog.operations import (
+    CONTAINER_INSIGHTS_LOG_GROUPS,
+    container_insights_log_group,
     ALARM_MAX_EVALUATION_SECONDS,
     CONTAINER_INSIGHTS_METRICS,
     CONTAINER_INSIGHTS_NAMESPACE,
@@ -258,6 +260,26 @@ def test_metrics_addon_configuration_role_and_tolerations(program_for: Any, stac
                 if a.urn and role.urn in a.deps_of("role")]
     assert attached == [f"arn:aws:iam::aws:policy/{OBSERVABILITY_POLICY}"]
     assert not [r for r in p.of_type("aws:iam/rolePolicy:RolePolicy") if role.urn in r.deps_of("role")]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_addons_log_groups_are_the_stacks_with_a_retention(program_for: Any, stack: str) -> None:
+    """Fluent Bit and the agent create their log groups with no retention, outside the stack, and pulumi destroy left
+    them growing: the stack creates every one of them first, with the cluster's log retention."""
+    p = program_for(stack, False)
+    addon = addons(p).get(OBSERVABILITY_ADDON)
+    groups = {g.inputs.get("name"): g for g in p.of_type("aws:cloudwatch/logGroup:LogGroup")}
+    control_plane = next(g for n, g in groups.items() if re.fullmatch(r"/aws/eks/[^/]+/cluster", str(n)))
+    cluster_name = str(control_plane.inputs["name"]).split("/")[3]
+    wanted = {container_insights_log_group(cluster_name, s) for s in CONTAINER_INSIGHTS_LOG_GROUPS}
+    if addon is None:
+        assert not wanted & set(groups)
+        return
+    retention = control_plane.inputs["retentionInDays"]  # the cluster's logRetentionDays
+    for name in sorted(wanted):
+        assert name in groups, f"{name} is not created by the stack"
+        assert groups[name].inputs["retentionInDays"] == retention
+        assert groups[name].urn in addon.dependencies, f"the add-on may start before {name} exists"
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -99,6 +99,18 @@ OBSERVABILITY_POLICY = "CloudWatchAgentServerPolicy"
 #: ``[{operator: Exists}]`` (source key ``cloudwatch-observability-chart``).
 OBSERVABILITY_CONFIG_KEYS: Mapping[str, type] = {"tolerations": list}
 
+#: The log groups the add-on writes to, ``/aws/containerinsights/<cluster>/<suffix>``: Fluent Bit's ``application``,
+#: ``dataplane`` and ``host`` (``auto_create_group true``, no retention; source key ``cloudwatch-observability-chart``)
+#: and the agent's EMF ``performance`` group (source key ``container-insights-log-groups``). Created by the stack with
+#: a retention, before the add-on, so ``pulumi destroy`` removes them and they do not grow forever.
+CONTAINER_INSIGHTS_LOG_GROUPS = ("application", "dataplane", "host", "performance")
+
+
+def container_insights_log_group(cluster_name: str, suffix: str) -> str:
+    """The name of one of :data:`CONTAINER_INSIGHTS_LOG_GROUPS` for a cluster."""
+    return f"/aws/containerinsights/{cluster_name}/{suffix}"
+
+
 #: The CloudWatch namespace Container Insights publishes to (source key ``container-insights-metrics``).
 CONTAINER_INSIGHTS_NAMESPACE = "ContainerInsights"
 

@@ -286,6 +286,12 @@ SOURCES: Mapping[str, Source] = {
         shows="the add-on's values: root tolerations (default [{operator: Exists}]) apply to the agent, Fluent Bit, "
         "DCGM exporter and other DaemonSets unless a component overrides them",
     ),
+    "container-insights-log-groups": Source(
+        url="https://github.com/aws/amazon-cloudwatch-agent/blob/ab55b8daa204e95c42c0267ee5aa49ec3b3a7317/translator/"
+        "tocwconfig/sampleConfig/base_container_insights_config.yaml",
+        shows="the agent's Container Insights EMF exporter writes to log group /aws/containerinsights/{ClusterName}/"
+        "performance",
+    ),
     "container-insights-metrics": Source(
         url="https://github.com/aws/amazon-cloudwatch-agent/blob/ab55b8daa204e95c42c0267ee5aa49ec3b3a7317/translator/"
         "translate/otel/exporter/awsemf/kubernetes.go",
