@@ -22,7 +22,7 @@ def fit_name(name: str, limit: int, *, separator: str = "-") -> str:
 
 def k8s_name(*parts: str, limit: int = 63) -> str:
     """A DNS-1123 label from ``parts`` joined by ``-``; long names keep a hash suffix so they stay unique."""
-    return fit_name("-".join(p.strip("-").lower() for p in parts if p), limit)
+    return fit_name("-".join(stripped for p in parts if (stripped := p.strip("-").lower())), limit)
 
 
 def name_limit(resource_type: str, field: str) -> int:

@@ -82,11 +82,12 @@ class Checkpointer:
 
     def submit(self, path: Path, staged: dict[str, Any], info: dict[str, Any], *, alongside: bool = False) -> bool:
         """Start writing ``staged`` (already in host memory) to ``path``; False (nothing started) while a write is
-        in flight, unless ``alongside``."""
-        self.check()
+        in flight, unless ``alongside`` (the stop's own checkpoint: written whatever became of earlier writes)."""
+        if not alongside:
+            self.check()
         if self.busy() and not alongside:
             return False
-        self._writes = [w for w in self._writes if w.thread.is_alive()]
+        self._writes = [w for w in self._writes if w.thread.is_alive() or w.error is not None]  # errors: for check()
         write = _Write(path, time.monotonic(), threading.Thread(name="checkpoint-writer", daemon=True))
 
         def run() -> None:
@@ -103,10 +104,13 @@ class Checkpointer:
         write.thread.start()
         return True
 
-    def check(self) -> None:
-        """Raise :class:`CheckpointError` if a write failed, or one in flight is past its deadline."""
+    def check(self, path: Path | None = None) -> None:
+        """Raise :class:`CheckpointError` if a write (of ``path``, or any) failed, or one in flight is past its
+        deadline."""
         now = time.monotonic()
         for w in self._writes:
+            if path is not None and w.path != path:
+                continue
             if w.error is not None:
                 error, w.error = w.error, None
                 raise CheckpointError(f"writing checkpoint {w.path} failed: {error!r}") from error
@@ -116,8 +120,9 @@ class Checkpointer:
                     "(--checkpoint-deadline-seconds): the shared volume does not answer")
 
     def wait(self, path: Path | None = None) -> None:
-        """Wait for the write of ``path`` (or every write in flight) until its deadline, then :meth:`check`."""
+        """Wait for the write of ``path`` (or every write in flight) until its deadline, then :meth:`check` it (only
+        it: a stop checkpoint written fine is not failed by an earlier periodic write that failed or stalled)."""
         for w in self._writes:
             if path is None or w.path == path:
                 w.thread.join(max(0.0, self.deadline_s - (time.monotonic() - w.started)))
-        self.check()
+        self.check(path)

@@ -653,9 +653,14 @@ class Supervisor:
         """Copy the command's stdout to ours line by line, and show each line to the goodput watcher."""
         out = sys.stdout.buffer
         for raw in iter(stream.readline, b""):
-            with _STDOUT_LOCK:
-                out.write(raw)
-                out.flush()
+            try:
+                with _STDOUT_LOCK:
+                    out.write(raw)
+                    out.flush()
+            except (OSError, ValueError):
+                # Our own stdout failed (EPIPE, EIO): keep draining, or the command blocks on a full pipe while it
+                # holds its log lock, and a rank that cannot print stalls its whole group.
+                pass
             if self.watcher is not None:
                 try:
                     self.watcher.line(raw.decode("utf-8", "replace"))

@@ -318,7 +318,11 @@ class RunLease:
         record = self.record
         if record is None:
             return
-        with self._write_lock:
+        # A renewal stuck on a dead volume holds the lock: give up after a TTL (the lease then expires on its own)
+        # rather than keep this rank from the hand-off its peers wait for.
+        if not self._write_lock.acquire(timeout=self.ttl_s):
+            return
+        try:
             if record.state != ACTIVE or not self.still_owner():
                 return  # a newer generation exists: this one's story ended when it was taken over
             record.state = state
@@ -327,6 +331,8 @@ class RunLease:
             if step is not None:
                 record.step = step
             self._write()
+        finally:
+            self._write_lock.release()
 
     # ---------------------------------------------------------------- requests
     def request_path(self) -> Path:
@@ -443,14 +449,21 @@ class LeaseKeeper:
         self._stop.set()
 
     def _run(self) -> None:
+        failing_since: float | None = None
         while not self._stop.wait(self.lease.renew_every_s):
             if time.monotonic() - self._beat > self.lease.ttl_s:
                 continue  # the loop is stuck: let the lease expire
             try:
                 outcome = self.lease.renew(self._step)
-            except Exception as exc:  # reported to the loop by news()
-                self._error = exc
-                return
+            except Exception as exc:
+                # A volume error (ESTALE, EIO on NFS) may pass: keep trying while half the TTL is left, then report
+                # it to the loop through news(), which ends the attempt.
+                failing_since = time.monotonic() if failing_since is None else failing_since
+                if time.monotonic() - failing_since >= self.lease.ttl_s / 2:
+                    self._error = exc
+                    return
+                continue
+            failing_since = None
             if outcome != "ok" and outcome not in self._seen:
                 self._seen.append(outcome)
             if outcome == "lost":

@@ -65,6 +65,7 @@ import time
 PROCESS_START = time.time()
 
 import argparse
+import collections
 import datetime as dt
 import itertools
 import json
@@ -545,36 +546,78 @@ class ScalarLog:
     The step is the global optimizer step, so the curves continue across resumes and world sizes; on a
     resume, events an interrupted attempt wrote at or after the resumed step are purged (``purge_step``),
     so every step shows once.
+
+    The event file is on the shared volume, and ``SummaryWriter`` blocks its caller once its small queue is full
+    while its own thread waits on the volume (``tensorboard/summary/writer/event_file_writer.py``); ``flush`` waits
+    for the volume too. So the training loop only appends to a bounded queue here, a thread of its own owns the
+    writer, and when the volume stalls long enough for the queue to fill, the oldest scalars are dropped (counted):
+    a stalled volume costs curve points, never the collective the other ranks wait in.
     """
 
+    #: Scalars held while the volume stalls (about 5 minutes of steps at 60 steps/s, with two scalars per step).
+    QUEUE_LIMIT = 40_000
+
     def __init__(self, log_dir: Path | None, ctx: DistContext, resume_step: int) -> None:
-        self._writer: Any = None
+        self._queue: collections.deque[tuple[str, float, int] | None] = collections.deque(maxlen=self.QUEUE_LIMIT)
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.dropped = 0
         if log_dir is None or not ctx.is_main:
             return
+        self._thread = threading.Thread(target=self._run, args=(log_dir, resume_step), name="scalar-writer",
+                                        daemon=True)
+        self._thread.start()
+
+    def _put(self, item: tuple[str, float, int] | None) -> None:
+        if self._thread is None:
+            return
+        if len(self._queue) == self._queue.maxlen:
+            self.dropped += 1
+        self._queue.append(item)
+        self._ready.set()
+
+    def _run(self, log_dir: Path, resume_step: int) -> None:
         from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package (requirements.txt)
 
         log_dir.mkdir(parents=True, exist_ok=True)
-        self._writer = SummaryWriter(str(log_dir), purge_step=resume_step or None, flush_secs=30)
+        writer = SummaryWriter(str(log_dir), purge_step=resume_step or None, flush_secs=30)
+        while True:
+            self._ready.wait()
+            self._ready.clear()
+            while self._queue:
+                item = self._queue.popleft()
+                if item is None:
+                    writer.close()
+                    return
+                tag, value, step = item
+                if tag == "":
+                    writer.flush()
+                else:
+                    writer.add_scalar(tag, value, step)
 
     def step(self, step: int, sums: StepSums) -> None:
         """Training loss and accuracy of one step (all ranks' images)."""
-        if self._writer is not None and sums.images:
-            self._writer.add_scalar("train/loss", sums.loss_sum / sums.images, step)
-            self._writer.add_scalar("train/accuracy", sums.correct / sums.images, step)
+        if sums.images:
+            self._put(("train/loss", sums.loss_sum / sums.images, step))
+            self._put(("train/accuracy", sums.correct / sums.images, step))
 
     def epoch(self, step: int, record: dict[str, Any]) -> None:
         """Held-out accuracy and loss, and the epoch's training throughput, at the epoch's last step."""
-        if self._writer is not None:
-            self._writer.add_scalar("test/accuracy", record["test_accuracy"], step)
-            self._writer.add_scalar("test/loss", record["test_loss"], step)
-            self._writer.add_scalar("throughput/images_per_sec", record["images_per_sec"], step)
-            self._writer.flush()
+        self._put(("test/accuracy", record["test_accuracy"], step))
+        self._put(("test/loss", record["test_loss"], step))
+        self._put(("throughput/images_per_sec", record["images_per_sec"], step))
+        self._put(("", 0.0, step))  # flush, in the writer's thread
 
-    def close(self) -> None:
-        """Write what is pending."""
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+    def close(self, timeout_s: float = 10.0) -> bool:
+        """Write what is pending, waiting at most ``timeout_s``; False if the volume did not take it in time (the
+        thread is a daemon: what it still holds is lost with the process)."""
+        if self._thread is None:
+            return True
+        self._put(None)
+        self._thread.join(timeout_s)
+        done = not self._thread.is_alive()
+        self._thread = None
+        return done
 
 
 def make_loader(dataset: cifar.CifarArrays, sampler: cifar.ResumableDistributedSampler,
@@ -928,10 +971,15 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         by_time = bool(args.checkpoint_every_seconds) and time.monotonic() - saved_at >= args.checkpoint_every_seconds
         return by_steps or by_time
 
+    def close_scalars(timeout_s: float) -> None:
+        """Rank 0: write the pending TensorBoard scalars, waiting at most ``timeout_s`` for the volume."""
+        if not scalars.close(timeout_s) or scalars.dropped:
+            log_event(ctx, "tensorboard_incomplete", dropped=scalars.dropped,
+                      text="the shared volume was too slow for the TensorBoard event file; some scalars are missing")
+
     def stop_here(sums: StepSums, epoch: int, epoch_stats: EpochStats) -> int:
         """Every rank: the group agreed to stop after this step; rank 0 checkpoints it, then all exit."""
         stop.log_once(ctx, progress.step)
-        scalars.close()
         if ctx.is_main:
             assert lease is not None
             wait_from = time.time()
@@ -948,6 +996,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
                       checkpoint_step=saved_step, reasons=sums.reasons(), lease_state=state,
                       checkpoint_wait_s=round(time.time() - wait_from, 3),
                       seconds_since_signal=round(time.time() - stop.received_at, 3) if stop.received_at else None)
+        close_scalars(5.0)  # after the checkpoint: the curves must not spend the stop's grace period
         hand_off(ctx, "stopped", progress.step, args.checkpoint_deadline_seconds)  # nobody leaves before it is on disk
         return EXIT_STOPPED
 
@@ -1055,7 +1104,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         if sums.stop:
             return stop_here(sums, progress.epoch, stats)
 
-    scalars.close()
+    close_scalars(30.0)
     if ctx.is_main:
         assert lease is not None
         writer.wait()
