@@ -148,20 +148,41 @@ def _doc(steps, kind: str, name: str) -> dict:
     return next(d for s in steps for d in s.docs if d["kind"] == kind and d["metadata"]["name"] == name)
 
 
-def _one_mpijob_at_a_time(stack: str):
-    """The order Kueue's admission is to give the MPIJobs of one group (issue 26): the next one created only once
-    the previous completed. Without it the mpi-horovod preset deadlocks (test_two_mpijobs_on_one_group_both_complete)."""
-    names: list[str] = []
-    order = list(plan_stack(stack)[1].jobs)  # the plan's order: a job after the jobs it waits for
+class _Watch:
+    """``poll()`` every 0.2 s in a thread while a rehearsal runs (``with _Watch(box, poll): ...``)."""
 
-    def mutate(steps) -> None:
-        mpi = sorted((s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)),
-                     key=lambda s: order.index(s.docs[0]["metadata"]["name"]))
-        for before, after in zip(mpi, mpi[1:]):
-            after.deps.add(before.urn)
-            names.append(before.docs[0]["metadata"]["name"])
+    def __init__(self, box, poll) -> None:
+        import threading
 
-    return mutate, names
+        self.poll, self.error = poll, None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll()
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                self.error = exc
+                return
+            self._stop.wait(0.2)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _bound_workers(box) -> dict[str, set[str]]:
+    """MPIJob -> its worker pods bound to a node now (terminating ones included: they hold the node until gone)."""
+    out: dict[str, set[str]] = {}
+    for pod in box.get("pods", "-n", "training", "-l", "training.kubeflow.org/job-role=worker")["items"]:
+        if pod["spec"].get("nodeName"):
+            out.setdefault(pod["metadata"]["labels"]["training.kubeflow.org/job-name"], set()).add(pod["metadata"]["name"])
+    return out
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -169,9 +190,7 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
     """Every object applied in the stack's dependency order (strict server-side apply at the default minor), every
     job's pods scheduled on its group's nodes (GPUs and EFA devices only where their device plugins run), MPI jobs
     through the real MPI Operator, and every job completed, a job that waits for others only after they did."""
-    mutate, awaited = _one_mpijob_at_a_time(stack)
-    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of(stack), stack, mutate=mutate)
-    rehearsal.await_jobs = set(awaited)
+    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of(stack), stack)
     pods_by_job: dict[str, list[dict]] = {}
     completed: dict[str, str] = {}
     try:
@@ -263,21 +282,40 @@ def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, regis
     assert re.search(r"train-allreduce-0-\w+: 0/4 nodes are available:.*2 Insufficient nvidia.com/gpu", str(err.value))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26: without gang admission (Kueue) two MPIJobs on one group can each take "
-                   "one node's GPUs and wait for a second node forever")
 def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_path) -> None:
     """mpi-horovod's two MPIJobs on its 2-node GPU group must both complete whatever order pulumi applies them in (it
-    applies independent resources concurrently). Applied horovod first, its workers take both nodes, its launcher
-    waits for nccl, whose workers never fit: a deadlock, every time (and horovod's is the one the program registers
-    first)."""
+    applies independent resources concurrently). Applied horovod first, without admission its workers took both
+    nodes and its launcher waited for nccl, whose workers never fit: a deadlock, every time. Through Kueue the two
+    run one after the other, and while one waits no pod of it exists (it holds no node)."""
 
     def horovod_first(steps) -> None:
         mpi = {s.docs[0]["metadata"]["name"]: s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)}
         mpi["nccl"].deps.add(mpi["horovod"].urn)
 
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("mpi-horovod"), "mpi-horovod",
-                                       mutate=horovod_first)
-    _run(box, rehearsal, timeout_s=60)
+                                       mutate=horovod_first, run_ms={"nccl": 3000, "horovod": 3000})
+    samples: list[dict[str, set[str]]] = []  # per poll: MPIJob -> its worker pods bound to a node
+    watch = _Watch(box, lambda: samples.append(_bound_workers(box)))
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=90)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+        finished = {j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]}
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    jobs = rehearsal.jobs
+    assert jobs["nccl"]["outcome"] == jobs["horovod"]["outcome"] == "Succeeded", rehearsal.timeline()
+    # Never did workers of both hold nodes at once (the deadlock: one node each); both did hold nodes at some time.
+    both = [s for s in samples if s.get("nccl") and s.get("horovod")]
+    assert not both, both
+    assert any(s.get("nccl") for s in samples) and any(s.get("horovod") for s in samples), samples
+    # In sequence: the horovod workers that ran to the end started after nccl completed (a horovod admitted first is
+    # preempted by nccl, which outranks it: horovod waits for it).
+    done = [p for p in rehearsal.pods.values() if p["metadata"]["name"].startswith("horovod-worker")
+            and p["metadata"]["creationTimestamp"] >= finished["nccl"]]
+    assert len(done) == 2, rehearsal.timeline()
 
 
 # --- faults with the real Job controller ------------------------------------------------------------------------------

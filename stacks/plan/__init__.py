@@ -25,7 +25,9 @@ from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config.errors import ConfigError
 from stacks.config.rules import claim_readers, fsx_location
+from stacks.plan.admission import AdmissionPlan, admission_plan, never_admitted
 from stacks.config.base import ZONE_ID_RE
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
@@ -281,6 +283,8 @@ class Plan:
     """The datasets jobs read, by name."""
     jobs: Mapping[str, JobPlan] = field(default_factory=dict)
     """Jobs in an order where every job comes after the jobs it waits for."""
+    admission: Optional[AdmissionPlan] = None
+    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs."""
 
     @property
     def all_groups(self) -> list[NodeGroupPlan]:
@@ -403,7 +407,14 @@ def build_plan(cfg: StackConfig) -> Plan:
             read_only_root_filesystem=job.read_only_root,
             health_check=_health_plan(job.health_check, group),
         )
-    return replace(plan, images=images, datasets=datasets, jobs=jobs)
+    plan = replace(plan, images=images, datasets=datasets, jobs=jobs)
+    if not jobs:
+        return plan
+    admission = admission_plan(plan)
+    problems = never_admitted(plan, admission)
+    if problems:
+        raise ConfigError(problems)
+    return replace(plan, admission=admission)
 
 
 def storage_plan(cfg: StackConfig) -> StoragePlan:
