@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shlex
 import time
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +32,8 @@ from stacks.box.manifests import registered_objects
 from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
 from stacks.stackfile import plan_stack
-from tests.harness import run_program, stack_names
+from stacks.outputs import workload_conditions_command
+from tests.harness import run_program, stack_config, stack_names
 
 pytestmark = pytest.mark.cluster
 
@@ -316,6 +318,70 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     done = [p for p in rehearsal.pods.values() if p["metadata"]["name"].startswith("horovod-worker")
             and p["metadata"]["creationTimestamp"] >= finished["nccl"]]
     assert len(done) == 2, rehearsal.timeline()
+
+
+def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
+    """Gang admission: the benchmark's GPU group at 4 nodes (its quota: maxSize 4), the 1-worker experiment created
+    first and running on one node: the 4-worker experiment has 3 free nodes and starts no pod until the fourth is
+    free (then all 4 at once); while it waits, the stack's waitCommand shows why (Kueue's QuotaReserved condition).
+    Every experiment completes."""
+    config = stack_config("benchmark")
+    gpu = config["eks-training:nodeGroups"]["gpu"]
+    gpu.update(desiredSize=4, maxSize=4)
+    registrations = run_program("benchmark", config=config).registrations
+
+    def blocker_first(steps) -> None:
+        jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
+        jobs["resnet50-4-workers"].deps.add(jobs["resnet50-1-worker"].urn)
+
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "benchmark", sizes={"gpu": 4},
+                                       mutate=blocker_first, run_ms={"resnet50-1-worker": 6000})
+    wide = "resnet50-4-workers"
+    waits = shlex.split(workload_conditions_command("training", wide))
+    samples: list[dict[str, set[str]]] = []
+    why: list[str] = []
+
+    def poll() -> None:
+        samples.append(_bound_pods(box))
+        if not samples[-1].get(wide):
+            out = box.kubectl(*waits[1:], check=False).stdout
+            if "QuotaReserved=False" in out:
+                why.append(out)
+
+    watch = _Watch(box, poll)
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=150)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    for name, rec in rehearsal.jobs.items():
+        assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
+    assert any(len(s.get("resnet50-1-worker", ())) == 1 for s in samples), "the blocker never ran"
+    ran = [s for s in samples if s.get(wide)]
+    assert ran and max(len(s[wide]) for s in ran) == 4, ran
+    # Never a pod of the wide job beside another GPU job's: it started whole, on 4 free nodes, or not at all.
+    others = [s for s in ran if any(k != wide and k in GPU_JOBS for k in s)]
+    assert not others, others
+    assert why and "insufficient unused quota" in why[0] and "nvidia.com/gpu" in why[0], why[:1]
+
+
+GPU_JOBS = ("resnet50-1-worker", "resnet50-2-workers", "resnet50-4-workers", "nccl-allreduce-2-nodes")
+
+
+def _bound_pods(box) -> dict[str, set[str]]:
+    """Job (a Job's or an MPIJob's worker) -> its pods bound to a node now (terminating ones included)."""
+    out: dict[str, set[str]] = {}
+    for pod in box.get("pods", "-n", "training")["items"]:
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get("training.kubeflow.org/job-role") == "launcher":
+            continue
+        job = labels.get("training.kubeflow.org/job-name") or labels.get("job-name")
+        if job and pod["spec"].get("nodeName"):
+            out.setdefault(job, set()).add(pod["metadata"]["name"])
+    return out
 
 
 # --- faults with the real Job controller ------------------------------------------------------------------------------
