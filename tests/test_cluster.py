@@ -429,9 +429,12 @@ def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
 
 @pytest.mark.alone
 def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations_of, tmp_path) -> None:
-    """The p5 preset's GPU group at 256 nodes (2,048 GPUs): its health-check Job widened to 256 pods, each a whole
-    node (8 GPUs, 32 EFA devices, the huge pages); every pod scheduled, one per node, and started within 60 s of the
-    Job's creation (device plugins registering on all 256 nodes included)."""
+    """The p5 preset's GPU group at 256 nodes (2,048 GPUs; maxSize 256, so its quota holds them): its health-check
+    Job widened to 256 pods, each a whole node (8 GPUs, 32 EFA devices, the huge pages); admitted by Kueue, every pod
+    scheduled, one per node, and started within 60 s of the Job's creation (device plugins registering on all 256
+    nodes included)."""
+    config = stack_config("p5")
+    config["eks-training:nodeGroups"]["gpu"].update(desiredSize=256, maxSize=256)
 
     def widen(steps) -> None:
         steps[:] = [s for s in steps if not any(d["kind"] == "Job" and d["metadata"]["name"] in ("train", "evaluate")
@@ -441,8 +444,8 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
 
     start = time.monotonic()
     # Each pod runs 30 s, so all 256 must run at once, one per node (none may wait for another to finish).
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", sizes={"gpu": 256},
-                                       mutate=widen, run_ms={"train-allreduce": 30000})
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, run_program("p5", config=config).registrations, "p5",
+                                       sizes={"gpu": 256}, mutate=widen, run_ms={"train-allreduce": 30000})
     up_s = time.monotonic() - start
     try:
         with Registrar(box):
