@@ -50,10 +50,12 @@ STAGE_PRIORITY = 1000
 STAGE_STEP = 100
 #: waitForPodsReady: an admitted job's pods must all run within this (covers a scale-up from zero of GPU nodes,
 #: 3-10 min on EKS, and pulling a multi-GiB training image), else it is evicted and requeued after
-#: ``backoffBase * 2^(n-1)`` seconds (capped at the max).
+#: ``backoffBase * 2^(n-1)`` seconds (capped at the max). A job ``after`` others is admitted at once when its quota is
+#: free and its pods wait for them in an init container (not Ready): while they run it is evicted and requeued in
+#: this cycle, so the cap bounds how late it starts after they completed (10 min).
 PODS_READY_TIMEOUT_S = 1200
 REQUEUE_BACKOFF_BASE_S = 60
-REQUEUE_BACKOFF_MAX_S = 3600
+REQUEUE_BACKOFF_MAX_S = 600
 #: Resources the ClusterQueue covers, in the order Kueue's resource group lists them.
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi")
 
