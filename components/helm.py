@@ -22,15 +22,20 @@ def pinned_release(
     values: pulumi.Input[dict[str, Any]],
     version: Optional[str] = None,
     depends_on: Optional[Sequence[pulumi.Resource]] = None,
+    create_namespace: bool = False,
 ) -> k8s.helm.v3.Release:
-    """Release ``{name}-release`` of ``chart`` at ``version`` (default the catalog's pin), atomic."""
+    """Release ``{name}-release`` of ``chart`` at ``version`` (default the catalog's pin), atomic. A chart in an OCI
+    registry (``repo`` ``oci://...``) is named by its full reference, with no repository (Helm's OCI support,
+    https://helm.sh/docs/topics/registries/)."""
+    oci = chart.repo.startswith("oci://")
     return k8s.helm.v3.Release(
         f"{name}-release",
         name=release_name,
-        chart=chart.chart,
+        chart=f"{chart.repo}/{chart.chart}" if oci else chart.chart,
         version=version or chart.version,
-        repository_opts={"repo": chart.repo},
+        repository_opts=None if oci else {"repo": chart.repo},
         namespace=namespace,
+        create_namespace=create_namespace or None,
         values=values,
         atomic=True,
         cleanup_on_fail=True,

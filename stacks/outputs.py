@@ -1,5 +1,6 @@
 """The stack outputs: ids, the kubeconfig, and the commands to follow the jobs."""
 
+import functools
 from typing import Any, Optional
 
 import pulumi
@@ -8,6 +9,19 @@ import pulumi_aws as aws
 from components.conventions import JOB_LABEL
 from stacks.environment import Environment
 from stacks.workloads import Workloads
+
+
+def workload_conditions_command(namespace: str, job: str) -> str:
+    """``kubectl get`` of the Kueue Workload of ``job`` (the one it owns), one line per condition: whether it is
+    admitted, and when it waits, Kueue's reason (e.g. ``QuotaReserved=False (Pending: couldn't assign flavors to pod
+    set worker: insufficient unused quota for nvidia.com/gpu ...)``)."""
+    path = (f"{{range .items[?(@.metadata.ownerReferences[0].name==\"{job}\")]}}{{range .status.conditions[*]}}"
+            f"{job}: {{.type}}={{.status}} ({{.reason}}: {{.message}}){{\"\\n\"}}{{end}}{{end}}")
+    return f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o jsonpath='{path}'"
+
+
+def _conditions_of(job: str, namespace: str) -> str:
+    return workload_conditions_command(namespace, job)
 
 
 def export_outputs(env: Environment) -> dict[str, Any]:
@@ -70,7 +84,10 @@ def export_outputs(env: Environment) -> dict[str, Any]:
                 "logsCommand": pulumi.Output.concat(
                     "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
                 ),
+                # first the job's Kueue Workload and its conditions (queued: QuotaReserved False and Kueue's reason),
+                # then the wait for the job itself
                 "waitCommand": pulumi.Output.concat(
+                    pulumi.Output.from_input(ns).apply(functools.partial(_conditions_of, job_name)), "; ",
                     "kubectl wait -n ", ns, f" --for=condition={'Succeeded' if kind == 'mpi' else 'complete'} "
                     f"--timeout=24h {resource}/", job.job_name,
                 ),

@@ -23,6 +23,7 @@ from typing import Optional, Union
 
 import pulumi
 
+from components.admission import Admission, AdmissionArgs
 from components.image import TrainingImage
 from components.job_code import JobCode
 from components.naming import fit_name
@@ -50,6 +51,7 @@ from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
+from stacks.plan.admission import RESOURCES
 
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40
@@ -70,6 +72,8 @@ class Workloads:
     network_policies: Optional[TrainingNetworkPolicies] = None
     etcd: Optional[EtcdRendezvous] = None
     mpi_operator: Optional[MpiOperator] = None
+    admission: Optional[Admission] = None
+    """Kueue and the stack's queues (every job is queued)."""
     staging: dict[str, DatasetStaging] = field(default_factory=dict)
     health_checks: dict[str, AllReduceHealthCheck] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
@@ -184,6 +188,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         )
     if any(j.kind == "mpi" for j in plan.jobs.values()):
         out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
+    out.admission = _admission(plan, namespace, out, k8s_opts)
 
     for ds_name, ds in plan.datasets.items():
         if ds.imported:
@@ -232,6 +237,29 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     return out
 
 
+def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: pulumi.ResourceOptions) -> Admission:
+    """Kueue and the plan's queues (:mod:`stacks.plan.admission`), after the MPI Operator when there is one."""
+    a = plan.admission
+    assert a is not None  # a plan with jobs has one
+    args: AdmissionArgs = {
+        "namespace": namespace,
+        "local_queue": a.local_queue,
+        "cluster_queue": a.cluster_queue,
+        "flavors": [{"name": f.name, "node_labels": f.node_labels, "node_taints": f.node_taints, "quota": f.quota}
+                    for f in a.flavors],
+        "resources": list(RESOURCES),
+        "priorities": dict(a.priorities),
+        "queueing_strategy": a.queueing_strategy,
+        "pods_ready_timeout_s": a.pods_ready_timeout_s,
+        "requeue_backoff_base_s": a.requeue_backoff_base_s,
+        "requeue_backoff_max_s": a.requeue_backoff_max_s,
+        "node_selector": system_node_selector(),
+    }
+    if out.mpi_operator is not None:
+        args["depends_on"] = [out.mpi_operator]
+    return Admission(f"{plan.config.cluster_name}-admission", args, opts=opts)
+
+
 def _job(
     env: Environment,
     plan: Plan,
@@ -246,7 +274,11 @@ def _job(
     name = f"{cfg.cluster_name}-{job.name}"
     c = job.config
     spec = job_spec(plan, job, namespace=namespace, pvc=pvc, image=out.image_uris[job.image.name], helper_image=toolbox)
+    assert plan.admission is not None and out.admission is not None
+    queue = plan.admission.labels(job.name)
+    spec["queue_labels"] = queue
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
+    after.append(out.admission.queue_name)
     if job.dataset:
         ds = plan.datasets[job.dataset]
         # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed
@@ -267,6 +299,8 @@ def _job(
                 "pvc_name": pvc,
                 "image": toolbox,
                 "output_dir": job.output_dir,
+                "queue_labels": queue,
+                "after": [out.admission.queue_name],
             },
             "placement": job.placement,
             "nodes": job.nodes,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shlex
 import time
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +32,8 @@ from stacks.box.manifests import registered_objects
 from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
 from stacks.stackfile import plan_stack
-from tests.harness import run_program, stack_names
+from stacks.outputs import workload_conditions_command
+from tests.harness import run_program, stack_config, stack_names
 
 pytestmark = pytest.mark.cluster
 
@@ -148,20 +150,42 @@ def _doc(steps, kind: str, name: str) -> dict:
     return next(d for s in steps for d in s.docs if d["kind"] == kind and d["metadata"]["name"] == name)
 
 
-def _one_mpijob_at_a_time(stack: str):
-    """The order Kueue's admission is to give the MPIJobs of one group (issue 26): the next one created only once
-    the previous completed. Without it the mpi-horovod preset deadlocks (test_two_mpijobs_on_one_group_both_complete)."""
-    names: list[str] = []
-    order = list(plan_stack(stack)[1].jobs)  # the plan's order: a job after the jobs it waits for
+class _Watch:
+    """``poll()`` every 0.2 s in a thread while a rehearsal runs (``with _Watch(box, poll): ...``)."""
 
-    def mutate(steps) -> None:
-        mpi = sorted((s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)),
-                     key=lambda s: order.index(s.docs[0]["metadata"]["name"]))
-        for before, after in zip(mpi, mpi[1:]):
-            after.deps.add(before.urn)
-            names.append(before.docs[0]["metadata"]["name"])
+    def __init__(self, box, poll) -> None:
+        import threading
 
-    return mutate, names
+        self.poll, self.error = poll, None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll()
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                self.error = exc
+                return
+            self._stop.wait(0.2)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _bound_workers(box) -> dict[str, set[str]]:
+    """MPIJob -> its worker pods holding a node now: bound and not finished (terminating ones included: they hold the
+    node until gone)."""
+    out: dict[str, set[str]] = {}
+    for pod in box.get("pods", "-n", "training", "-l", "training.kubeflow.org/job-role=worker")["items"]:
+        if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            out.setdefault(pod["metadata"]["labels"]["training.kubeflow.org/job-name"], set()).add(pod["metadata"]["name"])
+    return out
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -169,9 +193,7 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
     """Every object applied in the stack's dependency order (strict server-side apply at the default minor), every
     job's pods scheduled on its group's nodes (GPUs and EFA devices only where their device plugins run), MPI jobs
     through the real MPI Operator, and every job completed, a job that waits for others only after they did."""
-    mutate, awaited = _one_mpijob_at_a_time(stack)
-    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of(stack), stack, mutate=mutate)
-    rehearsal.await_jobs = set(awaited)
+    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of(stack), stack)
     pods_by_job: dict[str, list[dict]] = {}
     completed: dict[str, str] = {}
     try:
@@ -232,21 +254,21 @@ def _sixteen_gpus(steps) -> None:
 
 
 @pytest.mark.parametrize("mutate, reason", [
-    (_no_gpu_toleration, r"2 node\(s\) had untolerated taint"),
-    (_sixteen_gpus, r"2 Insufficient nvidia.com/gpu"),
+    (_no_gpu_toleration, r"untolerated taint"),
+    (_sixteen_gpus, r"insufficient quota for nvidia.com/gpu"),
 ])
-def test_a_job_that_cannot_fit_is_reported_with_the_schedulers_reason(binaries, registrations_of, tmp_path, mutate,
-                                                                      reason) -> None:
-    """The health check's pods (p5) without the GPU taint's toleration, or asking for more GPUs than a node has, never
-    start: the rehearsal fails naming what waits (pulumi up would wait on the health check, and the training job after
-    it) and each pod with the scheduler's reason."""
+def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(binaries, registrations_of, tmp_path, mutate,
+                                                              reason) -> None:
+    """The health check (p5) without the GPU taint's toleration, or asking for more GPUs than its group holds, is never
+    admitted: no pod of it is created, and the rehearsal fails naming what waits (pulumi up would wait on the health
+    check, and the training job after it) with Kueue's reason (the Workload's QuotaReserved condition)."""
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", mutate=mutate)
     with pytest.raises(RehearsalError) as err:
-        _run(box, rehearsal, timeout_s=30)
+        _run(box, rehearsal, timeout_s=60)
     message = str(err.value)
     assert "waiting: eks-training-p5-train-job" in message, message
-    for index in (0, 1):
-        assert re.search(rf"training/train-allreduce-{index}-\w+: 0/4 nodes are available:.*{reason}", message), message
+    assert re.search(rf"training/train-allreduce: queued, not admitted: Pending: .*{reason}", message), message
+    assert not any(p["metadata"]["name"].startswith("train-allreduce") for p in rehearsal.pods.values())
 
 
 def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, registrations_of, tmp_path) -> None:
@@ -259,25 +281,110 @@ def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, regis
 
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", mutate=untolerating_plugin)
     with pytest.raises(RehearsalError) as err:
-        _run(box, rehearsal, timeout_s=30)
+        _run(box, rehearsal, timeout_s=60)  # Kueue admits it (its quota is free); the scheduler finds no GPU
     assert re.search(r"train-allreduce-0-\w+: 0/4 nodes are available:.*2 Insufficient nvidia.com/gpu", str(err.value))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26: without gang admission (Kueue) two MPIJobs on one group can each take "
-                   "one node's GPUs and wait for a second node forever")
 def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_path) -> None:
     """mpi-horovod's two MPIJobs on its 2-node GPU group must both complete whatever order pulumi applies them in (it
-    applies independent resources concurrently). Applied horovod first, its workers take both nodes, its launcher
-    waits for nccl, whose workers never fit: a deadlock, every time (and horovod's is the one the program registers
-    first)."""
+    applies independent resources concurrently). Applied horovod first, without admission its workers took both
+    nodes and its launcher waited for nccl, whose workers never fit: a deadlock, every time. Through Kueue the two
+    run one after the other, and while one waits no pod of it exists (it holds no node)."""
 
     def horovod_first(steps) -> None:
         mpi = {s.docs[0]["metadata"]["name"]: s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)}
         mpi["nccl"].deps.add(mpi["horovod"].urn)
 
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("mpi-horovod"), "mpi-horovod",
-                                       mutate=horovod_first)
-    _run(box, rehearsal, timeout_s=60)
+                                       mutate=horovod_first, run_ms={"nccl": 3000, "horovod": 3000})
+    samples: list[dict[str, set[str]]] = []  # per poll: MPIJob -> its worker pods bound to a node
+    watch = _Watch(box, lambda: samples.append(_bound_workers(box)))
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=90)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+        finished = {j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]}
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    jobs = rehearsal.jobs
+    assert jobs["nccl"]["outcome"] == jobs["horovod"]["outcome"] == "Succeeded", rehearsal.timeline()
+    # Never did workers of both hold nodes at once (the deadlock: one node each); both did hold nodes at some time.
+    both = [s for s in samples if s.get("nccl") and s.get("horovod")]
+    assert not both, both
+    assert any(s.get("nccl") for s in samples) and any(s.get("horovod") for s in samples), samples
+    # In sequence: the horovod workers that ran to the end started after nccl completed (a horovod admitted first is
+    # preempted by nccl, which outranks it: horovod waits for it).
+    done = [p for p in rehearsal.pods.values() if p["metadata"]["name"].startswith("horovod-worker")
+            and p["metadata"]["creationTimestamp"] >= finished["nccl"]]
+    assert len(done) == 2, rehearsal.timeline()
+
+
+def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
+    """Gang admission: the benchmark's GPU group at 4 nodes (its quota: maxSize 4), the 1-worker experiment created
+    first and running on one node: the 4-worker experiment has 3 free nodes and starts no pod until the fourth is
+    free (then all 4 at once); while it waits, the stack's waitCommand shows why (Kueue's QuotaReserved condition).
+    Every experiment completes."""
+    config = stack_config("benchmark")
+    gpu = config["eks-training:nodeGroups"]["gpu"]
+    gpu.update(desiredSize=4, maxSize=4)
+    registrations = run_program("benchmark", config=config).registrations
+
+    def blocker_first(steps) -> None:
+        jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
+        jobs["resnet50-4-workers"].deps.add(jobs["resnet50-1-worker"].urn)
+
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "benchmark", sizes={"gpu": 4},
+                                       mutate=blocker_first, run_ms={"resnet50-1-worker": 6000})
+    wide = "resnet50-4-workers"
+    waits = shlex.split(workload_conditions_command("training", wide))
+    samples: list[dict[str, set[str]]] = []
+    why: list[str] = []
+
+    def poll() -> None:
+        samples.append(_bound_pods(box))
+        if not samples[-1].get(wide):
+            out = box.kubectl(*waits[1:], check=False).stdout
+            if "QuotaReserved=False" in out:
+                why.append(out)
+
+    watch = _Watch(box, poll)
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=150)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    for name, rec in rehearsal.jobs.items():
+        assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
+    assert any(len(s.get("resnet50-1-worker", ())) == 1 for s in samples), "the blocker never ran"
+    ran = [s for s in samples if s.get(wide)]
+    assert ran and max(len(s[wide]) for s in ran) == 4, ran
+    # Never a pod of the wide job beside another GPU job's: it started whole, on 4 free nodes, or not at all.
+    others = [s for s in ran if any(k != wide and k in GPU_JOBS for k in s)]
+    assert not others, others
+    assert why and "insufficient unused quota" in why[0] and "nvidia.com/gpu" in why[0], why[:1]
+
+
+GPU_JOBS = ("resnet50-1-worker", "resnet50-2-workers", "resnet50-4-workers", "nccl-allreduce-2-nodes")
+
+
+def _bound_pods(box) -> dict[str, set[str]]:
+    """Job (a Job's or an MPIJob's worker) -> its pods holding a node now: bound and not finished (terminating ones
+    included)."""
+    out: dict[str, set[str]] = {}
+    for pod in box.get("pods", "-n", "training")["items"]:
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get("training.kubeflow.org/job-role") == "launcher":
+            continue
+        job = labels.get("training.kubeflow.org/job-name") or labels.get("job-name")
+        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if job and pod["spec"].get("nodeName") and not finished:
+            out.setdefault(job, set()).add(pod["metadata"]["name"])
+    return out
 
 
 # --- faults with the real Job controller ------------------------------------------------------------------------------
@@ -322,9 +429,12 @@ def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
 
 @pytest.mark.alone
 def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations_of, tmp_path) -> None:
-    """The p5 preset's GPU group at 256 nodes (2,048 GPUs): its health-check Job widened to 256 pods, each a whole
-    node (8 GPUs, 32 EFA devices, the huge pages); every pod scheduled, one per node, and started within 60 s of the
-    Job's creation (device plugins registering on all 256 nodes included)."""
+    """The p5 preset's GPU group at 256 nodes (2,048 GPUs; maxSize 256, so its quota holds them): its health-check
+    Job widened to 256 pods, each a whole node (8 GPUs, 32 EFA devices, the huge pages); admitted by Kueue, every pod
+    scheduled, one per node, and started within 60 s of the Job's creation (device plugins registering on all 256
+    nodes included)."""
+    config = stack_config("p5")
+    config["eks-training:nodeGroups"]["gpu"].update(desiredSize=256, maxSize=256)
 
     def widen(steps) -> None:
         steps[:] = [s for s in steps if not any(d["kind"] == "Job" and d["metadata"]["name"] in ("train", "evaluate")
@@ -334,8 +444,8 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
 
     start = time.monotonic()
     # Each pod runs 30 s, so all 256 must run at once, one per node (none may wait for another to finish).
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", sizes={"gpu": 256},
-                                       mutate=widen, run_ms={"train-allreduce": 30000})
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, run_program("p5", config=config).registrations, "p5",
+                                       sizes={"gpu": 256}, mutate=widen, run_ms={"train-allreduce": 30000})
     up_s = time.monotonic() - start
     try:
         with Registrar(box):

@@ -32,6 +32,15 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
         version="v0.5.30",
         source="efa-device-plugin-chart",
     ),
+    # Kueue, the Kubernetes SIG's job queueing controller (admission, quotas, priorities): the chart of the
+    # release, published as an OCI artifact (``chart`` is appended to ``repo``: oci://registry.k8s.io/kueue/charts/kueue).
+    # The box runs the same release built from sigs.k8s.io/kueue at the same version (box/kueue/go.mod).
+    "kueue": HelmChart(
+        chart="kueue",
+        repo="oci://registry.k8s.io/kueue/charts",
+        version="0.17.0",
+        source="kueue-chart",
+    ),
 }
 
 

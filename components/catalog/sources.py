@@ -542,6 +542,12 @@ SOURCES: Mapping[str, Source] = {
         shows="the MPI Operator's release manifest (MPIJob v2beta1 CRD, RBAC, Deployment of mpioperator/mpi-operator:0.8.0); "
         "MPIJob fields in pkg/apis/kubeflow/v2beta1/types.go at the same tag",
     ),
+    "kueue-chart": Source(
+        url="https://kueue.sigs.k8s.io/docs/installation/#install-via-helm",
+        shows="Kueue's Helm chart oci://registry.k8s.io/kueue/charts/kueue at version 0.17.0 (the chart's sources are "
+        "charts/kueue of https://github.com/kubernetes-sigs/kueue/tree/v0.17.0; its values take the manager's "
+        "Configuration as managerConfig.controllerManagerConfigYaml)",
+    ),
     # --- image builds -------------------------------------------------------------------------------
     "cuda-12.9.1-devel-digest": Source(
         url="https://hub.docker.com/r/nvidia/cuda/tags?name=12.9.1-devel-ubuntu22.04",

@@ -25,6 +25,7 @@ from components.workloads.pods import (
     IMAGE_PULL_POLICY,
     JOB_SCRATCH_SIZE,
     PREDECESSOR_FAILED_EXIT_CODE,
+    SUSPEND_OWNED_BY_KUEUE,
     SHARED_VOLUME_MOUNT,
     TMP_MOUNT,
     WORKER_CONTAINER,
@@ -299,12 +300,14 @@ class MpiJob(pulumi.ComponentResource):
                 ],
             },
         }
+        queue = dict(spec.get("queue_labels") or {})
         mpi_spec = {
             "slotsPerWorker": slots,
             "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
             "launcherCreationPolicy": policy,
             "mpiImplementation": "OpenMPI",
             "runPolicy": {
+                **({"suspend": True} if queue else {}),
                 "cleanPodPolicy": "Running",
                 "backoffLimit": int(args.get("backoff_limit", 3)),
                 "activeDeadlineSeconds": timeout_s,
@@ -323,11 +326,12 @@ class MpiJob(pulumi.ComponentResource):
             metadata={
                 "name": created_after({**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]}, job_name, identity.waits),
                 "namespace": spec["namespace"],
-                "labels": labels,
+                "labels": {**labels, **queue},
                 "annotations": {**annotations, "eks-training/predecessor-failed-exit-code": str(PREDECESSOR_FAILED_EXIT_CODE)},
             },
             spec=mpi_spec,
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
+                                        ignore_changes=SUSPEND_OWNED_BY_KUEUE["MPIJob"] if queue else None),
         )
         created = job.id.apply(lambda _: job_name)  # resolves once created (and, when awaited, succeeded)
         self.job_name = created

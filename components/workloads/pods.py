@@ -53,6 +53,11 @@ SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
+#: The field Kueue flips when it admits (false) or evicts (true) a queued job: pulumi must never set it again after
+#: creation (a later ``pulumi up`` would suspend a running job). With server-side apply, pulumi-kubernetes drops an
+#: ``ignoreChanges`` field another manager owns from what it applies (https://github.com/pulumi/pulumi-kubernetes/pull/2566).
+SUSPEND_OWNED_BY_KUEUE: Mapping[str, list[str]] = {"Job": ["spec.suspend"], "MPIJob": ["spec.runPolicy.suspend"]}
+
 RendezvousBackend = Literal["etcd-v2", "c10d"]
 T = TypeVar("T")
 R = TypeVar("R")
@@ -129,6 +134,10 @@ class JobSpec(TypedDict):
     writes to the image's file system)."""
     tensorboard_dir: NotRequired[str]
     """Folder for the job's TensorBoard event files (``TENSORBOARD_DIR``; the TensorBoard component reads it)."""
+    queue_labels: NotRequired[Mapping[str, str]]
+    """Kueue's labels (``kueue.x-k8s.io/queue-name``, ``kueue.x-k8s.io/priority-class``): the job is created suspended
+    and waits in that queue, holding no pod, until Kueue admits all of it (``components.admission``). Pass the
+    queue's Output in ``after`` so the job is created once the queue exists."""
     stop_grace_period_seconds: NotRequired[int]
     """Seconds a pod that is stopped (drain, spot interruption, scale-down) gets to checkpoint and exit before it
     is killed (``terminationGracePeriodSeconds``). Default 60."""
@@ -501,6 +510,7 @@ def indexed_job(
     )
     wait = spec.get("wait_for_completion", False) if await_completion is None else await_completion
     annotations = {} if wait else {"pulumi.com/skipAwait": "true"}
+    queue = dict(spec.get("queue_labels") or {})
     timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
     minutes = f"{math.ceil(timeout_s / 60)}m"
     tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
@@ -550,10 +560,11 @@ def indexed_job(
         metadata={
             "name": created_after(spec, job_name, identity.waits),
             "namespace": namespace,
-            "labels": dict(labels),
+            "labels": {**labels, **queue},
             "annotations": annotations,
         },
         spec={
+            "suspend": True if queue else None,
             "completion_mode": "Indexed",
             "completions": nodes,
             "parallelism": nodes,
@@ -597,7 +608,7 @@ def indexed_job(
             depends_on=[service],
             delete_before_replace=True,
             custom_timeouts=pulumi.CustomTimeouts(create=minutes, update=minutes),
-            ignore_changes=["spec", "metadata"] if run_once else None,
+            ignore_changes=["spec", "metadata"] if run_once else (SUSPEND_OWNED_BY_KUEUE["Job"] if queue else None),
         ),
     )
     return service, job

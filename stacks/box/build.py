@@ -16,6 +16,8 @@ changed pin builds anew and an unchanged one is reused. No binary is ever writte
 - ``etcd``: ``go.etcd.io/etcd/server/v3`` (``go install`` refuses it: its go.mod has replace directives).
 - ``kwok``: kwok (the simulated kubelets) and kwokctl (https://kwok.sigs.k8s.io/docs/user/kwokctl-manage-cluster/).
 - ``mpi-operator``: the MPI Operator the stacks install, in a module of its own.
+- ``kueue``: Kueue (https://kueue.sigs.k8s.io), the admission controller the stacks install, in a module of its own;
+  its CRDs and webhook configuration are read from the same module at run time (:mod:`stacks.box.kueue`).
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ MODULES: Mapping[str, Module] = {
         Module("kwok", "sigs.k8s.io/kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok", "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl"}),
         Module("mpi-operator", "github.com/kubeflow/mpi-operator",
                {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"}),
+        Module("kueue", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),
     )
 }
 

@@ -6,7 +6,8 @@
   Go module of the same version in the module cache (the MPI Operator's ``deploy/v2beta1/mpi-operator.yaml``), as
   the box has no internet; the version the catalog pins must be the module's (:func:`release_manifest` checks).
 - Helm releases are not objects here: the box stands in for the charts it needs (the device plugins,
-  :mod:`stacks.box.devices`).
+  :mod:`stacks.box.devices`), except Kueue's CRDs, which its chart installs, read from the pinned module
+  (:mod:`stacks.box.kueue`), so the stack's queues are validated against them.
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ def registered_objects(registrations: Iterable[Any]) -> list[dict[str, Any]]:
     """The objects of a program's registrations (objects with ``type``, ``inputs``), in registration order (which
     respects dependencies: a resource is registered after the ones it depends on)."""
     out: list[dict[str, Any]] = []
+    from stacks.box.kueue import crds, is_kueue_chart  # it imports this module
+
     for r in registrations:
+        if r.type.startswith("kubernetes:helm.sh/") and is_kueue_chart(r.inputs.get("chart", "")):
+            out += crds()
+            continue
         if not r.type.startswith("kubernetes:") or r.type.startswith("kubernetes:helm.sh/"):
             continue
         if r.type in ("kubernetes:yaml/v2:ConfigFile", "kubernetes:yaml:ConfigFile"):

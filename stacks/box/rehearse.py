@@ -32,6 +32,8 @@ import yaml
 from stacks.box.apply import Refusal, _refusals
 from stacks.box.cluster import Box, BoxError
 from stacks.box.devices import stand_ins
+from stacks.box.kueue import Kueue, is_kueue_chart, kueue_release_configuration, workload_conditions
+from stacks.box.kueue import crds as kueue_crds
 from stacks.box.manifests import release_manifest
 
 HELD = "box.eks-training/held"
@@ -50,6 +52,8 @@ class Step:
     name: str
     docs: list[dict[str, Any]]
     deps: set[str] = field(default_factory=set)
+    kueue: Optional[dict[str, Any]] = None
+    """The Kueue release's Configuration (its step's docs are Kueue's CRDs; the box starts Kueue once they exist)."""
 
 
 @dataclass
@@ -80,13 +84,16 @@ def steps_of(registrations: Sequence[Any]) -> list[Step]:
     for r in registrations:
         if not r.type.startswith("kubernetes:"):
             continue
-        if r.type.startswith("kubernetes:helm.sh/"):
+        kueue = None
+        if r.type.startswith("kubernetes:helm.sh/") and is_kueue_chart(r.inputs.get("chart", "")):
+            docs, kueue = kueue_crds(), kueue_release_configuration(r.inputs.get("values") or {})
+        elif r.type.startswith("kubernetes:helm.sh/"):
             docs = stand_ins([copy.deepcopy(r.inputs)])
         elif r.type.startswith("kubernetes:yaml"):
             docs = release_manifest(r.inputs["file"])
         else:
             docs = [copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")})]
-        steps.append(Step(r.urn, r.name, docs, {u for d in r.dependencies for u in under(d)}))
+        steps.append(Step(r.urn, r.name, docs, {u for d in r.dependencies for u in under(d)}, kueue))
         k8s.add(r.urn)
     for s in steps:
         s.deps &= k8s
@@ -124,6 +131,9 @@ class Rehearsal:
         self.ready: set[str] = set()
         self.applied: dict[str, Step] = {}
         self.operator: Optional[subprocess.Popen[bytes]] = None
+        self.kueue: Optional[Kueue] = None
+        #: Seconds Kueue took to start (its webhooks serving and registered).
+        self.kueue_start_s: Optional[float] = None
         self.log_dir = log_dir or box.home
         self.refused: list[Refusal] = []
         #: Jobs and MPIJobs awaited to completion although pulumi would not (a test's order).
@@ -193,6 +203,8 @@ class Rehearsal:
         return self.box.kubectl("get", *args, check=False).returncode == 0
 
     def _is_ready(self, step: Step) -> bool:
+        if step.kueue is not None:
+            return self.kueue is not None
         for doc in step.docs:
             ann = (doc.get("metadata") or {}).get("annotations") or {}
             if ann.get(SKIP_AWAIT) == "true":
@@ -244,7 +256,18 @@ class Rehearsal:
                                          stdout=log, stderr=subprocess.STDOUT)
         self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
 
+    def _start_kueue(self, binary: Path, configuration: Mapping[str, Any]) -> None:
+        """Kueue's release: its CRDs are applied; the manager starts once they are Established (once per box)."""
+        kueue = Kueue(self.box, binary, configuration, log_dir=self.log_dir)
+        self.kueue_start_s = kueue.start()
+        self.kueue = kueue
+        self.note(f"started Kueue (pid {kueue.process.pid if kueue.process else '?'}, out of cluster) in "
+                  f"{self.kueue_start_s:.1f} s")
+
     def stop_operator(self) -> None:
+        """Stop the operators the box runs (the MPI Operator, Kueue)."""
+        if self.kueue is not None:
+            self.kueue.stop()
         if self.operator and self.operator.poll() is None:
             self.operator.terminate()
             try:
@@ -286,6 +309,10 @@ class Rehearsal:
             held = (pod["metadata"].get("annotations") or {}).get(HELD)
             out.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
                        + (why or (f"waiting for {held}" if held else "scheduled, not started")))
+        if self.kueue is not None:
+            for ns in sorted({d["metadata"]["namespace"] for s in self.applied.values() for d in s.docs
+                              if d["kind"] in ("Job", "MPIJob")}):
+                out += workload_conditions(self.box, ns)
         return out
 
     def run(self, binaries: Mapping[str, Path], *, timeout_s: float = 120.0) -> None:
@@ -307,6 +334,10 @@ class Rehearsal:
                     if any(d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == MPIJOB_CRD
                            for d in step.docs):
                         self._start_operator(binaries["mpi-operator"])
+            for step in self.applied.values():
+                if step.kueue is not None and self.kueue is None:
+                    self._start_kueue(binaries["kueue"], step.kueue)
+                    progressed = True
             self._release_held()
             self._watch_jobs()
             self._check_operator(binaries["mpi-operator"])

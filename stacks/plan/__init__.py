@@ -28,8 +28,10 @@ from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
+from stacks.plan.admission import AdmissionPlan, admission_plan, never_admitted
 from stacks.config.base import ZONE_ID_RE
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
@@ -324,6 +326,8 @@ class Plan:
     """Jobs in an order where every job comes after the jobs it waits for."""
     operations: OperationsPlan = OperationsPlan()
     """Metrics, dashboard and alarms."""
+    admission: Optional[AdmissionPlan] = None
+    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs."""
 
     @property
     def all_groups(self) -> list[NodeGroupPlan]:
@@ -451,7 +455,14 @@ def build_plan(cfg: StackConfig) -> Plan:
             code_folder=code_folder,
             code_hash=digest,
         )
-    return replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
+    plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
+    if not jobs:
+        return plan
+    admission = admission_plan(plan)
+    problems = never_admitted(plan, admission)
+    if problems:
+        raise ConfigError(problems)
+    return replace(plan, admission=admission)
 
 
 def repair_spec(g: NodeGroupConfig, gpu: bool) -> Optional[NodeRepairSpec]:

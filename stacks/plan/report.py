@@ -101,6 +101,24 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
     return out
 
 
+def _queues(plan: Plan) -> Optional[dict[str, Any]]:
+    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs."""
+    a = plan.admission
+    if a is None:
+        return None
+    return {
+        "localQueue": f"{plan.config.storage.namespace}/{a.local_queue}",
+        "clusterQueue": a.cluster_queue,
+        "queueingStrategy": a.queueing_strategy,
+        "podsReadyTimeoutSeconds": a.pods_ready_timeout_s,
+        "requeueBackoffSeconds": [a.requeue_backoff_base_s, a.requeue_backoff_max_s],
+        "flavors": [{"name": f.name, "nodeGroup": f.path, "maxSize": f.max_size, "quota": dict(f.quota),
+                     "nodeLabels": dict(f.node_labels), "nodeTaints": [dict(t) for t in f.node_taints]}
+                    for f in a.flavors],
+        "priorities": {job: {"class": c, "value": a.priorities[c]} for job, c in a.job_priority.items()},
+    }
+
+
 def _storage(plan: Plan) -> dict[str, Any]:
     st = plan.storage
     cfg = plan.config.storage
@@ -180,6 +198,7 @@ def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
         "nodeGroups": [_group(g) for g in plan.all_groups],
         "autoscaler": plan.autoscale,
         "jobs": _jobs(plan),
+        "queues": _queues(plan),
         "storage": _storage(plan),
         "operations": _operations(plan),
         "preflight": {
@@ -253,6 +272,18 @@ def render(r: dict[str, Any]) -> str:
                          else "reports the bandwidth" + (f" (threshold {hc['minBusBandwidthGBps']} GB/s, not enforced)"
                                                          if hc["minBusBandwidthGBps"] is not None else ""))
             lines.append(f"     all-reduce health check first: {threshold}")
+    q = r["queues"]
+    if q is not None:
+        lines.append("")
+        lines.append(f"queues (Kueue): every job waits in {q['localQueue']} -> ClusterQueue {q['clusterQueue']} "
+                     f"({q['queueingStrategy']}) until all of it fits, then starts whole; an admitted job whose pods "
+                     f"do not all run within {q['podsReadyTimeoutSeconds']} s is requeued (backoff "
+                     f"{q['requeueBackoffSeconds'][0]}-{q['requeueBackoffSeconds'][1]} s)")
+        for f in q["flavors"]:
+            quota = ", ".join(f"{v} {k}" for k, v in f["quota"].items() if v not in ("0", "0Mi"))
+            lines.append(f"  flavor {f['name']} ({f['nodeGroup']}, quota = maxSize {f['maxSize']} nodes): {quota}")
+        lines.append("  priorities (a job outranks the jobs that wait for it): " + ", ".join(
+            f"{job} {p['value']}" for job, p in q["priorities"].items()))
     lines.append("")
     st = r["storage"]
     if st["backend"] == "fsx":

@@ -1,0 +1,169 @@
+"""``Admission``: Kueue (https://kueue.sigs.k8s.io), the Kubernetes SIG's job queueing controller, from its pinned
+Helm chart, with the stack's ResourceFlavors, WorkloadPriorityClasses, one ClusterQueue and one LocalQueue.
+
+A job labelled ``kueue.x-k8s.io/queue-name`` and created suspended waits in the LocalQueue holding nothing (no pod
+exists) until Kueue admits its whole gang against the ClusterQueue's quota; Kueue then unsuspends it (and sets the
+node selectors of the flavor it assigned). The manager's Configuration (:func:`kueue_configuration`) is one value
+read by the chart and by the cluster in a box (``stacks.box.kueue``), which runs the same release out of cluster:
+
+- ``integrations.frameworks``: the job kinds the stacks render (:data:`FRAMEWORKS`): batch/v1 Jobs (PyTorch,
+  TensorFlow, command jobs and health checks are Indexed Jobs) and the MPI Operator's MPIJobs. Jobs without a queue
+  label (dataset staging, the benchmark's collector, FSx set-up) are not managed (``manageJobsWithoutQueueName``
+  false): they run on the system group as before.
+- ``waitForPodsReady``: an admitted job whose pods are not all running within the timeout is evicted (its pods
+  deleted, its quota freed) and requeued with exponential backoff, without limit
+  (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/); ``blockAdmission`` is off so a job that
+  waits for its predecessors in an init container does not stop every other admission meanwhile.
+"""
+
+from typing import Any, Mapping, Optional, Sequence, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+from typing_extensions import NotRequired
+
+from components.catalog import HELM_CHARTS
+from components.helm import pinned_release
+
+#: The job kinds the stacks render, as Kueue's integration names.
+FRAMEWORKS: tuple[str, ...] = ("batch/job", "kubeflow.org/mpijob")
+#: Where the chart installs Kueue.
+KUEUE_NAMESPACE = "kueue-system"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+#: The controller's image: the release the chart version names, from the Kubernetes project's registry (the chart's
+#: default points at a staging registry with ``pullPolicy: Always``).
+KUEUE_IMAGE_REPOSITORY = "registry.k8s.io/kueue/kueue"
+PRIORITY_DESCRIPTION = "a job outranks the jobs that wait for it (stacks/plan/admission.py)"
+
+
+class FlavorArgs(TypedDict):
+    """One ResourceFlavor (a node group) and its nominal quota."""
+
+    name: str
+    node_labels: Mapping[str, str]
+    node_taints: Sequence[Mapping[str, str]]
+    quota: Mapping[str, str]
+    """Resource -> quantity, for every resource of :attr:`AdmissionArgs.resources`."""
+
+
+class AdmissionArgs(TypedDict):
+    """Inputs of :class:`Admission` (the stack's :class:`stacks.plan.admission.AdmissionPlan`)."""
+
+    namespace: pulumi.Input[str]
+    """The namespace of the jobs (the LocalQueue's)."""
+    local_queue: str
+    cluster_queue: str
+    flavors: Sequence[FlavorArgs]
+    resources: Sequence[str]
+    priorities: Mapping[str, int]
+    """WorkloadPriorityClass name -> value."""
+    queueing_strategy: str
+    pods_ready_timeout_s: int
+    requeue_backoff_base_s: int
+    requeue_backoff_max_s: int
+    node_selector: Mapping[str, str]
+    """Where the controller runs (the system nodes)."""
+    depends_on: NotRequired[Sequence[pulumi.Resource]]
+    """Installed after these (the MPI Operator: Kueue enables its MPIJob integration only when the CRD exists)."""
+
+
+def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The manager's ``config.kueue.x-k8s.io/v1beta2`` Configuration (the chart's defaults for the rest)."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {"groupKindConcurrency": {"Job.batch": 5, "Workload.kueue.x-k8s.io": 5,
+                                                "LocalQueue.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 1,
+                                                "ResourceFlavor.kueue.x-k8s.io": 1}},
+        "clientConnection": {"qps": 50, "burst": 100},
+        "manageJobsWithoutQueueName": False,
+        "waitForPodsReady": {
+            "timeout": f"{int(args['pods_ready_timeout_s'])}s",
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": int(args["requeue_backoff_base_s"]),
+                "backoffMaxSeconds": int(args["requeue_backoff_max_s"]),
+            },
+        },
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+    }
+
+
+def chart_values(args: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """Helm values: the Configuration, the release's image, the controller on the system nodes."""
+    return {
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(kueue_configuration(args), sort_keys=False)},
+        "controllerManager": {
+            "manager": {"image": {"repository": KUEUE_IMAGE_REPOSITORY, "tag": f"v{version}", "pullPolicy": "IfNotPresent"}},
+            "nodeSelector": dict(args["node_selector"]),
+        },
+    }
+
+
+def resource_flavor(flavor: Mapping[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeLabels": dict(flavor["node_labels"])}
+    if flavor["node_taints"]:
+        spec["nodeTaints"] = [dict(t) for t in flavor["node_taints"]]
+    return spec
+
+
+def cluster_queue_spec(args: Mapping[str, Any]) -> dict[str, Any]:
+    """One resource group covering every resource, a flavor per node group (a pod set gets the flavor whose node
+    labels its node selector agrees with and whose taints it tolerates)."""
+    return {
+        "namespaceSelector": {},
+        "queueingStrategy": args["queueing_strategy"],
+        "resourceGroups": [{
+            "coveredResources": list(args["resources"]),
+            "flavors": [{"name": f["name"], "resources": [{"name": r, "nominalQuota": f["quota"][r]}
+                                                            for r in args["resources"]]}
+                        for f in args["flavors"]],
+        }],
+        # a job outranks the jobs that wait for it: it preempts one that holds its nodes while waiting for it
+        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
+    }
+
+
+class Admission(pulumi.ComponentResource):
+    """Kueue and the stack's queues. Needs a ``kubernetes`` provider in ``opts``."""
+
+    queue_name: pulumi.Output[str]
+    """The LocalQueue's name; resolves once the queues exist (jobs are created after it)."""
+
+    def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:Admission", name, None, opts)
+        chart = HELM_CHARTS["kueue"]
+        release = pinned_release(self, name, chart, release_name="kueue", namespace=KUEUE_NAMESPACE,
+                                 values=chart_values(args, chart.version), depends_on=args.get("depends_on"),
+                                 create_namespace=True)
+        after = pulumi.ResourceOptions(parent=self, depends_on=[release])
+        flavors = [
+            k8s.apiextensions.CustomResource(f"{name}-flavor-{f['name']}", api_version=KUEUE_API, kind="ResourceFlavor",
+                                             metadata={"name": f["name"]}, spec=resource_flavor(f), opts=after)
+            for f in args["flavors"]
+        ]
+        # A WorkloadPriorityClass has its fields at the top level (no spec), which CustomResource cannot send: the
+        # same registration with the object's own fields (the provider's type token for a custom kind).
+        priorities = [
+            pulumi.CustomResource(f"kubernetes:{KUEUE_API}:WorkloadPriorityClass", f"{name}-priority-{p}",
+                                  {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": p},
+                                   "value": v, "description": PRIORITY_DESCRIPTION}, opts=after)
+            for p, v in sorted(args["priorities"].items())
+        ]
+        cq = k8s.apiextensions.CustomResource(
+            f"{name}-cluster-queue", api_version=KUEUE_API, kind="ClusterQueue",
+            metadata={"name": args["cluster_queue"]}, spec=cluster_queue_spec(args),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]))
+        lq = k8s.apiextensions.CustomResource(
+            f"{name}-local-queue", api_version=KUEUE_API, kind="LocalQueue",
+            metadata={"name": args["local_queue"], "namespace": args["namespace"]},
+            spec={"clusterQueue": args["cluster_queue"]},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cq, *priorities]))
+        self.queue_name = lq.id.apply(lambda _: args["local_queue"])
+        self.register_outputs({"queue_name": self.queue_name})

@@ -1,0 +1,244 @@
+"""Kueue in the box: the release the stacks install (``components.admission``), run out of cluster.
+
+What the chart would install, read from the pinned module ``sigs.k8s.io/kueue`` (``box/kueue/go.mod``, the version of
+the catalog's chart) in the Go module cache, never from the repository:
+
+- the CRDs of ``config/components/crd/bases``;
+- the webhook configurations of ``config/components/webhook/manifests.yaml`` (Kueue's own kinds and the job kinds the
+  Configuration integrates), each webhook's ``service`` replaced by ``url: https://127.0.0.1:<port>/<path>`` and a
+  ``caBundle`` of a CA made for this box, whose certificate for 127.0.0.1 the webhook server serves;
+- the manager, with the stack's Configuration (the Helm release's ``managerConfig.controllerManagerConfigYaml``, as
+  registered) and what running outside a pod changes: no leader election, no internal certificate management (it
+  would write the certificates to a Secret and a Service the box does not have), the webhook's ``certDir`` and port,
+  the health probe on a free port (its ``/readyz`` says when the webhooks serve), metrics off. The manager reads its
+  metrics certificate from the fixed path ``/etc/kueue/metrics/certs`` whenever internal certificate management is
+  off (``cmd/kueue/main.go``), so a pair is written there once; the visibility API server (a feature gate that needs
+  an in-cluster APIService) is turned off.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import ipaddress
+import socket
+import subprocess
+import time
+import ssl
+import urllib.request
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import yaml
+
+from components.admission import FRAMEWORKS
+from components.catalog import HELM_CHARTS
+from stacks.box import build as box_build
+from stacks.box.cluster import Box, BoxError, establish_crds
+from stacks.box.manifests import module_dir
+
+MODULE = "sigs.k8s.io/kueue"
+CRD_DIR = "config/components/crd/bases"
+WEBHOOKS = "config/components/webhook/manifests.yaml"
+#: Where the manager reads its metrics certificate when internal certificate management is off (hard-coded).
+METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
+#: API groups and resources of the integrations (:data:`components.admission.FRAMEWORKS`) whose webhooks are kept.
+FRAMEWORK_RESOURCES = {"batch/job": ("batch", "jobs"), "kubeflow.org/mpijob": ("kubeflow.org", "mpijobs")}
+
+
+def is_kueue_chart(chart: str) -> bool:
+    """A Helm release's ``chart`` input names the catalog's Kueue chart (by name or OCI reference)."""
+    c = HELM_CHARTS["kueue"]
+    return chart in (c.chart, f"{c.repo}/{c.chart}")
+
+
+def kueue_dir() -> Path:
+    pinned = box_build.MODULES["kueue"].version()
+    if pinned.lstrip("v") != HELM_CHARTS["kueue"].version.lstrip("v"):
+        raise BoxError(f"components/catalog pins the kueue chart {HELM_CHARTS['kueue'].version} but box/kueue/go.mod "
+                       f"pins {pinned}: pin both at the same version")
+    return module_dir("kueue", MODULE)
+
+
+def crds() -> list[dict[str, Any]]:
+    """Kueue's CustomResourceDefinitions, as the chart installs them."""
+    out = []
+    for path in sorted((kueue_dir() / CRD_DIR).glob("*.yaml")):
+        out += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return out
+
+
+def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """The module's webhook configurations pointed at ``https://127.0.0.1:<port>`` (see the module docstring)."""
+    import base64
+
+    kept = {FRAMEWORK_RESOURCES[f] for f in FRAMEWORKS}
+    bundle = base64.b64encode(ca_pem).decode()
+    out = []
+    for doc in yaml.safe_load_all((kueue_dir() / WEBHOOKS).read_text()):
+        if not doc:
+            continue
+        hooks = []
+        for hook in doc["webhooks"]:
+            rules = hook.get("rules") or []
+            ours = any(g == "kueue.x-k8s.io" or (g, r) in kept
+                       for rule in rules for g in rule["apiGroups"] for r in rule["resources"])
+            if not ours:
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+            hooks.append(hook)
+        doc["metadata"] = {"name": f"kueue-{doc['metadata']['name']}"}
+        doc["webhooks"] = hooks
+        out.append(doc)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _certificates(folder: Path) -> bytes:
+    """A CA and a serving certificate for 127.0.0.1 signed by it (``tls.crt``, ``tls.key`` in ``folder``); the CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "box-kueue-ca")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                        x509.DNSName("localhost")]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "tls.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                       serialization.NoEncryption()))
+    return ca.public_bytes(serialization.Encoding.PEM)
+
+
+def _metrics_certificate() -> None:
+    """A pair at :data:`METRICS_CERT_DIR` (written once, shared by every box: metrics are off, nothing connects)."""
+    if (METRICS_CERT_DIR / "tls.crt").is_file() and (METRICS_CERT_DIR / "tls.key").is_file():
+        return
+    try:
+        METRICS_CERT_DIR.mkdir(parents=True, exist_ok=True)
+        with open(METRICS_CERT_DIR.parent / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (METRICS_CERT_DIR / "tls.key").is_file():
+                staging = METRICS_CERT_DIR.parent / ".staging"
+                _certificates(staging)
+                for name in ("tls.crt", "tls.key"):
+                    (staging / name).rename(METRICS_CERT_DIR / name)
+    except PermissionError as exc:
+        raise BoxError(f"Kueue reads a metrics certificate from {METRICS_CERT_DIR} when run out of cluster, which this "
+                       f"user cannot write ({exc}): create the folder writable for this user") from exc
+
+
+def box_configuration(configuration: Mapping[str, Any], *, webhook_port: int, health_port: int,
+                      cert_dir: Path) -> dict[str, Any]:
+    """The stack's Configuration with the out-of-cluster changes (see the module docstring)."""
+    cfg = dict(configuration)
+    cfg["leaderElection"] = {"leaderElect": False}
+    cfg["internalCertManagement"] = {"enable": False}
+    cfg["webhook"] = {**(cfg.get("webhook") or {}), "port": webhook_port, "host": "127.0.0.1", "certDir": str(cert_dir)}
+    cfg["health"] = {**(cfg.get("health") or {}), "healthProbeBindAddress": f"127.0.0.1:{health_port}"}
+    cfg["metrics"] = {**(cfg.get("metrics") or {}), "bindAddress": "0"}
+    return cfg
+
+
+class Kueue:
+    """The Kueue manager of one box (:meth:`start` once its CRDs are Established; :meth:`stop`)."""
+
+    def __init__(self, box: Box, binary: Path, configuration: Mapping[str, Any], log_dir: Optional[Path] = None) -> None:
+        self.box, self.binary, self.configuration = box, binary, dict(configuration)
+        self.home = box.home / "kueue"
+        self.log_path = (log_dir or box.home) / "kueue.log"
+        self.process: Optional[subprocess.Popen[bytes]] = None
+        self.webhook_port = self.health_port = 0
+
+    def start(self, timeout_s: float = 90.0) -> float:
+        """Start the manager, wait until its webhooks serve, register them; returns the seconds it took."""
+        start = time.monotonic()
+        establish_crds(self.box, [d["metadata"]["name"] for d in crds()])
+        _metrics_certificate()
+        ca = _certificates(self.home / "certs")
+        self.webhook_port, self.health_port = free_port(), free_port()
+        config = box_configuration(self.configuration, webhook_port=self.webhook_port, health_port=self.health_port,
+                                   cert_dir=self.home / "certs")
+        (self.home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [str(self.binary), f"--config={self.home / 'config.yaml'}", f"--kubeconfig={self.box.kubeconfig}",
+             "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"],
+            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while not self._ready():
+            if self.process.poll() is not None:
+                raise BoxError(f"Kueue exited ({self.process.returncode}); its log ends:\n{self.log()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise BoxError(f"Kueue not ready after {timeout_s:.0f} s; its log ends:\n{self.log()[-3000:]}")
+            time.sleep(0.2)
+        self.box.apply(webhook_configurations(self.webhook_port, ca))
+        return time.monotonic() - start
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as r:
+                if r.status != 200:
+                    return False
+            ctx = ssl.create_default_context(cafile=str(self.home / "certs" / "tls.crt"))
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            with socket.create_connection(("127.0.0.1", self.webhook_port), timeout=2) as sock:
+                with ctx.wrap_socket(sock):
+                    return True
+        except OSError:
+            return False
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def workload_conditions(box: Box, namespace: str) -> list[str]:
+    """One line per Workload that is not admitted: its job and the reason Kueue gives (its QuotaReserved condition)."""
+    out = []
+    for wl in box.get("workloads", "-n", namespace)["items"]:
+        conds = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
+        if (conds.get("Admitted") or {}).get("status") == "True" or (conds.get("Finished") or {}).get("status") == "True":
+            continue
+        owner: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
+        why = conds.get("QuotaReserved") or conds.get("Evicted") or {}
+        out.append(f"{namespace}/{owner.get('name', wl['metadata']['name'])}: queued, not admitted: "
+                   f"{why.get('reason', 'Pending')}: {why.get('message', '')}")
+    return out
+
+
+def kueue_release_configuration(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The Configuration a Kueue release's values carry (the chart's ``managerConfig.controllerManagerConfigYaml``)."""
+    text = ((values.get("managerConfig") or {}).get("controllerManagerConfigYaml")) or ""
+    if not text:
+        raise BoxError("the Kueue release has no managerConfig.controllerManagerConfigYaml")
+    return dict(yaml.safe_load(text))
+

@@ -1,0 +1,186 @@
+"""Admission (Kueue): the queues, quotas and priorities of a plan, derived once.
+
+Every job the stacks render (the jobs of ``jobs``, their all-reduce health checks) is created suspended and labelled
+with one LocalQueue; Kueue (https://kueue.sigs.k8s.io/docs/overview/) admits a job only when the quota of its whole
+gang is free, then unsuspends it, so a job starts whole or waits holding nothing (no pod of it exists while it waits).
+
+- **A ResourceFlavor per node group** (system group included): the group's node labels as ``nodeLabels`` (Kueue
+  assigns a pod set to a flavor only when the pods' node selector agrees with them) and its taints as ``nodeTaints``
+  (only pods that tolerate them get the flavor), https://kueue.sigs.k8s.io/docs/concepts/resource_flavor/.
+- **One ClusterQueue** whose nominal quota per flavor is what the group holds at its maximum size: the allocatable
+  CPU, memory and huge pages of one node (:func:`components.nodeplan.node_allocatable`, the instance catalog's) and its
+  GPUs and EFA interfaces, times ``maxSize``. With the cluster autoscaler and ``minSize: 0`` the quota is the group's
+  size after scale-up: Kueue admits a job the group can hold at its maximum, the job's pods are created only then,
+  and the pending pods make the autoscaler add the nodes (the autoscaler never sees a job that waits in the queue, so
+  a waiting job never buys a node). An admitted job whose pods do not all run within ``waitForPodsReady``'s timeout
+  (nodes that cannot be bought, an image that cannot be pulled) is evicted, its pods deleted, and requeued with
+  exponential backoff (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/).
+- **Queueing strategy StrictFIFO**: jobs are admitted by priority, then creation time, and the head of the queue
+  blocks the ones behind it even when a smaller one would fit (BestEffortFIFO would let small jobs overtake a large
+  one for ever on a busy group: a multi-node training job would starve behind evaluations),
+  https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#queueing-strategy.
+- **Priorities by stage**: a job outranks every job that waits for it (``after``), so when a waiting job was created
+  first and holds the nodes its predecessor needs (pulumi creates independent resources concurrently), Kueue preempts
+  it for the predecessor (``withinClusterQueue: LowerPriority``) instead of the two waiting for each other: stage ``n``
+  is a job after ``n`` levels of jobs, https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+from components.naming import k8s_name
+from components.nodeplan import node_allocatable
+from stacks.config.errors import key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stacks.plan import JobPlan, NodeGroupPlan, Plan
+
+#: The LocalQueue (in the training namespace) and the ClusterQueue every job of the stack is queued in.
+LOCAL_QUEUE = "training"
+CLUSTER_QUEUE = "training"
+#: Kueue's job label naming the LocalQueue (https://kueue.sigs.k8s.io/docs/concepts/local_queue/).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Kueue's job label naming the WorkloadPriorityClass.
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+QUEUEING_STRATEGY = "StrictFIFO"
+#: Priority of stage 0 (jobs that wait for none) and the step down per stage.
+STAGE_PRIORITY = 1000
+STAGE_STEP = 100
+#: waitForPodsReady: an admitted job's pods must all run within this (covers a scale-up from zero of GPU nodes,
+#: 3-10 min on EKS, and pulling a multi-GiB training image), else it is evicted and requeued after
+#: ``backoffBase * 2^(n-1)`` seconds (capped at the max). A job ``after`` others is admitted at once when its quota is
+#: free and its pods wait for them in an init container (not Ready): while they run it is evicted and requeued in
+#: this cycle, so the cap bounds how late it starts after they completed (10 min).
+PODS_READY_TIMEOUT_S = 1200
+REQUEUE_BACKOFF_BASE_S = 60
+REQUEUE_BACKOFF_MAX_S = 600
+#: Resources the ClusterQueue covers, in the order Kueue's resource group lists them.
+RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlavorPlan:
+    """One node group as a Kueue ResourceFlavor and its nominal quota."""
+
+    name: str
+    group: str
+    """The node group (``system`` for the system group)."""
+    path: str
+    """The group's config path (``nodeGroups.gpu``)."""
+    node_labels: Mapping[str, str]
+    node_taints: tuple[Mapping[str, str], ...]
+    max_size: int
+    quota: Mapping[str, str]
+    """Resource -> quantity (Kubernetes spelling) for every resource of :data:`RESOURCES`."""
+    per_node: Mapping[str, int]
+    """Resource -> per-node amount (millicores, MiB, devices) the quota is ``max_size`` times."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdmissionPlan:
+    """The stack's queues, quotas and priorities (see the module docstring)."""
+
+    local_queue: str
+    cluster_queue: str
+    flavors: tuple[FlavorPlan, ...]
+    priorities: Mapping[str, int]
+    """WorkloadPriorityClass name -> value."""
+    job_priority: Mapping[str, str] = field(default_factory=dict)
+    """Job name -> its WorkloadPriorityClass (its health check's too)."""
+    queueing_strategy: str = QUEUEING_STRATEGY
+    pods_ready_timeout_s: int = PODS_READY_TIMEOUT_S
+    requeue_backoff_base_s: int = REQUEUE_BACKOFF_BASE_S
+    requeue_backoff_max_s: int = REQUEUE_BACKOFF_MAX_S
+
+    def labels(self, job: str) -> dict[str, str]:
+        """The labels that queue ``job`` (and its health check)."""
+        return {QUEUE_LABEL: self.local_queue, PRIORITY_LABEL: self.job_priority[job]}
+
+    def flavor(self, group: str) -> FlavorPlan:
+        return next(f for f in self.flavors if f.group == group)
+
+
+def flavor_name(group: str) -> str:
+    return k8s_name(group)
+
+
+def per_node(group: "NodeGroupPlan") -> dict[str, int]:
+    """What one node of ``group`` offers jobs: allocatable CPU (m), memory and huge pages (MiB), GPUs, EFA devices."""
+    alloc = node_allocatable(group.profile.instance, group.efa)
+    return {
+        "cpu": alloc.cpu_millis,
+        "memory": alloc.memory_mib,
+        "nvidia.com/gpu": group.profile.gpus,
+        "vpc.amazonaws.com/efa": group.efa.interfaces if group.efa else 0,
+        "hugepages-2Mi": alloc.hugepages_2mi_mib,
+    }
+
+
+def quantity(resource: str, amount: int) -> str:
+    if resource == "cpu":
+        return f"{amount}m"
+    if resource in ("memory", "hugepages-2Mi"):
+        return f"{amount}Mi"
+    return str(amount)
+
+
+def stage(plan_jobs: Mapping[str, "JobPlan"], name: str) -> int:
+    """How many levels of jobs ``name`` waits for (0: none)."""
+    after = plan_jobs[name].after
+    return 1 + max(stage(plan_jobs, a) for a in after) if after else 0
+
+
+def priority_class(level: int) -> str:
+    return f"eks-training-stage-{level}"
+
+
+def admission_plan(plan: "Plan") -> AdmissionPlan:
+    flavors = []
+    for g in plan.all_groups:
+        node = per_node(g)
+        flavors.append(FlavorPlan(
+            name=flavor_name(g.name), group=g.name, path=g.path, node_labels=dict(g.profile.labels),
+            node_taints=tuple({"key": t["key"], "value": t["value"], "effect": t["effect"]} for t in g.profile.taints),
+            max_size=g.max_size, per_node=node,
+            quota={r: quantity(r, node[r] * g.max_size) for r in RESOURCES},
+        ))
+    stages = {n: stage(plan.jobs, n) for n in plan.jobs}
+    levels = sorted(set(stages.values()) | {0})
+    return AdmissionPlan(
+        local_queue=LOCAL_QUEUE,
+        cluster_queue=CLUSTER_QUEUE,
+        flavors=tuple(flavors),
+        priorities={priority_class(s): STAGE_PRIORITY - STAGE_STEP * s for s in levels},
+        job_priority={n: priority_class(s) for n, s in stages.items()},
+    )
+
+
+def job_requests(job: "JobPlan") -> dict[str, dict[str, int]]:
+    """Flavor group -> resource -> what ``job``'s workers request at its largest size (one pod per node)."""
+    p = job.placement
+    huge = p.get("hugepages_2mi") or "0"
+    per_pod = {
+        "cpu": p["cpu_millis"], "memory": p["memory_mib"], "nvidia.com/gpu": p["gpus"],
+        "vpc.amazonaws.com/efa": p["efa_devices"], "hugepages-2Mi": int(str(huge).removesuffix("Mi") or 0),
+    }
+    return {job.group.name: {r: v * job.max_nodes for r, v in per_pod.items()}}
+
+
+def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
+    """Jobs that ask more than their group's quota (its maximum size): Kueue would keep them waiting for ever."""
+    problems = []
+    for name, job in plan.jobs.items():
+        for group, asks in job_requests(job).items():
+            flavor = admission.flavor(group)
+            for resource, amount in asks.items():
+                have = flavor.per_node[resource] * flavor.max_size
+                if amount > have:
+                    problems.append(
+                        f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} "
+                        f"({job.max_nodes} pods of {quantity(resource, amount // job.max_nodes)}) on {flavor.path}, more "
+                        f"than its quota, what the group holds at {key(flavor.path + '.maxSize')} ({flavor.max_size} x "
+                        f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
+                        f"never admit it; raise maxSize or lower nodes")
+    return problems
