@@ -62,17 +62,20 @@ def pod_identity_trust_policy(account_id: str, cluster_name: str, namespace: str
     )
 
 
+def _account_administers(partition: str, account_id: str) -> dict[str, Any]:
+    """The default key policy's statement: the account administers and uses the key through IAM."""
+    return {
+        "Sid": "AccountAdministers",
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+        "Action": "kms:*",
+        "Resource": "*",
+    }
+
+
 def account_admin_key_policy(partition: str, account_id: str) -> str:
     """KMS key policy: the account administers and uses the key through IAM (the default key policy)."""
-    return _doc(
-        {
-            "Sid": "AccountAdministers",
-            "Effect": "Allow",
-            "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
-            "Action": "kms:*",
-            "Resource": "*",
-        }
-    )
+    return _doc(_account_administers(partition, account_id))
 
 
 def alarm_topic_key_policy(partition: str, account_id: str) -> str:
@@ -83,13 +86,7 @@ def alarm_topic_key_policy(partition: str, account_id: str) -> str:
     is not documented to send aws:SourceAccount on these calls, and a condition it does not meet makes every alarm
     action fail, visible only in the alarm's history."""
     return _doc(
-        {
-            "Sid": "AccountAdministers",
-            "Effect": "Allow",
-            "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
-            "Action": "kms:*",
-            "Resource": "*",
-        },
+        _account_administers(partition, account_id),
         {
             "Sid": "CloudWatchAlarmsPublish",
             "Effect": "Allow",

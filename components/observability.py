@@ -189,13 +189,15 @@ def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGr
     nodes_widgets = [_metric_widget("Nodes in the cluster", region, [_query(
         insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster), "nodes", "nodes in the cluster")],
         unit_label="nodes")]
+    def per_node(title: str, stat: str, metric: str, qid: str, unit: str) -> dict[str, Any]:
+        """A widget with one line per node of ``metric``."""
+        return _metric_widget(title, region, [_query(
+            insights_query(stat, metric, NODE_DIMENSIONS, cluster, "NodeName"), qid, "")], unit_label=unit)
+
     if gpu_groups:
-        widgets.append(_metric_widget("GPU utilization per node (%)", region, [_query(
-            insights_query("AVG", "node_gpu_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "gpu", "")],
-            unit_label="%"))
-        widgets.append(_metric_widget("GPU memory utilization per node (%)", region, [_query(
-            insights_query("AVG", "node_gpu_memory_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "gpumem", "")],
-            unit_label="%"))
+        widgets.append(per_node("GPU utilization per node (%)", "AVG", "node_gpu_utilization", "gpu", "%"))
+        widgets.append(per_node("GPU memory utilization per node (%)", "AVG", "node_gpu_memory_utilization", "gpumem",
+                                "%"))
         for g in gpu_groups:
             for t in g["instance_types"]:
                 nodes_widgets.append(_metric_widget(
@@ -204,16 +206,10 @@ def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGr
                         _query(f"gpus / {int(g['gpus_per_node'])}", "nodes", f"{t} nodes")],
                     unit_label="nodes"))
     else:
-        widgets.append(_metric_widget("CPU utilization per node (%)", region, [_query(
-            insights_query("AVG", "node_cpu_utilization", NODE_DIMENSIONS, cluster, "NodeName"), "cpu", "")],
-            unit_label="%"))
+        widgets.append(per_node("CPU utilization per node (%)", "AVG", "node_cpu_utilization", "cpu", "%"))
     if efa:
-        widgets.append(_metric_widget("EFA received per node (bytes/s)", region, [_query(
-            insights_query("SUM", "node_efa_rx_bytes", NODE_DIMENSIONS, cluster, "NodeName"), "efarx", "")],
-            unit_label="bytes"))
-        widgets.append(_metric_widget("EFA sent per node (bytes/s)", region, [_query(
-            insights_query("SUM", "node_efa_tx_bytes", NODE_DIMENSIONS, cluster, "NodeName"), "efatx", "")],
-            unit_label="bytes"))
+        widgets.append(per_node("EFA received per node (bytes/s)", "SUM", "node_efa_rx_bytes", "efarx", "bytes"))
+        widgets.append(per_node("EFA sent per node (bytes/s)", "SUM", "node_efa_tx_bytes", "efatx", "bytes"))
     widgets += nodes_widgets
     if job_namespace and gpu_groups:
         widgets.append(_metric_widget(f"GPU utilization per job pod ({job_namespace}) (%)", region, [_query(
