@@ -571,6 +571,27 @@ def test_a_stalled_checkpoint_volume_loses_no_work(runs: list[PodRun], etcd_serv
     assert_no_step_lost_or_repeated(run)
 
 
+def test_a_slow_volume_at_the_start_of_an_attempt_fails_nothing(
+        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path) -> None:
+    """Rank 0 takes the run lease and records the attempt's start on the volume while the other ranks wait for it.
+    Every lease write stalls 15 s, past the 10 s collective timeout the run sets: the other rank waits on the
+    process group's store (``wait_for_main``), not in a collective, so the attempt starts, trains and finishes with
+    no restart. (Waiting in the collective, it timed out during the first stalled write and the attempt failed.)"""
+    stall_s = 15.0
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", "2"], collectiveTimeoutSeconds=10)
+    run.host_env = {"LD_PRELOAD": str(slow_fsync), "SLOW_FSYNC_MATCH": ".lease.", "SLOW_FSYNC_SECONDS": f"{stall_s:g}"}
+    run.start_pod("a")
+    run.start_pod("b")
+    assert ts.wait_all(run.pods, RUN_TIMEOUT + 4 * stall_s) == [0, 0], run.report()
+    events = run.events()
+    names = [e["event"] for e in events]
+    assert names.count("start") == 1 and "resumed" not in names and "fatal" not in names, names
+    stalls = [e for e in events if e["event"] == "slow_fsync"]
+    acquired = next(e for e in events if e["event"] == "lease_acquired")
+    assert stalls and stalls[0]["time"] < acquired["time"], "the lease's first write was not stalled"
+    assert_whole_epochs(run.output_dir, 2)
+
+
 #: The stall the issue measured with the production settings: past the default collective timeout (60 s) plus
 #: torchrun's 30 s, so a checkpoint written in the training loop lost the epoch.
 PRODUCTION_STALL_S = 120.0

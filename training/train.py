@@ -687,17 +687,40 @@ def hand_off(ctx: DistContext, phase: str, step: int, timeout_s: float) -> None:
     would find no ``DONE`` yet, and the job's other pods would re-rendezvous into a restart of the finished run."""
     if not ctx.distributed:
         return
-    # The default group's store is the attempt's own (torch prefixes it per attempt), so the step tells the phases
-    # of one attempt apart and every rank agrees on it.
+    # The step tells the phases of one attempt apart and every rank agrees on it.
+    wait_for_main(ctx, f"{phase}/{step}", timeout_s)
+    # Everyone has read the key before anyone leaves: rank 0 may be the store's host (a group started without
+    # torchrun's agent store), and its exit would cut a slower rank's wait. Quick: every rank is here already.
+    dist.barrier()
+
+
+def wait_for_main(ctx: DistContext, phase: str, timeout_s: float) -> None:
+    """The other ranks wait, on the process group's store, until rank 0 has done ``phase`` (its reads and writes of
+    the shared volume); rank 0 says so. Used before the collective that follows such a phase: a collective gives up
+    after ``collectiveTimeoutSeconds`` (and NCCL's watchdog then aborts the process), while the volume may take
+    longer; the store waits up to ``timeout_s`` (the checkpoint deadline). The default group's store is the attempt's
+    own (torch prefixes it per attempt), so a phase name is unique within an attempt."""
+    if not ctx.distributed:
+        return
     store = dist.distributed_c10d._get_default_store()
-    key = f"eks-training/{phase}/{step}"
+    key = f"eks-training/{phase}"
     if ctx.is_main:
         store.set(key, "1")
     else:
         store.wait([key], dt.timedelta(seconds=timeout_s))
-    # Everyone has read the key before anyone leaves: rank 0 may be the store's host (a group started without
-    # torchrun's agent store), and its exit would cut a slower rank's wait. Quick: every rank is here already.
-    dist.barrier()
+
+
+def wait_for_all(ctx: DistContext, phase: str, timeout_s: float) -> None:
+    """Every rank waits, on the store, until every rank has done ``phase`` (each its own reads of the volume: the
+    checkpoint, the dataset), before the collective that follows; see :func:`wait_for_main`. One counter and one key
+    (``store.add`` returns the count), so the cost does not grow with the world size."""
+    if not ctx.distributed:
+        return
+    store = dist.distributed_c10d._get_default_store()
+    key = f"eks-training/{phase}"
+    if store.add(f"{key}/count", 1) == ctx.world_size:
+        store.set(f"{key}/all", "1")
+    store.wait([f"{key}/all"], dt.timedelta(seconds=timeout_s))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -738,7 +761,7 @@ def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest)
                                    restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
     waiting_since: float | None = None
     last_wait_log = 0.0
-    while True:
+    for attempt in itertools.count():
         acquired = 0.0
         if lease is not None:
             verdict = lease.try_acquire()
@@ -760,6 +783,7 @@ def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest)
                               holder=verdict.holder.summary() if verdict.holder else None,
                               waited_s=round(now - waiting_since, 2),
                               text="another group owns this run; waiting (it was asked to yield)")
+        wait_for_main(ctx, f"lease/{attempt}", args.checkpoint_deadline_seconds)  # rank 0's look at the volume
         got, stopping = all_reduce_sum(ctx, [acquired, float(stop.requested)])
         if got:
             return lease
@@ -787,7 +811,9 @@ def run(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> int:
               setup_s=round(time.time() - PROCESS_START, 3),
               torch=torch.__version__, args=json_args(args))
 
-    failed = broadcast_object(ctx, read_failed_marker(output_dir) if ctx.is_main else None)
+    marker = read_failed_marker(output_dir) if ctx.is_main else None
+    wait_for_main(ctx, "failed-marker", args.checkpoint_deadline_seconds)
+    failed = broadcast_object(ctx, marker)
     if failed is not None:
         log_event(ctx, "run_failed_earlier", failed=failed,
                   text=f"{output_dir / FAILED_MARKER} exists: the run gave up; delete it to retry")
@@ -827,6 +853,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         start_step = int(checkpoint["step"]) if checkpoint is not None else 0
         failures = lease.begin(start_step)
         give_up = bool(args.max_failed_attempts) and failures >= args.max_failed_attempts
+    wait_for_main(ctx, "resume-chosen", args.checkpoint_deadline_seconds)  # rank 0 read checkpoints, wrote the lease
     chosen, give_up, failures = broadcast_object(ctx, (chosen, give_up, failures))
     if give_up:
         return give_up_run(args, ctx, lease, failures, chosen)
@@ -886,6 +913,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     del checkpoint
 
     ddp_model: nn.Module = model
+    wait_for_all(ctx, "loaded", args.checkpoint_deadline_seconds)  # every rank read the dataset and the checkpoint
     if ctx.distributed:
         ddp_model = DistributedDataParallel(
             model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
@@ -1129,8 +1157,7 @@ def give_up_run(args: argparse.Namespace, ctx: DistContext, lease: run_lease.Run
             "failed_at": dt.datetime.now(dt.UTC).isoformat()})
         lease.release("gave_up", reason=reason)
         log_event(ctx, "gave_up", failures=failures, checkpoint=chosen, text=reason)
-    if ctx.distributed:
-        dist.barrier()
+    hand_off(ctx, "gave-up", 0, args.checkpoint_deadline_seconds)  # FAILED is on the volume before anyone leaves
     return EXIT_OK
 
 
