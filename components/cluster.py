@@ -29,6 +29,7 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 from typing_extensions import NotRequired
 
+from components.addons import addon_version
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
@@ -246,12 +247,7 @@ class TrainingCluster(pulumi.ComponentResource):
         eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
 
         def addon(addon_name: str, depends: Sequence[pulumi.Resource]) -> aws.eks.Addon:
-            version_out: pulumi.Input[str] = pins.get(addon_name) or aws.eks.get_addon_version_output(
-                addon_name=addon_name,
-                kubernetes_version=version,
-                most_recent=False,
-                opts=pulumi.InvokeOutputOptions(parent=self),
-            ).version
+            version_out = addon_version(self, addon_name, version, pins.get(addon_name))
             config = ADDON_CONFIGURATION.get(addon_name)
             return aws.eks.Addon(
                 f"{name}-addon-{addon_name}",

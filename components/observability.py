@@ -23,6 +23,7 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
+from components.addons import addon_version
 from components.catalog.operations import (
     CONSOLE_HOSTS,
     CONTAINER_INSIGHTS_LOG_GROUPS,
@@ -274,12 +275,7 @@ class FleetObservability(pulumi.ComponentResource):
                 associate=False,  # the add-on associates the role with its service account itself
                 tags=tags,
             )
-            version: pulumi.Input[str] = args.get("addon_version") or aws.eks.get_addon_version_output(
-                addon_name=OBSERVABILITY_ADDON,
-                kubernetes_version=args["kubernetes_version"],
-                most_recent=False,
-                opts=pulumi.InvokeOutputOptions(parent=self),
-            ).version
+            version = addon_version(self, OBSERVABILITY_ADDON, args["kubernetes_version"], args.get("addon_version"))
             # The add-on's log groups, created first with a retention (Fluent Bit and the agent would create them
             # without one, outside the stack, and pulumi destroy would leave them growing).
             log_groups = [

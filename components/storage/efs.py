@@ -17,6 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.addons import addon_version
 from components.conventions import COMMON_LABELS, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
 from components.pod_identity import pod_identity_role
@@ -167,12 +168,7 @@ class EfsStorage(pulumi.ComponentResource):
             tags=tags,
         )
         role = identity.role
-        addon_version: pulumi.Input[str] = args.get("addon_version") or aws.eks.get_addon_version_output(
-            addon_name="aws-efs-csi-driver",
-            kubernetes_version=args["kubernetes_version"],
-            most_recent=False,
-            opts=pulumi.InvokeOutputOptions(parent=self),
-        ).version
+        version = addon_version(self, "aws-efs-csi-driver", args["kubernetes_version"], args.get("addon_version"))
         pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
             "role_arn": role.arn,
             "service_account": EFS_CSI_CONTROLLER_SA,
@@ -181,7 +177,7 @@ class EfsStorage(pulumi.ComponentResource):
             f"{name}-csi-addon",
             cluster_name=cluster_name,
             addon_name="aws-efs-csi-driver",
-            addon_version=addon_version,
+            addon_version=version,
             pod_identity_associations=[pod_identity],
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",

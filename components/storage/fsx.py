@@ -32,6 +32,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
+from components.addons import addon_version
 from components.catalog import (
     FSX_CSI_ADDON,
     FSX_CSI_CONTROLLER_SA,
@@ -327,12 +328,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
             associate=False,  # the add-on associates the role with its service account itself
             tags=tags,
         )
-        addon_version: pulumi.Input[str] = args.get("addon_version") or aws.eks.get_addon_version_output(
-            addon_name=FSX_CSI_ADDON,
-            kubernetes_version=args["kubernetes_version"],
-            most_recent=False,
-            opts=pulumi.InvokeOutputOptions(parent=self),
-        ).version
+        version = addon_version(self, FSX_CSI_ADDON, args["kubernetes_version"], args.get("addon_version"))
         pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
             "role_arn": identity.role.arn,
             "service_account": FSX_CSI_CONTROLLER_SA,
@@ -341,7 +337,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
             f"{name}-csi-addon",
             cluster_name=cluster_name,
             addon_name=FSX_CSI_ADDON,
-            addon_version=addon_version,
+            addon_version=version,
             pod_identity_associations=[pod_identity],
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
