@@ -38,6 +38,135 @@ class BoxError(Exception):
     """The box could not be brought up, or a kubectl call failed (the message says which and why)."""
 
 
+class _NotRead(Exception):
+    """A ``get`` argument :class:`Api` does not read (kubectl reads it instead)."""
+
+
+class Api:
+    """Reads from the box's apiserver over its REST API, with the client certificate of the box's kubeconfig.
+
+    The rehearsal polls the cluster several times a second (jobs, pods, the objects ``pulumi up`` would await): one
+    ``kubectl`` process per read cost about 80 ms of CPU, most of a 2-core machine's time in the cluster tier. Here a
+    read is one HTTPS request on a kept-alive connection (one per thread). Resource names resolve as kubectl resolves
+    them, from the server's discovery (plural, singular, kind or short name, optionally ``.<group>``), refreshed when
+    a name is not found (a CRD applied since).
+    """
+
+    def __init__(self, kubeconfig: Path) -> None:
+        import ssl
+        import threading
+        from urllib.parse import urlsplit
+
+        self.kubeconfig = kubeconfig
+        self.stamp = 0.0
+        config = yaml.safe_load(kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        user = config["users"][0]["user"]
+        server = urlsplit(cluster["server"])
+        self._host, self._port = server.hostname or "127.0.0.1", server.port or 443
+        self._ssl = ssl.create_default_context(cafile=cluster["certificate-authority"])
+        self._ssl.load_cert_chain(user["client-certificate"], user["client-key"])
+        self._local = threading.local()
+        self._resources: dict[str, tuple[str, str, str, bool]] = {}
+        self._lock = threading.Lock()
+
+    def request(self, method: str, path: str) -> tuple[int, Any]:
+        """``method path`` -> (HTTP status, the JSON body decoded, else its text)."""
+        import http.client
+
+        for attempt in (0, 1):
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = http.client.HTTPSConnection(self._host, self._port, context=self._ssl, timeout=60)
+                self._local.conn = conn
+            try:
+                conn.request(method, path, headers={"Accept": "application/json"})
+                resp = conn.getresponse()
+                body = resp.read()
+            except (http.client.HTTPException, OSError):
+                conn.close()
+                self._local.conn = None
+                if attempt:
+                    raise
+                continue  # a kept-alive connection the server closed: once more on a new one
+            try:
+                return resp.status, json.loads(body) if body else None
+            except ValueError:  # a plain-text error (e.g. "404 page not found" for a group version not served yet)
+                return resp.status, body.decode(errors="replace")
+        raise AssertionError("unreachable")
+
+    def _discover(self) -> None:
+        found: dict[str, tuple[str, str, str, bool]] = {}
+        versions = [("", "/api/v1")]
+        status, groups = self.request("GET", "/apis")
+        if status != 200:
+            raise BoxError(f"discovery failed: GET /apis -> {status}: {groups}")
+        versions += [(g["name"], f"/apis/{g['preferredVersion']['groupVersion']}") for g in groups["groups"]]
+        for group, base in versions:
+            status, listing = self.request("GET", base)
+            if status != 200:
+                continue  # a group version not served (yet): as kubectl, resolve from the others
+            for r in listing["resources"]:
+                if "/" in r["name"] or "get" not in r.get("verbs", ()):
+                    continue  # a subresource
+                entry = (base, r["name"], r["kind"], bool(r["namespaced"]))
+                names = {r["name"], r.get("singularName") or "", r["kind"].lower(), *(r.get("shortNames") or [])}
+                for n in names - {""}:
+                    found.setdefault(n, entry)  # the first group to serve a name has it: the core group first
+                    if group:
+                        found.setdefault(f"{n}.{group}", entry)
+        self._resources = found
+
+    def resolve(self, resource: str) -> tuple[str, str, str, bool]:
+        """``resource`` as kubectl names it -> (group-version base path, plural, kind, namespaced)."""
+        with self._lock:
+            if resource not in self._resources:
+                self._discover()
+            if resource not in self._resources:
+                raise BoxError(f'the server doesn\'t have a resource type "{resource}"')
+            return self._resources[resource]
+
+    def get(self, *args: str) -> Any:
+        """``kubectl get`` of ``RESOURCE [NAME] [-n NS | -A] [-l SELECTOR]`` (or ``RESOURCE/NAME``), as JSON."""
+        from urllib.parse import quote
+
+        resource, name, namespace, all_namespaces, selector = "", None, "default", False, None
+        rest = list(args)
+        while rest:
+            a = rest.pop(0)
+            if a in ("-n", "--namespace") and rest:
+                namespace = rest.pop(0)
+            elif a in ("-A", "--all-namespaces"):
+                all_namespaces = True
+            elif a in ("-l", "--selector") and rest:
+                selector = rest.pop(0)
+            elif a.startswith("-") or (resource and name is not None):
+                raise _NotRead(a)
+            elif not resource:
+                resource, _, slash_name = a.partition("/")
+                name = slash_name or None
+            else:
+                name = a
+        if not resource or (name is not None and all_namespaces):
+            raise _NotRead(" ".join(args))
+        base, plural, kind, namespaced = self.resolve(resource)
+        path = base + (f"/namespaces/{quote(namespace)}" if namespaced and not all_namespaces else "") + f"/{plural}"
+        if name is not None:
+            path += f"/{quote(name)}"
+        elif selector:
+            path += f"?labelSelector={quote(selector)}"
+        status, body = self.request("GET", path)
+        if status != 200:
+            message = (body or {}).get("message") if isinstance(body, dict) else body
+            raise BoxError(f"kubectl get {' '.join(args)} failed: Error from server ({status}): {message}")
+        if name is None:  # a list: kubectl prints each item with its apiVersion and kind
+            version = base.removeprefix("/api/").removeprefix("/apis/")
+            for item in body.get("items") or []:
+                item.setdefault("apiVersion", version)
+                item.setdefault("kind", kind)
+        return body
+
+
 def default_workdir() -> Path:
     return box_build.cache_root().parent / "clusters"
 
@@ -69,6 +198,7 @@ class Box:
     #: ``"kubernetes"`` (the default minor, the whole control plane) or ``"kubernetes-oldest"`` (the oldest minor's
     #: kube-apiserver only, no scheduler nor controller manager: objects are validated, nothing runs).
     control_plane: str = "kubernetes"
+    _api: Optional["Api"] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def home(self) -> Path:
@@ -117,6 +247,7 @@ class Box:
                            env=self._env(), capture_output=True, text=True, timeout=120)
         if self.home.exists():
             shutil.rmtree(self.home, ignore_errors=True)
+        self._api = None
 
     # --- kubectl ------------------------------------------------------------------------------------------------
 
@@ -135,7 +266,33 @@ class Box:
                             "-f", "-", input=text, check=check)
 
     def get(self, *args: str) -> Any:
-        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+        """``kubectl get ARGS -o json``, read from the apiserver's REST API (:class:`Api`): an object, or a list with
+        ``items`` (each with its ``apiVersion`` and ``kind``, as kubectl prints them). Raises :class:`BoxError` when the
+        object or the resource type does not exist. Arguments kubectl takes that :class:`Api` does not read go to
+        kubectl itself."""
+        try:
+            return self.api.get(*args)
+        except _NotRead:
+            return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+    def exists(self, *args: str) -> bool:
+        """Whether ``kubectl get ARGS`` would find the object (a resource type the server lacks: no)."""
+        try:
+            self.api.get(*args)
+            return True
+        except BoxError:
+            return False
+
+    @property
+    def api(self) -> "Api":
+        """The apiserver's REST API with the box's credentials (one per kubeconfig; made on first use)."""
+        if self._api is None or self._api.kubeconfig != self.kubeconfig or self._api.stamp != self._stamp():
+            self._api = Api(self.kubeconfig)
+            self._api.stamp = self._stamp()
+        return self._api
+
+    def _stamp(self) -> float:
+        return self.kubeconfig.stat().st_mtime if self.kubeconfig.exists() else 0.0
 
     def wait_for(self, predicate, *, timeout_s: float, interval_s: float = 0.2, what: str = "condition") -> Any:
         """Poll ``predicate()`` until it returns a true value (returned), or raise :class:`BoxError` naming ``what``."""

@@ -25,7 +25,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import yaml
 
@@ -162,22 +162,37 @@ class Rehearsal:
                 ann[HELD] = ",".join(held)
 
     def _apply(self, step: Step) -> None:
-        if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: the box's sizes are fixed)
-            self.applied[step.urn] = step
+        self._apply_all([step])
+
+    def _apply_all(self, steps: Sequence[Step]) -> None:
+        """Apply ``steps`` (each one's dependencies ready, so ``pulumi up`` would apply them side by side) in one
+        server-side apply: kubectl applies each object and reports every refusal."""
+        docs = []
+        for step in steps:
+            if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: sizes are fixed)
+                self.applied[step.urn] = step
+            for doc in step.docs:
+                self._annotate(doc)
+                docs.append(doc)
+        if not docs:
             return
-        for doc in step.docs:
-            self._annotate(doc)
-        text = yaml.safe_dump_all(step.docs, sort_keys=False)
+        text = yaml.safe_dump_all(docs, sort_keys=False)
         proc = self.box.kubectl("apply", "--server-side", "--force-conflicts", "--validate=strict",
                                 "--field-manager=eks-training-box", "-f", "-", input=text, check=False)
         if proc.returncode != 0:
-            self.refused += _refusals(step.docs, proc.stderr)
-            raise RehearsalError(f"{step.name} was refused: " + "; ".join(str(r) for r in self.refused))
-        self.applied[step.urn] = step
-        self.note(f"applied {step.name} ({', '.join(d['kind'] + ' ' + d['metadata']['name'] for d in step.docs)})")
-        for doc in step.docs:
-            if doc["kind"] == "PersistentVolumeClaim":
-                self._provision(doc)
+            refused = _refusals(docs, proc.stderr)
+            self.refused += refused
+            names = [s.name for s in steps if any(r.name.rpartition("/")[2] == d["metadata"]["name"]
+                                                  for r in refused for d in s.docs)] or [s.name for s in steps]
+            raise RehearsalError(f"{', '.join(names)} was refused: " + "; ".join(str(r) for r in self.refused))
+        for step in steps:
+            if not step.docs:
+                continue
+            self.applied[step.urn] = step
+            self.note(f"applied {step.name} ({', '.join(d['kind'] + ' ' + d['metadata']['name'] for d in step.docs)})")
+            for doc in step.docs:
+                if doc["kind"] == "PersistentVolumeClaim":
+                    self._provision(doc)
 
     def _provision(self, claim: Mapping[str, Any]) -> None:
         """The EFS CSI provisioner's part: a PersistentVolume bound to a claim of an EFS StorageClass."""
@@ -200,7 +215,15 @@ class Rehearsal:
         self.note(f"provisioned {pv['metadata']['name']} for claim {meta['name']} (EFS CSI stand-in)")
 
     def _exists(self, *args: str) -> bool:
-        return self.box.kubectl("get", *args, check=False).returncode == 0
+        return self.box.exists(*args)
+
+    def _established(self, crd: str) -> bool:
+        """Whether the CRD is Established (its resource is served: listed by discovery, readable)."""
+        try:
+            conditions = (self.box.get("crd", crd).get("status") or {}).get("conditions") or []
+        except BoxError:
+            return False
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
     def _is_ready(self, step: Step) -> bool:
         if step.kueue is not None:
@@ -278,10 +301,11 @@ class Rehearsal:
 
     def _complete(self, ref: str, namespace: str) -> bool:
         kind, _, name = ref.partition("/")
-        obj = self.box.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
-        if obj.returncode != 0:
+        try:
+            obj = self.box.get(kind, name, "-n", namespace)
+        except BoxError:
             return False
-        conds = (json.loads(obj.stdout).get("status") or {}).get("conditions") or []
+        conds = (obj.get("status") or {}).get("conditions") or []
         return any(c["type"] in ("Complete", "Succeeded") and c["status"] == "True" for c in conds)
 
     def _release_held(self) -> None:
@@ -315,18 +339,21 @@ class Rehearsal:
                 out += workload_conditions(self.box, ns)
         return out
 
-    def run(self, binaries: Mapping[str, Path], *, timeout_s: float = 120.0) -> None:
+    def run(self, binaries: Mapping[str, Path], *, timeout_s: float = 120.0,
+            stuck: Optional[Callable[[list[str]], bool]] = None) -> None:
         """Apply every step in dependency order, then wait until every job completed (else :class:`RehearsalError`
-        naming what waits and the scheduler's reasons)."""
+        naming what waits and the scheduler's reasons). ``stuck(reasons)``, given :meth:`pending_reasons` after each
+        pass, may end the wait early: true means what waits will not move (a job Kueue will never admit), and the
+        error is raised then, not at the deadline."""
         deadline = time.monotonic() + timeout_s
         todo = list(self.steps)
         while todo or not self._all_done():
             progressed = False
-            for step in list(todo):
-                if all(d in self.ready for d in step.deps):
-                    self._apply(step)
-                    todo.remove(step)
-                    progressed = True
+            now = [step for step in todo if all(d in self.ready for d in step.deps)]
+            if now:
+                self._apply_all(now)
+                todo = [step for step in todo if step not in now]
+                progressed = True
             for urn, step in self.applied.items():
                 if urn not in self.ready and self._is_ready(step):
                     self.ready.add(urn)
@@ -341,19 +368,29 @@ class Rehearsal:
             self._release_held()
             self._watch_jobs()
             self._check_operator(binaries["mpi-operator"])
-            if time.monotonic() > deadline:
+            reasons = self.pending_reasons() if stuck is not None else None
+            if time.monotonic() > deadline or (reasons and stuck is not None and stuck(reasons)):
                 waiting = [s.name for s in todo] + [s.name for u, s in self.applied.items() if u not in self.ready]
+                when = (f"not done after {timeout_s:.0f} s" if time.monotonic() > deadline
+                        else f"stuck after {time.monotonic() - self.start:.0f} s")
                 raise RehearsalError(
-                    f"not done after {timeout_s:.0f} s; waiting: {', '.join(waiting) or 'the jobs'}; pending pods:\n"
-                    + "\n".join(self.pending_reasons()) + "\ntimeline:\n" + self.timeline())
+                    f"{when}; waiting: {', '.join(waiting) or 'the jobs'}; pending pods:\n"
+                    + "\n".join(reasons if reasons is not None else self.pending_reasons())
+                    + "\ntimeline:\n" + self.timeline())
             if not progressed:
                 time.sleep(0.3)
         self.note("every job completed")
 
     def _watch_jobs(self) -> None:
         """Record each job's (``self.jobs``: name -> kind, started, finished seconds since the start, outcome)."""
-        for kind in ("jobs", "mpijobs") if self._exists("crd", MPIJOB_CRD) else ("jobs",):
-            for obj in self.box.get(kind, "-A")["items"]:
+        for kind in ("jobs", "mpijobs") if self._established(MPIJOB_CRD) else ("jobs",):
+            try:
+                items = self.box.get(kind, "-A")["items"]
+            except BoxError:
+                if kind == "jobs":
+                    raise
+                continue  # Established, not yet in discovery (updated asynchronously): the next pass reads them
+            for obj in items:
                 if obj["metadata"].get("ownerReferences"):
                     continue  # an MPI launcher Job: its MPIJob is the job
                 name = obj["metadata"]["name"]
