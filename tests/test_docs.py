@@ -1,6 +1,8 @@
 """The README, Pulumi.yaml and .ci/run stay in step with the code."""
 
+import json
 import re
+from typing import Any
 
 import pytest
 import yaml
@@ -94,6 +96,82 @@ def test_readme_generated_tables_equal_the_code() -> None:
     assert set(blocks) == set(GENERATED)
     for name, render in GENERATED.items():
         assert blocks[name] == render(), f"README's {name} table is stale: run python -m stacks.docs"
+
+
+def test_the_configuration_reference_and_pulumi_yaml_equal_the_models() -> None:
+    """docs/configuration.md and Pulumi.yaml's ``config:`` are rendered from the config models by stacks/docs.py
+    (issue 19: a reference that cannot go stale); each file holds exactly that."""
+    from stacks.docs import FILES, REGENERATE
+
+    assert set(FILES) == {"README.md", "docs/configuration.md", "Pulumi.yaml"}
+    for name, (path, render) in FILES.items():
+        assert path.is_file(), f"{name} is missing: run {REGENERATE}"
+        current = path.read_text()
+        assert render(current) == current, f"{name} is stale (the config models changed): run {REGENERATE}"
+
+
+def _reference_fields() -> list[tuple[str, str, Any]]:
+    """(table path, key, FieldInfo) of every field of every model a stack's configuration holds."""
+    from stacks.docs import model_tables, section_entry
+
+    out = []
+    for section in SECTIONS:
+        model = section_entry(section)[2]
+        if model is not None:
+            for path, m in model_tables(section, model):
+                out += [(path, f.alias or n, f) for n, f in m.model_fields.items()]
+    return out
+
+
+def test_every_key_of_the_reference_has_its_type_default_and_a_description() -> None:
+    """Every field of every config model is in the reference with its type, the model's default and a description
+    (the field's docstring): a field added without a docstring fails here."""
+    from stacks.docs import configuration_reference, default_text, type_text
+
+    text = configuration_reference()
+    fields = _reference_fields()
+    assert len(fields) > 140, len(fields)
+    for path, alias, field in fields:
+        assert field.description and field.description.strip()[-1] in ".)", f"{path}.{alias}: no one-sentence docstring"
+        row = f"| `{alias}` | {type_text(field.annotation)} | {default_text(field)} |"
+        assert row in text, f"{path}.{alias}: {row!r} not in the reference"
+    summaries = __import__("stacks.config.loader", fromlist=["SECTION_SUMMARIES"]).SECTION_SUMMARIES
+    assert set(summaries) == set(SECTIONS)
+
+
+def test_the_reference_shows_the_models_defaults_and_the_validators_values() -> None:
+    """The defaults shown are the models' (not restated), and the values a validator accepts are those it checks."""
+    from components.catalog import DEFAULT_KUBERNETES_VERSION, LOG_RETENTION_DAYS, SUPPORTED_KUBERNETES_VERSIONS
+    from stacks.config import ClusterConfig, JobConfig, NodeGroupConfig
+    from stacks.docs import allowed_text, default_text
+
+    assert default_text(ClusterConfig.model_fields["kubernetes_version"]) == f'`"{DEFAULT_KUBERNETES_VERSION}"`'
+    job = JobConfig.model_validate({"kind": "command", "command": ["true"]})
+    assert default_text(JobConfig.model_fields["max_restarts"]) == f"`{job.max_restarts}`"
+    assert default_text(NodeGroupConfig.model_fields["min_size"]) == "required"
+    assert allowed_text(JobConfig.model_fields["max_restarts"]) == ">= 0, <= 100"
+    for name, values in (("kubernetes_version", SUPPORTED_KUBERNETES_VERSIONS), ("log_retention_days", LOG_RETENTION_DAYS)):
+        shown = allowed_text(ClusterConfig.model_fields[name])
+        assert shown == ", ".join(f"`{json.dumps(v)}`" for v in values)
+        for v in values:  # each value the reference shows is one the validator accepts
+            ClusterConfig.model_validate({"kubernetesVersion": DEFAULT_KUBERNETES_VERSION, "extendedSupport": True,
+                                          {"kubernetes_version": "kubernetesVersion",
+                                           "log_retention_days": "logRetentionDays"}[name]: v})
+
+
+def test_stacks_docs_check_names_the_stale_file_and_the_command(tmp_path: Any, monkeypatch: Any) -> None:
+    """``python -m stacks.docs --check`` fails on a stale file and prints the command that regenerates it."""
+    import stacks.docs as docs
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    stale = tmp_path / "configuration.md"
+    stale.write_text(docs.configuration_reference().replace('`"10.0.0.0/16"`', '`"10.1.0.0/16"`'))
+    monkeypatch.setattr(docs, "FILES", {**docs.FILES, "docs/configuration.md": (stale, lambda _: docs.configuration_reference())})
+    out = StringIO()
+    with redirect_stdout(out):
+        code = docs.main(["--check"])
+    assert code == 1 and out.getvalue().strip() == "stale: docs/configuration.md; run python -m stacks.docs"
 
 
 def test_the_instance_types_table_has_a_row_per_catalogued_type() -> None:

@@ -265,7 +265,10 @@ def test_other_args_start_a_run_of_their_own_unless_resumed(tmp_path: Path) -> N
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done, {p.name for p in (work / "shared" / "runs").iterdir()}
 
-    _, first = run("--args", "fit=--lr 0.1")
+    started, first = run("--args", "fit=--lr 0.1")
+    # finding 4: nothing said that the work folder keeps state; the runner says where it is and what a re-run does
+    assert (f"work folder {work} (the shared volume, logs and etcd; kept between runs: a finished run is not run "
+            "again, an interrupted one resumes; --fresh JOB starts a job's run over)") in started.stdout, started.stdout
     again, same = run("--args", "fit=--lr 0.1")
     assert same == first and "the run is already complete" in again.stdout
     other, runs = run("--args", "fit=--lr 0.2")

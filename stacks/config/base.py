@@ -2,7 +2,7 @@
 
 import ipaddress
 import re
-from typing import Optional
+from typing import Any, Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -70,10 +70,27 @@ def entry_name_problem(section: str, name: object, path: str) -> Optional[str]:
             f"digit; rename {path}{hint}")
 
 
+def reference(*, allowed: Optional[Iterable[Any]] = None, between: Optional[tuple[float, float]] = None,
+              unset: Optional[Any] = None) -> dict[str, Any]:
+    """``Field(json_schema_extra=reference(...))``: what the configuration reference (``stacks/docs.py``) shows of a
+    field that its type and ``Field`` constraints do not say: the values (``allowed``) or the range (``between``) its
+    validator accepts, and the value that applies when it is unset (``unset``, for a field whose default is ``None``
+    because the value is derived). Give each the constant the code reads, so the reference and the code share it."""
+    extra: dict[str, Any] = {}
+    if allowed is not None:
+        extra["allowed"] = list(allowed)
+    if between is not None:
+        extra["between"] = list(between)
+    if unset is not None:
+        extra["unset"] = unset
+    return extra
+
+
 class Model(BaseModel):
     """Base for config objects: camelCase keys, unknown keys rejected, immutable."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True)
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True,
+                              use_attribute_docstrings=True)
 
 
 def label_key_ok(k: str) -> bool:

@@ -125,7 +125,9 @@ class BenchmarkConfig(Model):
     experiments: dict[str, dict[str, Any]] = Field(min_length=1)
     """Experiment name -> a job (the keys of a job), or ``from`` another experiment with the keys it changes."""
     results: ResultsConfig = Field(default_factory=ResultsConfig)
+    """Where the collector copies each finished experiment (its config, output, metrics and logs)."""
     keep: KeepConfig = Field(default_factory=KeepConfig)
+    """What is kept after the run."""
     collector_timeout_hours: Optional[float] = Field(default=None, gt=0, le=720)
     """How long the collector waits for the experiments (default: the longest experiment's timeoutHours + 1)."""
 

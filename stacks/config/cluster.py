@@ -14,7 +14,7 @@ from components.catalog import (
     SUPPORTED_KUBERNETES_VERSIONS,
     in_standard_support,
 )
-from stacks.config.base import ROLE_ARN_RE, Model, cidr_problem, ipv4
+from stacks.config.base import ROLE_ARN_RE, Model, cidr_problem, ipv4, reference
 from stacks.config.errors import check
 
 #: Control-plane log types EKS can send to CloudWatch (listed once).
@@ -28,16 +28,31 @@ today: Callable[[], date] = date.today
 class ClusterConfig(Model):
     """The EKS control plane (key ``cluster``)."""
 
-    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    kubernetes_version: str = Field(default=DEFAULT_KUBERNETES_VERSION, json_schema_extra=reference(
+        allowed=SUPPORTED_KUBERNETES_VERSIONS))
+    """The Kubernetes version; one past EKS standard support needs extendedSupport."""
     extended_support: bool = False
+    """false: upgradePolicy STANDARD, EKS upgrades the cluster at the end of standard support; true keeps the version
+    and EKS bills its extended-support price per cluster-hour (components/catalog/ lists both prices)."""
     endpoint_public_access: bool = True
+    """Whether the API server has a public endpoint (the private one is always on); with false, `pulumi up` must run
+    from inside the VPC or over a VPN or bastion."""
     public_access_cidrs: list[str] = Field(default_factory=lambda: ["0.0.0.0/0"])
-    log_retention_days: int = 30
+    """The CIDRs allowed to reach the public endpoint; only with endpointPublicAccess: true."""
+    log_retention_days: int = Field(default=30, json_schema_extra=reference(allowed=LOG_RETENTION_DAYS))
+    """CloudWatch retention of the control-plane log group, in days."""
     admin_role_arns: list[str] = Field(default_factory=list)
+    """IAM role ARNs given cluster-admin access entries (the identity running `pulumi up` is admin as the cluster's
+    creator)."""
     log_types: list[LogType] = Field(default_factory=lambda: list(DEFAULT_LOG_TYPES))
+    """The control-plane logs sent to CloudWatch."""
     service_cidr: Optional[str] = None
+    """The Kubernetes service range, a /12 to /24 outside the VPC; default EKS's choice."""
     create_oidc_provider: bool = False
-    addon_versions: dict[str, str] = Field(default_factory=dict)
+    """Create the cluster's IAM OIDC provider (IRSA); the drivers use EKS Pod Identity without it."""
+    addon_versions: dict[str, str] = Field(default_factory=dict, json_schema_extra=reference(allowed=EKS_ADDONS))
+    """EKS add-on name -> the version to pin (allowed: the add-on names); default EKS's default version for
+    kubernetesVersion."""
 
     @field_validator("kubernetes_version")
     @classmethod

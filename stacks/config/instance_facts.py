@@ -50,16 +50,28 @@ class InstanceFactsConfig(Model):
     USD per hour."""
 
     vcpus: int = Field(ge=1)
+    """vCPUs (VCpuInfo.DefaultVCpus)."""
     memory_mib: int = Field(ge=512)
+    """Memory in MiB (MemoryInfo.SizeInMiB), 0.25-64 GiB per vCPU, else an error naming the unit."""
     gpus: int = Field(default=0, ge=0)
+    """NVIDIA GPUs."""
     gpu_model: Optional[str] = None
+    """The GPU's name, e.g. "NVIDIA H100" (its architecture decides the CUDA targets an image must have)."""
     gpu_memory_mib: Optional[int] = None
+    """Memory per GPU in MiB, 1024-524288."""
     max_efa_interfaces: int = Field(default=0, ge=0)
+    """EFA interfaces (NetworkInfo.EfaInfo.MaximumEfaInterfaces); 0 means no EFA."""
     network_cards: int = Field(default=1, ge=1)
+    """Network cards (NetworkInfo.MaximumNetworkCards); must equal maxEfaInterfaces on EFA types."""
     network_gbps: float = Field(default=10, gt=0)
+    """Baseline network bandwidth in Gbit/s."""
     local_nvme_gb: int = Field(default=0, ge=0)
+    """Instance store in GB."""
     price_per_hour: Optional[float] = Field(default=None, ge=0)
+    """USD per hour On-Demand Linux in us-east-1, the cost estimate's price; without it the estimate has no price
+    for the type."""
     source: str = Field(min_length=3)
+    """Where the facts come from (a URL or the command that reported them)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "InstanceFactsConfig":

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, reference
 from stacks.config.errors import check
 
 #: The kinds of job (listed once).
@@ -62,8 +62,15 @@ class ImageConfig(Model):
     or a prebuilt reference."""
 
     context: Optional[str] = None
+    """A folder of the Pulumi project holding a Dockerfile, else one this package ships (training, images/nccl-tests,
+    images/horovod, images/tensorflow): built by AWS CodeBuild into its own ECR repository, tagged with a hash of the
+    folder's content (an unchanged folder is not rebuilt) and referenced by digest; its CUDA targets must cover the
+    GPUs its jobs run on. Set context or prebuilt."""
     prebuilt: Optional[str] = None
+    """A pinned image reference, REGISTRY/REPO:TAG or REPO@sha256:..., e.g. an AWS Deep Learning Container or an NGC
+    image. Set context or prebuilt."""
     dockerfile: str = "Dockerfile"
+    """The Dockerfile in context."""
     mpi_prefix: Optional[str] = None
     """Where the image's Open MPI is installed (MPI jobs run ``<mpiPrefix>/bin/mpirun``); default, for a built image,
     its Dockerfile's ``ENV OPAL_PREFIX``."""
@@ -101,8 +108,11 @@ class ImageBuildConfig(Model):
     """How images are built (key ``imageBuild``)."""
 
     keep_images: int = Field(default=10, ge=1, le=1000)
+    """Each ECR repository's lifecycle policy keeps the newest this many images."""
     build_timeout_minutes: int = Field(default=90, ge=5, le=2160)
+    """CodeBuild's timeout for one image build."""
     compute_type: ComputeType = "BUILD_GENERAL1_LARGE"
+    """The CodeBuild machine that builds the images."""
 
 
 class DatasetConfig(Model):
@@ -110,10 +120,17 @@ class DatasetConfig(Model):
     FSx for Lustre volume, an S3 prefix its data repository imports (no staging)."""
 
     source: str = CIFAR10_URL
+    """An https:// URL or s3://bucket/key of a tarball (an s3:// source gets a Pod Identity role that may read only
+    that object); with storage backend fsx, an s3://bucket/prefix/ folder under the data repository's s3Path is not
+    staged: the file system imports it (no md5, expectedBytes or path then)."""
     md5: Optional[str] = None
+    """The tarball's MD5, 32 hex digits, checked after the download (the default source's is known)."""
     expected_bytes: Optional[int] = Field(default=None, ge=1)
+    """The tarball's size in bytes, checked after the download (the default source's is known)."""
     path: str = "datasets/cifar10"
+    """The folder on the shared volume the dataset is staged into: the job's DATA_DIR."""
     timeout_minutes: int = Field(default=30, ge=5, le=1440)
+    """How long the staging may take."""
 
     @model_validator(mode="before")
     @classmethod
@@ -170,10 +187,18 @@ class HealthCheckConfig(Model):
     """The all-reduce bandwidth check run on a job's nodes before the job (key ``jobs.<name>.healthCheck``)."""
 
     enabled: bool = True
+    """Run the check once, when the job is first created."""
     enforce: bool = False
+    """false: report only; true: the job is not created below minBusBandwidthGBps."""
     min_bus_bandwidth_gbytes_per_s: Optional[float] = Field(default=None, gt=0, alias="minBusBandwidthGBps")
+    """The threshold in GB/s (1e9 bytes/s, nccl-tests' busbw); default when enforced, 80% of the published two-node
+    figure for the instance type at its message size (components/catalog/); above what the nodes can reach, an
+    error naming the unit."""
     max_bytes: Optional[int] = None
+    """The largest message in bytes, a power of two from 1 MiB to 16 GiB below one GPU's memory (on CPU, a process's
+    share of the pod's); default the reference's size, else 1 GiB on GPU and 64 MiB on CPU."""
     timeout_minutes: int = Field(default=60, ge=5, le=1440)
+    """How long the check may take."""
 
     @field_validator("max_bytes")
     @classmethod
@@ -199,31 +224,68 @@ class JobConfig(Model):
     """One job (key ``jobs.<name>``)."""
 
     kind: JobKind
+    """pytorch: torchrun (elastic) runs script; mpi: an MPIJob (Kubeflow MPI Operator) whose ranks run command under
+    mpirun; tensorflow: MultiWorkerMirroredStrategy workers with TF_CONFIG; command: any command in every pod, with
+    its peers in the environment."""
     image: str = TOOLBOX_IMAGE
+    """The key of images the pods run."""
     node_group: Optional[str] = None
+    """The worker group the pods run on; default the only one; "system" for light command jobs."""
     nodes: int = Field(default=1, ge=1)
+    """Pods, one per node, at most the group's maxSize."""
     min_nodes: Optional[int] = Field(default=None, ge=1)
+    """pytorch: the fewest nodes torchrun runs with (--nnodes=MIN:MAX); default 1."""
     max_nodes: Optional[int] = Field(default=None, ge=1)
+    """pytorch: the most nodes torchrun grows to; default the group's maxSize."""
     processes_per_node: Optional[int] = Field(default=None, ge=1)
+    """Processes per pod (MPI slots per worker); default the node type's GPUs, or 1 on CPU; a command job runs one
+    process per pod."""
     script: Optional[str] = None
+    """pytorch: the script torchrun runs, a path in the image or relative to the job's code."""
     command: Optional[list[str]] = Field(default=None, min_length=1)
+    """mpi, tensorflow, command: the program and its arguments."""
     args: list[str] = Field(default_factory=list)
+    """Arguments appended to script or command; $(VAR) references to the environment are expanded by Kubernetes."""
     launcher_command: Optional[list[str]] = Field(default=None, min_length=1)
+    """mpi: a command the launcher runs with mpirun ... appended (e.g. a parser of the output)."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables of the pods; the program's own (OUTPUT_DIR, DATA_DIR, JOB_NAME...) are reserved."""
     code: Optional[str] = None
+    """The job's program, downloaded into /workspace (its working folder) before it starts: a folder of the project
+    relative to Pulumi.yaml's folder (./src), zipped and uploaded content-addressed to a private bucket of the stack,
+    or an s3://bucket/prefix/ you uploaded; read through the job's own Pod Identity role."""
     dataset: Optional[str] = None
+    """A key of datasets, staged before the job starts: the job's DATA_DIR."""
     after: list[str] = Field(default_factory=list)
+    """Jobs that must complete first (the pods wait in the cluster); each one's output folder is <JOB>_OUTPUT_DIR."""
     output_dir: Optional[str] = None
+    """The job's folder on the shared volume, OUTPUT_DIR; default runs/<job>-<hash of the job's definition>, so the
+    same definition resumes the same run."""
     tensorboard: Union[bool, str] = False
+    """true: serve <outputDir>/tensorboard with TensorBoard (TENSORBOARD_DIR), or a folder under outputDir."""
     rendezvous_backend: RendezvousBackend = "etcd-v2"
+    """pytorch: torchrun's rendezvous, an etcd 3.5 Service or c10d hosted by pod 0."""
     max_restarts: int = Field(default=3, ge=0, le=100)
+    """Pod failures the Job's backoff allows per node; for pytorch also the run's failure budget (attempts in a row
+    without a new checkpoint, MAX_FAILED_ATTEMPTS); drains, spot interruptions and scale-ups never count."""
     checkpoint_every_seconds: Optional[float] = Field(default=None, ge=0, le=86400)
+    """pytorch: checkpoint cadence in seconds of training (CHECKPOINT_EVERY_SECONDS), 0 = only at epoch ends and on
+    stop; default the program's own (the bundled trainer's, components/workloads/training.py)."""
     collective_timeout_seconds: Optional[float] = Field(default=None, ge=10, le=600)
+    """pytorch: how long a hung peer stalls a collective before the workers fail and re-rendezvous
+    (PG_TIMEOUT_SECONDS); default the program's own (the bundled trainer's, components/workloads/training.py)."""
     stop_grace_period_seconds: int = Field(default=60, ge=20, le=3600)
+    """The time a stopped pod gets to checkpoint and exit (terminationGracePeriodSeconds); torchrun waits that minus
+    15 s for its workers (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)."""
     timeout_hours: float = Field(default=24, gt=0, le=720)
+    """The Job's deadline (activeDeadlineSeconds)."""
     wait_for_completion: bool = False
+    """`pulumi up` waits for the job to complete; false returns once it is created."""
     read_only_root_filesystem: Optional[bool] = None
+    """The containers' root file system is read-only (/tmp, also HOME, is a writable emptyDir and outputs go to the
+    shared volume); unset, true except for mpi, whose workers' sshd writes to the image."""
     health_check: Optional[HealthCheckConfig] = None
+    """An all-reduce bandwidth check (nccl-tests) on the job's nodes before the job."""
 
     @field_validator("env")
     @classmethod

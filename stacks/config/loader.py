@@ -30,7 +30,7 @@ from stacks.config.instance_facts import InstanceFactsConfig
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.operations import OperationsConfig, has_gpu_groups, operations_problems
-from stacks.config.rules import Sections, cross_section
+from stacks.config.rules import CLUSTER_NAME_MAX, Sections, cross_section
 from stacks.config.storage import StorageConfig
 from stacks.config.jobs import TOOLBOX_IMAGE, DatasetConfig, ImageBuildConfig, ImageConfig, JobConfig
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
@@ -56,6 +56,36 @@ SECTIONS: Mapping[str, Any] = {
     "benchmark": BenchmarkConfig,
     "operations": OperationsConfig,
 }
+
+#: What each top-level key is, one sentence (the reference, docs/configuration.md, and Pulumi.yaml's ``config:`` are
+#: generated from it and the models by ``python -m stacks.docs``).
+SECTION_SUMMARIES: Mapping[str, str] = {
+    "clusterName": f"The EKS cluster's name: 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-'.",
+    "network": "A new VPC (omit to use the defaults, or set existingVpc instead).",
+    "existingVpc": "Deploy into an existing VPC instead of creating one; mutually exclusive with network.",
+    "cluster": "The EKS control plane.",
+    "systemNodeGroup": "The on-demand CPU node group for add-ons and controllers.",
+    "nodeGroups": "The worker node groups, by name.",
+    "storage": "The shared file system every job mounts at /data: EFS (default) or FSx for Lustre.",
+    "instanceFacts": "Facts for instance types the built-in catalog (components/catalog/instances.py) does not know, "
+                     "by EC2 type name, as `aws ec2 describe-instance-types` reports them.",
+    "tags": "AWS tags added to every resource (tag name -> string value).",
+    "images": "The container images the jobs run, by name: built by AWS CodeBuild from a folder, or prebuilt.",
+    "imageBuild": "How images are built.",
+    "datasets": "Datasets staged onto the shared volume once and shared by the jobs that name them, by name.",
+    "jobs": "The jobs `pulumi up` runs, by name, each queued in Kueue; default: no jobs (the environment only).",
+    "preflight": "Account checks before anything is created (python -m stacks.preflight runs them standalone).",
+    "autoscaler": "cluster-autoscaler: worker groups scale between minSize and maxSize, from zero.",
+    "benchmark": "A benchmark run, driven by `python -m stacks.benchmark --stack NAME` (up, follow, collect, summary, "
+                 "destroy).",
+    "operations": "Running the fleet: metrics, the dashboard and the alarms (node repair is per node group).",
+}
+
+
+def default_cluster_name(project: str, stack: str) -> str:
+    """The cluster's name when ``clusterName`` is not set."""
+    return f"{project}-{stack}"
+
 
 #: Map sections: their entries' model.
 ENTRIES: Mapping[str, type[BaseModel]] = {
@@ -297,7 +327,7 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         network = NetworkConfig()
     sections = Sections(
         set_keys=set(raw),
-        cluster_name=parsed.get("clusterName") or f"{project}-{stack}",
+        cluster_name=parsed.get("clusterName") or default_cluster_name(project, stack),
         network=network,
         existing_vpc=existing,
         cluster=parsed.get("cluster") or ClusterConfig(),

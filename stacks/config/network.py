@@ -27,11 +27,20 @@ class NetworkConfig(Model):
     """A new VPC (key ``network``)."""
 
     vpc_cidr: str = "10.0.0.0/16"
+    """The VPC's IPv4 block, a /16 to /20 (pods take VPC addresses through the VPC CNI)."""
     availability_zone_count: int = Field(default=3, ge=2, le=6)
+    """How many zones the VPC spans: the pinned groups' zones plus the region's first zones in name order whose zone
+    IDs EKS accepts for control planes (e.g. not use1-az3)."""
     availability_zones: Optional[list[str]] = None
+    """The zones, by name (us-east-1a) or zone ID (use1-az1), instead of availabilityZoneCount; at least two must be
+    zones EKS accepts for control planes (the control plane uses only those, nodes use all)."""
     nat_gateways: Literal["single", "perAz"] = "single"
+    """One NAT gateway for the VPC (cheaper), or one per zone (tolerates a zone's failure)."""
     private_subnet_cidrs: Optional[list[str]] = None
+    """One CIDR per zone inside vpcCidr, not overlapping; default a quarter of the VPC each (/18 in a /16)."""
     public_subnet_cidrs: Optional[list[str]] = None
+    """One CIDR per zone inside vpcCidr, not overlapping; default /22-sized blocks (in a /16) in the VPC's last
+    quarter."""
 
     @field_validator("vpc_cidr")
     @classmethod
@@ -113,8 +122,11 @@ class ExistingVpcConfig(Model):
     """An existing VPC to deploy into (key ``existingVpc``); no network is created."""
 
     vpc_id: str
+    """The VPC's id (vpc-...)."""
     private_subnet_ids: list[str]
+    """At least two subnet ids in different zones, with NAT egress; the nodes go here."""
     public_subnet_ids: list[str] = Field(default_factory=list)
+    """Public subnet ids, given to the EKS cluster with the private ones (for internet-facing load balancers)."""
 
     @field_validator("vpc_id")
     @classmethod

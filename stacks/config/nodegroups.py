@@ -9,7 +9,17 @@ from components.catalog.operations import NODE_REPAIR_PERCENT_RANGE
 from components.nodegroup import CapacityType
 from components.nodeplan import efa_default
 from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
-from stacks.config.base import AZ_HINT, AZ_RE, ENTRY_NAME_MAX, RESERVATION_RE, SUBNET_RE, Model, label_key_ok, label_value_ok
+from stacks.config.base import (
+    AZ_HINT,
+    AZ_RE,
+    ENTRY_NAME_MAX,
+    RESERVATION_RE,
+    SUBNET_RE,
+    Model,
+    label_key_ok,
+    label_value_ok,
+    reference,
+)
 from stacks.config.errors import check
 
 #: Worker group names become Kubernetes label values and parts of AWS names.
@@ -29,8 +39,11 @@ class TaintConfig(Model):
     """A Kubernetes taint on a node group (``effect`` uses Kubernetes spelling)."""
 
     key: str
+    """The taint's key, a Kubernetes label key (the GPU taint is added to GPU groups automatically)."""
     value: str = ""
+    """The taint's value, a Kubernetes label value."""
     effect: TaintEffect
+    """What the taint does to pods that do not tolerate it."""
 
     @model_validator(mode="after")
     def _taint(self) -> "TaintConfig":
@@ -57,6 +70,7 @@ class NodeRepairConfig(Model):
     (EKS refuses both)."""
 
     enabled: bool = True
+    """Repair the group's nodes (true once nodeRepair is set)."""
     max_unhealthy_nodes: Optional[int] = Field(default=None, ge=1)
     """Repair stops while more nodes than this are unhealthy (``maxUnhealthyNodeThresholdCount``)."""
     max_unhealthy_percent: Optional[int] = Field(default=None, ge=max(1, _PERCENT_LO), le=_PERCENT_HI)
@@ -92,19 +106,43 @@ class NodeGroupConfig(Model):
     """A worker node group (key ``nodeGroups.<name>``)."""
 
     instance_types: list[str] = Field(min_length=1)
+    """EC2 instance types known to the catalog or described in instanceFacts; several only with SPOT, all with the
+    same GPU count."""
     min_size: int = Field(ge=0)
+    """The fewest nodes (min <= desired <= max); 0 lets the autoscaler scale the group to zero."""
     desired_size: int = Field(ge=0)
+    """The nodes at creation (the autoscaler then decides)."""
     max_size: int = Field(ge=1)
+    """The most nodes; EC2 vCPU quotas must cover it (preflight checks) and a job's nodes are at most this."""
     capacity_type: CapacityType = "ON_DEMAND"
+    """How the nodes are bought: On-Demand (optionally in a capacity reservation), Spot, or a Capacity Block (the
+    group has no nodes until the block starts; EKS scales it to 0 before the block ends)."""
     capacity_reservation_id: Optional[str] = None
+    """The On-Demand Capacity Reservation (with ON_DEMAND) or the Capacity Block (with CAPACITY_BLOCK), cr-...;
+    needs availabilityZone set to the reservation's zone."""
     efa: Optional[bool] = None
+    """Attach EFA interfaces to the nodes; default on for types with EFA in ON_DEMAND and CAPACITY_BLOCK groups, off
+    for SPOT groups (spread over the zones; set true with availabilityZone to have it) and for types without EFA,
+    where true is an error."""
     availability_zone: Optional[str] = None
+    """Pin the group to one zone, by name (us-east-1a) or zone ID (use1-az4, the same physical zone in every account);
+    required for EFA groups with a new VPC."""
     subnet_id: Optional[str] = None
+    """With existingVpc: pin the group to one of its privateSubnetIds."""
     disk_size_gib: int = Field(default=100, ge=20, le=16384)
+    """The nodes' root volume, in GiB."""
     labels: dict[str, str] = Field(default_factory=dict)
+    """Kubernetes labels on the nodes (reserved prefixes refused)."""
     taints: list[TaintConfig] = Field(default_factory=list)
-    spot_discount: Optional[float] = None
+    """Kubernetes taints on the nodes."""
+    spot_discount: Optional[float] = Field(default=None, json_schema_extra=reference(
+        between=(0, MAX_SPOT_DISCOUNT.fraction), unset=DEFAULT_SPOT_DISCOUNT.fraction))
+    """SPOT groups only: the share of the On-Demand price the cost estimate takes off, a fraction (0.6 for 60% off);
+    unset, an assumption within AWS's example Spot prices; set it from the Spot Instance Advisor,
+    https://aws.amazon.com/ec2/spot/instance-advisor/ (preflight reports the current Spot price)."""
     node_repair: Optional[NodeRepairConfig] = None
+    """EKS node auto repair, off unless set (GPU groups get an explicit off: with the metrics add-on a GPU node runs two
+    DCGM host engines, which can make the node monitoring agent report healthy GPUs unhealthy)."""
 
     @property
     def price_discount(self) -> float:
@@ -202,10 +240,15 @@ class SystemNodeGroupConfig(Model):
     """The small on-demand CPU node group for add-ons and controllers (key ``systemNodeGroup``)."""
 
     instance_type: str = "m5.large"
+    """A CPU instance type from the catalog."""
     min_size: int = Field(default=2, ge=1)
+    """The fewest nodes (min <= desired <= max)."""
     desired_size: int = Field(default=2, ge=1)
+    """The nodes at creation."""
     max_size: int = Field(default=3, ge=1)
+    """The most nodes."""
     disk_size_gib: int = Field(default=50, ge=20, le=16384)
+    """The nodes' root volume, in GiB."""
 
     @model_validator(mode="after")
     def _sizes(self) -> "SystemNodeGroupConfig":

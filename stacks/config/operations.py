@@ -48,6 +48,7 @@ class OperationsConfig(Model):
     dashboard: Optional[bool] = None
     """Create the stack's CloudWatch dashboard (its URL is the ``dashboardUrl`` output). Default: with ``metrics``."""
     idle_gpu_alarm: IdleGpuAlarmConfig = Field(default_factory=IdleGpuAlarmConfig)
+    """Per GPU group and instance type, an alarm when every GPU of that type stays idle."""
     alarm_email: Optional[str] = None
     """Subscribe this address to the alarms' SNS topic (SNS sends a confirmation mail first)."""
 

@@ -33,6 +33,7 @@ from stacks.config.base import (
     S3_PREFIX_RE,
     SUBNET_RE,
     Model,
+    reference,
     split_s3_path,
 )
 from stacks.config.errors import check
@@ -162,14 +163,26 @@ class FsxConfig(Model):
     """FSx for Lustre (key ``storage.fsx``): PERSISTENT_2, Lustre 2.15, LZ4, linked to S3."""
 
     storage_capacity_gib: int = Field(default=1200, ge=1)
-    throughput_per_tib: int = 250
+    """The file system's size in GiB: 1200, 2400 or a multiple of 2400 (with efa, a multiple of the EFA increment of
+    the throughput tier; the catalog's FSx facts)."""
+    throughput_per_tib: int = Field(default=250, json_schema_extra=reference(allowed=FSX_THROUGHPUT_TIERS))
+    """Throughput in MB/s per TiB of storage."""
     metadata_mode: Literal["AUTOMATIC", "USER_PROVISIONED"] = "AUTOMATIC"
-    metadata_iops: Optional[int] = None
+    """Metadata performance: scaled with the storage by FSx, or set by metadataIops."""
+    metadata_iops: Optional[int] = Field(default=None, json_schema_extra=reference(allowed=FSX_METADATA_IOPS))
+    """With USER_PROVISIONED: the metadata IOPS."""
     efa: bool = False
+    """An EFA-enabled file system; true is refused for now: it is reached over EFA only from nodes that run LNet over
+    EFA, which the node groups do not configure yet, so it would be billed as EFA and mounted over TCP."""
     availability_zone: Optional[str] = None
+    """The file system's zone; default the zone of the pinned worker groups whose jobs mount the claim (which must
+    share it), else of the only pinned group; may only repeat the jobs' zone."""
     subnet_id: Optional[str] = None
+    """With existingVpc: the file system's subnet, one of its privateSubnetIds."""
     security_group_id: Optional[str] = None
+    """With fileSystemId: the kept file system's security group (sg-..., the fsxSecurityGroupId output)."""
     data_repository: DataRepositoryConfig = Field(default_factory=DataRepositoryConfig)
+    """The S3 bucket linked to the file system."""
 
     @field_validator("throughput_per_tib")
     @classmethod
@@ -228,16 +241,27 @@ class StorageConfig(Model):
     """The shared file system (key ``storage``): ``backend`` efs (default) or fsx."""
 
     backend: Literal["efs", "fsx"] = "efs"
+    """The file system: Amazon EFS, or FSx for Lustre (PERSISTENT_2) linked to an S3 bucket."""
     namespace: str = "training"
+    """The Kubernetes namespace of the jobs and their shared claim."""
     pvc_name: str = "shared-data"
+    """The name of the PersistentVolumeClaim every job mounts at /data."""
     storage_class_name: str = "efs-shared"
+    """EFS: the StorageClass's name."""
     capacity: str = "1Ti"
+    """EFS: the capacity the PersistentVolume declares, a Kubernetes quantity (EFS itself is elastic)."""
     throughput_mode: Literal["elastic", "bursting"] = "elastic"
+    """EFS: the throughput mode."""
     performance_mode: Literal["generalPurpose", "maxIO"] = "generalPurpose"
+    """EFS: the performance mode."""
     retain_on_delete: bool = False
+    """Keep the file system when the stack is destroyed (then reuse it with fileSystemId)."""
     file_system_id: Optional[str] = None
+    """Mount this existing file system (fs-...) instead of creating one."""
     backup: bool = False
+    """EFS: turn on AWS Backup's automatic backups of the file system."""
     fsx: Optional[FsxConfig] = None
+    """FSx for Lustre's settings, with backend fsx."""
 
     @field_validator("namespace", "pvc_name", "storage_class_name")
     @classmethod
