@@ -31,6 +31,7 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
+from components.catalog.fsx import HostRequirement
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
@@ -79,6 +80,8 @@ class SystemNodeGroupSpec(TypedDict):
     """Root volume size (gp3, encrypted). Default 50."""
     autoscaled: NotRequired[bool]
     """cluster-autoscaler owns the desired size (EKS tags every managed group for auto-discovery)."""
+    host_setup: NotRequired[Sequence[HostRequirement]]
+    """Host-side facts the system nodes must have (``TrainingNodeGroupArgs.host_setup``). Default none."""
 
 
 class TrainingClusterArgs(TypedDict):
@@ -282,6 +285,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "capacity_type": "ON_DEMAND",
                 "disk_size_gib": spec.get("disk_size_gib", 50),
                 "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
+                "host_setup": list(spec.get("host_setup") or ()),
                 "tags": tags,
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=early),
