@@ -590,7 +590,21 @@ SOURCES: Mapping[str, Source] = {
         url="https://hub.docker.com/r/nvidia/cuda/tags?name=12.9.1-devel-ubuntu22.04",
         shows="nvidia/cuda:12.9.1-devel-ubuntu22.04: index digest sha256:bd4e2680a261...b5ba8 (linux/amd64 manifest "
         "sha256:38804006c937...30bd3); NVIDIA publishes the same CUDA images on nvcr.io "
-        "(https://catalog.ngc.nvidia.com/orgs/nvidia/containers/cuda/tags)",
+        "(https://catalog.ngc.nvidia.com/orgs/nvidia/containers/cuda/tags). The same index digest is pinned for the "
+        "Docker Hub tag by an independent public Dockerfile (source key ``cuda-12.9.1-devel-digest-pin``); no public "
+        "source seen pins the nvcr.io name to it",
+    ),
+    "cuda-12.9.1-devel-digest-pin": Source(
+        url="https://github.com/Nier4Ryu/putpocket_dataset_mining/blob/3076015a0b4a3e725105135a0fe064627fee4bdb/"
+        "cloud/runpod/Dockerfile.dev-base",
+        shows="FROM --platform=linux/amd64 nvidia/cuda:12.9.1-devel-ubuntu22.04@sha256:bd4e2680a261...b5ba8 (its "
+        "base-image contract also names the amd64 manifest sha256:38804006c937...30bd3)",
+    ),
+    "ngc-tensorflow-25.02-digest": Source(
+        url="https://github.com/zachtheyek/Aetherscan/blob/bc6cfe26632f5092b9c0e61a741b0dda2ccc6cb2/aetherscan.def",
+        shows="an independent public recipe pins nvcr.io/nvidia/tensorflow:25.02-tf2-py3@sha256:c83b37d26f19...f75d5 "
+        "(NGC's tag list, https://catalog.ngc.nvidia.com/orgs/nvidia/containers/tensorflow/tags, needs a browser); "
+        "whether that is the multi-arch index or the amd64 manifest is not shown: either pulls the amd64 image",
     ),
     "efa-installer-apt": Source(
         url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html",
