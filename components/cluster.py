@@ -31,7 +31,6 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
-from components.catalog.fsx import HostRequirement
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
@@ -80,8 +79,8 @@ class SystemNodeGroupSpec(TypedDict):
     """Root volume size (gp3, encrypted). Default 50."""
     autoscaled: NotRequired[bool]
     """cluster-autoscaler owns the desired size (EKS tags every managed group for auto-discovery)."""
-    host_setup: NotRequired[Sequence[HostRequirement]]
-    """Host-side facts the system nodes must have (``TrainingNodeGroupArgs.host_setup``). Default none."""
+    host_setup: NotRequired[Sequence[str]]
+    """Names of the host-side facts the system nodes must have (``TrainingNodeGroupArgs.host_setup``). Default none."""
 
 
 class TrainingClusterArgs(TypedDict):

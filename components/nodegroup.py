@@ -40,7 +40,7 @@ import pulumi_aws as aws
 from typing_extensions import NotRequired
 
 from components.catalog import INSTANCE_TYPES, accelerator_label_value
-from components.catalog.fsx import HostRequirement
+from components.catalog.fsx import HOST_REQUIREMENTS_BY_NAME
 from components.naming import fit_prefix, name_limit, short_hash
 from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, host_setup_user_data, interface_specs
 from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
@@ -154,9 +154,10 @@ class TrainingNodeGroupArgs(TypedDict):
     """Extra taints, Kubernetes spelling (the GPU taint is added automatically)."""
     node_repair: NotRequired[NodeRepairSpec]
     """EKS node auto repair; absent: EKS's default (off)."""
-    host_setup: NotRequired[Sequence[HostRequirement]]
-    """Host-side facts the nodes must have (``components.catalog.fsx``, e.g. the Lustre client where pods mount FSx):
-    the launch template's user data installs them before the kubelet starts. Default none (no user data)."""
+    host_setup: NotRequired[Sequence[str]]
+    """Names of the host-side facts the nodes must have (``components.catalog.fsx`` ``HOST_REQUIREMENTS``, e.g.
+    ``fsx-lustre-client`` where pods mount FSx): the launch template's user data installs them before the kubelet
+    starts. Default none (no user data)."""
     tags: NotRequired[dict[str, str]]
     """AWS tags for the node group, launch template, instances and volumes."""
 
@@ -290,7 +291,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         if capacity_type == "CAPACITY_BLOCK":
             market = {"market_type": "capacity-block"}
 
-        user_data = host_setup_user_data(list(args.get("host_setup") or ()))
+        unknown = [n for n in args.get("host_setup") or () if n not in HOST_REQUIREMENTS_BY_NAME]
+        if unknown:
+            raise ValueError(f"{name}: unknown host setup {unknown}; known: {sorted(HOST_REQUIREMENTS_BY_NAME)}")
+        user_data = host_setup_user_data([HOST_REQUIREMENTS_BY_NAME[n] for n in args.get("host_setup") or ()])
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             description=f"{name}: IMDSv2, encrypted gp3 root volume",

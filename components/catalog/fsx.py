@@ -85,6 +85,8 @@ def fsx_capacity_problem(capacity_gib: int, throughput: int, efa: bool) -> Optio
 class HostRequirement:
     """What a node must have for a storage or network feature (a host-side fact)."""
 
+    name: str
+    """Short key (what a node group's ``host_setup`` lists)."""
     feature: str
     needs: tuple[str, ...]
     """What the node must have, in order."""
@@ -112,6 +114,7 @@ class HostRequirement:
 #: installs ``lustre-client`` at bootstrap: AL2023 locks its repository to the AMI's release, so the package matches
 #: the AMI's kernel modules.
 FSX_CLIENT_HOST = HostRequirement(
+    name="fsx-lustre-client",
     feature="the FSx for Lustre client on a node that mounts the file system",
     needs=(
         "the Lustre client kernel modules (the AL2023 kernel package provides kmod-lustre-client)",
@@ -129,11 +132,14 @@ FSX_CLIENT_HOST = HostRequirement(
 #: EFA-enabled). No node group of this project derives that bootstrap yet, so ``storage.fsx.efa`` is refused with
 #: this reason (stacks/config/storage.py) rather than create a file system no node would reach over EFA.
 FSX_EFA_CLIENT_HOST = HostRequirement(
+    name="fsx-lnet-efa",
     feature="LNet over EFA to an EFA-enabled FSx for Lustre file system",
     needs=("EFA kernel driver >= 2.12.1", "a Lustre client with EFA support", "an LNet efa network on the EFA interfaces"),
     source="eks-fsx-csi-efa",
 )
 #: Every host-side fact of this module.
 HOST_REQUIREMENTS: tuple[HostRequirement, ...] = (FSX_CLIENT_HOST, FSX_EFA_CLIENT_HOST)
+#: The host-side facts by name.
+HOST_REQUIREMENTS_BY_NAME: Mapping[str, HostRequirement] = {r.name: r for r in HOST_REQUIREMENTS}
 #: The features whose host side the node groups bootstrap (their launch templates' user data).
 NODE_BOOTSTRAP_PROVIDES: frozenset[str] = frozenset(r.feature for r in HOST_REQUIREMENTS if r.bootstrapped)
