@@ -79,6 +79,8 @@ class SystemNodeGroupSpec(TypedDict):
     """Root volume size (gp3, encrypted). Default 50."""
     autoscaled: NotRequired[bool]
     """cluster-autoscaler owns the desired size (EKS tags every managed group for auto-discovery)."""
+    host_setup: NotRequired[Sequence[str]]
+    """Names of the host-side facts the system nodes must have (``TrainingNodeGroupArgs.host_setup``). Default none."""
 
 
 class TrainingClusterArgs(TypedDict):
@@ -282,6 +284,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "capacity_type": "ON_DEMAND",
                 "disk_size_gib": spec.get("disk_size_gib", 50),
                 "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
+                "host_setup": list(spec.get("host_setup") or ()),
                 "tags": tags,
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=early),

@@ -3,7 +3,10 @@
 GPU groups (``gpus_per_node > 0``) automatically get the AL2023 NVIDIA AMI type, the
 ``nvidia.com/gpu=true:NoSchedule`` taint and the ``eks-training/accelerator=nvidia`` label; the
 NVIDIA device plugin selects and tolerates exactly these. Every node requires IMDSv2 and has an
-encrypted gp3 root volume; nodes never get public IPs or SSH keys.
+encrypted gp3 root volume; nodes never get public IPs or SSH keys. What the nodes must have on the host for a
+feature the stack uses (``host_setup``: catalog facts such as the Lustre client where pods mount FSx) is installed by
+the launch template's user data (MIME, one shell part, merged by EKS with its own ``NodeConfig``); without it the
+launch template has no user data.
 
 EFA groups (``efa=True``) get the whole chain from one setting: a launch-template network
 interface per network card (card 0 ``efa``, the others ``efa-only``), a security group that allows
@@ -28,6 +31,7 @@ Labels, taints, the AMI type, the interfaces and the autoscaler tags come from t
 :mod:`components.nodeplan`, which the stack's plan uses for pod placement too.
 """
 
+import base64
 from datetime import datetime, timedelta, timezone
 from typing import Literal, Optional, Sequence, TypedDict, get_args
 
@@ -36,8 +40,9 @@ import pulumi_aws as aws
 from typing_extensions import NotRequired
 
 from components.catalog import INSTANCE_TYPES, accelerator_label_value
+from components.catalog.fsx import HOST_REQUIREMENTS_BY_NAME
 from components.naming import fit_prefix, name_limit, short_hash
-from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, interface_specs
+from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, host_setup_user_data, interface_specs
 from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
 
 #: Hop limit 2 lets hostNetwork=false add-on pods that still read instance metadata (region, AZ)
@@ -149,6 +154,10 @@ class TrainingNodeGroupArgs(TypedDict):
     """Extra taints, Kubernetes spelling (the GPU taint is added automatically)."""
     node_repair: NotRequired[NodeRepairSpec]
     """EKS node auto repair; absent: EKS's default (off)."""
+    host_setup: NotRequired[Sequence[str]]
+    """Names of the host-side facts the nodes must have (``components.catalog.fsx`` ``HOST_REQUIREMENTS``, e.g.
+    ``fsx-lustre-client`` where pods mount FSx): the launch template's user data installs them before the kubelet
+    starts. Default none (no user data)."""
     tags: NotRequired[dict[str, str]]
     """AWS tags for the node group, launch template, instances and volumes."""
 
@@ -282,6 +291,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         if capacity_type == "CAPACITY_BLOCK":
             market = {"market_type": "capacity-block"}
 
+        unknown = [n for n in args.get("host_setup") or () if n not in HOST_REQUIREMENTS_BY_NAME]
+        if unknown:
+            raise ValueError(f"{name}: unknown host setup {unknown}; known: {sorted(HOST_REQUIREMENTS_BY_NAME)}")
+        user_data = host_setup_user_data([HOST_REQUIREMENTS_BY_NAME[n] for n in args.get("host_setup") or ()])
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             description=f"{name}: IMDSv2, encrypted gp3 root volume",
@@ -315,6 +328,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             # node group then names no instance types (a launch template's InstanceType and the group's
             # instanceTypes exclude each other, https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html)
             instance_type=instance_types[0] if capacity_type == "CAPACITY_BLOCK" else None,
+            user_data=base64.b64encode(user_data.encode()).decode() if user_data else None,
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
         )

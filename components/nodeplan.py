@@ -23,6 +23,8 @@ from components.catalog import (
     FASTEST_GPU_LINK_GBYTES_PER_S,
     InstanceType,
 )
+from components.catalog.fsx import HostRequirement
+from components.catalog.sources import SOURCES
 from components.scheduling import NodeTaint, node_scheduling
 
 #: Fraction of a node's allocatable CPU and memory a pod that fills the node requests (the rest is
@@ -185,6 +187,63 @@ def pod_size(facts: InstanceType, efa: Optional[EfaProfile] = None) -> PodSize:
 def ami_type(gpus: int) -> str:
     """The EKS managed node group AMI type for nodes with ``gpus`` NVIDIA GPUs."""
     return AMI_TYPES["nvidia"] if gpus > 0 else AMI_TYPES["cpu"]
+
+
+#: Boundary of the launch template's MIME user data (EKS merges its own nodeadm part into it).
+USER_DATA_BOUNDARY = "//eks-training-host-setup"
+#: How often a bootstrap install is tried (the package mirror may not be reachable the first second after boot).
+INSTALL_ATTEMPTS = 5
+
+
+def host_setup_script(requirements: Sequence[HostRequirement]) -> Optional[str]:
+    """The shell script that gives a node the host side of ``requirements`` (their AL2023 packages), or ``None`` when
+    there is nothing to install. On the EKS AL2023 AMIs, cloud-init runs it before ``nodeadm-run`` starts the kubelet
+    (that unit is ``After=cloud-final.service``, amazon-eks-ami templates/al2023/runtime), so no pod lands on the node
+    before it ran. A requirement whose bootstrap the node groups do not derive is an error here: the config refuses
+    such features before anything is registered."""
+    packages: list[str] = []
+    lines: list[str] = []
+    for r in requirements:
+        if not r.bootstrapped:
+            raise ValueError(f"no node bootstrap is derived for {r.feature}")
+        lines.append(f"# {r.feature}: {'; '.join(r.needs)} ({SOURCES[r.source].url})")
+        packages += [p for p in r.packages if p not in packages]
+    if not packages:
+        return None
+    wanted = " ".join(packages)
+    return "\n".join([
+        "#!/bin/bash",
+        *lines,
+        "set -u",
+        f"for attempt in $(seq {INSTALL_ATTEMPTS}); do",
+        f"  if dnf install -y {wanted}; then exit 0; fi",
+        "  sleep $((attempt * 10))",
+        "done",
+        f'echo "eks-training: dnf install {wanted} failed {INSTALL_ATTEMPTS} times" >&2',
+        "exit 1",
+        "",
+    ])
+
+
+def host_setup_user_data(requirements: Sequence[HostRequirement]) -> Optional[str]:
+    """A launch template's user data for ``requirements``: a MIME multi-part document with one shell part, the form an
+    EKS managed node group on AL2023 merges with its own ``NodeConfig`` part
+    (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html#launch-template-user-data); ``None``
+    without anything to install (the launch template then has no user data)."""
+    script = host_setup_script(requirements)
+    if script is None:
+        return None
+    return "\n".join([
+        "MIME-Version: 1.0",
+        f'Content-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"',
+        "",
+        f"--{USER_DATA_BOUNDARY}",
+        'Content-Type: text/x-shellscript; charset="us-ascii"',
+        "",
+        script,
+        f"--{USER_DATA_BOUNDARY}--",
+        "",
+    ])
 
 
 def network_env(facts: InstanceType, efa: Optional[EfaProfile]) -> dict[str, str]:

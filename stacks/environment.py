@@ -121,6 +121,9 @@ def _node_group_args(
         args["accelerator"] = g.profile.accelerator
     if g.repair is not None:
         args["node_repair"] = g.repair
+    setup = plan.host_requirements(g.name)
+    if setup:
+        args["host_setup"] = [r.name for r in setup]
     return args
 
 
@@ -177,6 +180,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
             "max_size": plan.system.max_size,
             "disk_size_gib": plan.system.disk_size_gib,
             "autoscaled": plan.autoscale,
+            "host_setup": [r.name for r in plan.host_requirements(plan.system.name)],
         },
         "support_type": c.support_type,
         "endpoint_public_access": c.endpoint_public_access,

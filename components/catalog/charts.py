@@ -134,7 +134,7 @@ class BaseImage:
 #: Hub limits anonymous pulls per address and CodeBuild shares its addresses (source keys ``docker-hub-limits``,
 #: ``codebuild-docker-hub-429``), ECR Public serves anonymous and authenticated pulls under its own quotas
 #: (source key ``ecr-public-pulls``). NVIDIA's bases stay on nvcr.io. ``tests/test_dockerfiles.py`` keeps every
-#: Dockerfile off Docker Hub and every public.ecr.aws base equal to an entry here.
+#: Dockerfile off Docker Hub and every base of every Dockerfile equal to an entry here, whose source shows its digest.
 BASE_IMAGES: Mapping[str, BaseImage] = {
     # Ubuntu 24.04 (Python 3.12): the Docker Official Image as ECR Public mirrors it, at the index digest AWS
     # pins in its own images (source key ``ubuntu-24.04-digest``).
@@ -148,6 +148,12 @@ BASE_IMAGES: Mapping[str, BaseImage] = {
     "cuda-12.9.1-devel-ubuntu22.04": BaseImage(
         ref="nvcr.io/nvidia/cuda:12.9.1-devel-ubuntu22.04@sha256:bd4e2680a261c212f1e2fea241606f71497dc67a417f73175d794ec8212b5ba8",
         source="cuda-12.9.1-devel-digest",
+    ),
+    # NGC TensorFlow 25.02 (images/horovod: TF 2.17 with the Horovod NVIDIA builds into it, Open MPI under
+    # /usr/local/mpi), at the digest a public recipe pins for the same tag (source key ``ngc-tensorflow-25.02-digest``).
+    "tensorflow-25.02-tf2-py3": BaseImage(
+        ref="nvcr.io/nvidia/tensorflow:25.02-tf2-py3@sha256:c83b37d26f19ab00d8a13cf974edd079c3d099918ec3110c304a989d6e2f75d5",
+        source="ngc-tensorflow-25.02-digest",
     ),
 }
 

@@ -85,13 +85,46 @@ def fsx_capacity_problem(capacity_gib: int, throughput: int, efa: bool) -> Optio
 class HostRequirement:
     """What a node must have for a storage or network feature (a host-side fact)."""
 
+    name: str
+    """Short key (what a node group's ``host_setup`` lists)."""
     feature: str
     needs: tuple[str, ...]
-    """What the node's bootstrap must provide, in order."""
+    """What the node must have, in order."""
     source: str
     """Key of :data:`components.catalog.sources.SOURCES`."""
+    packages: tuple[str, ...] = ()
+    """Amazon Linux 2023 packages the node's bootstrap installs for it (what the EKS AL2023 AMIs lack)."""
+    bootstrapped: bool = False
+    """The node groups derive its bootstrap (their launch templates' user data) for the groups that use the feature;
+    a feature whose host side is not bootstrapped is refused by the config, not created to be used half-way."""
 
 
+#: A node that mounts an FSx for Lustre file system needs the Lustre client: its kernel modules and its user-space
+#: tools on the host. What the EKS AL2023 AMIs (``AMI_TYPES``, STANDARD and NVIDIA) carry, read from their build
+#: (source key ``eks-ami-al2023-lustre``): the kernel modules, yes: the AL2023 kernel package provides
+#: ``kmod-lustre-client`` (AWS's own AL2023 client setup installs no kmod, only the ``lustre-client`` package, and
+#: loads ``lustre`` right after: source keys ``pcluster-al2023-lustre``, ``eks-fsx-csi-tuning``); the user-space tools,
+#: no: the AMI build installs no ``lustre-client`` (its maintainers declined adding it and point to user data,
+#: ``dnf install -y lustre-client``). The mount itself does not need them on the host: the FSx CSI node plugin runs
+#: ``mount -t lustre`` with the helper its own image carries (source key ``fsx-csi-image``). But the client's kernel
+#: modules apply the file system's persistent parameters (``lctl set_param -P``) by running the host's
+#: ``/usr/sbin/lctl`` (source key ``lustre-param-upcall``; "needed for server to propagate different configurations
+#: to the client", the CSI driver's maintainers, source key ``fsx-csi-host-userspace``), and the EKS guide's node
+#: setup for FSx installs the package first (``eks-fsx-csi-tuning``). So every group whose pods mount the file system
+#: installs ``lustre-client`` at bootstrap: AL2023 locks its repository to the AMI's release, so the package matches
+#: the AMI's kernel modules.
+FSX_CLIENT_HOST = HostRequirement(
+    name="fsx-lustre-client",
+    feature="the FSx for Lustre client on a node that mounts the file system",
+    needs=(
+        "the Lustre client kernel modules (the AL2023 kernel package provides kmod-lustre-client)",
+        "the Lustre user-space tools on the host (/usr/sbin/lctl, which the kernel modules run to apply the file "
+        "system's persistent parameters)",
+    ),
+    source="eks-ami-al2023-lustre",
+    packages=("lustre-client",),
+    bootstrapped=True,
+)
 #: A client reaches an EFA-enabled file system over EFA only when its host runs LNet over EFA: the EKS guide's node
 #: bootstrap for it (source key ``eks-fsx-csi-efa``) checks the EFA kernel driver (>= 2.12.1, installing a newer one
 #: otherwise), installs a Lustre client with EFA support, and configures an LNet ``efa`` network on the node's EFA
@@ -99,9 +132,14 @@ class HostRequirement:
 #: EFA-enabled). No node group of this project derives that bootstrap yet, so ``storage.fsx.efa`` is refused with
 #: this reason (stacks/config/storage.py) rather than create a file system no node would reach over EFA.
 FSX_EFA_CLIENT_HOST = HostRequirement(
+    name="fsx-lnet-efa",
     feature="LNet over EFA to an EFA-enabled FSx for Lustre file system",
     needs=("EFA kernel driver >= 2.12.1", "a Lustre client with EFA support", "an LNet efa network on the EFA interfaces"),
     source="eks-fsx-csi-efa",
 )
-#: Whether the node groups derive the bootstrap of :data:`FSX_EFA_CLIENT_HOST` (their launch templates' user data).
-NODE_BOOTSTRAP_PROVIDES: frozenset[str] = frozenset()
+#: Every host-side fact of this module.
+HOST_REQUIREMENTS: tuple[HostRequirement, ...] = (FSX_CLIENT_HOST, FSX_EFA_CLIENT_HOST)
+#: The host-side facts by name.
+HOST_REQUIREMENTS_BY_NAME: Mapping[str, HostRequirement] = {r.name: r for r in HOST_REQUIREMENTS}
+#: The features whose host side the node groups bootstrap (their launch templates' user data).
+NODE_BOOTSTRAP_PROVIDES: frozenset[str] = frozenset(r.feature for r in HOST_REQUIREMENTS if r.bootstrapped)

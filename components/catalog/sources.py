@@ -89,6 +89,43 @@ SOURCES: Mapping[str, Source] = {
         "driver (>= 2.12.1, else installs it), installs the Lustre client and configures LNet on the EFA interfaces "
         "before mounting",
     ),
+    "eks-ami-al2023-lustre": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/pull/2696",
+        shows="the EKS AL2023 AMI build (templates/al2023/provisioners/install-worker.sh) installs no lustre-client; "
+        "a change adding it was declined by the maintainers, who point to node user data (a MIME shell part running "
+        "dnf install -y lustre-client) instead",
+    ),
+    "pcluster-al2023-lustre": Source(
+        url="https://github.com/aws/aws-parallelcluster-cookbook/blob/develop/cookbooks/aws-parallelcluster-environment/"
+        "resources/lustre/lustre_alinux2023.rb",
+        shows="AWS ParallelCluster's Lustre client on Amazon Linux 2023: the lustre-client package only (no kmod, no "
+        "kernel change), then it mounts: the AL2023 kernel carries the client's kernel modules",
+    ),
+    "eks-fsx-csi-tuning": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-non-efa.html",
+        shows="the EKS guide's launch-template user data for FSx for Lustre nodes: on AL2023 dnf install -y "
+        "lustre-client, then modprobe lustre and lctl on the host",
+    ),
+    "fsx-csi-image": Source(
+        url="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/master/Dockerfile",
+        shows="the FSx CSI driver image installs lustre-client (al23) for its mount helper; the kernel module is the "
+        "node's, not loaded from the container",
+    ),
+    "fsx-csi-host-userspace": Source(
+        url="https://github.com/kubernetes-sigs/aws-fsx-csi-driver/pull/460",
+        shows="Amazon Linux keeps the Lustre kernel module and the user-space tools apart; CSI users on AL miss the "
+        "user-space tools on the node, which the server needs to propagate configuration to the client",
+    ),
+    "lustre-param-upcall": Source(
+        url="https://github.com/lustre/lustre-release/blob/master/lustre/obdclass/obd_config.c",
+        shows="process_param2_config: a client applies a persistent parameter (lctl set_param -P) by running "
+        "/usr/sbin/lctl set_param on its host",
+    ),
+    "al2023-deterministic-upgrades": Source(
+        url="https://docs.aws.amazon.com/linux/al2023/ug/deterministic-upgrades.html",
+        shows="an AL2023 instance's package repository is locked to its AMI's release version, so dnf installs the "
+        "packages of that release",
+    ),
     # --- EKS, AMIs, EFA ---------------------------------------------------------------------------
     "eks-nvidia-ami": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html",
@@ -553,7 +590,21 @@ SOURCES: Mapping[str, Source] = {
         url="https://hub.docker.com/r/nvidia/cuda/tags?name=12.9.1-devel-ubuntu22.04",
         shows="nvidia/cuda:12.9.1-devel-ubuntu22.04: index digest sha256:bd4e2680a261...b5ba8 (linux/amd64 manifest "
         "sha256:38804006c937...30bd3); NVIDIA publishes the same CUDA images on nvcr.io "
-        "(https://catalog.ngc.nvidia.com/orgs/nvidia/containers/cuda/tags)",
+        "(https://catalog.ngc.nvidia.com/orgs/nvidia/containers/cuda/tags). The same index digest is pinned for the "
+        "Docker Hub tag by an independent public Dockerfile (source key ``cuda-12.9.1-devel-digest-pin``); no public "
+        "source seen pins the nvcr.io name to it",
+    ),
+    "cuda-12.9.1-devel-digest-pin": Source(
+        url="https://github.com/Nier4Ryu/putpocket_dataset_mining/blob/3076015a0b4a3e725105135a0fe064627fee4bdb/"
+        "cloud/runpod/Dockerfile.dev-base",
+        shows="FROM --platform=linux/amd64 nvidia/cuda:12.9.1-devel-ubuntu22.04@sha256:bd4e2680a261...b5ba8 (its "
+        "base-image contract also names the amd64 manifest sha256:38804006c937...30bd3)",
+    ),
+    "ngc-tensorflow-25.02-digest": Source(
+        url="https://github.com/zachtheyek/Aetherscan/blob/bc6cfe26632f5092b9c0e61a741b0dda2ccc6cb2/aetherscan.def",
+        shows="an independent public recipe pins nvcr.io/nvidia/tensorflow:25.02-tf2-py3@sha256:c83b37d26f19...f75d5 "
+        "(NGC's tag list, https://catalog.ngc.nvidia.com/orgs/nvidia/containers/tensorflow/tags, needs a browser); "
+        "whether that is the multi-arch index or the amd64 manifest is not shown: either pulls the amd64 image",
     ),
     "efa-installer-apt": Source(
         url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
+from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT
 from components.conventions import SHARED_MOUNT
 from components.image import hash_build_context, image_tag_for
@@ -187,6 +188,9 @@ class StoragePlan:
     """Worker groups pinned where the file system is (the groups of the jobs first)."""
     efa_client_groups: tuple[str, ...] = ()
     """Those of them that use EFA: their EFA security groups reach an EFA-enabled file system."""
+    mount_groups: tuple[str, ...] = ()
+    """FSx: the groups whose pods mount the file system: the system group (the volume's one-shot Job, staging,
+    TensorBoard, MPI launchers) and every worker group that runs a job (every job mounts the claim)."""
 
     @property
     def is_fsx(self) -> bool:
@@ -356,6 +360,14 @@ class Plan:
         bench = self.config.benchmark
         return [self.jobs[n] for n in bench.experiments] if bench is not None else []
 
+    def host_requirements(self, group: str) -> tuple[HostRequirement, ...]:
+        """What the nodes of ``group`` must have on the host for the stack's features (catalog facts with their
+        sources), in the order their bootstrap provides them: the Lustre client where pods mount FSx. The node
+        groups' launch templates derive their user data from this, and only from this."""
+        if self.storage.is_fsx and group in self.storage.mount_groups:
+            return (FSX_CLIENT_HOST,)
+        return ()
+
     def group(self, name: str) -> NodeGroupPlan:
         """A worker group, or the system group (``system``)."""
         return self.system if name == SYSTEM_ROLE else self.groups[name]
@@ -521,6 +533,7 @@ def storage_plan(cfg: StackConfig) -> StoragePlan:
         zone_key=location.key,
         client_groups=location.client_groups,
         efa_client_groups=location.efa_client_groups,
+        mount_groups=(SYSTEM_ROLE, *claim_readers(cfg.jobs)),
     )
 
 
