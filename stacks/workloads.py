@@ -52,6 +52,7 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.admission import RESOURCES
+from stacks.teams import TeamNamespace, build_team_namespaces
 
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40
@@ -82,6 +83,8 @@ class Workloads:
     """The benchmark's collector (``None`` without a benchmark)."""
     code: Optional[JobCode] = None
     """The bucket and objects of the jobs' code from folders of the project (``None``: no job has one)."""
+    teams: dict[str, TeamNamespace] = field(default_factory=dict)
+    """Team -> its namespace, policies and claim (:mod:`stacks.teams`)."""
 
 
 def _ready(env: Environment, data_dir: str) -> pulumi.Output[str]:
@@ -137,11 +140,19 @@ def check_job_name(job: str) -> str:
 
 
 def build_workloads(env: Environment) -> Optional[Workloads]:
-    """Register the workloads of the plan (``None`` when the stack has no jobs)."""
+    """Register the workloads of the plan (``None`` when the stack has no jobs and no teams). With teams, the teams'
+    namespaces (:mod:`stacks.teams`), the MPI Operator (their jobs may be MPIJobs) and Kueue with their queues are
+    registered even when the stack has no jobs of its own."""
     plan = env.plan
     cfg = plan.config
     if not plan.jobs:
-        return None
+        if not cfg.teams:
+            return None
+        out = Workloads(image_uris={})
+        out.teams = build_team_namespaces(env)
+        out.mpi_operator = MpiOperator(f"{cfg.cluster_name}-mpi-operator", {}, opts=env.k8s_opts)
+        out.admission = _admission(plan, env.storage.namespace, out, env.k8s_opts)
+        return out
     name = cfg.cluster_name
     tags = stack_tags(cfg)
     k8s_opts = env.k8s_opts
@@ -186,8 +197,9 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         out.etcd = EtcdRendezvous(
             f"{name}-etcd", {"namespace": namespace, "node_selector": system, "pvc_name": pvc}, opts=k8s_opts
         )
-    if any(j.kind == "mpi" for j in plan.jobs.values()):
+    if cfg.teams or any(j.kind == "mpi" for j in plan.jobs.values()):
         out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
+    out.teams = build_team_namespaces(env)
     out.admission = _admission(plan, namespace, out, k8s_opts)
 
     for ds_name, ds in plan.datasets.items():
@@ -255,6 +267,13 @@ def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: 
         "requeue_backoff_max_s": a.requeue_backoff_max_s,
         "node_selector": system_node_selector(),
     }
+    if a.cohort is not None:
+        args["cohort"] = a.cohort
+        args["own_quota"] = a.own_quota
+        args["namespace_name"] = a.namespace
+        args["teams"] = [{"namespace": out.teams[t.name].namespace, "namespace_name": t.namespace,
+                          "local_queue": t.local_queue, "cluster_queue": t.cluster_queue, "quota": t.quota,
+                          "may_borrow": t.may_borrow, "may_lend": t.may_lend} for t in a.teams]
     if out.mpi_operator is not None:
         args["depends_on"] = [out.mpi_operator]
     return Admission(f"{plan.config.cluster_name}-admission", args, opts=opts)

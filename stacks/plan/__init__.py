@@ -327,7 +327,7 @@ class Plan:
     operations: OperationsPlan = OperationsPlan()
     """Metrics, dashboard and alarms."""
     admission: Optional[AdmissionPlan] = None
-    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs."""
+    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs and teams."""
 
     @property
     def all_groups(self) -> list[NodeGroupPlan]:
@@ -456,7 +456,7 @@ def build_plan(cfg: StackConfig) -> Plan:
             code_hash=digest,
         )
     plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
-    if not jobs:
+    if not jobs and not cfg.teams:
         return plan
     admission = admission_plan(plan)
     problems = never_admitted(plan, admission)

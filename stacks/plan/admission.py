@@ -28,7 +28,7 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
@@ -58,6 +58,14 @@ REQUEUE_BACKOFF_BASE_S = 60
 REQUEUE_BACKOFF_MAX_S = 600
 #: Resources the ClusterQueue covers, in the order Kueue's resource group lists them.
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi")
+#: The cohort of the stack's ClusterQueue and the teams' (``spec.cohortName``; a name, no object:
+#: https://kueue.sigs.k8s.io/docs/concepts/cohort/), only when there are teams.
+COHORT = "eks-training"
+#: A team's ClusterQueue is ``team-<name>`` (cluster-scoped: the prefix keeps it apart from the stack's ``training``).
+TEAM_QUEUE_PREFIX = "team-"
+#: The label every namespace carries with its own name (set by the API server, so a namespace selector on it cannot
+#: be claimed by another namespace): https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +87,24 @@ class FlavorPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TeamPlan:
+    """One team's queues (:mod:`stacks.config.teams`): its namespace, its LocalQueue, its ClusterQueue in the cohort."""
+
+    name: str
+    path: str
+    """``teams.<name>``."""
+    namespace: str
+    local_queue: str
+    cluster_queue: str
+    nodes: Mapping[str, int]
+    """Flavor -> the team's nominal quota in whole nodes of that group (``quotaPercent`` of maxSize, rounded down)."""
+    quota: Mapping[str, Mapping[str, str]]
+    """Flavor -> resource -> quantity: ``nodes`` times a node's amount."""
+    may_borrow: bool
+    may_lend: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class AdmissionPlan:
     """The stack's queues, quotas and priorities (see the module docstring)."""
 
@@ -93,6 +119,14 @@ class AdmissionPlan:
     pods_ready_timeout_s: int = PODS_READY_TIMEOUT_S
     requeue_backoff_base_s: int = REQUEUE_BACKOFF_BASE_S
     requeue_backoff_max_s: int = REQUEUE_BACKOFF_MAX_S
+    namespace: str = "training"
+    """The stack's training namespace (its LocalQueue's)."""
+    cohort: Optional[str] = None
+    """The cohort of every ClusterQueue (``None`` without teams: one ClusterQueue, no cohort)."""
+    teams: tuple[TeamPlan, ...] = ()
+    own_quota: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Flavor -> resource -> the stack's own ClusterQueue's nominal quota: the fleet less the teams' nodes (the whole
+    fleet without teams), so the cohort's quota is the fleet."""
 
     def labels(self, job: str) -> dict[str, str]:
         """The labels that queue ``job`` (and its health check)."""
@@ -148,13 +182,31 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
         ))
     stages = {n: stage(plan.jobs, n) for n in plan.jobs}
     levels = sorted(set(stages.values()) | {0})
+    cfg = plan.config
+    teams = []
+    for name, t in cfg.teams.items():
+        nodes = {f.name: f.max_size * t.quota_percent // 100 for f in flavors}
+        teams.append(TeamPlan(
+            name=name, path=f"teams.{name}", namespace=t.namespace_name(name), local_queue=name,
+            cluster_queue=f"{TEAM_QUEUE_PREFIX}{name}", nodes=nodes, quota=_quota(flavors, nodes),
+            may_borrow=t.may_borrow, may_lend=t.may_lend))
+    own_nodes = {f.name: f.max_size - sum(t.nodes[f.name] for t in teams) for f in flavors}
     return AdmissionPlan(
         local_queue=LOCAL_QUEUE,
         cluster_queue=CLUSTER_QUEUE,
+        namespace=cfg.storage.namespace,
+        cohort=COHORT if teams else None,
+        teams=tuple(teams),
+        own_quota=_quota(flavors, own_nodes),
         flavors=tuple(flavors),
         priorities={priority_class(s): STAGE_PRIORITY - STAGE_STEP * s for s in levels},
         job_priority={n: priority_class(s) for n, s in stages.items()},
     )
+
+
+def _quota(flavors: "list[FlavorPlan]", nodes: Mapping[str, int]) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> ``nodes[flavor]`` nodes' worth of it."""
+    return {f.name: {r: quantity(r, f.per_node[r] * nodes[f.name]) for r in RESOURCES} for f in flavors}
 
 
 def job_requests(job: "JobPlan") -> dict[str, dict[str, int]]:
