@@ -468,3 +468,103 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     took = (last - created).total_seconds()
     print(f"box with 258 nodes up in {up_s:.1f} s; 256 pods started {took:.0f} s after the Job's creation")
     assert took <= 60, took
+
+
+# --- teams: a cohort of queues ----------------------------------------------------------------------------------------
+
+
+def _team_job(template_job: dict, name: str, namespace: str, queue: str, priority: str, nodes: int) -> dict:
+    """The stack's training Job as a team's job would be (what a jobs-only stack registers: the same pods, in the
+    team's namespace, labelled with the team's LocalQueue), ``nodes`` pods of one GPU node each, created suspended."""
+    job = copy.deepcopy(template_job)
+    labels = {**(job["metadata"].get("labels") or {}), "kueue.x-k8s.io/queue-name": queue,
+              "kueue.x-k8s.io/priority-class": priority}
+    job["metadata"] = {"name": name, "namespace": namespace, "labels": labels}
+    spec = job["spec"]
+    spec["suspend"] = True
+    spec["parallelism"] = spec["completions"] = nodes
+    pod = spec["template"]["spec"]
+    pod["serviceAccountName"] = "default"  # a job's own service account comes with the job (its Pod Identity)
+    pod["initContainers"] = [c for c in pod.get("initContainers") or [] if c["name"] != "wait-for-jobs"]
+    return job
+
+
+def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(binaries, tmp_path) -> None:
+    """Teams in one cohort (g5's GPU group at 2 nodes, teams a and b at 50 % each: one GPU node of nominal quota
+    each). Team a's 2-node job borrows b's idle node and is admitted whole; when team b submits a 1-node job, b's
+    ClusterQueue reclaims its quota (reclaimWithinCohort: Any): a's workload is preempted (Kueue's
+    InCohortReclamation), its pods deleted, b's job admitted and run; a's job is requeued and completes after."""
+    import yaml
+
+    from stacks.box.rehearse import RUN_MS, Step
+
+    config = stack_config("g5")
+    config["eks-training:teams"] = {"a": {"quotaPercent": 50}, "b": {"quotaPercent": 50}}
+    registrations = run_program("g5", config=config).registrations
+    queued: dict = {}
+
+    def only_team_jobs(steps) -> None:
+        queued_steps = {s.urn for s in steps if any("kueue.x-k8s.io/queue-name" in (d["metadata"].get("labels") or {})
+                                                    for d in s.docs)}
+        queued["train"] = next(d for s in steps for d in s.docs if d["kind"] == "Job" and d["metadata"]["name"] == "train")
+        steps[:] = [s for s in steps if s.urn not in queued_steps]
+        for s in steps:
+            s.deps -= queued_steps
+        team_a = {s.urn for s in steps for d in s.docs if d["metadata"].get("namespace") == "a"}
+        a_job = _team_job(queued["train"], "wide", "a", "a", "eks-training-stage-0", 2)
+        steps.append(Step("urn:test:wide", "wide", [a_job], team_a))
+
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "g5", mutate=only_team_jobs,
+                                       run_ms={"wide": 6000, "narrow": 2000})
+    b_job = _team_job(queued["train"], "narrow", "b", "b", "eks-training-stage-0", 1)
+    b_job["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})[RUN_MS] = "2000ms"
+    samples: list[dict[str, set[str]]] = []
+    submitted: list[float] = []
+    preempted: list[dict] = []  # the Preempted conditions of team a's workloads while they held
+
+    def poll() -> None:
+        samples.append({**_bound_pods_in(box, "a"), **_bound_pods_in(box, "b")})
+        if submitted and not preempted:
+            preempted.extend(c for wl in box.get("workloads", "-n", "a")["items"]
+                             for c in (wl.get("status") or {}).get("conditions") or []
+                             if c["type"] == "Preempted" and c["status"] == "True")
+        if not submitted and len(samples[-1].get("wide", ())) == 2:
+            box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump(b_job))
+            submitted.append(time.monotonic())
+
+    watch = _Watch(box, poll)
+    start = time.monotonic()
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=90)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+        narrow = box.get("job", "narrow", "-n", "b")
+        queues = {q["metadata"]["name"]: q for q in box.get("clusterqueues")["items"]}
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    took = time.monotonic() - start
+    print(f"teams: box up, borrow, reclaim and both jobs complete in {took:.0f} s")
+    assert {"training", "team-a", "team-b"} <= set(queues)
+    assert {q["spec"].get("cohortName") for q in queues.values()} == {"eks-training"}
+    # a's job ran whole on both GPU nodes (one of them b's nominal quota: borrowed) before b submitted
+    assert submitted, f"team a's 2-node job never ran on both GPU nodes: {samples[-5:]}\n{rehearsal.timeline()}"
+    # b's submission took the borrowed node back: a's workload was preempted for the reclamation
+    assert preempted and preempted[0]["reason"] == "InCohortReclamation", (preempted, rehearsal.timeline())
+    assert "preemptor path: /eks-training/team-b; preemptee path: /eks-training/team-a" in preempted[0]["message"]
+    # b ran while none of a's pods held a node, and never beside a's 2
+    assert any(s.get("narrow") and not s.get("wide") for s in samples), samples
+    assert not any(s.get("narrow") and len(s.get("wide", ())) == 2 for s in samples), samples
+    assert (narrow["status"].get("succeeded") or 0) == 1, narrow["status"]
+    assert rehearsal.jobs["wide"]["outcome"] == "Complete", rehearsal.timeline()
+
+
+def _bound_pods_in(box, namespace: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for pod in box.get("pods", "-n", namespace)["items"]:
+        job = (pod["metadata"].get("labels") or {}).get("job-name")
+        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if job and pod["spec"].get("nodeName") and not finished:
+            out.setdefault(job, set()).add(pod["metadata"]["name"])
+    return out
