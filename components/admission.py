@@ -34,7 +34,8 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: The controller's image: the release the chart version names, from the Kubernetes project's registry (the chart's
 #: default points at a staging registry with ``pullPolicy: Always``).
 KUEUE_IMAGE_REPOSITORY = "registry.k8s.io/kueue/kueue"
-PRIORITY_DESCRIPTION = "a job outranks the jobs that wait for it (stacks/plan/admission.py)"
+PRIORITY_DESCRIPTION = ("a job outranks the jobs that wait for it; within a stage, health checks > evaluations > "
+                        "training > experiments (stacks/plan/admission.py)")
 
 
 class FlavorArgs(TypedDict):

@@ -318,7 +318,7 @@ def _job(
                 "pvc_name": pvc,
                 "image": toolbox,
                 "output_dir": job.output_dir,
-                "queue_labels": queue,
+                "queue_labels": plan.admission.check_labels(job.name),
                 "after": [out.admission.queue_name],
             },
             "placement": job.placement,

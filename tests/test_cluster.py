@@ -497,6 +497,7 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     import yaml
 
     from stacks.box.rehearse import RUN_MS, Step
+    from stacks.plan.admission import priority_class
 
     config = stack_config("g5")
     config["eks-training:teams"] = {"a": {"quotaPercent": 50}, "b": {"quotaPercent": 50}}
@@ -511,12 +512,12 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
         for s in steps:
             s.deps -= queued_steps
         team_a = {s.urn for s in steps for d in s.docs if d["metadata"].get("namespace") == "a"}
-        a_job = _team_job(queued["train"], "wide", "a", "a", "eks-training-stage-0", 2)
+        a_job = _team_job(queued["train"], "wide", "a", "a", priority_class("training", 0), 2)
         steps.append(Step("urn:test:wide", "wide", [a_job], team_a))
 
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "g5", mutate=only_team_jobs,
                                        run_ms={"wide": 6000, "narrow": 2000})
-    b_job = _team_job(queued["train"], "narrow", "b", "b", "eks-training-stage-0", 1)
+    b_job = _team_job(queued["train"], "narrow", "b", "b", priority_class("training", 0), 1)
     b_job["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})[RUN_MS] = "2000ms"
     samples: list[dict[str, set[str]]] = []
     submitted: list[float] = []

@@ -195,10 +195,16 @@ class HealthCheckConfig(Model):
 _BOOLEAN_WORDS = frozenset({"y", "yes", "n", "no", "on", "off", "true", "false"})
 
 
+#: What a job is for (its Kueue priority's kind, :mod:`stacks.plan.admission`); benchmark experiments are
+#: ``experiment``.
+JobPurpose = Literal["training", "evaluation"]
+
+
 class JobConfig(Model):
     """One job (key ``jobs.<name>``)."""
 
     kind: JobKind
+    purpose: JobPurpose = "training"
     image: str = TOOLBOX_IMAGE
     node_group: Optional[str] = None
     nodes: int = Field(default=1, ge=1)

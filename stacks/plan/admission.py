@@ -48,6 +48,14 @@ QUEUEING_STRATEGY = "StrictFIFO"
 #: Priority of stage 0 (jobs that wait for none) and the step down per stage.
 STAGE_PRIORITY = 1000
 STAGE_STEP = 100
+#: The kinds of work the stacks queue, first to last within a stage, and what each adds to its stage's priority (less
+#: than :data:`STAGE_STEP` apart in all, so the stage decides first: a job still outranks every job that waits for
+#: it). Health checks are short and gate a job's start; evaluations are short and report on finished training;
+#: training runs long; experiments (the benchmark's) measure the fleet and may wait for the rest.
+KIND_OFFSET: Mapping[str, int] = {"health-check": 40, "evaluation": 30, "training": 20, "experiment": 10}
+#: With teams, the priority classes exist for the stages 0..TEAM_STAGES-1 of every kind (the teams' jobs-only stacks
+#: use them; their WorkloadPriorityClasses are cluster-scoped, made by the cluster stack).
+TEAM_STAGES = 10
 #: waitForPodsReady: an admitted job's pods must all run within this (covers a scale-up from zero of GPU nodes,
 #: 3-10 min on EKS, and pulling a multi-GiB training image), else it is evicted and requeued after
 #: ``backoffBase * 2^(n-1)`` seconds (capped at the max). A job ``after`` others is admitted at once when its quota is
@@ -114,7 +122,9 @@ class AdmissionPlan:
     priorities: Mapping[str, int]
     """WorkloadPriorityClass name -> value."""
     job_priority: Mapping[str, str] = field(default_factory=dict)
-    """Job name -> its WorkloadPriorityClass (its health check's too)."""
+    """Job name -> its WorkloadPriorityClass."""
+    check_priority: Mapping[str, str] = field(default_factory=dict)
+    """Job name -> its health check's WorkloadPriorityClass (kind ``health-check``, the job's stage)."""
     queueing_strategy: str = QUEUEING_STRATEGY
     pods_ready_timeout_s: int = PODS_READY_TIMEOUT_S
     requeue_backoff_base_s: int = REQUEUE_BACKOFF_BASE_S
@@ -129,8 +139,12 @@ class AdmissionPlan:
     fleet without teams), so the cohort's quota is the fleet."""
 
     def labels(self, job: str) -> dict[str, str]:
-        """The labels that queue ``job`` (and its health check)."""
+        """The labels that queue ``job``."""
         return {QUEUE_LABEL: self.local_queue, PRIORITY_LABEL: self.job_priority[job]}
+
+    def check_labels(self, job: str) -> dict[str, str]:
+        """The labels that queue ``job``'s health check."""
+        return {QUEUE_LABEL: self.local_queue, PRIORITY_LABEL: self.check_priority[job]}
 
     def flavor(self, group: str) -> FlavorPlan:
         return next(f for f in self.flavors if f.group == group)
@@ -166,8 +180,21 @@ def stage(plan_jobs: Mapping[str, "JobPlan"], name: str) -> int:
     return 1 + max(stage(plan_jobs, a) for a in after) if after else 0
 
 
-def priority_class(level: int) -> str:
-    return f"eks-training-stage-{level}"
+def priority_class(kind: str, level: int) -> str:
+    """The WorkloadPriorityClass of work of ``kind`` (:data:`KIND_OFFSET`) at stage ``level``."""
+    return f"eks-training-{kind}-stage-{level}"
+
+
+def priority_value(kind: str, level: int) -> int:
+    """Stage first (a job outranks the jobs that wait for it), then kind."""
+    return STAGE_PRIORITY - STAGE_STEP * level + KIND_OFFSET[kind]
+
+
+def job_kind(plan: "Plan", name: str) -> str:
+    """``experiment`` (a benchmark experiment), else the job's ``purpose``."""
+    if plan.config.benchmark is not None and name in plan.config.benchmark.experiments:
+        return "experiment"
+    return plan.jobs[name].config.purpose
 
 
 def admission_plan(plan: "Plan") -> AdmissionPlan:
@@ -181,8 +208,12 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
             quota={r: quantity(r, node[r] * g.max_size) for r in RESOURCES},
         ))
     stages = {n: stage(plan.jobs, n) for n in plan.jobs}
-    levels = sorted(set(stages.values()) | {0})
+    kinds = {n: job_kind(plan, n) for n in plan.jobs}
     cfg = plan.config
+    classes = {(kinds[n], s) for n, s in stages.items()}
+    classes |= {("health-check", stages[n]) for n, j in plan.jobs.items() if j.health_check is not None}
+    if cfg.teams:
+        classes |= {(k, s) for k in KIND_OFFSET for s in range(TEAM_STAGES)}
     teams = []
     for name, t in cfg.teams.items():
         nodes = {f.name: f.max_size * t.quota_percent // 100 for f in flavors}
@@ -199,8 +230,10 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
         teams=tuple(teams),
         own_quota=_quota(flavors, own_nodes),
         flavors=tuple(flavors),
-        priorities={priority_class(s): STAGE_PRIORITY - STAGE_STEP * s for s in levels},
-        job_priority={n: priority_class(s) for n, s in stages.items()},
+        priorities={priority_class(k, s): priority_value(k, s) for k, s in sorted(classes)},
+        job_priority={n: priority_class(kinds[n], s) for n, s in stages.items()},
+        check_priority={n: priority_class("health-check", stages[n]) for n, j in plan.jobs.items()
+                        if j.health_check is not None},
     )
 
 
