@@ -38,6 +38,10 @@ class ClusterConfig(Model):
     service_cidr: Optional[str] = None
     create_oidc_provider: bool = False
     addon_versions: dict[str, str] = Field(default_factory=dict)
+    stack_reference: Optional[str] = None
+    """A jobs-only stack: the cluster stack (``org/project/stack``) whose team's queue this stack's jobs go to."""
+    team: Optional[str] = None
+    """A jobs-only stack: the team (a key of the referenced stack's ``teams``)."""
 
     @field_validator("kubernetes_version")
     @classmethod

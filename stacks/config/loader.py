@@ -34,7 +34,7 @@ from stacks.config.rules import Sections, cross_section
 from stacks.config.storage import StorageConfig
 from stacks.config.jobs import TOOLBOX_IMAGE, DatasetConfig, ImageBuildConfig, ImageConfig, JobConfig
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
-from stacks.config.teams import TeamConfig, teams_problems
+from stacks.config.teams import TeamConfig, jobs_only_problems, teams_problems
 
 #: Every top-level key of the ``eks-training`` namespace and what it holds: a model (an object), ``str``
 #: (a string) or ``dict`` (a map of entries validated one by one).
@@ -328,6 +328,7 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
     operations: OperationsConfig = parsed.get("operations") or OperationsConfig()
     if "operations" not in p.failed:
         p.problems.extend(operations_problems(operations, has_gpu_groups(groups, catalog)))
+    p.problems.extend(jobs_only_problems(raw, parsed.get("cluster")))
     teams: dict[str, TeamConfig] = entries("teams")
     storage_cfg: StorageConfig = sections.storage
     p.problems.extend(teams_problems(teams, list(parsed.get("teams") or {}), storage_cfg.namespace))

@@ -5,7 +5,9 @@ A team's jobs are registered by its own stack (a jobs-only stack, :mod:`stacks.j
 ``pulumi.StackReference``; this stack makes what they need in the team's namespace.
 """
 
-from typing import Mapping, Optional
+import json
+import re
+from typing import Any, Mapping, Optional
 
 from pydantic import Field
 
@@ -68,4 +70,49 @@ def teams_problems(teams: Mapping[str, TeamConfig], raw_names: list[str], traini
         shares = ", ".join(f"{n} {t.quota_percent}" for n, t in teams.items())
         problems.append(f"{key('teams')}: the teams' quotaPercent add up to {total} ({shares}), more than the fleet "
                         f"(100); lower them so they add up to at most 100 (the rest is the stack's own queue's)")
+    return problems
+
+
+#: A stack reference: ``org/project/stack`` (the DIY backends' organization is ``organization``),
+#: https://www.pulumi.com/docs/iac/concepts/stacks/#stackreferences.
+STACK_REFERENCE_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+#: Keys a jobs-only stack reads: its jobs and what they are made of; the node groups and the system group (the jobs'
+#: placement, checked at deploy against the referenced stack's); ``cluster.stackReference`` and ``cluster.team``;
+#: ``preflight`` (a jobs-only stack has no account checks of its own: the cluster stack's quotas and zones).
+JOBS_ONLY_KEYS = ("clusterName", "cluster", "nodeGroups", "systemNodeGroup", "instanceFacts", "tags", "images",
+                  "imageBuild", "datasets", "jobs", "preflight")
+JOBS_ONLY_CLUSTER_KEYS = ("stackReference", "team")
+
+
+def jobs_only_problems(raw: Mapping[str, str], cluster: Any) -> list[str]:
+    """A jobs-only stack (``cluster.stackReference``): a team, a reference ``org/project/stack``, and none of the keys
+    that make a cluster (they would be ignored)."""
+    ref = getattr(cluster, "stack_reference", None)
+    team = getattr(cluster, "team", None)
+    problems = []
+    if ref is None:
+        if team is not None:
+            problems.append(f"{key('cluster.team')}: only a jobs-only stack names its team; set "
+                            f"{key('cluster.stackReference')} (the cluster stack, org/project/stack) or remove it")
+        return problems
+    if not STACK_REFERENCE_RE.match(ref):
+        problems.append(f"{key('cluster.stackReference')}: {ref!r} is not a stack reference; write org/project/stack "
+                        f"(organization/<project>/<stack> with a local or S3 backend)")
+    if team is None:
+        problems.append(f"{key('cluster.team')}: a jobs-only stack ({key('cluster.stackReference')}) submits to a "
+                        f"team's queue: set it to a team of the referenced stack's teams")
+    elif not (NAME_RE.match(team) and len(team) <= TEAM_NAME_MAX):
+        problems.append(f"{key('cluster.team')}: {team!r} is not a team name (a key of the referenced stack's teams)")
+    for k in sorted(raw):
+        if k not in JOBS_ONLY_KEYS:
+            problems.append(f"{key(k)}: a jobs-only stack ({key('cluster.stackReference')}) registers only its jobs; "
+                            f"this key configures the cluster, which the referenced stack makes: remove it")
+    try:
+        written = json.loads(raw.get("cluster") or "{}")
+    except json.JSONDecodeError:
+        written = {}
+    for k in sorted(written if isinstance(written, dict) else {}):
+        if k not in JOBS_ONLY_CLUSTER_KEYS:
+            problems.append(f"{key('cluster.' + k)}: a jobs-only stack reads only cluster.stackReference and "
+                            f"cluster.team (the referenced stack makes the cluster): remove it")
     return problems

@@ -138,13 +138,13 @@ class AdmissionPlan:
     """Flavor -> resource -> the stack's own ClusterQueue's nominal quota: the fleet less the teams' nodes (the whole
     fleet without teams), so the cohort's quota is the fleet."""
 
-    def labels(self, job: str) -> dict[str, str]:
-        """The labels that queue ``job``."""
-        return {QUEUE_LABEL: self.local_queue, PRIORITY_LABEL: self.job_priority[job]}
+    def labels(self, job: str, team: Optional[str] = None) -> dict[str, str]:
+        """The labels that queue ``job`` (in ``team``'s LocalQueue, named after the team, in a jobs-only stack)."""
+        return {QUEUE_LABEL: team or self.local_queue, PRIORITY_LABEL: self.job_priority[job]}
 
-    def check_labels(self, job: str) -> dict[str, str]:
+    def check_labels(self, job: str, team: Optional[str] = None) -> dict[str, str]:
         """The labels that queue ``job``'s health check."""
-        return {QUEUE_LABEL: self.local_queue, PRIORITY_LABEL: self.check_priority[job]}
+        return {QUEUE_LABEL: team or self.local_queue, PRIORITY_LABEL: self.check_priority[job]}
 
     def flavor(self, group: str) -> FlavorPlan:
         return next(f for f in self.flavors if f.group == group)
