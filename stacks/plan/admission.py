@@ -19,10 +19,16 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   blocks the ones behind it even when a smaller one would fit (BestEffortFIFO would let small jobs overtake a large
   one for ever on a busy group: a multi-node training job would starve behind evaluations),
   https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#queueing-strategy.
-- **Priorities by stage**: a job outranks every job that waits for it (``after``), so when a waiting job was created
-  first and holds the nodes its predecessor needs (pulumi creates independent resources concurrently), Kueue preempts
-  it for the predecessor (``withinClusterQueue: LowerPriority``) instead of the two waiting for each other: stage ``n``
-  is a job after ``n`` levels of jobs, https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/.
+- **Priorities by stage, then kind**: a job outranks every job that waits for it (``after``), so when a waiting job
+  was created first and holds the nodes its predecessor needs (pulumi creates independent resources concurrently),
+  Kueue preempts it for the predecessor (``withinClusterQueue: LowerPriority``) instead of the two waiting for each
+  other: stage ``n`` is a job after ``n`` levels of jobs; within a stage, health checks, evaluations, training, then
+  experiments (:data:`KIND_OFFSET`), https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/.
+- **Teams** (``teams``): per team a ClusterQueue ``team-<name>`` in the cohort :data:`COHORT` with ``quotaPercent``
+  of every group's ``maxSize`` nodes, and a LocalQueue in its namespace; the stack's own ClusterQueue joins the cohort
+  with the rest, so the cohort's quota is the fleet (https://kueue.sigs.k8s.io/docs/concepts/cohort/). A queue
+  reclaims the quota others borrowed from it (``reclaimWithinCohort: Any``,
+  https://kueue.sigs.k8s.io/docs/concepts/preemption/).
 """
 
 from __future__ import annotations
