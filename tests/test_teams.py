@@ -21,8 +21,8 @@ from tests.harness import PROJECT, run_program, stack_config, stack_names
 
 pytestmark = pytest.mark.mock
 
-TEAMS = {"vision": {"quotaPercent": 50}, "nlp": {"namespace": "team-nlp", "quotaPercent": 25, "mayLend": False,
-                                                 "mayBorrow": False}}
+TEAMS = {"vision": {"quotaPercent": 50, "mayBorrow": False},
+         "nlp": {"namespace": "team-nlp", "quotaPercent": 25, "mayLend": False}}
 
 
 def _with_teams(stack: str, teams: Any = None) -> dict[str, Any]:
@@ -95,8 +95,9 @@ def test_the_cohorts_quota_is_the_fleet_split_by_the_teams_shares(g5_teams) -> N
                       for r in f["resources"] if r["name"] == "nvidia.com/gpu") for name, q in queues.items()}
     # g5's GPU group: maxSize 2 of one GPU; vision 50 % = 1 node, nlp 25 % = 0 nodes (whole nodes), the stack 1
     assert {n: g["nominalQuota"] for n, g in gpu.items()} == {"team-vision": "1", "team-nlp": "0", "training": "1"}
-    assert gpu["team-nlp"]["borrowingLimit"] == gpu["team-nlp"]["lendingLimit"] == "0"
-    assert "borrowingLimit" not in gpu["team-vision"] and "lendingLimit" not in gpu["team-vision"]
+    assert gpu["team-nlp"]["lendingLimit"] == gpu["team-vision"]["borrowingLimit"] == "0"
+    assert "borrowingLimit" not in gpu["team-nlp"] and "lendingLimit" not in gpu["team-vision"]
+    assert not any(k in gpu["training"] for k in ("borrowingLimit", "lendingLimit"))
     # each queue admits its own namespace's workloads only (a team cannot point a LocalQueue at another's quota)
     assert queues["team-nlp"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "team-nlp"}}
     assert queues["training"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "training"}}
@@ -154,6 +155,9 @@ def test_teams_without_jobs_still_get_kueue_the_mpi_operator_and_their_queues() 
     pytest.param({"Team_A": {"quotaPercent": 10}}, ["eks-training:teams.Team_A: the name must be"], id="name"),
     pytest.param({"a": {"quotaPercent": 0}}, ["eks-training:teams.a.quotaPercent"], id="zero"),
     pytest.param({"a": {"share": 10}}, ["eks-training:teams.a"], id="unknown-key"),
+    pytest.param({"a": {"quotaPercent": 25, "mayBorrow": False}},
+                 ["eks-training:teams.a.quotaPercent: the team's share is no whole node of any worker group "
+                  "(eks-training:nodeGroups.gpu.maxSize 2) and eks-training:teams.a.mayBorrow is false"], id="idle"),
 ])
 def test_bad_teams_are_refused_before_anything_is_registered(teams, fragments) -> None:
     p = run_program("g5", config=_with_teams("g5", teams), expect_error=True)

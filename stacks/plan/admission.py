@@ -275,3 +275,18 @@ def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
                         f"never admit it; raise maxSize or lower nodes")
     return problems
+
+
+def idle_teams(admission: AdmissionPlan) -> list[str]:
+    """Teams that may not borrow and whose share is no whole node of any worker group: their jobs could never run on
+    one (Kueue would keep them waiting for ever)."""
+    problems = []
+    workers = [f for f in admission.flavors if f.path != "systemNodeGroup"]
+    for t in admission.teams:
+        if t.may_borrow or not workers or any(t.nodes[f.name] for f in workers):
+            continue
+        groups = ", ".join(f"{key(f.path + '.maxSize')} {f.max_size}" for f in workers)
+        problems.append(f"{key(t.path + '.quotaPercent')}: the team's share is no whole node of any worker group "
+                        f"({groups}) and {key(t.path + '.mayBorrow')} is false: its jobs could never run on one; "
+                        f"raise quotaPercent or let it borrow")
+    return problems
