@@ -472,72 +472,81 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
 
 # --- teams: a cohort of queues ----------------------------------------------------------------------------------------
 
+TEAMS_REFERENCE = "organization/eks-training/shared"
 
-def _team_job(template_job: dict, name: str, namespace: str, queue: str, priority: str, nodes: int) -> dict:
-    """The stack's training Job as a team's job would be (what a jobs-only stack registers: the same pods, in the
-    team's namespace, labelled with the team's LocalQueue), ``nodes`` pods of one GPU node each, created suspended."""
-    job = copy.deepcopy(template_job)
-    labels = {**(job["metadata"].get("labels") or {}), "kueue.x-k8s.io/queue-name": queue,
-              "kueue.x-k8s.io/priority-class": priority}
-    job["metadata"] = {"name": name, "namespace": namespace, "labels": labels}
-    spec = job["spec"]
-    spec["suspend"] = True
-    spec["parallelism"] = spec["completions"] = nodes
-    pod = spec["template"]["spec"]
-    pod["serviceAccountName"] = "default"  # a job's own service account comes with the job (its Pod Identity)
-    pod["initContainers"] = [c for c in pod.get("initContainers") or [] if c["name"] != "wait-for-jobs"]
-    return job
+
+def _jobs_only_registrations(cluster_config: dict, team: str, job: str, nodes: int) -> list:
+    """What team ``team``'s jobs-only stack registers (the real program under mocks, reading the cluster stack's
+    outputs through its StackReference): one command job of ``nodes`` GPU nodes."""
+    config = {"aws:region": cluster_config["aws:region"],
+              "eks-training:cluster": {"stackReference": TEAMS_REFERENCE, "team": team},
+              "eks-training:nodeGroups": cluster_config["eks-training:nodeGroups"],
+              "eks-training:jobs": {job: {"kind": "command", "nodeGroup": "gpu", "nodes": nodes,
+                                          "command": ["python", "-c", "print('trained')"]}}}
+    program = run_program(f"team-{team}", config=config)
+    assert program.error is None, program.error
+    return program.registrations
 
 
 def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(binaries, tmp_path) -> None:
-    """Teams in one cohort (g5's GPU group at 2 nodes, teams a and b at 50 % each: one GPU node of nominal quota
-    each). Team a's 2-node job borrows b's idle node and is admitted whole; when team b submits a 1-node job, b's
-    ClusterQueue reclaims its quota (reclaimWithinCohort: Any): a's workload is preempted (Kueue's
-    InCohortReclamation), its pods deleted, b's job admitted and run; a's job is requeued and completes after."""
+    """Teams in one cohort: g5's fleet (2 GPU nodes) as a cluster stack without jobs of its own, teams a and b at 50 %
+    each (one GPU node of nominal quota each), and each team's jobs-only stack (its objects as the real program
+    registers them, through the StackReference). Team a's 2-node job borrows b's idle node and is admitted whole; when
+    team b submits a 1-node job, b's ClusterQueue reclaims its quota (reclaimWithinCohort: Any): a's workload is
+    preempted (Kueue's InCohortReclamation), its pods deleted, b's job admitted and run while a holds nothing; a's job
+    is requeued and completes after."""
+    import pulumi
     import yaml
 
     from stacks.box.rehearse import RUN_MS, Step
-    from stacks.plan.admission import priority_class
+    from tests.harness import STACK_OUTPUTS, resolve
 
     config = stack_config("g5")
+    for k in ("eks-training:jobs", "eks-training:datasets"):
+        config.pop(k)
     config["eks-training:teams"] = {"a": {"quotaPercent": 50}, "b": {"quotaPercent": 50}}
-    registrations = run_program("g5", config=config).registrations
-    queued: dict = {}
+    cluster = run_program("shared", config=config)
+    STACK_OUTPUTS[TEAMS_REFERENCE] = {k: resolve(pulumi.Output.from_input(v)) for k, v in cluster.outputs.items()}
+    try:
+        team_a = steps_of(_jobs_only_registrations(config, "a", "wide", 2))
+        team_b = steps_of(_jobs_only_registrations(config, "b", "narrow", 1))
+    finally:
+        STACK_OUTPUTS.pop(TEAMS_REFERENCE)
+    assert {d["metadata"].get("namespace") for s in team_a for d in s.docs} == {"a"}
+    b_docs = [d for s in team_b for d in s.docs]
+    assert {d["metadata"].get("namespace") for d in b_docs} == {"b"}
+    for doc in b_docs:
+        for template in pod_templates(doc):
+            template.setdefault("metadata", {}).setdefault("annotations", {})[RUN_MS] = "2000ms"
 
-    def only_team_jobs(steps) -> None:
-        queued_steps = {s.urn for s in steps if any("kueue.x-k8s.io/queue-name" in (d["metadata"].get("labels") or {})
-                                                    for d in s.docs)}
-        queued["train"] = next(d for s in steps for d in s.docs if d["kind"] == "Job" and d["metadata"]["name"] == "train")
-        steps[:] = [s for s in steps if s.urn not in queued_steps]
-        for s in steps:
-            s.deps -= queued_steps
-        team_a = {s.urn for s in steps for d in s.docs if d["metadata"].get("namespace") == "a"}
-        a_job = _team_job(queued["train"], "wide", "a", "a", priority_class("training", 0), 2)
-        steps.append(Step("urn:test:wide", "wide", [a_job], team_a))
+    def with_team_a(steps) -> None:
+        # team a's stack comes after its namespace, claim and queue exist (as it does: the cluster stack is up)
+        cluster_a = {s.urn for s in steps for d in s.docs if d["metadata"].get("namespace") == "a"}
+        for s in team_a:
+            s.deps |= cluster_a
+        steps.extend(team_a)
 
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "g5", mutate=only_team_jobs,
-                                       run_ms={"wide": 6000, "narrow": 2000})
-    b_job = _team_job(queued["train"], "narrow", "b", "b", priority_class("training", 0), 1)
-    b_job["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})[RUN_MS] = "2000ms"
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a,
+                                       run_ms={"wide": 6000})
     samples: list[dict[str, set[str]]] = []
     submitted: list[float] = []
     preempted: list[dict] = []  # the Preempted conditions of team a's workloads while they held
 
     def poll() -> None:
         samples.append({**_bound_pods_in(box, "a"), **_bound_pods_in(box, "b")})
+        if not submitted and len(samples[-1].get("wide", ())) == 2:
+            box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump_all(b_docs))
+            submitted.append(time.monotonic())
         if submitted and not preempted:
             preempted.extend(c for wl in box.get("workloads", "-n", "a")["items"]
                              for c in (wl.get("status") or {}).get("conditions") or []
                              if c["type"] == "Preempted" and c["status"] == "True")
-        if not submitted and len(samples[-1].get("wide", ())) == 2:
-            box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump(b_job))
-            submitted.append(time.monotonic())
 
     watch = _Watch(box, poll)
     start = time.monotonic()
     try:
         with Registrar(box) as registrar, watch:
-            rehearsal.run(binaries, timeout_s=90)
+            rehearsal.run(binaries, timeout_s=120)
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
         narrow = box.get("job", "narrow", "-n", "b")
