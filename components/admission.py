@@ -1,5 +1,8 @@
 """``Admission``: Kueue (https://kueue.sigs.k8s.io), the Kubernetes SIG's job queueing controller, from its pinned
-Helm chart, with the stack's ResourceFlavors, WorkloadPriorityClasses, one ClusterQueue and one LocalQueue.
+Helm chart, with the stack's ResourceFlavors, WorkloadPriorityClasses, one ClusterQueue and one LocalQueue, and with
+teams (``cohort``, ``teams``) a ClusterQueue per team in one cohort and its LocalQueue in the team's namespace
+(:func:`queue_spec`: ``cohortName``, ``borrowingLimit``/``lendingLimit``, ``reclaimWithinCohort``, as Kueue v0.17's
+``v1beta2`` API serves them, https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/).
 
 A job labelled ``kueue.x-k8s.io/queue-name`` and created suspended waits in the LocalQueue holding nothing (no pod
 exists) until Kueue admits its whole gang against the ClusterQueue's quota; Kueue then unsuspends it (and sets the
