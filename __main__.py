@@ -1,10 +1,14 @@
 """The Pulumi program: validate the stack's config, plan it, check the AWS account, then build the
-training environment and launch the workloads. Nothing is registered until the checks pass."""
+training environment and launch the workloads. Nothing is registered until the checks pass.
+
+A jobs-only stack (``cluster.stackReference``) registers only its jobs, on its team's queue of the cluster another
+stack made (:mod:`stacks.jobs_only`)."""
 
 import pulumi
 
 from stacks.config import load_config
 from stacks.environment import build_environment, resolve_zones
+from stacks.jobs_only import build_jobs_only
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.preflight import check
@@ -12,10 +16,14 @@ from stacks.workloads import build_workloads
 
 config = load_config(pulumi.get_project(), pulumi.get_stack())  # raises ConfigError: nothing registered
 plan = build_plan(config)
-zones = resolve_zones(config) if config.network is not None else None
-if config.preflight.enabled:
-    check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered
-environment = build_environment(plan, zones)
-environment.workloads = build_workloads(environment)
-for output_name, value in export_outputs(environment).items():
+if config.cluster.stack_reference is not None:
+    outputs = build_jobs_only(plan)
+else:
+    zones = resolve_zones(config) if config.network is not None else None
+    if config.preflight.enabled:
+        check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered
+    environment = build_environment(plan, zones)
+    environment.workloads = build_workloads(environment)
+    outputs = export_outputs(environment)
+for output_name, value in outputs.items():
     pulumi.export(output_name, value)

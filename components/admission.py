@@ -1,5 +1,8 @@
 """``Admission``: Kueue (https://kueue.sigs.k8s.io), the Kubernetes SIG's job queueing controller, from its pinned
-Helm chart, with the stack's ResourceFlavors, WorkloadPriorityClasses, one ClusterQueue and one LocalQueue.
+Helm chart, with the stack's ResourceFlavors, WorkloadPriorityClasses, one ClusterQueue and one LocalQueue, and with
+teams (``cohort``, ``teams``) a ClusterQueue per team in one cohort and its LocalQueue in the team's namespace
+(:func:`queue_spec`: ``cohortName``, ``borrowingLimit``/``lendingLimit``, ``reclaimWithinCohort``, as Kueue v0.17's
+``v1beta2`` API serves them, https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/).
 
 A job labelled ``kueue.x-k8s.io/queue-name`` and created suspended waits in the LocalQueue holding nothing (no pod
 exists) until Kueue admits its whole gang against the ClusterQueue's quota; Kueue then unsuspends it (and sets the
@@ -34,7 +37,8 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: The controller's image: the release the chart version names, from the Kubernetes project's registry (the chart's
 #: default points at a staging registry with ``pullPolicy: Always``).
 KUEUE_IMAGE_REPOSITORY = "registry.k8s.io/kueue/kueue"
-PRIORITY_DESCRIPTION = "a job outranks the jobs that wait for it (stacks/plan/admission.py)"
+PRIORITY_DESCRIPTION = ("a job outranks the jobs that wait for it; within a stage, health checks > evaluations > "
+                        "training > experiments (stacks/plan/admission.py)")
 
 
 class FlavorArgs(TypedDict):
@@ -45,6 +49,23 @@ class FlavorArgs(TypedDict):
     node_taints: Sequence[Mapping[str, str]]
     quota: Mapping[str, str]
     """Resource -> quantity, for every resource of :attr:`AdmissionArgs.resources`."""
+
+
+class TeamQueueArgs(TypedDict):
+    """One team's LocalQueue (in its namespace) and ClusterQueue (in the cohort)."""
+
+    namespace: pulumi.Input[str]
+    """The team's namespace (the LocalQueue is created in it, after it)."""
+    namespace_name: str
+    """Its name (the ClusterQueue admits workloads of that namespace only)."""
+    local_queue: str
+    cluster_queue: str
+    quota: Mapping[str, Mapping[str, str]]
+    """Flavor -> resource -> nominal quantity."""
+    may_borrow: bool
+    """Else ``borrowingLimit: 0`` on every resource."""
+    may_lend: bool
+    """Else ``lendingLimit: 0`` on every resource."""
 
 
 class AdmissionArgs(TypedDict):
@@ -64,6 +85,14 @@ class AdmissionArgs(TypedDict):
     requeue_backoff_max_s: int
     node_selector: Mapping[str, str]
     """Where the controller runs (the system nodes)."""
+    cohort: NotRequired[str]
+    """With teams: the cohort of the stack's ClusterQueue and the teams' (each reclaims its lent quota:
+    ``reclaimWithinCohort: Any``), the stack's ClusterQueue then admits its namespace's workloads only."""
+    own_quota: NotRequired[Mapping[str, Mapping[str, str]]]
+    """With teams: flavor -> resource -> the stack's ClusterQueue's nominal quota (default: the flavors' quota)."""
+    namespace_name: NotRequired[str]
+    """With teams: the name of :attr:`namespace` (the stack's ClusterQueue's namespace selector)."""
+    teams: NotRequired[Sequence[TeamQueueArgs]]
     depends_on: NotRequired[Sequence[pulumi.Resource]]
     """Installed after these (the MPI Operator: Kueue enables its MPIJob integration only when the CRD exists)."""
 
@@ -113,21 +142,60 @@ def resource_flavor(flavor: Mapping[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def cluster_queue_spec(args: Mapping[str, Any]) -> dict[str, Any]:
-    """One resource group covering every resource, a flavor per node group (a pod set gets the flavor whose node
-    labels its node selector agrees with and whose taints it tolerates)."""
-    return {
-        "namespaceSelector": {},
+#: Within a ClusterQueue, a pending workload preempts admitted ones of lower priority (a job outranks the jobs that
+#: wait for it, so it takes back the nodes such a job holds).
+WITHIN_CLUSTER_QUEUE = "LowerPriority"
+#: Across the cohort (teams): a queue whose nominal quota is lent to (used by) another queue's workloads takes it back
+#: by preempting them whatever their priority; a workload that must borrow preempts nothing to do so.
+RECLAIM_WITHIN_COHORT = "Any"
+BORROW_WITHIN_COHORT = "Never"
+#: The label every namespace carries with its own name, set by the API server
+#: (https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def queue_spec(args: Mapping[str, Any], quota: Mapping[str, Mapping[str, str]], *, cohort: Optional[str] = None,
+               namespace: Optional[str] = None, may_borrow: bool = True, may_lend: bool = True) -> dict[str, Any]:
+    """A ClusterQueue: one resource group covering every resource, a flavor per node group (a pod set gets the flavor
+    whose node labels its node selector agrees with and whose taints it tolerates) with ``quota``. In a ``cohort``:
+    the queue admits workloads of ``namespace`` only, may borrow the cohort's idle quota and lend its own unless told
+    otherwise (``borrowingLimit``/``lendingLimit`` 0), and reclaims what it lent (:data:`RECLAIM_WITHIN_COHORT`)."""
+    def resource(f: str, r: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": r, "nominalQuota": quota[f][r]}
+        if cohort and not may_borrow:
+            out["borrowingLimit"] = "0"
+        if cohort and not may_lend:
+            out["lendingLimit"] = "0"
+        return out
+
+    spec: dict[str, Any] = {}
+    if cohort:
+        spec["cohortName"] = cohort
+    spec.update({
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}} if cohort and namespace else {},
         "queueingStrategy": args["queueing_strategy"],
         "resourceGroups": [{
             "coveredResources": list(args["resources"]),
-            "flavors": [{"name": f["name"], "resources": [{"name": r, "nominalQuota": f["quota"][r]}
-                                                            for r in args["resources"]]}
+            "flavors": [{"name": f["name"], "resources": [resource(f["name"], r) for r in args["resources"]]}
                         for f in args["flavors"]],
         }],
-        # a job outranks the jobs that wait for it: it preempts one that holds its nodes while waiting for it
-        "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
-    }
+        "preemption": {"withinClusterQueue": WITHIN_CLUSTER_QUEUE, "reclaimWithinCohort": "Never"},
+    })
+    if cohort:
+        spec["preemption"] = {"withinClusterQueue": WITHIN_CLUSTER_QUEUE, "reclaimWithinCohort": RECLAIM_WITHIN_COHORT,
+                              "borrowWithinCohort": {"policy": BORROW_WITHIN_COHORT}}
+    return spec
+
+
+def cluster_queue_spec(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The stack's own ClusterQueue (with teams: in the cohort, its quota the fleet less the teams')."""
+    quota = args.get("own_quota") or {f["name"]: f["quota"] for f in args["flavors"]}
+    return queue_spec(args, quota, cohort=args.get("cohort"), namespace=args.get("namespace_name"))
+
+
+def team_queue_spec(args: Mapping[str, Any], team: Mapping[str, Any]) -> dict[str, Any]:
+    return queue_spec(args, team["quota"], cohort=args["cohort"], namespace=team["namespace_name"],
+                      may_borrow=team["may_borrow"], may_lend=team["may_lend"])
 
 
 class Admission(pulumi.ComponentResource):
@@ -166,4 +234,18 @@ class Admission(pulumi.ComponentResource):
             spec={"clusterQueue": args["cluster_queue"]},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cq, *priorities]))
         self.queue_name = lq.id.apply(lambda _: args["local_queue"])
+        team_queues: dict[str, pulumi.Output[str]] = {}
+        for team in args.get("teams") or []:
+            tcq = k8s.apiextensions.CustomResource(
+                f"{name}-cluster-queue-{team['cluster_queue']}", api_version=KUEUE_API, kind="ClusterQueue",
+                metadata={"name": team["cluster_queue"]}, spec=team_queue_spec(args, team),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]))
+            tlq = k8s.apiextensions.CustomResource(
+                f"{name}-local-queue-{team['cluster_queue']}", api_version=KUEUE_API, kind="LocalQueue",
+                metadata={"name": team["local_queue"], "namespace": team["namespace"]},
+                spec={"clusterQueue": team["cluster_queue"]},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[tcq, *priorities]))
+            team_queues[team["cluster_queue"]] = pulumi.Output.all(tlq.id, team["local_queue"]).apply(lambda v: str(v[1]))
+        self.team_queue_names = team_queues
+        """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
         self.register_outputs({"queue_name": self.queue_name})

@@ -8,6 +8,7 @@ import pulumi_aws as aws
 
 from components.conventions import JOB_LABEL
 from stacks.environment import Environment
+from stacks.plan import Plan
 from stacks.workloads import Workloads
 
 
@@ -22,6 +23,54 @@ def workload_conditions_command(namespace: str, job: str) -> str:
 
 def _conditions_of(job: str, namespace: str) -> str:
     return workload_conditions_command(namespace, job)
+
+
+def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, Any]:
+    """Per job: its kind, name, output folder and the commands to follow it (``jobs`` output)."""
+    jobs: dict[str, Any] = {}
+    for job_name, job in w.jobs.items():
+        kind = plan.jobs[job_name].kind
+        resource = "mpijob" if kind == "mpi" else "job"
+        jobs[job_name] = {
+            "kind": kind,
+            "name": job.job_name,
+            "outputDir": job.output_dir,
+            "logsCommand": pulumi.Output.concat(
+                "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
+            ),
+            # first the job's Kueue Workload and its conditions (queued: QuotaReserved False and Kueue's reason),
+            # then the wait for the job itself
+            "waitCommand": pulumi.Output.concat(
+                pulumi.Output.from_input(ns).apply(functools.partial(_conditions_of, job_name)), "; ",
+                "kubectl wait -n ", ns, f" --for=condition={'Succeeded' if kind == 'mpi' else 'complete'} "
+                f"--timeout=24h {resource}/", job.job_name,
+            ),
+        }
+    return jobs
+
+
+def teams_outputs(env: Environment) -> dict[str, Any]:
+    """What a team's jobs-only stack reads (:mod:`stacks.jobs_only`): per team its namespace, LocalQueue,
+    ClusterQueue and claim (``teams``); the node groups' instance types and maxSize its jobs are placed by
+    (``nodeGroupPlacement``). Without teams: nothing."""
+    a = env.plan.admission
+    w: Optional[Workloads] = env.workloads
+    if a is None or not a.teams or w is None or w.admission is None:
+        return {}
+    queues = w.admission.team_queue_names
+    return {
+        "teams": {t.name: {"namespace": w.teams[t.name].namespace, "localQueue": queues[t.cluster_queue],
+                           "clusterQueue": t.cluster_queue, "pvcName": w.teams[t.name].pvc_name,
+                           "nodes": dict(t.nodes), "mayBorrow": t.may_borrow, "mayLend": t.may_lend}
+                  for t in a.teams},
+        "nodeGroupPlacement": placement_of(env.plan),
+    }
+
+
+def placement_of(plan: Plan) -> dict[str, Any]:
+    """Group -> the facts a job's placement is derived from (its instance types, maxSize, labels and taints)."""
+    return {g.name: {"instanceTypes": list(g.instance_types), "maxSize": g.max_size, "labels": dict(g.profile.labels),
+                     "taints": [dict(t) for t in g.profile.taints]} for g in plan.all_groups}
 
 
 def export_outputs(env: Environment) -> dict[str, Any]:
@@ -73,26 +122,9 @@ def export_outputs(env: Environment) -> dict[str, Any]:
         ns = env.storage.namespace
         outputs["imageUris"] = w.image_uris
         outputs["imageBuildLogLinks"] = {k: img.build_log_link for k, img in w.images.items()}
-        jobs: dict[str, Any] = {}
-        for job_name, job in w.jobs.items():
-            kind = env.plan.jobs[job_name].kind
-            resource = "mpijob" if kind == "mpi" else "job"
-            jobs[job_name] = {
-                "kind": kind,
-                "name": job.job_name,
-                "outputDir": job.output_dir,
-                "logsCommand": pulumi.Output.concat(
-                    "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
-                ),
-                # first the job's Kueue Workload and its conditions (queued: QuotaReserved False and Kueue's reason),
-                # then the wait for the job itself
-                "waitCommand": pulumi.Output.concat(
-                    pulumi.Output.from_input(ns).apply(functools.partial(_conditions_of, job_name)), "; ",
-                    "kubectl wait -n ", ns, f" --for=condition={'Succeeded' if kind == 'mpi' else 'complete'} "
-                    f"--timeout=24h {resource}/", job.job_name,
-                ),
-            }
+        jobs = jobs_outputs(env.plan, w, ns)
         outputs["jobs"] = jobs
+        outputs.update(teams_outputs(env))
         if w.tensorboard is not None:
             outputs["tensorboardCommand"] = w.tensorboard.port_forward_command
         bench = cfg.benchmark

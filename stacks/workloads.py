@@ -52,7 +52,10 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.admission import RESOURCES
+from stacks.teams import TeamNamespace, build_team_namespaces
 
+#: The MPIJob CRD (a jobs-only stack's MPIJobs: the cluster stack's MPI Operator installed it).
+MPIJOB_CRD = "mpijobs.kubeflow.org"
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40
 #: ``JobCode`` names its bucket after itself: at most 40 characters.
@@ -82,15 +85,48 @@ class Workloads:
     """The benchmark's collector (``None`` without a benchmark)."""
     code: Optional[JobCode] = None
     """The bucket and objects of the jobs' code from folders of the project (``None``: no job has one)."""
+    teams: dict[str, TeamNamespace] = field(default_factory=dict)
+    """Team -> its namespace, policies and claim (:mod:`stacks.teams`)."""
 
 
-def _ready(env: Environment, data_dir: str) -> pulumi.Output[str]:
+@dataclass
+class JobTarget:
+    """Where a stack's jobs go: the cluster stack's own (:func:`target_of`), or a team's namespace and queue on a
+    cluster another stack made (a jobs-only stack, :mod:`stacks.jobs_only`)."""
+
+    plan: Plan
+    k8s_opts: pulumi.ResourceOptions
+    namespace: pulumi.Output[str]
+    """The jobs' namespace (its network policies come first)."""
+    pvc_name: pulumi.Output[str]
+    data_ready: pulumi.Output[str]
+    """Resolves once the shared file system's data can be read."""
+    cluster_name: pulumi.Output[str]
+    """The EKS cluster (the jobs' Pod Identity associations)."""
+    waiting_groups: set[str] = field(default_factory=set)
+    """Node groups whose Capacity Block has not started."""
+    local_queue: Optional[pulumi.Output[str]] = None
+    """A team's LocalQueue, resolved once it exists (jobs-only: Kueue, the MPI Operator and the queues are the
+    cluster stack's); ``None``: this stack installs them (:class:`~components.admission.Admission`)."""
+    env: Optional[Environment] = None
+    """The cluster stack's environment (the benchmark's collector reads it); ``None`` in a jobs-only stack."""
+
+
+def target_of(env: Environment) -> JobTarget:
+    """The cluster stack's own jobs: its training namespace and claim."""
+    return JobTarget(plan=env.plan, k8s_opts=env.k8s_opts, namespace=env.storage.namespace,
+                     pvc_name=env.storage.pvc_name, data_ready=env.storage.data_ready,
+                     cluster_name=env.cluster.cluster_name,
+                     waiting_groups={n for n, g in env.node_groups.items() if g.waits_for_capacity}, env=env)
+
+
+def _ready(env: JobTarget, data_dir: str) -> pulumi.Output[str]:
     """``data_dir`` once the shared file system's data can be read."""
 
     def at(_: str) -> str:
         return data_dir
 
-    return env.storage.data_ready.apply(at)
+    return env.data_ready.apply(at)
 
 
 def _resource(plan: Plan, job: str) -> str:
@@ -137,15 +173,30 @@ def check_job_name(job: str) -> str:
 
 
 def build_workloads(env: Environment) -> Optional[Workloads]:
-    """Register the workloads of the plan (``None`` when the stack has no jobs)."""
+    """Register the workloads of the plan (``None`` when the stack has no jobs and no teams). With teams, the teams'
+    namespaces (:mod:`stacks.teams`), the MPI Operator (their jobs may be MPIJobs) and Kueue with their queues are
+    registered even when the stack has no jobs of its own."""
     plan = env.plan
     cfg = plan.config
     if not plan.jobs:
-        return None
+        if not cfg.teams:
+            return None
+        out = Workloads(image_uris={})
+        out.teams = build_team_namespaces(env)
+        out.mpi_operator = MpiOperator(f"{cfg.cluster_name}-mpi-operator", {}, opts=env.k8s_opts)
+        out.admission = _admission(plan, env.storage.namespace, out, env.k8s_opts)
+        return out
+    return build_jobs(target_of(env))
+
+
+def build_jobs(env: JobTarget) -> Workloads:
+    """The jobs of the plan and what they need, into ``env``'s namespace and queue."""
+    plan = env.plan
+    cfg = plan.config
     name = cfg.cluster_name
     tags = stack_tags(cfg)
     k8s_opts = env.k8s_opts
-    pvc = env.storage.pvc_name
+    pvc = env.pvc_name
     system = system_node_selector()
     uses_etcd = any(j.kind == "pytorch" and j.config.rendezvous_backend == "etcd-v2" for j in plan.jobs.values())
 
@@ -153,7 +204,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
     # Jobs whose pods talk to each other: every job and its health check.
     peer_jobs = [n for j in plan.jobs.values() for n in (j.name, *([check_job_name(j.name)] if j.health_check else []))]
     out.network_policies = TrainingNetworkPolicies(
-        f"{name}-network-policies", {"namespace": env.storage.namespace, "jobs": peer_jobs, "etcd": uses_etcd}, opts=k8s_opts
+        f"{name}-network-policies", {"namespace": env.namespace, "jobs": peer_jobs, "etcd": uses_etcd}, opts=k8s_opts
     )
     # Everything in the namespace is created after the policies (the name resolves once they exist).
     namespace = out.network_policies.namespace
@@ -186,9 +237,11 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         out.etcd = EtcdRendezvous(
             f"{name}-etcd", {"namespace": namespace, "node_selector": system, "pvc_name": pvc}, opts=k8s_opts
         )
-    if any(j.kind == "mpi" for j in plan.jobs.values()):
-        out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
-    out.admission = _admission(plan, namespace, out, k8s_opts)
+    if env.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
+        if cfg.teams or any(j.kind == "mpi" for j in plan.jobs.values()):
+            out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
+        out.teams = build_team_namespaces(env.env)
+        out.admission = _admission(plan, namespace, out, k8s_opts)
 
     for ds_name, ds in plan.datasets.items():
         if ds.imported:
@@ -201,7 +254,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
             "source": d.source,
             "dest_path": ds.path,
             "node_selector": system,
-            "cluster_name": env.cluster.cluster_name,
+            "cluster_name": env.cluster_name,
             "timeout_minutes": d.timeout_minutes,
         }
         if d.md5:
@@ -210,7 +263,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
             staging_args["expected_bytes"] = d.expected_bytes
         out.staging[ds_name] = DatasetStaging(f"{name}-stage-{ds_name}", staging_args, opts=k8s_opts)
 
-    waiting = {n for n, g in env.node_groups.items() if g.waits_for_capacity}
+    waiting = env.waiting_groups
     deferred = jobs_waiting_for(plan, waiting)
     if deferred:
         pulumi.log.warn(
@@ -224,8 +277,8 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
             continue
         out.jobs[job.name] = _job(env, plan, job, out, toolbox, namespace, pvc)
 
-    if cfg.benchmark is not None:
-        out.collector = build_collector(env, out.jobs, out.image_uris, namespace)
+    if cfg.benchmark is not None and env.env is not None:  # a jobs-only stack has no benchmark (config rules)
+        out.collector = build_collector(env.env, out.jobs, out.image_uris, namespace)
 
     log_dirs = {j.name: j.tensorboard_dir for j in plan.jobs.values() if j.tensorboard_dir}
     if log_dirs:
@@ -235,6 +288,14 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
             opts=k8s_opts,
         )
     return out
+
+
+def _queue_name(env: JobTarget, out: Workloads) -> pulumi.Output[str]:
+    """The LocalQueue the jobs go to, resolved once it exists."""
+    if env.local_queue is not None:
+        return env.local_queue
+    assert out.admission is not None
+    return out.admission.queue_name
 
 
 def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: pulumi.ResourceOptions) -> Admission:
@@ -255,13 +316,20 @@ def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: 
         "requeue_backoff_max_s": a.requeue_backoff_max_s,
         "node_selector": system_node_selector(),
     }
+    if a.cohort is not None:
+        args["cohort"] = a.cohort
+        args["own_quota"] = a.own_quota
+        args["namespace_name"] = a.namespace
+        args["teams"] = [{"namespace": out.teams[t.name].namespace, "namespace_name": t.namespace,
+                          "local_queue": t.local_queue, "cluster_queue": t.cluster_queue, "quota": t.quota,
+                          "may_borrow": t.may_borrow, "may_lend": t.may_lend} for t in a.teams]
     if out.mpi_operator is not None:
         args["depends_on"] = [out.mpi_operator]
     return Admission(f"{plan.config.cluster_name}-admission", args, opts=opts)
 
 
 def _job(
-    env: Environment,
+    env: JobTarget,
     plan: Plan,
     job: JobPlan,
     out: Workloads,
@@ -274,11 +342,12 @@ def _job(
     name = f"{cfg.cluster_name}-{job.name}"
     c = job.config
     spec = job_spec(plan, job, namespace=namespace, pvc=pvc, image=out.image_uris[job.image.name], helper_image=toolbox)
-    assert plan.admission is not None and out.admission is not None
-    queue = plan.admission.labels(job.name)
+    assert plan.admission is not None
+    queue_name = _queue_name(env, out)
+    queue = plan.admission.labels(job.name, env.local_queue is not None and plan.config.cluster.team or None)
     spec["queue_labels"] = queue
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
-    after.append(out.admission.queue_name)
+    after.append(queue_name)
     if job.dataset:
         ds = plan.datasets[job.dataset]
         # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed
@@ -286,10 +355,10 @@ def _job(
     if job.code_folder is not None:
         assert out.code is not None
         spec["code_uri"] = out.code.uris.apply(lambda uris: uris[job.name])
-        spec["cluster_name"] = env.cluster.cluster_name
+        spec["cluster_name"] = env.cluster_name
     elif c.code:
         spec["code_uri"] = c.code
-        spec["cluster_name"] = env.cluster.cluster_name
+        spec["cluster_name"] = env.cluster_name
     if job.health_check is not None:
         hc = job.health_check
         check_args: AllReduceHealthCheckArgs = {
@@ -299,8 +368,9 @@ def _job(
                 "pvc_name": pvc,
                 "image": toolbox,
                 "output_dir": job.output_dir,
-                "queue_labels": queue,
-                "after": [out.admission.queue_name],
+                "queue_labels": plan.admission.check_labels(
+                    job.name, env.local_queue is not None and plan.config.cluster.team or None),
+                "after": [queue_name],
             },
             "placement": job.placement,
             "nodes": job.nodes,
@@ -338,14 +408,13 @@ def _job(
         return PyTorchJob(name, args, opts=env.k8s_opts)
     assert c.command is not None
     if job.kind == "mpi":
-        assert out.mpi_operator is not None
         mpi_args: MpiJobArgs = {
             "job": spec,
             "placement": job.placement,
             "launcher_node_selector": system_node_selector(),
             "command": list(c.command),
             "nodes": job.nodes,
-            "operator_ready": out.mpi_operator.crd_name,
+            "operator_ready": out.mpi_operator.crd_name if out.mpi_operator is not None else MPIJOB_CRD,
             "mpi_prefix": job.image.mpi_prefix or "",  # required by the config rules for an MPI job's image
             "slots_per_worker": job.procs_per_node,
             "backoff_limit": c.max_restarts,

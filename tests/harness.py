@@ -34,6 +34,9 @@ _sdk_resource._get_stack_trace = lambda: source_pb2.StackTrace()  # type: ignore
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = "eks-training"
 ACCOUNT = "123456789012"
+#: The outputs of the stacks a program may reference (``pulumi.StackReference``), by fully qualified name: a test
+#: puts there what the referenced stack's program exported (:func:`exported_values`).
+STACK_OUTPUTS: dict[str, dict[str, Any]] = {}
 REGION = "us-east-1"
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"]
 #: Zone IDs the mocked account maps ``ZONES`` to (names map to different IDs in every account; these are moto's,
@@ -212,6 +215,11 @@ class TrainingMocks(pmocks.Mocks):
             # Like `pulumi preview` of a new stack: no id, no computed outputs.
             return "", inputs
         t, name = args.typ, args.name
+        if t == "pulumi:pulumi:StackReference":
+            ref = str(inputs.get("name"))
+            if ref not in STACK_OUTPUTS:
+                raise Exception(f"no stack {ref} (the test did not put its outputs in STACK_OUTPUTS)")
+            return ref, {"name": ref, "outputs": STACK_OUTPUTS[ref], "secretOutputNames": []}
         rid = f"{name}-{_hex(t + name, 8)}"
         out = dict(inputs)
         prefixes = {

@@ -549,3 +549,113 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     took = (last - created).total_seconds()
     print(f"box with 258 nodes up in {up_s:.1f} s; 256 pods started {took:.0f} s after the Job's creation")
     assert took <= 60, took
+
+
+# --- teams: a cohort of queues ----------------------------------------------------------------------------------------
+
+TEAMS_REFERENCE = "organization/eks-training/shared"
+
+
+def _jobs_only_registrations(cluster_config: dict, team: str, job: str, nodes: int) -> list:
+    """What team ``team``'s jobs-only stack registers (the real program under mocks, reading the cluster stack's
+    outputs through its StackReference): one command job of ``nodes`` GPU nodes."""
+    config = {"aws:region": cluster_config["aws:region"],
+              "eks-training:cluster": {"stackReference": TEAMS_REFERENCE, "team": team},
+              "eks-training:nodeGroups": cluster_config["eks-training:nodeGroups"],
+              "eks-training:jobs": {job: {"kind": "command", "nodeGroup": "gpu", "nodes": nodes,
+                                          "command": ["python", "-c", "print('trained')"]}}}
+    program = run_program(f"team-{team}", config=config)
+    assert program.error is None, program.error
+    return program.registrations
+
+
+def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(binaries, tmp_path) -> None:
+    """Teams in one cohort: g5's fleet (2 GPU nodes) as a cluster stack without jobs of its own, teams a and b at 50 %
+    each (one GPU node of nominal quota each), and each team's jobs-only stack (its objects as the real program
+    registers them, through the StackReference). Team a's 2-node job borrows b's idle node and is admitted whole; when
+    team b submits a 1-node job, b's ClusterQueue reclaims its quota (reclaimWithinCohort: Any): a's workload is
+    preempted (Kueue's InCohortReclamation), its pods deleted, b's job admitted and run while a holds nothing; a's job
+    is requeued and completes after."""
+    import pulumi
+    import yaml
+
+    from stacks.box.rehearse import RUN_MS, Step
+    from tests.harness import STACK_OUTPUTS, resolve
+
+    config = stack_config("g5")
+    for k in ("eks-training:jobs", "eks-training:datasets"):
+        config.pop(k)
+    config["eks-training:teams"] = {"a": {"quotaPercent": 50}, "b": {"quotaPercent": 50}}
+    cluster = run_program("shared", config=config)
+    STACK_OUTPUTS[TEAMS_REFERENCE] = {k: resolve(pulumi.Output.from_input(v)) for k, v in cluster.outputs.items()}
+    try:
+        team_a = steps_of(_jobs_only_registrations(config, "a", "wide", 2))
+        team_b = steps_of(_jobs_only_registrations(config, "b", "narrow", 1))
+    finally:
+        STACK_OUTPUTS.pop(TEAMS_REFERENCE)
+    assert {d["metadata"].get("namespace") for s in team_a for d in s.docs} == {"a"}
+    b_docs = [d for s in team_b for d in s.docs]
+    assert {d["metadata"].get("namespace") for d in b_docs} == {"b"}
+    for doc in b_docs:
+        for template in pod_templates(doc):
+            template.setdefault("metadata", {}).setdefault("annotations", {})[RUN_MS] = "2000ms"
+
+    def with_team_a(steps) -> None:
+        # team a's stack comes after its namespace, claim and queue exist (as it does: the cluster stack is up)
+        cluster_a = {s.urn for s in steps for d in s.docs if d["metadata"].get("namespace") == "a"}
+        for s in team_a:
+            s.deps |= cluster_a
+        steps.extend(team_a)
+
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a,
+                                       run_ms={"wide": 6000})
+    samples: list[dict[str, set[str]]] = []
+    submitted: list[float] = []
+    preempted: list[dict] = []  # the Preempted conditions of team a's workloads while they held
+
+    def poll() -> None:
+        samples.append({**_bound_pods_in(box, "a"), **_bound_pods_in(box, "b")})
+        if not submitted and len(samples[-1].get("wide", ())) == 2:
+            box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump_all(b_docs))
+            submitted.append(time.monotonic())
+        if submitted and not preempted:
+            preempted.extend(c for wl in box.get("workloads", "-n", "a")["items"]
+                             for c in (wl.get("status") or {}).get("conditions") or []
+                             if c["type"] == "Preempted" and c["status"] == "True")
+
+    watch = _Watch(box, poll)
+    start = time.monotonic()
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=120)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+        narrow = box.get("job", "narrow", "-n", "b")
+        queues = {q["metadata"]["name"]: q for q in box.get("clusterqueues")["items"]}
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    took = time.monotonic() - start
+    print(f"teams: box up, borrow, reclaim and both jobs complete in {took:.0f} s")
+    assert {"training", "team-a", "team-b"} <= set(queues)
+    assert {q["spec"].get("cohortName") for q in queues.values()} == {"eks-training"}
+    # a's job ran whole on both GPU nodes (one of them b's nominal quota: borrowed) before b submitted
+    assert submitted, f"team a's 2-node job never ran on both GPU nodes: {samples[-5:]}\n{rehearsal.timeline()}"
+    # b's submission took the borrowed node back: a's workload was preempted for the reclamation
+    assert preempted and preempted[0]["reason"] == "InCohortReclamation", (preempted, rehearsal.timeline())
+    assert "preemptor path: /eks-training/team-b; preemptee path: /eks-training/team-a" in preempted[0]["message"]
+    # b ran while none of a's pods held a node, and never beside a's 2
+    assert any(s.get("narrow") and not s.get("wide") for s in samples), samples
+    assert not any(s.get("narrow") and len(s.get("wide", ())) == 2 for s in samples), samples
+    assert (narrow["status"].get("succeeded") or 0) == 1, narrow["status"]
+    assert rehearsal.jobs["wide"]["outcome"] == "Complete", rehearsal.timeline()
+
+
+def _bound_pods_in(box, namespace: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for pod in box.get("pods", "-n", namespace)["items"]:
+        job = (pod["metadata"].get("labels") or {}).get("job-name")
+        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if job and pod["spec"].get("nodeName") and not finished:
+            out.setdefault(job, set()).add(pod["metadata"]["name"])
+    return out

@@ -66,6 +66,7 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
     from stacks.config.benchmark import BenchmarkConfig, KeepConfig, ResultsConfig
     from stacks.config.nodegroups import NodeRepairConfig
     from stacks.config.operations import IdleGpuAlarmConfig, OperationsConfig
+    from stacks.config.teams import TeamConfig
 
     project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
     nested = {
@@ -74,6 +75,7 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
         "instanceFacts": [InstanceFactsConfig],
         "storage": [StorageConfig, FsxConfig, DataRepositoryConfig],
         "benchmark": [BenchmarkConfig, ResultsConfig, KeepConfig],
+        "teams": [TeamConfig],
     }
     checked = 0
     for key, model in SECTIONS.items():

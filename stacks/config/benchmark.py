@@ -42,6 +42,8 @@ FORBIDDEN_JOB_KEYS: Mapping[str, str] = {
     "outputDir": "each run gives every experiment a fresh folder, benchmarks/<run>/<experiment>; remove it",
     "waitForCompletion": "the driver (python -m stacks.benchmark) follows the experiments, `pulumi up` only creates "
                          "them; remove it",
+    "purpose": "an experiment is queued with the experiment priority (below training: the README's queues section); "
+               "remove it",
 }
 #: Output files the collector copies by default besides metrics and logs (globs relative to the output folder).
 DEFAULT_KEPT_OUTPUTS: tuple[str, ...] = ("*.json", "*.csv", "*.txt")

@@ -53,6 +53,10 @@ class ClusterConfig(Model):
     addon_versions: dict[str, str] = Field(default_factory=dict, json_schema_extra=reference(allowed=EKS_ADDONS))
     """EKS add-on name -> the version to pin (allowed: the add-on names); default EKS's default version for
     kubernetesVersion."""
+    stack_reference: Optional[str] = None
+    """A jobs-only stack: the cluster stack (``org/project/stack``) whose team's queue this stack's jobs go to."""
+    team: Optional[str] = None
+    """A jobs-only stack: the team (a key of the referenced stack's ``teams``)."""
 
     @field_validator("kubernetes_version")
     @classmethod

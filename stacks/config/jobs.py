@@ -220,6 +220,11 @@ class HealthCheckConfig(Model):
 _BOOLEAN_WORDS = frozenset({"y", "yes", "n", "no", "on", "off", "true", "false"})
 
 
+#: What a job is for (its Kueue priority's kind, :mod:`stacks.plan.admission`); benchmark experiments are
+#: ``experiment``.
+JobPurpose = Literal["training", "evaluation"]
+
+
 class JobConfig(Model):
     """One job (key ``jobs.<name>``)."""
 
@@ -227,6 +232,9 @@ class JobConfig(Model):
     """pytorch: torchrun (elastic) runs script; mpi: an MPIJob (Kubeflow MPI Operator) whose ranks run command under
     mpirun; tensorflow: MultiWorkerMirroredStrategy workers with TF_CONFIG; command: any command in every pod, with
     its peers in the environment."""
+    purpose: JobPurpose = "training"
+    """training or evaluation: the job's WorkloadPriorityClass kind within its stage (an evaluation outranks a training
+    job of the same stage); not for benchmark experiments, which are always experiments."""
     image: str = TOOLBOX_IMAGE
     """The key of images the pods run."""
     node_group: Optional[str] = None

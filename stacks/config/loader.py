@@ -34,6 +34,7 @@ from stacks.config.rules import CLUSTER_NAME_MAX, Sections, cross_section
 from stacks.config.storage import StorageConfig
 from stacks.config.jobs import TOOLBOX_IMAGE, DatasetConfig, ImageBuildConfig, ImageConfig, JobConfig
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
+from stacks.config.teams import TeamConfig, jobs_only_problems, teams_problems
 
 #: Every top-level key of the ``eks-training`` namespace and what it holds: a model (an object), ``str``
 #: (a string) or ``dict`` (a map of entries validated one by one).
@@ -55,6 +56,7 @@ SECTIONS: Mapping[str, Any] = {
     "autoscaler": AutoscalerConfig,
     "benchmark": BenchmarkConfig,
     "operations": OperationsConfig,
+    "teams": dict,
 }
 
 #: What each top-level key is, one sentence (the reference, docs/configuration.md, and Pulumi.yaml's ``config:`` are
@@ -79,6 +81,8 @@ SECTION_SUMMARIES: Mapping[str, str] = {
     "benchmark": "A benchmark run, driven by `python -m stacks.benchmark --stack NAME` (up, follow, collect, summary, "
                  "destroy).",
     "operations": "Running the fleet: metrics, the dashboard and the alarms (node repair is per node group).",
+    "teams": "Teams sharing the cluster, by name: each a namespace, a ClusterQueue in one cohort and a LocalQueue, with "
+             "its share of the fleet; their jobs come from jobs-only stacks (cluster.stackReference, cluster.team).",
 }
 
 
@@ -94,6 +98,7 @@ ENTRIES: Mapping[str, type[BaseModel]] = {
     "images": ImageConfig,
     "datasets": DatasetConfig,
     "jobs": JobConfig,
+    "teams": TeamConfig,
 }
 
 #: The image every stack has unless it names its own under the same key.
@@ -133,6 +138,8 @@ class StackConfig:
     code_folders: Mapping[str, Path] = field(default_factory=dict)
     """Job -> the folder of the project its ``code`` names (uploaded by the program); jobs with ``s3://`` code or
     none are not in it."""
+    teams: Mapping[str, TeamConfig] = field(default_factory=dict)
+    """Teams sharing the cluster (:mod:`stacks.config.teams`), in config order."""
 
     def instance(self, name: str) -> InstanceType:
         """Catalog facts for ``name`` (validated to exist)."""
@@ -353,6 +360,14 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
     operations: OperationsConfig = parsed.get("operations") or OperationsConfig()
     if "operations" not in p.failed:
         p.problems.extend(operations_problems(operations, has_gpu_groups(groups, catalog)))
+    p.problems.extend(jobs_only_problems(raw, parsed.get("cluster")))
+    teams: dict[str, TeamConfig] = entries("teams")
+    storage_cfg: StorageConfig = sections.storage
+    p.problems.extend(teams_problems(teams, list(parsed.get("teams") or {}), storage_cfg.namespace))
+    if teams and storage_cfg.backend == "fsx":
+        p.problems.append(f"{key('teams')}: teams share the cluster's EFS file system (a claim per team namespace, its "
+                          f"own directory); with {key('storage.backend')} fsx they are not supported yet: remove teams "
+                          f"or use backend efs")
     aws: AwsSettings = {}
     try:
         aws, warnings = aws_settings_from_config(pulumi.Config("aws").get)
@@ -387,4 +402,5 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         image_folders=image_folders,
         operations=operations,
         code_folders=code_folders,
+        teams=teams,
     )

@@ -32,7 +32,7 @@ from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckCo
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
-from stacks.plan.admission import AdmissionPlan, admission_plan, never_admitted
+from stacks.plan.admission import AdmissionPlan, admission_plan, idle_teams, never_admitted
 from stacks.config.base import ZONE_ID_RE
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
@@ -331,7 +331,7 @@ class Plan:
     operations: OperationsPlan = OperationsPlan()
     """Metrics, dashboard and alarms."""
     admission: Optional[AdmissionPlan] = None
-    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs."""
+    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs and teams."""
 
     @property
     def all_groups(self) -> list[NodeGroupPlan]:
@@ -468,10 +468,10 @@ def build_plan(cfg: StackConfig) -> Plan:
             code_hash=digest,
         )
     plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
-    if not jobs:
+    if not jobs and not cfg.teams:
         return plan
     admission = admission_plan(plan)
-    problems = never_admitted(plan, admission)
+    problems = never_admitted(plan, admission) + idle_teams(admission)
     if problems:
         raise ConfigError(problems)
     return replace(plan, admission=admission)

@@ -19,16 +19,22 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   blocks the ones behind it even when a smaller one would fit (BestEffortFIFO would let small jobs overtake a large
   one for ever on a busy group: a multi-node training job would starve behind evaluations),
   https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#queueing-strategy.
-- **Priorities by stage**: a job outranks every job that waits for it (``after``), so when a waiting job was created
-  first and holds the nodes its predecessor needs (pulumi creates independent resources concurrently), Kueue preempts
-  it for the predecessor (``withinClusterQueue: LowerPriority``) instead of the two waiting for each other: stage ``n``
-  is a job after ``n`` levels of jobs, https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/.
+- **Priorities by stage, then kind**: a job outranks every job that waits for it (``after``), so when a waiting job
+  was created first and holds the nodes its predecessor needs (pulumi creates independent resources concurrently),
+  Kueue preempts it for the predecessor (``withinClusterQueue: LowerPriority``) instead of the two waiting for each
+  other: stage ``n`` is a job after ``n`` levels of jobs; within a stage, health checks, evaluations, training, then
+  experiments (:data:`KIND_OFFSET`), https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/.
+- **Teams** (``teams``): per team a ClusterQueue ``team-<name>`` in the cohort :data:`COHORT` with ``quotaPercent``
+  of every group's ``maxSize`` nodes, and a LocalQueue in its namespace; the stack's own ClusterQueue joins the cohort
+  with the rest, so the cohort's quota is the fleet (https://kueue.sigs.k8s.io/docs/concepts/cohort/). A queue
+  reclaims the quota others borrowed from it (``reclaimWithinCohort: Any``,
+  https://kueue.sigs.k8s.io/docs/concepts/preemption/).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
@@ -48,6 +54,14 @@ QUEUEING_STRATEGY = "StrictFIFO"
 #: Priority of stage 0 (jobs that wait for none) and the step down per stage.
 STAGE_PRIORITY = 1000
 STAGE_STEP = 100
+#: The kinds of work the stacks queue, first to last within a stage, and what each adds to its stage's priority (less
+#: than :data:`STAGE_STEP` apart in all, so the stage decides first: a job still outranks every job that waits for
+#: it). Health checks are short and gate a job's start; evaluations are short and report on finished training;
+#: training runs long; experiments (the benchmark's) measure the fleet and may wait for the rest.
+KIND_OFFSET: Mapping[str, int] = {"health-check": 40, "evaluation": 30, "training": 20, "experiment": 10}
+#: With teams, the priority classes exist for the stages 0..TEAM_STAGES-1 of every kind (the teams' jobs-only stacks
+#: use them; their WorkloadPriorityClasses are cluster-scoped, made by the cluster stack).
+TEAM_STAGES = 10
 #: waitForPodsReady: an admitted job's pods must all run within this (covers a scale-up from zero of GPU nodes,
 #: 3-10 min on EKS, and pulling a multi-GiB training image), else it is evicted and requeued after
 #: ``backoffBase * 2^(n-1)`` seconds (capped at the max). A job ``after`` others is admitted at once when its quota is
@@ -58,6 +72,14 @@ REQUEUE_BACKOFF_BASE_S = 60
 REQUEUE_BACKOFF_MAX_S = 600
 #: Resources the ClusterQueue covers, in the order Kueue's resource group lists them.
 RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "vpc.amazonaws.com/efa", "hugepages-2Mi")
+#: The cohort of the stack's ClusterQueue and the teams' (``spec.cohortName``; a name, no object:
+#: https://kueue.sigs.k8s.io/docs/concepts/cohort/), only when there are teams.
+COHORT = "eks-training"
+#: A team's ClusterQueue is ``team-<name>`` (cluster-scoped: the prefix keeps it apart from the stack's ``training``).
+TEAM_QUEUE_PREFIX = "team-"
+#: The label every namespace carries with its own name (set by the API server, so a namespace selector on it cannot
+#: be claimed by another namespace): https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +101,24 @@ class FlavorPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TeamPlan:
+    """One team's queues (:mod:`stacks.config.teams`): its namespace, its LocalQueue, its ClusterQueue in the cohort."""
+
+    name: str
+    path: str
+    """``teams.<name>``."""
+    namespace: str
+    local_queue: str
+    cluster_queue: str
+    nodes: Mapping[str, int]
+    """Flavor -> the team's nominal quota in whole nodes of that group (``quotaPercent`` of maxSize, rounded down)."""
+    quota: Mapping[str, Mapping[str, str]]
+    """Flavor -> resource -> quantity: ``nodes`` times a node's amount."""
+    may_borrow: bool
+    may_lend: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class AdmissionPlan:
     """The stack's queues, quotas and priorities (see the module docstring)."""
 
@@ -88,15 +128,29 @@ class AdmissionPlan:
     priorities: Mapping[str, int]
     """WorkloadPriorityClass name -> value."""
     job_priority: Mapping[str, str] = field(default_factory=dict)
-    """Job name -> its WorkloadPriorityClass (its health check's too)."""
+    """Job name -> its WorkloadPriorityClass."""
+    check_priority: Mapping[str, str] = field(default_factory=dict)
+    """Job name -> its health check's WorkloadPriorityClass (kind ``health-check``, the job's stage)."""
     queueing_strategy: str = QUEUEING_STRATEGY
     pods_ready_timeout_s: int = PODS_READY_TIMEOUT_S
     requeue_backoff_base_s: int = REQUEUE_BACKOFF_BASE_S
     requeue_backoff_max_s: int = REQUEUE_BACKOFF_MAX_S
+    namespace: str = "training"
+    """The stack's training namespace (its LocalQueue's)."""
+    cohort: Optional[str] = None
+    """The cohort of every ClusterQueue (``None`` without teams: one ClusterQueue, no cohort)."""
+    teams: tuple[TeamPlan, ...] = ()
+    own_quota: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Flavor -> resource -> the stack's own ClusterQueue's nominal quota: the fleet less the teams' nodes (the whole
+    fleet without teams), so the cohort's quota is the fleet."""
 
-    def labels(self, job: str) -> dict[str, str]:
-        """The labels that queue ``job`` (and its health check)."""
-        return {QUEUE_LABEL: self.local_queue, PRIORITY_LABEL: self.job_priority[job]}
+    def labels(self, job: str, team: Optional[str] = None) -> dict[str, str]:
+        """The labels that queue ``job`` (in ``team``'s LocalQueue, named after the team, in a jobs-only stack)."""
+        return {QUEUE_LABEL: team or self.local_queue, PRIORITY_LABEL: self.job_priority[job]}
+
+    def check_labels(self, job: str, team: Optional[str] = None) -> dict[str, str]:
+        """The labels that queue ``job``'s health check."""
+        return {QUEUE_LABEL: team or self.local_queue, PRIORITY_LABEL: self.check_priority[job]}
 
     def flavor(self, group: str) -> FlavorPlan:
         return next(f for f in self.flavors if f.group == group)
@@ -132,8 +186,21 @@ def stage(plan_jobs: Mapping[str, "JobPlan"], name: str) -> int:
     return 1 + max(stage(plan_jobs, a) for a in after) if after else 0
 
 
-def priority_class(level: int) -> str:
-    return f"eks-training-stage-{level}"
+def priority_class(kind: str, level: int) -> str:
+    """The WorkloadPriorityClass of work of ``kind`` (:data:`KIND_OFFSET`) at stage ``level``."""
+    return f"eks-training-{kind}-stage-{level}"
+
+
+def priority_value(kind: str, level: int) -> int:
+    """Stage first (a job outranks the jobs that wait for it), then kind."""
+    return STAGE_PRIORITY - STAGE_STEP * level + KIND_OFFSET[kind]
+
+
+def job_kind(plan: "Plan", name: str) -> str:
+    """``experiment`` (a benchmark experiment), else the job's ``purpose``."""
+    if plan.config.benchmark is not None and name in plan.config.benchmark.experiments:
+        return "experiment"
+    return plan.jobs[name].config.purpose
 
 
 def admission_plan(plan: "Plan") -> AdmissionPlan:
@@ -147,14 +214,38 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
             quota={r: quantity(r, node[r] * g.max_size) for r in RESOURCES},
         ))
     stages = {n: stage(plan.jobs, n) for n in plan.jobs}
-    levels = sorted(set(stages.values()) | {0})
+    kinds = {n: job_kind(plan, n) for n in plan.jobs}
+    cfg = plan.config
+    classes = {(kinds[n], s) for n, s in stages.items()}
+    classes |= {("health-check", stages[n]) for n, j in plan.jobs.items() if j.health_check is not None}
+    if cfg.teams:
+        classes |= {(k, s) for k in KIND_OFFSET for s in range(TEAM_STAGES)}
+    teams = []
+    for name, t in cfg.teams.items():
+        nodes = {f.name: f.max_size * t.quota_percent // 100 for f in flavors}
+        teams.append(TeamPlan(
+            name=name, path=f"teams.{name}", namespace=t.namespace_name(name), local_queue=name,
+            cluster_queue=f"{TEAM_QUEUE_PREFIX}{name}", nodes=nodes, quota=_quota(flavors, nodes),
+            may_borrow=t.may_borrow, may_lend=t.may_lend))
+    own_nodes = {f.name: f.max_size - sum(t.nodes[f.name] for t in teams) for f in flavors}
     return AdmissionPlan(
         local_queue=LOCAL_QUEUE,
         cluster_queue=CLUSTER_QUEUE,
+        namespace=cfg.storage.namespace,
+        cohort=COHORT if teams else None,
+        teams=tuple(teams),
+        own_quota=_quota(flavors, own_nodes),
         flavors=tuple(flavors),
-        priorities={priority_class(s): STAGE_PRIORITY - STAGE_STEP * s for s in levels},
-        job_priority={n: priority_class(s) for n, s in stages.items()},
+        priorities={priority_class(k, s): priority_value(k, s) for k, s in sorted(classes)},
+        job_priority={n: priority_class(kinds[n], s) for n, s in stages.items()},
+        check_priority={n: priority_class("health-check", stages[n]) for n, j in plan.jobs.items()
+                        if j.health_check is not None},
     )
+
+
+def _quota(flavors: "list[FlavorPlan]", nodes: Mapping[str, int]) -> dict[str, dict[str, str]]:
+    """Flavor -> resource -> ``nodes[flavor]`` nodes' worth of it."""
+    return {f.name: {r: quantity(r, f.per_node[r] * nodes[f.name]) for r in RESOURCES} for f in flavors}
 
 
 def job_requests(job: "JobPlan") -> dict[str, dict[str, int]]:
@@ -183,4 +274,19 @@ def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
                         f"than its quota, what the group holds at {key(flavor.path + '.maxSize')} ({flavor.max_size} x "
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
                         f"never admit it; raise maxSize or lower nodes")
+    return problems
+
+
+def idle_teams(admission: AdmissionPlan) -> list[str]:
+    """Teams that may not borrow and whose share is no whole node of any worker group: their jobs could never run on
+    one (Kueue would keep them waiting for ever)."""
+    problems = []
+    workers = [f for f in admission.flavors if f.path != "systemNodeGroup"]
+    for t in admission.teams:
+        if t.may_borrow or not workers or any(t.nodes[f.name] for f in workers):
+            continue
+        groups = ", ".join(f"{key(f.path + '.maxSize')} {f.max_size}" for f in workers)
+        problems.append(f"{key(t.path + '.quotaPercent')}: the team's share is no whole node of any worker group "
+                        f"({groups}) and {key(t.path + '.mayBorrow')} is false: its jobs could never run on one; "
+                        f"raise quotaPercent or let it borrow")
     return problems

@@ -102,7 +102,8 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
 
 
 def _queues(plan: Plan) -> Optional[dict[str, Any]]:
-    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`); ``None`` without jobs."""
+    """Kueue's queues, quotas and priorities (:mod:`stacks.plan.admission`), with teams their queues; ``None`` without
+    jobs and teams."""
     a = plan.admission
     if a is None:
         return None
@@ -115,7 +116,18 @@ def _queues(plan: Plan) -> Optional[dict[str, Any]]:
         "flavors": [{"name": f.name, "nodeGroup": f.path, "maxSize": f.max_size, "quota": dict(f.quota),
                      "nodeLabels": dict(f.node_labels), "nodeTaints": [dict(t) for t in f.node_taints]}
                     for f in a.flavors],
-        "priorities": {job: {"class": c, "value": a.priorities[c]} for job, c in a.job_priority.items()},
+        "priorities": {
+            **{job: {"class": c, "value": a.priorities[c]} for job, c in a.job_priority.items()},
+            **{f"{job}-allreduce": {"class": c, "value": a.priorities[c]} for job, c in a.check_priority.items()},
+        },
+        **({} if a.cohort is None else {
+            "cohort": a.cohort,
+            "ownQuota": {f: dict(q) for f, q in a.own_quota.items()},
+            "teams": {t.name: {"namespace": t.namespace, "localQueue": f"{t.namespace}/{t.local_queue}",
+                               "clusterQueue": t.cluster_queue, "nodes": dict(t.nodes),
+                               "quota": {f: dict(q) for f, q in t.quota.items()},
+                               "mayBorrow": t.may_borrow, "mayLend": t.may_lend} for t in a.teams},
+        }),
     }
 
 

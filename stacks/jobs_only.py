@@ -1,0 +1,88 @@
+"""A jobs-only stack: a team's jobs on a cluster another stack made (``cluster.stackReference``, ``cluster.team``).
+
+Several people share one cluster without sharing one Pulumi stack: the cluster stack (with ``teams``) makes the
+cluster, Kueue, the MPI Operator and per team a namespace, a claim and a LocalQueue (:mod:`stacks.teams`); each team's
+stack takes it by a ``pulumi.StackReference`` and registers only its own jobs, into its team's namespace and queue,
+with the Kubernetes provider made from the referenced stack's ``kubeconfig`` output. It registers no cluster, VPC,
+node group, Kueue or MPI Operator.
+
+Offline (``pulumi preview``, ``python -m stacks.plan``) the stack's own config is validated as any stack's (its jobs
+against its ``nodeGroups``, a copy of the cluster stack's: the jobs' placement is derived from them). What only the
+referenced stack knows is checked at deploy, when its outputs are read: that ``cluster.team`` is one of its teams, and
+that the node groups the jobs run on have the instance types, maxSize, labels and taints the cluster's have; a
+mismatch fails the deployment naming the key and the fix (:class:`JobsOnlyError`) before any job is created (every
+job waits for the checked namespace).
+"""
+
+from typing import Any, Mapping
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from stacks.config.errors import key
+from stacks.outputs import jobs_outputs, placement_of
+from stacks.plan import Plan
+from stacks.workloads import JobTarget, build_jobs
+
+
+class JobsOnlyError(Exception):
+    """The referenced stack does not have what this stack's config says (raised at deploy)."""
+
+
+def team_of(plan: Plan, reference: str, team: str, teams: Mapping[str, Any], groups: Mapping[str, Any]) -> dict[str, Any]:
+    """``team``'s entry of the referenced stack's ``teams`` output, after checking the node groups of the jobs."""
+    if not teams or team not in teams:
+        known = ", ".join(sorted(teams or {})) or "none: it has no teams"
+        raise JobsOnlyError(
+            f"{key('cluster.team')}: {team!r} is not a team of the referenced stack {reference} (its teams: {known}); "
+            f"set one of them, or add it to that stack's eks-training:teams and update it first")
+    mine = placement_of(plan)
+    problems = []
+    for name in sorted({j.group.name for j in plan.jobs.values()}):
+        theirs = (groups or {}).get(name)
+        path = plan.group(name).path
+        if theirs is None:
+            problems.append(f"{key(path)}: the referenced stack {reference} has no node group {name!r} (its groups: "
+                            f"{', '.join(sorted(groups or {}))}); copy its nodeGroups")
+        elif dict(theirs) != mine[name]:
+            problems.append(f"{key(path)}: differs from the referenced stack {reference}'s group ({dict(theirs)} there, "
+                            f"{mine[name]} here): the jobs would be placed for another fleet; copy its nodeGroups")
+    if problems:
+        raise JobsOnlyError("\n".join(problems))
+    return dict(teams[team])
+
+
+def build_jobs_only(plan: Plan) -> dict[str, Any]:
+    """Register the jobs of ``plan`` on the referenced cluster stack's team queue; returns the stack's outputs."""
+    cfg = plan.config
+    reference, team = cfg.cluster.stack_reference, cfg.cluster.team
+    assert reference is not None and team is not None  # the config rules
+    ref = pulumi.StackReference(f"{cfg.cluster_name}-cluster", stack_name=reference)
+
+    def check(values: list[Any]) -> dict[str, Any]:
+        return team_of(plan, reference, team, values[0], values[1])
+
+    mine = pulumi.Output.all(ref.get_output("teams"), ref.get_output("nodeGroupPlacement")).apply(check)
+    provider = k8s.Provider(f"{cfg.cluster_name}-k8s", kubeconfig=ref.require_output("kubeconfig"),
+                            enable_server_side_apply=True, delete_unreachable=True)
+    namespace = mine.apply(lambda t: str(t["namespace"]))
+    target = JobTarget(
+        plan=plan,
+        k8s_opts=pulumi.ResourceOptions(provider=provider),
+        namespace=namespace,
+        pvc_name=mine.apply(lambda t: str(t["pvcName"])),
+        data_ready=namespace,  # EFS (the only backend with teams): the data can be read at once
+        cluster_name=ref.require_output("clusterName").apply(str),
+        local_queue=mine.apply(lambda t: str(t["localQueue"])),
+    )
+    w = build_jobs(target)
+    return {
+        "clusterStack": reference,
+        "team": team,
+        "namespace": namespace,
+        "localQueue": target.local_queue,
+        "imageUris": w.image_uris,
+        "imageBuildLogLinks": {k: img.build_log_link for k, img in w.images.items()},
+        "jobs": jobs_outputs(plan, w, namespace),
+        **({"tensorboardCommand": w.tensorboard.port_forward_command} if w.tensorboard is not None else {}),
+    }

@@ -1,0 +1,73 @@
+"""What the teams' jobs need in their namespaces (``teams``, :mod:`stacks.config.teams`), registered by the cluster
+stack; the jobs themselves come from each team's jobs-only stack (:mod:`stacks.jobs_only`).
+
+Per team:
+
+- the **Namespace**, with the training namespace's Pod Security level (``baseline``) and the ``eks-training/team``
+  label;
+- its **NetworkPolicies** (:class:`~components.workloads.TrainingNetworkPolicies` without jobs): default deny in both
+  directions, DNS, HTTPS and Pod Identity credentials for the pods of jobs; the jobs-only stack adds the within-job
+  policy of each of its jobs;
+- a **claim of the shared file system** (``storage.pvcName`` in the team's namespace, of the EFS StorageClass, which
+  makes a directory per claim, ``/dynamic/<namespace>/<claim>``: the team's jobs see their own directory, not the
+  stack's or another team's);
+- its **LocalQueue** and **ClusterQueue** in the cohort (:class:`components.admission.Admission`).
+
+A job's service account and Pod Identity association are the job's own (made with the job, in its namespace).
+"""
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.storage import EfsStorage
+from components.workloads import TrainingNetworkPolicies
+from stacks.environment import Environment
+
+#: The label on a team's namespace naming the team.
+TEAM_LABEL = "eks-training/team"
+#: Pod Security Standard the namespaces of jobs enforce (as the training namespace does).
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "baseline"}
+
+
+@dataclass
+class TeamNamespace:
+    """A team's namespace as its jobs see it."""
+
+    namespace: pulumi.Output[str]
+    """The namespace's name, resolved once its network policies exist (objects in it come after them)."""
+    pvc_name: pulumi.Output[str]
+    policies: TrainingNetworkPolicies
+
+
+def build_team_namespaces(env: Environment) -> dict[str, TeamNamespace]:
+    """Team name -> its namespace, policies and claim (none without teams)."""
+    plan, cfg = env.plan, env.config
+    if plan.admission is None or not plan.admission.teams:
+        return {}
+    storage = env.storage.component
+    assert isinstance(storage, EfsStorage), "teams need the EFS backend (checked by the config loader)"
+    out: dict[str, TeamNamespace] = {}
+    for team in plan.admission.teams:
+        base = f"{cfg.cluster_name}-team-{team.name}"
+        ns = k8s.core.v1.Namespace(
+            f"{base}-namespace",
+            metadata={"name": team.namespace,
+                      "labels": {"app.kubernetes.io/managed-by": "pulumi", TEAM_LABEL: team.name, **POD_SECURITY}},
+            opts=env.k8s_opts,
+        )
+        policies = TrainingNetworkPolicies(f"{base}-network-policies", {"namespace": ns.metadata.name, "jobs": []},
+                                           opts=env.k8s_opts)
+        pvc = k8s.core.v1.PersistentVolumeClaim(
+            f"{base}-pvc",
+            metadata={"name": cfg.storage.pvc_name, "namespace": policies.namespace},
+            spec={
+                "access_modes": ["ReadWriteMany"],
+                "storage_class_name": storage.storage_class_name,
+                "resources": {"requests": {"storage": cfg.storage.capacity}},
+            },
+            opts=env.k8s_opts,
+        )
+        out[team.name] = TeamNamespace(namespace=policies.namespace, pvc_name=pvc.metadata.name, policies=policies)
+    return out
