@@ -16,6 +16,7 @@ Nothing here is created inside an ``apply``: the dashboard body and the alarm qu
 program runs.
 """
 
+import functools
 import json
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
@@ -25,6 +26,8 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.catalog.operations import (
+    AGENT_CONFIG_WITHOUT_APPLICATION_SIGNALS,
+    APPLICATION_SIGNALS_POLICY,
     CONSOLE_HOSTS,
     CONTAINER_INSIGHTS_LOG_GROUPS,
     CONTAINER_INSIGHTS_NAMESPACE,
@@ -83,6 +86,9 @@ class FleetObservabilityArgs(TypedDict):
     """Install the Amazon CloudWatch Observability add-on."""
     tolerations: NotRequired[Sequence[Toleration]]
     """What the agent's DaemonSets tolerate (the node groups' taints)."""
+    application_signals: NotRequired[bool]
+    """Keep the add-on's Application Signals (auto-instrumentation of Java, Python, .NET and Node.js workloads, billed
+    per request; the role gets X-Ray writes). Default False: the agent collects Container Insights only."""
     addon_version: NotRequired[str]
     """Pinned add-on version; default: EKS's default for the Kubernetes version."""
     dashboard: NotRequired[bool]
@@ -240,9 +246,18 @@ def dashboard_url(partition: str, region: str, name: str) -> str:
     return f"https://{host}/cloudwatch/home?region={region}#dashboards/dashboard/{name}"
 
 
-def agent_configuration(tolerations: Sequence[Toleration]) -> str:
-    """The add-on's configuration values: the DaemonSets tolerate exactly ``tolerations``."""
-    return json.dumps({"tolerations": [dict(t) for t in tolerations]}, sort_keys=True)
+def agent_configuration(tolerations: Sequence[Toleration], application_signals: bool = False) -> str:
+    """The add-on's configuration values: the DaemonSets tolerate exactly ``tolerations``; without
+    ``application_signals`` the agent's configuration is Container Insights only (Application Signals off; see
+    :data:`components.catalog.operations.APPLICATION_SIGNALS_SECTIONS`)."""
+    values: dict[str, Any] = {"tolerations": [dict(t) for t in tolerations]}
+    if not application_signals:
+        values["agent"] = {"config": json.loads(json.dumps(AGENT_CONFIG_WITHOUT_APPLICATION_SIGNALS))}
+    return json.dumps(values, sort_keys=True)
+
+
+def _policy_arn(partition: str, name: str) -> str:
+    return managed_policy_arn(partition, name)
 
 
 class FleetObservability(pulumi.ComponentResource):
@@ -263,6 +278,8 @@ class FleetObservability(pulumi.ComponentResource):
         region = args["region"]
         partition = current_partition(self)
         if args["metrics"]:
+            signals = bool(args.get("application_signals"))
+            policies = [OBSERVABILITY_POLICY, *([APPLICATION_SIGNALS_POLICY] if signals else [])]
             identity = pod_identity_role(
                 self,
                 f"{name}-agent",
@@ -271,7 +288,7 @@ class FleetObservability(pulumi.ComponentResource):
                 service_account=OBSERVABILITY_SERVICE_ACCOUNT,
                 description=f"CloudWatch agent (EKS Pod Identity, {OBSERVABILITY_NAMESPACE}/{OBSERVABILITY_SERVICE_ACCOUNT})",
                 role_name=f"{cluster_name}-cloudwatch-agent",
-                managed_policy_arns=[partition.apply(lambda p: managed_policy_arn(p, OBSERVABILITY_POLICY))],
+                managed_policy_arns=[partition.apply(functools.partial(_policy_arn, name=n)) for n in policies],
                 associate=False,  # the add-on associates the role with its service account itself
                 tags=tags,
             )
@@ -293,7 +310,7 @@ class FleetObservability(pulumi.ComponentResource):
                 cluster_name=args["cluster"],
                 addon_name=OBSERVABILITY_ADDON,
                 addon_version=version,
-                configuration_values=agent_configuration(list(args.get("tolerations") or [])),
+                configuration_values=agent_configuration(list(args.get("tolerations") or []), signals),
                 pod_identity_associations=[{"role_arn": identity.role.arn, "service_account": OBSERVABILITY_SERVICE_ACCOUNT}],
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="PRESERVE",

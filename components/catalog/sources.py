@@ -321,7 +321,10 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/aws-observability/helm-charts/blob/71a298ffdebe9d4e13ac709d24398062a2afe8ca/charts/"
         "amazon-cloudwatch-observability/values.yaml",
         shows="the add-on's values: root tolerations (default [{operator: Exists}]) apply to the agent, Fluent Bit, "
-        "DCGM exporter and other DaemonSets unless a component overrides them",
+        "DCGM exporter and other DaemonSets unless a component overrides them; agent.config replaces the agent's "
+        "default configuration, whose logs.metrics_collected.application_signals and "
+        "traces.traces_collected.application_signals turn Application Signals on, and without which "
+        "templates/_helpers.tpl (manager.modify-auto-monitor-config) sets the operator's monitorAllServices to false",
     ),
     "container-insights-log-groups": Source(
         url="https://github.com/aws/amazon-cloudwatch-agent/blob/ab55b8daa204e95c42c0267ee5aa49ec3b3a7317/translator/"

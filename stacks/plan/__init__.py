@@ -148,6 +148,8 @@ class OperationsPlan:
     agent_tolerations: tuple[Toleration, ...] = ()
     """What the add-on's DaemonSets tolerate: exactly the taints the plan puts on the groups (every group's, the
     system group's included, each once), so the agent reaches every node and no other taint."""
+    application_signals: bool = False
+    """The add-on keeps Application Signals (``operations.applicationSignals``)."""
     dashboard: bool = False
     idle_alarms: tuple[IdleAlarmPlan, ...] = ()
     alarm_email: Optional[str] = None
@@ -512,6 +514,7 @@ def operations_plan(plan: Plan) -> OperationsPlan:
     return OperationsPlan(
         metrics=metrics,
         agent_tolerations=tuple(seen.values()) if metrics else (),
+        application_signals=ops.application_signals and metrics,
         dashboard=(ops.dashboard if ops.dashboard is not None else metrics) and metrics,
         idle_alarms=idle,
         alarm_email=ops.alarm_email if idle else None,
