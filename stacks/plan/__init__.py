@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
+from components.catalog.gpus import peak_flops_per_device
 from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT
 from components.conventions import SHARED_MOUNT
@@ -114,6 +115,10 @@ class NodeGroupPlan:
             "threads_per_proc": pod.threads_per_proc,
             "env": dict(self.profile.network_env),
         }
+        peak = peak_flops_per_device(t.gpu_model for t in self.types) if pod.gpus else None
+        if peak:
+            # the bundled trainer's model FLOPs utilization (training/train.py); a job's own env overrides it
+            placement["env"] = {**placement["env"], "PEAK_FLOPS_PER_DEVICE": f"{peak:g}"}
         if pod.hugepages_2mi:
             placement["hugepages_2mi"] = pod.hugepages_2mi
         return placement
