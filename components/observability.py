@@ -143,13 +143,26 @@ def gpu_count_query(cluster_name: str, instance_type: str) -> str:
                           {"ClusterName": cluster_name, "InstanceType": instance_type})
 
 
-def idle_alarm_names(cluster_name: str, group: GpuGroupSpec) -> dict[str, str]:
-    """The group's idle alarms by instance type: one per type (a Metrics Insights query filters on one value of a
-    dimension), named after the group alone when it has one type."""
-    types = list(group["instance_types"])
-    if len(types) == 1:
-        return {types[0]: f"{cluster_name}-{group['name']}-idle-gpus"}
-    return {t: f"{cluster_name}-{group['name']}-{t.replace('.', '-')}-idle-gpus" for t in types}
+def idle_alarm_series(cluster_name: str, groups: Sequence[GpuGroupSpec]) -> dict[str, tuple[str, list[str]]]:
+    """The idle alarms, one per instance type of the GPU groups: ``type -> (alarm name, groups)``. Container Insights'
+    per-GPU series carry ClusterName, NodeName, InstanceId, InstanceType and GpuDevice and no node group (source key
+    ``container-insights-metrics``), so the nodes of two groups of one type are one series: they get one alarm that
+    names both groups, rather than two alarms that each claim the other's nodes. An alarm of a type only one group
+    has is named after the group (and the type when the group has several)."""
+    owners: dict[str, list[GpuGroupSpec]] = {}
+    for g in groups:
+        for t in g["instance_types"]:
+            owners.setdefault(t, []).append(g)
+    out: dict[str, tuple[str, list[str]]] = {}
+    for t, gs in owners.items():
+        names = [g["name"] for g in gs]
+        if len(gs) > 1:
+            out[t] = (f"{cluster_name}-{t.replace('.', '-')}-idle-gpus", names)
+        elif len(gs[0]["instance_types"]) == 1:
+            out[t] = (f"{cluster_name}-{names[0]}-idle-gpus", names)
+        else:
+            out[t] = (f"{cluster_name}-{names[0]}-{t.replace('.', '-')}-idle-gpus", names)
+    return out
 
 
 def _metric_widget(title: str, region: str, metrics: list[list[dict[str, Any]]], *, unit_label: str,
@@ -349,28 +362,30 @@ class FleetObservability(pulumi.ComponentResource):
             actions = [topic.arn]
             self.alarm_topic_arn = topic.arn
         self.alarm_names = []
-        for alarm in alarms:
-            group = alarm["group"]
-            minutes = int(alarm["minutes"])
-            for instance_type, alarm_name in idle_alarm_names(cluster_name, group).items():
-                suffix = "" if len(group["instance_types"]) == 1 else f"-{instance_type.replace('.', '-')}"
+        if alarms:
+            # one stack-wide setting: every group's alarm has the same minutes and threshold
+            minutes = int(alarms[0]["minutes"])
+            percent = float(alarms[0]["utilization_percent"])
+            for instance_type, (alarm_name, group_names) in idle_alarm_series(
+                    cluster_name, [a["group"] for a in alarms]).items():
+                label = (f"node group {group_names[0]}" if len(group_names) == 1 else
+                         f"node groups {', '.join(group_names)}, whose nodes of one type are one series")
                 aws.cloudwatch.MetricAlarm(
-                    f"{name}-{group['name']}{suffix}-idle",
+                    f"{name}-{alarm_name[len(cluster_name) + 1:-len('-gpus')]}",
                     name=alarm_name,
                     alarm_description=(
-                        f"Every {instance_type} GPU of {cluster_name} (node group {group['name']}; the series covers "
-                        f"every {instance_type} node of the cluster) has been below "
-                        f"{alarm['utilization_percent']:g}% utilization for {minutes} minutes: the nodes cost money "
-                        "and do nothing. Scale the group down or start a job."),
+                        f"Every {instance_type} GPU of {cluster_name} ({label}; the series covers every "
+                        f"{instance_type} node of the cluster) has been below {percent:g}% utilization for "
+                        f"{minutes} minutes: the nodes cost money and do nothing. Scale the group down or start a job."),
                     comparison_operator="LessThanThreshold",
-                    threshold=float(alarm["utilization_percent"]),
+                    threshold=percent,
                     evaluation_periods=minutes * 60 // ALARM_PERIOD_SECONDS,
                     datapoints_to_alarm=minutes * 60 // ALARM_PERIOD_SECONDS,
                     metric_queries=[{
                         "id": "busiest",
                         "expression": idle_alarm_query(cluster_name, instance_type),
                         "period": ALARM_PERIOD_SECONDS,
-                        "label": f"busiest {instance_type} GPU of {group['name']} (%)",
+                        "label": f"busiest {instance_type} GPU of {'/'.join(group_names)} (%)",
                         "return_data": True,
                     }],
                     # no GPU reports when the group has no nodes: nothing is idle then

@@ -332,7 +332,7 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
     dashboards = p.of_type("aws:cloudwatch/dashboard:Dashboard")
     assert len(dashboards) == (1 if gpu_groups else 0)
     alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
-    assert len(alarms) == sum(len(ng.inputs["instanceTypes"]) for ng in gpu_groups)
+    assert len(alarms) == len({t for ng in gpu_groups for t in ng.inputs["instanceTypes"]})
     if not dashboards:
         assert "dashboardUrl" not in p.outputs
         return
@@ -358,6 +358,34 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
                                                                                   METRICS_INSIGHTS_RANGE_SECONDS)
         assert a.inputs["comparisonOperator"] == "LessThanThreshold" and a.inputs["treatMissingData"] == "notBreaching"
     assert sorted(resolve(p.outputs["alarms"])) == sorted(a.inputs["name"] for a in alarms)
+    assert shared_series_problems(alarms) == []
+
+
+def shared_series_problems(alarms: Sequence[Any]) -> list[str]:
+    """Two alarms reading one series (Container Insights' GPU series have no node-group dimension, so two groups of
+    one instance type are one series): each would claim the other's nodes."""
+    seen: dict[str, str] = {}
+    out = []
+    for a in alarms:
+        for q in a.inputs["metricQueries"]:
+            if q.get("expression") in seen:
+                out.append(f"{a.inputs['name']} and {seen[q['expression']]} read one series: {q['expression']}")
+            seen[q.get("expression")] = a.inputs["name"]
+    return out
+
+
+def test_two_groups_of_one_type_get_one_alarm_naming_both() -> None:
+    cfg_groups = stack_config("g6")[f"{PROJECT}:nodeGroups"]
+    (gpu_name, gpu) = next((n, g) for n, g in cfg_groups.items() if "g6" in g["instanceTypes"][0])
+    groups = {**cfg_groups, f"{gpu_name}b": dict(gpu)}
+    p = _with("g6", nodeGroups=groups)
+    alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    assert shared_series_problems(alarms) == []
+    (alarm,) = [a for a in alarms if gpu["instanceTypes"][0] in a.inputs["metricQueries"][0]["expression"]]
+    assert f"{gpu_name}, {gpu_name}b" in alarm.inputs["alarmDescription"]
+    assert alarm.inputs["name"] == f"{cluster_name('g6')}-{gpu['instanceTypes'][0].replace('.', '-')}-idle-gpus"
+    # the rule catches what the program did before: one alarm per group over the same series
+    assert shared_series_problems([alarm, alarm])
 
 
 # --- the rules can fail -------------------------------------------------------------------------------------------
