@@ -16,6 +16,7 @@ Nothing here is created inside an ``apply``: the dashboard body and the alarm qu
 program runs.
 """
 
+import functools
 import json
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
@@ -25,6 +26,8 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.catalog.operations import (
+    AGENT_CONFIG_WITHOUT_APPLICATION_SIGNALS,
+    APPLICATION_SIGNALS_POLICY,
     CONSOLE_HOSTS,
     CONTAINER_INSIGHTS_LOG_GROUPS,
     CONTAINER_INSIGHTS_NAMESPACE,
@@ -83,6 +86,9 @@ class FleetObservabilityArgs(TypedDict):
     """Install the Amazon CloudWatch Observability add-on."""
     tolerations: NotRequired[Sequence[Toleration]]
     """What the agent's DaemonSets tolerate (the node groups' taints)."""
+    application_signals: NotRequired[bool]
+    """Keep the add-on's Application Signals (auto-instrumentation of Java, Python, .NET and Node.js workloads, billed
+    per request; the role gets X-Ray writes). Default False: the agent collects Container Insights only."""
     addon_version: NotRequired[str]
     """Pinned add-on version; default: EKS's default for the Kubernetes version."""
     dashboard: NotRequired[bool]
@@ -137,13 +143,26 @@ def gpu_count_query(cluster_name: str, instance_type: str) -> str:
                           {"ClusterName": cluster_name, "InstanceType": instance_type})
 
 
-def idle_alarm_names(cluster_name: str, group: GpuGroupSpec) -> dict[str, str]:
-    """The group's idle alarms by instance type: one per type (a Metrics Insights query filters on one value of a
-    dimension), named after the group alone when it has one type."""
-    types = list(group["instance_types"])
-    if len(types) == 1:
-        return {types[0]: f"{cluster_name}-{group['name']}-idle-gpus"}
-    return {t: f"{cluster_name}-{group['name']}-{t.replace('.', '-')}-idle-gpus" for t in types}
+def idle_alarm_series(cluster_name: str, groups: Sequence[GpuGroupSpec]) -> dict[str, tuple[str, list[str]]]:
+    """The idle alarms, one per instance type of the GPU groups: ``type -> (alarm name, groups)``. Container Insights'
+    per-GPU series carry ClusterName, NodeName, InstanceId, InstanceType and GpuDevice and no node group (source key
+    ``container-insights-metrics``), so the nodes of two groups of one type are one series: they get one alarm that
+    names both groups, rather than two alarms that each claim the other's nodes. An alarm of a type only one group
+    has is named after the group (and the type when the group has several)."""
+    owners: dict[str, list[GpuGroupSpec]] = {}
+    for g in groups:
+        for t in g["instance_types"]:
+            owners.setdefault(t, []).append(g)
+    out: dict[str, tuple[str, list[str]]] = {}
+    for t, gs in owners.items():
+        names = [g["name"] for g in gs]
+        if len(gs) > 1:
+            out[t] = (f"{cluster_name}-{t.replace('.', '-')}-idle-gpus", names)
+        elif len(gs[0]["instance_types"]) == 1:
+            out[t] = (f"{cluster_name}-{names[0]}-idle-gpus", names)
+        else:
+            out[t] = (f"{cluster_name}-{names[0]}-{t.replace('.', '-')}-idle-gpus", names)
+    return out
 
 
 def _metric_widget(title: str, region: str, metrics: list[list[dict[str, Any]]], *, unit_label: str,
@@ -240,9 +259,18 @@ def dashboard_url(partition: str, region: str, name: str) -> str:
     return f"https://{host}/cloudwatch/home?region={region}#dashboards/dashboard/{name}"
 
 
-def agent_configuration(tolerations: Sequence[Toleration]) -> str:
-    """The add-on's configuration values: the DaemonSets tolerate exactly ``tolerations``."""
-    return json.dumps({"tolerations": [dict(t) for t in tolerations]}, sort_keys=True)
+def agent_configuration(tolerations: Sequence[Toleration], application_signals: bool = False) -> str:
+    """The add-on's configuration values: the DaemonSets tolerate exactly ``tolerations``; without
+    ``application_signals`` the agent's configuration is Container Insights only (Application Signals off; see
+    :data:`components.catalog.operations.APPLICATION_SIGNALS_SECTIONS`)."""
+    values: dict[str, Any] = {"tolerations": [dict(t) for t in tolerations]}
+    if not application_signals:
+        values["agent"] = {"config": json.loads(json.dumps(AGENT_CONFIG_WITHOUT_APPLICATION_SIGNALS))}
+    return json.dumps(values, sort_keys=True)
+
+
+def _policy_arn(partition: str, name: str) -> str:
+    return managed_policy_arn(partition, name)
 
 
 class FleetObservability(pulumi.ComponentResource):
@@ -263,6 +291,8 @@ class FleetObservability(pulumi.ComponentResource):
         region = args["region"]
         partition = current_partition(self)
         if args["metrics"]:
+            signals = bool(args.get("application_signals"))
+            policies = [OBSERVABILITY_POLICY, *([APPLICATION_SIGNALS_POLICY] if signals else [])]
             identity = pod_identity_role(
                 self,
                 f"{name}-agent",
@@ -271,7 +301,7 @@ class FleetObservability(pulumi.ComponentResource):
                 service_account=OBSERVABILITY_SERVICE_ACCOUNT,
                 description=f"CloudWatch agent (EKS Pod Identity, {OBSERVABILITY_NAMESPACE}/{OBSERVABILITY_SERVICE_ACCOUNT})",
                 role_name=f"{cluster_name}-cloudwatch-agent",
-                managed_policy_arns=[partition.apply(lambda p: managed_policy_arn(p, OBSERVABILITY_POLICY))],
+                managed_policy_arns=[partition.apply(functools.partial(_policy_arn, name=n)) for n in policies],
                 associate=False,  # the add-on associates the role with its service account itself
                 tags=tags,
             )
@@ -293,7 +323,7 @@ class FleetObservability(pulumi.ComponentResource):
                 cluster_name=args["cluster"],
                 addon_name=OBSERVABILITY_ADDON,
                 addon_version=version,
-                configuration_values=agent_configuration(list(args.get("tolerations") or [])),
+                configuration_values=agent_configuration(list(args.get("tolerations") or []), signals),
                 pod_identity_associations=[{"role_arn": identity.role.arn, "service_account": OBSERVABILITY_SERVICE_ACCOUNT}],
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="PRESERVE",
@@ -332,28 +362,30 @@ class FleetObservability(pulumi.ComponentResource):
             actions = [topic.arn]
             self.alarm_topic_arn = topic.arn
         self.alarm_names = []
-        for alarm in alarms:
-            group = alarm["group"]
-            minutes = int(alarm["minutes"])
-            for instance_type, alarm_name in idle_alarm_names(cluster_name, group).items():
-                suffix = "" if len(group["instance_types"]) == 1 else f"-{instance_type.replace('.', '-')}"
+        if alarms:
+            # one stack-wide setting: every group's alarm has the same minutes and threshold
+            minutes = int(alarms[0]["minutes"])
+            percent = float(alarms[0]["utilization_percent"])
+            for instance_type, (alarm_name, group_names) in idle_alarm_series(
+                    cluster_name, [a["group"] for a in alarms]).items():
+                label = (f"node group {group_names[0]}" if len(group_names) == 1 else
+                         f"node groups {', '.join(group_names)}, whose nodes of one type are one series")
                 aws.cloudwatch.MetricAlarm(
-                    f"{name}-{group['name']}{suffix}-idle",
+                    f"{name}-{alarm_name[len(cluster_name) + 1:-len('-gpus')]}",
                     name=alarm_name,
                     alarm_description=(
-                        f"Every {instance_type} GPU of {cluster_name} (node group {group['name']}; the series covers "
-                        f"every {instance_type} node of the cluster) has been below "
-                        f"{alarm['utilization_percent']:g}% utilization for {minutes} minutes: the nodes cost money "
-                        "and do nothing. Scale the group down or start a job."),
+                        f"Every {instance_type} GPU of {cluster_name} ({label}; the series covers every "
+                        f"{instance_type} node of the cluster) has been below {percent:g}% utilization for "
+                        f"{minutes} minutes: the nodes cost money and do nothing. Scale the group down or start a job."),
                     comparison_operator="LessThanThreshold",
-                    threshold=float(alarm["utilization_percent"]),
+                    threshold=percent,
                     evaluation_periods=minutes * 60 // ALARM_PERIOD_SECONDS,
                     datapoints_to_alarm=minutes * 60 // ALARM_PERIOD_SECONDS,
                     metric_queries=[{
                         "id": "busiest",
                         "expression": idle_alarm_query(cluster_name, instance_type),
                         "period": ALARM_PERIOD_SECONDS,
-                        "label": f"busiest {instance_type} GPU of {group['name']} (%)",
+                        "label": f"busiest {instance_type} GPU of {'/'.join(group_names)} (%)",
                         "return_data": True,
                     }],
                     # no GPU reports when the group has no nodes: nothing is idle then

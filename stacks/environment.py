@@ -284,6 +284,7 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
         "region": region_name(),
         "metrics": ops.metrics,
         "tolerations": list(ops.agent_tolerations),
+        "application_signals": ops.application_signals,
         "dashboard": ops.dashboard,
         "gpu_groups": list(gpu_groups.values()),
         "efa": plan.efa,

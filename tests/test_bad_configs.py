@@ -245,6 +245,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ("dashboard without metrics", both(group(), setk("operations", {"metrics": False, "dashboard": True})), ["eks-training:operations.dashboard: plots the metrics of the Container Insights add-on", "eks-training:operations.metrics: true"]),
     ("idle alarm without metrics", both(group(), setk("operations", {"metrics": False, "idleGpuAlarm": {"enabled": True}})), ["eks-training:operations.idleGpuAlarm.enabled: watches node_gpu_utilization"]),
     ("idle alarm without GPU groups", setk("operations", {"idleGpuAlarm": {"enabled": True}}), ["eks-training:operations.idleGpuAlarm.enabled: the stack has no GPU group to watch"]),
+    ("application signals without metrics", both(group(), setk("operations", {"metrics": False, "applicationSignals": True})), ["eks-training:operations.applicationSignals: is part of the Container Insights add-on", "eks-training:operations.metrics: true"]),
+    ("application signals not a boolean", both(group(), setk("operations", {"applicationSignals": "sometimes"})), ["eks-training:operations.applicationSignals"]),
     ("alarm e-mail without an alarm", setk("operations", {"alarmEmail": "ops@example.com"}), ["eks-training:operations.alarmEmail: no alarm would send to it"]),
     # benchmark
     ("benchmark without experiments", bench(experiments={}), ["eks-training:benchmark.experiments", "at least 1"]),

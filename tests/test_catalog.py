@@ -60,7 +60,7 @@ def test_every_fact_names_a_known_source() -> None:
             if name.startswith("_") or isinstance(value, type):
                 continue
             for fact in _facts(value):
-                keys = list(getattr(fact, "sources", ())) + [getattr(fact, "source", None)]
+                keys = list(getattr(fact, "sources", ())) + [getattr(fact, k, None) for k in ("source", "peak_source")]
                 for k in keys:
                     if isinstance(k, str):
                         rows += 1

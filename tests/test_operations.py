@@ -34,8 +34,10 @@ from components.catalog.operations import (
     NODE_MONITORING_CONFIG_SCHEMA,
     NODE_MONITORING_DEFAULT_TOLERATIONS,
     NODE_REPAIR_GPU_DEFAULT,
+    APPLICATION_SIGNALS_POLICY,
+    APPLICATION_SIGNALS_SECTIONS,
     OBSERVABILITY_ADDON,
-    OBSERVABILITY_CONFIG_KEYS,
+    OBSERVABILITY_CONFIG_SCHEMA,
     OBSERVABILITY_NAMESPACE,
     OBSERVABILITY_POLICY,
     OBSERVABILITY_SERVICE_ACCOUNT,
@@ -233,6 +235,44 @@ def test_the_agent_rule_catches_a_dcgm_server_that_misses_the_gpu_taint() -> Non
     assert agent_configuration_problems({"dcgmExporter": {}, "dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}, gpu)
 
 
+def schema_problems(values: Mapping[str, Any], schema: Mapping[str, Any], path: str = "") -> list[str]:
+    """Keys of the add-on's configuration values that the chart's values do not have, or of another type."""
+    problems = []
+    for k, v in values.items():
+        where = f"{path}{k}"
+        if k not in schema:
+            problems.append(f"{where}: not a key of the chart's values")
+        elif isinstance(schema[k], Mapping):
+            problems += (schema_problems(v, schema[k], where + ".") if isinstance(v, dict)
+                         else [f"{where}: not a mapping"])
+        elif not isinstance(v, schema[k]):
+            problems.append(f"{where}: not a {schema[k].__name__}")
+    return problems
+
+
+def application_signals_on(values: Mapping[str, Any]) -> bool:
+    """What the chart does with the values: no ``agent.config`` keeps its default agent configuration, which has
+    Application Signals; a configuration of the agent has it when either section names ``application_signals``
+    (``manager.modify-auto-monitor-config``, source key ``cloudwatch-observability-chart``)."""
+    config = (values.get("agent") or {}).get("config")
+    if not config or config in ("default", "default:otel"):
+        return True
+    return any("application_signals" in ((config.get(top) or {}).get(sub) or {}) for top, sub in APPLICATION_SIGNALS_SECTIONS)
+
+
+def test_the_addon_rules_catch_a_wrong_key_or_application_signals_left_on() -> None:
+    off = {"tolerations": [], "agent": {"config": {"logs": {"metrics_collected": {"kubernetes": {}}}}}}
+    assert schema_problems(off, OBSERVABILITY_CONFIG_SCHEMA) == [] and not application_signals_on(off)
+    assert application_signals_on({"tolerations": []}), "the chart's default agent configuration"
+    assert application_signals_on({"agent": {"config": {"traces": {"traces_collected": {"application_signals": {}}}}}})
+    assert application_signals_on({"agent": {"config": {"logs": {"metrics_collected": {"application_signals": {}}}}}})
+    # keys the chart's values do not have (a typo, the 6.2.0-only switch, a wrong shape)
+    assert schema_problems({"agent": {"configuration": {}}}, OBSERVABILITY_CONFIG_SCHEMA)
+    assert schema_problems({"applicationSignals": {"enabled": False}}, OBSERVABILITY_CONFIG_SCHEMA)
+    assert schema_problems({"agent": {"config": "{}"}}, OBSERVABILITY_CONFIG_SCHEMA)
+    assert schema_problems({"tolerations": {}}, OBSERVABILITY_CONFIG_SCHEMA)
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_metrics_addon_configuration_role_and_tolerations(program_for: Any, stack: str) -> None:
     p = program_for(stack, False)
@@ -242,8 +282,9 @@ def test_metrics_addon_configuration_role_and_tolerations(program_for: Any, stac
     if addon is None:
         return
     config = json.loads(addon.inputs["configurationValues"])
-    for k, v in config.items():
-        assert k in OBSERVABILITY_CONFIG_KEYS and isinstance(v, OBSERVABILITY_CONFIG_KEYS[k]), (k, v)
+    assert schema_problems(config, OBSERVABILITY_CONFIG_SCHEMA) == []
+    assert not application_signals_on(config), "Application Signals stays off unless operations.applicationSignals"
+    assert config["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]["enhanced_container_insights"] is True
     # each toleration is a Kubernetes Toleration (the chart puts them into the DaemonSets' pod specs)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent"},
            "spec": {"containers": [{"name": "a", "image": "a"}], "tolerations": config["tolerations"]}}
@@ -291,7 +332,7 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
     dashboards = p.of_type("aws:cloudwatch/dashboard:Dashboard")
     assert len(dashboards) == (1 if gpu_groups else 0)
     alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
-    assert len(alarms) == sum(len(ng.inputs["instanceTypes"]) for ng in gpu_groups)
+    assert len(alarms) == len({t for ng in gpu_groups for t in ng.inputs["instanceTypes"]})
     if not dashboards:
         assert "dashboardUrl" not in p.outputs
         return
@@ -317,6 +358,34 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
                                                                                   METRICS_INSIGHTS_RANGE_SECONDS)
         assert a.inputs["comparisonOperator"] == "LessThanThreshold" and a.inputs["treatMissingData"] == "notBreaching"
     assert sorted(resolve(p.outputs["alarms"])) == sorted(a.inputs["name"] for a in alarms)
+    assert shared_series_problems(alarms) == []
+
+
+def shared_series_problems(alarms: Sequence[Any]) -> list[str]:
+    """Two alarms reading one series (Container Insights' GPU series have no node-group dimension, so two groups of
+    one instance type are one series): each would claim the other's nodes."""
+    seen: dict[str, str] = {}
+    out = []
+    for a in alarms:
+        for q in a.inputs["metricQueries"]:
+            if q.get("expression") in seen:
+                out.append(f"{a.inputs['name']} and {seen[q['expression']]} read one series: {q['expression']}")
+            seen[q.get("expression")] = a.inputs["name"]
+    return out
+
+
+def test_two_groups_of_one_type_get_one_alarm_naming_both() -> None:
+    cfg_groups = stack_config("g6")[f"{PROJECT}:nodeGroups"]
+    (gpu_name, gpu) = next((n, g) for n, g in cfg_groups.items() if "g6" in g["instanceTypes"][0])
+    groups = {**cfg_groups, f"{gpu_name}b": dict(gpu)}
+    p = _with("g6", nodeGroups=groups)
+    alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    assert shared_series_problems(alarms) == []
+    (alarm,) = [a for a in alarms if gpu["instanceTypes"][0] in a.inputs["metricQueries"][0]["expression"]]
+    assert f"{gpu_name}, {gpu_name}b" in alarm.inputs["alarmDescription"]
+    assert alarm.inputs["name"] == f"{cluster_name('g6')}-{gpu['instanceTypes'][0].replace('.', '-')}-idle-gpus"
+    # the rule catches what the program did before: one alarm per group over the same series
+    assert shared_series_problems([alarm, alarm])
 
 
 # --- the rules can fail -------------------------------------------------------------------------------------------
@@ -425,3 +494,12 @@ def test_alarm_email_gets_an_encrypted_topic_cloudwatch_can_use() -> None:
     (alarm,) = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
     assert topic.urn in alarm.deps_of("alarmActions")
     assert alarm.inputs["threshold"] == 2 and alarm.inputs["evaluationPeriods"] == 45
+
+
+def test_application_signals_on_keeps_the_charts_agent_configuration_and_gives_xray() -> None:
+    p = _with("p5", operations={"applicationSignals": True})
+    config = json.loads(addons(p)[OBSERVABILITY_ADDON].inputs["configurationValues"])
+    assert schema_problems(config, OBSERVABILITY_CONFIG_SCHEMA) == [] and application_signals_on(config)
+    attached = sorted(a.inputs["policyArn"] for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+                      if "cloudwatch-agent" in a.name or "-ops-agent" in a.name)
+    assert attached == sorted(f"arn:aws:iam::aws:policy/{n}" for n in (OBSERVABILITY_POLICY, APPLICATION_SIGNALS_POLICY))

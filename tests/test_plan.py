@@ -2,6 +2,7 @@
 config rules and the plan itself (no Pulumi engine)."""
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -497,3 +498,38 @@ def test_jobs_waiting_for_a_group_include_the_jobs_after_them() -> None:
     assert jobs_waiting_for(plan, {"gpu"}) == ["train", "evaluate"]
     assert jobs_waiting_for(plan, {"cpu"}) == ["prep", "train", "evaluate", "report"]
     assert jobs_waiting_for(plan, set()) == []
+
+
+def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
+    """The bundled trainer's MFU divides by the device's peak dense FP16 FLOP/s (it trains in float16 autocast):
+    every GPU group whose types share one GPU model with a published peak passes it as PEAK_FLOPS_PER_DEVICE (the
+    variable train.py reads), from the GPU catalog; a CPU group, a GPU without a published peak (A10G) and a group
+    mixing GPU models get none."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+    import train  # noqa: E402
+    from components.catalog import INSTANCE_TYPES
+    from components.catalog.gpus import GPU_MODELS
+
+    variable = train.ENV_DEFAULTS["peak_flops_per_device"]
+    for model in {t.gpu_model for t in INSTANCE_TYPES.values() if t.is_gpu}:
+        g = GPU_MODELS[model or ""]
+        assert (g.peak_fp16_tflops is None) == (model == "NVIDIA A10G"), model
+        assert (g.peak_source is None) == (g.peak_fp16_tflops is None), model
+    cases = {"p5.48xlarge": 989.5e12, "p4d.24xlarge": 312e12, "p3.2xlarge": 125e12, "g6.xlarge": 121e12,
+             "p6-b200.48xlarge": 2250e12, "g5.xlarge": None, "c5.4xlarge": None}
+    for instance_type, peak in cases.items():
+        cfg = config(nodeGroups={"w": {"instanceTypes": [instance_type], "minSize": 0, "desiredSize": 1, "maxSize": 1,
+                                       "efa": False}},
+                     jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}})
+        env = build_plan(cfg).jobs["train"].placement.get("env") or {}
+        if peak is None:
+            assert variable not in env, instance_type
+        else:
+            assert float(env[variable]) == peak, instance_type
+            found = train.flops_metrics([{"images": 10, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1],
+                                          "batch_size": 10}], 1e12, float(env[variable]))
+            assert found["mfu"] == pytest.approx(10 * 1e12 / peak, abs=1e-4) and found["mfu_note"] is None
+    mixed = config(nodeGroups={"w": {"instanceTypes": ["p4d.24xlarge", "p5.48xlarge"], "minSize": 0, "desiredSize": 1,
+                                     "maxSize": 1, "efa": False, "capacityType": "SPOT"}}, jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}})
+    assert variable not in (build_plan(mixed).jobs["train"].placement.get("env") or {})

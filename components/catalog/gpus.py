@@ -21,10 +21,18 @@ class GpuModel:
     """CUDA compute capability (major, minor)."""
     source: str
     """Key of :data:`components.catalog.sources.SOURCES`."""
+    peak_fp16_tflops: Optional[float] = None
+    """Peak dense FP16 tensor-core throughput, teraFLOP/s, without structured sparsity (NVIDIA's datasheets print the
+    sparse figure, twice this, for Ampere and later): the denominator of model FLOPs utilization for the bundled
+    trainer, which trains in float16 autocast on GPUs. On every GPU here from Ampere on, BF16 has the same peak.
+    ``None``: NVIDIA publishes no figure for the model."""
+    peak_source: Optional[str] = None
+    """Key of the datasheet :attr:`peak_fp16_tflops` comes from."""
 
 
-def _gpu(name: str, major: int, minor: int) -> GpuModel:
-    return GpuModel(name=name, compute_capability=(major, minor), source="nvidia-compute-capabilities")
+def _gpu(name: str, major: int, minor: int, peak: Optional[float] = None, source: Optional[str] = None) -> GpuModel:
+    return GpuModel(name=name, compute_capability=(major, minor), source="nvidia-compute-capabilities",
+                    peak_fp16_tflops=peak, peak_source=source)
 
 
 #: Compute capability of every GPU model the instance catalog names (NVIDIA's table, source key
@@ -33,15 +41,24 @@ def _gpu(name: str, major: int, minor: int) -> GpuModel:
 GPU_MODELS: Mapping[str, GpuModel] = {
     g.name: g
     for g in (
-        _gpu("NVIDIA V100", 7, 0),
-        _gpu("NVIDIA T4", 7, 5),
-        _gpu("NVIDIA A100", 8, 0),
+        # V100 SXM2 (p3): 125 TFLOPS "Tensor Performance" (FP16 mixed precision; Volta has no sparsity, no BF16)
+        _gpu("NVIDIA V100", 7, 0, 125.0, "nvidia-v100-datasheet"),
+        # T4 (g4dn): 65 TFLOPS mixed-precision (FP16/FP32)
+        _gpu("NVIDIA T4", 7, 5, 65.0, "nvidia-t4-datasheet"),
+        # A100 SXM (p4d): BF16/FP16 Tensor Core 312 TFLOPS (624 with sparsity)
+        _gpu("NVIDIA A100", 8, 0, 312.0, "nvidia-a100-datasheet"),
+        # A10G (g5): an AWS variant of the A10 with no NVIDIA datasheet of its own; the A10's figures do not hold for it
         _gpu("NVIDIA A10G", 8, 6),
-        _gpu("NVIDIA L4", 8, 9),
-        _gpu("NVIDIA L40S", 8, 9),
-        _gpu("NVIDIA H100", 9, 0),
-        _gpu("NVIDIA H200", 9, 0),
-        _gpu("NVIDIA B200", 10, 0),
+        # L4 (g6): FP16/BF16 Tensor Core 242 TFLOPS with sparsity -> 121 dense
+        _gpu("NVIDIA L4", 8, 9, 121.0, "nvidia-l4-datasheet"),
+        # L40S (g6e): BF16/FP16 Tensor Core 362.05 TFLOPS (733 with sparsity)
+        _gpu("NVIDIA L40S", 8, 9, 362.05, "nvidia-l40s-datasheet"),
+        # H100 SXM (p5): BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity -> 989.5 dense
+        _gpu("NVIDIA H100", 9, 0, 989.5, "nvidia-h100-datasheet"),
+        # H200 SXM (p5e, p5en): BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity -> 989.5 dense
+        _gpu("NVIDIA H200", 9, 0, 989.5, "nvidia-h200-datasheet"),
+        # B200 (p6-b200, HGX B200): FP16/BF16 Tensor Core 36 PFLOPS with sparsity for 8 GPUs -> 2,250 dense per GPU
+        _gpu("NVIDIA B200", 10, 0, 2250.0, "nvidia-hgx-b200-datasheet"),
     )
 }
 
@@ -79,3 +96,13 @@ def compute_capability(gpu_model: Optional[str]) -> Optional[tuple[int, int]]:
     """The compute capability of a GPU model of the catalog (``None`` for a model it does not know)."""
     found = GPU_MODELS.get(gpu_model or "")
     return found.compute_capability if found else None
+
+
+def peak_flops_per_device(gpu_models: Iterable[Optional[str]]) -> Optional[float]:
+    """The peak dense FP16 FLOP/s of one GPU when every model given is the same model with a published peak (a node
+    group of several types whose GPUs differ has no single peak); ``None`` otherwise."""
+    models = set(gpu_models)
+    if len(models) != 1:
+        return None
+    found = GPU_MODELS.get(next(iter(models)) or "")
+    return found.peak_fp16_tflops * 1e12 if found and found.peak_fp16_tflops else None

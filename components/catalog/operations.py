@@ -93,11 +93,32 @@ OBSERVABILITY_SERVICE_ACCOUNT = "cloudwatch-agent"
 #: ``cloudwatch:namespace`` it writes), the Logs calls Fluent Bit and EMF need, EC2 Describe* and the SSM parameter
 #: ``AmazonCloudWatch-*`` (source key ``cloudwatch-agent-server-policy``).
 OBSERVABILITY_POLICY = "CloudWatchAgentServerPolicy"
-#: Top-level keys of the add-on's configuration values this program sets, and the shape each has. The add-on's
-#: configuration schema (``aws eks describe-addon-configuration``) is the chart's values; ``tolerations`` is a list of
-#: Kubernetes Tolerations applied to the agent's DaemonSets (agent, Fluent Bit, DCGM exporter, ...), defaulting to
-#: ``[{operator: Exists}]`` (source key ``cloudwatch-observability-chart``).
-OBSERVABILITY_CONFIG_KEYS: Mapping[str, type] = {"tolerations": list}
+#: The add-on's configuration values this program sets, as the chart's values (``aws eks describe-addon-configuration``
+#: prints the chart's values schema; the chart has no ``values.schema.json``): key -> its type, or the keys a mapping
+#: takes. ``tolerations`` is a list of Kubernetes Tolerations applied to the agent's DaemonSets (agent, Fluent Bit, DCGM
+#: exporter, ...), defaulting to ``[{operator: Exists}]``; ``agent.config`` is the CloudWatch agent's JSON
+#: configuration, replacing the chart's default one (``agent.config`` is in every chart version; source key
+#: ``cloudwatch-observability-chart``).
+OBSERVABILITY_CONFIG_SCHEMA: Mapping[str, object] = {"tolerations": list, "agent": {"config": dict}}
+#: The chart's default agent configuration turns Application Signals on: ``logs.metrics_collected.application_signals``
+#: and ``traces.traces_collected.application_signals`` (the agent receives metrics and traces of instrumented workloads),
+#: and the operator then auto-instruments Java, Python, .NET and Node.js workloads (``monitorAllServices``; billed per
+#: request, traces to X-Ray). A configuration of the agent without either section turns it off: the agent then collects
+#: Container Insights only, and the chart sets the operator's ``monitorAllServices`` to false when the agent's
+#: configuration has no ``application_signals`` (``manager.modify-auto-monitor-config`` in ``templates/_helpers.tpl``;
+#: before that helper, from chart 4.0 to 4.7, ``monitorAllServices`` defaulted to false). The chart's newer switch
+#: ``applicationSignals.enabled`` (chart 6.2.0 and later) is not used: EKS's default add-on version for a Kubernetes
+#: version may predate it, and an add-on rejects keys its schema lacks (source key ``cloudwatch-observability-chart``).
+APPLICATION_SIGNALS_SECTIONS: tuple[tuple[str, str], ...] = (("logs", "metrics_collected"), ("traces", "traces_collected"))
+#: The agent's configuration without Application Signals: Container Insights with enhanced observability (GPU and EFA
+#: metrics; ``accelerated_compute_metrics`` defaults to true), the chart's default minus Application Signals (the
+#: chart fills in the region and the cluster name; source key ``cloudwatch-observability-chart``).
+AGENT_CONFIG_WITHOUT_APPLICATION_SIGNALS: Mapping[str, object] = {
+    "logs": {"metrics_collected": {"kubernetes": {"enhanced_container_insights": True}}},
+}
+#: With Application Signals on, the agent's role also needs the AWS managed policy the add-on's guide adds for it
+#: (X-Ray traces; source key ``cloudwatch-observability-addon``).
+APPLICATION_SIGNALS_POLICY = "AWSXrayWriteOnlyAccess"
 
 #: The log groups the add-on writes to, ``/aws/containerinsights/<cluster>/<suffix>``: Fluent Bit's ``application``,
 #: ``dataplane`` and ``host`` (``auto_create_group true``, no retention; source key ``cloudwatch-observability-chart``)

@@ -306,6 +306,38 @@ SOURCES: Mapping[str, Source] = {
         "metricsConfig that includes the profiling field DCGM_FI_PROF_PIPE_TENSOR_ACTIVE and no setting for a remote "
         "host engine (-r); dcgmExporter.enabled: false removes it (and the GPU metrics)",
     ),
+    "nvidia-v100-datasheet": Source(
+        url="https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf",
+        shows="V100 SXM2: Tensor Performance 125 TFLOPS (deep learning, mixed precision)",
+    ),
+    "nvidia-t4-datasheet": Source(
+        url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf",
+        shows="T4: mixed precision (FP16/FP32) 65 TFLOPS",
+    ),
+    "nvidia-a100-datasheet": Source(
+        url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
+        shows="A100 SXM: BFLOAT16 and FP16 Tensor Core 312 TFLOPS, 624 TFLOPS with sparsity",
+    ),
+    "nvidia-l4-datasheet": Source(
+        url="https://www.nvidia.com/en-us/data-center/l4/",
+        shows="L4: FP16 and BF16 Tensor Core 242 teraFLOPS, with sparsity (121 dense)",
+    ),
+    "nvidia-l40s-datasheet": Source(
+        url="https://www.nvidia.com/en-us/data-center/l40s/",
+        shows="L40S: BF16 and FP16 Tensor Core 362.05 TFLOPS, 733 with sparsity",
+    ),
+    "nvidia-h100-datasheet": Source(
+        url="https://www.nvidia.com/en-us/data-center/h100/",
+        shows="H100 SXM: BF16 and FP16 Tensor Core 1,979 teraFLOPS with sparsity (989.5 dense)",
+    ),
+    "nvidia-h200-datasheet": Source(
+        url="https://www.nvidia.com/en-us/data-center/h200/",
+        shows="H200 SXM: BF16 and FP16 Tensor Core 1,979 TFLOPS with sparsity (989.5 dense)",
+    ),
+    "nvidia-hgx-b200-datasheet": Source(
+        url="https://www.nvidia.com/en-us/data-center/hgx/",
+        shows="HGX B200 (8 GPUs): FP16/BF16 Tensor Core 36 PFLOPS with sparsity (2.25 PFLOPS dense per GPU)",
+    ),
     "cloudwatch-observability-addon": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/install-CloudWatch-Observability-EKS-addon.html",
         shows="add-on amazon-cloudwatch-observability: Container Insights with enhanced observability (NVIDIA GPU "
@@ -321,7 +353,10 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/aws-observability/helm-charts/blob/71a298ffdebe9d4e13ac709d24398062a2afe8ca/charts/"
         "amazon-cloudwatch-observability/values.yaml",
         shows="the add-on's values: root tolerations (default [{operator: Exists}]) apply to the agent, Fluent Bit, "
-        "DCGM exporter and other DaemonSets unless a component overrides them",
+        "DCGM exporter and other DaemonSets unless a component overrides them; agent.config replaces the agent's "
+        "default configuration, whose logs.metrics_collected.application_signals and "
+        "traces.traces_collected.application_signals turn Application Signals on, and without which "
+        "templates/_helpers.tpl (manager.modify-auto-monitor-config) sets the operator's monitorAllServices to false",
     ),
     "container-insights-log-groups": Source(
         url="https://github.com/aws/amazon-cloudwatch-agent/blob/ab55b8daa204e95c42c0267ee5aa49ec3b3a7317/translator/"

@@ -51,6 +51,10 @@ class OperationsConfig(Model):
     """Per GPU group and instance type, an alarm when every GPU of that type stays idle."""
     alarm_email: Optional[str] = None
     """Subscribe this address to the alarms' SNS topic (SNS sends a confirmation mail first)."""
+    application_signals: bool = False
+    """Keep the add-on's CloudWatch Application Signals, on in the add-on's default configuration: its operator
+    instruments Java, Python, .NET and Node.js workloads and the agent sends their metrics (billed per request) and
+    traces (X-Ray). Off by default: the agent collects Container Insights only."""
 
     @model_validator(mode="after")
     def _email(self) -> "OperationsConfig":
@@ -73,6 +77,9 @@ def operations_problems(ops: OperationsConfig, gpu: bool) -> list[str]:
     if ops.dashboard and not metrics:
         problems.append(f"{key('operations.dashboard')}: plots the metrics of the Container Insights add-on, which "
                         f"this stack does not install; {needs}")
+    if ops.application_signals and not metrics:
+        problems.append(f"{key('operations.applicationSignals')}: is part of the Container Insights add-on, which this "
+                        f"stack does not install; {needs}")
     alarm = ops.idle_gpu_alarm.enabled
     if alarm and not gpu:
         problems.append(f"{key('operations.idleGpuAlarm.enabled')}: the stack has no GPU group to watch; remove it")

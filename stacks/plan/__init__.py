@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
+from components.catalog.gpus import peak_flops_per_device
 from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT
 from components.conventions import SHARED_MOUNT
@@ -114,6 +115,10 @@ class NodeGroupPlan:
             "threads_per_proc": pod.threads_per_proc,
             "env": dict(self.profile.network_env),
         }
+        peak = peak_flops_per_device(t.gpu_model for t in self.types) if pod.gpus else None
+        if peak:
+            # the bundled trainer's model FLOPs utilization (training/train.py); a job's own env overrides it
+            placement["env"] = {**placement["env"], "PEAK_FLOPS_PER_DEVICE": f"{peak:g}"}
         if pod.hugepages_2mi:
             placement["hugepages_2mi"] = pod.hugepages_2mi
         return placement
@@ -148,6 +153,8 @@ class OperationsPlan:
     agent_tolerations: tuple[Toleration, ...] = ()
     """What the add-on's DaemonSets tolerate: exactly the taints the plan puts on the groups (every group's, the
     system group's included, each once), so the agent reaches every node and no other taint."""
+    application_signals: bool = False
+    """The add-on keeps Application Signals (``operations.applicationSignals``)."""
     dashboard: bool = False
     idle_alarms: tuple[IdleAlarmPlan, ...] = ()
     alarm_email: Optional[str] = None
@@ -512,6 +519,7 @@ def operations_plan(plan: Plan) -> OperationsPlan:
     return OperationsPlan(
         metrics=metrics,
         agent_tolerations=tuple(seen.values()) if metrics else (),
+        application_signals=ops.application_signals and metrics,
         dashboard=(ops.dashboard if ops.dashboard is not None else metrics) and metrics,
         idle_alarms=idle,
         alarm_email=ops.alarm_email if idle else None,
