@@ -36,6 +36,8 @@ from components.catalog.operations import (
     OBSERVABILITY_NAMESPACE,
     OBSERVABILITY_POLICY,
     OBSERVABILITY_SERVICE_ACCOUNT,
+    PIPELINE_ALARM_PERIOD_SECONDS,
+    PIPELINE_ALARM_PERIODS,
     container_insights_log_group,
 )
 from components.iam import alarm_topic_key_policy, managed_policy_arn
@@ -279,7 +281,7 @@ class FleetObservability(pulumi.ComponentResource):
     dashboard_url: pulumi.Output[str]
     """The dashboard in the CloudWatch console ("" without one)."""
     alarm_names: list[str]
-    """Names of the idle-GPU alarms."""
+    """Names of the alarms: the idle-GPU alarms and the metrics pipeline's."""
     alarm_topic_arn: pulumi.Output[str]
     """The SNS topic the alarms publish to ("" without an e-mail)."""
 
@@ -396,4 +398,32 @@ class FleetObservability(pulumi.ComponentResource):
                     opts=child,
                 )
                 self.alarm_names.append(alarm_name)
+            if args["metrics"]:
+                # The idle alarms treat missing data as not idle (a group at zero nodes reports nothing), so a broken
+                # metrics pipeline would silence them: this one alarms on the missing series itself.
+                pipeline = f"{cluster_name}-metrics-missing"
+                aws.cloudwatch.MetricAlarm(
+                    f"{name}-metrics-missing",
+                    name=pipeline,
+                    alarm_description=(
+                        f"No Container Insights node count for {cluster_name} for "
+                        f"{PIPELINE_ALARM_PERIODS * PIPELINE_ALARM_PERIOD_SECONDS // 60} minutes: the CloudWatch agent "
+                        f"(add-on {OBSERVABILITY_ADDON}) publishes nothing, so the idle-GPU alarms cannot fire. Check "
+                        f"the add-on's status and the pods in {OBSERVABILITY_NAMESPACE}."),
+                    namespace=CONTAINER_INSIGHTS_NAMESPACE,
+                    metric_name="cluster_node_count",
+                    dimensions={"ClusterName": cluster_name},
+                    statistic="Maximum",
+                    period=PIPELINE_ALARM_PERIOD_SECONDS,
+                    evaluation_periods=PIPELINE_ALARM_PERIODS,
+                    datapoints_to_alarm=PIPELINE_ALARM_PERIODS,
+                    comparison_operator="LessThanThreshold",
+                    threshold=1,
+                    treat_missing_data="breaching",
+                    alarm_actions=actions,
+                    ok_actions=actions,
+                    tags=tags,
+                    opts=child,
+                )
+                self.alarm_names.append(pipeline)
         self.register_outputs({"dashboard_url": self.dashboard_url, "alarm_topic_arn": self.alarm_topic_arn})

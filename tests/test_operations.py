@@ -331,8 +331,10 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
     gpu_groups = [ng for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
     dashboards = p.of_type("aws:cloudwatch/dashboard:Dashboard")
     assert len(dashboards) == (1 if gpu_groups else 0)
-    alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    every_alarm = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    alarms = idle_alarms(p)
     assert len(alarms) == len({t for ng in gpu_groups for t in ng.inputs["instanceTypes"]})
+    assert len(every_alarm) == len(alarms) + (1 if alarms else 0)  # and the metrics pipeline's
     if not dashboards:
         assert "dashboardUrl" not in p.outputs
         return
@@ -357,8 +359,26 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
         assert q["period"] * a.inputs["evaluationPeriods"] == minutes * 60 <= min(ALARM_MAX_EVALUATION_SECONDS,
                                                                                   METRICS_INSIGHTS_RANGE_SECONDS)
         assert a.inputs["comparisonOperator"] == "LessThanThreshold" and a.inputs["treatMissingData"] == "notBreaching"
-    assert sorted(resolve(p.outputs["alarms"])) == sorted(a.inputs["name"] for a in alarms)
+    assert sorted(resolve(p.outputs["alarms"])) == sorted(a.inputs["name"] for a in every_alarm)
     assert shared_series_problems(alarms) == []
+    # The metrics pipeline: the cluster's node count, published while the agent runs, missing = breaching (the idle
+    # alarms treat missing data as idle nodes absent, so a silent agent would silence them).
+    if alarms:
+        (pipeline,) = [a for a in every_alarm if a not in alarms]
+        assert pipeline.inputs["metricName"] == "cluster_node_count"
+        assert pipeline.inputs["namespace"] == CONTAINER_INSIGHTS_NAMESPACE
+        assert frozenset(pipeline.inputs["dimensions"]) in CONTAINER_INSIGHTS_METRICS["cluster_node_count"].dimension_sets
+        assert pipeline.inputs["dimensions"] == {"ClusterName": cluster}
+        assert pipeline.inputs["treatMissingData"] == "breaching"
+        assert pipeline.inputs["comparisonOperator"] == "LessThanThreshold" and pipeline.inputs["threshold"] == 1
+        assert pipeline.inputs["period"] * pipeline.inputs["evaluationPeriods"] <= ALARM_MAX_EVALUATION_SECONDS
+        system_min = (stack_config(stack).get(f"{PROJECT}:systemNodeGroup") or {}).get("minSize", 2)
+        assert system_min >= 1, "the node count it watches would be 0 legitimately"
+
+
+def idle_alarms(p: Any) -> list[Any]:
+    """The idle-GPU alarms (a Metrics Insights query each), without the metrics pipeline's."""
+    return [a for a in p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm") if a.inputs.get("metricQueries")]
 
 
 def shared_series_problems(alarms: Sequence[Any]) -> list[str]:
@@ -379,7 +399,7 @@ def test_two_groups_of_one_type_get_one_alarm_naming_both() -> None:
     (gpu_name, gpu) = next((n, g) for n, g in cfg_groups.items() if "g6" in g["instanceTypes"][0])
     groups = {**cfg_groups, f"{gpu_name}b": dict(gpu)}
     p = _with("g6", nodeGroups=groups)
-    alarms = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    alarms = idle_alarms(p)
     assert shared_series_problems(alarms) == []
     (alarm,) = [a for a in alarms if gpu["instanceTypes"][0] in a.inputs["metricQueries"][0]["expression"]]
     assert f"{gpu_name}, {gpu_name}b" in alarm.inputs["alarmDescription"]
@@ -491,8 +511,10 @@ def test_alarm_email_gets_an_encrypted_topic_cloudwatch_can_use() -> None:
         "Action": ["kms:Decrypt", "kms:GenerateDataKey*"], "Resource": "*"}
     sub = p.one("aws:sns/topicSubscription:TopicSubscription")
     assert sub.inputs["protocol"] == "email" and sub.inputs["endpoint"] == "ops@example.com"
-    (alarm,) = p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    (alarm,) = idle_alarms(p)
     assert topic.urn in alarm.deps_of("alarmActions")
+    (pipeline,) = [a for a in p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm") if a is not alarm]
+    assert topic.urn in pipeline.deps_of("alarmActions")
     assert alarm.inputs["threshold"] == 2 and alarm.inputs["evaluationPeriods"] == 45
 
 

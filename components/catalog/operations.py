@@ -171,6 +171,13 @@ CONTAINER_INSIGHTS_METRICS: Mapping[str, PublishedMetric] = {
                ("ClusterName",), ("ClusterName", "NodeName", "InstanceId"), _NODE_DEVICE_EFA),
 }
 
+#: The metrics pipeline's alarm: ``cluster_node_count`` (the agent publishes it for the cluster while it runs; the
+#: system group, minSize >= 1, always has nodes) below 1, or missing, for this many periods of 5 minutes. Missing data
+#: counts as breaching (TreatMissingData ``breaching``, source key ``cloudwatch-alarm-evaluation``): no data is the
+#: failure watched for.
+PIPELINE_ALARM_PERIOD_SECONDS = 300
+PIPELINE_ALARM_PERIODS = 3
+
 # --- CloudWatch limits ---------------------------------------------------------------------------------------------
 #: An alarm's period times its evaluation periods may not exceed one day (source key ``cloudwatch-alarm-evaluation``).
 ALARM_MAX_EVALUATION_SECONDS = 24 * 3600
