@@ -7,13 +7,12 @@
   constraints, defaults and the fields' docstrings) and :data:`stacks.config.loader.SECTION_SUMMARIES`.
 * ``Pulumi.yaml``'s ``config:`` schema: one entry per top-level key, from the same models.
 
-``tests/test_docs.py`` keeps all three equal to the code; ``python -m stacks.docs`` rewrites them, ``--check`` only
-reports.
+``tests/test_docs.py`` keeps all three equal to the code; ``python -m stacks docs`` (alias ``python -m stacks.docs``)
+rewrites them, ``--check`` only reports.
 """
 
 import json
 import re
-import sys
 import textwrap
 import types
 import typing
@@ -27,6 +26,7 @@ from components.catalog import INSTANCE_TYPES, SOURCES, InstanceType
 from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE, JOB_NAME_RE
 from stacks.config.instance_facts import FACT_FIELDS, InstanceFactsConfig
 from stacks.config.loader import DEFAULT_IMAGES, ENTRIES, SECTION_SUMMARIES, SECTIONS, default_cluster_name
+from stacks.cli import EXIT_FAILED, EXIT_OK, alias, command, parser_for
 from stacks.stackfile import REPO, read_stack_config
 
 README = REPO / "README.md"
@@ -364,19 +364,23 @@ def stale_files() -> list[str]:
     return stale
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
     """Rewrite the generated files (exit 0), or with ``--check`` report whether they are current (exit 1 if not)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "--check" in args:
+    parser = parser_for("docs", prog, "Rewrite the documentation generated from the code: " + ", ".join(FILES)
+                        + ". Exit 0; with --check, 1 when a file is stale.")
+    parser.add_argument("--check", action="store_true", help="only report whether the files are current")
+    args = parser.parse_args(argv)
+    if args.check:
         stale = stale_files()
         print(f"stale: {', '.join(stale)}; run {REGENERATE}" if stale else "the generated documentation is current")
-        return 1 if stale else 0
+        return EXIT_FAILED if stale else EXIT_OK
     for path, render in FILES.values():
         current = path.read_text() if path.is_file() else ""
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(current))
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    alias("docs")

@@ -1,10 +1,8 @@
 """Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
 
 import json
-import os
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import pulumi
 import yaml
@@ -120,22 +118,3 @@ def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optiona
     except ConfigError as exc:
         raise StackLoadError(str(exc)) from exc
 
-
-#: The exit status of a command whose reader went away (``python -m stacks.plan | head``): 128 + SIGPIPE, as a
-#: Unix tool killed by SIGPIPE reports it.
-EXIT_BROKEN_PIPE = 141
-
-
-def run_command(main: Callable[[], int]) -> NoReturn:
-    """Exit with ``main()``'s status; a reader that closed the pipe early (``| head``) ends the command quietly with
-    :data:`EXIT_BROKEN_PIPE` instead of a ``BrokenPipeError`` traceback
-    (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(EXIT_BROKEN_PIPE)
-    sys.exit(code)

@@ -36,7 +36,6 @@ from components.workloads import (
     DatasetStaging,
     DatasetStagingArgs,
     EtcdRendezvous,
-    JobSpec,
     MpiJob,
     MpiJobArgs,
     MpiOperator,
@@ -46,13 +45,13 @@ from components.workloads import (
     TensorFlowJob,
     TrainingNetworkPolicies,
 )
-from components.workloads.pods import env_name
 from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.admission import RESOURCES
 from stacks.teams import TeamNamespace, build_team_namespaces
+from stacks.plan.jobspec import job_spec
 
 #: The MPIJob CRD (a jobs-only stack's MPIJobs: the cluster stack's MPI Operator installed it).
 MPIJOB_CRD = "mpijobs.kubeflow.org"
@@ -127,44 +126,6 @@ def _ready(env: JobTarget, data_dir: str) -> pulumi.Output[str]:
         return data_dir
 
     return env.data_ready.apply(at)
-
-
-def _resource(plan: Plan, job: str) -> str:
-    """How ``wait_for_jobs.py`` names a job: ``mpijobs/<name>`` or ``jobs/<name>``."""
-    return f"{'mpijobs' if plan.jobs[job].kind == 'mpi' else 'jobs'}/{job}"
-
-
-def job_spec(
-    plan: Plan,
-    job: JobPlan,
-    *,
-    namespace: pulumi.Input[str],
-    pvc: pulumi.Input[str],
-    image: pulumi.Input[str],
-    helper_image: pulumi.Input[str],
-) -> JobSpec:
-    """What a job's component gets from its plan, before the steps it waits for (data, health check, code):
-    its name, folders, arguments, environment, order, budgets. The local runner (stacks/local) reads the same."""
-    c = job.config
-    spec: JobSpec = {
-        "job_name": job.name,
-        "namespace": namespace,
-        "pvc_name": pvc,
-        "image": image,
-        "output_dir": job.output_dir,
-        "args": list(c.args),
-        "env": dict(c.env),
-        "input_dirs": {env_name(a): plan.jobs[a].output_dir for a in job.after},
-        "after_jobs": [_resource(plan, a) for a in job.after],
-        "helper_image": helper_image,
-        "timeout_hours": c.timeout_hours,
-        "wait_for_completion": c.wait_for_completion,
-        "read_only_root_filesystem": job.read_only_root_filesystem,
-        "stop_grace_period_seconds": c.stop_grace_period_seconds,
-    }
-    if job.tensorboard_dir:
-        spec["tensorboard_dir"] = job.tensorboard_dir
-    return spec
 
 
 def check_job_name(job: str) -> str:

@@ -579,7 +579,7 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     import pulumi
     import yaml
 
-    from stacks.box.rehearse import RUN_MS, Step
+    from stacks.box.rehearse import RUN_MS
     from tests.harness import STACK_OUTPUTS, resolve
 
     config = stack_config("g5")

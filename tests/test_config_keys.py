@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from stacks.config import ConfigError
-from stacks.local.__main__ import main as local_main
+from stacks.local.cli import main as local_main
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT, run_program, stack_config
 

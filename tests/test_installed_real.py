@@ -5,7 +5,8 @@ Python:
 
 - the README's library example (``Using the components from another project``) registers its components under the
   tests' Pulumi mocks, with ``components`` and ``stacks`` imported from the install;
-- ``python -m stacks.plan --stack dev`` reads the project's own ``Pulumi.dev.yaml`` (not site-packages'), and
+- ``python -m stacks.plan --stack dev`` reads the project's own ``Pulumi.dev.yaml`` (not site-packages'), as does the
+  console script ``eks-training plan --stack dev``, and
 - ``python -m stacks.local --stack dev`` runs its jobs: the user's own PyTorch script through the launcher and the
   toolbox image's files the package ships (``stacks/_shipped/``), then a command job after it.
 
@@ -121,6 +122,15 @@ def test_the_plan_reads_the_projects_stack_file(installed: Installed) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("plan of stack dev (project research, region us-west-2)")
     assert "1. fit (pytorch) on cpu" in done.stdout and "2. report (command) on cpu" in done.stdout
+    # the console script pip installs from [project.scripts] runs the same command
+    script = installed.python.parent / "eks-training"
+    env = {"PATH": f"{installed.python.parent}:/usr/bin:/bin", "HOME": str(installed.root)}
+    by_script = subprocess.run([str(script), "plan", "--stack", "dev"], cwd=installed.project, env=env,
+                               capture_output=True, text=True, timeout=300)
+    assert (by_script.returncode, by_script.stdout) == (0, done.stdout), by_script.stderr
+    listing = subprocess.run([str(script), "--help"], cwd=installed.project, env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert listing.returncode == 0 and listing.stdout.startswith("usage: eks-training [-h] COMMAND"), listing.stderr
     unknown = installed.run("-m", "stacks.plan", "--stack", "prod")
     assert unknown.returncode == 2 and f"{installed.project}: dev" in unknown.stderr, unknown.stderr
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import Program, Registration, run_program, stack_config, stack_names, strings_in
+from tests.harness import Program, Registration, stack_names, strings_in
 from tests.variants import kept_config, kept_program, stress_program
 
 pytestmark = pytest.mark.mock

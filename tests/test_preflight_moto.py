@@ -1,4 +1,4 @@
-"""Preflight checks (stacks/preflight.py) against real moto servers; boto3 is never patched.
+"""Preflight checks (stacks/preflight/) against real moto servers; boto3 is never patched.
 
 What moto 5.2.5 gives and what is seeded (see tests/preflight_support.py):
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -45,7 +46,6 @@ if str(TRAINING_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINING_DIR))
 
 import cifar_io  # noqa: E402  (needs the sys.path entry above)
-import contextlib
 
 DIGIT_NAMES: tuple[str, ...] = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 VENV_BIN = Path(sys.executable).parent

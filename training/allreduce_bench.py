@@ -406,7 +406,7 @@ def setup_distributed(timeout_seconds: float, layout: ProcessLayout) -> BenchCon
         dist.init_process_group(backend=backend, init_method="env://", rank=layout.rank, world_size=layout.world_size,
                                 timeout=timeout, device_id=device_id)
     else:
-        store = dist.HashStore()  # type: ignore[attr-defined]  # public API, not re-exported for mypy
+        store = dist.HashStore()
         dist.init_process_group(backend=backend, store=store, rank=0, world_size=1,
                                 timeout=timeout, device_id=device_id)
     return BenchContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend, layout)
@@ -563,7 +563,7 @@ def write_bandwidth_metrics(path: Path, summary: dict[str, Any], wall_time_s: fl
 def _nccl_version() -> str | None:
     """NCCL version bundled with torch, as ``major.minor.patch`` (None when unknown)."""
     try:
-        version = torch.cuda.nccl.version()  # type: ignore[no-untyped-call]
+        version = torch.cuda.nccl.version()
     except (AttributeError, RuntimeError):
         return None
     if isinstance(version, tuple):
@@ -582,9 +582,10 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
         dist.all_gather_object(gathered, [f"{socket.gethostname()}: {p}" for p in local])
         problems = sorted({p for rank_problems in gathered for p in rank_problems})
         if problems:
-            summary = {"event": "allreduce_summary", "world_size": ctx.world_size, "backend": ctx.backend,
-                       "passed": False, "exit_code": EXIT_NO_EFA, "reason": "EFA is not usable: " + "; ".join(problems),
-                       "time": round(time.time(), 3)}
+            summary: dict[str, Any] = {
+                "event": "allreduce_summary", "world_size": ctx.world_size, "backend": ctx.backend, "passed": False,
+                "exit_code": EXIT_NO_EFA, "reason": "EFA is not usable: " + "; ".join(problems),
+                "time": round(time.time(), 3)}
             if ctx.is_main:
                 emit(ctx, summary)
                 print(f"allreduce_bench: FAILED (exit {EXIT_NO_EFA}): {summary['reason']}", file=sys.stderr, flush=True)

@@ -399,7 +399,7 @@ class RunLease:
 
 
 class LeaseKeeper:
-    """Renews a held lease from a thread of its own while the training loop runs.
+    r"""Renews a held lease from a thread of its own while the training loop runs.
 
     Why a thread: the lease lives on the shared volume, and a write to EFS or FSx can stall for minutes under load.
     Renewed in the training loop, a stalled write held rank 0 while the other ranks waited in their next collective

@@ -761,7 +761,9 @@ def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest)
                                    restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
     waiting_since: float | None = None
     last_wait_log = 0.0
-    for attempt in itertools.count():
+    attempt = -1
+    while True:  # mypy knows this loop only ends by a return (it does not know that of itertools.count())
+        attempt += 1
         acquired = 0.0
         if lease is not None:
             verdict = lease.try_acquire()

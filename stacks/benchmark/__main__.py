@@ -1,6 +1,5 @@
-"""Entry point of ``python -m stacks.benchmark``."""
+"""``python -m stacks.benchmark``: an alias of ``python -m stacks benchmark`` (see :mod:`stacks.cli`)."""
 
-from stacks.benchmark.cli import main
-from stacks.stackfile import run_command
+from stacks.cli import alias
 
-run_command(main)
+alias("benchmark")

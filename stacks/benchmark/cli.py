@@ -1,5 +1,6 @@
-"""The command line of ``python -m stacks.benchmark``, and the real objects behind the driver's interfaces: the
-Pulumi Automation API's stack (the local program in this repository) and the run's folder in S3 (boto3)."""
+"""The command line of ``python -m stacks benchmark`` (alias ``python -m stacks.benchmark``), and the real objects
+behind the driver's interfaces: the Pulumi Automation API's stack (the local program in this repository) and the run's
+folder in S3 (boto3)."""
 
 import argparse
 import datetime as dt
@@ -12,10 +13,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, TextIO
 
 from stacks.benchmark import driver, layout
+from stacks.cli import CommandError, add_stack_options, command, parser_for
 from stacks.config.benchmark import RUN_ENV, RUN_RE
 from stacks.costs import estimate, job_hourly
 from stacks.plan import Plan
-from stacks.stackfile import StackLoadError, plan_stack, stack_file_for
+from stacks.stackfile import plan_stack, stack_file_for
 
 DESCRIPTION = (
     "Run a stack's benchmark from one command: pulumi up (the experiments start side by side), follow each "
@@ -31,11 +33,12 @@ EPILOG = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line's parser (every option documented)."""
-    parser = argparse.ArgumentParser(prog="python -m stacks.benchmark", description=DESCRIPTION, epilog=EPILOG)
-    parser.add_argument("--stack", required=True,
-                        help="the stack to run (its Pulumi.<stack>.yaml has an eks-training:benchmark section)")
+def build_parser(prog: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command line's parser (every option documented). No ``--stack-file``: ``pulumi up`` reads
+    ``Pulumi.<stack>.yaml`` from the project's folder, so the run's stack is named, not given as a file."""
+    parser = parser_for("benchmark", prog, DESCRIPTION, EPILOG)
+    add_stack_options(parser, stack_file=False,
+                      stack_help="the stack to run (its stack file has an eks-training:benchmark section)")
     parser.add_argument("--keep", action="store_true",
                         help="leave the environment up after the run (default: pulumi destroy in any case; the "
                              "stack's benchmark.keep.environment: true does the same)")
@@ -56,9 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+def parse_args(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None) -> argparse.Namespace:
     """The command line."""
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.timeout is not None and args.timeout <= 0:
         parser.error("--timeout must be > 0 minutes")
@@ -163,31 +166,27 @@ class S3Store:
         return f"s3://{self.target.bucket}/{key}"
 
 
-def main(argv: Optional[Sequence[str]] = None, *, out: TextIO = sys.stdout,
+@command
+def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None, out: TextIO = sys.stdout,
          open_stack: Optional[Callable[[str, Mapping[str, str]], driver.StackLike]] = None,
          open_store: Callable[[driver.Target], driver.ResultsStore] = S3Store) -> int:
     """Run the command; ``open_stack`` and ``open_store`` replace the Automation API and S3 (tests)."""
-    args = parse_args(argv)
+    args = parse_args(argv, prog)
     run = args.run or new_run_id()
     os.environ[RUN_ENV] = run  # the program reads it: the plan here and the one pulumi up evaluates agree
-    try:
-        plan = load_plan(args.stack)
-    except StackLoadError as exc:
-        print(str(exc), file=sys.stderr)
-        return driver.EXIT_CONFIG
+    plan = load_plan(args.stack)  # a stack that cannot be planned ends the command: EXIT_CONFIG
     bench = plan.config.benchmark
     if bench is None:
-        print(f"stack {args.stack} has no eks-training:benchmark section; add one (see Pulumi.benchmark.yaml)", file=sys.stderr)
-        return driver.EXIT_CONFIG
+        raise CommandError(f"stack {args.stack} has no eks-training:benchmark section; add one (see "
+                           "Pulumi.benchmark.yaml)", driver.EXIT_CONFIG)
     out.write(describe(plan, args.stack, args.keep))
     if args.dry_run:
         out.write("dry run: nothing was created\n")
         return driver.EXIT_OK
     missing = missing_tools() if open_stack is None else []
     if missing:
-        print("error: the run needs, on this machine:\n" + "".join(f"  - {m}\n" for m in missing)
-              + "nothing was created (--dry-run needs neither)", file=sys.stderr)
-        return driver.EXIT_MISSING_TOOL
+        raise CommandError("error: the run needs, on this machine:\n" + "".join(f"  - {m}\n" for m in missing)
+                           + "nothing was created (--dry-run needs neither)", driver.EXIT_MISSING_TOOL)
     timeout_s = args.timeout * 60 if args.timeout is not None else bench.collector_timeout_hours * 3600 + 900
     opts = driver.Options(stack=args.stack, keep=args.keep, timeout_s=timeout_s, poll_s=args.poll_seconds,
                           output_dir=args.output_dir or Path.cwd() / "benchmark-results" / run)

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Protocol, Sequence, TextIO
 
 from stacks.benchmark import layout, summary
+from stacks.cli import EXIT_FAILED, EXIT_USAGE
+from stacks.cli import EXIT_OK as EXIT_OK
 from stacks.costs import estimate
 from stacks.plan import Plan
 
-EXIT_OK = 0
-EXIT_EXPERIMENT_FAILED = 1
-EXIT_CONFIG = 2
+# The exit statuses every command shares (stacks.cli), then the benchmark's own
+EXIT_EXPERIMENT_FAILED = EXIT_FAILED
+EXIT_CONFIG = EXIT_USAGE
 EXIT_UP_FAILED = 3
 #: Something the run needs on this machine is missing (the Pulumi CLI, the summary's matplotlib); nothing was created.
 EXIT_MISSING_TOOL = 4

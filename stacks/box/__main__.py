@@ -1,7 +1,5 @@
-"""``python -m stacks.box build|up|down``: see :mod:`stacks.box.cli`."""
+"""``python -m stacks.box``: an alias of ``python -m stacks box`` (see :mod:`stacks.cli`)."""
 
-import sys
+from stacks.cli import alias
 
-from stacks.box.cli import main
-
-sys.exit(main())
+alias("box")

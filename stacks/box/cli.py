@@ -1,4 +1,4 @@
-"""``python -m stacks.box build|up|down``: the cluster in a box on this machine.
+"""``python -m stacks box build|up|down`` (alias ``python -m stacks.box``): the cluster in a box on this machine.
 
 - ``build``: build (or reuse) the pinned binaries (:mod:`stacks.box.build`) and print where they are.
 - ``up [--stack NAME]``: a fresh box (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the kwok
@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Optional, Sequence
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, default_workdir
 from stacks.box.nodes import plan_nodes
+from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, add_stack_options, command, load_stack, parser_for
 
 
 def create_nodes(box: Box, nodes: Sequence[dict], timeout_s: float = 120.0) -> None:
@@ -32,14 +32,15 @@ def create_nodes(box: Box, nodes: Sequence[dict], timeout_s: float = 120.0) -> N
                 timeout_s=timeout_s + 10)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m stacks.box",
-                                     description="A real Kubernetes control plane with simulated nodes on this machine.")
+@command
+def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
+    """Build the binaries, or bring a box up or down; exit status 0, 1 when the box or its build failed, 2 on a usage or
+    configuration error."""
+    parser = parser_for("box", prog, "A real Kubernetes control plane with simulated nodes on this machine.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build or reuse the pinned binaries, print their paths")
     up = sub.add_parser("up", help="bring a fresh box up and print its kubeconfig path")
-    up.add_argument("--stack", help="make the nodes of this stack's node groups (reads Pulumi.<stack>.yaml)")
-    up.add_argument("--stack-file", type=Path, help="stack file to read (default: Pulumi.<stack>.yaml in the repo)")
+    add_stack_options(up, required=False, stack_help="make the nodes of this stack's node groups")
     down = sub.add_parser("down", help="stop the box and delete its state")
     for p in (up, down):
         p.add_argument("--name", default="eks-training", help="the box's name (default eks-training)")
@@ -61,13 +62,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         nodes = []
         if args.stack:
-            from stacks.stackfile import StackLoadError, plan_stack
-
-            try:
-                config, plan = plan_stack(args.stack, args.stack_file)
-            except StackLoadError as exc:
-                print(str(exc), file=sys.stderr)
-                return 2
+            config, plan = load_stack(args)
             nodes = plan_nodes(plan, str(config.get("aws:region") or "us-east-1"))
         start = time.monotonic()
         kubeconfig = box.up()
@@ -75,7 +70,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         log(f"box {args.name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; "
             f"kubectl --kubeconfig {kubeconfig} get nodes")
     except (BoxError, box_build.BoxBuildError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        raise CommandError(f"error: {exc}", EXIT_FAILED) from exc
     print(kubeconfig)
-    return 0
+    return EXIT_OK

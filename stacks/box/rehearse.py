@@ -20,7 +20,6 @@ annotates the pod templates it applies (``run_ms``, ``exit_codes``).
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
 import time
 from dataclasses import dataclass, field

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, reference
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model
 from stacks.config.errors import check
 
 #: The kinds of job (listed once).
@@ -313,7 +313,7 @@ class JobConfig(Model):
                 raise ValueError(f"{v!r} is not an s3://bucket/prefix/ URI (a prefix ending in '/'); or give a folder of "
                                  "your project (./src), which the program uploads")
             return v
-        if "://" in v or (why := relative_path_problem(v)):
+        if "://" in v or relative_path_problem(v):
             raise ValueError(f"{v!r} is neither a folder of your project (relative to the folder of Pulumi.yaml, such as "
                              "./src; the program uploads it) nor an s3://bucket/prefix/ URI")
         return v

@@ -54,7 +54,7 @@ from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLB
 from stacks.local.kube import container_env, expand
 from stacks.local.report import LogFollower, failure, progress_line, results
 from stacks.plan import JobPlan, Plan, job_order
-from stacks.workloads import job_spec
+from stacks.plan.jobspec import job_spec
 
 #: The image's working folder in the pods (``WORKDIR /app`` in the Dockerfiles).
 APP_DIR = "/app"
@@ -291,7 +291,7 @@ class LocalRunner:
                 "threads_per_proc": max(1, cpus // max(1, nodes * procs))}
 
     def spec(self, job: JobPlan) -> JobSpec:
-        """The job's spec as the program gives it (:func:`stacks.workloads.job_spec`), with its extra arguments."""
+        """The job's spec as the program gives it (:func:`stacks.plan.jobspec.job_spec`), with its extra arguments."""
         spec = job_spec(self.plan, job, namespace=LOCAL, pvc=LOCAL, image=LOCAL, helper_image=LOCAL)
         spec["args"] = [*(spec.get("args") or []), *self.extra_args.get(job.name, ())]
         if job.data_dir:

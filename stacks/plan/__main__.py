@@ -1,6 +1,5 @@
-"""``python -m stacks.plan``: the plan of a stack, offline (see :mod:`stacks.plan.report`)."""
+"""``python -m stacks.plan``: an alias of ``python -m stacks plan`` (see :mod:`stacks.cli`)."""
 
-from stacks.plan.report import main
-from stacks.stackfile import run_command
+from stacks.cli import alias
 
-run_command(main)
+alias("plan")

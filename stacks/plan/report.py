@@ -12,17 +12,14 @@ What needs the account is not known offline: which zones a zone *count* resolves
 region, offerings, quotas and reservations (preflight checks those, and ``pulumi up`` runs preflight first).
 """
 
-import argparse
 import json
-import sys
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from components.catalog import PRICES_AS_OF, SOURCES
+from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
 from stacks.costs import estimate, node_hour
 from stacks.plan import NodeGroupPlan, Plan, job_order
-from stacks.preflight.checks import planned_checks
-from stacks.stackfile import StackLoadError, plan_stack
+from stacks.plan.checklist import planned_checks
 
 #: Where the prices of the estimate come from.
 PRICE_REGION = "us-east-1"
@@ -330,28 +327,24 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
     """Print the plan; exit status 0, or 2 when the stack file cannot be read or its configuration is invalid."""
-    parser = argparse.ArgumentParser(
-        prog="python -m stacks.plan",
-        description="Validate a stack offline (the same messages as `pulumi up`) and print what it will create and "
+    parser = parser_for(
+        "plan", prog,
+        "Validate a stack offline (the same messages as `pulumi up`) and print what it will create and "
         "cost: node groups, jobs, storage, the preflight checks, the estimated hourly cost. No AWS call. Exit 0, or 2 "
         "on a configuration error.",
     )
-    parser.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")
-    parser.add_argument("--stack-file", type=Path, help="stack file to read (default: Pulumi.<stack>.yaml in the repo)")
+    add_stack_options(parser)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
 
-    try:
-        config, plan = plan_stack(args.stack, args.stack_file)
-    except StackLoadError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
+    config, plan = load_stack(args)
     region = config.get("aws:region")
     r = report(plan, region if isinstance(region, str) else None)
     print(json.dumps(r, indent=2) if args.json else render(r))
-    return 0
+    return EXIT_OK
 
 
 __all__ = ["main", "render", "report"]

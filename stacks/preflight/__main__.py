@@ -1,6 +1,5 @@
-"""``python -m stacks.preflight``."""
+"""``python -m stacks.preflight``: an alias of ``python -m stacks preflight`` (see :mod:`stacks.cli`)."""
 
-from stacks.preflight.cli import main
-from stacks.stackfile import run_command
+from stacks.cli import alias
 
-run_command(main)
+alias("preflight")

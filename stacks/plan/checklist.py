@@ -1,0 +1,95 @@
+"""What preflight (:mod:`stacks.preflight`) will ask the account about a plan, derived from the plan alone (no AWS
+call): the config key each question is about, the vCPUs each quota must cover. ``python -m stacks.plan`` prints the
+list offline and the preflight checks read the same derivations, so both tools depend on this core module rather than
+on each other."""
+
+from components.catalog import QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
+from stacks.config import key, version_text
+from stacks.plan import NodeGroupPlan, Plan
+from stacks.zones import MIN_CONTROL_PLANE_ZONES
+
+
+def type_key(g: NodeGroupPlan, i: int) -> str:
+    """The config key of a group's ``i``-th instance type."""
+    return key("systemNodeGroup.instanceType" if g.path == "systemNodeGroup" else f"{g.path}.instanceTypes[{i}]")
+
+
+def quota_needs(plan: Plan) -> dict[tuple[str, str], list[tuple[int, str, str]]]:
+    """The vCPUs each quota must cover (pure: no AWS): (class, market) -> [(vCPUs, config key, how)] per group, from
+    ``maxSize`` x the vCPUs of the group's largest type of that class; Capacity Blocks are not counted."""
+    needs: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    for g in plan.all_groups:
+        if g.capacity_type == "CAPACITY_BLOCK":
+            continue  # prepaid reservation: not counted against the On-Demand or Spot quota
+        market = "Spot" if g.capacity_type == "SPOT" else "On-Demand"
+        per_class: dict[str, InstanceType] = {}
+        for facts in g.types:
+            cls = quota_class(facts.name)
+            if cls not in per_class or facts.vcpus > per_class[cls].vcpus:
+                per_class[cls] = facts
+        for cls, facts in per_class.items():
+            vcpus = g.max_size * facts.vcpus
+            desc = f"{g.path}: maxSize {g.max_size} x {facts.name} ({facts.vcpus} vCPUs) = {vcpus}"
+            needs.setdefault((cls, market), []).append((vcpus, key(f"{g.path}.maxSize"), desc))
+    return needs
+
+
+def planned_checks(plan: Plan) -> list[tuple[str, str]]:
+    """What :func:`stacks.preflight.checks.run_preflight` will ask the account about this plan, as (config key, what is checked), without
+    asking anything (``python -m stacks.plan`` prints it offline)."""
+    cfg = plan.config
+    out: list[tuple[str, str]] = []
+    if cfg.network is not None:
+        listed = cfg.network.availability_zones
+        zones = ", ".join(listed) if listed else f"{cfg.network.zone_count} zones chosen by zone ID"
+        out.append((key("network"), f"the region's zones and their IDs: the new VPC uses {zones}, and EKS accepts the "
+                                    f"control plane in at least {MIN_CONTROL_PLANE_ZONES} of them"))
+    elif cfg.existing_vpc is not None:
+        out.append((key("existingVpc.privateSubnetIds"), f"each private subnet belongs to {cfg.existing_vpc.vpc_id}, and "
+                                                         f"EKS accepts the control plane in at least "
+                                                         f"{MIN_CONTROL_PLANE_ZONES} of their zones"))
+    for g in plan.all_groups:
+        where = g.zone or (f"the zone of {g.subnet_id}" if g.subnet_id else "every zone of the VPC")
+        for i, itype in enumerate(g.instance_types):
+            out.append((type_key(g, i), f"{itype} is offered in {where}"))
+    for g in plan.groups.values():
+        if g.efa is not None:
+            for i, itype in enumerate(g.instance_types):
+                out.append((type_key(g, i), f"EC2 says {itype} supports EFA with {g.efa.interfaces} interface(s)"))
+        if g.capacity_type == "SPOT":
+            for i, itype in enumerate(g.instance_types):
+                out.append((type_key(g, i), f"(information) the current Spot price of {itype} in the group's zones"))
+        if g.capacity_reservation_id:
+            kind = "Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else "On-Demand Capacity Reservation"
+            state = "active or scheduled (a scheduled block is reported with its start and end)" if kind == "Capacity Block" else "active"
+            out.append((key(f"{g.path}.capacityReservationId"),
+                        f"{g.capacity_reservation_id} exists, is a {kind}, is {state}, reserves {g.instance_types[0]} "
+                        f"in {g.zone or g.subnet_id}" + (f" and holds at least maxSize ({g.max_size})" if kind == "Capacity Block" else "")))
+    for (cls, market), parts in sorted(quota_needs(plan).items()):
+        code = VCPU_QUOTAS[cls][0 if market == "On-Demand" else 1]
+        breakdown = " + ".join(p[2] for p in parts)
+        out.append((max(parts, key=lambda p: p[0])[1],
+                    f"the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) covers "
+                    f"{sum(p[0] for p in parts)} vCPUs ({breakdown})"))
+    if any(g.efa is not None and g.efa.min_vpc_cni is not None for g in plan.groups.values()):
+        pinned = cfg.cluster.addon_versions.get("vpc-cni")
+        k8s = cfg.cluster.kubernetes_version
+        minimum = version_text(max(g.efa.min_vpc_cni for g in plan.groups.values() if g.efa and g.efa.min_vpc_cni))
+        what = (f"the pinned vpc-cni {pinned} is offered for Kubernetes {k8s}" if pinned
+                else f"EKS's default vpc-cni for Kubernetes {k8s} is at least {minimum} (efa-only interfaces)")
+        out.append((key("cluster.addonVersions.vpc-cni"), what))
+    for i, arn in enumerate(cfg.cluster.admin_role_arns):
+        out.append((key(f"cluster.adminRoleArns[{i}]"), f"{arn} is not the identity running the deployment"))
+    fsx = plan.storage.fsx
+    if plan.storage.is_fsx and fsx is not None:
+        out.append((key("storage.fsx.throughputPerTib"), f"{fsx.throughput_per_tib} MB/s/TiB is a PERSISTENT_2 tier"))
+        if fsx.data_repository.bucket:
+            out.append((key("storage.fsx.dataRepository.s3Path"),
+                        f"bucket {fsx.data_repository.bucket} exists in the stack's region"))
+        out.append((key("storage.fsx.storageCapacityGib"),
+                    f"the Lustre storage quota covers the region's PERSISTENT_2 file systems plus {fsx.storage_capacity_gib} GiB"))
+        if cfg.storage.file_system_id:
+            out.append((key("storage.fileSystemId"),
+                        f"{cfg.storage.file_system_id} is available where the plan puts it, with no association on the "
+                        "directories the stack links"))
+    return out

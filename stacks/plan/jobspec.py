@@ -1,0 +1,46 @@
+"""What a job's component gets from the plan (:func:`job_spec`), derived once from the plan for the program's jobs
+(:mod:`stacks.workloads`) and the local runner (:mod:`stacks.local`) alike."""
+
+import pulumi
+
+from components.workloads.pods import JobSpec, env_name
+from stacks.plan import JobPlan, Plan
+
+
+def job_resource(plan: Plan, job: str) -> str:
+    """How ``wait_for_jobs.py`` names a job: ``mpijobs/<name>`` or ``jobs/<name>``."""
+    return f"{'mpijobs' if plan.jobs[job].kind == 'mpi' else 'jobs'}/{job}"
+
+
+def job_spec(
+    plan: Plan,
+    job: JobPlan,
+    *,
+    namespace: pulumi.Input[str],
+    pvc: pulumi.Input[str],
+    image: pulumi.Input[str],
+    helper_image: pulumi.Input[str],
+) -> JobSpec:
+    """What a job's component gets from its plan, before the steps it waits for (data, health check, code):
+    its name, folders, arguments, environment, order, budgets. The program (:mod:`stacks.workloads`) and the local
+    runner (:mod:`stacks.local`) read the same."""
+    c = job.config
+    spec: JobSpec = {
+        "job_name": job.name,
+        "namespace": namespace,
+        "pvc_name": pvc,
+        "image": image,
+        "output_dir": job.output_dir,
+        "args": list(c.args),
+        "env": dict(c.env),
+        "input_dirs": {env_name(a): plan.jobs[a].output_dir for a in job.after},
+        "after_jobs": [job_resource(plan, a) for a in job.after],
+        "helper_image": helper_image,
+        "timeout_hours": c.timeout_hours,
+        "wait_for_completion": c.wait_for_completion,
+        "read_only_root_filesystem": job.read_only_root_filesystem,
+        "stop_grace_period_seconds": c.stop_grace_period_seconds,
+    }
+    if job.tensorboard_dir:
+        spec["tensorboard_dir"] = job.tensorboard_dir
+    return spec
