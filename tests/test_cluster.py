@@ -16,6 +16,7 @@ import copy
 import json
 import re
 import shlex
+import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,7 @@ from stacks.box.devices import Registrar
 from stacks.box.manifests import registered_objects
 from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
+from stacks.box.timeline import Recorder, report
 from stacks.stackfile import plan_stack
 from stacks.outputs import workload_conditions_command
 from tests.harness import run_program, stack_config, stack_names
@@ -196,8 +198,9 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
     box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of(stack), stack)
     pods_by_job: dict[str, list[dict]] = {}
     completed: dict[str, str] = {}
+    recorder = Recorder(box, rehearsal.start)
     try:
-        with Registrar(box) as registrar:
+        with Registrar(box) as registrar, recorder:
             rehearsal.run(binaries, timeout_s=180)
             for pod in rehearsal.pods.values():
                 labels = pod["metadata"].get("labels") or {}
@@ -216,6 +219,7 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
         box.down()
     jobs = rehearsal.jobs
     assert set(plan.jobs) <= set(jobs), f"jobs of the plan that never ran: {set(plan.jobs) - set(jobs)}"
+    assert_report_covers(report(rehearsal, recorder), rehearsal, recorder)  # what python -m stacks.rehearse prints
     for name, rec in jobs.items():
         assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
     # A job that waits for others (its wait-for-jobs init container) started only after they completed (the
@@ -468,3 +472,67 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     took = (last - created).total_seconds()
     print(f"box with 258 nodes up in {up_s:.1f} s; 256 pods started {took:.0f} s after the Job's creation")
     assert took <= 60, took
+
+
+# --- the user's command: python -m stacks.rehearse ---------------------------------------------------------------------
+
+
+def assert_report_covers(text: str, rehearsal, recorder) -> None:
+    """What ``python -m stacks.rehearse`` prints (:func:`stacks.box.timeline.report`) names every job with its
+    outcome and duration, and every pod that ran with its node (what ran where)."""
+    jobs = text.split("\nJobs:\n", 1)[1]
+    for name, rec in rehearsal.jobs.items():
+        assert re.search(rf"^  {re.escape(name)} \({rec['kind']}\): {rec['outcome']}, started [\d.]+ s, finished "
+                         rf"[\d.]+ s, took [\d.]+ s$", jobs, re.M), (name, jobs)
+    ran = text.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
+    for pod in rehearsal.pods.values():
+        line = f"  {pod['metadata']['namespace']}/{pod['metadata']['name']} "
+        assert any(w.startswith(line) and w.split(" on ", 1)[1].startswith(pod["spec"]["nodeName"] + ":")
+                   for w in ran.splitlines()), (line, ran)
+    assert recorder.error is None, recorder.error
+
+
+def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None:
+    """``python -m stacks.rehearse --stack dev --keep``'s main, in this process: exit 0; the timeline says what ran
+    where (every pod of every job on its group's node), what waited and why (the evaluation's pod held by its
+    wait-for-jobs init container until the training job completed), each job's outcome and duration; the stack's
+    waitCommand, rewritten, works against the kept box; ``python -m stacks.box down`` then stops the operators the
+    rehearsal left running (by pid, waited for) and deletes the box."""
+    from stacks import rehearse
+    from stacks.box import cli as box_cli
+    from stacks.box.operators import FILE, _runs
+
+    code = rehearse.main(["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120"])
+    out = capsys.readouterr().out
+    home = tmp_path / "rehearse-dev"
+    try:
+        assert code == 0, out
+        assert out.startswith("Rehearsal of stack dev on 2 simulated nodes (system: 1, cpu: 1)\n"), out
+        assert "Every job completed (4)." in out
+        jobs = out.split("\nJobs:\n", 1)[1]
+        for job in ("eks-training-dev-stage-cifar10", "train-allreduce", "train", "evaluate"):
+            assert re.search(rf"^  {job} \(Job\): Complete, started [\d.]+ s, finished [\d.]+ s, took [\d.]+ s$", jobs,
+                             re.M), jobs
+        ran = out.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
+        assert re.search(r"^  training/train-0-\w+ \(Job train\) on cpu-0: started [\d.]+ s, Succeeded", ran, re.M), ran
+        assert re.search(r"^  training/evaluate-0-\w+ \(Job evaluate\) on system-0: started [\d.]+ s, Succeeded", ran,
+                         re.M), ran
+        waited = out.split("\nWhat waited, and why:\n", 1)[1]
+        assert re.search(r"^  pod training/evaluate-0-\w+ \(Job evaluate\) [\d.]+-[\d.]+ s: on system-0, its "
+                         r"wait-for-jobs init container waits for jobs/train$", waited, re.M), waited
+        timeline = out.split("\nWhere each pod ran:\n", 1)[0]
+        assert re.search(r"^ +[\d.]+ s  Job train: admitted$", timeline, re.M), timeline
+        assert re.search(r"^ +[\d.]+ s  Job train: Complete$", timeline, re.M), timeline
+        # the stack's waitCommand for train, as printed, against the kept box
+        wait = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  train waitCommand: "))
+        assert f"--kubeconfig {home / 'kubeconfig'}" in wait
+        done = subprocess.run(["bash", "-c", wait], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "train: Admitted=True" in done.stdout and "job.batch/train condition met" in done.stdout, done.stdout
+        operators = json.loads((home / FILE).read_text())
+        assert [o["name"] for o in operators] == ["kueue"]  # dev runs no MPIJob
+        assert all(_runs(o["pid"], o["binary"]) for o in operators)
+    finally:
+        assert box_cli.main(["down", "--name", "rehearse-dev", "--workdir", str(tmp_path)]) == 0
+    assert not any(_runs(o["pid"], o["binary"]) for o in operators)
+    assert not home.exists()
