@@ -75,6 +75,15 @@ def _exit(pod: Mapping[str, Any]) -> str:
     return "exit 0"
 
 
+def _failure(pod: Mapping[str, Any]) -> str:
+    """Why a pod failed: its disruption (``DisruptionTarget``: the pod GC of a lost node, a preemption, an eviction)
+    or its exit code."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c["type"] == "DisruptionTarget" and c["status"] == "True":
+            return f"DisruptionTarget: {c.get('reason')}: {c.get('message', '')}"
+    return _exit(pod)
+
+
 def pending_reason(pod: Mapping[str, Any]) -> str:
     """Why a Pending pod waits: the scheduler's message, its wait-for-jobs init container's jobs, or its node's start."""
     conds = (pod.get("status") or {}).get("conditions") or []
@@ -177,7 +186,7 @@ class Recorder:
             if rec.started is None:
                 rec.started = t
             rec.finished = t
-            rec.outcome = phase if phase == "Succeeded" else f"Failed ({_exit(pod)})"
+            rec.outcome = phase if phase == "Succeeded" else f"Failed ({_failure(pod)})"
             self._note(t, f"pod {rec.ref} ({rec.owner}) {rec.outcome} on {rec.node}")
 
     def _run(self) -> None:
