@@ -97,11 +97,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    if args.run_ms <= 0 or args.timeout <= 0:
+        parser.error("--run-ms and --timeout must be positive")
     try:
         config, plan, evaluation = evaluate_stack(args.stack, args.stack_file)
     except StackLoadError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 - the program itself failed: say so in one line, as pulumi up would
+        print(f"error: the program failed for stack {args.stack} under the offline mocks: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     return rehearse(args.stack, config, plan, evaluation, name=args.name or f"rehearse-{args.stack}",
                     workdir=args.workdir, timeout_s=args.timeout, run_ms=args.run_ms, keep=args.keep, log=log)
 

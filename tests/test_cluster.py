@@ -713,3 +713,35 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
     assert first.outcome == "Failed (exit 69 in worker)", text
     assert not job["status"].get("failed"), job["status"]
     assert job["status"].get("succeeded") == 1 and "again" in seen, text
+
+
+def _processes_under(folder: Path) -> list[str]:
+    """Command lines of the live processes that name ``folder`` (a box's control plane, its operators)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(folder) in cmdline and state != "Z":
+            found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
+
+
+def test_the_rehearse_command_fails_naming_what_waits_and_cleans_up(binaries, tmp_path, capsys) -> None:
+    """Pods that run 10 minutes against a 40 s timeout: the command exits 1, prints the timeline and a FAILED line
+    naming what pulumi up would still be waiting for (the staging Job, which it awaits); without ``--keep`` the
+    operators it started (Kueue at least) are stopped and the box deleted: no process names the box's folder
+    afterwards."""
+    from stacks import rehearse
+
+    code = rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--timeout", "40", "--run-ms", "600000"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert re.search(r"^ +[\d.]+ s  started Kueue \(pid \d+", out, re.M), out
+    failed = next(line for line in out.splitlines() if line.startswith("FAILED: "))
+    assert failed.startswith("FAILED: not done after 40 s; waiting: ") and "eks-training-dev-stage-cifar10-job" in failed, failed
+    assert "The box is brought down" in out
+    assert not (tmp_path / "rehearse-dev").exists()
+    assert not _processes_under(tmp_path), _processes_under(tmp_path)
