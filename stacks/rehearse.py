@@ -27,9 +27,13 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from stacks.stackfile import StackLoadError, plan_stack, project_name, read_stack_config, run_command
+
+if TYPE_CHECKING:
+    from stacks.mocked import Evaluation
+    from stacks.plan import Plan
 
 #: Commands of the stack's outputs that work against the box (per job, ``outputs.jobs.<job>``).
 JOB_COMMANDS = ("waitCommand", "logsCommand")
@@ -53,7 +57,7 @@ def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) ->
     return out
 
 
-def evaluate_stack(stack: str, stack_file: Optional[Path]) -> tuple[dict[str, Any], Any, Any]:
+def evaluate_stack(stack: str, stack_file: Optional[Path]) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
     """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); raises
     :class:`StackLoadError` for a bad stack file."""
     from stacks.mocked import evaluate
@@ -112,8 +116,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     workdir=args.workdir, timeout_s=args.timeout, run_ms=args.run_ms, keep=args.keep, log=log)
 
 
-def rehearse(stack: str, config: Mapping[str, Any], plan: Any, evaluation: Any, *, name: str, workdir: Path,
-             timeout_s: float, run_ms: int, keep: bool, log: Any) -> int:
+def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "Evaluation", *, name: str,
+             workdir: Path, timeout_s: float, run_ms: int, keep: bool, log: Callable[[str], None]) -> int:
     """Steps 3-5 of the module docstring; returns the exit status."""
     from stacks.box import build as box_build
     from stacks.box import operators
@@ -156,6 +160,8 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: Any, evaluation: Any, 
               f"({', '.join(f'{g.name}: {g.desired_size}' for g in plan.all_groups)})\n")
         print(report(rehearsal, recorder))
         print()
+        if recorder.error is not None:
+            print(f"note: the timeline may miss events after this error reading the box: {recorder.error}")
         if failure:
             print(f"FAILED: {failure.split(chr(10) + 'timeline:')[0]}")
         else:
