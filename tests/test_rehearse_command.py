@@ -104,7 +104,8 @@ def _workload(job: str, *conditions: dict) -> dict:
 def test_the_timeline_names_every_wait_and_every_outcome() -> None:
     """The report of a run seen in four looks: a job queued by Kueue (its reason), then admitted; a pod Pending with
     the scheduler's reason, then running on its node, then failed with its exit code; a pod held by its
-    wait-for-jobs init container; a pod failed by a disruption (the pod GC of a lost node); a pod gone while running."""
+    wait-for-jobs init container; a pod failed by a disruption (the pod GC of a lost node); a pod gone while running;
+    a pod only the rehearsal's own loop saw."""
     from stacks.box.rehearse import HELD, Event
     from stacks.box.timeline import Recorder, report
 
@@ -134,6 +135,8 @@ def test_the_timeline_names_every_wait_and_every_outcome() -> None:
     class _Rehearsal:
         events = [Event(0.0, "applied training")]
         jobs = {"train": {"kind": "Job", "started": 1.0, "finished": 3.5, "outcome": "Complete"}}
+        # a pod the rehearsal's own loop saw start, which came and went between two of the recorder's looks
+        pods = {"quick-0-e": _pod("quick-0-e", "quick", "Running", node="gpu-3")}
 
     text = report(_Rehearsal(), rec)  # type: ignore[arg-type]
     waited = text.split("\nWhat waited, and why:\n", 1)[1].split("\n\n", 1)[0].splitlines()
@@ -148,6 +151,7 @@ def test_the_timeline_names_every_wait_and_every_outcome() -> None:
     assert "training/lost-0-c (Job lost) on gpu-1: started " in ran
     assert "Failed (DisruptionTarget: DeletionByPodGC: PodGC: node no longer exists)" in ran, ran
     assert "training/gone-0-d (Job gone) on gpu-2: started " in ran and "deleted while Running" in ran, ran
+    assert "training/quick-0-e (Job quick) on gpu-3: started -, seen running by the rehearsal only" in ran, ran
     timeline = text.split("\nWhere each pod ran:\n", 1)[0]
     assert "Job train: admitted" in timeline and "applied training" in timeline
     assert text.endswith("Jobs:\n  train (Job): Complete, started 1.0 s, finished 3.5 s, took 2.5 s")

@@ -223,7 +223,13 @@ def report(rehearsal: "Rehearsal", recorder: Recorder) -> str:
     events = sorted([(e.t, e.text) for e in rehearsal.events] + recorder.events, key=lambda e: e[0])
     lines += [f"  {t:7.1f} s  {text}" for t, text in events]
     lines += ["", "Where each pod ran:"]
-    ran = sorted((r for r in recorder.pods.values() if r.node),
+    pods = dict(recorder.pods)
+    for uid, pod in rehearsal.pods.items():  # a pod the rehearsal saw start that came and went between two looks
+        if uid not in pods:
+            owner, job = _owner(pod)
+            pods[uid] = PodRecord(pod["metadata"]["namespace"], pod["metadata"]["name"], owner, job,
+                                  node=pod["spec"].get("nodeName") or "", outcome="seen running by the rehearsal only")
+    ran = sorted((r for r in pods.values() if r.node),
                  key=lambda r: (r.started if r.started is not None else 1e9, r.ref))
     for r in ran:
         took = f"{r.finished - r.started:.1f} s" if r.finished is not None and r.started is not None else "running"
