@@ -576,8 +576,8 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
       DisruptionTarget condition)").
     - "A node is lost ...: the survivor's first resumed step came 6.9-12.6 s after the kill" -- that is torchrun, on a
       real process group; here the part Kubernetes plays: the lost pod is failed by the pod garbage collector with
-      DisruptionTarget (reason DeletionByPodGC) once the Node is gone, 40-60 s later (kube-controller-manager's
-      pkg/controller/podgc: a fixed 40 s quarantine for a missing node, checked every 20 s), the Job controller
+      DisruptionTarget (reason DeletionByPodGC) once the Node is gone, 40-80 s later (kube-controller-manager's
+      pkg/controller/podgc: a fixed 40 s quarantine for a missing node, on passes 20 s apart), the Job controller
       replaces it without counting it, the replacement waits Pending (the scheduler's reason: no node of the group)
       until the managed node group's replacement instance registers (the test creates it from the plan), runs there,
       and the job completes (the evaluation, which only follows training, is left out of the run).
