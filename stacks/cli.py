@@ -3,7 +3,7 @@ prologue every command shares: stack selection (``--stack``, ``--stack-file``), 
 printing an error, the exit codes and a reader that closes the pipe early.
 
 The commands (:data:`TOOLS`) are the offline tools: ``plan``, ``preflight``, ``local``, ``benchmark``, ``docs`` and
-``box``. ``python -m stacks.plan`` (and each other tool's ``python -m stacks.<name>``) is an alias of
+``box`` with ``rehearse``. ``python -m stacks.plan`` (and each other tool's ``python -m stacks.<name>``) is an alias of
 ``python -m stacks <name>``: both run the same ``main`` through :func:`run_tool`.
 
 Layering (``tests/test_cli.py`` walks every module's imports): the core (:data:`CORE`: the config, the plan, costs,
@@ -65,6 +65,10 @@ class Tool:
         return func
 
 
+#: The cluster in a box: ``box`` and ``rehearse`` are one tool's two commands (rehearse runs the program under the
+#: mocks, :mod:`stacks.mocked`, and a stack on the box).
+BOX_MODULES = ("stacks.box", "stacks.rehearse", "stacks.mocked")
+
 TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("plan", "stacks.plan.report", "validate a stack offline and print what it creates and costs",
          ("stacks.plan.report", "stacks.plan.__main__")),
@@ -74,7 +78,9 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("benchmark", "stacks.benchmark.cli", "run a stack's benchmark: up, follow, collect, summary, destroy",
          ("stacks.benchmark",)),
     Tool("docs", "stacks.docs", "regenerate (or --check) the documentation generated from the code", ("stacks.docs",)),
-    Tool("box", "stacks.box.cli", "the cluster in a box: build, up, down", ("stacks.box",)),
+    Tool("box", "stacks.box.cli", "the cluster in a box: build, up, down", BOX_MODULES),
+    Tool("rehearse", "stacks.rehearse", "run a stack on the cluster in a box and print what ran where, what waited "
+         "and why", BOX_MODULES),
 )}
 
 

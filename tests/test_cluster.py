@@ -16,6 +16,7 @@ import copy
 import json
 import re
 import shlex
+import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
@@ -29,8 +30,9 @@ from stacks.box.cli import create_nodes
 from stacks.box.cluster import Box
 from stacks.box.devices import Registrar
 from stacks.box.manifests import registered_objects
-from stacks.box.nodes import plan_nodes
-from stacks.box.rehearse import Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
+from stacks.box.nodes import group_nodes, plan_nodes
+from stacks.box.rehearse import EXIT_CODE, RUN_MS, Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
+from stacks.box.timeline import Recorder, report
 from stacks.stackfile import plan_stack
 from stacks.outputs import workload_conditions_command
 from tests.harness import run_program, stack_config, stack_names
@@ -275,8 +277,9 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
     box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of(stack), stack)
     pods_by_job: dict[str, list[dict]] = {}
     completed: dict[str, str] = {}
+    recorder = Recorder(box, rehearsal.start)
     try:
-        with Registrar(box) as registrar:
+        with Registrar(box) as registrar, recorder:
             rehearsal.run(binaries, timeout_s=180)
             for pod in rehearsal.pods.values():
                 labels = pod["metadata"].get("labels") or {}
@@ -295,6 +298,7 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
         box.down()
     jobs = rehearsal.jobs
     assert set(plan.jobs) <= set(jobs), f"jobs of the plan that never ran: {set(plan.jobs) - set(jobs)}"
+    assert_report_covers(report(rehearsal, recorder), rehearsal, recorder)  # what python -m stacks.rehearse prints
     for name, rec in jobs.items():
         assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
     # A job that waits for others (its wait-for-jobs init container) started only after they completed (the
@@ -659,3 +663,276 @@ def _bound_pods_in(box, namespace: str) -> dict[str, set[str]]:
         if job and pod["spec"].get("nodeName") and not finished:
             out.setdefault(job, set()).add(pod["metadata"]["name"])
     return out
+
+
+# --- the user's command: python -m stacks.rehearse ---------------------------------------------------------------------
+
+
+def assert_report_covers(text: str, rehearsal, recorder) -> None:
+    """What ``python -m stacks.rehearse`` prints (:func:`stacks.box.timeline.report`) names every job with its
+    outcome and duration, and every pod that ran with its node (what ran where)."""
+    jobs = text.split("\nJobs:\n", 1)[1]
+    for name, rec in rehearsal.jobs.items():
+        assert re.search(rf"^  {re.escape(name)} \({rec['kind']}\): {rec['outcome']}, started [\d.]+ s, finished "
+                         rf"[\d.]+ s, took [\d.]+ s$", jobs, re.M), (name, jobs)
+    ran = text.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
+    for pod in rehearsal.pods.values():
+        line = f"  {pod['metadata']['namespace']}/{pod['metadata']['name']} "
+        assert any(w.startswith(line) and w.split(" on ", 1)[1].startswith(pod["spec"]["nodeName"] + ":")
+                   for w in ran.splitlines()), (line, ran)
+    assert recorder.error is None, recorder.error
+
+
+def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None:
+    """``python -m stacks.rehearse --stack dev --keep``'s main, in this process: exit 0; the timeline says what ran
+    where (every pod of every job on its group's node), what waited and why (the evaluation's pod held by its
+    wait-for-jobs init container until the training job completed), each job's outcome and duration; the stack's
+    waitCommand, rewritten, works against the kept box; ``python -m stacks.box down`` then stops the operators the
+    rehearsal left running (by pid, waited for) and deletes the box."""
+    from stacks import rehearse
+    from stacks.box import cli as box_cli
+    from stacks.box.operators import FILE, _runs
+
+    code = rehearse.main(["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120"])
+    out = capsys.readouterr().out
+    home = tmp_path / "rehearse-dev"
+    try:
+        assert code == 0, out
+        assert out.startswith("Rehearsal of stack dev on 2 simulated nodes (system: 1, cpu: 1)\n"), out
+        assert "Every job completed (4)." in out
+        jobs = out.split("\nJobs:\n", 1)[1]
+        for job in ("eks-training-dev-stage-cifar10", "train-allreduce", "train", "evaluate"):
+            assert re.search(rf"^  {job} \(Job\): Complete, started [\d.]+ s, finished [\d.]+ s, took [\d.]+ s$", jobs,
+                             re.M), jobs
+        ran = out.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
+        assert re.search(r"^  training/train-0-\w+ \(Job train\) on cpu-0: started [\d.]+ s, Succeeded", ran, re.M), ran
+        assert re.search(r"^  training/evaluate-0-\w+ \(Job evaluate\) on system-0: started [\d.]+ s, Succeeded", ran,
+                         re.M), ran
+        waited = out.split("\nWhat waited, and why:\n", 1)[1]
+        assert re.search(r"^  pod training/evaluate-0-\w+ \(Job evaluate\) [\d.]+-[\d.]+ s: on system-0, its "
+                         r"wait-for-jobs init container waits for jobs/train$", waited, re.M), waited
+        timeline = out.split("\nWhere each pod ran:\n", 1)[0]
+        assert re.search(r"^ +[\d.]+ s  Job train: admitted$", timeline, re.M), timeline
+        assert re.search(r"^ +[\d.]+ s  Job train: Complete$", timeline, re.M), timeline
+        # the stack's waitCommand for train, as printed, against the kept box
+        wait = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  train waitCommand: "))
+        assert f"--kubeconfig {home / 'kubeconfig'}" in wait
+        done = subprocess.run(["bash", "-c", wait], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "train: Admitted=True" in done.stdout and "job.batch/train condition met" in done.stdout, done.stdout
+        operators = json.loads((home / FILE).read_text())
+        assert [o["name"] for o in operators] == ["kueue"]  # dev runs no MPIJob
+        assert all(_runs(o["pid"], o["binary"]) for o in operators)
+    finally:
+        assert box_cli.main(["down", "--name", "rehearse-dev", "--workdir", str(tmp_path)]) == 0
+    assert not any(_runs(o["pid"], o["binary"]) for o in operators)
+    assert not home.exists()
+
+
+# --- faults with the real controllers: a lost node, a rescheduled rendezvous ------------------------------------------
+
+
+def _without_evaluation(steps) -> None:
+    """dev's steps without its evaluation and TensorBoard (what follows training: the faults are in training)."""
+    gone = {s.urn for s in steps if any(k in s.name for k in ("-evaluate-", "-tensorboard-"))}
+    assert gone, [s.name for s in steps]
+    steps[:] = [s for s in steps if s.urn not in gone]
+    for s in steps:
+        s.deps -= gone
+
+
+def _train_pods(box) -> list[dict]:
+    return box.get("pods", "-n", "training", "-l", "job-name=train")["items"]
+
+
+def _phase(pod) -> str:
+    return (pod.get("status") or {}).get("phase") or ""
+
+
+def _shorten(box, pod, run_ms: int = 1000) -> None:
+    """The pod runs ``run_ms`` more (kwok re-plays its Stage when the pod changes): the rest of the training, after a
+    fault, need not take the fault's time again."""
+    box.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", "training", f"{RUN_MS}={run_ms}ms", "--overwrite")
+
+
+def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registrations_of, tmp_path) -> None:
+    """``kubectl delete node`` of the node running dev's training pod (a PyTorchJob's Indexed Job), as when its
+    instance dies and the cloud's node lifecycle deletes the Node. What the README promises:
+
+    - "Every job and health check goes through Kueue's admission ... it is created suspended and starts only when all
+      of it fits", and "A job admitted but not all running within waitForPodsReady's 1200 s ... is evicted": a lost
+      pod does not evict the job; it stays admitted, holding its quota, while its pod is replaced.
+    - The pod failure policy: "disruptions (DisruptionTarget) never count against the backoff"
+      (components/workloads/pods.py; the README's exit-code table: "143 | stopped by a signal | Ignore (like the
+      DisruptionTarget condition)").
+    - "A node is lost ...: the survivor's first resumed step came 6.9-12.6 s after the kill" -- that is torchrun, on a
+      real process group; here the part Kubernetes plays: the lost pod is failed by the pod garbage collector with
+      DisruptionTarget (reason DeletionByPodGC) once the Node is gone, 40-80 s later (kube-controller-manager's
+      pkg/controller/podgc: a fixed 40 s quarantine for a missing node, on passes 20 s apart), the Job controller
+      replaces it without counting it, the replacement waits Pending (the scheduler's reason: no node of the group)
+      until the managed node group's replacement instance registers (the test creates it from the plan), runs there,
+      and the job completes (the evaluation, which only follows training, is left out of the run).
+    """
+    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000},
+                                      mutate=_without_evaluation)
+    cpu = next(g for g in plan.all_groups if g.name == "cpu")
+    spare = group_nodes(cpu, "us-east-1", count=2)[1]  # the replacement instance: a new node of the group
+    recorder = Recorder(box, rehearsal.start)
+    seen: dict = {}
+
+    def poll() -> None:
+        pods = _train_pods(box)
+        if "lost" not in seen:
+            running = [p for p in pods if _phase(p) == "Running"]
+            if running:
+                seen["lost"] = running[0]
+                box.kubectl("delete", "node", running[0]["spec"]["nodeName"])
+                seen["deleted"] = time.monotonic()
+            return
+        new = [p for p in pods if p["metadata"]["uid"] != seen["lost"]["metadata"]["uid"]]
+        if not new:
+            return
+        pod = new[0]
+        seen.setdefault("replaced", time.monotonic())
+        scheduled = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"),
+                         None)
+        # the spare node only once the timeline shows the scheduler's reason (the recorder polls on its own)
+        shown = any(w.reason.startswith("not scheduled") for r in list(recorder.pods.values())
+                    if r.name == pod["metadata"]["name"] for w in r.waits)
+        if "spare" not in seen and scheduled and scheduled["status"] == "False" and shown:
+            seen["pending"] = scheduled.get("message")
+            create_nodes(box, [spare])
+            seen["spare"] = time.monotonic()
+        if _phase(pod) == "Running" and "ran" not in seen:
+            seen["ran"] = pod
+            _shorten(box, pod)
+
+    watch = _Watch(box, poll)
+    try:
+        with Registrar(box) as registrar, recorder, watch:
+            rehearsal.run(binaries, timeout_s=240)
+        assert registrar.error is None and watch.error is None, (registrar.error, watch.error)
+        job = box.get("job", "train", "-n", "training")
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    text = report(rehearsal, recorder)
+    for name, rec in rehearsal.jobs.items():
+        assert rec["outcome"] == "Complete", (name, text)
+    lost, ran = seen["lost"], seen["ran"]
+    assert lost["spec"]["nodeName"] == "cpu-0" and ran["spec"]["nodeName"] == spare["metadata"]["name"], text
+    # not counted: the DisruptionTarget rule of the pod failure policy matched the pod GC's condition
+    assert not job["status"].get("failed"), job["status"]
+    assert job["status"].get("succeeded") == 1
+    # the pod GC's quarantine, then the replacement: Pending until a node of the group registered
+    replaced_after = seen["replaced"] - seen["deleted"]
+    assert replaced_after >= 39, replaced_after
+    assert "didn't match Pod's node affinity/selector" in seen["pending"], seen["pending"]
+    waits = [w.reason for r in recorder.pods.values() if r.name == ran["metadata"]["name"] for w in r.waits]
+    assert any("not scheduled: 0/1 nodes are available" in w for w in waits), text
+    # Kueue kept the job admitted throughout: never evicted, never queued again
+    states = [s for _t, s in recorder.workloads["train"]]
+    assert "admitted" in states and not any(s.startswith(("evicted", "queued")) for s in states[states.index("admitted"):]), states
+    print(f"pod replaced {replaced_after:.1f} s after its node was deleted; spare node at "
+          f"{seen['spare'] - seen['deleted']:.1f} s\n{text}")
+
+
+def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, registrations_of, tmp_path) -> None:
+    """dev's etcd rendezvous pod deleted while the training pod runs. What the README promises ("etcd is
+    rescheduled"): "its data is on the shared volume ... one member, replaced with Recreate, so it comes back with the
+    rendezvous it had: the agents lose their connection (RendezvousConnectionError) about 2 s later and stop their
+    workers, which checkpoint the step reached; the pods end with 69 (rendezvous lost), are replaced, and resume at
+    that step", and the exit-code table: "69 | rendezvous lost with etcd | Ignore (the next pod waits for etcd)".
+
+    Here: the Deployment's ReplicaSet brings a new etcd pod up, the Service's EndpointSlice follows it (the new pod's
+    address, ready; the old one gone), the training pod exits 69 as the launcher does (tests/test_training_faults_real.py
+    shows that part on real processes), the Job controller replaces it without counting the failure, and the job
+    completes (the evaluation, which only follows training, is left out of the run)."""
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000},
+                                       mutate=_without_evaluation)
+    etcd = "eks-training-dev-etcd"
+    recorder = Recorder(box, rehearsal.start)
+    seen: dict = {}
+
+    def etcd_pods() -> list[dict]:
+        return [p for p in box.get("pods", "-n", "training")["items"]
+                if p["metadata"]["name"].startswith(etcd + "-") and not p["metadata"].get("deletionTimestamp")]
+
+    def poll() -> None:
+        pods = _train_pods(box)
+        if "old" not in seen:
+            if any(_phase(p) == "Running" for p in pods):
+                old = next(p for p in etcd_pods() if _phase(p) == "Running")
+                seen["old"], seen["train"] = old, next(p for p in pods if _phase(p) == "Running")
+                box.kubectl("delete", "pod", old["metadata"]["name"], "-n", "training", "--wait=false")
+                # the launcher loses its rendezvous and exits 69 (its agent stops the workers, which checkpoint)
+                box.kubectl("annotate", "pod", seen["train"]["metadata"]["name"], "-n", "training", f"{EXIT_CODE}=69",
+                            "box.eks-training/container=worker", f"{RUN_MS}=500ms", "--overwrite")
+            return
+        if "new" not in seen:
+            new = [p for p in etcd_pods() if p["metadata"]["uid"] != seen["old"]["metadata"]["uid"]
+                   and _phase(p) == "Running" and p["status"].get("podIP")]
+            if new:
+                seen["new"] = new[0]
+        again = [p for p in pods if p["metadata"]["uid"] != seen["train"]["metadata"]["uid"] and _phase(p) == "Running"]
+        if again and "again" not in seen:
+            seen["again"] = again[0]
+            _shorten(box, again[0])
+
+    watch = _Watch(box, poll)
+    try:
+        with Registrar(box) as registrar, recorder, watch:
+            rehearsal.run(binaries, timeout_s=120)
+        assert registrar.error is None and watch.error is None, (registrar.error, watch.error)
+        job = box.get("job", "train", "-n", "training")
+        deployment = box.get("deployment", etcd, "-n", "training")
+        slices = box.get("endpointslices", "-n", "training", "-l", f"kubernetes.io/service-name={etcd}")["items"]
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    text = report(rehearsal, recorder)
+    for name, rec in rehearsal.jobs.items():
+        assert rec["outcome"] == "Complete", (name, text)
+    assert deployment["status"].get("availableReplicas") == 1, deployment["status"]
+    # the Service follows the new pod: its one ready endpoint is the new pod, at the new pod's address
+    endpoints = [e for sl in slices for e in sl.get("endpoints") or []]
+    assert [(e["targetRef"]["name"], e["addresses"], e["conditions"].get("ready")) for e in endpoints] == [
+        (seen["new"]["metadata"]["name"], [seen["new"]["status"]["podIP"]], True)], endpoints
+    assert seen["new"]["spec"]["nodeName"].startswith("system-"), seen["new"]["spec"]["nodeName"]
+    # the training pod's 69 was not counted (the pod failure policy's Ignore), and it was replaced
+    first = next(r for r in recorder.pods.values() if r.name == seen["train"]["metadata"]["name"])
+    assert first.outcome == "Failed (exit 69 in worker)", text
+    assert not job["status"].get("failed"), job["status"]
+    assert job["status"].get("succeeded") == 1 and "again" in seen, text
+
+
+def _processes_under(folder: Path) -> list[str]:
+    """Command lines of the live processes that name ``folder`` (a box's control plane, its operators)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(folder) in cmdline and state != "Z":
+            found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
+
+
+def test_the_rehearse_command_fails_naming_what_waits_and_cleans_up(binaries, tmp_path, capsys) -> None:
+    """Pods that run 10 minutes against a 40 s timeout: the command exits 1, prints the timeline and a FAILED line
+    naming what pulumi up would still be waiting for (the staging Job, which it awaits); without ``--keep`` the
+    operators it started (Kueue at least) are stopped and the box deleted: no process names the box's folder
+    afterwards."""
+    from stacks import rehearse
+
+    code = rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--timeout", "40", "--run-ms", "600000"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert re.search(r"^ +[\d.]+ s  started Kueue \(pid \d+", out, re.M), out
+    failed = next(line for line in out.splitlines() if line.startswith("FAILED: "))
+    assert failed.startswith("FAILED: not done after 40 s; waiting: ") and "eks-training-dev-stage-cifar10-job" in failed, failed
+    assert "The box is brought down" in out
+    assert not (tmp_path / "rehearse-dev").exists()
+    assert not _processes_under(tmp_path), _processes_under(tmp_path)

@@ -4,7 +4,8 @@
 - ``up [--stack NAME]``: a fresh box (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the kwok
   controller as local processes), with, for ``--stack``, one simulated node per desired node of each of the stack's
   node groups (:mod:`stacks.box.nodes`); prints the kubeconfig path (use it with ``kubectl --kubeconfig``).
-- ``down``: stop the box and remove its state.
+- ``down``: stop the box (and the operators a rehearsal kept running with it, ``python -m stacks.rehearse --keep``)
+  and remove its state.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         binaries = box_build.build(["etcd", "kwok", "kubernetes"], log=log)
         box = Box(name=args.name, workdir=args.workdir, binaries=binaries)
         if args.command == "down":
+            from stacks.box.operators import stop_recorded
+
+            for name in stop_recorded(box):  # the operators a kept rehearsal left running (python -m stacks.rehearse)
+                log(f"stopped {name}")
             box.down()
             log(f"box {args.name} is down")
             return 0

@@ -1,0 +1,258 @@
+"""What a rehearsal did, as a user reads it: a timeline, where each pod ran, what waited and why, each job's outcome.
+
+:class:`Recorder` watches a box while a rehearsal runs (a thread beside it, as :class:`stacks.box.devices.Registrar`
+is): every pod's scheduling, start and end (phase, exit code) and, while it is Pending, the reason it waits -- the
+scheduler's (the pod's ``PodScheduled=False`` message, e.g. ``0/4 nodes are available: 2 Insufficient
+nvidia.com/gpu``), its ``wait-for-jobs`` init container's (the jobs it waits for), or a pod bound to a node that has not
+started it; and every Kueue Workload's state (admitted, or Kueue's reason it is not: its ``QuotaReserved=False``
+condition, an eviction). :func:`report` turns that and the rehearsal's own events (what was applied when, which
+operator started, each job's outcome) into the text ``python -m stacks.rehearse`` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from stacks.box.cluster import Box
+from stacks.box.rehearse import HELD
+
+if TYPE_CHECKING:
+    from stacks.box.rehearse import Rehearsal
+
+
+@dataclass
+class Wait:
+    """One reason a pod or a job waited, from ``first`` to ``last`` (seconds since the rehearsal's start)."""
+
+    first: float
+    last: float
+    reason: str
+
+
+@dataclass
+class PodRecord:
+    namespace: str
+    name: str
+    owner: str
+    """What made the pod: ``Job train``, ``MPIJob nccl (launcher)``, ``Deployment etcd``, ``DaemonSet ...``."""
+    job: Optional[str]
+    node: str = ""
+    started: Optional[float] = None
+    finished: Optional[float] = None
+    outcome: str = ""
+    """``Succeeded``, ``Failed (exit 69 in worker)``, ``deleted while Running`` ..."""
+    waits: list[Wait] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _owner(pod: Mapping[str, Any]) -> tuple[str, Optional[str]]:
+    labels = pod["metadata"].get("labels") or {}
+    if labels.get("training.kubeflow.org/job-name"):
+        job = labels["training.kubeflow.org/job-name"]
+        return f"MPIJob {job} ({labels.get('training.kubeflow.org/job-role', 'worker')})", job
+    if labels.get("job-name"):
+        return f"Job {labels['job-name']}", labels["job-name"]
+    ref = next(iter(pod["metadata"].get("ownerReferences") or []), None)
+    if not ref:
+        return "no owner", None
+    if ref["kind"] == "ReplicaSet" and labels.get("pod-template-hash"):
+        return f"Deployment {ref['name'][: -len(labels['pod-template-hash']) - 1]}", None
+    return f"{ref['kind']} {ref['name']}", None
+
+
+def _exit(pod: Mapping[str, Any]) -> str:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        term = (status.get("state") or {}).get("terminated") or {}
+        if term.get("exitCode"):
+            return f"exit {term['exitCode']} in {status['name']}"
+    return "exit 0"
+
+
+def _failure(pod: Mapping[str, Any]) -> str:
+    """Why a pod failed: its disruption (``DisruptionTarget``: the pod GC of a lost node, a preemption, an eviction)
+    or its exit code."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c["type"] == "DisruptionTarget" and c["status"] == "True":
+            return f"DisruptionTarget: {c.get('reason')}: {c.get('message', '')}"
+    return _exit(pod)
+
+
+def pending_reason(pod: Mapping[str, Any]) -> str:
+    """Why a Pending pod waits: the scheduler's message, its wait-for-jobs init container's jobs, or its node's start."""
+    conds = (pod.get("status") or {}).get("conditions") or []
+    why = next((c.get("message") or c.get("reason") for c in conds
+                if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+    if why:
+        return f"not scheduled: {why}"
+    held = (pod["metadata"].get("annotations") or {}).get(HELD)
+    if held:
+        return f"on {pod['spec'].get('nodeName')}, its wait-for-jobs init container waits for {held.replace(',', ', ')}"
+    if pod["spec"].get("nodeName"):
+        return f"on {pod['spec']['nodeName']}, not started yet"
+    return "not scheduled yet"
+
+
+def workload_state(wl: Mapping[str, Any]) -> str:
+    """A Kueue Workload's state in one phrase: ``admitted``, ``finished``, or Kueue's reason it is not admitted."""
+    conds = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
+
+    def true(kind: str) -> bool:
+        return (conds.get(kind) or {}).get("status") == "True"
+
+    if true("Finished"):
+        return "finished"
+    if true("Evicted") and not true("Admitted"):
+        c = conds["Evicted"]
+        return f"evicted ({c.get('reason')}: {c.get('message', '')})"
+    if true("Admitted"):
+        return "admitted"
+    c = conds.get("QuotaReserved") or {}
+    return f"queued, not admitted: QuotaReserved={c.get('status', 'Unknown')} ({c.get('reason', 'Pending')}: " \
+           f"{c.get('message', '')})"
+
+
+class Recorder:
+    """Polls ``box`` every ``interval_s`` in a thread (``with Recorder(box, rehearsal.start): ...``); times are seconds
+    since ``start`` (a :func:`time.monotonic` value: the rehearsal's)."""
+
+    def __init__(self, box: Box, start: float, interval_s: float = 0.5) -> None:
+        self.box, self.start, self.interval_s = box, start, interval_s
+        self.pods: dict[str, PodRecord] = {}
+        self.events: list[tuple[float, str]] = []
+        #: Job -> its Workload's states in order (time, state).
+        self.workloads: dict[str, list[tuple[float, str]]] = {}
+        self.error: Optional[BaseException] = None
+        self._live: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def _note(self, t: float, text: str) -> None:
+        self.events.append((t, text))
+
+    def poll(self) -> None:
+        """One look at the box's pods and Workloads."""
+        t = time.monotonic() - self.start
+        pods = self.box.get("pods", "-A")["items"]
+        seen = set()
+        for pod in pods:
+            uid = pod["metadata"]["uid"]
+            seen.add(uid)
+            rec = self.pods.get(uid)
+            if rec is None:
+                owner, job = _owner(pod)
+                rec = self.pods[uid] = PodRecord(pod["metadata"]["namespace"], pod["metadata"]["name"], owner, job)
+            self._pod(t, rec, pod)
+        for uid in self._live - seen:
+            rec = self.pods[uid]
+            if not rec.outcome:
+                rec.outcome = f"deleted while {'Running' if rec.started is not None else 'Pending'}"
+                rec.finished = t
+                self._note(t, f"pod {rec.ref} ({rec.owner}) {rec.outcome}" + (f" on {rec.node}" if rec.node else ""))
+        self._live = seen
+        proc = self.box.kubectl("get", "workloads.kueue.x-k8s.io", "-A", "-o", "json", check=False)
+        if proc.returncode == 0:
+            for wl in json.loads(proc.stdout)["items"]:
+                ref: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
+                job = ref.get("name", wl["metadata"]["name"])
+                state = workload_state(wl)
+                states = self.workloads.setdefault(job, [])
+                if not states or states[-1][1] != state:
+                    states.append((t, state))
+                    self._note(t, f"{ref.get('kind', 'job')} {job}: {state}")
+
+    def _pod(self, t: float, rec: PodRecord, pod: Mapping[str, Any]) -> None:
+        status = pod.get("status") or {}
+        phase = status.get("phase")
+        if pod["spec"].get("nodeName"):
+            rec.node = pod["spec"]["nodeName"]
+        if phase == "Pending":
+            reason = pending_reason(pod)
+            if rec.waits and rec.waits[-1].reason == reason:
+                rec.waits[-1].last = t
+            else:
+                rec.waits.append(Wait(t, t, reason))
+                self._note(t, f"pod {rec.ref} ({rec.owner}) Pending: {reason}")
+        elif phase == "Running" and rec.started is None:
+            rec.started = t
+            self._note(t, f"pod {rec.ref} ({rec.owner}) running on {rec.node}")
+        elif phase in ("Succeeded", "Failed") and not rec.outcome:
+            if rec.started is None:
+                rec.started = t
+            rec.finished = t
+            rec.outcome = phase if phase == "Succeeded" else f"Failed ({_failure(pod)})"
+            self._note(t, f"pod {rec.ref} ({rec.owner}) {rec.outcome} on {rec.node}")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll()
+            except Exception as exc:  # noqa: BLE001 - reported by the caller (self.error)
+                self.error = exc
+                return
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> "Recorder":
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
+        try:  # a last look: what ended after the last poll
+            self.poll()
+        except Exception as exc:  # noqa: BLE001 - the box may be gone; the earlier polls stand
+            self.error = self.error or exc
+
+
+def _seconds(t: Optional[float]) -> str:
+    return "-" if t is None else f"{t:.1f} s"
+
+
+def report(rehearsal: "Rehearsal", recorder: Recorder) -> str:
+    """The rehearsal as text: its timeline, where each pod ran, what waited and why, and each job's outcome."""
+    lines = ["Timeline (seconds since the rehearsal started):"]
+    events = sorted([(e.t, e.text) for e in rehearsal.events] + recorder.events, key=lambda e: e[0])
+    lines += [f"  {t:7.1f} s  {text}" for t, text in events]
+    lines += ["", "Where each pod ran:"]
+    pods = dict(recorder.pods)
+    for uid, pod in rehearsal.pods.items():  # a pod the rehearsal saw start that came and went between two looks
+        if uid not in pods:
+            owner, job = _owner(pod)
+            pods[uid] = PodRecord(pod["metadata"]["namespace"], pod["metadata"]["name"], owner, job,
+                                  node=pod["spec"].get("nodeName") or "", outcome="seen running by the rehearsal only")
+    ran = sorted((r for r in pods.values() if r.node),
+                 key=lambda r: (r.started if r.started is not None else 1e9, r.ref))
+    for r in ran:
+        took = f"{r.finished - r.started:.1f} s" if r.finished is not None and r.started is not None else "running"
+        lines.append(f"  {r.ref} ({r.owner}) on {r.node}: started {_seconds(r.started)}, "
+                     f"{r.outcome or 'still running'} ({took})")
+    lines += ["", "What waited, and why:"]
+    waited = False
+    for r in sorted(recorder.pods.values(), key=lambda r: (r.waits[0].first if r.waits else 1e9, r.ref)):
+        for w in r.waits:
+            waited = True
+            lines.append(f"  pod {r.ref} ({r.owner}) {w.first:.1f}-{w.last:.1f} s: {w.reason}")
+    for job, states in sorted(recorder.workloads.items()):
+        for i, (t, state) in enumerate(states):
+            if state.startswith(("queued", "evicted")):
+                waited = True
+                until = states[i + 1][0] if i + 1 < len(states) else None
+                lines.append(f"  job {job} {t:.1f}-{_seconds(until).removesuffix(' s')} s: {state}")
+    if not waited:
+        lines.append("  nothing waited")
+    lines += ["", "Jobs:"]
+    for name, rec in sorted(rehearsal.jobs.items(), key=lambda kv: (kv[1].get("started", 1e9), kv[0])):
+        started, finished = rec.get("started"), rec.get("finished")
+        took = f"{finished - started:.1f} s" if started is not None and finished is not None else "-"
+        lines.append(f"  {name} ({rec['kind']}): {rec.get('outcome', 'not finished')}, started {_seconds(started)}, "
+                     f"finished {_seconds(finished)}, took {took}")
+    return "\n".join(lines)

@@ -1,0 +1,403 @@
+"""The Pulumi program evaluated offline, under Pulumi mocks that answer as a real account would.
+
+:func:`evaluate` runs a project's ``__main__.py`` for a stack's configuration with :class:`TrainingMocks` (realistic
+ids and outputs for the resources and invokes the program uses: the account ``123456789012``, its zones, node group
+names, the kubeconfig an EKS cluster returns, an image build's digest...) and :class:`RecordingMonitor`, which records
+every RegisterResource request as the engine would see it (:class:`Registration`: type, name, URN, parent,
+dependencies, inputs, options). Nothing talks to AWS or to a cluster.
+
+Its users: ``python -m stacks.rehearse`` (a stack's Kubernetes objects, as the program registers them, run on the
+cluster in a box, :mod:`stacks.box`), and the test harness (``tests/harness.py``), which asserts over everything every
+stack registers. In preview mode the mocks behave like the engine during ``pulumi preview``: a new resource's id and
+computed outputs are unknown (only its inputs come back).
+"""
+
+import hashlib
+import json
+import os
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import pulumi
+from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import rpc
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime import resource as _sdk_resource
+from pulumi.runtime.proto import source_pb2
+
+# The SDK walks the Python stack on every registration to send the engine the source position of the resource
+# (``_get_stack_trace``): a sixth of a program's evaluation time here, and nothing the mocks or the tests read.
+_sdk_resource._get_stack_trace = lambda: source_pb2.StackTrace()
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT = "eks-training"
+ACCOUNT = "123456789012"
+#: The outputs of the stacks a program may reference (``pulumi.StackReference``), by fully qualified name: a test
+#: puts there what the referenced stack's program exported.
+STACK_OUTPUTS: dict[str, dict[str, Any]] = {}
+REGION = "us-east-1"
+ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"]
+#: Zone IDs the mocked account maps ``ZONES`` to (names map to different IDs in every account; these are moto's,
+#: so both tiers agree): us-east-1e is use1-az3, a zone EKS refuses for control-plane subnets.
+ZONE_IDS = ["use1-az6", "use1-az1", "use1-az2", "use1-az4", "use1-az3", "use1-az5"]
+#: Partition of a region, as ``aws.getPartition`` reports it.
+PARTITION_PREFIXES = {"cn-": "aws-cn", "us-gov-": "aws-us-gov"}
+
+
+def partition_of(region: str) -> str:
+    """The partition a region belongs to (``aws``, ``aws-cn``, ``aws-us-gov``)."""
+    return next((p for prefix, p in PARTITION_PREFIXES.items() if region.startswith(prefix)), "aws")
+
+
+def zones_of(region: str) -> tuple[list[str], list[str]]:
+    """Zone names and IDs of the mocked account in ``region``."""
+    if region == REGION:
+        return list(ZONES), list(ZONE_IDS)
+    first, *middle, number = region.split("-")
+    code = first + "".join(part[0] for part in middle) + number  # cn-north-1 -> cnn1
+    return [f"{region}{c}" for c in "abc"], [f"{code}-az{i}" for i in (1, 2, 3)]
+
+
+UNKNOWN = rpc.UNKNOWN
+#: Capacity Blocks of the mocked account by reservation id, as ``aws.ec2.getCapacityBlockReservation`` returns them
+#: (tests add their own); any other id is :data:`SCHEDULED_BLOCK`'s.
+CAPACITY_BLOCKS: dict[str, dict[str, Any]] = {}
+SCHEDULED_BLOCK: dict[str, Any] = {
+    "state": "scheduled",
+    "startDate": "2030-01-02T11:30:00Z",
+    "endDate": "2030-01-09T11:30:00Z",
+    "instanceType": "p5.48xlarge",
+    "instanceCount": 2,
+    "availabilityZone": "us-east-1a",
+    "reservationType": "capacity-block",
+}
+
+
+def _hex(seed: str, n: int = 17) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:n]
+
+
+@dataclass
+class Registration:
+    """One RegisterResource request as the engine would see it."""
+
+    type: str
+    name: str
+    urn: str
+    parent: str
+    custom: bool
+    remote: bool
+    provider: str
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    inputs: dict[str, Any]
+    retain_on_delete: Optional[bool]
+    deleted_with: str
+    protect: bool = False
+    ignore_changes: list[str] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+
+    def deps_of(self, prop: str) -> list[str]:
+        """URNs the property ``prop`` depends on."""
+        return self.property_dependencies.get(prop, [])
+
+
+class RecordingMonitor(pmocks.MockMonitor):
+    """A MockMonitor that records every registration and rejects duplicate URNs."""
+
+    def __init__(self, mocks: pmocks.Mocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+        self.reads: list[tuple[str, str, str]] = []
+        """(type, name, id) of every existing resource the program read (``Resource.get``)."""
+        self._urns: set[str] = set()
+
+    def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        self.reads.append((request.type, request.name, request.id))
+        return super().ReadResource(request)
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type != "pulumi:pulumi:Stack":
+            if urn in self._urns:
+                raise Exception(f"duplicate URN registered: {urn}")
+            self._urns.add(urn)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        pmocks._ensure_event_loop()
+        inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+        reg = Registration(
+            type=request.type,
+            name=request.name,
+            urn=urn,
+            parent=request.parent,
+            custom=bool(request.custom),
+            remote=bool(request.remote),
+            provider=request.provider,
+            dependencies=list(request.dependencies),
+            property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
+            inputs=inputs,
+            retain_on_delete=request.retainOnDelete if request.HasField("retainOnDelete") else None,
+            deleted_with=request.deletedWith,
+            protect=bool(request.protect) if request.HasField("protect") else False,
+            ignore_changes=list(request.ignoreChanges),
+            outputs=self.resources[urn].state if urn in self.resources else {},
+            id=self.resources[urn].id if urn in self.resources else "",
+        )
+        self.registrations.append(reg)
+        return response
+
+
+class TrainingMocks(pmocks.Mocks):
+    """Realistic ids and outputs for the resources and invokes the program uses."""
+
+    def __init__(self, preview: bool, region: str = REGION) -> None:
+        self.preview = preview
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
+        self.region = region
+        self.partition = partition_of(region)
+        self.zones, self.zone_ids = zones_of(region)
+
+    def subnet_zone(self, subnet_id: str) -> tuple[str, str]:
+        """The zone (name, ID) an existing subnet of the mocked account is in."""
+        i = int(_hex(subnet_id, 4), 16) % len(self.zones)
+        return self.zones[i], self.zone_ids[i]
+
+    def call(self, args: pmocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
+        self.invokes.append((args.token, dict(args.args)))
+        tok = args.token
+        if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            return {"names": self.zones, "zoneIds": self.zone_ids, "id": self.region}, []
+        if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
+            rid = str(args.args.get("id"))
+            return {"id": rid, "capacityBlockId": rid, **CAPACITY_BLOCKS.get(rid, SCHEDULED_BLOCK)}, []
+        if tok == "aws:ec2/getSubnet:getSubnet":
+            sid = str(args.args.get("id"))
+            name, zone_id = self.subnet_zone(sid)
+            return {"id": sid, "availabilityZone": name, "availabilityZoneId": zone_id}, []
+        if tok == "aws:index/getPartition:getPartition":
+            suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
+            return {"partition": self.partition, "dnsSuffix": suffix, "reverseDnsPrefix": ".".join(reversed(suffix.split("."))), "id": self.partition}, []
+        if tok == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "accountId": ACCOUNT,
+                "arn": f"arn:{self.partition}:iam::{ACCOUNT}:user/deployer",
+                "userId": "AIDAEXAMPLE",
+                "id": ACCOUNT,
+            }, []
+        if tok == "aws:index/getRegion:getRegion":
+            return {"name": self.region, "region": self.region, "id": self.region, "endpoint": f"ec2.{self.region}.amazonaws.com"}, []
+        if tok == "aws:eks/getAddonVersion:getAddonVersion":
+            return {
+                "addonName": args.args["addonName"],
+                "kubernetesVersion": args.args["kubernetesVersion"],
+                "version": f"v1.0.0-eksbuild.{len(args.args['addonName'])}",
+                "id": args.args["addonName"],
+            }, []
+        raise Exception(f"unmocked invoke {tok}({args.args})")
+
+    def new_resource(self, args: pmocks.MockResourceArgs) -> tuple[Optional[str], dict]:
+        inputs = dict(args.inputs)
+        if self.preview:
+            # Like `pulumi preview` of a new stack: no id, no computed outputs.
+            return "", inputs
+        t, name = args.typ, args.name
+        if t == "pulumi:pulumi:StackReference":
+            ref = str(inputs.get("name"))
+            if ref not in STACK_OUTPUTS:
+                raise Exception(f"no stack {ref} (put its outputs in STACK_OUTPUTS)")
+            return ref, {"name": ref, "outputs": STACK_OUTPUTS[ref], "secretOutputNames": []}
+        rid = f"{name}-{_hex(t + name, 8)}"
+        out = dict(inputs)
+        prefixes = {
+            "aws:ec2/vpc:Vpc": "vpc",
+            "aws:ec2/subnet:Subnet": "subnet",
+            "aws:ec2/securityGroup:SecurityGroup": "sg",
+            "aws:ec2/internetGateway:InternetGateway": "igw",
+            "aws:ec2/natGateway:NatGateway": "nat",
+            "aws:ec2/eip:Eip": "eipalloc",
+            "aws:ec2/routeTable:RouteTable": "rtb",
+            "aws:ec2/launchTemplate:LaunchTemplate": "lt",
+            "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce",
+            "aws:efs/fileSystem:FileSystem": "fs",
+            "aws:efs/mountTarget:MountTarget": "fsmt",
+            "aws:fsx/lustreFileSystem:LustreFileSystem": "fs",
+            "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "dra",
+        }
+        if t in prefixes:
+            rid = f"{prefixes[t]}-{_hex(t + name)}"
+        if args.resource_id:  # Resource.get: an existing resource read by id
+            rid = args.resource_id
+        if t == "aws:iam/role:Role":
+            rid = inputs.get("name") or name
+            out["arn"] = f"arn:{self.partition}:iam::{ACCOUNT}:role/{rid}"
+            out["name"] = rid
+        elif t == "aws:kms/key:Key":
+            rid = f"{_hex(name, 8)}-{_hex(name + '1', 4)}-{_hex(name + '2', 4)}"
+            out.update(keyId=rid, arn=f"arn:{self.partition}:kms:{self.region}:{ACCOUNT}:key/{rid}")
+        elif t == "aws:ec2/launchTemplate:LaunchTemplate":
+            out.update(latestVersion=1, defaultVersion=1, arn=f"arn:{self.partition}:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}")
+        elif t == "aws:eks/nodeGroup:NodeGroup":
+            ng = (inputs.get("nodeGroupNamePrefix") or name) + "20261121000000000000000001"
+            out.update(
+                nodeGroupName=ng,
+                arn=f"arn:{self.partition}:eks:{self.region}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x",
+                status="ACTIVE",
+                resources=[{"autoscalingGroups": [{"name": f"eks-{ng}-{_hex(ng, 8)}"}], "remoteAccessSecurityGroupId": ""}],
+            )
+            rid = f"{inputs.get('clusterName')}:{ng}"
+        elif t == "aws:fsx/lustreFileSystem:LustreFileSystem":
+            # What FSx reports for an AVAILABLE file system (DescribeFileSystems).
+            out.update(
+                arn=f"arn:{self.partition}:fsx:{self.region}:{ACCOUNT}:file-system/{rid}",
+                dnsName=f"{rid}.fsx.{self.region}.amazonaws.com",
+                mountName=_hex(rid + "mount", 8),
+                networkInterfaceIds=[f"eni-{_hex(rid + 'eni' + str(i))}" for i in range(2)],
+                ownerId=ACCOUNT,
+                fileSystemTypeVersion=inputs.get("fileSystemTypeVersion", "2.15"),
+            )
+        elif t == "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation":
+            out.update(
+                associationId=rid,
+                arn=f"arn:{self.partition}:fsx:{self.region}:{ACCOUNT}:association/{inputs.get('fileSystemId')}/{rid}",
+            )
+        elif t == "aws:eks/addon:Addon":
+            rid = f"{inputs.get('clusterName')}:{inputs.get('addonName')}"
+            out["arn"] = f"arn:{self.partition}:eks:{self.region}:{ACCOUNT}:addon/{rid}"
+        elif t == "eks:index:Cluster":
+            cname = inputs.get("name", name)
+            kubeconfig = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": cname, "cluster": {"server": f"https://{_hex(cname, 32).upper()}.gr7.{self.region}.eks.amazonaws.com"}}],
+                "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token", "--cluster-name", cname]}}}],
+            }
+            out.update(
+                kubeconfig=kubeconfig,
+                kubeconfigJson=json.dumps(kubeconfig),
+                clusterSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
+                nodeSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
+                oidcProviderArn=f"arn:{self.partition}:iam::{ACCOUNT}:oidc-provider/oidc.eks.{self.region}.amazonaws.com/id/{_hex(cname, 32).upper()}",
+                oidcIssuer=f"https://oidc.eks.{self.region}.amazonaws.com/id/{_hex(cname, 32).upper()}",
+            )
+            rid = ""
+        elif t.startswith("kubernetes:") and "metadata" in inputs:
+            md = dict(inputs.get("metadata") or {})
+            md.setdefault("uid", _hex(name, 32))
+            out["metadata"] = md
+            rid = f"{md.get('namespace', '')}/{md.get('name', name)}".lstrip("/")
+        elif t == "kubernetes:helm.sh/v3:Release":
+            out["status"] = {"status": "deployed", "version": 1, "namespace": inputs.get("namespace"), "name": inputs.get("name")}
+            rid = f"{inputs.get('namespace')}/{inputs.get('name')}"
+        elif t == "aws:ec2/placementGroup:PlacementGroup":
+            rid = f"{name}-{_hex(name, 7)}"
+            out.update(name=rid, placementGroupId=f"pg-{_hex(name)}")
+        elif t == "aws:ecr/repository:Repository":
+            repo = inputs.get("name") or f"{name}-{_hex(name, 7)}"
+            rid = repo
+            out.update(
+                name=repo,
+                repositoryUrl=f"{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com/{repo}",
+                arn=f"arn:{self.partition}:ecr:{self.region}:{ACCOUNT}:repository/{repo}",
+                registryId=ACCOUNT,
+            )
+        elif t == "aws:s3/bucket:Bucket":
+            rid = inputs.get("bucket") or f"{name}-{_hex(name, 7)}"
+            out.update(bucket=rid, arn=f"arn:{self.partition}:s3:::{rid}")
+        elif t in ("aws:codebuild/project:Project", "aws:cloudwatch/logGroup:LogGroup"):
+            rid = inputs.get("name") or f"{name}-{_hex(name, 7)}"
+            out["name"] = rid
+        elif t.startswith("pulumi-python:dynamic/") and "image_tag" in inputs:
+            # What ImageBuild's create returns after a real build and push.
+            digest = "sha256:" + hashlib.sha256(str(inputs["image_tag"]).encode()).hexdigest()
+            repo_url = inputs.get("repository_url", f"{ACCOUNT}.dkr.ecr.{self.region}.amazonaws.com/unknown")
+            out.update(
+                image_digest=digest,
+                image_uri=f"{repo_url}@{digest}",
+                build_id=f"build:{inputs['image_tag']}",
+                log_link=f"https://console.aws.amazon.com/cloudwatch/home?region={self.region}#logsV2:log-groups",
+            )
+            rid = str(inputs["image_tag"])
+        if "arn" not in out and t.startswith("aws:"):
+            out["arn"] = f"arn:{self.partition}:{t.split(':')[1].split('/')[0]}:{self.region}:{ACCOUNT}:{rid}"
+        if t == "aws:ec2/subnet:Subnet":
+            out.setdefault("availabilityZone", inputs.get("availabilityZone"))
+        return rid, out
+
+
+@dataclass
+class Evaluation:
+    """What one evaluation of the program registered and exported (``error``: what it raised, with
+    ``expect_error``)."""
+
+    registrations: list[Registration]
+    outputs: dict[str, Any]
+    invokes: list[tuple[str, dict[str, Any]]]
+    error: Optional[BaseException] = None
+    reads: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def evaluate(
+    stack: str,
+    config: Mapping[str, Any],
+    *,
+    preview: bool = False,
+    main: Path = REPO / "__main__.py",
+    expect_error: bool = False,
+    project: str = PROJECT,
+    project_dir: Path = REPO,
+) -> Evaluation:
+    """Evaluate ``main`` for ``stack`` with ``config`` (the configuration ``pulumi up`` would pass: keys
+    ``<namespace>:<key>``) under the mocks; ``project`` is the Pulumi project's name, ``project_dir`` the folder the
+    program runs in (that of its Pulumi.yaml, where the folders a stack names are: image contexts, code). The program
+    raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`)."""
+    cfg = dict(config)
+    from stacks.stackfile import use_stack_config  # the program's package is imported when a program runs
+
+    use_stack_config(cfg)
+    mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)))
+    monitor = RecordingMonitor(mocks)
+    # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.
+    pulumi.runtime.settings.ROOT.set(None)
+    pmocks.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    settings = pulumi.runtime.settings.SETTINGS
+    settings.rpc_manager.clear()
+    settings.outputs.clear()
+
+    exported: dict[str, Any] = {}
+
+    def program() -> None:
+        cwd = os.getcwd()
+        sys.path.insert(0, str(REPO))
+        os.chdir(project_dir)
+        try:
+            runpy.run_path(str(main), run_name="__main__")
+        finally:
+            os.chdir(cwd)
+            sys.path.remove(str(REPO))
+
+    error: Optional[BaseException] = None
+    try:
+        _sync_await(run_pulumi_func(program))
+    except BaseException as exc:  # noqa: BLE001 - reported to the caller
+        if not expect_error:
+            raise
+        error = exc
+    root = pulumi.runtime.settings.get_root_resource()
+    if error is None and root is not None:
+        for k, v in (getattr(root, "outputs", None) or {}).items():
+            exported[k] = v
+    return Evaluation(list(monitor.registrations), exported, list(mocks.invokes), error, list(monitor.reads))
+
+
+def resolve(value: Any) -> Any:
+    """Resolve an Output (or plain value) to a plain value after an evaluation."""
+    if isinstance(value, pulumi.Output):
+        return _sync_await(value.future())
+    return value

@@ -1,0 +1,195 @@
+"""``python -m stacks.rehearse --stack NAME``: rehearse a stack on a simulated cluster before paying for a real one.
+
+1. The stack file is read and validated as ``pulumi up`` would (``python -m stacks.plan`` shows the same); a bad one
+   prints one message naming the key and the fix, and exits 2 before any box exists.
+2. The Pulumi program is evaluated offline under the project's Pulumi mocks (:mod:`stacks.mocked`; nothing talks to
+   AWS, preflight is not run) to get everything it registers and exports.
+3. A fresh cluster in a box (:mod:`stacks.box`: a real kube-apiserver, scheduler and controller manager, simulated
+   kwok nodes) gets one node per desired node of each of the plan's groups, built or reused from the pinned binaries.
+4. The rehearsal (:mod:`stacks.box.rehearse`) applies the stack's Kubernetes objects as ``pulumi up`` would and runs
+   its jobs through the real Job controller, the real MPI Operator and the real Kueue, with pods that run for a short
+   time (``--run-ms``) and exit 0.
+5. It prints the timeline (what was applied when, where each pod ran, what waited and why: the scheduler's reason for
+   every Pending pod, Kueue's Workload condition for every queued job), each job's outcome and duration, and the
+   box's kubeconfig with the stack's ``waitCommand``/``logsCommand`` outputs rewritten to run against the box.
+
+Exit status: 0 when every job completed, 1 when the rehearsal failed (the message names what waits and why), 2 on a
+bad stack file. ``--keep`` leaves the box (and the operators it runs) up for ``kubectl --kubeconfig``; bring it down
+with ``python -m stacks.box down --name <name>``. Otherwise the operators are stopped (by pid, waited for) and the box
+is deleted.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+
+from stacks.cli import add_stack_options, command, parser_for
+from stacks.stackfile import StackLoadError, plan_stack, project_name, read_stack_config
+
+if TYPE_CHECKING:
+    from stacks.mocked import Evaluation
+    from stacks.plan import Plan
+
+#: Commands of the stack's outputs that work against the box (per job, ``outputs.jobs.<job>``).
+JOB_COMMANDS = ("waitCommand", "logsCommand")
+
+
+def box_command(command: str, kubectl: Path, kubeconfig: Path) -> str:
+    """``command`` (a shell line of the stack's outputs) with every ``kubectl`` it runs pointed at the box: the box's
+    own kubectl with ``--kubeconfig``."""
+    own = f"{shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))}"
+    return re.sub(r"(^|[;&|]\s*)kubectl(?=\s)", lambda m: m.group(1) + own, command)
+
+
+def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) -> dict[str, dict[str, str]]:
+    """job -> {output name: the command against the box} for every job the stack exports."""
+    from stacks.mocked import resolve
+
+    jobs = resolve(outputs.get("jobs")) or {}
+    out: dict[str, dict[str, str]] = {}
+    for job, values in sorted(jobs.items()):
+        out[job] = {k: box_command(str(resolve(values[k])), kubectl, kubeconfig) for k in JOB_COMMANDS if k in values}
+    return out
+
+
+def evaluate_stack(stack: str, stack_file: Optional[Path]) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
+    """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); raises
+    :class:`StackLoadError` for a bad stack file."""
+    from stacks.mocked import evaluate
+
+    config, plan = plan_stack(stack, stack_file)
+    path, _ = read_stack_config(stack, stack_file)
+    project = project_name(path)
+    cfg = dict(config)
+    # Preflight checks the AWS account (quotas, zones, reservations): there is none here.
+    cfg[f"{project}:preflight"] = {**(cfg.get(f"{project}:preflight") or {}), "enabled": False}
+    folder = path.parent.resolve()
+    main = folder / "__main__.py"
+    kwargs: dict[str, Any] = {"project": project, "project_dir": folder}
+    if main.is_file():
+        kwargs["main"] = main
+    return config, plan, evaluate(stack, cfg, **kwargs)
+
+
+@command
+def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
+    from stacks.box.cluster import default_workdir
+
+    parser = parser_for(
+        "rehearse", prog,
+        "Run a stack's Kubernetes objects and jobs on a real control plane with simulated nodes "
+        "(the cluster in a box), and print what ran where, what waited and why, and each job's outcome.")
+    add_stack_options(parser, stack_help="the stack to rehearse")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds the jobs have to complete (default 300)")
+    parser.add_argument("--run-ms", type=int, default=1000,
+                        help="how long each job's pods run before they exit 0, in milliseconds (default 1000)")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the box and its operators up (bring it down with python -m stacks.box down "
+                             "--name NAME)")
+    parser.add_argument("--name", help="the box's name (default rehearse-<stack>)")
+    parser.add_argument("--workdir", type=Path, default=default_workdir(),
+                        help=f"folder of the boxes' state (default {default_workdir()})")
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    if args.run_ms <= 0 or args.timeout <= 0:
+        parser.error("--run-ms and --timeout must be positive")
+    try:
+        config, plan, evaluation = evaluate_stack(args.stack, args.stack_file)
+    except StackLoadError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the program itself failed: say so in one line, as pulumi up would
+        print(f"error: the program failed for stack {args.stack} under the offline mocks: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return rehearse(args.stack, config, plan, evaluation, name=args.name or f"rehearse-{args.stack}",
+                    workdir=args.workdir, timeout_s=args.timeout, run_ms=args.run_ms, keep=args.keep, log=log)
+
+
+def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "Evaluation", *, name: str,
+             workdir: Path, timeout_s: float, run_ms: int, keep: bool, log: Callable[[str], None]) -> int:
+    """Steps 3-5 of the module docstring; returns the exit status."""
+    from stacks.box import build as box_build
+    from stacks.box import operators
+    from stacks.box.cli import create_nodes
+    from stacks.box.cluster import Box, BoxError
+    from stacks.box.devices import Registrar
+    from stacks.box.nodes import plan_nodes
+    from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
+    from stacks.box.timeline import Recorder, report
+
+    steps = steps_of(evaluation.registrations)
+    if not steps:
+        print(f"stack {stack} registers no Kubernetes object: nothing to rehearse", file=sys.stderr)
+        return 1
+    try:
+        binaries = box_build.build(log=log)
+    except box_build.BoxBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    box = Box(name=name, workdir=workdir, binaries=binaries)
+    nodes = plan_nodes(plan, str(config.get("aws:region") or "us-east-1"))
+    rehearsal: Optional[Rehearsal] = None
+    status, failure = 0, ""
+    try:
+        operators.stop_recorded(box)  # a kept box of the same name: its operators go with it
+        start = time.monotonic()
+        box.up()
+        create_nodes(box, nodes)
+        log(f"box {name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; rehearsing {stack}")
+        rehearsal = Rehearsal(box, steps, default_run_ms=run_ms)
+        recorder = Recorder(box, rehearsal.start)
+        try:
+            with Registrar(box) as registrar, recorder:
+                rehearsal.run(binaries, timeout_s=timeout_s)
+            if registrar.error is not None:
+                raise BoxError(f"registering the device plugins' devices failed: {registrar.error}")
+        except RehearsalError as exc:
+            status, failure = 1, str(exc)
+        print(f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
+              f"({', '.join(f'{g.name}: {g.desired_size}' for g in plan.all_groups)})\n")
+        print(report(rehearsal, recorder))
+        print()
+        if recorder.error is not None:
+            print(f"note: the timeline may miss events after this error reading the box: {recorder.error}")
+        if failure:
+            print(f"FAILED: {failure.split(chr(10) + 'timeline:')[0]}")
+        else:
+            print(f"Every job completed ({len(rehearsal.jobs)}).")
+        kubectl, kubeconfig = binaries["kubectl"], box.kubeconfig
+        if keep:
+            print(f"\nThe box is up: {shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))} "
+                  f"get pods -A\nBring it down: python -m stacks.box down --name {name} --workdir "
+                  f"{shlex.quote(str(workdir))}")
+            for job, commands in job_commands(evaluation.outputs, kubectl, kubeconfig).items():
+                for key, command in commands.items():
+                    print(f"  {job} {key}: {command}")
+        else:
+            print("\nThe box is brought down (--keep leaves it up, with each job's waitCommand and logsCommand "
+                  "pointed at it).")
+    except BoxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        status = 1
+    finally:
+        if keep and rehearsal is not None and box.home.exists():
+            operators.record(box, rehearsal)
+        else:
+            if rehearsal is not None:
+                rehearsal.stop_operator()
+            box.down()
+    return status
+
+
+if __name__ == "__main__":
+    from stacks.cli import alias
+
+    alias("rehearse")
