@@ -292,6 +292,7 @@ class FleetObservability(pulumi.ComponentResource):
         cluster_name = args["cluster_name"]
         region = args["region"]
         partition = current_partition(self)
+        addon: Optional[aws.eks.Addon] = None
         if args["metrics"]:
             signals = bool(args.get("application_signals"))
             policies = [OBSERVABILITY_POLICY, *([APPLICATION_SIGNALS_POLICY] if signals else [])]
@@ -320,7 +321,7 @@ class FleetObservability(pulumi.ComponentResource):
                 )
                 for suffix in CONTAINER_INSIGHTS_LOG_GROUPS
             ]
-            aws.eks.Addon(
+            addon = aws.eks.Addon(
                 f"{name}-addon",
                 cluster_name=args["cluster"],
                 addon_name=OBSERVABILITY_ADDON,
@@ -423,7 +424,9 @@ class FleetObservability(pulumi.ComponentResource):
                     alarm_actions=actions,
                     ok_actions=actions,
                     tags=tags,
-                    opts=child,
+                    # after the add-on (its agent starts publishing then): created earlier it would report the
+                    # missing data of a stack still being built
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[addon] if addon is not None else []),
                 )
                 self.alarm_names.append(pipeline)
         self.register_outputs({"dashboard_url": self.dashboard_url, "alarm_topic_arn": self.alarm_topic_arn})

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks.config.errors import key
+from stacks.environment import region_name
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
 from stacks.workloads import JobTarget, build_jobs
@@ -29,8 +30,15 @@ class JobsOnlyError(Exception):
     """The referenced stack does not have what this stack's config says (raised at deploy)."""
 
 
-def team_of(plan: Plan, reference: str, team: str, teams: Mapping[str, Any], groups: Mapping[str, Any]) -> dict[str, Any]:
-    """``team``'s entry of the referenced stack's ``teams`` output, after checking the node groups of the jobs."""
+def team_of(plan: Plan, reference: str, team: str, teams: Mapping[str, Any], groups: Mapping[str, Any],
+            region: Any = None, own_region: Any = None) -> dict[str, Any]:
+    """``team``'s entry of the referenced stack's ``teams`` output, after checking the node groups of the jobs and
+    that this stack deploys in the cluster's region (its jobs' roles and Pod Identity associations name the cluster
+    there; the kubeconfig alone would reach it from anywhere)."""
+    if region is not None and own_region is not None and region != own_region:
+        raise JobsOnlyError(
+            f"aws:region: {own_region!r} is not the region of the referenced stack {reference}'s cluster ({region!r}): "
+            f"the jobs' Pod Identity associations are made in the cluster's region; set aws:region to {region}")
     if not teams or team not in teams:
         known = ", ".join(sorted(teams or {})) or "none: it has no teams"
         raise JobsOnlyError(
@@ -59,10 +67,13 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
     assert reference is not None and team is not None  # the config rules
     ref = pulumi.StackReference(f"{cfg.cluster_name}-cluster", stack_name=reference)
 
-    def check(values: list[Any]) -> dict[str, Any]:
-        return team_of(plan, reference, team, values[0], values[1])
+    own_region = region_name()
 
-    mine = pulumi.Output.all(ref.get_output("teams"), ref.get_output("nodeGroupPlacement")).apply(check)
+    def check(values: list[Any]) -> dict[str, Any]:
+        return team_of(plan, reference, team, values[0], values[1], values[2], own_region)
+
+    mine = pulumi.Output.all(ref.get_output("teams"), ref.get_output("nodeGroupPlacement"),
+                             ref.get_output("region")).apply(check)
     provider = k8s.Provider(f"{cfg.cluster_name}-k8s", kubeconfig=ref.require_output("kubeconfig"),
                             enable_server_side_apply=True, delete_unreachable=True)
     namespace = mine.apply(lambda t: str(t["namespace"]))

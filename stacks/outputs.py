@@ -7,7 +7,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.conventions import JOB_LABEL
-from stacks.environment import Environment
+from stacks.environment import Environment, region_name
 from stacks.plan import Plan
 from stacks.workloads import Workloads
 
@@ -52,7 +52,8 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, A
 def teams_outputs(env: Environment) -> dict[str, Any]:
     """What a team's jobs-only stack reads (:mod:`stacks.jobs_only`): per team its namespace, LocalQueue,
     ClusterQueue and claim (``teams``); the node groups' instance types and maxSize its jobs are placed by
-    (``nodeGroupPlacement``). Without teams: nothing."""
+    (``nodeGroupPlacement``); the cluster's region (``region``: the jobs' Pod Identity associations and roles are made
+    there). Without teams: nothing."""
     a = env.plan.admission
     w: Optional[Workloads] = env.workloads
     if a is None or not a.teams or w is None or w.admission is None:
@@ -64,6 +65,7 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
                            "nodes": dict(t.nodes), "mayBorrow": t.may_borrow, "mayLend": t.may_lend}
                   for t in a.teams},
         "nodeGroupPlacement": placement_of(env.plan),
+        "region": region_name(),
     }
 
 

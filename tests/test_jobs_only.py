@@ -104,6 +104,18 @@ def test_a_team_the_referenced_stack_does_not_have_fails_the_deployment_naming_t
     assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
 
 
+def test_a_jobs_only_stack_in_another_region_than_the_cluster_fails_the_deployment(cluster) -> None:
+    """Its jobs' Pod Identity associations name the cluster in the stack's own region: elsewhere EKS would not find
+    it, after the images were built."""
+    assert STACK_OUTPUTS[REFERENCE]["region"] == _config("shared")["aws:region"]
+    config = _config("vision")
+    config["aws:region"] = "us-west-2"
+    program = run_program("vision", config=config, expect_error=True)
+    assert program.error is not None and "aws:region: 'us-west-2' is not the region of the referenced stack " \
+        f"{REFERENCE}'s cluster ('us-east-1')" in str(program.error), repr(program.error)
+    assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
+
+
 def test_node_groups_that_differ_from_the_cluster_stacks_fail_the_deployment(cluster) -> None:
     config = _config("vision")
     config[f"{PROJECT}:nodeGroups"] = {"gpu": {**config[f"{PROJECT}:nodeGroups"]["gpu"], "maxSize": 4}}
@@ -130,6 +142,26 @@ def test_a_jobs_only_config_that_would_make_a_cluster_is_refused_offline(change,
     program = run_program("vision", config=config, expect_error=True)
     assert isinstance(program.error, ConfigError) and fragment in str(program.error), repr(program.error)
     assert program.registrations == []
+
+
+@pytest.mark.parametrize("depth, refused", [(9, False), (10, True)])
+def test_a_jobs_only_job_past_the_cluster_stacks_priority_stages_is_refused(cluster, depth: int, refused: bool) -> None:
+    """The cluster stack makes the priority classes of stages 0..9 for its teams; a job waiting through 10 levels of
+    `after` would name a class that does not exist, and Kueue would never create its Workload."""
+    from stacks.plan.admission import TEAM_STAGES
+
+    assert depth == TEAM_STAGES - 1 + int(refused)
+    config = _config("vision")
+    config[f"{PROJECT}:jobs"] = {f"s{i}": {"kind": "command", "nodeGroup": "system", "command": ["true"],
+                                           **({"after": [f"s{i - 1}"]} if i else {})} for i in range(depth + 1)}
+    config.pop(f"{PROJECT}:datasets", None)
+    program = run_program("vision", config=config, expect_error=refused)
+    if refused:
+        assert isinstance(program.error, ConfigError), repr(program.error)
+        assert f"eks-training:jobs.s{depth}.after: the job waits through {depth} levels of jobs" in str(program.error)
+        assert "s9.after" not in str(program.error) and program.registrations == []
+    else:
+        assert program.error is None, program.error
 
 
 def test_a_team_without_a_reference_is_refused() -> None:

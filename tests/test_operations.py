@@ -370,6 +370,8 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
         assert frozenset(pipeline.inputs["dimensions"]) in CONTAINER_INSIGHTS_METRICS["cluster_node_count"].dimension_sets
         assert pipeline.inputs["dimensions"] == {"ClusterName": cluster}
         assert pipeline.inputs["treatMissingData"] == "breaching"
+        (addon,) = [r for r in p.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "amazon-cloudwatch-observability"]
+        assert addon.urn in pipeline.dependencies, "created before the agent runs, it would report a stack being built"
         assert pipeline.inputs["comparisonOperator"] == "LessThanThreshold" and pipeline.inputs["threshold"] == 1
         assert pipeline.inputs["period"] * pipeline.inputs["evaluationPeriods"] <= ALARM_MAX_EVALUATION_SECONDS
         system_min = (stack_config(stack).get(f"{PROJECT}:systemNodeGroup") or {}).get("minSize", 2)

@@ -277,6 +277,19 @@ def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
     return problems
 
 
+def beyond_team_stages(plan: "Plan") -> list[str]:
+    """A jobs-only stack's jobs use the priority classes the cluster stack made, stages 0..TEAM_STAGES-1: a job that
+    waits through more levels of ``after`` names a class that does not exist, and Kueue creates no Workload for it
+    (``GetPriorityFromWorkloadPriorityClass`` fails, kubernetes-sigs/kueue v0.17.0
+    pkg/controller/jobframework/reconciler.go): it would stay suspended for ever."""
+    if plan.config.cluster.stack_reference is None:
+        return []
+    return [f"{key(f'jobs.{name}.after')}: the job waits through {stage(plan.jobs, name)} levels of jobs; a jobs-only "
+            f"stack's jobs may wait through at most {TEAM_STAGES - 1} (the cluster stack makes the priority classes of "
+            f"stages 0-{TEAM_STAGES - 1}): Kueue would never queue it; shorten the chain"
+            for name in plan.jobs if stage(plan.jobs, name) >= TEAM_STAGES]
+
+
 def idle_teams(admission: AdmissionPlan) -> list[str]:
     """Teams that may not borrow and whose share is no whole node of any worker group: their jobs could never run on
     one (Kueue would keep them waiting for ever)."""
