@@ -48,6 +48,8 @@ NODE_ROLE_POLICIES: Mapping[str, str] = {
 }
 #: EKS access policy given to ``admin_role_arns``.
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+#: EKS access policy given to ``namespace_members``, scoped to their namespace.
+NAMESPACE_ADMIN_POLICY = "AmazonEKSAdminPolicy"
 #: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 LATE_ADDONS = ("coredns", "metrics-server", NODE_MONITORING_ADDON)
@@ -83,6 +85,17 @@ class SystemNodeGroupSpec(TypedDict):
     """Names of the host-side facts the system nodes must have (``TrainingNodeGroupArgs.host_setup``). Default none."""
 
 
+class NamespaceMemberArgs(TypedDict):
+    """An IAM role with access to one namespace only (see ``TrainingClusterArgs.namespace_members``)."""
+
+    principal_arn: str
+    """The IAM role."""
+    namespace: str
+    """The namespace the access policy is scoped to."""
+    kubernetes_group: str
+    """The Kubernetes group the access entry puts the role in."""
+
+
 class TrainingClusterArgs(TypedDict):
     """Inputs of :class:`TrainingCluster`."""
 
@@ -110,6 +123,9 @@ class TrainingClusterArgs(TypedDict):
     """Retention of the control-plane log group, in days (a CloudWatch retention value). Default 30."""
     admin_role_arns: NotRequired[Sequence[str]]
     """IAM roles that get cluster-admin access entries."""
+    namespace_members: NotRequired[Sequence["NamespaceMemberArgs"]]
+    """IAM roles that get access entries scoped to one namespace (a team's members): the AmazonEKSAdminPolicy there
+    and a Kubernetes group of their own (bound by the caller to what else they need in that namespace)."""
     log_types: NotRequired[Sequence[str]]
     """Control-plane log types sent to CloudWatch. Default api, audit, authenticator."""
     service_cidr: NotRequired[str]
@@ -209,6 +225,20 @@ class TrainingCluster(pulumi.ComponentResource):
             }
             for i, arn in enumerate(args.get("admin_role_arns") or [])
         }
+        for i, member in enumerate(args.get("namespace_members") or []):
+            # AmazonEKSAdminPolicy scoped to a namespace: Kubernetes' admin ClusterRole there (workloads, services,
+            # network policies, roles and bindings), nothing cluster-wide
+            # (https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html)
+            access_entries[f"member-{i}"] = {
+                "principal_arn": member["principal_arn"],
+                "kubernetes_groups": [member["kubernetes_group"]],
+                "access_policies": {
+                    "namespace-admin": {
+                        "policy_arn": partition.apply(lambda p: eks_access_policy_arn(p, NAMESPACE_ADMIN_POLICY)),
+                        "access_scope": {"type": "namespace", "namespaces": [member["namespace"]]},
+                    }
+                },
+            }
         log_types = list(args.get("log_types") or ["api", "audit", "authenticator"])
         log_group = aws.cloudwatch.LogGroup(
             f"{name}-control-plane-logs",

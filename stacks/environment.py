@@ -186,6 +186,9 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         "endpoint_public_access": c.endpoint_public_access,
         "log_retention_days": c.log_retention_days,
         "admin_role_arns": c.admin_role_arns,
+        "namespace_members": [{"principal_arn": arn, "namespace": t.namespace, "kubernetes_group": t.kubernetes_group}
+                              for t in (plan.admission.teams if plan.admission is not None else ())
+                              for arn in t.member_role_arns],
         "log_types": list(c.log_types),
         "create_oidc_provider": c.create_oidc_provider,
         "addon_versions": {k: v for k, v in c.addon_versions.items() if k not in (*STORAGE_ADDONS, OBSERVABILITY_ADDON)},

@@ -11,7 +11,10 @@ Per team:
 - a **claim of the shared file system** (``storage.pvcName`` in the team's namespace, of the EFS StorageClass, which
   makes a directory per claim, ``/dynamic/<namespace>/<claim>``: the team's jobs see their own directory, not the
   stack's or another team's);
-- its **LocalQueue** and **ClusterQueue** in the cohort (:class:`components.admission.Admission`).
+- its **LocalQueue** and **ClusterQueue** in the cohort (:class:`components.admission.Admission`);
+- for its members (``teams.<name>.memberRoleArns``, whose access entries put them in the team's Kubernetes group with
+  EKS's admin access policy scoped to the namespace): a **RoleBinding** of that group to :data:`MEMBER_ROLE`, what the
+  admin role lacks for the team's jobs (MPIJobs; reading Kueue's Workloads and LocalQueues for ``waitCommand``).
 
 A job's service account and Pod Identity association are the job's own (made with the job, in its namespace).
 """
@@ -25,10 +28,19 @@ from components.storage import EfsStorage
 from components.workloads import TrainingNetworkPolicies
 from stacks.environment import Environment
 
+#: The ClusterRole of :data:`MEMBER_ROLE_RULES`.
+MEMBER_ROLE = "eks-training-team-member"
 #: The label on a team's namespace naming the team.
 TEAM_LABEL = "eks-training/team"
 #: Pod Security Standard the namespaces of jobs enforce (as the training namespace does).
 POD_SECURITY = {"pod-security.kubernetes.io/enforce": "baseline"}
+#: The ClusterRole bound in a team's namespace to its members' group: the custom resources a jobs-only stack makes or
+#: reads (Kubernetes' admin role covers the built-in kinds; these CRDs' own roles are not aggregated into it).
+MEMBER_ROLE_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
+    {"api_groups": ["kubeflow.org"], "resources": ["mpijobs", "mpijobs/status"],
+     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": ["get", "list", "watch"]},
+]
 
 
 @dataclass
@@ -49,6 +61,14 @@ def build_team_namespaces(env: Environment) -> dict[str, TeamNamespace]:
     storage = env.storage.component
     assert isinstance(storage, EfsStorage), "teams need the EFS backend (checked by the config loader)"
     out: dict[str, TeamNamespace] = {}
+    member_role = None
+    if any(t.member_role_arns for t in plan.admission.teams):
+        member_role = k8s.rbac.v1.ClusterRole(
+            f"{cfg.cluster_name}-team-member-role",
+            metadata={"name": MEMBER_ROLE, "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
+            rules=MEMBER_ROLE_RULES,
+            opts=env.k8s_opts,
+        )
     for team in plan.admission.teams:
         base = f"{cfg.cluster_name}-team-{team.name}"
         ns = k8s.core.v1.Namespace(
@@ -69,5 +89,14 @@ def build_team_namespaces(env: Environment) -> dict[str, TeamNamespace]:
             },
             opts=env.k8s_opts,
         )
+        if member_role is not None and team.member_role_arns:
+            k8s.rbac.v1.RoleBinding(
+                f"{base}-members",
+                metadata={"name": "eks-training-team-members", "namespace": policies.namespace},
+                role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                          "name": member_role.metadata.name},
+                subjects=[{"kind": "Group", "name": team.kubernetes_group, "api_group": "rbac.authorization.k8s.io"}],
+                opts=env.k8s_opts,
+            )
         out[team.name] = TeamNamespace(namespace=policies.namespace, pvc_name=pvc.metadata.name, policies=policies)
     return out

@@ -167,6 +167,35 @@ def test_bad_teams_are_refused_before_anything_is_registered(teams, fragments) -
     assert p.registrations == []
 
 
+def test_a_teams_members_get_its_namespace_and_nothing_else(g5_teams) -> None:
+    """Members of a team (not cluster admins) must reach the cluster to deploy the team's jobs-only stack: an access
+    entry with EKS's admin policy scoped to the team's namespace and the team's Kubernetes group, which is bound there
+    to the custom resources the jobs-only stack makes and reads. Without members: no access entry, no binding."""
+    arn = "arn:aws:iam::123456789012:role/VisionTeam"
+    teams = {**TEAMS, "vision": {**TEAMS["vision"], "memberRoleArns": [arn]}}
+    p = run_program("g5", config=_with_teams("g5", teams))
+    (entry,) = p.one("eks:index:Cluster").inputs["accessEntries"].values()
+    assert entry["principalArn"] == arn and entry["kubernetesGroups"] == ["eks-training-team-vision"]
+    (policy,) = entry["accessPolicies"].values()
+    assert policy["policyArn"].endswith(":cluster-access-policy/AmazonEKSAdminPolicy")
+    assert policy["accessScope"] == {"type": "namespace", "namespaces": ["vision"]}
+    (binding,) = [b for b in _objects(p, "RoleBinding") if b["metadata"]["name"] == "eks-training-team-members"]
+    assert binding["metadata"]["namespace"] == "vision"
+    assert binding["subjects"] == [{"kind": "Group", "name": "eks-training-team-vision",
+                                    "apiGroup": "rbac.authorization.k8s.io"}]
+    (role,) = [r for r in _objects(p, "ClusterRole") if r["metadata"]["name"] == binding["roleRef"]["name"]]
+    granted = {(g, res, v) for rule in role["rules"] for g in rule["apiGroups"] for res in rule["resources"]
+               for v in rule["verbs"]}
+    assert {("kubeflow.org", "mpijobs", "create"), ("kueue.x-k8s.io", "workloads", "list")} <= granted
+    assert not any(v in ("create", "delete", "update", "patch") for g, _r, v in granted if g == "kueue.x-k8s.io")
+    assert not g5_teams.one("eks:index:Cluster").inputs.get("accessEntries")
+    assert not [b for b in _objects(g5_teams, "RoleBinding") if b["metadata"]["name"] == "eks-training-team-members"]
+    bad = run_program("g5", config=_with_teams("g5", {"a": {"quotaPercent": 10, "memberRoleArns": ["VisionTeam"]}}),
+                      expect_error=True)
+    assert isinstance(bad.error, ConfigError) and "eks-training:teams.a.memberRoleArns[0]: 'VisionTeam' is not an IAM " \
+        "role ARN" in str(bad.error), bad.error
+
+
 def test_teams_need_the_efs_backend() -> None:
     p = run_program("p5", config=_with_teams("p5"), expect_error=True)
     assert isinstance(p.error, ConfigError) and "eks-training:teams: teams share the cluster's EFS" in str(p.error)

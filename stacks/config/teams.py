@@ -9,10 +9,10 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from stacks.config.base import NAME_RE, Model
-from stacks.config.errors import key
+from stacks.config.base import NAME_RE, ROLE_ARN_RE, Model
+from stacks.config.errors import check, key
 
 #: Longest team name: it names the team's ClusterQueue (``team-<name>``) and LocalQueue.
 TEAM_NAME_MAX = 40
@@ -34,6 +34,18 @@ class TeamConfig(Model):
     """Jobs of the team may use idle quota of the other queues of the cohort (``borrowingLimit`` unset, else 0)."""
     may_lend: bool = True
     """The team's idle quota may be used by the other queues (``lendingLimit`` unset, else 0)."""
+    member_role_arns: list[str] = Field(default_factory=list)
+    """IAM roles of the team's members, who deploy its jobs-only stack: each gets an EKS access entry with the
+    AmazonEKSAdminPolicy scoped to the team's namespace and the Kubernetes group eks-training-team-<name>, which may
+    also create MPIJobs and read Kueue's Workloads there (they also need the IAM rights to create their jobs' roles
+    and Pod Identity associations); default none: only the cluster's admins can deploy the team's stack."""
+
+    @field_validator("member_role_arns")
+    @classmethod
+    def _arns(cls, v: list[str]) -> list[str]:
+        check([(f"[{i}]", f"{arn!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)")
+               for i, arn in enumerate(v) if not ROLE_ARN_RE.match(arn)])
+        return v
 
     def namespace_name(self, team: str) -> str:
         return self.namespace or team

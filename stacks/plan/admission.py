@@ -62,6 +62,8 @@ KIND_OFFSET: Mapping[str, int] = {"health-check": 40, "evaluation": 30, "trainin
 #: With teams, the priority classes exist for the stages 0..TEAM_STAGES-1 of every kind (the teams' jobs-only stacks
 #: use them; their WorkloadPriorityClasses are cluster-scoped, made by the cluster stack).
 TEAM_STAGES = 10
+#: The Kubernetes group of a team's members is this prefix and the team's name.
+TEAM_GROUP_PREFIX = "eks-training-team-"
 #: waitForPodsReady: an admitted job's pods must all run within this (covers a scale-up from zero of GPU nodes,
 #: 3-10 min on EKS, and pulling a multi-GiB training image), else it is evicted and requeued after
 #: ``backoffBase * 2^(n-1)`` seconds (capped at the max). A job ``after`` others is admitted at once when its quota is
@@ -116,6 +118,13 @@ class TeamPlan:
     """Flavor -> resource -> quantity: ``nodes`` times a node's amount."""
     may_borrow: bool
     may_lend: bool
+    member_role_arns: tuple[str, ...] = ()
+    """IAM roles of the team's members (access to the team's namespace, :data:`TEAM_GROUP_PREFIX` + name)."""
+
+    @property
+    def kubernetes_group(self) -> str:
+        """The Kubernetes group of the team's members (their access entries; bound in the team's namespace)."""
+        return f"{TEAM_GROUP_PREFIX}{self.name}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,7 +235,7 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
         teams.append(TeamPlan(
             name=name, path=f"teams.{name}", namespace=t.namespace_name(name), local_queue=name,
             cluster_queue=f"{TEAM_QUEUE_PREFIX}{name}", nodes=nodes, quota=_quota(flavors, nodes),
-            may_borrow=t.may_borrow, may_lend=t.may_lend))
+            may_borrow=t.may_borrow, may_lend=t.may_lend, member_role_arns=tuple(t.member_role_arns)))
     own_nodes = {f.name: f.max_size - sum(t.nodes[f.name] for t in teams) for f in flavors}
     return AdmissionPlan(
         local_queue=LOCAL_QUEUE,
