@@ -29,6 +29,7 @@ from stacks.box.apply import apply_stack
 from stacks.box.cli import create_nodes
 from stacks.box.cluster import Box
 from stacks.box.devices import Registrar
+from stacks.box.poller import Poller
 from stacks.box.manifests import registered_objects
 from stacks.box.nodes import group_nodes, plan_nodes
 from stacks.box.rehearse import EXIT_CODE, RUN_MS, Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
@@ -231,32 +232,12 @@ def _doc(steps, kind: str, name: str) -> dict:
     return next(d for s in steps for d in s.docs if d["kind"] == kind and d["metadata"]["name"] == name)
 
 
-class _Watch:
+class _Watch(Poller):
     """``poll()`` every 0.2 s in a thread while a rehearsal runs (``with _Watch(box, poll): ...``)."""
 
     def __init__(self, box, poll) -> None:
-        import threading
-
-        self.poll, self.error = poll, None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.poll()
-            except Exception as exc:  # noqa: BLE001 - reported by the test
-                self.error = exc
-                return
-            self._stop.wait(0.2)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__(0.2)
+        self.poll = poll  # type: ignore[method-assign]
 
 
 def _bound_workers(box) -> dict[str, set[str]]:

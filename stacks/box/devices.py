@@ -12,12 +12,12 @@ node without the devices, and a job needing them Pending, as on EKS.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
+from stacks.box.poller import Poller
 from stacks.box.cluster import Box
 from stacks.box.nodes import DEVICES_ANNOTATION
 
@@ -138,31 +138,17 @@ def register_devices(box: Box) -> list[tuple[str, str]]:
     return done
 
 
-class Registrar:
+class Registrar(Poller):
     """:func:`register_devices` every ``interval_s`` in a thread, while a box runs (``with Registrar(box): ...``)."""
 
     def __init__(self, box: Box, interval_s: float = 0.5) -> None:
-        self.box, self.interval_s = box, interval_s
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        super().__init__(interval_s)
+        self.box = box
         self.registered: list[tuple[str, str]] = []
-        self.error: Optional[BaseException] = None
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.registered += register_devices(self.box)
-            except Exception as exc:  # noqa: BLE001 - reported by stop()
-                self.error = exc
-                return
-            self._stop.wait(self.interval_s)
+    def poll(self) -> None:
+        self.registered += register_devices(self.box)
 
     def __enter__(self) -> "Registrar":
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        super().__enter__()
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()

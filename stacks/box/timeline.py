@@ -12,12 +12,12 @@ operator started, each job's outcome) into the text ``python -m stacks.rehearse`
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from stacks.box.cluster import Box
+from stacks.box.poller import Poller
 from stacks.box.rehearse import HELD
 
 if TYPE_CHECKING:
@@ -118,20 +118,18 @@ def workload_state(wl: Mapping[str, Any]) -> str:
            f"{c.get('message', '')})"
 
 
-class Recorder:
+class Recorder(Poller):
     """Polls ``box`` every ``interval_s`` in a thread (``with Recorder(box, rehearsal.start): ...``); times are seconds
     since ``start`` (a :func:`time.monotonic` value: the rehearsal's)."""
 
     def __init__(self, box: Box, start: float, interval_s: float = 0.5) -> None:
-        self.box, self.start, self.interval_s = box, start, interval_s
+        super().__init__(interval_s)
+        self.box, self.start = box, start
         self.pods: dict[str, PodRecord] = {}
         self.events: list[tuple[float, str]] = []
         #: Job -> its Workload's states in order (time, state).
         self.workloads: dict[str, list[tuple[float, str]]] = {}
-        self.error: Optional[BaseException] = None
         self._live: set[str] = set()
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
 
     def _note(self, t: float, text: str) -> None:
         self.events.append((t, text))
@@ -189,24 +187,12 @@ class Recorder:
             rec.outcome = phase if phase == "Succeeded" else f"Failed ({_failure(pod)})"
             self._note(t, f"pod {rec.ref} ({rec.owner}) {rec.outcome} on {rec.node}")
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.poll()
-            except Exception as exc:  # noqa: BLE001 - reported by the caller (self.error)
-                self.error = exc
-                return
-            self._stop.wait(self.interval_s)
-
     def __enter__(self) -> "Recorder":
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        super().__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join()
+        super().__exit__(*exc)
         try:  # a last look: what ended after the last poll
             self.poll()
         except Exception as exc:  # noqa: BLE001 - the box may be gone; the earlier polls stand
