@@ -23,6 +23,7 @@ from stacks.config.errors import key
 from stacks.environment import region_name
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
+from stacks.plan.admission import flavor_name
 from stacks.workloads import JobTarget, build_jobs
 
 
@@ -55,9 +56,21 @@ def team_of(plan: Plan, reference: str, team: str, teams: Mapping[str, Any], gro
         elif dict(theirs) != mine[name]:
             problems.append(f"{key(path)}: differs from the referenced stack {reference}'s group ({dict(theirs)} there, "
                             f"{mine[name]} here): the jobs would be placed for another fleet; copy its nodeGroups")
+    entry = dict(teams[team])
+    if entry.get("mayBorrow") is False:
+        # Kueue admits a team that may not borrow only within its own quota: a job larger waits for ever
+        own = entry.get("nodes") or {}
+        for name, job in sorted(plan.jobs.items()):
+            have = int(own.get(flavor_name(job.group.name), 0))
+            if job.max_nodes > have:
+                problems.append(
+                    f"{key(f'jobs.{name}.nodes')}: the job needs up to {job.max_nodes} node(s) of "
+                    f"{job.group.name}; team {team} may not borrow and its quota there is {have} node(s) (the "
+                    f"referenced stack {reference}'s teams.{team}): Kueue would never admit it; lower nodes/maxNodes, "
+                    f"or raise the team's quotaPercent or set mayBorrow there")
     if problems:
         raise JobsOnlyError("\n".join(problems))
-    return dict(teams[team])
+    return entry
 
 
 def build_jobs_only(plan: Plan) -> dict[str, Any]:

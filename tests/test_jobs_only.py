@@ -116,6 +116,18 @@ def test_a_jobs_only_stack_in_another_region_than_the_cluster_fails_the_deployme
     assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
 
 
+def test_a_job_larger_than_a_non_borrowing_teams_quota_fails_the_deployment(cluster) -> None:
+    """Team nlp may not borrow and holds 1 GPU node: a 2-node job of its stack would wait for ever in Kueue."""
+    team = STACK_OUTPUTS[REFERENCE]["teams"]["nlp"]
+    assert team["mayBorrow"] is False and team["nodes"]["gpu"] == 1
+    config = _config("vision")
+    config[f"{PROJECT}:cluster"] = {**config[f"{PROJECT}:cluster"], "team": "nlp"}
+    program = run_program("vision", config=config, expect_error=True)
+    assert program.error is not None and "eks-training:jobs.train.nodes: the job needs up to 2 node(s) of gpu; team " \
+        "nlp may not borrow and its quota there is 1 node(s)" in str(program.error), repr(program.error)
+    assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
+
+
 def test_node_groups_that_differ_from_the_cluster_stacks_fail_the_deployment(cluster) -> None:
     config = _config("vision")
     config[f"{PROJECT}:nodeGroups"] = {"gpu": {**config[f"{PROJECT}:nodeGroups"]["gpu"], "maxSize": 4}}
