@@ -211,7 +211,11 @@ def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mut
     _config, plan = plan_stack(stack)
     box = _box(binaries, tmp_path, "run", "kubernetes")
     box.up()
-    create_nodes(box, plan_nodes(plan, "us-east-1", sizes))
+    try:
+        create_nodes(box, plan_nodes(plan, "us-east-1", sizes))
+    except BaseException:
+        box.down()  # else its processes outlive the test
+        raise
     steps = steps_of(registrations)
     if mutate:
         mutate(steps)
