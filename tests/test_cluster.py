@@ -110,6 +110,13 @@ def _self_contained(docs, built_in_groups: set[str]) -> list[str]:
     return missing
 
 
+def _ref(doc) -> list[str]:
+    """``doc`` as kubectl names it: ``<kind>.<group> <name> [-n <namespace>]``."""
+    group = doc["apiVersion"].rpartition("/")[0]
+    out = [doc["kind"].lower() + (f".{group}" if group else ""), doc["metadata"]["name"]]
+    return out + (["-n", doc["metadata"]["namespace"]] if doc["metadata"].get("namespace") else [])
+
+
 def _remove(box, docs) -> None:
     """Delete every object of ``docs`` but Namespaces and CRDs (a Namespace cannot finish deleting without the
     namespace controller, which this box does not run; the presets' CRDs are the same charts'), finalizers included
@@ -119,15 +126,10 @@ def _remove(box, docs) -> None:
     rest = [d for d in docs if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
     box.kubectl("delete", "--wait=false", "--ignore-not-found", "-f", "-", input=yaml.safe_dump_all(rest))
 
-    def args(doc):
-        group = doc["apiVersion"].rpartition("/")[0]
-        out = [doc["kind"].lower() + (f".{group}" if group else ""), doc["metadata"]["name"]]
-        return out + (["-n", doc["metadata"]["namespace"]] if doc["metadata"].get("namespace") else [])
-
     for doc in rest:
-        if box.exists(*args(doc)):
-            box.kubectl("patch", *args(doc), "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
-    box.wait_for(lambda: not any(box.exists(*args(d)) for d in rest), timeout_s=60, what="the preset's objects gone")
+        if box.exists(*_ref(doc)):
+            box.kubectl("patch", *_ref(doc), "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
+    box.wait_for(lambda: not any(box.exists(*_ref(d)) for d in rest), timeout_s=60, what="the preset's objects gone")
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -150,12 +152,7 @@ def test_every_object_is_accepted_by_the_apiserver(oldest_box, objects_of, stack
             str(r) for r in refused)
         # Every object is there, as applied.
         for doc in docs:
-            meta = doc["metadata"]
-            args = [doc["kind"].lower() + "." + doc["apiVersion"].split("/")[0] if "/" in doc["apiVersion"]
-                    else doc["kind"].lower(), meta["name"]]
-            if meta.get("namespace"):
-                args += ["-n", meta["namespace"]]
-            assert box.get(*args)["metadata"]["name"] == meta["name"]
+            assert box.get(*_ref(doc))["metadata"]["name"] == doc["metadata"]["name"]
         held.update({d["metadata"]["name"]: json.dumps(d, sort_keys=True) for d in docs
                      if d["kind"] == "CustomResourceDefinition"})
     finally:

@@ -313,11 +313,16 @@ class Box:
         self.down()
 
 
+def crd_established(box: Box, name: str) -> bool:
+    """Whether the CRD ``name`` exists and is Established (its resource is served)."""
+    try:
+        conditions = (box.get("crd", name).get("status") or {}).get("conditions") or []
+    except BoxError:
+        return False
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
 def establish_crds(box: Box, names: Sequence[str], timeout_s: float = 60.0) -> None:
     """Wait until each CRD is Established (an operator started before exits at once)."""
-    def established(name: str) -> bool:
-        conditions = (box.get("crd", name).get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
     for name in names:
-        box.wait_for(lambda: established(name), timeout_s=timeout_s, what=f"CRD {name} to be Established")
+        box.wait_for(lambda: crd_established(box, name), timeout_s=timeout_s, what=f"CRD {name} to be Established")

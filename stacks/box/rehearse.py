@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import yaml
 
 from stacks.box.apply import Refusal, _refusals
-from stacks.box.cluster import Box, BoxError
+from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.devices import stand_ins
 from stacks.box.kueue import Kueue, is_kueue_chart, kueue_release_configuration, workload_conditions
 from stacks.box.kueue import crds as kueue_crds
@@ -229,12 +229,7 @@ class Rehearsal:
         return self.box.exists(*args)
 
     def _established(self, crd: str) -> bool:
-        """Whether the CRD is Established (its resource is served: listed by discovery, readable)."""
-        try:
-            conditions = (self.box.get("crd", crd).get("status") or {}).get("conditions") or []
-        except BoxError:
-            return False
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+        return crd_established(self.box, crd)
 
     def _is_ready(self, step: Step) -> bool:
         if step.kueue is not None:
@@ -265,8 +260,7 @@ class Rehearsal:
                 if not any(c["type"] == "Available" and c["status"] == "True" for c in status.get("conditions") or []):
                     return False
             elif kind == "CustomResourceDefinition":
-                established = (self.box.get("crd", meta["name"]).get("status") or {}).get("conditions") or []
-                if not any(c["type"] == "Established" and c["status"] == "True" for c in established):
+                if not crd_established(self.box, meta["name"]):
                     return False
         return True
 
