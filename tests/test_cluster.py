@@ -571,7 +571,9 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     config = stack_config("g5")
     for k in ("eks-training:jobs", "eks-training:datasets"):
         config.pop(k)
-    config["eks-training:teams"] = {"a": {"quotaPercent": 50}, "b": {"quotaPercent": 50}}
+    # team a's members: their ClusterRole and RoleBinding go through the real apiserver too
+    config["eks-training:teams"] = {"a": {"quotaPercent": 50, "memberRoleArns": ["arn:aws:iam::123456789012:role/A"]},
+                                    "b": {"quotaPercent": 50}}
     cluster = run_program("shared", config=config)
     STACK_OUTPUTS[TEAMS_REFERENCE] = {k: resolve(pulumi.Output.from_input(v)) for k, v in cluster.outputs.items()}
     try:
@@ -624,6 +626,8 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     took = time.monotonic() - start
     print(f"teams: box up, borrow, reclaim and both jobs complete in {took:.0f} s")
     assert {"training", "team-a", "team-b"} <= set(queues)
+    assert {"eks-training-team-member"} <= {d["metadata"]["name"] for s in rehearsal.applied.values() for d in s.docs
+                                            if d["kind"] == "ClusterRole"}
     assert {q["spec"].get("cohortName") for q in queues.values()} == {"eks-training"}
     # a's job ran whole on both GPU nodes (one of them b's nominal quota: borrowed) before b submitted
     assert submitted, f"team a's 2-node job never ran on both GPU nodes: {samples[-5:]}\n{rehearsal.timeline()}"
