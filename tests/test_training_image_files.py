@@ -43,3 +43,19 @@ def test_every_local_import_of_a_copied_script_is_copied_and_in_the_build_contex
         assert script in in_context, f"{script} is copied by the Dockerfile but excluded by .dockerignore"
         for module in local_imports(TRAINING / script):
             assert module in copied, f"{script} imports {module}, which the Dockerfile does not copy"
+
+
+def named_files(path: Path) -> set[str]:
+    """Files in training/ that ``path`` names in a string (a script it runs by path, not by import)."""
+    tree = ast.parse(path.read_text())
+    names = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return {name for name in names if name.endswith(".py") and "/" not in name and (TRAINING / name).is_file()}
+
+
+def test_every_script_a_copied_script_runs_by_path_is_copied() -> None:
+    """launch.py runs run_script.py by its path beside it: an import check alone would not see it missing."""
+    copied = copied_files()
+    assert "run_script.py" in named_files(TRAINING / "launch.py")
+    for script in copied:
+        for name in named_files(TRAINING / script):
+            assert name in copied, f"{script} names {name}, which the Dockerfile does not copy"
