@@ -41,6 +41,7 @@ from typing_extensions import NotRequired
 
 from components.catalog import INSTANCE_TYPES, accelerator_label_value
 from components.catalog.fsx import HOST_REQUIREMENTS_BY_NAME
+from components.catalog.operations import REPAIR_ACTIONS
 from components.naming import fit_prefix, name_limit, short_hash
 from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, host_setup_user_data, interface_specs
 from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
@@ -65,6 +66,20 @@ CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)
 
 
+class RepairOverrideSpec(TypedDict):
+    """One of EKS's ``nodeRepairConfigOverrides``: the repair action for one condition and reason the node monitoring
+    agent reports (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html)."""
+
+    condition: str
+    """The node condition, e.g. ``AcceleratedHardwareReady``."""
+    reason: str
+    """The agent's reason, e.g. ``DCGMError`` or ``NvidiaXID31Error``."""
+    wait_minutes: int
+    """How long the condition must stay before the node is eligible for repair (>= 1)."""
+    action: str
+    """``Replace``, ``Reboot`` or ``NoAction``."""
+
+
 class NodeRepairSpec(TypedDict):
     """EKS node auto repair of the group (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): nodes
     whose health condition stays bad (10 minutes for GPU faults the node monitoring agent reports, 30 for the others)
@@ -80,6 +95,8 @@ class NodeRepairSpec(TypedDict):
     """At most this many nodes are repaired at once."""
     max_parallel_percent: NotRequired[int]
     """... or this percentage of the unhealthy nodes."""
+    overrides: NotRequired[Sequence[RepairOverrideSpec]]
+    """Repair actions per condition and reason, instead of EKS's defaults."""
 
 
 #: :class:`NodeRepairSpec` keys -> the EKS ``nodeRepairConfig`` fields (pulumi-aws spelling).
@@ -103,6 +120,15 @@ def node_repair_config(spec: "NodeRepairSpec | None") -> "aws.eks.NodeGroupNodeR
     for ours, theirs in _REPAIR_FIELDS.items():
         if ours in spec:
             out[theirs] = int(spec[ours])  # type: ignore[literal-required]
+    overrides = []
+    for o in spec.get("overrides") or ():
+        if o["action"] not in REPAIR_ACTIONS or int(o["wait_minutes"]) < 1:
+            raise ValueError(f"node_repair: override {dict(o)} needs action in {', '.join(REPAIR_ACTIONS)} and "
+                             "wait_minutes >= 1")
+        overrides.append({"node_monitoring_condition": o["condition"], "node_unhealthy_reason": o["reason"],
+                          "min_repair_wait_time_mins": int(o["wait_minutes"]), "repair_action": o["action"]})
+    if overrides:
+        out["node_repair_config_overrides"] = overrides
     return out  # type: ignore[return-value]
 
 

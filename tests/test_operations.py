@@ -206,8 +206,8 @@ def agent_configuration_problems(config: Mapping[str, Any], taints: Sequence[Map
 @pytest.mark.parametrize("stack", STACKS)
 def test_node_health_and_repair(program_for: Any, stack: str) -> None:
     """The node monitoring agent runs on every node and its DCGM host engine on every GPU node (the engine tolerates
-    what the agent tolerates); node repair is off on GPU groups unless a group opts in (NODE_REPAIR_GPU_DEFAULT: two
-    DCGM host engines on a GPU node), and EKS's default on CPU groups."""
+    what the agent tolerates); node repair is on on GPU groups (NODE_REPAIR_GPU_DEFAULT) and takes no action on the
+    agent's DCGMError, and EKS's default on CPU groups."""
     p = program_for(stack, False)
     agent = addons(p)[NODE_MONITORING_ADDON]
     config = json.loads(agent.inputs.get("configurationValues") or "{}")
@@ -220,9 +220,50 @@ def test_node_health_and_repair(program_for: Any, stack: str) -> None:
     for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
         repair = ng.inputs.get("nodeRepairConfig")
         if ng in gpu_groups:
-            assert NODE_REPAIR_GPU_DEFAULT is False and repair == {"enabled": False}, (ng.name, repair)
+            assert NODE_REPAIR_GPU_DEFAULT is True and repair["enabled"] is True, (ng.name, repair)
+            assert repair_problems(repair) == [], (ng.name, repair)
         else:
             assert repair is None, (ng.name, repair)
+
+
+#: The reasons the node monitoring agent reports when its DCGM host engine, not a GPU, failed: with two engines on a
+#: GPU node (the metrics add-on's exporter beside the agent's dcgm-server) it may report them on healthy GPUs
+#: (https://github.com/aws/containers-roadmap/issues/2763, https://github.com/aws/eks-node-monitoring-agent/issues/266;
+#: the reason names: the agent's pkg/reasons/reasons.yaml, https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html).
+ENGINE_REASONS = {("AcceleratedHardwareReady", "DCGMError")}
+
+
+def repair_problems(repair: dict) -> list[str]:
+    """What is wrong with a GPU group's ``nodeRepairConfig`` as registered: repair on without a ``NoAction`` override
+    for each of :data:`ENGINE_REASONS`, or an override EKS refuses (every field set, ``minRepairWaitTimeMins`` >= 1,
+    an action EKS knows: https://docs.aws.amazon.com/eks/latest/APIReference/API_NodeRepairConfigOverrides.html)."""
+    if not repair.get("enabled"):
+        return []
+    problems = []
+    overrides = repair.get("nodeRepairConfigOverrides") or []
+    for o in overrides:
+        if set(o) != {"nodeMonitoringCondition", "nodeUnhealthyReason", "minRepairWaitTimeMins", "repairAction"}:
+            problems.append(f"override without every field: {o}")
+        elif o["repairAction"] not in ("Replace", "Reboot", "NoAction") or o["minRepairWaitTimeMins"] < 1:
+            problems.append(f"override EKS refuses: {o}")
+    quiet = {(o.get("nodeMonitoringCondition"), o.get("nodeUnhealthyReason")) for o in overrides
+             if o.get("repairAction") == "NoAction"}
+    problems += [f"repair acts on {c}/{r}, a lost DCGM host engine, not a GPU fault" for c, r in ENGINE_REASONS - quiet]
+    return problems
+
+
+def test_the_repair_rule_catches_a_gpu_group_that_would_repair_a_lost_dcgm_engine() -> None:
+    good = {"enabled": True, "nodeRepairConfigOverrides": [
+        {"nodeMonitoringCondition": "AcceleratedHardwareReady", "nodeUnhealthyReason": "DCGMError",
+         "minRepairWaitTimeMins": 10, "repairAction": "NoAction"}]}
+    assert repair_problems(good) == []
+    assert repair_problems({"enabled": False}) == []
+    assert repair_problems({"enabled": True}), "EKS's defaults alone"
+    replace = {**good, "nodeRepairConfigOverrides": [{**good["nodeRepairConfigOverrides"][0], "repairAction": "Replace"}]}
+    assert repair_problems(replace)
+    partial = {**good, "nodeRepairConfigOverrides": [{"nodeMonitoringCondition": "AcceleratedHardwareReady",
+                                                      "nodeUnhealthyReason": "DCGMError", "repairAction": "NoAction"}]}
+    assert repair_problems(partial)
 
 
 def test_the_agent_rule_catches_a_dcgm_server_that_misses_the_gpu_taint() -> None:
@@ -493,8 +534,11 @@ def test_repair_settings_reach_the_node_group() -> None:
     groups = {n: {**g, "nodeRepair": {"maxUnhealthyPercent": 10, "maxParallelNodes": 1}} for n, g in cfg_groups.items()}
     p = _with("p5", nodeGroups=groups)
     (ng,) = [ng for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
-    assert ng.inputs["nodeRepairConfig"] == {"enabled": True, "maxUnhealthyNodeThresholdPercentage": 10,
-                                             "maxParallelNodesRepairedCount": 1}
+    assert ng.inputs["nodeRepairConfig"] == {
+        "enabled": True, "maxUnhealthyNodeThresholdPercentage": 10, "maxParallelNodesRepairedCount": 1,
+        "nodeRepairConfigOverrides": [{"nodeMonitoringCondition": "AcceleratedHardwareReady",
+                                       "nodeUnhealthyReason": "DCGMError", "minRepairWaitTimeMins": 10,
+                                       "repairAction": "NoAction"}]}
     groups = {n: {**g, "nodeRepair": {"enabled": False}} for n, g in cfg_groups.items()}
     (ng,) = [ng for ng in _with("p5", nodeGroups=groups).of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
     assert ng.inputs["nodeRepairConfig"] == {"enabled": False}

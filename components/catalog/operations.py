@@ -36,14 +36,42 @@ NODE_MONITORING_CONFIG_SCHEMA: Mapping[str, frozenset[str]] = {
                             "resources", "resizePolicy", "tolerations"}),
     "extraObjects": frozenset(),
 }
-#: Two DCGM host engines on one GPU node: the agent's ``dcgm-server`` and the embedded engine of the CloudWatch
-#: Observability add-on's DCGM exporter (which reads the profiling field DCGM_FI_PROF_PIPE_TENSOR_ACTIVE). Neither
-#: add-on's configuration can make one use the other's engine (the agent reads localhost:5555 only; the exporter's
-#: arguments are fixed), and AWS reports the agent marking nodes AcceleratedHardwareReady=false next to another DCGM
-#: (source keys ``eks-node-monitoring-agent-dcgm``, ``cloudwatch-observability-dcgm-exporter``,
-#: ``dcgm-one-host-engine``). So node repair of a GPU group, which acts on that condition, is off unless the group
-#: opts in (``nodeGroups.<name>.nodeRepair``) after checking one node.
-NODE_REPAIR_GPU_DEFAULT = False
+#: Node auto repair is on by default on GPU groups (a group turns it off with ``nodeGroups.<name>.nodeRepair.enabled:
+#: false``), as AWS's own EKS ML patterns run it: a GPU that throws a critical XID, double-bit or NVLink error is
+#: rebooted or replaced after 10 minutes instead of failing every job that lands on it (source key ``eks-node-repair``).
+NODE_REPAIR_GPU_DEFAULT = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairOverride:
+    """One entry of a managed node group's ``nodeRepairConfigOverrides``: what repair does when the node monitoring
+    agent reports ``condition`` with ``reason`` for ``wait_minutes`` (EKS requires all four; source key
+    ``eks-node-repair``)."""
+
+    condition: str
+    reason: str
+    wait_minutes: int
+    action: str
+    why: str
+
+
+#: The repair actions EKS takes (``repairAction``; source key ``eks-node-repair``).
+REPAIR_ACTIONS = ("Replace", "Reboot", "NoAction")
+#: What repair of a GPU group must never act on. With the metrics on, a GPU node runs two DCGM host engines: the
+#: agent's ``dcgm-server`` (``nv-hostengine`` on port 5555, which the agent reads) and the embedded engine of the
+#: CloudWatch Observability add-on's DCGM exporter (which also reads the profiling field
+#: DCGM_FI_PROF_PIPE_TENSOR_ACTIVE); neither add-on can make one use the other's engine (source keys
+#: ``eks-node-monitoring-agent-dcgm``, ``cloudwatch-observability-dcgm-exporter``). AWS tracks reports of the agent
+#: marking such nodes ``AcceleratedHardwareReady=False`` (source key ``dcgm-one-host-engine``), and a lost connection
+#: to an engine latches ``DCGMError`` until the agent's pod restarts (source key ``nma-dcgm-error-latched``). That
+#: reason is not a GPU fault: EKS's table gives it no repair action (source key ``eks-node-health-nma``), and the
+#: override says so in the node group itself, so a change of EKS's default cannot turn the two engines into a loop of
+#: node replacements killing the jobs on them. Real GPU faults (``NvidiaXID<code>Error``, ``NvidiaDoubleBitError``,
+#: ``NvidiaNVLinkError``) keep EKS's actions.
+NODE_REPAIR_GPU_OVERRIDES: tuple[RepairOverride, ...] = (
+    RepairOverride(condition="AcceleratedHardwareReady", reason="DCGMError", wait_minutes=10, action="NoAction",
+                   why="the agent lost (or never reached) its DCGM host engine: the engine, not the GPU, failed"),
+)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -274,7 +274,21 @@ SOURCES: Mapping[str, Source] = {
         shows="repair after 10 min (AcceleratedHardwareReady: Replace or Reboot) or 30 min (other conditions: Replace); "
         "managed node groups stop repairing when a group of more than 5 nodes has more than 20% unhealthy; "
         "maxUnhealthyNodeThreshold{Count,Percentage} and maxParallelNodesRepaired{Count,Percentage} (0-100), a count "
-        "or a percentage, not both",
+        "or a percentage, not both; nodeRepairConfigOverrides, each with nodeMonitoringCondition, nodeUnhealthyReason, "
+        "minRepairWaitTimeMins and repairAction (Replace, Reboot or NoAction), all four required",
+    ),
+    "eks-node-health-nma": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/node-health-nma.html",
+        shows="AcceleratedHardwareReady reasons and their repair actions: DCGMError (connection to the DCGM host "
+        "process lost or never established), DCGMDiagnosticFailure and fatal DCGMHealthCode conditions: None; "
+        "NvidiaXID<code>Error: Replace or Reboot (13, 31, 48, 63, 64, 94, 95 Reboot; 74, 79, 119, 120, 121, 140 "
+        "Replace); NvidiaDoubleBitError, NvidiaNVLinkError: Replace",
+    ),
+    "nma-dcgm-error-latched": Source(
+        url="https://github.com/aws/eks-node-monitoring-agent/issues/266",
+        shows="once the agent reports DCGMError (its host engine unreachable, e.g. on a freshly booted node or while "
+        "an engine restarts), no code path clears it: AcceleratedHardwareReady stays False until the agent's pod "
+        "restarts (fix proposed in pull request 275)",
     ),
     "eks-node-monitoring-agent-chart": Source(
         url="https://github.com/aws/eks-node-monitoring-agent/blob/51af5494fde6d2ed4629df2ed9f847ae800957fd/charts/"

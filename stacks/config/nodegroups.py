@@ -63,11 +63,11 @@ _PERCENT_LO, _PERCENT_HI = NODE_REPAIR_PERCENT_RANGE
 
 class NodeRepairConfig(Model):
     """EKS node auto repair of a managed node group (key ``nodeGroups.<name>.nodeRepair``): replace or reboot a node
-    whose health condition stays bad (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html). Off unless
-    the group sets this key (``enabled`` then defaults to true): on GPU nodes two DCGM host engines run (the node
-    monitoring agent's and the metrics add-on's exporter's), which can make the agent report healthy GPUs unhealthy
-    (``components.catalog.operations.NODE_REPAIR_GPU_DEFAULT``). A threshold is a count or a percentage, not both
-    (EKS refuses both)."""
+    whose health condition stays bad (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html). On by
+    default on GPU groups (``enabled: false`` turns it off), EKS's default (off) on CPU groups unless set (``enabled``
+    then defaults to true). A GPU group's repair takes no action on the agent's ``DCGMError`` (its DCGM host engine
+    lost: with the metrics on, a GPU node runs two engines; ``components.catalog.operations.NODE_REPAIR_GPU_OVERRIDES``).
+    A threshold is a count or a percentage, not both (EKS refuses both)."""
 
     enabled: bool = True
     """Repair the group's nodes (true once nodeRepair is set)."""

@@ -2,7 +2,7 @@
 stack's CloudWatch dashboard, and the alarm on idle GPU groups with its optional e-mail subscription.
 
 Node health needs no key: every stack runs the EKS node monitoring agent, and node auto repair is set per group
-(``nodeGroups.<name>.nodeRepair``, off unless a group opts in)."""
+(``nodeGroups.<name>.nodeRepair``: on by default on GPU groups, EKS's default, off, on CPU groups)."""
 
 import re
 from typing import Mapping, Optional

@@ -19,7 +19,7 @@ from typing import Mapping, Optional
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
 from components.catalog.gpus import peak_flops_per_device
 from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
-from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT
+from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT, NODE_REPAIR_GPU_OVERRIDES
 from components.conventions import SHARED_MOUNT
 from components.image import hash_build_context, image_tag_for
 from components.image.dockerfile import read_dockerfile
@@ -76,8 +76,8 @@ class NodeGroupPlan:
     spot_discount_set: bool = False
     """The discount comes from the group's ``spotDiscount`` (else from the catalog's assumption)."""
     repair: Optional[NodeRepairSpec] = None
-    """EKS node auto repair (``None``: not configured, EKS's default: off): on for a group that sets ``nodeRepair``
-    (``enabled`` defaults to true there); a GPU group without it has repair off, explicitly."""
+    """EKS node auto repair (``None``: not configured, EKS's default: off): as ``nodeRepair`` sets it (``enabled``
+    defaults to true there), else on for a GPU group (with the DCGM override, :func:`repair_spec`)."""
 
     @property
     def instance_types(self) -> list[str]:
@@ -485,17 +485,21 @@ def build_plan(cfg: StackConfig) -> Plan:
 
 
 def repair_spec(g: NodeGroupConfig, gpu: bool) -> Optional[NodeRepairSpec]:
-    """A group's node repair: ``nodeRepair`` as set; else off, said explicitly for a GPU group (so a stack created
-    with repair on turns it off; :data:`~components.catalog.operations.NODE_REPAIR_GPU_DEFAULT` says why), and EKS's
-    default (off) for a CPU one."""
+    """A group's node repair: ``nodeRepair`` as set, else on for a GPU group
+    (:data:`~components.catalog.operations.NODE_REPAIR_GPU_DEFAULT`) and EKS's default (off) for a CPU one. A GPU
+    group that repairs carries :data:`~components.catalog.operations.NODE_REPAIR_GPU_OVERRIDES` (no action on the
+    agent's lost DCGM host engine, which is not a GPU fault)."""
     r = g.node_repair
-    if r is None:
-        return {"enabled": NODE_REPAIR_GPU_DEFAULT} if gpu else None
-    spec: NodeRepairSpec = {"enabled": r.enabled}
+    if r is None and not gpu:
+        return None
+    spec: NodeRepairSpec = {"enabled": NODE_REPAIR_GPU_DEFAULT if r is None else r.enabled}
     for name in ("max_unhealthy_nodes", "max_unhealthy_percent", "max_parallel_nodes", "max_parallel_percent"):
-        value = getattr(r, name)
+        value = None if r is None else getattr(r, name)
         if value is not None:
             spec[name] = int(value)
+    if gpu and spec["enabled"]:
+        spec["overrides"] = [{"condition": o.condition, "reason": o.reason, "wait_minutes": o.wait_minutes,
+                              "action": o.action} for o in NODE_REPAIR_GPU_OVERRIDES]
     return spec
 
 

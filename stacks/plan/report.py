@@ -258,10 +258,10 @@ def render(r: dict[str, Any]) -> str:
             lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
         repair = g.get("nodeRepair")
         if repair is not None:
-            limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k != "enabled")
+            limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k not in ("enabled", "overrides"))
+            overrides = "; ".join(f"{o['condition']}/{o['reason']}: {o['action']}" for o in repair.get("overrides") or ())
             lines.append(f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}" + (f" ({limits})" if limits else "")
-                         + ("" if repair["enabled"] else f" (opt in: nodeGroups.{g['name']}.nodeRepair.enabled: true after "
-                                                          "checking one node, README 'Operations')"))
+                         + (f", except {overrides}" if overrides else ""))
     lines.append("")
     lines.append("jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
                  "after completed):" if r["jobs"] else "jobs: none (the environment only)")
