@@ -427,6 +427,19 @@ def test_the_kueue_chart_renders_what_each_stack_passes(binaries, registrations_
         assert selected == {"system"}, (stack, selector, selected)
 
 
+def test_a_chart_source_at_another_version_than_the_catalogs_is_refused(monkeypatch) -> None:
+    """The source the box renders is the catalog's chart: a catalog pin that differs from the source's Chart.yaml
+    fails naming both and the module that pins the source."""
+    from stacks.box import charts
+
+    assert charts.chart_dir("kueue").name == "kueue"
+    monkeypatch.setattr(charts, "HELM_CHARTS", {**charts.HELM_CHARTS, "kueue": dataclasses.replace(
+        charts.HELM_CHARTS["kueue"], version="0.16.2")})
+    with pytest.raises(charts.ChartError, match=r"pins the chart kueue at 0\.16\.2, but charts/kueue/Chart\.yaml of "
+                                                r"sigs\.k8s\.io/kueue v0\.17\.0 \(box/kueue/go\.mod\) is version 0\.17\.0"):
+        charts.chart_dir("kueue")
+
+
 def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(binaries, registrations_of,
                                                                            tmp_path) -> None:
     """Every object the Kueue chart renders from p5's release is accepted by the real apiserver (strict server-side
