@@ -13,6 +13,7 @@ them fails this tier, it does not skip it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import shlex
@@ -22,14 +23,17 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
 from stacks.box.cli import create_nodes
-from stacks.box.cluster import Box
+from stacks.box.charts import chart_key, render
+from stacks.box.cluster import Box, establish_crds
 from stacks.box.devices import Registrar
 from stacks.box.poller import Poller
+from stacks.box.kueue import crds as kueue_crds, kueue_release_configuration
 from stacks.box.manifests import registered_objects
 from stacks.box.nodes import group_nodes, plan_nodes
 from stacks.box.rehearse import EXIT_CODE, RUN_MS, Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
@@ -343,19 +347,138 @@ def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(binaries, registra
     assert not any(p["metadata"]["name"].startswith("train-allreduce") for p in rehearsal.pods.values())
 
 
+def _with_values(registrations, chart: str, change) -> list:
+    """``registrations`` with ``change(values)`` applied to the values of the Helm release of ``chart`` (a copy)."""
+    out, changed = [], 0
+    for r in registrations:
+        if r.type.startswith("kubernetes:helm.sh/") and r.inputs.get("chart") == chart:
+            r = dataclasses.replace(r, inputs=copy.deepcopy(r.inputs))
+            change(r.inputs["values"])
+            changed += 1
+        out.append(r)
+    assert changed == 1, f"{changed} releases of {chart}"
+    return out
+
+
 def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, registrations_of, tmp_path) -> None:
-    """Without the GPU taint's toleration in the NVIDIA device plugin's values, no node reports GPUs: the training
-    job never schedules (the class: a plugin's scheduling is part of the stack)."""
+    """Without the GPU taint's toleration in the NVIDIA device plugin's release values (what the stack passes, rendered
+    into the plugin's DaemonSet by the box), no node reports GPUs: the training job never schedules (the class: a
+    plugin's scheduling is part of the stack)."""
 
-    def untolerating_plugin(steps) -> None:
-        ds = _doc(steps, "DaemonSet", "nvidia-device-plugin")["spec"]["template"]["spec"]
-        ds["tolerations"] = [t for t in ds["tolerations"] if t["key"] != "nvidia.com/gpu"]
+    def untolerating(values) -> None:
+        values["tolerations"] = [t for t in values["tolerations"] if t["key"] != "nvidia.com/gpu"]
 
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", mutate=untolerating_plugin)
+    registrations = _with_values(registrations_of("p5"), "nvidia-device-plugin", untolerating)
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "p5")
     pattern = r"train-allreduce-0-\w+: 0/4 nodes are available:.*2 Insufficient nvidia.com/gpu"
     with pytest.raises(RehearsalError) as err:  # Kueue admits it (its quota is free); the scheduler finds no GPU
         _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
     assert re.search(pattern, str(err.value))
+
+
+# --- the charts the stacks install, rendered by helm template ----------------------------------------------------------
+
+
+def _release(registrations, key: str) -> dict:
+    """The inputs of the stack's one Helm release of the catalog chart ``key``."""
+    found = [r.inputs for r in registrations
+             if r.type.startswith("kubernetes:helm.sh/") and chart_key(r.inputs.get("chart", "")) == key]
+    assert len(found) == 1, f"{len(found)} releases of {key}"
+    return copy.deepcopy(found[0])
+
+
+def _one(docs, kind: str) -> dict:
+    found = [d for d in docs if d["kind"] == kind]
+    assert len(found) == 1, f"{len(found)} {kind} rendered: {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def test_the_kueue_chart_renders_what_each_stack_passes(binaries, registrations_of) -> None:
+    """Every preset's Kueue release rendered by ``helm template`` from the chart's own source at the catalog's version
+    (:mod:`stacks.box.charts`; each distinct set of values once): the manager's Configuration is the stack's (the one
+    the box runs Kueue with, plus the in-cluster certificate management the chart adds when none is set), its
+    Deployment runs the release's image, and its nodeSelector selects the plan's system nodes and no other. A value
+    under a key the chart does not read leaves the chart's default (no nodeSelector, the chart's staging image, its
+    default Configuration), and this fails."""
+    manager = ["templates/manager/manager.yaml", "templates/manager/manager-config.yaml"]
+    rendered_values: dict[str, list[dict]] = {}
+    for stack in STACKS:
+        release = _release(registrations_of(stack), "kueue")
+        values = release["values"]
+        key = json.dumps(values, sort_keys=True)
+        if key not in rendered_values:
+            rendered_values[key] = render(release, DEFAULT_KUBERNETES_VERSION, helm=binaries["helm"], show_only=manager)
+        docs = rendered_values[key]
+        rendered = yaml.safe_load(_one(docs, "ConfigMap")["data"]["controller_manager_config.yaml"])
+        wanted = kueue_release_configuration(values)
+        assert rendered.pop("internalCertManagement") == wanted.pop("internalCertManagement", {
+            "enable": True, "webhookServiceName": "kueue-webhook-service",
+            "webhookSecretName": "kueue-webhook-server-cert"}), stack
+        assert rendered == wanted, stack
+        pod = _one(docs, "Deployment")["spec"]["template"]["spec"]
+        image = values["controllerManager"]["manager"]["image"]
+        assert [c["image"] for c in pod["containers"] if c["name"] == "manager"] == [
+            f"{image['repository']}:{image['tag']}"], stack
+        _config, plan = plan_stack(stack)
+        selector = pod.get("nodeSelector") or {}
+        assert selector, f"{stack}: the Kueue manager's Deployment has no nodeSelector"
+        selected = {n["metadata"]["labels"]["eks-training/role"] for n in plan_nodes(plan, "us-east-1")
+                    if selector.items() <= n["metadata"]["labels"].items()}
+        assert selected == {"system"}, (stack, selector, selected)
+
+
+def test_a_chart_source_at_another_version_than_the_catalogs_is_refused(monkeypatch) -> None:
+    """The source the box renders is the catalog's chart: a catalog pin that differs from the source's Chart.yaml
+    fails naming both and the module that pins the source."""
+    from stacks.box import charts
+
+    assert charts.chart_dir("kueue").name == "kueue"
+    monkeypatch.setattr(charts, "HELM_CHARTS", {**charts.HELM_CHARTS, "kueue": dataclasses.replace(
+        charts.HELM_CHARTS["kueue"], version="0.16.2")})
+    with pytest.raises(charts.ChartError, match=r"pins the chart kueue at 0\.16\.2, but charts/kueue/Chart\.yaml of "
+                                                r"sigs\.k8s\.io/kueue v0\.17\.0 \(box/kueue/go\.mod\) is version 0\.17\.0"):
+        charts.chart_dir("kueue")
+
+
+def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(binaries, registrations_of,
+                                                                           tmp_path) -> None:
+    """Every object the Kueue chart renders from p5's release is accepted by the real apiserver (strict server-side
+    apply), and the scheduler places the manager's pod on a node of the system group, where kwok runs it. The webhook
+    configurations and the visibility APIService are sent as a server-side dry run only: their Service has no real
+    endpoints in the box, so registering them would make every admission (or discovery) call fail; the box's Kueue
+    registers its own (:mod:`stacks.box.kueue`)."""
+    release = _release(registrations_of("p5"), "kueue")
+    docs = render(release, DEFAULT_KUBERNETES_VERSION, helm=binaries["helm"])
+    # The chart's CRDs are the ones the rehearsal applies from the same module (stacks/box/kueue.py) but for the
+    # conversion webhook, which the chart points at the manager's in-cluster Service (the box's Kueue runs out of
+    # cluster and registers no conversion).
+    def schemas(crds):
+        return {d["metadata"]["name"]: {k: v for k, v in d["spec"].items() if k != "conversion"} for d in crds}
+
+    chart_crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+    assert schemas(chart_crds) == schemas(kueue_crds())
+    _config, plan = plan_stack("p5")
+    probe = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService")
+    with _box(binaries, tmp_path, "chart", "kubernetes") as box:
+        create_nodes(box, plan_nodes(plan, "us-east-1"))
+        box.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": release["namespace"]}}])  # createNamespace
+        crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+        box.apply(crds)
+        establish_crds(box, [d["metadata"]["name"] for d in crds])
+        box.apply([d for d in docs if d["kind"] not in probe and d["kind"] != "CustomResourceDefinition"])
+        dry = [d for d in docs if d["kind"] in probe]
+        assert dry, "the chart renders no webhook configuration"
+        box.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(dry))
+        deployment = _one(docs, "Deployment")
+        selector = ",".join(f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+
+        def running():
+            pods = box.get("pods", "-n", release["namespace"], "-l", selector)["items"]
+            return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+
+        pods = box.wait_for(running, timeout_s=60, what="the Kueue manager's pod Running")
+        node = box.get("node", pods[0]["spec"]["nodeName"])
+        assert node["metadata"]["labels"]["eks-training/role"] == "system"
 
 
 def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_path) -> None:

@@ -18,6 +18,9 @@ changed pin builds anew and an unchanged one is reused. No binary is ever writte
 - ``mpi-operator``: the MPI Operator the stacks install, in a module of its own.
 - ``kueue``: Kueue (https://kueue.sigs.k8s.io), the admission controller the stacks install, in a module of its own;
   its CRDs and webhook configuration are read from the same module at run time (:mod:`stacks.box.kueue`).
+- ``helm``: Helm 3 (https://helm.sh/docs/helm/helm_template/), the major the Pulumi Kubernetes provider's
+  ``helm.v3.Release`` embeds; the box renders the charts the stacks install with ``helm template``
+  (:mod:`stacks.box.charts`).
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ MODULES: Mapping[str, Module] = {
         Module("mpi-operator", "github.com/kubeflow/mpi-operator",
                {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"}),
         Module("kueue", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),
+        Module("helm", "helm.sh/helm/v3", {"helm": "helm.sh/helm/v3/cmd/helm"}),
     )
 }
 

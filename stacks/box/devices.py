@@ -1,13 +1,15 @@
 """Device plugins in the box: stand-ins for the charts' DaemonSets, and the kubelet's registration of their devices.
 
 A real node reports ``nvidia.com/gpu`` or ``vpc.amazonaws.com/efa`` only once the device plugin running on it registers
-with its kubelet (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/). The
-plugins come from Helm charts whose archives the box does not have, so it makes each chart's DaemonSet scheduling as
-the chart's template renders it from the values the stack passes (nodeSelector, affinity, tolerations, and the EFA
-chart's own instance-type affinity), and registers a node's devices once a plugin pod runs there. A plugin that cannot
-land on a node (a missing toleration, a label the node lacks, an instance type the chart does not list) leaves that
-node without the devices, and a job needing them Pending, as on EKS.
-"""
+with its kubelet (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/). The box
+renders the charts it has the source of with ``helm template`` (:mod:`stacks.box.charts`); the two device plugins'
+sources are not at hand (:data:`stacks.box.charts.NOT_AT_HAND`: neither the Go module proxy nor their Helm
+repositories serve them to this project), so the box makes each chart's DaemonSet scheduling as the chart's template
+renders it from the values the stack passes (nodeSelector, affinity, tolerations, and the EFA chart's own
+instance-type affinity), and registers a node's devices once a plugin pod runs there. A plugin that cannot land on a
+node (a missing toleration, a label the node lacks, an instance type the chart does not list) leaves that node without
+the devices, and a job needing them Pending, as on EKS. A chart whose source the box gets is rendered, and its
+stand-in here goes (``tests/test_cluster.py`` keeps the two lists apart)."""
 
 from __future__ import annotations
 
