@@ -3,7 +3,8 @@ object, so that the config models, the rules, the plan, the composition, the out
 the benchmark's summary and the local runner ask the kind instead of branching on its name.
 
 The shape follows Kubeflow Trainer's runtime framework (each kind a plugin with a name, a constructor and the phases
-it implements, one registry: https://github.com/kubeflow/trainer/tree/master/pkg/runtime/framework): here a phase is a
+it implements, https://github.com/kubeflow/trainer/blob/master/pkg/runtime/framework/interface.go; one registry,
+https://github.com/kubeflow/trainer/blob/master/pkg/runtime/framework/plugins/registry.go): here a phase is a
 method (validate the job's fields, build its Pulumi component, start its processes on this machine) and a fact is an
 attribute (elastic or not, the Kubernetes resource and how its completion is read, the operator it needs). The
 registry is :data:`stacks.kinds.KINDS`.
