@@ -7,7 +7,7 @@ The commands (:data:`TOOLS`) are the offline tools: ``plan``, ``preflight``, ``l
 ``python -m stacks <name>``: both run the same ``main`` through :func:`run_tool`.
 
 Layering (``tests/test_cli.py`` walks every module's imports): the core (:data:`CORE`: the config, the plan, costs,
-zones, reading a stack file, this prologue) imports no tool and nothing of the Pulumi program; a tool imports the core,
+zones, the kinds of job, reading a stack file, this prologue) imports no tool and nothing of the Pulumi program; a tool imports the core,
 ``components`` and its own modules, never another tool nor the program's composition modules (``stacks.workloads``,
 ``stacks.environment``, ...). What two tools share belongs to the core.
 """
@@ -45,7 +45,7 @@ SCRIPT = "eks-training"
 
 #: The core: modules (and packages) every tool may import. Everything in ``stacks`` that is neither the core nor a
 #: tool is the Pulumi program (the composition of the components), which no tool imports.
-CORE = ("stacks.config", "stacks.plan", "stacks.costs", "stacks.zones", "stacks.stackfile", "stacks.bundle",
+CORE = ("stacks.config", "stacks.kinds", "stacks.plan", "stacks.costs", "stacks.zones", "stacks.stackfile", "stacks.bundle",
         "stacks.cli", "stacks.__main__")
 
 

@@ -15,6 +15,7 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.config.benchmark import COLLECTOR_NAME
 from stacks.costs import job_hourly
 from stacks.environment import Environment, stack_tags
+from stacks.kinds import KINDS
 from stacks.plan import JobPlan, Plan
 
 #: The collector component's name is ``<cluster>-bench``; its created bucket is named after it with ``-results``
@@ -92,7 +93,7 @@ def build_collector(
     experiments: dict[str, CollectedExperiment] = {}
     for job in plan.experiments:
         experiments[job.name] = {
-            "resource": "mpijobs" if job.kind == "mpi" else "jobs",
+            "resource": KINDS[job.kind].resource,
             "job_name": jobs[job.name].job_name,
             "output_dir": job.output_dir,
             "config": _json(experiment_record(plan, job), imageUri=image_uris[job.image.name]),

@@ -8,6 +8,7 @@ import pulumi_aws as aws
 
 from components.conventions import JOB_LABEL
 from stacks.environment import Environment, region_name
+from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.workloads import Workloads
 
@@ -29,10 +30,9 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, A
     """Per job: its kind, name, output folder and the commands to follow it (``jobs`` output)."""
     jobs: dict[str, Any] = {}
     for job_name, job in w.jobs.items():
-        kind = plan.jobs[job_name].kind
-        resource = "mpijob" if kind == "mpi" else "job"
+        kind = KINDS[plan.jobs[job_name].kind]
         jobs[job_name] = {
-            "kind": kind,
+            "kind": kind.name,
             "name": job.job_name,
             "outputDir": job.output_dir,
             "logsCommand": pulumi.Output.concat(
@@ -42,8 +42,8 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, A
             # then the wait for the job itself
             "waitCommand": pulumi.Output.concat(
                 pulumi.Output.from_input(ns).apply(functools.partial(_conditions_of, job_name)), "; ",
-                "kubectl wait -n ", ns, f" --for=condition={'Succeeded' if kind == 'mpi' else 'complete'} "
-                f"--timeout=24h {resource}/", job.job_name,
+                "kubectl wait -n ", ns, f" --for=condition={kind.complete_condition} "
+                f"--timeout=24h {kind.kubectl_name}/", job.job_name,
             ),
         }
     return jobs

@@ -27,6 +27,7 @@ import pulumi_kubernetes as k8s
 from components.storage import EfsStorage
 from components.workloads import TrainingNetworkPolicies
 from stacks.environment import Environment
+from stacks.kinds import KINDS
 
 #: The ClusterRole of :data:`MEMBER_ROLE_RULES`.
 MEMBER_ROLE = "eks-training-team-member"
@@ -34,11 +35,17 @@ MEMBER_ROLE = "eks-training-team-member"
 TEAM_LABEL = "eks-training/team"
 #: Pod Security Standard the namespaces of jobs enforce (as the training namespace does).
 POD_SECURITY = {"pod-security.kubernetes.io/enforce": "baseline"}
-#: The ClusterRole bound in a team's namespace to its members' group: the custom resources a jobs-only stack makes or
-#: reads (Kubernetes' admin role covers the built-in kinds; these CRDs' own roles are not aggregated into it).
+#: API groups whose objects Kubernetes' admin role already covers
+#: (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#user-facing-roles).
+BUILT_IN_GROUPS = ("batch",)
+#: The ClusterRole bound in a team's namespace to its members' group: the custom resources a jobs-only stack makes (its
+#: kinds' objects outside :data:`BUILT_IN_GROUPS`, :mod:`stacks.kinds`) or reads (Kubernetes' admin role covers the
+#: built-in kinds; these CRDs' own roles are not aggregated into it).
 MEMBER_ROLE_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
-    {"api_groups": ["kubeflow.org"], "resources": ["mpijobs", "mpijobs/status"],
-     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+    *[k8s.rbac.v1.PolicyRuleArgsDict(api_groups=[group], resources=[resource, f"{resource}/status"],
+                                     verbs=["get", "list", "watch", "create", "update", "patch", "delete"])
+      for group, resource in dict.fromkeys((k.api_group, k.resource) for k in KINDS.values())
+      if group not in BUILT_IN_GROUPS],
     {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": ["get", "list", "watch"]},
 ]
 

@@ -19,7 +19,7 @@ left for the first ``pulumi up`` after the start: the group has no nodes before 
 """
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional
 
 import pulumi
 
@@ -32,35 +32,29 @@ from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
     BenchmarkCollector,
-    CommandJob,
     DatasetStaging,
     DatasetStagingArgs,
     EtcdRendezvous,
-    MpiJob,
-    MpiJobArgs,
     MpiOperator,
-    PyTorchJob,
-    PyTorchJobArgs,
     TensorBoard,
-    TensorFlowJob,
     TrainingNetworkPolicies,
 )
 from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
+from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.admission import RESOURCES
 from stacks.teams import TeamNamespace, build_team_namespaces
 from stacks.plan.jobspec import job_spec
 
-#: The MPIJob CRD (a jobs-only stack's MPIJobs: the cluster stack's MPI Operator installed it).
-MPIJOB_CRD = "mpijobs.kubeflow.org"
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40
 #: ``JobCode`` names its bucket after itself: at most 40 characters.
 JOB_CODE_COMPONENT_NAME_MAX = 40
 
-Job = Union[PyTorchJob, MpiJob, TensorFlowJob, CommandJob]
+#: A job's registered component (its kind's, :mod:`stacks.kinds`).
+Job = JobComponent
 
 
 @dataclass
@@ -159,7 +153,7 @@ def build_jobs(env: JobTarget) -> Workloads:
     k8s_opts = env.k8s_opts
     pvc = env.pvc_name
     system = system_node_selector()
-    uses_etcd = any(j.kind == "pytorch" and j.config.rendezvous_backend == "etcd-v2" for j in plan.jobs.values())
+    uses_etcd = any(KINDS[j.kind].needs_etcd(j.config) for j in plan.jobs.values())
 
     out = Workloads(image_uris={})
     # Jobs whose pods talk to each other: every job and its health check.
@@ -199,7 +193,7 @@ def build_jobs(env: JobTarget) -> Workloads:
             f"{name}-etcd", {"namespace": namespace, "node_selector": system, "pvc_name": pvc}, opts=k8s_opts
         )
     if env.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
-        if cfg.teams or any(j.kind == "mpi" for j in plan.jobs.values()):
+        if cfg.teams or any(KINDS[j.kind].needs_mpi_operator for j in plan.jobs.values()):
             out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
         out.teams = build_team_namespaces(env.env)
         out.admission = _admission(plan, namespace, out, k8s_opts)
@@ -346,51 +340,6 @@ def _job(
         after.append(check.report_path)
     spec["after"] = after
 
-    if job.kind == "pytorch":
-        assert c.script is not None
-        args: PyTorchJobArgs = {
-            "job": spec,
-            "placement": job.placement,
-            "script": c.script,
-            "run_id": job.run_id,
-            "nodes": job.nodes,
-            "min_nodes": job.min_nodes,
-            "max_nodes": job.max_nodes,
-            "rendezvous_backend": c.rendezvous_backend,
-            "max_restarts": c.max_restarts,
-            "launcher": job.image.name == TOOLBOX_IMAGE,
-        }
-        if c.checkpoint_every_seconds is not None:
-            args["checkpoint_every_seconds"] = c.checkpoint_every_seconds
-        if c.collective_timeout_seconds is not None:
-            args["collective_timeout_seconds"] = c.collective_timeout_seconds
-        if out.etcd is not None and c.rendezvous_backend == "etcd-v2":
-            args["etcd_endpoint"] = out.etcd.endpoint
-        return PyTorchJob(name, args, opts=env.k8s_opts)
-    assert c.command is not None
-    if job.kind == "mpi":
-        mpi_args: MpiJobArgs = {
-            "job": spec,
-            "placement": job.placement,
-            "launcher_node_selector": system_node_selector(),
-            "command": list(c.command),
-            "nodes": job.nodes,
-            "operator_ready": out.mpi_operator.crd_name if out.mpi_operator is not None else MPIJOB_CRD,
-            "mpi_prefix": job.image.mpi_prefix or "",  # required by the config rules for an MPI job's image
-            "slots_per_worker": job.procs_per_node,
-            "backoff_limit": c.max_restarts,
-        }
-        if c.launcher_command:
-            mpi_args["launcher_command"] = list(c.launcher_command)
-        return MpiJob(name, mpi_args, opts=env.k8s_opts)
-    if job.kind == "tensorflow":
-        return TensorFlowJob(
-            name,
-            {"job": spec, "placement": job.placement, "command": list(c.command), "nodes": job.nodes, "max_retries": c.max_restarts},
-            opts=env.k8s_opts,
-        )
-    return CommandJob(
-        name,
-        {"job": spec, "placement": job.placement, "command": list(c.command), "nodes": job.nodes, "max_retries": c.max_restarts},
-        opts=env.k8s_opts,
-    )
+    return KINDS[job.kind].build(BuildContext(
+        name=name, job=job, spec=spec, opts=env.k8s_opts, etcd_endpoint=out.etcd.endpoint if out.etcd is not None else None,
+        mpi_operator_ready=out.mpi_operator.crd_name if out.mpi_operator is not None else None))

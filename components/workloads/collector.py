@@ -39,6 +39,7 @@ from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
 from components.workloads.pods import (
+    JOB_RESOURCES,
     SERVICE_ACCOUNT_MOUNT,
     TMP_MOUNT,
     TMP_VOLUME,
@@ -54,7 +55,7 @@ COLLECT_SCRIPT = "/app/collect_results.py"
 CONFIG_DIR = "/etc/benchmark"
 CONFIG_KEY = "benchmark.json"
 #: The resources ``wait_for_jobs.py`` and the collector address experiments by.
-RESOURCES = {"jobs": ("batch", "jobs"), "mpijobs": ("kubeflow.org", "mpijobs")}
+RESOURCES = {resource: (group, resource) for resource, group in JOB_RESOURCES.items()}
 
 
 class CollectedExperiment(TypedDict):

@@ -5,15 +5,13 @@ from typing import Optional, Sequence, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS
+from components.workloads.indexed import indexed_workers
 from components.workloads.pods import (
     MASTER_PORT,
     JobSpec,
     WorkerPlacement,
-    indexed_job,
     job_env,
     peer_env,
-    peer_hosts,
     worker_env,
 )
 
@@ -60,23 +58,10 @@ class CommandJob(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CommandJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:CommandJob", name, None, opts)
-        spec = args["job"]
-        placement = args["placement"]
-        nodes = args["nodes"]
-        peers = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: peer_hosts(spec["job_name"], ns, nodes))
-        env = command_env(spec, placement, nodes, peers)
-        _, job = indexed_job(
-            name,
-            self,
-            spec,
-            labels={**COMMON_LABELS, "app.kubernetes.io/name": "command-job"},
-            placement=placement,
-            nodes=nodes,
-            command=[*args["command"], *(spec.get("args") or [])],
-            env=env,
-            backoff_limit=int(args.get("max_retries", 3)) * nodes,
-            ports=(("peers", MASTER_PORT),),
+        spec, placement, nodes = args["job"], args["placement"], args["nodes"]
+        self.job_name, self.output_dir = indexed_workers(
+            self, name, spec, placement, command=args["command"], nodes=nodes, max_retries=int(args.get("max_retries", 3)),
+            app_name="command-job", port=("peers", MASTER_PORT),
+            environment=lambda hosts: command_env(spec, placement, nodes, hosts),
         )
-        self.job_name = job.metadata.name
-        self.output_dir = job.metadata.apply(lambda _: spec["output_dir"])
         self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

@@ -58,6 +58,12 @@ COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completi
 #: ``ignoreChanges`` field another manager owns from what it applies (https://github.com/pulumi/pulumi-kubernetes/pull/2566).
 SUSPEND_OWNED_BY_KUEUE: Mapping[str, list[str]] = {"Job": ["spec.suspend"], "MPIJob": ["spec.runPolicy.suspend"]}
 
+#: The Kubernetes objects a job's component may create, by resource, with their API group: what a job's
+#: ``after_jobs`` (``<resource>/<name>``) and the benchmark's collector may name (``wait_for_jobs.py`` and
+#: ``collect_results.py`` read them, training/kube_api.py). The program's kinds of job say which each uses
+#: (stacks/kinds; tied by tests/test_job_kinds.py).
+JOB_RESOURCES: Mapping[str, str] = {"jobs": "batch", "mpijobs": "kubeflow.org"}
+
 RendezvousBackend = Literal["etcd-v2", "c10d"]
 T = TypeVar("T")
 R = TypeVar("R")
@@ -355,7 +361,7 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
         if helper is None:
             raise ValueError(f"{name}: after_jobs needs helper_image (the toolbox image with {WAIT_SCRIPT})")
         rules: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
-        for group, resource in (("batch", "jobs"), ("kubeflow.org", "mpijobs")):
+        for resource, group in JOB_RESOURCES.items():
             names = [j.split("/", 1)[1] for j in after_jobs if j.split("/", 1)[0] == resource]
             if names:
                 rules.append({"api_groups": [group], "resources": [resource], "resource_names": names, "verbs": ["get"]})

@@ -6,8 +6,8 @@ from typing import Optional, Sequence, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS
-from components.workloads.pods import JobSpec, WorkerPlacement, apply_input, indexed_job, job_env, peer_hosts, worker_env
+from components.workloads.indexed import indexed_workers
+from components.workloads.pods import JobSpec, WorkerPlacement, apply_input, job_env, worker_env
 
 #: The port each TensorFlow worker serves its collective ops on.
 TF_PORT = 2222
@@ -64,23 +64,10 @@ class TensorFlowJob(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TensorFlowJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TensorFlowJob", name, None, opts)
-        spec = args["job"]
-        placement = args["placement"]
-        nodes = args["nodes"]
-        hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: peer_hosts(spec["job_name"], ns, nodes))
-        env = tensorflow_env(spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h]))
-        _, job = indexed_job(
-            name,
-            self,
-            spec,
-            labels={**COMMON_LABELS, "app.kubernetes.io/name": "tensorflow-job"},
-            placement=placement,
-            nodes=nodes,
-            command=[*args["command"], *(spec.get("args") or [])],
-            env=env,
-            backoff_limit=int(args.get("max_retries", 3)) * nodes,
-            ports=(("tf", TF_PORT),),
+        spec, placement, nodes = args["job"], args["placement"], args["nodes"]
+        self.job_name, self.output_dir = indexed_workers(
+            self, name, spec, placement, command=args["command"], nodes=nodes, max_retries=int(args.get("max_retries", 3)),
+            app_name="tensorflow-job", port=("tf", TF_PORT),
+            environment=lambda hosts: tensorflow_env(spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h])),
         )
-        self.job_name = job.metadata.name
-        self.output_dir = job.metadata.apply(lambda _: spec["output_dir"])
         self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

@@ -16,6 +16,7 @@ from stacks.benchmark import driver, layout
 from stacks.cli import CommandError, add_stack_options, command, parser_for
 from stacks.config.benchmark import RUN_ENV, RUN_RE
 from stacks.costs import estimate, job_hourly
+from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.stackfile import plan_stack, stack_file_for
 
@@ -98,7 +99,7 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
     ]
     for job in plan.experiments:
         c = job.config
-        program = c.script if job.kind == "pytorch" else " ".join(c.command or [])
+        program = KINDS[job.kind].program_text(c)
         hourly = job_hourly(job)
         lines.append(f"    {job.name}: {job.kind}, {job.nodes} x {job.group.profile.instance.name} (group {job.group.name}), "
                      f"{job.procs_per_node} process(es) per node, image {job.image.name}, ${hourly}/h of nodes")

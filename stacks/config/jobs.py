@@ -6,23 +6,15 @@ NCCL/libfabric environment) comes from the plan of its node group, never from th
 """
 
 import re
-from typing import Any, Literal, Optional, Union, get_args
+from typing import Any, Literal, Optional, Union
 
 from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, reference
 from stacks.config.errors import check
-
-#: The kinds of job (listed once).
-JobKind = Literal["pytorch", "mpi", "tensorflow", "command"]
-JOB_KINDS: tuple[str, ...] = get_args(JobKind)
-#: Kinds whose node count can change while they run (torchrun elastic).
-ELASTIC_KINDS: frozenset[str] = frozenset({"pytorch"})
-#: Kinds whose containers need a writable root file system by default: an MPI job's workers run sshd, which
-#: writes its session files to the image's file system.
-WRITABLE_ROOT_KINDS: frozenset[str] = frozenset({"mpi"})
+from stacks.kinds import KINDS, kind_names
 
 #: The public CIFAR-10 python tarball, its published MD5 and size (https://www.cs.toronto.edu/~kriz/cifar.html).
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -228,10 +220,9 @@ JobPurpose = Literal["training", "evaluation"]
 class JobConfig(Model):
     """One job (key ``jobs.<name>``)."""
 
-    kind: JobKind
-    """pytorch: torchrun (elastic) runs script; mpi: an MPIJob (Kubeflow MPI Operator) whose ranks run command under
-    mpirun; tensorflow: MultiWorkerMirroredStrategy workers with TF_CONFIG; command: any command in every pod, with
-    its peers in the environment."""
+    kind: str = Field(description="; ".join(f"{k.name}: {k.summary}" for k in KINDS.values()) + ".",
+                      json_schema_extra=reference(allowed=KINDS))
+    """A registered job kind (:data:`stacks.kinds.KINDS`; its description lists them)."""
     purpose: JobPurpose = "training"
     """training or evaluation: the job's WorkloadPriorityClass kind within its stage (an evaluation outranks a training
     job of the same stage); not for benchmark experiments, which are always experiments."""
@@ -295,6 +286,13 @@ class JobConfig(Model):
     health_check: Optional[HealthCheckConfig] = None
     """An all-reduce bandwidth check (nccl-tests) on the job's nodes before the job."""
 
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, v: str) -> str:
+        if v not in KINDS:
+            raise ValueError(f"{v!r} is not a kind of job; use one of {kind_names()}")
+        return v
+
     @field_validator("env")
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
@@ -351,7 +349,7 @@ class JobConfig(Model):
         """The containers' root file system is read-only (``readOnlyRootFilesystem``; default true, false for mpi)."""
         if self.read_only_root_filesystem is not None:
             return self.read_only_root_filesystem
-        return self.kind not in WRITABLE_ROOT_KINDS
+        return not KINDS[self.kind].writable_root
 
     @property
     def tensorboard_dir(self) -> Optional[str]:
@@ -362,41 +360,22 @@ class JobConfig(Model):
 
     @model_validator(mode="after")
     def _kind(self) -> "JobConfig":
+        """The job against its kind (:mod:`stacks.kinds`): its size, its kind's own checks, and no field only another
+        kind takes."""
         problems: list[tuple[str, str]] = []
-        kind = self.kind
-        if self.elastic and kind not in ELASTIC_KINDS:
-            why = {
-                "mpi": "an MPI job has a fixed world size (mpirun -np)",
-                "tensorflow": "MultiWorkerMirroredStrategy has a fixed cluster (TF_CONFIG)",
-                "command": "a command job runs a fixed number of pods",
-            }[kind]
+        kind = KINDS[self.kind]
+        if self.elastic and not kind.elastic:
             problems.append(("minNodes" if self.min_nodes is not None else "maxNodes",
-                             f"{kind} jobs cannot change size while running ({why}); set only nodes"))
-        if kind in ELASTIC_KINDS and self.min_nodes is not None and self.min_nodes > self.nodes:
+                             f"{kind.name} jobs cannot change size while running ({kind.fixed_size}); set only nodes"))
+        if kind.elastic and self.min_nodes is not None and self.min_nodes > self.nodes:
             problems.append(("minNodes", f"{self.min_nodes} > @{{nodes}} ({self.nodes}); set minNodes <= nodes"))
-        if kind in ELASTIC_KINDS and self.max_nodes is not None and self.nodes > self.max_nodes:
+        if kind.elastic and self.max_nodes is not None and self.nodes > self.max_nodes:
             problems.append(("nodes", f"{self.nodes} > @{{maxNodes}} ({self.max_nodes}); raise maxNodes or lower nodes"))
-        if kind == "pytorch":
-            if self.script is None:
-                problems.append(("script", "a pytorch job runs a script under torchrun; set script (a path in the image, "
-                                           "or relative to the downloaded code)"))
-            if self.command is not None:
-                problems.append(("command", "a pytorch job's command is torchrun; give the script and args instead"))
-        else:
-            if self.command is None:
-                problems.append(("command", f"a {kind} job needs a command (the program{' each rank runs' if kind == 'mpi' else ''})"))
-            if self.script is not None:
-                problems.append(("script", f"only pytorch jobs take a script; put it in the command of a {kind} job"))
-            if "rendezvous_backend" in self.model_fields_set:
-                problems.append(("rendezvousBackend", "only pytorch jobs use a torchrun rendezvous"))
-            for key_name, field_name in (("checkpointEverySeconds", "checkpoint_every_seconds"),
-                                         ("collectiveTimeoutSeconds", "collective_timeout_seconds")):
-                if field_name in self.model_fields_set:
-                    problems.append((key_name, "only pytorch jobs pass it to their trainer (through the environment); "
-                                               f"remove it from this {kind} job"))
-        if self.launcher_command is not None and kind != "mpi":
-            problems.append(("launcherCommand", "only mpi jobs have a launcher (the command that runs mpirun)"))
+        problems += kind.problems(self)
+        own = {f.field for f in kind.owned_fields}
+        for other in KINDS.values():
+            for f in other.owned_fields:
+                if f.field not in own and f.field in self.model_fields_set and getattr(self, f.field) is not None:
+                    problems.append((f.key, f.why.format(kind=kind.name)))
         check(problems)
         return self
-
-

@@ -27,11 +27,11 @@ from stacks.bundle import SHIPPED
 from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
+from stacks.kinds import KINDS
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.config.jobs import (
-    ELASTIC_KINDS,
     DatasetConfig,
     ImageConfig,
     JobConfig,
@@ -317,11 +317,12 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             problems.append(
                 f"{key(f'{path}.nodeGroup')}: required when there is not exactly one worker group; name one of "
                 f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
-                + (" (or system, for a command job)" if job.kind == "command" else "")
+                + (f" (or system, for a {job.kind} job)" if KINDS[job.kind].on_system_group else "")
             )
         elif group_name == SYSTEM_ROLE:
-            if job.kind != "command":
-                problems.append(f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light command jobs only; "
+            if not KINDS[job.kind].on_system_group:
+                light = " or ".join(k.name for k in KINDS.values() if k.on_system_group)
+                problems.append(f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light {light} jobs only; "
                                 f"run {job.kind} jobs on a worker group")
             elif job.nodes > s.system.max_size and "systemNodeGroup" not in s.failed:
                 default = "" if "max_size" in s.system.model_fields_set else ", the default"
@@ -345,7 +346,7 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                     f"{key(f'{path}.maxNodes')}: {top} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}); "
                     "lower maxNodes or raise maxSize"
                 )
-            if job.kind in ELASTIC_KINDS and job.max_nodes is None:
+            if KINDS[job.kind].elastic and job.max_nodes is None:
                 out[name] = job.model_copy(update={"max_nodes": max(g.max_size, job.nodes)})
             facts = s.catalog.get(g.instance_types[0])
             if facts is not None and job.processes_per_node is not None:
@@ -363,8 +364,7 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             image = s.images[job.image]
             if group_name is not None and (g := s.groups.get(group_name)) is not None:
                 check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
-            if job.kind == "mpi":
-                check_mpi_image(s, path, name, job.image, image, problems)
+            KINDS[job.kind].image_problems(s, path, name, job.image, image, problems)
         check_code(s, path, job, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
             problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "

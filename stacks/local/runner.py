@@ -42,15 +42,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, cast
 
 from components.conventions import SHARED_MOUNT
-from components.workloads.command import command_env
-from components.workloads.mpi import mpi_launcher
-from components.workloads.pods import JobSpec, RendezvousBackend, WorkerPlacement, env_list
+from components.workloads.pods import JobSpec, WorkerPlacement, env_list
 from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
-from components.workloads.tensorflow import tensorflow_env
-from components.workloads.training import pytorch_command, pytorch_env
 from components.workloads.pods import WORKSPACE
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
+from stacks.kinds import KINDS
 from stacks.local.kube import container_env, expand
 from stacks.local.report import LogFollower, failure, progress_line, results
 from stacks.plan import JobPlan, Plan, job_order
@@ -303,9 +300,7 @@ class LocalRunner:
         venv = self.venvs.get(job.image.name)
         if venv is not None and not (venv / "bin" / "python").exists():
             raise LocalRunError(f"job {job.name}: {venv}/bin/python not found (--venv {job.image.name}={venv})")
-        if job.kind == "mpi" and shutil.which("mpirun") is None:
-            raise LocalRunError(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
-        self.check_python(job)
+        KINDS[job.kind].check_local(self, job)
         app = self.image_dir(job)
         output = Path(self.host_path(job.output_dir, app, self.work))
         if job.name in self.fresh and output.exists():
@@ -329,10 +324,22 @@ class LocalRunner:
             self.say(f"job {job.name}: TensorBoard event files; serve them with: {' '.join(serve)}")
         return output
 
-    def check_python(self, job: JobPlan) -> None:
-        """A PyTorch job runs under torchrun, which comes with PyTorch: say so before starting it without."""
-        if job.kind != "pytorch":
-            return
+    # --- what a kind's local phases use (stacks.kinds.LocalMachine) ---------------------------------------------
+    def free_port(self) -> int:
+        """A TCP port free on 127.0.0.1 now."""
+        return free_port()
+
+    def mpi_prefix(self) -> str:
+        """This machine's Open MPI installation (:func:`local_mpi_prefix`)."""
+        return local_mpi_prefix()
+
+    def fail(self, reason: str, fix: str = "") -> Exception:
+        """A :class:`LocalRunError` (the caller raises it)."""
+        return LocalRunError(reason, fix=fix)
+
+    def check_torch(self, job: JobPlan) -> None:
+        """A job that runs under torchrun (which comes with PyTorch) says so before starting without it (a kind's
+        :meth:`~stacks.kinds.JobKind.check_local` calls it)."""
         venv = self.venvs.get(job.image.name)
         if venv is None:
             found = importlib.util.find_spec("torch") is not None
@@ -360,53 +367,16 @@ class LocalRunner:
     def pods(self, job: JobPlan) -> list[Pod]:
         """The processes standing for ``job``'s pods (not started): commands and environments from the functions
         the components use, for this machine (a local etcd is started for an ``etcd-v2`` rendezvous)."""
-        c = job.config
         workspace = self.workspace(job)
-        nodes = self.nodes or job.nodes
-        if c.kind == "pytorch" and self.nodes:
-            nodes = max(job.min_nodes, min(self.nodes, job.max_nodes))
+        nodes = KINDS[job.kind].local_nodes(job, self.nodes or None)
         spec = self.spec(job)
         placement = self.placement(job, nodes)
         app = self.image_dir(job)
         cwd = workspace or app
         peers = ["127.0.0.1"] * nodes
-        if c.kind == "pytorch":
-            assert c.script is not None
-            backend = cast(RendezvousBackend, c.rendezvous_backend)
-            endpoint = self.etcd_endpoint() if backend == "etcd-v2" else f"127.0.0.1:{free_port()}"
-            command = pytorch_command(spec, placement, script=c.script, run_id=job.run_id, min_nodes=min(job.min_nodes, nodes),
-                                      max_nodes=max(job.max_nodes, nodes), backend=backend, endpoint=endpoint,
-                                      launcher=job.image.name == TOOLBOX_IMAGE)
-            env = pytorch_env(spec, placement, nodes=nodes, max_restarts=c.max_restarts,
-                              checkpoint_every_seconds=c.checkpoint_every_seconds,
-                              collective_timeout_seconds=c.collective_timeout_seconds)
-            commands = [command] * nodes
-        elif c.kind == "command":
-            assert c.command is not None
-            env = command_env(spec, placement, nodes, peers, port=free_port())
-            commands = [[*c.command, *(spec.get("args") or [])]] * nodes
-        elif c.kind == "tensorflow":
-            assert c.command is not None
-            env = tensorflow_env(spec, placement, nodes, [f"127.0.0.1:{free_port()}" for _ in range(nodes)])
-            commands = [[*c.command, *(spec.get("args") or [])]] * nodes
-        else:  # mpi: the launcher runs mpirun over a hostfile of this machine; the ranks are its children
-            assert c.command is not None
-            slots = placement["procs_per_node"]
-            hostfile = self.work / "tmp" / f"{job.name}-hostfile"
-            hostfile.parent.mkdir(parents=True, exist_ok=True)
-            # the operator writes one line per worker pod; here one host holds every rank
-            hostfile.write_text(f"127.0.0.1 slots={nodes * slots}\n")
-            command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=list(c.command),
-                                        hosts=peers, mpi_prefix=local_mpi_prefix(),
-                                        launcher_command=list(c.launcher_command or ()),
-                                        hostfile=str(hostfile), port=free_port())
-            if os.geteuid() == 0:
-                env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-            # the pods' mapping puts `slots` ranks on each worker node; here the one host takes them all
-            at = command.index("--map-by") + 1
-            command = [*command[:at], f"ppr:{nodes * slots}:node", *command[at + 1:]]
-            commands = [command]
-        return [self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace) for i, cmd in enumerate(commands)]
+        processes = KINDS[job.kind].local_processes(self, job, spec, placement, nodes, peers)
+        env = processes.env
+        return [self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace) for i, cmd in enumerate(processes.commands)]
 
     def pod(self, job: JobPlan, index: int, command: Sequence[str], env: Mapping[str, str], app: Path, cwd: Path,
             workspace: Optional[Path] = None) -> Pod:
@@ -415,7 +385,7 @@ class LocalRunner:
         tmp = self.work / "tmp" / f"{job.name}-{index}"
         tmp.mkdir(parents=True, exist_ok=True)
         # Indexed Jobs' pods get JOB_INDEX from the downward API; an MPI launcher is one pod without it
-        pod_env = container_env({"env": env_list(env, with_index=job.kind != "mpi")}, index=index)
+        pod_env = container_env({"env": env_list(env, with_index=KINDS[job.kind].indexed_pods)}, index=index)
         here_env = {k: self.host_path(v, app, tmp, workspace) for k, v in pod_env.items()}
         argv = [self.host_path(expand(str(a), pod_env), app, tmp, workspace) for a in command]
         venv = self.venvs.get(job.image.name)

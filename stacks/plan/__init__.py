@@ -33,6 +33,7 @@ from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckCo
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
+from stacks.kinds import KINDS
 from stacks.plan.admission import AdmissionPlan, admission_plan, beyond_team_stages, idle_teams, never_admitted
 from stacks.config.base import ZONE_ID_RE
 
@@ -266,7 +267,7 @@ class JobPlan:
 
     @property
     def kind(self) -> str:
-        """``pytorch``, ``mpi``, ``tensorflow`` or ``command``."""
+        """A registered kind's name (:data:`stacks.kinds.KINDS`)."""
         return self.config.kind
 
 
@@ -458,7 +459,7 @@ def build_plan(cfg: StackConfig) -> Plan:
             config=job,
             group=group,
             nodes=job.nodes,
-            min_nodes=job.min_nodes or (1 if job.kind == "pytorch" else job.nodes),
+            min_nodes=job.min_nodes or (1 if KINDS[job.kind].elastic else job.nodes),
             max_nodes=job.max_nodes or job.nodes,
             procs_per_node=procs,
             image=images[job.image],

@@ -4,12 +4,13 @@
 import pulumi
 
 from components.workloads.pods import JobSpec, env_name
+from stacks.kinds import KINDS
 from stacks.plan import JobPlan, Plan
 
 
 def job_resource(plan: Plan, job: str) -> str:
-    """How ``wait_for_jobs.py`` names a job: ``mpijobs/<name>`` or ``jobs/<name>``."""
-    return f"{'mpijobs' if plan.jobs[job].kind == 'mpi' else 'jobs'}/{job}"
+    """How ``wait_for_jobs.py`` names a job: ``<its kind's resource>/<name>`` (``jobs/<name>``, ``mpijobs/<name>``)."""
+    return f"{KINDS[plan.jobs[job].kind].resource}/{job}"
 
 
 def job_spec(

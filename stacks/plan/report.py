@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 from components.catalog import PRICES_AS_OF, SOURCES
 from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
 from stacks.costs import estimate, node_hour
+from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan, job_order
 from stacks.plan.checklist import planned_checks
 
@@ -54,10 +55,6 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
     return out
 
 
-#: Job kinds whose pod starts one process, the job's command (it gets PROCS_PER_NODE to start more itself).
-ONE_PROCESS_KINDS = ("command", "tensorflow")
-
-
 def _steps(plan: Plan) -> dict[str, int]:
     """Each job's step: 1 for a job that waits for nothing, else one more than the latest job it waits for. Jobs of
     one step start together (a benchmark's experiments all run in step 1, side by side)."""
@@ -82,7 +79,7 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
             "minNodes": job.min_nodes,
             "maxNodes": job.max_nodes,
             "processesPerNode": job.procs_per_node,
-            "processesPerPod": 1 if job.kind in ONE_PROCESS_KINDS else job.procs_per_node,
+            "processesPerPod": 1 if KINDS[job.kind].one_process_per_pod else job.procs_per_node,
             "gpusPerPod": job.placement["gpus"],
             "efaInterfacesPerPod": job.placement["efa_devices"],
             "image": job.image.name,
@@ -266,9 +263,9 @@ def render(r: dict[str, Any]) -> str:
     lines.append("jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
                  "after completed):" if r["jobs"] else "jobs: none (the environment only)")
     for j in r["jobs"]:
-        size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if j["kind"] == "pytorch" else "")
+        size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if KINDS[j["kind"]].elastic else "")
         procs = (f"1 process (the command; PROCS_PER_NODE={j['processesPerNode']} in its environment)"
-                 if j["kind"] in ONE_PROCESS_KINDS else f"{j['processesPerNode']} process(es)")
+                 if KINDS[j["kind"]].one_process_per_pod else f"{j['processesPerNode']} process(es)")
         after = f", after {', '.join(j['after'])}" if j["after"] else ""
         data = f", dataset {j['dataset']}" if j["dataset"] else ""
         lines.append(

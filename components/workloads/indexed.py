@@ -1,0 +1,50 @@
+"""The shared body of the jobs that run one program in every pod of an Indexed Job with a headless Service and no
+operator (:class:`~components.workloads.command.CommandJob`, :class:`~components.workloads.tensorflow.TensorFlowJob`,
+or a component of one's own): :func:`indexed_workers` given the pods' ``app.kubernetes.io/name``, the port the workers
+talk on and their environment from the peers' stable hostnames."""
+
+from typing import Callable, Mapping, Sequence
+
+import pulumi
+
+from components.conventions import COMMON_LABELS
+from components.workloads.pods import JobSpec, WorkerPlacement, indexed_job, peer_hosts
+
+
+#: A job's pods' environment from the pods' stable hostnames (in index order).
+Environment = Callable[[pulumi.Output[list[str]]], Mapping[str, pulumi.Input[str]]]
+
+
+def indexed_workers(
+    parent: pulumi.ComponentResource,
+    name: str,
+    spec: JobSpec,
+    placement: WorkerPlacement,
+    *,
+    command: Sequence[str],
+    nodes: int,
+    max_retries: int,
+    app_name: str,
+    port: tuple[str, int],
+    environment: Environment,
+) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+    """The children of a job whose ``nodes`` pods all run ``command`` (then the job's ``args``; ``max_retries`` pod
+    failures tolerated per pod): an Indexed Job and its
+    headless Service (:func:`~components.workloads.pods.indexed_job`) under ``parent``, the pods labelled
+    ``app.kubernetes.io/name: <app_name>``, the Service on ``port`` (name, number), every pod's environment
+    ``environment(hosts)`` (before Kubernetes expands ``$(JOB_INDEX)``). Returns the Job's name and the job's output
+    folder (resolving once the Job is created): the component's ``job_name`` and ``output_dir``."""
+    hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: peer_hosts(spec["job_name"], ns, nodes))
+    _, job = indexed_job(
+        name,
+        parent,
+        spec,
+        labels={**COMMON_LABELS, "app.kubernetes.io/name": app_name},
+        placement=placement,
+        nodes=nodes,
+        command=[*command, *(spec.get("args") or [])],
+        env=environment(hosts),
+        backoff_limit=max_retries * nodes,
+        ports=(port,),
+    )
+    return job.metadata.name, job.metadata.apply(lambda _: spec["output_dir"])

@@ -1,0 +1,188 @@
+"""What a kind of job is (:class:`JobKind`): everything the program and its tools need to know about one kind, in one
+object, so that the config models, the rules, the plan, the composition, the outputs, the collector, the plan report,
+the benchmark's summary and the local runner ask the kind instead of branching on its name.
+
+The shape follows Kubeflow Trainer's runtime framework (each kind a plugin with a name, a constructor and the phases
+it implements, https://github.com/kubeflow/trainer/blob/master/pkg/runtime/framework/interface.go; one registry,
+https://github.com/kubeflow/trainer/blob/master/pkg/runtime/framework/plugins/registry.go): here a phase is a
+method (validate the job's fields, build its Pulumi component, start its processes on this machine) and a fact is an
+attribute (elastic or not, the Kubernetes resource and how its completion is read, the operator it needs). The
+registry is :data:`stacks.kinds.KINDS`.
+
+The registry belongs to the core (:data:`stacks.cli.CORE`): ``stacks.config`` itself reads it (the ``kind`` field
+accepts the registry's names), so a kind imports neither the program's composition nor a tool: the composition hands
+:meth:`JobKind.build` what it registered (:class:`BuildContext`), the local runner hands
+:meth:`JobKind.local_processes` the machine (:class:`LocalMachine`). The config and the plan are imported here only for
+their types.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Protocol, Sequence
+
+import pulumi
+
+from components.workloads.pods import JobSpec, WorkerPlacement
+
+if TYPE_CHECKING:
+    from stacks.config.jobs import ImageConfig, JobConfig
+    from stacks.config.rules import Sections
+    from stacks.plan import JobPlan
+
+
+class JobComponent(Protocol):
+    """What the program reads of a job's registered component (every kind's has both)."""
+
+    job_name: pulumi.Output[str]
+    """The name of the Kubernetes object (Job, MPIJob...)."""
+    output_dir: pulumi.Output[str]
+    """The job's output folder inside the pods; resolves after the object is created."""
+
+
+@dataclass(frozen=True)
+class OwnedField:
+    """A field of ``jobs.<name>`` only this kind takes: set on a job of another kind, it is reported at ``key`` with
+    ``why`` (``{kind}`` is the job's kind)."""
+
+    field: str
+    """The model's field name (snake case)."""
+    key: str
+    """The key in the stack file (camel case)."""
+    why: str
+
+
+@dataclass
+class BuildContext:
+    """What :meth:`JobKind.build` gets from the composition (:func:`stacks.workloads.build_jobs`): the component's
+    name, the job's plan, the spec every kind shares (:func:`stacks.plan.jobspec.job_spec`, with its waits), the
+    Kubernetes provider's options, and the shared pieces registered before the jobs."""
+
+    name: str
+    job: "JobPlan"
+    spec: JobSpec
+    opts: pulumi.ResourceOptions
+    etcd_endpoint: Optional[pulumi.Output[str]] = None
+    """The stack's etcd rendezvous (``None``: no job needs one, :meth:`JobKind.needs_etcd`)."""
+    mpi_operator_ready: Optional[pulumi.Output[str]] = None
+    """The MPI Operator's CRD name, resolved once it is installed (``None``: the cluster stack's operator, a jobs-only
+    stack)."""
+
+
+class LocalMachine(Protocol):
+    """What the local runner (:class:`stacks.local.runner.LocalRunner`) offers a kind's local phases."""
+
+    @property
+    def work(self) -> Path:
+        """The runner's state folder (a kind's scratch files go under ``work/tmp``)."""
+        ...
+
+    def free_port(self) -> int:
+        """A TCP port free on 127.0.0.1 now."""
+        ...
+
+    def etcd_endpoint(self) -> str:
+        """A local etcd 3.5 with the v2 API (started once per run)."""
+        ...
+
+    def mpi_prefix(self) -> str:
+        """This machine's Open MPI installation (raises when there is none)."""
+        ...
+
+    def check_torch(self, job: "JobPlan") -> None:
+        """Raise the runner's error, with its fix, when the job's Python has no PyTorch."""
+        ...
+
+    def fail(self, reason: str, fix: str = "") -> Exception:
+        """The runner's error for a job that cannot run here (the caller raises it)."""
+        ...
+
+
+@dataclass
+class LocalProcesses:
+    """What :meth:`JobKind.local_processes` gives the local runner: one command per process and their environment
+    (before Kubernetes' expansion of ``$(VAR)``)."""
+
+    commands: list[list[str]]
+    env: Mapping[str, Any]
+
+
+class JobKind:
+    """One kind of job. A kind sets the class attributes and implements :meth:`build` and :meth:`local_processes`;
+    the defaults describe a kind whose pods run ``command`` as a batch/v1 Job of a fixed size."""
+
+    name: ClassVar[str]
+    """The value of ``jobs.<name>.kind``."""
+    summary: ClassVar[str]
+    """What a job of this kind is, one clause (the ``kind`` key's documentation)."""
+    elastic: ClassVar[bool] = False
+    """Its node count may change while it runs (``minNodes``/``maxNodes``; default minNodes 1, maxNodes the group's
+    maxSize)."""
+    fixed_size: ClassVar[str] = ""
+    """Why a job of a kind that is not elastic cannot change size (the message to a job that sets minNodes)."""
+    takes_script: ClassVar[bool] = False
+    """Its program is ``script`` (run by the kind's own launcher), not ``command``."""
+    program: ClassVar[str] = "the program"
+    """What its ``command`` is (the message to a job without one)."""
+    owned_fields: ClassVar[tuple[OwnedField, ...]] = ()
+    """The fields of ``jobs.<name>`` only this kind takes."""
+    on_system_group: ClassVar[bool] = False
+    """Light jobs of this kind may run on the system node group (``nodeGroup: system``)."""
+    writable_root: ClassVar[bool] = False
+    """Its containers need a writable root file system by default (``readOnlyRootFilesystem`` unset)."""
+    one_process_per_pod: ClassVar[bool] = False
+    """A pod starts one process, the job's command (it gets ``PROCS_PER_NODE`` to start more itself)."""
+    indexed_pods: ClassVar[bool] = True
+    """Its pods are an Indexed Job's (each gets ``JOB_INDEX`` from the downward API)."""
+    api_group: ClassVar[str] = "batch"
+    """The Kubernetes API group of the object its component creates."""
+    resource: ClassVar[str] = "jobs"
+    """The object's resource (plural): ``wait_for_jobs.py``'s ``RESOURCE/NAME``, the collector's, the wait Role's."""
+    kubectl_name: ClassVar[str] = "job"
+    """How ``kubectl`` names one of them (the ``waitCommand`` output)."""
+    complete_condition: ClassVar[str] = "complete"
+    """The condition ``kubectl wait --for=condition=`` waits for: the object succeeded."""
+    kueue_framework: ClassVar[str] = "batch/job"
+    """Kueue's integration that queues it (``integrations.frameworks``, :data:`components.admission.FRAMEWORKS`)."""
+    needs_mpi_operator: ClassVar[bool] = False
+    """The cluster needs the Kubeflow MPI Operator (:class:`~components.workloads.MpiOperator`) for it."""
+
+    # --- config ---------------------------------------------------------------------------------------------------
+    def problems(self, job: "JobConfig") -> list[tuple[str, str]]:
+        """The job's problems of this kind beyond the shared ones (elastic size, fields of other kinds): by default,
+        a command is required."""
+        if job.command is None:
+            return [("command", f"a {self.name} job needs a command ({self.program})")]
+        return []
+
+    def image_problems(self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig",
+                       problems: list[str]) -> None:
+        """Problems of the image a job of this kind runs (the config rules call it); by default none."""
+
+    # --- plan and composition -------------------------------------------------------------------------------------
+    def needs_etcd(self, job: "JobConfig") -> bool:
+        """The job's rendezvous is the stack's etcd (:class:`~components.workloads.EtcdRendezvous`)."""
+        return False
+
+    def program_text(self, job: "JobConfig") -> str:
+        """The job's program as the benchmark's summary shows it (its command)."""
+        return " ".join(job.command or [])
+
+    def build(self, ctx: BuildContext) -> JobComponent:
+        """Register the job's component (:mod:`components.workloads`)."""
+        raise NotImplementedError(f"{self.name}: build")
+
+    # --- the local runner (stacks/local) --------------------------------------------------------------------------
+    def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
+        """Raise :meth:`LocalMachine.fail`'s error when this machine lacks what the job needs."""
+
+    def local_nodes(self, job: "JobPlan", asked: Optional[int]) -> int:
+        """How many processes stand for its pods when the runner is asked for ``asked`` nodes (``None``: the
+        job's): an elastic kind stays within its range."""
+        if asked is None:
+            return job.nodes
+        return max(job.min_nodes, min(asked, job.max_nodes)) if self.elastic else asked
+
+    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
+                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+        """The processes standing for the job's pods on this machine, from the functions its component uses."""
+        raise NotImplementedError(f"{self.name}: local_processes")

@@ -1,0 +1,92 @@
+"""``mpi``: an ``MPIJob`` (kubeflow.org/v2beta1) run by the Kubeflow MPI Operator, whose launcher runs ``mpirun`` over
+the workers (:class:`~components.workloads.MpiJob`)."""
+
+import os
+import shutil
+from typing import TYPE_CHECKING, Sequence
+
+from components.scheduling import system_node_selector
+from components.workloads import MpiJob, MpiJobArgs
+from components.workloads.mpi import mpi_launcher
+from components.workloads.pods import JobSpec, WorkerPlacement
+from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
+
+if TYPE_CHECKING:
+    from stacks.config.jobs import ImageConfig
+    from stacks.config.rules import Sections
+    from stacks.plan import JobPlan
+
+#: The MPIJob CRD (a jobs-only stack's MPIJobs: the cluster stack's MPI Operator installed it).
+MPIJOB_CRD = "mpijobs.kubeflow.org"
+
+
+class Mpi(JobKind):
+    name = "mpi"
+    summary = "an MPIJob (Kubeflow MPI Operator) whose ranks run command under mpirun"
+    fixed_size = "an MPI job has a fixed world size (mpirun -np)"
+    program = "the program each rank runs"
+    owned_fields = (
+        OwnedField("launcher_command", "launcherCommand", "only mpi jobs have a launcher (the command that runs mpirun)"),
+    )
+    # the workers run sshd, which writes its session files to the image's file system
+    writable_root = True
+    # the launcher is one pod, not an Indexed Job's
+    indexed_pods = False
+    api_group = "kubeflow.org"
+    resource = "mpijobs"
+    kubectl_name = "mpijob"
+    complete_condition = "Succeeded"
+    kueue_framework = "kubeflow.org/mpijob"
+    needs_mpi_operator = True
+
+    def image_problems(self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig",
+                       problems: list[str]) -> None:
+        from stacks.config.rules import check_mpi_image
+
+        check_mpi_image(s, path, job_name, image_name, image, problems)
+
+    def build(self, ctx: BuildContext) -> JobComponent:
+        job, c = ctx.job, ctx.job.config
+        assert c.command is not None
+        args: MpiJobArgs = {
+            "job": ctx.spec,
+            "placement": job.placement,
+            "launcher_node_selector": system_node_selector(),
+            "command": list(c.command),
+            "nodes": job.nodes,
+            "operator_ready": ctx.mpi_operator_ready if ctx.mpi_operator_ready is not None else MPIJOB_CRD,
+            "mpi_prefix": job.image.mpi_prefix or "",  # required by the config rules for an MPI job's image
+            "slots_per_worker": job.procs_per_node,
+            "backoff_limit": c.max_restarts,
+        }
+        if c.launcher_command:
+            args["launcher_command"] = list(c.launcher_command)
+        return MpiJob(ctx.name, args, opts=ctx.opts)
+
+    def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
+        if shutil.which("mpirun") is None:
+            raise machine.fail(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
+
+    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
+                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+        """The launcher runs mpirun over a hostfile of this machine; the ranks are its children."""
+        c = job.config
+        assert c.command is not None
+        slots = placement["procs_per_node"]
+        hostfile = machine.work / "tmp" / f"{job.name}-hostfile"
+        hostfile.parent.mkdir(parents=True, exist_ok=True)
+        # the operator writes one line per worker pod; here one host holds every rank
+        hostfile.write_text(f"127.0.0.1 slots={nodes * slots}\n")
+        command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=list(c.command),
+                                    hosts=peers, mpi_prefix=machine.mpi_prefix(),
+                                    launcher_command=list(c.launcher_command or ()),
+                                    hostfile=str(hostfile), port=machine.free_port())
+        if os.geteuid() == 0:
+            env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        # the pods' mapping puts `slots` ranks on each worker node; here the one host takes them all
+        at = command.index("--map-by") + 1
+        command = [*command[:at], f"ppr:{nodes * slots}:node", *command[at + 1:]]
+        return LocalProcesses([command], env)
+
+
+KIND = Mpi()

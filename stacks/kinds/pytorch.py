@@ -1,0 +1,89 @@
+"""``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job (:class:`~components.workloads.PyTorchJob`)."""
+
+from typing import TYPE_CHECKING, Sequence, cast
+
+from components.workloads import PyTorchJob, PyTorchJobArgs
+from components.workloads.pods import JobSpec, RendezvousBackend, WorkerPlacement
+from components.workloads.training import pytorch_command, pytorch_env
+from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
+
+if TYPE_CHECKING:
+    from stacks.config.jobs import JobConfig
+    from stacks.plan import JobPlan
+
+#: What only a PyTorch job's trainer reads (through the environment).
+_TRAINER = "only pytorch jobs pass it to their trainer (through the environment); remove it from this {kind} job"
+
+
+class PyTorch(JobKind):
+    name = "pytorch"
+    summary = "torchrun (elastic) runs script"
+    elastic = True
+    takes_script = True
+    owned_fields = (
+        OwnedField("script", "script", "only pytorch jobs take a script; put it in the command of a {kind} job"),
+        OwnedField("rendezvous_backend", "rendezvousBackend", "only pytorch jobs use a torchrun rendezvous"),
+        OwnedField("checkpoint_every_seconds", "checkpointEverySeconds", _TRAINER),
+        OwnedField("collective_timeout_seconds", "collectiveTimeoutSeconds", _TRAINER),
+    )
+
+    def problems(self, job: "JobConfig") -> list[tuple[str, str]]:
+        problems = []
+        if job.script is None:
+            problems.append(("script", "a pytorch job runs a script under torchrun; set script (a path in the image, "
+                                       "or relative to the downloaded code)"))
+        if job.command is not None:
+            problems.append(("command", "a pytorch job's command is torchrun; give the script and args instead"))
+        return problems
+
+    def needs_etcd(self, job: "JobConfig") -> bool:
+        return job.rendezvous_backend == "etcd-v2"
+
+    def program_text(self, job: "JobConfig") -> str:
+        return job.script or ""
+
+    def build(self, ctx: BuildContext) -> JobComponent:
+        from stacks.config.jobs import TOOLBOX_IMAGE
+
+        job, c = ctx.job, ctx.job.config
+        assert c.script is not None
+        args: PyTorchJobArgs = {
+            "job": ctx.spec,
+            "placement": job.placement,
+            "script": c.script,
+            "run_id": job.run_id,
+            "nodes": job.nodes,
+            "min_nodes": job.min_nodes,
+            "max_nodes": job.max_nodes,
+            "rendezvous_backend": c.rendezvous_backend,
+            "max_restarts": c.max_restarts,
+            "launcher": job.image.name == TOOLBOX_IMAGE,
+        }
+        if c.checkpoint_every_seconds is not None:
+            args["checkpoint_every_seconds"] = c.checkpoint_every_seconds
+        if c.collective_timeout_seconds is not None:
+            args["collective_timeout_seconds"] = c.collective_timeout_seconds
+        if ctx.etcd_endpoint is not None and c.rendezvous_backend == "etcd-v2":
+            args["etcd_endpoint"] = ctx.etcd_endpoint
+        return PyTorchJob(ctx.name, args, opts=ctx.opts)
+
+    def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
+        machine.check_torch(job)  # torchrun comes with PyTorch
+
+    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
+                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+        from stacks.config.jobs import TOOLBOX_IMAGE
+        c = job.config
+        assert c.script is not None
+        backend = cast(RendezvousBackend, c.rendezvous_backend)
+        endpoint = machine.etcd_endpoint() if backend == "etcd-v2" else f"127.0.0.1:{machine.free_port()}"
+        command = pytorch_command(spec, placement, script=c.script, run_id=job.run_id, min_nodes=min(job.min_nodes, nodes),
+                                  max_nodes=max(job.max_nodes, nodes), backend=backend, endpoint=endpoint,
+                                  launcher=job.image.name == TOOLBOX_IMAGE)
+        env = pytorch_env(spec, placement, nodes=nodes, max_restarts=c.max_restarts,
+                          checkpoint_every_seconds=c.checkpoint_every_seconds,
+                          collective_timeout_seconds=c.collective_timeout_seconds)
+        return LocalProcesses([command] * nodes, env)
+
+
+KIND = PyTorch()
