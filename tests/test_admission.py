@@ -9,8 +9,9 @@ from typing import Any, Mapping
 import pytest
 import yaml
 
-from components.admission import FRAMEWORKS, kueue_configuration
+from components.admission import FRAMEWORKS, chart_values, kueue_configuration
 from components.catalog import HELM_CHARTS
+from components.catalog.charts import CHART_IMAGES
 from components.nodeplan import node_allocatable
 from stacks.plan.admission import (
     PRIORITY_LABEL,
@@ -221,7 +222,13 @@ def test_the_chart_gets_the_configuration() -> None:
     assert plan.admission is not None
     assert config["waitForPodsReady"]["timeout"] == f"{plan.admission.pods_ready_timeout_s}s"
     assert config["manageJobsWithoutQueueName"] is False
-    assert release.inputs["values"]["controllerManager"]["manager"]["image"]["tag"] == f"v{chart.version}"
+    image = release.inputs["values"]["controllerManager"]["manager"]["image"]
+    # the chart's manager template writes repository:tag: the release's tag, pinned by its digest
+    assert f"{image['repository']}:{image['tag']}" == CHART_IMAGES["kueue"]
+    assert image["tag"].startswith(f"v{chart.version}@sha256:"), image
+    with pytest.raises(ValueError, match="is not the chart 0.18.0's release"):
+        chart_values({"pods_ready_timeout_s": 1, "requeue_backoff_base_s": 1, "requeue_backoff_max_s": 1,
+                      "node_selector": {}}, "0.18.0")
 
 
 

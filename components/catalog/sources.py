@@ -599,6 +599,12 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/kubernetes/autoscaler/releases",
         shows="cluster-autoscaler image tags per Kubernetes minor (the autoscaler's minor must match the cluster's)",
     ),
+    "kueue-image": Source(
+        url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-kueue/images.yaml",
+        shows="registry.k8s.io/kueue/kueue:v0.17.0 and its digest sha256:368d2053... under `name: kueue` (the "
+        "Kubernetes image promoter's manifest; the same line is context in kubernetes/k8s.io#9551); the chart's "
+        "manager template writes `repository:tag` (kubernetes-sigs/kueue v0.17.0 charts/kueue/templates/manager/manager.yaml)",
+    ),
     "etcd-image": Source(
         url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-etcd/images.yaml",
         shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035d... (the Kubernetes image promoter's manifest)",
