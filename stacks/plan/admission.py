@@ -15,6 +15,14 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   a waiting job never buys a node). An admitted job whose pods do not all run within ``waitForPodsReady``'s timeout
   (nodes that cannot be bought, an image that cannot be pulled) is evicted, its pods deleted, and requeued with
   exponential backoff (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/).
+  Kueue's ProvisioningRequest admission check (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/)
+  is not used: it would admit a job only once the autoscaler accepted a ProvisioningRequest for its pods, but the
+  class that scales up (``best-effort-atomic-scale-up``) marks the request Provisioned as soon as the scale-up is
+  requested and scales with the node group's AtomicIncreaseSize, which the autoscaler's AWS provider does not
+  implement, so it falls back to a plain IncreaseSize (source keys ``ca-provreq-best-effort-atomic``,
+  ``ca-aws-atomic-increase``): on EKS an Auto Scaling group short of instances launches part of the gang with or
+  without it. What it would add, one scale-up decision for the whole gang within the group's maximum, the quota
+  already gives; the cost of a partial scale-up is bounded by waitForPodsReady and the autoscaler's scale-down.
 - **Queueing strategy StrictFIFO**: jobs are admitted by priority, then creation time, and the head of the queue
   blocks the ones behind it even when a smaller one would fit (BestEffortFIFO would let small jobs overtake a large
   one for ever on a busy group: a multi-node training job would starve behind evaluations),
