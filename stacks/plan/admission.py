@@ -294,9 +294,11 @@ def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
                         f"never admit it; raise {key(flavor.path + '.maxSize')} or its instance type")
                 elif amount > have:
+                    per_pod = job_requests(job)[group][resource] // job.max_nodes
+                    launcher = " and its MPI launcher" if launcher_requests(plan, job).get(group, {}).get(resource) else ""
                     problems.append(
                         f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} "
-                        f"({job.max_nodes} pods of {quantity(resource, amount // job.max_nodes)}) on {flavor.path}, more "
+                        f"({job.max_nodes} pods of {quantity(resource, per_pod)}{launcher}) on {flavor.path}, more "
                         f"than its quota, what the group holds at {key(flavor.path + '.maxSize')} ({flavor.max_size} x "
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
                         f"never admit it; raise maxSize or lower nodes")
