@@ -158,6 +158,10 @@ def test_teams_without_jobs_still_get_kueue_the_mpi_operator_and_their_queues() 
     pytest.param({"a": {"quotaPercent": 25, "mayBorrow": False}},
                  ["eks-training:teams.a.quotaPercent: the team's share is no whole node of any worker group "
                   "(eks-training:nodeGroups.gpu.maxSize 2) and eks-training:teams.a.mayBorrow is false"], id="idle"),
+    pytest.param({"a": {"quotaPercent": 50, "mayLend": False}, "b": {"quotaPercent": 50, "mayLend": False}},
+                 ["eks-training:jobs.train.nodes: the job asks ", " on nodeGroups.gpu; the stack's own queue holds 0m "
+                  "there", "not lending: eks-training:teams.a.mayLend, eks-training:teams.b.mayLend"],
+                 id="own-queue-starved"),
 ])
 def test_bad_teams_are_refused_before_anything_is_registered(teams, fragments) -> None:
     p = run_program("g5", config=_with_teams("g5", teams), expect_error=True)

@@ -380,3 +380,33 @@ def launcher_beyond_team(plan: "Plan", team: str, quota: Mapping[str, Mapping[st
                     f"({where}): Kueue would never admit it; run the job as another kind, or raise the team's "
                     f"quotaPercent (a whole system node) or set mayBorrow there")
     return problems
+
+
+def beyond_own_queue(plan: "Plan", admission: AdmissionPlan) -> list[str]:
+    """With teams, the stack's own jobs go to its own ClusterQueue, whose nominal quota is the fleet less the teams'
+    shares (:attr:`AdmissionPlan.own_quota`) and which may borrow only what the other queues of the cohort lend: the
+    teams with ``mayLend: false`` lend nothing (``lendingLimit: 0``). A job (workers and MPI launcher,
+    :func:`job_and_launcher_requests`) larger than that, though within the fleet (:func:`never_admitted` reports the
+    rest), would wait for ever (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#lendinglimit)."""
+    if not admission.teams:
+        return []
+    problems = []
+    for name, job in plan.jobs.items():
+        for group, asks in job_and_launcher_requests(plan, job).items():
+            flavor = admission.flavor(group)
+            lenders = [t for t in admission.teams if t.may_lend]
+            for resource, asked in asks.items():
+                fleet = flavor.per_node[resource] * flavor.max_size
+                own = amount(resource, admission.own_quota[flavor.name][resource])
+                lent = sum(amount(resource, t.quota[flavor.name][resource]) for t in lenders)
+                if fleet >= asked > own + lent:
+                    keeps = ", ".join(key(f"{t.path}.mayLend") for t in admission.teams if not t.may_lend) or "none"
+                    what = f"jobs.{name}.nodes" if group == job.group.name else f"jobs.{name}.kind"
+                    problems.append(
+                        f"{key(what)}: the job asks {quantity(resource, asked)} {resource} on {flavor.path}; the stack's "
+                        f"own queue holds {quantity(resource, own)} there (the fleet less the teams' quotaPercent) and "
+                        f"may borrow only what the teams that lend hold ({quantity(resource, lent)}; not lending: "
+                        f"{keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them lend, or make "
+                        f"the job smaller")
+                    break
+    return problems
