@@ -27,6 +27,7 @@ import yaml
 from typing_extensions import NotRequired
 
 from components.catalog import HELM_CHARTS
+from components.catalog.charts import CHART_IMAGES, chart_image_values
 from components.helm import pinned_release
 
 #: The job kinds the stacks render, as Kueue's integration names.
@@ -34,9 +35,9 @@ FRAMEWORKS: tuple[str, ...] = ("batch/job", "kubeflow.org/mpijob")
 #: Where the chart installs Kueue.
 KUEUE_NAMESPACE = "kueue-system"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-#: The controller's image: the release the chart version names, from the Kubernetes project's registry (the chart's
-#: default points at a staging registry with ``pullPolicy: Always``).
-KUEUE_IMAGE_REPOSITORY = "registry.k8s.io/kueue/kueue"
+#: The controller's image: the release the chart version names, from the Kubernetes project's registry, pinned by
+#: digest (the catalog's, :data:`components.catalog.charts.CHART_IMAGES`).
+KUEUE_IMAGE = CHART_IMAGES["kueue"]
 PRIORITY_DESCRIPTION = ("a job outranks the jobs that wait for it; within a stage, health checks > evaluations > "
                         "training > experiments (stacks/plan/admission.py)")
 
@@ -125,11 +126,15 @@ def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def chart_values(args: Mapping[str, Any], version: str) -> dict[str, Any]:
-    """Helm values: the Configuration, the release's image, the controller on the system nodes."""
+    """Helm values: the Configuration, the release's image (pinned by digest; its tag is the chart's version), the
+    controller on the system nodes."""
+    image = chart_image_values(KUEUE_IMAGE)
+    if not image["tag"].startswith(f"v{version}@"):
+        raise ValueError(f"the Kueue image {KUEUE_IMAGE} is not the chart {version}'s release (components/catalog/charts.py)")
     return {
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(kueue_configuration(args), sort_keys=False)},
         "controllerManager": {
-            "manager": {"image": {"repository": KUEUE_IMAGE_REPOSITORY, "tag": f"v{version}", "pullPolicy": "IfNotPresent"}},
+            "manager": {"image": {**image, "pullPolicy": "IfNotPresent"}},
             "nodeSelector": dict(args["node_selector"]),
         },
     }

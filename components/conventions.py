@@ -11,6 +11,10 @@ SHARED_MOUNT = "/data"
 COMMON_LABELS: Mapping[str, str] = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "eks-training"}
 #: Pods cluster-autoscaler must not evict to consolidate nodes (training, etcd).
 NO_EVICT: Mapping[str, str] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+#: What an MPIJob's launcher (``mpirun``, on the system nodes) requests: read by the MPIJob and by the plan, which
+#: counts it in the workload's quota on the system group's Kueue ResourceFlavor (stacks/plan/admission.py).
+LAUNCHER_CPU_MILLIS = 250
+LAUNCHER_MEMORY_MIB = 512
 #: Label on every pod of a Job this project runs (training, health check, staging, MPI launcher and workers): the
 #: job's name. The job's pods select each other by it (headless Service, anti-affinity, network policy).
 JOB_LABEL = "eks-training/job"

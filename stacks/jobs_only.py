@@ -23,7 +23,7 @@ from stacks.config.errors import key
 from stacks.environment import region_name
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
-from stacks.plan.admission import flavor_name
+from stacks.plan.admission import flavor_name, launcher_beyond_team
 from stacks.workloads import JobTarget, build_jobs
 
 
@@ -68,6 +68,13 @@ def team_of(plan: Plan, reference: str, team: str, teams: Mapping[str, Any], gro
                     f"{job.group.name}; team {team} may not borrow and its quota there is {have} node(s) (the "
                     f"referenced stack {reference}'s teams.{team}): Kueue would never admit it; lower nodes/maxNodes, "
                     f"or raise the team's quotaPercent or set mayBorrow there")
+        # an MPI job's launcher is admitted against the team's quota on the system group
+        if "quota" not in entry:
+            problems.append(f"{key('cluster.stackReference')}: the referenced stack {reference}'s teams output has no "
+                            f"quota (an older version of this program made it): update that stack first")
+        else:
+            problems += launcher_beyond_team(plan, team, entry["quota"],
+                                             f"the referenced stack {reference}'s teams.{team}")
     if problems:
         raise JobsOnlyError("\n".join(problems))
     return entry

@@ -62,7 +62,8 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
     return {
         "teams": {t.name: {"namespace": w.teams[t.name].namespace, "localQueue": queues[t.cluster_queue],
                            "clusterQueue": t.cluster_queue, "pvcName": w.teams[t.name].pvc_name,
-                           "nodes": dict(t.nodes), "mayBorrow": t.may_borrow, "mayLend": t.may_lend}
+                           "nodes": dict(t.nodes), "quota": {f: dict(q) for f, q in t.quota.items()},
+                           "mayBorrow": t.may_borrow, "mayLend": t.may_lend}
                   for t in a.teams},
         "nodeGroupPlacement": placement_of(env.plan),
         "region": region_name(),

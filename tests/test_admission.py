@@ -9,10 +9,18 @@ from typing import Any, Mapping
 import pytest
 import yaml
 
-from components.admission import FRAMEWORKS, kueue_configuration
+from components.admission import FRAMEWORKS, chart_values, kueue_configuration
 from components.catalog import HELM_CHARTS
+from components.catalog.charts import CHART_IMAGES
 from components.nodeplan import node_allocatable
-from stacks.plan.admission import PRIORITY_LABEL, QUEUE_LABEL, RESOURCES, admission_plan, never_admitted
+from stacks.plan.admission import (
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    RESOURCES,
+    admission_plan,
+    job_and_launcher_requests,
+    never_admitted,
+)
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
 
@@ -214,5 +222,52 @@ def test_the_chart_gets_the_configuration() -> None:
     assert plan.admission is not None
     assert config["waitForPodsReady"]["timeout"] == f"{plan.admission.pods_ready_timeout_s}s"
     assert config["manageJobsWithoutQueueName"] is False
-    assert release.inputs["values"]["controllerManager"]["manager"]["image"]["tag"] == f"v{chart.version}"
+    image = release.inputs["values"]["controllerManager"]["manager"]["image"]
+    # the chart's manager template writes repository:tag: the release's tag, pinned by its digest
+    assert f"{image['repository']}:{image['tag']}" == CHART_IMAGES["kueue"]
+    assert image["tag"].startswith(f"v{chart.version}@sha256:"), image
+    with pytest.raises(ValueError, match="is not the chart 0.18.0's release"):
+        chart_values({"pods_ready_timeout_s": 1, "requeue_backoff_base_s": 1, "requeue_backoff_max_s": 1,
+                      "node_selector": {}}, "0.18.0")
 
+
+
+def _effective_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """A pod's requests as the scheduler and Kueue count them: the larger of the sum of its containers' and each
+    init container's, per resource
+    (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers)."""
+    out: dict[str, int] = {}
+    for c in pod["containers"]:
+        for res, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            out[res] = out.get(res, 0) + _quantity(v, res)
+    for c in pod.get("initContainers") or []:
+        for res, v in ((c.get("resources") or {}).get("requests") or {}).items():
+            out[res] = max(out.get(res, 0), _quantity(v, res))
+    return out
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_plan_counts_every_pod_set_off_the_jobs_group(programs, stack: str) -> None:
+    """A pod set Kueue admits against another flavor than the job's group (an MPIJob's launcher, on the system
+    group) is counted by the plan's check of what can ever be admitted (:func:`job_and_launcher_requests`), with
+    the requests the pods render: else a launcher a team's or the stack's system quota cannot hold would pass."""
+    program = programs[stack]
+    _, plan = plan_stack(stack)
+    flavors = {f["metadata"]["name"]: f for f in _kueue_objects(program)["ResourceFlavor"]}
+    for r in _jobs(program):
+        name = r.inputs["metadata"]["name"]
+        if QUEUE_LABEL not in (r.inputs["metadata"].get("labels") or {}) or name not in plan.jobs:
+            continue
+        job = plan.jobs[name]
+        off_group: dict[str, dict[str, int]] = {}
+        for _, count, pod in _pod_sets(r.inputs["kind"], r.inputs):
+            (flavor,) = [f for f in flavors.values() if _flavor_fits(pod, f)]
+            group = next(g.name for g in plan.all_groups if plan.admission.flavor(g.name).name == flavor["metadata"]["name"])
+            if group == job.group.name:
+                continue
+            mine = off_group.setdefault(group, {})
+            for res, v in _effective_requests(pod).items():
+                mine[res] = mine.get(res, 0) + v * count
+        counted = {g: {res: v for res, v in asks.items() if v} for g, asks in job_and_launcher_requests(plan, job).items()
+                   if g != job.group.name}
+        assert off_group == counted, (stack, name, off_group, counted)

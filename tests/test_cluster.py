@@ -38,6 +38,7 @@ from stacks.box.manifests import registered_objects
 from stacks.box.nodes import group_nodes, plan_nodes
 from stacks.box.rehearse import EXIT_CODE, RUN_MS, Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
 from stacks.box.timeline import Recorder, report
+from stacks.plan.admission import launcher_requests
 from stacks.stackfile import plan_stack
 from stacks.outputs import workload_conditions_command
 from tests.harness import run_program, stack_config, stack_names
@@ -491,8 +492,8 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         mpi = {s.docs[0]["metadata"]["name"]: s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)}
         mpi["nccl"].deps.add(mpi["horovod"].urn)
 
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("mpi-horovod"), "mpi-horovod",
-                                       mutate=horovod_first, run_ms={"nccl": 3000, "horovod": 3000})
+    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("mpi-horovod"), "mpi-horovod",
+                                      mutate=horovod_first, run_ms={"nccl": 3000, "horovod": 3000})
     samples: list[dict[str, set[str]]] = []  # per poll: MPIJob -> its worker pods bound to a node
     watch = _Watch(box, lambda: samples.append(_bound_workers(box)))
     try:
@@ -501,11 +502,24 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
         finished = {j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]}
+        workloads = box.get("workloads", "-n", "training")["items"]
     finally:
         rehearsal.stop_operator()
         box.down()
     jobs = rehearsal.jobs
     assert jobs["nccl"]["outcome"] == jobs["horovod"]["outcome"] == "Succeeded", rehearsal.timeline()
+    # The real Kueue admitted each MPIJob's launcher against the system group's flavor, with the requests the plan
+    # counts in the workload's quota there (stacks/plan/admission.py launcher_requests)
+    launchers = {}
+    for wl in workloads:
+        owner = next(o["name"] for o in wl["metadata"]["ownerReferences"])
+        if owner in ("nccl", "horovod"):
+            launchers[owner] = next(a for a in wl["status"]["admission"]["podSetAssignments"] if a["name"] == "launcher")
+    assert set(launchers) == {"nccl", "horovod"}, [w["metadata"]["name"] for w in workloads]
+    for name, launcher in launchers.items():
+        counted = launcher_requests(plan, plan.jobs[name])[plan.system.name]
+        assert set(launcher["flavors"].values()) == {plan.admission.flavor(plan.system.name).name}, launcher
+        assert launcher["resourceUsage"] == {"cpu": f"{counted['cpu']}m", "memory": f"{counted['memory']}Mi"}, launcher
     # Never did workers of both hold nodes at once (the deadlock: one node each); both did hold nodes at some time.
     both = [s for s in samples if s.get("nccl") and s.get("horovod")]
     assert not both, both

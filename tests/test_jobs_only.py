@@ -54,9 +54,16 @@ def vision(cluster):
 def test_the_cluster_stack_exports_what_a_jobs_only_stack_reads(cluster) -> None:
     out = STACK_OUTPUTS[REFERENCE]
     assert set(out["teams"]) == {"vision", "nlp"}
-    assert out["teams"]["nlp"] == {"namespace": "team-nlp", "localQueue": "nlp", "clusterQueue": "team-nlp",
-                                   "pvcName": "shared-data", "nodes": {"system": 1, "gpu": 1}, "mayBorrow": False,
-                                   "mayLend": True}
+    nlp = dict(out["teams"]["nlp"])
+    quota = nlp.pop("quota")
+    assert nlp == {"namespace": "team-nlp", "localQueue": "nlp", "clusterQueue": "team-nlp",
+                   "pvcName": "shared-data", "nodes": {"system": 1, "gpu": 1}, "mayBorrow": False, "mayLend": True}
+    # the team's ClusterQueue's nominal quota, as the cluster stack registered it
+    queue = next(r for r in cluster.registrations if r.type.endswith(":ClusterQueue")
+                 and r.inputs["metadata"]["name"] == "team-nlp")
+    flavors = queue.inputs["spec"]["resourceGroups"][0]["flavors"]
+    assert quota == {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in flavors}
+    assert quota["gpu"]["nvidia.com/gpu"] == "1"
     assert out["nodeGroupPlacement"]["gpu"]["instanceTypes"] == ["g5.xlarge"]
     assert out["kubeconfig"] and out["clusterName"]
 
@@ -126,6 +133,60 @@ def test_a_job_larger_than_a_non_borrowing_teams_quota_fails_the_deployment(clus
     assert program.error is not None and "eks-training:jobs.train.nodes: the job needs up to 2 node(s) of gpu; team " \
         "nlp may not borrow and its quota there is 1 node(s)" in str(program.error), repr(program.error)
     assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
+
+
+SMALL = "organization/eks-training/small"
+
+
+@pytest.fixture(scope="module")
+def small_system_cluster():
+    """The cluster stack with one system node at most: each team's half of it is no whole node, so a team's quota
+    on the system group is 0."""
+    config = _config("shared")
+    config[f"{PROJECT}:systemNodeGroup"] = {"minSize": 1, "desiredSize": 1, "maxSize": 1}
+    program = run_program("small", config=config)
+    assert program.error is None, program.error
+    STACK_OUTPUTS[SMALL] = {k: resolve(pulumi.Output.from_input(v)) for k, v in program.outputs.items()}
+    yield program
+    STACK_OUTPUTS.pop(SMALL, None)
+
+
+def _with_mpi_job(config: dict[str, Any], reference: str, team: str) -> dict[str, Any]:
+    """``config`` (vision's) on team ``team`` of ``reference``, with its one-node training job and a one-node MPI
+    job (its launcher runs on the system group): no job larger than a team's one GPU node, none on the system group."""
+    config = dict(config)
+    config[f"{PROJECT}:cluster"] = {"stackReference": reference, "team": team}
+    config[f"{PROJECT}:images"] = {"nccl-tests": {"context": "images/nccl-tests"}}
+    jobs = {"train": {k: v for k, v in config[f"{PROJECT}:jobs"]["train"].items() if k != "minNodes"}}
+    jobs["train"].update(nodes=1, maxNodes=1)
+    jobs["nccl"] = {"kind": "mpi", "image": "nccl-tests", "nodeGroup": "gpu", "nodes": 1,
+                    "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "1M", "-g", "1"]}
+    config[f"{PROJECT}:jobs"] = jobs
+    return config
+
+
+def test_an_mpi_job_whose_launcher_a_non_borrowing_teams_system_quota_cannot_hold_fails_the_deployment(
+        small_system_cluster) -> None:
+    """An MPIJob's launcher is a pod set Kueue admits against the system group's flavor: team nlp may not borrow and
+    holds no system node, so its MPI job would wait for ever; its other jobs (on the GPU group) are fine."""
+    team = STACK_OUTPUTS[SMALL]["teams"]["nlp"]
+    assert team["mayBorrow"] is False and team["nodes"] == {"system": 0, "gpu": 1}
+    assert team["quota"]["system"]["cpu"] == "0m"
+    program = run_program("vision", config=_with_mpi_job(_config("vision"), SMALL, "nlp"), expect_error=True)
+    assert program.error is not None and "eks-training:jobs.nccl.kind: the job's MPI launcher asks 250m cpu on the " \
+        "system group; team nlp may not borrow and its quota there is 0m" in str(program.error), repr(program.error)
+    assert "jobs.train" not in str(program.error)
+    assert not [r for r in program.registrations if r.type.startswith("kubernetes:kubeflow.org")]
+
+
+def test_an_mpi_job_of_a_team_that_holds_a_system_node_or_may_borrow_is_deployed(cluster, small_system_cluster) -> None:
+    """The same MPI job: on team nlp of the cluster whose system group holds a node per team, and on team vision
+    (which may borrow the cohort's system quota) of the small one."""
+    for reference, team in ((REFERENCE, "nlp"), (SMALL, "vision")):
+        program = run_program("vision", config=_with_mpi_job(_config("vision"), reference, team))
+        assert program.error is None, (reference, team, program.error)
+        mpi = [r for r in program.registrations if r.type == "kubernetes:kubeflow.org/v2beta1:MPIJob"]
+        assert [r.inputs["metadata"]["labels"][QUEUE_LABEL] for r in mpi] == [team]
 
 
 def test_node_groups_that_differ_from_the_cluster_stacks_fail_the_deployment(cluster) -> None:

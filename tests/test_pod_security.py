@@ -1,8 +1,8 @@
 """Every container the stacks run (containers and init containers of every pod template of our Deployments,
 StatefulSets, DaemonSets, Jobs and MPIJobs) is pinned, unprivileged and, unless it must write to its image,
 read-only. Third-party software the program installs as a whole (the Helm releases: device plugins,
-cluster-autoscaler; the MPI Operator's release manifest) is configured by its vendor's chart or manifest and
-not checked here."""
+cluster-autoscaler, Kueue; the MPI Operator's release manifest) is configured by its vendor's chart or manifest; of
+the Helm releases, the images their values name are checked (pinned by digest, or listed with the reason)."""
 
 import functools
 import re
@@ -75,6 +75,51 @@ def test_every_image_is_pinned_by_digest_or_built_by_the_stack(program_for, stac
             assert image in built_uris, f"{r.name}/{c['name']}: {image} is not one this stack built"
         assert c["imagePullPolicy"] == IMAGE_PULL_POLICY, f"{r.name}/{c['name']}"
     assert seen
+
+
+#: Helm releases (by chart name) whose controller image is still named by tag, and why. Every other release's values
+#: name its image, pinned by digest (the catalog's CHART_IMAGES).
+HELM_IMAGES_BY_TAG = {
+    "cluster-autoscaler": "the image per Kubernetes minor (CLUSTER_AUTOSCALER) by tag: the digests of v1.32.7-v1.36.1 "
+    "have no public source in the catalog yet",
+    "nvidia-device-plugin": "the chart's default image (nvcr.io/nvidia/k8s-device-plugin at its appVersion), by tag",
+    "aws-efa-k8s-device-plugin": "the chart's default image (EKS's regional ECR), by tag",
+}
+
+
+def _image_values(values: Any) -> Iterator[str]:
+    """Every image a chart's values name: ``{repository, tag}`` maps (rendered ``repository:tag``) and ``image`` strings."""
+    if isinstance(values, dict):
+        if isinstance(values.get("repository"), str) and "tag" in values:
+            yield f"{values['repository']}:{values['tag']}"
+        for k, v in values.items():
+            if k == "image" and isinstance(v, str):
+                yield v
+            else:
+                yield from _image_values(v)
+    elif isinstance(values, list):
+        for v in values:
+            yield from _image_values(v)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_helm_releases_image_is_pinned_by_digest(program_for, stack: str) -> None:
+    """The images the Helm releases run (Kueue's controller...) as their values name them, rendered the way the
+    charts' templates write ``repository:tag``: pinned by digest, except the releases :data:`HELM_IMAGES_BY_TAG`
+    names with the reason."""
+    p: Program = program_for(stack, False)
+    releases = [r for r in p.registrations if r.type == "kubernetes:helm.sh/v3:Release"]
+    charts = set()
+    for r in releases:
+        chart = str(r.inputs["chart"]).rsplit("/", 1)[-1]
+        charts.add(chart)
+        if chart in HELM_IMAGES_BY_TAG:
+            continue
+        images = list(_image_values(r.inputs.get("values") or {}))
+        assert images, f"{r.name}: chart {chart} runs its default image (by tag): name it, pinned by digest"
+        for image in images:
+            assert DIGEST.match(image), f"{r.name}: {image} is not pinned by digest"
+    assert "kueue" in charts, sorted(charts)
 
 
 @functools.cache

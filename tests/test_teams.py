@@ -158,6 +158,10 @@ def test_teams_without_jobs_still_get_kueue_the_mpi_operator_and_their_queues() 
     pytest.param({"a": {"quotaPercent": 25, "mayBorrow": False}},
                  ["eks-training:teams.a.quotaPercent: the team's share is no whole node of any worker group "
                   "(eks-training:nodeGroups.gpu.maxSize 2) and eks-training:teams.a.mayBorrow is false"], id="idle"),
+    pytest.param({"a": {"quotaPercent": 50, "mayLend": False}, "b": {"quotaPercent": 50, "mayLend": False}},
+                 ["eks-training:jobs.train.nodes: the job asks ", " on nodeGroups.gpu; the stack's own queue holds 0m "
+                  "there", "not lending: eks-training:teams.a.mayLend, eks-training:teams.b.mayLend"],
+                 id="own-queue-starved"),
 ])
 def test_bad_teams_are_refused_before_anything_is_registered(teams, fragments) -> None:
     p = run_program("g5", config=_with_teams("g5", teams), expect_error=True)
@@ -197,9 +201,23 @@ def test_a_teams_members_get_its_namespace_and_nothing_else(g5_teams) -> None:
 
 
 def test_teams_need_the_efs_backend() -> None:
+    """A stack with teams and FSx for Lustre (p5's storage) is refused offline with the reason and the fix, before
+    anything is registered; the same teams on EFS (p5 with storage.backend efs) are not."""
     p = run_program("p5", config=_with_teams("p5"), expect_error=True)
-    assert isinstance(p.error, ConfigError) and "eks-training:teams: teams share the cluster's EFS" in str(p.error)
+    assert isinstance(p.error, ConfigError), p.error
+    (problem,) = [line for line in str(p.error).splitlines() if "eks-training:teams:" in line]
+    assert "eks-training:storage.backend fsx" in problem and "installs its client only by the node groups of its own " \
+        "jobs" in problem and "one static volume binds one claim" in problem and "use backend efs" in problem, problem
     assert p.registrations == []
+    config = _with_teams("p5")
+    storage = {k: v for k, v in (config.get(f"{PROJECT}:storage") or {}).items() if k not in ("backend", "fsx")}
+    config[f"{PROJECT}:storage"] = {**storage, "backend": "efs"}
+    datasets = config.get(f"{PROJECT}:datasets") or {}
+    assert not [d for d in datasets.values() if str((d or {}).get("source", "")).endswith("/")], \
+        "p5's datasets would need FSx's data repository"
+    ok = run_program("p5", config=config)
+    assert ok.error is None, ok.error
+    assert [r for r in ok.registrations if r.type.endswith(":ClusterQueue") and r.inputs["metadata"]["name"] == "team-vision"]
 
 
 # --- priorities per kind -------------------------------------------------------------------------------------------

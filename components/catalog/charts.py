@@ -44,6 +44,26 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
 }
 
 
+#: The controller images the Helm releases run, pinned by digest (``registry/repository:tag@sha256:<digest>``), by
+#: chart key; the chart's values take the reference (``chart_image_values``). A release whose chart key is not here
+#: runs an image its chart or the program names by tag (tests/test_pod_security.py lists them and why).
+CHART_IMAGES: Mapping[str, str] = {
+    # Kueue's controller: the release the chart version names, from the Kubernetes project's registry (the chart's
+    # own default is a staging registry with ``pullPolicy: Always``), pinned by the digest its image promoter
+    # publishes (source key ``kueue-image``). The chart writes ``repository:tag``, so the tag carries the digest.
+    "kueue": "registry.k8s.io/kueue/kueue:v0.17.0@sha256:368d2053ffd9783d4e7e76405d0c7e43917b307050f10b362a71c5890d379df0",
+}
+
+
+def chart_image_values(ref: str) -> dict[str, str]:
+    """``{"repository", "tag"}`` of a Helm chart whose template writes ``repository:tag``: a reference pinned by
+    digest keeps it in the tag (``v1.2.3@sha256:...``), which renders ``repository:v1.2.3@sha256:...``, a reference
+    the container runtime pulls by digest (https://github.com/opencontainers/distribution-spec/blob/main/spec.md)."""
+    name, _, digest = ref.partition("@")
+    repository, tag = name.rsplit(":", 1)
+    return {"repository": repository, "tag": f"{tag}@{digest}" if digest else tag}
+
+
 @dataclass(frozen=True, kw_only=True)
 class AutoscalerRelease:
     """cluster-autoscaler for one Kubernetes minor: the chart and the image (the autoscaler's minor must

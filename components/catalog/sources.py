@@ -613,6 +613,26 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/kubernetes/autoscaler/releases",
         shows="cluster-autoscaler image tags per Kubernetes minor (the autoscaler's minor must match the cluster's)",
     ),
+    "kueue-image": Source(
+        url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-kueue/images.yaml",
+        shows="registry.k8s.io/kueue/kueue:v0.17.0 and its digest sha256:368d2053... under `name: kueue` (the "
+        "Kubernetes image promoter's manifest; the same line is context in kubernetes/k8s.io#9551); the chart's "
+        "manager template writes `repository:tag` (kubernetes-sigs/kueue v0.17.0 charts/kueue/templates/manager/manager.yaml)",
+    ),
+    "ca-provreq-best-effort-atomic": Source(
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/provisioningrequest/"
+        "besteffortatomic/provisioning_class.go",
+        shows="the best-effort-atomic-scale-up ProvisioningRequest class requests the scale-up for all the request's pods at "
+        "once and marks it Provisioned right after the request, 'without waiting to verify that resources started'; "
+        "the scale-up uses the node group's AtomicIncreaseSize and falls back to IncreaseSize where it is not "
+        "implemented (core/scaleup/orchestrator/executor.go)",
+    ),
+    "ca-aws-atomic-increase": Source(
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/cloudprovider/aws/"
+        "aws_cloud_provider.go",
+        shows="AwsNodeGroup.AtomicIncreaseSize returns cloudprovider.ErrNotImplemented (an Auto Scaling group is scaled "
+        "by setting its desired size: it may launch part of it)",
+    ),
     "etcd-image": Source(
         url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-etcd/images.yaml",
         shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035d... (the Kubernetes image promoter's manifest)",

@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.catalog import MANIFESTS
-from components.conventions import COMMON_LABELS, JOB_LABEL, NO_EVICT
+from components.conventions import COMMON_LABELS, JOB_LABEL, LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB, NO_EVICT
 from components.workloads.pods import (
     MASTER_PORT,
     IMAGE_PULL_POLICY,
@@ -48,6 +48,11 @@ from components.workloads.pods import (
 #: ``launcherCreationPolicy`` values, spelled exactly as the controller compares them: the CRD does not
 #: validate the field and the controller tests for ``AtStartup`` only, so any other spelling silently
 #: means "wait for workers" (https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L678).
+#: What the launcher (``mpirun``, on the system nodes) requests (:data:`components.conventions.LAUNCHER_CPU_MILLIS`).
+LAUNCHER_RESOURCES: k8s.core.v1.ResourceRequirementsArgsDict = {
+    "requests": {"cpu": f"{LAUNCHER_CPU_MILLIS}m", "memory": f"{LAUNCHER_MEMORY_MIB}Mi"},
+    "limits": {"memory": "1Gi"},
+}
 LauncherCreationPolicy = Literal["AtStartup", "WaitForWorkersReady"]
 LAUNCHER_CREATION_POLICIES: tuple[str, ...] = get_args(LauncherCreationPolicy)
 #: The hostfile the operator mounts in the launcher.
@@ -264,7 +269,7 @@ class MpiJob(pulumi.ComponentResource):
                         "image_pull_policy": IMAGE_PULL_POLICY,
                         "command": command,
                         "env": env_list(env),
-                        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                        "resources": LAUNCHER_RESOURCES,
                         "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *scratch_mounts],
                         "security_context": container_security(read_only_root=read_only),
                     }

@@ -365,9 +365,21 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
     storage_cfg: StorageConfig = sections.storage
     p.problems.extend(teams_problems(teams, list(parsed.get("teams") or {}), storage_cfg.namespace))
     if teams and storage_cfg.backend == "fsx":
-        p.problems.append(f"{key('teams')}: teams share the cluster's EFS file system (a claim per team namespace, its "
-                          f"own directory); with {key('storage.backend')} fsx they are not supported yet: remove teams "
-                          f"or use backend efs")
+        # Why not FSx for Lustre: (1) the cluster stack places the file system (one subnet, one zone) and installs the
+        # Lustre client by the worker groups its own jobs read the claim from (stacks.config.rules.claim_readers,
+        # fsx_location); the teams' jobs come from their jobs-only stacks, which it does not know, so their nodes
+        # could lack the client or sit in another zone. (2) A static PersistentVolume binds one claim
+        # (https://kubernetes.io/docs/concepts/storage/persistent-volumes/#binding): a claim per team needs a volume
+        # per team, each mounting its own directory (the FSx CSI driver mounts ``<dnsname>@tcp:/<mountname>``, so a
+        # ``mountname`` of ``<mountname>/<dir>`` mounts a directory that must exist first: kubernetes-sigs/
+        # aws-fsx-csi-driver pkg/driver/node.go, issue #247). (3) The S3-imported datasets live under the data
+        # repository's directory, outside a team's. EFS has none of these: one mount target per zone, no client to
+        # install, a directory per dynamically provisioned claim.
+        p.problems.append(f"{key('teams')}: the teams' jobs come from their own stacks, and with "
+                          f"{key('storage.backend')} fsx the cluster stack places the Lustre file system (one zone) "
+                          f"and installs its client only by the node groups of its own jobs, and one static volume "
+                          f"binds one claim (a team would need its own volume and directory): teams are refused with "
+                          f"FSx for Lustre; use backend efs (each team's claim gets its own directory) or remove teams")
     aws: AwsSettings = {}
     try:
         aws, warnings = aws_settings_from_config(pulumi.Config("aws").get)

@@ -38,6 +38,7 @@ class Mpi(JobKind):
     complete_condition = "Succeeded"
     kueue_framework = "kubeflow.org/mpijob"
     needs_mpi_operator = True
+    launcher_on_system_group = True
 
     def image_problems(self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig",
                        problems: list[str]) -> None:

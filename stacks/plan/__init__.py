@@ -34,7 +34,14 @@ from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
 from stacks.kinds import KINDS
-from stacks.plan.admission import AdmissionPlan, admission_plan, beyond_team_stages, idle_teams, never_admitted
+from stacks.plan.admission import (
+    AdmissionPlan,
+    admission_plan,
+    beyond_own_queue,
+    beyond_team_stages,
+    idle_teams,
+    never_admitted,
+)
 from stacks.config.base import ZONE_ID_RE
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
@@ -480,6 +487,7 @@ def build_plan(cfg: StackConfig) -> Plan:
         return plan
     admission = admission_plan(plan)
     problems = never_admitted(plan, admission) + idle_teams(admission) + beyond_team_stages(plan)
+    problems += beyond_own_queue(plan, admission)
     if problems:
         raise ConfigError(problems)
     return replace(plan, admission=admission)

@@ -15,6 +15,14 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   a waiting job never buys a node). An admitted job whose pods do not all run within ``waitForPodsReady``'s timeout
   (nodes that cannot be bought, an image that cannot be pulled) is evicted, its pods deleted, and requeued with
   exponential backoff (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/).
+  Kueue's ProvisioningRequest admission check (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/)
+  is not used: it would admit a job only once the autoscaler accepted a ProvisioningRequest for its pods, but the
+  class that scales up (``best-effort-atomic-scale-up``) marks the request Provisioned as soon as the scale-up is
+  requested and scales with the node group's AtomicIncreaseSize, which the autoscaler's AWS provider does not
+  implement, so it falls back to a plain IncreaseSize (source keys ``ca-provreq-best-effort-atomic``,
+  ``ca-aws-atomic-increase``): on EKS an Auto Scaling group short of instances launches part of the gang with or
+  without it. What it would add, one scale-up decision for the whole gang within the group's maximum, the quota
+  already gives; the cost of a partial scale-up is bounded by waitForPodsReady and the autoscaler's scale-down.
 - **Queueing strategy StrictFIFO**: jobs are admitted by priority, then creation time, and the head of the queue
   blocks the ones behind it even when a smaller one would fit (BestEffortFIFO would let small jobs overtake a large
   one for ever on a busy group: a multi-node training job would starve behind evaluations),
@@ -36,9 +44,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
+from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
 from stacks.config.errors import key
+from stacks.kinds import KINDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from stacks.plan import JobPlan, NodeGroupPlan, Plan
@@ -269,17 +279,27 @@ def job_requests(job: "JobPlan") -> dict[str, dict[str, int]]:
 
 
 def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
-    """Jobs that ask more than their group's quota (its maximum size): Kueue would keep them waiting for ever."""
+    """Jobs that ask more than their group's quota (its maximum size), or whose MPI launcher asks more than the system
+    group's (:func:`launcher_requests`): Kueue would keep them waiting for ever."""
     problems = []
     for name, job in plan.jobs.items():
-        for group, asks in job_requests(job).items():
+        for group, asks in job_and_launcher_requests(plan, job).items():
             flavor = admission.flavor(group)
             for resource, amount in asks.items():
                 have = flavor.per_node[resource] * flavor.max_size
-                if amount > have:
+                if amount > have and group != job.group.name:
+                    problems.append(
+                        f"{key(f'jobs.{name}.kind')}: the job's MPI launcher asks {quantity(resource, amount)} "
+                        f"{resource} on {flavor.path}, more than its quota, what the group holds at "
+                        f"{key(flavor.path + '.maxSize')} ({flavor.max_size} x "
+                        f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
+                        f"never admit it; raise {key(flavor.path + '.maxSize')} or its instance type")
+                elif amount > have:
+                    per_pod = job_requests(job)[group][resource] // job.max_nodes
+                    launcher = " and its MPI launcher" if launcher_requests(plan, job).get(group, {}).get(resource) else ""
                     problems.append(
                         f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} "
-                        f"({job.max_nodes} pods of {quantity(resource, amount // job.max_nodes)}) on {flavor.path}, more "
+                        f"({job.max_nodes} pods of {quantity(resource, per_pod)}{launcher}) on {flavor.path}, more "
                         f"than its quota, what the group holds at {key(flavor.path + '.maxSize')} ({flavor.max_size} x "
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
                         f"never admit it; raise maxSize or lower nodes")
@@ -311,4 +331,83 @@ def idle_teams(admission: AdmissionPlan) -> list[str]:
         problems.append(f"{key(t.path + '.quotaPercent')}: the team's share is no whole node of any worker group "
                         f"({groups}) and {key(t.path + '.mayBorrow')} is false: its jobs could never run on one; "
                         f"raise quotaPercent or let it borrow")
+    return problems
+
+
+def launcher_requests(plan: "Plan", job: "JobPlan") -> dict[str, dict[str, int]]:
+    """The system group -> resource -> what ``job``'s MPI launcher requests (none for other kinds). An MPIJob's
+    launcher pod runs ``mpirun`` on the system nodes (:class:`components.workloads.MpiJob`): Kueue admits it as the
+    workload's second pod set, against the system group's flavor (the only one whose node labels its node selector
+    agrees with and whose taints it tolerates), so a job is admitted only when its workers' quota and its launcher's
+    are both free (https://kueue.sigs.k8s.io/docs/concepts/workload/#podsets). Its init containers (the wait and
+    code download, :func:`components.workloads.pods.job_identity`) request less than its container, so the
+    container's requests are the pod's (Kubernetes' effective requests: the larger of the init containers' and the
+    sum of the containers', https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers)."""
+    if not KINDS[job.kind].launcher_on_system_group:
+        return {}
+    return {plan.system.name: {"cpu": LAUNCHER_CPU_MILLIS, "memory": LAUNCHER_MEMORY_MIB}}
+
+
+def job_and_launcher_requests(plan: "Plan", job: "JobPlan") -> dict[str, dict[str, int]]:
+    """Group -> resource -> what the whole workload asks at its largest size: the workers (:func:`job_requests`) and
+    the MPI launcher (:func:`launcher_requests`), summed where they share a group."""
+    out = {g: dict(r) for g, r in job_requests(job).items()}
+    for group, asks in launcher_requests(plan, job).items():
+        mine = out.setdefault(group, {})
+        for resource, amount in asks.items():
+            mine[resource] = mine.get(resource, 0) + amount
+    return out
+
+
+def amount(resource: str, value: str) -> int:
+    """The inverse of :func:`quantity`: millicores, MiB or a count."""
+    return int(str(value).removesuffix("Mi").removesuffix("m"))
+
+
+def launcher_beyond_team(plan: "Plan", team: str, quota: Mapping[str, Mapping[str, str]], where: str) -> list[str]:
+    """A jobs-only stack's MPI jobs whose launcher does not fit ``team``'s quota on the system group's flavor
+    (``quota``: flavor -> resource -> quantity, the cluster stack's ``teams.<team>.quota`` output) when the team may
+    not borrow: Kueue admits the launcher's pod set against that quota only, so the job would wait for ever."""
+    system = flavor_name(plan.system.name)
+    have = quota.get(system) or {}
+    problems = []
+    for name, job in sorted(plan.jobs.items()):
+        for resource, asks in launcher_requests(plan, job).get(plan.system.name, {}).items():
+            holds = amount(resource, have.get(resource, "0"))
+            if asks > holds:
+                problems.append(
+                    f"{key(f'jobs.{name}.kind')}: the job's MPI launcher asks {quantity(resource, asks)} {resource} on "
+                    f"the system group; team {team} may not borrow and its quota there is {quantity(resource, holds)} "
+                    f"({where}): Kueue would never admit it; run the job as another kind, or raise the team's "
+                    f"quotaPercent (a whole system node) or set mayBorrow there")
+    return problems
+
+
+def beyond_own_queue(plan: "Plan", admission: AdmissionPlan) -> list[str]:
+    """With teams, the stack's own jobs go to its own ClusterQueue, whose nominal quota is the fleet less the teams'
+    shares (:attr:`AdmissionPlan.own_quota`) and which may borrow only what the other queues of the cohort lend: the
+    teams with ``mayLend: false`` lend nothing (``lendingLimit: 0``). A job (workers and MPI launcher,
+    :func:`job_and_launcher_requests`) larger than that, though within the fleet (:func:`never_admitted` reports the
+    rest), would wait for ever (https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#lendinglimit)."""
+    if not admission.teams:
+        return []
+    problems = []
+    for name, job in plan.jobs.items():
+        for group, asks in job_and_launcher_requests(plan, job).items():
+            flavor = admission.flavor(group)
+            lenders = [t for t in admission.teams if t.may_lend]
+            for resource, asked in asks.items():
+                fleet = flavor.per_node[resource] * flavor.max_size
+                own = amount(resource, admission.own_quota[flavor.name][resource])
+                lent = sum(amount(resource, t.quota[flavor.name][resource]) for t in lenders)
+                if fleet >= asked > own + lent:
+                    keeps = ", ".join(key(f"{t.path}.mayLend") for t in admission.teams if not t.may_lend) or "none"
+                    what = f"jobs.{name}.nodes" if group == job.group.name else f"jobs.{name}.kind"
+                    problems.append(
+                        f"{key(what)}: the job asks {quantity(resource, asked)} {resource} on {flavor.path}; the stack's "
+                        f"own queue holds {quantity(resource, own)} there (the fleet less the teams' quotaPercent) and "
+                        f"may borrow only what the teams that lend hold ({quantity(resource, lent)}; not lending: "
+                        f"{keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them lend, or make "
+                        f"the job smaller")
+                    break
     return problems
