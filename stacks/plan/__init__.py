@@ -33,7 +33,15 @@ from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckCo
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
-from stacks.plan.admission import AdmissionPlan, admission_plan, beyond_team_stages, idle_teams, never_admitted
+from stacks.plan.admission import (
+    AdmissionPlan,
+    admission_plan,
+    beyond_team_stages,
+    idle_teams,
+    never_admitted,
+    topology_problems,
+    with_topology,
+)
 from stacks.config.base import ZONE_ID_RE
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
@@ -477,8 +485,9 @@ def build_plan(cfg: StackConfig) -> Plan:
     plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
     if not jobs and not cfg.teams:
         return plan
-    admission = admission_plan(plan)
+    admission = with_topology(plan, admission_plan(plan))
     problems = never_admitted(plan, admission) + idle_teams(admission) + beyond_team_stages(plan)
+    problems += topology_problems(plan, admission)
     if problems:
         raise ConfigError(problems)
     return replace(plan, admission=admission)
