@@ -296,3 +296,20 @@ def test_the_plan_shows_the_topology_and_refuses_what_the_program_refuses() -> N
     with pytest.raises(StackLoadError, match="nodeGroups.gpu.topology: EC2 describes no instance topology in "):
         plan_stack("p5", region="ap-southeast-5",
                    edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, availabilityZone="ap-southeast-5a"))
+
+
+def test_a_jobs_only_stack_must_see_the_same_topology_as_the_cluster_stack() -> None:
+    """A team's jobs ask for a topology level exactly when the cluster stack's flavor has a Topology (else Kueue never
+    admits them): the cluster stack's nodeGroupPlacement output names the group's Topology, and a jobs-only stack whose
+    own plan differs is refused naming the group."""
+    from stacks.jobs_only import JobsOnlyError, team_of
+    from stacks.outputs import placement_of
+
+    _, fleet = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2))
+    _, scaled = plan_stack("p5")
+    assert placement_of(fleet)["gpu"]["topology"] == "ec2-network-3-layers"
+    assert "topology" not in placement_of(scaled)["gpu"]
+    teams = {"a": {"namespace": "team-a", "nodes": {"gpu": 2}}}
+    assert team_of(fleet, "org/p/cluster", "a", teams, placement_of(fleet)) == teams["a"]
+    with pytest.raises(JobsOnlyError, match="eks-training:nodeGroups.gpu: differs from the referenced stack"):
+        team_of(scaled, "org/p/cluster", "a", teams, placement_of(fleet))

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from components.catalog import NETWORK_TOPOLOGY, NetworkTopology
+from components.catalog import NETWORK_TOPOLOGY, TOPOLOGY_REGIONS, NetworkTopology
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
 from stacks.config.errors import key
@@ -395,8 +395,6 @@ def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
 def topology_region_problems(plan: "Plan", region: str) -> list[str]:
     """Topology-aware groups in a region where EC2 describes no instance topology: their nodes would get no labels
     and Kueue would never place their jobs (source key ``ec2-instance-topology-prerequisites``)."""
-    from components.catalog import TOPOLOGY_REGIONS
-
     if plan.admission is None or region in TOPOLOGY_REGIONS:
         return []
     return [f"{key(f.path + '.topology')}: EC2 describes no instance topology in {region}, so the group's nodes get no "
