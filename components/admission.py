@@ -17,6 +17,10 @@ read by the chart and by the cluster in a box (``stacks.box.kueue``), which runs
   deleted, its quota freed) and requeued with exponential backoff, without limit
   (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/); ``blockAdmission`` is off so a job that
   waits for its predecessors in an init container does not stop every other admission meanwhile.
+
+With ``topologies`` (topology-aware groups, :mod:`stacks.plan.admission`): a ``Topology`` per set of levels, the
+flavors that name it (``topologyName``), and the manager's ``TopologyAwareScheduling`` gate on in the chart values
+(:func:`feature_gates`), https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/.
 """
 
 from typing import Any, Mapping, Optional, Sequence, TypedDict

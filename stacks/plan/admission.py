@@ -29,6 +29,10 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   with the rest, so the cohort's quota is the fleet (https://kueue.sigs.k8s.io/docs/concepts/cohort/). A queue
   reclaims the quota others borrowed from it (``reclaimWithinCohort: Any``,
   https://kueue.sigs.k8s.io/docs/concepts/preemption/).
+- **Topology-aware placement** (:func:`with_topology`): a worker group whose nodes carry the EC2 network-topology labels
+  (:mod:`components.catalog.topology`) and whose size is fixed (or ``topology: true``) gets a Kueue Topology of those
+  layers down to the node, named by its flavor, and its jobs' pods prefer one lowest-layer network node
+  (:data:`TOPOLOGY_ANNOTATION`), https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/.
 """
 
 from __future__ import annotations
