@@ -17,6 +17,10 @@ read by the chart and by the cluster in a box (``stacks.box.kueue``), which runs
   deleted, its quota freed) and requeued with exponential backoff, without limit
   (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/); ``blockAdmission`` is off so a job that
   waits for its predecessors in an init container does not stop every other admission meanwhile.
+
+With ``topologies`` (topology-aware groups, :mod:`stacks.plan.admission`): a ``Topology`` per set of levels, the
+flavors that name it (``topologyName``), and the manager's ``TopologyAwareScheduling`` gate on in the chart values
+(:func:`feature_gates`), https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/.
 """
 
 from typing import Any, Mapping, Optional, Sequence, TypedDict
@@ -50,6 +54,16 @@ class FlavorArgs(TypedDict):
     node_taints: Sequence[Mapping[str, str]]
     quota: Mapping[str, str]
     """Resource -> quantity, for every resource of :attr:`AdmissionArgs.resources`."""
+    topology_name: NotRequired[str]
+    """The Topology (:attr:`AdmissionArgs.topologies`) of a topology-aware group: Kueue places the flavor's pod sets
+    by its levels, on nodes that carry every level's label."""
+
+
+class TopologyArgs(TypedDict):
+    """A Kueue Topology: its levels are node labels, top first; the lowest may be ``kubernetes.io/hostname``."""
+
+    name: str
+    levels: Sequence[str]
 
 
 class TeamQueueArgs(TypedDict):
@@ -96,6 +110,9 @@ class AdmissionArgs(TypedDict):
     teams: NotRequired[Sequence[TeamQueueArgs]]
     depends_on: NotRequired[Sequence[pulumi.Resource]]
     """Installed after these (the MPI Operator: Kueue enables its MPIJob integration only when the CRD exists)."""
+    topologies: NotRequired[Sequence[TopologyArgs]]
+    """The Topologies the flavors name (topology-aware scheduling, on by default in Kueue v0.17 and enabled
+    explicitly in the chart's values when there are any: :data:`TAS_FEATURE_GATE`)."""
 
 
 def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,23 +144,29 @@ def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
 
 def chart_values(args: Mapping[str, Any], version: str) -> dict[str, Any]:
     """Helm values: the Configuration, the release's image (pinned by digest; its tag is the chart's version), the
-    controller on the system nodes."""
+    controller on the system nodes (with Topologies: the topology-aware scheduling gate on, :func:`feature_gates`)."""
     image = chart_image_values(KUEUE_IMAGE)
     if not image["tag"].startswith(f"v{version}@"):
         raise ValueError(f"the Kueue image {KUEUE_IMAGE} is not the chart {version}'s release (components/catalog/charts.py)")
-    return {
+    values: dict[str, Any] = {
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(kueue_configuration(args), sort_keys=False)},
         "controllerManager": {
             "manager": {"image": {**image, "pullPolicy": "IfNotPresent"}},
             "nodeSelector": dict(args["node_selector"]),
         },
     }
+    gates = feature_gates(args)
+    if gates:
+        values["controllerManager"]["featureGates"] = [{"name": n, "enabled": v} for n, v in gates.items()]
+    return values
 
 
 def resource_flavor(flavor: Mapping[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {"nodeLabels": dict(flavor["node_labels"])}
     if flavor["node_taints"]:
         spec["nodeTaints"] = [dict(t) for t in flavor["node_taints"]]
+    if flavor.get("topology_name"):
+        spec["topologyName"] = flavor["topology_name"]
     return spec
 
 
@@ -215,7 +238,14 @@ class Admission(pulumi.ComponentResource):
         release = pinned_release(self, name, chart, release_name="kueue", namespace=KUEUE_NAMESPACE,
                                  values=chart_values(args, chart.version), depends_on=args.get("depends_on"),
                                  create_namespace=True)
-        after = pulumi.ResourceOptions(parent=self, depends_on=[release])
+        topologies = [
+            k8s.apiextensions.CustomResource(f"{name}-topology-{t['name']}", api_version=KUEUE_API, kind="Topology",
+                                             metadata={"name": t["name"]}, spec=topology_spec(t),
+                                             opts=pulumi.ResourceOptions(parent=self, depends_on=[release]))
+            for t in args.get("topologies") or []
+        ]
+        # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound)
+        after = pulumi.ResourceOptions(parent=self, depends_on=[release, *topologies])
         flavors = [
             k8s.apiextensions.CustomResource(f"{name}-flavor-{f['name']}", api_version=KUEUE_API, kind="ResourceFlavor",
                                              metadata={"name": f["name"]}, spec=resource_flavor(f), opts=after)
@@ -254,3 +284,19 @@ class Admission(pulumi.ComponentResource):
         self.team_queue_names = team_queues
         """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
         self.register_outputs({"queue_name": self.queue_name})
+
+
+# --- topology-aware scheduling (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/) ------------------
+
+#: Kueue's feature gate of topology-aware scheduling: beta and on by default since v0.14 (pkg/features/kube_features.go
+#: at v0.17.0); set explicitly when a stack relies on it, so a chart whose default differs cannot turn it off silently.
+TAS_FEATURE_GATE = "TopologyAwareScheduling"
+
+
+def feature_gates(args: Mapping[str, Any]) -> dict[str, bool]:
+    """The manager's feature gates the stack sets (the chart's ``controllerManager.featureGates``)."""
+    return {TAS_FEATURE_GATE: True} if args.get("topologies") else {}
+
+
+def topology_spec(topology: Mapping[str, Any]) -> dict[str, Any]:
+    return {"levels": [{"nodeLabel": label} for label in topology["levels"]]}

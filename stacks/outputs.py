@@ -71,9 +71,16 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
 
 
 def placement_of(plan: Plan) -> dict[str, Any]:
-    """Group -> the facts a job's placement is derived from (its instance types, maxSize, labels and taints)."""
+    """Group -> the facts a job's placement is derived from (its instance types, maxSize, labels and taints, and the
+    Topology of a topology-aware group: a job's pods must ask for a level exactly when its flavor has one)."""
     return {g.name: {"instanceTypes": list(g.instance_types), "maxSize": g.max_size, "labels": dict(g.profile.labels),
-                     "taints": [dict(t) for t in g.profile.taints]} for g in plan.all_groups}
+                     "taints": [dict(t) for t in g.profile.taints], **_topology_of(plan, g.name)}
+            for g in plan.all_groups}
+
+
+def _topology_of(plan: Plan, group: str) -> dict[str, Any]:
+    t = plan.admission.flavor(group).topology if plan.admission is not None else None
+    return {} if t is None else {"topology": t.name}
 
 
 def export_outputs(env: Environment) -> dict[str, Any]:

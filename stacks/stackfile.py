@@ -113,8 +113,14 @@ def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optiona
     if edit is not None:
         edit(config)
     use_stack_config(config)
+    from stacks.plan.admission import topology_region_problems
+
     try:
-        return config, build_plan(load_config(project_name(path), stack, project_dir=path.parent.resolve()))
+        plan = build_plan(load_config(project_name(path), stack, project_dir=path.parent.resolve()))
+        where = config.get("aws:region")
+        if isinstance(where, str) and (problems := topology_region_problems(plan, where)):
+            raise ConfigError(problems)  # as the program does (__main__.py)
+        return config, plan
     except ConfigError as exc:
         raise StackLoadError(str(exc)) from exc
 

@@ -23,7 +23,7 @@ from typing import Optional
 
 import pulumi
 
-from components.admission import Admission, AdmissionArgs
+from components.admission import Admission, AdmissionArgs, FlavorArgs
 from components.image import TrainingImage
 from components.job_code import JobCode
 from components.naming import fit_name
@@ -44,7 +44,7 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
-from stacks.plan.admission import RESOURCES
+from stacks.plan.admission import RESOURCES, FlavorPlan
 from stacks.teams import TeamNamespace, build_team_namespaces
 from stacks.plan.jobspec import job_spec
 
@@ -253,6 +253,13 @@ def _queue_name(env: JobTarget, out: Workloads) -> pulumi.Output[str]:
     return out.admission.queue_name
 
 
+def _flavor_args(f: FlavorPlan) -> FlavorArgs:
+    out: FlavorArgs = {"name": f.name, "node_labels": f.node_labels, "node_taints": f.node_taints, "quota": f.quota}
+    if f.topology is not None:
+        out["topology_name"] = f.topology.name
+    return out
+
+
 def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: pulumi.ResourceOptions) -> Admission:
     """Kueue and the plan's queues (:mod:`stacks.plan.admission`), after the MPI Operator when there is one."""
     a = plan.admission
@@ -261,8 +268,7 @@ def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: 
         "namespace": namespace,
         "local_queue": a.local_queue,
         "cluster_queue": a.cluster_queue,
-        "flavors": [{"name": f.name, "node_labels": f.node_labels, "node_taints": f.node_taints, "quota": f.quota}
-                    for f in a.flavors],
+        "flavors": [_flavor_args(f) for f in a.flavors],
         "resources": list(RESOURCES),
         "priorities": dict(a.priorities),
         "queueing_strategy": a.queueing_strategy,
@@ -278,6 +284,8 @@ def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: 
         args["teams"] = [{"namespace": out.teams[t.name].namespace, "namespace_name": t.namespace,
                           "local_queue": t.local_queue, "cluster_queue": t.cluster_queue, "quota": t.quota,
                           "may_borrow": t.may_borrow, "may_lend": t.may_lend} for t in a.teams]
+    if a.topologies:
+        args["topologies"] = [{"name": t.name, "levels": list(t.levels)} for t in a.topologies]
     if out.mpi_operator is not None:
         args["depends_on"] = [out.mpi_operator]
     return Admission(f"{plan.config.cluster_name}-admission", args, opts=opts)
@@ -301,6 +309,7 @@ def _job(
     queue_name = _queue_name(env, out)
     queue = plan.admission.labels(job.name, env.local_queue is not None and plan.config.cluster.team or None)
     spec["queue_labels"] = queue
+    spec["queue_annotations"] = plan.admission.pod_annotations(job.group.name)
     after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
     after.append(queue_name)
     if job.dataset:
@@ -325,6 +334,7 @@ def _job(
                 "output_dir": job.output_dir,
                 "queue_labels": plan.admission.check_labels(
                     job.name, env.local_queue is not None and plan.config.cluster.team or None),
+                "queue_annotations": plan.admission.pod_annotations(job.group.name),
                 "after": [queue_name],
             },
             "placement": job.placement,

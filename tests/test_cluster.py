@@ -35,7 +35,7 @@ from stacks.box.devices import Registrar
 from stacks.box.poller import Poller
 from stacks.box.kueue import crds as kueue_crds, kueue_release_configuration
 from stacks.box.manifests import registered_objects
-from stacks.box.nodes import group_nodes, plan_nodes
+from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes, plan_nodes
 from stacks.box.rehearse import EXIT_CODE, RUN_MS, Rehearsal, RehearsalError, pod_templates, predecessors, steps_of
 from stacks.box.timeline import Recorder, report
 from stacks.plan.admission import launcher_requests
@@ -672,6 +672,59 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     took = (last - created).total_seconds()
     print(f"box with 258 nodes up in {up_s:.1f} s; 256 pods started {took:.0f} s after the Job's creation")
     assert took <= 60, took
+
+
+@pytest.mark.alone
+def test_a_32_node_job_on_256_p5_nodes_lands_in_one_network_block(binaries, tmp_path) -> None:
+    """Topology-aware placement (issue 26, item 5) through the real Kueue with topology-aware scheduling as the release
+    enables it: the p5 preset's GPU group at 256 nodes, whose network-topology labels put 32 nodes under each
+    lowest-layer network node (blocks, :mod:`stacks.box.nodes`); one node of each of the first 7 blocks cordoned, so
+    that only the last block has 32 free nodes. The training job at 32 nodes and its all-reduce health check (32 too)
+    each land every pod in that block. Without the pods' preferred-topology annotation Kueue never admits them (the
+    flavor is topology-aware); without topology-aware scheduling at all the scheduler spreads them over the blocks."""
+    config = stack_config("p5")
+    # a fixed-size fleet (minSize = maxSize), where topology-aware placement is on by default (stacks/plan/admission.py)
+    config["eks-training:nodeGroups"]["gpu"].update(minSize=256, desiredSize=256, maxSize=256)
+    config["eks-training:jobs"]["train"].update(nodes=32)
+    block = "topology.k8s.aws/network-node-layer-3"
+
+    def trim(steps) -> None:
+        steps[:] = [s for s in steps if not any(d["kind"] == "Job" and d["metadata"]["name"] == "evaluate"
+                                                 for d in s.docs)]
+
+    start = time.monotonic()
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, run_program("p5", config=config).registrations, "p5",
+                                       sizes={"gpu": 256}, mutate=trim)
+    try:
+        nodes = {n["metadata"]["name"]: n["metadata"]["labels"] for n in box.get("nodes")["items"]}
+        blocks: dict[str, list[str]] = {}
+        for name, labels in sorted(nodes.items(), key=lambda kv: int(kv[0].rpartition("-")[2])):
+            if block in labels:
+                blocks.setdefault(labels[block], []).append(name)
+        assert len(blocks) == 8 and {len(b) for b in blocks.values()} == {32}, {k: len(v) for k, v in blocks.items()}
+        *taken, free = sorted(blocks, key=lambda b: int(b.rpartition("-")[2]))
+        box.kubectl("cordon", *[blocks[b][0] for b in taken])
+        # A fleet that has been up: its device plugins registered every node's GPUs and EFA devices long ago. (Kueue
+        # counts a node's GPUs once registered, as on EKS: a job admitted while some nodes had none yet would be
+        # spread over the blocks whose nodes had them -- the annotation prefers one block, it does not wait for one.)
+        devices = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n["metadata"]["name"]},
+                    "status": {"capacity": counts, "allocatable": counts}}
+                   for n in box.get("nodes")["items"]
+                   if (counts := {r: str(c) for r, c in json.loads(n["metadata"]["annotations"][DEVICES_ANNOTATION]).items()})]
+        box.kubectl("apply", "--server-side", "--subresource=status", "--field-manager=box-device-plugins", "-f", "-",
+                    input=yaml.safe_dump_all(devices))
+        with Registrar(box):
+            rehearsal.run(binaries, timeout_s=240)
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    took = time.monotonic() - start
+    for job in ("train-allreduce", "train"):
+        pods = [p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == job]
+        assert len(pods) >= 32, (job, len(pods))
+        placed = {nodes[p["spec"]["nodeName"]].get(block) for p in pods}
+        assert placed == {free}, f"{job}: pods in blocks {sorted(placed, key=str)}, not all in {free}"
+    print(f"256-node p5 box: two 32-node jobs each placed in block {free} in {took:.0f} s")
 
 
 # --- teams: a cohort of queues ----------------------------------------------------------------------------------------

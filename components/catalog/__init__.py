@@ -93,8 +93,20 @@ from components.catalog.quotas import (
     quota_class,
 )
 from components.catalog.sources import SOURCES, Source
+from components.catalog.topology import (
+    NETWORK_NODE_LABEL_PREFIX,
+    NETWORK_TOPOLOGY,
+    TOPOLOGY_REGIONS,
+    NetworkTopology,
+    network_topology,
+)
 
 __all__ = [
+    "NETWORK_NODE_LABEL_PREFIX",
+    "NETWORK_TOPOLOGY",
+    "TOPOLOGY_REGIONS",
+    "NetworkTopology",
+    "network_topology",
     "ENI_MAX_PODS",
     "EFA_PREALLOCATED_HUGEPAGES_2MI",
     "accelerator_label_value",

@@ -654,6 +654,38 @@ SOURCES: Mapping[str, Source] = {
         "charts/kueue of https://github.com/kubernetes-sigs/kueue/tree/v0.17.0; its values take the manager's "
         "Configuration as managerConfig.controllerManagerConfigYaml)",
     ),
+    "ec2-instance-topology-prerequisites": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html",
+        shows="the instance types DescribeInstanceTopology describes: 3 network nodes for p3dn.24xlarge, p4d.24xlarge, "
+        "p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge, p6e-gb200.36xlarge, g6e.*, g7e.*, hpc*, trn1/trn1n/"
+        "trn2/trn2u; 4 for p6-b200.48xlarge and p6-b300.48xlarge; and the AWS Regions that offer it",
+    ),
+    "ec2-instance-topology": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/how-ec2-instance-topology-works.html",
+        shows="the network as a hierarchy of layers; an instance's node set lists one network node per layer from the "
+        "top down, the last one the node the instance connects to; instances that share it are closest",
+    ),
+    "eks-ml-workload-topology": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html",
+        shows="EKS labels each node with its place in that hierarchy: topology.k8s.aws/network-node-layer-1 (top) to "
+        "-3, and -4 on types with four layers (the bottom layer there); usable by the scheduler and by Kueue's "
+        "topology-aware scheduling",
+    ),
+    "cloud-provider-aws-topology-labels": Source(
+        url="https://github.com/kubernetes/cloud-provider-aws/blob/master/pkg/providers/v1/instances_v2.go",
+        shows="getAdditionalLabels: the AWS cloud controller manager calls ec2:DescribeInstanceTopology for a "
+        "registering node and adds topology.k8s.aws/network-node-layer-<n> per network node (none when EC2 returns "
+        "no topology, the region is unsupported or the call is not authorized; pkg/providers/v1/topology.go); since "
+        "releases v1.30.8, v1.31.x and v1.32.0",
+    ),
+    "kueue-tas": Source(
+        url="https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/",
+        shows="Kueue's topology-aware scheduling (beta, on by default since v0.14): a Topology's levels are node labels "
+        "(kubernetes.io/hostname only as the lowest), a ResourceFlavor names it in topologyName; a pod template's "
+        "kueue.x-k8s.io/podset-preferred-topology asks for one domain of that level, then the levels above, else "
+        "spread; podset-required-topology refuses to admit otherwise; only Ready, schedulable nodes that carry every "
+        "level's label count (pkg/util/tas/node.go NodeMatchesFlavor at v0.17.0)",
+    ),
     # --- image builds -------------------------------------------------------------------------------
     "cuda-12.9.1-devel-digest": Source(
         url="https://hub.docker.com/r/nvidia/cuda/tags?name=12.9.1-devel-ubuntu22.04",

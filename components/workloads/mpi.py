@@ -280,7 +280,7 @@ class MpiJob(pulumi.ComponentResource):
         tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
         worker: k8s.core.v1.PodTemplateSpecArgsDict = {
             # the autoscaler must not evict a running rank to consolidate nodes
-            "metadata": {"labels": labels, "annotations": dict(NO_EVICT)},
+            "metadata": {"labels": labels, "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})}},
             "spec": {
                 "automount_service_account_token": False,
                 "node_selector": dict(placement["node_selector"]),

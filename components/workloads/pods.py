@@ -144,6 +144,9 @@ class JobSpec(TypedDict):
     """Kueue's labels (``kueue.x-k8s.io/queue-name``, ``kueue.x-k8s.io/priority-class``): the job is created suspended
     and waits in that queue, holding no pod, until Kueue admits all of it (``components.admission``). Pass the
     queue's Output in ``after`` so the job is created once the queue exists."""
+    queue_annotations: NotRequired[Mapping[str, str]]
+    """Kueue's annotations on the workers' pod template (``kueue.x-k8s.io/podset-preferred-topology``: topology-aware
+    placement on the group, :mod:`stacks.plan.admission`)."""
     stop_grace_period_seconds: NotRequired[int]
     """Seconds a pod that is stopped (drain, spot interruption, scale-down) gets to checkpoint and exit before it
     is killed (``terminationGracePeriodSeconds``). Default 60."""
@@ -579,7 +582,8 @@ def indexed_job(
             "pod_failure_policy": {"rules": rules},
             "template": {
                 # cluster-autoscaler must not evict a running job's pod to consolidate nodes
-                "metadata": {"labels": {**labels, **selector}, "annotations": dict(NO_EVICT)},
+                "metadata": {"labels": {**labels, **selector},
+                             "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})}},
                 "spec": {
                     "restart_policy": "Never",
                     "subdomain": svc_name,

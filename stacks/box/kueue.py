@@ -42,6 +42,8 @@ CRD_DIR = "config/components/crd/bases"
 WEBHOOKS = "config/components/webhook/manifests.yaml"
 #: Where the manager reads its metrics certificate when internal certificate management is off (hard-coded).
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
+#: Feature gates the box sets whatever the release's: the visibility API server needs an in-cluster APIService.
+BOX_FEATURE_GATES = {"VisibilityOnDemand": False}
 #: API groups and resources of the integrations (:data:`components.admission.FRAMEWORKS`) whose webhooks are kept.
 FRAMEWORK_RESOURCES = {"batch/job": ("batch", "jobs"), "kubeflow.org/mpijob": ("kubeflow.org", "mpijobs")}
 
@@ -162,8 +164,11 @@ def box_configuration(configuration: Mapping[str, Any], *, webhook_port: int, he
 class Kueue:
     """The Kueue manager of one box (:meth:`start` once its CRDs are Established; :meth:`stop`)."""
 
-    def __init__(self, box: Box, binary: Path, configuration: Mapping[str, Any], log_dir: Optional[Path] = None) -> None:
+    def __init__(self, box: Box, binary: Path, configuration: Mapping[str, Any], log_dir: Optional[Path] = None,
+                 feature_gates: Optional[Mapping[str, bool]] = None) -> None:
         self.box, self.binary, self.configuration = box, binary, dict(configuration)
+        self.feature_gates = {**dict(feature_gates or {}), **BOX_FEATURE_GATES}
+        """The release's gates (:func:`kueue_release_feature_gates`) and the box's own (:data:`BOX_FEATURE_GATES`)."""
         self.home = box.home / "kueue"
         self.log_path = (log_dir or box.home) / "kueue.log"
         self.process: Optional[subprocess.Popen[bytes]] = None
@@ -182,7 +187,8 @@ class Kueue:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [str(self.binary), f"--config={self.home / 'config.yaml'}", f"--kubeconfig={self.box.kubeconfig}",
-             "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=2"],
+             "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
+             "--zap-log-level=2"],
             stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
         while not self._ready():
@@ -233,6 +239,12 @@ def workload_conditions(box: Box, namespace: str) -> list[str]:
         out.append(f"{namespace}/{owner.get('name', wl['metadata']['name'])}: queued, not admitted: "
                    f"{why.get('reason', 'Pending')}: {why.get('message', '')}")
     return out
+
+
+def kueue_release_feature_gates(values: Mapping[str, Any]) -> dict[str, bool]:
+    """The feature gates a Kueue release's values set (the chart's ``controllerManager.featureGates``, which its
+    manager Deployment passes as ``--feature-gates``, charts/kueue/templates/_helpers.tpl ``kueue.featureGates``)."""
+    return {g["name"]: bool(g["enabled"]) for g in (values.get("controllerManager") or {}).get("featureGates") or []}
 
 
 def kueue_release_configuration(values: Mapping[str, Any]) -> dict[str, Any]:

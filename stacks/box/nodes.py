@@ -9,6 +9,13 @@ pages the EFA driver pre-allocates; the pods EKS allows). GPUs, Neuron devices a
 a real kubelet only reports them once the device plugin running on the node registers them
 (https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/), which the box emulates
 (:mod:`stacks.box.devices`).
+
+Nodes of an instance type EC2 describes the topology of (:func:`components.catalog.network_topology`) carry the
+network-topology labels the AWS cloud controller manager gives them (``topology.k8s.aws/network-node-layer-1`` ..
+``-<n>``). Their values are a simulation choice, since the real ones are wherever EC2 put the instances:
+:data:`BLOCK_NODES` consecutive nodes of a group share one lowest-layer network node (a "block"), and
+:data:`LAYER_FANOUT` network nodes of one layer share one of the layer above (256 p5 nodes: 8 blocks of 32 under 2
+layer-2 nodes under 1 layer-1 node).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from components.catalog import network_topology
 from components.nodeplan import node_allocatable
 from stacks.plan import NodeGroupPlan, Plan
 
@@ -25,12 +33,29 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 #: Node annotation: the devices the node's hardware has (JSON: resource -> count), which its device plugins register
 #: (:mod:`stacks.box.devices`): the group's GPUs, the EFA interfaces its launch template attaches.
 DEVICES_ANNOTATION = "box.eks-training/devices"
+#: Nodes per lowest-layer network node, and network nodes of a layer per network node of the layer above (see the
+#: module docstring: a simulation choice).
+BLOCK_NODES = 32
+LAYER_FANOUT = 4
 #: Zone suffixes an unpinned group's nodes spread over (a managed node group balances its nodes over its subnets' zones).
 SPREAD_ZONES = ("a", "b")
 
 
 def node_name(group: str, index: int) -> str:
     return f"{group}-{index}"
+
+
+def network_labels(group: str, instance_type: str, region: str, index: int) -> dict[str, str]:
+    """The network-topology labels of node ``index`` of ``group`` (none for a type or region EC2 describes no topology
+    of): its block is ``index // BLOCK_NODES``, each layer above groups :data:`LAYER_FANOUT` of the one below."""
+    network = network_topology(instance_type, region)
+    if network is None:
+        return {}
+    out = {}
+    for depth, label in enumerate(reversed(network.labels)):  # the lowest layer first
+        domain = index // (BLOCK_NODES * LAYER_FANOUT ** depth)
+        out[label] = f"nn-{group}-l{network.layers - depth}-{domain}"
+    return out
 
 
 def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) -> list[dict[str, Any]]:
@@ -66,6 +91,7 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) 
             "eks.amazonaws.com/nodegroup": group.name,
             "eks.amazonaws.com/capacityType": group.capacity_type,
             "type": "kwok",
+            **network_labels(group.name, facts.name, region, i),
         }
         nodes.append({
             "apiVersion": "v1",

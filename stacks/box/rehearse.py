@@ -31,7 +31,13 @@ import yaml
 from stacks.box.apply import Refusal, _refusals
 from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.devices import stand_ins
-from stacks.box.kueue import Kueue, is_kueue_chart, kueue_release_configuration, workload_conditions
+from stacks.box.kueue import (
+    Kueue,
+    is_kueue_chart,
+    kueue_release_configuration,
+    kueue_release_feature_gates,
+    workload_conditions,
+)
 from stacks.box.kueue import crds as kueue_crds
 from stacks.box.manifests import release_manifest
 
@@ -53,6 +59,8 @@ class Step:
     deps: set[str] = field(default_factory=set)
     kueue: Optional[dict[str, Any]] = None
     """The Kueue release's Configuration (its step's docs are Kueue's CRDs; the box starts Kueue once they exist)."""
+    kueue_gates: dict[str, bool] = field(default_factory=dict)
+    """The Kueue release's feature gates (its chart values' ``controllerManager.featureGates``)."""
 
 
 @dataclass
@@ -83,16 +91,17 @@ def steps_of(registrations: Sequence[Any]) -> list[Step]:
     for r in registrations:
         if not r.type.startswith("kubernetes:"):
             continue
-        kueue = None
+        kueue, gates = None, {}
         if r.type.startswith("kubernetes:helm.sh/") and is_kueue_chart(r.inputs.get("chart", "")):
             docs, kueue = kueue_crds(), kueue_release_configuration(r.inputs.get("values") or {})
+            gates = kueue_release_feature_gates(r.inputs.get("values") or {})
         elif r.type.startswith("kubernetes:helm.sh/"):
             docs = stand_ins([copy.deepcopy(r.inputs)])
         elif r.type.startswith("kubernetes:yaml"):
             docs = release_manifest(r.inputs["file"])
         else:
             docs = [copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")})]
-        steps.append(Step(r.urn, r.name, docs, {u for d in r.dependencies for u in under(d)}, kueue))
+        steps.append(Step(r.urn, r.name, docs, {u for d in r.dependencies for u in under(d)}, kueue, gates))
         k8s.add(r.urn)
     for s in steps:
         s.deps &= k8s
@@ -284,9 +293,10 @@ class Rehearsal:
                                          stdout=log, stderr=subprocess.STDOUT)
         self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
 
-    def _start_kueue(self, binary: Path, configuration: Mapping[str, Any]) -> None:
+    def _start_kueue(self, binary: Path, configuration: Mapping[str, Any],
+                     feature_gates: Optional[Mapping[str, bool]] = None) -> None:
         """Kueue's release: its CRDs are applied; the manager starts once they are Established (once per box)."""
-        kueue = Kueue(self.box, binary, configuration, log_dir=self.log_dir)
+        kueue = Kueue(self.box, binary, configuration, log_dir=self.log_dir, feature_gates=feature_gates)
         self.kueue_start_s = kueue.start()
         self.kueue = kueue
         self.note(f"started Kueue (pid {kueue.process.pid if kueue.process else '?'}, out of cluster) in "
@@ -368,7 +378,7 @@ class Rehearsal:
                         self._start_operator(binaries["mpi-operator"])
             for step in self.applied.values():
                 if step.kueue is not None and self.kueue is None:
-                    self._start_kueue(binaries["kueue"], step.kueue)
+                    self._start_kueue(binaries["kueue"], step.kueue, step.kueue_gates)
                     progressed = True
             self._release_held()
             self._watch_jobs()

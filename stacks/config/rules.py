@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from components.catalog import EFA_ONLY_MIN_VPC_CNI, INSTANCE_TYPES, REFERENCE_ALLREDUCE, Catalog, InstanceType
+from components.catalog import (
+    EFA_ONLY_MIN_VPC_CNI,
+    INSTANCE_TYPES,
+    NETWORK_TOPOLOGY,
+    REFERENCE_ALLREDUCE,
+    Catalog,
+    InstanceType,
+)
 from components.catalog.gpus import compute_capability, runs_on
 from components.image.dockerfile import Dockerfile, read_dockerfile
 from components.job_code import DEFAULT_CODE_IGNORES, collect_code
@@ -159,6 +166,7 @@ def check_group(s: Sections, name: str, g: NodeGroupConfig, problems: list[str])
     if not present or len(present) != len(facts):
         return
     check_efa(s, path, g, present, problems)
+    check_topology(path, g, present, problems)
 
 
 def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceType], problems: list[str]) -> None:
@@ -749,3 +757,19 @@ def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
     jobs = check_jobs(s, problems)
     check_storage(s, jobs, problems)
     return problems, jobs
+
+
+def check_topology(path: str, g: NodeGroupConfig, facts: list[InstanceType], problems: list[str]) -> None:
+    """``topology: true`` needs types whose nodes all carry the same EC2 network-topology labels (the catalog's
+    :data:`~components.catalog.NETWORK_TOPOLOGY`): Kueue places a topology-aware job only on nodes that carry every
+    level's label, so on others it would never start."""
+    if not g.topology:
+        return
+    layers = {f.name: NETWORK_TOPOLOGY[f.name].layers if f.name in NETWORK_TOPOLOGY else 0 for f in facts}
+    if 0 in layers.values():
+        without = ", ".join(n for n, v in layers.items() if not v)
+        problems.append(f"{key(f'{path}.topology')}: {without} nodes carry no EC2 network-topology labels; remove "
+                        f"topology: true or use a type that has them ({', '.join(sorted(NETWORK_TOPOLOGY))})")
+    elif len(set(layers.values())) > 1:
+        problems.append(f"{key(f'{path}.topology')}: the group's types have different network layers "
+                        f"({', '.join(f'{n} {v}' for n, v in layers.items())}); split them into groups")

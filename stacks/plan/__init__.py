@@ -41,6 +41,8 @@ from stacks.plan.admission import (
     beyond_team_stages,
     idle_teams,
     never_admitted,
+    topology_problems,
+    with_topology,
 )
 from stacks.config.base import ZONE_ID_RE
 
@@ -485,9 +487,10 @@ def build_plan(cfg: StackConfig) -> Plan:
     plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
     if not jobs and not cfg.teams:
         return plan
-    admission = admission_plan(plan)
+    admission = with_topology(plan, admission_plan(plan))
     problems = never_admitted(plan, admission) + idle_teams(admission) + beyond_team_stages(plan)
     problems += beyond_own_queue(plan, admission)
+    problems += topology_problems(plan, admission)
     if problems:
         raise ConfigError(problems)
     return replace(plan, admission=admission)

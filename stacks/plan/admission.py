@@ -37,6 +37,10 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   with the rest, so the cohort's quota is the fleet (https://kueue.sigs.k8s.io/docs/concepts/cohort/). A queue
   reclaims the quota others borrowed from it (``reclaimWithinCohort: Any``,
   https://kueue.sigs.k8s.io/docs/concepts/preemption/).
+- **Topology-aware placement** (:func:`with_topology`): a worker group whose nodes carry the EC2 network-topology labels
+  (:mod:`components.catalog.topology`) and whose size is fixed (or ``topology: true``) gets a Kueue Topology of those
+  layers down to the node, named by its flavor, and its jobs' pods prefer one lowest-layer network node
+  (:data:`TOPOLOGY_ANNOTATION`), https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
+from components.catalog import NETWORK_TOPOLOGY, TOPOLOGY_REGIONS, NetworkTopology
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
 from stacks.config.errors import key
@@ -110,6 +115,8 @@ class FlavorPlan:
     """Resource -> quantity (Kubernetes spelling) for every resource of :data:`RESOURCES`."""
     per_node: Mapping[str, int]
     """Resource -> per-node amount (millicores, MiB, devices) the quota is ``max_size`` times."""
+    topology: Optional["TopologyPlan"] = None
+    """Topology-aware placement on the group (:func:`with_topology`): the Topology its ResourceFlavor names."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,6 +180,17 @@ class AdmissionPlan:
 
     def flavor(self, group: str) -> FlavorPlan:
         return next(f for f in self.flavors if f.group == group)
+
+    @property
+    def topologies(self) -> tuple["TopologyPlan", ...]:
+        """The Kueue Topologies the flavors name, one per distinct set of levels."""
+        return tuple({f.topology.name: f.topology for f in self.flavors if f.topology is not None}.values())
+
+    def pod_annotations(self, group: str) -> dict[str, str]:
+        """The pod-template annotations of a job's pods on ``group`` (:func:`with_topology`): on a topology-aware
+        group, share the lowest network layer they fit in; none elsewhere."""
+        t = self.flavor(group).topology
+        return {} if t is None else {TOPOLOGY_ANNOTATION: t.placement_level}
 
 
 def flavor_name(group: str) -> str:
@@ -410,4 +428,94 @@ def beyond_own_queue(plan: "Plan", admission: AdmissionPlan) -> list[str]:
                         f"{keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them lend, or make "
                         f"the job smaller")
                     break
+    return problems
+
+
+# --- topology-aware placement (issue 26, item 5) -----------------------------------------------------------------------
+
+#: Kueue's pod-template annotation that asks for one domain of a Topology level, else the level above, and so on up,
+#: else spread (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/#user-facing-apis). Preferred, not
+#: ``kueue.x-k8s.io/podset-required-topology``: a job larger than one lowest-layer domain (or one that finds none
+#: free) still starts, on the fewest domains Kueue finds, instead of waiting for ever.
+TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+#: Kueue's other TAS annotations: a pod set carrying any of them asks for topology-aware placement.
+TAS_ANNOTATIONS = (TOPOLOGY_ANNOTATION, "kueue.x-k8s.io/podset-required-topology",
+                   "kueue.x-k8s.io/podset-unconstrained-topology")
+#: The lowest level of every Topology: one domain per node, so Kueue assigns each pod its node and respects the
+#: nodes' taints (Kueue's sample GPU Topology, site/static/examples/tas/sample-gpu-queues.yaml at v0.17.0).
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopologyPlan:
+    """A Kueue ``Topology``: the EC2 network layers' node labels, top first, then :data:`HOSTNAME_LABEL`."""
+
+    name: str
+    levels: tuple[str, ...]
+
+    @property
+    def placement_level(self) -> str:
+        """What a job's pods ask to share: the lowest network layer (the network node the instances connect to)."""
+        return self.levels[-2]
+
+
+def topology_plan(network: NetworkTopology) -> TopologyPlan:
+    return TopologyPlan(name=f"ec2-network-{network.layers}-layers", levels=(*network.labels, HOSTNAME_LABEL))
+
+
+def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopology]:
+    """The network layers ``group``'s nodes are labelled with when its placement is topology-aware: a worker group
+    whose types all have the same layers in the catalog (:data:`~components.catalog.NETWORK_TOPOLOGY`) and whose size is
+    fixed (``minSize`` = ``maxSize``), unless its ``topology`` says otherwise. The system group never is (its pods are
+    small and talk little).
+
+    Why a fixed size by default: Kueue's topology-aware scheduling counts only the nodes that exist (and are Ready); a
+    job it has not admitted has no pod, so the cluster autoscaler adds no node for it. On a group the autoscaler may
+    shrink below a job's size the job would wait for ever; Kueue's answer is its ProvisioningRequest admission check
+    (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/#clusterautoscaler-support). ``topology: true``
+    on an autoscaled group is accepted when every job on it fits in ``minSize`` nodes (:func:`topology_problems`)."""
+    cfg = plan.config.node_groups.get(group.name) if group.path != "systemNodeGroup" else None
+    if cfg is None or cfg.topology is False:
+        return None
+    if cfg.topology is None and group.min_size < group.max_size:
+        return None
+    layers = {NETWORK_TOPOLOGY[t.name] if t.name in NETWORK_TOPOLOGY else None for t in group.types}
+    if None in layers or len({n.layers for n in layers if n is not None}) != 1:
+        return None
+    return NETWORK_TOPOLOGY[group.types[0].name]
+
+
+def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
+    """``admission`` with each topology-aware group's flavor naming its Topology (:func:`group_network`)."""
+    from dataclasses import replace
+
+    networks = {g.name: group_network(plan, g) for g in plan.all_groups}
+    flavors = tuple(replace(f, topology=topology_plan(n)) if (n := networks.get(f.group)) is not None else f
+                    for f in admission.flavors)
+    return replace(admission, flavors=flavors)
+
+
+def topology_region_problems(plan: "Plan", region: str) -> list[str]:
+    """Topology-aware groups in a region where EC2 describes no instance topology: their nodes would get no labels
+    and Kueue would never place their jobs (source key ``ec2-instance-topology-prerequisites``)."""
+    if plan.admission is None or region in TOPOLOGY_REGIONS:
+        return []
+    return [f"{key(f.path + '.topology')}: EC2 describes no instance topology in {region}, so the group's nodes get no "
+            f"topology.k8s.aws/network-node-layer labels and Kueue would never place its jobs; set topology: false"
+            for f in plan.admission.flavors if f.topology is not None]
+
+
+def topology_problems(plan: "Plan", admission: AdmissionPlan) -> list[str]:
+    """Jobs on a topology-aware group larger than the nodes it always has (``minSize``): Kueue would wait for nodes the
+    autoscaler never adds (:func:`group_network`)."""
+    problems = []
+    for name, job in plan.jobs.items():
+        flavor = admission.flavor(job.group.name)
+        if flavor.topology is None or job.max_nodes <= job.group.min_size:
+            continue
+        problems.append(
+            f"{key(f'jobs.{name}.nodes')}: the job takes {job.max_nodes} nodes of {flavor.path}, whose placement is "
+            f"topology-aware ({key(flavor.path + '.topology')}); Kueue places it only on nodes that exist, the group may "
+            f"shrink to {key(flavor.path + '.minSize')} {job.group.min_size}, and the autoscaler adds no node for a job "
+            f"Kueue has not admitted: it would wait for ever; raise minSize to {job.max_nodes} or set topology: false")
     return problems

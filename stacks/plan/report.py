@@ -108,7 +108,10 @@ def _queues(plan: Plan) -> Optional[dict[str, Any]]:
         "podsReadyTimeoutSeconds": a.pods_ready_timeout_s,
         "requeueBackoffSeconds": [a.requeue_backoff_base_s, a.requeue_backoff_max_s],
         "flavors": [{"name": f.name, "nodeGroup": f.path, "maxSize": f.max_size, "quota": dict(f.quota),
-                     "nodeLabels": dict(f.node_labels), "nodeTaints": [dict(t) for t in f.node_taints]}
+                     "nodeLabels": dict(f.node_labels), "nodeTaints": [dict(t) for t in f.node_taints],
+                     **({} if f.topology is None else {"topology": {
+                         "name": f.topology.name, "levels": list(f.topology.levels),
+                         "podsPrefer": f"one {f.topology.placement_level} (else the level above)"}})}
                     for f in a.flavors],
         "priorities": {
             **{job: {"class": c, "value": a.priorities[c]} for job, c in a.job_priority.items()},
@@ -288,6 +291,10 @@ def render(r: dict[str, Any]) -> str:
         for f in q["flavors"]:
             quota = ", ".join(f"{v} {k}" for k, v in f["quota"].items() if v not in ("0", "0Mi"))
             lines.append(f"  flavor {f['name']} ({f['nodeGroup']}, quota = maxSize {f['maxSize']} nodes): {quota}")
+            if "topology" in f:
+                t = f["topology"]
+                lines.append(f"    topology-aware (Topology {t['name']}: {' > '.join(t['levels'])}): a job's pods "
+                             f"share {t['podsPrefer']}")
         lines.append("  priorities (a job outranks the jobs that wait for it): " + ", ".join(
             f"{job} {p['value']}" for job, p in q["priorities"].items()))
     lines.append("")
