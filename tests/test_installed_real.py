@@ -36,6 +36,7 @@ import pytest
 import yaml
 
 from stacks.box import build as box_build
+from stacks.cli import TOOLS
 from tests.harness import REPO
 
 pytestmark = pytest.mark.real
@@ -131,14 +132,15 @@ def test_the_package_installs_under_its_own_name_with_what_its_tools_read(instal
 import importlib.util, importlib.metadata as m, json, sys
 sys.path.remove('')  # not the project's folder: what the install provides
 import eks_training.components as c, eks_training.stacks as s, eks_training.stacks.bundle as b
-import eks_training.stacks.box.build as bb, eks_training.stacks.box.cluster as bc
+import eks_training.stacks.box.build as bb, eks_training.stacks.box.cluster as bc, eks_training.stacks.cli as cli
 print(json.dumps({"files": [c.__file__, s.__file__, str(b.ROOT), str(bb.MODULES_DIR), str(bc.POD_STAGES),
                             str(b.REFERENCE)],
                   "prefix": b.PREFIX, "top": [importlib.util.find_spec(n) is None for n in ("components", "stacks")],
                   "shipped": [(b.shipped(f) / "Dockerfile").is_file() for f in b.SHIPPED],
                   "box": all((bb.MODULES_DIR / f / "go.mod").is_file() for f in bb.MODULES),
                   "exists": [bc.POD_STAGES.is_file(), b.REFERENCE.is_file()],
-                  "requires": m.requires("eks-training")}))
+                  "requires": m.requires("eks-training"),
+                  "tools": {n: t.main().__module__ for n, t in cli.TOOLS.items()}}))
 """)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -147,17 +149,19 @@ print(json.dumps({"files": [c.__file__, s.__file__, str(b.ROOT), str(bb.MODULES_
     assert out["prefix"] == "eks_training." and out["top"] == [True, True], out
     assert all(out["shipped"]) and out["box"] and out["exists"] == [True, True], out
     assert any(r.startswith("matplotlib") for r in out["requires"]), out["requires"]
+    # every command's module, imported by its name (stacks/cli.py TOOLS), is the installed one
+    assert out["tools"] == {name: f"eks_training.{tool.module}" for name, tool in TOOLS.items()}
 
 
-#: Run in the project's folder (on the path first, as under ``pulumi up``): the project's own packages are imported,
-#: a program is evaluated under the package's mocks, then nothing but the project's own modules may hold the names.
+#: Run in the project's folder (on the path first, as under ``pulumi up``): a program is evaluated under the package's
+#: mocks, then the names ``components`` and ``stacks`` must be the project's own packages (imported by the program, or
+#: after it), and nothing else may hold them.
 _BESIDE_THE_PROJECTS_OWN = """
 import json, sys
-import components, stacks
-assert components.OWNER == stacks.OWNER == "research", (components.__file__, stacks.__file__)
 from eks_training.stacks.mocked import evaluate
 {evaluate}
-assert sys.modules["components"] is components and sys.modules["stacks"] is stacks
+import components, stacks
+assert components.OWNER == stacks.OWNER == "research", (components.__file__, stacks.__file__)
 clashing = sorted(m for m in sys.modules if m.split(".")[0] in ("components", "stacks"))
 installed = sorted({{m.__file__.split("/eks_training/")[0] for n, m in sys.modules.items()
                      if n.startswith("eks_training.") and getattr(m, "__file__", None)}})
@@ -179,7 +183,11 @@ def test_the_readme_library_example_runs_installed_beside_the_projects_own_packa
     section = (REPO / "README.md").read_text().split("## Using the components from another project", 1)[1]
     example = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert "from eks_training.components import" in example
-    (installed.project / "example.py").write_text(example)
+    # the project's program uses its own packages too (imported while it runs: the mocks put nothing of the package
+    # on the path before the project's folder)
+    (installed.project / "example.py").write_text(
+        "import components, stacks  # the project's own\n" + example
+        + "assert components.OWNER == stacks.OWNER == 'research', components.__file__\n")
     out = _beside_the_projects_own(installed, 'ev = evaluate("dev", {"aws:region": "us-west-2"}, main=__import__('
                                               '"pathlib").Path("example.py").resolve(), project="research", '
                                               'project_dir=__import__("pathlib").Path.cwd())')
