@@ -58,9 +58,10 @@ class Installed:
     def env(self, **extra: str) -> dict[str, str]:
         return {"PATH": f"{self.python.parent}:/usr/bin:/bin", "HOME": str(self.root), "PYTHONUNBUFFERED": "1", **extra}
 
-    def run(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(self.python), *args], cwd=self.project, env=env or self.env(), capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, input=input)
 
     def script(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """The console script pip installs from ``[project.scripts]``."""
@@ -165,8 +166,9 @@ assert components.OWNER == stacks.OWNER == "research", (components.__file__, sta
 clashing = sorted(m for m in sys.modules if m.split(".")[0] in ("components", "stacks"))
 installed = sorted({{m.__file__.split("/eks_training/")[0] for n, m in sys.modules.items()
                      if n.startswith("eks_training.") and getattr(m, "__file__", None)}})
+providers = [r.inputs["__provider"] for r in ev.registrations if "__provider" in r.inputs]
 print(json.dumps({{"types": sorted({{r.type for r in ev.registrations}}), "clashing": clashing,
-                  "installed": installed}}))
+                  "installed": installed, "providers": providers}}))
 """
 
 
@@ -201,6 +203,14 @@ def test_the_shipped_program_evaluates_the_projects_stack_beside_its_own_package
                                               "config, plan, ev = evaluate_stack('dev', None)")
     assert {"eks-training:index:TrainingCluster", "eks-training:index:PyTorchJob",
             "eks-training:index:CommandJob"} <= set(out["types"]), out["types"]
+    # the image build's dynamic provider, as the engine receives it (dill, by reference to its module): Pulumi's
+    # dynamic-provider host loads it in the project's folder, beside the project's own components/
+    assert out["providers"], out["types"]
+    host = installed.run("-c", "import base64, sys, dill; p = dill.loads(base64.b64decode(sys.stdin.read())); "
+                               "print(type(p).__module__, type(p).__name__)",
+                         input=out["providers"][0])
+    assert host.returncode == 0, host.stderr[-2000:]
+    assert host.stdout.split() == ["eks_training.components.image.build_provider", "ImageBuildProvider"]
 
 
 def test_the_plan_reads_the_projects_stack_file(installed: Installed) -> None:
