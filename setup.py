@@ -129,8 +129,8 @@ def rewrite(source: str, modules: frozenset[str], where: str = "<module>") -> st
                 edits.append((end, end, "".join(f"; from {PACKAGE} import {t}" for t in dict.fromkeys(binds))))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in OWN:
             i = at[pos(node.lineno, node.col_offset)]  # the `from` keyword
-            name = next(t for t in tokens[i + 1:] if t.type == tokenize.NAME)
-            edits.append((name.start, name.start, f"{PACKAGE}."))
+            module = next(t for t in tokens[i + 1:] if t.type == tokenize.NAME)
+            edits.append((module.start, module.start, f"{PACKAGE}."))
     for tok in tokens:
         if tok.type == tokenize.STRING:
             new = _rewrite_string(tok.string, modules)
@@ -142,12 +142,12 @@ def rewrite(source: str, modules: frozenset[str], where: str = "<module>") -> st
     out = source
     for (srow, scol), (erow, ecol), text in sorted(edits, reverse=True):
         out = out[:offsets[srow - 1] + scol] + text + out[offsets[erow - 1] + ecol:]
-    for node in ast.walk(ast.parse(out)):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+    for stmt in ast.walk(ast.parse(out)):
+        names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
+            [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 else []
         for name in names:
             if name.split(".")[0] in OWN:
-                raise RewriteError(f"{where}:{node.lineno}: still imports {name} after the rewrite")
+                raise RewriteError(f"{where}:{getattr(stmt, 'lineno', 0)}: still imports {name} after the rewrite")
     return out
 
 
@@ -175,12 +175,12 @@ class BuildPy(build_py):
     def find_package_modules(self, package: str, package_dir: str) -> list[tuple[str, str, str]]:
         if package == PACKAGE:  # of the repository's root modules, the program (stacks.mocked runs it); not setup.py
             return [(PACKAGE, "__main__", str(Path(package_dir) / "__main__.py"))]
-        return super().find_package_modules(package, package_dir)  # type: ignore[no-any-return]
+        return super().find_package_modules(package, package_dir)
 
     def check_package(self, package: str, package_dir: str) -> str | None:
         if package == PACKAGE:
             return None  # its __init__.py is generated
-        return super().check_package(package, package_dir)  # type: ignore[no-any-return]
+        return super().check_package(package, package_dir)
 
     def build_module(self, module: str, module_file: str, package: str | list[str]) -> tuple[str, bool]:
         parts = package.split(".") if isinstance(package, str) else list(package)

@@ -1,4 +1,5 @@
-"""The library works installed (issue 19, finding 2): the package is built and installed into a fresh virtualenv
+"""The library works installed (issue 19, finding 2): the package is built (from the source tree, as ``pip install
+../eks-training`` does, and from its sdist, a release: the same files) and installed into a fresh virtualenv
 outside the repository (``--no-deps``: its dependencies come from the tests' environment through a ``.pth`` file, so
 nothing is downloaded again), then, from a Pulumi project named ``research`` in another folder, which has packages of
 its own named ``components`` and ``stacks`` (a common layout), with that virtualenv's Python:
@@ -82,6 +83,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(root / "wheels"), str(src)], check=True, timeout=300, capture_output=True)
     (wheel,) = (root / "wheels").glob("eks_training-*.whl")
+    # a release (an sdist, unpacked) builds the same package
+    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(root / 'sdist')!r})"],
+                   cwd=src, check=True, timeout=300, capture_output=True)
+    (sdist,) = (root / "sdist").glob("eks_training-*.tar.gz")
+    shutil.unpack_archive(sdist, root / "release")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(root / "release-wheels"), str(next((root / "release").iterdir()))], check=True, timeout=300,
+                   capture_output=True)
+    (released,) = (root / "release-wheels").glob("eks_training-*.whl")
+    assert sorted(zipfile.ZipFile(released).namelist()) == sorted(zipfile.ZipFile(wheel).namelist())
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=120)
     out = Installed(root)
     shutil.copy(wheel, out.wheel)
