@@ -26,13 +26,18 @@ The rewrite reads each module with :mod:`ast` and :mod:`tokenize`, not with a pa
   imported by name), and within any string (messages, help, docstrings) ``-m stacks...`` (``python -m stacks.box
   down`` becomes ``python -m eks_training.stacks.box down``), ``from stacks... import`` and ``import stacks.``.
 
-Names computed at run time need nothing: ``__name__``, ``__module__`` (what dill pickles for the image build's
+A string equal to an own module's dotted name is rewritten wherever it stands: code that needs the bare name builds
+it from :data:`stacks.bundle.PREFIX` (derived from ``__name__``). Names computed at run time need nothing: ``__name__``, ``__module__`` (what dill pickles for the image build's
 dynamic provider) and ``__package__`` are the installed ones. A module that still imports an own name after the
 rewrite fails the build, naming the file and line. The console script is ``eks-training =
 eks_training.stacks.cli:script`` (pyproject.toml). An editable install (``pip install -e``) is refused: its modules
 would be the repository's, which import ``components`` and ``stacks``; use the checkout itself (run from its folder),
 or a regular install. ``tests/test_packaging.py`` checks the rewrite over every module and
 ``tests/test_installed_real.py`` the installed package.
+
+Chosen over relative imports (every module of the repository and its program changed by hand, against the layout a
+Pulumi project has) and over an import hook aliasing the top-level names (which still installs, or claims, the names
+``components`` and ``stacks``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
 
 #: The installed package's one import name.
 PACKAGE = "eks_training"
@@ -156,9 +162,6 @@ class BuildPy(build_py):
     folders beside them and a generated ``eks_training/__init__.py``."""
 
     def run(self) -> None:
-        if self.editable_mode:
-            raise RewriteError("eks-training cannot be installed in editable mode: its installed modules are rewritten "
-                               "copies (import names under eks_training); run from the checkout, or pip install it")
         # a build folder of an earlier layout (top-level components/, stacks/) would ship with the wheel
         for stale in (PACKAGE, *OWN):
             shutil.rmtree(Path(self.build_lib) / stale, ignore_errors=True)
@@ -190,6 +193,16 @@ class BuildPy(build_py):
         return str(outfile), True
 
 
+class RefuseEditable(editable_wheel):
+    """``pip install -e``: refused (setuptools would map ``eks_training`` onto the repository, whose modules import
+    ``components`` and ``stacks``: the first import would fail, far from the cause)."""
+
+    def run(self) -> None:
+        raise RewriteError("eks-training cannot be installed in editable mode (pip install -e): its installed modules "
+                           "are rewritten copies, under the import name eks_training (setup.py). Work in the checkout "
+                           "itself (python -m stacks ... from its folder), or install it: pip install PATH")
+
+
 def _package_data(root: Path = HERE) -> dict[str, list[str]]:
     """The shipped folders, and every file of the packages that is not a module (``stacks/box/stages.yaml``)."""
     data = {PACKAGE: list(SHIPPED)}
@@ -213,5 +226,5 @@ if __name__ == "__main__":  # setuptools runs this file as __main__; tests impor
         package_data=_package_data(),
         include_package_data=False,  # exactly what package_data names (the shipped folders are no packages)
         exclude_package_data={"": ["__pycache__/*", "*.pyc"]},
-        cmdclass={"build_py": BuildPy},
+        cmdclass={"build_py": BuildPy, "editable_wheel": RefuseEditable},
     )

@@ -289,3 +289,14 @@ def test_the_box_builds_from_the_shipped_go_modules(installed: Installed) -> Non
     print(f"eks-training box build from the install: {took:.1f} s")
     rehearse = installed.script("rehearse", "--help", env=env)
     assert rehearse.returncode == 0 and rehearse.stdout.startswith("usage: eks-training rehearse"), rehearse.stderr
+
+
+def test_an_editable_install_is_refused_with_the_reason(installed: Installed) -> None:
+    """``pip install -e`` would map ``eks_training`` onto the repository, whose modules import ``components``: refused
+    when the editable wheel is built, saying what to do instead."""
+    done = subprocess.run([sys.executable, "-c", "from setuptools import build_meta; "
+                                                 f"build_meta.build_editable({str(installed.root / 'editable')!r})"],
+                          cwd=installed.root / "src", capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "cannot be installed in editable mode (pip install -e)" in done.stderr, \
+        done.stderr[-2000:]
+    assert not list((installed.root / "editable").glob("*.whl"))
