@@ -1,31 +1,39 @@
-"""The build folders this project ships for its images, and where an image's ``context`` is.
+"""The folders this project ships beside its packages, and where an image's ``context`` is.
+
+:data:`ROOT` is laid out like this repository in a checkout and in an installed package alike: the repository itself,
+or ``eks_training/`` in site-packages, where ``setup.py`` installs the packages (as ``eks_training.components`` and
+``eks_training.stacks``) and beside them the folders the installed tools read:
+
+- the images' build folders (:data:`SHIPPED`): ``training`` (the toolbox image: the trainer, the launcher, staging,
+  the waits) and ``images/nccl-tests``, ``images/horovod``, ``images/tensorflow``;
+- ``box``: the pinned Go modules the cluster in a box is built from (:data:`BOX`, read by :mod:`stacks.box.build`);
+- ``docs/configuration.md``: the configuration reference (:data:`REFERENCE`) the configuration's errors point to.
 
 A ``context`` names a folder of the Pulumi project (the folder of its ``Pulumi.yaml``: the program's working folder
 under ``pulumi up``, the stack file's folder for the command-line tools). When the project has no such folder, the
-folders this package ships are used: ``training`` (the toolbox image: the trainer, the launcher, staging, the
-waits) and ``images/nccl-tests``, ``images/horovod``, ``images/tensorflow``. They are this repository's folders in a
-checkout and ``stacks/_shipped/`` in an installed package (``setup.py`` installs them there). The default
-``training`` image, which a stack does not name, is always the shipped one.
+shipped folder of that name is used. The default ``training`` image, which a stack does not name, is always the
+shipped one.
 """
 
 from pathlib import Path
 
-#: This repository (a checkout), or site-packages (an installed package).
-REPO = Path(__file__).resolve().parent.parent
-#: Where an installed package keeps the shipped folders.
-INSTALLED = Path(__file__).resolve().parent / "_shipped"
-#: The folders shipped for the images, relative to the repository.
+#: This repository (a checkout), or the installed package's folder ``eks_training/``, laid out alike.
+ROOT = Path(__file__).resolve().parent.parent
+#: What the packages' import names start with: ``""`` in a checkout (``components``, ``stacks``), ``"eks_training."``
+#: installed (``eks_training.components``, ``eks_training.stacks``: setup.py). A module name built at run time is
+#: ``PREFIX + "stacks.<module>"``.
+PREFIX = __name__[: __name__.rindex("stacks.")]
+#: The folders shipped for the images, relative to :data:`ROOT`.
 SHIPPED: tuple[str, ...] = ("training", "images/nccl-tests", "images/horovod", "images/tensorflow")
-
-
-def shipped_root() -> Path:
-    """The folder holding :data:`SHIPPED`: the repository in a checkout, :data:`INSTALLED` in an install."""
-    return REPO if (REPO / "training" / "Dockerfile").is_file() else INSTALLED
+#: The box's Go modules, one folder each (``go.mod``, ``go.sum``, ``tools.go``).
+BOX = ROOT / "box"
+#: The configuration reference: every key with its type, default, allowed values and meaning (``stacks.docs``).
+REFERENCE = ROOT / "docs" / "configuration.md"
 
 
 def shipped(folder: str) -> Path:
     """A shipped folder (``training``, ``images/horovod``...)."""
-    return shipped_root() / folder
+    return ROOT / folder
 
 
 def context_folder(context: str, project_dir: Path, *, default: bool = False) -> Path:
@@ -38,4 +46,4 @@ def context_folder(context: str, project_dir: Path, *, default: bool = False) ->
     return own
 
 
-__all__ = ["INSTALLED", "REPO", "SHIPPED", "context_folder", "shipped", "shipped_root"]
+__all__ = ["BOX", "PREFIX", "REFERENCE", "ROOT", "SHIPPED", "context_folder", "shipped"]

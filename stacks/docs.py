@@ -8,7 +8,8 @@
 * ``Pulumi.yaml``'s ``config:`` schema: one entry per top-level key, from the same models.
 
 ``tests/test_docs.py`` keeps all three equal to the code; ``python -m stacks docs`` (alias ``python -m stacks.docs``)
-rewrites them, ``--check`` only reports.
+rewrites them, ``--check`` only reports, ``--reference`` prints the configuration reference (an installed package has
+no README or Pulumi.yaml to rewrite: there only ``--reference`` runs; the reference ships with it).
 """
 
 import json
@@ -26,12 +27,11 @@ from components.catalog import INSTANCE_TYPES, SOURCES, InstanceType
 from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE, JOB_NAME_RE
 from stacks.config.instance_facts import FACT_FIELDS, InstanceFactsConfig
 from stacks.config.loader import DEFAULT_IMAGES, ENTRIES, SECTION_SUMMARIES, SECTIONS, default_cluster_name
-from stacks.cli import EXIT_FAILED, EXIT_OK, alias, command, parser_for
+from stacks.bundle import PREFIX, REFERENCE
+from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, alias, command, parser_for
 from stacks.stackfile import REPO, read_stack_config
 
 README = REPO / "README.md"
-#: The configuration reference.
-REFERENCE = REPO / "docs" / "configuration.md"
 #: The Pulumi project file, whose ``config:`` block is generated.
 PROJECT_FILE = REPO / "Pulumi.yaml"
 #: The command that regenerates every generated file.
@@ -370,7 +370,16 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     parser = parser_for("docs", prog, "Rewrite the documentation generated from the code: " + ", ".join(FILES)
                         + ". Exit 0; with --check, 1 when a file is stale.")
     parser.add_argument("--check", action="store_true", help="only report whether the files are current")
+    parser.add_argument("--reference", action="store_true",
+                        help=f"print the configuration reference (every key; the file {REFERENCE}) and change nothing")
     args = parser.parse_args(argv)
+    if args.reference:
+        print(configuration_reference(), end="")
+        return EXIT_OK
+    if PREFIX:
+        raise CommandError(f"{parser.prog} rewrites the generated files of a checkout of the repository; this is an "
+                           f"installed package, whose configuration reference is {REFERENCE} (print it with "
+                           f"{parser.prog} --reference)")
     if args.check:
         stale = stale_files()
         print(f"stale: {', '.join(stale)}; run {REGENERATE}" if stale else "the generated documentation is current")

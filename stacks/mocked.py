@@ -29,11 +29,14 @@ from pulumi.runtime.sync_await import _sync_await
 from pulumi.runtime import resource as _sdk_resource
 from pulumi.runtime.proto import source_pb2
 
+from stacks.bundle import PREFIX, ROOT
+
 # The SDK walks the Python stack on every registration to send the engine the source position of the resource
 # (``_get_stack_trace``): a sixth of a program's evaluation time here, and nothing the mocks or the tests read.
 _sdk_resource._get_stack_trace = lambda: source_pb2.StackTrace()
 
-REPO = Path(__file__).resolve().parent.parent
+#: This repository, or the installed package's folder ``eks_training/`` (its ``__main__.py`` is the program).
+REPO = ROOT
 PROJECT = "eks-training"
 ACCOUNT = "123456789012"
 #: The outputs of the stacks a program may reference (``pulumi.StackReference``), by fully qualified name: a test
@@ -372,15 +375,21 @@ def evaluate(
 
     exported: dict[str, Any] = {}
 
+    # The program's folder is on the path, as under `pulumi up` (its own modules, a user's `components/`); in a
+    # checkout the repository comes first, whose program imports `stacks`. An installed package's modules import
+    # `eks_training.*` (setup.py), so nothing of it goes on the path to shadow the project's own packages.
+    paths = [str(project_dir)] if PREFIX else [str(REPO), str(project_dir)]
+
     def program() -> None:
         cwd = os.getcwd()
-        sys.path.insert(0, str(REPO))
+        sys.path[:0] = paths
         os.chdir(project_dir)
         try:
             runpy.run_path(str(main), run_name="__main__")
         finally:
             os.chdir(cwd)
-            sys.path.remove(str(REPO))
+            for path in paths:
+                sys.path.remove(path)
 
     error: Optional[BaseException] = None
     try:

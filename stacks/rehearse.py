@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from stacks.cli import add_stack_options, command, parser_for
+from stacks.config import NAMESPACE
 from stacks.stackfile import StackLoadError, plan_stack, project_name, read_stack_config
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ def evaluate_stack(stack: str, stack_file: Optional[Path]) -> tuple[dict[str, An
     project = project_name(path)
     cfg = dict(config)
     # Preflight checks the AWS account (quotas, zones, reservations): there is none here.
-    cfg[f"{project}:preflight"] = {**(cfg.get(f"{project}:preflight") or {}), "enabled": False}
+    # (its key is eks-training:preflight whatever the project's name: the namespace the program reads)
+    cfg[f"{NAMESPACE}:preflight"] = {**(cfg.get(f"{NAMESPACE}:preflight") or {}), "enabled": False}
     folder = path.parent.resolve()
     main = folder / "__main__.py"
     kwargs: dict[str, Any] = {"project": project, "project_dir": folder}

@@ -104,8 +104,9 @@ def test_the_aliases_the_entry_point_and_the_script_run_the_same_main(name: str,
 
 def test_the_console_script_is_declared() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {cli.SCRIPT: "stacks.cli:script"}
-    module, _, attr = scripts[cli.SCRIPT].partition(":")
+    # the installed module name (setup.py installs stacks as eks_training.stacks): here, the checkout's stacks.cli
+    assert scripts == {cli.SCRIPT: "eks_training.stacks.cli:script"}
+    module, _, attr = scripts[cli.SCRIPT].removeprefix("eks_training.").partition(":")
     assert getattr(__import__(module, fromlist=[attr]), attr) is cli.script
 
 

@@ -15,8 +15,11 @@ def readme_example(tmp_path: Path) -> Path:
     section = readme.split("## Using the components from another project", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code, "README has a python example of using the components"
+    assert "from eks_training.components import" in code.group(1)
     path = tmp_path / "__main__.py"
-    path.write_text(code.group(1))
+    # the package as the checkout names it (setup.py installs components as eks_training.components;
+    # tests/test_installed_real.py runs the example as written, from an install)
+    path.write_text(code.group(1).replace("from eks_training.components import", "from components import"))
     return path
 
 

@@ -176,6 +176,30 @@ def test_stacks_docs_check_names_the_stale_file_and_the_command(tmp_path: Any, m
     assert code == 1 and out.getvalue().strip() == "stale: docs/configuration.md; run python -m stacks.docs"
 
 
+def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_nothing(tmp_path: Any,
+                                                                                     monkeypatch: Any) -> None:
+    """``--reference`` prints the configuration reference (the file, current); an installed package (its modules under
+    ``eks_training.``) has no checkout's files to rewrite: ``docs`` refuses, naming the shipped reference."""
+    import stacks.docs as docs
+    from contextlib import redirect_stderr, redirect_stdout
+    from io import StringIO
+
+    from stacks.bundle import REFERENCE
+
+    out = StringIO()
+    with redirect_stdout(out):
+        assert docs.main(["--reference"]) == 0
+    assert out.getvalue() == REFERENCE.read_text()
+    written = tmp_path / "configuration.md"
+    monkeypatch.setattr(docs, "FILES", {"docs/configuration.md": (written, lambda _: "rewritten")})
+    monkeypatch.setattr(docs, "PREFIX", "eks_training.")
+    err = StringIO()
+    with redirect_stderr(err):
+        assert docs.main([]) == 2
+    assert f"configuration reference is {REFERENCE} (print it with python -m stacks.docs --reference)" in err.getvalue()
+    assert not written.exists()
+
+
 def test_the_instance_types_table_has_a_row_per_catalogued_type() -> None:
     from components.catalog import INSTANCE_TYPES
     from stacks.docs import instance_types_table

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from stacks.bundle import REFERENCE
 from tests.config_support import CPU, P5, TRAIN, problems, without
 
 pytestmark = pytest.mark.unit
@@ -124,5 +125,5 @@ def test_a_misspelt_key_and_an_unrelated_missing_key_are_two_problems() -> None:
     assert sorted(found) == [
         "eks-training:nodeGroups.h100.instanceType: unknown key; did you mean instanceTypes (a required key, not set)? "
         "Rename it",
-        "eks-training:nodeGroups.h100.maxSize: required key is missing; set it (see Pulumi.yaml)",
+        f"eks-training:nodeGroups.h100.maxSize: required key is missing; set it (see {REFERENCE})",
     ]

@@ -278,7 +278,7 @@ def _fingerprints(p: Program) -> dict[str, str]:
 def test_changed_training_source_rebuilds_only_the_image_and_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(REPO / "training", repo / "training", ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(stacks.bundle, "REPO", repo)  # the shipped folders: this copy
+    monkeypatch.setattr(stacks.bundle, "ROOT", repo)  # the shipped folders: this copy
     before = _fingerprints(run_program("workshop", fresh=True))
     assert before == _fingerprints(run_program("workshop", fresh=True)), "an unchanged context registers identical inputs (no rebuild)"
     (repo / "training" / "train.py").write_text((repo / "training" / "train.py").read_text() + "\n# a change\n")

@@ -34,10 +34,11 @@ missing repository stop with :class:`ImageBuildError` saying what to do. ECR and
 children were created in). ``AWS_ENDPOINT_URL`` is respected by boto3 itself, which is how the tests
 point it at moto.
 
-dill pickles :class:`ImageBuildProvider` *by reference* (``components.image.build_provider.ImageBuildProvider``),
-so the dynamic-provider host must be able to ``import components.image.build_provider``: it can when the
-Pulumi program directory (the host's working directory) is the repository root holding
-``components/``; otherwise put the repository on ``PYTHONPATH`` or install it. The provider keeps no
+dill pickles :class:`ImageBuildProvider` *by reference* (its ``__module__``: ``components.image.build_provider`` in
+a checkout, ``eks_training.components.image.build_provider`` installed, setup.py), so the dynamic-provider host must
+be able to import that module: it can when the Pulumi program directory (the host's working directory) is the
+repository root holding ``components/``, or when the package is installed in the project's virtualenv (under its
+own name, so a project's own ``components/`` does not shadow it). The provider keeps no
 state (no clients at module level or on the instance), so unpickling is cheap and side-effect free.
 This module imports only the standard library, ``pulumi`` and :mod:`components.image.aws_settings` (itself
 standard library only); boto3 is imported inside the methods.

@@ -1,6 +1,6 @@
 """Build (or reuse) the box's pinned binaries: ``python -m stacks.box build``.
 
-Every binary comes from a Go module in the repository's ``box/`` folder (a ``go.mod`` and ``go.sum`` pinning the
+Every binary comes from a Go module in the repository's ``box/`` folder (shipped with an installed package) (a ``go.mod`` and ``go.sum`` pinning the
 versions, a ``tools.go`` importing the commands), built with the Go toolchain and the Go module proxy into a cache
 folder outside the work tree: ``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``, one sub-folder per module
 named by its pinned version and a digest of its ``go.mod``, ``go.sum``, the build flags and the Go version, so a
@@ -39,9 +39,11 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from components.catalog.platform import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+from stacks.bundle import BOX
 
-#: The repository's folder of Go modules (one per piece; see the module docstring).
-MODULES_DIR = Path(__file__).resolve().parents[2] / "box"
+#: The folder of Go modules (one per piece; see the module docstring): the repository's ``box/``, or the copy an
+#: installed package ships (:data:`stacks.bundle.BOX`).
+MODULES_DIR = BOX
 
 
 class BoxBuildError(Exception):

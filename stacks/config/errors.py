@@ -12,6 +12,8 @@ from typing import Any, Optional, Union, get_args, get_origin
 import pulumi
 from pydantic import BaseModel, ValidationError
 
+from stacks.bundle import REFERENCE
+
 NAMESPACE = "eks-training"
 
 _KEY_REF = re.compile(r"@\{([^}]*)\}")
@@ -138,11 +140,11 @@ def format_validation(path: str, err: ValidationError, model: Optional[type[Base
         elif e["type"] == "extra_forbidden":
             near = difflib.get_close_matches(str(loc[-1]), _valid_keys(_model_at(model, loc[:-1])), n=1, cutoff=0.75)
             hint = f"did you mean {near[0]}? " if near else ""
-            out.append(f"{key(where)}: unknown key; {hint}remove it or fix its spelling (see Pulumi.yaml for the valid keys)")
+            out.append(f"{key(where)}: unknown key; {hint}remove it or fix its spelling (the valid keys: {REFERENCE})")
         elif e["type"] == "missing" and loc in explained:
             continue  # the misspelt key above is the cause
         elif e["type"] == "missing":
-            out.append(f"{key(where)}: required key is missing; set it (see Pulumi.yaml)")
+            out.append(f"{key(where)}: required key is missing; set it (see {REFERENCE})")
         elif e["type"] == "value_error":
             out.append(f"{key(where)}: {str(cause) if cause is not None else e['msg']}")
         elif (fix := _with_fix(e)) is not None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
-from stacks.bundle import context_folder
+from stacks.bundle import REFERENCE, context_folder
 from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.benchmark import BenchmarkConfig, BenchmarkSettings, benchmark_settings, experiment_path, run_id, validate_experiments
 from stacks.config.cluster import ClusterConfig
@@ -247,7 +247,7 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         if kind is None:
             near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [s for s in SECTIONS if s.lower() == k.lower()]
             hint = f"did you mean {near[0]}? rename it; " if near else ""
-            p.problems.append(f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see Pulumi.yaml)")
+            p.problems.append(f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})")
             continue
         if kind is str:
             parsed[k] = value
