@@ -119,18 +119,89 @@ def test_run_script_runs_the_program_as_python_does_and_ends_with_its_code(tmp_p
     assert "Aborted" not in done.stderr and "Fatal Python error" not in done.stderr
 
 
+#: What a program leaves for the interpreter's end, each of which ``python SCRIPT`` handles: a module-level
+#: ThreadPoolExecutor (its workers stop through threading's exit hook), a class of the script pickled by a late thread
+#: and by an atexit handler (the script stays ``__main__``), a file written and never closed (flushed when freed).
+LEFTOVERS = '''
+import atexit, concurrent.futures, os, pickle, sys, threading, time
+
+OUT = sys.argv[1]
+POOL = concurrent.futures.ThreadPoolExecutor(2)
+
+
+class Settings:
+    def __init__(self, lr):
+        self.lr = lr
+
+
+def work():
+    return 7
+
+
+def save(name):
+    with open(os.path.join(OUT, name), "wb") as f:
+        pickle.dump(Settings(0.1), f)
+
+
+def late():
+    time.sleep(0.3)
+    save("thread.pkl")
+
+
+if __name__ == "__main__":
+    assert POOL.submit(work).result() == 7
+    threading.Thread(target=late).start()
+    atexit.register(save, "atexit.pkl")
+    LOG = open(os.path.join(OUT, "never-closed.csv"), "w")
+    LOG.write("step,loss\\n1,0.5\\n")
+    if sys.argv[2] == "interrupt":
+        raise KeyboardInterrupt
+'''
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("runner", ["python", "run_script"])
+def test_what_a_program_leaves_at_its_end_is_handled_as_python_handles_it(tmp_path: Path, runner: str) -> None:
+    """The same outcome under ``python SCRIPT`` and ``run_script.py SCRIPT``: no hang on the pool's workers, both
+    pickles written, the unclosed file's lines on disk."""
+    script = tmp_path / "leftovers.py"
+    script.write_text(LEFTOVERS)
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [str(script)] if runner == "python" else [str(RUN_SCRIPT), str(script)]
+    done = run([*argv, str(out), "finish"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    for name in ("thread.pkl", "atexit.pkl"):
+        assert (out / name).stat().st_size > 0, (name, done.stderr)
+    assert (out / "never-closed.csv").read_text() == "step,loss\n1,0.5\n"
+
+
+@pytest.mark.real
+def test_ctrl_c_ends_the_program_by_sigint_as_python_does(tmp_path: Path) -> None:
+    script = tmp_path / "leftovers.py"
+    script.write_text(LEFTOVERS)
+    out = tmp_path / "out"
+    out.mkdir()
+    plain = run([str(script), str(out), "interrupt"], tmp_path)
+    wrapped = run([str(RUN_SCRIPT), str(script), str(out), "interrupt"], tmp_path)
+    assert plain.returncode == wrapped.returncode == -signal.SIGINT, (plain.returncode, wrapped.returncode)
+    assert "KeyboardInterrupt" in wrapped.stderr
+
+
 @pytest.mark.unit
-def test_the_launcher_puts_run_script_in_front_of_the_script_torchrun_runs() -> None:
-    torchrun = ["torchrun", "--nnodes=2:2", "--nproc-per-node=1", "--rdzv-backend=c10d"]
-    assert launch.with_clean_end([*torchrun, "fit.py", "--lr", "0.1"]) == [
-        *torchrun, str(launch.RUN_SCRIPT), "fit.py", "--lr", "0.1"]
-    # the image's path of torchrun, once only, and any other command unchanged
-    assert launch.with_clean_end(["/usr/local/bin/torchrun", "/app/train.py"]) == [
-        "/usr/local/bin/torchrun", str(launch.RUN_SCRIPT), "/app/train.py"]
-    once = launch.with_clean_end([*torchrun, "fit.py"])
-    assert launch.with_clean_end(once) == once
-    assert launch.with_clean_end(["python", "fit.py"]) == ["python", "fit.py"]
-    assert launch.with_clean_end(["bash", "-c", "echo hi"]) == ["bash", "-c", "echo hi"]
-    assert launch.RUN_SCRIPT == RUN_SCRIPT and RUN_SCRIPT.is_file()
-    # the goodput record names the user's program, not the wrapper
-    assert launch.program_name([*torchrun, "fit.py"]) == "fit.py"
+def test_a_pytorch_jobs_command_runs_its_script_through_run_script() -> None:
+    """The job's command names the script, so run_script.py goes right before it whatever its name (no guessing from
+    a ``.py`` suffix), beside the launcher in the image; the goodput record names the user's program."""
+    from components.workloads.training import LAUNCHER, RUN_SCRIPT as IN_IMAGE, pytorch_command
+
+    spec = {"output_dir": "/data/runs/x", "args": ["--config", "cfg.py"]}
+    placement = {"procs_per_node": 1}
+    command = pytorch_command(spec, placement, script="mytool", run_id="r", min_nodes=1, max_nodes=2,  # type: ignore[arg-type]
+                              backend="c10d", endpoint="127.0.0.1:29400")
+    torchrun = command[command.index("--") + 1:]
+    assert torchrun[0] == "torchrun"
+    assert torchrun[-4:] == [IN_IMAGE, "mytool", "--config", "cfg.py"]
+    assert IN_IMAGE.rsplit("/", 1) == [LAUNCHER.rsplit("/", 1)[0], launch.RUN_SCRIPT] and RUN_SCRIPT.is_file()
+    assert launch.program_name(torchrun) == "mytool"
+    assert launch.program_name([*torchrun[:-4], IN_IMAGE, "fit.py"]) == "fit.py"
+    assert launch.program_name(["torchrun", "--nnodes=1", "/app/train.py"]) == "train.py"

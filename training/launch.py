@@ -123,9 +123,9 @@ ETCD_DEFAULT_PORT = 2379
 DONE_MARKER = "DONE"
 #: Written by train.py when it gives up (consecutive attempts failed without checkpoint progress).
 FAILED_MARKER = "FAILED"
-#: Beside this file: runs a job's script as ``python SCRIPT`` would and ends the process without the interpreter's
-#: finalisation, where torch's threads can abort a finished rank (run_script.py says why).
-RUN_SCRIPT = Path(__file__).resolve().with_name("run_script.py")
+#: Beside this file: a job's command runs its script through it (``torchrun ... run_script.py SCRIPT``), which ends
+#: the process without the interpreter's finalisation, where torch's threads can abort a finished rank.
+RUN_SCRIPT = "run_script.py"
 BACKENDS = ("etcd-v2", "c10d")
 #: Signals that ask the pod to stop (forwarded once to the command).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -750,7 +750,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ledger = goodput.Ledger(args.output_dir, goodput.source_name())
         ledger.record("launch", at=launched_at)
         supervisor.watcher = goodput.LineWatcher(ledger, os.environ.get(goodput.STEP_PATTERN_ENV) or None)
-        command_code = supervisor.run(with_clean_end(args.command))
+        command_code = supervisor.run(args.command)
         ledger.record("exit", command_code=command_code)
         if not ledger.close():
             log("goodput_not_recorded", path=str(ledger.path), error=ledger.error,
@@ -795,19 +795,12 @@ def record_goodput(args: LaunchArgs) -> dict[str, Any] | None:
     return fields
 
 
-def with_clean_end(command: Sequence[str]) -> list[str]:
-    """``command`` with :data:`RUN_SCRIPT` in front of the script torchrun runs (``torchrun OPTIONS run_script.py
-    SCRIPT ARGS``), so every rank that finished exits with its program's own code; any other command as it is."""
-    head = torchrun_part(command)
-    rest = list(command[len(head):])
-    if not head or Path(head[0]).name != "torchrun" or not rest or Path(rest[0]).name == RUN_SCRIPT.name:
-        return list(command)
-    return [*head, str(RUN_SCRIPT), *rest]
-
-
 def program_name(command: Sequence[str]) -> str:
-    """The program a command runs: its script (the first ``*.py`` after torchrun's options), else its first word."""
+    """The program a command runs: its script (the first ``*.py`` after torchrun's options, the one after
+    :data:`RUN_SCRIPT` when the command runs it through that), else its first word."""
     rest = command[len(torchrun_part(command)):]
+    if len(rest) > 1 and Path(rest[0]).name == RUN_SCRIPT:
+        rest = rest[1:]
     return Path(rest[0]).name if rest else Path(command[0]).name
 
 

@@ -1,35 +1,42 @@
 """Runs a job's own Python script under torchrun as ``python SCRIPT ARGS`` would, then ends the process the way the
 bundled programs end theirs (:func:`process_end.end_process`).
 
-The launcher (``launch.py``) puts it in front of the script of every ``pytorch`` job: ``torchrun ... run_script.py
-SCRIPT ARGS``. Why: a distributed program that finished its work, destroyed its process group and returned can still
-abort in the interpreter's finalisation (``terminate called without an active exception``, exit -6): torch's C++
+Every ``pytorch`` job's command puts it in front of the job's script (``torchrun ... /app/run_script.py SCRIPT
+ARGS``, ``components.workloads.training.RUN_SCRIPT``, beside the launcher). Why: a distributed program that finished
+its work, destroyed its process group and returned can still abort in the interpreter's finalisation (``terminate called without an active exception``, exit -6): torch's C++
 threads (gloo's, DDP's reducer holding its process group, the TCPStore client) outlive ``destroy_process_group`` and
 need the GIL once finalisation has begun (https://github.com/pytorch/pytorch/pull/179291,
 https://github.com/pytorch/pytorch/issues/190489). Under torchrun such a rank counts as a failed worker group: its
 agent restarts a finished run while the other nodes wait at torchrun's exit barrier (300 s) for it. The job contract
-is "exit 0 on every rank", so the launcher, not the user's script, keeps a finished rank from aborting.
+is "exit 0 on every rank", so the job's command, not the user's script, keeps a finished rank from aborting.
 
-What runs as under ``python SCRIPT``: the script as ``__main__`` with its own ``__file__``, ``sys.argv`` (the script,
-then its arguments) and ``sys.path[0]`` (its folder, so its sibling modules import); ``multiprocessing``'s spawn finds
-it as the main module; an uncaught exception prints its traceback and exits 1, ``SystemExit`` exits with its code.
-Then, as the interpreter does when a program ends: non-daemon threads are joined and ``atexit`` handlers run (logging's
-flush, experiment trackers' final uploads). What is skipped: the rest of finalisation (module teardown, finalizers of
-objects still alive), where the abort happens; files the script wrote and closed are on disk, and standard output and
-error, Python's and C's, are flushed.
+What runs as under ``python SCRIPT``: the script as ``__main__`` (for good: its classes pickle until the process
+ends) with its own ``__file__``, ``sys.argv`` (the script, then its arguments) and ``sys.path[0]`` (its folder, so its
+sibling modules import); ``multiprocessing``'s spawn finds it as the main module; an uncaught exception prints its
+traceback and exits 1, ``SystemExit`` exits with its code, Ctrl-C ends the process by SIGINT.
+Then, as the interpreter does when a program ends: threading's exit hooks run (a ``concurrent.futures`` pool's workers
+stop) and non-daemon threads are joined, ``atexit`` handlers run (logging's flush, experiment trackers' final uploads),
+and files still open are flushed. What is skipped: the rest of finalisation (module teardown, finalizers of objects
+still alive), where the abort happens; standard output and error, Python's and C's, are flushed.
 """
 
 from __future__ import annotations
 
 import atexit
+import gc
+import io
 import os
-import runpy
+import signal
 import sys
 import threading
+import tokenize
+import types
 
 import process_end
 
 USAGE = "usage: run_script.py SCRIPT [ARGS...]"
+#: :func:`run`'s status for a script ended by Ctrl-C: the process then ends by SIGINT, as Python's does.
+INTERRUPTED = -int(signal.SIGINT)
 
 
 def exit_code(code: object) -> int:
@@ -42,8 +49,32 @@ def exit_code(code: object) -> int:
     return 1
 
 
+def main_module(script: str) -> types.ModuleType:
+    """A ``__main__`` module for ``script``, as ``python SCRIPT`` makes it (``__file__`` set, ``__spec__`` None: what
+    multiprocessing's spawn and forkserver start children from), installed in ``sys.modules`` for good: a class the
+    script defines stays picklable after its main block (in its late threads and ``atexit`` handlers)."""
+    module = types.ModuleType("__main__")
+    module.__dict__.update({"__file__": script, "__builtins__": __builtins__, "__spec__": None, "__loader__": None,
+                            "__package__": None, "__cached__": None})
+    sys.modules["__main__"] = module
+    return module
+
+
+def flush_open_files() -> None:
+    """Flush every file object still open, as finalisation would when it frees them (a script that never closed its
+    CSV writer's file loses nothing); runs no finalizer."""
+    for obj in gc.get_objects():
+        if isinstance(obj, io.IOBase):
+            try:
+                if not obj.closed:
+                    obj.flush()
+            except Exception:  # noqa: BLE001  (a file that cannot flush any more: as finalisation, go on)
+                pass
+
+
 def run(argv: list[str]) -> int:
-    """Run ``argv[0]`` with arguments ``argv[1:]`` as ``python`` runs a script; return its exit status."""
+    """Run ``argv[0]`` with arguments ``argv[1:]`` as ``python`` runs a script; return its exit status
+    (:data:`INTERRUPTED` after Ctrl-C)."""
     if not argv or argv[0].startswith("-"):
         print(USAGE, file=sys.stderr)
         return 2
@@ -51,24 +82,32 @@ def run(argv: list[str]) -> int:
     sys.argv = list(argv)
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     try:
-        # run_name "__main__" runs the script's main block; runpy makes the script sys.modules["__main__"] while it
-        # runs (multiprocessing's spawn starts children from its __file__).
-        runpy.run_path(script, run_name="__main__")
+        with tokenize.open(script) as f:  # the script's own encoding declaration, as python reads it
+            source = f.read()
+        code_object = compile(source, script, "exec")
+        exec(code_object, main_module(script).__dict__)
         code = 0
     except SystemExit as exc:
         code = exit_code(exc.code)
     except KeyboardInterrupt:
         sys.excepthook(*sys.exc_info())
-        code = 130
+        code = INTERRUPTED
     except BaseException:  # noqa: BLE001  (as the interpreter: print it, exit 1)
         sys.excepthook(*sys.exc_info())
         code = 1
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    # What the interpreter does at the end before its finalisation: threading's exit hooks (they stop the workers of
+    # concurrent.futures' pools) and the join of every non-daemon thread, then the atexit handlers.
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
+    flush_open_files()
     return code
 
 
 if __name__ == "__main__":
-    process_end.end_process(run(sys.argv[1:]))
+    status = run(sys.argv[1:])
+    if status == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    process_end.end_process(status)

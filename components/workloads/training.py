@@ -20,6 +20,9 @@ from components.workloads.pods import (
 
 #: The launcher of the toolbox image: skips a finished run, reopens a closed rendezvous, then runs torchrun.
 LAUNCHER = "/app/launch.py"
+#: Beside the launcher in the image: runs the job's script as ``python SCRIPT`` would, then ends the process without the
+#: interpreter's finalisation, where torch's threads can abort a rank that finished (training/run_script.py says why).
+RUN_SCRIPT = "/app/run_script.py"
 #: The launcher's exit codes the Job reacts to (training/launch.py, tied by tests/test_workloads.py): a stop
 #: signal (drain, spot interruption, scale-down) and a rendezvous lost with etcd (rescheduled) never count as
 #: failures; a run that gave up (``FAILED``) and a usage error fail the Job at once.
@@ -91,7 +94,8 @@ def pytorch_command(
 ) -> list[str]:
     """The command of every pod of a PyTorch job: torchrun elastic with the production rendezvous settings
     (:func:`torchrun_command`, ``--max-restarts`` :data:`TORCHRUN_MAX_RESTARTS`) running ``script`` and the job's
-    args, behind the toolbox image's launcher when ``launcher``. The local runner (stacks/local) uses it too."""
+    args through :data:`RUN_SCRIPT` (so a rank that finished exits with its own code), behind the toolbox image's
+    launcher when ``launcher``. The local runner (stacks/local) uses it too."""
     torchrun = torchrun_command(
         min_nodes=min_nodes,
         max_nodes=max_nodes,
@@ -100,8 +104,8 @@ def pytorch_command(
         endpoint=endpoint,
         rdzv_id=run_id,
         max_restarts=TORCHRUN_MAX_RESTARTS,
-        script=script,
-        script_args=list(spec.get("args") or []),
+        script=RUN_SCRIPT,
+        script_args=[script, *(spec.get("args") or [])],
     )
     if not launcher:
         return torchrun
