@@ -60,12 +60,14 @@ def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) ->
     return out
 
 
-def evaluate_stack(stack: str, stack_file: Optional[Path]) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
-    """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); raises
+def evaluate_stack(stack: str, stack_file: Optional[Path],
+                   edit: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
+    """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); ``edit`` changes
+    the configuration first, as an edit of the stack file would (:func:`stacks.stackfile.plan_stack`); raises
     :class:`StackLoadError` for a bad stack file."""
     from stacks.mocked import evaluate
 
-    config, plan = plan_stack(stack, stack_file)
+    config, plan = plan_stack(stack, stack_file, edit=edit)
     path, _ = read_stack_config(stack, stack_file)
     project = project_name(path)
     cfg = dict(config)

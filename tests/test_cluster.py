@@ -533,6 +533,40 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     assert took <= 60, took
 
 
+def test_the_benchmark_command_prints_its_figures(binaries, tmp_path, capsys) -> None:
+    """``python -m stacks.box bench --stack p5 --nodes 16`` (the README reports it at 1,024): p5's GPU group at 16
+    nodes plus its 2 system nodes, the health check widened to 16 pods; every figure printed and sane (the check's 16
+    pods each on a node of its own, scheduled no later than running, the control plane's memory read from its
+    processes); the box is brought down."""
+    from stacks.box import cli as box_cli
+
+    code = box_cli.main(["bench", "--stack", "p5", "--nodes", "16", "--run-ms", "5000", "--workdir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0] == ("Benchmark of stack p5: group gpu at 16 nodes (p5.48xlarge), health check train-allreduce "
+                        "widened to 16 pods, one per node"), out
+    figures = {}
+    for line in lines[1:]:
+        key, _, value = line.strip().partition(":")
+        figures[key] = value.strip()
+    assert set(figures) == {"box up", "nodes Ready", "pods scheduled", "pods running", "kube-apiserver memory",
+                            "kube-scheduler memory", "load average (1 min)"}, out
+    up = re.fullmatch(r"([\d.]+) s", figures["box up"])
+    ready = re.fullmatch(r"([\d.]+) s after their creation \(18 nodes\)", figures["nodes Ready"])
+    scheduled = re.fullmatch(r"(\d+) s after the Job's creation \(16 of 16\)", figures["pods scheduled"])
+    running = re.fullmatch(r"(\d+) s after the Job's creation \(16 of 16\)", figures["pods running"])
+    assert up and ready and scheduled and running, out
+    assert 0 < float(up.group(1)) < 120 and 0 < float(ready.group(1)) < 120, out
+    assert 0 <= int(scheduled.group(1)) <= int(running.group(1)) <= 120, out
+    for name, low in (("kube-apiserver", 100), ("kube-scheduler", 10)):
+        mem = re.fullmatch(r"(\d+) MiB resident, peak (\d+) MiB", figures[f"{name} memory"])
+        assert mem and low <= int(mem.group(1)) <= int(mem.group(2)) < 16384, (name, out)
+    assert re.fullmatch(r"[\d.]+ at the start, [\d.]+ at the end \(\d+ cores\)", figures["load average (1 min)"]), out
+    assert not (tmp_path / "bench-p5").exists()
+    assert not _processes_under(tmp_path), _processes_under(tmp_path)
+
+
 # --- teams: a cohort of queues ----------------------------------------------------------------------------------------
 
 TEAMS_REFERENCE = "organization/eks-training/shared"
