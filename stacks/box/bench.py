@@ -26,6 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from components.conventions import check_job_name
+
 #: What :func:`resident_memory` reports per process: current and peak resident set, in MiB.
 MEMORY_FIELDS = ("VmRSS", "VmHWM")
 
@@ -121,7 +123,6 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
     from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
     from stacks.rehearse import evaluate_stack
     from stacks.stackfile import plan_stack
-    from stacks.workloads import check_job_name
 
     _config, plan = plan_stack(stack, stack_file)
     target = training_job(plan, job)

@@ -1,4 +1,4 @@
-"""``python -m stacks box build|up|down`` (alias ``python -m stacks.box``): the cluster in a box on this machine.
+"""``python -m stacks box build|up|down|bench`` (alias ``python -m stacks.box``): the cluster in a box on this machine.
 
 - ``build``: build (or reuse) the pinned binaries (:mod:`stacks.box.build`) and print where they are.
 - ``up [--stack NAME]``: a fresh box (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the kwok
