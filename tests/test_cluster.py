@@ -545,9 +545,10 @@ def test_the_benchmark_command_prints_its_figures(binaries, tmp_path, capsys) ->
     assert code == 0, out
     lines = out.splitlines()
     assert lines[0] == ("Benchmark of stack p5: group gpu at 16 nodes (p5.48xlarge), health check train-allreduce "
-                        "widened to 16 pods, one per node"), out
+                        "widened to 16 pods, each asking for a whole node"), out
     figures = {}
     for line in lines[1:]:
+        assert not line.startswith("note: "), out
         key, _, value = line.strip().partition(":")
         figures[key] = value.strip()
     assert set(figures) == {"box up", "nodes Ready", "pods scheduled", "pods running", "kube-apiserver memory",
@@ -555,7 +556,7 @@ def test_the_benchmark_command_prints_its_figures(binaries, tmp_path, capsys) ->
     up = re.fullmatch(r"([\d.]+) s", figures["box up"])
     ready = re.fullmatch(r"([\d.]+) s after their creation \(18 nodes\)", figures["nodes Ready"])
     scheduled = re.fullmatch(r"(\d+) s after the Job's creation \(16 of 16\)", figures["pods scheduled"])
-    running = re.fullmatch(r"(\d+) s after the Job's creation \(16 of 16\)", figures["pods running"])
+    running = re.fullmatch(r"(\d+) s after the Job's creation \(16 of 16, on 16 nodes\)", figures["pods running"])
     assert up and ready and scheduled and running, out
     assert 0 < float(up.group(1)) < 120 and 0 < float(ready.group(1)) < 120, out
     assert 0 <= int(scheduled.group(1)) <= int(running.group(1)) <= 120, out

@@ -7,9 +7,12 @@ out. The stack's objects are applied and run as ``python -m stacks.rehearse`` ru
 the device plugins registering on every node, Kueue admitting the job whole, the real scheduler and Job controller).
 Measured:
 
-- the box's start, and the nodes Ready (from their creation, every node of every group);
+- the box's start, and the nodes Ready (from the start of their creation, every node of every group; polled from the
+  node list, where ``kubectl wait --all`` waits for one node after another);
 - every pod of the check scheduled, and every pod running, in seconds after the Job's creation (the apiserver's
-  times, to the second: the Job's ``creationTimestamp``, the pods' ``PodScheduled`` condition and ``startTime``);
+  times, to the second: the Job's ``creationTimestamp``, the pods' ``PodScheduled`` condition and ``startTime``),
+  and on how many distinct nodes they ran (fewer than the pods when a pod started on a node that a finished one had
+  freed: each runs ``--run-ms``);
 - kube-apiserver's and kube-scheduler's resident memory (``VmRSS`` and its peak ``VmHWM`` from ``/proc``) at the end;
 - the machine's load average, since everything shares its cores.
 
@@ -49,22 +52,26 @@ class Figures:
     scheduled_s: float
     running_s: float
     pods: int
+    on_nodes: int
+    """Distinct nodes the pods ran on (fewer than the pods when one started on a node a finished pod had freed)."""
     memory_mib: dict[str, dict[str, float]]
     load: tuple[float, float]
+    notes: list[str]
 
     def text(self) -> str:
         lines = [f"Benchmark of stack {self.stack}: group {self.group} at {self.nodes} nodes ({self.instance_type}), "
-                 f"health check {self.job} widened to {self.nodes} pods, one per node",
+                 f"health check {self.job} widened to {self.nodes} pods, each asking for a whole node",
                  f"  box up:                 {self.box_up_s:.1f} s",
                  f"  nodes Ready:            {self.nodes_ready_s:.1f} s after their creation ({self.all_nodes} nodes)",
                  f"  pods scheduled:         {self.scheduled_s:.0f} s after the Job's creation "
                  f"({self.pods} of {self.nodes})",
                  f"  pods running:           {self.running_s:.0f} s after the Job's creation "
-                 f"({self.pods} of {self.nodes})"]
+                 f"({self.pods} of {self.nodes}, on {self.on_nodes} nodes)"]
         for name, mem in self.memory_mib.items():
             lines.append(f"  {name + ' memory:':<24}{mem['VmRSS']:.0f} MiB resident, peak {mem['VmHWM']:.0f} MiB")
         lines.append(f"  load average (1 min):   {self.load[0]:.2f} at the start, {self.load[1]:.2f} at the end "
                      f"({os.cpu_count()} cores)")
+        lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
@@ -96,6 +103,25 @@ def _time(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
+def ready_nodes(box: Any) -> int:
+    """How many of the box's nodes are Ready (one list of the nodes)."""
+    return sum(any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
+               for n in box.get("nodes")["items"])
+
+
+def create_ready_nodes(box: Any, nodes: list[dict[str, Any]], timeout_s: float) -> float:
+    """Create ``nodes`` and wait until every node is Ready; returns the seconds that took. Polls the node list (one
+    request) where ``kubectl wait --all`` (:func:`stacks.box.cli.create_nodes`) waits for one node after another:
+    minutes at 1,024 nodes."""
+    import yaml
+
+    start = time.monotonic()
+    box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
+    box.wait_for(lambda: ready_nodes(box) >= len(nodes), timeout_s=timeout_s, interval_s=0.5,
+                 what=f"{len(nodes)} nodes Ready")
+    return time.monotonic() - start
+
+
 def training_job(plan: Any, job: Optional[str]) -> Any:
     """The plan's job to benchmark: ``job``, else the first with a health check (the training job)."""
     if job is not None:
@@ -116,7 +142,6 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
           log: Callable[[str], None] = lambda message: None) -> Figures:
     """Run the benchmark (see the module docstring); the box is brought down before it returns."""
     from stacks.box import build as box_build
-    from stacks.box.cli import create_nodes
     from stacks.box.cluster import Box
     from stacks.box.devices import Registrar
     from stacks.box.nodes import plan_nodes
@@ -148,13 +173,13 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
     load_start = os.getloadavg()[0]
     start = time.monotonic()
     rehearsal = None
+    notes: list[str] = []
     try:
         box.up()
         box_up_s = time.monotonic() - start
         log(f"box {name} is up in {box_up_s:.1f} s; creating {len(node_objects)} nodes")
         start = time.monotonic()
-        create_nodes(box, node_objects, timeout_s=max(120.0, nodes / 4))
-        nodes_ready_s = time.monotonic() - start
+        nodes_ready_s = create_ready_nodes(box, node_objects, timeout_s=max(120.0, nodes / 4))
         log(f"{len(node_objects)} nodes Ready in {nodes_ready_s:.1f} s; running {check} on {nodes} of them")
         rehearsal = Rehearsal(box, steps, run_ms={check: run_ms})
         with Registrar(box) as registrar:
@@ -162,8 +187,10 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
                 rehearsal.run(binaries, timeout_s=timeout_s)
             except RehearsalError as exc:
                 raise BenchError(f"the run did not complete: {str(exc)[:3000]}") from exc
-        if registrar.error is not None:
-            raise BenchError(f"registering the device plugins' devices failed: {registrar.error}")
+        # Every pod ran, so every node had its devices: an error of a later pass (a kubectl call that outlasted its
+        # timeout on a busy machine) is reported with the figures, not instead of them.
+        notes = [f"the device registrar stopped after its devices were registered: {registrar.error}"] \
+            if registrar.error is not None else []
         created = _time(box.get("job", check, "-n", check_doc["metadata"]["namespace"])["metadata"]["creationTimestamp"])
         memory = resident_memory(box.home)
     finally:
@@ -171,13 +198,13 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
             rehearsal.stop_operator()
         box.down()
     pods = [p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == check]
-    if len(pods) != nodes or len({p["spec"]["nodeName"] for p in pods}) != nodes:
-        raise BenchError(f"{len(pods)} pods of {check} ran on {len({p['spec']['nodeName'] for p in pods})} nodes; "
-                         f"expected {nodes} on {nodes}")
+    if len(pods) != nodes:
+        raise BenchError(f"{len(pods)} pods of {check} ran; expected {nodes}")
     scheduled = max(_time(next(c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "PodScheduled"))
                     for p in pods)
     running = max(_time(p["status"]["startTime"]) for p in pods)
     return Figures(stack=stack, group=group, instance_type=target.group.profile.instance.name, job=check, nodes=nodes,
                    all_nodes=len(node_objects), box_up_s=box_up_s, nodes_ready_s=nodes_ready_s,
                    scheduled_s=(scheduled - created).total_seconds(), running_s=(running - created).total_seconds(),
-                   pods=len(pods), memory_mib=memory, load=(load_start, os.getloadavg()[0]))
+                   pods=len(pods), on_nodes=len({p["spec"]["nodeName"] for p in pods}), memory_mib=memory,
+                   load=(load_start, os.getloadavg()[0]), notes=notes)
