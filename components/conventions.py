@@ -26,3 +26,9 @@ ETCD_APP = "etcd"
 #: always the right one: pull only when it is missing (Kubernetes' default for a digest, set explicitly;
 #: source key ``k8s-image-pull-policy``).
 IMAGE_PULL_POLICY = "IfNotPresent"
+
+
+def check_job_name(job: str) -> str:
+    """The Kubernetes name of a job's all-reduce health check (the program names the check so; the box's benchmark
+    finds it so)."""
+    return f"{job}-allreduce"

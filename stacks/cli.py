@@ -78,7 +78,7 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (
     Tool("benchmark", "stacks.benchmark.cli", "run a stack's benchmark: up, follow, collect, summary, destroy",
          ("stacks.benchmark",)),
     Tool("docs", "stacks.docs", "regenerate (or --check) the documentation generated from the code", ("stacks.docs",)),
-    Tool("box", "stacks.box.cli", "the cluster in a box: build, up, down", BOX_MODULES),
+    Tool("box", "stacks.box.cli", "the cluster in a box: build, up, down, bench", BOX_MODULES),
     Tool("rehearse", "stacks.rehearse", "run a stack on the cluster in a box and print what ran where, what waited "
          "and why", BOX_MODULES),
 )}

@@ -8,13 +8,16 @@
    kwok nodes) gets one node per desired node of each of the plan's groups, built or reused from the pinned binaries.
 4. The rehearsal (:mod:`stacks.box.rehearse`) applies the stack's Kubernetes objects as ``pulumi up`` would and runs
    its jobs through the real Job controller, the real MPI Operator and the real Kueue, with pods that run for a short
-   time (``--run-ms``) and exit 0.
+   time (``--run-ms``) and exit 0, or the code ``--exit-code JOB=CODE[:CONTAINER]`` gives; the box writes each
+   container's log (:mod:`stacks.box.podlogs`: what the simulation did, how the container ended), which kwok serves
+   to ``kubectl logs``.
 5. It prints the timeline (what was applied when, where each pod ran, what waited and why: the scheduler's reason for
-   every Pending pod, Kueue's Workload condition for every queued job), each job's outcome and duration, and the
-   box's kubeconfig with the stack's ``waitCommand``/``logsCommand`` outputs rewritten to run against the box.
+   every Pending pod, Kueue's Workload condition for every queued job), each job's outcome and duration, for a failed
+   job the last lines of its failed pod's log, and the box's kubeconfig with the stack's
+   ``waitCommand``/``logsCommand`` outputs rewritten to run against the box.
 
 Exit status: 0 when every job completed, 1 when the rehearsal failed (the message names what waits and why), 2 on a
-bad stack file. ``--keep`` leaves the box (and the operators it runs) up for ``kubectl --kubeconfig``; bring it down
+bad stack file or an ``--exit-code`` naming no job of the stack. ``--keep`` leaves the box (and the operators it runs) up for ``kubectl --kubeconfig``; bring it down
 with ``python -m stacks.box down --name <name>``. Otherwise the operators are stopped (by pid, waited for) and the box
 is deleted.
 """
@@ -58,12 +61,14 @@ def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) ->
     return out
 
 
-def evaluate_stack(stack: str, stack_file: Optional[Path]) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
-    """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); raises
+def evaluate_stack(stack: str, stack_file: Optional[Path],
+                   edit: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
+    """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); ``edit`` changes
+    the configuration first, as an edit of the stack file would (:func:`stacks.stackfile.plan_stack`); raises
     :class:`StackLoadError` for a bad stack file."""
     from stacks.mocked import evaluate
 
-    config, plan = plan_stack(stack, stack_file)
+    config, plan = plan_stack(stack, stack_file, edit=edit)
     path, _ = read_stack_config(stack, stack_file)
     project = project_name(path)
     cfg = dict(config)
@@ -91,6 +96,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
                         help="seconds the jobs have to complete (default 300)")
     parser.add_argument("--run-ms", type=int, default=1000,
                         help="how long each job's pods run before they exit 0, in milliseconds (default 1000)")
+    parser.add_argument("--exit-code", action="append", default=[], metavar="JOB=CODE[:CONTAINER]",
+                        help="make the pods of the job named JOB (its Kubernetes name) exit with CODE, in CONTAINER "
+                             "only (default: every container), to rehearse a failure and the pod failure policy's "
+                             "answer to it; repeatable")
     parser.add_argument("--keep", action="store_true",
                         help="leave the box and its operators up (bring it down with python -m stacks.box down "
                              "--name NAME)")
@@ -104,6 +113,12 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
 
     if args.run_ms <= 0 or args.timeout <= 0:
         parser.error("--run-ms and --timeout must be positive")
+    exit_codes: dict[str, tuple[int, str]] = {}
+    for item in args.exit_code:
+        match = re.fullmatch(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)=(\d{1,3})(?::([a-z0-9]([-a-z0-9]*[a-z0-9])?))?", item)
+        if not match or not 0 < int(match.group(3)) < 256:
+            parser.error(f"--exit-code {item}: expected JOB=CODE[:CONTAINER] with CODE 1-255, e.g. train=2:worker")
+        exit_codes[match.group(1)] = (int(match.group(3)), match.group(4) or "")
     try:
         config, plan, evaluation = evaluate_stack(args.stack, args.stack_file)
     except StackLoadError as exc:
@@ -114,11 +129,13 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
               f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return rehearse(args.stack, config, plan, evaluation, name=args.name or f"rehearse-{args.stack}",
-                    workdir=args.workdir, timeout_s=args.timeout, run_ms=args.run_ms, keep=args.keep, log=log)
+                    workdir=args.workdir, timeout_s=args.timeout, run_ms=args.run_ms, keep=args.keep, log=log,
+                    exit_codes=exit_codes)
 
 
 def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "Evaluation", *, name: str,
-             workdir: Path, timeout_s: float, run_ms: int, keep: bool, log: Callable[[str], None]) -> int:
+             workdir: Path, timeout_s: float, run_ms: int, keep: bool, log: Callable[[str], None],
+             exit_codes: Optional[Mapping[str, tuple[int, str]]] = None) -> int:
     """Steps 3-5 of the module docstring; returns the exit status."""
     from stacks.box import build as box_build
     from stacks.box import operators
@@ -126,6 +143,7 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
     from stacks.box.cluster import Box, BoxError
     from stacks.box.devices import Registrar
     from stacks.box.nodes import plan_nodes
+    from stacks.box.podlogs import PodLogs
     from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
     from stacks.box.timeline import Recorder, report
 
@@ -133,6 +151,12 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
     if not steps:
         print(f"stack {stack} registers no Kubernetes object: nothing to rehearse", file=sys.stderr)
         return 1
+    jobs = {d["metadata"]["name"] for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
+    unknown = sorted(set(exit_codes or {}) - jobs)
+    if unknown:
+        print(f"error: --exit-code names no job of stack {stack}: {', '.join(unknown)} (its jobs: "
+              f"{', '.join(sorted(jobs))})", file=sys.stderr)
+        return 2
     try:
         binaries = box_build.build(log=log)
     except box_build.BoxBuildError as exc:
@@ -148,10 +172,11 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
         box.up()
         create_nodes(box, nodes)
         log(f"box {name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; rehearsing {stack}")
-        rehearsal = Rehearsal(box, steps, default_run_ms=run_ms)
+        rehearsal = Rehearsal(box, steps, default_run_ms=run_ms, exit_codes=exit_codes)
         recorder = Recorder(box, rehearsal.start)
+        logs = PodLogs(box)
         try:
-            with Registrar(box) as registrar, recorder:
+            with Registrar(box) as registrar, recorder, logs:
                 rehearsal.run(binaries, timeout_s=timeout_s)
             if registrar.error is not None:
                 raise BoxError(f"registering the device plugins' devices failed: {registrar.error}")
@@ -163,8 +188,12 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
         print()
         if recorder.error is not None:
             print(f"note: the timeline may miss events after this error reading the box: {recorder.error}")
+        if logs.error is not None:
+            print(f"note: the box stopped writing the containers' logs after this error: {logs.error}")
         if failure:
             print(f"FAILED: {failure.split(chr(10) + 'timeline:')[0]}")
+            for text in failed_pod_logs(box, rehearsal, recorder):
+                print(text)
         else:
             print(f"Every job completed ({len(rehearsal.jobs)}).")
         kubectl, kubeconfig = binaries["kubectl"], box.kubeconfig
@@ -189,6 +218,28 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
                 rehearsal.stop_operator()
             box.down()
     return status
+
+
+def failed_pod_logs(box: Any, rehearsal: Any, recorder: Any, lines: int = 10) -> list[str]:
+    """For each failed job, the last ``lines`` of the log of its last failed pod (of the container that failed), as
+    ``kubectl logs --tail`` prints them from the box (:mod:`stacks.box.podlogs`)."""
+    from stacks.box.podlogs import last_lines
+
+    out = []
+    for job, rec in sorted(rehearsal.jobs.items()):
+        if rec.get("outcome") != "Failed":
+            continue
+        failed = [p for p in recorder.pods.values() if p.job == job and p.outcome.startswith("Failed")]
+        if not failed:
+            out.append(f"job {job} failed; no failed pod of it was seen")
+            continue
+        pod = max(failed, key=lambda p: (p.finished or 0.0, p.name))
+        match = re.search(r"exit \d+ in ([^)\s]+)", pod.outcome)
+        container = match.group(1) if match else None
+        text = last_lines(box, pod.namespace, pod.name, container, lines)
+        out.append(f"Last lines of the log of pod {pod.ref} ({pod.owner}{', container ' + container if container else ''}"
+                   f", kubectl logs --tail={lines}):\n" + "\n".join(f"  {line}" for line in text.splitlines()))
+    return out
 
 
 if __name__ == "__main__":

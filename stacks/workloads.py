@@ -26,6 +26,7 @@ import pulumi
 from components.admission import Admission, AdmissionArgs, FlavorArgs
 from components.image import TrainingImage
 from components.job_code import JobCode
+from components.conventions import check_job_name
 from components.naming import fit_name
 from components.scheduling import system_node_selector
 from components.workloads import (
@@ -120,11 +121,6 @@ def _ready(env: JobTarget, data_dir: str) -> pulumi.Output[str]:
         return data_dir
 
     return env.data_ready.apply(at)
-
-
-def check_job_name(job: str) -> str:
-    """The Kubernetes name of a job's all-reduce health check."""
-    return f"{job}-allreduce"
 
 
 def build_workloads(env: Environment) -> Optional[Workloads]:

@@ -43,9 +43,11 @@ def test_every_command_helps_through_the_one_entry_point(name: str) -> None:
     assert text.startswith(f"usage: python -m stacks {name} "), text
     text = " ".join(text.split())  # argparse wraps the help to the terminal's width
     if name == "box":
-        assert "{build,up,down}" in text
+        assert "{build,up,down,bench}" in text
         up = _help([name, "up", "--help"])
         assert up.startswith("usage: python -m stacks box up ") and "--stack NAME" in up and "--stack-file PATH" in up
+        bench = _help([name, "bench", "--help"])
+        assert bench.startswith("usage: python -m stacks box bench ") and "--stack NAME" in bench and "--nodes" in bench
     elif name != "docs":
         assert "--stack NAME" in text and "Pulumi.<stack>.yaml from the current folder" in text, text
 

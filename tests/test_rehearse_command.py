@@ -71,6 +71,22 @@ def test_the_stacks_commands_run_the_boxs_kubectl(tmp_path: Path) -> None:
         assert "/cache/box dir/kubectl: No such file or directory" in done.stderr, done.stderr
 
 
+def test_an_exit_code_for_no_job_is_refused_before_any_box(tmp_path, capsys) -> None:
+    """``--exit-code`` naming no job of the stack (a typo) exits 2 listing its jobs, before any box."""
+    assert rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--exit-code", "trian=2"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --exit-code names no job of stack dev: trian (its jobs: eks-training-dev-stage-cifar10, evaluate, " \
+           "train, train-allreduce)" in err, err
+    assert not (tmp_path / "rehearse-dev").exists()
+
+
+def test_a_malformed_exit_code_is_a_usage_error(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--exit-code", "train=0"])
+    assert exc.value.code == 2
+    assert "--exit-code train=0: expected JOB=CODE[:CONTAINER] with CODE 1-255" in capsys.readouterr().err
+
+
 class _FakeBox:
     """A box whose pods and Workloads are what the test sets (``pods``, ``workloads``), as kubectl returns them."""
 

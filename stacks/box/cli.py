@@ -1,4 +1,4 @@
-"""``python -m stacks box build|up|down`` (alias ``python -m stacks.box``): the cluster in a box on this machine.
+"""``python -m stacks box build|up|down|bench`` (alias ``python -m stacks.box``): the cluster in a box on this machine.
 
 - ``build``: build (or reuse) the pinned binaries (:mod:`stacks.box.build`) and print where they are.
 - ``up [--stack NAME]``: a fresh box (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the kwok
@@ -6,6 +6,9 @@
   node groups (:mod:`stacks.box.nodes`); prints the kubeconfig path (use it with ``kubectl --kubeconfig``).
 - ``down``: stop the box (and the operators a rehearsal kept running with it, ``python -m stacks.rehearse --keep``)
   and remove its state.
+- ``bench --stack NAME [--nodes 1024]``: the stack's training group at that many nodes and its health check on every
+  one of them, on a fresh box; prints how long the nodes took to be Ready and the pods to be scheduled and running, and
+  the control plane's memory (:mod:`stacks.box.bench`).
 """
 
 from __future__ import annotations
@@ -43,7 +46,16 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     up = sub.add_parser("up", help="bring a fresh box up and print its kubeconfig path")
     add_stack_options(up, required=False, stack_help="make the nodes of this stack's node groups")
     down = sub.add_parser("down", help="stop the box and delete its state")
-    for p in (up, down):
+    bench = sub.add_parser("bench", help="time the stack's training group at --nodes nodes with its health check on "
+                                         "every node, and measure the control plane's memory")
+    add_stack_options(bench, stack_help="the stack whose training group and health check to scale")
+    bench.add_argument("--nodes", type=int, default=1024, help="nodes of the training group (default 1024)")
+    bench.add_argument("--job", help="the job whose group and health check to scale (default: the first job with a "
+                                     "health check)")
+    bench.add_argument("--run-ms", type=int, default=30000,
+                       help="how long each health-check pod runs, in milliseconds (default 30000: all run at once)")
+    bench.add_argument("--timeout", type=float, default=900.0, help="seconds the run has (default 900)")
+    for p in (up, down, bench):
         p.add_argument("--name", default="eks-training", help="the box's name (default eks-training)")
         p.add_argument("--workdir", type=Path, default=default_workdir(),
                        help=f"folder of the boxes' state (default {default_workdir()})")
@@ -54,6 +66,19 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
 
     if args.command == "build":
         return box_build.main([])
+    if args.command == "bench":
+        from stacks.box.bench import BenchError, bench as run_bench
+
+        if args.nodes < 1 or args.run_ms <= 0 or args.timeout <= 0:
+            parser.error("--nodes, --run-ms and --timeout must be positive")
+        name = args.name if args.name != "eks-training" else f"bench-{args.stack}"
+        try:
+            figures = run_bench(args.stack, args.nodes, stack_file=args.stack_file, job=args.job, workdir=args.workdir,
+                                name=name, run_ms=args.run_ms, timeout_s=args.timeout, log=log)
+        except (BenchError, BoxError, box_build.BoxBuildError) as exc:
+            raise CommandError(f"error: {exc}", EXIT_FAILED) from exc
+        print(figures.text())
+        return EXIT_OK
     try:
         binaries = box_build.build(["etcd", "kwok", "kubernetes"], log=log)
         box = Box(name=args.name, workdir=args.workdir, binaries=binaries)

@@ -5,7 +5,9 @@ kube-controller-manager, kube-scheduler and the kwok controller as local process
 pids) lives under ``KWOK_WORKDIR`` = the box's work folder, never in the user's ``~/.kwok`` or ``~/.kube/config``.
 The kwok controller plays every node's kubelet with the Stages the project ships (``stages.yaml`` in this folder:
 pods start, run for a duration and end with an exit code given by annotations) plus kwok's own node Stages, read
-from the pinned kwok module (kwokctl replaces all of its default Stages once any is given).
+from the pinned kwok module (kwokctl replaces all of its default Stages once any is given). A box with the whole
+control plane also serves containers' logs from files (kwok's ``Logs`` objects, enabled with ``--enable-crds``), which
+:mod:`stacks.box.podlogs` writes.
 
 kwokctl's ``stop``/``start`` left pods unprocessed when tried: a box is created fresh and deleted, never restarted.
 """
@@ -234,6 +236,8 @@ class Box:
         ]
         if self.control_plane == "kubernetes-oldest":
             argv += ["--disable-kube-scheduler", "--disable-kube-controller-manager"]
+        else:  # kwok serves the containers' logs the box writes (stacks.box.podlogs)
+            argv += ["--enable-crds", "Logs"]
         proc = subprocess.run(argv, env=self._env(), capture_output=True, text=True, timeout=timeout_s + 60)
         if proc.returncode != 0:
             raise BoxError(f"kwokctl create cluster failed ({proc.returncode}):\n{proc.stderr[-3000:]}")

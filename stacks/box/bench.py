@@ -1,0 +1,210 @@
+"""``python -m stacks.box bench --stack p5 --nodes 1024``: how the box's control plane copes with a large group.
+
+The stack's training group at ``--nodes`` nodes (its ``desiredSize`` and ``maxSize``, so Kueue's quota holds them all),
+and the training job's all-reduce health check widened to one pod per node (``parallelism`` = ``completions`` =
+nodes; each pod asks for a whole node: every GPU, every EFA interface, the huge pages), the stack's other jobs left
+out. The stack's objects are applied and run as ``python -m stacks.rehearse`` runs them (:mod:`stacks.box.rehearse`:
+the device plugins registering on every node, Kueue admitting the job whole, the real scheduler and Job controller).
+Measured:
+
+- the box's start, and the nodes Ready (from the start of their creation, every node of every group; polled from the
+  node list, where ``kubectl wait --all`` waits for one node after another);
+- every pod of the check scheduled, and every pod running, in seconds after the Job's creation (the apiserver's
+  times, to the second: the Job's ``creationTimestamp``, the pods' ``PodScheduled`` condition and ``startTime``),
+  and on how many distinct nodes they ran (fewer than the pods when a pod started on a node that a finished one had
+  freed: each runs ``--run-ms``);
+- kube-apiserver's and kube-scheduler's resident memory (``VmRSS`` and its peak ``VmHWM`` from ``/proc``) at the end;
+- the machine's load average, since everything shares its cores.
+
+A benchmark, not a test: it prints figures (the README reports a run at 1,024 nodes); the cluster tier runs it at a
+few nodes to keep it working (``tests/test_cluster.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from components.conventions import check_job_name
+
+#: What :func:`resident_memory` reports per process: current and peak resident set, in MiB.
+MEMORY_FIELDS = ("VmRSS", "VmHWM")
+
+
+class BenchError(Exception):
+    """The benchmark could not run (the message names why)."""
+
+
+@dataclass
+class Figures:
+    stack: str
+    group: str
+    instance_type: str
+    job: str
+    nodes: int
+    all_nodes: int
+    box_up_s: float
+    nodes_ready_s: float
+    scheduled_s: float
+    running_s: float
+    pods: int
+    on_nodes: int
+    """Distinct nodes the pods ran on (fewer than the pods when one started on a node a finished pod had freed)."""
+    memory_mib: dict[str, dict[str, float]]
+    load: tuple[float, float]
+    notes: list[str]
+
+    def text(self) -> str:
+        lines = [f"Benchmark of stack {self.stack}: group {self.group} at {self.nodes} nodes ({self.instance_type}), "
+                 f"health check {self.job} widened to {self.nodes} pods, each asking for a whole node",
+                 f"  box up:                 {self.box_up_s:.1f} s",
+                 f"  nodes Ready:            {self.nodes_ready_s:.1f} s after their creation ({self.all_nodes} nodes)",
+                 f"  pods scheduled:         {self.scheduled_s:.0f} s after the Job's creation "
+                 f"({self.pods} of {self.nodes})",
+                 f"  pods running:           {self.running_s:.0f} s after the Job's creation "
+                 f"({self.pods} of {self.nodes}, on {self.on_nodes} nodes)"]
+        for name, mem in self.memory_mib.items():
+            lines.append(f"  {name + ' memory:':<24}{mem['VmRSS']:.0f} MiB resident, peak {mem['VmHWM']:.0f} MiB")
+        lines.append(f"  load average (1 min):   {self.load[0]:.2f} at the start, {self.load[1]:.2f} at the end "
+                     f"({os.cpu_count()} cores)")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def resident_memory(home: Path, names: tuple[str, ...] = ("kube-apiserver", "kube-scheduler")) -> dict[str, dict[str, float]]:
+    """Per command of ``names`` run for the box at ``home`` (its command line names the box's folder): its
+    :data:`MEMORY_FIELDS` in MiB, from ``/proc/<pid>/status``."""
+    found: dict[str, dict[str, float]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            status = (proc / "status").read_text()
+        except OSError:
+            continue
+        name = os.path.basename(argv[0].decode(errors="replace"))
+        if name not in names or str(home).encode() not in b" ".join(argv):
+            continue
+        fields = {k: float(v.split()[0]) / 1024 for k, _, v in (line.partition(":") for line in status.splitlines())
+                  if k in MEMORY_FIELDS}
+        found[name] = fields
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise BenchError(f"no running {', '.join(missing)} of the box at {home}")
+    return {n: found[n] for n in names}
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def ready_nodes(box: Any) -> int:
+    """How many of the box's nodes are Ready (one list of the nodes)."""
+    return sum(any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
+               for n in box.get("nodes")["items"])
+
+
+def create_ready_nodes(box: Any, nodes: list[dict[str, Any]], timeout_s: float) -> float:
+    """Create ``nodes`` and wait until every node is Ready; returns the seconds that took. Polls the node list (one
+    request) where ``kubectl wait --all`` (:func:`stacks.box.cli.create_nodes`) waits for one node after another:
+    minutes at 1,024 nodes."""
+    import yaml
+
+    start = time.monotonic()
+    box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
+    box.wait_for(lambda: ready_nodes(box) >= len(nodes), timeout_s=timeout_s, interval_s=0.5,
+                 what=f"{len(nodes)} nodes Ready")
+    return time.monotonic() - start
+
+
+def training_job(plan: Any, job: Optional[str]) -> Any:
+    """The plan's job to benchmark: ``job``, else the first with a health check (the training job)."""
+    if job is not None:
+        if job not in plan.jobs:
+            raise BenchError(f"--job {job}: the stack has no such job (its jobs: {', '.join(sorted(plan.jobs))})")
+        found = plan.jobs[job]
+    else:
+        found = next((j for j in plan.jobs.values() if j.health_check is not None), None)
+        if found is None:
+            raise BenchError("the stack has no job with a health check (jobs.<name>.healthCheck) to widen")
+    if found.health_check is None:
+        raise BenchError(f"job {found.name} has no health check (jobs.{found.name}.healthCheck) to widen")
+    return found
+
+
+def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Optional[str] = None,
+          workdir: Path, name: str, run_ms: int = 30000, timeout_s: float = 900.0,
+          log: Callable[[str], None] = lambda message: None) -> Figures:
+    """Run the benchmark (see the module docstring); the box is brought down before it returns."""
+    from stacks.box import build as box_build
+    from stacks.box.cluster import Box
+    from stacks.box.devices import Registrar
+    from stacks.box.nodes import plan_nodes
+    from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
+    from stacks.rehearse import evaluate_stack
+    from stacks.stackfile import plan_stack
+
+    _config, plan = plan_stack(stack, stack_file)
+    target = training_job(plan, job)
+    group = target.group.name
+
+    def widen_group(config: dict[str, Any]) -> None:
+        config["eks-training:nodeGroups"][group].update(desiredSize=nodes, maxSize=nodes)
+
+    config, plan, evaluation = evaluate_stack(stack, stack_file, edit=widen_group)
+    check = check_job_name(target.name)
+    steps = steps_of(evaluation.registrations)
+    jobs = {s.urn for s in steps if any(d["kind"] in ("Job", "MPIJob") and d["metadata"]["name"] != check
+                                        for d in s.docs)}
+    steps = [s for s in steps if s.urn not in jobs]
+    for s in steps:
+        s.deps -= jobs
+    check_doc = next(d for s in steps for d in s.docs if d["kind"] == "Job" and d["metadata"]["name"] == check)
+    check_doc["spec"]["parallelism"] = check_doc["spec"]["completions"] = nodes
+
+    binaries = box_build.build(log=log)
+    box = Box(name=name, workdir=workdir, binaries=binaries)
+    node_objects = plan_nodes(plan, str(config.get("aws:region") or "us-east-1"))
+    load_start = os.getloadavg()[0]
+    start = time.monotonic()
+    rehearsal = None
+    notes: list[str] = []
+    try:
+        box.up()
+        box_up_s = time.monotonic() - start
+        log(f"box {name} is up in {box_up_s:.1f} s; creating {len(node_objects)} nodes")
+        start = time.monotonic()
+        nodes_ready_s = create_ready_nodes(box, node_objects, timeout_s=max(120.0, nodes / 4))
+        log(f"{len(node_objects)} nodes Ready in {nodes_ready_s:.1f} s; running {check} on {nodes} of them")
+        rehearsal = Rehearsal(box, steps, run_ms={check: run_ms})
+        with Registrar(box) as registrar:
+            try:
+                rehearsal.run(binaries, timeout_s=timeout_s)
+            except RehearsalError as exc:
+                raise BenchError(f"the run did not complete: {str(exc)[:3000]}") from exc
+        # Every pod ran, so every node had its devices: an error of a later pass (a kubectl call that outlasted its
+        # timeout on a busy machine) is reported with the figures, not instead of them.
+        notes = [f"the device registrar stopped after its devices were registered: {registrar.error}"] \
+            if registrar.error is not None else []
+        created = _time(box.get("job", check, "-n", check_doc["metadata"]["namespace"])["metadata"]["creationTimestamp"])
+        memory = resident_memory(box.home)
+    finally:
+        if rehearsal is not None:
+            rehearsal.stop_operator()
+        box.down()
+    pods = [p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == check]
+    if len(pods) != nodes:
+        raise BenchError(f"{len(pods)} pods of {check} ran; expected {nodes}")
+    scheduled = max(_time(next(c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "PodScheduled"))
+                    for p in pods)
+    running = max(_time(p["status"]["startTime"]) for p in pods)
+    return Figures(stack=stack, group=group, instance_type=target.group.profile.instance.name, job=check, nodes=nodes,
+                   all_nodes=len(node_objects), box_up_s=box_up_s, nodes_ready_s=nodes_ready_s,
+                   scheduled_s=(scheduled - created).total_seconds(), running_s=(running - created).total_seconds(),
+                   pods=len(pods), on_nodes=len({p["spec"]["nodeName"] for p in pods}), memory_mib=memory,
+                   load=(load_start, os.getloadavg()[0]), notes=notes)

@@ -1,0 +1,171 @@
+"""Container logs on the box: what each simulated container did, served by kwok as the container's log.
+
+kwok's pods run no process, so a plain box answers ``kubectl logs`` with an error. kwok v0.8.0 serves a pod's container
+logs from a file named by a ``Logs`` object (``kwok.x-k8s.io/v1alpha1``, the pod's namespace and name; each entry names
+its containers and a ``logsFile``; https://kwok.sigs.k8s.io/docs/user/logs-configuration/), which it watches once started with
+``--enable-crds=Logs`` (:meth:`stacks.box.cluster.Box.up` passes it to kwokctl, which installs the CRD). The
+apiserver streams ``kubectl logs`` from kwok's kubelet server (the node's ``daemonEndpoints`` port), which reads the
+file as the kubelet reads a container's log, in the CRI logging format (``<RFC 3339 time> <stdout|stderr> F <line>``,
+https://github.com/kubernetes/design-proposals-archive/blob/main/node/kubelet-cri-logging.md), so ``--tail``,
+``--since``, ``--timestamps``, ``--prefix`` and selectors work as on a cluster.
+
+:class:`PodLogs` writes those files while a rehearsal runs (a thread beside it, as :class:`stacks.box.timeline.Recorder`
+is): one per container of every pod that starts on a node, saying which job's pod it is, where it runs, how long the
+box's Stage runs it and with which exit code it is to end (``box.eks-training/run-ms``, ``box.eks-training/exit-code``:
+:mod:`stacks.box.rehearse`), then, once it ended, its real outcome as the apiserver has it (exit code, reason, the pod's
+phase, a disruption). Every line starts with ``[box]``: nothing in the box ran the image.
+
+One difference from a kubelet: kwok's log server has no container runtime to ask whether a container still runs (its
+stub answers Unavailable, which the CRI log reader takes as running: kwok ``pkg/kwok/server/debugging_logs.go``,
+k8s.io/cri-client ``pkg/logs/logs.go`` ``isContainerRunning``), so ``kubectl logs -f`` prints everything, then keeps
+following after the container ended, until interrupted.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import yaml
+
+from stacks.box.cluster import Box
+from stacks.box.poller import Poller
+
+#: kwok's kind that serves a pod's container logs from files (enabled by ``kwokctl create cluster --enable-crds``).
+LOGS_KIND = "Logs"
+#: Every line the box writes starts with this (the container did not run: the box says what the simulation did).
+PREFIX = "[box]"
+
+_RUN_MS = "box.eks-training/run-ms"
+_EXIT_CODE = "box.eks-training/exit-code"
+_CONTAINER = "box.eks-training/container"
+
+
+def cri_line(text: str, when: Optional[datetime.datetime] = None, stream: str = "stdout") -> str:
+    """One full line of a container log in the CRI logging format."""
+    when = when or datetime.datetime.now(datetime.timezone.utc)
+    return f"{when.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {stream} F {PREFIX} {text}\n"
+
+
+def _owner(pod: Mapping[str, Any]) -> str:
+    labels = pod["metadata"].get("labels") or {}
+    if labels.get("training.kubeflow.org/job-name"):
+        return f"MPIJob {labels['training.kubeflow.org/job-name']} " \
+               f"({labels.get('training.kubeflow.org/job-role', 'worker')})"
+    if labels.get("job-name"):
+        return f"Job {labels['job-name']}"
+    ref = next(iter(pod["metadata"].get("ownerReferences") or []), None)
+    return f"{ref['kind']} {ref['name']}" if ref else "no owner"
+
+
+def _job_owned(pod: Mapping[str, Any]) -> bool:
+    return any(r.get("kind") == "Job" for r in pod["metadata"].get("ownerReferences") or [])
+
+
+def start_lines(pod: Mapping[str, Any], container: Mapping[str, Any], init: bool) -> list[str]:
+    """What a container's log says when its pod starts: the pod, its owner, its node, and what the box's Stage does
+    with it (how long it runs, the exit code it is to end with)."""
+    meta, spec = pod["metadata"], pod["spec"]
+    ann = meta.get("annotations") or {}
+    name = container["name"]
+    lines = [f"pod {meta['namespace']}/{meta['name']} ({_owner(pod)}) started on node {spec.get('nodeName')}; "
+             f"{'init ' if init else ''}container {name}, image {container.get('image', '?')}: simulated by kwok, "
+             f"nothing ran"]
+    if init:
+        lines.append(f"init container {name}: completed at once (exit code 0)")
+    elif _job_owned(pod):
+        target = ann.get(_CONTAINER)
+        code = ann.get(_EXIT_CODE, "0") if not target or target == name else "0"
+        lines.append(f"container {name}: runs {ann.get(_RUN_MS, '1000ms')} ({_RUN_MS}), then exits {code}"
+                     + (f" ({_EXIT_CODE})" if code != "0" else ""))
+    else:
+        lines.append(f"container {name}: runs until its pod is deleted (not a Job's pod)")
+    return lines
+
+
+def end_lines(pod: Mapping[str, Any], name: str) -> list[str]:
+    """What a container's log says once its pod ended: the container's exit code and reason, the pod's phase, and the
+    disruption that ended it, if any (the pod GC of a lost node, a preemption)."""
+    status = pod.get("status") or {}
+    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    term = next(((s.get("state") or {}).get("terminated") or {} for s in statuses if s["name"] == name), {})
+    lines = []
+    if term:
+        lines.append(f"container {name}: exited {term.get('exitCode')} ({term.get('reason', 'unknown reason')})")
+    else:
+        lines.append(f"container {name}: no exit recorded")
+    why = next((f"{c.get('reason')}: {c.get('message', '')}" for c in status.get("conditions") or []
+                if c["type"] == "DisruptionTarget" and c["status"] == "True"), None)
+    lines.append(f"pod {pod['metadata']['namespace']}/{pod['metadata']['name']}: {status.get('phase')}"
+                 + (f" (DisruptionTarget {why})" if why else ""))
+    return lines
+
+
+class PodLogs(Poller):
+    """Writes each started pod's container logs under ``<box>/pod-logs`` and a ``Logs`` object naming them
+    (``with PodLogs(box): ...``); appends each container's outcome once its pod ended."""
+
+    def __init__(self, box: Box, interval_s: float = 0.5) -> None:
+        super().__init__(interval_s)
+        self.box = box
+        self.folder = box.home / "pod-logs"
+        #: uid -> the files of the pod's containers (name -> path).
+        self.files: dict[str, dict[str, Path]] = {}
+        self._ended: set[str] = set()
+
+    def poll(self) -> None:
+        for pod in self.box.get("pods", "-A")["items"]:
+            uid, status = pod["metadata"]["uid"], pod.get("status") or {}
+            if not pod["spec"].get("nodeName") or not status.get("startTime"):
+                continue
+            if uid not in self.files:
+                self._start(pod)
+            if status.get("phase") in ("Succeeded", "Failed") and uid not in self._ended:
+                for name, path in self.files[uid].items():
+                    with path.open("a") as f:
+                        f.writelines(cri_line(line) for line in end_lines(pod, name))
+                self._ended.add(uid)
+
+    def _start(self, pod: Mapping[str, Any]) -> None:
+        meta, spec = pod["metadata"], pod["spec"]
+        folder = self.folder / f"{meta['namespace']}_{meta['name']}_{meta['uid']}"
+        folder.mkdir(parents=True, exist_ok=True)
+        files: dict[str, Path] = {}
+        for init, containers in ((True, spec.get("initContainers") or []), (False, spec.get("containers") or [])):
+            for c in containers:
+                path = folder / f"{c['name']}.log"
+                path.write_text("".join(cri_line(line) for line in start_lines(pod, c, init)))
+                files[c["name"]] = path
+        logs = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": LOGS_KIND,
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                "spec": {"logs": [{"containers": [name], "logsFile": str(path)} for name, path in files.items()]}}
+        # a pod of the same name earlier (a StatefulSet's, recreated): its Logs object is replaced
+        self.box.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=eks-training-box-logs",
+                         "-f", "-", input=yaml.safe_dump(logs))
+        self.files[meta["uid"]] = files
+
+    def __enter__(self) -> "PodLogs":
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        try:  # a last look: what ended after the last poll
+            self.poll()
+        except Exception as exc:  # noqa: BLE001 - the box may be gone; the earlier polls stand
+            self.error = self.error or exc
+
+
+def last_lines(box: Box, namespace: str, pod: str, container: Optional[str] = None, lines: int = 10,
+               timeout_s: float = 20.0) -> str:
+    """The last ``lines`` of a container's log as ``kubectl logs --tail`` prints them (kwok serves them a moment after
+    the ``Logs`` object is created: retried until ``timeout_s``); the error kubectl printed when there is none."""
+    argv = ["logs", "-n", namespace, pod, f"--tail={lines}"] + (["-c", container] if container else [])
+    deadline = time.monotonic() + timeout_s
+    while True:
+        proc = box.kubectl(*argv, check=False)
+        if proc.returncode == 0 or time.monotonic() > deadline:
+            return proc.stdout if proc.returncode == 0 else proc.stderr.strip()
+        time.sleep(0.5)
