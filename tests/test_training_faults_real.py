@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
 import signal
@@ -386,7 +387,10 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     # checkpoint were trained again, and the time from its last step to the survivor's first is the restart. Measured
     # here: the victim's last printed step, the checkpoint the survivor resumed, and the test's own clock.
     found = json.loads((run.output_dir / "metrics.json").read_text())
-    last_at, last_step = last_step_before(run, lost.victim, kill_at)
+    # The victim's last printed step, whenever it printed it: the test reads kill_at before it kills the pod's process
+    # tree, and under load the trainer prints a step or two in between (seen: step 29 after kill_at, 27 before it); a
+    # killed process prints nothing after its death, and this pod is never started again.
+    last_at, last_step = last_step_before(run, lost.victim, math.inf)
     staged = next(e for e in run.events("checkpoint") if e["step"] == resumed["step"])
     trained_from = staged["staged_at"] + staged["stage_s"]
     interruption = found["interruptions"][0]
