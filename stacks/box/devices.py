@@ -151,6 +151,3 @@ class Registrar(Poller):
     def poll(self) -> None:
         self.registered += register_devices(self.box)
 
-    def __enter__(self) -> "Registrar":
-        super().__enter__()
-        return self

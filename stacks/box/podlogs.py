@@ -107,6 +107,8 @@ class PodLogs(Poller):
     """Writes each started pod's container logs under ``<box>/pod-logs`` and a ``Logs`` object naming them
     (``with PodLogs(box): ...``); appends each container's outcome once its pod ended."""
 
+    last_look = True
+
     def __init__(self, box: Box, interval_s: float = 0.5) -> None:
         super().__init__(interval_s)
         self.box = box
@@ -146,16 +148,6 @@ class PodLogs(Poller):
                          "-f", "-", input=yaml.safe_dump(logs))
         self.files[meta["uid"]] = files
 
-    def __enter__(self) -> "PodLogs":
-        super().__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        super().__exit__(*exc)
-        try:  # a last look: what ended after the last poll
-            self.poll()
-        except Exception as exc:  # noqa: BLE001 - the box may be gone; the earlier polls stand
-            self.error = self.error or exc
 
 
 def last_lines(box: Box, namespace: str, pod: str, container: Optional[str] = None, lines: int = 10,

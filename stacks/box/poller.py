@@ -5,10 +5,16 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
+from typing_extensions import Self
+
 
 class Poller:
     """Calls :meth:`poll` every ``interval_s`` in a daemon thread from ``__enter__`` to ``__exit__``; the first
-    exception stops the polling and is kept in :attr:`error` for the caller to report."""
+    exception stops the polling and is kept in :attr:`error` for the caller to report. With :attr:`last_look`,
+    ``__exit__`` polls once more after the thread ended (what happened after the last poll)."""
+
+    last_look = False
+    """Poll once more at ``__exit__`` (an error there is kept unless an earlier one was: the box may be gone)."""
 
     def __init__(self, interval_s: float = 0.5) -> None:
         self.interval_s = interval_s
@@ -29,7 +35,7 @@ class Poller:
                 return
             self._stop.wait(self.interval_s)
 
-    def __enter__(self) -> "Poller":
+    def __enter__(self) -> Self:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         return self
@@ -38,3 +44,8 @@ class Poller:
         self._stop.set()
         if self._thread:
             self._thread.join()
+        if self.last_look:
+            try:
+                self.poll()
+            except Exception as error:  # noqa: BLE001 - the box may be gone; the earlier polls stand
+                self.error = self.error or error

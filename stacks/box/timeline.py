@@ -122,6 +122,8 @@ class Recorder(Poller):
     """Polls ``box`` every ``interval_s`` in a thread (``with Recorder(box, rehearsal.start): ...``); times are seconds
     since ``start`` (a :func:`time.monotonic` value: the rehearsal's)."""
 
+    last_look = True
+
     def __init__(self, box: Box, start: float, interval_s: float = 0.5) -> None:
         super().__init__(interval_s)
         self.box, self.start = box, start
@@ -187,16 +189,6 @@ class Recorder(Poller):
             rec.outcome = phase if phase == "Succeeded" else f"Failed ({_failure(pod)})"
             self._note(t, f"pod {rec.ref} ({rec.owner}) {rec.outcome} on {rec.node}")
 
-    def __enter__(self) -> "Recorder":
-        super().__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        super().__exit__(*exc)
-        try:  # a last look: what ended after the last poll
-            self.poll()
-        except Exception as exc:  # noqa: BLE001 - the box may be gone; the earlier polls stand
-            self.error = self.error or exc
 
 
 def _seconds(t: Optional[float]) -> str:
