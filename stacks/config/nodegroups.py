@@ -148,8 +148,8 @@ class NodeGroupConfig(Model):
     unset, an assumption within AWS's example Spot prices; set it from the Spot Instance Advisor,
     https://aws.amazon.com/ec2/spot/instance-advisor/ (preflight reports the current Spot price)."""
     node_repair: Optional[NodeRepairConfig] = None
-    """EKS node auto repair, off unless set (GPU groups get an explicit off: with the metrics add-on a GPU node runs two
-    DCGM host engines, which can make the node monitoring agent report healthy GPUs unhealthy)."""
+    """EKS node auto repair: on for GPU groups unless ``enabled: false`` (no action on the agent's ``DCGMError``, a lost
+    DCGM host engine), off for CPU groups unless set."""
 
     @property
     def price_discount(self) -> float:
