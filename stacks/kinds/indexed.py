@@ -1,0 +1,39 @@
+"""The kinds whose every pod runs the job's command in an Indexed Job, with no operator (``command``,
+``tensorflow``): one build and one local run, each kind giving its component and its pods' environment."""
+
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+
+from components.workloads.pods import JobSpec, WorkerPlacement
+from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses
+
+if TYPE_CHECKING:
+    from stacks.plan import JobPlan
+
+
+class IndexedCommandKind(JobKind):
+    """A kind whose pods each run ``jobs.<name>.command`` (plus the job's args) in an Indexed Job."""
+
+    one_process_per_pod = True
+    component: ClassVar[Callable[..., JobComponent]]
+    """The kind's component (``components.workloads``), built from the job's spec, placement, command and size."""
+
+    def local_env(self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int,
+                  peers: Sequence[str]) -> Mapping[str, Any]:
+        """The environment every local process gets (what the kind's component puts in its pods)."""
+        raise NotImplementedError
+
+    def build(self, ctx: BuildContext) -> JobComponent:
+        job, c = ctx.job, ctx.job.config
+        assert c.command is not None
+        return type(self).component(
+            ctx.name,
+            {"job": ctx.spec, "placement": job.placement, "command": list(c.command), "nodes": job.nodes,
+             "max_retries": c.max_restarts},
+            opts=ctx.opts,
+        )
+
+    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
+                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+        assert job.config.command is not None
+        env = self.local_env(machine, spec, placement, nodes, peers)
+        return LocalProcesses([[*job.config.command, *(spec.get("args") or [])]] * nodes, env)
