@@ -59,14 +59,22 @@ PACKAGE = "eks_training"
 OWN = ("components", "stacks")
 #: The folders shipped as they are, beside the packages (relative to the repository, patterns setuptools globs).
 SHIPPED = (
-    "training/*", "training/.dockerignore", "images/*/*", "images/*/.dockerignore",
-    "box/*/go.mod", "box/*/go.sum", "box/*/tools.go", "docs/configuration.md",
+    "training/*",
+    "training/.dockerignore",
+    "images/*/*",
+    "images/*/.dockerignore",
+    "box/*/go.mod",
+    "box/*/go.sum",
+    "box/*/tools.go",
+    "docs/configuration.md",
 )
 HERE = Path(__file__).resolve().parent
 
 # within any string: a module to run (-m), an import in an example
-_PROSE = re.compile(rf"(?P<lead>(?<![\w.-])-m\s+|\bfrom\s+|\bimport\s+)(?P<name>(?:{'|'.join(OWN)})\b)"
-                    r"(?P<rest>(?:\.\w+)*)(?P<tail>\s+import\b)?")
+_PROSE = re.compile(
+    rf"(?P<lead>(?<![\w.-])-m\s+|\bfrom\s+|\bimport\s+)(?P<name>(?:{'|'.join(OWN)})\b)"
+    r"(?P<rest>(?:\.\w+)*)(?P<tail>\s+import\b)?"
+)
 _STRING_START = re.compile(r"(?P<prefix>[rRbBuUfF]*)(?P<quote>'''|\"\"\"|'|\")")
 
 
@@ -90,8 +98,8 @@ def _rewrite_string(text: str, modules: frozenset[str]) -> str:
         return text
     if "f" not in m["prefix"].lower():
         value = ast.literal_eval(text)
-        if value in modules and "." in value and text[m.end():].startswith(value):
-            return text[:m.end()] + f"{PACKAGE}." + text[m.end():]
+        if value in modules and "." in value and text[m.end() :].startswith(value):
+            return text[: m.end()] + f"{PACKAGE}." + text[m.end() :]
 
     return rewrite_prose(text)
 
@@ -135,7 +143,7 @@ def rewrite(source: str, modules: frozenset[str], where: str = "<module>") -> st
                 edits.append((end, end, "".join(f"; from {PACKAGE} import {t}" for t in dict.fromkeys(binds))))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] in OWN:
             i = at[pos(node.lineno, node.col_offset)]  # the `from` keyword
-            module = next(t for t in tokens[i + 1:] if t.type == tokenize.NAME)
+            module = next(t for t in tokens[i + 1 :] if t.type == tokenize.NAME)
             edits.append((module.start, module.start, f"{PACKAGE}."))
     for tok in tokens:
         if tok.type == tokenize.STRING:
@@ -147,10 +155,15 @@ def rewrite(source: str, modules: frozenset[str], where: str = "<module>") -> st
         offsets.append(offsets[-1] + len(line))
     out = source
     for (srow, scol), (erow, ecol), text in sorted(edits, reverse=True):
-        out = out[:offsets[srow - 1] + scol] + text + out[offsets[erow - 1] + ecol:]
+        out = out[: offsets[srow - 1] + scol] + text + out[offsets[erow - 1] + ecol :]
     for stmt in ast.walk(ast.parse(out)):
-        names = [a.name for a in stmt.names] if isinstance(stmt, ast.Import) else \
-            [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 else []
+        names = (
+            [a.name for a in stmt.names]
+            if isinstance(stmt, ast.Import)
+            else [stmt.module or ""]
+            if isinstance(stmt, ast.ImportFrom) and stmt.level == 0
+            else []
+        )
         for name in names:
             if name.split(".")[0] in OWN:
                 raise RewriteError(f"{where}:{getattr(stmt, 'lineno', 0)}: still imports {name} after the rewrite")
@@ -172,8 +185,10 @@ class BuildPy(build_py):
         reference.write_text(rewrite_prose(reference.read_text()))
         init = Path(self.build_lib) / PACKAGE / "__init__.py"
         init.parent.mkdir(parents=True, exist_ok=True)
-        init.write_text(f'"""eks-training: the components ({PACKAGE}.components) and the program and its tools '
-                        f'({PACKAGE}.stacks), installed under one name."""\n')
+        init.write_text(
+            f'"""eks-training: the components ({PACKAGE}.components) and the program and its tools '
+            f'({PACKAGE}.stacks), installed under one name."""\n'
+        )
 
     def find_package_modules(self, package: str, package_dir: str) -> list[tuple[str, str, str]]:
         if package == PACKAGE:  # of the repository's root modules, the program (stacks.mocked runs it); not setup.py
@@ -198,9 +213,11 @@ class RefuseEditable(editable_wheel):
     ``components`` and ``stacks``: the first import would fail, far from the cause)."""
 
     def run(self) -> None:
-        raise RewriteError("eks-training cannot be installed in editable mode (pip install -e): its installed modules "
-                           "are rewritten copies, under the import name eks_training (setup.py). Work in the checkout "
-                           "itself (python -m stacks ... from its folder), or install it: pip install PATH")
+        raise RewriteError(
+            "eks-training cannot be installed in editable mode (pip install -e): its installed modules "
+            "are rewritten copies, under the import name eks_training (setup.py). Work in the checkout "
+            "itself (python -m stacks ... from its folder), or install it: pip install PATH"
+        )
 
 
 def _package_data(root: Path = HERE) -> dict[str, list[str]]:
@@ -215,8 +232,14 @@ def _package_data(root: Path = HERE) -> dict[str, list[str]]:
 
 
 def _packages(root: Path = HERE) -> list[str]:
-    return [PACKAGE, *sorted(f"{PACKAGE}.{name}" for name in own_modules(root)
-                             if (root / name.replace(".", "/") / "__init__.py").is_file())]
+    return [
+        PACKAGE,
+        *sorted(
+            f"{PACKAGE}.{name}"
+            for name in own_modules(root)
+            if (root / name.replace(".", "/") / "__init__.py").is_file()
+        ),
+    ]
 
 
 if __name__ == "__main__":  # setuptools runs this file as __main__; tests import it for rewrite()

@@ -6,8 +6,9 @@ import pulumi
 import pulumi_aws as aws
 
 
-def addon_version(parent: pulumi.Resource, addon_name: str, kubernetes_version: pulumi.Input[str],
-                  pinned: Optional[str] = None) -> pulumi.Input[str]:
+def addon_version(
+    parent: pulumi.Resource, addon_name: str, kubernetes_version: pulumi.Input[str], pinned: Optional[str] = None
+) -> pulumi.Input[str]:
     """``pinned`` if set, else the add-on's default version for the Kubernetes minor (EKS's ``DescribeAddonVersions``
     with ``most_recent=False``: the version EKS installs when none is given)."""
     if pinned:

@@ -42,8 +42,10 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: The controller's image: the release the chart version names, from the Kubernetes project's registry, pinned by
 #: digest (the catalog's, :data:`components.catalog.charts.CHART_IMAGES`).
 KUEUE_IMAGE = CHART_IMAGES["kueue"]
-PRIORITY_DESCRIPTION = ("a job outranks the jobs that wait for it; within a stage, health checks > evaluations > "
-                        "training > experiments (stacks/plan/admission.py)")
+PRIORITY_DESCRIPTION = (
+    "a job outranks the jobs that wait for it; within a stage, health checks > evaluations > "
+    "training > experiments (stacks/plan/admission.py)"
+)
 
 
 class FlavorArgs(TypedDict):
@@ -124,9 +126,15 @@ def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
         "metrics": {"bindAddress": ":8443"},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "controller": {"groupKindConcurrency": {"Job.batch": 5, "Workload.kueue.x-k8s.io": 5,
-                                                "LocalQueue.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 1,
-                                                "ResourceFlavor.kueue.x-k8s.io": 1}},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Workload.kueue.x-k8s.io": 5,
+                "LocalQueue.kueue.x-k8s.io": 1,
+                "ClusterQueue.kueue.x-k8s.io": 1,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
         "clientConnection": {"qps": 50, "burst": 100},
         "manageJobsWithoutQueueName": False,
         "waitForPodsReady": {
@@ -147,7 +155,9 @@ def chart_values(args: Mapping[str, Any], version: str) -> dict[str, Any]:
     controller on the system nodes (with Topologies: the topology-aware scheduling gate on, :func:`feature_gates`)."""
     image = chart_image_values(KUEUE_IMAGE)
     if not image["tag"].startswith(f"v{version}@"):
-        raise ValueError(f"the Kueue image {KUEUE_IMAGE} is not the chart {version}'s release (components/catalog/charts.py)")
+        raise ValueError(
+            f"the Kueue image {KUEUE_IMAGE} is not the chart {version}'s release (components/catalog/charts.py)"
+        )
     values: dict[str, Any] = {
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(kueue_configuration(args), sort_keys=False)},
         "controllerManager": {
@@ -182,12 +192,20 @@ BORROW_WITHIN_COHORT = "Never"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-def queue_spec(args: Mapping[str, Any], quota: Mapping[str, Mapping[str, str]], *, cohort: Optional[str] = None,
-               namespace: Optional[str] = None, may_borrow: bool = True, may_lend: bool = True) -> dict[str, Any]:
+def queue_spec(
+    args: Mapping[str, Any],
+    quota: Mapping[str, Mapping[str, str]],
+    *,
+    cohort: Optional[str] = None,
+    namespace: Optional[str] = None,
+    may_borrow: bool = True,
+    may_lend: bool = True,
+) -> dict[str, Any]:
     """A ClusterQueue: one resource group covering every resource, a flavor per node group (a pod set gets the flavor
     whose node labels its node selector agrees with and whose taints it tolerates) with ``quota``. In a ``cohort``:
     the queue admits workloads of ``namespace`` only, may borrow the cohort's idle quota and lend its own unless told
     otherwise (``borrowingLimit``/``lendingLimit`` 0), and reclaims what it lent (:data:`RECLAIM_WITHIN_COHORT`)."""
+
     def resource(f: str, r: str) -> dict[str, Any]:
         out: dict[str, Any] = {"name": r, "nominalQuota": quota[f][r]}
         if cohort and not may_borrow:
@@ -199,19 +217,28 @@ def queue_spec(args: Mapping[str, Any], quota: Mapping[str, Mapping[str, str]], 
     spec: dict[str, Any] = {}
     if cohort:
         spec["cohortName"] = cohort
-    spec.update({
-        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}} if cohort and namespace else {},
-        "queueingStrategy": args["queueing_strategy"],
-        "resourceGroups": [{
-            "coveredResources": list(args["resources"]),
-            "flavors": [{"name": f["name"], "resources": [resource(f["name"], r) for r in args["resources"]]}
-                        for f in args["flavors"]],
-        }],
-        "preemption": {"withinClusterQueue": WITHIN_CLUSTER_QUEUE, "reclaimWithinCohort": "Never"},
-    })
+    spec.update(
+        {
+            "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: namespace}} if cohort and namespace else {},
+            "queueingStrategy": args["queueing_strategy"],
+            "resourceGroups": [
+                {
+                    "coveredResources": list(args["resources"]),
+                    "flavors": [
+                        {"name": f["name"], "resources": [resource(f["name"], r) for r in args["resources"]]}
+                        for f in args["flavors"]
+                    ],
+                }
+            ],
+            "preemption": {"withinClusterQueue": WITHIN_CLUSTER_QUEUE, "reclaimWithinCohort": "Never"},
+        }
+    )
     if cohort:
-        spec["preemption"] = {"withinClusterQueue": WITHIN_CLUSTER_QUEUE, "reclaimWithinCohort": RECLAIM_WITHIN_COHORT,
-                              "borrowWithinCohort": {"policy": BORROW_WITHIN_COHORT}}
+        spec["preemption"] = {
+            "withinClusterQueue": WITHIN_CLUSTER_QUEUE,
+            "reclaimWithinCohort": RECLAIM_WITHIN_COHORT,
+            "borrowWithinCohort": {"policy": BORROW_WITHIN_COHORT},
+        }
     return spec
 
 
@@ -222,8 +249,14 @@ def cluster_queue_spec(args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def team_queue_spec(args: Mapping[str, Any], team: Mapping[str, Any]) -> dict[str, Any]:
-    return queue_spec(args, team["quota"], cohort=args["cohort"], namespace=team["namespace_name"],
-                      may_borrow=team["may_borrow"], may_lend=team["may_lend"])
+    return queue_spec(
+        args,
+        team["quota"],
+        cohort=args["cohort"],
+        namespace=team["namespace_name"],
+        may_borrow=team["may_borrow"],
+        may_lend=team["may_lend"],
+    )
 
 
 class Admission(pulumi.ComponentResource):
@@ -235,52 +268,95 @@ class Admission(pulumi.ComponentResource):
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:Admission", name, None, opts)
         chart = HELM_CHARTS["kueue"]
-        release = pinned_release(self, name, chart, release_name="kueue", namespace=KUEUE_NAMESPACE,
-                                 values=chart_values(args, chart.version), depends_on=args.get("depends_on"),
-                                 create_namespace=True)
+        release = pinned_release(
+            self,
+            name,
+            chart,
+            release_name="kueue",
+            namespace=KUEUE_NAMESPACE,
+            values=chart_values(args, chart.version),
+            depends_on=args.get("depends_on"),
+            create_namespace=True,
+        )
         topologies = [
-            k8s.apiextensions.CustomResource(f"{name}-topology-{t['name']}", api_version=KUEUE_API, kind="Topology",
-                                             metadata={"name": t["name"]}, spec=topology_spec(t),
-                                             opts=pulumi.ResourceOptions(parent=self, depends_on=[release]))
+            k8s.apiextensions.CustomResource(
+                f"{name}-topology-{t['name']}",
+                api_version=KUEUE_API,
+                kind="Topology",
+                metadata={"name": t["name"]},
+                spec=topology_spec(t),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
+            )
             for t in args.get("topologies") or []
         ]
         # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound)
         after = pulumi.ResourceOptions(parent=self, depends_on=[release, *topologies])
         flavors = [
-            k8s.apiextensions.CustomResource(f"{name}-flavor-{f['name']}", api_version=KUEUE_API, kind="ResourceFlavor",
-                                             metadata={"name": f["name"]}, spec=resource_flavor(f), opts=after)
+            k8s.apiextensions.CustomResource(
+                f"{name}-flavor-{f['name']}",
+                api_version=KUEUE_API,
+                kind="ResourceFlavor",
+                metadata={"name": f["name"]},
+                spec=resource_flavor(f),
+                opts=after,
+            )
             for f in args["flavors"]
         ]
         # A WorkloadPriorityClass has its fields at the top level (no spec), which CustomResource cannot send: the
         # same registration with the object's own fields (the provider's type token for a custom kind).
         priorities = [
-            pulumi.CustomResource(f"kubernetes:{KUEUE_API}:WorkloadPriorityClass", f"{name}-priority-{p}",
-                                  {"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": p},
-                                   "value": v, "description": PRIORITY_DESCRIPTION}, opts=after)
+            pulumi.CustomResource(
+                f"kubernetes:{KUEUE_API}:WorkloadPriorityClass",
+                f"{name}-priority-{p}",
+                {
+                    "apiVersion": KUEUE_API,
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": p},
+                    "value": v,
+                    "description": PRIORITY_DESCRIPTION,
+                },
+                opts=after,
+            )
             for p, v in sorted(args["priorities"].items())
         ]
         cq = k8s.apiextensions.CustomResource(
-            f"{name}-cluster-queue", api_version=KUEUE_API, kind="ClusterQueue",
-            metadata={"name": args["cluster_queue"]}, spec=cluster_queue_spec(args),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]))
+            f"{name}-cluster-queue",
+            api_version=KUEUE_API,
+            kind="ClusterQueue",
+            metadata={"name": args["cluster_queue"]},
+            spec=cluster_queue_spec(args),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]),
+        )
         lq = k8s.apiextensions.CustomResource(
-            f"{name}-local-queue", api_version=KUEUE_API, kind="LocalQueue",
+            f"{name}-local-queue",
+            api_version=KUEUE_API,
+            kind="LocalQueue",
             metadata={"name": args["local_queue"], "namespace": args["namespace"]},
             spec={"clusterQueue": args["cluster_queue"]},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cq, *priorities]))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cq, *priorities]),
+        )
         self.queue_name = lq.id.apply(lambda _: args["local_queue"])
         team_queues: dict[str, pulumi.Output[str]] = {}
         for team in args.get("teams") or []:
             tcq = k8s.apiextensions.CustomResource(
-                f"{name}-cluster-queue-{team['cluster_queue']}", api_version=KUEUE_API, kind="ClusterQueue",
-                metadata={"name": team["cluster_queue"]}, spec=team_queue_spec(args, team),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]))
+                f"{name}-cluster-queue-{team['cluster_queue']}",
+                api_version=KUEUE_API,
+                kind="ClusterQueue",
+                metadata={"name": team["cluster_queue"]},
+                spec=team_queue_spec(args, team),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]),
+            )
             tlq = k8s.apiextensions.CustomResource(
-                f"{name}-local-queue-{team['cluster_queue']}", api_version=KUEUE_API, kind="LocalQueue",
+                f"{name}-local-queue-{team['cluster_queue']}",
+                api_version=KUEUE_API,
+                kind="LocalQueue",
                 metadata={"name": team["local_queue"], "namespace": team["namespace"]},
                 spec={"clusterQueue": team["cluster_queue"]},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[tcq, *priorities]))
-            team_queues[team["cluster_queue"]] = pulumi.Output.all(tlq.id, team["local_queue"]).apply(lambda v: str(v[1]))
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[tcq, *priorities]),
+            )
+            team_queues[team["cluster_queue"]] = pulumi.Output.all(tlq.id, team["local_queue"]).apply(
+                lambda v: str(v[1])
+            )
         self.team_queue_names = team_queues
         """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
         self.register_outputs({"queue_name": self.queue_name})

@@ -31,7 +31,9 @@ def cluster_autoscaler_values(cluster_name: pulumi.Input[str], region: str, kube
     """Helm values for the pinned chart."""
     release = CLUSTER_AUTOSCALER.get(kubernetes_version)
     if release is None:
-        raise ValueError(f"no cluster-autoscaler for Kubernetes {kubernetes_version}; one of {', '.join(CLUSTER_AUTOSCALER)}")
+        raise ValueError(
+            f"no cluster-autoscaler for Kubernetes {kubernetes_version}; one of {', '.join(CLUSTER_AUTOSCALER)}"
+        )
     repository, tag = release.image.rsplit(":", 1)
     return {
         "cloudProvider": "aws",

@@ -192,7 +192,12 @@ class TrainingCluster(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=bool(args.get("keep_secrets_key", False))),
         )
-        aws.kms.Alias(f"{name}-secrets-key-alias", name=f"alias/{cluster_name}-eks-secrets", target_key_id=kms_key.key_id, opts=child)
+        aws.kms.Alias(
+            f"{name}-secrets-key-alias",
+            name=f"alias/{cluster_name}-eks-secrets",
+            target_key_id=kms_key.key_id,
+            opts=child,
+        )
 
         node_role = aws.iam.Role(
             f"{name}-node-role",
@@ -202,11 +207,14 @@ class TrainingCluster(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
+
         def managed(policy: str) -> pulumi.Output[str]:
             return partition.apply(lambda p: managed_policy_arn(p, policy))
 
         attachments = [
-            aws.iam.RolePolicyAttachment(f"{name}-node-{role}", role=node_role.name, policy_arn=managed(policy), opts=child)
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{role}", role=node_role.name, policy_arn=managed(policy), opts=child
+            )
             for role, policy in NODE_ROLE_POLICIES.items()
         ]
         # The ARN resolves only after every policy is attached, so node groups wait for them

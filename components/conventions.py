@@ -8,7 +8,10 @@ TRAINING_IMAGE_UID = 1000
 #: Where the shared volume is mounted in every pod.
 SHARED_MOUNT = "/data"
 #: Labels on every Kubernetes object the components create.
-COMMON_LABELS: Mapping[str, str] = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "eks-training"}
+COMMON_LABELS: Mapping[str, str] = {
+    "app.kubernetes.io/managed-by": "pulumi",
+    "app.kubernetes.io/part-of": "eks-training",
+}
 #: Pods cluster-autoscaler must not evict to consolidate nodes (training, etcd).
 NO_EVICT: Mapping[str, str] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 #: What an MPIJob's launcher (``mpirun``, on the system nodes) requests: read by the MPIJob and by the plan, which

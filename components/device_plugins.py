@@ -94,8 +94,13 @@ class DevicePlugin(pulumi.ComponentResource):
         chart = HELM_CHARTS[plugin.chart_key]
         version = args.get("chart_version") or chart.version
         release = pinned_release(
-            self, name, chart, release_name=chart.chart, namespace=args.get("namespace", "kube-system"),
-            values=plugin.values(), version=version,
+            self,
+            name,
+            chart,
+            release_name=chart.chart,
+            namespace=args.get("namespace", "kube-system"),
+            values=plugin.values(),
+            version=version,
         )
         self.release_name = release.name.apply(lambda n: n or chart.chart)
         self.chart_version = pulumi.Output.from_input(version)

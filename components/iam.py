@@ -40,7 +40,9 @@ def service_trust_policy(service: str, *, source_account: Optional[str] = None, 
     return _doc(statement)
 
 
-def pod_identity_trust_policy(account_id: str, cluster_name: str, namespace: str, service_accounts: Sequence[str]) -> str:
+def pod_identity_trust_policy(
+    account_id: str, cluster_name: str, namespace: str, service_accounts: Sequence[str]
+) -> str:
     """Trust policy for a role assumed through EKS Pod Identity, limited to one cluster, one namespace
     and the given service accounts via the session tags Pod Identity sets
     (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)."""
@@ -134,7 +136,9 @@ def fsx_csi_static_controller_policy() -> str:
     creates, updates or deletes a file system, so no write action and no ``iam:CreateServiceLinkedRole``
     is granted (https://github.com/kubernetes-sigs/aws-fsx-csi-driver/blob/5b227125add708cd0b87c76abe1a4c074e71dfc5/pkg/cloud/cloud.go).
     DescribeFileSystems without ids lists every file system, so it needs ``"*"``."""
-    return _doc({"Sid": "DescribeFileSystems", "Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"})
+    return _doc(
+        {"Sid": "DescribeFileSystems", "Effect": "Allow", "Action": ["fsx:DescribeFileSystems"], "Resource": "*"}
+    )
 
 
 def s3_object_arn(partition: str, bucket: str, key: str) -> str:
@@ -150,7 +154,12 @@ def s3_read_object_policy(partition: str, bucket: str, key: str) -> str:
 def s3_read_prefix_policy(partition: str, bucket: str, prefix: str) -> str:
     """List and read the objects under one S3 prefix (a job's code)."""
     return _doc(
-        {"Sid": "ReadPrefix", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": s3_object_arn(partition, bucket, f"{prefix}*")},
+        {
+            "Sid": "ReadPrefix",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject"],
+            "Resource": s3_object_arn(partition, bucket, f"{prefix}*"),
+        },
         {
             "Sid": "ListPrefix",
             "Effect": "Allow",
@@ -167,7 +176,12 @@ def s3_write_prefix_policy(partition: str, bucket: str, prefix: str) -> str:
     others. Objects are written with single PutObject requests, so no multipart permission is needed
     (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-with-s3-policy-actions.html)."""
     return _doc(
-        {"Sid": "WriteResults", "Effect": "Allow", "Action": ["s3:PutObject"], "Resource": s3_object_arn(partition, bucket, f"{prefix}*")}
+        {
+            "Sid": "WriteResults",
+            "Effect": "Allow",
+            "Action": ["s3:PutObject"],
+            "Resource": s3_object_arn(partition, bucket, f"{prefix}*"),
+        }
     )
 
 

@@ -126,8 +126,8 @@ class JobCode(pulumi.ComponentResource):
         names = sorted(hashes)
         # each URI is read from its object's outputs: a pod that gets it is created after the upload
         self.bucket_name = bucket.bucket.bucket
-        self.uris = pulumi.Output.all(*[pulumi.Output.all(objects[hashes[k]].bucket, objects[hashes[k]].key)
-                                        for k in names]).apply(
-            lambda v: {k: f"s3://{b}/{key}" for k, (b, key) in zip(names, v)})
+        self.uris = pulumi.Output.all(
+            *[pulumi.Output.all(objects[hashes[k]].bucket, objects[hashes[k]].key) for k in names]
+        ).apply(lambda v: {k: f"s3://{b}/{key}" for k, (b, key) in zip(names, v)})
         self.hashes = pulumi.Output.from_input(hashes)
         self.register_outputs({"bucket_name": self.bucket_name, "uris": self.uris, "hashes": self.hashes})

@@ -134,7 +134,9 @@ class TrainingVpc(pulumi.ComponentResource):
         for az, subnet in zip(azs, public_subnets):
             if az not in nat_azs:
                 continue
-            eip = aws.ec2.Eip(f"{name}-nat-eip-{az}", domain="vpc", tags={**base_tags, "Name": f"{name}-nat-{az}"}, opts=child)
+            eip = aws.ec2.Eip(
+                f"{name}-nat-eip-{az}", domain="vpc", tags={**base_tags, "Name": f"{name}-nat-{az}"}, opts=child
+            )
             nats[az] = aws.ec2.NatGateway(
                 f"{name}-nat-{az}",
                 allocation_id=eip.id,

@@ -113,7 +113,10 @@ def node_repair_config(spec: "NodeRepairSpec | None") -> "aws.eks.NodeGroupNodeR
     the same threshold, which EKS refuses."""
     if spec is None:
         return None
-    for count, percent in (("max_unhealthy_nodes", "max_unhealthy_percent"), ("max_parallel_nodes", "max_parallel_percent")):
+    for count, percent in (
+        ("max_unhealthy_nodes", "max_unhealthy_percent"),
+        ("max_parallel_nodes", "max_parallel_percent"),
+    ):
         if count in spec and percent in spec:
             raise ValueError(f"node_repair: {count} and {percent} exclude each other")
     out: dict[str, object] = {"enabled": bool(spec["enabled"])}
@@ -123,10 +126,17 @@ def node_repair_config(spec: "NodeRepairSpec | None") -> "aws.eks.NodeGroupNodeR
     overrides = []
     for o in spec.get("overrides") or ():
         if o["action"] not in REPAIR_ACTIONS or int(o["wait_minutes"]) < 1:
-            raise ValueError(f"node_repair: override {dict(o)} needs action in {', '.join(REPAIR_ACTIONS)} and "
-                             "wait_minutes >= 1")
-        overrides.append({"node_monitoring_condition": o["condition"], "node_unhealthy_reason": o["reason"],
-                          "min_repair_wait_time_mins": int(o["wait_minutes"]), "repair_action": o["action"]})
+            raise ValueError(
+                f"node_repair: override {dict(o)} needs action in {', '.join(REPAIR_ACTIONS)} and wait_minutes >= 1"
+            )
+        overrides.append(
+            {
+                "node_monitoring_condition": o["condition"],
+                "node_unhealthy_reason": o["reason"],
+                "min_repair_wait_time_mins": int(o["wait_minutes"]),
+                "repair_action": o["action"],
+            }
+        )
     if overrides:
         out["node_repair_config_overrides"] = overrides
     return out  # type: ignore[return-value]
@@ -242,7 +252,9 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             given = args.get("efa_interfaces")
             if given is None:
                 if facts is None:
-                    raise ValueError(f"{name}: efa=True needs efa_interfaces (type {instance_types[0]!r} is not in the catalog)")
+                    raise ValueError(
+                        f"{name}: efa=True needs efa_interfaces (type {instance_types[0]!r} is not in the catalog)"
+                    )
                 given = efa_profile(facts).interfaces
             efa_count = int(given)
             if efa_count < 1:
@@ -393,7 +405,9 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 pulumi.log.info(
                     f"{name}: Capacity Block {reservation} is active: the node group keeps its launch template version "
                     "(an update would roll nodes the block has no room for); launch template changes apply while the "
-                    "group is at 0 nodes", resource=self)
+                    "group is at 0 nodes",
+                    resource=self,
+                )
         eks_taints: list[aws.eks.NodeGroupTaintArgsDict] = [
             {"key": t["key"], "value": t["value"], "effect": TAINT_EFFECTS_EKS[t["effect"]]} for t in taints
         ]

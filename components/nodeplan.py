@@ -105,7 +105,11 @@ def interface_specs(count: int) -> list[dict[str, object]]:
     """Launch-template network interfaces for EFA: card 0 ``efa`` at device 0 (the primary, with an IP),
     cards 1..N-1 ``efa-only`` at device 1 (no IP), one per network card."""
     return [
-        {"network_card_index": card, "device_index": 0 if card == 0 else 1, "interface_type": "efa" if card == 0 else "efa-only"}
+        {
+            "network_card_index": card,
+            "device_index": 0 if card == 0 else 1,
+            "interface_type": "efa" if card == 0 else "efa-only",
+        }
         for card in range(count)
     ]
 
@@ -133,8 +137,10 @@ KUBELET_DEFAULT_MAX_PODS = 110
 
 def _allocatable_cpu_mem(facts: InstanceType) -> tuple[int, int]:
     """Allocatable CPU (millicores) and memory (MiB) before huge pages: the catalog's, else 95 % / 85 %."""
-    return (facts.allocatable_cpu_m or int(facts.vcpus * 1000 * 0.95),
-            facts.allocatable_memory_mib or int(facts.memory_mib * 0.85))
+    return (
+        facts.allocatable_cpu_m or int(facts.vcpus * 1000 * 0.95),
+        facts.allocatable_memory_mib or int(facts.memory_mib * 0.85),
+    )
 
 
 def max_pods(facts: InstanceType) -> int:
@@ -211,18 +217,20 @@ def host_setup_script(requirements: Sequence[HostRequirement]) -> Optional[str]:
     if not packages:
         return None
     wanted = " ".join(packages)
-    return "\n".join([
-        "#!/bin/bash",
-        *lines,
-        "set -u",
-        f"for attempt in $(seq {INSTALL_ATTEMPTS}); do",
-        f"  if dnf install -y {wanted}; then exit 0; fi",
-        "  sleep $((attempt * 10))",
-        "done",
-        f'echo "eks-training: dnf install {wanted} failed {INSTALL_ATTEMPTS} times" >&2',
-        "exit 1",
-        "",
-    ])
+    return "\n".join(
+        [
+            "#!/bin/bash",
+            *lines,
+            "set -u",
+            f"for attempt in $(seq {INSTALL_ATTEMPTS}); do",
+            f"  if dnf install -y {wanted}; then exit 0; fi",
+            "  sleep $((attempt * 10))",
+            "done",
+            f'echo "eks-training: dnf install {wanted} failed {INSTALL_ATTEMPTS} times" >&2',
+            "exit 1",
+            "",
+        ]
+    )
 
 
 def host_setup_user_data(requirements: Sequence[HostRequirement]) -> Optional[str]:
@@ -233,17 +241,19 @@ def host_setup_user_data(requirements: Sequence[HostRequirement]) -> Optional[st
     script = host_setup_script(requirements)
     if script is None:
         return None
-    return "\n".join([
-        "MIME-Version: 1.0",
-        f'Content-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"',
-        "",
-        f"--{USER_DATA_BOUNDARY}",
-        'Content-Type: text/x-shellscript; charset="us-ascii"',
-        "",
-        script,
-        f"--{USER_DATA_BOUNDARY}--",
-        "",
-    ])
+    return "\n".join(
+        [
+            "MIME-Version: 1.0",
+            f'Content-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"',
+            "",
+            f"--{USER_DATA_BOUNDARY}",
+            'Content-Type: text/x-shellscript; charset="us-ascii"',
+            "",
+            script,
+            f"--{USER_DATA_BOUNDARY}--",
+            "",
+        ]
+    )
 
 
 def network_env(facts: InstanceType, efa: Optional[EfaProfile]) -> dict[str, str]:

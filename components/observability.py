@@ -116,14 +116,17 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def insights_query(stat: str, metric: str, dimensions: Sequence[str], where: Mapping[str, str],
-                   group_by: Optional[str] = None) -> str:
+def insights_query(
+    stat: str, metric: str, dimensions: Sequence[str], where: Mapping[str, str], group_by: Optional[str] = None
+) -> str:
     """``SELECT stat(metric) FROM SCHEMA(ContainerInsights, dims) WHERE k = 'v' AND ... [GROUP BY ...]``: the series of
     ``metric`` published under exactly ``dimensions``, each key equal to its value (``=`` and ``AND`` only, what the
     documented WHERE grammar shows; source key ``cloudwatch-metrics-insights-grammar``)."""
     conditions = [f"{dim} = {sql_string(value)}" for dim, value in where.items()]
-    text = (f"SELECT {stat}({metric}) FROM SCHEMA({CONTAINER_INSIGHTS_NAMESPACE}, {', '.join(sorted(dimensions))}) "
-            f"WHERE {' AND '.join(conditions)}")
+    text = (
+        f"SELECT {stat}({metric}) FROM SCHEMA({CONTAINER_INSIGHTS_NAMESPACE}, {', '.join(sorted(dimensions))}) "
+        f"WHERE {' AND '.join(conditions)}"
+    )
     return f"{text} GROUP BY {group_by}" if group_by else text
 
 
@@ -135,14 +138,22 @@ POD_DIMENSIONS = ("ClusterName", "Namespace", "PodName")
 
 def idle_alarm_query(cluster_name: str, instance_type: str) -> str:
     """The busiest GPU of the cluster's nodes of one instance type: below the threshold means every one is idle."""
-    return insights_query("MAX", "node_gpu_utilization", GPU_DEVICE_DIMENSIONS,
-                          {"ClusterName": cluster_name, "InstanceType": instance_type})
+    return insights_query(
+        "MAX",
+        "node_gpu_utilization",
+        GPU_DEVICE_DIMENSIONS,
+        {"ClusterName": cluster_name, "InstanceType": instance_type},
+    )
 
 
 def gpu_count_query(cluster_name: str, instance_type: str) -> str:
     """How many GPUs of the cluster's nodes of one instance type report (a node reports each of its GPUs)."""
-    return insights_query("COUNT", "node_gpu_utilization", GPU_DEVICE_DIMENSIONS,
-                          {"ClusterName": cluster_name, "InstanceType": instance_type})
+    return insights_query(
+        "COUNT",
+        "node_gpu_utilization",
+        GPU_DEVICE_DIMENSIONS,
+        {"ClusterName": cluster_name, "InstanceType": instance_type},
+    )
 
 
 def idle_alarm_series(cluster_name: str, groups: Sequence[GpuGroupSpec]) -> dict[str, tuple[str, list[str]]]:
@@ -167,8 +178,9 @@ def idle_alarm_series(cluster_name: str, groups: Sequence[GpuGroupSpec]) -> dict
     return out
 
 
-def _metric_widget(title: str, region: str, metrics: list[list[dict[str, Any]]], *, unit_label: str,
-                   stat_view: str = "timeSeries") -> dict[str, Any]:
+def _metric_widget(
+    title: str, region: str, metrics: list[list[dict[str, Any]]], *, unit_label: str, stat_view: str = "timeSeries"
+) -> dict[str, Any]:
     return {
         "type": "metric",
         "width": WIDGET_WIDTH,
@@ -192,41 +204,70 @@ def _query(expression: str, qid: str, label: str, visible: bool = True) -> list[
     return [entry]
 
 
-def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool,
-                      job_namespace: Optional[str]) -> list[dict[str, Any]]:
+def dashboard_widgets(
+    cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool, job_namespace: Optional[str]
+) -> list[dict[str, Any]]:
     """The dashboard's widgets, top to bottom (positions are set by :func:`dashboard_body`)."""
     cluster = {"ClusterName": cluster_name}
-    widgets: list[dict[str, Any]] = [{
-        "type": "text",
-        "width": DASHBOARD_GRID_WIDTH,
-        "height": 2,
-        "properties": {"markdown": (
-            f"## {cluster_name}\n"
-            "GPU and EFA metrics from Container Insights (the amazon-cloudwatch-observability add-on). Node health: "
-            "`kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
-            "and `kubectl get events -A | grep -i NvidiaXID`.")},
-    }]
+    widgets: list[dict[str, Any]] = [
+        {
+            "type": "text",
+            "width": DASHBOARD_GRID_WIDTH,
+            "height": 2,
+            "properties": {
+                "markdown": (
+                    f"## {cluster_name}\n"
+                    "GPU and EFA metrics from Container Insights (the amazon-cloudwatch-observability add-on). Node health: "
+                    "`kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
+                    "and `kubectl get events -A | grep -i NvidiaXID`."
+                )
+            },
+        }
+    ]
     # one Metrics Insights query per widget: a GetMetricData request (what a widget sends) takes only one (source key
     # ``cloudwatch-metrics-insights-limits``); metric math over that query is fine
-    nodes_widgets = [_metric_widget("Nodes in the cluster", region, [_query(
-        insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster), "nodes", "nodes in the cluster")],
-        unit_label="nodes")]
+    nodes_widgets = [
+        _metric_widget(
+            "Nodes in the cluster",
+            region,
+            [
+                _query(
+                    insights_query("AVG", "cluster_node_count", ("ClusterName",), cluster),
+                    "nodes",
+                    "nodes in the cluster",
+                )
+            ],
+            unit_label="nodes",
+        )
+    ]
+
     def per_node(title: str, stat: str, metric: str, qid: str, unit: str) -> dict[str, Any]:
         """A widget with one line per node of ``metric``."""
-        return _metric_widget(title, region, [_query(
-            insights_query(stat, metric, NODE_DIMENSIONS, cluster, "NodeName"), qid, "")], unit_label=unit)
+        return _metric_widget(
+            title,
+            region,
+            [_query(insights_query(stat, metric, NODE_DIMENSIONS, cluster, "NodeName"), qid, "")],
+            unit_label=unit,
+        )
 
     if gpu_groups:
         widgets.append(per_node("GPU utilization per node (%)", "AVG", "node_gpu_utilization", "gpu", "%"))
-        widgets.append(per_node("GPU memory utilization per node (%)", "AVG", "node_gpu_memory_utilization", "gpumem",
-                                "%"))
+        widgets.append(
+            per_node("GPU memory utilization per node (%)", "AVG", "node_gpu_memory_utilization", "gpumem", "%")
+        )
         for g in gpu_groups:
             for t in g["instance_types"]:
-                nodes_widgets.append(_metric_widget(
-                    f"Nodes of {g['name']} ({t}: GPUs reporting / {int(g['gpus_per_node'])})", region, [
-                        _query(gpu_count_query(cluster_name, t), "gpus", f"GPUs of {t} reporting", visible=False),
-                        _query(f"gpus / {int(g['gpus_per_node'])}", "nodes", f"{t} nodes")],
-                    unit_label="nodes"))
+                nodes_widgets.append(
+                    _metric_widget(
+                        f"Nodes of {g['name']} ({t}: GPUs reporting / {int(g['gpus_per_node'])})",
+                        region,
+                        [
+                            _query(gpu_count_query(cluster_name, t), "gpus", f"GPUs of {t} reporting", visible=False),
+                            _query(f"gpus / {int(g['gpus_per_node'])}", "nodes", f"{t} nodes"),
+                        ],
+                        unit_label="nodes",
+                    )
+                )
     else:
         widgets.append(per_node("CPU utilization per node (%)", "AVG", "node_cpu_utilization", "cpu", "%"))
     if efa:
@@ -234,14 +275,32 @@ def dashboard_widgets(cluster_name: str, region: str, gpu_groups: Sequence[GpuGr
         widgets.append(per_node("EFA sent per node (bytes/s)", "SUM", "node_efa_tx_bytes", "efatx", "bytes"))
     widgets += nodes_widgets
     if job_namespace and gpu_groups:
-        widgets.append(_metric_widget(f"GPU utilization per job pod ({job_namespace}) (%)", region, [_query(
-            insights_query("AVG", "pod_gpu_utilization", POD_DIMENSIONS, {**cluster, "Namespace": job_namespace},
-                           "PodName"), "pods", "")], unit_label="%"))
+        widgets.append(
+            _metric_widget(
+                f"GPU utilization per job pod ({job_namespace}) (%)",
+                region,
+                [
+                    _query(
+                        insights_query(
+                            "AVG",
+                            "pod_gpu_utilization",
+                            POD_DIMENSIONS,
+                            {**cluster, "Namespace": job_namespace},
+                            "PodName",
+                        ),
+                        "pods",
+                        "",
+                    )
+                ],
+                unit_label="%",
+            )
+        )
     return widgets
 
 
-def dashboard_body(cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool,
-                   job_namespace: Optional[str] = None) -> str:
+def dashboard_body(
+    cluster_name: str, region: str, gpu_groups: Sequence[GpuGroupSpec], efa: bool, job_namespace: Optional[str] = None
+) -> str:
     """The dashboard body (CloudWatch's dashboard body structure, JSON with sorted keys): widgets laid out two per
     row on the 24-unit grid."""
     placed = []
@@ -327,7 +386,9 @@ class FleetObservability(pulumi.ComponentResource):
                 addon_name=OBSERVABILITY_ADDON,
                 addon_version=version,
                 configuration_values=agent_configuration(list(args.get("tolerations") or []), signals),
-                pod_identity_associations=[{"role_arn": identity.role.arn, "service_account": OBSERVABILITY_SERVICE_ACCOUNT}],
+                pod_identity_associations=[
+                    {"role_arn": identity.role.arn, "service_account": OBSERVABILITY_SERVICE_ACCOUNT}
+                ],
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="PRESERVE",
                 tags=tags,
@@ -339,9 +400,11 @@ class FleetObservability(pulumi.ComponentResource):
         if args.get("dashboard"):
             body = dashboard_body(cluster_name, region, gpu_groups, bool(args.get("efa")), args.get("job_namespace"))
             dashboard = aws.cloudwatch.Dashboard(
-                f"{name}-dashboard", dashboard_name=cluster_name, dashboard_body=body, opts=child)
+                f"{name}-dashboard", dashboard_name=cluster_name, dashboard_body=body, opts=child
+            )
             self.dashboard_url = pulumi.Output.all(partition, dashboard.dashboard_name).apply(
-                lambda v: dashboard_url(str(v[0]), region, str(v[1])))
+                lambda v: dashboard_url(str(v[0]), region, str(v[1]))
+            )
 
         actions: list[pulumi.Input[str]] = []
         self.alarm_topic_arn = pulumi.Output.from_input("")
@@ -355,13 +418,15 @@ class FleetObservability(pulumi.ComponentResource):
                 enable_key_rotation=True,
                 deletion_window_in_days=7,
                 policy=pulumi.Output.all(partition, caller.account_id).apply(
-                    lambda v: alarm_topic_key_policy(str(v[0]), str(v[1]))),
+                    lambda v: alarm_topic_key_policy(str(v[0]), str(v[1]))
+                ),
                 tags=tags,
                 opts=child,
             )
             topic = aws.sns.Topic(f"{name}-alarms", kms_master_key_id=key.arn, tags=tags, opts=child)
-            aws.sns.TopicSubscription(f"{name}-alarms-email", topic=topic.arn, protocol="email", endpoint=email,
-                                      opts=child)
+            aws.sns.TopicSubscription(
+                f"{name}-alarms-email", topic=topic.arn, protocol="email", endpoint=email, opts=child
+            )
             actions = [topic.arn]
             self.alarm_topic_arn = topic.arn
         self.alarm_names = []
@@ -370,27 +435,34 @@ class FleetObservability(pulumi.ComponentResource):
             minutes = int(alarms[0]["minutes"])
             percent = float(alarms[0]["utilization_percent"])
             for instance_type, (alarm_name, group_names) in idle_alarm_series(
-                    cluster_name, [a["group"] for a in alarms]).items():
-                label = (f"node group {group_names[0]}" if len(group_names) == 1 else
-                         f"node groups {', '.join(group_names)}, whose nodes of one type are one series")
+                cluster_name, [a["group"] for a in alarms]
+            ).items():
+                label = (
+                    f"node group {group_names[0]}"
+                    if len(group_names) == 1
+                    else f"node groups {', '.join(group_names)}, whose nodes of one type are one series"
+                )
                 aws.cloudwatch.MetricAlarm(
-                    f"{name}-{alarm_name[len(cluster_name) + 1:-len('-gpus')]}",
+                    f"{name}-{alarm_name[len(cluster_name) + 1 : -len('-gpus')]}",
                     name=alarm_name,
                     alarm_description=(
                         f"Every {instance_type} GPU of {cluster_name} ({label}; the series covers every "
                         f"{instance_type} node of the cluster) has been below {percent:g}% utilization for "
-                        f"{minutes} minutes: the nodes cost money and do nothing. Scale the group down or start a job."),
+                        f"{minutes} minutes: the nodes cost money and do nothing. Scale the group down or start a job."
+                    ),
                     comparison_operator="LessThanThreshold",
                     threshold=percent,
                     evaluation_periods=minutes * 60 // ALARM_PERIOD_SECONDS,
                     datapoints_to_alarm=minutes * 60 // ALARM_PERIOD_SECONDS,
-                    metric_queries=[{
-                        "id": "busiest",
-                        "expression": idle_alarm_query(cluster_name, instance_type),
-                        "period": ALARM_PERIOD_SECONDS,
-                        "label": f"busiest {instance_type} GPU of {'/'.join(group_names)} (%)",
-                        "return_data": True,
-                    }],
+                    metric_queries=[
+                        {
+                            "id": "busiest",
+                            "expression": idle_alarm_query(cluster_name, instance_type),
+                            "period": ALARM_PERIOD_SECONDS,
+                            "label": f"busiest {instance_type} GPU of {'/'.join(group_names)} (%)",
+                            "return_data": True,
+                        }
+                    ],
                     # no GPU reports when the group has no nodes: nothing is idle then
                     treat_missing_data="notBreaching",
                     alarm_actions=actions,
@@ -410,7 +482,8 @@ class FleetObservability(pulumi.ComponentResource):
                         f"No Container Insights node count for {cluster_name} for "
                         f"{PIPELINE_ALARM_PERIODS * PIPELINE_ALARM_PERIOD_SECONDS // 60} minutes: the CloudWatch agent "
                         f"(add-on {OBSERVABILITY_ADDON}) publishes nothing, so the idle-GPU alarms cannot fire. Check "
-                        f"the add-on's status and the pods in {OBSERVABILITY_NAMESPACE}."),
+                        f"the add-on's status and the pods in {OBSERVABILITY_NAMESPACE}."
+                    ),
                     namespace=CONTAINER_INSIGHTS_NAMESPACE,
                     metric_name="cluster_node_count",
                     dimensions={"ClusterName": cluster_name},

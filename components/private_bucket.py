@@ -43,12 +43,18 @@ def private_bucket(
             f"{prefix}-versioning", bucket=bucket.id, versioning_configuration={"status": "Enabled"}, opts=opts
         )
     default: aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgsDict = (
-        {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn} if kms_key_arn is not None else {"sse_algorithm": "AES256"}
+        {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}
+        if kms_key_arn is not None
+        else {"sse_algorithm": "AES256"}
     )
-    rule: aws.s3.BucketServerSideEncryptionConfigurationRuleArgsDict = {"apply_server_side_encryption_by_default": default}
+    rule: aws.s3.BucketServerSideEncryptionConfigurationRuleArgsDict = {
+        "apply_server_side_encryption_by_default": default
+    }
     if kms_key_arn is not None:
         rule["bucket_key_enabled"] = True
-    encryption = aws.s3.BucketServerSideEncryptionConfiguration(f"{prefix}-sse", bucket=bucket.id, rules=[rule], opts=opts)
+    encryption = aws.s3.BucketServerSideEncryptionConfiguration(
+        f"{prefix}-sse", bucket=bucket.id, rules=[rule], opts=opts
+    )
     pab = aws.s3.BucketPublicAccessBlock(
         f"{prefix}-pab",
         bucket=bucket.id,

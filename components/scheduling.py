@@ -15,7 +15,11 @@ from components.catalog.platform import AUTOSCALER_GPU_LABEL
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 TAINT_EFFECTS: tuple[str, ...] = get_args(TaintEffect)
 #: Kubernetes spelling -> EKS node group API spelling.
-TAINT_EFFECTS_EKS: Mapping[str, str] = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
+TAINT_EFFECTS_EKS: Mapping[str, str] = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
 
 #: Label every node of a group carries with the group's name (``system`` for the system group).
 NODE_ROLE_LABEL = "eks-training/role"

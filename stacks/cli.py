@@ -45,8 +45,17 @@ SCRIPT = "eks-training"
 
 #: The core: modules (and packages) every tool may import. Everything in ``stacks`` that is neither the core nor a
 #: tool is the Pulumi program (the composition of the components), which no tool imports.
-CORE = ("stacks.config", "stacks.kinds", "stacks.plan", "stacks.costs", "stacks.zones", "stacks.stackfile", "stacks.bundle",
-        "stacks.cli", "stacks.__main__")
+CORE = (
+    "stacks.config",
+    "stacks.kinds",
+    "stacks.plan",
+    "stacks.costs",
+    "stacks.zones",
+    "stacks.stackfile",
+    "stacks.bundle",
+    "stacks.cli",
+    "stacks.__main__",
+)
 
 
 @dataclass(frozen=True)
@@ -69,19 +78,40 @@ class Tool:
 #: mocks, :mod:`stacks.mocked`, and a stack on the box).
 BOX_MODULES = ("stacks.box", "stacks.rehearse", "stacks.mocked")
 
-TOOLS: dict[str, Tool] = {t.name: t for t in (
-    Tool("plan", "stacks.plan.report", "validate a stack offline and print what it creates and costs",
-         ("stacks.plan.report", "stacks.plan.__main__")),
-    Tool("preflight", "stacks.preflight.cli", "check the AWS account can run a stack, before pulumi up",
-         ("stacks.preflight",)),
-    Tool("local", "stacks.local.cli", "run a stack's jobs on this machine, without AWS", ("stacks.local",)),
-    Tool("benchmark", "stacks.benchmark.cli", "run a stack's benchmark: up, follow, collect, summary, destroy",
-         ("stacks.benchmark",)),
-    Tool("docs", "stacks.docs", "regenerate (or --check) the documentation generated from the code", ("stacks.docs",)),
-    Tool("box", "stacks.box.cli", "the cluster in a box: build, up, down, bench", BOX_MODULES),
-    Tool("rehearse", "stacks.rehearse", "run a stack on the cluster in a box and print what ran where, what waited "
-         "and why", BOX_MODULES),
-)}
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool(
+            "plan",
+            "stacks.plan.report",
+            "validate a stack offline and print what it creates and costs",
+            ("stacks.plan.report", "stacks.plan.__main__"),
+        ),
+        Tool(
+            "preflight",
+            "stacks.preflight.cli",
+            "check the AWS account can run a stack, before pulumi up",
+            ("stacks.preflight",),
+        ),
+        Tool("local", "stacks.local.cli", "run a stack's jobs on this machine, without AWS", ("stacks.local",)),
+        Tool(
+            "benchmark",
+            "stacks.benchmark.cli",
+            "run a stack's benchmark: up, follow, collect, summary, destroy",
+            ("stacks.benchmark",),
+        ),
+        Tool(
+            "docs", "stacks.docs", "regenerate (or --check) the documentation generated from the code", ("stacks.docs",)
+        ),
+        Tool("box", "stacks.box.cli", "the cluster in a box: build, up, down, bench", BOX_MODULES),
+        Tool(
+            "rehearse",
+            "stacks.rehearse",
+            "run a stack on the cluster in a box and print what ran where, what waited and why",
+            BOX_MODULES,
+        ),
+    )
+}
 
 
 class CommandError(Exception):
@@ -116,24 +146,31 @@ def command(func: Callable[P, int]) -> Callable[P, int]:
     return run
 
 
-def parser_for(tool: str, prog: Optional[str], description: str, epilog: Optional[str] = None) -> argparse.ArgumentParser:
+def parser_for(
+    tool: str, prog: Optional[str], description: str, epilog: Optional[str] = None
+) -> argparse.ArgumentParser:
     """A command's parser; ``prog`` is how it was invoked (``python -m stacks plan``, ``eks-training plan``), by default
     its alias ``python -m stacks.<tool>``."""
     return argparse.ArgumentParser(prog=prog or f"python -m stacks.{tool}", description=description, epilog=epilog)
 
 
-def add_stack_options(parser: argparse.ArgumentParser, *, required: bool = True, stack_file: bool = True,
-                      stack_help: str = "stack name") -> None:
+def add_stack_options(
+    parser: argparse.ArgumentParser, *, required: bool = True, stack_file: bool = True, stack_help: str = "stack name"
+) -> None:
     """``--stack NAME`` and (unless ``stack_file`` is false) ``--stack-file PATH``, as every command names a stack."""
-    parser.add_argument("--stack", required=required, metavar="NAME",
-                        help=f"{stack_help} (reads Pulumi.<stack>.yaml from the current folder, else from this "
-                             "repository)")
+    parser.add_argument(
+        "--stack",
+        required=required,
+        metavar="NAME",
+        help=f"{stack_help} (reads Pulumi.<stack>.yaml from the current folder, else from this repository)",
+    )
     if stack_file:
         parser.add_argument("--stack-file", type=Path, metavar="PATH", help="the stack file to read instead")
 
 
-def load_stack(args: argparse.Namespace, *, region: Optional[str] = None,
-               edit: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[dict[str, Any], "Plan"]:
+def load_stack(
+    args: argparse.Namespace, *, region: Optional[str] = None, edit: Optional[Callable[[dict[str, Any]], None]] = None
+) -> tuple[dict[str, Any], "Plan"]:
     """The configuration and plan of the stack the command line names (``--stack``, ``--stack-file``), offline, as
     ``pulumi up`` validates it (:func:`stacks.stackfile.plan_stack`); a :class:`~stacks.stackfile.StackLoadError`
     ends the command with :data:`EXIT_USAGE` (see :func:`command`)."""
@@ -177,7 +214,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: str = PROG) -> int:
         prog=prog,
         description="Plan, check, run locally and benchmark the stacks of this project (Pulumi.<stack>.yaml). "
         f"`{prog} COMMAND --help` describes a command.",
-        epilog="commands:\n" + "".join(f"  {n:<{width}}  {t.summary}\n" for n, t in TOOLS.items())
+        epilog="commands:\n"
+        + "".join(f"  {n:<{width}}  {t.summary}\n" for n, t in TOOLS.items())
         + f"\nexit status: {EXIT_OK} done; {EXIT_FAILED} a check or a job failed; {EXIT_USAGE} usage or configuration "
         f"error; {EXIT_BROKEN_PIPE} the reader closed the pipe (some commands name more in their --help)",
         formatter_class=argparse.RawDescriptionHelpFormatter,

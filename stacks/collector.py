@@ -53,9 +53,13 @@ def cluster_record(plan: Plan) -> dict[str, Any]:
         "stack": cfg.stack,
         "cluster": cfg.cluster.model_dump(mode="json", by_alias=True, exclude_none=True),
         "network": cfg.network.model_dump(mode="json", by_alias=True, exclude_none=True) if cfg.network else None,
-        "existingVpc": cfg.existing_vpc.model_dump(mode="json", by_alias=True, exclude_none=True) if cfg.existing_vpc else None,
+        "existingVpc": cfg.existing_vpc.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if cfg.existing_vpc
+        else None,
         "systemNodeGroup": cfg.system_node_group.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "nodeGroups": {n: g.model_dump(mode="json", by_alias=True, exclude_none=True) for n, g in cfg.node_groups.items()},
+        "nodeGroups": {
+            n: g.model_dump(mode="json", by_alias=True, exclude_none=True) for n, g in cfg.node_groups.items()
+        },
         "autoscaler": plan.autoscale,
     }
 
@@ -81,7 +85,10 @@ def _json(record: Mapping[str, Any], **outputs: pulumi.Input[str]) -> pulumi.Out
 
 
 def build_collector(
-    env: Environment, jobs: Mapping[str, Any], image_uris: Mapping[str, pulumi.Output[str]], namespace: pulumi.Input[str]
+    env: Environment,
+    jobs: Mapping[str, Any],
+    image_uris: Mapping[str, pulumi.Output[str]],
+    namespace: pulumi.Input[str],
 ) -> BenchmarkCollector:
     """The collector of the plan's benchmark, created after its experiments (``jobs``: the registered job
     components by name, each with a ``job_name`` Output) in ``namespace`` (the name the network policies hand out

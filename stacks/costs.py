@@ -65,7 +65,9 @@ def storage_summary(plan: Plan) -> str:
     if not plan.storage.is_fsx or fsx is None:
         return "EFS (billed by use)"
     efa = ", EFA" if fsx.efa else ""
-    return f"FSx {fsx.storage_capacity_gib} GiB at {fsx.throughput_per_tib} MB/s/TiB{efa}, ${storage_hourly(plan):.3f}/h"
+    return (
+        f"FSx {fsx.storage_capacity_gib} GiB at {fsx.throughput_per_tib} MB/s/TiB{efa}, ${storage_hourly(plan):.3f}/h"
+    )
 
 
 def instance_basis(g: NodeGroupPlan) -> str:
@@ -79,7 +81,9 @@ def instance_basis(g: NodeGroupPlan) -> str:
             f"{SOURCES['ec2-spot-advisor'].url}; preflight reports the current Spot price)"
         )
     if g.capacity_type == "CAPACITY_BLOCK":
-        return "Capacity Block: instances paid up front with the block (not in the hourly figures), root volumes counted"
+        return (
+            "Capacity Block: instances paid up front with the block (not in the hourly figures), root volumes counted"
+        )
     return "On-Demand" + (f", in reservation {g.capacity_reservation_id}" if g.capacity_reservation_id else "")
 
 
@@ -109,27 +113,39 @@ def cost_lines(plan: Plan) -> list[CostLine]:
     extended = cfg.cluster.support_type == "EXTENDED"
     control_plane = _hourly("eks-cluster-extended" if extended else "eks-cluster")
     lines = [
-        CostLine("EKS control plane", control_plane, control_plane, "extended support" if extended else "standard support"),
+        CostLine(
+            "EKS control plane", control_plane, control_plane, "extended support" if extended else "standard support"
+        ),
         CostLine("KMS key (secrets encryption)", _hourly("kms-key"), _hourly("kms-key"), "per month"),
     ]
     if cfg.network is not None:
         nats = cfg.network.zone_count if cfg.network.nat_gateways == "perAz" else 1
         nat = (_hourly("nat-gateway") + _hourly("public-ipv4")) * nats
-        lines.append(CostLine(f"NAT gateway{'s' if nats > 1 else ''} and public IPv4 ({nats})", nat, nat,
-                              "per hour, data processing extra"))
+        lines.append(
+            CostLine(
+                f"NAT gateway{'s' if nats > 1 else ''} and public IPv4 ({nats})",
+                nat,
+                nat,
+                "per hour, data processing extra",
+            )
+        )
     for g in plan.all_groups:
         hour = node_hour(g)
-        lines.append(CostLine(
-            f"{g.path}: {g.desired_size} running / {g.min_size} idle x {g.types[0].name} + {g.disk_size_gib} GiB gp3",
-            None if hour is None else hour * g.desired_size,
-            None if hour is None else hour * g.min_size,
-            instance_basis(g),
-        ))
+        lines.append(
+            CostLine(
+                f"{g.path}: {g.desired_size} running / {g.min_size} idle x {g.types[0].name} + {g.disk_size_gib} GiB gp3",
+                None if hour is None else hour * g.desired_size,
+                None if hour is None else hour * g.min_size,
+                instance_basis(g),
+            )
+        )
     storage = storage_hourly(plan)
     if plan.storage.is_fsx:
         lines.append(CostLine(f"shared storage: {storage_summary(plan)}", storage, storage, "provisioned capacity"))
     else:
-        lines.append(CostLine("shared storage: EFS", 0.0, 0.0, "billed by use (GB stored, GB read and written): not included"))
+        lines.append(
+            CostLine("shared storage: EFS", 0.0, 0.0, "billed by use (GB stored, GB read and written): not included")
+        )
     return lines
 
 

@@ -66,7 +66,7 @@ def instance_types_table(types: Mapping[str, InstanceType] = INSTANCE_TYPES) -> 
 
 def presets_table(stacks: Optional[Sequence[str]] = None) -> str:
     """Each preset's region, zones and pinned zones, read from its stack file."""
-    names = stacks or sorted(p.name[len("Pulumi."):-len(".yaml")] for p in REPO.glob("Pulumi.*.yaml"))
+    names = stacks or sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in REPO.glob("Pulumi.*.yaml"))
     rows = ["| Stack | Region (`aws:region`) | VPC zones | Pinned to a zone |", "|---|---|---|---|"]
     for name in names:
         _, config = read_stack_config(name)
@@ -198,8 +198,11 @@ def allowed_text(field: FieldInfo) -> str:
             if getattr(m, attr, None) is not None:
                 bounds.append(f"{sign} {_number(getattr(m, attr))}")
         if getattr(m, "min_length", None) is not None:
-            bounds.append(f"at least {m.min_length} item(s)" if typing.get_origin(annotation) in (list, dict)
-                          else f"at least {m.min_length} character(s)")
+            bounds.append(
+                f"at least {m.min_length} item(s)"
+                if typing.get_origin(annotation) in (list, dict)
+                else f"at least {m.min_length} character(s)"
+            )
         if getattr(m, "max_length", None) is not None:
             bounds.append(f"at most {m.max_length}")
     return ", ".join(bounds)
@@ -234,8 +237,10 @@ def model_tables(path: str, model: type[BaseModel]) -> Iterator[tuple[str, type[
 
 def _entry_names(section: str) -> str:
     start = "a letter" if ENTRY_NAME_RE[section] is JOB_NAME_RE else "a letter or digit"
-    return (f"Entry names: 1-{ENTRY_NAME_MAX[section]} lowercase letters, digits and '-', starting with {start} and "
-            "ending with a letter or digit.")
+    return (
+        f"Entry names: 1-{ENTRY_NAME_MAX[section]} lowercase letters, digits and '-', starting with {start} and "
+        "ending with a letter or digit."
+    )
 
 
 def _doc(model: type[BaseModel]) -> str:
@@ -262,8 +267,9 @@ def config_index(page: str = "docs/configuration.md") -> str:
     rows = ["| Key | Type | Default | What it is |", "|---|---|---|---|"]
     for section in SECTIONS:
         type_, default, _ = section_entry(section)
-        rows.append(f"| [`{section}`]({page}#{section.lower()}) | {type_} | {default} | "
-                    f"{_cell(SECTION_SUMMARIES[section])} |")
+        rows.append(
+            f"| [`{section}`]({page}#{section.lower()}) | {type_} | {default} | {_cell(SECTION_SUMMARIES[section])} |"
+        )
     return "\n".join(rows)
 
 
@@ -296,8 +302,10 @@ def configuration_reference() -> str:
             out += [*heading, "", "| Key | Type | Default | Allowed | Description |", "|---|---|---|---|---|"]
             for name, field in m.model_fields.items():
                 alias = field.alias or name
-                out.append(f"| `{alias}` | {type_text(field.annotation)} | {default_text(field)} | "
-                           f"{_cell(allowed_text(field))} | {_cell(field.description or '')} |")
+                out.append(
+                    f"| `{alias}` | {type_text(field.annotation)} | {default_text(field)} | "
+                    f"{_cell(allowed_text(field))} | {_cell(field.description or '')} |"
+                )
     return "\n".join(out) + "\n"
 
 
@@ -333,8 +341,14 @@ def project_config() -> str:
         if type_ == "string":
             out.append("    type: string")
         out.append("    description: >-")
-        out += textwrap.wrap(text, width=120, initial_indent="      ", subsequent_indent="      ",
-                             break_long_words=False, break_on_hyphens=False)
+        out += textwrap.wrap(
+            text,
+            width=120,
+            initial_indent="      ",
+            subsequent_indent="      ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
     return "\n".join(out) + "\n"
 
 
@@ -367,19 +381,29 @@ def stale_files() -> list[str]:
 @command
 def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
     """Rewrite the generated files (exit 0), or with ``--check`` report whether they are current (exit 1 if not)."""
-    parser = parser_for("docs", prog, "Rewrite the documentation generated from the code: " + ", ".join(FILES)
-                        + ". Exit 0; with --check, 1 when a file is stale.")
+    parser = parser_for(
+        "docs",
+        prog,
+        "Rewrite the documentation generated from the code: "
+        + ", ".join(FILES)
+        + ". Exit 0; with --check, 1 when a file is stale.",
+    )
     parser.add_argument("--check", action="store_true", help="only report whether the files are current")
-    parser.add_argument("--reference", action="store_true",
-                        help=f"print the configuration reference (every key; the file {REFERENCE}) and change nothing")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help=f"print the configuration reference (every key; the file {REFERENCE}) and change nothing",
+    )
     args = parser.parse_args(argv)
     if args.reference:
         print(configuration_reference(), end="")
         return EXIT_OK
     if PREFIX:
-        raise CommandError(f"{parser.prog} rewrites the generated files of a checkout of the repository; this is an "
-                           f"installed package, whose configuration reference is {REFERENCE} (print it with "
-                           f"{parser.prog} --reference)")
+        raise CommandError(
+            f"{parser.prog} rewrites the generated files of a checkout of the repository; this is an "
+            f"installed package, whose configuration reference is {REFERENCE} (print it with "
+            f"{parser.prog} --reference)"
+        )
     if args.check:
         stale = stale_files()
         print(f"stale: {', '.join(stale)}; run {REGENERATE}" if stale else "the generated documentation is current")

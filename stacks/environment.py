@@ -186,12 +186,16 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         "endpoint_public_access": c.endpoint_public_access,
         "log_retention_days": c.log_retention_days,
         "admin_role_arns": c.admin_role_arns,
-        "namespace_members": [{"principal_arn": arn, "namespace": t.namespace, "kubernetes_group": t.kubernetes_group}
-                              for t in (plan.admission.teams if plan.admission is not None else ())
-                              for arn in t.member_role_arns],
+        "namespace_members": [
+            {"principal_arn": arn, "namespace": t.namespace, "kubernetes_group": t.kubernetes_group}
+            for t in (plan.admission.teams if plan.admission is not None else ())
+            for arn in t.member_role_arns
+        ],
         "log_types": list(c.log_types),
         "create_oidc_provider": c.create_oidc_provider,
-        "addon_versions": {k: v for k, v in c.addon_versions.items() if k not in (*STORAGE_ADDONS, OBSERVABILITY_ADDON)},
+        "addon_versions": {
+            k: v for k, v in c.addon_versions.items() if k not in (*STORAGE_ADDONS, OBSERVABILITY_ADDON)
+        },
         # a kept FSx file system is encrypted with the secrets key (stacks/storage.py): keep the key with it
         "keep_secrets_key": plan.storage.is_fsx and cfg.storage.retain_on_delete,
         "tags": tags,
@@ -222,13 +226,13 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
             zone = find_zone(g.zone, zones)
             assert zone is not None, f"{g.path}: zone {g.zone} was checked by choose_zones"
             subnets = [private_id_list[zones.index(zone)]]
-        groups[gname] = TrainingNodeGroup(
-            f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, vpc_id, tags)
-        )
+        groups[gname] = TrainingNodeGroup(f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, vpc_id, tags))
 
     plugins: dict[str, DevicePlugin] = {}
     if plan.gpu:
-        plugins["nvidia"] = DevicePlugin(f"{name}-nvidia", {"kind": "nvidia", "namespace": "kube-system"}, opts=k8s_opts)
+        plugins["nvidia"] = DevicePlugin(
+            f"{name}-nvidia", {"kind": "nvidia", "namespace": "kube-system"}, opts=k8s_opts
+        )
     if plan.efa:
         plugins["efa"] = DevicePlugin(f"{name}-efa", {"kind": "efa", "namespace": "kube-system"}, opts=k8s_opts)
     autoscaler: Optional[ClusterAutoscaler] = None
@@ -277,7 +281,8 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
     cfg = plan.config
     gpu_groups: dict[str, GpuGroupSpec] = {
         g.name: {"name": g.name, "instance_types": g.instance_types, "gpus_per_node": g.profile.gpus}
-        for g in plan.groups.values() if g.profile.gpus
+        for g in plan.groups.values()
+        if g.profile.gpus
     }
     args: FleetObservabilityArgs = {
         "cluster_name": cfg.cluster_name,
@@ -292,8 +297,10 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
         "gpu_groups": list(gpu_groups.values()),
         "efa": plan.efa,
         "job_namespace": cfg.storage.namespace,
-        "idle_alarms": [{"group": gpu_groups[a.group], "minutes": a.minutes, "utilization_percent": a.utilization_percent}
-                        for a in ops.idle_alarms],
+        "idle_alarms": [
+            {"group": gpu_groups[a.group], "minutes": a.minutes, "utilization_percent": a.utilization_percent}
+            for a in ops.idle_alarms
+        ],
         "log_retention_days": cfg.cluster.log_retention_days,
         "tags": tags,
     }

@@ -31,31 +31,44 @@ class JobsOnlyError(Exception):
     """The referenced stack does not have what this stack's config says (raised at deploy)."""
 
 
-def team_of(plan: Plan, reference: str, team: str, teams: Mapping[str, Any], groups: Mapping[str, Any],
-            region: Any = None, own_region: Any = None) -> dict[str, Any]:
+def team_of(
+    plan: Plan,
+    reference: str,
+    team: str,
+    teams: Mapping[str, Any],
+    groups: Mapping[str, Any],
+    region: Any = None,
+    own_region: Any = None,
+) -> dict[str, Any]:
     """``team``'s entry of the referenced stack's ``teams`` output, after checking the node groups of the jobs and
     that this stack deploys in the cluster's region (its jobs' roles and Pod Identity associations name the cluster
     there; the kubeconfig alone would reach it from anywhere)."""
     if region is not None and own_region is not None and region != own_region:
         raise JobsOnlyError(
             f"aws:region: {own_region!r} is not the region of the referenced stack {reference}'s cluster ({region!r}): "
-            f"the jobs' Pod Identity associations are made in the cluster's region; set aws:region to {region}")
+            f"the jobs' Pod Identity associations are made in the cluster's region; set aws:region to {region}"
+        )
     if not teams or team not in teams:
         known = ", ".join(sorted(teams or {})) or "none: it has no teams"
         raise JobsOnlyError(
             f"{key('cluster.team')}: {team!r} is not a team of the referenced stack {reference} (its teams: {known}); "
-            f"set one of them, or add it to that stack's eks-training:teams and update it first")
+            f"set one of them, or add it to that stack's eks-training:teams and update it first"
+        )
     mine = placement_of(plan)
     problems = []
     for name in sorted({j.group.name for j in plan.jobs.values()}):
         theirs = (groups or {}).get(name)
         path = plan.group(name).path
         if theirs is None:
-            problems.append(f"{key(path)}: the referenced stack {reference} has no node group {name!r} (its groups: "
-                            f"{', '.join(sorted(groups or {}))}); copy its nodeGroups")
+            problems.append(
+                f"{key(path)}: the referenced stack {reference} has no node group {name!r} (its groups: "
+                f"{', '.join(sorted(groups or {}))}); copy its nodeGroups"
+            )
         elif dict(theirs) != mine[name]:
-            problems.append(f"{key(path)}: differs from the referenced stack {reference}'s group ({dict(theirs)} there, "
-                            f"{mine[name]} here): the jobs would be placed for another fleet; copy its nodeGroups")
+            problems.append(
+                f"{key(path)}: differs from the referenced stack {reference}'s group ({dict(theirs)} there, "
+                f"{mine[name]} here): the jobs would be placed for another fleet; copy its nodeGroups"
+            )
     entry = dict(teams[team])
     if entry.get("mayBorrow") is False:
         # Kueue admits a team that may not borrow only within its own quota: a job larger waits for ever
@@ -67,14 +80,18 @@ def team_of(plan: Plan, reference: str, team: str, teams: Mapping[str, Any], gro
                     f"{key(f'jobs.{name}.nodes')}: the job needs up to {job.max_nodes} node(s) of "
                     f"{job.group.name}; team {team} may not borrow and its quota there is {have} node(s) (the "
                     f"referenced stack {reference}'s teams.{team}): Kueue would never admit it; lower nodes/maxNodes, "
-                    f"or raise the team's quotaPercent or set mayBorrow there")
+                    f"or raise the team's quotaPercent or set mayBorrow there"
+                )
         # an MPI job's launcher is admitted against the team's quota on the system group
         if "quota" not in entry:
-            problems.append(f"{key('cluster.stackReference')}: the referenced stack {reference}'s teams output has no "
-                            f"quota (an older version of this program made it): update that stack first")
+            problems.append(
+                f"{key('cluster.stackReference')}: the referenced stack {reference}'s teams output has no "
+                f"quota (an older version of this program made it): update that stack first"
+            )
         else:
-            problems += launcher_beyond_team(plan, team, entry["quota"],
-                                             f"the referenced stack {reference}'s teams.{team}")
+            problems += launcher_beyond_team(
+                plan, team, entry["quota"], f"the referenced stack {reference}'s teams.{team}"
+            )
     if problems:
         raise JobsOnlyError("\n".join(problems))
     return entry
@@ -92,10 +109,15 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
     def check(values: list[Any]) -> dict[str, Any]:
         return team_of(plan, reference, team, values[0], values[1], values[2], own_region)
 
-    mine = pulumi.Output.all(ref.get_output("teams"), ref.get_output("nodeGroupPlacement"),
-                             ref.get_output("region")).apply(check)
-    provider = k8s.Provider(f"{cfg.cluster_name}-k8s", kubeconfig=ref.require_output("kubeconfig"),
-                            enable_server_side_apply=True, delete_unreachable=True)
+    mine = pulumi.Output.all(
+        ref.get_output("teams"), ref.get_output("nodeGroupPlacement"), ref.get_output("region")
+    ).apply(check)
+    provider = k8s.Provider(
+        f"{cfg.cluster_name}-k8s",
+        kubeconfig=ref.require_output("kubeconfig"),
+        enable_server_side_apply=True,
+        delete_unreachable=True,
+    )
     namespace = mine.apply(lambda t: str(t["namespace"]))
     target = JobTarget(
         plan=plan,

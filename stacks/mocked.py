@@ -186,7 +186,12 @@ class TrainingMocks(pmocks.Mocks):
             return {"id": sid, "availabilityZone": name, "availabilityZoneId": zone_id}, []
         if tok == "aws:index/getPartition:getPartition":
             suffix = "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com"
-            return {"partition": self.partition, "dnsSuffix": suffix, "reverseDnsPrefix": ".".join(reversed(suffix.split("."))), "id": self.partition}, []
+            return {
+                "partition": self.partition,
+                "dnsSuffix": suffix,
+                "reverseDnsPrefix": ".".join(reversed(suffix.split("."))),
+                "id": self.partition,
+            }, []
         if tok == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
                 "accountId": ACCOUNT,
@@ -195,7 +200,12 @@ class TrainingMocks(pmocks.Mocks):
                 "id": ACCOUNT,
             }, []
         if tok == "aws:index/getRegion:getRegion":
-            return {"name": self.region, "region": self.region, "id": self.region, "endpoint": f"ec2.{self.region}.amazonaws.com"}, []
+            return {
+                "name": self.region,
+                "region": self.region,
+                "id": self.region,
+                "endpoint": f"ec2.{self.region}.amazonaws.com",
+            }, []
         if tok == "aws:eks/getAddonVersion:getAddonVersion":
             return {
                 "addonName": args.args["addonName"],
@@ -245,14 +255,20 @@ class TrainingMocks(pmocks.Mocks):
             rid = f"{_hex(name, 8)}-{_hex(name + '1', 4)}-{_hex(name + '2', 4)}"
             out.update(keyId=rid, arn=f"arn:{self.partition}:kms:{self.region}:{ACCOUNT}:key/{rid}")
         elif t == "aws:ec2/launchTemplate:LaunchTemplate":
-            out.update(latestVersion=1, defaultVersion=1, arn=f"arn:{self.partition}:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}")
+            out.update(
+                latestVersion=1,
+                defaultVersion=1,
+                arn=f"arn:{self.partition}:ec2:{self.region}:{ACCOUNT}:launch-template/{rid}",
+            )
         elif t == "aws:eks/nodeGroup:NodeGroup":
             ng = (inputs.get("nodeGroupNamePrefix") or name) + "20261121000000000000000001"
             out.update(
                 nodeGroupName=ng,
                 arn=f"arn:{self.partition}:eks:{self.region}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x",
                 status="ACTIVE",
-                resources=[{"autoscalingGroups": [{"name": f"eks-{ng}-{_hex(ng, 8)}"}], "remoteAccessSecurityGroupId": ""}],
+                resources=[
+                    {"autoscalingGroups": [{"name": f"eks-{ng}-{_hex(ng, 8)}"}], "remoteAccessSecurityGroupId": ""}
+                ],
             )
             rid = f"{inputs.get('clusterName')}:{ng}"
         elif t == "aws:fsx/lustreFileSystem:LustreFileSystem":
@@ -278,8 +294,18 @@ class TrainingMocks(pmocks.Mocks):
             kubeconfig = {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": cname, "cluster": {"server": f"https://{_hex(cname, 32).upper()}.gr7.{self.region}.eks.amazonaws.com"}}],
-                "users": [{"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token", "--cluster-name", cname]}}}],
+                "clusters": [
+                    {
+                        "name": cname,
+                        "cluster": {"server": f"https://{_hex(cname, 32).upper()}.gr7.{self.region}.eks.amazonaws.com"},
+                    }
+                ],
+                "users": [
+                    {
+                        "name": "aws",
+                        "user": {"exec": {"command": "aws", "args": ["eks", "get-token", "--cluster-name", cname]}},
+                    }
+                ],
             }
             out.update(
                 kubeconfig=kubeconfig,
@@ -296,7 +322,12 @@ class TrainingMocks(pmocks.Mocks):
             out["metadata"] = md
             rid = f"{md.get('namespace', '')}/{md.get('name', name)}".lstrip("/")
         elif t == "kubernetes:helm.sh/v3:Release":
-            out["status"] = {"status": "deployed", "version": 1, "namespace": inputs.get("namespace"), "name": inputs.get("name")}
+            out["status"] = {
+                "status": "deployed",
+                "version": 1,
+                "namespace": inputs.get("namespace"),
+                "name": inputs.get("name"),
+            }
             rid = f"{inputs.get('namespace')}/{inputs.get('name')}"
         elif t == "aws:ec2/placementGroup:PlacementGroup":
             rid = f"{name}-{_hex(name, 7)}"

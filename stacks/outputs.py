@@ -17,8 +17,10 @@ def workload_conditions_command(namespace: str, job: str) -> str:
     """``kubectl get`` of the Kueue Workload of ``job`` (the one it owns), one line per condition: whether it is
     admitted, and when it waits, Kueue's reason (e.g. ``QuotaReserved=False (Pending: couldn't assign flavors to pod
     set worker: insufficient unused quota for nvidia.com/gpu ...)``)."""
-    path = (f"{{range .items[?(@.metadata.ownerReferences[0].name==\"{job}\")]}}{{range .status.conditions[*]}}"
-            f"{job}: {{.type}}={{.status}} ({{.reason}}: {{.message}}){{\"\\n\"}}{{end}}{{end}}")
+    path = (
+        f"{{range .items[?(@.metadata.ownerReferences[0].name==\"{job}\")]}}{{range .status.conditions[*]}}"
+        f"{job}: {{.type}}={{.status}} ({{.reason}}: {{.message}}){{\"\\n\"}}{{end}}{{end}}"
+    )
     return f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o jsonpath='{path}'"
 
 
@@ -41,9 +43,12 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, A
             # first the job's Kueue Workload and its conditions (queued: QuotaReserved False and Kueue's reason),
             # then the wait for the job itself
             "waitCommand": pulumi.Output.concat(
-                pulumi.Output.from_input(ns).apply(functools.partial(_conditions_of, job_name)), "; ",
-                "kubectl wait -n ", ns, f" --for=condition={kind.complete_condition} "
-                f"--timeout=24h {kind.kubectl_name}/", job.job_name,
+                pulumi.Output.from_input(ns).apply(functools.partial(_conditions_of, job_name)),
+                "; ",
+                "kubectl wait -n ",
+                ns,
+                f" --for=condition={kind.complete_condition} --timeout=24h {kind.kubectl_name}/",
+                job.job_name,
             ),
         }
     return jobs
@@ -60,11 +65,19 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
         return {}
     queues = w.admission.team_queue_names
     return {
-        "teams": {t.name: {"namespace": w.teams[t.name].namespace, "localQueue": queues[t.cluster_queue],
-                           "clusterQueue": t.cluster_queue, "pvcName": w.teams[t.name].pvc_name,
-                           "nodes": dict(t.nodes), "quota": {f: dict(q) for f, q in t.quota.items()},
-                           "mayBorrow": t.may_borrow, "mayLend": t.may_lend}
-                  for t in a.teams},
+        "teams": {
+            t.name: {
+                "namespace": w.teams[t.name].namespace,
+                "localQueue": queues[t.cluster_queue],
+                "clusterQueue": t.cluster_queue,
+                "pvcName": w.teams[t.name].pvc_name,
+                "nodes": dict(t.nodes),
+                "quota": {f: dict(q) for f, q in t.quota.items()},
+                "mayBorrow": t.may_borrow,
+                "mayLend": t.may_lend,
+            }
+            for t in a.teams
+        },
         "nodeGroupPlacement": placement_of(env.plan),
         "region": region_name(),
     }
@@ -73,9 +86,16 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
 def placement_of(plan: Plan) -> dict[str, Any]:
     """Group -> the facts a job's placement is derived from (its instance types, maxSize, labels and taints, and the
     Topology of a topology-aware group: a job's pods must ask for a level exactly when its flavor has one)."""
-    return {g.name: {"instanceTypes": list(g.instance_types), "maxSize": g.max_size, "labels": dict(g.profile.labels),
-                     "taints": [dict(t) for t in g.profile.taints], **_topology_of(plan, g.name)}
-            for g in plan.all_groups}
+    return {
+        g.name: {
+            "instanceTypes": list(g.instance_types),
+            "maxSize": g.max_size,
+            "labels": dict(g.profile.labels),
+            "taints": [dict(t) for t in g.profile.taints],
+            **_topology_of(plan, g.name),
+        }
+        for g in plan.all_groups
+    }
 
 
 def _topology_of(plan: Plan, group: str) -> dict[str, Any]:
@@ -149,8 +169,13 @@ def export_outputs(env: Environment) -> dict[str, Any]:
                 "namespace": ns,
                 "collectorJob": w.collector.job_name,
                 "experiments": {
-                    j.name: {"kind": j.kind, "job": jobs[j.name]["name"], "nodes": j.nodes,
-                             "instanceType": j.group.profile.instance.name, "outputDir": j.output_dir}
+                    j.name: {
+                        "kind": j.kind,
+                        "job": jobs[j.name]["name"],
+                        "nodes": j.nodes,
+                        "instanceType": j.group.profile.instance.name,
+                        "outputDir": j.output_dir,
+                    }
                     for j in env.plan.experiments
                 },
             }

@@ -61,8 +61,9 @@ def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) ->
     return out
 
 
-def evaluate_stack(stack: str, stack_file: Optional[Path],
-                   edit: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
+def evaluate_stack(
+    stack: str, stack_file: Optional[Path], edit: Optional[Callable[[dict[str, Any]], None]] = None
+) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
     """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); ``edit`` changes
     the configuration first, as an edit of the stack file would (:func:`stacks.stackfile.plan_stack`); raises
     :class:`StackLoadError` for a bad stack file."""
@@ -88,24 +89,40 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     from stacks.box.cluster import default_workdir
 
     parser = parser_for(
-        "rehearse", prog,
+        "rehearse",
+        prog,
         "Run a stack's Kubernetes objects and jobs on a real control plane with simulated nodes "
-        "(the cluster in a box), and print what ran where, what waited and why, and each job's outcome.")
+        "(the cluster in a box), and print what ran where, what waited and why, and each job's outcome.",
+    )
     add_stack_options(parser, stack_help="the stack to rehearse")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds the jobs have to complete (default 300)")
-    parser.add_argument("--run-ms", type=int, default=1000,
-                        help="how long each job's pods run before they exit 0, in milliseconds (default 1000)")
-    parser.add_argument("--exit-code", action="append", default=[], metavar="JOB=CODE[:CONTAINER]",
-                        help="make the pods of the job named JOB (its Kubernetes name) exit with CODE, in CONTAINER "
-                             "only (default: every container), to rehearse a failure and the pod failure policy's "
-                             "answer to it; repeatable")
-    parser.add_argument("--keep", action="store_true",
-                        help="leave the box and its operators up (bring it down with python -m stacks.box down "
-                             "--name NAME)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds the jobs have to complete (default 300)")
+    parser.add_argument(
+        "--run-ms",
+        type=int,
+        default=1000,
+        help="how long each job's pods run before they exit 0, in milliseconds (default 1000)",
+    )
+    parser.add_argument(
+        "--exit-code",
+        action="append",
+        default=[],
+        metavar="JOB=CODE[:CONTAINER]",
+        help="make the pods of the job named JOB (its Kubernetes name) exit with CODE, in CONTAINER "
+        "only (default: every container), to rehearse a failure and the pod failure policy's "
+        "answer to it; repeatable",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the box and its operators up (bring it down with python -m stacks.box down --name NAME)",
+    )
     parser.add_argument("--name", help="the box's name (default rehearse-<stack>)")
-    parser.add_argument("--workdir", type=Path, default=default_workdir(),
-                        help=f"folder of the boxes' state (default {default_workdir()})")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=default_workdir(),
+        help=f"folder of the boxes' state (default {default_workdir()})",
+    )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -125,17 +142,40 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         print(str(exc), file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - the program itself failed: say so in one line, as pulumi up would
-        print(f"error: the program failed for stack {args.stack} under the offline mocks: "
-              f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            f"error: the program failed for stack {args.stack} under the offline mocks: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
         return 1
-    return rehearse(args.stack, config, plan, evaluation, name=args.name or f"rehearse-{args.stack}",
-                    workdir=args.workdir, timeout_s=args.timeout, run_ms=args.run_ms, keep=args.keep, log=log,
-                    exit_codes=exit_codes)
+    return rehearse(
+        args.stack,
+        config,
+        plan,
+        evaluation,
+        name=args.name or f"rehearse-{args.stack}",
+        workdir=args.workdir,
+        timeout_s=args.timeout,
+        run_ms=args.run_ms,
+        keep=args.keep,
+        log=log,
+        exit_codes=exit_codes,
+    )
 
 
-def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "Evaluation", *, name: str,
-             workdir: Path, timeout_s: float, run_ms: int, keep: bool, log: Callable[[str], None],
-             exit_codes: Optional[Mapping[str, tuple[int, str]]] = None) -> int:
+def rehearse(
+    stack: str,
+    config: Mapping[str, Any],
+    plan: "Plan",
+    evaluation: "Evaluation",
+    *,
+    name: str,
+    workdir: Path,
+    timeout_s: float,
+    run_ms: int,
+    keep: bool,
+    log: Callable[[str], None],
+    exit_codes: Optional[Mapping[str, tuple[int, str]]] = None,
+) -> int:
     """Steps 3-5 of the module docstring; returns the exit status."""
     from stacks.box import build as box_build
     from stacks.box import operators
@@ -154,8 +194,11 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
     jobs = {d["metadata"]["name"] for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
     unknown = sorted(set(exit_codes or {}) - jobs)
     if unknown:
-        print(f"error: --exit-code names no job of stack {stack}: {', '.join(unknown)} (its jobs: "
-              f"{', '.join(sorted(jobs))})", file=sys.stderr)
+        print(
+            f"error: --exit-code names no job of stack {stack}: {', '.join(unknown)} (its jobs: "
+            f"{', '.join(sorted(jobs))})",
+            file=sys.stderr,
+        )
         return 2
     try:
         binaries = box_build.build(log=log)
@@ -182,8 +225,10 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
                 raise BoxError(f"registering the device plugins' devices failed: {registrar.error}")
         except RehearsalError as exc:
             status, failure = 1, str(exc)
-        print(f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
-              f"({', '.join(f'{g.name}: {g.desired_size}' for g in plan.all_groups)})\n")
+        print(
+            f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
+            f"({', '.join(f'{g.name}: {g.desired_size}' for g in plan.all_groups)})\n"
+        )
         print(report(rehearsal, recorder))
         print()
         if recorder.error is not None:
@@ -198,15 +243,19 @@ def rehearse(stack: str, config: Mapping[str, Any], plan: "Plan", evaluation: "E
             print(f"Every job completed ({len(rehearsal.jobs)}).")
         kubectl, kubeconfig = binaries["kubectl"], box.kubeconfig
         if keep:
-            print(f"\nThe box is up: {shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))} "
-                  f"get pods -A\nBring it down: python -m stacks.box down --name {name} --workdir "
-                  f"{shlex.quote(str(workdir))}")
+            print(
+                f"\nThe box is up: {shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))} "
+                f"get pods -A\nBring it down: python -m stacks.box down --name {name} --workdir "
+                f"{shlex.quote(str(workdir))}"
+            )
             for job, commands in job_commands(evaluation.outputs, kubectl, kubeconfig).items():
                 for key, command in commands.items():
                     print(f"  {job} {key}: {command}")
         else:
-            print("\nThe box is brought down (--keep leaves it up, with each job's waitCommand and logsCommand "
-                  "pointed at it).")
+            print(
+                "\nThe box is brought down (--keep leaves it up, with each job's waitCommand and logsCommand "
+                "pointed at it)."
+            )
     except BoxError as exc:
         print(f"error: {exc}", file=sys.stderr)
         status = 1
@@ -237,8 +286,10 @@ def failed_pod_logs(box: Any, rehearsal: Any, recorder: Any, lines: int = 10) ->
         match = re.search(r"exit \d+ in ([^)\s]+)", pod.outcome)
         container = match.group(1) if match else None
         text = last_lines(box, pod.namespace, pod.name, container, lines)
-        out.append(f"Last lines of the log of pod {pod.ref} ({pod.owner}{', container ' + container if container else ''}"
-                   f", kubectl logs --tail={lines}):\n" + "\n".join(f"  {line}" for line in text.splitlines()))
+        out.append(
+            f"Last lines of the log of pod {pod.ref} ({pod.owner}{', container ' + container if container else ''}"
+            f", kubectl logs --tail={lines}):\n" + "\n".join(f"  {line}" for line in text.splitlines())
+        )
     return out
 
 

@@ -31,7 +31,7 @@ def project_name(stack_file: Path) -> str:
 
 def stacks_in(folder: Path) -> list[str]:
     """The stacks whose ``Pulumi.<stack>.yaml`` is in ``folder``."""
-    return sorted(f.name[len("Pulumi."):-len(".yaml")] for f in folder.glob("Pulumi.*.yaml"))
+    return sorted(f.name[len("Pulumi.") : -len(".yaml")] for f in folder.glob("Pulumi.*.yaml"))
 
 
 def stack_file_for(stack: str) -> Path:
@@ -41,10 +41,11 @@ def stack_file_for(stack: str) -> Path:
     for folder in folders:
         if (folder / f"Pulumi.{stack}.yaml").is_file():
             return folder / f"Pulumi.{stack}.yaml"
-    where = "; ".join(f"{folder}: {', '.join(stacks_in(folder)) or 'none'}" for folder in folders
-                      if folder.is_dir())
-    raise StackFileError(f"no stack {stack!r}: Pulumi.{stack}.yaml is not in {' or '.join(map(str, folders))}; the "
-                         f"stacks there ({where}); name one of them, or give the file with --stack-file PATH")
+    where = "; ".join(f"{folder}: {', '.join(stacks_in(folder)) or 'none'}" for folder in folders if folder.is_dir())
+    raise StackFileError(
+        f"no stack {stack!r}: Pulumi.{stack}.yaml is not in {' or '.join(map(str, folders))}; the "
+        f"stacks there ({where}); name one of them, or give the file with --stack-file PATH"
+    )
 
 
 def project_config(project_file: Path) -> dict[str, Any]:
@@ -96,8 +97,13 @@ class StackLoadError(Exception):
     """A stack that cannot be planned: its text is what the command-line tools print (then exit 2)."""
 
 
-def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optional[str] = None,
-               edit: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[dict[str, Any], "Plan"]:
+def plan_stack(
+    stack: str,
+    stack_file: Optional[Path] = None,
+    *,
+    region: Optional[str] = None,
+    edit: Optional[Callable[[dict[str, Any]], None]] = None,
+) -> tuple[dict[str, Any], "Plan"]:
     """The stack's configuration and plan, offline, as ``pulumi up`` validates it: the stack file read (``region``
     replaces its ``aws:region``; ``edit`` changes the configuration as an edit of the stack file would), made this
     process's Pulumi configuration, loaded and planned. Raises :class:`StackLoadError` with the message to print
@@ -123,4 +129,3 @@ def plan_stack(stack: str, stack_file: Optional[Path] = None, *, region: Optiona
         return config, plan
     except ConfigError as exc:
         raise StackLoadError(str(exc)) from exc
-

@@ -121,7 +121,9 @@ def build_storage(
         subnet: pulumi.Input[str] = st.subnet_id
     else:
         zone = find_zone(st.zone, zones) if st.zone is not None and zones is not None else None
-        assert zone is not None and zones is not None, "a new VPC's FSx file system has a zone (checked by choose_zones)"
+        assert zone is not None and zones is not None, (
+            "a new VPC's FSx file system has a zone (checked by choose_zones)"
+        )
         subnet = private_subnet_ids[list(zones).index(zone)]
     repo = fsx.data_repository
     fsx_args: FsxLustreStorageArgs = {

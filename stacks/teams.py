@@ -42,10 +42,15 @@ BUILT_IN_GROUPS = ("batch",)
 #: kinds' objects outside :data:`BUILT_IN_GROUPS`, :mod:`stacks.kinds`) or reads (Kubernetes' admin role covers the
 #: built-in kinds; these CRDs' own roles are not aggregated into it).
 MEMBER_ROLE_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
-    *[k8s.rbac.v1.PolicyRuleArgsDict(api_groups=[group], resources=[resource, f"{resource}/status"],
-                                     verbs=["get", "list", "watch", "create", "update", "patch", "delete"])
-      for group, resource in dict.fromkeys((k.api_group, k.resource) for k in KINDS.values())
-      if group not in BUILT_IN_GROUPS],
+    *[
+        k8s.rbac.v1.PolicyRuleArgsDict(
+            api_groups=[group],
+            resources=[resource, f"{resource}/status"],
+            verbs=["get", "list", "watch", "create", "update", "patch", "delete"],
+        )
+        for group, resource in dict.fromkeys((k.api_group, k.resource) for k in KINDS.values())
+        if group not in BUILT_IN_GROUPS
+    ],
     {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": ["get", "list", "watch"]},
 ]
 
@@ -80,12 +85,15 @@ def build_team_namespaces(env: Environment) -> dict[str, TeamNamespace]:
         base = f"{cfg.cluster_name}-team-{team.name}"
         ns = k8s.core.v1.Namespace(
             f"{base}-namespace",
-            metadata={"name": team.namespace,
-                      "labels": {"app.kubernetes.io/managed-by": "pulumi", TEAM_LABEL: team.name, **POD_SECURITY}},
+            metadata={
+                "name": team.namespace,
+                "labels": {"app.kubernetes.io/managed-by": "pulumi", TEAM_LABEL: team.name, **POD_SECURITY},
+            },
             opts=env.k8s_opts,
         )
-        policies = TrainingNetworkPolicies(f"{base}-network-policies", {"namespace": ns.metadata.name, "jobs": []},
-                                           opts=env.k8s_opts)
+        policies = TrainingNetworkPolicies(
+            f"{base}-network-policies", {"namespace": ns.metadata.name, "jobs": []}, opts=env.k8s_opts
+        )
         pvc = k8s.core.v1.PersistentVolumeClaim(
             f"{base}-pvc",
             metadata={"name": cfg.storage.pvc_name, "namespace": policies.namespace},
@@ -100,8 +108,11 @@ def build_team_namespaces(env: Environment) -> dict[str, TeamNamespace]:
             k8s.rbac.v1.RoleBinding(
                 f"{base}-members",
                 metadata={"name": "eks-training-team-members", "namespace": policies.namespace},
-                role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                          "name": member_role.metadata.name},
+                role_ref={
+                    "api_group": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": member_role.metadata.name,
+                },
                 subjects=[{"kind": "Group", "name": team.kubernetes_group, "api_group": "rbac.authorization.k8s.io"}],
                 opts=env.k8s_opts,
             )

@@ -108,10 +108,16 @@ class JobTarget:
 
 def target_of(env: Environment) -> JobTarget:
     """The cluster stack's own jobs: its training namespace and claim."""
-    return JobTarget(plan=env.plan, k8s_opts=env.k8s_opts, namespace=env.storage.namespace,
-                     pvc_name=env.storage.pvc_name, data_ready=env.storage.data_ready,
-                     cluster_name=env.cluster.cluster_name,
-                     waiting_groups={n for n, g in env.node_groups.items() if g.waits_for_capacity}, env=env)
+    return JobTarget(
+        plan=env.plan,
+        k8s_opts=env.k8s_opts,
+        namespace=env.storage.namespace,
+        pvc_name=env.storage.pvc_name,
+        data_ready=env.storage.data_ready,
+        cluster_name=env.cluster.cluster_name,
+        waiting_groups={n for n, g in env.node_groups.items() if g.waits_for_capacity},
+        env=env,
+    )
 
 
 def _ready(env: JobTarget, data_dir: str) -> pulumi.Output[str]:
@@ -181,7 +187,9 @@ def build_jobs(env: JobTarget) -> Workloads:
     toolbox = out.image_uris[TOOLBOX_IMAGE]
     code_folders = {j.name: str(j.code_folder) for j in plan.jobs.values() if j.code_folder is not None}
     if code_folders:
-        out.code = JobCode(fit_name(f"{name}-job-code", JOB_CODE_COMPONENT_NAME_MAX), {"folders": code_folders, "tags": tags})
+        out.code = JobCode(
+            fit_name(f"{name}-job-code", JOB_CODE_COMPONENT_NAME_MAX), {"folders": code_folders, "tags": tags}
+        )
 
     if uses_etcd:
         # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
@@ -277,9 +285,18 @@ def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: 
         args["cohort"] = a.cohort
         args["own_quota"] = a.own_quota
         args["namespace_name"] = a.namespace
-        args["teams"] = [{"namespace": out.teams[t.name].namespace, "namespace_name": t.namespace,
-                          "local_queue": t.local_queue, "cluster_queue": t.cluster_queue, "quota": t.quota,
-                          "may_borrow": t.may_borrow, "may_lend": t.may_lend} for t in a.teams]
+        args["teams"] = [
+            {
+                "namespace": out.teams[t.name].namespace,
+                "namespace_name": t.namespace,
+                "local_queue": t.local_queue,
+                "cluster_queue": t.cluster_queue,
+                "quota": t.quota,
+                "may_borrow": t.may_borrow,
+                "may_lend": t.may_lend,
+            }
+            for t in a.teams
+        ]
     if a.topologies:
         args["topologies"] = [{"name": t.name, "levels": list(t.levels)} for t in a.topologies]
     if out.mpi_operator is not None:
@@ -306,7 +323,9 @@ def _job(
     queue = plan.admission.labels(job.name, env.local_queue is not None and plan.config.cluster.team or None)
     spec["queue_labels"] = queue
     spec["queue_annotations"] = plan.admission.pod_annotations(job.group.name)
-    after: list[pulumi.Input[str]] = [out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion]
+    after: list[pulumi.Input[str]] = [
+        out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion
+    ]
     after.append(queue_name)
     if job.dataset:
         ds = plan.datasets[job.dataset]
@@ -329,7 +348,8 @@ def _job(
                 "image": toolbox,
                 "output_dir": job.output_dir,
                 "queue_labels": plan.admission.check_labels(
-                    job.name, env.local_queue is not None and plan.config.cluster.team or None),
+                    job.name, env.local_queue is not None and plan.config.cluster.team or None
+                ),
                 "queue_annotations": plan.admission.pod_annotations(job.group.name),
                 "after": [queue_name],
             },
@@ -346,6 +366,13 @@ def _job(
         after.append(check.report_path)
     spec["after"] = after
 
-    return KINDS[job.kind].build(BuildContext(
-        name=name, job=job, spec=spec, opts=env.k8s_opts, etcd_endpoint=out.etcd.endpoint if out.etcd is not None else None,
-        mpi_operator_ready=out.mpi_operator.crd_name if out.mpi_operator is not None else None))
+    return KINDS[job.kind].build(
+        BuildContext(
+            name=name,
+            job=job,
+            spec=spec,
+            opts=env.k8s_opts,
+            etcd_endpoint=out.etcd.endpoint if out.etcd is not None else None,
+            mpi_operator_ready=out.mpi_operator.crd_name if out.mpi_operator is not None else None,
+        )
+    )

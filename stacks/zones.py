@@ -62,7 +62,11 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
     assert cfg.network is not None, "choose_zones is for a new VPC (network)"
     avail = sorted(available)
     problems = []
-    pins = {f"nodeGroups.{g}.availabilityZone": ng.availability_zone for g, ng in cfg.node_groups.items() if ng.availability_zone}
+    pins = {
+        f"nodeGroups.{g}.availabilityZone": ng.availability_zone
+        for g, ng in cfg.node_groups.items()
+        if ng.availability_zone
+    }
     if cfg.storage.backend == "fsx" and cfg.storage.fsx_settings.availability_zone:
         pins["storage.fsx.availabilityZone"] = cfg.storage.fsx_settings.availability_zone
     pinned: list[Zone] = []
@@ -82,7 +86,9 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
         missing = [ref for ref, z in listed if z is None]
         if missing:
             raise ConfigError(
-                [f"{key('network.availabilityZones')}: {', '.join(missing)} not available in this region; choose names or IDs from {_listing(avail)}"]
+                [
+                    f"{key('network.availabilityZones')}: {', '.join(missing)} not available in this region; choose names or IDs from {_listing(avail)}"
+                ]
             )
         chosen = [z for _ref, z in listed if z is not None]
         if len(control_plane_zones(chosen)) < MIN_CONTROL_PLANE_ZONES:

@@ -27,7 +27,6 @@ REGION = "us-east-1"
 MOTO_SERVER = Path(sys.executable).with_name("moto_server")
 
 
-
 def free_port() -> int:
     """A TCP port that was free on 127.0.0.1 a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -35,8 +34,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until_answers(endpoint: str, alive: Callable[[], bool], describe: Callable[[], str],
-                       timeout: float = 30.0) -> None:
+def wait_until_answers(
+    endpoint: str, alive: Callable[[], bool], describe: Callable[[], str], timeout: float = 30.0
+) -> None:
     """Wait until the moto server at ``endpoint`` answers ``/moto-api/``.
 
     Raise ``RuntimeError`` (with ``describe()``, e.g. the log tail) if ``alive()`` turns false or
@@ -148,8 +148,13 @@ def recorded_calls(server: "MotoProcess") -> list[RecordedCall]:
     return calls
 
 
-def start_moto_server(workdir: Path, *, record: bool = False, log_name: str = "moto-server.log",
-                      env_extra: Optional[dict[str, str]] = None) -> MotoProcess:
+def start_moto_server(
+    workdir: Path,
+    *,
+    record: bool = False,
+    log_name: str = "moto-server.log",
+    env_extra: Optional[dict[str, str]] = None,
+) -> MotoProcess:
     """Start ``moto_server -H 127.0.0.1 -p <free port>`` in ``workdir`` and wait until it answers.
 
     Its output goes to ``workdir / log_name``. With ``record=True`` moto records every request
@@ -179,16 +184,20 @@ def start_moto_server(workdir: Path, *, record: bool = False, log_name: str = "m
         )
     server = MotoProcess(proc, f"http://127.0.0.1:{port}", log, recording)
     try:
-        wait_until_answers(server.endpoint, lambda: proc.poll() is None,
-                           lambda: f"exit code {proc.poll()}; log tail:\n{log.read_text()[-2000:]}")
+        wait_until_answers(
+            server.endpoint,
+            lambda: proc.poll() is None,
+            lambda: f"exit code {proc.poll()}; log tail:\n{log.read_text()[-2000:]}",
+        )
     except RuntimeError:
         server.stop()
         raise
     return server
 
 
-def aws_test_environment(endpoint: str, workdir: Path, *,
-                         max_attempts: Optional[int] = None) -> dict[str, Optional[str]]:
+def aws_test_environment(
+    endpoint: str, workdir: Path, *, max_attempts: Optional[int] = None
+) -> dict[str, Optional[str]]:
     """Environment for boto3: the moto endpoint, dummy credentials, fixed region, no user AWS config
     (``None`` = unset the variable). ``max_attempts`` sets ``AWS_MAX_ATTEMPTS`` (e.g. 1: moto answers
     unimplemented operations with HTTP 500, which boto3 would otherwise retry with back-off)."""
@@ -229,8 +238,13 @@ def moto_s3(workdir: Path) -> Iterator[MotoS3]:
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         env.update({k: v for k, v in aws_test_environment(server.endpoint, workdir).items() if v is not None})
-        s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name=REGION,
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=server.endpoint,
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         yield MotoS3(server, s3, env)
     finally:
         server.stop()

@@ -158,12 +158,24 @@ def run_program(
     Pulumi project's name; ``project_dir`` the folder the program runs in (that of its Pulumi.yaml, where the
     folders a stack names are: image contexts, code). A stack's own config evaluated by the real program is
     evaluated once per test session (``fresh`` evaluates again)."""
-    cached = (config is None and main == REPO / "__main__.py" and not expect_error and project == PROJECT
-              and project_dir == REPO)
+    cached = (
+        config is None
+        and main == REPO / "__main__.py"
+        and not expect_error
+        and project == PROJECT
+        and project_dir == REPO
+    )
     if cached and not fresh and (stack, preview) in _RUNS:
         return _RUNS[(stack, preview)]
-    program = _run_program(stack, preview=preview, config=config, main=main, expect_error=expect_error, project=project,
-                           project_dir=project_dir)
+    program = _run_program(
+        stack,
+        preview=preview,
+        config=config,
+        main=main,
+        expect_error=expect_error,
+        project=project,
+        project_dir=project_dir,
+    )
     if cached and not fresh:
         _RUNS[(stack, preview)] = program
     return program
@@ -183,8 +195,9 @@ def _run_program(
     # Preflight talks to the AWS account; under mocks it is off unless a test turns it on (and
     # points boto3 at a moto server).
     cfg.setdefault(f"{PROJECT}:preflight", {"enabled": False})
-    ev = evaluate(stack, cfg, preview=preview, main=main, expect_error=expect_error, project=project,
-                  project_dir=project_dir)
+    ev = evaluate(
+        stack, cfg, preview=preview, main=main, expect_error=expect_error, project=project, project_dir=project_dir
+    )
     return Program(stack, preview, ev.registrations, ev.outputs, ev.invokes, ev.error, ev.reads)
 
 

@@ -90,9 +90,17 @@ def fake_manifest(seed: str) -> str:
         {
             "schemaVersion": 2,
             "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-            "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1234, "digest": dg(seed + "c")},
+            "config": {
+                "mediaType": "application/vnd.docker.container.image.v1+json",
+                "size": 1234,
+                "digest": dg(seed + "c"),
+            },
             "layers": [
-                {"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "size": 5678, "digest": dg(seed + "l")}
+                {
+                    "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                    "size": 5678,
+                    "digest": dg(seed + "l"),
+                }
             ],
         }
     )
@@ -175,7 +183,11 @@ class AwsAccount:
                 {
                     "Version": "2012-10-17",
                     "Statement": [
-                        {"Effect": "Allow", "Principal": {"Service": "codebuild.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "codebuild.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                        }
                     ],
                 }
             ),

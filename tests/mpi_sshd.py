@@ -91,9 +91,13 @@ def fresh_dir(path: Path, work: Path) -> None:
 
 def accounts(work: Path) -> None:
     """/etc/passwd and /etc/group with the image's mpiuser (UID/GID 1000) instead of this machine's UID 1000."""
-    for name, line in (("passwd", f"mpiuser:x:{MPI_USER_UID}:{MPI_USER_UID}::/home/mpiuser:/bin/bash"),
-                       ("group", f"mpiuser:x:{MPI_USER_UID}:")):
-        kept = [entry for entry in Path(f"/etc/{name}").read_text().splitlines() if entry.split(":")[2] != str(MPI_USER_UID)]
+    for name, line in (
+        ("passwd", f"mpiuser:x:{MPI_USER_UID}:{MPI_USER_UID}::/home/mpiuser:/bin/bash"),
+        ("group", f"mpiuser:x:{MPI_USER_UID}:"),
+    ):
+        kept = [
+            entry for entry in Path(f"/etc/{name}").read_text().splitlines() if entry.split(":")[2] != str(MPI_USER_UID)
+        ]
         copy = work / name
         copy.write_text("\n".join([*kept, line]) + "\n")
         bind(copy, Path(f"/etc/{name}"))
@@ -111,8 +115,14 @@ def pod(name: str, argv: list[str], env: dict[str, str], log: Path) -> subproces
     inner = ["setpriv", f"--reuid={MPI_USER_UID}", f"--regid={MPI_USER_UID}", "--clear-groups", "--", *argv]
     script = 'mount -t tmpfs -o mode=1777 tmpfs /tmp && hostname "$0" && exec "$@"'
     out = log.open("wb")
-    return subprocess.Popen(["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script, name, *inner],
-                            env=env, stdout=out, stderr=subprocess.STDOUT, cwd="/home/mpiuser", start_new_session=True)
+    return subprocess.Popen(
+        ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script, name, *inner],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd="/home/mpiuser",
+        start_new_session=True,
+    )
 
 
 def wait_listening(addr: str, port: int, proc: subprocess.Popen[bytes], deadline: float) -> None:
@@ -168,11 +178,17 @@ def main(spec_path: str) -> int:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-    print(json.dumps({
-        "code": code,
-        "launcher": (work / "launcher.log").read_text(errors="replace"),
-        "workers": {w["hostname"]: (work / f"{w['hostname']}.log").read_text(errors="replace") for w in spec["workers"]},
-    }))
+    print(
+        json.dumps(
+            {
+                "code": code,
+                "launcher": (work / "launcher.log").read_text(errors="replace"),
+                "workers": {
+                    w["hostname"]: (work / f"{w['hostname']}.log").read_text(errors="replace") for w in spec["workers"]
+                },
+            }
+        )
+    )
     return 0
 
 

@@ -122,7 +122,8 @@ class Cluster:
     # --------------------------------------------------------------------------------------- policies
     def _selecting(self, pod: Pod, direction: str) -> list[Mapping[str, Any]]:
         return [
-            p for p in self.policies
+            p
+            for p in self.policies
             if p["metadata"]["namespace"] == pod.namespace
             and direction in policy_types(p)
             and selector_matches(p["spec"].get("podSelector") or {}, pod.labels)
@@ -135,7 +136,8 @@ class Cluster:
         if not selecting:
             return True
         return any(
-            self._peers_match(rule.get("from"), policy, src_ip, src) and _ports_match(rule.get("ports"), port, protocol, dst)
+            self._peers_match(rule.get("from"), policy, src_ip, src)
+            and _ports_match(rule.get("ports"), port, protocol, dst)
             for policy in selecting
             for rule in policy["spec"].get("ingress") or []
         )
@@ -147,7 +149,8 @@ class Cluster:
         if not selecting:
             return True
         return any(
-            self._peers_match(rule.get("to"), policy, dst_ip, dst) and _ports_match(rule.get("ports"), port, protocol, dst)
+            self._peers_match(rule.get("to"), policy, dst_ip, dst)
+            and _ports_match(rule.get("ports"), port, protocol, dst)
             for policy in selecting
             for rule in policy["spec"].get("egress") or []
         )
@@ -162,7 +165,9 @@ class Cluster:
                 peers = rule.get("to")
                 ports = rule.get("ports")
                 # by address: the ClusterIP on the Service's own port
-                if self._peers_match(peers, policy, svc.cluster_ip, None) and _ports_match(ports, sp.port, sp.protocol, None):
+                if self._peers_match(peers, policy, svc.cluster_ip, None) and _ports_match(
+                    ports, sp.port, sp.protocol, None
+                ):
                     return True
                 # by selector: a pod peer that selects the Service's selector, on the port it maps to
                 for peer in peers or []:
@@ -183,7 +188,9 @@ class Cluster:
             return selector_matches(peer["namespaceSelector"] or {}, self.namespace_labels(namespace))
         return namespace == policy["metadata"]["namespace"]
 
-    def _peers_match(self, peers: Optional[Sequence[Mapping[str, Any]]], policy: Mapping[str, Any], ip: str, pod: Optional[Pod]) -> bool:
+    def _peers_match(
+        self, peers: Optional[Sequence[Mapping[str, Any]]], policy: Mapping[str, Any], ip: str, pod: Optional[Pod]
+    ) -> bool:
         if not peers:
             return True
         for peer in peers:
@@ -257,7 +264,9 @@ def _ports_match(ports: Optional[Sequence[Mapping[str, Any]]], port: int, protoc
         if value is None:
             return True
         if isinstance(value, str) and not value.isdigit():
-            if dst is not None and any(c.name == value and c.protocol == protocol and c.port == port for c in dst.ports):
+            if dst is not None and any(
+                c.name == value and c.protocol == protocol and c.port == port for c in dst.ports
+            ):
                 return True
             continue
         low = int(float(value))
@@ -328,7 +337,9 @@ class AddressBook:
         return str(next(self._services))
 
 
-def add_objects(cluster: Cluster, docs: Iterable[Mapping[str, Any]], addresses: AddressBook, *, min_pods: int = 1) -> None:
+def add_objects(
+    cluster: Cluster, docs: Iterable[Mapping[str, Any]], addresses: AddressBook, *, min_pods: int = 1
+) -> None:
     """Add the namespaces, pods (each on a node of its own; at least ``min_pods`` of a Job or of an MPIJob's
     workers, so a job always has peers), Services and NetworkPolicies of Kubernetes objects to ``cluster``."""
     for doc in docs:
@@ -349,7 +360,13 @@ def add_objects(cluster: Cluster, docs: Iterable[Mapping[str, Any]], addresses: 
             )
             headless = spec.get("clusterIP") == "None"
             cluster.services.append(
-                Service(md["name"], md["namespace"], None if headless else addresses.service(), dict(spec.get("selector") or {}), ports)
+                Service(
+                    md["name"],
+                    md["namespace"],
+                    None if headless else addresses.service(),
+                    dict(spec.get("selector") or {}),
+                    ports,
+                )
             )
         for role, template, replicas in pod_templates(doc):
             count = max(replicas, min_pods) if (kind, role) in (("Job", "pod"), ("MPIJob", "worker")) else replicas

@@ -130,8 +130,15 @@ def _describe_addon_versions(self: Any) -> Any:
             continue
         matching = [v for v in versions if not k8s or any(c["clusterVersion"] == k8s for c in v["compatibilities"])]
         if matching:
-            addons.append({"addonName": addon, "type": "networking", "addonVersions": matching,
-                           "publisher": "eks", "owner": "aws"})
+            addons.append(
+                {
+                    "addonName": addon,
+                    "type": "networking",
+                    "addonVersions": matching,
+                    "publisher": "eks",
+                    "owner": "aws",
+                }
+            )
     return ActionResult({"addons": addons})
 
 
@@ -140,9 +147,12 @@ def _describe_data_repository_associations(self: Any) -> str:
     store: list[dict[str, Any]] = getattr(self.fsx_backend, _DRAS, [])
     wanted: dict[str, list[str]] = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
     found = [
-        a for a in store
-        if all(a.get({"file-system-id": "FileSystemId", "data-repository-type": "DataRepositoryType"}.get(n, n)) in v
-               for n, v in wanted.items())
+        a
+        for a in store
+        if all(
+            a.get({"file-system-id": "FileSystemId", "data-repository-type": "DataRepositoryType"}.get(n, n)) in v
+            for n, v in wanted.items()
+        )
     ]
     ids = params.get("AssociationIds")
     if ids:

@@ -55,7 +55,9 @@ def snapshot(p: Program) -> list[dict[str, Any]]:
                 "parent": _short_urn(r.parent),
                 "provider": _short_urn(r.provider.rsplit("::", 1)[0]) if r.provider else "",
                 "dependencies": sorted(_short_urn(u) for u in r.dependencies),
-                "propertyDependencies": {k: sorted(_short_urn(u) for u in v) for k, v in sorted(r.property_dependencies.items()) if v},
+                "propertyDependencies": {
+                    k: sorted(_short_urn(u) for u in v) for k, v in sorted(r.property_dependencies.items()) if v
+                },
                 "retainOnDelete": r.retain_on_delete,
                 "ignoreChanges": sorted(r.ignore_changes),
                 "inputs": _normalise(r.inputs),

@@ -96,7 +96,9 @@ class TestEveryStack:
         if variant == "stress":
             assert c["endpointPublicAccess"] is False
 
-    def test_upgrade_policy_is_standard_unless_extended_support_is_chosen(self, program_for: Any, stack: str, variant: str) -> None:
+    def test_upgrade_policy_is_standard_unless_extended_support_is_chosen(
+        self, program_for: Any, stack: str, variant: str
+    ) -> None:
         """pulumi-eks defaults upgradePolicy to EXTENDED ($0.60 instead of $0.10 per cluster-hour after standard
         support ends); the program sends STANDARD unless cluster.extendedSupport, and the version is in standard
         support today unless extended support was chosen."""
@@ -107,7 +109,9 @@ class TestEveryStack:
         assert c["upgradePolicy"] == {"supportType": "EXTENDED" if extended else "STANDARD"}
         assert extended or in_standard_support(c["version"], today())
 
-    def test_control_plane_logs_go_to_a_log_group_the_stack_owns(self, program_for: Any, stack: str, variant: str) -> None:
+    def test_control_plane_logs_go_to_a_log_group_the_stack_owns(
+        self, program_for: Any, stack: str, variant: str
+    ) -> None:
         """EKS writes to /aws/eks/<cluster>/cluster and creates it, without retention, when it does not exist
         (https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html): the stack creates it first."""
         p = program(program_for, stack, variant)
@@ -125,18 +129,30 @@ class TestEveryStack:
         cni = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == "vpc-cni")
         assert json.loads(cni.inputs["configurationValues"]) == dict(VPC_CNI_NETWORK_POLICY_CONFIG)
 
-    def test_kubernetes_objects_wait_for_system_nodes_and_coredns(self, program_for: Any, stack: str, variant: str) -> None:
+    def test_kubernetes_objects_wait_for_system_nodes_and_coredns(
+        self, program_for: Any, stack: str, variant: str
+    ) -> None:
         """An atomic Helm release (cluster-autoscaler, device plugins) or etcd created before any node or DNS
         exists times out: every Kubernetes object waits for the system node group and the CoreDNS add-on."""
         p = program(program_for, stack, variant)
         coredns = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == "coredns")
         system = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: "-system" in r.name)
-        objects = [r for r in p.registrations if r.type.startswith("kubernetes:") and r.custom and not r.type.startswith("pulumi:providers")]
+        objects = [
+            r
+            for r in p.registrations
+            if r.type.startswith("kubernetes:") and r.custom and not r.type.startswith("pulumi:providers")
+        ]
         assert objects
-        late = [r.name for r in objects if not (p.depends_transitively(r, coredns.urn) and p.depends_transitively(r, system.urn))]
+        late = [
+            r.name
+            for r in objects
+            if not (p.depends_transitively(r, coredns.urn) and p.depends_transitively(r, system.urn))
+        ]
         assert not late, f"created before the system nodes or CoreDNS: {late}"
 
-    def test_gpu_nodes_carry_the_autoscalers_gpu_label_and_template_tag(self, program_for: Any, stack: str, variant: str) -> None:
+    def test_gpu_nodes_carry_the_autoscalers_gpu_label_and_template_tag(
+        self, program_for: Any, stack: str, variant: str
+    ) -> None:
         """cluster-autoscaler's AWS provider treats nodes labelled k8s.amazonaws.com/accelerator as GPU nodes
         (it waits for their GPUs instead of judging them unready); at zero it reads the label from the ASG tag."""
         p = program(program_for, stack, variant)
@@ -150,11 +166,19 @@ class TestEveryStack:
             gpu_groups += 1
             assert labels.get(AUTOSCALER_GPU_LABEL) == accelerator_label_value(facts.gpu_model), ng.name
             component = p.by_urn(ng.parent)
-            tags = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in p.descendants(component) if t.type == "aws:autoscaling/tag:Tag"}
+            tags = {
+                t.inputs["tag"]["key"]: t.inputs["tag"]["value"]
+                for t in p.descendants(component)
+                if t.type == "aws:autoscaling/tag:Tag"
+            }
             if tags:  # autoscaled groups: the node template at zero carries the label too
-                assert tags[f"k8s.io/cluster-autoscaler/node-template/label/{AUTOSCALER_GPU_LABEL}"] == labels[AUTOSCALER_GPU_LABEL]
+                assert (
+                    tags[f"k8s.io/cluster-autoscaler/node-template/label/{AUTOSCALER_GPU_LABEL}"]
+                    == labels[AUTOSCALER_GPU_LABEL]
+                )
         gpu_in_config = any(
-            INSTANCE_TYPES[g["instanceTypes"][0]].is_gpu for g in (_config(stack, variant).get(P + "nodeGroups") or {}).values()
+            INSTANCE_TYPES[g["instanceTypes"][0]].is_gpu
+            for g in (_config(stack, variant).get(P + "nodeGroups") or {}).values()
         )
         assert (gpu_groups > 0) == gpu_in_config
 
@@ -181,7 +205,11 @@ def test_a_zone_eks_refuses_keeps_its_nodes_but_not_the_control_plane() -> None:
     cfg[P + "nodeGroups"] = groups
     p = run_program("dev", config=cfg)
     assert p.error is None, p.error
-    subnets = {r.id: r.inputs["availabilityZone"] for r in p.of_type("aws:ec2/subnet:Subnet") if r.inputs.get("mapPublicIpOnLaunch") is False}
+    subnets = {
+        r.id: r.inputs["availabilityZone"]
+        for r in p.of_type("aws:ec2/subnet:Subnet")
+        if r.inputs.get("mapPublicIpOnLaunch") is False
+    }
     assert "us-east-1e" in subnets.values()
     control = [subnets[s] for s in p.one("eks:index:Cluster").inputs["privateSubnetIds"]]
     assert "us-east-1e" not in control and len(control) == 2

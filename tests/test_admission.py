@@ -45,7 +45,9 @@ def _pod_sets(kind: str, inputs: Mapping[str, Any]) -> list[tuple[str, int, Mapp
     spec = inputs["spec"]
     if kind == "Job":
         return [("main", int(spec["parallelism"]), spec["template"]["spec"])]
-    return [(role.lower(), int(r.get("replicas", 1)), r["template"]["spec"]) for role, r in spec["mpiReplicaSpecs"].items()]
+    return [
+        (role.lower(), int(r.get("replicas", 1)), r["template"]["spec"]) for role, r in spec["mpiReplicaSpecs"].items()
+    ]
 
 
 def _quantity(value: str, resource: str) -> int:
@@ -98,7 +100,11 @@ def _kueue_objects(program) -> dict[str, list[Mapping[str, Any]]]:
 
 
 def _jobs(program):
-    return [r for r in program.registrations if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")]
+    return [
+        r
+        for r in program.registrations
+        if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+    ]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -130,11 +136,18 @@ def test_every_job_of_the_plan_is_queued_suspended_and_leaves_suspend_to_kueue(p
 
 def test_a_job_kind_without_an_integration_is_caught(programs) -> None:
     """Every kind of job any stack registers with a queue label has a Kueue integration enabled."""
-    kinds = {(r.inputs["apiVersion"], r.inputs["kind"]) for p in programs.values() for r in _jobs(p)
-             if QUEUE_LABEL in (r.inputs["metadata"].get("labels") or {})}
+    kinds = {
+        (r.inputs["apiVersion"], r.inputs["kind"])
+        for p in programs.values()
+        for r in _jobs(p)
+        if QUEUE_LABEL in (r.inputs["metadata"].get("labels") or {})
+    }
     assert kinds == set(INTEGRATION), kinds
-    frameworks = set(kueue_configuration({"pods_ready_timeout_s": 1, "requeue_backoff_base_s": 1,
-                                          "requeue_backoff_max_s": 1})["integrations"]["frameworks"])
+    frameworks = set(
+        kueue_configuration({"pods_ready_timeout_s": 1, "requeue_backoff_base_s": 1, "requeue_backoff_max_s": 1})[
+            "integrations"
+        ]["frameworks"]
+    )
     assert {INTEGRATION[k] for k in kinds} <= frameworks
     assert set(FRAMEWORKS) == frameworks
 
@@ -159,13 +172,20 @@ def test_every_pod_set_gets_its_groups_flavor_and_fits_its_quota(programs, stack
         for name, count, pod in _pod_sets(r.inputs["kind"], r.inputs):
             fits = [f for f in flavors.values() if _flavor_fits(pod, f)]
             role = (pod.get("nodeSelector") or {}).get("eks-training/role")
-            assert [f["metadata"]["name"] for f in fits] == [role], (stack, r.name, name, [f["metadata"]["name"] for f in fits])
+            assert [f["metadata"]["name"] for f in fits] == [role], (
+                stack,
+                r.name,
+                name,
+                [f["metadata"]["name"] for f in fits],
+            )
             requests: dict[str, int] = {}
             for c in pod["containers"]:
                 for res, v in ((c.get("resources") or {}).get("requests") or {}).items():
                     requests[res] = requests.get(res, 0) + _quantity(v, res)
             for res, v in requests.items():
-                assert res in RESOURCES, f"{r.name}: {res} is not covered by the ClusterQueue: Kueue would never admit it"
+                assert res in RESOURCES, (
+                    f"{r.name}: {res} is not covered by the ClusterQueue: Kueue would never admit it"
+                )
                 assert v * count <= _quantity(quota[role][res], res), (stack, r.name, res, v, count, quota[role][res])
             checked += 1
     assert checked
@@ -192,12 +212,22 @@ def test_a_job_kueue_could_never_admit_fails_with_the_numbers() -> None:
     valid configuration; a quota derived wrong would break it): a group whose maximum is below the job's size."""
     _, plan = plan_stack("p5")
     gpu = plan.groups["gpu"]
-    small = dataclasses.replace(plan, groups={**plan.groups, "gpu": dataclasses.replace(gpu, max_size=1)},
-                                jobs={n: dataclasses.replace(j, group=dataclasses.replace(j.group, max_size=1))
-                                      if j.group.name == "gpu" else j for n, j in plan.jobs.items()})
+    small = dataclasses.replace(
+        plan,
+        groups={**plan.groups, "gpu": dataclasses.replace(gpu, max_size=1)},
+        jobs={
+            n: dataclasses.replace(j, group=dataclasses.replace(j.group, max_size=1)) if j.group.name == "gpu" else j
+            for n, j in plan.jobs.items()
+        },
+    )
     problems = never_admitted(small, admission_plan(small))
-    assert any("eks-training:jobs.train.nodes" in p and "16 nvidia.com/gpu" in p and "(1 x 8 = 8)" in p
-               and "eks-training:nodeGroups.gpu.maxSize" in p for p in problems), problems
+    assert any(
+        "eks-training:jobs.train.nodes" in p
+        and "16 nvidia.com/gpu" in p
+        and "(1 x 8 = 8)" in p
+        and "eks-training:nodeGroups.gpu.maxSize" in p
+        for p in problems
+    ), problems
     assert not never_admitted(plan, admission_plan(plan))
 
 
@@ -213,8 +243,11 @@ def test_a_waiting_job_ranks_below_the_jobs_it_waits_for() -> None:
 
 def test_the_chart_gets_the_configuration() -> None:
     program = run_program("mpi-horovod")
-    release = next(r for r in program.registrations if r.type == "kubernetes:helm.sh/v3:Release"
-                   and r.inputs["chart"].endswith("/kueue"))
+    release = next(
+        r
+        for r in program.registrations
+        if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["chart"].endswith("/kueue")
+    )
     chart = HELM_CHARTS["kueue"]
     assert release.inputs["chart"] == f"{chart.repo}/{chart.chart}" and release.inputs["version"] == chart.version
     config = yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
@@ -227,9 +260,10 @@ def test_the_chart_gets_the_configuration() -> None:
     assert f"{image['repository']}:{image['tag']}" == CHART_IMAGES["kueue"]
     assert image["tag"].startswith(f"v{chart.version}@sha256:"), image
     with pytest.raises(ValueError, match="is not the chart 0.18.0's release"):
-        chart_values({"pods_ready_timeout_s": 1, "requeue_backoff_base_s": 1, "requeue_backoff_max_s": 1,
-                      "node_selector": {}}, "0.18.0")
-
+        chart_values(
+            {"pods_ready_timeout_s": 1, "requeue_backoff_base_s": 1, "requeue_backoff_max_s": 1, "node_selector": {}},
+            "0.18.0",
+        )
 
 
 def _effective_requests(pod: Mapping[str, Any]) -> dict[str, int]:
@@ -262,12 +296,17 @@ def test_the_plan_counts_every_pod_set_off_the_jobs_group(programs, stack: str) 
         off_group: dict[str, dict[str, int]] = {}
         for _, count, pod in _pod_sets(r.inputs["kind"], r.inputs):
             (flavor,) = [f for f in flavors.values() if _flavor_fits(pod, f)]
-            group = next(g.name for g in plan.all_groups if plan.admission.flavor(g.name).name == flavor["metadata"]["name"])
+            group = next(
+                g.name for g in plan.all_groups if plan.admission.flavor(g.name).name == flavor["metadata"]["name"]
+            )
             if group == job.group.name:
                 continue
             mine = off_group.setdefault(group, {})
             for res, v in _effective_requests(pod).items():
                 mine[res] = mine.get(res, 0) + v * count
-        counted = {g: {res: v for res, v in asks.items() if v} for g, asks in job_and_launcher_requests(plan, job).items()
-                   if g != job.group.name}
+        counted = {
+            g: {res: v for res, v in asks.items() if v}
+            for g, asks in job_and_launcher_requests(plan, job).items()
+            if g != job.group.name
+        }
         assert off_group == counted, (stack, name, off_group, counted)

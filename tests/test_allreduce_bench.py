@@ -71,10 +71,16 @@ class Completed:
 
 def run_command(cmd: list[str], timeout: float = RUN_TIMEOUT) -> Completed:
     """Run ``cmd`` in a new process group (CPU, one OpenMP thread); kill the group in any case."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
-               CUDA_VISIBLE_DEVICES="", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1",
+        CUDA_VISIBLE_DEVICES="",
+        PYTHONUNBUFFERED="1",
+    )
+    proc = subprocess.Popen(
+        cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
         return Completed(proc.returncode, stdout, stderr)
@@ -88,8 +94,19 @@ def run_command(cmd: list[str], timeout: float = RUN_TIMEOUT) -> Completed:
 
 def torchrun(*script_args: str) -> Completed:
     """``torchrun --standalone --nnodes=1 --nproc-per-node=2 allreduce_bench.py ARGS``."""
-    return run_command([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                        "--nproc-per-node=2", "--max-restarts=0", str(BENCH_PY), *script_args])
+    return run_command(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nnodes=1",
+            "--nproc-per-node=2",
+            "--max-restarts=0",
+            str(BENCH_PY),
+            *script_args,
+        ]
+    )
 
 
 def assert_bandwidths_consistent(summary: dict[str, Any]) -> None:
@@ -99,8 +116,9 @@ def assert_bandwidths_consistent(summary: dict[str, Any]) -> None:
         assert entry["correct"] is True and entry["wrong_elements"] == 0, entry
         assert entry["count"] * 4 == entry["size_bytes"]
         assert entry["time_us"] >= entry["time_us_min_rank"] > 0.0, entry
-        assert entry["algbw_gbps"] == pytest.approx(entry["size_bytes"] / (entry["time_us"] * 1e3),
-                                                    rel=1e-3, abs=2e-4), entry
+        assert entry["algbw_gbps"] == pytest.approx(
+            entry["size_bytes"] / (entry["time_us"] * 1e3), rel=1e-3, abs=2e-4
+        ), entry
         assert entry["busbw_gbps"] == pytest.approx(entry["algbw_gbps"] * factor, abs=2e-4), entry
 
 
@@ -214,8 +232,18 @@ def test_torchrun_below_threshold_fails_with_exit_3(tmp_path: Path) -> None:
     in its failure report.
     """
     report = tmp_path / "allreduce.json"
-    result = torchrun("--max-bytes", str(2 * MIB), "--iters", "3", "--warmup", "1",
-                      "--min-busbw-gbps", "1e9", "--output-json", str(report))
+    result = torchrun(
+        "--max-bytes",
+        str(2 * MIB),
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--min-busbw-gbps",
+        "1e9",
+        "--output-json",
+        str(report),
+    )
     assert result.returncode != 0, result.describe()
     assert "exitcode  : 3" in result.stderr, result.describe()
     assert "exitcode  : 0" not in result.stderr
@@ -231,8 +259,22 @@ def test_torchrun_below_threshold_fails_with_exit_3(tmp_path: Path) -> None:
 def test_single_process_busbw_is_zero_and_threshold_fails(tmp_path: Path) -> None:
     """Plain ``python`` (world size 1): busbw 0 at every size, so any threshold fails with exit 3."""
     report = tmp_path / "one.json"
-    result = run_command([sys.executable, str(BENCH_PY), "--max-bytes", str(2 * MIB), "--iters", "2",
-                          "--warmup", "1", "--min-busbw-gbps", "0.001", "--output-json", str(report)])
+    result = run_command(
+        [
+            sys.executable,
+            str(BENCH_PY),
+            "--max-bytes",
+            str(2 * MIB),
+            "--iters",
+            "2",
+            "--warmup",
+            "1",
+            "--min-busbw-gbps",
+            "0.001",
+            "--output-json",
+            str(report),
+        ]
+    )
     assert result.returncode == 3, result.describe()
     summary = json.loads(report.read_text())
     assert summary == result.summary()
@@ -262,8 +304,22 @@ def test_require_efa_fails_a_node_without_efa(tmp_path: Path) -> None:
     """A real single-process run on this machine (no EFA here) exits 6 and says why."""
     report = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, str(BENCH_PY), "--max-bytes", "1048576", "--iters", "1", "--require-efa", "1", "--output-json", str(report)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        [
+            sys.executable,
+            str(BENCH_PY),
+            "--max-bytes",
+            "1048576",
+            "--iters",
+            "1",
+            "--require-efa",
+            "1",
+            "--output-json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert proc.returncode == 6, proc.stderr
     summary = json.loads(report.read_text())

@@ -71,9 +71,24 @@ class FakeItem:
 
 
 def test_the_module_with_an_alone_test_is_handed_out_first_then_the_largest() -> None:
-    items = [FakeItem("tests/a.py::one"), FakeItem("tests/b.py::one"), FakeItem("tests/b.py::two"),
-             FakeItem("tests/c.py::one"), FakeItem("tests/c.py::lost", alone=True), FakeItem("tests/d.py::one"),
-             FakeItem("tests/d.py::two"), FakeItem("tests/d.py::three")]
+    items = [
+        FakeItem("tests/a.py::one"),
+        FakeItem("tests/b.py::one"),
+        FakeItem("tests/b.py::two"),
+        FakeItem("tests/c.py::one"),
+        FakeItem("tests/c.py::lost", alone=True),
+        FakeItem("tests/d.py::one"),
+        FakeItem("tests/d.py::two"),
+        FakeItem("tests/d.py::three"),
+    ]
     ModuleOrder().pytest_collection_modifyitems(items)  # type: ignore[arg-type]
-    assert [i.nodeid for i in items] == ["tests/c.py::one", "tests/c.py::lost", "tests/d.py::one", "tests/d.py::two",
-                                         "tests/d.py::three", "tests/b.py::one", "tests/b.py::two", "tests/a.py::one"]
+    assert [i.nodeid for i in items] == [
+        "tests/c.py::one",
+        "tests/c.py::lost",
+        "tests/d.py::one",
+        "tests/d.py::two",
+        "tests/d.py::three",
+        "tests/b.py::one",
+        "tests/b.py::two",
+        "tests/a.py::one",
+    ]

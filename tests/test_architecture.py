@@ -45,7 +45,9 @@ def _resolve(dotted: str) -> Optional[Any]:
 def unresolved(text: str, root: Path) -> list[str]:
     """The dotted names and paths ``text`` names that do not exist under ``root``."""
     bad = [d for d in DOTTED.findall(text) if _resolve(d) is None]
-    tops = {p.name for p in root.iterdir()}  # a path of the repository starts at one of its entries (not a resource name)
+    tops = {
+        p.name for p in root.iterdir()
+    }  # a path of the repository starts at one of its entries (not a resource name)
     bad += [p for p in PATH.findall(text) if "<" not in p and p.split("/")[0] in tops and not (root / p).exists()]
     return bad
 
@@ -57,21 +59,28 @@ def test_every_name_and_path_architecture_names_exists() -> None:
 
 
 def test_the_name_check_can_fail() -> None:
-    assert unresolved("`stacks.plan.build_plan` `stacks.plan.no_such_function` `stacks/kinds/` `stacks/nowhere/`",
-                      REPO) == ["stacks.plan.no_such_function", "stacks/nowhere/"]
+    assert unresolved(
+        "`stacks.plan.build_plan` `stacks.plan.no_such_function` `stacks/kinds/` `stacks/nowhere/`", REPO
+    ) == ["stacks.plan.no_such_function", "stacks/nowhere/"]
 
 
 def _layout() -> str:
     text = (REPO / "README.md").read_text()
-    section = text[text.index("\n## Layout"):]
-    return section[section.index("```") + 3:][: section[section.index("```") + 3:].index("```")]
+    section = text[text.index("\n## Layout") :]
+    return section[section.index("```") + 3 :][: section[section.index("```") + 3 :].index("```")]
 
 
 def test_the_layout_names_every_module_and_package() -> None:
     layout = _layout()
     words = set(re.findall(r"[\w.-]+/?", layout))
-    missing = [f"{top}/{p.name}" for top in ("components", "stacks") for p in sorted((REPO / top).iterdir())
-               if not p.name.startswith(("_", ".")) and (p.suffix == ".py" or (p / "__init__.py").exists())
-               and p.name not in words and f"{p.name}/" not in words]
+    missing = [
+        f"{top}/{p.name}"
+        for top in ("components", "stacks")
+        for p in sorted((REPO / top).iterdir())
+        if not p.name.startswith(("_", "."))
+        and (p.suffix == ".py" or (p / "__init__.py").exists())
+        and p.name not in words
+        and f"{p.name}/" not in words
+    ]
     assert missing == []
     assert "ARCHITECTURE.md" in layout

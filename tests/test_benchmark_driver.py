@@ -41,8 +41,17 @@ class FakeStack:
             def __init__(self, value: Any) -> None:
                 self.value, self.secret = value, False
 
-        return {"benchmark": OutputValue({"run": self.run, "bucket": "results-bucket", "prefix": f"benchmarks/{self.run}/",
-                                          "region": "us-east-1", "experiments": {e: {} for e in EXPERIMENTS}})}
+        return {
+            "benchmark": OutputValue(
+                {
+                    "run": self.run,
+                    "bucket": "results-bucket",
+                    "prefix": f"benchmarks/{self.run}/",
+                    "region": "us-east-1",
+                    "experiments": {e: {} for e in EXPERIMENTS},
+                }
+            )
+        }
 
     def destroy(self, *, on_output: Any = None) -> None:
         self.calls.append("destroy")
@@ -76,19 +85,35 @@ def metrics(status: str, **fields: Any) -> dict[str, Any]:
 
 
 def progress(phase: str, collected: list[str]) -> dict[str, Any]:
-    return {"updatedAt": "2026-05-21T10:01:00Z", "collected": collected,
-            "experiments": {e: {"phase": phase, "elapsedSeconds": 61, "pods": {phase: 1}} for e in EXPERIMENTS}}
+    return {
+        "updatedAt": "2026-05-21T10:01:00Z",
+        "collected": collected,
+        "experiments": {e: {"phase": phase, "elapsedSeconds": 61, "pods": {phase: 1}} for e in EXPERIMENTS},
+    }
 
 
 def finished(failed: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"experiments": {e: {"status": "Failed" if e in failed else "Succeeded",
-                                "metrics": metrics("Failed" if e in failed else "Succeeded", throughput=100.0,
-                                                   throughput_unit="images/s")} for e in EXPERIMENTS}}
+    return {
+        "experiments": {
+            e: {
+                "status": "Failed" if e in failed else "Succeeded",
+                "metrics": metrics(
+                    "Failed" if e in failed else "Succeeded", throughput=100.0, throughput_unit="images/s"
+                ),
+            }
+            for e in EXPERIMENTS
+        }
+    }
 
 
-def run_cli(argv: list[str], calls: list[str], store: Optional[FakeStore] = None, up_error: Optional[BaseException] = None,
-            monkeypatch: Optional[pytest.MonkeyPatch] = None, sleep: Optional[Callable[[float], None]] = None,
-            ) -> tuple[int, str, list[FakeStack]]:
+def run_cli(
+    argv: list[str],
+    calls: list[str],
+    store: Optional[FakeStore] = None,
+    up_error: Optional[BaseException] = None,
+    monkeypatch: Optional[pytest.MonkeyPatch] = None,
+    sleep: Optional[Callable[[float], None]] = None,
+) -> tuple[int, str, list[FakeStack]]:
     out = io.StringIO()
     stacks: list[FakeStack] = []
 
@@ -117,16 +142,37 @@ def _no_run_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _args(tmp_path: Path, *extra: str) -> list[str]:
-    return ["--stack", "benchmark", "--run", "run-20260521-101500", "--poll-seconds", "0.01", "--output-dir", str(tmp_path), *extra]
+    return [
+        "--stack",
+        "benchmark",
+        "--run",
+        "run-20260521-101500",
+        "--poll-seconds",
+        "0.01",
+        "--output-dir",
+        str(tmp_path),
+        *extra,
+    ]
 
 
 def test_success_runs_up_follow_summary_then_destroy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    store = FakeStore(calls, [{layout.PROGRESS_FILE: progress("Pending", [])}, {layout.PROGRESS_FILE: progress("Running", [])},
-                              {layout.PROGRESS_FILE: progress("Succeeded", EXPERIMENTS), layout.DONE_FILE: finished()}])
+    store = FakeStore(
+        calls,
+        [
+            {layout.PROGRESS_FILE: progress("Pending", [])},
+            {layout.PROGRESS_FILE: progress("Running", [])},
+            {layout.PROGRESS_FILE: progress("Succeeded", EXPERIMENTS), layout.DONE_FILE: finished()},
+        ],
+    )
     code, out, _ = run_cli(_args(tmp_path), calls, store, monkeypatch=monkeypatch, sleep=lambda s: None)
     assert code == driver.EXIT_OK, out
-    assert calls[:4] == ["open benchmark run-20260521-101500", "up", "outputs", "store s3://results-bucket/benchmarks/run-20260521-101500/"]
+    assert calls[:4] == [
+        "open benchmark run-20260521-101500",
+        "up",
+        "outputs",
+        "store s3://results-bucket/benchmarks/run-20260521-101500/",
+    ]
     assert calls[4:8] == [f"put summary/{n}" for n in layout.SUMMARY_FILES]
     assert calls[-1] == "destroy" and calls.count("destroy") == 1
     # the progress display: each experiment's phase and elapsed time, printed when it changes
@@ -136,7 +182,9 @@ def test_success_runs_up_follow_summary_then_destroy(tmp_path: Path, monkeypatch
     assert json.loads((tmp_path / "summary.json").read_text())["run"] == "run-20260521-101500"
 
 
-def test_a_failed_experiment_still_gets_its_summary_and_the_teardown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_experiment_still_gets_its_summary_and_the_teardown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[str] = []
     store = FakeStore(calls, [{layout.DONE_FILE: finished(failed=("resnet50-2-workers",))}])
     code, out, _ = run_cli(_args(tmp_path), calls, store, monkeypatch=monkeypatch, sleep=lambda s: None)
@@ -222,7 +270,9 @@ def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path: Path) -> None:
     assert "dry run: nothing was created" in out
 
 
-def test_a_stack_without_a_benchmark_or_with_a_bad_config_stops_before_anything(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_stack_without_a_benchmark_or_with_a_bad_config_stops_before_anything(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     calls: list[str] = []
     assert run_cli(["--stack", "dev"], calls)[0] == driver.EXIT_CONFIG and calls == []
     assert "has no eks-training:benchmark section" in capsys.readouterr().err
@@ -236,7 +286,14 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
     text = " ".join(capsys.readouterr().out.split())
     options = [a for a in cli.build_parser()._actions if "--help" not in a.option_strings]
     assert sorted(o for a in options for o in a.option_strings) == [
-        "--dry-run", "--keep", "--output-dir", "--poll-seconds", "--run", "--stack", "--timeout"]
+        "--dry-run",
+        "--keep",
+        "--output-dir",
+        "--poll-seconds",
+        "--run",
+        "--stack",
+        "--timeout",
+    ]
     for action in options:
         assert action.help and len(action.help) > 20, action.option_strings
         assert action.option_strings[0] in text
@@ -267,7 +324,15 @@ def test_the_driver_reads_what_the_collector_writes() -> None:
         import collect_results
     finally:
         sys.path.remove(str(REPO / "training"))
-    for name in ("RUN_FILE", "CLUSTER_FILE", "STORAGE_FILE", "PROGRESS_FILE", "DONE_FILE", "EXPERIMENTS_DIR", "METRICS_FILE"):
+    for name in (
+        "RUN_FILE",
+        "CLUSTER_FILE",
+        "STORAGE_FILE",
+        "PROGRESS_FILE",
+        "DONE_FILE",
+        "EXPERIMENTS_DIR",
+        "METRICS_FILE",
+    ):
         assert getattr(layout, name) == getattr(collect_results, name), name
     assert layout.metrics_key("x") == collect_results.experiment_key("x", "output", collect_results.METRICS_FILE)
 
@@ -282,8 +347,9 @@ def test_new_run_ids_are_valid_and_sort_by_time() -> None:
     assert a == "run-20260521-101500" and a < b and RUN_RE.match(a)
 
 
-def test_a_missing_pulumi_cli_stops_before_anything_with_its_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_pulumi_cli_stops_before_anything_with_its_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without the Pulumi CLI the real run ends before `pulumi up` with the fix and its own exit status (4), not a
     FileNotFoundError traceback and 1, which --help says means "an experiment failed" (issue 19, finding 6)."""
     from pulumi import automation as auto

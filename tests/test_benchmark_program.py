@@ -26,7 +26,11 @@ def _experiments() -> dict[str, dict[str, Any]]:
 def _experiment_jobs(p: Program) -> dict[str, Registration]:
     out = {}
     for name in _experiments():
-        (job,) = [r for r in p.registrations if r.type in JOB_TYPES and r.name.endswith(f"-{name}-job" if r.type.endswith(":Job") else f"-{name}-mpijob")]
+        (job,) = [
+            r
+            for r in p.registrations
+            if r.type in JOB_TYPES and r.name.endswith(f"-{name}-job" if r.type.endswith(":Job") else f"-{name}-mpijob")
+        ]
         out[name] = job
     return out
 
@@ -50,7 +54,11 @@ def test_one_job_per_experiment_and_none_waits_for_another(program_for, preview:
         for other, other_job in jobs.items():
             if other != name:
                 assert not p.depends_transitively(job, other_job.urn), f"{name} waits for {other}"
-        template = job.inputs["spec"]["template"] if job.type.endswith(":Job") else job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+        template = (
+            job.inputs["spec"]["template"]
+            if job.type.endswith(":Job")
+            else job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+        )
         assert not template["spec"].get("initContainers"), f"{name} has an init container (a wait)"
     # the overrides of `from`: sizes differ, the rest is the base's
     sizes = {n: j.inputs["spec"]["completions"] for n, j in jobs.items() if j.type.endswith(":Job")}
@@ -73,12 +81,18 @@ def test_the_collector_comes_after_every_experiment(program_for, preview: bool) 
 def test_the_results_role_may_only_write_the_runs_prefix(program_for) -> None:
     p: Program = program_for(STACK, False)
     bucket = p.one("aws:s3/bucket:Bucket", lambda r: r.name.endswith("-bench-results"))
-    policy = json.loads(p.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-bench-writer-write")).inputs["policy"])
+    policy = json.loads(
+        p.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-bench-writer-write")).inputs["policy"]
+    )
     run = _collector_config(p)["run"]
-    assert policy["Statement"] == [{
-        "Sid": "WriteResults", "Effect": "Allow", "Action": ["s3:PutObject"],
-        "Resource": f"arn:aws:s3:::{bucket.outputs['bucket']}/benchmarks/{run}/*",
-    }]
+    assert policy["Statement"] == [
+        {
+            "Sid": "WriteResults",
+            "Effect": "Allow",
+            "Action": ["s3:PutObject"],
+            "Resource": f"arn:aws:s3:::{bucket.outputs['bucket']}/benchmarks/{run}/*",
+        }
+    ]
     role = p.one("aws:iam/role:Role", lambda r: r.name.endswith("-bench-writer-role"))
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
@@ -90,7 +104,11 @@ def test_the_collector_reads_the_experiments_and_writes_nothing_in_the_cluster(p
     p: Program = program_for(STACK, False)
     role = p.one("kubernetes:rbac.authorization.k8s.io/v1:Role", lambda r: r.name.endswith("-bench-role"))
     rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): r for r in role.inputs["rules"]}
-    assert rules[(("batch",), ("jobs",))]["resourceNames"] == ["resnet50-1-worker", "resnet50-2-workers", "resnet50-4-workers"]
+    assert rules[(("batch",), ("jobs",))]["resourceNames"] == [
+        "resnet50-1-worker",
+        "resnet50-2-workers",
+        "resnet50-4-workers",
+    ]
     assert rules[(("kubeflow.org",), ("mpijobs",))]["resourceNames"] == ["nccl-allreduce-2-nodes"]
     assert {v for r in role.inputs["rules"] for v in r["verbs"]} == {"get", "list"}
     assert rules[(("",), ("pods",))]["verbs"] == ["list"] and rules[(("",), ("pods/log",))]["verbs"] == ["get"]
@@ -101,14 +119,19 @@ def test_the_collector_reads_the_experiments_and_writes_nothing_in_the_cluster(p
     # the API token only in the collector's container, through the projected volume the waits use
     assert pod["automountServiceAccountToken"] is False and pod["serviceAccountName"] == "benchmark-collector"
     assert any(v.get("projected") for v in pod["volumes"]) and any(
-        m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount" for m in c["volumeMounts"])
+        m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount" for m in c["volumeMounts"]
+    )
 
 
 def test_a_created_results_bucket_outlives_the_stack(program_for) -> None:
     p: Program = program_for(STACK, False)
     bench = [r for r in p.registrations if r.name.startswith("eks-training-benchmark-bench-results")]
-    assert {r.type for r in bench} == {"aws:s3/bucket:Bucket", "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-                                       "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "aws:s3/bucketPolicy:BucketPolicy"}
+    assert {r.type for r in bench} == {
+        "aws:s3/bucket:Bucket",
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+        "aws:s3/bucketPolicy:BucketPolicy",
+    }
     assert all(r.retain_on_delete for r in bench), "pulumi destroy keeps the results"
     assert p.one("aws:s3/bucket:Bucket", lambda r: r.name.endswith("-bench-results")).inputs["forceDestroy"] is False
 
@@ -124,7 +147,10 @@ def test_what_the_collector_collects(program_for) -> None:
         assert "@sha256:" in exp["config"]["imageUri"]
         assert exp["resource"] == ("mpijobs" if exp["config"]["kind"] == "mpi" else "jobs")
     assert cfg["experiments"]["resnet50-4-workers"]["config"]["nodes"] == 4
-    assert cfg["cluster"]["nodeGroups"]["gpu"]["instanceTypes"] == ["g6.xlarge"] and cfg["cluster"]["region"] == "us-east-1"
+    assert (
+        cfg["cluster"]["nodeGroups"]["gpu"]["instanceTypes"] == ["g6.xlarge"]
+        and cfg["cluster"]["region"] == "us-east-1"
+    )
     assert cfg["storage"]["backend"] == "efs" and cfg["storage"]["fileSystemId"].startswith("fs-")
     # the collector's command is one its script accepts
     sys.path.insert(0, str(REPO / "training"))
@@ -152,23 +178,42 @@ def test_the_driver_names_the_run_and_an_existing_bucket_is_used(monkeypatch: py
     cfg = stack_config(STACK)
     cfg[f"{PROJECT}:benchmark"] = {**cfg[f"{PROJECT}:benchmark"], "results": {"s3Path": "s3://team-results/eks/bench/"}}
     p = run_program(STACK, config=cfg)
-    assert not [b for b in p.of_type("aws:s3/bucket:Bucket") if "-bench-" in b.name], "an existing bucket is not created"
-    policy = json.loads(p.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-bench-writer-write")).inputs["policy"])
+    assert not [b for b in p.of_type("aws:s3/bucket:Bucket") if "-bench-" in b.name], (
+        "an existing bucket is not created"
+    )
+    policy = json.loads(
+        p.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-bench-writer-write")).inputs["policy"]
+    )
     assert policy["Statement"][0]["Resource"] == "arn:aws:s3:::team-results/eks/bench/run-20260521-101500/*"
     assert resolve(resolve(p.outputs["benchmark"])["resultsUri"]) == "s3://team-results/eks/bench/run-20260521-101500/"
     jobs = _experiment_jobs(p)
-    env = {e["name"]: e.get("value") for e in jobs["resnet50-1-worker"].inputs["spec"]["template"]["spec"]["containers"][0]["env"]}
+    env = {
+        e["name"]: e.get("value")
+        for e in jobs["resnet50-1-worker"].inputs["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
     assert env["OUTPUT_DIR"] == "/data/benchmarks/run-20260521-101500/resnet50-1-worker"
 
 
 def test_the_default_run_id_follows_the_experiments() -> None:
     """A plain pulumi up of an unchanged benchmark keeps its run (nothing re-created); a changed one gets another."""
     cfg = stack_config(STACK)
-    first = json.loads(run_program(STACK, config=cfg).one("kubernetes:core/v1:ConfigMap", lambda r: r.name.endswith("-bench-config")).inputs["data"]["benchmark.json"])["run"]
-    again = json.loads(run_program(STACK, config=cfg).one("kubernetes:core/v1:ConfigMap", lambda r: r.name.endswith("-bench-config")).inputs["data"]["benchmark.json"])["run"]
+    first = json.loads(
+        run_program(STACK, config=cfg)
+        .one("kubernetes:core/v1:ConfigMap", lambda r: r.name.endswith("-bench-config"))
+        .inputs["data"]["benchmark.json"]
+    )["run"]
+    again = json.loads(
+        run_program(STACK, config=cfg)
+        .one("kubernetes:core/v1:ConfigMap", lambda r: r.name.endswith("-bench-config"))
+        .inputs["data"]["benchmark.json"]
+    )["run"]
     bench = cfg[f"{PROJECT}:benchmark"]
     changed = dict(bench["experiments"])
     changed["resnet50-1-worker"] = {**changed["resnet50-1-worker"], "args": ["--model", "resnet18"]}
     cfg[f"{PROJECT}:benchmark"] = {**bench, "experiments": changed}
-    other = json.loads(run_program(STACK, config=cfg).one("kubernetes:core/v1:ConfigMap", lambda r: r.name.endswith("-bench-config")).inputs["data"]["benchmark.json"])["run"]
+    other = json.loads(
+        run_program(STACK, config=cfg)
+        .one("kubernetes:core/v1:ConfigMap", lambda r: r.name.endswith("-bench-config"))
+        .inputs["data"]["benchmark.json"]
+    )["run"]
     assert first == again != other

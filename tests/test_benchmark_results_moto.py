@@ -34,21 +34,31 @@ TOKEN = "collector-token"
 START, END = "2026-05-21T10:00:00Z", "2026-05-21T10:05:00Z"
 
 
-def job(kind: str, name: str, conditions: list[tuple[str, str]], start: str | None = START, end: str | None = None) -> dict[str, Any]:
+def job(
+    kind: str, name: str, conditions: list[tuple[str, str]], start: str | None = START, end: str | None = None
+) -> dict[str, Any]:
     api = "batch/v1" if kind == "Job" else "kubeflow.org/v2beta1"
-    status: dict[str, Any] = {"conditions": [{"type": t, "status": "True", "lastTransitionTime": at} for t, at in conditions]}
+    status: dict[str, Any] = {
+        "conditions": [{"type": t, "status": "True", "lastTransitionTime": at} for t, at in conditions]
+    }
     if start:
         status["startTime"] = start
     if end:
         status["completionTime"] = end
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "training", "managedFields": [{"x": 1}]},
-            "status": status}
+    return {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "training", "managedFields": [{"x": 1}]},
+        "status": status,
+    }
 
 
 def pod(name: str, phase: str, containers: list[str], init: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"metadata": {"name": name, "managedFields": [{"x": 1}]},
-            "spec": {"initContainers": [{"name": c} for c in init], "containers": [{"name": c} for c in containers]},
-            "status": {"phase": phase}}
+    return {
+        "metadata": {"name": name, "managedFields": [{"x": 1}]},
+        "spec": {"initContainers": [{"name": c} for c in init], "containers": [{"name": c} for c in containers]},
+        "status": {"phase": phase},
+    }
 
 
 class FakeKube:
@@ -119,7 +129,7 @@ def _objects(s3: Any, bucket: str, prefix: str) -> dict[str, bytes]:
     out = {}
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for o in page.get("Contents", []):
-            out[o["Key"][len(prefix):]] = s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
+            out[o["Key"][len(prefix) :]] = s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
     return out
 
 
@@ -129,20 +139,56 @@ def _write_outputs(root: Path, cfg: dict[str, Any]) -> dict[str, Path]:
     for d in dirs.values():
         d.mkdir(parents=True)
     one = dirs["resnet50-1-worker"]
-    (one / "metrics.json").write_text(json.dumps({"schema": "eks-training.metrics/1", "program": "synthetic_benchmark.py",
-                                                  "wall_time_s": 95.5, "throughput": 410.2, "throughput_unit": "images/s",
-                                                  "final_loss": 6.9, "final_accuracy": None, "busbw_gbps": None, "world_size": 1}))
+    (one / "metrics.json").write_text(
+        json.dumps(
+            {
+                "schema": "eks-training.metrics/1",
+                "program": "synthetic_benchmark.py",
+                "wall_time_s": 95.5,
+                "throughput": 410.2,
+                "throughput_unit": "images/s",
+                "final_loss": 6.9,
+                "final_accuracy": None,
+                "busbw_gbps": None,
+                "world_size": 1,
+            }
+        )
+    )
     (one / "synthetic_benchmark.json").write_text('{"images_per_sec": 410.2}')
     (one / "model.pt").write_bytes(b"not kept: not a *.json")
     (one / "big.json").write_bytes(b"[" + b"0," * (1 << 20) + b"0]")  # 2 MiB, above maxFileMib 1
     four = dirs["resnet50-4-workers"]
-    (four / "metrics.json").write_text(json.dumps({"schema": "eks-training.metrics/1", "program": "synthetic_benchmark.py",
-                                                   "wall_time_s": 101.0, "throughput": 1540.0, "throughput_unit": "images/s",
-                                                   "final_loss": 6.8, "final_accuracy": None, "busbw_gbps": None, "world_size": 4}))
+    (four / "metrics.json").write_text(
+        json.dumps(
+            {
+                "schema": "eks-training.metrics/1",
+                "program": "synthetic_benchmark.py",
+                "wall_time_s": 101.0,
+                "throughput": 1540.0,
+                "throughput_unit": "images/s",
+                "final_loss": 6.8,
+                "final_accuracy": None,
+                "busbw_gbps": None,
+                "world_size": 4,
+            }
+        )
+    )
     nccl = dirs["nccl-allreduce-2-nodes"]
-    (nccl / "metrics.json").write_text(json.dumps({"schema": "eks-training.metrics/1", "program": "nccl_report.py",
-                                                   "wall_time_s": 40.0, "throughput": None, "throughput_unit": None,
-                                                   "final_loss": None, "final_accuracy": None, "busbw_gbps": 2.95, "world_size": None}))
+    (nccl / "metrics.json").write_text(
+        json.dumps(
+            {
+                "schema": "eks-training.metrics/1",
+                "program": "nccl_report.py",
+                "wall_time_s": 40.0,
+                "throughput": None,
+                "throughput_unit": None,
+                "final_loss": None,
+                "final_accuracy": None,
+                "busbw_gbps": 2.95,
+                "world_size": None,
+            }
+        )
+    )
     (nccl / "nccl-tests.json").write_text('{"busbw_gbps_at_max_size": 2.95}')
     (nccl / "sub").mkdir()
     (nccl / "sub" / "rank0.json").write_text("{}")
@@ -157,25 +203,57 @@ def _kube_answers(cfg: dict[str, Any]) -> dict[str, list[tuple[int, Any]]]:
     a: dict[str, list[tuple[int, Any]]] = {
         # finished at once
         jobs.format("resnet50-1-worker"): [(200, job("Job", "resnet50-1-worker", [("Complete", END)], end=END))],
-        pods.format("resnet50-1-worker"): [(200, {"items": [pod("resnet50-1-worker-0-abcde", "Succeeded", ["worker"])]})],
-        log.format("resnet50-1-worker-0-abcde", "worker"): [(200, '{"event": "benchmark_result", "images_per_sec": 410.2}\n')],
+        pods.format("resnet50-1-worker"): [
+            (200, {"items": [pod("resnet50-1-worker-0-abcde", "Succeeded", ["worker"])]})
+        ],
+        log.format("resnet50-1-worker-0-abcde", "worker"): [
+            (200, '{"event": "benchmark_result", "images_per_sec": 410.2}\n')
+        ],
         # failed: no metrics of its own
-        jobs.format("resnet50-2-workers"): [(200, job("Job", "resnet50-2-workers", [("Failed", "2026-05-21T10:02:30Z")]))],
-        pods.format("resnet50-2-workers"): [(200, {"items": [pod("resnet50-2-workers-0-x1", "Failed", ["worker"]),
-                                                             pod("resnet50-2-workers-1-x2", "Failed", ["worker"])]})],
+        jobs.format("resnet50-2-workers"): [
+            (200, job("Job", "resnet50-2-workers", [("Failed", "2026-05-21T10:02:30Z")]))
+        ],
+        pods.format("resnet50-2-workers"): [
+            (
+                200,
+                {
+                    "items": [
+                        pod("resnet50-2-workers-0-x1", "Failed", ["worker"]),
+                        pod("resnet50-2-workers-1-x2", "Failed", ["worker"]),
+                    ]
+                },
+            )
+        ],
         log.format("resnet50-2-workers-0-x1", "worker"): [(200, "CUDA out of memory\n")],
         log.format("resnet50-2-workers-1-x2", "worker"): [(200, "peer failed\n")],
         # not created yet, then pending, running, complete
-        jobs.format("resnet50-4-workers"): [(404, {}), (200, job("Job", "resnet50-4-workers", [], start=None)),
-                                            (200, job("Job", "resnet50-4-workers", [])),
-                                            (200, job("Job", "resnet50-4-workers", [("Complete", END)], end=END))],
-        pods.format("resnet50-4-workers"): [(200, {"items": []}), (200, {"items": [pod("r4-0", "Pending", ["worker"])]}),
-                                            (200, {"items": [pod(f"r4-{i}", "Running", ["worker"]) for i in range(4)]}),
-                                            (200, {"items": [pod(f"r4-{i}", "Succeeded", ["worker"]) for i in range(4)]})],
+        jobs.format("resnet50-4-workers"): [
+            (404, {}),
+            (200, job("Job", "resnet50-4-workers", [], start=None)),
+            (200, job("Job", "resnet50-4-workers", [])),
+            (200, job("Job", "resnet50-4-workers", [("Complete", END)], end=END)),
+        ],
+        pods.format("resnet50-4-workers"): [
+            (200, {"items": []}),
+            (200, {"items": [pod("r4-0", "Pending", ["worker"])]}),
+            (200, {"items": [pod(f"r4-{i}", "Running", ["worker"]) for i in range(4)]}),
+            (200, {"items": [pod(f"r4-{i}", "Succeeded", ["worker"]) for i in range(4)]}),
+        ],
         # the MPIJob: its launcher (with the wait init container a job with after would have) and a worker
         "/apis/kubeflow.org/v2beta1/namespaces/training/mpijobs/nccl-allreduce-2-nodes": [
-            (200, job("MPIJob", "nccl-allreduce-2-nodes", [("Created", START), ("Running", START), ("Succeeded", END)], end=END))],
-        pods.format("nccl-allreduce-2-nodes"): [(200, {"items": [pod("nccl-allreduce-2-nodes-launcher-q", "Succeeded", ["launcher"], ("wait-for-jobs",))]})],
+            (
+                200,
+                job(
+                    "MPIJob",
+                    "nccl-allreduce-2-nodes",
+                    [("Created", START), ("Running", START), ("Succeeded", END)],
+                    end=END,
+                ),
+            )
+        ],
+        pods.format("nccl-allreduce-2-nodes"): [
+            (200, {"items": [pod("nccl-allreduce-2-nodes-launcher-q", "Succeeded", ["launcher"], ("wait-for-jobs",))]})
+        ],
         log.format("nccl-allreduce-2-nodes-launcher-q", "wait-for-jobs"): [(200, "{}\n")],
         log.format("nccl-allreduce-2-nodes-launcher-q", "launcher"): [(200, "#  Avg bus bandwidth    : 2.95\n")],
     }
@@ -186,7 +264,10 @@ def _kube_answers(cfg: dict[str, Any]) -> dict[str, list[tuple[int, Any]]]:
 
 
 def test_the_collector_copies_every_experiment_and_the_summary_is_written(
-    moto: tuple[Any, dict[str, str], str], collector_config: dict[str, Any], kube: Any, tmp_path: Path,
+    moto: tuple[Any, dict[str, str], str],
+    collector_config: dict[str, Any],
+    kube: Any,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     s3, env, endpoint = moto
@@ -200,10 +281,30 @@ def test_the_collector_copies_every_experiment_and_the_summary_is_written(
     config_file = tmp_path / "benchmark.json"
     config_file.write_text(json.dumps(cfg))
     done = subprocess.run(
-        [sys.executable, str(COLLECT_PY), "--config", str(config_file), "--region", aws_support.REGION, "--poll-seconds", "0.2",
-         "--timeout-seconds", "60", "--volume-root", str(volume), "--api-server", url, "--token-file", str(tmp_path / "token"),
-         "--ca-file", str(tmp_path / "none")],
-        capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            str(COLLECT_PY),
+            "--config",
+            str(config_file),
+            "--region",
+            aws_support.REGION,
+            "--poll-seconds",
+            "0.2",
+            "--timeout-seconds",
+            "60",
+            "--volume-root",
+            str(volume),
+            "--api-server",
+            url,
+            "--token-file",
+            str(tmp_path / "token"),
+            "--ca-file",
+            str(tmp_path / "none"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
@@ -214,11 +315,18 @@ def test_the_collector_copies_every_experiment_and_the_summary_is_written(
     objects = _objects(s3, bucket, prefix)
     exp = "experiments/"
     expected = {
-        "run.json", "cluster.json", "storage.json", "progress.json", "collector.json",
+        "run.json",
+        "cluster.json",
+        "storage.json",
+        "progress.json",
+        "collector.json",
         *(f"{exp}{n}/config/experiment.json" for n in cfg["experiments"]),
         *(f"{exp}{n}/config/manifests/pods.json" for n in cfg["experiments"]),
         *(f"{exp}{n}/output/metrics.json" for n in cfg["experiments"]),
-        *(f"{exp}{n}/config/manifests/job.json" for n in ("resnet50-1-worker", "resnet50-2-workers", "resnet50-4-workers")),
+        *(
+            f"{exp}{n}/config/manifests/job.json"
+            for n in ("resnet50-1-worker", "resnet50-2-workers", "resnet50-4-workers")
+        ),
         f"{exp}nccl-allreduce-2-nodes/config/manifests/mpijob.json",
         f"{exp}resnet50-1-worker/output/logs/resnet50-1-worker-0-abcde/worker.log",
         f"{exp}resnet50-2-workers/output/logs/resnet50-2-workers-0-x1/worker.log",
@@ -242,14 +350,28 @@ def test_the_collector_copies_every_experiment_and_the_summary_is_written(
     one = json.loads(objects[f"{exp}resnet50-1-worker/output/metrics.json"])
     assert one["status"] == "Succeeded" and one["throughput"] == 410.2 and one["wall_time_s"] == 95.5
     assert one["job_duration_s"] == 300.0 and one["metrics_source"] == "program"
-    assert one["skippedFiles"] == [{"path": "big.json", "bytes": (volume / cfg["experiments"]["resnet50-1-worker"]["outputDir"].lstrip("/") / "big.json").stat().st_size}]
+    assert one["skippedFiles"] == [
+        {
+            "path": "big.json",
+            "bytes": (volume / cfg["experiments"]["resnet50-1-worker"]["outputDir"].lstrip("/") / "big.json")
+            .stat()
+            .st_size,
+        }
+    ]
     two = json.loads(objects[f"{exp}resnet50-2-workers/output/metrics.json"])
-    assert two["status"] == "Failed" and two["metrics_source"] == "kubernetes" and two["wall_time_s"] == two["job_duration_s"] == 150.0
+    assert (
+        two["status"] == "Failed"
+        and two["metrics_source"] == "kubernetes"
+        and two["wall_time_s"] == two["job_duration_s"] == 150.0
+    )
     assert json.loads(objects[f"{exp}nccl-allreduce-2-nodes/output/metrics.json"])["busbw_gbps"] == 2.95
     collected = json.loads(objects["collector.json"])
     assert {n: e["status"] for n, e in collected["experiments"].items()} == {
-        "resnet50-1-worker": "Succeeded", "resnet50-2-workers": "Failed", "resnet50-4-workers": "Succeeded",
-        "nccl-allreduce-2-nodes": "Succeeded"}
+        "resnet50-1-worker": "Succeeded",
+        "resnet50-2-workers": "Failed",
+        "resnet50-4-workers": "Succeeded",
+        "nccl-allreduce-2-nodes": "Succeeded",
+    }
     progress = json.loads(objects["progress.json"])
     assert sorted(progress["collected"]) == sorted(cfg["experiments"])
     assert progress["experiments"]["resnet50-4-workers"]["pods"] == {"Succeeded": 4}
@@ -270,8 +392,15 @@ def test_the_collector_copies_every_experiment_and_the_summary_is_written(
             pass
 
         def outputs(self) -> dict[str, Any]:
-            return {"benchmark": {"run": run, "bucket": bucket, "prefix": prefix, "region": aws_support.REGION,
-                                  "experiments": {n: {} for n in cfg["experiments"]}}}
+            return {
+                "benchmark": {
+                    "run": run,
+                    "bucket": bucket,
+                    "prefix": prefix,
+                    "region": aws_support.REGION,
+                    "experiments": {n: {} for n in cfg["experiments"]},
+                }
+            }
 
         def destroy(self, *, on_output: Any = None) -> None:
             Stack.destroyed = True
@@ -289,7 +418,10 @@ def test_the_collector_copies_every_experiment_and_the_summary_is_written(
     assert list(rows[0]) == COLUMNS
     by_name = {r["experiment"]: r for r in rows}
     assert [r["experiment"] for r in rows] == [j.name for j in plan.experiments]  # config order
-    assert by_name["resnet50-1-worker"]["throughput"] == "410.2" and by_name["resnet50-1-worker"]["throughput_unit"] == "images/s"
+    assert (
+        by_name["resnet50-1-worker"]["throughput"] == "410.2"
+        and by_name["resnet50-1-worker"]["throughput_unit"] == "images/s"
+    )
     assert by_name["resnet50-2-workers"]["status"] == "Failed" and by_name["resnet50-2-workers"]["throughput"] == ""
     assert by_name["nccl-allreduce-2-nodes"]["busbw_gbps"] == "2.95"
     # cost: the nodes' hourly price for the 300 s Kubernetes ran the experiment

@@ -32,20 +32,46 @@ def test_metrics_files_have_every_field_and_are_written_atomically(tmp_path: Pat
 @UNIT
 def test_train_py_metrics_span_every_epoch_and_restart() -> None:
     history = [
-        {"epoch": 1, "world_size": 2, "images": 1000, "train_time_s": 10.0, "epoch_time_s": 12.0, "train_loss": 2.0,
-         "test_accuracy": 0.4, "test_loss": 1.9},
-        {"epoch": 2, "world_size": 1, "images": 500, "train_time_s": 10.0, "epoch_time_s": 11.0, "train_loss": 1.5,
-         "test_accuracy": 0.6, "test_loss": 1.4},
+        {
+            "epoch": 1,
+            "world_size": 2,
+            "images": 1000,
+            "train_time_s": 10.0,
+            "epoch_time_s": 12.0,
+            "train_loss": 2.0,
+            "test_accuracy": 0.4,
+            "test_loss": 1.9,
+        },
+        {
+            "epoch": 2,
+            "world_size": 1,
+            "images": 500,
+            "train_time_s": 10.0,
+            "epoch_time_s": 11.0,
+            "train_loss": 1.5,
+            "test_accuracy": 0.6,
+            "test_loss": 1.4,
+        },
     ]
     m = train.training_metrics(history)
-    assert m == {"wall_time_s": 23.0, "throughput": 75.0, "throughput_unit": "images/s", "final_loss": 1.5,
-                 "final_accuracy": 0.6, "final_test_loss": 1.4, "world_size": 1, "epochs": 2}
+    assert m == {
+        "wall_time_s": 23.0,
+        "throughput": 75.0,
+        "throughput_unit": "images/s",
+        "final_loss": 1.5,
+        "final_accuracy": 0.6,
+        "final_test_loss": 1.4,
+        "world_size": 1,
+        "epochs": 2,
+    }
     assert train.training_metrics([])["throughput"] is None
 
 
 @UNIT
-@pytest.mark.parametrize("name,parameters", [("resnet18", 11_689_512), ("resnet34", 21_797_672), ("resnet50", 25_557_032),
-                                             ("resnet101", 44_549_160)])
+@pytest.mark.parametrize(
+    "name,parameters",
+    [("resnet18", 11_689_512), ("resnet34", 21_797_672), ("resnet50", 25_557_032), ("resnet101", 44_549_160)],
+)
 def test_the_models_are_torchvisions_resnets(name: str, parameters: int) -> None:
     """Parameter counts of torchvision's ResNets for 1000 classes (its model table,
     https://pytorch.org/vision/stable/models.html#table-of-all-available-classification-weights)."""
@@ -68,10 +94,29 @@ def test_two_ranks_under_torchrun_report_images_per_second(tmp_path: Path) -> No
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OUTPUT_DIR": str(out)}
     torchrun = Path(sys.executable).with_name("torchrun")
     done = subprocess.run(
-        [str(torchrun), "--standalone", "--nnodes=1", "--nproc-per-node=2", str(ts.TRAINING_DIR / "synthetic_benchmark.py"),
-         "--model", "resnet18", "--batch-size", "2", "--image-size", "32", "--classes", "10", "--warmup-steps", "1",
-         "--steps", "2"],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            str(torchrun),
+            "--standalone",
+            "--nnodes=1",
+            "--nproc-per-node=2",
+            str(ts.TRAINING_DIR / "synthetic_benchmark.py"),
+            "--model",
+            "resnet18",
+            "--batch-size",
+            "2",
+            "--image-size",
+            "32",
+            "--classes",
+            "10",
+            "--warmup-steps",
+            "1",
+            "--steps",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -82,7 +127,8 @@ def test_two_ranks_under_torchrun_report_images_per_second(tmp_path: Path) -> No
     assert written["throughput"] == result["images_per_sec"] and written["throughput_unit"] == "images/s"
     assert written["world_size"] == 2 and written["final_loss"] == result["final_loss"] and written["wall_time_s"] > 0
     assert (out / "DONE").is_file() and json.loads((out / "synthetic_benchmark.json").read_text()) == {
-        k: v for k, v in result.items() if k not in ("event", "time")}
+        k: v for k, v in result.items() if k not in ("event", "time")
+    }
 
 
 class _Initialised(Exception):
@@ -90,9 +136,12 @@ class _Initialised(Exception):
 
 
 @UNIT
-@pytest.mark.parametrize("env_value, argv, seconds", [("17", [], 17.0), ("", [], 60.0), ("17", ["--pg-timeout-seconds", "5"], 5.0)])
-def test_collectives_time_out_after_the_jobs_collective_timeout(monkeypatch: pytest.MonkeyPatch, env_value: str,
-                                                                argv: list[str], seconds: float) -> None:
+@pytest.mark.parametrize(
+    "env_value, argv, seconds", [("17", [], 17.0), ("", [], 60.0), ("17", ["--pg-timeout-seconds", "5"], 5.0)]
+)
+def test_collectives_time_out_after_the_jobs_collective_timeout(
+    monkeypatch: pytest.MonkeyPatch, env_value: str, argv: list[str], seconds: float
+) -> None:
     """The job's ``collectiveTimeoutSeconds`` reaches the pods as ``PG_TIMEOUT_SECONDS``
     (components/workloads/training.py), and the benchmark's process group times out after it, as train.py's does
     (a fixed 10 minutes let one hung peer idle every GPU of the run that long)."""

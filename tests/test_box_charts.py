@@ -36,7 +36,9 @@ def test_a_release_is_named_by_its_chart_or_its_oci_reference() -> None:
 
 
 def test_a_chart_not_at_hand_or_at_another_version_is_refused_naming_why() -> None:
-    with pytest.raises(ChartError, match=r"no source for the chart nvidia-device-plugin .*k8s-device-plugin/tree/v0.20.0"):
+    with pytest.raises(
+        ChartError, match=r"no source for the chart nvidia-device-plugin .*k8s-device-plugin/tree/v0.20.0"
+    ):
         render({"chart": "nvidia-device-plugin", "version": HELM_CHARTS["nvidia-device-plugin"].version}, "1.36")
     with pytest.raises(ChartError, match=r"installs kueue 0\.1\.0, the catalog pins 0\.17\.0"):
         render({"chart": "kueue", "version": "0.1.0"}, "1.36")
@@ -45,8 +47,12 @@ def test_a_chart_not_at_hand_or_at_another_version_is_refused_naming_why() -> No
 
 
 def _chart(folder: Path, *, dependencies=(), templates=True, vendored=()) -> dict:
-    meta = {"apiVersion": "v2", "name": "c", "version": "1.0.0",
-            "dependencies": [{"name": d, "version": "1.0.0", "condition": f"{d}.enabled"} for d in dependencies]}
+    meta = {
+        "apiVersion": "v2",
+        "name": "c",
+        "version": "1.0.0",
+        "dependencies": [{"name": d, "version": "1.0.0", "condition": f"{d}.enabled"} for d in dependencies],
+    }
     folder.mkdir(parents=True)
     (folder / "Chart.yaml").write_text(yaml.safe_dump(meta))
     if templates:
@@ -63,5 +69,6 @@ def test_an_incomplete_chart_folder_is_reported(tmp_path) -> None:
     is reported; a complete one is not."""
     assert incomplete(tmp_path / "ok", _chart(tmp_path / "ok", dependencies=["nfd"], vendored=["nfd"])) == []
     assert incomplete(tmp_path / "dep", _chart(tmp_path / "dep", dependencies=["nfd"])) == [
-        "dependency nfd not under charts/"]
+        "dependency nfd not under charts/"
+    ]
     assert incomplete(tmp_path / "bare", _chart(tmp_path / "bare", templates=False)) == ["no templates/"]

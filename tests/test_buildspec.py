@@ -125,8 +125,14 @@ class Box:
 
     def run(self, script: str, cwd: Optional[Path] = None, **extra: str) -> "subprocess.CompletedProcess[str]":
         assert BASH, "bash is required"
-        return subprocess.run([BASH, "-c", script], env=self.env(**extra), cwd=str(cwd or self.work),
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [BASH, "-c", script],
+            env=self.env(**extra),
+            cwd=str(cwd or self.work),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     def count(self, name: str) -> int:
         path = self.work / f"{name}.count"
@@ -209,8 +215,10 @@ SYNTHETIC = (
 )
 
 
-@pytest.mark.parametrize("name, text", [("synthetic", SYNTHETIC)]
-                         + [(p.relative_to(REPO).as_posix(), p.read_text()) for p in repository_dockerfiles()])
+@pytest.mark.parametrize(
+    "name, text",
+    [("synthetic", SYNTHETIC)] + [(p.relative_to(REPO).as_posix(), p.read_text()) for p in repository_dockerfiles()],
+)
 def test_awk_lists_the_base_images_the_python_parser_lists(box: Box, name: str, text: str) -> None:
     (box.work / "Dockerfile").write_text(text)
     done = box.run(f"awk '{BASE_IMAGES_AWK}' Dockerfile")
@@ -235,7 +243,9 @@ def _codebuild_script(spec: dict[str, Any]) -> str:
             n += 1
             lines.append(f"echo '[codebuild] {phase} command {n}' >&2")
             lines.append(command.rstrip("\n"))
-            lines.append(f'__s=$?; if [ "$__s" -ne 0 ]; then echo "[codebuild] {phase} command {n} failed: $__s" >&2; exit "$__s"; fi')
+            lines.append(
+                f'__s=$?; if [ "$__s" -ne 0 ]; then echo "[codebuild] {phase} command {n} failed: $__s" >&2; exit "$__s"; fi'
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -333,8 +343,14 @@ def test_buildspec_requires_the_per_build_variables(box: Box) -> None:
     spec = _spec()
     script = _codebuild_script(spec)
     variables = {k: str(v) for k, v in spec["env"]["variables"].items()} | {"TOOLS_DIR": str(box.tools)}
-    done = box.run(script, **variables, AWS_REGION="us-east-1", DOCKERFILE="Dockerfile",
-                   DOCKER_PLATFORM="linux/amd64", REPOSITORY_URI=REPOSITORY_URI)
+    done = box.run(
+        script,
+        **variables,
+        AWS_REGION="us-east-1",
+        DOCKERFILE="Dockerfile",
+        DOCKER_PLATFORM="linux/amd64",
+        REPOSITORY_URI=REPOSITORY_URI,
+    )
     assert done.returncode != 0 and "IMAGE_TAG is not set" in done.stderr
     assert box.lines("docker.log") == []
 

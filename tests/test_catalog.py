@@ -54,7 +54,9 @@ def test_every_fact_names_a_known_source() -> None:
     """Every fact row in every catalog module (any dataclass with a ``source`` or ``sources`` field) names
     sources that exist; the first word of a source text is its key."""
     rows = 0
-    for module_name in sorted(p.stem for p in (REPO / "components" / "catalog").glob("*.py") if p.stem not in ("__init__", "sources")):
+    for module_name in sorted(
+        p.stem for p in (REPO / "components" / "catalog").glob("*.py") if p.stem not in ("__init__", "sources")
+    ):
         module = importlib.import_module(f"components.catalog.{module_name}")
         for name, value in vars(module).items():
             if name.startswith("_") or isinstance(value, type):
@@ -64,7 +66,9 @@ def test_every_fact_names_a_known_source() -> None:
                 for k in keys:
                     if isinstance(k, str):
                         rows += 1
-                        assert k.split(" ", 1)[0] in SOURCES, f"components.catalog.{module_name}.{name}: unknown source {k!r}"
+                        assert k.split(" ", 1)[0] in SOURCES, (
+                            f"components.catalog.{module_name}.{name}: unknown source {k!r}"
+                        )
     assert rows > len(INSTANCE_TYPES) + len(NAME_LIMITS)
     for t in INSTANCE_TYPES.values():
         assert t.sources, t.name
@@ -76,7 +80,9 @@ def test_every_source_key_the_code_names_exists() -> None:
     for path in [*(REPO / "components").rglob("*.py"), *(REPO / "stacks").rglob("*.py")]:
         for m in re.finditer(r"source keys?\s+((?:``[^`]+``[\s,#:]*(?:and\s+)?)+)", path.read_text()):
             named |= set(re.findall(r"``([^`]+)``", m.group(1)))
-    assert {"eks-pod-identity", "aws-network-policy-node-ip", "cluster-autoscaler-releases"} <= named, "the search finds them"
+    assert {"eks-pod-identity", "aws-network-policy-node-ip", "cluster-autoscaler-releases"} <= named, (
+        "the search finds them"
+    )
     assert named <= set(SOURCES), named - set(SOURCES)
 
 

@@ -28,7 +28,6 @@ CHECKOV = Path(os.environ.get("CHECKOV", REPO / ".venv-checkov" / "bin" / "check
 PINNED = (REPO / "requirements-checkov.txt").read_text().split("checkov==", 1)[1].split()[0]
 
 
-
 @dataclass(frozen=True)
 class Skip:
     resources: str
@@ -45,24 +44,33 @@ _FSX_CHOWN = (
 
 #: Checks that do not apply to these workloads, and why.
 SKIPS: dict[str, Skip] = {
-    "CKV_K8S_11": Skip(".*", (
-        "CPU limits: the jobs request the CPU their node offers (all of it, less the system's share) and a limit "
-        "would only add CFS throttling to data loaders and collectives; requests already reserve the capacity, and "
-        "every container has a memory limit (CKV_K8S_13 passes)"
-    )),
-    "CKV_K8S_40": Skip(".*", (
-        "high UID: pods run as the images' own user, UID 1000 (training/Dockerfile's trainer, the MPI images' "
-        "mpiuser, who owns sshd's host keys), which owns the files on the shared volume; runAsNonRoot, no "
-        "privilege escalation, all capabilities dropped, read-only roots and no host namespaces or host paths "
-        "keep that UID from meaning anything on the node (etcd, whose image has no user, runs as 65532)"
-    )),
+    "CKV_K8S_11": Skip(
+        ".*",
+        (
+            "CPU limits: the jobs request the CPU their node offers (all of it, less the system's share) and a limit "
+            "would only add CFS throttling to data loaders and collectives; requests already reserve the capacity, and "
+            "every container has a memory limit (CKV_K8S_13 passes)"
+        ),
+    ),
+    "CKV_K8S_40": Skip(
+        ".*",
+        (
+            "high UID: pods run as the images' own user, UID 1000 (training/Dockerfile's trainer, the MPI images' "
+            "mpiuser, who owns sshd's host keys), which owns the files on the shared volume; runAsNonRoot, no "
+            "privilege escalation, all capabilities dropped, read-only roots and no host namespaces or host paths "
+            "keep that UID from meaning anything on the node (etcd, whose image has no user, runs as 65532)"
+        ),
+    ),
     "CKV_K8S_23": Skip(r"^Job\.training\.shared-data-init$", _FSX_CHOWN),
     "CKV_K8S_25": Skip(r"^Job\.training\.shared-data-init$", _FSX_CHOWN),
     # MPIJob replicas are rendered as Jobs named <job>-launcher and <job>-worker (every MPI job of every stack)
-    "CKV_K8S_22": Skip(r"^Job\.training\.[a-z0-9-]+-(launcher|worker)$", (
-        "read-only root: MPI jobs default to readOnlyRootFilesystem false, their workers' sshd writing to the image "
-        "(a job can set true: /tmp becomes an emptyDir); every other container's root is read-only"
-    )),
+    "CKV_K8S_22": Skip(
+        r"^Job\.training\.[a-z0-9-]+-(launcher|worker)$",
+        (
+            "read-only root: MPI jobs default to readOnlyRootFilesystem false, their workers' sshd writing to the image "
+            "(a job can set true: /tmp becomes an emptyDir); every other container's root is read-only"
+        ),
+    ),
 }
 
 
@@ -87,13 +95,22 @@ def rendered(stack: str) -> list[dict[str, Any]]:
         if doc["kind"] == "MPIJob":
             md = doc["metadata"]
             for role, replica in doc["spec"]["mpiReplicaSpecs"].items():
-                template = {**replica["template"], "spec": {**replica["template"]["spec"], "restartPolicy": replica["restartPolicy"]}}
-                docs.append({
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "metadata": {"name": f"{md['name']}-{role.lower()}", "namespace": md["namespace"], "labels": md.get("labels", {})},
-                    "spec": {"template": template},
-                })
+                template = {
+                    **replica["template"],
+                    "spec": {**replica["template"]["spec"], "restartPolicy": replica["restartPolicy"]},
+                }
+                docs.append(
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "metadata": {
+                            "name": f"{md['name']}-{role.lower()}",
+                            "namespace": md["namespace"],
+                            "labels": md.get("labels", {}),
+                        },
+                        "spec": {"template": template},
+                    }
+                )
             continue
         docs.append(doc)
     return docs
@@ -112,9 +129,22 @@ def test_checkov_finds_nothing_but_the_justified_skips(tmp_path: Path) -> None:
     assert {"Deployment", "Job", "Service", "NetworkPolicy", "Namespace"} <= kinds
     env = {**os.environ, "BC_SKIP_MAPPING": "TRUE", "CKV_NO_OUTPUT_COLOR": "1"}
     done = subprocess.run(
-        [str(CHECKOV), "--directory", str(tmp_path), "--framework", "kubernetes", "--skip-download", "--compact",
-         "--output", "json"],
-        capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+        [
+            str(CHECKOV),
+            "--directory",
+            str(tmp_path),
+            "--framework",
+            "kubernetes",
+            "--skip-download",
+            "--compact",
+            "--output",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp_path,
     )
     assert done.stdout.strip(), f"checkov printed nothing (exit {done.returncode}):\n{done.stderr[-3000:]}"
     report = json.loads(done.stdout)
@@ -125,12 +155,18 @@ def test_checkov_finds_nothing_but_the_justified_skips(tmp_path: Path) -> None:
     passed = [c for r in results for c in r["passed_checks"]]
     failed = [c for r in results for c in r["failed_checks"]]
     assert len({c["check_id"] for c in passed}) > 40, "checkov ran its Kubernetes checks"
+
     def skipped(c: dict[str, Any]) -> bool:
         skip = SKIPS.get(c["check_id"])
         return skip is not None and re.search(skip.resources, c["resource"]) is not None
 
-    unexpected = sorted({f"{c['check_id']} {c['check_name']}: {c['resource']} ({Path(c['file_path']).name})"
-                         for c in failed if not skipped(c)})
+    unexpected = sorted(
+        {
+            f"{c['check_id']} {c['check_name']}: {c['resource']} ({Path(c['file_path']).name})"
+            for c in failed
+            if not skipped(c)
+        }
+    )
     assert not unexpected, "\n".join(unexpected)
     stale = set(SKIPS) - {c["check_id"] for c in failed if skipped(c)}
     assert not stale, f"skips that match nothing any more (remove them): {sorted(stale)}"

@@ -25,8 +25,9 @@ pytestmark = pytest.mark.unit
 
 
 def writer(published: list[Path], *, deadline_s: float = 30.0) -> checkpointer.Checkpointer:
-    return checkpointer.Checkpointer(deadline_s, may_publish=lambda: True,
-                                     published=lambda path, info: published.append(path))
+    return checkpointer.Checkpointer(
+        deadline_s, may_publish=lambda: True, published=lambda path, info: published.append(path)
+    )
 
 
 def test_a_stop_checkpoint_is_written_and_waited_for_although_an_earlier_write_failed(tmp_path: Path) -> None:

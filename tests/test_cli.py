@@ -65,8 +65,9 @@ def test_the_top_level_lists_every_command() -> None:
 def test_python_m_stacks_runs_as_a_user_runs_it() -> None:
     """The real entry point in a process of its own (``stacks/__main__.py``): the listing, quickly (no command is
     imported for it)."""
-    done = subprocess.run([sys.executable, "-m", "stacks", "--help"], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "stacks", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m stacks [-h] COMMAND"), done.stderr
     assert all(f"  {name} " in done.stdout for name in cli.TOOLS)
 
@@ -87,7 +88,9 @@ def _exit_code(run: Callable[[], Any]) -> Any:
 
 
 @pytest.mark.parametrize("name", list(cli.TOOLS))
-def test_the_aliases_the_entry_point_and_the_script_run_the_same_main(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_aliases_the_entry_point_and_the_script_run_the_same_main(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tool = cli.TOOLS[name]
     module = sys.modules.get(tool.module) or __import__(tool.module, fromlist=["main"])
     assert tool.main() is module.main
@@ -100,8 +103,11 @@ def test_the_aliases_the_entry_point_and_the_script_run_the_same_main(name: str,
     monkeypatch.setattr(sys, "argv", ["x", name, "--flag", "v"])
     assert _exit_code(lambda: runpy.run_module("stacks", run_name="__main__", alter_sys=True)) == 7
     assert _exit_code(cli.script) == 7
-    assert recorder.calls == [(["--flag", "v"], f"python -m stacks.{name}"), (["--flag", "v"], f"python -m stacks {name}"),
-                              (["--flag", "v"], f"eks-training {name}")]
+    assert recorder.calls == [
+        (["--flag", "v"], f"python -m stacks.{name}"),
+        (["--flag", "v"], f"python -m stacks {name}"),
+        (["--flag", "v"], f"eks-training {name}"),
+    ]
 
 
 def test_the_console_script_is_declared() -> None:
@@ -124,7 +130,9 @@ def test_the_prologue_prints_the_error_and_returns_its_status(tmp_path: Path) ->
     assert (code, out) == (cli.EXIT_USAGE, "") and err.startswith("error: no stack 'no-such-stack': "), err
     bad = tmp_path / "Pulumi.bad.yaml"
     bad.write_text("config:\n  eks-training:nodeGroups: 3\n")
-    code, out, err = _quiet(cli.main, ["local", "--stack", "bad", "--stack-file", str(bad), "--work", str(tmp_path / "w")])
+    code, out, err = _quiet(
+        cli.main, ["local", "--stack", "bad", "--stack-file", str(bad), "--work", str(tmp_path / "w")]
+    )
     assert (code, out) == (cli.EXIT_USAGE, "") and "invalid stack configuration" in err, err
     assert not (tmp_path / "w").exists()
 
@@ -200,7 +208,8 @@ def test_no_tool_imports_another_tool_nor_the_program_and_the_core_imports_neith
         assert all(any(_within(m, [p]) for m in modules) for p in tool.modules), name
     assert all(any(_within(m, [p]) for m in modules) for p in cli.CORE)
     assert {"stacks.workloads", "stacks.environment", "stacks.outputs"} <= {
-        m for m in modules if not _within(m, cli.CORE) and not any(_within(m, t.modules) for t in cli.TOOLS.values())}
+        m for m in modules if not _within(m, cli.CORE) and not any(_within(m, t.modules) for t in cli.TOOLS.values())
+    }
     assert layering_violations(REPO, "stacks", tools, cli.CORE) == []
 
 
@@ -217,7 +226,9 @@ def test_the_layering_walk_finds_what_breaks_the_layers(tmp_path: Path) -> None:
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    found = layering_violations(tmp_path, "pkg", {"alpha": ["pkg.alpha"], "beta": ["pkg.beta"]}, ["pkg.core", "pkg.core2"])
+    found = layering_violations(
+        tmp_path, "pkg", {"alpha": ["pkg.alpha"], "beta": ["pkg.beta"]}, ["pkg.core", "pkg.core2"]
+    )
     assert found == [
         "pkg.alpha.cli (tool alpha) imports pkg.beta (tool beta)",
         "pkg.beta (tool beta) imports pkg.program (program)",

@@ -149,17 +149,27 @@ def test_every_object_is_accepted_by_the_apiserver(oldest_box, objects_of, stack
     # A CRD an earlier preset applied with the same content (the same chart's) is not applied again: it was accepted
     # then, and re-applying 1.8 MB of Kueue's CRDs cost the apiserver seconds per preset.
     held = box.__dict__.setdefault("crds", {})
-    todo = [d for d in docs if d["kind"] != "CustomResourceDefinition"
-            or held.get(d["metadata"]["name"]) != json.dumps(d, sort_keys=True)]
+    todo = [
+        d
+        for d in docs
+        if d["kind"] != "CustomResourceDefinition" or held.get(d["metadata"]["name"]) != json.dumps(d, sort_keys=True)
+    ]
     try:
         refused = apply_stack(box, todo)
-        assert not refused, f"{stack} at Kubernetes {MINORS['kubernetes-oldest']}: the apiserver refused:\n" + "\n".join(
-            str(r) for r in refused)
+        assert not refused, (
+            f"{stack} at Kubernetes {MINORS['kubernetes-oldest']}: the apiserver refused:\n"
+            + "\n".join(str(r) for r in refused)
+        )
         # Every object is there, as applied.
         for doc in docs:
             assert box.get(*_ref(doc))["metadata"]["name"] == doc["metadata"]["name"]
-        held.update({d["metadata"]["name"]: json.dumps(d, sort_keys=True) for d in docs
-                     if d["kind"] == "CustomResourceDefinition"})
+        held.update(
+            {
+                d["metadata"]["name"]: json.dumps(d, sort_keys=True)
+                for d in docs
+                if d["kind"] == "CustomResourceDefinition"
+            }
+        )
     finally:
         _remove(box, docs)
 
@@ -167,15 +177,28 @@ def test_every_object_is_accepted_by_the_apiserver(oldest_box, objects_of, stack
 def test_a_shared_box_refuses_what_a_fresh_one_would() -> None:
     """Control of the shared box's checks: an object in a Namespace the stack does not create, and a custom resource
     whose CRD the stack does not install, are reported."""
-    docs = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "a", "namespace": "training"}},
-            {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-             "metadata": {"name": "q", "namespace": "default"}, "spec": {}}]
-    assert _self_contained(docs, {"", "apps", "batch", "apiextensions.k8s.io"}) == ["ServiceAccount training/a: no Namespace training",
-                                     "LocalQueue q: no CustomResourceDefinition for kueue.x-k8s.io"]
+    docs = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "a", "namespace": "training"}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q", "namespace": "default"},
+            "spec": {},
+        },
+    ]
+    assert _self_contained(docs, {"", "apps", "batch", "apiextensions.k8s.io"}) == [
+        "ServiceAccount training/a: no Namespace training",
+        "LocalQueue q: no CustomResourceDefinition for kueue.x-k8s.io",
+    ]
     docs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}})
-    docs.append({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                 "metadata": {"name": "localqueues.kueue.x-k8s.io"},
-                 "spec": {"group": "kueue.x-k8s.io", "names": {"kind": "LocalQueue"}}})
+    docs.append(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "localqueues.kueue.x-k8s.io"},
+            "spec": {"group": "kueue.x-k8s.io", "names": {"kind": "LocalQueue"}},
+        }
+    )
     assert _self_contained(docs, {"", "apps", "batch", "apiextensions.k8s.io"}) == []
 
 
@@ -252,7 +275,9 @@ def _bound_workers(box) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for pod in box.get("pods", "-n", "training", "-l", "training.kubeflow.org/job-role=worker")["items"]:
         if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            out.setdefault(pod["metadata"]["labels"]["training.kubeflow.org/job-name"], set()).add(pod["metadata"]["name"])
+            out.setdefault(pod["metadata"]["labels"]["training.kubeflow.org/job-name"], set()).add(
+                pod["metadata"]["name"]
+            )
     return out
 
 
@@ -298,8 +323,11 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
         for doc in step.docs:
             for template in pod_templates(doc):
                 for ref in predecessors(template):
-                    waiting = [p for p in pods_by_job[doc["metadata"]["name"]]
-                               if any(c["name"] == "wait-for-jobs" for c in p["spec"].get("initContainers") or [])]
+                    waiting = [
+                        p
+                        for p in pods_by_job[doc["metadata"]["name"]]
+                        if any(c["name"] == "wait-for-jobs" for c in p["spec"].get("initContainers") or [])
+                    ]
                     assert waiting, f"no pod of {doc['metadata']['name']} carries its wait"
                     first_start = min(p["status"]["startTime"] for p in waiting)
                     assert first_start >= completed[ref.partition("/")[2]], rehearsal.timeline()
@@ -308,8 +336,11 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
     assert waits == sum(len(j.after) for j in plan.jobs.values()), rehearsal.timeline()
     # Each plan job's workers ran on nodes of its group, one per node (an MPI launcher runs on the system group).
     for name, job in plan.jobs.items():
-        workers = [p for p in pods_by_job.get(name, [])
-                   if (p["metadata"].get("labels") or {}).get("training.kubeflow.org/job-role", "worker") == "worker"]
+        workers = [
+            p
+            for p in pods_by_job.get(name, [])
+            if (p["metadata"].get("labels") or {}).get("training.kubeflow.org/job-role", "worker") == "worker"
+        ]
         assert len(workers) >= job.nodes, f"{name}: {len(workers)} worker pods ran, the plan has {job.nodes} nodes"
         for pod in workers:
             node = nodes[pod["spec"]["nodeName"]]
@@ -318,6 +349,7 @@ def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, s
 
 def _has_mpijobs(rehearsal) -> bool:
     return any(d["kind"] == "MPIJob" for s in rehearsal.steps for d in s.docs)
+
 
 def _no_gpu_toleration(steps) -> None:
     _doc(steps, "Job", "train-allreduce")["spec"]["template"]["spec"]["tolerations"] = []
@@ -329,12 +361,16 @@ def _sixteen_gpus(steps) -> None:
         resources[part]["nvidia.com/gpu"] = 16
 
 
-@pytest.mark.parametrize("mutate, reason", [
-    (_no_gpu_toleration, r"untolerated taint"),
-    (_sixteen_gpus, r"insufficient quota for nvidia.com/gpu"),
-])
-def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(binaries, registrations_of, tmp_path, mutate,
-                                                              reason) -> None:
+@pytest.mark.parametrize(
+    "mutate, reason",
+    [
+        (_no_gpu_toleration, r"untolerated taint"),
+        (_sixteen_gpus, r"insufficient quota for nvidia.com/gpu"),
+    ],
+)
+def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(
+    binaries, registrations_of, tmp_path, mutate, reason
+) -> None:
     """The health check (p5) without the GPU taint's toleration, or asking for more GPUs than its group holds, is never
     admitted: no pod of it is created, and the rehearsal fails naming what waits (pulumi up would wait on the health
     check, and the training job after it) with Kueue's reason (the Workload's QuotaReserved condition)."""
@@ -382,8 +418,11 @@ def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, regis
 
 def _release(registrations, key: str) -> dict:
     """The inputs of the stack's one Helm release of the catalog chart ``key``."""
-    found = [r.inputs for r in registrations
-             if r.type.startswith("kubernetes:helm.sh/") and chart_key(r.inputs.get("chart", "")) == key]
+    found = [
+        r.inputs
+        for r in registrations
+        if r.type.startswith("kubernetes:helm.sh/") and chart_key(r.inputs.get("chart", "")) == key
+    ]
     assert len(found) == 1, f"{len(found)} releases of {key}"
     return copy.deepcopy(found[0])
 
@@ -412,19 +451,28 @@ def test_the_kueue_chart_renders_what_each_stack_passes(binaries, registrations_
         docs = rendered_values[key]
         rendered = yaml.safe_load(_one(docs, "ConfigMap")["data"]["controller_manager_config.yaml"])
         wanted = kueue_release_configuration(values)
-        assert rendered.pop("internalCertManagement") == wanted.pop("internalCertManagement", {
-            "enable": True, "webhookServiceName": "kueue-webhook-service",
-            "webhookSecretName": "kueue-webhook-server-cert"}), stack
+        assert rendered.pop("internalCertManagement") == wanted.pop(
+            "internalCertManagement",
+            {
+                "enable": True,
+                "webhookServiceName": "kueue-webhook-service",
+                "webhookSecretName": "kueue-webhook-server-cert",
+            },
+        ), stack
         assert rendered == wanted, stack
         pod = _one(docs, "Deployment")["spec"]["template"]["spec"]
         image = values["controllerManager"]["manager"]["image"]
         assert [c["image"] for c in pod["containers"] if c["name"] == "manager"] == [
-            f"{image['repository']}:{image['tag']}"], stack
+            f"{image['repository']}:{image['tag']}"
+        ], stack
         _config, plan = plan_stack(stack)
         selector = pod.get("nodeSelector") or {}
         assert selector, f"{stack}: the Kueue manager's Deployment has no nodeSelector"
-        selected = {n["metadata"]["labels"]["eks-training/role"] for n in plan_nodes(plan, "us-east-1")
-                    if selector.items() <= n["metadata"]["labels"].items()}
+        selected = {
+            n["metadata"]["labels"]["eks-training/role"]
+            for n in plan_nodes(plan, "us-east-1")
+            if selector.items() <= n["metadata"]["labels"].items()
+        }
         assert selected == {"system"}, (stack, selector, selected)
 
 
@@ -434,15 +482,22 @@ def test_a_chart_source_at_another_version_than_the_catalogs_is_refused(monkeypa
     from stacks.box import charts
 
     assert charts.chart_dir("kueue").name == "kueue"
-    monkeypatch.setattr(charts, "HELM_CHARTS", {**charts.HELM_CHARTS, "kueue": dataclasses.replace(
-        charts.HELM_CHARTS["kueue"], version="0.16.2")})
-    with pytest.raises(charts.ChartError, match=r"pins the chart kueue at 0\.16\.2, but charts/kueue/Chart\.yaml of "
-                                                r"sigs\.k8s\.io/kueue v0\.17\.0 \(box/kueue/go\.mod\) is version 0\.17\.0"):
+    monkeypatch.setattr(
+        charts,
+        "HELM_CHARTS",
+        {**charts.HELM_CHARTS, "kueue": dataclasses.replace(charts.HELM_CHARTS["kueue"], version="0.16.2")},
+    )
+    with pytest.raises(
+        charts.ChartError,
+        match=r"pins the chart kueue at 0\.16\.2, but charts/kueue/Chart\.yaml of "
+        r"sigs\.k8s\.io/kueue v0\.17\.0 \(box/kueue/go\.mod\) is version 0\.17\.0",
+    ):
         charts.chart_dir("kueue")
 
 
-def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(binaries, registrations_of,
-                                                                           tmp_path) -> None:
+def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(
+    binaries, registrations_of, tmp_path
+) -> None:
     """Every object the Kueue chart renders from p5's release is accepted by the real apiserver (strict server-side
     apply), and the scheduler places the manager's pod on a node of the system group, where kwok runs it. The webhook
     configurations and the visibility APIService are sent as a server-side dry run only: their Service has no real
@@ -450,6 +505,7 @@ def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(bina
     registers its own (:mod:`stacks.box.kueue`)."""
     release = _release(registrations_of("p5"), "kueue")
     docs = render(release, DEFAULT_KUBERNETES_VERSION, helm=binaries["helm"])
+
     # The chart's CRDs are the ones the rehearsal applies from the same module (stacks/box/kueue.py) but for the
     # conversion webhook, which the chart points at the manager's in-cluster Service (the box's Kueue runs out of
     # cluster and registers no conversion).
@@ -462,7 +518,9 @@ def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(bina
     probe = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService")
     with _box(binaries, tmp_path, "chart", "kubernetes") as box:
         create_nodes(box, plan_nodes(plan, "us-east-1"))
-        box.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": release["namespace"]}}])  # createNamespace
+        box.apply(
+            [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": release["namespace"]}}]
+        )  # createNamespace
         crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
         box.apply(crds)
         establish_crds(box, [d["metadata"]["name"] for d in crds])
@@ -492,8 +550,14 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         mpi = {s.docs[0]["metadata"]["name"]: s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)}
         mpi["nccl"].deps.add(mpi["horovod"].urn)
 
-    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("mpi-horovod"), "mpi-horovod",
-                                      mutate=horovod_first, run_ms={"nccl": 3000, "horovod": 3000})
+    box, plan, rehearsal = _rehearsal(
+        binaries,
+        tmp_path,
+        registrations_of("mpi-horovod"),
+        "mpi-horovod",
+        mutate=horovod_first,
+        run_ms={"nccl": 3000, "horovod": 3000},
+    )
     samples: list[dict[str, set[str]]] = []  # per poll: MPIJob -> its worker pods bound to a node
     watch = _Watch(box, lambda: samples.append(_bound_workers(box)))
     try:
@@ -501,7 +565,9 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
             rehearsal.run(binaries, timeout_s=90)
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
-        finished = {j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]}
+        finished = {
+            j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]
+        }
         workloads = box.get("workloads", "-n", "training")["items"]
     finally:
         rehearsal.stop_operator()
@@ -514,7 +580,9 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     for wl in workloads:
         owner = next(o["name"] for o in wl["metadata"]["ownerReferences"])
         if owner in ("nccl", "horovod"):
-            launchers[owner] = next(a for a in wl["status"]["admission"]["podSetAssignments"] if a["name"] == "launcher")
+            launchers[owner] = next(
+                a for a in wl["status"]["admission"]["podSetAssignments"] if a["name"] == "launcher"
+            )
     assert set(launchers) == {"nccl", "horovod"}, [w["metadata"]["name"] for w in workloads]
     for name, launcher in launchers.items():
         counted = launcher_requests(plan, plan.jobs[name])[plan.system.name]
@@ -526,8 +594,11 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     assert any(s.get("nccl") for s in samples) and any(s.get("horovod") for s in samples), samples
     # In sequence: the horovod workers that ran to the end started after nccl completed (a horovod admitted first is
     # preempted by nccl, which outranks it: horovod waits for it).
-    done = [p for p in rehearsal.pods.values() if p["metadata"]["name"].startswith("horovod-worker")
-            and p["metadata"]["creationTimestamp"] >= finished["nccl"]]
+    done = [
+        p
+        for p in rehearsal.pods.values()
+        if p["metadata"]["name"].startswith("horovod-worker") and p["metadata"]["creationTimestamp"] >= finished["nccl"]
+    ]
     assert len(done) == 2, rehearsal.timeline()
 
 
@@ -545,8 +616,15 @@ def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
         jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
         jobs["resnet50-4-workers"].deps.add(jobs["resnet50-1-worker"].urn)
 
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "benchmark", sizes={"gpu": 4},
-                                       mutate=blocker_first, run_ms={"resnet50-1-worker": 6000})
+    box, _plan, rehearsal = _rehearsal(
+        binaries,
+        tmp_path,
+        registrations,
+        "benchmark",
+        sizes={"gpu": 4},
+        mutate=blocker_first,
+        run_ms={"resnet50-1-worker": 6000},
+    )
     wide = "resnet50-4-workers"
     waits = shlex.split(workload_conditions_command("training", wide))
     samples: list[dict[str, set[str]]] = []
@@ -600,16 +678,21 @@ def _bound_pods(box) -> dict[str, set[str]]:
 # --- faults with the real Job controller ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code, outcome", [
-    # 2 (USAGE_ERROR_EXIT_CODE, the policy's FailJob: fails at once) runs through the user's command:
-    # test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod
-    (69, "retried, not counted"),  # the launcher's lost-rendezvous code: Ignore, the pod is replaced
-    (1, "retried, counted"),   # any other failure counts against backoffLimit
-])
+@pytest.mark.parametrize(
+    "code, outcome",
+    [
+        # 2 (USAGE_ERROR_EXIT_CODE, the policy's FailJob: fails at once) runs through the user's command:
+        # test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod
+        (69, "retried, not counted"),  # the launcher's lost-rendezvous code: Ignore, the pod is replaced
+        (1, "retried, counted"),  # any other failure counts against backoffLimit
+    ],
+)
 def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
-        binaries, registrations_of, tmp_path, code: int, outcome: str) -> None:
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("dev"), "dev",
-                                       exit_codes={"train": (code, "worker")})
+    binaries, registrations_of, tmp_path, code: int, outcome: str
+) -> None:
+    box, _plan, rehearsal = _rehearsal(
+        binaries, tmp_path, registrations_of("dev"), "dev", exit_codes={"train": (code, "worker")}
+    )
     try:
         with Registrar(box):
             with pytest.raises(RehearsalError) as err:
@@ -643,15 +726,25 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     config["eks-training:nodeGroups"]["gpu"].update(desiredSize=256, maxSize=256)
 
     def widen(steps) -> None:
-        steps[:] = [s for s in steps if not any(d["kind"] == "Job" and d["metadata"]["name"] in ("train", "evaluate")
-                                                 for d in s.docs)]
+        steps[:] = [
+            s
+            for s in steps
+            if not any(d["kind"] == "Job" and d["metadata"]["name"] in ("train", "evaluate") for d in s.docs)
+        ]
         spec = _doc(steps, "Job", "train-allreduce")["spec"]
         spec["parallelism"] = spec["completions"] = 256
 
     start = time.monotonic()
     # Each pod runs 30 s, so all 256 must run at once, one per node (none may wait for another to finish).
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, run_program("p5", config=config).registrations, "p5",
-                                       sizes={"gpu": 256}, mutate=widen, run_ms={"train-allreduce": 30000})
+    box, _plan, rehearsal = _rehearsal(
+        binaries,
+        tmp_path,
+        run_program("p5", config=config).registrations,
+        "p5",
+        sizes={"gpu": 256},
+        mutate=widen,
+        run_ms={"train-allreduce": 30000},
+    )
     up_s = time.monotonic() - start
     try:
         with Registrar(box):
@@ -660,7 +753,9 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     finally:
         rehearsal.stop_operator()
         box.down()
-    pods = [p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == "train-allreduce"]
+    pods = [
+        p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == "train-allreduce"
+    ]
     assert len(pods) == 256
     assert len({p["spec"]["nodeName"] for p in pods}) == 256
     created = datetime.fromisoformat(job["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
@@ -685,12 +780,14 @@ def test_a_32_node_job_on_256_p5_nodes_lands_in_one_network_block(binaries, tmp_
     block = "topology.k8s.aws/network-node-layer-3"
 
     def trim(steps) -> None:
-        steps[:] = [s for s in steps if not any(d["kind"] == "Job" and d["metadata"]["name"] == "evaluate"
-                                                 for d in s.docs)]
+        steps[:] = [
+            s for s in steps if not any(d["kind"] == "Job" and d["metadata"]["name"] == "evaluate" for d in s.docs)
+        ]
 
     start = time.monotonic()
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, run_program("p5", config=config).registrations, "p5",
-                                       sizes={"gpu": 256}, mutate=trim)
+    box, _plan, rehearsal = _rehearsal(
+        binaries, tmp_path, run_program("p5", config=config).registrations, "p5", sizes={"gpu": 256}, mutate=trim
+    )
     try:
         nodes = {n["metadata"]["name"]: n["metadata"]["labels"] for n in box.get("nodes")["items"]}
         blocks: dict[str, list[str]] = {}
@@ -703,12 +800,25 @@ def test_a_32_node_job_on_256_p5_nodes_lands_in_one_network_block(binaries, tmp_
         # A fleet that has been up: its device plugins registered every node's GPUs and EFA devices long ago. (Kueue
         # counts a node's GPUs once registered, as on EKS: a job admitted while some nodes had none yet would be
         # spread over the blocks whose nodes had them -- the annotation prefers one block, it does not wait for one.)
-        devices = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n["metadata"]["name"]},
-                    "status": {"capacity": counts, "allocatable": counts}}
-                   for n in box.get("nodes")["items"]
-                   if (counts := {r: str(c) for r, c in json.loads(n["metadata"]["annotations"][DEVICES_ANNOTATION]).items()})]
-        box.kubectl("apply", "--server-side", "--subresource=status", "--field-manager=box-device-plugins", "-f", "-",
-                    input=yaml.safe_dump_all(devices))
+        devices = [
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": n["metadata"]["name"]},
+                "status": {"capacity": counts, "allocatable": counts},
+            }
+            for n in box.get("nodes")["items"]
+            if (counts := {r: str(c) for r, c in json.loads(n["metadata"]["annotations"][DEVICES_ANNOTATION]).items()})
+        ]
+        box.kubectl(
+            "apply",
+            "--server-side",
+            "--subresource=status",
+            "--field-manager=box-device-plugins",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(devices),
+        )
         with Registrar(box):
             rehearsal.run(binaries, timeout_s=240)
     finally:
@@ -734,15 +844,24 @@ def test_the_benchmark_command_prints_its_figures(binaries, tmp_path, capsys) ->
     out = capsys.readouterr().out
     assert code == 0, out
     lines = out.splitlines()
-    assert lines[0] == ("Benchmark of stack p5: group gpu at 16 nodes (p5.48xlarge), health check train-allreduce "
-                        "widened to 16 pods, each asking for a whole node"), out
+    assert lines[0] == (
+        "Benchmark of stack p5: group gpu at 16 nodes (p5.48xlarge), health check train-allreduce "
+        "widened to 16 pods, each asking for a whole node"
+    ), out
     figures = {}
     for line in lines[1:]:
         assert not line.startswith("note: "), out
         key, _, value = line.strip().partition(":")
         figures[key] = value.strip()
-    assert set(figures) == {"box up", "nodes Ready", "pods scheduled", "pods running", "kube-apiserver memory",
-                            "kube-scheduler memory", "load average (1 min)"}, out
+    assert set(figures) == {
+        "box up",
+        "nodes Ready",
+        "pods scheduled",
+        "pods running",
+        "kube-apiserver memory",
+        "kube-scheduler memory",
+        "load average (1 min)",
+    }, out
     up = re.fullmatch(r"([\d.]+) s", figures["box up"])
     ready = re.fullmatch(r"([\d.]+) s after their creation \(18 nodes\)", figures["nodes Ready"])
     scheduled = re.fullmatch(r"(\d+) s after the Job's creation \(16 of 16\)", figures["pods scheduled"])
@@ -766,11 +885,19 @@ TEAMS_REFERENCE = "organization/eks-training/shared"
 def _jobs_only_registrations(cluster_config: dict, team: str, job: str, nodes: int) -> list:
     """What team ``team``'s jobs-only stack registers (the real program under mocks, reading the cluster stack's
     outputs through its StackReference): one command job of ``nodes`` GPU nodes."""
-    config = {"aws:region": cluster_config["aws:region"],
-              "eks-training:cluster": {"stackReference": TEAMS_REFERENCE, "team": team},
-              "eks-training:nodeGroups": cluster_config["eks-training:nodeGroups"],
-              "eks-training:jobs": {job: {"kind": "command", "nodeGroup": "gpu", "nodes": nodes,
-                                          "command": ["python", "-c", "print('trained')"]}}}
+    config = {
+        "aws:region": cluster_config["aws:region"],
+        "eks-training:cluster": {"stackReference": TEAMS_REFERENCE, "team": team},
+        "eks-training:nodeGroups": cluster_config["eks-training:nodeGroups"],
+        "eks-training:jobs": {
+            job: {
+                "kind": "command",
+                "nodeGroup": "gpu",
+                "nodes": nodes,
+                "command": ["python", "-c", "print('trained')"],
+            }
+        },
+    }
     program = run_program(f"team-{team}", config=config)
     assert program.error is None, program.error
     return program.registrations
@@ -793,8 +920,10 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     for k in ("eks-training:jobs", "eks-training:datasets"):
         config.pop(k)
     # team a's members: their ClusterRole and RoleBinding go through the real apiserver too
-    config["eks-training:teams"] = {"a": {"quotaPercent": 50, "memberRoleArns": ["arn:aws:iam::123456789012:role/A"]},
-                                    "b": {"quotaPercent": 50}}
+    config["eks-training:teams"] = {
+        "a": {"quotaPercent": 50, "memberRoleArns": ["arn:aws:iam::123456789012:role/A"]},
+        "b": {"quotaPercent": 50},
+    }
     cluster = run_program("shared", config=config)
     STACK_OUTPUTS[TEAMS_REFERENCE] = {k: resolve(pulumi.Output.from_input(v)) for k, v in cluster.outputs.items()}
     try:
@@ -816,8 +945,9 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
             s.deps |= cluster_a
         steps.extend(team_a)
 
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a,
-                                       run_ms={"wide": 6000})
+    box, _plan, rehearsal = _rehearsal(
+        binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a, run_ms={"wide": 6000}
+    )
     samples: list[dict[str, set[str]]] = []
     submitted: list[float] = []
     preempted: list[dict] = []  # the Preempted conditions of team a's workloads while they held
@@ -828,9 +958,12 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
             box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump_all(b_docs))
             submitted.append(time.monotonic())
         if submitted and not preempted:
-            preempted.extend(c for wl in box.get("workloads", "-n", "a")["items"]
-                             for c in (wl.get("status") or {}).get("conditions") or []
-                             if c["type"] == "Preempted" and c["status"] == "True")
+            preempted.extend(
+                c
+                for wl in box.get("workloads", "-n", "a")["items"]
+                for c in (wl.get("status") or {}).get("conditions") or []
+                if c["type"] == "Preempted" and c["status"] == "True"
+            )
 
     watch = _Watch(box, poll)
     start = time.monotonic()
@@ -847,8 +980,9 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     took = time.monotonic() - start
     print(f"teams: box up, borrow, reclaim and both jobs complete in {took:.0f} s")
     assert {"training", "team-a", "team-b"} <= set(queues)
-    assert {"eks-training-team-member"} <= {d["metadata"]["name"] for s in rehearsal.applied.values() for d in s.docs
-                                            if d["kind"] == "ClusterRole"}
+    assert {"eks-training-team-member"} <= {
+        d["metadata"]["name"] for s in rehearsal.applied.values() for d in s.docs if d["kind"] == "ClusterRole"
+    }
     assert {q["spec"].get("cohortName") for q in queues.values()} == {"eks-training"}
     # a's job ran whole on both GPU nodes (one of them b's nominal quota: borrowed) before b submitted
     assert submitted, f"team a's 2-node job never ran on both GPU nodes: {samples[-5:]}\n{rehearsal.timeline()}"
@@ -880,13 +1014,19 @@ def assert_report_covers(text: str, rehearsal, recorder) -> None:
     outcome and duration, and every pod that ran with its node (what ran where)."""
     jobs = text.split("\nJobs:\n", 1)[1]
     for name, rec in rehearsal.jobs.items():
-        assert re.search(rf"^  {re.escape(name)} \({rec['kind']}\): {rec['outcome']}, started [\d.]+ s, finished "
-                         rf"[\d.]+ s, took [\d.]+ s$", jobs, re.M), (name, jobs)
+        assert re.search(
+            rf"^  {re.escape(name)} \({rec['kind']}\): {rec['outcome']}, started [\d.]+ s, finished "
+            rf"[\d.]+ s, took [\d.]+ s$",
+            jobs,
+            re.M,
+        ), (name, jobs)
     ran = text.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
     for pod in rehearsal.pods.values():
         line = f"  {pod['metadata']['namespace']}/{pod['metadata']['name']} "
-        assert any(w.startswith(line) and w.split(" on ", 1)[1].startswith(pod["spec"]["nodeName"] + ":")
-                   for w in ran.splitlines()), (line, ran)
+        assert any(
+            w.startswith(line) and w.split(" on ", 1)[1].startswith(pod["spec"]["nodeName"] + ":")
+            for w in ran.splitlines()
+        ), (line, ran)
     assert recorder.error is None, recorder.error
 
 
@@ -909,15 +1049,21 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
         assert "Every job completed (4)." in out
         jobs = out.split("\nJobs:\n", 1)[1]
         for job in ("eks-training-dev-stage-cifar10", "train-allreduce", "train", "evaluate"):
-            assert re.search(rf"^  {job} \(Job\): Complete, started [\d.]+ s, finished [\d.]+ s, took [\d.]+ s$", jobs,
-                             re.M), jobs
+            assert re.search(
+                rf"^  {job} \(Job\): Complete, started [\d.]+ s, finished [\d.]+ s, took [\d.]+ s$", jobs, re.M
+            ), jobs
         ran = out.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
         assert re.search(r"^  training/train-0-\w+ \(Job train\) on cpu-0: started [\d.]+ s, Succeeded", ran, re.M), ran
-        assert re.search(r"^  training/evaluate-0-\w+ \(Job evaluate\) on system-0: started [\d.]+ s, Succeeded", ran,
-                         re.M), ran
+        assert re.search(
+            r"^  training/evaluate-0-\w+ \(Job evaluate\) on system-0: started [\d.]+ s, Succeeded", ran, re.M
+        ), ran
         waited = out.split("\nWhat waited, and why:\n", 1)[1]
-        assert re.search(r"^  pod training/evaluate-0-\w+ \(Job evaluate\) [\d.]+-[\d.]+ s: on system-0, its "
-                         r"wait-for-jobs init container waits for jobs/train$", waited, re.M), waited
+        assert re.search(
+            r"^  pod training/evaluate-0-\w+ \(Job evaluate\) [\d.]+-[\d.]+ s: on system-0, its "
+            r"wait-for-jobs init container waits for jobs/train$",
+            waited,
+            re.M,
+        ), waited
         timeline = out.split("\nWhere each pod ran:\n", 1)[0]
         assert re.search(r"^ +[\d.]+ s  Job train: admitted$", timeline, re.M), timeline
         assert re.search(r"^ +[\d.]+ s  Job train: Complete$", timeline, re.M), timeline
@@ -933,10 +1079,15 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
         assert f"--kubeconfig {home / 'kubeconfig'} logs " in logs, logs
         printed = _follow(logs, r"\[box\] pod training/train-0-\w+: Succeeded")
         pod = re.escape(f"[pod/{re.search(r'training/(train-0-[a-z0-9]+)', printed).group(1)}/worker]")  # type: ignore[union-attr]
-        assert re.search(rf"^{pod} \[box\] pod training/train-0-\w+ \(Job train\) started on node cpu-0; container "
-                         rf"worker, image \S+: simulated by kwok, nothing ran$", printed, re.M), printed
-        assert re.search(rf"^{pod} \[box\] container worker: runs 1000ms \(box.eks-training/run-ms\), then exits 0$",
-                         printed, re.M), printed
+        assert re.search(
+            rf"^{pod} \[box\] pod training/train-0-\w+ \(Job train\) started on node cpu-0; container "
+            rf"worker, image \S+: simulated by kwok, nothing ran$",
+            printed,
+            re.M,
+        ), printed
+        assert re.search(
+            rf"^{pod} \[box\] container worker: runs 1000ms \(box.eks-training/run-ms\), then exits 0$", printed, re.M
+        ), printed
         assert re.search(rf"^{pod} \[box\] container worker: exited 0 \(Completed\)$", printed, re.M), printed
         operators = json.loads((home / FILE).read_text())
         assert [o["name"] for o in operators] == ["kueue"]  # dev runs no MPIJob
@@ -954,8 +1105,9 @@ def _follow(command: str, until: str, timeout_s: float = 60.0) -> str:
     import signal
     import threading
 
-    proc = subprocess.Popen(["bash", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     lines: list[str] = []
     found = threading.Event()
 
@@ -988,23 +1140,32 @@ def test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod(binaries, tmp_
     from stacks import rehearse
     from stacks.box import cli as box_cli
 
-    code = rehearse.main(["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120",
-                          "--exit-code", "train=2:worker"])
+    code = rehearse.main(
+        ["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120", "--exit-code", "train=2:worker"]
+    )
     out = capsys.readouterr().out
     box = Box(name="rehearse-dev", workdir=tmp_path, binaries=binaries)
     try:
         assert code == 1, out
         assert "FAILED: job(s) failed: train\n" in out, out
         shown = out.split("FAILED: job(s) failed: train\n", 1)[1]
-        assert re.match(r"Last lines of the log of pod training/train-0-\w+ \(Job train, container worker, kubectl "
-                        r"logs --tail=10\):\n", shown), shown
+        assert re.match(
+            r"Last lines of the log of pod training/train-0-\w+ \(Job train, container worker, kubectl "
+            r"logs --tail=10\):\n",
+            shown,
+        ), shown
         block = shown.split("\n\n", 1)[0].splitlines()[1:]
-        assert re.fullmatch(r"  \[box\] pod training/train-0-\w+ \(Job train\) started on node cpu-0; container worker, "
-                            r"image \S+: simulated by kwok, nothing ran", block[0]), block
-        assert block[1:] == ["  [box] container worker: runs 1000ms (box.eks-training/run-ms), then exits 2 "
-                             "(box.eks-training/exit-code)",
-                             "  [box] container worker: exited 2 (Error)",
-                             f"  [box] pod training/{block[0].split('training/', 1)[1].split(' ', 1)[0]}: Failed"], block
+        assert re.fullmatch(
+            r"  \[box\] pod training/train-0-\w+ \(Job train\) started on node cpu-0; container worker, "
+            r"image \S+: simulated by kwok, nothing ran",
+            block[0],
+        ), block
+        assert block[1:] == [
+            "  [box] container worker: runs 1000ms (box.eks-training/run-ms), then exits 2 "
+            "(box.eks-training/exit-code)",
+            "  [box] container worker: exited 2 (Error)",
+            f"  [box] pod training/{block[0].split('training/', 1)[1].split(' ', 1)[0]}: Failed",
+        ], block
         # what the box says is what the apiserver has: the policy's FailJob, one pod, nothing retried
         job = box.get("job", "train", "-n", "training")
         conditions = {c["type"]: c for c in job["status"].get("conditions") or []}
@@ -1058,8 +1219,9 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
       until the managed node group's replacement instance registers (the test creates it from the plan), runs there,
       and the job completes (the evaluation, which only follows training, is left out of the run).
     """
-    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000},
-                                      mutate=_without_evaluation)
+    box, plan, rehearsal = _rehearsal(
+        binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000}, mutate=_without_evaluation
+    )
     cpu = next(g for g in plan.all_groups if g.name == "cpu")
     spare = group_nodes(cpu, "us-east-1", count=2)[1]  # the replacement instance: a new node of the group
     recorder = Recorder(box, rehearsal.start)
@@ -1079,11 +1241,16 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
             return
         pod = new[0]
         seen.setdefault("replaced", time.monotonic())
-        scheduled = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"),
-                         None)
+        scheduled = next(
+            (c for c in (pod.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), None
+        )
         # the spare node only once the timeline shows the scheduler's reason (the recorder polls on its own)
-        shown = any(w.reason.startswith("not scheduled") for r in list(recorder.pods.values())
-                    if r.name == pod["metadata"]["name"] for w in r.waits)
+        shown = any(
+            w.reason.startswith("not scheduled")
+            for r in list(recorder.pods.values())
+            if r.name == pod["metadata"]["name"]
+            for w in r.waits
+        )
         if "spare" not in seen and scheduled and scheduled["status"] == "False" and shown:
             seen["pending"] = scheduled.get("message")
             create_nodes(box, [spare])
@@ -1117,9 +1284,13 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
     assert any("not scheduled: 0/1 nodes are available" in w for w in waits), text
     # Kueue kept the job admitted throughout: never evicted, never queued again
     states = [s for _t, s in recorder.workloads["train"]]
-    assert "admitted" in states and not any(s.startswith(("evicted", "queued")) for s in states[states.index("admitted"):]), states
-    print(f"pod replaced {replaced_after:.1f} s after its node was deleted; spare node at "
-          f"{seen['spare'] - seen['deleted']:.1f} s\n{text}")
+    assert "admitted" in states and not any(
+        s.startswith(("evicted", "queued")) for s in states[states.index("admitted") :]
+    ), states
+    print(
+        f"pod replaced {replaced_after:.1f} s after its node was deleted; spare node at "
+        f"{seen['spare'] - seen['deleted']:.1f} s\n{text}"
+    )
 
 
 def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, registrations_of, tmp_path) -> None:
@@ -1133,15 +1304,19 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
     address, ready; the old one gone), the training pod exits 69 as the launcher does (tests/test_training_faults_real.py
     shows that part on real processes), the Job controller replaces it without counting the failure, and the job
     completes (the evaluation, which only follows training, is left out of the run)."""
-    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000},
-                                       mutate=_without_evaluation)
+    box, _plan, rehearsal = _rehearsal(
+        binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000}, mutate=_without_evaluation
+    )
     etcd = "eks-training-dev-etcd"
     recorder = Recorder(box, rehearsal.start)
     seen: dict = {}
 
     def etcd_pods() -> list[dict]:
-        return [p for p in box.get("pods", "-n", "training")["items"]
-                if p["metadata"]["name"].startswith(etcd + "-") and not p["metadata"].get("deletionTimestamp")]
+        return [
+            p
+            for p in box.get("pods", "-n", "training")["items"]
+            if p["metadata"]["name"].startswith(etcd + "-") and not p["metadata"].get("deletionTimestamp")
+        ]
 
     def poll() -> None:
         pods = _train_pods(box)
@@ -1151,12 +1326,26 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
                 seen["old"], seen["train"] = old, next(p for p in pods if _phase(p) == "Running")
                 box.kubectl("delete", "pod", old["metadata"]["name"], "-n", "training", "--wait=false")
                 # the launcher loses its rendezvous and exits 69 (its agent stops the workers, which checkpoint)
-                box.kubectl("annotate", "pod", seen["train"]["metadata"]["name"], "-n", "training", f"{EXIT_CODE}=69",
-                            "box.eks-training/container=worker", f"{RUN_MS}=500ms", "--overwrite")
+                box.kubectl(
+                    "annotate",
+                    "pod",
+                    seen["train"]["metadata"]["name"],
+                    "-n",
+                    "training",
+                    f"{EXIT_CODE}=69",
+                    "box.eks-training/container=worker",
+                    f"{RUN_MS}=500ms",
+                    "--overwrite",
+                )
             return
         if "new" not in seen:
-            new = [p for p in etcd_pods() if p["metadata"]["uid"] != seen["old"]["metadata"]["uid"]
-                   and _phase(p) == "Running" and p["status"].get("podIP")]
+            new = [
+                p
+                for p in etcd_pods()
+                if p["metadata"]["uid"] != seen["old"]["metadata"]["uid"]
+                and _phase(p) == "Running"
+                and p["status"].get("podIP")
+            ]
             if new:
                 seen["new"] = new[0]
         again = [p for p in pods if p["metadata"]["uid"] != seen["train"]["metadata"]["uid"] and _phase(p) == "Running"]
@@ -1182,7 +1371,8 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
     # the Service follows the new pod: its one ready endpoint is the new pod, at the new pod's address
     endpoints = [e for sl in slices for e in sl.get("endpoints") or []]
     assert [(e["targetRef"]["name"], e["addresses"], e["conditions"].get("ready")) for e in endpoints] == [
-        (seen["new"]["metadata"]["name"], [seen["new"]["status"]["podIP"]], True)], endpoints
+        (seen["new"]["metadata"]["name"], [seen["new"]["status"]["podIP"]], True)
+    ], endpoints
     assert seen["new"]["spec"]["nodeName"].startswith("system-"), seen["new"]["spec"]["nodeName"]
     # the training pod's 69 was not counted (the pod failure policy's Ignore), and it was replaced
     first = next(r for r in recorder.pods.values() if r.name == seen["train"]["metadata"]["name"])
@@ -1217,7 +1407,9 @@ def test_the_rehearse_command_fails_naming_what_waits_and_cleans_up(binaries, tm
     assert code == 1, out
     assert re.search(r"^ +[\d.]+ s  started Kueue \(pid \d+", out, re.M), out
     failed = next(line for line in out.splitlines() if line.startswith("FAILED: "))
-    assert failed.startswith("FAILED: not done after 40 s; waiting: ") and "eks-training-dev-stage-cifar10-job" in failed, failed
+    assert (
+        failed.startswith("FAILED: not done after 40 s; waiting: ") and "eks-training-dev-stage-cifar10-job" in failed
+    ), failed
     assert "The box is brought down" in out
     assert not (tmp_path / "rehearse-dev").exists()
     assert not _processes_under(tmp_path), _processes_under(tmp_path)

@@ -21,8 +21,14 @@ from tests.harness import REPO
 def _schema() -> dict[str, Any]:
     result = Analyzer(components.PACKAGE_NAME).analyze(list(components.COMPONENTS))
     deps = sorted(result["dependencies"], key=lambda d: d.name)
-    spec = generate_schema(components.PACKAGE_NAME, components.__version__, None,
-                           result["component_definitions"], result["type_definitions"], deps)
+    spec = generate_schema(
+        components.PACKAGE_NAME,
+        components.__version__,
+        None,
+        result["component_definitions"],
+        result["type_definitions"],
+        deps,
+    )
     return spec.to_json()
 
 
@@ -61,14 +67,25 @@ def test_every_component_has_a_typed_and_documented_schema() -> None:
     job = schema["resources"]["eks-training:index:PyTorchJob"]["inputProperties"]
     assert job["placement"]["$ref"] == "#/types/eks-training:index:WorkerPlacement"
     assert job["job"]["$ref"] == "#/types/eks-training:index:JobSpec"
-    assert {"eks-training:index:WorkerPlacement", "eks-training:index:JobSpec", "eks-training:index:Toleration"} <= set(schema["types"])
+    assert {"eks-training:index:WorkerPlacement", "eks-training:index:JobSpec", "eks-training:index:Toleration"} <= set(
+        schema["types"]
+    )
 
 
 @pytest.mark.unit
 def test_the_check_can_fail() -> None:
     """Control: a property without a description or type is reported."""
-    schema = {"resources": {"x:index:C": {"isComponent": True, "description": "d", "inputProperties": {"a": {"type": "string"}},
-                                         "properties": {"b": {"description": "b"}}}}, "types": {}}
+    schema = {
+        "resources": {
+            "x:index:C": {
+                "isComponent": True,
+                "description": "d",
+                "inputProperties": {"a": {"type": "string"}},
+                "properties": {"b": {"description": "b"}},
+            }
+        },
+        "types": {},
+    }
     assert _untyped_or_undocumented(schema) == ["x:index:C input.a: no description", "x:index:C output.b: no type"]
 
 
@@ -86,7 +103,10 @@ def test_provider_serves_the_schema_over_grpc() -> None:
     """The provider process `pulumi package add` starts: it prints its port and answers GetSchema."""
     proc = subprocess.Popen(
         [sys.executable, str(REPO / "provider" / "__main__.py"), "127.0.0.1:1"],
-        cwd=REPO / "provider", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO / "provider",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None

@@ -15,7 +15,9 @@ COMPONENT_CLASSES = list(components.COMPONENTS)
 
 
 def test_every_component_is_exported_with_its_args() -> None:
-    exported = [obj for obj in vars(components).values() if inspect.isclass(obj) and issubclass(obj, pulumi.ComponentResource)]
+    exported = [
+        obj for obj in vars(components).values() if inspect.isclass(obj) and issubclass(obj, pulumi.ComponentResource)
+    ]
     assert sorted(c.__name__ for c in exported) == sorted(c.__name__ for c in COMPONENT_CLASSES)
     assert len(COMPONENT_CLASSES) == 21
     for cls in COMPONENT_CLASSES:

@@ -38,10 +38,6 @@ def test_readme_example_registers_the_components(tmp_path: Path) -> None:
 def test_harness_rejects_duplicate_urns(tmp_path: Path) -> None:
     """Control: the harness's monitor fails a program that registers the same URN twice."""
     main = tmp_path / "__main__.py"
-    main.write_text(
-        "import pulumi_aws as aws\n"
-        "aws.s3.Bucket('same-name')\n"
-        "aws.s3.Bucket('same-name')\n"
-    )
+    main.write_text("import pulumi_aws as aws\naws.s3.Bucket('same-name')\naws.s3.Bucket('same-name')\n")
     p = run_program("dev", config={"aws:region": "us-east-1"}, main=main, expect_error=True)
     assert p.error is not None and "duplicate URN registered" in str(p.error) and "same-name" in str(p.error)

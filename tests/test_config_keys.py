@@ -26,17 +26,29 @@ GROUPS = {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1
 
 # (id, project name, the key as written, the problem's text: the key, why it is not read and the key to write)
 UNREAD = [
-    ("no namespace", PROJECT, "jobs",
-     "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses this "
-     "file) and this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read); rename it "
-     "eks-training:jobs"),
-    ("misspelt namespace", PROJECT, "eks-trainig:jobs",
-     "eks-trainig:jobs: nothing reads the eks-trainig: namespace, so this key would be ignored; did you mean "
-     "eks-training:jobs? this program reads eks-training:<key>"),
-    ("the project's own namespace", "research", "research:jobs",
-     "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in project "
-     "research); this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read): rename it "
-     "eks-training:jobs (pulumi config set --path 'eks-training:jobs' ...)"),
+    (
+        "no namespace",
+        PROJECT,
+        "jobs",
+        "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses this "
+        "file) and this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read); rename it "
+        "eks-training:jobs",
+    ),
+    (
+        "misspelt namespace",
+        PROJECT,
+        "eks-trainig:jobs",
+        "eks-trainig:jobs: nothing reads the eks-trainig: namespace, so this key would be ignored; did you mean "
+        "eks-training:jobs? this program reads eks-training:<key>",
+    ),
+    (
+        "the project's own namespace",
+        "research",
+        "research:jobs",
+        "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in project "
+        "research); this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read): rename it "
+        "eks-training:jobs (pulumi config set --path 'eks-training:jobs' ...)",
+    ),
 ]
 
 
@@ -55,7 +67,9 @@ def _project(folder: Path, name: str, config: dict[str, Any], project_config: Op
         project["config"] = project_config
     (folder / "Pulumi.yaml").write_text(yaml.safe_dump(project))
     path = folder / "Pulumi.mine.yaml"
-    path.write_text(yaml.safe_dump({"config": {"aws:region": "us-east-1", "eks-training:nodeGroups": GROUPS, **config}}))
+    path.write_text(
+        yaml.safe_dump({"config": {"aws:region": "us-east-1", "eks-training:nodeGroups": GROUPS, **config}})
+    )
     return path
 
 
@@ -84,12 +98,21 @@ def test_keys_of_the_providers_and_the_engine_are_read() -> None:
 @pytest.mark.unit
 @pytest.mark.parametrize("project,written,message", [pytest.param(p, k, m, id=i) for i, p, k, m in UNREAD])
 @pytest.mark.parametrize("command", ["stacks.plan", "stacks.local"])
-def test_the_tools_refuse_a_key_of_a_stack_file_they_do_not_read(tmp_path: Path, command: str, project: str,
-                                                                  written: str, message: str) -> None:
+def test_the_tools_refuse_a_key_of_a_stack_file_they_do_not_read(
+    tmp_path: Path, command: str, project: str, written: str, message: str
+) -> None:
     stack_file = _project(tmp_path / "project", project, {written: JOBS})
     main = plan_main if command == "stacks.plan" else local_main
-    code, out, err = _quiet(main, ["--stack", "mine", "--stack-file", str(stack_file),
-                                   *(["--work", str(tmp_path / "work")] if command == "stacks.local" else [])])
+    code, out, err = _quiet(
+        main,
+        [
+            "--stack",
+            "mine",
+            "--stack-file",
+            str(stack_file),
+            *(["--work", str(tmp_path / "work")] if command == "stacks.local" else []),
+        ],
+    )
     assert code == 2 and out == "", (out, err)
     assert "invalid stack configuration (1 problem(s)); no resource was created" in err and message in err, err
     assert not (tmp_path / "work").exists()  # the local runner started nothing
@@ -119,23 +142,33 @@ def _plan_problems(tmp_path: Path, config: dict[str, Any]) -> list[str]:
 
 
 MESSAGES = [
-    ("after a job a one-job stack does not have",
-     {"eks-training:jobs": {"train": {**JOBS["train"], "after": ["prepare"]}}},
-     "eks-training:jobs.train.after[0]: 'prepare' is not a job; this stack has no other job: remove it, or define the "
-     "job prepare under eks-training:jobs"),
-    ("a misspelt top-level key",
-     {"eks-training:nodegroup": {}},
-     "eks-training:nodegroup: unknown key; did you mean nodeGroups? rename it; valid keys are"),
-    ("a value below its range",
-     {"eks-training:jobs": {"train": {**JOBS["train"], "nodes": 0}}},
-     "eks-training:jobs.train.nodes: 0 is below the minimum 1; set it to 1 or more"),
-    ("a value above its range",
-     {"eks-training:jobs": {"train": {**JOBS["train"], "maxRestarts": 500}}},
-     "eks-training:jobs.train.maxRestarts: 500 is above the maximum 100; set it to 100 or less"),
-    ("a boolean written as a word",
-     {"eks-training:jobs": {"train": {**JOBS["train"], "tensorboard": "yes"}}},
-     "eks-training:jobs.train.tensorboard: 'yes' would be a folder named yes; write true (event files in "
-     "<output>/tensorboard, served by TensorBoard), false, or a folder relative to the job's output folder"),
+    (
+        "after a job a one-job stack does not have",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "after": ["prepare"]}}},
+        "eks-training:jobs.train.after[0]: 'prepare' is not a job; this stack has no other job: remove it, or define the "
+        "job prepare under eks-training:jobs",
+    ),
+    (
+        "a misspelt top-level key",
+        {"eks-training:nodegroup": {}},
+        "eks-training:nodegroup: unknown key; did you mean nodeGroups? rename it; valid keys are",
+    ),
+    (
+        "a value below its range",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "nodes": 0}}},
+        "eks-training:jobs.train.nodes: 0 is below the minimum 1; set it to 1 or more",
+    ),
+    (
+        "a value above its range",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "maxRestarts": 500}}},
+        "eks-training:jobs.train.maxRestarts: 500 is above the maximum 100; set it to 100 or less",
+    ),
+    (
+        "a boolean written as a word",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "tensorboard": "yes"}}},
+        "eks-training:jobs.train.tensorboard: 'yes' would be a folder named yes; write true (event files in "
+        "<output>/tensorboard, served by TensorBoard), false, or a folder relative to the job's output folder",
+    ),
 ]
 
 

@@ -49,8 +49,12 @@ def test_base_image_parser_skips_stages_scratch_and_build_args() -> None:
 
 def test_repository_dockerfiles_are_found() -> None:
     found = {p.relative_to(REPO).as_posix() for p in repository_dockerfiles()}
-    assert {"training/Dockerfile", "images/horovod/Dockerfile", "images/nccl-tests/Dockerfile",
-            "images/tensorflow/Dockerfile"} <= found
+    assert {
+        "training/Dockerfile",
+        "images/horovod/Dockerfile",
+        "images/nccl-tests/Dockerfile",
+        "images/tensorflow/Dockerfile",
+    } <= found
 
 
 @pytest.mark.parametrize("dockerfile", repository_dockerfiles(), ids=lambda p: p.parent.name)
@@ -99,7 +103,9 @@ def test_training_image_runs_the_venv_python_as_user_1000() -> None:
     assert ("USER", "1000:1000") in ins and ("WORKDIR", "/app") in ins and ("HEALTHCHECK", "NONE") in ins
     # Ubuntu 24.04's own uid-1000 user is removed before trainer takes the id.
     user_run = next(a for w, a in ins if w == "RUN" and "useradd" in a)
-    assert user_run.index("userdel") < user_run.index("groupadd --gid 1000 trainer") < user_run.index("useradd --uid 1000")
+    assert (
+        user_run.index("userdel") < user_run.index("groupadd --gid 1000 trainer") < user_run.index("useradd --uid 1000")
+    )
     # The USER comes after every RUN (root is needed to install).
     last_run = max(i for i, (w, _) in enumerate(ins) if w == "RUN")
     assert ins.index(("USER", "1000:1000")) > last_run
@@ -161,16 +167,24 @@ def test_the_tensorflow_test_venv_has_the_tensorflow_images_packages() -> None:
     tests = _pins(REPO / "requirements-tf.txt")
     assert tests == image and tests["tensorflow"] == "==2.21.0"
     # and the PyTorch side has no TensorFlow: with it, torch.utils.tensorboard imports it at every trainer start
-    dev = _pins(REPO / "requirements-dev.txt") | _pins(REPO / "requirements.txt") | _pins(REPO / "training" / "requirements.txt")
+    dev = (
+        _pins(REPO / "requirements-dev.txt")
+        | _pins(REPO / "requirements.txt")
+        | _pins(REPO / "training" / "requirements.txt")
+    )
     assert not {"tensorflow", "tensorflow-cpu", "tf-keras"} & set(dev)
 
 
 def test_the_mpi_images_set_up_ssh_identically() -> None:
     """Each image's build context is its own folder, so the MPI images each carry the operator's ssh setup (the user,
     the host keys, sshd's and ssh's configs, the unprivileged sshd): it must stay the same in every one of them."""
+
     def ssh_setup(dockerfile) -> list[tuple[str, str]]:
-        return [(w, a) for w, a in _instructions(dockerfile)
-                if (w == "RUN" and "mpiuser" in a) or (w == "COPY" and "ssh" in a) or w in ("USER", "CMD", "HEALTHCHECK")]
+        return [
+            (w, a)
+            for w, a in _instructions(dockerfile)
+            if (w == "RUN" and "mpiuser" in a) or (w == "COPY" and "ssh" in a) or w in ("USER", "CMD", "HEALTHCHECK")
+        ]
 
     first, *others = MPI_IMAGES
     assert others, "more than one MPI image"

@@ -43,7 +43,7 @@ def test_readme_stack_table_matches_the_cost_model() -> None:
 def test_readme_test_command_is_what_ci_runs() -> None:
     readme = (REPO / "README.md").read_text()
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
-    command = '.venv/bin/ruff check . && .venv/bin/python -m mypy && .venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -m "moto or real" --durations=10 && .venv/bin/python -m pytest -q -m cluster --durations=10'
+    command = '.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/python -m mypy && .venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -m "moto or real" --durations=10 && .venv/bin/python -m pytest -q -m cluster --durations=10'
     assert f"`{command}`" in readme
     assert ci[-1] == command
     assert "bash .ci/run" in readme
@@ -152,13 +152,20 @@ def test_the_reference_shows_the_models_defaults_and_the_validators_values() -> 
     assert default_text(JobConfig.model_fields["max_restarts"]) == f"`{job.max_restarts}`"
     assert default_text(NodeGroupConfig.model_fields["min_size"]) == "required"
     assert allowed_text(JobConfig.model_fields["max_restarts"]) == ">= 0, <= 100"
-    for name, values in (("kubernetes_version", SUPPORTED_KUBERNETES_VERSIONS), ("log_retention_days", LOG_RETENTION_DAYS)):
+    for name, values in (
+        ("kubernetes_version", SUPPORTED_KUBERNETES_VERSIONS),
+        ("log_retention_days", LOG_RETENTION_DAYS),
+    ):
         shown = allowed_text(ClusterConfig.model_fields[name])
         assert shown == ", ".join(f"`{json.dumps(v)}`" for v in values)
         for v in values:  # each value the reference shows is one the validator accepts
-            ClusterConfig.model_validate({"kubernetesVersion": DEFAULT_KUBERNETES_VERSION, "extendedSupport": True,
-                                          {"kubernetes_version": "kubernetesVersion",
-                                           "log_retention_days": "logRetentionDays"}[name]: v})
+            ClusterConfig.model_validate(
+                {
+                    "kubernetesVersion": DEFAULT_KUBERNETES_VERSION,
+                    "extendedSupport": True,
+                    {"kubernetes_version": "kubernetesVersion", "log_retention_days": "logRetentionDays"}[name]: v,
+                }
+            )
 
 
 def test_stacks_docs_check_names_the_stale_file_and_the_command(tmp_path: Any, monkeypatch: Any) -> None:
@@ -169,15 +176,18 @@ def test_stacks_docs_check_names_the_stale_file_and_the_command(tmp_path: Any, m
 
     stale = tmp_path / "configuration.md"
     stale.write_text(docs.configuration_reference().replace('`"10.0.0.0/16"`', '`"10.1.0.0/16"`'))
-    monkeypatch.setattr(docs, "FILES", {**docs.FILES, "docs/configuration.md": (stale, lambda _: docs.configuration_reference())})
+    monkeypatch.setattr(
+        docs, "FILES", {**docs.FILES, "docs/configuration.md": (stale, lambda _: docs.configuration_reference())}
+    )
     out = StringIO()
     with redirect_stdout(out):
         code = docs.main(["--check"])
     assert code == 1 and out.getvalue().strip() == "stale: docs/configuration.md; run python -m stacks.docs"
 
 
-def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_nothing(tmp_path: Any,
-                                                                                     monkeypatch: Any) -> None:
+def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_nothing(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
     """``--reference`` prints the configuration reference (the file, current); an installed package (its modules under
     ``eks_training.``) has no checkout's files to rewrite: ``docs`` refuses, naming the shipped reference."""
     import stacks.docs as docs
@@ -205,8 +215,9 @@ def test_the_instance_types_table_has_a_row_per_catalogued_type() -> None:
     from stacks.docs import instance_types_table
 
     rows = instance_types_table().splitlines()[2:]
-    assert [r.split(" | ")[0] for r in rows] == [f"| `{n}`" for n in sorted(
-        INSTANCE_TYPES, key=lambda n: (INSTANCE_TYPES[n].family, INSTANCE_TYPES[n].vcpus, n))]
+    assert [r.split(" | ")[0] for r in rows] == [
+        f"| `{n}`" for n in sorted(INSTANCE_TYPES, key=lambda n: (INSTANCE_TYPES[n].family, INSTANCE_TYPES[n].vcpus, n))
+    ]
     p5 = next(r for r in rows if r.startswith("| `p5.48xlarge`"))
     assert "| 192 | 2048 | 8 x NVIDIA H100 | 80.0 | 32 | 3200 | 30400 | 55.04 |" in p5
 
@@ -224,11 +235,21 @@ def test_the_readme_instance_facts_example_is_a_valid_stack() -> None:
     assert block is not None
     facts = yaml.safe_load(block.group(1))["eks-training:instanceFacts"]
     (name,) = facts
-    use_stack_config({
-        "aws:region": "us-east-1", "eks-training:instanceFacts": facts,
-        "eks-training:nodeGroups": {"gpu": {"instanceTypes": [name], "minSize": 0, "desiredSize": 1, "maxSize": 1,
-                                            "availabilityZone": "us-east-1a"}},
-    })
+    use_stack_config(
+        {
+            "aws:region": "us-east-1",
+            "eks-training:instanceFacts": facts,
+            "eks-training:nodeGroups": {
+                "gpu": {
+                    "instanceTypes": [name],
+                    "minSize": 0,
+                    "desiredSize": 1,
+                    "maxSize": 1,
+                    "availabilityZone": "us-east-1a",
+                }
+            },
+        }
+    )
     cfg = load_config(PROJECT, "readme")
     assert cfg.instance(name).memory_mib == 393216 and cfg.instance(name).user_supplied
 
@@ -244,8 +265,16 @@ def test_every_torch_install_line_gives_the_cpu_build() -> None:
     """Issue 19, finding 5: `pip install torch==2.13.0` gives the CPU build only on the development machine; on Linux
     PyPI's wheel is the CUDA build (4.5 GB with its nvidia-* packages). Every install line a user copies names PyTorch's
     CPU index."""
-    texts = {"README.md": (REPO / "README.md").read_text(), "requirements-dev.txt": (REPO / "requirements-dev.txt").read_text()}
-    lines = [(name, line) for name, text in texts.items() for line in text.splitlines() if re.search(r"pip install torch==", line)]
+    texts = {
+        "README.md": (REPO / "README.md").read_text(),
+        "requirements-dev.txt": (REPO / "requirements-dev.txt").read_text(),
+    }
+    lines = [
+        (name, line)
+        for name, text in texts.items()
+        for line in text.splitlines()
+        if re.search(r"pip install torch==", line)
+    ]
     assert len(lines) >= 3, lines
     for name, line in lines:
         assert "--index-url https://download.pytorch.org/whl/cpu" in line, (name, line)

@@ -87,7 +87,9 @@ class TestEfaChain:
             (subnet,) = _ng(p, gname).deps_of("subnetIds")
             assert p.by_urn(subnet).inputs["availabilityZone"] == g["availabilityZone"]
 
-    def test_security_group_allows_all_traffic_in_and_out_to_itself(self, program_for, stack: str, preview: bool) -> None:
+    def test_security_group_allows_all_traffic_in_and_out_to_itself(
+        self, program_for, stack: str, preview: bool
+    ) -> None:
         p: Program = program_for(stack, preview)
         for gname in efa_groups(stack):
             comp = _component(p, gname)
@@ -100,7 +102,9 @@ class TestEfaChain:
                 assert rule.deps_of("referencedSecurityGroupId") == [sg.urn], "self-referencing"
                 assert "cidrIpv4" not in rule.inputs
 
-    def test_efa_device_plugin_runs_on_efa_nodes_and_tolerates_the_gpu_taint(self, program_for, stack: str, preview: bool) -> None:
+    def test_efa_device_plugin_runs_on_efa_nodes_and_tolerates_the_gpu_taint(
+        self, program_for, stack: str, preview: bool
+    ) -> None:
         p: Program = program_for(stack, preview)
         rel = p.one("kubernetes:helm.sh/v3:Release", lambda r: r.inputs["chart"] == "aws-efa-k8s-device-plugin")
         chart = HELM_CHARTS["aws-efa-k8s-device-plugin"]
@@ -137,7 +141,9 @@ class TestEfaChain:
             assert pod["nodeSelector"][EFA_LABEL[0]] == EFA_LABEL[1]
             vols = {v["name"]: v for v in pod["volumes"]}
             assert vols["dshm"]["emptyDir"]["medium"] == "Memory"
-            assert {"key": GPU_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"} in pod["tolerations"]
+            assert {"key": GPU_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"} in pod[
+                "tolerations"
+            ]
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -150,7 +156,11 @@ def test_every_worker_group_can_scale_from_zero(program_for, stack: str) -> None
     for gname, g in groups(stack).items():
         facts = INSTANCE_TYPES[g["instanceTypes"][0]]
         comp = _component(p, gname)
-        tags = {t.inputs["tag"]["key"]: t.inputs["tag"]["value"] for t in p.children(comp) if t.type == "aws:autoscaling/tag:Tag"}
+        tags = {
+            t.inputs["tag"]["key"]: t.inputs["tag"]["value"]
+            for t in p.children(comp)
+            if t.type == "aws:autoscaling/tag:Tag"
+        }
         prefix = "k8s.io/cluster-autoscaler/node-template/"
         assert tags[prefix + f"label/{NODE_ROLE_LABEL}"] == gname
         if facts.gpus:
@@ -162,9 +172,13 @@ def test_every_worker_group_can_scale_from_zero(program_for, stack: str) -> None
         asg_tag = next(t for t in p.children(comp) if t.type == "aws:autoscaling/tag:Tag")
         assert ng.urn in asg_tag.deps_of("autoscalingGroupName"), "tags go on the node group's own ASG"
     # the autoscaler's role can only scale this cluster's groups
-    policy = json.loads(p.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-autoscaler-policy")).inputs["policy"])
+    policy = json.loads(
+        p.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-autoscaler-policy")).inputs["policy"]
+    )
     scale = next(s for s in policy["Statement"] if s["Sid"] == "ScaleOwnGroups")
-    assert scale["Condition"] == {"StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}}
+    assert scale["Condition"] == {
+        "StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}
+    }
 
 
 def test_dev_stack_idles_under_a_quarter_dollar_an_hour() -> None:
@@ -187,7 +201,9 @@ def _with_group(stack: str, **changes: Any) -> dict[str, Any]:
 
 
 def test_capacity_block_launch_template() -> None:
-    p = run_program("p5", config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0"))
+    p = run_program(
+        "p5", config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
+    )
     ng = _ng(p, "gpu")
     assert ng.inputs["capacityType"] == "CAPACITY_BLOCK"
     lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
@@ -208,13 +224,18 @@ def test_on_demand_capacity_reservation() -> None:
     ng = _ng(p, "gpu")
     assert ng.inputs["capacityType"] == "ON_DEMAND"
     lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
-    assert lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == "cr-0fedcba9876543210"
+    assert (
+        lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"]
+        == "cr-0fedcba9876543210"
+    )
     assert "instanceMarketOptions" not in lt.inputs
 
 
 def test_spot_group_with_several_types() -> None:
     cfg = stack_config("g6")
-    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(capacityType="SPOT", instanceTypes=["g6.xlarge", "g5.xlarge", "g4dn.xlarge"])
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(
+        capacityType="SPOT", instanceTypes=["g6.xlarge", "g5.xlarge", "g4dn.xlarge"]
+    )
     p = run_program("g6", config=cfg)
     ng = _ng(p, "gpu")
     assert ng.inputs["capacityType"] == "SPOT" and len(ng.inputs["instanceTypes"]) == 3
@@ -224,7 +245,9 @@ def test_efa_can_be_switched_off_on_an_efa_type() -> None:
     p = run_program("p4d", config=_with_group("p4d", efa=False))
     lt = _child(p, _component(p, "gpu"), "aws:ec2/launchTemplate:LaunchTemplate")
     assert "networkInterfaces" not in lt.inputs
-    assert not [r for r in p.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "aws-efa-k8s-device-plugin"]
+    assert not [
+        r for r in p.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "aws-efa-k8s-device-plugin"
+    ]
     train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
     (c,) = train.inputs["spec"]["template"]["spec"]["containers"]
     assert "vpc.amazonaws.com/efa" not in c["resources"]["requests"]
@@ -339,7 +362,9 @@ def test_efa_health_check_refuses_to_measure_tcp() -> None:
     p = run_program("p4d")
     check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
     (c,) = check.inputs["spec"]["template"]["spec"]["containers"]
-    assert c["command"][c["command"].index("--require-efa") + 1] == str(INSTANCE_TYPES["p4d.24xlarge"].max_efa_interfaces)
+    assert c["command"][c["command"].index("--require-efa") + 1] == str(
+        INSTANCE_TYPES["p4d.24xlarge"].max_efa_interfaces
+    )
     assert {"name": "NCCL_DEBUG", "value": "INFO"} in c["env"]
     dockerfile = (REPO / "training" / "Dockerfile").read_text()
     assert "efa_installer.sh" in dockerfile and "--skip-kmod" in dockerfile
@@ -353,8 +378,17 @@ def test_efa_health_check_refuses_to_measure_tcp() -> None:
 def _custom_efa_stack(cards: int, efa: int) -> dict[str, Any]:
     cfg = stack_config("p5")
     cfg[f"{PROJECT}:instanceFacts"] = {
-        "x8.48xlarge": {"vcpus": 192, "memoryMib": 2097152, "gpus": 8, "gpuModel": "NVIDIA X", "maxEfaInterfaces": efa,
-                        "networkCards": cards, "networkGbps": 800, "pricePerHour": 10.0, "source": "aws ec2 describe-instance-types"}
+        "x8.48xlarge": {
+            "vcpus": 192,
+            "memoryMib": 2097152,
+            "gpus": 8,
+            "gpuModel": "NVIDIA X",
+            "maxEfaInterfaces": efa,
+            "networkCards": cards,
+            "networkGbps": 800,
+            "pricePerHour": 10.0,
+            "source": "aws ec2 describe-instance-types",
+        }
     }
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["x8.48xlarge"]
     cfg[f"{PROJECT}:jobs"]["train"]["healthCheck"] = {"enforce": True, "minBusBandwidthGBps": 100}
@@ -368,7 +402,10 @@ def test_inconsistent_efa_facts_are_a_config_error() -> None:
 
     p = run_program("p5", config=_custom_efa_stack(cards=1, efa=2), expect_error=True)
     assert isinstance(p.error, ConfigError) and p.registrations == []
-    assert "eks-training:instanceFacts.x8.48xlarge.maxEfaInterfaces: 2 != eks-training:instanceFacts.x8.48xlarge.networkCards (1)" in str(p.error)
+    assert (
+        "eks-training:instanceFacts.x8.48xlarge.maxEfaInterfaces: 2 != eks-training:instanceFacts.x8.48xlarge.networkCards (1)"
+        in str(p.error)
+    )
 
 
 def test_one_efa_count_for_launch_template_pods_autoscaler_and_health_check() -> None:
@@ -378,7 +415,9 @@ def test_one_efa_count_for_launch_template_pods_autoscaler_and_health_check() ->
     train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
     (c,) = train.inputs["spec"]["template"]["spec"]["containers"]
     counts["pod request"] = int(c["resources"]["requests"]["vpc.amazonaws.com/efa"])
-    tag = next(t for t in p.of_type("aws:autoscaling/tag:Tag") if t.inputs["tag"]["key"].endswith("/vpc.amazonaws.com/efa"))
+    tag = next(
+        t for t in p.of_type("aws:autoscaling/tag:Tag") if t.inputs["tag"]["key"].endswith("/vpc.amazonaws.com/efa")
+    )
     counts["autoscaler tag"] = int(tag.inputs["tag"]["value"])
     check = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-allreduce-job"))
     (hc,) = check.inputs["spec"]["template"]["spec"]["containers"]
@@ -404,7 +443,9 @@ def _efa_parts(p: Program, group: str) -> dict[str, Any]:
         "efa security groups": len([c for c in p.children(comp) if c.name.endswith("-efa-sg")]),
         "subnets": len(_ng(p, group).inputs["subnetIds"]),
         "efa label": EFA_LABEL[0] in _ng(p, group).inputs["labels"],
-        "efa plugin": any(r.inputs["chart"] == "aws-efa-k8s-device-plugin" for r in p.of_type("kubernetes:helm.sh/v3:Release")),
+        "efa plugin": any(
+            r.inputs["chart"] == "aws-efa-k8s-device-plugin" for r in p.of_type("kubernetes:helm.sh/v3:Release")
+        ),
     }
 
 
@@ -414,14 +455,24 @@ def test_spot_group_of_efa_types_spreads_over_the_zones_without_efa() -> None:
     p = run_program("dev", config=_dev_with_gpu(instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT"))
     assert _ng(p, "gpu").inputs["capacityType"] == "SPOT"
     assert _efa_parts(p, "gpu") == {
-        "interfaces": 0, "placement groups": 0, "efa security groups": 0, "subnets": 2, "efa label": False, "efa plugin": False
+        "interfaces": 0,
+        "placement groups": 0,
+        "efa security groups": 0,
+        "subnets": 2,
+        "efa label": False,
+        "efa plugin": False,
     }
 
 
 def test_spot_group_gets_efa_when_asked_with_a_zone() -> None:
     p = run_program("dev", config=_dev_with_gpu(capacityType="SPOT", efa=True, availabilityZone="us-east-1a"))
     assert _efa_parts(p, "gpu") == {
-        "interfaces": 32, "placement groups": 1, "efa security groups": 1, "subnets": 1, "efa label": True, "efa plugin": True
+        "interfaces": 32,
+        "placement groups": 1,
+        "efa security groups": 1,
+        "subnets": 1,
+        "efa label": True,
+        "efa plugin": True,
     }
 
 
@@ -443,7 +494,9 @@ def _block_group(p: Program) -> tuple[Registration, list[Registration]]:
 def test_capacity_block_scheduled_group_has_no_nodes_until_the_block_starts(preview: bool) -> None:
     """The mocked account's block is scheduled (tests.harness.SCHEDULED_BLOCK): the group is created with no nodes,
     and its Auto Scaling group gets an action at the block's start that sets the configured sizes."""
-    p = run_program("p5", preview=preview, config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB))
+    p = run_program(
+        "p5", preview=preview, config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB)
+    )
     assert ("aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation", {"id": CB}) in [
         (t, {k: v for k, v in a.items() if k == "id"}) for t, a in p.invokes
     ]
@@ -463,8 +516,9 @@ def test_capacity_block_scheduled_group_has_no_nodes_until_the_block_starts(prev
 def test_capacity_block_already_active_takes_the_configured_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     from tests import harness
 
-    monkeypatch.setitem(harness.CAPACITY_BLOCKS, CB, {**harness.SCHEDULED_BLOCK, "state": "active",
-                                                      "startDate": "2026-01-01T11:30:00Z"})
+    monkeypatch.setitem(
+        harness.CAPACITY_BLOCKS, CB, {**harness.SCHEDULED_BLOCK, "state": "active", "startDate": "2026-01-01T11:30:00Z"}
+    )
     p = run_program("p5", config=_with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB, minSize=1))
     ng, schedules = _block_group(p)
     assert ng.inputs["scalingConfig"] == {"minSize": 1, "desiredSize": 2, "maxSize": 2} and schedules == []
@@ -490,7 +544,9 @@ def test_other_groups_read_no_block_and_keep_their_sizes() -> None:
     assert not [t for t, _ in p.invokes if "CapacityBlock" in t]
 
 
-def test_jobs_on_a_scheduled_block_are_left_for_the_first_pulumi_up_after_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_jobs_on_a_scheduled_block_are_left_for_the_first_pulumi_up_after_the_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Before the block starts the group has no nodes: the training on it (and its health check, which Pulumi would wait
     for) and the evaluation after it are not created; the environment, the images and the dataset staging are. Once
     the block is active the same stack creates them."""

@@ -35,8 +35,13 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[s
 
 def fetch(env: dict[str, str], source: str, dest: Path) -> tuple[int, list[dict[str, Any]], str]:
     """Run the script; exit code, its JSON lines, stderr."""
-    done = subprocess.run([sys.executable, str(FETCH_PY), "--source", source, "--dest", str(dest)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(FETCH_PY), "--source", source, "--dest", str(dest)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line.strip()], done.stderr
 
 
@@ -45,10 +50,16 @@ def files(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_copies_every_object_under_the_prefix_and_nothing_else(moto: tuple[Any, dict[str, str]], tmp_path: Path) -> None:
+def test_copies_every_object_under_the_prefix_and_nothing_else(
+    moto: tuple[Any, dict[str, str]], tmp_path: Path
+) -> None:
     s3, env = moto
-    objects = {"prep/prep.py": b"print('prep')\n", "prep/lib/util.py": b"X = 1\n", "prep/data/big.bin": os.urandom(3 << 20),
-               "prep/lib/": b""}  # a folder marker, as the S3 console makes
+    objects = {
+        "prep/prep.py": b"print('prep')\n",
+        "prep/lib/util.py": b"X = 1\n",
+        "prep/data/big.bin": os.urandom(3 << 20),
+        "prep/lib/": b"",
+    }  # a folder marker, as the S3 console makes
     for key, body in objects.items():
         s3.put_object(Bucket=BUCKET, Key=key, Body=body)
     s3.put_object(Bucket=BUCKET, Key="prepare/other.py", Body=b"not ours")  # shares the prefix's letters only
@@ -57,8 +68,11 @@ def test_copies_every_object_under_the_prefix_and_nothing_else(moto: tuple[Any, 
     code, events, stderr = fetch(env, f"s3://{BUCKET}/prep/", dest)
     assert code == 0, (events, stderr)
     assert events[-1]["event"] == "fetched" and events[-1]["files"] == 3
-    assert files(dest) == {"prep.py": objects["prep/prep.py"], "lib/util.py": objects["prep/lib/util.py"],
-                           "data/big.bin": objects["prep/data/big.bin"]}
+    assert files(dest) == {
+        "prep.py": objects["prep/prep.py"],
+        "lib/util.py": objects["prep/lib/util.py"],
+        "data/big.bin": objects["prep/data/big.bin"],
+    }
 
 
 def test_refuses_a_key_that_would_escape_the_folder(moto: tuple[Any, dict[str, str]], tmp_path: Path) -> None:
@@ -99,8 +113,12 @@ def test_downloads_and_extracts_a_code_folders_zip(moto: tuple[Any, dict[str, st
     code, events, stderr = fetch(env, f"s3://{BUCKET}/{key}", dest)
     assert code == 0, (events, stderr)
     assert events[-1]["event"] == "fetched" and events[-1]["files"] == 4
-    assert files(dest) == {"fit.py": b"from lib import util\n", "lib/util.py": b"X = 1\n",
-                           "run.sh": b"#!/bin/sh\nexec python fit.py\n", "main.py": b"from lib import util\n"}
+    assert files(dest) == {
+        "fit.py": b"from lib import util\n",
+        "lib/util.py": b"X = 1\n",
+        "run.sh": b"#!/bin/sh\nexec python fit.py\n",
+        "main.py": b"from lib import util\n",
+    }
     assert os.access(dest / "run.sh", os.X_OK) and not os.access(dest / "fit.py", os.X_OK)
     assert os.readlink(dest / "main.py") == "fit.py"
     assert not list(tmp_path.glob("workspace/.*")), "no partial file left"

@@ -103,8 +103,17 @@ def test_a_lost_node_recomputes_the_steps_after_the_checkpoint(tmp_path: Path) -
     result = split(tmp_path, a, b)
     assert_split(result, waiting=1, starting=2, training=6, restarting=6, recomputed=2, finishing=1)
     assert result["lost_s"] == 8 and result["recomputed_steps"] == 10 and result["attempts"] == 2
-    assert result["interruptions"] == [{"cause": "failure", "at": T + 7, "last_step": 20, "resumed_step": 10,
-                                        "recomputed_steps": 10, "recomputed_s": 2.0, "paused_s": 6.0}]
+    assert result["interruptions"] == [
+        {
+            "cause": "failure",
+            "at": T + 7,
+            "last_step": 20,
+            "resumed_step": 10,
+            "recomputed_steps": 10,
+            "recomputed_s": 2.0,
+            "paused_s": 6.0,
+        }
+    ]
 
 
 def test_a_graceful_stop_loses_nothing(tmp_path: Path) -> None:
@@ -124,8 +133,17 @@ def test_a_graceful_stop_loses_nothing(tmp_path: Path) -> None:
     result = split(tmp_path, a, b)
     assert_split(result, waiting=3, starting=3, training=4.5, checkpointing=0.5, finishing=1)
     assert result["lost_s"] == 0 and result["recomputed_steps"] == 0
-    assert result["interruptions"] == [{"cause": "stop", "at": T + 7, "last_step": 15, "resumed_step": 15,
-                                        "recomputed_steps": 0, "recomputed_s": 0.0, "paused_s": 3.0}]
+    assert result["interruptions"] == [
+        {
+            "cause": "stop",
+            "at": T + 7,
+            "last_step": 15,
+            "resumed_step": 15,
+            "recomputed_steps": 0,
+            "recomputed_s": 0.0,
+            "paused_s": 3.0,
+        }
+    ]
 
 
 def test_a_frozen_peer_thawed_late_does_not_count_twice(tmp_path: Path) -> None:
@@ -239,15 +257,31 @@ def test_the_local_runner_shows_the_goodput(tmp_path: Path) -> None:
     launcher's fields in metrics.json; none when the launcher accounted nothing."""
     from stacks.local import report
 
-    fields = goodput.metrics_fields({"goodput": 0.5, "wall_s": 20.0, "lost_s": 4.0, "recomputed_steps": 3,
-                                     "attempts": 2, "interruptions": [],
-                                     "time_s": {"waiting": 2.0, "starting": 4.0, "training": 10.0, "restarting": 3.0,
-                                                "recomputed": 1.0, "evaluating": 0.0}})
+    fields = goodput.metrics_fields(
+        {
+            "goodput": 0.5,
+            "wall_s": 20.0,
+            "lost_s": 4.0,
+            "recomputed_steps": 3,
+            "attempts": 2,
+            "interruptions": [],
+            "time_s": {
+                "waiting": 2.0,
+                "starting": 4.0,
+                "training": 10.0,
+                "restarting": 3.0,
+                "recomputed": 1.0,
+                "evaluating": 0.0,
+            },
+        }
+    )
     (tmp_path / "metrics.json").write_text(json.dumps({"final_loss": 0.1, **fields, "mfu": 0.42}))
     lines = report.results(tmp_path)
-    assert lines[1] == ("goodput 0.5 (10 s training of 20 s: waiting 2, starting 4, training 10, restarting 3, "
-                        "recomputed 1); lost to failures 4 s, 3 step(s) recomputed, 2 attempt(s); "
-                        "model FLOPs utilization 0.42")
+    assert lines[1] == (
+        "goodput 0.5 (10 s training of 20 s: waiting 2, starting 4, training 10, restarting 3, "
+        "recomputed 1); lost to failures 4 s, 3 step(s) recomputed, 2 attempt(s); "
+        "model FLOPs utilization 0.42"
+    )
     (tmp_path / "metrics.json").write_text(json.dumps({"final_loss": 0.1}))
     assert not [line for line in report.results(tmp_path) if "goodput" in line]
 
@@ -262,9 +296,11 @@ def test_the_bundled_models_flops_and_utilization() -> None:
 
     per_image = train.model_flops_per_image(cifar.ModelConfig(width=64, mean=(0.5,) * 3, std=(0.25,) * 3))
     assert per_image == pytest.approx(2.272e9, rel=0.01)
-    history = [{"images": 1000, "train_time_s": 2.0, "world_size": 2, "world_sizes": [2], "batch_size": 100},
-               {"images": 1000, "train_time_s": 1.0, "world_size": 1, "world_sizes": [2, 1], "batch_size": 100},
-               {"images": 500, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1], "batch_size": 100}]
+    history = [
+        {"images": 1000, "train_time_s": 2.0, "world_size": 2, "world_sizes": [2], "batch_size": 100},
+        {"images": 1000, "train_time_s": 1.0, "world_size": 1, "world_sizes": [2, 1], "batch_size": 100},
+        {"images": 500, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1], "batch_size": 100},
+    ]
     found = train.flops_metrics(history, 1e9, peak_flops_per_device=1e12)
     # the mixed epoch is left out: 1500 images in 2 * 2 + 1 * 1 device-seconds
     assert found["mfu"] == pytest.approx(1500 * 1e9 / (5 * 1e12), abs=1e-4)

@@ -58,8 +58,14 @@ def test_the_example_runs_as_written(name: str, tmp_path: Path) -> None:
     argv = shlex.split(command[2:])
     # the repository's packages, as an install would give them; nothing of the README's folder is changed
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    planned = subprocess.run([sys.executable, "-m", "stacks.plan", "--stack", "mine"], cwd=folder, env=env,
-                             capture_output=True, text=True, timeout=120)
+    planned = subprocess.run(
+        [sys.executable, "-m", "stacks.plan", "--stack", "mine"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert planned.returncode == 0, planned.stderr
     done = subprocess.run([sys.executable, *argv[1:]], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

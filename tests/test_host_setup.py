@@ -65,10 +65,16 @@ def pod_specs(value: Any) -> Iterator[dict[str, Any]]:
 
 def fsx_claims(p: Program) -> set[str]:
     """Names of the claims bound to an FSx for Lustre PersistentVolume."""
-    volumes = {str(pv.inputs["metadata"]["name"]) for pv in p.of_type("kubernetes:core/v1:PersistentVolume")
-               if (pv.inputs.get("spec", {}).get("csi") or {}).get("driver") == FSX_CSI_DRIVER}
-    return {str(c.inputs["metadata"]["name"]) for c in p.of_type("kubernetes:core/v1:PersistentVolumeClaim")
-            if c.inputs.get("spec", {}).get("volumeName") in volumes}
+    volumes = {
+        str(pv.inputs["metadata"]["name"])
+        for pv in p.of_type("kubernetes:core/v1:PersistentVolume")
+        if (pv.inputs.get("spec", {}).get("csi") or {}).get("driver") == FSX_CSI_DRIVER
+    }
+    return {
+        str(c.inputs["metadata"]["name"])
+        for c in p.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if c.inputs.get("spec", {}).get("volumeName") in volumes
+    }
 
 
 def host_setup_problems(p: Program) -> tuple[list[str], dict[str, set[str]]]:
@@ -82,7 +88,9 @@ def host_setup_problems(p: Program) -> tuple[list[str], dict[str, set[str]]]:
         if not r.type.startswith("kubernetes:"):
             continue
         for spec in pod_specs(r.inputs):
-            mounted = {str((v.get("persistentVolumeClaim") or {}).get("claimName", "")) for v in spec.get("volumes") or []}
+            mounted = {
+                str((v.get("persistentVolumeClaim") or {}).get("claimName", "")) for v in spec.get("volumes") or []
+            }
             if not mounted & claims:
                 continue
             selector = {k: v for k, v in (spec.get("nodeSelector") or {}).items() if k not in TOPOLOGY_KEYS}
@@ -94,10 +102,14 @@ def host_setup_problems(p: Program) -> tuple[list[str], dict[str, set[str]]]:
     for g, ng in groups.items():
         have = installed_packages(templates[str(ng.inputs["launchTemplate"]["id"])])
         if needed[g] - have:
-            problems.append(f"node group {g}: its pods mount FSx for Lustre, but its user data does not install "
-                            f"{sorted(needed[g] - have)} ({FSX_CLIENT_HOST.feature})")
+            problems.append(
+                f"node group {g}: its pods mount FSx for Lustre, but its user data does not install "
+                f"{sorted(needed[g] - have)} ({FSX_CLIENT_HOST.feature})"
+            )
         if have - needed[g]:
-            problems.append(f"node group {g}: its user data installs {sorted(have - needed[g])}, which no pod of it uses")
+            problems.append(
+                f"node group {g}: its user data installs {sorted(have - needed[g])}, which no pod of it uses"
+            )
     return problems, needed
 
 

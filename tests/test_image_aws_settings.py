@@ -34,15 +34,28 @@ def _get(values: dict[str, Any]):
     """``pulumi.Config("aws").get`` over ``values``: strings as they are, anything else as JSON."""
     import json
 
-    return lambda key: None if key not in values else (values[key] if isinstance(values[key], str) else json.dumps(values[key]))
+    return lambda key: (
+        None if key not in values else (values[key] if isinstance(values[key], str) else json.dumps(values[key]))
+    )
 
 
 # ------------------------------------------------------------------------------------------------ reading
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("text, seconds", [("1h", 3600), ("90m", 5400), ("1h30m", 5400), ("3600s", 3600),
-                                           ("1.5h", 5400), ("15m", 900), ("12h", 43200), ("2h0m0s", 7200)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("1h", 3600),
+        ("90m", 5400),
+        ("1h30m", 5400),
+        ("3600s", 3600),
+        ("1.5h", 5400),
+        ("15m", 900),
+        ("12h", 43200),
+        ("2h0m0s", 7200),
+    ],
+)
 def test_go_durations(text: str, seconds: float) -> None:
     assert parse_go_duration(text) == seconds
 
@@ -61,19 +74,31 @@ def test_no_settings_means_the_default_chain() -> None:
 
 @pytest.mark.unit
 def test_every_supported_setting_is_read() -> None:
-    settings, warnings = aws_settings_from_config(_get({
-        "profile": "research",
-        "region": "eu-west-1",
-        "sharedConfigFiles": ["~/work/aws-config"],
-        "sharedCredentialsFiles": ["/secure/credentials"],
-        "assumeRoles": [
-            {"roleArn": ROLE, "sessionName": "pulumi-up", "externalId": "ext-7", "duration": "1h30m",
-             "policyArns": ["arn:aws:iam::aws:policy/ReadOnlyAccess"], "sourceIdentity": "alice",
-             "tags": {"team": "ml"}, "transitiveTagKeys": ["team"], "policy": '{"Version": "2012-10-17"}'},
-            {"roleArn": "arn:aws:iam::222222222222:role/builder"},
-        ],
-        "skipCredentialsValidation": "true",  # not about credentials the build could use: ignored
-    }))
+    settings, warnings = aws_settings_from_config(
+        _get(
+            {
+                "profile": "research",
+                "region": "eu-west-1",
+                "sharedConfigFiles": ["~/work/aws-config"],
+                "sharedCredentialsFiles": ["/secure/credentials"],
+                "assumeRoles": [
+                    {
+                        "roleArn": ROLE,
+                        "sessionName": "pulumi-up",
+                        "externalId": "ext-7",
+                        "duration": "1h30m",
+                        "policyArns": ["arn:aws:iam::aws:policy/ReadOnlyAccess"],
+                        "sourceIdentity": "alice",
+                        "tags": {"team": "ml"},
+                        "transitiveTagKeys": ["team"],
+                        "policy": '{"Version": "2012-10-17"}',
+                    },
+                    {"roleArn": "arn:aws:iam::222222222222:role/builder"},
+                ],
+                "skipCredentialsValidation": "true",  # not about credentials the build could use: ignored
+            }
+        )
+    )
     assert warnings == []
     assert settings == {
         "profile": "research",
@@ -81,9 +106,17 @@ def test_every_supported_setting_is_read() -> None:
         "shared_config_file": "~/work/aws-config",
         "shared_credentials_file": "/secure/credentials",
         "assume_roles": [
-            {"role_arn": ROLE, "session_name": "pulumi-up", "external_id": "ext-7", "duration_seconds": 5400,
-             "policy_arns": ["arn:aws:iam::aws:policy/ReadOnlyAccess"], "source_identity": "alice",
-             "tags": {"team": "ml"}, "transitive_tag_keys": ["team"], "policy": '{"Version": "2012-10-17"}'},
+            {
+                "role_arn": ROLE,
+                "session_name": "pulumi-up",
+                "external_id": "ext-7",
+                "duration_seconds": 5400,
+                "policy_arns": ["arn:aws:iam::aws:policy/ReadOnlyAccess"],
+                "source_identity": "alice",
+                "tags": {"team": "ml"},
+                "transitive_tag_keys": ["team"],
+                "policy": '{"Version": "2012-10-17"}',
+            },
             {"role_arn": "arn:aws:iam::222222222222:role/builder"},
         ],
     }
@@ -94,20 +127,38 @@ def test_every_supported_setting_is_read() -> None:
 @pytest.mark.parametrize(
     "values, expected",
     [
-        ({"assumeRole": {"roleArn": ROLE}}, "aws:assumeRole: pulumi-aws 7 (this project's AWS provider) reads aws:assumeRoles"),
+        (
+            {"assumeRole": {"roleArn": ROLE}},
+            "aws:assumeRole: pulumi-aws 7 (this project's AWS provider) reads aws:assumeRoles",
+        ),
         ({"assumeRoles": [{"sessionName": "x1"}]}, "aws:assumeRoles[0].roleArn: required"),
-        ({"assumeRoles": [{"roleArn": "arn:aws:iam::1:user/me"}]}, "aws:assumeRoles[0].roleArn: 'arn:aws:iam::1:user/me' is not an IAM role ARN"),
-        ({"assumeRoles": [{"roleArn": ROLE, "duration": "10m"}]}, "aws:assumeRoles[0].duration: 600 s is outside STS's 900-43200 s"),
+        (
+            {"assumeRoles": [{"roleArn": "arn:aws:iam::1:user/me"}]},
+            "aws:assumeRoles[0].roleArn: 'arn:aws:iam::1:user/me' is not an IAM role ARN",
+        ),
+        (
+            {"assumeRoles": [{"roleArn": ROLE, "duration": "10m"}]},
+            "aws:assumeRoles[0].duration: 600 s is outside STS's 900-43200 s",
+        ),
         ({"assumeRoles": [{"roleArn": ROLE, "duration": "13h"}]}, "aws:assumeRoles[0].duration: 46800 s is outside"),
-        ({"assumeRoles": [{"roleArn": ROLE, "duration": "soon"}]}, "aws:assumeRoles[0].duration: 'soon' is not a duration"),
+        (
+            {"assumeRoles": [{"roleArn": ROLE, "duration": "soon"}]},
+            "aws:assumeRoles[0].duration: 'soon' is not a duration",
+        ),
         ({"assumeRoles": [{"roleArn": ROLE, "sessionName": "a"}]}, "aws:assumeRoles[0].sessionName: 'a' must be 2-64"),
         ({"assumeRoles": [{"roleArn": ROLE, "sessionName": "has space"}]}, "aws:assumeRoles[0].sessionName"),
         ({"assumeRoles": [{"roleArn": ROLE, "externalId": "x"}]}, "aws:assumeRoles[0].externalId: must be 2-1224"),
         ({"assumeRoles": [{"roleArn": ROLE, "roleARN": ROLE}]}, "aws:assumeRoles[0]: unknown keys roleARN"),
-        ({"assumeRoles": [{"roleArn": ROLE, "tags": {"team": 7}}]}, "aws:assumeRoles[0].tags: must map strings to strings"),
+        (
+            {"assumeRoles": [{"roleArn": ROLE, "tags": {"team": 7}}]},
+            "aws:assumeRoles[0].tags: must map strings to strings",
+        ),
         ({"assumeRoles": "arn:aws:iam::111111111111:role/deployer"}, "aws:assumeRoles: must be a list of roles"),
         ({"assumeRoles": ["x"]}, "aws:assumeRoles[0]: must be an object with roleArn"),
-        ({"sharedConfigFiles": ["/a", "/b"]}, "aws:sharedConfigFiles: the image build (boto3) reads one file, 2 are given"),
+        (
+            {"sharedConfigFiles": ["/a", "/b"]},
+            "aws:sharedConfigFiles: the image build (boto3) reads one file, 2 are given",
+        ),
         ({"sharedCredentialsFiles": [3]}, "aws:sharedCredentialsFiles: must be a list of file paths"),
     ],
 )
@@ -119,9 +170,16 @@ def test_settings_the_build_cannot_follow_name_the_key(values: dict[str, Any], e
 
 @pytest.mark.unit
 def test_static_keys_and_web_identity_are_warned_about_not_passed() -> None:
-    settings, warnings = aws_settings_from_config(_get({
-        "accessKey": "AKIAEXAMPLE", "secretKey": "s", "assumeRoleWithWebIdentity": {"roleArn": ROLE}, "profile": "p",
-    }))
+    settings, warnings = aws_settings_from_config(
+        _get(
+            {
+                "accessKey": "AKIAEXAMPLE",
+                "secretKey": "s",
+                "assumeRoleWithWebIdentity": {"roleArn": ROLE},
+                "profile": "p",
+            }
+        )
+    )
     assert settings == {"profile": "p"}  # no secret ever becomes a build input
     assert [w.split(" ", 1)[0] for w in warnings] == ["aws:accessKey", "aws:secretKey", "aws:assumeRoleWithWebIdentity"]
     assert all("credentials of the environment" in w for w in warnings)
@@ -129,8 +187,9 @@ def test_static_keys_and_web_identity_are_warned_about_not_passed() -> None:
 
 @pytest.mark.unit
 def test_settings_given_as_arguments_are_checked_with_their_own_names() -> None:
-    problems = aws_settings_problems({"profile": "", "assume_roles": [{"role_arn": ROLE, "duration_seconds": 60}],
-                                      "assume_role": {}})
+    problems = aws_settings_problems(
+        {"profile": "", "assume_roles": [{"role_arn": ROLE, "duration_seconds": 60}], "assume_role": {}}
+    )
     assert "aws.profile: must be a non-empty string" in problems
     assert any(p.startswith("aws.assume_roles[0].duration_seconds: 60 s is outside") for p in problems)
     assert any(p.startswith("aws.assume_role: unknown setting") for p in problems)
@@ -139,14 +198,28 @@ def test_settings_given_as_arguments_are_checked_with_their_own_names() -> None:
 @pytest.mark.unit
 def test_sts_arguments_of_a_role() -> None:
     assert assume_role_arguments({"role_arn": ROLE}) == {"RoleArn": ROLE, "RoleSessionName": DEFAULT_SESSION_NAME}
-    assert assume_role_arguments({
-        "role_arn": ROLE, "session_name": "s1", "external_id": "ext-7", "duration_seconds": 900, "policy": "{}",
-        "policy_arns": ["arn:aws:iam::aws:policy/A"], "source_identity": "alice", "tags": {"b": "2", "a": "1"},
-        "transitive_tag_keys": ["a"],
-    }) == {
-        "RoleArn": ROLE, "RoleSessionName": "s1", "ExternalId": "ext-7", "DurationSeconds": 900, "Policy": "{}",
-        "PolicyArns": [{"arn": "arn:aws:iam::aws:policy/A"}], "SourceIdentity": "alice",
-        "Tags": [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}], "TransitiveTagKeys": ["a"],
+    assert assume_role_arguments(
+        {
+            "role_arn": ROLE,
+            "session_name": "s1",
+            "external_id": "ext-7",
+            "duration_seconds": 900,
+            "policy": "{}",
+            "policy_arns": ["arn:aws:iam::aws:policy/A"],
+            "source_identity": "alice",
+            "tags": {"b": "2", "a": "1"},
+            "transitive_tag_keys": ["a"],
+        }
+    ) == {
+        "RoleArn": ROLE,
+        "RoleSessionName": "s1",
+        "ExternalId": "ext-7",
+        "DurationSeconds": 900,
+        "Policy": "{}",
+        "PolicyArns": [{"arn": "arn:aws:iam::aws:policy/A"}],
+        "SourceIdentity": "alice",
+        "Tags": [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}],
+        "TransitiveTagKeys": ["a"],
     }
 
 
@@ -169,30 +242,65 @@ PROPS = {
 
 
 def _client_error(code: str, operation: str, status: int = 400, message: str = "details") -> ClientError:
-    return ClientError({"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}},
-                       operation)
+    return ClientError(
+        {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": status}}, operation
+    )
 
 
 @pytest.mark.unit
 @pytest.mark.parametrize(
     "exc, kind, says",
     [
-        (NoCredentialsError(), ImageBuildCredentialsError, ["found no usable AWS credentials", "pulumi config set aws:profile"]),
+        (
+            NoCredentialsError(),
+            ImageBuildCredentialsError,
+            ["found no usable AWS credentials", "pulumi config set aws:profile"],
+        ),
         (ProfileNotFound(profile="research"), ImageBuildCredentialsError, ["cannot find AWS profile 'research'"]),
-        (SSOTokenLoadError(error_msg="Token has expired"), ImageBuildCredentialsError, ["`aws sso login --profile research`"]),
-        (_client_error("ExpiredToken", "GetCallerIdentity", 403), ImageBuildCredentialsError,
-         ["as expired: ExpiredToken on GetCallerIdentity", "`aws sso login`"]),
+        (
+            SSOTokenLoadError(error_msg="Token has expired"),
+            ImageBuildCredentialsError,
+            ["`aws sso login --profile research`"],
+        ),
+        (
+            _client_error("ExpiredToken", "GetCallerIdentity", 403),
+            ImageBuildCredentialsError,
+            ["as expired: ExpiredToken on GetCallerIdentity", "`aws sso login`"],
+        ),
         (_client_error("ExpiredTokenException", "StartBuild"), ImageBuildCredentialsError, ["as expired"]),
-        (_client_error("InvalidClientTokenId", "AssumeRole", 403), ImageBuildCredentialsError,
-         ["does not recognise the image build's credentials (AWS profile 'research')", "InvalidClientTokenId on AssumeRole"]),
-        (_client_error("UnrecognizedClientException", "DescribeImages"), ImageBuildCredentialsError, ["does not recognise"]),
-        (_client_error("AccessDenied", "AssumeRole", 403), ImageBuildCredentialsError,
-         ["may not call AssumeRole", "sts:AssumeRole", "trust policy"]),
+        (
+            _client_error("InvalidClientTokenId", "AssumeRole", 403),
+            ImageBuildCredentialsError,
+            [
+                "does not recognise the image build's credentials (AWS profile 'research')",
+                "InvalidClientTokenId on AssumeRole",
+            ],
+        ),
+        (
+            _client_error("UnrecognizedClientException", "DescribeImages"),
+            ImageBuildCredentialsError,
+            ["does not recognise"],
+        ),
+        (
+            _client_error("AccessDenied", "AssumeRole", 403),
+            ImageBuildCredentialsError,
+            ["may not call AssumeRole", "sts:AssumeRole", "trust policy"],
+        ),
         (_client_error("AccessDeniedException", "StartBuild"), ImageBuildCredentialsError, ["codebuild:StartBuild"]),
-        (_client_error("403", "DescribeImages", 403), ImageBuildCredentialsError, ["refused DescribeImages", "HTTP 403"]),
-        (_client_error("RepositoryNotFoundException", "DescribeImages"), ImageRepositoryNotFoundError,
-         ["ECR repository 'team/train' does not exist in account 123456789012, region eu-west-1",
-          "AWS profile 'research'", "`pulumi refresh`"]),
+        (
+            _client_error("403", "DescribeImages", 403),
+            ImageBuildCredentialsError,
+            ["refused DescribeImages", "HTTP 403"],
+        ),
+        (
+            _client_error("RepositoryNotFoundException", "DescribeImages"),
+            ImageRepositoryNotFoundError,
+            [
+                "ECR repository 'team/train' does not exist in account 123456789012, region eu-west-1",
+                "AWS profile 'research'",
+                "`pulumi refresh`",
+            ],
+        ),
     ],
 )
 def test_aws_errors_are_explained(exc: Exception, kind: type, says: list[str]) -> None:
@@ -204,8 +312,14 @@ def test_aws_errors_are_explained(exc: Exception, kind: type, says: list[str]) -
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("exc", [_client_error("ThrottlingException", "BatchGetBuilds"),
-                                 _client_error("InvalidInputException", "StartBuild"), ValueError("bug")])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        _client_error("ThrottlingException", "BatchGetBuilds"),
+        _client_error("InvalidInputException", "StartBuild"),
+        ValueError("bug"),
+    ],
+)
 def test_other_errors_are_left_alone(exc: Exception) -> None:
     assert explain_aws_error(exc, PROPS) is None
 
@@ -219,8 +333,15 @@ def test_repository_account() -> None:
 @pytest.mark.unit
 def test_provider_checks_and_diffs_the_settings() -> None:
     p = ImageBuildProvider()
-    base = {"project_name": "p", "repository_url": PROPS["repository_url"], "repository_name": "team/train",
-            "region": "eu-west-1", "image_tag": "a" * 24, "source_bucket": "b", "source_key": "contexts/a.zip"}
+    base = {
+        "project_name": "p",
+        "repository_url": PROPS["repository_url"],
+        "repository_name": "team/train",
+        "region": "eu-west-1",
+        "image_tag": "a" * 24,
+        "source_bucket": "b",
+        "source_key": "contexts/a.zip",
+    }
     bad = p.check({}, base | {"aws": {"assume_roles": [{"role_arn": "nope"}]}})
     assert [f.property for f in bad.failures] == ["aws"] and "not an IAM role ARN" in bad.failures[0].reason
     assert p.check({}, base | {"aws": {"profile": "x"}}).failures == []

@@ -89,8 +89,9 @@ def test_create_builds_and_reads_the_digest_with_the_assumed_role(moto: Any, tmp
     assert props["repository_url"].startswith(f"{ACCOUNT_B}.dkr.ecr.")
     settings = {
         "region": "eu-west-1",
-        "assume_roles": [{"role_arn": ROLE_B, "session_name": "eks-training-test", "external_id": "ext-7",
-                          "duration_seconds": 900}],
+        "assume_roles": [
+            {"role_arn": ROLE_B, "session_name": "eks-training-test", "external_id": "ext-7", "duration_seconds": 900}
+        ],
     }
     res, build_ids, pushed = sup.create_while_pushing(aws, props | {"aws": settings})
 
@@ -100,7 +101,9 @@ def test_create_builds_and_reads_the_digest_with_the_assumed_role(moto: Any, tmp
     assert res.outs["aws"] == settings  # kept in the state, as an input
 
     calls = recorded_calls(moto)
-    assumes = [c for c in calls if c.operation == "AssumeRole" and c.params.get("RoleSessionName") == "eks-training-test"]
+    assumes = [
+        c for c in calls if c.operation == "AssumeRole" and c.params.get("RoleSessionName") == "eks-training-test"
+    ]
     assert len(assumes) == 1
     assume = assumes[0]
     assert assume.params["RoleArn"] == ROLE_B and assume.params["ExternalId"] == "ext-7"
@@ -139,7 +142,11 @@ def test_roles_are_assumed_in_order_each_with_the_credentials_of_the_one_before(
     chain = [{"role_arn": ROLE_B, "session_name": "hop-1"}, {"role_arn": ROLE_C, "session_name": "hop-2"}]
     res, build_ids, _ = sup.create_while_pushing(aws, props | {"aws": {"assume_roles": chain}})
     assert res.outs["build_skipped"] is False and aws.builds(props["project_name"]) == build_ids
-    assumes = [c for c in recorded_calls(moto) if c.operation == "AssumeRole" and c.params["RoleSessionName"] in ("hop-1", "hop-2")]
+    assumes = [
+        c
+        for c in recorded_calls(moto)
+        if c.operation == "AssumeRole" and c.params["RoleSessionName"] in ("hop-1", "hop-2")
+    ]
     assert [c.params["RoleArn"] for c in assumes] == [ROLE_B, ROLE_C]
     assert assumes[0].access_key == "testing" and assumes[1].access_key not in ("", "testing")
     (start,) = _starts(moto, props["project_name"])
@@ -192,11 +199,17 @@ def test_the_credentials_file_of_the_stack_settings_is_read(
     moto: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, research_profile: dict[str, Any]
 ) -> None:
     """aws:sharedCredentialsFiles / aws:sharedConfigFiles, while the environment points at files without the profile."""
-    assert not Path(os.environ["AWS_SHARED_CREDENTIALS_FILE"]).exists() and not Path(os.environ["AWS_CONFIG_FILE"]).exists()
+    assert (
+        not Path(os.environ["AWS_SHARED_CREDENTIALS_FILE"]).exists()
+        and not Path(os.environ["AWS_CONFIG_FILE"]).exists()
+    )
     aws, props = _provision(tmp_path, _assume(ROLE_B))
     aws.push(props, seed="credentials-file")
-    settings = {"profile": "research", "shared_config_file": str(research_profile["config"]),
-                "shared_credentials_file": str(research_profile["credentials"])}
+    settings = {
+        "profile": "research",
+        "shared_config_file": str(research_profile["config"]),
+        "shared_credentials_file": str(research_profile["credentials"]),
+    }
     before = len(recorded_calls(moto))
     res = ImageBuildProvider().create(props | {"aws": settings})
     assert res.outs["build_skipped"] is True
@@ -217,8 +230,10 @@ def test_an_unknown_profile_is_named_with_what_to_do(moto: Any, tmp_path: Path) 
 
 def test_a_missing_repository_says_where_the_build_looked_and_what_to_do(moto: Any, tmp_path: Path) -> None:
     aws, props = _provision(tmp_path)
-    gone = props | {"repository_name": "deleted-outside-pulumi",
-                    "repository_url": f"{HOME_ACCOUNT}.dkr.ecr.{sup.REGION}.amazonaws.com/deleted-outside-pulumi"}
+    gone = props | {
+        "repository_name": "deleted-outside-pulumi",
+        "repository_url": f"{HOME_ACCOUNT}.dkr.ecr.{sup.REGION}.amazonaws.com/deleted-outside-pulumi",
+    }
     with pytest.raises(ImageRepositoryNotFoundError) as err:
         ImageBuildProvider().create(gone)
     msg = str(err.value)
@@ -230,8 +245,15 @@ def test_a_missing_repository_says_where_the_build_looked_and_what_to_do(moto: A
 
 def test_no_credentials_at_all(moto: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _aws, props = _provision(tmp_path)
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+    for key in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
         monkeypatch.delenv(key, raising=False)
     with pytest.raises(ImageBuildCredentialsError) as err:
         ImageBuildProvider().create(dict(props))
@@ -246,8 +268,9 @@ def test_no_credentials_at_all(moto: Any, tmp_path: Path, monkeypatch: pytest.Mo
 def strict_moto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A moto server that checks credentials and IAM permissions (after the first two requests, which set up
     a user without permissions)."""
-    server = sup.aws_support.start_moto_server(tmp_path, log_name="strict-moto.log",
-                                               env_extra={"INITIAL_NO_AUTH_ACTION_COUNT": "2"})
+    server = sup.aws_support.start_moto_server(
+        tmp_path, log_name="strict-moto.log", env_extra={"INITIAL_NO_AUTH_ACTION_COUNT": "2"}
+    )
     _environment(monkeypatch, server.endpoint, tmp_path)
     try:
         yield server
@@ -258,9 +281,15 @@ def strict_moto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any
 def _props_in_home_account() -> dict[str, Any]:
     repo = sup.unique("train")
     return {
-        "project_name": "train-image", "repository_url": f"{HOME_ACCOUNT}.dkr.ecr.{sup.REGION}.amazonaws.com/{repo}",
-        "repository_name": repo, "region": sup.REGION, "image_tag": "a" * 24, "source_bucket": "b",
-        "source_key": "contexts/x.zip", "poll_interval_seconds": 0.05, "wait_timeout_seconds": 5.0,
+        "project_name": "train-image",
+        "repository_url": f"{HOME_ACCOUNT}.dkr.ecr.{sup.REGION}.amazonaws.com/{repo}",
+        "repository_name": repo,
+        "region": sup.REGION,
+        "image_tag": "a" * 24,
+        "source_bucket": "b",
+        "source_key": "contexts/x.zip",
+        "poll_interval_seconds": 0.05,
+        "wait_timeout_seconds": 5.0,
         "digest_wait_seconds": 0.1,
     }
 

@@ -217,7 +217,10 @@ def test_delete_leaves_image_in_place(moto: Any, aws_env: Any) -> None:
 
 
 FAILURE_CONTEXTS = {
-    "BUILD": {"statusCode": "COMMAND_EXECUTION_ERROR", "message": "Error while executing command: docker build ... Reason: exit status 1"},
+    "BUILD": {
+        "statusCode": "COMMAND_EXECUTION_ERROR",
+        "message": "Error while executing command: docker build ... Reason: exit status 1",
+    },
     "DOWNLOAD_SOURCE": {"statusCode": "ACCESS_DENIED", "message": "Access Denied"},
 }
 
@@ -310,7 +313,11 @@ def test_failure_before_docker_work_is_retried_once(moto: Any, aws_env: Any) -> 
     assert len(build_ids) == 2
     msg = str(err.value)
     assert all(b in msg for b in build_ids) and "failing phase: DOWNLOAD_SOURCE" in msg and "ACCESS_DENIED" in msg
-    tokens = [b["idempotencyToken"] for b in moto.recorded_requests(".StartBuild") if b["projectName"] == props["project_name"]]
+    tokens = [
+        b["idempotencyToken"]
+        for b in moto.recorded_requests(".StartBuild")
+        if b["projectName"] == props["project_name"]
+    ]
     assert len(tokens) == 2 and tokens[0] != tokens[1]
 
 
@@ -416,7 +423,9 @@ def test_dockerignored_files_do_not_change_tag(tmp_path: Path) -> None:
     assert hash_build_context(str(ctx)) != h
     paths = [e.path for e in collect_build_context(str(ctx))]
     assert paths == sorted(paths)
-    assert "keep.log" in paths and "debug.log" not in paths and not any(p.startswith(("data/", "cache/")) for p in paths)
+    assert (
+        "keep.log" in paths and "debug.log" not in paths and not any(p.startswith(("data/", "cache/")) for p in paths)
+    )
 
 
 def test_dockerfile_and_dockerignore_always_in_context(tmp_path: Path) -> None:
@@ -432,7 +441,11 @@ def test_dockerfile_and_dockerignore_always_in_context(tmp_path: Path) -> None:
 def test_dockerignore_pattern_semantics() -> None:
     pats = parse_dockerignore("*/temp*\n**/*.md\n!README.md\nbuild/\n./out\n")
     assert [p.pattern for p in pats] == ["*/temp*", "**/*.md", "README.md", "build", "out"]
-    assert is_ignored("a/temporary.txt", pats) and not is_ignored("temporary.txt", pats) and not is_ignored("a/b/temp", pats)
+    assert (
+        is_ignored("a/temporary.txt", pats)
+        and not is_ignored("temporary.txt", pats)
+        and not is_ignored("a/b/temp", pats)
+    )
     assert is_ignored("docs/x/notes.md", pats) and is_ignored("notes.md", pats) and not is_ignored("README.md", pats)
     assert is_ignored("build/lib/x.so", pats) and is_ignored("out/a", pats) and not is_ignored("outer", pats)
 
@@ -544,7 +557,10 @@ def test_buildspec_logs_in_builds_pushes_and_prints_digest() -> None:
     cmds = spec["phases"]["pre_build"]["commands"] + spec["phases"]["build"]["commands"]
     text = "\n".join(cmds)
     assert "aws ecr get-login-password" in text and "docker login" in text
-    assert 'retry 3 docker build --platform "$DOCKER_PLATFORM" --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG" .' in cmds
+    assert (
+        'retry 3 docker build --platform "$DOCKER_PLATFORM" --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG" .'
+        in cmds
+    )
     assert any(c.startswith('retry 3 docker push "$REPOSITORY_URI:$IMAGE_TAG"') for c in cmds)
     assert any("IMAGE_DIGEST=" in c for c in cmds) and any("$REPOSITORY_URI@$IMAGE_DIGEST" in c for c in cmds)
     # What runs the steps is tested under bash in tests/test_buildspec.py.
@@ -649,7 +665,11 @@ def _run_component(context_dir: Path, **extra: Any) -> tuple[list[dict[str, Any]
         comp = TrainingImage("train-image", {"context_dir": str(context_dir), "keep_images": 5, **extra})
         return pulumi.Output.all(
             comp.image_uri, comp.image_tag, comp.digest, comp.repository_url, comp.repository_arn, comp.context_hash
-        ).apply(lambda v: outputs.update(zip(["image_uri", "image_tag", "digest", "repository_url", "repository_arn", "context_hash"], v)))
+        ).apply(
+            lambda v: outputs.update(
+                zip(["image_uri", "image_tag", "digest", "repository_url", "repository_arn", "context_hash"], v)
+            )
+        )
 
     program()
     return monitor.registered, outputs
@@ -694,7 +714,9 @@ def test_component_children_under_mocks(tmp_path: Path) -> None:
     sse = by_type["aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"]["inputs"]
     assert sse["rules"][0]["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "AES256"}
     pab = by_type["aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"]["inputs"]
-    assert all(pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+    assert all(
+        pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
 
     project = by_type["aws:codebuild/project:Project"]["inputs"]
     assert project["environment"]["privilegedMode"] is True
@@ -751,7 +773,9 @@ def test_component_is_deterministic_and_a_context_change_touches_only_the_build(
     assert before.keys() == after.keys()
     changed = {n for n in before if before[n] != after[n]}
     assert changed == {"train-image-context", "train-image-image"}
-    diff_keys = {k for k in before["train-image-image"] if before["train-image-image"][k] != after["train-image-image"].get(k)}
+    diff_keys = {
+        k for k in before["train-image-image"] if before["train-image-image"][k] != after["train-image-image"].get(k)
+    }
     assert diff_keys == {"image_tag", "source_key"}
     d = ImageBuildProvider().diff("id", before["train-image-image"], after["train-image-image"])
     assert sorted(d.replaces or []) == ["image_tag", "source_key"]
@@ -761,7 +785,9 @@ def test_component_with_kms_key_and_arm(tmp_path: Path) -> None:
     key = f"arn:aws:kms:{MOCK_REGION}:{ACCOUNT}:key/abc"
     regs, _ = _run_component(_ctx(tmp_path), kms_key_arn=key, platform="linux/arm64", force_delete=False)
     by_type = {r["type"]: r["inputs"] for r in regs}
-    assert by_type["aws:ecr/repository:Repository"]["encryptionConfigurations"] == [{"encryptionType": "KMS", "kmsKey": key}]
+    assert by_type["aws:ecr/repository:Repository"]["encryptionConfigurations"] == [
+        {"encryptionType": "KMS", "kmsKey": key}
+    ]
     assert by_type["aws:ecr/repository:Repository"]["forceDelete"] is False
     sse = by_type["aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"]["rules"][0]
     assert sse["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": key}

@@ -52,8 +52,11 @@ def test_the_package_index_rule_finds_the_nccl_tests_bug() -> None:
     (problem,) = package_index_problems(Dockerfile(NCCL_TESTS, broken), INSTALLERS_USING_APT)
     assert "efa_installer.sh" in problem and "without a package index" in problem
     # and apt-get install itself, after the lists are gone
-    bare = Dockerfile(NCCL_TESTS, "FROM x@sha256:" + "0" * 64 + "\nRUN apt-get update && rm -rf /var/lib/apt/lists/*\n"
-                      "RUN apt-get install -y curl\n")
+    bare = Dockerfile(
+        NCCL_TESTS,
+        "FROM x@sha256:" + "0" * 64 + "\nRUN apt-get update && rm -rf /var/lib/apt/lists/*\n"
+        "RUN apt-get install -y curl\n",
+    )
     assert len(package_index_problems(bare, INSTALLERS_USING_APT)) == 1
 
 
@@ -103,7 +106,9 @@ def test_every_cuda_compilation_covers_every_gpu_its_stacks_run_it_on() -> None:
                 cc = compute_capability(facts.gpu_model)
                 assert cc is not None, f"{stack}: {facts.gpu_model}"
                 for _, targets in compilations:
-                    assert runs_on(targets, cc), f"{stack}/{job.name}: {job.image.name} has no kernel for {facts.gpu_model} {cc}"
+                    assert runs_on(targets, cc), (
+                        f"{stack}/{job.name}: {job.image.name} has no kernel for {facts.gpu_model} {cc}"
+                    )
                     checked.add((job.image.name, facts.gpu_model))
     # nccl-tests runs on V100 (mpi-horovod) and L4 (benchmark)
     assert {("nccl-tests", "NVIDIA V100"), ("nccl-tests", "NVIDIA L4")} <= checked
@@ -112,15 +117,24 @@ def test_every_cuda_compilation_covers_every_gpu_its_stacks_run_it_on() -> None:
 def test_a_stack_whose_gpu_an_image_does_not_cover_fails_validation(monkeypatch: pytest.MonkeyPatch) -> None:
     """The nccl-tests image as it was (sm_80..sm_100, no PTX) on the mpi-horovod preset's p3.16xlarge (V100, 7.0)."""
     text = NCCL_TESTS.read_text()
-    old = re.sub(r'ARG NVCC_GENCODE="[^"]*"', 'ARG NVCC_GENCODE="-gencode=arch=compute_80,code=sm_80 '
-                 '-gencode=arch=compute_86,code=sm_86 -gencode=arch=compute_89,code=sm_89 '
-                 '-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_100,code=sm_100"', text)
+    old = re.sub(
+        r'ARG NVCC_GENCODE="[^"]*"',
+        'ARG NVCC_GENCODE="-gencode=arch=compute_80,code=sm_80 '
+        '-gencode=arch=compute_86,code=sm_86 -gencode=arch=compute_89,code=sm_89 '
+        '-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_100,code=sm_100"',
+        text,
+    )
     assert old != text
     import stacks.config.rules as rules
 
     real = rules.read_dockerfile
-    monkeypatch.setattr(rules, "read_dockerfile", lambda ctx, name="Dockerfile": Dockerfile(NCCL_TESTS, old)
-                        if Path(ctx).name == "nccl-tests" else real(ctx, name))
+    monkeypatch.setattr(
+        rules,
+        "read_dockerfile",
+        lambda ctx, name="Dockerfile": (
+            Dockerfile(NCCL_TESTS, old) if Path(ctx).name == "nccl-tests" else real(ctx, name)
+        ),
+    )
     use_stack_config(stack_config("mpi-horovod"))
     with pytest.raises(ConfigError) as exc:
         load_config(PROJECT, "mpi-horovod")
@@ -148,8 +162,10 @@ def test_every_mpi_image_says_where_its_open_mpi_is() -> None:
 
 def test_an_mpi_image_without_its_open_mpi_prefix_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = stack_config("mpi-horovod")
-    cfg[f"{PROJECT}:images"] = {"nccl-tests": {"prebuilt": "123456789012.dkr.ecr.us-east-1.amazonaws.com/nccl:1"},
-                                "horovod": {"context": "images/horovod"}}
+    cfg[f"{PROJECT}:images"] = {
+        "nccl-tests": {"prebuilt": "123456789012.dkr.ecr.us-east-1.amazonaws.com/nccl:1"},
+        "horovod": {"context": "images/horovod"},
+    }
     use_stack_config(cfg)
     with pytest.raises(ConfigError) as exc:
         load_config(PROJECT, "mpi-horovod")

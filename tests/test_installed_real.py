@@ -43,8 +43,18 @@ from tests.harness import REPO
 pytestmark = pytest.mark.real
 
 #: What the package is built from: the folders and files pyproject.toml and setup.py name.
-SOURCES = ("components", "stacks", "training", "images", "box", "docs", "__main__.py", "pyproject.toml", "setup.py",
-           "README.md")
+SOURCES = (
+    "components",
+    "stacks",
+    "training",
+    "images",
+    "box",
+    "docs",
+    "__main__.py",
+    "pyproject.toml",
+    "setup.py",
+    "README.md",
+)
 #: The project's own packages, named like the library's.
 OWN_PACKAGES = ("components", "stacks")
 
@@ -59,15 +69,31 @@ class Installed:
     def env(self, **extra: str) -> dict[str, str]:
         return {"PATH": f"{self.python.parent}:/usr/bin:/bin", "HOME": str(self.root), "PYTHONUNBUFFERED": "1", **extra}
 
-    def run(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None,
-            input: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.python), *args], cwd=self.project, env=env or self.env(), capture_output=True,
-                              text=True, timeout=timeout, input=input)
+    def run(
+        self, *args: str, timeout: float = 300, env: dict[str, str] | None = None, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.python), *args],
+            cwd=self.project,
+            env=env or self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+        )
 
-    def script(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def script(
+        self, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """The console script pip installs from ``[project.scripts]``."""
-        return subprocess.run([str(self.python.parent / "eks-training"), *args], cwd=self.project,
-                              env=env or self.env(), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [str(self.python.parent / "eks-training"), *args],
+            cwd=self.project,
+            env=env or self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -80,48 +106,117 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         else:
             src.mkdir(exist_ok=True)
             shutil.copy(REPO / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(root / "wheels"), str(src)], check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(root / "wheels"),
+            str(src),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     (wheel,) = (root / "wheels").glob("eks_training-*.whl")
     # a release (an sdist, unpacked) builds the same package
-    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(root / 'sdist')!r})"],
-                   cwd=src, check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(root / 'sdist')!r})"],
+        cwd=src,
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     (sdist,) = (root / "sdist").glob("eks_training-*.tar.gz")
     shutil.unpack_archive(sdist, root / "release")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(root / "release-wheels"), str(next((root / "release").iterdir()))], check=True, timeout=300,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(root / "release-wheels"),
+            str(next((root / "release").iterdir())),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     (released,) = (root / "release-wheels").glob("eks_training-*.whl")
     assert sorted(zipfile.ZipFile(released).namelist()) == sorted(zipfile.ZipFile(wheel).namelist())
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=120)
     out = Installed(root)
     shutil.copy(wheel, out.wheel)
-    venv_site = Path(subprocess.run([str(out.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                    check=True, capture_output=True, text=True).stdout.strip())
+    venv_site = Path(
+        subprocess.run(
+            [str(out.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     # the dependencies: this environment's site-packages, after the virtualenv's own (the package is only there)
     (venv_site / "zz-dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(out.python), "install", "-q", "--no-deps", str(wheel)],
-                   check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(out.python), "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     # a Pulumi project of another name, in a folder of its own, with the user's code and packages of its own named
     # like the library's
     out.project.mkdir()
     for own in OWN_PACKAGES:
         (out.project / own).mkdir()
-        (out.project / own / "__init__.py").write_text(f'"""The research project\'s own {own}."""\nOWNER = "research"\n')
+        (out.project / own / "__init__.py").write_text(
+            f'"""The research project\'s own {own}."""\nOWNER = "research"\n'
+        )
     (out.project / "Pulumi.yaml").write_text(yaml.safe_dump({"name": "research", "runtime": "python"}))
     (out.project / "src").mkdir()
     shutil.copy(REPO / "tests" / "programs" / "fit_line.py", out.project / "src" / "fit_line.py")
-    (out.project / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": {
-        "aws:region": "us-west-2",
-        "eks-training:nodeGroups": {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2}},
-        "eks-training:jobs": {
-            "fit": {"kind": "pytorch", "nodeGroup": "cpu", "nodes": 2, "minNodes": 2, "code": "s3://research-code/fit/",
-                    "script": "fit_line.py", "rendezvousBackend": "c10d"},
-            "report": {"kind": "command", "nodeGroup": "cpu", "after": ["fit"],
-                       "command": ["python", "-c", "import json, os; "
-                                   "print('fitted', json.load(open(os.environ['FIT_OUTPUT_DIR'] + '/line.json')))"]},
-        },
-    }}))
+    (out.project / "Pulumi.dev.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "aws:region": "us-west-2",
+                    "eks-training:nodeGroups": {
+                        "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2}
+                    },
+                    "eks-training:jobs": {
+                        "fit": {
+                            "kind": "pytorch",
+                            "nodeGroup": "cpu",
+                            "nodes": 2,
+                            "minNodes": 2,
+                            "code": "s3://research-code/fit/",
+                            "script": "fit_line.py",
+                            "rendezvousBackend": "c10d",
+                        },
+                        "report": {
+                            "kind": "command",
+                            "nodeGroup": "cpu",
+                            "after": ["fit"],
+                            "command": [
+                                "python",
+                                "-c",
+                                "import json, os; "
+                                "print('fitted', json.load(open(os.environ['FIT_OUTPUT_DIR'] + '/line.json')))",
+                            ],
+                        },
+                    },
+                }
+            }
+        )
+    )
     return out
 
 
@@ -130,17 +225,30 @@ def test_the_package_installs_under_its_own_name_with_what_its_tools_read(instal
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"eks_training"}, tops  # no top-level components/, stacks/ to collide with a project's own
     # every file of the packages and of the shipped folders, at its place in the repository's layout
-    wanted = {f"eks_training/{p.relative_to(REPO)}" for top in ("components", "stacks", "training", "images")
-              for p in (REPO / top).rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    wanted = {
+        f"eks_training/{p.relative_to(REPO)}"
+        for top in ("components", "stacks", "training", "images")
+        for p in (REPO / top).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     wanted |= {f"eks_training/box/{m}/{f}" for m in box_build.MODULES for f in ("go.mod", "go.sum", "tools.go")}
-    wanted |= {"eks_training/docs/configuration.md", "eks_training/__main__.py", "eks_training/__init__.py",
-               "eks_training/stacks/box/stages.yaml"}
+    wanted |= {
+        "eks_training/docs/configuration.md",
+        "eks_training/__main__.py",
+        "eks_training/__init__.py",
+        "eks_training/stacks/box/stages.yaml",
+    }
     assert wanted - names == set()
-    entry = zipfile.ZipFile(installed.wheel).read(
-        next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+    entry = (
+        zipfile.ZipFile(installed.wheel)
+        .read(next(n for n in names if n.endswith(".dist-info/entry_points.txt")))
+        .decode()
+    )
     assert "eks-training = eks_training.stacks.cli:script" in entry
 
-    done = installed.run("-c", """
+    done = installed.run(
+        "-c",
+        """
 import importlib.util, importlib.metadata as m, json, sys
 sys.path.remove('')  # not the project's folder: what the install provides
 import eks_training.components as c, eks_training.stacks as s, eks_training.stacks.bundle as b
@@ -153,7 +261,8 @@ print(json.dumps({"files": [c.__file__, s.__file__, str(b.ROOT), str(bb.MODULES_
                   "exists": [bc.POD_STAGES.is_file(), b.REFERENCE.is_file()],
                   "requires": m.requires("eks-training"),
                   "tools": {n: t.main().__module__ for n, t in cli.TOOLS.items()}}))
-""")
+""",
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     package = str(installed.root / "venv")
@@ -199,27 +308,40 @@ def test_the_readme_library_example_runs_installed_beside_the_projects_own_packa
     # the project's program uses its own packages too (imported while it runs: the mocks put nothing of the package
     # on the path before the project's folder)
     (installed.project / "example.py").write_text(
-        "import components, stacks  # the project's own\n" + example
-        + "assert components.OWNER == stacks.OWNER == 'research', components.__file__\n")
-    out = _beside_the_projects_own(installed, 'ev = evaluate("dev", {"aws:region": "us-west-2"}, main=__import__('
-                                              '"pathlib").Path("example.py").resolve(), project="research", '
-                                              'project_dir=__import__("pathlib").Path.cwd())')
+        "import components, stacks  # the project's own\n"
+        + example
+        + "assert components.OWNER == stacks.OWNER == 'research', components.__file__\n"
+    )
+    out = _beside_the_projects_own(
+        installed,
+        'ev = evaluate("dev", {"aws:region": "us-west-2"}, main=__import__('
+        '"pathlib").Path("example.py").resolve(), project="research", '
+        'project_dir=__import__("pathlib").Path.cwd())',
+    )
     for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin"):
         assert f"eks-training:index:{t}" in out["types"]
 
 
 def test_the_shipped_program_evaluates_the_projects_stack_beside_its_own_packages(installed: Installed) -> None:
     """What ``eks-training rehearse`` runs for a project without a ``__main__.py``: the shipped program."""
-    out = _beside_the_projects_own(installed, "from eks_training.stacks.rehearse import evaluate_stack\n"
-                                              "config, plan, ev = evaluate_stack('dev', None)")
-    assert {"eks-training:index:TrainingCluster", "eks-training:index:PyTorchJob",
-            "eks-training:index:CommandJob"} <= set(out["types"]), out["types"]
+    out = _beside_the_projects_own(
+        installed,
+        "from eks_training.stacks.rehearse import evaluate_stack\nconfig, plan, ev = evaluate_stack('dev', None)",
+    )
+    assert {
+        "eks-training:index:TrainingCluster",
+        "eks-training:index:PyTorchJob",
+        "eks-training:index:CommandJob",
+    } <= set(out["types"]), out["types"]
     # the image build's dynamic provider, as the engine receives it (dill, by reference to its module): Pulumi's
     # dynamic-provider host loads it in the project's folder, beside the project's own components/
     assert out["providers"], out["types"]
-    host = installed.run("-c", "import base64, sys, dill; p = dill.loads(base64.b64decode(sys.stdin.read())); "
-                               "print(type(p).__module__, type(p).__name__)",
-                         input=out["providers"][0])
+    host = installed.run(
+        "-c",
+        "import base64, sys, dill; p = dill.loads(base64.b64decode(sys.stdin.read())); "
+        "print(type(p).__module__, type(p).__name__)",
+        input=out["providers"][0],
+    )
     assert host.returncode == 0, host.stderr[-2000:]
     assert host.stdout.split() == ["eks_training.components.image.build_provider", "ImageBuildProvider"]
 
@@ -237,9 +359,24 @@ def test_the_plan_reads_the_projects_stack_file(installed: Installed) -> None:
     unknown = installed.run("-m", "eks_training.stacks.plan", "--stack", "prod")
     assert unknown.returncode == 2 and f"{installed.project}: dev" in unknown.stderr, unknown.stderr
     # a configuration error points to the reference the package ships
-    (installed.project / "Pulumi.typo.yaml").write_text(yaml.safe_dump({"config": {
-        "aws:region": "us-west-2", "eks-training:nodeGroups": {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0,
-                                                                      "desiredSize": 1, "maxSize": 2, "lables": {}}}}}))
+    (installed.project / "Pulumi.typo.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "aws:region": "us-west-2",
+                    "eks-training:nodeGroups": {
+                        "cpu": {
+                            "instanceTypes": ["m5.xlarge"],
+                            "minSize": 0,
+                            "desiredSize": 1,
+                            "maxSize": 2,
+                            "lables": {},
+                        }
+                    },
+                }
+            }
+        )
+    )
     typo = installed.script("plan", "--stack", "typo")
     reference = installed.run("-c", "import eks_training.stacks.bundle as b; print(b.REFERENCE)").stdout.strip()
     assert typo.returncode == 2 and f"(the valid keys: {reference})" in typo.stderr, typo.stderr
@@ -268,8 +405,11 @@ def test_the_box_builds_from_the_shipped_go_modules(installed: Installed) -> Non
     the same cache folders, which .ci/run's build (and the cluster tier) fill: the binaries are reused."""
     go = shutil.which(os.environ.get("GO", "go"))
     assert go, "the box needs Go; .ci/run installs it"
-    env = installed.env(HOME=os.environ["HOME"], PATH=f"{installed.python.parent}:{Path(go).parent}:/usr/bin:/bin",
-                        **{k: v for k, v in os.environ.items() if k.startswith("GO") or k == "EKS_TRAINING_BOX_CACHE"})
+    env = installed.env(
+        HOME=os.environ["HOME"],
+        PATH=f"{installed.python.parent}:{Path(go).parent}:/usr/bin:/bin",
+        **{k: v for k, v in os.environ.items() if k.startswith("GO") or k == "EKS_TRAINING_BOX_CACHE"},
+    )
     start = time.monotonic()
     done = installed.script("box", "build", env=env, timeout=1800)
     took = time.monotonic() - start
@@ -279,13 +419,17 @@ def test_the_box_builds_from_the_shipped_go_modules(installed: Installed) -> Non
     expected = {name: str(path) for name, path in box_build.build(go=go).items()}
     assert printed == expected
     # the modules resolve in the shipped folder itself (go list reads its go.mod and go.sum)
-    shipped = installed.run("-c", "import eks_training.stacks.box.build as b; print(b.MODULES['kwok'].path)",
-                            env=env).stdout.strip()
+    shipped = installed.run(
+        "-c", "import eks_training.stacks.box.build as b; print(b.MODULES['kwok'].path)", env=env
+    ).stdout.strip()
     assert shipped.startswith(str(installed.root / "venv")), shipped
-    listed = subprocess.run([go, "list", "-m", "sigs.k8s.io/kwok"], cwd=shipped, env=env, capture_output=True,
-                            text=True, timeout=300)
-    assert listed.returncode == 0 and listed.stdout.split() == ["sigs.k8s.io/kwok", box_build.MODULES["kwok"].version()], \
-        listed.stderr
+    listed = subprocess.run(
+        [go, "list", "-m", "sigs.k8s.io/kwok"], cwd=shipped, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert listed.returncode == 0 and listed.stdout.split() == [
+        "sigs.k8s.io/kwok",
+        box_build.MODULES["kwok"].version(),
+    ], listed.stderr
     print(f"eks-training box build from the install: {took:.1f} s")
     rehearse = installed.script("rehearse", "--help", env=env)
     assert rehearse.returncode == 0 and rehearse.stdout.startswith("usage: eks-training rehearse"), rehearse.stderr
@@ -294,9 +438,18 @@ def test_the_box_builds_from_the_shipped_go_modules(installed: Installed) -> Non
 def test_an_editable_install_is_refused_with_the_reason(installed: Installed) -> None:
     """``pip install -e`` would map ``eks_training`` onto the repository, whose modules import ``components``: refused
     when the editable wheel is built, saying what to do instead."""
-    done = subprocess.run([sys.executable, "-c", "from setuptools import build_meta; "
-                                                 f"build_meta.build_editable({str(installed.root / 'editable')!r})"],
-                          cwd=installed.root / "src", capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0 and "cannot be installed in editable mode (pip install -e)" in done.stderr, \
-        done.stderr[-2000:]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from setuptools import build_meta; build_meta.build_editable({str(installed.root / 'editable')!r})",
+        ],
+        cwd=installed.root / "src",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "cannot be installed in editable mode (pip install -e)" in done.stderr, done.stderr[
+        -2000:
+    ]
     assert not list((installed.root / "editable").glob("*.whl"))

@@ -33,9 +33,13 @@ fetch_code = _fetch_code()
 
 def _project(root: Path, reverse: bool = False) -> Path:
     """A code folder: a script, a package, an executable, a symlink inside it; files written in either order."""
-    files = [("fit.py", b"print('fit')\n", 0o644), ("lib/util.py", b"X = 1\n", 0o600), ("run.sh", b"#!/bin/sh\necho hi\n", 0o750),
-             ("lib/data/table.csv", b"a,b\n1,2\n", 0o644)]
-    for rel, body, mode in (reversed(files) if reverse else files):
+    files = [
+        ("fit.py", b"print('fit')\n", 0o644),
+        ("lib/util.py", b"X = 1\n", 0o600),
+        ("run.sh", b"#!/bin/sh\necho hi\n", 0o750),
+        ("lib/data/table.csv", b"a,b\n1,2\n", 0o644),
+    ]
+    for rel, body, mode in reversed(files) if reverse else files:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(body)
@@ -90,8 +94,14 @@ def test_what_a_local_run_leaves_is_not_code(tmp_path: Path) -> None:
     folder does not change its hash (and so neither its object nor its run); its .dockerignore is honoured."""
     folder = _project(tmp_path / "src")
     before = code_hash(str(folder))
-    for rel in ("lib/__pycache__/util.cpython-311.pyc", "__pycache__/x.pyc", "old.pyc", ".git/HEAD", ".venv/bin/python",
-                ".local/dev/runs.json"):
+    for rel in (
+        "lib/__pycache__/util.cpython-311.pyc",
+        "__pycache__/x.pyc",
+        "old.pyc",
+        ".git/HEAD",
+        ".venv/bin/python",
+        ".local/dev/runs.json",
+    ):
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(b"\0")
     assert code_hash(str(folder)) == before
@@ -139,7 +149,10 @@ EVIL = {
     "backslash": ([("..\\escaped.py", b"owned", F)], "outside the destination"),
     "link out": ([("out", b"../..", L)], "leads outside"),
     "absolute link": ([("etc", b"/etc", L)], "leads outside"),
-    "through a link": ([("lib", b"sub", L), ("sub/x", b"1", F), ("lib/y.py", b"owned", F)], "through the symlink 'lib'"),
+    "through a link": (
+        [("lib", b"sub", L), ("sub/x", b"1", F), ("lib/y.py", b"owned", F)],
+        "through the symlink 'lib'",
+    ),
     "twice": ([("a.py", b"1", F), ("a.py", b"2", F)], "twice"),
     "a device": ([("dev", b"", stat.S_IFCHR | 0o644)], "not a file"),
 }

@@ -37,12 +37,28 @@ class SleepJob(pulumi.ComponentResource):
     job_name: pulumi.Output[str]
     output_dir: pulumi.Output[str]
 
-    def __init__(self, name: str, spec: JobSpec, placement: WorkerPlacement, nodes: int, seconds: str,
-                 opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        seconds: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
         super().__init__("tests:index:SleepJob", name, None, opts)
         self.job_name, self.output_dir = indexed_workers(
-            self, name, spec, placement, command=["sleep", seconds], nodes=nodes, max_retries=1, app_name="sleep-job",
-            port=("peers", 29500), environment=lambda hosts: command_env(spec, placement, nodes, hosts))
+            self,
+            name,
+            spec,
+            placement,
+            command=["sleep", seconds],
+            nodes=nodes,
+            max_retries=1,
+            app_name="sleep-job",
+            port=("peers", 29500),
+            environment=lambda hosts: command_env(spec, placement, nodes, hosts),
+        )
         self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})
 
 
@@ -69,8 +85,15 @@ class Sleep(JobKind):
         spec = {**ctx.spec, "args": []}
         return SleepJob(ctx.name, spec, ctx.job.placement, ctx.job.nodes, ctx.job.config.args[0], opts=ctx.opts)
 
-    def local_processes(self, machine: LocalMachine, job: JobPlan, spec: JobSpec, placement: WorkerPlacement,
-                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+    def local_processes(
+        self,
+        machine: LocalMachine,
+        job: JobPlan,
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        peers: Sequence[str],
+    ) -> LocalProcesses:
         env = command_env(spec, placement, nodes, peers, port=machine.free_port())
         return LocalProcesses([["sleep", job.config.args[0]]] * nodes, env)
 
@@ -103,12 +126,15 @@ def test_an_unregistered_kind_is_refused_naming_the_registered_ones() -> None:
     assert all(name in str(err.value) for name in KINDS)
 
 
-def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(sleep_kind: JobKind,
-                                                                             tmp_path: Path) -> None:
+def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(
+    sleep_kind: JobKind, tmp_path: Path
+) -> None:
     # validates: the kind's own rule, the shared ones (a fixed size) with its reason
-    for job, where, what in (({"command": ["x"]}, "jobs.nap.command", "a sleep job's command is sleep"),
-                             ({"minNodes": 1}, "jobs.nap.minNodes", "(a sleeping job has nothing to resize)"),
-                             ({"launcherCommand": ["x"]}, "jobs.nap.launcherCommand", "only mpi jobs have a launcher")):
+    for job, where, what in (
+        ({"command": ["x"]}, "jobs.nap.command", "a sleep job's command is sleep"),
+        ({"minNodes": 1}, "jobs.nap.minNodes", "(a sleeping job has nothing to resize)"),
+        ({"launcherCommand": ["x"]}, "jobs.nap.launcherCommand", "only mpi jobs have a launcher"),
+    ):
         with pytest.raises(ConfigError) as err:
             _plan(_config(**job))
         assert f"{PROJECT}:{where}" in str(err.value) and what in str(err.value), job
@@ -178,8 +204,10 @@ def kind_branches(root: Path, package: str, names: Sequence[str]) -> list[str]:
             where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Compare):
                 sides = [node.left, *node.comparators]
-                if any(kindish(s) for s in sides) and any(named(s) or isinstance(s, (ast.Tuple, ast.Set, ast.List))
-                                                          and any(named(e) for e in s.elts) for s in sides):
+                if any(kindish(s) for s in sides) and any(
+                    named(s) or isinstance(s, (ast.Tuple, ast.Set, ast.List)) and any(named(e) for e in s.elts)
+                    for s in sides
+                ):
                     found.append(f"{where}: {ast.unparse(node)}")
             elif isinstance(node, (ast.Tuple, ast.Set, ast.List)) and sum(named(e) for e in node.elts) >= 2:
                 found.append(f"{where}: {ast.unparse(node)}")
@@ -202,7 +230,8 @@ def test_the_branch_walk_finds_what_the_kinds_replaced(tmp_path: Path) -> None:
         'size = 1 if j["kind"] in ONE else 2\n'
         'ONE = ("command", "tensorflow")\n'
         'why = {"mpi": "a", "command": "b"}[kind]\n'
-        'ok = d["kind"] == "CustomResourceDefinition"\n')
+        'ok = d["kind"] == "CustomResourceDefinition"\n'
+    )
     (tmp_path / "pkg" / "kinds").mkdir()
     (tmp_path / "pkg" / "kinds" / "b.py").write_text('if kind == "mpi":\n    pass\n')
     assert sorted(f.split(":")[1] for f in kind_branches(tmp_path, "pkg", list(KINDS))) == ["1", "3", "5", "6"]

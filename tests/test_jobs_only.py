@@ -24,10 +24,22 @@ EXAMPLES = REPO / "examples" / "teams"
 REFERENCE = "organization/eks-training/shared"
 #: What a jobs-only stack may register: its jobs and what they are made of (images, code, policies, staging, etcd,
 #: health checks, TensorBoard) and the Kubernetes provider; never the cluster's parts.
-CLUSTER_TYPES = ("aws:ec2/", "aws:eks/cluster", "aws:eks/nodeGroup", "aws:efs/", "aws:fsx/", "kubernetes:helm.sh/",
-                 "kubernetes:kueue.x-k8s.io/", "kubernetes:core/v1:Namespace", "kubernetes:apiextensions",
-                 "eks-training:index:TrainingCluster", "eks-training:index:TrainingVpc", "eks-training:index:Admission",
-                 "eks-training:index:MpiOperator", "kubernetes:yaml")
+CLUSTER_TYPES = (
+    "aws:ec2/",
+    "aws:eks/cluster",
+    "aws:eks/nodeGroup",
+    "aws:efs/",
+    "aws:fsx/",
+    "kubernetes:helm.sh/",
+    "kubernetes:kueue.x-k8s.io/",
+    "kubernetes:core/v1:Namespace",
+    "kubernetes:apiextensions",
+    "eks-training:index:TrainingCluster",
+    "eks-training:index:TrainingVpc",
+    "eks-training:index:Admission",
+    "eks-training:index:MpiOperator",
+    "kubernetes:yaml",
+)
 
 
 def _config(name: str) -> dict[str, Any]:
@@ -56,11 +68,21 @@ def test_the_cluster_stack_exports_what_a_jobs_only_stack_reads(cluster) -> None
     assert set(out["teams"]) == {"vision", "nlp"}
     nlp = dict(out["teams"]["nlp"])
     quota = nlp.pop("quota")
-    assert nlp == {"namespace": "team-nlp", "localQueue": "nlp", "clusterQueue": "team-nlp",
-                   "pvcName": "shared-data", "nodes": {"system": 1, "gpu": 1}, "mayBorrow": False, "mayLend": True}
+    assert nlp == {
+        "namespace": "team-nlp",
+        "localQueue": "nlp",
+        "clusterQueue": "team-nlp",
+        "pvcName": "shared-data",
+        "nodes": {"system": 1, "gpu": 1},
+        "mayBorrow": False,
+        "mayLend": True,
+    }
     # the team's ClusterQueue's nominal quota, as the cluster stack registered it
-    queue = next(r for r in cluster.registrations if r.type.endswith(":ClusterQueue")
-                 and r.inputs["metadata"]["name"] == "team-nlp")
+    queue = next(
+        r
+        for r in cluster.registrations
+        if r.type.endswith(":ClusterQueue") and r.inputs["metadata"]["name"] == "team-nlp"
+    )
     flavors = queue.inputs["spec"]["resourceGroups"][0]["flavors"]
     assert quota == {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in flavors}
     assert quota["gpu"]["nvidia.com/gpu"] == "1"
@@ -71,7 +93,11 @@ def test_the_cluster_stack_exports_what_a_jobs_only_stack_reads(cluster) -> None
 def test_a_jobs_only_stack_registers_only_its_jobs_into_its_teams_queue(cluster, vision) -> None:
     types = {r.type for r in vision.registrations}
     assert not [t for t in types if t.startswith(CLUSTER_TYPES)], sorted(types)
-    jobs = [r for r in vision.registrations if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")]
+    jobs = [
+        r
+        for r in vision.registrations
+        if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+    ]
     names = {r.inputs["metadata"]["name"] for r in jobs}
     assert {"train", "evaluate", "train-allreduce"} <= names, names
     classes = {r.inputs["metadata"]["name"] for r in cluster.registrations if r.type.endswith(":WorkloadPriorityClass")}
@@ -106,8 +132,12 @@ def test_a_team_the_referenced_stack_does_not_have_fails_the_deployment_naming_t
     error = program.error
     while error is not None and not isinstance(error, JobsOnlyError) and error.__cause__ is not None:
         error = error.__cause__
-    assert error is not None and "eks-training:cluster.team: 'audio' is not a team of the referenced stack " \
-        f"{REFERENCE} (its teams: nlp, vision)" in str(error), repr(program.error)
+    assert (
+        error is not None
+        and "eks-training:cluster.team: 'audio' is not a team of the referenced stack "
+        f"{REFERENCE} (its teams: nlp, vision)"
+        in str(error)
+    ), repr(program.error)
     assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
 
 
@@ -118,8 +148,11 @@ def test_a_jobs_only_stack_in_another_region_than_the_cluster_fails_the_deployme
     config = _config("vision")
     config["aws:region"] = "us-west-2"
     program = run_program("vision", config=config, expect_error=True)
-    assert program.error is not None and "aws:region: 'us-west-2' is not the region of the referenced stack " \
-        f"{REFERENCE}'s cluster ('us-east-1')" in str(program.error), repr(program.error)
+    assert (
+        program.error is not None
+        and f"aws:region: 'us-west-2' is not the region of the referenced stack {REFERENCE}'s cluster ('us-east-1')"
+        in str(program.error)
+    ), repr(program.error)
     assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
 
 
@@ -130,8 +163,12 @@ def test_a_job_larger_than_a_non_borrowing_teams_quota_fails_the_deployment(clus
     config = _config("vision")
     config[f"{PROJECT}:cluster"] = {**config[f"{PROJECT}:cluster"], "team": "nlp"}
     program = run_program("vision", config=config, expect_error=True)
-    assert program.error is not None and "eks-training:jobs.train.nodes: the job needs up to 2 node(s) of gpu; team " \
-        "nlp may not borrow and its quota there is 1 node(s)" in str(program.error), repr(program.error)
+    assert (
+        program.error is not None
+        and "eks-training:jobs.train.nodes: the job needs up to 2 node(s) of gpu; team "
+        "nlp may not borrow and its quota there is 1 node(s)"
+        in str(program.error)
+    ), repr(program.error)
     assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
 
 
@@ -159,22 +196,32 @@ def _with_mpi_job(config: dict[str, Any], reference: str, team: str) -> dict[str
     config[f"{PROJECT}:images"] = {"nccl-tests": {"context": "images/nccl-tests"}}
     jobs = {"train": {k: v for k, v in config[f"{PROJECT}:jobs"]["train"].items() if k != "minNodes"}}
     jobs["train"].update(nodes=1, maxNodes=1)
-    jobs["nccl"] = {"kind": "mpi", "image": "nccl-tests", "nodeGroup": "gpu", "nodes": 1,
-                    "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "1M", "-g", "1"]}
+    jobs["nccl"] = {
+        "kind": "mpi",
+        "image": "nccl-tests",
+        "nodeGroup": "gpu",
+        "nodes": 1,
+        "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "1M", "-g", "1"],
+    }
     config[f"{PROJECT}:jobs"] = jobs
     return config
 
 
 def test_an_mpi_job_whose_launcher_a_non_borrowing_teams_system_quota_cannot_hold_fails_the_deployment(
-        small_system_cluster) -> None:
+    small_system_cluster,
+) -> None:
     """An MPIJob's launcher is a pod set Kueue admits against the system group's flavor: team nlp may not borrow and
     holds no system node, so its MPI job would wait for ever; its other jobs (on the GPU group) are fine."""
     team = STACK_OUTPUTS[SMALL]["teams"]["nlp"]
     assert team["mayBorrow"] is False and team["nodes"] == {"system": 0, "gpu": 1}
     assert team["quota"]["system"]["cpu"] == "0m"
     program = run_program("vision", config=_with_mpi_job(_config("vision"), SMALL, "nlp"), expect_error=True)
-    assert program.error is not None and "eks-training:jobs.nccl.kind: the job's MPI launcher asks 250m cpu on the " \
-        "system group; team nlp may not borrow and its quota there is 0m" in str(program.error), repr(program.error)
+    assert (
+        program.error is not None
+        and "eks-training:jobs.nccl.kind: the job's MPI launcher asks 250m cpu on the "
+        "system group; team nlp may not borrow and its quota there is 0m"
+        in str(program.error)
+    ), repr(program.error)
     assert "jobs.train" not in str(program.error)
     assert not [r for r in program.registrations if r.type.startswith("kubernetes:kubeflow.org")]
 
@@ -193,21 +240,34 @@ def test_node_groups_that_differ_from_the_cluster_stacks_fail_the_deployment(clu
     config = _config("vision")
     config[f"{PROJECT}:nodeGroups"] = {"gpu": {**config[f"{PROJECT}:nodeGroups"]["gpu"], "maxSize": 4}}
     program = run_program("vision", config=config, expect_error=True)
-    assert program.error is not None and "eks-training:nodeGroups.gpu: differs from the referenced stack" in \
-        str(program.error), repr(program.error)
+    assert program.error is not None and "eks-training:nodeGroups.gpu: differs from the referenced stack" in str(
+        program.error
+    ), repr(program.error)
     assert not [r for r in program.registrations if r.type == "kubernetes:batch/v1:Job"]
 
 
-@pytest.mark.parametrize("change, fragment", [
-    (lambda c: c.update({f"{PROJECT}:network": {"availabilityZoneCount": 2}}),
-     "eks-training:network: a jobs-only stack (eks-training:cluster.stackReference) registers only its jobs"),
-    (lambda c: c.update({f"{PROJECT}:teams": {"x": {"quotaPercent": 10}}}), "eks-training:teams: a jobs-only stack"),
-    (lambda c: c[f"{PROJECT}:cluster"].update({"kubernetesVersion": "1.35"}),
-     "eks-training:cluster.kubernetesVersion: a jobs-only stack reads only"),
-    (lambda c: c[f"{PROJECT}:cluster"].pop("team"), "eks-training:cluster.team: a jobs-only stack"),
-    (lambda c: c[f"{PROJECT}:cluster"].update({"stackReference": "shared"}),
-     "eks-training:cluster.stackReference: 'shared' is not a stack reference"),
-])
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        (
+            lambda c: c.update({f"{PROJECT}:network": {"availabilityZoneCount": 2}}),
+            "eks-training:network: a jobs-only stack (eks-training:cluster.stackReference) registers only its jobs",
+        ),
+        (
+            lambda c: c.update({f"{PROJECT}:teams": {"x": {"quotaPercent": 10}}}),
+            "eks-training:teams: a jobs-only stack",
+        ),
+        (
+            lambda c: c[f"{PROJECT}:cluster"].update({"kubernetesVersion": "1.35"}),
+            "eks-training:cluster.kubernetesVersion: a jobs-only stack reads only",
+        ),
+        (lambda c: c[f"{PROJECT}:cluster"].pop("team"), "eks-training:cluster.team: a jobs-only stack"),
+        (
+            lambda c: c[f"{PROJECT}:cluster"].update({"stackReference": "shared"}),
+            "eks-training:cluster.stackReference: 'shared' is not a stack reference",
+        ),
+    ],
+)
 def test_a_jobs_only_config_that_would_make_a_cluster_is_refused_offline(change, fragment: str) -> None:
     config = _config("vision")
     config[f"{PROJECT}:cluster"] = dict(config[f"{PROJECT}:cluster"])
@@ -225,8 +285,15 @@ def test_a_jobs_only_job_past_the_cluster_stacks_priority_stages_is_refused(clus
 
     assert depth == TEAM_STAGES - 1 + int(refused)
     config = _config("vision")
-    config[f"{PROJECT}:jobs"] = {f"s{i}": {"kind": "command", "nodeGroup": "system", "command": ["true"],
-                                           **({"after": [f"s{i - 1}"]} if i else {})} for i in range(depth + 1)}
+    config[f"{PROJECT}:jobs"] = {
+        f"s{i}": {
+            "kind": "command",
+            "nodeGroup": "system",
+            "command": ["true"],
+            **({"after": [f"s{i - 1}"]} if i else {}),
+        }
+        for i in range(depth + 1)
+    }
     config.pop(f"{PROJECT}:datasets", None)
     program = run_program("vision", config=config, expect_error=refused)
     if refused:
@@ -241,8 +308,9 @@ def test_a_team_without_a_reference_is_refused() -> None:
     config = _config("shared")
     config[f"{PROJECT}:cluster"] = {"team": "vision"}
     program = run_program("shared", config=config, expect_error=True)
-    assert isinstance(program.error, ConfigError) and "eks-training:cluster.team: only a jobs-only stack" in \
-        str(program.error)
+    assert isinstance(program.error, ConfigError) and "eks-training:cluster.team: only a jobs-only stack" in str(
+        program.error
+    )
 
 
 def test_the_examples_are_where_the_readme_says(tmp_path: Path) -> None:

@@ -60,12 +60,30 @@ ALLREDUCE_BENCH = ts.TRAINING_DIR / "allreduce_bench.py"
 PEERS_PROGRAM = REPO / "tests" / "programs" / "peers_allreduce.py"
 #: A CPU node of one process with one thread (2 cores here: two "pods" side by side).
 PLACEMENT: WorkerPlacement = {
-    "node_selector": {}, "tolerations": [], "cpu_millis": 1000, "memory_mib": 4096, "gpus": 0, "efa_devices": 0,
-    "shm_mib": 1024, "procs_per_node": 1, "threads_per_proc": 1,
+    "node_selector": {},
+    "tolerations": [],
+    "cpu_millis": 1000,
+    "memory_mib": 4096,
+    "gpus": 0,
+    "efa_devices": 0,
+    "shm_mib": 1024,
+    "procs_per_node": 1,
+    "threads_per_proc": 1,
 }
 #: Variables of this test process that would change what the started processes do.
-_FOREIGN_ENV = ("TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_SIZE",
-                "OMPI_COMM_WORLD_RANK", "JOB_INDEX", "OUTPUT_DIR", "DATA_DIR")
+_FOREIGN_ENV = (
+    "TF_CONFIG",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "JOB_INDEX",
+    "OUTPUT_DIR",
+    "DATA_DIR",
+)
 TF_RUN_TIMEOUT = 240.0
 #: The survivor of a lost TensorFlow worker exits within this (the coordination service's heartbeats: 6-13 s).
 LOST_PEER_EXIT_SECONDS = 60.0
@@ -83,8 +101,13 @@ class PodProcess:
     env: dict[str, str]
 
 
-def pod_process(command: Sequence[str], env: Mapping[str, Any], *, index: Optional[int] = None,
-                local: Optional[Mapping[str, str]] = None) -> PodProcess:
+def pod_process(
+    command: Sequence[str],
+    env: Mapping[str, Any],
+    *,
+    index: Optional[int] = None,
+    local: Optional[Mapping[str, str]] = None,
+) -> PodProcess:
     """The container our components build (``env_list``, camelCase as sent to the API server) and what its
     process gets: with ``index``, the Indexed Job's ``JOB_INDEX`` first and ``$(JOB_INDEX)`` expanded.
     ``local`` maps the image's paths (``/app/x.py``) to this repository's files."""
@@ -108,7 +131,8 @@ def tensorflow_bin() -> Path:
     bin_dir = REPO / ".venv-tf" / "bin"
     assert (bin_dir / "python").exists(), (
         f"{bin_dir}/python not found: python3 -m venv .venv-tf && .venv-tf/bin/pip install -r requirements-tf.txt "
-        "(.ci/run does)")
+        "(.ci/run does)"
+    )
     return bin_dir
 
 
@@ -138,8 +162,14 @@ def digits(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tf_workers(data: Path, work: Path, args: Sequence[str] = TF_ARGS) -> tuple[Path, list[LocalPod]]:
     """The tensorflow preset's ``train`` job (``TF_CONFIG`` from ``tensorflow_env``) as ``python -m stacks.local
     --venv tensorflow=.venv-tf`` starts it, ``data`` standing for its dataset: (its output folder, its two pods)."""
-    runner, job = ts.local_job("tensorflow", "train", work, datasets={"cifar10": data}, args=args,
-                               venvs={"tensorflow": tensorflow_bin().parent})
+    runner, job = ts.local_job(
+        "tensorflow",
+        "train",
+        work,
+        datasets={"cifar10": data},
+        args=args,
+        venvs={"tensorflow": tensorflow_bin().parent},
+    )
     out = Path(runner.host_path(job.output_dir, runner.image_dir(job), runner.work))
     out.mkdir(parents=True, exist_ok=True)
     return out, runner.pods(job)
@@ -253,7 +283,9 @@ def test_tensorflow_two_workers_train_in_step(tf_run: TfRun) -> None:
     losses = tf_run.chief_losses()
     assert sorted(losses) == [0, 1, 2] and losses[2] < losses[0] / 2
     assert tf_run.summary["history"]["accuracy"][-1] > 0.85
-    assert tf_run.summary["test_accuracy"] > 0.8, "the model evaluated with its moving averages works on held-out digits"
+    assert tf_run.summary["test_accuracy"] > 0.8, (
+        "the model evaluated with its moving averages works on held-out digits"
+    )
     assert any((tf_run.out / "tensorboard").rglob("events.out.tfevents.*")), "the chief logs for TensorBoard"
 
 
@@ -262,7 +294,9 @@ def test_tensorflow_lost_worker_then_restart_resumes_from_backup(tf_run: TfRun) 
     the backup and train only the epochs left."""
     survivor = tf_run.first[0].output()
     assert tf_run.survivor_code != 0 and tf_run.survivor_exit_s < LOST_PEER_EXIT_SECONDS, (
-        tf_run.survivor_exit_s, survivor[-3000:])
+        tf_run.survivor_exit_s,
+        survivor[-3000:],
+    )
     assert "unhealthy" in survivor or "heartbeat" in survivor.lower()
     (fatal,) = tf_events(tf_run.first[0], "fatal")  # it left at once, without TensorFlow's teardown
     assert fatal["error"].startswith("UnavailableError: "), fatal
@@ -295,21 +329,51 @@ def test_mpi_launcher_runs_a_real_allreduce_under_mpirun_and_reports_its_bandwid
     out = tmp_path / "output"
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("127.0.0.1 slots=2\n")  # what the operator mounts, for one host of 2 slots
-    spec: JobSpec = {"job_name": "bench", "namespace": "training", "pvc_name": "shared", "image": "nccl-tests",
-                     "output_dir": str(out), "args": ["--max-bytes", "4194304", "--warmup", "2", "--iters", "5",
-                                                      "--expect-world-size", "2", "--nccl-tests-table",
-                                                      "--output-json", "$(OUTPUT_DIR)/allreduce.json"]}
+    spec: JobSpec = {
+        "job_name": "bench",
+        "namespace": "training",
+        "pvc_name": "shared",
+        "image": "nccl-tests",
+        "output_dir": str(out),
+        "args": [
+            "--max-bytes",
+            "4194304",
+            "--warmup",
+            "2",
+            "--iters",
+            "5",
+            "--expect-world-size",
+            "2",
+            "--nccl-tests-table",
+            "--output-json",
+            "$(OUTPUT_DIR)/allreduce.json",
+        ],
+    }
     launcher = ["python3", "/opt/nccl-report/nccl_report.py", "--output-json", "$(OUTPUT_DIR)/nccl-tests.json", "--"]
     prefix = str(Path(mpirun_path()).parent.parent)  # this machine's Open MPI stands for the image's
-    command, env = mpi_launcher(spec, PLACEMENT, nodes=1, slots=2, program=["python", "/app/allreduce_bench.py"],
-                                hosts=["127.0.0.1"], mpi_prefix=prefix, launcher_command=launcher, hostfile=str(hostfile),
-                                port=free_port())
-    pod = pod_process(command, env, local={"/opt/nccl-report/nccl_report.py": str(NCCL_REPORT),
-                                           "/app/allreduce_bench.py": str(ALLREDUCE_BENCH)})
-    mpirun = pod.argv[len(launcher):]
+    command, env = mpi_launcher(
+        spec,
+        PLACEMENT,
+        nodes=1,
+        slots=2,
+        program=["python", "/app/allreduce_bench.py"],
+        hosts=["127.0.0.1"],
+        mpi_prefix=prefix,
+        launcher_command=launcher,
+        hostfile=str(hostfile),
+        port=free_port(),
+    )
+    pod = pod_process(
+        command,
+        env,
+        local={"/opt/nccl-report/nccl_report.py": str(NCCL_REPORT), "/app/allreduce_bench.py": str(ALLREDUCE_BENCH)},
+    )
+    mpirun = pod.argv[len(launcher) :]
     assert mpirun[:5] == [f"{prefix}/bin/mpirun", "--hostfile", str(hostfile), "-np", "2"]
     assert mpirun[mpirun.index("--map-by") + 1] == "ppr:2:node"
-    assert ["--mca", "btl", "tcp,self"] == mpirun[mpirun.index("btl") - 1:mpirun.index("btl") + 2], "EFA's MCA options kept"
+    assert ["--mca", "btl", "tcp,self"] == mpirun[mpirun.index("btl") - 1 : mpirun.index("btl") + 2], (
+        "EFA's MCA options kept"
+    )
     assert f"{out}/allreduce.json" in mpirun, "$(OUTPUT_DIR) expanded in the program's arguments"
     assert pod.env["MASTER_ADDR"] == "127.0.0.1"
     # the pods run as UID 1000; OpenMPI refuses root unless told (CI runs as root)
@@ -340,14 +404,22 @@ def test_mpi_launcher_runs_a_real_allreduce_under_mpirun_and_reports_its_bandwid
 # --------------------------------------------------------------------------- #
 # command
 # --------------------------------------------------------------------------- #
-def test_command_job_pods_all_reduce_through_their_peer_environment(digits: Path, tmp_path: Path,
-                                                                    procs: list[ts.ManagedProcess]) -> None:
+def test_command_job_pods_all_reduce_through_their_peer_environment(
+    digits: Path, tmp_path: Path, procs: list[ts.ManagedProcess]
+) -> None:
     out = tmp_path / "output"
     workspace = tmp_path / "workspace"  # where the job's code is downloaded (the pods' working folder)
     workspace.mkdir()
     shutil.copy(PEERS_PROGRAM, workspace / "prep.py")
-    spec: JobSpec = {"job_name": "prep", "namespace": "training", "pvc_name": "shared", "image": "training",
-                     "output_dir": str(out), "data_dir": str(digits), "env": {"SEED": "7"}}
+    spec: JobSpec = {
+        "job_name": "prep",
+        "namespace": "training",
+        "pvc_name": "shared",
+        "image": "training",
+        "output_dir": str(out),
+        "data_dir": str(digits),
+        "env": {"SEED": "7"},
+    }
     port = free_port()
     env = command_env(spec, PLACEMENT, 2, ["127.0.0.1", "127.0.0.1"], port)
     pods = [pod_process(["python", "prep.py"], env, index=i) for i in range(2)]
@@ -375,7 +447,11 @@ def test_command_job_pods_all_reduce_through_their_peer_environment(digits: Path
 #: The scalars the bundled trainer (training/train.py) logs, by these names, at the global step.
 TORCH_RUN = "torch/."
 STEP_SCALARS = ("train/loss", "train/accuracy")
-EPOCH_SCALARS = {"test/accuracy": "test_accuracy", "test/loss": "test_loss", "throughput/images_per_sec": "images_per_sec"}
+EPOCH_SCALARS = {
+    "test/accuracy": "test_accuracy",
+    "test/loss": "test_loss",
+    "throughput/images_per_sec": "images_per_sec",
+}
 TRAINER_SCALARS = (*STEP_SCALARS, *EPOCH_SCALARS)
 
 
@@ -387,15 +463,33 @@ def write_trainer_scalars(log_dir: Path, work: Path) -> dict[str, list[list[Opti
     data = ts.make_digits_cifar(work / "digits")
     pod_env = {"DATA_DIR": str(data), "OUTPUT_DIR": str(work / "torch-output"), "TENSORBOARD_DIR": str(log_dir)}
     done = subprocess.run(
-        [sys.executable, str(ts.TRAIN_PY), "--epochs", "3", "--max-steps-per-epoch", "4", "--batch-size", "64",
-         "--width", "8", "--workers", "0"],
-        capture_output=True, text=True, timeout=600, env=process_env(pod_env), cwd=work,
+        [
+            sys.executable,
+            str(ts.TRAIN_PY),
+            "--epochs",
+            "3",
+            "--max-steps-per-epoch",
+            "4",
+            "--batch-size",
+            "64",
+            "--width",
+            "8",
+            "--workers",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=process_env(pod_env),
+        cwd=work,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     epochs = [e for e in ts.json_events(done.stdout) if e.get("event") == "epoch"]
     assert [e["epoch"] for e in epochs] == [1, 2, 3]
     last_step = epochs[-1]["step"]
-    written: dict[str, list[list[Optional[float]]]] = {t: [[s, None] for s in range(1, last_step + 1)] for t in STEP_SCALARS}
+    written: dict[str, list[list[Optional[float]]]] = {
+        t: [[s, None] for s in range(1, last_step + 1)] for t in STEP_SCALARS
+    }
     for tag, field in EPOCH_SCALARS.items():
         written[tag] = [[e["step"], e[field]] for e in epochs]
     return written
@@ -407,8 +501,9 @@ def http_json(url: str) -> Any:
         return json.loads(resp.read())
 
 
-def test_tensorboard_serves_the_scalars_the_trainers_wrote(tf_run: TfRun, tmp_path: Path,
-                                                           procs: list[ts.ManagedProcess]) -> None:
+def test_tensorboard_serves_the_scalars_the_trainers_wrote(
+    tf_run: TfRun, tmp_path: Path, procs: list[ts.ManagedProcess]
+) -> None:
     torch_logs = tmp_path / "torch-output" / "tensorboard"
     written = write_trainer_scalars(torch_logs, tmp_path)
     log_dirs = {"torch": str(torch_logs), "tf": str(tf_run.out / "tensorboard")}

@@ -104,16 +104,25 @@ def test_the_job_check_refuses_what_the_api_server_refused() -> None:
 
     def job(rules: list[dict[str, Any]], **spec: Any) -> Registration:
         inputs = {"spec": {"template": {"spec": dict(pod)}, "podFailurePolicy": {"rules": rules}, **spec}}
-        return Registration("kubernetes:batch/v1:Job", "train", "urn:train", "", True, False, "", [], {}, inputs, None, "")
+        return Registration(
+            "kubernetes:batch/v1:Job", "train", "urn:train", "", True, False, "", [], {}, inputs, None, ""
+        )
 
     def codes(values: list[int], operator: str = "In", container: str = "worker") -> dict[str, Any]:
         return {"action": "Ignore", "onExitCodes": {"containerName": container, "operator": operator, "values": values}}
 
     assert list(job_problems(job([codes([143, 69])]))) == [
-        "Job train: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [143, 69]: must be ordered"]
+        "Job train: spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: [143, 69]: must be ordered"
+    ]
     assert list(job_problems(job([codes([69, 143])]))) == []
-    for bad in ([codes([0, 3])], [codes([3, 3])], [codes([2], container="main")], [codes([], operator="In")],
-                [{"action": "Ignore"}], [{"action": "Restart", "onPodConditions": [{"type": "X", "status": "True"}]}],
-                [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}]):
+    for bad in (
+        [codes([0, 3])],
+        [codes([3, 3])],
+        [codes([2], container="main")],
+        [codes([], operator="In")],
+        [{"action": "Ignore"}],
+        [{"action": "Restart", "onPodConditions": [{"type": "X", "status": "True"}]}],
+        [{"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [1]}}],
+    ):
         assert list(job_problems(job(bad))), bad
     assert list(job_problems(job([codes([1])], podReplacementPolicy="TerminatingOrFailed")))

@@ -53,7 +53,12 @@ def test_mpi_job_pod_templates_match_the_official_schema(program_for, stack: str
     p = program_for(stack, False)
     for mpi in p.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob"):
         for role, replica in mpi.inputs["spec"]["mpiReplicaSpecs"].items():
-            doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()}, "template": replica["template"]}
+            doc = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": role.lower()},
+                "template": replica["template"],
+            }
             kubernetes_validate.validate(copy.deepcopy(doc), k8s_version(stack), strict=True)
 
 

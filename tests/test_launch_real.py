@@ -58,8 +58,24 @@ LAUNCH_PY = ts.LAUNCH_PY
 PYTHON = sys.executable
 
 # One short epoch of a tiny ResNet-9: 2 steps of 2 x 32 images, then the test-set evaluation.
-TRAIN_ARGS = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0",
-              "--epochs", "1", "--max-steps-per-epoch", "2", "--workers", "0"]
+TRAIN_ARGS = [
+    "--width",
+    "8",
+    "--batch-size",
+    "32",
+    "--lr",
+    "0.2",
+    "--warmup-epochs",
+    "1",
+    "--seed",
+    "0",
+    "--epochs",
+    "1",
+    "--max-steps-per-epoch",
+    "2",
+    "--workers",
+    "0",
+]
 RUN_TIMEOUT = 90.0
 
 
@@ -68,16 +84,30 @@ RUN_TIMEOUT = 90.0
 # --------------------------------------------------------------------------- #
 def torchrun_cmd(server: ts.EtcdServer, rdzv_id: str, data_dir: Path, output_dir: Path) -> list[str]:
     """The torchrun command of one pod: the production settings, at a fixed size of two nodes."""
-    return ts.production_torchrun(server.endpoint, rdzv_id,
-                                  ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *TRAIN_ARGS],
-                                  min_nodes=2, max_nodes=2)
+    return ts.production_torchrun(
+        server.endpoint,
+        rdzv_id,
+        ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *TRAIN_ARGS],
+        min_nodes=2,
+        max_nodes=2,
+    )
 
 
-def launch_cmd(output_dir: Path, backend: str, endpoint: str | None, rdzv_id: str, command: list[str],
-               *extra: str) -> list[str]:
+def launch_cmd(
+    output_dir: Path, backend: str, endpoint: str | None, rdzv_id: str, command: list[str], *extra: str
+) -> list[str]:
     """``python launch.py ... -- command``."""
-    cmd = [PYTHON, str(LAUNCH_PY), "--output-dir", str(output_dir), "--rdzv-backend", backend,
-           "--rdzv-id", rdzv_id, *extra]
+    cmd = [
+        PYTHON,
+        str(LAUNCH_PY),
+        "--output-dir",
+        str(output_dir),
+        "--rdzv-backend",
+        backend,
+        "--rdzv-id",
+        rdzv_id,
+        *extra,
+    ]
     if endpoint is not None:
         cmd += ["--rdzv-endpoint", endpoint]
     return [*cmd, "--", *command]
@@ -137,8 +167,9 @@ def write_state(server: ts.EtcdServer, rdzv_id: str, round_number: int, closed: 
     state.round = round_number
     state.closed = closed
     value = base64.b64encode(pickle.dumps(state)).decode()
-    return int(etcd_client(server).write(launch.rendezvous_key(rdzv_id), value, ttl=launch.RDZV_STATE_TTL_S)
-               .modifiedIndex)
+    return int(
+        etcd_client(server).write(launch.rendezvous_key(rdzv_id), value, ttl=launch.RDZV_STATE_TTL_S).modifiedIndex
+    )
 
 
 def etcd_snapshot(server: ts.EtcdServer) -> tuple[int, Any]:
@@ -160,8 +191,9 @@ def _without_ttl(node: Any) -> Any:
 def run_launch(cmd: list[str], timeout: float = 60.0) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run a launcher to completion; return the result and the wall time."""
     started = time.monotonic()
-    result = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=node_env(),
-                            start_new_session=True)
+    result = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, timeout=timeout, env=node_env(), start_new_session=True
+    )
     return result, time.monotonic() - started
 
 
@@ -225,8 +257,9 @@ class CompletedRun:
 
 
 @pytest.fixture(scope="module")
-def completed_run(tmp_path_factory: pytest.TempPathFactory, digits: Path,
-                  server: ts.EtcdServer) -> Iterator[CompletedRun]:
+def completed_run(
+    tmp_path_factory: pytest.TempPathFactory, digits: Path, server: ts.EtcdServer
+) -> Iterator[CompletedRun]:
     """Two pods run ``launch.py -- torchrun ... train.py`` to completion."""
     workdir = tmp_path_factory.mktemp("launch-run")
     rdzv_id = f"launch-{uuid.uuid4().hex[:8]}"
@@ -242,8 +275,9 @@ def completed_run(tmp_path_factory: pytest.TempPathFactory, digits: Path,
         overhead = launcher_overhead(nodes) if codes == [0, 0] else []
         metrics_file = output_dir / "metrics.json"
         metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
-        yield CompletedRun(rdzv_id, workdir, output_dir, command, launcher, codes, logs(nodes), seconds, overhead,
-                           metrics)
+        yield CompletedRun(
+            rdzv_id, workdir, output_dir, command, launcher, codes, logs(nodes), seconds, overhead, metrics
+        )
     finally:
         for proc in started:
             proc.kill()
@@ -259,8 +293,10 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     # Every rank ended cleanly, so neither agent restarted its worker group (a rank that aborted at exit did once:
     # tests/test_run_end_real.py).
     assert "restart worker group" not in run.log and "terminate called" not in run.log, run.log[-6000:]
-    print(f"\n[timing] two-node run through launch.py: {run.seconds:.1f}s; "
-          f"launcher overhead per pod (start -> spawn): {run.overhead}")
+    print(
+        f"\n[timing] two-node run through launch.py: {run.seconds:.1f}s; "
+        f"launcher overhead per pod (start -> spawn): {run.overhead}"
+    )
     # Both launchers found no state (or the other pod's open one), touched nothing and started torchrun.
     checks = events(run.log, "rendezvous_absent") + events(run.log, "rendezvous_open")
     assert len(checks) == 2 and not events(run.log, "rendezvous_reset")
@@ -272,8 +308,9 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     # The finished run's rendezvous is closed in etcd: torch's own classes decode what launch.py reads.
     state, index = torch_state(server, run.rdzv_id)
     assert state.closed is True and state.complete is True and len(state.participants) == 2
-    record = launch.decode_state(launch.rendezvous_key(run.rdzv_id),
-                                 etcd_client(server).read(launch.rendezvous_key(run.rdzv_id)).value, index)
+    record = launch.decode_state(
+        launch.rendezvous_key(run.rdzv_id), etcd_client(server).read(launch.rendezvous_key(run.rdzv_id)).value, index
+    )
     assert (record.closed, record.round, record.participants) == (True, state.round, 2)
 
     # Re-running the finished Job: exit 0 without starting torchrun or touching etcd.
@@ -293,9 +330,9 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
     assert etcd_snapshot(server) == before
 
 
-def test_closed_rendezvous_blocks_torchrun_and_launch_reopens_it(completed_run: CompletedRun, digits: Path,
-                                                                 server: ts.EtcdServer,
-                                                                 procs: list[ts.ManagedProcess]) -> None:
+def test_closed_rendezvous_blocks_torchrun_and_launch_reopens_it(
+    completed_run: CompletedRun, digits: Path, server: ts.EtcdServer, procs: list[ts.ManagedProcess]
+) -> None:
     """A closed rendezvous without DONE: plain torchrun fails, launch.py resets it and the run resumes."""
     run = completed_run
     assert run.codes == [0, 0], f"exit codes {run.codes}; logs:\n{run.log[-6000:]}"
@@ -325,8 +362,10 @@ def test_closed_rendezvous_blocks_torchrun_and_launch_reopens_it(completed_run: 
     codes = wait_all(nodes)
     seconds = time.monotonic() - t0
     text = logs(nodes)
-    print(f"[timing] relaunch through launch.py (reset + resume + DONE): {seconds:.1f}s; "
-          f"launcher overhead per pod (start -> spawn): {launcher_overhead(nodes)}")
+    print(
+        f"[timing] relaunch through launch.py (reset + resume + DONE): {seconds:.1f}s; "
+        f"launcher overhead per pod (start -> spawn): {launcher_overhead(nodes)}"
+    )
     assert codes == [0, 0], f"exit codes {codes}; logs:\n{text[-6000:]}"
     resets = events(text, "rendezvous_reset")
     assert len(resets) == 1, text[-4000:]  # exactly one pod wins the compare-and-swap
@@ -395,8 +434,9 @@ def test_closed_key_with_done_is_left_alone(server: ts.EtcdServer, tmp_path: Pat
     assert etcd_snapshot(server) == before
 
 
-def test_concurrent_launchers_reset_a_closed_key_once(server: ts.EtcdServer, tmp_path: Path,
-                                                      procs: list[ts.ManagedProcess]) -> None:
+def test_concurrent_launchers_reset_a_closed_key_once(
+    server: ts.EtcdServer, tmp_path: Path, procs: list[ts.ManagedProcess]
+) -> None:
     """Two pods start together on a closed state: one compare-and-swap wins, round advances by one."""
     rdzv_id = f"race-{uuid.uuid4().hex[:8]}"
     old_index = write_state(server, rdzv_id, round_number=5, closed=True)
@@ -432,8 +472,9 @@ def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedP
     out = launcher.output()
     assert events(out, "etcd_retry") and events(out, "rendezvous_absent") and child_runs(out) == [launcher.pid]
 
-    result, _ = run_launch(launch_cmd(tmp_path / "out", "etcd-v2", late.endpoint, "late-run", child_cmd(),
-                                            "--etcd-wait-seconds", "1"))
+    result, _ = run_launch(
+        launch_cmd(tmp_path / "out", "etcd-v2", late.endpoint, "late-run", child_cmd(), "--etcd-wait-seconds", "1")
+    )
     assert result.returncode == 1 and not child_runs(result.stdout) and not events(result.stdout, "spawn")
     unreachable = events(result.stdout, "etcd_unreachable")
     assert unreachable and "not reachable" in result.stderr
@@ -445,26 +486,89 @@ def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedP
 
 def test_c10d_needs_no_etcd(tmp_path: Path) -> None:
     """c10d: nothing is reset; the command runs even though no etcd exists."""
-    result, _ = run_launch(launch_cmd(tmp_path / "out", "c10d", f"127.0.0.1:{ts.free_port()}", "c10d-run",
-                                      child_cmd()))
+    result, _ = run_launch(launch_cmd(tmp_path / "out", "c10d", f"127.0.0.1:{ts.free_port()}", "c10d-run", child_cmd()))
     assert result.returncode == CHILD_CODE, result.stdout + result.stderr
     assert events(result.stdout, "rendezvous_no_reset") and len(child_runs(result.stdout)) == 1
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--output-dir", "o", "--rdzv-backend", "c10d", "--rdzv-id", "r", "true"], "missing '--'"),
-    (["--output-dir", "o", "--rdzv-backend", "c10d", "--rdzv-id", "r", "--"], "no command"),
-    (["--output-dir", "o", "--rdzv-backend", "etcd", "--rdzv-id", "r", "--", "true"], "invalid choice"),
-    (["--output-dir", "o", "--rdzv-backend", "etcd-v2", "--rdzv-id", "r", "--", "true"], "--rdzv-endpoint is required"),
-    (["--output-dir", "o", "--rdzv-backend", "etcd-v2", "--rdzv-endpoint", "h:99999", "--rdzv-id", "r", "--",
-      "true"], "port must be"),
-    (["--output-dir", "o", "--rdzv-backend", "etcd-v2", "--rdzv-endpoint", "h", "--rdzv-id", "r", "--",
-      "torchrun", "--rdzv-id=other", "/app/train.py"], "--rdzv-id=other"),
-    (["--output-dir", "o", "--rdzv-backend", "etcd-v2", "--rdzv-endpoint", "h", "--rdzv-id", "r", "--",
-      "torchrun", "--rdzv_endpoint", "g:2379", "/app/train.py"], "--rdzv-endpoint=g:2379"),
-    (["--output-dir", "o", "--rdzv-backend", "c10d", "--rdzv-id", "r", "--",
-      "torchrun", "/app/train.py", "--output-dir", "elsewhere"], "--output-dir=elsewhere"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--output-dir", "o", "--rdzv-backend", "c10d", "--rdzv-id", "r", "true"], "missing '--'"),
+        (["--output-dir", "o", "--rdzv-backend", "c10d", "--rdzv-id", "r", "--"], "no command"),
+        (["--output-dir", "o", "--rdzv-backend", "etcd", "--rdzv-id", "r", "--", "true"], "invalid choice"),
+        (
+            ["--output-dir", "o", "--rdzv-backend", "etcd-v2", "--rdzv-id", "r", "--", "true"],
+            "--rdzv-endpoint is required",
+        ),
+        (
+            [
+                "--output-dir",
+                "o",
+                "--rdzv-backend",
+                "etcd-v2",
+                "--rdzv-endpoint",
+                "h:99999",
+                "--rdzv-id",
+                "r",
+                "--",
+                "true",
+            ],
+            "port must be",
+        ),
+        (
+            [
+                "--output-dir",
+                "o",
+                "--rdzv-backend",
+                "etcd-v2",
+                "--rdzv-endpoint",
+                "h",
+                "--rdzv-id",
+                "r",
+                "--",
+                "torchrun",
+                "--rdzv-id=other",
+                "/app/train.py",
+            ],
+            "--rdzv-id=other",
+        ),
+        (
+            [
+                "--output-dir",
+                "o",
+                "--rdzv-backend",
+                "etcd-v2",
+                "--rdzv-endpoint",
+                "h",
+                "--rdzv-id",
+                "r",
+                "--",
+                "torchrun",
+                "--rdzv_endpoint",
+                "g:2379",
+                "/app/train.py",
+            ],
+            "--rdzv-endpoint=g:2379",
+        ),
+        (
+            [
+                "--output-dir",
+                "o",
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-id",
+                "r",
+                "--",
+                "torchrun",
+                "/app/train.py",
+                "--output-dir",
+                "elsewhere",
+            ],
+            "--output-dir=elsewhere",
+        ),
+    ],
+)
 def test_usage_errors_exit_2(argv: list[str], message: str) -> None:
     """Bad command lines: exit code 2, a JSON usage_error line, nothing executed."""
     result = subprocess.run([PYTHON, str(LAUNCH_PY), *argv], check=False, capture_output=True, text=True, timeout=30)
@@ -475,6 +579,7 @@ def test_usage_errors_exit_2(argv: list[str], message: str) -> None:
 
 def test_state_decoder_accepts_only_rendezvous_classes() -> None:
     """The restricted unpickler rejects anything but torch's state classes (no code execution)."""
+
     class Evil:
         def __reduce__(self) -> tuple[Any, tuple[str]]:
             return (os.system, ("echo pwned",))
@@ -510,8 +615,7 @@ sys.exit(1)
 """
 
 
-def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path,
-                                                             procs: list[ts.ManagedProcess]) -> None:
+def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path, procs: list[ts.ManagedProcess]) -> None:
     """SIGTERM to the launcher (kubelet signals PID 1 only) reaches the command once; the command's own
     exit code after a signal (torchrun: 1) becomes 143, which the Job's pod failure policy ignores."""
     cmd = launch_cmd(tmp_path / "out", "c10d", "127.0.0.1:29400", "stop-run", [PYTHON, "-c", TRAPPING_CHILD])
@@ -528,8 +632,15 @@ def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path,
     assert (exit_event["command_code"], exit_event["outcome"], exit_event["stop_signal"]) == (1, "stopped", "SIGTERM")
 
     # A stop that arrives while the launcher still waits for etcd: 143 without starting anything.
-    late = launch_cmd(tmp_path / "out", "etcd-v2", f"127.0.0.1:{ts.free_port()}", "stop-early", child_cmd(),
-                      "--etcd-wait-seconds", "60")
+    late = launch_cmd(
+        tmp_path / "out",
+        "etcd-v2",
+        f"127.0.0.1:{ts.free_port()}",
+        "stop-early",
+        child_cmd(),
+        "--etcd-wait-seconds",
+        "60",
+    )
     waiting = ts.ManagedProcess(late, tmp_path / "early.log", env=node_env())
     procs.append(waiting)
     wait_for(lambda: events(waiting.output(), "etcd_retry"), 20, what="an etcd retry")
@@ -543,12 +654,21 @@ def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) ->
     pod started again for the finished run runs nothing (issue 19, finding 1: it exited 1, which the Job counted
     against its retries, and re-ran a finished run). DONE written by the program also completes it; FAILED gives 3."""
     out = tmp_path / "out"
-    writes_done_then_fails = [PYTHON, "-c", f"import pathlib; pathlib.Path({str(out / 'DONE')!r}).write_text('{{}}'); "
-                                            "raise SystemExit(1)"]
-    result, _ = run_launch(launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", [PYTHON, "-c", "print('done: w=3.000')"]))
+    writes_done_then_fails = [
+        PYTHON,
+        "-c",
+        f"import pathlib; pathlib.Path({str(out / 'DONE')!r}).write_text('{{}}'); raise SystemExit(1)",
+    ]
+    result, _ = run_launch(
+        launch_cmd(out, "c10d", "127.0.0.1:29400", "codes", [PYTHON, "-c", "print('done: w=3.000')"])
+    )
     assert result.returncode == launch.EXIT_OK, result.stdout
     exit_event = events(result.stdout, "command_exit")[0]
-    assert (exit_event["outcome"], exit_event["done"]["by"], exit_event["done"]["command_exit_code"]) == ("complete", "launch.py", 0)
+    assert (exit_event["outcome"], exit_event["done"]["by"], exit_event["done"]["command_exit_code"]) == (
+        "complete",
+        "launch.py",
+        0,
+    )
     assert json.loads((out / "DONE").read_text())["by"] == "launch.py"
     # besides DONE, only the launcher's goodput accounting: its ledger and metrics.json, with no goodput for a
     # program that reported no step
@@ -567,16 +687,20 @@ def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) ->
     assert [e["event"] for e in ts.json_events(result.stdout)] == ["launch_start", "run_failed"]
 
 
-def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(tmp_path: Path,
-                                                                       procs: list[ts.ManagedProcess]) -> None:
+def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(
+    tmp_path: Path, procs: list[ts.ManagedProcess]
+) -> None:
     """torchrun fails when etcd goes away (rescheduled, its node drained): the launcher sees etcd
     unreachable and exits 69, which the Job's pod failure policy ignores; with etcd up the same
     failure is the command's own (1, counted)."""
     own = ts.EtcdServer(tmp_path / "etcd-data", tmp_path)
     own.start()
     go = tmp_path / "go"
-    fails_on_go = [PYTHON, "-c", f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\n"
-                                 "raise SystemExit(1)"]
+    fails_on_go = [
+        PYTHON,
+        "-c",
+        f"import os, time\nwhile not os.path.exists({str(go)!r}): time.sleep(0.05)\nraise SystemExit(1)",
+    ]
     try:
         cmd = launch_cmd(tmp_path / "out", "etcd-v2", own.endpoint, "lost-rdzv", fails_on_go)
         up = ts.ManagedProcess(cmd, tmp_path / "up.log", env=node_env())

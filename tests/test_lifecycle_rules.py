@@ -46,8 +46,10 @@ def lifecycle_problems(p: Program) -> list[str]:
         for key in keys:
             names = {str(key.outputs.get("arn", "")), str(key.outputs.get("keyId", "")), key.id} - {""}
             if (key.urn in deps or names & used) and not _kept(key):
-                problems.append(f"{r.type} {r.name} is kept on destroy but its data is encrypted with {key.name}, "
-                                "which destroy deletes")
+                problems.append(
+                    f"{r.type} {r.name} is kept on destroy but its data is encrypted with {key.name}, "
+                    "which destroy deletes"
+                )
     return problems
 
 
@@ -62,7 +64,9 @@ def test_the_kept_variants_keep_something() -> None:
     """Every stack's kept variant keeps its file system (the rule above is not vacuous)."""
     for stack in STACKS:
         kept = [r for r in kept_program(stack).registrations if _kept(r)]
-        assert any(r.type in ("aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem") for r in kept), stack
+        assert any(
+            r.type in ("aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem") for r in kept
+        ), stack
 
 
 def test_the_rule_finds_a_kept_file_system_under_a_deleted_key() -> None:

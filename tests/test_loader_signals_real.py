@@ -27,8 +27,13 @@ PROGRAM = Path(__file__).resolve().parent / "programs" / "loader_stop_race.py"
 
 def run_with_stop(*flags: str) -> dict[str, object]:
     """Start the program, SIGTERM its process group once its workers are starting, return its last line."""
-    proc = subprocess.Popen([sys.executable, str(PROGRAM), "--window", "3", *flags], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(PROGRAM), "--window", "3", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     first = json.loads(proc.stdout.readline())
     assert first["event"] == "workers_starting"

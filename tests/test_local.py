@@ -19,8 +19,18 @@ from tests.harness import REPO, Program, run_program, stack_names
 pytestmark = pytest.mark.mock
 
 #: What the machine decides, not the stack.
-MACHINE = {"PROCS_PER_NODE", "OMP_NUM_THREADS", "JOB_PEERS", "MASTER_ADDR", "MASTER_PORT", "TF_CONFIG", "NCCL_DEBUG",
-           "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"}
+MACHINE = {
+    "PROCS_PER_NODE",
+    "OMP_NUM_THREADS",
+    "JOB_PEERS",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TF_CONFIG",
+    "NCCL_DEBUG",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "OMPI_ALLOW_RUN_AS_ROOT",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+}
 
 
 def _runner(stack: str, work: Path) -> LocalRunner:
@@ -63,10 +73,16 @@ def test_local_processes_get_the_pods_commands_and_environments(stack: str, tmp_
                     assert value == expected_env[key], f"{stack}/{name}: {key}"
             expected_argv = [runner.host_path(a, app, tmp) for a in process_argv(container, pod_env)]
             if job.kind == "pytorch":
+
                 def same(argv: list[str]) -> list[str]:
-                    return [a for a in argv if not a.startswith(("--rdzv-endpoint=", "--nproc-per-node="))
-                            and not a.startswith(("127.0.0.1:", f"{runner.plan.config.cluster_name}-etcd"))
-                            and ".svc.cluster.local:" not in a]
+                    return [
+                        a
+                        for a in argv
+                        if not a.startswith(("--rdzv-endpoint=", "--nproc-per-node="))
+                        and not a.startswith(("127.0.0.1:", f"{runner.plan.config.cluster_name}-etcd"))
+                        and ".svc.cluster.local:" not in a
+                    ]
+
                 assert same(pod.argv) == same(expected_argv), name
                 assert f"--nproc-per-node={job.config.processes_per_node or 1}" in pod.argv
             elif job.kind == "mpi":
@@ -87,7 +103,10 @@ def test_pod_paths_map_to_local_folders_once(tmp_path: Path) -> None:
     runner = _runner("dev", tmp_path / "tmp" / "work")
     app, tmp = Path("/repo/training"), tmp_path / "pod-tmp"
     assert runner.host_path("/data/runs/x", app, tmp) == f"{tmp_path}/tmp/work/shared/runs/x"
-    assert runner.host_path("--logdir_spec train:/data/runs/x/tb", app, tmp) == f"--logdir_spec train:{tmp_path}/tmp/work/shared/runs/x/tb"
+    assert (
+        runner.host_path("--logdir_spec train:/data/runs/x/tb", app, tmp)
+        == f"--logdir_spec train:{tmp_path}/tmp/work/shared/runs/x/tb"
+    )
     assert runner.host_path("/app/train.py", app, tmp) == "/repo/training/train.py"
     assert runner.host_path("/tmp", app, tmp) == str(tmp)
     assert runner.host_path("/database/x /apple /tmpfiles", app, tmp) == "/database/x /apple /tmpfiles"

@@ -49,17 +49,28 @@ SSHD_SESSION_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/games"
 HOSTFILE = "/opt/operator/hostfile"
 JOB, NAMESPACE, NODES, SLOTS = "bench", "training", 2, 2
 PLACEMENT: WorkerPlacement = {
-    "node_selector": {}, "tolerations": [], "cpu_millis": 1000, "memory_mib": 2048, "gpus": 0, "efa_devices": 0,
-    "shm_mib": 256, "procs_per_node": SLOTS, "threads_per_proc": 1,
+    "node_selector": {},
+    "tolerations": [],
+    "cpu_millis": 1000,
+    "memory_mib": 2048,
+    "gpus": 0,
+    "efa_devices": 0,
+    "shm_mib": 256,
+    "procs_per_node": SLOTS,
+    "threads_per_proc": 1,
 }
 RUN_TIMEOUT = 120
 #: What the MPI Operator appends to an OpenMPI launcher's environment (v0.8.0, the catalog's release:
 #: https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L169-L219 and #L1582-L1606):
 #: fully qualified worker names (the hostfile's), the hostfile, ssh retries, the slots, no GPU for the launcher.
 OPERATOR_LAUNCHER_ENV = {
-    "K_MPI_JOB_ROLE": "launcher", "OMPI_MCA_orte_keep_fqdn_hostnames": "true", "OMPI_MCA_orte_default_hostfile": HOSTFILE,
-    "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10", "OMPI_MCA_orte_set_default_slots": str(SLOTS),
-    "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_DRIVER_CAPABILITIES": "",
+    "K_MPI_JOB_ROLE": "launcher",
+    "OMPI_MCA_orte_keep_fqdn_hostnames": "true",
+    "OMPI_MCA_orte_default_hostfile": HOSTFILE,
+    "OMPI_MCA_plm_rsh_args": "-o ConnectionAttempts=10",
+    "OMPI_MCA_orte_set_default_slots": str(SLOTS),
+    "NVIDIA_VISIBLE_DEVICES": "",
+    "NVIDIA_DRIVER_CAPABILITIES": "",
 }
 PROGRAM = "mpi_allreduce_check"
 LIBRARY = "libimagelib.so"
@@ -120,11 +131,25 @@ def _first_outside(paths: str, excluded: list[str]) -> str | None:
 
 def _launcher(image_env: dict[str, str], prefix: str) -> tuple[list[str], dict[str, str]]:
     """The launcher's argv and environment as the component builds them and Kubernetes expands them."""
-    spec: JobSpec = {"job_name": JOB, "namespace": NAMESPACE, "pvc_name": "shared", "image": "mpi",
-                     "output_dir": "/opt/output"}
+    spec: JobSpec = {
+        "job_name": JOB,
+        "namespace": NAMESPACE,
+        "pvc_name": "shared",
+        "image": "mpi",
+        "output_dir": "/opt/output",
+    }
     hosts = mpi_worker_hosts(JOB, NAMESPACE, NODES)
-    command, env = mpi_launcher(spec, PLACEMENT, nodes=NODES, slots=SLOTS, program=[PROGRAM], hosts=hosts,
-                                mpi_prefix=prefix, hostfile=HOSTFILE, port=free_port())
+    command, env = mpi_launcher(
+        spec,
+        PLACEMENT,
+        nodes=NODES,
+        slots=SLOTS,
+        program=[PROGRAM],
+        hosts=hosts,
+        mpi_prefix=prefix,
+        hostfile=HOSTFILE,
+        port=free_port(),
+    )
     container = camel({"command": command, "env": env_list(env)})
     pod_env = container_env(container)
     # what the container runtime starts the process with: the image's ENV, HOME of the image's user, the pod's env,
@@ -136,7 +161,9 @@ def _prepare(image: Path, work: Path) -> dict[str, Any]:
     dockerfile = Dockerfile.read(image / "Dockerfile")
     image_env = dockerfile.env()
     prefix = dockerfile.mpi_prefix()
-    assert prefix and prefix.startswith("/opt/"), f"{image.name}: ENV OPAL_PREFIX under /opt (the test lays it out there)"
+    assert prefix and prefix.startswith("/opt/"), (
+        f"{image.name}: ENV OPAL_PREFIX under /opt (the test lays it out there)"
+    )
     # the program where only the image's PATH finds it, the library where only its LD_LIBRARY_PATH does
     bin_dir = _first_outside(image_env["PATH"], [*SSHD_SESSION_PATH.split(":"), f"{prefix}/bin"])
     lib_dir = _first_outside(image_env.get("LD_LIBRARY_PATH", ""), [prefix, "/usr/lib", "/lib"])
@@ -154,7 +181,9 @@ def _prepare(image: Path, work: Path) -> dict[str, Any]:
         link = ["-L", str(build), "-limagelib"]
     else:
         link = [str(build / "lib.c")]
-    subprocess.run([_tool("mpicc", "libopenmpi-dev"), str(build / "prog.c"), *link, "-o", str(build / PROGRAM)], check=True)
+    subprocess.run(
+        [_tool("mpicc", "libopenmpi-dev"), str(build / "prog.c"), *link, "-o", str(build / PROGRAM)], check=True
+    )
 
     hosts = mpi_worker_hosts(JOB, NAMESPACE, NODES)
     files["/opt/operator"] = {"hostfile": str(work / "hostfile")}
@@ -165,9 +194,13 @@ def _prepare(image: Path, work: Path) -> dict[str, Any]:
     (home / ".ssh_host").mkdir(parents=True)
     (home / ".ssh").mkdir()
     for kind, extra in (("ed25519", []), ("rsa", ["-b", "3072"])):
-        subprocess.run(["ssh-keygen", "-q", "-t", kind, *extra, "-N", "", "-f", str(home / ".ssh_host" / f"ssh_host_{kind}_key")],
-                       check=True)
-    subprocess.run(["ssh-keygen", "-q", "-t", "ecdsa", "-b", "521", "-N", "", "-f", str(home / ".ssh" / "id_rsa")], check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", kind, *extra, "-N", "", "-f", str(home / ".ssh_host" / f"ssh_host_{kind}_key")],
+            check=True,
+        )
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ecdsa", "-b", "521", "-N", "", "-f", str(home / ".ssh" / "id_rsa")], check=True
+    )
     shutil.copy(home / ".ssh" / "id_rsa.pub", home / ".ssh" / "authorized_keys")
     shutil.copy(image / "sshd_config", home / ".sshd_config")
     for p in [home, *home.rglob("*")]:
@@ -181,13 +214,21 @@ def _prepare(image: Path, work: Path) -> dict[str, Any]:
     argv, env = _launcher(image_env, prefix)
     assert argv[0] == mpirun_path(prefix)
     return {
-        "work": str(work), "prefix": prefix, "files": files, "home": str(home), "ssh_config_d": str(ssh_config_d),
-        "port": int(ports[0]), "timeout": RUN_TIMEOUT,
+        "work": str(work),
+        "prefix": prefix,
+        "files": files,
+        "home": str(home),
+        "ssh_config_d": str(ssh_config_d),
+        "port": int(ports[0]),
+        "timeout": RUN_TIMEOUT,
         "workers": [{"host": h, "addr": f"127.0.0.{2 + i}", "hostname": h.split(".")[0]} for i, h in enumerate(hosts)],
         "worker_command": list(SSHD_COMMAND),
         "worker_env": {**{k: v for k, v in env.items() if k not in OPERATOR_LAUNCHER_ENV}, "K_MPI_JOB_ROLE": "worker"},
-        "launcher_hostname": f"{JOB}-launcher", "launcher_command": argv, "launcher_env": env,
-        "lib_dir": lib_dir, "bin_dir": bin_dir,
+        "launcher_hostname": f"{JOB}-launcher",
+        "launcher_command": argv,
+        "launcher_env": env,
+        "lib_dir": lib_dir,
+        "bin_dir": bin_dir,
     }
 
 
@@ -196,14 +237,21 @@ def _run(spec: dict[str, Any], work: Path) -> dict[str, Any]:
     _tool("sshd", "openssh-server")
     path = work / "spec.json"
     path.write_text(json.dumps(spec))
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-m", "tests.mpi_sshd", str(path)],
-                          cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT + 60)
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", sys.executable, "-m", "tests.mpi_sshd", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT + 60,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _ranks(output: str) -> list[dict[str, Any]]:
-    return sorted((json.loads(line) for line in output.splitlines() if line.startswith('{"rank"')), key=lambda r: r["rank"])
+    return sorted(
+        (json.loads(line) for line in output.splitlines() if line.startswith('{"rank"')), key=lambda r: r["rank"]
+    )
 
 
 def _without_image_env(argv: list[str], names: tuple[str, ...] = ("PATH", "LD_LIBRARY_PATH")) -> list[str]:
@@ -251,10 +299,14 @@ def test_mpirun_called_by_name_does_not_find_the_workers_orted(image: Path, tmp_
     assert result["code"] != 0 and _ranks(result["launcher"]) == [], result
 
 
-@pytest.mark.parametrize("image, dropped", [*((p, ("PATH", "LD_LIBRARY_PATH")) for p in mpi_images()),
-                                            (REPO / "images" / "nccl-tests", ("LD_LIBRARY_PATH",))],
-                         ids=lambda v: v.name if isinstance(v, Path) else "-".join(v))
-def test_ranks_without_the_images_path_or_library_path_fail(image: Path, dropped: tuple[str, ...], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "image, dropped",
+    [*((p, ("PATH", "LD_LIBRARY_PATH")) for p in mpi_images()), (REPO / "images" / "nccl-tests", ("LD_LIBRARY_PATH",))],
+    ids=lambda v: v.name if isinstance(v, Path) else "-".join(v),
+)
+def test_ranks_without_the_images_path_or_library_path_fail(
+    image: Path, dropped: tuple[str, ...], tmp_path: Path
+) -> None:
     """Item 3 put back: only the job's variables forwarded. The ranks get sshd's session PATH, where the program is
     not, and orted's library path, where the image's libraries other than MPI's are not (nccl-tests: libnccl's
     folder; the test's library stands there)."""

@@ -108,7 +108,11 @@ def _k8s_problems(r: Registration) -> Iterator[str]:
                     if isinstance(pname, str) and len(pname) > K8S_PORT_NAME_MAX:
                         yield f"{where} {path}: port name {pname!r} is longer than {K8S_PORT_NAME_MAX} (k8s-container-port)"
             sub = value.get("subdomain")
-            if isinstance(sub, str) and sub != UNKNOWN and (len(sub) > K8S_LABEL_MAX or not re.fullmatch(K8S_LABEL_RE, sub)):
+            if (
+                isinstance(sub, str)
+                and sub != UNKNOWN
+                and (len(sub) > K8S_LABEL_MAX or not re.fullmatch(K8S_LABEL_RE, sub))
+            ):
                 yield f"{where} {path}: subdomain {sub!r} is not a DNS label"
     spec = r.inputs.get("spec") or {}
     if kind == "Job" and name is not None and spec.get("completionMode") == "Indexed":
@@ -144,7 +148,12 @@ def test_every_physical_name_fits_its_service(program_for: Any, stack: str, vari
     assert not found, "\n".join(found)
     checked = {t for (t, _f) in NAME_LIMITS} & {r.type for r in program.registrations}
     # the table covers what the stack names: clusters, node groups, roles, log groups, Helm releases at least
-    assert {"eks:index:Cluster", "aws:eks/nodeGroup:NodeGroup", "aws:iam/role:Role", "aws:cloudwatch/logGroup:LogGroup"} <= checked
+    assert {
+        "eks:index:Cluster",
+        "aws:eks/nodeGroup:NodeGroup",
+        "aws:iam/role:Role",
+        "aws:cloudwatch/logGroup:LogGroup",
+    } <= checked
 
 
 def test_the_variant_really_uses_the_longest_names() -> None:
@@ -154,7 +163,9 @@ def test_the_variant_really_uses_the_longest_names() -> None:
     assert len(cluster) == 40
     prefixes = [r.inputs["nodeGroupNamePrefix"] for r in program.of_type("aws:eks/nodeGroup:NodeGroup")]
     # the raw prefix would be <40>-<20>- = 62 characters: shortened with a stable hash
-    assert all(len(p) <= NAME_LIMITS[("aws:eks/nodeGroup:NodeGroup", "nodeGroupNamePrefix")].max_length for p in prefixes)
+    assert all(
+        len(p) <= NAME_LIMITS[("aws:eks/nodeGroup:NodeGroup", "nodeGroupNamePrefix")].max_length for p in prefixes
+    )
     assert any(re.search(r"-[0-9a-f]{8}-$", p) for p in prefixes), prefixes
 
 
@@ -173,9 +184,22 @@ def test_the_checker_catches_what_a_service_refuses() -> None:
             reg("aws:kms/alias:Alias", "a", {"name": "alias/has space"}),
             reg("kubernetes:core/v1:Service", "s", {"metadata": {"name": "1-starts-with-digit"}}),
             reg("kubernetes:kubeflow.org/v2beta1:MPIJob", "m", {"metadata": {"name": "2node-hello"}, "spec": {}}),
-            reg("kubernetes:batch/v1:Job", "j", {"metadata": {"name": "j" * 62}, "spec": {"completionMode": "Indexed", "completions": 12}}),
-            reg("kubernetes:apps/v1:Deployment", "d", {"metadata": {"name": "d", "labels": {"a": "v" * 64}}, "spec": {}}),
-            reg("kubernetes:core/v1:Pod", "p", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "ports": [{"name": "much-too-long-port"}]}]}}),
+            reg(
+                "kubernetes:batch/v1:Job",
+                "j",
+                {"metadata": {"name": "j" * 62}, "spec": {"completionMode": "Indexed", "completions": 12}},
+            ),
+            reg(
+                "kubernetes:apps/v1:Deployment", "d", {"metadata": {"name": "d", "labels": {"a": "v" * 64}}, "spec": {}}
+            ),
+            reg(
+                "kubernetes:core/v1:Pod",
+                "p",
+                {
+                    "metadata": {"name": "p"},
+                    "spec": {"containers": [{"name": "c", "ports": [{"name": "much-too-long-port"}]}]},
+                },
+            ),
         ],
         {},
         [],

@@ -91,7 +91,8 @@ def test_summary_verdicts_and_exit_codes() -> None:
 
 
 def test_main_runs_the_command_passes_its_output_through_and_writes_the_report(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A stand-in command that prints a table (the real all-reduce under mpirun is in test_jobs_real.py)."""
     printer = tmp_path / "printer.py"
     printer.write_text(f"import sys\nsys.stdout.write({''.join(table())!r})\nsys.exit(int(sys.argv[1]))\n")
@@ -109,8 +110,10 @@ def test_main_runs_the_command_passes_its_output_through_and_writes_the_report(
 
 
 def test_allreduce_bench_table_reads_back_through_the_parser() -> None:
-    results = [bench.SizeResult(1 << 20, 1 << 18, 2000.0, 1900.0, 0.5243, 0.5243, 0),
-               bench.SizeResult(1 << 21, 1 << 19, 3500.0, 3400.0, 0.5992, 0.5992, 0)]
+    results = [
+        bench.SizeResult(1 << 20, 1 << 18, 2000.0, 1900.0, 0.5243, 0.5243, 0),
+        bench.SizeResult(1 << 21, 1 << 19, 3500.0, 3400.0, 0.5992, 0.5992, 0),
+    ]
     parsed = report.parse(line + "\n" for line in bench.nccl_tests_table(results, 2))
     assert [r["size"] for r in parsed["rows"]] == [1 << 20, 1 << 21]
     for row, result in zip(parsed["rows"], results):
@@ -126,11 +129,18 @@ def test_allreduce_bench_table_reads_back_through_the_parser() -> None:
 
 
 def test_rank_layout_from_torchrun_mpirun_or_nothing() -> None:
-    torchrun = bench.process_layout({"WORLD_SIZE": "16", "RANK": "9", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "8",
-                                     "GROUP_WORLD_SIZE": "2"})
+    torchrun = bench.process_layout(
+        {"WORLD_SIZE": "16", "RANK": "9", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "8", "GROUP_WORLD_SIZE": "2"}
+    )
     assert torchrun == bench.ProcessLayout("torchrun", 9, 16, 1, 8, 2)
-    ompi = {"OMPI_COMM_WORLD_SIZE": "16", "OMPI_COMM_WORLD_RANK": "11", "OMPI_COMM_WORLD_LOCAL_RANK": "3",
-            "OMPI_COMM_WORLD_LOCAL_SIZE": "8", "MASTER_ADDR": "bench-worker-0.bench.training.svc", "MASTER_PORT": "29500"}
+    ompi = {
+        "OMPI_COMM_WORLD_SIZE": "16",
+        "OMPI_COMM_WORLD_RANK": "11",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "3",
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "8",
+        "MASTER_ADDR": "bench-worker-0.bench.training.svc",
+        "MASTER_PORT": "29500",
+    }
     assert bench.process_layout(ompi) == bench.ProcessLayout("mpirun", 11, 16, 3, 8, 2)
     with pytest.raises(ValueError, match="without MASTER_ADDR and MASTER_PORT"):
         bench.process_layout({k: v for k, v in ompi.items() if not k.startswith("MASTER")})
@@ -149,13 +159,21 @@ def test_metrics_json_has_the_projects_fields(tmp_path: Path) -> None:
     written = json.loads(path.read_text())
     assert report.METRICS_SCHEMA == shared.SCHEMA and report.METRICS_FIELDS == shared.FIELDS
     assert set(shared.FIELDS) <= set(written) and written["schema"] == shared.SCHEMA
-    assert written["program"] == "nccl_report.py" and written["busbw_gbps"] == 8.19 and written["avg_busbw_gbps"] == 2.71
+    assert (
+        written["program"] == "nccl_report.py" and written["busbw_gbps"] == 8.19 and written["avg_busbw_gbps"] == 2.71
+    )
     assert written["throughput"] is None and written["wall_time_s"] >= 0
 
 
 def test_allreduce_bench_writes_its_bus_bandwidth_as_metrics(tmp_path: Path) -> None:
-    summary = {"busbw_at_max_size_gbps": 12.5, "world_size": 16, "max_size_bytes": 1 << 30, "avg_busbw_gbps": 9.0,
-               "backend": "nccl", "passed": True}
+    summary = {
+        "busbw_at_max_size_gbps": 12.5,
+        "world_size": 16,
+        "max_size_bytes": 1 << 30,
+        "avg_busbw_gbps": 9.0,
+        "backend": "nccl",
+        "passed": True,
+    }
     path = bench.write_bandwidth_metrics(tmp_path / "m.json", summary, 3.21)
     written = json.loads(path.read_text())
     assert written["busbw_gbps"] == 12.5 and written["world_size"] == 16 and written["wall_time_s"] == 3.21

@@ -5,14 +5,31 @@ from typing import Any, Optional
 
 import pytest
 
-from tests.netpol import AddressBook, Cluster, ContainerPort, Pod, Service, ServicePort, add_objects, policy_types, selector_matches
+from tests.netpol import (
+    AddressBook,
+    Cluster,
+    ContainerPort,
+    Pod,
+    Service,
+    ServicePort,
+    add_objects,
+    policy_types,
+    selector_matches,
+)
 
 pytestmark = pytest.mark.unit
 
 
 def _pod(name: str, ns: str = "app", ip: str = "", **labels: str) -> Pod:
     n = int.from_bytes(name.encode(), "big") % 200 + 10
-    return Pod(name, ns, labels, ip or f"10.1.0.{n}", f"10.9.0.{n}", (ContainerPort(8080, "TCP", "http"), ContainerPort(53, "UDP", "dns")))
+    return Pod(
+        name,
+        ns,
+        labels,
+        ip or f"10.1.0.{n}",
+        f"10.9.0.{n}",
+        (ContainerPort(8080, "TCP", "http"), ContainerPort(53, "UDP", "dns")),
+    )
 
 
 def _policy(name: str, spec: dict[str, Any], ns: str = "app") -> dict[str, Any]:
@@ -43,7 +60,9 @@ def test_default_deny_denies_both_directions_but_not_the_node() -> None:
 
 
 def test_a_policy_in_another_namespace_selects_nothing_here() -> None:
-    cl = _cluster(_policy("deny", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}, ns="other"), pods=[A, B, C])
+    cl = _cluster(
+        _policy("deny", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}, ns="other"), pods=[A, B, C]
+    )
     assert cl.pod_to_pod(A, B, 8080)
     assert not cl.pod_to_pod(A, C, 8080)
 
@@ -58,36 +77,76 @@ def test_policy_types_default_adds_egress_only_with_egress_rules() -> None:
 
 
 def test_pod_selector_peers_are_in_the_policys_namespace() -> None:
-    allow = _policy("allow", {"podSelector": {"matchLabels": {"role": "server"}}, "policyTypes": ["Ingress"],
-                              "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "client"}}}]}]})
+    allow = _policy(
+        "allow",
+        {
+            "podSelector": {"matchLabels": {"role": "server"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "client"}}}]}],
+        },
+    )
     cl = _cluster(allow, pods=[A, B, C])
     assert cl.pod_to_pod(A, B, 8080)
     assert not cl.pod_to_pod(C, B, 8080), "a pod of another namespace with the label does not match a bare podSelector"
 
 
 def test_namespace_and_pod_selector_in_one_peer_are_anded_in_two_peers_ored() -> None:
-    anded = _policy("and", {"podSelector": {"matchLabels": {"role": "server"}}, "policyTypes": ["Ingress"],
-                            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": "x"}},
-                                                   "podSelector": {"matchLabels": {"role": "admin"}}}]}]})
+    anded = _policy(
+        "and",
+        {
+            "podSelector": {"matchLabels": {"role": "server"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"team": "x"}},
+                            "podSelector": {"matchLabels": {"role": "admin"}},
+                        }
+                    ]
+                }
+            ],
+        },
+    )
     cl = _cluster(anded, pods=[A, B, C])
     assert not cl.pod_to_pod(C, B, 8080), "C is in team x but not an admin"
-    ored = _policy("or", {"podSelector": {"matchLabels": {"role": "server"}}, "policyTypes": ["Ingress"],
-                          "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": "x"}}},
-                                                {"podSelector": {"matchLabels": {"role": "admin"}}}]}]})
+    ored = _policy(
+        "or",
+        {
+            "podSelector": {"matchLabels": {"role": "server"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {"namespaceSelector": {"matchLabels": {"team": "x"}}},
+                        {"podSelector": {"matchLabels": {"role": "admin"}}},
+                    ]
+                }
+            ],
+        },
+    )
     cl = _cluster(ored, pods=[A, B, C])
     assert cl.pod_to_pod(C, B, 8080) and not cl.pod_to_pod(A, B, 8080)
 
 
 def test_namespace_name_label_is_always_set() -> None:
-    by_name = _policy("n", {"podSelector": {}, "policyTypes": ["Ingress"],
-                            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "other"}}}]}]})
+    by_name = _policy(
+        "n",
+        {
+            "podSelector": {},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "other"}}}]}],
+        },
+    )
     cl = _cluster(by_name, pods=[A, B, C])
     assert cl.pod_to_pod(C, B, 8080) and not cl.pod_to_pod(A, B, 8080)
 
 
 def test_ports_protocols_ranges_and_named_ports() -> None:
     def allow(ports: list[dict[str, Any]]) -> Cluster:
-        return _cluster(_policy("p", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": ports}]}), pods=[A, B])
+        return _cluster(
+            _policy("p", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": ports}]}), pods=[A, B]
+        )
 
     assert allow([{"port": 8080}]).pod_to_pod(A, B, 8080)
     assert not allow([{"port": 8080}]).pod_to_pod(A, B, 8080, "UDP"), "protocol defaults to TCP"
@@ -96,13 +155,23 @@ def test_ports_protocols_ranges_and_named_ports() -> None:
     assert not allow([{"port": 30000, "endPort": 32767}]).pod_to_pod(A, B, 32768)
     assert allow([{"port": "http"}]).pod_to_pod(A, B, 8080), "a named port resolves against the destination's ports"
     assert not allow([{"port": "http"}]).pod_to_pod(A, B, 9090)
-    assert allow([{"protocol": "UDP"}]).pod_to_pod(A, B, 5353, "UDP") and not allow([{"protocol": "UDP"}]).pod_to_pod(A, B, 5353)
+    assert allow([{"protocol": "UDP"}]).pod_to_pod(A, B, 5353, "UDP") and not allow([{"protocol": "UDP"}]).pod_to_pod(
+        A, B, 5353
+    )
     assert allow([]).pod_to_pod(A, B, 1, "SCTP"), "no ports: every port and protocol"
 
 
 def test_ip_blocks_and_their_exceptions() -> None:
-    egress = _policy("e", {"podSelector": {}, "policyTypes": ["Egress"], "egress": [
-        {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}], "ports": [{"port": 80}]}]})
+    egress = _policy(
+        "e",
+        {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}], "ports": [{"port": 80}]}
+            ],
+        },
+    )
     cl = _cluster(egress, pods=[A, B])
     assert cl.pod_to_ip(A, "52.1.2.3", 80)
     assert not cl.pod_to_ip(A, "169.254.169.254", 80)
@@ -112,8 +181,14 @@ def test_ip_blocks_and_their_exceptions() -> None:
 
 def test_every_selecting_policy_adds_to_what_is_allowed() -> None:
     web = _policy("web", {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": [{"port": 8080}]}]})
-    dns = _policy("dns", {"podSelector": {"matchLabels": {"role": "server"}}, "policyTypes": ["Ingress"],
-                          "ingress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]})
+    dns = _policy(
+        "dns",
+        {
+            "podSelector": {"matchLabels": {"role": "server"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"port": 53, "protocol": "UDP"}]}],
+        },
+    )
     cl = _cluster(web, dns, pods=[A, B])
     assert cl.pod_to_pod(A, B, 8080) and cl.pod_to_pod(A, B, 53, "UDP") and not cl.pod_to_pod(A, B, 53)
     assert not cl.pod_to_pod(B, A, 53, "UDP"), "A is selected by web only"
@@ -122,31 +197,53 @@ def test_every_selecting_policy_adds_to_what_is_allowed() -> None:
 def test_match_expressions() -> None:
     labels = {"tier": "db", "env": "prod"}
     assert selector_matches({}, labels)
-    assert selector_matches({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db", "cache"]}]}, labels)
+    assert selector_matches(
+        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db", "cache"]}]}, labels
+    )
     assert not selector_matches({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]}, labels)
     assert selector_matches({"matchExpressions": [{"key": "gpu", "operator": "NotIn", "values": ["x"]}]}, labels)
     assert selector_matches({"matchExpressions": [{"key": "env", "operator": "Exists"}]}, labels)
     assert not selector_matches({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}, labels)
-    assert not selector_matches({"matchLabels": {"tier": "db"}, "matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels)
+    assert not selector_matches(
+        {"matchLabels": {"tier": "db"}, "matchExpressions": [{"key": "x", "operator": "Exists"}]}, labels
+    )
 
 
 def test_services_follow_the_vpc_cnis_egress_resolution() -> None:
     db = _pod("db", app="db", shard="1")
     svc = Service("db", "app", "172.20.0.50", {"app": "db"}, (ServicePort(5432, 5432),))
     server_port = Pod(db.name, db.namespace, db.labels, db.ip, db.node_ip, (ContainerPort(5432),))
-    to_db = _policy("to-db", {"podSelector": {"matchLabels": {"role": "client"}}, "policyTypes": ["Egress"],
-                              "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "db"}}}], "ports": [{"port": 5432}]}]})
+    to_db = _policy(
+        "to-db",
+        {
+            "podSelector": {"matchLabels": {"role": "client"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "db"}}}], "ports": [{"port": 5432}]}],
+        },
+    )
     cl = _cluster(to_db, pods=[A, server_port])
     cl.services.append(svc)
     assert cl.pod_to_service(A, svc, 5432), "a podSelector that matches the Service's selector allows its ClusterIP"
     assert cl.pod_to_pod(A, server_port, 5432)
-    narrower = _policy("to-db", {"podSelector": {"matchLabels": {"role": "client"}}, "policyTypes": ["Egress"],
-                                 "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "db", "shard": "1"}}}]}]})
+    narrower = _policy(
+        "to-db",
+        {
+            "podSelector": {"matchLabels": {"role": "client"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "db", "shard": "1"}}}]}],
+        },
+    )
     cl = _cluster(narrower, pods=[A, server_port])
     assert cl.pod_to_pod(A, server_port, 5432)
     assert not cl.pod_to_service(A, svc, 5432), "a selector stricter than the Service's does not cover its ClusterIP"
-    by_ip = _policy("to-ip", {"podSelector": {}, "policyTypes": ["Egress"],
-                              "egress": [{"to": [{"ipBlock": {"cidr": "172.20.0.0/16"}}], "ports": [{"port": 5432}]}]})
+    by_ip = _policy(
+        "to-ip",
+        {
+            "podSelector": {},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"ipBlock": {"cidr": "172.20.0.0/16"}}], "ports": [{"port": 5432}]}],
+        },
+    )
     cl = _cluster(by_ip, pods=[A, server_port])
     assert cl.pod_to_service(A, svc, 5432) and not cl.pod_to_service(A, svc, 5433)
     deny_db = _policy("deny-db", {"podSelector": {"matchLabels": {"app": "db"}}, "policyTypes": ["Ingress"]})
@@ -157,14 +254,38 @@ def test_services_follow_the_vpc_cnis_egress_resolution() -> None:
 def test_objects_become_pods_services_and_policies() -> None:
     docs = [
         {"kind": "Namespace", "metadata": {"name": "app", "labels": {"team": "y"}}},
-        {"kind": "Job", "metadata": {"name": "j", "namespace": "app"},
-         "spec": {"parallelism": 1, "template": {"metadata": {"labels": {"job": "j"}}, "spec": {"containers": [
-             {"name": "c", "ports": [{"containerPort": 29400.0, "name": "c10d"}]}]}}}},
-        {"kind": "MPIJob", "metadata": {"name": "m", "namespace": "app"}, "spec": {"mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, "template": {"metadata": {"labels": {"job": "m"}}, "spec": {"containers": [{}]}}},
-            "Worker": {"replicas": 3, "template": {"metadata": {"labels": {"job": "m"}}, "spec": {"containers": [{}]}}}}}},
-        {"kind": "Service", "metadata": {"name": "s", "namespace": "app"},
-         "spec": {"clusterIP": "None", "selector": {"job": "j"}, "ports": [{"port": 29400.0}]}},
+        {
+            "kind": "Job",
+            "metadata": {"name": "j", "namespace": "app"},
+            "spec": {
+                "parallelism": 1,
+                "template": {
+                    "metadata": {"labels": {"job": "j"}},
+                    "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 29400.0, "name": "c10d"}]}]},
+                },
+            },
+        },
+        {
+            "kind": "MPIJob",
+            "metadata": {"name": "m", "namespace": "app"},
+            "spec": {
+                "mpiReplicaSpecs": {
+                    "Launcher": {
+                        "replicas": 1,
+                        "template": {"metadata": {"labels": {"job": "m"}}, "spec": {"containers": [{}]}},
+                    },
+                    "Worker": {
+                        "replicas": 3,
+                        "template": {"metadata": {"labels": {"job": "m"}}, "spec": {"containers": [{}]}},
+                    },
+                }
+            },
+        },
+        {
+            "kind": "Service",
+            "metadata": {"name": "s", "namespace": "app"},
+            "spec": {"clusterIP": "None", "selector": {"job": "j"}, "ports": [{"port": 29400.0}]},
+        },
         DENY_ALL,
     ]
     cl = Cluster()

@@ -50,20 +50,33 @@ def world(stack: str) -> Cluster:
     cl = Cluster()
     addresses = AddressBook()
     add_objects(cl, _docs(p), addresses, min_pods=2)
-    dns_pod = Pod("coredns-0", CLUSTER_DNS_NAMESPACE, dict(CLUSTER_DNS_POD_LABELS), addresses.pod(), addresses.node(),
-                  (ContainerPort(53, "UDP", "dns"), ContainerPort(53, "TCP", "dns-tcp")))
+    dns_pod = Pod(
+        "coredns-0",
+        CLUSTER_DNS_NAMESPACE,
+        dict(CLUSTER_DNS_POD_LABELS),
+        addresses.pod(),
+        addresses.node(),
+        (ContainerPort(53, "UDP", "dns"), ContainerPort(53, "TCP", "dns-tcp")),
+    )
     cl.namespaces.setdefault(CLUSTER_DNS_NAMESPACE, {})
     cl.namespaces.setdefault("default", {})
     cl.pods += [
         dns_pod,
         Pod("intruder", "default", {"app": "intruder"}, addresses.pod(), addresses.node()),
         # copies every label our pods carry: still in the wrong namespace
-        Pod("impostor", "default", {RENDEZVOUS_LABEL: "etcd-v2", JOB_LABEL: "train"}, addresses.pod(), addresses.node()),
+        Pod(
+            "impostor", "default", {RENDEZVOUS_LABEL: "etcd-v2", JOB_LABEL: "train"}, addresses.pod(), addresses.node()
+        ),
         Pod("debug", NAMESPACE, {}, addresses.pod(), addresses.node()),
     ]
     cl.services += [
-        Service("kube-dns", CLUSTER_DNS_NAMESPACE, KUBE_DNS_CLUSTER_IP, dict(CLUSTER_DNS_POD_LABELS),
-                (ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP"))),
+        Service(
+            "kube-dns",
+            CLUSTER_DNS_NAMESPACE,
+            KUBE_DNS_CLUSTER_IP,
+            dict(CLUSTER_DNS_POD_LABELS),
+            (ServicePort(53, 53, "UDP"), ServicePort(53, 53, "TCP")),
+        ),
         # endpoints are the control plane's ENIs: no selector
         Service("kubernetes", "default", KUBERNETES_API_CLUSTER_IP, {}, (ServicePort(443, 443),), (CONTROL_PLANE_ENI,)),
     ]
@@ -216,7 +229,11 @@ def test_job_pods_reach_https_the_api_server_and_pod_identity_but_not_instance_m
 
 def test_mpi_launcher_reaches_its_workers_over_ssh_and_they_reach_it_back() -> None:
     cl = world("mpi-horovod")
-    mpi = {job: members for job, members in jobs(cl).items() if members[0].labels.get("app.kubernetes.io/name") == "mpi-job"}
+    mpi = {
+        job: members
+        for job, members in jobs(cl).items()
+        if members[0].labels.get("app.kubernetes.io/name") == "mpi-job"
+    }
     assert set(mpi) == {"nccl", "horovod"}
     for job, members in mpi.items():
         (launcher,) = [p for p in members if "-launcher-" in p.name]
@@ -272,8 +289,10 @@ def test_policies_exist_before_anything_in_the_namespace(stack: str) -> None:
     policies = {r.urn for r in p.of_type(POLICY)}
     assert policies
     late = [
-        r for r in p.registrations
-        if r.type.startswith("kubernetes:") and r.type != POLICY
+        r
+        for r in p.registrations
+        if r.type.startswith("kubernetes:")
+        and r.type != POLICY
         and (r.inputs.get("metadata") or {}).get("namespace") == NAMESPACE
         # the storage's own objects, created with the namespace: the claim (and with FSx its static volume and the
         # one-shot Job that hands the directories to the training user, a busybox chown without network use)

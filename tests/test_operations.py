@@ -49,8 +49,10 @@ pytestmark = pytest.mark.mock
 
 STACKS = stack_names()
 K8S_EFFECT = {v: k for k, v in TAINT_EFFECTS_EKS.items()}
-QUERY = re.compile(r"^SELECT (?P<stat>[A-Z]+)\((?P<metric>\w+)\) FROM SCHEMA\((?P<namespace>\w+), (?P<dims>[\w, ]+)\)"
-                   r" WHERE (?P<where>.+?)(?: GROUP BY (?P<group>\w+))?$")
+QUERY = re.compile(
+    r"^SELECT (?P<stat>[A-Z]+)\((?P<metric>\w+)\) FROM SCHEMA\((?P<namespace>\w+), (?P<dims>[\w, ]+)\)"
+    r" WHERE (?P<where>.+?)(?: GROUP BY (?P<group>\w+))?$"
+)
 CONDITION = re.compile(r"(\w+) = '((?:[^']|'')*)'")
 STATS = {"AVG", "MAX", "MIN", "SUM", "COUNT"}
 
@@ -69,13 +71,17 @@ def tolerates(toleration: Mapping[str, str], taint: Mapping[str, str]) -> bool:
     return op == "Exists" or toleration.get("value", "") == taint.get("value", "")
 
 
-def toleration_problems(tolerations: Sequence[Mapping[str, str]], taints: Sequence[Mapping[str, str]],
-                        exact: bool) -> list[str]:
+def toleration_problems(
+    tolerations: Sequence[Mapping[str, str]], taints: Sequence[Mapping[str, str]], exact: bool
+) -> list[str]:
     """Taints no toleration matches; with ``exact``, tolerations that match no taint (wider than needed)."""
     out = [f"taint {t} is not tolerated" for t in taints if not any(tolerates(x, t) for x in tolerations)]
     if exact:
-        out += [f"toleration {x} matches no taint of the groups" for x in tolerations
-                if not any(tolerates(x, t) for t in taints)]
+        out += [
+            f"toleration {x} matches no taint of the groups"
+            for x in tolerations
+            if not any(tolerates(x, t) for t in taints)
+        ]
     return out
 
 
@@ -123,7 +129,9 @@ def dashboard_problems(body: Mapping[str, Any], cluster: str, region: str) -> li
             problems.append(f"widget {i}: type {w.get('type')!r}")
         x, y, width, height = (w.get(k) for k in ("x", "y", "width", "height"))
         if not all(isinstance(v, int) for v in (x, y, width, height)) or x + width > DASHBOARD_GRID_WIDTH:
-            problems.append(f"widget {i}: position {x},{y} size {width}x{height} off the {DASHBOARD_GRID_WIDTH}-unit grid")
+            problems.append(
+                f"widget {i}: position {x},{y} size {width}x{height} off the {DASHBOARD_GRID_WIDTH}-unit grid"
+            )
             continue
         mine = {(cx, cy) for cx in range(x, x + width) for cy in range(y, y + height)}
         if mine & cells:
@@ -146,8 +154,10 @@ def dashboard_problems(body: Mapping[str, Any], cluster: str, region: str) -> li
             problems.append(f"widget {i}: no metrics")
         selects = sum(str(e.get("expression", "")).upper().count("SELECT") for e in entries)
         if selects > METRICS_INSIGHTS_QUERIES_PER_REQUEST:
-            problems.append(f"widget {i}: {selects} Metrics Insights queries; a request (a widget) takes "
-                            f"{METRICS_INSIGHTS_QUERIES_PER_REQUEST}")
+            problems.append(
+                f"widget {i}: {selects} Metrics Insights queries; a request (a widget) takes "
+                f"{METRICS_INSIGHTS_QUERIES_PER_REQUEST}"
+            )
         for e in entries:
             qid, expression = e.get("id", ""), e.get("expression", "")
             if not re.match(r"^[a-z][A-Za-z0-9_]*$", qid) or qid in ids:
@@ -169,8 +179,11 @@ def addons(p: Program) -> dict[str, Any]:
 
 def group_taints(p: Program) -> list[dict[str, str]]:
     """Every taint of every registered node group, Kubernetes spelling."""
-    return [{"key": t["key"], "value": t.get("value", ""), "effect": K8S_EFFECT[t["effect"]]}
-            for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") for t in ng.inputs.get("taints") or []]
+    return [
+        {"key": t["key"], "value": t.get("value", ""), "effect": K8S_EFFECT[t["effect"]]}
+        for ng in p.of_type("aws:eks/nodeGroup:NodeGroup")
+        for t in ng.inputs.get("taints") or []
+    ]
 
 
 def is_gpu_group(ng: Any) -> bool:
@@ -191,15 +204,20 @@ def agent_configuration_problems(config: Mapping[str, Any], taints: Sequence[Map
         if top not in NODE_MONITORING_CONFIG_SCHEMA:
             problems.append(f"{top}: not a key of the add-on's configuration schema")
         elif isinstance(value, dict):
-            problems += [f"{top}.{k}: not a key of the schema" for k in value if k not in NODE_MONITORING_CONFIG_SCHEMA[top]]
+            problems += [
+                f"{top}.{k}: not a key of the schema" for k in value if k not in NODE_MONITORING_CONFIG_SCHEMA[top]
+            ]
     agent = (config.get("nodeAgent") or {}).get("tolerations", list(NODE_MONITORING_DEFAULT_TOLERATIONS))
     dcgm = (config.get("dcgmAgent") or {}).get("tolerations", [])
     problems += [f"dcgmAgent: {p}" for p in toleration_problems(dcgm, taints, exact=False)]
     problems += [f"nodeAgent: {p}" for p in toleration_problems(agent, taints, exact=False)]
     # a taint the agent tolerates and the engine does not: the agent would run there without its DCGM
     probes = [{"key": "any.example/taint", "value": "x", "effect": e} for e in K8S_EFFECT.values()]
-    problems += [f"dcgmAgent: tolerates less than the agent: {t}" for t in probes
-                 if any(tolerates(x, t) for x in agent) and not any(tolerates(x, t) for x in dcgm)]
+    problems += [
+        f"dcgmAgent: tolerates less than the agent: {t}"
+        for t in probes
+        if any(tolerates(x, t) for x in agent) and not any(tolerates(x, t) for x in dcgm)
+    ]
     return problems
 
 
@@ -246,23 +264,45 @@ def repair_problems(repair: dict) -> list[str]:
             problems.append(f"override without every field: {o}")
         elif o["repairAction"] not in ("Replace", "Reboot", "NoAction") or o["minRepairWaitTimeMins"] < 1:
             problems.append(f"override EKS refuses: {o}")
-    quiet = {(o.get("nodeMonitoringCondition"), o.get("nodeUnhealthyReason")) for o in overrides
-             if o.get("repairAction") == "NoAction"}
+    quiet = {
+        (o.get("nodeMonitoringCondition"), o.get("nodeUnhealthyReason"))
+        for o in overrides
+        if o.get("repairAction") == "NoAction"
+    }
     problems += [f"repair acts on {c}/{r}, a lost DCGM host engine, not a GPU fault" for c, r in ENGINE_REASONS - quiet]
     return problems
 
 
 def test_the_repair_rule_catches_a_gpu_group_that_would_repair_a_lost_dcgm_engine() -> None:
-    good = {"enabled": True, "nodeRepairConfigOverrides": [
-        {"nodeMonitoringCondition": "AcceleratedHardwareReady", "nodeUnhealthyReason": "DCGMError",
-         "minRepairWaitTimeMins": 10, "repairAction": "NoAction"}]}
+    good = {
+        "enabled": True,
+        "nodeRepairConfigOverrides": [
+            {
+                "nodeMonitoringCondition": "AcceleratedHardwareReady",
+                "nodeUnhealthyReason": "DCGMError",
+                "minRepairWaitTimeMins": 10,
+                "repairAction": "NoAction",
+            }
+        ],
+    }
     assert repair_problems(good) == []
     assert repair_problems({"enabled": False}) == []
     assert repair_problems({"enabled": True}), "EKS's defaults alone"
-    replace = {**good, "nodeRepairConfigOverrides": [{**good["nodeRepairConfigOverrides"][0], "repairAction": "Replace"}]}
+    replace = {
+        **good,
+        "nodeRepairConfigOverrides": [{**good["nodeRepairConfigOverrides"][0], "repairAction": "Replace"}],
+    }
     assert repair_problems(replace)
-    partial = {**good, "nodeRepairConfigOverrides": [{"nodeMonitoringCondition": "AcceleratedHardwareReady",
-                                                      "nodeUnhealthyReason": "DCGMError", "repairAction": "NoAction"}]}
+    partial = {
+        **good,
+        "nodeRepairConfigOverrides": [
+            {
+                "nodeMonitoringCondition": "AcceleratedHardwareReady",
+                "nodeUnhealthyReason": "DCGMError",
+                "repairAction": "NoAction",
+            }
+        ],
+    }
     assert repair_problems(partial)
 
 
@@ -273,7 +313,9 @@ def test_the_agent_rule_catches_a_dcgm_server_that_misses_the_gpu_taint() -> Non
     only_gpu = {"dcgmAgent": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}
     assert agent_configuration_problems(only_gpu, gpu), "narrower than the agent"
     assert agent_configuration_problems({"dcgmAgent": {"tolerations": [{"operator": "Exists"}], "enabled": False}}, gpu)
-    assert agent_configuration_problems({"dcgmExporter": {}, "dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}, gpu)
+    assert agent_configuration_problems(
+        {"dcgmExporter": {}, "dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}, gpu
+    )
 
 
 def schema_problems(values: Mapping[str, Any], schema: Mapping[str, Any], path: str = "") -> list[str]:
@@ -284,8 +326,9 @@ def schema_problems(values: Mapping[str, Any], schema: Mapping[str, Any], path: 
         if k not in schema:
             problems.append(f"{where}: not a key of the chart's values")
         elif isinstance(schema[k], Mapping):
-            problems += (schema_problems(v, schema[k], where + ".") if isinstance(v, dict)
-                         else [f"{where}: not a mapping"])
+            problems += (
+                schema_problems(v, schema[k], where + ".") if isinstance(v, dict) else [f"{where}: not a mapping"]
+            )
         elif not isinstance(v, schema[k]):
             problems.append(f"{where}: not a {schema[k].__name__}")
     return problems
@@ -298,7 +341,9 @@ def application_signals_on(values: Mapping[str, Any]) -> bool:
     config = (values.get("agent") or {}).get("config")
     if not config or config in ("default", "default:otel"):
         return True
-    return any("application_signals" in ((config.get(top) or {}).get(sub) or {}) for top, sub in APPLICATION_SIGNALS_SECTIONS)
+    return any(
+        "application_signals" in ((config.get(top) or {}).get(sub) or {}) for top, sub in APPLICATION_SIGNALS_SECTIONS
+    )
 
 
 def test_the_addon_rules_catch_a_wrong_key_or_application_signals_left_on() -> None:
@@ -327,19 +372,33 @@ def test_metrics_addon_configuration_role_and_tolerations(program_for: Any, stac
     assert not application_signals_on(config), "Application Signals stays off unless operations.applicationSignals"
     assert config["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]["enhanced_container_insights"] is True
     # each toleration is a Kubernetes Toleration (the chart puts them into the DaemonSets' pod specs)
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "agent"},
-           "spec": {"containers": [{"name": "a", "image": "a"}], "tolerations": config["tolerations"]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "agent"},
+        "spec": {"containers": [{"name": "a", "image": "a"}], "tolerations": config["tolerations"]},
+    }
     kubernetes_validate.validate(copy.deepcopy(pod), DEFAULT_KUBERNETES_VERSION + ".0", strict=True)
     assert toleration_problems(config["tolerations"], group_taints(p), exact=True) == []
     # least privilege: its own role, only the managed policy the add-on's documentation names, for its service account
     (assoc,) = addon.inputs["podIdentityAssociations"]
     assert assoc["serviceAccount"] == OBSERVABILITY_SERVICE_ACCOUNT
-    role = next(r for r in p.of_type("aws:iam/role:Role") if r.inputs.get("arn") == assoc["roleArn"]
-                or r.urn in addon.deps_of("podIdentityAssociations"))
+    role = next(
+        r
+        for r in p.of_type("aws:iam/role:Role")
+        if r.inputs.get("arn") == assoc["roleArn"] or r.urn in addon.deps_of("podIdentityAssociations")
+    )
     trust = json.dumps(role.inputs["assumeRolePolicy"])
-    assert f"{OBSERVABILITY_NAMESPACE}" in trust and OBSERVABILITY_SERVICE_ACCOUNT in trust and "pods.eks.amazonaws.com" in trust
-    attached = [a.inputs["policyArn"] for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-                if a.urn and role.urn in a.deps_of("role")]
+    assert (
+        f"{OBSERVABILITY_NAMESPACE}" in trust
+        and OBSERVABILITY_SERVICE_ACCOUNT in trust
+        and "pods.eks.amazonaws.com" in trust
+    )
+    attached = [
+        a.inputs["policyArn"]
+        for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if a.urn and role.urn in a.deps_of("role")
+    ]
     assert attached == [f"arn:aws:iam::aws:policy/{OBSERVABILITY_POLICY}"]
     assert not [r for r in p.of_type("aws:iam/rolePolicy:RolePolicy") if role.urn in r.deps_of("role")]
 
@@ -380,25 +439,46 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
         assert "dashboardUrl" not in p.outputs
         return
     (d,) = dashboards
-    assert re.match(r"^[A-Za-z0-9_-]+$", d.inputs["dashboardName"]) and len(d.inputs["dashboardName"]) <= DASHBOARD_NAME_MAX
+    assert (
+        re.match(r"^[A-Za-z0-9_-]+$", d.inputs["dashboardName"])
+        and len(d.inputs["dashboardName"]) <= DASHBOARD_NAME_MAX
+    )
     body = json.loads(d.inputs["dashboardBody"])
     assert dashboard_problems(body, cluster, region) == []
-    metrics = {m for w in body["widgets"] for row in w.get("properties", {}).get("metrics", []) for e in row
-               for m in re.findall(r"\((\w+)\) FROM", e.get("expression", ""))}
-    assert {"node_gpu_utilization", "node_gpu_memory_utilization", "cluster_node_count", "pod_gpu_utilization"} <= metrics
+    metrics = {
+        m
+        for w in body["widgets"]
+        for row in w.get("properties", {}).get("metrics", [])
+        for e in row
+        for m in re.findall(r"\((\w+)\) FROM", e.get("expression", ""))
+    }
+    assert {
+        "node_gpu_utilization",
+        "node_gpu_memory_utilization",
+        "cluster_node_count",
+        "pod_gpu_utilization",
+    } <= metrics
     efa = any(ng.inputs.get("launchTemplate") and "efa" in json.dumps(ng.inputs.get("labels", {})) for ng in gpu_groups)
     assert ({"node_efa_rx_bytes", "node_efa_tx_bytes"} <= metrics) == efa
-    assert resolve(p.outputs["dashboardUrl"]) == (f"https://console.aws.amazon.com/cloudwatch/home?region={region}"
-                                         f"#dashboards/dashboard/{d.inputs['dashboardName']}")
+    assert resolve(p.outputs["dashboardUrl"]) == (
+        f"https://console.aws.amazon.com/cloudwatch/home?region={region}"
+        f"#dashboards/dashboard/{d.inputs['dashboardName']}"
+    )
     minutes = ((stack_config(stack).get(f"{PROJECT}:operations") or {}).get("idleGpuAlarm") or {}).get("minutes", 30)
     for a in alarms:
         queries = a.inputs["metricQueries"]
-        assert sum(str(x.get("expression", "")).upper().count("SELECT") for x in queries) <= METRICS_INSIGHTS_QUERIES_PER_REQUEST
+        assert (
+            sum(str(x.get("expression", "")).upper().count("SELECT") for x in queries)
+            <= METRICS_INSIGHTS_QUERIES_PER_REQUEST
+        )
         (q,) = queries
         assert query_problems(q["expression"], cluster) == []
         assert q["expression"].startswith("SELECT MAX(node_gpu_utilization)")
-        assert q["period"] * a.inputs["evaluationPeriods"] == minutes * 60 <= min(ALARM_MAX_EVALUATION_SECONDS,
-                                                                                  METRICS_INSIGHTS_RANGE_SECONDS)
+        assert (
+            q["period"] * a.inputs["evaluationPeriods"]
+            == minutes * 60
+            <= min(ALARM_MAX_EVALUATION_SECONDS, METRICS_INSIGHTS_RANGE_SECONDS)
+        )
         assert a.inputs["comparisonOperator"] == "LessThanThreshold" and a.inputs["treatMissingData"] == "notBreaching"
     assert sorted(resolve(p.outputs["alarms"])) == sorted(a.inputs["name"] for a in every_alarm)
     assert shared_series_problems(alarms) == []
@@ -408,10 +488,14 @@ def test_dashboard_and_alarms_read_what_the_agent_publishes(program_for: Any, st
         (pipeline,) = [a for a in every_alarm if a not in alarms]
         assert pipeline.inputs["metricName"] == "cluster_node_count"
         assert pipeline.inputs["namespace"] == CONTAINER_INSIGHTS_NAMESPACE
-        assert frozenset(pipeline.inputs["dimensions"]) in CONTAINER_INSIGHTS_METRICS["cluster_node_count"].dimension_sets
+        assert (
+            frozenset(pipeline.inputs["dimensions"]) in CONTAINER_INSIGHTS_METRICS["cluster_node_count"].dimension_sets
+        )
         assert pipeline.inputs["dimensions"] == {"ClusterName": cluster}
         assert pipeline.inputs["treatMissingData"] == "breaching"
-        (addon,) = [r for r in p.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "amazon-cloudwatch-observability"]
+        (addon,) = [
+            r for r in p.of_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "amazon-cloudwatch-observability"
+        ]
         assert addon.urn in pipeline.dependencies, "created before the agent runs, it would report a stack being built"
         assert pipeline.inputs["comparisonOperator"] == "LessThanThreshold" and pipeline.inputs["threshold"] == 1
         assert pipeline.inputs["period"] * pipeline.inputs["evaluationPeriods"] <= ALARM_MAX_EVALUATION_SECONDS
@@ -453,8 +537,10 @@ def test_two_groups_of_one_type_get_one_alarm_naming_both() -> None:
 
 # --- the rules can fail -------------------------------------------------------------------------------------------
 def test_the_query_rule_catches_a_wrong_metric_dimension_or_cluster() -> None:
-    good = ("SELECT AVG(node_gpu_utilization) FROM SCHEMA(ContainerInsights, ClusterName, InstanceId, NodeName) "
-            "WHERE ClusterName = 'c' GROUP BY NodeName")
+    good = (
+        "SELECT AVG(node_gpu_utilization) FROM SCHEMA(ContainerInsights, ClusterName, InstanceId, NodeName) "
+        "WHERE ClusterName = 'c' GROUP BY NodeName"
+    )
     assert query_problems(good, "c") == []
     assert query_problems(good.replace("node_gpu_utilization", "node_gpu_utilisation"), "c")
     assert query_problems(good.replace(", InstanceId", ""), "c")  # not a dimension set the agent publishes it under
@@ -463,15 +549,21 @@ def test_the_query_rule_catches_a_wrong_metric_dimension_or_cluster() -> None:
     assert query_problems(good.replace("ContainerInsights", "AWS/EC2"), "c")
     assert query_problems(good.replace("WHERE ClusterName = 'c'", "WHERE ClusterName = 'c' OR ClusterName = 'd'"), "c")
     two = good.replace(" GROUP BY NodeName", "")
-    assert query_problems(two.replace(", InstanceId, NodeName", ", GpuDevice, InstanceId, InstanceType, NodeName")
-                          + " AND InstanceType = 'p5.48xlarge'", "c") == []
+    assert (
+        query_problems(
+            two.replace(", InstanceId, NodeName", ", GpuDevice, InstanceId, InstanceType, NodeName")
+            + " AND InstanceType = 'p5.48xlarge'",
+            "c",
+        )
+        == []
+    )
 
 
 def test_the_dashboard_rule_catches_structure_errors(program_for: Any) -> None:
     p = program_for("p5", False)
     body = json.loads(p.one("aws:cloudwatch/dashboard:Dashboard").inputs["dashboardBody"])
     for change in (
-        lambda b: b["widgets"][1].update(x=20),                                   # off the grid
+        lambda b: b["widgets"][1].update(x=20),  # off the grid
         lambda b: b["widgets"][2].update(y=b["widgets"][1]["y"], x=b["widgets"][1]["x"]),  # overlap
         lambda b: b["widgets"][1]["properties"].update(view="line"),
         lambda b: b["widgets"][1]["properties"].update(region="eu-west-1"),
@@ -479,11 +571,14 @@ def test_the_dashboard_rule_catches_structure_errors(program_for: Any) -> None:
         lambda b: b["widgets"][-2]["properties"]["metrics"][-1][0].update(expression="gpus9 / 8"),
         # a second query in one widget (what the nodes widget once held: one per GPU group)
         lambda b: b["widgets"][1]["properties"]["metrics"].append(
-            [dict(b["widgets"][1]["properties"]["metrics"][0][0], id="again")]),
+            [dict(b["widgets"][1]["properties"]["metrics"][0][0], id="again")]
+        ),
         # alternatives with OR (not in the documented grammar)
-        lambda b: b["widgets"][1]["properties"]["metrics"][0][0].update(expression=b["widgets"][1]["properties"][
-            "metrics"][0][0]["expression"].replace("WHERE ClusterName = 'eks-training-p5'",
-                                                   "WHERE (ClusterName = 'eks-training-p5' OR ClusterName = 'x')")),
+        lambda b: b["widgets"][1]["properties"]["metrics"][0][0].update(
+            expression=b["widgets"][1]["properties"]["metrics"][0][0]["expression"].replace(
+                "WHERE ClusterName = 'eks-training-p5'", "WHERE (ClusterName = 'eks-training-p5' OR ClusterName = 'x')"
+            )
+        ),
     ):
         bad = copy.deepcopy(body)
         change(bad)
@@ -524,7 +619,9 @@ def test_a_user_taint_is_tolerated_by_the_agents() -> None:
 def test_metrics_off_removes_the_addon_dashboard_and_alarms() -> None:
     p = _with("p5", operations={"metrics": False})
     assert OBSERVABILITY_ADDON not in addons(p)
-    assert not p.of_type("aws:cloudwatch/dashboard:Dashboard") and not p.of_type("aws:cloudwatch/metricAlarm:MetricAlarm")
+    assert not p.of_type("aws:cloudwatch/dashboard:Dashboard") and not p.of_type(
+        "aws:cloudwatch/metricAlarm:MetricAlarm"
+    )
     assert "dashboardUrl" not in p.outputs
     assert NODE_MONITORING_ADDON in addons(p), "node health does not depend on the metrics"
 
@@ -535,17 +632,27 @@ def test_repair_settings_reach_the_node_group() -> None:
     p = _with("p5", nodeGroups=groups)
     (ng,) = [ng for ng in p.of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
     assert ng.inputs["nodeRepairConfig"] == {
-        "enabled": True, "maxUnhealthyNodeThresholdPercentage": 10, "maxParallelNodesRepairedCount": 1,
-        "nodeRepairConfigOverrides": [{"nodeMonitoringCondition": "AcceleratedHardwareReady",
-                                       "nodeUnhealthyReason": "DCGMError", "minRepairWaitTimeMins": 10,
-                                       "repairAction": "NoAction"}]}
+        "enabled": True,
+        "maxUnhealthyNodeThresholdPercentage": 10,
+        "maxParallelNodesRepairedCount": 1,
+        "nodeRepairConfigOverrides": [
+            {
+                "nodeMonitoringCondition": "AcceleratedHardwareReady",
+                "nodeUnhealthyReason": "DCGMError",
+                "minRepairWaitTimeMins": 10,
+                "repairAction": "NoAction",
+            }
+        ],
+    }
     groups = {n: {**g, "nodeRepair": {"enabled": False}} for n, g in cfg_groups.items()}
     (ng,) = [ng for ng in _with("p5", nodeGroups=groups).of_type("aws:eks/nodeGroup:NodeGroup") if is_gpu_group(ng)]
     assert ng.inputs["nodeRepairConfig"] == {"enabled": False}
 
 
 def test_alarm_email_gets_an_encrypted_topic_cloudwatch_can_use() -> None:
-    p = _with("p5", operations={"alarmEmail": "ops@example.com", "idleGpuAlarm": {"minutes": 45, "utilizationPercent": 2}})
+    p = _with(
+        "p5", operations={"alarmEmail": "ops@example.com", "idleGpuAlarm": {"minutes": 45, "utilizationPercent": 2}}
+    )
     topic = p.one("aws:sns/topic:Topic")
     key = p.one("aws:kms/key:Key", lambda k: k.urn in topic.deps_of("kmsMasterKeyId"))
     policy = json.loads(key.inputs["policy"])
@@ -553,8 +660,11 @@ def test_alarm_email_gets_an_encrypted_topic_cloudwatch_can_use() -> None:
     # the statement AWS documents (https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns), no condition
     # CloudWatch is not documented to meet
     assert {k: v for k, v in cw.items() if k != "Sid"} == {
-        "Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"},
-        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"], "Resource": "*"}
+        "Effect": "Allow",
+        "Principal": {"Service": "cloudwatch.amazonaws.com"},
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "Resource": "*",
+    }
     sub = p.one("aws:sns/topicSubscription:TopicSubscription")
     assert sub.inputs["protocol"] == "email" and sub.inputs["endpoint"] == "ops@example.com"
     (alarm,) = idle_alarms(p)
@@ -568,6 +678,11 @@ def test_application_signals_on_keeps_the_charts_agent_configuration_and_gives_x
     p = _with("p5", operations={"applicationSignals": True})
     config = json.loads(addons(p)[OBSERVABILITY_ADDON].inputs["configurationValues"])
     assert schema_problems(config, OBSERVABILITY_CONFIG_SCHEMA) == [] and application_signals_on(config)
-    attached = sorted(a.inputs["policyArn"] for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-                      if "cloudwatch-agent" in a.name or "-ops-agent" in a.name)
-    assert attached == sorted(f"arn:aws:iam::aws:policy/{n}" for n in (OBSERVABILITY_POLICY, APPLICATION_SIGNALS_POLICY))
+    attached = sorted(
+        a.inputs["policyArn"]
+        for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if "cloudwatch-agent" in a.name or "-ops-agent" in a.name
+    )
+    assert attached == sorted(
+        f"arn:aws:iam::aws:policy/{n}" for n in (OBSERVABILITY_POLICY, APPLICATION_SIGNALS_POLICY)
+    )

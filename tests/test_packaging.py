@@ -34,8 +34,13 @@ def _imports() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in [*(REPO / "components").rglob("*.py"), *(REPO / "stacks").rglob("*.py")]:
         tree = ast.parse(path.read_text())
-        optional = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try) and _catches_import_error(t)
-                    for b in t.body for n in ast.walk(b)}
+        optional = {
+            id(n)
+            for t in ast.walk(tree)
+            if isinstance(t, ast.Try) and _catches_import_error(t)
+            for b in t.body
+            for n in ast.walk(b)
+        }
         for node in ast.walk(tree):
             if id(node) in optional:
                 continue  # try: import x / except ImportError: an optional module, with a fallback
@@ -50,8 +55,7 @@ def _imports() -> dict[str, set[str]]:
 
 
 def _catches_import_error(t: ast.Try) -> bool:
-    names = {n.id for h in t.handlers if h.type is not None
-             for n in ast.walk(h.type) if isinstance(n, ast.Name)}
+    names = {n.id for h in t.handlers if h.type is not None for n in ast.walk(h.type) if isinstance(n, ast.Name)}
     return bool(names & {"ImportError", "ModuleNotFoundError"})
 
 
@@ -75,8 +79,11 @@ def test_every_third_party_import_is_a_declared_dependency() -> None:
 
 
 def test_the_declared_dependencies_are_pinned_in_requirements() -> None:
-    pinned = {line.split("==")[0].lower().replace("_", "-") for line in (REPO / "requirements.txt").read_text().splitlines()
-              if "==" in line and not line.startswith("#")}
+    pinned = {
+        line.split("==")[0].lower().replace("_", "-")
+        for line in (REPO / "requirements.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    }
     assert _declared() <= pinned, _declared() - pinned
 
 
@@ -91,8 +98,12 @@ def test_every_image_folder_a_preset_names_is_shipped() -> None:
     # setup.py ships every file of them, and of the box's modules, as setuptools globs its patterns (the wheel's
     # content: tests/test_installed_real.py)
     packaged = {p for pattern in SETUP.SHIPPED for p in glob.glob(pattern, root_dir=REPO, recursive=True)}
-    files = {str(p.relative_to(REPO)) for folder in (*SHIPPED, "box") for p in (REPO / folder).rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    files = {
+        str(p.relative_to(REPO))
+        for folder in (*SHIPPED, "box")
+        for p in (REPO / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     assert files - packaged == set()
 
 
@@ -129,7 +140,11 @@ COMPUTED = {
 
 
 def _program_sources() -> list[Path]:
-    return [*sorted((REPO / "components").rglob("*.py")), *sorted((REPO / "stacks").rglob("*.py")), REPO / "__main__.py"]
+    return [
+        *sorted((REPO / "components").rglob("*.py")),
+        *sorted((REPO / "stacks").rglob("*.py")),
+        REPO / "__main__.py",
+    ]
 
 
 def test_the_rewrite_gives_each_own_name_its_installed_name() -> None:

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from components.catalog import AMI_TYPES, AUTOSCALER_GPU_LABEL, EFA_ENV_COMMON, EFA_HUGEPAGES_2MI, INSTANCE_TYPES, Catalog
+from components.catalog import (
+    AMI_TYPES,
+    AUTOSCALER_GPU_LABEL,
+    EFA_ENV_COMMON,
+    EFA_HUGEPAGES_2MI,
+    INSTANCE_TYPES,
+    Catalog,
+)
 from components.naming import fit_name, k8s_name
 from components.nodeplan import (
     AUTOSCALER_TEMPLATE_PREFIX,
@@ -67,7 +74,10 @@ def test_inconsistent_efa_facts_are_refused() -> None:
 def test_interfaces_card_0_efa_then_efa_only() -> None:
     specs = interface_specs(4)
     assert [(s["network_card_index"], s["device_index"], s["interface_type"]) for s in specs] == [
-        (0, 0, "efa"), (1, 1, "efa-only"), (2, 1, "efa-only"), (3, 1, "efa-only")
+        (0, 0, "efa"),
+        (1, 1, "efa-only"),
+        (2, 1, "efa-only"),
+        (3, 1, "efa-only"),
     ]
 
 
@@ -87,14 +97,22 @@ def test_pod_fits_the_node(name: str) -> None:
 
 
 def test_sizing_type_is_the_smallest() -> None:
-    assert sizing_type([INSTANCE_TYPES["g5.48xlarge"], INSTANCE_TYPES["g6.48xlarge"]]).name in ("g5.48xlarge", "g6.48xlarge")
+    assert sizing_type([INSTANCE_TYPES["g5.48xlarge"], INSTANCE_TYPES["g6.48xlarge"]]).name in (
+        "g5.48xlarge",
+        "g6.48xlarge",
+    )
     assert sizing_type([M5, INSTANCE_TYPES["m5.large"]]).name == "m5.large"
 
 
 # ------------------------------------------------------------------------------------- scheduling
 def test_node_scheduling_labels_and_taints() -> None:
     labels, taints = node_scheduling(
-        "gpu", 8, True, {"team": "ml"}, [{"key": "dedicated", "value": "x", "effect": "NoExecute"}], accelerator="nvidia-h100"
+        "gpu",
+        8,
+        True,
+        {"team": "ml"},
+        [{"key": "dedicated", "value": "x", "effect": "NoExecute"}],
+        accelerator="nvidia-h100",
     )
     assert labels == {
         NODE_ROLE_LABEL: "gpu",
@@ -104,7 +122,12 @@ def test_node_scheduling_labels_and_taints() -> None:
         EFA_LABEL[0]: EFA_LABEL[1],
     }
     assert taints == [dict(GPU_TAINT), {"key": "dedicated", "value": "x", "effect": "NoExecute"}]
-    assert tolerations_for(taints)[0] == {"key": GPU_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    assert tolerations_for(taints)[0] == {
+        "key": GPU_TAINT["key"],
+        "operator": "Equal",
+        "value": "true",
+        "effect": "NoSchedule",
+    }
     cpu_labels, cpu_taints = node_scheduling("cpu", 0, False)
     assert cpu_labels == {NODE_ROLE_LABEL: "cpu"} and cpu_taints == []
     with pytest.raises(ValueError, match="effect"):
@@ -138,9 +161,18 @@ def test_names_fit_and_stay_distinct() -> None:
 
 # ------------------------------------------------------------------------------------------- plan
 def test_plan_of_an_efa_stack() -> None:
-    cfg = config(nodeGroups={"gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2,
-                                     "availabilityZone": "us-east-1a"}},
-                 jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodes": 2, "healthCheck": {"enforce": True}}})
+    cfg = config(
+        nodeGroups={
+            "gpu": {
+                "instanceTypes": ["p5.48xlarge"],
+                "minSize": 0,
+                "desiredSize": 2,
+                "maxSize": 2,
+                "availabilityZone": "us-east-1a",
+            }
+        },
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodes": 2, "healthCheck": {"enforce": True}}},
+    )
     plan = build_plan(cfg)
     g = plan.groups["gpu"]
     job = plan.jobs["train"]
@@ -164,30 +196,62 @@ def test_plan_without_workers() -> None:
 
 # ------------------------------------------------------------------------------------------ zones
 def test_zones_keep_pinned_groups_and_fill_up() -> None:
-    cfg = config(network={"availabilityZoneCount": 2},
-                 nodeGroups={"gpu": {"instanceTypes": ["p4d.24xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
-                                     "availabilityZone": "us-east-1d"}})
+    cfg = config(
+        network={"availabilityZoneCount": 2},
+        nodeGroups={
+            "gpu": {
+                "instanceTypes": ["p4d.24xlarge"],
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 1,
+                "availabilityZone": "us-east-1d",
+            }
+        },
+    )
     a, b, d = Zone("us-east-1a", "use1-az4"), Zone("us-east-1b", "use1-az6"), Zone("us-east-1d", "use1-az1")
     assert choose_zones(cfg, [a, b, d]) == [a, d]
     with pytest.raises(ConfigError, match="us-east-1d is not an available zone"):
         choose_zones(cfg, [a, b])
     # the same physical zone pinned by its ID
-    by_id = config(network={"availabilityZoneCount": 2},
-                   nodeGroups={"gpu": {"instanceTypes": ["p4d.24xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
-                                       "availabilityZone": "use1-az1"}})
+    by_id = config(
+        network={"availabilityZoneCount": 2},
+        nodeGroups={
+            "gpu": {
+                "instanceTypes": ["p4d.24xlarge"],
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 1,
+                "availabilityZone": "use1-az1",
+            }
+        },
+    )
     assert choose_zones(by_id, [a, b, d]) == [a, d]
 
 
 def test_zones_eks_refuses_are_never_chosen_for_the_control_plane() -> None:
     """use1-az3 is skipped when zones are chosen; pinned there, the group keeps its zone and two zones EKS
     accepts are added for the control plane."""
-    a, b, c, d = Zone("us-east-1a", "use1-az4"), Zone("us-east-1b", "use1-az6"), Zone("us-east-1c", "use1-az3"), Zone("us-east-1d", "use1-az1")
+    a, b, c, d = (
+        Zone("us-east-1a", "use1-az4"),
+        Zone("us-east-1b", "use1-az6"),
+        Zone("us-east-1c", "use1-az3"),
+        Zone("us-east-1d", "use1-az1"),
+    )
     three = config(network={"availabilityZoneCount": 3})
     assert choose_zones(three, [a, b, c, d]) == [a, b, d]
     assert not c.control_plane and all(z.control_plane for z in (a, b, d))
-    pinned = config(network={"availabilityZoneCount": 2},
-                    nodeGroups={"gpu": {"instanceTypes": ["p4d.24xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
-                                        "availabilityZone": "us-east-1c"}})
+    pinned = config(
+        network={"availabilityZoneCount": 2},
+        nodeGroups={
+            "gpu": {
+                "instanceTypes": ["p4d.24xlarge"],
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 1,
+                "availabilityZone": "us-east-1c",
+            }
+        },
+    )
     chosen = choose_zones(pinned, [a, b, c, d])
     assert chosen == [a, b, c] and control_plane_zones(chosen) == [a, b]
     with pytest.raises(ConfigError, match="zones EKS supports"):
@@ -197,34 +261,58 @@ def test_zones_eks_refuses_are_never_chosen_for_the_control_plane() -> None:
 # ------------------------------------------------------------------------------------ config rules
 def test_inconsistent_user_facts_name_the_instance_facts_key() -> None:
     found = problems(
-        instanceFacts={"x9.large": {"vcpus": 8, "memoryMib": 32768, "maxEfaInterfaces": 2, "networkCards": 1, "source": "EC2 API"}},
-        nodeGroups={"x": {"instanceTypes": ["x9.large"], "minSize": 0, "desiredSize": 0, "maxSize": 1,
-                          "availabilityZone": "us-east-1a"}},
+        instanceFacts={
+            "x9.large": {"vcpus": 8, "memoryMib": 32768, "maxEfaInterfaces": 2, "networkCards": 1, "source": "EC2 API"}
+        },
+        nodeGroups={
+            "x": {
+                "instanceTypes": ["x9.large"],
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 1,
+                "availabilityZone": "us-east-1a",
+            }
+        },
     )
-    assert any(p.startswith("eks-training:instanceFacts.x9.large.maxEfaInterfaces: 2 != eks-training:instanceFacts.x9.large.networkCards (1)") for p in found), found
+    assert any(
+        p.startswith(
+            "eks-training:instanceFacts.x9.large.maxEfaInterfaces: 2 != eks-training:instanceFacts.x9.large.networkCards (1)"
+        )
+        for p in found
+    ), found
 
 
 def test_a_failed_group_is_not_reported_again_as_missing() -> None:
-    found = problems(nodeGroups={"h100": {"instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 0, "maxSize": 1}},
-                     jobs={"train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "h100"}})
+    found = problems(
+        nodeGroups={"h100": {"instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 0, "maxSize": 1}},
+        jobs={"train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "h100"}},
+    )
     assert all("eks-training:jobs." not in p for p in found), found
     assert any("nodeGroups.h100.instanceType: unknown key" in p for p in found)
 
 
 def test_unset_max_workers_is_not_blamed() -> None:
-    found = problems(nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
-                     jobs={"train": {"kind": "pytorch", "script": "t.py", "nodes": 4}})
-    assert found == ["eks-training:jobs.train.nodes: 4 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; "
-                     "raise maxSize or lower nodes"], found
+    found = problems(
+        nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
+        jobs={"train": {"kind": "pytorch", "script": "t.py", "nodes": 4}},
+    )
+    assert found == [
+        "eks-training:jobs.train.nodes: 4 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; "
+        "raise maxSize or lower nodes"
+    ], found
 
 
 def test_jobs_are_ordered_after_what_they_wait_for() -> None:
     from stacks.plan import job_order
 
-    cfg = config(nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
-                 jobs={"c": {"kind": "command", "command": ["x"], "after": ["b"]},
-                       "b": {"kind": "command", "command": ["x"], "after": ["a"]},
-                       "a": {"kind": "command", "command": ["x"]}})
+    cfg = config(
+        nodeGroups={"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 2}},
+        jobs={
+            "c": {"kind": "command", "command": ["x"], "after": ["b"]},
+            "b": {"kind": "command", "command": ["x"], "after": ["a"]},
+            "a": {"kind": "command", "command": ["x"]},
+        },
+    )
     assert job_order(cfg.jobs) == ["a", "b", "c"] and list(build_plan(cfg).jobs) == ["a", "b", "c"]
 
 
@@ -248,8 +336,10 @@ def test_system_group_jobs_request_a_quarter_of_a_node() -> None:
 
 
 def test_catalog_lookups_use_user_facts() -> None:
-    cfg = config(instanceFacts={"x9.large": {"vcpus": 8, "memoryMib": 32768, "source": "EC2 API"}},
-                 nodeGroups={"x": {"instanceTypes": ["x9.large"], "minSize": 0, "desiredSize": 0, "maxSize": 1}})
+    cfg = config(
+        instanceFacts={"x9.large": {"vcpus": 8, "memoryMib": 32768, "source": "EC2 API"}},
+        nodeGroups={"x": {"instanceTypes": ["x9.large"], "minSize": 0, "desiredSize": 0, "maxSize": 1}},
+    )
     assert isinstance(cfg.catalog, Catalog) and cfg.instance("x9.large").user_supplied
     assert build_plan(cfg).groups["x"].profile.instance.name == "x9.large"
 
@@ -305,7 +395,10 @@ def test_fsx_follows_the_zone_of_the_jobs_groups_and_its_efa_clients() -> None:
 
 
 def test_fsx_zone_is_that_of_every_pinned_group_whose_jobs_mount_it() -> None:
-    groups = {"a": _grp(["p4d.24xlarge"], availabilityZone="us-east-1a"), "b": _grp(["p4d.24xlarge"], availabilityZone="us-east-1b")}
+    groups = {
+        "a": _grp(["p4d.24xlarge"], availabilityZone="us-east-1a"),
+        "b": _grp(["p4d.24xlarge"], availabilityZone="us-east-1b"),
+    }
     jobs = {"train": {**TRAIN, "nodeGroup": "a"}, "tune": {**TRAIN, "nodeGroup": "b"}}
     found = problems(nodeGroups=groups, jobs=jobs, storage={"backend": "fsx"})
     assert found == [
@@ -315,11 +408,16 @@ def test_fsx_zone_is_that_of_every_pinned_group_whose_jobs_mount_it() -> None:
         "efs (a mount target in every zone)"
     ], found
     # the same groups with jobs on one of them: the file system follows it (the idle group does not decide)
-    plan = build_plan(config(nodeGroups=groups, jobs={"train": {**TRAIN, "nodeGroup": "b"}}, storage={"backend": "fsx"}))
+    plan = build_plan(
+        config(nodeGroups=groups, jobs={"train": {**TRAIN, "nodeGroup": "b"}}, storage={"backend": "fsx"})
+    )
     assert plan.storage.zone == "us-east-1b" and plan.storage.client_groups == ("b",)
     # an explicit zone may only repeat it
-    wrong = problems(nodeGroups=groups, jobs={"train": {**TRAIN, "nodeGroup": "b"}},
-                     storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}})
+    wrong = problems(
+        nodeGroups=groups,
+        jobs={"train": {**TRAIN, "nodeGroup": "b"}},
+        storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}},
+    )
     assert len(wrong) == 1 and wrong[0].startswith(
         "eks-training:storage.fsx.availabilityZone: us-east-1a is not where the jobs that mount the file system run "
         "(eks-training:nodeGroups.b.availabilityZone is us-east-1b: job train)"
@@ -331,8 +429,14 @@ def test_datasets_in_the_linked_s3_prefix_are_imported_not_staged() -> None:
         config(
             nodeGroups={"gpu": _grp(["p5.48xlarge"], availabilityZone="us-east-1c")},
             datasets={"cifar10": {}, "imagenet": {"source": "s3://team-data/datasets/imagenet/"}},
-            jobs={"train": {**TRAIN, "nodeGroup": "gpu", "dataset": "imagenet"}, "eval": {**TRAIN, "nodeGroup": "gpu", "dataset": "cifar10"}},
-            storage={"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://team-data/datasets/", "fileSystemPath": "/in"}}},
+            jobs={
+                "train": {**TRAIN, "nodeGroup": "gpu", "dataset": "imagenet"},
+                "eval": {**TRAIN, "nodeGroup": "gpu", "dataset": "cifar10"},
+            },
+            storage={
+                "backend": "fsx",
+                "fsx": {"dataRepository": {"s3Path": "s3://team-data/datasets/", "fileSystemPath": "/in"}},
+            },
         )
     )
     imagenet, cifar = plan.datasets["imagenet"], plan.datasets["cifar10"]
@@ -342,18 +446,35 @@ def test_datasets_in_the_linked_s3_prefix_are_imported_not_staged() -> None:
 
 
 def test_fsx_zone_from_the_key_or_the_only_pinned_group() -> None:
-    explicit = build_plan(config(nodeGroups={"cpu": _grp(["m5.xlarge"])}, storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1b"}}))
+    explicit = build_plan(
+        config(
+            nodeGroups={"cpu": _grp(["m5.xlarge"])},
+            storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1b"}},
+        )
+    )
     assert explicit.storage.zone == "us-east-1b" and explicit.storage.client_groups == ()
     assert explicit.storage.zone_key == "eks-training:storage.fsx.availabilityZone"
-    only = build_plan(config(nodeGroups={"gpu": _grp(["p4d.24xlarge"], availabilityZone="us-east-1d"), "cpu": _grp(["m5.xlarge"])},
-                             storage={"backend": "fsx"}))
+    only = build_plan(
+        config(
+            nodeGroups={"gpu": _grp(["p4d.24xlarge"], availabilityZone="us-east-1d"), "cpu": _grp(["m5.xlarge"])},
+            storage={"backend": "fsx"},
+        )
+    )
     assert only.storage.zone == "us-east-1d" and only.storage.efa_client_groups == ("gpu",)
 
 
 def test_fsx_zone_joins_the_vpc_zones() -> None:
-    cfg = config(network={"availabilityZoneCount": 2}, nodeGroups={"cpu": _grp(["m5.xlarge"])},
-                 storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1d"}})
-    a, b, c, d = Zone("us-east-1a", "use1-az6"), Zone("us-east-1b", "use1-az1"), Zone("us-east-1c", "use1-az2"), Zone("us-east-1d", "use1-az4")
+    cfg = config(
+        network={"availabilityZoneCount": 2},
+        nodeGroups={"cpu": _grp(["m5.xlarge"])},
+        storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1d"}},
+    )
+    a, b, c, d = (
+        Zone("us-east-1a", "use1-az6"),
+        Zone("us-east-1b", "use1-az1"),
+        Zone("us-east-1c", "use1-az2"),
+        Zone("us-east-1d", "use1-az4"),
+    )
     assert choose_zones(cfg, [a, b, c, d]) == [a, d]
     with pytest.raises(ConfigError, match="storage.fsx.availabilityZone: us-east-1d is not an available zone"):
         choose_zones(cfg, [a, b])
@@ -371,11 +492,17 @@ def test_fsx_in_an_existing_vpc_uses_a_subnet() -> None:
         )
     )
     assert plan.storage.subnet_id == subnets[1] and plan.storage.zone is None
-    wrong = problems(existingVpc=vpc, nodeGroups={"cpu": _grp(["m5.xlarge"])},
-                     storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}})
+    wrong = problems(
+        existingVpc=vpc,
+        nodeGroups={"cpu": _grp(["m5.xlarge"])},
+        storage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}},
+    )
     assert any("storage.fsx.availabilityZone: with existingVpc place the file system with subnetId" in p for p in wrong)
-    outside = problems(existingVpc=vpc, nodeGroups={"cpu": _grp(["m5.xlarge"])},
-                       storage={"backend": "fsx", "fsx": {"subnetId": "subnet-0eee5555ffff66667"}})
+    outside = problems(
+        existingVpc=vpc,
+        nodeGroups={"cpu": _grp(["m5.xlarge"])},
+        storage={"backend": "fsx", "fsx": {"subnetId": "subnet-0eee5555ffff66667"}},
+    )
     assert any("subnet-0eee5555ffff66667 is not one of eks-training:existingVpc.privateSubnetIds" in p for p in outside)
 
 
@@ -384,11 +511,24 @@ def test_data_repository_paths() -> None:
 
     created = DataRepositoryConfig.model_validate({"exportPath": "/runs"})
     assert (created.bucket, created.import_prefix, created.export_s3_prefix) == (None, "datasets/", "runs/")
-    named = DataRepositoryConfig.model_validate({"s3Path": "s3://my-data.example/imagenet/v1/", "exportPath": "/out/ckpt", "exportPrefix": "ckpt/"})
+    named = DataRepositoryConfig.model_validate(
+        {"s3Path": "s3://my-data.example/imagenet/v1/", "exportPath": "/out/ckpt", "exportPrefix": "ckpt/"}
+    )
     assert (named.bucket, named.import_prefix, named.export_s3_prefix) == ("my-data.example", "imagenet/v1/", "ckpt/")
-    overlap = problems(nodeGroups={"cpu": _grp(["m5.xlarge"])}, storage={"backend": "fsx", "fsx": {
-        "availabilityZone": "us-east-1a", "dataRepository": {"exportPath": "/runs", "exportPrefix": "datasets/x/"}}})
-    assert any("storage.fsx.dataRepository.exportPrefix: datasets/x/ overlaps the import prefix datasets/" in p for p in overlap)
+    overlap = problems(
+        nodeGroups={"cpu": _grp(["m5.xlarge"])},
+        storage={
+            "backend": "fsx",
+            "fsx": {
+                "availabilityZone": "us-east-1a",
+                "dataRepository": {"exportPath": "/runs", "exportPrefix": "datasets/x/"},
+            },
+        },
+    )
+    assert any(
+        "storage.fsx.dataRepository.exportPrefix: datasets/x/ overlaps the import prefix datasets/" in p
+        for p in overlap
+    )
 
 
 # ------------------------------------------------------------------------------------------------ costs
@@ -398,7 +538,11 @@ def test_fsx_capacity_is_priced_in_running_and_idle_and_efs_is_not() -> None:
 
     groups = {"gpu": _grp(["p4d.24xlarge"], availabilityZone="us-east-1a")}
     efs = estimate(build_plan(config(nodeGroups=groups)))
-    fsx_plan = build_plan(config(nodeGroups=groups, storage={"backend": "fsx", "fsx": {"storageCapacityGib": 4800, "throughputPerTib": 1000}}))
+    fsx_plan = build_plan(
+        config(
+            nodeGroups=groups, storage={"backend": "fsx", "fsx": {"storageCapacityGib": 4800, "throughputPerTib": 1000}}
+        )
+    )
     fsx = estimate(fsx_plan)
     hourly = 4800 * FSX_LUSTRE_PRICES[1000].usd / HOURS_PER_MONTH
     assert efs.storage == 0.0 and fsx.storage == round(hourly, 3)
@@ -409,13 +553,33 @@ def test_fsx_capacity_is_priced_in_running_and_idle_and_efs_is_not() -> None:
 
 
 def test_spot_groups_default_to_no_efa_and_spread_over_zones() -> None:
-    cfg = config(nodeGroups={
-        "spot": {"instanceTypes": ["p5.48xlarge"], "capacityType": "SPOT", "minSize": 0, "desiredSize": 0, "maxSize": 2},
-        "asked": {"instanceTypes": ["p5.48xlarge"], "capacityType": "SPOT", "efa": True, "availabilityZone": "us-east-1a",
-                  "minSize": 0, "desiredSize": 0, "maxSize": 2},
-        "ondemand": {"instanceTypes": ["p5.48xlarge"], "availabilityZone": "us-east-1a", "minSize": 0, "desiredSize": 0,
-                     "maxSize": 2},
-    })
+    cfg = config(
+        nodeGroups={
+            "spot": {
+                "instanceTypes": ["p5.48xlarge"],
+                "capacityType": "SPOT",
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 2,
+            },
+            "asked": {
+                "instanceTypes": ["p5.48xlarge"],
+                "capacityType": "SPOT",
+                "efa": True,
+                "availabilityZone": "us-east-1a",
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 2,
+            },
+            "ondemand": {
+                "instanceTypes": ["p5.48xlarge"],
+                "availabilityZone": "us-east-1a",
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 2,
+            },
+        }
+    )
     plan = build_plan(cfg)
     assert plan.groups["spot"].efa is None and not plan.groups["spot"].single_zone
     assert plan.groups["spot"].placement()["efa_devices"] == 0
@@ -439,7 +603,9 @@ def test_spot_is_priced_as_spot_and_labelled() -> None:
     assumed = gpu_line({**base, "capacityType": "SPOT"})
     assert DEFAULT_SPOT_DISCOUNT.fraction == 0.5
     assert assumed.running == pytest.approx(2 * (G6.price_per_hour * 0.5 + disk))
-    assert assumed.basis.startswith("Spot, estimated at 50% off On-Demand (an assumption, set nodeGroups.gpu.spotDiscount")
+    assert assumed.basis.startswith(
+        "Spot, estimated at 50% off On-Demand (an assumption, set nodeGroups.gpu.spotDiscount"
+    )
     configured = gpu_line({**base, "capacityType": "SPOT", "spotDiscount": 0.7})
     assert configured.running == pytest.approx(2 * (G6.price_per_hour * 0.3 + disk))
     assert configured.basis == "Spot, estimated at 70% off On-Demand (nodeGroups.gpu.spotDiscount)"
@@ -449,9 +615,20 @@ def test_capacity_block_instances_are_prepaid() -> None:
     from components.catalog import HOURS_PER_MONTH, SERVICE_PRICES
     from stacks.costs import estimate
 
-    cfg = config(nodeGroups={"gpu": {"instanceTypes": ["p5.48xlarge"], "capacityType": "CAPACITY_BLOCK",
-                                     "capacityReservationId": "cr-0123456789abcdef0", "availabilityZone": "us-east-1a",
-                                     "minSize": 0, "desiredSize": 2, "maxSize": 2, "diskSizeGib": 500}})
+    cfg = config(
+        nodeGroups={
+            "gpu": {
+                "instanceTypes": ["p5.48xlarge"],
+                "capacityType": "CAPACITY_BLOCK",
+                "capacityReservationId": "cr-0123456789abcdef0",
+                "availabilityZone": "us-east-1a",
+                "minSize": 0,
+                "desiredSize": 2,
+                "maxSize": 2,
+                "diskSizeGib": 500,
+            }
+        }
+    )
     line = next(c for c in estimate(build_plan(cfg)).lines if c.what.startswith("nodeGroups.gpu:"))
     assert line.running == pytest.approx(2 * 500 * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH)
     assert "paid up front with the block" in line.basis
@@ -466,7 +643,9 @@ def test_capacity_block_instances_are_prepaid() -> None:
     ],
 )
 def test_bad_spot_discounts(group: dict[str, Any], fragment: str) -> None:
-    found = problems(nodeGroups={"gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1, **group}})
+    found = problems(
+        nodeGroups={"gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1, **group}}
+    )
     assert len(found) == 1 and fragment in found[0], found
 
 
@@ -487,12 +666,16 @@ def test_jobs_waiting_for_a_group_include_the_jobs_after_them() -> None:
     from stacks.plan import jobs_waiting_for
 
     cfg = config(
-        nodeGroups={"gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1},
-                    "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}},
-        jobs={"prep": {"kind": "command", "command": ["true"], "nodeGroup": "cpu"},
-              "train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "gpu", "after": ["prep"]},
-              "evaluate": {"kind": "command", "command": ["true"], "nodeGroup": "system", "after": ["train"]},
-              "report": {"kind": "command", "command": ["true"], "nodeGroup": "cpu", "after": ["prep"]}},
+        nodeGroups={
+            "gpu": {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1},
+            "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1},
+        },
+        jobs={
+            "prep": {"kind": "command", "command": ["true"], "nodeGroup": "cpu"},
+            "train": {"kind": "pytorch", "script": "t.py", "nodeGroup": "gpu", "after": ["prep"]},
+            "evaluate": {"kind": "command", "command": ["true"], "nodeGroup": "system", "after": ["train"]},
+            "report": {"kind": "command", "command": ["true"], "nodeGroup": "cpu", "after": ["prep"]},
+        },
     )
     plan = build_plan(cfg)
     assert jobs_waiting_for(plan, {"gpu"}) == ["train", "evaluate"]
@@ -506,6 +689,7 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
     variable train.py reads), from the GPU catalog; a CPU group, a GPU without a published peak (A10G) and a group
     mixing GPU models get none."""
     import sys
+
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
     import train  # noqa: E402
     from components.catalog import INSTANCE_TYPES
@@ -516,20 +700,44 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
         g = GPU_MODELS[model or ""]
         assert (g.peak_fp16_tflops is None) == (model == "NVIDIA A10G"), model
         assert (g.peak_source is None) == (g.peak_fp16_tflops is None), model
-    cases = {"p5.48xlarge": 989.5e12, "p4d.24xlarge": 312e12, "p3.2xlarge": 125e12, "g6.xlarge": 121e12,
-             "p6-b200.48xlarge": 2250e12, "g5.xlarge": None, "c5.4xlarge": None}
+    cases = {
+        "p5.48xlarge": 989.5e12,
+        "p4d.24xlarge": 312e12,
+        "p3.2xlarge": 125e12,
+        "g6.xlarge": 121e12,
+        "p6-b200.48xlarge": 2250e12,
+        "g5.xlarge": None,
+        "c5.4xlarge": None,
+    }
     for instance_type, peak in cases.items():
-        cfg = config(nodeGroups={"w": {"instanceTypes": [instance_type], "minSize": 0, "desiredSize": 1, "maxSize": 1,
-                                       "efa": False}},
-                     jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}})
+        cfg = config(
+            nodeGroups={
+                "w": {"instanceTypes": [instance_type], "minSize": 0, "desiredSize": 1, "maxSize": 1, "efa": False}
+            },
+            jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}},
+        )
         env = build_plan(cfg).jobs["train"].placement.get("env") or {}
         if peak is None:
             assert variable not in env, instance_type
         else:
             assert float(env[variable]) == peak, instance_type
-            found = train.flops_metrics([{"images": 10, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1],
-                                          "batch_size": 10}], 1e12, float(env[variable]))
+            found = train.flops_metrics(
+                [{"images": 10, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1], "batch_size": 10}],
+                1e12,
+                float(env[variable]),
+            )
             assert found["mfu"] == pytest.approx(10 * 1e12 / peak, abs=1e-4) and found["mfu_note"] is None
-    mixed = config(nodeGroups={"w": {"instanceTypes": ["p4d.24xlarge", "p5.48xlarge"], "minSize": 0, "desiredSize": 1,
-                                     "maxSize": 1, "efa": False, "capacityType": "SPOT"}}, jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}})
+    mixed = config(
+        nodeGroups={
+            "w": {
+                "instanceTypes": ["p4d.24xlarge", "p5.48xlarge"],
+                "minSize": 0,
+                "desiredSize": 1,
+                "maxSize": 1,
+                "efa": False,
+                "capacityType": "SPOT",
+            }
+        },
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}},
+    )
     assert variable not in (build_plan(mixed).jobs["train"].placement.get("env") or {})

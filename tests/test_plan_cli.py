@@ -26,8 +26,10 @@ from tests.config_support import stack_report
 from tests.harness import REPO, stack_names
 
 STACKS = stack_names()
-MAINS: dict[str, Callable[[Optional[Sequence[str]]], int]] = {"stacks.plan": plan_main,
-                                                               "stacks.preflight": preflight_main}
+MAINS: dict[str, Callable[[Optional[Sequence[str]]], int]] = {
+    "stacks.plan": plan_main,
+    "stacks.preflight": preflight_main,
+}
 
 
 def offline_env(home: Path) -> dict[str, str]:
@@ -46,7 +48,12 @@ def offline_env(home: Path) -> dict[str, str]:
 def run(module: str, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
     """``python -m <module> <args>`` as a user runs it, in the offline environment."""
     return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=REPO, env=offline_env(home), capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", module, *args],
+        cwd=REPO,
+        env=offline_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -69,8 +76,11 @@ def call(module: str, *args: str, home: Path) -> subprocess.CompletedProcess[str
 def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool], subprocess.CompletedProcess[str]]:
     """Every preset's plan, as text and as JSON."""
     home = tmp_path_factory.mktemp("home")
-    return {(s, j): call("stacks.plan", "--stack", s, *(["--json"] if j else []), home=home)
-            for s in STACKS for j in (False, True)}
+    return {
+        (s, j): call("stacks.plan", "--stack", s, *(["--json"] if j else []), home=home)
+        for s in STACKS
+        for j in (False, True)
+    }
 
 
 @pytest.mark.unit
@@ -110,7 +120,13 @@ def _stack_file(tmp_path: Path, config: dict[str, Any]) -> Path:
 
 GROUPS = {
     "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2},
-    "h100": {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2, "availabilityZone": "us-west-2a"},
+    "h100": {
+        "instanceTypes": ["p5.48xlarge"],
+        "minSize": 0,
+        "desiredSize": 2,
+        "maxSize": 2,
+        "availabilityZone": "us-west-2a",
+    },
 }
 TRAIN = {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "h100", "nodes": 2}
 
@@ -118,8 +134,16 @@ TRAIN = {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "h100", "nod
 BAD = [
     (
         "misspelt instanceTypes in the group a job runs on",
-        {"nodeGroups": {**GROUPS, "h100": {**{k: v for k, v in GROUPS["h100"].items() if k != "instanceTypes"},
-                                           "instanceType": "p5.48xlarge"}}, "jobs": {"train": TRAIN}},
+        {
+            "nodeGroups": {
+                **GROUPS,
+                "h100": {
+                    **{k: v for k, v in GROUPS["h100"].items() if k != "instanceTypes"},
+                    "instanceType": "p5.48xlarge",
+                },
+            },
+            "jobs": {"train": TRAIN},
+        },
         "eks-training:nodeGroups.h100.instanceType: unknown key; did you mean instanceTypes (a required key, not set)? "
         "Rename it",
     ),
@@ -131,7 +155,10 @@ BAD = [
     ),
     (
         "bytes/s written as GB/s",
-        {"nodeGroups": GROUPS, "jobs": {"train": {**TRAIN, "healthCheck": {"enforce": True, "minBusBandwidthGBps": 3.5e11}}}},
+        {
+            "nodeGroups": GROUPS,
+            "jobs": {"train": {**TRAIN, "healthCheck": {"enforce": True, "minBusBandwidthGBps": 3.5e11}}},
+        },
         "eks-training:jobs.train.healthCheck.minBusBandwidthGBps: 3.5e+11 GB/s is above the 750 GB/s an all-reduce",
     ),
     (
@@ -168,13 +195,17 @@ def test_preflight_of_a_good_stack_does_reach_for_aws(tmp_path: Path) -> None:
     planned = call("stacks.plan", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert planned.returncode == 0 and "region us-west-2" in planned.stdout
     assert "the stack is in us-west-2, where prices differ" in planned.stdout
-    assert ("note: us-east-1 list prices (instances: On-Demand as published on 2026-07-20, components/catalog/instances.py; "
-            "EKS, NAT, EBS, KMS, FSx: components/catalog/prices.py)") in planned.stdout
+    assert (
+        "note: us-east-1 list prices (instances: On-Demand as published on 2026-07-20, components/catalog/instances.py; "
+        "EKS, NAT, EBS, KMS, FSx: components/catalog/prices.py)"
+    ) in planned.stdout
 
 
 @pytest.mark.unit
 def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
-    done = call("stacks.plan", "--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml"), home=tmp_path)
+    done = call(
+        "stacks.plan", "--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml"), home=tmp_path
+    )
     assert done.returncode == 2 and "error: cannot read" in done.stderr
 
 
@@ -197,15 +228,22 @@ def test_the_commands_as_a_user_runs_them(tmp_path: Path) -> None:
     assert [done.returncode for done in ran] == [0, 0, 2, 2, 1, 2], [done.stderr for done in ran]
     for case, done in zip(cases, ran, strict=True):
         expected = call(*case, home=tmp_path)
-        assert (done.returncode, done.stdout, done.stderr) == (expected.returncode, expected.stdout, expected.stderr), case
+        assert (done.returncode, done.stdout, done.stderr) == (expected.returncode, expected.stdout, expected.stderr), (
+            case
+        )
 
 
 @pytest.mark.real
 def test_a_reader_that_stops_early_ends_the_plan_quietly(tmp_path: Path) -> None:
     """``python -m stacks.plan --stack dev | head``: the pipe closes before the plan is written; the command ends
     with 141 (128 + SIGPIPE, as Unix tools do) and no BrokenPipeError traceback (issue 19, finding 6)."""
-    proc = subprocess.Popen([sys.executable, "-m", "stacks.plan", "--stack", "dev"], cwd=REPO, env=offline_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stacks.plan", "--stack", "dev"],
+        cwd=REPO,
+        env=offline_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before anything is written
     err = proc.stderr.read().decode()

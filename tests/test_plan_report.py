@@ -32,7 +32,11 @@ def test_node_groups_are_what_the_program_registers(program_for, stack: str) -> 
         ng = registered[g["name"]]
         scaling = ng.inputs["scalingConfig"]
         assert ng.inputs["instanceTypes"] == g["instanceTypes"], g["name"]
-        assert (scaling["minSize"], scaling["desiredSize"], scaling["maxSize"]) == (g["minSize"], g["desiredSize"], g["maxSize"])
+        assert (scaling["minSize"], scaling["desiredSize"], scaling["maxSize"]) == (
+            g["minSize"],
+            g["desiredSize"],
+            g["maxSize"],
+        )
         assert ng.inputs["capacityType"] == g["capacityType"] and ng.inputs["amiType"] == g["amiType"]
         lt = _launch_template(p, ng)
         assert len(lt.inputs.get("networkInterfaces") or []) == g["efaInterfacesPerNode"]
@@ -50,7 +54,11 @@ def _pod(p: Program, job: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str
         mpi = p.one("kubernetes:kubeflow.org/v2beta1:MPIJob", lambda r: r.inputs["metadata"]["name"] == job["name"])
         worker = mpi.inputs["spec"]["mpiReplicaSpecs"]["Worker"]
         (c,) = worker["template"]["spec"]["containers"]
-        return int(worker["replicas"]), c["resources"]["requests"], {e["name"]: e.get("value") for e in c.get("env", [])}
+        return (
+            int(worker["replicas"]),
+            c["resources"]["requests"],
+            {e["name"]: e.get("value") for e in c.get("env", [])},
+        )
     k8s_job = p.one("kubernetes:batch/v1:Job", lambda r: r.inputs["metadata"]["name"] == job["name"])
     (c,) = k8s_job.inputs["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in c.get("env", [])}
@@ -104,12 +112,19 @@ def test_storage_is_what_the_program_registers(program_for, stack: str) -> None:
     p: Program = program_for(stack, False)
     st = stack_report(stack)["storage"]
     fsx = p.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
-    assert (st["backend"] == "fsx") == bool(fsx) and (st["backend"] == "efs") == bool(p.of_type("aws:efs/fileSystem:FileSystem"))
+    assert (st["backend"] == "fsx") == bool(fsx) and (st["backend"] == "efs") == bool(
+        p.of_type("aws:efs/fileSystem:FileSystem")
+    )
     if fsx:
         (fs,) = fsx
-        assert (fs.inputs["storageCapacity"], fs.inputs["perUnitStorageThroughput"]) == (st["capacityGib"], st["throughputPerTib"])
+        assert (fs.inputs["storageCapacity"], fs.inputs["perUnitStorageThroughput"]) == (
+            st["capacityGib"],
+            st["throughputPerTib"],
+        )
         sid = fs.inputs["subnetIds"]
-        (subnet,) = [s for s in p.of_type("aws:ec2/subnet:Subnet") if s.id == (sid[0] if isinstance(sid, list) else sid)]
+        (subnet,) = [
+            s for s in p.of_type("aws:ec2/subnet:Subnet") if s.id == (sid[0] if isinstance(sid, list) else sid)
+        ]
         assert subnet.inputs["availabilityZone"] == st["zone"]
 
 
@@ -117,11 +132,22 @@ def test_the_text_names_every_group_job_and_total() -> None:
     r = stack_report("p5")
     text = render(r)
     for g in r["nodeGroups"]:
-        assert f"  {g['name']:<12} {', '.join(g['instanceTypes'])}: min {g['minSize']} / desired {g['desiredSize']}" in text
-    assert "1. train (pytorch) on gpu: 2 node(s) (1-2 elastic) x 8 process(es); per pod 8 GPU(s), 32 EFA interface(s)" in text
-    assert ("2. evaluate (command) on system: 1 node(s) x 1 process (the command; PROCS_PER_NODE=1 in its environment)"
-            in text and "after train" in text)
-    assert f"estimated cost: running ${r['cost']['runningPerHour']:.3f}/h, idle ${r['cost']['idlePerHour']:.3f}/h" in text
+        assert (
+            f"  {g['name']:<12} {', '.join(g['instanceTypes'])}: min {g['minSize']} / desired {g['desiredSize']}"
+            in text
+        )
+    assert (
+        "1. train (pytorch) on gpu: 2 node(s) (1-2 elastic) x 8 process(es); per pod 8 GPU(s), 32 EFA interface(s)"
+        in text
+    )
+    assert (
+        "2. evaluate (command) on system: 1 node(s) x 1 process (the command; PROCS_PER_NODE=1 in its environment)"
+        in text
+        and "after train" in text
+    )
+    assert (
+        f"estimated cost: running ${r['cost']['runningPerHour']:.3f}/h, idle ${r['cost']['idlePerHour']:.3f}/h" in text
+    )
 
 
 def test_side_by_side_jobs_share_a_step() -> None:

@@ -50,7 +50,11 @@ def containers(p: Program) -> Iterator[tuple[Registration, str, dict[str, Any], 
 def test_every_kind_that_runs_pods_is_covered() -> None:
     """Control: the stacks register each kind this test reads, and nothing else that runs pods."""
     kinds = {r.type for s in STACKS for r in run_program(s).registrations}
-    assert {"kubernetes:apps/v1:Deployment", "kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob"} <= kinds
+    assert {
+        "kubernetes:apps/v1:Deployment",
+        "kubernetes:batch/v1:Job",
+        "kubernetes:kubeflow.org/v2beta1:MPIJob",
+    } <= kinds
     runs_pods = {k for k in kinds if k.rsplit(":", 1)[-1] in ("Pod", "ReplicaSet", "CronJob", "ReplicationController")}
     assert not runs_pods
 
@@ -68,7 +72,8 @@ def test_every_image_is_pinned_by_digest_or_built_by_the_stack(program_for, stac
         if contains_unknown(image):
             assert preview, f"{r.name}: an unknown image outside a preview"
             assert builds & set(r.dependencies + [u for d in r.property_dependencies.values() for u in d]), (
-                f"{r.name}/{c['name']}: an image unknown at preview comes from a build of this stack")
+                f"{r.name}/{c['name']}: an image unknown at preview comes from a build of this stack"
+            )
             continue
         assert DIGEST.match(image), f"{r.name}/{c['name']}: {image} is not pinned by digest"
         if not preview and "dkr.ecr" in image:
@@ -143,7 +148,10 @@ def test_every_container_runs_unprivileged(program_for, stack: str) -> None:
         where = f"{r.name}/{role}/{c['name']}"
         ctx = c["securityContext"]
         assert ctx["allowPrivilegeEscalation"] is False, where
-        root = next((caps for (suffix, name), caps in ROOT_CONTAINERS.items() if r.name.endswith(suffix) and c["name"] == name), None)
+        root = next(
+            (caps for (suffix, name), caps in ROOT_CONTAINERS.items() if r.name.endswith(suffix) and c["name"] == name),
+            None,
+        )
         if root is not None:
             assert ctx["capabilities"] == {"drop": ["ALL"], "add": root}, where
             assert ctx["readOnlyRootFilesystem"] is True and not ctx.get("privileged"), where
@@ -177,15 +185,22 @@ def test_root_file_systems_are_read_only_with_writable_scratch(program_for, stac
         env = {e["name"]: e.get("value") for e in c.get("env") or []}
         writable = [path for path, m in mounts.items() if not m.get("readOnly") and "emptyDir" in volumes[m["name"]]]
         if "HOME" in env:
-            assert any(env["HOME"] == w or env["HOME"].startswith(w + "/") for w in writable), f"{where}: HOME is not writable"
+            assert any(env["HOME"] == w or env["HOME"].startswith(w + "/") for w in writable), (
+                f"{where}: HOME is not writable"
+            )
         if c["name"] in ("worker", "launcher", "fetch-code", "stage", "tensorboard"):
             assert "/tmp" in writable, f"{where}: no writable /tmp"
         if c["name"] == "etcd":
             # its data folder is on a writable volume: the shared claim (it survives etcd's rescheduling)
             data = next(a.split("=", 1)[1] for a in c["args"] if a.startswith("--data-dir="))
-            persistent = [path for path, m in mounts.items()
-                          if not m.get("readOnly") and "persistentVolumeClaim" in volumes[m["name"]]]
-            assert any(data.startswith(p + "/") for p in persistent), f"{where}: etcd's data folder is not on the shared claim"
+            persistent = [
+                path
+                for path, m in mounts.items()
+                if not m.get("readOnly") and "persistentVolumeClaim" in volumes[m["name"]]
+            ]
+            assert any(data.startswith(p + "/") for p in persistent), (
+                f"{where}: etcd's data folder is not on the shared claim"
+            )
     assert checked
 
 

@@ -171,7 +171,9 @@ def p5_with_reservation(**extra: Any) -> dict[str, Any]:
 def test_all_good_p5_group_with_odcr_and_enough_quota(seeded: sup.SeededMoto) -> None:
     seeded.seed_quota(P_OD, 384, name="Running On-Demand P instances")
     # Standard only has AWS's default value (no applied value): the GetAWSDefaultServiceQuota fallback.
-    seeded.seed_quota(STD_OD, 640, applied=False, name="Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")
+    seeded.seed_quota(
+        STD_OD, 640, applied=False, name="Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
+    )
     seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a", count=2)
     cfg = load(stack({"gpu": p5_with_reservation()}))
 
@@ -181,9 +183,10 @@ def test_all_good_p5_group_with_odcr_and_enough_quota(seeded: sup.SeededMoto) ->
     assert "p5.48xlarge is offered in us-east-1a" in about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered").message
     assert "offered in us-east-1a, us-east-1c" in one(findings, "eks-training:systemNodeGroup.instanceType").message
     assert "supports EFA with 32 interface(s)" in about(findings, f"{GPU_KEY}.instanceTypes[0]", "EFA").message
-    assert "active On-Demand Capacity Reservation for 2 x p5.48xlarge in us-east-1a" in one(
-        findings, f"{GPU_KEY}.capacityReservationId"
-    ).message
+    assert (
+        "active On-Demand Capacity Reservation for 2 x p5.48xlarge in us-east-1a"
+        in one(findings, f"{GPU_KEY}.capacityReservationId").message
+    )
     p_quota = one(findings, f"{GPU_KEY}.maxSize").message
     assert P_OD in p_quota and "is 384 (applied)" in p_quota and "needs up to 384" in p_quota
     std = one(findings, "eks-training:systemNodeGroup.maxSize").message
@@ -204,7 +207,13 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "quota": [f for f in findings if "vCPU quota" in f.message],
         "vpc-cni": by_key(findings, VPC_CNI_KEY),
     }
-    assert {k: len(v) for k, v in kinds.items()} == {"offering": 2, "efa": 1, "reservation": 1, "quota": 2, "vpc-cni": 1}
+    assert {k: len(v) for k, v in kinds.items()} == {
+        "offering": 2,
+        "efa": 1,
+        "reservation": 1,
+        "quota": 2,
+        "vpc-cni": 1,
+    }
     assert len(findings) == 7
     assert all(f.ok for f in findings), format_report(findings)
 
@@ -213,7 +222,12 @@ def test_the_deploying_identity_in_admin_role_arns_fails(proc: sup.MotoProcess) 
     """EKS makes the creator admin; an access entry for the same role (even written with its path, while the
     session ARN has none) would fail with ResourceInUseException, so preflight names the entry."""
     iam = session().client("iam")
-    trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
+    trust = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+        }
+    )
     deployer = iam.create_role(RoleName="platform-deployer", Path="/ci/", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
     other = iam.create_role(RoleName="ml-admins", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
     creds = session().client("sts").assume_role(RoleArn=deployer, RoleSessionName="pulumi-up")["Credentials"]
@@ -266,21 +280,37 @@ def test_type_not_offered_in_a_zone_names_the_offered_zones(proc: sup.MotoProces
 
 def test_type_offered_nowhere_and_group_zone_outside_the_vpc(proc: sup.MotoProcess) -> None:
     # availabilityZoneCount (no zone list): the loader cannot know the zones, the preflight does.
-    cfg = load(stack({"gpu": group(["p5e.48xlarge"], availabilityZone="us-east-1d")}, network={"availabilityZoneCount": 2}))
+    cfg = load(
+        stack({"gpu": group(["p5e.48xlarge"], availabilityZone="us-east-1d")}, network={"availabilityZoneCount": 2})
+    )
     findings = run_preflight(cfg, ZONES, session())
     offering = about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered")
     assert not offering.ok and "not offered in any zone of us-east-1" in offering.message
     zone = one(findings, f"{GPU_KEY}.availabilityZone")
-    assert not zone.ok and "us-east-1d is not one of the VPC's zones (us-east-1a (use1-az6), us-east-1c (use1-az2))" in zone.message
+    assert (
+        not zone.ok
+        and "us-east-1d is not one of the VPC's zones (us-east-1a (use1-az6), us-east-1c (use1-az2))" in zone.message
+    )
 
 
 def test_new_vpc_zones_resolved_like_the_program(proc: sup.MotoProcess) -> None:
     cfg = load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 3}))
     findings = run_preflight(cfg, None, session())
-    assert "uses zones us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2)" in one(findings, "eks-training:network").message
-    assert "offered in us-east-1a, us-east-1b, us-east-1c" in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
+    assert (
+        "uses zones us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2)"
+        in one(findings, "eks-training:network").message
+    )
+    assert (
+        "offered in us-east-1a, us-east-1b, us-east-1c"
+        in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
+    )
     with pytest.raises(ConfigError, match="availabilityZoneCount"):
-        choose_zones(dataclasses.replace(cfg.config, network=cfg.config.network.model_copy(update={"availability_zone_count": 7})), ZONES)  # type: ignore[union-attr]
+        choose_zones(
+            dataclasses.replace(
+                cfg.config, network=cfg.config.network.model_copy(update={"availability_zone_count": 7})
+            ),
+            ZONES,
+        )  # type: ignore[union-attr]
 
 
 def test_zones_eks_refuses_are_skipped_by_id(proc: sup.MotoProcess) -> None:
@@ -291,7 +321,10 @@ def test_zones_eks_refuses_are_skipped_by_id(proc: sup.MotoProcess) -> None:
     message = one(findings, "eks-training:network").message
     assert "us-east-1e" not in message and "us-east-1f (use1-az5)" in message
     with pytest.raises(ConfigError, match=r"6 asked|asked for 6"):
-        choose_zones(load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 6, **SIX_ZONE_LAYOUT})).config, sup_zones())
+        choose_zones(
+            load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 6, **SIX_ZONE_LAYOUT})).config,
+            sup_zones(),
+        )
 
     ec2 = session().client("ec2")
     vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
@@ -366,7 +399,9 @@ def test_quota_too_low_names_the_code_and_the_vcpus_needed(seeded: sup.SeededMot
     assert fail.key == f"{GPU_KEY}.maxSize"
     assert "L-417A185B (Running On-Demand P instances) is 192" in fail.message
     assert "request an increase to at least 384 vCPUs" in fail.message
-    assert "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-417A185B " in fail.message
+    assert (
+        "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-417A185B " in fail.message
+    )
     assert "--desired-value 384 --region us-east-1" in fail.message
 
 
@@ -382,7 +417,10 @@ def test_spot_counts_against_the_spot_code_and_capacity_blocks_not_at_all(seeded
                 # 3 x 192 (the largest type) Spot vCPUs
                 "spot": group(["p5.48xlarge", "p4d.24xlarge"], 3, capacityType="SPOT", efa=False),
                 "block": group(
-                    ["p5.48xlarge"], 4, capacityType="CAPACITY_BLOCK", availabilityZone="us-east-1a",
+                    ["p5.48xlarge"],
+                    4,
+                    capacityType="CAPACITY_BLOCK",
+                    availabilityZone="us-east-1a",
                     capacityReservationId="cr-0b1b2c3d4e5f60718",
                 ),
             }
@@ -421,7 +459,10 @@ def test_seeded_data_is_forgotten_on_reset(seeded: sup.SeededMoto) -> None:
     assert sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)["Quota"]["Value"] == 1.0
     assert ec2.describe_capacity_reservations()["CapacityReservations"][0]["ReservationType"] == "default"
     eks = session().client("eks")
-    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.36")["addons"][0]["addonName"] == "vpc-cni"
+    assert (
+        eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.36")["addons"][0]["addonName"]
+        == "vpc-cni"
+    )
     seeded.reset()
     assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.36")["addons"] == []
     with pytest.raises(sq.exceptions.NoSuchResourceException):
@@ -443,7 +484,9 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
     seeded.seed_capacity_reservation("cr-00000000000000002", "p4d.24xlarge", "us-east-1a")  # other type
     start = datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc)
     # a future-dated On-Demand Capacity Reservation: instances targeting it cannot launch before it starts
-    seeded.seed_capacity_reservation("cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", start=start)
+    seeded.seed_capacity_reservation(
+        "cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", start=start
+    )
     seeded.seed_capacity_reservation("cr-00000000000000004", "p5.48xlarge", "us-east-1a")  # an ODCR, not a block
     p5 = ["p5.48xlarge"]
     cfg = load(
@@ -454,7 +497,10 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
                 "missing": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-0ffffffffffffffff"),
                 "scheduled": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000003"),
                 "notblock": group(
-                    p5, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK", capacityReservationId="cr-00000000000000004"
+                    p5,
+                    availabilityZone="us-east-1a",
+                    capacityType="CAPACITY_BLOCK",
+                    capacityReservationId="cr-00000000000000004",
                 ),
             }
         )
@@ -466,7 +512,9 @@ def test_reservation_failures(seeded: sup.SeededMoto) -> None:
         assert not f.ok, f.message
         return f.message
 
-    assert "is in us-east-1c but the group runs in us-east-1a; set nodeGroups.zone.availabilityZone: us-east-1c" in res("zone")
+    assert "is in us-east-1c but the group runs in us-east-1a; set nodeGroups.zone.availabilityZone: us-east-1c" in res(
+        "zone"
+    )
     assert "reserves p4d.24xlarge but the group runs p5.48xlarge; set instanceTypes: [p4d.24xlarge]" in res("type")
     assert "cr-0ffffffffffffffff does not exist in us-east-1" in res("missing")
     assert "scheduled and starts at 2030-01-02 03:04 UTC" in res("scheduled")
@@ -482,8 +530,16 @@ def test_a_scheduled_capacity_block_is_information_with_its_start(seeded: sup.Se
     and ends and what the group does then; a scheduled block that does not match the group still fails."""
     seeded.seed_quota(STD_OD, 1000)
     start = datetime(2030, 1, 2, 11, 30, tzinfo=timezone.utc)
-    seeded.seed_capacity_reservation("cr-0000000000000000b", "p5.48xlarge", "us-east-1a", count=2, state="scheduled",
-                                     capacity_block=True, start=start, end=datetime(2030, 1, 9, 11, 30, tzinfo=timezone.utc))
+    seeded.seed_capacity_reservation(
+        "cr-0000000000000000b",
+        "p5.48xlarge",
+        "us-east-1a",
+        count=2,
+        state="scheduled",
+        capacity_block=True,
+        start=start,
+        end=datetime(2030, 1, 9, 11, 30, tzinfo=timezone.utc),
+    )
     block = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0000000000000000b"}
     cfg = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a", **block)}))
     findings = check(cfg, ZONES, session())  # raises PreflightError on any failure
@@ -518,7 +574,10 @@ def test_capacity_block_larger_than_the_group_needs_and_odcr_given_as_block(seed
         stack(
             {
                 "gpu": group(
-                    ["p5.48xlarge"], 2, availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK",
+                    ["p5.48xlarge"],
+                    2,
+                    availabilityZone="us-east-1a",
+                    capacityType="CAPACITY_BLOCK",
                     capacityReservationId="cr-00000000000000007",
                 )
             }
@@ -539,8 +598,14 @@ def test_spot_group_of_an_efa_type_is_checked_across_the_zones_without_efa(seede
     seeded.seed_quota(P_SPOT, 1000, name="All P Spot Instance Requests")
     seeded.seed_quota(P_OD, 1000)
     seeded.seed_quota(STD_OD, 1000)
-    cfg = load(stack({"spot": group(["p5.48xlarge"], 2, capacityType="SPOT"),
-                      "od": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")}))
+    cfg = load(
+        stack(
+            {
+                "spot": group(["p5.48xlarge"], 2, capacityType="SPOT"),
+                "od": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a"),
+            }
+        )
+    )
     findings = run_preflight(cfg, ZONES, session())
     assert failures(findings) == [], format_report(findings)
     assert about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "offered").message == (
@@ -548,14 +613,18 @@ def test_spot_group_of_an_efa_type_is_checked_across_the_zones_without_efa(seede
     )
     assert not [f for f in by_key(findings, "eks-training:nodeGroups.spot.instanceTypes[0]") if "EFA" in f.message]
     assert "L-7212CCBC" in one(findings, "eks-training:nodeGroups.spot.maxSize").message
-    assert "supports EFA with 32 interface(s)" in about(findings, "eks-training:nodeGroups.od.instanceTypes[0]", "EFA").message
+    assert (
+        "supports EFA with 32 interface(s)"
+        in about(findings, "eks-training:nodeGroups.od.instanceTypes[0]", "EFA").message
+    )
 
 
 def test_spot_groups_get_the_current_spot_price_as_information(proc: sup.MotoProcess) -> None:
     """moto answers DescribeSpotPriceHistory with $0.00001 in every zone that offers the type: the finding shows the
     price per zone of the group, how far below On-Demand it is and the discount the estimate uses; it never fails."""
-    cfg = load(stack({"spot": group(["g5.xlarge"], 2, capacityType="SPOT", spotDiscount=0.6),
-                      "od": group(["m5.xlarge"], 2)}))
+    cfg = load(
+        stack({"spot": group(["g5.xlarge"], 2, capacityType="SPOT", spotDiscount=0.6), "od": group(["m5.xlarge"], 2)})
+    )
     findings = run_preflight(cfg, ZONES, session())
     info = about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "Spot price")
     assert info.ok
@@ -571,7 +640,14 @@ def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> N
     facts = {
         # m5.2xlarge has no EFA per EC2 (moto: EfaSupported false); g6e.24xlarge has 2 interfaces.
         "m5.2xlarge": {"vcpus": 8, "memoryMib": 32768, "maxEfaInterfaces": 1, "source": "a wrong note"},
-        "g6e.24xlarge": {"vcpus": 96, "memoryMib": 786432, "gpus": 4, "maxEfaInterfaces": 4, "networkCards": 4, "source": "a wrong note"},
+        "g6e.24xlarge": {
+            "vcpus": 96,
+            "memoryMib": 786432,
+            "gpus": 4,
+            "maxEfaInterfaces": 4,
+            "networkCards": 4,
+            "source": "a wrong note",
+        },
         "m5.4xlarge": {"vcpus": 16, "memoryMib": 65536, "maxEfaInterfaces": 1, "source": "a wrong note"},
     }
     cfg = load(
@@ -663,8 +739,16 @@ def test_vpc_cni_versions_unreadable(proc: sup.MotoProcess) -> None:
 
 
 def test_no_vpc_cni_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
-    findings = run_preflight(load(stack({"gpu": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a")},
-                                         cluster={"kubernetesVersion": "1.35"})), ZONES, session())
+    findings = run_preflight(
+        load(
+            stack(
+                {"gpu": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a")},
+                cluster={"kubernetesVersion": "1.35"},
+            )
+        ),
+        ZONES,
+        session(),
+    )
     f = one(findings, "eks-training:cluster.kubernetesVersion")
     assert not f.ok and "EKS offers no vpc-cni version for Kubernetes 1.35 in us-east-1" in f.message
 
@@ -706,10 +790,15 @@ def test_fsx_all_good_counts_existing_file_systems_against_the_quota(seeded: sup
     lustre(2400)
     lustre(1200, deployment="SCRATCH_2")  # another quota: not counted
     session().client("s3").create_bucket(Bucket="team-datasets")
-    findings = run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://team-datasets/imagenet/"}})), ZONES, session())
+    findings = run_preflight(
+        load(fsx_stack({"dataRepository": {"s3Path": "s3://team-datasets/imagenet/"}})), ZONES, session()
+    )
 
     tier = one(findings, TIER_KEY)
-    assert tier.ok and "250 MB/s/TiB is a PERSISTENT_2 SSD tier (125, 250, 500, 1000; checked against the catalog" in tier.message
+    assert (
+        tier.ok
+        and "250 MB/s/TiB is a PERSISTENT_2 SSD tier (125, 250, 500, 1000; checked against the catalog" in tier.message
+    )
     bucket = one(findings, S3_PATH_KEY)
     assert bucket.ok and "bucket team-datasets exists in us-east-1" in bucket.message
     quota = one(findings, CAPACITY_KEY)
@@ -734,15 +823,24 @@ def test_fsx_quota_falls_back_to_the_default(seeded: sup.SeededMoto) -> None:
     seeded.reset()
     seeded.seed_addon_versions("vpc-cni", VPC_CNI)
     documented = one(run_preflight(load(fsx_stack({"storageCapacityGib": 2400})), ZONES, session()), CAPACITY_KEY)
-    assert documented.ok and "is 100800 GiB (the documented default); 2400 GiB for this stack + 0 GiB" in documented.message
+    assert (
+        documented.ok
+        and "is 100800 GiB (the documented default); 2400 GiB for this stack + 0 GiB" in documented.message
+    )
 
 
 def test_fsx_bucket_missing_elsewhere_or_created(proc: sup.MotoProcess) -> None:
     s3 = boto3.session.Session(region_name="eu-west-1").client("s3")
     s3.create_bucket(Bucket="eu-datasets", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
-    missing = one(run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://no-such-bucket/x/"}})), ZONES, session()), S3_PATH_KEY)
+    missing = one(
+        run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://no-such-bucket/x/"}})), ZONES, session()),
+        S3_PATH_KEY,
+    )
     assert not missing.ok and "bucket no-such-bucket does not exist; create it in us-east-1" in missing.message
-    elsewhere = one(run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://eu-datasets/x/"}})), ZONES, session()), S3_PATH_KEY)
+    elsewhere = one(
+        run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://eu-datasets/x/"}})), ZONES, session()),
+        S3_PATH_KEY,
+    )
     assert not elsewhere.ok and "bucket eu-datasets is in eu-west-1, the stack in us-east-1" in elsewhere.message
     findings = run_preflight(load(fsx_stack()), ZONES, session())
     created = one(findings, "eks-training:storage.fsx.dataRepository")
@@ -750,7 +848,11 @@ def test_fsx_bucket_missing_elsewhere_or_created(proc: sup.MotoProcess) -> None:
     assert not by_key(findings, S3_PATH_KEY)
     # stock moto has no fsx quotas and no GetAWSDefaultServiceQuota: a failure that says what is needed
     quota = one(findings, CAPACITY_KEY)
-    assert not quota.ok and "could not read the FSx quota L-8F1B9C74" in quota.message and "preflight.enabled: false" in quota.message
+    assert (
+        not quota.ok
+        and "could not read the FSx quota L-8F1B9C74" in quota.message
+        and "preflight.enabled: false" in quota.message
+    )
 
 
 def test_fsx_tier_check_can_fail(proc: sup.MotoProcess) -> None:
@@ -773,7 +875,11 @@ def _adopting(subnets: list[str], file_system_id: str, **fsx: Any) -> dict[str, 
             "backend": "fsx",
             "fileSystemId": file_system_id,
             "retainOnDelete": True,
-            "fsx": {"securityGroupId": "sg-0123456789abcdef0", "dataRepository": {"s3Path": "s3://kept-data/datasets/", "exportPath": "/runs"}, **fsx},
+            "fsx": {
+                "securityGroupId": "sg-0123456789abcdef0",
+                "dataRepository": {"s3Path": "s3://kept-data/datasets/", "exportPath": "/runs"},
+                **fsx,
+            },
         },
     )
 
@@ -792,7 +898,10 @@ def test_adopted_file_system_and_its_associations(seeded: sup.SeededMoto) -> Non
     findings = run_preflight(load(config), None, session())
     adopted = one(findings, "eks-training:storage.fileSystemId")
     assert adopted.ok and f"{kept} is an available PERSISTENT_2 file system in {subnets[1]}" in adopted.message
-    assert "has 0 association(s), none on /datasets, /runs" in one(findings, "eks-training:storage.fsx.dataRepository").message
+    assert (
+        "has 0 association(s), none on /datasets, /runs"
+        in one(findings, "eks-training:storage.fsx.dataRepository").message
+    )
     assert not by_key(findings, CAPACITY_KEY), "an adopted file system adds no storage to the quota"
 
     old = seeded.seed_data_repository_association(kept, "/runs", "s3://kept-data/runs/")
@@ -805,7 +914,9 @@ def test_adopted_file_system_and_its_associations(seeded: sup.SeededMoto) -> Non
     config_b = _adopting(subnets, elsewhere)
     config_b["eks-training:existingVpc"]["vpcId"] = vpc
     wrong = one(run_preflight(load(config_b), None, session()), "eks-training:storage.fileSystemId")
-    assert not wrong.ok and f"it is in {subnets[0]} but the stack places the file system in {subnets[1]}" in wrong.message
+    assert (
+        not wrong.ok and f"it is in {subnets[0]} but the stack places the file system in {subnets[1]}" in wrong.message
+    )
     config_c = _adopting(subnets, "fs-0ffffffffffffffff")
     config_c["eks-training:existingVpc"]["vpcId"] = vpc
     gone = one(run_preflight(load(config_c), None, session()), "eks-training:storage.fileSystemId")
@@ -824,7 +935,9 @@ def test_efs_stacks_have_no_fsx_findings(proc: sup.MotoProcess) -> None:
 
 def test_report_and_exception_name_the_config_key(proc: sup.MotoProcess) -> None:
     cfg = load(
-        stack({"gpu": group(["p5en.48xlarge"], 1, efa=False)}, network={"availabilityZones": ["us-east-1a", "us-east-1b"]})
+        stack(
+            {"gpu": group(["p5en.48xlarge"], 1, efa=False)}, network={"availabilityZones": ["us-east-1a", "us-east-1b"]}
+        )
     )
     with pytest.raises(PreflightError) as info:
         check(cfg, AB, session())
@@ -896,7 +1009,9 @@ def test_cli_exits_2_on_a_config_error(proc: sup.MotoProcess, tmp_path: Path) ->
     result = run_cli(tmp_path, bad)
     assert result.returncode == 2
     assert "eks-training:nodeGroups.gpu.minSize: 3 > eks-training:nodeGroups.gpu.maxSize (1)" in result.stderr
-    zones = run_cli(tmp_path, stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZones": ["us-east-1a", "us-east-1z"]}))
+    zones = run_cli(
+        tmp_path, stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZones": ["us-east-1a", "us-east-1z"]})
+    )
     assert zones.returncode == 2 and "us-east-1z" in zones.stderr
 
 

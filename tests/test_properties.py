@@ -29,8 +29,10 @@ label_chars = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size
 
 # --------------------------------------------------------------------------- names
 @PROPERTY_SETTINGS
-@given(name=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=1, max_size=300),
-       limit=st.integers(min_value=12, max_value=255))
+@given(
+    name=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=1, max_size=300),
+    limit=st.integers(min_value=12, max_value=255),
+)
 def test_a_fitted_name_fits_is_stable_and_keeps_names_that_fit(name: str, limit: int) -> None:
     fitted = fit_name(name, limit)
     assert len(fitted) <= limit
@@ -40,10 +42,12 @@ def test_a_fitted_name_fits_is_stable_and_keeps_names_that_fit(name: str, limit:
 
 
 @PROPERTY_SETTINGS
-@given(prefix=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=80),
-       a=st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=20),
-       b=st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=20),
-       limit=st.integers(min_value=20, max_value=63))
+@given(
+    prefix=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=80),
+    a=st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=20),
+    b=st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=20),
+    limit=st.integers(min_value=20, max_value=63),
+)
 def test_two_long_names_with_a_shared_start_stay_distinct(prefix: str, a: str, b: str, limit: int) -> None:
     if a == b:
         return
@@ -72,8 +76,11 @@ def test_a_fitted_prefix_ends_in_a_dash_within_the_limit(prefix: str, limit: int
 
 # --------------------------------------------------------------------------- the default subnet layout
 @PROPERTY_SETTINGS
-@given(network=st.integers(min_value=0, max_value=2**32 - 1), prefix=st.integers(min_value=16, max_value=20),
-       zones=st.integers(min_value=1, max_value=DEFAULT_LAYOUT_MAX_ZONES))
+@given(
+    network=st.integers(min_value=0, max_value=2**32 - 1),
+    prefix=st.integers(min_value=16, max_value=20),
+    zones=st.integers(min_value=1, max_value=DEFAULT_LAYOUT_MAX_ZONES),
+)
 def test_the_default_subnets_lie_in_the_vpc_and_never_overlap(network: int, prefix: int, zones: int) -> None:
     vpc = ipaddress.ip_network((network, prefix), strict=False)
     assert isinstance(vpc, ipaddress.IPv4Network)
@@ -83,7 +90,7 @@ def test_the_default_subnets_lie_in_the_vpc_and_never_overlap(network: int, pref
     subnets = private + public
     assert all(s.subnet_of(vpc) for s in subnets)  # type: ignore[arg-type]
     for i, s in enumerate(subnets):
-        for t in subnets[i + 1:]:
+        for t in subnets[i + 1 :]:
             assert not s.overlaps(t), (s, t)
     # Private subnets hold the pods (one VPC address each): each is a quarter of the VPC.
     assert all(s.prefixlen == prefix + 2 for s in private)
@@ -101,10 +108,18 @@ def instance_types(draw: st.DrawFn) -> InstanceType:
     memory_mib = memory_gib * 1024
     estimates = draw(st.booleans())
     return InstanceType(
-        name="x.synthetic", vcpus=vcpus, memory_mib=memory_mib, gpus=gpus,
-        gpu_model="NVIDIA H100" if gpus else None, gpu_memory_mib=81559 if gpus else None,
-        max_efa_interfaces=efa, network_cards=max(1, efa), network_gbps=draw(st.sampled_from([10.0, 100.0, 3200.0])),
-        local_nvme_gb=0, price_per_hour=None, sources=(),
+        name="x.synthetic",
+        vcpus=vcpus,
+        memory_mib=memory_mib,
+        gpus=gpus,
+        gpu_model="NVIDIA H100" if gpus else None,
+        gpu_memory_mib=81559 if gpus else None,
+        max_efa_interfaces=efa,
+        network_cards=max(1, efa),
+        network_gbps=draw(st.sampled_from([10.0, 100.0, 3200.0])),
+        local_nvme_gb=0,
+        price_per_hour=None,
+        sources=(),
         allocatable_cpu_m=int(vcpus * 1000 * 0.94) if estimates else None,
         allocatable_memory_mib=int(memory_mib * 0.9) - 700 if estimates else None,
     )
@@ -141,8 +156,12 @@ def test_the_pod_that_fills_a_node_fits_on_every_catalog_type(name: str) -> None
 
 # --------------------------------------------------------------------------- the all-reduce ceiling
 @PROPERTY_SETTINGS
-@given(facts=instance_types(), nodes=st.integers(min_value=2, max_value=1024), procs=st.integers(min_value=1, max_value=8))
-def test_the_allreduce_ceiling_lies_between_one_and_two_node_bandwidths(facts: InstanceType, nodes: int, procs: int) -> None:
+@given(
+    facts=instance_types(), nodes=st.integers(min_value=2, max_value=1024), procs=st.integers(min_value=1, max_value=8)
+)
+def test_the_allreduce_ceiling_lies_between_one_and_two_node_bandwidths(
+    facts: InstanceType, nodes: int, procs: int
+) -> None:
     """Across nodes the bus bandwidth ceiling is at least the node's bandwidth (N = 2, one rank each: exactly it) and
     below twice it; it never grows with more nodes at the same ranks per node."""
     bandwidth = network_gbytes_per_s(facts)

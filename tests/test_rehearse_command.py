@@ -43,8 +43,16 @@ def test_a_bad_stack_file_exits_2_before_any_box(tmp_path: Path, monkeypatch, co
 def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
     err = StringIO()
     with redirect_stderr(err):
-        code = rehearse.main(["--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml"),
-                              "--workdir", str(tmp_path / "boxes")])
+        code = rehearse.main(
+            [
+                "--stack",
+                "nothing",
+                "--stack-file",
+                str(tmp_path / "Pulumi.nothing.yaml"),
+                "--workdir",
+                str(tmp_path / "boxes"),
+            ]
+        )
     assert code == 2 and "error: cannot read" in err.getvalue()
 
 
@@ -53,8 +61,10 @@ def test_the_stacks_commands_run_the_boxs_kubectl(tmp_path: Path) -> None:
     kubectl with its kubeconfig; nothing else in the line changes (the jsonpath's quoting included: the shell
     splits the rewritten line into the same words, the first two replaced)."""
     kubectl, kubeconfig = Path("/cache/box dir/kubectl"), tmp_path / "kubeconfig"
-    wait = (workload_conditions_command("training", "train") + "; kubectl wait -n training --for=condition=complete "
-            "--timeout=24h job/train")
+    wait = (
+        workload_conditions_command("training", "train") + "; kubectl wait -n training --for=condition=complete "
+        "--timeout=24h job/train"
+    )
     logs = "kubectl logs -n training -f --prefix --max-log-requests 64 -l eks-training/job=train"
     own = [str(kubectl), "--kubeconfig", str(kubeconfig)]
     for command in (wait, logs):
@@ -75,8 +85,10 @@ def test_an_exit_code_for_no_job_is_refused_before_any_box(tmp_path, capsys) -> 
     """``--exit-code`` naming no job of the stack (a typo) exits 2 listing its jobs, before any box."""
     assert rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--exit-code", "trian=2"]) == 2
     err = capsys.readouterr().err
-    assert "error: --exit-code names no job of stack dev: trian (its jobs: eks-training-dev-stage-cifar10, evaluate, " \
-           "train, train-allreduce)" in err, err
+    assert (
+        "error: --exit-code names no job of stack dev: trian (its jobs: eks-training-dev-stage-cifar10, evaluate, "
+        "train, train-allreduce)" in err
+    ), err
     assert not (tmp_path / "rehearse-dev").exists()
 
 
@@ -107,14 +119,24 @@ def _pod(name: str, job: str, phase: str, node: str = "", conditions=(), annotat
     status: dict = {"phase": phase, "conditions": list(conditions)}
     if exit_code is not None:
         status["containerStatuses"] = [{"name": "worker", "state": {"terminated": {"exitCode": exit_code}}}]
-    return {"metadata": {"name": name, "namespace": "training", "uid": name, "labels": {"job-name": job},
-                         "annotations": annotations or {}},
-            "spec": {"nodeName": node} if node else {}, "status": status}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "training",
+            "uid": name,
+            "labels": {"job-name": job},
+            "annotations": annotations or {},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": status,
+    }
 
 
 def _workload(job: str, *conditions: dict) -> dict:
-    return {"metadata": {"name": f"job-{job}", "ownerReferences": [{"kind": "Job", "name": job}]},
-            "status": {"conditions": list(conditions)}}
+    return {
+        "metadata": {"name": f"job-{job}", "ownerReferences": [{"kind": "Job", "name": job}]},
+        "status": {"conditions": list(conditions)},
+    }
 
 
 def test_the_timeline_names_every_wait_and_every_outcome() -> None:
@@ -127,23 +149,47 @@ def test_the_timeline_names_every_wait_and_every_outcome() -> None:
 
     box = _FakeBox()
     rec = Recorder(box, start=time.monotonic())  # type: ignore[arg-type]
-    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                     "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}
-    quota = {"type": "QuotaReserved", "status": "False", "reason": "Pending",
-             "message": "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu"}
+    unschedulable = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+    }
+    quota = {
+        "type": "QuotaReserved",
+        "status": "False",
+        "reason": "Pending",
+        "message": "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu",
+    }
     box.workloads = [_workload("train", quota)]
-    box.pods = [_pod("train-0-a", "train", "Pending", conditions=[unschedulable]),
-                _pod("evaluate-0-b", "evaluate", "Pending", node="system-0", annotations={HELD: "jobs/train"}),
-                _pod("lost-0-c", "lost", "Running", node="gpu-1")]
+    box.pods = [
+        _pod("train-0-a", "train", "Pending", conditions=[unschedulable]),
+        _pod("evaluate-0-b", "evaluate", "Pending", node="system-0", annotations={HELD: "jobs/train"}),
+        _pod("lost-0-c", "lost", "Running", node="gpu-1"),
+    ]
     rec.poll()
     box.workloads = [_workload("train", {**quota, "status": "True"}, {"type": "Admitted", "status": "True"})]
     box.pods[0] = _pod("train-0-a", "train", "Running", node="gpu-0")
     rec.poll()
-    box.pods = [_pod("train-0-a", "train", "Failed", node="gpu-0", exit_code=69),
-                _pod("lost-0-c", "lost", "Failed", node="gpu-1", exit_code=0, conditions=[
-                    {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
-                     "message": "PodGC: node no longer exists"}]),
-                _pod("gone-0-d", "gone", "Running", node="gpu-2")]
+    box.pods = [
+        _pod("train-0-a", "train", "Failed", node="gpu-0", exit_code=69),
+        _pod(
+            "lost-0-c",
+            "lost",
+            "Failed",
+            node="gpu-1",
+            exit_code=0,
+            conditions=[
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "DeletionByPodGC",
+                    "message": "PodGC: node no longer exists",
+                }
+            ],
+        ),
+        _pod("gone-0-d", "gone", "Running", node="gpu-2"),
+    ]
     rec.poll()
     box.pods = box.pods[:2]
     rec.poll()
@@ -157,11 +203,22 @@ def test_the_timeline_names_every_wait_and_every_outcome() -> None:
     text = report(_Rehearsal(), rec)  # type: ignore[arg-type]
     waited = text.split("\nWhat waited, and why:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert len(waited) == 3, waited
-    assert any(re.fullmatch(r"  pod training/train-0-a \(Job train\) [\d.]+-[\d.]+ s: not scheduled: 0/2 nodes are "
-                            r"available: 2 Insufficient nvidia.com/gpu\.", w) for w in waited), waited
+    assert any(
+        re.fullmatch(
+            r"  pod training/train-0-a \(Job train\) [\d.]+-[\d.]+ s: not scheduled: 0/2 nodes are "
+            r"available: 2 Insufficient nvidia.com/gpu\.",
+            w,
+        )
+        for w in waited
+    ), waited
     assert any("its wait-for-jobs init container waits for jobs/train" in w for w in waited), waited
-    assert any(w.startswith("  job train ") and "queued, not admitted: QuotaReserved=False (Pending: couldn't assign "
-               "flavors to pod set main: insufficient quota for nvidia.com/gpu)" in w for w in waited), waited
+    assert any(
+        w.startswith("  job train ")
+        and "queued, not admitted: QuotaReserved=False (Pending: couldn't assign "
+        "flavors to pod set main: insufficient quota for nvidia.com/gpu)"
+        in w
+        for w in waited
+    ), waited
     ran = text.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
     assert "training/train-0-a (Job train) on gpu-0: started " in ran and "Failed (exit 69 in worker)" in ran, ran
     assert "training/lost-0-c (Job lost) on gpu-1: started " in ran

@@ -22,7 +22,9 @@ from tests.kube import container_env
 pytestmark = pytest.mark.mock
 
 P = f"{PROJECT}:"
-PYTORCH_STACKS = [s for s in stack_names() if any(j["kind"] == "pytorch" for j in (stack_config(s).get(P + "jobs") or {}).values())]
+PYTORCH_STACKS = [
+    s for s in stack_names() if any(j["kind"] == "pytorch" for j in (stack_config(s).get(P + "jobs") or {}).values())
+]
 
 
 def _constants(path: str) -> dict[str, int]:
@@ -49,12 +51,18 @@ def test_the_exit_codes_the_job_reacts_to_are_the_launchers() -> None:
 
 def _pytorch_jobs(p: Program) -> list[Any]:
     """The Jobs of the stack's pytorch jobs (their worker runs torchrun; health checks excluded)."""
-    def runs_torchrun(r: Any) -> bool:
-        return any(c.get("name") == WORKER_CONTAINER and "torchrun" in (c.get("command") or [])
-                   for c in r.inputs["spec"]["template"]["spec"]["containers"])
 
-    return [r for r in p.of_type("kubernetes:batch/v1:Job") if r.name.endswith("-job") and "-allreduce" not in r.name
-            and runs_torchrun(r)]
+    def runs_torchrun(r: Any) -> bool:
+        return any(
+            c.get("name") == WORKER_CONTAINER and "torchrun" in (c.get("command") or [])
+            for c in r.inputs["spec"]["template"]["spec"]["containers"]
+        )
+
+    return [
+        r
+        for r in p.of_type("kubernetes:batch/v1:Job")
+        if r.name.endswith("-job") and "-allreduce" not in r.name and runs_torchrun(r)
+    ]
 
 
 def _job_config(stack: str, job_registration_name: str) -> dict[str, Any]:
@@ -72,9 +80,14 @@ def test_stops_and_lost_rendezvous_never_count_and_a_run_that_gave_up_fails_the_
         rules = job.inputs["spec"]["podFailurePolicy"]["rules"]
         assert rules[0] == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
         ignored = next(r for r in rules if r["action"] == "Ignore" and "onExitCodes" in r)
-        failing = next(r for r in rules if r["action"] == "FailJob" and r["onExitCodes"]["containerName"] == WORKER_CONTAINER)
-        assert ignored["onExitCodes"] == {"containerName": WORKER_CONTAINER, "operator": "In",
-                                          "values": sorted([LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST])}
+        failing = next(
+            r for r in rules if r["action"] == "FailJob" and r["onExitCodes"]["containerName"] == WORKER_CONTAINER
+        )
+        assert ignored["onExitCodes"] == {
+            "containerName": WORKER_CONTAINER,
+            "operator": "In",
+            "values": sorted([LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST]),
+        }
         assert failing["onExitCodes"]["values"] == sorted([LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED])
         # the first matching rule decides: every Ignore comes before any FailJob
         actions = [r["action"] for r in rules]
@@ -114,8 +127,12 @@ def test_job_settings_reach_the_pods() -> None:
     pod = job.inputs["spec"]["template"]["spec"]
     env = container_env(pod["containers"][0], index=0)
     assert pod["terminationGracePeriodSeconds"] == 300
-    assert (env["MAX_FAILED_ATTEMPTS"], env["CHECKPOINT_EVERY_SECONDS"], env["PG_TIMEOUT_SECONDS"],
-            env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"]) == ("7", "120", "90", "285")
+    assert (
+        env["MAX_FAILED_ATTEMPTS"],
+        env["CHECKPOINT_EVERY_SECONDS"],
+        env["PG_TIMEOUT_SECONDS"],
+        env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"],
+    ) == ("7", "120", "90", "285")
 
 
 @pytest.mark.parametrize("stack", PYTORCH_STACKS)
@@ -123,8 +140,10 @@ def test_etcd_keeps_its_data_on_the_shared_claim(stack: str) -> None:
     """Rescheduled etcd comes back with the rendezvous it had: its data is on the shared ReadWriteMany claim (one
     member, Recreate: never two writers), owned by the volume's user, without fsGroup (no walk of the volume)."""
     p = run_program(stack)
-    uses_etcd = any(j.get("kind") == "pytorch" and j.get("rendezvousBackend", "etcd-v2") == "etcd-v2"
-                    for j in (stack_config(stack).get(P + "jobs") or {}).values())
+    uses_etcd = any(
+        j.get("kind") == "pytorch" and j.get("rendezvousBackend", "etcd-v2") == "etcd-v2"
+        for j in (stack_config(stack).get(P + "jobs") or {}).values()
+    )
     etcd = [d for d in p.of_type("kubernetes:apps/v1:Deployment") if d.name.endswith("-etcd-deployment")]
     assert bool(etcd) == uses_etcd
     if not etcd:
@@ -133,9 +152,15 @@ def test_etcd_keeps_its_data_on_the_shared_claim(stack: str) -> None:
     spec = deployment.inputs["spec"]
     assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
     pod = spec["template"]["spec"]
-    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v}
-    training_claims = {v["persistentVolumeClaim"]["claimName"] for j in _pytorch_jobs(p)
-                       for v in j.inputs["spec"]["template"]["spec"]["volumes"] if "persistentVolumeClaim" in v}
+    claims = {
+        v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v
+    }
+    training_claims = {
+        v["persistentVolumeClaim"]["claimName"]
+        for j in _pytorch_jobs(p)
+        for v in j.inputs["spec"]["template"]["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    }
     assert set(claims.values()) == training_claims and len(training_claims) == 1
     (c,) = pod["containers"]
     data = next(a.split("=", 1)[1] for a in c["args"] if a.startswith("--data-dir="))

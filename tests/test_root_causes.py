@@ -51,34 +51,50 @@ CASES: list[tuple[str, dict[str, Any], list[str], dict[str, Any], str]] = [
     ),
     (
         "an image that failed its own validation",
-        {"nodeGroups": {"h100": P5}, "jobs": {"train": {**TRAIN, "image": "mine"}},
-         "images": {"mine": {"context": "training", "prebuilt": "a/b:1"}}},
+        {
+            "nodeGroups": {"h100": P5},
+            "jobs": {"train": {**TRAIN, "image": "mine"}},
+            "images": {"mine": {"context": "training", "prebuilt": "a/b:1"}},
+        },
         ["eks-training:images.mine: set exactly one of context"],
         {"nodeGroups": {"h100": P5}, "jobs": {"train": {**TRAIN, "image": "mine"}}},
         "eks-training:jobs.train.image: 'mine' is not an image",
     ),
     (
         "a dataset that failed its own validation",
-        {"nodeGroups": {"h100": P5}, "jobs": {"train": {**TRAIN, "dataset": "d"}}, "datasets": {"d": {"source": "ftp://x/y"}}},
+        {
+            "nodeGroups": {"h100": P5},
+            "jobs": {"train": {**TRAIN, "dataset": "d"}},
+            "datasets": {"d": {"source": "ftp://x/y"}},
+        },
         ["eks-training:datasets.d.source: 'ftp://x/y' must be an https:// URL"],
         {"nodeGroups": {"h100": P5}, "jobs": {"train": {**TRAIN, "dataset": "d"}}},
         "eks-training:jobs.train.dataset: 'd' is not a dataset",
     ),
     (
         "an existingVpc that failed: its groups' and file system's subnets are not 'only for existingVpc'",
-        {"existingVpc": {**VPC, "vpcId": "vpc-bad"}, "nodeGroups": {"h100": SUBNET_GROUP}, "jobs": {"train": TRAIN},
-         "storage": {"backend": "fsx", "fsx": {"subnetId": "subnet-0123456789abcdef0"}}},
+        {
+            "existingVpc": {**VPC, "vpcId": "vpc-bad"},
+            "nodeGroups": {"h100": SUBNET_GROUP},
+            "jobs": {"train": TRAIN},
+            "storage": {"backend": "fsx", "fsx": {"subnetId": "subnet-0123456789abcdef0"}},
+        },
         ["eks-training:existingVpc.vpcId: 'vpc-bad' is not a VPC id"],
         {"nodeGroups": {"h100": SUBNET_GROUP}, "jobs": {"train": TRAIN}},
         "eks-training:nodeGroups.h100.subnetId: only for existingVpc",
     ),
     (
         "a systemNodeGroup that failed: a job on it is not compared with the default maxSize",
-        {"systemNodeGroup": {"maxSize": 5, "diskSize": 30}, "nodeGroups": {"h100": P5},
-         "jobs": {"train": TRAIN, "ev": {"kind": "command", "command": ["true"], "nodeGroup": "system", "nodes": 4}}},
+        {
+            "systemNodeGroup": {"maxSize": 5, "diskSize": 30},
+            "nodeGroups": {"h100": P5},
+            "jobs": {"train": TRAIN, "ev": {"kind": "command", "command": ["true"], "nodeGroup": "system", "nodes": 4}},
+        },
         ["eks-training:systemNodeGroup.diskSize: unknown key; did you mean diskSizeGib?"],
-        {"nodeGroups": {"h100": P5},
-         "jobs": {"train": TRAIN, "ev": {"kind": "command", "command": ["true"], "nodeGroup": "system", "nodes": 4}}},
+        {
+            "nodeGroups": {"h100": P5},
+            "jobs": {"train": TRAIN, "ev": {"kind": "command", "command": ["true"], "nodeGroup": "system", "nodes": 4}},
+        },
         "eks-training:jobs.ev.nodes: 4 > eks-training:systemNodeGroup.maxSize (3, the default)",
     ),
     (
@@ -90,12 +106,20 @@ CASES: list[tuple[str, dict[str, Any], list[str], dict[str, Any], str]] = [
     ),
     (
         "EFA file system with a capacity EFA rules out: the refused efa is the one root cause, not the capacity",
-        {"nodeGroups": {"h100": P5}, "jobs": {"train": TRAIN},
-         "storage": {"backend": "fsx", "fsx": {"efa": True, "storageCapacityGib": 2400}}},
-        ["eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet",
-         "remove efa"],
-        {"nodeGroups": {"h100": P5}, "jobs": {"train": TRAIN},
-         "storage": {"backend": "fsx", "fsx": {"storageCapacityGib": 2000}}},
+        {
+            "nodeGroups": {"h100": P5},
+            "jobs": {"train": TRAIN},
+            "storage": {"backend": "fsx", "fsx": {"efa": True, "storageCapacityGib": 2400}},
+        },
+        [
+            "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet",
+            "remove efa",
+        ],
+        {
+            "nodeGroups": {"h100": P5},
+            "jobs": {"train": TRAIN},
+            "storage": {"backend": "fsx", "fsx": {"storageCapacityGib": 2000}},
+        },
         "eks-training:storage.fsx.storageCapacityGib: 2000 GiB",
     ),
 ]

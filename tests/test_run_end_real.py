@@ -40,12 +40,41 @@ FORK_RANKS = ts.REPO_ROOT / "tests" / "programs" / "fork_ranks.py"
 
 def rank_spec(index: int, rank: int, port: int, data: Path, work: Path) -> dict[str, object]:
     """One rank of run ``index``: train.py's arguments, the environment torchrun gives a worker, its log."""
-    env = {**ts.torchrun_env(), "RANK": str(rank), "LOCAL_RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1",
-           "GROUP_RANK": str(rank), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_RUN_ID": f"end-{index}", "PYTHONUNBUFFERED": "1"}
-    argv = ["--data-dir", str(data), "--output-dir", str(work / f"run{index}" / "output"), "--width", "8",
-            "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers", "0",
-            "--epochs", "1", "--max-steps-per-epoch", "2"]
+    env = {
+        **ts.torchrun_env(),
+        "RANK": str(rank),
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "2",
+        "LOCAL_WORLD_SIZE": "1",
+        "GROUP_RANK": str(rank),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "TORCHELASTIC_RESTART_COUNT": "0",
+        "TORCHELASTIC_RUN_ID": f"end-{index}",
+        "PYTHONUNBUFFERED": "1",
+    }
+    argv = [
+        "--data-dir",
+        str(data),
+        "--output-dir",
+        str(work / f"run{index}" / "output"),
+        "--width",
+        "8",
+        "--batch-size",
+        "32",
+        "--lr",
+        "0.2",
+        "--warmup-epochs",
+        "1",
+        "--seed",
+        "0",
+        "--workers",
+        "0",
+        "--epochs",
+        "1",
+        "--max-steps-per-epoch",
+        "2",
+    ]
     return {"argv": argv, "env": env, "log": str(work / f"run{index}-rank{rank}.log")}
 
 
@@ -58,23 +87,35 @@ def test_a_finished_run_ends_cleanly_every_time(tmp_path: Path) -> None:
     procs = []
     started = time.monotonic()
     for b, indices in enumerate(batches):
-        runs = [{"ranks": [rank_spec(i, r, port, data, tmp_path) for r in range(2)]}
-                for i in indices for port in [free_port()]]
+        runs = [
+            {"ranks": [rank_spec(i, r, port, data, tmp_path) for r in range(2)]}
+            for i in indices
+            for port in [free_port()]
+        ]
         spec = tmp_path / f"spec{b}.json"
         spec.write_text(json.dumps({"script": str(ts.TRAIN_PY), "runs": runs}))
-        procs.append(subprocess.Popen([sys.executable, str(FORK_RANKS), str(spec)], stdout=subprocess.PIPE,
-                                      text=True, cwd=tmp_path))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(FORK_RANKS), str(spec)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+            )
+        )
     outputs = [p.communicate(timeout=RUNS_TIMEOUT)[0] for p in procs]
     seconds = time.monotonic() - started
-    codes = {indices[line["run"]]: line["codes"]
-             for indices, out in zip(batches, outputs) for line in map(json.loads, out.splitlines())}
+    codes = {
+        indices[line["run"]]: line["codes"]
+        for indices, out in zip(batches, outputs)
+        for line in map(json.loads, out.splitlines())
+    }
     assert sorted(codes) == list(range(RUNS)), outputs
 
     def log(i: int) -> str:
         return "\n".join((tmp_path / f"run{i}-rank{r}.log").read_text() for r in range(2))
 
-    bad = [(i, codes[i], [m for m in ABORT_MARKERS if m in log(i)]) for i in range(RUNS)
-           if codes[i] != [0, 0] or any(m in log(i) for m in ABORT_MARKERS)]
+    bad = [
+        (i, codes[i], [m for m in ABORT_MARKERS if m in log(i)])
+        for i in range(RUNS)
+        if codes[i] != [0, 0] or any(m in log(i) for m in ABORT_MARKERS)
+    ]
     assert not bad, f"runs that did not end cleanly (index, exit codes, markers): {bad}\n" + log(bad[0][0])[-4000:]
     for i in range(RUNS):
         assert (tmp_path / f"run{i}" / "output" / "DONE").is_file(), log(i)[-2000:]
@@ -88,8 +129,14 @@ def test_a_forked_rank_that_returns_goes_through_finalisation(tmp_path: Path) ->
     script = tmp_path / "returns.py"
     script.write_text("import atexit\natexit.register(lambda: print('FINALISED', flush=True))\nprint('ran')\n")
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"script": str(script), "runs": [
-        {"ranks": [{"argv": [], "env": {}, "log": str(tmp_path / f"r{r}.log")} for r in range(2)]}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "script": str(script),
+                "runs": [{"ranks": [{"argv": [], "env": {}, "log": str(tmp_path / f"r{r}.log")} for r in range(2)]}],
+            }
+        )
+    )
     out = subprocess.run([sys.executable, str(FORK_RANKS), str(spec)], capture_output=True, text=True, timeout=120)
     assert json.loads(out.stdout) == {"run": 0, "codes": [0, 0]}, out.stderr
     assert [(tmp_path / f"r{r}.log").read_text().split() for r in range(2)] == [["ran", "FINALISED"]] * 2
@@ -104,8 +151,24 @@ def test_the_trainer_skips_interpreter_finalisation(tmp_path: Path) -> None:
     data = ts.make_digits_cifar(tmp_path / "digits")
     env = {**ts.torchrun_env(), "PYTHONPATH": str(site), "PYTHONUNBUFFERED": "0"}
     env.pop("WORLD_SIZE", None)
-    cmd = [sys.executable, str(ts.TRAIN_PY), "--data-dir", str(data), "--output-dir", str(tmp_path / "out"),
-           "--width", "8", "--batch-size", "32", "--workers", "0", "--epochs", "1", "--max-steps-per-epoch", "1"]
+    cmd = [
+        sys.executable,
+        str(ts.TRAIN_PY),
+        "--data-dir",
+        str(data),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--width",
+        "8",
+        "--batch-size",
+        "32",
+        "--workers",
+        "0",
+        "--epochs",
+        "1",
+        "--max-steps-per-epoch",
+        "1",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FINALISED" not in done.stdout

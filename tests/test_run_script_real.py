@@ -98,8 +98,7 @@ def test_the_stand_in_aborts_a_finished_program_run_as_python_runs_it(tmp_path: 
 
 @pytest.mark.real
 @pytest.mark.parametrize("how, code", [("return", 0), ("0", 0), ("3", 3), ("message", 1), ("raise", 1)])
-def test_run_script_runs_the_program_as_python_does_and_ends_with_its_code(tmp_path: Path, how: str,
-                                                                           code: int) -> None:
+def test_run_script_runs_the_program_as_python_does_and_ends_with_its_code(tmp_path: Path, how: str, code: int) -> None:
     script = program(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
@@ -107,8 +106,14 @@ def test_run_script_runs_the_program_as_python_does_and_ends_with_its_code(tmp_p
     done = run([str(RUN_SCRIPT), str(script), str(out), how], tmp_path)
     assert done.returncode == code, (done.returncode, done.stderr)
     seen = json.loads((out / "seen.json").read_text())
-    assert seen == {"name": "__main__", "file": str(script), "argv": [str(script), str(out), how],
-                    "path0": str(script.parent), "helper": 42, "squares": [9]}
+    assert seen == {
+        "name": "__main__",
+        "file": str(script),
+        "argv": [str(script), str(out), how],
+        "path0": str(script.parent),
+        "helper": 42,
+        "squares": [9],
+    }
     assert (out / "thread").read_text() == "joined", "a non-daemon thread was not joined"
     assert (out / "atexit").read_text() == "ran", "the atexit handlers did not run"
     assert done.stdout.endswith("no newline at the end")
@@ -196,9 +201,17 @@ def test_a_pytorch_jobs_command_runs_its_script_through_run_script() -> None:
 
     spec = {"output_dir": "/data/runs/x", "args": ["--config", "cfg.py"]}
     placement = {"procs_per_node": 1}
-    command = pytorch_command(spec, placement, script="mytool", run_id="r", min_nodes=1, max_nodes=2,  # type: ignore[arg-type]
-                              backend="c10d", endpoint="127.0.0.1:29400")
-    torchrun = command[command.index("--") + 1:]
+    command = pytorch_command(
+        spec,
+        placement,
+        script="mytool",
+        run_id="r",
+        min_nodes=1,
+        max_nodes=2,  # type: ignore[arg-type]
+        backend="c10d",
+        endpoint="127.0.0.1:29400",
+    )
+    torchrun = command[command.index("--") + 1 :]
     assert torchrun[0] == "torchrun"
     assert torchrun[-4:] == [IN_IMAGE, "mytool", "--config", "cfg.py"]
     assert IN_IMAGE.rsplit("/", 1) == [LAUNCHER.rsplit("/", 1)[0], launch.RUN_SCRIPT] and RUN_SCRIPT.is_file()

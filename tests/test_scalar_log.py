@@ -48,13 +48,15 @@ class StalledWriter:
 
 
 def test_a_stalled_volume_never_holds_the_loop_and_loses_only_the_oldest_scalars(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import torch.utils.tensorboard
 
     monkeypatch.setattr(torch.utils.tensorboard, "SummaryWriter", StalledWriter)
     monkeypatch.setattr(train.ScalarLog, "QUEUE_LIMIT", 100)
-    ctx = train.DistContext(rank=0, world_size=1, local_rank=0, device=train.torch.device("cpu"), backend="gloo",
-                            distributed=False)
+    ctx = train.DistContext(
+        rank=0, world_size=1, local_rank=0, device=train.torch.device("cpu"), backend="gloo", distributed=False
+    )
     log = train.ScalarLog(tmp_path / "tb", ctx, 0)
     sums = train.StepSums(loss_sum=2.0, correct=1.0, images=2.0, signalled=0, yielding=False, lease_lost=False)
     started = time.monotonic()

@@ -27,5 +27,7 @@ def test_registrations_equal_the_snapshot(program_for, stack: str) -> None:
         diff = "".join(
             list(difflib.unified_diff(expected.splitlines(True), actual.splitlines(True), "snapshot", "now", n=2))[:80]
         )
-        pytest.fail(f"{stack} registers something else than its snapshot (regenerate with python -m tests.snapshot "
-                    f"if the change is deliberate):\n{diff}")
+        pytest.fail(
+            f"{stack} registers something else than its snapshot (regenerate with python -m tests.snapshot "
+            f"if the change is deliberate):\n{diff}"
+        )

@@ -67,7 +67,9 @@ class TestStack:
         assert len(p.of_type("eks:index:Cluster")) == 1
         assert p.one("eks:index:Cluster").remote, "pulumi-eks Cluster is a remote component"
 
-    def test_every_child_is_parented_and_named_after_its_component(self, program_for, stack: str, preview: bool) -> None:
+    def test_every_child_is_parented_and_named_after_its_component(
+        self, program_for, stack: str, preview: bool
+    ) -> None:
         p: Program = program_for(stack, preview)
         for r in p.registrations:
             if r.type.startswith("pulumi:providers:"):
@@ -130,10 +132,16 @@ class TestStack:
         p: Program = program_for(stack, preview)
         groups = _worker_groups(stack)
         for gname, g in groups.items():
-            ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r, gname=gname: r.inputs["labels"][NODE_ROLE_LABEL] == gname)
+            ng = p.one(
+                "aws:eks/nodeGroup:NodeGroup", lambda r, gname=gname: r.inputs["labels"][NODE_ROLE_LABEL] == gname
+            )
             facts = INSTANCE_TYPES[g["instanceTypes"][0]]
             assert ng.inputs["instanceTypes"] == g["instanceTypes"]
-            assert ng.inputs["scalingConfig"] == {"minSize": g["minSize"], "desiredSize": g["desiredSize"], "maxSize": g["maxSize"]}
+            assert ng.inputs["scalingConfig"] == {
+                "minSize": g["minSize"],
+                "desiredSize": g["desiredSize"],
+                "maxSize": g["maxSize"],
+            }
             assert ng.inputs["capacityType"] == g.get("capacityType", "ON_DEMAND")
             gpu_taint = {"key": GPU_TAINT["key"], "value": GPU_TAINT["value"], "effect": "NO_SCHEDULE"}
             if facts.gpus:
@@ -185,11 +193,18 @@ class TestStack:
             labels = ng.inputs["labels"]
             for k, v in values["nodeSelector"].items():
                 assert labels.get(k) == v
-            terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                "nodeSelectorTerms"
+            ]
             assert any(
-                all(labels.get(e["key"]) in e["values"] for e in t["matchExpressions"] if e["operator"] == "In") for t in terms
+                all(labels.get(e["key"]) in e["values"] for e in t["matchExpressions"] if e["operator"] == "In")
+                for t in terms
             )
-            k8s_effect = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+            k8s_effect = {
+                "NO_SCHEDULE": "NoSchedule",
+                "NO_EXECUTE": "NoExecute",
+                "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+            }
             for taint in ng.inputs["taints"]:
                 assert any(
                     tol["key"] == taint["key"]
@@ -200,12 +215,16 @@ class TestStack:
         # The release talks to the cluster through the stack's Kubernetes provider.
         assert rel.provider.split("::")[0].startswith("urn:pulumi:") and "pulumi:providers:kubernetes" in rel.provider
 
-    def test_efs_mount_target_per_private_subnet_and_nfs_only_from_nodes(self, program_for, stack: str, preview: bool) -> None:
+    def test_efs_mount_target_per_private_subnet_and_nfs_only_from_nodes(
+        self, program_for, stack: str, preview: bool
+    ) -> None:
         p: Program = program_for(stack, preview)
         if _backend(stack) == "fsx":
             assert not p.of_type("aws:efs/fileSystem:FileSystem") and not p.of_type("aws:efs/mountTarget:MountTarget")
             return  # FSx: tests/test_storage_fsx.py
-        private = {s.urn for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "private"}
+        private = {
+            s.urn for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "private"
+        }
         mts = p.of_type("aws:efs/mountTarget:MountTarget")
         assert len(mts) == len(private)
         seen = set()
@@ -219,7 +238,11 @@ class TestStack:
         assert seen == private
         sg = p.one("aws:ec2/securityGroup:SecurityGroup", lambda r: "nfs" in r.name)
         assert "ingress" not in sg.inputs, "rules are separate resources, not inline"
-        rules = [r for r in p.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule") if sg.urn in r.deps_of("securityGroupId")]
+        rules = [
+            r
+            for r in p.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+            if sg.urn in r.deps_of("securityGroupId")
+        ]
         assert len(rules) == 1
         (rule,) = rules
         assert (rule.inputs["ipProtocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == ("tcp", 2049, 2049)
@@ -238,10 +261,18 @@ class TestStack:
         (assoc,) = addon.inputs["podIdentityAssociations"]
         assert assoc["serviceAccount"] == "efs-csi-controller-sa"
         assert role.urn in addon.deps_of("podIdentityAssociations")
-        attached = [a for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.deps_of("role")]
-        assert [a.inputs["policyArn"] for a in attached] == ["arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"]
+        attached = [
+            a for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.deps_of("role")
+        ]
+        assert [a.inputs["policyArn"] for a in attached] == [
+            "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
+        ]
         node_role = p.one("aws:iam/role:Role", lambda r: r.name.endswith("-node-role"))
-        node_policies = [a.inputs["policyArn"] for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if node_role.urn in a.deps_of("role")]
+        node_policies = [
+            a.inputs["policyArn"]
+            for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+            if node_role.urn in a.deps_of("role")
+        ]
         assert not any("EFS" in arn for arn in node_policies), "the node role must not carry EFS permissions"
         if preview:
             return  # the trust policy needs the caller's account id; checked in update mode
@@ -293,8 +324,16 @@ class TestStack:
         # GPU stacks collect GPU and EFA metrics by default (operations.metrics)
         gpu = any(ng.inputs.get("amiType") == AMI_TYPES["nvidia"] for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"))
         metrics = {OBSERVABILITY_ADDON} if (_cfg(stack, "operations") or {}).get("metrics", gpu) else set()
-        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "metrics-server",
-                               NODE_MONITORING_ADDON, STORAGE_ADDON[_backend(stack)], *metrics}
+        assert set(addons) == {
+            "vpc-cni",
+            "kube-proxy",
+            "coredns",
+            "eks-pod-identity-agent",
+            "metrics-server",
+            NODE_MONITORING_ADDON,
+            STORAGE_ADDON[_backend(stack)],
+            *metrics,
+        }
         system_ng = p.one(OURS + "TrainingNodeGroup", lambda r: r.name.endswith("-system"))
         system_eks_ng = next(c for c in p.children(system_ng) if c.type == "aws:eks/nodeGroup:NodeGroup")
         for late in ("coredns", "metrics-server", NODE_MONITORING_ADDON, *metrics):
@@ -308,7 +347,20 @@ class TestStack:
 
     def test_outputs(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        for key in ("clusterName", "kubeconfig", "vpcId", "privateSubnetIds", "publicSubnetIds", "nodeGroupNames", "pvcName", "pvcNamespace", "updateKubeconfigCommand", "storageBackend", "fileSystemId", "datasetRoot"):
+        for key in (
+            "clusterName",
+            "kubeconfig",
+            "vpcId",
+            "privateSubnetIds",
+            "publicSubnetIds",
+            "nodeGroupNames",
+            "pvcName",
+            "pvcNamespace",
+            "updateKubeconfigCommand",
+            "storageBackend",
+            "fileSystemId",
+            "datasetRoot",
+        ):
             assert key in p.outputs, key
         assert resolve(p.outputs["storageBackend"]) == _backend(stack)
         assert ("efsFileSystemId" in p.outputs) == (_backend(stack) == "efs")
@@ -317,13 +369,20 @@ class TestStack:
             return
         name = p.one("eks:index:Cluster").inputs["name"]
         assert resolve(p.outputs["clusterName"]) == name
-        assert resolve(p.outputs["updateKubeconfigCommand"]) == f"aws eks update-kubeconfig --region us-east-1 --name {name} --alias {name}"
+        assert (
+            resolve(p.outputs["updateKubeconfigCommand"])
+            == f"aws eks update-kubeconfig --region us-east-1 --name {name} --alias {name}"
+        )
         storage = _cfg(stack, "storage") or {}
         assert resolve(p.outputs["pvcName"]) == storage.get("pvcName", "shared-data")
-        fs_type = {"efs": "aws:efs/fileSystem:FileSystem", "fsx": "aws:fsx/lustreFileSystem:LustreFileSystem"}[_backend(stack)]
+        fs_type = {"efs": "aws:efs/fileSystem:FileSystem", "fsx": "aws:fsx/lustreFileSystem:LustreFileSystem"}[
+            _backend(stack)
+        ]
         assert resolve(p.outputs["fileSystemId"]) == p.one(fs_type).id
         assert len(resolve(p.outputs["nodeGroupNames"])) == 1 + len(_worker_groups(stack))
-        private = [s.id for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "private"]
+        private = [
+            s.id for s in p.of_type("aws:ec2/subnet:Subnet") if s.inputs["tags"]["eks-training/tier"] == "private"
+        ]
         assert sorted(resolve(p.outputs["privateSubnetIds"])) == sorted(private)
 
 
@@ -338,7 +397,9 @@ def test_program_is_deterministic(program_for, stack: str) -> None:
     b = run_program(stack, fresh=True)
 
     def fingerprint(p: Program) -> list[tuple[str, str, str, str]]:
-            return [(r.type, r.name, r.parent, json.dumps(r.inputs, sort_keys=True, default=_plain)) for r in p.registrations]
+        return [
+            (r.type, r.name, r.parent, json.dumps(r.inputs, sort_keys=True, default=_plain)) for r in p.registrations
+        ]
 
     assert sorted(fingerprint(a)) == sorted(fingerprint(b))
 
@@ -364,7 +425,10 @@ def test_kept_file_system_is_adopted_by_id() -> None:
     assert not p.of_type("aws:efs/fileSystem:FileSystem")
     for mt in p.of_type("aws:efs/mountTarget:MountTarget"):
         assert mt.inputs["fileSystemId"] == "fs-0123456789abcdef0"
-    assert p.one("kubernetes:storage.k8s.io/v1:StorageClass").inputs["parameters"]["fileSystemId"] == "fs-0123456789abcdef0"
+    assert (
+        p.one("kubernetes:storage.k8s.io/v1:StorageClass").inputs["parameters"]["fileSystemId"]
+        == "fs-0123456789abcdef0"
+    )
 
 
 def test_existing_vpc_creates_no_network() -> None:
@@ -382,7 +446,11 @@ def test_existing_vpc_creates_no_network() -> None:
     assert not p.of_type("aws:ec2/subnet:Subnet") and not p.of_type("aws:ec2/vpc:Vpc")
     assert not [t for t, _ in p.invokes if t == "aws:index/getAvailabilityZones:getAvailabilityZones"]
     for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
-        assert ng.inputs["subnetIds"] == ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445", "subnet-0eee5555ffff66667"]
+        assert ng.inputs["subnetIds"] == [
+            "subnet-0aaa1111bbbb22223",
+            "subnet-0ccc3333dddd44445",
+            "subnet-0eee5555ffff66667",
+        ]
     assert sorted(mt.inputs["subnetId"] for mt in p.of_type("aws:efs/mountTarget:MountTarget")) == sorted(
         ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445", "subnet-0eee5555ffff66667"]
     )
@@ -393,7 +461,11 @@ def test_admin_roles_get_access_entries_and_nat_per_zone() -> None:
     arn = "arn:aws:iam::123456789012:role/PlatformAdmins"
     p = run_program(
         "workshop",
-        config=_with("workshop", cluster={"adminRoleArns": [arn], "publicAccessCidrs": ["203.0.113.0/24"]}, network={"natGateways": "perAz"}),
+        config=_with(
+            "workshop",
+            cluster={"adminRoleArns": [arn], "publicAccessCidrs": ["203.0.113.0/24"]},
+            network={"natGateways": "perAz"},
+        ),
     )
     c = p.one("eks:index:Cluster").inputs
     (entry,) = c["accessEntries"].values()
@@ -408,16 +480,30 @@ def test_admin_roles_get_access_entries_and_nat_per_zone() -> None:
 
 
 def test_gpu_group_from_user_supplied_facts() -> None:
-    facts = {"vcpus": 8, "memoryMib": 32768, "gpus": 1, "gpuModel": "NVIDIA L4", "gpuMemoryMib": 22888, "source": "EC2 DescribeInstanceTypes, 2026-11"}
+    facts = {
+        "vcpus": 8,
+        "memoryMib": 32768,
+        "gpus": 1,
+        "gpuModel": "NVIDIA L4",
+        "gpuMemoryMib": 22888,
+        "source": "EC2 DescribeInstanceTypes, 2026-11",
+    }
     cfg = _with(
         "dev",
         instanceFacts={"g6.2xlarge": facts},
-        nodeGroups={**_worker_groups("dev"), "gpu": {"instanceTypes": ["g6.2xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}},
+        nodeGroups={
+            **_worker_groups("dev"),
+            "gpu": {"instanceTypes": ["g6.2xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1},
+        },
     )
     p = run_program("dev", config=cfg)
     ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"][NODE_ROLE_LABEL] == "gpu")
     assert ng.inputs["amiType"] == AMI_TYPES["nvidia"]
-    assert [r.inputs["chart"] for r in p.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "nvidia-device-plugin"]
+    assert [
+        r.inputs["chart"]
+        for r in p.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["chart"] == "nvidia-device-plugin"
+    ]
 
 
 def test_kubeconfig_is_secret_output_type() -> None:

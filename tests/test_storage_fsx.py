@@ -25,7 +25,17 @@ from components.catalog import (
 from components.iam import fsx_csi_static_controller_policy
 from components.scheduling import NODE_ROLE_LABEL
 from stacks.config import ConfigError
-from tests.harness import ACCOUNT, PROJECT, Program, Registration, contains_unknown, resolve, run_program, stack_config, stack_names
+from tests.harness import (
+    ACCOUNT,
+    PROJECT,
+    Program,
+    Registration,
+    contains_unknown,
+    resolve,
+    run_program,
+    stack_config,
+    stack_names,
+)
 
 pytestmark = pytest.mark.mock
 
@@ -88,7 +98,10 @@ class TestFsxStack:
         assert i["dataCompressionType"] == "LZ4"
         assert i["storageCapacity"] == want["storageCapacityGib"]
         assert i["perUnitStorageThroughput"] == want["throughputPerTib"]
-        assert i["perUnitStorageThroughput"] in PROVIDER_THROUGHPUT and i["perUnitStorageThroughput"] in FSX_THROUGHPUT_TIERS
+        assert (
+            i["perUnitStorageThroughput"] in PROVIDER_THROUGHPUT
+            and i["perUnitStorageThroughput"] in FSX_THROUGHPUT_TIERS
+        )
         assert i["storageCapacity"] >= 1200, "the provider's minimum"
         assert fsx_capacity_problem(i["storageCapacity"], i["perUnitStorageThroughput"], bool(i["efaEnabled"])) is None
         assert i["metadataConfiguration"] == {"mode": "AUTOMATIC"}
@@ -115,7 +128,9 @@ class TestFsxStack:
         if not preview:
             assert [fs.inputs["subnetIds"]] == ng.inputs["subnetIds"]
 
-    def test_security_group_allows_lustre_from_itself_and_the_nodes(self, program_for, stack: str, preview: bool) -> None:
+    def test_security_group_allows_lustre_from_itself_and_the_nodes(
+        self, program_for, stack: str, preview: bool
+    ) -> None:
         p: Program = program_for(stack, preview)
         fs, sg = p.one(FS), _sg(p)
         assert fs.deps_of("securityGroupIds") == [sg.urn]
@@ -127,7 +142,11 @@ class TestFsxStack:
             from_nodes = [r for r in rules if r.deps_of("referencedSecurityGroupId") == [nodes_sg]]
             assert _ports(from_self) == LUSTRE and _ports(from_nodes) == LUSTRE
             assert len(rules) == 4 and not any("cidrIpv4" in r.inputs for r in rules)
-        on_nodes = [r for r in p.of_type(INGRESS) if r.deps_of("referencedSecurityGroupId") == [sg.urn] and sg.urn not in r.deps_of("securityGroupId")]
+        on_nodes = [
+            r
+            for r in p.of_type(INGRESS)
+            if r.deps_of("referencedSecurityGroupId") == [sg.urn] and sg.urn not in r.deps_of("securityGroupId")
+        ]
         assert _ports(on_nodes) == LUSTRE and all(r.deps_of("securityGroupId") == [nodes_sg] for r in on_nodes)
         assert not [r for r in ingress + egress if r.inputs["ipProtocol"] == "-1"], "all-traffic rules only for EFA"
         for rule in ingress + egress:
@@ -166,11 +185,16 @@ class TestFsxStack:
         def on_bucket(t: str) -> Registration:
             return p.one(t, lambda r: bucket.urn in r.deps_of("bucket"))
 
-        assert on_bucket("aws:s3/bucketVersioning:BucketVersioning").inputs["versioningConfiguration"] == {"status": "Enabled"}
+        assert on_bucket("aws:s3/bucketVersioning:BucketVersioning").inputs["versioningConfiguration"] == {
+            "status": "Enabled"
+        }
         sse = on_bucket("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
         assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
         pab = on_bucket("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock").inputs
-        assert all(pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+        assert all(
+            pab[k] is True
+            for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+        )
         if not preview:
             policy = json.loads(on_bucket("aws:s3/bucketPolicy:BucketPolicy").inputs["policy"])
             assert policy["Statement"][0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
@@ -187,7 +211,9 @@ class TestFsxStack:
         assert policy.urn in addon.dependencies, "the policy is attached before the add-on starts the controller"
         statements = json.loads(policy.inputs["policy"])["Statement"]
         assert {a for s in statements for a in s["Action"]} == {"fsx:DescribeFileSystems"}
-        attached = [a for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.deps_of("role")]
+        attached = [
+            a for a in p.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.deps_of("role")
+        ]
         assert attached == [], "no managed policy (AmazonFSxFullAccess) on the controller"
         system = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"][NODE_ROLE_LABEL] == "system")
         assert system.urn in addon.deps_of("clusterName"), "the controller's nodes exist before the add-on"
@@ -217,7 +243,10 @@ class TestFsxStack:
             assert contains_unknown(spec["csi"]["volumeHandle"]) and contains_unknown(spec["csi"]["volumeAttributes"])
             return
         assert spec["csi"]["volumeHandle"] == fs.id
-        assert spec["csi"]["volumeAttributes"] == {"dnsname": fs.outputs["dnsName"], "mountname": fs.outputs["mountName"]}
+        assert spec["csi"]["volumeAttributes"] == {
+            "dnsname": fs.outputs["dnsName"],
+            "mountname": fs.outputs["mountName"],
+        }
         assert pvc.inputs["spec"]["volumeName"] == pv.inputs["metadata"]["name"]
 
     def test_every_job_mounts_the_claim_after_the_data_is_linked(self, program_for, stack: str, preview: bool) -> None:
@@ -235,7 +264,9 @@ class TestFsxStack:
         workloads = [j for j in jobs if not j.name.endswith("-volume-init")]
         init = p.one(JOB, lambda r: r.name.endswith("-volume-init"))
         for job in workloads:
-            assert init.urn in job.deps_of("spec"), f"{job.name} waits for the directories to belong to the training user"
+            assert init.urn in job.deps_of("spec"), (
+                f"{job.name} waits for the directories to belong to the training user"
+            )
 
     def test_volume_permissions_job_is_root_with_two_capabilities(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
@@ -244,7 +275,10 @@ class TestFsxStack:
         (c,) = pod["containers"]
         assert pod["securityContext"]["runAsUser"] == 0 and pod["nodeSelector"] == {NODE_ROLE_LABEL: "system"}
         assert c["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN", "FOWNER"]}
-        assert c["securityContext"]["allowPrivilegeEscalation"] is False and c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert (
+            c["securityContext"]["allowPrivilegeEscalation"] is False
+            and c["securityContext"]["readOnlyRootFilesystem"] is True
+        )
         script = c["command"][-1]
         for d in ("/fsx", "/fsx/datasets", "/fsx/runs"):
             assert f"chown 1000:1000 {d};" in script
@@ -286,9 +320,14 @@ def _p5(fsx: dict[str, Any] | None = None, **storage: Any) -> dict[str, Any]:
 def test_efa_file_system_is_refused_until_the_nodes_run_lnet_over_efa() -> None:
     """The nodes never configure LNet over EFA (components/catalog/fsx.py FSX_EFA_CLIENT_HOST, from the EKS guide),
     so an EFA-enabled file system would be billed as one and mounted over TCP: refused, with the reason."""
-    p = run_program("p5", config=_p5({"efa": True, "storageCapacityGib": 9600, "throughputPerTib": 500}), expect_error=True)
+    p = run_program(
+        "p5", config=_p5({"efa": True, "storageCapacityGib": 9600, "throughputPerTib": 500}), expect_error=True
+    )
     assert p.registrations == [] and p.error is not None
-    assert "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet over EFA" in str(p.error)
+    assert (
+        "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet over EFA"
+        in str(p.error)
+    )
     assert "https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-efa.html" in str(p.error)
 
 
@@ -320,11 +359,16 @@ def test_user_provisioned_metadata() -> None:
 
 def test_named_bucket_is_linked_not_created() -> None:
     path = "s3://team-datasets-us-east-1/imagenet/v2/"
-    p = run_program("p5", config=_p5({"dataRepository": {"s3Path": path, "fileSystemPath": "/imagenet", "exportPath": "/runs"}}))
+    p = run_program(
+        "p5", config=_p5({"dataRepository": {"s3Path": path, "fileSystemPath": "/imagenet", "exportPath": "/runs"}})
+    )
     assert not [b for b in p.of_type("aws:s3/bucket:Bucket") if "-fsx-" in b.name]
     datasets = p.one(DRA, lambda r: r.name.endswith("-datasets"))
     assert (datasets.inputs["dataRepositoryPath"], datasets.inputs["fileSystemPath"]) == (path, "/imagenet")
-    assert p.one(DRA, lambda r: r.name.endswith("-export")).inputs["dataRepositoryPath"] == "s3://team-datasets-us-east-1/runs/"
+    assert (
+        p.one(DRA, lambda r: r.name.endswith("-export")).inputs["dataRepositoryPath"]
+        == "s3://team-datasets-us-east-1/runs/"
+    )
     assert resolve(p.outputs["datasetRoot"]) == "/data/imagenet"
 
 
@@ -333,7 +377,10 @@ def test_dataset_in_the_linked_prefix_is_imported_not_staged() -> None:
     the data repository puts it, once the associations exist and the directories are the training user's; the
     https dataset (CIFAR-10) of the other job is still staged, onto the file system."""
     cfg = _p5({"dataRepository": {"s3Path": "s3://team-datasets-us-east-1/datasets/", "exportPath": "/runs"}})
-    cfg[f"{PROJECT}:datasets"] = {"cifar10": {}, "imagenet": {"source": "s3://team-datasets-us-east-1/datasets/imagenet/train/"}}
+    cfg[f"{PROJECT}:datasets"] = {
+        "cifar10": {},
+        "imagenet": {"source": "s3://team-datasets-us-east-1/datasets/imagenet/train/"},
+    }
     cfg[f"{PROJECT}:jobs"]["train"]["dataset"] = "imagenet"
     p = run_program("p5", config=cfg)
     stages = [j for j in p.of_type(JOB) if "-stage-" in j.name]
@@ -427,8 +474,13 @@ def test_efa_capacity_steps_apply_once_nodes_run_lnet_over_efa(monkeypatch: pyte
     from components.catalog.fsx import FSX_EFA_CLIENT_HOST
 
     monkeypatch.setattr(storage_config, "NODE_BOOTSTRAP_PROVIDES", frozenset({FSX_EFA_CLIENT_HOST.feature}))
-    p = run_program("p5", config=_p5({"efa": True, "storageCapacityGib": 2400, "throughputPerTib": 1000}), expect_error=True)
+    p = run_program(
+        "p5", config=_p5({"efa": True, "storageCapacityGib": 2400, "throughputPerTib": 1000}), expect_error=True
+    )
     assert p.registrations == []
     text = str(p.error)
-    assert "eks-training:storage.fsx.storageCapacityGib: 2400 GiB is not a valid EFA-enabled capacity at 1000 MB/s/TiB" in text
+    assert (
+        "eks-training:storage.fsx.storageCapacityGib: 2400 GiB is not a valid EFA-enabled capacity at 1000 MB/s/TiB"
+        in text
+    )
     assert "multiples of 4800 GiB" in text and "(with eks-training:storage.fsx.efa: true)" in text

@@ -21,8 +21,10 @@ from tests.harness import PROJECT, run_program, stack_config, stack_names
 
 pytestmark = pytest.mark.mock
 
-TEAMS = {"vision": {"quotaPercent": 50, "mayBorrow": False},
-         "nlp": {"namespace": "team-nlp", "quotaPercent": 25, "mayLend": False}}
+TEAMS = {
+    "vision": {"quotaPercent": 50, "mayBorrow": False},
+    "nlp": {"namespace": "team-nlp", "quotaPercent": 25, "mayLend": False},
+}
 
 
 def _with_teams(stack: str, teams: Any = None) -> dict[str, Any]:
@@ -51,8 +53,11 @@ def _schema_fields(schema: dict[str, Any], obj: Any, path: str = "") -> list[str
     if isinstance(obj, dict):
         props = schema.get("properties")
         if props is None:
-            return out if schema.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in schema else \
-                [path]
+            return (
+                out
+                if schema.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in schema
+                else [path]
+            )
         for k, v in obj.items():
             if k not in props:
                 out.append(f"{path}.{k}")
@@ -87,12 +92,25 @@ def test_the_cohorts_quota_is_the_fleet_split_by_the_teams_shares(g5_teams) -> N
     assert plan.admission is not None
     for flavor in plan.admission.flavors:
         for resource in RESOURCES:
-            total = sum(_quantity(r["nominalQuota"]) for q in queues.values()
-                        for f in q["resourceGroups"][0]["flavors"] if f["name"] == flavor.name
-                        for r in f["resources"] if r["name"] == resource)
+            total = sum(
+                _quantity(r["nominalQuota"])
+                for q in queues.values()
+                for f in q["resourceGroups"][0]["flavors"]
+                if f["name"] == flavor.name
+                for r in f["resources"]
+                if r["name"] == resource
+            )
             assert total == flavor.per_node[resource] * flavor.max_size, (flavor.name, resource)
-    gpu = {name: next(r for f in q["resourceGroups"][0]["flavors"] if f["name"] == "gpu"
-                      for r in f["resources"] if r["name"] == "nvidia.com/gpu") for name, q in queues.items()}
+    gpu = {
+        name: next(
+            r
+            for f in q["resourceGroups"][0]["flavors"]
+            if f["name"] == "gpu"
+            for r in f["resources"]
+            if r["name"] == "nvidia.com/gpu"
+        )
+        for name, q in queues.items()
+    }
     # g5's GPU group: maxSize 2 of one GPU; vision 50 % = 1 node, nlp 25 % = 0 nodes (whole nodes), the stack 1
     assert {n: g["nominalQuota"] for n, g in gpu.items()} == {"team-vision": "1", "team-nlp": "0", "training": "1"}
     assert gpu["team-nlp"]["lendingLimit"] == gpu["team-vision"]["borrowingLimit"] == "0"
@@ -113,18 +131,32 @@ def test_each_team_namespace_has_its_queue_claim_and_policies(g5_teams) -> None:
         assert labels["pod-security.kubernetes.io/enforce"] == "baseline" and labels["eks-training/team"] == team
         claims = [c for c in _objects(g5_teams, "PersistentVolumeClaim") if c["metadata"]["namespace"] == ns]
         assert [c["spec"]["storageClassName"] for c in claims] == ["efs-shared"]
-        policies = {p["metadata"]["name"]: p for p in _objects(g5_teams, "NetworkPolicy")
-                    if p["metadata"]["namespace"] == ns}
-        deny = [p for p in policies.values() if p["spec"]["podSelector"] == {}
-                and set(p["spec"]["policyTypes"]) == {"Ingress", "Egress"} and not p["spec"].get("ingress")
-                and not p["spec"].get("egress")]
+        policies = {
+            p["metadata"]["name"]: p for p in _objects(g5_teams, "NetworkPolicy") if p["metadata"]["namespace"] == ns
+        }
+        deny = [
+            p
+            for p in policies.values()
+            if p["spec"]["podSelector"] == {}
+            and set(p["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+            and not p["spec"].get("ingress")
+            and not p["spec"].get("egress")
+        ]
         assert deny, f"{ns}: no default-deny policy"
         # the LocalQueue and the claim come after the namespace's policies (no pod of the team runs unprotected)
-        queue = next(r for r in g5_teams.registrations if r.type.endswith(":LocalQueue")
-                     and r.inputs["metadata"]["namespace"] == ns)
-        deny_urn = next(r.urn for r in g5_teams.registrations if r.type.endswith(":NetworkPolicy")
-                        and r.inputs["metadata"]["namespace"] == ns and r.inputs["spec"]["podSelector"] == {}
-                        and not r.inputs["spec"].get("egress"))
+        queue = next(
+            r
+            for r in g5_teams.registrations
+            if r.type.endswith(":LocalQueue") and r.inputs["metadata"]["namespace"] == ns
+        )
+        deny_urn = next(
+            r.urn
+            for r in g5_teams.registrations
+            if r.type.endswith(":NetworkPolicy")
+            and r.inputs["metadata"]["namespace"] == ns
+            and r.inputs["spec"]["podSelector"] == {}
+            and not r.inputs["spec"].get("egress")
+        )
         assert g5_teams.depends_transitively(queue, deny_urn)
 
 
@@ -142,27 +174,51 @@ def test_teams_without_jobs_still_get_kueue_the_mpi_operator_and_their_queues() 
     assert len(classes) == len(KIND_OFFSET) * TEAM_STAGES
 
 
-@pytest.mark.parametrize("teams, fragments", [
-    pytest.param({"a": {"quotaPercent": 60}, "b": {"quotaPercent": 50}},
-                 ["eks-training:teams: the teams' quotaPercent add up to 110 (a 60, b 50)", "lower them"], id="shares"),
-    pytest.param({"a": {"quotaPercent": 10, "namespace": "training"}},
-                 ["eks-training:teams.a.namespace: 'training' is the stack's own training namespace"], id="training-ns"),
-    pytest.param({"a": {"quotaPercent": 10, "namespace": "kueue-system"}},
-                 ["eks-training:teams.a.namespace: 'kueue-system' is a namespace of Kubernetes or of a controller"],
-                 id="reserved-ns"),
-    pytest.param({"a": {"quotaPercent": 10, "namespace": "x"}, "b": {"quotaPercent": 10, "namespace": "x"}},
-                 ["eks-training:teams.b.namespace: 'x' is also the namespace of eks-training:teams.a"], id="same-ns"),
-    pytest.param({"Team_A": {"quotaPercent": 10}}, ["eks-training:teams.Team_A: the name must be"], id="name"),
-    pytest.param({"a": {"quotaPercent": 0}}, ["eks-training:teams.a.quotaPercent"], id="zero"),
-    pytest.param({"a": {"share": 10}}, ["eks-training:teams.a"], id="unknown-key"),
-    pytest.param({"a": {"quotaPercent": 25, "mayBorrow": False}},
-                 ["eks-training:teams.a.quotaPercent: the team's share is no whole node of any worker group "
-                  "(eks-training:nodeGroups.gpu.maxSize 2) and eks-training:teams.a.mayBorrow is false"], id="idle"),
-    pytest.param({"a": {"quotaPercent": 50, "mayLend": False}, "b": {"quotaPercent": 50, "mayLend": False}},
-                 ["eks-training:jobs.train.nodes: the job asks ", " on nodeGroups.gpu; the stack's own queue holds 0m "
-                  "there", "not lending: eks-training:teams.a.mayLend, eks-training:teams.b.mayLend"],
-                 id="own-queue-starved"),
-])
+@pytest.mark.parametrize(
+    "teams, fragments",
+    [
+        pytest.param(
+            {"a": {"quotaPercent": 60}, "b": {"quotaPercent": 50}},
+            ["eks-training:teams: the teams' quotaPercent add up to 110 (a 60, b 50)", "lower them"],
+            id="shares",
+        ),
+        pytest.param(
+            {"a": {"quotaPercent": 10, "namespace": "training"}},
+            ["eks-training:teams.a.namespace: 'training' is the stack's own training namespace"],
+            id="training-ns",
+        ),
+        pytest.param(
+            {"a": {"quotaPercent": 10, "namespace": "kueue-system"}},
+            ["eks-training:teams.a.namespace: 'kueue-system' is a namespace of Kubernetes or of a controller"],
+            id="reserved-ns",
+        ),
+        pytest.param(
+            {"a": {"quotaPercent": 10, "namespace": "x"}, "b": {"quotaPercent": 10, "namespace": "x"}},
+            ["eks-training:teams.b.namespace: 'x' is also the namespace of eks-training:teams.a"],
+            id="same-ns",
+        ),
+        pytest.param({"Team_A": {"quotaPercent": 10}}, ["eks-training:teams.Team_A: the name must be"], id="name"),
+        pytest.param({"a": {"quotaPercent": 0}}, ["eks-training:teams.a.quotaPercent"], id="zero"),
+        pytest.param({"a": {"share": 10}}, ["eks-training:teams.a"], id="unknown-key"),
+        pytest.param(
+            {"a": {"quotaPercent": 25, "mayBorrow": False}},
+            [
+                "eks-training:teams.a.quotaPercent: the team's share is no whole node of any worker group "
+                "(eks-training:nodeGroups.gpu.maxSize 2) and eks-training:teams.a.mayBorrow is false"
+            ],
+            id="idle",
+        ),
+        pytest.param(
+            {"a": {"quotaPercent": 50, "mayLend": False}, "b": {"quotaPercent": 50, "mayLend": False}},
+            [
+                "eks-training:jobs.train.nodes: the job asks ",
+                " on nodeGroups.gpu; the stack's own queue holds 0m there",
+                "not lending: eks-training:teams.a.mayLend, eks-training:teams.b.mayLend",
+            ],
+            id="own-queue-starved",
+        ),
+    ],
+)
 def test_bad_teams_are_refused_before_anything_is_registered(teams, fragments) -> None:
     p = run_program("g5", config=_with_teams("g5", teams), expect_error=True)
     assert isinstance(p.error, ConfigError), p.error
@@ -185,19 +241,27 @@ def test_a_teams_members_get_its_namespace_and_nothing_else(g5_teams) -> None:
     assert policy["accessScope"] == {"type": "namespace", "namespaces": ["vision"]}
     (binding,) = [b for b in _objects(p, "RoleBinding") if b["metadata"]["name"] == "eks-training-team-members"]
     assert binding["metadata"]["namespace"] == "vision"
-    assert binding["subjects"] == [{"kind": "Group", "name": "eks-training-team-vision",
-                                    "apiGroup": "rbac.authorization.k8s.io"}]
+    assert binding["subjects"] == [
+        {"kind": "Group", "name": "eks-training-team-vision", "apiGroup": "rbac.authorization.k8s.io"}
+    ]
     (role,) = [r for r in _objects(p, "ClusterRole") if r["metadata"]["name"] == binding["roleRef"]["name"]]
-    granted = {(g, res, v) for rule in role["rules"] for g in rule["apiGroups"] for res in rule["resources"]
-               for v in rule["verbs"]}
+    granted = {
+        (g, res, v)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for res in rule["resources"]
+        for v in rule["verbs"]
+    }
     assert {("kubeflow.org", "mpijobs", "create"), ("kueue.x-k8s.io", "workloads", "list")} <= granted
     assert not any(v in ("create", "delete", "update", "patch") for g, _r, v in granted if g == "kueue.x-k8s.io")
     assert not g5_teams.one("eks:index:Cluster").inputs.get("accessEntries")
     assert not [b for b in _objects(g5_teams, "RoleBinding") if b["metadata"]["name"] == "eks-training-team-members"]
-    bad = run_program("g5", config=_with_teams("g5", {"a": {"quotaPercent": 10, "memberRoleArns": ["VisionTeam"]}}),
-                      expect_error=True)
-    assert isinstance(bad.error, ConfigError) and "eks-training:teams.a.memberRoleArns[0]: 'VisionTeam' is not an IAM " \
-        "role ARN" in str(bad.error), bad.error
+    bad = run_program(
+        "g5", config=_with_teams("g5", {"a": {"quotaPercent": 10, "memberRoleArns": ["VisionTeam"]}}), expect_error=True
+    )
+    assert isinstance(
+        bad.error, ConfigError
+    ) and "eks-training:teams.a.memberRoleArns[0]: 'VisionTeam' is not an IAM role ARN" in str(bad.error), bad.error
 
 
 def test_teams_need_the_efs_backend() -> None:
@@ -206,18 +270,27 @@ def test_teams_need_the_efs_backend() -> None:
     p = run_program("p5", config=_with_teams("p5"), expect_error=True)
     assert isinstance(p.error, ConfigError), p.error
     (problem,) = [line for line in str(p.error).splitlines() if "eks-training:teams:" in line]
-    assert "eks-training:storage.backend fsx" in problem and "installs its client only by the node groups of its own " \
-        "jobs" in problem and "one static volume binds one claim" in problem and "use backend efs" in problem, problem
+    assert (
+        "eks-training:storage.backend fsx" in problem
+        and "installs its client only by the node groups of its own jobs" in problem
+        and "one static volume binds one claim" in problem
+        and "use backend efs" in problem
+    ), problem
     assert p.registrations == []
     config = _with_teams("p5")
     storage = {k: v for k, v in (config.get(f"{PROJECT}:storage") or {}).items() if k not in ("backend", "fsx")}
     config[f"{PROJECT}:storage"] = {**storage, "backend": "efs"}
     datasets = config.get(f"{PROJECT}:datasets") or {}
-    assert not [d for d in datasets.values() if str((d or {}).get("source", "")).endswith("/")], \
+    assert not [d for d in datasets.values() if str((d or {}).get("source", "")).endswith("/")], (
         "p5's datasets would need FSx's data repository"
+    )
     ok = run_program("p5", config=config)
     assert ok.error is None, ok.error
-    assert [r for r in ok.registrations if r.type.endswith(":ClusterQueue") and r.inputs["metadata"]["name"] == "team-vision"]
+    assert [
+        r
+        for r in ok.registrations
+        if r.type.endswith(":ClusterQueue") and r.inputs["metadata"]["name"] == "team-vision"
+    ]
 
 
 # --- priorities per kind -------------------------------------------------------------------------------------------
@@ -249,8 +322,10 @@ def test_the_presets_queue_each_kind_of_work() -> None:
     for stack in ("dev", "benchmark"):
         _, plan = plan_stack(stack)
         assert plan.admission is not None
-        kinds |= {c.split("eks-training-")[1].rsplit("-stage-", 1)[0]
-                  for c in (*plan.admission.job_priority.values(), *plan.admission.check_priority.values())}
+        kinds |= {
+            c.split("eks-training-")[1].rsplit("-stage-", 1)[0]
+            for c in (*plan.admission.job_priority.values(), *plan.admission.check_priority.values())
+        }
     assert kinds == set(KIND_OFFSET), kinds
 
 

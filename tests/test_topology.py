@@ -33,8 +33,15 @@ pytestmark = pytest.mark.mock
 
 PRESETS = stack_names()
 #: The presets whose GPU group's type carries the labels, as fixed-size fleets (the group at its maxSize).
-FLEETS = [s for s in PRESETS if any(t in NETWORK_TOPOLOGY for g in (stack_config(s).get(f"{PROJECT}:nodeGroups") or {})
-                                    .values() for t in g["instanceTypes"])]
+FLEETS = [
+    s
+    for s in PRESETS
+    if any(
+        t in NETWORK_TOPOLOGY
+        for g in (stack_config(s).get(f"{PROJECT}:nodeGroups") or {}).values()
+        for t in g["instanceTypes"]
+    )
+]
 
 
 def fleet_config(stack: str) -> dict[str, Any]:
@@ -61,8 +68,11 @@ def programs() -> dict[str, Any]:
 
 
 def _kueue(program, kind: str) -> list[dict[str, Any]]:
-    return [r.inputs for r in program.registrations
-            if r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == kind]
+    return [
+        r.inputs
+        for r in program.registrations
+        if r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == kind
+    ]
 
 
 def _schema(kind_plural: str) -> dict[str, Any]:
@@ -77,7 +87,9 @@ def _unknown_fields(schema: Mapping[str, Any], obj: Any, path: str = "") -> list
     if isinstance(obj, dict):
         props = schema.get("properties")
         if props is None:
-            return [] if schema.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in schema else [path]
+            return (
+                [] if schema.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in schema else [path]
+            )
         for k, v in obj.items():
             out += [f"{path}.{k}"] if k not in props else _unknown_fields(props[k], v, f"{path}.{k}")
     elif isinstance(obj, list):
@@ -93,10 +105,15 @@ def crd_problems(doc: Mapping[str, Any]) -> list[str]:
     last; a ResourceFlavor with ``topologyName`` has at least one node label."""
     plural = {"Topology": "topologies", "ResourceFlavor": "resourceflavors"}[doc["kind"]]
     schema = _schema(plural)
-    problems = [f"{doc['metadata']['name']}: {e.message} at {list(e.absolute_path)}"
-                for e in jsonschema.Draft7Validator(schema).iter_errors(dict(doc))]
-    problems += [f"{doc['metadata']['name']}: unknown field {p}" for p in _unknown_fields(schema, dict(doc))
-                 if not p.startswith(".metadata")]
+    problems = [
+        f"{doc['metadata']['name']}: {e.message} at {list(e.absolute_path)}"
+        for e in jsonschema.Draft7Validator(schema).iter_errors(dict(doc))
+    ]
+    problems += [
+        f"{doc['metadata']['name']}: unknown field {p}"
+        for p in _unknown_fields(schema, dict(doc))
+        if not p.startswith(".metadata")
+    ]
     spec = doc["spec"]
     if doc["kind"] == "Topology":
         labels = [lv["nodeLabel"] for lv in spec["levels"]]
@@ -112,35 +129,48 @@ def crd_problems(doc: Mapping[str, Any]) -> list[str]:
 def tas_problems(program) -> list[str]:
     """Kueue's topology rules over one program's registrations (see the module docstring)."""
     problems = []
-    topologies = {t["metadata"]["name"]: [lv["nodeLabel"] for lv in t["spec"]["levels"]]
-                  for t in _kueue(program, "Topology")}
+    topologies = {
+        t["metadata"]["name"]: [lv["nodeLabel"] for lv in t["spec"]["levels"]] for t in _kueue(program, "Topology")
+    }
     flavors = _kueue(program, "ResourceFlavor")
     for doc in [*_kueue(program, "Topology"), *[f for f in flavors if f["spec"].get("topologyName")]]:
         problems += crd_problems(doc)
     named = {f["spec"]["topologyName"] for f in flavors if f["spec"].get("topologyName")}
-    problems += [f"ResourceFlavor names Topology {t}, which the stack does not register" for t in named - set(topologies)]
+    problems += [
+        f"ResourceFlavor names Topology {t}, which the stack does not register" for t in named - set(topologies)
+    ]
     problems += [f"Topology {t} is named by no ResourceFlavor" for t in set(topologies) - named]
     for r in program.registrations:
         if r.type not in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob"):
             continue
         if QUEUE_LABEL not in (r.inputs["metadata"].get("labels") or {}):
             continue
-        templates = ([r.inputs["spec"]["template"]] if r.inputs["kind"] == "Job"
-                     else [x["template"] for x in r.inputs["spec"]["mpiReplicaSpecs"].values()])
+        templates = (
+            [r.inputs["spec"]["template"]]
+            if r.inputs["kind"] == "Job"
+            else [x["template"] for x in r.inputs["spec"]["mpiReplicaSpecs"].values()]
+        )
         for (pod_set, _, pod), template in zip(_pod_sets(r.inputs["kind"], r.inputs), templates):
             where = f"{r.inputs['metadata']['name']}/{pod_set}"
             (flavor,) = [f for f in flavors if _flavor_fits(pod, f)]
-            asks = {k: v for k, v in ((template.get("metadata") or {}).get("annotations") or {}).items()
-                    if k in TAS_ANNOTATIONS}
+            asks = {
+                k: v
+                for k, v in ((template.get("metadata") or {}).get("annotations") or {}).items()
+                if k in TAS_ANNOTATIONS
+            }
             topology = flavor["spec"].get("topologyName")
             if topology is None:
                 if asks:
-                    problems.append(f"{where}: asks {asks} on flavor {flavor['metadata']['name']}, which has no "
-                                    f"Topology: Kueue would never admit it")
+                    problems.append(
+                        f"{where}: asks {asks} on flavor {flavor['metadata']['name']}, which has no "
+                        f"Topology: Kueue would never admit it"
+                    )
                 continue
             if len(asks) != 1:
-                problems.append(f"{where}: on topology-aware flavor {flavor['metadata']['name']} the pod set must ask "
-                                f"for one topology level (it asks {asks}): Kueue would never admit it")
+                problems.append(
+                    f"{where}: on topology-aware flavor {flavor['metadata']['name']} the pod set must ask "
+                    f"for one topology level (it asks {asks}): Kueue would never admit it"
+                )
                 continue
             ((annotation, level),) = asks.items()
             levels = topologies.get(topology, [])
@@ -165,16 +195,26 @@ def test_the_efa_fleets_are_topology_aware_and_ask_for_the_lowest_network_layer(
         assert [lv["nodeLabel"] for lv in topology["spec"]["levels"]] == [*network.labels, HOSTNAME_LABEL]
         gpu = next(f for f in _kueue(program, "ResourceFlavor") if f["metadata"]["name"] == "gpu")
         assert gpu["spec"]["topologyName"] == topology["metadata"]["name"]
-        asked = [((t.get("metadata") or {}).get("annotations") or {}).get(TOPOLOGY_ANNOTATION)
-                 for r in program.registrations if r.type in ("kubernetes:batch/v1:Job",
-                                                               "kubernetes:kubeflow.org/v2beta1:MPIJob")
-                 for t in ([r.inputs["spec"]["template"]] if r.inputs["kind"] == "Job"
-                           else [x["template"] for x in r.inputs["spec"]["mpiReplicaSpecs"].values()])
-                 if (t["spec"].get("nodeSelector") or {}).get("eks-training/role") == "gpu"]
+        asked = [
+            ((t.get("metadata") or {}).get("annotations") or {}).get(TOPOLOGY_ANNOTATION)
+            for r in program.registrations
+            if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+            for t in (
+                [r.inputs["spec"]["template"]]
+                if r.inputs["kind"] == "Job"
+                else [x["template"] for x in r.inputs["spec"]["mpiReplicaSpecs"].values()]
+            )
+            if (t["spec"].get("nodeSelector") or {}).get("eks-training/role") == "gpu"
+        ]
         assert asked and set(asked) == {network.labels[-1]}, (stack, asked)
-        release = next(r for r in program.registrations if r.type == "kubernetes:helm.sh/v3:Release"
-                       and r.inputs["chart"].endswith("/kueue"))
-        assert {"name": TAS_FEATURE_GATE, "enabled": True} in release.inputs["values"]["controllerManager"]["featureGates"]
+        release = next(
+            r
+            for r in program.registrations
+            if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["chart"].endswith("/kueue")
+        )
+        assert {"name": TAS_FEATURE_GATE, "enabled": True} in release.inputs["values"]["controllerManager"][
+            "featureGates"
+        ]
         # the presets themselves scale their GPU groups from zero: off by default there
         assert not _kueue(programs[stack], "Topology"), stack
 
@@ -191,8 +231,11 @@ def test_the_box_nodes_carry_every_level_of_their_flavors_topology() -> None:
     """What topology-aware scheduling counts (NodeMatchesFlavor): a node matching the flavor's node labels and carrying
     every level's label; blocks of BLOCK_NODES nodes share the lowest network layer."""
     _, plan = plan_stack("p5")
-    nodes = [n for n in plan_nodes(plan, "us-east-1", {"gpu": 3 * BLOCK_NODES})
-             if n["metadata"]["labels"].get("eks-training/role") == "gpu"]
+    nodes = [
+        n
+        for n in plan_nodes(plan, "us-east-1", {"gpu": 3 * BLOCK_NODES})
+        if n["metadata"]["labels"].get("eks-training/role") == "gpu"
+    ]
     network = network_topology("p5.48xlarge", "us-east-1")
     assert network is not None
     for i, n in enumerate(nodes):
@@ -217,9 +260,12 @@ def test_the_rules_catch_each_broken_placement(programs) -> None:
     assert not tas_problems(program)
 
     def broken(change) -> list[str]:
-        regs = [SimpleNamespace(type=r.type, inputs=copy.deepcopy(r.inputs)) for r in program.registrations
-                if r.type.startswith("kubernetes:kueue.x-k8s.io/") or r.type in ("kubernetes:batch/v1:Job",
-                                                                                   "kubernetes:kubeflow.org/v2beta1:MPIJob")]
+        regs = [
+            SimpleNamespace(type=r.type, inputs=copy.deepcopy(r.inputs))
+            for r in program.registrations
+            if r.type.startswith("kubernetes:kueue.x-k8s.io/")
+            or r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+        ]
         change(regs)
         return tas_problems(SimpleNamespace(registrations=regs))
 
@@ -237,15 +283,21 @@ def test_the_rules_catch_each_broken_placement(programs) -> None:
         meta.setdefault("annotations", {})[TOPOLOGY_ANNOTATION] = HOSTNAME_LABEL
 
     def no_topology(regs):
-        regs[:] = [r for r in regs if not (r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == "Topology")]
+        regs[:] = [
+            r for r in regs if not (r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == "Topology")
+        ]
 
     def hostname_first(regs):
         t = next(r for r in regs if r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == "Topology")
         t.inputs["spec"]["levels"].insert(0, t.inputs["spec"]["levels"].pop())
 
-    for change, fragment in [(drop, "must ask for one topology level"), (other_level, "is no level of Topology"),
-                             (on_system, "which has no Topology"), (no_topology, "which the stack does not register"),
-                             (hostname_first, "only at the lowest level")]:
+    for change, fragment in [
+        (drop, "must ask for one topology level"),
+        (other_level, "is no level of Topology"),
+        (on_system, "which has no Topology"),
+        (no_topology, "which the stack does not register"),
+        (hostname_first, "only at the lowest level"),
+    ]:
         problems = broken(change)
         assert any(fragment in p for p in problems), (change.__name__, problems)
 
@@ -290,12 +342,17 @@ def test_the_plan_shows_the_topology_and_refuses_what_the_program_refuses() -> N
 
     _, plan = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2))
     text = render(report(plan, "us-east-1"))
-    assert ("topology-aware (Topology ec2-network-3-layers: topology.k8s.aws/network-node-layer-1 > "
-            "topology.k8s.aws/network-node-layer-2 > topology.k8s.aws/network-node-layer-3 > kubernetes.io/hostname): "
-            "a job's pods share one topology.k8s.aws/network-node-layer-3") in text, text
+    assert (
+        "topology-aware (Topology ec2-network-3-layers: topology.k8s.aws/network-node-layer-1 > "
+        "topology.k8s.aws/network-node-layer-2 > topology.k8s.aws/network-node-layer-3 > kubernetes.io/hostname): "
+        "a job's pods share one topology.k8s.aws/network-node-layer-3"
+    ) in text, text
     with pytest.raises(StackLoadError, match="nodeGroups.gpu.topology: EC2 describes no instance topology in "):
-        plan_stack("p5", region="ap-southeast-5",
-                   edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, availabilityZone="ap-southeast-5a"))
+        plan_stack(
+            "p5",
+            region="ap-southeast-5",
+            edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, availabilityZone="ap-southeast-5a"),
+        )
 
 
 def test_a_jobs_only_stack_must_see_the_same_topology_as_the_cluster_stack() -> None:

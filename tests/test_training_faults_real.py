@@ -62,8 +62,22 @@ PYTHON = sys.executable
 RECIPE_WORKERS = train.parse_args(["--data-dir", "d", "--output-dir", "o"]).workers
 #: How often rank 0 prints its step (train.py --progress-every-seconds): the resolution of the goodput accounting.
 PROGRESS_S = 0.2
-TINY = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0", "--workers",
-        str(RECIPE_WORKERS), "--progress-every-seconds", str(PROGRESS_S)]
+TINY = [
+    "--width",
+    "8",
+    "--batch-size",
+    "32",
+    "--lr",
+    "0.2",
+    "--warmup-epochs",
+    "1",
+    "--seed",
+    "0",
+    "--workers",
+    str(RECIPE_WORKERS),
+    "--progress-every-seconds",
+    str(PROGRESS_S),
+]
 #: Slack of a goodput figure against the test's own measurement, beyond the progress resolution: the launcher reads a
 #: line a little after it was printed, and the other core may be busy.
 GOODPUT_SLACK_S = 0.5
@@ -99,8 +113,14 @@ class PodRun:
     def local(self) -> tuple[Any, Any, Any]:
         """(runner, job plan, the pod every node runs): built once per run."""
         if self._local is None:
-            runner, job = ts.local_training_job(self.workdir / "local", self.data_dir, self.etcd.endpoint,
-                                                self.train_args, job=self.job, settings=self.settings)
+            runner, job = ts.local_training_job(
+                self.workdir / "local",
+                self.data_dir,
+                self.etcd.endpoint,
+                self.train_args,
+                job=self.job,
+                settings=self.settings,
+            )
             pods = runner.pods(job)
             # an Indexed Job's pods differ only in JOB_INDEX, which the trainer does not read: pod 0 stands for any
             assert all(p.argv == pods[0].argv for p in pods)
@@ -129,8 +149,12 @@ class PodRun:
     def start_pod(self, tag: str) -> ts.ManagedProcess:
         """Start one more pod."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        pod = ts.ManagedProcess(self.command(), self.workdir / f"pod-{tag}.log", env={**self.env(), **self.host_env},
-                                cwd=self.local()[2].cwd)
+        pod = ts.ManagedProcess(
+            self.command(),
+            self.workdir / f"pod-{tag}.log",
+            env={**self.env(), **self.host_env},
+            cwd=self.local()[2].cwd,
+        )
         self.pods.append(pod)
         return pod
 
@@ -143,9 +167,16 @@ class PodRun:
         found = [e for pod in self.pods for e in self.pod_events(pod, name)]
         return sorted(found, key=lambda e: float(e["time"]))
 
-    def wait_event(self, name: str, timeout: float, after: float = 0.0, pod: ts.ManagedProcess | None = None,
-                   where: Callable[[dict[str, Any]], bool] = lambda e: True) -> dict[str, Any]:
+    def wait_event(
+        self,
+        name: str,
+        timeout: float,
+        after: float = 0.0,
+        pod: ts.ManagedProcess | None = None,
+        where: Callable[[dict[str, Any]], bool] = lambda e: True,
+    ) -> dict[str, Any]:
         """The first event ``name`` later than ``after`` (in ``pod`` or any pod) that satisfies ``where``."""
+
         def found() -> dict[str, Any] | None:
             pool = self.pod_events(pod, name) if pod is not None else self.events(name)
             return next((e for e in pool if e["time"] >= after and where(e)), None)
@@ -157,8 +188,9 @@ class PodRun:
 
     def rank0_pod(self) -> ts.ManagedProcess:
         """The pod whose trainer is rank 0 now (it printed the newest ``start`` event)."""
-        latest = max(((e["time"], pod) for pod in self.pods for e in self.pod_events(pod, "start")),
-                     key=lambda pair: pair[0])
+        latest = max(
+            ((e["time"], pod) for pod in self.pods for e in self.pod_events(pod, "start")), key=lambda pair: pair[0]
+        )
         return latest[1]
 
     def lease_records(self) -> list[dict[str, Any]]:
@@ -171,8 +203,11 @@ class PodRun:
         parts = []
         for pod in self.pods:
             text = pod.output()
-            milestones = [line[:220] for line in text.splitlines()
-                          if any(m in line for m in AGENT_MILESTONES) or '{"event"' in line]
+            milestones = [
+                line[:220]
+                for line in text.splitlines()
+                if any(m in line for m in AGENT_MILESTONES) or '{"event"' in line
+            ]
             parts.append(f"--- {pod.log_path.name} (exit {pod.poll()})\n" + "\n".join(milestones[-60:]))
         return "\n".join(parts)
 
@@ -184,8 +219,15 @@ class PodRun:
             pod.kill()
 
 
-AGENT_MILESTONES = ("Worker group", "Rendezvous'ing", "Starting worker group", "exitcode", "death signal",
-                    "Timed out", "Connection")
+AGENT_MILESTONES = (
+    "Worker group",
+    "Rendezvous'ing",
+    "Starting worker group",
+    "exitcode",
+    "death signal",
+    "Timed out",
+    "Connection",
+)
 
 
 def agent_log_times(text: str, after: float) -> list[tuple[float, str]]:
@@ -209,8 +251,11 @@ def first_after(milestones: list[tuple[float, str]], needle: str) -> float:
 
 def last_step_before(run: PodRun, pod: ts.ManagedProcess, at: float) -> tuple[float, int]:
     """(time, step) of the last step a pod's trainer printed before ``at`` (its own log)."""
-    steps = [(float(e["time"]), int(e["step"])) for e in run.pod_events(pod)
-             if e.get("event") in ("first_step", "progress", "epoch") and e["time"] < at]
+    steps = [
+        (float(e["time"]), int(e["step"]))
+        for e in run.pod_events(pod)
+        if e.get("event") in ("first_step", "progress", "epoch") and e["time"] < at
+    ]
     return max(steps)
 
 
@@ -223,8 +268,11 @@ def run_accounting(run: PodRun) -> dict[str, Any]:
 def assert_no_step_lost_or_repeated(run: PodRun, since: float = 0.0) -> None:
     """Across every attempt (since ``since``), training progress only moves forward: each resume starts
     at the step the previous group stopped at, and no two groups ever reported the same step."""
-    events = [e for e in run.events() if e.get("event") in ("first_step", "checkpoint", "stopping", "resumed")
-              and e["time"] >= since]
+    events = [
+        e
+        for e in run.events()
+        if e.get("event") in ("first_step", "checkpoint", "stopping", "resumed") and e["time"] >= since
+    ]
     last_stop: int | None = None
     previous = 0
     for event in events:
@@ -285,8 +333,9 @@ def runs() -> Iterator[list[PodRun]]:
             run.kill()
 
 
-def new_run(runs: list[PodRun], etcd: ts.EtcdServer, data: Path, workdir: Path, train_args: list[str],
-            **settings: Any) -> PodRun:
+def new_run(
+    runs: list[PodRun], etcd: ts.EtcdServer, data: Path, workdir: Path, train_args: list[str], **settings: Any
+) -> PodRun:
     """A registered :class:`PodRun` (``settings``: keys of the job's config)."""
     run = PodRun(etcd, data, workdir, train_args, settings)
     runs.append(run)
@@ -345,7 +394,8 @@ def strike_rank0(run: PodRun, sig: int, timeout: float) -> Strike:
 # --------------------------------------------------------------------------- #
 @pytest.mark.alone  # the 15 s bound: no other test's processes on these cores meanwhile
 def test_a_lost_node_is_replaced_within_15_seconds(
-        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
+    runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path
+) -> None:
     """SIGKILL of the rank-0 pod's whole process tree (a lost node), early in epoch 2: the survivor's worker
     fails on the closed connection, its agent re-rendezvouses once the dead node's keep-alive expired, the
     survivor takes the run lease over (it was a member of the dead group) and resumes from the last
@@ -361,10 +411,12 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     start = run.wait_event("start", 5, after=kill_at, pod=last)
     failed = first_after(lost.milestones, "Worker group FAILED")
     started = first_after(lost.milestones, "Starting worker group")
-    print(f"\n[timing] SIGKILL of the rank-0 node -> survivor's first resumed step: {resume_s:.2f}s "
-          f"(agent saw its worker fail {failed - kill_at:.2f}s, re-rendezvous {started - failed:.2f}s, "
-          f"worker start to first step {first['time'] - started:.2f}s, of which Python and torch import "
-          f"{start['setup_s']:.2f}s)")
+    print(
+        f"\n[timing] SIGKILL of the rank-0 node -> survivor's first resumed step: {resume_s:.2f}s "
+        f"(agent saw its worker fail {failed - kill_at:.2f}s, re-rendezvous {started - failed:.2f}s, "
+        f"worker start to first step {first['time'] - started:.2f}s, of which Python and torch import "
+        f"{start['setup_s']:.2f}s)"
+    )
     assert resume_s <= RESUME_BOUND_S, run.report()
     assert start["world_size"] == 1 and start["pg_timeout_s"] == 60.0  # the default, read back from gloo
     acquired = run.wait_event("lease_acquired", 5, after=kill_at, pod=last)
@@ -394,9 +446,11 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     staged = next(e for e in run.events("checkpoint") if e["step"] == resumed["step"])
     trained_from = staged["staged_at"] + staged["stage_s"]
     interruption = found["interruptions"][0]
-    print(f"[timing] goodput after a lost node: {found['goodput']}, lost {found['lost_s']}s "
-          f"(measured {first['time'] - trained_from:.2f}s), recomputed {found['recomputed_steps']} steps "
-          f"(measured {last_step - resumed['step']}), split {found['time_split_s']}")
+    print(
+        f"[timing] goodput after a lost node: {found['goodput']}, lost {found['lost_s']}s "
+        f"(measured {first['time'] - trained_from:.2f}s), recomputed {found['recomputed_steps']} steps "
+        f"(measured {last_step - resumed['step']}), split {found['time_split_s']}"
+    )
     assert [i["cause"] for i in found["interruptions"]] == ["failure"] and found["attempts"] == 2
     assert found["recomputed_steps"] == interruption["recomputed_steps"] == last_step - resumed["step"] > 0
     assert interruption["resumed_step"] == resumed["step"] and interruption["last_step"] == last_step
@@ -405,12 +459,14 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     assert found["time_split_s"]["restarting"] == pytest.approx(first["time"] - last_at, abs=GOODPUT_SLACK_S)
     assert kill_at - last_at <= PROGRESS_S + GOODPUT_SLACK_S
     assert found["lost_s"] == pytest.approx(first["time"] - trained_from, abs=GOODPUT_SLACK_S)
-    assert 0 < found["goodput"] < 1 and sum(found["time_split_s"].values()) == pytest.approx(found["goodput_wall_s"],
-                                                                                             abs=0.01)
+    assert 0 < found["goodput"] < 1 and sum(found["time_split_s"].values()) == pytest.approx(
+        found["goodput_wall_s"], abs=0.01
+    )
 
 
 def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
-        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
+    runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path
+) -> None:
     """One run, three events, production settings throughout.
 
     1. SIGTERM to the rank-0 pod mid-epoch (a drain): every rank stops after the same step, rank 0
@@ -451,9 +507,11 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     assert resumed["step"] == stop["step"], "steps lost between the stop and the resume"
     assert resumed["world_size"] == 1 and resumed["failed_attempts_in_a_row"] == 0
     first = run.wait_event("first_step", 30, after=term_at, pod=survivor)
-    print(f"\n[timing] SIGTERM -> stop checkpoint {stop['seconds_since_signal']:.2f}s, pod exit (143) "
-          f"{pod_exit_s:.2f}s, survivor's first resumed step {first['time'] - term_at:.2f}s; "
-          f"steps lost: {stop['step'] - resumed['step']}")
+    print(
+        f"\n[timing] SIGTERM -> stop checkpoint {stop['seconds_since_signal']:.2f}s, pod exit (143) "
+        f"{pod_exit_s:.2f}s, survivor's first resumed step {first['time'] - term_at:.2f}s; "
+        f"steps lost: {stop['step'] - resumed['step']}"
+    )
 
     # 2. The replacement pod (the Job recreating the drained one) joins the running survivor.
     join_at = time.time()
@@ -463,9 +521,11 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     resumed2 = run.wait_event("resumed", 60, after=stop2["time"], where=lambda e: e["world_size"] == 2)
     assert resumed2["step"] == stop2["step"]
     run.wait_event("first_step", 30, after=resumed2["time"])
-    print(f"[timing] replacement joined: stop checkpoint at step {stop2['step']}, resumed at world size 2 "
-          f"{resumed2['time'] - join_at:.2f}s after the new pod started; steps lost: "
-          f"{stop2['step'] - resumed2['step']}")
+    print(
+        f"[timing] replacement joined: stop checkpoint at step {stop2['step']}, resumed at world size 2 "
+        f"{resumed2['time'] - join_at:.2f}s after the new pod started; steps lost: "
+        f"{stop2['step'] - resumed2['step']}"
+    )
 
     # 3. Drain of the rank-1 pod.
     time.sleep(0.3)  # a few steps at world size 2
@@ -480,8 +540,10 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     resumed3 = run.wait_event("resumed", 60, after=term3_at, pod=keeper)
     assert resumed3["step"] == stop3["step"] and resumed3["world_size"] == 1, resumed3
     assert resumed3["failed_attempts_in_a_row"] == 0
-    print(f"[timing] rank-1 drain: stop checkpoint at step {stop3['step']}, resumed alone "
-          f"{resumed3['time'] - term3_at:.2f}s after the signal; steps lost: {stop3['step'] - resumed3['step']}")
+    print(
+        f"[timing] rank-1 drain: stop checkpoint at step {stop3['step']}, resumed alone "
+        f"{resumed3['time'] - term3_at:.2f}s after the signal; steps lost: {stop3['step'] - resumed3['step']}"
+    )
 
     assert keeper.wait(RUN_TIMEOUT) == 0, run.report()
     assert_no_step_lost_or_repeated(run)
@@ -501,14 +563,20 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     stops = [i for i in found["interruptions"] if i["cause"] == "stop"]
     assert stops == found["interruptions"] and len(stops) == 3, found["interruptions"]
     assert [(i["last_step"], i["resumed_step"]) for i in stops] == [
-        (stop["step"], resumed["step"]), (stop2["step"], resumed2["step"]), (stop3["step"], resumed3["step"])]
+        (stop["step"], resumed["step"]),
+        (stop2["step"], resumed2["step"]),
+        (stop3["step"], resumed3["step"]),
+    ]
     assert stops[0]["paused_s"] == pytest.approx(first["time"] - stop["time"], abs=0.01)
 
     # A re-run of the finished Job is a no-op.
-    again = subprocess.run(run.command(), capture_output=True, text=True, timeout=30, env=run.env(),
-                           cwd=run.local()[2].cwd)
+    again = subprocess.run(
+        run.command(), capture_output=True, text=True, timeout=30, env=run.env(), cwd=run.local()[2].cwd
+    )
     assert again.returncode == 0 and [e["event"] for e in ts.json_events(again.stdout)] == [
-        "launch_start", "already_complete"], again.stdout + again.stderr
+        "launch_start",
+        "already_complete",
+    ], again.stdout + again.stderr
 
 
 # --------------------------------------------------------------------------- #
@@ -525,13 +593,18 @@ def slow_fsync(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``tests/programs/slow_fsync.c`` built with the machine's C compiler: an LD_PRELOAD shim that stalls fsync of
     matching files."""
     lib = tmp_path_factory.mktemp("slow-fsync") / "slow_fsync.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(ts.REPO_ROOT / "tests/programs/slow_fsync.c"),
-                    "-ldl"], check=True, capture_output=True, text=True)
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-O2", "-o", str(lib), str(ts.REPO_ROOT / "tests/programs/slow_fsync.c"), "-ldl"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return lib
 
 
-def test_a_stalled_checkpoint_volume_loses_no_work(runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path,
-                                                   tmp_path: Path, slow_fsync: Path) -> None:
+def test_a_stalled_checkpoint_volume_loses_no_work(
+    runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path
+) -> None:
     """From the first step on, every write to the shared volume that the trainer makes while it trains (checkpoints
     and the run lease's renewals) stalls :data:`STALL_S` in fsync, persistently (so once, too). Training goes on while
     a write is in flight, checkpoints due meanwhile are skipped, each stalled write is published when the volume
@@ -540,11 +613,21 @@ def test_a_stalled_checkpoint_volume_loses_no_work(runs: list[PodRun], etcd_serv
     checkpoint was lost, and a volume that stayed slow used up the failure budget. Renewed in the loop, the lease did
     the same.)"""
     epochs = 10  # about 10 s of training here: long enough for a renewal of the lease (every 5 s) to stall in it
-    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--checkpoint-every-seconds", "1"],
-                  collectiveTimeoutSeconds=10)
+    run = new_run(
+        runs,
+        etcd_server,
+        digits,
+        tmp_path,
+        [*TINY, "--epochs", str(epochs), "--checkpoint-every-seconds", "1"],
+        collectiveTimeoutSeconds=10,
+    )
     gate = tmp_path / "volume-turns-slow"
-    run.host_env = {"LD_PRELOAD": str(slow_fsync), "SLOW_FSYNC_MATCH": "checkpoint-step:.lease.",
-                    "SLOW_FSYNC_SECONDS": f"{STALL_S:g}", "SLOW_FSYNC_GATE": str(gate)}
+    run.host_env = {
+        "LD_PRELOAD": str(slow_fsync),
+        "SLOW_FSYNC_MATCH": "checkpoint-step:.lease.",
+        "SLOW_FSYNC_SECONDS": f"{STALL_S:g}",
+        "SLOW_FSYNC_GATE": str(gate),
+    }
     run.start_pod("a")
     run.start_pod("b")
     run.wait_event("first_step", RUN_TIMEOUT)
@@ -570,13 +653,15 @@ def test_a_stalled_checkpoint_volume_loses_no_work(runs: list[PodRun], etcd_serv
     renewals = [e for e in stalls if ".lease." in e["path"]]
     assert renewals, "no write of the lease was stalled"
     held = renewals[0]["time"], renewals[0]["time"] + STALL_S
-    assert [e for e in events if e["event"] in ("epoch", "checkpoint_skipped") and held[0] < e["time"] < held[1]], \
+    assert [e for e in events if e["event"] in ("epoch", "checkpoint_skipped") and held[0] < e["time"] < held[1]], (
         "training stopped while the lease's renewal was stalled"
+    )
     assert_no_step_lost_or_repeated(run)
 
 
 def test_a_slow_volume_at_the_start_of_an_attempt_fails_nothing(
-        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path) -> None:
+    runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path
+) -> None:
     """Rank 0 takes the run lease and records the attempt's start on the volume while the other ranks wait for it.
     Every lease write stalls 15 s, past the 10 s collective timeout the run sets: the other rank waits on the
     process group's store (``wait_for_main``), not in a collective, so the attempt starts, trains and finishes with
@@ -602,16 +687,23 @@ PRODUCTION_STALL_S = 120.0
 
 
 def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
-        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path) -> None:
+    runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path
+) -> None:
     """The case as measured before the fix, with the job's default ``collectiveTimeoutSeconds`` (60 s): the first
     checkpoint write after the first step stalls :data:`PRODUCTION_STALL_S` in fsync (then the volume recovers).
     Training goes on through the stall, the write is published when the volume answers, the final checkpoint and
     ``DONE`` follow, and no step is lost or repeated, no restart."""
     epochs = 10
-    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--checkpoint-every-seconds", "1"])
+    run = new_run(
+        runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--checkpoint-every-seconds", "1"]
+    )
     gate = tmp_path / "volume-turns-slow"
-    run.host_env = {"LD_PRELOAD": str(slow_fsync), "SLOW_FSYNC_MATCH": "checkpoint-step",
-                    "SLOW_FSYNC_SECONDS": f"{PRODUCTION_STALL_S:g}", "SLOW_FSYNC_GATE": str(gate)}
+    run.host_env = {
+        "LD_PRELOAD": str(slow_fsync),
+        "SLOW_FSYNC_MATCH": "checkpoint-step",
+        "SLOW_FSYNC_SECONDS": f"{PRODUCTION_STALL_S:g}",
+        "SLOW_FSYNC_GATE": str(gate),
+    }
     run.start_pod("a")
     run.start_pod("b")
     assert run.wait_event("start", RUN_TIMEOUT)["pg_timeout_s"] == 60.0  # the default, read back from the group
@@ -636,7 +728,8 @@ def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
 # A frozen node: the collective timeout
 # --------------------------------------------------------------------------- #
 def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thawed(
-        runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path) -> None:
+    runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path
+) -> None:
     """SIGSTOP of the rank-0 pod's process tree (nothing closes): the survivor is stuck in a gloo
     collective until the job's ``collectiveTimeoutSeconds``, then resumes alone.  Thawed, the old rank 0
     finds its lease taken over, writes nothing, and its node rejoins the run.
@@ -646,8 +739,14 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     else, so the figure for 60 s follows, and the setting is shown to reach the trainer from the stack file
     through the pod's environment."""
     timeout_s = 10.0
-    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", "20", "--checkpoint-every-steps", "5"],
-                  collectiveTimeoutSeconds=timeout_s)
+    run = new_run(
+        runs,
+        etcd_server,
+        digits,
+        tmp_path,
+        [*TINY, "--epochs", "20", "--checkpoint-every-steps", "5"],
+        collectiveTimeoutSeconds=timeout_s,
+    )
     assert run.env()["PG_TIMEOUT_SECONDS"] == "10"
     run.start_pod("a")
     run.start_pod("b")
@@ -657,8 +756,10 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     frozen = strike_rank0(run, signal.SIGSTOP, 150)
     victim, survivor, freeze_at, resume_s = frozen.victim, frozen.survivor, frozen.at, frozen.resume_s
     failed = first_after(frozen.milestones, "Worker group FAILED")
-    print(f"\n[timing] SIGSTOP of the rank-0 node -> survivor's worker failed {failed - freeze_at:.1f}s "
-          f"(gloo timeout {start['pg_timeout_s']:.0f}s), first resumed step {resume_s:.1f}s")
+    print(
+        f"\n[timing] SIGSTOP of the rank-0 node -> survivor's worker failed {failed - freeze_at:.1f}s "
+        f"(gloo timeout {start['pg_timeout_s']:.0f}s), first resumed step {resume_s:.1f}s"
+    )
     # The survivor may already have been waiting in the collective when the node froze: 1 s slack. The issue's
     # bound (a hung peer detected and the survivor resumed within 2.5 minutes) holds with the default timeout
     # when what follows the timeout takes less than 150 - 60 s.
@@ -687,8 +788,10 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     last_at, last_step = last_step_before(run, victim, freeze_at)
     resumed = run.wait_event("resumed", 5, after=freeze_at, pod=survivor)
     failure = found["interruptions"][0]
-    print(f"[timing] goodput after a frozen node: {found['goodput']}, lost {found['lost_s']}s, recomputed "
-          f"{found['recomputed_steps']} steps (measured {last_step - resumed['step']}), split {found['time_s']}")
+    print(
+        f"[timing] goodput after a frozen node: {found['goodput']}, lost {found['lost_s']}s, recomputed "
+        f"{found['recomputed_steps']} steps (measured {last_step - resumed['step']}), split {found['time_s']}"
+    )
     # The frozen attempt's last step as the ledger has it is at least the last one its log showed before the freeze
     # (lines printed before the freeze but still in the frozen launcher's pipe reach the ledger and the log after the
     # thaw, with their own times; which of them the log shows by the freeze is a race, so no equality here).
@@ -705,7 +808,8 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
 # etcd loses its data while a group trains: never two groups
 # --------------------------------------------------------------------------- #
 def test_etcd_restarted_empty_never_lets_a_joiner_train_a_second_group(
-        runs: list[PodRun], digits: Path, tmp_path: Path) -> None:
+    runs: list[PodRun], digits: Path, tmp_path: Path
+) -> None:
     """etcd comes back empty inside the running agent's detection window; a pod joining afterwards
     finds no rendezvous and forms a round of its own.  Its trainer finds the run lease held by the
     running group and waits, asking it to yield; the running group stops at a step boundary with a
@@ -728,8 +832,7 @@ def test_etcd_restarted_empty_never_lets_a_joiner_train_a_second_group(
         finally:
             os.kill(agents[0], signal.SIGCONT)
         with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(f"http://{etcd.endpoint}/v2/keys/torch/elastic/rendezvous/{run.rdzv_id}",
-                                   timeout=5)
+            urllib.request.urlopen(f"http://{etcd.endpoint}/v2/keys/torch/elastic/rendezvous/{run.rdzv_id}", timeout=5)
 
         join_at = time.time()
         joiner = run.start_pod("b")
@@ -738,9 +841,11 @@ def test_etcd_restarted_empty_never_lets_a_joiner_train_a_second_group(
         yielded = run.wait_event("stopping", 60, after=join_at, pod=first_pod)
         assert yielded["reasons"]["yield_to_other_group"] and yielded["lease_state"] == "yielded"
         merged = run.wait_event("first_step", 90, after=yielded["time"], where=lambda e: e["world_size"] == 2)
-        print(f"\n[timing] empty etcd: the joiner waited for the lease, the running group yielded "
-              f"{yielded['time'] - wait['time']:.1f}s after the joiner's request; one group of 2 trained "
-              f"{merged['time'] - join_at:.1f}s after the joiner started")
+        print(
+            f"\n[timing] empty etcd: the joiner waited for the lease, the running group yielded "
+            f"{yielded['time'] - wait['time']:.1f}s after the joiner's request; one group of 2 trained "
+            f"{merged['time'] - join_at:.1f}s after the joiner started"
+        )
         # The joiner's own round never trained while the first group held the run.
         joiner_steps = [e for e in run.pod_events(joiner, "first_step") if e["time"] < yielded["time"]]
         assert not joiner_steps, joiner_steps
@@ -771,9 +876,16 @@ def single_env() -> dict[str, str]:
 def foreign_record(generation: int, **fields: Any) -> dict[str, Any]:
     """A lease record of another group (a node that is not this machine's trainer)."""
     now = time.time()
-    record = run_lease.LeaseRecord(generation=generation, token=uuid.uuid4().hex, owner="elsewhere/7/pid9",
-                                   members=["elsewhere/7"], world_size=1, ttl_s=3.0, created_at=now,
-                                   renewed_at=now)
+    record = run_lease.LeaseRecord(
+        generation=generation,
+        token=uuid.uuid4().hex,
+        owner="elsewhere/7/pid9",
+        members=["elsewhere/7"],
+        world_size=1,
+        ttl_s=3.0,
+        created_at=now,
+        renewed_at=now,
+    )
     data = asdict(record)
     data.update(fields)
     return data
@@ -807,11 +919,17 @@ def test_a_live_lease_of_another_group_blocks_training_until_it_expires(digits: 
 
     renewer = threading.Thread(target=renew, daemon=True)
     renewer.start()
-    proc = ts.ManagedProcess(train_cmd(digits, out, "--epochs", "1", "--max-steps-per-epoch", "3"),
-                             tmp_path / "trainer.log", env=single_env())
+    proc = ts.ManagedProcess(
+        train_cmd(digits, out, "--epochs", "1", "--max-steps-per-epoch", "3"),
+        tmp_path / "trainer.log",
+        env=single_env(),
+    )
     try:
-        wait_for(lambda: any(e["event"] == "lease_wait" for e in ts.json_events(proc.output())), 60,
-                 what="the trainer to wait for the lease")
+        wait_for(
+            lambda: any(e["event"] == "lease_wait" for e in ts.json_events(proc.output())),
+            60,
+            what="the trainer to wait for the lease",
+        )
         requests = list((out / run_lease.LEASE_DIR_NAME).glob("request-*.json"))
         assert len(requests) == 1 and json.loads(requests[0].read_text())["waiting_for"] == 1
         time.sleep(2.0)
@@ -832,28 +950,47 @@ def test_a_live_lease_of_another_group_blocks_training_until_it_expires(digits: 
     assert not list((out / run_lease.LEASE_DIR_NAME).glob("request-*.json"))
 
 
-def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken(digits: Path,
-                                                                                  tmp_path: Path) -> None:
+def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken(digits: Path, tmp_path: Path) -> None:
     """The owner renews every TTL/12 (``--lease-ttl-seconds``) and checkpoints once
     ``--checkpoint-every-seconds`` have passed since its last checkpoint; a fresh request of another group makes it stop at a step boundary
     with a checkpoint and release the lease as ``yielded`` (exit 75); a newer generation created by
     someone else makes it stop without writing anything."""
     out = tmp_path / "out"
-    args = ("--epochs", "30", "--lease-ttl-seconds", "6", "--checkpoint-every-seconds", "0.4",
-            "--keep-checkpoints", "50")
+    args = (
+        "--epochs",
+        "30",
+        "--lease-ttl-seconds",
+        "6",
+        "--checkpoint-every-seconds",
+        "0.4",
+        "--keep-checkpoints",
+        "50",
+    )
     proc = ts.ManagedProcess(train_cmd(digits, out, *args), tmp_path / "yield.log", env=single_env())
     lease_file = out / run_lease.LEASE_DIR_NAME / "lease-00000001.json"
     try:
-        wait_for(lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60,
-                 what="the first step")
+        wait_for(
+            lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60, what="the first step"
+        )
         first_renewal = json.loads(lease_file.read_text())["renewed_at"]
-        wait_for(lambda: json.loads(lease_file.read_text())["renewed_at"] > first_renewal, 5,
-                 what="a renewal (every 0.5 s with a 6 s TTL)")
+        wait_for(
+            lambda: json.loads(lease_file.read_text())["renewed_at"] > first_renewal,
+            5,
+            what="a renewal (every 0.5 s with a 6 s TTL)",
+        )
         assert json.loads(lease_file.read_text())["ttl_s"] == 6.0
-        wait_for(lambda: len([e for e in ts.json_events(proc.output()) if e["event"] == "checkpoint"]) >= 3, 30,
-                 what="three checkpoints")
-        request = {"token": uuid.uuid4().hex, "members": ["elsewhere/7"], "owner": "elsewhere/7/pid9",
-                   "posted_at": time.time(), "waiting_for": 1}
+        wait_for(
+            lambda: len([e for e in ts.json_events(proc.output()) if e["event"] == "checkpoint"]) >= 3,
+            30,
+            what="three checkpoints",
+        )
+        request = {
+            "token": uuid.uuid4().hex,
+            "members": ["elsewhere/7"],
+            "owner": "elsewhere/7/pid9",
+            "posted_at": time.time(),
+            "waiting_for": 1,
+        }
         (out / run_lease.LEASE_DIR_NAME / f"request-{request['token']}.json").write_text(json.dumps(request))
         assert proc.wait(30) == train.EXIT_STOPPED, proc.output()[-3000:]
     finally:
@@ -870,8 +1007,10 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
     # written is skipped. The times are when each state was staged (the write follows in the background).
     checkpoints = [e for e in events if e["event"] == "checkpoint"]
     assert checkpoints[-1]["step"] == stop["checkpoint_step"]
-    marks = [(next(e for e in events if e["event"] == "fresh_start")["time"], 1), *[
-        (e["staged_at"], e["samples_in_epoch"]) for e in checkpoints[:-1]]]
+    marks = [
+        (next(e for e in events if e["event"] == "fresh_start")["time"], 1),
+        *[(e["staged_at"], e["samples_in_epoch"]) for e in checkpoints[:-1]],
+    ]
     timed = [(a, b) for (a, _), (b, samples) in zip(marks, marks[1:]) if samples]
     assert len(timed) >= 2, marks
     assert all(b - a >= 0.4 for a, b in timed), timed
@@ -881,8 +1020,9 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
     lost_args = ("--epochs", "30", "--lease-ttl-seconds", "6")
     proc = ts.ManagedProcess(train_cmd(digits, out2, *lost_args), tmp_path / "lost.log", env=single_env())
     try:
-        wait_for(lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60,
-                 what="the first step")
+        wait_for(
+            lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60, what="the first step"
+        )
         taken_at = time.time()
         write_lease(out2, foreign_record(2, ttl_s=600.0))
         assert proc.wait(30) == train.EXIT_STOPPED, proc.output()[-3000:]
@@ -903,8 +1043,13 @@ def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Pa
     limit the trainer writes FAILED and exits 0 (so torchrun stops restarting) and the launcher exits 3
     (the Job's FailJob rule), also on any later start."""
     out = tmp_path / "out"
-    first = subprocess.run(train_cmd(digits, out, "--epochs", "1", "--max-steps-per-epoch", "3"),
-                           capture_output=True, text=True, timeout=120, env=single_env())
+    first = subprocess.run(
+        train_cmd(digits, out, "--epochs", "1", "--max-steps-per-epoch", "3"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=single_env(),
+    )
     assert first.returncode == 0, first.stdout + first.stderr
     (out / "DONE").unlink()  # pretend the run is not finished: it goes on to a second epoch
     more = ("--epochs", "2", "--max-steps-per-epoch", "3", "--max-failed-attempts", "2")
@@ -913,10 +1058,21 @@ def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Pa
     # (its group died): the third attempt gives up.  (One failure and the run goes on: see the lost
     # node in test_a_lost_node_is_replaced_within_15_seconds.)
     write_lease(out, foreign_record(2, state="failed", start_step=3, failures=0))
-    write_lease(out, foreign_record(3, state="active", renewed_at=0.0, start_step=3, failures=1,
-                                    members=["elsewhere/8"]))
-    cmd = [PYTHON, str(ts.LAUNCH_PY), "--output-dir", str(out), "--rdzv-backend", "c10d", "--rdzv-id", "budget",
-           "--", *train_cmd(digits, out, *more)]
+    write_lease(
+        out, foreign_record(3, state="active", renewed_at=0.0, start_step=3, failures=1, members=["elsewhere/8"])
+    )
+    cmd = [
+        PYTHON,
+        str(ts.LAUNCH_PY),
+        "--output-dir",
+        str(out),
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-id",
+        "budget",
+        "--",
+        *train_cmd(digits, out, *more),
+    ]
     gave_up = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=single_env())
     assert gave_up.returncode == launch.EXIT_RUN_FAILED, gave_up.stdout + gave_up.stderr
     events = ts.json_events(gave_up.stdout)

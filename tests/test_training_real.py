@@ -96,19 +96,21 @@ class Job:
             node.kill()
 
 
-def torchrun_cmd(etcd: ts.EtcdServer, rdzv_id: str, data_dir: Path, output_dir: Path,
-                 train_args: list[str]) -> list[str]:
+def torchrun_cmd(
+    etcd: ts.EtcdServer, rdzv_id: str, data_dir: Path, output_dir: Path, train_args: list[str]
+) -> list[str]:
     """The torchrun command line of one node, with the production settings (``pods.torchrun_command``)."""
-    return ts.production_torchrun(etcd.endpoint, rdzv_id,
-                                  ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *train_args])
+    return ts.production_torchrun(
+        etcd.endpoint, rdzv_id, ["--data-dir", str(data_dir), "--output-dir", str(output_dir), *train_args]
+    )
 
 
-def launch_nodes(etcd: ts.EtcdServer, rdzv_id: str, data_dir: Path, workdir: Path,
-                 train_args: list[str], tag: str = "") -> list[ts.ManagedProcess]:
+def launch_nodes(
+    etcd: ts.EtcdServer, rdzv_id: str, data_dir: Path, workdir: Path, train_args: list[str], tag: str = ""
+) -> list[ts.ManagedProcess]:
     """Start two torchrun agents (two "nodes") for one job."""
     cmd = torchrun_cmd(etcd, rdzv_id, data_dir, workdir / "output", train_args)
-    return [ts.ManagedProcess(cmd, workdir / f"node{i}{tag}.log", env=torchrun_env(), cwd=workdir)
-            for i in range(2)]
+    return [ts.ManagedProcess(cmd, workdir / f"node{i}{tag}.log", env=torchrun_env(), cwd=workdir) for i in range(2)]
 
 
 @pytest.fixture()
@@ -122,8 +124,7 @@ def jobs() -> Iterator[list[Job]]:
             job.kill()
 
 
-def start_job(registry: list[Job], etcd: ts.EtcdServer, data_dir: Path, workdir: Path,
-              train_args: list[str]) -> Job:
+def start_job(registry: list[Job], etcd: ts.EtcdServer, data_dir: Path, workdir: Path, train_args: list[str]) -> Job:
     """Launch a two-node job and register it for cleanup."""
     workdir.mkdir(parents=True, exist_ok=True)
     rdzv_id = f"test-{uuid.uuid4().hex[:10]}"
@@ -140,12 +141,18 @@ def assert_success(job: Job, codes: list[int]) -> None:
 # --------------------------------------------------------------------------- #
 # Test 2: a worker dies mid-epoch -> re-rendezvous and resume
 # --------------------------------------------------------------------------- #
-def test_worker_killed_mid_epoch_resumes_from_checkpoint(jobs: list[Job], digits_data: Path,
-                                                         shared_etcd: ts.EtcdServer, tmp_path: Path) -> None:
+def test_worker_killed_mid_epoch_resumes_from_checkpoint(
+    jobs: list[Job], digits_data: Path, shared_etcd: ts.EtcdServer, tmp_path: Path
+) -> None:
     """SIGKILL one node's training worker in epoch 2+; torchrun restarts the group and training resumes."""
     epochs = 3
-    job = start_job(jobs, shared_etcd, digits_data, tmp_path,
-                    [*TINY_RECIPE, "--epochs", str(epochs), "--checkpoint-every-steps", "5"])
+    job = start_job(
+        jobs,
+        shared_etcd,
+        digits_data,
+        tmp_path,
+        [*TINY_RECIPE, "--epochs", str(epochs), "--checkpoint-every-steps", "5"],
+    )
 
     def mid_epoch_checkpoint() -> bool:
         return any(e["epoch"] >= 1 and e["samples_in_epoch"] > 0 for e in job.events("checkpoint"))
@@ -215,8 +222,11 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
 
         stopped_at = time.monotonic()
         etcd.stop()
-        wait_for(lambda: all(node.poll() is not None for node in job.nodes), 30.0,
-                    what="the torchrun agents to react to the etcd outage")
+        wait_for(
+            lambda: all(node.poll() is not None for node in job.nodes),
+            30.0,
+            what="the torchrun agents to react to the etcd outage",
+        )
         reaction = time.monotonic() - stopped_at
         codes = [node.poll() for node in job.nodes]
         assert codes == [1, 1], f"expected both agents to fail, got {codes}"
@@ -259,8 +269,21 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
 def test_single_process_resume_and_step_limits(digits_data: Path, tmp_path: Path) -> None:
     """Without torchrun the script runs as one process; a rerun with more epochs resumes."""
     out = tmp_path / "out"
-    base = [PYTHON, str(TRAIN_PY), "--data-dir", str(digits_data), "--output-dir", str(out), *TINY_RECIPE,
-            "--workers", "0", "--max-steps-per-epoch", "5", "--checkpoint-every-steps", "2"]
+    base = [
+        PYTHON,
+        str(TRAIN_PY),
+        "--data-dir",
+        str(digits_data),
+        "--output-dir",
+        str(out),
+        *TINY_RECIPE,
+        "--workers",
+        "0",
+        "--max-steps-per-epoch",
+        "5",
+        "--checkpoint-every-steps",
+        "2",
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     first = subprocess.run([*base, "--epochs", "2"], capture_output=True, text=True, timeout=120, env=env)
     assert first.returncode == 0, first.stdout + first.stderr
@@ -350,8 +373,9 @@ def test_stage_data_from_file_url(digits_data: Path, tmp_path: Path) -> None:
 
     # First run stages and writes the marker.
     dest = tmp_path / "volume"
-    code, events, stderr = run_stage(["--source", source, "--dest", str(dest), "--md5", md5,
-                                      "--expected-bytes", str(size)])
+    code, events, stderr = run_stage(
+        ["--source", source, "--dest", str(dest), "--md5", md5, "--expected-bytes", str(size)]
+    )
     assert code == 0, stderr
     assert [e["event"] for e in events] == ["download_start", "download_done", "staged"]
     marker = json.loads((dest / ".cifar10-staged.json").read_text())
@@ -371,8 +395,15 @@ def test_stage_data_from_file_url(digits_data: Path, tmp_path: Path) -> None:
 
     # Two stagers at once on a fresh volume: one downloads, the other waits for the lock and finds it done.
     both = tmp_path / "concurrent"
-    procs = [subprocess.Popen([PYTHON, str(STAGE_PY), "--source", source, "--dest", str(both), "--md5", md5],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [PYTHON, str(STAGE_PY), "--source", source, "--dest", str(both), "--md5", md5],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     all_events = [e["event"] for out, _ in outputs for e in ts.json_events(out)]
@@ -388,18 +419,30 @@ def test_stage_data_from_s3_via_moto(digits_data: Path, tmp_path: Path) -> None:
     server = ts.MotoServer(tmp_path)
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        env.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                    "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": server.endpoint_url,
-                    "AWS_EC2_METADATA_DISABLED": "true"})
-        s3 = boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
+        env.update(
+            {
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_ENDPOINT_URL": server.endpoint_url,
+                "AWS_EC2_METADATA_DISABLED": "true",
+            }
+        )
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=server.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         s3.create_bucket(Bucket="datasets")
         s3.upload_file(str(tarball), "datasets", "cifar10/cifar-10-python.tar.gz")
         source = "s3://datasets/cifar10/cifar-10-python.tar.gz"
 
         dest = tmp_path / "volume"
-        code, events, stderr = run_stage(["--source", source, "--dest", str(dest), "--md5", md5,
-                                          "--expected-bytes", str(size)], env=env)
+        code, events, stderr = run_stage(
+            ["--source", source, "--dest", str(dest), "--md5", md5, "--expected-bytes", str(size)], env=env
+        )
         assert code == 0, stderr
         assert events[-1]["event"] == "staged" and events[-1]["md5"] == md5
         assert_same_dataset(dest, digits_data)

@@ -32,8 +32,12 @@ RUN_TIMEOUT = 60.0
 def job(kind: str, name: str, *conditions: tuple[str, str]) -> tuple[int, dict[str, Any]]:
     """A 200 answer: the object with these ``(type, status)`` conditions."""
     api = "batch/v1" if kind == "Job" else "kubeflow.org/v2beta1"
-    return 200, {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "training"},
-                 "status": {"conditions": [{"type": t, "status": s, "reason": t} for t, s in conditions]}}
+    return 200, {
+        "apiVersion": api,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "training"},
+        "status": {"conditions": [{"type": t, "status": s, "reason": t} for t, s in conditions]},
+    }
 
 
 NOT_FOUND = (404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})
@@ -93,41 +97,79 @@ def serve() -> Iterator[Any]:
         server.server_close()
 
 
-def run_wait(tmp_path: Path, api_url: str, *jobs: str, extra: tuple[str, ...] = ()) -> tuple[int, list[dict[str, Any]], str]:
+def run_wait(
+    tmp_path: Path, api_url: str, *jobs: str, extra: tuple[str, ...] = ()
+) -> tuple[int, list[dict[str, Any]], str]:
     """Run the script as the init container does (with a token file); exit code, its JSON lines, stderr."""
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
-    argv = [sys.executable, str(WAIT_PY), "--namespace", "training", *[a for j in jobs for a in ("--job", j)],
-            "--poll-seconds", "0.05", "--api-server", api_url, "--token-file", str(token),
-            "--ca-file", str(tmp_path / "no-ca.crt"), *extra]
+    argv = [
+        sys.executable,
+        str(WAIT_PY),
+        "--namespace",
+        "training",
+        *[a for j in jobs for a in ("--job", j)],
+        "--poll-seconds",
+        "0.05",
+        "--api-server",
+        api_url,
+        "--token-file",
+        str(token),
+        "--ca-file",
+        str(tmp_path / "no-ca.crt"),
+        *extra,
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line.strip()], done.stderr
 
 
 def test_waits_through_missing_running_and_faults_until_every_job_completed(tmp_path: Path, serve: Any) -> None:
-    api, url = serve({
-        JOB_PATH.format("prep"): [NOT_FOUND, NOT_FOUND, job("Job", "prep"), FAULT,
-                                  job("Job", "prep", ("Complete", "False")), job("Job", "prep", ("Complete", "True"))],
-        MPIJOB_PATH.format("bench"): [job("MPIJob", "bench", ("Created", "True"), ("Running", "True")),
-                                      job("MPIJob", "bench", ("Created", "True"), ("Succeeded", "True"))],
-    })
+    api, url = serve(
+        {
+            JOB_PATH.format("prep"): [
+                NOT_FOUND,
+                NOT_FOUND,
+                job("Job", "prep"),
+                FAULT,
+                job("Job", "prep", ("Complete", "False")),
+                job("Job", "prep", ("Complete", "True")),
+            ],
+            MPIJOB_PATH.format("bench"): [
+                job("MPIJob", "bench", ("Created", "True"), ("Running", "True")),
+                job("MPIJob", "bench", ("Created", "True"), ("Succeeded", "True")),
+            ],
+        }
+    )
     code, events, stderr = run_wait(tmp_path, url, "jobs/prep", "mpijobs/bench")
     assert code == 0, (events, stderr)
-    assert [e["event"] for e in events if e["event"] != "api_error"] == ["waiting", "completed", "completed", "all_completed"]
+    assert [e["event"] for e in events if e["event"] != "api_error"] == [
+        "waiting",
+        "completed",
+        "completed",
+        "all_completed",
+    ]
     assert [e["job"] for e in events if e["event"] == "completed"] == ["mpijobs/bench", "jobs/prep"]
     assert [e["job"] for e in events if e["event"] == "api_error"] == ["jobs/prep"], "the 500 is logged and retried"
     paths = api.paths()
-    assert paths.count(JOB_PATH.format("prep")) == 6, "asked until Complete=True, through 404s, a 500 and Complete=False"
+    assert paths.count(JOB_PATH.format("prep")) == 6, (
+        "asked until Complete=True, through 404s, a 500 and Complete=False"
+    )
     assert paths.count(MPIJOB_PATH.format("bench")) == 2, "a completed job is not asked again"
-    assert {auth for _, auth in api.requests} == {f"Bearer {TOKEN}"}, "every request carries the service account's token"
+    assert {auth for _, auth in api.requests} == {f"Bearer {TOKEN}"}, (
+        "every request carries the service account's token"
+    )
 
 
 def test_a_failed_job_fails_the_wait_with_the_code_the_pod_failure_policy_expects(tmp_path: Path, serve: Any) -> None:
-    api, url = serve({
-        JOB_PATH.format("prep"): [job("Job", "prep")],
-        MPIJOB_PATH.format("bench"): [job("MPIJob", "bench", ("Running", "True")),
-                                      job("MPIJob", "bench", ("Running", "False"), ("Failed", "True"))],
-    })
+    api, url = serve(
+        {
+            JOB_PATH.format("prep"): [job("Job", "prep")],
+            MPIJOB_PATH.format("bench"): [
+                job("MPIJob", "bench", ("Running", "True")),
+                job("MPIJob", "bench", ("Running", "False"), ("Failed", "True")),
+            ],
+        }
+    )
     code, events, stderr = run_wait(tmp_path, url, "jobs/prep", "mpijobs/bench")
     assert code == PREDECESSOR_FAILED_EXIT_CODE == 3, (events, stderr)
     (failed,) = [e for e in events if e["event"] == "predecessor_failed"]
@@ -136,8 +178,9 @@ def test_a_failed_job_fails_the_wait_with_the_code_the_pod_failure_policy_expect
 
 
 def test_gives_up_when_the_api_does_not_answer(tmp_path: Path) -> None:
-    code, events, stderr = run_wait(tmp_path, f"http://127.0.0.1:{free_port()}", "jobs/prep",
-                                    extra=("--timeout-seconds", "1"))
+    code, events, stderr = run_wait(
+        tmp_path, f"http://127.0.0.1:{free_port()}", "jobs/prep", extra=("--timeout-seconds", "1")
+    )
     assert code == 1, (events, stderr)
     assert events[-1]["event"] == "gave_up" and any(e["event"] == "api_error" for e in events)
 

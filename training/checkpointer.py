@@ -69,8 +69,9 @@ class Checkpointer:
     publishes nothing); ``published(path, info)`` is called in the writer thread once the file is in place, with
     ``info`` extended by ``write_s`` (pruning old checkpoints and logging belong there)."""
 
-    def __init__(self, deadline_s: float, may_publish: Callable[[], bool],
-                 published: Callable[[Path, dict[str, Any]], None]) -> None:
+    def __init__(
+        self, deadline_s: float, may_publish: Callable[[], bool], published: Callable[[Path, dict[str, Any]], None]
+    ) -> None:
         self.deadline_s = deadline_s
         self._may_publish = may_publish
         self._published = published
@@ -117,7 +118,8 @@ class Checkpointer:
             if w.thread.is_alive() and now - w.started > self.deadline_s:
                 raise CheckpointError(
                     f"checkpoint {w.path} is still being written after {self.deadline_s:g}s "
-                    "(--checkpoint-deadline-seconds): the shared volume does not answer")
+                    "(--checkpoint-deadline-seconds): the shared volume does not answer"
+                )
 
     def wait(self, path: Path | None = None) -> None:
         """Wait for the write of ``path`` (or every write in flight) until its deadline, then :meth:`check` it (only

@@ -20,6 +20,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 from cifar_io import NUM_CLASSES, atomic_write
 
+
 # --------------------------------------------------------------------------- #
 # Dataset, augmentation and sampler
 # --------------------------------------------------------------------------- #
@@ -78,8 +79,12 @@ class ResumableDistributedSampler(DistributedSampler[int]):
 
     def __init__(self, dataset_len: int, num_replicas: int, rank: int, seed: int) -> None:
         super().__init__(
-            _SizedRange(dataset_len), num_replicas=num_replicas, rank=rank,
-            shuffle=True, seed=seed, drop_last=True,
+            _SizedRange(dataset_len),
+            num_replicas=num_replicas,
+            rank=rank,
+            shuffle=True,
+            seed=seed,
+            drop_last=True,
         )
         self.dataset_len = dataset_len
         self.start = 0
@@ -232,8 +237,9 @@ def build_model(config: ModelConfig) -> ResNet9:
     return ResNet9(config)
 
 
-def load_model_file(path: str | os.PathLike[str],
-                    map_location: str | torch.device = "cpu") -> tuple[ResNet9, dict[str, Any]]:
+def load_model_file(
+    path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
+) -> tuple[ResNet9, dict[str, Any]]:
     """Load ``model.pt`` written by ``train.py``; return the model (eval mode) and the payload."""
     payload = torch.load(Path(path), map_location=map_location, weights_only=True)
     if not isinstance(payload, dict) or "state_dict" not in payload or "model_config" not in payload:
@@ -315,7 +321,6 @@ class WarmupCosineSchedule:
         self.set_progress(float(state["progress"]))
 
 
-def atomic_torch_save(path: str | os.PathLike[str], obj: Any,
-                      before_publish: Callable[[], bool] | None = None) -> Path:
+def atomic_torch_save(path: str | os.PathLike[str], obj: Any, before_publish: Callable[[], bool] | None = None) -> Path:
     """Atomically ``torch.save`` ``obj`` to ``path`` (``before_publish``: see ``cifar_io.atomic_write``)."""
     return atomic_write(path, lambda handle: torch.save(obj, handle), before_publish=before_publish)

@@ -160,8 +160,12 @@ class NotPublished(Exception):
     """``atomic_write``'s ``before_publish`` said no: the temporary file was removed, ``path`` is unchanged."""
 
 
-def atomic_write(path: str | os.PathLike[str], writer: Callable[[IO[bytes]], None],
-                 mode: int = 0o644, before_publish: Callable[[], bool] | None = None) -> Path:
+def atomic_write(
+    path: str | os.PathLike[str],
+    writer: Callable[[IO[bytes]], None],
+    mode: int = 0o644,
+    before_publish: Callable[[], bool] | None = None,
+) -> Path:
     """Write ``path`` atomically: temp file in the same folder, fsync, ``os.replace``.
 
     Readers see either the old complete file or the new complete file, never

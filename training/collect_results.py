@@ -62,8 +62,12 @@ EXIT_OK, EXIT_S3, EXIT_USAGE = 0, 1, 2
 
 def log(event: str, **fields: Any) -> None:
     """One JSON object on stdout."""
-    print(json.dumps({"event": event, "component": "collect_results", "time": round(time.time(), 3), **fields}, default=str),
-          flush=True)
+    print(
+        json.dumps(
+            {"event": event, "component": "collect_results", "time": round(time.time(), 3), **fields}, default=str
+        ),
+        flush=True,
+    )
 
 
 def now_iso() -> str:
@@ -90,7 +94,9 @@ def phase_of(obj: dict[str, Any] | None, success: str, pods: list[dict[str, Any]
     """``Succeeded`` or ``Failed`` from the object's conditions, else ``Running`` when a pod runs, else ``Pending``
     (not created yet, waiting for nodes, pulling images)."""
     if obj is not None:
-        conditions = {c.get("type") for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
+        conditions = {
+            c.get("type") for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"
+        }
         if success in conditions:
             return SUCCEEDED
         if "Failed" in conditions:
@@ -122,8 +128,13 @@ class State:
         return round((end - start).total_seconds(), 3)
 
     def progress(self) -> dict[str, Any]:
-        return {"phase": self.phase, "startedAt": self.started_at, "finishedAt": self.finished_at,
-                "elapsedSeconds": self.duration_s, "pods": dict(self.pods)}
+        return {
+            "phase": self.phase,
+            "startedAt": self.started_at,
+            "finishedAt": self.finished_at,
+            "elapsedSeconds": self.duration_s,
+            "pods": dict(self.pods),
+        }
 
 
 def observe(api: Api, namespace: str, experiment: dict[str, Any]) -> State:
@@ -144,7 +155,9 @@ def observe(api: Api, namespace: str, experiment: dict[str, Any]) -> State:
     for p in pods:
         ph = (p.get("status") or {}).get("phase") or "Unknown"
         counts[ph] = counts.get(ph, 0) + 1
-    return State(phase=phase, started_at=status.get("startTime"), finished_at=finished, pods=counts, obj=obj, pod_objects=pods)
+    return State(
+        phase=phase, started_at=status.get("startTime"), finished_at=finished, pods=counts, obj=obj, pod_objects=pods
+    )
 
 
 def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -215,8 +228,16 @@ def merged_metrics(name: str, own: dict[str, Any] | None, state: State) -> dict[
     is the program's measurement when it gave one, else the job's duration (``metricsSource`` says which)."""
     record: dict[str, Any] = dict(own or {})
     record.setdefault("schema", "eks-training.metrics/1")
-    for k in ("program", "wall_time_s", "throughput", "throughput_unit", "final_loss", "final_accuracy", "busbw_gbps",
-              "world_size"):
+    for k in (
+        "program",
+        "wall_time_s",
+        "throughput",
+        "throughput_unit",
+        "final_loss",
+        "final_accuracy",
+        "busbw_gbps",
+        "world_size",
+    ):
         record.setdefault(k, None)
     duration = state.duration_s
     record.update(
@@ -241,20 +262,30 @@ def read_own_metrics(output_dir: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def collect_experiment(writer: Writer, api: Api, namespace: str, experiment: dict[str, Any], state: State,
-                       keep: dict[str, Any], volume_root: Path = Path("/")) -> dict[str, Any]:
+def collect_experiment(
+    writer: Writer,
+    api: Api,
+    namespace: str,
+    experiment: dict[str, Any],
+    state: State,
+    keep: dict[str, Any],
+    volume_root: Path = Path("/"),
+) -> dict[str, Any]:
     """Copy one experiment's manifests, logs, kept outputs and metrics; returns its merged metrics (with the files
     skipped as too large under ``skippedFiles``)."""
     name = experiment["name"]
     kind = RESOURCES[experiment["resource"]].kind
     if state.obj is not None:
         writer.put_json(experiment_key(name, "config", "manifests", f"{kind}.json"), without_managed_fields(state.obj))
-    writer.put_json(experiment_key(name, "config", "manifests", "pods.json"),
-                    [without_managed_fields(p) for p in state.pod_objects])
+    writer.put_json(
+        experiment_key(name, "config", "manifests", "pods.json"), [without_managed_fields(p) for p in state.pod_objects]
+    )
     for pod in state.pod_objects:
         pod_name = (pod.get("metadata") or {}).get("name", "pod")
         for container, text in pod_logs(api, namespace, pod).items():
-            writer.put(experiment_key(name, "output", "logs", pod_name, f"{container}.log"), text, "text/plain; charset=utf-8")
+            writer.put(
+                experiment_key(name, "output", "logs", pod_name, f"{container}.log"), text, "text/plain; charset=utf-8"
+            )
     output_dir = volume_root / experiment["outputDir"].lstrip("/")
     limit = int(keep.get("maxFileMib", 1024)) * 1024 * 1024
     skipped = []
@@ -275,17 +306,32 @@ def collect_experiment(writer: Writer, api: Api, namespace: str, experiment: dic
 
 def start_run(writer: Writer, config: dict[str, Any]) -> None:
     """What is known before any experiment finishes: the run, the cluster, the storage, each experiment's config."""
-    writer.put_json(RUN_FILE, {"run": config["run"], "experiments": sorted(config["experiments"]),
-                               "collectorStartedAt": now_iso(), "namespace": config["namespace"]})
+    writer.put_json(
+        RUN_FILE,
+        {
+            "run": config["run"],
+            "experiments": sorted(config["experiments"]),
+            "collectorStartedAt": now_iso(),
+            "namespace": config["namespace"],
+        },
+    )
     writer.put_json(CLUSTER_FILE, config.get("cluster") or {})
     writer.put_json(STORAGE_FILE, config.get("storage") or {})
     for name, exp in config["experiments"].items():
         writer.put_json(experiment_key(name, "config", "experiment.json"), exp.get("config") or {})
 
 
-def collect(config: dict[str, Any], api: Api, writer: Writer, *, poll_seconds: float, timeout_seconds: float,
-            volume_root: Path = Path("/"), sleep: Callable[[float], None] = time.sleep,
-            clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+def collect(
+    config: dict[str, Any],
+    api: Api,
+    writer: Writer,
+    *,
+    poll_seconds: float,
+    timeout_seconds: float,
+    volume_root: Path = Path("/"),
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
     """Wait for every experiment, collect each as it finishes, write progress as it goes and ``collector.json``
     at the end (returned)."""
     namespace = config["namespace"]
@@ -304,23 +350,34 @@ def collect(config: dict[str, Any], api: Api, writer: Writer, *, poll_seconds: f
                 log("api_error", experiment=name, error=str(exc))
                 continue
             if states[name].phase in FINAL:
-                results[name] = collect_experiment(writer, api, namespace, exp, states[name], config.get("keep") or {},
-                                                   volume_root)
+                results[name] = collect_experiment(
+                    writer, api, namespace, exp, states[name], config.get("keep") or {}, volume_root
+                )
         timed_out = clock() >= deadline
         if timed_out:
             for name, exp in experiments.items():
                 if name not in results:
                     states[name].phase = TIMED_OUT
-                    results[name] = collect_experiment(writer, api, namespace, exp, states[name], config.get("keep") or {},
-                                                       volume_root)
-        writer.put_json(PROGRESS_FILE, {"run": config["run"], "updatedAt": now_iso(),
-                                        "experiments": {n: s.progress() for n, s in states.items()},
-                                        "collected": sorted(results)})
+                    results[name] = collect_experiment(
+                        writer, api, namespace, exp, states[name], config.get("keep") or {}, volume_root
+                    )
+        writer.put_json(
+            PROGRESS_FILE,
+            {
+                "run": config["run"],
+                "updatedAt": now_iso(),
+                "experiments": {n: s.progress() for n, s in states.items()},
+                "collected": sorted(results),
+            },
+        )
         if len(results) == len(experiments):
             break
         sleep(poll_seconds)
-    done = {"run": config["run"], "finishedAt": now_iso(),
-            "experiments": {n: {"status": results[n]["status"], "metrics": results[n]} for n in experiments}}
+    done = {
+        "run": config["run"],
+        "finishedAt": now_iso(),
+        "experiments": {n: {"status": results[n]["status"], "metrics": results[n]} for n in experiments},
+    }
     writer.put_json(DONE_FILE, done)
     log("done", experiments={n: r["status"] for n, r in results.items()})
     return done
@@ -331,10 +388,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--config", type=Path, required=True, help="the collector's ConfigMap file (benchmark.json)")
     parser.add_argument("--region", default=os.environ.get("AWS_REGION"), help="the bucket's region")
     parser.add_argument("--poll-seconds", type=float, default=15.0)
-    parser.add_argument("--timeout-seconds", type=float, default=25 * 3600.0,
-                        help="collect the experiments still running after this long as they are (TimedOut)")
-    parser.add_argument("--volume-root", type=Path, default=Path("/"),
-                        help="where the pods' paths are (the shared volume is mounted at <root>/data)")
+    parser.add_argument(
+        "--timeout-seconds",
+        type=float,
+        default=25 * 3600.0,
+        help="collect the experiments still running after this long as they are (TimedOut)",
+    )
+    parser.add_argument(
+        "--volume-root",
+        type=Path,
+        default=Path("/"),
+        help="where the pods' paths are (the shared volume is mounted at <root>/data)",
+    )
     add_api_arguments(parser)
     args = parser.parse_args(argv)
     if args.poll_seconds <= 0 or args.timeout_seconds <= 0:
@@ -355,10 +420,18 @@ def main(argv: list[str] | None = None) -> int:
     import botocore.exceptions
 
     api = Api.from_args(args, timeout_s=60.0)
-    writer = Writer(boto3.client("s3", region_name=args.region), config["bucket"], f"{config['prefix']}{config['run']}/")
+    writer = Writer(
+        boto3.client("s3", region_name=args.region), config["bucket"], f"{config['prefix']}{config['run']}/"
+    )
     try:
-        collect(config, api, writer, poll_seconds=args.poll_seconds, timeout_seconds=args.timeout_seconds,
-                volume_root=args.volume_root)
+        collect(
+            config,
+            api,
+            writer,
+            poll_seconds=args.poll_seconds,
+            timeout_seconds=args.timeout_seconds,
+            volume_root=args.volume_root,
+        )
     except botocore.exceptions.BotoCoreError as exc:
         log("s3_error", error=str(exc))
         return EXIT_S3

@@ -36,12 +36,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line interface."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, type=Path, help="model.pt written by train.py")
-    parser.add_argument("--data-dir", required=True, type=Path,
-                        help="folder containing cifar-10-batches-py/ (or that folder itself)")
-    parser.add_argument("--output-json", type=Path, default=None,
-                        help="where to write the results (default: <model dir>/evaluation.json)")
-    parser.add_argument("--min-accuracy", type=float, default=None,
-                        help="exit with code 3 if the overall accuracy is below this (0..1)")
+    parser.add_argument(
+        "--data-dir", required=True, type=Path, help="folder containing cifar-10-batches-py/ (or that folder itself)"
+    )
+    parser.add_argument(
+        "--output-json",
+        type=Path,
+        default=None,
+        help="where to write the results (default: <model dir>/evaluation.json)",
+    )
+    parser.add_argument(
+        "--min-accuracy", type=float, default=None, help="exit with code 3 if the overall accuracy is below this (0..1)"
+    )
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     args = parser.parse_args(argv)
@@ -102,8 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.model.is_file():
         print(f"error: model file not found: {args.model}", file=sys.stderr)
         return EXIT_MISSING
-    missing = [name for name in (cifar_io.TEST_BATCH_NAME, cifar_io.META_NAME)
-               if not (cifar_io.batch_dir(args.data_dir) / name).is_file()]
+    missing = [
+        name
+        for name in (cifar_io.TEST_BATCH_NAME, cifar_io.META_NAME)
+        if not (cifar_io.batch_dir(args.data_dir) / name).is_file()
+    ]
     if missing:
         print(f"error: {', '.join(missing)} not found in {cifar_io.batch_dir(args.data_dir)}", file=sys.stderr)
         return EXIT_MISSING
@@ -121,15 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     start = time.time()
     predictions = predict(model, torch.from_numpy(images_np), device, args.batch_size)
     result = score(predictions, torch.from_numpy(labels_np), class_names)
-    result.update({
-        "model": str(args.model.resolve()),
-        "data_dir": str(args.data_dir.resolve()),
-        "model_config": payload["model_config"],
-        "device": str(device),
-        "seconds": round(time.time() - start, 3),
-        "evaluated_at": dt.datetime.now(dt.UTC).isoformat(),
-        "min_accuracy": args.min_accuracy,
-    })
+    result.update(
+        {
+            "model": str(args.model.resolve()),
+            "data_dir": str(args.data_dir.resolve()),
+            "model_config": payload["model_config"],
+            "device": str(device),
+            "seconds": round(time.time() - start, 3),
+            "evaluated_at": dt.datetime.now(dt.UTC).isoformat(),
+            "min_accuracy": args.min_accuracy,
+        }
+    )
     passed = args.min_accuracy is None or result["accuracy"] >= args.min_accuracy
     result["passed"] = passed
     cifar_io.atomic_write_json(output_json, result)
@@ -138,11 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     for name, stats in result["per_class"].items():
         shown = "n/a" if stats["accuracy"] is None else f"{stats['accuracy']:.4f}"
         print(f"  {name:>12}: {shown} ({stats['correct']}/{stats['support']})")
-    print(json.dumps({"event": "evaluation", "accuracy": result["accuracy"], "output_json": str(output_json),
-                      "passed": passed}), flush=True)
+    print(
+        json.dumps(
+            {"event": "evaluation", "accuracy": result["accuracy"], "output_json": str(output_json), "passed": passed}
+        ),
+        flush=True,
+    )
     if not passed:
-        print(f"error: accuracy {result['accuracy']:.4f} is below --min-accuracy {args.min_accuracy}",
-              file=sys.stderr)
+        print(f"error: accuracy {result['accuracy']:.4f} is below --min-accuracy {args.min_accuracy}", file=sys.stderr)
         return EXIT_BELOW_THRESHOLD
     return EXIT_OK
 

@@ -40,10 +40,12 @@ def split_source(source: str) -> tuple[str, str]:
     """``s3://bucket/prefix/`` -> (bucket, prefix); ``s3://bucket/key.zip`` -> (bucket, key)."""
     if not source.startswith("s3://"):
         raise ValueError(f"{source!r} is not an s3:// URI")
-    bucket, _, prefix = source[len("s3://"):].partition("/")
+    bucket, _, prefix = source[len("s3://") :].partition("/")
     if not bucket or (prefix and not prefix.endswith("/") and not prefix.endswith(".zip")):
-        raise ValueError(f"{source!r} must be s3://bucket/ or s3://bucket/prefix/ (ending in '/'), or a .zip object "
-                         "(s3://bucket/key.zip)")
+        raise ValueError(
+            f"{source!r} must be s3://bucket/ or s3://bucket/prefix/ (ending in '/'), or a .zip object "
+            "(s3://bucket/key.zip)"
+        )
     return bucket, prefix
 
 
@@ -95,7 +97,9 @@ def plan_archive(zf: zipfile.ZipFile) -> list[Member]:
     for m in members:
         through = [p for p in m.rel.parents if p in links]
         if through:
-            raise ValueError(f"refusing entry {m.info.filename!r}: it would be written through the symlink {str(through[0])!r}")
+            raise ValueError(
+                f"refusing entry {m.info.filename!r}: it would be written through the symlink {str(through[0])!r}"
+            )
     return members
 
 
@@ -111,7 +115,7 @@ def extract(archive: Path, dest: Path) -> int:
         order = sorted(members, key=lambda m: (m.kind == "symlink", str(m.rel)))
         for m in order:
             path = dest.joinpath(*m.rel.parts)
-            parent = (path if m.kind == "dir" else path.parent)
+            parent = path if m.kind == "dir" else path.parent
             parent.mkdir(parents=True, exist_ok=True)
             if not parent.resolve().is_relative_to(root):
                 raise ValueError(f"refusing entry {m.info.filename!r}: {parent} leads outside {dest}")
@@ -148,7 +152,7 @@ def fetch_archive(s3: Any, bucket: str, key: str, dest: Path) -> int:
 
 def target(dest: Path, prefix: str, key: str) -> Path | None:
     """Where ``key`` goes under ``dest`` (``None`` for folder markers); ``ValueError`` for a key that escapes."""
-    rel = key[len(prefix):]
+    rel = key[len(prefix) :]
     if not rel or rel.endswith("/"):
         return None
     parts = PurePosixPath(rel).parts

@@ -58,8 +58,7 @@ LEDGER_DIR = "goodput"
 #: The environment variable naming a user's progress line pattern (its first group: the step).
 STEP_PATTERN_ENV = "GOODPUT_STEP_PATTERN"
 #: The split of the wall time, in the order reports show it.
-CATEGORIES = ("waiting", "starting", "training", "checkpointing", "evaluating", "finishing", "restarting",
-              "recomputed")
+CATEGORIES = ("waiting", "starting", "training", "checkpointing", "evaluating", "finishing", "restarting", "recomputed")
 #: The categories that are time lost to failures.
 LOST = ("restarting", "recomputed")
 
@@ -187,15 +186,17 @@ class LineWatcher:
         elif name == "checkpoint":
             staged, stage = event.get("staged_at"), event.get("stage_s")
             if isinstance(staged, (int, float)) and isinstance(stage, (int, float)):
-                self.ledger.record("held", at=staged, attempt=self.attempt_id, seconds=float(stage),
-                                   category="checkpointing")
+                self.ledger.record(
+                    "held", at=staged, attempt=self.attempt_id, seconds=float(stage), category="checkpointing"
+                )
         elif name == "epoch":
             if step is not None:
                 self._step(step, at)
             held = event.get("eval_s")
             if at is not None and isinstance(held, (int, float)):
-                self.ledger.record("held", at=at - float(held), attempt=self.attempt_id, seconds=float(held),
-                                   category="evaluating")
+                self.ledger.record(
+                    "held", at=at - float(held), attempt=self.attempt_id, seconds=float(held), category="evaluating"
+                )
         elif name == "stopping":
             wait = event.get("checkpoint_wait_s")
             if step is not None and at is not None:
@@ -242,10 +243,20 @@ def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> d
     the ``done`` record, else the newest record). See the module docstring for the categories."""
     records = sorted(records, key=lambda r: float(r["time"]))
     if not records:
-        return {"goodput": None, "wall_s": 0.0, "time_s": {c: 0.0 for c in CATEGORIES}, "lost_s": 0.0,
-                "recomputed_steps": 0, "attempts": 0, "interruptions": []}
-    t0 = min(float(r["time"]) for r in records if r["kind"] in ("launch", "start")) if any(
-        r["kind"] in ("launch", "start") for r in records) else float(records[0]["time"])
+        return {
+            "goodput": None,
+            "wall_s": 0.0,
+            "time_s": {c: 0.0 for c in CATEGORIES},
+            "lost_s": 0.0,
+            "recomputed_steps": 0,
+            "attempts": 0,
+            "interruptions": [],
+        }
+    t0 = (
+        min(float(r["time"]) for r in records if r["kind"] in ("launch", "start"))
+        if any(r["kind"] in ("launch", "start") for r in records)
+        else float(records[0]["time"])
+    )
     if end is None:
         done = [float(r["time"]) for r in records if r["kind"] == "done"]
         end = max(done) if done else max(float(r["time"]) for r in records)
@@ -330,16 +341,34 @@ def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> d
             add("checkpointing" if a.ended == "stopped" else "finishing", last_t, a.end_time)
             add("waiting" if a.ended == "stopped" else "finishing", a.end_time, cutoff)
             if a.ended == "stopped" and index + 1 < len(order):
-                interruptions.append({"attempt": a.id, "cause": "stop", "at": round(a.end_time, 3),
-                                      "last_step": points[-1][1], "resumed_step": None, "resumed_at": None,
-                                      "recomputed_steps": 0, "recomputed_s": 0.0})
+                interruptions.append(
+                    {
+                        "attempt": a.id,
+                        "cause": "stop",
+                        "at": round(a.end_time, 3),
+                        "last_step": points[-1][1],
+                        "resumed_step": None,
+                        "resumed_at": None,
+                        "recomputed_steps": 0,
+                        "recomputed_s": 0.0,
+                    }
+                )
         else:
             a.ended = None
             add("restarting", last_t, cutoff)
             if index + 1 < len(order):
-                interruptions.append({"attempt": a.id, "cause": "failure", "at": round(last_t, 3),
-                                      "last_step": points[-1][1], "resumed_step": None, "resumed_at": None,
-                                      "recomputed_steps": 0, "recomputed_s": 0.0})
+                interruptions.append(
+                    {
+                        "attempt": a.id,
+                        "cause": "failure",
+                        "at": round(last_t, 3),
+                        "last_step": points[-1][1],
+                        "resumed_step": None,
+                        "resumed_at": None,
+                        "recomputed_steps": 0,
+                        "recomputed_s": 0.0,
+                    }
+                )
         previous = a
     totals["training"] = sum(w.seconds for w in kept)
     wall = end - t0
@@ -367,10 +396,15 @@ def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> d
 def metrics_fields(accounting: dict[str, Any]) -> dict[str, Any]:
     """The fields the accounting adds to ``metrics.json``: ``goodput``, ``goodput_wall_s``, ``time_split_s``,
     ``lost_s``, ``recomputed_steps``, ``attempts``, ``interruptions``."""
-    return {"goodput": accounting["goodput"], "goodput_wall_s": accounting["wall_s"],
-            "time_split_s": accounting["time_s"], "lost_s": accounting["lost_s"],
-            "recomputed_steps": accounting["recomputed_steps"], "attempts": accounting["attempts"],
-            "interruptions": accounting["interruptions"]}
+    return {
+        "goodput": accounting["goodput"],
+        "goodput_wall_s": accounting["wall_s"],
+        "time_split_s": accounting["time_s"],
+        "lost_s": accounting["lost_s"],
+        "recomputed_steps": accounting["recomputed_steps"],
+        "attempts": accounting["attempts"],
+        "interruptions": accounting["interruptions"],
+    }
 
 
 def source_name(host: Optional[str] = None) -> str:

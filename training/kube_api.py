@@ -37,8 +37,9 @@ RESOURCES: dict[str, Resource] = {
 
 def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     """``--api-server``, ``--token-file`` and ``--ca-file`` (defaults: the pod's own)."""
-    parser.add_argument("--api-server", default=None,
-                        help="default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT")
+    parser.add_argument(
+        "--api-server", default=None, help="default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"
+    )
     parser.add_argument("--token-file", type=Path, default=SERVICE_ACCOUNT / "token")
     parser.add_argument("--ca-file", type=Path, default=SERVICE_ACCOUNT / "ca.crt")
 
@@ -50,13 +51,18 @@ class Api:
         self.server = server.rstrip("/")
         self.token_file = token_file
         self.timeout_s = timeout_s
-        self.context = ssl.create_default_context(cafile=str(ca_file)) if server.startswith("https") and ca_file.exists() else None
+        self.context = (
+            ssl.create_default_context(cafile=str(ca_file)) if server.startswith("https") and ca_file.exists() else None
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, timeout_s: float = 30.0) -> "Api":
         """The API of :func:`add_api_arguments`' options (the pod's own by default)."""
-        server = args.api_server or f"https://{os.environ.get('KUBERNETES_SERVICE_HOST', 'kubernetes.default.svc')}:" \
-                                    f"{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
+        server = (
+            args.api_server
+            or f"https://{os.environ.get('KUBERNETES_SERVICE_HOST', 'kubernetes.default.svc')}:"
+            f"{os.environ.get('KUBERNETES_SERVICE_PORT', '443')}"
+        )
         return cls(server, args.token_file, args.ca_file, timeout_s)
 
     def _get(self, path: str) -> bytes | None:

@@ -198,19 +198,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="launch.py",
         usage="%(prog)s --output-dir DIR --rdzv-backend {etcd-v2,c10d} --rdzv-endpoint HOST[:PORT] "
-              "--rdzv-id ID [options] -- torchrun ...",
-        description="Skip a finished run, reset a closed etcd-v2 rendezvous, then exec the command after --.")
-    parser.add_argument("--output-dir", required=True, type=Path,
-                        help="the run's shared output folder; DIR/DONE marks a finished run")
-    parser.add_argument("--rdzv-backend", required=True, choices=BACKENDS,
-                        help="the torchrun rendezvous backend of the command")
-    parser.add_argument("--rdzv-endpoint", default=None,
-                        help="etcd HOST[:PORT] (port 2379 if omitted); required for etcd-v2")
+        "--rdzv-id ID [options] -- torchrun ...",
+        description="Skip a finished run, reset a closed etcd-v2 rendezvous, then exec the command after --.",
+    )
+    parser.add_argument(
+        "--output-dir", required=True, type=Path, help="the run's shared output folder; DIR/DONE marks a finished run"
+    )
+    parser.add_argument(
+        "--rdzv-backend", required=True, choices=BACKENDS, help="the torchrun rendezvous backend of the command"
+    )
+    parser.add_argument(
+        "--rdzv-endpoint", default=None, help="etcd HOST[:PORT] (port 2379 if omitted); required for etcd-v2"
+    )
     parser.add_argument("--rdzv-id", required=True, help="the torchrun --rdzv-id of the run")
-    parser.add_argument("--etcd-wait-seconds", type=float, default=120.0,
-                        help="keep retrying an unreachable etcd this long (default 120)")
-    parser.add_argument("--etcd-read-timeout", type=float, default=10.0,
-                        help="timeout of one etcd request in seconds (default 10)")
+    parser.add_argument(
+        "--etcd-wait-seconds",
+        type=float,
+        default=120.0,
+        help="keep retrying an unreachable etcd this long (default 120)",
+    )
+    parser.add_argument(
+        "--etcd-read-timeout", type=float, default=10.0, help="timeout of one etcd request in seconds (default 10)"
+    )
     return parser
 
 
@@ -245,7 +254,7 @@ def option_values(command: Sequence[str], names: Sequence[str]) -> list[str]:
             if token == name and i + 1 < len(command):
                 values.append(command[i + 1])
             elif token.startswith(name + "="):
-                values.append(token[len(name) + 1:])
+                values.append(token[len(name) + 1 :])
     return values
 
 
@@ -265,18 +274,22 @@ def check_consistency(args: LaunchArgs) -> None:
             raise UsageError(f"the command uses --rdzv-id={value} but the launcher got --rdzv-id={args.rdzv_id}")
     for value in option_values(launcher, ("--rdzv-backend", "--rdzv_backend")):
         if value != args.rdzv_backend:
-            raise UsageError(f"the command uses --rdzv-backend={value} but the launcher got "
-                             f"--rdzv-backend={args.rdzv_backend}")
+            raise UsageError(
+                f"the command uses --rdzv-backend={value} but the launcher got --rdzv-backend={args.rdzv_backend}"
+            )
     if args.rdzv_backend == "etcd-v2":
         for value in option_values(launcher, ("--rdzv-endpoint", "--rdzv_endpoint")):
             if parse_endpoint(value) != (args.etcd_host, args.etcd_port):
-                raise UsageError(f"the command uses --rdzv-endpoint={value} but the launcher got "
-                                 f"--rdzv-endpoint={args.rdzv_endpoint}")
-    script_args = args.command[len(launcher):]
+                raise UsageError(
+                    f"the command uses --rdzv-endpoint={value} but the launcher got "
+                    f"--rdzv-endpoint={args.rdzv_endpoint}"
+                )
+    script_args = args.command[len(launcher) :]
     for value in option_values(script_args, ("--output-dir",)):
         if Path(value).resolve() != args.output_dir.resolve():
-            raise UsageError(f"the training command writes to --output-dir={value} but the launcher "
-                             f"checks {args.output_dir}")
+            raise UsageError(
+                f"the training command writes to --output-dir={value} but the launcher checks {args.output_dir}"
+            )
 
 
 def parse_args(argv: Sequence[str]) -> LaunchArgs:
@@ -285,7 +298,7 @@ def parse_args(argv: Sequence[str]) -> LaunchArgs:
     if "--" not in argv:
         raise UsageError("missing '--' before the command to run (e.g. -- torchrun ... /app/train.py ...)")
     cut = argv.index("--")
-    own, command = argv[:cut], argv[cut + 1:]
+    own, command = argv[:cut], argv[cut + 1 :]
     ns = build_parser().parse_args(own)
     if not command:
         raise UsageError("no command after '--'")
@@ -301,10 +314,17 @@ def parse_args(argv: Sequence[str]) -> LaunchArgs:
         if not ns.rdzv_endpoint:
             raise UsageError("--rdzv-endpoint is required with --rdzv-backend etcd-v2")
         host, port = parse_endpoint(ns.rdzv_endpoint)
-    args = LaunchArgs(output_dir=ns.output_dir, rdzv_backend=ns.rdzv_backend, rdzv_endpoint=ns.rdzv_endpoint,
-                      rdzv_id=ns.rdzv_id, etcd_host=host, etcd_port=port,
-                      etcd_wait_seconds=ns.etcd_wait_seconds, etcd_read_timeout=ns.etcd_read_timeout,
-                      command=command)
+    args = LaunchArgs(
+        output_dir=ns.output_dir,
+        rdzv_backend=ns.rdzv_backend,
+        rdzv_endpoint=ns.rdzv_endpoint,
+        rdzv_id=ns.rdzv_id,
+        etcd_host=host,
+        etcd_port=port,
+        etcd_wait_seconds=ns.etcd_wait_seconds,
+        etcd_read_timeout=ns.etcd_read_timeout,
+        command=command,
+    )
     check_consistency(args)
     return args
 
@@ -333,8 +353,12 @@ def record_done(output_dir: Path, command_code: int) -> dict[str, Any] | None:
     process, then a rename, so the pods of a job may all record it), unless the program wrote its own. Returns the
     record, or ``None`` when it cannot be written (logged; the run still succeeded, but a new pod would run it
     again)."""
-    record = {"finished_at": dt.datetime.now(dt.timezone.utc).isoformat(), "by": "launch.py",
-              "command_exit_code": command_code, "host": os.environ.get("HOSTNAME") or os.uname().nodename}
+    record = {
+        "finished_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "by": "launch.py",
+        "command_exit_code": command_code,
+        "host": os.environ.get("HOSTNAME") or os.uname().nodename,
+    }
     marker = output_dir / DONE_MARKER
     tmp = output_dir / f".{DONE_MARKER}.{record['host']}.{os.getpid()}.tmp"
     try:
@@ -347,8 +371,12 @@ def record_done(output_dir: Path, command_code: int) -> dict[str, Any] | None:
             os.fsync(out.fileno())
         os.replace(tmp, marker)
     except (OSError, LaunchError) as exc:
-        log("done_not_recorded", output_dir=str(output_dir), error=repr(exc),
-            text="the command exited 0 but DONE could not be written; a new pod would run the command again")
+        log(
+            "done_not_recorded",
+            output_dir=str(output_dir),
+            error=repr(exc),
+            text="the command exited 0 but DONE could not be written; a new pod would run the command again",
+        )
         try:
             tmp.unlink()
         except OSError:
@@ -429,9 +457,16 @@ class RendezvousRecord:
         age = None
         if self.newest_heartbeat is not None:
             age = round((dt.datetime.now(dt.UTC) - self.newest_heartbeat).total_seconds(), 1)
-        return {"key": self.key, "etcd_index": self.index, "closed": self.closed, "round": self.round,
-                "complete": self.complete, "participants": self.participants, "wait_list": self.wait_list,
-                "newest_heartbeat_age_s": age}
+        return {
+            "key": self.key,
+            "etcd_index": self.index,
+            "closed": self.closed,
+            "round": self.round,
+            "complete": self.complete,
+            "participants": self.participants,
+            "wait_list": self.wait_list,
+            "newest_heartbeat_age_s": age,
+        }
 
 
 def decode_state(key: str, value: str, index: int) -> RendezvousRecord:
@@ -445,10 +480,15 @@ def decode_state(key: str, value: str, index: int) -> RendezvousRecord:
         raise LaunchError(f"{key}: not a torch rendezvous state (no 'closed' flag)")
     heartbeats = [t for t in getattr(state, "last_heartbeats", {}).values() if isinstance(t, dt.datetime)]
     return RendezvousRecord(
-        key=key, index=index, closed=state.closed, round=int(getattr(state, "round", 0)),
+        key=key,
+        index=index,
+        closed=state.closed,
+        round=int(getattr(state, "round", 0)),
         complete=bool(getattr(state, "complete", False)),
-        participants=len(getattr(state, "participants", {})), wait_list=len(getattr(state, "wait_list", ())),
-        newest_heartbeat=max(heartbeats) if heartbeats else None)
+        participants=len(getattr(state, "participants", {})),
+        wait_list=len(getattr(state, "wait_list", ())),
+        newest_heartbeat=max(heartbeats) if heartbeats else None,
+    )
 
 
 def encode_open_state(round_number: int) -> str:
@@ -517,13 +557,18 @@ def reset_closed_rendezvous(args: LaunchArgs, supervisor: Supervisor | None = No
         except transient as exc:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                log("etcd_unreachable", endpoint=args.rdzv_endpoint, attempts=attempt,
-                    waited_s=round(time.monotonic() - started, 2), error=repr(exc))
-                raise LaunchError(f"etcd at {args.rdzv_endpoint} not reachable after "
-                                  f"{args.etcd_wait_seconds:g}s: {exc!r}") from exc
+                log(
+                    "etcd_unreachable",
+                    endpoint=args.rdzv_endpoint,
+                    attempts=attempt,
+                    waited_s=round(time.monotonic() - started, 2),
+                    error=repr(exc),
+                )
+                raise LaunchError(
+                    f"etcd at {args.rdzv_endpoint} not reachable after {args.etcd_wait_seconds:g}s: {exc!r}"
+                ) from exc
             delay = min(0.25 * 2 ** (attempt - 1), 5.0, remaining)
-            log("etcd_retry", endpoint=args.rdzv_endpoint, attempt=attempt, retry_in_s=round(delay, 2),
-                error=repr(exc))
+            log("etcd_retry", endpoint=args.rdzv_endpoint, attempt=attempt, retry_in_s=round(delay, 2), error=repr(exc))
             if supervisor is not None:
                 supervisor.sleep(delay)
             else:
@@ -537,39 +582,66 @@ def _check_and_reset(client: Any, key: str, args: LaunchArgs, started: float, at
     try:
         result = client.read(key)
     except etcd.EtcdKeyNotFound:
-        log("rendezvous_absent", key=key, endpoint=args.rdzv_endpoint, attempts=attempt,
+        log(
+            "rendezvous_absent",
+            key=key,
+            endpoint=args.rdzv_endpoint,
+            attempts=attempt,
             waited_s=round(time.monotonic() - started, 2),
-            text="no rendezvous state for this run id; nothing to reset")
+            text="no rendezvous state for this run id; nothing to reset",
+        )
         return False
     try:
         record = decode_state(key, str(result.value), int(result.modifiedIndex))
     except LaunchError as exc:
         # Not ours to judge: torch decides what to do with a state this launcher cannot read.
-        log("rendezvous_state_unreadable", key=key, etcd_index=int(result.modifiedIndex), error=str(exc),
-            text="cannot decode the rendezvous state; not touched, torchrun will handle it")
+        log(
+            "rendezvous_state_unreadable",
+            key=key,
+            etcd_index=int(result.modifiedIndex),
+            error=str(exc),
+            text="cannot decode the rendezvous state; not touched, torchrun will handle it",
+        )
         return False
     if not record.closed:
-        log("rendezvous_open", **record.summary(), attempts=attempt,
-            text="rendezvous is open (another node may be joining or training); not touched")
+        log(
+            "rendezvous_open",
+            **record.summary(),
+            attempts=attempt,
+            text="rendezvous is open (another node may be joining or training); not touched",
+        )
         return False
     # DONE is written before the agents close the rendezvous: re-check it now that we saw "closed".
     done = read_done(args.output_dir)
     if done is not None:
-        log("already_complete", output_dir=str(args.output_dir), done=done, **record.summary(),
-            text="run finished meanwhile (DONE exists); not starting torchrun")
+        log(
+            "already_complete",
+            output_dir=str(args.output_dir),
+            done=done,
+            **record.summary(),
+            text="run finished meanwhile (DONE exists); not starting torchrun",
+        )
         return True
     new_round = record.round + 1
     value = encode_open_state(new_round)
     try:
         written = client.write(key, value, ttl=RDZV_STATE_TTL_S, prevIndex=record.index)
     except (etcd.EtcdCompareFailed, etcd.EtcdKeyNotFound) as exc:
-        log("rendezvous_reset_skipped", **record.summary(), reason=type(exc).__name__,
-            text="the state changed since it was read (another pod reset it or started a new round); "
-                 "not touched")
+        log(
+            "rendezvous_reset_skipped",
+            **record.summary(),
+            reason=type(exc).__name__,
+            text="the state changed since it was read (another pod reset it or started a new round); not touched",
+        )
         return False
-    log("rendezvous_reset", **record.summary(), new_round=new_round, new_etcd_index=int(written.modifiedIndex),
+    log(
+        "rendezvous_reset",
+        **record.summary(),
+        new_round=new_round,
+        new_etcd_index=int(written.modifiedIndex),
         text=f"reset closed rendezvous {args.rdzv_id!r}: round {record.round} (closed) -> "
-             f"round {new_round} (open); DONE not found, so the run is resumed")
+        f"round {new_round} (open); DONE not found, so the run is resumed",
+    )
     return False
 
 
@@ -634,8 +706,7 @@ class Supervisor:
         # the goodput ledger (goodput.LineWatcher). Its stderr goes to the pod's log directly.
         child = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE)
         assert child.stdout is not None
-        reader = threading.Thread(target=self._forward_output, args=(child.stdout,), name="command-output",
-                                  daemon=True)
+        reader = threading.Thread(target=self._forward_output, args=(child.stdout,), name="command-output", daemon=True)
         reader.start()
         # A signal that arrived while the child was being started is forwarded now; signals are
         # blocked meanwhile so the handler and this code cannot both forward it.
@@ -708,9 +779,16 @@ def pod_exit_code(args: LaunchArgs, supervisor: Supervisor, command_code: int) -
         code, outcome = EXIT_RENDEZVOUS_LOST, "rendezvous_lost"
     else:
         code, outcome = command_code, "command_failed"
-    log("command_exit", command_code=command_code, exit_code=code, outcome=outcome, stop_signal=stop,
+    log(
+        "command_exit",
+        command_code=command_code,
+        exit_code=code,
+        outcome=outcome,
+        stop_signal=stop,
         seconds_since_stop_signal=round(time.time() - supervisor.stop_at, 3) if supervisor.stop_at else None,
-        failed=failed, done=done)
+        failed=failed,
+        done=done,
+    )
     return code
 
 
@@ -728,33 +806,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     launched_at = time.time()
     supervisor = Supervisor()
     supervisor.install()
-    log("launch_start", rdzv_backend=args.rdzv_backend, rdzv_id=args.rdzv_id, rdzv_endpoint=args.rdzv_endpoint,
-        output_dir=str(args.output_dir), pid=os.getpid())
+    log(
+        "launch_start",
+        rdzv_backend=args.rdzv_backend,
+        rdzv_id=args.rdzv_id,
+        rdzv_endpoint=args.rdzv_endpoint,
+        output_dir=str(args.output_dir),
+        pid=os.getpid(),
+    )
     try:
         done = read_done(args.output_dir)
         if done is not None:
-            log("already_complete", output_dir=str(args.output_dir), done=done,
-                text="run already complete (DONE exists); not starting torchrun")
+            log(
+                "already_complete",
+                output_dir=str(args.output_dir),
+                done=done,
+                text="run already complete (DONE exists); not starting torchrun",
+            )
             return EXIT_OK
         failed = read_failed(args.output_dir)
         if failed is not None:
-            log("run_failed", output_dir=str(args.output_dir), failed=failed,
-                text="the run gave up (FAILED exists); not starting torchrun; delete FAILED to retry")
+            log(
+                "run_failed",
+                output_dir=str(args.output_dir),
+                failed=failed,
+                text="the run gave up (FAILED exists); not starting torchrun; delete FAILED to retry",
+            )
             return EXIT_RUN_FAILED
         if args.rdzv_backend == "etcd-v2":
             if reset_closed_rendezvous(args, supervisor):
                 return EXIT_OK
         else:
-            log("rendezvous_no_reset", rdzv_backend=args.rdzv_backend,
-                text="c10d keeps its store in node 0's agent; nothing persistent to reset")
+            log(
+                "rendezvous_no_reset",
+                rdzv_backend=args.rdzv_backend,
+                text="c10d keeps its store in node 0's agent; nothing persistent to reset",
+            )
         ledger = goodput.Ledger(args.output_dir, goodput.source_name())
         ledger.record("launch", at=launched_at)
         supervisor.watcher = goodput.LineWatcher(ledger, os.environ.get(goodput.STEP_PATTERN_ENV) or None)
         command_code = supervisor.run(args.command)
         ledger.record("exit", command_code=command_code)
         if not ledger.close():
-            log("goodput_not_recorded", path=str(ledger.path), error=ledger.error,
-                text="the goodput ledger could not be written; the job's accounting misses this pod")
+            log(
+                "goodput_not_recorded",
+                path=str(ledger.path),
+                error=ledger.error,
+                text="the goodput ledger could not be written; the job's accounting misses this pod",
+            )
     except LaunchError as exc:
         log("launch_failed", error=str(exc))
         print(f"launch.py: error: {exc}", file=sys.stderr)
@@ -798,7 +897,7 @@ def record_goodput(args: LaunchArgs) -> dict[str, Any] | None:
 def program_name(command: Sequence[str]) -> str:
     """The program a command runs: its script (the first ``*.py`` after torchrun's options, the one after
     :data:`RUN_SCRIPT` when the command runs it through that), else its first word."""
-    rest = command[len(torchrun_part(command)):]
+    rest = command[len(torchrun_part(command)) :]
     if len(rest) > 1 and Path(rest[0]).name == RUN_SCRIPT:
         rest = rest[1:]
     return Path(rest[0]).name if rest else Path(command[0]).name

@@ -24,8 +24,16 @@ from typing import Any
 SCHEMA = "eks-training.metrics/1"
 FILE_NAME = "metrics.json"
 #: The fields every metrics file has (``None`` when the program does not measure it).
-FIELDS = ("program", "wall_time_s", "throughput", "throughput_unit", "final_loss", "final_accuracy", "busbw_gbps",
-          "world_size")
+FIELDS = (
+    "program",
+    "wall_time_s",
+    "throughput",
+    "throughput_unit",
+    "final_loss",
+    "final_accuracy",
+    "busbw_gbps",
+    "world_size",
+)
 
 
 def metrics_record(program: str, **fields: Any) -> dict[str, Any]:

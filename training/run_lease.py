@@ -127,9 +127,17 @@ class LeaseRecord:
 
     def summary(self) -> dict[str, Any]:
         """The fields worth logging."""
-        return {"generation": self.generation, "owner": self.owner, "members": self.members,
-                "state": self.state, "start_step": self.start_step, "step": self.step,
-                "failures": self.failures, "renewed_at": self.renewed_at, "ttl_s": self.ttl_s}
+        return {
+            "generation": self.generation,
+            "owner": self.owner,
+            "members": self.members,
+            "state": self.state,
+            "start_step": self.start_step,
+            "step": self.step,
+            "failures": self.failures,
+            "renewed_at": self.renewed_at,
+            "ttl_s": self.ttl_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -168,8 +176,9 @@ def _write_temp(directory: Path, data: dict[str, Any]) -> Path:
 class RunLease:
     """Rank 0's handle on the lease of one output folder (see the module docstring)."""
 
-    def __init__(self, output_dir: Path, members: list[str], ttl_s: float, world_size: int,
-                 restart_count: int = 0) -> None:
+    def __init__(
+        self, output_dir: Path, members: list[str], ttl_s: float, world_size: int, restart_count: int = 0
+    ) -> None:
         if ttl_s <= 0:
             raise ValueError("ttl_s must be > 0")
         self.directory = Path(output_dir) / LEASE_DIR_NAME
@@ -243,9 +252,17 @@ class RunLease:
         else:
             why = "no lease yet"
         record = LeaseRecord(
-            generation=generation + 1, token=self.token, owner=self.owner, members=self.members,
-            world_size=self.world_size, ttl_s=self.ttl_s, created_at=now, renewed_at=now,
-            previous=holder.summary() if holder is not None else None, restart_count=self.restart_count)
+            generation=generation + 1,
+            token=self.token,
+            owner=self.owner,
+            members=self.members,
+            world_size=self.world_size,
+            ttl_s=self.ttl_s,
+            created_at=now,
+            renewed_at=now,
+            previous=holder.summary() if holder is not None else None,
+            restart_count=self.restart_count,
+        )
         tmp = _write_temp(self.directory, asdict(record))
         try:
             os.link(tmp, self.path(record.generation))
@@ -342,8 +359,13 @@ class RunLease:
     def post_request(self, holder: LeaseRecord | None) -> None:
         """Ask the owner to let this group in (refreshed on every call)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        data = {"token": self.token, "members": self.members, "owner": self.owner,
-                "posted_at": time.time(), "waiting_for": holder.generation if holder else None}
+        data = {
+            "token": self.token,
+            "members": self.members,
+            "owner": self.owner,
+            "posted_at": time.time(),
+            "waiting_for": holder.generation if holder else None,
+        }
         tmp = _write_temp(self.directory, data)
         os.replace(tmp, self.request_path())
 
@@ -435,7 +457,7 @@ class LeaseKeeper:
         """Outcomes (``"yield"``, ``"lost"``) learned since the last call; raises if a renewal failed."""
         if self._error is not None:
             raise RuntimeError(f"renewing the run lease failed: {self._error!r}") from self._error
-        found = self._seen[self._reported:]
+        found = self._seen[self._reported :]
         self._reported += len(found)
         return found
 

@@ -54,8 +54,16 @@ def main_module(script: str) -> types.ModuleType:
     multiprocessing's spawn and forkserver start children from), installed in ``sys.modules`` for good: a class the
     script defines stays picklable after its main block (in its late threads and ``atexit`` handlers)."""
     module = types.ModuleType("__main__")
-    module.__dict__.update({"__file__": script, "__builtins__": __builtins__, "__spec__": None, "__loader__": None,
-                            "__package__": None, "__cached__": None})
+    module.__dict__.update(
+        {
+            "__file__": script,
+            "__builtins__": __builtins__,
+            "__spec__": None,
+            "__loader__": None,
+            "__package__": None,
+            "__cached__": None,
+        }
+    )
     sys.modules["__main__"] = module
     return module
 

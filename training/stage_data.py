@@ -71,16 +71,29 @@ def log(event: str, **fields: Any) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line interface."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", default=DEFAULT_SOURCE,
-                        help="https:// URL, s3://bucket/key or file:///path of the python-version tarball")
-    parser.add_argument("--dest", required=True, type=Path,
-                        help="destination folder (the shared volume); data lands in <dest>/cifar-10-batches-py")
-    parser.add_argument("--md5", default=None,
-                        help="expected md5 of the tarball (default: the official one for the default source)")
-    parser.add_argument("--expected-bytes", type=int, default=None,
-                        help="expected size of the tarball in bytes (default: known size for the default source)")
-    parser.add_argument("--lock-timeout", type=float, default=3600.0,
-                        help="seconds to wait for another stager holding the lock")
+    parser.add_argument(
+        "--source",
+        default=DEFAULT_SOURCE,
+        help="https:// URL, s3://bucket/key or file:///path of the python-version tarball",
+    )
+    parser.add_argument(
+        "--dest",
+        required=True,
+        type=Path,
+        help="destination folder (the shared volume); data lands in <dest>/cifar-10-batches-py",
+    )
+    parser.add_argument(
+        "--md5", default=None, help="expected md5 of the tarball (default: the official one for the default source)"
+    )
+    parser.add_argument(
+        "--expected-bytes",
+        type=int,
+        default=None,
+        help="expected size of the tarball in bytes (default: known size for the default source)",
+    )
+    parser.add_argument(
+        "--lock-timeout", type=float, default=3600.0, help="seconds to wait for another stager holding the lock"
+    )
     parser.add_argument("--retries", type=int, default=3, help="download attempts for https sources")
     args = parser.parse_args(argv)
     if args.source == DEFAULT_SOURCE:
@@ -212,7 +225,7 @@ def fetch_https(url: str, out: HashingWriter, retries: int) -> None:
             error = exc
         log("download_retry", attempt=attempt, error=repr(error))
         if attempt < retries:
-            time.sleep(min(30.0, 2.0 ** attempt))
+            time.sleep(min(30.0, 2.0**attempt))
     raise StageError(f"download of {url} failed after {retries} attempts: {error!r}")
 
 
@@ -373,11 +386,21 @@ def main(argv: list[str] | None = None) -> int:
                     if read_marker(dest) is not None:
                         log("restaging", reason="marker does not match this source/checksum or files changed")
                     marker = stage(args)
-                    log("staged", dest=str(dest / cifar_io.BATCH_DIR_NAME), source=args.source, md5=marker["md5"],
-                        bytes=marker["bytes"])
+                    log(
+                        "staged",
+                        dest=str(dest / cifar_io.BATCH_DIR_NAME),
+                        source=args.source,
+                        md5=marker["md5"],
+                        bytes=marker["bytes"],
+                    )
                     return 0
-        log("already_staged", dest=str(dest / cifar_io.BATCH_DIR_NAME), source=marker["source"], md5=marker["md5"],
-            staged_at=marker.get("staged_at"))
+        log(
+            "already_staged",
+            dest=str(dest / cifar_io.BATCH_DIR_NAME),
+            source=marker["source"],
+            md5=marker["md5"],
+            staged_at=marker.get("staged_at"),
+        )
         return 0
     except StageError as exc:
         log("failed", error=str(exc))

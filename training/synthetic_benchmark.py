@@ -106,7 +106,9 @@ def resnet(name: str, classes: int = 1000) -> nn.Module:
     block: Callable[..., nn.Module] = Bottleneck if kind == "bottleneck" else BasicBlock
     expansion = 4 if kind == "bottleneck" else 1
     layers: list[nn.Module] = [
-        nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+        nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False),
+        nn.BatchNorm2d(64),
+        nn.ReLU(inplace=True),
         nn.MaxPool2d(3, stride=2, padding=1),
     ]
     cin = 64
@@ -135,14 +137,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup-steps", type=int, default=10)
     parser.add_argument("--steps", type=int, default=50, help="timed steps")
     parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--output-dir", type=Path, default=os.environ.get("OUTPUT_DIR"),
-                        help="where the result, metrics.json and DONE go (default $OUTPUT_DIR)")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=os.environ.get("OUTPUT_DIR"),
+        help="where the result, metrics.json and DONE go (default $OUTPUT_DIR)",
+    )
     # The job's collectiveTimeoutSeconds reaches the pods as PG_TIMEOUT_SECONDS (components/workloads/training.py),
     # read here as train.py reads it: a hung peer stalls the other ranks (and every GPU of the run) this long.
     env_timeout = os.environ.get("PG_TIMEOUT_SECONDS", "")
-    parser.add_argument("--pg-timeout-seconds", type=float, default=float(env_timeout) if env_timeout else 60.0,
-                        help="timeout of every collective (init_process_group(timeout=...)): how long a hung peer "
-                             "stalls the others before the ranks fail (default $PG_TIMEOUT_SECONDS, else 60, as train.py)")
+    parser.add_argument(
+        "--pg-timeout-seconds",
+        type=float,
+        default=float(env_timeout) if env_timeout else 60.0,
+        help="timeout of every collective (init_process_group(timeout=...)): how long a hung peer "
+        "stalls the others before the ranks fail (default $PG_TIMEOUT_SECONDS, else 60, as train.py)",
+    )
     args = parser.parse_args(argv)
     for name in ("batch_size", "image_size", "classes", "steps"):
         if getattr(args, name) < 1:
@@ -173,8 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         torch.backends.cudnn.benchmark = True
     distributed = "WORLD_SIZE" in os.environ
     if distributed:
-        dist.init_process_group("nccl" if use_cuda else "gloo", timeout=dt.timedelta(seconds=args.pg_timeout_seconds),
-                                device_id=device if use_cuda else None)
+        dist.init_process_group(
+            "nccl" if use_cuda else "gloo",
+            timeout=dt.timedelta(seconds=args.pg_timeout_seconds),
+            device_id=device if use_cuda else None,
+        )
     rank = dist.get_rank() if distributed else 0
     world = dist.get_world_size() if distributed else 1
     try:
@@ -184,17 +197,30 @@ def main(argv: list[str] | None = None) -> int:
             dist.destroy_process_group()
 
 
-def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, distributed: bool, started: float) -> int:
+def run(
+    args: argparse.Namespace, device: torch.device, rank: int, world: int, distributed: bool, started: float
+) -> int:
     use_amp = device.type == "cuda"
     torch.manual_seed(rank)
     model: nn.Module = resnet(args.model, args.classes).to(device)
     if use_amp:
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     params = sum(p.numel() for p in model.parameters())
-    emit(rank, "start", setup_s=round(time.time() - PROCESS_START, 3), model=args.model, parameters=params,
-         world_size=world, device=str(device),
-         batch_size=args.batch_size, image_size=args.image_size, torch=torch.__version__)
-    ddp: nn.Module = DistributedDataParallel(model, device_ids=[device.index] if use_amp else None) if distributed else model
+    emit(
+        rank,
+        "start",
+        setup_s=round(time.time() - PROCESS_START, 3),
+        model=args.model,
+        parameters=params,
+        world_size=world,
+        device=str(device),
+        batch_size=args.batch_size,
+        image_size=args.image_size,
+        torch=torch.__version__,
+    )
+    ddp: nn.Module = (
+        DistributedDataParallel(model, device_ids=[device.index] if use_amp else None) if distributed else model
+    )
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     criterion = nn.CrossEntropyLoss()
@@ -242,11 +268,20 @@ def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, d
         mean_loss = float(totals[1])
     images_per_sec = args.steps * args.batch_size * world / elapsed
     result = {
-        "model": args.model, "parameters": params, "world_size": world, "batch_size_per_process": args.batch_size,
-        "image_size": args.image_size, "steps": args.steps, "warmup_steps": args.warmup_steps,
-        "timed_s": round(elapsed, 4), "step_time_s": round(elapsed / args.steps, 5),
-        "images_per_sec": round(images_per_sec, 2), "images_per_sec_per_process": round(images_per_sec / world, 2),
-        "final_loss": round(mean_loss, 5), "device": device.type, "amp": use_amp,
+        "model": args.model,
+        "parameters": params,
+        "world_size": world,
+        "batch_size_per_process": args.batch_size,
+        "image_size": args.image_size,
+        "steps": args.steps,
+        "warmup_steps": args.warmup_steps,
+        "timed_s": round(elapsed, 4),
+        "step_time_s": round(elapsed / args.steps, 5),
+        "images_per_sec": round(images_per_sec, 2),
+        "images_per_sec_per_process": round(images_per_sec / world, 2),
+        "final_loss": round(mean_loss, 5),
+        "device": device.type,
+        "amp": use_amp,
     }
     emit(rank, "progress", step=args.warmup_steps + args.steps)
     emit(rank, "benchmark_result", **result)
@@ -254,10 +289,18 @@ def run(args: argparse.Namespace, device: torch.device, rank: int, world: int, d
         out: Path = args.output_dir
         out.mkdir(parents=True, exist_ok=True)
         (out / "synthetic_benchmark.json").write_text(json.dumps(result, indent=1) + "\n")
-        metrics.write_metrics(out, "synthetic_benchmark.py", wall_time_s=round(time.time() - started, 3),
-                              throughput=result["images_per_sec"], throughput_unit="images/s",
-                              final_loss=result["final_loss"], world_size=world, model=args.model,
-                              timed_s=result["timed_s"], images_per_sec_per_process=result["images_per_sec_per_process"])
+        metrics.write_metrics(
+            out,
+            "synthetic_benchmark.py",
+            wall_time_s=round(time.time() - started, 3),
+            throughput=result["images_per_sec"],
+            throughput_unit="images/s",
+            final_loss=result["final_loss"],
+            world_size=world,
+            model=args.model,
+            timed_s=result["timed_s"],
+            images_per_sec_per_process=result["images_per_sec_per_process"],
+        )
         (out / DONE_MARKER).write_text(json.dumps({"finished_at": dt.datetime.now(dt.UTC).isoformat()}) + "\n")
         emit(rank, "done")
     if distributed:

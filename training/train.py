@@ -142,64 +142,116 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     data_dir = _env("data_dir", Path, None)
     output_dir = _env("output_dir", Path, None)
-    parser.add_argument("--data-dir", required=data_dir is None, type=Path, default=data_dir,
-                        help="folder containing cifar-10-batches-py/ (or that folder itself); default $DATA_DIR")
-    parser.add_argument("--output-dir", required=output_dir is None, type=Path, default=output_dir,
-                        help="shared folder for checkpoints, model.pt and the summary; default $OUTPUT_DIR")
-    parser.add_argument("--tensorboard-dir", type=Path, default=_env("tensorboard_dir", Path, None),
-                        help="write TensorBoard scalars here (rank 0): train/loss and train/accuracy every step, "
-                             "test/accuracy and throughput/images_per_sec every epoch; default $TENSORBOARD_DIR "
-                             "(none: no event files)")
+    parser.add_argument(
+        "--data-dir",
+        required=data_dir is None,
+        type=Path,
+        default=data_dir,
+        help="folder containing cifar-10-batches-py/ (or that folder itself); default $DATA_DIR",
+    )
+    parser.add_argument(
+        "--output-dir",
+        required=output_dir is None,
+        type=Path,
+        default=output_dir,
+        help="shared folder for checkpoints, model.pt and the summary; default $OUTPUT_DIR",
+    )
+    parser.add_argument(
+        "--tensorboard-dir",
+        type=Path,
+        default=_env("tensorboard_dir", Path, None),
+        help="write TensorBoard scalars here (rank 0): train/loss and train/accuracy every step, "
+        "test/accuracy and throughput/images_per_sec every epoch; default $TENSORBOARD_DIR "
+        "(none: no event files)",
+    )
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=256, help="images per process and step")
-    parser.add_argument("--lr", type=float, default=0.4,
-                        help="peak learning rate (tuned for a global batch of 512)")
+    parser.add_argument("--lr", type=float, default=0.4, help="peak learning rate (tuned for a global batch of 512)")
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--weight-decay", type=float, default=5e-4)
     parser.add_argument("--label-smoothing", type=float, default=0.2)
-    parser.add_argument("--warmup-epochs", type=float, default=2.0,
-                        help="linear warm-up length (capped at half of --epochs)")
+    parser.add_argument(
+        "--warmup-epochs", type=float, default=2.0, help="linear warm-up length (capped at half of --epochs)"
+    )
     parser.add_argument("--width", type=int, default=64, help="ResNet-9 base width (channels w,2w,4w,8w)")
     parser.add_argument("--workers", type=int, default=4, help="DataLoader worker processes per rank")
-    parser.add_argument("--checkpoint-every-steps", type=int, default=0,
-                        help="also checkpoint every N optimizer steps (0 = off)")
-    parser.add_argument("--checkpoint-every-seconds", type=float,
-                        default=_env("checkpoint_every_seconds", float, DEFAULT_CHECKPOINT_EVERY_SECONDS),
-                        help="also checkpoint after this many seconds of training since the last "
-                             f"checkpoint (default $CHECKPOINT_EVERY_SECONDS, else {DEFAULT_CHECKPOINT_EVERY_SECONDS:g}; "
-                             "0 = off): about what a hard kill can lose at most (the write runs in the background)")
-    parser.add_argument("--checkpoint-deadline-seconds", type=float, default=DEFAULT_CHECKPOINT_DEADLINE_SECONDS,
-                        help="a checkpoint write still unfinished after this long means the shared volume is gone: "
-                             "the attempt fails with that reason (the write itself never holds training)")
+    parser.add_argument(
+        "--checkpoint-every-steps", type=int, default=0, help="also checkpoint every N optimizer steps (0 = off)"
+    )
+    parser.add_argument(
+        "--checkpoint-every-seconds",
+        type=float,
+        default=_env("checkpoint_every_seconds", float, DEFAULT_CHECKPOINT_EVERY_SECONDS),
+        help="also checkpoint after this many seconds of training since the last "
+        f"checkpoint (default $CHECKPOINT_EVERY_SECONDS, else {DEFAULT_CHECKPOINT_EVERY_SECONDS:g}; "
+        "0 = off): about what a hard kill can lose at most (the write runs in the background)",
+    )
+    parser.add_argument(
+        "--checkpoint-deadline-seconds",
+        type=float,
+        default=DEFAULT_CHECKPOINT_DEADLINE_SECONDS,
+        help="a checkpoint write still unfinished after this long means the shared volume is gone: "
+        "the attempt fails with that reason (the write itself never holds training)",
+    )
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="how many checkpoints to keep")
-    parser.add_argument("--progress-every-seconds", type=float, default=10.0,
-                        help="rank 0 prints a progress line (the step reached) this often: the resolution of the "
-                             "goodput accounting (goodput.py) for where a failed attempt was (default 10; 0 = every "
-                             "step)")
-    parser.add_argument("--peak-flops-per-device", type=float, default=_env("peak_flops_per_device", float, None),
-                        help="the device's peak FLOP/s for the model's precision (default $PEAK_FLOPS_PER_DEVICE): "
-                             "with it, metrics.json has the model FLOPs utilization (mfu); without it, null")
+    parser.add_argument(
+        "--progress-every-seconds",
+        type=float,
+        default=10.0,
+        help="rank 0 prints a progress line (the step reached) this often: the resolution of the "
+        "goodput accounting (goodput.py) for where a failed attempt was (default 10; 0 = every "
+        "step)",
+    )
+    parser.add_argument(
+        "--peak-flops-per-device",
+        type=float,
+        default=_env("peak_flops_per_device", float, None),
+        help="the device's peak FLOP/s for the model's precision (default $PEAK_FLOPS_PER_DEVICE): "
+        "with it, metrics.json has the model FLOPs utilization (mfu); without it, null",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-steps-per-epoch", type=int, default=0,
-                        help="cap on optimizer steps per epoch at the current world size (0 = full epoch)")
-    parser.add_argument("--pg-timeout-seconds", type=float, default=_env("pg_timeout_seconds", float, 60.0),
-                        help="timeout of every collective (init_process_group(timeout=...)): how long "
-                             "a hung or frozen peer can stall the group before the workers fail and "
-                             "torchrun re-rendezvouses (default $PG_TIMEOUT_SECONDS, else 60)")
-    parser.add_argument("--lease-ttl-seconds", type=float, default=120.0,
-                        help="the run lease expires this long after its last renewal (renewed every "
-                             "TTL/12, at least every 5 s); another group may then take the run over "
-                             "(default 120)")
-    parser.add_argument("--max-failed-attempts", type=int, default=_env("max_failed_attempts", int, 5),
-                        help="give up (write FAILED, exit 0) when this many attempts in a row failed "
-                             "without a new checkpoint (0 = never give up; default $MAX_FAILED_ATTEMPTS, else 5)")
+    parser.add_argument(
+        "--max-steps-per-epoch",
+        type=int,
+        default=0,
+        help="cap on optimizer steps per epoch at the current world size (0 = full epoch)",
+    )
+    parser.add_argument(
+        "--pg-timeout-seconds",
+        type=float,
+        default=_env("pg_timeout_seconds", float, 60.0),
+        help="timeout of every collective (init_process_group(timeout=...)): how long "
+        "a hung or frozen peer can stall the group before the workers fail and "
+        "torchrun re-rendezvouses (default $PG_TIMEOUT_SECONDS, else 60)",
+    )
+    parser.add_argument(
+        "--lease-ttl-seconds",
+        type=float,
+        default=120.0,
+        help="the run lease expires this long after its last renewal (renewed every "
+        "TTL/12, at least every 5 s); another group may then take the run over "
+        "(default 120)",
+    )
+    parser.add_argument(
+        "--max-failed-attempts",
+        type=int,
+        default=_env("max_failed_attempts", int, 5),
+        help="give up (write FAILED, exit 0) when this many attempts in a row failed "
+        "without a new checkpoint (0 = never give up; default $MAX_FAILED_ATTEMPTS, else 5)",
+    )
     args = parser.parse_args(argv)
     positive = ("epochs", "batch_size", "width", "keep_checkpoints")
     for name in positive:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in ("workers", "checkpoint_every_steps", "max_steps_per_epoch", "checkpoint_every_seconds",
-                 "max_failed_attempts", "progress_every_seconds"):
+    for name in (
+        "workers",
+        "checkpoint_every_steps",
+        "max_steps_per_epoch",
+        "checkpoint_every_seconds",
+        "max_failed_attempts",
+        "progress_every_seconds",
+    ):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must be >= 0")
     for name in ("pg_timeout_seconds", "lease_ttl_seconds", "checkpoint_deadline_seconds"):
@@ -287,9 +339,19 @@ class StopRequest:
         """The rank that received the signal says so (once, on its own stdout)."""
         if self.signum is not None and not self.logged:
             self.logged = True
-            print(json.dumps({"event": "stop_requested", "time": round(time.time(), 3), "rank": ctx.rank,
-                              "signal": signal.Signals(self.signum).name, "received_at": self.received_at,
-                              "step": step}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "event": "stop_requested",
+                        "time": round(time.time(), 3),
+                        "rank": ctx.rank,
+                        "signal": signal.Signals(self.signum).name,
+                        "received_at": self.received_at,
+                        "step": step,
+                    }
+                ),
+                flush=True,
+            )
 
 
 def _worker_init(_worker_id: int) -> None:
@@ -411,17 +473,27 @@ class StepSums:
 
     def reasons(self) -> dict[str, Any]:
         """Why the group stops (for the log)."""
-        return {"ranks_signalled": self.signalled, "yield_to_other_group": self.yielding,
-                "lease_lost": self.lease_lost}
+        return {"ranks_signalled": self.signalled, "yield_to_other_group": self.yielding, "lease_lost": self.lease_lost}
 
 
-def combine_step(ctx: DistContext, loss_sum: torch.Tensor | float, correct: torch.Tensor | float,
-                 images: int, stop: StopRequest, flags: StepFlags) -> StepSums:
+def combine_step(
+    ctx: DistContext,
+    loss_sum: torch.Tensor | float,
+    correct: torch.Tensor | float,
+    images: int,
+    stop: StopRequest,
+    flags: StepFlags,
+) -> StepSums:
     """The per-step all-reduce: loss, accuracy, images and every rank's stop flag in one tensor."""
-    parts = [torch.as_tensor(loss_sum, dtype=torch.float64, device=ctx.device).reshape(1),
-             torch.as_tensor(correct, dtype=torch.float64, device=ctx.device).reshape(1),
-             torch.tensor([float(images), float(stop.requested), float(flags.yield_to_other_group),
-                           float(flags.lease_lost)], dtype=torch.float64, device=ctx.device)]
+    parts = [
+        torch.as_tensor(loss_sum, dtype=torch.float64, device=ctx.device).reshape(1),
+        torch.as_tensor(correct, dtype=torch.float64, device=ctx.device).reshape(1),
+        torch.tensor(
+            [float(images), float(stop.requested), float(flags.yield_to_other_group), float(flags.lease_lost)],
+            dtype=torch.float64,
+            device=ctx.device,
+        ),
+    ]
     tensor = torch.cat(parts)
     if ctx.distributed:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
@@ -463,8 +535,7 @@ def newest_loadable_checkpoint(output_dir: Path) -> tuple[str | None, dict[str, 
         try:
             return str(path), load_checkpoint(path)
         except Exception as exc:  # a damaged file must not block the restart
-            print(json.dumps({"event": "checkpoint_unreadable", "path": str(path), "error": repr(exc)}),
-                  flush=True)
+            print(json.dumps({"event": "checkpoint_unreadable", "path": str(path), "error": repr(exc)}), flush=True)
     return None, None
 
 
@@ -524,8 +595,14 @@ class EpochStats:
         """Restore from a checkpoint (an empty epoch for checkpoints without it)."""
         if not data:
             return cls()
-        return cls(float(data["loss_sum"]), float(data["correct"]), int(data["images"]),
-                   float(data["train_time_s"]), int(data["segments"]), [int(w) for w in data["world_sizes"]])
+        return cls(
+            float(data["loss_sum"]),
+            float(data["correct"]),
+            int(data["images"]),
+            float(data["train_time_s"]),
+            int(data["segments"]),
+            [int(w) for w in data["world_sizes"]],
+        )
 
     def start_segment(self, world_size: int) -> None:
         """A new stretch of this epoch begins (first start or a resume)."""
@@ -564,8 +641,9 @@ class ScalarLog:
         self.dropped = 0
         if log_dir is None or not ctx.is_main:
             return
-        self._thread = threading.Thread(target=self._run, args=(log_dir, resume_step), name="scalar-writer",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(log_dir, resume_step), name="scalar-writer", daemon=True
+        )
         self._thread.start()
 
     def _put(self, item: tuple[str, float, int] | None) -> None:
@@ -620,8 +698,13 @@ class ScalarLog:
         return done
 
 
-def make_loader(dataset: cifar.CifarArrays, sampler: cifar.ResumableDistributedSampler,
-                args: argparse.Namespace, ctx: DistContext, seed: int) -> DataLoader[Any]:
+def make_loader(
+    dataset: cifar.CifarArrays,
+    sampler: cifar.ResumableDistributedSampler,
+    args: argparse.Namespace,
+    ctx: DistContext,
+    seed: int,
+) -> DataLoader[Any]:
     """DataLoader over ``sampler`` with workers and (on GPU) pinned memory."""
     generator = torch.Generator()
     generator.manual_seed(seed)
@@ -647,8 +730,15 @@ def sync_buffers(model: nn.Module, ctx: DistContext) -> None:
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, ctx: DistContext,
-             use_amp: bool, batch_size: int = 1000, tick: Callable[[], None] | None = None) -> tuple[float, float]:
+def evaluate(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    ctx: DistContext,
+    use_amp: bool,
+    batch_size: int = 1000,
+    tick: Callable[[], None] | None = None,
+) -> tuple[float, float]:
     """Test loss and accuracy; each rank scores a 1/world slice, results are summed.
 
     ``model`` must be the bare module, not the DDP wrapper: the slices may
@@ -740,8 +830,10 @@ def main(argv: list[str] | None = None) -> int:
         code = run(args, ctx, stop)
     except Exception as exc:
         traceback.print_exc()
-        print(json.dumps({"event": "fatal", "time": round(time.time(), 3), "rank": ctx.rank, "error": repr(exc)[:500]}),
-              flush=True)
+        print(
+            json.dumps({"event": "fatal", "time": round(time.time(), 3), "rank": ctx.rank, "error": repr(exc)[:500]}),
+            flush=True,
+        )
         process_end.end_process(1)
     if ctx.distributed and dist.is_initialized():
         dist.destroy_process_group()
@@ -757,8 +849,13 @@ def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest)
     members = [str(m) for m in gather_objects(ctx, run_lease.node_id())]
     lease = None
     if ctx.is_main:
-        lease = run_lease.RunLease(args.output_dir, members, args.lease_ttl_seconds, ctx.world_size,
-                                   restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")))
+        lease = run_lease.RunLease(
+            args.output_dir,
+            members,
+            args.lease_ttl_seconds,
+            ctx.world_size,
+            restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+        )
     waiting_since: float | None = None
     last_wait_log = 0.0
     attempt = -1
@@ -770,9 +867,15 @@ def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest)
             if verdict.acquired:
                 acquired = 1.0
                 assert lease.record is not None
-                log_event(ctx, "lease_acquired", generation=lease.record.generation, members=members,
-                          why=verdict.why, previous=verdict.holder.summary() if verdict.holder else None,
-                          waited_s=round(time.monotonic() - waiting_since, 2) if waiting_since else 0.0)
+                log_event(
+                    ctx,
+                    "lease_acquired",
+                    generation=lease.record.generation,
+                    members=members,
+                    why=verdict.why,
+                    previous=verdict.holder.summary() if verdict.holder else None,
+                    waited_s=round(time.monotonic() - waiting_since, 2) if waiting_since else 0.0,
+                )
             else:
                 if verdict.holder is not None:
                     lease.post_request(verdict.holder)
@@ -781,10 +884,15 @@ def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest)
                     waiting_since = now
                 if now - last_wait_log >= 30.0:
                     last_wait_log = now
-                    log_event(ctx, "lease_wait", why=verdict.why, members=members,
-                              holder=verdict.holder.summary() if verdict.holder else None,
-                              waited_s=round(now - waiting_since, 2),
-                              text="another group owns this run; waiting (it was asked to yield)")
+                    log_event(
+                        ctx,
+                        "lease_wait",
+                        why=verdict.why,
+                        members=members,
+                        holder=verdict.holder.summary() if verdict.holder else None,
+                        waited_s=round(now - waiting_since, 2),
+                        text="another group owns this run; waiting (it was asked to yield)",
+                    )
         wait_for_main(ctx, f"lease/{attempt}", args.checkpoint_deadline_seconds)  # rank 0's look at the volume
         got, stopping = all_reduce_sum(ctx, [acquired, float(stop.requested)])
         if got:
@@ -793,8 +901,13 @@ def acquire_lease(args: argparse.Namespace, ctx: DistContext, stop: StopRequest)
             stop.log_once(ctx, 0)
             if lease is not None:
                 lease.withdraw_request()
-            log_event(ctx, "stopping", step=None, reasons={"ranks_signalled": int(stopping)},
-                      text="stop requested while waiting for the lease; nothing to save")
+            log_event(
+                ctx,
+                "stopping",
+                step=None,
+                reasons={"ranks_signalled": int(stopping)},
+                text="stop requested while waiting for the lease; nothing to save",
+            )
             return EXIT_STOPPED
         time.sleep(LEASE_POLL_S)
 
@@ -806,19 +919,32 @@ def run(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> int:
     if ctx.is_main:
         output_dir.mkdir(parents=True, exist_ok=True)
 
-    log_event(ctx, "start", world_size=ctx.world_size, backend=ctx.backend, device=str(ctx.device),
-              restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
-              run_id=os.environ.get("TORCHELASTIC_RUN_ID"), host=socket.gethostname(),
-              node=run_lease.node_id(), pg_timeout_s=effective_pg_timeout(ctx),
-              setup_s=round(time.time() - PROCESS_START, 3),
-              torch=torch.__version__, args=json_args(args))
+    log_event(
+        ctx,
+        "start",
+        world_size=ctx.world_size,
+        backend=ctx.backend,
+        device=str(ctx.device),
+        restart_count=int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
+        run_id=os.environ.get("TORCHELASTIC_RUN_ID"),
+        host=socket.gethostname(),
+        node=run_lease.node_id(),
+        pg_timeout_s=effective_pg_timeout(ctx),
+        setup_s=round(time.time() - PROCESS_START, 3),
+        torch=torch.__version__,
+        args=json_args(args),
+    )
 
     marker = read_failed_marker(output_dir) if ctx.is_main else None
     wait_for_main(ctx, "failed-marker", args.checkpoint_deadline_seconds)
     failed = broadcast_object(ctx, marker)
     if failed is not None:
-        log_event(ctx, "run_failed_earlier", failed=failed,
-                  text=f"{output_dir / FAILED_MARKER} exists: the run gave up; delete it to retry")
+        log_event(
+            ctx,
+            "run_failed_earlier",
+            failed=failed,
+            text=f"{output_dir / FAILED_MARKER} exists: the run gave up; delete it to retry",
+        )
         return EXIT_OK
 
     held = acquire_lease(args, ctx, stop)
@@ -833,8 +959,9 @@ def run(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> int:
         raise
 
 
-def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: run_lease.RunLease | None,
-          run_start: float) -> int:
+def train(
+    args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: run_lease.RunLease | None, run_start: float
+) -> int:
     """The training run proper, with the lease held by rank 0 (``lease`` is None on other ranks)."""
     use_amp = ctx.device.type == "cuda"
     if use_amp:
@@ -880,11 +1007,17 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     if ctx.device.type == "cuda":
         # Module.to(memory_format=...) exists at runtime but is missing from torch's overload stubs.
         model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum,
-                                nesterov=args.momentum > 0, weight_decay=args.weight_decay)
+    optimizer = torch.optim.SGD(
+        model.parameters(),
+        lr=args.lr,
+        momentum=args.momentum,
+        nesterov=args.momentum > 0,
+        weight_decay=args.weight_decay,
+    )
     # Warm-up is capped at half of the run so short runs still get a decay phase.
-    scheduler = cifar.WarmupCosineSchedule(optimizer, peak_lr=args.lr,
-                                           warmup_fraction=min(args.warmup_epochs / args.epochs, 0.5))
+    scheduler = cifar.WarmupCosineSchedule(
+        optimizer, peak_lr=args.lr, warmup_fraction=min(args.warmup_epochs / args.epochs, 0.5)
+    )
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     progress = Progress()
     history: list[dict[str, Any]] = []
@@ -896,20 +1029,30 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         scheduler.load_state_dict(checkpoint["scheduler"])
         if checkpoint["scaler"]:
             scaler.load_state_dict(checkpoint["scaler"])
-        progress = Progress(int(checkpoint["epoch"]), int(checkpoint["step"]),
-                            int(checkpoint["samples_in_epoch"]))
+        progress = Progress(int(checkpoint["epoch"]), int(checkpoint["step"]), int(checkpoint["samples_in_epoch"]))
         history = list(checkpoint.get("history", []))
         if progress.samples_in_epoch:
             stats = EpochStats.from_dict(checkpoint.get("epoch_stats"))
         if model_config.width != args.width:
-            log_event(ctx, "warning", message=f"--width {args.width} ignored: checkpoint has width "
-                                              f"{model_config.width}")
-        log_event(ctx, "resumed", checkpoint=chosen, epoch=progress.epoch, step=progress.step,
-                  samples_in_epoch=progress.samples_in_epoch,
-                  checkpoint_world_size=checkpoint.get("world_size"), world_size=ctx.world_size,
-                  failed_attempts_in_a_row=failures)
-        log_event(ctx, "message", text=f"resumed from epoch {progress.epoch} step {progress.step} "
-                                       f"(checkpoint {Path(chosen).name})")
+            log_event(
+                ctx, "warning", message=f"--width {args.width} ignored: checkpoint has width {model_config.width}"
+            )
+        log_event(
+            ctx,
+            "resumed",
+            checkpoint=chosen,
+            epoch=progress.epoch,
+            step=progress.step,
+            samples_in_epoch=progress.samples_in_epoch,
+            checkpoint_world_size=checkpoint.get("world_size"),
+            world_size=ctx.world_size,
+            failed_attempts_in_a_row=failures,
+        )
+        log_event(
+            ctx,
+            "message",
+            text=f"resumed from epoch {progress.epoch} step {progress.step} (checkpoint {Path(chosen).name})",
+        )
     else:
         log_event(ctx, "fresh_start", text="no checkpoint found; starting from epoch 0")
     del checkpoint
@@ -917,8 +1060,7 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     ddp_model: nn.Module = model
     wait_for_all(ctx, "loaded", args.checkpoint_deadline_seconds)  # every rank read the dataset and the checkpoint
     if ctx.distributed:
-        ddp_model = DistributedDataParallel(
-            model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
+        ddp_model = DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
 
     criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
     dataset = cifar.CifarArrays(train_images, train_labels, augment=True)
@@ -937,8 +1079,9 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         prune_checkpoints(output_dir, args.keep_checkpoints)
         log_event(ctx, "checkpoint", path=str(path), **info)
 
-    writer = checkpointer.Checkpointer(args.checkpoint_deadline_seconds,
-                                       may_publish=lambda: lease is None or lease.still_owner(), published=published)
+    writer = checkpointer.Checkpointer(
+        args.checkpoint_deadline_seconds, may_publish=lambda: lease is None or lease.still_owner(), published=published
+    )
 
     # Rank 0: the lease is renewed by a thread of its own (a slow volume must not hold this loop, see
     # run_lease.LeaseKeeper); the loop tells it that it is alive and reads what it learned.
@@ -950,8 +1093,12 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             keeper.beat(progress.step)
             for outcome in keeper.news():
                 if not (flags.yield_to_other_group or flags.lease_lost):
-                    log_event(ctx, "lease_" + outcome, step=progress.step,
-                              requests=lease.requests() if lease is not None and outcome == "yield" else [])
+                    log_event(
+                        ctx,
+                        "lease_" + outcome,
+                        step=progress.step,
+                        requests=lease.requests() if lease is not None and outcome == "yield" else [],
+                    )
                 flags.update(outcome)
 
     def save(epoch: int, samples_in_epoch: int, epoch_stats: EpochStats, *, wait: bool = False) -> None:
@@ -968,30 +1115,45 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             log_event(ctx, "lease_lost", step=progress.step, text="another group took the run over; not writing")
             return
         if writer.busy() and not wait:
-            log_event(ctx, "checkpoint_skipped", step=progress.step,
-                      text="the previous checkpoint is still being written; training goes on")
+            log_event(
+                ctx,
+                "checkpoint_skipped",
+                step=progress.step,
+                text="the previous checkpoint is still being written; training goes on",
+            )
             return
         staged_at, started = time.time(), time.monotonic()
-        state = checkpointer.to_host({
-            "format_version": FORMAT_VERSION,
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "scaler": scaler.state_dict(),
-            "epoch": epoch,
-            "step": progress.step,
-            "samples_in_epoch": samples_in_epoch,
-            "epoch_stats": asdict(epoch_stats),
-            "world_size": ctx.world_size,
-            "model_config": model_config.to_dict(),
-            "history": history,
-            "args": json_args(args),
-        })
+        state = checkpointer.to_host(
+            {
+                "format_version": FORMAT_VERSION,
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "scaler": scaler.state_dict(),
+                "epoch": epoch,
+                "step": progress.step,
+                "samples_in_epoch": samples_in_epoch,
+                "epoch_stats": asdict(epoch_stats),
+                "world_size": ctx.world_size,
+                "model_config": model_config.to_dict(),
+                "history": history,
+                "args": json_args(args),
+            }
+        )
         saved_step, saved_at = progress.step, time.monotonic()
         path = checkpoint_path(output_dir, progress.step)
-        writer.submit(path, state, {"epoch": epoch, "step": progress.step, "samples_in_epoch": samples_in_epoch,
-                                    "staged_at": round(staged_at, 3), "stage_s": round(saved_at - started, 4)},
-                      alongside=wait)
+        writer.submit(
+            path,
+            state,
+            {
+                "epoch": epoch,
+                "step": progress.step,
+                "samples_in_epoch": samples_in_epoch,
+                "staged_at": round(staged_at, 3),
+                "stage_s": round(saved_at - started, 4),
+            },
+            alongside=wait,
+        )
         if wait:
             writer.wait(path)
         renew()
@@ -1004,8 +1166,12 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     def close_scalars(timeout_s: float) -> None:
         """Rank 0: write the pending TensorBoard scalars, waiting at most ``timeout_s`` for the volume."""
         if not scalars.close(timeout_s) or scalars.dropped:
-            log_event(ctx, "tensorboard_incomplete", dropped=scalars.dropped,
-                      text="the shared volume was too slow for the TensorBoard event file; some scalars are missing")
+            log_event(
+                ctx,
+                "tensorboard_incomplete",
+                dropped=scalars.dropped,
+                text="the shared volume was too slow for the TensorBoard event file; some scalars are missing",
+            )
 
     def stop_here(sums: StepSums, epoch: int, epoch_stats: EpochStats) -> int:
         """Every rank: the group agreed to stop after this step; rank 0 checkpoints it, then all exit."""
@@ -1022,10 +1188,18 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             keeper.stop()
             if not (sums.lease_lost or flags.lease_lost):
                 lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
-            log_event(ctx, "stopping", step=progress.step, epoch=epoch, samples_in_epoch=progress.samples_in_epoch,
-                      checkpoint_step=saved_step, reasons=sums.reasons(), lease_state=state,
-                      checkpoint_wait_s=round(time.time() - wait_from, 3),
-                      seconds_since_signal=round(time.time() - stop.received_at, 3) if stop.received_at else None)
+            log_event(
+                ctx,
+                "stopping",
+                step=progress.step,
+                epoch=epoch,
+                samples_in_epoch=progress.samples_in_epoch,
+                checkpoint_step=saved_step,
+                reasons=sums.reasons(),
+                lease_state=state,
+                checkpoint_wait_s=round(time.time() - wait_from, 3),
+                seconds_since_signal=round(time.time() - stop.received_at, 3) if stop.received_at else None,
+            )
         close_scalars(5.0)  # after the checkpoint: the curves must not spend the stop's grace period
         hand_off(ctx, "stopped", progress.step, args.checkpoint_deadline_seconds)  # nobody leaves before it is on disk
         return EXIT_STOPPED
@@ -1046,11 +1220,11 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
         sampler.set_epoch(epoch)
         sampler.set_start(min(progress.samples_in_epoch, len(dataset)))
         steps_available = len(sampler) // args.batch_size
-        steps_to_run = max(0, min(steps_available,
-                                  (epoch_budget - progress.samples_in_epoch) // global_batch))
+        steps_to_run = max(0, min(steps_available, (epoch_budget - progress.samples_in_epoch) // global_batch))
         torch.manual_seed(args.seed * 100003 + epoch * 1009 + ctx.rank * 7 + progress.step)
-        loader = make_loader(dataset, sampler, args, ctx,
-                             seed=args.seed + 1_000_003 * epoch + 7919 * ctx.rank + progress.step)
+        loader = make_loader(
+            dataset, sampler, args, ctx, seed=args.seed + 1_000_003 * epoch + 7919 * ctx.rank + progress.step
+        )
 
         stats.start_segment(ctx.world_size)
         segment_start = time.time()
@@ -1070,15 +1244,27 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
             scaler.update()
             progress.step += 1
             progress.samples_in_epoch += global_batch
-            sums = combine_step(ctx, loss.detach().double() * y.shape[0],
-                                (logits.detach().argmax(dim=1) == y).sum(), int(y.shape[0]), stop, flags)
+            sums = combine_step(
+                ctx,
+                loss.detach().double() * y.shape[0],
+                (logits.detach().argmax(dim=1) == y).sum(),
+                int(y.shape[0]),
+                stop,
+                flags,
+            )
             stats.add(sums)
             scalars.step(progress.step, sums)
             if not first_step_logged:
                 first_step_logged = True
-                log_event(ctx, "first_step", step=progress.step, epoch=epoch, world_size=ctx.world_size,
-                          seconds_since_start=round(time.time() - run_start, 3),
-                          seconds_since_process_start=round(time.time() - PROCESS_START, 3))
+                log_event(
+                    ctx,
+                    "first_step",
+                    step=progress.step,
+                    epoch=epoch,
+                    world_size=ctx.world_size,
+                    seconds_since_start=round(time.time() - run_start, 3),
+                    seconds_since_process_start=round(time.time() - PROCESS_START, 3),
+                )
             if sums.stop:
                 stopping = sums
                 break
@@ -1146,17 +1332,28 @@ def train(args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: 
     return EXIT_OK
 
 
-def give_up_run(args: argparse.Namespace, ctx: DistContext, lease: run_lease.RunLease | None, failures: int,
-                chosen: str | None) -> int:
+def give_up_run(
+    args: argparse.Namespace, ctx: DistContext, lease: run_lease.RunLease | None, failures: int, chosen: str | None
+) -> int:
     """Rank 0 writes ``FAILED`` and releases the lease; every rank exits 0 so torchrun stops restarting."""
     if ctx.is_main:
         assert lease is not None and lease.record is not None
-        reason = (f"{failures} attempts in a row failed without a new checkpoint "
-                  f"(--max-failed-attempts {args.max_failed_attempts})")
-        cifar_io.atomic_write_json(args.output_dir / FAILED_MARKER, {
-            "reason": reason, "failures": failures, "checkpoint": chosen, "step": lease.record.start_step,
-            "lease_generation": lease.record.generation, "previous": lease.record.previous,
-            "failed_at": dt.datetime.now(dt.UTC).isoformat()})
+        reason = (
+            f"{failures} attempts in a row failed without a new checkpoint "
+            f"(--max-failed-attempts {args.max_failed_attempts})"
+        )
+        cifar_io.atomic_write_json(
+            args.output_dir / FAILED_MARKER,
+            {
+                "reason": reason,
+                "failures": failures,
+                "checkpoint": chosen,
+                "step": lease.record.start_step,
+                "lease_generation": lease.record.generation,
+                "previous": lease.record.previous,
+                "failed_at": dt.datetime.now(dt.UTC).isoformat(),
+            },
+        )
         lease.release("gave_up", reason=reason)
         log_event(ctx, "gave_up", failures=failures, checkpoint=chosen, text=reason)
     hand_off(ctx, "gave-up", 0, args.checkpoint_deadline_seconds)  # FAILED is on the volume before anyone leaves
@@ -1180,13 +1377,19 @@ def model_flops_per_image(model_config: cifar.ModelConfig) -> float | None:
         return None
 
 
-def flops_metrics(history: list[dict[str, Any]], flops_per_image: float | None,
-                  peak_flops_per_device: float | None) -> dict[str, Any]:
+def flops_metrics(
+    history: list[dict[str, Any]], flops_per_image: float | None, peak_flops_per_device: float | None
+) -> dict[str, Any]:
     """Model FLOPs: per step (at the last world size), achieved per second of training, and the model FLOPs
     utilization (achieved / peak of the devices that trained) over the epochs trained at one world size."""
     if not flops_per_image or not history:
-        return {"model_flops_per_image": None, "model_flops_per_step": None, "model_flops_per_s": None, "mfu": None,
-                "mfu_note": "the model's FLOPs could not be counted"}
+        return {
+            "model_flops_per_image": None,
+            "model_flops_per_step": None,
+            "model_flops_per_s": None,
+            "mfu": None,
+            "mfu_note": "the model's FLOPs could not be counted",
+        }
     final = history[-1]
     per_step = flops_per_image * int(final.get("world_size") or 1) * int(final.get("batch_size") or 0) or None
     whole = [h for h in history if len(h.get("world_sizes") or [h.get("world_size")]) == 1]
@@ -1201,8 +1404,13 @@ def flops_metrics(history: list[dict[str, Any]], flops_per_image: float | None,
         mfu = round(flops_per_image * images / (device_seconds * peak_flops_per_device), 4)
     else:
         note = "no epoch was trained at a single world size"
-    return {"model_flops_per_image": flops_per_image, "model_flops_per_step": per_step,
-            "model_flops_per_s": round(achieved, 1) if achieved else None, "mfu": mfu, "mfu_note": note}
+    return {
+        "model_flops_per_image": flops_per_image,
+        "model_flops_per_step": per_step,
+        "model_flops_per_s": round(achieved, 1) if achieved else None,
+        "mfu": mfu,
+        "mfu_note": note,
+    }
 
 
 def training_metrics(history: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1223,21 +1431,30 @@ def training_metrics(history: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def write_final_artifacts(args: argparse.Namespace, ctx: DistContext, model: nn.Module,
-                          model_config: cifar.ModelConfig, class_names: list[str],
-                          history: list[dict[str, Any]], run_start: float) -> None:
+def write_final_artifacts(
+    args: argparse.Namespace,
+    ctx: DistContext,
+    model: nn.Module,
+    model_config: cifar.ModelConfig,
+    class_names: list[str],
+    history: list[dict[str, Any]],
+    run_start: float,
+) -> None:
     """Rank 0: ``model.pt``, ``training_summary.json`` and ``DONE`` (all atomic)."""
     output_dir: Path = args.output_dir
     final = history[-1] if history else {}
     state_dict = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    model_path = cifar.atomic_torch_save(output_dir / "model.pt", {
-        "format_version": FORMAT_VERSION,
-        "state_dict": state_dict,
-        "model_config": model_config.to_dict(),
-        "class_names": class_names,
-        "epochs": args.epochs,
-        "test_accuracy": final.get("test_accuracy"),
-    })
+    model_path = cifar.atomic_torch_save(
+        output_dir / "model.pt",
+        {
+            "format_version": FORMAT_VERSION,
+            "state_dict": state_dict,
+            "model_config": model_config.to_dict(),
+            "class_names": class_names,
+            "epochs": args.epochs,
+            "test_accuracy": final.get("test_accuracy"),
+        },
+    )
     summary = {
         "model": str(model_path),
         "epochs": args.epochs,
@@ -1250,13 +1467,14 @@ def write_final_artifacts(args: argparse.Namespace, ctx: DistContext, model: nn.
         "finished_at": dt.datetime.now(dt.UTC).isoformat(),
     }
     cifar_io.atomic_write_json(output_dir / "training_summary.json", summary)
-    flops = flops_metrics([{**h, "batch_size": args.batch_size} for h in history], model_flops_per_image(model_config),
-                          args.peak_flops_per_device)
+    flops = flops_metrics(
+        [{**h, "batch_size": args.batch_size} for h in history],
+        model_flops_per_image(model_config),
+        args.peak_flops_per_device,
+    )
     metrics.write_metrics(output_dir, "train.py", **training_metrics(history), **flops)
-    cifar_io.atomic_write_json(output_dir / "DONE", {"finished_at": summary["finished_at"],
-                                                  "model": str(model_path)})
-    log_event(ctx, "done", model=str(model_path), test_accuracy=final.get("test_accuracy"),
-              world_size=ctx.world_size)
+    cifar_io.atomic_write_json(output_dir / "DONE", {"finished_at": summary["finished_at"], "model": str(model_path)})
+    log_event(ctx, "done", model=str(model_path), test_accuracy=final.get("test_accuracy"), world_size=ctx.world_size)
 
 
 if __name__ == "__main__":

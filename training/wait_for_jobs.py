@@ -28,18 +28,29 @@ EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_PREDECESSOR_FAILED = 0, 1, 2, 3
 
 def log(event: str, **fields: Any) -> None:
     """One JSON object on stdout."""
-    print(json.dumps({"event": event, "component": "wait_for_jobs", "time": round(time.time(), 3), **fields}), flush=True)
+    print(
+        json.dumps({"event": event, "component": "wait_for_jobs", "time": round(time.time(), 3), **fields}), flush=True
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--namespace", required=True)
-    parser.add_argument("--job", action="append", required=True, metavar="RESOURCE/NAME",
-                        help="a job to wait for: jobs/NAME (batch/v1 Job) or mpijobs/NAME (MPIJob); repeatable")
+    parser.add_argument(
+        "--job",
+        action="append",
+        required=True,
+        metavar="RESOURCE/NAME",
+        help="a job to wait for: jobs/NAME (batch/v1 Job) or mpijobs/NAME (MPIJob); repeatable",
+    )
     parser.add_argument("--poll-seconds", type=float, default=20.0)
-    parser.add_argument("--timeout-seconds", type=float, default=0.0,
-                        help="give up after this long without an answer from the API (0: never)")
+    parser.add_argument(
+        "--timeout-seconds",
+        type=float,
+        default=0.0,
+        help="give up after this long without an answer from the API (0: never)",
+    )
     add_api_arguments(parser)
     args = parser.parse_args(argv)
     for job in args.job:

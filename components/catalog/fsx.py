@@ -134,7 +134,11 @@ FSX_CLIENT_HOST = HostRequirement(
 FSX_EFA_CLIENT_HOST = HostRequirement(
     name="fsx-lnet-efa",
     feature="LNet over EFA to an EFA-enabled FSx for Lustre file system",
-    needs=("EFA kernel driver >= 2.12.1", "a Lustre client with EFA support", "an LNet efa network on the EFA interfaces"),
+    needs=(
+        "EFA kernel driver >= 2.12.1",
+        "a Lustre client with EFA support",
+        "an LNet efa network on the EFA interfaces",
+    ),
     source="eks-fsx-csi-efa",
 )
 #: Every host-side fact of this module.

@@ -31,8 +31,13 @@ class GpuModel:
 
 
 def _gpu(name: str, major: int, minor: int, peak: Optional[float] = None, source: Optional[str] = None) -> GpuModel:
-    return GpuModel(name=name, compute_capability=(major, minor), source="nvidia-compute-capabilities",
-                    peak_fp16_tflops=peak, peak_source=source)
+    return GpuModel(
+        name=name,
+        compute_capability=(major, minor),
+        source="nvidia-compute-capabilities",
+        peak_fp16_tflops=peak,
+        peak_source=source,
+    )
 
 
 #: Compute capability of every GPU model the instance catalog names (NVIDIA's table, source key

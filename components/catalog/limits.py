@@ -32,16 +32,22 @@ NAME_LIMITS: Mapping[tuple[str, str], NameLimit] = {
     ),
     ("aws:eks/nodeGroup:NodeGroup", "nodeGroupName"): NameLimit(max_length=63, source="tf-eks-node-group"),
     ("aws:eks/nodeGroup:NodeGroup", "nodeGroupNamePrefix"): NameLimit(max_length=37, source="tf-eks-node-group"),
-    ("aws:iam/role:Role", "name"): NameLimit(max_length=64, pattern=r"[\w+=,.@-]+", autonamed=True, source="iam-quotas"),
+    ("aws:iam/role:Role", "name"): NameLimit(
+        max_length=64, pattern=r"[\w+=,.@-]+", autonamed=True, source="iam-quotas"
+    ),
     ("aws:iam/role:Role", "namePrefix"): NameLimit(max_length=38, source="iam-quotas"),
     ("aws:iam/rolePolicy:RolePolicy", "name"): NameLimit(
         max_length=128, pattern=r"[\w+=,.@-]+", autonamed=True, source="iam-quotas"
     ),
-    ("aws:iam/policy:Policy", "name"): NameLimit(max_length=128, pattern=r"[\w+=,.@-]+", autonamed=True, source="iam-quotas"),
+    ("aws:iam/policy:Policy", "name"): NameLimit(
+        max_length=128, pattern=r"[\w+=,.@-]+", autonamed=True, source="iam-quotas"
+    ),
     ("aws:ec2/launchTemplate:LaunchTemplate", "name"): NameLimit(
         max_length=128, pattern=r"[a-zA-Z0-9().\-/_]+", autonamed=True, source="ec2-create-launch-template"
     ),
-    ("aws:ec2/securityGroup:SecurityGroup", "name"): NameLimit(max_length=255, autonamed=True, source="ec2-create-security-group"),
+    ("aws:ec2/securityGroup:SecurityGroup", "name"): NameLimit(
+        max_length=255, autonamed=True, source="ec2-create-security-group"
+    ),
     ("aws:ec2/placementGroup:PlacementGroup", "name"): NameLimit(
         max_length=255, autonamed=True, source="ec2-create-placement-group"
     ),
@@ -64,7 +70,9 @@ NAME_LIMITS: Mapping[tuple[str, str], NameLimit] = {
     ("aws:cloudwatch/logGroup:LogGroup", "name"): NameLimit(
         max_length=512, pattern=r"[.\-_/#A-Za-z0-9]+", autonamed=True, source="logs-create-log-group"
     ),
-    ("aws:kms/alias:Alias", "name"): NameLimit(max_length=256, pattern=r"alias/[a-zA-Z0-9/_-]+", source="kms-create-alias"),
+    ("aws:kms/alias:Alias", "name"): NameLimit(
+        max_length=256, pattern=r"alias/[a-zA-Z0-9/_-]+", source="kms-create-alias"
+    ),
     ("aws:efs/fileSystem:FileSystem", "creationToken"): NameLimit(max_length=64, source="efs-create-file-system"),
     ("kubernetes:helm.sh/v3:Release", "name"): NameLimit(
         max_length=53, pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", source="helm-release-name"

@@ -30,10 +30,33 @@ NODE_MONITORING_CONFIGURATION: Mapping[str, Mapping[str, object]] = {
 #: level): top-level keys and the keys each takes (source key ``eks-node-monitoring-agent-dcgm``).
 NODE_MONITORING_CONFIG_SCHEMA: Mapping[str, frozenset[str]] = {
     "global": frozenset({"podLabels", "podAnnotations"}),
-    "nodeAgent": frozenset({"affinity", "additionalArgs", "podAnnotations", "podLabels", "nodeSelector",
-                            "priorityClassName", "probePort", "resources", "resizePolicy", "tolerations", "monitors"}),
-    "dcgmAgent": frozenset({"affinity", "podAnnotations", "podLabels", "nodeSelector", "priorityClassName",
-                            "resources", "resizePolicy", "tolerations"}),
+    "nodeAgent": frozenset(
+        {
+            "affinity",
+            "additionalArgs",
+            "podAnnotations",
+            "podLabels",
+            "nodeSelector",
+            "priorityClassName",
+            "probePort",
+            "resources",
+            "resizePolicy",
+            "tolerations",
+            "monitors",
+        }
+    ),
+    "dcgmAgent": frozenset(
+        {
+            "affinity",
+            "podAnnotations",
+            "podLabels",
+            "nodeSelector",
+            "priorityClassName",
+            "resources",
+            "resizePolicy",
+            "tolerations",
+        }
+    ),
     "extraObjects": frozenset(),
 }
 #: Node auto repair is on by default on GPU groups (a group turns it off with ``nodeGroups.<name>.nodeRepair.enabled:
@@ -69,8 +92,13 @@ REPAIR_ACTIONS = ("Replace", "Reboot", "NoAction")
 #: node replacements killing the jobs on them. Real GPU faults (``NvidiaXID<code>Error``, ``NvidiaDoubleBitError``,
 #: ``NvidiaNVLinkError``) keep EKS's actions.
 NODE_REPAIR_GPU_OVERRIDES: tuple[RepairOverride, ...] = (
-    RepairOverride(condition="AcceleratedHardwareReady", reason="DCGMError", wait_minutes=10, action="NoAction",
-                   why="the agent lost (or never reached) its DCGM host engine: the engine, not the GPU, failed"),
+    RepairOverride(
+        condition="AcceleratedHardwareReady",
+        reason="DCGMError",
+        wait_minutes=10,
+        action="NoAction",
+        why="the agent lost (or never reached) its DCGM host engine: the engine, not the GPU, failed",
+    ),
 )
 
 
@@ -86,19 +114,43 @@ class RepairCondition:
 
 #: What node auto repair of a managed node group does by default (source key ``eks-node-repair``).
 NODE_REPAIR_CONDITIONS: tuple[RepairCondition, ...] = (
-    RepairCondition(condition="AcceleratedHardwareReady", repair_after_minutes=10, actions="Replace or Reboot",
-                    detects="GPU faults: NVIDIA XID errors (e.g. 48 double-bit ECC, 74 NVLink, 79 fallen off the bus), "
-                            "double-bit errors, NVLink errors"),
-    RepairCondition(condition="NetworkingReady", repair_after_minutes=30, actions="Replace",
-                    detects="interfaces down or not running, the VPC CNI (IPAMD) not running or not ready"),
-    RepairCondition(condition="KernelReady", repair_after_minutes=30, actions="Replace",
-                    detects="fork/exec failing for want of PIDs or memory"),
-    RepairCondition(condition="StorageReady", repair_after_minutes=30, actions="Replace",
-                    detects="disk, file system and I/O failures"),
-    RepairCondition(condition="ContainerRuntimeReady", repair_after_minutes=30, actions="Replace",
-                    detects="containerd failing, pods stuck terminating"),
-    RepairCondition(condition="Ready", repair_after_minutes=30, actions="Replace",
-                    detects="the kubelet stops reporting (a hung or lost node)"),
+    RepairCondition(
+        condition="AcceleratedHardwareReady",
+        repair_after_minutes=10,
+        actions="Replace or Reboot",
+        detects="GPU faults: NVIDIA XID errors (e.g. 48 double-bit ECC, 74 NVLink, 79 fallen off the bus), "
+        "double-bit errors, NVLink errors",
+    ),
+    RepairCondition(
+        condition="NetworkingReady",
+        repair_after_minutes=30,
+        actions="Replace",
+        detects="interfaces down or not running, the VPC CNI (IPAMD) not running or not ready",
+    ),
+    RepairCondition(
+        condition="KernelReady",
+        repair_after_minutes=30,
+        actions="Replace",
+        detects="fork/exec failing for want of PIDs or memory",
+    ),
+    RepairCondition(
+        condition="StorageReady",
+        repair_after_minutes=30,
+        actions="Replace",
+        detects="disk, file system and I/O failures",
+    ),
+    RepairCondition(
+        condition="ContainerRuntimeReady",
+        repair_after_minutes=30,
+        actions="Replace",
+        detects="containerd failing, pods stuck terminating",
+    ),
+    RepairCondition(
+        condition="Ready",
+        repair_after_minutes=30,
+        actions="Replace",
+        detects="the kubelet stops reporting (a hung or lost node)",
+    ),
 )
 #: Managed node groups stop repairing (repairs under way continue) when a group of more than this many nodes has more
 #: than :data:`NODE_REPAIR_HALT_PERCENT` percent unhealthy, or after an ARC zonal shift (source key ``eks-node-repair``).
@@ -137,7 +189,10 @@ OBSERVABILITY_CONFIG_SCHEMA: Mapping[str, object] = {"tolerations": list, "agent
 #: before that helper, from chart 4.0 to 4.7, ``monitorAllServices`` defaulted to false). The chart's newer switch
 #: ``applicationSignals.enabled`` (chart 6.2.0 and later) is not used: EKS's default add-on version for a Kubernetes
 #: version may predate it, and an add-on rejects keys its schema lacks (source key ``cloudwatch-observability-chart``).
-APPLICATION_SIGNALS_SECTIONS: tuple[tuple[str, str], ...] = (("logs", "metrics_collected"), ("traces", "traces_collected"))
+APPLICATION_SIGNALS_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("logs", "metrics_collected"),
+    ("traces", "traces_collected"),
+)
 #: The agent's configuration without Application Signals: Container Insights with enhanced observability (GPU and EFA
 #: metrics; ``accelerated_compute_metrics`` defaults to true), the chart's default minus Application Signals (the
 #: chart fills in the region and the cluster name; source key ``cloudwatch-observability-chart``).
@@ -184,19 +239,35 @@ _NODE_DEVICE_EFA = ("ClusterName", "NodeName", "InstanceId", "InstanceType", "Ne
 #: EMF metric declarations for Kubernetes; source key ``container-insights-metrics``).
 CONTAINER_INSIGHTS_METRICS: Mapping[str, PublishedMetric] = {
     **_metrics("cluster_node_count cluster_failed_node_count", ("ClusterName",)),
-    **_metrics("node_cpu_utilization node_memory_utilization node_gpu_limit node_efa_limit",
-               ("NodeName", "InstanceId", "ClusterName"), ("ClusterName",)),
-    **_metrics("node_gpu_utilization node_gpu_memory_utilization node_gpu_memory_used node_gpu_power_draw "
-               "node_gpu_temperature node_gpu_tensor_core_utilization",
-               ("ClusterName",), ("ClusterName", "NodeName", "InstanceId"), _NODE_DEVICE_GPU),
-    **_metrics("pod_gpu_utilization pod_gpu_memory_utilization",
-               ("ClusterName",), ("ClusterName", "Namespace"), ("ClusterName", "Namespace", "Service"),
-               ("ClusterName", "Namespace", "PodName"), ("ClusterName", "Namespace", "PodName", "FullPodName"),
-               ("ClusterName", "Namespace", "PodName", "FullPodName", "GpuDevice")),
-    **_metrics("node_efa_rx_bytes node_efa_tx_bytes node_efa_rx_dropped node_efa_rdma_read_bytes "
-               "node_efa_rdma_write_bytes node_efa_retrans_pkts node_efa_impaired_remote_conn_events "
-               "node_efa_unresponsive_remote_events",
-               ("ClusterName",), ("ClusterName", "NodeName", "InstanceId"), _NODE_DEVICE_EFA),
+    **_metrics(
+        "node_cpu_utilization node_memory_utilization node_gpu_limit node_efa_limit",
+        ("NodeName", "InstanceId", "ClusterName"),
+        ("ClusterName",),
+    ),
+    **_metrics(
+        "node_gpu_utilization node_gpu_memory_utilization node_gpu_memory_used node_gpu_power_draw "
+        "node_gpu_temperature node_gpu_tensor_core_utilization",
+        ("ClusterName",),
+        ("ClusterName", "NodeName", "InstanceId"),
+        _NODE_DEVICE_GPU,
+    ),
+    **_metrics(
+        "pod_gpu_utilization pod_gpu_memory_utilization",
+        ("ClusterName",),
+        ("ClusterName", "Namespace"),
+        ("ClusterName", "Namespace", "Service"),
+        ("ClusterName", "Namespace", "PodName"),
+        ("ClusterName", "Namespace", "PodName", "FullPodName"),
+        ("ClusterName", "Namespace", "PodName", "FullPodName", "GpuDevice"),
+    ),
+    **_metrics(
+        "node_efa_rx_bytes node_efa_tx_bytes node_efa_rx_dropped node_efa_rdma_read_bytes "
+        "node_efa_rdma_write_bytes node_efa_retrans_pkts node_efa_impaired_remote_conn_events "
+        "node_efa_unresponsive_remote_events",
+        ("ClusterName",),
+        ("ClusterName", "NodeName", "InstanceId"),
+        _NODE_DEVICE_EFA,
+    ),
 }
 
 #: The metrics pipeline's alarm: ``cluster_node_count`` (the agent publishes it for the cluster while it runs; the

@@ -22,11 +22,33 @@ class KubernetesVersion:
 KUBERNETES_VERSIONS: Mapping[str, KubernetesVersion] = {
     v.minor: v
     for v in (
-        KubernetesVersion(minor="1.32", released=date(2025, 1, 23), end_of_standard=date(2026, 3, 23), end_of_extended=date(2027, 3, 23)),
-        KubernetesVersion(minor="1.33", released=date(2025, 5, 29), end_of_standard=date(2026, 7, 29), end_of_extended=date(2027, 7, 29)),
-        KubernetesVersion(minor="1.34", released=date(2025, 10, 2), end_of_standard=date(2026, 12, 2), end_of_extended=date(2027, 12, 2)),
-        KubernetesVersion(minor="1.35", released=date(2026, 1, 28), end_of_standard=date(2027, 3, 27), end_of_extended=date(2028, 3, 27)),
-        KubernetesVersion(minor="1.36", released=date(2026, 6, 2), end_of_standard=date(2027, 8, 2), end_of_extended=date(2028, 8, 2)),
+        KubernetesVersion(
+            minor="1.32",
+            released=date(2025, 1, 23),
+            end_of_standard=date(2026, 3, 23),
+            end_of_extended=date(2027, 3, 23),
+        ),
+        KubernetesVersion(
+            minor="1.33",
+            released=date(2025, 5, 29),
+            end_of_standard=date(2026, 7, 29),
+            end_of_extended=date(2027, 7, 29),
+        ),
+        KubernetesVersion(
+            minor="1.34",
+            released=date(2025, 10, 2),
+            end_of_standard=date(2026, 12, 2),
+            end_of_extended=date(2027, 12, 2),
+        ),
+        KubernetesVersion(
+            minor="1.35",
+            released=date(2026, 1, 28),
+            end_of_standard=date(2027, 3, 27),
+            end_of_extended=date(2028, 3, 27),
+        ),
+        KubernetesVersion(
+            minor="1.36", released=date(2026, 6, 2), end_of_standard=date(2027, 8, 2), end_of_extended=date(2028, 8, 2)
+        ),
     )
 }
 SUPPORTED_KUBERNETES_VERSIONS: tuple[str, ...] = tuple(KUBERNETES_VERSIONS)
@@ -70,7 +92,25 @@ EFA_ONLY_MIN_VPC_CNI: tuple[int, int, int] = (1, 18, 5)
 
 #: Instance families the AL2023 x86_64 NVIDIA AMI supports (source key ``eks-nvidia-ami``).
 NVIDIA_AMI_FAMILIES: frozenset[str] = frozenset(
-    {"p6-b300", "p6-b200", "p5", "p5e", "p5en", "p4d", "p4de", "p3", "p3dn", "g7e", "gr6", "g6", "g6e", "g6f", "gr6f", "g5", "g4dn"}
+    {
+        "p6-b300",
+        "p6-b200",
+        "p5",
+        "p5e",
+        "p5en",
+        "p4d",
+        "p4de",
+        "p3",
+        "p3dn",
+        "g7e",
+        "gr6",
+        "g6",
+        "g6e",
+        "g6f",
+        "gr6f",
+        "g5",
+        "g4dn",
+    }
 )
 
 #: EKS managed node group AMI types by kind of node (source key ``eks-nvidia-ami``).
@@ -96,5 +136,26 @@ EKS_UNSUPPORTED_ZONE_IDS: frozenset[str] = frozenset({"use1-az3", "usw1-az2", "c
 
 #: Retention periods CloudWatch Logs accepts, in days (source key ``cloudwatch-retention``).
 LOG_RETENTION_DAYS: tuple[int, ...] = (
-    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
 )

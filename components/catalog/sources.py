@@ -773,7 +773,9 @@ SOURCES: Mapping[str, Source] = {
         shows="a dynamic provider is serialized with the resource and run by the engine in a separate process",
     ),
     # --- prices and quotas --------------------------------------------------------------------------
-    "eks-pricing": Source(url="https://aws.amazon.com/eks/pricing/", shows="$0.10 per cluster-hour in standard support"),
+    "eks-pricing": Source(
+        url="https://aws.amazon.com/eks/pricing/", shows="$0.10 per cluster-hour in standard support"
+    ),
     "vpc-pricing": Source(
         url="https://aws.amazon.com/vpc/pricing/",
         shows="NAT gateway $0.045/hour in us-east-1 (+$0.045/GB); public IPv4 address $0.005/hour",

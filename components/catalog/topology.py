@@ -53,18 +53,38 @@ NETWORK_TOPOLOGY: Mapping[str, NetworkTopology] = {
 
 #: The regions where ``DescribeInstanceTopology`` is offered (source key ``ec2-instance-topology-prerequisites``, "AWS
 #: Regions"); elsewhere the cloud controller manager gets ``UnsupportedOperation`` and labels nothing.
-TOPOLOGY_REGIONS: frozenset[str] = frozenset({
-    "us-east-1", "us-east-2", "us-west-1", "us-west-2",
-    "af-south-1",
-    "ap-southeast-3", "ap-east-1", "ap-south-2", "ap-southeast-4", "ap-south-1", "ap-northeast-3", "ap-northeast-2",
-    "ap-southeast-1", "ap-southeast-2", "ap-northeast-1",
-    "ca-central-1",
-    "eu-central-1", "eu-west-1", "eu-west-2", "eu-west-3", "eu-south-2", "eu-north-1", "eu-central-2",
-    "il-central-1",
-    "me-south-1", "me-central-1",
-    "sa-east-1",
-    "us-gov-west-1",
-})
+TOPOLOGY_REGIONS: frozenset[str] = frozenset(
+    {
+        "us-east-1",
+        "us-east-2",
+        "us-west-1",
+        "us-west-2",
+        "af-south-1",
+        "ap-southeast-3",
+        "ap-east-1",
+        "ap-south-2",
+        "ap-southeast-4",
+        "ap-south-1",
+        "ap-northeast-3",
+        "ap-northeast-2",
+        "ap-southeast-1",
+        "ap-southeast-2",
+        "ap-northeast-1",
+        "ca-central-1",
+        "eu-central-1",
+        "eu-west-1",
+        "eu-west-2",
+        "eu-west-3",
+        "eu-south-2",
+        "eu-north-1",
+        "eu-central-2",
+        "il-central-1",
+        "me-south-1",
+        "me-central-1",
+        "sa-east-1",
+        "us-gov-west-1",
+    }
+)
 
 
 def network_topology(instance_type: str, region: str) -> Optional[NetworkTopology]:

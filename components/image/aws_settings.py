@@ -153,7 +153,10 @@ def aws_settings_from_config(get: Callable[[str], Optional[str]]) -> tuple[AwsSe
         value = get(key)
         if value:
             settings[field] = value  # type: ignore[literal-required]
-    for key, field in (("sharedConfigFiles", "shared_config_file"), ("sharedCredentialsFiles", "shared_credentials_file")):
+    for key, field in (
+        ("sharedConfigFiles", "shared_config_file"),
+        ("sharedCredentialsFiles", "shared_credentials_file"),
+    ):
         value = _decode(get(key))
         if value is not None:
             path = _one_file(key, value, problems)
@@ -169,7 +172,9 @@ def aws_settings_from_config(get: Callable[[str], Optional[str]]) -> tuple[AwsSe
         if isinstance(raw_roles, dict):
             raw_roles = [raw_roles]
         if not isinstance(raw_roles, list):
-            problems.append("aws:assumeRoles: must be a list of roles ({roleArn, sessionName, externalId, duration, ...})")
+            problems.append(
+                "aws:assumeRoles: must be a list of roles ({roleArn, sessionName, externalId, duration, ...})"
+            )
         else:
             roles: list[AssumeRole] = []
             for i, raw in enumerate(raw_roles):
@@ -234,8 +239,13 @@ def aws_settings_problems(settings: Mapping[str, Any], style: str = "args") -> l
     (``aws.assume_roles[0].role_arn``)."""
     problems: list[str] = []
     base = "aws:" if style == "config" else "aws."
-    config_names = {"profile": "profile", "region": "region", "shared_config_file": "sharedConfigFiles",
-                    "shared_credentials_file": "sharedCredentialsFiles", "assume_roles": "assumeRoles"}
+    config_names = {
+        "profile": "profile",
+        "region": "region",
+        "shared_config_file": "sharedConfigFiles",
+        "shared_credentials_file": "sharedCredentialsFiles",
+        "assume_roles": "assumeRoles",
+    }
     for field in settings:
         if field not in config_names:
             problems.append(f"{base}{field}: unknown setting; valid ones are {', '.join(config_names)}")
@@ -264,13 +274,16 @@ def aws_settings_problems(settings: Mapping[str, Any], style: str = "args") -> l
             problems.append(f"{at('role_arn')}: {arn!r} is not an IAM role ARN (arn:aws:iam::<account>:role/<name>)")
         name = role.get("session_name")
         if name is not None and (not isinstance(name, str) or not _SESSION_NAME.match(name)):
-            problems.append(f"{at('session_name')}: {name!r} must be 2-64 letters, digits or +=,.@_- (STS RoleSessionName)")
+            problems.append(
+                f"{at('session_name')}: {name!r} must be 2-64 letters, digits or +=,.@_- (STS RoleSessionName)"
+            )
         ext = role.get("external_id")
         if ext is not None and (not isinstance(ext, str) or not _EXTERNAL_ID.match(ext)):
             problems.append(f"{at('external_id')}: must be 2-1224 letters, digits or +=,.@:/_- (STS ExternalId)")
         seconds = role.get("duration_seconds")
         if seconds is not None and (
-            not isinstance(seconds, int) or isinstance(seconds, bool)
+            not isinstance(seconds, int)
+            or isinstance(seconds, bool)
             or not MIN_DURATION_SECONDS <= seconds <= MAX_DURATION_SECONDS
         ):
             problems.append(
@@ -282,7 +295,9 @@ def aws_settings_problems(settings: Mapping[str, Any], style: str = "args") -> l
                 problems.append(f"{at(field)}: must be a string")
         for field in ("policy_arns", "transitive_tag_keys"):
             value = role.get(field)
-            if value is not None and (not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value)):
+            if value is not None and (
+                not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value)
+            ):
                 problems.append(f"{at(field)}: must be a list of strings")
         tags = role.get("tags")
         if tags is not None and (

@@ -99,14 +99,27 @@ class ImageRepositoryNotFoundError(ImageBuildError):
 #: Error codes AWS answers for credentials it does not accept, by what to do about them.
 EXPIRED_CODES = frozenset({"ExpiredToken", "ExpiredTokenException", "RequestExpired", "TokenRefreshRequired"})
 UNRECOGNISED_CODES = frozenset(
-    {"InvalidClientTokenId", "UnrecognizedClientException", "SignatureDoesNotMatch", "InvalidSignatureException",
-     "AuthFailure", "IncompleteSignature", "MissingAuthenticationToken"}
+    {
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "InvalidSignatureException",
+        "AuthFailure",
+        "IncompleteSignature",
+        "MissingAuthenticationToken",
+    }
 )
 DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden"})
 #: botocore exceptions raised before any request, for credentials that cannot be found or loaded.
 NO_CREDENTIAL_ERRORS = frozenset(
-    {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError", "UnknownCredentialError",
-     "InvalidConfigError", "ConfigParseError"}
+    {
+        "NoCredentialsError",
+        "PartialCredentialsError",
+        "CredentialRetrievalError",
+        "UnknownCredentialError",
+        "InvalidConfigError",
+        "ConfigParseError",
+    }
 )
 SSO_ERRORS = frozenset({"SSOTokenLoadError", "UnauthorizedSSOTokenError", "TokenRetrievalError", "SSOError"})
 
@@ -169,10 +182,7 @@ def build_log_link(build: Mapping[str, Any]) -> str:
     group, stream = logs.get("groupName"), logs.get("streamName")
     if group and stream:
         region = str(build.get("arn", "::::")).split(":")[3] or "us-east-1"
-        return (
-            f"https://console.aws.amazon.com/cloudwatch/home?region={region}"
-            f"#logEvent:group={group};stream={stream}"
-        )
+        return f"https://console.aws.amazon.com/cloudwatch/home?region={region}#logEvent:group={group};stream={stream}"
     return "(no CloudWatch log link reported for this build)"
 
 
@@ -395,7 +405,9 @@ class ImageBuildProvider(pulumi.dynamic.ResourceProvider):
                 "aws:assumeRoles, or TrainingImage's `aws` argument when the component has an explicit provider."
             )
         region = props["region"]
-        return session.client("codebuild", region_name=region, config=cfg), session.client("ecr", region_name=region, config=cfg)
+        return session.client("codebuild", region_name=region, config=cfg), session.client(
+            "ecr", region_name=region, config=cfg
+        )
 
     @staticmethod
     def _find_digest(ecr: Any, repository_name: str, image_tag: str) -> Optional[str]:
@@ -485,7 +497,15 @@ class ImageBuildProvider(pulumi.dynamic.ResourceProvider):
     # -- CRUD -------------------------------------------------------------------------------------
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures = []
-        for key in ("project_name", "repository_url", "repository_name", "region", "image_tag", "source_bucket", "source_key"):
+        for key in (
+            "project_name",
+            "repository_url",
+            "repository_name",
+            "region",
+            "image_tag",
+            "source_bucket",
+            "source_key",
+        ):
             if news.get(key) in (None, ""):
                 failures.append(pulumi.dynamic.CheckFailure(key, f"{key} is required"))
         aws = news.get("aws")

@@ -56,7 +56,11 @@ PLATFORM_BUILD_ENVIRONMENTS: dict[str, tuple[str, str]] = {
 }
 #: CodeBuild compute types (listed once; the config reads this).
 ComputeType = Literal[
-    "BUILD_GENERAL1_SMALL", "BUILD_GENERAL1_MEDIUM", "BUILD_GENERAL1_LARGE", "BUILD_GENERAL1_XLARGE", "BUILD_GENERAL1_2XLARGE"
+    "BUILD_GENERAL1_SMALL",
+    "BUILD_GENERAL1_MEDIUM",
+    "BUILD_GENERAL1_LARGE",
+    "BUILD_GENERAL1_XLARGE",
+    "BUILD_GENERAL1_2XLARGE",
 ]
 COMPUTE_TYPES: frozenset[str] = frozenset(get_args(ComputeType))
 
@@ -157,7 +161,9 @@ class TrainingImage(pulumi.ComponentResource):
 
         # --- ECR -----------------------------------------------------------------------------------
         encryption: aws.ecr.RepositoryEncryptionConfigurationArgsDict = (
-            {"encryption_type": "KMS", "kms_key": kms_key_arn} if kms_key_arn is not None else {"encryption_type": "AES256"}
+            {"encryption_type": "KMS", "kms_key": kms_key_arn}
+            if kms_key_arn is not None
+            else {"encryption_type": "AES256"}
         )
         scanning: aws.ecr.RepositoryImageScanningConfigurationArgsDict = {"scan_on_push": True}
         repo = aws.ecr.Repository(
@@ -203,14 +209,16 @@ class TrainingImage(pulumi.ComponentResource):
             f"{name}-codebuild-role",
             description="CodeBuild service role that builds and pushes the training image",
             assume_role_policy=repo.arn.apply(
-                lambda arn: service_trust_policy("codebuild.amazonaws.com", source_account=account_from_arn(arn), sid="CodeBuildAssume")
+                lambda arn: service_trust_policy(
+                    "codebuild.amazonaws.com", source_account=account_from_arn(arn), sid="CodeBuildAssume"
+                )
             ),
             tags=tags,
             opts=child,
         )
-        policy_json = pulumi.Output.all(repo.arn, bucket.arn, log_group.arn, pulumi.Output.from_input(kms_key_arn)).apply(
-            lambda a: json.dumps(codebuild_policy(a[0], a[1], a[2], a[3], CONTEXT_PREFIX), sort_keys=True)
-        )
+        policy_json = pulumi.Output.all(
+            repo.arn, bucket.arn, log_group.arn, pulumi.Output.from_input(kms_key_arn)
+        ).apply(lambda a: json.dumps(codebuild_policy(a[0], a[1], a[2], a[3], CONTEXT_PREFIX), sort_keys=True))
         role_policy = aws.iam.RolePolicy(f"{name}-codebuild-policy", role=role.id, policy=policy_json, opts=child)
 
         # --- CodeBuild -----------------------------------------------------------------------------------

@@ -187,9 +187,7 @@ def collect_build_context(context_dir: str, dockerfile: str = "Dockerfile") -> l
     return collect_folder(context_dir, always=(dockerfile_rel, ".dockerignore"), what="build context")
 
 
-def hash_build_context(
-    context_dir: str, dockerfile: str = "Dockerfile", platform: str = DEFAULT_PLATFORM
-) -> str:
+def hash_build_context(context_dir: str, dockerfile: str = "Dockerfile", platform: str = DEFAULT_PLATFORM) -> str:
     """Pure: sha256 (64 hex) of the build context.
 
     Hashed, in path order: each entry's relative ``/`` path, kind (file/symlink), normalised mode
@@ -247,5 +245,3 @@ def write_folder_zip(folder: str, entries: Sequence[ContextEntry], dest: str) ->
 def context_zip_path(context_hash: str) -> str:
     """Where the zipped context is written (a per-hash file under the system temp directory)."""
     return os.path.join(tempfile.gettempdir(), "eks-training-image-contexts", f"{context_hash}.zip")
-
-

@@ -8,7 +8,6 @@ escape character, no heredocs; ``$VAR`` and ``${VAR}`` substitution
 (https://docs.docker.com/reference/dockerfile/#environment-replacement).
 """
 
-
 import re
 import shlex
 from dataclasses import dataclass
@@ -155,9 +154,16 @@ def package_index_problems(dockerfile: Dockerfile, installers: Mapping[str, str]
             elif _APT_LISTS.search(command):
                 present = False
             elif not present:
-                what = "apt-get install" if _APT_INSTALL.search(command) else next(
-                    (name for name in installers if re.search(rf"(^|[\s/]){re.escape(name)}\b", command)), None)
+                what = (
+                    "apt-get install"
+                    if _APT_INSTALL.search(command)
+                    else next(
+                        (name for name in installers if re.search(rf"(^|[\s/]){re.escape(name)}\b", command)), None
+                    )
+                )
                 if what:
-                    problems.append(f"{dockerfile.path}: `{command.strip()}` runs {what} without a package index "
-                                    "(run apt-get update first in the same RUN, and remove /var/lib/apt/lists after it)")
+                    problems.append(
+                        f"{dockerfile.path}: `{command.strip()}` runs {what} without a package index "
+                        "(run apt-get update first in the same RUN, and remove /var/lib/apt/lists after it)"
+                    )
     return problems

@@ -187,7 +187,10 @@ class EfsStorage(pulumi.ComponentResource):
 
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-sc",
-            metadata={"name": sc_name, "labels": {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]}},
+            metadata={
+                "name": sc_name,
+                "labels": {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]},
+            },
             provisioner=EFS_CSI_PROVISIONER,
             parameters={
                 "provisioningMode": "efs-ap",

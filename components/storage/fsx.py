@@ -181,7 +181,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
         data_path = args.get("data_file_system_path", "/datasets").rstrip("/") or "/"
         data_prefix = args.get("data_prefix", "datasets/")
         export_path = args.get("export_file_system_path")
-        export_prefix = args.get("export_prefix") or (export_path.strip("/").split("/")[-1] + "/" if export_path else None)
+        export_prefix = args.get("export_prefix") or (
+            export_path.strip("/").split("/")[-1] + "/" if export_path else None
+        )
         cluster_name = pulumi.Output.from_input(args["cluster_name"])
         child = pulumi.ResourceOptions(parent=self)
         kept = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
@@ -234,7 +236,15 @@ class FsxLustreStorage(pulumi.ComponentResource):
             rule(f"lustre-{p}-nodes-in", "in", sg_id, nodes, f"Lustre {p} from the cluster nodes", "tcp", (low, high))
             rule(f"lustre-{p}-nodes-out", "out", sg_id, nodes, f"Lustre {p} to the cluster nodes", "tcp", (low, high))
             # The nodes' group allows all egress already; the file servers also open connections to clients.
-            rule(f"lustre-{p}-clients-in", "in", nodes, sg_id, f"Lustre {p} from the FSx file servers", "tcp", (low, high))
+            rule(
+                f"lustre-{p}-clients-in",
+                "in",
+                nodes,
+                sg_id,
+                f"Lustre {p} from the FSx file servers",
+                "tcp",
+                (low, high),
+            )
         if efa:
             # EFA (SRD is neither IPv4 nor IPv6): all traffic to and from the group itself and the clients.
             rule("efa-self-in", "in", sg_id, sg_id, "EFA between file servers")
@@ -282,7 +292,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
             bucket_name = pulumi.Output.from_input(named)
         else:
             # SSE-S3: FSx's service-linked role reads and writes it without a key policy change.
-            bucket = private_bucket(self, f"{name}-data", force_destroy=not retain, retain=retain, versioned=True, tags=tags).bucket
+            bucket = private_bucket(
+                self, f"{name}-data", force_destroy=not retain, retain=retain, versioned=True, tags=tags
+            ).bucket
             bucket_name = bucket.bucket
         data_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", data_prefix)
         events = list(FSX_DRA_EVENTS)
@@ -393,7 +405,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
         uid = int(args.get("volume_owner_uid", TRAINING_IMAGE_UID))
         linked = [data_path, export_path.rstrip("/")] if export_path else [data_path]
         dirs = [INIT_MOUNT, *(f"{INIT_MOUNT}{p}" for p in linked if p != "/")]
-        script = "set -eu; " + "; ".join(f"chown {uid}:{uid} {shlex.quote(d)}; chmod 0775 {shlex.quote(d)}" for d in dirs)
+        script = "set -eu; " + "; ".join(
+            f"chown {uid}:{uid} {shlex.quote(d)}; chmod 0775 {shlex.quote(d)}" for d in dirs
+        )
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "volume-permissions", "app.kubernetes.io/instance": name}
         init = k8s.batch.v1.Job(
             f"{name}-volume-init",
@@ -408,7 +422,11 @@ class FsxLustreStorage(pulumi.ComponentResource):
                         "automount_service_account_token": False,
                         "node_selector": dict(args.get("volume_init_node_selector") or {}),
                         # root with only CHOWN and FOWNER: allowed by the namespace's baseline pod security
-                        "security_context": {"run_as_user": 0, "run_as_group": 0, "seccomp_profile": {"type": "RuntimeDefault"}},
+                        "security_context": {
+                            "run_as_user": 0,
+                            "run_as_group": 0,
+                            "seccomp_profile": {"type": "RuntimeDefault"},
+                        },
                         "containers": [
                             {
                                 "name": "chown",

@@ -197,7 +197,10 @@ class BenchmarkCollector(pulumi.ComponentResource):
 
         # --- what to collect ----------------------------------------------------------------------------------------
         names = list(experiments)
-        keep = {"outputs": list(args.get("keep_outputs") or ["*.json"]), "maxFileMib": int(args.get("max_file_mib", 1024))}
+        keep = {
+            "outputs": list(args.get("keep_outputs") or ["*.json"]),
+            "maxFileMib": int(args.get("max_file_mib", 1024)),
+        }
 
         def render(values: list[Any]) -> str:
             bucket, ns, cluster, storage, *configs = values
@@ -209,8 +212,12 @@ class BenchmarkCollector(pulumi.ComponentResource):
                     "namespace": ns,
                     "keep": keep,
                     "experiments": {
-                        n: {"resource": experiments[n]["resource"], "name": n, "outputDir": experiments[n]["output_dir"],
-                            "config": json.loads(c)}
+                        n: {
+                            "resource": experiments[n]["resource"],
+                            "name": n,
+                            "outputDir": experiments[n]["output_dir"],
+                            "config": json.loads(c),
+                        }
                         for n, c in zip(names, configs)
                     },
                     "cluster": json.loads(cluster),
@@ -221,7 +228,11 @@ class BenchmarkCollector(pulumi.ComponentResource):
             )
 
         document = pulumi.Output.all(
-            bucket_name, namespace, args["cluster_config"], args["storage_config"], *[experiments[n]["config"] for n in names]
+            bucket_name,
+            namespace,
+            args["cluster_config"],
+            args["storage_config"],
+            *[experiments[n]["config"] for n in names],
         ).apply(render)
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
@@ -237,12 +248,25 @@ class BenchmarkCollector(pulumi.ComponentResource):
             lambda v: str(v[0])
         )
         command: list[pulumi.Input[str]] = [
-            "python", COLLECT_SCRIPT, "--config", f"{CONFIG_DIR}/{CONFIG_KEY}", "--region", args["region"],
-            "--poll-seconds", str(int(args.get("poll_seconds", 15))), "--timeout-seconds", str(timeout_s),
+            "python",
+            COLLECT_SCRIPT,
+            "--config",
+            f"{CONFIG_DIR}/{CONFIG_KEY}",
+            "--region",
+            args["region"],
+            "--poll-seconds",
+            str(int(args.get("poll_seconds", 15))),
+            "--timeout-seconds",
+            str(timeout_s),
         ]
         job = k8s.batch.v1.Job(
             f"{name}-job",
-            metadata={"name": job_name, "namespace": namespace, "labels": labels, "annotations": {"pulumi.com/skipAwait": "true"}},
+            metadata={
+                "name": job_name,
+                "namespace": namespace,
+                "labels": labels,
+                "annotations": {"pulumi.com/skipAwait": "true"},
+            },
             spec={
                 "backoff_limit": 3,
                 "active_deadline_seconds": timeout_s + 600,
@@ -267,7 +291,10 @@ class BenchmarkCollector(pulumi.ComponentResource):
                                     {"name": "HOME", "value": "/tmp"},
                                     {"name": "AWS_REGION", "value": args["region"]},
                                 ],
-                                "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "256Mi"},
+                                    "limits": {"memory": "512Mi"},
+                                },
                                 "volume_mounts": [
                                     {"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True},
                                     {"name": "config", "mount_path": CONFIG_DIR, "read_only": True},
@@ -293,5 +320,10 @@ class BenchmarkCollector(pulumi.ComponentResource):
         self.job_name = job.metadata.name
         self.role_arn = identity.role.arn
         self.register_outputs(
-            {"bucket_name": self.bucket_name, "results_uri": self.results_uri, "job_name": self.job_name, "role_arn": self.role_arn}
+            {
+                "bucket_name": self.bucket_name,
+                "results_uri": self.results_uri,
+                "job_name": self.job_name,
+                "role_arn": self.role_arn,
+            }
         )

@@ -60,8 +60,15 @@ class CommandJob(pulumi.ComponentResource):
         super().__init__("eks-training:index:CommandJob", name, None, opts)
         spec, placement, nodes = args["job"], args["placement"], args["nodes"]
         self.job_name, self.output_dir = indexed_workers(
-            self, name, spec, placement, command=args["command"], nodes=nodes, max_retries=int(args.get("max_retries", 3)),
-            app_name="command-job", port=("peers", MASTER_PORT),
+            self,
+            name,
+            spec,
+            placement,
+            command=args["command"],
+            nodes=nodes,
+            max_retries=int(args.get("max_retries", 3)),
+            app_name="command-job",
+            port=("peers", MASTER_PORT),
             environment=lambda hosts: command_env(spec, placement, nodes, hosts),
         )
         self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

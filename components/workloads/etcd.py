@@ -63,7 +63,9 @@ class EtcdRendezvous(pulumi.ComponentResource):
         data_dir = f"{SHARED_DIR}/etcd/{k8s_name(name)}" if shared is not None else DATA_DIR
         uid = TRAINING_IMAGE_UID if shared is not None else ETCD_UID
         mounts: list[k8s.core.v1.VolumeMountArgsDict] = (
-            [{"name": "shared", "mount_path": SHARED_DIR}] if shared is not None else [{"name": "data", "mount_path": DATA_DIR}]
+            [{"name": "shared", "mount_path": SHARED_DIR}]
+            if shared is not None
+            else [{"name": "data", "mount_path": DATA_DIR}]
         )
         volumes: list[k8s.core.v1.VolumeArgsDict] = (
             [{"name": "shared", "persistent_volume_claim": {"claim_name": shared}}]

@@ -58,9 +58,12 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         def command(ep: str) -> list[str]:
             # every node must take part, so the link between nodes is what gets measured
             script = [
-                "--max-bytes", str(max_bytes),
-                "--expect-world-size", str(nodes * placement["procs_per_node"]),
-                "--output-json", report,
+                "--max-bytes",
+                str(max_bytes),
+                "--expect-world-size",
+                str(nodes * placement["procs_per_node"]),
+                "--output-json",
+                report,
             ]
             if placement["efa_devices"]:
                 # fail, rather than measure TCP, when a node lacks its EFA devices or the OFI plugin
@@ -81,7 +84,11 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             )
 
         # the benchmark writes only its report (to the shared volume) and torchrun's logs (to /tmp)
-        timed: JobSpec = {**spec, "timeout_hours": int(args.get("timeout_minutes", 60)) / 60, "read_only_root_filesystem": True}
+        timed: JobSpec = {
+            **spec,
+            "timeout_hours": int(args.get("timeout_minutes", 60)) / 60,
+            "read_only_root_filesystem": True,
+        }
         _, job = indexed_job(
             name,
             self,
@@ -91,7 +98,9 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             nodes=nodes,
             command=endpoint.apply(command),
             # NCCL logs its transport ("NET/OFI ... Libfabric" on EFA) in the check's pod logs
-            env=worker_env(placement, {**torch_env(placement["gpus"]), **({"NCCL_DEBUG": "INFO"} if placement["gpus"] else {})}),
+            env=worker_env(
+                placement, {**torch_env(placement["gpus"]), **({"NCCL_DEBUG": "INFO"} if placement["gpus"] else {})}
+            ),
             # a low bandwidth fails deterministically: retry once (for transient pod failures), not per node
             backoff_limit=1,
             run_once=True,

@@ -74,7 +74,13 @@ OPENMPI_MCA: Mapping[str, str] = {"pml": "^ucx", "btl": "tcp,self", "btl_tcp_if_
 _MAP_KEYS = frozenset({"labels", "annotations", "node_selector", "match_labels", "requests", "limits"})
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
 #: Pod template fields whose camelCase is not the regular one (an acronym in capitals).
-_IRREGULAR = {"downward_api": "downwardAPI", "host_ipc": "hostIPC", "host_pid": "hostPID", "pod_ip": "podIP", "host_ip": "hostIP"}
+_IRREGULAR = {
+    "downward_api": "downwardAPI",
+    "host_ipc": "hostIPC",
+    "host_pid": "hostPID",
+    "pod_ip": "podIP",
+    "host_ip": "hostIP",
+}
 
 
 def camel(value: Any, key: str = "") -> Any:
@@ -85,7 +91,9 @@ def camel(value: Any, key: str = "") -> Any:
             return dict(value)
         out = {}
         for k, v in value.items():
-            new = _IRREGULAR.get(k) or (re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k)
+            new = _IRREGULAR.get(k) or (
+                re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k
+            )
             out[new] = camel(v, k)
         return out
     if isinstance(value, (list, tuple)):
@@ -117,8 +125,17 @@ def mpirun_command(
     the operator's ORTE variable, https://github.com/kubeflow/mpi-operator/issues/842), not bound to cores (the
     frameworks place their threads), every variable of ``env_names`` and the image's :data:`IMAGE_ENV_FORWARDED`
     forwarded to the ranks."""
-    cmd = [mpirun_path(mpi_prefix), "--hostfile", hostfile, "-np", str(nodes * slots), "--map-by", f"ppr:{slots}:node",
-           "--bind-to", "none"]
+    cmd = [
+        mpirun_path(mpi_prefix),
+        "--hostfile",
+        hostfile,
+        "-np",
+        str(nodes * slots),
+        "--map-by",
+        f"ppr:{slots}:node",
+        "--bind-to",
+        "none",
+    ]
     for k, v in mca.items():
         cmd += ["--mca", k, v]
     for name in sorted({*env_names, *IMAGE_ENV_FORWARDED}):
@@ -159,8 +176,15 @@ def mpi_launcher(
         "MASTER_PORT": str(port),
         **job_env(spec, nodes=nodes, procs_per_node=slots),
     }
-    mpirun = mpirun_command([*program, *(spec.get("args") or [])], nodes=nodes, slots=slots, env_names=list(env),
-                            mpi_prefix=mpi_prefix, hostfile=hostfile, mca=mca)
+    mpirun = mpirun_command(
+        [*program, *(spec.get("args") or [])],
+        nodes=nodes,
+        slots=slots,
+        env_names=list(env),
+        mpi_prefix=mpi_prefix,
+        hostfile=hostfile,
+        mca=mca,
+    )
     return [*launcher_command, *mpirun], env
 
 
@@ -247,8 +271,16 @@ class MpiJob(pulumi.ComponentResource):
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name}
         identity = job_identity(self, name, spec)
         hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: mpi_worker_hosts(job_name, ns, nodes))
-        command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=args["command"], hosts=hosts,
-                                    mpi_prefix=args["mpi_prefix"], launcher_command=args.get("launcher_command") or ())
+        command, env = mpi_launcher(
+            spec,
+            placement,
+            nodes=nodes,
+            slots=slots,
+            program=args["command"],
+            hosts=hosts,
+            mpi_prefix=args["mpi_prefix"],
+            launcher_command=args.get("launcher_command") or (),
+        )
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only = bool(spec.get("read_only_root_filesystem", False))
         scratch_mounts: list[k8s.core.v1.VolumeMountArgsDict] = [TMP_MOUNT] if read_only else []
@@ -294,7 +326,11 @@ class MpiJob(pulumi.ComponentResource):
                         "command": list(args.get("worker_command") or SSHD_COMMAND),
                         "env": env_list(env),
                         "resources": worker_resources(placement),
-                        "volume_mounts": [SHARED_VOLUME_MOUNT, {"name": "dshm", "mount_path": "/dev/shm"}, *scratch_mounts],
+                        "volume_mounts": [
+                            SHARED_VOLUME_MOUNT,
+                            {"name": "dshm", "mount_path": "/dev/shm"},
+                            *scratch_mounts,
+                        ],
                         "security_context": container_security(read_only_root=read_only),
                     }
                 ],
@@ -323,20 +359,32 @@ class MpiJob(pulumi.ComponentResource):
             },
         }
         # custom resources are awaited only when told how (pulumi-kubernetes' waitFor annotation)
-        annotations = {"pulumi.com/waitFor": "condition=Succeeded"} if spec.get("wait_for_completion") else {"pulumi.com/skipAwait": "true"}
+        annotations = (
+            {"pulumi.com/waitFor": "condition=Succeeded"}
+            if spec.get("wait_for_completion")
+            else {"pulumi.com/skipAwait": "true"}
+        )
         job = k8s.apiextensions.CustomResource(
             f"{name}-mpijob",
             api_version="kubeflow.org/v2beta1",
             kind="MPIJob",
             metadata={
-                "name": created_after({**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]}, job_name, identity.waits),
+                "name": created_after(
+                    {**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]}, job_name, identity.waits
+                ),
                 "namespace": spec["namespace"],
                 "labels": {**labels, **queue},
-                "annotations": {**annotations, "eks-training/predecessor-failed-exit-code": str(PREDECESSOR_FAILED_EXIT_CODE)},
+                "annotations": {
+                    **annotations,
+                    "eks-training/predecessor-failed-exit-code": str(PREDECESSOR_FAILED_EXIT_CODE),
+                },
             },
             spec=mpi_spec,
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True,
-                                        ignore_changes=SUSPEND_OWNED_BY_KUEUE["MPIJob"] if queue else None),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                delete_before_replace=True,
+                ignore_changes=SUSPEND_OWNED_BY_KUEUE["MPIJob"] if queue else None,
+            ),
         )
         created = job.id.apply(lambda _: job_name)  # resolves once created (and, when awaited, succeeded)
         self.job_name = created

@@ -160,7 +160,9 @@ class TrainingNetworkPolicies(pulumi.ComponentResource):
     policy_names: pulumi.Output[list[str]]
     """Names of the NetworkPolicies."""
 
-    def __init__(self, name: str, args: TrainingNetworkPoliciesArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(
+        self, name: str, args: TrainingNetworkPoliciesArgs, opts: Optional[pulumi.ResourceOptions] = None
+    ) -> None:
         super().__init__("eks-training:index:TrainingNetworkPolicies", name, None, opts)
         namespace = args["namespace"]
         jobs = list(args["jobs"])

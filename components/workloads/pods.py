@@ -18,7 +18,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, NO_EVICT, SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.conventions import (
+    COMMON_LABELS,
+    IMAGE_PULL_POLICY,
+    JOB_LABEL,
+    NO_EVICT,
+    SHARED_MOUNT,
+    TRAINING_IMAGE_UID,
+)
 from components.iam import s3_read_object_policy, s3_read_prefix_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
@@ -367,7 +374,9 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
         for resource, group in JOB_RESOURCES.items():
             names = [j.split("/", 1)[1] for j in after_jobs if j.split("/", 1)[0] == resource]
             if names:
-                rules.append({"api_groups": [group], "resources": [resource], "resource_names": names, "verbs": ["get"]})
+                rules.append(
+                    {"api_groups": [group], "resources": [resource], "resource_names": names, "verbs": ["get"]}
+                )
         role = k8s.rbac.v1.Role(
             f"{name}-wait-role",
             metadata={"name": k8s_name(spec["job_name"], "wait"), "namespace": namespace, "labels": labels},
@@ -387,7 +396,13 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
                 "name": "wait-for-jobs",
                 "image": helper,
                 "image_pull_policy": IMAGE_PULL_POLICY,
-                "command": ["python", WAIT_SCRIPT, "--namespace", namespace, *[a for j in after_jobs for a in ("--job", j)]],
+                "command": [
+                    "python",
+                    WAIT_SCRIPT,
+                    "--namespace",
+                    namespace,
+                    *[a for j in after_jobs for a in ("--job", j)],
+                ],
                 "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
                 "resources": small,
                 "volume_mounts": [{"name": "kube-api-access", "mount_path": SERVICE_ACCOUNT_MOUNT, "read_only": True}],
@@ -408,7 +423,9 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
             service_account=sa.metadata.name,
             description=f"{spec['job_name']}: read its code from {code if isinstance(code, str) else 'S3'}",
             role_name=f"{name}-code",
-            policy=pulumi.Output.all(current_partition(parent), code).apply(lambda v: code_read_policy(str(v[0]), str(v[1]))),
+            policy=pulumi.Output.all(current_partition(parent), code).apply(
+                lambda v: code_read_policy(str(v[0]), str(v[1]))
+            ),
         )
         assert identity.association is not None
         waits.append(identity.association)
@@ -527,7 +544,11 @@ def indexed_job(
         {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
         {
             "action": "FailJob",
-            "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": exit_code_values(fail_exit_codes)},
+            "on_exit_codes": {
+                "container_name": WORKER_CONTAINER,
+                "operator": "In",
+                "values": exit_code_values(fail_exit_codes),
+            },
         },
     ]
     if ignore_exit_codes:
@@ -535,14 +556,22 @@ def indexed_job(
             1,
             {
                 "action": "Ignore",
-                "on_exit_codes": {"container_name": WORKER_CONTAINER, "operator": "In", "values": exit_code_values(ignore_exit_codes)},
+                "on_exit_codes": {
+                    "container_name": WORKER_CONTAINER,
+                    "operator": "In",
+                    "values": exit_code_values(ignore_exit_codes),
+                },
             },
         )
     if identity.init_containers and identity.init_containers[0]["name"] == "wait-for-jobs":
         rules.append(
             {
                 "action": "FailJob",
-                "on_exit_codes": {"container_name": "wait-for-jobs", "operator": "In", "values": [PREDECESSOR_FAILED_EXIT_CODE]},
+                "on_exit_codes": {
+                    "container_name": "wait-for-jobs",
+                    "operator": "In",
+                    "values": [PREDECESSOR_FAILED_EXIT_CODE],
+                },
             }
         )
     read_only = bool(spec.get("read_only_root_filesystem", True))
@@ -582,8 +611,10 @@ def indexed_job(
             "pod_failure_policy": {"rules": rules},
             "template": {
                 # cluster-autoscaler must not evict a running job's pod to consolidate nodes
-                "metadata": {"labels": {**labels, **selector},
-                             "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})}},
+                "metadata": {
+                    "labels": {**labels, **selector},
+                    "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})},
+                },
                 "spec": {
                     "restart_policy": "Never",
                     "subdomain": svc_name,
@@ -598,14 +629,19 @@ def indexed_job(
                             ]
                         }
                     },
-                    "termination_grace_period_seconds": int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S)),
+                    "termination_grace_period_seconds": int(
+                        spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S)
+                    ),
                     "security_context": pod_security(),
                     "init_containers": identity.init_containers,
                     "containers": [main],
                     "volumes": unique_volumes(
                         [
                             shared_volume(spec["pvc_name"]),
-                            {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                            {
+                                "name": "dshm",
+                                "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"},
+                            },
                             *identity.volumes,
                             *([scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []),
                         ]
@@ -651,5 +687,11 @@ def peer_env(peers: "pulumi.Input[Sequence[str]]", nodes: int, port: int = MASTE
 def c10d_endpoint(job_name: str, namespace: pulumi.Input[str]) -> pulumi.Output[str]:
     """``<job>-0.<service>.<namespace>.svc.cluster.local:29400``: worker 0 hosts the c10d store."""
     return pulumi.Output.concat(
-        job_name, "-0.", service_name(job_name), ".", pulumi.Output.from_input(namespace), ".svc.cluster.local:", str(C10D_PORT)
+        job_name,
+        "-0.",
+        service_name(job_name),
+        ".",
+        pulumi.Output.from_input(namespace),
+        ".svc.cluster.local:",
+        str(C10D_PORT),
     )

@@ -22,7 +22,10 @@ from components.workloads.pods import (
 
 from components.partition import current_partition
 
-def staging_command(source: str, data_dir: str, *, md5: Optional[str] = None, expected_bytes: Optional[int] = None) -> list[str]:
+
+def staging_command(
+    source: str, data_dir: str, *, md5: Optional[str] = None, expected_bytes: Optional[int] = None
+) -> list[str]:
     """The staging container's command: ``stage_data.py`` downloading ``source`` into ``data_dir``, checked
     against its size and MD5 when given (the local runner, stacks/local, runs the same)."""
     command = ["python", "/app/stage_data.py", "--source", source, "--dest", data_dir]
@@ -73,7 +76,11 @@ class DatasetStaging(pulumi.ComponentResource):
         super().__init__("eks-training:index:DatasetStaging", name, None, opts)
         source = args["source"]
         data_dir = f"{SHARED_MOUNT}/{args['dest_path'].strip('/')}"
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "dataset-staging", "app.kubernetes.io/instance": k8s_name(name)}
+        labels = {
+            **COMMON_LABELS,
+            "app.kubernetes.io/name": "dataset-staging",
+            "app.kubernetes.io/instance": k8s_name(name),
+        }
         sa = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata={"name": k8s_name(name, "sa"), "namespace": args["namespace"], "labels": labels},

@@ -7,7 +7,14 @@ import pulumi_kubernetes as k8s
 
 from components.conventions import COMMON_LABELS, SHARED_MOUNT
 from components.naming import k8s_name
-from components.workloads.pods import IMAGE_PULL_POLICY, TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
+from components.workloads.pods import (
+    IMAGE_PULL_POLICY,
+    TMP_MOUNT,
+    TMP_VOLUME,
+    container_security,
+    pod_security,
+    shared_volume,
+)
 
 TENSORBOARD_PORT = 6006
 #: Seconds between TensorBoard's re-reads of the log folders.
@@ -19,16 +26,21 @@ def logdir_spec(log_dirs: Mapping[str, str]) -> str:
     return ",".join(f"{name}:{path}" for name, path in sorted(log_dirs.items()))
 
 
-def tensorboard_command(log_dirs: Mapping[str, str], *, port: int = TENSORBOARD_PORT, host: Optional[str] = None) -> list[str]:
+def tensorboard_command(
+    log_dirs: Mapping[str, str], *, port: int = TENSORBOARD_PORT, host: Optional[str] = None
+) -> list[str]:
     """The ``tensorboard`` command serving ``log_dirs`` (job name -> log folder, :func:`logdir_spec`) on
     ``port``: on every interface of the pod (``--bind_all``, reached through its Service) unless ``host``
     names one address, re-reading the folders every :data:`RELOAD_SECONDS`."""
     return [
         "tensorboard",
-        "--logdir_spec", logdir_spec(log_dirs),
+        "--logdir_spec",
+        logdir_spec(log_dirs),
         *(["--bind_all"] if host is None else ["--host", host]),
-        "--port", str(port),
-        "--reload_interval", str(RELOAD_SECONDS),
+        "--port",
+        str(port),
+        "--reload_interval",
+        str(RELOAD_SECONDS),
     ]
 
 
@@ -93,8 +105,14 @@ class TensorBoard(pulumi.ComponentResource):
                                 "ports": [{"name": "http", "container_port": TENSORBOARD_PORT}],
                                 "readiness_probe": probe,
                                 "liveness_probe": liveness,
-                                "resources": {"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
-                                "volume_mounts": [{"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True}, TMP_MOUNT],
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "512Mi"},
+                                    "limits": {"memory": "2Gi"},
+                                },
+                                "volume_mounts": [
+                                    {"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True},
+                                    TMP_MOUNT,
+                                ],
                                 "security_context": container_security(read_only_root=True),
                             }
                         ],
@@ -107,11 +125,19 @@ class TensorBoard(pulumi.ComponentResource):
         service = k8s.core.v1.Service(
             f"{name}-service",
             metadata={"name": app, "namespace": args["namespace"], "labels": labels},
-            spec={"type": "ClusterIP", "selector": selector, "ports": [{"name": "http", "port": TENSORBOARD_PORT, "target_port": TENSORBOARD_PORT}]},
+            spec={
+                "type": "ClusterIP",
+                "selector": selector,
+                "ports": [{"name": "http", "port": TENSORBOARD_PORT, "target_port": TENSORBOARD_PORT}],
+            },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
         )
         self.service_name = service.metadata.name
         self.port_forward_command = pulumi.Output.concat(
-            "kubectl port-forward -n ", service.metadata.namespace, " svc/", service.metadata.name, f" {TENSORBOARD_PORT}:{TENSORBOARD_PORT}"
+            "kubectl port-forward -n ",
+            service.metadata.namespace,
+            " svc/",
+            service.metadata.name,
+            f" {TENSORBOARD_PORT}:{TENSORBOARD_PORT}",
         )
         self.register_outputs({"service_name": self.service_name, "port_forward_command": self.port_forward_command})

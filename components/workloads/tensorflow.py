@@ -66,8 +66,17 @@ class TensorFlowJob(pulumi.ComponentResource):
         super().__init__("eks-training:index:TensorFlowJob", name, None, opts)
         spec, placement, nodes = args["job"], args["placement"], args["nodes"]
         self.job_name, self.output_dir = indexed_workers(
-            self, name, spec, placement, command=args["command"], nodes=nodes, max_retries=int(args.get("max_retries", 3)),
-            app_name="tensorflow-job", port=("tf", TF_PORT),
-            environment=lambda hosts: tensorflow_env(spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h])),
+            self,
+            name,
+            spec,
+            placement,
+            command=args["command"],
+            nodes=nodes,
+            max_retries=int(args.get("max_retries", 3)),
+            app_name="tensorflow-job",
+            port=("tf", TF_PORT),
+            environment=lambda hosts: tensorflow_env(
+                spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h])
+            ),
         )
         self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

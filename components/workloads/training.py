@@ -110,8 +110,18 @@ def pytorch_command(
     if not launcher:
         return torchrun
     return [
-        "python", LAUNCHER, "--output-dir", spec["output_dir"], "--rdzv-backend", backend, "--rdzv-endpoint", endpoint,
-        "--rdzv-id", run_id, "--", *torchrun,
+        "python",
+        LAUNCHER,
+        "--output-dir",
+        spec["output_dir"],
+        "--rdzv-backend",
+        backend,
+        "--rdzv-endpoint",
+        endpoint,
+        "--rdzv-id",
+        run_id,
+        "--",
+        *torchrun,
     ]
 
 
@@ -185,7 +195,12 @@ class PyTorchJob(pulumi.ComponentResource):
         run = args["run_id"]
         output_dir = spec["output_dir"]
         # the rendezvous label admits etcd-v2 pods to etcd (TrainingNetworkPolicies)
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "pytorch-job", "eks-training/run": run, RENDEZVOUS_LABEL: backend}
+        labels = {
+            **COMMON_LABELS,
+            "app.kubernetes.io/name": "pytorch-job",
+            "eks-training/run": run,
+            RENDEZVOUS_LABEL: backend,
+        }
         if backend == "etcd-v2":
             if args.get("etcd_endpoint") is None:
                 raise ValueError(f"{name}: etcd-v2 rendezvous needs etcd_endpoint")
@@ -195,8 +210,17 @@ class PyTorchJob(pulumi.ComponentResource):
         use_launcher = args.get("launcher", True)
 
         def command(ep: str) -> list[str]:
-            return pytorch_command(spec, placement, script=args["script"], run_id=run, min_nodes=lo, max_nodes=hi,
-                                   backend=backend, endpoint=ep, launcher=use_launcher)
+            return pytorch_command(
+                spec,
+                placement,
+                script=args["script"],
+                run_id=run,
+                min_nodes=lo,
+                max_nodes=hi,
+                backend=backend,
+                endpoint=ep,
+                launcher=use_launcher,
+            )
 
         env = pytorch_env(
             spec,

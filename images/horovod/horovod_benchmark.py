@@ -60,25 +60,43 @@ def main(argv: list[str] | None = None) -> int:
                 Timer.start = time.perf_counter()
 
     callbacks = [hvd.callbacks.BroadcastGlobalVariablesCallback(0), Timer()]
-    history = model.fit(data, steps_per_epoch=args.warmup_steps + args.steps, epochs=1, callbacks=callbacks,
-                        verbose=2 if hvd.rank() == 0 else 0)
+    history = model.fit(
+        data,
+        steps_per_epoch=args.warmup_steps + args.steps,
+        epochs=1,
+        callbacks=callbacks,
+        verbose=2 if hvd.rank() == 0 else 0,
+    )
     seconds = time.perf_counter() - Timer.start
     total = args.steps * args.batch_size * hvd.size() / seconds
     if hvd.rank() == 0:
         result = {
-            "event": "benchmark_result", "model": args.model, "ranks": hvd.size(), "batch_size_per_rank": args.batch_size,
-            "images_per_sec": round(total, 1), "images_per_sec_per_gpu": round(total / hvd.size(), 1),
-            "step_time_s": round(seconds / args.steps, 4), "loss": float(history.history["loss"][-1]),
+            "event": "benchmark_result",
+            "model": args.model,
+            "ranks": hvd.size(),
+            "batch_size_per_rank": args.batch_size,
+            "images_per_sec": round(total, 1),
+            "images_per_sec_per_gpu": round(total / hvd.size(), 1),
+            "step_time_s": round(seconds / args.steps, 4),
+            "loss": float(history.history["loss"][-1]),
         }
         print(json.dumps(result), flush=True)
         if args.output_dir is not None:
             args.output_dir.mkdir(parents=True, exist_ok=True)
             (args.output_dir / "benchmark.json").write_text(json.dumps(result, indent=1))
             fields = dict.fromkeys(("final_accuracy", "busbw_gbps"))
-            fields.update(program="horovod_benchmark.py", wall_time_s=round(time.time() - started, 3),
-                          throughput=result["images_per_sec"], throughput_unit="images/s", final_loss=result["loss"],
-                          world_size=hvd.size(), model=args.model)
-            (args.output_dir / "metrics.json").write_text(json.dumps({"schema": "eks-training.metrics/1", **fields}, indent=1))
+            fields.update(
+                program="horovod_benchmark.py",
+                wall_time_s=round(time.time() - started, 3),
+                throughput=result["images_per_sec"],
+                throughput_unit="images/s",
+                final_loss=result["loss"],
+                world_size=hvd.size(),
+                model=args.model,
+            )
+            (args.output_dir / "metrics.json").write_text(
+                json.dumps({"schema": "eks-training.metrics/1", **fields}, indent=1)
+            )
     return 0
 
 

@@ -68,7 +68,11 @@ def parse(lines: Iterable[str]) -> dict[str, Any]:
         for name, cell in zip(header, cells):
             n = seen.get(name, 0)
             seen[name] = n + 1
-            block = "" if name in ("size", "count", "type", "redop", "root") else ("out_of_place_" if n == 0 else "in_place_")
+            block = (
+                ""
+                if name in ("size", "count", "type", "redop", "root")
+                else ("out_of_place_" if n == 0 else "in_place_")
+            )
             key = block + name.replace("#", "").lower()
             row[key] = cell if name in ("type", "redop") else _number(cell) if cell != "N/A" else None
         rows.append(row)
@@ -90,7 +94,10 @@ def summarize(parsed: dict[str, Any], min_busbw: float | None, command_rc: int) 
     elif wrong:
         code, reason = EXIT_WRONG, f"{wrong} wrong element(s) reported"
     elif min_busbw is not None and (busbw or 0.0) < min_busbw:
-        code, reason = EXIT_BELOW, f"bus bandwidth {busbw} GB/s at {largest['size'] if largest else 0} bytes is below {min_busbw}"
+        code, reason = (
+            EXIT_BELOW,
+            f"bus bandwidth {busbw} GB/s at {largest['size'] if largest else 0} bytes is below {min_busbw}",
+        )
     else:
         code, reason = 0, "ok"
     return {
@@ -118,16 +125,28 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
 
 #: The fields of the project's metrics files (training/metrics.py; this image has no copy of that module).
 METRICS_SCHEMA = "eks-training.metrics/1"
-METRICS_FIELDS = ("program", "wall_time_s", "throughput", "throughput_unit", "final_loss", "final_accuracy", "busbw_gbps",
-                  "world_size")
+METRICS_FIELDS = (
+    "program",
+    "wall_time_s",
+    "throughput",
+    "throughput_unit",
+    "final_loss",
+    "final_accuracy",
+    "busbw_gbps",
+    "world_size",
+)
 
 
 def metrics(report: dict[str, Any], wall_time_s: float) -> dict[str, Any]:
     """The report as the project's ``metrics.json``: ``busbw_gbps`` at the largest message size."""
     record: dict[str, Any] = {"schema": METRICS_SCHEMA, **{k: None for k in METRICS_FIELDS}}
     record.update(
-        program="nccl_report.py", wall_time_s=round(wall_time_s, 3), busbw_gbps=report["busbw_gbps_at_max_size"],
-        avg_busbw_gbps=report["avg_busbw_gbps"], max_size_bytes=report["max_size_bytes"], exit_code=report["exit_code"],
+        program="nccl_report.py",
+        wall_time_s=round(wall_time_s, 3),
+        busbw_gbps=report["busbw_gbps_at_max_size"],
+        avg_busbw_gbps=report["avg_busbw_gbps"],
+        max_size_bytes=report["max_size_bytes"],
+        exit_code=report["exit_code"],
     )
     return record
 
@@ -146,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv[:cut])
     except SystemExit:
         return EXIT_USAGE
-    command = argv[cut + 1:]
+    command = argv[cut + 1 :]
     if not command:
         print("nccl_report.py: error: no command after --", file=sys.stderr)
         return EXIT_USAGE

@@ -51,10 +51,18 @@ import numpy as np  # noqa: E402
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command line; ``--data-dir`` and ``--output-dir`` default to ``DATA_DIR`` and ``OUTPUT_DIR``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=os.environ.get("DATA_DIR"),
-                        help="folder holding cifar-10-batches-py/ (default $DATA_DIR)")
-    parser.add_argument("--output-dir", type=Path, default=os.environ.get("OUTPUT_DIR"),
-                        help="shared output folder (default $OUTPUT_DIR)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=os.environ.get("DATA_DIR"),
+        help="folder holding cifar-10-batches-py/ (default $DATA_DIR)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=os.environ.get("OUTPUT_DIR"),
+        help="shared output folder (default $OUTPUT_DIR)",
+    )
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=128, help="images per worker and step")
     parser.add_argument("--learning-rate", type=float, default=0.05, help="for a global batch of 256, scaled linearly")
@@ -150,15 +158,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps_per_epoch:
         steps = min(steps, args.steps_per_epoch)
     if steps < 1:
-        print(f"train_tf.py: error: a global batch of {global_batch} is larger than the {len(x_train)} images", file=sys.stderr)
+        print(
+            f"train_tf.py: error: a global batch of {global_batch} is larger than the {len(x_train)} images",
+            file=sys.stderr,
+        )
         return 2
 
     def augment(x: Any, y: Any) -> tuple[Any, Any]:
         x = tf.image.random_flip_left_right(x)
         return x, y
 
-    train = (tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(len(x_train), seed=args.seed)
-             .map(augment).repeat().batch(global_batch, drop_remainder=True).prefetch(2))
+    train = (
+        tf.data.Dataset.from_tensor_slices((x_train, y_train))
+        .shuffle(len(x_train), seed=args.seed)
+        .map(augment)
+        .repeat()
+        .batch(global_batch, drop_remainder=True)
+        .prefetch(2)
+    )
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     train = train.with_options(options)
@@ -167,45 +184,82 @@ def main(argv: list[str] | None = None) -> int:
         layers = keras.layers
         # BatchNormalization's moving averages with momentum 0.9 (PyTorch's default; Keras' 0.99 needs
         # hundreds of steps before evaluation with the moving averages is meaningful)
-        model = keras.Sequential([
-            keras.Input((32, 32, 3)),
-            *[layer for width in (32, 64, 128) for layer in (
-                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(momentum=0.9), layers.ReLU(),
-                layers.Conv2D(width, 3, padding="same", use_bias=False), layers.BatchNormalization(momentum=0.9), layers.ReLU(),
-                layers.MaxPooling2D())],
-            layers.GlobalAveragePooling2D(),
-            layers.Dense(10),
-        ])
+        model = keras.Sequential(
+            [
+                keras.Input((32, 32, 3)),
+                *[
+                    layer
+                    for width in (32, 64, 128)
+                    for layer in (
+                        layers.Conv2D(width, 3, padding="same", use_bias=False),
+                        layers.BatchNormalization(momentum=0.9),
+                        layers.ReLU(),
+                        layers.Conv2D(width, 3, padding="same", use_bias=False),
+                        layers.BatchNormalization(momentum=0.9),
+                        layers.ReLU(),
+                        layers.MaxPooling2D(),
+                    )
+                ],
+                layers.GlobalAveragePooling2D(),
+                layers.Dense(10),
+            ]
+        )
         lr = args.learning_rate * global_batch / 256
-        model.compile(optimizer=keras.optimizers.SGD(lr, momentum=0.9, nesterov=True),
-                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+        model.compile(
+            optimizer=keras.optimizers.SGD(lr, momentum=0.9, nesterov=True),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+        )
 
     out = args.output_dir
     backup = keras.callbacks.BackupAndRestore(
-        str(out / "backup"), save_freq=args.backup_every_steps or "epoch", delete_checkpoint=False)
+        str(out / "backup"), save_freq=args.backup_every_steps or "epoch", delete_checkpoint=False
+    )
     # only the chief writes where TensorBoard and the next jobs read; the others write to a private folder
     # (every worker must save: saving runs collective ops)
     private = Path(tempfile.mkdtemp(prefix=f"train-tf-worker-{index}-"))
     tb_dir = out / "tensorboard" if chief else private / "tensorboard"
     progress = epoch_log(keras, index, args.epochs)
     started = time.time()
-    history = model.fit(train, epochs=args.epochs, steps_per_epoch=steps, verbose=2 if chief else 0,
-                        callbacks=[backup, progress, keras.callbacks.TensorBoard(str(tb_dir), update_freq="epoch")])
+    history = model.fit(
+        train,
+        epochs=args.epochs,
+        steps_per_epoch=steps,
+        verbose=2 if chief else 0,
+        callbacks=[backup, progress, keras.callbacks.TensorBoard(str(tb_dir), update_freq="epoch")],
+    )
     seconds = time.time() - started
     loss, accuracy = model.evaluate(x_test, y_test, batch_size=512, verbose=0)
     digest = weights_digest(model.get_weights())
     model.save(str((out if chief else private) / "model.keras"))
-    write_json(out / f"worker-{index}.json", {"index": index, "workers": workers, "weights_sha256": digest,
-                                             "initial_epoch": progress.initial_epoch, "test_accuracy": float(accuracy)})
+    write_json(
+        out / f"worker-{index}.json",
+        {
+            "index": index,
+            "workers": workers,
+            "weights_sha256": digest,
+            "initial_epoch": progress.initial_epoch,
+            "test_accuracy": float(accuracy),
+        },
+    )
     shutil.rmtree(private, ignore_errors=True)
     if chief:
-        write_json(out / "summary.json", {
-            "epochs": args.epochs, "initial_epoch": progress.initial_epoch, "steps_per_epoch": steps,
-            "global_batch": global_batch, "workers": workers,
-            "test_loss": float(loss), "test_accuracy": float(accuracy), "weights_sha256": digest,
-            "seconds": round(seconds, 3), "images_per_sec": round(len(history.epoch) * steps * global_batch / max(seconds, 1e-9), 1),
-            "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
-        })
+        write_json(
+            out / "summary.json",
+            {
+                "epochs": args.epochs,
+                "initial_epoch": progress.initial_epoch,
+                "steps_per_epoch": steps,
+                "global_batch": global_batch,
+                "workers": workers,
+                "test_loss": float(loss),
+                "test_accuracy": float(accuracy),
+                "weights_sha256": digest,
+                "seconds": round(seconds, 3),
+                "images_per_sec": round(len(history.epoch) * steps * global_batch / max(seconds, 1e-9), 1),
+                "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
+            },
+        )
         print(json.dumps({"event": "done", "test_accuracy": float(accuracy), "weights_sha256": digest}), flush=True)
     return 0
 
@@ -215,8 +269,12 @@ if __name__ == "__main__":
         exit_code = main()
     except Exception as error:  # typically a collective aborted because a peer was lost
         traceback.print_exc()
-        print(json.dumps({"event": "fatal", "time": round(time.time(), 3), "error": f"{type(error).__name__}: {error}"[:500]}),
-              flush=True)
+        print(
+            json.dumps(
+                {"event": "fatal", "time": round(time.time(), 3), "error": f"{type(error).__name__}: {error}"[:500]}
+            ),
+            flush=True,
+        )
         sys.stderr.flush()
         os._exit(1)
     sys.exit(exit_code)

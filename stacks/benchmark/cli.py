@@ -38,25 +38,44 @@ def build_parser(prog: Optional[str] = None) -> argparse.ArgumentParser:
     """The command line's parser (every option documented). No ``--stack-file``: ``pulumi up`` reads
     ``Pulumi.<stack>.yaml`` from the project's folder, so the run's stack is named, not given as a file."""
     parser = parser_for("benchmark", prog, DESCRIPTION, EPILOG)
-    add_stack_options(parser, stack_file=False,
-                      stack_help="the stack to run (its stack file has an eks-training:benchmark section)")
-    parser.add_argument("--keep", action="store_true",
-                        help="leave the environment up after the run (default: pulumi destroy in any case; the "
-                             "stack's benchmark.keep.environment: true does the same)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the plan (experiments, nodes, results location, cost per hour) and create nothing")
-    parser.add_argument("--timeout", type=float, default=None, metavar="MINUTES",
-                        help="stop following after this many minutes, then summarise nothing and tear down (default: "
-                             "the collector's timeout, i.e. the longest experiment's timeoutHours + 1 hour, plus 15 "
-                             "minutes)")
-    parser.add_argument("--poll-seconds", type=float, default=30.0,
-                        help="how often the progress is read from S3 (default 30)")
-    parser.add_argument("--output-dir", type=Path, default=None,
-                        help="local folder for the summary files (default benchmark-results/<run>/; they are always "
-                             "written to <results>/<run>/summary/ too)")
-    parser.add_argument("--run", default=None,
-                        help="the run id, which names the results folder (default run-<UTC time>, a fresh folder "
-                             "per run)")
+    add_stack_options(
+        parser, stack_file=False, stack_help="the stack to run (its stack file has an eks-training:benchmark section)"
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the environment up after the run (default: pulumi destroy in any case; the "
+        "stack's benchmark.keep.environment: true does the same)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (experiments, nodes, results location, cost per hour) and create nothing",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="MINUTES",
+        help="stop following after this many minutes, then summarise nothing and tear down (default: "
+        "the collector's timeout, i.e. the longest experiment's timeoutHours + 1 hour, plus 15 "
+        "minutes)",
+    )
+    parser.add_argument(
+        "--poll-seconds", type=float, default=30.0, help="how often the progress is read from S3 (default 30)"
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=None,
+        help="local folder for the summary files (default benchmark-results/<run>/; they are always "
+        "written to <results>/<run>/summary/ too)",
+    )
+    parser.add_argument(
+        "--run",
+        default=None,
+        help="the run id, which names the results folder (default run-<UTC time>, a fresh folder per run)",
+    )
     return parser
 
 
@@ -69,7 +88,9 @@ def parse_args(argv: Optional[Sequence[str]] = None, prog: Optional[str] = None)
     if args.poll_seconds <= 0:
         parser.error("--poll-seconds must be > 0")
     if args.run is not None and not RUN_RE.match(args.run):
-        parser.error(f"--run {args.run!r}: 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit")
+        parser.error(
+            f"--run {args.run!r}: 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit"
+        )
     return args
 
 
@@ -88,8 +109,11 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
     bench = plan.config.benchmark
     assert bench is not None
     cost = estimate(plan)
-    where = f"s3://{bench.bucket}/{bench.run_prefix}" if bench.bucket else \
-        f"s3://<a bucket the stack creates, kept on destroy>/{bench.run_prefix}"
+    where = (
+        f"s3://{bench.bucket}/{bench.run_prefix}"
+        if bench.bucket
+        else f"s3://<a bucket the stack creates, kept on destroy>/{bench.run_prefix}"
+    )
     lines = [
         f"benchmark of stack {stack}, run {bench.run}",
         f"  results: {where}",
@@ -101,8 +125,10 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
         c = job.config
         program = KINDS[job.kind].program_text(c)
         hourly = job_hourly(job)
-        lines.append(f"    {job.name}: {job.kind}, {job.nodes} x {job.group.profile.instance.name} (group {job.group.name}), "
-                     f"{job.procs_per_node} process(es) per node, image {job.image.name}, ${hourly}/h of nodes")
+        lines.append(
+            f"    {job.name}: {job.kind}, {job.nodes} x {job.group.profile.instance.name} (group {job.group.name}), "
+            f"{job.procs_per_node} process(es) per node, image {job.image.name}, ${hourly}/h of nodes"
+        )
         lines.append(f"      {program} {' '.join(c.args)}".rstrip())
         lines.append(f"      output {job.output_dir}")
     demand: dict[str, int] = {}
@@ -111,12 +137,22 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
     for group, nodes in demand.items():
         g = plan.group(group)
         if group != "system" and nodes > g.max_size:
-            lines.append(f"  note: the experiments need {nodes} {group} nodes at once and the group's maxSize is "
-                         f"{g.max_size}: some wait for nodes the others free")
-    lines.append(f"  collector: waits up to {bench.collector_timeout_hours:g} h, keeps metrics, logs and "
-                 f"{', '.join(bench.keep.outputs) or 'no other files'}")
-    lines.append("  afterwards: " + ("the environment is kept" if keep or bench.keep.environment
-                                     else f"pulumi destroy --stack {stack} (the results bucket stays)"))
+            lines.append(
+                f"  note: the experiments need {nodes} {group} nodes at once and the group's maxSize is "
+                f"{g.max_size}: some wait for nodes the others free"
+            )
+    lines.append(
+        f"  collector: waits up to {bench.collector_timeout_hours:g} h, keeps metrics, logs and "
+        f"{', '.join(bench.keep.outputs) or 'no other files'}"
+    )
+    lines.append(
+        "  afterwards: "
+        + (
+            "the environment is kept"
+            if keep or bench.keep.environment
+            else f"pulumi destroy --stack {stack} (the results bucket stays)"
+        )
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -127,8 +163,9 @@ def missing_tools() -> list[str]:
     if shutil.which("pulumi") is None:
         missing.append("the Pulumi CLI (`pulumi` is not on PATH): install it, https://www.pulumi.com/docs/install/")
     if importlib.util.find_spec("matplotlib") is None:
-        missing.append("matplotlib, which draws the summary's chart: pip install -r requirements.txt (or pip install "
-                       "matplotlib)")
+        missing.append(
+            "matplotlib, which draws the summary's chart: pip install -r requirements.txt (or pip install matplotlib)"
+        )
     return missing
 
 
@@ -168,9 +205,14 @@ class S3Store:
 
 
 @command
-def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None, out: TextIO = sys.stdout,
-         open_stack: Optional[Callable[[str, Mapping[str, str]], driver.StackLike]] = None,
-         open_store: Callable[[driver.Target], driver.ResultsStore] = S3Store) -> int:
+def main(
+    argv: Optional[Sequence[str]] = None,
+    *,
+    prog: Optional[str] = None,
+    out: TextIO = sys.stdout,
+    open_stack: Optional[Callable[[str, Mapping[str, str]], driver.StackLike]] = None,
+    open_store: Callable[[driver.Target], driver.ResultsStore] = S3Store,
+) -> int:
     """Run the command; ``open_stack`` and ``open_store`` replace the Automation API and S3 (tests)."""
     args = parse_args(argv, prog)
     run = args.run or new_run_id()
@@ -178,19 +220,30 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None, ou
     plan = load_plan(args.stack)  # a stack that cannot be planned ends the command: EXIT_CONFIG
     bench = plan.config.benchmark
     if bench is None:
-        raise CommandError(f"stack {args.stack} has no eks-training:benchmark section; add one (see "
-                           "Pulumi.benchmark.yaml)", driver.EXIT_CONFIG)
+        raise CommandError(
+            f"stack {args.stack} has no eks-training:benchmark section; add one (see Pulumi.benchmark.yaml)",
+            driver.EXIT_CONFIG,
+        )
     out.write(describe(plan, args.stack, args.keep))
     if args.dry_run:
         out.write("dry run: nothing was created\n")
         return driver.EXIT_OK
     missing = missing_tools() if open_stack is None else []
     if missing:
-        raise CommandError("error: the run needs, on this machine:\n" + "".join(f"  - {m}\n" for m in missing)
-                           + "nothing was created (--dry-run needs neither)", driver.EXIT_MISSING_TOOL)
+        raise CommandError(
+            "error: the run needs, on this machine:\n"
+            + "".join(f"  - {m}\n" for m in missing)
+            + "nothing was created (--dry-run needs neither)",
+            driver.EXIT_MISSING_TOOL,
+        )
     timeout_s = args.timeout * 60 if args.timeout is not None else bench.collector_timeout_hours * 3600 + 900
-    opts = driver.Options(stack=args.stack, keep=args.keep, timeout_s=timeout_s, poll_s=args.poll_seconds,
-                          output_dir=args.output_dir or Path.cwd() / "benchmark-results" / run)
+    opts = driver.Options(
+        stack=args.stack,
+        keep=args.keep,
+        timeout_s=timeout_s,
+        poll_s=args.poll_seconds,
+        output_dir=args.output_dir or Path.cwd() / "benchmark-results" / run,
+    )
     factory = open_stack or automation_stack
     outcome = driver.run(opts, plan, lambda: factory(args.stack, {RUN_ENV: run}), open_store, out)
     if outcome.written:

@@ -82,8 +82,13 @@ def target_from_outputs(outputs: Mapping[str, Any]) -> Target:
     raw = output_value(outputs.get("benchmark"))
     if not isinstance(raw, Mapping):
         raise ValueError("the stack has no benchmark output: its config has no eks-training:benchmark section")
-    return Target(run=str(raw["run"]), bucket=str(raw["bucket"]), prefix=str(raw["prefix"]), region=str(raw["region"]),
-                  experiments=tuple(raw["experiments"]))
+    return Target(
+        run=str(raw["run"]),
+        bucket=str(raw["bucket"]),
+        prefix=str(raw["prefix"]),
+        region=str(raw["region"]),
+        experiments=tuple(raw["experiments"]),
+    )
 
 
 def _elapsed(seconds: Any) -> str:
@@ -100,13 +105,17 @@ def render_progress(progress: Optional[Mapping[str, Any]], experiments: Sequence
     states = progress.get("experiments") or {}
     collected = set(progress.get("collected") or [])
     width = max((len(e) for e in experiments), default=10)
-    lines = [f"[{_elapsed(waited_s)}] {len(collected)}/{len(experiments)} collected (collector at {progress.get('updatedAt')})"]
+    lines = [
+        f"[{_elapsed(waited_s)}] {len(collected)}/{len(experiments)} collected (collector at {progress.get('updatedAt')})"
+    ]
     for name in experiments:
         s = states.get(name) or {}
         pods = ", ".join(f"{n} {p.lower()}" for p, n in sorted((s.get("pods") or {}).items()))
         mark = " (collected)" if name in collected else ""
-        lines.append(f"  {name.ljust(width)}  {str(s.get('phase', 'Pending')).ljust(9)}  {_elapsed(s.get('elapsedSeconds'))}"
-                     f"  {pods or 'no pods yet'}{mark}")
+        lines.append(
+            f"  {name.ljust(width)}  {str(s.get('phase', 'Pending')).ljust(9)}  {_elapsed(s.get('elapsedSeconds'))}"
+            f"  {pods or 'no pods yet'}{mark}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -133,8 +142,15 @@ class Outcome:
     destroyed: bool = False
 
 
-def follow(store: ResultsStore, target: Target, opts: Options, out: TextIO, *,
-           sleep: Optional[Callable[[float], None]] = None, clock: Optional[Callable[[], float]] = None) -> dict[str, Any]:
+def follow(
+    store: ResultsStore,
+    target: Target,
+    opts: Options,
+    out: TextIO,
+    *,
+    sleep: Optional[Callable[[float], None]] = None,
+    clock: Optional[Callable[[], float]] = None,
+) -> dict[str, Any]:
     """Show the progress until the collector's ``collector.json`` exists (returned); :class:`BenchmarkTimeout`
     after ``opts.timeout_s``. ``sleep`` and ``clock`` default to :func:`time.sleep` and :func:`time.monotonic`."""
     sleep = sleep or time.sleep
@@ -156,8 +172,9 @@ def follow(store: ResultsStore, target: Target, opts: Options, out: TextIO, *,
         sleep(opts.poll_s)
 
 
-def write_summary(store: ResultsStore, plan: Plan, target: Target, done: Mapping[str, Any], opts: Options,
-                  out: TextIO) -> tuple[list[summary.Row], list[str]]:
+def write_summary(
+    store: ResultsStore, plan: Plan, target: Target, done: Mapping[str, Any], opts: Options, out: TextIO
+) -> tuple[list[summary.Row], list[str]]:
     """The summary's rows and where it was written: S3 ``summary/`` and ``opts.output_dir``."""
     collected = done.get("experiments") or {}
     rows = []
@@ -166,9 +183,13 @@ def write_summary(store: ResultsStore, plan: Plan, target: Target, done: Mapping
         metrics = entry.get("metrics") or store.get_json(layout.metrics_key(job.name))
         rows.append(summary.row(job, metrics, entry.get("status")))
     fixed = estimate(plan)
-    about = {"run": target.run, "stack": opts.stack, "resultsUri": target.uri,
-             "generatedAt": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-             "environmentRunningUsdPerHour": fixed.running}
+    about = {
+        "run": target.run,
+        "stack": opts.stack,
+        "resultsUri": target.uri,
+        "generatedAt": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "environmentRunningUsdPerHour": fixed.running,
+    }
     text = summary.table(rows)
     files = {
         "summary.txt": (text.encode(), "text/plain; charset=utf-8"),
@@ -184,13 +205,23 @@ def write_summary(store: ResultsStore, plan: Plan, target: Target, done: Mapping
             (opts.output_dir / name).write_bytes(data)
             written.append(str(opts.output_dir / name))
     out.write("\n" + text)
-    out.write(f"environment (control plane, NAT, system nodes, all groups at their desired size): "
-              f"${fixed.running}/h while it runs\n")
+    out.write(
+        f"environment (control plane, NAT, system nodes, all groups at their desired size): "
+        f"${fixed.running}/h while it runs\n"
+    )
     return rows, written
 
 
-def run(opts: Options, plan: Plan, open_stack: Callable[[], StackLike], open_store: Callable[[Target], ResultsStore],
-        out: TextIO, *, sleep: Optional[Callable[[float], None]] = None, clock: Optional[Callable[[], float]] = None) -> Outcome:
+def run(
+    opts: Options,
+    plan: Plan,
+    open_stack: Callable[[], StackLike],
+    open_store: Callable[[Target], ResultsStore],
+    out: TextIO,
+    *,
+    sleep: Optional[Callable[[float], None]] = None,
+    clock: Optional[Callable[[], float]] = None,
+) -> Outcome:
     """up, follow, collect, summary; destroy in ``finally`` (unless kept), whatever happened before."""
     outcome = Outcome()
     keep = opts.keep or bool(plan.config.benchmark and plan.config.benchmark.keep.environment)
@@ -212,7 +243,9 @@ def run(opts: Options, plan: Plan, open_stack: Callable[[], StackLike], open_sto
         outcome.rows, outcome.written = write_summary(store, plan, target, done, opts, out)
         failed = [r.experiment for r in outcome.rows if r.status != "Succeeded"]
         if failed:
-            out.write(f"not succeeded: {', '.join(failed)} (logs in {target.uri}{layout.EXPERIMENTS_DIR}/<experiment>/output/logs/)\n")
+            out.write(
+                f"not succeeded: {', '.join(failed)} (logs in {target.uri}{layout.EXPERIMENTS_DIR}/<experiment>/output/logs/)\n"
+            )
         outcome.code = EXIT_EXPERIMENT_FAILED if failed else EXIT_OK
         out.write(f"summary: {target.uri}{layout.SUMMARY_DIR}/\n")
     except BenchmarkTimeout as exc:

@@ -94,13 +94,39 @@ def _cell(value: Any) -> str:
 
 def table(rows: Sequence[Row]) -> str:
     """A fixed-width table for the terminal."""
-    headers = ["experiment", "status", "nodes x procs", "instance", "wall s", "job s", "throughput", "loss", "accuracy",
-               "busbw GB/s", "goodput", "lost s", "MFU", "cost $"]
+    headers = [
+        "experiment",
+        "status",
+        "nodes x procs",
+        "instance",
+        "wall s",
+        "job s",
+        "throughput",
+        "loss",
+        "accuracy",
+        "busbw GB/s",
+        "goodput",
+        "lost s",
+        "MFU",
+        "cost $",
+    ]
     body = [
-        [r.experiment, r.status, f"{r.nodes} x {r.processes_per_node}", r.instance_type, _cell(r.wall_time_s),
-         _cell(r.job_duration_s), f"{_cell(r.throughput)} {r.throughput_unit or ''}".strip() if r.throughput is not None else "-",
-         _cell(r.final_loss), _cell(r.final_accuracy), _cell(r.busbw_gbps), _cell(r.goodput), _cell(r.lost_s),
-         _cell(r.mfu), _cell(r.cost_usd)]
+        [
+            r.experiment,
+            r.status,
+            f"{r.nodes} x {r.processes_per_node}",
+            r.instance_type,
+            _cell(r.wall_time_s),
+            _cell(r.job_duration_s),
+            f"{_cell(r.throughput)} {r.throughput_unit or ''}".strip() if r.throughput is not None else "-",
+            _cell(r.final_loss),
+            _cell(r.final_accuracy),
+            _cell(r.busbw_gbps),
+            _cell(r.goodput),
+            _cell(r.lost_s),
+            _cell(r.mfu),
+            _cell(r.cost_usd),
+        ]
         for r in rows
     ]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(headers)]
@@ -122,7 +148,11 @@ def to_csv(rows: Sequence[Row]) -> str:
 def to_json(rows: Sequence[Row], **about: Any) -> str:
     """The rows and what the run was (``about``: run, stack, results location, fixed hourly cost...)."""
     total = [r.cost_usd for r in rows if r.cost_usd is not None]
-    doc = {**about, "experiments": [asdict(r) for r in rows], "experimentsCostUsd": round(sum(total), 4) if total else None}
+    doc = {
+        **about,
+        "experiments": [asdict(r) for r in rows],
+        "experimentsCostUsd": round(sum(total), 4) if total else None,
+    }
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 
@@ -137,11 +167,18 @@ def chart_png(rows: Sequence[Row], title: str) -> bytes:
     status = {r.experiment: r.status for r in rows}
     panels: list[tuple[str, list[tuple[str, float]]]] = []
     for unit in dict.fromkeys(r.throughput_unit for r in rows if r.throughput is not None):
-        panels.append((f"Throughput ({unit})", [(r.experiment, r.throughput) for r in rows if r.throughput is not None
-                                                and r.throughput_unit == unit]))
-    for label, attr in (("All-reduce bus bandwidth (GB/s)", "busbw_gbps"), ("Goodput", "goodput"),
-                        ("Wall time (s)", "wall_time_s"),
-                        ("Cost of the nodes (USD)", "cost_usd")):
+        panels.append(
+            (
+                f"Throughput ({unit})",
+                [(r.experiment, r.throughput) for r in rows if r.throughput is not None and r.throughput_unit == unit],
+            )
+        )
+    for label, attr in (
+        ("All-reduce bus bandwidth (GB/s)", "busbw_gbps"),
+        ("Goodput", "goodput"),
+        ("Wall time (s)", "wall_time_s"),
+        ("Cost of the nodes (USD)", "cost_usd"),
+    ):
         values = [(r.experiment, float(getattr(r, attr))) for r in rows if getattr(r, attr) is not None]
         if values:
             panels.append((label, values))

@@ -64,8 +64,17 @@ def apply_stack(box: Box, docs: Iterable[Mapping[str, Any]]) -> list[Refusal]:
     """Apply ``docs`` phase by phase; the objects refused (empty when all were accepted)."""
     refused: list[Refusal] = []
     for phase in ordered(docs):
-        proc = box.kubectl("apply", "--server-side", "--force-conflicts", "--validate=strict",
-                           "--field-manager=eks-training-box", "-f", "-", input=_dump(phase), check=False)
+        proc = box.kubectl(
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--validate=strict",
+            "--field-manager=eks-training-box",
+            "-f",
+            "-",
+            input=_dump(phase),
+            check=False,
+        )
         if proc.returncode != 0:
             refused += _refusals(phase, proc.stderr)
         crds = [d["metadata"]["name"] for d in phase if d["kind"] == "CustomResourceDefinition"]

@@ -59,23 +59,29 @@ class Figures:
     notes: list[str]
 
     def text(self) -> str:
-        lines = [f"Benchmark of stack {self.stack}: group {self.group} at {self.nodes} nodes ({self.instance_type}), "
-                 f"health check {self.job} widened to {self.nodes} pods, each asking for a whole node",
-                 f"  box up:                 {self.box_up_s:.1f} s",
-                 f"  nodes Ready:            {self.nodes_ready_s:.1f} s after their creation ({self.all_nodes} nodes)",
-                 f"  pods scheduled:         {self.scheduled_s:.0f} s after the Job's creation "
-                 f"({self.pods} of {self.nodes})",
-                 f"  pods running:           {self.running_s:.0f} s after the Job's creation "
-                 f"({self.pods} of {self.nodes}, on {self.on_nodes} nodes)"]
+        lines = [
+            f"Benchmark of stack {self.stack}: group {self.group} at {self.nodes} nodes ({self.instance_type}), "
+            f"health check {self.job} widened to {self.nodes} pods, each asking for a whole node",
+            f"  box up:                 {self.box_up_s:.1f} s",
+            f"  nodes Ready:            {self.nodes_ready_s:.1f} s after their creation ({self.all_nodes} nodes)",
+            f"  pods scheduled:         {self.scheduled_s:.0f} s after the Job's creation "
+            f"({self.pods} of {self.nodes})",
+            f"  pods running:           {self.running_s:.0f} s after the Job's creation "
+            f"({self.pods} of {self.nodes}, on {self.on_nodes} nodes)",
+        ]
         for name, mem in self.memory_mib.items():
             lines.append(f"  {name + ' memory:':<24}{mem['VmRSS']:.0f} MiB resident, peak {mem['VmHWM']:.0f} MiB")
-        lines.append(f"  load average (1 min):   {self.load[0]:.2f} at the start, {self.load[1]:.2f} at the end "
-                     f"({os.cpu_count()} cores)")
+        lines.append(
+            f"  load average (1 min):   {self.load[0]:.2f} at the start, {self.load[1]:.2f} at the end "
+            f"({os.cpu_count()} cores)"
+        )
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
-def resident_memory(home: Path, names: tuple[str, ...] = ("kube-apiserver", "kube-scheduler")) -> dict[str, dict[str, float]]:
+def resident_memory(
+    home: Path, names: tuple[str, ...] = ("kube-apiserver", "kube-scheduler")
+) -> dict[str, dict[str, float]]:
     """Per command of ``names`` run for the box at ``home`` (its command line names the box's folder): its
     :data:`MEMORY_FIELDS` in MiB, from ``/proc/<pid>/status``."""
     found: dict[str, dict[str, float]] = {}
@@ -90,8 +96,11 @@ def resident_memory(home: Path, names: tuple[str, ...] = ("kube-apiserver", "kub
         name = os.path.basename(argv[0].decode(errors="replace"))
         if name not in names or str(home).encode() not in b" ".join(argv):
             continue
-        fields = {k: float(v.split()[0]) / 1024 for k, _, v in (line.partition(":") for line in status.splitlines())
-                  if k in MEMORY_FIELDS}
+        fields = {
+            k: float(v.split()[0]) / 1024
+            for k, _, v in (line.partition(":") for line in status.splitlines())
+            if k in MEMORY_FIELDS
+        }
         found[name] = fields
     missing = [n for n in names if n not in found]
     if missing:
@@ -105,8 +114,10 @@ def _time(stamp: str) -> datetime:
 
 def ready_nodes(box: Any) -> int:
     """How many of the box's nodes are Ready (one list of the nodes)."""
-    return sum(any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
-               for n in box.get("nodes")["items"])
+    return sum(
+        any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
+        for n in box.get("nodes")["items"]
+    )
 
 
 def create_ready_nodes(box: Any, nodes: list[dict[str, Any]], timeout_s: float) -> float:
@@ -117,8 +128,9 @@ def create_ready_nodes(box: Any, nodes: list[dict[str, Any]], timeout_s: float) 
 
     start = time.monotonic()
     box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
-    box.wait_for(lambda: ready_nodes(box) >= len(nodes), timeout_s=timeout_s, interval_s=0.5,
-                 what=f"{len(nodes)} nodes Ready")
+    box.wait_for(
+        lambda: ready_nodes(box) >= len(nodes), timeout_s=timeout_s, interval_s=0.5, what=f"{len(nodes)} nodes Ready"
+    )
     return time.monotonic() - start
 
 
@@ -137,9 +149,18 @@ def training_job(plan: Any, job: Optional[str]) -> Any:
     return found
 
 
-def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Optional[str] = None,
-          workdir: Path, name: str, run_ms: int = 30000, timeout_s: float = 900.0,
-          log: Callable[[str], None] = lambda message: None) -> Figures:
+def bench(
+    stack: str,
+    nodes: int,
+    *,
+    stack_file: Optional[Path] = None,
+    job: Optional[str] = None,
+    workdir: Path,
+    name: str,
+    run_ms: int = 30000,
+    timeout_s: float = 900.0,
+    log: Callable[[str], None] = lambda message: None,
+) -> Figures:
     """Run the benchmark (see the module docstring); the box is brought down before it returns."""
     from stacks.box import build as box_build
     from stacks.box.cluster import Box
@@ -159,8 +180,9 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
     config, plan, evaluation = evaluate_stack(stack, stack_file, edit=widen_group)
     check = check_job_name(target.name)
     steps = steps_of(evaluation.registrations)
-    jobs = {s.urn for s in steps if any(d["kind"] in ("Job", "MPIJob") and d["metadata"]["name"] != check
-                                        for d in s.docs)}
+    jobs = {
+        s.urn for s in steps if any(d["kind"] in ("Job", "MPIJob") and d["metadata"]["name"] != check for d in s.docs)
+    }
     steps = [s for s in steps if s.urn not in jobs]
     for s in steps:
         s.deps -= jobs
@@ -189,9 +211,14 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
                 raise BenchError(f"the run did not complete: {str(exc)[:3000]}") from exc
         # Every pod ran, so every node had its devices: an error of a later pass (a kubectl call that outlasted its
         # timeout on a busy machine) is reported with the figures, not instead of them.
-        notes = [f"the device registrar stopped after its devices were registered: {registrar.error}"] \
-            if registrar.error is not None else []
-        created = _time(box.get("job", check, "-n", check_doc["metadata"]["namespace"])["metadata"]["creationTimestamp"])
+        notes = (
+            [f"the device registrar stopped after its devices were registered: {registrar.error}"]
+            if registrar.error is not None
+            else []
+        )
+        created = _time(
+            box.get("job", check, "-n", check_doc["metadata"]["namespace"])["metadata"]["creationTimestamp"]
+        )
         memory = resident_memory(box.home)
     finally:
         if rehearsal is not None:
@@ -200,11 +227,25 @@ def bench(stack: str, nodes: int, *, stack_file: Optional[Path] = None, job: Opt
     pods = [p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == check]
     if len(pods) != nodes:
         raise BenchError(f"{len(pods)} pods of {check} ran; expected {nodes}")
-    scheduled = max(_time(next(c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "PodScheduled"))
-                    for p in pods)
+    scheduled = max(
+        _time(next(c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "PodScheduled"))
+        for p in pods
+    )
     running = max(_time(p["status"]["startTime"]) for p in pods)
-    return Figures(stack=stack, group=group, instance_type=target.group.profile.instance.name, job=check, nodes=nodes,
-                   all_nodes=len(node_objects), box_up_s=box_up_s, nodes_ready_s=nodes_ready_s,
-                   scheduled_s=(scheduled - created).total_seconds(), running_s=(running - created).total_seconds(),
-                   pods=len(pods), on_nodes=len({p["spec"]["nodeName"] for p in pods}), memory_mib=memory,
-                   load=(load_start, os.getloadavg()[0]), notes=notes)
+    return Figures(
+        stack=stack,
+        group=group,
+        instance_type=target.group.profile.instance.name,
+        job=check,
+        nodes=nodes,
+        all_nodes=len(node_objects),
+        box_up_s=box_up_s,
+        nodes_ready_s=nodes_ready_s,
+        scheduled_s=(scheduled - created).total_seconds(),
+        running_s=(running - created).total_seconds(),
+        pods=len(pods),
+        on_nodes=len({p["spec"]["nodeName"] for p in pods}),
+        memory_mib=memory,
+        load=(load_start, os.getloadavg()[0]),
+        notes=notes,
+    )

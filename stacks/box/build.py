@@ -79,8 +79,10 @@ class Module:
         version = self.version()
         major, minor = version.lstrip("v").split(".")[:2]
         pkg = "k8s.io/component-base/version"
-        return (f"-s -w -X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor} "
-                f"-X {pkg}.gitTreeState=clean")
+        return (
+            f"-s -w -X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor} "
+            f"-X {pkg}.gitTreeState=clean"
+        )
 
     def cache_dir(self, root: Path, go_version: str) -> Path:
         digest = hashlib.sha256()
@@ -96,14 +98,22 @@ _K8S = "k8s.io/kubernetes/cmd/"
 MODULES: Mapping[str, Module] = {
     m.folder: m
     for m in (
-        Module("kubernetes", "k8s.io/kubernetes",
-               {c: _K8S + c for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")},
-               kubernetes=True),
+        Module(
+            "kubernetes",
+            "k8s.io/kubernetes",
+            {c: _K8S + c for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")},
+            kubernetes=True,
+        ),
         Module("kubernetes-oldest", "k8s.io/kubernetes", {"kube-apiserver": _K8S + "kube-apiserver"}, kubernetes=True),
         Module("etcd", "go.etcd.io/etcd/server/v3", {"etcd": "go.etcd.io/etcd/server/v3"}),
-        Module("kwok", "sigs.k8s.io/kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok", "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl"}),
-        Module("mpi-operator", "github.com/kubeflow/mpi-operator",
-               {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"}),
+        Module(
+            "kwok", "sigs.k8s.io/kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok", "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl"}
+        ),
+        Module(
+            "mpi-operator",
+            "github.com/kubeflow/mpi-operator",
+            {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"},
+        ),
         Module("kueue", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),
         Module("helm", "helm.sh/helm/v3", {"helm": "helm.sh/helm/v3/cmd/helm"}),
     )
@@ -119,10 +129,14 @@ def go_version(go: str, cwd: Optional[Path] = None) -> str:
     """The Go toolchain that builds in ``cwd`` (a module asking for a newer Go than the installed one gets it from
     the module proxy: GOTOOLCHAIN=auto)."""
     try:
-        out = subprocess.run([go, "env", "GOVERSION"], check=True, capture_output=True, text=True, cwd=cwd).stdout.strip()
+        out = subprocess.run(
+            [go, "env", "GOVERSION"], check=True, capture_output=True, text=True, cwd=cwd
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise BoxBuildError(f"the box is built with the Go toolchain ('{go}'), which did not run: {exc}. Install Go "
-                            "1.26 or newer (https://go.dev/dl/) or set GO to its path") from exc
+        raise BoxBuildError(
+            f"the box is built with the Go toolchain ('{go}'), which did not run: {exc}. Install Go "
+            "1.26 or newer (https://go.dev/dl/) or set GO to its path"
+        ) from exc
     return out
 
 
@@ -137,9 +151,11 @@ def check_pins() -> None:
     for folder, minor in wanted.items():
         got = module_minor(MODULES[folder])
         if got != minor:
-            raise BoxBuildError(f"box/{folder}/go.mod pins k8s.io/kubernetes at {got}, but the config's "
-                                f"{'default' if folder == 'kubernetes' else 'oldest'} minor is {minor} "
-                                "(components/catalog/platform.py): pin the module at that minor")
+            raise BoxBuildError(
+                f"box/{folder}/go.mod pins k8s.io/kubernetes at {got}, but the config's "
+                f"{'default' if folder == 'kubernetes' else 'oldest'} minor is {minor} "
+                "(components/catalog/platform.py): pin the module at that minor"
+            )
 
 
 def build_module(module: Module, *, go: str = "go", root: Optional[Path] = None, log=None) -> dict[str, Path]:
@@ -163,7 +179,11 @@ def build_module(module: Module, *, go: str = "go", root: Optional[Path] = None,
                     log(f"building {name} ({module.pinned} {module.version()}) ...")
                 proc = subprocess.run(
                     [go, "build", "-trimpath", "-ldflags", module.ldflags(), "-o", str(staging / name), package],
-                    cwd=module.path, env=env, capture_output=True, text=True)
+                    cwd=module.path,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                )
                 if proc.returncode != 0:
                     raise BoxBuildError(f"go build {package} in {module.path} failed:\n{proc.stderr[-4000:]}")
                 if log:

@@ -55,16 +55,18 @@ class ChartSource:
 #: Catalog chart key -> its source.
 CHART_SOURCES: Mapping[str, ChartSource] = {
     # The chart is built from charts/kueue of the release tag (the Makefile stamps version and appVersion with the tag).
-    "kueue": ChartSource("kueue", "sigs.k8s.io/kueue", "charts/kueue",
-                         "https://github.com/kubernetes-sigs/kueue/tree/v0.17.0/charts/kueue"),
+    "kueue": ChartSource(
+        "kueue",
+        "sigs.k8s.io/kueue",
+        "charts/kueue",
+        "https://github.com/kubernetes-sigs/kueue/tree/v0.17.0/charts/kueue",
+    ),
 }
 
 #: Catalog charts the box renders without their source (stand-ins, :mod:`stacks.box.devices`), and where the source is.
 NOT_AT_HAND: Mapping[str, str] = {
-    "nvidia-device-plugin":
-        "https://github.com/NVIDIA/k8s-device-plugin/tree/v0.20.0/deployments/helm/nvidia-device-plugin",
-    "aws-efa-k8s-device-plugin":
-        "https://github.com/aws/eks-charts/tree/bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec/stable/aws-efa-k8s-device-plugin",
+    "nvidia-device-plugin": "https://github.com/NVIDIA/k8s-device-plugin/tree/v0.20.0/deployments/helm/nvidia-device-plugin",
+    "aws-efa-k8s-device-plugin": "https://github.com/aws/eks-charts/tree/bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec/stable/aws-efa-k8s-device-plugin",
 }
 
 
@@ -80,8 +82,10 @@ def chart_dir(key: str) -> Path:
     """The source folder of the catalog chart ``key`` at the catalog's version, checked (see the module docstring)."""
     source = CHART_SOURCES.get(key)
     if source is None:
-        raise ChartError(f"the box has no source for the chart {key}"
-                         + (f" ({NOT_AT_HAND[key]} is not served to it)" if key in NOT_AT_HAND else ""))
+        raise ChartError(
+            f"the box has no source for the chart {key}"
+            + (f" ({NOT_AT_HAND[key]} is not served to it)" if key in NOT_AT_HAND else "")
+        )
     folder = module_dir(source.box_module, source.module) / source.folder
     chart_yaml = folder / "Chart.yaml"
     if not chart_yaml.is_file():
@@ -89,9 +93,11 @@ def chart_dir(key: str) -> Path:
     meta = yaml.safe_load(chart_yaml.read_text())
     pinned = HELM_CHARTS[key].version
     if str(meta.get("version", "")).lstrip("v") != pinned.lstrip("v"):
-        raise ChartError(f"components/catalog pins the chart {key} at {pinned}, but {source.folder}/Chart.yaml of "
-                         f"{source.module} {box_build.MODULES[source.box_module].version()} (box/{source.box_module}/"
-                         f"go.mod) is version {meta.get('version')}: pin both at the same release")
+        raise ChartError(
+            f"components/catalog pins the chart {key} at {pinned}, but {source.folder}/Chart.yaml of "
+            f"{source.module} {box_build.MODULES[source.box_module].version()} (box/{source.box_module}/"
+            f"go.mod) is version {meta.get('version')}: pin both at the same release"
+        )
     missing = incomplete(folder, meta)
     if missing:
         raise ChartError(f"the chart {key} in {folder} is incomplete: {'; '.join(missing)}")
@@ -106,13 +112,16 @@ def incomplete(folder: Path, meta: Mapping[str, Any]) -> list[str]:
         out.append("no templates/")
     for dep in meta.get("dependencies") or []:
         name = dep["name"]
-        if not (folder / "charts" / name / "Chart.yaml").is_file() and not list((folder / "charts").glob(f"{name}-*.tgz")):
+        if not (folder / "charts" / name / "Chart.yaml").is_file() and not list(
+            (folder / "charts").glob(f"{name}-*.tgz")
+        ):
             out.append(f"dependency {name} not under charts/")
     return out
 
 
-def render(release: Mapping[str, Any], kube_version: str, *, helm: Optional[Path] = None,
-           show_only: Sequence[str] = ()) -> list[dict[str, Any]]:
+def render(
+    release: Mapping[str, Any], kube_version: str, *, helm: Optional[Path] = None, show_only: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """The objects ``helm install`` would create for ``release`` (a Release's inputs: ``chart``, ``version``, ``name``,
     ``namespace``, ``values``) on a cluster at ``kube_version`` (``"1.36"``), CRDs included, in Helm's order; only
     those of the templates ``show_only`` names (paths in the chart, e.g. ``templates/manager/manager.yaml``), if any."""
@@ -120,8 +129,10 @@ def render(release: Mapping[str, Any], kube_version: str, *, helm: Optional[Path
     if key is None:
         raise ChartError(f"{release.get('chart')} is not a chart of components/catalog")
     if release.get("version") not in (None, HELM_CHARTS[key].version):
-        raise ChartError(f"the release installs {key} {release.get('version')}, the catalog pins "
-                         f"{HELM_CHARTS[key].version}: the box renders the catalog's")
+        raise ChartError(
+            f"the release installs {key} {release.get('version')}, the catalog pins "
+            f"{HELM_CHARTS[key].version}: the box renders the catalog's"
+        )
     folder = chart_dir(key)
     helm = helm or box_build.build(["helm"])["helm"]
     namespace = release.get("namespace") or "default"
@@ -129,12 +140,31 @@ def render(release: Mapping[str, Any], kube_version: str, *, helm: Optional[Path
         values = Path(tmp) / "values.json"  # JSON is YAML: the values exactly as registered
         values.write_text(json.dumps(release.get("values") or {}))
         proc = subprocess.run(
-            [str(helm), "template", release.get("name") or key, str(folder), "--namespace", namespace,
-             "--values", str(values), "--include-crds", "--kube-version", kube_version,
-             *(a for t in show_only for a in ("--show-only", t))],
-            capture_output=True, text=True, timeout=120,
-            env={"HOME": tmp, "HELM_CACHE_HOME": f"{tmp}/cache", "HELM_CONFIG_HOME": f"{tmp}/config",
-                 "HELM_DATA_HOME": f"{tmp}/data", "PATH": "/usr/bin:/bin"})
+            [
+                str(helm),
+                "template",
+                release.get("name") or key,
+                str(folder),
+                "--namespace",
+                namespace,
+                "--values",
+                str(values),
+                "--include-crds",
+                "--kube-version",
+                kube_version,
+                *(a for t in show_only for a in ("--show-only", t)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={
+                "HOME": tmp,
+                "HELM_CACHE_HOME": f"{tmp}/cache",
+                "HELM_CONFIG_HOME": f"{tmp}/config",
+                "HELM_DATA_HOME": f"{tmp}/data",
+                "PATH": "/usr/bin:/bin",
+            },
+        )
     if proc.returncode != 0:
         raise ChartError(f"helm template of the {key} release failed: {proc.stderr.strip()[-3000:]}")
     out = []
@@ -148,11 +178,25 @@ def render(release: Mapping[str, Any], kube_version: str, *, helm: Optional[Path
 
 
 #: Kinds of the charts' cluster-scoped objects (all others get the release's namespace when they name none).
-CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
-                  "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService", "PriorityClass",
-                  "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy",
-                  "ValidatingAdmissionPolicyBinding", "IngressClass", "RuntimeClass", "StorageClass",
-                  "FlowSchema", "PriorityLevelConfiguration"}
+CLUSTER_SCOPED = {
+    "Namespace",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "APIService",
+    "PriorityClass",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "IngressClass",
+    "RuntimeClass",
+    "StorageClass",
+    "FlowSchema",
+    "PriorityLevelConfiguration",
+}
 
 
 def _namespaced(doc: Mapping[str, Any]) -> bool:

@@ -32,8 +32,9 @@ def create_nodes(box: Box, nodes: Sequence[dict], timeout_s: float = 120.0) -> N
     if not nodes:
         return
     box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
-    box.kubectl("wait", "--for=condition=Ready", "node", "--all", f"--timeout={int(timeout_s)}s",
-                timeout_s=timeout_s + 10)
+    box.kubectl(
+        "wait", "--for=condition=Ready", "node", "--all", f"--timeout={int(timeout_s)}s", timeout_s=timeout_s + 10
+    )
 
 
 @command
@@ -46,19 +47,31 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     up = sub.add_parser("up", help="bring a fresh box up and print its kubeconfig path")
     add_stack_options(up, required=False, stack_help="make the nodes of this stack's node groups")
     down = sub.add_parser("down", help="stop the box and delete its state")
-    bench = sub.add_parser("bench", help="time the stack's training group at --nodes nodes with its health check on "
-                                         "every node, and measure the control plane's memory")
+    bench = sub.add_parser(
+        "bench",
+        help="time the stack's training group at --nodes nodes with its health check on "
+        "every node, and measure the control plane's memory",
+    )
     add_stack_options(bench, stack_help="the stack whose training group and health check to scale")
     bench.add_argument("--nodes", type=int, default=1024, help="nodes of the training group (default 1024)")
-    bench.add_argument("--job", help="the job whose group and health check to scale (default: the first job with a "
-                                     "health check)")
-    bench.add_argument("--run-ms", type=int, default=30000,
-                       help="how long each health-check pod runs, in milliseconds (default 30000: all run at once)")
+    bench.add_argument(
+        "--job", help="the job whose group and health check to scale (default: the first job with a health check)"
+    )
+    bench.add_argument(
+        "--run-ms",
+        type=int,
+        default=30000,
+        help="how long each health-check pod runs, in milliseconds (default 30000: all run at once)",
+    )
     bench.add_argument("--timeout", type=float, default=900.0, help="seconds the run has (default 900)")
     for p in (up, down, bench):
         p.add_argument("--name", default="eks-training", help="the box's name (default eks-training)")
-        p.add_argument("--workdir", type=Path, default=default_workdir(),
-                       help=f"folder of the boxes' state (default {default_workdir()})")
+        p.add_argument(
+            "--workdir",
+            type=Path,
+            default=default_workdir(),
+            help=f"folder of the boxes' state (default {default_workdir()})",
+        )
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -73,8 +86,17 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
             parser.error("--nodes, --run-ms and --timeout must be positive")
         name = args.name if args.name != "eks-training" else f"bench-{args.stack}"
         try:
-            figures = run_bench(args.stack, args.nodes, stack_file=args.stack_file, job=args.job, workdir=args.workdir,
-                                name=name, run_ms=args.run_ms, timeout_s=args.timeout, log=log)
+            figures = run_bench(
+                args.stack,
+                args.nodes,
+                stack_file=args.stack_file,
+                job=args.job,
+                workdir=args.workdir,
+                name=name,
+                run_ms=args.run_ms,
+                timeout_s=args.timeout,
+                log=log,
+            )
         except (BenchError, BoxError, box_build.BoxBuildError) as exc:
             raise CommandError(f"error: {exc}", EXIT_FAILED) from exc
         print(figures.text())
@@ -97,8 +119,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         start = time.monotonic()
         kubeconfig = box.up()
         create_nodes(box, nodes)
-        log(f"box {args.name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; "
-            f"kubectl --kubeconfig {kubeconfig} get nodes")
+        log(
+            f"box {args.name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; "
+            f"kubectl --kubeconfig {kubeconfig} get nodes"
+        )
     except (BoxError, box_build.BoxBuildError) as exc:
         raise CommandError(f"error: {exc}", EXIT_FAILED) from exc
     print(kubeconfig)

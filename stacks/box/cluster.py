@@ -30,8 +30,10 @@ from stacks.box import build as box_build
 #: The project's pod Stages (see the module docstring).
 POD_STAGES = Path(__file__).with_name("stages.yaml")
 #: kwok's node Stages (relative to the kwok module): initialise a node as Ready, keep its lease renewed.
-KWOK_NODE_STAGES = ("kustomize/stage/node/fast/node-initialize.yaml",
-                    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml")
+KWOK_NODE_STAGES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+)
 #: The field manager of everything the box applies.
 FIELD_MANAGER = "eks-training-box"
 
@@ -175,8 +177,13 @@ def default_workdir() -> Path:
 
 def kwok_module_dir(go: str = "go") -> Path:
     """Where the Go module cache holds the pinned kwok module (downloaded by the build)."""
-    proc = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"], cwd=box_build.MODULES["kwok"].path,
-                          capture_output=True, text=True, env=dict(os.environ, GOFLAGS="-mod=readonly"))
+    proc = subprocess.run(
+        [go, "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kwok"],
+        cwd=box_build.MODULES["kwok"].path,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GOFLAGS="-mod=readonly"),
+    )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise BoxError(f"cannot locate the kwok module: {proc.stderr.strip()}")
     return Path(proc.stdout.strip())
@@ -227,12 +234,30 @@ class Box:
         config.write_text(stages_config())
         apiserver = bins["kube-apiserver-oldest" if self.control_plane == "kubernetes-oldest" else "kube-apiserver"]
         argv = [
-            str(bins["kwokctl"]), "--name", self.name, "create", "cluster", "--runtime", "binary",
-            "--config", str(config), "--kubeconfig", str(self.kubeconfig),
-            "--etcd-binary", str(bins["etcd"]), "--kube-apiserver-binary", str(apiserver),
-            "--kube-controller-manager-binary", str(bins["kube-controller-manager"]),
-            "--kube-scheduler-binary", str(bins["kube-scheduler"]), "--kwok-controller-binary", str(bins["kwok"]),
-            "--disable-qps-limits", "--wait", f"{int(timeout_s)}s",
+            str(bins["kwokctl"]),
+            "--name",
+            self.name,
+            "create",
+            "cluster",
+            "--runtime",
+            "binary",
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--etcd-binary",
+            str(bins["etcd"]),
+            "--kube-apiserver-binary",
+            str(apiserver),
+            "--kube-controller-manager-binary",
+            str(bins["kube-controller-manager"]),
+            "--kube-scheduler-binary",
+            str(bins["kube-scheduler"]),
+            "--kwok-controller-binary",
+            str(bins["kwok"]),
+            "--disable-qps-limits",
+            "--wait",
+            f"{int(timeout_s)}s",
         ]
         if self.control_plane == "kubernetes-oldest":
             argv += ["--disable-kube-scheduler", "--disable-kube-controller-manager"]
@@ -247,18 +272,29 @@ class Box:
         """Delete the box (its processes and state); nothing when there is none."""
         kwokctl = (self.binaries or {}).get("kwokctl")
         if kwokctl and (self.home / "kwok" / "clusters" / self.name).exists():
-            subprocess.run([str(kwokctl), "--name", self.name, "delete", "cluster", "--kubeconfig", str(self.kubeconfig)],
-                           env=self._env(), capture_output=True, text=True, timeout=120)
+            subprocess.run(
+                [str(kwokctl), "--name", self.name, "delete", "cluster", "--kubeconfig", str(self.kubeconfig)],
+                env=self._env(),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         if self.home.exists():
             shutil.rmtree(self.home, ignore_errors=True)
         self._api = None
 
     # --- kubectl ------------------------------------------------------------------------------------------------
 
-    def kubectl(self, *args: str, input: Optional[str] = None, check: bool = True,
-                timeout_s: float = 120.0) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([str(self._binaries()["kubectl"]), "--kubeconfig", str(self.kubeconfig), *args],
-                              input=input, capture_output=True, text=True, timeout=timeout_s)
+    def kubectl(
+        self, *args: str, input: Optional[str] = None, check: bool = True, timeout_s: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(self._binaries()["kubectl"]), "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if check and proc.returncode != 0:
             raise BoxError(f"kubectl {' '.join(args)} failed:\n{proc.stderr.strip()[-4000:]}")
         return proc
@@ -266,8 +302,16 @@ class Box:
     def apply(self, docs: Iterable[Mapping[str, Any]], *, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Server-side apply ``docs`` (as ``pulumi up`` does with the Kubernetes provider's server-side apply mode)."""
         text = yaml.safe_dump_all([dict(d) for d in docs], sort_keys=False)
-        return self.kubectl("apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}",
-                            "-f", "-", input=text, check=check)
+        return self.kubectl(
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            f"--field-manager={FIELD_MANAGER}",
+            "-f",
+            "-",
+            input=text,
+            check=check,
+        )
 
     def get(self, *args: str) -> Any:
         """``kubectl get ARGS -o json``, read from the apiserver's REST API (:class:`Api`): an object, or a list with

@@ -31,11 +31,32 @@ PLUGIN_LABEL = "box.eks-training/device-plugin"
 #: (https://github.com/aws/eks-charts/blob/bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec/stable/aws-efa-k8s-device-plugin/values.yaml,
 #: the commit that made chart v0.5.30; template: stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml).
 EFA_CHART_INSTANCE_TYPES = (
-    "g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal",
-    "g5.8xlarge", "g5.12xlarge", "g5.16xlarge", "g5.24xlarge", "g5.48xlarge",
-    "g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge", "g6.48xlarge",
-    "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge", "g6e.48xlarge",
-    "p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge",
+    "g4dn.8xlarge",
+    "g4dn.12xlarge",
+    "g4dn.16xlarge",
+    "g4dn.metal",
+    "g5.8xlarge",
+    "g5.12xlarge",
+    "g5.16xlarge",
+    "g5.24xlarge",
+    "g5.48xlarge",
+    "g6.8xlarge",
+    "g6.12xlarge",
+    "g6.16xlarge",
+    "g6.24xlarge",
+    "g6.48xlarge",
+    "g6e.8xlarge",
+    "g6e.12xlarge",
+    "g6e.16xlarge",
+    "g6e.24xlarge",
+    "g6e.48xlarge",
+    "p3dn.24xlarge",
+    "p4d.24xlarge",
+    "p4de.24xlarge",
+    "p5.48xlarge",
+    "p5.4xlarge",
+    "p5e.48xlarge",
+    "p5en.48xlarge",
     "p6-b200.48xlarge",
 )
 
@@ -67,9 +88,23 @@ def _efa(values: Mapping[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(values.get("tolerations") or [])],
         "priorityClassName": "system-node-critical",
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
-                                   "values": list(EFA_CHART_INSTANCE_TYPES)}]}]}}},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "node.kubernetes.io/instance-type",
+                                    "operator": "In",
+                                    "values": list(EFA_CHART_INSTANCE_TYPES),
+                                }
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
     }
     if values.get("nodeSelector"):
         spec["nodeSelector"] = dict(values["nodeSelector"])
@@ -92,18 +127,29 @@ def stand_ins(releases: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if chart is None:
             continue
         if rel.get("version") != chart.version:
-            raise ValueError(f"the box stands in for {rel['chart']} {chart.version}, the stack installs "
-                             f"{rel.get('version')}: check the chart's template and update stacks/box/devices.py")
+            raise ValueError(
+                f"the box stands in for {rel['chart']} {chart.version}, the stack installs "
+                f"{rel.get('version')}: check the chart's template and update stacks/box/devices.py"
+            )
         name = rel["chart"]
         labels = {"app": name, PLUGIN_LABEL: chart.resource.replace("/", "_")}
-        out.append({
-            "apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": name, "namespace": rel.get("namespace") or "default"},
-            "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
-                "metadata": {"labels": labels},
-                "spec": {**chart.render(rel.get("values") or {}),
-                         "containers": [{"name": name, "image": f"box.invalid/{name}:{chart.version}"}]}}},
-        })
+        out.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": name, "namespace": rel.get("namespace") or "default"},
+                "spec": {
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            **chart.render(rel.get("values") or {}),
+                            "containers": [{"name": name, "image": f"box.invalid/{name}:{chart.version}"}],
+                        },
+                    },
+                },
+            }
+        )
     return out
 
 
@@ -111,8 +157,11 @@ def register_devices(box: Box) -> list[tuple[str, str]]:
     """One pass of the kubelets: for each running plugin pod, its node reports the plugin's devices (from the node's
     :data:`DEVICES_ANNOTATION`). Returns the (node, resource) pairs registered in this pass."""
     pods = box.get("pods", "-A", "-l", PLUGIN_LABEL)["items"]
-    running = {(p["spec"].get("nodeName"), p["metadata"]["labels"][PLUGIN_LABEL].replace("_", "/"))
-               for p in pods if (p.get("status") or {}).get("phase") == "Running" and p["spec"].get("nodeName")}
+    running = {
+        (p["spec"].get("nodeName"), p["metadata"]["labels"][PLUGIN_LABEL].replace("_", "/"))
+        for p in pods
+        if (p.get("status") or {}).get("phase") == "Running" and p["spec"].get("nodeName")
+    }
     if not running:
         return []
     nodes = {n["metadata"]["name"]: n for n in box.get("nodes")["items"]}
@@ -131,12 +180,25 @@ def register_devices(box: Box) -> list[tuple[str, str]]:
         new = [r for r in counts if r not in (node["status"].get("allocatable") or {})]
         if not new:
             continue
-        patches.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node_name},
-                        "status": {"capacity": counts, "allocatable": counts}})
+        patches.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node_name},
+                "status": {"capacity": counts, "allocatable": counts},
+            }
+        )
         done += [(node_name, r) for r in new]
     if patches:  # one server-side apply of the status of every node that registers a device in this pass
-        box.kubectl("apply", "--server-side", "--subresource=status", "--field-manager=box-device-plugins",
-                    "-f", "-", input=yaml.safe_dump_all(patches))
+        box.kubectl(
+            "apply",
+            "--server-side",
+            "--subresource=status",
+            "--field-manager=box-device-plugins",
+            "-f",
+            "-",
+            input=yaml.safe_dump_all(patches),
+        )
     return done
 
 
@@ -150,4 +212,3 @@ class Registrar(Poller):
 
     def poll(self) -> None:
         self.registered += register_devices(self.box)
-

@@ -57,8 +57,10 @@ def is_kueue_chart(chart: str) -> bool:
 def kueue_dir() -> Path:
     pinned = box_build.MODULES["kueue"].version()
     if pinned.lstrip("v") != HELM_CHARTS["kueue"].version.lstrip("v"):
-        raise BoxError(f"components/catalog pins the kueue chart {HELM_CHARTS['kueue'].version} but box/kueue/go.mod "
-                       f"pins {pinned}: pin both at the same version")
+        raise BoxError(
+            f"components/catalog pins the kueue chart {HELM_CHARTS['kueue'].version} but box/kueue/go.mod "
+            f"pins {pinned}: pin both at the same version"
+        )
     return module_dir("kueue", MODULE)
 
 
@@ -83,8 +85,12 @@ def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
         hooks = []
         for hook in doc["webhooks"]:
             rules = hook.get("rules") or []
-            ours = any(g == "kueue.x-k8s.io" or (g, r) in kept
-                       for rule in rules for g in rule["apiGroups"] for r in rule["resources"])
+            ours = any(
+                g == "kueue.x-k8s.io" or (g, r) in kept
+                for rule in rules
+                for g in rule["apiGroups"]
+                for r in rule["resources"]
+            )
             if not ours:
                 continue
             path = hook["clientConfig"]["service"]["path"]
@@ -112,22 +118,37 @@ def _certificates(folder: Path) -> bytes:
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "box-kueue-ca")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-          .not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                                                        x509.DNSName("localhost")]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "tls.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                       serialization.NoEncryption()))
+    (folder / "tls.key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return ca.public_bytes(serialization.Encoding.PEM)
 
 
@@ -145,12 +166,15 @@ def _metrics_certificate() -> None:
                 for name in ("tls.crt", "tls.key"):
                     (staging / name).rename(METRICS_CERT_DIR / name)
     except PermissionError as exc:
-        raise BoxError(f"Kueue reads a metrics certificate from {METRICS_CERT_DIR} when run out of cluster, which this "
-                       f"user cannot write ({exc}): create the folder writable for this user") from exc
+        raise BoxError(
+            f"Kueue reads a metrics certificate from {METRICS_CERT_DIR} when run out of cluster, which this "
+            f"user cannot write ({exc}): create the folder writable for this user"
+        ) from exc
 
 
-def box_configuration(configuration: Mapping[str, Any], *, webhook_port: int, health_port: int,
-                      cert_dir: Path) -> dict[str, Any]:
+def box_configuration(
+    configuration: Mapping[str, Any], *, webhook_port: int, health_port: int, cert_dir: Path
+) -> dict[str, Any]:
     """The stack's Configuration with the out-of-cluster changes (see the module docstring)."""
     cfg = dict(configuration)
     cfg["leaderElection"] = {"leaderElect": False}
@@ -164,8 +188,14 @@ def box_configuration(configuration: Mapping[str, Any], *, webhook_port: int, he
 class Kueue:
     """The Kueue manager of one box (:meth:`start` once its CRDs are Established; :meth:`stop`)."""
 
-    def __init__(self, box: Box, binary: Path, configuration: Mapping[str, Any], log_dir: Optional[Path] = None,
-                 feature_gates: Optional[Mapping[str, bool]] = None) -> None:
+    def __init__(
+        self,
+        box: Box,
+        binary: Path,
+        configuration: Mapping[str, Any],
+        log_dir: Optional[Path] = None,
+        feature_gates: Optional[Mapping[str, bool]] = None,
+    ) -> None:
         self.box, self.binary, self.configuration = box, binary, dict(configuration)
         self.feature_gates = {**dict(feature_gates or {}), **BOX_FEATURE_GATES}
         """The release's gates (:func:`kueue_release_feature_gates`) and the box's own (:data:`BOX_FEATURE_GATES`)."""
@@ -181,15 +211,25 @@ class Kueue:
         _metrics_certificate()
         ca = _certificates(self.home / "certs")
         self.webhook_port, self.health_port = free_port(), free_port()
-        config = box_configuration(self.configuration, webhook_port=self.webhook_port, health_port=self.health_port,
-                                   cert_dir=self.home / "certs")
+        config = box_configuration(
+            self.configuration,
+            webhook_port=self.webhook_port,
+            health_port=self.health_port,
+            cert_dir=self.home / "certs",
+        )
         (self.home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [str(self.binary), f"--config={self.home / 'config.yaml'}", f"--kubeconfig={self.box.kubeconfig}",
-             "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
-             "--zap-log-level=2"],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                str(self.binary),
+                f"--config={self.home / 'config.yaml'}",
+                f"--kubeconfig={self.box.kubeconfig}",
+                "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
+                "--zap-log-level=2",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + timeout_s
         while not self._ready():
             if self.process.poll() is not None:
@@ -232,12 +272,16 @@ def workload_conditions(box: Box, namespace: str) -> list[str]:
     out = []
     for wl in box.get("workloads", "-n", namespace)["items"]:
         conds = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
-        if (conds.get("Admitted") or {}).get("status") == "True" or (conds.get("Finished") or {}).get("status") == "True":
+        if (conds.get("Admitted") or {}).get("status") == "True" or (conds.get("Finished") or {}).get(
+            "status"
+        ) == "True":
             continue
         owner: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
         why = conds.get("QuotaReserved") or conds.get("Evicted") or {}
-        out.append(f"{namespace}/{owner.get('name', wl['metadata']['name'])}: queued, not admitted: "
-                   f"{why.get('reason', 'Pending')}: {why.get('message', '')}")
+        out.append(
+            f"{namespace}/{owner.get('name', wl['metadata']['name'])}: queued, not admitted: "
+            f"{why.get('reason', 'Pending')}: {why.get('message', '')}"
+        )
     return out
 
 
@@ -253,4 +297,3 @@ def kueue_release_configuration(values: Mapping[str, Any]) -> dict[str, Any]:
     if not text:
         raise BoxError("the Kueue release has no managerConfig.controllerManagerConfigYaml")
     return dict(yaml.safe_load(text))
-

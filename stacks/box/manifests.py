@@ -34,8 +34,13 @@ class ManifestError(Exception):
 
 
 def module_dir(folder: str, module: str) -> Path:
-    proc = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", module], cwd=box_build.MODULES[folder].path,
-                          capture_output=True, text=True, env=dict(os.environ, GOFLAGS="-mod=readonly"))
+    proc = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", module],
+        cwd=box_build.MODULES[folder].path,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GOFLAGS="-mod=readonly"),
+    )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise ManifestError(f"cannot locate {module} in the Go module cache: {proc.stderr.strip()}")
     return Path(proc.stdout.strip())
@@ -51,8 +56,10 @@ def release_manifest(url: str) -> list[dict[str, Any]]:
         folder, module, path = MODULE_MANIFESTS[key]
         pinned = box_build.MODULES[folder].version()
         if pinned != manifest.version:
-            raise ManifestError(f"components/catalog pins {key} {manifest.version} but box/{folder}/go.mod pins "
-                                f"{pinned}: pin both at the same version")
+            raise ManifestError(
+                f"components/catalog pins {key} {manifest.version} but box/{folder}/go.mod pins "
+                f"{pinned}: pin both at the same version"
+            )
         text = (module_dir(folder, module) / path).read_text()
         return [d for d in yaml.safe_load_all(text) if d]
     raise ManifestError(f"{url} is not a release manifest of components/catalog")

@@ -53,7 +53,7 @@ def network_labels(group: str, instance_type: str, region: str, index: int) -> d
         return {}
     out = {}
     for depth, label in enumerate(reversed(network.labels)):  # the lowest layer first
-        domain = index // (BLOCK_NODES * LAYER_FANOUT ** depth)
+        domain = index // (BLOCK_NODES * LAYER_FANOUT**depth)
         out[label] = f"nn-{group}-l{network.layers - depth}-{domain}"
     return out
 
@@ -93,14 +93,19 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) 
             "type": "kwok",
             **network_labels(group.name, facts.name, region, i),
         }
-        nodes.append({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "annotations": {KWOK_NODE_ANNOTATION: "fake",
-                                                                         DEVICES_ANNOTATION: json.dumps(devices)}},
-            "spec": {"taints": taints} if taints else {},
-            "status": {"capacity": dict(resources), "allocatable": dict(resources)},
-        })
+        nodes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": labels,
+                    "annotations": {KWOK_NODE_ANNOTATION: "fake", DEVICES_ANNOTATION: json.dumps(devices)},
+                },
+                "spec": {"taints": taints} if taints else {},
+                "status": {"capacity": dict(resources), "allocatable": dict(resources)},
+            }
+        )
     return nodes
 
 

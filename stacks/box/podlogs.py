@@ -52,8 +52,10 @@ def cri_line(text: str, when: Optional[datetime.datetime] = None, stream: str = 
 def _owner(pod: Mapping[str, Any]) -> str:
     labels = pod["metadata"].get("labels") or {}
     if labels.get("training.kubeflow.org/job-name"):
-        return f"MPIJob {labels['training.kubeflow.org/job-name']} " \
-               f"({labels.get('training.kubeflow.org/job-role', 'worker')})"
+        return (
+            f"MPIJob {labels['training.kubeflow.org/job-name']} "
+            f"({labels.get('training.kubeflow.org/job-role', 'worker')})"
+        )
     if labels.get("job-name"):
         return f"Job {labels['job-name']}"
     ref = next(iter(pod["metadata"].get("ownerReferences") or []), None)
@@ -70,16 +72,20 @@ def start_lines(pod: Mapping[str, Any], container: Mapping[str, Any], init: bool
     meta, spec = pod["metadata"], pod["spec"]
     ann = meta.get("annotations") or {}
     name = container["name"]
-    lines = [f"pod {meta['namespace']}/{meta['name']} ({_owner(pod)}) started on node {spec.get('nodeName')}; "
-             f"{'init ' if init else ''}container {name}, image {container.get('image', '?')}: simulated by kwok, "
-             f"nothing ran"]
+    lines = [
+        f"pod {meta['namespace']}/{meta['name']} ({_owner(pod)}) started on node {spec.get('nodeName')}; "
+        f"{'init ' if init else ''}container {name}, image {container.get('image', '?')}: simulated by kwok, "
+        f"nothing ran"
+    ]
     if init:
         lines.append(f"init container {name}: completed at once (exit code 0)")
     elif _job_owned(pod):
         target = ann.get(_CONTAINER)
         code = ann.get(_EXIT_CODE, "0") if not target or target == name else "0"
-        lines.append(f"container {name}: runs {ann.get(_RUN_MS, '1000ms')} ({_RUN_MS}), then exits {code}"
-                     + (f" ({_EXIT_CODE})" if code != "0" else ""))
+        lines.append(
+            f"container {name}: runs {ann.get(_RUN_MS, '1000ms')} ({_RUN_MS}), then exits {code}"
+            + (f" ({_EXIT_CODE})" if code != "0" else "")
+        )
     else:
         lines.append(f"container {name}: runs until its pod is deleted (not a Job's pod)")
     return lines
@@ -96,10 +102,18 @@ def end_lines(pod: Mapping[str, Any], name: str) -> list[str]:
         lines.append(f"container {name}: exited {term.get('exitCode')} ({term.get('reason', 'unknown reason')})")
     else:
         lines.append(f"container {name}: no exit recorded")
-    why = next((f"{c.get('reason')}: {c.get('message', '')}" for c in status.get("conditions") or []
-                if c["type"] == "DisruptionTarget" and c["status"] == "True"), None)
-    lines.append(f"pod {pod['metadata']['namespace']}/{pod['metadata']['name']}: {status.get('phase')}"
-                 + (f" (DisruptionTarget {why})" if why else ""))
+    why = next(
+        (
+            f"{c.get('reason')}: {c.get('message', '')}"
+            for c in status.get("conditions") or []
+            if c["type"] == "DisruptionTarget" and c["status"] == "True"
+        ),
+        None,
+    )
+    lines.append(
+        f"pod {pod['metadata']['namespace']}/{pod['metadata']['name']}: {status.get('phase')}"
+        + (f" (DisruptionTarget {why})" if why else "")
+    )
     return lines
 
 
@@ -140,18 +154,28 @@ class PodLogs(Poller):
                 path = folder / f"{c['name']}.log"
                 path.write_text("".join(cri_line(line) for line in start_lines(pod, c, init)))
                 files[c["name"]] = path
-        logs = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": LOGS_KIND,
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-                "spec": {"logs": [{"containers": [name], "logsFile": str(path)} for name, path in files.items()]}}
+        logs = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": LOGS_KIND,
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            "spec": {"logs": [{"containers": [name], "logsFile": str(path)} for name, path in files.items()]},
+        }
         # a pod of the same name earlier (a StatefulSet's, recreated): its Logs object is replaced
-        self.box.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=eks-training-box-logs",
-                         "-f", "-", input=yaml.safe_dump(logs))
+        self.box.kubectl(
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=eks-training-box-logs",
+            "-f",
+            "-",
+            input=yaml.safe_dump(logs),
+        )
         self.files[meta["uid"]] = files
 
 
-
-def last_lines(box: Box, namespace: str, pod: str, container: Optional[str] = None, lines: int = 10,
-               timeout_s: float = 20.0) -> str:
+def last_lines(
+    box: Box, namespace: str, pod: str, container: Optional[str] = None, lines: int = 10, timeout_s: float = 20.0
+) -> str:
     """The last ``lines`` of a container's log as ``kubectl logs --tail`` prints them (kwok serves them a moment after
     the ``Logs`` object is created: retried until ``timeout_s``); the error kubectl printed when there is none."""
     argv = ["logs", "-n", namespace, pod, f"--tail={lines}"] + (["-c", container] if container else [])

@@ -129,9 +129,17 @@ def predecessors(template: Mapping[str, Any]) -> list[str]:
 class Rehearsal:
     """Drive one stack's steps on ``box`` (nodes already there)."""
 
-    def __init__(self, box: Box, steps: list[Step], *, run_ms: Optional[Mapping[str, int]] = None,
-                 exit_codes: Optional[Mapping[str, tuple[int, str]]] = None, default_run_ms: int = 1000,
-                 log_dir: Optional[Path] = None, await_jobs: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        box: Box,
+        steps: list[Step],
+        *,
+        run_ms: Optional[Mapping[str, int]] = None,
+        exit_codes: Optional[Mapping[str, tuple[int, str]]] = None,
+        default_run_ms: int = 1000,
+        log_dir: Optional[Path] = None,
+        await_jobs: Iterable[str] = (),
+    ) -> None:
         self.box, self.steps = box, steps
         self.run_ms, self.exit_codes, self.default_run_ms = dict(run_ms or {}), dict(exit_codes or {}), default_run_ms
         self.start = time.monotonic()
@@ -189,21 +197,41 @@ class Rehearsal:
             return
         proc = None
         # As Helm's install does with a chart's CRDs: one that exists already is left as it is.
-        created = [d for d in created if not (d["kind"] == "CustomResourceDefinition"
-                                              and self.box.exists("crd", d["metadata"]["name"]))]
+        created = [
+            d
+            for d in created
+            if not (d["kind"] == "CustomResourceDefinition" and self.box.exists("crd", d["metadata"]["name"]))
+        ]
         if created:
-            proc = self.box.kubectl("create", "--validate=strict", "-f", "-",
-                                    input=yaml.safe_dump_all(created, sort_keys=False), check=False)
+            proc = self.box.kubectl(
+                "create",
+                "--validate=strict",
+                "-f",
+                "-",
+                input=yaml.safe_dump_all(created, sort_keys=False),
+                check=False,
+            )
         if docs and (proc is None or proc.returncode == 0):
-            proc = self.box.kubectl("apply", "--server-side", "--force-conflicts", "--validate=strict",
-                                    "--field-manager=eks-training-box", "-f", "-",
-                                    input=yaml.safe_dump_all(docs, sort_keys=False), check=False)
+            proc = self.box.kubectl(
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "--validate=strict",
+                "--field-manager=eks-training-box",
+                "-f",
+                "-",
+                input=yaml.safe_dump_all(docs, sort_keys=False),
+                check=False,
+            )
         docs += created
         if proc is not None and proc.returncode != 0:
             refused = _refusals(docs, proc.stderr)
             self.refused += refused
-            names = [s.name for s in steps if any(r.name.rpartition("/")[2] == d["metadata"]["name"]
-                                                  for r in refused for d in s.docs)] or [s.name for s in steps]
+            names = [
+                s.name
+                for s in steps
+                if any(r.name.rpartition("/")[2] == d["metadata"]["name"] for r in refused for d in s.docs)
+            ] or [s.name for s in steps]
             raise RehearsalError(f"{', '.join(names)} was refused: " + "; ".join(str(r) for r in self.refused))
         for step in steps:
             if not step.docs:
@@ -219,18 +247,27 @@ class Rehearsal:
         spec = claim["spec"]
         if spec.get("volumeName") or not spec.get("storageClassName"):
             return
-        sc = self.box.get("storageclass", spec["storageClassName"]) if self._exists(
-            "storageclass", spec["storageClassName"]) else None
+        sc = (
+            self.box.get("storageclass", spec["storageClassName"])
+            if self._exists("storageclass", spec["storageClassName"])
+            else None
+        )
         if not sc or sc.get("provisioner") != EFS_PROVISIONER:
             return
         meta = claim["metadata"]
-        pv: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolume",
-              "metadata": {"name": f"pvc-{meta['namespace']}-{meta['name']}"},
-              "spec": {"capacity": {"storage": spec["resources"]["requests"]["storage"]},
-                       "accessModes": spec["accessModes"], "storageClassName": spec["storageClassName"],
-                       "persistentVolumeReclaimPolicy": "Delete",
-                       "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
-                       "csi": {"driver": EFS_PROVISIONER, "volumeHandle": "fs-box::fsap-box"}}}
+        pv: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"pvc-{meta['namespace']}-{meta['name']}"},
+            "spec": {
+                "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                "accessModes": spec["accessModes"],
+                "storageClassName": spec["storageClassName"],
+                "persistentVolumeReclaimPolicy": "Delete",
+                "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
+                "csi": {"driver": EFS_PROVISIONER, "volumeHandle": "fs-box::fsap-box"},
+            },
+        }
         self.box.kubectl("create", "-f", "-", input=yaml.safe_dump(pv))
         self.note(f"provisioned {pv['metadata']['name']} for claim {meta['name']} (EFS CSI stand-in)")
 
@@ -255,7 +292,8 @@ class Rehearsal:
             elif kind == "DaemonSet":  # a Helm release's stand-in: pulumi awaits a release's resources
                 status = self.box.get("daemonset", meta["name"], *ns).get("status") or {}
                 if not status.get("observedGeneration") or (status.get("numberReady") or 0) != (
-                        status.get("desiredNumberScheduled") or 0):
+                    status.get("desiredNumberScheduled") or 0
+                ):
                     return False
             elif kind == "Job":
                 status = self.box.get("job", meta["name"], *ns).get("status") or {}
@@ -288,19 +326,24 @@ class Rehearsal:
 
     def _start_operator(self, binary: Path) -> None:
         log = open(self.log_dir / "mpi-operator.log", "ab")
-        self.operator = subprocess.Popen([str(binary), "-kubeConfig", str(self.box.kubeconfig),
-                                          "--kube-api-qps", "100", "--kube-api-burst", "200"],
-                                         stdout=log, stderr=subprocess.STDOUT)
+        self.operator = subprocess.Popen(
+            [str(binary), "-kubeConfig", str(self.box.kubeconfig), "--kube-api-qps", "100", "--kube-api-burst", "200"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
 
-    def _start_kueue(self, binary: Path, configuration: Mapping[str, Any],
-                     feature_gates: Optional[Mapping[str, bool]] = None) -> None:
+    def _start_kueue(
+        self, binary: Path, configuration: Mapping[str, Any], feature_gates: Optional[Mapping[str, bool]] = None
+    ) -> None:
         """Kueue's release: its CRDs are applied; the manager starts once they are Established (once per box)."""
         kueue = Kueue(self.box, binary, configuration, log_dir=self.log_dir, feature_gates=feature_gates)
         self.kueue_start_s = kueue.start()
         self.kueue = kueue
-        self.note(f"started Kueue (pid {kueue.process.pid if kueue.process else '?'}, out of cluster) in "
-                  f"{self.kueue_start_s:.1f} s")
+        self.note(
+            f"started Kueue (pid {kueue.process.pid if kueue.process else '?'}, out of cluster) in "
+            f"{self.kueue_start_s:.1f} s"
+        )
 
     def stop_operator(self) -> None:
         """Stop the operators the box runs (the MPI Operator, Kueue)."""
@@ -327,7 +370,7 @@ class Rehearsal:
         for pod in self.box.get("pods", "-A")["items"]:
             if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("startTime"):
                 self.pods.setdefault(pod["metadata"]["uid"], pod)
-            held = ((pod["metadata"].get("annotations") or {}).get(HELD) or "")
+            held = (pod["metadata"].get("annotations") or {}).get(HELD) or ""
             if not held:
                 continue
             ns = pod["metadata"]["namespace"]
@@ -343,19 +386,38 @@ class Rehearsal:
             if (pod.get("status") or {}).get("phase") != "Pending":
                 continue
             conds = (pod.get("status") or {}).get("conditions") or []
-            why = next((c.get("message") or c.get("reason") for c in conds
-                        if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+            why = next(
+                (
+                    c.get("message") or c.get("reason")
+                    for c in conds
+                    if c["type"] == "PodScheduled" and c["status"] == "False"
+                ),
+                None,
+            )
             held = (pod["metadata"].get("annotations") or {}).get(HELD)
-            out.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
-                       + (why or (f"waiting for {held}" if held else "scheduled, not started")))
+            out.append(
+                f"{pod['metadata']['namespace']}/{pod['metadata']['name']}: "
+                + (why or (f"waiting for {held}" if held else "scheduled, not started"))
+            )
         if self.kueue is not None:
-            for ns in sorted({d["metadata"]["namespace"] for s in self.applied.values() for d in s.docs
-                              if d["kind"] in ("Job", "MPIJob")}):
+            for ns in sorted(
+                {
+                    d["metadata"]["namespace"]
+                    for s in self.applied.values()
+                    for d in s.docs
+                    if d["kind"] in ("Job", "MPIJob")
+                }
+            ):
                 out += workload_conditions(self.box, ns)
         return out
 
-    def run(self, binaries: Mapping[str, Path], *, timeout_s: float = 120.0,
-            stuck: Optional[Callable[[list[str]], bool]] = None) -> None:
+    def run(
+        self,
+        binaries: Mapping[str, Path],
+        *,
+        timeout_s: float = 120.0,
+        stuck: Optional[Callable[[list[str]], bool]] = None,
+    ) -> None:
         """Apply every step in dependency order, then wait until every job completed (else :class:`RehearsalError`
         naming what waits and the scheduler's reasons). ``stuck(reasons)``, given :meth:`pending_reasons` after each
         pass, may end the wait early: true means what waits will not move (a job Kueue will never admit), and the
@@ -373,8 +435,10 @@ class Rehearsal:
                 if urn not in self.ready and self._is_ready(step):
                     self.ready.add(urn)
                     progressed = True
-                    if any(d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == MPIJOB_CRD
-                           for d in step.docs):
+                    if any(
+                        d["kind"] == "CustomResourceDefinition" and d["metadata"]["name"] == MPIJOB_CRD
+                        for d in step.docs
+                    ):
                         self._start_operator(binaries["mpi-operator"])
             for step in self.applied.values():
                 if step.kueue is not None and self.kueue is None:
@@ -386,12 +450,17 @@ class Rehearsal:
             reasons = self.pending_reasons() if stuck is not None else None
             if time.monotonic() > deadline or (reasons and stuck is not None and stuck(reasons)):
                 waiting = [s.name for s in todo] + [s.name for u, s in self.applied.items() if u not in self.ready]
-                when = (f"not done after {timeout_s:.0f} s" if time.monotonic() > deadline
-                        else f"stuck after {time.monotonic() - self.start:.0f} s")
+                when = (
+                    f"not done after {timeout_s:.0f} s"
+                    if time.monotonic() > deadline
+                    else f"stuck after {time.monotonic() - self.start:.0f} s"
+                )
                 raise RehearsalError(
                     f"{when}; waiting: {', '.join(waiting) or 'the jobs'}; pending pods:\n"
                     + "\n".join(reasons if reasons is not None else self.pending_reasons())
-                    + "\ntimeline:\n" + self.timeline())
+                    + "\ntimeline:\n"
+                    + self.timeline()
+                )
             if not progressed:
                 time.sleep(0.3)
         self.note("every job completed")

@@ -87,8 +87,10 @@ def _failure(pod: Mapping[str, Any]) -> str:
 def pending_reason(pod: Mapping[str, Any]) -> str:
     """Why a Pending pod waits: the scheduler's message, its wait-for-jobs init container's jobs, or its node's start."""
     conds = (pod.get("status") or {}).get("conditions") or []
-    why = next((c.get("message") or c.get("reason") for c in conds
-                if c["type"] == "PodScheduled" and c["status"] == "False"), None)
+    why = next(
+        (c.get("message") or c.get("reason") for c in conds if c["type"] == "PodScheduled" and c["status"] == "False"),
+        None,
+    )
     if why:
         return f"not scheduled: {why}"
     held = (pod["metadata"].get("annotations") or {}).get(HELD)
@@ -114,8 +116,10 @@ def workload_state(wl: Mapping[str, Any]) -> str:
     if true("Admitted"):
         return "admitted"
     c = conds.get("QuotaReserved") or {}
-    return f"queued, not admitted: QuotaReserved={c.get('status', 'Unknown')} ({c.get('reason', 'Pending')}: " \
-           f"{c.get('message', '')})"
+    return (
+        f"queued, not admitted: QuotaReserved={c.get('status', 'Unknown')} ({c.get('reason', 'Pending')}: "
+        f"{c.get('message', '')})"
+    )
 
 
 class Recorder(Poller):
@@ -190,7 +194,6 @@ class Recorder(Poller):
             self._note(t, f"pod {rec.ref} ({rec.owner}) {rec.outcome} on {rec.node}")
 
 
-
 def _seconds(t: Optional[float]) -> str:
     return "-" if t is None else f"{t:.1f} s"
 
@@ -205,14 +208,22 @@ def report(rehearsal: "Rehearsal", recorder: Recorder) -> str:
     for uid, pod in rehearsal.pods.items():  # a pod the rehearsal saw start that came and went between two looks
         if uid not in pods:
             owner, job = _owner(pod)
-            pods[uid] = PodRecord(pod["metadata"]["namespace"], pod["metadata"]["name"], owner, job,
-                                  node=pod["spec"].get("nodeName") or "", outcome="seen running by the rehearsal only")
-    ran = sorted((r for r in pods.values() if r.node),
-                 key=lambda r: (r.started if r.started is not None else 1e9, r.ref))
+            pods[uid] = PodRecord(
+                pod["metadata"]["namespace"],
+                pod["metadata"]["name"],
+                owner,
+                job,
+                node=pod["spec"].get("nodeName") or "",
+                outcome="seen running by the rehearsal only",
+            )
+    ran = sorted(
+        (r for r in pods.values() if r.node), key=lambda r: (r.started if r.started is not None else 1e9, r.ref)
+    )
     for r in ran:
         took = f"{r.finished - r.started:.1f} s" if r.finished is not None and r.started is not None else "running"
-        lines.append(f"  {r.ref} ({r.owner}) on {r.node}: started {_seconds(r.started)}, "
-                     f"{r.outcome or 'still running'} ({took})")
+        lines.append(
+            f"  {r.ref} ({r.owner}) on {r.node}: started {_seconds(r.started)}, {r.outcome or 'still running'} ({took})"
+        )
     lines += ["", "What waited, and why:"]
     waited = False
     for r in sorted(recorder.pods.values(), key=lambda r: (r.waits[0].first if r.waits else 1e9, r.ref)):
@@ -231,6 +242,8 @@ def report(rehearsal: "Rehearsal", recorder: Recorder) -> str:
     for name, rec in sorted(rehearsal.jobs.items(), key=lambda kv: (kv[1].get("started", 1e9), kv[0])):
         started, finished = rec.get("started"), rec.get("finished")
         took = f"{finished - started:.1f} s" if started is not None and finished is not None else "-"
-        lines.append(f"  {name} ({rec['kind']}): {rec.get('outcome', 'not finished')}, started {_seconds(started)}, "
-                     f"finished {_seconds(finished)}, took {took}")
+        lines.append(
+            f"  {name} ({rec['kind']}): {rec.get('outcome', 'not finished')}, started {_seconds(started)}, "
+            f"finished {_seconds(finished)}, took {took}"
+        )
     return "\n".join(lines)

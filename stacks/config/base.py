@@ -39,6 +39,8 @@ def split_s3_path(uri: Optional[str]) -> Optional[tuple[str, str]]:
     """``(bucket, prefix)`` of an ``s3://bucket/prefix/`` path, or ``None``."""
     m = S3_PATH_RE.match(uri or "")
     return (m.group("bucket"), m.group("prefix")) if m else None
+
+
 #: Longest entry name of each map section. Names are DNS labels that become parts of AWS and Kubernetes names
 #: (node groups, roles, Jobs, Services, ECR repositories); a derived name past its service's limit is shortened
 #: with a stable hash (components/naming.py), these bounds keep the readable part meaningful.
@@ -49,8 +51,12 @@ ENTRY_NAME_MAX: dict[str, int] = {"nodeGroups": 20, "jobs": 40, "images": 40, "d
 #: (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#rfc-1035-label-names). The other entries
 #: only become RFC 1123 labels and AWS names, where a leading digit is fine.
 JOB_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-ENTRY_NAME_RE: dict[str, re.Pattern[str]] = {"nodeGroups": NAME_RE, "jobs": JOB_NAME_RE, "images": NAME_RE,
-                                            "datasets": NAME_RE}
+ENTRY_NAME_RE: dict[str, re.Pattern[str]] = {
+    "nodeGroups": NAME_RE,
+    "jobs": JOB_NAME_RE,
+    "images": NAME_RE,
+    "datasets": NAME_RE,
+}
 
 
 def entry_name_problem(section: str, name: object, path: str) -> Optional[str]:
@@ -63,15 +69,23 @@ def entry_name_problem(section: str, name: object, path: str) -> Optional[str]:
     if section == "jobs":
         if shown[:1].isdigit():
             hint = f" (e.g. {('job-' + shown)[:longest].rstrip('-')!r})"
-        return (f"the name must be 1-{longest} lowercase letters, digits and '-', starting with a letter and ending "
-                f"with a letter or digit (it names the job's Kubernetes Service and pods, which must start with a "
-                f"letter); rename {path}{hint}")
-    return (f"the name must be 1-{longest} lowercase letters, digits and '-', starting and ending with a letter or "
-            f"digit; rename {path}{hint}")
+        return (
+            f"the name must be 1-{longest} lowercase letters, digits and '-', starting with a letter and ending "
+            f"with a letter or digit (it names the job's Kubernetes Service and pods, which must start with a "
+            f"letter); rename {path}{hint}"
+        )
+    return (
+        f"the name must be 1-{longest} lowercase letters, digits and '-', starting and ending with a letter or "
+        f"digit; rename {path}{hint}"
+    )
 
 
-def reference(*, allowed: Optional[Iterable[Any]] = None, between: Optional[tuple[float, float]] = None,
-              unset: Optional[Any] = None) -> dict[str, Any]:
+def reference(
+    *,
+    allowed: Optional[Iterable[Any]] = None,
+    between: Optional[tuple[float, float]] = None,
+    unset: Optional[Any] = None,
+) -> dict[str, Any]:
     """``Field(json_schema_extra=reference(...))``: what the configuration reference (``stacks/docs.py``) shows of a
     field that its type and ``Field`` constraints do not say: the values (``allowed``) or the range (``between``) its
     validator accepts, and the value that applies when it is unset (``unset``, for a field whose default is ``None``
@@ -89,8 +103,9 @@ def reference(*, allowed: Optional[Iterable[Any]] = None, between: Optional[tupl
 class Model(BaseModel):
     """Base for config objects: camelCase keys, unknown keys rejected, immutable."""
 
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True,
-                              use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True, use_attribute_docstrings=True
+    )
 
 
 def label_key_ok(k: str) -> bool:

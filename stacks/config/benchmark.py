@@ -41,9 +41,9 @@ FROM_KEY = "from"
 FORBIDDEN_JOB_KEYS: Mapping[str, str] = {
     "outputDir": "each run gives every experiment a fresh folder, benchmarks/<run>/<experiment>; remove it",
     "waitForCompletion": "the driver (python -m stacks.benchmark) follows the experiments, `pulumi up` only creates "
-                         "them; remove it",
+    "them; remove it",
     "purpose": "an experiment is queued with the experiment priority (below training: the README's queues section); "
-               "remove it",
+    "remove it",
 }
 #: Output files the collector copies by default besides metrics and logs (globs relative to the output folder).
 DEFAULT_KEPT_OUTPUTS: tuple[str, ...] = ("*.json", "*.csv", "*.txt")
@@ -71,8 +71,10 @@ class ResultsConfig(Model):
             return v
         m = S3_PATH_RE.match(v)
         if m is None or not S3_BUCKET_RE.match(m.group("bucket")):
-            raise ValueError(f"{v!r} is not s3://bucket/prefix/ (a bucket name, then a prefix ending in '/'), "
-                             "e.g. s3://my-results/benchmarks/")
+            raise ValueError(
+                f"{v!r} is not s3://bucket/prefix/ (a bucket name, then a prefix ending in '/'), "
+                "e.g. s3://my-results/benchmarks/"
+            )
         return v
 
     @field_validator("prefix")
@@ -85,8 +87,15 @@ class ResultsConfig(Model):
     @model_validator(mode="after")
     def _one_bucket(self) -> "ResultsConfig":
         if self.s3_path is not None and self.prefix is not None:
-            check([("prefix", "only for the bucket the stack creates; with @{s3Path} the prefix is part of the "
-                              "path, remove prefix")])
+            check(
+                [
+                    (
+                        "prefix",
+                        "only for the bucket the stack creates; with @{s3Path} the prefix is part of the "
+                        "path, remove prefix",
+                    )
+                ]
+            )
         return self
 
     @property
@@ -115,8 +124,11 @@ class KeepConfig(Model):
     @field_validator("outputs")
     @classmethod
     def _outputs(cls, v: list[str]) -> list[str]:
-        bad = [(f"[{i}]", f"{g!r} must be a glob relative to the output folder, e.g. '*.json' or 'logs/*.txt'")
-               for i, g in enumerate(v) if not g or g.startswith("/") or ".." in g.split("/")]
+        bad = [
+            (f"[{i}]", f"{g!r} must be a glob relative to the output folder, e.g. '*.json' or 'logs/*.txt'")
+            for i, g in enumerate(v)
+            if not g or g.startswith("/") or ".." in g.split("/")
+        ]
         check(bad)
         return v
 
@@ -207,8 +219,10 @@ def merged_experiments(experiments: Mapping[str, Any]) -> tuple[dict[str, dict[s
             cur = experiments[cur].get(FROM_KEY) if isinstance(experiments[cur], dict) else None
         if cur == name and frozenset(chain) not in reported:
             reported.add(frozenset(chain))
-            problems.append(f"{key(f'{experiment_path(name)}.{FROM_KEY}')}: the experiments are based on each other in a "
-                            f"cycle ({' -> '.join([*chain, name])}); write one of them out in full")
+            problems.append(
+                f"{key(f'{experiment_path(name)}.{FROM_KEY}')}: the experiments are based on each other in a "
+                f"cycle ({' -> '.join([*chain, name])}); write one of them out in full"
+            )
     for name in experiments:
         resolve(name, (name,))
     return {n: out[n] for n in experiments if n in out}, problems
@@ -257,8 +271,10 @@ def validate_experiments(
         if why is not None:
             problems.append(f"{key(path)}: {why}")
         if name in job_names:
-            problems.append(f"{key(path)}: {key(f'jobs.{name}')} has the same name, and an experiment runs as a job of "
-                            "its name; rename one of them")
+            problems.append(
+                f"{key(path)}: {key(f'jobs.{name}')} has the same name, and an experiment runs as a job of "
+                "its name; rename one of them"
+            )
         if name == COLLECTOR_NAME:
             problems.append(f"{key(path)}: {COLLECTOR_NAME} is the collector's name; rename the experiment")
     merged, chain_problems = merged_experiments(raw_experiments)

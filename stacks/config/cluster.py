@@ -28,8 +28,9 @@ today: Callable[[], date] = date.today
 class ClusterConfig(Model):
     """The EKS control plane (key ``cluster``)."""
 
-    kubernetes_version: str = Field(default=DEFAULT_KUBERNETES_VERSION, json_schema_extra=reference(
-        allowed=SUPPORTED_KUBERNETES_VERSIONS))
+    kubernetes_version: str = Field(
+        default=DEFAULT_KUBERNETES_VERSION, json_schema_extra=reference(allowed=SUPPORTED_KUBERNETES_VERSIONS)
+    )
     """The Kubernetes version; one past EKS standard support needs extendedSupport."""
     extended_support: bool = False
     """false: upgradePolicy STANDARD, EKS upgrades the cluster at the end of standard support; true keeps the version
@@ -135,19 +136,25 @@ class ClusterConfig(Model):
             )
         if not self.endpoint_public_access and "public_access_cidrs" in self.model_fields_set:
             problems.append(
-                ("publicAccessCidrs", "only applies to a public endpoint (EKS refuses it with endpointPublicAccess: false); "
-                                      "remove it, or set endpointPublicAccess: true")
+                (
+                    "publicAccessCidrs",
+                    "only applies to a public endpoint (EKS refuses it with endpointPublicAccess: false); "
+                    "remove it, or set endpointPublicAccess: true",
+                )
             )
         v = KUBERNETES_VERSIONS.get(self.kubernetes_version)
         day = today()
         if v is not None and not in_standard_support(v.minor, day) and not self.extended_support:
             problems.append(
-                ("kubernetesVersion", f"{v.minor} left EKS standard support on {v.end_of_standard.isoformat()}: EKS would "
-                                      f"bill extended support (${SERVICE_PRICES['eks-cluster-extended'].usd:.2f} instead of "
-                                      f"${SERVICE_PRICES['eks-cluster'].usd:.2f} per cluster-hour until "
-                                      f"{v.end_of_extended.isoformat()}); choose one of "
-                                      f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if in_standard_support(m, day))}, "
-                                      "or set @{extendedSupport}: true")
+                (
+                    "kubernetesVersion",
+                    f"{v.minor} left EKS standard support on {v.end_of_standard.isoformat()}: EKS would "
+                    f"bill extended support (${SERVICE_PRICES['eks-cluster-extended'].usd:.2f} instead of "
+                    f"${SERVICE_PRICES['eks-cluster'].usd:.2f} per cluster-hour until "
+                    f"{v.end_of_extended.isoformat()}); choose one of "
+                    f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if in_standard_support(m, day))}, "
+                    "or set @{extendedSupport}: true",
+                )
             )
         check(problems)
         return self

@@ -39,9 +39,7 @@ class ConfigError(pulumi.RunError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         text = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(
-            f"invalid stack configuration ({len(problems)} problem(s)); no resource was created:\n{text}"
-        )
+        super().__init__(f"invalid stack configuration ({len(problems)} problem(s)); no resource was created:\n{text}")
 
 
 class Rule(ValueError):

@@ -19,10 +19,15 @@ FACT_FIELDS: dict[str, tuple[str, str]] = {
     "gpuMemoryMib": ("MiB per GPU", "`GpuInfo.Gpus[].MemoryInfo.SizeInMiB`"),
     "maxEfaInterfaces": ("EFA interfaces per instance (0: no EFA)", "`NetworkInfo.EfaInfo.MaximumEfaInterfaces`"),
     "networkCards": ("network cards (an EFA type has one interface per card)", "`NetworkInfo.MaximumNetworkCards`"),
-    "networkGbps": ("Gbit/s, baseline (8 Gbit/s = 1 GB/s)", "`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps`, summed"),
+    "networkGbps": (
+        "Gbit/s, baseline (8 Gbit/s = 1 GB/s)",
+        "`NetworkInfo.NetworkCards[].BaselineBandwidthInGbps`, summed",
+    ),
     "localNvmeGb": ("GB of instance store", "`InstanceStorageInfo.TotalSizeInGB`"),
-    "pricePerHour": ("USD per hour, On-Demand Linux in us-east-1 (the estimate's prices)",
-                     "not in the API: https://aws.amazon.com/ec2/pricing/on-demand/"),
+    "pricePerHour": (
+        "USD per hour, On-Demand Linux in us-east-1 (the estimate's prices)",
+        "not in the API: https://aws.amazon.com/ec2/pricing/on-demand/",
+    ),
     "source": ("text: where the facts come from", "-"),
 }
 
@@ -90,16 +95,22 @@ class InstanceFactsConfig(Model):
         per_vcpu = self.memory_mib / self.vcpus
         if not MIN_MIB_PER_VCPU <= per_vcpu <= MAX_MIB_PER_VCPU:
             problems.append(
-                ("memoryMib", f"{self.memory_mib} MiB for {self.vcpus} vCPUs is {per_vcpu:g} MiB per vCPU, and EC2 types "
-                 f"have {MIN_MIB_PER_VCPU / 1024:g} to {MAX_MIB_PER_VCPU / 1024:g} GiB per vCPU; "
-                 f"{_unit_guess(self.memory_mib, self.vcpus, MIN_MIB_PER_VCPU, MAX_MIB_PER_VCPU)}the value is in MiB "
-                 "(MemoryInfo.SizeInMiB of aws ec2 describe-instance-types)")
+                (
+                    "memoryMib",
+                    f"{self.memory_mib} MiB for {self.vcpus} vCPUs is {per_vcpu:g} MiB per vCPU, and EC2 types "
+                    f"have {MIN_MIB_PER_VCPU / 1024:g} to {MAX_MIB_PER_VCPU / 1024:g} GiB per vCPU; "
+                    f"{_unit_guess(self.memory_mib, self.vcpus, MIN_MIB_PER_VCPU, MAX_MIB_PER_VCPU)}the value is in MiB "
+                    "(MemoryInfo.SizeInMiB of aws ec2 describe-instance-types)",
+                )
             )
         if self.gpu_memory_mib is not None and not MIN_GPU_MIB <= self.gpu_memory_mib <= MAX_GPU_MIB:
             problems.append(
-                ("gpuMemoryMib", f"{self.gpu_memory_mib} MiB per GPU is outside the {MIN_GPU_MIB} to {MAX_GPU_MIB} MiB "
-                 f"of any GPU; {_unit_guess(self.gpu_memory_mib, 1, MIN_GPU_MIB, MAX_GPU_MIB)}the value is in MiB per "
-                 "GPU (GpuInfo.Gpus[].MemoryInfo.SizeInMiB)")
+                (
+                    "gpuMemoryMib",
+                    f"{self.gpu_memory_mib} MiB per GPU is outside the {MIN_GPU_MIB} to {MAX_GPU_MIB} MiB "
+                    f"of any GPU; {_unit_guess(self.gpu_memory_mib, 1, MIN_GPU_MIB, MAX_GPU_MIB)}the value is in MiB per "
+                    "GPU (GpuInfo.Gpus[].MemoryInfo.SizeInMiB)",
+                )
             )
         check(problems)
         return self

@@ -32,12 +32,24 @@ JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
 #: project's helpers (dataset staging, the all-reduce check, waits, code download, TensorBoard).
 TOOLBOX_IMAGE = "training"
 #: Environment names the program sets itself (a job's ``env`` may not override them).
-RESERVED_ENV = frozenset({
-    "OUTPUT_DIR", "DATA_DIR", "TENSORBOARD_DIR", "JOB_NAME", "JOB_SIZE", "JOB_PEERS", "PROCS_PER_NODE", "TF_CONFIG",
-    # a pytorch job's resilience settings (from maxRestarts, checkpointEverySeconds, collectiveTimeoutSeconds and
-    # stopGracePeriodSeconds)
-    "MAX_FAILED_ATTEMPTS", "CHECKPOINT_EVERY_SECONDS", "PG_TIMEOUT_SECONDS", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
-})
+RESERVED_ENV = frozenset(
+    {
+        "OUTPUT_DIR",
+        "DATA_DIR",
+        "TENSORBOARD_DIR",
+        "JOB_NAME",
+        "JOB_SIZE",
+        "JOB_PEERS",
+        "PROCS_PER_NODE",
+        "TF_CONFIG",
+        # a pytorch job's resilience settings (from maxRestarts, checkpointEverySeconds, collectiveTimeoutSeconds and
+        # stopGracePeriodSeconds)
+        "MAX_FAILED_ATTEMPTS",
+        "CHECKPOINT_EVERY_SECONDS",
+        "PG_TIMEOUT_SECONDS",
+        "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+    }
+)
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_RE = re.compile(r"^[\w./-]+$")
 
@@ -92,7 +104,14 @@ class ImageConfig(Model):
     @model_validator(mode="after")
     def _one_source(self) -> "ImageConfig":
         if (self.context is None) == (self.prebuilt is None):
-            check([("", "set exactly one of context (a folder of your project, or one this package ships, to build) or prebuilt (a pinned reference)")])
+            check(
+                [
+                    (
+                        "",
+                        "set exactly one of context (a folder of your project, or one this package ships, to build) or prebuilt (a pinned reference)",
+                    )
+                ]
+            )
         return self
 
 
@@ -145,8 +164,13 @@ class DatasetConfig(Model):
     @model_validator(mode="after")
     def _prefix_is_not_verified(self) -> "DatasetConfig":
         if self.is_prefix:
-            check([(f, "verifies one downloaded object; an S3 prefix is imported object by object, remove it")
-                   for f, v in (("md5", self.md5), ("expectedBytes", self.expected_bytes)) if v is not None])
+            check(
+                [
+                    (f, "verifies one downloaded object; an S3 prefix is imported object by object, remove it")
+                    for f, v in (("md5", self.md5), ("expectedBytes", self.expected_bytes))
+                    if v is not None
+                ]
+            )
         return self
 
     @property
@@ -201,8 +225,10 @@ class HealthCheckConfig(Model):
             hint = f"; did you write MiB? {v} MiB is {v << 20}" if (v << 20) <= MAX_CHECK_BYTES else ""
             raise ValueError(f"{v} bytes is below 1 MiB (1048576), the smallest maxBytes; the value is in bytes{hint}")
         if v > MAX_CHECK_BYTES:
-            raise ValueError(f"{v} bytes is above 16 GiB (17179869184), the largest message checked; the value is in bytes "
-                             "(1 GiB is 1073741824)")
+            raise ValueError(
+                f"{v} bytes is above 16 GiB (17179869184), the largest message checked; the value is in bytes "
+                "(1 GiB is 1073741824)"
+            )
         if v & (v - 1):
             raise ValueError(f"{v} is not a power of two (e.g. 1073741824)")
         return v
@@ -220,8 +246,10 @@ JobPurpose = Literal["training", "evaluation"]
 class JobConfig(Model):
     """One job (key ``jobs.<name>``)."""
 
-    kind: str = Field(description="; ".join(f"{k.name}: {k.summary}" for k in KINDS.values()) + ".",
-                      json_schema_extra=reference(allowed=KINDS))
+    kind: str = Field(
+        description="; ".join(f"{k.name}: {k.summary}" for k in KINDS.values()) + ".",
+        json_schema_extra=reference(allowed=KINDS),
+    )
     """A registered job kind (:data:`stacks.kinds.KINDS`; its description lists them)."""
     purpose: JobPurpose = "training"
     """training or evaluation: the job's WorkloadPriorityClass kind within its stage (an evaluation outranks a training
@@ -308,12 +336,16 @@ class JobConfig(Model):
             return v
         if v.startswith("s3://"):
             if not S3_FOLDER_URI_RE.match(v):
-                raise ValueError(f"{v!r} is not an s3://bucket/prefix/ URI (a prefix ending in '/'); or give a folder of "
-                                 "your project (./src), which the program uploads")
+                raise ValueError(
+                    f"{v!r} is not an s3://bucket/prefix/ URI (a prefix ending in '/'); or give a folder of "
+                    "your project (./src), which the program uploads"
+                )
             return v
         if "://" in v or relative_path_problem(v):
-            raise ValueError(f"{v!r} is neither a folder of your project (relative to the folder of Pulumi.yaml, such as "
-                             "./src; the program uploads it) nor an s3://bucket/prefix/ URI")
+            raise ValueError(
+                f"{v!r} is neither a folder of your project (relative to the folder of Pulumi.yaml, such as "
+                "./src; the program uploads it) nor an s3://bucket/prefix/ URI"
+            )
         return v
 
     @property
@@ -333,8 +365,10 @@ class JobConfig(Model):
     @classmethod
     def _tensorboard(cls, v: Union[bool, str]) -> Union[bool, str]:
         if isinstance(v, str) and v.strip().lower() in _BOOLEAN_WORDS:
-            raise ValueError(f"{v!r} would be a folder named {v}; write true (event files in <output>/tensorboard, served by "
-                             "TensorBoard), false, or a folder relative to the job's output folder")
+            raise ValueError(
+                f"{v!r} would be a folder named {v}; write true (event files in <output>/tensorboard, served by "
+                "TensorBoard), false, or a folder relative to the job's output folder"
+            )
         if isinstance(v, str) and (why := relative_path_problem(v)):
             raise ValueError(why.replace("the shared volume", "the job's output folder"))
         return v
@@ -365,12 +399,18 @@ class JobConfig(Model):
         problems: list[tuple[str, str]] = []
         kind = KINDS[self.kind]
         if self.elastic and not kind.elastic:
-            problems.append(("minNodes" if self.min_nodes is not None else "maxNodes",
-                             f"{kind.name} jobs cannot change size while running ({kind.fixed_size}); set only nodes"))
+            problems.append(
+                (
+                    "minNodes" if self.min_nodes is not None else "maxNodes",
+                    f"{kind.name} jobs cannot change size while running ({kind.fixed_size}); set only nodes",
+                )
+            )
         if kind.elastic and self.min_nodes is not None and self.min_nodes > self.nodes:
             problems.append(("minNodes", f"{self.min_nodes} > @{{nodes}} ({self.nodes}); set minNodes <= nodes"))
         if kind.elastic and self.max_nodes is not None and self.nodes > self.max_nodes:
-            problems.append(("nodes", f"{self.nodes} > @{{maxNodes}} ({self.max_nodes}); raise maxNodes or lower nodes"))
+            problems.append(
+                ("nodes", f"{self.nodes} > @{{maxNodes}} ({self.max_nodes}); raise maxNodes or lower nodes")
+            )
         problems += kind.problems(self)
         own = {f.field for f in kind.owned_fields}
         for other in KINDS.values():

@@ -23,7 +23,14 @@ from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
 from stacks.bundle import REFERENCE, context_folder
 from stacks.config.base import ENTRY_NAME_MAX
-from stacks.config.benchmark import BenchmarkConfig, BenchmarkSettings, benchmark_settings, experiment_path, run_id, validate_experiments
+from stacks.config.benchmark import (
+    BenchmarkConfig,
+    BenchmarkSettings,
+    benchmark_settings,
+    experiment_path,
+    run_id,
+    validate_experiments,
+)
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
 from stacks.config.instance_facts import InstanceFactsConfig
@@ -70,7 +77,7 @@ SECTION_SUMMARIES: Mapping[str, str] = {
     "nodeGroups": "The worker node groups, by name.",
     "storage": "The shared file system every job mounts at /data: EFS (default) or FSx for Lustre.",
     "instanceFacts": "Facts for instance types the built-in catalog (components/catalog/instances.py) does not know, "
-                     "by EC2 type name, as `aws ec2 describe-instance-types` reports them.",
+    "by EC2 type name, as `aws ec2 describe-instance-types` reports them.",
     "tags": "AWS tags added to every resource (tag name -> string value).",
     "images": "The container images the jobs run, by name: built by AWS CodeBuild from a folder, or prebuilt.",
     "imageBuild": "How images are built.",
@@ -79,10 +86,10 @@ SECTION_SUMMARIES: Mapping[str, str] = {
     "preflight": "Account checks before anything is created (python -m stacks.preflight runs them standalone).",
     "autoscaler": "cluster-autoscaler: worker groups scale between minSize and maxSize, from zero.",
     "benchmark": "A benchmark run, driven by `python -m stacks.benchmark --stack NAME` (up, follow, collect, summary, "
-                 "destroy).",
+    "destroy).",
     "operations": "Running the fleet: metrics, the dashboard and the alarms (node repair is per node group).",
     "teams": "Teams sharing the cluster, by name: each a namespace, a ClusterQueue in one cohort and a LocalQueue, with "
-             "its share of the fleet; their jobs come from jobs-only stacks (cluster.stackReference, cluster.team).",
+    "its share of the fleet; their jobs come from jobs-only stacks (cluster.stackReference, cluster.team).",
 }
 
 
@@ -210,8 +217,10 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
             near = [NAMESPACE] if ours else difflib.get_close_matches(ns, sorted(known), n=1, cutoff=0.7)
             hint = f"did you mean {near[0]}:{name}? " if near else ""
             target = f"{near[0]}:{name}" if near else key(name)
-            problems.append(f"{full}: nothing reads the {ns}: namespace, so this key would be ignored; {hint}{reads}; "
-                            f"rename it {target}, or remove it")
+            problems.append(
+                f"{full}: nothing reads the {ns}: namespace, so this key would be ignored; {hint}{reads}; "
+                f"rename it {target}, or remove it"
+            )
     return problems
 
 
@@ -245,9 +254,13 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
     for k, value in raw.items():
         kind = SECTIONS.get(k)
         if kind is None:
-            near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [s for s in SECTIONS if s.lower() == k.lower()]
+            near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [
+                s for s in SECTIONS if s.lower() == k.lower()
+            ]
             hint = f"did you mean {near[0]}? rename it; " if near else ""
-            p.problems.append(f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})")
+            p.problems.append(
+                f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})"
+            )
             continue
         if kind is str:
             parsed[k] = value
@@ -301,8 +314,11 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
     own_images = entries("images")
     images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **own_images}
     where = project_dir or Path.cwd()
-    image_folders = {n: context_folder(i.context, where, default=n not in own_images)
-                     for n, i in images.items() if i.context is not None}
+    image_folders = {
+        n: context_folder(i.context, where, default=n not in own_images)
+        for n, i in images.items()
+        if i.context is not None
+    }
     datasets: dict[str, DatasetConfig] = entries("datasets")
     jobs: dict[str, JobConfig] = entries("jobs")
     job_names = list(parsed.get("jobs") or {})
@@ -375,11 +391,13 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         # aws-fsx-csi-driver pkg/driver/node.go, issue #247). (3) The S3-imported datasets live under the data
         # repository's directory, outside a team's. EFS has none of these: one mount target per zone, no client to
         # install, a directory per dynamically provisioned claim.
-        p.problems.append(f"{key('teams')}: the teams' jobs come from their own stacks, and with "
-                          f"{key('storage.backend')} fsx the cluster stack places the Lustre file system (one zone) "
-                          f"and installs its client only by the node groups of its own jobs, and one static volume "
-                          f"binds one claim (a team would need its own volume and directory): teams are refused with "
-                          f"FSx for Lustre; use backend efs (each team's claim gets its own directory) or remove teams")
+        p.problems.append(
+            f"{key('teams')}: the teams' jobs come from their own stacks, and with "
+            f"{key('storage.backend')} fsx the cluster stack places the Lustre file system (one zone) "
+            f"and installs its client only by the node groups of its own jobs, and one static volume "
+            f"binds one claim (a team would need its own volume and directory): teams are refused with "
+            f"FSx for Lustre; use backend efs (each team's claim gets its own directory) or remove teams"
+        )
     aws: AwsSettings = {}
     try:
         aws, warnings = aws_settings_from_config(pulumi.Config("aws").get)
@@ -410,7 +428,9 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         preflight=parsed.get("preflight") or PreflightConfig(),
         autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
         aws=aws,
-        benchmark=None if bench is None else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
+        benchmark=None
+        if bench is None
+        else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
         image_folders=image_folders,
         operations=operations,
         code_folders=code_folders,

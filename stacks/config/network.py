@@ -95,12 +95,19 @@ class NetworkConfig(Model):
                 if vpc is None:
                     continue
                 if count > DEFAULT_LAYOUT_MAX_ZONES:
-                    problems.append((field, f"the default layout covers at most {DEFAULT_LAYOUT_MAX_ZONES} zones; list {count} CIDRs explicitly"))
+                    problems.append(
+                        (
+                            field,
+                            f"the default layout covers at most {DEFAULT_LAYOUT_MAX_ZONES} zones; list {count} CIDRs explicitly",
+                        )
+                    )
                 else:
                     nets += [(f"{field} (default)", ipaddress.IPv4Network(c)) for c in default(vpc, count)]
                 continue
             if len(cidrs) != count:
-                problems.append((field, f"{len(cidrs)} CIDRs for {count} availability zones; give exactly one per zone"))
+                problems.append(
+                    (field, f"{len(cidrs)} CIDRs for {count} availability zones; give exactly one per zone")
+                )
             for i, c in enumerate(cidrs):
                 why = cidr_problem(c)
                 if why:
@@ -108,7 +115,9 @@ class NetworkConfig(Model):
                     continue
                 n = ipaddress.IPv4Network(c)
                 if vpc is not None and not n.subnet_of(vpc):
-                    problems.append((f"{field}[{i}]", f"{c} is outside network.vpcCidr {vpc}; use a block inside the VPC"))
+                    problems.append(
+                        (f"{field}[{i}]", f"{c} is outside network.vpcCidr {vpc}; use a block inside the VPC")
+                    )
                 nets.append((f"{field}[{i}]", n))
         for i, (ka, a) in enumerate(nets):
             for kb, b in nets[i + 1 :]:
@@ -147,12 +156,19 @@ class ExistingVpcConfig(Model):
                 )
             )
         for field, ids in (("privateSubnetIds", self.private_subnet_ids), ("publicSubnetIds", self.public_subnet_ids)):
-            problems += [(f"{field}[{i}]", f"{sid!r} is not a subnet id (subnet-0123abcd...)") for i, sid in enumerate(ids) if not SUBNET_RE.match(sid)]
+            problems += [
+                (f"{field}[{i}]", f"{sid!r} is not a subnet id (subnet-0123abcd...)")
+                for i, sid in enumerate(ids)
+                if not SUBNET_RE.match(sid)
+            ]
         dup = set(self.private_subnet_ids) & set(self.public_subnet_ids)
         if dup or len(set(self.private_subnet_ids)) != len(self.private_subnet_ids):
             problems.append(
-                ("", "subnet ids must be distinct and not both private and public "
-                     f"({', '.join(sorted(dup)) or 'duplicate in privateSubnetIds'})")
+                (
+                    "",
+                    "subnet ids must be distinct and not both private and public "
+                    f"({', '.join(sorted(dup)) or 'duplicate in privateSubnetIds'})",
+                )
             )
         check(problems)
         return self

@@ -31,7 +31,12 @@ def size_problems(lo: int, desired: int, hi: int) -> list[tuple[str, str]]:
     if lo > hi:
         return [("minSize", f"{lo} > @{{maxSize}} ({hi}); set minSize <= maxSize")]
     if not lo <= desired <= hi:
-        return [("desiredSize", f"{desired} is outside [minSize, maxSize] = [{lo}, {hi}]; choose a desiredSize in that range")]
+        return [
+            (
+                "desiredSize",
+                f"{desired} is outside [minSize, maxSize] = [{lo}, {hi}]; choose a desiredSize in that range",
+            )
+        ]
     return []
 
 
@@ -83,17 +88,28 @@ class NodeRepairConfig(Model):
     @model_validator(mode="after")
     def _repair(self) -> "NodeRepairConfig":
         problems = []
-        for count, percent in (("maxUnhealthyNodes", "maxUnhealthyPercent"), ("maxParallelNodes", "maxParallelPercent")):
+        for count, percent in (
+            ("maxUnhealthyNodes", "maxUnhealthyPercent"),
+            ("maxParallelNodes", "maxParallelPercent"),
+        ):
             c, p = (getattr(self, f) for f in (_snake(count), _snake(percent)))
             if c is not None and p is not None:
-                problems.append((percent, f"set together with @{{{count}}}; EKS takes a count or a percentage, not "
-                                          "both: remove one"))
+                problems.append(
+                    (
+                        percent,
+                        f"set together with @{{{count}}}; EKS takes a count or a percentage, not both: remove one",
+                    )
+                )
         if not self.enabled:
-            given = [k for k in ("maxUnhealthyNodes", "maxUnhealthyPercent", "maxParallelNodes", "maxParallelPercent")
-                     if getattr(self, _snake(k)) is not None]
+            given = [
+                k
+                for k in ("maxUnhealthyNodes", "maxUnhealthyPercent", "maxParallelNodes", "maxParallelPercent")
+                if getattr(self, _snake(k)) is not None
+            ]
             if given:
-                problems.append((given[0], "tunes node repair, which enabled: false turns off; remove it, or set "
-                                           "enabled: true"))
+                problems.append(
+                    (given[0], "tunes node repair, which enabled: false turns off; remove it, or set enabled: true")
+                )
         check(problems)
         return self
 
@@ -142,8 +158,10 @@ class NodeGroupConfig(Model):
     """Kubernetes labels on the nodes (reserved prefixes refused)."""
     taints: list[TaintConfig] = Field(default_factory=list)
     """Kubernetes taints on the nodes."""
-    spot_discount: Optional[float] = Field(default=None, json_schema_extra=reference(
-        between=(0, MAX_SPOT_DISCOUNT.fraction), unset=DEFAULT_SPOT_DISCOUNT.fraction))
+    spot_discount: Optional[float] = Field(
+        default=None,
+        json_schema_extra=reference(between=(0, MAX_SPOT_DISCOUNT.fraction), unset=DEFAULT_SPOT_DISCOUNT.fraction),
+    )
     """SPOT groups only: the share of the On-Demand price the cost estimate takes off, a fraction (0.6 for 60% off);
     unset, an assumption within AWS's example Spot prices; set it from the Spot Instance Advisor,
     https://aws.amazon.com/ec2/spot/instance-advisor/ (preflight reports the current Spot price)."""
@@ -197,7 +215,9 @@ class NodeGroupConfig(Model):
             if not label_value_ok(val):
                 problems.append((k, f"{val!r} is not a valid Kubernetes label value"))
             if k.startswith(RESERVED_LABEL_PREFIXES):
-                problems.append(("", f"{k!r} uses a reserved prefix ({', '.join(RESERVED_LABEL_PREFIXES)}); choose your own prefix"))
+                problems.append(
+                    ("", f"{k!r} uses a reserved prefix ({', '.join(RESERVED_LABEL_PREFIXES)}); choose your own prefix")
+                )
         check(problems)
         return v
 
@@ -209,8 +229,11 @@ class NodeGroupConfig(Model):
             problems.append(("instanceTypes", f"duplicate instance types {types}"))
         if self.capacity_type == "ON_DEMAND" and len(types) > 1:
             problems.append(
-                ("instanceTypes", "several types only make sense with capacityType SPOT (EKS picks one on-demand type); "
-                 "list one type or set capacityType: SPOT")
+                (
+                    "instanceTypes",
+                    "several types only make sense with capacityType SPOT (EKS picks one on-demand type); "
+                    "list one type or set capacityType: SPOT",
+                )
             )
         if self.availability_zone is not None and not AZ_RE.match(self.availability_zone):
             problems.append(("availabilityZone", f"{self.availability_zone!r} {AZ_HINT}"))
@@ -218,24 +241,38 @@ class NodeGroupConfig(Model):
             problems.append(("subnetId", f"{self.subnet_id!r} is not a subnet id (subnet-0123abcd...)"))
         if self.spot_discount is not None and self.capacity_type != "SPOT":
             problems.append(
-                ("spotDiscount", f"only for capacityType SPOT (this group is {self.capacity_type}, priced at its list "
-                 "price); remove it, or set capacityType: SPOT")
+                (
+                    "spotDiscount",
+                    f"only for capacityType SPOT (this group is {self.capacity_type}, priced at its list "
+                    "price); remove it, or set capacityType: SPOT",
+                )
             )
         rid = self.capacity_reservation_id
         if self.capacity_type == "CAPACITY_BLOCK" and rid is None:
-            problems.append(("capacityReservationId", "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id (cr-...)"))
+            problems.append(
+                (
+                    "capacityReservationId",
+                    "capacityType CAPACITY_BLOCK needs the Capacity Block's reservation id (cr-...)",
+                )
+            )
         if rid is not None:
             if not RESERVATION_RE.match(rid):
                 problems.append(("capacityReservationId", f"{rid!r} is not a reservation id (cr-0123...)"))
             if self.capacity_type == "SPOT":
                 problems.append(
-                    ("capacityType", "SPOT cannot use a capacity reservation; use ON_DEMAND (an On-Demand Capacity "
-                     "Reservation) or CAPACITY_BLOCK")
+                    (
+                        "capacityType",
+                        "SPOT cannot use a capacity reservation; use ON_DEMAND (an On-Demand Capacity "
+                        "Reservation) or CAPACITY_BLOCK",
+                    )
                 )
             if not self.single_zone:
                 problems.append(
-                    ("availabilityZone", "a capacity reservation lives in one zone; set the group's availabilityZone "
-                     "(or subnetId) to the reservation's zone")
+                    (
+                        "availabilityZone",
+                        "a capacity reservation lives in one zone; set the group's availabilityZone "
+                        "(or subnetId) to the reservation's zone",
+                    )
                 )
             if len(types) > 1:
                 problems.append(("instanceTypes", "a capacity reservation is for one instance type; list only it"))

@@ -17,8 +17,10 @@ from stacks.config.nodegroups import NodeGroupConfig
 
 #: An e-mail address SNS can deliver to: one ``@``, a dotted domain, no spaces or angle brackets (a name and
 #: ``<address>`` is not an address).
-EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$")
+EMAIL_RE = re.compile(
+    r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$"
+)
 #: Shortest idle time the alarm watches: GPUs between two steps of a job or while a checkpoint loads are briefly idle.
 IDLE_MIN_MINUTES = 5
 #: Longest: the alarm reads a Metrics Insights query, which reads the recent hours only (and CloudWatch evaluates an
@@ -73,21 +75,31 @@ def operations_problems(ops: OperationsConfig, gpu: bool) -> list[str]:
     idle-GPU alarm without GPU groups, an e-mail without an alarm to send."""
     problems = []
     metrics = ops.metrics if ops.metrics is not None else gpu
-    needs = f"set {key('operations.metrics')}: true (the Container Insights add-on publishes what it reads), or remove it"
+    needs = (
+        f"set {key('operations.metrics')}: true (the Container Insights add-on publishes what it reads), or remove it"
+    )
     if ops.dashboard and not metrics:
-        problems.append(f"{key('operations.dashboard')}: plots the metrics of the Container Insights add-on, which "
-                        f"this stack does not install; {needs}")
+        problems.append(
+            f"{key('operations.dashboard')}: plots the metrics of the Container Insights add-on, which "
+            f"this stack does not install; {needs}"
+        )
     if ops.application_signals and not metrics:
-        problems.append(f"{key('operations.applicationSignals')}: is part of the Container Insights add-on, which this "
-                        f"stack does not install; {needs}")
+        problems.append(
+            f"{key('operations.applicationSignals')}: is part of the Container Insights add-on, which this "
+            f"stack does not install; {needs}"
+        )
     alarm = ops.idle_gpu_alarm.enabled
     if alarm and not gpu:
         problems.append(f"{key('operations.idleGpuAlarm.enabled')}: the stack has no GPU group to watch; remove it")
     elif alarm and not metrics:
-        problems.append(f"{key('operations.idleGpuAlarm.enabled')}: watches node_gpu_utilization, which the Container "
-                        f"Insights add-on publishes and this stack does not install; {needs}")
+        problems.append(
+            f"{key('operations.idleGpuAlarm.enabled')}: watches node_gpu_utilization, which the Container "
+            f"Insights add-on publishes and this stack does not install; {needs}"
+        )
     alarms = (alarm if alarm is not None else metrics) and gpu
     if ops.alarm_email is not None and not alarms:
-        problems.append(f"{key('operations.alarmEmail')}: no alarm would send to it (the idle-GPU alarm is off: it "
-                        "needs GPU groups and operations.metrics); remove it")
+        problems.append(
+            f"{key('operations.alarmEmail')}: no alarm would send to it (the idle-GPU alarm is off: it "
+            "needs GPU groups and operations.metrics); remove it"
+        )
     return problems

@@ -154,11 +154,17 @@ def check_group(s: Sections, name: str, g: NodeGroupConfig, problems: list[str])
         if s.existing_vpc is None and "existingVpc" not in s.failed:  # a failed existingVpc is reported there
             problems.append(f"{key(f'{path}.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
         elif s.existing_vpc is not None and g.subnet_id not in s.existing_vpc.private_subnet_ids:
-            problems.append(f"{key(f'{path}.subnetId')}: {g.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}")
+            problems.append(
+                f"{key(f'{path}.subnetId')}: {g.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}"
+            )
     if g.availability_zone is not None:
         if _existing_vpc(s):
             problems.append(f"{key(f'{path}.availabilityZone')}: with existingVpc pin the group with subnetId instead")
-        elif s.network is not None and s.network.availability_zones and g.availability_zone not in s.network.availability_zones:
+        elif (
+            s.network is not None
+            and s.network.availability_zones
+            and g.availability_zone not in s.network.availability_zones
+        ):
             problems.append(
                 f"{key(f'{path}.availabilityZone')}: {g.availability_zone} is not one of "
                 f"{key('network.availabilityZones')} {s.network.availability_zones}"
@@ -175,7 +181,9 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
     if g.efa and not all(f.supports_efa for f in facts):
         without = ", ".join(f.name for f in facts if not f.supports_efa)
         with_efa = ", ".join(sorted(n for n, t in INSTANCE_TYPES.items() if t.supports_efa))
-        problems.append(f"{key(f'{path}.efa')}: {without} has no EFA; remove efa: true or use a type with EFA ({with_efa})")
+        problems.append(
+            f"{key(f'{path}.efa')}: {without} has no EFA; remove efa: true or use a type with EFA ({with_efa})"
+        )
         return
     if not g.uses_efa(s.catalog):
         return
@@ -210,7 +218,11 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
             f"{fld} ({where}) to keep EFA, or {off}"
         )
     pinned = s.cluster.addon_versions.get("vpc-cni")
-    if pinned is not None and efa_profile(facts[0]).min_vpc_cni is not None and version_tuple(pinned) < EFA_ONLY_MIN_VPC_CNI:
+    if (
+        pinned is not None
+        and efa_profile(facts[0]).min_vpc_cni is not None
+        and version_tuple(pinned) < EFA_ONLY_MIN_VPC_CNI
+    ):
         problems.append(
             f"{key('cluster.addonVersions.vpc-cni')}: {pinned} is older than {EFA_ONLY_MIN_VPC_CNI_TEXT}, which efa-only "
             f"interfaces on {facts[0].name} need; pin a newer version or remove the pin"
@@ -233,7 +245,9 @@ def check_zone_forms(s: Sections, problems: list[str]) -> None:
     refs: list[tuple[str, str]] = []
     if s.network is not None:
         refs += [(f"network.availabilityZones[{i}]", z) for i, z in enumerate(s.network.availability_zones or [])]
-    refs += [(f"nodeGroups.{n}.availabilityZone", g.availability_zone) for n, g in s.groups.items() if g.availability_zone]
+    refs += [
+        (f"nodeGroups.{n}.availabilityZone", g.availability_zone) for n, g in s.groups.items() if g.availability_zone
+    ]
     if s.storage.backend == "fsx" and s.storage.fsx_settings.availability_zone:
         refs.append(("storage.fsx.availabilityZone", s.storage.fsx_settings.availability_zone))
     ids = [(path, z) for path, z in refs if ZONE_ID_RE.match(z)]
@@ -286,7 +300,7 @@ def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
         path.append(n)
         for m in jobs.get(n, []):
             if state.get(m) == 1:
-                return path[path.index(m):] + [m]
+                return path[path.index(m) :] + [m]
             if m in jobs and state.get(m) is None and (found := visit(m)):
                 return found
         state[n] = 2
@@ -330,12 +344,16 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
         elif group_name == SYSTEM_ROLE:
             if not KINDS[job.kind].on_system_group:
                 light = " or ".join(k.name for k in KINDS.values() if k.on_system_group)
-                problems.append(f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light {light} jobs only; "
-                                f"run {job.kind} jobs on a worker group")
+                problems.append(
+                    f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light {light} jobs only; "
+                    f"run {job.kind} jobs on a worker group"
+                )
             elif job.nodes > s.system.max_size and "systemNodeGroup" not in s.failed:
                 default = "" if "max_size" in s.system.model_fields_set else ", the default"
-                problems.append(f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
-                                f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes")
+                problems.append(
+                    f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
+                    f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes"
+                )
         elif group_name not in s.group_names:
             if "nodeGroups" not in s.failed:
                 problems.append(
@@ -366,8 +384,10 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                     )
             check_health(s, path, job, [f for t in g.instance_types if (f := s.catalog.get(t)) is not None], problems)
         if job.image not in s.images and not _named(s, "images", job.image):
-            problems.append(f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
-                            f"(or define it under {key('images')})")
+            problems.append(
+                f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
+                f"(or define it under {key('images')})"
+            )
         elif job.image in s.images:
             image = s.images[job.image]
             if group_name is not None and (g := s.groups.get(group_name)) is not None:
@@ -375,20 +395,29 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             KINDS[job.kind].image_problems(s, path, name, job.image, image, problems)
         check_code(s, path, job, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
-            problems.append(f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
-                            f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}")
+            problems.append(
+                f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
+                f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}"
+            )
         for i, other in enumerate(job.after):
             if other == name:
                 problems.append(f"{key(f'{path}.after[{i}]')}: a job cannot wait for itself")
             elif other not in s.job_names:
                 others = sorted(n for n in s.job_names if n != name)
-                problems.append(f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; "
-                                + (f"use one of {', '.join(others)}" if others else
-                                   f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"))
+                problems.append(
+                    f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; "
+                    + (
+                        f"use one of {', '.join(others)}"
+                        if others
+                        else f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"
+                    )
+                )
     cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
-        problems.append(f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
-                        "remove one of these after entries")
+        problems.append(
+            f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
+            "remove one of these after entries"
+        )
     return out
 
 
@@ -397,14 +426,20 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
     if job.code_folder is None:
         return
     folder = s.project_dir / job.code_folder
-    fix = (f"give a folder of your Pulumi project (relative to {s.project_dir}, the folder of its Pulumi.yaml) that "
-           "holds the job's program, or an s3://bucket/prefix/ you uploaded it to")
+    fix = (
+        f"give a folder of your Pulumi project (relative to {s.project_dir}, the folder of its Pulumi.yaml) that "
+        "holds the job's program, or an s3://bucket/prefix/ you uploaded it to"
+    )
     if not folder.is_dir():
-        problems.append(f"{key(f'{path}.code')}: the folder {job.code_folder} does not exist in the project folder "
-                        f"{s.project_dir}; {fix}")
+        problems.append(
+            f"{key(f'{path}.code')}: the folder {job.code_folder} does not exist in the project folder "
+            f"{s.project_dir}; {fix}"
+        )
     elif not collect_code(str(folder)):
-        problems.append(f"{key(f'{path}.code')}: the folder {job.code_folder} holds no file to upload (left out: "
-                        f"{', '.join(DEFAULT_CODE_IGNORES)} and its .dockerignore's patterns); {fix}")
+        problems.append(
+            f"{key(f'{path}.code')}: the folder {job.code_folder} holds no file to upload (left out: "
+            f"{', '.join(DEFAULT_CODE_IGNORES)} and its .dockerignore's patterns); {fix}"
+        )
 
 
 def _dockerfile(s: Sections, name: str, image: ImageConfig) -> Optional[Dockerfile]:
@@ -418,8 +453,16 @@ def _dockerfile(s: Sections, name: str, image: ImageConfig) -> Optional[Dockerfi
     return read_dockerfile(folder, image.dockerfile)
 
 
-def check_image_gpus(s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, group_name: str,
-                     g: NodeGroupConfig, problems: list[str]) -> None:
+def check_image_gpus(
+    s: Sections,
+    path: str,
+    job_name: str,
+    image_name: str,
+    image: ImageConfig,
+    group_name: str,
+    g: NodeGroupConfig,
+    problems: list[str],
+) -> None:
     """Every CUDA compilation of a built image has a kernel for the GPU of every instance type of the group its job
     runs on (the GPU's compute capability from the catalog, the CUDA compatibility rules of
     :mod:`components.catalog.gpus`): a GPU it does not cover fails at the first kernel launch with "no kernel image
@@ -441,7 +484,8 @@ def check_image_gpus(s: Sections, path: str, job_name: str, image_name: str, ima
                 f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, which compiles CUDA code ({where}), "
                 f"on {t} in node group {group_name}, whose GPU {facts.gpu_model!r} has no compute capability in the "
                 "catalog (components/catalog/gpus.py), so whether the code runs on it is unknown; run the job on a group "
-                "of catalogued GPUs")
+                "of catalogued GPUs"
+            )
             continue
         for targets in compilations:
             if not runs_on(targets, cc):
@@ -451,12 +495,14 @@ def check_image_gpus(s: Sections, path: str, job_name: str, image_name: str, ima
                     f"{' '.join(sorted(map(str, targets)))}) has no kernel for the {facts.gpu_model} GPU (compute "
                     f"capability {cc[0]}.{cc[1]}) of {t} in node group {group_name}; add "
                     f"-gencode=arch=compute_{arch},code=sm_{arch} to the image's NVCC_GENCODE, or run the job on a group "
-                    "whose GPUs the image covers")
+                    "whose GPUs the image covers"
+                )
                 break
 
 
-def check_mpi_image(s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig,
-                    problems: list[str]) -> None:
+def check_mpi_image(
+    s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, problems: list[str]
+) -> None:
     """An MPI job's image says where its Open MPI is: the launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI
     start ``<prefix>/bin/orted`` on the workers with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives
     the workers' sessions neither the image's PATH nor its LD_LIBRARY_PATH."""
@@ -465,11 +511,16 @@ def check_mpi_image(s: Sections, path: str, job_name: str, image_name: str, imag
     dockerfile = _dockerfile(s, image_name, image)
     if dockerfile is not None and dockerfile.mpi_prefix():
         return
-    where = f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX" if image.context else "it is prebuilt"
+    where = (
+        f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX"
+        if image.context
+        else "it is prebuilt"
+    )
     problems.append(
         f"{key(f'images.{image_name}.mpiPrefix')}: MPI job {job_name} ({key(path)}) runs image {image_name!r}, and "
         f"{where}; set mpiPrefix to the folder of the image's Open MPI (where bin/mpirun and bin/orted are, e.g. "
-        "/opt/amazon/openmpi), so the workers' orted is found over ssh")
+        "/opt/amazon/openmpi), so the workers' orted is found over ssh"
+    )
 
 
 def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceType], problems: list[str]) -> None:
@@ -487,7 +538,9 @@ def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceTyp
     if threshold is not None:
         ceiling = allreduce_busbw_ceiling(slowest, job.nodes, procs)
         if threshold > ceiling:
-            problems.append(f"{key(f'{hkey}.minBusBandwidthGBps')}: {_bandwidth_problem(threshold, ceiling, slowest, job.nodes)}")
+            problems.append(
+                f"{key(f'{hkey}.minBusBandwidthGBps')}: {_bandwidth_problem(threshold, ceiling, slowest, job.nodes)}"
+            )
     elif h.enforce and slowest.name not in REFERENCE_ALLREDUCE:
         problems.append(
             f"{key(f'{hkey}.enforce')}: there is no published all-reduce bandwidth for {slowest.name} to "
@@ -496,12 +549,16 @@ def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceTyp
     if h.max_bytes is not None:
         smallest = min(types, key=lambda t: (t.gpu_memory_mib or 0) if t.is_gpu else t.memory_mib)
         if smallest.is_gpu and smallest.gpu_memory_mib is not None:
-            room, where = smallest.gpu_memory_mib * MIB, f"the {smallest.gpu_memory_mib} MiB of one {smallest.gpu_model} GPU of {smallest.name}"
+            room, where = (
+                smallest.gpu_memory_mib * MIB,
+                f"the {smallest.gpu_memory_mib} MiB of one {smallest.gpu_model} GPU of {smallest.name}",
+            )
         elif not smallest.is_gpu:
             pod = pod_size(smallest)
             room = pod.memory_mib * MIB // procs
-            where = (f"a process's share of the {pod.memory_mib} MiB a pod on {smallest.name} requests"
-                     + (f" ({procs} processes)" if procs > 1 else ""))
+            where = f"a process's share of the {pod.memory_mib} MiB a pod on {smallest.name} requests" + (
+                f" ({procs} processes)" if procs > 1 else ""
+            )
         else:
             return
         if h.max_bytes >= room:
@@ -534,8 +591,11 @@ def _bandwidth_problem(value: float, ceiling: float, facts: InstanceType, nodes:
             f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce inside one node can reach (the fastest GPU "
             "link, NVLink 5)"
         )
-    guesses = [(f"{value:g} bytes/s", "bytes/s", value / 1e9), (f"{value:g} Gbit/s", "Gbit/s", value / 8),
-               (f"{value:g} MB/s", "MB/s", value / 1e3)]
+    guesses = [
+        (f"{value:g} bytes/s", "bytes/s", value / 1e9),
+        (f"{value:g} Gbit/s", "Gbit/s", value / 8),
+        (f"{value:g} MB/s", "MB/s", value / 1e3),
+    ]
     for written, unit, gbytes in guesses:
         if 0.1 <= gbytes <= ceiling:
             return f"{why}; did you write {unit}? the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw): {written} is {gbytes:g}"
@@ -667,11 +727,20 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
     fsx = st.fsx_settings
     existing = _existing_vpc(s)
     if existing and fsx.availability_zone is not None:
-        problems.append(f"{key('storage.fsx.availabilityZone')}: with existingVpc place the file system with subnetId instead")
+        problems.append(
+            f"{key('storage.fsx.availabilityZone')}: with existingVpc place the file system with subnetId instead"
+        )
     if not existing and fsx.subnet_id is not None:
         problems.append(f"{key('storage.fsx.subnetId')}: only for existingVpc; with a new VPC set availabilityZone")
-    if existing and s.existing_vpc is not None and fsx.subnet_id is not None and fsx.subnet_id not in s.existing_vpc.private_subnet_ids:
-        problems.append(f"{key('storage.fsx.subnetId')}: {fsx.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}")
+    if (
+        existing
+        and s.existing_vpc is not None
+        and fsx.subnet_id is not None
+        and fsx.subnet_id not in s.existing_vpc.private_subnet_ids
+    ):
+        problems.append(
+            f"{key('storage.fsx.subnetId')}: {fsx.subnet_id} is not one of {key('existingVpc.privateSubnetIds')}"
+        )
     if (
         not existing
         and fsx.availability_zone is not None
@@ -768,8 +837,12 @@ def check_topology(path: str, g: NodeGroupConfig, facts: list[InstanceType], pro
     layers = {f.name: NETWORK_TOPOLOGY[f.name].layers if f.name in NETWORK_TOPOLOGY else 0 for f in facts}
     if 0 in layers.values():
         without = ", ".join(n for n, v in layers.items() if not v)
-        problems.append(f"{key(f'{path}.topology')}: {without} nodes carry no EC2 network-topology labels; remove "
-                        f"topology: true or use a type that has them ({', '.join(sorted(NETWORK_TOPOLOGY))})")
+        problems.append(
+            f"{key(f'{path}.topology')}: {without} nodes carry no EC2 network-topology labels; remove "
+            f"topology: true or use a type that has them ({', '.join(sorted(NETWORK_TOPOLOGY))})"
+        )
     elif len(set(layers.values())) > 1:
-        problems.append(f"{key(f'{path}.topology')}: the group's types have different network layers "
-                        f"({', '.join(f'{n} {v}' for n, v in layers.items())}); split them into groups")
+        problems.append(
+            f"{key(f'{path}.topology')}: the group's types have different network layers "
+            f"({', '.join(f'{n} {v}' for n, v in layers.items())}); split them into groups"
+        )

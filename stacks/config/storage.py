@@ -96,7 +96,9 @@ class DataRepositoryConfig(Model):
     @classmethod
     def _prefix(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and not S3_PREFIX_RE.match(v):
-            raise ValueError(f"{v!r} is not an S3 prefix; use one such as datasets/ (no leading slash, a trailing slash)")
+            raise ValueError(
+                f"{v!r} is not an S3 prefix; use one such as datasets/ (no leading slash, a trailing slash)"
+            )
         return v
 
     @field_validator("file_system_path", "export_path")
@@ -119,13 +121,19 @@ class DataRepositoryConfig(Model):
         if self.export_path is not None:
             if _nested(self.export_path, self.file_system_path):
                 problems.append(
-                    ("exportPath", f"{self.export_path} overlaps @{{fileSystemPath}} {self.file_system_path}: two data "
-                     "repository associations cannot have nested file-system paths; choose a sibling such as /runs")
+                    (
+                        "exportPath",
+                        f"{self.export_path} overlaps @{{fileSystemPath}} {self.file_system_path}: two data "
+                        "repository associations cannot have nested file-system paths; choose a sibling such as /runs",
+                    )
                 )
             if _nested(self.export_s3_prefix or "", self.import_prefix):
                 problems.append(
-                    ("exportPrefix", f"{self.export_s3_prefix} overlaps the import prefix {self.import_prefix}: each "
-                     "association needs its own S3 prefix")
+                    (
+                        "exportPrefix",
+                        f"{self.export_s3_prefix} overlaps the import prefix {self.import_prefix}: each "
+                        "association needs its own S3 prefix",
+                    )
                 )
         check(problems)
         return self
@@ -199,40 +207,47 @@ class FsxConfig(Model):
         problems: list[tuple[str, str]] = []
         refused = self.efa and FSX_EFA_CLIENT_HOST.feature not in NODE_BOOTSTRAP_PROVIDES
         if refused:
-            problems.append((
-                "efa",
-                "an EFA-enabled file system is reached over EFA only from nodes that run "
-                f"{FSX_EFA_CLIENT_HOST.feature.split(' to ')[0]} ({'; '.join(FSX_EFA_CLIENT_HOST.needs)}: "
-                f"{SOURCES[FSX_EFA_CLIENT_HOST.source].url}), which this project's node groups do not configure yet: "
-                "the file system would be billed as EFA-enabled and mounted over TCP; remove efa (the file system "
-                "is then reached over TCP, as the presets do)",
-            ))
+            problems.append(
+                (
+                    "efa",
+                    "an EFA-enabled file system is reached over EFA only from nodes that run "
+                    f"{FSX_EFA_CLIENT_HOST.feature.split(' to ')[0]} ({'; '.join(FSX_EFA_CLIENT_HOST.needs)}: "
+                    f"{SOURCES[FSX_EFA_CLIENT_HOST.source].url}), which this project's node groups do not configure yet: "
+                    "the file system would be billed as EFA-enabled and mounted over TCP; remove efa (the file system "
+                    "is then reached over TCP, as the presets do)",
+                )
+            )
         # a refused efa is the one root cause: the capacity it would need is not reported too
         why = None if refused else fsx_capacity_problem(self.storage_capacity_gib, self.throughput_per_tib, self.efa)
         if why and "storage_capacity_gib" not in self.model_fields_set:
             # the default capacity is not the user's mistake: name the key they set that rules it out
             cause = "efa" if self.efa else "throughputPerTib"
-            problems.append(
-                (cause, f"the default @{{storageCapacityGib}} does not fit: {why}; set storageCapacityGib")
-            )
+            problems.append((cause, f"the default @{{storageCapacityGib}} does not fit: {why}; set storageCapacityGib"))
         elif why:
             problems.append(("storageCapacityGib", why + (" (with @{efa}: true)" if self.efa else "")))
         if self.metadata_mode == "AUTOMATIC" and self.metadata_iops is not None:
-            problems.append(("metadataIops", "set with metadataMode AUTOMATIC; remove it or set @{metadataMode}: USER_PROVISIONED"))
+            problems.append(
+                ("metadataIops", "set with metadataMode AUTOMATIC; remove it or set @{metadataMode}: USER_PROVISIONED")
+            )
         if self.metadata_mode == "USER_PROVISIONED":
             if self.metadata_iops is None:
                 problems.append(("metadataIops", "required with @{metadataMode}: USER_PROVISIONED (e.g. 3000)"))
             elif self.metadata_iops not in FSX_METADATA_IOPS:
                 problems.append(
-                    ("metadataIops", f"{self.metadata_iops} is not offered; use 1500, 3000, 6000, 12000 or a multiple of "
-                     "12000 up to 192000")
+                    (
+                        "metadataIops",
+                        f"{self.metadata_iops} is not offered; use 1500, 3000, 6000, 12000 or a multiple of "
+                        "12000 up to 192000",
+                    )
                 )
         if self.availability_zone is not None and not AZ_RE.match(self.availability_zone):
             problems.append(("availabilityZone", f"{self.availability_zone!r} is not a zone name (us-east-1a)"))
         if self.subnet_id is not None and not SUBNET_RE.match(self.subnet_id):
             problems.append(("subnetId", f"{self.subnet_id!r} is not a subnet id (subnet-0123abcd...)"))
         if self.security_group_id is not None and not SECURITY_GROUP_RE.match(self.security_group_id):
-            problems.append(("securityGroupId", f"{self.security_group_id!r} is not a security group id (sg-0123abcd...)"))
+            problems.append(
+                ("securityGroupId", f"{self.security_group_id!r} is not a security group id (sg-0123abcd...)")
+            )
         check(problems)
         return self
 
@@ -307,16 +322,24 @@ class StorageConfig(Model):
             fsx = self.fsx_settings
             if self.file_system_id is not None and fsx.security_group_id is None:
                 problems.append(
-                    ("fsx.securityGroupId", "required with @{fileSystemId}: the kept file system's security group (the "
-                     "fsxSecurityGroupId output of the stack that created it), so this stack can let its nodes in")
+                    (
+                        "fsx.securityGroupId",
+                        "required with @{fileSystemId}: the kept file system's security group (the "
+                        "fsxSecurityGroupId output of the stack that created it), so this stack can let its nodes in",
+                    )
                 )
             if self.file_system_id is not None and fsx.data_repository.s3_path is None:
                 problems.append(
-                    ("fsx.dataRepository.s3Path", "required with @{fileSystemId}: name the bucket the kept file system "
-                     "was linked to (output fsxDataRepositoryPath of the stack that created it), or another bucket")
+                    (
+                        "fsx.dataRepository.s3Path",
+                        "required with @{fileSystemId}: name the bucket the kept file system "
+                        "was linked to (output fsxDataRepositoryPath of the stack that created it), or another bucket",
+                    )
                 )
             if fsx.security_group_id is not None and self.file_system_id is None:
-                problems.append(("fsx.securityGroupId", "only for a kept file system; set @{fileSystemId} too, or remove it"))
+                problems.append(
+                    ("fsx.securityGroupId", "only for a kept file system; set @{fileSystemId} too, or remove it")
+                )
         check(problems)
         return self
 

@@ -19,8 +19,15 @@ TEAM_NAME_MAX = 40
 #: Namespaces a team may not take: Kubernetes' own, those the stack installs its controllers in (Kueue, the MPI
 #: Operator, the CloudWatch Observability add-on's agents), and the stack's training namespace (``storage.namespace``,
 #: checked separately).
-RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kueue-system", "mpi-operator",
-                       "amazon-cloudwatch")
+RESERVED_NAMESPACES = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "kueue-system",
+    "mpi-operator",
+    "amazon-cloudwatch",
+)
 
 
 class TeamConfig(Model):
@@ -43,8 +50,13 @@ class TeamConfig(Model):
     @field_validator("member_role_arns")
     @classmethod
     def _arns(cls, v: list[str]) -> list[str]:
-        check([(f"[{i}]", f"{arn!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)")
-               for i, arn in enumerate(v) if not ROLE_ARN_RE.match(arn)])
+        check(
+            [
+                (f"[{i}]", f"{arn!r} is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME)")
+                for i, arn in enumerate(v)
+                if not ROLE_ARN_RE.match(arn)
+            ]
+        )
         return v
 
     def namespace_name(self, team: str) -> str:
@@ -57,31 +69,43 @@ def teams_problems(teams: Mapping[str, TeamConfig], raw_names: list[str], traini
     problems = []
     for name in raw_names:
         if not (isinstance(name, str) and NAME_RE.match(name) and len(name) <= TEAM_NAME_MAX):
-            problems.append(f"{key(f'teams.{name}')}: the name must be 1-{TEAM_NAME_MAX} lowercase letters, digits and "
-                            f"'-', starting and ending with a letter or digit (it names the team's queues); rename it")
+            problems.append(
+                f"{key(f'teams.{name}')}: the name must be 1-{TEAM_NAME_MAX} lowercase letters, digits and "
+                f"'-', starting and ending with a letter or digit (it names the team's queues); rename it"
+            )
     seen: dict[str, str] = {}
     for name, team in teams.items():
         ns = team.namespace_name(name)
         path = f"teams.{name}.namespace"
         if not (NAME_RE.match(ns) and len(ns) <= 63):
-            problems.append(f"{key(path)}: {ns!r} is not a namespace name (1-63 lowercase letters, digits and '-', "
-                            f"starting and ending with a letter or digit); set another")
+            problems.append(
+                f"{key(path)}: {ns!r} is not a namespace name (1-63 lowercase letters, digits and '-', "
+                f"starting and ending with a letter or digit); set another"
+            )
         elif ns in RESERVED_NAMESPACES:
-            problems.append(f"{key(path)}: {ns!r} is a namespace of Kubernetes or of a controller the stack installs; "
-                            f"set another (e.g. {('team-' + name)[:63]!r})")
+            problems.append(
+                f"{key(path)}: {ns!r} is a namespace of Kubernetes or of a controller the stack installs; "
+                f"set another (e.g. {('team-' + name)[:63]!r})"
+            )
         elif ns == training_namespace:
-            problems.append(f"{key(path)}: {ns!r} is the stack's own training namespace ({key('storage.namespace')}), "
-                            f"whose jobs are the stack's; set another (e.g. {('team-' + name)[:63]!r})")
+            problems.append(
+                f"{key(path)}: {ns!r} is the stack's own training namespace ({key('storage.namespace')}), "
+                f"whose jobs are the stack's; set another (e.g. {('team-' + name)[:63]!r})"
+            )
         elif ns in seen:
-            problems.append(f"{key(path)}: {ns!r} is also the namespace of {key(f'teams.{seen[ns]}')}; each team needs "
-                            f"its own namespace: set another")
+            problems.append(
+                f"{key(path)}: {ns!r} is also the namespace of {key(f'teams.{seen[ns]}')}; each team needs "
+                f"its own namespace: set another"
+            )
         else:
             seen[ns] = name
     total = sum(t.quota_percent for t in teams.values())
     if total > 100:
         shares = ", ".join(f"{n} {t.quota_percent}" for n, t in teams.items())
-        problems.append(f"{key('teams')}: the teams' quotaPercent add up to {total} ({shares}), more than the fleet "
-                        f"(100); lower them so they add up to at most 100 (the rest is the stack's own queue's)")
+        problems.append(
+            f"{key('teams')}: the teams' quotaPercent add up to {total} ({shares}), more than the fleet "
+            f"(100); lower them so they add up to at most 100 (the rest is the stack's own queue's)"
+        )
     return problems
 
 
@@ -91,8 +115,19 @@ STACK_REFERENCE_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-
 #: Keys a jobs-only stack reads: its jobs and what they are made of; the node groups and the system group (the jobs'
 #: placement, checked at deploy against the referenced stack's); ``cluster.stackReference`` and ``cluster.team``;
 #: ``preflight`` (a jobs-only stack has no account checks of its own: the cluster stack's quotas and zones).
-JOBS_ONLY_KEYS = ("clusterName", "cluster", "nodeGroups", "systemNodeGroup", "instanceFacts", "tags", "images",
-                  "imageBuild", "datasets", "jobs", "preflight")
+JOBS_ONLY_KEYS = (
+    "clusterName",
+    "cluster",
+    "nodeGroups",
+    "systemNodeGroup",
+    "instanceFacts",
+    "tags",
+    "images",
+    "imageBuild",
+    "datasets",
+    "jobs",
+    "preflight",
+)
 JOBS_ONLY_CLUSTER_KEYS = ("stackReference", "team")
 
 
@@ -104,27 +139,37 @@ def jobs_only_problems(raw: Mapping[str, str], cluster: Any) -> list[str]:
     problems = []
     if ref is None:
         if team is not None:
-            problems.append(f"{key('cluster.team')}: only a jobs-only stack names its team; set "
-                            f"{key('cluster.stackReference')} (the cluster stack, org/project/stack) or remove it")
+            problems.append(
+                f"{key('cluster.team')}: only a jobs-only stack names its team; set "
+                f"{key('cluster.stackReference')} (the cluster stack, org/project/stack) or remove it"
+            )
         return problems
     if not STACK_REFERENCE_RE.match(ref):
-        problems.append(f"{key('cluster.stackReference')}: {ref!r} is not a stack reference; write org/project/stack "
-                        f"(organization/<project>/<stack> with a local or S3 backend)")
+        problems.append(
+            f"{key('cluster.stackReference')}: {ref!r} is not a stack reference; write org/project/stack "
+            f"(organization/<project>/<stack> with a local or S3 backend)"
+        )
     if team is None:
-        problems.append(f"{key('cluster.team')}: a jobs-only stack ({key('cluster.stackReference')}) submits to a "
-                        f"team's queue: set it to a team of the referenced stack's teams")
+        problems.append(
+            f"{key('cluster.team')}: a jobs-only stack ({key('cluster.stackReference')}) submits to a "
+            f"team's queue: set it to a team of the referenced stack's teams"
+        )
     elif not (NAME_RE.match(team) and len(team) <= TEAM_NAME_MAX):
         problems.append(f"{key('cluster.team')}: {team!r} is not a team name (a key of the referenced stack's teams)")
     for k in sorted(raw):
         if k not in JOBS_ONLY_KEYS:
-            problems.append(f"{key(k)}: a jobs-only stack ({key('cluster.stackReference')}) registers only its jobs; "
-                            f"this key configures the cluster, which the referenced stack makes: remove it")
+            problems.append(
+                f"{key(k)}: a jobs-only stack ({key('cluster.stackReference')}) registers only its jobs; "
+                f"this key configures the cluster, which the referenced stack makes: remove it"
+            )
     try:
         written = json.loads(raw.get("cluster") or "{}")
     except json.JSONDecodeError:
         written = {}
     for k in sorted(written if isinstance(written, dict) else {}):
         if k not in JOBS_ONLY_CLUSTER_KEYS:
-            problems.append(f"{key('cluster.' + k)}: a jobs-only stack reads only cluster.stackReference and "
-                            f"cluster.team (the referenced stack makes the cluster): remove it")
+            problems.append(
+                f"{key('cluster.' + k)}: a jobs-only stack reads only cluster.stackReference and "
+                f"cluster.team (the referenced stack makes the cluster): remove it"
+            )
     return problems

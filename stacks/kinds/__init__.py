@@ -38,5 +38,15 @@ register(mpi.KIND)
 register(tensorflow.KIND)
 register(command.KIND)
 
-__all__ = ["KINDS", "BuildContext", "JobComponent", "JobKind", "LocalMachine", "LocalProcesses", "OwnedField", "kind_names", "register",
-           "unregister"]
+__all__ = [
+    "KINDS",
+    "BuildContext",
+    "JobComponent",
+    "JobKind",
+    "LocalMachine",
+    "LocalProcesses",
+    "OwnedField",
+    "kind_names",
+    "register",
+    "unregister",
+]

@@ -157,8 +157,9 @@ class JobKind:
             return [("command", f"a {self.name} job needs a command ({self.program})")]
         return []
 
-    def image_problems(self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig",
-                       problems: list[str]) -> None:
+    def image_problems(
+        self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig", problems: list[str]
+    ) -> None:
         """Problems of the image a job of this kind runs (the config rules call it); by default none."""
 
     # --- plan and composition -------------------------------------------------------------------------------------
@@ -185,7 +186,14 @@ class JobKind:
             return job.nodes
         return max(job.min_nodes, min(asked, job.max_nodes)) if self.elastic else asked
 
-    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
-                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+    def local_processes(
+        self,
+        machine: LocalMachine,
+        job: "JobPlan",
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        peers: Sequence[str],
+    ) -> LocalProcesses:
         """The processes standing for the job's pods on this machine, from the functions its component uses."""
         raise NotImplementedError(f"{self.name}: local_processes")

@@ -17,8 +17,9 @@ class Command(IndexedCommandKind):
     on_system_group = True
     component = CommandJob
 
-    def local_env(self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int,
-                  peers: Sequence[str]) -> Mapping[str, Any]:
+    def local_env(
+        self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: Sequence[str]
+    ) -> Mapping[str, Any]:
         return command_env(spec, placement, nodes, peers, port=machine.free_port())
 
 

@@ -17,8 +17,9 @@ class IndexedCommandKind(JobKind):
     component: ClassVar[Callable[..., JobComponent]]
     """The kind's component (``components.workloads``), built from the job's spec, placement, command and size."""
 
-    def local_env(self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int,
-                  peers: Sequence[str]) -> Mapping[str, Any]:
+    def local_env(
+        self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: Sequence[str]
+    ) -> Mapping[str, Any]:
         """The environment every local process gets (what the kind's component puts in its pods)."""
         raise NotImplementedError
 
@@ -27,13 +28,25 @@ class IndexedCommandKind(JobKind):
         assert c.command is not None
         return type(self).component(
             ctx.name,
-            {"job": ctx.spec, "placement": job.placement, "command": list(c.command), "nodes": job.nodes,
-             "max_retries": c.max_restarts},
+            {
+                "job": ctx.spec,
+                "placement": job.placement,
+                "command": list(c.command),
+                "nodes": job.nodes,
+                "max_retries": c.max_restarts,
+            },
             opts=ctx.opts,
         )
 
-    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
-                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+    def local_processes(
+        self,
+        machine: LocalMachine,
+        job: "JobPlan",
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        peers: Sequence[str],
+    ) -> LocalProcesses:
         assert job.config.command is not None
         env = self.local_env(machine, spec, placement, nodes, peers)
         return LocalProcesses([[*job.config.command, *(spec.get("args") or [])]] * nodes, env)

@@ -26,7 +26,9 @@ class Mpi(JobKind):
     fixed_size = "an MPI job has a fixed world size (mpirun -np)"
     program = "the program each rank runs"
     owned_fields = (
-        OwnedField("launcher_command", "launcherCommand", "only mpi jobs have a launcher (the command that runs mpirun)"),
+        OwnedField(
+            "launcher_command", "launcherCommand", "only mpi jobs have a launcher (the command that runs mpirun)"
+        ),
     )
     # the workers run sshd, which writes its session files to the image's file system
     writable_root = True
@@ -40,8 +42,9 @@ class Mpi(JobKind):
     needs_mpi_operator = True
     launcher_on_system_group = True
 
-    def image_problems(self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig",
-                       problems: list[str]) -> None:
+    def image_problems(
+        self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig", problems: list[str]
+    ) -> None:
         from stacks.config.rules import check_mpi_image
 
         check_mpi_image(s, path, job_name, image_name, image, problems)
@@ -68,8 +71,15 @@ class Mpi(JobKind):
         if shutil.which("mpirun") is None:
             raise machine.fail(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
 
-    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
-                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+    def local_processes(
+        self,
+        machine: LocalMachine,
+        job: "JobPlan",
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        peers: Sequence[str],
+    ) -> LocalProcesses:
         """The launcher runs mpirun over a hostfile of this machine; the ranks are its children."""
         c = job.config
         assert c.command is not None
@@ -78,15 +88,23 @@ class Mpi(JobKind):
         hostfile.parent.mkdir(parents=True, exist_ok=True)
         # the operator writes one line per worker pod; here one host holds every rank
         hostfile.write_text(f"127.0.0.1 slots={nodes * slots}\n")
-        command, env = mpi_launcher(spec, placement, nodes=nodes, slots=slots, program=list(c.command),
-                                    hosts=peers, mpi_prefix=machine.mpi_prefix(),
-                                    launcher_command=list(c.launcher_command or ()),
-                                    hostfile=str(hostfile), port=machine.free_port())
+        command, env = mpi_launcher(
+            spec,
+            placement,
+            nodes=nodes,
+            slots=slots,
+            program=list(c.command),
+            hosts=peers,
+            mpi_prefix=machine.mpi_prefix(),
+            launcher_command=list(c.launcher_command or ()),
+            hostfile=str(hostfile),
+            port=machine.free_port(),
+        )
         if os.geteuid() == 0:
             env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
         # the pods' mapping puts `slots` ranks on each worker node; here the one host takes them all
         at = command.index("--map-by") + 1
-        command = [*command[:at], f"ppr:{nodes * slots}:node", *command[at + 1:]]
+        command = [*command[:at], f"ppr:{nodes * slots}:node", *command[at + 1 :]]
         return LocalProcesses([command], env)
 
 

@@ -30,8 +30,13 @@ class PyTorch(JobKind):
     def problems(self, job: "JobConfig") -> list[tuple[str, str]]:
         problems = []
         if job.script is None:
-            problems.append(("script", "a pytorch job runs a script under torchrun; set script (a path in the image, "
-                                       "or relative to the downloaded code)"))
+            problems.append(
+                (
+                    "script",
+                    "a pytorch job runs a script under torchrun; set script (a path in the image, "
+                    "or relative to the downloaded code)",
+                )
+            )
         if job.command is not None:
             problems.append(("command", "a pytorch job's command is torchrun; give the script and args instead"))
         return problems
@@ -70,19 +75,40 @@ class PyTorch(JobKind):
     def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
         machine.check_torch(job)  # torchrun comes with PyTorch
 
-    def local_processes(self, machine: LocalMachine, job: "JobPlan", spec: JobSpec, placement: WorkerPlacement,
-                        nodes: int, peers: Sequence[str]) -> LocalProcesses:
+    def local_processes(
+        self,
+        machine: LocalMachine,
+        job: "JobPlan",
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        peers: Sequence[str],
+    ) -> LocalProcesses:
         from stacks.config.jobs import TOOLBOX_IMAGE
+
         c = job.config
         assert c.script is not None
         backend = cast(RendezvousBackend, c.rendezvous_backend)
         endpoint = machine.etcd_endpoint() if backend == "etcd-v2" else f"127.0.0.1:{machine.free_port()}"
-        command = pytorch_command(spec, placement, script=c.script, run_id=job.run_id, min_nodes=min(job.min_nodes, nodes),
-                                  max_nodes=max(job.max_nodes, nodes), backend=backend, endpoint=endpoint,
-                                  launcher=job.image.name == TOOLBOX_IMAGE)
-        env = pytorch_env(spec, placement, nodes=nodes, max_restarts=c.max_restarts,
-                          checkpoint_every_seconds=c.checkpoint_every_seconds,
-                          collective_timeout_seconds=c.collective_timeout_seconds)
+        command = pytorch_command(
+            spec,
+            placement,
+            script=c.script,
+            run_id=job.run_id,
+            min_nodes=min(job.min_nodes, nodes),
+            max_nodes=max(job.max_nodes, nodes),
+            backend=backend,
+            endpoint=endpoint,
+            launcher=job.image.name == TOOLBOX_IMAGE,
+        )
+        env = pytorch_env(
+            spec,
+            placement,
+            nodes=nodes,
+            max_restarts=c.max_restarts,
+            checkpoint_every_seconds=c.checkpoint_every_seconds,
+            collective_timeout_seconds=c.collective_timeout_seconds,
+        )
         return LocalProcesses([command] * nodes, env)
 
 

@@ -16,8 +16,9 @@ class TensorFlow(IndexedCommandKind):
     fixed_size = "MultiWorkerMirroredStrategy has a fixed cluster (TF_CONFIG)"
     component = TensorFlowJob
 
-    def local_env(self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int,
-                  peers: Sequence[str]) -> Mapping[str, Any]:
+    def local_env(
+        self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: Sequence[str]
+    ) -> Mapping[str, Any]:
         return tensorflow_env(spec, placement, nodes, [f"127.0.0.1:{machine.free_port()}" for _ in range(nodes)])
 
 

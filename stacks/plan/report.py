@@ -70,28 +70,32 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
     for name in sorted(plan.jobs, key=lambda n: steps[n]):  # stable: config order within a step
         job = plan.jobs[name]
         hc = job.health_check
-        out.append({
-            "step": steps[name],
-            "name": job.name,
-            "kind": job.kind,
-            "nodeGroup": job.group.name,
-            "nodes": job.nodes,
-            "minNodes": job.min_nodes,
-            "maxNodes": job.max_nodes,
-            "processesPerNode": job.procs_per_node,
-            "processesPerPod": 1 if KINDS[job.kind].one_process_per_pod else job.procs_per_node,
-            "gpusPerPod": job.placement["gpus"],
-            "efaInterfacesPerPod": job.placement["efa_devices"],
-            "image": job.image.name,
-            "dataset": job.dataset,
-            "after": list(job.after),
-            "outputDir": job.output_dir,
-            "healthCheck": None if hc is None else {
-                "enforce": hc.config.enforce,
-                "minBusBandwidthGBps": hc.threshold_gbytes_per_s,
-                "maxBytes": hc.message_bytes,
-            },
-        })
+        out.append(
+            {
+                "step": steps[name],
+                "name": job.name,
+                "kind": job.kind,
+                "nodeGroup": job.group.name,
+                "nodes": job.nodes,
+                "minNodes": job.min_nodes,
+                "maxNodes": job.max_nodes,
+                "processesPerNode": job.procs_per_node,
+                "processesPerPod": 1 if KINDS[job.kind].one_process_per_pod else job.procs_per_node,
+                "gpusPerPod": job.placement["gpus"],
+                "efaInterfacesPerPod": job.placement["efa_devices"],
+                "image": job.image.name,
+                "dataset": job.dataset,
+                "after": list(job.after),
+                "outputDir": job.output_dir,
+                "healthCheck": None
+                if hc is None
+                else {
+                    "enforce": hc.config.enforce,
+                    "minBusBandwidthGBps": hc.threshold_gbytes_per_s,
+                    "maxBytes": hc.message_bytes,
+                },
+            }
+        )
     return out
 
 
@@ -107,41 +111,80 @@ def _queues(plan: Plan) -> Optional[dict[str, Any]]:
         "queueingStrategy": a.queueing_strategy,
         "podsReadyTimeoutSeconds": a.pods_ready_timeout_s,
         "requeueBackoffSeconds": [a.requeue_backoff_base_s, a.requeue_backoff_max_s],
-        "flavors": [{"name": f.name, "nodeGroup": f.path, "maxSize": f.max_size, "quota": dict(f.quota),
-                     "nodeLabels": dict(f.node_labels), "nodeTaints": [dict(t) for t in f.node_taints],
-                     **({} if f.topology is None else {"topology": {
-                         "name": f.topology.name, "levels": list(f.topology.levels),
-                         "podsPrefer": f"one {f.topology.placement_level} (else the level above)"}})}
-                    for f in a.flavors],
+        "flavors": [
+            {
+                "name": f.name,
+                "nodeGroup": f.path,
+                "maxSize": f.max_size,
+                "quota": dict(f.quota),
+                "nodeLabels": dict(f.node_labels),
+                "nodeTaints": [dict(t) for t in f.node_taints],
+                **(
+                    {}
+                    if f.topology is None
+                    else {
+                        "topology": {
+                            "name": f.topology.name,
+                            "levels": list(f.topology.levels),
+                            "podsPrefer": f"one {f.topology.placement_level} (else the level above)",
+                        }
+                    }
+                ),
+            }
+            for f in a.flavors
+        ],
         "priorities": {
             **{job: {"class": c, "value": a.priorities[c]} for job, c in a.job_priority.items()},
             **{f"{job}-allreduce": {"class": c, "value": a.priorities[c]} for job, c in a.check_priority.items()},
         },
-        **({} if a.cohort is None else {
-            "cohort": a.cohort,
-            "ownQuota": {f: dict(q) for f, q in a.own_quota.items()},
-            "teams": {t.name: {"namespace": t.namespace, "localQueue": f"{t.namespace}/{t.local_queue}",
-                               "clusterQueue": t.cluster_queue, "nodes": dict(t.nodes),
-                               "quota": {f: dict(q) for f, q in t.quota.items()},
-                               "mayBorrow": t.may_borrow, "mayLend": t.may_lend} for t in a.teams},
-        }),
+        **(
+            {}
+            if a.cohort is None
+            else {
+                "cohort": a.cohort,
+                "ownQuota": {f: dict(q) for f, q in a.own_quota.items()},
+                "teams": {
+                    t.name: {
+                        "namespace": t.namespace,
+                        "localQueue": f"{t.namespace}/{t.local_queue}",
+                        "clusterQueue": t.cluster_queue,
+                        "nodes": dict(t.nodes),
+                        "quota": {f: dict(q) for f, q in t.quota.items()},
+                        "mayBorrow": t.may_borrow,
+                        "mayLend": t.may_lend,
+                    }
+                    for t in a.teams
+                },
+            }
+        ),
     }
 
 
 def _storage(plan: Plan) -> dict[str, Any]:
     st = plan.storage
     cfg = plan.config.storage
-    out: dict[str, Any] = {"backend": st.backend, "namespace": cfg.namespace, "claim": cfg.pvc_name,
-                           "fileSystemId": cfg.file_system_id}
+    out: dict[str, Any] = {
+        "backend": st.backend,
+        "namespace": cfg.namespace,
+        "claim": cfg.pvc_name,
+        "fileSystemId": cfg.file_system_id,
+    }
     if st.is_fsx and st.fsx is not None:
         out.update(
-            zone=st.zone, subnetId=st.subnet_id, zoneFrom=st.zone_key, capacityGib=st.fsx.storage_capacity_gib,
-            throughputPerTib=st.fsx.throughput_per_tib, efa=st.fsx.efa,
+            zone=st.zone,
+            subnetId=st.subnet_id,
+            zoneFrom=st.zone_key,
+            capacityGib=st.fsx.storage_capacity_gib,
+            throughputPerTib=st.fsx.throughput_per_tib,
+            efa=st.fsx.efa,
             dataRepository=st.fsx.data_repository.s3_path or "a bucket the stack creates",
         )
     else:
-        out.update(zone="every zone of the VPC (a mount target per private subnet)", capacity=cfg.capacity,
-                   throughputMode=cfg.throughput_mode)
+        out.update(
+            zone="every zone of the VPC (a mount target per private subnet)",
+            capacity=cfg.capacity,
+            throughputMode=cfg.throughput_mode,
+        )
     return out
 
 
@@ -150,14 +193,16 @@ def _operations(plan: Plan) -> dict[str, Any]:
     alarms = []
     for a in ops.idle_alarms:
         hour = node_hour(plan.groups[a.group])
-        alarms.append({
-            "nodeGroup": a.group,
-            "minutes": a.minutes,
-            "utilizationPercent": a.utilization_percent,
-            # what the group's nodes cost per hour while they idle at its maximum size: what the alarm guards
-            "guardsPerHour": None if hour is None else round(hour * a.max_nodes, 4),
-            "maxNodes": a.max_nodes,
-        })
+        alarms.append(
+            {
+                "nodeGroup": a.group,
+                "minutes": a.minutes,
+                "utilizationPercent": a.utilization_percent,
+                # what the group's nodes cost per hour while they idle at its maximum size: what the alarm guards
+                "guardsPerHour": None if hour is None else round(hour * a.max_nodes, 4),
+                "maxNodes": a.max_nodes,
+            }
+        )
     return {
         "nodeMonitoringAgent": True,
         "metrics": ops.metrics,
@@ -181,8 +226,11 @@ def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
         }
     else:
         assert cfg.existing_vpc is not None
-        network = {"kind": "existing VPC", "vpcId": cfg.existing_vpc.vpc_id,
-                   "privateSubnetIds": list(cfg.existing_vpc.private_subnet_ids)}
+        network = {
+            "kind": "existing VPC",
+            "vpcId": cfg.existing_vpc.vpc_id,
+            "privateSubnetIds": list(cfg.existing_vpc.private_subnet_ids),
+        }
     cost = estimate(plan)
     notes = [
         f"{PRICE_REGION} list prices (instances: On-Demand as published on {PRICES_AS_OF}, "
@@ -218,8 +266,10 @@ def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
             "currency": "USD",
             "runningPerHour": cost.running,
             "idlePerHour": cost.idle,
-            "lines": [{"what": c.what, "runningPerHour": _round(c.running), "idlePerHour": _round(c.idle), "basis": c.basis}
-                      for c in cost.lines],
+            "lines": [
+                {"what": c.what, "runningPerHour": _round(c.running), "idlePerHour": _round(c.idle), "basis": c.basis}
+                for c in cost.lines
+            ],
             "notes": notes,
         },
     }
@@ -230,21 +280,30 @@ def _round(value: Optional[float]) -> Optional[float]:
 
 
 def _money(value: Optional[float]) -> str:
-    return "unknown (a type has no price: set instanceFacts.<type>.pricePerHour)" if value is None else f"${value:.3f}/h"
+    return (
+        "unknown (a type has no price: set instanceFacts.<type>.pricePerHour)" if value is None else f"${value:.3f}/h"
+    )
 
 
 def render(r: dict[str, Any]) -> str:
     """The report as text."""
-    lines = [f"plan of stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): cluster "
-             f"{r['clusterName']}, Kubernetes {r['kubernetesVersion']}"]
+    lines = [
+        f"plan of stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): cluster "
+        f"{r['clusterName']}, Kubernetes {r['kubernetesVersion']}"
+    ]
     net = r["network"]
     if net["kind"] == "new VPC":
-        zones = ", ".join(net["zones"]) if net["zones"] else f"{net['zoneCount']} zones (chosen by zone ID at deploy time)"
+        zones = (
+            ", ".join(net["zones"]) if net["zones"] else f"{net['zoneCount']} zones (chosen by zone ID at deploy time)"
+        )
         lines.append(f"network: new VPC {net['vpcCidr']} in {zones}, NAT gateways: {net['natGateways']}")
     else:
         lines.append(f"network: existing VPC {net['vpcId']}, private subnets {', '.join(net['privateSubnetIds'])}")
     lines.append("")
-    lines.append("node groups:" + ("  (cluster-autoscaler scales the worker groups between min and max)" if r["autoscaler"] else ""))
+    lines.append(
+        "node groups:"
+        + ("  (cluster-autoscaler scales the worker groups between min and max)" if r["autoscaler"] else "")
+    )
     for g in r["nodeGroups"]:
         where = g["zone"] or f"the zone of subnet {g['subnetId']}"
         gpu = f"{g['gpusPerNode']} x {g['gpuModel']} GPUs" if g["gpusPerNode"] else "no GPU"
@@ -259,16 +318,30 @@ def render(r: dict[str, Any]) -> str:
         repair = g.get("nodeRepair")
         if repair is not None:
             limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k not in ("enabled", "overrides"))
-            overrides = "; ".join(f"{o['condition']}/{o['reason']}: {o['action']}" for o in repair.get("overrides") or ())
-            lines.append(f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}" + (f" ({limits})" if limits else "")
-                         + (f", except {overrides}" if overrides else ""))
+            overrides = "; ".join(
+                f"{o['condition']}/{o['reason']}: {o['action']}" for o in repair.get("overrides") or ()
+            )
+            lines.append(
+                f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}"
+                + (f" ({limits})" if limits else "")
+                + (f", except {overrides}" if overrides else "")
+            )
     lines.append("")
-    lines.append("jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
-                 "after completed):" if r["jobs"] else "jobs: none (the environment only)")
+    lines.append(
+        "jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
+        "after completed):"
+        if r["jobs"]
+        else "jobs: none (the environment only)"
+    )
     for j in r["jobs"]:
-        size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if KINDS[j["kind"]].elastic else "")
-        procs = (f"1 process (the command; PROCS_PER_NODE={j['processesPerNode']} in its environment)"
-                 if KINDS[j["kind"]].one_process_per_pod else f"{j['processesPerNode']} process(es)")
+        size = f"{j['nodes']} node(s)" + (
+            f" ({j['minNodes']}-{j['maxNodes']} elastic)" if KINDS[j["kind"]].elastic else ""
+        )
+        procs = (
+            f"1 process (the command; PROCS_PER_NODE={j['processesPerNode']} in its environment)"
+            if KINDS[j["kind"]].one_process_per_pod
+            else f"{j['processesPerNode']} process(es)"
+        )
         after = f", after {', '.join(j['after'])}" if j["after"] else ""
         data = f", dataset {j['dataset']}" if j["dataset"] else ""
         lines.append(
@@ -277,26 +350,39 @@ def render(r: dict[str, Any]) -> str:
         )
         hc = j["healthCheck"]
         if hc is not None:
-            threshold = (f"fails below {hc['minBusBandwidthGBps']} GB/s" if hc["minBusBandwidthGBps"] is not None and hc["enforce"]
-                         else "reports the bandwidth" + (f" (threshold {hc['minBusBandwidthGBps']} GB/s, not enforced)"
-                                                         if hc["minBusBandwidthGBps"] is not None else ""))
+            threshold = (
+                f"fails below {hc['minBusBandwidthGBps']} GB/s"
+                if hc["minBusBandwidthGBps"] is not None and hc["enforce"]
+                else "reports the bandwidth"
+                + (
+                    f" (threshold {hc['minBusBandwidthGBps']} GB/s, not enforced)"
+                    if hc["minBusBandwidthGBps"] is not None
+                    else ""
+                )
+            )
             lines.append(f"     all-reduce health check first: {threshold}")
     q = r["queues"]
     if q is not None:
         lines.append("")
-        lines.append(f"queues (Kueue): every job waits in {q['localQueue']} -> ClusterQueue {q['clusterQueue']} "
-                     f"({q['queueingStrategy']}) until all of it fits, then starts whole; an admitted job whose pods "
-                     f"do not all run within {q['podsReadyTimeoutSeconds']} s is requeued (backoff "
-                     f"{q['requeueBackoffSeconds'][0]}-{q['requeueBackoffSeconds'][1]} s)")
+        lines.append(
+            f"queues (Kueue): every job waits in {q['localQueue']} -> ClusterQueue {q['clusterQueue']} "
+            f"({q['queueingStrategy']}) until all of it fits, then starts whole; an admitted job whose pods "
+            f"do not all run within {q['podsReadyTimeoutSeconds']} s is requeued (backoff "
+            f"{q['requeueBackoffSeconds'][0]}-{q['requeueBackoffSeconds'][1]} s)"
+        )
         for f in q["flavors"]:
             quota = ", ".join(f"{v} {k}" for k, v in f["quota"].items() if v not in ("0", "0Mi"))
             lines.append(f"  flavor {f['name']} ({f['nodeGroup']}, quota = maxSize {f['maxSize']} nodes): {quota}")
             if "topology" in f:
                 t = f["topology"]
-                lines.append(f"    topology-aware (Topology {t['name']}: {' > '.join(t['levels'])}): a job's pods "
-                             f"share {t['podsPrefer']}")
-        lines.append("  priorities (a job outranks the jobs that wait for it): " + ", ".join(
-            f"{job} {p['value']}" for job, p in q["priorities"].items()))
+                lines.append(
+                    f"    topology-aware (Topology {t['name']}: {' > '.join(t['levels'])}): a job's pods "
+                    f"share {t['podsPrefer']}"
+                )
+        lines.append(
+            "  priorities (a job outranks the jobs that wait for it): "
+            + ", ".join(f"{job} {p['value']}" for job, p in q["priorities"].items())
+        )
     lines.append("")
     st = r["storage"]
     if st["backend"] == "fsx":
@@ -306,27 +392,45 @@ def render(r: dict[str, Any]) -> str:
             f"linked to {st['dataRepository']}; claim {st['namespace']}/{st['claim']}"
         )
     else:
-        lines.append(f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}")
+        lines.append(
+            f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}"
+        )
     lines.append("")
     ops = r["operations"]
-    lines.append("operations: EKS node monitoring agent on every node; "
-                 + ("Container Insights GPU/EFA metrics (amazon-cloudwatch-observability)" if ops["metrics"] else "no metrics add-on")
-                 + ("; a CloudWatch dashboard (output dashboardUrl)" if ops["dashboard"] else ""))
+    lines.append(
+        "operations: EKS node monitoring agent on every node; "
+        + (
+            "Container Insights GPU/EFA metrics (amazon-cloudwatch-observability)"
+            if ops["metrics"]
+            else "no metrics add-on"
+        )
+        + ("; a CloudWatch dashboard (output dashboardUrl)" if ops["dashboard"] else "")
+    )
     for a in ops["idleGpuAlarms"]:
         lines.append(
             f"  idle-GPU alarm on {a['nodeGroup']}: every GPU below {a['utilizationPercent']:g}% for {a['minutes']} min; "
             f"guards {_money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
-            + (f"; mails {ops['alarmEmail']}" if ops["alarmEmail"] else ""))
+            + (f"; mails {ops['alarmEmail']}" if ops["alarmEmail"] else "")
+        )
     lines.append("")
     pf = r["preflight"]
-    lines.append("preflight will check in the account" + ("" if pf["enabled"] else " (preflight.enabled is false: `pulumi up` skips it; "
-                                                          "python -m stacks.preflight still runs it)") + ":")
+    lines.append(
+        "preflight will check in the account"
+        + (
+            ""
+            if pf["enabled"]
+            else " (preflight.enabled is false: `pulumi up` skips it; python -m stacks.preflight still runs it)"
+        )
+        + ":"
+    )
     lines.extend(f"  - {c['key']}: {c['check']}" for c in pf["checks"])
     lines.append("")
     cost = r["cost"]
     lines.append(f"estimated cost: running {_money(cost['runningPerHour'])}, idle {_money(cost['idlePerHour'])}")
     for c in cost["lines"]:
-        lines.append(f"  {_money(c['runningPerHour'])} running, {_money(c['idlePerHour'])} idle: {c['what']} [{c['basis']}]")
+        lines.append(
+            f"  {_money(c['runningPerHour'])} running, {_money(c['idlePerHour'])} idle: {c['what']} [{c['basis']}]"
+        )
     lines.extend(f"  note: {n}" for n in cost["notes"])
     return "\n".join(lines)
 
@@ -335,7 +439,8 @@ def render(r: dict[str, Any]) -> str:
 def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
     """Print the plan; exit status 0, or 2 when the stack file cannot be read or its configuration is invalid."""
     parser = parser_for(
-        "plan", prog,
+        "plan",
+        prog,
         "Validate a stack offline (the same messages as `pulumi up`) and print what it will create and "
         "cost: node groups, jobs, storage, the preflight checks, the estimated hourly cost. No AWS call. Exit 0, or 2 "
         "on a configuration error.",

@@ -35,7 +35,9 @@ class AwsClient:
         except ClientError as exc:
             err = exc.response.get("Error", {})
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            raise AwsCallError(operation, str(err.get("Code", "Error")), short_message(str(err.get("Message", exc)), status)) from exc
+            raise AwsCallError(
+                operation, str(err.get("Code", "Error")), short_message(str(err.get("Message", exc)), status)
+            ) from exc
         except (BotoCoreError, ResponseParserError) as exc:  # unreachable endpoint, no credentials, bad response
             raise AwsCallError(operation, type(exc).__name__, short_message(str(exc), None)) from exc
 
@@ -169,7 +171,9 @@ class AwsClient:
                 if entry.get("addonName") != addon:
                     continue
                 for version in entry.get("addonVersions", []):
-                    compat = [c for c in version.get("compatibilities", []) if c.get("clusterVersion") == kubernetes_version]
+                    compat = [
+                        c for c in version.get("compatibilities", []) if c.get("clusterVersion") == kubernetes_version
+                    ]
                     if compat:
                         found.append((str(version["addonVersion"]), any(bool(c.get("defaultVersion")) for c in compat)))
             token = resp.get("nextToken")

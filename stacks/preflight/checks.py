@@ -24,7 +24,6 @@ from stacks.preflight.findings import (
 from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
 
 
-
 def available_zones(session: boto3.session.Session, region: str) -> list[Zone]:
     """The region's available zones (state ``available``, ``opt-in-not-required``) with their IDs, sorted.
 
@@ -56,7 +55,13 @@ def run_preflight(
     """
     region = stack_region(session)
     if region is None:
-        return [Finding(False, "aws:region", "no AWS region: set it with `pulumi config set aws:region us-east-1` (or AWS_REGION)")]
+        return [
+            Finding(
+                False,
+                "aws:region",
+                "no AWS region: set it with `pulumi config set aws:region us-east-1` (or AWS_REGION)",
+            )
+        ]
     if session is None:
         session = boto3.session.Session(region_name=region)
     aws = AwsClient(session, region)
@@ -141,7 +146,11 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
         except AwsCallError as exc:
             findings.append(Finding(False, key("network"), f"could not list the region's zones ({exc}) {SKIP_HINT}"))
             return []
-        findings.append(Finding(True, key("network"), f"the new VPC uses zones {join_names([str(z) for z in resolved])} of {aws.region}"))
+        findings.append(
+            Finding(
+                True, key("network"), f"the new VPC uses zones {join_names([str(z) for z in resolved])} of {aws.region}"
+            )
+        )
         return resolved
     if cfg.existing_vpc is None:
         return []
@@ -151,7 +160,9 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
         try:
             subnet = aws.subnet(sid)
         except AwsCallError as exc:
-            findings.append(Finding(False, k, f"{sid}: {exc}; list a private subnet of {cfg.existing_vpc.vpc_id} in {aws.region}"))
+            findings.append(
+                Finding(False, k, f"{sid}: {exc}; list a private subnet of {cfg.existing_vpc.vpc_id} in {aws.region}")
+            )
             continue
         zone = Zone(str(subnet["AvailabilityZone"]), str(subnet.get("AvailabilityZoneId", "")))
         if subnet.get("VpcId") != cfg.existing_vpc.vpc_id:
@@ -170,7 +181,9 @@ def _vpc_zones(plan: Plan, zones: Optional[Sequence[Zone]], aws: AwsClient, find
     return sorted(out)
 
 
-def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[Zone], aws: AwsClient, findings: list[Finding]) -> list[str]:
+def _group_zones(
+    g: NodeGroupPlan, plan: Plan, vpc_zones: list[Zone], aws: AwsClient, findings: list[Finding]
+) -> list[str]:
     """A group's zone names: its availabilityZone (a name or an ID), else its subnet's zone, else all of the
     VPC's zones."""
     cfg = plan.config
@@ -181,7 +194,9 @@ def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[Zone], aws: AwsCl
         try:
             subnet = aws.subnet(g.subnet_id)
         except AwsCallError as exc:
-            findings.append(Finding(False, k, f"{g.subnet_id}: {exc}; give a private subnet id of the VPC in {aws.region}"))
+            findings.append(
+                Finding(False, k, f"{g.subnet_id}: {exc}; give a private subnet id of the VPC in {aws.region}")
+            )
         else:
             subnet_zone = Zone(str(subnet["AvailabilityZone"]), str(subnet.get("AvailabilityZoneId", "")))
             problems = []
@@ -199,7 +214,9 @@ def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[Zone], aws: AwsCl
     if zone is None:
         return [z.name for z in vpc_zones]
     if g.zone is not None and vpc_zones and pinned is None:
-        where = "network.availabilityZones" if cfg.network is not None else "existingVpc.privateSubnetIds (a subnet there)"
+        where = (
+            "network.availabilityZones" if cfg.network is not None else "existingVpc.privateSubnetIds (a subnet there)"
+        )
         findings.append(
             Finding(
                 False,
@@ -211,7 +228,9 @@ def _group_zones(g: NodeGroupPlan, plan: Plan, vpc_zones: list[Zone], aws: AwsCl
     return [zone]
 
 
-def _check_offerings(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], aws: AwsClient, findings: list[Finding]) -> None:
+def _check_offerings(
+    g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], aws: AwsClient, findings: list[Finding]
+) -> None:
     """Check 1: each instance type is offered in each of the group's zones."""
     if not zones:
         return
@@ -227,7 +246,13 @@ def _check_offerings(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], a
             findings.append(Finding(True, k, f"{itype} is offered in {join_names(zones)}"))
             continue
         if not offered:
-            findings.append(Finding(False, k, f"{itype} is not offered in any zone of {aws.region}; choose another instance type or region"))
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"{itype} is not offered in any zone of {aws.region}; choose another instance type or region",
+                )
+            )
             continue
         in_vpc = [z for z in offered if z in vpc_zones]
         if g.path == "systemNodeGroup":
@@ -261,20 +286,35 @@ def _report_spot_prices(g: NodeGroupPlan, zones: list[str], aws: AwsClient, find
         try:
             prices = aws.spot_prices(facts.name, zones)
         except AwsCallError as exc:
-            findings.append(Finding(True, k, f"(information) could not read the current Spot price of {facts.name} "
-                                             f"({exc}); {assumed}"))
+            findings.append(
+                Finding(
+                    True, k, f"(information) could not read the current Spot price of {facts.name} ({exc}); {assumed}"
+                )
+            )
             continue
         if not prices:
-            findings.append(Finding(True, k, f"(information) EC2 reports no current Spot price for {facts.name} in "
-                                             f"{join_names(zones)}; {assumed}"))
+            findings.append(
+                Finding(
+                    True,
+                    k,
+                    f"(information) EC2 reports no current Spot price for {facts.name} in "
+                    f"{join_names(zones)}; {assumed}",
+                )
+            )
             continue
         where = ", ".join(f"${p:g}/h in {z}" for z, p in prices.items())
         text = f"(information) current Spot price of {facts.name}: {where}"
         if facts.price_per_hour:
             off = sorted(1 - p / facts.price_per_hour for p in prices.values())
-            span = f"{off[0] * 100:.0f}%" if round(off[0], 2) == round(off[-1], 2) else f"{off[0] * 100:.0f}% to {off[-1] * 100:.0f}%"
-            text += (f", {span} below its On-Demand ${facts.price_per_hour:g}/h; {assumed}: set it to "
-                     f"{max(0.0, min(off[0], MAX_SPOT_DISCOUNT.fraction)):.2f} to estimate with the highest of these prices")
+            span = (
+                f"{off[0] * 100:.0f}%"
+                if round(off[0], 2) == round(off[-1], 2)
+                else f"{off[0] * 100:.0f}% to {off[-1] * 100:.0f}%"
+            )
+            text += (
+                f", {span} below its On-Demand ${facts.price_per_hour:g}/h; {assumed}: set it to "
+                f"{max(0.0, min(off[0], MAX_SPOT_DISCOUNT.fraction)):.2f} to estimate with the highest of these prices"
+            )
         else:
             text += f"; {assumed}"
         findings.append(Finding(True, k, text))
@@ -333,7 +373,9 @@ def _check_efa(g: NodeGroupPlan, plan: Plan, aws: AwsClient, findings: list[Find
             findings.append(Finding(True, k, f"{itype} supports EFA with {api_max} interface(s), as the plan uses"))
 
 
-def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], aws: AwsClient, findings: list[Finding]) -> None:
+def _check_reservation(
+    g: NodeGroupPlan, zones: list[str], vpc_zones: list[str], aws: AwsClient, findings: list[Finding]
+) -> None:
     """Check 3: the group's capacity reservation exists, is active and matches the group."""
     k = key(f"{g.path}.capacityReservationId")
     rid = g.capacity_reservation_id
@@ -345,7 +387,9 @@ def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str],
         findings.append(Finding(False, k, f"could not look up {rid} ({exc}) {SKIP_HINT}"))
         return
     if res is None:
-        findings.append(Finding(False, k, f"{rid} does not exist in {aws.region} (for this account); check the id and aws:region"))
+        findings.append(
+            Finding(False, k, f"{rid} does not exist in {aws.region} (for this account); check the id and aws:region")
+        )
         return
     problems: list[str] = []
     state = str(res.get("State", "unknown"))
@@ -355,10 +399,14 @@ def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str],
     total = int(res.get("TotalInstanceCount") or 0)
     block = rtype == "capacity-block" and g.capacity_type == "CAPACITY_BLOCK"
     if state == "scheduled" and not block:
-        problems.append(f"it is scheduled and starts at {format_time(res.get('StartDate'))}; deploy the group after that time")
+        problems.append(
+            f"it is scheduled and starts at {format_time(res.get('StartDate'))}; deploy the group after that time"
+        )
     elif state not in ("active", "scheduled"):
-        problems.append(f"its state is {state}, not active; use an active reservation" + (
-            " or a scheduled Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else ""))
+        problems.append(
+            f"its state is {state}, not active; use an active reservation"
+            + (" or a scheduled Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else "")
+        )
     if g.capacity_type == "CAPACITY_BLOCK" and rtype != "capacity-block":
         problems.append(
             f"it is an On-Demand Capacity Reservation (ReservationType {rtype}), not a Capacity Block; "
@@ -383,18 +431,23 @@ def _check_reservation(g: NodeGroupPlan, zones: list[str], vpc_zones: list[str],
     elif state == "scheduled":
         # information: everything is built now, the group takes its sizes when the block starts
         end = f" and ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
-        findings.append(Finding(True, k, (
-            f"{rid}: scheduled Capacity Block for {total} x {itype} in {zone}: it starts {format_time(res.get('StartDate'))}"
-            f"{end}. `pulumi up` builds the environment now; the group has no nodes until the start, when a scheduled "
-            f"action sets its sizes (min {g.min_size}, desired {g.desired_size}, max {g.max_size}), and the first "
-            "`pulumi up` after the start creates the jobs on it; EKS scales it to 0 40 minutes before the end (EC2 "
-            "starts terminating the block's instances 30 minutes before it)"
-        )))
+        findings.append(
+            Finding(
+                True,
+                k,
+                (
+                    f"{rid}: scheduled Capacity Block for {total} x {itype} in {zone}: it starts {format_time(res.get('StartDate'))}"
+                    f"{end}. `pulumi up` builds the environment now; the group has no nodes until the start, when a scheduled "
+                    f"action sets its sizes (min {g.min_size}, desired {g.desired_size}, max {g.max_size}), and the first "
+                    "`pulumi up` after the start creates the jobs on it; EKS scales it to 0 40 minutes before the end (EC2 "
+                    "starts terminating the block's instances 30 minutes before it)"
+                ),
+            )
+        )
     else:
         kind = "Capacity Block" if rtype == "capacity-block" else "On-Demand Capacity Reservation"
         end = f", ends {format_time(res['EndDate'])}" if res.get("EndDate") else ""
         findings.append(Finding(True, k, f"{rid}: active {kind} for {total} x {itype} in {zone}{end}"))
-
 
 
 def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
@@ -449,7 +502,9 @@ def _addon_version_order(version: str) -> tuple[tuple[int, ...], int]:
     return version_tuple(version), int(build.group(1)) if build else 0
 
 
-_ASSUMED_ROLE_RE = re.compile(r"^arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/.+$")
+_ASSUMED_ROLE_RE = re.compile(
+    r"^arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/.+$"
+)
 _ROLE_RE = re.compile(r"^arn:(?P<partition>[\w-]+):iam::(?P<account>\d{12}):role/(?:.*/)?(?P<role>[\w+=,.@-]+)$")
 
 
@@ -471,7 +526,9 @@ def _check_admin_roles(plan: Plan, aws: AwsClient, findings: list[Finding]) -> N
     try:
         caller = aws.caller_arn()
     except AwsCallError as exc:
-        findings.append(Finding(False, key("cluster.adminRoleArns"), f"could not tell who runs the deployment ({exc}) {SKIP_HINT}"))
+        findings.append(
+            Finding(False, key("cluster.adminRoleArns"), f"could not tell who runs the deployment ({exc}) {SKIP_HINT}")
+        )
         return
     me = principal_of(caller)
     for i, arn in enumerate(arns):
@@ -487,7 +544,9 @@ def _check_admin_roles(plan: Plan, aws: AwsClient, findings: list[Finding]) -> N
                 )
             )
         else:
-            findings.append(Finding(True, k, f"{arn} gets a cluster-admin access entry (the deployment runs as {caller})"))
+            findings.append(
+                Finding(True, k, f"{arn} gets a cluster-admin access entry (the deployment runs as {caller})")
+            )
 
 
 def _check_vpc_cni(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
@@ -506,13 +565,23 @@ def _check_vpc_cni(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
         offered = aws.addon_versions("vpc-cni", k8s)
     except AwsCallError as exc:
         findings.append(
-            Finding(False, k, f"could not read the vpc-cni versions EKS offers for Kubernetes {k8s} ({exc}); efa-only "
-                    f"interfaces of {who} need vpc-cni >= {minimum} {SKIP_HINT}")
+            Finding(
+                False,
+                k,
+                f"could not read the vpc-cni versions EKS offers for Kubernetes {k8s} ({exc}); efa-only "
+                f"interfaces of {who} need vpc-cni >= {minimum} {SKIP_HINT}",
+            )
         )
         return
     if not offered:
-        findings.append(Finding(False, key("cluster.kubernetesVersion"), f"EKS offers no vpc-cni version for Kubernetes "
-                                f"{k8s} in {aws.region}; choose a Kubernetes version EKS supports there"))
+        findings.append(
+            Finding(
+                False,
+                key("cluster.kubernetesVersion"),
+                f"EKS offers no vpc-cni version for Kubernetes "
+                f"{k8s} in {aws.region}; choose a Kubernetes version EKS supports there",
+            )
+        )
         return
     new_enough = sorted((v for v, _ in offered if version_tuple(v) >= minimum_version), key=_addon_version_order)
     advice = (
@@ -522,20 +591,44 @@ def _check_vpc_cni(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
     )
     if pinned is not None:
         if pinned in {v for v, _ in offered}:
-            findings.append(Finding(True, k, f"vpc-cni {pinned} is offered for Kubernetes {k8s} (efa-only interfaces "
-                                             f"of {who} need >= {minimum})"))
+            findings.append(
+                Finding(
+                    True,
+                    k,
+                    f"vpc-cni {pinned} is offered for Kubernetes {k8s} (efa-only interfaces "
+                    f"of {who} need >= {minimum})",
+                )
+            )
         else:
             findings.append(Finding(False, k, f"vpc-cni {pinned} is not offered by EKS for Kubernetes {k8s}; {advice}"))
         return
     defaults = [v for v, is_default in offered if is_default]
     if not defaults:
-        findings.append(Finding(False, k, f"EKS names no default vpc-cni version for Kubernetes {k8s}, so the version "
-                                          f"the cluster gets is unknown; efa-only interfaces of {who} need >= "
-                                          f"{minimum}: {advice}"))
+        findings.append(
+            Finding(
+                False,
+                k,
+                f"EKS names no default vpc-cni version for Kubernetes {k8s}, so the version "
+                f"the cluster gets is unknown; efa-only interfaces of {who} need >= "
+                f"{minimum}: {advice}",
+            )
+        )
     elif version_tuple(defaults[0]) < minimum_version:
-        findings.append(Finding(False, k, f"without a pin the cluster gets EKS's default vpc-cni for Kubernetes {k8s}, "
-                                          f"{defaults[0]}, older than the {minimum} that efa-only interfaces of {who} "
-                                          f"need; {advice}"))
+        findings.append(
+            Finding(
+                False,
+                k,
+                f"without a pin the cluster gets EKS's default vpc-cni for Kubernetes {k8s}, "
+                f"{defaults[0]}, older than the {minimum} that efa-only interfaces of {who} "
+                f"need; {advice}",
+            )
+        )
     else:
-        findings.append(Finding(True, k, f"EKS's default vpc-cni for Kubernetes {k8s} is {defaults[0]} (efa-only "
-                                         f"interfaces of {who} need >= {minimum})"))
+        findings.append(
+            Finding(
+                True,
+                k,
+                f"EKS's default vpc-cni for Kubernetes {k8s} is {defaults[0]} (efa-only "
+                f"interfaces of {who} need >= {minimum})",
+            )
+        )

@@ -5,7 +5,16 @@ from typing import Optional, Sequence
 
 import boto3
 
-from stacks.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, add_stack_options, command, load_stack, parser_for
+from stacks.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    add_stack_options,
+    command,
+    load_stack,
+    parser_for,
+)
 from stacks.config import ConfigError
 from stacks.preflight.checks import available_zones, run_preflight, stack_region
 from stacks.preflight.findings import AwsCallError, format_report
@@ -17,7 +26,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     """Print the report; exit status 0 when every check passed, 1 when one failed, 2 on a configuration
     error (found before any AWS call)."""
     parser = parser_for(
-        "preflight", prog,
+        "preflight",
+        prog,
         "Check the AWS account can run a stack (offerings, vCPU quotas, capacity reservations, EFA, "
         "VPC CNI, FSx tier, bucket, Lustre quota) before `pulumi up`. The configuration is validated first, offline. Exit 0: all passed, 1: a check "
         "failed, 2: configuration error.",

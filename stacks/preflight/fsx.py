@@ -51,14 +51,20 @@ def _check_tier(fsx: FsxConfig, findings: list[Finding]) -> None:
     offered = ", ".join(str(t) for t in FSX_THROUGHPUT_TIERS)
     if tier not in FSX_THROUGHPUT_TIERS:
         findings.append(
-            Finding(False, k, f"{tier} MB/s/TiB is not a {FSX_DEPLOYMENT_TYPE} SSD throughput tier; use one of {offered}")
+            Finding(
+                False, k, f"{tier} MB/s/TiB is not a {FSX_DEPLOYMENT_TYPE} SSD throughput tier; use one of {offered}"
+            )
         )
         return
     why = fsx_capacity_problem(capacity, tier, fsx.efa)
     if why is not None:
         findings.append(Finding(False, key("storage.fsx.storageCapacityGib"), why))
         return
-    efa = f"; EFA-enabled, {capacity} GiB is a multiple of its {FSX_EFA_CAPACITY_STEP_GIB[tier]} GiB step" if fsx.efa else ""
+    efa = (
+        f"; EFA-enabled, {capacity} GiB is a multiple of its {FSX_EFA_CAPACITY_STEP_GIB[tier]} GiB step"
+        if fsx.efa
+        else ""
+    )
     findings.append(
         Finding(
             True,
@@ -75,8 +81,11 @@ def _check_bucket(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> No
     k = key("storage.fsx.dataRepository.s3Path")
     if bucket is None:
         findings.append(
-            Finding(True, key("storage.fsx.dataRepository"), f"the stack creates the data bucket in {aws.region} "
-                    f"(datasets under {repo.import_prefix})")
+            Finding(
+                True,
+                key("storage.fsx.dataRepository"),
+                f"the stack creates the data bucket in {aws.region} (datasets under {repo.import_prefix})",
+            )
         )
         return
     try:
@@ -84,25 +93,40 @@ def _check_bucket(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> No
     except AwsCallError as exc:
         if exc.code in ("NoSuchBucket", "404"):
             findings.append(
-                Finding(False, k, f"bucket {bucket} does not exist; create it in {aws.region} (or remove s3Path and "
-                        "the stack creates one)")
+                Finding(
+                    False,
+                    k,
+                    f"bucket {bucket} does not exist; create it in {aws.region} (or remove s3Path and "
+                    "the stack creates one)",
+                )
             )
         elif exc.code in ("AccessDenied", "403"):
             findings.append(
-                Finding(False, k, f"cannot read where bucket {bucket} is ({exc}); it must be a bucket of this account "
-                        f"in {aws.region} and the caller needs s3:GetBucketLocation {SKIP_HINT}")
+                Finding(
+                    False,
+                    k,
+                    f"cannot read where bucket {bucket} is ({exc}); it must be a bucket of this account "
+                    f"in {aws.region} and the caller needs s3:GetBucketLocation {SKIP_HINT}",
+                )
             )
         else:
             findings.append(Finding(False, k, f"could not check bucket {bucket} ({exc}) {SKIP_HINT}"))
         return
     if region != aws.region:
         findings.append(
-            Finding(False, k, f"bucket {bucket} is in {region}, the stack in {aws.region}: link a bucket in "
-                    f"{aws.region} (copy the data there, or deploy the stack in {region})")
+            Finding(
+                False,
+                k,
+                f"bucket {bucket} is in {region}, the stack in {aws.region}: link a bucket in "
+                f"{aws.region} (copy the data there, or deploy the stack in {region})",
+            )
         )
     else:
-        findings.append(Finding(True, k, f"bucket {bucket} exists in {aws.region}; {repo.s3_path} appears in "
-                                         f"{repo.file_system_path}"))
+        findings.append(
+            Finding(
+                True, k, f"bucket {bucket} exists in {aws.region}; {repo.s3_path} appears in {repo.file_system_path}"
+            )
+        )
 
 
 def _check_quota(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> None:
@@ -114,24 +138,40 @@ def _check_quota(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> Non
     except AwsCallError as exc:
         if exc.code != "NoSuchResourceException":
             findings.append(
-                Finding(False, k, f"could not read the FSx quota {code} ({QUOTA_NAMES[code]}) for {capacity} GiB "
-                        f"({exc}); the caller needs servicequotas:GetServiceQuota {SKIP_HINT}")
+                Finding(
+                    False,
+                    k,
+                    f"could not read the FSx quota {code} ({QUOTA_NAMES[code]}) for {capacity} GiB "
+                    f"({exc}); the caller needs servicequotas:GetServiceQuota {SKIP_HINT}",
+                )
             )
             return
         value, name, source = float(FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB), QUOTA_NAMES[code], "the documented default"
     try:
-        existing = [f for f in aws.lustre_file_systems() if (f.get("LustreConfiguration") or {}).get("DeploymentType") == FSX_DEPLOYMENT_TYPE]
+        existing = [
+            f
+            for f in aws.lustre_file_systems()
+            if (f.get("LustreConfiguration") or {}).get("DeploymentType") == FSX_DEPLOYMENT_TYPE
+        ]
     except AwsCallError as exc:
         findings.append(
-            Finding(False, k, f"could not list the Region's FSx file systems to count their storage against {code} "
-                    f"({exc}); the caller needs fsx:DescribeFileSystems {SKIP_HINT}")
+            Finding(
+                False,
+                k,
+                f"could not list the Region's FSx file systems to count their storage against {code} "
+                f"({exc}); the caller needs fsx:DescribeFileSystems {SKIP_HINT}",
+            )
         )
         return
     used = sum(int(f.get("StorageCapacity") or 0) for f in existing)
     needed = used + capacity
-    usage = f"{capacity} GiB for this stack + {used} GiB of {len(existing)} existing {FSX_DEPLOYMENT_TYPE} file system(s)"
+    usage = (
+        f"{capacity} GiB for this stack + {used} GiB of {len(existing)} existing {FSX_DEPLOYMENT_TYPE} file system(s)"
+    )
     if value >= needed:
-        findings.append(Finding(True, k, f"FSx quota {code} ({name}) is {number(value)} GiB ({source}); {usage} = {needed} GiB"))
+        findings.append(
+            Finding(True, k, f"FSx quota {code} ({name}) is {number(value)} GiB ({source}); {usage} = {needed} GiB")
+        )
         return
     findings.append(
         Finding(
@@ -153,8 +193,12 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
         return
     if not found:
         findings.append(
-            Finding(False, k, f"{file_system_id} is not an FSx for Lustre file system in {aws.region} (for this "
-                    "account); check the id (the fileSystemId output of the stack that kept it) and aws:region")
+            Finding(
+                False,
+                k,
+                f"{file_system_id} is not an FSx for Lustre file system in {aws.region} (for this "
+                "account); check the id (the fileSystemId output of the stack that kept it) and aws:region",
+            )
         )
         return
     fs = found[0]
@@ -175,25 +219,32 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
     if problems:
         findings.append(Finding(False, k, f"{file_system_id}: " + "; ".join(problems)))
         return
-    findings.append(Finding(True, k, f"{file_system_id} is an available {FSX_DEPLOYMENT_TYPE} file system in "
-                                     f"{join_names(subnets)}"))
+    findings.append(
+        Finding(True, k, f"{file_system_id} is an available {FSX_DEPLOYMENT_TYPE} file system in {join_names(subnets)}")
+    )
     repo = fsx.data_repository
     ours = [p for p in (repo.file_system_path, repo.export_path) if p is not None]
     try:
         associations = aws.data_repository_associations(file_system_id)
     except AwsCallError as exc:
         findings.append(
-            Finding(False, key("storage.fsx.dataRepository"), f"could not list the data repository associations of "
-                    f"{file_system_id} ({exc}); the caller needs fsx:DescribeDataRepositoryAssociations {SKIP_HINT}")
+            Finding(
+                False,
+                key("storage.fsx.dataRepository"),
+                f"could not list the data repository associations of "
+                f"{file_system_id} ({exc}); the caller needs fsx:DescribeDataRepositoryAssociations {SKIP_HINT}",
+            )
         )
         return
     clashes = [
-        a for a in associations
-        if a.get("Lifecycle") not in ("DELETING",)
-        and any(_nested(str(a.get("FileSystemPath", "")), p) for p in ours)
+        a
+        for a in associations
+        if a.get("Lifecycle") not in ("DELETING",) and any(_nested(str(a.get("FileSystemPath", "")), p) for p in ours)
     ]
     if clashes:
-        listing = ", ".join(f"{a.get('AssociationId')} ({a.get('FileSystemPath')} -> {a.get('DataRepositoryPath')})" for a in clashes)
+        listing = ", ".join(
+            f"{a.get('AssociationId')} ({a.get('FileSystemPath')} -> {a.get('DataRepositoryPath')})" for a in clashes
+        )
         first = clashes[0].get("AssociationId")
         findings.append(
             Finding(
@@ -206,8 +257,11 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
         )
     else:
         findings.append(
-            Finding(True, key("storage.fsx.dataRepository"), f"{file_system_id} has {len(associations)} association(s), "
-                    f"none on {join_names(ours)}")
+            Finding(
+                True,
+                key("storage.fsx.dataRepository"),
+                f"{file_system_id} has {len(associations)} association(s), none on {join_names(ours)}",
+            )
         )
 
 

@@ -41,8 +41,11 @@ def main() -> int:
     stop = train.StopRequest()
     stop.install()
     loader: DataLoader[tuple[torch.Tensor, ...]] = DataLoader(
-        TensorDataset(torch.arange(64, dtype=torch.float32)), batch_size=8, num_workers=4,
-        worker_init_fn=train._worker_init)
+        TensorDataset(torch.arange(64, dtype=torch.float32)),
+        batch_size=8,
+        num_workers=4,
+        worker_init_fn=train._worker_init,
+    )
     iterator = iter(loader) if args.plain else train.start_loader(loader)
     print(json.dumps({"event": "workers_starting", "time": time.time()}), flush=True)
     try:
@@ -50,8 +53,10 @@ def main() -> int:
         error = None
     except RuntimeError as exc:
         batches, error = -1, str(exc)
-    print(json.dumps({"event": "served", "batches": batches, "error": error, "stop_requested": stop.requested}),
-          flush=True)
+    print(
+        json.dumps({"event": "served", "batches": batches, "error": error, "stop_requested": stop.requested}),
+        flush=True,
+    )
     return 0 if error is None else 1
 
 

@@ -18,13 +18,22 @@ def main() -> None:
     rank, size = dist.get_rank(), dist.get_world_size()
     total = torch.tensor([float(rank + 1)])
     dist.all_reduce(total)
-    told = {k: os.environ.get(k) for k in ("JOB_INDEX", "NODE_RANK", "JOB_PEERS", "JOB_SIZE", "OUTPUT_DIR", "DATA_DIR", "SEED")}
+    told = {
+        k: os.environ.get(k)
+        for k in ("JOB_INDEX", "NODE_RANK", "JOB_PEERS", "JOB_SIZE", "OUTPUT_DIR", "DATA_DIR", "SEED")
+    }
     everyone: list = [None] * size
     dist.all_gather_object(everyone, told)
     out = Path(os.environ["OUTPUT_DIR"])
     out.mkdir(parents=True, exist_ok=True)
-    report = {"rank": rank, "world_size": size, "sum": float(total.item()), "peers": everyone,
-              "host": socket.gethostname(), "cwd": os.getcwd()}
+    report = {
+        "rank": rank,
+        "world_size": size,
+        "sum": float(total.item()),
+        "peers": everyone,
+        "host": socket.gethostname(),
+        "cwd": os.getcwd(),
+    }
     (out / f"rank-{rank}.json").write_text(json.dumps(report))
     dist.barrier()
     dist.destroy_process_group()
