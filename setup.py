@@ -32,8 +32,8 @@ dynamic provider) and ``__package__`` are the installed ones. A module that stil
 rewrite fails the build, naming the file and line. The console script is ``eks-training =
 eks_training.stacks.cli:script`` (pyproject.toml). An editable install (``pip install -e``) is refused: its modules
 would be the repository's, which import ``components`` and ``stacks``; use the checkout itself (run from its folder),
-or a regular install. ``tests/test_packaging.py`` checks the rewrite over every module and
-``tests/test_installed_real.py`` the installed package.
+or a regular install. ``tests/unit/test_packaging.py`` checks the rewrite over every module and
+``tests/real/test_installed_real.py`` the installed package.
 
 Chosen over relative imports (every module of the repository and its program changed by hand, against the layout a
 Pulumi project has) and over an import hook aliasing the top-level names (which still installs, or claims, the names

@@ -149,7 +149,7 @@ def build_storage(
     # (https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html). The key is the same whether or not
     # the storage is kept, so turning retainOnDelete on or off later changes only what destroy keeps; a key chosen by
     # retainOnDelete would replace the file system on that change (its KMS key cannot change in place).
-    # tests/test_lifecycle_rules.py checks the class.
+    # tests/mock/test_lifecycle_rules.py checks the class.
     fsx_args["kms_key_arn"] = cluster.secrets_kms_key_arn
     if fsx.metadata_iops is not None:
         fsx_args["metadata_iops"] = fsx.metadata_iops

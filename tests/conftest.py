@@ -1,9 +1,10 @@
 """Shared fixtures, the test tiers, and the tests that run alone.
 
-Every test belongs to exactly one tier (a module-level ``pytestmark``, or a marker on the test): ``unit`` (pure
-functions), ``mock`` (the program evaluated under Pulumi mocks), ``moto`` (boto3 code against a real moto
-server), ``real`` (real processes: torchrun, etcd, ...) or ``cluster`` (every stack's objects on the cluster in a box,
-:mod:`stacks.box`). ``pytest`` alone runs the fast tiers
+Every test belongs to exactly one tier, the folder its module is in, which sets its marker: ``tests/unit`` (pure
+functions), ``tests/mock`` (the program evaluated under Pulumi mocks), ``tests/moto`` (boto3 code against a real moto
+server), ``tests/real`` (real processes: torchrun, etcd, ...) or ``tests/cluster`` (every stack's objects on the
+cluster in a box, :mod:`stacks.box`). What the tiers share (harness, support modules, programs, snapshots) is in
+``tests/`` itself. ``pytest`` alone runs the fast tiers
 (``unit`` and ``mock``); ``.ci/run`` runs all of them.
 
 The tiers run on every core (pytest-xdist). A test marked ``alone`` asserts a timing bound that another test's
@@ -32,6 +33,20 @@ if str(REPO) not in sys.path:
 from tests.harness import Program, run_program  # noqa: E402
 
 TIERS = ("unit", "mock", "moto", "real", "cluster")
+TESTS = Path(__file__).resolve().parent
+
+
+def tier_of(path: Path) -> str | None:
+    """The tier of a test module: the folder of ``tests/`` it is in (``None`` outside a tier's folder)."""
+    parts = path.resolve().relative_to(TESTS).parts
+    return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The tier's marker, from the module's folder (before ``-m`` selects)."""
+    tier = tier_of(item.path)
+    if tier is not None:
+        item.add_marker(tier)
 
 
 #: The folder of the locks, passed from the xdist controller to its workers (``workerinput``).
@@ -104,10 +119,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test without exactly one tier marker is an error (it would silently never run, or run twice)."""
+    """A test outside a tier's folder, or marked with another tier than its folder's, is an error (it would silently
+    never run, or run twice)."""
     wrong = [item.nodeid for item in items if sum(1 for t in TIERS if item.get_closest_marker(t)) != 1]
     if wrong:
-        raise pytest.UsageError(f"tests without exactly one tier marker ({', '.join(TIERS)}): {wrong[:5]}")
+        raise pytest.UsageError(
+            f"tests outside tests/<tier>/ or marked with a second tier ({', '.join(TIERS)}): {wrong[:5]}"
+        )
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Helpers for tests/test_preflight_moto.py: real moto servers and the AWS data moto lacks.
+"""Helpers for tests/moto/test_preflight_moto.py: real moto servers and the AWS data moto lacks.
 
 Two kinds of server, both real HTTP servers that boto3 reaches through ``AWS_ENDPOINT_URL``
 (boto3 is never patched):

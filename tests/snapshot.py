@@ -3,7 +3,7 @@
 ``python -m tests.snapshot`` evaluates every ``Pulumi.<stack>.yaml`` under the mocks (update mode)
 and writes ``tests/snapshots/<stack>.json``: each registered resource (type, name, parent,
 resource and property dependencies, options, inputs), sorted, with values that differ between
-runs (temporary paths) normalised. ``tests/test_snapshots.py`` compares a fresh evaluation with
+runs (temporary paths) normalised. ``tests/mock/test_snapshots.py`` compares a fresh evaluation with
 the stored file; a deliberate change of what a stack registers is committed together with the
 regenerated snapshot, so the diff shows exactly what changed.
 """

@@ -27,7 +27,7 @@ def _longest(name: str, limit: int, filler: str) -> str:
 
 def _entry(section: str, name: str, filler: str) -> str:
     """The longest name of an entry of ``section``, starting with a digit wherever the loader accepts one (a name
-    derived from it that must start with a letter then shows up in tests/test_names.py)."""
+    derived from it that must start with a letter then shows up in tests/mock/test_names.py)."""
     digit_first = "0" + name
     if ENTRY_NAME_RE[section].match(digit_first):
         name = digit_first

@@ -46,7 +46,7 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
 
 #: The controller images the Helm releases run, pinned by digest (``registry/repository:tag@sha256:<digest>``), by
 #: chart key; the chart's values take the reference (``chart_image_values``). A release whose chart key is not here
-#: runs an image its chart or the program names by tag (tests/test_pod_security.py lists them and why).
+#: runs an image its chart or the program names by tag (tests/mock/test_pod_security.py lists them and why).
 CHART_IMAGES: Mapping[str, str] = {
     # Kueue's controller: the release the chart version names, from the Kubernetes project's registry (the chart's
     # own default is a staging registry with ``pullPolicy: Always``), pinned by the digest its image promoter
@@ -150,10 +150,10 @@ class BaseImage:
 
 
 #: Base images of ``training/`` and ``images/*`` pinned by digest (every ``FROM`` of the repository is pinned:
-#: ``tests/test_image_rules.py``), most from Amazon ECR Public. CodeBuild pulls them: Docker
+#: ``tests/unit/test_image_rules.py``), most from Amazon ECR Public. CodeBuild pulls them: Docker
 #: Hub limits anonymous pulls per address and CodeBuild shares its addresses (source keys ``docker-hub-limits``,
 #: ``codebuild-docker-hub-429``), ECR Public serves anonymous and authenticated pulls under its own quotas
-#: (source key ``ecr-public-pulls``). NVIDIA's bases stay on nvcr.io. ``tests/test_dockerfiles.py`` keeps every
+#: (source key ``ecr-public-pulls``). NVIDIA's bases stay on nvcr.io. ``tests/unit/test_dockerfiles.py`` keeps every
 #: Dockerfile off Docker Hub and every base of every Dockerfile equal to an entry here, whose source shows its digest.
 BASE_IMAGES: Mapping[str, BaseImage] = {
     # Ubuntu 24.04 (Python 3.12): the Docker Official Image as ECR Public mirrors it, at the index digest AWS
@@ -182,7 +182,7 @@ BASE_IMAGES: Mapping[str, BaseImage] = {
 #: index must be present when they run (``apt-get update`` before, the lists not yet removed): AWS's EFA
 #: installer installs its dependencies with ``apt-get install`` on Ubuntu and Debian, after the user has refreshed
 #: the index (source key ``efa-installer-apt``). A Dockerfile that deleted ``/var/lib/apt/lists`` first fails to
-#: build ("Unable to locate package"). ``tests/test_image_rules.py`` applies this to every Dockerfile.
+#: build ("Unable to locate package"). ``tests/unit/test_image_rules.py`` applies this to every Dockerfile.
 INSTALLERS_USING_APT: Mapping[str, str] = {
     "efa_installer.sh": "efa-installer-apt",
 }

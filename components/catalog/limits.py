@@ -1,5 +1,5 @@
 """Name limits the services enforce: the physical names the program derives must fit them for every config the
-loader accepts (``tests/test_names.py`` checks every registered resource of every stack and of long-name variants).
+loader accepts (``tests/mock/test_names.py`` checks every registered resource of every stack and of long-name variants).
 
 A Pulumi resource whose name input is left unset is auto-named: its logical name plus ``-`` and seven random
 characters (source key ``pulumi-autonaming``), so the logical name must leave room for that suffix.

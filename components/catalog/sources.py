@@ -1,6 +1,6 @@
 """The public sources behind every fact in the catalog: a key -> a URL a user can open, and what it shows.
 
-Every fact row names one or more of these keys; ``tests/test_catalog.py`` checks that each key
+Every fact row names one or more of these keys; ``tests/unit/test_catalog.py`` checks that each key
 used exists here and that each source is an ``https://`` address.
 """
 

@@ -2,7 +2,7 @@
 ``ENV`` lines give a container, the CUDA targets its compilations build for, and where its Open MPI is.
 
 The plan reads the images' facts from here once (``ImagePlan``: the Open MPI prefix an MPI job's launcher needs,
-the GPUs the image's CUDA code runs on), and ``tests/test_image_rules.py`` checks every Dockerfile of the
+the GPUs the image's CUDA code runs on), and ``tests/unit/test_image_rules.py`` checks every Dockerfile of the
 repository with the same functions. Enough of the Dockerfile syntax for this repository's files: the default
 escape character, no heredocs; ``$VAR`` and ``${VAR}`` substitution
 (https://docs.docker.com/reference/dockerfile/#environment-replacement).

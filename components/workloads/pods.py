@@ -68,7 +68,7 @@ SUSPEND_OWNED_BY_KUEUE: Mapping[str, list[str]] = {"Job": ["spec.suspend"], "MPI
 #: The Kubernetes objects a job's component may create, by resource, with their API group: what a job's
 #: ``after_jobs`` (``<resource>/<name>``) and the benchmark's collector may name (``wait_for_jobs.py`` and
 #: ``collect_results.py`` read them, training/kube_api.py). The program's kinds of job say which each uses
-#: (stacks/kinds; tied by tests/test_job_kinds.py).
+#: (stacks/kinds; tied by tests/mock/test_job_kinds.py).
 JOB_RESOURCES: Mapping[str, str] = {"jobs": "batch", "mpijobs": "kubeflow.org"}
 
 RendezvousBackend = Literal["etcd-v2", "c10d"]
@@ -179,7 +179,7 @@ def torchrun_command(
 ) -> list[str]:
     """The container command: torchrun elastic (``--nnodes=MIN:MAX``) running ``script``.
 
-    Rendezvous settings measured with real processes (tests/test_training_faults_real.py: two nodes,
+    Rendezvous settings measured with real processes (tests/real/test_training_faults_real.py: two nodes,
     etcd-v2, the node hosting rank 0 SIGKILLed): a lost node is declared dead
     ``keep_alive_interval x keep_alive_max_attempt`` = 3 s after its last heartbeat (a false positive
     only drops a live node from a finished round; it rejoins at the next one), each surviving agent

@@ -23,7 +23,7 @@ LAUNCHER = "/app/launch.py"
 #: Beside the launcher in the image: runs the job's script as ``python SCRIPT`` would, then ends the process without the
 #: interpreter's finalisation, where torch's threads can abort a rank that finished (training/run_script.py says why).
 RUN_SCRIPT = "/app/run_script.py"
-#: The launcher's exit codes the Job reacts to (training/launch.py, tied by tests/test_workloads.py): a stop
+#: The launcher's exit codes the Job reacts to (training/launch.py, tied by tests/mock/test_workloads.py): a stop
 #: signal (drain, spot interruption, scale-down) and a rendezvous lost with etcd (rescheduled) never count as
 #: failures; a run that gave up (``FAILED``) and a usage error fail the Job at once.
 LAUNCHER_EXIT_STOPPED = 143
@@ -32,7 +32,7 @@ LAUNCHER_EXIT_RUN_FAILED = 3
 LAUNCHER_EXIT_USAGE = 2
 #: torchrun's restarts per agent. Every restart a membership change causes (another node lost, stopped or
 #: joining) counts against each surviving agent, so a per-agent budget ends a healthy elastic run that one node
-#: used up (measured in tests/test_training_faults_real.py); the run's own failure budget is the trainer's
+#: used up (measured in tests/real/test_training_faults_real.py); the run's own failure budget is the trainer's
 #: ``MAX_FAILED_ATTEMPTS`` (attempts in a row without a new checkpoint).
 TORCHRUN_MAX_RESTARTS = 100
 #: What the pod's grace period leaves after torchrun's wait for its workers (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``,
@@ -43,7 +43,7 @@ SHUTDOWN_MARGIN_S = 15
 def torch_env(gpus: int) -> dict[str, str]:
     """What torchrun elastic and torch.distributed need: ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` (without it
     elastic restarts hang, https://github.com/pytorch/pytorch/issues/135712; measured by
-    tests/test_training_real.py), the agents' log level, NCCL's asynchronous error handling on GPUs."""
+    tests/real/test_training_real.py), the agents' log level, NCCL's asynchronous error handling on GPUs."""
     env = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1", "LOGLEVEL": "INFO"}
     if gpus:
         env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1"

@@ -17,7 +17,7 @@ Measured:
 - the machine's load average, since everything shares its cores.
 
 A benchmark, not a test: it prints figures (the README reports a run at 1,024 nodes); the cluster tier runs it at a
-few nodes to keep it working (``tests/test_cluster.py``).
+few nodes to keep it working (``tests/cluster/test_box_scale.py``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ as Helm renders it at install: ``helm template`` (Helm 3, the major the Pulumi K
 ``box/helm``) of the chart's own source at the catalog's pinned version, with the release's values, namespace and the
 box's Kubernetes version. What a chart does with the stack's values is then the chart's doing, not a copy of it: a
 value the chart does not read changes nothing in the render, and a test that compares the render with the plan sees
-it (``tests/test_cluster.py``).
+it (``tests/cluster/test_box_admission.py``).
 
 Chart sources come from the Go module proxy, through a pinned box module that requires the chart's repository (a
 ``go.mod`` and its ``go.sum``, so the content is checksummed), into the Go module cache, never into the repository;

@@ -9,7 +9,7 @@ renders it from the values the stack passes (nodeSelector, affinity, tolerations
 instance-type affinity), and registers a node's devices once a plugin pod runs there. A plugin that cannot land on a
 node (a missing toleration, a label the node lacks, an instance type the chart does not list) leaves that node without
 the devices, and a job needing them Pending, as on EKS. A chart whose source the box gets is rendered, and its
-stand-in here goes (``tests/test_cluster.py`` keeps the two lists apart)."""
+stand-in here goes (``tests/unit/test_box_charts.py`` keeps the two lists apart)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A stop signal that reaches DataLoader workers while they start (tests/test_loader_signals_real.py).
+"""A stop signal that reaches DataLoader workers while they start (tests/real/test_loader_signals_real.py).
 
 Runs the trainer's own loader start (``train.start_loader``, or plain ``iter`` with ``--plain``) and worker init
 (``train._worker_init``) over a small dataset with 4 workers. The window between PyTorch installing a worker's

@@ -1,0 +1,399 @@
+"""Admission on the box: Kueue's reasons, the device plugins, its chart, gang admission, two MPIJobs on one group, teams."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shlex
+import time
+
+import pytest
+import yaml
+
+from components.catalog import DEFAULT_KUBERNETES_VERSION
+from stacks.box.charts import render
+from stacks.box.cli import create_nodes
+from stacks.box.cluster import establish_crds
+from stacks.box.devices import Registrar
+from stacks.box.kueue import crds as kueue_crds
+from stacks.box.kueue import kueue_release_configuration
+from stacks.box.nodes import plan_nodes
+from stacks.box.rehearse import RUN_MS, RehearsalError, pod_templates, steps_of
+from stacks.outputs import workload_conditions_command
+from stacks.plan.admission import launcher_requests
+from stacks.stackfile import plan_stack
+from tests.cluster.support import (
+    GPU_JOBS,
+    STACKS,
+    TEAMS_REFERENCE,
+    _bound_pods,
+    _bound_pods_in,
+    _bound_workers,
+    _box,
+    _jobs_only_registrations,
+    _no_gpu_toleration,
+    _one,
+    _rehearsal,
+    _release,
+    _run,
+    _sixteen_gpus,
+    _Watch,
+    _with_values,
+)
+from tests.harness import run_program, stack_config
+
+
+@pytest.mark.parametrize(
+    "mutate, reason",
+    [
+        (_no_gpu_toleration, r"untolerated taint"),
+        (_sixteen_gpus, r"insufficient quota for nvidia.com/gpu"),
+    ],
+)
+def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(
+    binaries, registrations_of, tmp_path, mutate, reason
+) -> None:
+    """The health check (p5) without the GPU taint's toleration, or asking for more GPUs than its group holds, is never
+    admitted: no pod of it is created, and the rehearsal fails naming what waits (pulumi up would wait on the health
+    check, and the training job after it) with Kueue's reason (the Workload's QuotaReserved condition)."""
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", mutate=mutate)
+    pattern = rf"training/train-allreduce: queued, not admitted: Pending: .*{reason}"
+    with pytest.raises(RehearsalError) as err:  # ends once Kueue states its reason (else at the deadline)
+        _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
+    message = str(err.value)
+    assert re.search(r"waiting: [^;]*\beks-training-p5-train-job\b", message), message
+    assert re.search(pattern, message), message
+    assert not any(p["metadata"]["name"].startswith("train-allreduce") for p in rehearsal.pods.values())
+
+
+def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, registrations_of, tmp_path) -> None:
+    """Without the GPU taint's toleration in the NVIDIA device plugin's release values (what the stack passes, rendered
+    into the plugin's DaemonSet by the box), no node reports GPUs: the training job never schedules (the class: a
+    plugin's scheduling is part of the stack)."""
+
+    def untolerating(values) -> None:
+        values["tolerations"] = [t for t in values["tolerations"] if t["key"] != "nvidia.com/gpu"]
+
+    registrations = _with_values(registrations_of("p5"), "nvidia-device-plugin", untolerating)
+    box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "p5")
+    pattern = r"train-allreduce-0-\w+: 0/4 nodes are available:.*2 Insufficient nvidia.com/gpu"
+    with pytest.raises(RehearsalError) as err:  # Kueue admits it (its quota is free); the scheduler finds no GPU
+        _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
+    assert re.search(pattern, str(err.value))
+
+
+def test_the_kueue_chart_renders_what_each_stack_passes(binaries, registrations_of) -> None:
+    """Every preset's Kueue release rendered by ``helm template`` from the chart's own source at the catalog's version
+    (:mod:`stacks.box.charts`; each distinct set of values once): the manager's Configuration is the stack's (the one
+    the box runs Kueue with, plus the in-cluster certificate management the chart adds when none is set), its
+    Deployment runs the release's image, and its nodeSelector selects the plan's system nodes and no other. A value
+    under a key the chart does not read leaves the chart's default (no nodeSelector, the chart's staging image, its
+    default Configuration), and this fails."""
+    manager = ["templates/manager/manager.yaml", "templates/manager/manager-config.yaml"]
+    rendered_values: dict[str, list[dict]] = {}
+    for stack in STACKS:
+        release = _release(registrations_of(stack), "kueue")
+        values = release["values"]
+        key = json.dumps(values, sort_keys=True)
+        if key not in rendered_values:
+            rendered_values[key] = render(release, DEFAULT_KUBERNETES_VERSION, helm=binaries["helm"], show_only=manager)
+        docs = rendered_values[key]
+        rendered = yaml.safe_load(_one(docs, "ConfigMap")["data"]["controller_manager_config.yaml"])
+        wanted = kueue_release_configuration(values)
+        assert rendered.pop("internalCertManagement") == wanted.pop(
+            "internalCertManagement",
+            {
+                "enable": True,
+                "webhookServiceName": "kueue-webhook-service",
+                "webhookSecretName": "kueue-webhook-server-cert",
+            },
+        ), stack
+        assert rendered == wanted, stack
+        pod = _one(docs, "Deployment")["spec"]["template"]["spec"]
+        image = values["controllerManager"]["manager"]["image"]
+        assert [c["image"] for c in pod["containers"] if c["name"] == "manager"] == [
+            f"{image['repository']}:{image['tag']}"
+        ], stack
+        _config, plan = plan_stack(stack)
+        selector = pod.get("nodeSelector") or {}
+        assert selector, f"{stack}: the Kueue manager's Deployment has no nodeSelector"
+        selected = {
+            n["metadata"]["labels"]["eks-training/role"]
+            for n in plan_nodes(plan, "us-east-1")
+            if selector.items() <= n["metadata"]["labels"].items()
+        }
+        assert selected == {"system"}, (stack, selector, selected)
+
+
+def test_a_chart_source_at_another_version_than_the_catalogs_is_refused(monkeypatch) -> None:
+    """The source the box renders is the catalog's chart: a catalog pin that differs from the source's Chart.yaml
+    fails naming both and the module that pins the source."""
+    from stacks.box import charts
+
+    assert charts.chart_dir("kueue").name == "kueue"
+    monkeypatch.setattr(
+        charts,
+        "HELM_CHARTS",
+        {**charts.HELM_CHARTS, "kueue": dataclasses.replace(charts.HELM_CHARTS["kueue"], version="0.16.2")},
+    )
+    with pytest.raises(
+        charts.ChartError,
+        match=r"pins the chart kueue at 0\.16\.2, but charts/kueue/Chart\.yaml of "
+        r"sigs\.k8s\.io/kueue v0\.17\.0 \(box/kueue/go\.mod\) is version 0\.17\.0",
+    ):
+        charts.chart_dir("kueue")
+
+
+def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(
+    binaries, registrations_of, tmp_path
+) -> None:
+    """Every object the Kueue chart renders from p5's release is accepted by the real apiserver (strict server-side
+    apply), and the scheduler places the manager's pod on a node of the system group, where kwok runs it. The webhook
+    configurations and the visibility APIService are sent as a server-side dry run only: their Service has no real
+    endpoints in the box, so registering them would make every admission (or discovery) call fail; the box's Kueue
+    registers its own (:mod:`stacks.box.kueue`)."""
+    release = _release(registrations_of("p5"), "kueue")
+    docs = render(release, DEFAULT_KUBERNETES_VERSION, helm=binaries["helm"])
+
+    # The chart's CRDs are the ones the rehearsal applies from the same module (stacks/box/kueue.py) but for the
+    # conversion webhook, which the chart points at the manager's in-cluster Service (the box's Kueue runs out of
+    # cluster and registers no conversion).
+    def schemas(crds):
+        return {d["metadata"]["name"]: {k: v for k, v in d["spec"].items() if k != "conversion"} for d in crds}
+
+    chart_crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+    assert schemas(chart_crds) == schemas(kueue_crds())
+    _config, plan = plan_stack("p5")
+    probe = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService")
+    with _box(binaries, tmp_path, "chart", "kubernetes") as box:
+        create_nodes(box, plan_nodes(plan, "us-east-1"))
+        box.apply(
+            [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": release["namespace"]}}]
+        )  # createNamespace
+        crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+        box.apply(crds)
+        establish_crds(box, [d["metadata"]["name"] for d in crds])
+        box.apply([d for d in docs if d["kind"] not in probe and d["kind"] != "CustomResourceDefinition"])
+        dry = [d for d in docs if d["kind"] in probe]
+        assert dry, "the chart renders no webhook configuration"
+        box.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(dry))
+        deployment = _one(docs, "Deployment")
+        selector = ",".join(f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items())
+
+        def running():
+            pods = box.get("pods", "-n", release["namespace"], "-l", selector)["items"]
+            return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+
+        pods = box.wait_for(running, timeout_s=60, what="the Kueue manager's pod Running")
+        node = box.get("node", pods[0]["spec"]["nodeName"])
+        assert node["metadata"]["labels"]["eks-training/role"] == "system"
+
+
+def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_path) -> None:
+    """mpi-horovod's two MPIJobs on its 2-node GPU group must both complete whatever order pulumi applies them in (it
+    applies independent resources concurrently). Applied horovod first, without admission its workers took both
+    nodes and its launcher waited for nccl, whose workers never fit: a deadlock, every time. Through Kueue the two
+    run one after the other, and while one waits no pod of it exists (it holds no node)."""
+
+    def horovod_first(steps) -> None:
+        mpi = {s.docs[0]["metadata"]["name"]: s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)}
+        mpi["nccl"].deps.add(mpi["horovod"].urn)
+
+    box, plan, rehearsal = _rehearsal(
+        binaries,
+        tmp_path,
+        registrations_of("mpi-horovod"),
+        "mpi-horovod",
+        mutate=horovod_first,
+        run_ms={"nccl": 3000, "horovod": 3000},
+    )
+    samples: list[dict[str, set[str]]] = []  # per poll: MPIJob -> its worker pods bound to a node
+    watch = _Watch(box, lambda: samples.append(_bound_workers(box)))
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=90)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+        finished = {
+            j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]
+        }
+        workloads = box.get("workloads", "-n", "training")["items"]
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    jobs = rehearsal.jobs
+    assert jobs["nccl"]["outcome"] == jobs["horovod"]["outcome"] == "Succeeded", rehearsal.timeline()
+    # The real Kueue admitted each MPIJob's launcher against the system group's flavor, with the requests the plan
+    # counts in the workload's quota there (stacks/plan/admission.py launcher_requests)
+    launchers = {}
+    for wl in workloads:
+        owner = next(o["name"] for o in wl["metadata"]["ownerReferences"])
+        if owner in ("nccl", "horovod"):
+            launchers[owner] = next(
+                a for a in wl["status"]["admission"]["podSetAssignments"] if a["name"] == "launcher"
+            )
+    assert set(launchers) == {"nccl", "horovod"}, [w["metadata"]["name"] for w in workloads]
+    for name, launcher in launchers.items():
+        counted = launcher_requests(plan, plan.jobs[name])[plan.system.name]
+        assert set(launcher["flavors"].values()) == {plan.admission.flavor(plan.system.name).name}, launcher
+        assert launcher["resourceUsage"] == {"cpu": f"{counted['cpu']}m", "memory": f"{counted['memory']}Mi"}, launcher
+    # Never did workers of both hold nodes at once (the deadlock: one node each); both did hold nodes at some time.
+    both = [s for s in samples if s.get("nccl") and s.get("horovod")]
+    assert not both, both
+    assert any(s.get("nccl") for s in samples) and any(s.get("horovod") for s in samples), samples
+    # In sequence: the horovod workers that ran to the end started after nccl completed (a horovod admitted first is
+    # preempted by nccl, which outranks it: horovod waits for it).
+    done = [
+        p
+        for p in rehearsal.pods.values()
+        if p["metadata"]["name"].startswith("horovod-worker") and p["metadata"]["creationTimestamp"] >= finished["nccl"]
+    ]
+    assert len(done) == 2, rehearsal.timeline()
+
+
+def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
+    """Gang admission: the benchmark's GPU group at 4 nodes (its quota: maxSize 4), the 1-worker experiment created
+    first and running on one node: the 4-worker experiment has 3 free nodes and starts no pod until the fourth is
+    free (then all 4 at once); while it waits, the stack's waitCommand shows why (Kueue's QuotaReserved condition).
+    Every experiment completes."""
+    config = stack_config("benchmark")
+    gpu = config["eks-training:nodeGroups"]["gpu"]
+    gpu.update(desiredSize=4, maxSize=4)
+    registrations = run_program("benchmark", config=config).registrations
+
+    def blocker_first(steps) -> None:
+        jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
+        jobs["resnet50-4-workers"].deps.add(jobs["resnet50-1-worker"].urn)
+
+    box, _plan, rehearsal = _rehearsal(
+        binaries,
+        tmp_path,
+        registrations,
+        "benchmark",
+        sizes={"gpu": 4},
+        mutate=blocker_first,
+        run_ms={"resnet50-1-worker": 6000},
+    )
+    wide = "resnet50-4-workers"
+    waits = shlex.split(workload_conditions_command("training", wide))
+    samples: list[dict[str, set[str]]] = []
+    why: list[str] = []
+
+    def poll() -> None:
+        samples.append(_bound_pods(box))
+        if not samples[-1].get(wide):
+            out = box.kubectl(*waits[1:], check=False).stdout
+            if "QuotaReserved=False" in out:
+                why.append(out)
+
+    watch = _Watch(box, poll)
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=150)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    for name, rec in rehearsal.jobs.items():
+        assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
+    assert any(len(s.get("resnet50-1-worker", ())) == 1 for s in samples), "the blocker never ran"
+    ran = [s for s in samples if s.get(wide)]
+    assert ran and max(len(s[wide]) for s in ran) == 4, ran
+    # Never a pod of the wide job beside another GPU job's: it started whole, on 4 free nodes, or not at all.
+    others = [s for s in ran if any(k != wide and k in GPU_JOBS for k in s)]
+    assert not others, others
+    assert why and "insufficient unused quota" in why[0] and "nvidia.com/gpu" in why[0], why[:1]
+
+
+def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(binaries, tmp_path) -> None:
+    """Teams in one cohort: g5's fleet (2 GPU nodes) as a cluster stack without jobs of its own, teams a and b at 50 %
+    each (one GPU node of nominal quota each), and each team's jobs-only stack (its objects as the real program
+    registers them, through the StackReference). Team a's 2-node job borrows b's idle node and is admitted whole; when
+    team b submits a 1-node job, b's ClusterQueue reclaims its quota (reclaimWithinCohort: Any): a's workload is
+    preempted (Kueue's InCohortReclamation), its pods deleted, b's job admitted and run while a holds nothing; a's job
+    is requeued and completes after."""
+    import pulumi
+    import yaml
+
+    from tests.harness import STACK_OUTPUTS, resolve
+
+    config = stack_config("g5")
+    for k in ("eks-training:jobs", "eks-training:datasets"):
+        config.pop(k)
+    # team a's members: their ClusterRole and RoleBinding go through the real apiserver too
+    config["eks-training:teams"] = {
+        "a": {"quotaPercent": 50, "memberRoleArns": ["arn:aws:iam::123456789012:role/A"]},
+        "b": {"quotaPercent": 50},
+    }
+    cluster = run_program("shared", config=config)
+    STACK_OUTPUTS[TEAMS_REFERENCE] = {k: resolve(pulumi.Output.from_input(v)) for k, v in cluster.outputs.items()}
+    try:
+        team_a = steps_of(_jobs_only_registrations(config, "a", "wide", 2))
+        team_b = steps_of(_jobs_only_registrations(config, "b", "narrow", 1))
+    finally:
+        STACK_OUTPUTS.pop(TEAMS_REFERENCE)
+    assert {d["metadata"].get("namespace") for s in team_a for d in s.docs} == {"a"}
+    b_docs = [d for s in team_b for d in s.docs]
+    assert {d["metadata"].get("namespace") for d in b_docs} == {"b"}
+    for doc in b_docs:
+        for template in pod_templates(doc):
+            template.setdefault("metadata", {}).setdefault("annotations", {})[RUN_MS] = "2000ms"
+
+    def with_team_a(steps) -> None:
+        # team a's stack comes after its namespace, claim and queue exist (as it does: the cluster stack is up)
+        cluster_a = {s.urn for s in steps for d in s.docs if d["metadata"].get("namespace") == "a"}
+        for s in team_a:
+            s.deps |= cluster_a
+        steps.extend(team_a)
+
+    box, _plan, rehearsal = _rehearsal(
+        binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a, run_ms={"wide": 6000}
+    )
+    samples: list[dict[str, set[str]]] = []
+    submitted: list[float] = []
+    preempted: list[dict] = []  # the Preempted conditions of team a's workloads while they held
+
+    def poll() -> None:
+        samples.append({**_bound_pods_in(box, "a"), **_bound_pods_in(box, "b")})
+        if not submitted and len(samples[-1].get("wide", ())) == 2:
+            box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump_all(b_docs))
+            submitted.append(time.monotonic())
+        if submitted and not preempted:
+            preempted.extend(
+                c
+                for wl in box.get("workloads", "-n", "a")["items"]
+                for c in (wl.get("status") or {}).get("conditions") or []
+                if c["type"] == "Preempted" and c["status"] == "True"
+            )
+
+    watch = _Watch(box, poll)
+    start = time.monotonic()
+    try:
+        with Registrar(box) as registrar, watch:
+            rehearsal.run(binaries, timeout_s=120)
+        assert registrar.error is None, registrar.error
+        assert watch.error is None, watch.error
+        narrow = box.get("job", "narrow", "-n", "b")
+        queues = {q["metadata"]["name"]: q for q in box.get("clusterqueues")["items"]}
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    took = time.monotonic() - start
+    print(f"teams: box up, borrow, reclaim and both jobs complete in {took:.0f} s")
+    assert {"training", "team-a", "team-b"} <= set(queues)
+    assert {"eks-training-team-member"} <= {
+        d["metadata"]["name"] for s in rehearsal.applied.values() for d in s.docs if d["kind"] == "ClusterRole"
+    }
+    assert {q["spec"].get("cohortName") for q in queues.values()} == {"eks-training"}
+    # a's job ran whole on both GPU nodes (one of them b's nominal quota: borrowed) before b submitted
+    assert submitted, f"team a's 2-node job never ran on both GPU nodes: {samples[-5:]}\n{rehearsal.timeline()}"
+    # b's submission took the borrowed node back: a's workload was preempted for the reclamation
+    assert preempted and preempted[0]["reason"] == "InCohortReclamation", (preempted, rehearsal.timeline())
+    assert "preemptor path: /eks-training/team-b; preemptee path: /eks-training/team-a" in preempted[0]["message"]
+    # b ran while none of a's pods held a node, and never beside a's 2
+    assert any(s.get("narrow") and not s.get("wide") for s in samples), samples
+    assert not any(s.get("narrow") and len(s.get("wide", ())) == 2 for s in samples), samples
+    assert (narrow["status"].get("succeeded") or 0) == 1, narrow["status"]
+    assert rehearsal.jobs["wide"]["outcome"] == "Complete", rehearsal.timeline()

@@ -1,0 +1,77 @@
+"""Every preset's jobs run through, in order, on the box's real scheduler, controllers, MPI Operator and Kueue."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from stacks.box.devices import Registrar
+from stacks.box.rehearse import pod_templates, predecessors
+from stacks.box.timeline import Recorder, report
+from tests.cluster.support import STACKS, _has_mpijobs, _rehearsal, assert_report_covers
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, stack: str) -> None:
+    """Every object applied in the stack's dependency order (strict server-side apply at the default minor), every
+    job's pods scheduled on its group's nodes (GPUs and EFA devices only where their device plugins run), MPI jobs
+    through the real MPI Operator, and every job completed, a job that waits for others only after they did."""
+    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of(stack), stack)
+    pods_by_job: dict[str, list[dict]] = {}
+    completed: dict[str, str] = {}
+    recorder = Recorder(box, rehearsal.start)
+    try:
+        with Registrar(box) as registrar, recorder:
+            rehearsal.run(binaries, timeout_s=180)
+            for pod in rehearsal.pods.values():
+                labels = pod["metadata"].get("labels") or {}
+                job = labels.get("training.kubeflow.org/job-name") or labels.get("job-name")
+                if job:
+                    pods_by_job.setdefault(job, []).append(pod)
+            kinds = ["jobs"] + (["mpijobs"] if _has_mpijobs(rehearsal) else [])
+            for kind in kinds:
+                for obj in box.get(kind, "-n", "training")["items"]:
+                    if not obj["metadata"].get("ownerReferences"):
+                        completed[obj["metadata"]["name"]] = obj["status"]["completionTime"]
+            nodes = {n["metadata"]["name"]: n for n in box.get("nodes")["items"]}
+        assert registrar.error is None, registrar.error
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    jobs = rehearsal.jobs
+    assert set(plan.jobs) <= set(jobs), f"jobs of the plan that never ran: {set(plan.jobs) - set(jobs)}"
+    assert_report_covers(report(rehearsal, recorder), rehearsal, recorder)  # what python -m stacks.rehearse prints
+    for name, rec in jobs.items():
+        assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
+    # A job that waits for others (its wait-for-jobs init container) started only after they completed (the
+    # apiserver's times: a pod's startTime, a job's completionTime). Only the pods that carry the wait count: an MPI
+    # job's workers (sshd, no wait) may start as soon as Kueue admits the job, which it may do once the predecessor's
+    # pods have finished and before the MPI Operator writes the predecessor's completionTime; its launcher, which runs
+    # the program, waits.
+    waits = 0
+    for step in rehearsal.steps:
+        for doc in step.docs:
+            for template in pod_templates(doc):
+                for ref in predecessors(template):
+                    waiting = [
+                        p
+                        for p in pods_by_job[doc["metadata"]["name"]]
+                        if any(c["name"] == "wait-for-jobs" for c in p["spec"].get("initContainers") or [])
+                    ]
+                    assert waiting, f"no pod of {doc['metadata']['name']} carries its wait"
+                    first_start = min(p["status"]["startTime"] for p in waiting)
+                    assert first_start >= completed[ref.partition("/")[2]], rehearsal.timeline()
+                    waits += 1
+    # Every `after` of the config is such a wait (else nothing orders the jobs: pulumi does not await them).
+    assert waits == sum(len(j.after) for j in plan.jobs.values()), rehearsal.timeline()
+    # Each plan job's workers ran on nodes of its group, one per node (an MPI launcher runs on the system group).
+    for name, job in plan.jobs.items():
+        workers = [
+            p
+            for p in pods_by_job.get(name, [])
+            if (p["metadata"].get("labels") or {}).get("training.kubeflow.org/job-role", "worker") == "worker"
+        ]
+        assert len(workers) >= job.nodes, f"{name}: {len(workers)} worker pods ran, the plan has {job.nodes} nodes"
+        for pod in workers:
+            node = nodes[pod["spec"]["nodeName"]]
+            assert node["metadata"]["labels"]["eks-training/role"] == job.group.name, (name, pod["spec"]["nodeName"])

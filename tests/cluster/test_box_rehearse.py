@@ -1,0 +1,143 @@
+"""The rehearse command (python -m stacks rehearse) as a user runs it: the report, a failed pod's log, what waits."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+
+from stacks.box.cluster import Box
+from tests.cluster.support import _follow, _processes_under
+
+
+def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None:
+    """``python -m stacks.rehearse --stack dev --keep``'s main, in this process: exit 0; the timeline says what ran
+    where (every pod of every job on its group's node), what waited and why (the evaluation's pod held by its
+    wait-for-jobs init container until the training job completed), each job's outcome and duration; the stack's
+    waitCommand, rewritten, works against the kept box; ``python -m stacks.box down`` then stops the operators the
+    rehearsal left running (by pid, waited for) and deletes the box."""
+    from stacks import rehearse
+    from stacks.box import cli as box_cli
+    from stacks.box.operators import FILE, _runs
+
+    code = rehearse.main(["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120"])
+    out = capsys.readouterr().out
+    home = tmp_path / "rehearse-dev"
+    try:
+        assert code == 0, out
+        assert out.startswith("Rehearsal of stack dev on 2 simulated nodes (system: 1, cpu: 1)\n"), out
+        assert "Every job completed (4)." in out
+        jobs = out.split("\nJobs:\n", 1)[1]
+        for job in ("eks-training-dev-stage-cifar10", "train-allreduce", "train", "evaluate"):
+            assert re.search(
+                rf"^  {job} \(Job\): Complete, started [\d.]+ s, finished [\d.]+ s, took [\d.]+ s$", jobs, re.M
+            ), jobs
+        ran = out.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
+        assert re.search(r"^  training/train-0-\w+ \(Job train\) on cpu-0: started [\d.]+ s, Succeeded", ran, re.M), ran
+        assert re.search(
+            r"^  training/evaluate-0-\w+ \(Job evaluate\) on system-0: started [\d.]+ s, Succeeded", ran, re.M
+        ), ran
+        waited = out.split("\nWhat waited, and why:\n", 1)[1]
+        assert re.search(
+            r"^  pod training/evaluate-0-\w+ \(Job evaluate\) [\d.]+-[\d.]+ s: on system-0, its "
+            r"wait-for-jobs init container waits for jobs/train$",
+            waited,
+            re.M,
+        ), waited
+        timeline = out.split("\nWhere each pod ran:\n", 1)[0]
+        assert re.search(r"^ +[\d.]+ s  Job train: admitted$", timeline, re.M), timeline
+        assert re.search(r"^ +[\d.]+ s  Job train: Complete$", timeline, re.M), timeline
+        # the stack's waitCommand for train, as printed, against the kept box
+        wait = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  train waitCommand: "))
+        assert f"--kubeconfig {home / 'kubeconfig'}" in wait
+        done = subprocess.run(["bash", "-c", wait], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "train: Admitted=True" in done.stdout and "job.batch/train condition met" in done.stdout, done.stdout
+        # and its logsCommand (kubectl logs -f -l eks-training/job=train, through the apiserver from kwok's kubelet
+        # server): the box's log of the training pod, what the Stage did and how the container ended
+        logs = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  train logsCommand: "))
+        assert f"--kubeconfig {home / 'kubeconfig'} logs " in logs, logs
+        printed = _follow(logs, r"\[box\] pod training/train-0-\w+: Succeeded")
+        pod = re.escape(f"[pod/{re.search(r'training/(train-0-[a-z0-9]+)', printed).group(1)}/worker]")  # type: ignore[union-attr]
+        assert re.search(
+            rf"^{pod} \[box\] pod training/train-0-\w+ \(Job train\) started on node cpu-0; container "
+            rf"worker, image \S+: simulated by kwok, nothing ran$",
+            printed,
+            re.M,
+        ), printed
+        assert re.search(
+            rf"^{pod} \[box\] container worker: runs 1000ms \(box.eks-training/run-ms\), then exits 0$", printed, re.M
+        ), printed
+        assert re.search(rf"^{pod} \[box\] container worker: exited 0 \(Completed\)$", printed, re.M), printed
+        operators = json.loads((home / FILE).read_text())
+        assert [o["name"] for o in operators] == ["kueue"]  # dev runs no MPIJob
+        assert all(_runs(o["pid"], o["binary"]) for o in operators)
+    finally:
+        assert box_cli.main(["down", "--name", "rehearse-dev", "--workdir", str(tmp_path)]) == 0
+    assert not any(_runs(o["pid"], o["binary"]) for o in operators)
+    assert not home.exists()
+
+
+def test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod(binaries, tmp_path, capsys) -> None:
+    """``python -m stacks.rehearse --stack dev --exit-code train=2:worker --keep``: the training pod's worker exits 2
+    (USAGE_ERROR_EXIT_CODE), the pod failure policy's FailJob fails the Job at once (nothing retried), pulumi up would
+    fail there; the command exits 1 naming the job and prints the last lines of its pod's log (the failed container's,
+    served by kwok from the box's file, read back with kubectl logs --tail), which say what the Stage did and the exit
+    code."""
+    from stacks import rehearse
+    from stacks.box import cli as box_cli
+
+    code = rehearse.main(
+        ["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120", "--exit-code", "train=2:worker"]
+    )
+    out = capsys.readouterr().out
+    box = Box(name="rehearse-dev", workdir=tmp_path, binaries=binaries)
+    try:
+        assert code == 1, out
+        assert "FAILED: job(s) failed: train\n" in out, out
+        shown = out.split("FAILED: job(s) failed: train\n", 1)[1]
+        assert re.match(
+            r"Last lines of the log of pod training/train-0-\w+ \(Job train, container worker, kubectl "
+            r"logs --tail=10\):\n",
+            shown,
+        ), shown
+        block = shown.split("\n\n", 1)[0].splitlines()[1:]
+        assert re.fullmatch(
+            r"  \[box\] pod training/train-0-\w+ \(Job train\) started on node cpu-0; container worker, "
+            r"image \S+: simulated by kwok, nothing ran",
+            block[0],
+        ), block
+        assert block[1:] == [
+            "  [box] container worker: runs 1000ms (box.eks-training/run-ms), then exits 2 "
+            "(box.eks-training/exit-code)",
+            "  [box] container worker: exited 2 (Error)",
+            f"  [box] pod training/{block[0].split('training/', 1)[1].split(' ', 1)[0]}: Failed",
+        ], block
+        # what the box says is what the apiserver has: the policy's FailJob, one pod, nothing retried
+        job = box.get("job", "train", "-n", "training")
+        conditions = {c["type"]: c for c in job["status"].get("conditions") or []}
+        assert conditions["Failed"]["reason"] == "PodFailurePolicy", conditions
+        assert len(box.get("pods", "-n", "training", "-l", "job-name=train")["items"]) == 1
+    finally:
+        assert box_cli.main(["down", "--name", "rehearse-dev", "--workdir", str(tmp_path)]) == 0
+
+
+def test_the_rehearse_command_fails_naming_what_waits_and_cleans_up(binaries, tmp_path, capsys) -> None:
+    """Pods that run 10 minutes against a 40 s timeout: the command exits 1, prints the timeline and a FAILED line
+    naming what pulumi up would still be waiting for (the staging Job, which it awaits); without ``--keep`` the
+    operators it started (Kueue at least) are stopped and the box deleted: no process names the box's folder
+    afterwards."""
+    from stacks import rehearse
+
+    code = rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--timeout", "40", "--run-ms", "600000"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert re.search(r"^ +[\d.]+ s  started Kueue \(pid \d+", out, re.M), out
+    failed = next(line for line in out.splitlines() if line.startswith("FAILED: "))
+    assert (
+        failed.startswith("FAILED: not done after 40 s; waiting: ") and "eks-training-dev-stage-cifar10-job" in failed
+    ), failed
+    assert "The box is brought down" in out
+    assert not (tmp_path / "rehearse-dev").exists()
+    assert not _processes_under(tmp_path), _processes_under(tmp_path)

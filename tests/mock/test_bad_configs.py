@@ -1,0 +1,1188 @@
+"""Bad stack configs stop the program with one clear error, before any resource is registered."""
+
+from typing import Any, Callable
+
+import pytest
+
+from stacks.config import ConfigError
+from tests.harness import PROJECT, run_program, stack_config
+
+
+GPU = {"instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
+
+
+def base() -> dict[str, Any]:
+    return stack_config("dev")
+
+
+def setk(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(cfg: dict[str, Any]) -> None:
+        cfg[f"{PROJECT}:{key}"] = value
+
+    return apply
+
+
+def group(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Add (or replace) a worker group ``gpu`` next to the dev stack's groups."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        groups = dict(cfg.get(f"{PROJECT}:nodeGroups") or {})
+        groups["gpu"] = {**GPU, **fields}
+        cfg[f"{PROJECT}:nodeGroups"] = groups
+
+    return apply
+
+
+def both(*fns: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(cfg: dict[str, Any]) -> None:
+        for f in fns:
+            f(cfg)
+
+    return apply
+
+
+def job(name: str = "train", **fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Change (or add) a job of the dev stack; a field set to None is removed."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        jobs = {k: dict(v) for k, v in (cfg.get(f"{PROJECT}:jobs") or {}).items()}
+        entry = jobs.setdefault(name, {"kind": "command", "command": ["true"]})
+        for k, v in fields.items():
+            if v is None:
+                entry.pop(k, None)
+            else:
+                entry[k] = v
+        cfg[f"{PROJECT}:jobs"] = jobs
+
+    return apply
+
+
+def drop(key: str) -> Callable[[dict[str, Any]], None]:
+    def apply(cfg: dict[str, Any]) -> None:
+        cfg.pop(f"{PROJECT}:{key}", None)
+
+    return apply
+
+
+def fsx(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Switch the dev stack to FSx with these ``storage.fsx`` fields (and a zone unless given)."""
+    return setk("storage", {"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a", **fields}})
+
+
+def add_group(name: str, **fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Add a worker group ``name`` (GPU defaults) next to the dev stack's groups."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        cfg[f"{PROJECT}:nodeGroups"] = {**(cfg.get(f"{PROJECT}:nodeGroups") or {}), name: {**GPU, **fields}}
+
+    return apply
+
+
+#: A small experiment for the dev stack's CPU group.
+EXPERIMENT = {"kind": "command", "nodeGroup": "cpu", "command": ["python", "/app/allreduce_bench.py"]}
+
+
+def bench(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """Give the dev stack a benchmark section (one experiment unless ``experiments`` is given)."""
+    return setk("benchmark", {"experiments": {"one": EXPERIMENT}, **fields})
+
+
+#: The dev stack's training job on a p4d group pinned to us-east-1a.
+P4D_TRAINING = both(
+    group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1a"),
+    job(nodeGroup="gpu", nodes=1, minNodes=1),
+)
+
+# (case id, change to the dev stack's config, fragments the error must contain)
+CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
+    ("unknown top-level key", setk("nodegroups", {}), ["eks-training:nodegroups: unknown key", "nodeGroups"]),
+    ("unknown key in a group", group(minsize=1), ["eks-training:nodeGroups.gpu.minsize: unknown key"]),
+    (
+        "unknown key in network",
+        setk("network", {"vpcCidr": "10.0.0.0/16", "natGateway": "single"}),
+        ["eks-training:network.natGateway: unknown key"],
+    ),
+    ("wrong type", group(maxSize="many"), ["eks-training:nodeGroups.gpu.maxSize", "integer"]),
+    (
+        "missing required key",
+        setk("nodeGroups", {"gpu": {"instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1}}),
+        ["eks-training:nodeGroups.gpu.desiredSize: required key is missing"],
+    ),
+    (
+        "min > max",
+        group(minSize=3, desiredSize=3, maxSize=2),
+        ["eks-training:nodeGroups.gpu.minSize: 3 > eks-training:nodeGroups.gpu.maxSize (2)", "set minSize <= maxSize"],
+    ),
+    (
+        "desired outside range",
+        group(minSize=1, desiredSize=5, maxSize=2),
+        ["eks-training:nodeGroups.gpu.desiredSize: 5 is outside [minSize, maxSize] = [1, 2]"],
+    ),
+    (
+        "system min > max",
+        setk("systemNodeGroup", {"minSize": 3, "desiredSize": 3, "maxSize": 2}),
+        ["eks-training:systemNodeGroup.minSize: 3 > eks-training:systemNodeGroup.maxSize (2)"],
+    ),
+    (
+        "unknown instance type",
+        group(instanceTypes=["p9.mega"]),
+        ["eks-training:nodeGroups.gpu.instanceTypes[0]: unknown instance type 'p9.mega'", "instanceFacts"],
+    ),
+    ("misspelt instance type", group(instanceTypes=["g5.xlarg"]), ["unknown instance type 'g5.xlarg'", "g5.xlarge"]),
+    (
+        "GPU type for system group",
+        setk("systemNodeGroup", {"instanceType": "g5.xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}),
+        ["eks-training:systemNodeGroup.instanceType: g5.xlarge is a GPU type"],
+    ),
+    (
+        "mixed GPU counts",
+        group(instanceTypes=["g5.xlarge", "g5.48xlarge"], capacityType="SPOT"),
+        ["different GPU counts", "separate groups"],
+    ),
+    (
+        "several on-demand types",
+        group(instanceTypes=["g5.xlarge", "g6.xlarge"]),
+        ["several types only make sense with capacityType SPOT"],
+    ),
+    (
+        "bad capacity type",
+        group(capacityType="RESERVED"),
+        ["eks-training:nodeGroups.gpu.capacityType", "ON_DEMAND", "SPOT"],
+    ),
+    (
+        "one availability zone",
+        setk("network", {"availabilityZoneCount": 1}),
+        ["eks-training:network.availabilityZoneCount: 1 is below the minimum 2; set it to 2 or more"],
+    ),
+    (
+        "one listed zone",
+        setk("network", {"availabilityZones": ["us-east-1a"]}),
+        ["eks-training:network.availabilityZones: EKS needs at least 2 availability zones"],
+    ),
+    (
+        "zone not in region",
+        setk("network", {"availabilityZones": ["us-east-1a", "us-east-1g"]}),
+        ["us-east-1g not available in this region", "choose names or IDs from us-east-1a (use1-az6)"],
+    ),
+    (
+        "only one zone EKS accepts",
+        setk("network", {"availabilityZones": ["use1-az6", "use1-az3"]}),
+        [
+            "eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports; us-east-1e (use1-az3) it refuses; add zones from us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2), us-east-1d (use1-az4), us-east-1f (use1-az5)"
+        ],
+    ),
+    (
+        "zones written both ways",
+        both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), group(availabilityZone="use1-az6")),
+        [
+            "eks-training:network.availabilityZones[0]: us-east-1a is a zone name while eks-training:nodeGroups.gpu.availabilityZone is a zone ID (use1-az6); write every zone of the stack the same way"
+        ],
+    ),
+    (
+        "zone neither name nor ID",
+        group(availabilityZone="east-1a"),
+        [
+            "eks-training:nodeGroups.gpu.availabilityZone: 'east-1a' is not a zone name (us-east-1a) or zone ID (use1-az1)"
+        ],
+    ),
+    (
+        "pinned zone ID the account lacks",
+        group(availabilityZone="use1-az7"),
+        ["eks-training:nodeGroups.gpu.availabilityZone: use1-az7 is not an available zone of this region"],
+    ),
+    (
+        "taint with bad effect",
+        group(taints=[{"key": "team", "value": "ml", "effect": "NoScheduling"}]),
+        ["eks-training:nodeGroups.gpu.taints[0].effect", "NoSchedule"],
+    ),
+    (
+        "taint with bad key",
+        group(taints=[{"key": "bad key!", "effect": "NoSchedule"}]),
+        ["eks-training:nodeGroups.gpu.taints[0].key: 'bad key!' is not a valid taint key"],
+    ),
+    (
+        "gpu taint given by hand",
+        group(taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]),
+        ["added to GPU groups automatically"],
+    ),
+    (
+        "invalid VPC CIDR",
+        setk("network", {"vpcCidr": "10.0.0.1/16"}),
+        ["eks-training:network.vpcCidr: '10.0.0.1/16' is not a valid CIDR"],
+    ),
+    (
+        "overlapping subnets",
+        setk(
+            "network",
+            {
+                "availabilityZoneCount": 2,
+                "privateSubnetCidrs": ["10.0.0.0/18", "10.0.32.0/19"],
+                "publicSubnetCidrs": ["10.0.192.0/22", "10.0.196.0/22"],
+            },
+        ),
+        [
+            "eks-training:network.privateSubnetCidrs[0]: 10.0.0.0/18 overlaps eks-training:network.privateSubnetCidrs[1] 10.0.32.0/19"
+        ],
+    ),
+    (
+        "subnet outside VPC",
+        setk(
+            "network",
+            {
+                "availabilityZoneCount": 2,
+                "privateSubnetCidrs": ["10.0.0.0/18", "10.1.0.0/18"],
+                "publicSubnetCidrs": ["10.0.192.0/22", "10.0.196.0/22"],
+            },
+        ),
+        ["eks-training:network.privateSubnetCidrs[1]: 10.1.0.0/18 is outside network.vpcCidr"],
+    ),
+    (
+        "service CIDR overlaps VPC",
+        setk("cluster", {"serviceCidr": "10.0.128.0/16"}),
+        ["eks-training:cluster.serviceCidr: '10.0.128.0/16' is not a valid CIDR"],
+    ),
+    (
+        "service CIDR inside VPC",
+        setk("cluster", {"serviceCidr": "10.0.0.0/20"}),
+        ["eks-training:cluster.serviceCidr: 10.0.0.0/20 overlaps eks-training:network.vpcCidr 10.0.0.0/16"],
+    ),
+    (
+        "wrong subnet count for zones",
+        setk("network", {"availabilityZoneCount": 3, "privateSubnetCidrs": ["10.0.0.0/18", "10.0.64.0/18"]}),
+        ["eks-training:network.privateSubnetCidrs: 2 CIDRs for 3 availability zones"],
+    ),
+    (
+        "existing VPC with one subnet",
+        both(
+            drop("network"),
+            setk("existingVpc", {"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": ["subnet-0aaa1111bbbb22223"]}),
+        ),
+        ["eks-training:existingVpc.privateSubnetIds: EKS needs private subnets in at least 2 availability zones"],
+    ),
+    (
+        "existing VPC without subnets",
+        both(drop("network"), setk("existingVpc", {"vpcId": "vpc-0abc1234def567890"})),
+        ["eks-training:existingVpc.privateSubnetIds: required key is missing"],
+    ),
+    (
+        "existing VPC and network",
+        setk(
+            "existingVpc",
+            {
+                "vpcId": "vpc-0abc1234def567890",
+                "privateSubnetIds": ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445"],
+            },
+        ),
+        ["eks-training:network and eks-training:existingVpc are both set"],
+    ),
+    (
+        "bad VPC id",
+        both(
+            drop("network"),
+            setk(
+                "existingVpc",
+                {"vpcId": "my-vpc", "privateSubnetIds": ["subnet-0aaa1111bbbb22223", "subnet-0ccc3333dddd44445"]},
+            ),
+        ),
+        ["eks-training:existingVpc.vpcId: 'my-vpc' is not a VPC id"],
+    ),
+    (
+        "unsupported Kubernetes version",
+        setk("cluster", {"kubernetesVersion": "1.24"}),
+        ["eks-training:cluster.kubernetesVersion: '1.24' is not supported", "1.33"],
+    ),
+    (
+        "bad admin ARN",
+        setk("cluster", {"adminRoleArns": ["arn:aws:iam::123:user/bob"]}),
+        ["eks-training:cluster.adminRoleArns[0]", "is not an IAM role ARN"],
+    ),
+    ("bad log type", setk("cluster", {"logTypes": ["api", "everything"]}), ["eks-training:cluster.logTypes[1]"]),
+    ("reserved label prefix", group(labels={"kubernetes.io/role": "x"}), ["uses a reserved prefix"]),
+    (
+        "bad cluster name",
+        setk("clusterName", "My_Cluster"),
+        ["eks-training:clusterName: 'My_Cluster' must be 1-40 lowercase letters"],
+    ),
+    (
+        "bad storage quantity",
+        setk("storage", {"capacity": "lots"}),
+        ["eks-training:storage.capacity: 'lots' is not a Kubernetes quantity"],
+    ),
+    (
+        "instance facts for a known type",
+        setk("instanceFacts", {"g5.xlarge": {"vcpus": 4, "memoryMib": 16384, "source": "me"}}),
+        ["eks-training:instanceFacts.g5.xlarge: g5.xlarge is already in the catalog"],
+    ),
+    (
+        "instance facts without source",
+        both(setk("instanceFacts", {"x9.large": {"vcpus": 2, "memoryMib": 8192}}), group(instanceTypes=["x9.large"])),
+        ["eks-training:instanceFacts.x9.large.source: required key is missing"],
+    ),
+    ("nodeGroups not an object", setk("nodeGroups", ["gpu"]), ["eks-training:nodeGroups: must be an object"]),
+    ("reserved group name", setk("nodeGroups", {"system": GPU}), ["'system' is reserved"]),
+    (
+        "empty nodeGroups",
+        both(drop("jobs"), setk("nodeGroups", {})),
+        ["eks-training:nodeGroups: define at least one worker group"],
+    ),
+    (
+        "job on a missing group",
+        job(nodeGroup="gpus"),
+        ["eks-training:jobs.train.nodeGroup: 'gpus' is not a worker group; use one of cpu"],
+    ),
+    (
+        "more nodes than the group has",
+        job(nodes=3),
+        ["eks-training:jobs.train.nodes: 3 > eks-training:nodeGroups.cpu.maxSize (2)", "one pod runs per node"],
+    ),
+    (
+        "maxNodes above the group",
+        job(maxNodes=5),
+        ["eks-training:jobs.train.maxNodes: 5 > eks-training:nodeGroups.cpu.maxSize (2)"],
+    ),
+    (
+        "minNodes > nodes",
+        job(nodes=1, minNodes=2),
+        ["eks-training:jobs.train.minNodes: 2 > eks-training:jobs.train.nodes (1)"],
+    ),
+    (
+        "ambiguous job group",
+        both(group(), job(nodeGroup=None)),
+        ["eks-training:jobs.train.nodeGroup: required when there is not exactly one worker group"],
+    ),
+    (
+        "bad rendezvous backend",
+        job(rendezvousBackend="etcd-v3"),
+        ["eks-training:jobs.train.rendezvousBackend", "etcd-v2", "c10d"],
+    ),
+    (
+        "unpinned prebuilt image",
+        setk("images", {"training": {"prebuilt": "pytorch/pytorch"}}),
+        ["eks-training:images.training.prebuilt", "neither a tag nor a @sha256 digest"],
+    ),
+    (
+        "image with URL scheme",
+        setk("images", {"x": {"prebuilt": "https://123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1"}}),
+        ["eks-training:images.x.prebuilt", "URL scheme"],
+    ),
+    (
+        "image folder without a Dockerfile",
+        both(setk("images", {"mine": {"context": "stacks"}}), job(image="mine")),
+        [
+            "eks-training:images.mine.context: stacks/Dockerfile does not exist in the project folder ",
+            "give a folder of your Pulumi project that holds the Dockerfile (or one this package ships: training, images/nccl-tests, images/horovod, images/tensorflow)",
+        ],
+    ),
+    (
+        "image with context and prebuilt",
+        setk("images", {"x": {"context": "training", "prebuilt": "a/b:1"}}),
+        ["eks-training:images.x: set exactly one of context"],
+    ),
+    (
+        "job with an unknown image",
+        job(image="nope"),
+        ["eks-training:jobs.train.image: 'nope' is not an image; use one of training"],
+    ),
+    (
+        "dataset from ftp",
+        setk("datasets", {"cifar10": {"source": "ftp://example.com/cifar.tgz"}}),
+        [
+            "eks-training:datasets.cifar10.source: 'ftp://example.com/cifar.tgz' must be an https:// URL or an s3://bucket/key URI"
+        ],
+    ),
+    (
+        "bad dataset md5",
+        setk("datasets", {"cifar10": {"source": "s3://my-bucket/cifar.tgz", "md5": "xyz"}}),
+        ["eks-training:datasets.cifar10.md5: 'xyz' is not an MD5 hex digest"],
+    ),
+    (
+        "dataset path escapes volume",
+        setk("datasets", {"cifar10": {"path": "../etc"}}),
+        ["eks-training:datasets.cifar10.path: '../etc' must be a relative path"],
+    ),
+    (
+        "job with an unknown dataset",
+        job(dataset="imagenet"),
+        ["eks-training:jobs.train.dataset: 'imagenet' is not a dataset; use one of cifar10"],
+    ),
+    (
+        "after an unknown job",
+        job("evaluate", after=["nope"]),
+        ["eks-training:jobs.evaluate.after[0]: 'nope' is not a job; use one of train"],
+    ),
+    (
+        "after itself",
+        job("evaluate", after=["evaluate"]),
+        ["eks-training:jobs.evaluate.after[0]: a job cannot wait for itself"],
+    ),
+    (
+        "jobs waiting in a cycle",
+        both(job("train", after=["evaluate"]), job("evaluate", after=["train"])),
+        ["the jobs wait for each other in a cycle (evaluate -> train -> evaluate)"],
+    ),
+    (
+        "unknown job kind",
+        job(kind="horovod"),
+        ["eks-training:jobs.train.kind", "pytorch", "mpi", "tensorflow", "command"],
+    ),
+    ("bad job name", job("Train_1"), ["eks-training:jobs.Train_1: the name must be 1-40 lowercase letters"]),
+    (
+        "job name with a leading digit",
+        job("2node-hello"),
+        [
+            "eks-training:jobs.2node-hello: the name must be 1-40 lowercase letters, digits and '-', starting with a letter",
+            "rename it (e.g. 'job-2node-hello')",
+        ],
+    ),
+    (
+        "experiment name with a leading digit",
+        bench(experiments={"1gpu": EXPERIMENT}),
+        [
+            "eks-training:benchmark.experiments.1gpu: the name must be 1-40 lowercase letters, digits and '-', starting with a letter",
+            "rename the experiment",
+        ],
+    ),
+    (
+        "job name too long",
+        job("t" * 41),
+        [f"eks-training:jobs.{'t' * 41}: the name must be 1-40 lowercase letters", "rename it (e.g."],
+    ),
+    (
+        "group name too long",
+        setk("nodeGroups", {"g" * 21: GPU}),
+        [f"eks-training:nodeGroups.{'g' * 21}: the name must be 1-20"],
+    ),
+    (
+        "image name with capitals",
+        setk("images", {"MyImage": {"prebuilt": "a/b:1"}}),
+        ["eks-training:images.MyImage: the name must be 1-40 lowercase letters"],
+    ),
+    (
+        "dataset name too long",
+        setk("datasets", {"d" * 41: {"source": "s3://my-bucket/x.tgz"}}),
+        [f"eks-training:datasets.{'d' * 41}: the name must be 1-40"],
+    ),
+    (
+        "version past standard support",
+        setk("cluster", {"kubernetesVersion": "1.32"}),
+        [
+            "eks-training:cluster.kubernetesVersion: 1.32 left EKS standard support on 2026-03-23",
+            "$0.60 instead of $0.10",
+            "eks-training:cluster.extendedSupport: true",
+        ],
+    ),
+    (
+        "log retention CloudWatch does not offer",
+        setk("cluster", {"logRetentionDays": 45}),
+        ["eks-training:cluster.logRetentionDays: 45 is not a CloudWatch retention", "30, 60"],
+    ),
+    (
+        "CIDRs with a private endpoint",
+        setk("cluster", {"endpointPublicAccess": False, "publicAccessCidrs": ["10.0.0.0/8"]}),
+        ["eks-training:cluster.publicAccessCidrs: only applies to a public endpoint"],
+    ),
+    (
+        "pytorch job without a script",
+        job(script=None),
+        ["eks-training:jobs.train.script: a pytorch job runs a script under torchrun"],
+    ),
+    (
+        "checkpoint cadence on a command job",
+        job("evaluate", checkpointEverySeconds=60),
+        ["eks-training:jobs.evaluate.checkpointEverySeconds: only pytorch jobs pass it to their trainer"],
+    ),
+    (
+        "collective timeout too short",
+        job(collectiveTimeoutSeconds=5),
+        ["eks-training:jobs.train.collectiveTimeoutSeconds"],
+    ),
+    (
+        "grace period too short to checkpoint",
+        job(stopGracePeriodSeconds=10),
+        ["eks-training:jobs.train.stopGracePeriodSeconds"],
+    ),
+    (
+        "env the program sets",
+        job(env={"TENSORBOARD_DIR": "/tmp/tb"}),
+        ["eks-training:jobs.train.env.TENSORBOARD_DIR: TENSORBOARD_DIR is set by the program"],
+    ),
+    (
+        "command job without a command",
+        job("evaluate", command=None),
+        ["eks-training:jobs.evaluate.command: a command job needs a command"],
+    ),
+    (
+        "elastic tensorflow job",
+        job("tf", kind="tensorflow", command=["python", "t.py"], nodeGroup="cpu", minNodes=1),
+        [
+            "eks-training:jobs.tf.minNodes: tensorflow jobs cannot change size while running (MultiWorkerMirroredStrategy has a fixed cluster"
+        ],
+    ),
+    (
+        "elastic MPI job",
+        job("bench", kind="mpi", command=["all_reduce_perf"], nodeGroup="cpu", maxNodes=2),
+        ["eks-training:jobs.bench.maxNodes: mpi jobs cannot change size while running"],
+    ),
+    (
+        "more processes than GPUs",
+        both(group(), job(nodeGroup="gpu", processesPerNode=2)),
+        ["eks-training:jobs.train.processesPerNode: 2 > the 1 GPUs of g5.xlarge"],
+    ),
+    (
+        "pytorch job on the system group",
+        job(nodeGroup="system"),
+        ["eks-training:jobs.train.nodeGroup: the system group runs add-ons and light command jobs only"],
+    ),
+    (
+        "program-set environment",
+        job(env={"OUTPUT_DIR": "/tmp"}),
+        ["eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set by the program"],
+    ),
+    (
+        "code not an s3 prefix",
+        job(code="s3://bucket/main.py"),
+        ["eks-training:jobs.train.code: 's3://bucket/main.py' is not an s3://bucket/prefix/ URI"],
+    ),
+    (
+        "code folder not in the project",
+        job(code="./no-such-src"),
+        [
+            "eks-training:jobs.train.code: the folder ./no-such-src does not exist in the project folder",
+            "give a folder of your Pulumi project",
+        ],
+    ),
+    (
+        "code outside the project",
+        job(code="../src"),
+        ["eks-training:jobs.train.code: '../src' is neither a folder of your project", "s3://bucket/prefix/"],
+    ),
+    (
+        "EFA on a type without EFA",
+        group(efa=True),
+        ["eks-training:nodeGroups.gpu.efa: g5.xlarge has no EFA", "p5.48xlarge"],
+    ),
+    (
+        "EFA group without a zone",
+        group(instanceTypes=["p5.48xlarge"]),
+        [
+            "eks-training:nodeGroups.gpu.availabilityZone: efa defaults to true for p5.48xlarge, and EFA groups run in one zone",
+            "either set availabilityZone (the zone where its capacity is) to keep EFA",
+            "or set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over the VPC's zones",
+        ],
+    ),
+    (
+        "spot group asking for EFA without a zone",
+        group(instanceTypes=["p5.48xlarge"], capacityType="SPOT", efa=True),
+        [
+            "eks-training:nodeGroups.gpu.availabilityZone: EFA groups run in one zone",
+            "either set availabilityZone",
+            "or remove efa: true to spread the group over the VPC's zones without EFA (what spot capacity needs",
+        ],
+    ),
+    (
+        "EFA zone outside the VPC's zones",
+        both(
+            setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}),
+            group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1c"),
+        ),
+        [
+            "eks-training:nodeGroups.gpu.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"
+        ],
+    ),
+    (
+        "EFA zone not in the region",
+        group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1g"),
+        ["eks-training:nodeGroups.gpu.availabilityZone: us-east-1g is not an available zone of this region"],
+    ),
+    (
+        "spot with a capacity reservation",
+        group(capacityType="SPOT", capacityReservationId="cr-0123456789abcdef0", availabilityZone="us-east-1a"),
+        ["eks-training:nodeGroups.gpu.capacityType: SPOT cannot use a capacity reservation"],
+    ),
+    (
+        "capacity block without reservation",
+        group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a", capacityType="CAPACITY_BLOCK"),
+        ["eks-training:nodeGroups.gpu.capacityReservationId: capacityType CAPACITY_BLOCK needs"],
+    ),
+    (
+        "reservation without a zone",
+        group(capacityReservationId="cr-0123456789abcdef0"),
+        ["eks-training:nodeGroups.gpu.availabilityZone: a capacity reservation lives in one zone"],
+    ),
+    (
+        "bad reservation id",
+        group(capacityReservationId="res-1", availabilityZone="us-east-1a"),
+        ["eks-training:nodeGroups.gpu.capacityReservationId: 'res-1' is not a reservation id"],
+    ),
+    (
+        "EFA types with different interface counts",
+        group(
+            instanceTypes=["p5.48xlarge", "p5en.48xlarge"], capacityType="SPOT", efa=True, availabilityZone="us-east-1a"
+        ),
+        ["EFA groups need one interface count", "p5.48xlarge (32)", "p5en.48xlarge (16)"],
+    ),
+    (
+        "old VPC CNI for efa-only",
+        both(
+            group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"),
+            setk("cluster", {"addonVersions": {"vpc-cni": "v1.18.3-eksbuild.1"}}),
+        ),
+        ["eks-training:cluster.addonVersions.vpc-cni: v1.18.3-eksbuild.1 is older than v1.18.5"],
+    ),
+    (
+        "enforced check without a reference",
+        both(group(instanceTypes=["g5.48xlarge"], efa=False), job(nodeGroup="gpu", healthCheck={"enforce": True})),
+        [
+            "eks-training:jobs.train.healthCheck.enforce: there is no published all-reduce bandwidth for g5.48xlarge",
+            "minBusBandwidthGBps",
+        ],
+    ),
+    (
+        "unknown type without facts",
+        group(instanceTypes=["p7.96xlarge"]),
+        ["unknown instance type 'p7.96xlarge'", "instanceFacts.p7.96xlarge"],
+    ),
+    (
+        "maxIO with elastic throughput",
+        setk("storage", {"performanceMode": "maxIO"}),
+        ["eks-training:storage.performanceMode: maxIO does not support Elastic throughput"],
+    ),
+    (
+        "health check size not a power of two",
+        job(healthCheck={"maxBytes": 3000000}),
+        ["eks-training:jobs.train.healthCheck.maxBytes: 3000000 is not a power of two"],
+    ),
+    ("empty jobs", setk("jobs", {}), ["eks-training:jobs: define at least one job, or remove the key"]),
+    # FSx for Lustre
+    (
+        "FSx capacity not a valid increment",
+        fsx(storageCapacityGib=3600),
+        [
+            "eks-training:storage.fsx.storageCapacityGib: 3600 GiB is not a valid PERSISTENT_2 SSD capacity",
+            "try 2400 or 4800",
+        ],
+    ),
+    (
+        "FSx capacity below the minimum",
+        fsx(storageCapacityGib=1000),
+        ["eks-training:storage.fsx.storageCapacityGib: 1000 GiB", "try 1200"],
+    ),
+    (
+        "FSx throughput tier not offered",
+        fsx(throughputPerTib=200),
+        [
+            "eks-training:storage.fsx.throughputPerTib: 200 MB/s/TiB is not offered for PERSISTENT_2 SSD",
+            "125, 250, 500, 1000",
+        ],
+    ),
+    (
+        "FSx without a zone",
+        setk("storage", {"backend": "fsx"}),
+        [
+            "eks-training:storage.fsx.availabilityZone: an FSx file system lives in one zone and no worker group is pinned",
+            "nodeGroups.<group>.availabilityZone",
+        ],
+    ),
+    (
+        "FSx zone not where the jobs run",
+        both(P4D_TRAINING, fsx(availabilityZone="us-east-1b")),
+        [
+            "eks-training:storage.fsx.availabilityZone: us-east-1b is not where the jobs that mount the file system run (eks-training:nodeGroups.gpu.availabilityZone is us-east-1a: job train)",
+            "cross-zone",
+            "set it to us-east-1a or remove it",
+        ],
+    ),
+    (
+        "FSx read from groups in two zones",
+        both(
+            P4D_TRAINING,
+            setk("storage", {"backend": "fsx"}),
+            add_group("gpu2", instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1b"),
+            job("finetune", kind="command", command=["true"], nodeGroup="gpu2"),
+        ),
+        [
+            "eks-training:nodeGroups.gpu2.availabilityZone: us-east-1b differs from eks-training:nodeGroups.gpu.availabilityZone (us-east-1a), and the jobs of both groups mount the FSx for Lustre file system (gpu: job train; gpu2: job finetune)",
+            "pin gpu2 to us-east-1a",
+            "eks-training:storage.backend: efs",
+        ],
+    ),
+    (
+        "FSx with several pinned groups",
+        both(
+            group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1a"),
+            setk(
+                "nodeGroups",
+                {
+                    "cpu": {
+                        "instanceTypes": ["m5.xlarge"],
+                        "minSize": 0,
+                        "desiredSize": 1,
+                        "maxSize": 2,
+                        "availabilityZone": "us-east-1b",
+                    },
+                    "gpu": {**GPU, "instanceTypes": ["p4d.24xlarge"], "availabilityZone": "us-east-1a"},
+                },
+            ),
+            drop("jobs"),
+            drop("datasets"),
+            setk("storage", {"backend": "fsx"}),
+        ),
+        [
+            "eks-training:storage.fsx.availabilityZone: several groups are pinned (cpu (us-east-1b), gpu (us-east-1a)) and no job runs on them"
+        ],
+    ),
+    (
+        "FSx zone not in the region",
+        fsx(availabilityZone="us-east-1g"),
+        ["eks-training:storage.fsx.availabilityZone: us-east-1g is not an available zone of this region"],
+    ),
+    (
+        "FSx zone outside the listed zones",
+        both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), fsx(availabilityZone="us-east-1c")),
+        ["eks-training:storage.fsx.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"],
+    ),
+    (
+        "data repository path without a prefix",
+        fsx(dataRepository={"s3Path": "s3://my-datasets"}),
+        [
+            "eks-training:storage.fsx.dataRepository.s3Path: 's3://my-datasets' is not a data repository path; use s3://bucket/prefix/"
+        ],
+    ),
+    (
+        "data repository path without a trailing slash",
+        fsx(dataRepository={"s3Path": "s3://my-datasets/imagenet"}),
+        ["eks-training:storage.fsx.dataRepository.s3Path", "s3://bucket/prefix/"],
+    ),
+    (
+        "data repository bucket name",
+        fsx(dataRepository={"s3Path": "s3://My_Datasets/imagenet/"}),
+        [
+            "eks-training:storage.fsx.dataRepository.s3Path: 'My_Datasets' in 's3://My_Datasets/imagenet/' is not a valid S3 bucket name"
+        ],
+    ),
+    (
+        "data repository prefix with a path",
+        fsx(dataRepository={"s3Path": "s3://my-datasets/imagenet/", "prefix": "other/"}),
+        ["eks-training:storage.fsx.dataRepository.prefix: is for the bucket the stack creates"],
+    ),
+    (
+        "export path nested in the import path",
+        fsx(dataRepository={"exportPath": "/datasets/out"}),
+        [
+            "eks-training:storage.fsx.dataRepository.exportPath: /datasets/out overlaps eks-training:storage.fsx.dataRepository.fileSystemPath /datasets"
+        ],
+    ),
+    (
+        "file-system path not absolute",
+        fsx(dataRepository={"fileSystemPath": "datasets"}),
+        ["eks-training:storage.fsx.dataRepository.fileSystemPath: 'datasets' is not a directory of the file system"],
+    ),
+    (
+        "EFA FSx (no node runs LNet over EFA)",
+        fsx(efa=True, storageCapacityGib=19200),
+        [
+            "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet over EFA",
+            "remove efa",
+        ],
+    ),
+    (
+        "user-provisioned metadata without IOPS",
+        fsx(metadataMode="USER_PROVISIONED"),
+        [
+            "eks-training:storage.fsx.metadataIops: required with eks-training:storage.fsx.metadataMode: USER_PROVISIONED"
+        ],
+    ),
+    (
+        "metadata IOPS not offered",
+        fsx(metadataMode="USER_PROVISIONED", metadataIops=5000),
+        ["eks-training:storage.fsx.metadataIops: 5000 is not offered"],
+    ),
+    (
+        "metadata IOPS with automatic mode",
+        fsx(metadataIops=3000),
+        ["eks-training:storage.fsx.metadataIops: set with metadataMode AUTOMATIC"],
+    ),
+    (
+        "EFS-only key with FSx",
+        setk("storage", {"backend": "fsx", "capacity": "2Ti", "fsx": {"availabilityZone": "us-east-1a"}}),
+        ["eks-training:storage.capacity: applies to EFS only"],
+    ),
+    (
+        "fsx settings with EFS",
+        setk("storage", {"fsx": {"storageCapacityGib": 1200}}),
+        ["eks-training:storage.fsx: set while eks-training:storage.backend is efs"],
+    ),
+    (
+        "kept FSx in a new VPC",
+        setk("storage", {"backend": "fsx", "retainOnDelete": True, "fsx": {"availabilityZone": "us-east-1a"}}),
+        ["eks-training:storage.retainOnDelete: a kept Lustre file system keeps its network interfaces", "existingVpc"],
+    ),
+    (
+        "adopted FSx without its security group and bucket",
+        setk(
+            "storage",
+            {"backend": "fsx", "fileSystemId": "fs-0123456789abcdef0", "fsx": {"availabilityZone": "us-east-1a"}},
+        ),
+        [
+            "eks-training:storage.fsx.securityGroupId: required with eks-training:storage.fileSystemId",
+            "eks-training:storage.fsx.dataRepository.s3Path: required with eks-training:storage.fileSystemId",
+        ],
+    ),
+    (
+        "adopted FSx in a new VPC",
+        setk(
+            "storage",
+            {
+                "backend": "fsx",
+                "fileSystemId": "fs-0123456789abcdef0",
+                "fsx": {
+                    "availabilityZone": "us-east-1a",
+                    "securityGroupId": "sg-0123456789abcdef0",
+                    "dataRepository": {"s3Path": "s3://kept/datasets/"},
+                },
+            },
+        ),
+        [
+            "eks-training:storage.fileSystemId: a kept Lustre file system lives in a subnet of the VPC it was created in",
+            "existingVpc",
+        ],
+    ),
+    ("unknown backend", setk("storage", {"backend": "lustre"}), ["eks-training:storage.backend", "efs", "fsx"]),
+    # datasets imported by the FSx data repository (an S3 prefix) instead of staged
+    (
+        "S3 prefix dataset on EFS",
+        setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/"}}),
+        [
+            "eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix (a folder of objects), which only an FSx for Lustre data repository imports",
+            "eks-training:storage.backend: fsx",
+        ],
+    ),
+    (
+        "S3 prefix dataset with the stack's own bucket",
+        both(
+            P4D_TRAINING,
+            setk("storage", {"backend": "fsx"}),
+            setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/"}}),
+        ),
+        [
+            "eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix, imported only from the bucket linked to the file system",
+            "eks-training:storage.fsx.dataRepository.s3Path",
+        ],
+    ),
+    (
+        "S3 prefix dataset outside the linked path",
+        both(
+            P4D_TRAINING,
+            setk("storage", {"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://my-data/datasets/"}}}),
+            setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://other-data/imagenet/"}}),
+        ),
+        [
+            "eks-training:datasets.imagenet.source: s3://other-data/imagenet/ is not under eks-training:storage.fsx.dataRepository.s3Path (s3://my-data/datasets/)"
+        ],
+    ),
+    (
+        "imported dataset with a path",
+        both(
+            P4D_TRAINING,
+            setk("storage", {"backend": "fsx", "fsx": {"dataRepository": {"s3Path": "s3://my-data/datasets/"}}}),
+            setk(
+                "datasets",
+                {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/", "path": "imagenet"}},
+            ),
+        ),
+        [
+            "eks-training:datasets.imagenet.path: an imported dataset appears where the data repository puts it (datasets/imagenet); remove path"
+        ],
+    ),
+    (
+        "S3 prefix dataset with an md5",
+        setk(
+            "datasets",
+            {
+                "cifar10": {},
+                "imagenet": {"source": "s3://my-data/datasets/imagenet/", "md5": "c58f30108f718f92721af3b95e74349a"},
+            },
+        ),
+        [
+            "eks-training:datasets.imagenet.md5: verifies one downloaded object; an S3 prefix is imported object by object"
+        ],
+    ),
+    # operations: node repair, metrics, dashboard, idle-GPU alarm
+    (
+        "repair threshold as count and percentage",
+        group(nodeRepair={"maxUnhealthyNodes": 2, "maxUnhealthyPercent": 20}),
+        [
+            "eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthyPercent: set together with eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthyNodes; EKS takes a count or a percentage, not both"
+        ],
+    ),
+    (
+        "repair parallelism above 100%",
+        group(nodeRepair={"maxParallelPercent": 150}),
+        ["eks-training:nodeGroups.gpu.nodeRepair.maxParallelPercent", "100"],
+    ),
+    (
+        "repair tuned while off",
+        group(nodeRepair={"enabled": False, "maxParallelNodes": 2}),
+        ["eks-training:nodeGroups.gpu.nodeRepair.maxParallelNodes: tunes node repair, which enabled: false turns off"],
+    ),
+    (
+        "unknown repair key",
+        group(nodeRepair={"maxUnhealthy": 2}),
+        ["eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthy: unknown key"],
+    ),
+    (
+        "idle alarm after too few minutes",
+        both(group(), setk("operations", {"idleGpuAlarm": {"minutes": 2}})),
+        ["eks-training:operations.idleGpuAlarm.minutes", "5"],
+    ),
+    (
+        "idle alarm longer than its query reads",
+        both(group(), setk("operations", {"idleGpuAlarm": {"minutes": 200}})),
+        ["eks-training:operations.idleGpuAlarm.minutes", "180"],
+    ),
+    (
+        "idle threshold that is not idle",
+        both(group(), setk("operations", {"idleGpuAlarm": {"utilizationPercent": 80}})),
+        ["eks-training:operations.idleGpuAlarm.utilizationPercent", "50"],
+    ),
+    (
+        "alarm e-mail that is not one",
+        both(group(), setk("operations", {"alarmEmail": "ops at example.com"})),
+        ["eks-training:operations.alarmEmail: 'ops at example.com' is not an e-mail address"],
+    ),
+    (
+        "alarm e-mail with a display name",
+        both(group(), setk("operations", {"alarmEmail": "Ops <ops@example.com>"})),
+        ["eks-training:operations.alarmEmail: 'Ops <ops@example.com>' is not an e-mail address"],
+    ),
+    (
+        "dashboard without metrics",
+        both(group(), setk("operations", {"metrics": False, "dashboard": True})),
+        [
+            "eks-training:operations.dashboard: plots the metrics of the Container Insights add-on",
+            "eks-training:operations.metrics: true",
+        ],
+    ),
+    (
+        "idle alarm without metrics",
+        both(group(), setk("operations", {"metrics": False, "idleGpuAlarm": {"enabled": True}})),
+        ["eks-training:operations.idleGpuAlarm.enabled: watches node_gpu_utilization"],
+    ),
+    (
+        "idle alarm without GPU groups",
+        setk("operations", {"idleGpuAlarm": {"enabled": True}}),
+        ["eks-training:operations.idleGpuAlarm.enabled: the stack has no GPU group to watch"],
+    ),
+    (
+        "application signals without metrics",
+        both(group(), setk("operations", {"metrics": False, "applicationSignals": True})),
+        [
+            "eks-training:operations.applicationSignals: is part of the Container Insights add-on",
+            "eks-training:operations.metrics: true",
+        ],
+    ),
+    (
+        "application signals not a boolean",
+        both(group(), setk("operations", {"applicationSignals": "sometimes"})),
+        ["eks-training:operations.applicationSignals"],
+    ),
+    (
+        "alarm e-mail without an alarm",
+        setk("operations", {"alarmEmail": "ops@example.com"}),
+        ["eks-training:operations.alarmEmail: no alarm would send to it"],
+    ),
+    # benchmark
+    ("benchmark without experiments", bench(experiments={}), ["eks-training:benchmark.experiments", "at least 1"]),
+    (
+        "experiment from an unknown experiment",
+        bench(experiments={"b": {"from": "nope", "nodes": 1}}),
+        ["eks-training:benchmark.experiments.b.from: 'nope' is not an experiment; name one of (no other experiment)"],
+    ),
+    (
+        "experiments based on each other",
+        bench(experiments={"a": {"from": "b"}, "b": {"from": "a"}}),
+        [
+            "eks-training:benchmark.experiments.a.from: the experiments are based on each other in a cycle (a -> b -> a); write one of them out in full"
+        ],
+    ),
+    (
+        "experiment after another experiment",
+        bench(experiments={"a": EXPERIMENT, "b": {"from": "a", "after": ["a"]}}),
+        [
+            "eks-training:benchmark.experiments.b.after[0]: 'a' is another experiment; experiments run side by side and never wait for each other"
+        ],
+    ),
+    (
+        "experiment with an output folder",
+        bench(experiments={"a": {**EXPERIMENT, "outputDir": "runs/x"}}),
+        [
+            "eks-training:benchmark.experiments.a.outputDir: each run gives every experiment a fresh folder, benchmarks/<run>/<experiment>; remove it"
+        ],
+    ),
+    (
+        "experiment waited for by pulumi up",
+        bench(experiments={"a": {**EXPERIMENT, "waitForCompletion": True}}),
+        [
+            "eks-training:benchmark.experiments.a.waitForCompletion: the driver (python -m stacks.benchmark) follows the experiments"
+        ],
+    ),
+    (
+        "experiment named like a job",
+        bench(experiments={"train": EXPERIMENT}),
+        [
+            "eks-training:benchmark.experiments.train: eks-training:jobs.train has the same name, and an experiment runs as a job of its name; rename one of them"
+        ],
+    ),
+    (
+        "experiment with a job's error",
+        bench(experiments={"a": {"kind": "pytorch", "command": ["python"]}}),
+        [
+            "eks-training:benchmark.experiments.a.script: a pytorch job runs a script under torchrun",
+            "eks-training:benchmark.experiments.a.command: a pytorch job's command is torchrun",
+        ],
+    ),
+    (
+        "inherited error reported once, at its base",
+        bench(experiments={"a": {"kind": "mpi", "command": ["x"], "minNodes": 1}, "b": {"from": "a", "nodes": 2}}),
+        ["eks-training:benchmark.experiments.a.minNodes: mpi jobs cannot change size while running"],
+    ),
+    (
+        "experiment larger than its group",
+        bench(experiments={"a": {**EXPERIMENT, "nodes": 9}}),
+        [
+            "eks-training:benchmark.experiments.a.nodes: 9 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; raise maxSize or lower nodes"
+        ],
+    ),
+    (
+        "experiment with an unknown image",
+        bench(experiments={"a": {**EXPERIMENT, "image": "nccl"}}),
+        ["eks-training:benchmark.experiments.a.image: 'nccl' is not an image; use one of training"],
+    ),
+    (
+        "experiment name too long",
+        bench(experiments={"e" * 41: EXPERIMENT}),
+        ["eks-training:benchmark.experiments." + "e" * 41 + ": the name must be 1-40 lowercase letters"],
+    ),
+    (
+        "experiment named like the collector",
+        bench(experiments={"benchmark-collector": EXPERIMENT}),
+        [
+            "eks-training:benchmark.experiments.benchmark-collector: benchmark-collector is the collector's name; rename the experiment"
+        ],
+    ),
+    (
+        "results not an S3 prefix",
+        bench(results={"s3Path": "s3://My_Bucket/x"}),
+        ["eks-training:benchmark.results.s3Path: 's3://My_Bucket/x' is not s3://bucket/prefix/"],
+    ),
+    (
+        "results with both bucket forms",
+        bench(results={"s3Path": "s3://results-bucket/runs/", "prefix": "x/"}),
+        [
+            "eks-training:benchmark.results.prefix: only for the bucket the stack creates; with eks-training:benchmark.results.s3Path the prefix is part of the path, remove prefix"
+        ],
+    ),
+    (
+        "kept outputs outside the folder",
+        bench(keep={"outputs": ["../secrets/*"]}),
+        ["eks-training:benchmark.keep.outputs[0]: '../secrets/*' must be a glob relative to the output folder"],
+    ),
+    ("unknown benchmark key", bench(experiment={}), ["eks-training:benchmark.experiment: unknown key"]),
+]
+
+
+@pytest.mark.parametrize("change,fragments", [pytest.param(c, f, id=i) for i, c, f in CASES])
+def test_bad_config_is_rejected_before_anything_is_registered(change, fragments: list[str]) -> None:
+    cfg = base()
+    change(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError), f"expected ConfigError, got {p.error!r}"
+    message = str(p.error)
+    assert "no resource was created" in message
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in:\n{message}"
+    assert p.registrations == [], [r.name for r in p.registrations]
+
+
+def test_many_problems_are_reported_together() -> None:
+    cfg = base()
+    group(minSize=3, desiredSize=3, maxSize=2, instanceTypes=["p9.mega"])(cfg)
+    setk("cluster", {"kubernetesVersion": "1.20"})(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError)
+    assert len(p.error.problems) == 3, p.error.problems
+    assert p.registrations == []
+
+
+def test_table_is_large_enough() -> None:
+    assert len(CASES) >= 20
+
+
+def test_a_bad_run_id_in_the_environment_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EKS_TRAINING_BENCHMARK_RUN", "Run 1")
+    cfg = base()
+    bench()(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError)
+    assert "eks-training:benchmark: environment variable EKS_TRAINING_BENCHMARK_RUN='Run 1' is not a run id" in str(
+        p.error
+    )
+    assert p.registrations == []
+
+
+def test_the_unmodified_config_passes() -> None:
+    """The control case: the same harness with the unmodified config registers resources."""
+    p = run_program("dev", config=base())
+    assert p.error is None and p.registrations
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        pytest.param(
+            both(
+                setk(
+                    "nodeGroups",
+                    {
+                        "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2},
+                        "h100": {
+                            "instanceType": "p5.48xlarge",
+                            "minSize": 0,
+                            "desiredSize": 2,
+                            "maxSize": 2,
+                            "availabilityZone": "us-east-1a",
+                        },
+                    },
+                ),
+                job(nodeGroup="h100", nodes=2),
+            ),
+            "eks-training:nodeGroups.h100.instanceType: unknown key; did you mean instanceTypes (a required key, not set)? "
+            "Rename it",
+            id="misspelt instanceTypes in the group a job runs on",
+        ),
+        pytest.param(
+            job(nodes=4),
+            "eks-training:jobs.train.nodes: 4 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; raise "
+            "maxSize or lower nodes",
+            id="nodes above maxSize, maxNodes left to its default",
+        ),
+        pytest.param(
+            both(
+                group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"),
+                job(nodeGroup="gpu", nodes=2, healthCheck={"enforce": True, "minBusBandwidthGBps": 3.5e11}),
+            ),
+            "eks-training:jobs.train.healthCheck.minBusBandwidthGBps: 3.5e+11 GB/s is above the 750 GB/s an all-reduce "
+            "across 2 x p5.48xlarge can reach (a node's network is 3200 Gbit/s = 400 GB/s, and across N nodes the bus "
+            "bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks); did you write bytes/s? the value is in "
+            "GB/s (1e9 bytes/s, as nccl-tests reports busbw): 3.5e+11 bytes/s is 350",
+            id="bytes/s written as GB/s",
+        ),
+    ],
+)
+def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:
+    """The issue's two cascades, through the real program: exactly one problem, naming the root cause."""
+    cfg = base()
+    change(cfg)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError) and p.error.problems == [message]
+    assert p.registrations == []

@@ -1,0 +1,236 @@
+"""Job kinds are plugins (:mod:`stacks.kinds`): a kind defined here, in the test tree, and registered validates, plans,
+registers under mocks, reports and runs locally without any product file naming it; and the registry's facts agree
+with what the components and the in-cluster programs know of each Kubernetes resource."""
+
+import ast
+import io
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import pulumi
+import pytest
+
+from components.admission import FRAMEWORKS
+from components.workloads.collector import RESOURCES as COLLECTED
+from components.workloads.command import command_env
+from components.workloads.indexed import indexed_workers
+from components.workloads.pods import JOB_RESOURCES, JobSpec, WorkerPlacement
+from stacks.config import load_config
+from stacks.config.errors import ConfigError
+from stacks.kinds import KINDS, BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, register, unregister
+from stacks.local.runner import LocalRunner
+from stacks.plan import JobPlan, build_plan
+from stacks.plan.report import render, report
+from stacks.stackfile import use_stack_config
+from tests.harness import PROJECT, REPO, resolve, run_program, stack_config
+from training.kube_api import RESOURCES as IN_CLUSTER
+
+
+#: The stack the toy kind's job is added to (one CPU group ``cpu``, the toolbox image).
+STACK = "workshop"
+
+
+class SleepJob(pulumi.ComponentResource):
+    """A toy component of the test tree: every pod sleeps ``seconds``, with its peers in the environment."""
+
+    job_name: pulumi.Output[str]
+    output_dir: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        seconds: str,
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        super().__init__("tests:index:SleepJob", name, None, opts)
+        self.job_name, self.output_dir = indexed_workers(
+            self,
+            name,
+            spec,
+            placement,
+            command=["sleep", seconds],
+            nodes=nodes,
+            max_retries=1,
+            app_name="sleep-job",
+            port=("peers", 29500),
+            environment=lambda hosts: command_env(spec, placement, nodes, hosts),
+        )
+        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})
+
+
+class Sleep(JobKind):
+    """The toy kind: pods run ``sleep <seconds>`` (``args``: the seconds), nothing else."""
+
+    name = "sleep"
+    summary = "every pod sleeps for args[0] seconds"
+    fixed_size = "a sleeping job has nothing to resize"
+    one_process_per_pod = True
+
+    def problems(self, job: Any) -> list[tuple[str, str]]:
+        problems = []
+        if job.command is not None:
+            problems.append(("command", "a sleep job's command is sleep; give the seconds in args"))
+        if len(job.args) != 1 or not job.args[0].isdigit():
+            problems.append(("args", "a sleep job takes one argument, the seconds"))
+        return problems
+
+    def program_text(self, job: Any) -> str:
+        return "sleep"
+
+    def build(self, ctx: BuildContext) -> JobComponent:
+        spec = {**ctx.spec, "args": []}
+        return SleepJob(ctx.name, spec, ctx.job.placement, ctx.job.nodes, ctx.job.config.args[0], opts=ctx.opts)
+
+    def local_processes(
+        self,
+        machine: LocalMachine,
+        job: JobPlan,
+        spec: JobSpec,
+        placement: WorkerPlacement,
+        nodes: int,
+        peers: Sequence[str],
+    ) -> LocalProcesses:
+        env = command_env(spec, placement, nodes, peers, port=machine.free_port())
+        return LocalProcesses([["sleep", job.config.args[0]]] * nodes, env)
+
+
+@pytest.fixture
+def sleep_kind() -> Iterator[JobKind]:
+    kind = register(Sleep())
+    try:
+        yield kind
+    finally:
+        unregister(kind.name)
+
+
+def _config(**job: Any) -> dict[str, Any]:
+    cfg = stack_config(STACK)
+    cfg[f"{PROJECT}:jobs"] = {"nap": {"kind": "sleep", "nodeGroup": "cpu", "nodes": 2, "args": ["1"], **job}}
+    cfg.pop(f"{PROJECT}:datasets", None)
+    return cfg
+
+
+def _plan(cfg: dict[str, Any]) -> Any:
+    use_stack_config(cfg)
+    return build_plan(load_config(PROJECT, STACK))
+
+
+def test_an_unregistered_kind_is_refused_naming_the_registered_ones() -> None:
+    with pytest.raises(ConfigError) as err:
+        _plan(_config())
+    assert f"{PROJECT}:jobs.nap.kind" in str(err.value) and "'sleep' is not a kind of job" in str(err.value)
+    assert all(name in str(err.value) for name in KINDS)
+
+
+def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(
+    sleep_kind: JobKind, tmp_path: Path
+) -> None:
+    # validates: the kind's own rule, the shared ones (a fixed size) with its reason
+    for job, where, what in (
+        ({"command": ["x"]}, "jobs.nap.command", "a sleep job's command is sleep"),
+        ({"minNodes": 1}, "jobs.nap.minNodes", "(a sleeping job has nothing to resize)"),
+        ({"launcherCommand": ["x"]}, "jobs.nap.launcherCommand", "only mpi jobs have a launcher"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            _plan(_config(**job))
+        assert f"{PROJECT}:{where}" in str(err.value) and what in str(err.value), job
+    # plans
+    cfg = _config()
+    plan = _plan(cfg)
+    nap = plan.jobs["nap"]
+    assert (nap.kind, nap.nodes, nap.min_nodes, nap.max_nodes) == ("sleep", 2, 2, 2)
+    assert nap.read_only_root_filesystem is True
+    # reports
+    r = report(plan, "us-east-1")
+    assert [(j["name"], j["kind"], j["processesPerPod"]) for j in r["jobs"]] == [("nap", "sleep", 1)]
+    assert "nap (sleep) on cpu: 2 node(s) x 1 process (the command" in render(r)
+    # registers under mocks, through the real program
+    p = run_program(STACK, config=cfg)
+    assert p.error is None, p.error
+    (component,) = p.of_type("tests:index:SleepJob")
+    (job,) = [r for r in p.descendants(component) if r.type == "kubernetes:batch/v1:Job"]
+    pod = job.inputs["spec"]["template"]["spec"]
+    assert job.inputs["spec"]["completions"] == 2 and job.inputs["spec"]["completionMode"] == "Indexed"
+    assert pod["containers"][0]["command"] == ["sleep", "1"]
+    assert pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+    assert job.inputs["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]  # queued like every job
+    assert not p.of_type("eks-training:index:MpiOperator")  # nothing to install for it
+    assert not p.of_type("eks-training:index:EtcdRendezvous")
+    out = resolve(p.outputs["jobs"])["nap"]
+    assert resolve(out["kind"]) == "sleep"
+    assert "--for=condition=complete --timeout=24h job/nap" in resolve(out["waitCommand"])
+    # runs locally: two real processes sleeping one second each
+    runner = LocalRunner(plan=plan, work=tmp_path, repo=REPO, out=io.StringIO(), progress=False)
+    pods = runner.pods(nap)
+    assert [pod.argv for pod in pods] == [["sleep", "1"], ["sleep", "1"]]
+    assert [pod.env["JOB_INDEX"] for pod in pods] == ["0", "1"] and pods[0].env["JOB_SIZE"] == "2"
+    output = runner.run_job(nap)
+    assert output.is_dir() and "job nap (sleep): started, 2 process(es)" in runner.out.getvalue()
+
+
+def test_every_kind_is_known_to_the_components_and_the_in_cluster_programs() -> None:
+    """A kind's Kubernetes object is one the jobs' wait Role can name, the collector and ``wait_for_jobs.py`` can read
+    (with the condition ``kubectl wait`` waits for), and Kueue's configuration integrates."""
+    for kind in KINDS.values():
+        assert JOB_RESOURCES[kind.resource] == kind.api_group, kind.name
+        assert COLLECTED[kind.resource] == (kind.api_group, kind.resource), kind.name
+        assert IN_CLUSTER[kind.resource].kind == kind.kubectl_name, kind.name
+        assert IN_CLUSTER[kind.resource].success.lower() == kind.complete_condition.lower(), kind.name
+        assert kind.kueue_framework in FRAMEWORKS, kind.name
+    assert set(JOB_RESOURCES) == set(COLLECTED) == set(IN_CLUSTER) == {k.resource for k in KINDS.values()}
+
+
+def kind_branches(root: Path, package: str, names: Sequence[str]) -> list[str]:
+    """Where a module of ``package`` outside ``stacks/kinds`` decides by a job kind's name: a comparison of something
+    called ``kind`` (``job.kind``, ``j["kind"]``, ``c.kind``) with a kind's name, or a container (a set, tuple, list or
+    dict's keys) of two kinds' names."""
+    found = []
+
+    def kindish(node: ast.AST) -> bool:
+        text = ast.unparse(node)
+        return text == "kind" or text.endswith((".kind", "['kind']", '["kind"]'))
+
+    def named(node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and node.value in names
+
+    for path in sorted((root / package).rglob("*.py")):
+        if "kinds" in path.relative_to(root / package).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                if any(kindish(s) for s in sides) and any(
+                    named(s) or isinstance(s, (ast.Tuple, ast.Set, ast.List)) and any(named(e) for e in s.elts)
+                    for s in sides
+                ):
+                    found.append(f"{where}: {ast.unparse(node)}")
+            elif isinstance(node, (ast.Tuple, ast.Set, ast.List)) and sum(named(e) for e in node.elts) >= 2:
+                found.append(f"{where}: {ast.unparse(node)}")
+            elif isinstance(node, ast.Dict) and sum(named(k) for k in node.keys if k is not None) >= 2:
+                found.append(f"{where}: a lookup by kind")
+    return found
+
+
+def test_nothing_outside_the_kinds_branches_on_a_kind_name() -> None:
+    assert kind_branches(REPO, "stacks", list(KINDS)) == []
+
+
+def test_the_branch_walk_finds_what_the_kinds_replaced(tmp_path: Path) -> None:
+    """Control: each form the registry replaced (stacks/workloads.py, stacks/outputs.py, stacks/plan/report.py,
+    stacks/config/jobs.py before it) is found."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text(
+        'if job.kind == "mpi":\n    pass\n'
+        'resource = "mpijob" if kind == "mpi" else "job"\n'
+        'size = 1 if j["kind"] in ONE else 2\n'
+        'ONE = ("command", "tensorflow")\n'
+        'why = {"mpi": "a", "command": "b"}[kind]\n'
+        'ok = d["kind"] == "CustomResourceDefinition"\n'
+    )
+    (tmp_path / "pkg" / "kinds").mkdir()
+    (tmp_path / "pkg" / "kinds" / "b.py").write_text('if kind == "mpi":\n    pass\n')
+    assert sorted(f.split(":")[1] for f in kind_branches(tmp_path, "pkg", list(KINDS))) == ["1", "3", "5", "6"]

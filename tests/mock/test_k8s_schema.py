@@ -1,0 +1,71 @@
+"""Every Kubernetes object the program registers itself validates against the official schema
+of the stack's Kubernetes version (kubernetes-validate, strict: unknown fields fail)."""
+
+import copy
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from components.catalog import DEFAULT_KUBERNETES_VERSION
+from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
+
+
+STACKS = stack_names()
+
+
+def manifests(p: Program) -> list[dict[str, Any]]:
+    """The objects registered through the Kubernetes provider (Helm releases are checked by value)."""
+    out = []
+    for r in p.registrations:
+        if not r.type.startswith("kubernetes:") or r.type.startswith(("kubernetes:helm.sh/", "kubernetes:yaml/")):
+            continue
+        if r.type.startswith("kubernetes:kubeflow.org/"):
+            continue  # custom resources: checked against their CRD's types in tests/mock/test_workloads.py
+        if r.type.startswith("kubernetes:kueue.x-k8s.io/"):
+            continue  # Kueue's: applied (strict) against Kueue's own CRDs by the cluster tier (tests/cluster/test_box_apiserver.py)
+        doc = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
+        out.append(doc)
+    return out
+
+
+def k8s_version(stack: str) -> str:
+    cluster = stack_config(stack).get(f"{PROJECT}:cluster") or {}
+    return cluster.get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION) + ".0"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_registered_objects_match_the_official_schema(program_for, stack: str) -> None:
+    p = program_for(stack, False)
+    docs = manifests(p)
+    backend = (stack_config(stack).get(f"{PROJECT}:storage") or {}).get("backend", "efs")
+    volume = {"efs": "StorageClass", "fsx": "PersistentVolume"}[backend]
+    assert {d["kind"] for d in docs} >= {"Namespace", volume, "PersistentVolumeClaim", "NetworkPolicy"}
+    for doc in docs:
+        kubernetes_validate.validate(doc, k8s_version(stack), strict=True)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_mpi_job_pod_templates_match_the_official_schema(program_for, stack: str) -> None:
+    """An MPIJob's pod templates are sent as written (a custom resource): each must be a valid PodTemplate, or
+    the API server prunes the fields it does not know."""
+    p = program_for(stack, False)
+    for mpi in p.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob"):
+        for role, replica in mpi.inputs["spec"]["mpiReplicaSpecs"].items():
+            doc = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": role.lower()},
+                "template": replica["template"],
+            }
+            kubernetes_validate.validate(copy.deepcopy(doc), k8s_version(stack), strict=True)
+
+
+def test_the_schema_check_can_fail() -> None:
+    """Control: a misspelt field in one of our own objects is rejected in strict mode."""
+    p = run_program("dev")
+    pvc = next(d for d in manifests(p) if d["kind"] == "PersistentVolumeClaim")
+    bad = copy.deepcopy(pvc)
+    bad["spec"]["accesModes"] = bad["spec"].pop("accessModes")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, DEFAULT_KUBERNETES_VERSION + ".0", strict=True)

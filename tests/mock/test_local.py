@@ -1,0 +1,111 @@
+"""The local runner starts what the pods run: for every job of every stack whose images are built from this
+repository, each local process's command and environment equal the registered pod's (expanded as Kubernetes expands
+them, with the pod's paths mapped to the local folders), except what only the machine decides: peers' addresses,
+ports, the rendezvous endpoint, processes (one per node on CPU, not one per GPU) and threads per process, and the node
+type's GPU/EFA settings."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.config import load_config
+from stacks.local.kube import container_env, process_argv
+from stacks.local.runner import LocalRunner, local_mpi_prefix
+from stacks.plan import build_plan
+from stacks.stackfile import project_name, read_stack_config, use_stack_config
+from tests.harness import REPO, Program, run_program, stack_names
+
+
+#: What the machine decides, not the stack.
+MACHINE = {
+    "PROCS_PER_NODE",
+    "OMP_NUM_THREADS",
+    "JOB_PEERS",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TF_CONFIG",
+    "NCCL_DEBUG",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "OMPI_ALLOW_RUN_AS_ROOT",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+}
+
+
+def _runner(stack: str, work: Path) -> LocalRunner:
+    path, config = read_stack_config(stack)
+    use_stack_config(config)
+    plan = build_plan(load_config(project_name(path), stack))
+    return LocalRunner(plan=plan, work=work, repo=REPO, rendezvous_endpoint="127.0.0.1:2379")
+
+
+def _registered(p: Program, job: str, kind: str) -> dict[str, Any]:
+    """The main container of a job's pods as registered (the launcher's, for an MPI job)."""
+    if kind == "mpi":
+        mpi = p.one("kubernetes:kubeflow.org/v2beta1:MPIJob", lambda r: r.name.endswith(f"-{job}-mpijob"))
+        (c,) = mpi.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+        return dict(c)
+    k8s_job = p.one("kubernetes:batch/v1:Job", lambda r: r.name.endswith(f"-{job}-job"))
+    (c,) = [c for c in k8s_job.inputs["spec"]["template"]["spec"]["containers"] if c["name"] == "worker"]
+    return dict(c)
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_local_processes_get_the_pods_commands_and_environments(stack: str, tmp_path: Path) -> None:
+    runner = _runner(stack, tmp_path)
+    p = run_program(stack)
+    compared = 0
+    for name, job in runner.plan.jobs.items():
+        if job.image.context is None:
+            continue
+        pods = runner.pods(job)
+        container = _registered(p, name, job.kind)
+        app = runner.image_dir(job)
+        for pod in pods:
+            tmp = tmp_path / "tmp" / f"{name}-{pod.index}"
+            pod_env = container_env(container, index=pod.index)
+            expected_env = {k: runner.host_path(v, app, tmp) for k, v in pod_env.items()}
+            node_type = set(job.placement.get("env") or {})
+            assert set(pod.env) - MACHINE == set(expected_env) - MACHINE - node_type, name
+            for key, value in pod.env.items():
+                if key not in MACHINE:
+                    assert value == expected_env[key], f"{stack}/{name}: {key}"
+            expected_argv = [runner.host_path(a, app, tmp) for a in process_argv(container, pod_env)]
+            if job.kind == "pytorch":
+
+                def same(argv: list[str]) -> list[str]:
+                    return [
+                        a
+                        for a in argv
+                        if not a.startswith(("--rdzv-endpoint=", "--nproc-per-node="))
+                        and not a.startswith(("127.0.0.1:", f"{runner.plan.config.cluster_name}-etcd"))
+                        and ".svc.cluster.local:" not in a
+                    ]
+
+                assert same(pod.argv) == same(expected_argv), name
+                assert f"--nproc-per-node={job.config.processes_per_node or 1}" in pod.argv
+            elif job.kind == "mpi":
+                # the local Open MPI's mpirun, by its absolute path as the pods run the image's
+                image_mpirun, here = f"{job.image.mpi_prefix}/bin/mpirun", f"{local_mpi_prefix()}/bin/mpirun"
+                assert image_mpirun in expected_argv and here in pod.argv
+                assert pod.argv[0] == (here if expected_argv[0] == image_mpirun else expected_argv[0])
+            else:
+                assert pod.argv == expected_argv, name
+            compared += 1
+    jobs = [j for j in runner.plan.jobs.values() if j.image.context is not None]
+    assert compared == sum(1 if j.kind == "mpi" else j.nodes for j in jobs)
+
+
+def test_pod_paths_map_to_local_folders_once(tmp_path: Path) -> None:
+    """/data, /app and /tmp become local folders in one pass (a mapped folder under /tmp is not mapped again),
+    and only as whole path segments."""
+    runner = _runner("dev", tmp_path / "tmp" / "work")
+    app, tmp = Path("/repo/training"), tmp_path / "pod-tmp"
+    assert runner.host_path("/data/runs/x", app, tmp) == f"{tmp_path}/tmp/work/shared/runs/x"
+    assert (
+        runner.host_path("--logdir_spec train:/data/runs/x/tb", app, tmp)
+        == f"--logdir_spec train:{tmp_path}/tmp/work/shared/runs/x/tb"
+    )
+    assert runner.host_path("/app/train.py", app, tmp) == "/repo/training/train.py"
+    assert runner.host_path("/tmp", app, tmp) == str(tmp)
+    assert runner.host_path("/database/x /apple /tmpfiles", app, tmp) == "/database/x /apple /tmpfiles"

@@ -1,0 +1,371 @@
+"""Topology-aware placement (issue 26, item 5) over what every stack registers, with Kueue v0.17.0's own rules.
+
+Every preset, and each preset whose GPU type carries EC2 network-topology labels as a fixed-size fleet (minSize =
+maxSize, where placement is topology-aware by default): every Topology and topology-aware ResourceFlavor validates
+against the CRDs of the pinned Kueue module (the structural schema, and the CEL rules the apiserver would apply,
+restated); every flavor's ``topologyName`` names a Topology the stack registers; every queued pod set on a
+topology-aware flavor asks for a level of that flavor's Topology (Kueue refuses a pod set without a topology request
+on such a flavor, and one with a request on a flavor without a Topology: ``checkPodSetAndFlavorMatchForTAS``,
+pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.17.0); the box's nodes of those groups carry every level's
+label (``NodeMatchesFlavor``, pkg/util/tas/node.go: other nodes are not counted). The real Kueue places a 32-node job
+in one block of a 256-node box in the cluster tier (tests/cluster/test_box_scale.py).
+"""
+
+import copy
+import re
+from types import SimpleNamespace
+from typing import Any, Mapping
+
+import jsonschema
+import pytest
+
+from components.admission import TAS_FEATURE_GATE
+from components.catalog import INSTANCE_TYPES, NETWORK_TOPOLOGY, network_topology
+from stacks.box.kueue import crds, kueue_dir
+from stacks.box.nodes import BLOCK_NODES, network_labels, plan_nodes
+from stacks.config import ConfigError
+from stacks.plan.admission import HOSTNAME_LABEL, QUEUE_LABEL, TAS_ANNOTATIONS, TOPOLOGY_ANNOTATION
+from stacks.stackfile import plan_stack
+from tests.harness import PROJECT, run_program, stack_config, stack_names
+from tests.mock.test_admission import _flavor_fits, _pod_sets
+
+
+PRESETS = stack_names()
+#: The presets whose GPU group's type carries the labels, as fixed-size fleets (the group at its maxSize).
+FLEETS = [
+    s
+    for s in PRESETS
+    if any(
+        t in NETWORK_TOPOLOGY
+        for g in (stack_config(s).get(f"{PROJECT}:nodeGroups") or {}).values()
+        for t in g["instanceTypes"]
+    )
+]
+
+
+def fleet_config(stack: str) -> dict[str, Any]:
+    cfg = copy.deepcopy(stack_config(stack))
+    for g in cfg[f"{PROJECT}:nodeGroups"].values():
+        g.update(minSize=g["maxSize"], desiredSize=g["maxSize"])
+    return cfg
+
+
+class _Programs(dict):
+    """``programs[name]``: a preset's program (evaluated once per session), or ``<preset>-fleet``'s, on first use."""
+
+    def __missing__(self, name: str) -> Any:
+        stack = name.removesuffix("-fleet")
+        p = run_program(stack) if name == stack else run_program(stack, config=fleet_config(stack))
+        assert p.error is None, (name, p.error)
+        self[name] = p
+        return p
+
+
+@pytest.fixture(scope="module")
+def programs() -> dict[str, Any]:
+    return _Programs()
+
+
+def _kueue(program, kind: str) -> list[dict[str, Any]]:
+    return [
+        r.inputs
+        for r in program.registrations
+        if r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == kind
+    ]
+
+
+def _schema(kind_plural: str) -> dict[str, Any]:
+    crd = next(c for c in crds() if c["metadata"]["name"] == f"{kind_plural}.kueue.x-k8s.io")
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2" and v["served"])
+    return version["schema"]["openAPIV3Schema"]
+
+
+def _unknown_fields(schema: Mapping[str, Any], obj: Any, path: str = "") -> list[str]:
+    """Paths of ``obj`` the structural schema does not declare (the apiserver prunes them, or refuses them strictly)."""
+    out = []
+    if isinstance(obj, dict):
+        props = schema.get("properties")
+        if props is None:
+            return (
+                [] if schema.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in schema else [path]
+            )
+        for k, v in obj.items():
+            out += [f"{path}.{k}"] if k not in props else _unknown_fields(props[k], v, f"{path}.{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += _unknown_fields(schema.get("items") or {}, v, f"{path}[{i}]")
+    return out
+
+
+def crd_problems(doc: Mapping[str, Any]) -> list[str]:
+    """What kueue v0.17.0's v1beta2 CRD would refuse in a Topology or ResourceFlavor: its OpenAPI schema (types,
+    patterns, lengths, item counts, required fields; unknown fields), and its CEL rules (``x-kubernetes-validations``,
+    the rules that apply on create), restated: a Topology's levels are unique and ``kubernetes.io/hostname`` only the
+    last; a ResourceFlavor with ``topologyName`` has at least one node label."""
+    plural = {"Topology": "topologies", "ResourceFlavor": "resourceflavors"}[doc["kind"]]
+    schema = _schema(plural)
+    problems = [
+        f"{doc['metadata']['name']}: {e.message} at {list(e.absolute_path)}"
+        for e in jsonschema.Draft7Validator(schema).iter_errors(dict(doc))
+    ]
+    problems += [
+        f"{doc['metadata']['name']}: unknown field {p}"
+        for p in _unknown_fields(schema, dict(doc))
+        if not p.startswith(".metadata")
+    ]
+    spec = doc["spec"]
+    if doc["kind"] == "Topology":
+        labels = [lv["nodeLabel"] for lv in spec["levels"]]
+        if len(set(labels)) != len(labels):
+            problems.append(f"{doc['metadata']['name']}: levels must be unique")
+        if HOSTNAME_LABEL in labels and labels[-1] != HOSTNAME_LABEL:
+            problems.append(f"{doc['metadata']['name']}: {HOSTNAME_LABEL} only at the lowest level")
+    elif spec.get("topologyName") and not spec.get("nodeLabels"):
+        problems.append(f"{doc['metadata']['name']}: at least one nodeLabel is required when topology is set")
+    return problems
+
+
+def tas_problems(program) -> list[str]:
+    """Kueue's topology rules over one program's registrations (see the module docstring)."""
+    problems = []
+    topologies = {
+        t["metadata"]["name"]: [lv["nodeLabel"] for lv in t["spec"]["levels"]] for t in _kueue(program, "Topology")
+    }
+    flavors = _kueue(program, "ResourceFlavor")
+    for doc in [*_kueue(program, "Topology"), *[f for f in flavors if f["spec"].get("topologyName")]]:
+        problems += crd_problems(doc)
+    named = {f["spec"]["topologyName"] for f in flavors if f["spec"].get("topologyName")}
+    problems += [
+        f"ResourceFlavor names Topology {t}, which the stack does not register" for t in named - set(topologies)
+    ]
+    problems += [f"Topology {t} is named by no ResourceFlavor" for t in set(topologies) - named]
+    for r in program.registrations:
+        if r.type not in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob"):
+            continue
+        if QUEUE_LABEL not in (r.inputs["metadata"].get("labels") or {}):
+            continue
+        templates = (
+            [r.inputs["spec"]["template"]]
+            if r.inputs["kind"] == "Job"
+            else [x["template"] for x in r.inputs["spec"]["mpiReplicaSpecs"].values()]
+        )
+        for (pod_set, _, pod), template in zip(_pod_sets(r.inputs["kind"], r.inputs), templates):
+            where = f"{r.inputs['metadata']['name']}/{pod_set}"
+            (flavor,) = [f for f in flavors if _flavor_fits(pod, f)]
+            asks = {
+                k: v
+                for k, v in ((template.get("metadata") or {}).get("annotations") or {}).items()
+                if k in TAS_ANNOTATIONS
+            }
+            topology = flavor["spec"].get("topologyName")
+            if topology is None:
+                if asks:
+                    problems.append(
+                        f"{where}: asks {asks} on flavor {flavor['metadata']['name']}, which has no "
+                        f"Topology: Kueue would never admit it"
+                    )
+                continue
+            if len(asks) != 1:
+                problems.append(
+                    f"{where}: on topology-aware flavor {flavor['metadata']['name']} the pod set must ask "
+                    f"for one topology level (it asks {asks}): Kueue would never admit it"
+                )
+                continue
+            ((annotation, level),) = asks.items()
+            levels = topologies.get(topology, [])
+            if annotation != "kueue.x-k8s.io/podset-unconstrained-topology" and level not in levels:
+                problems.append(f"{where}: {annotation}={level} is no level of Topology {topology} {levels}")
+    return problems
+
+
+@pytest.mark.parametrize("stack", [*PRESETS, *(f"{s}-fleet" for s in FLEETS)])
+def test_kueues_topology_rules_hold_for_every_stack(programs, stack: str) -> None:
+    assert not tas_problems(programs[stack]), tas_problems(programs[stack])
+
+
+def test_the_efa_fleets_are_topology_aware_and_ask_for_the_lowest_network_layer(programs) -> None:
+    """p4d, p5, p5en and p6-b200 as fixed-size fleets: a Topology of their network layers down to the node, the GPU
+    flavor naming it, every GPU pod set preferring one lowest-layer network node; the chart turns TAS on."""
+    assert set(FLEETS) >= {"p4d", "p5", "p5en", "p6-b200"}, FLEETS
+    for stack in FLEETS:
+        program = programs[f"{stack}-fleet"]
+        (topology,) = _kueue(program, "Topology")
+        network = NETWORK_TOPOLOGY[stack_config(stack)[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"][0]]
+        assert [lv["nodeLabel"] for lv in topology["spec"]["levels"]] == [*network.labels, HOSTNAME_LABEL]
+        gpu = next(f for f in _kueue(program, "ResourceFlavor") if f["metadata"]["name"] == "gpu")
+        assert gpu["spec"]["topologyName"] == topology["metadata"]["name"]
+        asked = [
+            ((t.get("metadata") or {}).get("annotations") or {}).get(TOPOLOGY_ANNOTATION)
+            for r in program.registrations
+            if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+            for t in (
+                [r.inputs["spec"]["template"]]
+                if r.inputs["kind"] == "Job"
+                else [x["template"] for x in r.inputs["spec"]["mpiReplicaSpecs"].values()]
+            )
+            if (t["spec"].get("nodeSelector") or {}).get("eks-training/role") == "gpu"
+        ]
+        assert asked and set(asked) == {network.labels[-1]}, (stack, asked)
+        release = next(
+            r
+            for r in program.registrations
+            if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["chart"].endswith("/kueue")
+        )
+        assert {"name": TAS_FEATURE_GATE, "enabled": True} in release.inputs["values"]["controllerManager"][
+            "featureGates"
+        ]
+        # the presets themselves scale their GPU groups from zero: off by default there
+        assert not _kueue(programs[stack], "Topology"), stack
+
+
+def test_the_feature_gate_is_one_kueue_knows_and_on_by_default() -> None:
+    """The gate the chart values set exists in the pinned release (an unknown gate stops the manager), beta and on."""
+    text = (kueue_dir() / "pkg/features/kube_features.go").read_text()
+    block = re.search(rf"\n\t{TAS_FEATURE_GATE}: {{\n(.*?)\n\t}},", text, re.S)
+    assert block, f"{TAS_FEATURE_GATE} not among kueue's feature gates"
+    assert "Default: true, PreRelease: featuregate.Beta" in block.group(1).splitlines()[-1], block.group(1)
+
+
+def test_the_box_nodes_carry_every_level_of_their_flavors_topology() -> None:
+    """What topology-aware scheduling counts (NodeMatchesFlavor): a node matching the flavor's node labels and carrying
+    every level's label; blocks of BLOCK_NODES nodes share the lowest network layer."""
+    _, plan = plan_stack("p5")
+    nodes = [
+        n
+        for n in plan_nodes(plan, "us-east-1", {"gpu": 3 * BLOCK_NODES})
+        if n["metadata"]["labels"].get("eks-training/role") == "gpu"
+    ]
+    network = network_topology("p5.48xlarge", "us-east-1")
+    assert network is not None
+    for i, n in enumerate(nodes):
+        labels = n["metadata"]["labels"]
+        assert all(lv in labels for lv in (*network.labels, HOSTNAME_LABEL)), labels
+        assert labels[network.labels[-1]] == network_labels("gpu", "p5.48xlarge", "us-east-1", i)[network.labels[-1]]
+    assert len({n["metadata"]["labels"][network.labels[-1]] for n in nodes}) == 3
+    assert network_labels("gpu", "g5.xlarge", "us-east-1", 0) == {}
+    assert network_labels("gpu", "p5.48xlarge", "ap-southeast-5", 0) == {}
+
+
+def test_every_catalogued_topology_is_an_instance_type_of_the_catalog() -> None:
+    for name, t in NETWORK_TOPOLOGY.items():
+        assert name == t.instance_type and name in INSTANCE_TYPES and t.layers in (3, 4), name
+    assert NETWORK_TOPOLOGY["p6-b200.48xlarge"].layers == 4
+
+
+def test_the_rules_catch_each_broken_placement(programs) -> None:
+    """Each rule fails when its bug is put back: the annotation removed, a level the Topology lacks, an annotation on
+    the system group's launcher, a flavor naming no registered Topology, a hostname level not at the bottom."""
+    program = programs["p5-fleet"]
+    assert not tas_problems(program)
+
+    def broken(change) -> list[str]:
+        regs = [
+            SimpleNamespace(type=r.type, inputs=copy.deepcopy(r.inputs))
+            for r in program.registrations
+            if r.type.startswith("kubernetes:kueue.x-k8s.io/")
+            or r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+        ]
+        change(regs)
+        return tas_problems(SimpleNamespace(registrations=regs))
+
+    def jobs(regs, name):
+        return next(r for r in regs if r.type == "kubernetes:batch/v1:Job" and r.inputs["metadata"]["name"] == name)
+
+    def drop(regs):
+        del jobs(regs, "train").inputs["spec"]["template"]["metadata"]["annotations"][TOPOLOGY_ANNOTATION]
+
+    def other_level(regs):
+        jobs(regs, "train").inputs["spec"]["template"]["metadata"]["annotations"][TOPOLOGY_ANNOTATION] = "rack"
+
+    def on_system(regs):
+        meta = jobs(regs, "evaluate").inputs["spec"]["template"]["metadata"]
+        meta.setdefault("annotations", {})[TOPOLOGY_ANNOTATION] = HOSTNAME_LABEL
+
+    def no_topology(regs):
+        regs[:] = [
+            r for r in regs if not (r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == "Topology")
+        ]
+
+    def hostname_first(regs):
+        t = next(r for r in regs if r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == "Topology")
+        t.inputs["spec"]["levels"].insert(0, t.inputs["spec"]["levels"].pop())
+
+    for change, fragment in [
+        (drop, "must ask for one topology level"),
+        (other_level, "is no level of Topology"),
+        (on_system, "which has no Topology"),
+        (no_topology, "which the stack does not register"),
+        (hostname_first, "only at the lowest level"),
+    ]:
+        problems = broken(change)
+        assert any(fragment in p for p in problems), (change.__name__, problems)
+
+
+def _error(config: dict[str, Any]) -> ConfigError:
+    p = run_program("p5", config=config, expect_error=True)
+    assert isinstance(p.error, ConfigError), p.error
+    assert p.registrations == []
+    return p.error
+
+
+def test_topology_true_where_kueue_could_never_place_the_jobs_fails_before_anything_is_registered() -> None:
+    """Three ways to ask for topology-aware placement that would leave the jobs waiting for ever, each refused with
+    the key and the fix: a type whose nodes carry no labels, a job larger than the nodes an autoscaled group always
+    has, a region where EC2 describes no topology."""
+    cfg = copy.deepcopy(stack_config("p5"))
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(instanceTypes=["g5.48xlarge"], topology=True, efa=False)
+    message = str(_error(cfg))
+    assert "eks-training:nodeGroups.gpu.topology" in message and "g5.48xlarge nodes carry no" in message, message
+
+    cfg = copy.deepcopy(stack_config("p5"))
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = True
+    message = str(_error(cfg))
+    assert "eks-training:jobs.train.nodes" in message and "eks-training:nodeGroups.gpu.minSize" in message, message
+    assert "raise minSize to 2 or set topology: false" in message, message
+
+    cfg = fleet_config("p5")
+    cfg["aws:region"] = "ap-southeast-5"
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["availabilityZone"] = "ap-southeast-5a"
+    message = str(_error(cfg))
+    assert "eks-training:nodeGroups.gpu.topology" in message and "ap-southeast-5" in message, message
+
+    cfg = fleet_config("p5")
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = False
+    program = run_program("p5", config=cfg)
+    assert program.error is None and not _kueue(program, "Topology")
+
+
+def test_the_plan_shows_the_topology_and_refuses_what_the_program_refuses() -> None:
+    from stacks.plan.report import render, report
+    from stacks.stackfile import StackLoadError
+
+    _, plan = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2))
+    text = render(report(plan, "us-east-1"))
+    assert (
+        "topology-aware (Topology ec2-network-3-layers: topology.k8s.aws/network-node-layer-1 > "
+        "topology.k8s.aws/network-node-layer-2 > topology.k8s.aws/network-node-layer-3 > kubernetes.io/hostname): "
+        "a job's pods share one topology.k8s.aws/network-node-layer-3"
+    ) in text, text
+    with pytest.raises(StackLoadError, match="nodeGroups.gpu.topology: EC2 describes no instance topology in "):
+        plan_stack(
+            "p5",
+            region="ap-southeast-5",
+            edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, availabilityZone="ap-southeast-5a"),
+        )
+
+
+def test_a_jobs_only_stack_must_see_the_same_topology_as_the_cluster_stack() -> None:
+    """A team's jobs ask for a topology level exactly when the cluster stack's flavor has a Topology (else Kueue never
+    admits them): the cluster stack's nodeGroupPlacement output names the group's Topology, and a jobs-only stack whose
+    own plan differs is refused naming the group."""
+    from stacks.jobs_only import JobsOnlyError, team_of
+    from stacks.outputs import placement_of
+
+    _, fleet = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2))
+    _, scaled = plan_stack("p5")
+    assert placement_of(fleet)["gpu"]["topology"] == "ec2-network-3-layers"
+    assert "topology" not in placement_of(scaled)["gpu"]
+    teams = {"a": {"namespace": "team-a", "nodes": {"gpu": 2}}}
+    assert team_of(fleet, "org/p/cluster", "a", teams, placement_of(fleet)) == teams["a"]
+    with pytest.raises(JobsOnlyError, match="eks-training:nodeGroups.gpu: differs from the referenced stack"):
+        team_of(scaled, "org/p/cluster", "a", teams, placement_of(fleet))

@@ -1,0 +1,1051 @@
+"""Preflight checks (stacks/preflight/) against real moto servers; boto3 is never patched.
+
+What moto 5.2.5 gives and what is seeded (see tests/preflight_support.py):
+
+* Stock ``moto_server`` process (fixture ``proc``): availability zones us-east-1a..f, subnets,
+  ``DescribeInstanceTypes`` with EFA info (p5.48xlarge 32 interfaces, p4d.24xlarge 4,
+  g6e.24xlarge 2, g5.xlarge / m5.2xlarge none) and ``DescribeInstanceTypeOfferings`` per zone
+  (p5.48xlarge in a-f, p4d.24xlarge in a-d, p5en.48xlarge in a and c, p6-b200.48xlarge in c only,
+  m5.large everywhere but e). It answers ``GetServiceQuota`` for ec2 codes with
+  ``NoSuchResourceException`` and ``GetAWSDefaultServiceQuota`` / ``DescribeCapacityReservations``
+  with HTTP 500 (not implemented): the preflight then reports "could not read/look up" failures.
+* In-process ``ThreadedMotoServer`` (fixture ``seeded``): the same moto plus EC2 quotas and capacity
+  reservations seeded into moto's backends, served by the two operations moto lacks.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import boto3
+import pulumi
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]  # on sys.path via tests/conftest.py
+
+from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
+from stacks.config import ConfigError, load_config  # noqa: E402
+from stacks.stackfile import use_stack_config  # noqa: E402
+from stacks.plan import Plan, build_plan  # noqa: E402
+from stacks.zones import Zone, choose_zones  # noqa: E402
+from stacks.preflight import (  # noqa: E402
+    Finding,
+    PreflightError,
+    check,
+    format_report,
+    run_preflight,
+)
+from tests import preflight_support as sup  # noqa: E402
+
+
+#: moto's us-east-1 maps us-east-1a to use1-az6 and us-east-1c to use1-az2 (and us-east-1e to use1-az3,
+#: a zone EKS refuses for control planes).
+ZONE_NAMES = ["us-east-1a", "us-east-1c"]
+ZONES = [Zone("us-east-1a", "use1-az6"), Zone("us-east-1c", "use1-az2")]
+AB = [Zone("us-east-1a", "use1-az6"), Zone("us-east-1b", "use1-az1")]
+P_OD, P_SPOT, STD_OD = "L-417A185B", "L-7212CCBC", "L-1216C47A"
+CR_ODCR = "cr-0a1b2c3d4e5f60718"
+GPU_KEY = "eks-training:nodeGroups.gpu"
+VPC_CNI_KEY = "eks-training:cluster.addonVersions.vpc-cni"
+#: Test data for DescribeAddonVersions: EKS's default for 1.36 supports efa-only, 1.34's does not.
+VPC_CNI = {
+    "v1.18.3-eksbuild.1": {"1.34": True, "1.36": False},
+    "v1.19.0-eksbuild.1": {"1.34": False, "1.36": True},
+    "v1.20.1-eksbuild.1": {"1.34": False, "1.36": False},
+    "v1.20.1-eksbuild.3": {"1.34": False, "1.36": False},
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# fixtures and helpers
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def moto_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sup.MotoProcess]:
+    server = sup.start_moto_process(tmp_path_factory.mktemp("moto"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def moto_inprocess() -> Iterator[sup.SeededMoto]:
+    server = sup.SeededMoto()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _use(endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in sup.aws_environment(endpoint, tmp_path).items():
+        if value is None:
+            monkeypatch.delenv(key, raising=False)
+        else:
+            monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def proc(moto_process: sup.MotoProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> sup.MotoProcess:
+    """boto3 pointed at the stock moto_server process."""
+    _use(moto_process.endpoint, tmp_path, monkeypatch)
+    return moto_process
+
+
+@pytest.fixture
+def seeded(moto_inprocess: sup.SeededMoto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> sup.SeededMoto:
+    """boto3 pointed at the in-process moto, reset for each test, with the vpc-cni versions of ``VPC_CNI``."""
+    moto_inprocess.reset()
+    moto_inprocess.seed_addon_versions("vpc-cni", VPC_CNI)
+    _use(moto_inprocess.endpoint, tmp_path, monkeypatch)
+    return moto_inprocess
+
+
+def session() -> boto3.session.Session:
+    return boto3.session.Session(region_name=sup.REGION)
+
+
+def stack(node_groups: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A stack's ``config:`` mapping: a new VPC in ``ZONES`` unless ``extra`` says otherwise."""
+    cfg: dict[str, Any] = {"aws:region": sup.REGION, "eks-training:nodeGroups": node_groups}
+    if "existingVpc" not in extra:
+        cfg["eks-training:network"] = {"availabilityZones": ZONE_NAMES}
+    for k, v in extra.items():
+        cfg[f"eks-training:{k}"] = v
+    return cfg
+
+
+def load(config: dict[str, Any]) -> Plan:
+    use_stack_config(config)
+    return build_plan(load_config("eks-training", "preflight-test"))
+
+
+def replan(plan: Plan, **changes: Any) -> Plan:
+    """The plan of the same configuration with some parsed sections replaced."""
+    return build_plan(dataclasses.replace(plan.config, **changes))
+
+
+def group(types: list[str], max_size: int = 2, **extra: Any) -> dict[str, Any]:
+    return {"instanceTypes": types, "minSize": 0, "desiredSize": 0, "maxSize": max_size, **extra}
+
+
+def by_key(findings: list[Finding], key: str) -> list[Finding]:
+    return [f for f in findings if f.key == key]
+
+
+def one(findings: list[Finding], key: str) -> Finding:
+    found = by_key(findings, key)
+    assert len(found) == 1, f"expected one finding for {key}, got:\n{format_report(findings)}"
+    return found[0]
+
+
+def about(findings: list[Finding], key: str, contains: str) -> Finding:
+    """The one finding for ``key`` whose message contains ``contains`` (checks can share a key)."""
+    found = [f for f in findings if f.key == key and contains in f.message]
+    assert len(found) == 1, f"expected one {contains!r} finding for {key}, got:\n{format_report(findings)}"
+    return found[0]
+
+
+def failures(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if not f.ok]
+
+
+def p5_with_reservation(**extra: Any) -> dict[str, Any]:
+    return group(["p5.48xlarge"], 2, availabilityZone="us-east-1a", capacityReservationId=CR_ODCR, **extra)
+
+
+# ------------------------------------------------------------------------------------------------
+# all good
+# ------------------------------------------------------------------------------------------------
+
+
+def test_all_good_p5_group_with_odcr_and_enough_quota(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 384, name="Running On-Demand P instances")
+    # Standard only has AWS's default value (no applied value): the GetAWSDefaultServiceQuota fallback.
+    seeded.seed_quota(
+        STD_OD, 640, applied=False, name="Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
+    )
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a", count=2)
+    cfg = load(stack({"gpu": p5_with_reservation()}))
+
+    findings = check(cfg, ZONES, session())
+
+    assert failures(findings) == []
+    assert "p5.48xlarge is offered in us-east-1a" in about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered").message
+    assert "offered in us-east-1a, us-east-1c" in one(findings, "eks-training:systemNodeGroup.instanceType").message
+    assert "supports EFA with 32 interface(s)" in about(findings, f"{GPU_KEY}.instanceTypes[0]", "EFA").message
+    assert (
+        "active On-Demand Capacity Reservation for 2 x p5.48xlarge in us-east-1a"
+        in one(findings, f"{GPU_KEY}.capacityReservationId").message
+    )
+    p_quota = one(findings, f"{GPU_KEY}.maxSize").message
+    assert P_OD in p_quota and "is 384 (applied)" in p_quota and "needs up to 384" in p_quota
+    std = one(findings, "eks-training:systemNodeGroup.maxSize").message
+    assert STD_OD in std and "640 (AWS default)" in std and "needs up to 6 " in std  # 3 x m5.large (2 vCPUs)
+    cni = one(findings, VPC_CNI_KEY).message
+    assert "EKS's default vpc-cni for Kubernetes 1.36 is v1.19.0-eksbuild.1" in cni and "nodeGroups.gpu" in cni
+
+
+def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 1000)
+    seeded.seed_quota(STD_OD, 1000)
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a")
+    findings = run_preflight(load(stack({"gpu": p5_with_reservation()})), ZONES, session())
+    kinds = {
+        "offering": [f for f in findings if "offered" in f.message],
+        "efa": [f for f in findings if "EFA" in f.message],
+        "reservation": [f for f in findings if f.key.endswith("capacityReservationId")],
+        "quota": [f for f in findings if "vCPU quota" in f.message],
+        "vpc-cni": by_key(findings, VPC_CNI_KEY),
+    }
+    assert {k: len(v) for k, v in kinds.items()} == {
+        "offering": 2,
+        "efa": 1,
+        "reservation": 1,
+        "quota": 2,
+        "vpc-cni": 1,
+    }
+    assert len(findings) == 7
+    assert all(f.ok for f in findings), format_report(findings)
+
+
+def test_the_deploying_identity_in_admin_role_arns_fails(proc: sup.MotoProcess) -> None:
+    """EKS makes the creator admin; an access entry for the same role (even written with its path, while the
+    session ARN has none) would fail with ResourceInUseException, so preflight names the entry."""
+    iam = session().client("iam")
+    trust = json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+        }
+    )
+    deployer = iam.create_role(RoleName="platform-deployer", Path="/ci/", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    other = iam.create_role(RoleName="ml-admins", AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+    creds = session().client("sts").assume_role(RoleArn=deployer, RoleSessionName="pulumi-up")["Credentials"]
+    as_deployer = boto3.session.Session(
+        aws_access_key_id=creds["AccessKeyId"],
+        aws_secret_access_key=creds["SecretAccessKey"],
+        aws_session_token=creds["SessionToken"],
+        region_name=sup.REGION,
+    )
+    assert ":assumed-role/platform-deployer/pulumi-up" in as_deployer.client("sts").get_caller_identity()["Arn"]
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, cluster={"adminRoleArns": [other, deployer]}))
+    findings = run_preflight(cfg, ZONES, as_deployer)
+    ok = one(findings, "eks-training:cluster.adminRoleArns[0]")
+    assert ok.ok and "gets a cluster-admin access entry" in ok.message
+    bad = one(findings, "eks-training:cluster.adminRoleArns[1]")
+    assert not bad.ok
+    assert f"{deployer} is the identity running this deployment" in bad.message
+    assert "ResourceInUseException: remove it from adminRoleArns" in bad.message
+    # run as someone else, both entries are fine
+    assert all(f.ok for f in by_key(run_preflight(cfg, ZONES, session()), "eks-training:cluster.adminRoleArns[1]"))
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. offerings
+# ------------------------------------------------------------------------------------------------
+
+
+def test_type_not_offered_in_a_zone_names_the_offered_zones(proc: sup.MotoProcess) -> None:
+    cfg = load(
+        stack(
+            {
+                "gpu": group(["p5en.48xlarge"], efa=False),  # offered in us-east-1a and us-east-1c only
+                "b200": group(["p6-b200.48xlarge"], availabilityZone="us-east-1a"),  # us-east-1c only
+            },
+            network={"availabilityZones": ["us-east-1a", "us-east-1b"]},
+        )
+    )
+    findings = run_preflight(cfg, AB, session())
+
+    gpu = about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered")
+    assert not gpu.ok
+    assert "p5en.48xlarge is not offered in us-east-1b" in gpu.message
+    assert "pick one of us-east-1a, us-east-1c" in gpu.message
+    assert "nodeGroups.gpu.availabilityZone" in gpu.message
+    b200 = about(findings, "eks-training:nodeGroups.b200.instanceTypes[0]", "offered")
+    assert not b200.ok
+    assert "not offered in us-east-1a" in b200.message and "pick one of us-east-1c" in b200.message
+    assert one(findings, "eks-training:systemNodeGroup.instanceType").ok  # m5.large is offered in a and b
+
+
+def test_type_offered_nowhere_and_group_zone_outside_the_vpc(proc: sup.MotoProcess) -> None:
+    # availabilityZoneCount (no zone list): the loader cannot know the zones, the preflight does.
+    cfg = load(
+        stack({"gpu": group(["p5e.48xlarge"], availabilityZone="us-east-1d")}, network={"availabilityZoneCount": 2})
+    )
+    findings = run_preflight(cfg, ZONES, session())
+    offering = about(findings, f"{GPU_KEY}.instanceTypes[0]", "offered")
+    assert not offering.ok and "not offered in any zone of us-east-1" in offering.message
+    zone = one(findings, f"{GPU_KEY}.availabilityZone")
+    assert (
+        not zone.ok
+        and "us-east-1d is not one of the VPC's zones (us-east-1a (use1-az6), us-east-1c (use1-az2))" in zone.message
+    )
+
+
+def test_new_vpc_zones_resolved_like_the_program(proc: sup.MotoProcess) -> None:
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 3}))
+    findings = run_preflight(cfg, None, session())
+    assert (
+        "uses zones us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2)"
+        in one(findings, "eks-training:network").message
+    )
+    assert (
+        "offered in us-east-1a, us-east-1b, us-east-1c"
+        in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
+    )
+    with pytest.raises(ConfigError, match="availabilityZoneCount"):
+        choose_zones(
+            dataclasses.replace(
+                cfg.config, network=cfg.config.network.model_copy(update={"availability_zone_count": 7})
+            ),
+            ZONES,
+        )  # type: ignore[union-attr]
+
+
+def test_zones_eks_refuses_are_skipped_by_id(proc: sup.MotoProcess) -> None:
+    """moto's us-east-1e is use1-az3: a new VPC over every zone leaves it out; an existing VPC whose private
+    subnets leave one zone EKS accepts fails, naming the key."""
+    cfg = load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 5, **FIVE_ZONE_LAYOUT}))
+    findings = run_preflight(cfg, None, session())
+    message = one(findings, "eks-training:network").message
+    assert "us-east-1e" not in message and "us-east-1f (use1-az5)" in message
+    with pytest.raises(ConfigError, match=r"6 asked|asked for 6"):
+        choose_zones(
+            load(stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZoneCount": 6, **SIX_ZONE_LAYOUT})).config,
+            sup_zones(),
+        )
+
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+    a = ec2.create_subnet(VpcId=vpc, CidrBlock="10.30.0.0/20", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+    e = ec2.create_subnet(VpcId=vpc, CidrBlock="10.30.16.0/20", AvailabilityZone="us-east-1e")["Subnet"]["SubnetId"]
+    bad = load(stack({"cpu": group(["m5.xlarge"])}, existingVpc={"vpcId": vpc, "privateSubnetIds": [a, e]}))
+    fail = one(run_preflight(bad, None, session()), "eks-training:existingVpc.privateSubnetIds")
+    assert not fail.ok
+    assert "EKS needs control-plane subnets in 2 zones it supports, the VPC has us-east-1a (use1-az6)" in fail.message
+    assert "us-east-1e (use1-az3) refused by EKS" in fail.message
+
+
+FIVE_ZONE_LAYOUT = {
+    "privateSubnetCidrs": [f"10.0.{16 * i}.0/20" for i in range(5)],
+    "publicSubnetCidrs": [f"10.0.{128 + 8 * i}.0/21" for i in range(5)],
+}
+SIX_ZONE_LAYOUT = {
+    "privateSubnetCidrs": [f"10.0.{16 * i}.0/20" for i in range(6)],
+    "publicSubnetCidrs": [f"10.0.{128 + 8 * i}.0/21" for i in range(6)],
+}
+
+
+def sup_zones() -> list[Zone]:
+    """The region's zones as preflight lists them (from moto)."""
+    from stacks.preflight import available_zones
+
+    return available_zones(session(), sup.REGION)
+
+
+def test_existing_vpc_zones_come_from_its_subnets(proc: sup.MotoProcess) -> None:
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    subnets = {
+        z: ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, cidr in (("us-east-1a", "10.20.0.0/20"), ("us-east-1c", "10.20.16.0/20"))
+    }
+    cfg = load(
+        stack(
+            {"b200": group(["p6-b200.48xlarge"], subnetId=subnets["us-east-1c"]), "cpu": group(["m5.xlarge"])},
+            existingVpc={"vpcId": vpc, "privateSubnetIds": [subnets["us-east-1a"], subnets["us-east-1c"]]},
+        )
+    )
+    findings = run_preflight(cfg, None, session())
+    assert "is in us-east-1a" in one(findings, "eks-training:existingVpc.privateSubnetIds[0]").message
+    # The group's zone is its subnet's zone, where p6-b200 is offered; the other group spans a and c.
+    b200 = about(findings, "eks-training:nodeGroups.b200.instanceTypes[0]", "offered")
+    assert b200.ok and "offered in us-east-1c" in b200.message
+    assert "offered in us-east-1a, us-east-1c" in one(findings, "eks-training:nodeGroups.cpu.instanceTypes[0]").message
+
+    bad = load(
+        stack(
+            {"cpu": group(["m5.xlarge"])},
+            existingVpc={"vpcId": vpc, "privateSubnetIds": [subnets["us-east-1a"], "subnet-0123456789abcdef0"]},
+        )
+    )
+    missing = one(run_preflight(bad, None, session()), "eks-training:existingVpc.privateSubnetIds[1]")
+    assert not missing.ok and "InvalidSubnetID.NotFound" in missing.message
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. vCPU quotas
+# ------------------------------------------------------------------------------------------------
+
+
+def test_quota_too_low_names_the_code_and_the_vcpus_needed(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 192, name="Running On-Demand P instances")
+    seeded.seed_quota(STD_OD, 32)
+    cfg = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")}))
+    findings = run_preflight(cfg, ZONES, session())
+
+    [fail] = failures(findings)
+    assert fail.key == f"{GPU_KEY}.maxSize"
+    assert "L-417A185B (Running On-Demand P instances) is 192" in fail.message
+    assert "request an increase to at least 384 vCPUs" in fail.message
+    assert (
+        "aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-417A185B " in fail.message
+    )
+    assert "--desired-value 384 --region us-east-1" in fail.message
+
+
+def test_spot_counts_against_the_spot_code_and_capacity_blocks_not_at_all(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 96)
+    seeded.seed_quota(P_SPOT, 500, name="All P Spot Instance Requests")
+    seeded.seed_quota(STD_OD, 32)
+    seeded.seed_capacity_reservation("cr-0b1b2c3d4e5f60718", "p5.48xlarge", "us-east-1a", count=4, capacity_block=True)
+    cfg = load(
+        stack(
+            {
+                "od": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a"),  # 96 On-Demand P vCPUs
+                # 3 x 192 (the largest type) Spot vCPUs
+                "spot": group(["p5.48xlarge", "p4d.24xlarge"], 3, capacityType="SPOT", efa=False),
+                "block": group(
+                    ["p5.48xlarge"],
+                    4,
+                    capacityType="CAPACITY_BLOCK",
+                    availabilityZone="us-east-1a",
+                    capacityReservationId="cr-0b1b2c3d4e5f60718",
+                ),
+            }
+        )
+    )
+    findings = run_preflight(cfg, ZONES, session())
+
+    spot = one(findings, "eks-training:nodeGroups.spot.maxSize")
+    assert not spot.ok
+    assert "P Spot vCPU quota L-7212CCBC (All P Spot Instance Requests) is 500" in spot.message
+    assert "at least 576 vCPUs" in spot.message and "--quota-code L-7212CCBC" in spot.message
+    od = one(findings, "eks-training:nodeGroups.od.maxSize")
+    assert od.ok and "L-417A185B" in od.message and "needs up to 96 " in od.message  # the block is not counted
+    assert not by_key(findings, "eks-training:nodeGroups.block.maxSize")
+    assert one(findings, "eks-training:nodeGroups.block.capacityReservationId").ok
+    assert [f.key for f in failures(findings)] == ["eks-training:nodeGroups.spot.maxSize"]
+
+
+def test_unreadable_quota_and_reservation_are_failures_that_say_what_to_do(proc: sup.MotoProcess) -> None:
+    # Stock moto: GetServiceQuota -> NoSuchResourceException, GetAWSDefaultServiceQuota and
+    # DescribeCapacityReservations -> an HTML page with HTTP 500 (not implemented).
+    cfg = load(stack({"gpu": p5_with_reservation()}))
+    findings = run_preflight(cfg, ZONES, session())
+    quota = one(findings, f"{GPU_KEY}.maxSize")
+    assert not quota.ok
+    assert "could not read the P On-Demand vCPU quota L-417A185B (Running On-Demand P instances)" in quota.message
+    assert "preflight.enabled: false" in quota.message and "<html" not in quota.message
+    reservation = one(findings, f"{GPU_KEY}.capacityReservationId")
+    assert not reservation.ok and f"could not look up {CR_ODCR}" in reservation.message
+
+
+def test_seeded_data_is_forgotten_on_reset(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 1)
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a")
+    sq, ec2 = session().client("service-quotas"), session().client("ec2")
+    assert sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)["Quota"]["Value"] == 1.0
+    assert ec2.describe_capacity_reservations()["CapacityReservations"][0]["ReservationType"] == "default"
+    eks = session().client("eks")
+    assert (
+        eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.36")["addons"][0]["addonName"]
+        == "vpc-cni"
+    )
+    seeded.reset()
+    assert eks.describe_addon_versions(addonName="vpc-cni", kubernetesVersion="1.36")["addons"] == []
+    with pytest.raises(sq.exceptions.NoSuchResourceException):
+        sq.get_service_quota(ServiceCode="ec2", QuotaCode=P_OD)
+    assert ec2.describe_capacity_reservations()["CapacityReservations"] == []
+    with pytest.raises(ec2.exceptions.ClientError, match="InvalidCapacityReservationId.NotFound"):
+        ec2.describe_capacity_reservations(CapacityReservationIds=[CR_ODCR])
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. capacity reservations
+# ------------------------------------------------------------------------------------------------
+
+
+def test_reservation_failures(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(P_OD, 10_000)
+    seeded.seed_quota(STD_OD, 1000)
+    seeded.seed_capacity_reservation("cr-00000000000000001", "p5.48xlarge", "us-east-1c")  # other zone
+    seeded.seed_capacity_reservation("cr-00000000000000002", "p4d.24xlarge", "us-east-1a")  # other type
+    start = datetime(2030, 1, 2, 3, 4, tzinfo=timezone.utc)
+    # a future-dated On-Demand Capacity Reservation: instances targeting it cannot launch before it starts
+    seeded.seed_capacity_reservation(
+        "cr-00000000000000003", "p5.48xlarge", "us-east-1a", state="scheduled", start=start
+    )
+    seeded.seed_capacity_reservation("cr-00000000000000004", "p5.48xlarge", "us-east-1a")  # an ODCR, not a block
+    p5 = ["p5.48xlarge"]
+    cfg = load(
+        stack(
+            {
+                "zone": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000001"),
+                "type": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000002"),
+                "missing": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-0ffffffffffffffff"),
+                "scheduled": group(p5, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000003"),
+                "notblock": group(
+                    p5,
+                    availabilityZone="us-east-1a",
+                    capacityType="CAPACITY_BLOCK",
+                    capacityReservationId="cr-00000000000000004",
+                ),
+            }
+        )
+    )
+    findings = run_preflight(cfg, ZONES, session())
+
+    def res(name: str) -> str:
+        f = one(findings, f"eks-training:nodeGroups.{name}.capacityReservationId")
+        assert not f.ok, f.message
+        return f.message
+
+    assert "is in us-east-1c but the group runs in us-east-1a; set nodeGroups.zone.availabilityZone: us-east-1c" in res(
+        "zone"
+    )
+    assert "reserves p4d.24xlarge but the group runs p5.48xlarge; set instanceTypes: [p4d.24xlarge]" in res("type")
+    assert "cr-0ffffffffffffffff does not exist in us-east-1" in res("missing")
+    assert "scheduled and starts at 2030-01-02 03:04 UTC" in res("scheduled")
+    assert "not a Capacity Block" in res("notblock") and "ReservationType default" in res("notblock")
+    assert {f.key for f in failures(findings)} == {
+        f"eks-training:nodeGroups.{n}.capacityReservationId"
+        for n in ("zone", "type", "missing", "scheduled", "notblock")
+    }
+
+
+def test_a_scheduled_capacity_block_is_information_with_its_start(seeded: sup.SeededMoto) -> None:
+    """`pulumi up` builds the environment before the block starts: a scheduled block passes, saying when it starts
+    and ends and what the group does then; a scheduled block that does not match the group still fails."""
+    seeded.seed_quota(STD_OD, 1000)
+    start = datetime(2030, 1, 2, 11, 30, tzinfo=timezone.utc)
+    seeded.seed_capacity_reservation(
+        "cr-0000000000000000b",
+        "p5.48xlarge",
+        "us-east-1a",
+        count=2,
+        state="scheduled",
+        capacity_block=True,
+        start=start,
+        end=datetime(2030, 1, 9, 11, 30, tzinfo=timezone.utc),
+    )
+    block = {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0000000000000000b"}
+    cfg = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a", **block)}))
+    findings = check(cfg, ZONES, session())  # raises PreflightError on any failure
+    info = one(findings, f"{GPU_KEY}.capacityReservationId")
+    assert info.ok
+    assert info.message.startswith(
+        "cr-0000000000000000b: scheduled Capacity Block for 2 x p5.48xlarge in us-east-1a: it starts 2030-01-02 11:30 UTC "
+        "and ends 2030-01-09 11:30 UTC. `pulumi up` builds the environment now; the group has no nodes until the start"
+    )
+    assert "EKS scales it to 0 40 minutes before the end" in info.message
+    # the same block for a group in another zone: still a failure, naming the zone
+    other = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1c", **block)}))
+    bad = one(run_preflight(other, ZONES, session()), f"{GPU_KEY}.capacityReservationId")
+    assert not bad.ok and "it is in us-east-1a but the group runs in us-east-1c" in bad.message
+
+
+def test_capacity_block_larger_than_the_group_needs_and_odcr_given_as_block(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(STD_OD, 1000)
+    seeded.seed_capacity_reservation("cr-00000000000000007", "p5.48xlarge", "us-east-1a", count=1, capacity_block=True)
+    cfg = load(
+        stack(
+            {
+                "gpu": group(
+                    ["p5.48xlarge"], 2, availabilityZone="us-east-1a", capacityReservationId="cr-00000000000000007"
+                )
+            }
+        )
+    )
+    msg = one(run_preflight(cfg, ZONES, session()), f"{GPU_KEY}.capacityReservationId").message
+    assert "it is a Capacity Block; set capacityType: CAPACITY_BLOCK" in msg
+    cb = load(
+        stack(
+            {
+                "gpu": group(
+                    ["p5.48xlarge"],
+                    2,
+                    availabilityZone="us-east-1a",
+                    capacityType="CAPACITY_BLOCK",
+                    capacityReservationId="cr-00000000000000007",
+                )
+            }
+        )
+    )
+    msg = one(run_preflight(cb, ZONES, session()), f"{GPU_KEY}.capacityReservationId").message
+    assert "the block holds 1 instance(s) but maxSize is 2" in msg
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. EFA
+# ------------------------------------------------------------------------------------------------
+
+
+def test_spot_group_of_an_efa_type_is_checked_across_the_zones_without_efa(seeded: sup.SeededMoto) -> None:
+    """A SPOT group defaults to efa: false: preflight checks its type in every zone of the VPC, asks nothing about
+    EFA, and counts it against the Spot quota; the same type on demand (pinned) gets the EFA check."""
+    seeded.seed_quota(P_SPOT, 1000, name="All P Spot Instance Requests")
+    seeded.seed_quota(P_OD, 1000)
+    seeded.seed_quota(STD_OD, 1000)
+    cfg = load(
+        stack(
+            {
+                "spot": group(["p5.48xlarge"], 2, capacityType="SPOT"),
+                "od": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a"),
+            }
+        )
+    )
+    findings = run_preflight(cfg, ZONES, session())
+    assert failures(findings) == [], format_report(findings)
+    assert about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "offered").message == (
+        "p5.48xlarge is offered in us-east-1a, us-east-1c"
+    )
+    assert not [f for f in by_key(findings, "eks-training:nodeGroups.spot.instanceTypes[0]") if "EFA" in f.message]
+    assert "L-7212CCBC" in one(findings, "eks-training:nodeGroups.spot.maxSize").message
+    assert (
+        "supports EFA with 32 interface(s)"
+        in about(findings, "eks-training:nodeGroups.od.instanceTypes[0]", "EFA").message
+    )
+
+
+def test_spot_groups_get_the_current_spot_price_as_information(proc: sup.MotoProcess) -> None:
+    """moto answers DescribeSpotPriceHistory with $0.00001 in every zone that offers the type: the finding shows the
+    price per zone of the group, how far below On-Demand it is and the discount the estimate uses; it never fails."""
+    cfg = load(
+        stack({"spot": group(["g5.xlarge"], 2, capacityType="SPOT", spotDiscount=0.6), "od": group(["m5.xlarge"], 2)})
+    )
+    findings = run_preflight(cfg, ZONES, session())
+    info = about(findings, "eks-training:nodeGroups.spot.instanceTypes[0]", "Spot price")
+    assert info.ok
+    assert info.message == (
+        "(information) current Spot price of g5.xlarge: $1e-05/h in us-east-1a, $1e-05/h in us-east-1c, 100% below its "
+        "On-Demand $1.006/h; the cost estimate uses 60% off (nodeGroups.spot.spotDiscount): set it to 0.90 to estimate "
+        "with the highest of these prices"
+    )
+    assert not [f for f in findings if "Spot price" in f.message and "nodeGroups.od" in f.key]
+
+
+def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> None:
+    facts = {
+        # m5.2xlarge has no EFA per EC2 (moto: EfaSupported false); g6e.24xlarge has 2 interfaces.
+        "m5.2xlarge": {"vcpus": 8, "memoryMib": 32768, "maxEfaInterfaces": 1, "source": "a wrong note"},
+        "g6e.24xlarge": {
+            "vcpus": 96,
+            "memoryMib": 786432,
+            "gpus": 4,
+            "maxEfaInterfaces": 4,
+            "networkCards": 4,
+            "source": "a wrong note",
+        },
+        "m5.4xlarge": {"vcpus": 16, "memoryMib": 65536, "maxEfaInterfaces": 1, "source": "a wrong note"},
+    }
+    cfg = load(
+        stack(
+            {
+                "cpu": group(["m5.2xlarge"], 1, availabilityZone="us-east-1a"),
+                "l40s": group(["g6e.24xlarge"], 1, availabilityZone="us-east-1a"),
+                "explicit": group(["m5.4xlarge"], 1, availabilityZone="us-east-1a", efa=True),
+                "p4d": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a"),
+            },
+            instanceFacts=facts,
+        )
+    )
+    findings = run_preflight(cfg, ZONES, session())
+
+    def efa(key: str) -> Finding:
+        return about(findings, key, "EFA")
+
+    cpu = efa("eks-training:nodeGroups.cpu.instanceTypes[0]")
+    assert not cpu.ok and "EC2 says it does not support EFA" in cpu.message
+    assert "fix eks-training:instanceFacts.m5.2xlarge.maxEfaInterfaces" in cpu.message
+    l40s = efa("eks-training:nodeGroups.l40s.instanceTypes[0]")
+    assert not l40s.ok and "MaximumEfaInterfaces 2, the plan uses 4" in l40s.message
+    # efa: true on a type EC2 says has no EFA (the stack's facts claim one)
+    explicit = one(findings, "eks-training:nodeGroups.explicit.efa")
+    assert not explicit.ok and "EC2 says m5.4xlarge does not support EFA; set efa: false" in explicit.message
+    assert efa("eks-training:nodeGroups.p4d.instanceTypes[0]").ok
+
+
+def test_efa_count_mismatch_with_the_catalog_says_fix_the_catalog(proc: sup.MotoProcess) -> None:
+    cfg = load(stack({"gpu": group(["p5.48xlarge"], 1, availabilityZone="us-east-1a")}))
+    wrong = dataclasses.replace(INSTANCE_TYPES["p5.48xlarge"], max_efa_interfaces=16, network_cards=16)
+    cfg = replan(cfg, catalog=Catalog({**INSTANCE_TYPES, "p5.48xlarge": wrong}))
+    [f] = [f for f in run_preflight(cfg, ZONES, session()) if "EFA" in f.message]
+    assert f.key == f"{GPU_KEY}.instanceTypes[0]" and not f.ok
+    assert "MaximumEfaInterfaces 32, the plan uses 16" in f.message and "components/catalog/instances.py" in f.message
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. vpc-cni for efa-only interfaces
+# ------------------------------------------------------------------------------------------------
+
+
+def _vpc_cni_findings(cluster: dict[str, Any], groups: dict[str, Any] | None = None) -> list[Finding]:
+    groups = groups or {"gpu": group(["p5.48xlarge"], 1, availabilityZone="us-east-1a")}
+    findings = run_preflight(load(stack(groups, cluster=cluster)), ZONES, session())
+    return [f for f in findings if "vpc-cni" in f.message]
+
+
+def test_default_vpc_cni_too_old_for_efa_only_names_the_version_to_pin(seeded: sup.SeededMoto) -> None:
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.34"})
+    assert f.key == VPC_CNI_KEY and not f.ok
+    assert "EKS's default vpc-cni for Kubernetes 1.34, v1.18.3-eksbuild.1, older than the v1.18.5" in f.message
+    assert "nodeGroups.gpu (p5.48xlarge)" in f.message
+    # the newest offered for 1.34 (eksbuild.3 sorts after eksbuild.1)
+    assert f"pin {VPC_CNI_KEY} to v1.20.1-eksbuild.3 (the newest EKS offers for Kubernetes 1.34)" in f.message
+
+
+def test_default_vpc_cni_new_enough_passes(seeded: sup.SeededMoto) -> None:
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.36"})
+    assert f.ok and f.key == VPC_CNI_KEY and "is v1.19.0-eksbuild.1" in f.message
+
+
+def test_pinned_vpc_cni_must_be_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
+    [ok] = _vpc_cni_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.0-eksbuild.1"}})
+    assert ok.ok and "v1.19.0-eksbuild.1 is offered for Kubernetes 1.34" in ok.message
+    [bad] = _vpc_cni_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.9-eksbuild.9"}})
+    assert not bad.ok and bad.key == VPC_CNI_KEY
+    assert "v1.19.9-eksbuild.9 is not offered by EKS for Kubernetes 1.34; pin" in bad.message
+
+
+def test_no_vpc_cni_check_without_efa_only_interfaces(seeded: sup.SeededMoto) -> None:
+    # g5.48xlarge: EFA on one network card (no efa-only interface); p5 with EFA off; CPU groups.
+    groups = {
+        "g5": group(["g5.48xlarge"], 1, availabilityZone="us-east-1a"),
+        "p5": group(["p5.48xlarge"], 1, efa=False),
+        "cpu": group(["c5.4xlarge"], 2),
+    }
+    assert INSTANCE_TYPES["g5.48xlarge"].network_cards == 1 and INSTANCE_TYPES["g5.48xlarge"].max_efa_interfaces == 1
+    assert _vpc_cni_findings({"kubernetesVersion": "1.34"}, groups) == []
+
+
+def test_vpc_cni_versions_unreadable(proc: sup.MotoProcess) -> None:
+    # stock moto_server has no DescribeAddonVersions: a failure that says what is needed
+    [f] = _vpc_cni_findings({"kubernetesVersion": "1.36"})
+    assert not f.ok and f.key == VPC_CNI_KEY
+    assert "could not read the vpc-cni versions EKS offers for Kubernetes 1.36" in f.message
+    assert "preflight.enabled: false" in f.message
+
+
+def test_no_vpc_cni_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
+    findings = run_preflight(
+        load(
+            stack(
+                {"gpu": group(["p4d.24xlarge"], 1, availabilityZone="us-east-1a")},
+                cluster={"kubernetesVersion": "1.35"},
+            )
+        ),
+        ZONES,
+        session(),
+    )
+    f = one(findings, "eks-training:cluster.kubernetesVersion")
+    assert not f.ok and "EKS offers no vpc-cni version for Kubernetes 1.35 in us-east-1" in f.message
+
+
+# ------------------------------------------------------------------------------------------------
+# 6-9. FSx for Lustre
+# ------------------------------------------------------------------------------------------------
+
+FSX_QUOTA = "L-8F1B9C74"
+CAPACITY_KEY = "eks-training:storage.fsx.storageCapacityGib"
+S3_PATH_KEY = "eks-training:storage.fsx.dataRepository.s3Path"
+TIER_KEY = "eks-training:storage.fsx.throughputPerTib"
+
+
+def fsx_stack(fsx: dict[str, Any] | None = None, **storage: Any) -> dict[str, Any]:
+    """A p5 group in us-east-1a whose job trains from FSx."""
+    return stack(
+        {"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a")},
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "gpu", "nodes": 2}},
+        storage={"backend": "fsx", "fsx": fsx or {}, **storage},
+    )
+
+
+def lustre(capacity: int, subnet: str = "subnet-0123456789abcdef0", deployment: str = "PERSISTENT_2") -> str:
+    """Create an FSx for Lustre file system in moto; its id."""
+    fsx = session().client("fsx")
+    created = fsx.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=capacity,
+        StorageType="SSD",
+        SubnetIds=[subnet],
+        LustreConfiguration={"DeploymentType": deployment, "PerUnitStorageThroughput": 250},
+    )
+    return str(created["FileSystem"]["FileSystemId"])
+
+
+def test_fsx_all_good_counts_existing_file_systems_against_the_quota(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(FSX_QUOTA, 9600, service="fsx", name="Lustre Persistent_2 storage capacity")
+    lustre(2400)
+    lustre(1200, deployment="SCRATCH_2")  # another quota: not counted
+    session().client("s3").create_bucket(Bucket="team-datasets")
+    findings = run_preflight(
+        load(fsx_stack({"dataRepository": {"s3Path": "s3://team-datasets/imagenet/"}})), ZONES, session()
+    )
+
+    tier = one(findings, TIER_KEY)
+    assert (
+        tier.ok
+        and "250 MB/s/TiB is a PERSISTENT_2 SSD tier (125, 250, 500, 1000; checked against the catalog" in tier.message
+    )
+    bucket = one(findings, S3_PATH_KEY)
+    assert bucket.ok and "bucket team-datasets exists in us-east-1" in bucket.message
+    quota = one(findings, CAPACITY_KEY)
+    assert quota.ok, quota.message
+    assert "FSx quota L-8F1B9C74 (Lustre Persistent_2 storage capacity) is 9600 GiB (applied)" in quota.message
+    assert "1200 GiB for this stack + 2400 GiB of 1 existing PERSISTENT_2 file system(s) = 3600 GiB" in quota.message
+
+
+def test_fsx_quota_too_low_names_the_increase(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(FSX_QUOTA, 3000, service="fsx")
+    lustre(2400)
+    [fail] = [f for f in run_preflight(load(fsx_stack()), ZONES, session()) if f.key == CAPACITY_KEY]
+    assert not fail.ok
+    assert "is 3000 GiB (applied) but 1200 GiB for this stack + 2400 GiB" in fail.message
+    assert "--service-code fsx --quota-code L-8F1B9C74 --desired-value 3600 --region us-east-1" in fail.message
+
+
+def test_fsx_quota_falls_back_to_the_default(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(FSX_QUOTA, 4800, service="fsx", applied=False)
+    default = one(run_preflight(load(fsx_stack()), ZONES, session()), CAPACITY_KEY)
+    assert default.ok and "is 4800 GiB (AWS default)" in default.message
+    seeded.reset()
+    seeded.seed_addon_versions("vpc-cni", VPC_CNI)
+    documented = one(run_preflight(load(fsx_stack({"storageCapacityGib": 2400})), ZONES, session()), CAPACITY_KEY)
+    assert (
+        documented.ok
+        and "is 100800 GiB (the documented default); 2400 GiB for this stack + 0 GiB" in documented.message
+    )
+
+
+def test_fsx_bucket_missing_elsewhere_or_created(proc: sup.MotoProcess) -> None:
+    s3 = boto3.session.Session(region_name="eu-west-1").client("s3")
+    s3.create_bucket(Bucket="eu-datasets", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    missing = one(
+        run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://no-such-bucket/x/"}})), ZONES, session()),
+        S3_PATH_KEY,
+    )
+    assert not missing.ok and "bucket no-such-bucket does not exist; create it in us-east-1" in missing.message
+    elsewhere = one(
+        run_preflight(load(fsx_stack({"dataRepository": {"s3Path": "s3://eu-datasets/x/"}})), ZONES, session()),
+        S3_PATH_KEY,
+    )
+    assert not elsewhere.ok and "bucket eu-datasets is in eu-west-1, the stack in us-east-1" in elsewhere.message
+    findings = run_preflight(load(fsx_stack()), ZONES, session())
+    created = one(findings, "eks-training:storage.fsx.dataRepository")
+    assert created.ok and "the stack creates the data bucket in us-east-1 (datasets under datasets/)" in created.message
+    assert not by_key(findings, S3_PATH_KEY)
+    # stock moto has no fsx quotas and no GetAWSDefaultServiceQuota: a failure that says what is needed
+    quota = one(findings, CAPACITY_KEY)
+    assert (
+        not quota.ok
+        and "could not read the FSx quota L-8F1B9C74" in quota.message
+        and "preflight.enabled: false" in quota.message
+    )
+
+
+def test_fsx_tier_check_can_fail(proc: sup.MotoProcess) -> None:
+    """Control: a tier outside the catalog (here forced past the loader) is a failure naming the key."""
+    from stacks.config import FsxConfig
+
+    plan = load(fsx_stack())
+    bad = FsxConfig.model_construct(**{**dict(plan.storage.fsx or FsxConfig()), "throughput_per_tib": 200})
+    plan = dataclasses.replace(plan, storage=dataclasses.replace(plan.storage, fsx=bad))
+    tier = one(run_preflight(plan, ZONES, session()), TIER_KEY)
+    assert not tier.ok and "200 MB/s/TiB is not a PERSISTENT_2 SSD throughput tier" in tier.message
+
+
+def _adopting(subnets: list[str], file_system_id: str, **fsx: Any) -> dict[str, Any]:
+    return stack(
+        {"gpu": group(["p5.48xlarge"], 2, subnetId=subnets[1])},
+        existingVpc={"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": subnets},
+        jobs={"train": {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "gpu", "nodes": 2}},
+        storage={
+            "backend": "fsx",
+            "fileSystemId": file_system_id,
+            "retainOnDelete": True,
+            "fsx": {
+                "securityGroupId": "sg-0123456789abcdef0",
+                "dataRepository": {"s3Path": "s3://kept-data/datasets/", "exportPath": "/runs"},
+                **fsx,
+            },
+        },
+    )
+
+
+def test_adopted_file_system_and_its_associations(seeded: sup.SeededMoto) -> None:
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, cidr in (("us-east-1a", "10.30.0.0/20"), ("us-east-1c", "10.30.16.0/20"))
+    ]
+    session().client("s3").create_bucket(Bucket="kept-data")
+    kept = lustre(1200, subnet=subnets[1])
+    config = _adopting(subnets, kept)
+    config["eks-training:existingVpc"]["vpcId"] = vpc
+    findings = run_preflight(load(config), None, session())
+    adopted = one(findings, "eks-training:storage.fileSystemId")
+    assert adopted.ok and f"{kept} is an available PERSISTENT_2 file system in {subnets[1]}" in adopted.message
+    assert (
+        "has 0 association(s), none on /datasets, /runs"
+        in one(findings, "eks-training:storage.fsx.dataRepository").message
+    )
+    assert not by_key(findings, CAPACITY_KEY), "an adopted file system adds no storage to the quota"
+
+    old = seeded.seed_data_repository_association(kept, "/runs", "s3://kept-data/runs/")
+    seeded.seed_data_repository_association(kept, "/scratch", "s3://kept-data/scratch/")
+    clash = one(run_preflight(load(config), None, session()), "eks-training:storage.fsx.dataRepository.fileSystemPath")
+    assert not clash.ok and f"already links {old['AssociationId']} (/runs -> s3://kept-data/runs/)" in clash.message
+    assert f"--association-id {old['AssociationId']} --no-delete-data-in-file-system" in clash.message
+
+    elsewhere = lustre(1200, subnet=subnets[0])
+    config_b = _adopting(subnets, elsewhere)
+    config_b["eks-training:existingVpc"]["vpcId"] = vpc
+    wrong = one(run_preflight(load(config_b), None, session()), "eks-training:storage.fileSystemId")
+    assert (
+        not wrong.ok and f"it is in {subnets[0]} but the stack places the file system in {subnets[1]}" in wrong.message
+    )
+    config_c = _adopting(subnets, "fs-0ffffffffffffffff")
+    config_c["eks-training:existingVpc"]["vpcId"] = vpc
+    gone = one(run_preflight(load(config_c), None, session()), "eks-training:storage.fileSystemId")
+    assert not gone.ok and "fs-0ffffffffffffffff is not an FSx for Lustre file system in us-east-1" in gone.message
+
+
+def test_efs_stacks_have_no_fsx_findings(proc: sup.MotoProcess) -> None:
+    findings = run_preflight(load(stack({"cpu": group(["m5.xlarge"])})), ZONES, session())
+    assert not [f for f in findings if "storage" in f.key]
+
+
+# ------------------------------------------------------------------------------------------------
+# report, exception, region
+# ------------------------------------------------------------------------------------------------
+
+
+def test_report_and_exception_name_the_config_key(proc: sup.MotoProcess) -> None:
+    cfg = load(
+        stack(
+            {"gpu": group(["p5en.48xlarge"], 1, efa=False)}, network={"availabilityZones": ["us-east-1a", "us-east-1b"]}
+        )
+    )
+    with pytest.raises(PreflightError) as info:
+        check(cfg, AB, session())
+    exc = info.value
+    assert isinstance(exc, ConfigError) and isinstance(exc, pulumi.RunError)
+    assert f"{GPU_KEY}.instanceTypes[0]: p5en.48xlarge is not offered in us-east-1b" in str(exc)
+    assert any(p.startswith(f"{GPU_KEY}.instanceTypes[0]:") for p in exc.problems)
+    report = format_report(exc.findings)
+    lines = report.splitlines()
+    assert f"FAIL {GPU_KEY}.instanceTypes[0]: p5en.48xlarge is not offered in us-east-1b" in report
+    assert any(line.startswith("OK   eks-training:systemNodeGroup.instanceType:") for line in lines)
+    failed = len(failures(exc.findings))
+    assert lines[-1] == f"preflight: {failed} of {len(exc.findings)} check(s) FAILED; fix them before `pulumi up`"
+    assert format_report([Finding(True, "k", "m")]).splitlines() == ["OK   k: m", "preflight: all 1 check(s) passed"]
+
+
+def test_no_region_is_a_finding(proc: sup.MotoProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = stack({"cpu": group(["m5.xlarge"])})
+    del config["aws:region"]
+    cfg = load(config)
+    monkeypatch.delenv("AWS_REGION")
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    [f] = run_preflight(cfg, ZONES, boto3.session.Session())
+    assert f.key == "aws:region" and not f.ok and "pulumi config set aws:region" in f.message
+
+
+# ------------------------------------------------------------------------------------------------
+# the standalone command
+# ------------------------------------------------------------------------------------------------
+
+
+def run_cli(tmp_path: Path, config: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    stack_file = tmp_path / "Pulumi.cli.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}))
+    return subprocess.run(
+        [sys.executable, "-m", "stacks.preflight", "--stack", "cli", "--stack-file", str(stack_file), *args],
+        cwd=REPO,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_cli_prints_the_report_and_exits_1_on_failure(proc: sup.MotoProcess, tmp_path: Path) -> None:
+    config = stack({"gpu": group(["p5en.48xlarge"], 1, efa=False)}, network={"availabilityZoneCount": 2})
+    result = run_cli(tmp_path, config)
+    assert result.returncode == 1, result.stderr
+    # Zones resolved like the program: the first 2 available zones, sorted (us-east-1a, us-east-1b).
+    assert "(the group's zones: us-east-1a, us-east-1b)" in result.stdout
+    assert f"FAIL {GPU_KEY}.instanceTypes[0]: p5en.48xlarge is not offered in us-east-1b" in result.stdout
+    assert "check(s) FAILED" in result.stdout.splitlines()[-1]
+
+
+def test_cli_exits_0_when_everything_passes(seeded: sup.SeededMoto, tmp_path: Path) -> None:
+    seeded.seed_quota(P_OD, 384)
+    seeded.seed_quota(STD_OD, 64)
+    seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a")
+    config = stack({"gpu": p5_with_reservation()})
+    config["aws:region"] = "eu-west-1"  # --region wins over the stack's aws:region
+    result = run_cli(tmp_path, config, "--region", sup.REGION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == "preflight for stack cli in us-east-1:"
+    assert result.stdout.splitlines()[-1].startswith("preflight: all ")
+
+
+def test_cli_exits_2_on_a_config_error(proc: sup.MotoProcess, tmp_path: Path) -> None:
+    bad = stack({"gpu": {"instanceTypes": ["p5.48xlarge"], "minSize": 3, "desiredSize": 3, "maxSize": 1}})
+    result = run_cli(tmp_path, bad)
+    assert result.returncode == 2
+    assert "eks-training:nodeGroups.gpu.minSize: 3 > eks-training:nodeGroups.gpu.maxSize (1)" in result.stderr
+    zones = run_cli(
+        tmp_path, stack({"cpu": group(["m5.xlarge"])}, network={"availabilityZones": ["us-east-1a", "us-east-1z"]})
+    )
+    assert zones.returncode == 2 and "us-east-1z" in zones.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# the real program with preflight on
+# ------------------------------------------------------------------------------------------------
+
+
+def _p5_stack_with_zones() -> dict[str, Any]:
+    from tests.harness import stack_config
+
+    cfg = stack_config("p5")
+    cfg["eks-training:network"] = {"availabilityZones": ["us-east-1a", "us-east-1c"]}
+    cfg["eks-training:preflight"] = {"enabled": True}
+    return cfg
+
+
+def test_program_stops_before_registering_anything_when_preflight_fails(seeded: sup.SeededMoto) -> None:
+    """`pulumi up` itself runs the checks: with the P quota below 2 x 192 vCPUs nothing is created."""
+    from stacks.preflight import PreflightError
+    from tests.harness import run_program
+
+    seeded.seed_quota(P_OD, 96, name="Running On-Demand P instances")
+    seeded.seed_quota(STD_OD, 1000)
+    p = run_program("p5", config=_p5_stack_with_zones(), expect_error=True)
+    assert isinstance(p.error, PreflightError), p.error
+    assert P_OD in str(p.error) and "384" in str(p.error)
+    assert p.registrations == []
+
+
+def test_program_registers_the_environment_when_preflight_passes(seeded: sup.SeededMoto) -> None:
+    from tests.harness import run_program
+
+    seeded.seed_quota(P_OD, 384, name="Running On-Demand P instances")
+    seeded.seed_quota(STD_OD, 1000)
+    p = run_program("p5", config=_p5_stack_with_zones())
+    assert p.error is None
+    assert p.of_type("aws:eks/nodeGroup:NodeGroup")

@@ -1,0 +1,56 @@
+"""DataLoader workers started while a stop signal arrives (real processes, the real torch DataLoader).
+
+torchrun stops a worker group by signalling each worker's whole process group, DataLoader workers included. A worker
+is forked, installs PyTorch's SIGTERM handler (which re-raises the signal with the default action), and only then runs
+the trainer's ``worker_init_fn``, which ignores the stop signals. A signal in between killed the worker and the trainer
+failed instead of checkpointing: CI saw it when a replacement pod joined just as an epoch's new loader started.
+``train.start_loader`` forks the workers with the signals blocked. The test widens the window to seconds (see
+tests/programs/loader_stop_race.py) and signals the process group inside it, from another process as torchrun does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "loader_stop_race.py"
+
+
+def run_with_stop(*flags: str) -> dict[str, object]:
+    """Start the program, SIGTERM its process group once its workers are starting, return its last line."""
+    proc = subprocess.Popen(
+        [sys.executable, str(PROGRAM), "--window", "3", *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())
+    assert first["event"] == "workers_starting"
+    os.killpg(proc.pid, signal.SIGTERM)  # well inside the 3 s window (the workers sleep in it)
+    sent = time.time()
+    out, err = proc.communicate(timeout=120)
+    assert sent - first["time"] < 3.0, "the signal came after the window: the test proved nothing"
+    last = json.loads(out.strip().splitlines()[-1])
+    last["returncode"] = proc.returncode
+    last["stderr"] = err[-2000:]
+    return last
+
+
+def test_workers_started_with_the_trainers_loader_survive_a_stop_signal_and_serve_every_batch() -> None:
+    served = run_with_stop()
+    assert served["returncode"] == 0 and served["error"] is None, served
+    assert served["batches"] == 8 and served["stop_requested"] is True, served
+
+
+def test_the_control_workers_started_plainly_die_of_the_same_signal() -> None:
+    """Without the blocked start, the same signal kills the workers: the window is real and the test reaches it."""
+    served = run_with_stop("--plain")
+    assert served["returncode"] == 1 and "DataLoader worker" in str(served["error"]), served

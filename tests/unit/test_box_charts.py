@@ -1,0 +1,72 @@
+"""The box's Helm charts (:mod:`stacks.box.charts`): which charts are rendered from source and which are stood in for,
+and the checks of a chart's source (its folder complete). Rendering itself runs in the cluster tier
+(``tests/cluster/test_box_admission.py``), where the box's helm is built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.catalog import HELM_CHARTS
+from stacks.box.charts import CHART_SOURCES, NOT_AT_HAND, ChartError, chart_key, incomplete, render
+from stacks.box.devices import PLUGIN_CHARTS
+
+
+def test_every_catalog_chart_is_rendered_from_source_or_stood_in_for_never_both() -> None:
+    """One place per chart: a chart whose source the box has is rendered by helm (its stand-in goes), a stand-in only
+    for a chart whose source is not at hand, and every catalog chart is one or the other."""
+    assert not set(CHART_SOURCES) & set(NOT_AT_HAND)
+    assert set(CHART_SOURCES) | set(NOT_AT_HAND) == set(HELM_CHARTS)
+    assert set(PLUGIN_CHARTS) == set(NOT_AT_HAND)
+    for key, url in NOT_AT_HAND.items():
+        assert url.startswith("https://github.com/"), key
+    for key, source in CHART_SOURCES.items():
+        assert source.url.startswith("https://github.com/") and HELM_CHARTS[key].version in source.url, key
+
+
+def test_a_release_is_named_by_its_chart_or_its_oci_reference() -> None:
+    assert chart_key("nvidia-device-plugin") == "nvidia-device-plugin"
+    assert chart_key("oci://registry.k8s.io/kueue/charts/kueue") == "kueue"
+    assert chart_key("kueue") == "kueue"
+    assert chart_key("cluster-autoscaler") is None
+
+
+def test_a_chart_not_at_hand_or_at_another_version_is_refused_naming_why() -> None:
+    with pytest.raises(
+        ChartError, match=r"no source for the chart nvidia-device-plugin .*k8s-device-plugin/tree/v0.20.0"
+    ):
+        render({"chart": "nvidia-device-plugin", "version": HELM_CHARTS["nvidia-device-plugin"].version}, "1.36")
+    with pytest.raises(ChartError, match=r"installs kueue 0\.1\.0, the catalog pins 0\.17\.0"):
+        render({"chart": "kueue", "version": "0.1.0"}, "1.36")
+    with pytest.raises(ChartError, match=r"not a chart of components/catalog"):
+        render({"chart": "cluster-autoscaler"}, "1.36")
+
+
+def _chart(folder: Path, *, dependencies=(), templates=True, vendored=()) -> dict:
+    meta = {
+        "apiVersion": "v2",
+        "name": "c",
+        "version": "1.0.0",
+        "dependencies": [{"name": d, "version": "1.0.0", "condition": f"{d}.enabled"} for d in dependencies],
+    }
+    folder.mkdir(parents=True)
+    (folder / "Chart.yaml").write_text(yaml.safe_dump(meta))
+    if templates:
+        (folder / "templates").mkdir()
+        (folder / "templates" / "a.yaml").write_text("kind: ConfigMap\n")
+    for d in vendored:
+        (folder / "charts" / d).mkdir(parents=True)
+        (folder / "charts" / d / "Chart.yaml").write_text("name: x\n")
+    return meta
+
+
+def test_an_incomplete_chart_folder_is_reported(tmp_path) -> None:
+    """A module zip leaves out a sub-folder with its own go.mod: a chart whose templates or dependency went missing
+    is reported; a complete one is not."""
+    assert incomplete(tmp_path / "ok", _chart(tmp_path / "ok", dependencies=["nfd"], vendored=["nfd"])) == []
+    assert incomplete(tmp_path / "dep", _chart(tmp_path / "dep", dependencies=["nfd"])) == [
+        "dependency nfd not under charts/"
+    ]
+    assert incomplete(tmp_path / "bare", _chart(tmp_path / "bare", templates=False)) == ["no templates/"]

@@ -1,0 +1,175 @@
+"""The catalog holds facts with public sources, and the repository stands on its own."""
+
+import dataclasses
+import importlib
+import re
+import subprocess
+from typing import Iterator, Mapping
+
+import pytest
+
+from components.catalog.limits import NAME_LIMITS
+from components.catalog import (
+    CA_CHART_WITH_VOLUMEATTACHMENTS,
+    CLUSTER_AUTOSCALER,
+    KUBERNETES_VERSIONS,
+    DEFAULT_KUBERNETES_VERSION,
+    FSX_EFA_CAPACITY_STEP_GIB,
+    FSX_LUSTRE_PRICES,
+    FSX_METADATA_IOPS,
+    FSX_THROUGHPUT_TIERS,
+    QUOTA_NAMES,
+    FSX_LUSTRE_STORAGE_QUOTA,
+    fsx_capacity_problem,
+    INSTANCE_TYPES,
+    SOURCES,
+    SUPPORTED_KUBERNETES_VERSIONS,
+)
+from tests.harness import REPO
+
+
+def test_every_source_is_a_public_address() -> None:
+    for name, source in SOURCES.items():
+        assert source.url.startswith("https://"), name
+        assert source.shows, name
+
+
+def _facts(value: object) -> Iterator[object]:
+    """Every dataclass instance reachable from ``value`` through mappings, sequences and dataclass fields."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield value
+        for f in dataclasses.fields(value):
+            yield from _facts(getattr(value, f.name))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _facts(v)
+    elif isinstance(value, (list, tuple, frozenset, set)):
+        for v in value:
+            yield from _facts(v)
+
+
+def test_every_fact_names_a_known_source() -> None:
+    """Every fact row in every catalog module (any dataclass with a ``source`` or ``sources`` field) names
+    sources that exist; the first word of a source text is its key."""
+    rows = 0
+    for module_name in sorted(
+        p.stem for p in (REPO / "components" / "catalog").glob("*.py") if p.stem not in ("__init__", "sources")
+    ):
+        module = importlib.import_module(f"components.catalog.{module_name}")
+        for name, value in vars(module).items():
+            if name.startswith("_") or isinstance(value, type):
+                continue
+            for fact in _facts(value):
+                keys = list(getattr(fact, "sources", ())) + [getattr(fact, k, None) for k in ("source", "peak_source")]
+                for k in keys:
+                    if isinstance(k, str):
+                        rows += 1
+                        assert k.split(" ", 1)[0] in SOURCES, (
+                            f"components.catalog.{module_name}.{name}: unknown source {k!r}"
+                        )
+    assert rows > len(INSTANCE_TYPES) + len(NAME_LIMITS)
+    for t in INSTANCE_TYPES.values():
+        assert t.sources, t.name
+
+
+def test_every_source_key_the_code_names_exists() -> None:
+    """Facts written as constants cite their source in a comment ("source key ``k``", "source keys ``a``, ``b``")."""
+    named: set[str] = set()
+    for path in [*(REPO / "components").rglob("*.py"), *(REPO / "stacks").rglob("*.py")]:
+        for m in re.finditer(r"source keys?\s+((?:``[^`]+``[\s,#:]*(?:and\s+)?)+)", path.read_text()):
+            named |= set(re.findall(r"``([^`]+)``", m.group(1)))
+    assert {"eks-pod-identity", "aws-network-policy-node-ip", "cluster-autoscaler-releases"} <= named, (
+        "the search finds them"
+    )
+    assert named <= set(SOURCES), named - set(SOURCES)
+
+
+def test_instance_facts_are_plausible() -> None:
+    for name, t in INSTANCE_TYPES.items():
+        assert t.name == name and t.vcpus > 0 and t.memory_mib > 0 and t.network_gbps > 0
+        assert (t.gpu_model is None) == (t.gpus == 0), name
+        if t.supports_efa:
+            assert t.max_efa_interfaces == t.network_cards, name
+        if t.allocatable_cpu_m is not None:
+            assert t.allocatable_cpu_m < t.vcpus * 1000 and t.allocatable_memory_mib is not None
+            assert t.allocatable_memory_mib < t.memory_mib
+
+
+def test_every_kubernetes_version_has_an_autoscaler_that_can_scale() -> None:
+    """Each supported minor maps to the autoscaler image of the same minor and a chart whose ClusterRole has
+    what autoscaler 1.32+ waits for (volumeattachments, from chart 9.46.3): without it the pod runs but never
+    scales (https://github.com/kubernetes/autoscaler/issues/7663)."""
+    assert DEFAULT_KUBERNETES_VERSION == SUPPORTED_KUBERNETES_VERSIONS[-1]
+    assert set(CLUSTER_AUTOSCALER) == set(SUPPORTED_KUBERNETES_VERSIONS) == set(KUBERNETES_VERSIONS)
+    for version in SUPPORTED_KUBERNETES_VERSIONS:
+        release = CLUSTER_AUTOSCALER[version]
+        assert re.search(rf":v{re.escape(version)}\.\d+$", release.image), release.image
+        chart = tuple(int(x) for x in release.chart.version.split("."))
+        assert chart >= CA_CHART_WITH_VOLUMEATTACHMENTS, version
+        # the ClusterRole a user can open is the one of this very chart release
+        assert release.clusterrole.startswith("https://github.com/kubernetes/autoscaler/blob/")
+        assert f"/cluster-autoscaler-chart-{release.chart.version}/" in release.clusterrole
+        assert release.clusterrole.endswith("/templates/clusterrole.yaml")
+        v = KUBERNETES_VERSIONS[version]
+        assert v.released < v.end_of_standard < v.end_of_extended
+
+
+#: A path to a folder beside the clone, or a developer's private notes: a user's clone has neither. Written as
+#: patterns, so this file does not match itself.
+OUTSIDE_THE_REPOSITORY = re.compile(r"\.\./sh[a]red\b|field[- _]?n[o]tes", re.IGNORECASE)
+
+
+def test_nothing_in_the_repository_reads_or_cites_files_outside_it() -> None:
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    offenders = []
+    for path in tracked:
+        try:
+            text = (REPO / path).read_text(errors="ignore")
+        except (IsADirectoryError, FileNotFoundError):
+            continue
+        if OUTSIDE_THE_REPOSITORY.search(text):
+            offenders.append(path)
+    assert not offenders, offenders
+
+
+def test_the_outside_reference_check_can_fail() -> None:
+    for text in ("see ../" + "shared/x.md", "the field" + "-notes say", "Field " + "Notes"):
+        assert OUTSIDE_THE_REPOSITORY.search(text), text
+    assert not OUTSIDE_THE_REPOSITORY.search("/data/shared/etcd and the shared volume")
+
+
+def test_fsx_tables_agree() -> None:
+    """Every throughput tier has a price and an EFA capacity step; prices rise with the tier."""
+    assert set(FSX_LUSTRE_PRICES) == set(FSX_THROUGHPUT_TIERS) == set(FSX_EFA_CAPACITY_STEP_GIB)
+    prices = [FSX_LUSTRE_PRICES[t].usd for t in sorted(FSX_THROUGHPUT_TIERS)]
+    assert prices == sorted(prices) and len(set(prices)) == len(prices)
+    assert all(p.unit == "GB-month" for p in FSX_LUSTRE_PRICES.values())
+    # the EFA step halves as the tier doubles (the same throughput capacity per step)
+    assert {t * FSX_EFA_CAPACITY_STEP_GIB[t] for t in FSX_THROUGHPUT_TIERS} == {125 * 38400}
+    assert FSX_METADATA_IOPS[:4] == (1500, 3000, 6000, 12000) and FSX_METADATA_IOPS[-1] == 192000
+    assert all(b - a == 12000 for a, b in zip(FSX_METADATA_IOPS[3:], FSX_METADATA_IOPS[4:]))
+    assert QUOTA_NAMES[FSX_LUSTRE_STORAGE_QUOTA[1]] == "Lustre Persistent_2 storage capacity"
+
+
+@pytest.mark.parametrize(
+    "capacity,tier,efa,ok",
+    [
+        (1200, 250, False, True),
+        (2400, 125, False, True),
+        (4800, 1000, False, True),
+        (1000, 250, False, False),
+        (1800, 250, False, False),
+        (3600, 500, False, False),
+        (4800, 1000, True, True),
+        (9600, 500, True, True),
+        (19200, 250, True, True),
+        (38400, 125, True, True),
+        (2400, 1000, True, False),
+        (19200, 125, True, False),
+    ],
+)
+def test_fsx_capacity_increments(capacity: int, tier: int, efa: bool, ok: bool) -> None:
+    problem = fsx_capacity_problem(capacity, tier, efa)
+    assert (problem is None) == ok, problem
+    if problem:
+        assert str(capacity) in problem and "try" in problem

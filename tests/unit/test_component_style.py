@@ -1,0 +1,49 @@
+"""The component library follows the project's component anatomy (DEVELOPERS.md)."""
+
+import inspect
+import typing
+
+import pulumi
+
+import components
+from tests.harness import REPO
+
+
+COMPONENT_CLASSES = list(components.COMPONENTS)
+
+
+def test_every_component_is_exported_with_its_args() -> None:
+    exported = [
+        obj for obj in vars(components).values() if inspect.isclass(obj) and issubclass(obj, pulumi.ComponentResource)
+    ]
+    assert sorted(c.__name__ for c in exported) == sorted(c.__name__ for c in COMPONENT_CLASSES)
+    assert len(COMPONENT_CLASSES) == 21
+    for cls in COMPONENT_CLASSES:
+        args = getattr(components, f"{cls.__name__}Args")
+        assert typing.is_typeddict(args), cls
+        params = list(inspect.signature(cls.__init__).parameters)
+        assert params == ["self", "name", "args", "opts"], (cls, params)
+        assert cls.__doc__ and args.__doc__
+
+
+def test_type_tokens_and_no_future_annotations() -> None:
+    for path in sorted((REPO / "components").rglob("*.py")):
+        text = path.read_text()
+        assert "from __future__ import annotations" not in text, path
+    for cls in COMPONENT_CLASSES:
+        source = inspect.getsource(cls)
+        assert f'"eks-training:index:{cls.__name__}"' in source, cls
+        assert source.rstrip().splitlines()[-1].strip().startswith(("self.register_outputs", "}", ")")), cls
+        assert "self.register_outputs(" in source
+
+
+def test_outputs_are_typed_and_documented() -> None:
+    for cls in COMPONENT_CLASSES:
+        hints = {k: v for k, v in cls.__annotations__.items()}
+        outputs = {k: v for k, v in hints.items() if "Output[" in str(v) or typing.get_origin(v) is pulumi.Output}
+        assert outputs, cls
+        source = inspect.getsource(cls)
+        for attr in outputs:
+            line = next(ln for ln in source.splitlines() if ln.strip().startswith(f"{attr}:"))
+            following = source.splitlines()[source.splitlines().index(line) + 1].strip()
+            assert following.startswith('"""'), f"{cls.__name__}.{attr} has no docstring"

@@ -1,0 +1,160 @@
+"""Every config key is read or refused (issue 19, finding 3), and the configuration's messages name the fix
+(finding 6).
+
+A key under a namespace nothing reads (``jobs:`` without one, a typo ``eks-trainig:jobs``, ``research:jobs``, which is
+what ``pulumi config set jobs`` writes in a project named ``research``) would be ignored: the program would build an
+environment without the user's jobs. Each is refused with the key the program reads, before any resource, by the
+program under ``pulumi up`` (mocks), by ``python -m stacks.plan`` and by ``python -m stacks.local``, from a stack file
+or from the project's ``Pulumi.yaml``.
+"""
+
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import pytest
+import yaml
+
+from stacks.local.cli import main as local_main
+from stacks.plan.report import main as plan_main
+from tests.harness import PROJECT
+
+JOBS = {"train": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", "print('trained')"]}}
+GROUPS = {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}}
+
+# (id, project name, the key as written, the problem's text: the key, why it is not read and the key to write)
+UNREAD = [
+    (
+        "no namespace",
+        PROJECT,
+        "jobs",
+        "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses this "
+        "file) and this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read); rename it "
+        "eks-training:jobs",
+    ),
+    (
+        "misspelt namespace",
+        PROJECT,
+        "eks-trainig:jobs",
+        "eks-trainig:jobs: nothing reads the eks-trainig: namespace, so this key would be ignored; did you mean "
+        "eks-training:jobs? this program reads eks-training:<key>",
+    ),
+    (
+        "the project's own namespace",
+        "research",
+        "research:jobs",
+        "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in project "
+        "research); this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read): rename it "
+        "eks-training:jobs (pulumi config set --path 'eks-training:jobs' ...)",
+    ),
+]
+
+
+def _quiet(main: Callable[[Optional[Sequence[str]]], int], args: list[str]) -> tuple[int, str, str]:
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _project(folder: Path, name: str, config: dict[str, Any], project_config: Optional[dict[str, Any]] = None) -> Path:
+    """A Pulumi project named ``name`` in ``folder`` with stack ``mine``; returns the stack file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    project: dict[str, Any] = {"name": name, "runtime": "python"}
+    if project_config:
+        project["config"] = project_config
+    (folder / "Pulumi.yaml").write_text(yaml.safe_dump(project))
+    path = folder / "Pulumi.mine.yaml"
+    path.write_text(
+        yaml.safe_dump({"config": {"aws:region": "us-east-1", "eks-training:nodeGroups": GROUPS, **config}})
+    )
+    return path
+
+
+@pytest.mark.parametrize("project,written,message", [pytest.param(p, k, m, id=i) for i, p, k, m in UNREAD])
+@pytest.mark.parametrize("command", ["stacks.plan", "stacks.local"])
+def test_the_tools_refuse_a_key_of_a_stack_file_they_do_not_read(
+    tmp_path: Path, command: str, project: str, written: str, message: str
+) -> None:
+    stack_file = _project(tmp_path / "project", project, {written: JOBS})
+    main = plan_main if command == "stacks.plan" else local_main
+    code, out, err = _quiet(
+        main,
+        [
+            "--stack",
+            "mine",
+            "--stack-file",
+            str(stack_file),
+            *(["--work", str(tmp_path / "work")] if command == "stacks.local" else []),
+        ],
+    )
+    assert code == 2 and out == "", (out, err)
+    assert "invalid stack configuration (1 problem(s)); no resource was created" in err and message in err, err
+    assert not (tmp_path / "work").exists()  # the local runner started nothing
+
+
+def test_the_tools_refuse_a_key_a_project_file_gives_that_nothing_reads(tmp_path: Path) -> None:
+    """Project-level config (Pulumi.yaml's ``config:``): a key without a namespace is the project's own, so in project
+    ``research`` a default for ``jobs`` is ``research:jobs``, which nothing reads; a namespaced value is read as
+    ``pulumi up`` passes it (https://www.pulumi.com/docs/iac/concepts/config/#project-level-configuration)."""
+    stack_file = _project(tmp_path / "p", "research", {}, {"jobs": {"default": JOBS}})
+    code, _, err = _quiet(plan_main, ["--stack", "mine", "--stack-file", str(stack_file)])
+    assert code == 2 and "research:jobs: nothing reads the project's namespace research:" in err, err
+    read = _project(tmp_path / "q", "research", {}, {"eks-training:jobs": {"value": JOBS}})
+    code, out, err = _quiet(plan_main, ["--stack", "mine", "--stack-file", str(read)])
+    assert code == 0 and "1. train (command) on cpu" in out, (out, err)
+
+
+# --- finding 6: messages that name the fix ------------------------------------------------------------------------
+
+
+def _plan_problems(tmp_path: Path, config: dict[str, Any]) -> list[str]:
+    stack_file = _project(tmp_path, "eks-training", config)
+    code, _, err = _quiet(plan_main, ["--stack", "mine", "--stack-file", str(stack_file)])
+    assert code == 2, err
+    return [line[4:] for line in err.splitlines() if line.startswith("  - ")]
+
+
+MESSAGES = [
+    (
+        "after a job a one-job stack does not have",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "after": ["prepare"]}}},
+        "eks-training:jobs.train.after[0]: 'prepare' is not a job; this stack has no other job: remove it, or define the "
+        "job prepare under eks-training:jobs",
+    ),
+    (
+        "a misspelt top-level key",
+        {"eks-training:nodegroup": {}},
+        "eks-training:nodegroup: unknown key; did you mean nodeGroups? rename it; valid keys are",
+    ),
+    (
+        "a value below its range",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "nodes": 0}}},
+        "eks-training:jobs.train.nodes: 0 is below the minimum 1; set it to 1 or more",
+    ),
+    (
+        "a value above its range",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "maxRestarts": 500}}},
+        "eks-training:jobs.train.maxRestarts: 500 is above the maximum 100; set it to 100 or less",
+    ),
+    (
+        "a boolean written as a word",
+        {"eks-training:jobs": {"train": {**JOBS["train"], "tensorboard": "yes"}}},
+        "eks-training:jobs.train.tensorboard: 'yes' would be a folder named yes; write true (event files in "
+        "<output>/tensorboard, served by TensorBoard), false, or a folder relative to the job's output folder",
+    ),
+]
+
+
+@pytest.mark.parametrize("config,message", [pytest.param(c, m, id=i) for i, c, m in MESSAGES])
+def test_a_mistake_gets_a_message_with_its_fix(tmp_path: Path, config: dict[str, Any], message: str) -> None:
+    problems = _plan_problems(tmp_path, config)
+    assert len(problems) == 1 and problems[0].startswith(message), problems
+
+
+def test_an_unknown_stack_lists_the_stacks_that_exist(tmp_path: Path) -> None:
+    code, out, err = _quiet(plan_main, ["--stack", "nosuch"])
+    assert code == 2 and out == ""
+    assert "error: no stack 'nosuch': Pulumi.nosuch.yaml is not in" in err and "dev, g5, g6" in err, err
+    assert "give the file with --stack-file PATH" in err

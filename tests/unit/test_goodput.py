@@ -1,0 +1,309 @@
+"""The goodput accounting (training/goodput.py) on synthetic output streams: the lines a trainer prints, read by the
+launcher's :class:`goodput.LineWatcher` into a real ledger file, then :func:`goodput.account` over every ledger.
+
+Each scenario's expected split is worked out by hand in its docstring (times in seconds after ``T``); the real-process
+counterparts (a lost node, a drain, a frozen peer, a clean run) are in tests/real/test_training_faults_real.py and
+tests/real/test_launch_real.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TRAINING_DIR = Path(__file__).resolve().parents[2] / "training"
+if str(TRAINING_DIR) not in sys.path:
+    sys.path.insert(0, str(TRAINING_DIR))
+
+import goodput  # noqa: E402
+
+
+T = 1_000_000.0
+
+
+class Pod:
+    """One launcher: its ledger and the watcher of its command's output."""
+
+    def __init__(self, out: Path, name: str, launched: float, pattern: str | None = None) -> None:
+        self.ledger = goodput.Ledger(out, name)
+        self.ledger.record("launch", at=T + launched)
+        self.watcher = goodput.LineWatcher(self.ledger, pattern)
+
+    def say(self, at: float, event: str | None = None, **fields: Any) -> None:
+        """The trainer prints one JSON line at ``T + at``."""
+        record = ({"event": event} if event else {}) | {"time": T + at} | fields
+        self.watcher.line(json.dumps(record) + "\n")
+
+    def text(self, line: str) -> None:
+        self.watcher.line(line + "\n")
+
+    def close(self) -> None:
+        assert self.ledger.close()
+
+
+def split(out: Path, *pods: Pod) -> dict[str, Any]:
+    for pod in pods:
+        pod.close()
+    return goodput.account(goodput.read_ledgers(out))
+
+
+def assert_split(result: dict[str, Any], **expected: float) -> None:
+    times = result["time_s"]
+    want = {c: 0.0 for c in goodput.CATEGORIES} | expected
+    assert times == pytest.approx(want, abs=0.002), times
+    assert sum(times.values()) == pytest.approx(result["wall_s"], abs=0.005)
+
+
+def test_a_clean_run(tmp_path: Path) -> None:
+    """launch 0; the worker process starts at 1 (``start`` at 2 with setup_s 1); first step at 3; progress at 5;
+    epoch 1 ends at 8 after 1 s of evaluation; its checkpoint is staged at 8 for 0.5 s; progress at 10; epoch 2 ends
+    at 13 after 1 s of evaluation; done at 14.
+    waiting 1, starting 2, training 2 + (3 - 1) + (2 - 0.5) + (3 - 1) = 7.5, checkpointing 0.5, evaluating 2,
+    finishing 1: 14 s, goodput 7.5 / 14."""
+    pod = Pod(tmp_path, "a", 0)
+    pod.say(2, "start", setup_s=1.0, world_size=2)
+    pod.say(2.5, "fresh_start")
+    pod.say(3, "first_step", step=1)
+    pod.say(5, "progress", step=10)
+    pod.say(8, "epoch", step=20, eval_s=1.0)
+    pod.say(8.6, "checkpoint", step=20, staged_at=T + 8, stage_s=0.5)
+    pod.say(10, "progress", step=30)
+    pod.say(13, "epoch", step=40, eval_s=1.0)
+    pod.say(14, "done")
+    result = split(tmp_path, pod)
+    assert_split(result, waiting=1, starting=2, training=7.5, checkpointing=0.5, evaluating=2, finishing=1)
+    assert result["goodput"] == round(7.5 / 14, 4) and result["wall_s"] == 14
+    assert result["lost_s"] == 0 and result["recomputed_steps"] == 0 and result["interruptions"] == []
+    assert result["attempts"] == 1
+
+
+def test_a_lost_node_recomputes_the_steps_after_the_checkpoint(tmp_path: Path) -> None:
+    """Pod a (rank 0) trains steps 1..20 (progress at 5: step 10, checkpointed then; at 7: step 20) and dies. Pod b's
+    new attempt starts its process at 11, resumes from step 10, first step at 13, step 30 at 17, done at 18.
+    Recomputed: steps 10..20, the 2 s they took; restarting: from the last sign of life (7) to the first step (13),
+    6 s; training 2 + 4 = 6; waiting 1, starting 2, finishing 1: 18 s; lost 8."""
+    a, b = Pod(tmp_path, "a", 0), Pod(tmp_path, "b", 0.5)
+    a.say(2, "start", setup_s=1.0)
+    a.say(2.5, "fresh_start")
+    a.say(3, "first_step", step=1)
+    a.say(5, "progress", step=10)
+    a.say(5.4, "checkpoint", step=10, staged_at=T + 5, stage_s=0.0)
+    a.say(7, "progress", step=20)
+    b.say(12, "start", setup_s=1.0)
+    b.say(12.5, "resumed", step=10)
+    b.say(13, "first_step", step=11)
+    b.say(17, "progress", step=30)
+    b.say(18, "done")
+    result = split(tmp_path, a, b)
+    assert_split(result, waiting=1, starting=2, training=6, restarting=6, recomputed=2, finishing=1)
+    assert result["lost_s"] == 8 and result["recomputed_steps"] == 10 and result["attempts"] == 2
+    assert result["interruptions"] == [
+        {
+            "cause": "failure",
+            "at": T + 7,
+            "last_step": 20,
+            "resumed_step": 10,
+            "recomputed_steps": 10,
+            "recomputed_s": 2.0,
+            "paused_s": 6.0,
+        }
+    ]
+
+
+def test_a_graceful_stop_loses_nothing(tmp_path: Path) -> None:
+    """Pod a stops after step 15 (``stopping`` at 7, after 0.5 s writing the stop's checkpoint); pod b's process
+    starts at 9, resumes at step 15, first step at 10, epoch ends at 11 (no evaluation time), done at 12.
+    waiting 1 + 2 (7..9), starting 2 + 1, training 2 + 1.5 + 1, checkpointing 0.5, finishing 1: nothing lost."""
+    a, b = Pod(tmp_path, "a", 0), Pod(tmp_path, "b", 0)
+    a.say(2, "start", setup_s=1.0)
+    a.say(3, "first_step", step=1)
+    a.say(5, "progress", step=10)
+    a.say(7, "stopping", step=15, checkpoint_wait_s=0.5, lease_state="stopped")
+    b.say(10 - 0.5, "start", setup_s=0.5)
+    b.say(9.5, "resumed", step=15)
+    b.say(10, "first_step", step=16)
+    b.say(11, "epoch", step=20, eval_s=0.0)
+    b.say(12, "done")
+    result = split(tmp_path, a, b)
+    assert_split(result, waiting=3, starting=3, training=4.5, checkpointing=0.5, finishing=1)
+    assert result["lost_s"] == 0 and result["recomputed_steps"] == 0
+    assert result["interruptions"] == [
+        {
+            "cause": "stop",
+            "at": T + 7,
+            "last_step": 15,
+            "resumed_step": 15,
+            "recomputed_steps": 0,
+            "recomputed_s": 0.0,
+            "paused_s": 3.0,
+        }
+    ]
+
+
+def test_a_frozen_peer_thawed_late_does_not_count_twice(tmp_path: Path) -> None:
+    """Pod a freezes after step 20 (progress at 7); pod b's process starts at 18 (after a 10 s collective timeout),
+    resumes from step 15, first step at 20, done at 30 (step 40 at 29). Thawed at 25, pod a's old attempt prints a
+    step and a stop of its own: both later than pod b's start, they are ignored.
+    Recomputed: steps 15..20, half of the 5..7 span (steps 10..20 in 2 s): 1 s; restarting 7..20 = 13; training
+    2 + 1 + 9 = 12; waiting 1, starting 2, finishing 1."""
+    a, b = Pod(tmp_path, "a", 0), Pod(tmp_path, "b", 0)
+    a.say(2, "start", setup_s=1.0)
+    a.say(3, "first_step", step=1)
+    a.say(5, "progress", step=10)
+    a.say(7, "progress", step=20)
+    b.say(19, "start", setup_s=1.0)
+    b.say(19.5, "resumed", step=15)
+    b.say(20, "first_step", step=16)
+    a.say(25, "progress", step=21)
+    a.say(25.5, "stopping", step=21, checkpoint_wait_s=0.1)
+    b.say(29, "progress", step=40)
+    b.say(30, "done")
+    result = split(tmp_path, a, b)
+    assert_split(result, waiting=1, starting=2, training=12, restarting=13, recomputed=1, finishing=1)
+    assert result["recomputed_steps"] == 5 and result["lost_s"] == 14
+    assert [i["cause"] for i in result["interruptions"]] == ["failure"]
+
+
+def test_a_failure_before_any_checkpoint_recomputes_every_earlier_attempt(tmp_path: Path) -> None:
+    """Three attempts in one pod (torchrun restarts its workers): the first trains steps 1..10 and fails, the second
+    resumes from step 5 and reaches 12, fails before checkpointing, the third resumes from step 5 again.
+    Recomputed: steps 5..11 of the first (6 of the 10 steps of its 3..5 span: 1.2 s) and all of the second's (6..12,
+    2 s): 12 steps; kept: the first's steps 1..5 (0.8 s) and the third's 6..20 (2 s)."""
+    a = Pod(tmp_path, "a", 0)
+    a.say(1, "start", setup_s=0.0)
+    a.say(3, "first_step", step=1)
+    a.say(5, "progress", step=11)  # steps 1..11: 10 steps in 2 s
+    a.say(10, "start", setup_s=0.0)
+    a.say(10.5, "resumed", step=5)
+    a.say(13, "first_step", step=6)
+    a.say(15, "progress", step=12)  # steps 6..12: 6 steps in 2 s
+    a.say(20, "start", setup_s=0.0)
+    a.say(20.5, "resumed", step=5)
+    a.say(22, "first_step", step=6)
+    a.say(24, "progress", step=20)
+    a.say(25, "done")
+    result = split(tmp_path, a)
+    assert result["recomputed_steps"] == 6 + 6
+    # first attempt: steps 5..11 of 1..11 -> 6/10 of 2 s; second: all of 6..12 (2 s)
+    assert result["time_s"]["recomputed"] == pytest.approx(1.2 + 2.0, abs=0.002)
+    assert result["time_s"]["training"] == pytest.approx(0.8 + 2.0, abs=0.002)
+    assert [i["cause"] for i in result["interruptions"]] == ["failure", "failure"]
+    assert [i["recomputed_steps"] for i in result["interruptions"]] == [6, 6]
+
+
+def test_a_users_program_is_accounted_from_its_progress_lines(tmp_path: Path) -> None:
+    """A program of the user's own: ``step N`` lines matched by ``GOODPUT_STEP_PATTERN``, and the one-line helper
+    ``print(json.dumps({"step": N}))``, stamped when the launcher reads them. A step lower than the last one is a new
+    attempt (torchrun restarted the workers); without a resume line, it resumed just before its first reported
+    step."""
+    base = time.time() - 50.0
+    ledger = goodput.Ledger(tmp_path, "a")
+    ledger.record("launch", at=base)
+    watcher = goodput.LineWatcher(ledger, r"^step (\d+)")
+    watcher.new_attempt(base + 1)
+    for at, step in ((2, 1), (4, 11)):  # earlier lines of the first attempt, as the pattern recorded them
+        ledger.record("step", at=base + at, attempt=watcher.attempt_id, step=step)
+    watcher.last_step = 11
+    watcher.line("loss 0.5 at step 7\n")  # not at the start of the line: no match
+    watcher.line("step 6\n")  # lower: torchrun restarted the workers, they resumed from step 5
+    watcher.line(json.dumps({"step": 16}) + "\n")  # the helper's line
+    watcher.line(json.dumps({"event": "progress", "component": "launch", "step": 99}) + "\n")  # the launcher's own
+    ledger.record("exit", command_code=0)
+    assert ledger.close()
+    records = goodput.read_ledgers(tmp_path)
+    steps = [(r["attempt"], r["step"]) for r in records if r["kind"] == "step"]
+    assert steps == [("a#1", 1), ("a#1", 11), ("a#2", 6), ("a#2", 16)]
+    assert [r["attempt"] for r in records if r["kind"] == "start"] == ["a#1", "a#2"]
+    result = goodput.account(records)
+    assert result["recomputed_steps"] == 11 - 5 and result["attempts"] == 2
+    assert result["wall_s"] == pytest.approx(50, abs=2)
+    assert [i["cause"] for i in result["interruptions"]] == ["failure"]
+
+
+def test_no_records_no_figure(tmp_path: Path) -> None:
+    assert goodput.account([])["goodput"] is None
+    assert goodput.read_ledgers(tmp_path) == []
+
+
+def test_a_torn_line_is_skipped(tmp_path: Path) -> None:
+    """A launcher killed mid-write leaves half a line: the rest of its ledger still counts."""
+    pod = Pod(tmp_path, "a", 0)
+    pod.say(1, "start", setup_s=0.0)
+    pod.say(2, "first_step", step=1)
+    pod.close()
+    with open(pod.ledger.path, "a") as out:
+        out.write('{"kind": "step", "ti')
+    assert [r["kind"] for r in goodput.read_ledgers(tmp_path)] == ["launch", "start", "step"]
+
+
+def test_a_program_that_reports_no_step_has_no_goodput(tmp_path: Path) -> None:
+    """Output without a single step line: the time is accounted (waiting, since no attempt was seen), but a goodput
+    of 0 would be a claim nobody measured: it is None."""
+    pod = Pod(tmp_path, "a", 0)
+    pod.text("hello")
+    pod.ledger.record("exit", at=T + 5, command_code=0)
+    result = split(tmp_path, pod)
+    assert result["goodput"] is None and result["wall_s"] == 5 and result["attempts"] == 0
+
+
+def test_the_local_runner_shows_the_goodput(tmp_path: Path) -> None:
+    """``python -m stacks.local``'s final lines for a job (stacks/local/report.py): the goodput line from the
+    launcher's fields in metrics.json; none when the launcher accounted nothing."""
+    from stacks.local import report
+
+    fields = goodput.metrics_fields(
+        {
+            "goodput": 0.5,
+            "wall_s": 20.0,
+            "lost_s": 4.0,
+            "recomputed_steps": 3,
+            "attempts": 2,
+            "interruptions": [],
+            "time_s": {
+                "waiting": 2.0,
+                "starting": 4.0,
+                "training": 10.0,
+                "restarting": 3.0,
+                "recomputed": 1.0,
+                "evaluating": 0.0,
+            },
+        }
+    )
+    (tmp_path / "metrics.json").write_text(json.dumps({"final_loss": 0.1, **fields, "mfu": 0.42}))
+    lines = report.results(tmp_path)
+    assert lines[1] == (
+        "goodput 0.5 (10 s training of 20 s: waiting 2, starting 4, training 10, restarting 3, "
+        "recomputed 1); lost to failures 4 s, 3 step(s) recomputed, 2 attempt(s); "
+        "model FLOPs utilization 0.42"
+    )
+    (tmp_path / "metrics.json").write_text(json.dumps({"final_loss": 0.1}))
+    assert not [line for line in report.results(tmp_path) if "goodput" in line]
+
+
+def test_the_bundled_models_flops_and_utilization() -> None:
+    """train.py counts the ResNet-9's FLOPs on the meta device: forward 2 x its multiply-adds, backward twice that
+    (the 0.38 G multiply-adds of a 32x32 image at width 64 are 0.76 GFLOP forward, 2.27 GFLOP with the backward
+    pass). MFU is achieved model FLOP/s over the peak of the devices that trained, over epochs at one world size; with
+    no peak it is None and says why."""
+    import cifar
+    import train
+
+    per_image = train.model_flops_per_image(cifar.ModelConfig(width=64, mean=(0.5,) * 3, std=(0.25,) * 3))
+    assert per_image == pytest.approx(2.272e9, rel=0.01)
+    history = [
+        {"images": 1000, "train_time_s": 2.0, "world_size": 2, "world_sizes": [2], "batch_size": 100},
+        {"images": 1000, "train_time_s": 1.0, "world_size": 1, "world_sizes": [2, 1], "batch_size": 100},
+        {"images": 500, "train_time_s": 1.0, "world_size": 1, "world_sizes": [1], "batch_size": 100},
+    ]
+    found = train.flops_metrics(history, 1e9, peak_flops_per_device=1e12)
+    # the mixed epoch is left out: 1500 images in 2 * 2 + 1 * 1 device-seconds
+    assert found["mfu"] == pytest.approx(1500 * 1e9 / (5 * 1e12), abs=1e-4)
+    assert found["model_flops_per_s"] == pytest.approx(1500 * 1e9 / 3.0)
+    assert found["model_flops_per_step"] == 1e9 * 100 * 1
+    none = train.flops_metrics(history, 1e9, peak_flops_per_device=None)
+    assert none["mfu"] is None and "peak" in none["mfu_note"]

@@ -1,0 +1,228 @@
+"""``python -m stacks.rehearse`` offline: a bad stack file exits 2 with the message ``python -m stacks.plan`` prints,
+before any box is built or brought up; the stack's commands are rewritten to run against the box. The rehearsal
+itself runs in the cluster tier (``tests/cluster/test_box_rehearse.py``: ``test_the_rehearse_command_prints_the_run``)."""
+
+import json
+import re
+import shlex
+import subprocess
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from stacks import rehearse
+from stacks.box import build as box_build
+from stacks.box import cluster
+from stacks.outputs import workload_conditions_command
+from tests.unit.test_plan_cli import BAD, _stack_file
+
+
+@pytest.mark.parametrize("config,message", [pytest.param(c, m, id=i) for i, c, m in BAD[:2]])
+def test_a_bad_stack_file_exits_2_before_any_box(tmp_path: Path, monkeypatch, config, message) -> None:
+    def no_box(*args, **kwargs):
+        raise AssertionError("a box was built or brought up for a bad stack file")
+
+    monkeypatch.setattr(box_build, "build", no_box)
+    monkeypatch.setattr(cluster.Box, "up", no_box)
+    path = _stack_file(tmp_path / "project", {f"eks-training:{k}": v for k, v in config.items()})
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = rehearse.main(["--stack", "mine", "--stack-file", str(path), "--workdir", str(tmp_path / "boxes")])
+    assert code == 2, (out.getvalue(), err.getvalue())
+    assert "invalid stack configuration (1 problem(s)); no resource was created" in err.getvalue()
+    assert message in err.getvalue()
+    assert out.getvalue() == ""
+    assert not (tmp_path / "boxes").exists()
+
+
+def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
+    err = StringIO()
+    with redirect_stderr(err):
+        code = rehearse.main(
+            [
+                "--stack",
+                "nothing",
+                "--stack-file",
+                str(tmp_path / "Pulumi.nothing.yaml"),
+                "--workdir",
+                str(tmp_path / "boxes"),
+            ]
+        )
+    assert code == 2 and "error: cannot read" in err.getvalue()
+
+
+def test_the_stacks_commands_run_the_boxs_kubectl(tmp_path: Path) -> None:
+    """Every kubectl of a waitCommand (two: Kueue's Workload, then the wait) and of a logsCommand runs the box's
+    kubectl with its kubeconfig; nothing else in the line changes (the jsonpath's quoting included: the shell
+    splits the rewritten line into the same words, the first two replaced)."""
+    kubectl, kubeconfig = Path("/cache/box dir/kubectl"), tmp_path / "kubeconfig"
+    wait = (
+        workload_conditions_command("training", "train") + "; kubectl wait -n training --for=condition=complete "
+        "--timeout=24h job/train"
+    )
+    logs = "kubectl logs -n training -f --prefix --max-log-requests 64 -l eks-training/job=train"
+    own = [str(kubectl), "--kubeconfig", str(kubeconfig)]
+    for command in (wait, logs):
+        rewritten = rehearse.box_command(command, kubectl, kubeconfig)
+        words, before = shlex.split(rewritten.replace(";", " ; ")), shlex.split(command.replace(";", " ; "))
+        starts = [i for i, w in enumerate(before) if w == "kubectl"]
+        assert len(starts) == command.count("kubectl ")
+        expected: list[str] = []
+        for i, w in enumerate(before):
+            expected += own if i in starts else [w]
+        assert words == expected
+        # and bash runs it: the box's kubectl is what it calls
+        done = subprocess.run(["bash", "-c", rewritten.split(";")[0]], capture_output=True, text=True)
+        assert "/cache/box dir/kubectl: No such file or directory" in done.stderr, done.stderr
+
+
+def test_an_exit_code_for_no_job_is_refused_before_any_box(tmp_path, capsys) -> None:
+    """``--exit-code`` naming no job of the stack (a typo) exits 2 listing its jobs, before any box."""
+    assert rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--exit-code", "trian=2"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "error: --exit-code names no job of stack dev: trian (its jobs: eks-training-dev-stage-cifar10, evaluate, "
+        "train, train-allreduce)" in err
+    ), err
+    assert not (tmp_path / "rehearse-dev").exists()
+
+
+def test_a_malformed_exit_code_is_a_usage_error(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--exit-code", "train=0"])
+    assert exc.value.code == 2
+    assert "--exit-code train=0: expected JOB=CODE[:CONTAINER] with CODE 1-255" in capsys.readouterr().err
+
+
+class _FakeBox:
+    """A box whose pods and Workloads are what the test sets (``pods``, ``workloads``), as kubectl returns them."""
+
+    def __init__(self) -> None:
+        self.pods: list[dict] = []
+        self.workloads: list[dict] = []
+
+    def get(self, *args: str) -> dict:
+        assert args[0] == "pods", args
+        return {"items": self.pods}
+
+    def kubectl(self, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+        assert args[:2] == ("get", "workloads.kueue.x-k8s.io"), args
+        return subprocess.CompletedProcess(args, 0, json.dumps({"items": self.workloads}), "")
+
+
+def _pod(name: str, job: str, phase: str, node: str = "", conditions=(), annotations=None, exit_code=None) -> dict:
+    status: dict = {"phase": phase, "conditions": list(conditions)}
+    if exit_code is not None:
+        status["containerStatuses"] = [{"name": "worker", "state": {"terminated": {"exitCode": exit_code}}}]
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "training",
+            "uid": name,
+            "labels": {"job-name": job},
+            "annotations": annotations or {},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": status,
+    }
+
+
+def _workload(job: str, *conditions: dict) -> dict:
+    return {
+        "metadata": {"name": f"job-{job}", "ownerReferences": [{"kind": "Job", "name": job}]},
+        "status": {"conditions": list(conditions)},
+    }
+
+
+def test_the_timeline_names_every_wait_and_every_outcome() -> None:
+    """The report of a run seen in four looks: a job queued by Kueue (its reason), then admitted; a pod Pending with
+    the scheduler's reason, then running on its node, then failed with its exit code; a pod held by its
+    wait-for-jobs init container; a pod failed by a disruption (the pod GC of a lost node); a pod gone while running;
+    a pod only the rehearsal's own loop saw."""
+    from stacks.box.rehearse import HELD, Event
+    from stacks.box.timeline import Recorder, report
+
+    box = _FakeBox()
+    rec = Recorder(box, start=time.monotonic())  # type: ignore[arg-type]
+    unschedulable = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+    }
+    quota = {
+        "type": "QuotaReserved",
+        "status": "False",
+        "reason": "Pending",
+        "message": "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu",
+    }
+    box.workloads = [_workload("train", quota)]
+    box.pods = [
+        _pod("train-0-a", "train", "Pending", conditions=[unschedulable]),
+        _pod("evaluate-0-b", "evaluate", "Pending", node="system-0", annotations={HELD: "jobs/train"}),
+        _pod("lost-0-c", "lost", "Running", node="gpu-1"),
+    ]
+    rec.poll()
+    box.workloads = [_workload("train", {**quota, "status": "True"}, {"type": "Admitted", "status": "True"})]
+    box.pods[0] = _pod("train-0-a", "train", "Running", node="gpu-0")
+    rec.poll()
+    box.pods = [
+        _pod("train-0-a", "train", "Failed", node="gpu-0", exit_code=69),
+        _pod(
+            "lost-0-c",
+            "lost",
+            "Failed",
+            node="gpu-1",
+            exit_code=0,
+            conditions=[
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "DeletionByPodGC",
+                    "message": "PodGC: node no longer exists",
+                }
+            ],
+        ),
+        _pod("gone-0-d", "gone", "Running", node="gpu-2"),
+    ]
+    rec.poll()
+    box.pods = box.pods[:2]
+    rec.poll()
+
+    class _Rehearsal:
+        events = [Event(0.0, "applied training")]
+        jobs = {"train": {"kind": "Job", "started": 1.0, "finished": 3.5, "outcome": "Complete"}}
+        # a pod the rehearsal's own loop saw start, which came and went between two of the recorder's looks
+        pods = {"quick-0-e": _pod("quick-0-e", "quick", "Running", node="gpu-3")}
+
+    text = report(_Rehearsal(), rec)  # type: ignore[arg-type]
+    waited = text.split("\nWhat waited, and why:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(waited) == 3, waited
+    assert any(
+        re.fullmatch(
+            r"  pod training/train-0-a \(Job train\) [\d.]+-[\d.]+ s: not scheduled: 0/2 nodes are "
+            r"available: 2 Insufficient nvidia.com/gpu\.",
+            w,
+        )
+        for w in waited
+    ), waited
+    assert any("its wait-for-jobs init container waits for jobs/train" in w for w in waited), waited
+    assert any(
+        w.startswith("  job train ")
+        and "queued, not admitted: QuotaReserved=False (Pending: couldn't assign "
+        "flavors to pod set main: insufficient quota for nvidia.com/gpu)"
+        in w
+        for w in waited
+    ), waited
+    ran = text.split("\nWhere each pod ran:\n", 1)[1].split("\n\n", 1)[0]
+    assert "training/train-0-a (Job train) on gpu-0: started " in ran and "Failed (exit 69 in worker)" in ran, ran
+    assert "training/lost-0-c (Job lost) on gpu-1: started " in ran
+    assert "Failed (DisruptionTarget: DeletionByPodGC: PodGC: node no longer exists)" in ran, ran
+    assert "training/gone-0-d (Job gone) on gpu-2: started " in ran and "deleted while Running" in ran, ran
+    assert "training/quick-0-e (Job quick) on gpu-3: started -, seen running by the rehearsal only" in ran, ran
+    timeline = text.split("\nWhere each pod ran:\n", 1)[0]
+    assert "Job train: admitted" in timeline and "applied training" in timeline
+    assert text.endswith("Jobs:\n  train (Job): Complete, started 1.0 s, finished 3.5 s, took 2.5 s")

@@ -1,0 +1,59 @@
+"""The training image carries every module its scripts import (training/Dockerfile and .dockerignore).
+
+The build context is training/ filtered by its .dockerignore (a whitelist), and the Dockerfile copies
+the scripts by name: a new module must be added to both, or the scripts fail to import in the pods.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+
+from components.image.context import collect_build_context
+
+
+TRAINING = Path(__file__).resolve().parents[2] / "training"
+
+
+def copied_files() -> list[str]:
+    """The files the Dockerfile's ``COPY ... /app/`` line copies."""
+    text = (TRAINING / "Dockerfile").read_text()
+    match = re.search(r"^COPY ((?:\S+\.py ?)+) /app/$", text, flags=re.MULTILINE)
+    assert match, "no 'COPY <scripts> /app/' line in training/Dockerfile"
+    return match.group(1).split()
+
+
+def local_imports(path: Path) -> set[str]:
+    """Modules imported by ``path`` that are files in training/."""
+    tree = ast.parse(path.read_text())
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return {f"{name}.py" for name in names if (TRAINING / f"{name}.py").is_file()}
+
+
+def test_every_local_import_of_a_copied_script_is_copied_and_in_the_build_context() -> None:
+    copied = copied_files()
+    in_context = {entry.path for entry in collect_build_context(str(TRAINING))}
+    assert "run_lease.py" in copied
+    for script in copied:
+        assert script in in_context, f"{script} is copied by the Dockerfile but excluded by .dockerignore"
+        for module in local_imports(TRAINING / script):
+            assert module in copied, f"{script} imports {module}, which the Dockerfile does not copy"
+
+
+def named_files(path: Path) -> set[str]:
+    """Files in training/ that ``path`` names in a string (a script it runs by path, not by import)."""
+    tree = ast.parse(path.read_text())
+    names = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    return {name for name in names if name.endswith(".py") and "/" not in name and (TRAINING / name).is_file()}
+
+
+def test_every_script_a_copied_script_runs_by_path_is_copied() -> None:
+    """launch.py runs run_script.py by its path beside it: an import check alone would not see it missing."""
+    copied = copied_files()
+    assert "run_script.py" in named_files(TRAINING / "launch.py")
+    for script in copied:
+        for name in named_files(TRAINING / script):
+            assert name in copied, f"{script} names {name}, which the Dockerfile does not copy"
