@@ -1,7 +1,9 @@
 """Third-party Helm charts and container images, installed at deploy time and pinned."""
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Optional
+
+from components.catalog.gpus import GpuSupport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +149,11 @@ class BaseImage:
     """``registry/repository:tag@sha256:<index digest>``, exactly as the Dockerfiles write it."""
     source: str
     """Key of :data:`components.catalog.sources.SOURCES` (where the digest is published)."""
+    gpus: Optional[GpuSupport] = None
+    """The GPUs the GPU code the base ships (a framework and its libraries) supports, as its publisher states it.
+    ``None``: the base ships no GPU code an image runs as it is (an OS; a CUDA toolkit, whose users compile their
+    own kernels, checked by their ``-gencode`` targets). ``stacks/config/rules.py`` refuses a job whose image's
+    final base does not support the GPU of its group."""
 
 
 #: Base images of ``training/`` and ``images/*`` pinned by digest (every ``FROM`` of the repository is pinned:
@@ -171,11 +178,20 @@ BASE_IMAGES: Mapping[str, BaseImage] = {
     ),
     # NGC TensorFlow 25.02 (images/horovod: TF 2.17 with the Horovod NVIDIA builds into it, Open MPI under
     # /usr/local/mpi), at the digest a public recipe pins for the same tag (source key ``ngc-tensorflow-25.02-digest``).
+    # NGC's framework containers support compute capability 7.5 and later from release 25.01 on (CUDA 12.8): Turing,
+    # Ampere, Hopper, Ada Lovelace and Blackwell, not Volta (V100, p3) any more, which 24.12 still listed (source key
+    # ``ngc-25.01-gpu-requirements``).
     "tensorflow-25.02-tf2-py3": BaseImage(
         ref="nvcr.io/nvidia/tensorflow:25.02-tf2-py3@sha256:c83b37d26f19ab00d8a13cf974edd079c3d099918ec3110c304a989d6e2f75d5",
         source="ngc-tensorflow-25.02-digest",
+        gpus=GpuSupport(min_compute_capability=(7, 5), source="ngc-25.01-gpu-requirements"),
     ),
 }
+
+
+def base_image(ref: str) -> Optional[BaseImage]:
+    """The catalogued base image a ``FROM`` names exactly (``None``: not one of :data:`BASE_IMAGES`)."""
+    return next((b for b in BASE_IMAGES.values() if b.ref == ref), None)
 
 
 #: Installers a Dockerfile runs that install their dependencies with the system's package manager, so the package

@@ -82,6 +82,24 @@ class CudaTarget:
         return f"{self.kind}_{self.capability[0]}{self.capability[1]}{'a' if self.arch_specific else ''}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuSupport:
+    """The GPUs prebuilt GPU code supports (a framework image's TensorFlow, cuDNN, NCCL...), as its publisher states
+    it: code nobody here compiles, so no ``-gencode`` target can be read; the publisher's statement is the fact."""
+
+    min_compute_capability: tuple[int, int]
+    """The lowest CUDA compute capability supported ("X.Y and later")."""
+    source: str
+    """Key of :data:`components.catalog.sources.SOURCES` (where the publisher states it)."""
+
+    def supports(self, capability: tuple[int, int]) -> bool:
+        """Whether a GPU of ``capability`` is one the publisher supports."""
+        return capability >= self.min_compute_capability
+
+    def __str__(self) -> str:
+        return f"compute capability {self.min_compute_capability[0]}.{self.min_compute_capability[1]} and later"
+
+
 def runs_on(targets: Iterable[CudaTarget], capability: tuple[int, int]) -> bool:
     """Whether code compiled for ``targets`` has a kernel a GPU of ``capability`` can run (source key
     ``cuda-compatibility``)."""

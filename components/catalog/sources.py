@@ -707,6 +707,17 @@ SOURCES: Mapping[str, Source] = {
         "(NGC's tag list, https://catalog.ngc.nvidia.com/orgs/nvidia/containers/tensorflow/tags, needs a browser); "
         "whether that is the multi-arch index or the amd64 manifest is not shown: either pulls the amd64 image",
     ),
+    "ngc-25.01-gpu-requirements": Source(
+        url="https://github.com/triton-inference-server/server/blob/d3ee577e403a445fb69db3e8e5a641f9a6765650/"
+        "docs/introduction/release_notes.md#L113-L121",
+        shows="NVIDIA's release notes of its NGC containers' release 25.01 (CUDA 12.8.0), GPU Requirements: \"Release "
+        "25.01 supports CUDA compute capability 7.5 and later. This corresponds to GPUs in the NVIDIA Turing, NVIDIA "
+        "Ampere architecture, NVIDIA Hopper, NVIDIA Ada Lovelace, and NVIDIA Blackwell architecture families.\" The "
+        "same file for release 24.12 (commit 38520f6d0479, line 87) still reads \"6.0 and later ... Pascal, NVIDIA "
+        "Volta ...\". Every NGC framework release note carries this paragraph for its release; the TensorFlow 25.02 "
+        "container's own (https://docs.nvidia.com/deeplearning/frameworks/tensorflow-release-notes/rel-25-02.html, "
+        "CUDA 12.8.0) could not be read offline, and no public source seen states a lower compute capability for it",
+    ),
     "efa-installer-apt": Source(
         url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html",
         shows="before running efa_installer.sh on Ubuntu, update the package index (sudo apt-get update); the installer "

@@ -88,6 +88,25 @@ class Dockerfile:
                     env[k] = substitute(v, before)
         return env
 
+    def final_base(self) -> Optional[str]:
+        """The image the final stage builds on, as its ``FROM`` names it (options skipped; a stage built on an
+        earlier stage followed back to the image that stage pulls), or ``None`` (``scratch``, or a reference made of
+        build arguments)."""
+        stages: dict[str, Optional[str]] = {}
+        base: Optional[str] = None
+        for word, args in self.instructions:
+            if word != "FROM":
+                continue
+            parts = [p for p in args.split() if not p.startswith("--")]
+            ref = parts[0]
+            if ref.lower() in stages:
+                base = stages[ref.lower()]
+            else:
+                base = None if ref.lower() == "scratch" or "$" in ref else ref
+            if len(parts) >= 3 and parts[1].upper() == "AS":
+                stages[parts[2].lower()] = base
+        return base
+
     def build_args(self) -> dict[str, str]:
         """``ARG`` defaults (substituted in order)."""
         args: dict[str, str] = {}

@@ -68,8 +68,9 @@ class ImageConfig(Model):
     context: Optional[str] = None
     """A folder of the Pulumi project holding a Dockerfile, else one this package ships (training, images/nccl-tests,
     images/horovod, images/tensorflow): built by AWS CodeBuild into its own ECR repository, tagged with a hash of the
-    folder's content (an unchanged folder is not rebuilt) and referenced by digest; its CUDA targets must cover the
-    GPUs its jobs run on. Set context or prebuilt."""
+    folder's content (an unchanged folder is not rebuilt) and referenced by digest; its CUDA targets, and its base
+    where that ships GPU code (images/horovod: NGC TensorFlow 25.02, compute capability 7.5 and later, no V100), must
+    cover the GPUs its jobs run on. Set context or prebuilt."""
     prebuilt: Optional[str] = None
     """A pinned image reference, REGISTRY/REPO:TAG or REPO@sha256:..., e.g. an AWS Deep Learning Container or an NGC
     image. Set context or prebuilt."""

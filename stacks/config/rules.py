@@ -19,7 +19,9 @@ from components.catalog import (
     Catalog,
     InstanceType,
 )
-from components.catalog.gpus import compute_capability, runs_on
+from components.catalog.charts import base_image
+from components.catalog.gpus import GpuSupport, compute_capability, runs_on
+from components.catalog.sources import SOURCES
 from components.image.dockerfile import Dockerfile, read_dockerfile
 from components.job_code import DEFAULT_CODE_IGNORES, collect_code
 from components.nodeplan import (
@@ -453,6 +455,28 @@ def _dockerfile(s: Sections, name: str, image: ImageConfig) -> Optional[Dockerfi
     return read_dockerfile(folder, image.dockerfile)
 
 
+def _supported_alternative(s: Sections, facts: InstanceType, support: GpuSupport) -> str:
+    """The cheapest catalogued instance type with as many GPUs as ``facts`` whose GPU ``support`` covers (what to
+    run on instead), or an empty string when the catalog has none with a price."""
+    fits = [
+        t
+        for t in s.catalog.instance_types.values()
+        if t.gpus == facts.gpus
+        and t.price_per_hour is not None
+        and (cc := compute_capability(t.gpu_model)) is not None
+        and support.supports(cc)
+    ]
+    if not fits:
+        return ""
+    best = min(fits, key=lambda t: (t.price_per_hour or 0.0, t.name))
+    cc = compute_capability(best.gpu_model)
+    assert cc is not None
+    return (
+        f", such as {best.name} ({best.gpus} x {best.gpu_model}, compute capability {cc[0]}.{cc[1]}, "
+        f"${best.price_per_hour}/h On-Demand in us-east-1)"
+    )
+
+
 def check_image_gpus(
     s: Sections,
     path: str,
@@ -463,15 +487,20 @@ def check_image_gpus(
     g: NodeGroupConfig,
     problems: list[str],
 ) -> None:
-    """Every CUDA compilation of a built image has a kernel for the GPU of every instance type of the group its job
-    runs on (the GPU's compute capability from the catalog, the CUDA compatibility rules of
-    :mod:`components.catalog.gpus`): a GPU it does not cover fails at the first kernel launch with "no kernel image
-    is available for execution on the device"."""
+    """A built image runs on the GPU of every instance type of the group its job runs on (the GPU's compute
+    capability from the catalog): its final base, when the catalog knows which GPUs the GPU code that base ships
+    supports (``BaseImage.gpus``, as its publisher states it), supports that GPU; and every CUDA compilation of the
+    image has a kernel for it (the CUDA compatibility rules of :mod:`components.catalog.gpus`). Otherwise the job
+    fails on the node: "no kernel image is available for execution on the device", or the framework refusing or
+    ignoring the GPU."""
     dockerfile = _dockerfile(s, image_name, image)
     if dockerfile is None:
         return
     compilations = [targets for _, targets in dockerfile.cuda_compilations() if targets]
-    if not compilations:
+    ref = dockerfile.final_base()
+    base = base_image(ref) if ref else None
+    support = base.gpus if base is not None else None
+    if not compilations and support is None:
         return
     where = f"{image.context}/{image.dockerfile}"
     for t in g.instance_types:
@@ -480,11 +509,21 @@ def check_image_gpus(
             continue
         cc = compute_capability(facts.gpu_model)
         if cc is None:
+            what = f"compiles CUDA code ({where})" if compilations else f"is built on {ref} ({where})"
             problems.append(
-                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, which compiles CUDA code ({where}), "
-                f"on {t} in node group {group_name}, whose GPU {facts.gpu_model!r} has no compute capability in the "
-                "catalog (components/catalog/gpus.py), so whether the code runs on it is unknown; run the job on a group "
-                "of catalogued GPUs"
+                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, which {what}, on {t} in node group "
+                f"{group_name}, whose GPU {facts.gpu_model!r} has no compute capability in the catalog "
+                "(components/catalog/gpus.py), so whether the image runs on it is unknown; run the job on a group of "
+                "catalogued GPUs"
+            )
+            continue
+        if support is not None and not support.supports(cc):
+            problems.append(
+                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, built on {ref} ({where}), whose "
+                f"publisher supports GPUs of {support} ({SOURCES[support.source].url}), not the {facts.gpu_model} GPU "
+                f"(compute capability {cc[0]}.{cc[1]}) of {t} in node group {group_name}; run the job on a group whose "
+                f"GPUs the base supports{_supported_alternative(s, facts, support)}, or build the image on a base "
+                f"that supports the {facts.gpu_model}"
             )
             continue
         for targets in compilations:

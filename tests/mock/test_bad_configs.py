@@ -379,6 +379,20 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:images.x: set exactly one of context"],
     ),
     (
+        "image whose base does not support the group's GPU",
+        both(
+            group(instanceTypes=["p3.2xlarge"]),
+            setk("images", {"training": {"context": "training"}, "horovod": {"context": "images/horovod"}}),
+            job("bench", kind="command", nodeGroup="gpu", image="horovod", command=["python", "-c", "pass"]),
+        ),
+        [
+            "eks-training:jobs.bench.image: job bench runs image 'horovod', built on nvcr.io/nvidia/tensorflow:25.02",
+            "whose publisher supports GPUs of compute capability 7.5 and later",
+            "not the NVIDIA V100 GPU (compute capability 7.0) of p3.2xlarge in node group gpu; run the job on a "
+            "group whose GPUs the base supports, such as ",
+        ],
+    ),
+    (
         "job with an unknown image",
         job(image="nope"),
         ["eks-training:jobs.train.image: 'nope' is not an image; use one of training"],

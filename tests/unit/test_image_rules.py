@@ -9,6 +9,9 @@ would enforce, written down with their sources and checked on the files):
   every GPU of every stack, benchmark experiments included, whose jobs run that image ("no kernel image is
   available"); a stack whose group's GPU an image does not cover fails validation naming the job, the image and the
   GPU;
+* the base an image builds on supports every GPU of every stack whose jobs run that image, where the catalog knows
+  which GPUs the GPU code that base ships supports (``BaseImage.gpus``: NGC TensorFlow 25.02, 7.5 and later, so no
+  V100); a stack that runs such an image on a GPU its base does not support fails validation the same way;
 * an image an MPI job runs says where its Open MPI is (``ENV OPAL_PREFIX``), and that folder is on its ``PATH``.
 
 Each rule is also run on the bug it was written for, put back into the real file, and must report it.
@@ -20,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from components.catalog import INSTANCE_TYPES
-from components.catalog.charts import INSTALLERS_USING_APT
+from components.catalog.charts import BASE_IMAGES, INSTALLERS_USING_APT, base_image
 from components.catalog.gpus import GPU_MODELS, compute_capability, runs_on
 from components.image.dockerfile import Dockerfile, package_index_problems
 from stacks.config import ConfigError, load_config
@@ -109,12 +112,25 @@ def test_every_cuda_compilation_covers_every_gpu_its_stacks_run_it_on() -> None:
                         f"{stack}/{job.name}: {job.image.name} has no kernel for {facts.gpu_model} {cc}"
                     )
                     checked.add((job.image.name, facts.gpu_model))
-    # nccl-tests runs on V100 (mpi-horovod) and L4 (benchmark)
-    assert {("nccl-tests", "NVIDIA V100"), ("nccl-tests", "NVIDIA L4")} <= checked
+    # nccl-tests runs on L4 (mpi-horovod's g6.48xlarge, benchmark's g6.xlarge)
+    assert ("nccl-tests", "NVIDIA L4") in checked
+
+
+def _on_p3(cfg: dict, *jobs: str) -> dict:
+    """mpi-horovod as it shipped: its GPU group on p3.16xlarge (8 x V100, compute capability 7.0), with only
+    ``jobs``."""
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["p3.16xlarge"]
+    cfg[f"{PROJECT}:jobs"] = {
+        name: {k: v for k, v in job.items() if k != "after"}
+        for name, job in cfg[f"{PROJECT}:jobs"].items()
+        if name in jobs
+    }
+    return cfg
 
 
 def test_a_stack_whose_gpu_an_image_does_not_cover_fails_validation(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The nccl-tests image as it was (sm_80..sm_100, no PTX) on the mpi-horovod preset's p3.16xlarge (V100, 7.0)."""
+    """The nccl-tests image as it was (sm_80..sm_100, no PTX) on p3.16xlarge (V100, 7.0), where the mpi-horovod
+    preset ran it; the image as it is covers the V100."""
     text = NCCL_TESTS.read_text()
     old = re.sub(
         r'ARG NVCC_GENCODE="[^"]*"',
@@ -127,6 +143,8 @@ def test_a_stack_whose_gpu_an_image_does_not_cover_fails_validation(monkeypatch:
     import stacks.config.rules as rules
 
     real = rules.read_dockerfile
+    use_stack_config(_on_p3(stack_config("mpi-horovod"), "nccl"))
+    assert load_config(PROJECT, "mpi-horovod").jobs["nccl"].image == "nccl-tests"
     monkeypatch.setattr(
         rules,
         "read_dockerfile",
@@ -134,13 +152,83 @@ def test_a_stack_whose_gpu_an_image_does_not_cover_fails_validation(monkeypatch:
             Dockerfile(NCCL_TESTS, old) if Path(ctx).name == "nccl-tests" else real(ctx, name)
         ),
     )
-    use_stack_config(stack_config("mpi-horovod"))
     with pytest.raises(ConfigError) as exc:
         load_config(PROJECT, "mpi-horovod")
     (problem,) = exc.value.problems
     assert problem.startswith("eks-training:jobs.nccl.image: job nccl runs image 'nccl-tests'")
     assert "NVIDIA V100" in problem and "compute capability 7.0" in problem and "p3.16xlarge" in problem
     assert "-gencode=arch=compute_70,code=sm_70" in problem
+
+
+def test_every_base_supports_every_gpu_its_stacks_run_it_on() -> None:
+    """Over every stack: the final base of every built image a job runs, where the catalog states which GPUs the GPU
+    code that base ships supports, supports the GPU of every instance type of the job's group."""
+    checked = set()
+    for stack, plan in _stack_plans():
+        for job in plan.jobs.values():
+            if job.image.context is None:
+                continue
+            ref = Dockerfile.read(job.image.context / job.image.dockerfile).final_base()
+            base = base_image(ref) if ref else None
+            if base is None or base.gpus is None:
+                continue
+            for t in job.group.types:
+                if not t.is_gpu:
+                    continue
+                cc = compute_capability(t.gpu_model)
+                assert cc is not None, f"{stack}: {t.gpu_model}"
+                assert base.gpus.supports(cc), (
+                    f"{stack}/{job.name}: {job.image.name}'s base {ref} supports {base.gpus}, not {t.gpu_model} {cc}"
+                )
+                checked.add((job.image.name, t.gpu_model))
+    # the Horovod image (NGC TensorFlow 25.02) runs on mpi-horovod's L4s
+    assert ("horovod", "NVIDIA L4") in checked
+
+
+def test_the_ngc_tensorflow_base_supports_no_volta() -> None:
+    """NGC's containers from release 25.01 on support compute capability 7.5 and later (source key
+    ``ngc-25.01-gpu-requirements``): the T4 (7.5) and later, not the V100 (7.0)."""
+    gpus = BASE_IMAGES["tensorflow-25.02-tf2-py3"].gpus
+    assert gpus is not None and gpus.source == "ngc-25.01-gpu-requirements"
+    assert not gpus.supports(GPU_MODELS["NVIDIA V100"].compute_capability)
+    assert all(gpus.supports(g.compute_capability) for name, g in GPU_MODELS.items() if name != "NVIDIA V100")
+
+
+def test_a_stack_running_an_image_on_a_gpu_its_base_does_not_support_fails_validation() -> None:
+    """mpi-horovod as it shipped: the Horovod image (NGC TensorFlow 25.02, 7.5 and later) on p3.16xlarge's V100s.
+    Refused before the program registers anything, with one message naming the job, the image, the GPU and the
+    fix (the cheapest catalogued 8-GPU type the base supports)."""
+    use_stack_config(_on_p3(stack_config("mpi-horovod"), "nccl", "horovod"))
+    with pytest.raises(ConfigError) as exc:
+        load_config(PROJECT, "mpi-horovod")
+    (problem,) = exc.value.problems
+    assert problem.startswith(
+        "eks-training:jobs.horovod.image: job horovod runs image 'horovod', built on "
+        f"{BASE_IMAGES['tensorflow-25.02-tf2-py3'].ref} (images/horovod/Dockerfile)"
+    ), problem
+    assert "compute capability 7.5 and later" in problem
+    assert "not the NVIDIA V100 GPU (compute capability 7.0) of p3.16xlarge in node group gpu" in problem
+    assert "such as g6.48xlarge (8 x NVIDIA L4, compute capability 8.9, $13.3504/h" in problem
+    # the nccl-tests image on the same nodes is fine (its own kernels cover 7.0), and so is the preset as it is
+    use_stack_config(_on_p3(stack_config("mpi-horovod"), "nccl"))
+    load_config(PROJECT, "mpi-horovod")
+    use_stack_config(stack_config("mpi-horovod"))
+    load_config(PROJECT, "mpi-horovod")
+
+
+def test_the_final_base_of_a_dockerfile() -> None:
+    """The image the last stage builds on, through stage names; none for scratch or a build argument."""
+
+    def final(text: str):  # type: ignore[no-untyped-def]
+        return Dockerfile(NCCL_TESTS, text).final_base()
+
+    assert final("FROM a:1@sha256:00 AS build\nRUN x\nFROM b:2\n") == "b:2"
+    assert final("FROM --platform=linux/amd64 a:1 AS build\nFROM build AS two\nFROM two\nRUN y\n") == "a:1"
+    assert final("FROM a:1 AS build\nFROM scratch\nCOPY --from=build /x /x\n") is None
+    assert final("ARG BASE=a:1\nFROM ${BASE}\n") is None
+    assert Dockerfile.read(REPO / "images" / "horovod" / "Dockerfile").final_base() == (
+        BASE_IMAGES["tensorflow-25.02-tf2-py3"].ref
+    )
 
 
 def test_every_mpi_image_says_where_its_open_mpi_is() -> None:
