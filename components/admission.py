@@ -41,7 +41,7 @@ KUEUE_NAMESPACE = "kueue-system"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: The controller's image: the release the chart version names, from the Kubernetes project's registry, pinned by
 #: digest (the catalog's, :data:`components.catalog.charts.CHART_IMAGES`).
-KUEUE_IMAGE = CHART_IMAGES["kueue"]
+KUEUE_IMAGE = CHART_IMAGES["kueue"].ref
 PRIORITY_DESCRIPTION = (
     "a job outranks the jobs that wait for it; within a stage, health checks > evaluations > "
     "training > experiments (stacks/plan/admission.py)"

@@ -17,7 +17,7 @@ from typing import Any, Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from components.catalog import CLUSTER_AUTOSCALER
+from components.catalog import CLUSTER_AUTOSCALER, chart_image_values
 from components.helm import pinned_release
 from components.iam import autoscaler_policy
 from components.pod_identity import pod_identity_role
@@ -34,12 +34,12 @@ def cluster_autoscaler_values(cluster_name: pulumi.Input[str], region: str, kube
         raise ValueError(
             f"no cluster-autoscaler for Kubernetes {kubernetes_version}; one of {', '.join(CLUSTER_AUTOSCALER)}"
         )
-    repository, tag = release.image.rsplit(":", 1)
     return {
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name},
-        "image": {"repository": repository, "tag": tag},
+        # The chart writes repository:tag; the tag carries the digest (v1.36.1@sha256:...).
+        "image": chart_image_values(release.image.ref),
         "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
         "nodeSelector": system_node_selector(),
         "extraArgs": {

@@ -14,14 +14,24 @@ from typing import Any, Callable, Mapping, Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from components.catalog import HELM_CHARTS
+from components.catalog import CHART_IMAGES, HELM_CHARTS, chart_image_values
 from components.helm import pinned_release
 from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT
 
 
-def nvidia_device_plugin_values() -> dict[str, Any]:
-    """Helm values: schedule on GPU nodes only, tolerate their taint, no NFD/GFD."""
+def nvidia_device_plugin_values(version: str) -> dict[str, Any]:
+    """Helm values for chart ``version``: the catalog's image pinned by digest (the chart writes ``repository:tag``,
+    the tag carries the digest; it must be the chart's release, ``v`` + its appVersion, which is its version),
+    schedule on GPU nodes only, tolerate their taint, no NFD/GFD."""
+    ref = CHART_IMAGES["nvidia-device-plugin"].ref
+    image = chart_image_values(ref)
+    if not image["tag"].startswith(f"v{version.lstrip('v')}@"):
+        raise ValueError(
+            f"the device plugin image {ref} is not the chart {version}'s release: pin its digest in "
+            "components/catalog/charts.py CHART_IMAGES with the chart"
+        )
     return {
+        "image": image,
         "gfd": {"enabled": False},
         "nfd": {"enabled": False},
         "nodeSelector": {GPU_LABEL[0]: GPU_LABEL[1]},
@@ -42,8 +52,9 @@ def nvidia_device_plugin_values() -> dict[str, Any]:
     }
 
 
-def efa_device_plugin_values() -> dict[str, Any]:
-    """Helm values: schedule on EFA nodes only and tolerate the GPU taint they carry."""
+def efa_device_plugin_values(version: str) -> dict[str, Any]:
+    """Helm values (any chart ``version``): the chart's own image (by tag: tests/test_pod_security.py says why),
+    schedule on EFA nodes only and tolerate the GPU taint they carry."""
     return {
         "nodeSelector": {EFA_LABEL[0]: EFA_LABEL[1]},
         "tolerations": [
@@ -57,7 +68,8 @@ def efa_device_plugin_values() -> dict[str, Any]:
 @dataclass(frozen=True)
 class _Plugin:
     chart_key: str
-    values: Callable[[], dict[str, Any]]
+    values: Callable[[str], dict[str, Any]]
+    """chart version -> the release's values."""
 
 
 #: The device plugins by kind: catalog chart and values.
@@ -99,7 +111,7 @@ class DevicePlugin(pulumi.ComponentResource):
             chart,
             release_name=chart.chart,
             namespace=args.get("namespace", "kube-system"),
-            values=plugin.values(),
+            values=plugin.values(version),
             version=version,
         )
         self.release_name = release.name.apply(lambda n: n or chart.chart)

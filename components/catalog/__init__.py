@@ -9,6 +9,7 @@ live in :mod:`components.scheduling` and :mod:`components.conventions`.
 from components.catalog.charts import (
     BASE_IMAGES,
     CA_CHART_WITH_VOLUMEATTACHMENTS,
+    CHART_IMAGES,
     CLUSTER_AUTOSCALER,
     HELM_CHARTS,
     IMAGES,
@@ -16,7 +17,9 @@ from components.catalog.charts import (
     AutoscalerRelease,
     BaseImage,
     HelmChart,
+    PinnedImage,
     ReleaseManifest,
+    chart_image_values,
 )
 from components.catalog.efa import (
     EFA_ENV_BY_FAMILY,
@@ -117,6 +120,8 @@ __all__ = [
     "BASE_IMAGES",
     "BaseImage",
     "CA_CHART_WITH_VOLUMEATTACHMENTS",
+    "CHART_IMAGES",
+    "chart_image_values",
     "CLUSTER_AUTOSCALER",
     "CLUSTER_DNS_NAMESPACE",
     "CLUSTER_DNS_POD_LABELS",
@@ -161,6 +166,7 @@ __all__ = [
     "MAX_SPOT_DISCOUNT",
     "NAMESPACE_NAME_LABEL",
     "NVIDIA_AMI_FAMILIES",
+    "PinnedImage",
     "POD_IDENTITY_AGENT_IPV4",
     "POD_IDENTITY_AGENT_PORT",
     "REFERENCE_ALLREDUCE",

@@ -46,14 +46,36 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
 }
 
 
-#: The controller images the Helm releases run, pinned by digest (``registry/repository:tag@sha256:<digest>``), by
-#: chart key; the chart's values take the reference (``chart_image_values``). A release whose chart key is not here
-#: runs an image its chart or the program names by tag (tests/mock/test_pod_security.py lists them and why).
-CHART_IMAGES: Mapping[str, str] = {
+@dataclass(frozen=True, kw_only=True)
+class PinnedImage:
+    """A container image the catalog pins by digest, with the public source that shows the digest."""
+
+    ref: str
+    """``registry/repository:tag@sha256:<digest>``: the tag says which release, the digest is what is pulled (the
+    multi-arch index the publisher maps the tag to)."""
+    source: str
+    """Key of :data:`components.catalog.sources.SOURCES` whose ``shows`` quotes the tag and the digest
+    (``sha256:`` + its first 12 and last 5 characters; ``tests/test_catalog.py``)."""
+
+
+#: The controller images the Helm releases run, pinned by digest, by chart key; the chart's values take the reference
+#: (``chart_image_values``). cluster-autoscaler's are per Kubernetes minor (:data:`CLUSTER_AUTOSCALER`). A release
+#: whose chart key is not here runs an image its chart names by tag (tests/mock/test_pod_security.py lists them and why).
+CHART_IMAGES: Mapping[str, PinnedImage] = {
     # Kueue's controller: the release the chart version names, from the Kubernetes project's registry (the chart's
     # own default is a staging registry with ``pullPolicy: Always``), pinned by the digest its image promoter
-    # publishes (source key ``kueue-image``). The chart writes ``repository:tag``, so the tag carries the digest.
-    "kueue": "registry.k8s.io/kueue/kueue:v0.17.0@sha256:368d2053ffd9783d4e7e76405d0c7e43917b307050f10b362a71c5890d379df0",
+    # publishes. The chart writes ``repository:tag``, so the tag carries the digest.
+    "kueue": PinnedImage(
+        ref="registry.k8s.io/kueue/kueue:v0.17.0@sha256:368d2053ffd9783d4e7e76405d0c7e43917b307050f10b362a71c5890d379df0",
+        source="kueue-image",
+    ),
+    # NVIDIA's device plugin at the chart's appVersion (the chart's default tag, ``v`` + appVersion), pinned by the
+    # digest NVIDIA's own GPU Operator pins for the same tag. The chart writes ``repository:tag``
+    # (templates/_helpers.tpl ``nvidia-device-plugin.fullimage``), so the tag carries the digest.
+    "nvidia-device-plugin": PinnedImage(
+        ref="nvcr.io/nvidia/k8s-device-plugin:v0.20.0@sha256:a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312",
+        source="nvidia-device-plugin-image",
+    ),
 }
 
 
@@ -72,7 +94,8 @@ class AutoscalerRelease:
     match the cluster's; the chart's default image is older than the newest patch, so it is set)."""
 
     chart: HelmChart
-    image: str
+    image: PinnedImage
+    """The autoscaler of the cluster's minor, pinned by the digest the Kubernetes image promoter maps its tag to."""
     clusterrole: str
     """The chart's ClusterRole template at its release tag, which grants ``storage.k8s.io/volumeattachments``:
     autoscaler 1.32+ waits for that informer before it scales (https://github.com/kubernetes/autoscaler/issues/7663),
@@ -84,23 +107,40 @@ _CA_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 _CA_TREE = "https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-"
 
 
-def _ca(chart: str, image_tag: str, template_path: str) -> AutoscalerRelease:
+def _ca(chart: str, image_tag: str, digest: str, template_path: str) -> AutoscalerRelease:
     return AutoscalerRelease(
         chart=HelmChart(chart="cluster-autoscaler", repo=_CA_REPO, version=chart, source="cluster-autoscaler-chart"),
-        image=f"{_CA_IMAGE}:{image_tag}",
+        image=PinnedImage(ref=f"{_CA_IMAGE}:{image_tag}@{digest}", source="cluster-autoscaler-images"),
         clusterrole=f"{_CA_TREE}{chart}/{template_path}",
     )
 
 
 _ROLE = "charts/cluster-autoscaler/templates/clusterrole.yaml"
 #: cluster-autoscaler per Kubernetes minor (source keys ``cluster-autoscaler-chart``,
-#: ``cluster-autoscaler-releases``). No chart targets 1.36 yet: the newest (9.59.0) runs the 1.36 image.
+#: ``cluster-autoscaler-releases``), each image at the digest of the Kubernetes image promoter's manifest (source key
+#: ``cluster-autoscaler-images``); every chart's deployment template writes ``repository:tag``, so the tag carries
+#: the digest (``chart_image_values``). No chart targets 1.36 yet: the newest (9.59.0) runs the 1.36 image.
 CLUSTER_AUTOSCALER: Mapping[str, AutoscalerRelease] = {
-    "1.32": _ca("9.46.6", "v1.32.7", _ROLE),
-    "1.33": _ca("9.51.0", "v1.33.6", _ROLE),
-    "1.34": _ca("9.53.0", "v1.34.5", f"cluster-autoscaler/{_ROLE}"),
-    "1.35": _ca("9.59.0", "v1.35.2", f"cluster-autoscaler/{_ROLE}"),
-    "1.36": _ca("9.59.0", "v1.36.1", f"cluster-autoscaler/{_ROLE}"),
+    "1.32": _ca("9.46.6", "v1.32.7", "sha256:b3a6d87dbd23b17c6bc8cf8436fc5eeca668f343d3a0fd86202a4ffaa2f8eb06", _ROLE),
+    "1.33": _ca("9.51.0", "v1.33.6", "sha256:7b44e0f075b2c8f9952e339b6c396cd4d1c3831c24c0fe092a3e708c45e6ec51", _ROLE),
+    "1.34": _ca(
+        "9.53.0",
+        "v1.34.5",
+        "sha256:5c3a56440ffc76eac79e7d7e840153c1fbe7b6e02d415e76a45ba2e0ef99a266",
+        f"cluster-autoscaler/{_ROLE}",
+    ),
+    "1.35": _ca(
+        "9.59.0",
+        "v1.35.2",
+        "sha256:aac369dc283927a623deb1af54696efcc722ae79255aa07788422e495bab887d",
+        f"cluster-autoscaler/{_ROLE}",
+    ),
+    "1.36": _ca(
+        "9.59.0",
+        "v1.36.1",
+        "sha256:461388d03eb5b55db58941ee7a81d9a619dd15302b01cbab9f5a9946715994b4",
+        f"cluster-autoscaler/{_ROLE}",
+    ),
 }
 #: The oldest chart whose ClusterRole has ``volumeattachments``.
 CA_CHART_WITH_VOLUMEATTACHMENTS = (9, 46, 3)
@@ -128,16 +168,21 @@ MANIFESTS: Mapping[str, ReleaseManifest] = {
     ),
 }
 
-#: Container images the workloads run (pinned).
-IMAGES: Mapping[str, str] = {
+#: Container images the workloads run, pinned by digest.
+IMAGES: Mapping[str, PinnedImage] = {
     # etcd 3.5 is the last release with the v2 API torchrun's etcd-v2 rendezvous needs (source key
-    # ``etcd-v2-rendezvous``); the Kubernetes project's build, pinned by the digest its image promoter
-    # publishes (source key ``etcd-image``).
-    "etcd": "registry.k8s.io/etcd:3.5.21-0@sha256:d58c035df557080a27387d687092e3fc2b64c6d0e3162dc51453a115f847d121",
+    # ``etcd-v2-rendezvous``); the Kubernetes project's build, pinned by the digest its image promoter publishes.
+    "etcd": PinnedImage(
+        ref="registry.k8s.io/etcd:3.5.21-0@sha256:d58c035df557080a27387d687092e3fc2b64c6d0e3162dc51453a115f847d121",
+        source="etcd-image",
+    ),
     # A shell with chown for the one-shot Job that hands a new Lustre file system's directories to the
     # training image's user: the Kubernetes project's busybox build (the one its e2e tests use), pinned by
-    # the digest its image promoter publishes (source key ``busybox-image``).
-    "busybox": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1@sha256:0ffbe172f8d245c83f285c6992b452c53d085661e03ddfd3b484332026e6c8bb",
+    # the digest its image promoter publishes.
+    "busybox": PinnedImage(
+        ref="registry.k8s.io/e2e-test-images/busybox:1.37.0-1@sha256:0ffbe172f8d245c83f285c6992b452c53d085661e03ddfd3b484332026e6c8bb",
+        source="busybox-image",
+    ),
 }
 
 

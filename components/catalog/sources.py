@@ -592,7 +592,7 @@ SOURCES: Mapping[str, Source] = {
     ),
     "busybox-image": Source(
         url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-e2e-test-images/images.yaml",
-        shows="registry.k8s.io/e2e-test-images/busybox:1.37.0-1 and its digest sha256:0ffbe172... (the Kubernetes image "
+        shows="registry.k8s.io/e2e-test-images/busybox:1.37.0-1 and its digest sha256:0ffbe172f8d2...6c8bb (the Kubernetes image "
         "promoter's manifest; the tag Kubernetes' own e2e tests run, test/utils/image/manifest.go)",
     ),
     # --- charts and images ------------------------------------------------------------------------
@@ -613,9 +613,31 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/kubernetes/autoscaler/releases",
         shows="cluster-autoscaler image tags per Kubernetes minor (the autoscaler's minor must match the cluster's)",
     ),
+    "cluster-autoscaler-images": Source(
+        url="https://github.com/soltysh/k8s.io/blob/2d7cc8e89cca59e421813e3ff8aa943400dddd3c/registry.k8s.io/images/"
+        "k8s-staging-autoscaling/images.yaml",
+        shows="the Kubernetes image promoter's manifest for registry.k8s.io/autoscaling, in a fork of kubernetes/k8s.io "
+        "(upstream: registry.k8s.io/images/k8s-staging-autoscaling/images.yaml on main), `name: cluster-autoscaler` "
+        "(the multi-arch index per tag; the -amd64/-arm64/-s390x entries are the per-platform images): "
+        "v1.32.7 sha256:b3a6d87dbd23...8eb06, v1.33.6 sha256:7b44e0f075b2...6ec51, "
+        "v1.34.5 sha256:5c3a56440ffc...9a266, v1.35.2 sha256:aac369dc2839...b887d, "
+        "v1.36.1 sha256:461388d03eb5...994b4; kubernetes/k8s.io at commit e10ab5f95c9786e66745737e865fd6f593358eae has "
+        "the same v1.32.7 line. Every pinned chart's templates/deployment.yaml writes "
+        '`image: "{{ .Values.image.repository }}:{{ .Values.image.tag }}"` (kubernetes/autoscaler tags '
+        "cluster-autoscaler-chart-9.46.6, 9.51.0, 9.53.0, 9.59.0)",
+    ),
+    "nvidia-device-plugin-image": Source(
+        url="https://github.com/NVIDIA/gpu-operator/blob/a22dbf671f2e26f9a1e342f8eea28e196235e110/bundle/manifests/"
+        "gpu-operator-certified.clusterserviceversion.yaml",
+        shows="NVIDIA's GPU Operator bundle: relatedImages device-plugin-image "
+        "nvcr.io/nvidia/k8s-device-plugin:v0.20.0@sha256:a61ba9fd8efb...c3312 (commit 504b7f1a 'Update "
+        "nvcr.io/nvidia/k8s-device-plugin to v0.20.0'); the chart nvidia-device-plugin 0.20.0 (appVersion 0.20.0) "
+        "renders `repository:tag`, the tag defaulting to v + appVersion "
+        "(NVIDIA/k8s-device-plugin v0.20.0 deployments/helm/nvidia-device-plugin/templates/_helpers.tpl)",
+    ),
     "kueue-image": Source(
         url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-kueue/images.yaml",
-        shows="registry.k8s.io/kueue/kueue:v0.17.0 and its digest sha256:368d2053... under `name: kueue` (the "
+        shows="registry.k8s.io/kueue/kueue:v0.17.0 and its digest sha256:368d2053ffd9...79df0 under `name: kueue` (the "
         "Kubernetes image promoter's manifest; the same line is context in kubernetes/k8s.io#9551); the chart's "
         "manager template writes `repository:tag` (kubernetes-sigs/kueue v0.17.0 charts/kueue/templates/manager/manager.yaml)",
     ),
@@ -635,7 +657,7 @@ SOURCES: Mapping[str, Source] = {
     ),
     "etcd-image": Source(
         url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-etcd/images.yaml",
-        shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035d... (the Kubernetes image promoter's manifest)",
+        shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035df557...7d121 (the Kubernetes image promoter's manifest)",
     ),
     "etcd-v2-rendezvous": Source(
         url="https://github.com/aws-samples/awsome-distributed-training/blob/main/3.test_cases/pytorch/ddp/kubernetes/"

@@ -430,7 +430,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
                         "containers": [
                             {
                                 "name": "chown",
-                                "image": args.get("volume_init_image") or IMAGES["busybox"],
+                                "image": args.get("volume_init_image") or IMAGES["busybox"].ref,
                                 "image_pull_policy": IMAGE_PULL_POLICY,
                                 "command": ["sh", "-c", script],
                                 "resources": {

@@ -74,7 +74,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
         )
         container: k8s.core.v1.ContainerArgsDict = {
             "name": "etcd",
-            "image": args.get("image") or IMAGES["etcd"],
+            "image": args.get("image") or IMAGES["etcd"].ref,
             "image_pull_policy": IMAGE_PULL_POLICY,
             "command": ["/usr/local/bin/etcd"],
             "args": [

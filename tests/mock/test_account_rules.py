@@ -243,7 +243,7 @@ def test_every_kubernetes_version_gets_its_own_autoscaler(version: str) -> None:
     row = CLUSTER_AUTOSCALER[version]
     assert release.inputs["version"] == row.chart.version
     image = release.inputs["values"]["image"]
-    assert f"{image['repository']}:{image['tag']}" == row.image
+    assert f"{image['repository']}:{image['tag']}" == row.image.ref
     # extended support is priced when chosen
     extended = cfg[P + "cluster"]["extendedSupport"]
     assert p.one("eks:index:Cluster").inputs["upgradePolicy"]["supportType"] == ("EXTENDED" if extended else "STANDARD")

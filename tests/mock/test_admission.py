@@ -256,7 +256,7 @@ def test_the_chart_gets_the_configuration() -> None:
     assert config["manageJobsWithoutQueueName"] is False
     image = release.inputs["values"]["controllerManager"]["manager"]["image"]
     # the chart's manager template writes repository:tag: the release's tag, pinned by its digest
-    assert f"{image['repository']}:{image['tag']}" == CHART_IMAGES["kueue"]
+    assert f"{image['repository']}:{image['tag']}" == CHART_IMAGES["kueue"].ref
     assert image["tag"].startswith(f"v{chart.version}@sha256:"), image
     with pytest.raises(ValueError, match="is not the chart 0.18.0's release"):
         chart_values(

@@ -210,7 +210,7 @@ class TestJobs:
         svc = p.one("kubernetes:core/v1:Service", lambda r: r.name.endswith("-etcd-service"))
         pod = dep.inputs["spec"]["template"]["spec"]
         (c,) = pod["containers"]
-        assert c["image"] == IMAGES["etcd"] and "--enable-v2=true" in c["args"]
+        assert c["image"] == IMAGES["etcd"].ref and "--enable-v2=true" in c["args"]
         assert c["readinessProbe"]["httpGet"]["path"] == "/health"
         assert pod["nodeSelector"] == {NODE_ROLE_LABEL: "system"}
         assert svc.inputs["spec"]["ports"][0]["port"] == 2379

@@ -11,7 +11,10 @@ import pytest
 from components.catalog.limits import NAME_LIMITS
 from components.catalog import (
     CA_CHART_WITH_VOLUMEATTACHMENTS,
+    CHART_IMAGES,
     CLUSTER_AUTOSCALER,
+    HELM_CHARTS,
+    IMAGES,
     KUBERNETES_VERSIONS,
     DEFAULT_KUBERNETES_VERSION,
     FSX_EFA_CAPACITY_STEP_GIB,
@@ -84,6 +87,61 @@ def test_every_source_key_the_code_names_exists() -> None:
     assert named <= set(SOURCES), named - set(SOURCES)
 
 
+#: ``registry/repository:tag@sha256:<64 hex>``.
+PINNED_REF = re.compile(r"^[^@\s]+:(?P<tag>[\w.-]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+#: How a source's ``shows`` quotes a digest: ``sha256:`` + its first 12 and last 5 hex characters.
+QUOTED_DIGEST = re.compile(r"sha256:[0-9a-f]{12}\.\.\.[0-9a-f]{5}")
+
+
+def _pinned_images() -> Iterator[tuple[str, object]]:
+    """Every catalog fact that pins an image (a ``ref`` and the ``source`` showing its digest), with where it is."""
+    for path in sorted((REPO / "components" / "catalog").glob("*.py")):
+        if path.stem in ("__init__", "sources"):
+            continue
+        module = importlib.import_module(f"components.catalog.{path.stem}")
+        for name, value in vars(module).items():
+            if name.startswith("_") or isinstance(value, type):
+                continue
+            for fact in _facts(value):
+                if isinstance(getattr(fact, "ref", None), str) and isinstance(getattr(fact, "source", None), str):
+                    yield f"components.catalog.{path.stem}.{name}", fact
+
+
+def test_every_pinned_digest_has_a_source_that_shows_it() -> None:
+    """Every image the catalog pins (the Helm releases' controllers, cluster-autoscaler per minor, the workloads'
+    helpers, the Dockerfiles' bases) is ``repository:tag@sha256:<digest>``, and its source quotes that digest as the
+    first one after the tag (so two tags' digests swapped fail); no digest is written in the catalog outside them."""
+    pinned: set[str] = set()
+    for where, image in _pinned_images():
+        ref, source = getattr(image, "ref"), getattr(image, "source")
+        m = PINNED_REF.match(ref)
+        assert m, f"{where}: {ref} is not repository:tag@sha256:<digest>"
+        shows = SOURCES[source].shows
+        digest = m["digest"]
+        at = shows.find(m["tag"])
+        assert at >= 0, f"{where}: source {source} does not name the tag {m['tag']}"
+        quoted = QUOTED_DIGEST.search(shows, at + len(m["tag"]))
+        assert quoted is not None and quoted.group() == f"{digest[:19]}...{digest[-5:]}", (
+            f"{where}: source {source} does not show {digest} for {m['tag']} (it quotes "
+            f"{quoted.group() if quoted else 'no digest'} after the tag)"
+        )
+        pinned.add(digest)
+    expected = [*(r.image for r in CLUSTER_AUTOSCALER.values()), *CHART_IMAGES.values(), *IMAGES.values()]
+    assert {PINNED_REF.match(i.ref)["digest"] for i in expected} <= pinned  # type: ignore[index]
+    for path in (REPO / "components" / "catalog").glob("*.py"):
+        if path.stem != "sources":
+            for digest in re.findall(r"sha256:[0-9a-f]{64}", path.read_text()):
+                assert digest in pinned, f"{path.name}: {digest} is pinned without a source that shows it"
+
+
+def test_chart_images_are_their_charts_release() -> None:
+    """A chart's pinned controller image is the release the chart version installs (its tag is ``v`` + the chart's
+    appVersion, equal to its version for these charts)."""
+    for key, image in CHART_IMAGES.items():
+        m = PINNED_REF.match(image.ref)
+        assert m and m["tag"] == f"v{HELM_CHARTS[key].version.lstrip('v')}", (key, image.ref)
+
+
 def test_instance_facts_are_plausible() -> None:
     for name, t in INSTANCE_TYPES.items():
         assert t.name == name and t.vcpus > 0 and t.memory_mib > 0 and t.network_gbps > 0
@@ -103,7 +161,7 @@ def test_every_kubernetes_version_has_an_autoscaler_that_can_scale() -> None:
     assert set(CLUSTER_AUTOSCALER) == set(SUPPORTED_KUBERNETES_VERSIONS) == set(KUBERNETES_VERSIONS)
     for version in SUPPORTED_KUBERNETES_VERSIONS:
         release = CLUSTER_AUTOSCALER[version]
-        assert re.search(rf":v{re.escape(version)}\.\d+$", release.image), release.image
+        assert re.search(rf":v{re.escape(version)}\.\d+@sha256:[0-9a-f]{{64}}$", release.image.ref), release.image
         chart = tuple(int(x) for x in release.chart.version.split("."))
         assert chart >= CA_CHART_WITH_VOLUMEATTACHMENTS, version
         # the ClusterRole a user can open is the one of this very chart release
