@@ -53,7 +53,7 @@ def nvidia_device_plugin_values(version: str) -> dict[str, Any]:
 
 
 def efa_device_plugin_values(version: str) -> dict[str, Any]:
-    """Helm values (any chart ``version``): the chart's own image (by tag: tests/test_pod_security.py says why),
+    """Helm values (any chart ``version``): the chart's own image (by tag: tests/mock/test_pod_security.py says why),
     schedule on EFA nodes only and tolerate the GPU taint they carry."""
     return {
         "nodeSelector": {EFA_LABEL[0]: EFA_LABEL[1]},

@@ -55,7 +55,7 @@ class PinnedImage:
     multi-arch index the publisher maps the tag to)."""
     source: str
     """Key of :data:`components.catalog.sources.SOURCES` whose ``shows`` quotes the tag and the digest
-    (``sha256:`` + its first 12 and last 5 characters; ``tests/test_catalog.py``)."""
+    (``sha256:`` + its first 12 and last 5 characters; ``tests/unit/test_catalog.py``)."""
 
 
 #: The controller images the Helm releases run, pinned by digest, by chart key; the chart's values take the reference

@@ -1,4 +1,4 @@
-/* A slow shared volume, for the trainer's fault tests (tests/test_training_faults_real.py), loaded with LD_PRELOAD.
+/* A slow shared volume, for the trainer's fault tests (tests/real/test_training_faults_real.py), loaded with LD_PRELOAD.
  *
  * fsync() and fdatasync() of a file whose path contains one of the ':'-separated strings in $SLOW_FSYNC_MATCH sleep
  * $SLOW_FSYNC_SECONDS first, then do the real call: what a write to EFS or FSx that stalls under load looks like to
