@@ -53,6 +53,10 @@ NAMESPACE_ADMIN_POLICY = "AmazonEKSAdminPolicy"
 #: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 LATE_ADDONS = ("coredns", "metrics-server", NODE_MONITORING_ADDON)
+
+#: The system nodes' root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's
+#: default too: ``systemNodeGroup.diskSizeGib``).
+SYSTEM_DISK_SIZE_GIB = 50
 #: Add-on settings (``configurationValues``): the VPC CNI enforces Kubernetes NetworkPolicies; the node monitoring
 #: agent's DCGM host engine (``dcgm-server``) tolerates what the agent tolerates, so it runs on the tainted GPU nodes.
 ADDON_CONFIGURATION: Mapping[str, Mapping[str, object]] = {
@@ -320,7 +324,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "desired_size": spec["desired_size"],
                 "max_size": spec["max_size"],
                 "capacity_type": "ON_DEMAND",
-                "disk_size_gib": spec.get("disk_size_gib", 50),
+                "disk_size_gib": spec.get("disk_size_gib", SYSTEM_DISK_SIZE_GIB),
                 "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
                 "host_setup": list(spec.get("host_setup") or ()),
                 "tags": tags,

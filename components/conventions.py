@@ -7,6 +7,11 @@ from typing import Mapping
 TRAINING_IMAGE_UID = 1000
 #: Where the shared volume is mounted in every pod.
 SHARED_MOUNT = "/data"
+
+#: The namespace the storage components create for the training workloads, and the name of its shared claim, when
+#: the caller names none (the stack config's defaults too: ``storage.namespace``, ``storage.pvcName``).
+DEFAULT_NAMESPACE = "training"
+DEFAULT_CLAIM_NAME = "shared-data"
 #: Labels on every Kubernetes object the components create.
 COMMON_LABELS: Mapping[str, str] = {
     "app.kubernetes.io/managed-by": "pulumi",

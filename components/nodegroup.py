@@ -50,6 +50,10 @@ from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
 #: work, as in EKS's own launch templates; credentials for workloads come from EKS Pod Identity.
 IMDS_HOP_LIMIT = 2
 
+#: The nodes' root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's default
+#: too: ``nodeGroups.<g>.diskSizeGib``).
+DEFAULT_DISK_SIZE_GIB = 100
+
 #: Name of the Auto Scaling scheduled action that sizes a Capacity Block group when its block starts.
 CAPACITY_BLOCK_START_ACTION = "eks-training-capacity-block-start"
 #: The EKS guide for managed node groups with Capacity Blocks: the launch template carries InstanceMarketOptions
@@ -347,7 +351,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 {
                     "device_name": "/dev/xvda",
                     "ebs": {
-                        "volume_size": int(args.get("disk_size_gib", 100)),
+                        "volume_size": int(args.get("disk_size_gib", DEFAULT_DISK_SIZE_GIB)),
                         "volume_type": "gp3",
                         "encrypted": "true",
                         "delete_on_termination": "true",

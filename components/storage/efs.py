@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.addons import addon_version
-from components.conventions import COMMON_LABELS, TRAINING_IMAGE_UID
+from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
 from components.pod_identity import pod_identity_role
 from components.partition import current_partition
@@ -94,8 +94,8 @@ class EfsStorage(pulumi.ComponentResource):
         super().__init__("eks-training:index:EfsStorage", name, None, opts)
         tags = dict(args.get("tags") or {})
         retain = bool(args.get("retain_on_delete", False))
-        namespace_name = args.get("namespace", "training")
-        pvc_name = args.get("pvc_name", "shared-data")
+        namespace_name = args.get("namespace", DEFAULT_NAMESPACE)
+        pvc_name = args.get("pvc_name", DEFAULT_CLAIM_NAME)
         sc_name = args.get("storage_class_name", "efs-shared")
         cluster_name = pulumi.Output.from_input(args["cluster_name"])
         child = pulumi.ResourceOptions(parent=self)

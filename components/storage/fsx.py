@@ -47,7 +47,13 @@ from components.catalog import (
     IMAGES,
     fsx_capacity_problem,
 )
-from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, TRAINING_IMAGE_UID
+from components.conventions import (
+    COMMON_LABELS,
+    DEFAULT_CLAIM_NAME,
+    DEFAULT_NAMESPACE,
+    IMAGE_PULL_POLICY,
+    TRAINING_IMAGE_UID,
+)
 from components.iam import fsx_csi_static_controller_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
@@ -176,8 +182,8 @@ class FsxLustreStorage(pulumi.ComponentResource):
         _check(name, capacity, throughput, mode, iops, efa)
         if efa and not efa_clients:
             raise ValueError(f"{name}: efa=True needs efa_client_security_group_ids (the EFA clients' security groups)")
-        namespace_name = args.get("namespace", "training")
-        pvc_name = args.get("pvc_name", "shared-data")
+        namespace_name = args.get("namespace", DEFAULT_NAMESPACE)
+        pvc_name = args.get("pvc_name", DEFAULT_CLAIM_NAME)
         data_path = args.get("data_file_system_path", "/datasets").rstrip("/") or "/"
         data_prefix = args.get("data_prefix", "datasets/")
         export_path = args.get("export_file_system_path")

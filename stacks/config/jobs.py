@@ -6,7 +6,7 @@ NCCL/libfabric environment) comes from the plan of its node group, never from th
 """
 
 import re
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -380,6 +380,13 @@ class JobConfig(Model):
         return self.min_nodes is not None or self.max_nodes is not None
 
     @property
+    def node_range(self) -> tuple[int, int]:
+        """The fewest and the most nodes the job runs on: minNodes (default 1 for an elastic kind, else nodes) and
+        maxNodes (default nodes; an elastic kind's comes from its group, :func:`with_group_defaults`)."""
+        fewest = self.min_nodes or (1 if KINDS[self.kind].elastic else self.nodes)
+        return fewest, self.max_nodes or self.nodes
+
+    @property
     def read_only_root(self) -> bool:
         """The containers' root file system is read-only (``readOnlyRootFilesystem``; default true, false for mpi)."""
         if self.read_only_root_filesystem is not None:
@@ -420,3 +427,19 @@ class JobConfig(Model):
                     problems.append((f.key, f.why.format(kind=kind.name)))
         check(problems)
         return self
+
+
+def with_group_defaults(job: JobConfig, group_names: Sequence[str], groups: Mapping[str, Any]) -> JobConfig:
+    """The job with the defaults that depend on the stack's worker groups, derived here and nowhere else: nodeGroup,
+    when the job names none and the stack has exactly one worker group (``group_names``), is that group; an elastic
+    kind's maxNodes, when not given, is its group's maxSize (at least nodes). ``groups``: the worker groups that
+    parsed (:class:`~stacks.config.nodegroups.NodeGroupConfig`, by name). The loader applies it to every job
+    (:attr:`stacks.config.loader.Sections.jobs`); the rules check, and the plan reads, the jobs it returns."""
+    update: dict[str, Any] = {}
+    group_name = job.node_group
+    if group_name is None and len(group_names) == 1:
+        group_name = update["node_group"] = group_names[0]
+    group = groups.get(group_name) if group_name is not None else None
+    if group is not None and KINDS[job.kind].elastic and job.max_nodes is None:
+        update["max_nodes"] = max(group.max_size, job.nodes)
+    return job.model_copy(update=update) if update else job

@@ -131,7 +131,7 @@ class StackConfig:
     image_build: ImageBuildConfig
     datasets: Mapping[str, DatasetConfig]
     jobs: Mapping[str, JobConfig]
-    """Jobs in config order, with their group defaults filled in."""
+    """Jobs in config order, with their group defaults (:func:`stacks.config.jobs.with_group_defaults`)."""
     preflight: PreflightConfig
     autoscaler: AutoscalerConfig
     aws: AwsSettings

@@ -6,7 +6,8 @@ from pydantic import Field, field_validator, model_validator
 
 from components.catalog import DEFAULT_SPOT_DISCOUNT, MAX_SPOT_DISCOUNT, Catalog
 from components.catalog.operations import NODE_REPAIR_PERCENT_RANGE
-from components.nodegroup import CapacityType
+from components.cluster import SYSTEM_DISK_SIZE_GIB
+from components.nodegroup import DEFAULT_DISK_SIZE_GIB, CapacityType
 from components.nodeplan import efa_default
 from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
 from stacks.config.base import (
@@ -152,7 +153,7 @@ class NodeGroupConfig(Model):
     required for EFA groups with a new VPC."""
     subnet_id: Optional[str] = None
     """With existingVpc: pin the group to one of its privateSubnetIds."""
-    disk_size_gib: int = Field(default=100, ge=20, le=16384)
+    disk_size_gib: int = Field(default=DEFAULT_DISK_SIZE_GIB, ge=20, le=16384)
     """The nodes' root volume, in GiB."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Kubernetes labels on the nodes (reserved prefixes refused)."""
@@ -291,7 +292,7 @@ class SystemNodeGroupConfig(Model):
     """The nodes at creation."""
     max_size: int = Field(default=3, ge=1)
     """The most nodes."""
-    disk_size_gib: int = Field(default=50, ge=20, le=16384)
+    disk_size_gib: int = Field(default=SYSTEM_DISK_SIZE_GIB, ge=20, le=16384)
     """The nodes' root volume, in GiB."""
 
     @model_validator(mode="after")

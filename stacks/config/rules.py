@@ -44,6 +44,7 @@ from stacks.config.jobs import (
     DatasetConfig,
     ImageConfig,
     JobConfig,
+    with_group_defaults,
 )
 
 #: The repository (image build contexts are folders of it).
@@ -322,19 +323,15 @@ def _named(s: Sections, section: str, name: str) -> bool:
 
 
 def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
-    """Jobs against node groups, images, datasets and each other; returns the jobs with the defaults that
-    depend on their group filled in (``nodeGroup`` when there is one worker group, ``maxNodes`` of an
-    elastic job = the group's maxSize)."""
+    """Jobs against node groups, images, datasets and each other; returns the jobs with the defaults that depend on
+    their group (:func:`~stacks.config.jobs.with_group_defaults`, which derives them; the rules only read them)."""
     if "jobs" in s.set_keys and not s.job_names and "jobs" not in s.failed:
         problems.append(f"{key('jobs')}: define at least one job, or remove the key")
     out: dict[str, JobConfig] = {}
     for name, job in s.jobs.items():
         path = job_path(s, name)
+        job = out[name] = with_group_defaults(job, s.group_names, s.groups)
         group_name = job.node_group
-        if group_name is None and len(s.group_names) == 1:
-            group_name = s.group_names[0]
-            job = job.model_copy(update={"node_group": group_name})
-        out[name] = job
         if group_name is None:
             if "nodeGroups" in s.failed:  # not a mapping: reported there, the groups are unknown
                 continue
@@ -363,7 +360,7 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                     f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
                 )
         elif (g := s.groups.get(group_name)) is not None:
-            top = job.max_nodes if job.max_nodes is not None else job.nodes
+            top = job.node_range[1]
             if job.nodes > g.max_size:
                 problems.append(
                     f"{key(f'{path}.nodes')}: {job.nodes} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): one "
@@ -374,8 +371,6 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
                     f"{key(f'{path}.maxNodes')}: {top} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}); "
                     "lower maxNodes or raise maxSize"
                 )
-            if KINDS[job.kind].elastic and job.max_nodes is None:
-                out[name] = job.model_copy(update={"max_nodes": max(g.max_size, job.nodes)})
             facts = s.catalog.get(g.instance_types[0])
             if facts is not None and job.processes_per_node is not None:
                 limit, what = (facts.gpus, "GPUs") if facts.is_gpu else (facts.vcpus, "vCPUs")

@@ -14,6 +14,7 @@ from typing import Literal, Optional
 from pydantic import Field, field_validator, model_validator
 
 from components.catalog.fsx import FSX_EFA_CLIENT_HOST, NODE_BOOTSTRAP_PROVIDES
+from components.conventions import DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE
 from components.catalog.sources import SOURCES
 from components.catalog import (
     FSX_DEPLOYMENT_TYPE,
@@ -257,9 +258,9 @@ class StorageConfig(Model):
 
     backend: Literal["efs", "fsx"] = "efs"
     """The file system: Amazon EFS, or FSx for Lustre (PERSISTENT_2) linked to an S3 bucket."""
-    namespace: str = "training"
+    namespace: str = DEFAULT_NAMESPACE
     """The Kubernetes namespace of the jobs and their shared claim."""
-    pvc_name: str = "shared-data"
+    pvc_name: str = DEFAULT_CLAIM_NAME
     """The name of the PersistentVolumeClaim every job mounts at /data."""
     storage_class_name: str = "efs-shared"
     """EFS: the StorageClass's name."""

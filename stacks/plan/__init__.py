@@ -33,7 +33,6 @@ from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckCo
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
-from stacks.kinds import KINDS
 from stacks.plan.admission import (
     AdmissionPlan,
     admission_plan,
@@ -495,8 +494,8 @@ def build_plan(cfg: StackConfig) -> Plan:
             config=job,
             group=group,
             nodes=job.nodes,
-            min_nodes=job.min_nodes or (1 if KINDS[job.kind].elastic else job.nodes),
-            max_nodes=job.max_nodes or job.nodes,
+            min_nodes=job.node_range[0],
+            max_nodes=job.node_range[1],
             procs_per_node=procs,
             image=images[job.image],
             dataset=job.dataset,
