@@ -433,8 +433,9 @@ def with_group_defaults(job: JobConfig, group_names: Sequence[str], groups: Mapp
     """The job with the defaults that depend on the stack's worker groups, derived here and nowhere else: nodeGroup,
     when the job names none and the stack has exactly one worker group (``group_names``), is that group; an elastic
     kind's maxNodes, when not given, is its group's maxSize (at least nodes). ``groups``: the worker groups that
-    parsed (:class:`~stacks.config.nodegroups.NodeGroupConfig`, by name). The loader applies it to every job
-    (:attr:`stacks.config.loader.Sections.jobs`); the rules check, and the plan reads, the jobs it returns."""
+    parsed (:class:`~stacks.config.nodegroups.NodeGroupConfig`, by name). The loader applies it to every job before
+    the rules run (:attr:`stacks.config.rules.Sections.jobs`, ``StackConfig.jobs``); the rules check, and the plan
+    reads, the jobs it returns."""
     update: dict[str, Any] = {}
     group_name = job.node_group
     if group_name is None and len(group_names) == 1:

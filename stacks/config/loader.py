@@ -39,7 +39,14 @@ from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.operations import OperationsConfig, has_gpu_groups, operations_problems
 from stacks.config.rules import CLUSTER_NAME_MAX, Sections, cross_section
 from stacks.config.storage import StorageConfig
-from stacks.config.jobs import TOOLBOX_IMAGE, DatasetConfig, ImageBuildConfig, ImageConfig, JobConfig
+from stacks.config.jobs import (
+    TOOLBOX_IMAGE,
+    DatasetConfig,
+    ImageBuildConfig,
+    ImageConfig,
+    JobConfig,
+    with_group_defaults,
+)
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 from stacks.config.teams import TeamConfig, jobs_only_problems, teams_problems
 
@@ -360,7 +367,7 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         catalog=catalog,
         images=images,
         datasets=datasets,
-        jobs=jobs,
+        jobs={name: with_group_defaults(job, list(raw_groups), groups) for name, job in jobs.items()},
         job_names=job_names,
         job_paths=job_paths,
         entry_names={section: list(parsed.get(section) or {}) for section in ENTRY_NAME_MAX},
@@ -370,7 +377,8 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         image_folders=image_folders,
         project_dir=where,
     )
-    problems, jobs = cross_section(sections)
+    problems = cross_section(sections)
+    jobs = dict(sections.jobs)
     code_folders = {n: where / j.code_folder for n, j in jobs.items() if j.code_folder is not None}
     p.problems.extend(problems)
     operations: OperationsConfig = parsed.get("operations") or OperationsConfig()

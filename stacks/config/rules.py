@@ -44,7 +44,6 @@ from stacks.config.jobs import (
     DatasetConfig,
     ImageConfig,
     JobConfig,
-    with_group_defaults,
 )
 
 #: The repository (image build contexts are folders of it).
@@ -322,15 +321,13 @@ def _named(s: Sections, section: str, name: str) -> bool:
     return section in s.failed or name in s.entry_names.get(section, [])
 
 
-def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
-    """Jobs against node groups, images, datasets and each other; returns the jobs with the defaults that depend on
-    their group (:func:`~stacks.config.jobs.with_group_defaults`, which derives them; the rules only read them)."""
+def check_jobs(s: Sections, problems: list[str]) -> None:
+    """Jobs against node groups, images, datasets and each other (the jobs already carry the defaults that depend on
+    their group: :func:`~stacks.config.jobs.with_group_defaults`)."""
     if "jobs" in s.set_keys and not s.job_names and "jobs" not in s.failed:
         problems.append(f"{key('jobs')}: define at least one job, or remove the key")
-    out: dict[str, JobConfig] = {}
     for name, job in s.jobs.items():
         path = job_path(s, name)
-        job = out[name] = with_group_defaults(job, s.group_names, s.groups)
         group_name = job.node_group
         if group_name is None:
             if "nodeGroups" in s.failed:  # not a mapping: reported there, the groups are unknown
@@ -415,7 +412,6 @@ def check_jobs(s: Sections, problems: list[str]) -> dict[str, JobConfig]:
             f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
             "remove one of these after entries"
         )
-    return out
 
 
 def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
@@ -482,29 +478,36 @@ def check_image_gpus(
     g: NodeGroupConfig,
     problems: list[str],
 ) -> None:
-    """A built image runs on the GPU of every instance type of the group its job runs on (the GPU's compute
-    capability from the catalog): its final base, when the catalog knows which GPUs the GPU code that base ships
+    """An image runs on the GPU of every instance type of the group its job runs on (the GPU's compute
+    capability from the catalog): its final base (a prebuilt image is its own), when the catalog knows which GPUs the GPU code that base ships
     supports (``BaseImage.gpus``, as its publisher states it), supports that GPU; and every CUDA compilation of the
     image has a kernel for it (the CUDA compatibility rules of :mod:`components.catalog.gpus`). Otherwise the job
     fails on the node: "no kernel image is available for execution on the device", or the framework refusing or
     ignoring the GPU."""
     dockerfile = _dockerfile(s, image_name, image)
-    if dockerfile is None:
+    if dockerfile is not None:
+        compilations = [targets for _, targets in dockerfile.cuda_compilations() if targets]
+        ref = dockerfile.final_base()
+        where = f"{image.context}/{image.dockerfile}"
+        built_on = f"built on {ref} ({where})"
+        instead = "build the image on a base"
+    elif image.prebuilt is not None:  # a prebuilt image is its own base: the publisher's statement applies to it
+        compilations, ref = [], image.prebuilt
+        where = built_on = f"the prebuilt {ref}"
+        instead = "use an image"
+    else:
         return
-    compilations = [targets for _, targets in dockerfile.cuda_compilations() if targets]
-    ref = dockerfile.final_base()
     base = base_image(ref) if ref else None
     support = base.gpus if base is not None else None
     if not compilations and support is None:
         return
-    where = f"{image.context}/{image.dockerfile}"
     for t in g.instance_types:
         facts = s.catalog.get(t)
         if facts is None or not facts.is_gpu:
             continue
         cc = compute_capability(facts.gpu_model)
         if cc is None:
-            what = f"compiles CUDA code ({where})" if compilations else f"is built on {ref} ({where})"
+            what = f"compiles CUDA code ({where})" if compilations else f"is {built_on}"
             problems.append(
                 f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, which {what}, on {t} in node group "
                 f"{group_name}, whose GPU {facts.gpu_model!r} has no compute capability in the catalog "
@@ -514,10 +517,10 @@ def check_image_gpus(
             continue
         if support is not None and not support.supports(cc):
             problems.append(
-                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, built on {ref} ({where}), whose "
+                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, {built_on}, whose "
                 f"publisher supports GPUs of {support} ({SOURCES[support.source].url}), not the {facts.gpu_model} GPU "
                 f"(compute capability {cc[0]}.{cc[1]}) of {t} in node group {group_name}; run the job on a group whose "
-                f"GPUs the base supports{_supported_alternative(s, facts, support)}, or build the image on a base "
+                f"GPUs the base supports{_supported_alternative(s, facts, support)}, or {instead} "
                 f"that supports the {facts.gpu_model}"
             )
             continue
@@ -842,8 +845,8 @@ def check_imported_datasets(s: Sections, problems: list[str]) -> None:
             )
 
 
-def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
-    """Every cross-section rule; returns the problems and the jobs with their defaults filled in."""
+def cross_section(s: Sections) -> list[str]:
+    """Every cross-section rule; returns the problems (the rules fill in nothing)."""
     problems: list[str] = []
     check_cluster_name(s, problems)
     check_network(s, problems)
@@ -857,9 +860,9 @@ def cross_section(s: Sections) -> tuple[list[str], dict[str, JobConfig]]:
         for i, t in enumerate(types):
             _known(s, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
     check_images(s, problems)
-    jobs = check_jobs(s, problems)
-    check_storage(s, jobs, problems)
-    return problems, jobs
+    check_jobs(s, problems)
+    check_storage(s, s.jobs, problems)
+    return problems
 
 
 def check_topology(path: str, g: NodeGroupConfig, facts: list[InstanceType], problems: list[str]) -> None:
