@@ -235,8 +235,10 @@ BASE_IMAGES: Mapping[str, BaseImage] = {
 
 
 def base_image(ref: str) -> Optional[BaseImage]:
-    """The catalogued base image a ``FROM`` names exactly (``None``: not one of :data:`BASE_IMAGES`)."""
-    return next((b for b in BASE_IMAGES.values() if b.ref == ref), None)
+    """The catalogued base image a ``FROM`` (or a prebuilt image) names, by ``repository:tag`` with or without a
+    digest: the tag names the publisher's release its facts are about (``None``: not one of :data:`BASE_IMAGES`)."""
+    name = ref.partition("@")[0]
+    return next((b for b in BASE_IMAGES.values() if b.ref.partition("@")[0] == name), None)
 
 
 #: Installers a Dockerfile runs that install their dependencies with the system's package manager, so the package

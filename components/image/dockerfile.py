@@ -89,16 +89,25 @@ class Dockerfile:
         return env
 
     def final_base(self) -> Optional[str]:
-        """The image the final stage builds on, as its ``FROM`` names it (options skipped; a stage built on an
+        """The image the final stage builds on, as its ``FROM`` names it (options skipped; the ``ARG`` defaults
+        declared before the first ``FROM`` substituted, as the build does without ``--build-arg``; a stage built on an
         earlier stage followed back to the image that stage pulls), or ``None`` (``scratch``, or a reference made of
-        build arguments)."""
+        an argument without a default)."""
         stages: dict[str, Optional[str]] = {}
         base: Optional[str] = None
+        global_args: dict[str, str] = {}
+        seen_from = False
         for word, args in self.instructions:
+            if word == "ARG" and not seen_from:
+                for k, v in _pairs(args):
+                    if v:
+                        global_args[k] = substitute(v, global_args)
             if word != "FROM":
                 continue
+            seen_from = True
             parts = [p for p in args.split() if not p.startswith("--")]
-            ref = parts[0]
+            used = [m.group(1) or m.group(2) for m in _VAR.finditer(parts[0])]
+            ref = "$" if any(n not in global_args for n in used) else substitute(parts[0], global_args)
             if ref.lower() in stages:
                 base = stages[ref.lower()]
             else:

@@ -225,10 +225,47 @@ def test_the_final_base_of_a_dockerfile() -> None:
     assert final("FROM a:1@sha256:00 AS build\nRUN x\nFROM b:2\n") == "b:2"
     assert final("FROM --platform=linux/amd64 a:1 AS build\nFROM build AS two\nFROM two\nRUN y\n") == "a:1"
     assert final("FROM a:1 AS build\nFROM scratch\nCOPY --from=build /x /x\n") is None
-    assert final("ARG BASE=a:1\nFROM ${BASE}\n") is None
+    # the ARG defaults declared before the first FROM are what the build uses without --build-arg (the program
+    # passes none); an ARG without a default, or one declared inside a stage, leaves the base unknown
+    assert final("ARG BASE=a:1\nFROM ${BASE}\n") == "a:1"
+    assert final("ARG REPO=a\nARG BASE=$REPO:1\nFROM ${BASE} AS x\nFROM x\n") == "a:1"
+    assert final("ARG BASE\nFROM ${BASE}\n") is None
+    assert final("FROM a:1\nARG B=c:3\nFROM ${B}\n") is None
     assert Dockerfile.read(REPO / "images" / "horovod" / "Dockerfile").final_base() == (
         BASE_IMAGES["tensorflow-25.02-tf2-py3"].ref
     )
+
+
+def test_a_base_is_known_by_its_tag_with_or_without_a_digest() -> None:
+    """A ``FROM`` (or a prebuilt image) naming a catalogued base by ``repository:tag`` alone, or at another digest, is
+    that base: the publisher's statement is about the release the tag names."""
+    ngc = BASE_IMAGES["tensorflow-25.02-tf2-py3"]
+    name = ngc.ref.partition("@")[0]
+    assert base_image(ngc.ref) is ngc and base_image(name) is ngc and base_image(f"{name}@sha256:{'0' * 64}") is ngc
+    assert base_image("nvcr.io/nvidia/tensorflow:25.01-tf2-py3") is None
+
+
+@pytest.mark.parametrize("prebuilt", ["digest", "tag"])
+def test_a_prebuilt_image_is_checked_against_the_gpus_its_publisher_supports(prebuilt: str) -> None:
+    """The NGC TensorFlow image itself as a prebuilt image (by digest, or by tag) on p3.16xlarge's V100s: refused as
+    the image built on it is, with the fix that applies to a prebuilt image."""
+    ngc = BASE_IMAGES["tensorflow-25.02-tf2-py3"].ref
+    ref = ngc if prebuilt == "digest" else ngc.partition("@")[0]
+    cfg = _on_p3(stack_config("mpi-horovod"), "horovod")
+    cfg[f"{PROJECT}:images"]["horovod"] = {"prebuilt": ref, "mpiPrefix": "/usr/local/mpi"}
+    use_stack_config(cfg)
+    with pytest.raises(ConfigError) as exc:
+        load_config(PROJECT, "mpi-horovod")
+    (problem,) = exc.value.problems
+    assert problem.startswith(
+        f"eks-training:jobs.horovod.image: job horovod runs image 'horovod', the prebuilt {ref}, whose publisher "
+        "supports GPUs of compute capability 7.5 and later"
+    ), problem
+    assert "not the NVIDIA V100 GPU (compute capability 7.0) of p3.16xlarge in node group gpu" in problem
+    assert problem.endswith("or use an image that supports the NVIDIA V100"), problem
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["g6.48xlarge"]
+    use_stack_config(cfg)
+    load_config(PROJECT, "mpi-horovod")
 
 
 def test_every_mpi_image_says_where_its_open_mpi_is() -> None:
