@@ -14,14 +14,16 @@ kwokctl's ``stop``/``start`` left pods unprocessed when tried: a box is created 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import yaml
 
@@ -196,6 +198,48 @@ def stages_config(go: str = "go") -> str:
     return "\n---\n".join(d.strip() for d in docs) + "\n"
 
 
+def host_lock_path(name: str) -> Path:
+    """The file of the machine-wide lock ``name`` (:func:`host_lock`, :func:`hold_for_child`), beside the binaries."""
+    folder = box_build.cache_root() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.lock"
+
+
+@contextmanager
+def host_lock(name: str) -> Iterator[None]:
+    """Hold the machine-wide lock ``name`` (every box of every process on this machine agrees through it)."""
+    with open(host_lock_path(name), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def hold_for_child(name: str, timeout_s: float, waiting: Callable[[], None]) -> int:
+    """Take the machine-wide lock ``name`` for a child process about to start: returns the open descriptor to pass to
+    it (``pass_fds``) and then close, so the lock is held exactly as long as the child lives, past this process
+    (``flock`` belongs to the open file description the child inherits). ``waiting`` is called once if another
+    holder makes this wait; after ``timeout_s`` a :class:`BoxError` names the lock."""
+    fd = os.open(host_lock_path(name), os.O_RDWR | os.O_CREAT, 0o644)
+    deadline, told = time.monotonic() + timeout_s, False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise BoxError(
+                    f"another box on this machine has held {host_lock_path(name)} for {timeout_s:.0f} s; stop it "
+                    "(python -m stacks box down --name NAME) and try again"
+                ) from None
+            if not told:
+                waiting()
+                told = True
+            time.sleep(0.5)
+
+
 @dataclass
 class Box:
     """A box named ``name`` whose state lives in ``workdir/<name>``."""
@@ -263,7 +307,12 @@ class Box:
             argv += ["--disable-kube-scheduler", "--disable-kube-controller-manager"]
         else:  # kwok serves the containers' logs the box writes (stacks.box.podlogs)
             argv += ["--enable-crds", "Logs"]
-        proc = subprocess.run(argv, env=self._env(), capture_output=True, text=True, timeout=timeout_s + 60)
+        # kwokctl picks its components' ports by counting down from 32767 in each process and taking the first one
+        # nothing listens on at that instant (sigs.k8s.io/kwok v0.8.0 pkg/utils/net/unused_port.go), so two boxes
+        # created at once get the same ports and break each other. One creation at a time on the machine: with
+        # --wait, every component listens before the lock is let go, and the next creation counts past them.
+        with host_lock("kwokctl-create"):
+            proc = subprocess.run(argv, env=self._env(), capture_output=True, text=True, timeout=timeout_s + 60)
         if proc.returncode != 0:
             raise BoxError(f"kwokctl create cluster failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         return self.kubeconfig

@@ -20,6 +20,7 @@ annotates the pod templates it applies (``run_ms``, ``exit_codes``).
 from __future__ import annotations
 
 import copy
+import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import yaml
 
 from stacks.box.apply import Refusal, _refusals
-from stacks.box.cluster import Box, BoxError, crd_established
+from stacks.box.cluster import Box, BoxError, crd_established, hold_for_child
 from stacks.box.devices import stand_ins
 from stacks.box.kueue import (
     Kueue,
@@ -47,6 +48,8 @@ EXIT_CODE = "box.eks-training/exit-code"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 MPIJOB_CRD = "mpijobs.kubeflow.org"
 EFS_PROVISIONER = "efs.csi.aws.com"
+#: How long a box waits for another box's MPI Operator to end (one runs on a machine at a time: ``_start_operator``).
+OPERATOR_PORT_WAIT_S = 900.0
 
 
 @dataclass
@@ -325,12 +328,34 @@ class Rehearsal:
         self._start_operator(binary)
 
     def _start_operator(self, binary: Path) -> None:
+        """The MPI Operator, out of cluster. It serves its health check on port 8080 of every address, fixed in its
+        code, and exits when that port is taken (mpi-operator v0.8.0 ``cmd/mpi-operator/app/server.go``,
+        ``healthCheckPort``): one runs on the machine at a time, holding the lock ``mpi-operator-8080`` for its
+        whole life (a kept box's operator too); another box's waits for it."""
         log = open(self.log_dir / "mpi-operator.log", "ab")
-        self.operator = subprocess.Popen(
-            [str(binary), "-kubeConfig", str(self.box.kubeconfig), "--kube-api-qps", "100", "--kube-api-burst", "200"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
+        started = time.monotonic()
+        lock = hold_for_child(
+            "mpi-operator-8080", OPERATOR_PORT_WAIT_S, lambda: self.note("waiting for another box's MPI Operator")
         )
+        # the wait is not the rehearsal's: its deadline moves by it (run)
+        self.host_wait_s = getattr(self, "host_wait_s", 0.0) + time.monotonic() - started
+        try:
+            self.operator = subprocess.Popen(
+                [
+                    str(binary),
+                    "-kubeConfig",
+                    str(self.box.kubeconfig),
+                    "--kube-api-qps",
+                    "100",
+                    "--kube-api-burst",
+                    "200",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(lock,),
+            )
+        finally:
+            os.close(lock)
         self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
 
     def _start_kueue(
@@ -448,11 +473,12 @@ class Rehearsal:
             self._watch_jobs()
             self._check_operator(binaries["mpi-operator"])
             reasons = self.pending_reasons() if stuck is not None else None
-            if time.monotonic() > deadline or (reasons and stuck is not None and stuck(reasons)):
+            late = time.monotonic() > deadline + getattr(self, "host_wait_s", 0.0)
+            if late or (reasons and stuck is not None and stuck(reasons)):
                 waiting = [s.name for s in todo] + [s.name for u, s in self.applied.items() if u not in self.ready]
                 when = (
                     f"not done after {timeout_s:.0f} s"
-                    if time.monotonic() > deadline
+                    if late
                     else f"stuck after {time.monotonic() - self.start:.0f} s"
                 )
                 raise RehearsalError(

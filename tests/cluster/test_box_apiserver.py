@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 
 import pytest
+import yaml
 
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
@@ -98,3 +101,21 @@ def test_the_apiserver_check_can_fail(binaries, objects_of, tmp_path) -> None:
         refused = apply_stack(box, docs)
     assert [r.name for r in refused] == [f"{job['metadata']['namespace']}/{job['metadata']['name']}"]
     assert "must be ordered" in refused[0].message
+
+
+def test_two_boxes_created_at_once_are_two_clusters(binaries, tmp_path) -> None:
+    """Two boxes brought up at the same moment (two test workers, two rehearsals on one machine): kwokctl picks its
+    components' ports by counting down from 32767 in each process, so without the machine-wide lock around the
+    creation both got the same ports and one box's components joined the other's (nodes never Ready). Each must be
+    its own cluster: its own apiserver address, its own objects."""
+    boxes = [_box(binaries, tmp_path, f"twin-{i}", "kubernetes") for i in range(2)]
+    with ExitStack() as stack, ThreadPoolExecutor(2) as pool:
+        for box in pool.map(stack.enter_context, boxes):
+            box.kubectl("create", "namespace", box.name)
+        servers = {yaml.safe_load(b.kubeconfig.read_text())["clusters"][0]["cluster"]["server"] for b in boxes}
+        assert len(servers) == 2, servers
+        for box in boxes:
+            names = set(box.kubectl("get", "namespaces", "-o", "name").stdout.split())
+            assert f"namespace/{box.name}" in names and len({f"namespace/{b.name}" for b in boxes} & names) == 1
+            ready = box.kubectl("get", "--raw", "/readyz").stdout.strip()
+            assert ready == "ok", ready
