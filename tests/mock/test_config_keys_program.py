@@ -4,35 +4,7 @@ import pytest
 
 from stacks.config import ConfigError
 from tests.harness import PROJECT, run_program, stack_config
-
-JOBS = {"train": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", "print('trained')"]}}
-
-# (id, project name, the key as written, the problem's text: the key, why it is not read and the key to write)
-UNREAD = [
-    (
-        "no namespace",
-        PROJECT,
-        "jobs",
-        "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses this "
-        "file) and this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read); rename it "
-        "eks-training:jobs",
-    ),
-    (
-        "misspelt namespace",
-        PROJECT,
-        "eks-trainig:jobs",
-        "eks-trainig:jobs: nothing reads the eks-trainig: namespace, so this key would be ignored; did you mean "
-        "eks-training:jobs? this program reads eks-training:<key>",
-    ),
-    (
-        "the project's own namespace",
-        "research",
-        "research:jobs",
-        "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in project "
-        "research); this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read): rename it "
-        "eks-training:jobs (pulumi config set --path 'eks-training:jobs' ...)",
-    ),
-]
+from tests.unit.test_config_keys import JOBS, UNREAD
 
 
 @pytest.mark.parametrize("project,written,message", [pytest.param(p, k, m, id=i) for i, p, k, m in UNREAD])
