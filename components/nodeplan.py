@@ -310,10 +310,6 @@ class NodeProfile:
         """EFA interfaces per node (0 without EFA)."""
         return self.efa.interfaces if self.efa else 0
 
-    def autoscaler_tags(self) -> dict[str, str]:
-        """The group's cluster-autoscaler node-template tags."""
-        return autoscaler_template_tags(self.labels, self.taints, self.gpus, self.efa_interfaces)
-
 
 def node_profile(
     role: str,

@@ -18,6 +18,7 @@ from components.catalog import (
 from components.naming import fit_name, k8s_name
 from components.nodeplan import (
     AUTOSCALER_TEMPLATE_PREFIX,
+    autoscaler_template_tags,
     NODE_SHARE,
     InconsistentFacts,
     efa_profile,
@@ -136,7 +137,8 @@ def test_node_scheduling_labels_and_taints() -> None:
 def test_node_profile_derives_everything_from_one_row() -> None:
     p = node_profile("gpu", [P5], efa=True)
     assert p.ami_type == AMI_TYPES["nvidia"] and p.gpus == 8 and p.efa_interfaces == 32
-    tags = p.autoscaler_tags()
+    # what TrainingNodeGroup tags its Auto Scaling group with, from the profile's values
+    tags = autoscaler_template_tags(p.labels, p.taints, p.gpus, p.efa_interfaces)
     assert tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/vpc.amazonaws.com/efa"] == "32"
     assert tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/nvidia.com/gpu"] == "8"
     assert tags[f"{AUTOSCALER_TEMPLATE_PREFIX}/resources/hugepages-2Mi"] == EFA_HUGEPAGES_2MI
@@ -144,7 +146,7 @@ def test_node_profile_derives_everything_from_one_row() -> None:
     assert p.network_env["FI_EFA_USE_DEVICE_RDMA"] == "1"
     cpu = node_profile("cpu", [M5], efa=False)
     assert cpu.ami_type == AMI_TYPES["cpu"] and cpu.efa is None and cpu.network_env == {}
-    assert not any("resources" in k for k in cpu.autoscaler_tags())
+    assert not any("resources" in k for k in autoscaler_template_tags(cpu.labels, cpu.taints, cpu.gpus, 0))
     g6 = node_profile("gpu", [G6], efa=False)
     assert g6.network_env == {"NCCL_SHM_USE_CUDA_MEMCPY": "1"}
 
