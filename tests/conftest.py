@@ -38,7 +38,10 @@ TESTS = Path(__file__).resolve().parent
 
 def tier_of(path: Path) -> str | None:
     """The tier of a test module: the folder of ``tests/`` it is in (``None`` outside a tier's folder)."""
-    parts = path.resolve().relative_to(TESTS).parts
+    try:
+        parts = path.resolve().relative_to(TESTS).parts
+    except ValueError:  # a test file given from elsewhere: no tier, refused below
+        return None
     return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
 
 
@@ -118,6 +121,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: an untiered test must fail the run, not vanish from it
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test outside a tier's folder, or marked with another tier than its folder's, is an error (it would silently
     never run, or run twice)."""
