@@ -42,6 +42,9 @@ from tests.wait import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRAINING_DIR = REPO_ROOT / "training"
+#: The tests' training recipe: small but real, a ResNet-9 of width 8 (~25k parameters) reaches >95% on the digits in
+#: 5 epochs. Each test adds its epochs, steps and DataLoader workers.
+TINY_RECIPE = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0"]
 if str(TRAINING_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINING_DIR))
 

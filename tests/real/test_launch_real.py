@@ -58,16 +58,7 @@ PYTHON = sys.executable
 
 # One short epoch of a tiny ResNet-9: 2 steps of 2 x 32 images, then the test-set evaluation.
 TRAIN_ARGS = [
-    "--width",
-    "8",
-    "--batch-size",
-    "32",
-    "--lr",
-    "0.2",
-    "--warmup-epochs",
-    "1",
-    "--seed",
-    "0",
+    *ts.TINY_RECIPE,
     "--epochs",
     "1",
     "--max-steps-per-epoch",

@@ -21,20 +21,7 @@ from tests import training_support as ts
 from tests.aws_support import free_port
 
 
-TINY_RECIPE = [
-    "--width",
-    "8",
-    "--batch-size",
-    "32",
-    "--lr",
-    "0.2",
-    "--warmup-epochs",
-    "1",
-    "--seed",
-    "0",
-    "--workers",
-    "1",
-]
+TINY_RECIPE = [*ts.TINY_RECIPE, "--workers", "1"]
 APP = ts.TRAINING_DIR
 REPO_ROOT = ts.REPO_ROOT
 

@@ -62,16 +62,7 @@ RECIPE_WORKERS = train.parse_args(["--data-dir", "d", "--output-dir", "o"]).work
 #: How often rank 0 prints its step (train.py --progress-every-seconds): the resolution of the goodput accounting.
 PROGRESS_S = 0.2
 TINY = [
-    "--width",
-    "8",
-    "--batch-size",
-    "32",
-    "--lr",
-    "0.2",
-    "--warmup-epochs",
-    "1",
-    "--seed",
-    "0",
+    *ts.TINY_RECIPE,
     "--workers",
     str(RECIPE_WORKERS),
     "--progress-every-seconds",

@@ -46,8 +46,7 @@ TRAIN_PY = ts.TRAIN_PY
 STAGE_PY = ts.TRAINING_DIR / "stage_data.py"
 PYTHON = sys.executable
 
-# Small but real: ResNet-9 of width 8 (~25k parameters) reaches >95% on the digits in 5 epochs.
-TINY_RECIPE = ["--width", "8", "--batch-size", "32", "--lr", "0.2", "--warmup-epochs", "1", "--seed", "0"]
+TINY_RECIPE = ts.TINY_RECIPE
 RUN_TIMEOUT = 150.0
 
 
