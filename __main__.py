@@ -6,7 +6,7 @@ stack made (:mod:`stacks.jobs_only`)."""
 
 import pulumi
 
-from stacks.config import ConfigError, load_config
+from stacks.config import ConfigError, all_config, load_config
 from stacks.environment import build_environment, region_name, resolve_zones
 from stacks.jobs_only import build_jobs_only
 from stacks.outputs import export_outputs
@@ -15,9 +15,9 @@ from stacks.plan.admission import topology_region_problems
 from stacks.preflight import check
 from stacks.workloads import build_workloads
 
-config = load_config(pulumi.get_project(), pulumi.get_stack())  # raises ConfigError: nothing registered
+config = load_config(pulumi.get_project(), pulumi.get_stack(), all_config())  # ConfigError: nothing registered
 plan = build_plan(config)
-if topology_problems := topology_region_problems(plan, region_name()):
+if topology_problems := topology_region_problems(plan, region_name(config)):
     raise ConfigError(topology_problems)  # a topology-aware group where EC2 labels no node: nothing registered
 if config.cluster.stack_reference is not None:
     outputs = build_jobs_only(plan)

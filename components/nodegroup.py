@@ -39,7 +39,7 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
-from components.catalog import INSTANCE_TYPES, accelerator_label_value
+from components.catalog import INSTANCE_TYPES, InstanceType, accelerator_label_value
 from components.catalog.fsx import HOST_REQUIREMENTS_BY_NAME
 from components.catalog.operations import REPAIR_ACTIONS
 from components.naming import fit_prefix, name_limit, short_hash
@@ -192,6 +192,18 @@ class TrainingNodeGroupArgs(TypedDict):
     """Extra Kubernetes node labels."""
     taints: NotRequired[Sequence[NodeTaint]]
     """Extra taints, Kubernetes spelling (the GPU taint is added automatically)."""
+    node_labels: NotRequired[dict[str, str]]
+    """Every label of the group's nodes when the caller has already decided them (the stack's plan passes its
+    ``NodeProfile``'s, derived with the same :func:`components.scheduling.node_scheduling`); the group uses them as
+    given. Without it they are derived here from ``role``, ``gpus_per_node``, ``efa``, ``accelerator`` and ``labels``.
+    Only with ``node_taints``, not with ``labels``."""
+    node_taints: NotRequired[Sequence[dict[str, str]]]
+    """Every taint of the group's nodes (Kubernetes spelling, ``key``/``value``/``effect``) when the caller has already
+    decided them, as ``node_labels``; without it: the GPU taint, then ``taints``. Only with ``node_labels``, not with
+    ``taints``."""
+    ami_type: NotRequired[str]
+    """The EKS AMI type when the caller has already decided it (the plan's ``NodeProfile.ami_type``); without it:
+    the AL2023 NVIDIA type for GPU groups, the AL2023 standard type otherwise."""
     node_repair: NotRequired[NodeRepairSpec]
     """EKS node auto repair; absent: EKS's default (off)."""
     host_setup: NotRequired[Sequence[str]]
@@ -210,6 +222,25 @@ def schedule_time(start: str, now: Optional[datetime] = None) -> str:
         at = at.replace(tzinfo=timezone.utc)
     earliest = (now or datetime.now(timezone.utc)) + SCHEDULE_MARGIN
     return max(at, earliest).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _scheduling(
+    name: str, args: TrainingNodeGroupArgs, gpus: int, efa: bool, facts: Optional[InstanceType]
+) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The group's node labels and taints: as the caller decided them (``node_labels``, ``node_taints``), else
+    derived by :func:`components.scheduling.node_scheduling`."""
+    for decided, extra in (("node_labels", "labels"), ("node_taints", "taints")):
+        if decided in args and extra in args:
+            raise ValueError(f"{name}: give either {decided} (all of them) or {extra} (extra ones), not both")
+    if "node_labels" in args and "node_taints" in args:
+        return dict(args["node_labels"]), [
+            {"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]} for t in args["node_taints"]
+        ]
+    if "node_labels" in args or "node_taints" in args:
+        raise ValueError(f"{name}: node_labels and node_taints are decided together: give both or neither")
+    accelerator = args.get("accelerator") or accelerator_label_value(facts.gpu_model if facts else None)
+    labels, taints = node_scheduling(args["role"], gpus, efa, args.get("labels"), args.get("taints"), accelerator)
+    return labels, taints
 
 
 class TrainingNodeGroup(pulumi.ComponentResource):
@@ -274,10 +305,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         if capacity_type == "SPOT" and reservation:
             raise ValueError(f"{name}: a capacity reservation cannot be used with SPOT")
         tags = dict(args.get("tags") or {})
-        accelerator = args.get("accelerator") or accelerator_label_value(facts.gpu_model if facts else None)
-        labels, taints = node_scheduling(
-            args["role"], gpus, efa, args.get("labels"), args.get("taints"), accelerator=accelerator
-        )
+        labels, taints = _scheduling(name, args, gpus, efa, facts)
 
         interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]] = None
         placement_spec: Optional[aws.ec2.LaunchTemplatePlacementArgsDict] = None
@@ -427,7 +455,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             subnet_ids=args["subnet_ids"],
             instance_types=None if capacity_type == "CAPACITY_BLOCK" else instance_types,
             capacity_type=capacity_type,
-            ami_type=ami_type(gpus),
+            ami_type=args.get("ami_type") or ami_type(gpus),
             scaling_config=scaling,
             update_config={"max_unavailable": 1},
             node_repair_config=node_repair_config(args.get("node_repair")),

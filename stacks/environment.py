@@ -54,9 +54,9 @@ class Environment:
         return self.plan.config
 
 
-def region_name() -> str:
-    """The stack's AWS region (``aws:region``), as a plain string."""
-    region = pulumi.Config("aws").get("region")
+def region_name(cfg: StackConfig) -> str:
+    """The stack's AWS region (``aws:region``, read by the loader), as a plain string."""
+    region = cfg.aws.get("region")
     if not region:
         raise ConfigError(["aws:region: not set; run `pulumi config set aws:region us-east-1` (or your region)"])
     return region
@@ -105,8 +105,9 @@ def _node_group_args(
         "max_size": g.max_size,
         "capacity_type": g.capacity_type,
         "disk_size_gib": g.disk_size_gib,
-        "labels": dict(g.user_labels),
-        "taints": list(g.user_taints),
+        "node_labels": dict(g.profile.labels),
+        "node_taints": [dict(t) for t in g.profile.taints],
+        "ami_type": g.profile.ami_type,
         "efa": g.efa is not None,
         "efa_interfaces": g.profile.efa_interfaces,
         "cluster_security_group_id": cluster.node_security_group_id,
@@ -117,8 +118,6 @@ def _node_group_args(
     }
     if g.capacity_reservation_id:
         args["capacity_reservation_id"] = g.capacity_reservation_id
-    if g.profile.accelerator:
-        args["accelerator"] = g.profile.accelerator
     if g.repair is not None:
         args["node_repair"] = g.repair
     setup = plan.host_requirements(g.name)
@@ -239,7 +238,11 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
     if plan.autoscale:
         autoscaler = ClusterAutoscaler(
             f"{name}-autoscaler",
-            {"cluster_name": cluster.cluster_name, "kubernetes_version": c.kubernetes_version, "region": region_name()},
+            {
+                "cluster_name": cluster.cluster_name,
+                "kubernetes_version": c.kubernetes_version,
+                "region": region_name(cfg),
+            },
             opts=k8s_opts,
         )
 
@@ -289,7 +292,7 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
         # the add-on's operator and agents need nodes: it is created once the system group is up
         "cluster": pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(lambda v: str(v[0])),
         "kubernetes_version": cfg.cluster.kubernetes_version,
-        "region": region_name(),
+        "region": region_name(cfg),
         "metrics": ops.metrics,
         "tolerations": list(ops.agent_tolerations),
         "application_signals": ops.application_signals,

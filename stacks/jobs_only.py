@@ -104,7 +104,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
     assert reference is not None and team is not None  # the config rules
     ref = pulumi.StackReference(f"{cfg.cluster_name}-cluster", stack_name=reference)
 
-    own_region = region_name()
+    own_region = region_name(cfg)
 
     def check(values: list[Any]) -> dict[str, Any]:
         return team_of(plan, reference, team, values[0], values[1], values[2], own_region)

@@ -392,9 +392,8 @@ def evaluate(
     program runs in (that of its Pulumi.yaml, where the folders a stack names are: image contexts, code). The program
     raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`)."""
     cfg = dict(config)
-    from stacks.stackfile import use_stack_config  # the program's package is imported when a program runs
-
-    use_stack_config(cfg)
+    # the configuration the program sees, as `pulumi up` passes it (strings, objects as JSON)
+    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}, [])
     mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)))
     monitor = RecordingMonitor(mocks)
     # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.

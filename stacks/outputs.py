@@ -79,7 +79,7 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
             for t in a.teams
         },
         "nodeGroupPlacement": placement_of(env.plan),
-        "region": region_name(),
+        "region": region_name(env.plan.config),
     }
 
 

@@ -1,10 +1,8 @@
 """Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-import pulumi
 import yaml
 
 from stacks.config import NAMESPACE, ConfigError, load_config
@@ -88,11 +86,6 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
     return path, {**project_config(path.parent / "Pulumi.yaml"), **dict(config or {})}
 
 
-def use_stack_config(config: dict[str, Any]) -> None:
-    """Make ``config`` the Pulumi configuration this process sees (as ``pulumi up`` would pass it)."""
-    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}, [])
-
-
 class StackLoadError(Exception):
     """A stack that cannot be planned: its text is what the command-line tools print (then exit 2)."""
 
@@ -105,8 +98,8 @@ def plan_stack(
     edit: Optional[Callable[[dict[str, Any]], None]] = None,
 ) -> tuple[dict[str, Any], "Plan"]:
     """The stack's configuration and plan, offline, as ``pulumi up`` validates it: the stack file read (``region``
-    replaces its ``aws:region``; ``edit`` changes the configuration as an edit of the stack file would), made this
-    process's Pulumi configuration, loaded and planned. Raises :class:`StackLoadError` with the message to print
+    replaces its ``aws:region``; ``edit`` changes the configuration as an edit of the stack file would), loaded and
+    planned (no Pulumi runtime: :func:`stacks.config.load_config` is a function of the configuration). Raises :class:`StackLoadError` with the message to print
     (``error: cannot read ...``, or every problem of the configuration)."""
     from stacks.plan import build_plan  # the plan package's CLI imports this module
 
@@ -118,11 +111,10 @@ def plan_stack(
         config["aws:region"] = region
     if edit is not None:
         edit(config)
-    use_stack_config(config)
     from stacks.plan.admission import topology_region_problems
 
     try:
-        plan = build_plan(load_config(project_name(path), stack, project_dir=path.parent.resolve()))
+        plan = build_plan(load_config(project_name(path), stack, config, project_dir=path.parent.resolve()))
         where = config.get("aws:region")
         if isinstance(where, str) and (problems := topology_region_problems(plan, where)):
             raise ConfigError(problems)  # as the program does (__main__.py)

@@ -5,7 +5,6 @@ from typing import Any
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from stacks.plan.report import report
-from stacks.stackfile import use_stack_config
 from tests.harness import PROJECT, stack_config
 
 #: A p5 group pinned to one zone, a CPU group and a two-node training job on the p5 group.
@@ -17,9 +16,8 @@ TRAIN = {"kind": "pytorch", "script": "/app/train.py", "nodeGroup": "h100", "nod
 def problems(**sections: Any) -> list[str]:
     """The problems ``pulumi up`` reports for a stack made of ``sections`` (camelCase keys; [] when it loads)."""
     cfg = {"aws:region": "us-east-1", **{f"eks-training:{k}": v for k, v in sections.items()}}
-    use_stack_config(cfg)
     try:
-        load_config("eks-training", "rules")
+        load_config("eks-training", "rules", cfg)
     except ConfigError as exc:
         return exc.problems
     return []
@@ -33,5 +31,4 @@ def without(d: dict[str, Any], *keys: str, **extra: Any) -> dict[str, Any]:
 def stack_report(stack: str) -> dict[str, Any]:
     """What ``python -m stacks.plan --stack <stack> --json`` prints, built in-process."""
     cfg = stack_config(stack)
-    use_stack_config(cfg)
-    return report(build_plan(load_config(PROJECT, stack)), cfg.get("aws:region"))
+    return report(build_plan(load_config(PROJECT, stack, cfg)), cfg.get("aws:region"))

@@ -191,13 +191,12 @@ def local_job(
     from stacks.config import load_config
     from stacks.local.runner import LocalRunner
     from stacks.plan import build_plan
-    from stacks.stackfile import project_name, read_stack_config, use_stack_config
+    from stacks.stackfile import project_name, read_stack_config
 
     stack_file, config = read_stack_config(stack)
     name = name or job
     config["eks-training:jobs"] = {name: {**config["eks-training:jobs"][job], **(settings or {})}}
-    use_stack_config(config)
-    plan = build_plan(load_config(project_name(stack_file), stack))
+    plan = build_plan(load_config(project_name(stack_file), stack, config))
     runner = LocalRunner(
         plan=plan,
         work=work,

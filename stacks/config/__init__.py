@@ -1,14 +1,15 @@
 """The stack configuration: one model per section, rules across sections, and the loader.
 
-:func:`load_config` reads every ``eks-training:*`` key and raises one :class:`ConfigError` naming
-each bad key before the program registers anything.
+:func:`load_config` reads every ``eks-training:*`` key of the configuration it is given (a plain function: the
+program passes Pulumi's, the tools the stack file's) and raises one :class:`ConfigError` naming each bad key before
+the program registers anything.
 """
 
 from stacks.config.base import version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import NAMESPACE, ConfigError, key
 from stacks.config.instance_facts import InstanceFactsConfig
-from stacks.config.loader import SECTIONS, StackConfig, load_config, raw_config
+from stacks.config.loader import SECTIONS, StackConfig, all_config, load_config, raw_config
 from stacks.config.network import (
     ExistingVpcConfig,
     NetworkConfig,
@@ -58,6 +59,7 @@ __all__ = [
     "SystemNodeGroupConfig",
     "TaintConfig",
     "TOOLBOX_IMAGE",
+    "all_config",
     "default_private_subnet_cidrs",
     "default_public_subnet_cidrs",
     "key",

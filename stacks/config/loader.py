@@ -168,10 +168,19 @@ def all_config() -> dict[str, Any]:
     return merged
 
 
-def raw_config() -> dict[str, str]:
-    """All ``eks-training:*`` settings as raw strings, keyed without the namespace."""
+def setting(config: Mapping[str, Any], full_key: str) -> Optional[str]:
+    """One setting of ``config`` (keyed ``<namespace>:<key>``) as Pulumi passes it to a program: a string, objects and
+    lists as JSON (``None`` when absent)."""
+    value = config.get(full_key)
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def raw_config(config: Mapping[str, Any]) -> dict[str, str]:
+    """All ``eks-training:*`` settings of ``config`` as raw strings, keyed without the namespace."""
     out: dict[str, str] = {}
-    for full, value in all_config().items():
+    for full, value in config.items():
         ns, sep, k = full.partition(":")
         if sep and ns == NAMESPACE:
             out[k] = value if isinstance(value, str) else json.dumps(value)
@@ -247,16 +256,20 @@ class _Parser:
             return None
 
 
-def load_config(project: str, stack: str, project_dir: Optional[Path] = None) -> StackConfig:
-    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem. ``project_dir``
-    is the Pulumi project's folder, where image contexts are (default: the working folder, as under ``pulumi up``).
+def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir: Optional[Path] = None) -> StackConfig:
+    """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem. A plain function
+    of its arguments, with no Pulumi runtime: ``config`` is every setting of the stack keyed ``<namespace>:<key>``
+    (values as Pulumi passes them, strings with objects as JSON, or as the stack file's YAML has them): the running
+    program passes :func:`all_config`, the command-line tools the stack file's
+    (:func:`stacks.stackfile.read_stack_config`). ``project_dir`` is the Pulumi project's folder, where image contexts
+    are (default: the working folder, as under ``pulumi up``).
 
     Zone availability in the region is checked later, by :func:`stacks.zones.choose_zones`, once the
     region's zones are known (still before any resource is registered).
     """
-    raw = raw_config()
+    raw = raw_config(config)
     p = _Parser()
-    p.problems.extend(unread_keys(all_config(), project))
+    p.problems.extend(unread_keys(config, project))
     parsed: dict[str, Any] = {}
     for k, value in raw.items():
         kind = SECTIONS.get(k)
@@ -408,7 +421,7 @@ def load_config(project: str, stack: str, project_dir: Optional[Path] = None) ->
         )
     aws: AwsSettings = {}
     try:
-        aws, warnings = aws_settings_from_config(pulumi.Config("aws").get)
+        aws, warnings = aws_settings_from_config(lambda k: setting(config, f"aws:{k}"))
     except AwsSettingsError as exc:
         p.problems.extend(exc.problems)
     else:

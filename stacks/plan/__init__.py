@@ -77,8 +77,6 @@ class NodeGroupPlan:
     """Zone the group is pinned to (new VPC), or ``None``."""
     subnet_id: Optional[str]
     """Subnet the group is pinned to (existing VPC), or ``None``."""
-    user_labels: Mapping[str, str]
-    user_taints: tuple[NodeTaint, ...]
     price_discount: float = 0.0
     """The share of the On-Demand price the cost estimate takes off (SPOT groups: ``spotDiscount`` or the catalog's
     assumption; 0 otherwise)."""
@@ -423,8 +421,6 @@ def build_plan(cfg: StackConfig) -> Plan:
         disk_size_gib=s.disk_size_gib,
         zone=None,
         subnet_id=None,
-        user_labels={},
-        user_taints=(),
     )
     groups: dict[str, NodeGroupPlan] = {}
     for name, g in cfg.node_groups.items():
@@ -443,8 +439,6 @@ def build_plan(cfg: StackConfig) -> Plan:
             disk_size_gib=g.disk_size_gib,
             zone=g.availability_zone,
             subnet_id=g.subnet_id,
-            user_labels=dict(g.labels),
-            user_taints=taints,
             price_discount=g.price_discount,
             spot_discount_set=g.spot_discount is not None,
             repair=repair_spec(g, types[0].gpus > 0),

@@ -4,10 +4,9 @@ import re
 from typing import Optional, Sequence
 
 import boto3
-import pulumi
 
 from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
-from stacks.config import ConfigError, key, version_text, version_tuple
+from stacks.config import ConfigError, StackConfig, key, version_text, version_tuple
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
 from stacks.preflight.aws import AwsClient
@@ -32,9 +31,9 @@ def available_zones(session: boto3.session.Session, region: str) -> list[Zone]:
     return AwsClient(session, region).available_zones()
 
 
-def stack_region(session: Optional[boto3.session.Session]) -> Optional[str]:
+def stack_region(cfg: StackConfig, session: Optional[boto3.session.Session]) -> Optional[str]:
     """``aws:region`` from the stack config, else the session's region."""
-    region = pulumi.Config("aws").get("region")
+    region = cfg.aws.get("region")
     if region:
         return region
     if session is not None and session.region_name:
@@ -53,7 +52,7 @@ def run_preflight(
     up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is ``aws:region`` from
     the stack config, else the session's. AWS errors become failed findings.
     """
-    region = stack_region(session)
+    region = stack_region(plan.config, session)
     if region is None:
         return [
             Finding(

@@ -40,7 +40,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
 
     region_setting = config.get("aws:region")
     session = boto3.session.Session(region_name=region_setting if isinstance(region_setting, str) else None)
-    region = stack_region(session)
+    region = stack_region(plan.config, session)
     if region is None:
         raise CommandError("error: no AWS region: set aws:region in the stack file, pass --region, or set AWS_REGION")
     zones = None

@@ -28,7 +28,6 @@ from stacks.config import load_config
 from stacks.config.cluster import today
 from stacks.costs import CostEstimate, estimate
 from stacks.plan import build_plan
-from stacks.stackfile import use_stack_config
 from tests.harness import (
     PROJECT,
     REGION,
@@ -251,8 +250,7 @@ def test_every_kubernetes_version_gets_its_own_autoscaler(version: str) -> None:
 
 def _estimate(stack: str, **sections: Any) -> CostEstimate:
     cfg = {**stack_config(stack), **{P + k: v for k, v in sections.items()}}
-    use_stack_config(cfg)
-    return estimate(build_plan(load_config(PROJECT, stack)))
+    return estimate(build_plan(load_config(PROJECT, stack, cfg)))
 
 
 def test_extended_support_is_priced() -> None:

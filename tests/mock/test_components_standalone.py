@@ -4,7 +4,12 @@ import re
 from pathlib import Path
 
 
-from tests.harness import REPO, run_program
+import pytest
+
+from components.scheduling import NODE_ROLE_LABEL, TAINT_EFFECTS_EKS
+from stacks.config import load_config
+from stacks.plan import build_plan
+from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
 
 
 def readme_example(tmp_path: Path) -> Path:
@@ -38,3 +43,71 @@ def test_harness_rejects_duplicate_urns(tmp_path: Path) -> None:
     main.write_text("import pulumi_aws as aws\naws.s3.Bucket('same-name')\naws.s3.Bucket('same-name')\n")
     p = run_program("dev", config={"aws:region": "us-east-1"}, main=main, expect_error=True)
     assert p.error is not None and "duplicate URN registered" in str(p.error) and "same-name" in str(p.error)
+
+
+NODE_GROUP_PROGRAM = """
+from components import TrainingNodeGroup
+
+TrainingNodeGroup("decided", {
+    "cluster_name": "c", "node_role_arn": "arn:aws:iam::123456789012:role/n", "subnet_ids": ["subnet-1"],
+    "instance_types": ["g5.xlarge"], "role": "gpu", "min_size": 0, "desired_size": 0, "max_size": 2,
+    "node_labels": {"eks-training/role": "gpu", "team": "a"},
+    "node_taints": [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}],
+    "ami_type": "AL2023_x86_64_STANDARD",
+})
+"""
+
+
+def test_a_node_group_takes_the_labels_taints_and_ami_its_caller_decided(tmp_path: Path) -> None:
+    """The stack's program passes its plan's decisions (node_labels, node_taints, ami_type) and the group registers
+    them as given, adding nothing (the GPU taint and labels of a g5 are not added again)."""
+    main = tmp_path / "__main__.py"
+    main.write_text(NODE_GROUP_PROGRAM)
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main)
+    ng = p.one("aws:eks/nodeGroup:NodeGroup")
+    assert ng.inputs["labels"] == {"eks-training/role": "gpu", "team": "a"}
+    assert ng.inputs["taints"] == [{"key": "dedicated", "value": "a", "effect": "NO_SCHEDULE"}]
+    assert ng.inputs["amiType"] == "AL2023_x86_64_STANDARD"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ('"ami_type": "AL2023_x86_64_STANDARD",', "node_labels and node_taints are decided together"),
+        ('"node_taints": [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}],', "decided together"),
+    ],
+)
+def test_decided_labels_and_taints_go_together(tmp_path: Path, change: str, message: str) -> None:
+    """Half a decision is refused (a group with decided labels but derived taints would lose the GPU taint)."""
+    main = tmp_path / "__main__.py"
+    program = NODE_GROUP_PROGRAM.replace(
+        '"node_taints": [{"key": "dedicated", "value": "a", "effect": "NoSchedule"}],\n', ""
+    )
+    if "node_taints" in change:  # drop node_labels instead
+        program = NODE_GROUP_PROGRAM.replace('"node_labels": {"eks-training/role": "gpu", "team": "a"},\n', "")
+    main.write_text(program)
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main, expect_error=True)
+    assert p.error is not None and message in str(p.error)
+
+
+def test_decided_labels_exclude_extra_labels(tmp_path: Path) -> None:
+    main = tmp_path / "__main__.py"
+    main.write_text(NODE_GROUP_PROGRAM.replace('"ami_type"', '"labels": {"x": "y"}, "ami_type"'))
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main, expect_error=True)
+    assert p.error is not None and "either node_labels (all of them) or labels" in str(p.error)
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_stack_registers_its_plans_node_labels_and_taints(stack: str) -> None:
+    """What the program registers for each worker group is what the plan decided (one derivation, read by the
+    report, the admission flavors and the node groups alike)."""
+    plan = build_plan(load_config(PROJECT, stack, stack_config(stack)))
+    program = run_program(stack)
+    for g in plan.groups.values():
+        ng = program.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"].get(NODE_ROLE_LABEL) == g.name)
+        assert ng.inputs["labels"] == dict(g.profile.labels), (stack, g.name)
+        assert ng.inputs["taints"] == [{**t, "effect": TAINT_EFFECTS_EKS[t["effect"]]} for t in g.profile.taints], (
+            stack,
+            g.name,
+        )
+        assert ng.inputs["amiType"] == g.profile.ami_type, (stack, g.name)

@@ -183,10 +183,8 @@ def test_every_worker_group_can_scale_from_zero(program_for, stack: str) -> None
 def test_dev_stack_idles_under_a_quarter_dollar_an_hour() -> None:
     from stacks.config import load_config
     from stacks.plan import build_plan
-    from stacks.stackfile import use_stack_config
 
-    use_stack_config(stack_config("dev"))
-    cfg = load_config(PROJECT, "dev")
+    cfg = load_config(PROJECT, "dev", stack_config("dev"))
     assert all(g.min_size == 0 for g in cfg.node_groups.values())
     assert cfg.autoscaler.enabled
     cost = estimate(build_plan(cfg))

@@ -15,7 +15,6 @@ from components.iam import s3_tls_only_bucket_policy
 from components.job_code import code_hash, code_key, write_code_zip
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
-from stacks.stackfile import use_stack_config
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config
 
 
@@ -138,8 +137,7 @@ def test_the_run_follows_the_content_not_the_folder(tmp_path: Path) -> None:
     is a new run on the cluster, the same code in another place the same run."""
 
     def plan_of(project: Path, code: str) -> Any:
-        use_stack_config(_config(fit=code))
-        return build_plan(load_config(PROJECT, STACK, project_dir=project)).jobs["fit"]
+        return build_plan(load_config(PROJECT, STACK, _config(fit=code), project_dir=project)).jobs["fit"]
 
     a = plan_of(_project(tmp_path / "a"), "./src")
     moved = _project(tmp_path / "b")

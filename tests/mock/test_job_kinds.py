@@ -21,7 +21,6 @@ from stacks.kinds import KINDS, BuildContext, JobComponent, JobKind, LocalMachin
 from stacks.local.runner import LocalRunner
 from stacks.plan import JobPlan, build_plan
 from stacks.plan.report import render, report
-from stacks.stackfile import use_stack_config
 from tests.harness import PROJECT, REPO, resolve, run_program, stack_config
 from training.kube_api import RESOURCES as IN_CLUSTER
 
@@ -114,8 +113,7 @@ def _config(**job: Any) -> dict[str, Any]:
 
 
 def _plan(cfg: dict[str, Any]) -> Any:
-    use_stack_config(cfg)
-    return build_plan(load_config(PROJECT, STACK))
+    return build_plan(load_config(PROJECT, STACK, cfg))
 
 
 def test_an_unregistered_kind_is_refused_naming_the_registered_ones() -> None:

@@ -13,7 +13,7 @@ from stacks.config import load_config
 from stacks.local.kube import container_env, process_argv
 from stacks.local.runner import LocalRunner, local_mpi_prefix
 from stacks.plan import build_plan
-from stacks.stackfile import project_name, read_stack_config, use_stack_config
+from stacks.stackfile import project_name, read_stack_config
 from tests.harness import REPO, Program, run_program, stack_names
 
 
@@ -34,8 +34,7 @@ MACHINE = {
 
 def _runner(stack: str, work: Path) -> LocalRunner:
     path, config = read_stack_config(stack)
-    use_stack_config(config)
-    plan = build_plan(load_config(project_name(path), stack))
+    plan = build_plan(load_config(project_name(path), stack, config))
     return LocalRunner(plan=plan, work=work, repo=REPO, rendezvous_endpoint="127.0.0.1:2379")
 
 

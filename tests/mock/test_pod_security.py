@@ -15,7 +15,6 @@ from components.device_plugins import nvidia_device_plugin_values
 from components.workloads.pods import IMAGE_PULL_POLICY
 from stacks.config import load_config
 from stacks.plan import Plan, build_plan
-from stacks.stackfile import use_stack_config
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 from tests.netpol import pod_templates
 
@@ -148,8 +147,7 @@ def test_every_helm_releases_image_is_pinned_by_digest(program_for, stack: str) 
 
 @functools.cache
 def _plan(stack: str) -> Plan:
-    use_stack_config(stack_config(stack))
-    return build_plan(load_config(PROJECT, stack))
+    return build_plan(load_config(PROJECT, stack, stack_config(stack)))
 
 
 def _expected_read_only(stack: str, r: Registration, c: dict[str, Any]) -> bool:

@@ -332,10 +332,8 @@ def test_the_plan_report_shows_the_teams_queues() -> None:
     from stacks.config import load_config
     from stacks.plan import build_plan
     from stacks.plan.report import _queues
-    from stacks.stackfile import use_stack_config
 
-    use_stack_config(_with_teams("g5"))
-    queues = _queues(build_plan(load_config(PROJECT, "g5")))
+    queues = _queues(build_plan(load_config(PROJECT, "g5", _with_teams("g5"))))
     assert queues is not None and queues["cohort"] == COHORT
     assert queues["teams"]["nlp"]["localQueue"] == "team-nlp/nlp" and queues["teams"]["vision"]["nodes"]["gpu"] == 1
     yaml.safe_dump(queues)  # printable

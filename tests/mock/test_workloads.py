@@ -454,10 +454,8 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
 
 def _config(stack: str) -> Any:
     from stacks.config import load_config
-    from stacks.stackfile import use_stack_config
 
-    use_stack_config(stack_config(stack))
-    return load_config(PROJECT, stack)
+    return load_config(PROJECT, stack, stack_config(stack))
 
 
 # ------------------------------------------------------------------------------------------- job kinds

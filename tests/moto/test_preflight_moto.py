@@ -31,7 +31,6 @@ REPO = Path(__file__).resolve().parents[2]  # on sys.path via tests/conftest.py
 
 from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
 from stacks.config import ConfigError, load_config  # noqa: E402
-from stacks.stackfile import use_stack_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
 from stacks.zones import Zone, choose_zones  # noqa: E402
 from stacks.preflight import (  # noqa: E402
@@ -124,8 +123,7 @@ def stack(node_groups: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def load(config: dict[str, Any]) -> Plan:
-    use_stack_config(config)
-    return build_plan(load_config("eks-training", "preflight-test"))
+    return build_plan(load_config("eks-training", "preflight-test", config))
 
 
 def replan(plan: Plan, **changes: Any) -> Plan:

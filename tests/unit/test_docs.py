@@ -9,7 +9,6 @@ import yaml
 from stacks.config import SECTIONS, load_config
 from stacks.costs import estimate, storage_summary
 from stacks.plan import build_plan
-from stacks.stackfile import use_stack_config
 from tests.harness import PROJECT, REPO, stack_config, stack_names
 
 
@@ -31,8 +30,7 @@ def test_readme_stack_table_matches_the_cost_model() -> None:
     }
     assert set(rows) == set(stack_names()), "every stack has a README row, and no row is stale"
     for stack in stack_names():
-        use_stack_config(stack_config(stack))
-        plan = build_plan(load_config(PROJECT, stack))
+        plan = build_plan(load_config(PROJECT, stack, stack_config(stack)))
         cost = estimate(plan)
         assert rows[stack] == (storage_summary(plan), cost.running, cost.idle), stack
 
@@ -232,22 +230,20 @@ def test_the_readme_instance_facts_example_is_a_valid_stack() -> None:
     assert block is not None
     facts = yaml.safe_load(block.group(1))["eks-training:instanceFacts"]
     (name,) = facts
-    use_stack_config(
-        {
-            "aws:region": "us-east-1",
-            "eks-training:instanceFacts": facts,
-            "eks-training:nodeGroups": {
-                "gpu": {
-                    "instanceTypes": [name],
-                    "minSize": 0,
-                    "desiredSize": 1,
-                    "maxSize": 1,
-                    "availabilityZone": "us-east-1a",
-                }
-            },
-        }
-    )
-    cfg = load_config(PROJECT, "readme")
+    settings = {
+        "aws:region": "us-east-1",
+        "eks-training:instanceFacts": facts,
+        "eks-training:nodeGroups": {
+            "gpu": {
+                "instanceTypes": [name],
+                "minSize": 0,
+                "desiredSize": 1,
+                "maxSize": 1,
+                "availabilityZone": "us-east-1a",
+            }
+        },
+    }
+    cfg = load_config(PROJECT, "readme", settings)
     assert cfg.instance(name).memory_mib == 393216 and cfg.instance(name).user_supplied
 
 

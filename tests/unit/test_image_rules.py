@@ -28,7 +28,6 @@ from components.catalog.gpus import GPU_MODELS, compute_capability, runs_on
 from components.image.dockerfile import Dockerfile, package_index_problems
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
-from stacks.stackfile import use_stack_config
 from tests.harness import PROJECT, REPO, stack_config, stack_names
 from tests.image_support import base_images, repository_dockerfiles
 
@@ -70,8 +69,7 @@ def test_every_base_image_is_pinned_by_digest(path: Path) -> None:
 
 def _stack_plans():  # type: ignore[no-untyped-def]
     for stack in stack_names():
-        use_stack_config(stack_config(stack))
-        yield stack, build_plan(load_config(PROJECT, stack))
+        yield stack, build_plan(load_config(PROJECT, stack, stack_config(stack)))
 
 
 def test_every_gpu_model_of_the_catalog_has_a_compute_capability() -> None:
@@ -143,8 +141,8 @@ def test_a_stack_whose_gpu_an_image_does_not_cover_fails_validation(monkeypatch:
     import stacks.config.rules as rules
 
     real = rules.read_dockerfile
-    use_stack_config(_on_p3(stack_config("mpi-horovod"), "nccl"))
-    assert load_config(PROJECT, "mpi-horovod").jobs["nccl"].image == "nccl-tests"
+    cfg = _on_p3(stack_config("mpi-horovod"), "nccl")
+    assert load_config(PROJECT, "mpi-horovod", cfg).jobs["nccl"].image == "nccl-tests"
     monkeypatch.setattr(
         rules,
         "read_dockerfile",
@@ -153,7 +151,7 @@ def test_a_stack_whose_gpu_an_image_does_not_cover_fails_validation(monkeypatch:
         ),
     )
     with pytest.raises(ConfigError) as exc:
-        load_config(PROJECT, "mpi-horovod")
+        load_config(PROJECT, "mpi-horovod", cfg)
     (problem,) = exc.value.problems
     assert problem.startswith("eks-training:jobs.nccl.image: job nccl runs image 'nccl-tests'")
     assert "NVIDIA V100" in problem and "compute capability 7.0" in problem and "p3.16xlarge" in problem
@@ -198,9 +196,8 @@ def test_a_stack_running_an_image_on_a_gpu_its_base_does_not_support_fails_valid
     """mpi-horovod as it shipped: the Horovod image (NGC TensorFlow 25.02, 7.5 and later) on p3.16xlarge's V100s.
     Refused before the program registers anything, with one message naming the job, the image, the GPU and the
     fix (the cheapest catalogued 8-GPU type the base supports)."""
-    use_stack_config(_on_p3(stack_config("mpi-horovod"), "nccl", "horovod"))
     with pytest.raises(ConfigError) as exc:
-        load_config(PROJECT, "mpi-horovod")
+        load_config(PROJECT, "mpi-horovod", _on_p3(stack_config("mpi-horovod"), "nccl", "horovod"))
     (problem,) = exc.value.problems
     assert problem.startswith(
         "eks-training:jobs.horovod.image: job horovod runs image 'horovod', built on "
@@ -210,10 +207,8 @@ def test_a_stack_running_an_image_on_a_gpu_its_base_does_not_support_fails_valid
     assert "not the NVIDIA V100 GPU (compute capability 7.0) of p3.16xlarge in node group gpu" in problem
     assert "such as g6.48xlarge (8 x NVIDIA L4, compute capability 8.9, $13.3504/h" in problem
     # the nccl-tests image on the same nodes is fine (its own kernels cover 7.0), and so is the preset as it is
-    use_stack_config(_on_p3(stack_config("mpi-horovod"), "nccl"))
-    load_config(PROJECT, "mpi-horovod")
-    use_stack_config(stack_config("mpi-horovod"))
-    load_config(PROJECT, "mpi-horovod")
+    load_config(PROJECT, "mpi-horovod", _on_p3(stack_config("mpi-horovod"), "nccl"))
+    load_config(PROJECT, "mpi-horovod", stack_config("mpi-horovod"))
 
 
 def test_the_final_base_of_a_dockerfile() -> None:
@@ -253,9 +248,8 @@ def test_a_prebuilt_image_is_checked_against_the_gpus_its_publisher_supports(pre
     ref = ngc if prebuilt == "digest" else ngc.partition("@")[0]
     cfg = _on_p3(stack_config("mpi-horovod"), "horovod")
     cfg[f"{PROJECT}:images"]["horovod"] = {"prebuilt": ref, "mpiPrefix": "/usr/local/mpi"}
-    use_stack_config(cfg)
     with pytest.raises(ConfigError) as exc:
-        load_config(PROJECT, "mpi-horovod")
+        load_config(PROJECT, "mpi-horovod", cfg)
     (problem,) = exc.value.problems
     assert problem.startswith(
         f"eks-training:jobs.horovod.image: job horovod runs image 'horovod', the prebuilt {ref}, whose publisher "
@@ -264,8 +258,7 @@ def test_a_prebuilt_image_is_checked_against_the_gpus_its_publisher_supports(pre
     assert "not the NVIDIA V100 GPU (compute capability 7.0) of p3.16xlarge in node group gpu" in problem
     assert problem.endswith("or use an image that supports the NVIDIA V100"), problem
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["instanceTypes"] = ["g6.48xlarge"]
-    use_stack_config(cfg)
-    load_config(PROJECT, "mpi-horovod")
+    load_config(PROJECT, "mpi-horovod", cfg)
 
 
 def test_every_mpi_image_says_where_its_open_mpi_is() -> None:
@@ -290,11 +283,9 @@ def test_an_mpi_image_without_its_open_mpi_prefix_is_a_config_error(monkeypatch:
         "nccl-tests": {"prebuilt": "123456789012.dkr.ecr.us-east-1.amazonaws.com/nccl:1"},
         "horovod": {"context": "images/horovod"},
     }
-    use_stack_config(cfg)
     with pytest.raises(ConfigError) as exc:
-        load_config(PROJECT, "mpi-horovod")
+        load_config(PROJECT, "mpi-horovod", cfg)
     (problem,) = exc.value.problems
     assert problem.startswith("eks-training:images.nccl-tests.mpiPrefix: MPI job nccl")
     cfg[f"{PROJECT}:images"]["nccl-tests"]["mpiPrefix"] = "/opt/amazon/openmpi"
-    use_stack_config(cfg)
-    assert build_plan(load_config(PROJECT, "mpi-horovod")).images["nccl-tests"].mpi_prefix == "/opt/amazon/openmpi"
+    assert build_plan(load_config(PROJECT, "mpi-horovod", cfg)).images["nccl-tests"].mpi_prefix == "/opt/amazon/openmpi"

@@ -31,7 +31,6 @@ from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LAB
 from stacks.config import ConfigError, load_config
 from stacks.plan import ZONE_LABEL, build_plan
 from stacks.zones import Zone, choose_zones, control_plane_zones
-from stacks.stackfile import use_stack_config
 
 
 P5 = INSTANCE_TYPES["p5.48xlarge"]
@@ -42,8 +41,7 @@ M5 = INSTANCE_TYPES["m5.xlarge"]
 def config(**sections: Any) -> Any:
     """Load a configuration made of ``sections`` (camelCase top-level keys)."""
     cfg = {"aws:region": "us-east-1", **{f"eks-training:{k}": v for k, v in sections.items()}}
-    use_stack_config(cfg)
-    return load_config("eks-training", "unit")
+    return load_config("eks-training", "unit", cfg)
 
 
 def problems(**sections: Any) -> list[str]:
