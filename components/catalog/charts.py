@@ -162,6 +162,15 @@ class ReleaseManifest:
     """Key of :data:`components.catalog.sources.SOURCES`."""
 
 
+#: The first Kueue release whose scheduler's second pass (topology assignment after the ProvisioningRequest admission
+#: check, for a workload that already holds its quota) does not count the workload's own reservation again: up to
+#: v0.17.2 ``flavorassigner.assignFlavors`` seeded the second pass with one of a pod set's flavors only, so every other
+#: resource was fitted again against quota that already included the workload (kubernetes-sigs/kueue#11005, in the
+#: release-0.17 branch as #11039, released in v0.17.3; reported as kubernetes-sigs/kueue#9048). Source key
+#: ``kueue-second-pass-fix``.
+KUEUE_SECOND_PASS_FIX = (0, 17, 3)
+
+
 #: Release manifests by key.
 MANIFESTS: Mapping[str, ReleaseManifest] = {
     # The Kubeflow MPI Operator (MPIJob kubeflow.org/v2beta1) has no official Helm chart; its README

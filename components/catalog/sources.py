@@ -680,6 +680,13 @@ SOURCES: Mapping[str, Source] = {
         "v0.17.0); the controller runs only when the ProvisioningRequest CRD exists at the manager's start "
         "(cmd/kueue/main.go, ServerSupportsProvisioningRequest)",
     ),
+    "kueue-second-pass-fix": Source(
+        url="https://github.com/kubernetes-sigs/kueue/pull/11039",
+        shows="[release-0.17] fix: Seed second-pass with all prior flavors: the seed loop in "
+        "flavorassigner.assignFlavors copied just the first preexisting flavor per PodSet; for multi-resource "
+        "workloads on the second pass the remaining resources fell through to fitsResourceQuota, which double-counts "
+        "the workload's own first-pass reservation (first in tag v0.17.3; issue kubernetes-sigs/kueue#9048)",
+    ),
     "ca-aws-atomic-increase": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/cloudprovider/aws/"
         "aws_cloud_provider.go",

@@ -51,7 +51,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
-from components.catalog import NETWORK_TOPOLOGY, TOPOLOGY_REGIONS, NetworkTopology
+from components.catalog import (
+    HELM_CHARTS,
+    KUEUE_SECOND_PASS_FIX,
+    NETWORK_TOPOLOGY,
+    TOPOLOGY_REGIONS,
+    NetworkTopology,
+)
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
 from stacks.config.errors import key
@@ -533,17 +539,69 @@ def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopol
 
 def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
     """``admission`` with each topology-aware group's flavor naming its Topology (:func:`group_network`), those that
-    autoscale :attr:`~FlavorPlan.provisioned`, and the admission check they need (:func:`provisioning_plan`)."""
+    autoscale :attr:`~FlavorPlan.provisioned`, and the admission check they need (:func:`provisioning_plan`). By
+    default an autoscaled group whose jobs the pinned Kueue's second pass would never place
+    (:func:`second_pass_problems`) is not topology-aware; with ``topology: true`` it stays so and
+    :func:`topology_problems` reports it."""
     from dataclasses import replace
 
     groups = {g.name: g for g in plan.all_groups}
-    flavors = tuple(
-        replace(f, topology=topology_plan(n), provisioned=autoscales(plan, groups[f.group]))
-        if (n := group_network(plan, groups[f.group])) is not None
-        else f
-        for f in admission.flavors
-    )
-    return replace(admission, flavors=flavors, provisioning=provisioning_plan(flavors))
+    flavors = []
+    for f in admission.flavors:
+        g = groups[f.group]
+        n = group_network(plan, g)
+        if n is None:
+            flavors.append(f)
+            continue
+        scales = autoscales(plan, g)
+        explicit = plan.config.node_groups[g.name].topology is True
+        if scales and not explicit and second_pass_problems(plan, f):
+            flavors.append(f)
+            continue
+        flavors.append(replace(f, topology=topology_plan(n), provisioned=scales))
+    return replace(admission, flavors=tuple(flavors), provisioning=provisioning_plan(tuple(flavors)))
+
+
+def second_pass_double_counts() -> bool:
+    """The pinned Kueue counts a workload's own quota reservation again in the second pass (source key
+    ``kueue-second-pass-fix``, :data:`~components.catalog.KUEUE_SECOND_PASS_FIX`)."""
+    version = tuple(int(x) for x in HELM_CHARTS["kueue"].version.split("."))
+    return version < KUEUE_SECOND_PASS_FIX
+
+
+def second_pass_problems(plan: "Plan", flavor: FlavorPlan) -> list[str]:
+    """Jobs on ``flavor``'s group (an autoscaled, topology-aware one) the pinned Kueue would hold for ever: its second
+    pass (the topology assignment once the ProvisioningRequest is Provisioned) fits the workload's requests again
+    against the queue's quota, which already counts the workload's own reservation (before
+    :data:`~components.catalog.KUEUE_SECOND_PASS_FIX`); so a workload is placed only while its requests fit twice in
+    the quota, i.e. a job of at most half the group's ``maxSize``."""
+    if not second_pass_double_counts():
+        return []
+    out = []
+    for name, job in sorted(plan.jobs.items()):
+        asks = job_and_launcher_requests(plan, job).get(flavor.group, {})
+        for resource, amount in asks.items():
+            have = flavor.per_node[resource] * flavor.max_size
+            if amount and 2 * amount > have:
+                out.append(
+                    f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} of "
+                    f"{flavor.path} ({job.max_nodes} nodes), whose placement is topology-aware and which autoscales: "
+                    f"Kueue {HELM_CHARTS['kueue'].version} assigns its topology after the ProvisioningRequest in a "
+                    f"second pass that counts the job's own quota twice (fixed in Kueue "
+                    f"{'.'.join(map(str, KUEUE_SECOND_PASS_FIX))}, kubernetes-sigs/kueue#11039), so it places only "
+                    f"jobs of at most half the quota ({quantity(resource, have // 2)}, "
+                    f"{key(flavor.path + '.maxSize')} {flavor.max_size} / 2 nodes): it would wait for ever; set "
+                    f"{key(flavor.path + '.topology')}: false, raise maxSize to {2 * job.max_nodes}, or fix minSize = "
+                    f"maxSize"
+                )
+                break
+    return out
+
+
+def topology_problems(plan: "Plan", admission: AdmissionPlan) -> list[str]:
+    """``topology: true`` on an autoscaled group whose jobs the pinned Kueue would never place
+    (:func:`second_pass_problems`)."""
+    return [p for f in admission.flavors if f.provisioned for p in second_pass_problems(plan, f)]
 
 
 # --- topology-aware placement on groups that autoscale: Kueue's ProvisioningRequest admission check ---------------------
