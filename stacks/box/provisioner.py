@@ -42,7 +42,7 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
-from stacks.box.cluster import Box, crd_established
+from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes
 from stacks.box.poller import Poller
 from stacks.plan import NodeGroupPlan, Plan
@@ -381,7 +381,12 @@ class Provisioner(Poller):
     def poll(self) -> None:
         if not crd_established(self.box, CRD):
             return
-        requests = self.box.get(RESOURCE, "-A")["items"]
+        try:
+            requests = self.box.get(RESOURCE, "-A")["items"]
+        except BoxError:
+            return  # Established, its storage not yet serving (429 "storage is (re)initializing"): the next pass reads
+        if not requests:
+            return
         self._expire(requests)
         requests = self.box.get(RESOURCE, "-A")["items"]
         for req in sorted(requests, key=lambda r: r["metadata"]["creationTimestamp"]):
