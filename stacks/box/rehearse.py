@@ -195,7 +195,7 @@ class Rehearsal:
         docs: list[dict[str, Any]] = []
         created: list[dict[str, Any]] = []
         for step in steps:
-            if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: sizes are fixed)
+            if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: stacks/box/provisioner.py plays its ProvisioningRequests)
                 self.applied[step.urn] = step
             for doc in step.docs:
                 self._annotate(doc)
