@@ -17,7 +17,7 @@ granted what it then reads and writes where the pinned chart's ClusterRole lacks
 the ProvisioningRequest CRD (:func:`provisioning_request_crd`, the release file at its tag) is applied first.
 """
 
-from typing import Any, Optional, TypedDict
+from typing import Any, Optional, Sequence, TypedDict
 
 import pulumi
 from typing_extensions import NotRequired
@@ -118,9 +118,7 @@ class ClusterAutoscalerArgs(TypedDict):
     chart_version: NotRequired[str]
     """Override of the pinned chart version."""
     provisioning_requests: NotRequired[bool]
-    """Handle ProvisioningRequests (Kueue's admission check); the CRD must be among :attr:`depends_on`."""
-    depends_on: NotRequired[list[pulumi.Resource]]
-    """Installed after these (the ProvisioningRequest CRD)."""
+    """Handle ProvisioningRequests (Kueue's admission check); the CRD must be among the constructor's ``after``."""
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -132,7 +130,16 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     release_name: pulumi.Output[str]
     """Name of the Helm release."""
 
-    def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        args: ClusterAutoscalerArgs,
+        opts: Optional[pulumi.ResourceOptions] = None,
+        *,
+        after: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        """``after``: resources the release is installed after (the ProvisioningRequest CRD, which the autoscaler
+        needs at its start with ``provisioning_requests``)."""
         super().__init__("eks-training:index:ClusterAutoscaler", name, None, opts)
         cluster_name = pulumi.Output.from_input(args["cluster_name"])
         identity = pod_identity_role(
@@ -160,7 +167,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 args.get("chart_version"),
             ),
             version=args.get("chart_version"),
-            depends_on=[identity.association, *(args.get("depends_on") or [])],
+            depends_on=[identity.association, *after],
         )
         self.role_arn = identity.role.arn
         self.release_name = release.name.apply(lambda n: n or "cluster-autoscaler")

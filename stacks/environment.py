@@ -252,8 +252,12 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         }
         if provisioning_crd is not None:
             autoscaler_args["provisioning_requests"] = True
-            autoscaler_args["depends_on"] = [provisioning_crd]
-        autoscaler = ClusterAutoscaler(f"{name}-autoscaler", autoscaler_args, opts=k8s_opts)
+        autoscaler = ClusterAutoscaler(
+            f"{name}-autoscaler",
+            autoscaler_args,
+            opts=k8s_opts,
+            after=[provisioning_crd] if provisioning_crd is not None else [],
+        )
 
     observability = build_observability(plan, cluster, tags)
 
