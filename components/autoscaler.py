@@ -17,7 +17,7 @@ granted what it then reads and writes where the pinned chart's ClusterRole lacks
 the ProvisioningRequest CRD (:func:`provisioning_request_crd`, the release file at its tag) is applied first.
 """
 
-from typing import Any, Optional, Sequence, TypedDict
+from typing import Any, Optional, TypedDict
 
 import pulumi
 from typing_extensions import NotRequired
@@ -66,10 +66,12 @@ def cluster_autoscaler_values(
     cluster_name: pulumi.Input[str],
     region: str,
     kubernetes_version: str,
-    provisioning_requests: bool = False,
+    provisioning_request_crd: Optional[pulumi.Input[str]] = None,
     chart_version: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Helm values for the pinned chart (``chart_version``: an override of it)."""
+    """Helm values for the pinned chart (``chart_version``: an override of it). With ``provisioning_request_crd``
+    (see :class:`ClusterAutoscalerArgs`) the autoscaler handles ProvisioningRequests: the flag's value waits for the
+    CRD."""
     release = CLUSTER_AUTOSCALER.get(kubernetes_version)
     if release is None:
         raise ValueError(
@@ -93,17 +95,27 @@ def cluster_autoscaler_values(
         },
         "resources": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"memory": "600Mi"}},
     }
-    if provisioning_requests:
-        values["extraArgs"]["enable-provisioning-requests"] = "true"
+    if provisioning_request_crd is not None:
+        values["extraArgs"]["enable-provisioning-requests"] = pulumi.Output.from_input(provisioning_request_crd).apply(
+            lambda _: "true"
+        )
         values["rbac"]["additionalRules"] = provisioning_request_rules(chart_version or release.chart.version)
     return values
 
 
-def provisioning_request_crd(name: str, opts: Optional[pulumi.ResourceOptions] = None) -> k8s.yaml.v2.ConfigFile:
+#: The CRD's name (``<plural>.<group>``).
+PROVISIONING_REQUEST_CRD = "provisioningrequests.autoscaling.x-k8s.io"
+
+
+def provisioning_request_crd(
+    name: str, opts: Optional[pulumi.ResourceOptions] = None
+) -> tuple[k8s.yaml.v2.ConfigFile, pulumi.Output[str]]:
     """The ProvisioningRequest CRD from the autoscaler's release tag (:data:`~components.catalog.MANIFESTS`
-    ``provisioning-request-crd``): the autoscaler with ``--enable-provisioning-requests`` and Kueue's admission check
-    controller need it at their start, so both depend on this."""
-    return k8s.yaml.v2.ConfigFile(name, file=MANIFESTS["provisioning-request-crd"].url, opts=opts)
+    ``provisioning-request-crd``), and its name resolving once it is applied: the autoscaler with
+    ``--enable-provisioning-requests`` and Kueue's admission check controller need it at their start, so both are
+    installed after it."""
+    applied = k8s.yaml.v2.ConfigFile(name, file=MANIFESTS["provisioning-request-crd"].url, opts=opts)
+    return applied, applied.urn.apply(lambda _: PROVISIONING_REQUEST_CRD)
 
 
 class ClusterAutoscalerArgs(TypedDict):
@@ -117,8 +129,10 @@ class ClusterAutoscalerArgs(TypedDict):
     """AWS region of the cluster."""
     chart_version: NotRequired[str]
     """Override of the pinned chart version."""
-    provisioning_requests: NotRequired[bool]
-    """Handle ProvisioningRequests (Kueue's admission check); the CRD must be among the constructor's ``after``."""
+    provisioning_request_crd: NotRequired[pulumi.Input[str]]
+    """Handle ProvisioningRequests (Kueue's admission check): the ProvisioningRequest CRD's name, resolving once the
+    CRD is applied (:func:`provisioning_request_crd`), which orders the release after it (the autoscaler reads
+    requests only if the CRD exists when it starts)."""
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -130,16 +144,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     release_name: pulumi.Output[str]
     """Name of the Helm release."""
 
-    def __init__(
-        self,
-        name: str,
-        args: ClusterAutoscalerArgs,
-        opts: Optional[pulumi.ResourceOptions] = None,
-        *,
-        after: Sequence[pulumi.Resource] = (),
-    ) -> None:
-        """``after``: resources the release is installed after (the ProvisioningRequest CRD, which the autoscaler
-        needs at its start with ``provisioning_requests``)."""
+    def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:ClusterAutoscaler", name, None, opts)
         cluster_name = pulumi.Output.from_input(args["cluster_name"])
         identity = pod_identity_role(
@@ -163,11 +168,11 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 cluster_name,
                 args["region"],
                 args["kubernetes_version"],
-                args.get("provisioning_requests", False),
+                args.get("provisioning_request_crd"),
                 args.get("chart_version"),
             ),
             version=args.get("chart_version"),
-            depends_on=[identity.association, *after],
+            depends_on=[identity.association],
         )
         self.role_arn = identity.role.arn
         self.release_name = release.name.apply(lambda n: n or "cluster-autoscaler")

@@ -243,7 +243,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
     provisioning_crd: Optional[pulumi.Resource] = None
     if plan.admission is not None and plan.admission.provisioning is not None:
         # topology-aware groups that autoscale: Kueue asks the autoscaler for their jobs' nodes (stacks/plan/admission.py)
-        provisioning_crd = provisioning_request_crd(f"{name}-provisioning-request-crd", opts=k8s_opts)
+        provisioning_crd, crd_name = provisioning_request_crd(f"{name}-provisioning-request-crd", opts=k8s_opts)
     if plan.autoscale:
         autoscaler_args: ClusterAutoscalerArgs = {
             "cluster_name": cluster.cluster_name,
@@ -251,13 +251,8 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
             "region": region_name(),
         }
         if provisioning_crd is not None:
-            autoscaler_args["provisioning_requests"] = True
-        autoscaler = ClusterAutoscaler(
-            f"{name}-autoscaler",
-            autoscaler_args,
-            opts=k8s_opts,
-            after=[provisioning_crd] if provisioning_crd is not None else [],
-        )
+            autoscaler_args["provisioning_request_crd"] = crd_name
+        autoscaler = ClusterAutoscaler(f"{name}-autoscaler", autoscaler_args, opts=k8s_opts)
 
     observability = build_observability(plan, cluster, tags)
 
