@@ -21,6 +21,13 @@ read by the chart and by the cluster in a box (``stacks.box.kueue``), which runs
 With ``topologies`` (topology-aware groups, :mod:`stacks.plan.admission`): a ``Topology`` per set of levels, the
 flavors that name it (``topologyName``), and the manager's ``TopologyAwareScheduling`` gate on in the chart values
 (:func:`feature_gates`), https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/.
+
+With ``provisioning`` (topology-aware groups that autoscale): a ``ProvisioningRequestConfig`` of the cluster
+autoscaler's ``best-effort-atomic-scale-up`` class, the ``AdmissionCheck`` of Kueue's ProvisioningRequest controller
+naming it, and on every ClusterQueue (the stack's and each team's) ``admissionChecksStrategy`` running the check on
+those flavors only (:func:`provisioning_config_spec`, https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/).
+Kueue starts that controller only if the ProvisioningRequest CRD exists when the manager starts (``cmd/kueue/main.go``
+at v0.17.0, ``ServerSupportsProvisioningRequest``): the release depends on the CRD (``depends_on``).
 """
 
 from typing import Any, Mapping, Optional, Sequence, TypedDict
@@ -115,6 +122,24 @@ class AdmissionArgs(TypedDict):
     topologies: NotRequired[Sequence[TopologyArgs]]
     """The Topologies the flavors name (topology-aware scheduling, on by default in Kueue v0.17 and enabled
     explicitly in the chart's values when there are any: :data:`TAS_FEATURE_GATE`)."""
+    provisioning: NotRequired["ProvisioningArgs"]
+    """The ProvisioningRequest admission check and the flavors it runs on (the ProvisioningRequest CRD must be among
+    :attr:`depends_on`)."""
+
+
+class ProvisioningArgs(TypedDict):
+    """Kueue's ProvisioningRequest admission check (:class:`stacks.plan.admission.ProvisioningPlan`)."""
+
+    check: str
+    """The AdmissionCheck's name."""
+    config: str
+    """The ProvisioningRequestConfig's name."""
+    provisioning_class: str
+    flavors: Sequence[str]
+    """The ResourceFlavors whose workloads pass the check (``onFlavors``)."""
+    backoff_base_s: int
+    backoff_max_s: int
+    backoff_limit_count: int
 
 
 def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,6 +264,11 @@ def queue_spec(
             "reclaimWithinCohort": RECLAIM_WITHIN_COHORT,
             "borrowWithinCohort": {"policy": BORROW_WITHIN_COHORT},
         }
+    provisioning = args.get("provisioning")
+    if provisioning:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": provisioning["check"], "onFlavors": list(provisioning["flavors"])}]
+        }
     return spec
 
 
@@ -289,7 +319,32 @@ class Admission(pulumi.ComponentResource):
             )
             for t in args.get("topologies") or []
         ]
-        # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound)
+        checks: list[pulumi.Resource] = []
+        provisioning = args.get("provisioning")
+        if provisioning:
+            prc = pulumi.CustomResource(
+                f"kubernetes:{KUEUE_API}:ProvisioningRequestConfig",
+                f"{name}-provisioning-config",
+                {
+                    "apiVersion": KUEUE_API,
+                    "kind": "ProvisioningRequestConfig",
+                    "metadata": {"name": provisioning["config"]},
+                    "spec": provisioning_config_spec(provisioning),
+                },
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
+            )
+            checks.append(
+                k8s.apiextensions.CustomResource(
+                    f"{name}-admission-check",
+                    api_version=KUEUE_API,
+                    kind="AdmissionCheck",
+                    metadata={"name": provisioning["check"]},
+                    spec=admission_check_spec(provisioning),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[release, prc]),
+                )
+            )
+        # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound); so
+        # does a queue naming an AdmissionCheck that does not exist (AdmissionCheckNotFound)
         after = pulumi.ResourceOptions(parent=self, depends_on=[release, *topologies])
         flavors = [
             k8s.apiextensions.CustomResource(
@@ -325,7 +380,7 @@ class Admission(pulumi.ComponentResource):
             kind="ClusterQueue",
             metadata={"name": args["cluster_queue"]},
             spec=cluster_queue_spec(args),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors, *checks]),
         )
         lq = k8s.apiextensions.CustomResource(
             f"{name}-local-queue",
@@ -344,7 +399,7 @@ class Admission(pulumi.ComponentResource):
                 kind="ClusterQueue",
                 metadata={"name": team["cluster_queue"]},
                 spec=team_queue_spec(args, team),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors, *checks]),
             )
             tlq = k8s.apiextensions.CustomResource(
                 f"{name}-local-queue-{team['cluster_queue']}",
@@ -376,3 +431,37 @@ def feature_gates(args: Mapping[str, Any]) -> dict[str, bool]:
 
 def topology_spec(topology: Mapping[str, Any]) -> dict[str, Any]:
     return {"levels": [{"nodeLabel": label} for label in topology["levels"]]}
+
+
+# --- the ProvisioningRequest admission check (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/) --
+
+
+#: Kueue's controller of ProvisioningRequest admission checks (``ProvisioningRequestControllerName``,
+#: apis/kueue/v1beta2/provisioningrequestconfig_types.go at v0.17.0).
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+
+
+def provisioning_config_spec(provisioning: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``ProvisioningRequestConfig``: the autoscaler's class, no ``managedResources`` (every pod set of the workload
+    is in the request: :class:`stacks.plan.admission.ProvisioningPlan`), and how Kueue retries a request that failed
+    or whose booking expired before admission (``retryStrategy``)."""
+    return {
+        "provisioningClassName": provisioning["provisioning_class"],
+        "retryStrategy": {
+            "backoffLimitCount": int(provisioning["backoff_limit_count"]),
+            "backoffBaseSeconds": int(provisioning["backoff_base_s"]),
+            "backoffMaxSeconds": int(provisioning["backoff_max_s"]),
+        },
+    }
+
+
+def admission_check_spec(provisioning: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``AdmissionCheck`` Kueue's ProvisioningRequest controller runs, naming its config."""
+    return {
+        "controllerName": PROVISIONING_CONTROLLER,
+        "parameters": {
+            "apiGroup": "kueue.x-k8s.io",
+            "kind": "ProvisioningRequestConfig",
+            "name": provisioning["config"],
+        },
+    }

@@ -10,6 +10,11 @@ Scale-from-zero works because each group's Auto Scaling group carries node-templ
 ``TrainingNodeGroup(autoscaler_tags=True)``). The autoscaler runs on the system nodes with its own
 EKS Pod Identity role; scaling actions are limited to Auto Scaling groups tagged as owned by this
 cluster (EKS tags managed node groups' groups that way).
+
+With ``provisioning_requests`` (Kueue's ProvisioningRequest admission check, for topology-aware groups that scale):
+the autoscaler runs with ``--enable-provisioning-requests`` (source key ``ca-provisioning-request-flags``) and is
+granted what it then reads and writes where the pinned chart's ClusterRole lacks it (:func:`provisioning_request_rules`);
+the ProvisioningRequest CRD (:func:`provisioning_request_crd`, the release file at its tag) is applied first.
 """
 
 from typing import Any, Optional, TypedDict
@@ -17,7 +22,9 @@ from typing import Any, Optional, TypedDict
 import pulumi
 from typing_extensions import NotRequired
 
-from components.catalog import CLUSTER_AUTOSCALER, chart_image_values
+import pulumi_kubernetes as k8s
+
+from components.catalog import CA_CHART_WITH_PROVISIONING_REQUESTS, CLUSTER_AUTOSCALER, MANIFESTS, chart_image_values
 from components.helm import pinned_release
 from components.iam import autoscaler_policy
 from components.pod_identity import pod_identity_role
@@ -27,14 +34,50 @@ SERVICE_ACCOUNT = "cluster-autoscaler"
 NAMESPACE = "kube-system"
 
 
-def cluster_autoscaler_values(cluster_name: pulumi.Input[str], region: str, kubernetes_version: str) -> dict[str, Any]:
-    """Helm values for the pinned chart."""
+#: What the autoscaler does with ProvisioningRequests at the pinned releases (1.32.7-1.36.1): lists and watches them
+#: and the PodTemplates they name (informers, builder/clients.go), writes their conditions (``UpdateStatus`` and
+#: server-side ``ApplyStatus`` on ``provisioningrequests/status``, provisioningrequest/provreqclient/client.go) and
+#: deletes those finished for 7 days (processors/provreq/processor.go ``DeleteOldProvReqs``).
+PROVISIONING_REQUEST_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": ["autoscaling.x-k8s.io"],
+        "resources": ["provisioningrequests"],
+        "verbs": ["get", "list", "watch", "delete"],
+    },
+    {
+        "apiGroups": ["autoscaling.x-k8s.io"],
+        "resources": ["provisioningrequests/status"],
+        "verbs": ["get", "update", "patch"],
+    },
+    {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["get", "list", "watch"]},
+]
+
+
+def provisioning_request_rules(chart_version: str) -> list[dict[str, Any]]:
+    """The rules of :data:`PROVISIONING_REQUEST_RULES` the chart's ClusterRole does not grant: all of them before
+    :data:`~components.catalog.CA_CHART_WITH_PROVISIONING_REQUESTS`; from it, ``delete`` on ``provisioningrequests``
+    (its rule grants get, list, watch, update and patch)."""
+    if tuple(int(x) for x in chart_version.split(".")) < CA_CHART_WITH_PROVISIONING_REQUESTS:
+        return [dict(r) for r in PROVISIONING_REQUEST_RULES]
+    return [{"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["delete"]}]
+
+
+def cluster_autoscaler_values(
+    cluster_name: pulumi.Input[str],
+    region: str,
+    kubernetes_version: str,
+    provisioning_request_crd: Optional[pulumi.Input[str]] = None,
+    chart_version: Optional[str] = None,
+) -> dict[str, Any]:
+    """Helm values for the pinned chart (``chart_version``: an override of it). With ``provisioning_request_crd``
+    (see :class:`ClusterAutoscalerArgs`) the autoscaler handles ProvisioningRequests: the flag's value waits for the
+    CRD."""
     release = CLUSTER_AUTOSCALER.get(kubernetes_version)
     if release is None:
         raise ValueError(
             f"no cluster-autoscaler for Kubernetes {kubernetes_version}; one of {', '.join(CLUSTER_AUTOSCALER)}"
         )
-    return {
+    values: dict[str, Any] = {
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name},
@@ -52,6 +95,27 @@ def cluster_autoscaler_values(cluster_name: pulumi.Input[str], region: str, kube
         },
         "resources": {"requests": {"cpu": "100m", "memory": "300Mi"}, "limits": {"memory": "600Mi"}},
     }
+    if provisioning_request_crd is not None:
+        values["extraArgs"]["enable-provisioning-requests"] = pulumi.Output.from_input(provisioning_request_crd).apply(
+            lambda _: "true"
+        )
+        values["rbac"]["additionalRules"] = provisioning_request_rules(chart_version or release.chart.version)
+    return values
+
+
+#: The CRD's name (``<plural>.<group>``).
+PROVISIONING_REQUEST_CRD = "provisioningrequests.autoscaling.x-k8s.io"
+
+
+def provisioning_request_crd(
+    name: str, opts: Optional[pulumi.ResourceOptions] = None
+) -> tuple[k8s.yaml.v2.ConfigFile, pulumi.Output[str]]:
+    """The ProvisioningRequest CRD from the autoscaler's release tag (:data:`~components.catalog.MANIFESTS`
+    ``provisioning-request-crd``), and its name resolving once it is applied: the autoscaler with
+    ``--enable-provisioning-requests`` and Kueue's admission check controller need it at their start, so both are
+    installed after it."""
+    applied = k8s.yaml.v2.ConfigFile(name, file=MANIFESTS["provisioning-request-crd"].url, opts=opts)
+    return applied, applied.urn.apply(lambda _: PROVISIONING_REQUEST_CRD)
 
 
 class ClusterAutoscalerArgs(TypedDict):
@@ -65,6 +129,10 @@ class ClusterAutoscalerArgs(TypedDict):
     """AWS region of the cluster."""
     chart_version: NotRequired[str]
     """Override of the pinned chart version."""
+    provisioning_request_crd: NotRequired[pulumi.Input[str]]
+    """Handle ProvisioningRequests (Kueue's admission check): the ProvisioningRequest CRD's name, resolving once the
+    CRD is applied (:func:`provisioning_request_crd`), which orders the release after it (the autoscaler reads
+    requests only if the CRD exists when it starts)."""
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -96,7 +164,13 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             CLUSTER_AUTOSCALER[args["kubernetes_version"]].chart,
             release_name="cluster-autoscaler",
             namespace=NAMESPACE,
-            values=cluster_autoscaler_values(cluster_name, args["region"], args["kubernetes_version"]),
+            values=cluster_autoscaler_values(
+                cluster_name,
+                args["region"],
+                args["kubernetes_version"],
+                args.get("provisioning_request_crd"),
+                args.get("chart_version"),
+            ),
             version=args.get("chart_version"),
             depends_on=[identity.association],
         )

@@ -16,6 +16,7 @@ from components import (
     TrainingNodeGroup,
     TrainingVpc,
 )
+from components.autoscaler import ClusterAutoscalerArgs, provisioning_request_crd
 from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, STORAGE_ADDONS
 from components.catalog.operations import OBSERVABILITY_ADDON
 from components.cluster import TrainingClusterArgs
@@ -43,6 +44,9 @@ class Environment:
     node_groups: dict[str, TrainingNodeGroup] = field(default_factory=dict)
     device_plugins: dict[str, DevicePlugin] = field(default_factory=dict)
     autoscaler: Optional[ClusterAutoscaler] = None
+    provisioning_crd: Optional[pulumi.Resource] = None
+    """The ProvisioningRequest CRD, when Kueue's ProvisioningRequest admission check is used (the autoscaler and
+    Kueue's release are installed after it: both enable their handling of requests only if it exists at start)."""
     observability: Optional[FleetObservability] = None
     """Container Insights, the dashboard and the idle-GPU alarms (``None`` when the plan has none of them)."""
     workloads: Optional[Any] = None
@@ -235,16 +239,19 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
     if plan.efa:
         plugins["efa"] = DevicePlugin(f"{name}-efa", {"kind": "efa", "namespace": "kube-system"}, opts=k8s_opts)
     autoscaler: Optional[ClusterAutoscaler] = None
+    provisioning_crd: Optional[pulumi.Resource] = None
+    if plan.admission is not None and plan.admission.provisioning is not None:
+        # topology-aware groups that autoscale: Kueue asks the autoscaler for their jobs' nodes (stacks/plan/admission.py)
+        provisioning_crd, crd_name = provisioning_request_crd(f"{name}-provisioning-request-crd", opts=k8s_opts)
     if plan.autoscale:
-        autoscaler = ClusterAutoscaler(
-            f"{name}-autoscaler",
-            {
-                "cluster_name": cluster.cluster_name,
-                "kubernetes_version": c.kubernetes_version,
-                "region": region_name(cfg),
-            },
-            opts=k8s_opts,
-        )
+        autoscaler_args: ClusterAutoscalerArgs = {
+            "cluster_name": cluster.cluster_name,
+            "kubernetes_version": c.kubernetes_version,
+            "region": region_name(cfg),
+        }
+        if provisioning_crd is not None:
+            autoscaler_args["provisioning_request_crd"] = crd_name
+        autoscaler = ClusterAutoscaler(f"{name}-autoscaler", autoscaler_args, opts=k8s_opts)
 
     observability = build_observability(plan, cluster, tags)
 
@@ -272,6 +279,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         node_groups=groups,
         device_plugins=plugins,
         autoscaler=autoscaler,
+        provisioning_crd=provisioning_crd,
         observability=observability,
     )
 

@@ -182,8 +182,9 @@ def rehearse(
     from stacks.box.cli import create_nodes
     from stacks.box.cluster import Box, BoxError
     from stacks.box.devices import Registrar
-    from stacks.box.nodes import plan_nodes
+    from stacks.box.nodes import initial_size, plan_nodes
     from stacks.box.podlogs import PodLogs
+    from stacks.box.provisioner import Provisioner
     from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
     from stacks.box.timeline import Recorder, report
 
@@ -215,7 +216,10 @@ def rehearse(
         box.up()
         create_nodes(box, nodes)
         log(f"box {name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; rehearsing {stack}")
-        rehearsal = Rehearsal(box, steps, default_run_ms=run_ms, exit_codes=exit_codes)
+        provisioner = None
+        if plan.admission is not None and plan.admission.provisioning is not None:
+            provisioner = Provisioner(box, plan, str(config.get("aws:region") or "us-east-1"))
+        rehearsal = Rehearsal(box, steps, default_run_ms=run_ms, exit_codes=exit_codes, provisioner=provisioner)
         recorder = Recorder(box, rehearsal.start)
         logs = PodLogs(box)
         try:
@@ -227,7 +231,7 @@ def rehearse(
             status, failure = 1, str(exc)
         print(
             f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
-            f"({', '.join(f'{g.name}: {g.desired_size}' for g in plan.all_groups)})\n"
+            f"({', '.join(f'{g.name}: {initial_size(plan, g)}' for g in plan.all_groups)})\n"
         )
         print(report(rehearsal, recorder))
         print()

@@ -141,7 +141,7 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         out = Workloads(image_uris={})
         out.teams = build_team_namespaces(env)
         out.mpi_operator = MpiOperator(f"{cfg.cluster_name}-mpi-operator", {}, opts=env.k8s_opts)
-        out.admission = _admission(plan, env.storage.namespace, out, env.k8s_opts)
+        out.admission = _admission(plan, env.storage.namespace, out, env.k8s_opts, env.provisioning_crd)
         return out
     return build_jobs(target_of(env))
 
@@ -200,7 +200,7 @@ def build_jobs(env: JobTarget) -> Workloads:
         if cfg.teams or any(KINDS[j.kind].needs_mpi_operator for j in plan.jobs.values()):
             out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
         out.teams = build_team_namespaces(env.env)
-        out.admission = _admission(plan, namespace, out, k8s_opts)
+        out.admission = _admission(plan, namespace, out, k8s_opts, env.env.provisioning_crd)
 
     for ds_name, ds in plan.datasets.items():
         if ds.imported:
@@ -264,8 +264,15 @@ def _flavor_args(f: FlavorPlan) -> FlavorArgs:
     return out
 
 
-def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: pulumi.ResourceOptions) -> Admission:
-    """Kueue and the plan's queues (:mod:`stacks.plan.admission`), after the MPI Operator when there is one."""
+def _admission(
+    plan: Plan,
+    namespace: pulumi.Output[str],
+    out: Workloads,
+    opts: pulumi.ResourceOptions,
+    provisioning_crd: Optional[pulumi.Resource] = None,
+) -> Admission:
+    """Kueue and the plan's queues (:mod:`stacks.plan.admission`), after the MPI Operator when there is one and after
+    the ProvisioningRequest CRD when its admission check is used."""
     a = plan.admission
     assert a is not None  # a plan with jobs has one
     args: AdmissionArgs = {
@@ -299,8 +306,21 @@ def _admission(plan: Plan, namespace: pulumi.Output[str], out: Workloads, opts: 
         ]
     if a.topologies:
         args["topologies"] = [{"name": t.name, "levels": list(t.levels)} for t in a.topologies]
-    if out.mpi_operator is not None:
-        args["depends_on"] = [out.mpi_operator]
+    if a.provisioning is not None:
+        assert provisioning_crd is not None, "the environment registers the CRD whenever the plan uses the check"
+        p = a.provisioning
+        args["provisioning"] = {
+            "check": p.check,
+            "config": p.config,
+            "provisioning_class": p.provisioning_class,
+            "flavors": list(p.flavors),
+            "backoff_base_s": p.backoff_base_s,
+            "backoff_max_s": p.backoff_max_s,
+            "backoff_limit_count": p.backoff_limit_count,
+        }
+    after = [r for r in (out.mpi_operator, provisioning_crd) if r is not None]
+    if after:
+        args["depends_on"] = after
     return Admission(f"{plan.config.cluster_name}-admission", args, opts=opts)
 
 

@@ -144,6 +144,11 @@ CLUSTER_AUTOSCALER: Mapping[str, AutoscalerRelease] = {
 }
 #: The oldest chart whose ClusterRole has ``volumeattachments``.
 CA_CHART_WITH_VOLUMEATTACHMENTS = (9, 46, 3)
+#: The oldest chart whose ClusterRole grants what the autoscaler reads and writes with ``--enable-provisioning-requests``
+#: (``autoscaling.x-k8s.io`` ``provisioningrequests`` and their ``status``, core ``podtemplates``): added by
+#: kubernetes/autoscaler#9525 (commit 91080c84cf), first released in chart 9.57.0 (source key
+#: ``cluster-autoscaler-chart``). The charts pinned for Kubernetes 1.32-1.34 (9.46.6, 9.51.0, 9.53.0) lack it.
+CA_CHART_WITH_PROVISIONING_REQUESTS = (9, 57, 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,6 +162,15 @@ class ReleaseManifest:
     """Key of :data:`components.catalog.sources.SOURCES`."""
 
 
+#: The first Kueue release whose scheduler's second pass (topology assignment after the ProvisioningRequest admission
+#: check, for a workload that already holds its quota) does not count the workload's own reservation again: up to
+#: v0.17.2 ``flavorassigner.assignFlavors`` seeded the second pass with one of a pod set's flavors only, so every other
+#: resource was fitted again against quota that already included the workload (kubernetes-sigs/kueue#11005, in the
+#: release-0.17 branch as #11039, released in v0.17.3; reported as kubernetes-sigs/kueue#9048). Source key
+#: ``kueue-second-pass-fix``.
+KUEUE_SECOND_PASS_FIX = (0, 17, 3)
+
+
 #: Release manifests by key.
 MANIFESTS: Mapping[str, ReleaseManifest] = {
     # The Kubeflow MPI Operator (MPIJob kubeflow.org/v2beta1) has no official Helm chart; its README
@@ -165,6 +179,16 @@ MANIFESTS: Mapping[str, ReleaseManifest] = {
         url="https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/deploy/v2beta1/mpi-operator.yaml",
         version="v0.8.0",
         source="mpi-operator",
+    ),
+    # The ProvisioningRequest CRD (autoscaling.x-k8s.io/v1) the cluster autoscaler reads with
+    # --enable-provisioning-requests and Kueue's ProvisioningRequest admission check writes: no chart installs it
+    # (the cluster-autoscaler chart does not ship CRDs), the autoscaler's repository publishes it under
+    # cluster-autoscaler/apis/config/crd at each release tag; pinned at the release of the newest minor's autoscaler.
+    "provisioning-request-crd": ReleaseManifest(
+        url="https://raw.githubusercontent.com/kubernetes/autoscaler/cluster-autoscaler-1.36.1/cluster-autoscaler/apis/"
+        "config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml",
+        version="cluster-autoscaler-1.36.1",
+        source="ca-provisioning-request-crd",
     ),
 }
 

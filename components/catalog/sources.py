@@ -649,6 +649,44 @@ SOURCES: Mapping[str, Source] = {
         "the scale-up uses the node group's AtomicIncreaseSize and falls back to IncreaseSize where it is not "
         "implemented (core/scaleup/orchestrator/executor.go)",
     ),
+    "ca-provisioning-request-crd": Source(
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/apis/config/crd/"
+        "autoscaling.x-k8s.io_provisioningrequests.yaml",
+        shows="the ProvisioningRequest CRD (autoscaling.x-k8s.io v1, served and stored; v1beta1 deprecated) at the "
+        "cluster-autoscaler 1.36.1 release tag; the classes and conditions in apis/provisioningrequest/"
+        "autoscaling.x-k8s.io/v1/types.go at the same tag",
+    ),
+    "ca-provisioning-request-flags": Source(
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/config/flags/"
+        "flags.go",
+        shows="--enable-provisioning-requests (default false), --provisioning-request-initial-backoff-time 1m and "
+        "--provisioning-request-max-backoff-time 10m (retry of a request whose scale-up failed); the autoscaler "
+        "lists and watches ProvisioningRequests and PodTemplates and updates the requests' status "
+        "(provisioningrequest/provreqclient/client.go)",
+    ),
+    "ca-provreq-booking": Source(
+        url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/processors/"
+        "provreq/processor.go",
+        shows="a Provisioned request's capacity is booked for 10 minutes (defaultReservationTime), then BookingExpired; "
+        "a request not Provisioned within 7 days (defaultExpirationTime) gets Failed=True (Expired); "
+        "processors/provreq/injector.go retries a Provisioned=False request after 1 min doubling to 10 min",
+    ),
+    "kueue-provisioning-check": Source(
+        url="https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/",
+        shows="Kueue's ProvisioningRequest admission check: AdmissionCheck with controllerName "
+        "kueue.x-k8s.io/provisioning-request naming a ProvisioningRequestConfig (provisioningClassName, "
+        "managedResources, retryStrategy); Kueue creates the request with PodTemplates of the pod sets once quota is "
+        "reserved and admits when it is Provisioned (pkg/controller/admissionchecks/provisioning/controller.go at "
+        "v0.17.0); the controller runs only when the ProvisioningRequest CRD exists at the manager's start "
+        "(cmd/kueue/main.go, ServerSupportsProvisioningRequest)",
+    ),
+    "kueue-second-pass-fix": Source(
+        url="https://github.com/kubernetes-sigs/kueue/pull/11039",
+        shows="[release-0.17] fix: Seed second-pass with all prior flavors: the seed loop in "
+        "flavorassigner.assignFlavors copied just the first preexisting flavor per PodSet; for multi-resource "
+        "workloads on the second pass the remaining resources fell through to fitsResourceQuota, which double-counts "
+        "the workload's own first-pass reservation (first in tag v0.17.3; issue kubernetes-sigs/kueue#9048)",
+    ),
     "ca-aws-atomic-increase": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/cloudprovider/aws/"
         "aws_cloud_provider.go",

@@ -4,7 +4,15 @@
   the provider sends it (its inputs).
 - A vendor release manifest the program applies from a URL (``kubernetes:yaml/v2:ConfigFile``): read from the pinned
   Go module of the same version in the module cache (the MPI Operator's ``deploy/v2beta1/mpi-operator.yaml``), as
-  the box has no internet; the version the catalog pins must be the module's (:func:`release_manifest` checks).
+  the box has no internet; the version the catalog pins must be the module's (:func:`release_manifest` checks). The
+  ProvisioningRequest CRD the catalog pins at the cluster-autoscaler 1.36.1 tag is read from the
+  ``k8s.io/autoscaler/cluster-autoscaler/apis`` module Kueue v0.17.0 is built with (``box/kueue/go.mod``): the Go
+  module proxy serves no version of that module at the tag (403), and the two files differ only in prose (the class
+  names in two descriptions, ``atomic-scale-up.kubernetes.io`` then, ``best-effort-atomic-scale-up.autoscaling.x-k8s.io``
+  now), the controller-gen version, and the deprecation mark on ``v1beta1`` (``deprecated: true`` and its warning);
+  the schemas of ``v1`` and ``v1beta1`` are the same, so the apiserver validates and serves the same objects.
+  :data:`MODULE_MANIFESTS` records that module version: a change of it in go.mod stops the box until the two are
+  compared again.
 - Helm releases are not objects here: the box stands in for the charts it needs (the device plugins,
   :mod:`stacks.box.devices`), except Kueue's CRDs, which its chart installs, read from the pinned module
   (:mod:`stacks.box.kueue`), so the stack's queues are validated against them.
@@ -16,16 +24,23 @@ import copy
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 import yaml
 
 from components.catalog import MANIFESTS
 from stacks.box import build as box_build
 
-#: Release manifests the box can read from a pinned module: catalog key -> (box module, path in that Go module).
-MODULE_MANIFESTS: Mapping[str, tuple[str, str, str]] = {
-    "mpi-operator": ("mpi-operator", "github.com/kubeflow/mpi-operator", "deploy/v2beta1/mpi-operator.yaml"),
+#: Release manifests the box can read from a pinned module: catalog key -> (box module, Go module, path in it, the
+#: module version compared with the catalog's release when it cannot be the same, else ``None``: the same version).
+MODULE_MANIFESTS: Mapping[str, tuple[str, str, str, Optional[str]]] = {
+    "mpi-operator": ("mpi-operator", "github.com/kubeflow/mpi-operator", "deploy/v2beta1/mpi-operator.yaml", None),
+    "provisioning-request-crd": (
+        "kueue",
+        "k8s.io/autoscaler/cluster-autoscaler/apis",
+        "config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml",
+        "v0.0.0-20240830133931-adfbe7e45277",
+    ),
 }
 
 
@@ -46,6 +61,20 @@ def module_dir(folder: str, module: str) -> Path:
     return Path(proc.stdout.strip())
 
 
+def module_version(folder: str, module: str) -> str:
+    """The version of ``module`` the box module ``folder``'s go.mod selects."""
+    proc = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Version}}", module],
+        cwd=box_build.MODULES[folder].path,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, GOFLAGS="-mod=readonly"),
+    )
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise ManifestError(f"box/{folder}/go.mod selects no version of {module}: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
 def release_manifest(url: str) -> list[dict[str, Any]]:
     """The objects of the release manifest at ``url`` (a URL of :data:`components.catalog.MANIFESTS`)."""
     for key, manifest in MANIFESTS.items():
@@ -53,12 +82,18 @@ def release_manifest(url: str) -> list[dict[str, Any]]:
             continue
         if key not in MODULE_MANIFESTS:
             raise ManifestError(f"the box has no pinned module for the release manifest {key} ({url})")
-        folder, module, path = MODULE_MANIFESTS[key]
-        pinned = box_build.MODULES[folder].version()
-        if pinned != manifest.version:
+        folder, module, path, compared = MODULE_MANIFESTS[key]
+        pinned = module_version(folder, module)
+        if pinned != (compared or manifest.version):
             raise ManifestError(
-                f"components/catalog pins {key} {manifest.version} but box/{folder}/go.mod pins "
-                f"{pinned}: pin both at the same version"
+                f"components/catalog pins {key} {manifest.version} but box/{folder}/go.mod pins {module} "
+                f"{pinned}"
+                + (
+                    f", not the version compared with it ({compared}): compare the two files again and update "
+                    f"stacks/box/manifests.py"
+                    if compared
+                    else ": pin both at the same version"
+                )
             )
         text = (module_dir(folder, module) / path).read_text()
         return [d for d in yaml.safe_load_all(text) if d]

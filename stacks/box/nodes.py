@@ -58,8 +58,8 @@ def network_labels(group: str, instance_type: str, region: str, index: int) -> d
     return out
 
 
-def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) -> list[dict[str, Any]]:
-    """``count`` (default: the group's desired size) Node objects of ``group``."""
+def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None, first: int = 0) -> list[dict[str, Any]]:
+    """``count`` (default: the group's desired size) Node objects of ``group``, numbered from ``first``."""
     facts = group.types[0]
     alloc = node_allocatable(group.profile.instance, group.efa)
     resources = {
@@ -77,7 +77,7 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) 
         devices["vpc.amazonaws.com/efa"] = group.efa.interfaces
     taints = [{"key": t["key"], "value": t["value"], "effect": t["effect"]} for t in group.profile.taints]
     nodes = []
-    for i in range(group.desired_size if count is None else count):
+    for i in range(first, first + (group.desired_size if count is None else count)):
         name = node_name(group.name, i)
         zone = group.zone or f"{region}{SPREAD_ZONES[i % len(SPREAD_ZONES)]}"
         labels = {
@@ -109,7 +109,15 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None) 
     return nodes
 
 
+def initial_size(plan: Plan, group: NodeGroupPlan) -> int:
+    """The nodes ``group`` has when the box comes up (see the module docstring)."""
+    a = plan.admission
+    if a is not None and any(f.provisioned and f.group == group.name for f in a.flavors):
+        return group.min_size
+    return group.desired_size
+
+
 def plan_nodes(plan: Plan, region: str, sizes: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:
     """The Node objects of every group of ``plan`` (``sizes`` overrides a group's node count)."""
     sizes = sizes or {}
-    return [n for g in plan.all_groups for n in group_nodes(g, region, sizes.get(g.name))]
+    return [n for g in plan.all_groups for n in group_nodes(g, region, sizes.get(g.name, initial_size(plan, g)))]

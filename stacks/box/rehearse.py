@@ -12,6 +12,8 @@ The driver plays the parts of a real deployment the box does not run itself:
 - the ``wait-for-jobs`` init container (a job that must wait for others): its pods are held (kwok does not start them)
   until the jobs its arguments name have completed.
 - the MPI Operator runs for real, out of cluster, once its CRD is Established.
+- the cluster autoscaler's answer to Kueue's ProvisioningRequests (``provisioner``, :mod:`stacks.box.provisioner`):
+  a group that scales for them starts at its minimum and gets its nodes when a request asks for them.
 
 Pods run for ``box.eks-training/run-ms`` and exit with ``box.eks-training/exit-code`` (the box's Stages); the driver
 annotates the pod templates it applies (``run_ms``, ``exit_codes``).
@@ -41,6 +43,7 @@ from stacks.box.kueue import (
 )
 from stacks.box.kueue import crds as kueue_crds
 from stacks.box.manifests import release_manifest
+from stacks.box.provisioner import Provisioner
 
 HELD = "box.eks-training/held"
 RUN_MS = "box.eks-training/run-ms"
@@ -142,8 +145,11 @@ class Rehearsal:
         default_run_ms: int = 1000,
         log_dir: Optional[Path] = None,
         await_jobs: Iterable[str] = (),
+        provisioner: Optional[Provisioner] = None,
     ) -> None:
         self.box, self.steps = box, steps
+        #: The cluster autoscaler's stand-in for ProvisioningRequests, polled on every pass of :meth:`run`.
+        self.provisioner = provisioner
         self.run_ms, self.exit_codes, self.default_run_ms = dict(run_ms or {}), dict(exit_codes or {}), default_run_ms
         self.start = time.monotonic()
         self.events: list[Event] = []
@@ -189,7 +195,7 @@ class Rehearsal:
         docs: list[dict[str, Any]] = []
         created: list[dict[str, Any]] = []
         for step in steps:
-            if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: sizes are fixed)
+            if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: stacks/box/provisioner.py plays its ProvisioningRequests)
                 self.applied[step.urn] = step
             for doc in step.docs:
                 self._annotate(doc)
@@ -470,6 +476,16 @@ class Rehearsal:
                     self._start_kueue(binaries["kueue"], step.kueue, step.kueue_gates)
                     progressed = True
             self._release_held()
+            if self.provisioner is not None:
+                done = len(self.provisioner.decisions)
+                self.provisioner.poll()
+                for d in self.provisioner.decisions[done:]:
+                    added = ", ".join(f"{k} node(s) of {g}" for g, k in d.added.items())
+                    self.note(
+                        f"ProvisioningRequest {d.request}: Provisioned={d.status} ({d.reason})"
+                        + (f", added {added}" if added else "")
+                    )
+                    progressed = True
             self._watch_jobs()
             self._check_operator(binaries["mpi-operator"])
             reasons = self.pending_reasons() if stuck is not None else None

@@ -15,14 +15,14 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   a waiting job never buys a node). An admitted job whose pods do not all run within ``waitForPodsReady``'s timeout
   (nodes that cannot be bought, an image that cannot be pulled) is evicted, its pods deleted, and requeued with
   exponential backoff (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/).
-  Kueue's ProvisioningRequest admission check (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/)
-  is not used: it would admit a job only once the autoscaler accepted a ProvisioningRequest for its pods, but the
-  class that scales up (``best-effort-atomic-scale-up``) marks the request Provisioned as soon as the scale-up is
-  requested and scales with the node group's AtomicIncreaseSize, which the autoscaler's AWS provider does not
-  implement, so it falls back to a plain IncreaseSize (source keys ``ca-provreq-best-effort-atomic``,
-  ``ca-aws-atomic-increase``): on EKS an Auto Scaling group short of instances launches part of the gang with or
-  without it. What it would add, one scale-up decision for the whole gang within the group's maximum, the quota
-  already gives; the cost of a partial scale-up is bounded by waitForPodsReady and the autoscaler's scale-down.
+  For a job on an ordinary group Kueue's ProvisioningRequest admission check
+  (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/) is not used: the class that scales up
+  (``best-effort-atomic-scale-up``) marks the request Provisioned as soon as the scale-up is requested and scales
+  with the node group's AtomicIncreaseSize, which the autoscaler's AWS provider does not implement, so it falls back
+  to a plain IncreaseSize (source keys ``ca-provreq-best-effort-atomic``, ``ca-aws-atomic-increase``): on EKS an Auto
+  Scaling group short of instances launches part of the gang with or without it, and what it adds there, one
+  scale-up decision for the whole gang within the group's maximum, the quota already gives. It is used where it
+  is the only way a job gets nodes at all: topology-aware groups that autoscale (:func:`with_topology`).
 - **Queueing strategy StrictFIFO**: jobs are admitted by priority, then creation time, and the head of the queue
   blocks the ones behind it even when a smaller one would fit (BestEffortFIFO would let small jobs overtake a large
   one for ever on a busy group: a multi-node training job would starve behind evaluations),
@@ -38,9 +38,11 @@ gang is free, then unsuspends it, so a job starts whole or waits holding nothing
   reclaims the quota others borrowed from it (``reclaimWithinCohort: Any``,
   https://kueue.sigs.k8s.io/docs/concepts/preemption/).
 - **Topology-aware placement** (:func:`with_topology`): a worker group whose nodes carry the EC2 network-topology labels
-  (:mod:`components.catalog.topology`) and whose size is fixed (or ``topology: true``) gets a Kueue Topology of those
-  layers down to the node, named by its flavor, and its jobs' pods prefer one lowest-layer network node
-  (:data:`TOPOLOGY_ANNOTATION`), https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/.
+  (:mod:`components.catalog.topology`), unless ``topology: false``, gets a Kueue Topology of those layers down to the
+  node, named by its flavor, and its jobs' pods prefer one lowest-layer network node (:data:`TOPOLOGY_ANNOTATION`),
+  https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/. When such a group autoscales, its flavor carries
+  the ProvisioningRequest admission check (:class:`ProvisioningPlan`): Kueue reserves the quota, asks the cluster
+  autoscaler for the job's nodes in one ProvisioningRequest, and assigns the topology on the nodes that then exist.
 """
 
 from __future__ import annotations
@@ -49,7 +51,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
-from components.catalog import NETWORK_TOPOLOGY, TOPOLOGY_REGIONS, NetworkTopology
+from components.catalog import (
+    HELM_CHARTS,
+    KUEUE_SECOND_PASS_FIX,
+    NETWORK_TOPOLOGY,
+    TOPOLOGY_REGIONS,
+    NetworkTopology,
+)
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
 from stacks.config.errors import key
@@ -117,6 +125,9 @@ class FlavorPlan:
     """Resource -> per-node amount (millicores, MiB, devices) the quota is ``max_size`` times."""
     topology: Optional["TopologyPlan"] = None
     """Topology-aware placement on the group (:func:`with_topology`): the Topology its ResourceFlavor names."""
+    provisioned: bool = False
+    """The group is topology-aware and autoscales: its workloads pass the ProvisioningRequest admission check
+    (:attr:`AdmissionPlan.provisioning`) before Kueue assigns their topology."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,6 +180,8 @@ class AdmissionPlan:
     own_quota: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Flavor -> resource -> the stack's own ClusterQueue's nominal quota: the fleet less the teams' nodes (the whole
     fleet without teams), so the cohort's quota is the fleet."""
+    provisioning: Optional["ProvisioningPlan"] = None
+    """The ProvisioningRequest admission check, when some flavor is :attr:`FlavorPlan.provisioned` (else none)."""
 
     def labels(self, job: str, team: Optional[str] = None) -> dict[str, str]:
         """The labels that queue ``job`` (in ``team``'s LocalQueue, named after the team, in a jobs-only stack)."""
@@ -499,21 +512,24 @@ def topology_plan(network: NetworkTopology) -> TopologyPlan:
     return TopologyPlan(name=f"ec2-network-{network.layers}-layers", levels=(*network.labels, HOSTNAME_LABEL))
 
 
+def autoscales(plan: "Plan", group: "NodeGroupPlan") -> bool:
+    """The cluster autoscaler runs and may change ``group``'s size (``minSize`` < ``maxSize``); else its nodes are the
+    ones it has (a fixed fleet, or a group nobody scales)."""
+    return plan.autoscale and group.min_size < group.max_size
+
+
 def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopology]:
     """The network layers ``group``'s nodes are labelled with when its placement is topology-aware: a worker group
-    whose types all have the same layers in the catalog (:data:`~components.catalog.NETWORK_TOPOLOGY`) and whose size is
-    fixed (``minSize`` = ``maxSize``), unless its ``topology`` says otherwise. The system group never is (its pods are
-    small and talk little).
+    whose types all have the same layers in the catalog (:data:`~components.catalog.NETWORK_TOPOLOGY`), fixed or
+    autoscaled, unless its ``topology`` is false. The system group never is (its pods are small and talk little).
 
-    Why a fixed size by default: Kueue's topology-aware scheduling counts only the nodes that exist (and are Ready); a
-    job it has not admitted has no pod, so the cluster autoscaler adds no node for it. On a group the autoscaler may
-    shrink below a job's size the job would wait for ever; Kueue's answer is its ProvisioningRequest admission check
-    (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/#clusterautoscaler-support). ``topology: true``
-    on an autoscaled group is accepted when every job on it fits in ``minSize`` nodes (:func:`topology_problems`)."""
+    Kueue's topology-aware scheduling counts only the nodes that exist (and are Ready), and a job it has not admitted
+    has no pod, so the cluster autoscaler would add no node for it; on a group that autoscales the flavor therefore
+    carries the ProvisioningRequest admission check (:func:`provisioning_plan`): Kueue reserves the quota, the
+    autoscaler scales the group up for the whole job, and Kueue assigns the topology on the nodes that then exist
+    (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/#clusterautoscaler-support)."""
     cfg = plan.config.node_groups.get(group.name) if group.path != "systemNodeGroup" else None
     if cfg is None or cfg.topology is False:
-        return None
-    if cfg.topology is None and group.min_size < group.max_size:
         return None
     layers = {NETWORK_TOPOLOGY[t.name] if t.name in NETWORK_TOPOLOGY else None for t in group.types}
     if None in layers or len({n.layers for n in layers if n is not None}) != 1:
@@ -522,15 +538,114 @@ def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopol
 
 
 def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
-    """``admission`` with each topology-aware group's flavor naming its Topology (:func:`group_network`)."""
+    """``admission`` with each topology-aware group's flavor naming its Topology (:func:`group_network`), those that
+    autoscale :attr:`~FlavorPlan.provisioned`, and the admission check they need (:func:`provisioning_plan`). By
+    default an autoscaled group whose jobs the pinned Kueue's second pass would never place
+    (:func:`second_pass_problems`) is not topology-aware; with ``topology: true`` it stays so and
+    :func:`topology_problems` reports it."""
     from dataclasses import replace
 
-    networks = {g.name: group_network(plan, g) for g in plan.all_groups}
-    flavors = tuple(
-        replace(f, topology=topology_plan(n)) if (n := networks.get(f.group)) is not None else f
-        for f in admission.flavors
-    )
-    return replace(admission, flavors=flavors)
+    groups = {g.name: g for g in plan.all_groups}
+    flavors = []
+    for f in admission.flavors:
+        g = groups[f.group]
+        n = group_network(plan, g)
+        if n is None:
+            flavors.append(f)
+            continue
+        scales = autoscales(plan, g)
+        explicit = plan.config.node_groups[g.name].topology is True
+        if scales and not explicit and second_pass_problems(plan, f):
+            flavors.append(f)
+            continue
+        flavors.append(replace(f, topology=topology_plan(n), provisioned=scales))
+    return replace(admission, flavors=tuple(flavors), provisioning=provisioning_plan(tuple(flavors)))
+
+
+def second_pass_double_counts() -> bool:
+    """The pinned Kueue counts a workload's own quota reservation again in the second pass (source key
+    ``kueue-second-pass-fix``, :data:`~components.catalog.KUEUE_SECOND_PASS_FIX`)."""
+    version = tuple(int(x) for x in HELM_CHARTS["kueue"].version.split("."))
+    return version < KUEUE_SECOND_PASS_FIX
+
+
+def second_pass_problems(plan: "Plan", flavor: FlavorPlan) -> list[str]:
+    """Jobs on ``flavor``'s group (an autoscaled, topology-aware one) the pinned Kueue would hold for ever: its second
+    pass (the topology assignment once the ProvisioningRequest is Provisioned) fits the workload's requests again
+    against the queue's quota, which already counts the workload's own reservation (before
+    :data:`~components.catalog.KUEUE_SECOND_PASS_FIX`); so a workload is placed only while its requests fit twice in
+    the quota, i.e. a job of at most half the group's ``maxSize``."""
+    if not second_pass_double_counts():
+        return []
+    out = []
+    for name, job in sorted(plan.jobs.items()):
+        asks = job_and_launcher_requests(plan, job).get(flavor.group, {})
+        for resource, amount in asks.items():
+            have = flavor.per_node[resource] * flavor.max_size
+            if amount and 2 * amount > have:
+                out.append(
+                    f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} of "
+                    f"{flavor.path} ({job.max_nodes} nodes), whose placement is topology-aware and which autoscales: "
+                    f"Kueue {HELM_CHARTS['kueue'].version} assigns its topology after the ProvisioningRequest in a "
+                    f"second pass that counts the job's own quota twice (fixed in Kueue "
+                    f"{'.'.join(map(str, KUEUE_SECOND_PASS_FIX))}, kubernetes-sigs/kueue#11039), so it places only "
+                    f"jobs of at most half the quota ({quantity(resource, have // 2)}, "
+                    f"{key(flavor.path + '.maxSize')} {flavor.max_size} / 2 nodes): it would wait for ever; set "
+                    f"{key(flavor.path + '.topology')}: false, raise maxSize to {2 * job.max_nodes}, or fix minSize = "
+                    f"maxSize"
+                )
+                break
+    return out
+
+
+def topology_problems(plan: "Plan", admission: AdmissionPlan) -> list[str]:
+    """``topology: true`` on an autoscaled group whose jobs the pinned Kueue would never place
+    (:func:`second_pass_problems`)."""
+    return [p for f in admission.flavors if f.provisioned for p in second_pass_problems(plan, f)]
+
+
+# --- topology-aware placement on groups that autoscale: Kueue's ProvisioningRequest admission check ---------------------
+
+#: The cluster autoscaler's class that scales up for a whole ProvisioningRequest at once (within the node groups'
+#: maximum) and marks it Provisioned once the scale-up is requested (source key ``ca-provreq-best-effort-atomic``).
+PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+#: The AdmissionCheck and the ProvisioningRequestConfig it names (both cluster-scoped).
+PROVISIONING_CHECK = "cluster-autoscaler"
+PROVISIONING_CONFIG = "best-effort-atomic-scale-up"
+#: Kueue's retries of a request the autoscaler gave up on (``Failed``: 7 days without capacity, or pods it could not
+#: make) or whose booking expired before Kueue admitted the job (``BookingExpired``: 10 minutes after Provisioned, e.g.
+#: nodes not yet Ready or fewer than asked for): each retry evicts the workload (its quota freed, it holds nothing),
+#: requeues it after ``base * 2^(n-1)`` seconds capped at the max, and makes a new request. The same base and cap as
+#: waitForPodsReady's requeueing; and as there, no limit: Kueue's default (3) deactivates the job after about 40
+#: minutes of a short EC2 supply, and it would wait for a person to reactivate it. The limit is the CRD's largest
+#: (``format: int32``): the retry count never reaches it.
+PROVISIONING_RETRY_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProvisioningPlan:
+    """Kueue's ProvisioningRequest admission check for the flavors of topology-aware groups that autoscale
+    (``onFlavors``: fixed groups and the system group are not affected).
+
+    ``managedResources`` is left empty (every resource managed), so the request holds every pod set of the
+    workload: a job is admitted whole, the MPI launcher included (the autoscaler finds room for it on the nodes that
+    exist, or scales its group in the same decision); a pod set on such a group that asked for none of a narrower list
+    would count as ready without a node, and Kueue would wait for nodes that never come (``requiredPodSets``,
+    pkg/controller/admissionchecks/provisioning/controller.go at v0.17.0)."""
+
+    check: str = PROVISIONING_CHECK
+    config: str = PROVISIONING_CONFIG
+    provisioning_class: str = PROVISIONING_CLASS
+    flavors: tuple[str, ...]
+    """The flavors whose workloads pass the check."""
+    backoff_base_s: int = REQUEUE_BACKOFF_BASE_S
+    backoff_max_s: int = REQUEUE_BACKOFF_MAX_S
+    backoff_limit_count: int = PROVISIONING_RETRY_LIMIT
+
+
+def provisioning_plan(flavors: tuple[FlavorPlan, ...]) -> Optional[ProvisioningPlan]:
+    names = tuple(f.name for f in flavors if f.provisioned)
+    return ProvisioningPlan(flavors=names) if names else None
 
 
 def topology_region_problems(plan: "Plan", region: str) -> list[str]:
@@ -544,20 +659,3 @@ def topology_region_problems(plan: "Plan", region: str) -> list[str]:
         for f in plan.admission.flavors
         if f.topology is not None
     ]
-
-
-def topology_problems(plan: "Plan", admission: AdmissionPlan) -> list[str]:
-    """Jobs on a topology-aware group larger than the nodes it always has (``minSize``): Kueue would wait for nodes the
-    autoscaler never adds (:func:`group_network`)."""
-    problems = []
-    for name, job in plan.jobs.items():
-        flavor = admission.flavor(job.group.name)
-        if flavor.topology is None or job.max_nodes <= job.group.min_size:
-            continue
-        problems.append(
-            f"{key(f'jobs.{name}.nodes')}: the job takes {job.max_nodes} nodes of {flavor.path}, whose placement is "
-            f"topology-aware ({key(flavor.path + '.topology')}); Kueue places it only on nodes that exist, the group may "
-            f"shrink to {key(flavor.path + '.minSize')} {job.group.min_size}, and the autoscaler adds no node for a job "
-            f"Kueue has not admitted: it would wait for ever; raise minSize to {job.max_nodes} or set topology: false"
-        )
-    return problems

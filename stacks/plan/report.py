@@ -130,6 +130,17 @@ def _queues(plan: Plan) -> Optional[dict[str, Any]]:
                         }
                     }
                 ),
+                **(
+                    {}
+                    if not f.provisioned or a.provisioning is None
+                    else {
+                        "admissionCheck": {
+                            "name": a.provisioning.check,
+                            "provisioningClass": a.provisioning.provisioning_class,
+                            "retryBackoffSeconds": [a.provisioning.backoff_base_s, a.provisioning.backoff_max_s],
+                        }
+                    }
+                ),
             }
             for f in a.flavors
         ],
@@ -378,6 +389,15 @@ def render(r: dict[str, Any]) -> str:
                 lines.append(
                     f"    topology-aware (Topology {t['name']}: {' > '.join(t['levels'])}): a job's pods "
                     f"share {t['podsPrefer']}"
+                )
+            if "admissionCheck" in f:
+                c = f["admissionCheck"]
+                lines.append(
+                    f"    admission check {c['name']} (the group autoscales): Kueue reserves the quota, asks the "
+                    f"cluster autoscaler for all of the job's nodes in one ProvisioningRequest ({c['provisioningClass']}), "
+                    f"places the pods on the nodes once it is Provisioned; a request that fails or whose booking "
+                    f"expires is retried (backoff {c['retryBackoffSeconds'][0]}-{c['retryBackoffSeconds'][1]} s), the job "
+                    f"holding nothing meanwhile"
                 )
         lines.append(
             "  priorities (a job outranks the jobs that wait for it): "

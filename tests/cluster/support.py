@@ -29,6 +29,7 @@ from stacks.box.cluster import Box
 from stacks.box.devices import Registrar
 from stacks.box.nodes import plan_nodes
 from stacks.box.poller import Poller
+from stacks.box.provisioner import Provisioner
 from stacks.box.rehearse import RUN_MS, Rehearsal, steps_of
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
@@ -87,10 +88,12 @@ def _remove(box, docs) -> None:
     box.wait_for(lambda: not any(box.exists(*_ref(d)) for d in rest), timeout_s=60, what="the preset's objects gone")
 
 
-def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mutate=None, **kwargs):
-    """A box with ``stack``'s nodes (``sizes`` overrides group sizes), the stack's steps (``mutate(steps)`` may alter
-    them), device registration running; returns (box, rehearsal) -- the caller runs it and brings the box down."""
-    _config, plan = plan_stack(stack)
+def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mutate=None, plan=None, **kwargs):
+    """A box with ``stack``'s nodes (``sizes`` overrides group sizes; ``plan`` the preset's plan), the stack's steps
+    (``mutate(steps)`` may alter them), the cluster autoscaler's stand-in for ProvisioningRequests when the plan uses
+    them; returns (box, plan, rehearsal) -- the caller runs it and brings the box down."""
+    if plan is None:
+        _config, plan = plan_stack(stack)
     box = _box(binaries, tmp_path, "run", "kubernetes")
     box.up()
     try:
@@ -101,6 +104,8 @@ def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mut
     steps = steps_of(registrations)
     if mutate:
         mutate(steps)
+    if plan.admission is not None and plan.admission.provisioning is not None:
+        kwargs.setdefault("provisioner", Provisioner(box, plan, "us-east-1"))
     return box, plan, Rehearsal(box, steps, **kwargs)
 
 

@@ -50,12 +50,29 @@ def fleet_config(stack: str) -> dict[str, Any]:
     return cfg
 
 
+def scaled_config(stack: str) -> dict[str, Any]:
+    """``stack`` with its GPU group autoscaling from zero to twice its jobs' size (each job at most half the group:
+    the pinned Kueue's second pass places no larger one, :func:`stacks.plan.admission.second_pass_problems`), where
+    topology-aware placement is on through the ProvisioningRequest admission check."""
+    cfg = copy.deepcopy(stack_config(stack))
+    gpu = cfg[f"{PROJECT}:nodeGroups"]["gpu"]
+    jobs = [j for j in cfg[f"{PROJECT}:jobs"].values() if j.get("nodeGroup") == "gpu"]
+    size = max(j.get("nodes", 1) for j in jobs)
+    gpu.update(minSize=0, maxSize=2 * size)
+    for j in jobs:
+        j["maxNodes"] = j.get("nodes", 1)
+    return cfg
+
+
 class _Programs(dict):
     """``programs[name]``: a preset's program (evaluated once per session), or ``<preset>-fleet``'s, on first use."""
 
     def __missing__(self, name: str) -> Any:
-        stack = name.removesuffix("-fleet")
-        p = run_program(stack) if name == stack else run_program(stack, config=fleet_config(stack))
+        stack = name.removesuffix("-fleet").removesuffix("-scaled")
+        if name == stack:
+            p = run_program(stack)
+        else:
+            p = run_program(stack, config=config_of(name))
         assert p.error is None, (name, p.error)
         self[name] = p
         return p
@@ -77,7 +94,22 @@ def _kueue(program, kind: str) -> list[dict[str, Any]]:
 def _schema(kind_plural: str) -> dict[str, Any]:
     crd = next(c for c in crds() if c["metadata"]["name"] == f"{kind_plural}.kueue.x-k8s.io")
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2" and v["served"])
-    return version["schema"]["openAPIV3Schema"]
+    return _python_patterns(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
+
+
+def _python_patterns(schema: Any) -> Any:
+    """The schema with Go's leading inline flags (``^(?i)...``, RE2 accepts them anywhere) where Python's ``re``
+    needs them (first)."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k == "pattern" and isinstance(v, str) and v.startswith("^(?i)"):
+                schema[k] = "(?i)^" + v[len("^(?i)") :]
+            else:
+                _python_patterns(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            _python_patterns(v)
+    return schema
 
 
 def _unknown_fields(schema: Mapping[str, Any], obj: Any, path: str = "") -> list[str]:
@@ -102,7 +134,13 @@ def crd_problems(doc: Mapping[str, Any]) -> list[str]:
     patterns, lengths, item counts, required fields; unknown fields), and its CEL rules (``x-kubernetes-validations``,
     the rules that apply on create), restated: a Topology's levels are unique and ``kubernetes.io/hostname`` only the
     last; a ResourceFlavor with ``topologyName`` has at least one node label."""
-    plural = {"Topology": "topologies", "ResourceFlavor": "resourceflavors"}[doc["kind"]]
+    plural = {
+        "Topology": "topologies",
+        "ResourceFlavor": "resourceflavors",
+        "ProvisioningRequestConfig": "provisioningrequestconfigs",
+        "AdmissionCheck": "admissionchecks",
+        "ClusterQueue": "clusterqueues",
+    }[doc["kind"]]
     schema = _schema(plural)
     problems = [
         f"{doc['metadata']['name']}: {e.message} at {list(e.absolute_path)}"
@@ -120,8 +158,14 @@ def crd_problems(doc: Mapping[str, Any]) -> list[str]:
             problems.append(f"{doc['metadata']['name']}: levels must be unique")
         if HOSTNAME_LABEL in labels and labels[-1] != HOSTNAME_LABEL:
             problems.append(f"{doc['metadata']['name']}: {HOSTNAME_LABEL} only at the lowest level")
-    elif spec.get("topologyName") and not spec.get("nodeLabels"):
+    elif doc["kind"] == "ResourceFlavor" and spec.get("topologyName") and not spec.get("nodeLabels"):
         problems.append(f"{doc['metadata']['name']}: at least one nodeLabel is required when topology is set")
+    elif doc["kind"] == "ClusterQueue" and not spec.get("cohortName"):
+        # the ClusterQueue spec's CEL rule: 'borrowingLimit must be nil when cohort is empty'
+        for rg in spec.get("resourceGroups") or []:
+            for f in rg["flavors"]:
+                if any("borrowingLimit" in r for r in f["resources"]):
+                    problems.append(f"{doc['metadata']['name']}: borrowingLimit must be nil when cohort is empty")
     return problems
 
 
@@ -132,7 +176,13 @@ def tas_problems(program) -> list[str]:
         t["metadata"]["name"]: [lv["nodeLabel"] for lv in t["spec"]["levels"]] for t in _kueue(program, "Topology")
     }
     flavors = _kueue(program, "ResourceFlavor")
-    for doc in [*_kueue(program, "Topology"), *[f for f in flavors if f["spec"].get("topologyName")]]:
+    for doc in [
+        *_kueue(program, "Topology"),
+        *[f for f in flavors if f["spec"].get("topologyName")],
+        *_kueue(program, "ProvisioningRequestConfig"),
+        *_kueue(program, "AdmissionCheck"),
+        *_kueue(program, "ClusterQueue"),
+    ]:
         problems += crd_problems(doc)
     named = {f["spec"]["topologyName"] for f in flavors if f["spec"].get("topologyName")}
     problems += [
@@ -178,9 +228,130 @@ def tas_problems(program) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("stack", [*PRESETS, *(f"{s}-fleet" for s in FLEETS)])
+@pytest.mark.parametrize("stack", [*PRESETS, *(f"{s}-fleet" for s in FLEETS), *(f"{s}-scaled" for s in FLEETS)])
 def test_kueues_topology_rules_hold_for_every_stack(programs, stack: str) -> None:
     assert not tas_problems(programs[stack]), tas_problems(programs[stack])
+    problems = provisioning_problems(programs[stack], config_of(stack))
+    assert not problems, problems
+
+
+def config_of(name: str) -> dict[str, Any]:
+    """The config a program of :class:`_Programs` was evaluated with."""
+    stack = name.removesuffix("-fleet").removesuffix("-scaled")
+    if name == stack:
+        return stack_config(stack)
+    return (fleet_config if name.endswith("-fleet") else scaled_config)(stack)
+
+
+def _releases(program, chart: str) -> list[Any]:
+    return [
+        r
+        for r in program.registrations
+        if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["chart"].rpartition("/")[2] == chart
+    ]
+
+
+def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
+    """What the ProvisioningRequest admission check needs on a real cluster, over one program's registrations:
+
+    - every ClusterQueue runs it exactly on the flavors of topology-aware groups that autoscale (``onFlavors``; Kueue
+      delays the topology assignment only for a flavor with a ProvisioningRequest check, ``HasProvRequestAdmissionCheck``
+      in pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.17.0: without it, a job on such a group waits for
+      nodes nobody adds), and on no other flavor (a fixed group's jobs would wait for a request for nothing);
+    - the AdmissionChecks a queue names exist, are Kueue's ProvisioningRequest controller's and name a registered
+      ProvisioningRequestConfig of the autoscaler's best-effort-atomic class;
+    - the ProvisioningRequest CRD is applied, and Kueue's release and the autoscaler's are installed after it (both
+      handle requests only when it exists at their start: Kueue's ``ServerSupportsProvisioningRequest``,
+      cmd/kueue/main.go); the autoscaler runs with ``--enable-provisioning-requests`` and is granted what it reads and
+      writes (:data:`components.autoscaler.PROVISIONING_REQUEST_RULES`, with what its chart's ClusterRole grants);
+    - none of it without such a flavor."""
+    from components.autoscaler import PROVISIONING_REQUEST_RULES
+    from components.admission import PROVISIONING_CONTROLLER
+    from components.catalog import CA_CHART_WITH_PROVISIONING_REQUESTS, MANIFESTS
+    from stacks.plan.admission import PROVISIONING_CLASS
+
+    problems = []
+    groups = config.get(f"{PROJECT}:nodeGroups") or {}
+    autoscaler = _releases(program, "cluster-autoscaler")
+    flavors = {f["metadata"]["name"]: f for f in _kueue(program, "ResourceFlavor")}
+    scaled = {
+        name
+        for name, f in flavors.items()
+        if f["spec"].get("topologyName")
+        and name in groups
+        and groups[name].get("minSize", 0) < groups[name]["maxSize"]
+        and autoscaler
+    }
+    checks = {c["metadata"]["name"]: c for c in _kueue(program, "AdmissionCheck")}
+    configs = {c["metadata"]["name"]: c for c in _kueue(program, "ProvisioningRequestConfig")}
+    for cq in _kueue(program, "ClusterQueue"):
+        rules = (cq["spec"].get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+        on = {f for r in rules for f in r.get("onFlavors") or []}
+        if any(not r.get("onFlavors") for r in rules):
+            problems.append(f"ClusterQueue {cq['metadata']['name']}: a check without onFlavors runs on every flavor")
+        if on != scaled:
+            problems.append(
+                f"ClusterQueue {cq['metadata']['name']}: the check runs on {sorted(on)}, the autoscaled "
+                f"topology-aware flavors are {sorted(scaled)}"
+            )
+        for r in rules:
+            check = checks.get(r["name"])
+            if check is None:
+                problems.append(f"ClusterQueue {cq['metadata']['name']}: AdmissionCheck {r['name']} is not registered")
+                continue
+            params = check["spec"].get("parameters") or {}
+            prc = configs.get(params.get("name", ""))
+            if check["spec"]["controllerName"] != PROVISIONING_CONTROLLER or params.get("kind") != (
+                "ProvisioningRequestConfig"
+            ):
+                problems.append(f"AdmissionCheck {r['name']}: not Kueue's ProvisioningRequest controller's")
+            elif prc is None:
+                problems.append(f"AdmissionCheck {r['name']}: ProvisioningRequestConfig {params.get('name')} missing")
+            elif prc["spec"]["provisioningClassName"] != PROVISIONING_CLASS:
+                problems.append(f"ProvisioningRequestConfig {prc['metadata']['name']}: not {PROVISIONING_CLASS}")
+    crd = [
+        r
+        for r in program.registrations
+        if r.type == "kubernetes:yaml/v2:ConfigFile" and r.inputs["file"] == MANIFESTS["provisioning-request-crd"].url
+    ]
+    if not scaled:
+        if crd or checks or configs:
+            problems.append("the ProvisioningRequest CRD or admission check is registered with no flavor needing it")
+        for r in autoscaler:
+            if "enable-provisioning-requests" in r.inputs["values"]["extraArgs"]:
+                problems.append("the autoscaler handles ProvisioningRequests with no flavor needing it")
+        return problems
+    if len(crd) != 1:
+        return problems + ["the ProvisioningRequest CRD is not registered (once)"]
+    (kueue,) = _releases(program, "kueue")
+    for name, release in [("Kueue", kueue), *(("the cluster autoscaler", r) for r in autoscaler)]:
+        if crd[0].urn not in release.dependencies:
+            problems.append(f"{name}'s release does not wait for the ProvisioningRequest CRD")
+    for r in autoscaler:
+        values = r.inputs["values"]
+        if values["extraArgs"].get("enable-provisioning-requests") != "true":
+            problems.append("the autoscaler runs without --enable-provisioning-requests")
+        chart = tuple(int(x) for x in r.inputs["version"].split("."))
+        granted = list(values["rbac"].get("additionalRules") or [])
+        if chart >= CA_CHART_WITH_PROVISIONING_REQUESTS:  # the chart's own rules (its templates/clusterrole.yaml)
+            granted += [
+                {
+                    "apiGroups": ["autoscaling.x-k8s.io"],
+                    "resources": ["provisioningrequests", "provisioningrequests/status"],
+                    "verbs": ["get", "list", "watch", "update", "patch"],
+                },
+                {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["get", "list", "watch", "create"]},
+            ]
+        for rule in PROVISIONING_REQUEST_RULES:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        if not any(
+                            group in g["apiGroups"] and resource in g["resources"] and verb in g["verbs"]
+                            for g in granted
+                        ):
+                            problems.append(f"the autoscaler may not {verb} {resource} ({group or 'core'})")
+    return problems
 
 
 def test_the_efa_fleets_are_topology_aware_and_ask_for_the_lowest_network_layer(programs) -> None:
@@ -214,8 +385,114 @@ def test_the_efa_fleets_are_topology_aware_and_ask_for_the_lowest_network_layer(
         assert {"name": TAS_FEATURE_GATE, "enabled": True} in release.inputs["values"]["controllerManager"][
             "featureGates"
         ]
-        # the presets themselves scale their GPU groups from zero: off by default there
+        # the presets themselves scale their GPU groups from zero to the size of their jobs: the pinned Kueue's second
+        # pass would never place those (stacks/plan/admission.py second_pass_problems), so it is off by default there
         assert not _kueue(programs[stack], "Topology"), stack
+        assert not _kueue(programs[stack], "AdmissionCheck"), stack
+
+
+def test_autoscaled_topology_groups_carry_the_provisioning_request_check(programs) -> None:
+    """The EFA presets scaling from zero to twice their jobs: the GPU flavor is topology-aware and every ClusterQueue
+    runs the ProvisioningRequest check on it (and on nothing else); the CRD comes first; the autoscaler handles the
+    requests. The class, the retry strategy and the check's controller are Kueue's and the autoscaler's names."""
+    from components.admission import PROVISIONING_CONTROLLER
+    from stacks.plan.admission import PROVISIONING_CLASS, PROVISIONING_RETRY_LIMIT
+
+    for stack in FLEETS:
+        program = programs[f"{stack}-scaled"]
+        gpu = next(f for f in _kueue(program, "ResourceFlavor") if f["metadata"]["name"] == "gpu")
+        assert gpu["spec"]["topologyName"], stack
+        (cq,) = _kueue(program, "ClusterQueue")
+        assert cq["spec"]["admissionChecksStrategy"] == {
+            "admissionChecks": [{"name": "cluster-autoscaler", "onFlavors": ["gpu"]}]
+        }, stack
+        (check,) = _kueue(program, "AdmissionCheck")
+        assert check["spec"]["controllerName"] == PROVISIONING_CONTROLLER
+        (prc,) = _kueue(program, "ProvisioningRequestConfig")
+        assert prc["spec"] == {
+            "provisioningClassName": PROVISIONING_CLASS,
+            "retryStrategy": {
+                "backoffLimitCount": PROVISIONING_RETRY_LIMIT,
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 600,
+            },
+        }
+        assert PROVISIONING_RETRY_LIMIT == 2**31 - 1  # the CRD's int32 maximum
+
+
+def test_the_provisioning_rules_catch_each_broken_registration(programs) -> None:
+    """Each rule of provisioning_problems fails when its bug is put back."""
+    program = programs["p5-scaled"]
+    config = config_of("p5-scaled")
+    assert not provisioning_problems(program, config)
+
+    def broken(change) -> list[str]:
+        regs = [
+            SimpleNamespace(type=r.type, urn=r.urn, inputs=copy.deepcopy(r.inputs), dependencies=list(r.dependencies))
+            for r in program.registrations
+        ]
+        change(regs)
+        return provisioning_problems(SimpleNamespace(registrations=regs), config)
+
+    def kind(regs, k):
+        return next(r for r in regs if r.type.startswith("kubernetes:kueue.x-k8s.io/") and r.inputs["kind"] == k)
+
+    def release(regs, chart):
+        return next(r for r in regs if r.type == "kubernetes:helm.sh/v3:Release" and r.inputs["chart"].endswith(chart))
+
+    def crd_urn(regs):
+        return next(r.urn for r in regs if r.type == "kubernetes:yaml/v2:ConfigFile" and "provisioning" in r.urn)
+
+    def no_strategy(regs):
+        del kind(regs, "ClusterQueue").inputs["spec"]["admissionChecksStrategy"]
+
+    def on_system(regs):
+        kind(regs, "ClusterQueue").inputs["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"].append(
+            "system"
+        )
+
+    def every_flavor(regs):
+        del kind(regs, "ClusterQueue").inputs["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"]
+
+    def other_class(regs):
+        kind(regs, "ProvisioningRequestConfig").inputs["spec"]["provisioningClassName"] = (
+            "check-capacity.autoscaling.x-k8s.io"
+        )
+
+    def kueue_first(regs):
+        r = release(regs, "/kueue")
+        r.dependencies.remove(crd_urn(regs))
+
+    def autoscaler_first(regs):
+        r = release(regs, "cluster-autoscaler")
+        r.dependencies.remove(crd_urn(regs))
+
+    def no_flag(regs):
+        del release(regs, "cluster-autoscaler").inputs["values"]["extraArgs"]["enable-provisioning-requests"]
+
+    def no_delete(regs):
+        release(regs, "cluster-autoscaler").inputs["values"]["rbac"]["additionalRules"] = []
+
+    def old_chart_without_rules(regs):
+        r = release(regs, "cluster-autoscaler")
+        r.inputs["version"] = "9.53.0"
+        r.inputs["values"]["rbac"]["additionalRules"] = [
+            {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["delete"]}
+        ]
+
+    for change, fragment in [
+        (no_strategy, "the check runs on [], the autoscaled topology-aware flavors are ['gpu']"),
+        (on_system, "the check runs on ['gpu', 'system']"),
+        (every_flavor, "a check without onFlavors runs on every flavor"),
+        (other_class, "not best-effort-atomic-scale-up.autoscaling.x-k8s.io"),
+        (kueue_first, "Kueue's release does not wait for the ProvisioningRequest CRD"),
+        (autoscaler_first, "the cluster autoscaler's release does not wait"),
+        (no_flag, "without --enable-provisioning-requests"),
+        (no_delete, "may not delete provisioningrequests"),
+        (old_chart_without_rules, "may not list provisioningrequests"),
+    ]:
+        problems = broken(change)
+        assert any(fragment in p for p in problems), (change.__name__, problems)
 
 
 def test_the_feature_gate_is_one_kueue_knows_and_on_by_default() -> None:
@@ -310,18 +587,19 @@ def _error(config: dict[str, Any]) -> ConfigError:
 
 def test_topology_true_where_kueue_could_never_place_the_jobs_fails_before_anything_is_registered() -> None:
     """Three ways to ask for topology-aware placement that would leave the jobs waiting for ever, each refused with
-    the key and the fix: a type whose nodes carry no labels, a job larger than the nodes an autoscaled group always
-    has, a region where EC2 describes no topology."""
+    the key and the fix: a type whose nodes carry no labels, a job on an autoscaled group the pinned Kueue's second
+    pass would never place, a region where EC2 describes no topology."""
     cfg = copy.deepcopy(stack_config("p5"))
     cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(instanceTypes=["g5.48xlarge"], topology=True, efa=False)
     message = str(_error(cfg))
     assert "eks-training:nodeGroups.gpu.topology" in message and "g5.48xlarge nodes carry no" in message, message
 
+    # the pinned Kueue's second pass places no job of more than half an autoscaled topology-aware group
     cfg = copy.deepcopy(stack_config("p5"))
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = True
     message = str(_error(cfg))
-    assert "eks-training:jobs.train.nodes" in message and "eks-training:nodeGroups.gpu.minSize" in message, message
-    assert "raise minSize to 2 or set topology: false" in message, message
+    assert "eks-training:jobs.train.nodes" in message and "counts the job's own quota twice" in message, message
+    assert "set eks-training:nodeGroups.gpu.topology: false, raise maxSize to 4" in message, message
 
     cfg = fleet_config("p5")
     cfg["aws:region"] = "ap-southeast-5"
