@@ -33,6 +33,13 @@ class ManifestError(Exception):
     pass
 
 
+def yaml_documents(text: str) -> list[Any]:
+    """The non-empty documents of a multi-document YAML text, parsed with libyaml when PyYAML has it (the same
+    objects as ``yaml.safe_load_all``, six times faster: Kueue's CRDs are 1.7 MB of YAML)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return [d for d in yaml.load_all(text, Loader=loader) if d]
+
+
 def module_dir(folder: str, module: str) -> Path:
     proc = subprocess.run(
         ["go", "list", "-m", "-f", "{{.Dir}}", module],
@@ -61,7 +68,7 @@ def release_manifest(url: str) -> list[dict[str, Any]]:
                 f"{pinned}: pin both at the same version"
             )
         text = (module_dir(folder, module) / path).read_text()
-        return [d for d in yaml.safe_load_all(text) if d]
+        return yaml_documents(text)
     raise ManifestError(f"{url} is not a release manifest of components/catalog")
 
 
