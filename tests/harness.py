@@ -12,12 +12,13 @@ and computed outputs are unknown (only its inputs come back), so assertions that
 values cannot pass vacuously; tests check relationships through recorded (property) dependencies.
 """
 
+import copy
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pulumi
-import yaml
 from pulumi.runtime.sync_await import _sync_await
 
 from stacks.mocked import (  # noqa: F401 - re-exported: the tests import them from here
@@ -40,6 +41,7 @@ from stacks.mocked import (  # noqa: F401 - re-exported: the tests import them f
     resolve,
     zones_of,
 )
+from stacks.stackfile import load_yaml
 
 
 def stack_names() -> list[str]:
@@ -48,8 +50,13 @@ def stack_names() -> list[str]:
 
 
 def stack_config(stack: str) -> dict[str, Any]:
-    """The ``config:`` mapping of a stack file."""
-    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text()) or {}
+    """The ``config:`` mapping of a stack file (a copy of its own: callers edit it)."""
+    return copy.deepcopy(_stack_config(stack))
+
+
+@functools.cache  # a preset's file, read once per process (the tests read them some 2,000 times)
+def _stack_config(stack: str) -> dict[str, Any]:
+    data = load_yaml((REPO / f"Pulumi.{stack}.yaml").read_text()) or {}
     return dict(data.get("config") or {})
 
 
