@@ -83,16 +83,28 @@ class Program:
         assert len(found) == 1, f"expected one {t}, found {[r.name for r in found]}"
         return found[0]
 
+    def _index(self) -> tuple[dict[str, Registration], dict[str, list[Registration]]]:
+        """The registrations by URN and by parent URN, kept while ``registrations`` is the same list of the same
+        length (a test that builds a changed program gives it a list of its own: the index follows)."""
+        regs = self.registrations
+        cached = self.__dict__.get("_index_cache")
+        if cached is None or cached[0] is not regs or cached[1] != len(regs):
+            urns: dict[str, Registration] = {}
+            children: dict[str, list[Registration]] = {}
+            for r in regs:
+                urns.setdefault(r.urn, r)
+                children.setdefault(r.parent, []).append(r)
+            cached = (regs, len(regs), urns, children)
+            self.__dict__["_index_cache"] = cached
+        return cached[2], cached[3]
+
     def by_urn(self, urn: str) -> Registration:
         """The registration with this URN."""
-        for r in self.registrations:
-            if r.urn == urn:
-                return r
-        raise KeyError(urn)
+        return self._index()[0][urn]
 
     def children(self, parent: Registration) -> list[Registration]:
         """Direct children of ``parent``."""
-        return [r for r in self.registrations if r.parent == parent.urn]
+        return list(self._index()[1].get(parent.urn, []))
 
     def descendants(self, parent: Registration) -> list[Registration]:
         """All descendants of ``parent``."""
@@ -100,10 +112,9 @@ class Program:
         todo = [parent.urn]
         while todo:
             u = todo.pop()
-            for r in self.registrations:
-                if r.parent == u:
-                    out.append(r)
-                    todo.append(r.urn)
+            for r in self._index()[1].get(u, []):
+                out.append(r)
+                todo.append(r.urn)
         return out
 
     def ancestors(self, reg: Registration) -> list[Registration]:
