@@ -17,11 +17,26 @@ class StackFileError(Exception):
     """The stack file cannot be read."""
 
 
+#: libyaml's safe loader when PyYAML has it: the same objects as ``yaml.safe_load``, six times faster (``Pulumi.yaml``
+#: is read on every plan; Kueue's CRDs are 1.7 MB).
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document, as ``yaml.safe_load`` reads it."""
+    return yaml.load(text, Loader=_LOADER)
+
+
+def load_yaml_documents(text: str) -> list[Any]:
+    """The non-empty documents of a multi-document YAML text, as ``yaml.safe_load_all`` reads them."""
+    return [d for d in yaml.load_all(text, Loader=_LOADER) if d]
+
+
 def project_name(stack_file: Path) -> str:
     """The project's name from the ``Pulumi.yaml`` beside the stack file (default ``eks-training``)."""
     project_file = stack_file.parent / "Pulumi.yaml"
     if project_file.exists():
-        data = yaml.safe_load(project_file.read_text()) or {}
+        data = load_yaml(project_file.read_text()) or {}
         if isinstance(data, dict) and data.get("name"):
             return str(data["name"])
     return NAMESPACE
@@ -51,7 +66,7 @@ def project_config(project_file: Path) -> dict[str, Any]:
     namespace is the project's (``<project>:<key>``) and gives its ``default``; a namespaced key gives its ``value``
     (a plain value is either, https://www.pulumi.com/docs/iac/concepts/config/#project-level-configuration)."""
     try:
-        data = yaml.safe_load(project_file.read_text()) or {}
+        data = load_yaml(project_file.read_text()) or {}
     except FileNotFoundError:
         return {}
     except (OSError, yaml.YAMLError) as exc:
@@ -79,7 +94,7 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
     :func:`stack_file_for` by default."""
     path = stack_file or stack_file_for(stack)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise StackFileError(f"cannot read {path}: {exc}") from exc
     config = data.get("config") if isinstance(data, dict) else None

@@ -30,8 +30,6 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.harness import Program, run_program  # noqa: E402
-
 TIERS = ("unit", "mock", "moto", "real", "cluster")
 TESTS = Path(__file__).resolve().parent
 
@@ -135,6 +133,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def program_for():
     """``program_for(stack, preview)`` evaluates the real program once per stack and mode."""
+    # imported here, not at the top: the xdist controller, which runs no test, starts its workers 2 s sooner
+    # without the Pulumi SDK and the program's packages
+    from tests.harness import Program, run_program
 
     def get(stack: str, preview: bool) -> Program:
         return run_program(stack, preview=preview)

@@ -12,12 +12,13 @@ and computed outputs are unknown (only its inputs come back), so assertions that
 values cannot pass vacuously; tests check relationships through recorded (property) dependencies.
 """
 
+import copy
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pulumi
-import yaml
 from pulumi.runtime.sync_await import _sync_await
 
 from stacks.mocked import (  # noqa: F401 - re-exported: the tests import them from here
@@ -40,6 +41,7 @@ from stacks.mocked import (  # noqa: F401 - re-exported: the tests import them f
     resolve,
     zones_of,
 )
+from stacks.stackfile import load_yaml
 
 
 def stack_names() -> list[str]:
@@ -48,8 +50,13 @@ def stack_names() -> list[str]:
 
 
 def stack_config(stack: str) -> dict[str, Any]:
-    """The ``config:`` mapping of a stack file."""
-    data = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text()) or {}
+    """The ``config:`` mapping of a stack file (a copy of its own: callers edit it)."""
+    return copy.deepcopy(_stack_config(stack))
+
+
+@functools.cache  # a preset's file, read once per process (the tests read them some 2,000 times)
+def _stack_config(stack: str) -> dict[str, Any]:
+    data = load_yaml((REPO / f"Pulumi.{stack}.yaml").read_text()) or {}
     return dict(data.get("config") or {})
 
 
@@ -76,16 +83,28 @@ class Program:
         assert len(found) == 1, f"expected one {t}, found {[r.name for r in found]}"
         return found[0]
 
+    def _index(self) -> tuple[dict[str, Registration], dict[str, list[Registration]]]:
+        """The registrations by URN and by parent URN, kept while ``registrations`` is the same list of the same
+        length (a test that builds a changed program gives it a list of its own: the index follows)."""
+        regs = self.registrations
+        cached = self.__dict__.get("_index_cache")
+        if cached is None or cached[0] is not regs or cached[1] != len(regs):
+            urns: dict[str, Registration] = {}
+            children: dict[str, list[Registration]] = {}
+            for r in regs:
+                urns.setdefault(r.urn, r)
+                children.setdefault(r.parent, []).append(r)
+            cached = (regs, len(regs), urns, children)
+            self.__dict__["_index_cache"] = cached
+        return cached[2], cached[3]
+
     def by_urn(self, urn: str) -> Registration:
         """The registration with this URN."""
-        for r in self.registrations:
-            if r.urn == urn:
-                return r
-        raise KeyError(urn)
+        return self._index()[0][urn]
 
     def children(self, parent: Registration) -> list[Registration]:
         """Direct children of ``parent``."""
-        return [r for r in self.registrations if r.parent == parent.urn]
+        return list(self._index()[1].get(parent.urn, []))
 
     def descendants(self, parent: Registration) -> list[Registration]:
         """All descendants of ``parent``."""
@@ -93,10 +112,9 @@ class Program:
         todo = [parent.urn]
         while todo:
             u = todo.pop()
-            for r in self.registrations:
-                if r.parent == u:
-                    out.append(r)
-                    todo.append(r.urn)
+            for r in self._index()[1].get(u, []):
+                out.append(r)
+                todo.append(r.urn)
         return out
 
     def ancestors(self, reg: Registration) -> list[Registration]:

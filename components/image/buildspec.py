@@ -7,6 +7,7 @@ doubling wait. It is a script on ``PATH`` rather than a shell function because C
 the working directory from one command to the next (source key ``codebuild-shell``), not functions.
 """
 
+import functools
 import json
 from typing import Any
 
@@ -91,6 +92,7 @@ def install_retry_command() -> str:
     )
 
 
+@functools.cache  # constant text (a str), rendered once per process: every image of every evaluation reads it
 def buildspec() -> str:
     """The inline buildspec (YAML). Uses ``IMAGE_TAG`` and ``REPOSITORY_URI`` (set per build by the
     dynamic resource), ``DOCKERFILE`` and ``DOCKER_PLATFORM`` (project environment), ``AWS_REGION``

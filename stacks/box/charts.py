@@ -34,6 +34,7 @@ import yaml
 from components.catalog import HELM_CHARTS
 from stacks.box import build as box_build
 from stacks.box.manifests import module_dir
+from stacks.stackfile import load_yaml_documents
 
 
 class ChartError(Exception):
@@ -168,9 +169,7 @@ def render(
     if proc.returncode != 0:
         raise ChartError(f"helm template of the {key} release failed: {proc.stderr.strip()[-3000:]}")
     out = []
-    for doc in yaml.load_all(proc.stdout, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # C: 1.7 MB of CRDs
-        if not doc:
-            continue
+    for doc in load_yaml_documents(proc.stdout):  # libyaml: 1.7 MB of CRDs
         if not doc["metadata"].get("namespace") and _namespaced(doc):
             doc["metadata"]["namespace"] = namespace  # as Helm's install does for a template that names none
         out.append(doc)

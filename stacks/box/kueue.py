@@ -36,6 +36,7 @@ from components.catalog import HELM_CHARTS
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, establish_crds
 from stacks.box.manifests import module_dir
+from stacks.stackfile import load_yaml_documents
 
 MODULE = "sigs.k8s.io/kueue"
 CRD_DIR = "config/components/crd/bases"
@@ -68,7 +69,7 @@ def crds() -> list[dict[str, Any]]:
     """Kueue's CustomResourceDefinitions, as the chart installs them."""
     out = []
     for path in sorted((kueue_dir() / CRD_DIR).glob("*.yaml")):
-        out += [d for d in yaml.safe_load_all(path.read_text()) if d]
+        out += load_yaml_documents(path.read_text())
     return out
 
 
@@ -79,9 +80,7 @@ def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
     kept = {FRAMEWORK_RESOURCES[f] for f in FRAMEWORKS}
     bundle = base64.b64encode(ca_pem).decode()
     out = []
-    for doc in yaml.safe_load_all((kueue_dir() / WEBHOOKS).read_text()):
-        if not doc:
-            continue
+    for doc in load_yaml_documents((kueue_dir() / WEBHOOKS).read_text()):
         hooks = []
         for hook in doc["webhooks"]:
             rules = hook.get("rules") or []

@@ -26,10 +26,9 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
-import yaml
-
 from components.catalog import MANIFESTS
 from stacks.box import build as box_build
+from stacks.stackfile import load_yaml_documents
 
 #: Release manifests the box can read from a pinned module: catalog key -> (box module, Go module, path in it, the
 #: module version compared with the catalog's release when it cannot be the same, else ``None``: the same version).
@@ -96,7 +95,7 @@ def release_manifest(url: str) -> list[dict[str, Any]]:
                 )
             )
         text = (module_dir(folder, module) / path).read_text()
-        return [d for d in yaml.safe_load_all(text) if d]
+        return load_yaml_documents(text)
     raise ManifestError(f"{url} is not a release manifest of components/catalog")
 
 

@@ -9,6 +9,7 @@ here too (:func:`components.image.aws_settings.aws_settings_from_config`).
 """
 
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -192,7 +193,8 @@ ENGINE_NAMESPACE = "pulumi"
 _PROVIDER_DIST = re.compile(r"^pulumi[-_](?P<name>[a-z0-9][a-z0-9-]*)$")
 
 
-def provider_namespaces() -> list[str]:
+@functools.cache  # the installed distributions: reading every one's metadata costs 0.1 s, once per process
+def provider_namespaces() -> tuple[str, ...]:
     """The config namespaces of the Pulumi providers installed beside the program (``pulumi-aws`` reads ``aws:``,
     ``pulumi-kubernetes`` ``kubernetes:``, ``pulumi-eks`` ``eks:``): a provider's package is named after its
     namespace (https://www.pulumi.com/docs/iac/concepts/config/#provider-configuration-options)."""
@@ -201,7 +203,7 @@ def provider_namespaces() -> list[str]:
         m = _PROVIDER_DIST.match((dist.metadata["Name"] or "").lower().replace("_", "-"))
         if m:
             found.add(m.group("name"))
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:

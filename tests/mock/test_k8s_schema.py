@@ -4,11 +4,11 @@ of the stack's Kubernetes version (kubernetes-validate, strict: unknown fields f
 import copy
 from typing import Any
 
-import kubernetes_validate
 import pytest
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
+from tests.kube_schema import ValidationError, validate
 
 
 STACKS = stack_names()
@@ -41,8 +41,9 @@ def test_registered_objects_match_the_official_schema(program_for, stack: str) -
     backend = (stack_config(stack).get(f"{PROJECT}:storage") or {}).get("backend", "efs")
     volume = {"efs": "StorageClass", "fsx": "PersistentVolume"}[backend]
     assert {d["kind"] for d in docs} >= {"Namespace", volume, "PersistentVolumeClaim", "NetworkPolicy"}
+    version = k8s_version(stack)
     for doc in docs:
-        kubernetes_validate.validate(doc, k8s_version(stack), strict=True)
+        validate(doc, version)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -58,7 +59,7 @@ def test_mpi_job_pod_templates_match_the_official_schema(program_for, stack: str
                 "metadata": {"name": role.lower()},
                 "template": replica["template"],
             }
-            kubernetes_validate.validate(copy.deepcopy(doc), k8s_version(stack), strict=True)
+            validate(copy.deepcopy(doc), k8s_version(stack))
 
 
 def test_the_schema_check_can_fail() -> None:
@@ -67,5 +68,5 @@ def test_the_schema_check_can_fail() -> None:
     pvc = next(d for d in manifests(p) if d["kind"] == "PersistentVolumeClaim")
     bad = copy.deepcopy(pvc)
     bad["spec"]["accesModes"] = bad["spec"].pop("accessModes")
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(bad, DEFAULT_KUBERNETES_VERSION + ".0", strict=True)
+    with pytest.raises(ValidationError):
+        validate(bad, DEFAULT_KUBERNETES_VERSION + ".0")

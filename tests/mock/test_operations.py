@@ -13,7 +13,6 @@ import json
 import re
 from typing import Any, Mapping, Sequence
 
-import kubernetes_validate
 import pytest
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
@@ -44,6 +43,7 @@ from components.catalog.operations import (
 )
 from components.scheduling import TAINT_EFFECTS_EKS
 from tests.harness import PROJECT, Program, resolve, run_program, stack_config, stack_names
+from tests.kube_schema import validate as validate_official
 
 
 STACKS = stack_names()
@@ -377,7 +377,7 @@ def test_metrics_addon_configuration_role_and_tolerations(program_for: Any, stac
         "metadata": {"name": "agent"},
         "spec": {"containers": [{"name": "a", "image": "a"}], "tolerations": config["tolerations"]},
     }
-    kubernetes_validate.validate(copy.deepcopy(pod), DEFAULT_KUBERNETES_VERSION + ".0", strict=True)
+    validate_official(copy.deepcopy(pod), DEFAULT_KUBERNETES_VERSION + ".0")
     assert toleration_problems(config["tolerations"], group_taints(p), exact=True) == []
     # least privilege: its own role, only the managed policy the add-on's documentation names, for its service account
     (assoc,) = addon.inputs["podIdentityAssociations"]

@@ -12,6 +12,7 @@ in one block of a 256-node box in the cluster tier (tests/cluster/test_box_scale
 """
 
 import copy
+import functools
 import re
 from types import SimpleNamespace
 from typing import Any, Mapping
@@ -91,6 +92,7 @@ def _kueue(program, kind: str) -> list[dict[str, Any]]:
     ]
 
 
+@functools.cache  # the pinned module's CRDs (read only here), parsed once per worker
 def _schema(kind_plural: str) -> dict[str, Any]:
     crd = next(c for c in crds() if c["metadata"]["name"] == f"{kind_plural}.kueue.x-k8s.io")
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2" and v["served"])
@@ -110,6 +112,11 @@ def _python_patterns(schema: Any) -> Any:
         for v in schema:
             _python_patterns(v)
     return schema
+
+
+@functools.cache
+def _validator(kind_plural: str) -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator(_schema(kind_plural))
 
 
 def _unknown_fields(schema: Mapping[str, Any], obj: Any, path: str = "") -> list[str]:
@@ -144,7 +151,7 @@ def crd_problems(doc: Mapping[str, Any]) -> list[str]:
     schema = _schema(plural)
     problems = [
         f"{doc['metadata']['name']}: {e.message} at {list(e.absolute_path)}"
-        for e in jsonschema.Draft7Validator(schema).iter_errors(dict(doc))
+        for e in _validator(plural).iter_errors(dict(doc))
     ]
     problems += [
         f"{doc['metadata']['name']}: unknown field {p}"

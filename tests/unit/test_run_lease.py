@@ -24,9 +24,17 @@ import run_lease  # noqa: E402
 from run_lease import RunLease  # noqa: E402
 
 
-def lease(out: Path, *members: str, ttl: float = 60.0) -> RunLease:
-    """A lease handle for a group of ``members``."""
-    return RunLease(out, list(members), ttl_s=ttl, world_size=len(members))
+#: The keeper's renewal cadence in the tests of its thread: the product's floor (0.5 s, :attr:`RunLease.renew_every_s`)
+#: spares a real volume; the keeper's rules do not depend on it, and each test's waits are counted in cadences.
+FAST_RENEWALS_S = 0.1
+
+
+def lease(out: Path, *members: str, ttl: float = 60.0, renew_every: float | None = None) -> RunLease:
+    """A lease handle for a group of ``members`` (renewed every ``renew_every`` seconds when given)."""
+    handle = RunLease(out, list(members), ttl_s=ttl, world_size=len(members))
+    if renew_every is not None:
+        handle.renew_every_s = renew_every
+    return handle
 
 
 def record(out: Path, generation: int) -> dict[str, object]:
@@ -159,7 +167,7 @@ def wait_until(condition: object, timeout: float = 10.0) -> None:
 
 
 def test_the_keeper_renews_from_its_thread_while_the_loop_beats_and_reports_each_outcome_once(tmp_path: Path) -> None:
-    owner = lease(tmp_path, "host-a/1", ttl=6.0)  # renewals every 0.5 s
+    owner = lease(tmp_path, "host-a/1", ttl=6.0, renew_every=FAST_RENEWALS_S)
     assert owner.try_acquire().acquired
     keeper = run_lease.LeaseKeeper(owner).start()
     try:
@@ -176,14 +184,15 @@ def test_the_keeper_renews_from_its_thread_while_the_loop_beats_and_reports_each
 
 
 def test_the_keeper_lets_the_lease_expire_when_the_loop_stops_beating(tmp_path: Path) -> None:
-    owner = lease(tmp_path, "host-a/1", ttl=1.0)  # renewals every 0.5 s; a loop silent for 1 s is stuck
+    # renewals every 0.1 s; a loop silent for 0.5 s is stuck: the last renewal starts before 0.6 s
+    owner = lease(tmp_path, "host-a/1", ttl=0.5, renew_every=FAST_RENEWALS_S)
     assert owner.try_acquire().acquired
     keeper = run_lease.LeaseKeeper(owner).start()
     try:
         keeper.beat(1)
-        time.sleep(2.5)
+        time.sleep(1.5)  # 0.9 s after the last renewal could start
         renewed = float(record(tmp_path, 1)["renewed_at"])  # type: ignore[arg-type]
-        time.sleep(1.5)
+        time.sleep(0.5)  # five renewal periods
         assert float(record(tmp_path, 1)["renewed_at"]) == renewed  # type: ignore[arg-type]
         assert lease(tmp_path, "host-b/1").try_acquire().acquired  # expired: another group may take the run
     finally:
@@ -191,23 +200,24 @@ def test_the_keeper_lets_the_lease_expire_when_the_loop_stops_beating(tmp_path: 
 
 
 def test_a_release_is_never_overwritten_by_a_renewal_in_flight(tmp_path: Path) -> None:
-    owner = lease(tmp_path, "host-a/1", ttl=6.0)
+    owner = lease(tmp_path, "host-a/1", ttl=6.0, renew_every=FAST_RENEWALS_S)
     assert owner.try_acquire().acquired
     keeper = run_lease.LeaseKeeper(owner).start()
     try:
-        for step in range(40):  # renewals (every 0.5 s) race the release below
+        for step in range(10):  # renewals (every 0.1 s: five of them) race the release below
             keeper.beat(step)
             time.sleep(0.05)
-        owner.release("stopped", step=40)
-        time.sleep(1.2)  # at least two renewal periods after the release
-        assert record(tmp_path, 1)["state"] == "stopped" and record(tmp_path, 1)["step"] == 40
+        owner.release("stopped", step=10)
+        time.sleep(0.3)  # three renewal periods after the release
+        assert record(tmp_path, 1)["state"] == "stopped" and record(tmp_path, 1)["step"] == 10
     finally:
         keeper.stop()
 
 
 def test_a_failed_renewal_ends_the_attempt_through_the_loop_once_it_kept_failing(tmp_path: Path) -> None:
     """One volume error may pass (NFS: ESTALE, EIO); renewals that keep failing for half the TTL end the attempt."""
-    owner = lease(tmp_path, "host-a/1", ttl=2.0)  # renewals every 0.5 s; fails after 1 s of failures
+    # renewals every 0.1 s; fails after 0.3 s of failures (half the TTL)
+    owner = lease(tmp_path, "host-a/1", ttl=0.6, renew_every=FAST_RENEWALS_S)
     assert owner.try_acquire().acquired
     keeper = run_lease.LeaseKeeper(owner).start()
     try:
@@ -219,7 +229,7 @@ def test_a_failed_renewal_ends_the_attempt_through_the_loop_once_it_kept_failing
             if keeper._error is not None:
                 break
             time.sleep(0.05)
-        assert keeper._error is not None and time.monotonic() - failed_from >= 1.0  # not at the first error
+        assert keeper._error is not None and time.monotonic() - failed_from >= 0.3  # not at the first error
         with pytest.raises(RuntimeError, match="renewing the run lease failed"):
             keeper.news()
     finally:
@@ -227,7 +237,7 @@ def test_a_failed_renewal_ends_the_attempt_through_the_loop_once_it_kept_failing
 
 
 def test_a_transient_renewal_error_passes(tmp_path: Path) -> None:
-    owner = lease(tmp_path, "host-a/1", ttl=6.0)  # renewals every 0.5 s
+    owner = lease(tmp_path, "host-a/1", ttl=6.0, renew_every=FAST_RENEWALS_S)
     assert owner.try_acquire().acquired
     original, calls = owner.renew, []
 
@@ -240,9 +250,11 @@ def test_a_transient_renewal_error_passes(tmp_path: Path) -> None:
     owner.renew = flaky  # type: ignore[method-assign]
     keeper = run_lease.LeaseKeeper(owner).start()
     try:
-        for step in range(40):
+        for step in range(100):  # until two renewals after the failed one (0.3 s; at most 5 s)
             keeper.beat(step)
             time.sleep(0.05)
+            if len(calls) >= 3:
+                break
         assert len(calls) >= 2 and keeper.news() == []  # the next renewal went through; nothing reported
         assert record(tmp_path, 1)["step"] in calls[1:]  # written by a renewal after the failed one
     finally:
@@ -250,10 +262,10 @@ def test_a_transient_renewal_error_passes(tmp_path: Path) -> None:
 
 
 def test_a_release_gives_up_on_a_renewal_stuck_on_a_dead_volume(tmp_path: Path) -> None:
-    owner = lease(tmp_path, "host-a/1", ttl=1.0)
+    owner = lease(tmp_path, "host-a/1", ttl=0.3)
     assert owner.try_acquire().acquired
     owner._write_lock.acquire()  # a renewal that never returns holds it
     started = time.monotonic()
     owner.release("done", step=3)
-    assert 1.0 <= time.monotonic() - started < 5.0  # one TTL, then on to the hand-off
+    assert 0.3 <= time.monotonic() - started < 4.3  # one TTL, then on to the hand-off
     assert record(tmp_path, 1)["state"] == "active"  # nothing written: the lease expires on its own
