@@ -37,7 +37,7 @@ import pulumi_kubernetes as k8s
 import yaml
 from typing_extensions import NotRequired
 
-from components.catalog import HELM_CHARTS
+from components.catalog import HELM_CHARTS, MANIFESTS
 from components.catalog.charts import CHART_IMAGES, chart_image_values
 from components.helm import pinned_release
 
@@ -175,6 +175,12 @@ def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: The annotation of Kueue's manager pods when the stack uses the ProvisioningRequest check (:func:`chart_values`):
+#: the CRD's release file, so a change of it restarts Kueue too.
+PROVISIONING_ANNOTATION = "eks-training/provisioning-request-crd"
+PROVISIONING_CRD_URL = MANIFESTS["provisioning-request-crd"].url
+
+
 def chart_values(args: Mapping[str, Any], version: str) -> dict[str, Any]:
     """Helm values: the Configuration, the release's image (pinned by digest; its tag is the chart's version), the
     controller on the system nodes (with Topologies: the topology-aware scheduling gate on, :func:`feature_gates`)."""
@@ -193,6 +199,12 @@ def chart_values(args: Mapping[str, Any], version: str) -> dict[str, Any]:
     gates = feature_gates(args)
     if gates:
         values["controllerManager"]["featureGates"] = [{"name": n, "enabled": v} for n, v in gates.items()]
+    if args.get("provisioning"):
+        # Kueue starts its ProvisioningRequest controller only if the CRD exists when it starts (cmd/kueue/main.go,
+        # v0.17.0), and without the controller the check never turns Active and every ClusterQueue naming it is
+        # inactive. The annotation changes the manager's pod template when the check appears on a running stack,
+        # so Kueue restarts after the CRD (a dependency of the release) is applied.
+        values["controllerManager"]["manager"]["podAnnotations"] = {PROVISIONING_ANNOTATION: PROVISIONING_CRD_URL}
     return values
 
 

@@ -13,8 +13,11 @@ cluster (EKS tags managed node groups' groups that way).
 
 With ``provisioning_requests`` (Kueue's ProvisioningRequest admission check, for topology-aware groups that scale):
 the autoscaler runs with ``--enable-provisioning-requests`` (source key ``ca-provisioning-request-flags``) and is
-granted what it then reads and writes where the pinned chart's ClusterRole lacks it (:func:`provisioning_request_rules`);
-the ProvisioningRequest CRD (:func:`provisioning_request_crd`, the release file at its tag) is applied first.
+granted what it then reads and writes by a ClusterRole of its own (:data:`PROVISIONING_REQUEST_RULES`): the pinned
+charts grant none of it before 9.57.0 (no delete in any), and take extra rules (``rbac.additionalRules``) only from
+9.48.0, after the chart pinned for Kubernetes 1.32 (9.46.6), where Helm would ignore them and the autoscaler would
+wait for its ProvisioningRequest informers for ever without scaling anything. The ProvisioningRequest CRD
+(:func:`provisioning_request_crd`, the release file at its tag) is applied first.
 """
 
 from typing import Any, Optional, TypedDict
@@ -24,7 +27,7 @@ from typing_extensions import NotRequired
 
 import pulumi_kubernetes as k8s
 
-from components.catalog import CA_CHART_WITH_PROVISIONING_REQUESTS, CLUSTER_AUTOSCALER, MANIFESTS, chart_image_values
+from components.catalog import CLUSTER_AUTOSCALER, MANIFESTS, chart_image_values
 from components.helm import pinned_release
 from components.iam import autoscaler_policy
 from components.pod_identity import pod_identity_role
@@ -32,6 +35,8 @@ from components.scheduling import system_node_selector
 
 SERVICE_ACCOUNT = "cluster-autoscaler"
 NAMESPACE = "kube-system"
+#: The ClusterRole (and its binding to the autoscaler's service account) of :data:`PROVISIONING_REQUEST_RULES`.
+PROVISIONING_REQUEST_ROLE = "cluster-autoscaler-provisioning-requests"
 
 
 #: What the autoscaler does with ProvisioningRequests at the pinned releases (1.32.7-1.36.1): lists and watches them
@@ -53,23 +58,13 @@ PROVISIONING_REQUEST_RULES: list[dict[str, Any]] = [
 ]
 
 
-def provisioning_request_rules(chart_version: str) -> list[dict[str, Any]]:
-    """The rules of :data:`PROVISIONING_REQUEST_RULES` the chart's ClusterRole does not grant: all of them before
-    :data:`~components.catalog.CA_CHART_WITH_PROVISIONING_REQUESTS`; from it, ``delete`` on ``provisioningrequests``
-    (its rule grants get, list, watch, update and patch)."""
-    if tuple(int(x) for x in chart_version.split(".")) < CA_CHART_WITH_PROVISIONING_REQUESTS:
-        return [dict(r) for r in PROVISIONING_REQUEST_RULES]
-    return [{"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["delete"]}]
-
-
 def cluster_autoscaler_values(
     cluster_name: pulumi.Input[str],
     region: str,
     kubernetes_version: str,
     provisioning_request_crd: Optional[pulumi.Input[str]] = None,
-    chart_version: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Helm values for the pinned chart (``chart_version``: an override of it). With ``provisioning_request_crd``
+    """Helm values for the pinned chart. With ``provisioning_request_crd``
     (see :class:`ClusterAutoscalerArgs`) the autoscaler handles ProvisioningRequests: the flag's value waits for the
     CRD."""
     release = CLUSTER_AUTOSCALER.get(kubernetes_version)
@@ -99,7 +94,6 @@ def cluster_autoscaler_values(
         values["extraArgs"]["enable-provisioning-requests"] = pulumi.Output.from_input(provisioning_request_crd).apply(
             lambda _: "true"
         )
-        values["rbac"]["additionalRules"] = provisioning_request_rules(chart_version or release.chart.version)
     return values
 
 
@@ -158,6 +152,30 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             policy=cluster_name.apply(autoscaler_policy),
         )
         assert identity.association is not None
+        after: list[pulumi.Resource] = [identity.association]
+        if args.get("provisioning_request_crd") is not None:
+            k8s.rbac.v1.ClusterRole(
+                f"{name}-provisioning-requests",
+                metadata={"name": PROVISIONING_REQUEST_ROLE},
+                rules=[
+                    {"api_groups": r["apiGroups"], "resources": r["resources"], "verbs": r["verbs"]}
+                    for r in PROVISIONING_REQUEST_RULES
+                ],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            after.append(
+                k8s.rbac.v1.ClusterRoleBinding(
+                    f"{name}-provisioning-requests",
+                    metadata={"name": PROVISIONING_REQUEST_ROLE},
+                    role_ref={
+                        "api_group": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": PROVISIONING_REQUEST_ROLE,
+                    },
+                    subjects=[{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}],
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
         release = pinned_release(
             self,
             name,
@@ -169,10 +187,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 args["region"],
                 args["kubernetes_version"],
                 args.get("provisioning_request_crd"),
-                args.get("chart_version"),
             ),
             version=args.get("chart_version"),
-            depends_on=[identity.association],
+            depends_on=after,
         )
         self.role_arn = identity.role.arn
         self.release_name = release.name.apply(lambda n: n or "cluster-autoscaler")

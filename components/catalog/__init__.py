@@ -8,7 +8,6 @@ live in :mod:`components.scheduling` and :mod:`components.conventions`.
 
 from components.catalog.charts import (
     BASE_IMAGES,
-    CA_CHART_WITH_PROVISIONING_REQUESTS,
     CA_CHART_WITH_VOLUMEATTACHMENTS,
     CHART_IMAGES,
     CLUSTER_AUTOSCALER,
@@ -121,7 +120,6 @@ __all__ = [
     "AutoscalerRelease",
     "BASE_IMAGES",
     "BaseImage",
-    "CA_CHART_WITH_PROVISIONING_REQUESTS",
     "CA_CHART_WITH_VOLUMEATTACHMENTS",
     "CHART_IMAGES",
     "chart_image_values",

@@ -144,11 +144,6 @@ CLUSTER_AUTOSCALER: Mapping[str, AutoscalerRelease] = {
 }
 #: The oldest chart whose ClusterRole has ``volumeattachments``.
 CA_CHART_WITH_VOLUMEATTACHMENTS = (9, 46, 3)
-#: The oldest chart whose ClusterRole grants what the autoscaler reads and writes with ``--enable-provisioning-requests``
-#: (``autoscaling.x-k8s.io`` ``provisioningrequests`` and their ``status``, core ``podtemplates``): added by
-#: kubernetes/autoscaler#9525 (commit 91080c84cf), first released in chart 9.57.0 (source key
-#: ``cluster-autoscaler-chart``). The charts pinned for Kubernetes 1.32-1.34 (9.46.6, 9.51.0, 9.53.0) lack it.
-CA_CHART_WITH_PROVISIONING_REQUESTS = (9, 57, 0)
 
 
 @dataclass(frozen=True, kw_only=True)

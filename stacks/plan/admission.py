@@ -519,9 +519,10 @@ def autoscales(plan: "Plan", group: "NodeGroupPlan") -> bool:
 
 
 def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopology]:
-    """The network layers ``group``'s nodes are labelled with when its placement is topology-aware: a worker group
-    whose types all have the same layers in the catalog (:data:`~components.catalog.NETWORK_TOPOLOGY`), fixed or
-    autoscaled, unless its ``topology`` is false. The system group never is (its pods are small and talk little).
+    """The network layers ``group``'s nodes are labelled with when its placement can be topology-aware: a worker
+    group whose types all have the same layers in the catalog (:data:`~components.catalog.NETWORK_TOPOLOGY`), unless
+    its ``topology`` is false. The system group never is (its pods are small and talk little). A fixed-size group is
+    topology-aware by default; one that autoscales only with ``topology: true`` (:func:`with_topology`).
 
     Kueue's topology-aware scheduling counts only the nodes that exist (and are Ready), and a job it has not admitted
     has no pod, so the cluster autoscaler would add no node for it; on a group that autoscales the flavor therefore
@@ -539,10 +540,13 @@ def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopol
 
 def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
     """``admission`` with each topology-aware group's flavor naming its Topology (:func:`group_network`), those that
-    autoscale :attr:`~FlavorPlan.provisioned`, and the admission check they need (:func:`provisioning_plan`). By
-    default an autoscaled group whose jobs the pinned Kueue's second pass would never place
-    (:func:`second_pass_problems`) is not topology-aware; with ``topology: true`` it stays so and
-    :func:`topology_problems` reports it."""
+    autoscale :attr:`~FlavorPlan.provisioned`, and the admission check they need (:func:`provisioning_plan`).
+
+    An autoscaled group is topology-aware only with ``topology: true``, never by a default derived from its jobs: a
+    ResourceFlavor's ``topologyName`` cannot be set, changed or removed once the flavor exists (Kueue v0.17.0's CRD
+    rules, ``apis/kueue/v1beta2/resourceflavor_types.go``), so a default that a job edit could flip (the pinned
+    Kueue's second pass places only jobs of at most half the group, :func:`second_pass_problems`) would make a later
+    ``pulumi up`` fail; instead such a job is a config error naming the fixes (:func:`topology_problems`)."""
     from dataclasses import replace
 
     groups = {g.name: g for g in plan.all_groups}
@@ -554,9 +558,8 @@ def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
             flavors.append(f)
             continue
         scales = autoscales(plan, g)
-        explicit = plan.config.node_groups[g.name].topology is True
-        if scales and not explicit and second_pass_problems(plan, f):
-            flavors.append(f)
+        if scales and plan.config.node_groups[g.name].topology is not True:
+            flavors.append(f)  # opt-in: see group_network
             continue
         flavors.append(replace(f, topology=topology_plan(n), provisioned=scales))
     return replace(admission, flavors=tuple(flavors), provisioning=provisioning_plan(tuple(flavors)))

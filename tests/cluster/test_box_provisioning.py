@@ -20,10 +20,10 @@ BLOCK = "topology.k8s.aws/network-node-layer-3"
 
 def _config() -> dict:
     """The p5 preset with its GPU group scaling from 0 to 64 nodes and its training job (and health check) at 32:
-    topology-aware by default, through the ProvisioningRequest check (each job at most half the group: the pinned
+    topology-aware (``topology: true``), through the ProvisioningRequest check (each job at most half the group: the pinned
     Kueue's second pass, stacks/plan/admission.py ``second_pass_problems``)."""
     config = copy.deepcopy(stack_config("p5"))
-    config["eks-training:nodeGroups"]["gpu"].update(minSize=0, desiredSize=0, maxSize=64)
+    config["eks-training:nodeGroups"]["gpu"].update(minSize=0, desiredSize=0, maxSize=64, topology=True)
     config["eks-training:jobs"]["train"].update(nodes=32, minNodes=32, maxNodes=32)
     return config
 

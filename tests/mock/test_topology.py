@@ -54,12 +54,12 @@ def fleet_config(stack: str) -> dict[str, Any]:
 def scaled_config(stack: str) -> dict[str, Any]:
     """``stack`` with its GPU group autoscaling from zero to twice its jobs' size (each job at most half the group:
     the pinned Kueue's second pass places no larger one, :func:`stacks.plan.admission.second_pass_problems`), where
-    topology-aware placement is on through the ProvisioningRequest admission check."""
+    topology-aware placement is on (``topology: true``) through the ProvisioningRequest admission check."""
     cfg = copy.deepcopy(stack_config(stack))
     gpu = cfg[f"{PROJECT}:nodeGroups"]["gpu"]
     jobs = [j for j in cfg[f"{PROJECT}:jobs"].values() if j.get("nodeGroup") == "gpu"]
     size = max(j.get("nodes", 1) for j in jobs)
-    gpu.update(minSize=0, maxSize=2 * size)
+    gpu.update(minSize=0, maxSize=2 * size, topology=True)
     for j in jobs:
         j["maxNodes"] = j.get("nodes", 1)
     return cfg
@@ -270,11 +270,12 @@ def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
     - the ProvisioningRequest CRD is applied, and Kueue's release and the autoscaler's are installed after it (both
       handle requests only when it exists at their start: Kueue's ``ServerSupportsProvisioningRequest``,
       cmd/kueue/main.go); the autoscaler runs with ``--enable-provisioning-requests`` and is granted what it reads and
-      writes (:data:`components.autoscaler.PROVISIONING_REQUEST_RULES`, with what its chart's ClusterRole grants);
+      writes (:data:`components.autoscaler.PROVISIONING_REQUEST_RULES`, by a ClusterRole bound to its service account,
+      which its release waits for);
     - none of it without such a flavor."""
-    from components.autoscaler import PROVISIONING_REQUEST_RULES
-    from components.admission import PROVISIONING_CONTROLLER
-    from components.catalog import CA_CHART_WITH_PROVISIONING_REQUESTS, MANIFESTS
+    from components.autoscaler import NAMESPACE, PROVISIONING_REQUEST_RULES, SERVICE_ACCOUNT
+    from components.admission import PROVISIONING_ANNOTATION, PROVISIONING_CONTROLLER
+    from components.catalog import MANIFESTS
     from stacks.plan.admission import PROVISIONING_CLASS
 
     problems = []
@@ -334,21 +335,33 @@ def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
     for name, release in [("Kueue", kueue), *(("the cluster autoscaler", r) for r in autoscaler)]:
         if crd[0].urn not in release.dependencies:
             problems.append(f"{name}'s release does not wait for the ProvisioningRequest CRD")
+    # on a running stack the release's values must change the manager's pod template, or Kueue keeps running
+    # without its ProvisioningRequest controller (started only if the CRD exists at its start)
+    manager = kueue.inputs["values"]["controllerManager"]["manager"]
+    if (manager.get("podAnnotations") or {}).get(PROVISIONING_ANNOTATION) != MANIFESTS["provisioning-request-crd"].url:
+        problems.append("Kueue's manager pods are not restarted when the check and its CRD appear")
     for r in autoscaler:
         values = r.inputs["values"]
         if values["extraArgs"].get("enable-provisioning-requests") != "true":
             problems.append("the autoscaler runs without --enable-provisioning-requests")
-        chart = tuple(int(x) for x in r.inputs["version"].split("."))
-        granted = list(values["rbac"].get("additionalRules") or [])
-        if chart >= CA_CHART_WITH_PROVISIONING_REQUESTS:  # the chart's own rules (its templates/clusterrole.yaml)
-            granted += [
-                {
-                    "apiGroups": ["autoscaling.x-k8s.io"],
-                    "resources": ["provisioningrequests", "provisioningrequests/status"],
-                    "verbs": ["get", "list", "watch", "update", "patch"],
-                },
-                {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["get", "list", "watch", "create"]},
-            ]
+        # what the autoscaler's service account is granted beyond its chart's ClusterRole: the ClusterRoles bound to
+        # it (the pinned charts' own roles lack these rules before 9.57.0, and 9.46.6 renders no extra rules)
+        bindings = [
+            b
+            for b in program.registrations
+            if b.type == "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+            and {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE} in b.inputs["subjects"]
+        ]
+        bound = {b.inputs["roleRef"]["name"] for b in bindings}
+        granted = [
+            rule
+            for role in program.registrations
+            if role.type == "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+            and role.inputs["metadata"]["name"] in bound
+            for rule in role.inputs["rules"]
+        ]
+        if not any(b.urn in r.dependencies for b in bindings):
+            problems.append("the autoscaler's release does not wait for its ProvisioningRequest permissions")
         for rule in PROVISIONING_REQUEST_RULES:
             for group in rule["apiGroups"]:
                 for resource in rule["resources"]:
@@ -478,14 +491,17 @@ def test_the_provisioning_rules_catch_each_broken_registration(programs) -> None
         del release(regs, "cluster-autoscaler").inputs["values"]["extraArgs"]["enable-provisioning-requests"]
 
     def no_delete(regs):
-        release(regs, "cluster-autoscaler").inputs["values"]["rbac"]["additionalRules"] = []
-
-    def old_chart_without_rules(regs):
-        r = release(regs, "cluster-autoscaler")
-        r.inputs["version"] = "9.53.0"
-        r.inputs["values"]["rbac"]["additionalRules"] = [
-            {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["delete"]}
+        role = next(r for r in regs if r.type.endswith(":ClusterRole") and "provisioning-requests" in r.urn)
+        role.inputs["rules"] = [
+            {**rule, "verbs": [v for v in rule["verbs"] if v != "delete"]} for rule in role.inputs["rules"]
         ]
+
+    def not_restarted(regs):
+        del release(regs, "/kueue").inputs["values"]["controllerManager"]["manager"]["podAnnotations"]
+
+    def unbound(regs):
+        binding = next(r for r in regs if r.type.endswith(":ClusterRoleBinding") and "provisioning-requests" in r.urn)
+        binding.inputs["subjects"] = [{"kind": "ServiceAccount", "name": "other", "namespace": "kube-system"}]
 
     for change, fragment in [
         (no_strategy, "the check runs on [], the autoscaled topology-aware flavors are ['gpu']"),
@@ -496,7 +512,8 @@ def test_the_provisioning_rules_catch_each_broken_registration(programs) -> None
         (autoscaler_first, "the cluster autoscaler's release does not wait"),
         (no_flag, "without --enable-provisioning-requests"),
         (no_delete, "may not delete provisioningrequests"),
-        (old_chart_without_rules, "may not list provisioningrequests"),
+        (unbound, "may not list provisioningrequests"),
+        (not_restarted, "Kueue's manager pods are not restarted"),
     ]:
         problems = broken(change)
         assert any(fragment in p for p in problems), (change.__name__, problems)
@@ -637,6 +654,26 @@ def test_the_plan_shows_the_topology_and_refuses_what_the_program_refuses() -> N
             region="ap-southeast-5",
             edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, availabilityZone="ap-southeast-5a"),
         )
+
+
+def test_no_job_edit_switches_an_autoscaled_groups_topology() -> None:
+    """A ResourceFlavor's topologyName cannot be set, changed or removed once it exists (Kueue v0.17.0's CRD rules),
+    so an autoscaled group's topology is its own setting, never a default derived from its jobs: p5 as shipped (a
+    2-node job on a group of 2) and with the job at half the group (which the pinned Kueue could place) have the
+    same flavor, without a Topology; with ``topology: true`` the larger job is a config error, not a silent switch."""
+    from stacks.outputs import placement_of
+
+    _, shipped = plan_stack("p5")
+    _, half = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:jobs"]["train"].update(nodes=1, maxNodes=1))
+    assert "topology" not in placement_of(shipped)["gpu"] and "topology" not in placement_of(half)["gpu"]
+    assert shipped.admission.provisioning is None and half.admission.provisioning is None
+
+    def opted_in(c: dict[str, Any]) -> None:
+        c[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = True
+        c[f"{PROJECT}:jobs"]["train"].update(nodes=1, maxNodes=1)
+
+    _, opted = plan_stack("p5", edit=opted_in)
+    assert placement_of(opted)["gpu"]["topology"] == "ec2-network-3-layers" and opted.admission.provisioning
 
 
 def test_a_jobs_only_stack_must_see_the_same_topology_as_the_cluster_stack() -> None:

@@ -3,8 +3,6 @@ room (the rules :mod:`stacks.box.provisioner` restates), and the chart RBAC the 
 
 from fractions import Fraction
 
-from components.autoscaler import PROVISIONING_REQUEST_RULES, provisioning_request_rules
-from components.catalog import CA_CHART_WITH_PROVISIONING_REQUESTS, CLUSTER_AUTOSCALER
 from stacks.box.provisioner import Slot, pod_requests, quantity, tolerates
 
 
@@ -44,15 +42,3 @@ def test_a_slot_admits_a_pod_by_selector_taints_and_room() -> None:
     assert not slot.admits(spec, asks)  # no room left for a second one
     assert tolerates([{"operator": "Exists"}], taint)
     assert not tolerates([{"key": "other", "operator": "Exists"}], taint)
-
-
-def test_every_pinned_chart_gets_what_its_clusterrole_lacks() -> None:
-    for minor, release in CLUSTER_AUTOSCALER.items():
-        rules = provisioning_request_rules(release.chart.version)
-        chart = tuple(int(x) for x in release.chart.version.split("."))
-        if chart < CA_CHART_WITH_PROVISIONING_REQUESTS:
-            assert rules == PROVISIONING_REQUEST_RULES, minor
-        else:
-            assert rules == [
-                {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"], "verbs": ["delete"]}
-            ], minor
