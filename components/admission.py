@@ -334,15 +334,12 @@ class Admission(pulumi.ComponentResource):
         checks: list[pulumi.Resource] = []
         provisioning = args.get("provisioning")
         if provisioning:
-            prc = pulumi.CustomResource(
-                f"kubernetes:{KUEUE_API}:ProvisioningRequestConfig",
+            prc = k8s.apiextensions.CustomResource(
                 f"{name}-provisioning-config",
-                {
-                    "apiVersion": KUEUE_API,
-                    "kind": "ProvisioningRequestConfig",
-                    "metadata": {"name": provisioning["config"]},
-                    "spec": provisioning_config_spec(provisioning),
-                },
+                api_version=KUEUE_API,
+                kind="ProvisioningRequestConfig",
+                metadata={"name": provisioning["config"]},
+                spec=provisioning_config_spec(provisioning),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
             )
             checks.append(
