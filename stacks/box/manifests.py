@@ -47,31 +47,30 @@ class ManifestError(Exception):
     pass
 
 
-def module_dir(folder: str, module: str) -> Path:
+def _go_list(folder: str, module: str, field: str) -> str:
+    """``field`` (``Dir``, ``Version``) of ``module`` as the box module ``folder``'s go.mod selects it ("" if none)."""
     proc = subprocess.run(
-        ["go", "list", "-m", "-f", "{{.Dir}}", module],
+        ["go", "list", "-m", "-f", "{{." + field + "}}", module],
         cwd=box_build.MODULES[folder].path,
         capture_output=True,
         text=True,
         env=dict(os.environ, GOFLAGS="-mod=readonly"),
     )
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise ManifestError(f"cannot locate {module} in the Go module cache: {proc.stderr.strip()}")
-    return Path(proc.stdout.strip())
+        raise ManifestError(
+            f"box/{folder}/go.mod: no {field} of {module} in the Go module cache: {proc.stderr.strip()}"
+        )
+    return proc.stdout.strip()
+
+
+def module_dir(folder: str, module: str) -> Path:
+    """Where ``module`` (as the box module ``folder`` selects it) is in the Go module cache."""
+    return Path(_go_list(folder, module, "Dir"))
 
 
 def module_version(folder: str, module: str) -> str:
     """The version of ``module`` the box module ``folder``'s go.mod selects."""
-    proc = subprocess.run(
-        ["go", "list", "-m", "-f", "{{.Version}}", module],
-        cwd=box_build.MODULES[folder].path,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, GOFLAGS="-mod=readonly"),
-    )
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise ManifestError(f"box/{folder}/go.mod selects no version of {module}: {proc.stderr.strip()}")
-    return proc.stdout.strip()
+    return _go_list(folder, module, "Version")
 
 
 def release_manifest(url: str) -> list[dict[str, Any]]:
