@@ -13,9 +13,22 @@ and teardown), no other test runs on any worker. The workers agree through two `
 locks in a folder the controller makes: every test holds the "room" shared, a test marked ``alone`` holds it
 exclusively; a "gate" taken before the room keeps new tests out while an ``alone`` test waits for the room
 to empty (else the other workers' back-to-back tests could keep it waiting to the end).
+
+What keeps the fast tiers fast (under a minute on 2 cores), none of which changes what a test checks:
+
+- a tier's folder that ``-m`` cannot select is not collected at all (its modules, and their imports, torch among them,
+  are not even imported): :func:`pytest_ignore_collect`;
+- once the tests are collected, every object alive is frozen out of the garbage collector's reach and its thresholds
+  are raised: the Pulumi SDK, pulumi_aws's thousands of types and the programs a worker keeps make each full
+  collection long, and a mock evaluation allocates enough to trigger many (measured: 40 % of an evaluation's time);
+- an xdist worker that has sent its last report freezes its objects too, so the full garbage collections pytest
+  runs at its end (to report unraisable exceptions) do not walk the gigabyte of programs it kept: 2 s per run.
 """
 
 import fcntl
+import gc
+import itertools
+import re
 import shutil
 import sys
 import tempfile
@@ -63,6 +76,48 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(ModuleOrder(), "eks-training-module-order")
 
 
+#: A name in a ``-m`` expression.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def tier_selectable(markexpr: str, tier: str) -> bool:
+    """Whether ``-m markexpr`` can select any test of ``tier``'s folder: its tests carry that tier's marker, no other
+    tier's, and any other markers at all, so the expression is tried with every other name it mentions true or false.
+    An expression pytest's marker grammar would parse with arguments (``name(key=value)``) is always selectable."""
+    from _pytest.mark.expression import Expression  # pytest's own parser of -m (pinned in requirements-dev.txt)
+
+    if re.search(r"\b(?!(?:and|or|not)\b)[A-Za-z_]\w*\s*\(", markexpr):
+        return True
+    names = sorted({n for n in _NAME.findall(markexpr) if n not in {"and", "or", "not", *TIERS}})
+    expression = Expression.compile(markexpr)
+    for values in itertools.product((False, True), repeat=len(names)):
+        present = {tier} | {n for n, v in zip(names, values) if v}
+        if expression.evaluate(lambda name, **_: name in present):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A tier's folder is not collected when ``-m`` cannot select its tests (``pytest`` alone, the fast tiers, imports
+    no moto, real or cluster module). A test there marked with a second tier is still refused, by the run of its own
+    tier (.ci/run runs every tier)."""
+    markexpr = config.getoption("markexpr", "")
+    tier = collection_path.name if collection_path.parent == TESTS and collection_path.name in TIERS else None
+    if not markexpr or tier is None or not collection_path.is_dir():
+        return None
+    return None if tier_selectable(markexpr, tier) else True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every object alive after collection (modules, the SDKs' types) leaves the garbage collector's generations
+    for good (https://docs.python.org/3/library/gc.html#gc.freeze), and a collection runs only after 20,000
+    allocations (700 by default), a full one more rarely: see the module's docstring."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 50)
+
+
 class ModuleOrder:
     """The order in which xdist hands out the modules (``--no-loadscope-reorder`` in pyproject.toml: the collected
     order): a module with an ``alone`` test first, so that test starts while the other workers begin their first
@@ -81,7 +136,14 @@ class ModuleOrder:
         items[:] = [item for module in sorted(modules.values(), key=rank) for item in module]
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller removes the folder of the locks. A worker freezes what it holds before pytest's unraisable-
+    exception plugin runs its full garbage collections (``_pytest.unraisableexception``, at unconfigure and at
+    cleanup): the worker sent its last report at the session's end (xdist ``workerfinished``), so nothing those
+    collections would find reaches the run's report anyway."""
+    if hasattr(config, "workerinput"):
+        gc.freeze()
     folder = config.stash.get(_locks, None)
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
