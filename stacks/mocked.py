@@ -30,6 +30,7 @@ from pulumi.runtime import resource as _sdk_resource
 from pulumi.runtime.proto import source_pb2
 
 from stacks.bundle import PREFIX, ROOT
+from stacks.config.loader import as_passed
 
 # The SDK walks the Python stack on every registration to send the engine the source position of the resource
 # (``_get_stack_trace``): a sixth of a program's evaluation time here, and nothing the mocks or the tests read.
@@ -393,7 +394,7 @@ def evaluate(
     raising fails the call unless ``expect_error`` (then it is :attr:`Evaluation.error`)."""
     cfg = dict(config)
     # the configuration the program sees, as `pulumi up` passes it (strings, objects as JSON)
-    pulumi.runtime.set_all_config({k: v if isinstance(v, str) else json.dumps(v) for k, v in cfg.items()}, [])
+    pulumi.runtime.set_all_config({k: as_passed(v) for k, v in cfg.items()}, [])
     mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)))
     monitor = RecordingMonitor(mocks)
     # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.

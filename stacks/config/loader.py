@@ -169,22 +169,27 @@ def all_config() -> dict[str, Any]:
     return merged
 
 
+def as_passed(value: Any) -> str:
+    """A setting's value as Pulumi passes it to a program: a string as it is, anything else (objects, lists,
+    numbers, booleans, null) as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def setting(config: Mapping[str, Any], full_key: str) -> Optional[str]:
-    """One setting of ``config`` (keyed ``<namespace>:<key>``) as Pulumi passes it to a program: a string, objects and
-    lists as JSON (``None`` when absent)."""
+    """One setting of ``config`` (keyed ``<namespace>:<key>``) as Pulumi passes it (:func:`as_passed`; ``None`` when
+    absent)."""
     value = config.get(full_key)
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value)
+    return None if value is None else as_passed(value)
 
 
 def raw_config(config: Mapping[str, Any]) -> dict[str, str]:
-    """All ``eks-training:*`` settings of ``config`` as raw strings, keyed without the namespace."""
+    """All ``eks-training:*`` settings of ``config`` as Pulumi passes them (:func:`as_passed`), keyed without the
+    namespace."""
     out: dict[str, str] = {}
     for full, value in config.items():
         ns, sep, k = full.partition(":")
         if sep and ns == NAMESPACE:
-            out[k] = value if isinstance(value, str) else json.dumps(value)
+            out[k] = as_passed(value)
     return out
 
 

@@ -1,13 +1,13 @@
 """Loading and planning a stack is a plain function of its configuration and the project folder: no Pulumi runtime
 is read or set (the program passes Pulumi's configuration, the command-line tools the stack file's)."""
 
-import json
 from typing import Any
 
 import pulumi
 import pytest
 
 from stacks.config import ConfigError, load_config
+from stacks.config.loader import as_passed
 from stacks.plan import build_plan
 from stacks.plan.report import report
 from stacks.stackfile import plan_stack
@@ -18,7 +18,7 @@ from tests.harness import PROJECT, stack_config
 def foreign_runtime_config() -> Any:
     """The process's Pulumi configuration set to another stack's (what a program evaluated before would leave)."""
     before = dict(pulumi.runtime.config.CONFIG.get())
-    other = {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_config("p5").items()}
+    other = {k: as_passed(v) for k, v in stack_config("p5").items()}
     pulumi.runtime.set_all_config(other, [])
     yield other
     pulumi.runtime.set_all_config(before, [])
