@@ -9,6 +9,19 @@ from pydantic.alias_generators import to_camel
 
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: Namespaces the stack's own training namespace (``storage.namespace``) and a team's may not be: Kubernetes' own
+#: (they exist before the stack, so creating one fails with "already exists", and the stack would apply its pod
+#: security labels and default-deny network policies to them, and delete them on destroy) and those the stack
+#: installs its controllers in (Kueue, the MPI Operator, the CloudWatch Observability add-on's agents).
+RESERVED_NAMESPACES = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "kueue-system",
+    "mpi-operator",
+    "amazon-cloudwatch",
+)
 LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 import pytest
 import yaml
 
+from stacks.config.base import RESERVED_NAMESPACES
 from stacks.local.cli import main as local_main
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT
@@ -151,6 +152,19 @@ MESSAGES = [
 def test_a_mistake_gets_a_message_with_its_fix(tmp_path: Path, config: dict[str, Any], message: str) -> None:
     problems = _plan_problems(tmp_path, config)
     assert len(problems) == 1 and problems[0].startswith(message), problems
+
+
+@pytest.mark.parametrize("namespace", RESERVED_NAMESPACES)
+def test_the_training_namespace_is_not_one_that_exists_before_the_stack(tmp_path: Path, namespace: str) -> None:
+    """The stack creates its training namespace (storage.namespace): one of Kubernetes' own, or of a controller it
+    installs, exists already, and ``pulumi up`` would fail creating it (and apply the jobs' pod security labels and
+    default-deny network policies to it, and delete it on destroy). The plan accepted ``kube-system``."""
+    problems = _plan_problems(
+        tmp_path, {"eks-training:nodeGroups": GROUPS, "eks-training:storage": {"namespace": namespace}}
+    )
+    assert len(problems) == 1 and problems[0].startswith(
+        f"eks-training:storage.namespace: {namespace!r} is a namespace of Kubernetes or of a controller"
+    ), problems
 
 
 def test_an_unknown_stack_lists_the_stacks_that_exist(tmp_path: Path) -> None:
