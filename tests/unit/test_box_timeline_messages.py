@@ -26,3 +26,15 @@ def test_a_workload_kueue_has_not_looked_at_says_so() -> None:
         }
     }
     assert workload_state(waiting) == "queued, not admitted: QuotaReserved=False (Pending: insufficient quota)"
+
+
+def test_a_stack_at_another_kubernetes_version_is_told_which_the_box_runs() -> None:
+    """A stack at 1.32 was rehearsed on the box's default minor without a word about it."""
+    from components.catalog.platform import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
+    from stacks.rehearse import version_note
+
+    oldest = SUPPORTED_KUBERNETES_VERSIONS[0]
+    assert version_note({}) is None
+    assert version_note({"eks-training:cluster": {"kubernetesVersion": DEFAULT_KUBERNETES_VERSION}}) is None
+    note = version_note({"eks-training:cluster": {"kubernetesVersion": oldest}})
+    assert note is not None and f"Kubernetes {DEFAULT_KUBERNETES_VERSION}" in note and f"runs {oldest}" in note
