@@ -10,9 +10,12 @@ from pydantic.alias_generators import to_camel
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 #: Namespaces the stack's own training namespace (``storage.namespace``) and a team's may not be: Kubernetes' own
-#: (they exist before the stack, so creating one fails with "already exists", and the stack would apply its pod
-#: security labels and default-deny network policies to them, and delete them on destroy) and those the stack
-#: installs its controllers in (Kueue, the MPI Operator, the CloudWatch Observability add-on's agents).
+#: and those the stack installs its controllers in (Kueue, the MPI Operator, the CloudWatch Observability add-on's
+#: agents). The stack creates its namespaces: one that exists already fails ``pulumi up`` with AlreadyExists
+#: (pulumi-kubernetes creates with a client-side create since 4.29.0,
+#: https://github.com/pulumi/pulumi-kubernetes/releases/tag/v4.29.0; before, server-side apply adopted the object and
+#: ``pulumi destroy`` deleted it), and the stack's pod security labels and default-deny network policies would land
+#: on the controllers' pods.
 RESERVED_NAMESPACES = (
     "default",
     "kube-system",

@@ -291,8 +291,8 @@ class StorageConfig(Model):
     @field_validator("namespace")
     @classmethod
     def _own_namespace(cls, v: str) -> str:
-        # The stack creates its training namespace (and labels it, and deletes it on destroy): one that exists
-        # before the stack fails `pulumi up` with "already exists".
+        # The stack creates its training namespace: one that exists before the stack fails `pulumi up` with
+        # AlreadyExists (RESERVED_NAMESPACES says why each is there).
         if v in RESERVED_NAMESPACES:
             raise ValueError(
                 f"{v!r} is a namespace of Kubernetes or of a controller the stack installs, and the stack creates "
