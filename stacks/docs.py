@@ -26,6 +26,7 @@ from pydantic.fields import FieldInfo
 from components.catalog import INSTANCE_TYPES, SOURCES, InstanceType
 from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE, JOB_NAME_RE
 from stacks.config.instance_facts import FACT_FIELDS, InstanceFactsConfig
+from stacks.config.teams import TEAM_NAME_MAX
 from stacks.config.loader import DEFAULT_IMAGES, ENTRIES, SECTION_SUMMARIES, SECTIONS, default_cluster_name
 from stacks.bundle import PREFIX, REFERENCE
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, alias, command, parser_for
@@ -236,6 +237,14 @@ def model_tables(path: str, model: type[BaseModel]) -> Iterator[tuple[str, type[
 
 
 def _entry_names(section: str) -> str:
+    """What the names of a map section's entries may be (the loader's rules: stacks/config/base.py, teams.py)."""
+    if section == "instanceFacts":
+        return "Entry names: EC2 instance type names."
+    if section == "teams":
+        return (
+            f"Entry names: 1-{TEAM_NAME_MAX} lowercase letters, digits and '-', starting and ending with a letter or "
+            "digit (a team's name names its queues, and its namespace unless namespace is set)."
+        )
     start = "a letter" if ENTRY_NAME_RE[section] is JOB_NAME_RE else "a letter or digit"
     return (
         f"Entry names: 1-{ENTRY_NAME_MAX[section]} lowercase letters, digits and '-', starting with {start} and "
@@ -296,7 +305,7 @@ def configuration_reference() -> str:
             continue
         path = section + (".<name>" if SECTIONS[section] is dict else "")
         if SECTIONS[section] is dict:
-            out += ["", _entry_names(section) if section in ENTRY_NAME_MAX else "Entry names: EC2 instance type names."]
+            out += ["", _entry_names(section)]
         for table_path, m in model_tables(path, model):
             heading = [] if table_path == section else ["", f"### `{table_path}`", "", _doc(m)]
             out += [*heading, "", "| Key | Type | Default | Allowed | Description |", "|---|---|---|---|---|"]

@@ -61,6 +61,20 @@ def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) ->
     return out
 
 
+def version_note(config: Mapping[str, Any]) -> Optional[str]:
+    """A note when the stack's Kubernetes version (``cluster.kubernetesVersion``) is not the box's control plane's:
+    the box builds the default minor only, so what it accepts and runs is that minor's."""
+    from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
+
+    version = str((config.get(f"{NAMESPACE}:cluster") or {}).get("kubernetesVersion") or DEFAULT_KUBERNETES_VERSION)
+    if version == DEFAULT_KUBERNETES_VERSION:
+        return None
+    return (
+        f"note: the box's control plane is Kubernetes {DEFAULT_KUBERNETES_VERSION}, the stack's cluster runs {version} "
+        f"({NAMESPACE}:cluster.kubernetesVersion): this rehearsal shows what {DEFAULT_KUBERNETES_VERSION} accepts and runs"
+    )
+
+
 def evaluate_stack(
     stack: str, stack_file: Optional[Path], edit: Optional[Callable[[dict[str, Any]], None]] = None
 ) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
@@ -233,6 +247,9 @@ def rehearse(
             f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
             f"({', '.join(f'{g.name}: {initial_size(plan, g)}' for g in plan.all_groups)})\n"
         )
+        note = version_note(config)
+        if note:
+            print(note + "\n")
         print(report(rehearsal, recorder))
         print()
         if recorder.error is not None:

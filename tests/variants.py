@@ -185,3 +185,138 @@ def kept_config(stack: str) -> dict[str, Any]:
 def kept_program(stack: str) -> Program:
     """The evaluated :func:`kept_config` of ``stack`` (once per session)."""
     return _evaluated("kept", stack, kept_config)
+
+
+# --- held-out stacks: what a user would plausibly write, which the presets do not cover ------------------------------
+
+#: Stack files a user would plausibly write that no preset resembles, by name (the ``config:`` of each). Tests that
+#: iterate the presets' variants iterate these too (:func:`held_out_program`); tests/cluster runs them on the box.
+#: ``zone-id-topology`` found that the box's nodes had no ``topology.k8s.aws/zone-id`` label, so a group pinned by
+#: zone ID (which the README recommends for EFA groups) never ran in a rehearsal.
+HELD_OUT: dict[str, dict[str, Any]] = {
+    # p4de (no preset's type) in a fixed group pinned by zone ID: Kueue's topology-aware placement on by default.
+    "zone-id-topology": {
+        "aws:region": "us-east-1",
+        P + "storage": {"backend": "fsx"},
+        P + "nodeGroups": {
+            "gpu": {
+                "instanceTypes": ["p4de.24xlarge"],
+                "availabilityZone": "use1-az6",
+                "minSize": 2,
+                "desiredSize": 2,
+                "maxSize": 2,
+            }
+        },
+        P + "jobs": {
+            "train": {
+                "kind": "pytorch",
+                "nodes": 2,
+                "script": "/app/train.py",
+                "args": ["--output-dir", "$(OUTPUT_DIR)"],
+            }
+        },
+    },
+    # A user's own PyTorch job on a 4-GPU type no preset uses (2 processes per node, c10d, elastic 2-4 nodes,
+    # TensorBoard in a subfolder), then an MPI job on a Spot group of two 1-GPU types.
+    "own-pytorch-spot-mpi": {
+        "aws:region": "us-east-1",
+        P + "network": {"availabilityZoneCount": 2},
+        P + "systemNodeGroup": {"instanceType": "m5.large", "minSize": 1, "desiredSize": 1, "maxSize": 2},
+        P + "nodeGroups": {
+            "gpu": {"instanceTypes": ["g5.12xlarge"], "efa": False, "minSize": 0, "desiredSize": 3, "maxSize": 4},
+            "spot": {
+                "instanceTypes": ["g5.xlarge", "g6.xlarge"],
+                "capacityType": "SPOT",
+                "spotDiscount": 0.6,
+                "minSize": 0,
+                "desiredSize": 3,
+                "maxSize": 4,
+            },
+        },
+        P + "images": {"nccl-tests": {"context": "images/nccl-tests"}},
+        P + "jobs": {
+            "finetune": {
+                "kind": "pytorch",
+                "nodeGroup": "gpu",
+                "nodes": 3,
+                "minNodes": 2,
+                "maxNodes": 4,
+                "processesPerNode": 2,
+                "rendezvousBackend": "c10d",
+                "script": "/app/train.py",
+                "args": ["--output-dir", "$(OUTPUT_DIR)", "--epochs", "2"],
+                "tensorboard": "tb/logs",
+                "checkpointEverySeconds": 600,
+                "env": {"NCCL_DEBUG": "INFO"},
+            },
+            "allreduce": {
+                "kind": "mpi",
+                "image": "nccl-tests",
+                "nodeGroup": "spot",
+                "nodes": 3,
+                "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "128M", "-f", "2", "-g", "1"],
+                "after": ["finetune"],
+            },
+        },
+    },
+    # Two worker groups (a labelled, tainted CPU group for a 3-node command job; 3 T4 nodes for TensorFlow), an
+    # evaluation on the system group, its own namespace, claim and storage class names, and two teams (one borrows,
+    # one lends but may not borrow).
+    "cpu-tf-teams": {
+        "aws:region": "eu-west-1",
+        P + "storage": {
+            "namespace": "ml-research-experiments",
+            "pvcName": "shared-datasets-and-checkpoints",
+            "storageClassName": "efs-shared-research",
+        },
+        P + "nodeGroups": {
+            "prep": {
+                "instanceTypes": ["m5.xlarge"],
+                "minSize": 0,
+                "desiredSize": 3,
+                "maxSize": 3,
+                "labels": {"team": "data"},
+                "taints": [{"key": "dedicated", "value": "prep", "effect": "NoSchedule"}],
+            },
+            "gpu": {"instanceTypes": ["g4dn.xlarge"], "minSize": 0, "desiredSize": 3, "maxSize": 3},
+        },
+        P + "images": {"tensorflow": {"context": "images/tensorflow"}},
+        P + "datasets": {"cifar10": {}},
+        P + "teams": {
+            "vision": {"quotaPercent": 33},
+            "nlp": {"namespace": "nlp-research", "quotaPercent": 34, "mayBorrow": False},
+        },
+        P + "jobs": {
+            "preprocess": {
+                "kind": "command",
+                "nodeGroup": "prep",
+                "nodes": 3,
+                "command": ["python", "-c", "print('prep')"],
+                "dataset": "cifar10",
+                "outputDir": "experiments/prep-1",
+            },
+            "train-tf": {
+                "kind": "tensorflow",
+                "image": "tensorflow",
+                "nodeGroup": "gpu",
+                "nodes": 3,
+                "command": ["python", "/app/train_tf.py"],
+                "args": ["--epochs", "2"],
+                "dataset": "cifar10",
+                "after": ["preprocess"],
+            },
+            "report": {
+                "kind": "command",
+                "purpose": "evaluation",
+                "nodeGroup": "system",
+                "command": ["sh", "-c", "ls $(TRAIN_TF_OUTPUT_DIR)"],
+                "after": ["train-tf"],
+            },
+        },
+    },
+}
+
+
+def held_out_program(name: str) -> Program:
+    """The evaluated held-out stack ``name`` (:data:`HELD_OUT`, once per session)."""
+    return _evaluated("held-out", name, lambda n: copy.deepcopy(HELD_OUT[n]))

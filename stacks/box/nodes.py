@@ -25,7 +25,8 @@ from typing import Any, Optional
 
 from components.catalog import network_topology
 from components.nodeplan import node_allocatable
-from stacks.plan import NodeGroupPlan, Plan
+from stacks.config.base import ZONE_ID_RE
+from stacks.plan import ZONE_ID_LABEL, ZONE_LABEL, NodeGroupPlan, Plan
 
 #: The annotation kwokctl's kwok controller selects the nodes it manages by (kwokctl's default
 #: ``--manage-nodes-with-annotation-selector``; https://kwok.sigs.k8s.io/docs/user/kwok-manage-nodes-and-pods/).
@@ -39,6 +40,33 @@ BLOCK_NODES = 32
 LAYER_FANOUT = 4
 #: Zone suffixes an unpinned group's nodes spread over (a managed node group balances its nodes over its subnets' zones).
 SPREAD_ZONES = ("a", "b")
+
+
+#: Direction words of region names and their letters in zone IDs (us-east-1 -> use1, ap-southeast-2 -> apse2).
+_DIRECTIONS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c"}
+
+
+def zone_id_prefix(region: str) -> str:
+    """The prefix of ``region``'s zone IDs (``use1`` for us-east-1, ``apse2`` for ap-southeast-2, ``cnnw1`` for
+    cn-northwest-1; https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)."""
+    country, *words, number = region.split("-")
+    letters = ""
+    for word in words:
+        for direction, letter in _DIRECTIONS.items():
+            word = word.replace(direction, letter)
+        letters += word
+    return f"{country}{letters}{number}"
+
+
+def node_zone(zone: str, region: str) -> dict[str, str]:
+    """The zone labels of a node in ``zone`` (a name or an ID, as the config gives it): a real node carries both its
+    zone's name (``topology.kubernetes.io/zone``) and its ID (``topology.k8s.aws/zone-id``, the AWS cloud provider's).
+    Which name goes with which ID differs per account: the box pairs ``<region><letter>`` with ``<prefix>-az<n>``,
+    letter a with az1 (a simulation choice)."""
+    if ZONE_ID_RE.match(zone):
+        number = int(zone.rsplit("az", 1)[1])
+        return {ZONE_LABEL: f"{region}{chr(ord('a') + (number - 1) % 26)}", ZONE_ID_LABEL: zone}
+    return {ZONE_LABEL: zone, ZONE_ID_LABEL: f"{zone_id_prefix(region)}-az{ord(zone[-1]) - ord('a') + 1}"}
 
 
 def node_name(group: str, index: int) -> str:
@@ -87,7 +115,7 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None, 
             "kubernetes.io/arch": "arm64" if facts.arch == "arm64" else "amd64",
             "node.kubernetes.io/instance-type": facts.name,
             "topology.kubernetes.io/region": region,
-            "topology.kubernetes.io/zone": zone,
+            **node_zone(zone, region),
             "eks.amazonaws.com/nodegroup": group.name,
             "eks.amazonaws.com/capacityType": group.capacity_type,
             "type": "kwok",

@@ -95,7 +95,10 @@ def pending_reason(pod: Mapping[str, Any]) -> str:
         return f"not scheduled: {why}"
     held = (pod["metadata"].get("annotations") or {}).get(HELD)
     if held:
-        return f"on {pod['spec'].get('nodeName')}, its wait-for-jobs init container waits for {held.replace(',', ', ')}"
+        # The hold is set when the pod is created, before the scheduler binds it: no node yet is said so.
+        node = pod["spec"].get("nodeName")
+        where = f"on {node}" if node else "not scheduled yet"
+        return f"{where}, its wait-for-jobs init container waits for {held.replace(',', ', ')}"
     if pod["spec"].get("nodeName"):
         return f"on {pod['spec']['nodeName']}, not started yet"
     return "not scheduled yet"
@@ -115,7 +118,9 @@ def workload_state(wl: Mapping[str, Any]) -> str:
         return f"evicted ({c.get('reason')}: {c.get('message', '')})"
     if true("Admitted"):
         return "admitted"
-    c = conds.get("QuotaReserved") or {}
+    c = conds.get("QuotaReserved")
+    if c is None:
+        return "queued, not yet evaluated by Kueue"
     return (
         f"queued, not admitted: QuotaReserved={c.get('status', 'Unknown')} ({c.get('reason', 'Pending')}: "
         f"{c.get('message', '')})"

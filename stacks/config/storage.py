@@ -29,6 +29,7 @@ from stacks.config.base import (
     EFS_ID_RE,
     NAME_RE,
     QUANTITY_RE,
+    RESERVED_NAMESPACES,
     S3_BUCKET_RE,
     S3_PATH_RE,
     S3_PREFIX_RE,
@@ -259,7 +260,8 @@ class StorageConfig(Model):
     backend: Literal["efs", "fsx"] = "efs"
     """The file system: Amazon EFS, or FSx for Lustre (PERSISTENT_2) linked to an S3 bucket."""
     namespace: str = DEFAULT_NAMESPACE
-    """The Kubernetes namespace of the jobs and their shared claim."""
+    """The Kubernetes namespace of the jobs and their shared claim, which the stack creates (not one of Kubernetes' own
+    or of the controllers it installs)."""
     pvc_name: str = DEFAULT_CLAIM_NAME
     """The name of the PersistentVolumeClaim every job mounts at /data."""
     storage_class_name: str = "efs-shared"
@@ -284,6 +286,18 @@ class StorageConfig(Model):
     def _name(cls, v: str) -> str:
         if not NAME_RE.match(v) or len(v) > 63:
             raise ValueError(f"{v!r} is not a valid Kubernetes name (lowercase letters, digits and '-', at most 63)")
+        return v
+
+    @field_validator("namespace")
+    @classmethod
+    def _own_namespace(cls, v: str) -> str:
+        # The stack creates its training namespace: one that exists before the stack fails `pulumi up` with
+        # AlreadyExists (RESERVED_NAMESPACES says why each is there).
+        if v in RESERVED_NAMESPACES:
+            raise ValueError(
+                f"{v!r} is a namespace of Kubernetes or of a controller the stack installs, and the stack creates "
+                f"its own; set another (e.g. {DEFAULT_NAMESPACE!r})"
+            )
         return v
 
     @field_validator("capacity")

@@ -11,23 +11,11 @@ from typing import Any, Mapping, Optional
 
 from pydantic import Field, field_validator
 
-from stacks.config.base import NAME_RE, ROLE_ARN_RE, Model
+from stacks.config.base import NAME_RE, RESERVED_NAMESPACES, ROLE_ARN_RE, Model
 from stacks.config.errors import check, key
 
 #: Longest team name: it names the team's ClusterQueue (``team-<name>``) and LocalQueue.
 TEAM_NAME_MAX = 40
-#: Namespaces a team may not take: Kubernetes' own, those the stack installs its controllers in (Kueue, the MPI
-#: Operator, the CloudWatch Observability add-on's agents), and the stack's training namespace (``storage.namespace``,
-#: checked separately).
-RESERVED_NAMESPACES = (
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "kueue-system",
-    "mpi-operator",
-    "amazon-cloudwatch",
-)
 
 
 class TeamConfig(Model):

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.harness import Program, Registration, stack_names
-from tests.variants import stress_program
+from tests.variants import HELD_OUT, held_out_program, stress_program
 
 
 STACKS = stack_names()
@@ -92,6 +92,15 @@ def test_every_job_passes_the_api_servers_job_validation(program_for: Any, stack
     program = program_for(stack, False) if variant == "shipped" else stress_program(stack)
     jobs = program.of_type("kubernetes:batch/v1:Job")
     assert jobs or program.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob"), f"{stack} registers no job"
+    found = problems(program)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("stack", sorted(HELD_OUT))
+def test_every_job_of_a_held_out_stack_passes_the_api_servers_job_validation(stack: str) -> None:
+    """The same over the held-out stacks (tests/variants.py): configurations no preset resembles."""
+    program = held_out_program(stack)
+    assert program.of_type("kubernetes:batch/v1:Job"), f"{stack} registers no Job"
     found = problems(program)
     assert not found, "\n".join(found)
 

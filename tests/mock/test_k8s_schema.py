@@ -9,6 +9,7 @@ import pytest
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
 from tests.kube_schema import ValidationError, validate
+from tests.variants import HELD_OUT, held_out_program
 
 
 STACKS = stack_names()
@@ -60,6 +61,22 @@ def test_mpi_job_pod_templates_match_the_official_schema(program_for, stack: str
                 "template": replica["template"],
             }
             validate(copy.deepcopy(doc), k8s_version(stack))
+
+
+@pytest.mark.parametrize("stack", sorted(HELD_OUT))
+def test_a_held_out_stacks_objects_match_the_official_schema(stack: str) -> None:
+    """The same two checks over the held-out stacks (tests/variants.py): configurations no preset resembles."""
+    p = held_out_program(stack)
+    cluster = HELD_OUT[stack].get(f"{PROJECT}:cluster") or {}
+    version = cluster.get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION) + ".0"
+    docs = manifests(p)
+    assert {d["kind"] for d in docs} >= {"Namespace", "PersistentVolumeClaim", "NetworkPolicy", "Job"}
+    for doc in docs:
+        validate(doc, version)
+    for mpi in p.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob"):
+        for role, replica in mpi.inputs["spec"]["mpiReplicaSpecs"].items():
+            template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()}}
+            validate(copy.deepcopy({**template, "template": replica["template"]}), version)
 
 
 def test_the_schema_check_can_fail() -> None:

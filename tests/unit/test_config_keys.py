@@ -16,6 +16,10 @@ from typing import Any, Callable, Optional, Sequence
 import pytest
 import yaml
 
+import re
+
+from stacks.config.base import RESERVED_NAMESPACES
+from stacks.docs import configuration_reference
 from stacks.local.cli import main as local_main
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT
@@ -151,6 +155,68 @@ MESSAGES = [
 def test_a_mistake_gets_a_message_with_its_fix(tmp_path: Path, config: dict[str, Any], message: str) -> None:
     problems = _plan_problems(tmp_path, config)
     assert len(problems) == 1 and problems[0].startswith(message), problems
+
+
+@pytest.mark.parametrize("namespace", RESERVED_NAMESPACES)
+def test_the_training_namespace_is_not_one_that_exists_before_the_stack(tmp_path: Path, namespace: str) -> None:
+    """The stack creates its training namespace (storage.namespace): one of Kubernetes' own, or of a controller it
+    installs, exists already, and ``pulumi up`` would fail creating it (and apply the jobs' pod security labels and
+    default-deny network policies to it, and delete it on destroy). The plan accepted ``kube-system``."""
+    problems = _plan_problems(
+        tmp_path, {"eks-training:nodeGroups": GROUPS, "eks-training:storage": {"namespace": namespace}}
+    )
+    assert len(problems) == 1 and problems[0].startswith(
+        f"eks-training:storage.namespace: {namespace!r} is a namespace of Kubernetes or of a controller"
+    ), problems
+
+
+#: A valid entry of each map section whose entries are names the loader checks (the name is the only thing changed).
+NAMED_ENTRIES: dict[str, Any] = {
+    "nodeGroups": GROUPS["cpu"],
+    "jobs": JOBS["train"],
+    "images": {"prebuilt": "public.ecr.aws/docker/library/python:3.11-slim"},
+    "datasets": {},
+    "teams": {"quotaPercent": 10},
+}
+
+
+def _documented_entry_names() -> dict[str, tuple[int, str]]:
+    """section -> (the longest name, the first character class) as docs/configuration.md states them."""
+    out, section = {}, ""
+    for line in configuration_reference().splitlines():
+        if line.startswith("## "):
+            section = line[3:]
+        m = re.match(
+            r"Entry names: 1-(\d+) lowercase letters, digits and '-', starting (with a letter or digit|with a "
+            r"letter|and ending with a letter or digit)",
+            line,
+        )
+        if m:
+            out[section] = (int(m.group(1)), "letter" if m.group(2) == "with a letter" else "letter or digit")
+    return out
+
+
+@pytest.mark.parametrize("section", sorted(NAMED_ENTRIES))
+def test_the_references_entry_names_are_what_the_loader_accepts(tmp_path: Path, section: str) -> None:
+    """The reference said teams' names were "EC2 instance type names" (the sentence of instanceFacts): the longest
+    name it documents is accepted, one more character is refused, and a leading digit is as documented."""
+    longest, first = _documented_entry_names()[section]
+
+    def config(name: str) -> dict[str, Any]:
+        if section == "nodeGroups":
+            return {"eks-training:nodeGroups": {name: NAMED_ENTRIES[section]}}
+        if section == "jobs":
+            return {"eks-training:jobs": {name: NAMED_ENTRIES[section]}}
+        return {f"eks-training:{section}": {name: NAMED_ENTRIES[section]}, "eks-training:jobs": JOBS}
+
+    stack_file = _project(tmp_path / "ok", "eks-training", config("a" * longest))
+    code, out, err = _quiet(plan_main, ["--stack", "mine", "--stack-file", str(stack_file)])
+    assert code == 0, err
+    problems = _plan_problems(tmp_path / "long", config("a" * (longest + 1)))
+    assert len(problems) == 1 and problems[0].startswith(f"eks-training:{section}."), problems
+    digit = _project(tmp_path / "digit", "eks-training", config("0" + "a" * (longest - 1)))
+    code, _, err = _quiet(plan_main, ["--stack", "mine", "--stack-file", str(digit)])
+    assert (code == 0) == (first == "letter or digit"), err
 
 
 def test_an_unknown_stack_lists_the_stacks_that_exist(tmp_path: Path) -> None:
