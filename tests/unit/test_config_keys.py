@@ -30,7 +30,7 @@ UNREAD = [
         PROJECT,
         "jobs",
         "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses this "
-        "file) and this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read); rename it "
+        "file) and this program reads eks-training:<key> (and aws: its provider reads); rename it "
         "eks-training:jobs",
     ),
     (
@@ -45,7 +45,7 @@ UNREAD = [
         "research",
         "research:jobs",
         "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in project "
-        "research); this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read): rename it "
+        "research); this program reads eks-training:<key> (and aws: its provider reads): rename it "
         "eks-training:jobs (pulumi config set --path 'eks-training:jobs' ...)",
     ),
 ]
