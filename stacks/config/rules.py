@@ -6,6 +6,7 @@ Each rule reports only root causes: a section that failed its own validation is 
 by rules that depend on it, and defaults the user did not set are not blamed.
 """
 
+import difflib
 import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,8 +95,14 @@ def _known(s: "Sections", name: str, path: str, problems: list[str]) -> Optional
     it = s.catalog.get(name)
     # a failed facts entry (or instanceFacts itself) is reported there
     if it is None and f"instanceFacts.{name}" not in s.failed and "instanceFacts" not in s.failed:
+        known = sorted(s.catalog.instance_types)
+        # EC2's type names are lowercase (m5.xlarge): a capital or a dropped letter is a near miss, named first
+        near = [k for k in known if k == name.lower().strip()] or difflib.get_close_matches(
+            name, known, n=1, cutoff=0.8
+        )
+        hint = f"did you mean {near[0]}? " if near else ""
         problems.append(
-            f"{key(path)}: unknown instance type {name!r}; use one of {', '.join(sorted(s.catalog.instance_types))}, "
+            f"{key(path)}: unknown instance type {name!r}; {hint}use one of {', '.join(known)}, "
             f"or describe it under {key('instanceFacts')}.{name} (vcpus, memoryMib, gpus, ..., source)"
         )
     return it

@@ -133,7 +133,16 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         group(instanceTypes=["p9.mega"]),
         ["eks-training:nodeGroups.gpu.instanceTypes[0]: unknown instance type 'p9.mega'", "instanceFacts"],
     ),
-    ("misspelt instance type", group(instanceTypes=["g5.xlarg"]), ["unknown instance type 'g5.xlarg'", "g5.xlarge"]),
+    (
+        "misspelt instance type",
+        group(instanceTypes=["g5.xlarg"]),
+        ["unknown instance type 'g5.xlarg'; did you mean g5.xlarge? use one of"],
+    ),
+    (
+        "instance type in capitals",
+        group(instanceTypes=["G5.xlarge"]),
+        ["unknown instance type 'G5.xlarge'; did you mean g5.xlarge? use one of"],
+    ),
     (
         "GPU type for system group",
         setk("systemNodeGroup", {"instanceType": "g5.xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}),
