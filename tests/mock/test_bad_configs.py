@@ -10,7 +10,7 @@ import yaml
 
 from stacks.config import ConfigError
 from stacks.plan.report import main as plan_main
-from tests.harness import PROJECT, run_program, stack_config
+from tests.harness import PROJECT, REPO, run_program, stack_config
 
 
 GPU = {"instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
@@ -1208,6 +1208,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         setk("storage", {"backnd": "efs"}),
         ["eks-training:storage.backnd: unknown key; did you mean backend?"],
     ),
+    (
+        "script not in the code folder",
+        job(kind="pytorch", command=None, code="./training", script="trian.py"),
+        [
+            "eks-training:jobs.train.script: 'trian.py' is not a file of the job's code folder ./training (uploaded: ",
+            "did you mean train.py? give its path relative to that folder",
+        ],
+    ),
+    (
+        "script written with the code folder's name",
+        job(kind="pytorch", command=None, code="./training", script="training/train.py"),
+        ["did you mean train.py?"],
+    ),
     # --- AWS's own rules ------------------------------------------------------------------------------------------
     (
         "region that does not exist",
@@ -1349,6 +1362,7 @@ def test_the_plan_gives_the_same_message(tmp_path: Path, change, fragments: list
     change(cfg)
     stack_file = tmp_path / "Pulumi.bad.yaml"
     stack_file.write_text(yaml.safe_dump({"config": cfg}))
+    (tmp_path / "training").symlink_to(REPO / "training")  # the folder the code cases name, as in the repository
     out, err = StringIO(), StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = plan_main(["--stack", "bad", "--stack-file", str(stack_file)])
