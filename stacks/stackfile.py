@@ -1,5 +1,6 @@
 """Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -61,6 +62,47 @@ def stack_file_for(stack: str) -> Path:
     )
 
 
+class _StackFileLoader(_LOADER):  # type: ignore[valid-type,misc]
+    """A stack file as Pulumi reads it (Go's gopkg.in/yaml.v3, YAML 1.2): only true/false are booleans (YAML 1.1's
+    yes/no/on/off and dates stay strings, so ``waitForCompletion: yes`` is the string the program refuses, here as
+    under ``pulumi up``), and a key given twice in one mapping is an error, not a silent override
+    (https://yaml.org/spec/1.2.2/#1032-tag-resolution, https://yaml.org/spec/1.2.2/#mapping: keys are unique)."""
+
+    yaml_implicit_resolvers = {
+        first: [
+            (tag, regexp)
+            for tag, regexp in resolvers
+            if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")
+        ]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            name = self.construct_object(key_node, deep=deep)
+            if name in seen:
+                raise yaml.constructor.ConstructorError(
+                    f"while reading a mapping (line {node.start_mark.line + 1})",
+                    node.start_mark,
+                    f"the key {name!r} is given twice (first on line {seen[name].line + 1}); Pulumi refuses "
+                    "the file: merge the two entries into one",
+                    key_node.start_mark,
+                )
+            seen[name] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+_StackFileLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_stack_yaml(text: str) -> Any:
+    """A stack file's YAML as Pulumi reads it (:class:`_StackFileLoader`)."""
+    return yaml.load(text, Loader=_StackFileLoader)
+
+
 def project_config(project_file: Path) -> dict[str, Any]:
     """The values a project's ``Pulumi.yaml`` gives every stack, keyed as Pulumi passes them: a key without a
     namespace is the project's (``<project>:<key>``) and gives its ``default``; a namespaced key gives its ``value``
@@ -94,11 +136,21 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
     :func:`stack_file_for` by default."""
     path = stack_file or stack_file_for(stack)
     try:
-        data = load_yaml(path.read_text()) or {}
+        data = load_stack_yaml(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise StackFileError(f"cannot read {path}: {exc}") from exc
-    config = data.get("config") if isinstance(data, dict) else None
-    return path, {**project_config(path.parent / "Pulumi.yaml"), **dict(config or {})}
+    if data is not None and not isinstance(data, dict):
+        raise StackFileError(
+            f"{path}: a stack file is a YAML mapping (config: with <namespace>:<key> entries), not "
+            f"{type(data).__name__} {data!r:.60}; write `config:` and the stack's keys under it"
+        )
+    config = (data or {}).get("config")
+    if config is not None and not isinstance(config, dict):
+        raise StackFileError(
+            f"{path}: config: must be a mapping of <namespace>:<key>: value (e.g. `aws:region: us-east-1`), not "
+            f"{type(config).__name__} {config!r:.60}"
+        )
+    return path, {**project_config(path.parent / "Pulumi.yaml"), **(config or {})}
 
 
 class StackLoadError(Exception):

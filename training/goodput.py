@@ -278,6 +278,15 @@ def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> d
             a.held.append((t, t + float(r["seconds"]), str(r["category"])))
         elif r["kind"] in ("stopped", "done"):
             a.ended, a.end_time = r["kind"], t
+    for r in records:
+        # A command that exited 0 is done (the whole contract of a user's program: it prints no "done" line): its pod's
+        # last attempt ended then, and the time after its last step is finishing, not time lost to a failure.
+        if r["kind"] == "exit" and r.get("command_code") == 0:
+            t = float(r["time"])
+            mine = [a for a in attempts.values() if a.id.startswith(f"{r.get('source')}#") and a.start <= t]
+            last = max(mine, key=lambda a: a.start, default=None)
+            if last is not None and last.ended is None:
+                last.ended, last.end_time = "done", t
     order = sorted(attempts.values(), key=lambda a: a.start)
 
     totals = {c: 0.0 for c in CATEGORIES}

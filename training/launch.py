@@ -386,13 +386,18 @@ def record_done(output_dir: Path, command_code: int) -> dict[str, Any] | None:
 
 
 def read_failed(output_dir: Path) -> dict[str, Any] | None:
-    """Contents of ``DIR/FAILED`` (``{}`` if not JSON), or ``None`` when the run has not given up."""
+    """Contents of ``DIR/FAILED`` (``{"text": ...}``, its first 500 characters, if not JSON: a user's program may
+    write its reason as plain text), or ``None`` when the run has not given up."""
     try:
-        data = json.loads((output_dir / FAILED_MARKER).read_text())
+        text = (output_dir / FAILED_MARKER).read_text(errors="replace")
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):
+    except OSError:
         return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {"text": text.strip()[:500]} if text.strip() else {}
     return data if isinstance(data, dict) else {}
 
 

@@ -72,7 +72,10 @@ def flush_open_files() -> None:
     """Flush every file object still open, as finalisation would when it frees them (a script that never closed its
     CSV writer's file loses nothing); runs no finalizer."""
     for obj in gc.get_objects():
-        if isinstance(obj, io.IOBase):
+        # type(obj), not isinstance: an ABC's isinstance reads obj.__class__ through the object's own __getattribute__,
+        # which a deprecated alias overrides to warn (torch.distributed.reduce_op printed a FutureWarning in every
+        # rank's log at the end of a script that imports torch.distributed)
+        if issubclass(type(obj), io.IOBase):
             try:
                 if not obj.closed:
                     obj.flush()

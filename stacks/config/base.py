@@ -120,7 +120,12 @@ class Model(BaseModel):
     """Base for config objects: camelCase keys, unknown keys rejected, immutable."""
 
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=False, frozen=True, use_attribute_docstrings=True
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=False,
+        frozen=True,
+        use_attribute_docstrings=True,
+        strict=True,
     )
 
 

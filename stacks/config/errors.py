@@ -7,6 +7,7 @@ errors into full keys, so a message can name the sibling keys it is about with `
 
 import difflib
 import re
+import shlex
 from typing import Any, Optional, Union, get_args, get_origin
 
 import pulumi
@@ -73,7 +74,17 @@ def _misspelt(extra: str, missing: list[str]) -> str | None:
     close = difflib.get_close_matches(extra, missing, n=1, cutoff=0.75)
     if not close:
         close = [m for m in missing if m.lower() == extra.lower()]
+    if not close and len(extra) >= 4:
+        # a key written without its unit or qualifier: quota for quotaPercent, storageCapacity for storageCapacityGib
+        prefixed = [m for m in missing if m.lower().startswith(extra.lower()) or extra.lower().startswith(m.lower())]
+        close = prefixed if len(prefixed) == 1 else []
     return close[0] if close else None
+
+
+def _prefixed(extra: str, valid: list[str]) -> list[str]:
+    """The one valid key ``extra`` is the start of (``quota`` of ``quotaPercent``), if exactly one."""
+    found = [v for v in valid if len(extra) >= 4 and v.lower().startswith(extra.lower()) and v != extra]
+    return found if len(found) == 1 else []
 
 
 def _model_at(model: Optional[type[BaseModel]], loc: tuple[Any, ...]) -> Optional[type[BaseModel]]:
@@ -136,7 +147,8 @@ def format_validation(path: str, err: ValidationError, model: Optional[type[Base
         elif e["type"] == "extra_forbidden" and loc in meant:
             out.append(f"{key(where)}: unknown key; did you mean {meant[loc]} (a required key, not set)? Rename it")
         elif e["type"] == "extra_forbidden":
-            near = difflib.get_close_matches(str(loc[-1]), _valid_keys(_model_at(model, loc[:-1])), n=1, cutoff=0.75)
+            valid = _valid_keys(_model_at(model, loc[:-1]))
+            near = difflib.get_close_matches(str(loc[-1]), valid, n=1, cutoff=0.75) or _prefixed(str(loc[-1]), valid)
             hint = f"did you mean {near[0]}? " if near else ""
             out.append(f"{key(where)}: unknown key; {hint}remove it or fix its spelling (the valid keys: {REFERENCE})")
         elif e["type"] == "missing" and loc in explained:
@@ -175,12 +187,77 @@ def _with_fix(e: Any) -> Optional[str]:
         return f"{got!r} is too short: give at least {ctx['min_length']} item(s)/character(s)"
     if e["type"] in ("too_long", "string_too_long") and "max_length" in ctx:
         return f"{got!r} is too long: give at most {ctx['max_length']} item(s)/character(s)"
+    if got is None and e["type"].endswith(("_type", "_parsing")):
+        return f"null (an empty value) is not {_WANTED.get(e['type'].split('_')[0], 'a value')}; set one, or remove the key"
     if e["type"] == "literal_error" and "expected" in ctx:
         return f"{got!r} is not one of {ctx['expected']}; use one of them"
     if e["type"] in ("bool_parsing", "bool_type"):
+        if isinstance(got, str) and got.strip().lower() in _BOOL_WORDS:
+            meant = "true" if _BOOL_WORDS[got.strip().lower()] else "false"
+            return f"{got!r} is a string, not a boolean; write {meant} without quotes"
         return f"{got!r} is not a boolean; write true or false"
     if e["type"] in ("int_parsing", "int_type", "int_from_float"):
+        if isinstance(got, bool):
+            return f"{str(got).lower()} is a boolean, not a whole number; write an integer such as 1"
+        if isinstance(got, str) and re.fullmatch(r"\s*[-+]?\d+\s*", got):
+            return f"{got!r} is a string, not a whole number; write {int(got)} without quotes"
         return f"{got!r} is not a whole number; write an integer such as 1"
     if e["type"] in ("float_parsing", "float_type"):
+        if isinstance(got, str) and _number(got) is not None:
+            return f"{got!r} is a string, not a number; write {got.strip()} without quotes"
         return f"{got!r} is not a number; write one such as 1.5"
+    if e["type"] == "string_type":
+        if isinstance(got, (int, float)) and not isinstance(got, bool):
+            return (
+                f"{got!r} is a number, not a string; quote it as you mean it (YAML reads 1.30 as the number 1.3): "
+                f"'{got}'"
+            )
+        if isinstance(got, bool):
+            return f"{str(got).lower()} is a boolean, not a string; quote it: '{str(got).lower()}'"
+        return f"{_yaml_kind(got)} is not a string; write a string"
+    if e["type"] == "list_type":
+        if isinstance(got, str):
+            items = ", ".join(shlex.split(got)) if got.strip() else ""
+            return f"{got!r} is a string, not a list; write a YAML list, e.g. [{items}]"
+        return f"{_yaml_kind(got)} is not a list; write a YAML list, e.g. [a, b]"
+    if e["type"] in ("dict_type", "model_type", "model_attributes_type"):
+        return f"{_yaml_kind(got)} is not an object; write a YAML mapping of its keys (key: value, see {REFERENCE})"
     return None
+
+
+#: What a type error's kind of value is, in the words of the config reference.
+_WANTED = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "a boolean (true or false)",
+    "string": "a string",
+    "list": "a list",
+    "dict": "a mapping",
+    "model": "a mapping of its keys",
+}
+
+#: The words YAML 1.1 (PyYAML) reads as booleans and YAML 1.2 (Pulumi's stack files) as strings.
+_BOOL_WORDS = {
+    **dict.fromkeys(("true", "yes", "y", "on", "1"), True),
+    **dict.fromkeys(("false", "no", "n", "off", "0"), False),
+}
+
+
+def _number(text: str) -> Optional[float]:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _yaml_kind(value: Any) -> str:
+    """How ``value`` reads in the user's YAML (``null``, ``a list [...]``, ``a mapping {...}``)."""
+    if value is None:
+        return "null (an empty value)"
+    if isinstance(value, list):
+        return f"a list {value!r}"
+    if isinstance(value, dict):
+        return f"a mapping {value!r}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value)

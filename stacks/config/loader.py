@@ -10,6 +10,7 @@ here too (:func:`components.image.aws_settings.aws_settings_from_config`).
 
 import difflib
 import functools
+import importlib.util
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+import botocore.session
 import pulumi
 from pydantic import BaseModel, ValidationError
 
@@ -211,6 +213,59 @@ def provider_namespaces() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+#: The providers whose default instance this program uses, so whose ``<namespace>:`` settings are read: every AWS
+#: resource goes through the default AWS provider. Every Kubernetes object goes through the explicit provider built
+#: from the cluster's kubeconfig (stacks/environment.py, stacks/jobs_only.py), and an explicit provider is configured
+#: by its arguments, not by the stack's ``kubernetes:`` settings
+#: (https://www.pulumi.com/docs/iac/concepts/resources/providers/#explicit-providers); pulumi-eks has no provider
+#: settings at all (its SDK has no ``config`` module).
+READ_PROVIDERS = ("aws",)
+
+#: Where each read provider's settings are listed (the registry's page of the provider's configuration).
+_PROVIDER_DOCS = {"aws": "https://www.pulumi.com/registry/packages/aws/installation-configuration/"}
+
+_SETTING_READ = re.compile(r"__config__\.get\w*\('(\w+)'\)")
+
+
+@functools.cache
+def provider_settings(namespace: str) -> frozenset[str]:
+    """The settings the installed provider of ``namespace`` reads: the keys its Python SDK's ``config/vars.py``
+    (generated from the provider's schema) gets, read from the file without importing the SDK."""
+    if namespace != "aws":  # READ_PROVIDERS
+        return frozenset()
+    spec = importlib.util.find_spec("pulumi_aws")
+    if spec is None or spec.origin is None:
+        return frozenset()
+    source = Path(spec.origin).parent / "config" / "vars.py"
+    return frozenset(_SETTING_READ.findall(source.read_text())) if source.is_file() else frozenset()
+
+
+def _provider_problem(full: str, ns: str, name: str) -> Optional[str]:
+    """The problem with ``<ns>:<name>`` for a provider's namespace: a provider whose default instance the program
+    does not use reads none of its settings; the AWS provider reads only its own (a typo ``aws:regin`` is ignored by
+    it, so the stack would run in another region or account)."""
+    if ns not in READ_PROVIDERS:
+        why = (
+            "every Kubernetes object of this program goes through its own provider, made from the cluster's kubeconfig, "
+            "which reads no kubernetes: setting"
+            if ns == "kubernetes"
+            else f"this program uses no default {ns} provider, so nothing reads {ns}: settings"
+        )
+        return f"{full}: {why}; remove it"
+    settings = provider_settings(ns)
+    top = name.split(".")[0]
+    if not settings or top in settings:
+        return None
+    near = difflib.get_close_matches(top, sorted(settings), n=1, cutoff=0.6) or [
+        s for s in settings if s.lower() == top.lower()
+    ]
+    hint = f"did you mean {ns}:{near[0]}? " if near else ""
+    return (
+        f"{full}: pulumi-{ns} has no setting {top}, so it would be ignored; {hint}fix its spelling or remove it "
+        f"(its settings: {_PROVIDER_DOCS.get(ns, f'https://www.pulumi.com/registry/packages/{ns}/')})"
+    )
+
+
 def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
     """Problems for the keys of ``config`` (every namespace) that nothing reads: a key without a namespace, a
     namespace that is neither this program's (``eks-training``), the engine's nor an installed provider's, such as
@@ -218,7 +273,8 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
     set jobs ...`` in project ``research`` writes ``research:jobs``). Each names the key this program reads."""
     providers = provider_namespaces()
     known = {NAMESPACE, ENGINE_NAMESPACE, *providers}
-    reads = f"this program reads {NAMESPACE}:<key> (and {', '.join(f'{n}:' for n in providers)} its providers read)"
+    read = [n for n in READ_PROVIDERS if n in providers]
+    reads = f"this program reads {NAMESPACE}:<key> (and {', '.join(f'{n}:' for n in read)} its provider reads)"
     problems = []
     for full in sorted(config):
         ns, sep, name = full.partition(":")
@@ -227,6 +283,10 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
                 f"{full}: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` "
                 f"refuses this file) and {reads}; rename it {key(full)}"
             )
+        elif ns in providers:
+            problem = _provider_problem(full, ns, name)
+            if problem is not None:
+                problems.append(problem)
         elif ns in known:
             continue
         elif ns == project:
@@ -244,6 +304,55 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
                 f"{full}: nothing reads the {ns}: namespace, so this key would be ignored; {hint}{reads}; "
                 f"rename it {target}, or remove it"
             )
+    return problems
+
+
+@functools.cache
+def eks_regions() -> frozenset[str]:
+    """The regions EKS is offered in, in every AWS partition, from botocore's endpoint data (the AWS SDK's list,
+    pinned in requirements.txt)."""
+    session = botocore.session.get_session()
+    return frozenset(
+        r for part in session.get_available_partitions() for r in session.get_available_regions("eks", part)
+    )
+
+
+def region_problems(config: Mapping[str, Any]) -> list[str]:
+    """``aws:region`` that is no region EKS is offered in (a typo such as ``us-east-9`` or ``us-east1``), unless the
+    stack sets ``aws:skipRegionValidation: true`` for a region newer than the SDK's list."""
+    region = setting(config, "aws:region")
+    if not region:
+        return ["aws:region: not set; run `pulumi config set aws:region us-east-1` (or your region)"]
+    if region in eks_regions() or setting(config, "aws:skipRegionValidation") in ("true", "True"):
+        return []
+    near = difflib.get_close_matches(region, sorted(eks_regions()), n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}? " if near else ""
+    return [
+        f"aws:region: {region!r} is not a region EKS is offered in (the AWS SDK's list: "
+        f"https://docs.aws.amazon.com/general/latest/gr/eks.html); {hint}set a region such as us-east-1 "
+        "(for a region newer than botocore's list, also set aws:skipRegionValidation: true)"
+    ]
+
+
+#: AWS's rules for a tag (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html#tag-conventions): a
+#: key of 1-128 and a value of 0-256 Unicode letters, digits, spaces and ``_ . : / = + - @``; the ``aws:`` prefix is
+#: AWS's own (in any case).
+_TAG_TEXT = re.compile(r"^[\w .:/=+\-@]*$")
+
+
+def tag_problems(name: str, value: Any) -> list[str]:
+    """Problems with the tag ``tags.<name>: value``, each naming the fix."""
+    where = key(f"tags.{name}")
+    problems = []
+    if not isinstance(value, str):
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        problems.append(f"{where}: tag values must be strings, got {type(value).__name__}; quote it: '{shown}'")
+    if name.lower().startswith("aws:"):
+        problems.append(f"{where}: the aws: prefix is reserved for AWS's own tags; rename the tag without it")
+    if not 1 <= len(name) <= 128 or not _TAG_TEXT.match(name):
+        problems.append(f"{where}: a tag key is 1-128 letters, digits, spaces and _ . : / = + - @; rename it")
+    if isinstance(value, str) and (len(value) > 256 or not _TAG_TEXT.match(value)):
+        problems.append(f"{where}: a tag value is 0-256 letters, digits, spaces and _ . : / = + - @; change it")
     return problems
 
 
@@ -297,7 +406,9 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
         except json.JSONDecodeError:
             obj = value
         if not isinstance(obj, dict):
-            what = type(obj).__name__ if not isinstance(obj, str) else repr(obj)
+            what = {type(None): "null (an empty value): give its keys, or remove it", list: f"a list {obj!r}"}.get(
+                type(obj), repr(obj) if isinstance(obj, str) else type(obj).__name__
+            )
             p.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {what}")
             p.failed.add(k)
             continue
@@ -368,8 +479,7 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
 
     tags = parsed.get("tags") or {}
     for tk, tv in tags.items():
-        if not isinstance(tv, str):
-            p.problems.append(f"{key(f'tags.{tk}')}: tag values must be strings, got {type(tv).__name__}")
+        p.problems.extend(tag_problems(str(tk), tv))
 
     network: Optional[NetworkConfig] = parsed.get("network")
     existing: Optional[ExistingVpcConfig] = parsed.get("existingVpc")
@@ -434,6 +544,7 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     else:
         for warning in warnings:
             pulumi.log.warn(warning)
+    p.problems.extend(region_problems(config))
     if p.problems:
         raise ConfigError(p.problems)
 

@@ -6,7 +6,9 @@ Each rule reports only root causes: a section that failed its own validation is 
 by rules that depend on it, and defaults the user did not set are not blamed.
 """
 
+import difflib
 import ipaddress
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -94,8 +96,14 @@ def _known(s: "Sections", name: str, path: str, problems: list[str]) -> Optional
     it = s.catalog.get(name)
     # a failed facts entry (or instanceFacts itself) is reported there
     if it is None and f"instanceFacts.{name}" not in s.failed and "instanceFacts" not in s.failed:
+        known = sorted(s.catalog.instance_types)
+        # EC2's type names are lowercase (m5.xlarge): a capital or a dropped letter is a near miss, named first
+        near = [k for k in known if k == name.lower().strip()] or difflib.get_close_matches(
+            name, known, n=1, cutoff=0.8
+        )
+        hint = f"did you mean {near[0]}? " if near else ""
         problems.append(
-            f"{key(path)}: unknown instance type {name!r}; use one of {', '.join(sorted(s.catalog.instance_types))}, "
+            f"{key(path)}: unknown instance type {name!r}; {hint}use one of {', '.join(known)}, "
             f"or describe it under {key('instanceFacts')}.{name} (vcpus, memoryMib, gpus, ..., source)"
         )
     return it
@@ -428,11 +436,26 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
             f"{key(f'{path}.code')}: the folder {job.code_folder} does not exist in the project folder "
             f"{s.project_dir}; {fix}"
         )
-    elif not collect_code(str(folder)):
+    elif not (entries := collect_code(str(folder))):
         problems.append(
             f"{key(f'{path}.code')}: the folder {job.code_folder} holds no file to upload (left out: "
             f"{', '.join(DEFAULT_CODE_IGNORES)} and its .dockerignore's patterns); {fix}"
         )
+    elif job.script and not job.script.startswith("/"):
+        # the job runs in /workspace, the folder's upload: a relative script is one of its files, or torchrun fails
+        # on the cluster after the stack is paid for
+        script = posixpath.normpath(job.script)
+        files = sorted(e.path for e in entries)
+        if script not in files:
+            near = difflib.get_close_matches(script, files, n=1, cutoff=0.6) or [
+                f for f in files if posixpath.basename(f) == posixpath.basename(script)
+            ]
+            hint = f"did you mean {near[0]}? " if near else ""
+            shown = ", ".join(files[:8]) + (f", ... ({len(files)} files)" if len(files) > 8 else "")
+            problems.append(
+                f"{key(f'{path}.script')}: {job.script!r} is not a file of the job's code folder {job.code_folder} "
+                f"(uploaded: {shown}); {hint}give its path relative to that folder, or an absolute path in the image"
+            )
 
 
 def _dockerfile(s: Sections, name: str, image: ImageConfig) -> Optional[Dockerfile]:

@@ -3,6 +3,8 @@ without AWS (see :mod:`stacks.local`)."""
 
 import json
 import shlex
+import signal
+import threading
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -168,8 +170,28 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     )
     for job in missing:
         runner.say(f"--resume {job}: no earlier run of {job} in {work}; a new run")
+    # SIGTERM (`timeout`, a CI runner's cancel, `kill`) stops the jobs as Ctrl-C does: without a handler Python dies
+    # on it at once, skipping the runner's clean-up, and the job's processes, in their own sessions, run on orphaned
+    # (a crash-looping torchrun restarted its workers for good).
+    previous = _stop_on_sigterm()
     try:
         runner.run(args.job or None)
     except LocalRunError as exc:
         raise CommandError(f"error: {exc.report()}", EXIT_FAILED) from exc
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
+
+
+def _stop_on_sigterm() -> Any:
+    """Have SIGTERM raise :class:`SystemExit` (143, as a process ended by it) in the main thread, so the runner's
+    ``finally`` blocks stop every pod; returns the handler it replaced (``None`` outside the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, _frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop: a second SIGTERM must not cut the clean-up short
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, stop)

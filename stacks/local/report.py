@@ -117,9 +117,18 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
                 continue
             if isinstance(value, dict):
                 events.append(value)
-    failed = next((e for e in reversed(events) if e.get("event") == "run_failed"), None)
+    # the launcher's run_failed (FAILED before torchrun), or its command_exit after a program that wrote FAILED itself
+    failed = next(
+        (
+            e
+            for e in reversed(events)
+            if e.get("event") == "run_failed" or (e.get("event") == "command_exit" and e.get("failed") is not None)
+        ),
+        None,
+    )
     if failed is not None or code == 3:
-        reason = ((failed or {}).get("failed") or {}).get("reason") or "the run gave up (FAILED exists)"
+        given = (failed or {}).get("failed") or {}
+        reason = given.get("reason") or given.get("text") or "FAILED exists in its output folder"
         return (
             f"the run gave up: {reason}",
             "fix the cause (earlier in the log), then run it again with --fresh JOB (a new run; the failed run's folder "

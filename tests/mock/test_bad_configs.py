@@ -1,11 +1,16 @@
 """Bad stack configs stop the program with one clear error, before any resource is registered."""
 
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+import yaml
 
 from stacks.config import ConfigError
-from tests.harness import PROJECT, run_program, stack_config
+from stacks.plan.report import main as plan_main
+from tests.harness import PROJECT, REPO, run_program, stack_config
 
 
 GPU = {"instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
@@ -128,7 +133,16 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         group(instanceTypes=["p9.mega"]),
         ["eks-training:nodeGroups.gpu.instanceTypes[0]: unknown instance type 'p9.mega'", "instanceFacts"],
     ),
-    ("misspelt instance type", group(instanceTypes=["g5.xlarg"]), ["unknown instance type 'g5.xlarg'", "g5.xlarge"]),
+    (
+        "misspelt instance type",
+        group(instanceTypes=["g5.xlarg"]),
+        ["unknown instance type 'g5.xlarg'; did you mean g5.xlarge? use one of"],
+    ),
+    (
+        "instance type in capitals",
+        group(instanceTypes=["G5.xlarge"]),
+        ["unknown instance type 'G5.xlarge'; did you mean g5.xlarge? use one of"],
+    ),
     (
         "GPU type for system group",
         setk("systemNodeGroup", {"instanceType": "g5.xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}),
@@ -1102,6 +1116,132 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:benchmark.keep.outputs[0]: '../secrets/*' must be a glob relative to the output folder"],
     ),
     ("unknown benchmark key", bench(experiment={}), ["eks-training:benchmark.experiment: unknown key"]),
+    # --- how users get it wrong: a value of the wrong YAML type, with the value to write instead ------------------
+    (
+        "nodes as a quoted number",
+        job(nodes="2"),
+        ["eks-training:jobs.train.nodes: '2' is a string, not a whole number; write 2 without quotes"],
+    ),
+    (
+        "maxSize as a quoted number",
+        group(maxSize="2"),
+        ["eks-training:nodeGroups.gpu.maxSize: '2' is a string, not a whole number; write 2 without quotes"],
+    ),
+    (
+        "nodes as a boolean",
+        job(nodes=True),
+        ["eks-training:jobs.train.nodes: true is a boolean, not a whole number; write an integer such as 1"],
+    ),
+    (
+        "boolean written yes",
+        job(waitForCompletion="yes"),
+        ["eks-training:jobs.train.waitForCompletion: 'yes' is a string, not a boolean; write true without quotes"],
+    ),
+    (
+        "boolean written as a quoted word",
+        setk("autoscaler", {"enabled": "false"}),
+        ["eks-training:autoscaler.enabled: 'false' is a string, not a boolean; write false without quotes"],
+    ),
+    (
+        "Kubernetes version as a number",
+        setk("cluster", {"kubernetesVersion": 1.3}),
+        ["eks-training:cluster.kubernetesVersion: 1.3 is a number, not a string; quote it as you mean it"],
+    ),
+    (
+        "command as one string",
+        job(command="python train.py --epochs 1"),
+        [
+            "eks-training:jobs.train.command: 'python train.py --epochs 1' is a string, not a list; write a YAML list, "
+            "e.g. [python, train.py, --epochs, 1]"
+        ],
+    ),
+    (
+        "instance types as one string",
+        group(instanceTypes="g5.xlarge"),
+        [
+            "eks-training:nodeGroups.gpu.instanceTypes: 'g5.xlarge' is a string, not a list; write a YAML list, e.g. [g5.xlarge]"
+        ],
+    ),
+    (
+        "a group left empty",
+        setk("nodeGroups", {"cpu": None}),
+        ["eks-training:nodeGroups.cpu: null (an empty value) is not a mapping of its keys; set one, or remove the key"],
+    ),
+    (
+        "a job given as a list",
+        setk("jobs", {"train": ["kind: command", "nodeGroup: cpu"]}),
+        ["eks-training:jobs.train: a list ['kind: command', 'nodeGroup: cpu'] is not an object; write a YAML mapping"],
+    ),
+    (
+        "nodes left empty",
+        setk("jobs", {"train": {"kind": "command", "nodeGroup": "cpu", "command": ["true"], "nodes": None}}),
+        ["eks-training:jobs.train.nodes: null (an empty value) is not a whole number; set one, or remove the key"],
+    ),
+    (
+        "a section left empty",
+        setk("jobs", None),
+        [
+            "eks-training:jobs: must be an object (a YAML mapping), got null (an empty value): give its keys, or remove it"
+        ],
+    ),
+    # --- a key written almost right, at every level --------------------------------------------------------------
+    (
+        "team key without its unit",
+        setk("teams", {"research": {"quota": 50}}),
+        [
+            "eks-training:teams.research.quota: unknown key; did you mean quotaPercent (a required key, not set)? Rename it"
+        ],
+    ),
+    (
+        "FSx key without its unit",
+        fsx(storageCapacity=2400),
+        ["eks-training:storage.fsx.storageCapacity: unknown key; did you mean storageCapacityGib?"],
+    ),
+    ("misspelt job key", job(nodess=2), ["eks-training:jobs.train.nodess: unknown key; did you mean nodes?"]),
+    (
+        "misspelt health-check key",
+        job(healthCheck={"enabeld": False}),
+        ["eks-training:jobs.train.healthCheck.enabeld: unknown key; did you mean enabled?"],
+    ),
+    (
+        "misspelt storage key",
+        setk("storage", {"backnd": "efs"}),
+        ["eks-training:storage.backnd: unknown key; did you mean backend?"],
+    ),
+    (
+        "script not in the code folder",
+        job(kind="pytorch", command=None, code="./training", script="trian.py"),
+        [
+            "eks-training:jobs.train.script: 'trian.py' is not a file of the job's code folder ./training (uploaded: ",
+            "did you mean train.py? give its path relative to that folder",
+        ],
+    ),
+    (
+        "script written with the code folder's name",
+        job(kind="pytorch", command=None, code="./training", script="training/train.py"),
+        ["did you mean train.py?"],
+    ),
+    # --- AWS's own rules ------------------------------------------------------------------------------------------
+    (
+        "region that does not exist",
+        lambda cfg: cfg.update({"aws:region": "us-east-9"}),
+        ["aws:region: 'us-east-9' is not a region EKS is offered in", "did you mean us-east-2?"],
+    ),
+    (
+        "tag with AWS's prefix",
+        setk("tags", {"aws:team": "ml"}),
+        ["eks-training:tags.aws:team: the aws: prefix is reserved for AWS's own tags; rename the tag without it"],
+    ),
+    (
+        "tag value a number",
+        setk("tags", {"cost-center": 1234}),
+        ["eks-training:tags.cost-center: tag values must be strings, got int; quote it: '1234'"],
+    ),
+    (
+        "tag value AWS refuses",
+        setk("tags", {"owner": "a;b"}),
+        ["eks-training:tags.owner: a tag value is 0-256 letters"],
+    ),
 ]
 
 
@@ -1200,3 +1340,33 @@ def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, A
     p = run_program("dev", config=cfg, expect_error=True)
     assert isinstance(p.error, ConfigError) and p.error.problems == [message]
     assert p.registrations == []
+
+
+#: Cases about the account's zones, which the program reads with ``aws.getAvailabilityZones`` (still before any
+#: resource) and the offline plan cannot know: it lists them in its checklist for preflight instead.
+ACCOUNT_ZONES = {
+    "zone not in region",
+    "only one zone EKS accepts",
+    "pinned zone ID the account lacks",
+    "EFA zone not in the region",
+    "FSx read from groups in two zones",
+    "FSx zone not in the region",
+}
+
+
+@pytest.mark.parametrize("change,fragments", [pytest.param(c, f, id=i) for i, c, f in CASES if i not in ACCOUNT_ZONES])
+def test_the_plan_gives_the_same_message(tmp_path: Path, change, fragments: list[str]) -> None:
+    """``python -m stacks.plan --stack-file`` refuses each bad config as the program does: exit 2, the same
+    problems on stderr, no traceback."""
+    cfg = base()
+    change(cfg)
+    stack_file = tmp_path / "Pulumi.bad.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": cfg}))
+    (tmp_path / "training").symlink_to(REPO / "training")  # the folder the code cases name, as in the repository
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = plan_main(["--stack", "bad", "--stack-file", str(stack_file)])
+    assert code == 2, (code, out.getvalue(), err.getvalue())
+    for fragment in fragments:
+        assert fragment in err.getvalue(), f"{fragment!r} not in:\n{err.getvalue()}"
+    assert "Traceback" not in err.getvalue()

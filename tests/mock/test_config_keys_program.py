@@ -1,5 +1,7 @@
 """The program refuses every stack key it does not read, and reads the providers' and the engine's keys (the program under Pulumi mocks)."""
 
+from typing import Any
+
 import pytest
 
 from stacks.config import ConfigError
@@ -19,12 +21,44 @@ def test_the_program_refuses_a_key_it_does_not_read(project: str, written: str, 
 
 
 def test_keys_of_the_providers_and_the_engine_are_read() -> None:
-    """The control: ``aws:``, ``kubernetes:``, ``eks:`` (the providers') and ``pulumi:`` (the engine's) keys pass, and
-    so does a project of another name whose keys are ``eks-training:``."""
+    """The control: settings of the AWS provider (the one provider whose default instance the program uses) and
+    ``pulumi:`` (the engine's) keys pass, and so does a project of another name whose keys are ``eks-training:``."""
     cfg = stack_config("dev")
-    cfg.update({"kubernetes:enableServerSideApply": "true", "eks:foo": "x", "pulumi:tags": {"team": "ml"}})
+    cfg.update({"aws:maxRetries": 5, "aws:defaultTags": {"tags": {"team": "ml"}}, "pulumi:tags": {"team": "ml"}})
     p = run_program("dev", config=cfg, project="research")
     assert p.error is None and p.registrations
+
+
+@pytest.mark.parametrize(
+    "written,message",
+    [
+        pytest.param(
+            {"aws:regin": "eu-west-1"},
+            "aws:regin: pulumi-aws has no setting regin, so it would be ignored; did you mean aws:region? fix its "
+            "spelling or remove it (its settings: https://www.pulumi.com/registry/packages/aws/installation-configuration/)",
+            id="misspelt AWS setting",
+        ),
+        pytest.param(
+            {"kubernetes:enableServerSideApply": "false"},
+            "kubernetes:enableServerSideApply: every Kubernetes object of this program goes through its own provider, "
+            "made from the cluster's kubeconfig, which reads no kubernetes: setting; remove it",
+            id="a setting of the Kubernetes provider the program does not use",
+        ),
+        pytest.param(
+            {"eks:foo": "x"},
+            "eks:foo: this program uses no default eks provider, so nothing reads eks: settings; remove it",
+            id="pulumi-eks, which has no settings",
+        ),
+    ],
+)
+def test_a_provider_setting_nothing_reads_is_refused(written: dict[str, Any], message: str) -> None:
+    """A provider's key is read only when the program uses that provider's default instance and the provider has the
+    setting: otherwise it would be ignored (a typo ``aws:regin`` leaves the region to the environment)."""
+    cfg = stack_config("dev")
+    cfg.update(written)
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError) and p.error.problems == [message]
+    assert p.registrations == []
 
 
 # --- finding 6: messages that name the fix ------------------------------------------------------------------------

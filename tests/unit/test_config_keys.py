@@ -34,7 +34,7 @@ UNREAD = [
         PROJECT,
         "jobs",
         "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses this "
-        "file) and this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read); rename it "
+        "file) and this program reads eks-training:<key> (and aws: its provider reads); rename it "
         "eks-training:jobs",
     ),
     (
@@ -49,7 +49,7 @@ UNREAD = [
         "research",
         "research:jobs",
         "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in project "
-        "research); this program reads eks-training:<key> (and aws:, eks:, kubernetes: its providers read): rename it "
+        "research); this program reads eks-training:<key> (and aws: its provider reads): rename it "
         "eks-training:jobs (pulumi config set --path 'eks-training:jobs' ...)",
     ),
 ]

@@ -307,3 +307,16 @@ def test_the_bundled_models_flops_and_utilization() -> None:
     assert found["model_flops_per_step"] == 1e9 * 100 * 1
     none = train.flops_metrics(history, 1e9, peak_flops_per_device=None)
     assert none["mfu"] is None and "peak" in none["mfu_note"]
+
+
+def test_a_users_program_that_exits_0_lost_nothing(tmp_path: Path) -> None:
+    """A user's program prints ``{"step": N}`` lines and exits 0, the README's whole contract (no "done" line): the
+    time after its last step is finishing, not time lost to a failure."""
+    pod = Pod(tmp_path, "a", launched=0)
+    pod.watcher.new_attempt(T + 2)
+    pod.say(3, step=0)
+    pod.say(13, step=100)
+    pod.ledger.record("exit", at=T + 17, command_code=0)
+    result = split(tmp_path, pod)
+    assert_split(result, starting=1.0, waiting=2.0, training=10.0, finishing=4.0)
+    assert result["lost_s"] == 0 and result["interruptions"] == []

@@ -82,6 +82,13 @@ def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
             "--fresh JOB",
         ),
         (
+            '{"event": "command_exit", "component": "launch", "command_code": 0, "exit_code": 3, "outcome": '
+            '"run_failed", "failed": {"text": "no data in /data/x"}}\n',
+            3,
+            "the run gave up: no data in /data/x",
+            "--fresh JOB",
+        ),
+        (
             "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: '/workspace/a.py'\n",
             1,
             "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/a.py'",

@@ -1,0 +1,72 @@
+"""``python -m stacks.local`` stopped by SIGTERM (``timeout``, a CI cancel, ``kill``) stops its jobs' processes as
+Ctrl-C does. Without a handler Python died on the signal at once, skipping the runner's clean-up, and the job's
+processes, in sessions of their own, ran on orphaned (a crash-looping torchrun restarted its workers for good)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.harness import REPO
+
+SLEEPER = (
+    "import os, pathlib, time; pathlib.Path(os.environ['OUTPUT_DIR'], 'pid').write_text(str(os.getpid())); "
+    "time.sleep(600)"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_sigterm_stops_the_jobs_processes(tmp_path: Path) -> None:
+    stack = {
+        "config": {
+            "aws:region": "us-east-1",
+            "eks-training:nodeGroups": {
+                "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}
+            },
+            "eks-training:jobs": {
+                "sleep": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", SLEEPER]}
+            },
+        }
+    }
+    (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump(stack))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "stacks.local", "--stack", "t", "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    job = None
+    try:
+        deadline = time.monotonic() + 120
+        while job is None and time.monotonic() < deadline and cli.poll() is None:
+            found = list((tmp_path / ".local" / "t" / "shared" / "runs").glob("sleep-*/pid"))
+            if found and found[0].read_text():
+                job = int(found[0].read_text())
+            time.sleep(0.2)
+        assert job is not None and _alive(job), cli.communicate(timeout=30)[0].decode(errors="replace")[-3000:]
+        cli.send_signal(signal.SIGTERM)
+        code = cli.wait(timeout=60)
+        assert code == 128 + signal.SIGTERM, code
+        gone_by = time.monotonic() + 30
+        while _alive(job) and time.monotonic() < gone_by:
+            time.sleep(0.2)
+        assert not _alive(job), f"the job's process {job} outlived the runner"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        if job is not None and _alive(job):
+            os.kill(job, signal.SIGKILL)

@@ -1,0 +1,56 @@
+"""A stack file that is not what Pulumi reads stops the command-line tools with one message and exit 2 (no
+traceback): YAML that is not a mapping, ``config:`` that is not one, a key given twice (Pulumi refuses it; PyYAML would
+keep the last), YAML 1.1 booleans (``yes``: a string to Pulumi's YAML 1.2 reader, so the tools must not read it as
+true), and a file without ``config:`` (no ``aws:region``, as ``pulumi up`` would say)."""
+
+from contextlib import redirect_stderr, redirect_stdout
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from stacks.plan.report import main as plan_main
+from stacks.stackfile import load_stack_yaml
+
+GROUP = "  eks-training:nodeGroups:\n    cpu: {instanceTypes: [m5.xlarge], minSize: 0, desiredSize: 1, maxSize: 2}\n"
+
+CASES = [
+    ("empty file", "", "aws:region: not set; run `pulumi config set aws:region us-east-1`"),
+    ("no config key", "encryptionsalt: v1:abc\n", "aws:region: not set"),
+    ("config left empty", "config:\n", "aws:region: not set"),
+    (
+        "not a mapping",
+        "- aws:region: us-east-1\n",
+        "a stack file is a YAML mapping (config: with <namespace>:<key> entries), not list",
+    ),
+    ("config a list", "config:\n  - aws:region\n", "config: must be a mapping of <namespace>:<key>: value"),
+    (
+        "a key twice",
+        "config:\n  aws:region: us-east-1\n" + GROUP + "  eks-training:nodeGroups: {}\n",
+        "the key 'eks-training:nodeGroups' is given twice (first on line 3); Pulumi refuses the file: merge the two",
+    ),
+    (
+        "YAML 1.1 boolean",
+        "config:\n  aws:region: us-east-1\n" + GROUP + "  eks-training:autoscaler: {enabled: no}\n",
+        "eks-training:autoscaler.enabled: 'no' is a string, not a boolean; write false without quotes",
+    ),
+    ("invalid YAML", "config:\n  aws:region: [us-east-1\n", "cannot read"),
+]
+
+
+@pytest.mark.parametrize("text,message", [pytest.param(t, m, id=i) for i, t, m in CASES])
+def test_a_malformed_stack_file_is_one_message(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_text(text)
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = plan_main(["--stack", "bad", "--stack-file", str(path)])
+    assert code == 2, (code, out.getvalue(), err.getvalue())
+    assert message in err.getvalue(), err.getvalue()
+    assert "Traceback" not in err.getvalue()
+
+
+def test_the_reader_keeps_yaml_1_2_values() -> None:
+    """The control: true/false stay booleans, numbers numbers, and what YAML 1.1 alone reads otherwise stays text."""
+    data = load_stack_yaml("a: true\nb: False\nc: 2\nd: yes\ne: on\nf: 2024-01-01\ng: 1.5\n")
+    assert data == {"a": True, "b": False, "c": 2, "d": "yes", "e": "on", "f": "2024-01-01", "g": 1.5}
