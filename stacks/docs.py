@@ -128,11 +128,13 @@ def _is_model(t: Any) -> bool:
 
 
 def _inner(annotation: Any) -> Any:
-    """``annotation`` without ``Optional``."""
+    """``annotation`` without ``Optional`` and without ``Annotated``'s validators (``Number`` is a number)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _inner(typing.get_args(annotation)[0])
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
         if len(args) == 1:
-            return args[0]
+            return _inner(args[0])
     return annotation
 
 

@@ -2,9 +2,9 @@
 
 import ipaddress
 import re
-from typing import Any, Iterable, Optional
+from typing import Annotated, Any, Iterable, Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
@@ -114,6 +114,21 @@ def reference(
     if unset is not None:
         extra["unset"] = unset
     return extra
+
+
+#: A decimal number as written in YAML, or as ``pulumi config set --path`` stores one: "true" and "false" become
+#: booleans and integers numbers, "all other values are treated as strings"
+#: (https://www.pulumi.com/docs/iac/cli/commands/pulumi_config_set/), so ``--path ...minBusBandwidthGBps 40.5``
+#: arrives as the string "40.5". Such a string is read as its number; anything else is left to the strict check
+#: (a word, a boolean: refused with the value to write).
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _decimal_from_cli(value: Any) -> Any:
+    return float(value) if isinstance(value, str) and _DECIMAL.match(value.strip()) else value
+
+
+Number = Annotated[float, BeforeValidator(_decimal_from_cli)]
 
 
 class Model(BaseModel):

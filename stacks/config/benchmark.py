@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from stacks.config.base import S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, entry_name_problem, split_s3_path
+from stacks.config.base import Model, Number, S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, entry_name_problem, split_s3_path
 from stacks.config.errors import check, format_validation, key
 from stacks.config.jobs import JobConfig
 
@@ -142,7 +142,7 @@ class BenchmarkConfig(Model):
     """Where the collector copies each finished experiment (its config, output, metrics and logs)."""
     keep: KeepConfig = Field(default_factory=KeepConfig)
     """What is kept after the run."""
-    collector_timeout_hours: Optional[float] = Field(default=None, gt=0, le=720)
+    collector_timeout_hours: Optional[Number] = Field(default=None, gt=0, le=720)
     """How long the collector waits for the experiments (default: the longest experiment's timeoutHours + 1)."""
 
 

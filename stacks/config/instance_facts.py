@@ -5,7 +5,7 @@ from typing import Optional
 from pydantic import Field, model_validator
 
 from components.catalog import InstanceType
-from stacks.config.base import Model
+from stacks.config.base import Model, Number
 from stacks.config.errors import check
 
 
@@ -68,11 +68,11 @@ class InstanceFactsConfig(Model):
     """EFA interfaces (NetworkInfo.EfaInfo.MaximumEfaInterfaces); 0 means no EFA."""
     network_cards: int = Field(default=1, ge=1)
     """Network cards (NetworkInfo.MaximumNetworkCards); must equal maxEfaInterfaces on EFA types."""
-    network_gbps: float = Field(default=10, gt=0)
+    network_gbps: Number = Field(default=10, gt=0)
     """Baseline network bandwidth in Gbit/s."""
     local_nvme_gb: int = Field(default=0, ge=0)
     """Instance store in GB."""
-    price_per_hour: Optional[float] = Field(default=None, ge=0)
+    price_per_hour: Optional[Number] = Field(default=None, ge=0)
     """USD per hour On-Demand Linux in us-east-1, the cost estimate's price; without it the estimate has no price
     for the type."""
     source: str = Field(min_length=3)

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, reference
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, Model, Number, S3_FOLDER_URI_RE, reference
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
 
@@ -207,7 +207,7 @@ class HealthCheckConfig(Model):
     """Run the check once, when the job is first created."""
     enforce: bool = False
     """false: report only; true: the job is not created below minBusBandwidthGBps."""
-    min_bus_bandwidth_gbytes_per_s: Optional[float] = Field(default=None, gt=0, alias="minBusBandwidthGBps")
+    min_bus_bandwidth_gbytes_per_s: Optional[Number] = Field(default=None, gt=0, alias="minBusBandwidthGBps")
     """The threshold in GB/s (1e9 bytes/s, nccl-tests' busbw); default when enforced, 80% of the published two-node
     figure for the instance type at its message size (components/catalog/); above what the nodes can reach, an
     error naming the unit."""
@@ -298,16 +298,16 @@ class JobConfig(Model):
     budget (attempts in a row without a new checkpoint, MAX_FAILED_ATTEMPTS; torchrun restarts a script of your own up
     to 100 times per pod: write OUTPUT_DIR/FAILED and exit 0 to give up); drains, spot interruptions and scale-ups never
     count."""
-    checkpoint_every_seconds: Optional[float] = Field(default=None, ge=0, le=86400)
+    checkpoint_every_seconds: Optional[Number] = Field(default=None, ge=0, le=86400)
     """pytorch: checkpoint cadence in seconds of training (CHECKPOINT_EVERY_SECONDS), 0 = only at epoch ends and on
     stop; default the program's own (the bundled trainer's, components/workloads/training.py)."""
-    collective_timeout_seconds: Optional[float] = Field(default=None, ge=10, le=600)
+    collective_timeout_seconds: Optional[Number] = Field(default=None, ge=10, le=600)
     """pytorch: how long a hung peer stalls a collective before the workers fail and re-rendezvous
     (PG_TIMEOUT_SECONDS); default the program's own (the bundled trainer's, components/workloads/training.py)."""
     stop_grace_period_seconds: int = Field(default=60, ge=20, le=3600)
     """The time a stopped pod gets to checkpoint and exit (terminationGracePeriodSeconds); torchrun waits that minus
     15 s for its workers (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)."""
-    timeout_hours: float = Field(default=24, gt=0, le=720)
+    timeout_hours: Number = Field(default=24, gt=0, le=720)
     """The Job's deadline (activeDeadlineSeconds)."""
     wait_for_completion: bool = False
     """`pulumi up` waits for the job to complete; false returns once it is created."""

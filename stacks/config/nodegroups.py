@@ -14,9 +14,10 @@ from stacks.config.base import (
     AZ_HINT,
     AZ_RE,
     ENTRY_NAME_MAX,
+    Model,
+    Number,
     RESERVATION_RE,
     SUBNET_RE,
-    Model,
     label_key_ok,
     label_value_ok,
     reference,
@@ -162,7 +163,7 @@ class NodeGroupConfig(Model):
     """Kubernetes labels on the nodes (reserved prefixes refused)."""
     taints: list[TaintConfig] = Field(default_factory=list)
     """Kubernetes taints on the nodes."""
-    spot_discount: Optional[float] = Field(
+    spot_discount: Optional[Number] = Field(
         default=None,
         json_schema_extra=reference(between=(0, MAX_SPOT_DISCOUNT.fraction), unset=DEFAULT_SPOT_DISCOUNT.fraction),
     )

@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 
 from components.catalog import Catalog
 from components.catalog.operations import ALARM_MAX_EVALUATION_SECONDS, METRICS_INSIGHTS_RANGE_SECONDS
-from stacks.config.base import Model
+from stacks.config.base import Model, Number
 from stacks.config.errors import check, key
 from stacks.config.nodegroups import NodeGroupConfig
 
@@ -37,7 +37,7 @@ class IdleGpuAlarmConfig(Model):
     """Default: on when the stack collects metrics and has GPU groups."""
     minutes: int = Field(default=30, ge=IDLE_MIN_MINUTES, le=IDLE_MAX_MINUTES)
     """How long every GPU of the group stays below ``utilizationPercent`` before the alarm fires."""
-    utilization_percent: float = Field(default=1.0, gt=0, le=IDLE_MAX_PERCENT)
+    utilization_percent: Number = Field(default=1.0, gt=0, le=IDLE_MAX_PERCENT)
     """Below this GPU utilization (percent) a GPU counts as idle."""
 
 
