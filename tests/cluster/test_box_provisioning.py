@@ -20,8 +20,8 @@ BLOCK = "topology.k8s.aws/network-node-layer-3"
 
 def _config() -> dict:
     """The p5 preset with its GPU group scaling from 0 to 64 nodes and its training job (and health check) at 32:
-    topology-aware (``topology: true``), through the ProvisioningRequest check (each job at most half the group: the pinned
-    Kueue's second pass, stacks/plan/admission.py ``second_pass_problems``)."""
+    topology-aware (``topology: true``, as the default is), through the ProvisioningRequest check; room for both
+    jobs at once (the check's capacity stays booked while the training job asks for its own)."""
     config = copy.deepcopy(stack_config("p5"))
     config["eks-training:nodeGroups"]["gpu"].update(minSize=0, desiredSize=0, maxSize=64, topology=True)
     config["eks-training:jobs"]["train"].update(nodes=32, minNodes=32, maxNodes=32)
