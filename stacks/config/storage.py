@@ -259,7 +259,8 @@ class StorageConfig(Model):
     backend: Literal["efs", "fsx"] = "efs"
     """The file system: Amazon EFS, or FSx for Lustre (PERSISTENT_2) linked to an S3 bucket."""
     namespace: str = DEFAULT_NAMESPACE
-    """The Kubernetes namespace of the jobs and their shared claim."""
+    """The Kubernetes namespace of the jobs and their shared claim (not kube-system or kueue-system, where Kueue does
+    not queue jobs)."""
     pvc_name: str = DEFAULT_CLAIM_NAME
     """The name of the PersistentVolumeClaim every job mounts at /data."""
     storage_class_name: str = "efs-shared"
@@ -284,6 +285,17 @@ class StorageConfig(Model):
     def _name(cls, v: str) -> str:
         if not NAME_RE.match(v) or len(v) > 63:
             raise ValueError(f"{v!r} is not a valid Kubernetes name (lowercase letters, digits and '-', at most 63)")
+        return v
+
+    @field_validator("namespace")
+    @classmethod
+    def _kueue_manages(cls, v: str) -> str:
+        """Kueue's job webhooks leave out ``kube-system`` and its own namespace (since Kueue 0.18,
+        kubernetes-sigs/kueue#11192: CHANGELOG/CHANGELOG-0.18.md, Actions Required): jobs there would not be queued."""
+        from components.admission import KUEUE_NAMESPACE
+
+        if v in ("kube-system", KUEUE_NAMESPACE):
+            raise ValueError(f"{v!r}: Kueue does not queue jobs in kube-system or {KUEUE_NAMESPACE}; choose another")
         return v
 
     @field_validator("capacity")

@@ -740,3 +740,12 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
         jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}},
     )
     assert variable not in (build_plan(mixed).jobs["train"].placement.get("env") or {})
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kueue-system"])
+def test_the_jobs_namespace_is_one_kueue_queues(namespace: str) -> None:
+    """Kueue's job webhooks leave out kube-system and Kueue's own namespace (since Kueue 0.18): the stack's jobs there
+    would never be queued, so such a namespace is refused with the key."""
+    (problem,) = problems(storage={"namespace": namespace})
+    assert problem.startswith("eks-training:storage.namespace:") and "Kueue does not queue jobs" in problem, problem
+    config(storage={"namespace": "training-b"})
