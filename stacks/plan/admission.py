@@ -520,8 +520,9 @@ def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopol
     """The network layers ``group``'s nodes are labelled with when its placement can be topology-aware: a worker
     group whose types all have the same layers in the catalog (:data:`~components.catalog.NETWORK_TOPOLOGY`), unless
     its ``topology`` is false. The system group never is (its pods are small and talk little). The default is on,
-    whether the group's size is fixed or the autoscaler scales it: it depends on the group's types only, never on its
-    jobs (:func:`with_topology`).
+    whether the group's size is fixed or the autoscaler scales it, in the regions where EC2 describes instance topology
+    (off elsewhere, where ``true`` is refused: :func:`topology_region_problems`): it depends on the group's types and
+    the stack's region only, never on its jobs (:func:`with_topology`).
 
     Kueue's topology-aware scheduling counts only the nodes that exist (and are Ready), and a job it has not admitted
     has no pod, so the cluster autoscaler would add no node for it; on a group that autoscales the flavor therefore
@@ -531,6 +532,9 @@ def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopol
     cfg = plan.config.node_groups.get(group.name) if group.path != "systemNodeGroup" else None
     if cfg is None or cfg.topology is False:
         return None
+    region = plan.config.aws.get("region")
+    if cfg.topology is None and region and region not in TOPOLOGY_REGIONS:
+        return None  # the default is off where EC2 labels no node (a stack's region never changes); true is refused
     layers = {NETWORK_TOPOLOGY[t.name] if t.name in NETWORK_TOPOLOGY else None for t in group.types}
     if None in layers or len({n.layers for n in layers if n is not None}) != 1:
         return None

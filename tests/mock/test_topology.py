@@ -625,9 +625,15 @@ def test_topology_true_where_kueue_could_never_place_the_jobs_fails_before_anyth
 
     cfg = fleet_config("p5")
     cfg["aws:region"] = "ap-southeast-5"
-    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["availabilityZone"] = "ap-southeast-5a"
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(availabilityZone="ap-southeast-5a", topology=True)
     message = str(_error(cfg))
     assert "eks-training:nodeGroups.gpu.topology" in message and "ap-southeast-5" in message, message
+    # there the default is off (the preset as shipped deploys as before)
+    cfg = copy.deepcopy(stack_config("p5"))
+    cfg["aws:region"] = "ap-southeast-5"
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["availabilityZone"] = "ap-southeast-5a"
+    program = run_program("p5", config=cfg)
+    assert program.error is None and not _kueue(program, "Topology") and not _kueue(program, "AdmissionCheck")
 
     cfg = fleet_config("p5")
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = False
@@ -650,7 +656,9 @@ def test_the_plan_shows_the_topology_and_refuses_what_the_program_refuses() -> N
         plan_stack(
             "p5",
             region="ap-southeast-5",
-            edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, availabilityZone="ap-southeast-5a"),
+            edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(
+                minSize=2, availabilityZone="ap-southeast-5a", topology=True
+            ),
         )
 
 
