@@ -1,7 +1,7 @@
 """``Admission``: Kueue (https://kueue.sigs.k8s.io), the Kubernetes SIG's job queueing controller, from its pinned
 Helm chart, with the stack's ResourceFlavors, WorkloadPriorityClasses, one ClusterQueue and one LocalQueue, and with
 teams (``cohort``, ``teams``) a ClusterQueue per team in one cohort and its LocalQueue in the team's namespace
-(:func:`queue_spec`: ``cohortName``, ``borrowingLimit``/``lendingLimit``, ``reclaimWithinCohort``, as Kueue v0.17's
+(:func:`queue_spec`: ``cohortName``, ``borrowingLimit``/``lendingLimit``, ``reclaimWithinCohort``, as Kueue v0.19's
 ``v1beta2`` API serves them, https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/).
 
 A job labelled ``kueue.x-k8s.io/queue-name`` and created suspended waits in the LocalQueue holding nothing (no pod
@@ -27,7 +27,7 @@ autoscaler's ``best-effort-atomic-scale-up`` class, the ``AdmissionCheck`` of Ku
 naming it, and on every ClusterQueue (the stack's and each team's) ``admissionChecksStrategy`` running the check on
 those flavors only (:func:`provisioning_config_spec`, https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/).
 Kueue starts that controller only if the ProvisioningRequest CRD exists when the manager starts (``cmd/kueue/main.go``
-at v0.17.0, ``ServerSupportsProvisioningRequest``): the release depends on the CRD (``depends_on``).
+at v0.19.1, ``ServerSupportsProvisioningRequest``): the release depends on the CRD (``depends_on``).
 """
 
 from typing import Any, Mapping, Optional, Sequence, TypedDict
@@ -120,7 +120,7 @@ class AdmissionArgs(TypedDict):
     depends_on: NotRequired[Sequence[pulumi.Resource]]
     """Installed after these (the MPI Operator: Kueue enables its MPIJob integration only when the CRD exists)."""
     topologies: NotRequired[Sequence[TopologyArgs]]
-    """The Topologies the flavors name (topology-aware scheduling, on by default in Kueue v0.17 and enabled
+    """The Topologies the flavors name (topology-aware scheduling, on by default in Kueue v0.19 and enabled
     explicitly in the chart's values when there are any: :data:`TAS_FEATURE_GATE`)."""
     provisioning: NotRequired["ProvisioningArgs"]
     """The ProvisioningRequest admission check and the flavors it runs on (the ProvisioningRequest CRD must be among
@@ -201,7 +201,7 @@ def chart_values(args: Mapping[str, Any], version: str) -> dict[str, Any]:
         values["controllerManager"]["featureGates"] = [{"name": n, "enabled": v} for n, v in gates.items()]
     if args.get("provisioning"):
         # Kueue starts its ProvisioningRequest controller only if the CRD exists when it starts (cmd/kueue/main.go,
-        # v0.17.0), and without the controller the check never turns Active and every ClusterQueue naming it is
+        # v0.19.1), and without the controller the check never turns Active and every ClusterQueue naming it is
         # inactive. The annotation changes the manager's pod template when the check appears on a running stack,
         # so Kueue restarts after the CRD (a dependency of the release) is applied.
         values["controllerManager"]["manager"]["podAnnotations"] = {PROVISIONING_ANNOTATION: PROVISIONING_CRD_URL}
@@ -429,7 +429,7 @@ class Admission(pulumi.ComponentResource):
 # --- topology-aware scheduling (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/) ------------------
 
 #: Kueue's feature gate of topology-aware scheduling: beta and on by default since v0.14 (pkg/features/kube_features.go
-#: at v0.17.0); set explicitly when a stack relies on it, so a chart whose default differs cannot turn it off silently.
+#: at v0.19.1); set explicitly when a stack relies on it, so a chart whose default differs cannot turn it off silently.
 TAS_FEATURE_GATE = "TopologyAwareScheduling"
 
 
@@ -446,7 +446,7 @@ def topology_spec(topology: Mapping[str, Any]) -> dict[str, Any]:
 
 
 #: Kueue's controller of ProvisioningRequest admission checks (``ProvisioningRequestControllerName``,
-#: apis/kueue/v1beta2/provisioningrequestconfig_types.go at v0.17.0).
+#: apis/kueue/v1beta2/provisioningrequestconfig_types.go at v0.19.1).
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 

@@ -40,7 +40,7 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
     "kueue": HelmChart(
         chart="kueue",
         repo="oci://registry.k8s.io/kueue/charts",
-        version="0.17.0",
+        version="0.19.1",
         source="kueue-chart",
     ),
 }
@@ -66,7 +66,7 @@ CHART_IMAGES: Mapping[str, PinnedImage] = {
     # own default is a staging registry with ``pullPolicy: Always``), pinned by the digest its image promoter
     # publishes. The chart writes ``repository:tag``, so the tag carries the digest.
     "kueue": PinnedImage(
-        ref="registry.k8s.io/kueue/kueue:v0.17.0@sha256:368d2053ffd9783d4e7e76405d0c7e43917b307050f10b362a71c5890d379df0",
+        ref="registry.k8s.io/kueue/kueue:v0.19.1@sha256:7a2204a64388f51a0239f22df989b62390ec1b3d21424ee3a35be7bbc23f9f8f",
         source="kueue-image",
     ),
     # NVIDIA's device plugin at the chart's appVersion (the chart's default tag, ``v`` + appVersion), pinned by the
@@ -160,9 +160,11 @@ class ReleaseManifest:
 #: The first Kueue release whose scheduler's second pass (topology assignment after the ProvisioningRequest admission
 #: check, for a workload that already holds its quota) does not count the workload's own reservation again: up to
 #: v0.17.2 ``flavorassigner.assignFlavors`` seeded the second pass with one of a pod set's flavors only, so every other
-#: resource was fitted again against quota that already included the workload (kubernetes-sigs/kueue#11005, in the
-#: release-0.17 branch as #11039, released in v0.17.3; reported as kubernetes-sigs/kueue#9048). Source key
-#: ``kueue-second-pass-fix``.
+#: resource was fitted again against quota that already included the workload, and a job of more than half an
+#: autoscaled group waited for ever (kubernetes-sigs/kueue#11005, in the release-0.17 branch as #11039, released in
+#: v0.17.3 and v0.18.0; reported as kubernetes-sigs/kueue#9048). The pinned chart must be at least this: autoscaled
+#: topology-aware groups are on by default (stacks/plan/admission.py ``with_topology``; tests/unit/test_catalog.py).
+#: Source key ``kueue-second-pass-fix``.
 KUEUE_SECOND_PASS_FIX = (0, 17, 3)
 
 

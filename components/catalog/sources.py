@@ -636,10 +636,12 @@ SOURCES: Mapping[str, Source] = {
         "(NVIDIA/k8s-device-plugin v0.20.0 deployments/helm/nvidia-device-plugin/templates/_helpers.tpl)",
     ),
     "kueue-image": Source(
-        url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-kueue/images.yaml",
-        shows="registry.k8s.io/kueue/kueue:v0.17.0 and its digest sha256:368d2053ffd9...79df0 under `name: kueue` (the "
-        "Kubernetes image promoter's manifest; the same line is context in kubernetes/k8s.io#9551); the chart's "
-        "manager template writes `repository:tag` (kubernetes-sigs/kueue v0.17.0 charts/kueue/templates/manager/manager.yaml)",
+        url="https://github.com/kubernetes-sigs/kueue/issues/13894",
+        shows="Release v0.19.1: the release's image us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:v0.19.1 "
+        "at sha256:7a2204a64388...f9f8f, which kubernetes/k8s.io#9831 'Kueue: Promote v0.19.1' promotes by digest to "
+        "registry.k8s.io/kueue/kueue:v0.19.1 (with the chart charts/kueue 0.19.1 at sha256:b8d0ba07db35...f7642); the "
+        "chart's manager template writes `repository:tag` (kubernetes-sigs/kueue v0.19.1 "
+        "charts/kueue/templates/manager/manager.yaml)",
     ),
     "ca-provreq-best-effort-atomic": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/provisioningrequest/"
@@ -677,7 +679,7 @@ SOURCES: Mapping[str, Source] = {
         "kueue.x-k8s.io/provisioning-request naming a ProvisioningRequestConfig (provisioningClassName, "
         "managedResources, retryStrategy); Kueue creates the request with PodTemplates of the pod sets once quota is "
         "reserved and admits when it is Provisioned (pkg/controller/admissionchecks/provisioning/controller.go at "
-        "v0.17.0); the controller runs only when the ProvisioningRequest CRD exists at the manager's start "
+        "v0.19.1); the controller runs only when the ProvisioningRequest CRD exists at the manager's start "
         "(cmd/kueue/main.go, ServerSupportsProvisioningRequest)",
     ),
     "kueue-second-pass-fix": Source(
@@ -710,8 +712,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "kueue-chart": Source(
         url="https://kueue.sigs.k8s.io/docs/installation/#install-via-helm",
-        shows="Kueue's Helm chart oci://registry.k8s.io/kueue/charts/kueue at version 0.17.0 (the chart's sources are "
-        "charts/kueue of https://github.com/kubernetes-sigs/kueue/tree/v0.17.0; its values take the manager's "
+        shows="Kueue's Helm chart oci://registry.k8s.io/kueue/charts/kueue at version 0.19.1 (the chart's sources are "
+        "charts/kueue of https://github.com/kubernetes-sigs/kueue/tree/v0.19.1; its values take the manager's "
         "Configuration as managerConfig.controllerManagerConfigYaml)",
     ),
     "ec2-instance-topology-prerequisites": Source(
@@ -744,7 +746,7 @@ SOURCES: Mapping[str, Source] = {
         "(kubernetes.io/hostname only as the lowest), a ResourceFlavor names it in topologyName; a pod template's "
         "kueue.x-k8s.io/podset-preferred-topology asks for one domain of that level, then the levels above, else "
         "spread; podset-required-topology refuses to admit otherwise; only Ready, schedulable nodes that carry every "
-        "level's label count (pkg/util/tas/node.go NodeMatchesFlavor at v0.17.0)",
+        "level's label count (pkg/util/tas/node.go NodeMatchesFlavor at v0.19.1)",
     ),
     # --- image builds -------------------------------------------------------------------------------
     "cuda-12.9.1-devel-digest": Source(

@@ -60,7 +60,7 @@ CHART_SOURCES: Mapping[str, ChartSource] = {
         "kueue",
         "sigs.k8s.io/kueue",
         "charts/kueue",
-        "https://github.com/kubernetes-sigs/kueue/tree/v0.17.0/charts/kueue",
+        "https://github.com/kubernetes-sigs/kueue/tree/v0.19.1/charts/kueue",
     ),
 }
 

@@ -277,11 +277,31 @@ def workload_conditions(box: Box, namespace: str) -> list[str]:
             continue
         owner: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
         why = conds.get("QuotaReserved") or conds.get("Evicted") or {}
+        if why.get("status") == "True" and wl["status"].get("admissionChecks"):
+            why = _second_pass_failure(box, wl) or why
         out.append(
             f"{namespace}/{owner.get('name', wl['metadata']['name'])}: queued, not admitted: "
             f"{why.get('reason', 'Pending')}: {why.get('message', '')}"
         )
     return out
+
+
+def _second_pass_failure(box: Box, wl: Mapping[str, Any]) -> Optional[dict[str, str]]:
+    """Why Kueue has not placed a workload that holds its quota and passed its checks: the last ``SecondPassFailed``
+    event (its topology assignment on the nodes the ProvisioningRequest brought, pkg/scheduler/scheduler.go at
+    v0.19.1; the Workload's conditions still say QuotaReserved)."""
+    meta = wl["metadata"]
+    events = box.get(
+        "events",
+        "-n",
+        meta["namespace"],
+        "--field-selector",
+        f"involvedObject.name={meta['name']},reason=SecondPassFailed",
+    )["items"]
+    if not events:
+        return None
+    last = max(events, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+    return {"reason": "SecondPassFailed", "message": last.get("message") or last.get("note") or ""}
 
 
 def kueue_release_feature_gates(values: Mapping[str, Any]) -> dict[str, bool]:

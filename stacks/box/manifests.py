@@ -6,7 +6,7 @@
   Go module of the same version in the module cache (the MPI Operator's ``deploy/v2beta1/mpi-operator.yaml``), as
   the box has no internet; the version the catalog pins must be the module's (:func:`release_manifest` checks). The
   ProvisioningRequest CRD the catalog pins at the cluster-autoscaler 1.36.1 tag is read from the
-  ``k8s.io/autoscaler/cluster-autoscaler/apis`` module Kueue v0.17.0 is built with (``box/kueue/go.mod``): the Go
+  ``k8s.io/autoscaler/cluster-autoscaler/apis`` module Kueue v0.19.1 is built with (``box/kueue/go.mod``): the Go
   module proxy serves no version of that module at the tag (403), and the two files differ only in prose (the class
   names in two descriptions, ``atomic-scale-up.kubernetes.io`` then, ``best-effort-atomic-scale-up.autoscaling.x-k8s.io``
   now), the controller-gen version, and the deprecation mark on ``v1beta1`` (``deprecated: true`` and its warning);

@@ -7,11 +7,16 @@ from typing import Annotated, Any, Iterable, Optional
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from components.admission import KUEUE_NAMESPACE
+from components.catalog.operations import OBSERVABILITY_NAMESPACE
+
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 #: Namespaces the stack's own training namespace (``storage.namespace``) and a team's may not be: Kubernetes' own
 #: and those the stack installs its controllers in (Kueue, the MPI Operator, the CloudWatch Observability add-on's
-#: agents). The stack creates its namespaces: one that exists already fails ``pulumi up`` with AlreadyExists
+#: agents). Kueue (0.18 and later) does not even queue jobs in kube-system or its own namespace: its job webhooks leave
+#: them out (kubernetes-sigs/kueue#11192, CHANGELOG/CHANGELOG-0.18.md "Actions Required"). The stack creates its
+#: namespaces: one that exists already fails ``pulumi up`` with AlreadyExists
 #: (pulumi-kubernetes creates with a client-side create since 4.29.0,
 #: https://github.com/pulumi/pulumi-kubernetes/releases/tag/v4.29.0; before, server-side apply adopted the object and
 #: ``pulumi destroy`` deleted it), and the stack's pod security labels and default-deny network policies would land
@@ -21,9 +26,9 @@ RESERVED_NAMESPACES = (
     "kube-system",
     "kube-public",
     "kube-node-lease",
-    "kueue-system",
-    "mpi-operator",
-    "amazon-cloudwatch",
+    KUEUE_NAMESPACE,
+    "mpi-operator",  # the MPI Operator's release manifest's own (MANIFESTS["mpi-operator"])
+    OBSERVABILITY_NAMESPACE,
 )
 LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -145,13 +145,12 @@ class NodeGroupConfig(Model):
     topology: Optional[bool] = None
     """Topology-aware placement: Kueue places each job's pods on nodes that share the lowest EC2 network layer they fit
     in (the ``topology.k8s.aws/network-node-layer-N`` labels EKS gives the nodes of p3dn, p4d, p4de, p5, p5e, p5en,
-    p6-b200 and g6e.48xlarge, in the regions that describe instance topology). Default on for those types in a fixed
-    group (minSize = maxSize). On a group the autoscaler scales, set true to have it: Kueue then asks the cluster
-    autoscaler for a job's nodes in a ProvisioningRequest before placing it (not a default there: a flavor's topology
-    cannot change once it exists, so no job edit may switch it). The pinned Kueue (0.17.0) places a job on an
-    autoscaled group only if it takes at most half the group (maxSize), so true there with a larger job is an error,
-    and so is true on other types. false: Kueue places the pods on any of the group's
-    nodes."""
+    p6-b200 and g6e.48xlarge, in the regions that describe instance topology). Default on for those types in those
+    regions, whether the group's size is fixed (minSize = maxSize) or the autoscaler scales it: there Kueue asks the
+    cluster autoscaler for a job's nodes in a ProvisioningRequest before placing it (the pinned Kueue, 0.19.1, places
+    jobs of any size up to maxSize that way). True on other types or in other regions is an error. false: Kueue places
+    the pods on any of the group's nodes (a flavor's topology cannot be removed once it exists: see the README's
+    topology section)."""
     availability_zone: Optional[str] = None
     """Pin the group to one zone, by name (us-east-1a) or zone ID (use1-az4, the same physical zone in every account);
     required for EFA groups with a new VPC."""

@@ -40,7 +40,6 @@ from stacks.plan.admission import (
     beyond_team_stages,
     idle_teams,
     never_admitted,
-    topology_problems,
     with_topology,
 )
 from stacks.config.base import ZONE_ID_RE
@@ -510,7 +509,6 @@ def build_plan(cfg: StackConfig) -> Plan:
     admission = with_topology(plan, admission_plan(plan))
     problems = never_admitted(plan, admission) + idle_teams(admission) + beyond_team_stages(plan)
     problems += beyond_own_queue(plan, admission)
-    problems += topology_problems(plan, admission)
     if problems:
         raise ConfigError(problems)
     return replace(plan, admission=admission)

@@ -52,8 +52,6 @@ from typing import TYPE_CHECKING, Mapping, Optional
 
 from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
 from components.catalog import (
-    HELM_CHARTS,
-    KUEUE_SECOND_PASS_FIX,
     NETWORK_TOPOLOGY,
     TOPOLOGY_REGIONS,
     NetworkTopology,
@@ -366,8 +364,8 @@ def never_admitted(plan: "Plan", admission: AdmissionPlan) -> list[str]:
 def beyond_team_stages(plan: "Plan") -> list[str]:
     """A jobs-only stack's jobs use the priority classes the cluster stack made, stages 0..TEAM_STAGES-1: a job that
     waits through more levels of ``after`` names a class that does not exist, and Kueue creates no Workload for it
-    (``GetPriorityFromWorkloadPriorityClass`` fails, kubernetes-sigs/kueue v0.17.0
-    pkg/controller/jobframework/reconciler.go): it would stay suspended for ever."""
+    (``GetPriorityFromWorkloadPriorityClass`` fails, kubernetes-sigs/kueue v0.19.1
+    pkg/controller/jobframework/reconciler.go ``ExtractPriority``): it would stay suspended for ever."""
     if plan.config.cluster.stack_reference is None:
         return []
     return [
@@ -491,7 +489,7 @@ TAS_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-unconstrained-topology",
 )
 #: The lowest level of every Topology: one domain per node, so Kueue assigns each pod its node and respects the
-#: nodes' taints (Kueue's sample GPU Topology, site/static/examples/tas/sample-gpu-queues.yaml at v0.17.0).
+#: nodes' taints (Kueue's sample GPU Topology, site/static/examples/tas/sample-gpu-queues.yaml at v0.19.1).
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
@@ -521,8 +519,10 @@ def autoscales(plan: "Plan", group: "NodeGroupPlan") -> bool:
 def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopology]:
     """The network layers ``group``'s nodes are labelled with when its placement can be topology-aware: a worker
     group whose types all have the same layers in the catalog (:data:`~components.catalog.NETWORK_TOPOLOGY`), unless
-    its ``topology`` is false. The system group never is (its pods are small and talk little). A fixed-size group is
-    topology-aware by default; one that autoscales only with ``topology: true`` (:func:`with_topology`).
+    its ``topology`` is false. The system group never is (its pods are small and talk little). The default is on,
+    whether the group's size is fixed or the autoscaler scales it, in the regions where EC2 describes instance topology
+    (off elsewhere, where ``true`` is refused: :func:`topology_region_problems`): it depends on the group's types and
+    the stack's region only, never on its jobs (:func:`with_topology`).
 
     Kueue's topology-aware scheduling counts only the nodes that exist (and are Ready), and a job it has not admitted
     has no pod, so the cluster autoscaler would add no node for it; on a group that autoscales the flavor therefore
@@ -532,6 +532,9 @@ def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopol
     cfg = plan.config.node_groups.get(group.name) if group.path != "systemNodeGroup" else None
     if cfg is None or cfg.topology is False:
         return None
+    region = plan.config.aws.get("region")
+    if cfg.topology is None and region and region not in TOPOLOGY_REGIONS:
+        return None  # the default is off where EC2 labels no node (a stack's region never changes); true is refused
     layers = {NETWORK_TOPOLOGY[t.name] if t.name in NETWORK_TOPOLOGY else None for t in group.types}
     if None in layers or len({n.layers for n in layers if n is not None}) != 1:
         return None
@@ -542,11 +545,12 @@ def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
     """``admission`` with each topology-aware group's flavor naming its Topology (:func:`group_network`), those that
     autoscale :attr:`~FlavorPlan.provisioned`, and the admission check they need (:func:`provisioning_plan`).
 
-    An autoscaled group is topology-aware only with ``topology: true``, never by a default derived from its jobs: a
-    ResourceFlavor's ``topologyName`` cannot be set, changed or removed once the flavor exists (Kueue v0.17.0's CRD
-    rules, ``apis/kueue/v1beta2/resourceflavor_types.go``), so a default that a job edit could flip (the pinned
-    Kueue's second pass places only jobs of at most half the group, :func:`second_pass_problems`) would make a later
-    ``pulumi up`` fail; instead such a job is a config error naming the fixes (:func:`topology_problems`)."""
+    Whether a group is topology-aware is derived from the group alone (its types, its ``topology``), never from its
+    jobs: Kueue refuses to change or remove a ResourceFlavor's ``topologyName`` once set (``topologyName is immutable
+    when topologyName is set``, apis/kueue/v1beta2/resourceflavor_types.go at v0.19.1), so a default a job edit could
+    flip would make a later ``pulumi up`` fail. Autoscaled groups are topology-aware by default since the pinned Kueue
+    places a job of any size through the ProvisioningRequest check (its second pass no longer counts the job's own
+    quota twice: source key ``kueue-second-pass-fix``, :data:`~components.catalog.KUEUE_SECOND_PASS_FIX`)."""
     from dataclasses import replace
 
     groups = {g.name: g for g in plan.all_groups}
@@ -557,54 +561,8 @@ def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
         if n is None:
             flavors.append(f)
             continue
-        scales = autoscales(plan, g)
-        if scales and plan.config.node_groups[g.name].topology is not True:
-            flavors.append(f)  # opt-in: see group_network
-            continue
-        flavors.append(replace(f, topology=topology_plan(n), provisioned=scales))
+        flavors.append(replace(f, topology=topology_plan(n), provisioned=autoscales(plan, g)))
     return replace(admission, flavors=tuple(flavors), provisioning=provisioning_plan(tuple(flavors)))
-
-
-def second_pass_double_counts() -> bool:
-    """The pinned Kueue counts a workload's own quota reservation again in the second pass (source key
-    ``kueue-second-pass-fix``, :data:`~components.catalog.KUEUE_SECOND_PASS_FIX`)."""
-    version = tuple(int(x) for x in HELM_CHARTS["kueue"].version.split("."))
-    return version < KUEUE_SECOND_PASS_FIX
-
-
-def second_pass_problems(plan: "Plan", flavor: FlavorPlan) -> list[str]:
-    """Jobs on ``flavor``'s group (an autoscaled, topology-aware one) the pinned Kueue would hold for ever: its second
-    pass (the topology assignment once the ProvisioningRequest is Provisioned) fits the workload's requests again
-    against the queue's quota, which already counts the workload's own reservation (before
-    :data:`~components.catalog.KUEUE_SECOND_PASS_FIX`); so a workload is placed only while its requests fit twice in
-    the quota, i.e. a job of at most half the group's ``maxSize``."""
-    if not second_pass_double_counts():
-        return []
-    out = []
-    for name, job in sorted(plan.jobs.items()):
-        asks = job_and_launcher_requests(plan, job).get(flavor.group, {})
-        for resource, amount in asks.items():
-            have = flavor.per_node[resource] * flavor.max_size
-            if amount and 2 * amount > have:
-                out.append(
-                    f"{key(f'jobs.{name}.nodes')}: the job asks {quantity(resource, amount)} {resource} of "
-                    f"{flavor.path} ({job.max_nodes} nodes), whose placement is topology-aware and which autoscales: "
-                    f"Kueue {HELM_CHARTS['kueue'].version} assigns its topology after the ProvisioningRequest in a "
-                    f"second pass that counts the job's own quota twice (fixed in Kueue "
-                    f"{'.'.join(map(str, KUEUE_SECOND_PASS_FIX))}, kubernetes-sigs/kueue#11039), so it places only "
-                    f"jobs of at most half the quota ({quantity(resource, have // 2)}, "
-                    f"{key(flavor.path + '.maxSize')} {flavor.max_size} / 2 nodes): it would wait for ever; set "
-                    f"{key(flavor.path + '.topology')}: false, raise maxSize to {2 * job.max_nodes}, or fix minSize = "
-                    f"maxSize"
-                )
-                break
-    return out
-
-
-def topology_problems(plan: "Plan", admission: AdmissionPlan) -> list[str]:
-    """``topology: true`` on an autoscaled group whose jobs the pinned Kueue would never place
-    (:func:`second_pass_problems`)."""
-    return [p for f in admission.flavors if f.provisioned for p in second_pass_problems(plan, f)]
 
 
 # --- topology-aware placement on groups that autoscale: Kueue's ProvisioningRequest admission check ---------------------
@@ -634,7 +592,7 @@ class ProvisioningPlan:
     workload: a job is admitted whole, the MPI launcher included (the autoscaler finds room for it on the nodes that
     exist, or scales its group in the same decision); a pod set on such a group that asked for none of a narrower list
     would count as ready without a node, and Kueue would wait for nodes that never come (``requiredPodSets``,
-    pkg/controller/admissionchecks/provisioning/controller.go at v0.17.0)."""
+    pkg/controller/admissionchecks/provisioning/controller.go at v0.19.1)."""
 
     check: str = PROVISIONING_CHECK
     config: str = PROVISIONING_CONFIG

@@ -69,16 +69,21 @@ def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(
 
 def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, registrations_of, tmp_path) -> None:
     """Without the GPU taint's toleration in the NVIDIA device plugin's release values (what the stack passes, rendered
-    into the plugin's DaemonSet by the box), no node reports GPUs: the training job never schedules (the class: a
-    plugin's scheduling is part of the stack)."""
+    into the plugin's DaemonSet by the box), no node reports GPUs: the training job never starts, and the rehearsal
+    names Kueue's reason (its topology-aware placement counts no GPU on the group's nodes; the class: a plugin's
+    scheduling is part of the stack)."""
 
     def untolerating(values) -> None:
         values["tolerations"] = [t for t in values["tolerations"] if t["key"] != "nvidia.com/gpu"]
 
     registrations = _with_values(registrations_of("p5"), "nvidia-device-plugin", untolerating)
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "p5")
-    pattern = r"train-allreduce-0-\w+: 0/4 nodes are available:.*2 Insufficient nvidia.com/gpu"
-    with pytest.raises(RehearsalError) as err:  # Kueue admits it (its quota is free); the scheduler finds no GPU
+    pattern = (
+        r"training/train-allreduce: queued, not admitted: SecondPassFailed: .*topology \"ec2-network-3-layers\" "
+        r"doesn't allow to fit any of 2 pod\(s\)\. Total nodes: 2; excluded: resource \"nvidia.com/gpu\": 2"
+    )
+    # Kueue reserves its quota, the ProvisioningRequest brings 2 GPU nodes, and the topology assignment finds no GPU
+    with pytest.raises(RehearsalError) as err:
         _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
     assert re.search(pattern, str(err.value))
 
@@ -132,6 +137,7 @@ def test_a_chart_source_at_another_version_than_the_catalogs_is_refused(monkeypa
     from stacks.box import charts
 
     assert charts.chart_dir("kueue").name == "kueue"
+    pinned = re.escape(charts.HELM_CHARTS["kueue"].version)
     monkeypatch.setattr(
         charts,
         "HELM_CHARTS",
@@ -140,7 +146,7 @@ def test_a_chart_source_at_another_version_than_the_catalogs_is_refused(monkeypa
     with pytest.raises(
         charts.ChartError,
         match=r"pins the chart kueue at 0\.16\.2, but charts/kueue/Chart\.yaml of "
-        r"sigs\.k8s\.io/kueue v0\.17\.0 \(box/kueue/go\.mod\) is version 0\.17\.0",
+        rf"sigs\.k8s\.io/kueue v{pinned} \(box/kueue/go\.mod\) is version {pinned}",
     ):
         charts.chart_dir("kueue")
 

@@ -19,7 +19,8 @@ from tests.variants import HELD_OUT, held_out_program
 def test_every_job_runs_through_in_order(binaries, registrations_of, tmp_path, stack: str) -> None:
     """Every object applied in the stack's dependency order (strict server-side apply at the default minor), every
     job's pods scheduled on its group's nodes (GPUs and EFA devices only where their device plugins run), MPI jobs
-    through the real MPI Operator, and every job completed, a job that waits for others only after they did."""
+    through the real MPI Operator, the EFA presets' jobs placed topology-aware on GPU groups scaling from zero through
+    Kueue's ProvisioningRequest check, and every job completed, a job that waits for others only after they did."""
     _runs_through_in_order(binaries, tmp_path, registrations_of(stack), stack)
 
 
@@ -60,6 +61,15 @@ def _runs_through_in_order(binaries, tmp_path, registrations, stack: str, plan=N
     finally:
         rehearsal.stop_operator()
         box.down()
+    # A topology-aware group that autoscales (the EFA presets' GPU groups) got its nodes only through Kueue's
+    # ProvisioningRequests, each answered by the autoscaler's stand-in; no other preset makes any
+    provisioned = plan.admission.provisioning if plan.admission else None
+    decisions = rehearsal.provisioner.decisions if rehearsal.provisioner else []
+    if provisioned:
+        assert decisions and all(d.status == "True" for d in decisions), decisions
+        assert any(d.added for d in decisions), decisions
+    else:
+        assert not decisions, decisions
     jobs = rehearsal.jobs
     assert set(plan.jobs) <= set(jobs), f"jobs of the plan that never ran: {set(plan.jobs) - set(jobs)}"
     assert_report_covers(report(rehearsal, recorder), rehearsal, recorder)  # what python -m stacks.rehearse prints

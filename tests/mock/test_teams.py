@@ -2,7 +2,7 @@
 
 The queues' semantics (a team borrows idle quota and gives it back when the lender submits) run on the real Kueue in
 the cluster tier (tests/cluster/test_box_admission.py, test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits);
-here: every ClusterQueue's fields are ones kueue v0.17.0's v1beta2 CRD serves, the cohort's quota is the fleet, each
+here: every ClusterQueue's fields are ones kueue v0.19.1's v1beta2 CRD serves, the cohort's quota is the fleet, each
 team's namespace has what its jobs need, bad teams are refused before anything is registered, and the priority classes
 order stages first, then kinds.
 """
@@ -69,7 +69,7 @@ def _schema_fields(schema: dict[str, Any], obj: Any, path: str = "") -> list[str
 
 
 def test_every_cluster_queue_field_is_in_kueues_v1beta2_schema(g5_teams) -> None:
-    """cohortName, borrowingLimit, lendingLimit, reclaimWithinCohort, borrowWithinCohort as kueue v0.17.0 serves them
+    """cohortName, borrowingLimit, lendingLimit, reclaimWithinCohort, borrowWithinCohort as kueue v0.19.1 serves them
     (its CRD from the pinned module), and the preemption policies among the values its enum allows."""
     crd = next(c for c in crds() if c["metadata"]["name"] == "clusterqueues.kueue.x-k8s.io")
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta2" and v["served"])

@@ -1,12 +1,13 @@
-"""Topology-aware placement (issue 26, item 5) over what every stack registers, with Kueue v0.17.0's own rules.
+"""Topology-aware placement (issue 26, item 5) over what every stack registers, with Kueue v0.19.1's own rules.
 
-Every preset, and each preset whose GPU type carries EC2 network-topology labels as a fixed-size fleet (minSize =
-maxSize, where placement is topology-aware by default): every Topology and topology-aware ResourceFlavor validates
+Every preset (those whose GPU type carries EC2 network-topology labels scale it from zero: topology-aware by default,
+through the ProvisioningRequest admission check), and each of those as a fixed-size fleet (minSize = maxSize) and
+scaling from zero to twice its jobs: every Topology and topology-aware ResourceFlavor validates
 against the CRDs of the pinned Kueue module (the structural schema, and the CEL rules the apiserver would apply,
 restated); every flavor's ``topologyName`` names a Topology the stack registers; every queued pod set on a
 topology-aware flavor asks for a level of that flavor's Topology (Kueue refuses a pod set without a topology request
 on such a flavor, and one with a request on a flavor without a Topology: ``checkPodSetAndFlavorMatchForTAS``,
-pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.17.0); the box's nodes of those groups carry every level's
+pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.19.1); the box's nodes of those groups carry every level's
 label (``NodeMatchesFlavor``, pkg/util/tas/node.go: other nodes are not counted). The real Kueue places a 32-node job
 in one block of a 256-node box in the cluster tier (tests/cluster/test_box_scale.py).
 """
@@ -52,9 +53,8 @@ def fleet_config(stack: str) -> dict[str, Any]:
 
 
 def scaled_config(stack: str) -> dict[str, Any]:
-    """``stack`` with its GPU group autoscaling from zero to twice its jobs' size (each job at most half the group:
-    the pinned Kueue's second pass places no larger one, :func:`stacks.plan.admission.second_pass_problems`), where
-    topology-aware placement is on (``topology: true``) through the ProvisioningRequest admission check."""
+    """``stack`` with its GPU group autoscaling from zero to twice its jobs' size and ``topology: true`` set (as the
+    default is): topology-aware placement through the ProvisioningRequest admission check, with room for two jobs."""
     cfg = copy.deepcopy(stack_config(stack))
     gpu = cfg[f"{PROJECT}:nodeGroups"]["gpu"]
     jobs = [j for j in cfg[f"{PROJECT}:jobs"].values() if j.get("nodeGroup") == "gpu"]
@@ -137,7 +137,7 @@ def _unknown_fields(schema: Mapping[str, Any], obj: Any, path: str = "") -> list
 
 
 def crd_problems(doc: Mapping[str, Any]) -> list[str]:
-    """What kueue v0.17.0's v1beta2 CRD would refuse in a Topology or ResourceFlavor: its OpenAPI schema (types,
+    """What kueue v0.19.1's v1beta2 CRD would refuse in a Topology or ResourceFlavor: its OpenAPI schema (types,
     patterns, lengths, item counts, required fields; unknown fields), and its CEL rules (``x-kubernetes-validations``,
     the rules that apply on create), restated: a Topology's levels are unique and ``kubernetes.io/hostname`` only the
     last; a ResourceFlavor with ``topologyName`` has at least one node label."""
@@ -263,7 +263,7 @@ def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
 
     - every ClusterQueue runs it exactly on the flavors of topology-aware groups that autoscale (``onFlavors``; Kueue
       delays the topology assignment only for a flavor with a ProvisioningRequest check, ``HasProvRequestAdmissionCheck``
-      in pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.17.0: without it, a job on such a group waits for
+      in pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.19.1: without it, a job on such a group waits for
       nodes nobody adds), and on no other flavor (a fixed group's jobs would wait for a request for nothing);
     - the AdmissionChecks a queue names exist, are Kueue's ProvisioningRequest controller's and name a registered
       ProvisioningRequestConfig of the autoscaler's best-effort-atomic class;
@@ -405,21 +405,21 @@ def test_the_efa_fleets_are_topology_aware_and_ask_for_the_lowest_network_layer(
         assert {"name": TAS_FEATURE_GATE, "enabled": True} in release.inputs["values"]["controllerManager"][
             "featureGates"
         ]
-        # the presets themselves scale their GPU groups from zero to the size of their jobs: the pinned Kueue's second
-        # pass would never place those (stacks/plan/admission.py second_pass_problems), so it is off by default there
-        assert not _kueue(programs[stack], "Topology"), stack
-        assert not _kueue(programs[stack], "AdmissionCheck"), stack
+        # the presets themselves scale their GPU groups from zero to the size of their jobs: topology-aware by
+        # default there too, through the ProvisioningRequest check (test_autoscaled_topology_groups_carry_...)
+        assert _kueue(programs[stack], "Topology") == [topology], stack
 
 
 def test_autoscaled_topology_groups_carry_the_provisioning_request_check(programs) -> None:
-    """The EFA presets scaling from zero to twice their jobs: the GPU flavor is topology-aware and every ClusterQueue
-    runs the ProvisioningRequest check on it (and on nothing else); the CRD comes first; the autoscaler handles the
-    requests. The class, the retry strategy and the check's controller are Kueue's and the autoscaler's names."""
+    """The EFA presets as shipped (GPU groups scaling from zero to their jobs' size, no ``topology`` set) and scaling
+    from zero to twice their jobs: the GPU flavor is topology-aware and every ClusterQueue runs the ProvisioningRequest
+    check on it (and on nothing else); the CRD comes first; the autoscaler handles the requests. The class, the retry
+    strategy and the check's controller are Kueue's and the autoscaler's names."""
     from components.admission import PROVISIONING_CONTROLLER
     from stacks.plan.admission import PROVISIONING_CLASS, PROVISIONING_RETRY_LIMIT
 
-    for stack in FLEETS:
-        program = programs[f"{stack}-scaled"]
+    for stack in [*FLEETS, *(f"{s}-scaled" for s in FLEETS)]:
+        program = programs[stack]
         gpu = next(f for f in _kueue(program, "ResourceFlavor") if f["metadata"]["name"] == "gpu")
         assert gpu["spec"]["topologyName"], stack
         (cq,) = _kueue(program, "ClusterQueue")
@@ -610,26 +610,30 @@ def _error(config: dict[str, Any]) -> ConfigError:
 
 
 def test_topology_true_where_kueue_could_never_place_the_jobs_fails_before_anything_is_registered() -> None:
-    """Three ways to ask for topology-aware placement that would leave the jobs waiting for ever, each refused with
-    the key and the fix: a type whose nodes carry no labels, a job on an autoscaled group the pinned Kueue's second
-    pass would never place, a region where EC2 describes no topology."""
+    """Two ways to ask for topology-aware placement that would leave the jobs waiting for ever, each refused with
+    the key and the fix: a type whose nodes carry no labels, a region where EC2 describes no topology. A job as large
+    as its autoscaled group is not one of them (the pinned Kueue's second pass places it: source key
+    ``kueue-second-pass-fix``; the cluster tier runs the presets' such jobs, tests/cluster/test_box_presets.py)."""
     cfg = copy.deepcopy(stack_config("p5"))
     cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(instanceTypes=["g5.48xlarge"], topology=True, efa=False)
     message = str(_error(cfg))
     assert "eks-training:nodeGroups.gpu.topology" in message and "g5.48xlarge nodes carry no" in message, message
 
-    # the pinned Kueue's second pass places no job of more than half an autoscaled topology-aware group
     cfg = copy.deepcopy(stack_config("p5"))
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = True
-    message = str(_error(cfg))
-    assert "eks-training:jobs.train.nodes" in message and "counts the job's own quota twice" in message, message
-    assert "set eks-training:nodeGroups.gpu.topology: false, raise maxSize to 4" in message, message
+    assert run_program("p5", config=cfg).error is None
 
     cfg = fleet_config("p5")
     cfg["aws:region"] = "ap-southeast-5"
-    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["availabilityZone"] = "ap-southeast-5a"
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"].update(availabilityZone="ap-southeast-5a", topology=True)
     message = str(_error(cfg))
     assert "eks-training:nodeGroups.gpu.topology" in message and "ap-southeast-5" in message, message
+    # there the default is off (the preset as shipped deploys as before)
+    cfg = copy.deepcopy(stack_config("p5"))
+    cfg["aws:region"] = "ap-southeast-5"
+    cfg[f"{PROJECT}:nodeGroups"]["gpu"]["availabilityZone"] = "ap-southeast-5a"
+    program = run_program("p5", config=cfg)
+    assert program.error is None and not _kueue(program, "Topology") and not _kueue(program, "AdmissionCheck")
 
     cfg = fleet_config("p5")
     cfg[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = False
@@ -652,28 +656,30 @@ def test_the_plan_shows_the_topology_and_refuses_what_the_program_refuses() -> N
         plan_stack(
             "p5",
             region="ap-southeast-5",
-            edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, availabilityZone="ap-southeast-5a"),
+            edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(
+                minSize=2, availabilityZone="ap-southeast-5a", topology=True
+            ),
         )
 
 
 def test_no_job_edit_switches_an_autoscaled_groups_topology() -> None:
-    """A ResourceFlavor's topologyName cannot be set, changed or removed once it exists (Kueue v0.17.0's CRD rules),
-    so an autoscaled group's topology is its own setting, never a default derived from its jobs: p5 as shipped (a
-    2-node job on a group of 2) and with the job at half the group (which the pinned Kueue could place) have the
-    same flavor, without a Topology; with ``topology: true`` the larger job is a config error, not a silent switch."""
+    """A ResourceFlavor's topologyName cannot be changed or removed once set (Kueue v0.19.1's CRD rules), so a group's
+    topology is derived from the group alone, never from its jobs or its size: p5 as shipped (a 2-node job on a group
+    scaling from zero to 2), with the job at half the group, and as a fixed fleet all have the same Topology, the
+    autoscaled ones through the ProvisioningRequest check; only ``topology: false`` turns it off."""
     from stacks.outputs import placement_of
 
     _, shipped = plan_stack("p5")
     _, half = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:jobs"]["train"].update(nodes=1, maxNodes=1))
-    assert "topology" not in placement_of(shipped)["gpu"] and "topology" not in placement_of(half)["gpu"]
-    assert shipped.admission.provisioning is None and half.admission.provisioning is None
+    _, fleet = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2))
+    for plan in (shipped, half, fleet):
+        assert placement_of(plan)["gpu"]["topology"] == "ec2-network-3-layers"
+    assert shipped.admission.provisioning and shipped.admission.provisioning.flavors == ("gpu",)
+    assert half.admission.provisioning == shipped.admission.provisioning
+    assert fleet.admission.provisioning is None
 
-    def opted_in(c: dict[str, Any]) -> None:
-        c[f"{PROJECT}:nodeGroups"]["gpu"]["topology"] = True
-        c[f"{PROJECT}:jobs"]["train"].update(nodes=1, maxNodes=1)
-
-    _, opted = plan_stack("p5", edit=opted_in)
-    assert placement_of(opted)["gpu"]["topology"] == "ec2-network-3-layers" and opted.admission.provisioning
+    _, off = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(topology=False))
+    assert "topology" not in placement_of(off)["gpu"] and off.admission.provisioning is None
 
 
 def test_a_jobs_only_stack_must_see_the_same_topology_as_the_cluster_stack() -> None:
@@ -684,10 +690,10 @@ def test_a_jobs_only_stack_must_see_the_same_topology_as_the_cluster_stack() -> 
     from stacks.outputs import placement_of
 
     _, fleet = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2))
-    _, scaled = plan_stack("p5")
+    _, off = plan_stack("p5", edit=lambda c: c[f"{PROJECT}:nodeGroups"]["gpu"].update(minSize=2, topology=False))
     assert placement_of(fleet)["gpu"]["topology"] == "ec2-network-3-layers"
-    assert "topology" not in placement_of(scaled)["gpu"]
+    assert "topology" not in placement_of(off)["gpu"]
     teams = {"a": {"namespace": "team-a", "nodes": {"gpu": 2}}}
     assert team_of(fleet, "org/p/cluster", "a", teams, placement_of(fleet)) == teams["a"]
     with pytest.raises(JobsOnlyError, match="eks-training:nodeGroups.gpu: differs from the referenced stack"):
-        team_of(scaled, "org/p/cluster", "a", teams, placement_of(fleet))
+        team_of(off, "org/p/cluster", "a", teams, placement_of(fleet))

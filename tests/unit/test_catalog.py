@@ -25,6 +25,7 @@ from components.catalog import (
     FSX_LUSTRE_STORAGE_QUOTA,
     fsx_capacity_problem,
     INSTANCE_TYPES,
+    KUEUE_SECOND_PASS_FIX,
     SOURCES,
     SUPPORTED_KUBERNETES_VERSIONS,
 )
@@ -140,6 +141,16 @@ def test_chart_images_are_their_charts_release() -> None:
     for key, image in CHART_IMAGES.items():
         m = PINNED_REF.match(image.ref)
         assert m and m["tag"] == f"v{HELM_CHARTS[key].version.lstrip('v')}", (key, image.ref)
+
+
+def test_the_pinned_kueue_places_autoscaled_topology_jobs_of_any_size() -> None:
+    """Autoscaled groups of types with EC2 network-topology labels are topology-aware by default
+    (stacks/plan/admission.py ``with_topology``): that needs a Kueue whose second pass (after the ProvisioningRequest)
+    does not count a job's own quota twice, else it never places a job of more than half the group, as the EFA presets'
+    are (source key ``kueue-second-pass-fix``). A chart pinned before the fix fails here."""
+    pinned = tuple(int(x) for x in HELM_CHARTS["kueue"].version.lstrip("v").split("."))
+    assert pinned >= KUEUE_SECOND_PASS_FIX, (pinned, KUEUE_SECOND_PASS_FIX)
+    assert SOURCES["kueue-second-pass-fix"].url.startswith("https://github.com/kubernetes-sigs/kueue/")
 
 
 def test_instance_facts_are_plausible() -> None:
