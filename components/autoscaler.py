@@ -39,7 +39,8 @@ NAMESPACE = "kube-system"
 PROVISIONING_REQUEST_ROLE = "cluster-autoscaler-provisioning-requests"
 
 
-#: What the autoscaler does with ProvisioningRequests at the pinned releases (1.32.7-1.36.1): lists and watches them
+#: What the autoscaler does with ProvisioningRequests at the pinned releases (1.32.7-1.36.1; 1.32.7 only with
+#: ``--kube-api-content-type=application/json``, :func:`cluster_autoscaler_values`): lists and watches them
 #: and the PodTemplates they name (informers, builder/clients.go), writes their conditions (``UpdateStatus`` and
 #: server-side ``ApplyStatus`` on ``provisioningrequests/status``, provisioningrequest/provreqclient/client.go) and
 #: deletes those finished for 7 days (processors/provreq/processor.go ``DeleteOldProvReqs``).
@@ -94,6 +95,11 @@ def cluster_autoscaler_values(
         values["extraArgs"]["enable-provisioning-requests"] = pulumi.Output.from_input(provisioning_request_crd).apply(
             lambda _: "true"
         )
+        if not release.provisioning_requests_json:
+            # A release whose ProvisioningRequest client inherits the global content type (protobuf) cannot write a
+            # request's conditions, a custom resource's: every client of it talks JSON instead, the workaround
+            # kubernetes/autoscaler#9546 names (AutoscalerRelease.provisioning_requests_json).
+            values["extraArgs"]["kube-api-content-type"] = "application/json"
     return values
 
 

@@ -100,6 +100,12 @@ class AutoscalerRelease:
     """The chart's ClusterRole template at its release tag, which grants ``storage.k8s.io/volumeattachments``:
     autoscaler 1.32+ waits for that informer before it scales (https://github.com/kubernetes/autoscaler/issues/7663),
     and the chart has it since 9.46.3."""
+    provisioning_requests_json: bool
+    """Whether this release's ProvisioningRequest client talks JSON to the apiserver by itself. A ProvisioningRequest
+    is a custom resource, which cannot be encoded as protobuf, the autoscaler's default content type: without JSON the
+    autoscaler cannot write a request's Accepted condition, so no request is ever provisioned (kubernetes/autoscaler
+    #8855). Fixed by #9546 and its cherry-picks to 1.33-1.35 (#10014-#10016); no 1.32 release has it. Source key
+    ``ca-provreq-json``."""
 
 
 _CA_REPO = "https://kubernetes.github.io/autoscaler"
@@ -107,11 +113,14 @@ _CA_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 _CA_TREE = "https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-chart-"
 
 
-def _ca(chart: str, image_tag: str, digest: str, template_path: str) -> AutoscalerRelease:
+def _ca(
+    chart: str, image_tag: str, digest: str, template_path: str, provisioning_requests_json: bool = True
+) -> AutoscalerRelease:
     return AutoscalerRelease(
         chart=HelmChart(chart="cluster-autoscaler", repo=_CA_REPO, version=chart, source="cluster-autoscaler-chart"),
         image=PinnedImage(ref=f"{_CA_IMAGE}:{image_tag}@{digest}", source="cluster-autoscaler-images"),
         clusterrole=f"{_CA_TREE}{chart}/{template_path}",
+        provisioning_requests_json=provisioning_requests_json,
     )
 
 
@@ -121,7 +130,13 @@ _ROLE = "charts/cluster-autoscaler/templates/clusterrole.yaml"
 #: ``cluster-autoscaler-images``); every chart's deployment template writes ``repository:tag``, so the tag carries
 #: the digest (``chart_image_values``). No chart targets 1.36 yet: the newest (9.59.0) runs the 1.36 image.
 CLUSTER_AUTOSCALER: Mapping[str, AutoscalerRelease] = {
-    "1.32": _ca("9.46.6", "v1.32.7", "sha256:b3a6d87dbd23b17c6bc8cf8436fc5eeca668f343d3a0fd86202a4ffaa2f8eb06", _ROLE),
+    "1.32": _ca(
+        "9.46.6",
+        "v1.32.7",
+        "sha256:b3a6d87dbd23b17c6bc8cf8436fc5eeca668f343d3a0fd86202a4ffaa2f8eb06",
+        _ROLE,
+        provisioning_requests_json=False,
+    ),
     "1.33": _ca("9.51.0", "v1.33.6", "sha256:7b44e0f075b2c8f9952e339b6c396cd4d1c3831c24c0fe092a3e708c45e6ec51", _ROLE),
     "1.34": _ca(
         "9.53.0",

@@ -689,6 +689,16 @@ SOURCES: Mapping[str, Source] = {
         "workloads on the second pass the remaining resources fell through to fitsResourceQuota, which double-counts "
         "the workload's own first-pass reservation (first in tag v0.17.3; issue kubernetes-sigs/kueue#9048)",
     ),
+    "ca-provreq-json": Source(
+        url="https://github.com/kubernetes/autoscaler/pull/9546",
+        shows="'Use application/json for ProvisioningRequest client config': the ProvisioningRequest client inherited "
+        "the autoscaler's global REST configuration (protobuf by default), so it only worked with "
+        "--kube-api-content-type set to JSON; a ProvisioningRequest (a CRD) 'does not implement the protobuf "
+        "marshalling interface' and the Accepted condition is never written (issue kubernetes/autoscaler#8855); "
+        "cherry-picked to cluster-autoscaler-release-1.33, 1.34 and 1.35 as #10014, #10015 and #10016 (in 1.33.6, "
+        "1.34.5, 1.35.2: main.go sets restConfig.ContentType to application/json; 1.36.1: builder/clients.go); "
+        "none to 1.32, whose last release is 1.32.7",
+    ),
     "ca-aws-atomic-increase": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/cloudprovider/aws/"
         "aws_cloud_provider.go",

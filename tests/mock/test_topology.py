@@ -22,7 +22,13 @@ import jsonschema
 import pytest
 
 from components.admission import TAS_FEATURE_GATE
-from components.catalog import INSTANCE_TYPES, NETWORK_TOPOLOGY, network_topology
+from components.catalog import (
+    CLUSTER_AUTOSCALER,
+    INSTANCE_TYPES,
+    NETWORK_TOPOLOGY,
+    chart_image_values,
+    network_topology,
+)
 from stacks.box.kueue import crds, kueue_dir
 from stacks.box.nodes import BLOCK_NODES, network_labels, plan_nodes
 from stacks.config import ConfigError
@@ -258,6 +264,18 @@ def _releases(program, chart: str) -> list[Any]:
     ]
 
 
+def autoscaler_content_type_problems(values: dict) -> list[str]:
+    """An autoscaler that handles ProvisioningRequests must write them as JSON: a release whose ProvisioningRequest
+    client inherits the global content type (protobuf) never writes a request's Accepted condition
+    (kubernetes/autoscaler#8855, fixed by #9546 from 1.33 on: ``AutoscalerRelease.provisioning_requests_json``), so
+    such a release runs with ``--kube-api-content-type=application/json``."""
+    image = values["image"]
+    (release,) = [r for r in CLUSTER_AUTOSCALER.values() if chart_image_values(r.image.ref) == image]
+    if release.provisioning_requests_json or values["extraArgs"].get("kube-api-content-type") == "application/json":
+        return []
+    return [f"the autoscaler {release.image.ref.split('@')[0]} writes ProvisioningRequests as protobuf, which fails"]
+
+
 def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
     """What the ProvisioningRequest admission check needs on a real cluster, over one program's registrations:
 
@@ -344,6 +362,7 @@ def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
         values = r.inputs["values"]
         if values["extraArgs"].get("enable-provisioning-requests") != "true":
             problems.append("the autoscaler runs without --enable-provisioning-requests")
+        problems.extend(autoscaler_content_type_problems(values))
         # what the autoscaler's service account is granted beyond its chart's ClusterRole: the ClusterRoles bound to
         # it (the pinned charts' own roles lack these rules before 9.57.0, and 9.46.6 renders no extra rules)
         bindings = [
@@ -697,3 +716,22 @@ def test_a_jobs_only_stack_must_see_the_same_topology_as_the_cluster_stack() -> 
     assert team_of(fleet, "org/p/cluster", "a", teams, placement_of(fleet)) == teams["a"]
     with pytest.raises(JobsOnlyError, match="eks-training:nodeGroups.gpu: differs from the referenced stack"):
         team_of(off, "org/p/cluster", "a", teams, placement_of(fleet))
+
+
+@pytest.mark.parametrize("minor", sorted(CLUSTER_AUTOSCALER))
+def test_the_autoscaler_of_every_minor_can_write_provisioning_requests(minor: str) -> None:
+    """Whatever the cluster's minor, an autoscaler handling ProvisioningRequests writes them as JSON: the 1.32
+    release (no fix for kubernetes/autoscaler#8855) runs with ``--kube-api-content-type=application/json``, the
+    others need nothing (their ProvisioningRequest client talks JSON by itself); the rule fails with the flag left
+    out where it is needed."""
+    from components.autoscaler import cluster_autoscaler_values
+
+    values = cluster_autoscaler_values("c", "us-east-1", minor, provisioning_request_crd="crd")
+    assert autoscaler_content_type_problems(values) == []
+    needs_flag = not CLUSTER_AUTOSCALER[minor].provisioning_requests_json
+    assert ("kube-api-content-type" in values["extraArgs"]) == needs_flag, minor
+    plain = cluster_autoscaler_values("c", "us-east-1", minor)  # no ProvisioningRequests: the default content type
+    assert "kube-api-content-type" not in plain["extraArgs"]
+    if needs_flag:
+        del values["extraArgs"]["kube-api-content-type"]
+        assert autoscaler_content_type_problems(values), minor
