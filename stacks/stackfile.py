@@ -72,7 +72,8 @@ class _StackFileLoader(_LOADER):  # type: ignore[valid-type,misc]
         first: [
             (tag, regexp)
             for tag, regexp in resolvers
-            if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")
+            # YAML 1.1's `=` ("value") has no constructor in a safe loader: a plain `=` is a string in YAML 1.2
+            if tag not in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value")
         ]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }

@@ -280,8 +280,9 @@ def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> d
             a.ended, a.end_time = r["kind"], t
     for r in records:
         # A command that exited 0 is done (the whole contract of a user's program: it prints no "done" line): its pod's
-        # last attempt ended then, and the time after its last step is finishing, not time lost to a failure.
-        if r["kind"] == "exit" and r.get("command_code") == 0:
+        # last attempt ended then, and the time after its last step is finishing, not time lost to a failure; unless
+        # the run gave up (wrote its FAILED file), whose time after the last step stays lost.
+        if r["kind"] == "exit" and r.get("command_code") == 0 and not r.get("failed"):
             t = float(r["time"])
             mine = [a for a in attempts.values() if a.id.startswith(f"{r.get('source')}#") and a.start <= t]
             last = max(mine, key=lambda a: a.start, default=None)

@@ -851,7 +851,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ledger.record("launch", at=launched_at)
         supervisor.watcher = goodput.LineWatcher(ledger, os.environ.get(goodput.STEP_PATTERN_ENV) or None)
         command_code = supervisor.run(args.command)
-        ledger.record("exit", command_code=command_code)
+        # whether the run gave up (its FAILED file): an exit 0 then ends no attempt as done (goodput's accounting)
+        ledger.record("exit", command_code=command_code, failed=read_failed(args.output_dir) is not None)
         if not ledger.close():
             log(
                 "goodput_not_recorded",

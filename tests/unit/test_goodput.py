@@ -320,3 +320,15 @@ def test_a_users_program_that_exits_0_lost_nothing(tmp_path: Path) -> None:
     result = split(tmp_path, pod)
     assert_split(result, starting=1.0, waiting=2.0, training=10.0, finishing=4.0)
     assert result["lost_s"] == 0 and result["interruptions"] == []
+
+
+def test_a_program_that_gave_up_and_exited_0_still_lost_its_last_stretch(tmp_path: Path) -> None:
+    """The same program having written its FAILED file (the README's way for a script of one's own to give up) before
+    exiting 0: its launcher records that with the exit, and the time after its last step is not finishing."""
+    pod = Pod(tmp_path, "a", launched=0)
+    pod.watcher.new_attempt(T + 2)
+    pod.say(3, step=0)
+    pod.say(13, step=100)
+    pod.ledger.record("exit", at=T + 17, command_code=0, failed=True)
+    result = split(tmp_path, pod)
+    assert result["time_s"]["finishing"] == 0 and result["lost_s"] > 0, result

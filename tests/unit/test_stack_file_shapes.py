@@ -52,5 +52,5 @@ def test_a_malformed_stack_file_is_one_message(tmp_path: Path, text: str, messag
 
 def test_the_reader_keeps_yaml_1_2_values() -> None:
     """The control: true/false stay booleans, numbers numbers, and what YAML 1.1 alone reads otherwise stays text."""
-    data = load_stack_yaml("a: true\nb: False\nc: 2\nd: yes\ne: on\nf: 2024-01-01\ng: 1.5\n")
-    assert data == {"a": True, "b": False, "c": 2, "d": "yes", "e": "on", "f": "2024-01-01", "g": 1.5}
+    data = load_stack_yaml("a: true\nb: False\nc: 2\nd: yes\ne: on\nf: 2024-01-01\ng: 1.5\nh: =\n")
+    assert data == {"a": True, "b": False, "c": 2, "d": "yes", "e": "on", "f": "2024-01-01", "g": 1.5, "h": "="}
