@@ -143,7 +143,9 @@ class ProvisioningArgs(TypedDict):
 
 
 def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
-    """The manager's ``config.kueue.x-k8s.io/v1beta2`` Configuration (the chart's defaults for the rest)."""
+    """The manager's ``config.kueue.x-k8s.io/v1beta2`` Configuration: the pinned chart's own (its values'
+    ``managerConfig.controllerManagerConfigYaml``: ports, leader election, concurrency, client rates) and the
+    stack's settings (waitForPodsReady, integrations, jobs without a queue left alone)."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -154,13 +156,14 @@ def kueue_configuration(args: Mapping[str, Any]) -> dict[str, Any]:
         "controller": {
             "groupKindConcurrency": {
                 "Job.batch": 5,
-                "Workload.kueue.x-k8s.io": 5,
-                "LocalQueue.kueue.x-k8s.io": 1,
-                "ClusterQueue.kueue.x-k8s.io": 1,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
                 "ResourceFlavor.kueue.x-k8s.io": 1,
             }
         },
-        "clientConnection": {"qps": 50, "burst": 100},
+        "clientConnection": {"qps": 300, "burst": 500},
         "manageJobsWithoutQueueName": False,
         "waitForPodsReady": {
             "timeout": f"{int(args['pods_ready_timeout_s'])}s",

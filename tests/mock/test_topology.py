@@ -735,3 +735,27 @@ def test_the_autoscaler_of_every_minor_can_write_provisioning_requests(minor: st
     if needs_flag:
         del values["extraArgs"]["kube-api-content-type"]
         assert autoscaler_content_type_problems(values), minor
+
+
+def test_kueues_configuration_keeps_the_pinned_charts_own_settings() -> None:
+    """The Configuration the stack passes replaces the chart's whole ``controllerManagerConfigYaml``: what it keeps of
+    the chart's (ports, leader election, controller concurrency, client rates) is the pinned chart's, read from its
+    values.yaml at the pinned version, so a chart bump cannot leave an older release's settings behind."""
+    import yaml
+
+    from components.admission import kueue_configuration
+
+    values = yaml.safe_load((kueue_dir() / "charts/kueue/values.yaml").read_text())
+    chart = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    ours = kueue_configuration({"pods_ready_timeout_s": 1, "requeue_backoff_base_s": 1, "requeue_backoff_max_s": 1})
+    for key in (
+        "apiVersion",
+        "kind",
+        "health",
+        "metrics",
+        "webhook",
+        "leaderElection",
+        "controller",
+        "clientConnection",
+    ):
+        assert ours[key] == chart[key], key
