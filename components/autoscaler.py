@@ -23,9 +23,8 @@ wait for its ProvisioningRequest informers for ever without scaling anything. Th
 from typing import Any, Optional, TypedDict
 
 import pulumi
-from typing_extensions import NotRequired
-
 import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
 
 from components.catalog import CLUSTER_AUTOSCALER, MANIFESTS, chart_image_values
 from components.helm import pinned_release

@@ -21,7 +21,6 @@ itself, keep it forever and leave it behind).
 """
 
 import json
-
 from typing import Mapping, Optional, Sequence, TypedDict
 
 import pulumi

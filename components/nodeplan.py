@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 from components.catalog import (
-    accelerator_label_value,
     AMI_TYPES,
     EFA_ENV_BY_FAMILY,
     EFA_ENV_COMMON,
     EFA_HUGEPAGES_2MI,
+    EFA_ONLY_MIN_VPC_CNI,
     EFA_PREALLOCATED_HUGEPAGES_2MI,
     ENI_MAX_PODS,
-    EFA_ONLY_MIN_VPC_CNI,
     FASTEST_GPU_LINK_GBYTES_PER_S,
     InstanceType,
+    accelerator_label_value,
 )
 from components.catalog.fsx import HostRequirement
 from components.catalog.sources import SOURCES

@@ -24,12 +24,12 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from components.catalog import INSTANCE_TYPES, SOURCES, InstanceType
-from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE, JOB_NAME_RE
-from stacks.config.instance_facts import FACT_FIELDS, InstanceFactsConfig
-from stacks.config.teams import TEAM_NAME_MAX
-from stacks.config.loader import DEFAULT_IMAGES, ENTRIES, SECTION_SUMMARIES, SECTIONS, default_cluster_name
 from stacks.bundle import PREFIX, REFERENCE
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, alias, command, parser_for
+from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE, JOB_NAME_RE
+from stacks.config.instance_facts import FACT_FIELDS, InstanceFactsConfig
+from stacks.config.loader import DEFAULT_IMAGES, ENTRIES, SECTION_SUMMARIES, SECTIONS, default_cluster_name
+from stacks.config.teams import TEAM_NAME_MAX
 from stacks.stackfile import REPO, read_stack_config
 
 README = REPO / "README.md"

@@ -20,8 +20,8 @@ from components.autoscaler import ClusterAutoscalerArgs, provisioning_request_cr
 from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, STORAGE_ADDONS
 from components.catalog.operations import OBSERVABILITY_ADDON
 from components.cluster import TrainingClusterArgs
-from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from components.nodegroup import TrainingNodeGroupArgs
+from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from stacks.config import ConfigError, StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.storage import SharedStorage, build_storage

@@ -23,11 +23,11 @@ from typing import Any, Mapping, Optional
 
 import pulumi
 from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import resource as _sdk_resource
 from pulumi.runtime import rpc
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
-from pulumi.runtime import resource as _sdk_resource
-from pulumi.runtime.proto import source_pb2
 
 from stacks.bundle import PREFIX, ROOT
 from stacks.config.loader import as_passed

@@ -24,9 +24,9 @@ from typing import Optional
 import pulumi
 
 from components.admission import Admission, AdmissionArgs, FlavorArgs
+from components.conventions import check_job_name
 from components.image import TrainingImage
 from components.job_code import JobCode
-from components.conventions import check_job_name
 from components.naming import fit_name
 from components.scheduling import system_node_selector
 from components.workloads import (
@@ -46,8 +46,8 @@ from stacks.environment import Environment, stack_tags
 from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.admission import RESOURCES, FlavorPlan
-from stacks.teams import TeamNamespace, build_team_namespaces
 from stacks.plan.jobspec import job_spec
+from stacks.teams import TeamNamespace, build_team_namespaces
 
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
 IMAGE_COMPONENT_NAME_MAX = 40

@@ -73,10 +73,10 @@ from components.catalog.platform import (
     NVIDIA_AMI_FAMILIES,
     STORAGE_ADDONS,
     SUPPORT_TYPES,
-    accelerator_label_value,
     SUPPORTED_KUBERNETES_VERSIONS,
     VPC_CNI_NETWORK_POLICY_CONFIG,
     KubernetesVersion,
+    accelerator_label_value,
     in_standard_support,
 )
 from components.catalog.prices import (

@@ -17,11 +17,11 @@ from components.image.aws_settings import (
 from components.image.buildspec import buildspec, lifecycle_policy_document
 from components.image.component import (
     COMPUTE_TYPES,
-    ComputeType,
     DEFAULT_BUILD_TIMEOUT_MINUTES,
     DEFAULT_COMPUTE_TYPE,
     DEFAULT_KEEP_IMAGES,
     PLATFORM_BUILD_ENVIRONMENTS,
+    ComputeType,
     TrainingImage,
     TrainingImageArgs,
 )

@@ -20,8 +20,8 @@ from typing_extensions import NotRequired
 from components.addons import addon_version
 from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
-from components.pod_identity import pod_identity_role
 from components.partition import current_partition
+from components.pod_identity import pod_identity_role
 
 #: The AWS managed policy of the EFS CSI controller (access points on tagged file systems).
 EFS_CSI_POLICY = "service-role/AmazonEFSCSIDriverPolicy"

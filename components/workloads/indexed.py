@@ -10,7 +10,6 @@ import pulumi
 from components.conventions import COMMON_LABELS
 from components.workloads.pods import JobSpec, WorkerPlacement, indexed_job, peer_hosts
 
-
 #: A job's pods' environment from the pods' stable hostnames (in index order).
 Environment = Callable[[pulumi.Output[list[str]]], Mapping[str, pulumi.Input[str]]]
 

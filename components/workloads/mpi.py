@@ -21,12 +21,12 @@ from typing_extensions import NotRequired
 from components.catalog import MANIFESTS
 from components.conventions import COMMON_LABELS, JOB_LABEL, LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB, NO_EVICT
 from components.workloads.pods import (
-    MASTER_PORT,
     IMAGE_PULL_POLICY,
     JOB_SCRATCH_SIZE,
+    MASTER_PORT,
     PREDECESSOR_FAILED_EXIT_CODE,
-    SUSPEND_OWNED_BY_KUEUE,
     SHARED_VOLUME_MOUNT,
+    SUSPEND_OWNED_BY_KUEUE,
     TMP_MOUNT,
     WORKER_CONTAINER,
     JobSpec,

@@ -28,9 +28,9 @@ from components.conventions import (
 )
 from components.iam import s3_read_object_policy, s3_read_prefix_policy
 from components.naming import k8s_name
+from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.scheduling import Toleration
-from components.partition import current_partition
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
 #: default to root also run unprivileged.

@@ -9,6 +9,7 @@ from typing_extensions import NotRequired
 from components.conventions import COMMON_LABELS, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_read_object_policy
 from components.naming import k8s_name
+from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.workloads.pods import (
     IMAGE_PULL_POLICY,
@@ -19,8 +20,6 @@ from components.workloads.pods import (
     pod_security,
     shared_volume,
 )
-
-from components.partition import current_partition
 
 
 def staging_command(

@@ -4,8 +4,8 @@ folder in S3 (boto3)."""
 
 import argparse
 import datetime as dt
-import json
 import importlib.util
+import json
 import os
 import shutil
 import sys

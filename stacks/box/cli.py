@@ -80,7 +80,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     if args.command == "build":
         return box_build.main([])
     if args.command == "bench":
-        from stacks.box.bench import BenchError, bench as run_bench
+        from stacks.box.bench import BenchError
+        from stacks.box.bench import bench as run_bench
 
         if args.nodes < 1 or args.run_ms <= 0 or args.timeout <= 0:
             parser.error("--nodes, --run-ms and --timeout must be positive")

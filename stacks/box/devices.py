@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 
-from stacks.box.poller import Poller
 from stacks.box.cluster import Box
 from stacks.box.nodes import DEVICES_ANNOTATION
+from stacks.box.poller import Poller
 
 #: Pod label of the stand-ins: the extended resource their plugin registers.
 PLUGIN_LABEL = "box.eks-training/device-plugin"

@@ -22,9 +22,9 @@ import datetime
 import fcntl
 import ipaddress
 import socket
+import ssl
 import subprocess
 import time
-import ssl
 import urllib.request
 from pathlib import Path
 from typing import Any, Mapping, Optional

@@ -9,15 +9,6 @@ from stacks.config.base import version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import NAMESPACE, ConfigError, key
 from stacks.config.instance_facts import InstanceFactsConfig
-from stacks.config.loader import SECTIONS, StackConfig, all_config, load_config, raw_config
-from stacks.config.network import (
-    ExistingVpcConfig,
-    NetworkConfig,
-    default_private_subnet_cidrs,
-    default_public_subnet_cidrs,
-)
-from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig, TaintConfig
-from stacks.config.rules import EFA_ONLY_MIN_VPC_CNI_TEXT
 from stacks.config.jobs import (
     CIFAR10_BYTES,
     CIFAR10_MD5,
@@ -29,6 +20,15 @@ from stacks.config.jobs import (
     ImageConfig,
     JobConfig,
 )
+from stacks.config.loader import SECTIONS, StackConfig, all_config, load_config, raw_config
+from stacks.config.network import (
+    ExistingVpcConfig,
+    NetworkConfig,
+    default_private_subnet_cidrs,
+    default_public_subnet_cidrs,
+)
+from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig, TaintConfig
+from stacks.config.rules import EFA_ONLY_MIN_VPC_CNI_TEXT
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 from stacks.config.storage import DataRepositoryConfig, FsxConfig, StorageConfig
 

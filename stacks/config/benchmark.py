@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from stacks.config.base import Model, Number, S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, entry_name_problem, split_s3_path
+from stacks.config.base import S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, Number, entry_name_problem, split_s3_path
 from stacks.config.errors import check, format_validation, key
 from stacks.config.jobs import JobConfig
 

@@ -8,7 +8,6 @@ from components.catalog import InstanceType
 from stacks.config.base import Model, Number
 from stacks.config.errors import check
 
-
 #: Each field of ``instanceFacts.<type>``: its unit, and where ``aws ec2 describe-instance-types`` reports it (the
 #: README's table of these fields is generated from this mapping, which covers every field of the model).
 FACT_FIELDS: dict[str, tuple[str, str]] = {

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, Model, Number, S3_FOLDER_URI_RE, reference
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, Number, reference
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
 

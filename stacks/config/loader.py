@@ -37,11 +37,6 @@ from stacks.config.benchmark import (
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
 from stacks.config.instance_facts import InstanceFactsConfig
-from stacks.config.network import ExistingVpcConfig, NetworkConfig
-from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
-from stacks.config.operations import OperationsConfig, has_gpu_groups, operations_problems
-from stacks.config.rules import CLUSTER_NAME_MAX, Sections, cross_section
-from stacks.config.storage import StorageConfig
 from stacks.config.jobs import (
     TOOLBOX_IMAGE,
     DatasetConfig,
@@ -50,7 +45,12 @@ from stacks.config.jobs import (
     JobConfig,
     with_group_defaults,
 )
+from stacks.config.network import ExistingVpcConfig, NetworkConfig
+from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.operations import OperationsConfig, has_gpu_groups, operations_problems
+from stacks.config.rules import CLUSTER_NAME_MAX, Sections, cross_section
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
+from stacks.config.storage import StorageConfig
 from stacks.config.teams import TeamConfig, jobs_only_problems, teams_problems
 
 #: Every top-level key of the ``eks-training`` namespace and what it holds: a model (an object), ``str``

@@ -38,15 +38,15 @@ from stacks.bundle import SHIPPED
 from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem, version_text, version_tuple
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
-from stacks.kinds import KINDS
-from stacks.config.network import ExistingVpcConfig, NetworkConfig
-from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
-from stacks.config.storage import FsxConfig, StorageConfig
 from stacks.config.jobs import (
     DatasetConfig,
     ImageConfig,
     JobConfig,
 )
+from stacks.config.network import ExistingVpcConfig, NetworkConfig
+from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
+from stacks.config.storage import FsxConfig, StorageConfig
+from stacks.kinds import KINDS
 
 #: The repository (image build contexts are folders of it).
 #: Cluster names prefix IAM role names (64 characters at most).

@@ -13,9 +13,6 @@ from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
-from components.catalog.fsx import FSX_EFA_CLIENT_HOST, NODE_BOOTSTRAP_PROVIDES
-from components.conventions import DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE
-from components.catalog.sources import SOURCES
 from components.catalog import (
     FSX_DEPLOYMENT_TYPE,
     FSX_DRA_FS_PATH_MAX,
@@ -24,6 +21,9 @@ from components.catalog import (
     FSX_THROUGHPUT_TIERS,
     fsx_capacity_problem,
 )
+from components.catalog.fsx import FSX_EFA_CLIENT_HOST, NODE_BOOTSTRAP_PROVIDES
+from components.catalog.sources import SOURCES
+from components.conventions import DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE
 from stacks.config.base import (
     AZ_RE,
     EFS_ID_RE,

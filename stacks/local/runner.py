@@ -24,6 +24,9 @@ a run that finished is not run again (its ``DONE``), an interrupted one resumes;
 job's run over (the old folder is kept aside).
 """
 
+import datetime as dt
+import importlib.util
+import json
 import os
 import re
 import shutil
@@ -31,9 +34,6 @@ import signal
 import socket
 import subprocess
 import sys
-import datetime as dt
-import importlib.util
-import json
 import time
 import urllib.error
 import urllib.request
@@ -42,10 +42,9 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, cast
 
 from components.conventions import SHARED_MOUNT
-from components.workloads.pods import JobSpec, WorkerPlacement, env_list
+from components.workloads.pods import WORKSPACE, JobSpec, WorkerPlacement, env_list
 from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
-from components.workloads.pods import WORKSPACE
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
 from stacks.kinds import KINDS
 from stacks.local.kube import container_env, expand

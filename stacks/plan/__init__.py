@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from components.catalog import REFERENCE_ALLREDUCE, InstanceType
-from components.catalog.gpus import peak_flops_per_device
 from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
+from components.catalog.gpus import peak_flops_per_device
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT, NODE_REPAIR_GPU_OVERRIDES
 from components.conventions import SHARED_MOUNT
 from components.image import hash_build_context, image_tag_for
@@ -30,6 +30,7 @@ from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
 from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
+from stacks.config.base import ZONE_ID_RE
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules import claim_readers, fsx_location
@@ -42,7 +43,6 @@ from stacks.plan.admission import (
     never_admitted,
     with_topology,
 )
-from stacks.config.base import ZONE_ID_RE
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
 HEALTH_THRESHOLD_SHARE = 0.8

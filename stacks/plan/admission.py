@@ -50,12 +50,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
 from components.catalog import (
     NETWORK_TOPOLOGY,
     TOPOLOGY_REGIONS,
     NetworkTopology,
 )
+from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
 from stacks.config.errors import key

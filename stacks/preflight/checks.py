@@ -10,7 +10,6 @@ from stacks.config import ConfigError, StackConfig, key, version_text, version_t
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
 from stacks.preflight.aws import AwsClient
-from stacks.preflight.fsx import check_fsx
 from stacks.preflight.findings import (
     SKIP_HINT,
     AwsCallError,
@@ -20,6 +19,7 @@ from stacks.preflight.findings import (
     join_names,
     number,
 )
+from stacks.preflight.fsx import check_fsx
 from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
 
 

@@ -34,7 +34,6 @@ from stacks.box.rehearse import RUN_MS, Rehearsal, steps_of
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
 
-
 STACKS = stack_names()
 
 

@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 
-
 from stacks.box.cluster import Box
 from tests.cluster.support import _follow, _processes_under
 

@@ -37,12 +37,11 @@ from tests.harness import (
     TrainingMocks,
     partition_of,
     run_program,
-    strings_in,
     stack_config,
     stack_names,
+    strings_in,
 )
 from tests.variants import STRESS_REGION, P, stress_config, stress_program
-
 
 STACKS = stack_names()
 VARIANTS = ["shipped", "stress"]

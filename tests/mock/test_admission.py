@@ -24,7 +24,6 @@ from stacks.plan.admission import (
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
 
-
 STACKS = stack_names()
 #: The Kueue integration of each job kind a stack may register (Kueue's framework names,
 #: https://kueue.sigs.k8s.io/docs/overview/#built-in-integrations-with-jobs).

@@ -12,7 +12,6 @@ from stacks.config import ConfigError
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT, REPO, run_program, stack_config
 
-
 GPU = {"instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
 
 

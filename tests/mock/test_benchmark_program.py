@@ -11,7 +11,6 @@ import pytest
 from stacks.config.benchmark import RUN_ENV, merged_experiments
 from tests.harness import PROJECT, REPO, Program, Registration, resolve, run_program, stack_config
 
-
 STACK = "benchmark"
 JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 

@@ -3,7 +3,6 @@
 import re
 from pathlib import Path
 
-
 import pytest
 
 from components.scheduling import NODE_ROLE_LABEL, TAINT_EFFECTS_EKS

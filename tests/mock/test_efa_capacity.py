@@ -10,7 +10,6 @@ from components.scheduling import EFA_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from stacks.costs import estimate
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 
-
 STACKS = stack_names()
 MODES = [False, True]
 

@@ -17,7 +17,6 @@ from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config
 
-
 STACK = "workshop"
 
 

@@ -24,7 +24,6 @@ from stacks.plan.report import render, report
 from tests.harness import PROJECT, REPO, resolve, run_program, stack_config
 from training.kube_api import RESOURCES as IN_CLUSTER
 
-
 #: The stack the toy kind's job is added to (one CPU group ``cpu``, the toolbox image).
 STACK = "workshop"
 

@@ -18,7 +18,6 @@ from stacks.jobs_only import JobsOnlyError
 from stacks.plan.admission import PRIORITY_LABEL, QUEUE_LABEL
 from tests.harness import PROJECT, REPO, STACK_OUTPUTS, resolve, run_program
 
-
 EXAMPLES = REPO / "examples" / "teams"
 REFERENCE = "organization/eks-training/shared"
 #: What a jobs-only stack may register: its jobs and what they are made of (images, code, policies, staging, etcd,

@@ -12,7 +12,6 @@ import pytest
 from tests.harness import Program, Registration, stack_names
 from tests.variants import HELD_OUT, held_out_program, stress_program
 
-
 STACKS = stack_names()
 #: The limits and value sets of the same file (maxPodFailurePolicyRules, maxPodFailurePolicyOnExitCodesValues,
 #: maxPodFailurePolicyOnPodConditionsPatterns, supportedPodFailurePolicy*).

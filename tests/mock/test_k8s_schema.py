@@ -11,7 +11,6 @@ from tests.harness import PROJECT, Program, run_program, stack_config, stack_nam
 from tests.kube_schema import ValidationError, validate
 from tests.variants import HELD_OUT, held_out_program
 
-
 STACKS = stack_names()
 
 

@@ -16,7 +16,6 @@ import pytest
 from tests.harness import Program, Registration, stack_names, strings_in
 from tests.variants import kept_config, kept_program, stress_program
 
-
 STACKS = stack_names()
 VARIANTS = ["shipped", "stress", "kept"]
 #: Resources whose deletion makes the data of what uses them unreadable.

@@ -16,7 +16,6 @@ from stacks.plan import build_plan
 from stacks.stackfile import project_name, read_stack_config
 from tests.harness import REPO, Program, run_program, stack_names
 
-
 #: What the machine decides, not the stack.
 MACHINE = {
     "PROCS_PER_NODE",

@@ -23,7 +23,6 @@ from components.catalog.limits import (
 from tests.harness import UNKNOWN, Program, Registration, stack_names
 from tests.variants import stress_program
 
-
 STACKS = stack_names()
 #: pulumi-kubernetes names an object without ``metadata.name`` ``<logical name>-<8 random characters>``.
 K8S_AUTONAME_SUFFIX_LENGTH = 9

@@ -22,7 +22,6 @@ from components.workloads.tensorboard import TENSORBOARD_PORT
 from tests.harness import Program, run_program, stack_names
 from tests.netpol import AddressBook, Cluster, ContainerPort, Pod, Service, ServicePort, add_objects
 
-
 STACKS = stack_names()
 NAMESPACE = "training"
 POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"

@@ -17,9 +17,10 @@ import pytest
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from components.catalog.operations import (
-    CONTAINER_INSIGHTS_LOG_GROUPS,
-    container_insights_log_group,
     ALARM_MAX_EVALUATION_SECONDS,
+    APPLICATION_SIGNALS_POLICY,
+    APPLICATION_SIGNALS_SECTIONS,
+    CONTAINER_INSIGHTS_LOG_GROUPS,
     CONTAINER_INSIGHTS_METRICS,
     CONTAINER_INSIGHTS_NAMESPACE,
     DASHBOARD_GRID_WIDTH,
@@ -33,18 +34,16 @@ from components.catalog.operations import (
     NODE_MONITORING_CONFIG_SCHEMA,
     NODE_MONITORING_DEFAULT_TOLERATIONS,
     NODE_REPAIR_GPU_DEFAULT,
-    APPLICATION_SIGNALS_POLICY,
-    APPLICATION_SIGNALS_SECTIONS,
     OBSERVABILITY_ADDON,
     OBSERVABILITY_CONFIG_SCHEMA,
     OBSERVABILITY_NAMESPACE,
     OBSERVABILITY_POLICY,
     OBSERVABILITY_SERVICE_ACCOUNT,
+    container_insights_log_group,
 )
 from components.scheduling import TAINT_EFFECTS_EKS
 from tests.harness import PROJECT, Program, resolve, run_program, stack_config, stack_names
 from tests.kube_schema import validate as validate_official
-
 
 STACKS = stack_names()
 K8S_EFFECT = {v: k for k, v in TAINT_EFFECTS_EKS.items()}

@@ -12,7 +12,6 @@ from stacks.plan.report import render
 from tests.config_support import stack_report
 from tests.harness import Program, Registration, stack_names
 
-
 STACKS = stack_names()
 
 

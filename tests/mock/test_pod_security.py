@@ -18,7 +18,6 @@ from stacks.plan import Plan, build_plan
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
 from tests.netpol import pod_templates
 
-
 STACKS = stack_names()
 DIGEST = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 TEMPLATE_TYPES = (

@@ -19,7 +19,6 @@ from components.workloads.training import (
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
 from tests.kube import container_env
 
-
 P = f"{PROJECT}:"
 PYTORCH_STACKS = [
     s for s in stack_names() if any(j["kind"] == "pytorch" for j in (stack_config(s).get(P + "jobs") or {}).values())

@@ -10,7 +10,6 @@ import pytest
 from tests.harness import stack_names
 from tests.snapshot import SNAPSHOT_DIR, render
 
-
 STACKS = stack_names()
 
 

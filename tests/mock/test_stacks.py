@@ -22,7 +22,6 @@ from tests.harness import (
     stack_names,
 )
 
-
 STACKS = stack_names()
 MODES = [False, True]
 OURS = "eks-training:index:"

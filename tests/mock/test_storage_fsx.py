@@ -37,7 +37,6 @@ from tests.harness import (
     stack_names,
 )
 
-
 FSX_STACKS = [s for s in stack_names() if (stack_config(s).get(f"{PROJECT}:storage") or {}).get("backend") == "fsx"]
 MODES = [False, True]
 FS = "aws:fsx/lustreFileSystem:LustreFileSystem"

@@ -19,7 +19,6 @@ from stacks.plan.admission import COHORT, KIND_OFFSET, RESOURCES, STAGE_STEP, TE
 from stacks.stackfile import plan_stack
 from tests.harness import PROJECT, run_program, stack_config, stack_names
 
-
 TEAMS = {
     "vision": {"quotaPercent": 50, "mayBorrow": False},
     "nlp": {"namespace": "team-nlp", "quotaPercent": 25, "mayLend": False},

@@ -37,7 +37,6 @@ from stacks.stackfile import plan_stack
 from tests.harness import PROJECT, run_program, stack_config, stack_names
 from tests.mock.test_admission import _flavor_fits, _pod_sets
 
-
 PRESETS = stack_names()
 #: The presets whose GPU group's type carries the labels, as fixed-size fleets (the group at its maxSize).
 FLEETS = [
@@ -291,8 +290,8 @@ def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
       writes (:data:`components.autoscaler.PROVISIONING_REQUEST_RULES`, by a ClusterRole bound to its service account,
       which its release waits for);
     - none of it without such a flavor."""
-    from components.autoscaler import NAMESPACE, PROVISIONING_REQUEST_RULES, SERVICE_ACCOUNT
     from components.admission import PROVISIONING_ANNOTATION, PROVISIONING_CONTROLLER
+    from components.autoscaler import NAMESPACE, PROVISIONING_REQUEST_RULES, SERVICE_ACCOUNT
     from components.catalog import MANIFESTS
     from stacks.plan.admission import PROVISIONING_CLASS
 

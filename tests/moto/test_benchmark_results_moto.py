@@ -27,7 +27,6 @@ from tests import aws_support
 from tests import training_support as ts
 from tests.harness import PROJECT, run_program, stack_config
 
-
 COLLECT_PY = ts.TRAINING_DIR / "collect_results.py"
 TOKEN = "collector-token"
 START, END = "2026-05-21T10:00:00Z", "2026-05-21T10:05:00Z"

@@ -19,7 +19,6 @@ from components.job_code import code_key, write_code_zip
 from tests import aws_support
 from tests import training_support as ts
 
-
 FETCH_PY = ts.TRAINING_DIR / "fetch_code.py"
 BUCKET = "team-code"
 

@@ -25,7 +25,6 @@ from components.image.build_provider import (
 from tests import image_support as sup
 from tests.aws_support import recorded_calls
 
-
 HOME_ACCOUNT = "123456789012"  # moto's account for the environment's credentials
 ACCOUNT_B = "111111111111"
 ACCOUNT_C = "222222222222"

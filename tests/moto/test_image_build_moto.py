@@ -37,6 +37,7 @@ from pulumi.runtime import mocks as pmocks
 
 REPO = Path(__file__).resolve().parents[2]  # on sys.path via tests/conftest.py
 
+from components.iam import codebuild_policy as codebuild_policy_document  # noqa: E402
 from components.image import (  # noqa: E402
     CONTEXT_PREFIX,
     TAG_HEX_LENGTH,
@@ -45,13 +46,12 @@ from components.image import (  # noqa: E402
     collect_build_context,
     hash_build_context,
     image_tag_for,
+    is_ignored,
     lifecycle_policy_document,
     parse_dockerignore,
-    is_ignored,
     validate_image_reference,
     write_context_zip,
 )
-from components.iam import codebuild_policy as codebuild_policy_document  # noqa: E402
 from components.image.build_provider import (  # noqa: E402
     ImageBuildError,
     ImageBuildProvider,
@@ -60,7 +60,6 @@ from components.image.build_provider import (  # noqa: E402
     format_build_failure,
 )
 from tests import image_support as sup  # noqa: E402
-
 
 # ------------------------------------------------------------------------------------------------
 # moto fixtures

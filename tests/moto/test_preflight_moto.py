@@ -29,10 +29,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]  # on sys.path via tests/conftest.py
 
-from components.catalog import Catalog, INSTANCE_TYPES  # noqa: E402
+from components.catalog import INSTANCE_TYPES, Catalog  # noqa: E402
 from stacks.config import ConfigError, load_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
-from stacks.zones import Zone, choose_zones  # noqa: E402
 from stacks.preflight import (  # noqa: E402
     Finding,
     PreflightError,
@@ -40,8 +39,8 @@ from stacks.preflight import (  # noqa: E402
     format_report,
     run_preflight,
 )
+from stacks.zones import Zone, choose_zones  # noqa: E402
 from tests import preflight_support as sup  # noqa: E402
-
 
 #: moto's us-east-1 maps us-east-1a to use1-az6 and us-east-1c to use1-az2 (and us-east-1e to use1-az3,
 #: a zone EKS refuses for control planes).

@@ -20,9 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 
 import torch  # noqa: E402
 import torch.multiprocessing  # noqa: E402
-from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
-
 import train  # noqa: E402
+from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 
 def main() -> int:

@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 
 import allreduce_bench as bench  # found through the sys.path entry above
 
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BENCH_PY = REPO_ROOT / "training" / "allreduce_bench.py"
 

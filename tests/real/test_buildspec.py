@@ -26,7 +26,6 @@ from components.image.buildspec import (
 from tests.harness import REPO
 from tests.image_support import base_images, repository_dockerfiles
 
-
 BASH = shutil.which("bash")
 REPOSITORY_URI = "123456789012.dkr.ecr.us-east-1.amazonaws.com/train"
 IMAGE_TAG = "0123456789abcdef01234567"

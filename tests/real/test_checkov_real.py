@@ -21,7 +21,6 @@ import yaml
 
 from tests.harness import REPO, run_program, stack_names
 
-
 CHECKOV = Path(os.environ.get("CHECKOV", REPO / ".venv-checkov" / "bin" / "checkov"))
 PINNED = (REPO / "requirements-checkov.txt").read_text().split("checkov==", 1)[1].split()[0]
 

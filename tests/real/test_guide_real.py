@@ -15,7 +15,6 @@ import pytest
 
 from tests.harness import REPO
 
-
 _MARK = re.compile(r"<!-- example ([\w-]+): (file (\S+)|run) -->\n```\w*\n(.*?)```", re.S)
 
 

@@ -40,7 +40,6 @@ from stacks.box import build as box_build
 from stacks.cli import TOOLS
 from tests.harness import REPO
 
-
 #: What the package is built from: the folders and files pyproject.toml and setup.py name.
 SOURCES = (
     "components",

@@ -43,13 +43,12 @@ from components.workloads.command import command_env
 from components.workloads.mpi import camel, mpi_launcher
 from components.workloads.pods import JobSpec, WorkerPlacement, env_list
 from components.workloads.tensorboard import tensorboard_command
+from stacks.local.runner import Pod as LocalPod
+from stacks.local.runner import process_env as local_process_env
 from tests import training_support as ts
 from tests.aws_support import free_port
 from tests.kube import container_env, process_argv
 from tests.wait import wait_for
-from stacks.local.runner import Pod as LocalPod
-from stacks.local.runner import process_env as local_process_env
-
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_TF = REPO / "images" / "tensorflow" / "train_tf.py"

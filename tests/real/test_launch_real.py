@@ -45,13 +45,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
-from tests.wait import wait_for  # noqa: E402
-from tests.training_support import torchrun_env as node_env  # noqa: E402  (environment of a training pod)
-
 import cifar  # noqa: E402
 import launch  # noqa: E402
 
+from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.training_support import torchrun_env as node_env  # noqa: E402  (environment of a training pod)
+from tests.wait import wait_for  # noqa: E402
 
 LAUNCH_PY = ts.LAUNCH_PY
 PYTHON = sys.executable

@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "loader_stop_race.py"
 
 

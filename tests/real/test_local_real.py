@@ -15,7 +15,6 @@ import yaml
 from tests import training_support as ts
 from tests.harness import REPO
 
-
 #: ResNet-9 of width 8 reaches >= 90% on the held-out digits in 5 epochs; one DataLoader worker process per rank.
 EPOCHS = 5
 SMALL = f"train=--width 8 --batch-size 32 --lr 0.2 --warmup-epochs 1 --seed 0 --epochs {EPOCHS} --workers 1"

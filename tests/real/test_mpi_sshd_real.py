@@ -39,7 +39,6 @@ from tests.aws_support import free_port
 from tests.harness import REPO
 from tests.kube import container_env, process_argv
 
-
 #: Debian's sshd gives a session this PATH (openssh's configure --with-default-path, debian/rules:
 #: https://salsa.debian.org/ssh-team/openssh/-/blob/debian/1%259.2p1-2/debian/rules); the test checks it is what the
 #: sessions get.

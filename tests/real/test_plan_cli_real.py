@@ -5,7 +5,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-
 from tests.harness import REPO
 from tests.unit.test_plan_cli import BAD, GROUPS, _stack_file, call, offline_env, run
 

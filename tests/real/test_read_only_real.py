@@ -20,7 +20,6 @@ from components.workloads.training import LAUNCHER, torch_env
 from tests import training_support as ts
 from tests.aws_support import free_port
 
-
 TINY_RECIPE = [*ts.TINY_RECIPE, "--workers", "1"]
 APP = ts.TRAINING_DIR
 REPO_ROOT = ts.REPO_ROOT

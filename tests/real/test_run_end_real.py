@@ -20,10 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-
 from tests import training_support as ts
 from tests.aws_support import free_port
-
 
 #: Short runs in a row ("dozens"): an abort that happened in 2 of 3 CI runs' shared two-node run would show here.
 RUNS = 24

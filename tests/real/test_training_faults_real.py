@@ -45,15 +45,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
-from tests.wait import wait_for  # noqa: E402
-
 import goodput  # noqa: E402
 import launch  # noqa: E402
 import run_lease  # noqa: E402
 import train  # noqa: E402
-from stacks.local.runner import process_env  # noqa: E402
 
+from stacks.local.runner import process_env  # noqa: E402
+from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.wait import wait_for  # noqa: E402
 
 PYTHON = sys.executable
 #: DataLoader worker processes per rank in the workshop recipe (its stack sets no --workers: train.py's default),

@@ -34,13 +34,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
-from tests.wait import wait_for  # noqa: E402
-from tests.training_support import torchrun_env  # noqa: E402
-
 import cifar  # noqa: E402
 import cifar_io  # noqa: E402
 
+from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests.training_support import torchrun_env  # noqa: E402
+from tests.wait import wait_for  # noqa: E402
 
 TRAIN_PY = ts.TRAIN_PY
 STAGE_PY = ts.TRAINING_DIR / "stage_data.py"

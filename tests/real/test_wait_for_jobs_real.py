@@ -20,7 +20,6 @@ from components.workloads.pods import PREDECESSOR_FAILED_EXIT_CODE
 from tests import training_support as ts
 from tests.aws_support import free_port
 
-
 WAIT_PY = ts.TRAINING_DIR / "wait_for_jobs.py"
 TOKEN = "service-account-token-for-the-test"
 JOB_PATH = "/apis/batch/v1/namespaces/training/jobs/{}"

@@ -6,7 +6,6 @@ import threading
 import time
 from pathlib import Path
 
-
 from tests.conftest import ModuleOrder, _room
 
 

@@ -8,9 +8,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional
 
-
 from tests.harness import REPO
-
 
 #: A dotted name in backquotes starting at one of the project's packages (up to a call's or a subscript's bracket).
 DOTTED = re.compile(r"`((?:stacks|components|training)(?:\.\w+)+)")

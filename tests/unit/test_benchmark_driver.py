@@ -14,7 +14,6 @@ from stacks.benchmark import cli, driver, layout
 from stacks.config.benchmark import RUN_ENV
 from tests.harness import REPO
 
-
 EXPERIMENTS = ["resnet50-1-worker", "resnet50-2-workers", "resnet50-4-workers", "nccl-allreduce-2-nodes"]
 
 

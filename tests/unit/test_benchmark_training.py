@@ -9,6 +9,8 @@ import pytest
 
 from tests import training_support  # noqa: F401  (puts training/ on sys.path)
 
+# isort: split
+
 import metrics  # noqa: E402  (training/ is on sys.path through tests.training_support)
 import synthetic_benchmark  # noqa: E402
 import train  # noqa: E402

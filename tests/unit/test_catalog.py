@@ -8,27 +8,27 @@ from typing import Iterator, Mapping
 
 import pytest
 
-from components.catalog.limits import NAME_LIMITS
 from components.catalog import (
     CA_CHART_WITH_VOLUMEATTACHMENTS,
     CHART_IMAGES,
     CLUSTER_AUTOSCALER,
-    HELM_CHARTS,
-    IMAGES,
-    KUBERNETES_VERSIONS,
     DEFAULT_KUBERNETES_VERSION,
     FSX_EFA_CAPACITY_STEP_GIB,
     FSX_LUSTRE_PRICES,
+    FSX_LUSTRE_STORAGE_QUOTA,
     FSX_METADATA_IOPS,
     FSX_THROUGHPUT_TIERS,
-    QUOTA_NAMES,
-    FSX_LUSTRE_STORAGE_QUOTA,
-    fsx_capacity_problem,
+    HELM_CHARTS,
+    IMAGES,
     INSTANCE_TYPES,
+    KUBERNETES_VERSIONS,
     KUEUE_SECOND_PASS_FIX,
+    QUOTA_NAMES,
     SOURCES,
     SUPPORTED_KUBERNETES_VERSIONS,
+    fsx_capacity_problem,
 )
+from components.catalog.limits import NAME_LIMITS
 from tests.harness import REPO
 
 

@@ -8,7 +8,6 @@ import pulumi
 import components
 from tests.harness import REPO
 
-
 COMPONENT_CLASSES = list(components.COMPONENTS)
 
 

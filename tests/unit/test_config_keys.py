@@ -8,6 +8,7 @@ program under ``pulumi up`` (mocks), by ``python -m stacks.plan`` and by ``pytho
 or from the project's ``Pulumi.yaml``.
 """
 
+import re
 from contextlib import redirect_stderr, redirect_stdout
 from io import StringIO
 from pathlib import Path
@@ -15,8 +16,6 @@ from typing import Any, Callable, Optional, Sequence
 
 import pytest
 import yaml
-
-import re
 
 from stacks.config.base import RESERVED_NAMESPACES
 from stacks.docs import configuration_reference

@@ -10,7 +10,6 @@ from components.image import is_docker_hub, registry_of
 from tests.harness import REPO
 from tests.image_support import base_images, dockerfile_instructions, repository_dockerfiles
 
-
 TRAINING = REPO / "training" / "Dockerfile"
 MPI_IMAGES = [REPO / "images" / "horovod" / "Dockerfile", REPO / "images" / "nccl-tests" / "Dockerfile"]
 

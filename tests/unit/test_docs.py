@@ -57,7 +57,6 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
         StorageConfig,
         TaintConfig,
     )
-
     from stacks.config.benchmark import BenchmarkConfig, KeepConfig, ResultsConfig
     from stacks.config.nodegroups import NodeRepairConfig
     from stacks.config.operations import IdleGpuAlarmConfig, OperationsConfig
@@ -165,9 +164,10 @@ def test_the_reference_shows_the_models_defaults_and_the_validators_values() -> 
 
 def test_stacks_docs_check_names_the_stale_file_and_the_command(tmp_path: Any, monkeypatch: Any) -> None:
     """``python -m stacks.docs --check`` fails on a stale file and prints the command that regenerates it."""
-    import stacks.docs as docs
     from contextlib import redirect_stdout
     from io import StringIO
+
+    import stacks.docs as docs
 
     stale = tmp_path / "configuration.md"
     stale.write_text(docs.configuration_reference().replace('`"10.0.0.0/16"`', '`"10.1.0.0/16"`'))
@@ -185,10 +185,10 @@ def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_noth
 ) -> None:
     """``--reference`` prints the configuration reference (the file, current); an installed package (its modules under
     ``eks_training.``) has no checkout's files to rewrite: ``docs`` refuses, naming the shipped reference."""
-    import stacks.docs as docs
     from contextlib import redirect_stderr, redirect_stdout
     from io import StringIO
 
+    import stacks.docs as docs
     from stacks.bundle import REFERENCE
 
     out = StringIO()

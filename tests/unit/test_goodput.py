@@ -22,7 +22,6 @@ if str(TRAINING_DIR) not in sys.path:
 
 import goodput  # noqa: E402
 
-
 T = 1_000_000.0
 
 

@@ -31,7 +31,6 @@ from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, stack_config, stack_names
 from tests.image_support import base_images, repository_dockerfiles
 
-
 NCCL_TESTS = REPO / "images" / "nccl-tests" / "Dockerfile"
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 

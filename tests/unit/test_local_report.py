@@ -15,7 +15,6 @@ from stacks.local.runner import LocalRunError, LocalRunner, dataset_layout
 from tests.harness import REPO
 from tests.mock.test_local import _runner
 
-
 TRAINER_EPOCH = {
     "event": "epoch",
     "epoch": 3,

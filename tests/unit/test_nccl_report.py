@@ -17,6 +17,8 @@ import pytest
 
 import tests.training_support  # noqa: F401  (puts training/ on sys.path)
 
+# isort: split
+
 
 REPO = Path(__file__).resolve().parents[2]
 NCCL_REPORT = REPO / "images" / "nccl-tests" / "nccl_report.py"

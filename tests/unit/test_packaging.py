@@ -14,16 +14,15 @@ import importlib.util
 import re
 import sys
 import tomllib
-from types import ModuleType
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import yaml
 
 from stacks.bundle import SHIPPED, context_folder, shipped
 from tests.harness import REPO, stack_names
-
 
 OWN = {"components", "stacks"}
 

@@ -18,9 +18,9 @@ from components.catalog import (
 from components.naming import fit_name, k8s_name
 from components.nodeplan import (
     AUTOSCALER_TEMPLATE_PREFIX,
-    autoscaler_template_tags,
     NODE_SHARE,
     InconsistentFacts,
+    autoscaler_template_tags,
     efa_profile,
     interface_specs,
     node_profile,
@@ -31,7 +31,6 @@ from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LAB
 from stacks.config import ConfigError, load_config
 from stacks.plan import ZONE_LABEL, build_plan
 from stacks.zones import Zone, choose_zones, control_plane_zones
-
 
 P5 = INSTANCE_TYPES["p5.48xlarge"]
 G6 = INSTANCE_TYPES["g6.xlarge"]
@@ -691,6 +690,7 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
     import train  # noqa: E402
+
     from components.catalog import INSTANCE_TYPES
     from components.catalog.gpus import GPU_MODELS
 

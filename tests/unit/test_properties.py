@@ -20,7 +20,6 @@ from components.nodeplan import allreduce_busbw_ceiling, efa_profile, network_gb
 from stacks.config.base import NAME_RE
 from stacks.config.network import DEFAULT_LAYOUT_MAX_ZONES, default_private_subnet_cidrs, default_public_subnet_cidrs
 
-
 PROPERTY_SETTINGS = settings(max_examples=300, deadline=None)
 
 label_chars = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=90)

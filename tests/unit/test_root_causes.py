@@ -10,7 +10,6 @@ import pytest
 from stacks.bundle import REFERENCE
 from tests.config_support import CPU, P5, TRAIN, problems, without
 
-
 TYPO_GROUP = without(P5, "instanceTypes", instanceType="p5.48xlarge")
 VPC = {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]}
 SUBNET_GROUP = without(P5, "availabilityZone", subnetId="subnet-0123456789abcdef0")

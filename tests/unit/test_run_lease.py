@@ -23,7 +23,6 @@ if str(TRAINING_DIR) not in sys.path:
 import run_lease  # noqa: E402
 from run_lease import RunLease  # noqa: E402
 
-
 #: The keeper's renewal cadence in the tests of its thread: the product's floor (0.5 s, :attr:`RunLease.renew_every_s`)
 #: spares a real volume; the keeper's rules do not depend on it, and each test's waits are counted in cadences.
 FAST_RENEWALS_S = 0.1

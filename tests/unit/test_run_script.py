@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "training"
 RUN_SCRIPT = TRAINING / "run_script.py"
@@ -18,7 +17,8 @@ import launch  # noqa: E402
 def test_a_pytorch_jobs_command_runs_its_script_through_run_script() -> None:
     """The job's command names the script, so run_script.py goes right before it whatever its name (no guessing from
     a ``.py`` suffix), beside the launcher in the image; the goodput record names the user's program."""
-    from components.workloads.training import LAUNCHER, RUN_SCRIPT as IN_IMAGE, pytorch_command
+    from components.workloads.training import LAUNCHER, pytorch_command
+    from components.workloads.training import RUN_SCRIPT as IN_IMAGE
 
     spec = {"output_dir": "/data/runs/x", "args": ["--config", "cfg.py"]}
     placement = {"procs_per_node": 1}

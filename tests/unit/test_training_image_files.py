@@ -10,9 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-
 from components.image.context import collect_build_context
-
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
 

@@ -7,7 +7,6 @@ from components.catalog import FASTEST_GPU_LINK_GBYTES_PER_S, INSTANCE_TYPES, RE
 from components.nodeplan import allreduce_busbw_ceiling, network_gbytes_per_s
 from tests.config_support import P5, TRAIN, problems
 
-
 P3 = {**P5, "instanceTypes": ["p3.16xlarge"]}
 M5 = {**P5, "instanceTypes": ["m5.xlarge"]}
 
