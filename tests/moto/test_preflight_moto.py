@@ -950,14 +950,14 @@ def test_report_and_exception_name_the_config_key(proc: sup.MotoProcess) -> None
     assert format_report([Finding(True, "k", "m")]).splitlines() == ["OK   k: m", "preflight: all 1 check(s) passed"]
 
 
-def test_no_region_is_a_finding(proc: sup.MotoProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_region_stops_before_preflight(proc: sup.MotoProcess, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack without ``aws:region`` is refused when its configuration loads, as ``pulumi up`` refuses it (the
+    environment's AWS_REGION does not stand in: the program reads the stack's), so preflight never runs without one."""
     config = stack({"cpu": group(["m5.xlarge"])})
     del config["aws:region"]
-    cfg = load(config)
-    monkeypatch.delenv("AWS_REGION")
-    monkeypatch.delenv("AWS_DEFAULT_REGION")
-    [f] = run_preflight(cfg, ZONES, boto3.session.Session())
-    assert f.key == "aws:region" and not f.ok and "pulumi config set aws:region" in f.message
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    with pytest.raises(ConfigError, match=r"aws:region: not set; run `pulumi config set aws:region us-east-1`"):
+        load(config)
 
 
 # ------------------------------------------------------------------------------------------------
