@@ -198,7 +198,7 @@ def rehearse(
     from stacks.box.devices import Registrar
     from stacks.box.nodes import initial_size, plan_nodes
     from stacks.box.podlogs import PodLogs
-    from stacks.box.provisioner import Provisioner
+    from stacks.box.provisioner import provisioner_for
     from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
     from stacks.box.timeline import Recorder, report
 
@@ -221,7 +221,7 @@ def rehearse(
         print(f"error: {exc}", file=sys.stderr)
         return 1
     box = Box(name=name, workdir=workdir, binaries=binaries)
-    nodes = plan_nodes(plan, str(config.get("aws:region") or "us-east-1"))
+    nodes = plan_nodes(plan, str(config["aws:region"]))
     rehearsal: Optional[Rehearsal] = None
     status, failure = 0, ""
     try:
@@ -230,9 +230,7 @@ def rehearse(
         box.up()
         create_nodes(box, nodes)
         log(f"box {name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; rehearsing {stack}")
-        provisioner = None
-        if plan.admission is not None and plan.admission.provisioning is not None:
-            provisioner = Provisioner(box, plan, str(config.get("aws:region") or "us-east-1"))
+        provisioner = provisioner_for(box, plan, str(config["aws:region"]))
         rehearsal = Rehearsal(box, steps, default_run_ms=run_ms, exit_codes=exit_codes, provisioner=provisioner)
         recorder = Recorder(box, rehearsal.start)
         logs = PodLogs(box)

@@ -1,7 +1,8 @@
 """``python -m stacks.box bench --stack p5 --nodes 1024``: how the box's control plane copes with a large group.
 
-The stack's training group at ``--nodes`` nodes (its ``desiredSize`` and ``maxSize``, so Kueue's quota holds them all),
-and the training job's all-reduce health check widened to one pod per node (``parallelism`` = ``completions`` =
+The stack's training group at ``--nodes`` nodes (its ``desiredSize`` and ``maxSize``, so Kueue's quota holds them all;
+every node created before the job, also for a group that scales from zero, whose ProvisioningRequest the cluster
+autoscaler's stand-in then answers from the nodes that exist, :mod:`stacks.box.provisioner`), and the training job's all-reduce health check widened to one pod per node (``parallelism`` = ``completions`` =
 nodes; each pod asks for a whole node: every GPU, every EFA interface, the huge pages), the stack's other jobs left
 out. The stack's objects are applied and run as ``python -m stacks.rehearse`` runs them (:mod:`stacks.box.rehearse`:
 the device plugins registering on every node, Kueue admitting the job whole, the real scheduler and Job controller).
@@ -166,6 +167,7 @@ def bench(
     from stacks.box.cluster import Box
     from stacks.box.devices import Registrar
     from stacks.box.nodes import plan_nodes
+    from stacks.box.provisioner import provisioner_for
     from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
     from stacks.rehearse import evaluate_stack
     from stacks.stackfile import plan_stack
@@ -191,7 +193,8 @@ def bench(
 
     binaries = box_build.build(log=log)
     box = Box(name=name, workdir=workdir, binaries=binaries)
-    node_objects = plan_nodes(plan, str(config.get("aws:region") or "us-east-1"))
+    region = config["aws:region"]
+    node_objects = plan_nodes(plan, str(region), {group: nodes})  # all up front, also where it scales from zero
     load_start = os.getloadavg()[0]
     start = time.monotonic()
     rehearsal = None
@@ -203,7 +206,7 @@ def bench(
         start = time.monotonic()
         nodes_ready_s = create_ready_nodes(box, node_objects, timeout_s=max(120.0, nodes / 4))
         log(f"{len(node_objects)} nodes Ready in {nodes_ready_s:.1f} s; running {check} on {nodes} of them")
-        rehearsal = Rehearsal(box, steps, run_ms={check: run_ms})
+        rehearsal = Rehearsal(box, steps, run_ms={check: run_ms}, provisioner=provisioner_for(box, plan, str(region)))
         with Registrar(box) as registrar:
             try:
                 rehearsal.run(binaries, timeout_s=timeout_s)

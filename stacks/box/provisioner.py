@@ -396,3 +396,11 @@ class Provisioner(Poller):
             if decision is not None:
                 self.decisions.append(decision)
             return  # one request per loop, as the autoscaler picks one
+
+
+def provisioner_for(box: Box, plan: Plan, region: str) -> Optional[Provisioner]:
+    """The stand-in a rehearsal of ``plan`` needs: one when Kueue's ProvisioningRequest check guards a flavor (the
+    plan's ``admission.provisioning``), else none. The one place the rehearsal, the benchmark and the tests decide it."""
+    if plan.admission is None or plan.admission.provisioning is None:
+        return None
+    return Provisioner(box, plan, region)

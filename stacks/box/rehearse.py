@@ -22,6 +22,7 @@ annotates the pod templates it applies (``run_ms``, ``exit_codes``).
 from __future__ import annotations
 
 import copy
+import datetime
 import os
 import subprocess
 import time
@@ -31,6 +32,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import yaml
 
+from components.admission import PROVISIONING_CONTROLLER
 from stacks.box.apply import Refusal, _refusals
 from stacks.box.cluster import Box, BoxError, crd_established, hold_for_child
 from stacks.box.devices import stand_ins
@@ -150,8 +152,21 @@ class Rehearsal:
         self.box, self.steps = box, steps
         #: The cluster autoscaler's stand-in for ProvisioningRequests, polled on every pass of :meth:`run`.
         self.provisioner = provisioner
+        checks = [
+            d["metadata"]["name"]
+            for s in steps
+            for d in s.docs
+            if d["kind"] == "AdmissionCheck" and (d.get("spec") or {}).get("controllerName") == PROVISIONING_CONTROLLER
+        ]
+        if checks and provisioner is None:  # else every job it guards waits for a request nothing answers
+            raise RehearsalError(
+                f"the stack's admission check {', '.join(checks)} asks the cluster autoscaler for ProvisioningRequests: "
+                "give the rehearsal the autoscaler's stand-in (stacks.box.provisioner.provisioner_for)"
+            )
         self.run_ms, self.exit_codes, self.default_run_ms = dict(run_ms or {}), dict(exit_codes or {}), default_run_ms
         self.start = time.monotonic()
+        #: The same instant on the wall clock, which the box's apiserver stamps its objects with (same machine).
+        self.start_wall = time.time()
         self.events: list[Event] = []
         self.ready: set[str] = set()
         self.applied: dict[str, Step] = {}
@@ -528,7 +543,19 @@ class Rehearsal:
                     if conds.get(done) == "True" and "outcome" not in rec:
                         rec["outcome"] = done
                         rec["finished"] = time.monotonic() - self.start
+                        if "started" not in rec:  # ran between two passes: its controller's own start stamp
+                            rec["started"] = self._stamped_start(obj, rec["finished"])
                         self.note(f"{obj['kind']} {name}: {done}")
+
+    def _stamped_start(self, obj: Mapping[str, Any], finished: float) -> float:
+        """Seconds since the start at which ``obj``'s controller says it started (``status.startTime``: the Job
+        controller's and the MPI Operator's, whole seconds), for a job that started and ended between two passes;
+        kept within the rehearsal and no later than ``finished``."""
+        stamp = (obj.get("status") or {}).get("startTime")
+        if not stamp:
+            return finished
+        started = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() - self.start_wall
+        return min(max(started, 0.0), finished)
 
     def _all_done(self) -> bool:
         ours = {d["metadata"]["name"] for s in self.applied.values() for d in s.docs if d["kind"] in ("Job", "MPIJob")}

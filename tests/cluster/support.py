@@ -29,7 +29,7 @@ from stacks.box.cluster import Box
 from stacks.box.devices import Registrar
 from stacks.box.nodes import plan_nodes
 from stacks.box.poller import Poller
-from stacks.box.provisioner import Provisioner
+from stacks.box.provisioner import provisioner_for
 from stacks.box.rehearse import RUN_MS, Rehearsal, steps_of
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
@@ -103,8 +103,7 @@ def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mut
     steps = steps_of(registrations)
     if mutate:
         mutate(steps)
-    if plan.admission is not None and plan.admission.provisioning is not None:
-        kwargs.setdefault("provisioner", Provisioner(box, plan, "us-east-1"))
+    kwargs.setdefault("provisioner", provisioner_for(box, plan, "us-east-1"))
     return box, plan, Rehearsal(box, steps, **kwargs)
 
 

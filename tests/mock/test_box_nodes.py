@@ -81,3 +81,34 @@ def test_a_box_node_carries_its_zones_name_and_id(zone: str) -> None:
     """Whichever way the config names the zone, the node has both labels, one of them the zone as written."""
     labels = node_zone(zone, "us-east-1")
     assert set(labels) == {ZONE_LABEL, ZONE_ID_LABEL} and zone in labels.values(), labels
+
+
+@pytest.mark.parametrize("variant, stack", CASES)
+def test_a_rehearsal_gets_the_autoscalers_stand_in_exactly_when_the_stack_asks_for_provisioning(
+    variant: str, stack: str, tmp_path
+) -> None:
+    """The benchmark rehearsed p5 without the cluster autoscaler's stand-in after the EFA presets' default became
+    Kueue's ProvisioningRequest check: its health check waited for a request nothing answered until the 900 s timeout
+    (a fresh-clone run at cf0c815). The plan's decision (:func:`stacks.box.provisioner.provisioner_for`) and the
+    registered AdmissionCheck agree for every stack, and a rehearsal of a guarded stack without the stand-in is refused
+    at once."""
+    from components.admission import PROVISIONING_CONTROLLER
+    from stacks.box.provisioner import provisioner_for
+    from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
+
+    class Box:
+        home = tmp_path
+
+    program, plan, region = _case(variant, stack)
+    steps = steps_of(program.registrations)
+    guarded = any(
+        d["kind"] == "AdmissionCheck" and d["spec"]["controllerName"] == PROVISIONING_CONTROLLER
+        for s in steps
+        for d in s.docs
+    )
+    assert guarded == (provisioner_for(Box(), plan, region) is not None), (stack, variant, guarded)  # type: ignore[arg-type]
+    if guarded:
+        with pytest.raises(RehearsalError, match="provisioner_for"):
+            Rehearsal(Box(), steps)  # type: ignore[arg-type]
+    else:
+        Rehearsal(Box(), steps)  # type: ignore[arg-type]

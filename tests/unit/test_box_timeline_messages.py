@@ -38,3 +38,38 @@ def test_a_stack_at_another_kubernetes_version_is_told_which_the_box_runs() -> N
     assert version_note({"eks-training:cluster": {"kubernetesVersion": DEFAULT_KUBERNETES_VERSION}}) is None
     note = version_note({"eks-training:cluster": {"kubernetesVersion": oldest}})
     assert note is not None and f"Kubernetes {DEFAULT_KUBERNETES_VERSION}" in note and f"runs {oldest}" in note
+
+
+def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatch, tmp_path) -> None:
+    """A short MPIJob started and succeeded between two of the rehearsal's passes: the report said ``started -``
+    (a fresh-clone run at cf0c815). Its start is then the controller's ``status.startTime``, within the rehearsal."""
+    import datetime
+
+    from stacks.box import rehearse
+
+    class Box:
+        home = tmp_path
+
+        def get(self, kind: str, *args: str) -> dict:
+            return {"items": [job] if kind == "mpijobs" else []}
+
+    monkeypatch.setattr(rehearse, "crd_established", lambda box, crd: True)
+    run = rehearse.Rehearsal(Box(), [])  # type: ignore[arg-type]
+    stamp = datetime.datetime.fromtimestamp(run.start_wall + 2, datetime.timezone.utc)
+    job = {
+        "kind": "MPIJob",
+        "metadata": {"name": "nccl"},
+        "status": {
+            "startTime": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "conditions": [{"type": "Running", "status": "False"}, {"type": "Succeeded", "status": "True"}],
+        },
+    }
+    run.start -= 5  # the pass comes 5 s after the start
+    run._watch_jobs()
+    rec = run.jobs["nccl"]
+    assert rec["outcome"] == "Succeeded" and rec["finished"] >= 5
+    assert 0 <= rec["started"] <= rec["finished"] and abs(rec["started"] - 2) <= 1  # whole seconds
+    job["status"].pop("startTime")
+    run.jobs.clear()
+    run._watch_jobs()
+    assert run.jobs["nccl"]["started"] == run.jobs["nccl"]["finished"]  # no stamp: took 0 s, never "-"
