@@ -21,6 +21,9 @@ What keeps the fast tiers fast (under a minute on 2 cores), none of which change
 - once the tests are collected, every object alive is frozen out of the garbage collector's reach and its thresholds
   are raised: the Pulumi SDK, pulumi_aws's thousands of types and the programs a worker keeps make each full
   collection long, and a mock evaluation allocates enough to trigger many (measured: 40 % of an evaluation's time);
+- each preset (and each variant of tests/variants.py) is evaluated once per run, by the first worker that needs it;
+  the other worker reads the Program it left in the folder of the locks (plain data: :func:`tests.harness.shared`),
+  where both used to evaluate every preset (a third of the tier's evaluations);
 - an xdist worker that has sent its last report freezes its objects too, so the full garbage collections pytest
   runs at its end (to report unraisable exceptions) do not walk the gigabyte of programs it kept: 2 s per run.
 """
@@ -28,6 +31,7 @@ What keeps the fast tiers fast (under a minute on 2 cores), none of which change
 import fcntl
 import gc
 import itertools
+import os
 import re
 import shutil
 import sys
@@ -73,6 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
     process (xdist's workers must collect the same order)."""
     if not hasattr(config, "workerinput"):
         config.stash[_locks] = tempfile.mkdtemp(prefix="eks-training-tests-")
+    else:  # the workers share the presets' evaluations there too (tests.harness.run_program)
+        from tests.harness import SHARED_FOLDER  # a worker's import: the controller starts its workers sooner without
+
+        os.environ[SHARED_FOLDER] = config.workerinput[LOCKS_KEY]
     config.pluginmanager.register(ModuleOrder(), "eks-training-module-order")
 
 

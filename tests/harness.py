@@ -13,7 +13,10 @@ values cannot pass vacuously; tests check relationships through recorded (proper
 """
 
 import copy
+import fcntl
 import functools
+import os
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -68,10 +71,13 @@ class Program:
     preview: bool
     registrations: list[Registration]
     outputs: dict[str, Any]
+    """The stack's exports as plain data (:func:`plain`): what ``pulumi stack output --show-secrets`` prints."""
     invokes: list[tuple[str, dict[str, Any]]]
     error: Optional[BaseException] = None
     reads: list[tuple[str, str, str]] = field(default_factory=list)
     """(type, name, id) of existing resources read with ``Resource.get``."""
+    secret_outputs: frozenset[str] = frozenset()
+    """The exports Pulumi stores encrypted (an Output marked secret, or holding one)."""
 
     def of_type(self, t: str) -> list[Registration]:
         """All registrations of type token ``t``."""
@@ -185,7 +191,13 @@ def run_program(
     )
     if cached and not fresh and (stack, preview) in _RUNS:
         return _RUNS[(stack, preview)]
-    program = _run_program(
+    if cached and not fresh:
+        _RUNS[(stack, preview)] = program = shared(
+            f"{stack}-{'preview' if preview else 'up'}",
+            lambda: _run_program(stack, preview=preview, config=None, main=main, expect_error=False),
+        )
+        return program
+    return _run_program(
         stack,
         preview=preview,
         config=config,
@@ -194,9 +206,35 @@ def run_program(
         project=project,
         project_dir=project_dir,
     )
-    if cached and not fresh:
-        _RUNS[(stack, preview)] = program
-    return program
+
+
+#: The environment variable naming a folder the xdist workers of one run share (tests/conftest.py makes it).
+SHARED_FOLDER = "EKS_TRAINING_TESTS_SHARED"
+
+
+def shared(key: str, evaluate: Callable[[], Program]) -> Program:
+    """``evaluate()``'s Program, evaluated once per run however many xdist workers ask for ``key`` (a name for what
+    is evaluated: a preset, a variant): the first to ask evaluates it and leaves it in the shared folder as a
+    plain-data pickle, the others wait for it and read it (both workers used to evaluate every preset: a third of the
+    fast tiers' evaluations). Outside xdist, evaluated here. Only for what the key names in full: a stack's config,
+    not a test's environment or files."""
+    folder = os.environ.get(SHARED_FOLDER)
+    if not folder:
+        return evaluate()
+    path = Path(folder) / f"program-{key}.pickle"
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if path.exists():
+                loaded: Program = pickle.loads(path.read_bytes())
+                return loaded
+            program = evaluate()
+            part = path.with_suffix(".part")
+            part.write_bytes(pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
+            part.replace(path)
+            return program
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _run_program(
@@ -216,7 +254,21 @@ def _run_program(
     ev = evaluate(
         stack, cfg, preview=preview, main=main, expect_error=expect_error, project=project, project_dir=project_dir
     )
-    return Program(stack, preview, ev.registrations, ev.outputs, ev.invokes, ev.error, ev.reads)
+    secret = frozenset(k for k, v in ev.outputs.items() if _sync_await(pulumi.Output.from_input(v).is_secret()))
+    outputs = {k: plain(v) for k, v in ev.outputs.items()}
+    return Program(stack, preview, ev.registrations, outputs, ev.invokes, ev.error, ev.reads, secret)
+
+
+def plain(value: Any) -> Any:
+    """An exported value as plain data: every Output in it resolved (an unknown one, in a preview, is ``None``, as
+    ``Output.future`` gives it), dicts and lists walked."""
+    if isinstance(value, pulumi.Output):
+        return plain(_sync_await(value.future()))
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain(v) for v in value)
+    return value
 
 
 def strings_in(value: Any) -> Iterator[str]:
@@ -240,8 +292,3 @@ def contains_unknown(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(contains_unknown(v) for v in value)
     return False
-
-
-def is_secret(value: pulumi.Output) -> bool:
-    """Whether an Output is marked secret."""
-    return bool(_sync_await(value.is_secret()))

@@ -13,7 +13,7 @@ from typing import Any
 
 from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE
 from stacks.config.rules import CLUSTER_NAME_MAX
-from tests.harness import PROJECT, REGION, Program, run_program, stack_config
+from tests.harness import PROJECT, REGION, Program, run_program, shared, stack_config
 
 P = f"{PROJECT}:"
 #: The region of the variant: the aws-cn partition.
@@ -144,7 +144,7 @@ _EVALUATED: dict[tuple[str, str], Program] = {}
 def _evaluated(variant: str, stack: str, config: Callable[[str], dict[str, Any]]) -> Program:
     """``config(stack)`` evaluated under mocks, once per session and variant; it must evaluate without error."""
     if (variant, stack) not in _EVALUATED:
-        program = run_program(stack, config=config(stack), expect_error=True)
+        program = shared(f"{variant}-{stack}", lambda: run_program(stack, config=config(stack), expect_error=True))
         assert program.error is None, f"{stack} ({variant} variant): {program.error}"
         _EVALUATED[variant, stack] = program
     return _EVALUATED[variant, stack]

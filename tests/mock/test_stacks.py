@@ -3,7 +3,6 @@
 import json
 from typing import Any
 
-import pulumi
 import pytest
 
 from components.catalog import AMI_TYPES, DEFAULT_KUBERNETES_VERSION, HELM_CHARTS, INSTANCE_TYPES
@@ -15,7 +14,6 @@ from tests.harness import (
     UNKNOWN,
     Program,
     contains_unknown,
-    is_secret,
     resolve,
     run_program,
     stack_config,
@@ -362,7 +360,7 @@ class TestStack:
             assert key in p.outputs, key
         assert resolve(p.outputs["storageBackend"]) == _backend(stack)
         assert ("efsFileSystemId" in p.outputs) == (_backend(stack) == "efs")
-        assert is_secret(p.outputs["kubeconfig"])
+        assert "kubeconfig" in p.secret_outputs and "clusterName" not in p.secret_outputs
         if preview:
             return
         name = p.one("eks:index:Cluster").inputs["name"]
@@ -506,4 +504,4 @@ def test_gpu_group_from_user_supplied_facts() -> None:
 
 def test_kubeconfig_is_secret_output_type() -> None:
     p = run_program("dev")
-    assert isinstance(p.outputs["kubeconfig"], pulumi.Output)
+    assert "kubeconfig" in p.secret_outputs and p.outputs["kubeconfig"]
