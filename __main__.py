@@ -7,7 +7,7 @@ stack made (:mod:`stacks.jobs_only`)."""
 import pulumi
 
 from stacks.config import ConfigError, all_config, load_config
-from stacks.environment import build_environment, region_name, resolve_zones
+from stacks.environment import build_environment, resolve_zones
 from stacks.jobs_only import build_jobs_only
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
@@ -17,7 +17,7 @@ from stacks.workloads import build_workloads
 
 config = load_config(pulumi.get_project(), pulumi.get_stack(), all_config())  # ConfigError: nothing registered
 plan = build_plan(config)
-if topology_problems := topology_region_problems(plan, region_name(config)):
+if topology_problems := topology_region_problems(plan, config.region):
     raise ConfigError(topology_problems)  # a topology-aware group where EC2 labels no node: nothing registered
 if config.cluster.stack_reference is not None:
     outputs = build_jobs_only(plan)

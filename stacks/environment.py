@@ -22,7 +22,7 @@ from components.catalog.operations import OBSERVABILITY_ADDON
 from components.cluster import TrainingClusterArgs
 from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
-from stacks.config import ConfigError, StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
+from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.storage import SharedStorage, build_storage
 from stacks.zones import Zone, choose_zones, find_zone
@@ -56,14 +56,6 @@ class Environment:
     def config(self) -> StackConfig:
         """The validated configuration."""
         return self.plan.config
-
-
-def region_name(cfg: StackConfig) -> str:
-    """The stack's AWS region (``aws:region``, read by the loader), as a plain string."""
-    region = cfg.aws.get("region")
-    if not region:
-        raise ConfigError(["aws:region: not set; run `pulumi config set aws:region us-east-1` (or your region)"])
-    return region
 
 
 def resolve_zones(cfg: StackConfig) -> list[Zone]:
@@ -253,7 +245,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         autoscaler_args: ClusterAutoscalerArgs = {
             "cluster_name": cluster.cluster_name,
             "kubernetes_version": c.kubernetes_version,
-            "region": region_name(cfg),
+            "region": cfg.region,
         }
         if provisioning_crd is not None:
             autoscaler_args["provisioning_request_crd"] = crd_name
@@ -306,7 +298,7 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
         # the add-on's operator and agents need nodes: it is created once the system group is up
         "cluster": pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(lambda v: str(v[0])),
         "kubernetes_version": cfg.cluster.kubernetes_version,
-        "region": region_name(cfg),
+        "region": cfg.region,
         "metrics": ops.metrics,
         "tolerations": list(ops.agent_tolerations),
         "application_signals": ops.application_signals,

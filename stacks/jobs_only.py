@@ -20,7 +20,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from stacks.config.errors import key
-from stacks.environment import region_name
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
 from stacks.plan.admission import flavor_name, launcher_beyond_team
@@ -104,7 +103,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
     assert reference is not None and team is not None  # the config rules
     ref = pulumi.StackReference(f"{cfg.cluster_name}-cluster", stack_name=reference)
 
-    own_region = region_name(cfg)
+    own_region = cfg.region
 
     def check(values: list[Any]) -> dict[str, Any]:
         return team_of(plan, reference, team, values[0], values[1], values[2], own_region)

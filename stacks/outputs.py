@@ -7,7 +7,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.conventions import JOB_LABEL
-from stacks.environment import Environment, region_name
+from stacks.environment import Environment
 from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.workloads import Workloads
@@ -79,7 +79,7 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
             for t in a.teams
         },
         "nodeGroupPlacement": placement_of(env.plan),
-        "region": region_name(env.plan.config),
+        "region": env.plan.config.region,
     }
 
 

@@ -162,6 +162,11 @@ class StackConfig:
         """Catalog facts for ``name`` (validated to exist)."""
         return self.catalog.require(name)
 
+    @property
+    def region(self) -> str:
+        """The stack's AWS region, ``aws:region`` (the loader refuses a stack without one: :func:`region_problems`)."""
+        return str(self.aws["region"])
+
 
 def all_config() -> dict[str, Any]:
     """Every setting this process's Pulumi configuration holds (every namespace), keyed as Pulumi passes them."""

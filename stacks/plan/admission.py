@@ -532,8 +532,7 @@ def group_network(plan: "Plan", group: "NodeGroupPlan") -> Optional[NetworkTopol
     cfg = plan.config.node_groups.get(group.name) if group.path != "systemNodeGroup" else None
     if cfg is None or cfg.topology is False:
         return None
-    region = plan.config.aws.get("region")
-    if cfg.topology is None and region and region not in TOPOLOGY_REGIONS:
+    if cfg.topology is None and plan.config.region not in TOPOLOGY_REGIONS:
         return None  # the default is off where EC2 labels no node (a stack's region never changes); true is refused
     layers = {NETWORK_TOPOLOGY[t.name] if t.name in NETWORK_TOPOLOGY else None for t in group.types}
     if None in layers or len({n.layers for n in layers if n is not None}) != 1:

@@ -60,7 +60,7 @@ and errors), :mod:`~stacks.preflight.cli`.
 """
 
 from stacks.preflight.aws import AwsClient
-from stacks.preflight.checks import available_zones, check, run_preflight, stack_region
+from stacks.preflight.checks import available_zones, check, run_preflight
 from stacks.preflight.cli import main
 from stacks.preflight.findings import AwsCallError, Finding, PreflightError, format_report
 
@@ -74,5 +74,4 @@ __all__ = [
     "format_report",
     "main",
     "run_preflight",
-    "stack_region",
 ]

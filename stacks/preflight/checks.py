@@ -6,7 +6,7 @@ from typing import Optional, Sequence
 import boto3
 
 from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
-from stacks.config import ConfigError, StackConfig, key, version_text, version_tuple
+from stacks.config import ConfigError, key, version_text, version_tuple
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
 from stacks.preflight.aws import AwsClient
@@ -31,16 +31,6 @@ def available_zones(session: boto3.session.Session, region: str) -> list[Zone]:
     return AwsClient(session, region).available_zones()
 
 
-def stack_region(cfg: StackConfig, session: Optional[boto3.session.Session]) -> Optional[str]:
-    """``aws:region`` from the stack config, else the session's region."""
-    region = cfg.aws.get("region")
-    if region:
-        return region
-    if session is not None and session.region_name:
-        return str(session.region_name)
-    return None
-
-
 def run_preflight(
     plan: Plan,
     zones: Optional[Sequence[Zone]],
@@ -49,18 +39,10 @@ def run_preflight(
     """Run every check and return all findings, passed and failed.
 
     ``zones`` are the zones of the new VPC (``None``: resolved from the region for a new VPC, or looked
-    up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is ``aws:region`` from
-    the stack config, else the session's. AWS errors become failed findings.
+    up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is the stack's ``aws:region``.
+    AWS errors become failed findings.
     """
-    region = stack_region(plan.config, session)
-    if region is None:
-        return [
-            Finding(
-                False,
-                "aws:region",
-                "no AWS region: set it with `pulumi config set aws:region us-east-1` (or AWS_REGION)",
-            )
-        ]
+    region = plan.config.region
     if session is None:
         session = boto3.session.Session(region_name=region)
     aws = AwsClient(session, region)

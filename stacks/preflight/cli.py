@@ -16,7 +16,7 @@ from stacks.cli import (
     parser_for,
 )
 from stacks.config import ConfigError
-from stacks.preflight.checks import available_zones, run_preflight, stack_region
+from stacks.preflight.checks import available_zones, run_preflight
 from stacks.preflight.findings import AwsCallError, format_report
 from stacks.zones import choose_zones
 
@@ -33,16 +33,13 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         "failed, 2: configuration error.",
     )
     add_stack_options(parser)
-    parser.add_argument("--region", help="AWS region (default: the stack's aws:region, else the AWS profile's)")
+    parser.add_argument("--region", help="AWS region (default: the stack's aws:region)")
     args = parser.parse_args(argv)
 
     config, plan = load_stack(args, region=args.region)
 
-    region_setting = config.get("aws:region")
-    session = boto3.session.Session(region_name=region_setting if isinstance(region_setting, str) else None)
-    region = stack_region(plan.config, session)
-    if region is None:
-        raise CommandError("error: no AWS region: set aws:region in the stack file, pass --region, or set AWS_REGION")
+    region = plan.config.region
+    session = boto3.session.Session(region_name=region)
     zones = None
     if plan.config.network is not None:
         try:
