@@ -4,6 +4,8 @@ the real Kueue, and the box's stand-in of the cluster autoscaler (:mod:`stacks.b
 from __future__ import annotations
 
 import copy
+import re
+import shlex
 import time
 
 import yaml
@@ -11,6 +13,7 @@ import yaml
 from stacks.box.cluster import BoxError
 from stacks.box.devices import Registrar
 from stacks.box.provisioner import RESOURCE
+from stacks.outputs import workload_conditions_command
 from stacks.plan.admission import PROVISIONING_CLASS
 from stacks.stackfile import plan_stack
 from tests.cluster.support import _rehearsal, _Watch
@@ -64,6 +67,9 @@ def test_a_32_node_job_on_a_group_scaling_from_zero_gets_its_nodes_and_one_netwo
         # admissionchecks/provisioning/controller.go at v0.19.1), so they are recorded while the jobs run
         seen: dict[str, dict] = {}
         templates: dict[str, dict] = {}
+        # what the stack's waitCommand prints of the health check's Workload while it waits (stacks.outputs)
+        waits = shlex.split(workload_conditions_command("training", "train-allreduce"))
+        printed: set[str] = set()
 
         def record() -> None:
             try:
@@ -73,6 +79,7 @@ def test_a_32_node_job_on_a_group_scaling_from_zero_gets_its_nodes_and_one_netwo
                     templates[t["metadata"]["name"]] = t
             except BoxError:
                 pass  # the CRD not yet applied or serving: the next look reads it
+            printed.update(box.kubectl(*waits[1:], check=False).stdout.splitlines())
 
         with Registrar(box) as registrar, _Watch(box, record) as watch:
             rehearsal.run(binaries, timeout_s=300)
@@ -124,6 +131,11 @@ def test_a_32_node_job_on_a_group_scaling_from_zero_gets_its_nodes_and_one_netwo
         assert len(pods) >= 32, (job, len(pods))
         placed = {nodes[p["spec"]["nodeName"]][BLOCK] for p in pods}
         assert len(placed) == 1, f"{job}: pods in blocks {sorted(placed)}"
+    # the waitCommand named the admission check the job waited on, with its state
+    checks = sorted(line for line in printed if line.startswith("train-allreduce: admission check "))
+    assert any(re.fullmatch(r"train-allreduce: admission check \S+=(Pending|Ready) \(.*\)", c) for c in checks), sorted(
+        printed
+    )
     conds = {c["type"]: c for c in big_status.get("conditions") or []}
     assert conds["Provisioned"]["status"] == "False" and conds["Provisioned"]["reason"] == "CapacityIsNotFound", conds
     assert len(gpu_after) == 32, len(gpu_after)
