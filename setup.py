@@ -27,12 +27,12 @@ The rewrite reads each module with :mod:`ast` and :mod:`tokenize`, not with a pa
   down`` becomes ``python -m eks_training.stacks.box down``), ``from stacks... import`` and ``import stacks.``.
 
 A string equal to an own module's dotted name is rewritten wherever it stands: code that needs the bare name builds
-it from :data:`stacks.bundle.PREFIX` (derived from ``__name__``). Names computed at run time need nothing: ``__name__``, ``__module__`` (what dill pickles for the image build's
-dynamic provider) and ``__package__`` are the installed ones. A module that still imports an own name after the
-rewrite fails the build, naming the file and line. The console script is ``eks-training =
-eks_training.stacks.cli:script`` (pyproject.toml). An editable install (``pip install -e``) is refused: its modules
-would be the repository's, which import ``components`` and ``stacks``; use the checkout itself (run from its folder),
-or a regular install. ``tests/unit/test_packaging.py`` checks the rewrite over every module and
+it from :data:`stacks.bundle.PREFIX` (derived from ``__name__``). Names computed at run time need nothing: ``__name__``,
+``__module__`` (what dill pickles for the image build's dynamic provider) and ``__package__`` are the installed ones. A
+module that still imports an own name after the rewrite fails the build, naming the file and line. The console script is
+``eks-training = eks_training.stacks.cli:script`` (pyproject.toml). An editable install (``pip install -e``) is refused:
+its modules would be the repository's, which import ``components`` and ``stacks``; use the checkout itself (run from its
+folder), or a regular install. ``tests/unit/test_packaging.py`` checks the rewrite over every module and
 ``tests/real/test_installed_real.py`` the installed package.
 
 Chosen over relative imports (every module of the repository and its program changed by hand, against the layout a

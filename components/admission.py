@@ -445,7 +445,8 @@ def topology_spec(topology: Mapping[str, Any]) -> dict[str, Any]:
     return {"levels": [{"nodeLabel": label} for label in topology["levels"]]}
 
 
-# --- the ProvisioningRequest admission check (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/) --
+# --- the ProvisioningRequest admission check ------------------------------------------------------------------------
+# https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/
 
 
 #: Kueue's controller of ProvisioningRequest admission checks (``ProvisioningRequestControllerName``,

@@ -217,8 +217,9 @@ def dashboard_widgets(
             "properties": {
                 "markdown": (
                     f"## {cluster_name}\n"
-                    "GPU and EFA metrics from Container Insights (the amazon-cloudwatch-observability add-on). Node health: "
-                    "`kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
+                    "GPU and EFA metrics from Container Insights (the amazon-cloudwatch-observability add-on). Node "
+                    "health: `kubectl get nodes -o custom-columns=NAME:.metadata.name,"
+                    "GPU:.status.conditions[?(@.type==\"AcceleratedHardwareReady\")].status` "
                     "and `kubectl get events -A | grep -i NvidiaXID`."
                 )
             },
@@ -361,7 +362,8 @@ class FleetObservability(pulumi.ComponentResource):
                 cluster_name=args["cluster"],
                 namespace=OBSERVABILITY_NAMESPACE,
                 service_account=OBSERVABILITY_SERVICE_ACCOUNT,
-                description=f"CloudWatch agent (EKS Pod Identity, {OBSERVABILITY_NAMESPACE}/{OBSERVABILITY_SERVICE_ACCOUNT})",
+                description="CloudWatch agent (EKS Pod Identity, "
+                f"{OBSERVABILITY_NAMESPACE}/{OBSERVABILITY_SERVICE_ACCOUNT})",
                 role_name=f"{cluster_name}-cloudwatch-agent",
                 managed_policy_arns=[partition.apply(functools.partial(_policy_arn, name=n)) for n in policies],
                 associate=False,  # the add-on associates the role with its service account itself

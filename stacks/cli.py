@@ -7,9 +7,9 @@ The commands (:data:`TOOLS`) are the offline tools: ``plan``, ``preflight``, ``l
 ``python -m stacks <name>``: both run the same ``main`` through :func:`run_tool`.
 
 Layering (``tests/unit/test_cli.py`` walks every module's imports): the core (:data:`CORE`: the config, the plan, costs,
-zones, the kinds of job, reading a stack file, this prologue) imports no tool and nothing of the Pulumi program; a tool imports the core,
-``components`` and its own modules, never another tool nor the program's composition modules (``stacks.workloads``,
-``stacks.environment``, ...). What two tools share belongs to the core.
+zones, the kinds of job, reading a stack file, this prologue) imports no tool and nothing of the Pulumi program; a tool
+imports the core, ``components`` and its own modules, never another tool nor the program's composition modules
+(``stacks.workloads``, ``stacks.environment``, ...). What two tools share belongs to the core.
 """
 
 from __future__ import annotations

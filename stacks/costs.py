@@ -133,7 +133,8 @@ def cost_lines(plan: Plan) -> list[CostLine]:
         hour = node_hour(g)
         lines.append(
             CostLine(
-                f"{g.path}: {g.desired_size} running / {g.min_size} idle x {g.types[0].name} + {g.disk_size_gib} GiB gp3",
+                f"{g.path}: {g.desired_size} running / {g.min_size} idle x {g.types[0].name} + {g.disk_size_gib} GiB "
+                "gp3",
                 None if hour is None else hour * g.desired_size,
                 None if hour is None else hour * g.min_size,
                 instance_basis(g),

@@ -233,9 +233,9 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
     autoscaler: Optional[ClusterAutoscaler] = None
     provisioning_crd: Optional[pulumi.Resource] = None
     if plan.admission is not None and plan.admission.provisioning is not None:
-        # topology-aware groups that autoscale: Kueue asks the autoscaler for their jobs' nodes (stacks/plan/admission.py)
-        # under the cluster's component (a child of the stack until 0.19.1 made it a preset default: the alias keeps
-        # a CRD applied then, whose deletion would delete every ProvisioningRequest)
+        # topology-aware groups that autoscale: Kueue asks the autoscaler for their jobs' nodes
+        # (stacks/plan/admission.py) under the cluster's component (a child of the stack until 0.19.1 made it a preset
+        # default: the alias keeps a CRD applied then, whose deletion would delete every ProvisioningRequest)
         crd_opts = pulumi.ResourceOptions.merge(
             k8s_opts,
             pulumi.ResourceOptions(parent=cluster, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]),

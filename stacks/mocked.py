@@ -313,7 +313,10 @@ class TrainingMocks(pmocks.Mocks):
                 kubeconfigJson=json.dumps(kubeconfig),
                 clusterSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
                 nodeSecurityGroupId=f"sg-{_hex('cluster' + cname)}",
-                oidcProviderArn=f"arn:{self.partition}:iam::{ACCOUNT}:oidc-provider/oidc.eks.{self.region}.amazonaws.com/id/{_hex(cname, 32).upper()}",
+                oidcProviderArn=(
+                    f"arn:{self.partition}:iam::{ACCOUNT}:oidc-provider/"
+                    f"oidc.eks.{self.region}.amazonaws.com/id/{_hex(cname, 32).upper()}"
+                ),
                 oidcIssuer=f"https://oidc.eks.{self.region}.amazonaws.com/id/{_hex(cname, 32).upper()}",
             )
             rid = ""

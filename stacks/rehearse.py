@@ -17,9 +17,9 @@
    ``waitCommand``/``logsCommand`` outputs rewritten to run against the box.
 
 Exit status: 0 when every job completed, 1 when the rehearsal failed (the message names what waits and why), 2 on a
-bad stack file or an ``--exit-code`` naming no job of the stack. ``--keep`` leaves the box (and the operators it runs) up for ``kubectl --kubeconfig``; bring it down
-with ``python -m stacks.box down --name <name>``. Otherwise the operators are stopped (by pid, waited for) and the box
-is deleted.
+bad stack file or an ``--exit-code`` naming no job of the stack. ``--keep`` leaves the box (and the operators it runs)
+up for ``kubectl --kubeconfig``; bring it down with ``python -m stacks.box down --name <name>``. Otherwise the operators
+are stopped (by pid, waited for) and the box is deleted.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ def version_note(config: Mapping[str, Any]) -> Optional[str]:
         return None
     return (
         f"note: the box's control plane is Kubernetes {DEFAULT_KUBERNETES_VERSION}, the stack's cluster runs {version} "
-        f"({NAMESPACE}:cluster.kubernetesVersion): this rehearsal shows what {DEFAULT_KUBERNETES_VERSION} accepts and runs"
+        f"({NAMESPACE}:cluster.kubernetesVersion): this rehearsal shows what {DEFAULT_KUBERNETES_VERSION} accepts and "
+        "runs"
     )
 
 

@@ -167,8 +167,9 @@ def plan_stack(
 ) -> tuple[dict[str, Any], "Plan"]:
     """The stack's configuration and plan, offline, as ``pulumi up`` validates it: the stack file read (``region``
     replaces its ``aws:region``; ``edit`` changes the configuration as an edit of the stack file would), loaded and
-    planned (no Pulumi runtime: :func:`stacks.config.load_config` is a function of the configuration). Raises :class:`StackLoadError` with the message to print
-    (``error: cannot read ...``, or every problem of the configuration)."""
+    planned (no Pulumi runtime: :func:`stacks.config.load_config` is a function of the configuration). Raises
+    :class:`StackLoadError` with the message to print (``error: cannot read ...``, or every problem of the
+    configuration)."""
     from stacks.plan import build_plan  # the plan package's CLI imports this module
 
     try:

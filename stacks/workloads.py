@@ -14,8 +14,9 @@ imports from S3 (an ``s3://bucket/prefix/`` under the linked path) has no stagin
 it appears, once the data is ready; a health check runs on a job's nodes at the same time as the staging and the
 job is created after the check passed; a job ``after`` other jobs is created at once and its pods wait in
 an init container until those jobs completed (``pulumi up`` does not wait for training), unless a job it
-waits for has ``waitForCompletion``, in which case ``pulumi up`` waits and creates it afterwards. Jobs on a group whose Capacity Block has not started (and the jobs after them) are
-left for the first ``pulumi up`` after the start: the group has no nodes before it.
+waits for has ``waitForCompletion``, in which case ``pulumi up`` waits and creates it afterwards. Jobs on a group whose
+Capacity Block has not started (and the jobs after them) are left for the first ``pulumi up`` after the start: the group
+has no nodes before it.
 """
 
 from dataclasses import dataclass, field
@@ -226,10 +227,10 @@ def build_jobs(env: JobTarget) -> Workloads:
     deferred = jobs_waiting_for(plan, waiting)
     if deferred:
         pulumi.log.warn(
-            f"jobs {', '.join(deferred)} run on {', '.join(sorted(plan.groups[g].path for g in waiting))} (or after jobs "
-            "that do), whose Capacity Block has not started: the group has no nodes until then, so they are not created "
-            "now (their health checks and deadlines would run out); the environment, images and datasets are ready, "
-            "and the first `pulumi up` after the block's start creates them"
+            f"jobs {', '.join(deferred)} run on {', '.join(sorted(plan.groups[g].path for g in waiting))} (or after "
+            "jobs that do), whose Capacity Block has not started: the group has no nodes until then, so they are not "
+            "created now (their health checks and deadlines would run out); the environment, images and datasets are "
+            "ready, and the first `pulumi up` after the block's start creates them"
         )
     for job in plan.jobs.values():
         if job.name in deferred:

@@ -53,9 +53,9 @@ def _listing(zones: Sequence[Zone]) -> str:
 
 def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
     """The zones a new VPC uses, given the region's available zones: ``network.availabilityZones`` when listed
-    (each must be available), else the zones node groups (and an FSx file system) are pinned to plus the first other available zones that
-    EKS supports (by name order), ``availabilityZoneCount`` in all, and at least two EKS supports. The program
-    (through the ``aws.getAvailabilityZones`` invoke) and preflight (through boto3) both call this.
+    (each must be available), else the zones node groups (and an FSx file system) are pinned to plus the first other
+    available zones that EKS supports (by name order), ``availabilityZoneCount`` in all, and at least two EKS supports.
+    The program (through the ``aws.getAvailabilityZones`` invoke) and preflight (through boto3) both call this.
 
     Raises :class:`ConfigError` naming the key when the region cannot satisfy the configuration.
     """
@@ -74,7 +74,8 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
         zone = find_zone(ref, avail)
         if zone is None:
             problems.append(
-                f"{key(path)}: {ref} is not an available zone of this region; choose a name or ID from {_listing(avail)}"
+                f"{key(path)}: {ref} is not an available zone of this region; choose a name or ID from "
+                f"{_listing(avail)}"
             )
         elif zone not in pinned:
             pinned.append(zone)
@@ -87,7 +88,8 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
         if missing:
             raise ConfigError(
                 [
-                    f"{key('network.availabilityZones')}: {', '.join(missing)} not available in this region; choose names or IDs from {_listing(avail)}"
+                    f"{key('network.availabilityZones')}: {', '.join(missing)} not available in this region; choose "
+                    f"names or IDs from {_listing(avail)}"
                 ]
             )
         chosen = [z for _ref, z in listed if z is not None]
@@ -95,8 +97,8 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
             refused = [z for z in chosen if not z.control_plane]
             raise ConfigError(
                 [
-                    f"{key('network.availabilityZones')}: EKS needs control-plane subnets in {MIN_CONTROL_PLANE_ZONES} zones "
-                    f"it supports; {_listing(refused) or 'none'} it refuses; add zones from {_listing(supported)}"
+                    f"{key('network.availabilityZones')}: EKS needs control-plane subnets in {MIN_CONTROL_PLANE_ZONES} "
+                    f"zones it supports; {_listing(refused) or 'none'} it refuses; add zones from {_listing(supported)}"
                 ]
             )
         return chosen

@@ -1,6 +1,6 @@
-"""An MPIJob's pods on this machine, for tests/real/test_mpi_sshd_real.py: run as ``unshare --mount --propagation private
-python -m tests.mpi_sshd SPEC.json`` (root), it lays out the image's file system in its own mount namespace and starts
-the workers' sshd and the launcher as the image's unprivileged user, each in a mount and UTS namespace of its own
+"""An MPIJob's pods on this machine, for tests/real/test_mpi_sshd_real.py: run as ``unshare --mount --propagation
+private python -m tests.mpi_sshd SPEC.json`` (root), it lays out the image's file system in its own mount namespace and
+starts the workers' sshd and the launcher as the image's unprivileged user, each in a mount and UTS namespace of its own
 (its own ``/tmp`` and hostname, as a pod has), then prints one JSON object: the launcher's exit code and output and
 the workers' sshd logs.
 

@@ -60,7 +60,8 @@ class PinnedImage:
 
 #: The controller images the Helm releases run, pinned by digest, by chart key; the chart's values take the reference
 #: (``chart_image_values``). cluster-autoscaler's are per Kubernetes minor (:data:`CLUSTER_AUTOSCALER`). A release
-#: whose chart key is not here runs an image its chart names by tag (tests/mock/test_pod_security.py lists them and why).
+#: whose chart key is not here runs an image its chart names by tag (tests/mock/test_pod_security.py lists them and
+#: why).
 CHART_IMAGES: Mapping[str, PinnedImage] = {
     # Kueue's controller: the release the chart version names, from the Kubernetes project's registry (the chart's
     # own default is a staging registry with ``pullPolicy: Always``), pinned by the digest its image promoter

@@ -153,7 +153,8 @@ NODE_REPAIR_CONDITIONS: tuple[RepairCondition, ...] = (
     ),
 )
 #: Managed node groups stop repairing (repairs under way continue) when a group of more than this many nodes has more
-#: than :data:`NODE_REPAIR_HALT_PERCENT` percent unhealthy, or after an ARC zonal shift (source key ``eks-node-repair``).
+#: than :data:`NODE_REPAIR_HALT_PERCENT` percent unhealthy, or after an ARC zonal shift (source key
+#: ``eks-node-repair``).
 NODE_REPAIR_HALT_NODES = 5
 NODE_REPAIR_HALT_PERCENT = 20
 #: The percentage settings of ``nodeRepairConfig`` (``maxUnhealthyNodeThresholdPercentage``,
@@ -181,14 +182,15 @@ OBSERVABILITY_POLICY = "CloudWatchAgentServerPolicy"
 #: ``cloudwatch-observability-chart``).
 OBSERVABILITY_CONFIG_SCHEMA: Mapping[str, object] = {"tolerations": list, "agent": {"config": dict}}
 #: The chart's default agent configuration turns Application Signals on: ``logs.metrics_collected.application_signals``
-#: and ``traces.traces_collected.application_signals`` (the agent receives metrics and traces of instrumented workloads),
-#: and the operator then auto-instruments Java, Python, .NET and Node.js workloads (``monitorAllServices``; billed per
-#: request, traces to X-Ray). A configuration of the agent without either section turns it off: the agent then collects
-#: Container Insights only, and the chart sets the operator's ``monitorAllServices`` to false when the agent's
-#: configuration has no ``application_signals`` (``manager.modify-auto-monitor-config`` in ``templates/_helpers.tpl``;
-#: before that helper, from chart 4.0 to 4.7, ``monitorAllServices`` defaulted to false). The chart's newer switch
-#: ``applicationSignals.enabled`` (chart 6.2.0 and later) is not used: EKS's default add-on version for a Kubernetes
-#: version may predate it, and an add-on rejects keys its schema lacks (source key ``cloudwatch-observability-chart``).
+#: and ``traces.traces_collected.application_signals`` (the agent receives metrics and traces of instrumented
+#: workloads), and the operator then auto-instruments Java, Python, .NET and Node.js workloads (``monitorAllServices``;
+#: billed per request, traces to X-Ray). A configuration of the agent without either section turns it off: the agent
+#: then collects Container Insights only, and the chart sets the operator's ``monitorAllServices`` to false when the
+#: agent's configuration has no ``application_signals`` (``manager.modify-auto-monitor-config`` in
+#: ``templates/_helpers.tpl``; before that helper, from chart 4.0 to 4.7, ``monitorAllServices`` defaulted to false).
+#: The chart's newer switch ``applicationSignals.enabled`` (chart 6.2.0 and later) is not used: EKS's default add-on
+#: version for a Kubernetes version may predate it, and an add-on rejects keys its schema lacks (source key
+#: ``cloudwatch-observability-chart``).
 APPLICATION_SIGNALS_SECTIONS: tuple[tuple[str, str], ...] = (
     ("logs", "metrics_collected"),
     ("traces", "traces_collected"),
@@ -281,7 +283,8 @@ PIPELINE_ALARM_PERIODS = 3
 #: An alarm's period times its evaluation periods may not exceed one day (source key ``cloudwatch-alarm-evaluation``).
 ALARM_MAX_EVALUATION_SECONDS = 24 * 3600
 #: How far back a Metrics Insights query reads, which bounds what an alarm on one can evaluate: the most recent three
-#: hours (source key ``cloudwatch-metrics-insights-limits``; later documentation allows more, three hours holds for both).
+#: hours (source key ``cloudwatch-metrics-insights-limits``; later documentation allows more, three hours holds for
+#: both).
 METRICS_INSIGHTS_RANGE_SECONDS = 3 * 3600
 #: Metrics Insights queries a GetMetricData request may hold: one (a widget or an alarm sends one request; metric math
 #: over the query is fine; source key ``cloudwatch-metrics-insights-limits``).

@@ -75,8 +75,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "cuda-compatibility": Source(
         url="https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility",
-        shows="a cubin for compute capability X.y runs only on X.z with z >= y; PTX for X.y is JIT-compiled for X.y and "
-        "higher; sm_90a/sm_100a code runs on exactly that compute capability",
+        shows="a cubin for compute capability X.y runs only on X.z with z >= y; PTX for X.y is JIT-compiled for X.y "
+        "and higher; sm_90a/sm_100a code runs on exactly that compute capability",
     ),
     "nccl-default-gencode": Source(
         url="https://github.com/NVIDIA/nccl/blob/v2.29.3-1/makefiles/common.mk#L36-L57",
@@ -85,9 +85,9 @@ SOURCES: Mapping[str, Source] = {
     ),
     "eks-fsx-csi-efa": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-efa.html",
-        shows="FSx for Lustre over EFA from EKS nodes: the node group's bootstrap (preBootstrapCommands) checks the EFA "
-        "driver (>= 2.12.1, else installs it), installs the Lustre client and configures LNet on the EFA interfaces "
-        "before mounting",
+        shows="FSx for Lustre over EFA from EKS nodes: the node group's bootstrap (preBootstrapCommands) checks the "
+        "EFA driver (>= 2.12.1, else installs it), installs the Lustre client and configures LNet on the EFA "
+        "interfaces before mounting",
     ),
     "eks-ami-al2023-lustre": Source(
         url="https://github.com/awslabs/amazon-eks-ami/pull/2696",
@@ -146,7 +146,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "nccl-tests-results": Source(
         url="https://github.com/aws-samples/awsome-distributed-training/blob/main/micro-benchmarks/nccl-tests/README.md",
-        shows="2-node all_reduce_perf bus bandwidth: 2 x p4de 78.33 GB/s at 2 GiB (Slurm); 2 x p5 on EKS 437.79 GB/s at 2 GiB",
+        shows="2-node all_reduce_perf bus bandwidth: 2 x p4de 78.33 GB/s at 2 GiB (Slurm); 2 x p5 on EKS 437.79 GB/s "
+        "at 2 GiB",
     ),
     "nccl-tests-busbw": Source(
         url="https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
@@ -166,8 +167,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "ec2-memory-specs": Source(
         url="https://docs.aws.amazon.com/ec2/latest/instancetypes/mo.html",
-        shows="memory-optimized types: the most memory per vCPU is u-24tb1.112xlarge, 24576 GiB for 448 vCPUs (about 55 "
-        "GiB per vCPU); general-purpose t3.nano has the least, 0.5 GiB for 2 vCPUs (ec2-general-specs)",
+        shows="memory-optimized types: the most memory per vCPU is u-24tb1.112xlarge, 24576 GiB for 448 vCPUs (about "
+        "55 GiB per vCPU); general-purpose t3.nano has the least, 0.5 GiB for 2 vCPUs (ec2-general-specs)",
     ),
     "eks-addons": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html",
@@ -185,11 +186,13 @@ SOURCES: Mapping[str, Source] = {
     ),
     "eks-network-requirements": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html",
-        shows="cluster subnets can't be in zone IDs use1-az3 (us-east-1), usw1-az2 (us-west-1), cac1-az3 (ca-central-1)",
+        shows="cluster subnets can't be in zone IDs use1-az3 (us-east-1), usw1-az2 (us-west-1), cac1-az3 "
+        "(ca-central-1)",
     ),
     "vpc-cni-network-policy": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html",
-        shows='the vpc-cni add-on enforces NetworkPolicy with configuration values {"enableNetworkPolicy": "true"} (>= v1.14)',
+        shows='the vpc-cni add-on enforces NetworkPolicy with configuration values {"enableNetworkPolicy": "true"} (>= '
+        'v1.14)',
     ),
     "vpc-cni-network-policy-considerations": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html",
@@ -219,7 +222,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "k8s-dns-pods": Source(
         url="https://kubernetes.io/docs/tasks/administer-cluster/dns-debugging-resolution/",
-        shows="the cluster DNS pods in kube-system carry k8s-app=kube-dns; the kube-dns Service serves 53/UDP and 53/TCP",
+        shows="the cluster DNS pods in kube-system carry k8s-app=kube-dns; the kube-dns Service serves 53/UDP and "
+        "53/TCP",
     ),
     "eks-pod-identity": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html",
@@ -240,9 +244,9 @@ SOURCES: Mapping[str, Source] = {
     ),
     "k8s-service-account-token-volume": Source(
         url="https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/#bound-service-account-token-volume",
-        shows="the projected volume a pod that automounts its token gets at /var/run/secrets/kubernetes.io/serviceaccount: "
-        "a serviceAccountToken (expirationSeconds 3607, rotated by the kubelet), ca.crt from the kube-root-ca.crt "
-        "ConfigMap, the namespace from the downward API",
+        shows="the projected volume a pod that automounts its token gets at "
+        "/var/run/secrets/kubernetes.io/serviceaccount: a serviceAccountToken (expirationSeconds 3607, rotated by the "
+        "kubelet), ca.crt from the kube-root-ca.crt ConfigMap, the namespace from the downward API",
     ),
     "k8s-image-pull-policy": Source(
         url="https://kubernetes.io/docs/concepts/containers/images/#imagepullpolicy-defaulting",
@@ -271,8 +275,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "eks-node-repair": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html",
-        shows="repair after 10 min (AcceleratedHardwareReady: Replace or Reboot) or 30 min (other conditions: Replace); "
-        "managed node groups stop repairing when a group of more than 5 nodes has more than 20% unhealthy; "
+        shows="repair after 10 min (AcceleratedHardwareReady: Replace or Reboot) or 30 min (other conditions: "
+        "Replace); managed node groups stop repairing when a group of more than 5 nodes has more than 20% unhealthy; "
         "maxUnhealthyNodeThreshold{Count,Percentage} and maxParallelNodesRepaired{Count,Percentage} (0-100), a count "
         "or a percentage, not both; nodeRepairConfigOverrides, each with nodeMonitoringCondition, nodeUnhealthyReason, "
         "minRepairWaitTimeMins and repairAction (Replace, Reboot or NoAction), all four required",
@@ -448,7 +452,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "ecr-create-repository": Source(
         url="https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepository.html",
-        shows="repositoryName 2-256 characters, lowercase, pattern (?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*",
+        shows="repositoryName 2-256 characters, lowercase, pattern "
+        "(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*",
     ),
     "codebuild-create-project": Source(
         url="https://docs.aws.amazon.com/codebuild/latest/APIReference/API_CreateProject.html",
@@ -592,8 +597,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "busybox-image": Source(
         url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-e2e-test-images/images.yaml",
-        shows="registry.k8s.io/e2e-test-images/busybox:1.37.0-1 and its digest sha256:0ffbe172f8d2...6c8bb (the Kubernetes image "
-        "promoter's manifest; the tag Kubernetes' own e2e tests run, test/utils/image/manifest.go)",
+        shows="registry.k8s.io/e2e-test-images/busybox:1.37.0-1 and its digest sha256:0ffbe172f8d2...6c8bb (the "
+        "Kubernetes image promoter's manifest; the tag Kubernetes' own e2e tests run, test/utils/image/manifest.go)",
     ),
     # --- charts and images ------------------------------------------------------------------------
     "nvidia-device-plugin-chart": Source(
@@ -616,10 +621,10 @@ SOURCES: Mapping[str, Source] = {
     "cluster-autoscaler-images": Source(
         url="https://github.com/soltysh/k8s.io/blob/2d7cc8e89cca59e421813e3ff8aa943400dddd3c/registry.k8s.io/images/"
         "k8s-staging-autoscaling/images.yaml",
-        shows="the Kubernetes image promoter's manifest for registry.k8s.io/autoscaling, in a fork of kubernetes/k8s.io "
-        "(upstream: registry.k8s.io/images/k8s-staging-autoscaling/images.yaml on main), `name: cluster-autoscaler` "
-        "(the multi-arch index per tag; the -amd64/-arm64/-s390x entries are the per-platform images): "
-        "v1.32.7 sha256:b3a6d87dbd23...8eb06, v1.33.6 sha256:7b44e0f075b2...6ec51, "
+        shows="the Kubernetes image promoter's manifest for registry.k8s.io/autoscaling, in a fork of "
+        "kubernetes/k8s.io (upstream: registry.k8s.io/images/k8s-staging-autoscaling/images.yaml on main), `name: "
+        "cluster-autoscaler` (the multi-arch index per tag; the -amd64/-arm64/-s390x entries are the per-platform "
+        "images): v1.32.7 sha256:b3a6d87dbd23...8eb06, v1.33.6 sha256:7b44e0f075b2...6ec51, "
         "v1.34.5 sha256:5c3a56440ffc...9a266, v1.35.2 sha256:aac369dc2839...b887d, "
         "v1.36.1 sha256:461388d03eb5...994b4; kubernetes/k8s.io at commit e10ab5f95c9786e66745737e865fd6f593358eae has "
         "the same v1.32.7 line. Every pinned chart's templates/deployment.yaml writes "
@@ -646,10 +651,10 @@ SOURCES: Mapping[str, Source] = {
     "ca-provreq-best-effort-atomic": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/provisioningrequest/"
         "besteffortatomic/provisioning_class.go",
-        shows="the best-effort-atomic-scale-up ProvisioningRequest class requests the scale-up for all the request's pods at "
-        "once and marks it Provisioned right after the request, 'without waiting to verify that resources started'; "
-        "the scale-up uses the node group's AtomicIncreaseSize and falls back to IncreaseSize where it is not "
-        "implemented (core/scaleup/orchestrator/executor.go)",
+        shows="the best-effort-atomic-scale-up ProvisioningRequest class requests the scale-up for all the request's "
+        "pods at once and marks it Provisioned right after the request, 'without waiting to verify that resources "
+        "started'; the scale-up uses the node group's AtomicIncreaseSize and falls back to IncreaseSize where it is "
+        "not implemented (core/scaleup/orchestrator/executor.go)",
     ),
     "ca-provisioning-request-crd": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/apis/config/crd/"
@@ -669,8 +674,8 @@ SOURCES: Mapping[str, Source] = {
     "ca-provreq-booking": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/processors/"
         "provreq/processor.go",
-        shows="a Provisioned request's capacity is booked for 10 minutes (defaultReservationTime), then BookingExpired; "
-        "a request not Provisioned within 7 days (defaultExpirationTime) gets Failed=True (Expired); "
+        shows="a Provisioned request's capacity is booked for 10 minutes (defaultReservationTime), then "
+        "BookingExpired; a request not Provisioned within 7 days (defaultExpirationTime) gets Failed=True (Expired); "
         "processors/provreq/injector.go retries a Provisioned=False request after 1 min doubling to 10 min",
     ),
     "kueue-provisioning-check": Source(
@@ -702,12 +707,13 @@ SOURCES: Mapping[str, Source] = {
     "ca-aws-atomic-increase": Source(
         url="https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/cloudprovider/aws/"
         "aws_cloud_provider.go",
-        shows="AwsNodeGroup.AtomicIncreaseSize returns cloudprovider.ErrNotImplemented (an Auto Scaling group is scaled "
-        "by setting its desired size: it may launch part of it)",
+        shows="AwsNodeGroup.AtomicIncreaseSize returns cloudprovider.ErrNotImplemented (an Auto Scaling group is "
+        "scaled by setting its desired size: it may launch part of it)",
     ),
     "etcd-image": Source(
         url="https://github.com/kubernetes/k8s.io/blob/main/registry.k8s.io/images/k8s-staging-etcd/images.yaml",
-        shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035df557...7d121 (the Kubernetes image promoter's manifest)",
+        shows="registry.k8s.io/etcd:3.5.21-0 and its digest sha256:d58c035df557...7d121 (the Kubernetes image "
+        "promoter's manifest)",
     ),
     "etcd-v2-rendezvous": Source(
         url="https://github.com/aws-samples/awsome-distributed-training/blob/main/3.test_cases/pytorch/ddp/kubernetes/"
@@ -717,8 +723,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "mpi-operator": Source(
         url="https://github.com/kubeflow/mpi-operator/blob/v0.8.0/deploy/v2beta1/mpi-operator.yaml",
-        shows="the MPI Operator's release manifest (MPIJob v2beta1 CRD, RBAC, Deployment of mpioperator/mpi-operator:0.8.0); "
-        "MPIJob fields in pkg/apis/kubeflow/v2beta1/types.go at the same tag",
+        shows="the MPI Operator's release manifest (MPIJob v2beta1 CRD, RBAC, Deployment of "
+        "mpioperator/mpi-operator:0.8.0); MPIJob fields in pkg/apis/kubeflow/v2beta1/types.go at the same tag",
     ),
     "kueue-chart": Source(
         url="https://kueue.sigs.k8s.io/docs/installation/#install-via-helm",
@@ -752,11 +758,11 @@ SOURCES: Mapping[str, Source] = {
     ),
     "kueue-tas": Source(
         url="https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/",
-        shows="Kueue's topology-aware scheduling (beta, on by default since v0.14): a Topology's levels are node labels "
-        "(kubernetes.io/hostname only as the lowest), a ResourceFlavor names it in topologyName; a pod template's "
-        "kueue.x-k8s.io/podset-preferred-topology asks for one domain of that level, then the levels above, else "
-        "spread; podset-required-topology refuses to admit otherwise; only Ready, schedulable nodes that carry every "
-        "level's label count (pkg/util/tas/node.go NodeMatchesFlavor at v0.19.1)",
+        shows="Kueue's topology-aware scheduling (beta, on by default since v0.14): a Topology's levels are node "
+        "labels (kubernetes.io/hostname only as the lowest), a ResourceFlavor names it in topologyName; a pod "
+        "template's kueue.x-k8s.io/podset-preferred-topology asks for one domain of that level, then the levels above, "
+        "else spread; podset-required-topology refuses to admit otherwise; only Ready, schedulable nodes that carry "
+        "every level's label count (pkg/util/tas/node.go NodeMatchesFlavor at v0.19.1)",
     ),
     # --- image builds -------------------------------------------------------------------------------
     "cuda-12.9.1-devel-digest": Source(
@@ -792,9 +798,9 @@ SOURCES: Mapping[str, Source] = {
     ),
     "efa-installer-apt": Source(
         url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html",
-        shows="before running efa_installer.sh on Ubuntu, update the package index (sudo apt-get update); the installer "
-        "installs its dependencies from the distribution's repositories. AWS's own nccl-tests image keeps the index "
-        "until after the installer (https://github.com/aws-samples/awsome-distributed-training/blob/"
+        shows="before running efa_installer.sh on Ubuntu, update the package index (sudo apt-get update); the "
+        "installer installs its dependencies from the distribution's repositories. AWS's own nccl-tests image keeps "
+        "the index until after the installer (https://github.com/aws-samples/awsome-distributed-training/blob/"
         "7217859f67bc693c52ff175ccc6082c41dbd7a1b/micro-benchmarks/nccl-tests/nccl-tests.Dockerfile: apt-get update "
         "first, rm -rf /var/lib/apt/lists/* last)",
     ),
@@ -844,7 +850,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "pulumi-aws-7-role-chaining": Source(
         url="https://www.pulumi.com/blog/announcing-7-0-of-the-pulumi-aws-provider",
-        shows="pulumi-aws 7 chains IAM roles: aws:assumeRoles is a list, assumed in order (6.x read one aws:assumeRole)",
+        shows="pulumi-aws 7 chains IAM roles: aws:assumeRoles is a list, assumed in order (6.x read one "
+        "aws:assumeRole)",
     ),
     "sts-assume-role": Source(
         url="https://docs.aws.amazon.com/STS/latest/APIReference/API_AssumeRole.html",

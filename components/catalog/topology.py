@@ -4,9 +4,9 @@ The AWS network is a hierarchy of layers; ``DescribeInstanceTopology`` returns, 
 top layer down to the one the instance connects to: 3 for most supported types, 4 for p6-b200 and p6-b300 (source key
 ``ec2-instance-topology-prerequisites``; the hierarchy: ``ec2-instance-topology``). EKS exposes them as the node labels
 ``topology.k8s.aws/network-node-layer-1`` (top) .. ``-<n>`` (the node the instance connects to; nodes that share it are
-closest) (source key ``eks-ml-workload-topology``). What sets them is the AWS cloud controller manager, which EKS runs in
-its control plane: when a node registers it calls ``ec2:DescribeInstanceTopology`` for the instance and labels the Node
-with one label per network node, or none when EC2 returns no topology (a type or region not supported) (source key
+closest) (source key ``eks-ml-workload-topology``). What sets them is the AWS cloud controller manager, which EKS runs
+in its control plane: when a node registers it calls ``ec2:DescribeInstanceTopology`` for the instance and labels the
+Node with one label per network node, or none when EC2 returns no topology (a type or region not supported) (source key
 ``cloud-provider-aws-topology-labels``). A node without them is not one Kueue's topology-aware scheduling places pods
 on (:mod:`stacks.plan.admission`).
 """
@@ -33,10 +33,10 @@ class NetworkTopology:
         return tuple(f"{NETWORK_NODE_LABEL_PREFIX}{n}" for n in range(1, self.layers + 1))
 
 
-#: The catalogued instance types EC2 returns a topology for (source key ``ec2-instance-topology-prerequisites``: "Returns
-#: 3 network nodes": p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge, g6e.*; "Returns
-#: 4 network nodes": p6-b200.48xlarge). The catalog's other types (p3.2xlarge, p3.16xlarge, g4dn, g5, g6, c5, m5) are not
-#: listed there: their nodes carry no such labels.
+#: The catalogued instance types EC2 returns a topology for (source key ``ec2-instance-topology-prerequisites``:
+#: "Returns 3 network nodes": p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge,
+#: g6e.*; "Returns 4 network nodes": p6-b200.48xlarge). The catalog's other types (p3.2xlarge, p3.16xlarge, g4dn, g5,
+#: g6, c5, m5) are not listed there: their nodes carry no such labels.
 NETWORK_TOPOLOGY: Mapping[str, NetworkTopology] = {
     t.instance_type: t
     for t in (

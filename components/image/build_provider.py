@@ -249,8 +249,8 @@ def explain_aws_error(exc: BaseException, props: Mapping[str, Any]) -> Optional[
     if name == "ProfileNotFound":
         return ImageBuildCredentialsError(
             f"The image build cannot find AWS profile {profile or '(from AWS_PROFILE)'!r} in the AWS config and "
-            f"credentials files ({_short(str(exc))}). Create it (`aws configure --profile NAME` or `aws configure sso`) "
-            f"or correct aws:profile / AWS_PROFILE, {_AGAIN}."
+            f"credentials files ({_short(str(exc))}). Create it (`aws configure --profile NAME` or `aws configure "
+            f"sso`) or correct aws:profile / AWS_PROFILE, {_AGAIN}."
         )
     if name in SSO_ERRORS:
         login = "aws sso login" + (f" --profile {profile}" if profile else "")
@@ -262,7 +262,8 @@ def explain_aws_error(exc: BaseException, props: Mapping[str, Any]) -> Optional[
         return ImageBuildCredentialsError(
             f"The image build found no usable AWS credentials ({who}: {_short(str(exc))}). Give it the credentials "
             "`pulumi up` uses for the AWS provider: set aws:profile (pulumi config set aws:profile NAME), export "
-            f"AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, or run `aws sso login`, {_AGAIN}."
+            "AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, or run `aws sso login`, "
+            f"{_AGAIN}."
         )
     response = getattr(exc, "response", None)
     if not isinstance(response, Mapping):
@@ -399,9 +400,9 @@ class ImageBuildProvider(pulumi.dynamic.ResourceProvider):
         if expected and identity.get("Account") != expected:
             raise ImageBuildCredentialsError(
                 f"The image build's credentials ({describe_credentials(settings)}) are {identity.get('Arn')} in "
-                f"account {identity.get('Account')}, but repository {props['repository_url']} is in account {expected}: "
-                "the build would start CodeBuild and look up the digest in the wrong account. Give the build the "
-                "credentials of the AWS provider that created the repository: the stack's aws:profile / "
+                f"account {identity.get('Account')}, but repository {props['repository_url']} is in account "
+                f"{expected}: the build would start CodeBuild and look up the digest in the wrong account. Give the "
+                "build the credentials of the AWS provider that created the repository: the stack's aws:profile / "
                 "aws:assumeRoles, or TrainingImage's `aws` argument when the component has an explicit provider."
             )
         region = props["region"]

@@ -134,7 +134,8 @@ def buildspec() -> str:
                         password=f"aws ecr-public get-login-password --region {ECR_PUBLIC_AUTH_REGION}",
                         registry=ECR_PUBLIC_REGISTRY,
                     )
-                    + f' || echo "ECR Public login failed: pulling {ECR_PUBLIC_REGISTRY} images anonymously (lower limits)"',
+                    + f' || echo "ECR Public login failed: pulling {ECR_PUBLIC_REGISTRY} images anonymously (lower '
+                    'limits)"',
                     f"for image in $(awk '{BASE_IMAGES_AWK}' \"$DOCKERFILE\"); do"
                     f' retry {RETRY_ATTEMPTS} docker pull --platform "$DOCKER_PLATFORM" "$image" || exit 1; done',
                 ]
@@ -147,8 +148,9 @@ def buildspec() -> str:
                     ' || { echo "docker push failed; accepting the tag if ECR already holds it" >&2;'
                     ' aws ecr describe-images --region "$AWS_REGION" --repository-name "${REPOSITORY_URI#*/}"'
                     ' --image-ids imageTag="$IMAGE_TAG" > /dev/null; }',
-                    'IMAGE_DIGEST="$(aws ecr describe-images --region "$AWS_REGION" --repository-name "${REPOSITORY_URI#*/}"'
-                    ' --image-ids imageTag="$IMAGE_TAG" --query "imageDetails[0].imageDigest" --output text)"',
+                    'IMAGE_DIGEST="$(aws ecr describe-images --region "$AWS_REGION" --repository-name '
+                    '"${REPOSITORY_URI#*/}" --image-ids imageTag="$IMAGE_TAG" --query "imageDetails[0].imageDigest" '
+                    '--output text)"',
                     'echo "IMAGE_DIGEST=$IMAGE_DIGEST"',
                     'echo "IMAGE_URI=$REPOSITORY_URI@$IMAGE_DIGEST"',
                 ]

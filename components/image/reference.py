@@ -25,13 +25,19 @@ def validate_image_reference(uri: str, *, require_pinned: bool = True) -> Option
         return f"image reference {uri!r} must not contain a URL scheme (drop 'https://')"
     name, at, digest = uri.partition("@")
     if at and not _DIGEST_RE.match(digest):
-        return f"image reference {uri!r} has an invalid digest {digest!r}: expected sha256: followed by 64 lowercase hex digits"
+        return (
+            f"image reference {uri!r} has an invalid digest {digest!r}: expected sha256: followed by 64 lowercase "
+            "hex digits"
+        )
     tag = ""
     slash, colon = name.rfind("/"), name.rfind(":")
     if colon > slash:
         name, tag = name[:colon], name[colon + 1 :]
         if not _TAG_RE.match(tag):
-            return f"image reference {uri!r} has an invalid tag {tag!r} (letters, digits, '_', '.', '-'; at most 128; not starting with '.' or '-')"
+            return (
+                f"image reference {uri!r} has an invalid tag {tag!r} (letters, digits, '_', '.', '-'; at most 128; "
+                "not starting with '.' or '-')"
+            )
     if not name:
         return f"image reference {uri!r} has no repository name"
     if len(name) > 255:

@@ -95,7 +95,8 @@ class FsxLustreStorageArgs(TypedDict):
     data_bucket_name: NotRequired[pulumi.Input[str]]
     """An existing S3 bucket (in the stack's region) holding the datasets; omitted: a bucket is created."""
     data_prefix: NotRequired[str]
-    """Prefix of the datasets in the bucket (``datasets/``: a trailing slash, no leading slash). Default ``datasets/``."""
+    """Prefix of the datasets in the bucket (``datasets/``: a trailing slash, no leading slash). Default
+    ``datasets/``."""
     data_file_system_path: NotRequired[str]
     """Directory of the file system where the S3 data appears. Default ``/datasets``."""
     export_file_system_path: NotRequired[str]

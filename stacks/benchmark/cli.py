@@ -117,8 +117,9 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
     lines = [
         f"benchmark of stack {stack}, run {bench.run}",
         f"  results: {where}",
-        f"  cluster {plan.config.cluster_name} in {'a new VPC' if plan.config.network is not None else 'an existing VPC'}; "
-        f"environment ${cost.running}/h running, ${cost.idle}/h idle",
+        f"  cluster {plan.config.cluster_name} in "
+        f"{'a new VPC' if plan.config.network is not None else 'an existing VPC'}; environment ${cost.running}/h "
+        f"running, ${cost.idle}/h idle",
         "  experiments (side by side, none waits for another):",
     ]
     for job in plan.experiments:

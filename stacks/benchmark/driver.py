@@ -106,7 +106,8 @@ def render_progress(progress: Optional[Mapping[str, Any]], experiments: Sequence
     collected = set(progress.get("collected") or [])
     width = max((len(e) for e in experiments), default=10)
     lines = [
-        f"[{_elapsed(waited_s)}] {len(collected)}/{len(experiments)} collected (collector at {progress.get('updatedAt')})"
+        f"[{_elapsed(waited_s)}] {len(collected)}/{len(experiments)} collected (collector at "
+        f"{progress.get('updatedAt')})"
     ]
     for name in experiments:
         s = states.get(name) or {}
@@ -244,7 +245,8 @@ def run(
         failed = [r.experiment for r in outcome.rows if r.status != "Succeeded"]
         if failed:
             out.write(
-                f"not succeeded: {', '.join(failed)} (logs in {target.uri}{layout.EXPERIMENTS_DIR}/<experiment>/output/logs/)\n"
+                f"not succeeded: {', '.join(failed)} (logs in "
+                f"{target.uri}{layout.EXPERIMENTS_DIR}/<experiment>/output/logs/)\n"
             )
         outcome.code = EXIT_EXPERIMENT_FAILED if failed else EXIT_OK
         out.write(f"summary: {target.uri}{layout.SUMMARY_DIR}/\n")

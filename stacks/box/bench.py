@@ -2,11 +2,11 @@
 
 The stack's training group at ``--nodes`` nodes (its ``desiredSize`` and ``maxSize``, so Kueue's quota holds them all;
 every node created before the job, also for a group that scales from zero, whose ProvisioningRequest the cluster
-autoscaler's stand-in then answers from the nodes that exist, :mod:`stacks.box.provisioner`), and the training job's all-reduce health check widened to one pod per node (``parallelism`` = ``completions`` =
-nodes; each pod asks for a whole node: every GPU, every EFA interface, the huge pages), the stack's other jobs left
-out. The stack's objects are applied and run as ``python -m stacks.rehearse`` runs them (:mod:`stacks.box.rehearse`:
-the device plugins registering on every node, Kueue admitting the job whole, the real scheduler and Job controller).
-Measured:
+autoscaler's stand-in then answers from the nodes that exist, :mod:`stacks.box.provisioner`), and the training job's
+all-reduce health check widened to one pod per node (``parallelism`` = ``completions`` = nodes; each pod asks for a
+whole node: every GPU, every EFA interface, the huge pages), the stack's other jobs left out. The stack's objects are
+applied and run as ``python -m stacks.rehearse`` runs them (:mod:`stacks.box.rehearse`: the device plugins registering
+on every node, Kueue admitting the job whole, the real scheduler and Job controller). Measured:
 
 - the box's start, and the nodes Ready (from the start of their creation, every node of every group; polled from the
   node list, where ``kubectl wait --all`` waits for one node after another);

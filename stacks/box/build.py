@@ -1,10 +1,11 @@
 """Build (or reuse) the box's pinned binaries: ``python -m stacks.box build``.
 
-Every binary comes from a Go module in the repository's ``box/`` folder (shipped with an installed package) (a ``go.mod`` and ``go.sum`` pinning the
-versions, a ``tools.go`` importing the commands), built with the Go toolchain and the Go module proxy into a cache
-folder outside the work tree: ``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``, one sub-folder per module
-named by its pinned version and a digest of its ``go.mod``, ``go.sum``, the build flags and the Go version, so a
-changed pin builds anew and an unchanged one is reused. No binary is ever written to the repository.
+Every binary comes from a Go module in the repository's ``box/`` folder (shipped with an installed package) (a
+``go.mod`` and ``go.sum`` pinning the versions, a ``tools.go`` importing the commands), built with the Go toolchain and
+the Go module proxy into a cache folder outside the work tree: ``$EKS_TRAINING_BOX_CACHE`` or
+``~/.cache/eks-training/box/``, one sub-folder per module named by its pinned version and a digest of its ``go.mod``,
+``go.sum``, the build flags and the Go version, so a changed pin builds anew and an unchanged one is reused. No binary
+is ever written to the repository.
 
 - ``kubernetes``: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of ``k8s.io/kubernetes`` at the
   stacks' default minor. ``k8s.io/kubernetes``' own go.mod points every ``k8s.io/<staging>`` module at ``./staging``,

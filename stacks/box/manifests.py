@@ -8,11 +8,11 @@
   ProvisioningRequest CRD the catalog pins at the cluster-autoscaler 1.36.1 tag is read from the
   ``k8s.io/autoscaler/cluster-autoscaler/apis`` module Kueue v0.19.1 is built with (``box/kueue/go.mod``): the Go
   module proxy serves no version of that module at the tag (403), and the two files differ only in prose (the class
-  names in two descriptions, ``atomic-scale-up.kubernetes.io`` then, ``best-effort-atomic-scale-up.autoscaling.x-k8s.io``
-  now), the controller-gen version, and the deprecation mark on ``v1beta1`` (``deprecated: true`` and its warning);
-  the schemas of ``v1`` and ``v1beta1`` are the same, so the apiserver validates and serves the same objects.
-  :data:`MODULE_MANIFESTS` records that module version: a change of it in go.mod stops the box until the two are
-  compared again.
+  names in two descriptions, ``atomic-scale-up.kubernetes.io`` then,
+  ``best-effort-atomic-scale-up.autoscaling.x-k8s.io`` now), the controller-gen version, and the deprecation mark on
+  ``v1beta1`` (``deprecated: true`` and its warning); the schemas of ``v1`` and ``v1beta1`` are the same, so the
+  apiserver validates and serves the same objects. :data:`MODULE_MANIFESTS` records that module version: a change of it
+  in go.mod stops the box until the two are compared again.
 - Helm releases are not objects here: the box stands in for the charts it needs (the device plugins,
   :mod:`stacks.box.devices`), except Kueue's CRDs, which its chart installs, read from the pinned module
   (:mod:`stacks.box.kueue`), so the stack's queues are validated against them.

@@ -38,7 +38,8 @@ DEVICES_ANNOTATION = "box.eks-training/devices"
 #: module docstring: a simulation choice).
 BLOCK_NODES = 32
 LAYER_FANOUT = 4
-#: Zone suffixes an unpinned group's nodes spread over (a managed node group balances its nodes over its subnets' zones).
+#: Zone suffixes an unpinned group's nodes spread over (a managed node group balances its nodes over its subnets'
+#: zones).
 SPREAD_ZONES = ("a", "b")
 
 

@@ -2,9 +2,9 @@
 
 kwok's pods run no process, so a plain box answers ``kubectl logs`` with an error. kwok v0.8.0 serves a pod's container
 logs from a file named by a ``Logs`` object (``kwok.x-k8s.io/v1alpha1``, the pod's namespace and name; each entry names
-its containers and a ``logsFile``; https://kwok.sigs.k8s.io/docs/user/logs-configuration/), which it watches once started with
-``--enable-crds=Logs`` (:meth:`stacks.box.cluster.Box.up` passes it to kwokctl, which installs the CRD). The
-apiserver streams ``kubectl logs`` from kwok's kubelet server (the node's ``daemonEndpoints`` port), which reads the
+its containers and a ``logsFile``; https://kwok.sigs.k8s.io/docs/user/logs-configuration/), which it watches once
+started with ``--enable-crds=Logs`` (:meth:`stacks.box.cluster.Box.up` passes it to kwokctl, which installs the CRD).
+The apiserver streams ``kubectl logs`` from kwok's kubelet server (the node's ``daemonEndpoints`` port), which reads the
 file as the kubelet reads a container's log, in the CRI logging format (``<RFC 3339 time> <stdout|stderr> F <line>``,
 https://github.com/kubernetes/design-proposals-archive/blob/main/node/kubelet-cri-logging.md), so ``--tail``,
 ``--since``, ``--timestamps``, ``--prefix`` and selectors work as on a cluster.

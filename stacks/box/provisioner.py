@@ -17,10 +17,11 @@ encodes its rules for that class, as cluster-autoscaler 1.36.1 has them
   the nodes that exist (after the pods bound there and the capacity booked for other requests) need nothing; if all
   fit, ``Provisioned=True`` (``CapacityIsFound``). Otherwise the scale-up for the rest must fit every pod within the
   node groups' maximum sizes, all or nothing (the orchestrator's ``allOrNothing``): then the groups are scaled (here:
-  their kwok nodes created, from the same template as the box's other nodes of the group, :func:`stacks.box.nodes.group_nodes`,
-  as the autoscaler builds a scale-from-zero template from the Auto Scaling group's tags) and the request is
-  ``Provisioned=True`` (``CapacityIsProvisioned``) as soon as the scale-up is requested, before the nodes are Ready;
-  else ``Provisioned=False`` (``CapacityIsNotFound``, "Capacity is not found, CA will try to find it later.").
+  their kwok nodes created, from the same template as the box's other nodes of the group,
+  :func:`stacks.box.nodes.group_nodes`, as the autoscaler builds a scale-from-zero template from the Auto Scaling
+  group's tags) and the request is ``Provisioned=True`` (``CapacityIsProvisioned``) as soon as the scale-up is
+  requested, before the nodes are Ready; else ``Provisioned=False`` (``CapacityIsNotFound``, "Capacity is not found, CA
+  will try to find it later.").
 - **Booking** (``processors/provreq/processor.go``): a ``Provisioned`` request's pods are scheduled as fake pods on
   what is free, so its capacity is not given to another request, for 10 minutes after it was Provisioned; then
   ``BookingExpired=True`` (``CapacityReservationTimeExpired``). A request not Provisioned 7 days after its creation
@@ -56,7 +57,8 @@ INITIAL_RETRY = datetime.timedelta(minutes=1)
 MAX_RETRY = datetime.timedelta(minutes=10)
 RESERVATION_TIME = datetime.timedelta(minutes=10)
 EXPIRATION_TIME = datetime.timedelta(days=7)
-#: The autoscaler's field manager for the conditions it applies (``ApplyProvisioningRequest(.., "cluster-autoscaler")``).
+#: The autoscaler's field manager for the conditions it applies (``ApplyProvisioningRequest(..,
+#: "cluster-autoscaler")``).
 FIELD_MANAGER = "cluster-autoscaler"
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 
@@ -365,7 +367,8 @@ class Provisioner(Poller):
         return Decision(key, "True", "CapacityIsProvisioned", added)
 
     def _next_index(self, group: str) -> int:
-        """The next free node number of ``group`` (its nodes are ``<group>-<i>``, :func:`stacks.box.nodes.node_name`)."""
+        """The next free node number of ``group`` (its nodes are ``<group>-<i>``,
+        :func:`stacks.box.nodes.node_name`)."""
         taken = [
             int(n["metadata"]["name"].rpartition("-")[2])
             for n in self.box.get("nodes", "-l", f"{NODEGROUP_LABEL}={group}")["items"]
@@ -400,7 +403,8 @@ class Provisioner(Poller):
 
 def provisioner_for(box: Box, plan: Plan, region: str) -> Optional[Provisioner]:
     """The stand-in a rehearsal of ``plan`` needs: one when Kueue's ProvisioningRequest check guards a flavor (the
-    plan's ``admission.provisioning``), else none. The one place the rehearsal, the benchmark and the tests decide it."""
+    plan's ``admission.provisioning``), else none. The one place the rehearsal, the benchmark and the tests decide
+    it."""
     if plan.admission is None or plan.admission.provisioning is None:
         return None
     return Provisioner(box, plan, region)

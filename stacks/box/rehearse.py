@@ -160,8 +160,9 @@ class Rehearsal:
         ]
         if checks and provisioner is None:  # else every job it guards waits for a request nothing answers
             raise RehearsalError(
-                f"the stack's admission check {', '.join(checks)} asks the cluster autoscaler for ProvisioningRequests: "
-                "give the rehearsal the autoscaler's stand-in (stacks.box.provisioner.provisioner_for)"
+                f"the stack's admission check {', '.join(checks)} asks the cluster autoscaler for "
+                "ProvisioningRequests: give the rehearsal the autoscaler's stand-in "
+                "(stacks.box.provisioner.provisioner_for)"
             )
         self.run_ms, self.exit_codes, self.default_run_ms = dict(run_ms or {}), dict(exit_codes or {}), default_run_ms
         self.start = time.monotonic()
@@ -210,7 +211,9 @@ class Rehearsal:
         docs: list[dict[str, Any]] = []
         created: list[dict[str, Any]] = []
         for step in steps:
-            if not step.docs:  # a Helm release the box does not stand in for (cluster-autoscaler: stacks/box/provisioner.py plays its ProvisioningRequests)
+            # A Helm release the box does not stand in for (cluster-autoscaler: stacks/box/provisioner.py plays its
+            # ProvisioningRequests).
+            if not step.docs:
                 self.applied[step.urn] = step
             for doc in step.docs:
                 self._annotate(doc)

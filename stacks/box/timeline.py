@@ -85,7 +85,8 @@ def _failure(pod: Mapping[str, Any]) -> str:
 
 
 def pending_reason(pod: Mapping[str, Any]) -> str:
-    """Why a Pending pod waits: the scheduler's message, its wait-for-jobs init container's jobs, or its node's start."""
+    """Why a Pending pod waits: the scheduler's message, its wait-for-jobs init container's jobs, or its node's
+    start."""
     conds = (pod.get("status") or {}).get("conditions") or []
     why = next(
         (c.get("message") or c.get("reason") for c in conds if c["type"] == "PodScheduled" and c["status"] == "False"),

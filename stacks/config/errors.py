@@ -188,7 +188,10 @@ def _with_fix(e: Any) -> Optional[str]:
     if e["type"] in ("too_long", "string_too_long") and "max_length" in ctx:
         return f"{got!r} is too long: give at most {ctx['max_length']} item(s)/character(s)"
     if got is None and e["type"].endswith(("_type", "_parsing")):
-        return f"null (an empty value) is not {_WANTED.get(e['type'].split('_')[0], 'a value')}; set one, or remove the key"
+        return (
+            f"null (an empty value) is not {_WANTED.get(e['type'].split('_')[0], 'a value')}; set one, or remove "
+            "the key"
+        )
     if e["type"] == "literal_error" and "expected" in ctx:
         return f"{got!r} is not one of {ctx['expected']}; use one of them"
     if e["type"] in ("bool_parsing", "bool_type"):

@@ -98,8 +98,8 @@ class InstanceFactsConfig(Model):
                     "memoryMib",
                     f"{self.memory_mib} MiB for {self.vcpus} vCPUs is {per_vcpu:g} MiB per vCPU, and EC2 types "
                     f"have {MIN_MIB_PER_VCPU / 1024:g} to {MAX_MIB_PER_VCPU / 1024:g} GiB per vCPU; "
-                    f"{_unit_guess(self.memory_mib, self.vcpus, MIN_MIB_PER_VCPU, MAX_MIB_PER_VCPU)}the value is in MiB "
-                    "(MemoryInfo.SizeInMiB of aws ec2 describe-instance-types)",
+                    f"{_unit_guess(self.memory_mib, self.vcpus, MIN_MIB_PER_VCPU, MAX_MIB_PER_VCPU)}the value is in "
+                    "MiB (MemoryInfo.SizeInMiB of aws ec2 describe-instance-types)",
                 )
             )
         if self.gpu_memory_mib is not None and not MIN_GPU_MIB <= self.gpu_memory_mib <= MAX_GPU_MIB:
@@ -107,8 +107,8 @@ class InstanceFactsConfig(Model):
                 (
                     "gpuMemoryMib",
                     f"{self.gpu_memory_mib} MiB per GPU is outside the {MIN_GPU_MIB} to {MAX_GPU_MIB} MiB "
-                    f"of any GPU; {_unit_guess(self.gpu_memory_mib, 1, MIN_GPU_MIB, MAX_GPU_MIB)}the value is in MiB per "
-                    "GPU (GpuInfo.Gpus[].MemoryInfo.SizeInMiB)",
+                    f"of any GPU; {_unit_guess(self.gpu_memory_mib, 1, MIN_GPU_MIB, MAX_GPU_MIB)}the value is in MiB "
+                    "per GPU (GpuInfo.Gpus[].MemoryInfo.SizeInMiB)",
                 )
             )
         check(problems)

@@ -109,7 +109,8 @@ class ImageConfig(Model):
                 [
                     (
                         "",
-                        "set exactly one of context (a folder of your project, or one this package ships, to build) or prebuilt (a pinned reference)",
+                        "set exactly one of context (a folder of your project, or one this package ships, to build) or "
+                        "prebuilt (a pinned reference)",
                     )
                 ]
             )

@@ -98,8 +98,8 @@ SECTION_SUMMARIES: Mapping[str, str] = {
     "benchmark": "A benchmark run, driven by `python -m stacks.benchmark --stack NAME` (up, follow, collect, summary, "
     "destroy).",
     "operations": "Running the fleet: metrics, the dashboard and the alarms (node repair is per node group).",
-    "teams": "Teams sharing the cluster, by name: each a namespace, a ClusterQueue in one cohort and a LocalQueue, with "
-    "its share of the fleet; their jobs come from jobs-only stacks (cluster.stackReference, cluster.team).",
+    "teams": "Teams sharing the cluster, by name: each a namespace, a ClusterQueue in one cohort and a LocalQueue, "
+    "with its share of the fleet; their jobs come from jobs-only stacks (cluster.stackReference, cluster.team).",
 }
 
 
@@ -251,8 +251,8 @@ def _provider_problem(full: str, ns: str, name: str) -> Optional[str]:
     it, so the stack would run in another region or account)."""
     if ns not in READ_PROVIDERS:
         why = (
-            "every Kubernetes object of this program goes through its own provider, made from the cluster's kubeconfig, "
-            "which reads no kubernetes: setting"
+            "every Kubernetes object of this program goes through its own provider, made from the cluster's "
+            "kubeconfig, which reads no kubernetes: setting"
             if ns == "kubernetes"
             else f"this program uses no default {ns} provider, so nothing reads {ns}: settings"
         )
@@ -285,8 +285,8 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
         ns, sep, name = full.partition(":")
         if not sep:
             problems.append(
-                f"{full}: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` "
-                f"refuses this file) and {reads}; rename it {key(full)}"
+                f"{full}: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi "
+                f"up` refuses this file) and {reads}; rename it {key(full)}"
             )
         elif ns in providers:
             problem = _provider_problem(full, ns, name)

@@ -98,7 +98,8 @@ class NetworkConfig(Model):
                     problems.append(
                         (
                             field,
-                            f"the default layout covers at most {DEFAULT_LAYOUT_MAX_ZONES} zones; list {count} CIDRs explicitly",
+                            f"the default layout covers at most {DEFAULT_LAYOUT_MAX_ZONES} zones; list {count} CIDRs "
+                            "explicitly",
                         )
                     )
                 else:

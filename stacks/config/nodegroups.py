@@ -73,8 +73,9 @@ class NodeRepairConfig(Model):
     whose health condition stays bad (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html). On by
     default on GPU groups (``enabled: false`` turns it off), EKS's default (off) on CPU groups unless set (``enabled``
     then defaults to true). A GPU group's repair takes no action on the agent's ``DCGMError`` (its DCGM host engine
-    lost: with the metrics on, a GPU node runs two engines; ``components.catalog.operations.NODE_REPAIR_GPU_OVERRIDES``).
-    A threshold is a count or a percentage, not both (EKS refuses both)."""
+    lost: with the metrics on, a GPU node runs two engines;
+    ``components.catalog.operations.NODE_REPAIR_GPU_OVERRIDES``). A threshold is a count or a percentage, not both
+    (EKS refuses both)."""
 
     enabled: bool = True
     """Repair the group's nodes (true once nodeRepair is set)."""
@@ -188,8 +189,8 @@ class NodeGroupConfig(Model):
             return v
         if 1 <= v <= 100 * MAX_SPOT_DISCOUNT.fraction:
             raise ValueError(
-                f"{v:g} is a fraction of the On-Demand price, from 0 to {MAX_SPOT_DISCOUNT.fraction:g}; did you write a "
-                f"percentage? {v:g}% is {v / 100:g}"
+                f"{v:g} is a fraction of the On-Demand price, from 0 to {MAX_SPOT_DISCOUNT.fraction:g}; did you write "
+                f"a percentage? {v:g}% is {v / 100:g}"
             )
         raise ValueError(
             f"{v:g} is not a discount AWS gives: a fraction of the On-Demand price from 0 to "

@@ -234,8 +234,8 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
         and version_tuple(pinned) < EFA_ONLY_MIN_VPC_CNI
     ):
         problems.append(
-            f"{key('cluster.addonVersions.vpc-cni')}: {pinned} is older than {EFA_ONLY_MIN_VPC_CNI_TEXT}, which efa-only "
-            f"interfaces on {facts[0].name} need; pin a newer version or remove the pin"
+            f"{key('cluster.addonVersions.vpc-cni')}: {pinned} is older than {EFA_ONLY_MIN_VPC_CNI_TEXT}, which "
+            f"efa-only interfaces on {facts[0].name} need; pin a newer version or remove the pin"
         )
 
 
@@ -266,8 +266,8 @@ def check_zone_forms(s: Sections, problems: list[str]) -> None:
         path, z = names[0]
         id_path, id_z = ids[0]
         problems.append(
-            f"{key(path)}: {z} is a zone name while {key(id_path)} is a zone ID ({id_z}); write every zone of the stack "
-            "the same way, all names or all IDs"
+            f"{key(path)}: {z} is a zone name while {key(id_path)} is a zone ID ({id_z}); write every zone of the "
+            "stack the same way, all names or all IDs"
         )
 
 
@@ -368,8 +368,8 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
             top = job.node_range[1]
             if job.nodes > g.max_size:
                 problems.append(
-                    f"{key(f'{path}.nodes')}: {job.nodes} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): one "
-                    "pod runs per node; raise maxSize or lower nodes"
+                    f"{key(f'{path}.nodes')}: {job.nodes} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): "
+                    "one pod runs per node; raise maxSize or lower nodes"
                 )
             elif top > g.max_size:
                 problems.append(
@@ -502,11 +502,11 @@ def check_image_gpus(
     problems: list[str],
 ) -> None:
     """An image runs on the GPU of every instance type of the group its job runs on (the GPU's compute
-    capability from the catalog): its final base (a prebuilt image is its own), when the catalog knows which GPUs the GPU code that base ships
-    supports (``BaseImage.gpus``, as its publisher states it), supports that GPU; and every CUDA compilation of the
-    image has a kernel for it (the CUDA compatibility rules of :mod:`components.catalog.gpus`). Otherwise the job
-    fails on the node: "no kernel image is available for execution on the device", or the framework refusing or
-    ignoring the GPU."""
+    capability from the catalog): its final base (a prebuilt image is its own), when the catalog knows which GPUs the
+    GPU code that base ships supports (``BaseImage.gpus``, as its publisher states it), supports that GPU; and every
+    CUDA compilation of the image has a kernel for it (the CUDA compatibility rules of :mod:`components.catalog.gpus`).
+    Otherwise the job fails on the node: "no kernel image is available for execution on the device", or the framework
+    refusing or ignoring the GPU."""
     dockerfile = _dockerfile(s, image_name, image)
     if dockerfile is not None:
         compilations = [targets for _, targets in dockerfile.cuda_compilations() if targets]
@@ -554,8 +554,8 @@ def check_image_gpus(
                     f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, whose CUDA code ({where}: "
                     f"{' '.join(sorted(map(str, targets)))}) has no kernel for the {facts.gpu_model} GPU (compute "
                     f"capability {cc[0]}.{cc[1]}) of {t} in node group {group_name}; add "
-                    f"-gencode=arch=compute_{arch},code=sm_{arch} to the image's NVCC_GENCODE, or run the job on a group "
-                    "whose GPUs the image covers"
+                    f"-gencode=arch=compute_{arch},code=sm_{arch} to the image's NVCC_GENCODE, or run the job on a "
+                    "group whose GPUs the image covers"
                 )
                 break
 
@@ -623,9 +623,9 @@ def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceTyp
             return
         if h.max_bytes >= room:
             problems.append(
-                f"{key(f'{hkey}.maxBytes')}: {h.max_bytes} bytes ({h.max_bytes / GIB:g} GiB) does not fit in {where}: every "
-                f"process all-reduces one buffer of maxBytes; the value is in bytes, use a power of two below {room} "
-                f"(e.g. {_power_of_two_below(room)})"
+                f"{key(f'{hkey}.maxBytes')}: {h.max_bytes} bytes ({h.max_bytes / GIB:g} GiB) does not fit in {where}: "
+                "every process all-reduces one buffer of maxBytes; the value is in bytes, use a power of two below "
+                f"{room} (e.g. {_power_of_two_below(room)})"
             )
 
 
@@ -658,7 +658,10 @@ def _bandwidth_problem(value: float, ceiling: float, facts: InstanceType, nodes:
     ]
     for written, unit, gbytes in guesses:
         if 0.1 <= gbytes <= ceiling:
-            return f"{why}; did you write {unit}? the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw): {written} is {gbytes:g}"
+            return (
+                f"{why}; did you write {unit}? the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw): "
+                f"{written} is {gbytes:g}"
+            )
     return f"{why}; the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw)"
 
 
@@ -729,9 +732,9 @@ def fsx_location(
         for g, at in pinned_readers.items():
             if at != where:
                 problems.append(
-                    f"{key(f'nodeGroups.{g}.{fld}')}: {at} differs from {source} ({where}), and the jobs of both groups "
-                    f"mount the FSx for Lustre file system ({first}: {jobs_of(first)}; {g}: {jobs_of(g)}), which lives "
-                    f"in one {unit}; pin {g} to {where}, run those jobs on one group, or use "
+                    f"{key(f'nodeGroups.{g}.{fld}')}: {at} differs from {source} ({where}), and the jobs of both "
+                    f"groups mount the FSx for Lustre file system ({first}: {jobs_of(first)}; {g}: {jobs_of(g)}), "
+                    f"which lives in one {unit}; pin {g} to {where}, run those jobs on one group, or use "
                     f"{key('storage.backend')}: efs (a mount target in every zone)"
                 )
         if explicit is not None and explicit != where:
@@ -844,14 +847,14 @@ def check_imported_datasets(s: Sections, problems: list[str]) -> None:
         path = f"datasets.{name}"
         if st.backend != "fsx":
             problems.append(
-                f"{key(f'{path}.source')}: {d.source} is an S3 prefix (a folder of objects), which only an FSx for Lustre "
-                f"data repository imports; give one object to stage (a tarball, s3://bucket/key.tar.gz), or set "
+                f"{key(f'{path}.source')}: {d.source} is an S3 prefix (a folder of objects), which only an FSx for "
+                f"Lustre data repository imports; give one object to stage (a tarball, s3://bucket/key.tar.gz), or set "
                 f"{key('storage.backend')}: fsx with {key('storage.fsx.dataRepository.s3Path')} covering it"
             )
         elif repo.bucket is None:
             problems.append(
-                f"{key(f'{path}.source')}: {d.source} is an S3 prefix, imported only from the bucket linked to the file "
-                f"system, and this stack creates its own (objects under its {repo.import_prefix} prefix appear in "
+                f"{key(f'{path}.source')}: {d.source} is an S3 prefix, imported only from the bucket linked to the "
+                f"file system, and this stack creates its own (objects under its {repo.import_prefix} prefix appear in "
                 f"{repo.file_system_path}, output fsxDataRepositoryPath); link the dataset's bucket with "
                 f"{key('storage.fsx.dataRepository.s3Path')}: s3://BUCKET/PREFIX/ above {d.source}"
             )

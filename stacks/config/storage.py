@@ -155,7 +155,8 @@ class DataRepositoryConfig(Model):
     def linked_path(self, uri: str) -> Optional[str]:
         """Where the objects under the S3 prefix ``uri`` appear, relative to the shared mount (``datasets/imagenet``
         for ``s3://bucket/datasets/imagenet/`` linked at ``/datasets``), or ``None`` when the file system does not
-        import ``uri`` (another bucket or prefix, or the stack's own bucket, whose name is not known before it exists)."""
+        import ``uri`` (another bucket or prefix, or the stack's own bucket, whose name is not known before it
+        exists)."""
         if self.s3_path is None or not uri.startswith(self.s3_path):
             return None
         parts = [p for p in (self.file_system_path.strip("/"), uri[len(self.s3_path) :].strip("/")) if p]
@@ -214,9 +215,9 @@ class FsxConfig(Model):
                     "efa",
                     "an EFA-enabled file system is reached over EFA only from nodes that run "
                     f"{FSX_EFA_CLIENT_HOST.feature.split(' to ')[0]} ({'; '.join(FSX_EFA_CLIENT_HOST.needs)}: "
-                    f"{SOURCES[FSX_EFA_CLIENT_HOST.source].url}), which this project's node groups do not configure yet: "
-                    "the file system would be billed as EFA-enabled and mounted over TCP; remove efa (the file system "
-                    "is then reached over TCP, as the presets do)",
+                    f"{SOURCES[FSX_EFA_CLIENT_HOST.source].url}), which this project's node groups do not configure "
+                    "yet: the file system would be billed as EFA-enabled and mounted over TCP; remove efa (the file "
+                    "system is then reached over TCP, as the presets do)",
                 )
             )
         # a refused efa is the one root cause: the capacity it would need is not reported too

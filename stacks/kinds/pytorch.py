@@ -1,4 +1,5 @@
-"""``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job (:class:`~components.workloads.PyTorchJob`)."""
+"""``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job
+(:class:`~components.workloads.PyTorchJob`)."""
 
 from typing import TYPE_CHECKING, Sequence, cast
 

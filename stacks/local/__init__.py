@@ -1,4 +1,5 @@
-"""Run a stack's jobs on this machine, without AWS, before paying for a cluster: ``python -m stacks.local --stack NAME``.
+"""Run a stack's jobs on this machine, without AWS, before paying for a cluster: ``python -m stacks.local --stack
+NAME``.
 
 The pods' commands and environments come from the same functions the components use; see :mod:`stacks.local.runner`.
 """

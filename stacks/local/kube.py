@@ -1,6 +1,7 @@
 """What Kubernetes does to a container spec before the process starts, for running a pod's command on this
-machine (the local runner, and the tests that run pods for real): ``$(VAR)`` expansion in ``env`` values, ``command`` and ``args``, and the downward API values of an
-Indexed Job's pod (https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/)."""
+machine (the local runner, and the tests that run pods for real): ``$(VAR)`` expansion in ``env`` values, ``command``
+and ``args``, and the downward API values of an Indexed Job's pod
+(https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/)."""
 
 import re
 from typing import Any, Mapping, Optional

@@ -131,8 +131,8 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
         reason = given.get("reason") or given.get("text") or "FAILED exists in its output folder"
         return (
             f"the run gave up: {reason}",
-            "fix the cause (earlier in the log), then run it again with --fresh JOB (a new run; the failed run's folder "
-            "is kept aside)",
+            "fix the cause (earlier in the log), then run it again with --fresh JOB (a new run; the failed run's "
+            "folder is kept aside)",
         )
     if re.search(r"No module named '?torch'?", log_text):
         return (

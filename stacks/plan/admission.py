@@ -465,17 +465,17 @@ def beyond_own_queue(plan: "Plan", admission: AdmissionPlan) -> list[str]:
                     keeps = ", ".join(key(f"{t.path}.mayLend") for t in admission.teams if not t.may_lend) or "none"
                     what = f"jobs.{name}.nodes" if group == job.group.name else f"jobs.{name}.kind"
                     problems.append(
-                        f"{key(what)}: the job asks {quantity(resource, asked)} {resource} on {flavor.path}; the stack's "
-                        f"own queue holds {quantity(resource, own)} there (the fleet less the teams' quotaPercent) and "
-                        f"may borrow only what the teams that lend hold ({quantity(resource, lent)}; not lending: "
-                        f"{keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them lend, or make "
-                        f"the job smaller"
+                        f"{key(what)}: the job asks {quantity(resource, asked)} {resource} on {flavor.path}; the "
+                        f"stack's own queue holds {quantity(resource, own)} there (the fleet less the teams' "
+                        f"quotaPercent) and may borrow only what the teams that lend hold ({quantity(resource, lent)}; "
+                        f"not lending: {keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them "
+                        f"lend, or make the job smaller"
                     )
                     break
     return problems
 
 
-# --- topology-aware placement (issue 26, item 5) -----------------------------------------------------------------------
+# --- topology-aware placement (issue 26, item 5) ----------------------------------------------------------------------
 
 #: Kueue's pod-template annotation that asks for one domain of a Topology level, else the level above, and so on up,
 #: else spread (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/#user-facing-apis). Preferred, not
@@ -564,7 +564,7 @@ def with_topology(plan: "Plan", admission: AdmissionPlan) -> AdmissionPlan:
     return replace(admission, flavors=tuple(flavors), provisioning=provisioning_plan(tuple(flavors)))
 
 
-# --- topology-aware placement on groups that autoscale: Kueue's ProvisioningRequest admission check ---------------------
+# --- topology-aware placement on groups that autoscale: Kueue's ProvisioningRequest admission check -------------------
 
 #: The cluster autoscaler's class that scales up for a whole ProvisioningRequest at once (within the node groups'
 #: maximum) and marks it Provisioned once the scale-up is requested (source key ``ca-provreq-best-effort-atomic``).

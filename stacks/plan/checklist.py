@@ -35,8 +35,8 @@ def quota_needs(plan: Plan) -> dict[tuple[str, str], list[tuple[int, str, str]]]
 
 
 def planned_checks(plan: Plan) -> list[tuple[str, str]]:
-    """What :func:`stacks.preflight.checks.run_preflight` will ask the account about this plan, as (config key, what is checked), without
-    asking anything (``python -m stacks.plan`` prints it offline)."""
+    """What :func:`stacks.preflight.checks.run_preflight` will ask the account about this plan, as (config key, what is
+    checked), without asking anything (``python -m stacks.plan`` prints it offline)."""
     cfg = plan.config
     out: list[tuple[str, str]] = []
     if cfg.network is not None:
@@ -119,7 +119,8 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
         out.append(
             (
                 key("storage.fsx.storageCapacityGib"),
-                f"the Lustre storage quota covers the region's PERSISTENT_2 file systems plus {fsx.storage_capacity_gib} GiB",
+                "the Lustre storage quota covers the region's PERSISTENT_2 file systems plus "
+                f"{fsx.storage_capacity_gib} GiB",
             )
         )
         if cfg.storage.file_system_id:

@@ -49,8 +49,8 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
     if g.capacity_type == "CAPACITY_BLOCK":
         out["capacityBlock"] = (
             f"0 nodes until the block starts, then min {g.min_size} / desired {g.desired_size} / max {g.max_size} (a "
-            "scheduled action at its start); EKS scales the group to 0 40 minutes before the end; the jobs on the group "
-            "are created by the first `pulumi up` after the start"
+            "scheduled action at its start); EKS scales the group to 0 40 minutes before the end; the jobs on the "
+            "group are created by the first `pulumi up` after the start"
         )
     return out
 
@@ -394,10 +394,10 @@ def render(r: dict[str, Any]) -> str:
                 c = f["admissionCheck"]
                 lines.append(
                     f"    admission check {c['name']} (the group autoscales): Kueue reserves the quota, asks the "
-                    f"cluster autoscaler for all of the job's nodes in one ProvisioningRequest ({c['provisioningClass']}), "
-                    f"places the pods on the nodes once it is Provisioned; a request that fails or whose booking "
-                    f"expires is retried (backoff {c['retryBackoffSeconds'][0]}-{c['retryBackoffSeconds'][1]} s), the job "
-                    f"holding nothing meanwhile"
+                    "cluster autoscaler for all of the job's nodes in one ProvisioningRequest "
+                    f"({c['provisioningClass']}), places the pods on the nodes once it is Provisioned; a request that "
+                    "fails or whose booking expires is retried (backoff "
+                    f"{c['retryBackoffSeconds'][0]}-{c['retryBackoffSeconds'][1]} s), the job holding nothing meanwhile"
                 )
         lines.append(
             "  priorities (a job outranks the jobs that wait for it): "
@@ -408,8 +408,8 @@ def render(r: dict[str, Any]) -> str:
     if st["backend"] == "fsx":
         lines.append(
             f"storage: FSx for Lustre {st['capacityGib']} GiB at {st['throughputPerTib']} MB/s/TiB"
-            f"{', EFA' if st['efa'] else ''} in {st['zone'] or 'subnet ' + str(st['subnetId'])} (from {st['zoneFrom']}), "
-            f"linked to {st['dataRepository']}; claim {st['namespace']}/{st['claim']}"
+            f"{', EFA' if st['efa'] else ''} in {st['zone'] or 'subnet ' + str(st['subnetId'])} (from "
+            f"{st['zoneFrom']}), linked to {st['dataRepository']}; claim {st['namespace']}/{st['claim']}"
         )
     else:
         lines.append(
@@ -428,8 +428,8 @@ def render(r: dict[str, Any]) -> str:
     )
     for a in ops["idleGpuAlarms"]:
         lines.append(
-            f"  idle-GPU alarm on {a['nodeGroup']}: every GPU below {a['utilizationPercent']:g}% for {a['minutes']} min; "
-            f"guards {_money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
+            f"  idle-GPU alarm on {a['nodeGroup']}: every GPU below {a['utilizationPercent']:g}% for {a['minutes']} "
+            f"min; guards {_money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
             + (f"; mails {ops['alarmEmail']}" if ops["alarmEmail"] else "")
         )
     lines.append("")

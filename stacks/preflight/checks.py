@@ -106,8 +106,8 @@ def _check_control_plane_zones(plan: Plan, zones: list[Zone], findings: list[Fin
             Finding(
                 True,
                 where,
-                f"{join_names([str(z) for z in refused])}: EKS refuses control-plane subnets there, so the cluster uses "
-                f"{join_names([str(z) for z in supported])} (nodes may still run in every zone)",
+                f"{join_names([str(z) for z in refused])}: EKS refuses control-plane subnets there, so the cluster "
+                f"uses {join_names([str(z) for z in supported])} (nodes may still run in every zone)",
             )
         )
 
@@ -185,7 +185,8 @@ def _group_zones(
                 problems.append(f"it belongs to {subnet.get('VpcId')}, not existingVpc.vpcId {cfg.existing_vpc.vpc_id}")
             if g.zone is not None and not subnet_zone.matches(g.zone):
                 problems.append(
-                    f"it is in {subnet_zone} but {g.path}.availabilityZone is {g.zone}; make them agree (or drop availabilityZone)"
+                    f"it is in {subnet_zone} but {g.path}.availabilityZone is {g.zone}; make them agree (or drop "
+                    "availabilityZone)"
                 )
             if problems:
                 findings.append(Finding(False, k, f"{g.subnet_id}: " + "; ".join(problems)))
@@ -202,8 +203,8 @@ def _group_zones(
             Finding(
                 False,
                 key(f"{g.path}.availabilityZone"),
-                f"{g.zone} is not one of the VPC's zones ({join_names([str(z) for z in vpc_zones])}), so the group has no "
-                f"subnet there; pick one of those zones or add it to {where}",
+                f"{g.zone} is not one of the VPC's zones ({join_names([str(z) for z in vpc_zones])}), so the group has "
+                f"no subnet there; pick one of those zones or add it to {where}",
             )
         )
     return [zone]
@@ -346,8 +347,8 @@ def _check_efa(g: NodeGroupPlan, plan: Plan, aws: AwsClient, findings: list[Find
                 Finding(
                     False,
                     k,
-                    f"EFA interfaces of {itype}: EC2 says MaximumEfaInterfaces {api_max}, the plan uses {g.efa.interfaces} "
-                    f"(launch template, pod requests, autoscaler tags); {fix_where} to {api_max}",
+                    f"EFA interfaces of {itype}: EC2 says MaximumEfaInterfaces {api_max}, the plan uses "
+                    f"{g.efa.interfaces} (launch template, pod requests, autoscaler tags); {fix_where} to {api_max}",
                 )
             )
         else:
@@ -417,11 +418,12 @@ def _check_reservation(
                 True,
                 k,
                 (
-                    f"{rid}: scheduled Capacity Block for {total} x {itype} in {zone}: it starts {format_time(res.get('StartDate'))}"
-                    f"{end}. `pulumi up` builds the environment now; the group has no nodes until the start, when a scheduled "
-                    f"action sets its sizes (min {g.min_size}, desired {g.desired_size}, max {g.max_size}), and the first "
-                    "`pulumi up` after the start creates the jobs on it; EKS scales it to 0 40 minutes before the end (EC2 "
-                    "starts terminating the block's instances 30 minutes before it)"
+                    f"{rid}: scheduled Capacity Block for {total} x {itype} in {zone}: it starts "
+                    f"{format_time(res.get('StartDate'))}{end}. `pulumi up` builds the environment now; the group has "
+                    f"no nodes until the start, when a scheduled action sets its sizes (min {g.min_size}, desired "
+                    f"{g.desired_size}, max {g.max_size}), and the first `pulumi up` after the start creates the jobs "
+                    "on it; EKS scales it to 0 40 minutes before the end (EC2 starts terminating the block's instances "
+                    "30 minutes before it)"
                 ),
             )
         )
@@ -448,8 +450,8 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
                 Finding(
                     False,
                     k,
-                    f"could not read the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) needed for {needed} "
-                    f"vCPUs ({exc}); check it "
+                    f"could not read the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) needed for "
+                    f"{needed} vCPUs ({exc}); check it "
                     f"in the Service Quotas console (the caller needs servicequotas:GetServiceQuota) {SKIP_HINT}",
                 )
             )
@@ -468,8 +470,8 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
                 Finding(
                     False,
                     k,
-                    f"{cls} {market} vCPU quota {code} ({name}) is {number(value)} ({source}) but the stack needs up to "
-                    f"{needed} vCPUs ({breakdown}); request an increase to at least {needed} vCPUs: "
+                    f"{cls} {market} vCPU quota {code} ({name}) is {number(value)} ({source}) but the stack needs up "
+                    f"to {needed} vCPUs ({breakdown}); request an increase to at least {needed} vCPUs: "
                     f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
                     f"--desired-value {needed} --region {aws.region} (or lower maxSize; instances already running "
                     "in the account count against the quota too)",
@@ -519,9 +521,9 @@ def _check_admin_roles(plan: Plan, aws: AwsClient, findings: list[Finding]) -> N
                 Finding(
                     False,
                     k,
-                    f"{arn} is the identity running this deployment ({caller}), which EKS already makes cluster admin as "
-                    "the cluster's creator; a second access entry for it fails with ResourceInUseException: remove it "
-                    "from adminRoleArns (or deploy as another identity)",
+                    f"{arn} is the identity running this deployment ({caller}), which EKS already makes cluster admin "
+                    "as the cluster's creator; a second access entry for it fails with ResourceInUseException: remove "
+                    "it from adminRoleArns (or deploy as another identity)",
                 )
             )
         else:

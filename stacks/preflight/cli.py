@@ -29,8 +29,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         "preflight",
         prog,
         "Check the AWS account can run a stack (offerings, vCPU quotas, capacity reservations, EFA, "
-        "VPC CNI, FSx tier, bucket, Lustre quota) before `pulumi up`. The configuration is validated first, offline. Exit 0: all passed, 1: a check "
-        "failed, 2: configuration error.",
+        "VPC CNI, FSx tier, bucket, Lustre quota) before `pulumi up`. The configuration is validated first, offline. "
+        "Exit 0: all passed, 1: a check failed, 2: configuration error.",
     )
     add_stack_options(parser)
     parser.add_argument("--region", help="AWS region (default: the stack's aws:region)")

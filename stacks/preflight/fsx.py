@@ -250,8 +250,8 @@ def _check_adopted(plan: Plan, fsx: FsxConfig, file_system_id: str, aws: AwsClie
             Finding(
                 False,
                 key("storage.fsx.dataRepository.fileSystemPath"),
-                f"{file_system_id} already links {listing}, which overlaps {join_names(ours)}: delete it first (aws fsx "
-                f"delete-data-repository-association --association-id {first} --no-delete-data-in-file-system) or "
+                f"{file_system_id} already links {listing}, which overlaps {join_names(ours)}: delete it first (aws "
+                f"fsx delete-data-repository-association --association-id {first} --no-delete-data-in-file-system) or "
                 "link other directories",
             )
         )

@@ -1,4 +1,5 @@
-"""Admission on the box: Kueue's reasons, the device plugins, its chart, gang admission, two MPIJobs on one group, teams."""
+"""Admission on the box: Kueue's reasons, the device plugins, its chart, gang admission, two MPIJobs on one group,
+teams."""
 
 from __future__ import annotations
 

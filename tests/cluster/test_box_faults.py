@@ -149,9 +149,10 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
     that step", and the exit-code table: "69 | rendezvous lost with etcd | Ignore (the next pod waits for etcd)".
 
     Here: the Deployment's ReplicaSet brings a new etcd pod up, the Service's EndpointSlice follows it (the new pod's
-    address, ready; the old one gone), the training pod exits 69 as the launcher does (tests/real/test_training_faults_real.py
-    shows that part on real processes), the Job controller replaces it without counting the failure, and the job
-    completes (the evaluation, which only follows training, is left out of the run)."""
+    address, ready; the old one gone), the training pod exits 69 as the launcher does
+    (tests/real/test_training_faults_real.py shows that part on real processes), the Job controller replaces it without
+    counting the failure, and the job completes (the evaluation, which only follows training, is left out of the
+    run)."""
     box, _plan, rehearsal = _rehearsal(
         binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000}, mutate=_without_evaluation
     )

@@ -44,8 +44,9 @@ def test_a_32_node_job_on_a_group_scaling_from_zero_gets_its_nodes_and_one_netwo
     network-topology labels, :mod:`stacks.box.nodes`: blocks of 32) and marks it Provisioned, and Kueue assigns the
     topology on the nodes that now exist: every pod of the check, then every pod of the training job, lands in one
     bottom-layer network block. Kueue deletes a request once its job finished (v0.19.1), which ends its booking: the
-    training job's own request finds the 32 nodes the check ran on (CapacityIsFound) and the group stays at 32. Then a request for more pods than the group's maxSize
-    (as Kueue writes one) gets Provisioned=False (CapacityIsNotFound) and no node."""
+    training job's own request finds the 32 nodes the check ran on (CapacityIsFound) and the group stays at 32. Then a
+    request for more pods than the group's maxSize (as Kueue writes one) gets Provisioned=False (CapacityIsNotFound)
+    and no node."""
     config = _config()
     _, plan = plan_stack("p5", edit=_edit)
     assert plan.admission is not None and plan.admission.provisioning is not None

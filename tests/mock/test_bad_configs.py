@@ -181,21 +181,26 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "only one zone EKS accepts",
         setk("network", {"availabilityZones": ["use1-az6", "use1-az3"]}),
         [
-            "eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports; us-east-1e (use1-az3) it refuses; add zones from us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c (use1-az2), us-east-1d (use1-az4), us-east-1f (use1-az5)"
+            "eks-training:network.availabilityZones: EKS needs control-plane subnets in 2 zones it supports; "
+            "us-east-1e (use1-az3) it refuses; add zones from us-east-1a (use1-az6), us-east-1b (use1-az1), us-east-1c "
+            "(use1-az2), us-east-1d (use1-az4), us-east-1f (use1-az5)"
         ],
     ),
     (
         "zones written both ways",
         both(setk("network", {"availabilityZones": ["us-east-1a", "us-east-1b"]}), group(availabilityZone="use1-az6")),
         [
-            "eks-training:network.availabilityZones[0]: us-east-1a is a zone name while eks-training:nodeGroups.gpu.availabilityZone is a zone ID (use1-az6); write every zone of the stack the same way"
+            "eks-training:network.availabilityZones[0]: us-east-1a is a zone name while "
+            "eks-training:nodeGroups.gpu.availabilityZone is a zone ID (use1-az6); write every zone of the stack the "
+            "same way"
         ],
     ),
     (
         "zone neither name nor ID",
         group(availabilityZone="east-1a"),
         [
-            "eks-training:nodeGroups.gpu.availabilityZone: 'east-1a' is not a zone name (us-east-1a) or zone ID (use1-az1)"
+            "eks-training:nodeGroups.gpu.availabilityZone: 'east-1a' is not a zone name (us-east-1a) or zone ID "
+            "(use1-az1)"
         ],
     ),
     (
@@ -234,7 +239,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             },
         ),
         [
-            "eks-training:network.privateSubnetCidrs[0]: 10.0.0.0/18 overlaps eks-training:network.privateSubnetCidrs[1] 10.0.32.0/19"
+            "eks-training:network.privateSubnetCidrs[0]: 10.0.0.0/18 overlaps "
+            "eks-training:network.privateSubnetCidrs[1] 10.0.32.0/19"
         ],
     ),
     (
@@ -383,7 +389,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         both(setk("images", {"mine": {"context": "stacks"}}), job(image="mine")),
         [
             "eks-training:images.mine.context: stacks/Dockerfile does not exist in the project folder ",
-            "give a folder of your Pulumi project that holds the Dockerfile (or one this package ships: training, images/nccl-tests, images/horovod, images/tensorflow)",
+            "give a folder of your Pulumi project that holds the Dockerfile (or one this package ships: training, "
+            "images/nccl-tests, images/horovod, images/tensorflow)",
         ],
     ),
     (
@@ -414,7 +421,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "dataset from ftp",
         setk("datasets", {"cifar10": {"source": "ftp://example.com/cifar.tgz"}}),
         [
-            "eks-training:datasets.cifar10.source: 'ftp://example.com/cifar.tgz' must be an https:// URL or an s3://bucket/key URI"
+            "eks-training:datasets.cifar10.source: 'ftp://example.com/cifar.tgz' must be an https:// URL or an "
+            "s3://bucket/key URI"
         ],
     ),
     (
@@ -457,7 +465,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "job name with a leading digit",
         job("2node-hello"),
         [
-            "eks-training:jobs.2node-hello: the name must be 1-40 lowercase letters, digits and '-', starting with a letter",
+            "eks-training:jobs.2node-hello: the name must be 1-40 lowercase letters, digits and '-', starting with a "
+            "letter",
             "rename it (e.g. 'job-2node-hello')",
         ],
     ),
@@ -465,7 +474,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "experiment name with a leading digit",
         bench(experiments={"1gpu": EXPERIMENT}),
         [
-            "eks-training:benchmark.experiments.1gpu: the name must be 1-40 lowercase letters, digits and '-', starting with a letter",
+            "eks-training:benchmark.experiments.1gpu: the name must be 1-40 lowercase letters, digits and '-', "
+            "starting with a letter",
             "rename the experiment",
         ],
     ),
@@ -542,7 +552,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "elastic tensorflow job",
         job("tf", kind="tensorflow", command=["python", "t.py"], nodeGroup="cpu", minNodes=1),
         [
-            "eks-training:jobs.tf.minNodes: tensorflow jobs cannot change size while running (MultiWorkerMirroredStrategy has a fixed cluster"
+            "eks-training:jobs.tf.minNodes: tensorflow jobs cannot change size while running "
+            "(MultiWorkerMirroredStrategy has a fixed cluster"
         ],
     ),
     (
@@ -592,9 +603,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "EFA group without a zone",
         group(instanceTypes=["p5.48xlarge"]),
         [
-            "eks-training:nodeGroups.gpu.availabilityZone: efa defaults to true for p5.48xlarge, and EFA groups run in one zone",
+            "eks-training:nodeGroups.gpu.availabilityZone: efa defaults to true for p5.48xlarge, and EFA groups run in "
+            "one zone",
             "either set availabilityZone (the zone where its capacity is) to keep EFA",
-            "or set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over the VPC's zones",
+            "or set efa: false (or capacityType: SPOT, whose groups default to efa: false) to spread the group over "
+            "the VPC's zones",
         ],
     ),
     (
@@ -613,7 +626,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             group(instanceTypes=["p4d.24xlarge"], availabilityZone="us-east-1c"),
         ),
         [
-            "eks-training:nodeGroups.gpu.availabilityZone: us-east-1c is not one of eks-training:network.availabilityZones"
+            "eks-training:nodeGroups.gpu.availabilityZone: us-east-1c is not one of "
+            "eks-training:network.availabilityZones"
         ],
     ),
     (
@@ -706,7 +720,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "FSx without a zone",
         setk("storage", {"backend": "fsx"}),
         [
-            "eks-training:storage.fsx.availabilityZone: an FSx file system lives in one zone and no worker group is pinned",
+            "eks-training:storage.fsx.availabilityZone: an FSx file system lives in one zone and no worker group is "
+            "pinned",
             "nodeGroups.<group>.availabilityZone",
         ],
     ),
@@ -714,7 +729,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "FSx zone not where the jobs run",
         both(P4D_TRAINING, fsx(availabilityZone="us-east-1b")),
         [
-            "eks-training:storage.fsx.availabilityZone: us-east-1b is not where the jobs that mount the file system run (eks-training:nodeGroups.gpu.availabilityZone is us-east-1a: job train)",
+            "eks-training:storage.fsx.availabilityZone: us-east-1b is not where the jobs that mount the file system "
+            "run (eks-training:nodeGroups.gpu.availabilityZone is us-east-1a: job train)",
             "cross-zone",
             "set it to us-east-1a or remove it",
         ],
@@ -728,7 +744,9 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             job("finetune", kind="command", command=["true"], nodeGroup="gpu2"),
         ),
         [
-            "eks-training:nodeGroups.gpu2.availabilityZone: us-east-1b differs from eks-training:nodeGroups.gpu.availabilityZone (us-east-1a), and the jobs of both groups mount the FSx for Lustre file system (gpu: job train; gpu2: job finetune)",
+            "eks-training:nodeGroups.gpu2.availabilityZone: us-east-1b differs from "
+            "eks-training:nodeGroups.gpu.availabilityZone (us-east-1a), and the jobs of both groups mount the FSx for "
+            "Lustre file system (gpu: job train; gpu2: job finetune)",
             "pin gpu2 to us-east-1a",
             "eks-training:storage.backend: efs",
         ],
@@ -755,7 +773,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             setk("storage", {"backend": "fsx"}),
         ),
         [
-            "eks-training:storage.fsx.availabilityZone: several groups are pinned (cpu (us-east-1b), gpu (us-east-1a)) and no job runs on them"
+            "eks-training:storage.fsx.availabilityZone: several groups are pinned (cpu (us-east-1b), gpu (us-east-1a)) "
+            "and no job runs on them"
         ],
     ),
     (
@@ -784,7 +803,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "data repository bucket name",
         fsx(dataRepository={"s3Path": "s3://My_Datasets/imagenet/"}),
         [
-            "eks-training:storage.fsx.dataRepository.s3Path: 'My_Datasets' in 's3://My_Datasets/imagenet/' is not a valid S3 bucket name"
+            "eks-training:storage.fsx.dataRepository.s3Path: 'My_Datasets' in 's3://My_Datasets/imagenet/' is not a "
+            "valid S3 bucket name"
         ],
     ),
     (
@@ -796,7 +816,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "export path nested in the import path",
         fsx(dataRepository={"exportPath": "/datasets/out"}),
         [
-            "eks-training:storage.fsx.dataRepository.exportPath: /datasets/out overlaps eks-training:storage.fsx.dataRepository.fileSystemPath /datasets"
+            "eks-training:storage.fsx.dataRepository.exportPath: /datasets/out overlaps "
+            "eks-training:storage.fsx.dataRepository.fileSystemPath /datasets"
         ],
     ),
     (
@@ -808,7 +829,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "EFA FSx (no node runs LNet over EFA)",
         fsx(efa=True, storageCapacityGib=19200),
         [
-            "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet over EFA",
+            "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run "
+            "LNet over EFA",
             "remove efa",
         ],
     ),
@@ -816,7 +838,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "user-provisioned metadata without IOPS",
         fsx(metadataMode="USER_PROVISIONED"),
         [
-            "eks-training:storage.fsx.metadataIops: required with eks-training:storage.fsx.metadataMode: USER_PROVISIONED"
+            "eks-training:storage.fsx.metadataIops: required with eks-training:storage.fsx.metadataMode: "
+            "USER_PROVISIONED"
         ],
     ),
     (
@@ -870,7 +893,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             },
         ),
         [
-            "eks-training:storage.fileSystemId: a kept Lustre file system lives in a subnet of the VPC it was created in",
+            "eks-training:storage.fileSystemId: a kept Lustre file system lives in a subnet of the VPC it was created "
+            "in",
             "existingVpc",
         ],
     ),
@@ -880,7 +904,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "S3 prefix dataset on EFS",
         setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/"}}),
         [
-            "eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix (a folder of objects), which only an FSx for Lustre data repository imports",
+            "eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix (a folder of "
+            "objects), which only an FSx for Lustre data repository imports",
             "eks-training:storage.backend: fsx",
         ],
     ),
@@ -892,7 +917,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://my-data/datasets/imagenet/"}}),
         ),
         [
-            "eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix, imported only from the bucket linked to the file system",
+            "eks-training:datasets.imagenet.source: s3://my-data/datasets/imagenet/ is an S3 prefix, imported only "
+            "from the bucket linked to the file system",
             "eks-training:storage.fsx.dataRepository.s3Path",
         ],
     ),
@@ -904,7 +930,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             setk("datasets", {"cifar10": {}, "imagenet": {"source": "s3://other-data/imagenet/"}}),
         ),
         [
-            "eks-training:datasets.imagenet.source: s3://other-data/imagenet/ is not under eks-training:storage.fsx.dataRepository.s3Path (s3://my-data/datasets/)"
+            "eks-training:datasets.imagenet.source: s3://other-data/imagenet/ is not under "
+            "eks-training:storage.fsx.dataRepository.s3Path (s3://my-data/datasets/)"
         ],
     ),
     (
@@ -918,7 +945,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             ),
         ),
         [
-            "eks-training:datasets.imagenet.path: an imported dataset appears where the data repository puts it (datasets/imagenet); remove path"
+            "eks-training:datasets.imagenet.path: an imported dataset appears where the data repository puts it "
+            "(datasets/imagenet); remove path"
         ],
     ),
     (
@@ -931,7 +959,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             },
         ),
         [
-            "eks-training:datasets.imagenet.md5: verifies one downloaded object; an S3 prefix is imported object by object"
+            "eks-training:datasets.imagenet.md5: verifies one downloaded object; an S3 prefix is imported object by "
+            "object"
         ],
     ),
     # operations: node repair, metrics, dashboard, idle-GPU alarm
@@ -939,7 +968,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "repair threshold as count and percentage",
         group(nodeRepair={"maxUnhealthyNodes": 2, "maxUnhealthyPercent": 20}),
         [
-            "eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthyPercent: set together with eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthyNodes; EKS takes a count or a percentage, not both"
+            "eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthyPercent: set together with "
+            "eks-training:nodeGroups.gpu.nodeRepair.maxUnhealthyNodes; EKS takes a count or a percentage, not both"
         ],
     ),
     (
@@ -1029,35 +1059,40 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "experiments based on each other",
         bench(experiments={"a": {"from": "b"}, "b": {"from": "a"}}),
         [
-            "eks-training:benchmark.experiments.a.from: the experiments are based on each other in a cycle (a -> b -> a); write one of them out in full"
+            "eks-training:benchmark.experiments.a.from: the experiments are based on each other in a cycle (a -> b -> "
+            "a); write one of them out in full"
         ],
     ),
     (
         "experiment after another experiment",
         bench(experiments={"a": EXPERIMENT, "b": {"from": "a", "after": ["a"]}}),
         [
-            "eks-training:benchmark.experiments.b.after[0]: 'a' is another experiment; experiments run side by side and never wait for each other"
+            "eks-training:benchmark.experiments.b.after[0]: 'a' is another experiment; experiments run side by side "
+            "and never wait for each other"
         ],
     ),
     (
         "experiment with an output folder",
         bench(experiments={"a": {**EXPERIMENT, "outputDir": "runs/x"}}),
         [
-            "eks-training:benchmark.experiments.a.outputDir: each run gives every experiment a fresh folder, benchmarks/<run>/<experiment>; remove it"
+            "eks-training:benchmark.experiments.a.outputDir: each run gives every experiment a fresh folder, "
+            "benchmarks/<run>/<experiment>; remove it"
         ],
     ),
     (
         "experiment waited for by pulumi up",
         bench(experiments={"a": {**EXPERIMENT, "waitForCompletion": True}}),
         [
-            "eks-training:benchmark.experiments.a.waitForCompletion: the driver (python -m stacks.benchmark) follows the experiments"
+            "eks-training:benchmark.experiments.a.waitForCompletion: the driver (python -m stacks.benchmark) follows "
+            "the experiments"
         ],
     ),
     (
         "experiment named like a job",
         bench(experiments={"train": EXPERIMENT}),
         [
-            "eks-training:benchmark.experiments.train: eks-training:jobs.train has the same name, and an experiment runs as a job of its name; rename one of them"
+            "eks-training:benchmark.experiments.train: eks-training:jobs.train has the same name, and an experiment "
+            "runs as a job of its name; rename one of them"
         ],
     ),
     (
@@ -1077,7 +1112,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "experiment larger than its group",
         bench(experiments={"a": {**EXPERIMENT, "nodes": 9}}),
         [
-            "eks-training:benchmark.experiments.a.nodes: 9 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per node; raise maxSize or lower nodes"
+            "eks-training:benchmark.experiments.a.nodes: 9 > eks-training:nodeGroups.cpu.maxSize (2): one pod runs per "
+            "node; raise maxSize or lower nodes"
         ],
     ),
     (
@@ -1094,7 +1130,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "experiment named like the collector",
         bench(experiments={"benchmark-collector": EXPERIMENT}),
         [
-            "eks-training:benchmark.experiments.benchmark-collector: benchmark-collector is the collector's name; rename the experiment"
+            "eks-training:benchmark.experiments.benchmark-collector: benchmark-collector is the collector's name; "
+            "rename the experiment"
         ],
     ),
     (
@@ -1106,7 +1143,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "results with both bucket forms",
         bench(results={"s3Path": "s3://results-bucket/runs/", "prefix": "x/"}),
         [
-            "eks-training:benchmark.results.prefix: only for the bucket the stack creates; with eks-training:benchmark.results.s3Path the prefix is part of the path, remove prefix"
+            "eks-training:benchmark.results.prefix: only for the bucket the stack creates; with "
+            "eks-training:benchmark.results.s3Path the prefix is part of the path, remove prefix"
         ],
     ),
     (
@@ -1158,7 +1196,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "instance types as one string",
         group(instanceTypes="g5.xlarge"),
         [
-            "eks-training:nodeGroups.gpu.instanceTypes: 'g5.xlarge' is a string, not a list; write a YAML list, e.g. [g5.xlarge]"
+            "eks-training:nodeGroups.gpu.instanceTypes: 'g5.xlarge' is a string, not a list; write a YAML list, e.g. "
+            "[g5.xlarge]"
         ],
     ),
     (
@@ -1180,7 +1219,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "a section left empty",
         setk("jobs", None),
         [
-            "eks-training:jobs: must be an object (a YAML mapping), got null (an empty value): give its keys, or remove it"
+            "eks-training:jobs: must be an object (a YAML mapping), got null (an empty value): give its keys, or "
+            "remove it"
         ],
     ),
     # --- a key written almost right, at every level --------------------------------------------------------------
@@ -1188,7 +1228,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "team key without its unit",
         setk("teams", {"research": {"quota": 50}}),
         [
-            "eks-training:teams.research.quota: unknown key; did you mean quotaPercent (a required key, not set)? Rename it"
+            "eks-training:teams.research.quota: unknown key; did you mean quotaPercent (a required key, not set)? "
+            "Rename it"
         ],
     ),
     (
@@ -1309,8 +1350,8 @@ def test_the_unmodified_config_passes() -> None:
                 ),
                 job(nodeGroup="h100", nodes=2),
             ),
-            "eks-training:nodeGroups.h100.instanceType: unknown key; did you mean instanceTypes (a required key, not set)? "
-            "Rename it",
+            "eks-training:nodeGroups.h100.instanceType: unknown key; did you mean instanceTypes (a required key, not "
+            "set)? Rename it",
             id="misspelt instanceTypes in the group a job runs on",
         ),
         pytest.param(

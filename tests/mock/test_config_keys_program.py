@@ -1,4 +1,5 @@
-"""The program refuses every stack key it does not read, and reads the providers' and the engine's keys (the program under Pulumi mocks)."""
+"""The program refuses every stack key it does not read, and reads the providers' and the engine's keys (the program
+under Pulumi mocks)."""
 
 from typing import Any
 

@@ -401,8 +401,8 @@ def test_inconsistent_efa_facts_are_a_config_error() -> None:
     p = run_program("p5", config=_custom_efa_stack(cards=1, efa=2), expect_error=True)
     assert isinstance(p.error, ConfigError) and p.registrations == []
     assert (
-        "eks-training:instanceFacts.x8.48xlarge.maxEfaInterfaces: 2 != eks-training:instanceFacts.x8.48xlarge.networkCards (1)"
-        in str(p.error)
+        "eks-training:instanceFacts.x8.48xlarge.maxEfaInterfaces: 2 != "
+        "eks-training:instanceFacts.x8.48xlarge.networkCards (1)" in str(p.error)
     )
 
 

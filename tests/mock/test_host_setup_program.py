@@ -1,4 +1,5 @@
-"""Every node group whose pods mount FSx for Lustre installs the Lustre client at bootstrap: the rule over every stack's registrations, and the control that fails without it."""
+"""Every node group whose pods mount FSx for Lustre installs the Lustre client at bootstrap: the rule over every
+stack's registrations, and the control that fails without it."""
 
 import base64
 import email

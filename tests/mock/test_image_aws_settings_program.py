@@ -1,4 +1,5 @@
-"""The image builds' AWS settings as the program passes them: every stack's builds get the stack's settings, and bad settings stop the program naming the key (the program under Pulumi mocks)."""
+"""The image builds' AWS settings as the program passes them: every stack's builds get the stack's settings, and bad
+settings stop the program naming the key (the program under Pulumi mocks)."""
 
 from pathlib import Path
 

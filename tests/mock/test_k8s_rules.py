@@ -78,7 +78,10 @@ def job_problems(r: Registration) -> Iterator[str]:
             yield f"{at}.onPodConditions: more than {MAX_CONDITION_PATTERNS} patterns"
         for j, pattern in enumerate(on_conditions):
             if pattern.get("status") not in CONDITION_STATUSES:
-                yield f"{at}.onPodConditions[{j}].status: {pattern.get('status')!r} is not one of {sorted(CONDITION_STATUSES)}"
+                yield (
+                    f"{at}.onPodConditions[{j}].status: {pattern.get('status')!r} is not one of "
+                    f"{sorted(CONDITION_STATUSES)}"
+                )
 
 
 def problems(program: Program) -> list[str]:

@@ -23,7 +23,9 @@ def manifests(p: Program) -> list[dict[str, Any]]:
         if r.type.startswith("kubernetes:kubeflow.org/"):
             continue  # custom resources: checked against their CRD's types in tests/mock/test_workloads.py
         if r.type.startswith("kubernetes:kueue.x-k8s.io/"):
-            continue  # Kueue's: applied (strict) against Kueue's own CRDs by the cluster tier (tests/cluster/test_box_apiserver.py)
+            # Kueue's: applied (strict) against Kueue's own CRDs by the cluster tier
+            # (tests/cluster/test_box_apiserver.py).
+            continue
         doc = {k: v for k, v in r.inputs.items() if not k.startswith("__")}
         out.append(doc)
     return out

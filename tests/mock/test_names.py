@@ -45,7 +45,10 @@ def _aws_problems(r: Registration) -> Iterator[str]:
         if not isinstance(value, str) or value == UNKNOWN:
             continue
         if len(value) > limit.max_length:
-            yield f"{r.type} {r.name}: {field} {value!r} has {len(value)} characters, the limit is {limit.max_length} ({limit.source})"
+            yield (
+                f"{r.type} {r.name}: {field} {value!r} has {len(value)} characters, the limit is {limit.max_length} "
+                f"({limit.source})"
+            )
         if limit.pattern and not re.fullmatch(limit.pattern, value):
             yield f"{r.type} {r.name}: {field} {value!r} does not match {limit.pattern} ({limit.source})"
 
@@ -79,7 +82,9 @@ def _label_problems(where: str, labels: Any) -> Iterator[str]:
         if not isinstance(v, str) or v == UNKNOWN:
             continue
         if len(v) > K8S_LABEL_VALUE_MAX or not re.fullmatch(K8S_LABEL_VALUE_RE, v):
-            yield f"{where}: label {k}={v!r} is not a label value (at most {K8S_LABEL_VALUE_MAX} characters; k8s-labels)"
+            yield (
+                f"{where}: label {k}={v!r} is not a label value (at most {K8S_LABEL_VALUE_MAX} characters; k8s-labels)"
+            )
 
 
 def _k8s_problems(r: Registration) -> Iterator[str]:
@@ -104,7 +109,10 @@ def _k8s_problems(r: Registration) -> Iterator[str]:
                 for port in c.get("ports") or []:
                     pname = port.get("name")
                     if isinstance(pname, str) and len(pname) > K8S_PORT_NAME_MAX:
-                        yield f"{where} {path}: port name {pname!r} is longer than {K8S_PORT_NAME_MAX} (k8s-container-port)"
+                        yield (
+                            f"{where} {path}: port name {pname!r} is longer than {K8S_PORT_NAME_MAX} "
+                            "(k8s-container-port)"
+                        )
             sub = value.get("subdomain")
             if (
                 isinstance(sub, str)

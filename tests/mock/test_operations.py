@@ -4,9 +4,10 @@ taint the groups carry, its least-privilege Pod Identity role), the dashboard (C
 every metric it plots exists under the namespace and dimensions the agent publishes) and the idle-GPU alarms.
 
 The rules are encoded from their upstream sources (components/catalog/operations.py names each): the agent's EMF
-metric declarations (source key ``container-insights-metrics``), the add-on chart's values (``cloudwatch-observability-chart``),
-Kubernetes' toleration matching (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/) and
-CloudWatch's dashboard body structure (``cloudwatch-dashboard-body``). Each rule has a control that shows it fails."""
+metric declarations (source key ``container-insights-metrics``), the add-on chart's values
+(``cloudwatch-observability-chart``), Kubernetes' toleration matching
+(https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/) and CloudWatch's dashboard body
+structure (``cloudwatch-dashboard-body``). Each rule has a control that shows it fails."""
 
 import copy
 import json

@@ -110,7 +110,8 @@ def test_the_nvidia_plugin_runs_its_charts_release_by_digest() -> None:
 
 
 def _image_values(values: Any) -> Iterator[str]:
-    """Every image a chart's values name: ``{repository, tag}`` maps (rendered ``repository:tag``) and ``image`` strings."""
+    """Every image a chart's values name: ``{repository, tag}`` maps (rendered ``repository:tag``) and ``image``
+    strings."""
     if isinstance(values, dict):
         if isinstance(values.get("repository"), str) and "tag" in values:
             yield f"{values['repository']}:{values['tag']}"

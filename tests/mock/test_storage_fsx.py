@@ -323,8 +323,8 @@ def test_efa_file_system_is_refused_until_the_nodes_run_lnet_over_efa() -> None:
     )
     assert p.registrations == [] and p.error is not None
     assert (
-        "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet over EFA"
-        in str(p.error)
+        "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet "
+        "over EFA" in str(p.error)
     )
     assert "https://docs.aws.amazon.com/eks/latest/userguide/fsx-csi-tuning-efa.html" in str(p.error)
 

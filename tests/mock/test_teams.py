@@ -1,10 +1,10 @@
 """Teams on one cluster and priorities per kind of work (issue 26, items 3 and 4), over what the program registers.
 
 The queues' semantics (a team borrows idle quota and gives it back when the lender submits) run on the real Kueue in
-the cluster tier (tests/cluster/test_box_admission.py, test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits);
-here: every ClusterQueue's fields are ones kueue v0.19.1's v1beta2 CRD serves, the cohort's quota is the fleet, each
-team's namespace has what its jobs need, bad teams are refused before anything is registered, and the priority classes
-order stages first, then kinds.
+the cluster tier (tests/cluster/test_box_admission.py,
+test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits); here: every ClusterQueue's fields are ones
+kueue v0.19.1's v1beta2 CRD serves, the cohort's quota is the fleet, each team's namespace has what its jobs need, bad
+teams are refused before anything is registered, and the priority classes order stages first, then kinds.
 """
 
 from typing import Any

@@ -279,9 +279,10 @@ def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
     """What the ProvisioningRequest admission check needs on a real cluster, over one program's registrations:
 
     - every ClusterQueue runs it exactly on the flavors of topology-aware groups that autoscale (``onFlavors``; Kueue
-      delays the topology assignment only for a flavor with a ProvisioningRequest check, ``HasProvRequestAdmissionCheck``
-      in pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.19.1: without it, a job on such a group waits for
-      nodes nobody adds), and on no other flavor (a fixed group's jobs would wait for a request for nothing);
+      delays the topology assignment only for a flavor with a ProvisioningRequest check,
+      ``HasProvRequestAdmissionCheck`` in pkg/scheduler/flavorassigner/tas_flavorassigner.go at v0.19.1: without it, a
+      job on such a group waits for nodes nobody adds), and on no other flavor (a fixed group's jobs would wait for a
+      request for nothing);
     - the AdmissionChecks a queue names exist, are Kueue's ProvisioningRequest controller's and name a registered
       ProvisioningRequestConfig of the autoscaler's best-effort-atomic class;
     - the ProvisioningRequest CRD is applied, and Kueue's release and the autoscaler's are installed after it (both

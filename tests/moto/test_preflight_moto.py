@@ -542,8 +542,9 @@ def test_a_scheduled_capacity_block_is_information_with_its_start(seeded: sup.Se
     info = one(findings, f"{GPU_KEY}.capacityReservationId")
     assert info.ok
     assert info.message.startswith(
-        "cr-0000000000000000b: scheduled Capacity Block for 2 x p5.48xlarge in us-east-1a: it starts 2030-01-02 11:30 UTC "
-        "and ends 2030-01-09 11:30 UTC. `pulumi up` builds the environment now; the group has no nodes until the start"
+        "cr-0000000000000000b: scheduled Capacity Block for 2 x p5.48xlarge in us-east-1a: it starts 2030-01-02 11:30 "
+        "UTC and ends 2030-01-09 11:30 UTC. `pulumi up` builds the environment now; the group has no nodes until the "
+        "start"
     )
     assert "EKS scales it to 0 40 minutes before the end" in info.message
     # the same block for a group in another zone: still a failure, naming the zone

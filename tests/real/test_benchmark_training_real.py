@@ -1,4 +1,5 @@
-"""The synthetic ResNet benchmark as a job runs it: two ranks under torchrun on 127.0.0.1 (training/synthetic_benchmark.py)."""
+"""The synthetic ResNet benchmark as a job runs it: two ranks under torchrun on 127.0.0.1
+(training/synthetic_benchmark.py)."""
 
 import json
 import os

@@ -242,7 +242,8 @@ def _codebuild_script(spec: dict[str, Any]) -> str:
             lines.append(f"echo '[codebuild] {phase} command {n}' >&2")
             lines.append(command.rstrip("\n"))
             lines.append(
-                f'__s=$?; if [ "$__s" -ne 0 ]; then echo "[codebuild] {phase} command {n} failed: $__s" >&2; exit "$__s"; fi'
+                f'__s=$?; if [ "$__s" -ne 0 ]; then echo "[codebuild] {phase} command {n} failed: $__s" >&2; exit '
+                '"$__s"; fi'
             )
     return "\n".join(lines) + "\n"
 

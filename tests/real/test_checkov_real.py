@@ -1,9 +1,9 @@
 """checkov's Kubernetes checks over every object every stack registers.
 
 Each stack's Kubernetes objects are written out as YAML (an MPIJob, which checkov does not know, as one Job per
-replica template: batch pods, so its launcher and workers are checked like our other jobs' pods) and checkov (pinned in requirements-checkov.txt,
-installed by .ci/run into .venv-checkov: it pins boto3 to a release older than the program's) runs its
-``kubernetes`` framework on them offline. Any failed check fails the test unless it is in :data:`SKIPS`, each
+replica template: batch pods, so its launcher and workers are checked like our other jobs' pods) and checkov (pinned in
+requirements-checkov.txt, installed by .ci/run into .venv-checkov: it pins boto3 to a release older than the program's)
+runs its ``kubernetes`` framework on them offline. Any failed check fails the test unless it is in :data:`SKIPS`, each
 with the reason it does not apply; a skip that no longer matches anything fails too, so the list stays small.
 Third-party manifests the program installs (the Helm releases, the MPI Operator's release manifest) are not
 ours to change and are not rendered.
@@ -64,8 +64,8 @@ SKIPS: dict[str, Skip] = {
     "CKV_K8S_22": Skip(
         r"^Job\.training\.[a-z0-9-]+-(launcher|worker)$",
         (
-            "read-only root: MPI jobs default to readOnlyRootFilesystem false, their workers' sshd writing to the image "
-            "(a job can set true: /tmp becomes an emptyDir); every other container's root is read-only"
+            "read-only root: MPI jobs default to readOnlyRootFilesystem false, their workers' sshd writing to the "
+            "image (a job can set true: /tmp becomes an emptyDir); every other container's root is read-only"
         ),
     ),
 }
@@ -115,8 +115,8 @@ def rendered(stack: str) -> list[dict[str, Any]]:
 
 def test_checkov_finds_nothing_but_the_justified_skips(tmp_path: Path) -> None:
     assert CHECKOV.is_file(), (
-        f"{CHECKOV} not found: python3 -m venv .venv-checkov && .venv-checkov/bin/pip install -r requirements-checkov.txt "
-        "(bash .ci/run does this)"
+        f"{CHECKOV} not found: python3 -m venv .venv-checkov && .venv-checkov/bin/pip install -r "
+        "requirements-checkov.txt (bash .ci/run does this)"
     )
     kinds: set[str] = set()
     for stack in stack_names():

@@ -246,7 +246,8 @@ def test_a_job_with_a_code_folder_runs_in_it_and_new_code_is_a_new_run(tmp_path:
     (project / "src" / "job.py").write_text(
         "import json, os\nimport helper\n"
         "out = os.path.join(os.environ['OUTPUT_DIR'], 'pod-' + os.environ['RANK'] + '.json')\n"
-        "json.dump({'cwd': helper.WHERE, 'workspace': os.path.realpath('/workspace') if os.path.exists('/workspace') else None}, open(out, 'w'))\n"
+        "json.dump({'cwd': helper.WHERE, 'workspace': os.path.realpath('/workspace') if os.path.exists('/workspace') "
+        "else None}, open(out, 'w'))\n"
     )
     stack = _stack_file(
         project,

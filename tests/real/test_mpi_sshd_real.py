@@ -59,8 +59,9 @@ PLACEMENT: WorkerPlacement = {
 }
 RUN_TIMEOUT = 120
 #: What the MPI Operator appends to an OpenMPI launcher's environment (v0.8.0, the catalog's release:
-#: https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L169-L219 and #L1582-L1606):
-#: fully qualified worker names (the hostfile's), the hostfile, ssh retries, the slots, no GPU for the launcher.
+#: https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L169-L219 and
+#: #L1582-L1606): fully qualified worker names (the hostfile's), the hostfile, ssh retries, the slots, no GPU for the
+#: launcher.
 OPERATOR_LAUNCHER_ENV = {
     "K_MPI_JOB_ROLE": "launcher",
     "OMPI_MCA_orte_keep_fqdn_hostnames": "true",

@@ -941,8 +941,8 @@ def test_a_live_lease_of_another_group_blocks_training_until_it_expires(digits: 
 
 def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken(digits: Path, tmp_path: Path) -> None:
     """The owner renews every TTL/12 (``--lease-ttl-seconds``) and checkpoints once
-    ``--checkpoint-every-seconds`` have passed since its last checkpoint; a fresh request of another group makes it stop at a step boundary
-    with a checkpoint and release the lease as ``yielded`` (exit 75); a newer generation created by
+    ``--checkpoint-every-seconds`` have passed since its last checkpoint; a fresh request of another group makes it stop
+    at a step boundary with a checkpoint and release the lease as ``yielded`` (exit 75); a newer generation created by
     someone else makes it stop without writing anything."""
     out = tmp_path / "out"
     args = (

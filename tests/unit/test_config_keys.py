@@ -32,8 +32,8 @@ UNREAD = [
         "no namespace",
         PROJECT,
         "jobs",
-        "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses this "
-        "file) and this program reads eks-training:<key> (and aws: its provider reads); rename it "
+        "jobs: a key without a namespace; Pulumi reads a stack file's keys as <namespace>:<key> (`pulumi up` refuses "
+        "this file) and this program reads eks-training:<key> (and aws: its provider reads); rename it "
         "eks-training:jobs",
     ),
     (
@@ -47,8 +47,8 @@ UNREAD = [
         "the project's own namespace",
         "research",
         "research:jobs",
-        "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in project "
-        "research); this program reads eks-training:<key> (and aws: its provider reads): rename it "
+        "research:jobs: nothing reads the project's namespace research: (`pulumi config set jobs` writes there in "
+        "project research); this program reads eks-training:<key> (and aws: its provider reads): rename it "
         "eks-training:jobs (pulumi config set --path 'eks-training:jobs' ...)",
     ),
 ]
@@ -123,8 +123,8 @@ MESSAGES = [
     (
         "after a job a one-job stack does not have",
         {"eks-training:jobs": {"train": {**JOBS["train"], "after": ["prepare"]}}},
-        "eks-training:jobs.train.after[0]: 'prepare' is not a job; this stack has no other job: remove it, or define the "
-        "job prepare under eks-training:jobs",
+        "eks-training:jobs.train.after[0]: 'prepare' is not a job; this stack has no other job: remove it, or define "
+        "the job prepare under eks-training:jobs",
     ),
     (
         "a misspelt top-level key",

@@ -38,7 +38,11 @@ def test_readme_stack_table_matches_the_cost_model() -> None:
 def test_readme_test_command_is_what_ci_runs() -> None:
     readme = (REPO / "README.md").read_text()
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
-    command = '.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/python -m mypy && .venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -m "moto or real" --durations=10 && .venv/bin/python -m pytest -q -m cluster --durations=10'
+    command = (
+        '.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/python -m mypy && '
+        '.venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -m "moto or real" --durations=10 && '
+        '.venv/bin/python -m pytest -q -m cluster --durations=10'
+    )
     assert f"`{command}`" in readme
     assert ci[-1] == command
     assert "bash .ci/run" in readme

@@ -1,6 +1,7 @@
 """What the local runner says (issue 19, finding 4), as pure functions over logs and folders: the progress it shows
 from the pods' logs, a failure's one-line reason and fix, the results of a job's folder, the pod paths it maps
-(``/workspace`` too), and the ``--dataset`` folder's layout, checked. The runs themselves: tests/real/test_local_real.py."""
+(``/workspace`` too), and the ``--dataset`` folder's layout, checked. The runs themselves:
+tests/real/test_local_real.py."""
 
 import io
 import json
@@ -63,7 +64,8 @@ def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
     "log,code,reason,fix",
     [
         (
-            "Traceback (most recent call last):\n  File \"x.py\", line 1\nModuleNotFoundError: No module named 'torch'\n",
+            "Traceback (most recent call last):\n  File \"x.py\", line 1\nModuleNotFoundError: No module named "
+            "'torch'\n",
             1,
             "PyTorch is not installed in the Python the job runs with",
             "pip install torch --index-url https://download.pytorch.org/whl/cpu",
@@ -88,7 +90,8 @@ def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
             "--fresh JOB",
         ),
         (
-            "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: '/workspace/a.py'\n",
+            "Traceback (most recent call last):\nFileNotFoundError: [Errno 2] No such file or directory: "
+            "'/workspace/a.py'\n",
             1,
             "FileNotFoundError: [Errno 2] No such file or directory: '/workspace/a.py'",
             "--code JOB=PATH",

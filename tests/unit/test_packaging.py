@@ -154,19 +154,20 @@ def test_the_rewrite_gives_each_own_name_its_installed_name() -> None:
         "from stacks.cli import (\n    a,  # stacks.cli\n    b,\n)\n"
         "from \\\n  components.catalog import x\n"
         "if os: import stacks.zones\n"
-        "X = ('stacks.plan.report', 'stacks', 'stacks.nope', f'python -m stacks.box down {x}', b'stacks.plan', 'é' 'stacks.cli')\n"
-        "def f():\n    from stacks import bundle\n    from .local import y\n    import componentsx\n"
+        "X = ('stacks.plan.report', 'stacks', 'stacks.nope', f'python -m stacks.box down {x}', b'stacks.plan', 'é' "
+        "'stacks.cli')\ndef f():\n    from stacks import bundle\n    from .local import y\n    import componentsx\n"
     )
     assert SETUP.rewrite(source, MODULES) == (
-        '"""Run python -m eks_training.stacks.plan; from eks_training.components import X; values from stacks; import stacks."""\n'
+        '"""Run python -m eks_training.stacks.plan; from eks_training.components import X; values from stacks; import '
+        'stacks."""\n'
         "from __future__ import annotations\n"
         "import os, eks_training.stacks.box.build as bb, eks_training.components; from eks_training import components\n"
         "import eks_training.stacks.plan; from eks_training import stacks\n"
         "from eks_training.stacks.cli import (\n    a,  # stacks.cli\n    b,\n)\n"
         "from \\\n  eks_training.components.catalog import x\n"
         "if os: import eks_training.stacks.zones; from eks_training import stacks\n"
-        "X = ('eks_training.stacks.plan.report', 'stacks', 'stacks.nope', f'python -m eks_training.stacks.box down {x}', "
-        "b'stacks.plan', 'é' 'eks_training.stacks.cli')\n"
+        "X = ('eks_training.stacks.plan.report', 'stacks', 'stacks.nope', f'python -m eks_training.stacks.box down "
+        "{x}', b'stacks.plan', 'é' 'eks_training.stacks.cli')\n"
         "def f():\n    from eks_training.stacks import bundle\n    from .local import y\n    import componentsx\n"
     )
 

@@ -274,7 +274,8 @@ def test_inconsistent_user_facts_name_the_instance_facts_key() -> None:
     )
     assert any(
         p.startswith(
-            "eks-training:instanceFacts.x9.large.maxEfaInterfaces: 2 != eks-training:instanceFacts.x9.large.networkCards (1)"
+            "eks-training:instanceFacts.x9.large.maxEfaInterfaces: 2 != "
+            "eks-training:instanceFacts.x9.large.networkCards (1)"
         )
         for p in found
     ), found
@@ -400,10 +401,10 @@ def test_fsx_zone_is_that_of_every_pinned_group_whose_jobs_mount_it() -> None:
     jobs = {"train": {**TRAIN, "nodeGroup": "a"}, "tune": {**TRAIN, "nodeGroup": "b"}}
     found = problems(nodeGroups=groups, jobs=jobs, storage={"backend": "fsx"})
     assert found == [
-        "eks-training:nodeGroups.b.availabilityZone: us-east-1b differs from eks-training:nodeGroups.a.availabilityZone "
-        "(us-east-1a), and the jobs of both groups mount the FSx for Lustre file system (a: job train; b: job tune), "
-        "which lives in one zone; pin b to us-east-1a, run those jobs on one group, or use eks-training:storage.backend: "
-        "efs (a mount target in every zone)"
+        "eks-training:nodeGroups.b.availabilityZone: us-east-1b differs from "
+        "eks-training:nodeGroups.a.availabilityZone (us-east-1a), and the jobs of both groups mount the FSx for Lustre "
+        "file system (a: job train; b: job tune), which lives in one zone; pin b to us-east-1a, run those jobs on one "
+        "group, or use eks-training:storage.backend: efs (a mount target in every zone)"
     ], found
     # the same groups with jobs on one of them: the file system follows it (the idle group does not decide)
     plan = build_plan(

@@ -161,9 +161,9 @@ BAD = [
     (
         "an EFA type without a zone",
         {"nodeGroups": {"h100": {k: v for k, v in GROUPS["h100"].items() if k != "availabilityZone"}}},
-        "eks-training:nodeGroups.h100.availabilityZone: efa defaults to true for p5.48xlarge, and EFA groups run in one "
-        "zone (with a cluster placement group); either set availabilityZone (the zone where its capacity is) to keep "
-        "EFA, or set efa: false (or capacityType: SPOT, whose groups default to efa: false)",
+        "eks-training:nodeGroups.h100.availabilityZone: efa defaults to true for p5.48xlarge, and EFA groups run in "
+        "one zone (with a cluster placement group); either set availabilityZone (the zone where its capacity is) to "
+        "keep EFA, or set efa: false (or capacityType: SPOT, whose groups default to efa: false)",
     ),
 ]
 
@@ -191,8 +191,8 @@ def test_preflight_of_a_good_stack_does_reach_for_aws(tmp_path: Path) -> None:
     assert planned.returncode == 0 and "region us-west-2" in planned.stdout
     assert "the stack is in us-west-2, where prices differ" in planned.stdout
     assert (
-        "note: us-east-1 list prices (instances: On-Demand as published on 2026-07-20, components/catalog/instances.py; "
-        "EKS, NAT, EBS, KMS, FSx: components/catalog/prices.py)"
+        "note: us-east-1 list prices (instances: On-Demand as published on 2026-07-20, "
+        "components/catalog/instances.py; EKS, NAT, EBS, KMS, FSx: components/catalog/prices.py)"
     ) in planned.stdout
 
 

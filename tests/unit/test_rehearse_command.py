@@ -1,6 +1,7 @@
 """``python -m stacks.rehearse`` offline: a bad stack file exits 2 with the message ``python -m stacks.plan`` prints,
 before any box is built or brought up; the stack's commands are rewritten to run against the box. The rehearsal
-itself runs in the cluster tier (``tests/cluster/test_box_rehearse.py``: ``test_the_rehearse_command_prints_the_run``)."""
+itself runs in the cluster tier (``tests/cluster/test_box_rehearse.py``:
+``test_the_rehearse_command_prints_the_run``)."""
 
 import json
 import re

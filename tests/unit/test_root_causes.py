@@ -109,7 +109,8 @@ CASES: list[tuple[str, dict[str, Any], list[str], dict[str, Any], str]] = [
             "storage": {"backend": "fsx", "fsx": {"efa": True, "storageCapacityGib": 2400}},
         },
         [
-            "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run LNet",
+            "eks-training:storage.fsx.efa: an EFA-enabled file system is reached over EFA only from nodes that run "
+            "LNet",
             "remove efa",
         ],
         {
