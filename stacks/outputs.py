@@ -17,9 +17,10 @@ def workload_conditions_command(namespace: str, job: str) -> str:
     """``kubectl get`` of the Kueue Workload of ``job`` (the one it owns), one line per condition: whether it is
     admitted, and when it waits, Kueue's reason (e.g. ``QuotaReserved=False (Pending: couldn't assign flavors to pod
     set worker: insufficient unused quota for nvidia.com/gpu ...)``); then one line per admission check with its state
-    (``Pending``, ``Ready``, ``Retry``, ``Rejected``) and message: a job on a group that scales from zero waits there
-    for the cluster autoscaler's answer to its ProvisioningRequest (e.g. ``CapacityIsNotFound``) with its quota
-    reserved (Workload ``status.admissionChecks``: https://kueue.sigs.k8s.io/docs/concepts/admission_check/)."""
+    (``Pending``, ``Ready``, ``Retry``, ``Rejected``) and message: a job on a group that scales from zero waits there,
+    its quota reserved, for the cluster autoscaler's answer to its ProvisioningRequest, whose message the check shows
+    (e.g. ``Capacity is not found, CA will try to find it later.``). Workload ``status.admissionChecks``:
+    https://kueue.sigs.k8s.io/docs/concepts/admission_check/."""
     path = (
         f"{{range .items[?(@.metadata.ownerReferences[0].name==\"{job}\")]}}{{range .status.conditions[*]}}"
         f"{job}: {{.type}}={{.status}} ({{.reason}}: {{.message}}){{\"\\n\"}}{{end}}"

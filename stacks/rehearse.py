@@ -222,7 +222,7 @@ def rehearse(
         print(f"error: {exc}", file=sys.stderr)
         return 1
     box = Box(name=name, workdir=workdir, binaries=binaries)
-    nodes = plan_nodes(plan, str(config["aws:region"]))
+    nodes = plan_nodes(plan, plan.config.region)
     rehearsal: Optional[Rehearsal] = None
     status, failure = 0, ""
     try:
@@ -231,7 +231,7 @@ def rehearse(
         box.up()
         create_nodes(box, nodes)
         log(f"box {name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; rehearsing {stack}")
-        provisioner = provisioner_for(box, plan, str(config["aws:region"]))
+        provisioner = provisioner_for(box, plan, plan.config.region)
         rehearsal = Rehearsal(box, steps, default_run_ms=run_ms, exit_codes=exit_codes, provisioner=provisioner)
         recorder = Recorder(box, rehearsal.start)
         logs = PodLogs(box)

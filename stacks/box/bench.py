@@ -193,8 +193,8 @@ def bench(
 
     binaries = box_build.build(log=log)
     box = Box(name=name, workdir=workdir, binaries=binaries)
-    region = config["aws:region"]
-    node_objects = plan_nodes(plan, str(region), {group: nodes})  # all up front, also where it scales from zero
+    region = plan.config.region
+    node_objects = plan_nodes(plan, region, {group: nodes})  # all up front, also where it scales from zero
     load_start = os.getloadavg()[0]
     start = time.monotonic()
     rehearsal = None
@@ -206,7 +206,7 @@ def bench(
         start = time.monotonic()
         nodes_ready_s = create_ready_nodes(box, node_objects, timeout_s=max(120.0, nodes / 4))
         log(f"{len(node_objects)} nodes Ready in {nodes_ready_s:.1f} s; running {check} on {nodes} of them")
-        rehearsal = Rehearsal(box, steps, run_ms={check: run_ms}, provisioner=provisioner_for(box, plan, str(region)))
+        rehearsal = Rehearsal(box, steps, run_ms={check: run_ms}, provisioner=provisioner_for(box, plan, region))
         with Registrar(box) as registrar:
             try:
                 rehearsal.run(binaries, timeout_s=timeout_s)

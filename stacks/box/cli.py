@@ -116,7 +116,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         nodes = []
         if args.stack:
             config, plan = load_stack(args)
-            nodes = plan_nodes(plan, str(config["aws:region"]))
+            nodes = plan_nodes(plan, plan.config.region)
         start = time.monotonic()
         kubeconfig = box.up()
         create_nodes(box, nodes)

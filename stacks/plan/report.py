@@ -469,9 +469,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
 
-    config, plan = load_stack(args)
-    region = config.get("aws:region")
-    r = report(plan, region if isinstance(region, str) else None)
+    _config, plan = load_stack(args)
+    r = report(plan, plan.config.region)
     print(json.dumps(r, indent=2) if args.json else render(r))
     return EXIT_OK
 

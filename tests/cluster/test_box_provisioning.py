@@ -14,7 +14,7 @@ from stacks.box.cluster import BoxError
 from stacks.box.devices import Registrar
 from stacks.box.provisioner import RESOURCE
 from stacks.outputs import workload_conditions_command
-from stacks.plan.admission import PROVISIONING_CLASS
+from stacks.plan.admission import PROVISIONING_CHECK, PROVISIONING_CLASS
 from stacks.stackfile import plan_stack
 from tests.cluster.support import _rehearsal, _Watch
 from tests.harness import run_program, stack_config
@@ -134,9 +134,8 @@ def test_a_32_node_job_on_a_group_scaling_from_zero_gets_its_nodes_and_one_netwo
         assert len(placed) == 1, f"{job}: pods in blocks {sorted(placed)}"
     # the waitCommand named the admission check the job waited on, with its state
     checks = sorted(line for line in printed if line.startswith("train-allreduce: admission check "))
-    assert any(re.fullmatch(r"train-allreduce: admission check \S+=(Pending|Ready) \(.*\)", c) for c in checks), sorted(
-        printed
-    )
+    named = rf"train-allreduce: admission check {re.escape(PROVISIONING_CHECK)}=(Pending|Ready) \(.*\)"
+    assert checks and all(re.fullmatch(named, c) for c in checks), sorted(printed)
     conds = {c["type"]: c for c in big_status.get("conditions") or []}
     assert conds["Provisioned"]["status"] == "False" and conds["Provisioned"]["reason"] == "CapacityIsNotFound", conds
     assert len(gpu_after) == 32, len(gpu_after)
