@@ -201,7 +201,8 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     """mpi-horovod's two MPIJobs on its 2-node GPU group must both complete whatever order pulumi applies them in (it
     applies independent resources concurrently). Applied horovod first, without admission its workers took both
     nodes and its launcher waited for nccl, whose workers never fit: a deadlock, every time. Through Kueue the two
-    run one after the other, and while one waits no pod of it exists (it holds no node)."""
+    run one after the other, and while one waits no pod of it exists (it holds no node). Each MPIJob's
+    ``waitCommand`` finds its Workload (Kueue's generic reconciler owns it by the MPIJob) and prints it admitted."""
 
     def horovod_first(steps) -> None:
         mpi = {s.docs[0]["metadata"]["name"]: s for s in steps if any(d["kind"] == "MPIJob" for d in s.docs)}
@@ -216,7 +217,16 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         run_ms={"nccl": 3000, "horovod": 3000},
     )
     samples: list[dict[str, set[str]]] = []  # per poll: MPIJob -> its worker pods bound to a node
-    watch = _Watch(box, lambda: samples.append(_bound_workers(box)))
+    # what each MPIJob's waitCommand prints of its Workload (stacks.outputs: found by the MPIJob's ownerReference)
+    waits = {job: shlex.split(workload_conditions_command("training", job)) for job in ("nccl", "horovod")}
+    printed: set[str] = set()
+
+    def poll() -> None:
+        samples.append(_bound_workers(box))
+        for words in waits.values():
+            printed.update(box.kubectl(*words[1:], check=False).stdout.splitlines())
+
+    watch = _Watch(box, poll)
     try:
         with Registrar(box) as registrar, watch:
             rehearsal.run(binaries, timeout_s=90)
@@ -245,6 +255,8 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         counted = launcher_requests(plan, plan.jobs[name])[plan.system.name]
         assert set(launcher["flavors"].values()) == {plan.admission.flavor(plan.system.name).name}, launcher
         assert launcher["resourceUsage"] == {"cpu": f"{counted['cpu']}m", "memory": f"{counted['memory']}Mi"}, launcher
+    for job in ("nccl", "horovod"):
+        assert f"{job}: Admitted=True" in {line.split(" (", 1)[0] for line in printed}, sorted(printed)
     # Never did workers of both hold nodes at once (the deadlock: one node each); both did hold nodes at some time.
     both = [s for s in samples if s.get("nccl") and s.get("horovod")]
     assert not both, both
