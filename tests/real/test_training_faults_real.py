@@ -42,8 +42,11 @@ from typing import Any, cast
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+# the repository (tests.*) and training/ (its modules import their siblings as top-level modules), before the imports
+# below: the module runs alone too, not only after another module put them there
+for _folder in (REPO_ROOT, REPO_ROOT / "training"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 import goodput  # noqa: E402
 import launch  # noqa: E402
