@@ -59,23 +59,21 @@ def test_a_test_module_that_imports_training_code_puts_training_on_the_path_firs
     wrong = []
     for path in sorted(TESTS.rglob("*.py")):
         source = path.read_text()
+        if "import" not in source:
+            continue
+        lines = source.splitlines()
         on_path = False
         for node in ast.parse(source).body:
-            text = ast.get_source_segment(source, node) or ""
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name.split(".")[0] for alias in node.names]
                 on_path = on_path or any(alias.name == "tests.training_support" for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module.split(".")[0]]
-                if node.module == "tests" and any(a.name == "training_support" for a in node.names):
-                    on_path = True
-            if (
-                isinstance(node, (ast.For, ast.If, ast.Expr))
-                and "sys.path.insert" in text
-                and "training" in text.lower()
-            ):
-                on_path = True
+                on_path = on_path or (node.module == "tests" and any(a.name == "training_support" for a in node.names))
+            elif isinstance(node, (ast.For, ast.If, ast.Expr)):
+                text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+                on_path = on_path or ("sys.path.insert" in text and "training" in text.lower())
             if not on_path and any(name in training for name in names):
                 wrong.append(f"{path.relative_to(TESTS.parent)}:{node.lineno}")
     assert not wrong, wrong
