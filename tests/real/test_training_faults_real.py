@@ -54,7 +54,7 @@ import run_lease  # noqa: E402
 import train  # noqa: E402
 
 from stacks.local.runner import process_env  # noqa: E402
-from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests import training_support as ts  # noqa: E402
 from tests.wait import wait_for  # noqa: E402
 
 PYTHON = sys.executable
@@ -594,6 +594,23 @@ def slow_fsync(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return lib
 
 
+#: A checkpoint's temporary file before its rename: ``.<name>.<random>.tmp`` (``cifar_io.atomic_write``).
+_CHECKPOINT_TMP = re.compile(r"^\.(checkpoint-step\d+\.pt)\.[^/]+\.tmp$")
+
+
+def stalled_checkpoints(
+    checkpoints: list[dict[str, Any]], stalls: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(checkpoint event, the shim's ``slow_fsync`` event of its write) for each published checkpoint whose fsync
+    the volume stalled, in order of publication: what the trainer and the volume recorded, whenever the test looked."""
+    stalled_at = {}
+    for stall in stalls:
+        match = _CHECKPOINT_TMP.match(Path(stall["path"]).name)
+        if match:
+            stalled_at.setdefault(match.group(1), stall)  # one run's folder: a checkpoint's name is unique
+    return [(e, stalled_at[Path(e["path"]).name]) for e in checkpoints if Path(e["path"]).name in stalled_at]
+
+
 def test_a_stalled_checkpoint_volume_loses_no_work(
     runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path
 ) -> None:
@@ -623,8 +640,8 @@ def test_a_stalled_checkpoint_volume_loses_no_work(
     run.start_pod("a")
     run.start_pod("b")
     run.wait_event("first_step", RUN_TIMEOUT)
+    opened_at = time.time()  # before the gate opens: whatever is staged from now on is written through it
     gate.touch()
-    slow_from = time.time()
     # Up to four stalls in a row on rank 0's way out: the write in flight, the final checkpoint, the final release.
     assert ts.wait_all(run.pods, RUN_TIMEOUT + 4 * STALL_S) == [0, 0], run.report()
     summary = assert_whole_epochs(run.output_dir, epochs)
@@ -633,17 +650,25 @@ def test_a_stalled_checkpoint_volume_loses_no_work(
     names = [e["event"] for e in events]
     assert "resumed" not in names and "stopping" not in names and names.count("start") == 1, names
     stalls = [e for e in events if e["event"] == "slow_fsync"]
-    written = [e for e in events if e["event"] == "checkpoint" and e["staged_at"] >= slow_from]
-    assert written and all(e["write_s"] >= STALL_S for e in written), written
-    # Training went on during the first stalled checkpoint write: epochs ended, and the checkpoints they brought
-    # were skipped.
-    first = written[0]
-    during = [e for e in events if e["event"] == "epoch" and first["staged_at"] < e["time"] < first["time"]]
-    assert during, "no epoch ended while the first checkpoint was being written"
-    assert [e for e in events if e["event"] == "checkpoint_skipped" and e["time"] < first["time"]]
-    # ... and during a stalled renewal of the lease: steps were taken while it was held.
-    renewals = [e for e in stalls if ".lease." in e["path"]]
-    assert renewals, "no write of the lease was stalled"
+    checkpoints = [e for e in events if e["event"] == "checkpoint"]
+    # The checkpoints the volume stalled, by the shim's record of each stalled fsync (of the checkpoint's temporary
+    # file), not by when the gate opened: a checkpoint staged just before it can reach its fsync after it.
+    stalled = stalled_checkpoints(checkpoints, stalls)
+    assert stalled and all(e["write_s"] >= STALL_S for e, _ in stalled), (stalled, checkpoints)
+    # Every checkpoint staged once the gate was open was stalled (none reached the volume another way).
+    through_gate = [e for e in checkpoints if e["staged_at"] >= opened_at]
+    assert all(any(e is s for s, _ in stalled) for e in through_gate), (through_gate, stalled)
+    # Training went on during the first stalled checkpoint write (from the stall's start to the file's publication):
+    # epochs ended, and the checkpoints they brought were skipped.
+    first, first_stall = stalled[0]
+    during = [e for e in events if e["event"] == "epoch" and first_stall["time"] < e["time"] < first["time"]]
+    assert during, f"no epoch ended while the first stalled checkpoint was being written\n{run.report()}"
+    assert [e for e in events if e["event"] == "checkpoint_skipped" and first_stall["time"] < e["time"] < first["time"]]
+    # ... and during a stalled renewal of the lease (one the keeper started while training went on, not the release
+    # on the way out): steps were taken while it was held.
+    last_epoch = max(e["time"] for e in events if e["event"] == "epoch")
+    renewals = [e for e in stalls if ".lease." in e["path"] and e["time"] < last_epoch]
+    assert renewals, f"no write of the lease was stalled while training went on: {stalls}"
     held = renewals[0]["time"], renewals[0]["time"] + STALL_S
     assert [e for e in events if e["event"] in ("epoch", "checkpoint_skipped") and held[0] < e["time"] < held[1]], (
         "training stopped while the lease's renewal was stalled"
@@ -682,36 +707,44 @@ def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
     runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path
 ) -> None:
     """The case as measured before the fix, with the job's default ``collectiveTimeoutSeconds`` (60 s): the first
-    checkpoint write after the first step stalls :data:`PRODUCTION_STALL_S` in fsync (then the volume recovers).
-    Training goes on through the stall, the write is published when the volume answers, the final checkpoint and
-    ``DONE`` follow, and no step is lost or repeated, no restart."""
+    checkpoint write (the run's first checkpoint comes after its first step) stalls :data:`PRODUCTION_STALL_S` in
+    fsync, then the volume recovers (the shim closes its gate at that write). Training goes on through the stall, the
+    write is published when the volume answers, the final checkpoint and ``DONE`` follow, and no step is lost or
+    repeated, no restart."""
     epochs = 10
     run = new_run(
         runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs), "--checkpoint-every-seconds", "1"]
     )
     gate = tmp_path / "volume-turns-slow"
+    gate.touch()
     run.host_env = {
         "LD_PRELOAD": str(slow_fsync),
         "SLOW_FSYNC_MATCH": "checkpoint-step",
         "SLOW_FSYNC_SECONDS": f"{PRODUCTION_STALL_S:g}",
         "SLOW_FSYNC_GATE": str(gate),
+        "SLOW_FSYNC_ONCE": "1",
     }
     run.start_pod("a")
     run.start_pod("b")
-    assert run.wait_event("start", RUN_TIMEOUT)["pg_timeout_s"] == 60.0  # the default, read back from the group
-    run.wait_event("first_step", RUN_TIMEOUT)
-    gate.touch()
-    stall = run.wait_event("slow_fsync", 60)
-    gate.unlink()  # once: the volume answers again after this write
     assert ts.wait_all(run.pods, RUN_TIMEOUT + PRODUCTION_STALL_S) == [0, 0], run.report()
     summary = assert_whole_epochs(run.output_dir, epochs)
     assert summary["world_sizes"] == [2]
     events = run.events()
     names = [e["event"] for e in events]
     assert "resumed" not in names and "stopping" not in names and names.count("start") == 1, names
-    stalled = [e for e in events if e["event"] == "checkpoint" and e["write_s"] >= PRODUCTION_STALL_S]
-    assert len(stalled) == 1 and stalled[0]["staged_at"] <= stall["time"], stalled
-    trained_during = [e for e in events if e["event"] == "epoch" and stall["time"] < e["time"] < stalled[0]["time"]]
+    assert next(e for e in events if e["event"] == "start")["pg_timeout_s"] == 60.0  # the default, read back
+    checkpoints = [e for e in events if e["event"] == "checkpoint"]
+    stalls = [e for e in events if e["event"] == "slow_fsync"]
+    # one stall, of the run's first checkpoint: its write took the stall, no other write did
+    found = stalled_checkpoints(checkpoints, stalls)
+    assert len(stalls) == len(found) == 1, (stalls, checkpoints)
+    ((stalled, stall),) = found
+    assert stalled["staged_at"] == min(e["staged_at"] for e in checkpoints), (stalled, checkpoints)
+    assert stalled["write_s"] >= PRODUCTION_STALL_S
+    assert [e for e in checkpoints if e is not stalled and e["write_s"] >= PRODUCTION_STALL_S] == [], checkpoints
+    first_step = next(e for e in events if e["event"] == "first_step")
+    assert first_step["time"] < stall["time"], (first_step, stall)
+    trained_during = [e for e in events if e["event"] == "epoch" and stall["time"] < e["time"] < stalled["time"]]
     assert len(trained_during) >= 2, "training did not go on during the stalled write"
     assert_no_step_lost_or_repeated(run)
 
