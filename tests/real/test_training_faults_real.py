@@ -661,6 +661,11 @@ def test_a_stalled_checkpoint_volume_loses_no_work(
     # Training went on during the first stalled checkpoint write (from the stall's start to the file's publication):
     # epochs ended, and the checkpoints they brought were skipped.
     first, first_stall = stalled[0]
+    print(
+        f"\n[timing] stalled volume: {len(stalled)} checkpoint write(s) stalled, the first staged "
+        f"{first['staged_at'] - opened_at:+.2f}s from the gate's opening and stalled "
+        f"{first_stall['time'] - opened_at:.2f}s after it; {len(stalls)} stalls in all"
+    )
     during = [e for e in events if e["event"] == "epoch" and first_stall["time"] < e["time"] < first["time"]]
     assert during, f"no epoch ended while the first stalled checkpoint was being written\n{run.report()}"
     assert [e for e in events if e["event"] == "checkpoint_skipped" and first_stall["time"] < e["time"] < first["time"]]
