@@ -29,6 +29,7 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from components.workloads.waits import JOB_OBJECTS
 from stacks.bundle import PREFIX, ROOT
 from stacks.config.loader import as_passed
 
@@ -67,6 +68,9 @@ def zones_of(region: str) -> tuple[list[str], list[str]]:
 
 
 UNKNOWN = rpc.UNKNOWN
+#: The status the cluster reports for an awaited job object, by the object's name, when the wait ends (a test puts a
+#: failed MPIJob's here); any other awaited job object reports its kind's succeeded condition.
+AWAITED_STATUS: dict[str, dict[str, Any]] = {}
 #: Capacity Blocks of the mocked account by reservation id, as ``aws.ec2.getCapacityBlockReservation`` returns them
 #: (tests add their own); any other id is :data:`SCHEDULED_BLOCK`'s.
 CAPACITY_BLOCKS: dict[str, dict[str, Any]] = {}
@@ -103,6 +107,8 @@ class Registration:
     deleted_with: str
     protect: bool = False
     ignore_changes: list[str] = field(default_factory=list)
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """The ``customTimeouts`` option (``create``, ``update``, ``delete``: Go durations), those set."""
     outputs: dict[str, Any] = field(default_factory=dict)
     id: str = ""
 
@@ -151,6 +157,12 @@ class RecordingMonitor(pmocks.MockMonitor):
             deleted_with=request.deletedWith,
             protect=bool(request.protect) if request.HasField("protect") else False,
             ignore_changes=list(request.ignoreChanges),
+            custom_timeouts={
+                k: v
+                for k in ("create", "update", "delete")
+                if (v := getattr(request.customTimeouts, k))
+                if request.HasField("customTimeouts")
+            },
             outputs=self.resources[urn].state if urn in self.resources else {},
             id=self.resources[urn].id if urn in self.resources else "",
         )
@@ -325,6 +337,12 @@ class TrainingMocks(pmocks.Mocks):
             md.setdefault("uid", _hex(name, 32))
             out["metadata"] = md
             rid = f"{md.get('namespace', '')}/{md.get('name', name)}".lstrip("/")
+            awaited = JOB_OBJECTS.get(str(inputs.get("kind")))
+            if awaited is not None and "pulumi.com/waitFor" in (md.get("annotations") or {}):
+                # the provider returns the object it awaited: by default, succeeded
+                out["status"] = AWAITED_STATUS.get(
+                    str(md.get("name")), {"conditions": [{"type": awaited.succeeded, "status": "True"}]}
+                )
         elif t == "kubernetes:helm.sh/v3:Release":
             out["status"] = {
                 "status": "deployed",

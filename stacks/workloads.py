@@ -373,6 +373,7 @@ def _job(
                 ),
                 "queue_annotations": plan.admission.pod_annotations(job.group.name),
                 "after": [queue_name],
+                "queue_timeout_hours": c.queue_timeout_hours,
             },
             "placement": job.placement,
             "nodes": job.nodes,

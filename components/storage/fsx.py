@@ -58,9 +58,12 @@ from components.iam import fsx_csi_static_controller_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
+from components.workloads.waits import BATCH_JOB, await_annotations, await_seconds, await_timeouts, finished
 
 #: Where the volume-permissions Job mounts the file system.
 INIT_MOUNT = "/fsx"
+#: The volume-init Job's deadline (it changes the owner of a few folders: seconds, once the file system mounts).
+VOLUME_INIT_DEADLINE_S = 900
 
 
 class FsxLustreStorageArgs(TypedDict):
@@ -418,10 +421,15 @@ class FsxLustreStorage(pulumi.ComponentResource):
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "volume-permissions", "app.kubernetes.io/instance": name}
         init = k8s.batch.v1.Job(
             f"{name}-volume-init",
-            metadata={"name": k8s_name(pvc_name, "init"), "namespace": namespace.metadata.name, "labels": labels},
+            metadata={
+                "name": k8s_name(pvc_name, "init"),
+                "namespace": namespace.metadata.name,
+                "labels": labels,
+                "annotations": await_annotations(BATCH_JOB, True),
+            },
             spec={
                 "backoff_limit": 4,
-                "active_deadline_seconds": 900,
+                "active_deadline_seconds": VOLUME_INIT_DEADLINE_S,
                 "template": {
                     "metadata": {"labels": labels},
                     "spec": {
@@ -456,7 +464,12 @@ class FsxLustreStorage(pulumi.ComponentResource):
                     },
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=associations, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=associations,
+                delete_before_replace=True,
+                custom_timeouts=await_timeouts(await_seconds(VOLUME_INIT_DEADLINE_S)),
+            ),
         )
 
         self.file_system_id = file_system.id
@@ -466,7 +479,8 @@ class FsxLustreStorage(pulumi.ComponentResource):
         self.data_bucket_name = bucket_name
         self.data_repository_path = data_repository_path
         self.export_repository_path = export_repository_path
-        self.data_ready = pulumi.Output.all(init.metadata, *[a.id for a in associations]).apply(lambda _: data_path)
+        init_done = finished(BATCH_JOB, k8s_name(pvc_name, "init"), init)
+        self.data_ready = pulumi.Output.all(init_done, *[a.id for a in associations]).apply(lambda _: data_path)
         self.csi_role_arn = identity.role.arn
         self.persistent_volume_name = volume.metadata.name
         self.namespace = namespace.metadata.name
