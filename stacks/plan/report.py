@@ -87,6 +87,9 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
                 "dataset": job.dataset,
                 "after": list(job.after),
                 "outputDir": job.output_dir,
+                "timeoutHours": job.config.timeout_hours,
+                "waitForCompletion": job.config.wait_for_completion,
+                "queueTimeoutHours": job.config.queue_timeout_hours,
                 "healthCheck": None
                 if hc is None
                 else {
@@ -355,9 +358,16 @@ def render(r: dict[str, Any]) -> str:
         )
         after = f", after {', '.join(j['after'])}" if j["after"] else ""
         data = f", dataset {j['dataset']}" if j["dataset"] else ""
+        waits = (
+            f"; pulumi up waits for it: its {j['timeoutHours']:g} h deadline and up to "
+            f"{j['queueTimeoutHours']:g} h in the queue"
+            if j["waitForCompletion"]
+            else ""
+        )
         lines.append(
             f"  {j['step']}. {j['name']} ({j['kind']}) on {j['nodeGroup']}: {size} x {procs}; per pod "
             f"{j['gpusPerPod']} GPU(s), {j['efaInterfacesPerPod']} EFA interface(s); image {j['image']}{data}{after}"
+            f"{waits}"
         )
         hc = j["healthCheck"]
         if hc is not None:

@@ -365,6 +365,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.train.minNodes: 2 > eks-training:jobs.train.nodes (1)"],
     ),
     (
+        "queue time of a job pulumi up does not wait for",
+        job("extra", queueTimeoutHours=2),
+        [
+            "eks-training:jobs.extra.queueTimeoutHours: read only when `pulumi up` waits for the job or its health "
+            "check; set waitForCompletion: true, or remove it"
+        ],
+    ),
+    (
+        "negative queue time",
+        job(waitForCompletion=True, queueTimeoutHours=-1),
+        ["eks-training:jobs.train.queueTimeoutHours"],
+    ),
+    (
         "ambiguous job group",
         both(group(), job(nodeGroup=None)),
         ["eks-training:jobs.train.nodeGroup: required when there is not exactly one worker group"],
