@@ -30,6 +30,7 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
+from components.catalog.addons import configuration_settings
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
@@ -136,7 +137,8 @@ class TrainingClusterArgs(TypedDict):
     create_oidc_provider: NotRequired[bool]
     """Create the IAM OIDC provider for IRSA. Default False (drivers use Pod Identity)."""
     addon_versions: NotRequired[Mapping[str, str]]
-    """Pinned add-on versions; others use the default version EKS publishes for the Kubernetes version."""
+    """Add-on versions that override this project's pins (``components.catalog.addons.ADDON_VERSIONS``); an add-on
+    with neither gets EKS's default for the Kubernetes version."""
     keep_secrets_key: NotRequired[bool]
     """Keep the secrets KMS key on ``pulumi destroy`` (``retain_on_delete``): set it when storage encrypted with
     this key (``secrets_kms_key_arn``) is kept on destroy, which would be unreadable once the key is deleted
@@ -290,8 +292,9 @@ class TrainingCluster(pulumi.ComponentResource):
         eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
 
         def addon(addon_name: str, depends: Sequence[pulumi.Resource]) -> aws.eks.Addon:
-            version_out = addon_version(self, addon_name, version, pins.get(addon_name))
             config = ADDON_CONFIGURATION.get(addon_name)
+            settings = configuration_settings(addon_name, config) if config else set()
+            version_out = addon_version(self, addon_name, version, pins.get(addon_name), settings)
             return aws.eks.Addon(
                 f"{name}-addon-{addon_name}",
                 cluster_name=eks_name,

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.addons import addon_version
+from components.catalog.addons import POD_IDENTITY
 from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
 from components.partition import current_partition
@@ -27,6 +28,9 @@ from components.pod_identity import pod_identity_role
 EFS_CSI_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
 EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
 EFS_CSI_PROVISIONER = "efs.csi.aws.com"
+#: What the StorageClass and the add-on rely on that only some versions of the driver have
+#: (``components.catalog.addons.ADDON_FEATURES``): Pod Identity, and one stable directory per claim.
+EFS_ADDON_SETTINGS = (POD_IDENTITY, "behaviour:subPathPattern and ensureUniqueDirectory")
 #: POSIX user and group the access points enforce: the training image's user.
 VOLUME_UID = TRAINING_IMAGE_UID
 
@@ -66,7 +70,8 @@ class EfsStorageArgs(TypedDict):
     backup: NotRequired[bool]
     """Enable AWS Backup for the file system. Default False."""
     addon_version: NotRequired[str]
-    """Pinned ``aws-efs-csi-driver`` add-on version; default: EKS's default for the Kubernetes version."""
+    """The ``aws-efs-csi-driver`` add-on's version; default this project's pin for the Kubernetes version, else EKS's
+    default."""
     tags: NotRequired[dict[str, str]]
     """AWS tags."""
 
@@ -168,7 +173,9 @@ class EfsStorage(pulumi.ComponentResource):
             tags=tags,
         )
         role = identity.role
-        version = addon_version(self, "aws-efs-csi-driver", args["kubernetes_version"], args.get("addon_version"))
+        version = addon_version(
+            self, "aws-efs-csi-driver", args["kubernetes_version"], args.get("addon_version"), EFS_ADDON_SETTINGS
+        )
         pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
             "role_arn": role.arn,
             "service_account": EFS_CSI_CONTROLLER_SA,

@@ -47,6 +47,7 @@ from components.catalog import (
     IMAGES,
     fsx_capacity_problem,
 )
+from components.catalog.addons import POD_IDENTITY
 from components.conventions import (
     COMMON_LABELS,
     DEFAULT_CLAIM_NAME,
@@ -117,7 +118,8 @@ class FsxLustreStorageArgs(TypedDict):
     existing_security_group_id: NotRequired[pulumi.Input[str]]
     """The adopted file system's security group (its Lustre rules are re-created for this cluster's nodes)."""
     addon_version: NotRequired[str]
-    """Pinned ``aws-fsx-csi-driver`` add-on version; default: EKS's default for the Kubernetes version."""
+    """The ``aws-fsx-csi-driver`` add-on's version; default this project's pin for the Kubernetes version, else EKS's
+    default."""
     volume_init_image: NotRequired[str]
     """Image with ``sh`` and ``chown`` for the volume-permissions Job. Default the catalog's pinned busybox."""
     volume_init_node_selector: NotRequired[Mapping[str, str]]
@@ -350,7 +352,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
             associate=False,  # the add-on associates the role with its service account itself
             tags=tags,
         )
-        version = addon_version(self, FSX_CSI_ADDON, args["kubernetes_version"], args.get("addon_version"))
+        version = addon_version(
+            self, FSX_CSI_ADDON, args["kubernetes_version"], args.get("addon_version"), (POD_IDENTITY,)
+        )
         pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
             "role_arn": identity.role.arn,
             "service_account": FSX_CSI_CONTROLLER_SA,
