@@ -539,6 +539,11 @@ def model_first_step(
     """The modelled first training step of the stack (its program evaluated offline), or why there is none."""
     from stacks.mocked import evaluate_config
 
+    if plan.config.cluster.stack_reference is not None:
+        return None, (
+            f"a jobs-only stack: its jobs start on the cluster of {plan.config.cluster.stack_reference}, whose plan "
+            "shows that cluster's path"
+        )
     try:
         evaluation = evaluate_config(stack, stack_file, config)
     except Exception as exc:  # noqa: BLE001 - the program failed offline: the rest of the plan still stands

@@ -229,3 +229,14 @@ def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
         "stacks.plan", "--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml"), home=tmp_path
     )
     assert done.returncode == 2 and "error: cannot read" in done.stderr
+
+
+def test_the_plan_says_why_it_models_no_path(tmp_path: Path) -> None:
+    """A jobs-only stack starts on another stack's cluster: its plan names that stack instead of a path."""
+    example = REPO / "examples" / "teams" / "Pulumi.vision.yaml"
+    done = call("stacks.plan", "--stack", "vision", "--stack-file", str(example), home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(
+        "first training step: not modelled (a jobs-only stack: its jobs start on the cluster of "
+        "organization/eks-training/shared, whose plan shows that cluster's path)"
+    )

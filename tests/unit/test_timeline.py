@@ -105,3 +105,12 @@ def test_what_each_kind_of_resource_takes() -> None:
     assert duration(operator) is CREATION["kubernetes:yaml/v2:ConfigFile"], "its Deployment is waited for"
     assert duration(crd) is KUBERNETES_OBJECT, "a manifest of definitions only"
     assert floor_minutes() == CREATION["eks:index:Cluster"].minutes + CREATION[NODES.type].minutes + PODS_START.minutes
+
+
+def test_no_first_step_without_a_registered_training_job() -> None:
+    from stacks.plan.timeline import first_step
+    from stacks.stackfile import plan_stack
+
+    _config, plan = plan_stack("dev")
+    assert plan.jobs and first_step(plan, []) is None
+    assert first_step(plan, [CLUSTER, NODES]) is None
