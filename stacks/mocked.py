@@ -74,9 +74,9 @@ def zones_of(region: str) -> tuple[list[str], list[str]]:
 
 
 UNKNOWN = rpc.UNKNOWN
-#: The status the cluster reports for an awaited job object, by the object's name, when the wait ends (a test puts a
-#: failed MPIJob's here); any other awaited job object reports its kind's succeeded condition.
-AWAITED_STATUS: dict[str, dict[str, Any]] = {}
+#: The status the provider returns for a job object, by the object's name (a test puts a failed MPIJob's here: the
+#: wait's end, or a refresh); any other awaited job object returns its kind's succeeded condition.
+JOB_STATUS: dict[str, dict[str, Any]] = {}
 #: Capacity Blocks of the mocked account by reservation id, as ``aws.ec2.getCapacityBlockReservation`` returns them
 #: (tests add their own); any other id is :data:`SCHEDULED_BLOCK`'s.
 CAPACITY_BLOCKS: dict[str, dict[str, Any]] = {}
@@ -348,12 +348,12 @@ class TrainingMocks(pmocks.Mocks):
             md.setdefault("uid", _hex(name, 32))
             out["metadata"] = md
             rid = f"{md.get('namespace', '')}/{md.get('name', name)}".lstrip("/")
-            awaited = JOB_OBJECTS.get(str(inputs.get("kind")))
-            if awaited is not None and "pulumi.com/waitFor" in (md.get("annotations") or {}):
-                # the provider returns the object it awaited: by default, succeeded
-                out["status"] = AWAITED_STATUS.get(
-                    str(md.get("name")), {"conditions": [{"type": awaited.succeeded, "status": "True"}]}
-                )
+            job = JOB_OBJECTS.get(str(inputs.get("kind")))
+            if job is not None and str(md.get("name")) in JOB_STATUS:
+                out["status"] = JOB_STATUS[str(md.get("name"))]
+            elif job is not None and "pulumi.com/waitFor" in (md.get("annotations") or {}):
+                # the provider returns the object it awaited: succeeded
+                out["status"] = {"conditions": [{"type": job.succeeded, "status": "True"}]}
         elif t == "kubernetes:helm.sh/v3:Release":
             out["status"] = {
                 "status": "deployed",

@@ -1008,7 +1008,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     "pulumi-kubernetes-job-await": Source(
         url="https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/",
-        shows="a Job's create waits until its Complete condition is True (fails at once on Failed); the "
+        shows="a Job's create waits until its Complete condition is True (the built-in awaiter fails at once only on "
+        "BackoffLimitExceeded and DeadlineExceeded); the "
         "pulumi.com/skipAwait annotation skips the wait (pulumi/pulumi-kubernetes#417)",
     ),
     "pulumi-kubernetes-deployment-await": Source(

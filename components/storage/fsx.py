@@ -504,7 +504,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
         self.data_bucket_name = bucket_name
         self.data_repository_path = data_repository_path
         self.export_repository_path = export_repository_path
-        init_done = finished(BATCH_JOB, k8s_name(pvc_name, "init"), init)
+        init_done = finished(BATCH_JOB, k8s_name(pvc_name, "init"), init, awaited=True)
         self.data_ready = pulumi.Output.all(init_done, *[a.id for a in associations]).apply(lambda _: data_path)
         self.csi_role_arn = identity.role.arn
         self.persistent_volume_name = volume.metadata.name

@@ -375,14 +375,21 @@ class Rehearsal:
     def _late(self) -> list[str]:
         """Steps applied but not ready within their timeout (on the scaled clock): ``pulumi up`` would stop there."""
         now = time.monotonic()
-        extra = getattr(self, "host_wait_s", 0.0)
         return [
             f"{s.name} (timeout {s.timeout_s:.0f} s"
             + (f", {s.timeout_s / self.time_scale:.1f} s on the box's clock" if self.time_scale != 1 else "")
             + ")"
             for urn, s in self.applied.items()
-            if urn not in self.ready and now - self.applied_at.get(urn, now) > s.timeout_s / self.time_scale + extra
+            if urn not in self.ready and now - self.applied_at.get(urn, now) > s.timeout_s / self.time_scale
         ]
+
+    def _host_waited(self, seconds: float) -> None:
+        """The machine, not the cluster, held the rehearsal ``seconds`` (another box's lock): the rehearsal's deadline
+        and the clock of each step waiting now move by them; a step applied later is awaited for its own timeout."""
+        self.host_wait_s = getattr(self, "host_wait_s", 0.0) + seconds
+        for urn in self.applied:
+            if urn not in self.ready and urn in self.applied_at:
+                self.applied_at[urn] += seconds
 
     # --- the parts the box plays --------------------------------------------------------------------------------
 
@@ -407,8 +414,7 @@ class Rehearsal:
         lock = hold_for_child(
             "mpi-operator-8080", OPERATOR_PORT_WAIT_S, lambda: self.note("waiting for another box's MPI Operator")
         )
-        # the wait is not the rehearsal's: its deadline moves by it (run)
-        self.host_wait_s = getattr(self, "host_wait_s", 0.0) + time.monotonic() - started
+        self._host_waited(time.monotonic() - started)
         try:
             self.operator = subprocess.Popen(
                 [
