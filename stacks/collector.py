@@ -100,7 +100,7 @@ def build_collector(
     experiments: dict[str, CollectedExperiment] = {}
     for job in plan.experiments:
         experiments[job.name] = {
-            "resource": KINDS[job.kind].resource,
+            "resource": KINDS[job.kind].job_object.resource,
             "job_name": jobs[job.name].job_name,
             "output_dir": job.output_dir,
             "config": _json(experiment_record(plan, job), imageUri=image_uris[job.image.name]),

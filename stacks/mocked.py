@@ -30,7 +30,7 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.workloads.waits import JOB_OBJECTS
+from components.workloads.job_objects import JOB_OBJECTS
 from stacks.bundle import PREFIX, ROOT
 from stacks.config import NAMESPACE
 from stacks.config.loader import as_passed

@@ -53,7 +53,7 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, A
                 "; ",
                 "kubectl wait -n ",
                 ns,
-                f" --for=condition={kind.complete_condition} --timeout=24h {kind.kubectl_name}/",
+                f" --for=condition={kind.job_object.succeeded} --timeout=24h {kind.job_object.kubectl_name}/",
                 job.job_name,
             ),
         }

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
+from components.workloads.job_objects import JOB_OBJECTS
 from stacks.cli import add_stack_options, command, parser_for
 from stacks.config import NAMESPACE
 from stacks.stackfile import StackLoadError
@@ -186,7 +187,7 @@ def rehearse(
     if not steps:
         print(f"stack {stack} registers no Kubernetes object: nothing to rehearse", file=sys.stderr)
         return 1
-    jobs = {d["metadata"]["name"] for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
+    jobs = {d["metadata"]["name"] for s in steps for d in s.docs if d["kind"] in JOB_OBJECTS}
     unknown = sorted(set(exit_codes or {}) - jobs)
     if unknown:
         print(

@@ -48,7 +48,7 @@ MEMBER_ROLE_RULES: list[k8s.rbac.v1.PolicyRuleArgsDict] = [
             resources=[resource, f"{resource}/status"],
             verbs=["get", "list", "watch", "create", "update", "patch", "delete"],
         )
-        for group, resource in dict.fromkeys((k.api_group, k.resource) for k in KINDS.values())
+        for group, resource in dict.fromkeys((k.job_object.group, k.job_object.resource) for k in KINDS.values())
         if group not in BUILT_IN_GROUPS
     ],
     {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": ["get", "list", "watch"]},

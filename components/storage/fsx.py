@@ -60,7 +60,8 @@ from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
 from components.storage.providers import split_kubernetes_provider
-from components.workloads.waits import BATCH_JOB, await_annotations, await_seconds, await_timeouts, finished
+from components.workloads.job_objects import BATCH_JOB
+from components.workloads.waits import await_annotations, await_seconds, await_timeouts, finished
 
 #: Where the volume-permissions Job mounts the file system.
 INIT_MOUNT = "/fsx"

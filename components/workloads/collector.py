@@ -38,8 +38,8 @@ from components.iam import s3_write_prefix_policy
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
+from components.workloads.job_objects import JOB_OBJECTS
 from components.workloads.pods import (
-    JOB_RESOURCES,
     SERVICE_ACCOUNT_MOUNT,
     TMP_MOUNT,
     TMP_VOLUME,
@@ -55,7 +55,7 @@ COLLECT_SCRIPT = "/app/collect_results.py"
 CONFIG_DIR = "/etc/benchmark"
 CONFIG_KEY = "benchmark.json"
 #: The resources ``wait_for_jobs.py`` and the collector address experiments by.
-RESOURCES = {resource: (group, resource) for resource, group in JOB_RESOURCES.items()}
+RESOURCES = {o.resource: (o.group, o.resource) for o in JOB_OBJECTS.values()}
 
 
 class CollectedExperiment(TypedDict):

@@ -6,9 +6,10 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS
+from components.workloads.job_objects import BATCH_JOB
 from components.workloads.pods import JobSpec, WorkerPlacement, c10d_endpoint, indexed_job, torchrun_command, worker_env
 from components.workloads.training import torch_env
-from components.workloads.waits import BATCH_JOB, finished
+from components.workloads.waits import finished
 
 #: The benchmark script in the toolbox image.
 BENCHMARK_SCRIPT = "/app/allreduce_bench.py"

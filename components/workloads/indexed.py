@@ -8,8 +8,9 @@ from typing import Callable, Mapping, Sequence
 import pulumi
 
 from components.conventions import COMMON_LABELS
+from components.workloads.job_objects import BATCH_JOB
 from components.workloads.pods import JobSpec, WorkerPlacement, indexed_job, peer_hosts
-from components.workloads.waits import BATCH_JOB, finished
+from components.workloads.waits import finished
 
 #: A job's pods' environment from the pods' stable hostnames (in index order).
 Environment = Callable[[pulumi.Output[list[str]]], Mapping[str, pulumi.Input[str]]]

@@ -21,13 +21,13 @@ from typing_extensions import NotRequired
 
 from components.catalog import MANIFESTS
 from components.conventions import COMMON_LABELS, JOB_LABEL, LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB, NO_EVICT
+from components.workloads.job_objects import MPI_JOB
 from components.workloads.pods import (
     IMAGE_PULL_POLICY,
     JOB_SCRATCH_SIZE,
     MASTER_PORT,
     PREDECESSOR_FAILED_EXIT_CODE,
     SHARED_VOLUME_MOUNT,
-    SUSPEND_OWNED_BY_KUEUE,
     TMP_MOUNT,
     WORKER_CONTAINER,
     JobSpec,
@@ -46,7 +46,6 @@ from components.workloads.pods import (
     worker_resources,
 )
 from components.workloads.waits import (
-    MPI_JOB,
     await_annotations,
     await_seconds,
     await_timeouts,
@@ -417,7 +416,7 @@ class MpiJob(pulumi.ComponentResource):
                 parent=self,
                 delete_before_replace=True,
                 custom_timeouts=await_timeouts(waits_s),
-                ignore_changes=SUSPEND_OWNED_BY_KUEUE["MPIJob"] if queue else None,
+                ignore_changes=[MPI_JOB.suspend] if queue else None,
             ),
         )
         # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here

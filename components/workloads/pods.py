@@ -30,7 +30,8 @@ from components.naming import k8s_name
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.scheduling import Toleration
-from components.workloads.waits import BATCH_JOB, await_annotations, await_seconds, await_timeouts, queue_seconds
+from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS
+from components.workloads.waits import await_annotations, await_seconds, await_timeouts, queue_seconds
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
 #: default to root also run unprivileged.
@@ -59,17 +60,6 @@ JOB_SCRATCH_SIZE = "8Gi"
 SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-
-#: The field Kueue flips when it admits (false) or evicts (true) a queued job: pulumi must never set it again after
-#: creation (a later ``pulumi up`` would suspend a running job). With server-side apply, pulumi-kubernetes drops an
-#: ``ignoreChanges`` field another manager owns from what it applies (https://github.com/pulumi/pulumi-kubernetes/pull/2566).
-SUSPEND_OWNED_BY_KUEUE: Mapping[str, list[str]] = {"Job": ["spec.suspend"], "MPIJob": ["spec.runPolicy.suspend"]}
-
-#: The Kubernetes objects a job's component may create, by resource, with their API group: what a job's
-#: ``after_jobs`` (``<resource>/<name>``) and the benchmark's collector may name (``wait_for_jobs.py`` and
-#: ``collect_results.py`` read them, training/kube_api.py). The program's kinds of job say which each uses
-#: (stacks/kinds; tied by tests/mock/test_job_kinds.py).
-JOB_RESOURCES: Mapping[str, str] = {"jobs": "batch", "mpijobs": "kubeflow.org"}
 
 RendezvousBackend = Literal["etcd-v2", "c10d"]
 T = TypeVar("T")
@@ -374,7 +364,8 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
         if helper is None:
             raise ValueError(f"{name}: after_jobs needs helper_image (the toolbox image with {WAIT_SCRIPT})")
         rules: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
-        for resource, group in JOB_RESOURCES.items():
+        for obj in JOB_OBJECTS.values():
+            resource, group = obj.resource, obj.group
             names = [j.split("/", 1)[1] for j in after_jobs if j.split("/", 1)[0] == resource]
             if names:
                 rules.append(
@@ -658,7 +649,7 @@ def indexed_job(
             depends_on=[service],
             delete_before_replace=True,
             custom_timeouts=await_timeouts(waits_s, grace_s),
-            ignore_changes=["spec", "metadata"] if run_once else (SUSPEND_OWNED_BY_KUEUE["Job"] if queue else None),
+            ignore_changes=["spec", "metadata"] if run_once else ([BATCH_JOB.suspend] if queue else None),
         ),
     )
     return service, job

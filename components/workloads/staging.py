@@ -11,6 +11,7 @@ from components.iam import s3_read_object_policy
 from components.naming import k8s_name
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
+from components.workloads.job_objects import BATCH_JOB
 from components.workloads.pods import (
     IMAGE_PULL_POLICY,
     SHARED_VOLUME_MOUNT,
@@ -20,7 +21,7 @@ from components.workloads.pods import (
     pod_security,
     shared_volume,
 )
-from components.workloads.waits import BATCH_JOB, await_annotations, await_seconds, await_timeouts, finished
+from components.workloads.waits import await_annotations, await_seconds, await_timeouts, finished
 
 
 def staging_command(

@@ -6,6 +6,7 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
+from components.workloads.job_objects import BATCH_JOB
 from components.workloads.pods import (
     DEFAULT_STOP_GRACE_S,
     JobSpec,
@@ -17,7 +18,7 @@ from components.workloads.pods import (
     torchrun_command,
     worker_env,
 )
-from components.workloads.waits import BATCH_JOB, finished
+from components.workloads.waits import finished
 
 #: The launcher of the toolbox image: skips a finished run, reopens a closed rendezvous, then runs torchrun.
 LAUNCHER = "/app/launch.py"

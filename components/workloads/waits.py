@@ -7,13 +7,16 @@ minutes
 suspended, and its deadline runs only while it is not suspended
 (https://kubernetes.io/docs/concepts/workloads/controllers/job/#suspending-a-job): the wait is the deadline plus the
 time the job may queue.
+
+The job objects themselves (kinds, conditions, labels): :mod:`components.workloads.job_objects`.
 """
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import pulumi
+
+from components.workloads.job_objects import JobObject
 
 #: How long ``pulumi up`` allows an awaited job to wait in its queue and for nodes, on top of its deadline.
 DEFAULT_QUEUE_TIMEOUT_HOURS = 1.0
@@ -22,74 +25,6 @@ DEFAULT_QUEUE_TIMEOUT_HOURS = 1.0
 FAILURE_REPORT_S = 60
 #: Kubernetes' ``terminationGracePeriodSeconds`` when a pod sets none.
 KUBERNETES_GRACE_S = 30
-
-
-@dataclass(frozen=True)
-class JobObject:
-    """A Kubernetes object a job runs as: how it is named and how it ends."""
-
-    kind: str
-    api_version: str
-    resource: str
-    """Its resource name (``kubectl get <resource>``)."""
-    succeeded: str
-    """The condition type it gets when it succeeded."""
-    pod_label: str
-    """The label its controller puts on its pods, valued with the object's name."""
-    failed: str = "Failed"
-    """The condition type it gets when it failed for good."""
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def finished(self) -> str:
-        """A ``pulumi.com/waitFor`` expression met once the object succeeded or failed (RFC 9535 JSONPath, as
-        pulumi-kubernetes reads it), so a failure ends the wait at once."""
-        return (
-            "jsonpath={.status.conditions[?("
-            f'@.status=="True" && (@.type=="{self.succeeded}" || @.type=="{self.failed}")'
-            ")].type}"
-        )
-
-    def failure(self, obj: Optional[Mapping[str, Any]]) -> Optional[str]:
-        """``reason: message`` of the object's failed condition, or ``None`` while it has not failed."""
-        for c in ((obj or {}).get("status") or {}).get("conditions") or []:
-            if c.get("type") == self.failed and c.get("status") == "True":
-                return ": ".join(p for p in (c.get("reason"), c.get("message")) if p) or self.failed
-        return None
-
-    def succeeded_or_raise(
-        self, name: str, status: Optional[Mapping[str, Any]], namespace: str = "", urn: str = ""
-    ) -> str:
-        """``name``, unless ``status`` says the object failed: then ``pulumi up`` stops with the reason, where to look
-        and how to run the job again once its cause is fixed."""
-        failure = self.failure({"status": status})
-        if failure is not None:
-            where = f" -n {namespace}" if namespace else ""
-            raise pulumi.RunError(
-                f"{self.kind} {name} failed: {failure}. Its pods: kubectl get pods{where} -l {self.pod_label}={name}; "
-                f"their logs: kubectl logs{where} -l {self.pod_label}={name} --all-containers --tail=50. Fix the "
-                f"cause, then run it again: pulumi up --replace '{urn or '<its URN: pulumi stack --show-urns>'}'"
-            )
-        return name
-
-
-#: A batch Job (Indexed Jobs of every kind but MPI, health checks, staging).
-BATCH_JOB = JobObject(
-    kind="Job", api_version="batch/v1", resource="jobs", succeeded="Complete", pod_label="batch.kubernetes.io/job-name"
-)
-#: A Kubeflow MPIJob (v2beta1; https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/apis/kubeflow/v2beta1/types.go).
-MPI_JOB = JobObject(
-    kind="MPIJob",
-    api_version="kubeflow.org/v2beta1",
-    resource="mpijobs",
-    succeeded="Succeeded",
-    pod_label="training.kubeflow.org/job-name",
-)
-#: Every job object, by kind.
-JOB_OBJECTS: Mapping[str, JobObject] = {o.kind: o for o in (BATCH_JOB, MPI_JOB)}
 
 
 def await_annotations(obj: JobObject, wait: bool) -> dict[str, str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from components.workloads.waits import JOB_OBJECTS
+from components.workloads.job_objects import JOB_OBJECTS
 
 #: The provider's wait when a resource sets no timeout (``provider/pkg/await/await.go``, ``timeout := 10 *
 #: time.Minute``; ``DefaultJobTimeoutMins`` for Jobs).

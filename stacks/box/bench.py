@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from components.conventions import check_job_name
+from components.workloads.job_objects import JOB_OBJECTS
 
 #: What :func:`resident_memory` reports per process: current and peak resident set, in MiB.
 MEMORY_FIELDS = ("VmRSS", "VmHWM")
@@ -182,9 +183,7 @@ def bench(
     config, plan, evaluation = evaluate_stack(stack, stack_file, edit=widen_group)
     check = check_job_name(target.name)
     steps = steps_of(evaluation.registrations)
-    jobs = {
-        s.urn for s in steps if any(d["kind"] in ("Job", "MPIJob") and d["metadata"]["name"] != check for d in s.docs)
-    }
+    jobs = {s.urn for s in steps if any(d["kind"] in JOB_OBJECTS and d["metadata"]["name"] != check for d in s.docs)}
     steps = [s for s in steps if s.urn not in jobs]
     for s in steps:
         s.deps -= jobs

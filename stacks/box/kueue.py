@@ -33,6 +33,7 @@ import yaml
 
 from components.admission import FRAMEWORKS
 from components.catalog import HELM_CHARTS
+from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, establish_crds
 from stacks.box.manifests import module_dir
@@ -45,8 +46,6 @@ WEBHOOKS = "config/components/webhook/manifests.yaml"
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 #: Feature gates the box sets whatever the release's: the visibility API server needs an in-cluster APIService.
 BOX_FEATURE_GATES = {"VisibilityOnDemand": False}
-#: API groups and resources of the integrations (:data:`components.admission.FRAMEWORKS`) whose webhooks are kept.
-FRAMEWORK_RESOURCES = {"batch/job": ("batch", "jobs"), "kubeflow.org/mpijob": ("kubeflow.org", "mpijobs")}
 
 
 def is_kueue_chart(chart: str) -> bool:
@@ -77,7 +76,8 @@ def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
     """The module's webhook configurations pointed at ``https://127.0.0.1:<port>`` (see the module docstring)."""
     import base64
 
-    kept = {FRAMEWORK_RESOURCES[f] for f in FRAMEWORKS}
+    # the integrations the stacks enable (:data:`components.admission.FRAMEWORKS`): their API groups and resources
+    kept = {(o.group, o.resource) for o in JOB_OBJECTS.values() if o.kueue_framework in FRAMEWORKS}
     bundle = base64.b64encode(ca_pem).decode()
     out = []
     for doc in load_yaml_documents((kueue_dir() / WEBHOOKS).read_text()):

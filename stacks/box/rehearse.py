@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import yaml
 
 from components.admission import PROVISIONING_CONTROLLER
+from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB, MPIJOB_CRD
 from stacks.box.apply import Refusal, _refusals
 from stacks.box.awaits import SKIP_AWAIT, Awaiter, asks_provider, await_timeout_s, failure_of
 from stacks.box.cluster import Box, BoxError, crd_established, hold_for_child
@@ -53,7 +54,6 @@ from stacks.box.provisioner import Provisioner
 HELD = "box.eks-training/held"
 RUN_MS = "box.eks-training/run-ms"
 EXIT_CODE = "box.eks-training/exit-code"
-MPIJOB_CRD = "mpijobs.kubeflow.org"
 EFS_PROVISIONER = "efs.csi.aws.com"
 #: How long a box waits for another box's MPI Operator to end (one runs on a machine at a time: ``_start_operator``).
 OPERATOR_PORT_WAIT_S = 900.0
@@ -126,9 +126,9 @@ def steps_of(registrations: Sequence[Any]) -> list[Step]:
 
 
 def pod_templates(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    if doc["kind"] == "Job":
+    if doc["kind"] == BATCH_JOB.kind:
         return [doc["spec"]["template"]]
-    if doc["kind"] == "MPIJob":
+    if doc["kind"] == MPI_JOB.kind:
         return [r["template"] for r in doc["spec"]["mpiReplicaSpecs"].values()]
     return []
 
@@ -502,12 +502,7 @@ class Rehearsal:
             )
         if self.kueue is not None:
             for ns in sorted(
-                {
-                    d["metadata"]["namespace"]
-                    for s in self.applied.values()
-                    for d in s.docs
-                    if d["kind"] in ("Job", "MPIJob")
-                }
+                {d["metadata"]["namespace"] for s in self.applied.values() for d in s.docs if d["kind"] in JOB_OBJECTS}
             ):
                 out += workload_conditions(self.box, ns)
         return out
@@ -602,11 +597,13 @@ class Rehearsal:
 
     def _watch_jobs(self) -> None:
         """Record each job's (``self.jobs``: name -> kind, started, finished seconds since the start, outcome)."""
-        for kind in ("jobs", "mpijobs") if self._established(MPIJOB_CRD) else ("jobs",):
+        for job_object in JOB_OBJECTS.values():
+            if job_object.crd is not None and not self._established(job_object.crd):
+                continue
             try:
-                items = self.box.get(kind, "-A")["items"]
+                items = self.box.get(job_object.resource, "-A")["items"]
             except BoxError:
-                if kind == "jobs":
+                if job_object.crd is None:
                     raise
                 continue  # Established, not yet in discovery (updated asynchronously): the next pass reads them
             for obj in items:
@@ -617,7 +614,7 @@ class Rehearsal:
                 conds = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
                 if "started" not in rec and (obj.get("status") or {}).get("active") or conds.get("Running") == "True":
                     rec.setdefault("started", time.monotonic() - self.start)
-                for done in ("Complete", "Succeeded", "Failed"):
+                for done in (job_object.succeeded, job_object.failed):
                     if conds.get(done) == "True" and "outcome" not in rec:
                         rec["outcome"] = done
                         rec["finished"] = time.monotonic() - self.start
@@ -636,7 +633,7 @@ class Rehearsal:
         return min(max(started, 0.0), finished)
 
     def _all_done(self) -> bool:
-        ours = {d["metadata"]["name"] for s in self.applied.values() for d in s.docs if d["kind"] in ("Job", "MPIJob")}
+        ours = {d["metadata"]["name"] for s in self.applied.values() for d in s.docs if d["kind"] in JOB_OBJECTS}
         jobs = self.jobs
         failed = [n for n in ours if jobs.get(n, {}).get("outcome") == "Failed"]
         if failed:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Protocol, Se
 
 import pulumi
 
+from components.workloads.job_objects import BATCH_JOB, JobObject
 from components.workloads.pods import JobSpec, WorkerPlacement
 
 if TYPE_CHECKING:
@@ -136,16 +137,9 @@ class JobKind:
     ``mpirun``), which Kueue admits against the system flavor (:func:`stacks.plan.admission.launcher_requests`)."""
     indexed_pods: ClassVar[bool] = True
     """Its pods are an Indexed Job's (each gets ``JOB_INDEX`` from the downward API)."""
-    api_group: ClassVar[str] = "batch"
-    """The Kubernetes API group of the object its component creates."""
-    resource: ClassVar[str] = "jobs"
-    """The object's resource (plural): ``wait_for_jobs.py``'s ``RESOURCE/NAME``, the collector's, the wait Role's."""
-    kubectl_name: ClassVar[str] = "job"
-    """How ``kubectl`` names one of them (the ``waitCommand`` output)."""
-    complete_condition: ClassVar[str] = "complete"
-    """The condition ``kubectl wait --for=condition=`` waits for: the object succeeded."""
-    kueue_framework: ClassVar[str] = "batch/job"
-    """Kueue's integration that queues it (``integrations.frameworks``, :data:`components.admission.FRAMEWORKS`)."""
+    job_object: ClassVar[JobObject] = BATCH_JOB
+    """The Kubernetes object its component creates: its resource (``wait_for_jobs.py``'s ``RESOURCE/NAME``, the
+    collector's, the wait Role's), its conditions, Kueue's integration that queues it."""
     needs_mpi_operator: ClassVar[bool] = False
     """The cluster needs the Kubeflow MPI Operator (:class:`~components.workloads.MpiOperator`) for it."""
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from components.scheduling import system_node_selector
 from components.workloads import MpiJob, MpiJobArgs
+from components.workloads.job_objects import MPI_JOB, MPIJOB_CRD
 from components.workloads.mpi import mpi_launcher
 from components.workloads.pods import JobSpec, WorkerPlacement
 from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
@@ -15,9 +16,6 @@ if TYPE_CHECKING:
     from stacks.config.jobs import ImageConfig
     from stacks.config.rules import Sections
     from stacks.plan import JobPlan
-
-#: The MPIJob CRD (a jobs-only stack's MPIJobs: the cluster stack's MPI Operator installed it).
-MPIJOB_CRD = "mpijobs.kubeflow.org"
 
 
 class Mpi(JobKind):
@@ -34,11 +32,7 @@ class Mpi(JobKind):
     writable_root = True
     # the launcher is one pod, not an Indexed Job's
     indexed_pods = False
-    api_group = "kubeflow.org"
-    resource = "mpijobs"
-    kubectl_name = "mpijob"
-    complete_condition = "Succeeded"
-    kueue_framework = "kubeflow.org/mpijob"
+    job_object = MPI_JOB
     needs_mpi_operator = True
     launcher_on_system_group = True
 

@@ -10,7 +10,7 @@ from stacks.plan import JobPlan, Plan
 
 def job_resource(plan: Plan, job: str) -> str:
     """How ``wait_for_jobs.py`` names a job: ``<its kind's resource>/<name>`` (``jobs/<name>``, ``mpijobs/<name>``)."""
-    return f"{KINDS[plan.jobs[job].kind].resource}/{job}"
+    return f"{KINDS[plan.jobs[job].kind].job_object.resource}/{job}"
 
 
 def job_spec(

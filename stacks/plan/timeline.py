@@ -251,16 +251,15 @@ class Timeline:
 
 def _job_object(plan: "Plan", job: "JobPlan", timeline: Timeline) -> Optional[Registered]:
     """The Kubernetes object of ``job`` (its kind's: a Job, an MPIJob) among its component's descendants."""
-    kind = KINDS[job.kind]
+    obj = KINDS[job.kind].job_object
     name = f"{plan.config.cluster_name}-{job.name}"
     components = [r for r in timeline.by_urn.values() if r.name == name and not r.custom]
     todo = list(components)
     while todo:
         r = todo.pop()
         group, _, rest = r.type.removeprefix("kubernetes:").partition("/")
-        if r.type.startswith("kubernetes:") and group == kind.api_group:
-            if rest.rsplit(":", 1)[-1].lower() + "s" == kind.resource:
-                return r
+        if r.type.startswith("kubernetes:") and group == obj.group and rest.rsplit(":", 1)[-1] == obj.kind:
+            return r
         todo.extend(timeline.children.get(r.urn, []))
     return None
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from components.workloads.waits import BATCH_JOB, JOB_OBJECTS, MPI_JOB
+from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB
 from stacks.box.awaits import Awaiter
 from stacks.box.devices import Registrar
 from stacks.box.rehearse import RehearsalError

@@ -14,7 +14,8 @@ from components.admission import FRAMEWORKS
 from components.workloads.collector import RESOURCES as COLLECTED
 from components.workloads.command import command_env
 from components.workloads.indexed import indexed_workers
-from components.workloads.pods import JOB_RESOURCES, JobSpec, WorkerPlacement
+from components.workloads.job_objects import JOB_OBJECTS
+from components.workloads.pods import JobSpec, WorkerPlacement
 from stacks.config import load_config
 from stacks.config.errors import ConfigError
 from stacks.kinds import KINDS, BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, register, unregister
@@ -22,6 +23,7 @@ from stacks.local.runner import LocalRunner
 from stacks.plan import JobPlan, build_plan
 from stacks.plan.report import render, report
 from tests.harness import PROJECT, REPO, resolve, run_program, stack_config
+from tests.python_source import parse
 from training.kube_api import RESOURCES as IN_CLUSTER
 
 #: The stack the toy kind's job is added to (one CPU group ``cpu``, the toolbox image).
@@ -158,7 +160,7 @@ def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(
     assert not p.of_type("eks-training:index:EtcdRendezvous")
     out = resolve(p.outputs["jobs"])["nap"]
     assert resolve(out["kind"]) == "sleep"
-    assert "--for=condition=complete --timeout=24h job/nap" in resolve(out["waitCommand"])
+    assert "--for=condition=Complete --timeout=24h job/nap" in resolve(out["waitCommand"])
     # runs locally: two real processes sleeping one second each
     runner = LocalRunner(plan=plan, work=tmp_path, repo=REPO, out=io.StringIO(), progress=False)
     pods = runner.pods(nap)
@@ -169,15 +171,19 @@ def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(
 
 
 def test_every_kind_is_known_to_the_components_and_the_in_cluster_programs() -> None:
-    """A kind's Kubernetes object is one the jobs' wait Role can name, the collector and ``wait_for_jobs.py`` can read
-    (with the condition ``kubectl wait`` waits for), and Kueue's configuration integrates."""
+    """A kind's Kubernetes object is a declared job object (components/workloads/job_objects.py), which the
+    collector and Kueue's configuration read; ``training/kube_api.py``, the image's copy that ``wait_for_jobs.py``
+    and the collector run, agrees with the declaration: API path, success condition, kubectl's name."""
     for kind in KINDS.values():
-        assert JOB_RESOURCES[kind.resource] == kind.api_group, kind.name
-        assert COLLECTED[kind.resource] == (kind.api_group, kind.resource), kind.name
-        assert IN_CLUSTER[kind.resource].kind == kind.kubectl_name, kind.name
-        assert IN_CLUSTER[kind.resource].success.lower() == kind.complete_condition.lower(), kind.name
-        assert kind.kueue_framework in FRAMEWORKS, kind.name
-    assert set(JOB_RESOURCES) == set(COLLECTED) == set(IN_CLUSTER) == {k.resource for k in KINDS.values()}
+        assert JOB_OBJECTS[kind.job_object.kind] is kind.job_object, kind.name
+    for obj in JOB_OBJECTS.values():
+        assert COLLECTED[obj.resource] == (obj.group, obj.resource), obj.kind
+        in_cluster = IN_CLUSTER[obj.resource]
+        assert in_cluster.path == f"/apis/{obj.api_version}/namespaces/{{ns}}/{obj.resource}/{{name}}", obj.kind
+        assert (in_cluster.success, in_cluster.kind) == (obj.succeeded, obj.kubectl_name), obj.kind
+        assert obj.kueue_framework in FRAMEWORKS, obj.kind
+    assert set(COLLECTED) == set(IN_CLUSTER) == {o.resource for o in JOB_OBJECTS.values()}
+    assert {k.job_object.resource for k in KINDS.values()} <= set(IN_CLUSTER)
 
 
 def kind_branches(root: Path, package: str, names: Sequence[str]) -> list[str]:
@@ -196,7 +202,7 @@ def kind_branches(root: Path, package: str, names: Sequence[str]) -> list[str]:
     for path in sorted((root / package).rglob("*.py")):
         if "kinds" in path.relative_to(root / package).parts:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parse(path.read_text(), str(path))):
             where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Compare):
                 sides = [node.left, *node.comparators]

@@ -18,6 +18,7 @@ from components.workloads.training import (
 )
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
 from tests.kube import container_env
+from tests.python_source import parse
 
 P = f"{PROJECT}:"
 PYTORCH_STACKS = [
@@ -27,7 +28,7 @@ PYTORCH_STACKS = [
 
 def _constants(path: str) -> dict[str, int]:
     """Module-level integer constants of a training script, read without importing it."""
-    tree = ast.parse((REPO / path).read_text())
+    tree = parse((REPO / path).read_text())
     out = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):

@@ -14,14 +14,9 @@ from typing import Any, Iterator, Mapping
 import pytest
 
 from components.conventions import check_job_name
+from components.workloads.job_objects import JOB_OBJECTS, MPI_JOB
 from components.workloads.pods import DEFAULT_STOP_GRACE_S
-from components.workloads.waits import (
-    DEFAULT_QUEUE_TIMEOUT_HOURS,
-    FAILURE_REPORT_S,
-    JOB_OBJECTS,
-    KUBERNETES_GRACE_S,
-    MPI_JOB,
-)
+from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS, FAILURE_REPORT_S, KUBERNETES_GRACE_S
 from stacks import mocked
 from stacks.box.awaits import go_duration_s
 from tests.harness import PROJECT, Program, Registration, run_program, stack_config, stack_names

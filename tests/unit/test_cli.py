@@ -25,6 +25,7 @@ import pytest
 
 from stacks import cli
 from tests.harness import REPO
+from tests.python_source import parse
 
 
 def _help(argv: list[str]) -> str:
@@ -188,7 +189,7 @@ def layering_violations(root: Path, package: str, tools: Mapping[str, Sequence[s
         mine = layer(module)
         if mine == "program":
             continue
-        tree = ast.parse(path.read_text(), str(path))
+        tree = parse(path.read_text(), str(path))
         for imported in sorted(_imports(tree, module, path.name == "__init__.py", known)):
             if not _within(imported, [package]) or imported == package:
                 continue

@@ -23,6 +23,7 @@ import yaml
 
 from stacks.bundle import SHIPPED, context_folder, shipped
 from tests.harness import REPO, stack_names
+from tests.python_source import parse
 
 OWN = {"components", "stacks"}
 
@@ -31,7 +32,7 @@ def _imports() -> dict[str, set[str]]:
     """Top-level module -> the files of components/ and stacks/ that import it (anywhere in the file)."""
     found: dict[str, set[str]] = {}
     for path in [*(REPO / "components").rglob("*.py"), *(REPO / "stacks").rglob("*.py")]:
-        tree = ast.parse(path.read_text())
+        tree = parse(path.read_text())
         optional = {
             id(n)
             for t in ast.walk(tree)
@@ -175,7 +176,7 @@ def test_the_rewrite_gives_each_own_name_its_installed_name() -> None:
 @pytest.mark.parametrize("path", _program_sources(), ids=lambda p: str(p.relative_to(REPO)))
 def test_every_module_installed_names_only_installed_modules(path: Path) -> None:
     out = SETUP.rewrite(path.read_text(), MODULES, str(path))
-    tree = ast.parse(out)
+    tree = parse(out)
     compile(tree, str(path), "exec")
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

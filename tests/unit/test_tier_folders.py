@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import TESTS, TIERS, pytest_ignore_collect, tier_selectable
+from tests.python_source import parse
 
 
 @pytest.mark.parametrize(
@@ -63,7 +64,7 @@ def test_a_test_module_that_imports_training_code_puts_training_on_the_path_firs
             continue
         lines = source.splitlines()
         on_path = False
-        for node in ast.parse(source).body:
+        for node in parse(source).body:
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [alias.name.split(".")[0] for alias in node.names]

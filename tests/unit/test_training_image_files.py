@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from components.image.context import collect_build_context
+from tests.python_source import parse
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
 
@@ -25,7 +26,7 @@ def copied_files() -> list[str]:
 
 def local_imports(path: Path) -> set[str]:
     """Modules imported by ``path`` that are files in training/."""
-    tree = ast.parse(path.read_text())
+    tree = parse(path.read_text())
     names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     return {f"{name}.py" for name in names if (TRAINING / f"{name}.py").is_file()}
@@ -43,7 +44,7 @@ def test_every_local_import_of_a_copied_script_is_copied_and_in_the_build_contex
 
 def named_files(path: Path) -> set[str]:
     """Files in training/ that ``path`` names in a string (a script it runs by path, not by import)."""
-    tree = ast.parse(path.read_text())
+    tree = parse(path.read_text())
     names = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
     return {name for name in names if name.endswith(".py") and "/" not in name and (TRAINING / name).is_file()}
 

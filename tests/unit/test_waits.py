@@ -4,12 +4,10 @@ registration's timeout (stacks/box/awaits.py)."""
 import pulumi
 import pytest
 
+from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB
 from components.workloads.waits import (
-    BATCH_JOB,
     DEFAULT_QUEUE_TIMEOUT_HOURS,
     FAILURE_REPORT_S,
-    JOB_OBJECTS,
-    MPI_JOB,
     await_annotations,
     await_seconds,
     await_timeouts,
