@@ -42,7 +42,8 @@ class Link:
     target: str
 
     def __str__(self) -> str:
-        return f"{self.path.relative_to(REPO)}:{self.line}: {self.target}"
+        where = self.path.relative_to(REPO) if self.path.is_relative_to(REPO) else self.path
+        return f"{where}:{self.line}: {self.target}"
 
 
 def documentation_files(root: Path = REPO) -> list[Path]:
@@ -122,7 +123,7 @@ def _problem(link: Link, root: Path) -> Optional[str]:
         if dest.is_dir() or dest.suffix != ".md":
             return "an anchor into a file that is not a Markdown page"
         if anchor not in anchors(dest.read_text()):
-            return f"no heading with the anchor #{anchor} in {dest.relative_to(root)}"
+            return f"no heading with the anchor #{anchor} in {dest.relative_to(root.resolve())}"
     return None
 
 

@@ -20,7 +20,8 @@ MAX_AVERAGE = 22.0
 MAX_PARAGRAPH = 120
 README_MAX_LINES = 150
 README_MAX_WORDS = 1200
-#: The glossary: one ``## Term`` heading per term; a ``<!-- also: form, form -->`` line under it names other forms.
+#: The glossary: one ``## Term`` heading per term; a ``<!-- also: form, form -->`` line under it names other forms, an
+#: ``<!-- only: form, form -->`` line the only forms (a term with an everyday sense, such as "tier").
 GLOSSARY = DOCS / "glossary.md"
 
 _LINK = re.compile(r"(?<!!)\[(?P<text>(?:[^\[\]]|\[[^\]]*\])*)\]\((?P<target>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)\)")
@@ -61,7 +62,7 @@ class Measure:
         return sum(self.sentences) / len(self.sentences) if self.sentences else 0.0
 
     def problems(self) -> list[str]:
-        where = self.path.relative_to(REPO)
+        where = _where(self.path)
         out = []
         if self.average > MAX_AVERAGE:
             out.append(f"{where}: sentences average {self.average:.1f} words (at most {MAX_AVERAGE:g})")
@@ -76,6 +77,10 @@ class Measure:
                 f"{self.longest_paragraph[:200]!r}"
             )
         return out
+
+
+def _where(path: Path) -> Path:
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
 
 def _plain(text: str) -> str:
@@ -138,7 +143,7 @@ def forbidden(path: Path) -> list[str]:
     for i, line in enumerate(path.read_text().splitlines(), 1):
         for pattern, what in ((COMMIT_HASH, "a commit hash"), (TEST_PATH, "a test path")):
             for m in pattern.finditer(line):
-                out.append(f"{path.relative_to(REPO)}:{i}: {what} ({m.group(0)}) belongs on the evidence or "
+                out.append(f"{_where(path)}:{i}: {what} ({m.group(0)}) belongs on the evidence or "
                            "contributing page")  # fmt: skip
     return out
 
@@ -158,26 +163,24 @@ def glossary_terms(path: Path = GLOSSARY) -> dict[str, tuple[str, ...]]:
     from stacks.docs.links import slug
 
     out: dict[str, tuple[str, ...]] = {}
-    lines = path.read_text().splitlines()
-    for i, line in enumerate(lines):
+    term = ""
+    for line in path.read_text().splitlines():
         if line.startswith("## "):
             term = line[3:].strip()
-            forms = [term, term + "s"]
-            for extra in lines[i + 1 : i + 4]:
-                m = re.match(r"<!-- also: (.*) -->", extra.strip())
-                if m:
-                    forms += [f.strip() for f in m.group(1).split(",")]
-            out[slug(term)] = tuple(dict.fromkeys(forms))
+            out[slug(term)] = (term, term + "s")
+        elif term and (m := re.match(r"<!-- (also|only): (.*) -->", line.strip())):
+            forms = [f.strip() for f in m.group(2).split(",")]
+            out[slug(term)] = tuple(dict.fromkeys(forms if m.group(1) == "only" else [*out[slug(term)], *forms]))
     return out
 
 
-def _glossary_links(text: str, page: Path) -> list[tuple[int, int, str]]:
+def _glossary_links(text: str, page: Path, glossary: Path) -> list[tuple[int, int, str]]:
     """``(start, end, anchor)`` of each link of ``text`` into the glossary."""
     out = []
     for m in _LINK.finditer(text):
         target = m.group("target")
         file_part, _, anchor = target.partition("#")
-        if file_part and (page.parent / file_part).resolve() == GLOSSARY.resolve():
+        if file_part and (page.parent / file_part).resolve() == glossary.resolve():
             out.append((m.start(), m.end(), anchor))
     return out
 
@@ -195,13 +198,15 @@ def _searchable(text: str) -> str:
     return re.sub(r"\]\([^)]*\)", blank, text)
 
 
-def unlinked_terms(page: Path, terms: Optional[dict[str, tuple[str, ...]]] = None) -> list[str]:
+def unlinked_terms(
+    page: Path, terms: Optional[dict[str, tuple[str, ...]]] = None, glossary: Path = GLOSSARY
+) -> list[str]:
     """The glossary terms whose first use on ``page`` is not a link to the glossary (to the term, or to a longer term
     that contains it)."""
-    terms = terms if terms is not None else glossary_terms()
+    terms = terms if terms is not None else glossary_terms(glossary)
     text = page.read_text()
     search = _searchable(text)
-    links = _glossary_links(text, page)
+    links = _glossary_links(text, page, glossary)
     out = []
     for anchor, forms in terms.items():
         pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(f) for f in forms) + r")(?![\w-])", re.I)
@@ -215,7 +220,7 @@ def unlinked_terms(page: Path, terms: Optional[dict[str, tuple[str, ...]]] = Non
         if not ok:
             line = text.count("\n", 0, first.start()) + 1
             out.append(
-                f"{page.relative_to(REPO)}:{line}: the first {first.group(0)!r} is not a link to the glossary "
+                f"{_where(page)}:{line}: the first {first.group(0)!r} is not a link to the glossary "
                 f"(glossary.md#{anchor})"
             )
     return out

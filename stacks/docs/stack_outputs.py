@@ -1,8 +1,8 @@
 """The stack outputs' reference (``docs/reference/outputs.md``), read from the docstrings of the functions that
 export them: :func:`stacks.outputs.export_outputs` (a cluster stack) and :func:`stacks.jobs_only.build_jobs_only` (a
 team's jobs-only stack), each listing its outputs under ``Outputs:``. The files are parsed, not imported: they are the
-Pulumi program, which no tool imports (``stacks/cli.py``). ``tests/mock/test_stack_outputs_documented.py`` checks
-that every output a preset exports is listed."""
+Pulumi program, which no tool imports (``stacks/cli.py``). ``tests/mock/test_stack_outputs_documented.py`` and
+``tests/mock/test_jobs_only.py`` check that every output the stacks export is listed."""
 
 import ast
 import re
