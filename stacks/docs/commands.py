@@ -33,7 +33,7 @@ def _catching() -> Iterator[None]:
     def catch(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
         raise _Parsed(self)
 
-    argparse.ArgumentParser.parse_args = catch  # type: ignore[method-assign,assignment]
+    argparse.ArgumentParser.parse_args = catch  # type: ignore[method-assign]
     try:
         yield
     finally:

@@ -20,6 +20,26 @@ from stacks.docs.markdown import REGENERATE, cell, number, page_header, text
 #: Where the reference is, relative to the repository (Pulumi.yaml's descriptions link to it).
 PAGE = "docs/reference/configuration.md"
 
+#: What the loader and the rules check beyond each key's type and range, as the reference says it (one paragraph:
+#: the rules themselves are stacks/config/rules.py's and the models' validators).
+CHECKED = [
+    "Beyond each key's type and range, the checks include: unknown keys, `minSize > maxSize`, a desired size outside "
+    "`[min, max]`, unknown instance types, EFA on a type without it, an EFA group without a zone, a Spot group with "
+    "a reservation, fewer than 2 zones, bad taint effects, invalid or overlapping CIDRs, incomplete `existingVpc` "
+    "settings, an FSx capacity that is not a valid increment for its throughput tier, a tier FSx does not offer, an "
+    "FSx stack without a zone for its file system, jobs that mount it from pinned groups in different zones, a data "
+    "repository path that is not `s3://bucket/prefix/`, a dataset prefix the file system does not import, a "
+    "health-check threshold above what the nodes can reach (a node's network bandwidth x N/(N-1) x 2(n-1)/n across "
+    "N nodes and n ranks, the fastest GPU link on one node) or a message larger than a GPU's memory, an image that "
+    "does not support a job's GPU, and instance facts in the wrong unit. A value with a unit names the unit it is "
+    "in and the conversion meant (`3.5e+11 GB/s is above the 750 GB/s an all-reduce across 2 x p5.48xlarge can "
+    "reach ...; did you write bytes/s? ... 3.5e+11 bytes/s is 350`). Messages name root causes only: a misspelt key "
+    "is one problem (`instanceType: unknown key; did you mean instanceTypes`), a section that failed its own "
+    "validation is not reported again by the rules that depend on it, and a default the user did not set is not "
+    "blamed. A stack file is read as Pulumi reads it (YAML 1.2): `yes`/`no`/`on`/`off` are strings, a key given "
+    "twice is an error, and `nodes: \"2\"` (a string) is refused with the unquoted value to write.",
+]
+
 
 def _is_model(t: Any) -> bool:
     return isinstance(t, type) and issubclass(t, BaseModel)
@@ -188,6 +208,8 @@ def configuration_reference() -> str:
         "created: unknown keys, wrong types, values out of range and rules across keys are reported together, each "
         "naming its key and the fix; a key under a namespace nothing reads is refused with the key to write. Keys "
         "are camelCase. A default of *none* means the key is unset; its description says what applies then.",
+        "",
+        *CHECKED,
         "",
         config_index(""),
     ]

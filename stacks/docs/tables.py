@@ -260,7 +260,7 @@ def image_build_table() -> str:
         requirements = folder / "requirements.txt"
         if requirements.is_file():
             for line in requirements.read_text().splitlines():
-                m = _REQUIREMENT.match(line.split("#")[0].strip())
-                if m:
-                    rows.append([f"`{where}`", code(m.group("name")), code(m.group("spec")), "`requirements.txt`"])
+                req = _REQUIREMENT.match(line.split("#")[0].strip())
+                if req:
+                    rows.append([f"`{where}`", code(req.group("name")), code(req.group("spec")), "`requirements.txt`"])
     return table(["Image folder", "Package", "Version", "Pinned in"], rows)
