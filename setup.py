@@ -10,8 +10,8 @@ laid out like the repository:
   that each name it gives an own module is ``eks_training.<name>``: ``eks_training.components``,
   ``eks_training.stacks``;
 - ``eks_training/training`` and ``eks_training/images``: the images' build folders, and ``eks_training/box``: the
-  box's pinned Go modules (``go.mod``, ``go.sum``, ``tools.go``): :mod:`stacks.bundle` finds them beside the packages,
-  in a checkout and in an install alike;
+  box's pinned Go modules (``go.mod``, ``go.sum``, their ``.go`` files): :mod:`stacks.bundle` finds them beside the
+  packages, in a checkout and in an install alike;
 - ``eks_training/docs/reference/configuration.md``: the configuration reference the configuration's errors point to
   (the commands it names rewritten like the modules' strings: it is generated from them, ``eks-training docs
   --reference``);
@@ -66,7 +66,7 @@ SHIPPED = (
     "images/*/.dockerignore",
     "box/*/go.mod",
     "box/*/go.sum",
-    "box/*/tools.go",
+    "box/*/*.go",
     "docs/reference/configuration.md",
 )
 HERE = Path(__file__).resolve().parent

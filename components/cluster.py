@@ -7,10 +7,15 @@ metrics-server and the EKS node monitoring agent are EKS managed add-ons created
 repair acts on (GPU XID and NVLink errors, kernel, networking, storage;
 https://docs.aws.amazon.com/eks/latest/userguide/node-health.html); it needs no AWS permissions. Its DCGM host engine
 (the ``dcgm-server`` DaemonSet) is configured to tolerate every taint as the agent does: by default it tolerates none,
-never runs on a tainted GPU node and the agent then reports every GPU node unhealthy. CoreDNS,
-metrics-server and the agent wait for the system
-node group (CoreDNS stays DEGRADED without nodes), and the kubeconfig resolves only after them, so
-every Kubernetes object created through it (Helm releases, etcd, jobs) finds nodes and DNS.
+never runs on a tainted GPU node and the agent then reports every GPU node unhealthy.
+
+The order is what a real cluster needs and no more (the sources are at ``NODE_ADDONS`` and ``LATE_ADDONS``): node
+groups wait for vpc-cni and kube-proxy (``cluster_name``), without which no node becomes Ready; the Pod Identity agent
+and the node groups are created side by side. CoreDNS, metrics-server and the agent wait for the system node group
+(their Deployments stay unavailable without nodes, and the add-on DEGRADED). The kubeconfig resolves once the system
+nodes and the Pod Identity agent exist, so every Kubernetes object created through it finds nodes for its
+controllers, pods that call AWS find their credentials, and ``pulumi destroy`` removes those objects before the
+nodes; pods that resolve names also wait for CoreDNS (``coredns_addon``), which nothing else waits for.
 Authentication mode is ``API``: the identity running ``pulumi up`` is the cluster creator and gets
 admin through EKS's creator bootstrap; ``admin_role_arns`` get access entries with
 ``AmazonEKSClusterAdminPolicy`` (listing the creator again fails, see pulumi/pulumi-eks#2373).
@@ -30,6 +35,7 @@ from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.catalog import VPC_CNI_NETWORK_POLICY_CONFIG
+from components.catalog.addons import configuration_settings
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
@@ -49,9 +55,15 @@ NODE_ROLE_POLICIES: Mapping[str, str] = {
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 #: EKS access policy given to ``namespace_members``, scoped to their namespace.
 NAMESPACE_ADMIN_POLICY = "AmazonEKSAdminPolicy"
-#: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
-EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+#: Add-ons a node needs to become Ready (the pod network and the Service routes the CNI reaches the API server
+#: through): node groups wait for them.
+NODE_ADDONS = ("vpc-cni", "kube-proxy")
+#: The Pod Identity agent: a DaemonSet that serves credentials to pods on their node; created beside the node groups.
+POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
+#: Add-ons whose Deployments need nodes to run on: they wait for the system node group.
 LATE_ADDONS = ("coredns", "metrics-server", NODE_MONITORING_ADDON)
+#: The cluster DNS add-on: what pods that resolve names wait for.
+DNS_ADDON = "coredns"
 
 #: The system nodes' root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's
 #: default too: ``systemNodeGroup.diskSizeGib``).
@@ -136,7 +148,8 @@ class TrainingClusterArgs(TypedDict):
     create_oidc_provider: NotRequired[bool]
     """Create the IAM OIDC provider for IRSA. Default False (drivers use Pod Identity)."""
     addon_versions: NotRequired[Mapping[str, str]]
-    """Pinned add-on versions; others use the default version EKS publishes for the Kubernetes version."""
+    """Add-on versions that override this project's pins (``components.catalog.addons.ADDON_VERSIONS``); an add-on
+    with neither gets EKS's default for the Kubernetes version."""
     keep_secrets_key: NotRequired[bool]
     """Keep the secrets KMS key on ``pulumi destroy`` (``retain_on_delete``): set it when storage encrypted with
     this key (``secrets_kms_key_arn``) is kept on destroy, which would be unreadable once the key is deleted
@@ -151,10 +164,16 @@ class TrainingCluster(pulumi.ComponentResource):
     cluster: eks.Cluster
     """The pulumi-eks cluster (pass it to other components)."""
     cluster_name: pulumi.Output[str]
-    """The EKS cluster name; resolves once the cluster and the add-ons nodes need (vpc-cni,
-    kube-proxy, Pod Identity agent) exist, so node groups created from it join a working cluster."""
+    """The EKS cluster name; resolves once the cluster and the add-ons nodes need to become Ready (vpc-cni,
+    kube-proxy) exist, so node groups created from it join a working cluster."""
     kubeconfig: pulumi.Output[str]
-    """Kubeconfig (JSON) using ``aws eks get-token``; a secret."""
+    """Kubeconfig (JSON) using ``aws eks get-token``; a secret. Resolves once the system nodes and the Pod Identity
+    agent exist."""
+    coredns_addon: aws.eks.Addon
+    """The CoreDNS add-on: what pods that resolve names (jobs, etcd's clients, controllers calling AWS) wait for
+    (``depends_on``); it waits for the system nodes."""
+    pod_identity_agent_addon: aws.eks.Addon
+    """The EKS Pod Identity agent add-on: what an add-on or chart whose pods take a Pod Identity role waits for."""
     node_role_arn: pulumi.Output[str]
     """The node IAM role's ARN (resolves after its policies are attached)."""
     node_security_group_id: pulumi.Output[str]
@@ -290,8 +309,9 @@ class TrainingCluster(pulumi.ComponentResource):
         eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
 
         def addon(addon_name: str, depends: Sequence[pulumi.Resource]) -> aws.eks.Addon:
-            version_out = addon_version(self, addon_name, version, pins.get(addon_name))
             config = ADDON_CONFIGURATION.get(addon_name)
+            settings = configuration_settings(addon_name, config) if config else set()
+            version_out = addon_version(self, addon_name, version, pins.get(addon_name), settings)
             return aws.eks.Addon(
                 f"{name}-addon-{addon_name}",
                 cluster_name=eks_name,
@@ -304,10 +324,11 @@ class TrainingCluster(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
             )
 
-        early = [addon(n, []) for n in EARLY_ADDONS]
-        # The public cluster name resolves once nodes can join (CNI, kube-proxy, Pod Identity agent
-        # are in place): node groups built from it, here or in other components, wait for them.
-        self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in early]).apply(lambda v: str(v[0]))
+        node_addons = [addon(n, []) for n in NODE_ADDONS]
+        pod_identity_agent = addon(POD_IDENTITY_AGENT_ADDON, [])
+        # The public cluster name resolves once nodes can become Ready (the CNI and kube-proxy are in place): node
+        # groups built from it, here or in other components, wait for them and nothing else.
+        self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in node_addons]).apply(lambda v: str(v[0]))
 
         spec = args["system_node_group"]
         system = TrainingNodeGroup(
@@ -328,15 +349,18 @@ class TrainingCluster(pulumi.ComponentResource):
                 "host_setup": list(spec.get("host_setup") or ()),
                 "tags": tags,
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=early),
+            # the node group waits for the add-ons through cluster_name: its launch template need not
+            opts=pulumi.ResourceOptions(parent=self),
         )
         late = [addon(n, [system]) for n in LATE_ADDONS]
 
-        # Kubernetes objects are created through a provider built from this kubeconfig: it resolves once
-        # the system nodes and CoreDNS are up, so nothing is scheduled into a cluster without nodes or DNS
-        # (an atomic Helm release would otherwise time out), and on destroy those objects go first.
+        # Kubernetes objects are created through a provider built from this kubeconfig: it resolves once the system
+        # nodes (where the controllers of Helm releases run: an atomic release would otherwise time out) and the Pod
+        # Identity agent (credentials for pods that call AWS) exist, and on destroy those objects go first. CoreDNS,
+        # metrics-server and the node monitoring agent are not waited for here: pods that resolve names wait for
+        # CoreDNS themselves (coredns_addon), nothing waits for the other two.
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, *[a.arn for a in late]).apply(
+            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, pod_identity_agent.arn).apply(
                 lambda v: str(v[0])
             )
         )
@@ -346,7 +370,9 @@ class TrainingCluster(pulumi.ComponentResource):
         self.oidc_provider_arn = self.cluster.oidc_provider_arn
         self.system_node_group_name = system.node_group_name
         self.system_node_labels = system.labels
-        self.addon_names = [*EARLY_ADDONS, *LATE_ADDONS]
+        self.addon_names = [*NODE_ADDONS, POD_IDENTITY_AGENT_ADDON, *LATE_ADDONS]
+        self.coredns_addon = late[LATE_ADDONS.index(DNS_ADDON)]
+        self.pod_identity_agent_addon = pod_identity_agent
         self.log_group_name = log_group.name
         self.register_outputs(
             {

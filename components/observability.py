@@ -25,6 +25,7 @@ import pulumi_aws as aws
 from typing_extensions import NotRequired
 
 from components.addons import addon_version
+from components.catalog.addons import DCGM_INSTANCE_TYPES, POD_IDENTITY, addon_version_for, configuration_settings
 from components.catalog.operations import (
     AGENT_CONFIG_WITHOUT_APPLICATION_SIGNALS,
     APPLICATION_SIGNALS_POLICY,
@@ -92,7 +93,7 @@ class FleetObservabilityArgs(TypedDict):
     """Keep the add-on's Application Signals (auto-instrumentation of Java, Python, .NET and Node.js workloads, billed
     per request; the role gets X-Ray writes). Default False: the agent collects Container Insights only."""
     addon_version: NotRequired[str]
-    """Pinned add-on version; default: EKS's default for the Kubernetes version."""
+    """The add-on's version; default this project's pin for the Kubernetes version, else EKS's default."""
     dashboard: NotRequired[bool]
     """Create the dashboard. Default False."""
     gpu_groups: NotRequired[Sequence[GpuGroupSpec]]
@@ -331,6 +332,24 @@ def agent_configuration(tolerations: Sequence[Toleration], application_signals: 
     return json.dumps(values, sort_keys=True)
 
 
+def dcgm_uncovered(kubernetes_version: str, pinned: Optional[str], gpu_groups: Sequence[GpuGroupSpec]) -> str:
+    """Why a known version of the add-on cannot publish GPU metrics for some GPU group ("" when it can, or when the
+    version is EKS's default, which the stack's preflight checks): its DCGM exporter's node affinity lacks the type."""
+    version = addon_version_for(
+        OBSERVABILITY_ADDON, kubernetes_version, {OBSERVABILITY_ADDON: pinned} if pinned else {}
+    )
+    coverage = DCGM_INSTANCE_TYPES[OBSERVABILITY_ADDON]
+    missing = sorted(
+        {t for g in gpu_groups for t in g["instance_types"] if version and coverage.covers(t, version) is False}
+    )
+    if not missing:
+        return ""
+    return (
+        f"{OBSERVABILITY_ADDON} {version} does not run {coverage.daemonset} on {', '.join(missing)}; pin a version "
+        "whose DCGM exporter lists them (components.catalog.addons.DCGM_INSTANCE_TYPES)"
+    )
+
+
 def _policy_arn(partition: str, name: str) -> str:
     return managed_policy_arn(partition, name)
 
@@ -369,7 +388,16 @@ class FleetObservability(pulumi.ComponentResource):
                 associate=False,  # the add-on associates the role with its service account itself
                 tags=tags,
             )
-            version = addon_version(self, OBSERVABILITY_ADDON, args["kubernetes_version"], args.get("addon_version"))
+            configuration = agent_configuration(list(args.get("tolerations") or []), signals)
+            settings = {POD_IDENTITY, *configuration_settings(OBSERVABILITY_ADDON, json.loads(configuration))}
+            version = addon_version(
+                self, OBSERVABILITY_ADDON, args["kubernetes_version"], args.get("addon_version"), settings
+            )
+            uncovered = dcgm_uncovered(
+                args["kubernetes_version"], args.get("addon_version"), list(args.get("gpu_groups") or [])
+            )
+            if uncovered:
+                raise ValueError(uncovered)
             # The add-on's log groups, created first with a retention (Fluent Bit and the agent would create them
             # without one, outside the stack, and pulumi destroy would leave them growing).
             log_groups = [
@@ -387,7 +415,7 @@ class FleetObservability(pulumi.ComponentResource):
                 cluster_name=args["cluster"],
                 addon_name=OBSERVABILITY_ADDON,
                 addon_version=version,
-                configuration_values=agent_configuration(list(args.get("tolerations") or []), signals),
+                configuration_values=configuration,
                 pod_identity_associations=[
                     {"role_arn": identity.role.arn, "service_account": OBSERVABILITY_SERVICE_ACCOUNT}
                 ],

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PREFIX = __name__[: __name__.rindex("stacks.")]
 #: The folders shipped for the images, relative to :data:`ROOT`.
 SHIPPED: tuple[str, ...] = ("training", "images/nccl-tests", "images/horovod", "images/tensorflow")
-#: The box's Go modules, one folder each (``go.mod``, ``go.sum``, ``tools.go``).
+#: The box's Go modules, one folder each (``go.mod``, ``go.sum``, ``.go`` files).
 BOX = ROOT / "box"
 #: The configuration reference: every key with its type, default, allowed values and meaning (``stacks.docs``).
 REFERENCE = ROOT / "docs" / "reference" / "configuration.md"

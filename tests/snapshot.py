@@ -60,6 +60,7 @@ def snapshot(p: Program) -> list[dict[str, Any]]:
                 },
                 "retainOnDelete": r.retain_on_delete,
                 "ignoreChanges": sorted(r.ignore_changes),
+                **({"customTimeouts": dict(sorted(r.custom_timeouts.items()))} if r.custom_timeouts else {}),
                 "inputs": _normalise(r.inputs),
             }
         )

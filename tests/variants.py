@@ -259,6 +259,41 @@ HELD_OUT: dict[str, dict[str, Any]] = {
             },
         },
     },
+    # An MPI bandwidth check that `pulumi up` waits for (waitForCompletion), then the training after it, on a group a
+    # preparation job may hold first; and a short smoke test whose deadline is shorter than its time in the queue.
+    "awaited-mpi": {
+        "aws:region": "us-east-1",
+        P + "network": {"availabilityZoneCount": 2},
+        P + "nodeGroups": {
+            "gpu": {"instanceTypes": ["g5.12xlarge"], "efa": False, "minSize": 0, "desiredSize": 2, "maxSize": 2}
+        },
+        P + "images": {"nccl-tests": {"context": "images/nccl-tests"}},
+        P + "jobs": {
+            "prep": {"kind": "command", "nodes": 2, "command": ["sh", "-c", "nvidia-smi -L"]},
+            "nccl": {
+                "kind": "mpi",
+                "image": "nccl-tests",
+                "nodes": 2,
+                "command": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2", "-g", "1"],
+                "waitForCompletion": True,
+                "queueTimeoutHours": 2,
+            },
+            "smoke": {
+                "kind": "command",
+                "nodes": 2,
+                "command": ["python", "-c", "import torch; print(torch.cuda.device_count())"],
+                "timeoutHours": 0.003,
+                "waitForCompletion": True,
+            },
+            "train": {
+                "kind": "pytorch",
+                "nodes": 2,
+                "script": "/app/train.py",
+                "args": ["--output-dir", "$(OUTPUT_DIR)", "--epochs", "1"],
+                "after": ["nccl"],
+            },
+        },
+    },
     # Two worker groups (a labelled, tainted CPU group for a 3-node command job; 3 T4 nodes for TensorFlow), an
     # evaluation on the system group, its own namespace, claim and storage class names, and two teams (one borrows,
     # one lends but may not borrow).

@@ -66,9 +66,9 @@ def in_standard_support(minor: str, day: date) -> bool:
 
 
 #: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``, ``eks-node-health``,
-#: ``cloudwatch-observability-addon``). Versions are resolved per
-#: Kubernetes version with ``aws.eks.get_addon_version`` (EKS's default for that version) unless a
-#: stack pins one (``cluster.addonVersions``).
+#: ``cloudwatch-observability-addon``). The version each gets is decided by
+#: :func:`components.catalog.addons.addon_version_for`: the stack's ``cluster.addonVersions``, else this project's pin
+#: for the Kubernetes minor, else EKS's default for it.
 EKS_ADDONS: tuple[str, ...] = (
     "vpc-cni",
     "kube-proxy",
@@ -84,7 +84,8 @@ EKS_ADDONS: tuple[str, ...] = (
 STORAGE_ADDONS: tuple[str, ...] = ("aws-efs-csi-driver", "aws-fsx-csi-driver")
 
 #: The VPC CNI add-on's setting that turns on Kubernetes NetworkPolicy enforcement (a string, not a
-#: boolean; VPC CNI >= 1.14; source key ``vpc-cni-network-policy``).
+#: boolean; the versions that have it: ``components.catalog.addons.ADDON_FEATURES``; source key
+#: ``vpc-cni-network-policy``).
 VPC_CNI_NETWORK_POLICY_CONFIG: Mapping[str, str] = {"enableNetworkPolicy": "true"}
 
 #: Oldest VPC CNI that supports ``efa-only`` interfaces (source key ``eks-efa``).

@@ -175,6 +175,64 @@ SOURCES: Mapping[str, Source] = {
         shows="EKS managed add-on names (vpc-cni, kube-proxy, coredns, eks-pod-identity-agent, metrics-server, "
         "aws-efs-csi-driver)",
     ),
+    # --- add-on versions per Kubernetes minor, and what each version has (components/catalog/addons.py) ----------
+    "vpc-cni-versions-eks-blueprints": Source(
+        url="https://github.com/awslabs/cdk-eks-blueprints/blob/05d3dbd0a462409bf002c989750d0de13bf83af2/lib/addons/"
+        "vpc-cni/index.ts",
+        shows="AWS's EKS Blueprints for CDK install vpc-cni v1.20.4-eksbuild.2 on Kubernetes 1.31, 1.32, 1.33 and "
+        "1.34 and v1.21.1-eksbuild.1 on 1.35 (its versionMap, 1.35 added 2026-04-08)",
+    ),
+    "vpc-cni-1.36-describe-addon-versions": Source(
+        url="https://github.com/aobao32/eks-101-workshop/blob/9aba525edd529db10ce2c44f4efb8395fb5b8aa2/"
+        "18-EKS-Network-performance.md",
+        shows="aws eks describe-addon-versions --addon-name vpc-cni --kubernetes-version 1.36 (ap-southeast-1, "
+        "2026-09-24) lists v1.23.1-eksbuild.1, v1.23.0-eksbuild.1, v1.22.4-eksbuild.3 (EKS's default for 1.36) and "
+        "v1.22.3-eksbuild.1; an EKS 1.36 cluster runs v1.22.4-eksbuild.3",
+    ),
+    "cloudwatch-observability-versions-eks-blueprints": Source(
+        url="https://github.com/awslabs/cdk-eks-blueprints/blob/05d3dbd0a462409bf002c989750d0de13bf83af2/lib/addons/"
+        "cloud-watch-insights/index.ts",
+        shows="AWS's EKS Blueprints for CDK install amazon-cloudwatch-observability v4.10.1-eksbuild.1 on Kubernetes "
+        "1.32, 1.33 and 1.34 and v5.3.1-eksbuild.1 on 1.35 (its versionMap, read with aws eks "
+        "describe-addon-versions; 1.35 added 2026-04-08)",
+    ),
+    "cloudwatch-observability-chart-history": Source(
+        url="https://github.com/aws-observability/helm-charts/blob/v1.7.0/charts/amazon-cloudwatch-observability/"
+        "values.yaml",
+        shows="the chart's values at release 1.7.0 (2024-05-23) are the first with the root tolerations list (1.6.0 "
+        "has none); agent.config is in the values of every release from 1.4.0, the first in the repository",
+    ),
+    "cloudwatch-observability-dcgm-instance-types": Source(
+        url="https://github.com/aws-observability/helm-charts/commit/895662de1ae77feda0822eea72c321bdfb829a27",
+        shows="'add blackwell GPU instances' (pull request 258, 2025-12-12) adds p6-b200.48xlarge to the node affinity "
+        "of dcgmExporter; it ships in releases 4.8.0 to 4.10.3 and, on the 5.x line, only from 5.3.0 (RELEASE_NOTES: "
+        "'Support Blackwell GPU instances (#258)'; branches release-5.0.0 to release-5.2.3 lack it); p5en.48xlarge is "
+        "listed from 3.0.0, p5e.48xlarge from 2.3.0, g6 and g6e from 2.1.2, the older NVIDIA types from 1.5.0",
+    ),
+    "eks-node-monitoring-agent-dcgm-tolerations": Source(
+        url="https://github.com/aws/eks-node-monitoring-agent/commit/92366c73b130851750f3ba8ce88552d897890166",
+        shows="'Add dcgm agent tolerations with default value' (pull request 5, 2025-05-14): chart 1.3.0 is the first "
+        "whose values and dcgm DaemonSet template take dcgmAgent.tolerations; the add-on's configuration schema "
+        "(charts/configuration.schema.json, published from 2026-02) lists dcgmAgent.tolerations",
+    ),
+    "eks-node-monitoring-agent-dcgm-instance-types": Source(
+        url="https://github.com/aws/eks-node-monitoring-agent/commit/d0aa5ef5a24bc8ec99a627bc3572e2084e34d296",
+        shows="the 1.4.3 release (2025-12-23, image v1.4.3-eksbuild.2, 'DCGM: update instances') adds "
+        "p3dn.24xlarge, p4de.24xlarge and p6-b200.48xlarge to the node affinity of dcgmAgent; p5en.48xlarge is listed "
+        "from the 1.4.0 release, the other NVIDIA types of the catalog from the first chart",
+    ),
+    "efs-csi-pod-identity": Source(
+        url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/blob/a4fc67600be60d0f8350dc9459e55ff04e9aa944/"
+        "CHANGELOG-2.x.md",
+        shows="V2.0.5: 'Add Pod Identity Support' (#1254)",
+    ),
+    "efs-csi-subpath-pattern": Source(
+        url="https://github.com/kubernetes-sigs/aws-efs-csi-driver/blob/a4fc67600be60d0f8350dc9459e55ff04e9aa944/"
+        "CHANGELOG-1.x.md",
+        shows="V1.7.0: 'Added Storage Class features to allow more control of the directory structure of Access Points "
+        "under Dynamic Provisioning' (#640: subPathPattern, ensureUniqueDirectory; pkg/driver/controller.go has them "
+        "from tag v1.7.0)",
+    ),
     "eks-kubernetes-versions": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html",
         shows="release, end of standard and end of extended support per minor (1.35 and 1.36 also on "
@@ -897,6 +955,66 @@ SOURCES: Mapping[str, Source] = {
         url="https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html",
         shows="EC2 On-Demand and Spot instance quotas are counted in vCPUs per instance class; codes as the "
         "Service Quotas console shows them (https://console.aws.amazon.com/servicequotas/home/services/ec2/quotas)",
+    ),
+    # --- what `pulumi up` waits for, and how long (components/catalog/timings.py) ---------------------------------
+    "eks-cluster-creation-roadmap": Source(
+        url="https://github.com/aws/containers-roadmap/issues/1227",
+        shows="EKS: control plane provisioning time averaged 15 minutes when the issue to reduce it was opened",
+    ),
+    "eks-cluster-creation-measured": Source(
+        url="https://easontechtalk.com/unofficial-eks-cluster-creation-performance-across-aws-regions",
+        shows="an unofficial measurement of EKS cluster creation with one configuration in 21 Regions: 13 min 13 s "
+        "(eu-west-2) to over 16 minutes; us-west-2 15 min 00 s, us-east-2 15 min 05 s",
+    ),
+    "eks-networking-add-ons": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/eks-networking-add-ons.html",
+        shows="the built-in add-ons: the VPC CNI attaches network interfaces to the nodes and gives every Pod its "
+        "address; kube-proxy maintains the network rules on the nodes; CoreDNS resolves the names of every Pod in "
+        "the cluster",
+    ),
+    "tf-eks-addons-before-compute": Source(
+        url="https://github.com/terraform-aws-modules/terraform-aws-eks/blob/master/docs/cluster/addons.md",
+        shows="terraform-aws-eks creates the add-ons flagged before_compute before the node groups (without vpc-cni "
+        "pods on new nodes fail their network setup), CoreDNS and kube-proxy in its example after them; the Pod "
+        "Identity agent must precede the VPC CNI only when the CNI takes its permissions through Pod Identity "
+        "instead of the node role, its default",
+    ),
+    "eksctl-addon-degraded-without-nodes": Source(
+        url="https://github.com/eksctl-io/eksctl/issues/6954",
+        shows="an add-on whose Deployment has no node to run on (aws-efs-csi-driver on a cluster without node "
+        "groups) stays DEGRADED until nodes join, and a tool waiting for it to be ACTIVE fails",
+    ),
+    "eks-pod-identity-agent": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html",
+        shows="the EKS Pod Identity agent runs as a DaemonSet on the nodes and gives the pods on its node the "
+        "credentials of their association; a pod that calls AWS with a Pod Identity role needs it running",
+    ),
+    "kueue-troubleshooting-queues": Source(
+        url="https://kueue.sigs.k8s.io/docs/tasks/troubleshooting/troubleshooting_queues/",
+        shows="a ClusterQueue whose ResourceFlavor does not exist is inactive (FlavorNotFound) and a LocalQueue of "
+        "an inactive ClusterQueue admits nothing (ClusterQueueIsInactive); both are created and become active once "
+        "what they name exists",
+    ),
+    "pulumi-depends-on": Source(
+        url="https://www.pulumi.com/docs/iac/concepts/resources/options/dependson/",
+        shows="dependsOn and the inputs taken from other resources' outputs order creation, update and deletion; "
+        "depending on a component depends on its children (Pulumi 3.10.1, pulumi/pulumi#7732)",
+    ),
+    "pulumi-python-sdk-prepare": Source(
+        url="https://github.com/pulumi/pulumi/blob/master/sdk/python/lib/pulumi/runtime/resource.py",
+        shows="prepare_resource: a registration waits for its explicit dependencies, its inputs, its parent's "
+        "registration and, for a component, every provider in its options (_create_provider_ref awaits the "
+        "provider's id) before it is sent",
+    ),
+    "pulumi-kubernetes-job-await": Source(
+        url="https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/",
+        shows="a Job's create waits until its Complete condition is True (the built-in awaiter fails at once only on "
+        "BackoffLimitExceeded and DeadlineExceeded); the "
+        "pulumi.com/skipAwait annotation skips the wait (pulumi/pulumi-kubernetes#417)",
+    ),
+    "pulumi-kubernetes-deployment-await": Source(
+        url="https://www.pulumi.com/registry/packages/kubernetes/api-docs/apps/v1/deployment/",
+        shows="a Deployment's create waits until the new ReplicaSet's Pods are available",
     ),
     "stack config": Source(
         url="https://www.pulumi.com/docs/iac/concepts/config/",

@@ -8,6 +8,7 @@ from typing_extensions import NotRequired
 from components.conventions import COMMON_LABELS
 from components.workloads.pods import JobSpec, WorkerPlacement, c10d_endpoint, indexed_job, torchrun_command, worker_env
 from components.workloads.training import torch_env
+from components.workloads.waits import BATCH_JOB, finished
 
 #: The benchmark script in the toolbox image.
 BENCHMARK_SCRIPT = "/app/allreduce_bench.py"
@@ -27,7 +28,8 @@ class AllReduceHealthCheckArgs(TypedDict):
     max_bytes: NotRequired[int]
     """Largest all-reduce message. Default 1 GiB on GPU, 64 MiB on CPU."""
     timeout_minutes: NotRequired[int]
-    """How long Pulumi waits for the check (including nodes scaling up). Default 60."""
+    """The check's deadline once admitted (its time in the queue and for nodes is the job spec's
+    ``queue_timeout_hours``). Default 60."""
 
 
 class AllReduceHealthCheck(pulumi.ComponentResource):
@@ -106,6 +108,6 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             run_once=True,
             await_completion=True,
         )
-        self.job_name = job.metadata.name
-        self.report_path = job.metadata.apply(lambda _: report)
+        self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
+        self.report_path = self.job_name.apply(lambda _: report)
         self.register_outputs({"job_name": self.job_name, "report_path": self.report_path})

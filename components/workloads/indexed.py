@@ -9,6 +9,7 @@ import pulumi
 
 from components.conventions import COMMON_LABELS
 from components.workloads.pods import JobSpec, WorkerPlacement, indexed_job, peer_hosts
+from components.workloads.waits import BATCH_JOB, finished
 
 #: A job's pods' environment from the pods' stable hostnames (in index order).
 Environment = Callable[[pulumi.Output[list[str]]], Mapping[str, pulumi.Input[str]]]
@@ -46,4 +47,5 @@ def indexed_workers(
         backoff_limit=max_retries * nodes,
         ports=(port,),
     )
-    return job.metadata.name, job.metadata.apply(lambda _: spec["output_dir"])
+    done = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))
+    return done, done.apply(lambda _: spec["output_dir"])

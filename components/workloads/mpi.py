@@ -16,6 +16,7 @@ from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, get_arg
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_kubernetes._utilities import get_version as k8s_sdk_version
 from typing_extensions import NotRequired
 
 from components.catalog import MANIFESTS
@@ -43,6 +44,14 @@ from components.workloads.pods import (
     unique_volumes,
     worker_env,
     worker_resources,
+)
+from components.workloads.waits import (
+    MPI_JOB,
+    await_annotations,
+    await_seconds,
+    await_timeouts,
+    finished,
+    queue_seconds,
 )
 
 #: ``launcherCreationPolicy`` values, spelled exactly as the controller compares them: the CRD does not
@@ -186,6 +195,29 @@ def mpi_launcher(
         mca=mca,
     )
     return [*launcher_command, *mpirun], env
+
+
+class MpiJobObject(pulumi.CustomResource):
+    """An ``MPIJob`` registered as pulumi-kubernetes' ``apiextensions.CustomResource`` registers one, with the object's
+    ``status`` as an output: the provider returns the object it awaited."""
+
+    status: pulumi.Output[Any]
+    """The MPIJob's status when it was created (awaited: when it succeeded or failed)."""
+
+    def __init__(
+        self,
+        name: str,
+        metadata: pulumi.Input[Mapping[str, Any]],
+        spec: pulumi.Input[Mapping[str, Any]],
+        opts: Optional[pulumi.ResourceOptions] = None,
+    ) -> None:
+        props = {"apiVersion": MPI_JOB.api_version, "kind": MPI_JOB.kind, "metadata": metadata, "spec": spec}
+        super().__init__(
+            f"kubernetes:{MPI_JOB.api_version}:{MPI_JOB.kind}",
+            name,
+            {**props, "status": None},
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_sdk_version())),
+        )
 
 
 class MpiOperatorArgs(TypedDict):
@@ -358,16 +390,17 @@ class MpiJob(pulumi.ComponentResource):
                 "Worker": {"replicas": nodes, "restartPolicy": "Never", "template": camel(worker)},
             },
         }
-        # custom resources are awaited only when told how (pulumi-kubernetes' waitFor annotation)
-        annotations = (
-            {"pulumi.com/waitFor": "condition=Succeeded"}
-            if spec.get("wait_for_completion")
-            else {"pulumi.com/skipAwait": "true"}
+        # pulumi-kubernetes awaits a custom resource only as its waitFor annotation says: until the MPIJob succeeded or
+        # failed, for its deadline and the time it may queue
+        annotations = await_annotations(MPI_JOB, bool(spec.get("wait_for_completion")))
+        # the launcher's deadline starts once it exists: after admission, and with WaitForWorkersReady after every
+        # worker runs (mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go), so the time for nodes is outside it
+        waits_s = await_seconds(
+            timeout_s,
+            queue_s=queue_seconds(bool(queue) or policy == "WaitForWorkersReady", spec.get("queue_timeout_hours")),
         )
-        job = k8s.apiextensions.CustomResource(
+        job = MpiJobObject(
             f"{name}-mpijob",
-            api_version="kubeflow.org/v2beta1",
-            kind="MPIJob",
             metadata={
                 "name": created_after(
                     {**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]}, job_name, identity.waits
@@ -383,10 +416,12 @@ class MpiJob(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 delete_before_replace=True,
+                custom_timeouts=await_timeouts(waits_s),
                 ignore_changes=SUSPEND_OWNED_BY_KUEUE["MPIJob"] if queue else None,
             ),
         )
-        created = job.id.apply(lambda _: job_name)  # resolves once created (and, when awaited, succeeded)
+        # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here
+        created = finished(MPI_JOB, job_name, job, awaited=bool(spec.get("wait_for_completion")))
         self.job_name = created
         self.output_dir = created.apply(lambda _: spec["output_dir"])
         self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

@@ -10,7 +10,6 @@ claim, image, output folder, arguments, environment, data, order, code) is one :
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from typing import Callable, Literal, Mapping, Optional, Sequence, TypedDict, TypeVar, cast
 
@@ -31,6 +30,7 @@ from components.naming import k8s_name
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.scheduling import Toleration
+from components.workloads.waits import BATCH_JOB, await_annotations, await_seconds, await_timeouts, queue_seconds
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
 #: default to root also run unprivileged.
@@ -138,9 +138,12 @@ class JobSpec(TypedDict):
     cluster_name: NotRequired[pulumi.Input[str]]
     """EKS cluster name; required with ``code_uri`` (Pod Identity)."""
     timeout_hours: NotRequired[float]
-    """Deadline of the job (activeDeadlineSeconds), and Pulumi's wait when waiting. Default 24."""
+    """Deadline of the job (activeDeadlineSeconds): it runs while the job is admitted. Default 24."""
     wait_for_completion: NotRequired[bool]
-    """Make ``pulumi up`` wait until the job completes. Default False."""
+    """Make ``pulumi up`` wait until the job completes, or fails with its reason. Default False."""
+    queue_timeout_hours: NotRequired[float]
+    """When ``pulumi up`` waits for the job: how long it may wait in its queue and for nodes, on top of its deadline.
+    Default :data:`~components.workloads.waits.DEFAULT_QUEUE_TIMEOUT_HOURS`."""
     read_only_root_filesystem: NotRequired[bool]
     """Run the job's containers with a read-only root file system; ``/tmp`` (also ``HOME``) is a writable
     ``emptyDir``, outputs go to the shared volume. Default True (False for :class:`MpiJob`, whose workers' sshd
@@ -535,10 +538,13 @@ def indexed_job(
         opts=pulumi.ResourceOptions(parent=parent),
     )
     wait = spec.get("wait_for_completion", False) if await_completion is None else await_completion
-    annotations = {} if wait else {"pulumi.com/skipAwait": "true"}
+    annotations = await_annotations(BATCH_JOB, bool(wait))
     queue = dict(spec.get("queue_labels") or {})
     timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
-    minutes = f"{math.ceil(timeout_s / 60)}m"
+    grace_s = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
+    waits_s = await_seconds(
+        timeout_s, queue_s=queue_seconds(bool(queue), spec.get("queue_timeout_hours")), grace_s=grace_s
+    )
     tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
     rules: list[k8s.batch.v1.PodFailurePolicyRuleArgsDict] = [
         {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
@@ -629,9 +635,7 @@ def indexed_job(
                             ]
                         }
                     },
-                    "termination_grace_period_seconds": int(
-                        spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S)
-                    ),
+                    "termination_grace_period_seconds": grace_s,
                     "security_context": pod_security(),
                     "init_containers": identity.init_containers,
                     "containers": [main],
@@ -653,7 +657,7 @@ def indexed_job(
             parent=parent,
             depends_on=[service],
             delete_before_replace=True,
-            custom_timeouts=pulumi.CustomTimeouts(create=minutes, update=minutes),
+            custom_timeouts=await_timeouts(waits_s, grace_s),
             ignore_changes=["spec", "metadata"] if run_once else (SUSPEND_OWNED_BY_KUEUE["Job"] if queue else None),
         ),
     )

@@ -20,6 +20,7 @@ from components.workloads.pods import (
     pod_security,
     shared_volume,
 )
+from components.workloads.waits import BATCH_JOB, await_annotations, await_seconds, await_timeouts, finished
 
 
 def staging_command(
@@ -57,7 +58,7 @@ class DatasetStagingArgs(TypedDict):
     cluster_name: NotRequired[pulumi.Input[str]]
     """EKS cluster name; required for an ``s3://`` source (Pod Identity role and association)."""
     timeout_minutes: NotRequired[int]
-    """How long Pulumi waits for the Job to complete. Default 30."""
+    """The Job's deadline (Pulumi waits for it, and a minute and a half more for its failure's reason). Default 30."""
 
 
 class DatasetStaging(pulumi.ComponentResource):
@@ -108,12 +109,18 @@ class DatasetStaging(pulumi.ComponentResource):
 
         command = staging_command(source, data_dir, md5=args.get("md5"), expected_bytes=args.get("expected_bytes"))
         job_name = k8s_name(name)
+        deadline_s = 60 * int(args.get("timeout_minutes", 30))
         job = k8s.batch.v1.Job(
             f"{name}-job",
-            metadata={"name": job_name, "namespace": args["namespace"], "labels": labels},
+            metadata={
+                "name": job_name,
+                "namespace": args["namespace"],
+                "labels": labels,
+                "annotations": await_annotations(BATCH_JOB, True),
+            },
             spec={
                 "backoff_limit": 4,
-                "active_deadline_seconds": 60 * int(args.get("timeout_minutes", 30)),
+                "active_deadline_seconds": deadline_s,
                 "template": {
                     # a pod of a job: it may reach HTTPS endpoints and the Pod Identity agent (TrainingNetworkPolicies)
                     "metadata": {"labels": {**labels, JOB_LABEL: job_name}},
@@ -148,10 +155,11 @@ class DatasetStaging(pulumi.ComponentResource):
                 parent=self,
                 depends_on=depends,
                 delete_before_replace=True,
-                custom_timeouts=pulumi.CustomTimeouts(create=f"{int(args.get('timeout_minutes', 30))}m"),
+                # not queued: its deadline runs from its creation
+                custom_timeouts=await_timeouts(await_seconds(deadline_s)),
             ),
         )
-        self.job_name = job.metadata.name
+        self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
         # Resolves when the Job has completed (Pulumi awaits it): jobs that read the data wait for it.
-        self.data_dir = job.metadata.apply(lambda _: data_dir)
+        self.data_dir = self.job_name.apply(lambda _: data_dir)
         self.register_outputs({"job_name": self.job_name, "data_dir": self.data_dir})

@@ -17,6 +17,7 @@ from components.workloads.pods import (
     torchrun_command,
     worker_env,
 )
+from components.workloads.waits import BATCH_JOB, finished
 
 #: The launcher of the toolbox image: skips a finished run, reopens a closed rendezvous, then runs torchrun.
 LAUNCHER = "/app/launch.py"
@@ -243,9 +244,9 @@ class PyTorchJob(pulumi.ComponentResource):
             ignore_exit_codes=(LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST) if use_launcher else (),
             fail_exit_codes=(LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED) if use_launcher else (LAUNCHER_EXIT_USAGE,),
         )
-        self.job_name = job.metadata.name
+        self.job_name = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))
         self.service_name = service.metadata.name
-        self.output_dir = job.metadata.apply(lambda _: output_dir)
+        self.output_dir = self.job_name.apply(lambda _: output_dir)
         self.rendezvous_endpoint = endpoint
         self.register_outputs(
             {

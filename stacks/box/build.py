@@ -1,11 +1,11 @@
 """Build (or reuse) the box's pinned binaries: ``python -m stacks.box build``.
 
 Every binary comes from a Go module in the repository's ``box/`` folder (shipped with an installed package) (a
-``go.mod`` and ``go.sum`` pinning the versions, a ``tools.go`` importing the commands), built with the Go toolchain and
-the Go module proxy into a cache folder outside the work tree: ``$EKS_TRAINING_BOX_CACHE`` or
-``~/.cache/eks-training/box/``, one sub-folder per module named by its pinned version and a digest of its ``go.mod``,
-``go.sum``, the build flags and the Go version, so a changed pin builds anew and an unchanged one is reused. No binary
-is ever written to the repository.
+``go.mod`` and ``go.sum`` pinning the versions, a ``tools.go`` importing the commands, or the command's own
+``main.go``), built with the Go toolchain and the Go module proxy into a cache folder outside the work tree:
+``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``, one sub-folder per module named by its pinned version
+and a digest of its ``go.mod``, ``go.sum``, its own code, the build flags and the Go version, so a changed pin builds
+anew and an unchanged one is reused. No binary is ever written to the repository.
 
 - ``kubernetes``: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of ``k8s.io/kubernetes`` at the
   stacks' default minor. ``k8s.io/kubernetes``' own go.mod points every ``k8s.io/<staging>`` module at ``./staging``,
@@ -19,6 +19,8 @@ is ever written to the repository.
 - ``mpi-operator``: the MPI Operator the stacks install, in a module of its own.
 - ``kueue``: Kueue (https://kueue.sigs.k8s.io), the admission controller the stacks install, in a module of its own;
   its CRDs and webhook configuration are read from the same module at run time (:mod:`stacks.box.kueue`).
+- ``await``: ``pulumi-await``, this repository's own command over pulumi-kubernetes' await code (what ``pulumi up``
+  waits for; :mod:`stacks.box.awaits`).
 - ``helm``: Helm 3 (https://helm.sh/docs/helm/helm_template/), the major the Pulumi Kubernetes provider's
   ``helm.v3.Release`` embeds; the box renders the charts the stacks install with ``helm template``
   (:mod:`stacks.box.charts`).
@@ -89,6 +91,9 @@ class Module:
         digest = hashlib.sha256()
         for name in ("go.mod", "go.sum"):
             digest.update((self.path / name).read_bytes())
+        for code in sorted(self.path.glob("*.go")):  # a command of the repository's own (tools.go only pins)
+            if code.name != "tools.go":
+                digest.update(code.read_bytes())
         digest.update(self.ldflags().encode())
         digest.update("\n".join(f"{k}={v}" for k, v in sorted(self.commands.items())).encode())
         digest.update(go_version.encode())
@@ -117,6 +122,11 @@ MODULES: Mapping[str, Module] = {
         ),
         Module("kueue", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),
         Module("helm", "helm.sh/helm/v3", {"helm": "helm.sh/helm/v3/cmd/helm"}),
+        Module(
+            "await",
+            "github.com/pulumi/pulumi-kubernetes/provider/v4",
+            {"pulumi-await": "github.com/eks-training/box/await"},
+        ),
     )
 }
 

@@ -2,10 +2,12 @@
 
 The driver plays the parts of a real deployment the box does not run itself:
 
-- ``pulumi up``: an object is applied (server-side) once every object it depends on is ready; a Job is ready when it
-  completes and a Deployment when it is available, unless it carries ``pulumi.com/skipAwait`` (the Kubernetes
-  provider's await logic, https://www.pulumi.com/registry/packages/kubernetes/api-docs/batch/v1/job/); a dependency on a
-  component resource is a dependency on everything under it.
+- ``pulumi up``: an object is applied (server-side) once every object it depends on is ready; a dependency on a
+  component resource is a dependency on everything under it. Whether a Job, or an object with ``pulumi.com/waitFor``,
+  is ready or has failed is the Kubernetes provider's own answer (:mod:`stacks.box.awaits`); a Deployment is ready
+  when available. Each registration is awaited for its own timeout (its custom timeouts, else the provider's
+  default), on a clock ``time_scale`` times faster than the wall's; past it, the rehearsal fails as ``pulumi up``
+  would.
 - the charts: device-plugin DaemonSets stand in for the Helm releases (:mod:`stacks.box.devices`), and a registrar
   plays the kubelet's device registration.
 - the EFS CSI provisioner: a claim of an ``efs.csi.aws.com`` StorageClass gets a PersistentVolume bound to it.
@@ -34,6 +36,7 @@ import yaml
 
 from components.admission import PROVISIONING_CONTROLLER
 from stacks.box.apply import Refusal, _refusals
+from stacks.box.awaits import SKIP_AWAIT, Awaiter, asks_provider, await_timeout_s, failure_of
 from stacks.box.cluster import Box, BoxError, crd_established, hold_for_child
 from stacks.box.devices import stand_ins
 from stacks.box.kueue import (
@@ -50,7 +53,6 @@ from stacks.box.provisioner import Provisioner
 HELD = "box.eks-training/held"
 RUN_MS = "box.eks-training/run-ms"
 EXIT_CODE = "box.eks-training/exit-code"
-SKIP_AWAIT = "pulumi.com/skipAwait"
 MPIJOB_CRD = "mpijobs.kubeflow.org"
 EFS_PROVISIONER = "efs.csi.aws.com"
 #: How long a box waits for another box's MPI Operator to end (one runs on a machine at a time: ``_start_operator``).
@@ -69,6 +71,8 @@ class Step:
     """The Kueue release's Configuration (its step's docs are Kueue's CRDs; the box starts Kueue once they exist)."""
     kueue_gates: dict[str, bool] = field(default_factory=dict)
     """The Kueue release's feature gates (its chart values' ``controllerManager.featureGates``)."""
+    timeout_s: float = 600.0
+    """How long ``pulumi up`` waits for the registration to be ready (:func:`stacks.box.awaits.await_timeout_s`)."""
 
 
 @dataclass
@@ -109,7 +113,11 @@ def steps_of(registrations: Sequence[Any]) -> list[Step]:
             docs = release_manifest(r.inputs["file"])
         else:
             docs = [copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")})]
-        steps.append(Step(r.urn, r.name, docs, {u for d in r.dependencies for u in under(d)}, kueue, gates))
+        timeout_s = await_timeout_s(getattr(r, "custom_timeouts", None) or {}, r.inputs)
+        if r.type.startswith("kubernetes:helm.sh/") and r.inputs.get("timeout"):
+            timeout_s = float(r.inputs["timeout"])  # a Release's own wait, in seconds
+        deps = {u for d in r.dependencies for u in under(d)}
+        steps.append(Step(r.urn, r.name, docs, deps, kueue, gates, timeout_s))
         k8s.add(r.urn)
     for s in steps:
         s.deps &= k8s
@@ -148,8 +156,15 @@ class Rehearsal:
         log_dir: Optional[Path] = None,
         await_jobs: Iterable[str] = (),
         provisioner: Optional[Provisioner] = None,
+        time_scale: float = 1.0,
     ) -> None:
         self.box, self.steps = box, steps
+        #: How many times faster than the wall clock ``pulumi up``'s waits run out (a step's timeout / time_scale).
+        self.time_scale = time_scale
+        #: When each step was applied (monotonic seconds): its timeout runs from there.
+        self.applied_at: dict[str, float] = {}
+        #: The provider's await code (``pulumi-await``), started by :meth:`run`.
+        self.awaiter: Optional[Awaiter] = None
         #: The cluster autoscaler's stand-in for ProvisioningRequests, polled on every pass of :meth:`run`.
         self.provisioner = provisioner
         checks = [
@@ -215,6 +230,7 @@ class Rehearsal:
             # ProvisioningRequests).
             if not step.docs:
                 self.applied[step.urn] = step
+                self.applied_at[step.urn] = time.monotonic()
             for doc in step.docs:
                 self._annotate(doc)
                 # Kueue's release: Helm's install creates a release's objects (no server-side apply), and creating
@@ -264,6 +280,7 @@ class Rehearsal:
             if not step.docs:
                 continue
             self.applied[step.urn] = step
+            self.applied_at[step.urn] = time.monotonic()
             self.note(f"applied {step.name} ({', '.join(d['kind'] + ' ' + d['metadata']['name'] for d in step.docs)})")
             for doc in step.docs:
                 if doc["kind"] == "PersistentVolumeClaim":
@@ -322,12 +339,8 @@ class Rehearsal:
                     status.get("desiredNumberScheduled") or 0
                 ):
                     return False
-            elif kind == "Job":
-                status = self.box.get("job", meta["name"], *ns).get("status") or {}
-                conds = {c["type"]: c["status"] for c in status.get("conditions") or []}
-                if conds.get("Failed") == "True":
-                    raise RehearsalError(f"Job {meta['name']} failed (pulumi up would fail here)")
-                if conds.get("Complete") != "True":
+            elif asks_provider(doc):
+                if not self._provider_ready(step, doc):
                     return False
             elif kind == "Deployment":
                 status = self.box.get("deployment", meta["name"], *ns).get("status") or {}
@@ -337,6 +350,46 @@ class Rehearsal:
                 if not crd_established(self.box, meta["name"]):
                     return False
         return True
+
+    def _provider_ready(self, step: Step, doc: Mapping[str, Any]) -> bool:
+        """The provider's answer for ``doc`` (a Job, or an object with ``waitFor``); a failure, the provider's or the
+        program's check of a job object it awaited (its failed condition), stops the rehearsal as ``pulumi up``."""
+        assert self.awaiter is not None, "run() starts the awaiter"
+        meta = doc["metadata"]
+        group = doc["apiVersion"].rpartition("/")[0]
+        resource = doc["kind"].lower() + (f".{group}" if group else "")
+        try:
+            live = self.box.get(resource, meta["name"], *(["-n", meta["namespace"]] if meta.get("namespace") else []))
+        except BoxError:
+            return False  # not served yet
+        answer = self.awaiter.answer(doc, live)
+        failure = answer.error or (answer.ready and answer.awaited and failure_of(doc["kind"], live))
+        if failure:
+            self.note(f"{doc['kind']} {meta['name']}: the wait ended: {failure}")
+            raise RehearsalError(
+                f"{step.name}: {doc['kind']} {meta['name']} failed: {failure} (pulumi up stops here)\ntimeline:\n"
+                + self.timeline()
+            )
+        return answer.ready
+
+    def _late(self) -> list[str]:
+        """Steps applied but not ready within their timeout (on the scaled clock): ``pulumi up`` would stop there."""
+        now = time.monotonic()
+        return [
+            f"{s.name} (timeout {s.timeout_s:.0f} s"
+            + (f", {s.timeout_s / self.time_scale:.1f} s on the box's clock" if self.time_scale != 1 else "")
+            + ")"
+            for urn, s in self.applied.items()
+            if urn not in self.ready and now - self.applied_at.get(urn, now) > s.timeout_s / self.time_scale
+        ]
+
+    def _host_waited(self, seconds: float) -> None:
+        """The machine, not the cluster, held the rehearsal ``seconds`` (another box's lock): the rehearsal's deadline
+        and the clock of each step waiting now move by them; a step applied later is awaited for its own timeout."""
+        self.host_wait_s = getattr(self, "host_wait_s", 0.0) + seconds
+        for urn in self.applied:
+            if urn not in self.ready and urn in self.applied_at:
+                self.applied_at[urn] += seconds
 
     # --- the parts the box plays --------------------------------------------------------------------------------
 
@@ -361,8 +414,7 @@ class Rehearsal:
         lock = hold_for_child(
             "mpi-operator-8080", OPERATOR_PORT_WAIT_S, lambda: self.note("waiting for another box's MPI Operator")
         )
-        # the wait is not the rehearsal's: its deadline moves by it (run)
-        self.host_wait_s = getattr(self, "host_wait_s", 0.0) + time.monotonic() - started
+        self._host_waited(time.monotonic() - started)
         try:
             self.operator = subprocess.Popen(
                 [
@@ -473,6 +525,23 @@ class Rehearsal:
         error is raised then, not at the deadline."""
         deadline = time.monotonic() + timeout_s
         todo = list(self.steps)
+        if self.awaiter is None:
+            self.awaiter = Awaiter(binaries["pulumi-await"])
+        try:
+            self._run(binaries, todo, deadline, timeout_s, stuck)
+        finally:
+            self.awaiter.close()
+            self.awaiter = None
+        self.note("every job completed")
+
+    def _run(
+        self,
+        binaries: Mapping[str, Path],
+        todo: list[Step],
+        deadline: float,
+        timeout_s: float,
+        stuck: Optional[Callable[[list[str]], bool]],
+    ) -> None:
         while todo or not self._all_done():
             progressed = False
             now = [step for step in todo if all(d in self.ready for d in step.deps)]
@@ -505,6 +574,12 @@ class Rehearsal:
                     )
                     progressed = True
             self._watch_jobs()
+            late_steps = self._late()
+            if late_steps:
+                raise RehearsalError(
+                    f"{', '.join(late_steps)}: not ready within the time pulumi up waits for it (pulumi up stops "
+                    "here); pending pods:\n" + "\n".join(self.pending_reasons()) + "\ntimeline:\n" + self.timeline()
+                )
             self._check_operator(binaries["mpi-operator"])
             reasons = self.pending_reasons() if stuck is not None else None
             late = time.monotonic() > deadline + getattr(self, "host_wait_s", 0.0)
@@ -523,7 +598,6 @@ class Rehearsal:
                 )
             if not progressed:
                 time.sleep(0.3)
-        self.note("every job completed")
 
     def _watch_jobs(self) -> None:
         """Record each job's (``self.jobs``: name -> kind, started, finished seconds since the start, outcome)."""

@@ -28,7 +28,6 @@ from stacks.config.network import (
     default_public_subnet_cidrs,
 )
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig, TaintConfig
-from stacks.config.rules import EFA_ONLY_MIN_VPC_CNI_TEXT
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 from stacks.config.storage import DataRepositoryConfig, FsxConfig, StorageConfig
 
@@ -41,7 +40,6 @@ __all__ = [
     "ConfigError",
     "DataRepositoryConfig",
     "DatasetConfig",
-    "EFA_ONLY_MIN_VPC_CNI_TEXT",
     "ExistingVpcConfig",
     "FsxConfig",
     "HealthCheckConfig",

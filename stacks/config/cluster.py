@@ -52,8 +52,9 @@ class ClusterConfig(Model):
     create_oidc_provider: bool = False
     """Create the cluster's IAM OIDC provider (IRSA); the drivers use EKS Pod Identity without it."""
     addon_versions: dict[str, str] = Field(default_factory=dict, json_schema_extra=reference(allowed=EKS_ADDONS))
-    """EKS add-on name -> the version to pin (allowed: the add-on names); default EKS's default version for
-    kubernetesVersion."""
+    """EKS add-on name -> the version to run (allowed: the add-on names); default this project's pin for
+    kubernetesVersion where it has one (components/catalog/addons.py), else EKS's default, which preflight checks. A
+    version without a setting the stack passes the add-on is refused."""
     stack_reference: Optional[str] = None
     """A jobs-only stack: the cluster stack (``org/project/stack``) whose team's queue this stack's jobs go to."""
     team: Optional[str] = None

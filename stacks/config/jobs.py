@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
+from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, Number, reference
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
@@ -311,7 +312,12 @@ class JobConfig(Model):
     timeout_hours: Number = Field(default=24, gt=0, le=720)
     """The Job's deadline (activeDeadlineSeconds)."""
     wait_for_completion: bool = False
-    """`pulumi up` waits for the job to complete; false returns once it is created."""
+    """`pulumi up` waits for the job to complete (a failure stops it with the job's reason); false returns once it is
+    created."""
+    queue_timeout_hours: Number = Field(default=DEFAULT_QUEUE_TIMEOUT_HOURS, ge=0, le=720)
+    """When `pulumi up` waits for the job (waitForCompletion) or its health check: how long each may wait in the queue
+    and for nodes, on top of its deadline (a queued job's deadline runs only once admitted); past it `pulumi up` stops
+    with a timeout and the job stays queued."""
     read_only_root_filesystem: Optional[bool] = None
     """The containers' root file system is read-only (/tmp, also HOME, is a writable emptyDir and outputs go to the
     shared volume); unset, true except for mpi, whose workers' sshd writes to the image."""
@@ -423,6 +429,15 @@ class JobConfig(Model):
                 ("nodes", f"{self.nodes} > @{{maxNodes}} ({self.max_nodes}); raise maxNodes or lower nodes")
             )
         problems += kind.problems(self)
+        awaited = self.wait_for_completion or (self.health_check is not None and self.health_check.enabled)
+        if "queue_timeout_hours" in self.model_fields_set and not awaited:
+            problems.append(
+                (
+                    "queueTimeoutHours",
+                    "read only when `pulumi up` waits for the job or its health check; set waitForCompletion: true, "
+                    "or remove it",
+                )
+            )
         own = {f.field for f in kind.owned_fields}
         for other in KINDS.values():
             for f in other.owned_fields:

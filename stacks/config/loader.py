@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
 from stacks.bundle import REFERENCE, context_folder
+from stacks.config.addons import addon_needs, addon_problems
 from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.benchmark import (
     BenchmarkConfig,
@@ -76,8 +77,8 @@ SECTIONS: Mapping[str, Any] = {
     "teams": dict,
 }
 
-#: What each top-level key is, one sentence (the reference, docs/configuration.md, and Pulumi.yaml's ``config:`` are
-#: generated from it and the models by ``python -m stacks.docs``).
+#: What each top-level key is, one sentence (the reference, docs/reference/configuration.md, and Pulumi.yaml's
+#: ``config:`` are generated from it and the models by ``python -m stacks.docs``).
 SECTION_SUMMARIES: Mapping[str, str] = {
     "clusterName": f"The EKS cluster's name: 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-'.",
     "network": "A new VPC (omit to use the defaults, or set existingVpc instead).",
@@ -519,6 +520,14 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     operations: OperationsConfig = parsed.get("operations") or OperationsConfig()
     if "operations" not in p.failed:
         p.problems.extend(operations_problems(operations, has_gpu_groups(groups, catalog)))
+    if not {"cluster", "operations", "storage"} & p.failed and sections.cluster.stack_reference is None:
+        needs = addon_needs(
+            groups,
+            catalog,
+            metrics=operations.metrics_enabled(has_gpu_groups(groups, catalog)),
+            storage=sections.storage,
+        )
+        p.problems.extend(addon_problems(needs, sections.cluster))
     p.problems.extend(jobs_only_problems(raw, parsed.get("cluster")))
     teams: dict[str, TeamConfig] = entries("teams")
     storage_cfg: StorageConfig = sections.storage

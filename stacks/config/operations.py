@@ -64,6 +64,10 @@ class OperationsConfig(Model):
             check([("alarmEmail", f"{self.alarm_email!r} is not an e-mail address (name@example.com)")])
         return self
 
+    def metrics_enabled(self, gpu: bool) -> bool:
+        """Whether the stack installs the Container Insights add-on: ``metrics`` when set, else on with GPU groups."""
+        return self.metrics if self.metrics is not None else gpu
+
 
 def has_gpu_groups(groups: Mapping[str, NodeGroupConfig], catalog: Catalog) -> bool:
     """Some worker group's first instance type has GPUs (the catalog knows every type once the config loaded)."""
@@ -74,7 +78,7 @@ def operations_problems(ops: OperationsConfig, gpu: bool) -> list[str]:
     """What the section asks that the stack cannot do: a dashboard or an alarm without the metrics they read, an
     idle-GPU alarm without GPU groups, an e-mail without an alarm to send."""
     problems = []
-    metrics = ops.metrics if ops.metrics is not None else gpu
+    metrics = ops.metrics_enabled(gpu)
     needs = (
         f"set {key('operations.metrics')}: true (the Container Insights add-on publishes what it reads), or remove it"
     )

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
 from components.catalog import (
-    EFA_ONLY_MIN_VPC_CNI,
     INSTANCE_TYPES,
     NETWORK_TOPOLOGY,
     REFERENCE_ALLREDUCE,
@@ -35,7 +34,7 @@ from components.nodeplan import (
 )
 from components.scheduling import SYSTEM_ROLE
 from stacks.bundle import SHIPPED
-from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem, version_text, version_tuple
+from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.jobs import (
@@ -51,7 +50,6 @@ from stacks.kinds import KINDS
 #: The repository (image build contexts are folders of it).
 #: Cluster names prefix IAM role names (64 characters at most).
 CLUSTER_NAME_MAX = 40
-EFA_ONLY_MIN_VPC_CNI_TEXT = version_text(EFA_ONLY_MIN_VPC_CNI)
 
 
 @dataclass
@@ -226,16 +224,6 @@ def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceTy
         problems.append(
             f"{key(f'{path}.{fld}')}: {why}EFA groups run in one zone (with a cluster placement group); either set "
             f"{fld} ({where}) to keep EFA, or {off}"
-        )
-    pinned = s.cluster.addon_versions.get("vpc-cni")
-    if (
-        pinned is not None
-        and efa_profile(facts[0]).min_vpc_cni is not None
-        and version_tuple(pinned) < EFA_ONLY_MIN_VPC_CNI
-    ):
-        problems.append(
-            f"{key('cluster.addonVersions.vpc-cni')}: {pinned} is older than {EFA_ONLY_MIN_VPC_CNI_TEXT}, which "
-            f"efa-only interfaces on {facts[0].name} need; pin a newer version or remove the pin"
         )
 
 

@@ -540,7 +540,7 @@ def operations_plan(plan: Plan) -> OperationsPlan:
     the agent tolerating exactly the taints of the groups."""
     ops = plan.config.operations
     gpu_groups = [g for g in plan.groups.values() if g.profile.gpus]
-    metrics = ops.metrics if ops.metrics is not None else bool(gpu_groups)
+    metrics = ops.metrics_enabled(bool(gpu_groups))
     seen: dict[tuple[str, str, str], Toleration] = {}
     for g in plan.all_groups:
         for t in tolerations_for(g.profile.taints):

@@ -4,7 +4,9 @@ list offline and the preflight checks read the same derivations, so both tools d
 on each other."""
 
 from components.catalog import QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
-from stacks.config import key, version_text
+from components.catalog.addons import addon_version_for
+from stacks.config import key
+from stacks.config.addons import AddonNeed, addon_needs, by_addon
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.zones import MIN_CONTROL_PLANE_ZONES
 
@@ -32,6 +34,30 @@ def quota_needs(plan: Plan) -> dict[tuple[str, str], list[tuple[int, str, str]]]
             desc = f"{g.path}: maxSize {g.max_size} x {facts.name} ({facts.vcpus} vCPUs) = {vcpus}"
             needs.setdefault((cls, market), []).append((vcpus, key(f"{g.path}.maxSize"), desc))
     return needs
+
+
+def plan_addon_needs(plan: Plan) -> list[AddonNeed]:
+    """What the plan's cluster relies on of its add-ons' versions (none for a jobs-only stack, which has no cluster)."""
+    cfg = plan.config
+    if cfg.cluster.stack_reference is not None:
+        return []
+    return addon_needs(cfg.node_groups, cfg.catalog, metrics=plan.operations.metrics, storage=cfg.storage)
+
+
+def addon_checks(plan: Plan) -> list[tuple[str, str]]:
+    """What preflight asks EKS about each version-dependent add-on: a known version (the stack's pin or this
+    project's) is offered for the cluster's Kubernetes version; EKS's default has what the stack relies on."""
+    k8s = plan.config.cluster.kubernetes_version
+    out = []
+    for addon, needs in by_addon(plan_addon_needs(plan)).items():
+        version = addon_version_for(addon, k8s, plan.config.cluster.addon_versions)
+        k = key(f"cluster.addonVersions.{addon}")
+        if version is not None:
+            out.append((k, f"{addon} {version} is offered for Kubernetes {k8s}"))
+        else:
+            has = "; ".join(f"{n.what} ({n.ranges_text})" for n in needs)
+            out.append((k, f"EKS's default {addon} for Kubernetes {k8s} has {has}"))
+    return out
 
 
 def planned_checks(plan: Plan) -> list[tuple[str, str]]:
@@ -94,16 +120,7 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
                 f"{sum(p[0] for p in parts)} vCPUs ({breakdown})",
             )
         )
-    if any(g.efa is not None and g.efa.min_vpc_cni is not None for g in plan.groups.values()):
-        pinned = cfg.cluster.addon_versions.get("vpc-cni")
-        k8s = cfg.cluster.kubernetes_version
-        minimum = version_text(max(g.efa.min_vpc_cni for g in plan.groups.values() if g.efa and g.efa.min_vpc_cni))
-        what = (
-            f"the pinned vpc-cni {pinned} is offered for Kubernetes {k8s}"
-            if pinned
-            else f"EKS's default vpc-cni for Kubernetes {k8s} is at least {minimum} (efa-only interfaces)"
-        )
-        out.append((key("cluster.addonVersions.vpc-cni"), what))
+    out += addon_checks(plan)
     for i, arn in enumerate(cfg.cluster.admin_role_arns):
         out.append((key(f"cluster.adminRoleArns[{i}]"), f"{arn} is not the identity running the deployment"))
     fsx = plan.storage.fsx

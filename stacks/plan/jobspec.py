@@ -39,6 +39,7 @@ def job_spec(
         "helper_image": helper_image,
         "timeout_hours": c.timeout_hours,
         "wait_for_completion": c.wait_for_completion,
+        "queue_timeout_hours": c.queue_timeout_hours,
         "read_only_root_filesystem": job.read_only_root_filesystem,
         "stop_grace_period_seconds": c.stop_grace_period_seconds,
     }

@@ -21,11 +21,13 @@ the account whether it can actually run it:
 4. **EFA**: for EFA-enabled groups, EC2 says the type supports EFA and its ``MaximumEfaInterfaces``
    equals the interface count of the plan's EFA profile (which sizes the launch template, the pods'
    requests and the autoscaler's tags).
-5. **VPC CNI for efa-only interfaces**: when an EFA group's type has more than one network card
-   (its launch template carries ``efa-only`` interfaces), the vpc-cni version the cluster will run
-   is at least v1.18.5: the pinned ``cluster.addonVersions.vpc-cni`` must be one EKS offers for the
-   cluster's Kubernetes version, and without a pin EKS's *default* version for that Kubernetes
-   version must be new enough (``eks:DescribeAddonVersions``); a failure names the newest version to pin.
+5. **Add-on versions**: for every EKS add-on the stack relies on a version of (``stacks.config.addons``: the VPC
+   CNI's NetworkPolicy and efa-only interfaces, the node monitoring agent's ``dcgmAgent.tolerations``, the CloudWatch
+   add-on's Pod Identity and configuration, the instance types their DCGM DaemonSets run on, the CSI drivers' Pod
+   Identity), the version the cluster will run is offered for its Kubernetes version and has it: a pinned version
+   (``cluster.addonVersions``, else this project's pin, ``components/catalog/addons.py``) must be one EKS offers, and
+   without a pin EKS's *default* version must have it (``eks:DescribeAddonVersions``); a failure names the newest
+   version to pin.
 6. **Admin roles**: no ``cluster.adminRoleArns`` entry is the identity running the deployment
    (``sts:GetCallerIdentity``; an assumed-role session counts as its role): EKS already makes the
    cluster creator admin, and a second access entry for it fails with ``ResourceInUseException``.

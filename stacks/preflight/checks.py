@@ -6,9 +6,10 @@ from typing import Optional, Sequence
 import boto3
 
 from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
-from stacks.config import ConfigError, key, version_text, version_tuple
+from stacks.config import ConfigError, key
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
+from stacks.preflight.addons import check_addons
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import (
     SKIP_HINT,
@@ -61,7 +62,7 @@ def run_preflight(
     for g in plan.groups.values():
         _check_reservation(g, group_zones[g.path], vpc_zones, aws, findings)
     _check_quotas(plan, aws, findings)
-    _check_vpc_cni(plan, aws, findings)
+    check_addons(plan, aws, findings)
     _check_admin_roles(plan, aws, findings)
     check_fsx(plan, aws, findings)
     return findings
@@ -479,12 +480,6 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
             )
 
 
-def _addon_version_order(version: str) -> tuple[tuple[int, ...], int]:
-    """Sort key of EKS add-on versions: ``v1.20.1-eksbuild.3`` -> ``((1, 20, 1), 3)``."""
-    build = re.search(r"eksbuild\.(\d+)", version)
-    return version_tuple(version), int(build.group(1)) if build else 0
-
-
 _ASSUMED_ROLE_RE = re.compile(
     r"^arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/.+$"
 )
@@ -530,88 +525,3 @@ def _check_admin_roles(plan: Plan, aws: AwsClient, findings: list[Finding]) -> N
             findings.append(
                 Finding(True, k, f"{arn} gets a cluster-admin access entry (the deployment runs as {caller})")
             )
-
-
-def _check_vpc_cni(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
-    """Check 5: the cluster's vpc-cni version supports efa-only interfaces (when a group has them)."""
-    needing = [g for g in plan.groups.values() if g.efa is not None and g.efa.min_vpc_cni is not None]
-    if not needing:
-        return
-    minimum_version = max(g.efa.min_vpc_cni for g in needing if g.efa and g.efa.min_vpc_cni)
-    cfg = plan.config
-    k8s = cfg.cluster.kubernetes_version
-    minimum = version_text(minimum_version)
-    pinned = cfg.cluster.addon_versions.get("vpc-cni")
-    k = key("cluster.addonVersions.vpc-cni")
-    who = ", ".join(f"{g.path} ({g.instance_types[0]})" for g in needing)
-    try:
-        offered = aws.addon_versions("vpc-cni", k8s)
-    except AwsCallError as exc:
-        findings.append(
-            Finding(
-                False,
-                k,
-                f"could not read the vpc-cni versions EKS offers for Kubernetes {k8s} ({exc}); efa-only "
-                f"interfaces of {who} need vpc-cni >= {minimum} {SKIP_HINT}",
-            )
-        )
-        return
-    if not offered:
-        findings.append(
-            Finding(
-                False,
-                key("cluster.kubernetesVersion"),
-                f"EKS offers no vpc-cni version for Kubernetes "
-                f"{k8s} in {aws.region}; choose a Kubernetes version EKS supports there",
-            )
-        )
-        return
-    new_enough = sorted((v for v, _ in offered if version_tuple(v) >= minimum_version), key=_addon_version_order)
-    advice = (
-        f"pin {k} to {new_enough[-1]} (the newest EKS offers for Kubernetes {k8s})"
-        if new_enough
-        else f"EKS offers no vpc-cni >= {minimum} for Kubernetes {k8s}: choose a newer cluster.kubernetesVersion"
-    )
-    if pinned is not None:
-        if pinned in {v for v, _ in offered}:
-            findings.append(
-                Finding(
-                    True,
-                    k,
-                    f"vpc-cni {pinned} is offered for Kubernetes {k8s} (efa-only interfaces "
-                    f"of {who} need >= {minimum})",
-                )
-            )
-        else:
-            findings.append(Finding(False, k, f"vpc-cni {pinned} is not offered by EKS for Kubernetes {k8s}; {advice}"))
-        return
-    defaults = [v for v, is_default in offered if is_default]
-    if not defaults:
-        findings.append(
-            Finding(
-                False,
-                k,
-                f"EKS names no default vpc-cni version for Kubernetes {k8s}, so the version "
-                f"the cluster gets is unknown; efa-only interfaces of {who} need >= "
-                f"{minimum}: {advice}",
-            )
-        )
-    elif version_tuple(defaults[0]) < minimum_version:
-        findings.append(
-            Finding(
-                False,
-                k,
-                f"without a pin the cluster gets EKS's default vpc-cni for Kubernetes {k8s}, "
-                f"{defaults[0]}, older than the {minimum} that efa-only interfaces of {who} "
-                f"need; {advice}",
-            )
-        )
-    else:
-        findings.append(
-            Finding(
-                True,
-                k,
-                f"EKS's default vpc-cni for Kubernetes {k8s} is {defaults[0]} (efa-only "
-                f"interfaces of {who} need >= {minimum})",
-            )
-        )

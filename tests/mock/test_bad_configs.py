@@ -365,6 +365,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.train.minNodes: 2 > eks-training:jobs.train.nodes (1)"],
     ),
     (
+        "queue time of a job pulumi up does not wait for",
+        job("extra", queueTimeoutHours=2),
+        [
+            "eks-training:jobs.extra.queueTimeoutHours: read only when `pulumi up` waits for the job or its health "
+            "check; set waitForCompletion: true, or remove it"
+        ],
+    ),
+    (
+        "negative queue time",
+        job(waitForCompletion=True, queueTimeoutHours=-1),
+        ["eks-training:jobs.train.queueTimeoutHours"],
+    ),
+    (
         "ambiguous job group",
         both(group(), job(nodeGroup=None)),
         ["eks-training:jobs.train.nodeGroup: required when there is not exactly one worker group"],
@@ -668,7 +681,73 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             group(instanceTypes=["p5.48xlarge"], availabilityZone="us-east-1a"),
             setk("cluster", {"addonVersions": {"vpc-cni": "v1.18.3-eksbuild.1"}}),
         ),
-        ["eks-training:cluster.addonVersions.vpc-cni: v1.18.3-eksbuild.1 is older than v1.18.5"],
+        [
+            "eks-training:cluster.addonVersions.vpc-cni: v1.18.3-eksbuild.1 lacks efa-only network interfaces "
+            "(v1.18.5 or later), needed by nodeGroups.gpu (p5.48xlarge); remove the pin to get this project's "
+            "v1.22.4-eksbuild.3"
+        ],
+    ),
+    (
+        "VPC CNI without NetworkPolicy enforcement",
+        setk("cluster", {"addonVersions": {"vpc-cni": "v1.13.4-eksbuild.1"}}),
+        [
+            "eks-training:cluster.addonVersions.vpc-cni: v1.13.4-eksbuild.1 lacks NetworkPolicy enforcement "
+            "(v1.14.0 or later), needed by the stack's network policies"
+        ],
+    ),
+    (
+        "node monitoring agent without dcgmAgent.tolerations",
+        setk("cluster", {"addonVersions": {"eks-node-monitoring-agent": "v1.2.0-eksbuild.1"}}),
+        [
+            "eks-training:cluster.addonVersions.eks-node-monitoring-agent: v1.2.0-eksbuild.1 lacks dcgmAgent."
+            "tolerations",
+            "(v1.3.0 or later), needed by the node monitoring agent's configuration",
+            "; pin a version that has it (aws eks describe-addon-versions --addon-name "
+            "eks-node-monitoring-agent --kubernetes-version 1.36",
+        ],
+    ),
+    (
+        "node monitoring agent without a DCGM host engine on p6-b200",
+        both(
+            group(instanceTypes=["p6-b200.48xlarge"], availabilityZone="us-east-1a"),
+            setk("cluster", {"addonVersions": {"eks-node-monitoring-agent": "v1.4.2-eksbuild.1"}}),
+        ),
+        [
+            "eks-training:cluster.addonVersions.eks-node-monitoring-agent: v1.4.2-eksbuild.1 lacks its DCGM host "
+            "engine",
+            "on p6-b200.48xlarge (v1.4.3 or later), needed by nodeGroups.gpu",
+        ],
+    ),
+    (
+        "CloudWatch add-on without p6-b200 GPU metrics",
+        both(
+            group(instanceTypes=["p6-b200.48xlarge"], availabilityZone="us-east-1a"),
+            setk("cluster", {"addonVersions": {"amazon-cloudwatch-observability": "v5.2.3-eksbuild.1"}}),
+        ),
+        [
+            "eks-training:cluster.addonVersions.amazon-cloudwatch-observability: v5.2.3-eksbuild.1 lacks its DCGM "
+            "exporter",
+            "on p6-b200.48xlarge (v4.8.0 up to (not including) v5.0.0, or v5.3.0 or later), needed by nodeGroups.gpu",
+        ],
+    ),
+    (
+        "CloudWatch add-on without Pod Identity",
+        both(
+            setk("operations", {"metrics": True}),
+            setk("cluster", {"addonVersions": {"amazon-cloudwatch-observability": "v3.0.0-eksbuild.1"}}),
+        ),
+        [
+            "eks-training:cluster.addonVersions.amazon-cloudwatch-observability: v3.0.0-eksbuild.1 lacks EKS Pod "
+            "Identity for the CloudWatch agent (v3.1.0 or later), needed by operations.metrics"
+        ],
+    ),
+    (
+        "EFS CSI driver without Pod Identity",
+        setk("cluster", {"addonVersions": {"aws-efs-csi-driver": "v2.0.4-eksbuild.1"}}),
+        [
+            "eks-training:cluster.addonVersions.aws-efs-csi-driver: v2.0.4-eksbuild.1 lacks EKS Pod Identity for the "
+            "EFS CSI controller (v2.0.5 or later), needed by storage.backend"
+        ],
     ),
     (
         "enforced check without a reference",

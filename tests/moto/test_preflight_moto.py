@@ -51,13 +51,43 @@ P_OD, P_SPOT, STD_OD = "L-417A185B", "L-7212CCBC", "L-1216C47A"
 CR_ODCR = "cr-0a1b2c3d4e5f60718"
 GPU_KEY = "eks-training:nodeGroups.gpu"
 VPC_CNI_KEY = "eks-training:cluster.addonVersions.vpc-cni"
-#: Test data for DescribeAddonVersions: EKS's default for 1.36 supports efa-only, 1.34's does not.
-VPC_CNI = {
-    "v1.18.3-eksbuild.1": {"1.34": True, "1.36": False},
-    "v1.19.0-eksbuild.1": {"1.34": False, "1.36": True},
-    "v1.20.1-eksbuild.1": {"1.34": False, "1.36": False},
-    "v1.20.1-eksbuild.3": {"1.34": False, "1.36": False},
+NMA_KEY = "eks-training:cluster.addonVersions.eks-node-monitoring-agent"
+CW_KEY = "eks-training:cluster.addonVersions.amazon-cloudwatch-observability"
+MINORS = ("1.32", "1.33", "1.34", "1.35", "1.36")
+#: Test data for DescribeAddonVersions, per add-on: version -> {Kubernetes minor: is EKS's default}. This project's pins
+#: (components/catalog/addons.py) are offered for their minor; for the add-ons it does not pin, EKS's default for 1.33
+#: lacks what the stacks rely on (the node monitoring agent before dcgmAgent.tolerations) and, for 1.36, the CloudWatch
+#: add-on's default is one of the 5.x releases whose DCGM exporter does not list p6-b200.
+ADDON_VERSIONS_OFFERED: dict[str, dict[str, dict[str, bool]]] = {
+    "vpc-cni": {
+        "v1.18.3-eksbuild.1": {"1.34": True, "1.36": False},
+        "v1.19.0-eksbuild.1": {"1.34": False, "1.36": True},
+        "v1.20.1-eksbuild.3": {"1.34": False, "1.36": False},
+        "v1.20.4-eksbuild.2": {"1.32": True, "1.33": True, "1.34": False},
+        "v1.21.1-eksbuild.1": {"1.35": True},
+        "v1.22.4-eksbuild.3": {"1.36": False},
+    },
+    "eks-node-monitoring-agent": {
+        "v1.2.0-eksbuild.1": {"1.33": True},
+        "v1.4.3-eksbuild.2": {m: m not in ("1.33", "1.36") for m in MINORS},
+        "v1.7.0-eksbuild.1": {"1.36": True},
+    },
+    "amazon-cloudwatch-observability": {
+        "v4.10.1-eksbuild.1": {"1.32": True, "1.33": True, "1.34": True},
+        "v5.3.1-eksbuild.1": {"1.35": True},
+        "v5.2.3-eksbuild.1": {"1.36": True},
+        "v6.4.0-eksbuild.1": {"1.36": False},
+    },
+    "aws-efs-csi-driver": {"v2.1.15-eksbuild.1": dict.fromkeys(MINORS, True)},
+    "aws-fsx-csi-driver": {"v1.7.0-eksbuild.1": dict.fromkeys(MINORS, True)},
 }
+
+
+def seed_addons(server: sup.SeededMoto, skip: tuple[str, ...] = ()) -> None:
+    """Seed the add-on versions of :data:`ADDON_VERSIONS_OFFERED` (but ``skip``)."""
+    for addon, versions in ADDON_VERSIONS_OFFERED.items():
+        if addon not in skip:
+            server.seed_addon_versions(addon, versions)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -100,9 +130,10 @@ def proc(moto_process: sup.MotoProcess, tmp_path: Path, monkeypatch: pytest.Monk
 
 @pytest.fixture
 def seeded(moto_inprocess: sup.SeededMoto, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> sup.SeededMoto:
-    """boto3 pointed at the in-process moto, reset for each test, with the vpc-cni versions of ``VPC_CNI``."""
+    """boto3 pointed at the in-process moto, reset for each test, with the add-on versions of
+    ``ADDON_VERSIONS_OFFERED``."""
     moto_inprocess.reset()
-    moto_inprocess.seed_addon_versions("vpc-cni", VPC_CNI)
+    seed_addons(moto_inprocess)
     _use(moto_inprocess.endpoint, tmp_path, monkeypatch)
     return moto_inprocess
 
@@ -188,7 +219,11 @@ def test_all_good_p5_group_with_odcr_and_enough_quota(seeded: sup.SeededMoto) ->
     std = one(findings, "eks-training:systemNodeGroup.maxSize").message
     assert STD_OD in std and "640 (AWS default)" in std and "needs up to 6 " in std  # 3 x m5.large (2 vCPUs)
     cni = one(findings, VPC_CNI_KEY).message
-    assert "EKS's default vpc-cni for Kubernetes 1.36 is v1.19.0-eksbuild.1" in cni and "nodeGroups.gpu" in cni
+    assert "vpc-cni v1.22.4-eksbuild.3 (this project's pin for Kubernetes 1.36" in cni
+    assert "is offered for Kubernetes 1.36 and has NetworkPolicy enforcement; efa-only network interfaces" in cni
+    cw = one(findings, CW_KEY).message
+    assert "EKS's default amazon-cloudwatch-observability for Kubernetes 1.36, v5.2.3-eksbuild.1, which has" in cw
+    assert "on p5.48xlarge" in cw
 
 
 def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
@@ -197,20 +232,21 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
     seeded.seed_capacity_reservation(CR_ODCR, "p5.48xlarge", "us-east-1a")
     findings = run_preflight(load(stack({"gpu": p5_with_reservation()})), ZONES, session())
     kinds = {
-        "offering": [f for f in findings if "offered" in f.message],
+        "offering": [f for f in findings if "offered" in f.message and ".addonVersions." not in f.key],
         "efa": [f for f in findings if "EFA" in f.message],
         "reservation": [f for f in findings if f.key.endswith("capacityReservationId")],
         "quota": [f for f in findings if "vCPU quota" in f.message],
-        "vpc-cni": by_key(findings, VPC_CNI_KEY),
+        "add-on": [f for f in findings if f.key.startswith("eks-training:cluster.addonVersions.")],
     }
     assert {k: len(v) for k, v in kinds.items()} == {
         "offering": 2,
         "efa": 1,
         "reservation": 1,
         "quota": 2,
-        "vpc-cni": 1,
+        # vpc-cni, the node monitoring agent, the CloudWatch add-on (metrics on with a GPU group), the EFS CSI driver
+        "add-on": 4,
     }
-    assert len(findings) == 7
+    assert len(findings) == 10
     assert all(f.ok for f in findings), format_report(findings)
 
 
@@ -684,39 +720,89 @@ def test_efa_count_mismatch_with_the_catalog_says_fix_the_catalog(proc: sup.Moto
 
 
 # ------------------------------------------------------------------------------------------------
-# 5. vpc-cni for efa-only interfaces
+# 5. add-on versions
 # ------------------------------------------------------------------------------------------------
 
 
-def _vpc_cni_findings(cluster: dict[str, Any], groups: dict[str, Any] | None = None) -> list[Finding]:
+def _addon_findings(cluster: dict[str, Any], groups: dict[str, Any] | None = None, **extra: Any) -> list[Finding]:
     groups = groups or {"gpu": group(["p5.48xlarge"], 1, availabilityZone="us-east-1a")}
-    findings = run_preflight(load(stack(groups, cluster=cluster)), ZONES, session())
-    return [f for f in findings if "vpc-cni" in f.message]
+    findings = run_preflight(load(stack(groups, cluster=cluster, **extra)), ZONES, session())
+    return [f for f in findings if ".addonVersions." in f.key or "add-on" in f.message or "version for" in f.message]
 
 
-def test_default_vpc_cni_too_old_for_efa_only_names_the_version_to_pin(seeded: sup.SeededMoto) -> None:
-    [f] = _vpc_cni_findings({"kubernetesVersion": "1.34"})
-    assert f.key == VPC_CNI_KEY and not f.ok
-    assert "EKS's default vpc-cni for Kubernetes 1.34, v1.18.3-eksbuild.1, older than the v1.18.5" in f.message
-    assert "nodeGroups.gpu (p5.48xlarge)" in f.message
-    # the newest offered for 1.34 (eksbuild.3 sorts after eksbuild.1)
-    assert f"pin {VPC_CNI_KEY} to v1.20.1-eksbuild.3 (the newest EKS offers for Kubernetes 1.34)" in f.message
+def test_eks_default_without_a_setting_the_stack_passes_names_the_version_to_pin(seeded: sup.SeededMoto) -> None:
+    """The node monitoring agent is not pinned here: EKS's default for 1.33 (in this test data) predates
+    dcgmAgent.tolerations, which EKS would refuse mid-deployment; preflight refuses it first."""
+    f = one(_addon_findings({"kubernetesVersion": "1.33", "extendedSupport": True}), NMA_KEY)
+    assert not f.ok
+    assert (
+        "without a pin the cluster gets EKS's default eks-node-monitoring-agent for Kubernetes 1.33, "
+        "v1.2.0-eksbuild.1, which lacks dcgmAgent.tolerations" in f.message
+    )
+    assert "(v1.3.0 or later), needed by the node monitoring agent's configuration" in f.message
+    assert f"pin {NMA_KEY} to v1.4.3-eksbuild.2 (the newest EKS offers for Kubernetes 1.33" in f.message
 
 
-def test_default_vpc_cni_new_enough_passes(seeded: sup.SeededMoto) -> None:
-    [f] = _vpc_cni_findings({"kubernetesVersion": "1.36"})
-    assert f.ok and f.key == VPC_CNI_KEY and "is v1.19.0-eksbuild.1" in f.message
+def test_eks_default_cloudwatch_without_p6_b200_gpu_metrics_is_refused(seeded: sup.SeededMoto) -> None:
+    """The issue's finding: a CloudWatch add-on whose DCGM exporter does not list p6-b200 publishes no GPU metric
+    there, and the idle-GPU alarm never fires; EKS's default (here a 5.x release before 5.3.0) is refused, naming the
+    version that has it."""
+    groups = {"gpu": group(["p6-b200.48xlarge"], 1, availabilityZone="us-east-1a")}
+    f = one(_addon_findings({}, groups), CW_KEY)
+    assert not f.ok
+    assert "EKS's default amazon-cloudwatch-observability for Kubernetes 1.36, v5.2.3-eksbuild.1, which lacks" in (
+        f.message
+    )
+    assert (
+        "on p6-b200.48xlarge (v4.8.0 up to (not including) v5.0.0, or v5.3.0 or later), needed by nodeGroups.gpu"
+        in (f.message)
+    )
+    assert f"pin {CW_KEY} to v6.4.0-eksbuild.1" in f.message
+    # the same group with a pin that has it, or on 1.35 where this project pins v5.3.1
+    ok = one(
+        _addon_findings({"addonVersions": {"amazon-cloudwatch-observability": "v6.4.0-eksbuild.1"}}, groups), CW_KEY
+    )
+    assert ok.ok and "v6.4.0-eksbuild.1 (the stack's eks-training:cluster.addonVersions." in ok.message
+    pinned = one(_addon_findings({"kubernetesVersion": "1.35"}, groups), CW_KEY)
+    assert pinned.ok and "v5.3.1-eksbuild.1 (this project's pin for Kubernetes 1.35" in pinned.message
 
 
-def test_pinned_vpc_cni_must_be_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
-    [ok] = _vpc_cni_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.0-eksbuild.1"}})
-    assert ok.ok and "v1.19.0-eksbuild.1 is offered for Kubernetes 1.34" in ok.message
-    [bad] = _vpc_cni_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.9-eksbuild.9"}})
-    assert not bad.ok and bad.key == VPC_CNI_KEY
-    assert "v1.19.9-eksbuild.9 is not offered by EKS for Kubernetes 1.34; pin" in bad.message
+def test_eks_default_that_has_everything_passes(seeded: sup.SeededMoto) -> None:
+    f = one(_addon_findings({}), NMA_KEY)
+    assert f.ok and "EKS's default eks-node-monitoring-agent for Kubernetes 1.36, v1.7.0-eksbuild.1, which has" in (
+        f.message
+    )
 
 
-def test_no_vpc_cni_check_without_efa_only_interfaces(seeded: sup.SeededMoto) -> None:
+def test_a_pinned_version_must_be_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
+    ok = one(
+        _addon_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.0-eksbuild.1"}}), VPC_CNI_KEY
+    )
+    assert ok.ok and "v1.19.0-eksbuild.1 (the stack's" in ok.message and "is offered for Kubernetes 1.34" in ok.message
+    bad = one(
+        _addon_findings({"kubernetesVersion": "1.34", "addonVersions": {"vpc-cni": "v1.19.9-eksbuild.9"}}), VPC_CNI_KEY
+    )
+    assert not bad.ok
+    assert "v1.19.9-eksbuild.9 (the stack's eks-training:cluster.addonVersions.vpc-cni) is not offered by EKS for " in (
+        bad.message
+    )
+    # the newest offered for 1.34 that has efa-only interfaces (eksbuild.3 sorts after eksbuild.1)
+    assert f"pin {VPC_CNI_KEY} to v1.20.4-eksbuild.2 (the newest EKS offers for Kubernetes 1.34" in bad.message
+
+
+def test_this_projects_pin_must_be_offered_too(seeded: sup.SeededMoto) -> None:
+    """A pin of components/catalog/addons.py that the region does not offer is named, with the version to pin
+    instead (what only the account can say)."""
+    seeded.reset()
+    seed_addons(seeded, skip=("vpc-cni",))
+    seeded.seed_addon_versions("vpc-cni", {"v1.23.1-eksbuild.1": {"1.36": True}})
+    f = one(_addon_findings({}), VPC_CNI_KEY)
+    assert not f.ok
+    assert "vpc-cni v1.22.4-eksbuild.3 (this project's pin for Kubernetes 1.36" in f.message
+    assert f"is not offered by EKS for Kubernetes 1.36; pin {VPC_CNI_KEY} to v1.23.1-eksbuild.1" in f.message
+
+
+def test_the_vpc_cni_check_names_efa_only_only_for_groups_that_have_them(seeded: sup.SeededMoto) -> None:
     # g5.48xlarge: EFA on one network card (no efa-only interface); p5 with EFA off; CPU groups.
     groups = {
         "g5": group(["g5.48xlarge"], 1, availabilityZone="us-east-1a"),
@@ -724,18 +810,21 @@ def test_no_vpc_cni_check_without_efa_only_interfaces(seeded: sup.SeededMoto) ->
         "cpu": group(["c5.4xlarge"], 2),
     }
     assert INSTANCE_TYPES["g5.48xlarge"].network_cards == 1 and INSTANCE_TYPES["g5.48xlarge"].max_efa_interfaces == 1
-    assert _vpc_cni_findings({"kubernetesVersion": "1.34"}, groups) == []
+    f = one(_addon_findings({"kubernetesVersion": "1.34"}, groups), VPC_CNI_KEY)
+    assert f.ok and "NetworkPolicy enforcement" in f.message and "efa-only" not in f.message
 
 
-def test_vpc_cni_versions_unreadable(proc: sup.MotoProcess) -> None:
+def test_addon_versions_unreadable(proc: sup.MotoProcess) -> None:
     # stock moto_server has no DescribeAddonVersions: a failure that says what is needed
-    [f] = _vpc_cni_findings({"kubernetesVersion": "1.36"})
-    assert not f.ok and f.key == VPC_CNI_KEY
+    f = one(_addon_findings({}), VPC_CNI_KEY)
+    assert not f.ok
     assert "could not read the vpc-cni versions EKS offers for Kubernetes 1.36" in f.message
     assert "preflight.enabled: false" in f.message
 
 
-def test_no_vpc_cni_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
+def test_no_version_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -> None:
+    seeded.reset()
+    seed_addons(seeded, skip=("vpc-cni",))
     findings = run_preflight(
         load(
             stack(
@@ -818,7 +907,7 @@ def test_fsx_quota_falls_back_to_the_default(seeded: sup.SeededMoto) -> None:
     default = one(run_preflight(load(fsx_stack()), ZONES, session()), CAPACITY_KEY)
     assert default.ok and "is 4800 GiB (AWS default)" in default.message
     seeded.reset()
-    seeded.seed_addon_versions("vpc-cni", VPC_CNI)
+    seed_addons(seeded)
     documented = one(run_preflight(load(fsx_stack({"storageCapacityGib": 2400})), ZONES, session()), CAPACITY_KEY)
     assert (
         documented.ok

@@ -229,7 +229,12 @@ def test_the_package_installs_under_its_own_name_with_what_its_tools_read(instal
         for p in (REPO / top).rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
-    wanted |= {f"eks_training/box/{m}/{f}" for m in box_build.MODULES for f in ("go.mod", "go.sum", "tools.go")}
+    wanted |= {
+        f"eks_training/box/{m}/{p.name}"
+        for m in box_build.MODULES
+        for p in (REPO / "box" / m).iterdir()
+        if p.name in ("go.mod", "go.sum") or p.suffix == ".go"
+    }
     wanted |= {
         "eks_training/docs/reference/configuration.md",
         "eks_training/__main__.py",
@@ -324,7 +329,7 @@ def test_the_shipped_program_evaluates_the_projects_stack_beside_its_own_package
     """What ``eks-training rehearse`` runs for a project without a ``__main__.py``: the shipped program."""
     out = _beside_the_projects_own(
         installed,
-        "from eks_training.stacks.rehearse import evaluate_stack\nconfig, plan, ev = evaluate_stack('dev', None)",
+        "from eks_training.stacks.mocked import evaluate_stack\nconfig, plan, ev = evaluate_stack('dev', None)",
     )
     assert {
         "eks-training:index:TrainingCluster",

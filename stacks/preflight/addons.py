@@ -1,0 +1,104 @@
+"""Check 5: the version of each EKS add-on the stack relies on a version of (``stacks.config.addons``) is one EKS offers
+for the cluster's Kubernetes version and has what the stack relies on.
+
+A known version (the stack's ``cluster.addonVersions``, else this project's pin for the minor) must be offered for the
+minor; without one the cluster gets EKS's default, read here (``eks:DescribeAddonVersions``) and checked against what
+the stack relies on. A failure names the newest offered version that has it.
+"""
+
+import re
+
+from components.catalog.addons import addon_version_for
+from stacks.config import key, version_tuple
+from stacks.config.addons import AddonNeed, by_addon, version_origin
+from stacks.plan import Plan
+from stacks.plan.checklist import plan_addon_needs
+from stacks.preflight.aws import AwsClient
+from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding
+
+
+def addon_version_order(version: str) -> tuple[tuple[int, ...], int]:
+    """Sort key of EKS add-on versions: ``v1.20.1-eksbuild.3`` -> ``((1, 20, 1), 3)``."""
+    build = re.search(r"eksbuild\.(\d+)", version)
+    return version_tuple(version), int(build.group(1)) if build else 0
+
+
+def _lacks(needs: list[AddonNeed]) -> str:
+    return "; ".join(n.lacks for n in needs)
+
+
+def _has(needs: list[AddonNeed]) -> str:
+    return "; ".join(n.what for n in needs)
+
+
+def check_addons(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
+    """One finding per add-on the stack relies on a version of."""
+    cluster = plan.config.cluster
+    k8s = cluster.kubernetes_version
+    for addon, needs in by_addon(plan_addon_needs(plan)).items():
+        k = key(f"cluster.addonVersions.{addon}")
+        try:
+            offered = aws.addon_versions(addon, k8s)
+        except AwsCallError as exc:
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"could not read the {addon} versions EKS offers for Kubernetes {k8s} ({exc}); the stack relies on "
+                    f"{'; '.join(n.what for n in needs)} {SKIP_HINT}",
+                )
+            )
+            continue
+        if not offered:
+            findings.append(
+                Finding(
+                    False,
+                    key("cluster.kubernetesVersion"),
+                    f"EKS offers no {addon} version for Kubernetes {k8s} in {aws.region}; choose a Kubernetes version "
+                    "EKS supports there",
+                )
+            )
+            continue
+        good = sorted((v for v, _ in offered if all(n.met_by(v) for n in needs)), key=addon_version_order)
+        advice = (
+            f"pin {k} to {good[-1]} (the newest EKS offers for Kubernetes {k8s} that has what the stack relies on)"
+            if good
+            else f"EKS offers no {addon} for Kubernetes {k8s} that has it: choose another cluster.kubernetesVersion"
+        )
+        version = addon_version_for(addon, k8s, cluster.addon_versions)
+        if version is not None:
+            origin = version_origin(addon, cluster)
+            if version not in {v for v, _ in offered}:
+                why = f"{addon} {version} ({origin}) is not offered by EKS for Kubernetes {k8s}; {advice}"
+                findings.append(Finding(False, k, why))
+                continue
+            unmet = [n for n in needs if not n.met_by(version)]
+            findings.append(
+                Finding(
+                    not unmet,
+                    k,
+                    f"{addon} {version} ({origin}) is offered for Kubernetes {k8s}"
+                    + (f" but lacks {_lacks(unmet)}; {advice}" if unmet else f" and has {_has(needs)}"),
+                )
+            )
+            continue
+        defaults = [v for v, is_default in offered if is_default]
+        if not defaults:
+            findings.append(
+                Finding(
+                    False,
+                    k,
+                    f"EKS names no default {addon} version for Kubernetes {k8s}, so the version the cluster gets is "
+                    f"unknown; {advice}",
+                )
+            )
+            continue
+        unmet = [n for n in needs if not n.met_by(defaults[0])]
+        findings.append(
+            Finding(
+                not unmet,
+                k,
+                f"without a pin the cluster gets EKS's default {addon} for Kubernetes {k8s}, {defaults[0]}, which "
+                + (f"lacks {_lacks(unmet)}; {advice}" if unmet else f"has {_has(needs)}"),
+            )
+        )
