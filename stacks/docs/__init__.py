@@ -54,6 +54,7 @@ GENERATED: Mapping[str, Callable[[], str]] = {
     "images": tables.images_table,
     "manifests": tables.manifests_table,
     "addons": tables.addons_table,
+    "addon-features": tables.addon_features_table,
     "image-builds": tables.image_build_table,
     "exit-codes": contract.exit_codes_table,
 }

@@ -22,6 +22,14 @@ from components.catalog import (
     SOURCES,
     InstanceType,
 )
+from components.catalog.addons import (
+    ADDON_FEATURES,
+    DCGM_INSTANCE_TYPES,
+    VersionRange,
+    features_of,
+    pinned_version,
+    ranges_text,
+)
 from stacks.bundle import ROOT, SHIPPED
 from stacks.config.instance_facts import FACT_FIELDS, InstanceFactsConfig
 from stacks.costs import estimate, storage_summary
@@ -235,8 +243,39 @@ def manifests_table() -> str:
 
 
 def addons_table() -> str:
-    """The EKS managed add-ons: versions EKS resolves per Kubernetes minor unless ``cluster.addonVersions`` pins one."""
-    return table(["Add-on", "Version"], [[code(a), "EKS's default for the cluster's minor"] for a in EKS_ADDONS])
+    """The EKS managed add-ons: the version the program installs per Kubernetes minor (this project's pin, with its
+    source, else EKS's default, which preflight checks), unless ``cluster.addonVersions`` sets one."""
+    rows = []
+    for addon in EKS_ADDONS:
+        pins = [(minor, pinned_version(addon, minor)) for minor in KUBERNETES_VERSIONS]
+        default = [minor for minor, pin in pins if pin is None]
+        rows += [
+            [code(addon), code(minor), code(pin.version), ", ".join(_source(s) for s in pin.sources)]
+            for minor, pin in pins
+            if pin is not None
+        ]
+        if default:
+            minors = "every minor" if len(default) == len(pins) else ", ".join(code(m) for m in default)
+            checked = bool(features_of(addon)) or addon in DCGM_INSTANCE_TYPES
+            rows.append([code(addon), minors, "EKS's default" + (" (preflight checks it)" if checked else ""), ""])
+    return table(["Add-on", "Kubernetes", "Version", "Source"], rows)
+
+
+def addon_features_table() -> str:
+    """What the program relies on that only some versions of an add-on have: the config rule and preflight refuse a
+    version without it."""
+    rows = [
+        [code(f.addon), cell(f.what), ranges_text(f.ranges), ", ".join(_source(s) for s in f.sources)]
+        for f in ADDON_FEATURES.values()
+    ]
+    for c in DCGM_INSTANCE_TYPES.values():
+        groups: dict[tuple[VersionRange, ...], list[str]] = {}
+        for instance_type, ranges in c.instance_types.items():
+            groups.setdefault(ranges, []).append(instance_type)
+        for ranges, types in groups.items():
+            what = cell(f"{c.daemonset} on {', '.join(types)}")
+            rows.append([code(c.addon), what, ranges_text(ranges), ", ".join(_source(s) for s in c.sources)])
+    return table(["Add-on", "What the stack relies on", "Versions that have it", "Source"], rows)
 
 
 _ARG = re.compile(r"^ARG (?P<name>\w*VERSION\w*)=(?P<value>\S+)", re.M)
