@@ -521,8 +521,9 @@ class Rehearsal:
     ) -> None:
         """Apply every step in dependency order, then wait until every job completed (else :class:`RehearsalError`
         naming what waits and the scheduler's reasons). ``stuck(reasons)``, given :meth:`pending_reasons` after each
-        pass, may end the wait early: true means what waits will not move (a job Kueue will never admit), and the
-        error is raised then, not at the deadline."""
+        pass (an empty list when nothing is pending), may end the wait early: true means what waits will not move (a
+        job Kueue will never admit, a failure the caller waited for), and the error is raised then, not at the
+        deadline."""
         deadline = time.monotonic() + timeout_s
         todo = list(self.steps)
         if self.awaiter is None:
@@ -583,7 +584,7 @@ class Rehearsal:
             self._check_operator(binaries["mpi-operator"])
             reasons = self.pending_reasons() if stuck is not None else None
             late = time.monotonic() > deadline + getattr(self, "host_wait_s", 0.0)
-            if late or (reasons and stuck is not None and stuck(reasons)):
+            if late or (reasons is not None and stuck is not None and stuck(reasons)):
                 waiting = [s.name for s in todo] + [s.name for u, s in self.applied.items() if u not in self.ready]
                 when = (
                     f"not done after {timeout_s:.0f} s"

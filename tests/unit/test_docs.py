@@ -40,18 +40,20 @@ def test_readme_stack_table_matches_the_cost_model() -> None:
         assert rows[stack] == (storage_summary(plan), cost.running, cost.idle), stack
 
 
-def test_the_documented_test_command_is_what_ci_runs() -> None:
-    """The contributing guide's test command is .ci/run's last line, and the README keeps its two commands."""
+def test_readme_test_command_is_what_ci_runs() -> None:
+    """The README's and the contributing guide's test command is .ci/run's last line, and the README keeps its two
+    commands."""
     testing = (DOCS / "contributing" / "testing.md").read_text()
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
     command = (
         '.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/python -m mypy && '
-        '.venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -m "moto or real" --durations=10 && '
-        '.venv/bin/python -m pytest -q -m cluster --durations=10'
+        '.venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -n 0 -m "alone and not (unit or mock)" '
+        '--durations=5 && .venv/bin/python -m pytest -q -n 4 -m "not (unit or mock or alone)" --durations=20'
     )
     assert f"```bash\n{command}\n```" in testing
     assert ci[-1] == command
     readme = (REPO / "README.md").read_text()
+    assert f"`{command}`" in readme
     two = readme.split("## The two commands", 1)[1].split("\n## ", 1)[0]
     assert re.findall(r"```bash\n(.*?)\n```", two) == [
         "export PULUMI_CONFIG_PASSPHRASE='choose-a-passphrase' && python3 -m venv .venv && .venv/bin/pip install -r "
@@ -66,7 +68,8 @@ def test_ci_builds_the_site_with_warnings_as_errors_before_the_tests() -> None:
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
     build = ".venv-docs/bin/python -m sphinx -W --keep-going -n -q -b html docs docs/_build/html"
     assert build in ci and ci.index(build) < len(ci) - 1
-    assert ".venv-docs/bin/python -m pip install -q -r requirements-docs.txt" in ci
+    assert '    "$1/bin/python" -m pip install -q -r requirements-docs.txt' in ci
+    assert "venv .venv-docs install_venv_docs requirements-docs.txt" in ci
     pins = dict(
         line.split("==")
         for line in (REPO / "requirements-docs.txt").read_text().splitlines()
