@@ -12,8 +12,9 @@ laid out like the repository:
 - ``eks_training/training`` and ``eks_training/images``: the images' build folders, and ``eks_training/box``: the
   box's pinned Go modules (``go.mod``, ``go.sum``, their ``.go`` files): :mod:`stacks.bundle` finds them beside the
   packages, in a checkout and in an install alike;
-- ``eks_training/docs/configuration.md``: the configuration reference the configuration's errors point to (the
-  commands it names rewritten like the modules' strings: it is generated from them, ``eks-training docs --reference``);
+- ``eks_training/docs/reference/configuration.md``: the configuration reference the configuration's errors point to
+  (the commands it names rewritten like the modules' strings: it is generated from them, ``eks-training docs
+  --reference``);
 - every other file of the packages (``stacks/box/stages.yaml``);
 - ``eks_training/__main__.py``: the program (the repository's ``__main__.py``), which ``eks-training rehearse``
   evaluates for a project that has none of its own; ``eks_training/__init__.py`` is generated.
@@ -66,7 +67,7 @@ SHIPPED = (
     "box/*/go.mod",
     "box/*/go.sum",
     "box/*/*.go",
-    "docs/configuration.md",
+    "docs/reference/configuration.md",
 )
 HERE = Path(__file__).resolve().parent
 
@@ -181,7 +182,7 @@ class BuildPy(build_py):
         self._modules = own_modules()
         super().run()
         # the reference is generated from the modules, whose commands it names: the installed ones
-        reference = Path(self.build_lib) / PACKAGE / "docs" / "configuration.md"
+        reference = Path(self.build_lib) / PACKAGE / "docs" / "reference" / "configuration.md"
         reference.write_text(rewrite_prose(reference.read_text()))
         init = Path(self.build_lib) / PACKAGE / "__init__.py"
         init.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,8 @@ or ``eks_training/`` in site-packages, where ``setup.py`` installs the packages 
 - the images' build folders (:data:`SHIPPED`): ``training`` (the toolbox image: the trainer, the launcher, staging,
   the waits) and ``images/nccl-tests``, ``images/horovod``, ``images/tensorflow``;
 - ``box``: the pinned Go modules the cluster in a box is built from (:data:`BOX`, read by :mod:`stacks.box.build`);
-- ``docs/configuration.md``: the configuration reference (:data:`REFERENCE`) the configuration's errors point to.
+- ``docs/reference/configuration.md``: the configuration reference (:data:`REFERENCE`) the configuration's errors
+  point to.
 
 A ``context`` names a folder of the Pulumi project (the folder of its ``Pulumi.yaml``: the program's working folder
 under ``pulumi up``, the stack file's folder for the command-line tools). When the project has no such folder, the
@@ -28,7 +29,7 @@ SHIPPED: tuple[str, ...] = ("training", "images/nccl-tests", "images/horovod", "
 #: The box's Go modules, one folder each (``go.mod``, ``go.sum``, ``.go`` files).
 BOX = ROOT / "box"
 #: The configuration reference: every key with its type, default, allowed values and meaning (``stacks.docs``).
-REFERENCE = ROOT / "docs" / "configuration.md"
+REFERENCE = ROOT / "docs" / "reference" / "configuration.md"
 
 
 def shipped(folder: str) -> Path:

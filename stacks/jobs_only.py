@@ -97,7 +97,19 @@ def team_of(
 
 
 def build_jobs_only(plan: Plan) -> dict[str, Any]:
-    """Register the jobs of ``plan`` on the referenced cluster stack's team queue; returns the stack's outputs."""
+    """Register the jobs of ``plan`` on the referenced cluster stack's team queue; returns the stack's outputs.
+
+    Outputs:
+
+    - ``clusterStack``: the cluster stack it runs on (``cluster.stackReference``).
+    - ``team``: its team (``cluster.team``).
+    - ``namespace``: the team's namespace, where its jobs run.
+    - ``localQueue``: the team's Kueue LocalQueue, which queues its jobs.
+    - ``imageUris``: each image the jobs run, by name, pinned by digest.
+    - ``imageBuildLogLinks``: each image build's CodeBuild log, by name.
+    - ``jobs``: one entry per job, as a cluster stack's ``jobs`` output.
+    - ``tensorboardCommand``: ``kubectl port-forward`` to TensorBoard (when a job sets ``tensorboard``).
+    """
     cfg = plan.config
     reference, team = cfg.cluster.stack_reference, cfg.cluster.team
     assert reference is not None and team is not None  # the config rules

@@ -110,7 +110,46 @@ def _topology_of(plan: Plan, group: str) -> dict[str, Any]:
 
 
 def export_outputs(env: Environment) -> dict[str, Any]:
-    """The stack's outputs (exported by ``__main__``)."""
+    """The stack's outputs (exported by ``__main__``).
+
+    Outputs:
+
+    - ``clusterName``: the EKS cluster's name.
+    - ``kubeconfig``: a kubeconfig for the cluster (it runs ``aws eks get-token``); a secret.
+    - ``vpcId``: the VPC the cluster runs in (created, or ``existingVpc``'s).
+    - ``privateSubnetIds``: the private subnets, where the nodes run.
+    - ``publicSubnetIds``: the public subnets (NAT gateways only).
+    - ``systemNodeGroupName``: the EKS name of the system node group.
+    - ``nodeGroupNames``: the EKS names of every node group, the system group first.
+    - ``storageBackend``: the shared file system, ``efs`` or ``fsx``.
+    - ``fileSystemId``: its id.
+    - ``datasetRoot``: where the data of a dataset the file system imports from S3 appears in the pods.
+    - ``pvcName``: the shared claim every job mounts at ``/data``.
+    - ``pvcNamespace``: the namespace of the jobs and of that claim.
+    - ``updateKubeconfigCommand``: the ``aws eks update-kubeconfig`` command that gives ``kubectl`` the cluster.
+    - ``dashboardUrl``: the stack's CloudWatch dashboard (with ``operations.dashboard``).
+    - ``alarms``: the names of the stack's CloudWatch alarms (idle GPUs, missing metrics).
+    - ``fsxDataBucket``: the S3 bucket linked to the FSx for Lustre file system (FSx stacks).
+    - ``fsxDataRepositoryPath``: the S3 prefix the file system imports datasets from (FSx stacks).
+    - ``fsxExportRepositoryPath``: the S3 prefix the file system exports ``exportPath`` to (FSx stacks with one).
+    - ``fsxSecurityGroupId``: the file system's security group, to adopt it in another stack (FSx stacks).
+    - ``fsxDnsName``: the file system's DNS name (FSx stacks).
+    - ``efsFileSystemId``: the EFS file system's id, the name earlier versions exported (EFS stacks).
+    - ``imageUris``: each image the jobs run, by name, pinned by digest.
+    - ``imageBuildLogLinks``: each image build's CodeBuild log, by name.
+    - ``jobs``: one entry per job, by name, with the fields below.
+    - ``jobs.<job>.kind``: the job's kind (``pytorch``, ``mpi``, ``tensorflow``, ``command``).
+    - ``jobs.<job>.name``: the Kubernetes name of its Job or MPIJob.
+    - ``jobs.<job>.outputDir``: its output folder on the shared volume.
+    - ``jobs.<job>.logsCommand``: ``kubectl logs -f`` of every pod of the job.
+    - ``jobs.<job>.waitCommand``: prints the job's Kueue admission, then waits until it completes.
+    - ``teams``: per team (with ``teams``): its namespace, queues, claim, nodes and quota, read by its jobs-only stack.
+    - ``nodeGroupPlacement``: per node group, what a team's jobs are placed by (types, ``maxSize``, labels, taints).
+    - ``region``: the cluster's region (with ``teams``).
+    - ``tensorboardCommand``: ``kubectl port-forward`` to TensorBoard (when a job sets ``tensorboard``).
+    - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
+      ``benchmark``).
+    """
     cfg = env.config
     region = aws.get_region_output().region
     outputs: dict[str, Any] = {

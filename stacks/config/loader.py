@@ -77,8 +77,8 @@ SECTIONS: Mapping[str, Any] = {
     "teams": dict,
 }
 
-#: What each top-level key is, one sentence (the reference, docs/configuration.md, and Pulumi.yaml's ``config:`` are
-#: generated from it and the models by ``python -m stacks.docs``).
+#: What each top-level key is, one sentence (the reference, docs/reference/configuration.md, and Pulumi.yaml's
+#: ``config:`` are generated from it and the models by ``python -m stacks.docs``).
 SECTION_SUMMARIES: Mapping[str, str] = {
     "clusterName": f"The EKS cluster's name: 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-'.",
     "network": "A new VPC (omit to use the defaults, or set existingVpc instead).",

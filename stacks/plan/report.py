@@ -529,8 +529,9 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         "plan",
         prog,
         "Validate a stack offline (the same messages as `pulumi up`) and print what it will create and "
-        "cost: node groups, jobs, storage, the preflight checks, the estimated hourly cost. No AWS call. Exit 0, or 2 "
-        "on a configuration error.",
+        "cost: node groups, jobs (with the deadline and queue time of each one `pulumi up` waits for), storage, the "
+        "preflight checks, the estimated hourly cost, and the modelled path to the first training step (`firstStep` "
+        "in --json). No AWS call. Exit 0, or 2 on a configuration error.",
     )
     add_stack_options(parser)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")

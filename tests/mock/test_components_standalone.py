@@ -1,4 +1,5 @@
-"""The components work on their own in another project's program: the README's example runs under mocks."""
+"""The components work on their own in another project's program: the components guide's example
+(``docs/how-to/components.md``) runs under mocks."""
 
 import re
 from pathlib import Path
@@ -12,10 +13,10 @@ from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
 
 
 def readme_example(tmp_path: Path) -> Path:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Using the components from another project", 1)[1]
+    guide = (REPO / "docs" / "how-to" / "components.md").read_text()
+    section = guide.split("## From Python", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S)
-    assert code, "README has a python example of using the components"
+    assert code, "the components guide has a python example of using the components"
     assert "from eks_training.components import" in code.group(1)
     path = tmp_path / "__main__.py"
     # the package as the checkout names it (setup.py installs components as eks_training.components;

@@ -311,6 +311,19 @@ def test_a_team_without_a_reference_is_refused() -> None:
     )
 
 
-def test_the_examples_are_where_the_readme_says(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text()
-    assert "examples/teams/Pulumi.vision.yaml" in readme and "examples/teams/Pulumi.shared.yaml" in readme
+def test_the_examples_are_where_the_guide_says(tmp_path: Path) -> None:
+    guide = (REPO / "docs" / "how-to" / "teams.md").read_text()
+    assert "examples/teams/Pulumi.vision.yaml" in guide and "examples/teams/Pulumi.shared.yaml" in guide
+
+
+def test_every_output_of_both_stacks_is_documented(cluster, vision) -> None:
+    """The teams' outputs of the cluster stack and every output of the jobs-only stack are in the outputs reference
+    (the docstrings' ``Outputs:`` lists, docs/reference/outputs.md)."""
+    from stacks.docs.stack_outputs import EXPORTERS, documented_outputs
+
+    assert {"teams", "nodeGroupPlacement", "region"} <= set(cluster.outputs)
+    assert set(cluster.outputs) - set(documented_outputs(*EXPORTERS["A cluster stack"])) == set()
+    jobs_only = documented_outputs(*EXPORTERS["A jobs-only stack (a team's)"])
+    assert set(vision.outputs) - set(jobs_only) == set() and set(jobs_only) - set(vision.outputs) <= {
+        "tensorboardCommand"
+    }

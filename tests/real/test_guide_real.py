@@ -1,8 +1,9 @@
-"""The README's "Bring your own job" guide runs exactly as written (issue 19): each example's files, taken from the
-README (``<!-- example NAME: file PATH -->`` before a block), are written into a folder of their own outside the
-repository, its command (``<!-- example NAME: run -->``, the ``$`` line) runs in that folder with this Python, and every
-line the README shows after it is in the output (``...`` stands for what differs from run to run: paths, times, the
-pod that holds rank 0). The stack file is also planned (``python -m stacks.plan``), as the guide says."""
+"""The own-job tutorial (``docs/tutorials/your-own-job.md``) runs exactly as written (issue 19): each example's files,
+taken from the page (``<!-- example NAME: file PATH -->`` before a block), are written into a folder of their own
+outside the repository, its command (``<!-- example NAME: run -->``, the ``$`` line) runs in that folder with this
+Python, and every line the page shows after it is in the output (``...`` stands for what differs from run to run:
+paths, times, the pod that holds rank 0). The page's command for the cluster (``<!-- commands: examples -->``: the
+plan) runs in each example's folder too, with ``PYTHONPATH`` at this clone as the page says."""
 
 import os
 import re
@@ -15,13 +16,16 @@ import pytest
 
 from tests.harness import REPO
 
+#: The tutorial whose examples these are.
+PAGE = REPO / "docs" / "tutorials" / "your-own-job.md"
 _MARK = re.compile(r"<!-- example ([\w-]+): (file (\S+)|run) -->\n```\w*\n(.*?)```", re.S)
+_FOR_EACH = re.compile(r"<!-- commands: examples -->\n```bash\n(.*?)```", re.S)
 
 
 def examples() -> dict[str, dict[str, object]]:
-    """Example name -> ``{"files": {path: text}, "run": [lines]}`` from the README."""
+    """Example name -> ``{"files": {path: text}, "run": [lines]}`` from the tutorial."""
     out: dict[str, dict[str, object]] = {}
-    for m in _MARK.finditer((REPO / "README.md").read_text()):
+    for m in _MARK.finditer(PAGE.read_text()):
         name, what, path, body = m.groups()
         entry = out.setdefault(name, {"files": {}, "run": None})
         if what == "run":
@@ -32,12 +36,15 @@ def examples() -> dict[str, dict[str, object]]:
 
 
 EXAMPLES = examples()
+#: The commands the page runs in each example's folder, as written.
+FOR_EACH = [line for block in _FOR_EACH.findall(PAGE.read_text()) for line in block.strip().splitlines()]
 
 
 def test_the_guide_has_an_example_of_each_kind() -> None:
     assert set(EXAMPLES) == {"pytorch", "command", "mpi"}
     for name, entry in EXAMPLES.items():
         assert entry["run"] and entry["files"], name
+    assert FOR_EACH == ["PYTHONPATH=~/eks-training python -m stacks plan --stack mine"]
 
 
 def _matches(pattern: str, line: str) -> bool:
@@ -52,19 +59,18 @@ def test_the_example_runs_as_written(name: str, tmp_path: Path) -> None:
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_text(text)
     command, *expected = entry["run"]  # type: ignore[misc]
-    assert command.startswith("$ python -m stacks.local "), command
+    assert command.startswith("$ python -m stacks local "), command
     argv = shlex.split(command[2:])
-    # the repository's packages, as an install would give them; nothing of the README's folder is changed
+    # the repository's packages, as an install would give them; nothing of the page's folder is changed
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    planned = subprocess.run(
-        [sys.executable, "-m", "stacks.plan", "--stack", "mine"],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert planned.returncode == 0, planned.stderr
+    for line in FOR_EACH:  # the page's PYTHONPATH names a clone at ~/eks-training: this one stands for it
+        written = shlex.split(line)
+        assert written[0] == "PYTHONPATH=~/eks-training" and written[1] == "python", line
+        planned = subprocess.run(
+            [sys.executable, *written[2:]], cwd=folder, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert planned.returncode == 0, planned.stderr
+        assert "plan of stack mine" in planned.stdout, planned.stdout
     done = subprocess.run([sys.executable, *argv[1:]], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.splitlines()

@@ -7,7 +7,7 @@ its own named ``components`` and ``stacks`` (a common layout), with that virtual
 - everything imports as ``eks_training.components`` / ``eks_training.stacks`` (setup.py), nothing installs the
   top-level names ``components`` or ``stacks``, and the wheel holds every file the installed tools read: the images'
   build folders, the box's Go modules, ``stacks/box/stages.yaml``, the configuration reference, the program;
-- the README's library example (``Using the components from another project``) registers its components under the
+- the components guide's example (``docs/how-to/components.md``, "From Python") registers its components under the
   package's Pulumi mocks (:mod:`stacks.mocked`), and so does the shipped program for the project's stack (what
   ``eks-training rehearse`` evaluates), while the project's own ``components`` and ``stacks`` stay the ones imported;
 - ``python -m eks_training.stacks.plan --stack dev`` reads the project's own ``Pulumi.dev.yaml`` (not
@@ -236,7 +236,7 @@ def test_the_package_installs_under_its_own_name_with_what_its_tools_read(instal
         if p.name in ("go.mod", "go.sum") or p.suffix == ".go"
     }
     wanted |= {
-        "eks_training/docs/configuration.md",
+        "eks_training/docs/reference/configuration.md",
         "eks_training/__main__.py",
         "eks_training/__init__.py",
         "eks_training/stacks/box/stages.yaml",
@@ -305,7 +305,7 @@ def _beside_the_projects_own(installed: Installed, evaluate: str) -> dict:
 
 
 def test_the_readme_library_example_runs_installed_beside_the_projects_own_packages(installed: Installed) -> None:
-    section = (REPO / "README.md").read_text().split("## Using the components from another project", 1)[1]
+    section = (REPO / "docs" / "how-to" / "components.md").read_text().split("## From Python", 1)[1]
     example = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert "from eks_training.components import" in example
     # the project's program uses its own packages too (imported while it runs: the mocks put nothing of the package

@@ -1,6 +1,7 @@
-"""ARCHITECTURE.md and the README's "Layout" section stay true to the tree: every module, function or attribute
-ARCHITECTURE.md names (``stacks.plan.build_plan``, ``components.nodeplan.node_profile``...) exists, every path it names
-exists, and the Layout section names every module and package of ``components/`` and ``stacks/``."""
+"""ARCHITECTURE.md and the contributing guide's layout (``docs/contributing/layout.md``) stay true to the tree: every
+module, function or attribute ARCHITECTURE.md names (``stacks.plan.build_plan``,
+``components.nodeplan.node_profile``...) exists, every path it names exists, and the layout names every module and
+package of ``components/`` and ``stacks/``."""
 
 import importlib
 import re
@@ -61,9 +62,8 @@ def test_the_name_check_can_fail() -> None:
 
 
 def _layout() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("\n## Layout") :]
-    return section[section.index("```") + 3 :][: section[section.index("```") + 3 :].index("```")]
+    text = (REPO / "docs" / "contributing" / "layout.md").read_text()
+    return text[text.index("```text") + 7 :][: text[text.index("```text") + 7 :].index("```")]
 
 
 def test_the_layout_names_every_module_and_package() -> None:
@@ -80,3 +80,15 @@ def test_the_layout_names_every_module_and_package() -> None:
     ]
     assert missing == []
     assert "ARCHITECTURE.md" in layout
+
+
+def test_the_architecture_names_every_tool_and_its_recipes_are_one_copy() -> None:
+    """ARCHITECTURE.md lists the command line's every tool (seven, with rehearse); the site renders that file, the one
+    copy of the recipes, and the contributing guide links it."""
+    from stacks.cli import TOOLS
+
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    assert f"`python -m stacks {'|'.join(TOOLS)}`" in " ".join(text.split()), list(TOOLS)
+    site = (REPO / "docs" / "explanation" / "architecture.md").read_text()
+    assert "```{include} ../../ARCHITECTURE.md" in site and "## Recipes" not in site
+    assert "explanation/architecture.md" in (REPO / "docs" / "contributing" / "index.md").read_text()

@@ -180,7 +180,7 @@ NAMED_ENTRIES: dict[str, Any] = {
 
 
 def _documented_entry_names() -> dict[str, tuple[int, str]]:
-    """section -> (the longest name, the first character class) as docs/configuration.md states them."""
+    """section -> (the longest name, the first character class) as docs/reference/configuration.md states them."""
     out, section = {}, ""
     for line in configuration_reference().splitlines():
         if line.startswith("## "):

@@ -1,15 +1,20 @@
-"""The README, Pulumi.yaml and .ci/run stay in step with the code."""
+"""The generated documentation (the reference pages, the README's and the pages' tables, Pulumi.yaml's schema) and
+.ci/run stay in step with the code."""
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from stacks.config import SECTIONS, load_config
 from stacks.costs import estimate, storage_summary
 from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, stack_config, stack_names
+
+DOCS = REPO / "docs"
 
 
 def test_pulumi_yaml_documents_exactly_the_keys_the_loader_reads() -> None:
@@ -36,17 +41,44 @@ def test_readme_stack_table_matches_the_cost_model() -> None:
 
 
 def test_readme_test_command_is_what_ci_runs() -> None:
-    readme = (REPO / "README.md").read_text()
+    """The README's and the contributing guide's test command is .ci/run's last line, and the README keeps its two
+    commands."""
+    testing = (DOCS / "contributing" / "testing.md").read_text()
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
     command = (
         '.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/python -m mypy && '
         '.venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -n 0 -m "alone and not (unit or mock)" '
         '--durations=5 && .venv/bin/python -m pytest -q -n 4 -m "not (unit or mock or alone)" --durations=20'
     )
-    assert f"`{command}`" in readme
+    assert f"```bash\n{command}\n```" in testing
     assert ci[-1] == command
-    assert "bash .ci/run" in readme
-    assert "pulumi up --stack dev" in readme
+    readme = (REPO / "README.md").read_text()
+    assert f"`{command}`" in readme
+    two = readme.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"```bash\n(.*?)\n```", two) == [
+        "export PULUMI_CONFIG_PASSPHRASE='choose-a-passphrase' && python3 -m venv .venv && .venv/bin/pip install -r "
+        "requirements.txt && pulumi stack select --create dev && pulumi up --stack dev",
+        "bash .ci/run",
+    ]
+
+
+def test_ci_builds_the_site_with_warnings_as_errors_before_the_tests() -> None:
+    """.ci/run makes the docs' virtualenv from requirements-docs.txt and builds the site offline, nitpicky, with every
+    warning an error, before the test command; the pins it installs are the ones documented."""
+    ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
+    build = ".venv-docs/bin/python -m sphinx -W --keep-going -n -q -b html docs docs/_build/html"
+    assert build in ci and ci.index(build) < len(ci) - 1
+    assert '    "$1/bin/python" -m pip install -q -r requirements-docs.txt' in ci
+    assert "venv .venv-docs install_venv_docs requirements-docs.txt" in ci
+    pins = dict(
+        line.split("==")
+        for line in (REPO / "requirements-docs.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    assert {"sphinx", "myst-parser", "furo", "sphinxcontrib-mermaid"} <= set(pins)
+    conf = (DOCS / "conf.py").read_text()
+    assert '"myst_parser"' in conf and '"sphinxcontrib.mermaid"' in conf and 'html_theme = "furo"' in conf
+    assert ".venv-docs" in (REPO / ".gitignore").read_text().splitlines()
 
 
 def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
@@ -87,27 +119,110 @@ def test_every_nested_config_key_is_documented_in_pulumi_yaml() -> None:
     assert checked > 75
 
 
-def test_readme_generated_tables_equal_the_code() -> None:
-    """The supported instance types (the catalog), the presets' regions and zones (the stack files) and the
-    instanceFacts fields (the model) are rendered by stacks/docs.py; the README holds exactly that."""
+def _pages_with_blocks() -> dict[str, str]:
+    from stacks.docs import FILES, regenerate
+
+    return {name: path.read_text() for name, (path, render) in FILES.items() if render is regenerate}
+
+
+def test_every_generated_block_is_on_a_page_and_equals_the_code() -> None:
+    """The presets, the instance catalog, the pinned versions and the launcher's exit codes are rendered by
+    stacks/docs/; the pages hold exactly that, and every block the code renders is on some page."""
     from stacks.docs import GENERATED, readme_blocks
 
-    blocks = readme_blocks((REPO / "README.md").read_text())
-    assert set(blocks) == set(GENERATED)
-    for name, render in GENERATED.items():
-        assert blocks[name] == render(), f"README's {name} table is stale: run python -m stacks.docs"
+    seen: set[str] = set()
+    for name, text in _pages_with_blocks().items():
+        blocks = readme_blocks(text)
+        assert set(blocks) <= set(GENERATED), (name, set(blocks) - set(GENERATED))
+        for block, body in blocks.items():
+            assert body == GENERATED[block](), f"{name}'s {block} table is stale: run python -m stacks docs"
+        seen |= set(blocks)
+    assert seen == set(GENERATED), set(GENERATED) - seen
+    assert {"presets", "dev-cost"} <= set(readme_blocks((REPO / "README.md").read_text()))
 
 
-def test_the_configuration_reference_and_pulumi_yaml_equal_the_models() -> None:
-    """docs/configuration.md and Pulumi.yaml's ``config:`` are rendered from the config models by stacks/docs.py
-    (issue 19: a reference that cannot go stale); each file holds exactly that."""
+@pytest.mark.parametrize(
+    "name", ["README.md", *(n for n in __import__("stacks.docs", fromlist=["FILES"]).FILES if n != "README.md")]
+)
+def test_each_generated_file_equals_what_the_code_renders(name: str) -> None:
+    """Every generated file (the reference pages, the pages with generated tables, Pulumi.yaml) holds exactly what
+    the code renders; python -m stacks docs regenerates them all."""
     from stacks.docs import FILES, REGENERATE
 
-    assert set(FILES) == {"README.md", "docs/configuration.md", "Pulumi.yaml"}
-    for name, (path, render) in FILES.items():
-        assert path.is_file(), f"{name} is missing: run {REGENERATE}"
-        current = path.read_text()
-        assert render(current) == current, f"{name} is stale (the config models changed): run {REGENERATE}"
+    path, render = FILES[name]
+    assert path.is_file(), f"{name} is missing: run {REGENERATE}"
+    current = path.read_text()
+    assert render(current) == current, f"{name} is stale (the code changed): run {REGENERATE}"
+
+
+def test_the_generated_files_are_the_reference_pages_the_readme_and_pulumi_yaml() -> None:
+    from stacks.bundle import REFERENCE
+    from stacks.docs import FILES
+
+    assert set(FILES) == {
+        "README.md",
+        "Pulumi.yaml",
+        *(f"docs/reference/{p.name}" for p in (DOCS / "reference").glob("*.md")),
+    }
+    assert FILES["docs/reference/configuration.md"][0] == REFERENCE == DOCS / "reference" / "configuration.md"
+
+
+def test_the_reference_pages_name_every_command_component_and_output() -> None:
+    """The generated pages are complete: every command of the command line and each of its options, every exported
+    component and each of its arguments, every documented stack output."""
+    import components
+    from stacks import cli
+    from stacks.docs.commands import command_parser
+    from stacks.docs.stack_outputs import EXPORTERS, documented_outputs
+
+    commands = (DOCS / "reference" / "commands.md").read_text()
+    for name in cli.TOOLS:
+        assert f"\n## {name}\n" in commands, name
+        for action in command_parser(name)._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in commands, (name, option)
+    assert "\n### box build\n" in commands and "\n### box bench\n" in commands
+    assert "--check-external" in commands and "--stack" not in commands.split("\n## docs\n")[1].split("\n## ")[0]
+    library = (DOCS / "reference" / "components.md").read_text()
+    assert len(components.COMPONENTS) == 21 and "FleetObservability" in [c.__name__ for c in components.COMPONENTS]
+    for component in components.COMPONENTS:
+        assert f"\n## {component.__name__}\n" in library, component.__name__
+        args = __import__("inspect").get_annotations(component.__init__)["args"]
+        for key in args.__annotations__:
+            assert f"| `{key}` |" in library, (component.__name__, key)
+    outputs = (DOCS / "reference" / "outputs.md").read_text()
+    for path, function in EXPORTERS.values():
+        documented = documented_outputs(path, function)
+        assert len(documented) >= 8, (path, documented)
+        for key in documented:
+            assert f"| `{key}` |" in outputs, key
+
+
+def test_the_job_contracts_exit_codes_are_the_launchers() -> None:
+    """The exit-code table is the launcher's own list (training/launch.py's docstring), and the launcher's constants
+    and the component's agree with it."""
+    from components.workloads import training as component
+    from stacks.docs.contract import launcher_exit_codes
+
+    codes = {c.split()[0]: m for c, m in launcher_exit_codes()}
+    assert {"0", "143", "3", "69", "2", "127", "1", "any"} <= set(codes), codes
+    assert component.LAUNCHER_EXIT_STOPPED == 143 and "Ignore" in codes["143"]
+    assert component.LAUNCHER_EXIT_RENDEZVOUS_LOST == 69 and "Ignore" in codes["69"]
+    assert component.LAUNCHER_EXIT_RUN_FAILED == 3 and "FailJob" in codes["3"]
+    assert component.LAUNCHER_EXIT_USAGE == 2 and "FailJob" in codes["2"]
+
+
+def test_the_versions_page_states_the_images_torch_and_the_tests_torch_apart() -> None:
+    """The image's torch (its Dockerfile's ARG) is on the versions page, generated; the tests' torch (.ci/run's
+    install) is stated where the measurements are, as what it is."""
+    versions = (DOCS / "reference" / "versions.md").read_text()
+    image_torch = re.search(r"^ARG TORCH_VERSION=(\S+)", (REPO / "training" / "Dockerfile").read_text(), re.M)
+    ci_torch = re.search(r"pip install -q torch==(\S+)", (REPO / ".ci" / "run").read_text())
+    assert image_torch and ci_torch
+    assert f"| `training` | `TORCH_VERSION` | `{image_torch.group(1)}` |" in versions
+    for page in ("explanation/verified.md", "contributing/testing.md"):
+        assert f"torch {ci_torch.group(1)}" in (DOCS / page).read_text(), page
 
 
 def _reference_fields() -> list[tuple[str, str, Any]]:
@@ -176,12 +291,14 @@ def test_stacks_docs_check_names_the_stale_file_and_the_command(tmp_path: Any, m
     stale = tmp_path / "configuration.md"
     stale.write_text(docs.configuration_reference().replace('`"10.0.0.0/16"`', '`"10.1.0.0/16"`'))
     monkeypatch.setattr(
-        docs, "FILES", {**docs.FILES, "docs/configuration.md": (stale, lambda _: docs.configuration_reference())}
+        docs,
+        "FILES",
+        {**docs.FILES, "docs/reference/configuration.md": (stale, lambda _: docs.configuration_reference())},
     )
     out = StringIO()
     with redirect_stdout(out):
         code = docs.main(["--check"])
-    assert code == 1 and out.getvalue().strip() == "stale: docs/configuration.md; run python -m stacks.docs"
+    assert code == 1 and out.getvalue().strip() == "stale: docs/reference/configuration.md; run python -m stacks docs"
 
 
 def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_nothing(
@@ -200,7 +317,7 @@ def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_noth
         assert docs.main(["--reference"]) == 0
     assert out.getvalue() == REFERENCE.read_text()
     written = tmp_path / "configuration.md"
-    monkeypatch.setattr(docs, "FILES", {"docs/configuration.md": (written, lambda _: "rewritten")})
+    monkeypatch.setattr(docs, "FILES", {"docs/reference/configuration.md": (written, lambda _: "rewritten")})
     monkeypatch.setattr(docs, "PREFIX", "eks_training.")
     err = StringIO()
     with redirect_stderr(err):
@@ -211,7 +328,7 @@ def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_noth
 
 def test_the_instance_types_table_has_a_row_per_catalogued_type() -> None:
     from components.catalog import INSTANCE_TYPES
-    from stacks.docs import instance_types_table
+    from stacks.docs.tables import instance_types_table
 
     rows = instance_types_table().splitlines()[2:]
     assert [r.split(" | ")[0] for r in rows] == [
@@ -228,9 +345,9 @@ def test_every_instance_facts_field_has_a_unit() -> None:
     assert set(FACT_FIELDS) == {f.alias or n for n, f in InstanceFactsConfig.model_fields.items()}
 
 
-def test_the_readme_instance_facts_example_is_a_valid_stack() -> None:
-    readme = (REPO / "README.md").read_text()
-    block = re.search(r"```yaml\n(  eks-training:instanceFacts:\n.*?)```", readme, re.S)
+def test_the_instance_facts_example_is_a_valid_stack() -> None:
+    guide = (DOCS / "how-to" / "capacity.md").read_text()
+    block = re.search(r"```yaml\n(  eks-training:instanceFacts:\n.*?)```", guide, re.S)
     assert block is not None
     facts = yaml.safe_load(block.group(1))["eks-training:instanceFacts"]
     (name,) = facts
@@ -251,27 +368,52 @@ def test_the_readme_instance_facts_example_is_a_valid_stack() -> None:
     assert cfg.instance(name).memory_mib == 393216 and cfg.instance(name).user_supplied
 
 
-def test_the_readme_has_no_placeholder_install_line() -> None:
-    readme = (REPO / "README.md").read_text()
-    for placeholder in ("<the repository URL>", "<this repository>", "git+https://<", "@<tag>"):
-        assert placeholder not in readme, placeholder
-    assert ".venv/bin/pip install ../eks-training" in readme and "pulumi package add ../eks-training/provider" in readme
+def _user_facing_texts() -> dict[str, str]:
+    pages = [REPO / "README.md", *sorted(DOCS.rglob("*.md"))]
+    return {str(p.relative_to(REPO)): p.read_text() for p in pages if "_build" not in p.parts}
+
+
+def test_the_docs_have_no_placeholder_install_line() -> None:
+    texts = _user_facing_texts()
+    for name, text in texts.items():
+        for placeholder in ("<the repository URL>", "<this repository>", "git+https://<", "@<tag>"):
+            assert placeholder not in text, (name, placeholder)
+    guide = texts["docs/how-to/components.md"]
+    assert ".venv/bin/pip install ../eks-training" in guide and "pulumi package add ../eks-training/provider" in guide
 
 
 def test_every_torch_install_line_gives_the_cpu_build() -> None:
     """Issue 19, finding 5: `pip install torch==2.13.0` gives the CPU build only on the development machine; on Linux
     PyPI's wheel is the CUDA build (4.5 GB with its nvidia-* packages). Every install line a user copies names PyTorch's
     CPU index."""
-    texts = {
-        "README.md": (REPO / "README.md").read_text(),
-        "requirements-dev.txt": (REPO / "requirements-dev.txt").read_text(),
-    }
+    texts = {**_user_facing_texts(), "requirements-dev.txt": (REPO / "requirements-dev.txt").read_text()}
     lines = [
         (name, line)
         for name, text in texts.items()
         for line in text.splitlines()
         if re.search(r"pip install torch==", line)
     ]
-    assert len(lines) >= 3, lines
+    assert len(lines) >= 4, lines
     for name, line in lines:
         assert "--index-url https://download.pytorch.org/whl/cpu" in line, (name, line)
+
+
+def test_the_components_examples_use_one_kubernetes_version() -> None:
+    """The Python and the TypeScript example of the components guide create the same cluster: one Kubernetes version,
+    one the config accepts."""
+    from components.catalog import SUPPORTED_KUBERNETES_VERSIONS
+
+    guide = (DOCS / "how-to" / "components.md").read_text()
+    versions = set(re.findall(r'"kubernetes_version": "([\d.]+)"', guide)) | set(
+        re.findall(r'kubernetesVersion: "([\d.]+)"', guide)
+    )
+    assert len(versions) == 1 and versions <= set(SUPPORTED_KUBERNETES_VERSIONS), versions
+
+
+def test_a_changed_block_is_found_stale(tmp_path: Path) -> None:
+    """Control for the staleness check: a changed generated block is found stale."""
+    from stacks.docs import regenerate
+
+    page = tmp_path / "page.md"
+    page.write_text("x\n<!-- generated: dev-cost (marker) -->\nstale\n<!-- end: dev-cost -->\n")
+    assert regenerate(page.read_text()) != page.read_text()

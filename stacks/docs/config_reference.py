@@ -1,126 +1,44 @@
-"""Documentation generated from the code, so it cannot go stale.
-
-* The README's tables: the supported instance types (the catalog), the presets' regions and zones (the stack files)
-  and the ``instanceFacts`` fields with their units (the config model).
-* The configuration reference, ``docs/configuration.md``: every ``eks-training:`` key with its type, default, allowed
-  values and description, read from the config models (:mod:`stacks.config`: field names, types, ``Field``
-  constraints, defaults and the fields' docstrings) and :data:`stacks.config.loader.SECTION_SUMMARIES`.
-* ``Pulumi.yaml``'s ``config:`` schema: one entry per top-level key, from the same models.
-
-``tests/unit/test_docs.py`` keeps all three equal to the code; ``python -m stacks docs`` (alias ``python -m
-stacks.docs``) rewrites them, ``--check`` only reports, ``--reference`` prints the configuration reference (an installed
-package has no README or Pulumi.yaml to rewrite: there only ``--reference`` runs; the reference ships with it).
-"""
+"""The configuration reference (``docs/reference/configuration.md``) and ``Pulumi.yaml``'s ``config:`` schema, read
+from the config models (:mod:`stacks.config`: field names, types, ``Field`` constraints, defaults and the fields'
+docstrings) and :data:`stacks.config.loader.SECTION_SUMMARIES`: a key added to a model appears in both after
+``python -m stacks docs``."""
 
 import json
-import re
 import textwrap
 import types
 import typing
-from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from components.catalog import INSTANCE_TYPES, SOURCES, InstanceType
-from stacks.bundle import PREFIX, REFERENCE
-from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, alias, command, parser_for
 from stacks.config.base import ENTRY_NAME_MAX, ENTRY_NAME_RE, JOB_NAME_RE
-from stacks.config.instance_facts import FACT_FIELDS, InstanceFactsConfig
 from stacks.config.loader import DEFAULT_IMAGES, ENTRIES, SECTION_SUMMARIES, SECTIONS, default_cluster_name
 from stacks.config.teams import TEAM_NAME_MAX
-from stacks.stackfile import REPO, read_stack_config
+from stacks.docs.markdown import REGENERATE, cell, number, page_header, text
 
-README = REPO / "README.md"
-#: The Pulumi project file, whose ``config:`` block is generated.
-PROJECT_FILE = REPO / "Pulumi.yaml"
-#: The command that regenerates every generated file.
-REGENERATE = "python -m stacks.docs"
-_BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) .*?-->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)", re.S)
+#: Where the reference is, relative to the repository (Pulumi.yaml's descriptions link to it).
+PAGE = "docs/reference/configuration.md"
 
-
-def _number(value: Optional[float]) -> str:
-    if value is None:
-        return "-"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def instance_types_table(types: Mapping[str, InstanceType] = INSTANCE_TYPES) -> str:
-    """The instance types the catalog knows, one row each, with the sources of their facts."""
-    rows = [
-        "| Type | vCPUs | Memory (GiB) | GPUs | GPU memory (GiB each) | EFA interfaces | Network (Gbit/s) | "
-        "Local NVMe (GB) | On-Demand $/hour (us-east-1) | Sources |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name in sorted(types, key=lambda n: (types[n].family, types[n].vcpus, n)):
-        t = types[name]
-        gpus = f"{t.gpus} x {t.gpu_model}" if t.gpus else "0"
-        gpu_mem = f"{t.gpu_memory_mib / 1024:.1f}" if t.gpu_memory_mib else "-"
-        sources = ", ".join(f"[{k}]({SOURCES[k].url})" for k in t.sources)
-        rows.append(
-            f"| `{name}` | {t.vcpus} | {t.memory_mib / 1024:g} | {gpus} | {gpu_mem} | {t.max_efa_interfaces} | "
-            f"{_number(t.network_gbps)} | {t.local_nvme_gb} | {_number(t.price_per_hour)} | {sources} |"
-        )
-    return "\n".join(rows)
-
-
-def presets_table(stacks: Optional[Sequence[str]] = None) -> str:
-    """Each preset's region, zones and pinned zones, read from its stack file."""
-    names = stacks or sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in REPO.glob("Pulumi.*.yaml"))
-    rows = ["| Stack | Region (`aws:region`) | VPC zones | Pinned to a zone |", "|---|---|---|---|"]
-    for name in names:
-        _, config = read_stack_config(name)
-        network: dict[str, Any] = config.get("eks-training:network") or {}
-        if "eks-training:existingVpc" in config:
-            zones = "the existing VPC's subnets"
-        elif network.get("availabilityZones"):
-            zones = ", ".join(network["availabilityZones"])
-        else:
-            zones = f"{network.get('availabilityZoneCount', 3)}, chosen by zone ID"
-        pinned = [
-            f"`nodeGroups.{g}.availabilityZone: {v['availabilityZone']}`"
-            for g, v in (config.get("eks-training:nodeGroups") or {}).items()
-            if isinstance(v, dict) and v.get("availabilityZone")
-        ]
-        storage = config.get("eks-training:storage") or {}
-        if pinned and storage.get("backend") == "fsx":
-            pinned.append("(the FSx file system follows it)")
-        rows.append(f"| `{name}` | {config.get('aws:region', '-')} | {zones} | {' '.join(pinned) or 'no'} |")
-    return "\n".join(rows)
-
-
-def instance_facts_table() -> str:
-    """The fields of ``instanceFacts.<type>``: unit, where EC2 reports it, default."""
-    rows = ["| Field | Unit | From `aws ec2 describe-instance-types` | Default |", "|---|---|---|---|"]
-    for name, field in InstanceFactsConfig.model_fields.items():
-        alias = field.alias or name
-        unit, ec2 = FACT_FIELDS[alias]
-        default = "required" if field.is_required() else ("none" if field.default is None else _number(field.default))
-        rows.append(f"| `{alias}` | {unit} | {ec2} | {default} |")
-    return "\n".join(rows)
-
-
-#: The README's generated blocks, by name.
-GENERATED: Mapping[str, Callable[[], str]] = {
-    "instance-types": instance_types_table,
-    "presets": presets_table,
-    "instance-facts": instance_facts_table,
-    "config-keys": lambda: config_index(),
-}
-
-
-def readme_blocks(text: str) -> dict[str, str]:
-    """The generated blocks of a README text, by name (their body without the markers)."""
-    return {m.group("name"): m.group("body").rstrip("\n") for m in _BLOCK.finditer(text)}
-
-
-def regenerate(text: str) -> str:
-    """``text`` with every generated block rendered again."""
-    return _BLOCK.sub(lambda m: f"{m.group(1)}{GENERATED[m.group('name')]()}\n{m.group(4)}", text)
-
-
-# --- the configuration reference --------------------------------------------------------------------------------
+#: What the loader and the rules check beyond each key's type and range, as the reference says it (one paragraph:
+#: the rules themselves are stacks/config/rules.py's and the models' validators).
+CHECKED = [
+    "Beyond each key's type and range, the checks include: unknown keys, `minSize > maxSize`, a desired size outside "
+    "`[min, max]`, unknown instance types, EFA on a type without it, an EFA group without a zone, a Spot group with "
+    "a reservation, fewer than 2 zones, bad taint effects, invalid or overlapping CIDRs, incomplete `existingVpc` "
+    "settings, an FSx capacity that is not a valid increment for its throughput tier, a tier FSx does not offer, an "
+    "FSx stack without a zone for its file system, jobs that mount it from pinned groups in different zones, a data "
+    "repository path that is not `s3://bucket/prefix/`, a dataset prefix the file system does not import, a "
+    "health-check threshold above what the nodes can reach (a node's network bandwidth x N/(N-1) x 2(n-1)/n across "
+    "N nodes and n ranks, the fastest GPU link on one node) or a message larger than a GPU's memory, an image that "
+    "does not support a job's GPU, and instance facts in the wrong unit. A value with a unit names the unit it is "
+    "in and the conversion meant (`3.5e+11 GB/s is above the 750 GB/s an all-reduce across 2 x p5.48xlarge can "
+    "reach ...; did you write bytes/s? ... 3.5e+11 bytes/s is 350`). Messages name root causes only: a misspelt key "
+    "is one problem (`instanceType: unknown key; did you mean instanceTypes`), a section that failed its own "
+    "validation is not reported again by the rules that depend on it, and a default the user did not set is not "
+    "blamed. A stack file is read as Pulumi reads it (YAML 1.2): `yes`/`no`/`on`/`off` are strings, a key given "
+    "twice is an error, and `nodes: \"2\"` (a string) is refused with the unquoted value to write.",
+]
 
 
 def _is_model(t: Any) -> bool:
@@ -195,11 +113,11 @@ def allowed_text(field: FieldInfo) -> str:
     bounds = []
     if "between" in extra:
         lo, hi = typing.cast(list[float], extra["between"])
-        bounds += [f">= {_number(lo)}", f"<= {_number(hi)}"]
+        bounds += [f">= {number(lo)}", f"<= {number(hi)}"]
     for m in field.metadata:  # pydantic's constraints (annotated_types Ge, Gt, Le, Lt, MinLen, MaxLen)
         for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
             if getattr(m, attr, None) is not None:
-                bounds.append(f"{sign} {_number(getattr(m, attr))}")
+                bounds.append(f"{sign} {number(getattr(m, attr))}")
         if getattr(m, "min_length", None) is not None:
             bounds.append(
                 f"at least {m.min_length} item(s)"
@@ -209,10 +127,6 @@ def allowed_text(field: FieldInfo) -> str:
         if getattr(m, "max_length", None) is not None:
             bounds.append(f"at most {m.max_length}")
     return ", ".join(bounds)
-
-
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _nested(annotation: Any) -> Optional[tuple[type[BaseModel], str]]:
@@ -273,24 +187,21 @@ def section_entry(section: str) -> tuple[str, str, Optional[type[BaseModel]]]:
     return "object", "see the keys", kind
 
 
-def config_index(page: str = "docs/configuration.md") -> str:
+def config_index(page: str = "") -> str:
     """The top-level keys, one row each, linking to their part of the reference (``page``; "" within it)."""
     rows = ["| Key | Type | Default | What it is |", "|---|---|---|---|"]
     for section in SECTIONS:
         type_, default, _ = section_entry(section)
         rows.append(
-            f"| [`{section}`]({page}#{section.lower()}) | {type_} | {default} | {_cell(SECTION_SUMMARIES[section])} |"
+            f"| [`{section}`]({page}#{section.lower()}) | {type_} | {default} | {cell(SECTION_SUMMARIES[section])} |"
         )
     return "\n".join(rows)
 
 
 def configuration_reference() -> str:
-    """``docs/configuration.md``: every key of every section, from the models."""
+    """``docs/reference/configuration.md``: every key of every section, from the models."""
     out = [
-        "# Configuration reference",
-        "",
-        f"<!-- generated by {REGENERATE} from the config models (stacks/config/); tests/unit/test_docs.py fails when "
-        "it is stale: edit the models' docstrings and Field constraints, not this file -->",
+        *page_header("Configuration reference", "the config models (stacks/config/)"),
         "",
         "Every key below is set in a stack file (`Pulumi.<stack>.yaml`) as `eks-training:<key>`, e.g. `pulumi config "
         "set --path 'eks-training:nodeGroups.gpu.maxSize' 4`. The whole configuration is validated before anything is "
@@ -298,24 +209,26 @@ def configuration_reference() -> str:
         "naming its key and the fix; a key under a namespace nothing reads is refused with the key to write. Keys "
         "are camelCase. A default of *none* means the key is unset; its description says what applies then.",
         "",
+        *CHECKED,
+        "",
         config_index(""),
     ]
     for section in SECTIONS:
         type_, default, model = section_entry(section)
-        out += ["", f"## {section}", "", SECTION_SUMMARIES[section], "", f"Type: {type_}. Default: {default}."]
+        out += ["", f"## {section}", "", text(SECTION_SUMMARIES[section]), "", f"Type: {type_}. Default: {default}."]
         if model is None:
             continue
         path = section + (".<name>" if SECTIONS[section] is dict else "")
         if SECTIONS[section] is dict:
-            out += ["", _entry_names(section)]
+            out += ["", text(_entry_names(section))]
         for table_path, m in model_tables(path, model):
-            heading = [] if table_path == section else ["", f"### `{table_path}`", "", _doc(m)]
+            heading = [] if table_path == section else ["", f"### `{table_path}`", "", text(_doc(m))]
             out += [*heading, "", "| Key | Type | Default | Allowed | Description |", "|---|---|---|---|---|"]
             for name, field in m.model_fields.items():
                 alias = field.alias or name
                 out.append(
                     f"| `{alias}` | {type_text(field.annotation)} | {default_text(field)} | "
-                    f"{_cell(allowed_text(field))} | {_cell(field.description or '')} |"
+                    f"{cell(allowed_text(field))} | {cell(field.description or '')} |"
                 )
     return "\n".join(out) + "\n"
 
@@ -339,7 +252,7 @@ def project_config() -> str:
         f"  # Generated by `{REGENERATE}` from the config models (stacks/config/); tests/unit/test_docs.py fails when "
         "it is",
         "  # stale. Every key lives in the `eks-training:` namespace and is validated before anything is created; the",
-        "  # reference with each key's type, default, allowed values and description is docs/configuration.md.",
+        f"  # reference with each key's type, default, allowed values and description: {PAGE}.",
     ]
     for section in SECTIONS:
         type_, default, model = section_entry(section)
@@ -348,7 +261,7 @@ def project_config() -> str:
             text += f" {type_[0].upper()}{type_[1:]}, default {default.replace('`', '')}."
         if model is not None:
             text += f" {'Each entry' if SECTIONS[section] is dict else 'Keys'}: {_summary_of_keys(model)}."
-        text += f" Reference: docs/configuration.md#{section.lower()}"
+        text += f" Reference: {PAGE}#{section.lower()}"
         out.append(f"  {section}:")
         if type_ == "string":
             out.append("    type: string")
@@ -370,62 +283,3 @@ def with_project_config(text: str) -> str:
     if not sep:
         raise ValueError("Pulumi.yaml has no top-level config: block")
     return head + "\n" + project_config()
-
-
-#: Each generated file: its path and its text rendered from its current text.
-FILES: Mapping[str, tuple[Path, Callable[[str], str]]] = {
-    "README.md": (README, regenerate),
-    "docs/configuration.md": (REFERENCE, lambda _: configuration_reference()),
-    "Pulumi.yaml": (PROJECT_FILE, with_project_config),
-}
-
-
-def stale_files() -> list[str]:
-    """The generated files that differ from what the code renders."""
-    stale = []
-    for name, (path, render) in FILES.items():
-        current = path.read_text() if path.is_file() else ""
-        if render(current) != current:
-            stale.append(name)
-    return stale
-
-
-@command
-def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
-    """Rewrite the generated files (exit 0), or with ``--check`` report whether they are current (exit 1 if not)."""
-    parser = parser_for(
-        "docs",
-        prog,
-        "Rewrite the documentation generated from the code: "
-        + ", ".join(FILES)
-        + ". Exit 0; with --check, 1 when a file is stale.",
-    )
-    parser.add_argument("--check", action="store_true", help="only report whether the files are current")
-    parser.add_argument(
-        "--reference",
-        action="store_true",
-        help=f"print the configuration reference (every key; the file {REFERENCE}) and change nothing",
-    )
-    args = parser.parse_args(argv)
-    if args.reference:
-        print(configuration_reference(), end="")
-        return EXIT_OK
-    if PREFIX:
-        raise CommandError(
-            f"{parser.prog} rewrites the generated files of a checkout of the repository; this is an "
-            f"installed package, whose configuration reference is {REFERENCE} (print it with "
-            f"{parser.prog} --reference)"
-        )
-    if args.check:
-        stale = stale_files()
-        print(f"stale: {', '.join(stale)}; run {REGENERATE}" if stale else "the generated documentation is current")
-        return EXIT_FAILED if stale else EXIT_OK
-    for path, render in FILES.values():
-        current = path.read_text() if path.is_file() else ""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(current))
-    return EXIT_OK
-
-
-if __name__ == "__main__":
-    alias("docs")

@@ -1,0 +1,5 @@
+"""``python -m stacks.docs``: the command ``python -m stacks docs``."""
+
+from stacks.cli import alias
+
+alias("docs")

@@ -1,0 +1,69 @@
+"""The box's commands of the rehearse guide (``docs/how-to/rehearse.md``) run as written: every shell block marked
+``<!-- commands: box ... -->`` is run by bash in the repository's folder, with this Python first on ``PATH``, and
+exits as the marker says (0, or the ``exits N`` it names). A block marked ``long`` runs with the smaller size the
+marker names (``--nodes 16`` for the 1,024-node benchmark, which is not a timed test).
+
+Each block runs in a folder of its own: the boxes' state goes to a ``clusters`` folder beside a link to the binaries'
+cache (``EKS_TRAINING_BOX_CACHE``), so the blocks' default box names (``eks-training``, ``rehearse-dev``) never meet
+another test's box, while the binaries and the locks that order the boxes' creation stay the shared ones."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stacks.box import build as box_build
+from tests.harness import REPO
+
+PAGE = REPO / "docs" / "how-to" / "rehearse.md"
+_BOX = re.compile(r"<!-- commands: (box[^>]*?) -->\n```bash\n(.*?)```", re.S)
+
+
+def box_blocks() -> list[tuple[str, str]]:
+    """``(marker, block)`` of every box block of the guide."""
+    return _BOX.findall(PAGE.read_text())
+
+
+BLOCKS = box_blocks()
+
+
+def test_the_guide_has_the_box_commands() -> None:
+    text = "".join(block for _, block in BLOCKS)
+    for command in ("box build", "box up", "box down", "box bench", "rehearse --stack dev", "--exit-code", "--keep"):
+        assert f"python -m stacks {command}" in text or command in text, command
+    assert len(BLOCKS) >= 6
+
+
+@pytest.mark.parametrize("marker, block", BLOCKS, ids=[b.splitlines()[0] for _, b in BLOCKS])
+def test_a_box_block_runs_as_written(marker: str, block: str, binaries, tmp_path: Path) -> None:
+    expected = int(m.group(1)) if (m := re.search(r"exits (\d+)", marker)) else 0
+    if (m := re.search(r"long: the cluster tier runs it with (--\S+ \S+)", marker)) is not None:
+        option, value = m.group(1).split()
+        block = re.sub(rf"{re.escape(option)} \S+", f"{option} {value}", block)
+    (tmp_path / "box").symlink_to(box_build.cache_root().resolve(), target_is_directory=True)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "EKS_TRAINING_BOX_CACHE": str(tmp_path / "box"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    flags = "-euo" if expected == 0 else "-uo"
+    done = subprocess.run(
+        ["bash", flags, "pipefail", "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
+    try:
+        assert done.returncode == expected, f"{block}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        assert (done.stdout + done.stderr).strip()
+    finally:
+        clusters = tmp_path / "clusters"
+        for name in (p.name for p in clusters.iterdir()) if clusters.is_dir() else ():
+            subprocess.run(
+                [sys.executable, "-m", "stacks", "box", "down", "--name", name],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                timeout=300,
+            )
