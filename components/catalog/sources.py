@@ -896,10 +896,26 @@ SOURCES: Mapping[str, Source] = {
         url="https://docs.aws.amazon.com/codebuild/latest/userguide/build-spec-ref.html",
         shows="buildspec syntax: env.shell, env.variables, phases; commands run as root unless run-as names a user",
     ),
-    "torch-2.9.1": Source(
-        url="https://pypi.org/project/torch/2.9.1/",
-        shows="the Linux x86_64 wheels of torch 2.9.1 are the CUDA 12.8 build (2.9.1+cu128) and require "
-        "nvidia-nccl-cu12==2.27.5 and nvidia-cuda-runtime-cu12==12.8.90 (libcudart.so.12)",
+    "torch-2.13.0": Source(
+        url="https://pypi.org/project/torch/2.13.0/",
+        shows="the Linux x86_64 wheels of torch 2.13.0 are the CUDA 13.0 build (2.13.0+cu130: torch.version.cuda "
+        "13.0) and require nvidia-nccl-cu13==2.29.7 and nvidia-cuda-runtime 13.0 (libcudart.so.13 in "
+        "site-packages/nvidia/cu13/lib); installed, torch._C._cuda_getArchFlags() prints sm_75 sm_80 sm_86 sm_90 "
+        "sm_100 sm_120 (tests/unit/test_torch_pin.py reads it from the wheel the tests run)",
+    ),
+    "pytorch-cuda-matrix-2.13": Source(
+        url="https://github.com/pytorch/pytorch/pull/187075",
+        shows="RELEASE.md's Release Compatibility Matrix for 2.13: stable CUDA 12.6 (NCCL 2.29.3) and CUDA 13.0 "
+        "(NCCL 2.29.7), experimental 13.2; its CUDA Support Matrix, for 2.12 and 2.13: CUDA 12.6.3 Maxwell(5.0), "
+        "Pascal(6.0), Volta(7.0), Turing(7.5), Ampere(8.0, 8.6), Hopper(9.0); 13.0.2 Turing(7.5), Ampere(8.0, 8.6), "
+        "Hopper(9.0), Blackwell(10.0, 12.0) (the rows of https://github.com/pytorch/pytorch/pull/182849; Volta left "
+        "the CUDA 12.8 build in 2.11, https://github.com/pytorch/pytorch/issues/172352). The CUDA 12.6 build is "
+        "installed with pip install torch --index-url https://download.pytorch.org/whl/cu126",
+    ),
+    "cuda-13-volta": Source(
+        url="https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html",
+        shows="CUDA 13.0 removed offline compilation and library support for Maxwell, Pascal and Volta; toolkits "
+        "through 12.x remain the way to build for them",
     ),
     "pulumi-aws-config": Source(
         url="https://www.pulumi.com/registry/packages/aws/installation-configuration/",

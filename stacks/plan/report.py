@@ -16,6 +16,7 @@ import json
 from typing import Any, Optional, Sequence
 
 from components.catalog import PRICES_AS_OF, SOURCES
+from components.catalog.torch import torch_build_label
 from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
 from stacks.costs import estimate, node_hour
 from stacks.kinds import KINDS
@@ -84,6 +85,7 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
                 "gpusPerPod": job.placement["gpus"],
                 "efaInterfacesPerPod": job.placement["efa_devices"],
                 "image": job.image.name,
+                "imageBuild": torch_build_label(job.image.torch_build),
                 "dataset": job.dataset,
                 "after": list(job.after),
                 "outputDir": job.output_dir,
@@ -358,6 +360,7 @@ def render(r: dict[str, Any]) -> str:
         )
         after = f", after {', '.join(j['after'])}" if j["after"] else ""
         data = f", dataset {j['dataset']}" if j["dataset"] else ""
+        data = (f" ({j['imageBuild']})" if j["imageBuild"] else "") + data
         waits = (
             f"; pulumi up waits for it: its {j['timeoutHours']:g} h deadline and up to "
             f"{j['queueTimeoutHours']:g} h in the queue"

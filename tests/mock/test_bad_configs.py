@@ -426,6 +426,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "the bundled image on a group of GPUs no one torch build has kernels for",
+        both(
+            group(instanceTypes=["p3.16xlarge", "p6-b200.48xlarge"], capacityType="SPOT"),
+            job(nodeGroup="gpu"),
+        ),
+        [
+            "eks-training:jobs.train.image: job train runs image 'training', which installs torch 2.13.0 in the CUDA "
+            "build of its GPUs, on node group gpu, whose types p3.16xlarge (NVIDIA V100, 7.0), p6-b200.48xlarge "
+            "(NVIDIA B200, 10.0) no one build has kernels for (cu130: sm_75",
+            "put the types of each GPU generation in a node group of their own",
+        ],
+    ),
+    (
         "job with an unknown image",
         job(image="nope"),
         ["eks-training:jobs.train.image: 'nope' is not an image; use one of training"],
