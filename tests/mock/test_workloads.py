@@ -437,7 +437,9 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
     finally:
         sys.path.remove(str(REPO / "training"))
     p = program_for(stack, False)
-    contexts = {i.version: i.context for i in stacks.plan.build_plan(_config(stack)).images.values() if i.context}
+    plan = stacks.plan.build_plan(_config(stack))
+    # every build: the images' default ones and the jobs' (a V100 group's job runs another torch build)
+    contexts = {i.version: i.context for i in (*plan.images.values(), *plan.used_images) if i.context}
     builds = {
         b.outputs["image_uri"]: b.inputs["image_tag"]
         for b in p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")
