@@ -41,6 +41,7 @@ from components.workloads import (
     TensorBoard,
     TrainingNetworkPolicies,
 )
+from components.workloads.disruption import JobDisruptionBudget
 from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
@@ -341,6 +342,17 @@ def _job(
     toolbox = out.image_uris[job.toolbox.variant]
     image = out.image_uris[job.image.variant]
     spec = job_spec(plan, job, namespace=namespace, pvc=pvc, image=image, helper_image=toolbox)
+    # how many of the job's pods a drained node (a node group update) may take at once
+    JobDisruptionBudget(
+        f"{name}-disruption",
+        {
+            "namespace": namespace,
+            "job_name": spec["job_name"],
+            "min_available": job.min_available,
+            "selector": dict(KINDS[job.kind].worker_selector),
+        },
+        opts=env.k8s_opts,
+    )
     assert plan.admission is not None
     queue_name = _queue_name(env, out)
     queue = plan.admission.labels(job.name, env.local_queue is not None and plan.config.cluster.team or None)

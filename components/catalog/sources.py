@@ -896,6 +896,52 @@ SOURCES: Mapping[str, Source] = {
         url="https://docs.aws.amazon.com/codebuild/latest/userguide/build-spec-ref.html",
         shows="buildspec syntax: env.shell, env.variables, phases; commands run as root unless run-as names a user",
     ),
+    "eks-ami-v20260610": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260610",
+        shows="AMI Release v20260610: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260610, 1.33.12-20260610, 1.34.8-20260610, 1.35.5-20260610, 1.36.1-20260610; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "eks-ami-v20260618": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260618",
+        shows="AMI Release v20260618: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260618, 1.33.13-20260618, 1.34.9-20260618, 1.35.6-20260618, 1.36.2-20260618; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "eks-ami-v20260625": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260625",
+        shows="AMI Release v20260625: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260625, 1.33.13-20260625, 1.34.9-20260625, 1.35.6-20260625, 1.36.2-20260625; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "eks-ami-v20260714": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260714",
+        shows="AMI Release v20260714: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260714, 1.33.13-20260714, 1.34.9-20260714, 1.35.6-20260714, 1.36.2-20260714; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "cuda-driver-compatibility": Source(
+        url="https://docs.nvidia.com/deploy/cuda-compatibility/",
+        shows="minor version compatibility: applications built with CUDA 13.x run on drivers >= 580, with CUDA 12.x "
+        "on drivers >= 525.60.13",
+    ),
+    "eks-managed-node-update": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html",
+        shows="a managed node group update: setup (a new launch template version, maxUnavailable from updateConfig), "
+        "scale up (new nodes in every Availability Zone, old nodes cordoned), upgrade (up to maxUnavailable nodes "
+        "drained at once with the eviction API; a pod that cannot be evicted within 15 minutes fails the update "
+        "with PodEvictionFailure unless the update is forced, which deletes the pods), scale down",
+    ),
+    "eks-update-managed-node-group": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/update-managed-node-group.html",
+        shows="a managed node group is updated to a Kubernetes version or an AMI release version (releaseVersion); "
+        "the node group's Kubernetes version cannot be newer than the control plane's; force respects no "
+        "PodDisruptionBudget",
+    ),
     "torch-2.13.0": Source(
         url="https://pypi.org/project/torch/2.13.0/",
         shows="the Linux x86_64 wheels of torch 2.13.0 are the CUDA 13.0 build (2.13.0+cu130: torch.version.cuda "

@@ -38,6 +38,9 @@ class TorchBuild:
     stops when the wheel has others."""
     source: str
     """Key of :data:`components.catalog.sources.SOURCES`."""
+    min_driver: tuple[int, int, int]
+    """The oldest NVIDIA driver its CUDA runtime runs on (minor version compatibility, source key
+    ``cuda-driver-compatibility``): 580 for CUDA 13.x, 525.60.13 for CUDA 12.x."""
 
     @property
     def arch_flags(self) -> str:
@@ -67,6 +70,7 @@ TORCH_BUILDS: Mapping[str, TorchBuild] = {
             index_url=PYPI_INDEX,
             targets=_sm((7, 5), (8, 0), (8, 6), (9, 0), (10, 0), (12, 0)),
             source="torch-2.13.0",
+            min_driver=(580, 0, 0),
         ),
         TorchBuild(
             name="cu126",
@@ -74,6 +78,7 @@ TORCH_BUILDS: Mapping[str, TorchBuild] = {
             index_url="https://download.pytorch.org/whl/cu126",
             targets=_sm((5, 0), (6, 0), (7, 0), (7, 5), (8, 0), (8, 6), (9, 0)),
             source="pytorch-cuda-matrix-2.13",
+            min_driver=(525, 60, 13),
         ),
     )
 }

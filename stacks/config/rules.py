@@ -34,6 +34,7 @@ from components.nodeplan import (
 )
 from components.scheduling import SYSTEM_ROLE
 from stacks.bundle import SHIPPED
+from stacks.config.amis import ami_release_problems
 from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
@@ -885,6 +886,9 @@ def cross_section(s: Sections) -> list[str]:
     check_images(s, problems)
     check_jobs(s, problems)
     check_storage(s, s.jobs, problems)
+    groups = [("systemNodeGroup", s.system.ami_release, [s.system.instance_type])]
+    groups += [(f"nodeGroups.{n}", g.ami_release, list(g.instance_types)) for n, g in s.groups.items()]
+    problems.extend(ami_release_problems(s.cluster, groups, s.catalog))
     return problems
 
 

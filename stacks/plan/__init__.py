@@ -42,6 +42,7 @@ from stacks.plan.admission import (
     with_topology,
 )
 from stacks.plan.images import ImagePlan, image_for, image_plans
+from stacks.plan.nodes import AmiPlan, ami_plan, min_available
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
 HEALTH_THRESHOLD_SHARE = 0.8
@@ -83,6 +84,10 @@ class NodeGroupPlan:
     repair: Optional[NodeRepairSpec] = None
     """EKS node auto repair (``None``: not configured, EKS's default: off): as ``nodeRepair`` sets it (``enabled``
     defaults to true there), else on for a GPU group (with the DCGM override, :func:`repair_spec`)."""
+    ami: AmiPlan = AmiPlan(release_version="", pinned=False)
+    """The EKS AMI release its nodes run (:func:`stacks.plan.nodes.ami_plan`)."""
+    update_strategy: str = "rolling"
+    """How its nodes roll: ``rolling`` or ``whenIdle`` (``nodeGroups.<g>.updateStrategy``)."""
 
     @property
     def instance_types(self) -> list[str]:
@@ -263,6 +268,13 @@ class JobPlan:
         """A registered kind's name (:data:`stacks.kinds.KINDS`)."""
         return self.config.kind
 
+    @property
+    def min_available(self) -> int:
+        """Of the job's pods on its group, how many its PodDisruptionBudget keeps through a voluntary disruption (a
+        node drained by an update, cordon and drain by hand): all but one when the group rolls (an elastic job: at most
+        its ``minNodes``), all of them when it waits for its jobs (:func:`stacks.plan.nodes.min_available`)."""
+        return min_available(self.group.update_strategy, self.nodes, self.min_nodes)
+
 
 def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Optional[HealthCheckPlan]:
     if cfg is None or not cfg.enabled:
@@ -406,6 +418,8 @@ def build_plan(cfg: StackConfig) -> Plan:
         disk_size_gib=s.disk_size_gib,
         zone=None,
         subnet_id=None,
+        ami=ami_plan(cfg.cluster, s.ami_release),
+        update_strategy=s.update_strategy,
     )
     groups: dict[str, NodeGroupPlan] = {}
     for name, g in cfg.node_groups.items():
@@ -427,6 +441,8 @@ def build_plan(cfg: StackConfig) -> Plan:
             price_discount=g.price_discount,
             spot_discount_set=g.spot_discount is not None,
             repair=repair_spec(g, types[0].gpus > 0),
+            ami=ami_plan(cfg.cluster, g.ami_release),
+            update_strategy=g.update_strategy,
         )
     plan = Plan(
         config=cfg,

@@ -46,6 +46,13 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
         "amiType": g.profile.ami_type,
         "diskSizeGib": g.disk_size_gib,
         "nodeRepair": dict(g.repair) if g.repair is not None else None,
+        "amiRelease": {
+            "releaseVersion": g.ami.release_version,
+            "release": g.ami.release,
+            "pinned": g.ami.pinned,
+            "nvidiaDriver": "{}.{}.{:02d}".format(*g.ami.nvidia_driver) if g.ami.nvidia_driver else None,
+        },
+        "updateStrategy": g.update_strategy,
     }
     if g.capacity_type == "CAPACITY_BLOCK":
         out["capacityBlock"] = (
@@ -54,6 +61,24 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
             "group are created by the first `pulumi up` after the start"
         )
     return out
+
+
+def _ami_line(g: dict[str, Any]) -> str:
+    """The group's AMI release and how its nodes roll, in one line."""
+    ami = g["amiRelease"]
+    driver = f", NVIDIA driver {ami['nvidiaDriver']}" if ami["nvidiaDriver"] and g["gpusPerNode"] else ""
+    tag = f" ({ami['release']}{driver})" if ami["release"] else ""
+    release = (
+        f"AMI release {ami['releaseVersion']}{tag}, pinned by amiRelease (a change rolls the nodes)"
+        if ami["pinned"]
+        else f"AMI release {ami['releaseVersion']}{tag} when created, then kept (set amiRelease to move)"
+    )
+    roll = (
+        "a roll replaces one node at a time, one pod of a job at a time (an elastic job down to its minNodes)"
+        if g["updateStrategy"] == "rolling"
+        else "a roll waits for the group's jobs (EKS fails it after 15 minutes while they run)"
+    )
+    return f"{release}; {roll}"
 
 
 def _steps(plan: Plan) -> dict[str, int]:
@@ -331,6 +356,7 @@ def render(r: dict[str, Any]) -> str:
         )
         if g.get("capacityBlock"):
             lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
+        lines.append(f"  {'':<12} {_ami_line(g)}")
         repair = g.get("nodeRepair")
         if repair is not None:
             limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k not in ("enabled", "overrides"))

@@ -311,6 +311,37 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:cluster.kubernetesVersion: '1.24' is not supported", "1.33"],
     ),
     (
+        "AMI release that is neither a tag nor a release version",
+        setk("cluster", {"amiRelease": "latest"}),
+        ["eks-training:cluster.amiRelease: 'latest' is not an EKS AMI release", "a release tag such as v2"],
+    ),
+    (
+        "AMI release tag the catalog lacks",
+        group(amiRelease="v20990101"),
+        [
+            "eks-training:nodeGroups.gpu.amiRelease: v20990101 is not a release this project knows",
+            "use one of v20260610",
+        ],
+    ),
+    (
+        "AMI release version of another Kubernetes minor",
+        setk("cluster", {"amiRelease": "1.35.6-20260714"}),
+        ["eks-training:cluster.amiRelease: 1.35.6-20260714 is a release version of Kubernetes 1.35, not of 1.36"],
+    ),
+    (
+        "AMI release version not in its release",
+        setk("systemNodeGroup", {**stack_config("dev")[f"{PROJECT}:systemNodeGroup"], "amiRelease": "1.36.9-20260714"}),
+        [
+            "eks-training:systemNodeGroup.amiRelease: 1.36.9-20260714 is not in release v20260714",
+            "1.36.2-20260714",
+        ],
+    ),
+    (
+        "update strategy EKS has no way to do",
+        group(updateStrategy="drainAll"),
+        ["eks-training:nodeGroups.gpu.updateStrategy", "rolling", "whenIdle"],
+    ),
+    (
         "bad admin ARN",
         setk("cluster", {"adminRoleArns": ["arn:aws:iam::123:user/bob"]}),
         ["eks-training:cluster.adminRoleArns[0]", "is not an IAM role ARN"],
