@@ -308,7 +308,7 @@ class Admission(pulumi.ComponentResource):
     """Kueue and the stack's queues. Needs a ``kubernetes`` provider in ``opts``."""
 
     queue_name: pulumi.Output[str]
-    """The LocalQueue's name; resolves once the queues exist (jobs are created after it)."""
+    """The LocalQueue's name; resolves once it and the WorkloadPriorityClasses exist (jobs are created after it)."""
 
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:Admission", name, None, opts)
@@ -358,7 +358,7 @@ class Admission(pulumi.ComponentResource):
         # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound); so
         # does a queue naming an AdmissionCheck that does not exist (AdmissionCheckNotFound)
         after = pulumi.ResourceOptions(parent=self, depends_on=[release, *topologies])
-        flavors = [
+        for f in args["flavors"]:
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{f['name']}",
                 api_version=KUEUE_API,
@@ -367,8 +367,6 @@ class Admission(pulumi.ComponentResource):
                 spec=resource_flavor(f),
                 opts=after,
             )
-            for f in args["flavors"]
-        ]
         # A WorkloadPriorityClass has its fields at the top level (no spec), which CustomResource cannot send: the
         # same registration with the object's own fields (the provider's type token for a custom kind).
         priorities = [
@@ -382,17 +380,26 @@ class Admission(pulumi.ComponentResource):
                     "value": v,
                     "description": PRIORITY_DESCRIPTION,
                 },
-                opts=after,
+                # names no Topology: Kueue's webhooks (the release) are all it needs
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
             )
             for p, v in sorted(args["priorities"].items())
         ]
-        cq = k8s.apiextensions.CustomResource(
+        # The queues need Kueue's webhooks (the release) and nothing of each other: a ClusterQueue whose flavors or
+        # admission checks do not exist yet is created inactive (FlavorNotFound, AdmissionCheckNotFound) and a
+        # LocalQueue whose ClusterQueue does not exist yet is accepted; their workloads wait and are admitted once all
+        # exist (https://kueue.sigs.k8s.io/docs/tasks/troubleshooting/troubleshooting_queues/). They are created side
+        # by side, and on destroy Kueue's resource-in-use finalizers hold a flavor until no ClusterQueue names it.
+        # The jobs wait for their LocalQueue and the priority classes they name (a Workload is built only once its
+        # WorkloadPriorityClass exists): the queue's name resolves once both exist.
+        queue_opts = pulumi.ResourceOptions(parent=self, depends_on=[release])
+        k8s.apiextensions.CustomResource(
             f"{name}-cluster-queue",
             api_version=KUEUE_API,
             kind="ClusterQueue",
             metadata={"name": args["cluster_queue"]},
             spec=cluster_queue_spec(args),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors, *checks]),
+            opts=queue_opts,
         )
         lq = k8s.apiextensions.CustomResource(
             f"{name}-local-queue",
@@ -400,18 +407,18 @@ class Admission(pulumi.ComponentResource):
             kind="LocalQueue",
             metadata={"name": args["local_queue"], "namespace": args["namespace"]},
             spec={"clusterQueue": args["cluster_queue"]},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cq, *priorities]),
+            opts=queue_opts,
         )
-        self.queue_name = lq.id.apply(lambda _: args["local_queue"])
+        self.queue_name = pulumi.Output.all(lq.id, *[p.id for p in priorities]).apply(lambda _: args["local_queue"])
         team_queues: dict[str, pulumi.Output[str]] = {}
         for team in args.get("teams") or []:
-            tcq = k8s.apiextensions.CustomResource(
+            k8s.apiextensions.CustomResource(
                 f"{name}-cluster-queue-{team['cluster_queue']}",
                 api_version=KUEUE_API,
                 kind="ClusterQueue",
                 metadata={"name": team["cluster_queue"]},
                 spec=team_queue_spec(args, team),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[release, *flavors, *checks]),
+                opts=queue_opts,
             )
             tlq = k8s.apiextensions.CustomResource(
                 f"{name}-local-queue-{team['cluster_queue']}",
@@ -419,11 +426,11 @@ class Admission(pulumi.ComponentResource):
                 kind="LocalQueue",
                 metadata={"name": team["local_queue"], "namespace": team["namespace"]},
                 spec={"clusterQueue": team["cluster_queue"]},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[tcq, *priorities]),
+                opts=queue_opts,
             )
-            team_queues[team["cluster_queue"]] = pulumi.Output.all(tlq.id, team["local_queue"]).apply(
-                lambda v: str(v[1])
-            )
+            team_queues[team["cluster_queue"]] = pulumi.Output.all(
+                team["local_queue"], tlq.id, *[p.id for p in priorities]
+            ).apply(lambda v: str(v[0]))
         self.team_queue_names = team_queues
         """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
         self.register_outputs({"queue_name": self.queue_name})

@@ -7,10 +7,15 @@ metrics-server and the EKS node monitoring agent are EKS managed add-ons created
 repair acts on (GPU XID and NVLink errors, kernel, networking, storage;
 https://docs.aws.amazon.com/eks/latest/userguide/node-health.html); it needs no AWS permissions. Its DCGM host engine
 (the ``dcgm-server`` DaemonSet) is configured to tolerate every taint as the agent does: by default it tolerates none,
-never runs on a tainted GPU node and the agent then reports every GPU node unhealthy. CoreDNS,
-metrics-server and the agent wait for the system
-node group (CoreDNS stays DEGRADED without nodes), and the kubeconfig resolves only after them, so
-every Kubernetes object created through it (Helm releases, etcd, jobs) finds nodes and DNS.
+never runs on a tainted GPU node and the agent then reports every GPU node unhealthy.
+
+The order is what a real cluster needs and no more (the sources are at ``NODE_ADDONS`` and ``LATE_ADDONS``): node
+groups wait for vpc-cni and kube-proxy (``cluster_name``), without which no node becomes Ready; the Pod Identity agent
+and the node groups are created side by side. CoreDNS, metrics-server and the agent wait for the system node group
+(their Deployments stay unavailable without nodes, and the add-on DEGRADED). The kubeconfig resolves once the system
+nodes and the Pod Identity agent exist, so every Kubernetes object created through it finds nodes for its
+controllers, pods that call AWS find their credentials, and ``pulumi destroy`` removes those objects before the
+nodes; pods that resolve names also wait for CoreDNS (``coredns_addon``), which nothing else waits for.
 Authentication mode is ``API``: the identity running ``pulumi up`` is the cluster creator and gets
 admin through EKS's creator bootstrap; ``admin_role_arns`` get access entries with
 ``AmazonEKSClusterAdminPolicy`` (listing the creator again fails, see pulumi/pulumi-eks#2373).
@@ -50,9 +55,15 @@ NODE_ROLE_POLICIES: Mapping[str, str] = {
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 #: EKS access policy given to ``namespace_members``, scoped to their namespace.
 NAMESPACE_ADMIN_POLICY = "AmazonEKSAdminPolicy"
-#: Add-ons needed before nodes can become Ready, and add-ons that need nodes to run on.
-EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+#: Add-ons a node needs to become Ready (the pod network and the Service routes the CNI reaches the API server
+#: through): node groups wait for them.
+NODE_ADDONS = ("vpc-cni", "kube-proxy")
+#: The Pod Identity agent: a DaemonSet that serves credentials to pods on their node; created beside the node groups.
+POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
+#: Add-ons whose Deployments need nodes to run on: they wait for the system node group.
 LATE_ADDONS = ("coredns", "metrics-server", NODE_MONITORING_ADDON)
+#: The cluster DNS add-on: what pods that resolve names wait for.
+DNS_ADDON = "coredns"
 
 #: The system nodes' root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's
 #: default too: ``systemNodeGroup.diskSizeGib``).
@@ -157,10 +168,16 @@ class TrainingCluster(pulumi.ComponentResource):
     cluster: eks.Cluster
     """The pulumi-eks cluster (pass it to other components)."""
     cluster_name: pulumi.Output[str]
-    """The EKS cluster name; resolves once the cluster and the add-ons nodes need (vpc-cni,
-    kube-proxy, Pod Identity agent) exist, so node groups created from it join a working cluster."""
+    """The EKS cluster name; resolves once the cluster and the add-ons nodes need to become Ready (vpc-cni,
+    kube-proxy) exist, so node groups created from it join a working cluster."""
     kubeconfig: pulumi.Output[str]
-    """Kubeconfig (JSON) using ``aws eks get-token``; a secret."""
+    """Kubeconfig (JSON) using ``aws eks get-token``; a secret. Resolves once the system nodes and the Pod Identity
+    agent exist."""
+    coredns_addon: aws.eks.Addon
+    """The CoreDNS add-on: what pods that resolve names (jobs, etcd's clients, controllers calling AWS) wait for
+    (``depends_on``); it waits for the system nodes."""
+    pod_identity_agent_addon: aws.eks.Addon
+    """The EKS Pod Identity agent add-on: what an add-on or chart whose pods take a Pod Identity role waits for."""
     node_role_arn: pulumi.Output[str]
     """The node IAM role's ARN (resolves after its policies are attached)."""
     node_security_group_id: pulumi.Output[str]
@@ -311,10 +328,11 @@ class TrainingCluster(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
             )
 
-        early = [addon(n, []) for n in EARLY_ADDONS]
-        # The public cluster name resolves once nodes can join (CNI, kube-proxy, Pod Identity agent
-        # are in place): node groups built from it, here or in other components, wait for them.
-        self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in early]).apply(lambda v: str(v[0]))
+        node_addons = [addon(n, []) for n in NODE_ADDONS]
+        pod_identity_agent = addon(POD_IDENTITY_AGENT_ADDON, [])
+        # The public cluster name resolves once nodes can become Ready (the CNI and kube-proxy are in place): node
+        # groups built from it, here or in other components, wait for them and nothing else.
+        self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in node_addons]).apply(lambda v: str(v[0]))
 
         spec = args["system_node_group"]
         system_args: TrainingNodeGroupArgs = {
@@ -331,7 +349,7 @@ class TrainingCluster(pulumi.ComponentResource):
             "disk_size_gib": spec.get("disk_size_gib", SYSTEM_DISK_SIZE_GIB),
             "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
             "host_setup": list(spec.get("host_setup") or ()),
-            # the control plane's minor: the group follows the cluster, after its early add-ons
+            # the control plane's minor: the group follows the cluster (after the add-ons nodes need, by cluster_name)
             "kubernetes_version": version,
             "keep_release_version": bool(spec.get("keep_release_version", False)),
             "tags": tags,
@@ -341,15 +359,18 @@ class TrainingCluster(pulumi.ComponentResource):
         system = TrainingNodeGroup(
             f"{name}-system",
             system_args,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=early),
+            # the node group waits for the add-ons through cluster_name: its launch template need not
+            opts=pulumi.ResourceOptions(parent=self),
         )
         late = [addon(n, [system]) for n in LATE_ADDONS]
 
-        # Kubernetes objects are created through a provider built from this kubeconfig: it resolves once
-        # the system nodes and CoreDNS are up, so nothing is scheduled into a cluster without nodes or DNS
-        # (an atomic Helm release would otherwise time out), and on destroy those objects go first.
+        # Kubernetes objects are created through a provider built from this kubeconfig: it resolves once the system
+        # nodes (where the controllers of Helm releases run: an atomic release would otherwise time out) and the Pod
+        # Identity agent (credentials for pods that call AWS) exist, and on destroy those objects go first. CoreDNS,
+        # metrics-server and the node monitoring agent are not waited for here: pods that resolve names wait for
+        # CoreDNS themselves (coredns_addon), nothing waits for the other two.
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, *[a.arn for a in late]).apply(
+            pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, pod_identity_agent.arn).apply(
                 lambda v: str(v[0])
             )
         )
@@ -359,7 +380,9 @@ class TrainingCluster(pulumi.ComponentResource):
         self.oidc_provider_arn = self.cluster.oidc_provider_arn
         self.system_node_group_name = system.node_group_name
         self.system_node_labels = system.labels
-        self.addon_names = [*EARLY_ADDONS, *LATE_ADDONS]
+        self.addon_names = [*NODE_ADDONS, POD_IDENTITY_AGENT_ADDON, *LATE_ADDONS]
+        self.coredns_addon = late[LATE_ADDONS.index(DNS_ADDON)]
+        self.pod_identity_agent_addon = pod_identity_agent
         self.log_group_name = log_group.name
         self.register_outputs(
             {

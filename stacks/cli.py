@@ -6,10 +6,12 @@ The commands (:data:`TOOLS`) are the offline tools: ``plan``, ``preflight``, ``l
 ``box`` with ``rehearse``. ``python -m stacks.plan`` (and each other tool's ``python -m stacks.<name>``) is an alias of
 ``python -m stacks <name>``: both run the same ``main`` through :func:`run_tool`.
 
-Layering (``tests/unit/test_cli.py`` walks every module's imports): the core (:data:`CORE`: the config, the plan, costs,
-zones, the kinds of job, reading a stack file, this prologue) imports no tool and nothing of the Pulumi program; a tool
-imports the core, ``components`` and its own modules, never another tool nor the program's composition modules
-(``stacks.workloads``, ``stacks.environment``, ...). What two tools share belongs to the core.
+Layering (``tests/unit/test_cli.py`` walks every module's imports): the core (:data:`CORE`: the config, the plan
+(with its timeline), costs, zones, the kinds of job, reading a stack file, the program's offline evaluation under the
+mocks, this prologue) imports no tool and nothing of the Pulumi program (the evaluation runs ``__main__.py`` as
+``pulumi up`` does, importing none of its modules); a tool imports the core, ``components`` and its own modules,
+never another tool nor the program's composition modules (``stacks.workloads``, ``stacks.environment``, ...). What
+two tools share belongs to the core.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ CORE = (
     "stacks.kinds",
     "stacks.plan",
     "stacks.costs",
+    "stacks.mocked",
     "stacks.zones",
     "stacks.stackfile",
     "stacks.bundle",
@@ -75,8 +78,8 @@ class Tool:
 
 
 #: The cluster in a box: ``box`` and ``rehearse`` are one tool's two commands (rehearse runs the program under the
-#: mocks, :mod:`stacks.mocked`, and a stack on the box).
-BOX_MODULES = ("stacks.box", "stacks.rehearse", "stacks.mocked")
+#: mocks, :mod:`stacks.mocked`, which the plan's model of the path to the first step evaluates too: the core).
+BOX_MODULES = ("stacks.box", "stacks.rehearse")
 
 TOOLS: dict[str, Tool] = {
     t.name: t

@@ -126,4 +126,4 @@ def build_collector(
     }
     if bench.bucket:
         args["bucket_name"] = bench.bucket
-    return BenchmarkCollector(fit_name(f"{cfg.cluster_name}-{COMPONENT_SUFFIX}", 47), args, opts=env.k8s_opts)
+    return BenchmarkCollector(fit_name(f"{cfg.cluster_name}-{COMPONENT_SUFFIX}", 47), args, opts=env.workload_opts)

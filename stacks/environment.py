@@ -41,6 +41,10 @@ class Environment:
     private_subnet_ids: pulumi.Output[list[str]]
     public_subnet_ids: pulumi.Output[list[str]]
     k8s_opts: pulumi.ResourceOptions = field(default_factory=pulumi.ResourceOptions)
+    """The Kubernetes provider: objects created through it wait for the system nodes and the Pod Identity agent."""
+    workload_opts: pulumi.ResourceOptions = field(default_factory=pulumi.ResourceOptions)
+    """:attr:`k8s_opts` and a wait for CoreDNS: for objects whose pods resolve names (jobs, staging, health checks,
+    etcd, TensorBoard, the collector, cluster-autoscaler, which calls AWS by name)."""
     node_groups: dict[str, TrainingNodeGroup] = field(default_factory=dict)
     device_plugins: dict[str, DevicePlugin] = field(default_factory=dict)
     autoscaler: Optional[ClusterAutoscaler] = None
@@ -215,6 +219,9 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
     # Kubernetes objects depend on the cluster through the provider (its kubeconfig), so they are
     # created after it and deleted before it.
     k8s_opts = pulumi.ResourceOptions(provider=provider)
+    # Pods that resolve names (a Service, etcd, S3, a dataset's URL) need CoreDNS running: their objects wait for its
+    # add-on (Kueue, the MPI Operator, device plugins and the storage's objects need no DNS and do not wait for it).
+    workload_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.coredns_addon]))
 
     groups: dict[str, TrainingNodeGroup] = {}
     for gname, g in plan.groups.items():
@@ -254,7 +261,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         }
         if provisioning_crd is not None:
             autoscaler_args["provisioning_request_crd"] = crd_name
-        autoscaler = ClusterAutoscaler(f"{name}-autoscaler", autoscaler_args, opts=k8s_opts)
+        autoscaler = ClusterAutoscaler(f"{name}-autoscaler", autoscaler_args, opts=workload_opts)
 
     observability = build_observability(plan, cluster, tags)
 
@@ -279,6 +286,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         private_subnet_ids=private_ids,
         public_subnet_ids=public_ids,
         k8s_opts=k8s_opts,
+        workload_opts=workload_opts,
         node_groups=groups,
         device_plugins=plugins,
         autoscaler=autoscaler,
@@ -300,8 +308,11 @@ def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, st
     }
     args: FleetObservabilityArgs = {
         "cluster_name": cfg.cluster_name,
-        # the add-on's operator and agents need nodes: it is created once the system group is up
-        "cluster": pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(lambda v: str(v[0])),
+        # the add-on's operator and agents need nodes, and its agent's role the Pod Identity agent: it is created once
+        # the system group and the agent are up
+        "cluster": pulumi.Output.all(
+            cluster.cluster_name, cluster.system_node_group_name, cluster.pod_identity_agent_addon.arn
+        ).apply(lambda v: str(v[0])),
         "kubernetes_version": cfg.cluster.kubernetes_version,
         "region": cfg.region,
         "metrics": ops.metrics,

@@ -6,10 +6,11 @@ names, the kubeconfig an EKS cluster returns, an image build's digest...) and :c
 every RegisterResource request as the engine would see it (:class:`Registration`: type, name, URN, parent,
 dependencies, inputs, options). Nothing talks to AWS or to a cluster.
 
-Its users: ``python -m stacks.rehearse`` (a stack's Kubernetes objects, as the program registers them, run on the
-cluster in a box, :mod:`stacks.box`), and the test harness (``tests/harness.py``), which asserts over everything every
-stack registers. In preview mode the mocks behave like the engine during ``pulumi preview``: a new resource's id and
-computed outputs are unknown (only its inputs come back).
+Its users: ``python -m stacks plan`` (the path to the first training step, modelled on what the program registers,
+:mod:`stacks.plan.timeline`), ``python -m stacks.rehearse`` (a stack's Kubernetes objects, as the program registers
+them, run on the cluster in a box, :mod:`stacks.box`), and the test harness (``tests/harness.py``), which asserts over
+everything every stack registers. In preview mode the mocks behave like the engine during ``pulumi preview``: a new
+resource's id and computed outputs are unknown (only its inputs come back).
 """
 
 import hashlib
@@ -19,7 +20,7 @@ import runpy
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import pulumi
 from pulumi.runtime import mocks as pmocks
@@ -31,7 +32,12 @@ from pulumi.runtime.sync_await import _sync_await
 
 from components.workloads.waits import JOB_OBJECTS
 from stacks.bundle import PREFIX, ROOT
+from stacks.config import NAMESPACE
 from stacks.config.loader import as_passed
+from stacks.stackfile import plan_stack, project_name, read_stack_config
+
+if TYPE_CHECKING:
+    from stacks.plan import Plan
 
 # The SDK walks the Python stack on every registration to send the engine the source position of the resource
 # (``_get_stack_trace``): a sixth of a program's evaluation time here, and nothing the mocks or the tests read.
@@ -68,9 +74,9 @@ def zones_of(region: str) -> tuple[list[str], list[str]]:
 
 
 UNKNOWN = rpc.UNKNOWN
-#: The status the cluster reports for an awaited job object, by the object's name, when the wait ends (a test puts a
-#: failed MPIJob's here); any other awaited job object reports its kind's succeeded condition.
-AWAITED_STATUS: dict[str, dict[str, Any]] = {}
+#: The status the provider returns for a job object, by the object's name (a test puts a failed MPIJob's here: the
+#: wait's end, or a refresh); any other awaited job object returns its kind's succeeded condition.
+JOB_STATUS: dict[str, dict[str, Any]] = {}
 #: Capacity Blocks of the mocked account by reservation id, as ``aws.ec2.getCapacityBlockReservation`` returns them
 #: (tests add their own); any other id is :data:`SCHEDULED_BLOCK`'s.
 CAPACITY_BLOCKS: dict[str, dict[str, Any]] = {}
@@ -100,6 +106,7 @@ class Registration:
     custom: bool
     remote: bool
     provider: str
+    """The provider reference (``urn::id``) of a custom resource."""
     dependencies: list[str]
     property_dependencies: dict[str, list[str]]
     inputs: dict[str, Any]
@@ -111,6 +118,9 @@ class Registration:
     """The ``customTimeouts`` option (``create``, ``update``, ``delete``: Go durations), those set."""
     outputs: dict[str, Any] = field(default_factory=dict)
     id: str = ""
+    providers: dict[str, str] = field(default_factory=dict)
+    """Package -> provider reference (``urn::id``) a component was given (``opts.provider``/``providers``): the SDK
+    waits for each provider to exist before it registers the component, and so do its children."""
 
     def deps_of(self, prop: str) -> list[str]:
         """URNs the property ``prop`` depends on."""
@@ -165,6 +175,7 @@ class RecordingMonitor(pmocks.MockMonitor):
             },
             outputs=self.resources[urn].state if urn in self.resources else {},
             id=self.resources[urn].id if urn in self.resources else "",
+            providers=dict(request.providers),
         )
         self.registrations.append(reg)
         return response
@@ -337,12 +348,12 @@ class TrainingMocks(pmocks.Mocks):
             md.setdefault("uid", _hex(name, 32))
             out["metadata"] = md
             rid = f"{md.get('namespace', '')}/{md.get('name', name)}".lstrip("/")
-            awaited = JOB_OBJECTS.get(str(inputs.get("kind")))
-            if awaited is not None and "pulumi.com/waitFor" in (md.get("annotations") or {}):
-                # the provider returns the object it awaited: by default, succeeded
-                out["status"] = AWAITED_STATUS.get(
-                    str(md.get("name")), {"conditions": [{"type": awaited.succeeded, "status": "True"}]}
-                )
+            job = JOB_OBJECTS.get(str(inputs.get("kind")))
+            if job is not None and str(md.get("name")) in JOB_STATUS:
+                out["status"] = JOB_STATUS[str(md.get("name"))]
+            elif job is not None and "pulumi.com/waitFor" in (md.get("annotations") or {}):
+                # the provider returns the object it awaited: succeeded
+                out["status"] = {"conditions": [{"type": job.succeeded, "status": "True"}]}
         elif t == "kubernetes:helm.sh/v3:Release":
             out["status"] = {
                 "status": "deployed",
@@ -455,6 +466,34 @@ def evaluate(
         for k, v in (getattr(root, "outputs", None) or {}).items():
             exported[k] = v
     return Evaluation(list(monitor.registrations), exported, list(mocks.invokes), error, list(monitor.reads))
+
+
+def evaluate_stack(
+    stack: str, stack_file: Optional[Path], edit: Optional[Callable[[dict[str, Any]], None]] = None
+) -> tuple[dict[str, Any], "Plan", Evaluation]:
+    """The stack's configuration, plan and offline evaluation (what ``python -m stacks plan`` models and
+    ``python -m stacks rehearse`` runs); ``edit`` changes the configuration first, as an edit of the stack file would
+    (:func:`stacks.stackfile.plan_stack`); raises :class:`~stacks.stackfile.StackLoadError` for a bad stack file.
+    The stack's own project folder is the program's (its ``__main__.py`` when it has one)."""
+    config, plan = plan_stack(stack, stack_file, edit=edit)
+    return config, plan, evaluate_config(stack, stack_file, config)
+
+
+def evaluate_config(stack: str, stack_file: Optional[Path], config: Mapping[str, Any]) -> Evaluation:
+    """The offline evaluation of the stack's program for ``config``, its configuration as loaded (and planned) by
+    :func:`stacks.stackfile.plan_stack`, with preflight off."""
+    path, _ = read_stack_config(stack, stack_file)
+    project = project_name(path)
+    cfg = dict(config)
+    # Preflight checks the AWS account (quotas, zones, reservations): there is none here.
+    # (its key is eks-training:preflight whatever the project's name: the namespace the program reads)
+    cfg[f"{NAMESPACE}:preflight"] = {**(cfg.get(f"{NAMESPACE}:preflight") or {}), "enabled": False}
+    folder = path.parent.resolve()
+    main = folder / "__main__.py"
+    kwargs: dict[str, Any] = {"project": project, "project_dir": folder}
+    if main.is_file():
+        kwargs["main"] = main
+    return evaluate(stack, cfg, **kwargs)
 
 
 def resolve(value: Any) -> Any:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
 
 from stacks.cli import add_stack_options, command, parser_for
 from stacks.config import NAMESPACE
-from stacks.stackfile import StackLoadError, plan_stack, project_name, read_stack_config
+from stacks.stackfile import StackLoadError
 
 if TYPE_CHECKING:
     from stacks.mocked import Evaluation
@@ -74,29 +74,6 @@ def version_note(config: Mapping[str, Any]) -> Optional[str]:
         f"({NAMESPACE}:cluster.kubernetesVersion): this rehearsal shows what {DEFAULT_KUBERNETES_VERSION} accepts and "
         "runs"
     )
-
-
-def evaluate_stack(
-    stack: str, stack_file: Optional[Path], edit: Optional[Callable[[dict[str, Any]], None]] = None
-) -> tuple[dict[str, Any], "Plan", "Evaluation"]:
-    """The stack's configuration, plan and offline evaluation (:class:`stacks.mocked.Evaluation`); ``edit`` changes
-    the configuration first, as an edit of the stack file would (:func:`stacks.stackfile.plan_stack`); raises
-    :class:`StackLoadError` for a bad stack file."""
-    from stacks.mocked import evaluate
-
-    config, plan = plan_stack(stack, stack_file, edit=edit)
-    path, _ = read_stack_config(stack, stack_file)
-    project = project_name(path)
-    cfg = dict(config)
-    # Preflight checks the AWS account (quotas, zones, reservations): there is none here.
-    # (its key is eks-training:preflight whatever the project's name: the namespace the program reads)
-    cfg[f"{NAMESPACE}:preflight"] = {**(cfg.get(f"{NAMESPACE}:preflight") or {}), "enabled": False}
-    folder = path.parent.resolve()
-    main = folder / "__main__.py"
-    kwargs: dict[str, Any] = {"project": project, "project_dir": folder}
-    if main.is_file():
-        kwargs["main"] = main
-    return config, plan, evaluate(stack, cfg, **kwargs)
 
 
 @command
@@ -151,6 +128,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         if not match or not 0 < int(match.group(3)) < 256:
             parser.error(f"--exit-code {item}: expected JOB=CODE[:CONTAINER] with CODE 1-255, e.g. train=2:worker")
         exit_codes[match.group(1)] = (int(match.group(3)), match.group(4) or "")
+    from stacks.mocked import evaluate_stack
+
     try:
         config, plan, evaluation = evaluate_stack(args.stack, args.stack_file)
     except StackLoadError as exc:

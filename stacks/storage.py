@@ -78,12 +78,16 @@ def build_storage(
     cfg = plan.config
     s = cfg.storage
     c = cfg.cluster
-    # resolves after the system node group exists: the CSI add-on is created after the nodes its
-    # controller runs on, and on destroy the claim and the add-on go before those nodes
-    cluster_name = pulumi.Output.all(cluster.cluster_name, cluster.system_node_group_name).apply(lambda v: str(v[0]))
+    cluster_name = cluster.cluster_name
+    # resolves once the system node group and the Pod Identity agent exist: the CSI add-on is created after the nodes
+    # its controller runs on and the agent that gives it its role, and on destroy it goes before those nodes
+    addon_after = pulumi.Output.all(cluster.system_node_group_name, cluster.pod_identity_agent_addon.arn).apply(
+        lambda v: str(v[0])
+    )
     if not plan.storage.is_fsx:
         storage_args: EfsStorageArgs = {
             "cluster_name": cluster_name,
+            "addon_after": addon_after,
             "kubernetes_version": c.kubernetes_version,
             "vpc_id": vpc_id,
             "subnet_ids": list(private_subnet_ids),
@@ -128,6 +132,7 @@ def build_storage(
     repo = fsx.data_repository
     fsx_args: FsxLustreStorageArgs = {
         "cluster_name": cluster_name,
+        "addon_after": addon_after,
         "kubernetes_version": c.kubernetes_version,
         "vpc_id": vpc_id,
         "subnet_id": subnet,

@@ -101,6 +101,10 @@ class JobTarget:
     """The EKS cluster (the jobs' Pod Identity associations)."""
     waiting_groups: set[str] = field(default_factory=set)
     """Node groups whose Capacity Block has not started."""
+    workload_opts: Optional[pulumi.ResourceOptions] = None
+    """The options of objects whose pods resolve names (jobs, staging, health checks, etcd, TensorBoard): the cluster
+    stack's :attr:`~stacks.environment.Environment.workload_opts`; ``None``: :attr:`k8s_opts` (a jobs-only stack's
+    cluster runs its DNS already)."""
     local_queue: Optional[pulumi.Output[str]] = None
     """A team's LocalQueue, resolved once it exists (jobs-only: Kueue, the MPI Operator and the queues are the
     cluster stack's); ``None``: this stack installs them (:class:`~components.admission.Admission`)."""
@@ -113,6 +117,7 @@ def target_of(env: Environment) -> JobTarget:
     return JobTarget(
         plan=env.plan,
         k8s_opts=env.k8s_opts,
+        workload_opts=env.workload_opts,
         namespace=env.storage.namespace,
         pvc_name=env.storage.pvc_name,
         data_ready=env.storage.data_ready,
@@ -155,6 +160,7 @@ def build_jobs(env: JobTarget) -> Workloads:
     name = cfg.cluster_name
     tags = stack_tags(cfg)
     k8s_opts = env.k8s_opts
+    pod_opts = env.workload_opts or k8s_opts
     pvc = env.pvc_name
     system = system_node_selector()
     uses_etcd = any(KINDS[j.kind].needs_etcd(j.config) for j in plan.jobs.values())
@@ -197,7 +203,7 @@ def build_jobs(env: JobTarget) -> Workloads:
     if uses_etcd:
         # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
         out.etcd = EtcdRendezvous(
-            f"{name}-etcd", {"namespace": namespace, "node_selector": system, "pvc_name": pvc}, opts=k8s_opts
+            f"{name}-etcd", {"namespace": namespace, "node_selector": system, "pvc_name": pvc}, opts=pod_opts
         )
     if env.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
         if cfg.teams or any(KINDS[j.kind].needs_mpi_operator for j in plan.jobs.values()):
@@ -223,7 +229,7 @@ def build_jobs(env: JobTarget) -> Workloads:
             staging_args["md5"] = d.md5
         if d.expected_bytes:
             staging_args["expected_bytes"] = d.expected_bytes
-        out.staging[ds_name] = DatasetStaging(f"{name}-stage-{ds_name}", staging_args, opts=k8s_opts)
+        out.staging[ds_name] = DatasetStaging(f"{name}-stage-{ds_name}", staging_args, opts=pod_opts)
 
     waiting = env.waiting_groups
     deferred = jobs_waiting_for(plan, waiting)
@@ -247,7 +253,7 @@ def build_jobs(env: JobTarget) -> Workloads:
         out.tensorboard = TensorBoard(
             f"{name}-tensorboard",
             {"namespace": namespace, "pvc_name": pvc, "image": toolbox, "log_dirs": log_dirs, "node_selector": system},
-            opts=k8s_opts,
+            opts=pod_opts,
         )
     return out
 
@@ -397,7 +403,7 @@ def _job(
             check_args["max_bytes"] = hc.message_bytes
         if hc.threshold_gbytes_per_s is not None:
             check_args["min_bus_bandwidth_gbytes_per_s"] = hc.threshold_gbytes_per_s
-        check = AllReduceHealthCheck(f"{name}-allreduce", check_args, opts=env.k8s_opts)
+        check = AllReduceHealthCheck(f"{name}-allreduce", check_args, opts=env.workload_opts or env.k8s_opts)
         out.health_checks[job.name] = check
         after.append(check.report_path)
     spec["after"] = after
@@ -407,7 +413,7 @@ def _job(
             name=name,
             job=job,
             spec=spec,
-            opts=env.k8s_opts,
+            opts=env.workload_opts or env.k8s_opts,
             etcd_endpoint=out.etcd.endpoint if out.etcd is not None else None,
             mpi_operator_ready=out.mpi_operator.crd_name if out.mpi_operator is not None else None,
         )

@@ -5,7 +5,8 @@ from typing import Any
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from stacks.plan.report import report
-from tests.harness import PROJECT, stack_config
+from stacks.plan.timeline import first_step
+from tests.harness import PROJECT, run_program, stack_config
 
 #: A p5 group pinned to one zone, a CPU group and a two-node training job on the p5 group.
 P5 = {"instanceTypes": ["p5.48xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2, "availabilityZone": "us-east-1a"}
@@ -29,6 +30,8 @@ def without(d: dict[str, Any], *keys: str, **extra: Any) -> dict[str, Any]:
 
 
 def stack_report(stack: str) -> dict[str, Any]:
-    """What ``python -m stacks.plan --stack <stack> --json`` prints, built in-process."""
+    """What ``python -m stacks.plan --stack <stack> --json`` prints, built in-process (its path to the first training
+    step from the tests' shared evaluation of the program, :func:`tests.harness.run_program`)."""
     cfg = stack_config(stack)
-    return report(build_plan(load_config(PROJECT, stack, cfg)), cfg.get("aws:region"))
+    plan = build_plan(load_config(PROJECT, stack, cfg))
+    return report(plan, cfg.get("aws:region"), first_step(plan, run_program(stack).registrations))

@@ -31,6 +31,7 @@ What keeps the fast tiers fast (under a minute on 2 cores), none of which change
 import fcntl
 import gc
 import itertools
+import json
 import os
 import re
 import shutil
@@ -70,18 +71,75 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 #: The folder of the locks, passed from the xdist controller to its workers (``workerinput``).
 LOCKS_KEY = "eks_training_locks"
 _locks = pytest.StashKey[str]()
+#: The units' durations in earlier runs (:func:`durations_file`), passed from the controller to its workers.
+DURATIONS_KEY = "eks_training_durations"
+_durations = pytest.StashKey[dict[str, float]]()
+
+
+def durations_file() -> Path:
+    """Where the runs on this machine keep each unit's duration (seconds, setup and teardown included) per ``-m``
+    expression: the order in which xdist hands out the units, longest first (:class:`ModuleOrder`). Beside the box's
+    binaries and the virtualenvs, outside any clone."""
+    root = os.environ.get("EKS_TRAINING_CACHE") or str(Path.home() / ".cache" / "eks-training")
+    return Path(root) / "test-durations.json"
+
+
+def read_durations(markexpr: str | None = None) -> Any:
+    """The units' durations of earlier runs of ``-m markexpr`` (every expression's when None; nothing on a fresh
+    machine, or when the file is unreadable)."""
+    try:
+        data = json.loads(durations_file().read_text())
+        if markexpr is None:
+            return {str(m): dict(units) for m, units in data.items()}
+        return {str(k): float(v) for k, v in (data.get(markexpr) or {}).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controller (not a worker) makes the folder of the locks; the order of the modules is set on every
-    process (xdist's workers must collect the same order)."""
+    """The controller (not a worker) makes the folder of the locks and reads the units' durations of earlier runs;
+    the order of the units is set on every process from the controller's reading (xdist's workers must collect the
+    same order)."""
     if not hasattr(config, "workerinput"):
         config.stash[_locks] = tempfile.mkdtemp(prefix="eks-training-tests-")
+        markexpr = config.getoption("markexpr", "") or ""
+        config.stash[_durations] = durations = read_durations(markexpr)
+        # a run of the whole of its tiers only (not of some modules, nor with -k): its units' whole durations
+        if config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.getoption("keyword", ""):
+            config.pluginmanager.register(UnitDurations(markexpr), "eks-training-unit-durations")
     else:  # the workers share the presets' evaluations there too (tests.harness.run_program)
         from tests.harness import SHARED_FOLDER  # a worker's import: the controller starts its workers sooner without
 
         os.environ[SHARED_FOLDER] = config.workerinput[LOCKS_KEY]
-    config.pluginmanager.register(ModuleOrder(), "eks-training-module-order")
+        durations = json.loads(config.workerinput[DURATIONS_KEY])
+    config.pluginmanager.register(ModuleOrder(durations), "eks-training-module-order")
+
+
+class UnitDurations:
+    """(The controller, or a run without xdist) each test's setup, call and teardown add to its unit's duration; at
+    the end of a session that ran through, the units' durations are kept for the next run of the same ``-m``
+    expression (the file's other expressions left as they were)."""
+
+    def __init__(self, markexpr: str) -> None:
+        self.markexpr = markexpr
+        self.measured: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        unit = unit_of_nodeid(report.nodeid)
+        self.measured[unit] = self.measured.get(unit, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        if not self.measured or exitstatus == pytest.ExitCode.INTERRUPTED:
+            return
+        merged = {**read_durations(), self.markexpr: {unit: round(s, 1) for unit, s in sorted(self.measured.items())}}
+        path = durations_file()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only home: the next run orders by the tests' count
 
 
 #: A name in a ``-m`` expression.
@@ -126,22 +184,33 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.set_threshold(20_000, 20, 50)
 
 
+def unit_of_nodeid(nodeid: str) -> str:
+    """The unit xdist's loadscope hands to one worker: a test's class, else its module."""
+    return nodeid.split("[", 1)[0].rsplit("::", 1)[0]
+
+
 class ModuleOrder:
-    """The order in which xdist hands out the modules (``--no-loadscope-reorder`` in pyproject.toml: the collected
-    order): a module with an ``alone`` test first, so that test starts while the other workers begin their first
-    tests instead of waiting for a long one to end; then the modules with the most selected tests, as xdist's own
-    order would have them (a rough proxy for the longest). Each module's tests keep their order."""
+    """The order in which xdist hands out the units, modules or classes (``--no-loadscope-reorder`` in
+    pyproject.toml: the collected order): a unit with an ``alone`` test first, so that test starts while the other
+    workers begin their first tests instead of waiting for a long one to end; then the longest first, by the
+    durations earlier runs on this machine recorded (``durations``: unit -> seconds; the longest last would leave the
+    other workers idle at the end), then the units with the most selected tests (as xdist's own order would have
+    them; a rough proxy for the longest, all a fresh machine has). Each unit's tests keep their order."""
+
+    def __init__(self, durations: dict[str, float] | None = None) -> None:
+        self.durations = durations or {}
 
     @pytest.hookimpl(trylast=True)  # after -m and -k have deselected
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        modules: dict[str, list[pytest.Item]] = {}
+        units: dict[str, list[pytest.Item]] = {}
         for item in items:
-            modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+            units.setdefault(unit_of_nodeid(item.nodeid), []).append(item)
 
-        def rank(module: list[pytest.Item]) -> tuple[bool, int]:
-            return (not any(i.get_closest_marker("alone") for i in module), -len(module))
+        def rank(unit: tuple[str, list[pytest.Item]]) -> tuple[bool, float, int]:
+            name, tests = unit
+            return (not any(i.get_closest_marker("alone") for i in tests), -self.durations.get(name, 0.0), -len(tests))
 
-        items[:] = [item for module in sorted(modules.values(), key=rank) for item in module]
+        items[:] = [item for _, tests in sorted(units.items(), key=rank) for item in tests]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -159,8 +228,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """(xdist, on the controller) every worker learns the folder of the locks."""
+    """(xdist, on the controller) every worker learns the folder of the locks and the units' earlier durations."""
     node.workerinput[LOCKS_KEY] = node.config.stash[_locks]
+    node.workerinput[DURATIONS_KEY] = json.dumps(node.config.stash[_durations])
 
 
 @contextmanager

@@ -155,6 +155,43 @@ class Program:
             todo.extend(c.urn for c in self.children(r))
         return False
 
+    def waits_for(self, reg: Registration, target_urn: str) -> bool:
+        """True when ``reg``'s creation waits for ``target_urn``: through its dependencies, its provider (and for a
+        component, the providers in its options), a dependency's children when the dependency is a component (the
+        SDK expands it into them), or its parent's registration, which waits for the parent's own (the SDK registers
+        a child only once its parent is registered)."""
+        return target_urn in self._upstream(reg.urn, False)
+
+    def _upstream(self, urn: str, as_dependency: bool) -> frozenset[str]:
+        """What ``urn`` waits for: to be registered, or (``as_dependency``) to be done, when a component's children
+        count too. Memoized per list of registrations."""
+        regs = self.registrations
+        cache = self.__dict__.get("_upstream_cache")
+        if cache is None or cache[0] is not regs or cache[1] != len(regs):
+            cache = (regs, len(regs), {})
+            self.__dict__["_upstream_cache"] = cache
+        memo: dict[tuple[str, bool], frozenset[str]] = cache[2]
+        key = (urn, as_dependency)
+        if key in memo:
+            return memo[key]
+        memo[key] = frozenset()  # a cycle (none in a valid program) ends here
+        index, children = self._index()
+        r = index.get(urn)
+        found: set[str] = set()
+        if r is not None:
+            for d in [*_all_deps(r), *(u.rsplit("::", 1)[0] for u in getattr(r, "providers", {}).values())]:
+                found.add(d)
+                found |= self._upstream(d, True)
+            if r.parent in index:
+                found.add(r.parent)
+                found |= self._upstream(r.parent, False)
+            if as_dependency and not r.custom and not r.remote:
+                for c in children.get(urn, []):
+                    found.add(c.urn)
+                    found |= self._upstream(c.urn, True)
+        memo[key] = frozenset(found)
+        return memo[key]
+
 
 def _all_deps(r: Registration) -> Iterable[str]:
     if r.provider:

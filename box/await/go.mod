@@ -1,6 +1,7 @@
 // pulumi-await: the await logic of the Kubernetes provider the stacks use (pulumi-kubernetes), which the box's
 // rehearsal asks what `pulumi up` would wait for. A module of its own, pinned at the newest provider version the Go
-// module proxy serves (its await and JSONPath code is that of the SDK's release in requirements.txt but for lint).
+// module proxy serves, a January 2026 commit: its await and JSONPath code is identical to v4.32.0's and main's but
+// for lint (requirements.txt pins the SDK at 4.34.2, whose tag the proxy does not serve).
 module github.com/eks-training/box/await
 
 go 1.26.0

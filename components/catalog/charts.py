@@ -171,6 +171,8 @@ class ReleaseManifest:
     version: str
     source: str
     """Key of :data:`components.catalog.sources.SOURCES`."""
+    workloads: bool = False
+    """The manifest runs a controller (a Deployment Pulumi waits to be available), not only definitions (CRDs)."""
 
 
 #: The first Kueue release whose scheduler's second pass (topology assignment after the ProvisioningRequest admission
@@ -192,6 +194,7 @@ MANIFESTS: Mapping[str, ReleaseManifest] = {
         url="https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/deploy/v2beta1/mpi-operator.yaml",
         version="v0.8.0",
         source="mpi-operator",
+        workloads=True,
     ),
     # The ProvisioningRequest CRD (autoscaling.x-k8s.io/v1) the cluster autoscaler reads with
     # --enable-provisioning-requests and Kueue's ProvisioningRequest admission check writes: no chart installs it

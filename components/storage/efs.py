@@ -23,6 +23,7 @@ from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NA
 from components.iam import managed_policy_arn
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
+from components.storage.providers import split_kubernetes_provider
 
 #: The AWS managed policy of the EFS CSI controller (access points on tagged file systems).
 EFS_CSI_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
@@ -39,8 +40,11 @@ class EfsStorageArgs(TypedDict):
     """Inputs of :class:`EfsStorage`."""
 
     cluster_name: pulumi.Input[str]
-    """EKS cluster name (add-on, Pod Identity trust); an Output resolving once the nodes the CSI controller
-    runs on exist orders the add-on after them."""
+    """EKS cluster name (add-on, Pod Identity trust)."""
+    addon_after: NotRequired[pulumi.Input[str]]
+    """A value that resolves once the CSI add-on may be created: once the nodes its controller runs on (without them
+    the add-on is never ACTIVE) and the Pod Identity agent that hands it its role exist, e.g. the system node group's
+    name. Default: the add-on is created once ``cluster_name`` resolves."""
     kubernetes_version: str
     """Kubernetes version (selects the add-on's default version)."""
     vpc_id: pulumi.Input[str]
@@ -96,6 +100,9 @@ class EfsStorage(pulumi.ComponentResource):
     """Name of the ReadWriteMany PVC that workloads mount."""
 
     def __init__(self, name: str, args: EfsStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        # registered without the Kubernetes provider, which only the Kubernetes objects take: the file system starts
+        # at once instead of once the cluster's nodes are up (components/storage/providers.py)
+        opts, kubernetes = split_kubernetes_provider(opts)
         super().__init__("eks-training:index:EfsStorage", name, None, opts)
         tags = dict(args.get("tags") or {})
         retain = bool(args.get("retain_on_delete", False))
@@ -180,9 +187,14 @@ class EfsStorage(pulumi.ComponentResource):
             "role_arn": role.arn,
             "service_account": EFS_CSI_CONTROLLER_SA,
         }
+        # the role is made at once; the add-on once its controller's nodes are there (addon_after)
+        after = args.get("addon_after")
+        addon_cluster = (
+            cluster_name if after is None else pulumi.Output.all(cluster_name, after).apply(lambda v: str(v[0]))
+        )
         addon = aws.eks.Addon(
             f"{name}-csi-addon",
-            cluster_name=cluster_name,
+            cluster_name=addon_cluster,
             addon_name="aws-efs-csi-driver",
             addon_version=version,
             pod_identity_associations=[pod_identity],
@@ -215,7 +227,7 @@ class EfsStorage(pulumi.ComponentResource):
             reclaim_policy="Retain" if retain else "Delete",
             volume_binding_mode="Immediate",
             mount_options=["tls"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, *mount_targets]),
+            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=[addon, *mount_targets]),
         )
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -226,7 +238,7 @@ class EfsStorage(pulumi.ComponentResource):
                     "pod-security.kubernetes.io/enforce": "baseline",
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes),
         )
         pvc = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",
@@ -236,7 +248,7 @@ class EfsStorage(pulumi.ComponentResource):
                 "storage_class_name": storage_class.metadata.name,
                 "resources": {"requests": {"storage": args.get("capacity", "1Ti")}},
             },
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes),
         )
 
         self.file_system_id = pulumi.Output.from_input(file_system_id)

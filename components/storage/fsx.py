@@ -59,6 +59,7 @@ from components.iam import fsx_csi_static_controller_policy
 from components.naming import k8s_name
 from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
+from components.storage.providers import split_kubernetes_provider
 from components.workloads.waits import BATCH_JOB, await_annotations, await_seconds, await_timeouts, finished
 
 #: Where the volume-permissions Job mounts the file system.
@@ -71,8 +72,11 @@ class FsxLustreStorageArgs(TypedDict):
     """Inputs of :class:`FsxLustreStorage`."""
 
     cluster_name: pulumi.Input[str]
-    """EKS cluster name (add-on, Pod Identity trust); an Output resolving once the nodes the CSI controller
-    runs on exist orders the add-on after them."""
+    """EKS cluster name (add-on, Pod Identity trust)."""
+    addon_after: NotRequired[pulumi.Input[str]]
+    """A value that resolves once the CSI add-on may be created: once the nodes its controller runs on (without them
+    the add-on is never ACTIVE) and the Pod Identity agent that hands it its role exist, e.g. the system node group's
+    name. Default: the add-on is created once ``cluster_name`` resolves."""
     kubernetes_version: str
     """Kubernetes version (selects the add-on's default version)."""
     vpc_id: pulumi.Input[str]
@@ -176,6 +180,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
     """Name of the ReadWriteMany PVC that workloads mount."""
 
     def __init__(self, name: str, args: FsxLustreStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        # registered without the Kubernetes provider, which only the Kubernetes objects take: the file system starts
+        # at once instead of once the cluster's nodes are up (components/storage/providers.py)
+        opts, kubernetes = split_kubernetes_provider(opts)
         super().__init__("eks-training:index:FsxLustreStorage", name, None, opts)
         tags = dict(args.get("tags") or {})
         retain = bool(args.get("retain_on_delete", False))
@@ -216,6 +223,12 @@ class FsxLustreStorage(pulumi.ComponentResource):
             )
             sg_id = sg.id
         nodes = args["node_security_group_id"]
+        # The rules FSx checks when it creates the file system: Lustre (988 and 1018-1023) within its group, and for
+        # EFA all traffic within the group and with the EFA clients' groups (source key ``fsx-efa-security-group``).
+        # The file system waits for these; the rules with the cluster's node group (which exists only once the EKS
+        # cluster does, ten minutes on) are checked by no creation and are added beside it, so the file system is
+        # built meanwhile.
+        checked: list[pulumi.Resource] = []
         rules: list[pulumi.Resource] = []
 
         def rule(
@@ -228,18 +241,19 @@ class FsxLustreStorage(pulumi.ComponentResource):
             ports: Optional[tuple[int, int]] = None,
         ) -> None:
             kind = aws.vpc.SecurityGroupIngressRule if direction == "in" else aws.vpc.SecurityGroupEgressRule
-            rules.append(
-                kind(
-                    f"{name}-{suffix}",
-                    security_group_id=group,
-                    referenced_security_group_id=peer,
-                    ip_protocol=protocol,
-                    from_port=ports[0] if ports else None,
-                    to_port=ports[1] if ports else None,
-                    description=description,
-                    opts=child,
-                )
+            made = kind(
+                f"{name}-{suffix}",
+                security_group_id=group,
+                referenced_security_group_id=peer,
+                ip_protocol=protocol,
+                from_port=ports[0] if ports else None,
+                to_port=ports[1] if ports else None,
+                description=description,
+                opts=child,
             )
+            rules.append(made)
+            if group is not nodes and peer is not nodes:
+                checked.append(made)
 
         for low, high in FSX_LUSTRE_PORTS:
             p = f"{low}" if low == high else f"{low}-{high}"
@@ -293,8 +307,8 @@ class FsxLustreStorage(pulumi.ComponentResource):
                 # The data's durable copy is S3 (import, and export of the results directory).
                 automatic_backup_retention_days=0,
                 tags={**tags, "Name": f"{name}-lustre"},
-                # The rules exist before the file system (creation checks them) and go after it.
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain, depends_on=rules),
+                # The rules creation checks exist before the file system and go after it.
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain, depends_on=checked),
             )
 
         # --- S3 data repository ----------------------------------------------------------------------
@@ -359,9 +373,14 @@ class FsxLustreStorage(pulumi.ComponentResource):
             "role_arn": identity.role.arn,
             "service_account": FSX_CSI_CONTROLLER_SA,
         }
+        # the role is made at once; the add-on once its controller's nodes are there (addon_after)
+        after = args.get("addon_after")
+        addon_cluster = (
+            cluster_name if after is None else pulumi.Output.all(cluster_name, after).apply(lambda v: str(v[0]))
+        )
         addon = aws.eks.Addon(
             f"{name}-csi-addon",
-            cluster_name=cluster_name,
+            cluster_name=addon_cluster,
             addon_name=FSX_CSI_ADDON,
             addon_version=version,
             pod_identity_associations=[pod_identity],
@@ -372,6 +391,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
         )
 
         # --- Kubernetes: namespace, static volume, claim --------------------------------------------
+        k8s_child = pulumi.ResourceOptions(parent=self, provider=kubernetes)
         managed = {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]}
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -379,7 +399,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
                 "name": namespace_name,
                 "labels": {"app.kubernetes.io/managed-by": "pulumi", "pod-security.kubernetes.io/enforce": "baseline"},
             },
-            opts=child,
+            opts=k8s_child,
         )
         size = f"{capacity}Gi"
         volume = k8s.core.v1.PersistentVolume(
@@ -400,8 +420,8 @@ class FsxLustreStorage(pulumi.ComponentResource):
                     "volume_attributes": {"dnsname": file_system.dns_name, "mountname": file_system.mount_name},
                 },
             },
-            # Deleted before the add-on that unmounts it and the file system it points to.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, file_system]),
+            # Mounted once every rule exists; deleted before the add-on that unmounts it and the file system it names.
+            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=[addon, file_system, *rules]),
         )
         pvc = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",
@@ -412,7 +432,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
                 "volume_name": volume.metadata.name,
                 "resources": {"requests": {"storage": size}},
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, file_system]),
+            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=[addon, file_system]),
         )
 
         # --- hand the directories to the training user (a new Lustre file system is owned by root) --
@@ -470,6 +490,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(
                 parent=self,
+                provider=kubernetes,
                 depends_on=associations,
                 delete_before_replace=True,
                 custom_timeouts=await_timeouts(await_seconds(VOLUME_INIT_DEADLINE_S)),
@@ -483,7 +504,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
         self.data_bucket_name = bucket_name
         self.data_repository_path = data_repository_path
         self.export_repository_path = export_repository_path
-        init_done = finished(BATCH_JOB, k8s_name(pvc_name, "init"), init)
+        init_done = finished(BATCH_JOB, k8s_name(pvc_name, "init"), init, awaited=True)
         self.data_ready = pulumi.Output.all(init_done, *[a.id for a in associations]).apply(lambda _: data_path)
         self.csi_role_arn = identity.role.arn
         self.persistent_volume_name = volume.metadata.name

@@ -108,6 +108,6 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             run_once=True,
             await_completion=True,
         )
-        self.job_name = finished(BATCH_JOB, job_name, job)
+        self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
         self.report_path = self.job_name.apply(lambda _: report)
         self.register_outputs({"job_name": self.job_name, "report_path": self.report_path})

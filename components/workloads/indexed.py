@@ -47,5 +47,5 @@ def indexed_workers(
         backoff_limit=max_retries * nodes,
         ports=(port,),
     )
-    done = finished(BATCH_JOB, spec["job_name"], job)
+    done = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))
     return done, done.apply(lambda _: spec["output_dir"])

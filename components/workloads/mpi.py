@@ -393,7 +393,12 @@ class MpiJob(pulumi.ComponentResource):
         # pulumi-kubernetes awaits a custom resource only as its waitFor annotation says: until the MPIJob succeeded or
         # failed, for its deadline and the time it may queue
         annotations = await_annotations(MPI_JOB, bool(spec.get("wait_for_completion")))
-        waits_s = await_seconds(timeout_s, queue_s=queue_seconds(bool(queue), spec.get("queue_timeout_hours")))
+        # the launcher's deadline starts once it exists: after admission, and with WaitForWorkersReady after every
+        # worker runs (mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go), so the time for nodes is outside it
+        waits_s = await_seconds(
+            timeout_s,
+            queue_s=queue_seconds(bool(queue) or policy == "WaitForWorkersReady", spec.get("queue_timeout_hours")),
+        )
         job = MpiJobObject(
             f"{name}-mpijob",
             metadata={
@@ -416,7 +421,7 @@ class MpiJob(pulumi.ComponentResource):
             ),
         )
         # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here
-        created = finished(MPI_JOB, job_name, job)
+        created = finished(MPI_JOB, job_name, job, awaited=bool(spec.get("wait_for_completion")))
         self.job_name = created
         self.output_dir = created.apply(lambda _: spec["output_dir"])
         self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})

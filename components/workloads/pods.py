@@ -657,7 +657,7 @@ def indexed_job(
             parent=parent,
             depends_on=[service],
             delete_before_replace=True,
-            custom_timeouts=await_timeouts(waits_s),
+            custom_timeouts=await_timeouts(waits_s, grace_s),
             ignore_changes=["spec", "metadata"] if run_once else (SUSPEND_OWNED_BY_KUEUE["Job"] if queue else None),
         ),
     )

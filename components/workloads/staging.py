@@ -159,7 +159,7 @@ class DatasetStaging(pulumi.ComponentResource):
                 custom_timeouts=await_timeouts(await_seconds(deadline_s)),
             ),
         )
-        self.job_name = finished(BATCH_JOB, job_name, job)
+        self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
         # Resolves when the Job has completed (Pulumi awaits it): jobs that read the data wait for it.
         self.data_dir = self.job_name.apply(lambda _: data_dir)
         self.register_outputs({"job_name": self.job_name, "data_dir": self.data_dir})

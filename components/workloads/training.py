@@ -244,7 +244,7 @@ class PyTorchJob(pulumi.ComponentResource):
             ignore_exit_codes=(LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST) if use_launcher else (),
             fail_exit_codes=(LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED) if use_launcher else (LAUNCHER_EXIT_USAGE,),
         )
-        self.job_name = finished(BATCH_JOB, spec["job_name"], job)
+        self.job_name = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))
         self.service_name = service.metadata.name
         self.output_dir = self.job_name.apply(lambda _: output_dir)
         self.rendezvous_endpoint = endpoint

@@ -105,6 +105,6 @@ class Awaiter:
 
 def failure_of(kind: str, live: Optional[Mapping[str, Any]]) -> Optional[str]:
     """The failed condition's ``reason: message`` of a job object the program awaited (the program stops ``pulumi
-    up`` with it once the wait ends: :func:`components.workloads.mpi.succeeded_or_raise`)."""
+    up`` with it once the wait ends: :meth:`components.workloads.waits.JobObject.succeeded_or_raise`)."""
     obj = JOB_OBJECTS.get(kind)
     return obj.failure(live) if obj is not None else None

@@ -169,7 +169,7 @@ def bench(
     from stacks.box.nodes import plan_nodes
     from stacks.box.provisioner import provisioner_for
     from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
-    from stacks.rehearse import evaluate_stack
+    from stacks.mocked import evaluate_stack
     from stacks.stackfile import plan_stack
 
     _config, plan = plan_stack(stack, stack_file)

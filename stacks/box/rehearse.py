@@ -375,14 +375,21 @@ class Rehearsal:
     def _late(self) -> list[str]:
         """Steps applied but not ready within their timeout (on the scaled clock): ``pulumi up`` would stop there."""
         now = time.monotonic()
-        extra = getattr(self, "host_wait_s", 0.0)
         return [
             f"{s.name} (timeout {s.timeout_s:.0f} s"
             + (f", {s.timeout_s / self.time_scale:.1f} s on the box's clock" if self.time_scale != 1 else "")
             + ")"
             for urn, s in self.applied.items()
-            if urn not in self.ready and now - self.applied_at.get(urn, now) > s.timeout_s / self.time_scale + extra
+            if urn not in self.ready and now - self.applied_at.get(urn, now) > s.timeout_s / self.time_scale
         ]
+
+    def _host_waited(self, seconds: float) -> None:
+        """The machine, not the cluster, held the rehearsal ``seconds`` (another box's lock): the rehearsal's deadline
+        and the clock of each step waiting now move by them; a step applied later is awaited for its own timeout."""
+        self.host_wait_s = getattr(self, "host_wait_s", 0.0) + seconds
+        for urn in self.applied:
+            if urn not in self.ready and urn in self.applied_at:
+                self.applied_at[urn] += seconds
 
     # --- the parts the box plays --------------------------------------------------------------------------------
 
@@ -407,8 +414,7 @@ class Rehearsal:
         lock = hold_for_child(
             "mpi-operator-8080", OPERATOR_PORT_WAIT_S, lambda: self.note("waiting for another box's MPI Operator")
         )
-        # the wait is not the rehearsal's: its deadline moves by it (run)
-        self.host_wait_s = getattr(self, "host_wait_s", 0.0) + time.monotonic() - started
+        self._host_waited(time.monotonic() - started)
         try:
             self.operator = subprocess.Popen(
                 [
@@ -515,8 +521,9 @@ class Rehearsal:
     ) -> None:
         """Apply every step in dependency order, then wait until every job completed (else :class:`RehearsalError`
         naming what waits and the scheduler's reasons). ``stuck(reasons)``, given :meth:`pending_reasons` after each
-        pass, may end the wait early: true means what waits will not move (a job Kueue will never admit), and the
-        error is raised then, not at the deadline."""
+        pass (an empty list when nothing is pending), may end the wait early: true means what waits will not move (a
+        job Kueue will never admit, a failure the caller waited for), and the error is raised then, not at the
+        deadline."""
         deadline = time.monotonic() + timeout_s
         todo = list(self.steps)
         if self.awaiter is None:
@@ -577,7 +584,7 @@ class Rehearsal:
             self._check_operator(binaries["mpi-operator"])
             reasons = self.pending_reasons() if stuck is not None else None
             late = time.monotonic() > deadline + getattr(self, "host_wait_s", 0.0)
-            if late or (reasons and stuck is not None and stuck(reasons)):
+            if late or (reasons is not None and stuck is not None and stuck(reasons)):
                 waiting = [s.name for s in todo] + [s.name for u, s in self.applied.items() if u not in self.ready]
                 when = (
                     f"not done after {timeout_s:.0f} s"

@@ -5,8 +5,11 @@ rules and messages as ``pulumi up`` (exit status 2 on a bad configuration), plan
 (types, sizes, capacity type, zone, GPUs and EFA interfaces per node, AMI type), each job by step
 (kind, group, nodes, processes, GPUs and EFA interfaces per pod, what it waits for; the jobs of a step start
 together), the shared storage, what
-preflight will check in the account, and the estimated cost running and idle (how each line is priced: spot at an
-assumed or configured discount, Capacity Blocks prepaid). ``--json`` prints the same report as JSON.
+preflight will check in the account, the estimated cost running and idle (how each line is priced: spot at an
+assumed or configured discount, Capacity Blocks prepaid), and the modelled path from an empty account to the first
+training step: the program evaluated offline under the mocks (:mod:`stacks.mocked`), its resource graph timed with the
+catalog's durations (:mod:`stacks.plan.timeline`), each step with its minutes, the total against the floor (the cluster,
+one node group and the pods' start). ``--json`` prints the same report as JSON.
 
 What needs the account is not known offline: which zones a zone *count* resolves to, whether a zone exists in the
 region, offerings, quotas and reservations (preflight checks those, and ``pulumi up`` runs preflight first).
@@ -16,12 +19,14 @@ import json
 from typing import Any, Optional, Sequence
 
 from components.catalog import PRICES_AS_OF, SOURCES
+from components.catalog.timings import CREATION, PODS_START
 from components.catalog.torch import torch_build_label
 from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
 from stacks.costs import estimate, node_hour
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan, job_order
 from stacks.plan.checklist import planned_checks
+from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
 
 #: Where the prices of the estimate come from.
 PRICE_REGION = "us-east-1"
@@ -253,8 +258,37 @@ def _operations(plan: Plan) -> dict[str, Any]:
     }
 
 
-def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
-    """The plan as a JSON-ready mapping (what ``--json`` prints)."""
+#: Where the model's durations come from (each with its source or why it is an estimate).
+DURATIONS = "components/catalog/timings.py"
+
+
+def first_step_report(first: Optional[FirstStep], note: Optional[str] = None) -> Optional[dict[str, Any]]:
+    """The modelled path to the first training step as JSON-ready data (``None``: not modelled; with ``note``: why)."""
+    if first is None:
+        return None if note is None else {"note": note}
+    return {
+        "job": first.job,
+        "minutes": round(first.minutes, 2),
+        "floorMinutes": round(first.floor, 2),
+        "ratio": round(first.ratio, 3),
+        "floor": {
+            "cluster": CREATION[CLUSTER_TYPE].minutes,
+            "nodeGroup": CREATION[NODE_GROUP_TYPE].minutes,
+            "podsStart": PODS_START.minutes,
+        },
+        "path": [
+            {"start": round(s.start, 2), "minutes": round(s.minutes, 2), "type": s.type, "name": s.name, "what": s.what}
+            for s in first.path
+        ],
+        "durations": DURATIONS,
+    }
+
+
+def report(
+    plan: Plan, region: Optional[str], first: Optional[FirstStep] = None, first_note: Optional[str] = None
+) -> dict[str, Any]:
+    """The plan as a JSON-ready mapping (what ``--json`` prints); ``first`` the modelled path to the first training
+    step (:func:`stacks.plan.timeline.first_step`), or ``first_note`` why there is none."""
     cfg = plan.config
     network: dict[str, Any]
     if cfg.network is not None:
@@ -303,6 +337,7 @@ def report(plan: Plan, region: Optional[str]) -> dict[str, Any]:
             "enabled": cfg.preflight.enabled,
             "checks": [{"key": k, "check": what} for k, what in planned_checks(plan)],
         },
+        "firstStep": first_step_report(first, first_note),
         "cost": {
             "currency": "USD",
             "runningPerHour": cost.running,
@@ -491,7 +526,29 @@ def render(r: dict[str, Any]) -> str:
             f"  {_money(c['runningPerHour'])} running, {_money(c['idlePerHour'])} idle: {c['what']} [{c['basis']}]"
         )
     lines.extend(f"  note: {n}" for n in cost["notes"])
+    fs = r.get("firstStep")
+    if fs is not None:
+        lines.append("")
+        lines.extend(_render_first_step(fs))
     return "\n".join(lines)
+
+
+def _render_first_step(fs: dict[str, Any]) -> list[str]:
+    if "note" in fs:
+        return [f"first training step: not modelled ({fs['note']})"]
+    floor = fs["floor"]
+    lines = [
+        f"first training step (modelled): {fs['job']}'s pods start {fs['minutes']:.1f} min after `pulumi up` begins, "
+        f"{fs['ratio']:.2f} x the floor of {fs['floorMinutes']:.1f} min (the EKS cluster {floor['cluster']:g}, one "
+        f"node group {floor['nodeGroup']:g}, the pods' start {floor['podsStart']:g}); the path that sets it, each "
+        "step starting when the one before it is done (minute it starts, minutes it takes, resource):"
+    ]
+    width = max(len(s["type"]) for s in fs["path"])
+    for s in fs["path"]:
+        lines.append(f"  {s['start']:5.2f} +{s['minutes']:5.2f}  {s['type']:<{width}}  {s['name']}")
+    lines[-1] += f" ({fs['path'][-1]['what']})"
+    lines.append(f"  durations: {fs['durations']} (each with its source, or why it is an estimate)")
+    return lines
 
 
 @command
@@ -508,10 +565,32 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
 
-    _config, plan = load_stack(args)
-    r = report(plan, plan.config.region)
+    config, plan = load_stack(args)
+    first, note = model_first_step(args.stack, args.stack_file, config, plan)
+    r = report(plan, plan.config.region, first, note)
     print(json.dumps(r, indent=2) if args.json else render(r))
     return EXIT_OK
 
 
-__all__ = ["main", "render", "report"]
+def model_first_step(
+    stack: str, stack_file: Any, config: dict[str, Any], plan: Plan
+) -> tuple[Optional[FirstStep], Optional[str]]:
+    """The modelled first training step of the stack (its program evaluated offline), or why there is none."""
+    from stacks.mocked import evaluate_config
+
+    if plan.config.cluster.stack_reference is not None:
+        return None, (
+            f"a jobs-only stack: its jobs start on the cluster of {plan.config.cluster.stack_reference}, whose plan "
+            "shows that cluster's path"
+        )
+    try:
+        evaluation = evaluate_config(stack, stack_file, config)
+    except Exception as exc:  # noqa: BLE001 - the program failed offline: the rest of the plan still stands
+        return None, f"the program failed under the offline mocks: {type(exc).__name__}: {exc}"
+    first = first_step(plan, evaluation.registrations)
+    if first is None:
+        return None, "no training job is registered: the stack has none, or they wait for a Capacity Block"
+    return first, None
+
+
+__all__ = ["first_step_report", "main", "model_first_step", "render", "report"]

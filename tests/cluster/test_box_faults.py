@@ -13,6 +13,10 @@ from stacks.box.rehearse import EXIT_CODE, RUN_MS, RehearsalError
 from stacks.box.timeline import Recorder, report
 from tests.cluster.support import _phase, _rehearsal, _shorten, _train_pods, _Watch, _without_evaluation
 
+#: The Job controller's finalizer on each pod it has not yet counted in the Job's status (Kubernetes' job tracking
+#: with finalizers, https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-tracking-with-finalizers).
+JOB_TRACKING = "batch.kubernetes.io/job-tracking"
+
 
 @pytest.mark.parametrize(
     "code, outcome",
@@ -26,22 +30,40 @@ from tests.cluster.support import _phase, _rehearsal, _shorten, _train_pods, _Wa
 def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
     binaries, registrations_of, tmp_path, code: int, outcome: str
 ) -> None:
+    """Every training pod exits with ``code``. The run is followed until the Job controller has handled the first
+    failure (the pod replaced, its failure counted or not in the Job's status), whenever that is on a busy machine:
+    then the job neither completed nor failed, and its status says whether the failure counted."""
     box, _plan, rehearsal = _rehearsal(
         binaries, tmp_path, registrations_of("dev"), "dev", exit_codes={"train": (code, "worker")}
     )
+    seen: dict = {}
+
+    def handled(_reasons) -> bool:
+        """The first failed pod is replaced and the Job controller has taken it into its status (it left the Job's
+        uncounted pods and lost the Job's tracking finalizer)."""
+        pods = _train_pods(box)
+        failed = [p for p in pods if _phase(p) == "Failed"]
+        if not failed or len(pods) < 2:
+            return False
+        job = box.get("job", "train", "-n", "training")
+        uncounted = (job.get("status") or {}).get("uncountedTerminatedPods") or {}
+        if any(uncounted.values()) or any(JOB_TRACKING in (p["metadata"].get("finalizers") or []) for p in failed):
+            return False
+        seen.update(job=job, pods=pods)
+        return True
+
     try:
         with Registrar(box):
             with pytest.raises(RehearsalError) as err:
-                rehearsal.run(binaries, timeout_s=40)
-            job = box.get("job", "train", "-n", "training")
-            pods = box.get("pods", "-n", "training", "-l", "job-name=train")["items"]
+                rehearsal.run(binaries, timeout_s=240, stuck=handled)
     finally:
         rehearsal.stop_operator()
         box.down()
+    assert "stuck after" in str(err.value), str(err.value)
+    job, pods = seen["job"], seen["pods"]
     conditions = {c["type"]: c for c in job["status"].get("conditions") or []}
     status = job["status"]
-    assert "not done after" in str(err.value), str(err.value)
-    assert "Failed" not in conditions or conditions["Failed"]["status"] != "True", conditions
+    assert not any(conditions.get(c, {}).get("status") == "True" for c in ("Failed", "Complete")), conditions
     assert len(pods) >= 2, f"the failed pod was not replaced: {[p['metadata']['name'] for p in pods]}"
     if outcome == "retried, not counted":
         assert not status.get("failed"), status
@@ -152,7 +174,9 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
     address, ready; the old one gone), the training pod exits 69 as the launcher does
     (tests/real/test_training_faults_real.py shows that part on real processes), the Job controller replaces it without
     counting the failure, and the job completes (the evaluation, which only follows training, is left out of the
-    run)."""
+    run). The replacement trains only once the Service leads to the new etcd, as the launcher waits for etcd before
+    it starts torchrun (kwok does not wait: the test holds the replacement's end until then, whichever of the two
+    controllers is quicker on a busy machine)."""
     box, _plan, rehearsal = _rehearsal(
         binaries, tmp_path, registrations_of("dev"), "dev", run_ms={"train": 600_000}, mutate=_without_evaluation
     )
@@ -165,6 +189,15 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
             p
             for p in box.get("pods", "-n", "training")["items"]
             if p["metadata"]["name"].startswith(etcd + "-") and not p["metadata"].get("deletionTimestamp")
+        ]
+
+    def endpoints() -> list:
+        """The etcd Service's endpoints as (pod, addresses, ready)."""
+        slices = box.get("endpointslices", "-n", "training", "-l", f"kubernetes.io/service-name={etcd}")["items"]
+        return [
+            ((e.get("targetRef") or {}).get("name"), e.get("addresses"), (e.get("conditions") or {}).get("ready"))
+            for sl in slices
+            for e in sl.get("endpoints") or []
         ]
 
     def poll() -> None:
@@ -197,8 +230,11 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
             ]
             if new:
                 seen["new"] = new[0]
+        if "new" in seen and "followed" not in seen:
+            if endpoints() == [(seen["new"]["metadata"]["name"], [seen["new"]["status"]["podIP"]], True)]:
+                seen["followed"] = True
         again = [p for p in pods if p["metadata"]["uid"] != seen["train"]["metadata"]["uid"] and _phase(p) == "Running"]
-        if again and "again" not in seen:
+        if again and "again" not in seen and "followed" in seen:  # the launcher's wait for etcd is over
             seen["again"] = again[0]
             _shorten(box, again[0])
 
@@ -209,7 +245,7 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
         assert registrar.error is None and watch.error is None, (registrar.error, watch.error)
         job = box.get("job", "train", "-n", "training")
         deployment = box.get("deployment", etcd, "-n", "training")
-        slices = box.get("endpointslices", "-n", "training", "-l", f"kubernetes.io/service-name={etcd}")["items"]
+        followed = endpoints()
     finally:
         rehearsal.stop_operator()
         box.down()
@@ -217,11 +253,11 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
     for name, rec in rehearsal.jobs.items():
         assert rec["outcome"] == "Complete", (name, text)
     assert deployment["status"].get("availableReplicas") == 1, deployment["status"]
-    # the Service follows the new pod: its one ready endpoint is the new pod, at the new pod's address
-    endpoints = [e for sl in slices for e in sl.get("endpoints") or []]
-    assert [(e["targetRef"]["name"], e["addresses"], e["conditions"].get("ready")) for e in endpoints] == [
+    # the Service follows the new pod: its one ready endpoint is the new pod, at the new pod's address (seen so
+    # before the replacement ran, and still so at the end)
+    assert "followed" in seen and followed == [
         (seen["new"]["metadata"]["name"], [seen["new"]["status"]["podIP"]], True)
-    ], endpoints
+    ], (followed, text)
     assert seen["new"]["spec"]["nodeName"].startswith("system-"), seen["new"]["spec"]["nodeName"]
     # the training pod's 69 was not counted (the pod failure policy's Ignore), and it was replaced
     first = next(r for r in recorder.pods.values() if r.name == seen["train"]["metadata"]["name"])

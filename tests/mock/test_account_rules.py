@@ -23,7 +23,7 @@ from components.catalog import (
     accelerator_label_value,
     in_standard_support,
 )
-from components.cluster import control_plane_log_group_name
+from components.cluster import DNS_ADDON, POD_IDENTITY_AGENT_ADDON, control_plane_log_group_name
 from stacks.config import load_config
 from stacks.config.cluster import today
 from stacks.costs import CostEstimate, estimate
@@ -45,6 +45,19 @@ from tests.variants import STRESS_REGION, P, stress_config, stress_program
 
 STACKS = stack_names()
 VARIANTS = ["shipped", "stress"]
+#: Registrations that run pods (Pulumi waits for their pods, or they make pods of their own).
+POD_RUNNING_TYPES = frozenset(
+    {
+        "kubernetes:batch/v1:Job",
+        "kubernetes:apps/v1:Deployment",
+        "kubernetes:apps/v1:DaemonSet",
+        "kubernetes:apps/v1:StatefulSet",
+        "kubernetes:kubeflow.org/v2beta1:MPIJob",
+        "kubernetes:helm.sh/v3:Release",
+    }
+)
+#: Components whose pods resolve no name: they need not wait for CoreDNS (see test_pods_that_resolve_names_...).
+NO_DNS_COMPONENTS = frozenset({"Admission", "MpiOperator", "DevicePlugin", "FsxLustreStorage"})
 ARN_RE = re.compile(r"arn:([a-z0-9-]*):")
 
 
@@ -126,13 +139,15 @@ class TestEveryStack:
         cni = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == "vpc-cni")
         assert json.loads(cni.inputs["configurationValues"]) == dict(VPC_CNI_NETWORK_POLICY_CONFIG)
 
-    def test_kubernetes_objects_wait_for_system_nodes_and_coredns(
+    def test_kubernetes_objects_wait_for_system_nodes_and_the_pod_identity_agent(
         self, program_for: Any, stack: str, variant: str
     ) -> None:
-        """An atomic Helm release (cluster-autoscaler, device plugins) or etcd created before any node or DNS
-        exists times out: every Kubernetes object waits for the system node group and the CoreDNS add-on."""
+        """Every Kubernetes object is created through the cluster's provider, whose kubeconfig resolves once the system
+        nodes (where the controllers of Helm releases run: an atomic release created before any node times out) and
+        the Pod Identity agent (credentials for the pods that call AWS, source key ``eks-pod-identity-agent``)
+        exist; on destroy the objects go before both."""
         p = program(program_for, stack, variant)
-        coredns = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == "coredns")
+        agent = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == POD_IDENTITY_AGENT_ADDON)
         system = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: "-system" in r.name)
         objects = [
             r
@@ -140,12 +155,29 @@ class TestEveryStack:
             if r.type.startswith("kubernetes:") and r.custom and not r.type.startswith("pulumi:providers")
         ]
         assert objects
-        late = [
-            r.name
-            for r in objects
-            if not (p.depends_transitively(r, coredns.urn) and p.depends_transitively(r, system.urn))
-        ]
-        assert not late, f"created before the system nodes or CoreDNS: {late}"
+        early = [r.name for r in objects if not (p.waits_for(r, agent.urn) and p.waits_for(r, system.urn))]
+        assert not early, f"created before the system nodes or the Pod Identity agent: {early}"
+
+    def test_pods_that_resolve_names_wait_for_coredns(self, program_for: Any, stack: str, variant: str) -> None:
+        """A pod resolves every name (a Service, etcd, S3, a dataset's URL) through CoreDNS, which runs only once the
+        system nodes are up (source key ``eks-networking-add-ons``): every object that runs pods waits for the
+        CoreDNS add-on, except the controllers that need no name (Kueue and the MPI Operator reach the API server by
+        the kubernetes Service's address and are called by it; device plugins talk to the kubelet over a local
+        socket; the FSx volume's ownership Job only changes its mount). Those do not wait for it, so the queues can be
+        made while CoreDNS starts."""
+        p = program(program_for, stack, variant)
+        coredns = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == DNS_ADDON)
+        with_pods = [r for r in p.registrations if r.type in POD_RUNNING_TYPES]
+        assert with_pods
+        exempt, late = [], []
+        for r in with_pods:
+            owners = {a.type.rsplit(":", 1)[-1] for a in p.ancestors(r)}
+            if owners & NO_DNS_COMPONENTS:
+                exempt.append(r.name)
+            elif not p.waits_for(r, coredns.urn):
+                late.append(r.name)
+        assert not late, f"pods that resolve names created before CoreDNS: {late}"
+        assert exempt, "Kueue's release is among the exempt objects: the exemption is not vacuous"
 
     def test_gpu_nodes_carry_the_autoscalers_gpu_label_and_template_tag(
         self, program_for: Any, stack: str, variant: str

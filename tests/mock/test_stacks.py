@@ -7,6 +7,7 @@ import pytest
 
 from components.catalog import AMI_TYPES, DEFAULT_KUBERNETES_VERSION, HELM_CHARTS, INSTANCE_TYPES
 from components.catalog.operations import NODE_MONITORING_ADDON, OBSERVABILITY_ADDON
+from components.cluster import NODE_ADDONS
 from components.scheduling import GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from tests.harness import (
     ACCOUNT,
@@ -332,10 +333,15 @@ class TestStack:
         }
         system_ng = p.one(OURS + "TrainingNodeGroup", lambda r: r.name.endswith("-system"))
         system_eks_ng = next(c for c in p.children(system_ng) if c.type == "aws:eks/nodeGroup:NodeGroup")
-        for late in ("coredns", "metrics-server", NODE_MONITORING_ADDON, *metrics):
-            # The SDK expands a dependency on a component into its children.
-            assert system_eks_ng.urn in addons[late].dependencies, f"{late} must wait for the system nodes"
-        for early in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent"):
+        for late in ("coredns", "metrics-server", NODE_MONITORING_ADDON, STORAGE_ADDON[_backend(stack)], *metrics):
+            # An add-on whose Deployment has no node stays DEGRADED (source key eksctl-addon-degraded-without-nodes).
+            assert p.waits_for(addons[late], system_eks_ng.urn), f"{late} must wait for the system nodes"
+            if addons[late].inputs.get("podIdentityAssociations"):
+                # its controller takes a Pod Identity role: the agent serves it (source key eks-pod-identity-agent)
+                assert p.waits_for(addons[late], addons["eks-pod-identity-agent"].urn), late
+        for early in NODE_ADDONS:
+            # no node becomes Ready without the CNI and kube-proxy (source keys eks-networking-add-ons,
+            # tf-eks-addons-before-compute)
             for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
                 assert addons[early].urn in ng.deps_of("clusterName"), f"{ng.name} must wait for {early}"
         if not preview:

@@ -147,8 +147,17 @@ class TestFsxStack:
         ]
         assert _ports(on_nodes) == LUSTRE and all(r.deps_of("securityGroupId") == [nodes_sg] for r in on_nodes)
         assert not [r for r in ingress + egress if r.inputs["ipProtocol"] == "-1"], "all-traffic rules only for EFA"
-        for rule in ingress + egress:
-            assert rule.urn in fs.dependencies, "the rules exist before the file system is created"
+        # FSx checks, when it creates the file system, that its group admits Lustre from itself ("Creating an FSx for
+        # Lustre file system fails", source key fsx-efa-security-group): those rules come first. The rules with the
+        # cluster's node group, which no creation check reads, are not waited for (the cluster takes ten minutes to
+        # make that group: the file system is built meanwhile), but every pod mounts through the volume, which waits
+        # for all of them.
+        volume = p.one("kubernetes:core/v1:PersistentVolume")
+        for rule in ingress + egress + on_nodes:
+            assert rule.urn in volume.dependencies, "every rule exists before a pod can mount the file system"
+            with_nodes = nodes_sg in rule.deps_of("referencedSecurityGroupId") + rule.deps_of("securityGroupId")
+            assert (rule.urn in fs.dependencies) == (not with_nodes), rule.name
+        assert not p.depends_transitively(fs, nodes_sg), "the file system does not wait for the EKS cluster"
 
     def test_data_repository_associations(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
@@ -346,6 +355,10 @@ def test_efa_file_system_reaches_the_efa_nodes(monkeypatch: pytest.MonkeyPatch) 
         assert _ports([r for r in rules if r.deps_of("referencedSecurityGroupId") == [efa_sg.urn]]) == every
         on_clients = [r for r in _rules(p, kind, efa_sg.urn) if r.deps_of("referencedSecurityGroupId") == [sg.urn]]
         assert _ports(on_clients) == every, "the EFA clients' group lets the file servers in and out"
+        # an EFA file system's creation checks all traffic within its group and with the clients' groups
+        # (source key fsx-efa-security-group): those rules exist before it
+        for rule in [*(r for r in rules if r.inputs["ipProtocol"] == "-1"), *on_clients]:
+            assert rule.urn in fs.dependencies, rule.name
     assert fs.inputs["storageCapacity"] % 9600 == 0
 
 

@@ -138,11 +138,16 @@ def test_a_job_failed_by_its_pod_failure_policy_stops_pulumi_up_with_its_reason(
             },
         ]
     }
-    monkeypatch.setitem(mocked.AWAITED_STATUS, "smoke", failed)
+    monkeypatch.setitem(mocked.JOB_STATUS, "smoke", failed)
     program = run_program("awaited-mpi", config=copy.deepcopy(HELD_OUT["awaited-mpi"]), expect_error=True)
-    assert str(program.error) == (
+    assert str(program.error).startswith(
         "Job smoke failed: PodFailurePolicy: Container worker for pod training/smoke-0-x failed with exit code 2 "
-        "matching FailJob rule"
+        "matching FailJob rule. Its pods: kubectl get pods -n training -l batch.kubernetes.io/job-name=smoke; "
+    ), repr(program.error)
+    assert str(program.error).endswith(
+        "run it again: pulumi up --replace "
+        "'urn:pulumi:awaited-mpi::eks-training::eks-training:index:CommandJob$kubernetes:batch/v1:Job::"
+        "eks-training-awaited-mpi-smoke-job'"
     ), repr(program.error)
 
 
@@ -160,14 +165,24 @@ def test_a_failed_awaited_mpijob_stops_pulumi_up_with_its_reason(monkeypatch) ->
             },
         ]
     }
-    monkeypatch.setitem(mocked.AWAITED_STATUS, "nccl", failed)
+    monkeypatch.setitem(mocked.JOB_STATUS, "nccl", failed)
     program = run_program("awaited-mpi", config=copy.deepcopy(HELD_OUT["awaited-mpi"]), expect_error=True)
     assert program.error is not None
-    assert str(program.error) == (
-        "MPIJob nccl failed: BackoffLimitExceeded/Error: Job has reached the specified backoff limit: mpirun exited 1"
+    assert str(program.error).startswith(
+        "MPIJob nccl failed: BackoffLimitExceeded/Error: Job has reached the specified backoff limit: mpirun exited 1. "
+        "Its pods: kubectl get pods -n training -l training.kubeflow.org/job-name=nccl;"
     ), repr(program.error)
     names = {r.inputs["metadata"].get("name") for r in program.registrations if r.type == "kubernetes:batch/v1:Job"}
     assert "train" not in names, names
+
+
+def test_a_job_pulumi_up_does_not_wait_for_is_not_judged_by_its_status(monkeypatch) -> None:
+    """prep is not awaited: a Failed status a refresh stored does not stop `pulumi up` (its Job's failure is the
+    cluster's business, and the jobs after it see it in their wait)."""
+    failed = {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}
+    monkeypatch.setitem(mocked.JOB_STATUS, "prep", failed)
+    program = run_program("awaited-mpi", config=copy.deepcopy(HELD_OUT["awaited-mpi"]))
+    assert program.error is None, program.error
 
 
 def test_a_succeeded_awaited_mpijob_lets_the_job_after_it_be_created() -> None:

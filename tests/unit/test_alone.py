@@ -5,8 +5,11 @@ one process contend like processes)."""
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
-from tests.conftest import ModuleOrder, _room
+import pytest
+
+from tests.conftest import ModuleOrder, UnitDurations, _room, read_durations
 
 
 class Worker(threading.Thread):
@@ -88,3 +91,50 @@ def test_the_module_with_an_alone_test_is_handed_out_first_then_the_largest() ->
         "tests/b.py::two",
         "tests/a.py::one",
     ]
+
+
+def test_the_units_that_took_longest_last_time_go_first() -> None:
+    """With the durations earlier runs recorded (unit -> seconds), the longest unit is handed out first after the one
+    with an alone test, so no worker starts a long unit when the others are nearly done; a unit never measured
+    goes after the measured ones, by its count of tests; a class is a unit of its own."""
+    items = [
+        FakeItem("tests/a.py::one"),
+        FakeItem("tests/b.py::one"),
+        FakeItem("tests/b.py::two[x]"),
+        FakeItem("tests/b.py::two[y]"),
+        FakeItem("tests/c.py::lost", alone=True),
+        FakeItem("tests/d.py::Case::one"),
+        FakeItem("tests/e.py::one"),
+    ]
+    durations = {"tests/a.py": 300.0, "tests/b.py": 20.0, "tests/d.py::Case": 90.0, "tests/c.py": 30.0}
+    ModuleOrder(durations).pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    assert [i.nodeid for i in items] == [
+        "tests/c.py::lost",
+        "tests/a.py::one",
+        "tests/d.py::Case::one",
+        "tests/b.py::one",
+        "tests/b.py::two[x]",
+        "tests/b.py::two[y]",
+        "tests/e.py::one",
+    ]
+
+
+def test_a_run_keeps_its_units_durations_for_the_next_run_of_the_same_expression(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("EKS_TRAINING_CACHE", str(tmp_path))
+    first = UnitDurations("not (unit or mock or alone)")
+    for nodeid, seconds in [
+        ("tests/real/a.py::t[1]", 2.0),
+        ("tests/real/a.py::t[2]", 3.0),
+        ("tests/real/b.py::t", 1.0),
+    ]:
+        first.pytest_runtest_logreport(SimpleNamespace(nodeid=nodeid, duration=seconds))  # type: ignore[arg-type]
+    first.pytest_sessionfinish(pytest.ExitCode.TESTS_FAILED)
+    other = UnitDurations("alone and not (unit or mock)")
+    other.pytest_runtest_logreport(SimpleNamespace(nodeid="tests/real/a.py::lost", duration=40.0))  # type: ignore[arg-type]
+    other.pytest_sessionfinish(pytest.ExitCode.OK)
+    interrupted = UnitDurations("not (unit or mock or alone)")
+    interrupted.pytest_runtest_logreport(SimpleNamespace(nodeid="tests/real/a.py::t", duration=0.5))  # type: ignore[arg-type]
+    interrupted.pytest_sessionfinish(pytest.ExitCode.INTERRUPTED)  # an interrupted run's are not whole: not kept
+    assert read_durations("not (unit or mock or alone)") == {"tests/real/a.py": 5.0, "tests/real/b.py": 1.0}
+    assert read_durations("alone and not (unit or mock)") == {"tests/real/a.py": 40.0}
+    assert read_durations("cluster") == {}

@@ -73,3 +73,23 @@ def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatc
     run.jobs.clear()
     run._watch_jobs()
     assert run.jobs["nccl"]["started"] == run.jobs["nccl"]["finished"]  # no stamp: took 0 s, never "-"
+
+
+def test_a_wait_for_another_boxs_lock_moves_only_the_clocks_running_then(tmp_path) -> None:
+    """The MPI Operator's lock, held by another box for a minute, gave every later step a minute more than its
+    timeout: the default-wait control in tests/cluster/test_box_waits.py did not fail under xdist (CI at 8e704ec)."""
+    from stacks.box import rehearse
+
+    class Box:
+        home = tmp_path
+
+    waiting = rehearse.Step("urn:waiting", "waiting", [], timeout_s=10.0)
+    later = rehearse.Step("urn:later", "later", [], timeout_s=10.0)
+    run = rehearse.Rehearsal(Box(), [waiting, later])  # type: ignore[arg-type]
+    start = rehearse.time.monotonic()
+    run.applied[waiting.urn], run.applied_at[waiting.urn] = waiting, start - 9.0
+    run._host_waited(60.0)
+    assert run._late() == []
+    run.applied[later.urn], run.applied_at[later.urn] = later, start - 11.0
+    assert run._late() == ["later (timeout 10 s)"]
+    assert run.host_wait_s == 60.0

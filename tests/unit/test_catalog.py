@@ -242,3 +242,18 @@ def test_fsx_capacity_increments(capacity: int, tier: int, efa: bool, ok: bool) 
     assert (problem is None) == ok, problem
     if problem:
         assert str(capacity) in problem and "try" in problem
+
+
+def test_every_duration_names_its_source_or_why_it_is_an_estimate() -> None:
+    """The creation times the plan's path adds up (components/catalog/timings.py): each a positive figure (a
+    provider's configuration: none) with a public source, or the reason it is an estimate."""
+    from components.catalog import timings
+
+    rows = [*timings.CREATION.values()] + [
+        v for v in vars(timings).values() if isinstance(v, timings.Duration) and v not in timings.CREATION.values()
+    ]
+    assert len(rows) >= len(timings.CREATION) + 6
+    for d in rows:
+        assert d.sources or d.estimate, d.what
+        assert all(k in SOURCES for k in d.sources), d.what
+        assert d.minutes > 0 or d is timings.OTHER, d.what

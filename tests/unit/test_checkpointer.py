@@ -1,6 +1,6 @@
 """The background checkpoint writer's rules (training/checkpointer.py), called directly on a temporary folder.
 
-The real-process scenarios (tests/real/test_training_faults_real.py) show it inside train.py with a stalled volume;
+The real-process scenarios (tests/real/test_slow_volume_real.py) show it inside train.py with a stalled volume;
 these check the rules that decide whether a stop loses its checkpoint: a stop checkpoint is written and waited for
 whatever became of an earlier periodic write (one that failed, or one still stalled), and a failed write is reported
 once.

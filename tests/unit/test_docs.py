@@ -40,8 +40,8 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     ci = (REPO / ".ci" / "run").read_text().strip().splitlines()
     command = (
         '.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/python -m mypy && '
-        '.venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -m "moto or real" --durations=10 && '
-        '.venv/bin/python -m pytest -q -m cluster --durations=10'
+        '.venv/bin/python -m pytest -q && .venv/bin/python -m pytest -q -n 0 -m "alone and not (unit or mock)" '
+        '--durations=5 && .venv/bin/python -m pytest -q -n 4 -m "not (unit or mock or alone)" --durations=20'
     )
     assert f"`{command}`" in readme
     assert ci[-1] == command

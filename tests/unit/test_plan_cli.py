@@ -19,10 +19,14 @@ from typing import Any, Callable, Optional, Sequence
 import pytest
 import yaml
 
+from stacks import mocked
+from stacks.mocked import Evaluation
 from stacks.plan.report import main as plan_main
+from stacks.plan.timeline import first_step
 from stacks.preflight.cli import main as preflight_main
+from stacks.stackfile import plan_stack
 from tests.config_support import stack_report
-from tests.harness import REPO, stack_names
+from tests.harness import REPO, run_program, stack_config, stack_names
 
 STACKS = stack_names()
 MAINS: dict[str, Callable[[Optional[Sequence[str]]], int]] = {
@@ -71,15 +75,39 @@ def call(module: str, *args: str, home: Path) -> subprocess.CompletedProcess[str
     return subprocess.CompletedProcess([module, *args], code, out.getvalue(), err.getvalue())
 
 
+def shared_evaluation(stack: str, stack_file: Optional[Path], config: Any) -> Evaluation:
+    """The plan's offline evaluation of a preset, served from the tests' shared one (the same program and
+    configuration, with preflight off: ``test_the_plan_evaluates_the_program_as_the_tests_do`` compares them)."""
+    assert stack_file is None and config == stack_config(stack), stack
+    p = run_program(stack)
+    return Evaluation(p.registrations, {}, p.invokes)
+
+
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, bool], subprocess.CompletedProcess[str]]:
-    """Every preset's plan, as text and as JSON."""
+    """Every preset's plan, as text and as JSON (its program's evaluation shared with the other tests)."""
     home = tmp_path_factory.mktemp("home")
-    return {
-        (s, j): call("stacks.plan", "--stack", s, *(["--json"] if j else []), home=home)
-        for s in STACKS
-        for j in (False, True)
-    }
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mocked, "evaluate_config", shared_evaluation)
+        return {
+            (s, j): call("stacks.plan", "--stack", s, *(["--json"] if j else []), home=home)
+            for s in STACKS
+            for j in (False, True)
+        }
+
+
+def test_the_plan_evaluates_the_program_as_the_tests_do() -> None:
+    """The plan's own evaluation of a preset (:func:`stacks.mocked.evaluate_config`) registers what the tests' shared
+    evaluation does, so the path it models is the one the other tests check."""
+    config, plan = plan_stack("workshop")
+    mine = mocked.evaluate_config("workshop", None, config).registrations
+    theirs = run_program("workshop").registrations
+
+    def graph(regs: Sequence[Any]) -> list[Any]:
+        return sorted((r.type, r.name, r.parent, sorted(r.dependencies), sorted(r.providers)) for r in regs)
+
+    assert graph(mine) == graph(theirs)
+    assert first_step(plan, mine) == first_step(plan, theirs) is not None
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -201,3 +229,14 @@ def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
         "stacks.plan", "--stack", "nothing", "--stack-file", str(tmp_path / "Pulumi.nothing.yaml"), home=tmp_path
     )
     assert done.returncode == 2 and "error: cannot read" in done.stderr
+
+
+def test_the_plan_says_why_it_models_no_path(tmp_path: Path) -> None:
+    """A jobs-only stack starts on another stack's cluster: its plan names that stack instead of a path."""
+    example = REPO / "examples" / "teams" / "Pulumi.vision.yaml"
+    done = call("stacks.plan", "--stack", "vision", "--stack-file", str(example), home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith(
+        "first training step: not modelled (a jobs-only stack: its jobs start on the cluster of "
+        "organization/eks-training/shared, whose plan shows that cluster's path)"
+    )

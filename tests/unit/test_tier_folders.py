@@ -46,3 +46,34 @@ def test_only_a_tier_folder_under_tests_is_ever_left_out(tmp_path: Path) -> None
     assert pytest_ignore_collect(tmp_path / "real", config) is None  # type: ignore[arg-type]
     # no -m: every folder
     assert pytest_ignore_collect(TESTS / "cluster", _config("")) is None  # type: ignore[arg-type]
+
+
+def test_a_test_module_that_imports_training_code_puts_training_on_the_path_first() -> None:
+    """``training/``'s modules import their siblings as top-level modules (as in the image), so a test imports them
+    with ``training/`` on ``sys.path``. A module must put it there itself (or import ``tests.training_support``, which
+    does) before such an import: that another module of the run did it first holds in the full tier, not when the
+    module or one of its tests runs alone (three real-tier modules failed to import then)."""
+    import ast
+
+    training = {p.stem for p in (TESTS.parent / "training").glob("*.py")}
+    wrong = []
+    for path in sorted(TESTS.rglob("*.py")):
+        source = path.read_text()
+        if "import" not in source:
+            continue
+        lines = source.splitlines()
+        on_path = False
+        for node in ast.parse(source).body:
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name.split(".")[0] for alias in node.names]
+                on_path = on_path or any(alias.name == "tests.training_support" for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module.split(".")[0]]
+                on_path = on_path or (node.module == "tests" and any(a.name == "training_support" for a in node.names))
+            elif isinstance(node, (ast.For, ast.If, ast.Expr)):
+                text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+                on_path = on_path or ("sys.path.insert" in text and "training" in text.lower())
+            if not on_path and any(name in training for name in names):
+                wrong.append(f"{path.relative_to(TESTS.parent)}:{node.lineno}")
+    assert not wrong, wrong

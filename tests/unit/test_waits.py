@@ -33,7 +33,8 @@ def test_only_a_queued_job_gets_queue_time() -> None:
 def test_timeouts_round_up_to_whole_minutes_for_create_and_update() -> None:
     t = await_timeouts(3730)
     assert isinstance(t, pulumi.CustomTimeouts)
-    assert (t.create, t.update, t.delete) == ("63m", "63m", None)
+    assert (t.create, t.update, t.delete) == ("63m", "63m", "10m")  # delete: the provider's own ten minutes
+    assert await_timeouts(3720, grace_s=3600).delete == "62m"  # an hour's grace and two minutes
     assert await_timeouts(3720).create == "62m"
 
 
@@ -45,8 +46,13 @@ def test_a_job_object_reports_its_failure_and_nothing_else(obj) -> None:
     failed = {"type": obj.failed, "status": "True", "reason": "DeadlineExceeded", "message": "active too long"}
     assert obj.failure({"status": {"conditions": [failed]}}) == "DeadlineExceeded: active too long"
     assert obj.failure({"status": {"conditions": [{"type": obj.failed, "status": "True"}]}}) == obj.failed
-    with pytest.raises(pulumi.RunError, match=f"^{obj.kind} j failed: DeadlineExceeded: active too long$"):
-        obj.succeeded_or_raise("j", {"conditions": [failed]})
+    with pytest.raises(pulumi.RunError) as err:
+        obj.succeeded_or_raise("j", {"conditions": [failed]}, "training", "urn:pulumi:s::p::x::j")
+    assert str(err.value) == (
+        f"{obj.kind} j failed: DeadlineExceeded: active too long. Its pods: kubectl get pods -n training -l "
+        f"{obj.pod_label}=j; their logs: kubectl logs -n training -l {obj.pod_label}=j --all-containers --tail=50. "
+        "Fix the cause, then run it again: pulumi up --replace 'urn:pulumi:s::p::x::j'"
+    )
     assert obj.succeeded_or_raise("j", None) == "j"
 
 

@@ -1,0 +1,133 @@
+"""How long `pulumi up` takes to create each kind of resource: the durations the plan report's model of the path to
+the first training step adds up (:mod:`stacks.plan.timeline`).
+
+Each figure names its public source, or says ``estimate`` and why where no public source gives one. They are a model,
+in minutes, to compare paths with: not a promise of how long a deployment takes.
+"""
+
+from dataclasses import dataclass
+from typing import Mapping
+
+
+@dataclass(frozen=True, kw_only=True)
+class Duration:
+    """How long one step takes, in minutes."""
+
+    minutes: float
+    what: str
+    """What takes that long."""
+    sources: tuple[str, ...] = ()
+    """Keys of :data:`components.catalog.sources.SOURCES` the figure comes from."""
+    estimate: str = ""
+    """Why the figure, where it is an estimate (no source gives it, or the model takes one end of a range)."""
+
+
+#: Creation by resource type token (the type a registration carries).
+CREATION: Mapping[str, Duration] = {
+    "eks:index:Cluster": Duration(
+        minutes=10.0,
+        what="the EKS control plane and what pulumi-eks creates with it (its IAM role, security groups, access "
+        "entries)",
+        sources=("eks-cluster-creation-roadmap", "eks-cluster-creation-measured"),
+        estimate="EKS reported 15 minutes on average, an unofficial measurement 13 to 16 minutes across Regions; the "
+        "model takes 10, the low end, so the rest of the path weighs more against it, not less",
+    ),
+    "aws:eks/nodeGroup:NodeGroup": Duration(
+        minutes=4.0,
+        what="a managed node group: instances launched, booted, registered and Ready",
+        estimate="no public figure; EC2 launch and boot plus the kubelet's registration take a few minutes",
+    ),
+    "aws:eks/addon:Addon": Duration(
+        minutes=1.0,
+        what="an EKS managed add-on until ACTIVE",
+        estimate="no public figure; EKS applies the add-on's manifests and waits for its workloads",
+    ),
+    "aws:ec2/natGateway:NatGateway": Duration(
+        minutes=2.0, what="a NAT gateway until available", estimate="no public figure; a few minutes when observed"
+    ),
+    "aws:efs/fileSystem:FileSystem": Duration(
+        minutes=0.5, what="an EFS file system until available", estimate="no public figure"
+    ),
+    "aws:efs/mountTarget:MountTarget": Duration(
+        minutes=1.5, what="an EFS mount target until available", estimate="no public figure"
+    ),
+    "aws:fsx/lustreFileSystem:LustreFileSystem": Duration(
+        minutes=8.0,
+        what="an FSx for Lustre file system until AVAILABLE",
+        estimate="no public figure; FSx documents only that creation returns while the file system is CREATING",
+    ),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": Duration(
+        minutes=2.0,
+        what="an FSx data repository association until AVAILABLE",
+        estimate="no public figure; the association is created on the running file system",
+    ),
+    "pulumi-python:dynamic/eks-training:ImageBuild": Duration(
+        minutes=6.0,
+        what="an image build: CodeBuild provisions a builder, builds the Dockerfile and pushes to ECR",
+        estimate="no public figure; builder start-up and a build of a few layers",
+    ),
+    "kubernetes:helm.sh/v3:Release": Duration(
+        minutes=1.0,
+        what="a Helm release until its workloads are ready (image pulls and start, webhooks serving)",
+        estimate="no public figure",
+    ),
+    "kubernetes:yaml/v2:ConfigFile": Duration(
+        minutes=0.5,
+        what="a release manifest that runs a controller, applied whole, until its Deployment is available (the MPI "
+        "Operator; a manifest of definitions only takes a Kubernetes object's time)",
+        sources=("pulumi-kubernetes-deployment-await",),
+        estimate="as a Deployment",
+    ),
+    "kubernetes:apps/v1:Deployment": Duration(
+        minutes=0.5,
+        what="a Deployment until its pods are available",
+        sources=("pulumi-kubernetes-deployment-await",),
+        estimate="no public figure for the time; the source says what is waited for",
+    ),
+    "kubernetes:apps/v1:DaemonSet": Duration(
+        minutes=0.5,
+        what="a DaemonSet until its pods are available",
+        estimate="as a Deployment",
+    ),
+}
+
+#: A Kubernetes object whose creation Pulumi does not wait on beyond the API server's answer.
+KUBERNETES_OBJECT = Duration(
+    minutes=0.05, what="another Kubernetes object (the API server's answer)", estimate="seconds"
+)
+#: Any other AWS resource (IAM, security groups and rules, subnets, route tables, KMS, S3, ECR, CloudWatch...).
+AWS_RESOURCE = Duration(
+    minutes=0.2,
+    what="another AWS resource (IAM, a security group or rule, a subnet, a route table, a bucket...)",
+    estimate="seconds to a few tens of seconds; the middle of 0.1 to 0.3 minutes",
+)
+#: Anything else (a provider, a dynamic resource that is not a build): configured, not created.
+OTHER = Duration(minutes=0.0, what="a provider or a local resource", estimate="no remote call to wait for")
+
+#: A Job Pulumi waits for (no ``pulumi.com/skipAwait``), or a custom resource it waits on (``pulumi.com/waitFor``): its
+#: pods start (the image pull dominates) and run to completion.
+FINISHED_JOB = Duration(
+    minutes=2.0,
+    what="a Job Pulumi waits for: its pods start (the image pulled) and it completes",
+    sources=("pulumi-kubernetes-job-await",),
+    estimate="no public figure for the time; a short job (a health check, a staging copy) of a training image",
+)
+#: The same for a Job of one of the catalog's small pinned helper images (components.catalog.IMAGES: busybox...).
+FINISHED_HELPER_JOB = Duration(
+    minutes=0.25,
+    what="a Job Pulumi waits for, of a small pinned helper image (a pull of megabytes, a run of seconds)",
+    sources=("pulumi-kubernetes-job-await",),
+    estimate="no public figure; scheduling, the pull, the run and the Job controller's completion take tens of seconds",
+)
+#: The first training step: the training job's pods scheduled, their image pulled, the containers started.
+PODS_START = Duration(
+    minutes=2.0,
+    what="the training pods' start: scheduled, the image pulled, the containers started",
+    estimate="no public figure; a training image is gigabytes",
+)
+#: The same when the training image is already on the nodes (the job's health check ran it there just before).
+PODS_START_CACHED = Duration(
+    minutes=0.25,
+    what="the training pods' start with the image already on the nodes (IfNotPresent, pinned by digest)",
+    estimate="no public figure; admission, scheduling and the containers' start take seconds",
+)
