@@ -7,8 +7,9 @@ API refuses an eviction that would leave fewer ready pods; EKS's node group upda
 with PodEvictionFailure unless forced (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html).
 
 A budget never holds a node for a pod that is done or broken: the eviction API deletes a Succeeded, Failed or Pending
-pod whatever the budget says, and ``unhealthyPodEvictionPolicy: AlwaysAllow`` (GA in Kubernetes 1.31) lets a running
-pod that is not ready go too
+pod whatever the budget says (``canIgnorePDB``,
+https://github.com/kubernetes/kubernetes/blob/v1.32.13/pkg/registry/core/pod/storage/eviction.go),
+and ``unhealthyPodEvictionPolicy: AlwaysAllow`` (GA in Kubernetes 1.31) lets a running pod that is not ready go too
 (https://kubernetes.io/docs/tasks/run-application/configure-pdb/#unhealthy-pod-eviction-policy).
 """
 

@@ -12,6 +12,9 @@ from stacks.config.errors import key
 
 
 def _dotted(v: tuple[int, int, int]) -> str:
+    """A driver version as NVIDIA writes it (580.159.03), a branch alone as its number (580)."""
+    if v[1:] == (0, 0):
+        return str(v[0])
     return ".".join(f"{n:02d}" if i == 2 else str(n) for i, n in enumerate(v))
 
 

@@ -63,3 +63,35 @@ def test_a_release_that_is_neither_a_tag_nor_a_version_is_refused(bad: str) -> N
     why = ami_release_problem(bad)
     assert why is not None and "release tag such as" in why
     assert ami_release_problem("v20260714") is None and ami_release_problem("1.36.2-20260714") is None
+
+
+def test_a_release_whose_driver_is_older_than_the_groups_torch_build_needs_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rule over a stack's groups (stacks/config/amis.py) compares the release's NVIDIA driver with the CUDA of
+    the build each GPU group's image installs: a release of 12.x drivers cannot run the CUDA 13.0 build (H100) but
+    runs the CUDA 12.6 build (V100); a CPU group has no driver to check."""
+    import stacks.config.amis as rule
+    from components.catalog.amis import AmiRelease
+    from components.catalog.instances import Catalog
+    from stacks.config.cluster import ClusterConfig
+
+    old = AmiRelease(
+        tag="v20260714",
+        released=AMI_RELEASES["v20260714"].released,
+        versions=AMI_RELEASES["v20260714"].versions,
+        nvidia_driver=(570, 1, 1),
+        source="eks-ami-v20260714",
+    )
+    monkeypatch.setattr(rule, "release_of", lambda v: old)
+    cluster = ClusterConfig.model_validate({"kubernetesVersion": "1.36", "amiRelease": "v20260714"})
+    groups: list[tuple[str, str | None, list[str]]] = [
+        ("nodeGroups.h100", None, ["p5.48xlarge"]),
+        ("nodeGroups.v100", None, ["p3.2xlarge"]),
+        ("systemNodeGroup", None, ["m5.large"]),
+    ]
+    problems = rule.ami_release_problems(cluster, groups, Catalog.builtin())
+    assert problems == [
+        "eks-training:cluster.amiRelease: release v20260714 ships NVIDIA driver 570.1.01, older than the 580 the "
+        "training image's CUDA 13.0 needs on nodeGroups.h100; pin a newer release"
+    ], problems
