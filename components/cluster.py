@@ -39,7 +39,7 @@ from components.catalog.addons import configuration_settings
 from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING_CONFIGURATION
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
-from components.nodegroup import TrainingNodeGroup
+from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
 from components.partition import current_partition
 from components.scheduling import SYSTEM_ROLE
 
@@ -98,6 +98,10 @@ class SystemNodeGroupSpec(TypedDict):
     """cluster-autoscaler owns the desired size (EKS tags every managed group for auto-discovery)."""
     host_setup: NotRequired[Sequence[str]]
     """Names of the host-side facts the system nodes must have (``TrainingNodeGroupArgs.host_setup``). Default none."""
+    release_version: NotRequired[str]
+    """The EKS AMI release version of the system nodes (``TrainingNodeGroupArgs.release_version``)."""
+    keep_release_version: NotRequired[bool]
+    """Keep the release the group runs once created (``TrainingNodeGroupArgs.keep_release_version``)."""
 
 
 class NamespaceMemberArgs(TypedDict):
@@ -331,24 +335,30 @@ class TrainingCluster(pulumi.ComponentResource):
         self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in node_addons]).apply(lambda v: str(v[0]))
 
         spec = args["system_node_group"]
+        system_args: TrainingNodeGroupArgs = {
+            "cluster_name": self.cluster_name,
+            "node_role_arn": node_role_arn,
+            "subnet_ids": args["private_subnet_ids"],
+            "instance_types": [spec["instance_type"]],
+            "role": SYSTEM_ROLE,
+            "gpus_per_node": 0,
+            "min_size": spec["min_size"],
+            "desired_size": spec["desired_size"],
+            "max_size": spec["max_size"],
+            "capacity_type": "ON_DEMAND",
+            "disk_size_gib": spec.get("disk_size_gib", SYSTEM_DISK_SIZE_GIB),
+            "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
+            "host_setup": list(spec.get("host_setup") or ()),
+            # the control plane's minor: the group follows the cluster (after the add-ons nodes need, by cluster_name)
+            "kubernetes_version": version,
+            "keep_release_version": bool(spec.get("keep_release_version", False)),
+            "tags": tags,
+        }
+        if "release_version" in spec:
+            system_args["release_version"] = spec["release_version"]
         system = TrainingNodeGroup(
             f"{name}-system",
-            {
-                "cluster_name": self.cluster_name,
-                "node_role_arn": node_role_arn,
-                "subnet_ids": args["private_subnet_ids"],
-                "instance_types": [spec["instance_type"]],
-                "role": SYSTEM_ROLE,
-                "gpus_per_node": 0,
-                "min_size": spec["min_size"],
-                "desired_size": spec["desired_size"],
-                "max_size": spec["max_size"],
-                "capacity_type": "ON_DEMAND",
-                "disk_size_gib": spec.get("disk_size_gib", SYSTEM_DISK_SIZE_GIB),
-                "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
-                "host_setup": list(spec.get("host_setup") or ()),
-                "tags": tags,
-            },
+            system_args,
             # the node group waits for the add-ons through cluster_name: its launch template need not
             opts=pulumi.ResourceOptions(parent=self),
         )

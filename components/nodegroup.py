@@ -206,6 +206,15 @@ class TrainingNodeGroupArgs(TypedDict):
     the AL2023 NVIDIA type for GPU groups, the AL2023 standard type otherwise."""
     node_repair: NotRequired[NodeRepairSpec]
     """EKS node auto repair; absent: EKS's default (off)."""
+    kubernetes_version: NotRequired[str]
+    """The nodes' Kubernetes minor (the control plane's; a group may be up to three minors older); absent: the
+    cluster's at creation, and the group stays on it when the cluster moves on."""
+    release_version: NotRequired[str]
+    """The EKS AMI release version the nodes run (``1.36.2-20260714``, of ``kubernetes_version``); changing it rolls
+    the nodes. Absent: EKS's newest for the version at creation."""
+    keep_release_version: NotRequired[bool]
+    """Once created, keep the release the group runs whatever ``release_version`` says (a default that moves with
+    this library then rolls no node); a Kubernetes version change takes EKS's newest release for the new version."""
     host_setup: NotRequired[Sequence[str]]
     """Names of the host-side facts the nodes must have (``components.catalog.fsx`` ``HOST_REQUIREMENTS``, e.g.
     ``fsx-lustre-client`` where pods mount FSx): the launch template's user data installs them before the kubelet
@@ -424,6 +433,8 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             "max_size": args["max_size"],
         }
         ignored: list[str] = []
+        if args.get("keep_release_version"):
+            ignored.append("releaseVersion")
         if args.get("ignore_desired_size_changes") or capacity_type == "CAPACITY_BLOCK":
             ignored.append("scalingConfig.desiredSize")
         if capacity_type == "CAPACITY_BLOCK":
@@ -433,7 +444,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 # says to upgrade a Capacity Block group at desired size 0 (CAPACITY_BLOCK_GUIDE). While the block is
                 # active the group keeps its launch template version; a change applies at the next `pulumi up` while
                 # the group is at 0 (before a block starts, after it ends, or with a new block's id).
-                ignored.append("launchTemplate")
+                ignored += ["launchTemplate", "version", "releaseVersion"]
                 pulumi.log.info(
                     f"{name}: Capacity Block {reservation} is active: the node group keeps its launch template version "
                     "(an update would roll nodes the block has no room for); launch template changes apply while the "
@@ -456,8 +467,13 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             instance_types=None if capacity_type == "CAPACITY_BLOCK" else instance_types,
             capacity_type=capacity_type,
             ami_type=args.get("ami_type") or ami_type(gpus),
+            version=args.get("kubernetes_version"),
+            release_version=args.get("release_version"),
             scaling_config=scaling,
+            # one node at a time; a pod its PodDisruptionBudget keeps for 15 minutes fails the update
+            # (PodEvictionFailure), never forced (source key ``eks-managed-node-update``)
             update_config={"max_unavailable": 1},
+            force_update_version=False,
             node_repair_config=node_repair_config(args.get("node_repair")),
             labels=labels,
             taints=eks_taints,
@@ -465,7 +481,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=ignored or None,
+                ignore_changes=list(dict.fromkeys(ignored)) or None,
             ),
         )
         self.capacity_block_start = pulumi.Output.from_input(block_start or "")

@@ -103,7 +103,7 @@ def build_collector(
             "resource": KINDS[job.kind].job_object.resource,
             "job_name": jobs[job.name].job_name,
             "output_dir": job.output_dir,
-            "config": _json(experiment_record(plan, job), imageUri=image_uris[job.image.name]),
+            "config": _json(experiment_record(plan, job), imageUri=image_uris[job.image.variant]),
         }
     region = aws.get_region_output().region
     args: BenchmarkCollectorArgs = {

@@ -114,6 +114,9 @@ def _node_group_args(
         "vpc_id": vpc_id,
         "autoscaler_tags": plan.autoscale,
         "ignore_desired_size_changes": plan.autoscale,
+        "kubernetes_version": plan.config.cluster.kubernetes_version,
+        "release_version": g.ami.release_version,
+        "keep_release_version": not g.ami.pinned,
         "tags": tags,
     }
     if g.capacity_reservation_id:
@@ -180,6 +183,8 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
             "disk_size_gib": plan.system.disk_size_gib,
             "autoscaled": plan.autoscale,
             "host_setup": [r.name for r in plan.host_requirements(plan.system.name)],
+            "release_version": plan.system.ami.release_version,
+            "keep_release_version": not plan.system.ami.pinned,
         },
         "support_type": c.support_type,
         "endpoint_public_access": c.endpoint_public_access,

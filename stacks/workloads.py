@@ -41,6 +41,7 @@ from components.workloads import (
     TensorBoard,
     TrainingNetworkPolicies,
 )
+from components.workloads.disruption import JobDisruptionBudget
 from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
@@ -174,14 +175,15 @@ def build_jobs(env: JobTarget) -> Workloads:
     namespace = out.network_policies.namespace
     for image in plan.used_images:
         if image.prebuilt:
-            out.image_uris[image.name] = pulumi.Output.from_input(image.prebuilt)
+            out.image_uris[image.variant] = pulumi.Output.from_input(image.prebuilt)
             continue
         assert image.context is not None
         built = TrainingImage(
-            fit_name(f"{name}-image-{image.name}", IMAGE_COMPONENT_NAME_MAX),
+            fit_name(f"{name}-image-{image.variant}", IMAGE_COMPONENT_NAME_MAX),
             {
                 "context_dir": str(image.context),
                 "dockerfile": image.dockerfile,
+                "build_args": image.build_args,
                 "keep_images": cfg.image_build.keep_images,
                 "build_timeout_minutes": cfg.image_build.build_timeout_minutes,
                 "compute_type": cfg.image_build.compute_type,
@@ -189,8 +191,8 @@ def build_jobs(env: JobTarget) -> Workloads:
                 "aws": cfg.aws,  # the stack's AWS provider settings: build where the repository is
             },
         )
-        out.images[image.name] = built
-        out.image_uris[image.name] = built.image_uri
+        out.images[image.variant] = built
+        out.image_uris[image.variant] = built.image_uri
     toolbox = out.image_uris[TOOLBOX_IMAGE]
     code_folders = {j.name: str(j.code_folder) for j in plan.jobs.values() if j.code_folder is not None}
     if code_folders:
@@ -241,7 +243,7 @@ def build_jobs(env: JobTarget) -> Workloads:
     for job in plan.jobs.values():
         if job.name in deferred:
             continue
-        out.jobs[job.name] = _job(env, plan, job, out, toolbox, namespace, pvc)
+        out.jobs[job.name] = _job(env, plan, job, out, namespace, pvc)
 
     if cfg.benchmark is not None and env.env is not None:  # a jobs-only stack has no benchmark (config rules)
         out.collector = build_collector(env.env, out.jobs, out.image_uris, namespace)
@@ -336,7 +338,6 @@ def _job(
     plan: Plan,
     job: JobPlan,
     out: Workloads,
-    toolbox: pulumi.Output[str],
     namespace: pulumi.Output[str],
     pvc: pulumi.Output[str],
 ) -> Job:
@@ -344,7 +345,20 @@ def _job(
     cfg = plan.config
     name = f"{cfg.cluster_name}-{job.name}"
     c = job.config
-    spec = job_spec(plan, job, namespace=namespace, pvc=pvc, image=out.image_uris[job.image.name], helper_image=toolbox)
+    toolbox = out.image_uris[job.toolbox.variant]
+    image = out.image_uris[job.image.variant]
+    spec = job_spec(plan, job, namespace=namespace, pvc=pvc, image=image, helper_image=toolbox)
+    # how many of the job's pods a drained node (a node group update) may take at once
+    JobDisruptionBudget(
+        f"{name}-disruption",
+        {
+            "namespace": namespace,
+            "job_name": spec["job_name"],
+            "min_available": job.min_available,
+            "selector": dict(KINDS[job.kind].worker_selector),
+        },
+        opts=env.k8s_opts,
+    )
     assert plan.admission is not None
     queue_name = _queue_name(env, out)
     queue = plan.admission.labels(job.name, env.local_queue is not None and plan.config.cluster.team or None)

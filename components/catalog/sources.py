@@ -896,10 +896,72 @@ SOURCES: Mapping[str, Source] = {
         url="https://docs.aws.amazon.com/codebuild/latest/userguide/build-spec-ref.html",
         shows="buildspec syntax: env.shell, env.variables, phases; commands run as root unless run-as names a user",
     ),
-    "torch-2.9.1": Source(
-        url="https://pypi.org/project/torch/2.9.1/",
-        shows="the Linux x86_64 wheels of torch 2.9.1 are the CUDA 12.8 build (2.9.1+cu128) and require "
-        "nvidia-nccl-cu12==2.27.5 and nvidia-cuda-runtime-cu12==12.8.90 (libcudart.so.12)",
+    "eks-ami-v20260610": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260610",
+        shows="AMI Release v20260610: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260610, 1.33.12-20260610, 1.34.8-20260610, 1.35.5-20260610, 1.36.1-20260610; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "eks-ami-v20260618": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260618",
+        shows="AMI Release v20260618: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260618, 1.33.13-20260618, 1.34.9-20260618, 1.35.6-20260618, 1.36.2-20260618; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "eks-ami-v20260625": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260625",
+        shows="AMI Release v20260625: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260625, 1.33.13-20260625, 1.34.9-20260625, 1.35.6-20260625, 1.36.2-20260625; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "eks-ami-v20260714": Source(
+        url="https://github.com/awslabs/amazon-eks-ami/releases/tag/v20260714",
+        shows="AMI Release v20260714: the release versions of the AL2023 AMIs (standard and NVIDIA share them) for "
+        "Kubernetes 1.32 to 1.36: "
+        "1.32.13-20260714, 1.33.13-20260714, 1.34.9-20260714, 1.35.6-20260714, 1.36.2-20260714; "
+        "kmod-nvidia-latest-dkms 580.159.03 in the AL2023_x86_64_NVIDIA AMIs",
+    ),
+    "cuda-driver-compatibility": Source(
+        url="https://docs.nvidia.com/deploy/cuda-compatibility/",
+        shows="minor version compatibility: applications built with CUDA 13.x run on drivers >= 580, with CUDA 12.x "
+        "on drivers >= 525.60.13",
+    ),
+    "eks-managed-node-update": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html",
+        shows="a managed node group update: setup (a new launch template version, maxUnavailable from updateConfig), "
+        "scale up (new nodes in every Availability Zone, old nodes cordoned), upgrade (up to maxUnavailable nodes "
+        "drained at once with the eviction API; a pod that cannot be evicted within 15 minutes fails the update "
+        "with PodEvictionFailure unless the update is forced, which deletes the pods), scale down",
+    ),
+    "eks-update-managed-node-group": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/update-managed-node-group.html",
+        shows="a managed node group is updated to a Kubernetes version or an AMI release version (releaseVersion); "
+        "the node group's Kubernetes version cannot be newer than the control plane's; force respects no "
+        "PodDisruptionBudget",
+    ),
+    "torch-2.13.0": Source(
+        url="https://pypi.org/project/torch/2.13.0/",
+        shows="the Linux x86_64 wheels of torch 2.13.0 are the CUDA 13.0 build (2.13.0+cu130: torch.version.cuda "
+        "13.0) and require nvidia-nccl-cu13==2.29.7 and nvidia-cuda-runtime 13.0 (libcudart.so.13 in "
+        "site-packages/nvidia/cu13/lib); installed, torch._C._cuda_getArchFlags() prints sm_75 sm_80 sm_86 sm_90 "
+        "sm_100 sm_120 (tests/unit/test_torch_pin.py reads it from the wheel the tests run)",
+    ),
+    "pytorch-cuda-matrix-2.13": Source(
+        url="https://github.com/pytorch/pytorch/pull/187075",
+        shows="RELEASE.md's Release Compatibility Matrix for 2.13: stable CUDA 12.6 (NCCL 2.29.3) and CUDA 13.0 "
+        "(NCCL 2.29.7), experimental 13.2; its CUDA Support Matrix, for 2.12 and 2.13: CUDA 12.6.3 Maxwell(5.0), "
+        "Pascal(6.0), Volta(7.0), Turing(7.5), Ampere(8.0, 8.6), Hopper(9.0); 13.0.2 Turing(7.5), Ampere(8.0, 8.6), "
+        "Hopper(9.0), Blackwell(10.0, 12.0) (the rows of https://github.com/pytorch/pytorch/pull/182849; Volta left "
+        "the CUDA 12.8 build in 2.11, https://github.com/pytorch/pytorch/issues/172352). The CUDA 12.6 build is "
+        "installed with pip install torch --index-url https://download.pytorch.org/whl/cu126",
+    ),
+    "cuda-13-volta": Source(
+        url="https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html",
+        shows="CUDA 13.0 removed offline compilation and library support for Maxwell, Pascal and Volta; toolkits "
+        "through 12.x remain the way to build for them",
     ),
     "pulumi-aws-config": Source(
         url="https://www.pulumi.com/registry/packages/aws/installation-configuration/",

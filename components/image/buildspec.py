@@ -21,6 +21,23 @@ ECR_PUBLIC_REGISTRY = "public.ecr.aws"
 """Amazon ECR Public, where the Dockerfiles' Ubuntu base comes from (:data:`components.catalog.BASE_IMAGES`)."""
 ECR_PUBLIC_AUTH_REGION = "us-east-1"
 """Region of ECR Public's authorization API (source key ``ecr-public-login``)."""
+BUILD_ARGS_VARIABLE = "DOCKER_BUILD_ARGS"
+"""The project variable naming the build arguments (space-separated); each argument's value is in the variable of
+its name, which ``docker build --build-arg NAME`` reads from the environment
+(https://docs.docker.com/reference/cli/docker/buildx/build/#build-arg), so no value is parsed by a shell."""
+#: Variables the build itself sets: no build argument may take their names.
+RESERVED_BUILD_VARIABLES: tuple[str, ...] = (
+    "DOCKERFILE",
+    "DOCKER_PLATFORM",
+    "IMAGE_TAG",
+    "REPOSITORY_URI",
+    "REGISTRY",
+    "PATH",
+    "TOOLS_DIR",
+    "RETRY_DELAY_SECONDS",
+    "DOCKER_BUILDKIT",
+    BUILD_ARGS_VARIABLE,
+)
 
 RETRY_SCRIPT = """\
 #!/usr/bin/env bash
@@ -95,8 +112,8 @@ def install_retry_command() -> str:
 @functools.cache  # constant text (a str), rendered once per process: every image of every evaluation reads it
 def buildspec() -> str:
     """The inline buildspec (YAML). Uses ``IMAGE_TAG`` and ``REPOSITORY_URI`` (set per build by the
-    dynamic resource), ``DOCKERFILE`` and ``DOCKER_PLATFORM`` (project environment), ``AWS_REGION``
-    (set by CodeBuild).
+    dynamic resource), ``DOCKERFILE``, ``DOCKER_PLATFORM`` and :data:`BUILD_ARGS_VARIABLE` with the arguments it
+    names (project environment), ``AWS_REGION`` (set by CodeBuild).
 
     ``pre_build`` writes ``retry``, logs in to the repository's registry (retried, fatal) and to ECR Public
     (retried, not fatal: an authenticated pull only raises the limits, source key ``ecr-public-pulls``), then
@@ -142,8 +159,10 @@ def buildspec() -> str:
             },
             "build": {
                 "commands": [
+                    "build_args=()\n"
+                    f'for arg in ${{{BUILD_ARGS_VARIABLE}:-}}; do build_args+=(--build-arg "$arg"); done\n'
                     f"retry {RETRY_ATTEMPTS} docker build --platform \"$DOCKER_PLATFORM\" --file \"$DOCKERFILE\""
-                    ' --tag "$REPOSITORY_URI:$IMAGE_TAG" .',
+                    ' ${build_args[@]+"${build_args[@]}"} --tag "$REPOSITORY_URI:$IMAGE_TAG" .\n',
                     f'retry {RETRY_ATTEMPTS} docker push "$REPOSITORY_URI:$IMAGE_TAG"'
                     ' || { echo "docker push failed; accepting the tag if ECR already holds it" >&2;'
                     ' aws ecr describe-images --region "$AWS_REGION" --repository-name "${REPOSITORY_URI#*/}"'

@@ -32,7 +32,12 @@ from components.arns import account_from_arn, region_from_arn
 from components.iam import codebuild_policy, service_trust_policy
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_problems, stack_aws_settings
 from components.image.build_provider import ImageBuild, ImageBuildInputs
-from components.image.buildspec import buildspec, lifecycle_policy_document
+from components.image.buildspec import (
+    BUILD_ARGS_VARIABLE,
+    RESERVED_BUILD_VARIABLES,
+    buildspec,
+    lifecycle_policy_document,
+)
 from components.image.context import (
     CONTEXT_PREFIX,
     DEFAULT_PLATFORM,
@@ -72,6 +77,8 @@ class TrainingImageArgs(TypedDict):
     """Local path of the Docker build context (hashed and zipped when the program runs)."""
     dockerfile: NotRequired[str]
     """Dockerfile path relative to the context (default ``Dockerfile``)."""
+    build_args: NotRequired[Mapping[str, str]]
+    """Build arguments (``docker build --build-arg``) by name; part of the image's tag."""
     platform: NotRequired[str]
     """``linux/amd64`` (default) or ``linux/arm64``; picks the CodeBuild environment."""
     repository_name: NotRequired[pulumi.Input[str]]
@@ -150,8 +157,20 @@ class TrainingImage(pulumi.ComponentResource):
             raise AwsSettingsError(aws_problems)
         env_type, default_build_image = PLATFORM_BUILD_ENVIRONMENTS[platform]
 
+        build_args = dict(args.get("build_args") or {})
+        for arg in build_args:
+            if (
+                not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", arg)
+                or arg in RESERVED_BUILD_VARIABLES
+                or arg.startswith(("CODEBUILD_", "AWS_"))
+            ):
+                raise ValueError(
+                    f"build argument {arg!r} must be a variable name, not CODEBUILD_* or AWS_* (CodeBuild's) nor "
+                    f"{', '.join(RESERVED_BUILD_VARIABLES)} (the build's)"
+                )
+
         # Program-time content addressing: hash, then a deterministic zip named by the hash.
-        context_hash = hash_build_context(args["context_dir"], dockerfile, platform)
+        context_hash = hash_build_context(args["context_dir"], dockerfile, platform, build_args)
         tag = image_tag_for(context_hash)
         zip_path = context_zip_path(context_hash)
         write_context_zip(args["context_dir"], zip_path, dockerfile)
@@ -226,6 +245,9 @@ class TrainingImage(pulumi.ComponentResource):
             {"name": "DOCKERFILE", "value": dockerfile, "type": "PLAINTEXT"},
             {"name": "DOCKER_PLATFORM", "value": platform, "type": "PLAINTEXT"},
         ]
+        if build_args:  # each argument's value in a variable of its name; the buildspec passes them by name
+            env_vars.append({"name": BUILD_ARGS_VARIABLE, "value": " ".join(sorted(build_args)), "type": "PLAINTEXT"})
+            env_vars += [{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in sorted(build_args.items())]
         environment: aws.codebuild.ProjectEnvironmentArgsDict = {
             "type": env_type,
             "image": args.get("codebuild_image", default_build_image),

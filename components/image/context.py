@@ -11,7 +11,7 @@ import stat
 import tempfile
 import zipfile
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
 HASH_SCHEME = "eks-training-image-context-v1"
 """Versioned prefix of the context hash: bump it if the hashing rules change."""
@@ -187,15 +187,23 @@ def collect_build_context(context_dir: str, dockerfile: str = "Dockerfile") -> l
     return collect_folder(context_dir, always=(dockerfile_rel, ".dockerignore"), what="build context")
 
 
-def hash_build_context(context_dir: str, dockerfile: str = "Dockerfile", platform: str = DEFAULT_PLATFORM) -> str:
+def hash_build_context(
+    context_dir: str,
+    dockerfile: str = "Dockerfile",
+    platform: str = DEFAULT_PLATFORM,
+    build_args: Optional[Mapping[str, str]] = None,
+) -> str:
     """Pure: sha256 (64 hex) of the build context.
 
     Hashed, in path order: each entry's relative ``/`` path, kind (file/symlink), normalised mode
-    (0644/0755) and content sha256, after :data:`HASH_SCHEME`, the Dockerfile path and the target
-    platform (both change the image). File order on disk, mtimes, owners and the absolute location of
-    the directory do not matter; files excluded by ``.dockerignore`` do not matter."""
+    (0644/0755) and content sha256, after :data:`HASH_SCHEME`, the Dockerfile path, the target
+    platform and the build arguments by name (all change the image; no arguments hash as before there were
+    any). File order on disk, mtimes, owners and the absolute location of the directory do not matter; files
+    excluded by ``.dockerignore`` do not matter."""
     h = hashlib.sha256()
     h.update(f"{HASH_SCHEME}\0dockerfile={dockerfile}\0platform={platform}\0".encode("utf-8"))
+    for k, v in sorted((build_args or {}).items()):
+        h.update(f"build-arg\0{k}\0{v}\n".encode("utf-8"))
     for e in collect_build_context(context_dir, dockerfile):
         kind = "symlink" if e.is_symlink else "file"
         h.update(f"{e.path}\0{kind}\0{e.mode:o}\0{e.sha256}\n".encode("utf-8"))

@@ -4,10 +4,11 @@ import ipaddress
 import re
 from typing import Annotated, Any, Iterable, Optional
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from components.admission import KUEUE_NAMESPACE
+from components.catalog.amis import ami_release_problem
 from components.catalog.operations import OBSERVABILITY_NAMESPACE
 
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
@@ -134,6 +135,18 @@ def _decimal_from_cli(value: Any) -> Any:
 
 
 Number = Annotated[float, BeforeValidator(_decimal_from_cli)]
+
+
+def _ami_release(value: Optional[str]) -> Optional[str]:
+    why = ami_release_problem(value)
+    if why:
+        raise ValueError(why)
+    return value
+
+
+#: An ``amiRelease`` key: an EKS AMI release tag or release version (whether it has AMIs for the cluster's minor is
+#: a cross-section rule, :func:`stacks.config.amis.ami_release_problems`).
+AmiRelease = Annotated[Optional[str], AfterValidator(_ami_release)]
 
 
 class Model(BaseModel):

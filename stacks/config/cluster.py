@@ -14,7 +14,7 @@ from components.catalog import (
     SUPPORTED_KUBERNETES_VERSIONS,
     in_standard_support,
 )
-from stacks.config.base import ROLE_ARN_RE, Model, cidr_problem, ipv4, reference
+from stacks.config.base import ROLE_ARN_RE, AmiRelease, Model, cidr_problem, ipv4, reference
 from stacks.config.errors import check
 
 #: Control-plane log types EKS can send to CloudWatch (listed once).
@@ -55,6 +55,12 @@ class ClusterConfig(Model):
     """EKS add-on name -> the version to run (allowed: the add-on names); default this project's pin for
     kubernetesVersion where it has one (components/catalog/addons.py), else EKS's default, which preflight checks. A
     version without a setting the stack passes the add-on is refused."""
+    ami_release: AmiRelease = None
+    """The EKS AMI release every node group runs unless it sets its own: a tag of components/catalog/amis.py
+    (v20260714) or a release version of kubernetesVersion (1.36.2-20260714); setting or changing it rolls the nodes
+    (one setting, shown in the plan). Unset: a new group starts on the newest release this project knows and keeps
+    the release it has when the project moves on (no surprise roll); a Kubernetes minor upgrade then takes EKS's
+    newest release for the new minor."""
     stack_reference: Optional[str] = None
     """A jobs-only stack: the cluster stack (``org/project/stack``) whose team's queue this stack's jobs go to."""
     team: Optional[str] = None

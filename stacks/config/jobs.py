@@ -71,7 +71,9 @@ class ImageConfig(Model):
     images/horovod, images/tensorflow): built by AWS CodeBuild into its own ECR repository, tagged with a hash of the
     folder's content (an unchanged folder is not rebuilt) and referenced by digest; its CUDA targets, and its base
     where that ships GPU code (images/horovod: NGC TensorFlow 25.02, compute capability 7.5 and later, no V100), must
-    cover the GPUs its jobs run on. Set context or prebuilt."""
+    cover the GPUs its jobs run on. A Dockerfile that takes the torch build arguments (the bundled training image,
+    torch 2.13.0) is built once per CUDA build its jobs' GPUs need: PyPI's CUDA 13.0 build, the one the tests run,
+    and the CUDA 12.6 build of the same release for V100 (p3). Set context or prebuilt."""
     prebuilt: Optional[str] = None
     """A pinned image reference, REGISTRY/REPO:TAG or REPO@sha256:..., e.g. an AWS Deep Learning Container or an NGC
     image. Set context or prebuilt."""

@@ -1,6 +1,6 @@
 """Node group sections: ``systemNodeGroup`` and the worker groups of ``nodeGroups``."""
 
-from typing import Optional
+from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
@@ -16,6 +16,7 @@ from stacks.config.base import (
     ENTRY_NAME_MAX,
     RESERVATION_RE,
     SUBNET_RE,
+    AmiRelease,
     Model,
     Number,
     label_key_ok,
@@ -23,6 +24,11 @@ from stacks.config.base import (
     reference,
 )
 from stacks.config.errors import check
+
+#: How a group's nodes are replaced when they must roll (a new AMI release, a Kubernetes minor, a launch template
+#: change); listed once.
+UpdateStrategy = Literal["rolling", "whenIdle"]
+
 
 #: Worker group names become Kubernetes label values and parts of AWS names.
 GROUP_NAME_MAX = ENTRY_NAME_MAX["nodeGroups"]
@@ -173,6 +179,16 @@ class NodeGroupConfig(Model):
     node_repair: Optional[NodeRepairConfig] = None
     """EKS node auto repair: on for GPU groups unless ``enabled: false`` (no action on the agent's ``DCGMError``, a lost
     DCGM host engine), off for CPU groups unless set."""
+    ami_release: AmiRelease = None
+    """The EKS AMI release the group's nodes run: a tag of components/catalog/amis.py (v20260714) or a release version
+    of the cluster's Kubernetes minor (1.36.2-20260714); default cluster.amiRelease. Changing it rolls the nodes."""
+    update_strategy: UpdateStrategy = "rolling"
+    """When the nodes must roll (a new AMI release or Kubernetes minor): rolling replaces one node at a time, each of a
+    running job's pods stopped as a stop promises (SIGTERM, stopGracePeriodSeconds, checkpoint, resume on the nodes
+    that remain or come back), one pod of a job at a time (a PodDisruptionBudget; an elastic job may shrink to its
+    minNodes); whenIdle keeps every pod of the
+    group's running jobs (a PodDisruptionBudget of all of them): EKS cannot drain their nodes, fails the update after
+    15 minutes (PodEvictionFailure) and pulumi up stops there; run it again once the jobs are done."""
 
     @property
     def price_discount(self) -> float:
@@ -298,6 +314,10 @@ class SystemNodeGroupConfig(Model):
     """The most nodes."""
     disk_size_gib: int = Field(default=SYSTEM_DISK_SIZE_GIB, ge=20, le=16384)
     """The nodes' root volume, in GiB."""
+    ami_release: AmiRelease = None
+    """The EKS AMI release the system nodes run (as nodeGroups.<name>.amiRelease); default cluster.amiRelease."""
+    update_strategy: UpdateStrategy = "rolling"
+    """When the system nodes must roll: as nodeGroups.<name>.updateStrategy, for the jobs on the system group."""
 
     @model_validator(mode="after")
     def _sizes(self) -> "SystemNodeGroupConfig":

@@ -34,10 +34,12 @@ from components.nodeplan import (
 )
 from components.scheduling import SYSTEM_ROLE
 from stacks.bundle import SHIPPED
+from stacks.config.amis import ami_release_problems
 from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem
 from stacks.config.cluster import ClusterConfig
 from stacks.config.errors import key
 from stacks.config.jobs import (
+    TOOLBOX_IMAGE,
     DatasetConfig,
     ImageConfig,
     JobConfig,
@@ -45,6 +47,7 @@ from stacks.config.jobs import (
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.storage import FsxConfig, StorageConfig
+from stacks.config.torch_builds import torch_build_problems
 from stacks.kinds import KINDS
 
 #: The repository (image build contexts are folders of it).
@@ -382,6 +385,13 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
             image = s.images[job.image]
             if group_name is not None and (g := s.groups.get(group_name)) is not None:
                 check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
+                # the image's torch build, and the bundled image's for the health check, on the group's GPUs
+                checked = {job.image: f"{path}.image"}
+                if job.health_check is not None and job.health_check.enabled and TOOLBOX_IMAGE in s.images:
+                    checked.setdefault(TOOLBOX_IMAGE, f"{path}.healthCheck")
+                for image_name, at in checked.items():
+                    dockerfile = _dockerfile(s, image_name, s.images[image_name])
+                    problems.extend(torch_build_problems(s.catalog, at, name, image_name, dockerfile, group_name, g))
             KINDS[job.kind].image_problems(s, path, name, job.image, image, problems)
         check_code(s, path, job, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not _named(s, "datasets", job.dataset):
@@ -876,6 +886,9 @@ def cross_section(s: Sections) -> list[str]:
     check_images(s, problems)
     check_jobs(s, problems)
     check_storage(s, s.jobs, problems)
+    groups = [("systemNodeGroup", s.system.ami_release, [s.system.instance_type])]
+    groups += [(f"nodeGroups.{n}", g.ami_release, list(g.instance_types)) for n, g in s.groups.items()]
+    problems.extend(ami_release_problems(s.cluster, groups, s.catalog))
     return problems
 
 

@@ -135,6 +135,9 @@ class JobKind:
     launcher_on_system_group: ClassVar[bool] = False
     """Each job also runs a launcher pod on the system node group (the MPI Operator's launcher, which runs
     ``mpirun``), which Kueue admits against the system flavor (:func:`stacks.plan.admission.launcher_requests`)."""
+    worker_selector: ClassVar[Mapping[str, str]] = {}
+    """Labels that tell its worker pods (on the job's group) from its other pods, for the job's
+    PodDisruptionBudget (empty: every pod of the job is a worker)."""
     indexed_pods: ClassVar[bool] = True
     """Its pods are an Indexed Job's (each gets ``JOB_INDEX`` from the downward API)."""
     job_object: ClassVar[JobObject] = BATCH_JOB

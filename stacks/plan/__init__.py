@@ -21,8 +21,6 @@ from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.gpus import peak_flops_per_device
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT, NODE_REPAIR_GPU_OVERRIDES
 from components.conventions import SHARED_MOUNT
-from components.image import hash_build_context, image_tag_for
-from components.image.dockerfile import read_dockerfile
 from components.job_code import code_hash
 from components.naming import k8s_name
 from components.nodegroup import NodeRepairSpec
@@ -43,6 +41,8 @@ from stacks.plan.admission import (
     never_admitted,
     with_topology,
 )
+from stacks.plan.images import ImagePlan, image_for, image_plans
+from stacks.plan.nodes import AmiPlan, ami_plan, min_available
 
 #: An enforced health check defaults to this share of the published two-node bus bandwidth.
 HEALTH_THRESHOLD_SHARE = 0.8
@@ -84,6 +84,10 @@ class NodeGroupPlan:
     repair: Optional[NodeRepairSpec] = None
     """EKS node auto repair (``None``: not configured, EKS's default: off): as ``nodeRepair`` sets it (``enabled``
     defaults to true there), else on for a GPU group (with the DCGM override, :func:`repair_spec`)."""
+    ami: AmiPlan = AmiPlan(release_version="", pinned=False)
+    """The EKS AMI release its nodes run (:func:`stacks.plan.nodes.ami_plan`)."""
+    update_strategy: str = "rolling"
+    """How its nodes roll: ``rolling`` or ``whenIdle`` (``nodeGroups.<g>.updateStrategy``)."""
 
     @property
     def instance_types(self) -> list[str]:
@@ -169,22 +173,6 @@ class OperationsPlan:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ImagePlan:
-    """One container image: built from a folder of the repository, or prebuilt."""
-
-    name: str
-    context: Optional[Path]
-    """Absolute folder to build (``None``: prebuilt)."""
-    dockerfile: str
-    prebuilt: Optional[str]
-    version: str
-    """The content-hash tag of a built image, the reference of a prebuilt one (part of run ids)."""
-    mpi_prefix: Optional[str] = None
-    """Where its Open MPI is installed: ``images.<name>.mpiPrefix``, else its Dockerfile's ``ENV OPAL_PREFIX``
-    (``None``: not an MPI image; the config rules require it for an image an MPI job runs)."""
-
-
-@dataclass(frozen=True, kw_only=True)
 class StoragePlan:
     """The shared file system: EFS (multi-zone, a mount target per private subnet) or FSx for Lustre in
     one zone (new VPC) or subnet (existing VPC): that of the pinned groups whose jobs mount it."""
@@ -254,6 +242,9 @@ class JobPlan:
     max_nodes: int
     procs_per_node: int
     image: ImagePlan
+    """The job's image, in the build for its group's GPUs (:func:`stacks.plan.images.image_for`)."""
+    toolbox: ImagePlan
+    """The bundled image in the build for the job's group: its health check and its pods' helper containers."""
     dataset: Optional[str]
     data_dir: Optional[str]
     """Where the dataset is inside the pods."""
@@ -276,6 +267,13 @@ class JobPlan:
     def kind(self) -> str:
         """A registered kind's name (:data:`stacks.kinds.KINDS`)."""
         return self.config.kind
+
+    @property
+    def min_available(self) -> int:
+        """Of the job's pods on its group, how many its PodDisruptionBudget keeps through a voluntary disruption (a
+        node drained by an update, cordon and drain by hand): all but one when the group rolls (an elastic job: at most
+        its ``minNodes``), all of them when it waits for its jobs (:func:`stacks.plan.nodes.min_available`)."""
+        return min_available(self.group.update_strategy, self.nodes, self.min_nodes)
 
 
 def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Optional[HealthCheckPlan]:
@@ -381,8 +379,8 @@ class Plan:
     @property
     def used_images(self) -> list[ImagePlan]:
         """The images the stack runs: the toolbox (staging, waits, checks) and every job's image."""
-        names = [TOOLBOX_IMAGE, *(j.image.name for j in self.jobs.values())]
-        return [self.images[n] for n in dict.fromkeys(names)]
+        used = [self.images[TOOLBOX_IMAGE], *(i for j in self.jobs.values() for i in (j.image, j.toolbox))]
+        return list({i.variant: i for i in used}.values())
 
     @property
     def experiments(self) -> list[JobPlan]:
@@ -420,6 +418,8 @@ def build_plan(cfg: StackConfig) -> Plan:
         disk_size_gib=s.disk_size_gib,
         zone=None,
         subnet_id=None,
+        ami=ami_plan(cfg.cluster, s.ami_release),
+        update_strategy=s.update_strategy,
     )
     groups: dict[str, NodeGroupPlan] = {}
     for name, g in cfg.node_groups.items():
@@ -441,6 +441,8 @@ def build_plan(cfg: StackConfig) -> Plan:
             price_discount=g.price_discount,
             spot_discount_set=g.spot_discount is not None,
             repair=repair_spec(g, types[0].gpus > 0),
+            ami=ami_plan(cfg.cluster, g.ami_release),
+            update_strategy=g.update_strategy,
         )
     plan = Plan(
         config=cfg,
@@ -449,19 +451,7 @@ def build_plan(cfg: StackConfig) -> Plan:
         autoscale=cfg.autoscaler.enabled and bool(groups),
         storage=storage_plan(cfg),
     )
-    images: dict[str, ImagePlan] = {}
-    for name, image in cfg.images.items():
-        context = cfg.image_folders.get(name) if image.context else None
-        version = image.prebuilt or image_tag_for(hash_build_context(str(context), image.dockerfile))
-        mpi_prefix = image.mpi_prefix or (read_dockerfile(context, image.dockerfile).mpi_prefix() if context else None)
-        images[name] = ImagePlan(
-            name=name,
-            context=context,
-            dockerfile=image.dockerfile,
-            prebuilt=image.prebuilt,
-            version=version,
-            mpi_prefix=mpi_prefix,
-        )
+    images = image_plans(cfg)
     datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
     jobs: dict[str, JobPlan] = {}
     for name in job_order(cfg.jobs):
@@ -472,7 +462,8 @@ def build_plan(cfg: StackConfig) -> Plan:
         dataset = cfg.datasets.get(job.dataset) if job.dataset else None
         code_folder = cfg.code_folders.get(name)
         digest = code_hash(str(code_folder)) if code_folder is not None else None
-        run_id = _run_id(name, job, images[job.image], dataset, group, procs, digest)
+        image = image_for(images[job.image], group.types)
+        run_id = _run_id(name, job, image, dataset, group, procs, digest)
         output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'runs/{run_id}'}"
         placement = group.placement()
         if job.processes_per_node is not None:
@@ -490,7 +481,8 @@ def build_plan(cfg: StackConfig) -> Plan:
             min_nodes=job.node_range[0],
             max_nodes=job.node_range[1],
             procs_per_node=procs,
-            image=images[job.image],
+            image=image,
+            toolbox=image_for(images[TOOLBOX_IMAGE], group.types),
             dataset=job.dataset,
             data_dir=datasets[job.dataset].data_dir if job.dataset else None,
             after=tuple(job.after),

@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence
 
 from components.catalog import PRICES_AS_OF, SOURCES
 from components.catalog.timings import CREATION, PODS_START
+from components.catalog.torch import torch_build_label
 from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
 from stacks.costs import estimate, node_hour
 from stacks.kinds import KINDS
@@ -50,6 +51,13 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
         "amiType": g.profile.ami_type,
         "diskSizeGib": g.disk_size_gib,
         "nodeRepair": dict(g.repair) if g.repair is not None else None,
+        "amiRelease": {
+            "releaseVersion": g.ami.release_version,
+            "release": g.ami.release,
+            "pinned": g.ami.pinned,
+            "nvidiaDriver": "{}.{}.{:02d}".format(*g.ami.nvidia_driver) if g.ami.nvidia_driver else None,
+        },
+        "updateStrategy": g.update_strategy,
     }
     if g.capacity_type == "CAPACITY_BLOCK":
         out["capacityBlock"] = (
@@ -58,6 +66,24 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
             "group are created by the first `pulumi up` after the start"
         )
     return out
+
+
+def _ami_line(g: dict[str, Any]) -> str:
+    """The group's AMI release and how its nodes roll, in one line."""
+    ami = g["amiRelease"]
+    driver = f", NVIDIA driver {ami['nvidiaDriver']}" if ami["nvidiaDriver"] and g["gpusPerNode"] else ""
+    tag = f" ({ami['release']}{driver})" if ami["release"] else ""
+    release = (
+        f"AMI release {ami['releaseVersion']}{tag}, pinned by amiRelease (a change rolls the nodes)"
+        if ami["pinned"]
+        else f"AMI release {ami['releaseVersion']}{tag} when created, then kept (set amiRelease to move)"
+    )
+    roll = (
+        "a roll replaces one node at a time, one pod of a job at a time (an elastic job down to its minNodes)"
+        if g["updateStrategy"] == "rolling"
+        else "a roll waits for the group's jobs (EKS fails it after 15 minutes while they run)"
+    )
+    return f"{release}; {roll}"
 
 
 def _steps(plan: Plan) -> dict[str, int]:
@@ -89,6 +115,7 @@ def _jobs(plan: Plan) -> list[dict[str, Any]]:
                 "gpusPerPod": job.placement["gpus"],
                 "efaInterfacesPerPod": job.placement["efa_devices"],
                 "image": job.image.name,
+                "imageBuild": torch_build_label(job.image.torch_build),
                 "dataset": job.dataset,
                 "after": list(job.after),
                 "outputDir": job.output_dir,
@@ -364,6 +391,7 @@ def render(r: dict[str, Any]) -> str:
         )
         if g.get("capacityBlock"):
             lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
+        lines.append(f"  {'':<12} {_ami_line(g)}")
         repair = g.get("nodeRepair")
         if repair is not None:
             limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k not in ("enabled", "overrides"))
@@ -393,6 +421,7 @@ def render(r: dict[str, Any]) -> str:
         )
         after = f", after {', '.join(j['after'])}" if j["after"] else ""
         data = f", dataset {j['dataset']}" if j["dataset"] else ""
+        data = (f" ({j['imageBuild']})" if j["imageBuild"] else "") + data
         waits = (
             f"; pulumi up waits for it: its {j['timeoutHours']:g} h deadline and up to "
             f"{j['queueTimeoutHours']:g} h in the queue"

@@ -311,6 +311,37 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:cluster.kubernetesVersion: '1.24' is not supported", "1.33"],
     ),
     (
+        "AMI release that is neither a tag nor a release version",
+        setk("cluster", {"amiRelease": "latest"}),
+        ["eks-training:cluster.amiRelease: 'latest' is not an EKS AMI release", "a release tag such as v2"],
+    ),
+    (
+        "AMI release tag the catalog lacks",
+        group(amiRelease="v20990101"),
+        [
+            "eks-training:nodeGroups.gpu.amiRelease: v20990101 is not a release this project knows",
+            "use one of v20260610",
+        ],
+    ),
+    (
+        "AMI release version of another Kubernetes minor",
+        setk("cluster", {"amiRelease": "1.35.6-20260714"}),
+        ["eks-training:cluster.amiRelease: 1.35.6-20260714 is a release version of Kubernetes 1.35, not of 1.36"],
+    ),
+    (
+        "AMI release version not in its release",
+        setk("systemNodeGroup", {**stack_config("dev")[f"{PROJECT}:systemNodeGroup"], "amiRelease": "1.36.9-20260714"}),
+        [
+            "eks-training:systemNodeGroup.amiRelease: 1.36.9-20260714 is not in release v20260714",
+            "1.36.2-20260714",
+        ],
+    ),
+    (
+        "update strategy EKS has no way to do",
+        group(updateStrategy="drainAll"),
+        ["eks-training:nodeGroups.gpu.updateStrategy", "rolling", "whenIdle"],
+    ),
+    (
         "bad admin ARN",
         setk("cluster", {"adminRoleArns": ["arn:aws:iam::123:user/bob"]}),
         ["eks-training:cluster.adminRoleArns[0]", "is not an IAM role ARN"],
@@ -423,6 +454,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
             "whose publisher supports GPUs of compute capability 7.5 and later",
             "not the NVIDIA V100 GPU (compute capability 7.0) of p3.2xlarge in node group gpu; run the job on a "
             "group whose GPUs the base supports, such as ",
+        ],
+    ),
+    (
+        "the bundled image on a group of GPUs no one torch build has kernels for",
+        both(
+            group(instanceTypes=["p3.16xlarge", "p6-b200.48xlarge"], capacityType="SPOT"),
+            job(nodeGroup="gpu"),
+        ),
+        [
+            "eks-training:jobs.train.image: job train runs image 'training', which installs torch 2.13.0 in the CUDA "
+            "build of its GPUs, on node group gpu, whose types p3.16xlarge (NVIDIA V100, 7.0), p6-b200.48xlarge "
+            "(NVIDIA B200, 10.0) no one build has kernels for (cu130: sm_75",
+            "put the types of each GPU generation in a node group of their own",
         ],
     ),
     (

@@ -15,6 +15,7 @@ from components.catalog import DEFAULT_KUBERNETES_VERSION, IMAGES, INSTANCE_TYPE
 from components.scheduling import NODE_ROLE_LABEL
 from components.workloads.mpi import LAUNCHER_CREATION_POLICIES, mpi_worker_hosts
 from components.workloads.tensorboard import tensorboard_command
+from stacks.config import load_config
 from stacks.config.benchmark import merged_experiments
 from tests.harness import (
     PROJECT,
@@ -43,6 +44,10 @@ def _all_jobs(stack: str) -> dict[str, Any]:
 
 
 JOB_STACKS = [s for s in stack_names() if _all_jobs(s)]
+
+
+def _plan(stack: str) -> stacks.plan.Plan:
+    return stacks.plan.build_plan(load_config(PROJECT, stack, stack_config(stack)))
 
 
 def _experiments(stack: str) -> set[str]:
@@ -99,7 +104,10 @@ class TestJobs:
         p: Program = program_for(stack, preview)
         builds = p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")
         images = stack_config(stack).get(f"{PROJECT}:images") or {}
-        assert len(builds) == 1 + len([i for i in images.values() if "context" in i])
+        # the bundled image once per torch build its groups' GPUs need (a second only on V100 groups)
+        torch_builds = {j.image.torch_build for j in _plan(stack).jobs.values() if j.image.name == "training"}
+        torch_builds |= {j.toolbox.torch_build for j in _plan(stack).jobs.values()} | {"cu130"}
+        assert len(builds) == len(torch_builds) + len([i for i in images.values() if "context" in i])
         for repo in p.of_type("aws:ecr/repository:Repository"):
             assert repo.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
             assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
@@ -429,7 +437,9 @@ def test_every_command_runs_and_every_script_is_in_its_image(program_for, stack:
     finally:
         sys.path.remove(str(REPO / "training"))
     p = program_for(stack, False)
-    contexts = {i.version: i.context for i in stacks.plan.build_plan(_config(stack)).images.values() if i.context}
+    plan = stacks.plan.build_plan(_config(stack))
+    # every build: the images' default ones and the jobs' (a V100 group's job runs another torch build)
+    contexts = {i.version: i.context for i in (*plan.images.values(), *plan.used_images) if i.context}
     builds = {
         b.outputs["image_uri"]: b.inputs["image_tag"]
         for b in p.of_type("pulumi-python:dynamic/eks-training:ImageBuild")

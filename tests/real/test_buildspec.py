@@ -16,8 +16,10 @@ import pytest
 import yaml
 
 from components.catalog import BASE_IMAGES
+from components.catalog.torch import TORCH_BUILDS, torch_build_args
 from components.image.buildspec import (
     BASE_IMAGES_AWK,
+    BUILD_ARGS_VARIABLE,
     ECR_PUBLIC_REGISTRY,
     RETRY_ATTEMPTS,
     RETRY_DELAY_SECONDS,
@@ -51,6 +53,10 @@ echo "$1" >> "$WORK/sleep.log"
 FAKE_DOCKER = """#!/usr/bin/env bash
 sub="$1"
 echo "$*" >> "$WORK/docker.log"
+if [ "$sub" = build ]; then  # each --build-arg NAME with the value docker reads from its environment
+  prev=
+  for a in "$@"; do [ "$prev" != --build-arg ] || echo "$a=${!a-<unset>}" >> "$WORK/build-args.log"; prev="$a"; done
+fi
 if [ "$sub" = login ]; then
   password="$(cat)"
   echo "${@: -1} $password" >> "$WORK/login.log"
@@ -296,6 +302,21 @@ def test_buildspec_rides_out_flaky_logins_pulls_builds_and_pushes(box: Box) -> N
     assert first["pull"] < first["build"] < first["push"]
     # Waits: ECR login 10; ECR Public 10, 20; pull 10, 20; build 10; push 10.
     assert box.lines("sleep.log") == ["10", "10", "20", "10", "20", "10", "10"]
+
+
+def test_buildspec_passes_the_projects_build_arguments_by_name(box: Box) -> None:
+    """The project names its build arguments in DOCKER_BUILD_ARGS and gives each value in the variable of its name
+    (components/image/component.py): docker gets ``--build-arg NAME`` and reads the value, spaces and all."""
+    torch_args = torch_build_args(TORCH_BUILDS["cu126"])
+    done = _run_buildspec(box, ECR_HAS_IMAGE="1", **{BUILD_ARGS_VARIABLE: " ".join(sorted(torch_args))}, **torch_args)
+    assert done.returncode == 0, done.stderr
+    (build,) = [c for c in box.lines("docker.log") if c.startswith("build ")]
+    assert build == (
+        "build --platform linux/amd64 --file Dockerfile "
+        + " ".join(f"--build-arg {k}" for k in sorted(torch_args))
+        + f" --tag {REPOSITORY_URI}:{IMAGE_TAG} ."
+    )
+    assert box.lines("build-args.log") == [f"{k}={v}" for k, v in sorted(torch_args.items())]
 
 
 def test_buildspec_accepts_a_push_that_keeps_failing_when_ecr_holds_the_tag(box: Box) -> None:

@@ -1,5 +1,5 @@
 """A slow shared volume under real training pods: every write stalled from the first step on, writes stalled at an
-attempt's start, and one 120 s stall with the production timeouts.
+attempt's start, one 120 s stall with the production timeouts, and a drained pod whose stop checkpoint outlasts 30 s.
 
 The pods are those of tests/real/test_training_faults_real.py (:mod:`tests.pod_runs`): two pods of the workshop stack
 on 127.0.0.1, as the local runner starts them. The volume turns slow through an LD_PRELOAD shim
@@ -10,7 +10,9 @@ their own, xdist runs them on one worker while another runs the other fault scen
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +27,9 @@ for _folder in (REPO_ROOT, REPO_ROOT / "training"):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 
+import launch  # noqa: E402
+
+from components.workloads.training import SHUTDOWN_MARGIN_S  # noqa: E402
 from tests import training_support as ts  # noqa: E402
 from tests.pod_runs import (  # noqa: E402
     RUN_TIMEOUT,
@@ -33,6 +38,7 @@ from tests.pod_runs import (  # noqa: E402
     assert_no_step_lost_or_repeated,
     assert_whole_epochs,
     new_run,
+    other,
 )
 
 #: Every checkpoint write stalls this long in fsync: half as long again as the collective timeout the run sets (10 s,
@@ -214,4 +220,52 @@ def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
     assert first_step["time"] < stall["time"], (first_step, stall)
     trained_during = [e for e in events if e["event"] == "epoch" and stall["time"] < e["time"] < stalled["time"]]
     assert len(trained_during) >= 2, "training did not go on during the stalled write"
+    assert_no_step_lost_or_repeated(run)
+
+
+#: How long the stop checkpoint's write stalls in the drain below: longer than the fixed 30 s torch < 2.12's
+#: torchrun waited for its workers after SIGTERM, shorter than the grace period the job gives them.
+SLOW_STOP_S = 40.0
+
+
+def test_a_drain_whose_stop_checkpoint_outlasts_30_s_loses_no_step(
+    runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path
+) -> None:
+    """A node drained by a node group update (SIGTERM to the pod, the job's grace period) while the volume is slow:
+    the stop checkpoint takes :data:`SLOW_STOP_S`; torchrun waits for it (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``, the
+    grace period less 15 s, which the torch the image ships reads) instead of killing the worker at 30 s, so the
+    survivor resumes at exactly the step the drained pod stopped after. The pod exits within its grace period."""
+    grace = 120
+    run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", "6"], stopGracePeriodSeconds=grace)
+    assert run.env()["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == str(grace - SHUTDOWN_MARGIN_S)
+    gate = tmp_path / "volume-turns-slow"
+    run.host_env = {
+        "LD_PRELOAD": str(slow_fsync),
+        "SLOW_FSYNC_MATCH": "checkpoint-step",
+        "SLOW_FSYNC_SECONDS": f"{SLOW_STOP_S:g}",
+        "SLOW_FSYNC_GATE": str(gate),
+    }
+    run.start_pod("a")
+    run.start_pod("b")
+    run.wait_event("epoch", RUN_TIMEOUT)
+    time.sleep(0.5)
+    victim = run.rank0_pod()
+    survivor = other(run, victim)
+    gate.touch()  # from now on every checkpoint write stalls
+    term_at = time.time()
+    os.kill(victim.pid, signal.SIGTERM)
+    assert victim.wait(grace) == launch.EXIT_STOPPED, run.report()
+    exit_s = time.time() - term_at
+    stop = run.wait_event("stopping", 10, after=term_at, pod=victim)
+    checkpoint = run.wait_event("checkpoint", 10, after=term_at, pod=victim, where=lambda e: e["step"] == stop["step"])
+    assert checkpoint["write_s"] >= SLOW_STOP_S > 30, checkpoint
+    assert SLOW_STOP_S < exit_s < grace, exit_s
+    resumed = run.wait_event("resumed", RUN_TIMEOUT, after=term_at, pod=survivor)
+    assert resumed["step"] == stop["step"], "the stop checkpoint was lost"
+    print(
+        f"\n[timing] drain with a {SLOW_STOP_S:g} s stop checkpoint: pod exit (143) {exit_s:.1f}s after SIGTERM, "
+        f"survivor resumed at step {resumed['step']} (stopped after {stop['step']})"
+    )
+    gate.unlink()
+    assert survivor.wait(RUN_TIMEOUT + 4 * SLOW_STOP_S) == 0, run.report()
     assert_no_step_lost_or_repeated(run)

@@ -95,9 +95,11 @@ def test_training_image_runs_the_venv_python_as_user_1000() -> None:
     assert path and path.group(1).split(":")[0] == "/opt/venv/bin", "python and torchrun must be the venv's"
     runs = "\n".join(args for word, args in ins if word == "RUN")
     assert "python3 -m venv /opt/venv" in runs and "python3-venv" in runs
-    assert 'pip install --retries 5 "torch==${TORCH_VERSION}"' in runs
-    assert ("ARG", "TORCH_VERSION=2.9.1") in ins and ("ARG", "TORCH_CUDA_VERSION=12.8") in ins
+    # torch from the index of the build the plan chooses, checked against its CUDA version and arch flags
+    # (the defaults: tests/unit/test_torch_pin.py)
+    assert 'pip install --retries 5 --index-url "${TORCH_INDEX_URL}" "torch==${TORCH_VERSION}"' in runs
     assert "torch.version.cuda == '${TORCH_CUDA_VERSION}'" in runs
+    assert "flags.split() == '${TORCH_CUDA_ARCHS}'.split()" in runs
     assert ("USER", "1000:1000") in ins and ("WORKDIR", "/app") in ins and ("HEALTHCHECK", "NONE") in ins
     # Ubuntu 24.04's own uid-1000 user is removed before trainer takes the id.
     user_run = next(a for w, a in ins if w == "RUN" and "useradd" in a)
@@ -116,11 +118,11 @@ def test_training_image_keeps_the_efa_installer_and_both_plugin_paths() -> None:
     assert "./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify" in runs
     ld = next(a for w, a in ins if w == "ENV" and a.startswith("LD_LIBRARY_PATH="))
     dirs = ld.split("=", 1)[1].split(":")
-    # EFA >= 1.44 without the arch folder, older installers with it; libfabric; the wheel's CUDA runtime.
+    # EFA >= 1.44 without the arch folder, older installers with it; libfabric; the wheel's CUDA runtime as
+    # libcudart.so (the one file the build links there: tests/real/test_torch_image_real.py runs its search).
     assert dirs[:3] == ["/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/ofi-nccl/lib", "/opt/amazon/efa/lib"]
-    assert "/opt/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib" in dirs and "" not in dirs
-    # The build checks that the hard-coded CUDA runtime folder is the one pip used, and that NCCL's plugin is there.
-    assert 'test "$cudart_dir" = /opt/venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib' in runs
+    assert "/opt/cudart" in dirs and "" not in dirs
+    assert 'ln -s "$cudart" /opt/cudart/libcudart.so' in runs and 'test "$cudart" = "${cudart%% *}"' in runs
     assert "/opt/amazon/ofi-nccl/lib/libnccl-net.so /opt/amazon/ofi-nccl/lib/*-linux-gnu/libnccl-net.so" in runs
 
 
