@@ -42,6 +42,7 @@ from typing_extensions import NotRequired
 from components.catalog import INSTANCE_TYPES, InstanceType, accelerator_label_value
 from components.catalog.fsx import HOST_REQUIREMENTS_BY_NAME
 from components.catalog.operations import REPAIR_ACTIONS
+from components.catalog.timings import NODE_ROLL, PROVIDER_NODE_GROUP_WAIT
 from components.naming import fit_prefix, name_limit, short_hash
 from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, host_setup_user_data, interface_specs
 from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
@@ -250,6 +251,13 @@ def _scheduling(
     accelerator = args.get("accelerator") or accelerator_label_value(facts.gpu_model if facts else None)
     labels, taints = node_scheduling(args["role"], gpus, efa, args.get("labels"), args.get("taints"), accelerator)
     return labels, taints
+
+
+def update_timeout_minutes(max_size: int) -> int:
+    """How long ``pulumi up`` waits for a node group's update: every node rolled one at a time (``maxUnavailable``
+    1), a node more for the scale-up, never below the provider's own wait. A shorter wait would end while EKS goes on
+    rolling, with the provider's state then ahead of the group's."""
+    return max(int(PROVIDER_NODE_GROUP_WAIT.minutes), int((max_size + 1) * NODE_ROLL.minutes))
 
 
 class TrainingNodeGroup(pulumi.ComponentResource):
@@ -482,6 +490,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 ignore_changes=list(dict.fromkeys(ignored)) or None,
+                custom_timeouts=pulumi.CustomTimeouts(update=f"{update_timeout_minutes(args['max_size'])}m"),
             ),
         )
         self.capacity_block_start = pulumi.Output.from_input(block_start or "")

@@ -936,6 +936,11 @@ SOURCES: Mapping[str, Source] = {
         "drained at once with the eviction API; a pod that cannot be evicted within 15 minutes fails the update "
         "with PodEvictionFailure unless the update is forced, which deletes the pods), scale down",
     ),
+    "tf-eks-node-group-timeouts": Source(
+        url="https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/eks_node_group#timeouts",
+        shows="aws_eks_node_group waits 60 minutes by default for a create, an update and a delete; a failed version "
+        "update ends the wait with an error (internal/service/eks/node_group.go, waitNodegroupUpdateSuccessful)",
+    ),
     "eks-update-managed-node-group": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/update-managed-node-group.html",
         shows="a managed node group is updated to a Kubernetes version or an AMI release version (releaseVersion); "

@@ -91,6 +91,19 @@ CREATION: Mapping[str, Duration] = {
     ),
 }
 
+#: Rolling one node of a managed node group (a new AMI release, Kubernetes minor or launch template): its pods
+#: evicted, which EKS allows 15 minutes, then its replacement launched, registered and Ready.
+NODE_ROLL = Duration(
+    minutes=20.0,
+    what="one node of a managed node group rolled: drained (up to EKS's 15-minute eviction limit), replaced and Ready",
+    sources=("eks-managed-node-update",),
+    estimate="the 15-minute limit plus a new node's 4 minutes (the node group's creation above), rounded up",
+)
+#: pulumi-aws's own wait for a node group's create, update or delete (Terraform's aws_eks_node_group default).
+PROVIDER_NODE_GROUP_WAIT = Duration(
+    minutes=60.0, what="the provider's default wait", sources=("tf-eks-node-group-timeouts",)
+)
+
 #: A Kubernetes object whose creation Pulumi does not wait on beyond the API server's answer.
 KUBERNETES_OBJECT = Duration(
     minutes=0.05, what="another Kubernetes object (the API server's answer)", estimate="seconds"

@@ -188,7 +188,8 @@ class NodeGroupConfig(Model):
     that remain or come back), one pod of a job at a time (a PodDisruptionBudget; an elastic job may shrink to its
     minNodes); whenIdle keeps every pod of the
     group's running jobs (a PodDisruptionBudget of all of them): EKS cannot drain their nodes, fails the update after
-    15 minutes (PodEvictionFailure) and pulumi up stops there; run it again once the jobs are done."""
+    15 minutes (PodEvictionFailure) and pulumi up stops there; once the jobs are done, run pulumi up --refresh (the
+    provider may have recorded the update as made: without the refresh it may not be sent again)."""
 
     @property
     def price_discount(self) -> float:
