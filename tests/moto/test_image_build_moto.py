@@ -555,10 +555,13 @@ def test_buildspec_logs_in_builds_pushes_and_prints_digest() -> None:
     cmds = spec["phases"]["pre_build"]["commands"] + spec["phases"]["build"]["commands"]
     text = "\n".join(cmds)
     assert "aws ecr get-login-password" in text and "docker login" in text
+    # the build arguments by name (each value in its own variable), then the build
+    (build,) = [c for c in cmds if "docker build" in c]
+    assert build.startswith("build_args=()\n"), build
     assert (
-        'retry 3 docker build --platform "$DOCKER_PLATFORM" --file "$DOCKERFILE" --tag "$REPOSITORY_URI:$IMAGE_TAG" .'
-        in cmds
-    )
+        'retry 3 docker build --platform "$DOCKER_PLATFORM" --file "$DOCKERFILE" ${build_args[@]+"${build_args[@]}"} '
+        '--tag "$REPOSITORY_URI:$IMAGE_TAG" .'
+    ) in build.splitlines(), build
     assert any(c.startswith('retry 3 docker push "$REPOSITORY_URI:$IMAGE_TAG"') for c in cmds)
     assert any("IMAGE_DIGEST=" in c for c in cmds) and any("$REPOSITORY_URI@$IMAGE_DIGEST" in c for c in cmds)
     # What runs the steps is tested under bash in tests/real/test_buildspec.py.
