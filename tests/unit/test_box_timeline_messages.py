@@ -87,9 +87,60 @@ def test_a_wait_for_another_boxs_lock_moves_only_the_clocks_running_then(tmp_pat
     later = rehearse.Step("urn:later", "later", [], timeout_s=10.0)
     run = rehearse.Rehearsal(Box(), [waiting, later])  # type: ignore[arg-type]
     start = rehearse.time.monotonic()
-    run.applied[waiting.urn], run.applied_at[waiting.urn] = waiting, start - 9.0
+    run.applied[waiting.urn], run.waits_from[waiting.urn] = waiting, start - 9.0
     run._host_waited(60.0)
+    run.seen_waiting[waiting.urn] = start
     assert run._late() == []
-    run.applied[later.urn], run.applied_at[later.urn] = later, start - 11.0
+    run.applied[later.urn], run.waits_from[later.urn] = later, start - 11.0
+    run.seen_waiting[later.urn] = start
     assert run._late() == ["later (timeout 10 s)"]
     assert run.host_wait_s == 60.0
+
+
+def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_path) -> None:
+    """Starting Kueue took 11.4 s on a busy machine, 11 minutes on the scaled clock: Kueue's release and the etcd
+    Deployment, each awaited 10 scaled minutes, were judged late (CI at 5e77324). Applying and starting Kueue are the
+    box's work; a step is judged by when it was last seen waiting, not by when a long pass ends."""
+    from stacks.box import rehearse
+
+    class Box:
+        home = tmp_path
+
+    class SlowKueue:
+        process = None
+
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+        def start(self) -> float:
+            clock[0] += 11.4
+            return 11.4
+
+    clock = [1000.0]
+    monkeypatch.setattr(rehearse.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(rehearse, "Kueue", SlowKueue)
+    release = rehearse.Step("urn:release", "release", [], timeout_s=600.0)
+    config_map = {"kind": "ConfigMap", "metadata": {"name": "c"}}
+    applied = rehearse.Step("urn:applied", "applied", [config_map], timeout_s=600.0)
+    run = rehearse.Rehearsal(Box(), [release, applied], time_scale=60.0)  # type: ignore[arg-type]
+    run.applied[release.urn], run.waits_from[release.urn] = release, clock[0]
+
+    def slow_apply(steps) -> None:
+        clock[0] += 18.0
+        for step in steps:
+            run.applied[step.urn], run.waits_from[step.urn] = step, clock[0]
+
+    monkeypatch.setattr(run, "_apply_all", slow_apply)
+    run._apply_timed([applied])
+    run._start_kueue(tmp_path / "kueue", {})
+    run.seen_waiting = {release.urn: clock[0], applied.urn: clock[0]}
+    assert run._late() == [], (run.waits_from, clock)
+    assert run.host_wait_s == 18.0 + 11.4
+    # the step applied by the slow apply is charged only for what came after it (Kueue's start, the box's too)
+    assert run.waits_from[applied.urn] == 1018.0 + 11.4
+    # a step past its timeout when last seen waiting is late; one seen only before its timeout ran out is not yet
+    run.seen_waiting[release.urn] = run.waits_from[release.urn] + 10.5
+    assert run._late() == ["release (timeout 600 s, 10.0 s on the box's clock)"]
+    clock[0] += 100.0
+    run.seen_waiting[release.urn] = run.waits_from[release.urn] + 9.5
+    assert run._late() == []
