@@ -23,7 +23,7 @@ What keeps the fast tiers fast (under a minute on 2 cores), none of which change
   collection long, and a mock evaluation allocates enough to trigger many (measured: 40 % of an evaluation's time);
 - each preset (and each variant of tests/variants.py) is evaluated once per run, by the first worker that needs it;
   the other worker reads the Program it left in the folder of the locks (plain data: :func:`tests.harness.shared`),
-  where both used to evaluate every preset (a third of the tier's evaluations);
+  not both evaluating every preset (a third of the tier's evaluations);
 - an xdist worker that has sent its last report freezes its objects too, so the full garbage collections pytest
   runs at its end (to report unraisable exceptions) do not walk the gigabyte of programs it kept: 2 s per run.
 """

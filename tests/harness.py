@@ -252,9 +252,9 @@ SHARED_FOLDER = "EKS_TRAINING_TESTS_SHARED"
 def shared(key: str, evaluate: Callable[[], Program]) -> Program:
     """``evaluate()``'s Program, evaluated once per run however many xdist workers ask for ``key`` (a name for what
     is evaluated: a preset, a variant): the first to ask evaluates it and leaves it in the shared folder as a
-    plain-data pickle, the others wait for it and read it (both workers used to evaluate every preset: a third of the
-    fast tiers' evaluations). Outside xdist, evaluated here. Only for what the key names in full: a stack's config,
-    not a test's environment or files."""
+    plain-data pickle, the others wait for it and read it (not every worker evaluating every preset: a
+    third of the fast tiers' evaluations saved). Outside xdist, evaluated here. Only for what the key names in full: a
+    stack's config, not a test's environment or files."""
     folder = os.environ.get(SHARED_FOLDER)
     if not folder:
         return evaluate()

@@ -1,9 +1,9 @@
 """Rank 0's checkpoint writer: a slow shared volume never holds training, nor the other ranks, in a collective.
 
-A checkpoint used to be written in the training loop: while rank 0 wrote, the other ranks waited in the next
-collective, which times out after the job's ``collectiveTimeoutSeconds`` (60 s by default), and torchrun then gives
+Written in the training loop, a checkpoint would hold the other ranks in the next collective while rank 0 wrote;
+the collective times out after the job's ``collectiveTimeoutSeconds`` (60 s by default), and torchrun then gives
 the workers 30 s before killing them. EFS and FSx latency under load is bounded by nothing this project controls,
-so a write that stalled past about 90 s was never saved and cost the work since the previous checkpoint.
+so a write that stalled past about 90 s would never be saved and would cost the work since the previous checkpoint.
 
 Here a checkpoint is staged: :func:`to_host` copies the state into host memory at a step boundary (the only part
 training waits for: milliseconds for the bundled model), then a background thread writes it to a temporary file,

@@ -475,7 +475,7 @@ def beyond_own_queue(plan: "Plan", admission: AdmissionPlan) -> list[str]:
     return problems
 
 
-# --- topology-aware placement (issue 26, item 5) ----------------------------------------------------------------------
+# --- topology-aware placement -----------------------------------------------------------------------------------------
 
 #: Kueue's pod-template annotation that asks for one domain of a Topology level, else the level above, and so on up,
 #: else spread (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/#user-facing-apis). Preferred, not

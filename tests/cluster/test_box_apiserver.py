@@ -91,7 +91,7 @@ def test_a_shared_box_refuses_what_a_fresh_one_would() -> None:
 
 
 def test_the_apiserver_check_can_fail(binaries, objects_of, tmp_path) -> None:
-    """Control: a Job whose podFailurePolicy exit codes are out of order (the bug of issue 25) is refused, naming the
+    """Control: a Job whose podFailurePolicy exit codes are out of order is refused, naming the
     field; so is an MPIJob that breaks its CRD's schema."""
     docs = objects_of("dev")
     job = next(d for d in docs if d["kind"] == "Job" and (d["spec"].get("podFailurePolicy") or {}).get("rules"))

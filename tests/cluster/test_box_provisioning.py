@@ -1,4 +1,4 @@
-"""Topology-aware placement on a group that scales from zero (issue 26): Kueue's ProvisioningRequest admission check,
+"""Topology-aware placement on a group that scales from zero: Kueue's ProvisioningRequest admission check,
 the real Kueue, and the box's stand-in of the cluster autoscaler (:mod:`stacks.box.provisioner`)."""
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
 
 @pytest.mark.alone
 def test_a_32_node_job_on_256_p5_nodes_lands_in_one_network_block(binaries, tmp_path) -> None:
-    """Topology-aware placement (issue 26, item 5) through the real Kueue with topology-aware scheduling as the release
+    """Topology-aware placement through the real Kueue with topology-aware scheduling as the release
     enables it: the p5 preset's GPU group at 256 nodes, whose network-topology labels put 32 nodes under each
     lowest-layer network node (blocks, :mod:`stacks.box.nodes`); one node of each of the first 7 blocks cordoned, so
     that only the last block has 32 free nodes. The training job at 32 nodes and its all-reduce health check (32 too)

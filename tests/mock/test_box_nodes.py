@@ -88,8 +88,8 @@ def test_a_rehearsal_gets_the_autoscalers_stand_in_exactly_when_the_stack_asks_f
     variant: str, stack: str, tmp_path
 ) -> None:
     """The benchmark rehearsed p5 without the cluster autoscaler's stand-in after the EFA presets' default became
-    Kueue's ProvisioningRequest check: its health check waited for a request nothing answered until the 900 s timeout
-    (a fresh-clone run at cf0c815). The plan's decision (:func:`stacks.box.provisioner.provisioner_for`) and the
+    Kueue's ProvisioningRequest check: its health check waited for a request nothing answered until the 900 s timeout.
+    The plan's decision (:func:`stacks.box.provisioner.provisioner_for`) and the
     registered AdmissionCheck agree for every stack, and a rehearsal of a guarded stack without the stand-in is refused
     at once."""
     from components.admission import PROVISIONING_CONTROLLER

@@ -62,4 +62,4 @@ def test_a_provider_setting_nothing_reads_is_refused(written: dict[str, Any], me
     assert p.registrations == []
 
 
-# --- finding 6: messages that name the fix ------------------------------------------------------------------------
+# --- messages that name the fix ---------------------------------------------------------------------------------

@@ -395,8 +395,8 @@ def _custom_efa_stack(cards: int, efa: int) -> dict[str, Any]:
 
 
 def test_inconsistent_efa_facts_are_a_config_error() -> None:
-    """The probe of the architecture issue: maxEfaInterfaces 2 with 1 network card used to give the launch
-    template 1 interface and the pods a request for 2 (never schedulable)."""
+    """maxEfaInterfaces 2 with 1 network card would give the launch template 1 interface and the pods a request
+    for 2 (never schedulable): refused."""
     from stacks.config import ConfigError
 
     p = run_program("p5", config=_custom_efa_stack(cards=1, efa=2), expect_error=True)

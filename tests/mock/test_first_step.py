@@ -1,5 +1,5 @@
 """The path from an empty account to each preset's first training step, modelled on what its program registers
-(:mod:`stacks.plan.timeline`, the durations of components/catalog/timings.py): within the targets of issue 34, with no
+(:mod:`stacks.plan.timeline`, the durations of components/catalog/timings.py): within its targets, with no
 wait on it that a real cluster does not need, and shown by the plan report."""
 
 from typing import Any
@@ -17,7 +17,7 @@ STACKS = stack_names()
 #: Every preset reaches its first training step within this many times the floor (the cluster, one node group and
 #: the pods' start, one after the other).
 TARGET = 1.2
-#: The workshop's own target (issue 34).
+#: The workshop's own target.
 WORKSHOP_TARGET = 1.15
 #: Presets whose path, after every wait a real cluster does not need is gone, is bounded by what they run: the ratio
 #: they stay within and why (the rest of the gap is the job's own work, not an ordering).
@@ -33,7 +33,7 @@ BOUNDED: dict[str, tuple[float, str]] = {
         "on the nodes before, is pulled then",
     ),
 }
-#: What no path to a first step may wait for: the waits issue 34 found on it that a real cluster does not need.
+#: What no path to a first step may wait for: waits a real cluster does not need.
 #: (type, name ending) pairs.
 NOT_ON_THE_PATH = [
     ("aws:eks/addon:Addon", "-addon-eks-pod-identity-agent"),  # node groups need the CNI and kube-proxy only

@@ -149,8 +149,7 @@ def test_the_text_names_every_group_job_and_total() -> None:
 
 
 def test_side_by_side_jobs_share_a_step() -> None:
-    """A benchmark's experiments run side by side: the plan puts them all in step 1, not numbered as if in a row
-    (issue 19, finding 6)."""
+    """A benchmark's experiments run side by side: the plan puts them all in step 1, not numbered as if in a row."""
     text = render(stack_report("benchmark"))
     steps = [line.split(".")[0].strip() for line in text.splitlines() if line.startswith("  ") and ") on gpu:" in line]
     assert steps == ["1", "1", "1", "1"], text

@@ -1,4 +1,4 @@
-"""Teams on one cluster and priorities per kind of work (issue 26, items 3 and 4), over what the program registers.
+"""Teams on one cluster and priorities per kind of work over what the program registers.
 
 The queues' semantics (a team borrows idle quota and gives it back when the lender submits) run on the real Kueue in
 the cluster tier (tests/cluster/test_box_admission.py,

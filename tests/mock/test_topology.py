@@ -1,4 +1,4 @@
-"""Topology-aware placement (issue 26, item 5) over what every stack registers, with Kueue v0.19.1's own rules.
+"""Topology-aware placement over what every stack registers, with Kueue v0.19.1's own rules.
 
 Every preset (those whose GPU type carries EC2 network-topology labels scale it from zero: topology-aware by default,
 through the ProvisioningRequest admission check), and each of those as a fixed-size fleet (minSize = maxSize) and

@@ -1,4 +1,4 @@
-"""The own-job tutorial (``docs/tutorials/your-own-job.md``) runs exactly as written (issue 19): each example's files,
+"""The own-job tutorial (``docs/tutorials/your-own-job.md``) runs exactly as written: each example's files,
 taken from the page (``<!-- example NAME: file PATH -->`` before a block), are written into a folder of their own
 outside the repository, its command (``<!-- example NAME: run -->``, the ``$`` line) runs in that folder with this
 Python, and every line the page shows after it is in the output (``...`` stands for what differs from run to run:

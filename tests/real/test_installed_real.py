@@ -1,4 +1,4 @@
-"""The library works installed (issue 19, finding 2): the package is built (from the source tree, as ``pip install
+"""The library works installed: the package is built (from the source tree, as ``pip install
 ../eks-training`` does, and from its sdist, a release: the same files) and installed into a fresh virtualenv
 outside the repository (``--no-deps``: its dependencies come from the tests' environment through a ``.pth`` file, so
 nothing is downloaded again), then, from a Pulumi project named ``research`` in another folder, which has packages of

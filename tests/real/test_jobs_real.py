@@ -235,8 +235,8 @@ def tf_run(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> Iterator[T
     def backed_up() -> bool:
         for w in first:
             assert w.poll() is None, f"a worker exited before the backup:\n{w.output()[-3000:]}"
-        # every worker's first epoch logged, not only the chief's: the other prints its line a moment later, and
-        # stopped before that it had none to compare (a fresh-clone run at 77098ba)
+        # every worker's first epoch logged, not only the chief's: the other prints its line a moment later, so
+        # wait for it before comparing
         return backup.is_file() and all(tf_events(w, "epoch") for w in first)
 
     try:

@@ -643,8 +643,8 @@ def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path, pro
 
 def test_exit_code_follows_the_run_state_not_only_the_command(tmp_path: Path) -> None:
     """A command that exits 0 completes the run with no marker asked of it: the launcher records DONE itself, so a
-    pod started again for the finished run runs nothing (issue 19, finding 1: it exited 1, which the Job counted
-    against its retries, and re-ran a finished run). DONE written by the program also completes it; FAILED gives 3."""
+    pod started again for the finished run runs nothing (exit 1 would count against the
+    Job's retries and re-run a finished run). DONE written by the program also completes it; FAILED gives 3."""
     out = tmp_path / "out"
     writes_done_then_fails = [
         PYTHON,

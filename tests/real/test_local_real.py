@@ -84,7 +84,7 @@ def test_the_workshop_stack_trains_checkpoints_and_evaluates_here(workshop: Work
 
 
 def test_the_runner_talks_while_the_jobs_run_and_shows_the_results(workshop: WorkshopRun) -> None:
-    """Issue 19, finding 4: a line per job start and end with its outcome, each epoch's progress while training, and
+    """A line per job start and end with its outcome, each epoch's progress while training, and
     the results at the end (the evaluation's accuracy, the metrics, the logs folder), not only 'done'."""
     out = workshop.done.stdout
     assert workshop.done.returncode == 0, out[-3000:] + workshop.done.stderr[-3000:]
@@ -276,7 +276,7 @@ def test_a_job_with_a_code_folder_runs_in_it_and_new_code_is_a_new_run(tmp_path:
 
 
 def test_a_users_pytorch_script_that_exits_0_is_a_success(tmp_path: Path) -> None:
-    """Issue 19, finding 1: a ``pytorch`` job with the user's own script (no DONE of its own) that finishes on both
+    """A ``pytorch`` job with the user's own script (no DONE of its own) that finishes on both
     ranks succeeds, through the launcher the pods run; the launcher records the finished run, so running the job
     again with the same arguments runs nothing."""
     stack = _stack_file(
@@ -318,8 +318,8 @@ def test_a_users_pytorch_script_that_exits_0_is_a_success(tmp_path: Path) -> Non
 
 
 def test_other_args_start_a_run_of_their_own_unless_resumed(tmp_path: Path) -> None:
-    """Issue 19, finding 4: a re-run with other --args was a no-op ('run already complete'). Other arguments are a
-    run of their own (its own folder, as the same args in the stack file would be under pulumi up); the same ones find
+    """A re-run with other --args is not a no-op ('run already complete'): other arguments are a run of
+    their own (its own folder, as the same args in the stack file would be under pulumi up); the same ones find
     their finished run; --resume continues the latest run; --fresh starts it over, the old folder kept aside."""
     stack = _stack_file(
         tmp_path,
@@ -354,7 +354,7 @@ def test_other_args_start_a_run_of_their_own_unless_resumed(tmp_path: Path) -> N
         return done, {p.name for p in (work / "shared" / "runs").iterdir()}
 
     started, first = run("--args", "fit=--lr 0.1")
-    # finding 4: nothing said that the work folder keeps state; the runner says where it is and what a re-run does
+    # the work folder keeps state: the runner says where it is and what a re-run does
     assert (
         f"work folder {work} (the shared volume, logs and etcd; kept between runs: a finished run is not run "
         "again, an interrupted one resumes; --fresh JOB starts a job's run over)"
@@ -370,8 +370,8 @@ def test_other_args_start_a_run_of_their_own_unless_resumed(tmp_path: Path) -> N
 
 
 def test_a_failing_job_fails_the_run_with_its_log(tmp_path: Path) -> None:
-    """The reason on one line with its fix, then the end of the log (issue 19, finding 4: the reason was inside a
-    3000-character dump)."""
+    """The reason on one line with its fix, then the end of the log (not inside a 3000-character
+    dump)."""
     stack = _stack_file(
         tmp_path,
         {
@@ -394,7 +394,7 @@ def test_a_failing_job_fails_the_run_with_its_log(tmp_path: Path) -> None:
 
 
 def test_without_torch_a_pytorch_job_says_how_to_install_it(tmp_path: Path) -> None:
-    """Issue 19, finding 4: without PyTorch a pytorch job ended with exit 127 and no hint."""
+    """Without PyTorch a pytorch job says how to install it, not exit 127 and no hint."""
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
     stack = _stack_file(
@@ -422,8 +422,8 @@ def test_without_torch_a_pytorch_job_says_how_to_install_it(tmp_path: Path) -> N
 
 
 def test_a_dataset_that_cannot_be_downloaded_points_to_the_dataset_flag(tmp_path: Path) -> None:
-    """Issue 19, finding 4: without network the staging failed without pointing to --dataset; then the half-staged
-    folder blocked --dataset; an empty folder was accepted."""
+    """Without network the staging points to --dataset; a half-staged folder does not block --dataset; an
+    empty folder is refused."""
     path = tmp_path / "Pulumi.mine.yaml"
     path.write_text(
         yaml.safe_dump(

@@ -34,7 +34,7 @@ def test_the_commands_as_a_user_runs_them(tmp_path: Path) -> None:
 
 def test_a_reader_that_stops_early_ends_the_plan_quietly(tmp_path: Path) -> None:
     """``python -m stacks.plan --stack dev | head``: the pipe closes before the plan is written; the command ends
-    with 141 (128 + SIGPIPE, as Unix tools do) and no BrokenPipeError traceback (issue 19, finding 6)."""
+    with 141 (128 + SIGPIPE, as Unix tools do) and no BrokenPipeError traceback."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "stacks.plan", "--stack", "dev"],
         cwd=REPO,

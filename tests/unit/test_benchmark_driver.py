@@ -349,7 +349,7 @@ def test_a_missing_pulumi_cli_stops_before_anything_with_its_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Without the Pulumi CLI the real run ends before `pulumi up` with the fix and its own exit status (4), not a
-    FileNotFoundError traceback and 1, which --help says means "an experiment failed" (issue 19, finding 6)."""
+    FileNotFoundError traceback and 1, which --help says means "an experiment failed"."""
     from pulumi import automation as auto
 
     opened: list[str] = []

@@ -41,8 +41,8 @@ def test_a_stack_at_another_kubernetes_version_is_told_which_the_box_runs() -> N
 
 
 def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatch, tmp_path) -> None:
-    """A short MPIJob started and succeeded between two of the rehearsal's passes: the report said ``started -``
-    (a fresh-clone run at cf0c815). Its start is then the controller's ``status.startTime``, within the rehearsal."""
+    """A short MPIJob started and succeeded between two of the rehearsal's passes: the report must not say
+    ``started -``. Its start is then the controller's ``status.startTime``, within the rehearsal."""
     import datetime
 
     from stacks.box import rehearse
@@ -76,8 +76,9 @@ def test_a_job_that_ran_between_two_passes_gets_its_controllers_start(monkeypatc
 
 
 def test_a_wait_for_another_boxs_lock_moves_only_the_clocks_running_then(tmp_path) -> None:
-    """The MPI Operator's lock, held by another box for a minute, gave every later step a minute more than its
-    timeout: the default-wait control in tests/cluster/test_box_waits.py did not fail under xdist (CI at 8e704ec)."""
+    """Another box holding the MPI Operator's lock for a minute moves only the clocks of the steps waiting then;
+    a later step keeps its own timeout (else the default-wait control in tests/cluster/test_box_waits.py cannot fail
+    under xdist)."""
     from stacks.box import rehearse
 
     class Box:
@@ -98,9 +99,9 @@ def test_a_wait_for_another_boxs_lock_moves_only_the_clocks_running_then(tmp_pat
 
 
 def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_path) -> None:
-    """Starting Kueue took 11.4 s on a busy machine, 11 minutes on the scaled clock: Kueue's release and the etcd
-    Deployment, each awaited 10 scaled minutes, were judged late (CI at 5e77324). Applying and starting Kueue are the
-    box's work; a step is judged by when it was last seen waiting, not by when a long pass ends."""
+    """Starting Kueue can take 11 s on a busy machine, 11 minutes on a clock 60 times faster: applying and
+    starting Kueue are the box's work, not charged to the steps waiting then (Kueue's release, the etcd Deployment);
+    a step is judged by when it was last seen waiting, not by when a long pass ends."""
     from stacks.box import rehearse
 
     class Box:

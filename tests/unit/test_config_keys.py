@@ -1,5 +1,5 @@
-"""Every config key is read or refused (issue 19, finding 3), and the configuration's messages name the fix
-(finding 6).
+"""Every config key is read or refused, and the configuration's messages name the
+fix.
 
 A key under a namespace nothing reads (``jobs:`` without one, a typo ``eks-trainig:jobs``, ``research:jobs``, which is
 what ``pulumi config set jobs`` writes in a project named ``research``) would be ignored: the program would build an
@@ -109,7 +109,7 @@ def test_the_tools_refuse_a_key_a_project_file_gives_that_nothing_reads(tmp_path
     assert code == 0 and "1. train (command) on cpu" in out, (out, err)
 
 
-# --- finding 6: messages that name the fix ------------------------------------------------------------------------
+# --- messages that name the fix ---------------------------------------------------------------------------------
 
 
 def _plan_problems(tmp_path: Path, config: dict[str, Any]) -> list[str]:

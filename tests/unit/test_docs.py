@@ -383,7 +383,7 @@ def test_the_docs_have_no_placeholder_install_line() -> None:
 
 
 def test_every_torch_install_line_gives_the_cpu_build() -> None:
-    """Issue 19, finding 5: `pip install torch==2.13.0` gives the CPU build only on the development machine; on Linux
+    """`pip install torch==2.13.0` gives the CPU build only on the development machine; on Linux
     PyPI's wheel is the CUDA build (4.5 GB with its nvidia-* packages). Every install line a user copies names PyTorch's
     CPU index."""
     texts = {**_user_facing_texts(), "requirements-dev.txt": (REPO / "requirements-dev.txt").read_text()}

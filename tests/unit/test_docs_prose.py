@@ -1,4 +1,4 @@
-"""The documentation a person can take in (issue 36), measured: the README within 150 lines and 1,200 words; on the
+"""The documentation a person can take in, measured: the README within 150 lines and 1,200 words; on the
 README and every user page (the site's front page, the glossary, the tutorials, the how-to guides) sentences of at most
 22 words on average and 60 at most, paragraphs of at most 120 words, no commit hash and no test path; a glossary of
 at least 12 terms, each linked where a page first uses it; the pages the issue names, with at least six pictures; and

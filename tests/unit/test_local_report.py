@@ -1,4 +1,4 @@
-"""What the local runner says (issue 19, finding 4), as pure functions over logs and folders: the progress it shows
+"""What the local runner says, as pure functions over logs and folders: the progress it shows
 from the pods' logs, a failure's one-line reason and fix, the results of a job's folder, the pod paths it maps
 (``/workspace`` too), and the ``--dataset`` folder's layout, checked. The runs themselves:
 tests/real/test_local_real.py."""

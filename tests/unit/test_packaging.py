@@ -1,4 +1,4 @@
-"""What the installed package needs is declared and shipped (issue 19, finding 2), checked over the whole source:
+"""What the installed package needs is declared and shipped, checked over the whole source:
 every third-party module ``components`` and ``stacks`` import is a declared dependency (matplotlib, imported by the
 benchmark's summary only after a paid run, was not), every image folder a preset names is shipped with the package,
 and an image's context resolves from the user's project, else from the shipped folders.
