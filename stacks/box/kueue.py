@@ -36,7 +36,7 @@ from components.catalog import HELM_CHARTS
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, establish_crds
-from stacks.box.manifests import module_dir
+from stacks.box.gomodules import module_dir
 from stacks.stackfile import load_yaml_documents
 
 MODULE = "sigs.k8s.io/kueue"
