@@ -442,19 +442,6 @@ class FleetObservability(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*identity.policies, *log_groups]),
         )
 
-    def _dashboard(self, name: str, args: FleetObservabilityArgs, partition: pulumi.Output[str]) -> pulumi.Output[str]:
-        """The CloudWatch dashboard; returns its URL."""
-        child = pulumi.ResourceOptions(parent=self)
-        cluster_name, region = args["cluster_name"], args["region"]
-        gpu_groups = list(args.get("gpu_groups") or [])
-        body = dashboard_body(cluster_name, region, gpu_groups, bool(args.get("efa")), args.get("job_namespace"))
-        dashboard = aws.cloudwatch.Dashboard(
-            f"{name}-dashboard", dashboard_name=cluster_name, dashboard_body=body, opts=child
-        )
-        return pulumi.Output.all(partition, dashboard.dashboard_name).apply(
-            lambda v: dashboard_url(str(v[0]), region, str(v[1]))
-        )
-
     def _alarm_topic(
         self,
         name: str,
@@ -572,3 +559,16 @@ class FleetObservability(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[addon] if addon is not None else []),
         )
         self.alarm_names.append(pipeline)
+
+    def _dashboard(self, name: str, args: FleetObservabilityArgs, partition: pulumi.Output[str]) -> pulumi.Output[str]:
+        """The CloudWatch dashboard; returns its URL."""
+        child = pulumi.ResourceOptions(parent=self)
+        cluster_name, region = args["cluster_name"], args["region"]
+        gpu_groups = list(args.get("gpu_groups") or [])
+        body = dashboard_body(cluster_name, region, gpu_groups, bool(args.get("efa")), args.get("job_namespace"))
+        dashboard = aws.cloudwatch.Dashboard(
+            f"{name}-dashboard", dashboard_name=cluster_name, dashboard_body=body, opts=child
+        )
+        return pulumi.Output.all(partition, dashboard.dashboard_name).apply(
+            lambda v: dashboard_url(str(v[0]), region, str(v[1]))
+        )

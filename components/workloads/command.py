@@ -51,18 +51,19 @@ class CommandJob(IndexedWorkersJob):
     ``JOB_PEERS``, ``MASTER_ADDR``/``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``/``NODE_RANK`` (enough for
     ``torch.distributed``'s ``env://``, JAX, Ray or a script of one's own)."""
 
+    _app_name = "command-job"
+    _port = ("peers", MASTER_PORT)
+
     job_name: pulumi.Output[str]
     """Name of the Job."""
     output_dir: pulumi.Output[str]
     """The job's output folder inside the pods; resolves after the Job is created."""
 
-    _app_name = "command-job"
-    _port = ("peers", MASTER_PORT)
-
-    def __init__(self, name: str, args: CommandJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        super().__init__("eks-training:index:CommandJob", name, args, opts)
-
     def _environment(
         self, spec: JobSpec, placement: WorkerPlacement, nodes: int, hosts: pulumi.Output[list[str]]
     ) -> Mapping[str, pulumi.Input[str]]:
         return command_env(spec, placement, nodes, hosts)
+
+    def __init__(self, name: str, args: CommandJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("eks-training:index:CommandJob", name, args, opts)
+        self.register_outputs(self._outputs())

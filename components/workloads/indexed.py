@@ -54,7 +54,7 @@ def indexed_workers(
 
 class IndexedWorkersJob(pulumi.ComponentResource):
     """A component that is one :func:`indexed_workers` call: a subclass sets the pods' app name, the port and
-    the environment; its ``__init__`` names its type token and Args."""
+    the environment; its ``__init__`` names its type token and Args, then registers :meth:`_outputs`."""
 
     _app_name: str
     _port: tuple[str, int]
@@ -76,7 +76,10 @@ class IndexedWorkersJob(pulumi.ComponentResource):
             port=self._port,
             environment=lambda hosts: self._environment(spec, placement, nodes, hosts),
         )
-        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})
+
+    def _outputs(self) -> dict[str, pulumi.Output[str]]:
+        """What the subclass registers as its outputs, last in its ``__init__``."""
+        return {"job_name": self.job_name, "output_dir": self.output_dir}
 
     def _environment(
         self, spec: JobSpec, placement: WorkerPlacement, nodes: int, hosts: pulumi.Output[list[str]]

@@ -72,3 +72,4 @@ class TensorFlowJob(IndexedWorkersJob):
 
     def __init__(self, name: str, args: TensorFlowJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TensorFlowJob", name, args, opts)
+        self.register_outputs(self._outputs())
