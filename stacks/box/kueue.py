@@ -218,20 +218,25 @@ class Kueue:
         )
         (self.home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [
-                str(self.binary),
-                f"--config={self.home / 'config.yaml'}",
-                f"--kubeconfig={self.box.kubeconfig}",
-                "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
-                "--zap-log-level=2",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        command = [
+            str(self.binary),
+            f"--config={self.home / 'config.yaml'}",
+            f"--kubeconfig={self.box.kubeconfig}",
+            "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
+            "--zap-log-level=2",
+        ]
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
+        restarts = 0
         while not self._ready():
             if self.process.poll() is not None:
+                # A CRD Established before the apiserver's discovery serves it: Kueue's manager exits, and its
+                # Deployment would restart the pod; so does the box (at most 3 times).
+                if restarts < 3 and "no matches for kind" in self.log()[-3000:]:
+                    restarts += 1
+                    time.sleep(1.0)
+                    self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+                    continue
                 raise BoxError(f"Kueue exited ({self.process.returncode}); its log ends:\n{self.log()[-3000:]}")
             if time.monotonic() > deadline:
                 raise BoxError(f"Kueue not ready after {timeout_s:.0f} s; its log ends:\n{self.log()[-3000:]}")
