@@ -24,13 +24,11 @@ import yaml
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from stacks.box.charts import chart_key
-from stacks.box.cli import create_nodes
 from stacks.box.cluster import Box
-from stacks.box.devices import Registrar
 from stacks.box.nodes import plan_nodes
 from stacks.box.poller import Poller
-from stacks.box.provisioner import provisioner_for
-from stacks.box.rehearse import RUN_MS, Rehearsal, steps_of
+from stacks.box.rehearse import RUN_MS, steps_of
+from stacks.box.session import Session
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
 
@@ -93,28 +91,23 @@ def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mut
     them; returns (box, plan, rehearsal) -- the caller runs it and brings the box down."""
     if plan is None:
         _config, plan = plan_stack(stack)
-    box = _box(binaries, tmp_path, "run", "kubernetes")
-    box.up()
+    session = Session(_box(binaries, tmp_path, "run", "kubernetes"))
+    session.up()
     try:
-        create_nodes(box, plan_nodes(plan, "us-east-1", sizes))
+        session.nodes(plan_nodes(plan, "us-east-1", sizes))
     except BaseException:
-        box.down()  # else its processes outlive the test
+        session.close()  # else its processes outlive the test
         raise
     steps = steps_of(registrations)
     if mutate:
         mutate(steps)
-    kwargs.setdefault("provisioner", provisioner_for(box, plan, "us-east-1"))
-    return box, plan, Rehearsal(box, steps, **kwargs)
+    return session.box, plan, session.rehearse(plan, steps, region="us-east-1", **kwargs)
 
 
 def _run(box, rehearsal, timeout_s: float, stuck=None) -> None:
-    try:
-        with Registrar(box) as registrar:
-            rehearsal.run(box.binaries, timeout_s=timeout_s, stuck=stuck)
-        assert registrar.error is None, registrar.error
-    finally:
-        rehearsal.stop_operator()
-        box.down()
+    with Session(box, rehearsal=rehearsal) as session:
+        error = session.run(timeout_s, stuck=stuck)
+        assert error is None, error
 
 
 def _doc(steps, kind: str, name: str) -> dict:

@@ -14,13 +14,13 @@ import yaml
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from stacks.box.charts import render
-from stacks.box.cli import create_nodes
 from stacks.box.cluster import establish_crds
 from stacks.box.devices import Registrar
 from stacks.box.kueue import crds as kueue_crds
 from stacks.box.kueue import kueue_release_configuration
 from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import RUN_MS, RehearsalError, pod_templates, steps_of
+from stacks.box.session import create_nodes
 from stacks.outputs import workload_conditions_command
 from stacks.plan.admission import launcher_requests
 from stacks.stackfile import plan_stack

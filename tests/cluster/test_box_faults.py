@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from stacks.box.cli import create_nodes
 from stacks.box.devices import Registrar
 from stacks.box.nodes import group_nodes
 from stacks.box.rehearse import EXIT_CODE, RUN_MS, RehearsalError
+from stacks.box.session import create_nodes
 from stacks.box.timeline import Recorder, report
 from tests.cluster.support import _phase, _rehearsal, _shorten, _train_pods, _Watch, _without_evaluation
 

@@ -16,8 +16,8 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
     wait-for-jobs init container until the training job completed), each job's outcome and duration; the stack's
     waitCommand, rewritten, works against the kept box; ``python -m stacks.box down`` then stops the operators the
     rehearsal left running (by pid, waited for) and deletes the box."""
-    from stacks import rehearse
     from stacks.box import cli as box_cli
+    from stacks.box import rehearse_cli as rehearse
     from stacks.box.operators import FILE, _runs
 
     code = rehearse.main(["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120"])
@@ -84,8 +84,8 @@ def test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod(binaries, tmp_
     fail there; the command exits 1 naming the job and prints the last lines of its pod's log (the failed container's,
     served by kwok from the box's file, read back with kubectl logs --tail), which say what the Stage did and the exit
     code."""
-    from stacks import rehearse
     from stacks.box import cli as box_cli
+    from stacks.box import rehearse_cli as rehearse
 
     code = rehearse.main(
         ["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120", "--exit-code", "train=2:worker"]
@@ -127,7 +127,7 @@ def test_the_rehearse_command_fails_naming_what_waits_and_cleans_up(binaries, tm
     naming what pulumi up would still be waiting for (the staging Job, which it awaits); without ``--keep`` the
     operators it started (Kueue at least) are stopped and the box deleted: no process names the box's folder
     afterwards."""
-    from stacks import rehearse
+    from stacks.box import rehearse_cli as rehearse
 
     code = rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--timeout", "40", "--run-ms", "600000"])
     out = capsys.readouterr().out

@@ -128,15 +128,17 @@ def test_a_stalled_checkpoint_volume_loses_no_work(
     through_gate = [e for e in checkpoints if e["staged_at"] >= opened_at]
     assert all(any(e is s for s, _ in stalled) for e in through_gate), (through_gate, stalled)
     # Training went on during the first stalled checkpoint write (from the stall's start to the file's publication):
-    # epochs ended, and the checkpoints they brought were skipped.
+    # steps were taken (the loop's progress records, every 0.2 s, whatever an epoch lasts on a busy machine), and the
+    # checkpoints that fell due were skipped.
     first, first_stall = stalled[0]
     print(
         f"\n[timing] stalled volume: {len(stalled)} checkpoint write(s) stalled, the first staged "
         f"{first['staged_at'] - opened_at:+.2f}s from the gate's opening and stalled "
         f"{first_stall['time'] - opened_at:.2f}s after it; {len(stalls)} stalls in all"
     )
-    during = [e for e in events if e["event"] == "epoch" and first_stall["time"] < e["time"] < first["time"]]
-    assert during, f"no epoch ended while the first stalled checkpoint was being written\n{run.report()}"
+    window = first_stall["time"], first["time"]
+    during = [e for e in events if e["event"] in ("progress", "epoch") and window[0] < e["time"] < window[1]]
+    assert during, f"no step was taken while the first stalled checkpoint was being written\n{run.report()}"
     assert [e for e in events if e["event"] == "checkpoint_skipped" and first_stall["time"] < e["time"] < first["time"]]
     # ... and during a stalled renewal of the lease (one the keeper started while training went on, not the release
     # on the way out): steps were taken while it was held.
@@ -144,7 +146,8 @@ def test_a_stalled_checkpoint_volume_loses_no_work(
     renewals = [e for e in stalls if ".lease." in e["path"] and e["time"] < last_epoch]
     assert renewals, f"no write of the lease was stalled while training went on: {stalls}"
     held = renewals[0]["time"], renewals[0]["time"] + STALL_S
-    assert [e for e in events if e["event"] in ("epoch", "checkpoint_skipped") and held[0] < e["time"] < held[1]], (
+    in_loop = ("progress", "epoch", "checkpoint_skipped")  # each written by the training loop, after a step
+    assert [e for e in events if e["event"] in in_loop and held[0] < e["time"] < held[1]], (
         "training stopped while the lease's renewal was stalled"
     )
     assert_no_step_lost_or_repeated(run)
@@ -180,7 +183,7 @@ PRODUCTION_STALL_S = 120.0
 def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
     runs: list[PodRun], etcd_server: ts.EtcdServer, digits: Path, tmp_path: Path, slow_fsync: Path
 ) -> None:
-    """The case as measured before the fix, with the job's default ``collectiveTimeoutSeconds`` (60 s): the first
+    """With the job's default ``collectiveTimeoutSeconds`` (60 s): the first
     checkpoint write (the run's first checkpoint comes after its first step) stalls :data:`PRODUCTION_STALL_S` in
     fsync, then the volume recovers (the shim closes its gate at that write). Training goes on through the stall, the
     write is published when the volume answers, the final checkpoint and ``DONE`` follow, and no step is lost or
@@ -218,8 +221,11 @@ def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
     assert [e for e in checkpoints if e is not stalled and e["write_s"] >= PRODUCTION_STALL_S] == [], checkpoints
     first_step = next(e for e in events if e["event"] == "first_step")
     assert first_step["time"] < stall["time"], (first_step, stall)
-    trained_during = [e for e in events if e["event"] == "epoch" and stall["time"] < e["time"] < stalled["time"]]
-    assert len(trained_during) >= 2, "training did not go on during the stalled write"
+    # steps taken during the stall, by the loop's own records (an epoch's length depends on the machine's load)
+    steps = {
+        e["step"] for e in events if e["event"] in ("progress", "epoch") and stall["time"] < e["time"] < stalled["time"]
+    }
+    assert len(steps) >= 2, "training did not go on during the stalled write"
     assert_no_step_lost_or_repeated(run)
 
 
