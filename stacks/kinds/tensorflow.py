@@ -15,8 +15,6 @@ class TensorFlow(IndexedCommandKind):
     summary = "MultiWorkerMirroredStrategy workers with TF_CONFIG"
     fixed_size = "MultiWorkerMirroredStrategy has a fixed cluster (TF_CONFIG)"
     component = TensorFlowJob
-    # MultiWorkerMirroredStrategy is TensorFlow's Python API: the image has python
-    noop_command = ("python", "-c", "")
 
     def local_env(
         self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: Sequence[str]

@@ -7,11 +7,11 @@ is the image, pulled ``IfNotPresent`` like the pods that follow, running a no-op
 (:class:`components.workloads.prepull.ImagePrePull`).
 
 The decision, made here once: for every job the stack creates now, its image on its group (when its kind declares a
-no-op its image can run, :attr:`stacks.kinds.JobKind.noop_command`; and on the system group for a kind whose launcher
-runs there), the toolbox on the group of its health check
+no-op its image can run, :meth:`stacks.kinds.JobKind.noop_command`), the toolbox on the group of its health check
 (the job's) and on the system group for a dataset's staging; only on groups with nodes at creation (``desiredSize``
-above 0: a group that scales from zero gets its nodes for the job itself, and a DaemonSet there would pull onto
-every node the autoscaler adds later for nothing more).
+above 0: a group that scales from zero gets its nodes for the job itself). An MPI launcher's image is not pulled onto
+the system group: the launcher waits for its workers' pull anyway, and the pre-pull's pods keep their image on every
+system node (the kubelet does not collect an image a pod's container used) on a 50 GiB root volume.
 """
 
 from __future__ import annotations
@@ -87,9 +87,7 @@ def prepulls(plan: "Plan", deferred: Iterable[str] = ()) -> list[PrePull]:
         if job.health_check is not None:
             want(job.group, job.toolbox.variant, TOOLBOX_NOOP, f"health check of {job.name}")
         kind = KINDS[job.kind]
-        want(job.group, job.image.variant, kind.noop_command, f"job {job.name}")
-        if kind.launcher_on_system_group:
-            want(plan.system, job.image.variant, kind.noop_command, f"launcher of {job.name}")
+        want(job.group, job.image.variant, kind.noop_command(job.config), f"job {job.name}")
     return [
         PrePull(
             group=g,

@@ -22,27 +22,40 @@ def test_the_workshop_pulls_the_training_image_where_its_check_its_job_and_its_s
     assert set(pulls) == {("system", "training"), ("cpu", "training")}
     cpu, system = pulls["cpu", "training"], pulls["system", "training"]
     assert cpu.needed_by == ("health check of train", "job train")
-    assert system.needed_by == ("staging of cifar10",), "the evaluation is a command: its image may run anything"
-    assert cpu.command == KINDS["pytorch"].noop_command == TOOLBOX_NOOP
+    assert system.needed_by == ("staging of cifar10", "job evaluate"), "the evaluation's command starts with python"
+    assert cpu.command == KINDS["pytorch"].noop_command(plan.jobs["train"].config) == TOOLBOX_NOOP
     placement = plan.jobs["train"].placement
     assert dict(cpu.node_selector) == dict(placement["node_selector"])
     assert list(cpu.tolerations) == list(placement["tolerations"])
     assert dict(system.node_selector) == system_node_selector() and not system.tolerations
 
 
-def test_every_kind_says_whether_its_image_runs_a_no_op() -> None:
-    assert KINDS["command"].noop_command == ()
-    for name in ("pytorch", "tensorflow", "mpi"):
-        assert KINDS[name].noop_command, name
+def test_a_kind_without_a_script_pulls_ahead_only_when_its_command_starts_with_python() -> None:
+    _config, plan = plan_stack("workshop")
+    evaluate = plan.jobs["evaluate"].config
+    assert evaluate.kind == "command"
+    noop = KINDS["command"].noop_command
+    for command, expected in [
+        (["python", "eval.py"], ("python", "-c", "")),
+        (["/usr/bin/python3.12", "-m", "x"], ("/usr/bin/python3.12", "-c", "")),
+        (["python3", "train.py"], ("python3", "-c", "")),
+        (["bash", "-c", "python x.py"], ()),
+        (["./run.sh"], ()),
+        (["pythonic"], ()),
+    ]:
+        assert noop(evaluate.model_copy(update={"command": command})) == expected, command
+    tensorflow = evaluate.model_copy(update={"command": ["python3", "t.py"]})
+    assert KINDS["tensorflow"].noop_command(tensorflow) == ("python3", "-c", "")
+    assert KINDS["mpi"].noop_command(evaluate) == ("/bin/sh", "-c", ":")
 
 
-def test_a_tainted_gpu_group_gets_its_tolerations_and_an_mpi_launcher_its_image_on_the_system_group() -> None:
+def test_a_tainted_gpu_group_gets_its_tolerations_and_no_system_node_an_mpi_launchers_image() -> None:
     _config, plan = plan_stack("mpi-horovod")
     pulls = _by_pair("mpi-horovod")
     gpu = pulls["gpu", plan.jobs["horovod"].image.variant]
     assert list(gpu.tolerations) == list(plan.jobs["horovod"].placement["tolerations"]) and gpu.tolerations
-    assert ("system", plan.jobs["horovod"].image.variant) in pulls
-    assert pulls["system", plan.jobs["horovod"].image.variant].command == KINDS["mpi"].noop_command
+    assert gpu.command == KINDS["mpi"].noop_command(plan.jobs["horovod"].config)
+    assert ("system", plan.jobs["horovod"].image.variant) not in pulls, "the launcher waits for its workers' pull"
 
 
 def test_no_pre_pull_on_a_group_without_nodes_at_creation_nor_for_a_job_not_created_now() -> None:
