@@ -73,6 +73,7 @@ class ImagePrePull(pulumi.ComponentResource):
             "capabilities": {"drop": ["ALL"]},
             "read_only_root_filesystem": True,
         }
+        tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in args["tolerations"]]  # type: ignore[misc]
         daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata={
@@ -90,7 +91,7 @@ class ImagePrePull(pulumi.ComponentResource):
                     "metadata": {"labels": labels},
                     "spec": {
                         "node_selector": dict(args["node_selector"]),
-                        "tolerations": [dict(t) for t in args["tolerations"]],  # type: ignore[misc]
+                        "tolerations": tolerations,
                         "automount_service_account_token": False,
                         "enable_service_links": False,
                         "termination_grace_period_seconds": 0,
