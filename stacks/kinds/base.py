@@ -145,6 +145,14 @@ class JobKind:
     collector's, the wait Role's), its conditions, Kueue's integration that queues it."""
     needs_mpi_operator: ClassVar[bool] = False
     """The cluster needs the Kubeflow MPI Operator (:class:`~components.workloads.MpiOperator`) for it."""
+    noop: ClassVar[tuple[str, ...]] = ()
+    """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
+    image); empty: the image may be anything. :meth:`noop_command` reads it."""
+
+    def noop_command(self, job: "JobConfig") -> tuple[str, ...]:
+        """What the job's image runs to be pulled onto its nodes ahead of the job (:mod:`stacks.plan.prepull`); empty:
+        the image is pulled when the job's pods start."""
+        return self.noop
 
     # --- config ---------------------------------------------------------------------------------------------------
     def problems(self, job: "JobConfig") -> list[tuple[str, str]]:

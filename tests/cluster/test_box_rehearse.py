@@ -69,6 +69,16 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
             rf"^{pod} \[box\] container worker: runs 1000ms \(box.eks-training/run-ms\), then exits 0$", printed, re.M
         ), printed
         assert re.search(rf"^{pod} \[box\] container worker: exited 0 \(Completed\)$", printed, re.M), printed
+        # the images pre-pulled on the nodes the jobs ran on: each DaemonSet's pods scheduled by the box's own
+        # controller and scheduler onto every node of its group (selector and tolerations), Ready, awaited by nothing
+        box = Box(name="rehearse-dev", workdir=tmp_path, binaries=binaries)
+        pulled = {}
+        for ds in box.get("daemonsets", "-n", "training", "-l", "eks-training/prepull")["items"]:
+            status = ds["status"]
+            assert status["desiredNumberScheduled"] == status["numberReady"] == 1, (ds["metadata"]["name"], status)
+            pods = box.get("pods", "-n", "training", "-l", f"eks-training/prepull={ds['metadata']['name']}")["items"]
+            pulled[ds["metadata"]["name"]] = sorted(p["spec"]["nodeName"] for p in pods)
+        assert pulled == {"prepull-cpu-training": ["cpu-0"], "prepull-system-training": ["system-0"]}, pulled
         operators = json.loads((home / FILE).read_text())
         assert [o["name"] for o in operators] == ["kueue"]  # dev runs no MPIJob
         assert all(_runs(o["pid"], o["binary"]) for o in operators)
