@@ -164,8 +164,7 @@ class TestEveryStack:
         CoreDNS add-on, except the controllers that need no name (Kueue and the MPI Operator reach the API server by
         the kubernetes Service's address and are called by it; device plugins talk to the kubelet over a local
         socket; the FSx volume's ownership Job only changes its mount; a pre-pull's pods run a no-op). Those do not wait
-        for it, so the queues can be
-        made while CoreDNS starts."""
+        for it, so the queues can be made while CoreDNS starts."""
         p = program(program_for, stack, variant)
         coredns = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == DNS_ADDON)
         with_pods = [r for r in p.registrations if r.type in POD_RUNNING_TYPES]
