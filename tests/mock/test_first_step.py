@@ -60,8 +60,9 @@ def test_the_first_step_is_within_the_target(program_for: Any, stack: str) -> No
 def test_the_training_image_is_pre_pulled_while_the_volume_and_the_awaited_jobs_are_made(
     program_for: Any, stack: str
 ) -> None:
-    """The pull that used to follow the awaited Job (the check, the staging) runs beside the file system's add-on and
-    claim: the pre-pull's DaemonSet waits for neither, and the path reaches the training pods through its pull."""
+    """The image's pull does not follow the awaited Jobs (the check, the staging): it runs beside the file system's
+    add-on and claim: the pre-pull's DaemonSet waits for neither, and the path reaches the training pods through its
+    pull."""
     p: Program = program_for(stack, False)
     first = _first(p)
     pulls = [s for s in first.path if s.type == "kubernetes:apps/v1:DaemonSet"]

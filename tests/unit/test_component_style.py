@@ -17,7 +17,7 @@ def test_every_component_is_exported_with_its_args() -> None:
         obj for obj in vars(components).values() if inspect.isclass(obj) and issubclass(obj, pulumi.ComponentResource)
     ]
     assert sorted(c.__name__ for c in exported) == sorted(c.__name__ for c in COMPONENT_CLASSES)
-    assert len(COMPONENT_CLASSES) == 21
+    assert len(COMPONENT_CLASSES) == 22
     for cls in COMPONENT_CLASSES:
         args = getattr(components, f"{cls.__name__}Args")
         assert typing.is_typeddict(args), cls
