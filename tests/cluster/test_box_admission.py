@@ -43,6 +43,7 @@ from tests.cluster.support import (
     _with_values,
 )
 from tests.harness import run_program, stack_config
+from tests.wait import patient
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,7 @@ def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", mutate=mutate)
     pattern = rf"training/train-allreduce: queued, not admitted: Pending: .*{reason}"
     with pytest.raises(RehearsalError) as err:  # ends once Kueue states its reason (else at the deadline)
-        _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
+        _run(box, rehearsal, timeout_s=patient(120), stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
     message = str(err.value)
     assert re.search(r"waiting: [^;]*\beks-training-p5-train-job\b", message), message
     assert re.search(pattern, message), message
@@ -85,7 +86,7 @@ def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, regis
     )
     # Kueue reserves its quota, the ProvisioningRequest brings 2 GPU nodes, and the topology assignment finds no GPU
     with pytest.raises(RehearsalError) as err:
-        _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
+        _run(box, rehearsal, timeout_s=patient(120), stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
     assert re.search(pattern, str(err.value))
 
 
@@ -229,7 +230,7 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     watch = _Watch(box, poll)
     try:
         with Registrar(box) as registrar, watch:
-            rehearsal.run(binaries, timeout_s=90)
+            rehearsal.run(binaries, timeout_s=patient(90))
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
         finished = {
@@ -309,7 +310,7 @@ def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
     watch = _Watch(box, poll)
     try:
         with Registrar(box) as registrar, watch:
-            rehearsal.run(binaries, timeout_s=150)
+            rehearsal.run(binaries, timeout_s=patient(150))
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
     finally:
@@ -391,7 +392,7 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     start = time.monotonic()
     try:
         with Registrar(box) as registrar, watch:
-            rehearsal.run(binaries, timeout_s=120)
+            rehearsal.run(binaries, timeout_s=patient(120))
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
         narrow = box.get("job", "narrow", "-n", "b")
