@@ -17,11 +17,10 @@ from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY
 from components.naming import k8s_name
 from components.scheduling import Toleration
+from components.workloads.pods import pod_security
 
 #: The helper that keeps each pod running once the image is pulled: the catalog's pinned busybox.
 HOLD_IMAGE = IMAGES["busybox"].ref
-#: An unprivileged user and group for both containers (``nobody``): the no-op reads the image, writes nothing.
-PREPULL_UID = 65534
 #: What each pod requests (and is limited to): a no-op and a sleep, well inside the share of a node the jobs' pods
 #: leave to DaemonSets (:data:`components.nodeplan.NODE_SHARE`).
 CPU = "10m"
@@ -87,6 +86,8 @@ class ImagePrePull(pulumi.ComponentResource):
             },
             spec={
                 "selector": {"match_labels": {PREPULL_LABEL: ds_name}},
+                # a new image is pulled on every node at once: nothing needs these pods available
+                "update_strategy": {"type": "RollingUpdate", "rolling_update": {"max_unavailable": "100%"}},
                 "template": {
                     "metadata": {"labels": labels},
                     "spec": {
@@ -95,12 +96,8 @@ class ImagePrePull(pulumi.ComponentResource):
                         "automount_service_account_token": False,
                         "enable_service_links": False,
                         "termination_grace_period_seconds": 0,
-                        "security_context": {
-                            "run_as_non_root": True,
-                            "run_as_user": PREPULL_UID,
-                            "run_as_group": PREPULL_UID,
-                            "seccomp_profile": {"type": "RuntimeDefault"},
-                        },
+                        # the jobs' own user: the no-op runs as the job will
+                        "security_context": pod_security(),
                         "init_containers": [
                             {
                                 "name": "prepull",

@@ -9,7 +9,8 @@ is the image, pulled ``IfNotPresent`` like the pods that follow, running a no-op
 The decision, made here once: for every job the stack creates now, its image on its group (when its kind declares a
 no-op its image can run, :meth:`stacks.kinds.JobKind.noop_command`), the toolbox on the group of its health check
 (the job's) and on the system group for a dataset's staging; only on groups with nodes at creation (``desiredSize``
-above 0: a group that scales from zero gets its nodes for the job itself). An MPI launcher's image is not pulled onto
+above 0: a group that scales from zero gets its nodes for the job itself) and a root volume of at least
+:data:`MIN_DISK_GIB`. An MPI launcher's image is not pulled onto
 the system group: the launcher waits for its workers' pull anyway, and the pre-pull's pods keep their image on every
 system node (the kubelet does not collect an image a pod's container used) on a 50 GiB root volume.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
+from components.cluster import SYSTEM_DISK_SIZE_GIB
 from components.scheduling import SYSTEM_ROLE, Toleration, system_node_selector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.kinds import KINDS
@@ -54,8 +56,15 @@ class PrePull:
         return f"{self.group}-{self.image}"
 
 
-def _has_nodes(group: "NodeGroupPlan") -> bool:
-    return group.desired_size > 0
+#: The smallest root volume a pre-pull keeps images on: the system nodes' default. The pods keep their images there
+#: for the stack's life (the kubelet does not collect an image an exited container used), a training image is ~10 GB
+#: unpacked, and a smaller disk would reach the kubelet's eviction threshold.
+MIN_DISK_GIB = SYSTEM_DISK_SIZE_GIB
+
+
+def _has_room(group: "NodeGroupPlan") -> bool:
+    """Nodes at creation (a group that scales from zero gets its nodes for the job itself) with disk to spare."""
+    return group.desired_size > 0 and group.disk_size_gib >= MIN_DISK_GIB
 
 
 def prepulls(plan: "Plan", deferred: Iterable[str] = ()) -> list[PrePull]:
@@ -65,7 +74,7 @@ def prepulls(plan: "Plan", deferred: Iterable[str] = ()) -> list[PrePull]:
     wanted: dict[tuple[str, str], tuple[tuple[str, ...], Mapping[str, str], tuple[Toleration, ...], list[str]]] = {}
 
     def want(group: "NodeGroupPlan", variant: str, command: Sequence[str], why: str) -> None:
-        if not command or not _has_nodes(group):
+        if not command or not _has_room(group):
             return
         if group.name == SYSTEM_ROLE:
             selector: Mapping[str, str] = system_node_selector()

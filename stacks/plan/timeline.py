@@ -226,12 +226,14 @@ class Timeline:
         self._ended(urn)
         return self._pulled.get(urn)
 
-    def cached_run(self, reg: Registered, start: float) -> Optional[tuple[float, Optional[tuple[float, str]]]]:
-        """When a Job created at ``start`` whose images are pre-pulled starts running: ``(time, pull)``, ``pull``
-        the pre-pull it waits for (``None``: the image was there at ``start``); ``None`` when it pulls its images
-        itself (not pre-pulled, or the pre-pull would end later than its own pull)."""
+    def cached_run(
+        self, reg: Registered, start: float, cached: Duration, uncached: Duration
+    ) -> Optional[tuple[float, Optional[tuple[float, str]]]]:
+        """When an object created at ``start`` whose images are pre-pulled starts: ``(time, pull)``, ``pull`` the
+        pre-pull it waits for (``None``: the image was there at ``start``). ``None`` when it pulls its images itself:
+        not pre-pulled, or waiting for the pre-pull and then taking ``cached`` would end later than ``uncached``."""
         ready = self.image_ready(reg)
-        if ready is None or ready[0] > start + PODS_START.minutes:
+        if ready is None or max(ready[0], start) + cached.minutes > start + uncached.minutes:
             return None
         return (ready[0], ready) if ready[0] > start else (start, None)
 
@@ -291,7 +293,7 @@ class Timeline:
                 self._end[urn] = (start + d.minutes, None)
                 self._pulled[urn] = None
                 if d is FINISHED_JOB:
-                    run = self.cached_run(reg, start)
+                    run = self.cached_run(reg, start, FINISHED_JOB_CACHED, FINISHED_JOB)
                     if run is not None:
                         self._end[urn] = (run[0] + FINISHED_JOB_CACHED.minutes, None)
                         self._pulled[urn] = run[1]
@@ -410,7 +412,7 @@ def pods_start(
     nodes: pre-pulled there (from the pull's end, never before it), or run there just before by the job's health check
     (the job's own node group and size, the same image, pulled IfNotPresent)."""
     created = timeline.start(obj.urn)
-    run = timeline.cached_run(obj, created)
+    run = timeline.cached_run(obj, created, PODS_START_CACHED, PODS_START)
     if run is not None:
         return run[0] + PODS_START_CACHED.minutes, PODS_START_CACHED, run[1]
     start = PODS_START

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from components.workloads.pods import IMAGE_UID
 from components.workloads.prepull import CPU, MEMORY
 from stacks.plan.prepull import prepulls
 from stacks.stackfile import plan_stack
@@ -32,6 +33,13 @@ def test_every_pre_pull_is_a_daemon_set_on_the_pods_nodes(program_for: Any, stac
         assert pod["nodeSelector"] == dict(w.node_selector)
         assert pod["tolerations"] == [dict(t) for t in w.tolerations]
         assert pod["automountServiceAccountToken"] is False
+        # the no-op runs as the job's pods do (an image may work for that user only)
+        assert pod["securityContext"]["runAsUser"] == pod["securityContext"]["runAsGroup"] == IMAGE_UID
+        # a new image is pulled on every node at once, not one node after another (maxUnavailable defaults to 1)
+        assert ds.inputs["spec"]["updateStrategy"] == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": "100%"},
+        }
         (init,) = pod["initContainers"]
         assert init["command"] == list(w.command) and "@sha256:" in init["image"]
         for container in (init, *pod["containers"]):

@@ -6,7 +6,7 @@ from typing import Any
 
 from components.scheduling import system_node_selector
 from stacks.kinds import KINDS
-from stacks.plan.prepull import TOOLBOX_NOOP, prepulls
+from stacks.plan.prepull import MIN_DISK_GIB, TOOLBOX_NOOP, prepulls
 from stacks.plan.report import render, report
 from stacks.stackfile import plan_stack
 
@@ -67,6 +67,16 @@ def test_no_pre_pull_on_a_group_without_nodes_at_creation_nor_for_a_job_not_crea
     assert set(pulls) == {("system", "training")}
     deferred = _by_pair("workshop", deferred=("train", "evaluate"))
     assert set(deferred) == {("system", "training")}, "the staging is registered still"
+
+
+def test_no_pre_pull_on_a_root_volume_smaller_than_the_system_default() -> None:
+    """The pods keep their images on the nodes: a 20 GiB system disk (the smallest allowed) gets none."""
+
+    def small_system_disk(cfg: dict[str, Any]) -> None:
+        cfg.setdefault("eks-training:systemNodeGroup", {})["diskSizeGib"] = 20
+
+    assert MIN_DISK_GIB == 50
+    assert set(_by_pair("workshop", edit=small_system_disk)) == {("cpu", "training")}
 
 
 def test_the_plan_report_lists_the_pre_pulls() -> None:

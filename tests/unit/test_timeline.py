@@ -17,6 +17,7 @@ from components.catalog.timings import (
     FINISHED_JOB_CACHED,
     KUBERNETES_OBJECT,
     PODS_START,
+    PODS_START_CACHED,
 )
 from stacks.plan.timeline import PREPULL_TYPE, Timeline, duration, floor_minutes
 
@@ -177,3 +178,18 @@ def test_a_pre_pull_covers_only_its_image_on_its_nodes_and_never_slows_a_job() -
         assert t.image_ready(j) is None and t.end(j.urn) == t.start(j.urn) + FINISHED_JOB.minutes
     assert t.image_ready(early) is not None and t.end(early.urn) == FINISHED_JOB.minutes
     assert t.took(early.urn) is FINISHED_JOB and t.pull_bound(early.urn) is None
+
+
+@pytest.mark.parametrize("before_the_pull_ends", [2.5, 2.0, 1.6, 1.5, 1.2, 0.5, 0.0, -1.0])
+def test_waiting_for_the_pre_pull_never_ends_a_job_later_than_its_own_pull(before_the_pull_ends: float) -> None:
+    """A Job created shortly before the pre-pull ends waits for it only when waiting and then running ends no later
+    than pulling the image itself; the same for the training pods' start."""
+    parent, ds = _prepull("pp", IMAGE, GPU, dependencies=[NODES.urn])
+    job = _pod_job("job", IMAGE, GPU, dependencies=[NODES.urn])
+    t = Timeline([CLUSTER, NODES, parent, ds, job])
+    ready = t.end(ds.urn) + PODS_START.minutes
+    created = ready - before_the_pull_ends
+    for cached, uncached in ((FINISHED_JOB_CACHED, FINISHED_JOB), (PODS_START_CACHED, PODS_START)):
+        run = t.cached_run(job, created, cached, uncached)
+        end = created + uncached.minutes if run is None else run[0] + cached.minutes
+        assert end == pytest.approx(min(created + uncached.minutes, max(ready, created) + cached.minutes))
