@@ -469,7 +469,8 @@ def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseEx
 
 
 def reset_closed_rendezvous(args: LaunchArgs, supervisor: Supervisor | None = None) -> bool:
-    """Step 2 of the launcher (docs/explanation/failures.md, "The pod's launcher").  Returns True if the run turned out to be complete.
+    """Step 2 of the launcher (docs/explanation/failures.md, "The pod's launcher").  Returns True if the run turned
+    out to be complete.
 
     Retries the whole read -> decide -> compare-and-swap sequence while etcd is
     unreachable, with exponential backoff, for ``--etcd-wait-seconds``.
