@@ -1,7 +1,8 @@
-"""Preflight checks of an FSx for Lustre stack (``storage.backend: fsx``), reading the plan: the throughput tier (against
-the catalog: no AWS API lists the tiers), the data repository bucket's Region, the Lustre Persistent_2 storage quota,
-and an adopted file system (``storage.fileSystemId``) with no association already on the stack's directories. Each
-check's rule and API: "FSx for Lustre" in docs/explanation/preflight.md."""
+"""Preflight checks of an FSx for Lustre stack (``storage.backend: fsx``), reading the plan.
+
+The throughput tier (against the catalog: no AWS API lists the tiers), the data repository bucket's Region, the
+Lustre Persistent_2 storage quota, and an adopted file system (``storage.fileSystemId``) with no association already
+on the stack's directories. Each check's rule and API: "FSx for Lustre" in docs/explanation/preflight.md."""
 
 from components.catalog import (
     FSX_DEPLOYMENT_TYPE,
