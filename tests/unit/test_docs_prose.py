@@ -111,7 +111,7 @@ def test_the_site_has_the_pages_by_what_the_reader_is_doing() -> None:
         ],
         "explanation": [
             "architecture", "pulumi-up", "failures", "storage", "admission", "operations", "security", "box",
-            "verified",
+            "programs", "preflight", "packaging", "verified",
         ],
         "contributing": ["index", "testing", "layout"],
     }  # fmt: skip
