@@ -293,7 +293,7 @@ def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
         "benchmark",
         sizes={"gpu": 4},
         mutate=blocker_first,
-        run_ms={"resnet50-1-worker": 6000},
+        run_ms={"resnet50-1-worker": 6000, "resnet50-4-workers": 6000},
     )
     wide = "resnet50-4-workers"
     waits = shlex.split(workload_conditions_command("training", wide))
