@@ -2,9 +2,8 @@
 
 Each pod's init container is the image, pulled ``IfNotPresent`` as the jobs' pods pull it, running a no-op; its one
 container then sleeps in a small pinned helper image, so the pod stays Running and the DaemonSet does not restart it.
-The kubelet pulls the image once per node: a job's pod that starts during the pull waits for the same pull
-(containerd serves concurrent pulls of one image once), and one that starts after it finds the image there. Nothing
-waits for the DaemonSet (``pulumi.com/skipAwait``).
+A job's pod that starts after the pull finds the image on its node. Nothing waits for the DaemonSet
+(``pulumi.com/skipAwait``).
 """
 
 from typing import Mapping, Optional, Sequence, TypedDict
