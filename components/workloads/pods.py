@@ -172,8 +172,8 @@ def torchrun_command(
 ) -> list[str]:
     """The container command: torchrun elastic (``--nnodes=MIN:MAX``) running ``script``.
 
-    Rendezvous settings measured with real processes (tests/real/test_training_faults_real.py: two nodes,
-    etcd-v2, the node hosting rank 0 SIGKILLed): a lost node is declared dead
+    Rendezvous settings measured with real processes (two nodes, etcd-v2, the node hosting rank 0 SIGKILLed;
+    docs/explanation/verified.md): a lost node is declared dead
     ``keep_alive_interval x keep_alive_max_attempt`` = 3 s after its last heartbeat (a false positive
     only drops a live node from a finished round; it rejoins at the next one), each surviving agent
     sees its worker fail within ``--monitor-interval=1`` s, and the new round completes

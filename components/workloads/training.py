@@ -34,7 +34,7 @@ LAUNCHER_EXIT_RUN_FAILED = 3
 LAUNCHER_EXIT_USAGE = 2
 #: torchrun's restarts per agent. Every restart a membership change causes (another node lost, stopped or
 #: joining) counts against each surviving agent, so a per-agent budget ends a healthy elastic run that one node
-#: used up (measured in tests/real/test_training_faults_real.py); the run's own failure budget is the trainer's
+#: used up (measured with real processes: docs/explanation/verified.md); the run's own failure budget is the trainer's
 #: ``MAX_FAILED_ATTEMPTS`` (attempts in a row without a new checkpoint).
 TORCHRUN_MAX_RESTARTS = 100
 #: What the pod's grace period leaves after torchrun's wait for its workers (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``,

@@ -32,7 +32,7 @@ _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.")
 #: A commit hash: 7 to 40 hexadecimal digits with at least one letter and one digit, as a word of its own.
 COMMIT_HASH = re.compile(r"(?<![\w./-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
 #: A test path: a file or folder of the test tree.
-TEST_PATH = re.compile(r"\btests/[\w./]*|\btest_\w+\.py\b")
+TEST_PATH = re.compile(r"(?<![\w./-])tests/[\w./]*|\btest_\w+\.py\b")
 
 
 def user_pages(root: Path = REPO) -> list[Path]:
@@ -43,6 +43,11 @@ def user_pages(root: Path = REPO) -> list[Path]:
     for folder in ("tutorials", "how-to"):
         pages += sorted((docs / folder).glob("*.md"))
     return [p for p in pages if p.is_file()]
+
+
+def explanation_pages(root: Path = REPO) -> list[Path]:
+    """The explanation pages held to the same writing rules: all but the evidence page (``verified.md``)."""
+    return [p for p in sorted((root / "docs" / "explanation").glob("*.md")) if p.name != "verified.md"]
 
 
 @dataclass

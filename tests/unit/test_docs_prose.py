@@ -1,9 +1,9 @@
 """The documentation a person can take in, measured: the README within 150 lines and 1,200 words; on the
-README and every user page (the site's front page, the glossary, the tutorials, the how-to guides) sentences of at most
-22 words on average and 60 at most, paragraphs of at most 120 words, no commit hash and no test path; a glossary of
-at least 12 terms, each linked where a page first uses it; the pages the issue names, with at least six pictures; and
-every shell block of the tutorials and how-to guides saying what it needs, so the offline ones can be run
-(``tests/real/test_docs_commands_real.py``)."""
+README, every user page (the site's front page, the glossary, the tutorials, the how-to guides) and every explanation
+page but the evidence page, sentences of at most 22 words on average and 60 at most, paragraphs of at most 120
+words, no commit hash and no test path; a glossary of at least 12 terms, each linked where a page first uses it; the
+pages the issue names, with at least six pictures; and every shell block of the tutorials and how-to guides saying
+what it needs, so the offline ones can be run (``tests/real/test_docs_commands_real.py``)."""
 
 import re
 from pathlib import Path
@@ -27,6 +27,13 @@ def test_a_user_page_keeps_to_the_writing_rules(page: Path) -> None:
     m = prose.measure(page)
     assert m.sentences and m.paragraphs, "the measure reads the page"
     assert m.problems() == []
+    assert prose.forbidden(page) == []
+
+
+@pytest.mark.parametrize("page", prose.explanation_pages(), ids=lambda p: p.name)
+def test_an_explanation_page_keeps_to_the_writing_rules(page: Path) -> None:
+    """The same limits as a user page; the evidence page (``verified.md``) keeps the measurements and test paths."""
+    assert prose.measure(page).problems() == []
     assert prose.forbidden(page) == []
 
 
@@ -64,6 +71,8 @@ def test_the_measures_can_fail(tmp_path: Path) -> None:
         ["a", "commit", "hash"],
         ["a", "test", "path"],
     ]
+    # another project's folder named like ours is not a test path of this repository
+    assert not prose.TEST_PATH.search("https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md")
     assert prose.sentences("Use e.g. Kueue. It queues jobs. Then `pulumi up` runs.") == [
         "Use e.g. Kueue.",
         "It queues jobs.",
