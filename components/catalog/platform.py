@@ -42,7 +42,7 @@ KUBERNETES_VERSIONS: Mapping[str, KubernetesVersion] = {
         ),
         KubernetesVersion(
             minor="1.35",
-            released=date(2026, 1, 28),
+            released=date(2026, 1, 27),
             end_of_standard=date(2027, 3, 27),
             end_of_extended=date(2028, 3, 27),
         ),

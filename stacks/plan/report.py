@@ -1,4 +1,5 @@
-"""``python -m stacks.plan --stack NAME [--json] [--stack-file PATH]``: what a stack will create and cost, offline.
+"""``python -m stacks.plan --stack NAME [--json] [--stack-file PATH] [--from OLD]``: what a stack will create and cost,
+offline; with ``--from``, what changing a running stack from OLD does instead (:mod:`stacks.plan.upgrade`).
 
 No AWS call and no credentials: the stack file is read as :mod:`stacks.preflight` reads it, validated with the same
 rules and messages as ``pulumi up`` (exit status 2 on a bad configuration), planned, and printed: each node group
