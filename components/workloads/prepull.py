@@ -2,9 +2,8 @@
 
 Each pod's init container is the image, pulled ``IfNotPresent`` as the jobs' pods pull it, running a no-op; its one
 container then sleeps in a small pinned helper image, so the pod stays Running and the DaemonSet does not restart it.
-The kubelet pulls the image once per node: a job's pod that starts during the pull waits for the same pull
-(containerd serves concurrent pulls of one image once), and one that starts after it finds the image there. Nothing
-waits for the DaemonSet (``pulumi.com/skipAwait``).
+A job's pod that starts after the pull finds the image on its node. Nothing waits for the DaemonSet
+(``pulumi.com/skipAwait``).
 """
 
 from typing import Mapping, Optional, Sequence, TypedDict
@@ -17,7 +16,7 @@ from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY
 from components.naming import k8s_name
 from components.scheduling import Toleration
-from components.workloads.pods import pod_security
+from components.workloads.pods import container_security, pod_security
 
 #: The helper that keeps each pod running once the image is pulled: the catalog's pinned busybox.
 HOLD_IMAGE = IMAGES["busybox"].ref
@@ -67,11 +66,7 @@ class ImagePrePull(pulumi.ComponentResource):
             "requests": {"cpu": CPU, "memory": MEMORY},
             "limits": {"cpu": CPU, "memory": MEMORY},
         }
-        security: k8s.core.v1.SecurityContextArgsDict = {
-            "allow_privilege_escalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "read_only_root_filesystem": True,
-        }
+        security = container_security(read_only_root=True)
         tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in args["tolerations"]]  # type: ignore[misc]
         daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",

@@ -1,18 +1,10 @@
-"""Which images the program pulls onto which nodes ahead of the pods that run them.
+"""Which images the program pulls onto which nodes ahead of the pods that run them
+(:class:`components.workloads.prepull.ImagePrePull`; why and how: docs/explanation/pulumi-up.md).
 
-A training image is gigabytes, and a node pulls it when the first pod that needs it starts. Left alone, that pull
-waits behind the shared file system's add-on, its claim and the Jobs ``pulumi up`` waits for (a dataset's staging, a
-health check). A pre-pull starts it as soon as the nodes exist: a DaemonSet on the group's nodes whose init container
-is the image, pulled ``IfNotPresent`` like the pods that follow, running a no-op
-(:class:`components.workloads.prepull.ImagePrePull`).
-
-The decision, made here once: for every job the stack creates now, its image on its group (when its kind declares a
-no-op its image can run, :meth:`stacks.kinds.JobKind.noop_command`), the toolbox on the group of its health check
-(the job's) and on the system group for a dataset's staging; only on groups with nodes at creation (``desiredSize``
-above 0: a group that scales from zero gets its nodes for the job itself) and a root volume of at least
-:data:`MIN_DISK_GIB`. An MPI launcher's image is not pulled onto
-the system group: the launcher waits for its workers' pull anyway, and the pre-pull's pods keep their image on every
-system node (the kubelet does not collect an image a pod's container used) on a 50 GiB root volume.
+For every job the stack creates now: its image on its group (when :meth:`stacks.kinds.JobKind.noop_command` names a
+no-op for it), the toolbox on its health check's group and on the system group for a dataset's staging. Only groups
+with nodes at creation and a root volume of at least :data:`MIN_DISK_GIB`; never an MPI launcher's image on the
+system group.
 """
 
 from __future__ import annotations

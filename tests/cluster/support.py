@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import re
 import subprocess
 from pathlib import Path
@@ -24,11 +25,12 @@ import yaml
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from stacks.box.charts import chart_key
-from stacks.box.cluster import Box
+from stacks.box.cluster import Box, BoxError
 from stacks.box.nodes import plan_nodes
 from stacks.box.poller import Poller
 from stacks.box.rehearse import RUN_MS, steps_of
 from stacks.box.session import Session
+from stacks.box.timeline import workload_state
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
 
@@ -112,6 +114,30 @@ def _run(box, rehearsal, timeout_s: float, stuck=None) -> None:
 
 def _doc(steps, kind: str, name: str) -> dict:
     return next(d for s in steps for d in s.docs if d["kind"] == kind and d["metadata"]["name"] == name)
+
+
+def admitted(job: str):
+    """A step gate (:attr:`stacks.box.rehearse.Step.gate`): Kueue admitted ``job``'s Workload, read from the box.
+    A job gated on another's admission queues behind it whatever order Kueue's reconcilers create the two Workloads
+    in (their creation times, whole seconds, can tie)."""
+
+    def gate(box: Box) -> bool:
+        try:
+            workloads = box.get("workloads", "-A")["items"]
+        except BoxError:
+            return False  # Kueue's CRDs not served yet
+        return any(
+            ref.get("name") == job and workload_state(wl) in ("admitted", "finished")
+            for wl in workloads
+            for ref in wl["metadata"].get("ownerReferences") or []
+        )
+
+    return gate
+
+
+def stamp(text: str) -> float:
+    """An apiserver time stamp (RFC 3339, whole seconds) as seconds since the epoch."""
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 class _Watch(Poller):

@@ -22,7 +22,7 @@ from stacks.box.devices import Registrar
 from stacks.box.rehearse import RehearsalError
 from stacks.config import load_config
 from stacks.plan import build_plan
-from tests.cluster.support import _rehearsal
+from tests.cluster.support import _rehearsal, admitted
 from tests.harness import PROJECT
 from tests.variants import HELD_OUT, held_out_program
 from tests.wait import patient
@@ -39,10 +39,10 @@ def _job_step(steps, name: str):
 
 
 def _after_prep(steps) -> None:
-    """``nccl`` and ``smoke`` are created once ``prep`` exists, so Kueue admits ``prep`` first (StrictFIFO)."""
-    prep = _job_step(steps, "prep")
+    """``nccl`` and ``smoke`` are created once Kueue admitted ``prep``: they queue behind it whatever order Kueue's
+    job reconcilers create the Workloads in (their creation times tie within a second)."""
     for name in ("nccl", "smoke"):
-        _job_step(steps, name).deps.add(prep.urn)
+        _job_step(steps, name).gate = admitted("prep")
 
 
 def _box_for(binaries, tmp_path, mutate, **kwargs):
