@@ -1,6 +1,7 @@
 """Hourly cost estimate of a stack (us-east-1 list prices from the catalog), read from the plan.
 
-Counts the EKS control plane (at the extended-support price when the stack opts in), NAT gateways and their
+Counts the EKS control plane (at the extended-support price once its Kubernetes minor is past EKS standard support on
+the plan's day, :func:`control_plane_line`), NAT gateways and their
 public IPv4 addresses, the secrets KMS key, EC2 instances and their gp3 root volumes, and an FSx for Lustre file
 system (its provisioned capacity at its throughput tier's price: billed whether or not a job runs, so in "running"
 and "idle" alike); excludes what depends on usage (data transfer, NAT data processing, EFS storage and throughput
@@ -15,10 +16,14 @@ Block's reservation fee is paid up front when it is reserved), only their root v
 """
 
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Optional
 
 from components.catalog import DEFAULT_SPOT_DISCOUNT, FSX_LUSTRE_PRICES, HOURS_PER_MONTH, SERVICE_PRICES, SOURCES
+from components.catalog.platform import KUBERNETES_VERSIONS, billed_extended
+from components.catalog.prices import EKS_PRICES_AS_OF
 from components.scheduling import SYSTEM_ROLE
+from stacks.config import cluster as cluster_config
 from stacks.plan import JobPlan, NodeGroupPlan, Plan
 
 
@@ -107,15 +112,39 @@ def job_hourly(job: JobPlan) -> Optional[float]:
     return None if hour is None else round(job.nodes * hour, 4)
 
 
-def cost_lines(plan: Plan) -> list[CostLine]:
-    """Every part of the estimate, running (desired sizes) and idle (minimum sizes)."""
+def plan_day() -> date:
+    """The day the plan prices the control plane on: the day support windows are judged on
+    (:data:`stacks.config.cluster.today`)."""
+    return cluster_config.today()
+
+
+def control_plane_line(minor: str, day: date) -> CostLine:
+    """The EKS control plane of a cluster of ``minor`` on ``day``: the extended-support price from the minor's end of
+    standard support on (EKS bills it from the start of that day, UTC), the standard price before, and when that
+    changes."""
+    v = KUBERNETES_VERSIONS[minor]
+    standard, extended = SERVICE_PRICES["eks-cluster"].usd, SERVICE_PRICES["eks-cluster-extended"].usd
+    prices = f"EKS prices read {EKS_PRICES_AS_OF}"
+    if billed_extended(minor, day):
+        basis = (
+            f"extended support: {minor} left standard support on {v.end_of_standard.isoformat()}, ${extended:.2f} "
+            f"instead of ${standard:.2f} per cluster-hour until {v.end_of_extended.isoformat()}; upgrade to end it; "
+            f"{prices}"
+        )
+        return CostLine("EKS control plane", _hourly("eks-cluster-extended"), _hourly("eks-cluster-extended"), basis)
+    basis = (
+        f"standard support until {v.end_of_standard.isoformat()}, then ${extended:.2f} per cluster-hour (extended "
+        f"support) unless upgraded; {prices}"
+    )
+    return CostLine("EKS control plane", _hourly("eks-cluster"), _hourly("eks-cluster"), basis)
+
+
+def cost_lines(plan: Plan, day: Optional[date] = None) -> list[CostLine]:
+    """Every part of the estimate, running (desired sizes) and idle (minimum sizes), on ``day`` (default
+    :func:`plan_day`)."""
     cfg = plan.config
-    extended = cfg.cluster.support_type == "EXTENDED"
-    control_plane = _hourly("eks-cluster-extended" if extended else "eks-cluster")
     lines = [
-        CostLine(
-            "EKS control plane", control_plane, control_plane, "extended support" if extended else "standard support"
-        ),
+        control_plane_line(cfg.cluster.kubernetes_version, day or plan_day()),
         CostLine("KMS key (secrets encryption)", _hourly("kms-key"), _hourly("kms-key"), "per month"),
     ]
     if cfg.network is not None:
@@ -150,9 +179,10 @@ def cost_lines(plan: Plan) -> list[CostLine]:
     return lines
 
 
-def estimate(plan: Plan) -> CostEstimate:
-    """The stack's hourly cost when running (desired sizes) and idle (minimum sizes)."""
-    lines = cost_lines(plan)
+def estimate(plan: Plan, day: Optional[date] = None) -> CostEstimate:
+    """The stack's hourly cost when running (desired sizes) and idle (minimum sizes), on ``day`` (default
+    :func:`plan_day`)."""
+    lines = cost_lines(plan, day)
     running = None if any(c.running is None for c in lines) else sum(c.running or 0.0 for c in lines)
     idle = None if any(c.idle is None for c in lines) else sum(c.idle or 0.0 for c in lines)
     return CostEstimate(
@@ -167,10 +197,12 @@ __all__ = [
     "CostEstimate",
     "CostLine",
     "DEFAULT_SPOT_DISCOUNT",
+    "control_plane_line",
     "cost_lines",
     "estimate",
     "instance_basis",
     "node_hour",
+    "plan_day",
     "storage_hourly",
     "storage_summary",
 ]

@@ -42,7 +42,7 @@ KUBERNETES_VERSIONS: Mapping[str, KubernetesVersion] = {
         ),
         KubernetesVersion(
             minor="1.35",
-            released=date(2026, 1, 28),
+            released=date(2026, 1, 27),
             end_of_standard=date(2027, 3, 27),
             end_of_extended=date(2028, 3, 27),
         ),
@@ -60,9 +60,32 @@ SUPPORT_TYPES: tuple[str, ...] = ("STANDARD", "EXTENDED")
 
 
 def in_standard_support(minor: str, day: date) -> bool:
-    """Whether ``minor`` is in EKS standard support on ``day``."""
+    """Whether ``minor`` is in EKS standard support on ``day`` (UTC). EKS bills extended support from the start of the
+    end-of-standard-support day (source key ``eks-kubernetes-versions``), so that day is already extended."""
     v = KUBERNETES_VERSIONS[minor]
-    return v.released <= day <= v.end_of_standard
+    return v.released <= day < v.end_of_standard
+
+
+def billed_extended(minor: str, day: date) -> bool:
+    """Whether a cluster of ``minor`` is billed the extended-support price on ``day``: from its end of standard
+    support on. A cluster that only opts in (``upgradePolicy`` EXTENDED) pays the standard price until then (source key
+    ``eks-enable-extended-support``)."""
+    return day >= KUBERNETES_VERSIONS[minor].end_of_standard
+
+
+def minor_number(minor: str) -> tuple[int, int]:
+    """``"1.35"`` -> ``(1, 35)``, to compare minors and count the steps between them."""
+    major, _, rest = minor.partition(".")
+    return int(major), int(rest)
+
+
+#: How far ``pulumi up`` may move the control plane at once: one minor. EKS updates a cluster to the next minor only,
+#: and never down (source key ``eks-update-cluster``).
+MINOR_STEP = 1
+#: How many minors a node's kubelet may be older than the API server; never newer (source key
+#: ``kubernetes-version-skew``). EKS tests the same three minors and recommends keeping nodes on the control plane's
+#: minor (source key ``eks-kubernetes-versions``).
+KUBELET_MAX_SKEW = 3
 
 
 #: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``, ``eks-node-health``,

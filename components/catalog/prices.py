@@ -18,10 +18,12 @@ class Price:
 #: The day the instances' On-Demand prices (:mod:`components.catalog.instances`, source ``ec2-on-demand-prices``)
 #: were read from AWS's price list; prices change, so the plan prints it.
 PRICES_AS_OF = "2026-07-20"
+#: The day the EKS cluster-hour prices below (standard and extended support, source ``eks-pricing``) were read.
+EKS_PRICES_AS_OF = "2026-11-28"
 
 SERVICE_PRICES: Mapping[str, Price] = {
     "eks-cluster": Price(usd=0.10, unit="hour", source="eks-pricing"),
-    "eks-cluster-extended": Price(usd=0.60, unit="hour", source="eks-extended-support-pricing"),
+    "eks-cluster-extended": Price(usd=0.60, unit="hour", source="eks-pricing"),
     "nat-gateway": Price(usd=0.045, unit="hour", source="vpc-pricing"),
     "public-ipv4": Price(usd=0.005, unit="hour", source="vpc-pricing"),
     "ebs-gp3": Price(usd=0.08, unit="GB-month", source="ebs-pricing"),

@@ -7,7 +7,7 @@ used exists here and that each source is an ``https://`` address.
 from dataclasses import dataclass
 from typing import Mapping
 
-from components.catalog.prices import PRICES_AS_OF
+from components.catalog.prices import EKS_PRICES_AS_OF, PRICES_AS_OF
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +236,31 @@ SOURCES: Mapping[str, Source] = {
     "eks-kubernetes-versions": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html",
         shows="release, end of standard and end of extended support per minor (1.35 and 1.36 also on "
-        "https://endoflife.date/amazon-eks); upgradePolicy.supportType STANDARD|EXTENDED, EXTENDED by default",
+        "https://endoflife.date/amazon-eks); billing for extended support starts at the beginning of the "
+        "end-of-standard-support day (UTC); upgradePolicy.supportType STANDARD|EXTENDED, EXTENDED by default; nodes "
+        "three minors behind the control plane are tested, the same minor is recommended",
+    ),
+    "eks-enable-extended-support": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/enable-extended-support.html",
+        shows="a cluster whose upgrade policy enables extended support but whose version is still in standard support "
+        "incurs standard costs; only clusters in the extended support period incur the higher cost",
+    ),
+    "eks-update-cluster": Source(
+        url="https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateClusterVersion.html",
+        shows="a cluster update moves one Kubernetes minor at a time and cannot go back (the user guide's "
+        "update-cluster.html); updates are asynchronous and should finish within a few minutes; every managed node "
+        "group's Kubernetes version must match the cluster's before the cluster can be updated to a new version",
+    ),
+    "eks-update-nodegroup": Source(
+        url="https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupVersion.html",
+        shows="UpdateNodegroupVersion changes a managed node group's Kubernetes version, AMI release or launch "
+        "template version (its nodes roll); UpdateNodegroupConfig (API_UpdateNodegroupConfig.html) changes labels, "
+        "taints, scaling and update settings in place; neither changes instance types, capacity type, AMI type or "
+        "subnets, so a change of those is a new node group",
+    ),
+    "kubernetes-version-skew": Source(
+        url="https://kubernetes.io/releases/version-skew-policy/",
+        shows="kubelet must not be newer than kube-apiserver, and may be up to three minor versions older",
     ),
     "eks-extended-support-pricing": Source(
         url="https://aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-pricing/",
@@ -989,7 +1013,8 @@ SOURCES: Mapping[str, Source] = {
     ),
     # --- prices and quotas --------------------------------------------------------------------------
     "eks-pricing": Source(
-        url="https://aws.amazon.com/eks/pricing/", shows="$0.10 per cluster-hour in standard support"
+        url="https://aws.amazon.com/eks/pricing/",
+        shows=f"$0.10 per cluster-hour in standard support, $0.60 in extended support (read {EKS_PRICES_AS_OF})",
     ),
     "vpc-pricing": Source(
         url="https://aws.amazon.com/vpc/pricing/",

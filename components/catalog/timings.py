@@ -154,3 +154,11 @@ PODS_START_CACHED = Duration(
     what="the training pods' start with the image already on the nodes (IfNotPresent, pinned by digest)",
     estimate="no public figure; admission, scheduling and the containers' start take seconds",
 )
+#: Updating the EKS control plane to the next Kubernetes minor (``pulumi up`` after ``kubernetesVersion`` moves).
+CONTROL_PLANE_UPGRADE = Duration(
+    minutes=10.0,
+    what="the EKS control plane updated to the next Kubernetes minor (the cluster stays available meanwhile)",
+    sources=("eks-update-cluster",),
+    estimate="EKS says only that an update should finish within a few minutes; the model takes the control plane's "
+    "creation time, an upper estimate; a real account's update time is not measured here",
+)

@@ -1,4 +1,5 @@
-"""``python -m stacks.plan --stack NAME [--json] [--stack-file PATH]``: what a stack will create and cost, offline.
+"""``python -m stacks.plan --stack NAME [--json] [--stack-file PATH] [--from OLD]``: what a stack will create and cost,
+offline; with ``--from``, what changing a running stack from OLD does instead (:mod:`stacks.plan.upgrade`).
 
 No AWS call and no credentials: the stack file is read as :mod:`stacks.preflight` reads it, validated with the same
 rules and messages as ``pulumi up`` (exit status 2 on a bad configuration), planned, and printed: each node group
@@ -581,9 +582,22 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     )
     add_stack_options(parser)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument(
+        "--from",
+        dest="old",
+        metavar="OLD",
+        help="compare with the running stack's earlier stack file (a path, or a git revision of Pulumi.<stack>.yaml) "
+        "and print only what the upgrade does: the Kubernetes minor, the node groups that roll, the jobs they stop, "
+        "the add-on pins that move, the expected duration; a minor skipped or gone back exits 2",
+    )
     args = parser.parse_args(argv)
 
     config, plan = load_stack(args)
+    if args.old is not None:
+        from stacks.plan.upgrade import compare_stacks
+
+        print(compare_stacks(args.old, args.stack, args.stack_file, plan, as_json=args.json))
+        return EXIT_OK
     first, note = model_first_step(args.stack, args.stack_file, config, plan)
     r = report(plan, plan.config.region, first, note)
     print(json.dumps(r, indent=2) if args.json else render(r))

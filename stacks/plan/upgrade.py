@@ -1,0 +1,445 @@
+"""What a change of a running stack's configuration does at the next ``pulumi up``, offline
+(``python -m stacks plan --stack NAME --from OLD``): the Kubernetes minor change, the node groups that roll and why,
+the running jobs those rolls stop, the add-on pins that move, and how long it is expected to take.
+
+OLD is the stack file the running stack was deployed from: a path, or a git revision (``REV`` reads
+``Pulumi.<NAME>.yaml`` as it was at that revision, with ``git show REV:<path>``). Both configurations are loaded and
+planned as ``pulumi up`` does; the comparison reads the two plans.
+
+The upgrade rules, each from :mod:`components.catalog.platform` with its source: the control plane moves one minor per
+``pulumi up`` and never down (``eks-update-cluster``); a node's kubelet may be up to three minors older than the API
+server and never newer (``kubernetes-version-skew``). Pulumi updates the control plane first (everything else depends
+on the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
+"""
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from components.catalog.addons import addon_version_for
+from components.catalog.amis import RELEASE_VERSION_RE
+from components.catalog.charts import CLUSTER_AUTOSCALER
+from components.catalog.platform import (
+    EKS_ADDONS,
+    KUBELET_MAX_SKEW,
+    MINOR_STEP,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    minor_number,
+)
+from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL
+from stacks.config import ConfigError, key, load_config
+from stacks.plan import NodeGroupPlan, Plan, build_plan
+from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+from stacks.stackfile import (
+    StackFileError,
+    StackLoadError,
+    load_stack_yaml,
+    project_config,
+    project_name,
+    read_stack_config,
+    stack_file_for,
+)
+
+VERSION_KEY = key("cluster.kubernetesVersion")
+
+
+@dataclass(frozen=True)
+class JobStop:
+    """A running job (of the old configuration) on a group that rolls or goes."""
+
+    name: str
+    group: str
+    pods: int
+    strategy: str
+    """The group's ``updateStrategy`` in the new configuration: ``rolling`` or ``whenIdle``."""
+    keeps: int
+    """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
+
+    @property
+    def what(self) -> str:
+        """What the roll does to it, in words."""
+        if self.strategy == "whenIdle":
+            return (
+                f"keeps all {self.pods} pod(s): EKS cannot drain its nodes and fails the group's update after "
+                f"{EVICTION_LIMIT_MINUTES} minutes; run `pulumi up --refresh` once it is done"
+            )
+        return (
+            f"one pod at a time is stopped (SIGTERM and its grace period), its PodDisruptionBudget keeping "
+            f"{self.keeps} of {self.pods} running"
+        )
+
+
+@dataclass(frozen=True)
+class GroupChange:
+    """A node group whose nodes roll, are replaced, or go."""
+
+    path: str
+    action: str
+    """``roll`` (EKS replaces the nodes one at a time), ``replace`` (a new group, then the old one deleted) or
+    ``delete``."""
+    reasons: tuple[str, ...]
+    nodes: int
+    """Its nodes now (the old desired size)."""
+    strategy: str
+    jobs: tuple[JobStop, ...] = ()
+
+    @property
+    def minutes(self) -> float:
+        """The modelled time of the change: a roll ``nodes`` x :data:`NODE_ROLL`; a new group's creation."""
+        if self.action == "roll":
+            return self.nodes * NODE_ROLL.minutes
+        if self.action == "replace":
+            return CREATION["aws:eks/nodeGroup:NodeGroup"].minutes
+        return 0.0
+
+
+@dataclass(frozen=True)
+class AddonChange:
+    """An add-on (or chart) whose version changes; ``None``: EKS's default for the minor."""
+
+    name: str
+    old: Optional[str]
+    new: Optional[str]
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """What moving from the old configuration to the new one does."""
+
+    old_label: str
+    old_minor: str
+    new_minor: str
+    groups: tuple[GroupChange, ...]
+    addons: tuple[AddonChange, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def minutes(self) -> float:
+        """Expected duration: the control plane, then the add-ons, then the groups (which roll side by side)."""
+        total = CONTROL_PLANE_UPGRADE.minutes if self.old_minor != self.new_minor else 0.0
+        if self.addons:
+            total += CREATION["aws:eks/addon:Addon"].minutes
+        return total + max((g.minutes for g in self.groups), default=0.0)
+
+
+def kubelet_minor(g: NodeGroupPlan, cluster_minor: str) -> str:
+    """The kubelet minor of a group's nodes: its AMI release version's minor (else the cluster's)."""
+    m = RELEASE_VERSION_RE.match(g.ami.release_version)
+    return m.group("minor") if m else cluster_minor
+
+
+def minor_problems(old: Plan, new: Plan) -> list[str]:
+    """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
+    the skew EKS supports; each message names the key and the steps to take instead."""
+    a, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
+    (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
+    if (bmaj, bmin) < (amaj, amin):
+        return [
+            f"{VERSION_KEY}: {b} is older than the running {a}; EKS never moves a cluster down a minor (its nodes' "
+            f"kubelet would be newer than the API server, which Kubernetes does not support): set it back to {a}; to "
+            f"run {b}, create a new stack at {b} and move the jobs there"
+        ]
+    problems = []
+    if bmaj != amaj or bmin - amin > MINOR_STEP:
+        steps = [f"{amaj}.{m}" for m in range(amin + 1, bmin + 1)] if bmaj == amaj else [b]
+        known = [s for s in steps if s in SUPPORTED_KUBERNETES_VERSIONS]
+        chain = " -> ".join([a, *known])
+        problems.append(
+            f"{VERSION_KEY}: {a} -> {b} skips {len(steps) - 1} minor(s); EKS updates the control plane one minor at a "
+            f"time, and node groups follow it: set {steps[0]}, run `pulumi up`, and repeat for each minor ({chain}), "
+            "one minor per `pulumi up`"
+        )
+    for g in new.all_groups:
+        was = next((o for o in old.all_groups if o.name == g.name), None)
+        if was is None:
+            continue
+        kubelet = kubelet_minor(was, a)
+        gap = bmin - minor_number(kubelet)[1]
+        if minor_number(kubelet)[0] != bmaj or gap > KUBELET_MAX_SKEW or gap < 0:
+            problems.append(
+                f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll, outside the skew Kubernetes supports "
+                f"against a {b} API server (kubelet at most {KUBELET_MAX_SKEW} minors older, never newer): move "
+                f"{key(g.path)}.amiRelease and the cluster one minor at a time"
+            )
+    return problems
+
+
+def _launch_template(plan: Plan, g: NodeGroupPlan) -> dict[str, Any]:
+    """The settings of a group that its launch template carries: a change is a new version, and the nodes roll."""
+    return {
+        "root volume size": g.disk_size_gib,
+        "EFA interfaces": g.profile.efa_interfaces,
+        "capacity reservation": g.capacity_reservation_id,
+        "host setup": [r.name for r in plan.host_requirements(g.name)],
+    }
+
+
+def _replacing(old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
+    """What makes a new group: EKS updates none of these in place (source key ``eks-update-nodegroup``)."""
+    out = []
+    if old.instance_types != new.instance_types:
+        out.append(f"instance types {', '.join(old.instance_types)} -> {', '.join(new.instance_types)}")
+    if old.capacity_type != new.capacity_type:
+        out.append(f"capacity type {old.capacity_type} -> {new.capacity_type}")
+    if old.profile.ami_type != new.profile.ami_type:
+        out.append(f"AMI type {old.profile.ami_type} -> {new.profile.ami_type}")
+    if (old.zone, old.subnet_id) != (new.zone, new.subnet_id):
+        out.append(f"zone {old.zone or old.subnet_id or 'every zone'} -> {new.zone or new.subnet_id or 'every zone'}")
+    return out
+
+
+def _rolling(old_plan: Plan, new_plan: Plan, old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
+    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release, a launch template setting."""
+    out = []
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    if a != b:
+        release = new.ami.release_version if new.ami.pinned else f"EKS's newest release for {b}"
+        out.append(f"Kubernetes {a} -> {b} (AMI release {release})")
+    elif new.ami.pinned and old.ami.release_version != new.ami.release_version:
+        out.append(f"AMI release {old.ami.release_version} -> {new.ami.release_version}")
+    lt_old, lt_new = _launch_template(old_plan, old), _launch_template(new_plan, new)
+    out += [f"launch template: {k} {lt_old[k]} -> {lt_new[k]}" for k in lt_old if lt_old[k] != lt_new[k]]
+    return out
+
+
+def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str) -> tuple[JobStop, ...]:
+    """The old configuration's jobs on ``group`` (the ones running), with what the new budget keeps."""
+    out = []
+    for name, job in old_plan.jobs.items():
+        if job.group.name != group:
+            continue
+        now = new_plan.jobs.get(name)
+        keeps = now.min_available if now is not None and now.group.name == group else job.min_available
+        out.append(JobStop(name=name, group=group, pods=job.nodes, strategy=strategy, keeps=keeps))
+    return tuple(out)
+
+
+def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old") -> Upgrade:
+    """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
+    the move breaks an upgrade rule (:func:`minor_problems`)."""
+    problems = minor_problems(old_plan, new_plan)
+    if problems:
+        raise ConfigError(problems)
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    notes: list[str] = []
+    groups: list[GroupChange] = []
+    old_groups = {g.name: g for g in old_plan.all_groups}
+    for g in new_plan.all_groups:
+        was = old_groups.get(g.name)
+        if was is None:
+            continue
+        replace_why = _replacing(was, g)
+        if replace_why:
+            groups.append(
+                GroupChange(
+                    path=g.path,
+                    action="replace",
+                    reasons=tuple(replace_why),
+                    nodes=was.desired_size,
+                    strategy=g.update_strategy,
+                    # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
+                    jobs=_stops(old_plan, new_plan, g.name, "delete"),
+                )
+            )
+            continue
+        why = _rolling(old_plan, new_plan, was, g)
+        if why:
+            groups.append(
+                GroupChange(
+                    path=g.path,
+                    action="roll",
+                    reasons=tuple(why),
+                    nodes=was.desired_size,
+                    strategy=g.update_strategy,
+                    jobs=_stops(old_plan, new_plan, g.name, g.update_strategy),
+                )
+            )
+            if g.capacity_type == "CAPACITY_BLOCK" and a != b:
+                notes.append(
+                    f"{g.path}: while its Capacity Block is active the group keeps its version and rolls at the next "
+                    f"`pulumi up` at 0 nodes; EKS updates the cluster past {b} only once every group runs {b}"
+                )
+    for name, was in old_groups.items():
+        if name not in {g.name for g in new_plan.all_groups}:
+            groups.append(
+                GroupChange(
+                    path=was.path,
+                    action="delete",
+                    reasons=("removed from the stack file",),
+                    nodes=was.desired_size,
+                    strategy="delete",
+                    jobs=_stops(old_plan, new_plan, name, "delete"),
+                )
+            )
+    addons = []
+    for addon in EKS_ADDONS:
+        before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
+        after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
+        if before != after or (a != b and after is None):
+            addons.append(AddonChange(addon, before, after))
+    if new_plan.autoscale and a != b:
+        ca_old, ca_new = (
+            f"chart {r.chart.version}, image {r.image.ref.split('@')[0].rsplit(':', 1)[1]}"
+            for r in (CLUSTER_AUTOSCALER[a], CLUSTER_AUTOSCALER[b])
+        )
+        if ca_old != ca_new:
+            addons.append(AddonChange("cluster-autoscaler", ca_old, ca_new))
+    return Upgrade(
+        old_label=old_label, old_minor=a, new_minor=b, groups=tuple(groups), addons=tuple(addons), notes=tuple(notes)
+    )
+
+
+def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=False)
+
+
+def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> tuple[str, Path, dict[str, Any]]:
+    """The old configuration ``--from`` names: a stack file's path, else a git revision of the stack's file. Returns a
+    label, the stack file it stands for (the new one's path for a revision) and the configuration."""
+    try:
+        path = (stack_file or stack_file_for(stack)).resolve()
+    except StackFileError as exc:
+        raise StackLoadError(f"error: {exc}") from exc
+    if Path(old).is_file():
+        try:
+            old_path, config = read_stack_config(stack, Path(old))
+        except StackFileError as exc:
+            raise StackLoadError(f"error: --from {old}: {exc}") from exc
+        return str(old), old_path, config
+    top = _git(path.parent, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise StackLoadError(
+            f"error: --from {old}: not a file, and {path.parent} is not in a git repository; give the old stack file's "
+            "path, or a git revision of a stack file that git tracks"
+        )
+    rel = path.relative_to(Path(top.stdout.strip()).resolve())
+    shown = _git(path.parent, "show", f"{old}:{rel.as_posix()}")
+    if shown.returncode != 0:
+        raise StackLoadError(
+            f"error: --from {old}: not a file, and git has no {rel.as_posix()} at revision {old!r} "
+            f"({shown.stderr.strip()}); give a revision where the stack file exists (git log -- {rel.as_posix()}), "
+            "or the old file's path"
+        )
+    try:
+        data = load_stack_yaml(shown.stdout) or {}
+    except yaml.YAMLError as exc:
+        raise StackLoadError(f"error: --from {old}: cannot read {rel.as_posix()} at {old}: {exc}") from exc
+    values = data.get("config") if isinstance(data, dict) else None
+    if not isinstance(values, dict):
+        raise StackLoadError(f"error: --from {old}: {rel.as_posix()} at {old} has no config: mapping")
+    return f"{old}:{rel.as_posix()}", path, {**project_config(path.parent / "Pulumi.yaml"), **values}
+
+
+def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[str, Plan]:
+    """The old configuration's label and plan, validated with today's rules (:class:`StackLoadError` otherwise)."""
+    label, path, config = read_old_config(old, stack, stack_file)
+    try:
+        return label, build_plan(load_config(project_name(path), stack, config, project_dir=path.parent.resolve()))
+    except ConfigError as exc:
+        raise StackLoadError(f"the old configuration ({label}) does not load: {exc}") from exc
+
+
+def upgrade_report(u: Upgrade) -> dict[str, Any]:
+    """The comparison as a JSON-ready mapping."""
+    return {
+        "from": u.old_label,
+        "kubernetesVersion": {"from": u.old_minor, "to": u.new_minor},
+        "nodeGroups": [
+            {
+                "key": g.path,
+                "action": g.action,
+                "reasons": list(g.reasons),
+                "nodes": g.nodes,
+                "updateStrategy": g.strategy,
+                "minutes": g.minutes,
+                "jobs": [
+                    {"name": j.name, "pods": j.pods, "keeps": j.keeps, "strategy": j.strategy, "what": _stop_text(j)}
+                    for j in g.jobs
+                ],
+            }
+            for g in u.groups
+        ],
+        "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
+        "expectedMinutes": u.minutes,
+        "durations": {
+            "controlPlane": {"minutes": CONTROL_PLANE_UPGRADE.minutes, "estimate": CONTROL_PLANE_UPGRADE.estimate},
+            "nodeRoll": {"minutes": NODE_ROLL.minutes, "estimate": NODE_ROLL.estimate},
+            "source": "components/catalog/timings.py",
+        },
+        "notes": list(u.notes),
+    }
+
+
+def _stop_text(j: JobStop) -> str:
+    if j.strategy == "delete":
+        return f"stopped: all {j.pods} pod(s) go with the old group's nodes"
+    return j.what
+
+
+def _version(v: Optional[str], minor: str) -> str:
+    return v if v is not None else f"EKS's default for {minor}"
+
+
+def render_upgrade(r: dict[str, Any]) -> str:
+    """The comparison as text."""
+    k = r["kubernetesVersion"]
+    lines = [f"upgrade from {r['from']}:"]
+    if k["from"] != k["to"]:
+        lines.append(
+            f"  Kubernetes {k['from']} -> {k['to']}: the control plane first (about "
+            f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), then the add-ons, then the node groups"
+        )
+    else:
+        lines.append(f"  Kubernetes {k['from']}: unchanged")
+    if r["addons"]:
+        lines.append("  add-ons:")
+        for a in r["addons"]:
+            lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
+    if not r["nodeGroups"]:
+        lines.append("  node groups: none rolls")
+    for g in r["nodeGroups"]:
+        verb = {"roll": "rolls", "replace": "is replaced (a new group, then the old one deleted)", "delete": "goes"}
+        lines.append(
+            f"  {g['key']} {verb[g['action']]}: {'; '.join(g['reasons'])}; {g['nodes']} node(s)"
+            + (f", updateStrategy {g['updateStrategy']}" if g["action"] == "roll" else "")
+        )
+        for j in g["jobs"]:
+            lines.append(f"    job {j['name']}: {j['what']}")
+        if not g["jobs"]:
+            lines.append("    no running job on it")
+    lines.append(
+        f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
+        f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node; {r['durations']['source']})"
+    )
+    lines.extend(f"  note: {n}" for n in r["notes"])
+    return "\n".join(lines)
+
+
+def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan, *, as_json: bool = False) -> str:
+    """The ``--from`` summary of the stack planned as ``plan`` against ``old``, as text or JSON; a broken upgrade
+    rule raises :class:`StackLoadError` with the configuration error's message (the command exits 2)."""
+    label, old_plan = plan_old(old, stack, stack_file)
+    try:
+        r = upgrade_report(compare(old_plan, plan, label))
+    except ConfigError as exc:
+        raise StackLoadError(str(exc)) from exc
+    return json.dumps({"upgrade": r}, indent=2) if as_json else render_upgrade(r)
+
+
+__all__ = [
+    "AddonChange",
+    "GroupChange",
+    "JobStop",
+    "Upgrade",
+    "compare",
+    "compare_stacks",
+    "minor_problems",
+    "plan_old",
+    "read_old_config",
+    "render_upgrade",
+    "upgrade_report",
+]

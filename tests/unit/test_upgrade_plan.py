@@ -1,0 +1,204 @@
+"""Kubernetes minor upgrades, offline: the rules ``python -m stacks plan --from`` holds a change to (one minor per
+``pulumi up``, never down, the kubelet skew), what a change rolls and which running jobs it stops, the extended-support
+price past a minor's end of standard support, and ``--from`` reading a git revision of the stack file."""
+
+import copy
+import subprocess
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import replace
+from datetime import date
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.catalog import SERVICE_PRICES
+from components.catalog.platform import KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS, billed_extended
+from stacks.config import ConfigError, load_config
+from stacks.config import cluster as cluster_config
+from stacks.costs import control_plane_line, estimate
+from stacks.plan import Plan, build_plan
+from stacks.plan.nodes import AmiPlan
+from stacks.plan.report import main as plan_main
+from stacks.plan.upgrade import compare, minor_problems
+from stacks.stackfile import REPO, load_yaml
+
+P = "eks-training:"
+#: The day these tests judge support windows on (every supported minor but 1.32 and 1.33 in standard support).
+DAY = date(2026, 11, 28)
+
+
+@pytest.fixture(autouse=True)
+def _fixed_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster_config, "today", lambda: DAY)
+
+
+def preset(stack: str) -> dict[str, Any]:
+    data = load_yaml((REPO / f"Pulumi.{stack}.yaml").read_text()) or {}
+    return copy.deepcopy(dict(data["config"]))
+
+
+def plan_of(stack: str, config: dict[str, Any]) -> Plan:
+    return build_plan(load_config("eks-training", stack, config, project_dir=REPO))
+
+
+def variant(stack: str, **cluster: Any) -> dict[str, Any]:
+    cfg = preset(stack)
+    cfg[P + "cluster"] = {**(cfg.get(P + "cluster") or {}), **cluster}
+    return cfg
+
+
+def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
+    old = plan_of("p5", variant("p5", kubernetesVersion="1.35"))
+    new = plan_of("p5", preset("p5"))
+    u = compare(old, new)
+    assert (u.old_minor, u.new_minor) == ("1.35", "1.36")
+    groups = {g.path: g for g in u.groups}
+    assert set(groups) == {"systemNodeGroup", "nodeGroups.gpu"}
+    gpu = groups["nodeGroups.gpu"]
+    assert gpu.action == "roll" and any("1.35 -> 1.36" in r for r in gpu.reasons)
+    assert [(j.name, j.pods, j.keeps, j.strategy) for j in gpu.jobs] == [("train", 2, 1, "rolling")]
+    # the evaluation runs on the system group: its roll stops it, not the GPU group's
+    assert [j.name for j in groups["systemNodeGroup"].jobs] == [
+        j for j, p in old.jobs.items() if p.group.name == "system"
+    ]
+    assert "vpc-cni" in {a.name for a in u.addons}
+    # control plane, add-ons, then the slowest group (2 nodes one at a time)
+    assert u.minutes == 10.0 + 1.0 + 2 * 20.0
+
+
+def test_skipping_a_minor_is_refused_with_the_steps() -> None:
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.34"))
+    new = plan_of("dev", preset("dev"))
+    with pytest.raises(ConfigError) as err:
+        compare(old, new)
+    (problem,) = err.value.problems
+    assert problem.startswith("eks-training:cluster.kubernetesVersion: 1.34 -> 1.36 skips 1 minor")
+    assert "set 1.35, run `pulumi up`" in problem and "1.34 -> 1.35 -> 1.36" in problem
+
+
+def test_going_down_a_minor_is_refused() -> None:
+    old = plan_of("dev", preset("dev"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    (problem,) = minor_problems(old, new)
+    assert problem.startswith("eks-training:cluster.kubernetesVersion: 1.35 is older than the running 1.36")
+    assert "set it back to 1.36" in problem
+
+
+@pytest.mark.parametrize(("kubelet", "allowed"), [("1.32", False), ("1.33", True), ("1.35", True)])
+def test_a_group_outside_the_kubelet_skew_is_refused(kubelet: str, allowed: bool) -> None:
+    """A group whose nodes run a kubelet more than three minors older than the new API server (a group kept on an
+    old release) is refused; three minors is within the skew."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    cpu = old.groups["cpu"]
+    old = replace(old, groups={"cpu": replace(cpu, ami=AmiPlan(release_version=f"{kubelet}.1-20260714", pinned=True))})
+    new = plan_of("dev", preset("dev"))
+    problems = minor_problems(old, new)
+    assert (problems == []) is allowed, problems
+    if not allowed:
+        assert problems[0].startswith("eks-training:nodeGroups.cpu: its nodes run kubelet 1.32")
+
+
+def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> None:
+    cfg = preset("p5")
+    cfg[P + "nodeGroups"]["gpu"]["updateStrategy"] = "whenIdle"
+    same = compare(plan_of("p5", preset("p5")), plan_of("p5", cfg))
+    assert same.groups == ()  # the strategy alone rolls no node, nor does the newest release moving on
+
+    old = plan_of("p5", {**cfg, P + "cluster": {"amiRelease": "v20260610"}})
+    new = plan_of("p5", {**cfg, P + "cluster": {"amiRelease": "v20260714"}})
+    u = compare(old, new)
+    gpu = next(g for g in u.groups if g.path == "nodeGroups.gpu")
+    assert gpu.reasons == ("AMI release 1.36.1-20260610 -> 1.36.2-20260714",)
+    (train,) = gpu.jobs
+    assert train.strategy == "whenIdle" and train.keeps == train.pods == 2
+    assert "fails the group's update after 15 minutes" in train.what
+    assert u.minutes == 2 * 20.0  # no control plane, no add-on
+
+
+def test_launch_template_and_instance_type_changes() -> None:
+    base = preset("dev")
+    bigger = copy.deepcopy(base)
+    bigger[P + "nodeGroups"]["cpu"]["diskSizeGib"] = 100
+    u = compare(plan_of("dev", base), plan_of("dev", bigger))
+    (cpu,) = u.groups
+    assert cpu.action == "roll" and cpu.reasons == ("launch template: root volume size 50 -> 100",)
+    assert [j.name for j in cpu.jobs] == ["train"]
+
+    other = copy.deepcopy(base)
+    other[P + "nodeGroups"]["cpu"]["instanceTypes"] = ["c5.4xlarge"]
+    (cpu,) = compare(plan_of("dev", base), plan_of("dev", other)).groups
+    assert cpu.action == "replace" and cpu.reasons == ("instance types m5.xlarge -> c5.4xlarge",)
+    assert [(j.name, j.strategy) for j in cpu.jobs] == [("train", "delete")]
+
+
+@pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
+def test_extended_support_is_billed_from_the_end_of_standard_support(minor: str) -> None:
+    v = KUBERNETES_VERSIONS[minor]
+    before = control_plane_line(minor, date.fromordinal(v.end_of_standard.toordinal() - 1))
+    on = control_plane_line(minor, v.end_of_standard)
+    assert before.running == SERVICE_PRICES["eks-cluster"].usd and not billed_extended(minor, before_day(v))
+    assert on.running == SERVICE_PRICES["eks-cluster-extended"].usd
+    assert f"standard support until {v.end_of_standard.isoformat()}" in before.basis
+    assert on.basis.startswith(f"extended support: {minor} left standard support on {v.end_of_standard}")
+
+
+def before_day(v: Any) -> date:
+    return date.fromordinal(v.end_of_standard.toordinal() - 1)
+
+
+def test_the_estimate_prices_the_minor_on_the_plans_day() -> None:
+    """Opting in to extended support costs nothing while the minor is in standard support; past its end the
+    control plane costs the extended price, on the day the plan is made."""
+    opted = plan_of("dev", variant("dev", kubernetesVersion="1.34", extendedSupport=True))
+    standard = plan_of("dev", preset("dev"))
+    assert estimate(opted).running == estimate(standard).running
+    later = estimate(opted, date(2026, 12, 2))
+    diff = SERVICE_PRICES["eks-cluster-extended"].usd - SERVICE_PRICES["eks-cluster"].usd
+    assert round((later.running or 0) - (estimate(opted).running or 0), 3) == round(diff, 3)
+
+
+def _plan_cli(*args: str) -> tuple[int, str, str]:
+    out, err = StringIO(), StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = plan_main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_from_a_git_revision(tmp_path: Path) -> None:
+    import yaml
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+
+    def write(minor: str) -> None:
+        stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion=minor)}))
+
+    _git(tmp_path, "init", "-q")
+    write("1.34")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "1.34")
+    write("1.35")
+    _git(tmp_path, "commit", "-q", "-am", "1.35")
+    write("1.36")
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert out.startswith("upgrade from HEAD:Pulumi.dev.yaml:\n  Kubernetes 1.35 -> 1.36: the control plane first")
+    assert "nodeGroups.cpu rolls: Kubernetes 1.35 -> 1.36" in out and "job train:" in out
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD~1")
+    assert code == 2 and out == ""
+    assert "eks-training:cluster.kubernetesVersion: 1.34 -> 1.36 skips 1 minor" in err
+
+    code, _, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "no-such-revision")
+    assert code == 2 and "git has no Pulumi.dev.yaml at revision 'no-such-revision'" in err
