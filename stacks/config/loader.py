@@ -25,7 +25,6 @@ from pydantic import BaseModel, ValidationError
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
 from stacks.bundle import REFERENCE, context_folder
-from stacks.config import rules
 from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.benchmark import (
     BenchmarkConfig,
@@ -50,6 +49,7 @@ from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.operations import OperationsConfig
 from stacks.config.rules import CLUSTER_NAME_MAX, Sections
+from stacks.config.rules import check as check_rules
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 from stacks.config.storage import StorageConfig
 from stacks.config.teams import TeamConfig
@@ -538,7 +538,7 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
         team_names=list(parsed.get("teams") or {}),
         team_entry_problems=teams.problems,
     )
-    p.problems.extend(rules.check(sections))
+    p.problems.extend(check_rules(sections))
     aws = p.aws(config)
     p.problems.extend(region_problems(config))
     if p.problems:
