@@ -1,45 +1,12 @@
 """Packaging beyond pyproject.toml: the installed package has one import name of its own, ``eks_training``.
 
-The repository keeps the layout of a Pulumi project: ``components/`` and ``stacks/`` at the top, imported as
-``components`` and ``stacks`` by the program and the tools. Installed under those names they would collide with a
-user's own ``components/`` or ``stacks/`` folder beside their ``__main__.py`` (whichever comes first on ``sys.path``
-wins, the other is silently not imported). So the package installs everything under one folder, ``eks_training/``,
-laid out like the repository:
-
-- ``eks_training/components``, ``eks_training/stacks``: the packages, every module rewritten by :func:`rewrite` so
-  that each name it gives an own module is ``eks_training.<name>``: ``eks_training.components``,
-  ``eks_training.stacks``;
-- ``eks_training/training`` and ``eks_training/images``: the images' build folders, and ``eks_training/box``: the
-  box's pinned Go modules (``go.mod``, ``go.sum``, their ``.go`` files): :mod:`stacks.bundle` finds them beside the
-  packages, in a checkout and in an install alike;
-- ``eks_training/docs/reference/configuration.md``: the configuration reference the configuration's errors point to
-  (the commands it names rewritten like the modules' strings: it is generated from them, ``eks-training docs
-  --reference``);
-- every other file of the packages (``stacks/box/stages.yaml``);
-- ``eks_training/__main__.py``: the program (the repository's ``__main__.py``), which ``eks-training rehearse``
-  evaluates for a project that has none of its own; ``eks_training/__init__.py`` is generated.
-
-The rewrite reads each module with :mod:`ast` and :mod:`tokenize`, not with a pattern over the text, and changes:
-
-- import statements of an own module (``from stacks.plan import Plan``, ``import stacks.box.build as box_build``);
-  ``import stacks.x`` without ``as`` also binds ``stacks`` (``; from eks_training import stacks``);
-- string literals that are the dotted name of an own module (``"stacks.plan.report"``: the command line's tools,
-  imported by name), and within any string (messages, help, docstrings) ``-m stacks...`` (``python -m stacks.box
-  down`` becomes ``python -m eks_training.stacks.box down``), ``from stacks... import`` and ``import stacks.``.
-
-A string equal to an own module's dotted name is rewritten wherever it stands: code that needs the bare name builds
-it from :data:`stacks.bundle.PREFIX` (derived from ``__name__``). Names computed at run time need nothing: ``__name__``,
-``__module__`` (what dill pickles for the image build's dynamic provider) and ``__package__`` are the installed ones. A
-module that still imports an own name after the rewrite fails the build, naming the file and line. The console script is
-``eks-training = eks_training.stacks.cli:script`` (pyproject.toml). An editable install (``pip install -e``) is refused:
-its modules would be the repository's, which import ``components`` and ``stacks``; use the checkout itself (run from its
-folder), or a regular install. ``tests/unit/test_packaging.py`` checks the rewrite over every module and
-``tests/real/test_installed_real.py`` the installed package.
-
-Chosen over relative imports (every module of the repository and its program changed by hand, against the layout a
-Pulumi project has) and over an import hook aliasing the top-level names (which still installs, or claims, the names
-``components`` and ``stacks``).
-"""
+Installed as ``components`` and ``stacks``, the repository's packages would collide with a user's own folders of
+those names. So everything installs under ``eks_training/``, laid out like the repository: the packages, with every
+module rewritten by :func:`rewrite` (:mod:`ast` and :mod:`tokenize`, not a pattern) so each own import, dotted
+module name and ``-m stacks...`` is ``eks_training.<name>``; the images' build folders and ``box/``
+(:mod:`stacks.bundle` finds them); ``docs/reference/configuration.md``; the packages' other files; and the program
+``__main__.py``. A module that still imports an own name fails the build; an editable install is refused. What is
+rewritten, and why this over relative imports or an import hook: docs/explanation/packaging.md."""
 
 from __future__ import annotations
 
@@ -118,7 +85,8 @@ def rewrite_prose(text: str) -> str:
 
 
 def rewrite(source: str, modules: frozenset[str], where: str = "<module>") -> str:
-    """``source`` with every name it gives an own module (see the module docstring) prefixed with ``eks_training.``."""
+    """``source`` with every name it gives an own module prefixed with ``eks_training.``
+    (docs/explanation/packaging.md)."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))

@@ -1,20 +1,10 @@
 """The folders this project ships beside its packages, and where an image's ``context`` is.
 
-:data:`ROOT` is laid out like this repository in a checkout and in an installed package alike: the repository itself,
-or ``eks_training/`` in site-packages, where ``setup.py`` installs the packages (as ``eks_training.components`` and
-``eks_training.stacks``) and beside them the folders the installed tools read:
-
-- the images' build folders (:data:`SHIPPED`): ``training`` (the toolbox image: the trainer, the launcher, staging,
-  the waits) and ``images/nccl-tests``, ``images/horovod``, ``images/tensorflow``;
-- ``box``: the pinned Go modules the cluster in a box is built from (:data:`BOX`, read by :mod:`stacks.box.build`);
-- ``docs/reference/configuration.md``: the configuration reference (:data:`REFERENCE`) the configuration's errors
-  point to.
-
-A ``context`` names a folder of the Pulumi project (the folder of its ``Pulumi.yaml``: the program's working folder
-under ``pulumi up``, the stack file's folder for the command-line tools). When the project has no such folder, the
-shipped folder of that name is used. The default ``training`` image, which a stack does not name, is always the
-shipped one.
-"""
+:data:`ROOT` is laid out like this repository in a checkout and in an installed package (``eks_training/`` in
+site-packages, ``setup.py``) alike: the images' build folders (:data:`SHIPPED`), the box's pinned Go modules
+(:data:`BOX`) and the configuration reference (:data:`REFERENCE`). A ``context`` names a folder of the Pulumi project
+(the folder of its ``Pulumi.yaml``); when the project has no such folder, the shipped one of that name is used; the
+default ``training`` image is always the shipped one. More: docs/explanation/packaging.md."""
 
 from pathlib import Path
 

@@ -109,7 +109,7 @@ TOOLS: dict[str, Tool] = {
         Tool("box", "stacks.box.cli", "the cluster in a box: build, up, down, bench", BOX_MODULES),
         Tool(
             "rehearse",
-            "stacks.rehearse",
+            "stacks.box.rehearse_cli",
             "run a stack on the cluster in a box and print what ran where, what waited and why",
             BOX_MODULES,
         ),

@@ -1,23 +1,13 @@
 """What the teams' jobs need in their namespaces (``teams``, :mod:`stacks.config.teams`), registered by the cluster
 stack; the jobs themselves come from each team's jobs-only stack (:mod:`stacks.jobs_only`).
 
-Per team:
-
-- the **Namespace**, with the training namespace's Pod Security level (``baseline``) and the ``eks-training/team``
-  label;
-- its **NetworkPolicies** (:class:`~components.workloads.TrainingNetworkPolicies` without jobs): default deny in both
-  directions, DNS, HTTPS and Pod Identity credentials for the pods of jobs; the jobs-only stack adds the within-job
-  policy of each of its jobs;
-- a **claim of the shared file system** (``storage.pvcName`` in the team's namespace, of the EFS StorageClass, which
-  makes a directory per claim, ``/dynamic/<namespace>/<claim>``: the team's jobs see their own directory, not the
-  stack's or another team's);
-- its **LocalQueue** and **ClusterQueue** in the cohort (:class:`components.admission.Admission`);
-- for its members (``teams.<name>.memberRoleArns``, whose access entries put them in the team's Kubernetes group with
-  EKS's admin access policy scoped to the namespace): a **RoleBinding** of that group to :data:`MEMBER_ROLE`, what the
-  admin role lacks for the team's jobs (MPIJobs; reading Kueue's Workloads and LocalQueues for ``waitCommand``).
-
-A job's service account and Pod Identity association are the job's own (made with the job, in its namespace).
-"""
+Per team: the **Namespace** (Pod Security ``baseline``, label ``eks-training/team``); its default-deny
+**NetworkPolicies** (:class:`~components.workloads.TrainingNetworkPolicies` without jobs; the jobs-only stack adds
+each job's within-job policy); a **claim of the shared EFS file system** (``storage.pvcName``, a directory of its
+own); its **LocalQueue** and **ClusterQueue** in the cohort (:class:`components.admission.Admission`); and a
+**RoleBinding** of the members' Kubernetes group to :data:`MEMBER_ROLE` (MPIJobs, reading Kueue's Workloads and
+LocalQueues for ``waitCommand``). A job's service account and Pod Identity association are made with the job.
+Why: "Teams: a cohort of queues" in docs/explanation/admission.md."""
 
 from dataclasses import dataclass
 

@@ -29,7 +29,7 @@ from components.conventions import check_job_name
 from components.image import TrainingImage
 from components.job_code import JobCode
 from components.naming import fit_name
-from components.scheduling import system_node_selector
+from components.scheduling import SYSTEM_ROLE, system_node_selector
 from components.workloads import (
     AllReduceHealthCheck,
     AllReduceHealthCheckArgs,
@@ -37,6 +37,7 @@ from components.workloads import (
     DatasetStaging,
     DatasetStagingArgs,
     EtcdRendezvous,
+    ImagePrePull,
     MpiOperator,
     TensorBoard,
     TrainingNetworkPolicies,
@@ -49,6 +50,7 @@ from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.admission import RESOURCES, FlavorPlan
 from stacks.plan.jobspec import job_spec
+from stacks.prepull import build_prepulls
 from stacks.teams import TeamNamespace, build_team_namespaces
 
 #: ``TrainingImage`` names its bucket and repository after itself: at most 40 characters.
@@ -77,6 +79,8 @@ class Workloads:
     health_checks: dict[str, AllReduceHealthCheck] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
     tensorboard: Optional[TensorBoard] = None
+    prepulls: dict[str, ImagePrePull] = field(default_factory=dict)
+    """The images pulled onto their nodes ahead of their pods, by group and image (:mod:`stacks.plan.prepull`)."""
     collector: Optional[BenchmarkCollector] = None
     """The benchmark's collector (``None`` without a benchmark)."""
     code: Optional[JobCode] = None
@@ -194,6 +198,15 @@ def build_jobs(env: JobTarget) -> Workloads:
         out.images[image.variant] = built
         out.image_uris[image.variant] = built.image_uri
     toolbox = out.image_uris[TOOLBOX_IMAGE]
+    # the images onto their nodes while the volume, the queues and the awaited Jobs are made
+    out.prepulls = build_prepulls(
+        plan,
+        namespace=namespace,
+        image_uris=out.image_uris,
+        opts=k8s_opts,
+        node_groups=_node_group_names(env),
+        waiting_groups=frozenset(env.waiting_groups),
+    )
     code_folders = {j.name: str(j.code_folder) for j in plan.jobs.values() if j.code_folder is not None}
     if code_folders:
         out.code = JobCode(
@@ -256,6 +269,15 @@ def build_jobs(env: JobTarget) -> Workloads:
             opts=pod_opts,
         )
     return out
+
+
+def _node_group_names(env: JobTarget) -> Optional[dict[str, pulumi.Output[str]]]:
+    """Group -> its EKS node group's name, on the cluster stack (a jobs-only stack's groups exist already)."""
+    if env.env is None:
+        return None
+    names = {g: ng.node_group_name for g, ng in env.env.node_groups.items()}
+    names[SYSTEM_ROLE] = env.env.cluster.system_node_group_name
+    return names
 
 
 def _queue_name(env: JobTarget, out: Workloads) -> pulumi.Output[str]:

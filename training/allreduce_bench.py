@@ -1,69 +1,16 @@
 """All-reduce bandwidth health check, run across the training nodes before training.
 
-Launch it exactly like ``train.py``: one ``torchrun`` per node (one pod per
-node), ``--nproc-per-node`` = GPUs per node (1 on CPU), for example::
+Launched like ``train.py`` (one ``torchrun`` per node, any rendezvous; a plain ``python`` process is a group of one)
+or by ``mpirun`` (an MPIJob: ranks from ``OMPI_COMM_WORLD_*``, rank 0 at ``MASTER_ADDR``:``MASTER_PORT``;
+``--nccl-tests-table`` prints ``all_reduce_perf``'s table). For every power-of-two size it checks the result, then
+times ``--iters`` in-place all-reduces (the slowest rank's time) and reports nccl-tests' ``algbw`` and ``busbw``.
+Rank 0 prints one JSON object a line (``allreduce_result`` per size, then ``allreduce_summary``, also written to
+``--output-json``). Exit codes of every worker (all ranks agree, except on 1): 0 results correct and busbw at the
+largest size reaches ``--min-busbw-gbps``; 1 ``--output-json`` not written or an unexpected error (a collective timed
+out); 2 bad command line, or ``mpirun`` without ``MASTER_ADDR``/``MASTER_PORT``; 3 busbw below ``--min-busbw-gbps``
+(always with one process); 4 a wrong result (before 3 and 5); 5 a world size other than ``--expect-world-size``.
 
-    torchrun --nnodes=2 --nproc-per-node=8 --rdzv-backend=etcd-v2 \\
-        --rdzv-endpoint=etcd:2379 --rdzv-id=bench-<job> --max-restarts=0 \\
-        /app/allreduce_bench.py --min-busbw-gbps 40 --output-json /data/run1/allreduce.json
-
-It works with any torchrun rendezvous (``c10d``, ``etcd-v2``, ``--standalone``)
-because it only reads the standard torchrun environment (``RANK``,
-``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT`` or the
-agent's store).  Started as a plain ``python`` process (no ``WORLD_SIZE``) it
-runs as a one-process group.
-
-Launched by OpenMPI's ``mpirun`` instead (an MPIJob's program: a CPU or
-PyTorch stand-in for nccl-tests' ``all_reduce_perf``), it takes its rank, the
-world size and its local rank from OpenMPI's ``OMPI_COMM_WORLD_RANK``,
-``OMPI_COMM_WORLD_SIZE`` and ``OMPI_COMM_WORLD_LOCAL_RANK`` and meets the other
-ranks at ``MASTER_ADDR``:``MASTER_PORT`` (``torch.distributed``'s ``env://``),
-which the MPIJob forwards to every rank: the first host of the hostfile, where
-rank 0 runs.  ``--nccl-tests-table`` also prints the results as
-``all_reduce_perf``'s result table, so ``nccl_report.py`` (the nccl-tests
-image's launcher command) reports them::
-
-    mpirun --hostfile /etc/mpi/hostfile -np 16 ... -x MASTER_ADDR -x MASTER_PORT \\
-        python /app/allreduce_bench.py --nccl-tests-table
-
-Method (the nccl-tests ``all_reduce_perf`` definitions, float32, sum): for
-every power-of-two message size from ``--min-bytes`` to ``--max-bytes`` the
-all-reduce result is first checked (every rank fills its buffer with
-``rank + 1 + (i mod 256)``, so every element must equal
-``n(n+1)/2 + n*(i mod 256)``, exact in float32), then ``--warmup`` untimed and
-``--iters`` timed back-to-back in-place all-reduces run between a barrier
-(plus ``cuda.synchronize`` on GPU) and a final synchronisation.  Each rank
-times its own loop; the time per operation is the maximum over ranks.
-``algbw = bytes / time`` and ``busbw = algbw * 2(n-1)/n`` (n = world size), in
-GB/s of 1e9 bytes.  With one process the bus factor, hence busbw, is 0.
-(nccl-tests averages the time over ranks by default and reports in-place and
-out-of-place separately; taking the maximum is the conservative choice and
-in-place is what DDP does.)
-
-Output (rank 0 only, stdout, one JSON object per line): one
-``{"event": "allreduce_result", ...}`` line per size, then one
-``{"event": "allreduce_summary", ...}`` line, which is also written
-atomically to ``--output-json`` when given.
-
-Exit codes of every worker process (all ranks agree, except on code 1):
-
-* 0 - all results correct and, when ``--min-busbw-gbps`` is set, the bus
-  bandwidth at the largest size reaches it;
-* 1 - rank 0 could not write ``--output-json`` (the other ranks exit with the
-  verdict), or an unexpected error (Python traceback, e.g. a collective timed
-  out after ``--timeout-seconds``);
-* 2 - bad command line (argparse), or launched by ``mpirun`` without
-  ``MASTER_ADDR``/``MASTER_PORT``;
-* 3 - bus bandwidth at the largest size below ``--min-busbw-gbps`` (always
-  the case with one process, whose busbw is 0 by definition);
-* 4 - an all-reduce returned a wrong result (takes precedence over 3 and 5);
-* 5 - the world size differs from ``--expect-world-size``.
-
-torchrun itself exits 1 when any worker fails and names the worker exit code
-in its failure report ("exitcode : 3"); the summary JSON carries
-``exit_code`` and ``reason`` as well.  Use ``--max-restarts=0`` so that a
-failed check is not simply re-run by the elastic agent.
-"""
+The command lines, the method and its choices: "The all-reduce check" in docs/explanation/programs.md."""
 
 from __future__ import annotations
 

@@ -1,21 +1,12 @@
 """Rank 0's checkpoint writer: a slow shared volume never holds training, nor the other ranks, in a collective.
 
-Written in the training loop, a checkpoint would hold the other ranks in the next collective while rank 0 wrote;
-the collective times out after the job's ``collectiveTimeoutSeconds`` (60 s by default), and torchrun then gives
-the workers 30 s before killing them. EFS and FSx latency under load is bounded by nothing this project controls,
-so a write that stalled past about 90 s would never be saved and would cost the work since the previous checkpoint.
-
-Here a checkpoint is staged: :func:`to_host` copies the state into host memory at a step boundary (the only part
-training waits for: milliseconds for the bundled model), then a background thread writes it to a temporary file,
-fsyncs it and publishes it with an atomic rename (``cifar_io.atomic_write``), while training goes on. One periodic
-write is in flight at a time: a checkpoint that falls due while the previous one is still being written is skipped
-(the next one due is taken once the volume has caught up), so a stall costs no memory and no training time; the
-stop's own checkpoint is written beside a stalled one. A write
-that has not finished after ``deadline_s`` (``--checkpoint-deadline-seconds``) means the volume is gone: the
-trainer fails with that reason (:class:`CheckpointError`), and the Job's restarts take over. The same design is
-PyTorch Distributed Checkpoint's asynchronous save (``torch.distributed.checkpoint.async_save``: stage to CPU, then
-write in the background; https://pytorch.org/docs/stable/distributed.checkpoint.html), for one writer.
-"""
+:func:`to_host` stages the state in host memory at a step boundary (the only part training waits for), then a
+background thread writes it to a temporary file, fsyncs it and publishes it with an atomic rename
+(``cifar_io.atomic_write``) while training goes on. One periodic write is in flight at a time: a checkpoint that falls
+due meanwhile is skipped; the stop's own checkpoint is written beside a stalled one. A write unfinished after
+``deadline_s`` (``--checkpoint-deadline-seconds``) fails the trainer with :class:`CheckpointError`. It is PyTorch
+Distributed Checkpoint's ``async_save`` design for one writer; why: "The shared volume is slow" in
+docs/explanation/failures.md."""
 
 from __future__ import annotations
 

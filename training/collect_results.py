@@ -1,32 +1,14 @@
 """The benchmark collector: wait for a run's experiments and copy each finished one's configuration, manifests,
 logs, metrics and kept outputs to S3, so the results survive whatever happens to the driver.
 
-Usage (the collector Job's command; the config is the collector's ConfigMap)::
-
-    python /app/collect_results.py --config /etc/benchmark/benchmark.json --region us-east-1
-
-The config names the run, the bucket and prefix, the namespace, each experiment (``jobs`` or ``mpijobs``, its
-name, output folder and configuration), the cluster's and the storage's configuration and what to keep. The
-layout it writes under ``s3://<bucket>/<prefix><run>/``::
-
-    run.json                                     the run: id, experiments, when the collector started
-    cluster.json, storage.json                   the cluster's and the shared storage's configuration
-    progress.json                                each experiment's phase and times, rewritten every poll
-    experiments/<experiment>/config/experiment.json        its job definition and what the plan made of it
-    experiments/<experiment>/config/manifests/<kind>.json  the Job or MPIJob as the cluster ran it
-    experiments/<experiment>/config/manifests/pods.json    its pods (nodes, phases, exit codes)
-    experiments/<experiment>/output/logs/<pod>/<container>.log   every container's log, init containers too
-    experiments/<experiment>/output/metrics.json           its metrics.json, with status and times added
-    experiments/<experiment>/output/files/<path>           output files matching keep.outputs
-    collector.json                               written last: every experiment's status and metrics
-
-It reads Kubernetes with the pod's service account (a Role that may get the experiments and read their pods'
-logs) and the output folders from the shared volume (mounted read-only); it writes S3 with single PutObject
-requests only (its role may do nothing else). An experiment is collected once it has succeeded or failed; at
-``--timeout-seconds`` the unfinished ones are collected as they are (status ``TimedOut``). A failed request is
-retried at the next poll. Exit codes: 0 every experiment collected (whatever their status), 1 S3 refused the
-results, 2 usage error. Every line on stdout is one JSON object.
-"""
+Usage (the collector Job's command; the config is the collector's ConfigMap):
+``python /app/collect_results.py --config /etc/benchmark/benchmark.json --region us-east-1``. It reads Kubernetes with
+the pod's service account and the output folders from the shared volume (read-only), and writes S3 with single
+PutObject requests only. An experiment is collected once it succeeded or failed; at ``--timeout-seconds`` the rest
+are collected as they are (``TimedOut``); a failed request is retried at the next poll. Exit codes: 0 every
+experiment collected (whatever their status), 1 S3 refused the results, 2 usage error. Every line on stdout is one
+JSON object. The config and the layout it writes under ``s3://<bucket>/<prefix><run>/``: "The benchmark collector"
+in docs/explanation/programs.md."""
 
 from __future__ import annotations
 

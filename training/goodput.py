@@ -1,45 +1,11 @@
 """Where a job's wall time went, and its goodput: productive training time / wall time.
 
-The pod's launcher (``launch.py``) reads every line its command prints (and forwards it to the pod's log unchanged)
-and keeps what tells time -- a trainer starting, its first step, its progress, checkpoints, evaluations, a stop --
-in a ledger on the job's shared output folder: ``<output>/goodput/<pod>-<pid>.jsonl``, one file per launcher, one
-JSON object per line, appended by a thread of its own (a slow volume never holds the command's output). When the run
-is complete the launcher reads every pod's ledger and adds the accounting to ``metrics.json``
-(:func:`account`). Only the standard library is used (the launcher must not import torch).
-
-What a line says (``LineWatcher``):
-
-* the bundled trainers' JSON lines (``train.py``; ``synthetic_benchmark.py`` prints the same events):
-  ``start`` (a new attempt: a worker process started, ``setup_s`` after the process began), ``resumed`` /
-  ``fresh_start`` (the step the attempt continues from), ``first_step`` and ``progress`` (a step reached, at a time),
-  ``checkpoint`` (``staged_at`` + ``stage_s``: the loop was held while the state was copied), ``epoch`` (``eval_s``:
-  the held-out evaluation that ended there), ``stopping`` (an orderly stop: ``checkpoint_wait_s`` spent writing the
-  stop's checkpoint), ``done``;
-* a user's own program: any JSON object line with an integer ``"step"`` (``print(json.dumps({"step": step}),
-  flush=True)`` is the one-line helper), or the first group of the regular expression in ``GOODPUT_STEP_PATTERN``
-  (the job's ``env``), e.g. ``^step (\\d+)``. A step lower than the last one seen is a new attempt (torchrun restarted
-  the workers, which resumed from a checkpoint).
-
-How the wall time is split (:data:`CATEGORIES`; they add up to the wall time, from the first launcher's start to the
-run's end). Attempts are ordered by their start; an attempt ends where the next one starts at the latest:
-
-* ``waiting``: no worker started yet (the pod waiting for its peers: torchrun's rendezvous), and the pause after an
-  orderly stop until the next attempt's workers start (a replacement pod being scheduled, the rendezvous);
-* ``starting``: a worker started, no step yet (imports, process group, run lease, data, model, checkpoint load);
-* ``training``: steps whose result is in the final model;
-* ``checkpointing``: the training loop held by a checkpoint (staging the state; the stop's write);
-* ``evaluating``: the held-out evaluation at an epoch's end;
-* ``finishing``: after the last step: the final model, the summary, the exit;
-* ``restarting``: after a failure (the attempt ended without an orderly stop: a lost node, a frozen peer, a crash):
-  from its last reported step until the next attempt's first step (detection, re-rendezvous, the new start);
-* ``recomputed``: training time of steps that a later attempt trained again (it resumed from an earlier checkpoint).
-
-``lost_s`` = ``restarting`` + ``recomputed`` (time lost to failures); ``recomputed_steps`` counts the steps trained
-twice. Resolution: the time of a step is known at each progress line (``train.py --progress-every-seconds``, default
-10 s), so where an attempt that failed was between its last line and its end is not known: the time counts as
-``restarting`` (lost either way). The time before the first pod's container started (scheduling, node start, image
-pull) is not seen by a pod: the benchmark's ``job_duration_s`` (Kubernetes' view) includes it.
-"""
+The pod's launcher (``launch.py``) feeds every line its command prints to a :class:`LineWatcher`, which keeps what
+tells time (a trainer starting, its steps, checkpoints, evaluations, a stop) in a :class:`Ledger` on the job's output
+folder: ``<output>/goodput/<pod>-<pid>.jsonl``, one JSON object a line, appended by a thread of its own. When the run
+is complete, :func:`account` splits the wall time into :data:`CATEGORIES` from every pod's ledger, for
+``metrics.json``. Only the standard library is used: the launcher must not import torch. The lines it reads and the
+categories: "Goodput per job" in docs/explanation/operations.md."""
 
 from __future__ import annotations
 
@@ -122,7 +88,7 @@ def read_ledgers(output_dir: Path) -> list[dict[str, Any]]:
 
 
 class LineWatcher:
-    """Turns a command's output lines into ledger records (see the module docstring)."""
+    """Turns a command's output lines into ledger records (docs/explanation/operations.md, "Goodput per job")."""
 
     def __init__(self, ledger: Ledger, step_pattern: Optional[str] = None) -> None:
         self.ledger = ledger
@@ -240,7 +206,7 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
 
 def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> dict[str, Any]:
     """The split of a job's wall time from its ledger records (:func:`read_ledgers`); ``end``: the run's end (default:
-    the ``done`` record, else the newest record). See the module docstring for the categories."""
+    the ``done`` record, else the newest record). docs/explanation/operations.md explains the categories."""
     records = sorted(records, key=lambda r: float(r["time"]))
     if not records:
         return {

@@ -1,90 +1,18 @@
-"""Container entrypoint of a training pod: skip finished runs, reopen a closed rendezvous, run torchrun.
+"""Container entrypoint of a training pod: skip a finished run, reopen a closed rendezvous, run torchrun.
 
-Usage::
-
-    python /app/launch.py --output-dir DIR --rdzv-backend {etcd-v2,c10d} \\
-        --rdzv-endpoint HOST[:PORT] --rdzv-id ID [--etcd-wait-seconds S] \\
-        -- torchrun <torchrun args...> /app/train.py <train args...>
-
-Why: every pod of the Indexed Job runs ``torchrun --rdzv-id=<RUN>``.  When a
-torchrun agent gives up (``--max-restarts`` exhausted, etcd errors) or the run
-finishes, the agents *close* the rendezvous: with the ``etcd-v2`` backend the
-closed state is stored in etcd for the key's TTL (2 h), so replacement pods
-with the same ``--rdzv-id`` fail at once with ``RendezvousClosedError``.
-
-What it does, in order:
-
-1. ``DIR/DONE`` exists (the launcher records it when the command exited 0;
-   ``train.py`` also writes it atomically as its last step): print
-   ``{"event": "already_complete", ...}`` and exit 0 -- re-running a finished
-   Job is a no-op and never starts torchrun.  ``DIR/FAILED`` exists
-   (``train.py`` gave up: a crash loop without checkpoint progress): exit 3.
-2. ``--rdzv-backend etcd-v2``: read the rendezvous state the way torch's
-   ``etcd_rendezvous_backend`` stores it -- etcd v2 key
-   ``/torch/elastic/rendezvous/<ID>``, value ``base64(pickle(_RendezvousState))``,
-   TTL 7200 s, token = the key's ``modifiedIndex`` -- retrying the connection
-   with backoff for ``--etcd-wait-seconds`` (etcd may still be starting).
-   If the state is ``closed`` and ``DIR/DONE`` still does not exist, replace it,
-   compare-and-swap on the ``modifiedIndex`` that was read, with a fresh open
-   state whose ``round`` is the closed round + 1, and log
-   ``{"event": "rendezvous_reset", ...}``.  An absent or open key is not touched.
-3. ``--rdzv-backend c10d``: nothing to reset (the store lives in the agent of
-   node 0 and disappears with it).
-4. Run the command after ``--`` as a child (its own session) and stay its
-   parent: the pod's SIGTERM/SIGINT (kubelet sends it to PID 1 only) is
-   forwarded to torchrun once, torchrun forwards it to the workers, and
-   ``train.py`` stops at a step boundary and checkpoints.  torchrun itself
-   exits 1 after a signal, which would look like a failure; the launcher
-   exits with :data:`EXIT_STOPPED` (143, "terminated by SIGTERM") instead,
-   so the Job's pod failure policy can ignore it.
-   The command's stdout comes through a pipe: the launcher forwards every line
-   to its own stdout as it is and reads it for the goodput ledger
-   (:mod:`goodput`: ``DIR/goodput/<pod>-<pid>.jsonl``, written by a thread of its own).
-5. The command exited 0 (torchrun does only when every worker of the node
-   exited 0): the run is complete.  A job's program owes no marker: the
-   launcher records ``DIR/DONE`` itself (``{"by": "launch.py", ...}``, written
-   atomically unless the program wrote one), so a pod started again for a
-   finished run (a re-created Job, a retried index) finds it in step 1.
-6. The run is complete: the launcher accounts every pod's ledger
-   (:func:`goodput.account`) into ``DIR/metrics.json`` (written if the
-   program wrote none) and logs ``{"event": "goodput", ...}``.
-
-Why the round is advanced instead of deleting the key: torch's etcd-v2 backend
-also keeps a c10d store under ``/torch/elastic/store`` whose keys are prefixed
-with ``torch.rendezvous.<ID>.<round>`` and never expire (``MASTER_ADDR``,
-``MASTER_PORT``, role/rank assignments, barrier counters).  A deleted state
-restarts at round 0, so a new node can read the *previous* attempt's
-``MASTER_PORT`` before node 0 overwrites it and then waits for a port nobody
-listens on (observed: one of three delete-and-relaunch trials hung).  Round
-``closed_round + 1`` has never been used, so its store keys are fresh.
-
-The state is decoded with a restricted unpickler that accepts only the classes
-torch puts in it (``_RendezvousState``, ``_NodeDesc``, ``datetime``) and maps
-torch's classes to plain stand-ins, so checking an open or absent key does not
-import torch; torch is imported only to encode the replacement state.
-
-A state this launcher cannot decode (another torch version, corrupt value) is
-logged as ``rendezvous_state_unreadable`` and left to torchrun.
+It forwards the pod's stop signal to torchrun, records ``DIR/DONE`` and the goodput (:mod:`goodput`) when the command
+exits 0, and prints one JSON object a line. Usage and design: "The pod's launcher" in docs/explanation/failures.md.
 
 Exit codes (the pod's):
 
-* 0 -- the run is complete: the command exited 0 (its own exit code, with
-  no marker asked of it), or ``DIR/DONE`` exists, whatever the command returned;
-* 143 (:data:`EXIT_STOPPED`) -- a stop signal arrived and the run is not
-  complete: an orderly stop, never a failure (podFailurePolicy: Ignore);
-* 3 (:data:`EXIT_RUN_FAILED`) -- ``DIR/FAILED`` exists: the run gave up
-  (podFailurePolicy: FailJob);
-* 69 (:data:`EXIT_RENDEZVOUS_LOST`) -- the command failed and etcd is not
-  reachable right after: the rendezvous went with etcd (rescheduled, its node
-  drained); the next pod waits for etcd and fails (1) if it stays away
-  (podFailurePolicy: Ignore);
-* 2 -- usage error (FailJob); 127 -- the command could not be started;
-* 1 -- etcd unreachable within ``--etcd-wait-seconds``, ``DIR/DONE`` unreadable,
-  or no torch to encode a new state;
-* otherwise the command's own exit code (128 + N if it died of signal N).
-
-Every line on stdout is one JSON object.
-"""
+* 0 -- the run is complete: the command exited 0, or ``DIR/DONE`` exists, whatever the command returned;
+* 143 (:data:`EXIT_STOPPED`) -- a stop signal arrived before the run completed (podFailurePolicy: Ignore);
+* 3 (:data:`EXIT_RUN_FAILED`) -- ``DIR/FAILED`` exists: the run gave up (podFailurePolicy: FailJob);
+* 69 (:data:`EXIT_RENDEZVOUS_LOST`) -- the command failed and etcd is unreachable right after: the rendezvous went
+  with etcd (rescheduled, its node drained); the next pod waits for etcd, fails (1) if it stays away (Ignore);
+* 2 -- usage error (FailJob); 127 -- the command could not be started; 1 -- etcd unreachable within
+  ``--etcd-wait-seconds``, ``DIR/DONE`` unreadable, or no torch to encode a new state;
+* otherwise the command's own exit code (128 + N if it died of signal N)."""
 
 from __future__ import annotations
 
@@ -541,7 +469,8 @@ def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseEx
 
 
 def reset_closed_rendezvous(args: LaunchArgs, supervisor: Supervisor | None = None) -> bool:
-    """Step 2 of the module docstring.  Returns True if the run turned out to be complete.
+    """Step 2 of the launcher (docs/explanation/failures.md, "The pod's launcher").  Returns True if the run turned
+    out to be complete.
 
     Retries the whole read -> decide -> compare-and-swap sequence while etcd is
     unreachable, with exponential backoff, for ``--etcd-wait-seconds``.

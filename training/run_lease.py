@@ -1,50 +1,12 @@
 """Exclusive, expiring ownership of a training run's output folder: the *run lease*.
 
-Why: torchrun's rendezvous state lives in etcd.  If etcd loses its data while
-a group trains (rescheduled with an empty volume inside the agents' detection
-window), the running agents do not notice, and a node that joins later finds no
-rendezvous and forms a group of its own: two independent groups would train
-into one output folder.  The lease is kept *in the output folder*, so it
-survives whatever happens to etcd, and only one group at a time can hold it.
-
-Layout (``<output>/lease/``)::
-
-    lease-00000007.json     one file per generation; the highest one is current
-    request-<token>.json    "please let us in": a group waiting for the lease
-
-A record (:class:`LeaseRecord`) names its group (``members``: one node id per
-rank, ``hostname/<torchrun agent pid>``), its state (``active`` while the group
-trains; ``stopped``, ``yielded``, ``done``, ``gave_up`` or ``failed`` once it
-ended) and ``renewed_at`` (wall clock, renewed by rank 0 while it trains).
-
-Protocol (rank 0 of each group):
-
-* **Acquire**: read the current generation ``g``.  The lease can be taken when
-  there is none, when ``g`` has ended, when ``g`` expired (not renewed for its
-  ``ttl_s``), or when ``g``'s group shares a member with ours: a node agent
-  runs one worker group at a time, so if one of ``g``'s nodes is in our group,
-  ``g``'s group has lost that node and can no longer complete a collective.
-  Taking it means creating ``lease-<g+1>.json`` with ``os.link`` of a finished
-  temp file, which fails if the name exists: of two contenders exactly one
-  wins a generation, and the file is complete when it appears.
-* Otherwise another live group owns the run: post a request and wait.
-* **Renew**: while training, rewrite the own generation's file (atomic
-  replace) every ``renew_every_s``, from a thread of its own (:class:`LeaseKeeper`:
-  a slow volume must not hold the training loop, or the other ranks time out in
-  their next collective); first check that no newer
-  generation exists (then the lease was lost: stop without writing) and
-  whether another group posted a fresh request (then *yield*: stop at a
-  step boundary, checkpoint, release, so the agents re-rendezvous and both
-  groups merge).
-* **Release**: write the final state (``stopped``, ``done``, ...).  A new
-  attempt treats ``failed`` and a taken-over ``active`` record as an unclean
-  end; :meth:`RunLease.begin` counts consecutive unclean attempts that made
-  no checkpoint progress (the run-level failure budget of ``train.py``).
-
-Everything is plain files, atomic renames and one exclusive link, which work on
-NFS/EFS.  Clocks: expiry compares ``renewed_at`` with the reader's wall clock,
-so nodes need synchronised clocks (EKS nodes use the Amazon Time Sync Service).
-"""
+Rank 0 of each torchrun group holds it in ``<output>/lease/``, so two groups never train into one folder even when
+etcd loses the rendezvous. Files: ``lease-<generation>.json`` (one :class:`LeaseRecord` per generation, the highest
+current) and ``request-<token>.json`` (a group waiting). :meth:`RunLease.try_acquire` takes a free, ended, expired or
+lost-member generation by an exclusive ``os.link``; :class:`LeaseKeeper` renews it from a thread of its own and
+yields to a waiting group; :meth:`RunLease.begin` counts the unclean attempts of ``train.py``'s failure budget.
+Plain files, atomic renames and one exclusive link work on NFS/EFS; expiry needs synchronised clocks.
+The protocol and why: "The run lease" in docs/explanation/failures.md."""
 
 from __future__ import annotations
 
@@ -174,7 +136,7 @@ def _write_temp(directory: Path, data: dict[str, Any]) -> Path:
 
 
 class RunLease:
-    """Rank 0's handle on the lease of one output folder (see the module docstring)."""
+    """Rank 0's handle on the lease of one output folder."""
 
     def __init__(
         self, output_dir: Path, members: list[str], ttl_s: float, world_size: int, restart_count: int = 0

@@ -2,23 +2,11 @@
 bundled programs end theirs (:func:`process_end.end_process`).
 
 Every ``pytorch`` job's command puts it in front of the job's script (``torchrun ... /app/run_script.py SCRIPT
-ARGS``, ``components.workloads.training.RUN_SCRIPT``, beside the launcher). Why: a distributed program that finished
-its work, destroyed its process group and returned can still abort in the interpreter's finalisation (``terminate called without an active exception``, exit -6): torch's C++
-threads (gloo's, DDP's reducer holding its process group, the TCPStore client) outlive ``destroy_process_group`` and
-need the GIL once finalisation has begun (https://github.com/pytorch/pytorch/pull/179291,
-https://github.com/pytorch/pytorch/issues/190489). Under torchrun such a rank counts as a failed worker group: its
-agent restarts a finished run while the other nodes wait at torchrun's exit barrier (300 s) for it. The job contract
-is "exit 0 on every rank", so the job's command, not the user's script, keeps a finished rank from aborting.
-
-What runs as under ``python SCRIPT``: the script as ``__main__`` (for good: its classes pickle until the process
-ends) with its own ``__file__``, ``sys.argv`` (the script, then its arguments) and ``sys.path[0]`` (its folder, so its
-sibling modules import); ``multiprocessing``'s spawn finds it as the main module; an uncaught exception prints its
-traceback and exits 1, ``SystemExit`` exits with its code, Ctrl-C ends the process by SIGINT.
-Then, as the interpreter does when a program ends: threading's exit hooks run (a ``concurrent.futures`` pool's workers
-stop) and non-daemon threads are joined, ``atexit`` handlers run (logging's flush, experiment trackers' final uploads),
-and files still open are flushed. What is skipped: the rest of finalisation (module teardown, finalizers of objects
-still alive), where the abort happens; standard output and error, Python's and C's, are flushed.
-"""
+ARGS``, ``components.workloads.training.RUN_SCRIPT``), so a rank that finished its work exits 0 instead of aborting in
+the interpreter's finalisation, which torchrun would count as a failure. The script runs as ``__main__`` with its own
+``__file__``, ``sys.argv`` and ``sys.path[0]``; then threading's exit hooks, non-daemon threads and ``atexit``
+handlers run and open files and standard streams are flushed, as at a program's end. Only the rest of finalisation is
+skipped. Why, and the whole list: "Your own script" in docs/explanation/programs.md."""
 
 from __future__ import annotations
 

@@ -1,28 +1,12 @@
 """Stage the CIFAR-10 dataset onto the shared volume (the data-staging Job).
 
-::
-
-    python /app/stage_data.py --dest /data \\
-        [--source https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz | s3://bucket/key | file:///path]
-        [--md5 HEX] [--expected-bytes N] [--lock-timeout SECONDS] [--retries N]
-
-Steps: take an exclusive ``fcntl`` lock on ``<dest>/.stage_data.lock`` (so two
-concurrent stagers cannot interleave; on EFS/NFSv4 this is a network lock);
-if ``<dest>/.cifar10-staged.json`` records the same source (and checksum) and
-every batch file is present with its recorded size, exit 0 without
-downloading.  Otherwise download to a temp file inside ``<dest>`` (same
-filesystem, so no half-written data is ever visible), verify size and md5,
-extract into a temp folder while rejecting unsafe members (absolute paths,
-``..``, links, devices), check the expected batch files, swap the folder into
-place with ``os.rename``, and finally write the marker atomically.
-
-The default source is the official tarball; its md5 (c58f30108f718f92721af3b95e74349a)
-and size are checked unless ``--md5``/``--expected-bytes`` override them.
-``s3://`` uses boto3 and the standard AWS environment (credentials chain,
-``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL`` /
-``AWS_ENDPOINT_URL_S3``).  Exit code 0 on success (or nothing to do), 1 on
-any failure; a failed run leaves no partial data in ``<dest>``.
-"""
+``python /app/stage_data.py --dest /data [--source URL|s3://bucket/key|file:///path] [--md5 HEX]
+[--expected-bytes N] [--lock-timeout SECONDS] [--retries N]``. Under an exclusive ``fcntl`` lock on
+``<dest>/.stage_data.lock`` it exits 0 at once when ``<dest>/.cifar10-staged.json`` records the same source and every
+batch file is in place; otherwise it downloads into ``<dest>``, checks size and md5 (the official tarball's by
+default), extracts safely, swaps the folder in with ``os.rename`` and writes the marker last. ``s3://`` uses boto3
+and the standard AWS environment. Exit code 0 on success (or nothing to do), 1 on any failure; a failed run leaves no
+partial data in ``<dest>``. The steps and why: "Data staging" in docs/explanation/programs.md."""
 
 from __future__ import annotations
 

@@ -1,23 +1,12 @@
 """Training throughput on synthetic images (images/s): ResNet-50 (or ResNet-18/34/101) under torchrun, DDP.
 
-The classic distributed-training benchmark (as the TensorFlow and Horovod benchmark utilities measure it): every
-rank trains the model on one random batch of ``--image-size`` images repeated, so the measurement is the GPU's
-compute and the gradient all-reduce only, no input pipeline. After ``--warmup-steps`` untimed steps it times
-``--steps`` steps (between a barrier and a CUDA synchronisation; the time is the slowest rank's)::
-
-    torchrun --nnodes=2 --nproc-per-node=1 ... /app/synthetic_benchmark.py --model resnet50 --batch-size 64
-
-On GPU: NCCL, channels-last, float16 autocast with a GradScaler; on CPU: gloo, float32. Started without torchrun
-(no ``WORLD_SIZE``) it runs as one process. The models are torchvision's ResNet v1.5 definitions, written out
-here (the training image has torch, not torchvision): ResNet-50 has 25,557,032 parameters, as torchvision's.
-
-Rank 0 prints one JSON line per phase and a ``benchmark_result`` line, and writes into ``--output-dir`` (default
-``$OUTPUT_DIR``): ``synthetic_benchmark.json`` (the result), ``metrics.json`` (:mod:`metrics`: wall time,
-throughput in images/s, the final loss) and the ``DONE`` marker, so ``launch.py`` does not run a finished
-benchmark again. Every collective times out after ``--pg-timeout-seconds`` (default ``$PG_TIMEOUT_SECONDS``, the
-job's ``collectiveTimeoutSeconds``, else 60 s, as train.py): a hung peer stalls the run no longer. Exit codes: 0 done,
-2 usage error.
-"""
+Every rank trains on one random batch repeated, so it measures the GPU's compute and the gradient all-reduce, no input
+pipeline; after ``--warmup-steps`` it times ``--steps`` steps (the slowest rank's time). Without torchrun it runs as
+one process. The models are torchvision's ResNet v1.5, written out here (the image has no torchvision). Rank 0
+prints one JSON line per phase and a ``benchmark_result`` line, and writes into ``--output-dir`` (default
+``$OUTPUT_DIR``) ``synthetic_benchmark.json``, ``metrics.json`` (:mod:`metrics`) and ``DONE``. Collectives time out
+after ``--pg-timeout-seconds`` (default ``$PG_TIMEOUT_SECONDS``, else 60 s). Exit codes: 0 done, 2 usage error.
+More: "The synthetic benchmark" in docs/explanation/programs.md."""
 
 from __future__ import annotations
 

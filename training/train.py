@@ -1,61 +1,16 @@
 """Multi-node data-parallel training of a ResNet-9 on CIFAR-10, launched by torchrun.
 
-Run one ``torchrun`` per node (in the pods: through ``launch.py``), for example
-(etcd-v2 rendezvous, elastic 1..2 nodes, the settings of ``ElasticTrainingJob``)::
+One ``torchrun`` per node (in the pods: through ``launch.py``); without torchrun it runs as a single process. Rank 0
+checkpoints every epoch and every ``--checkpoint-every-seconds`` (:mod:`checkpointer`), holds the run lease
+(:mod:`run_lease`) and ends a crash loop (``--max-failed-attempts``) by writing ``FAILED``; a stop signal ends every
+rank after the same step, with its checkpoint. Exit codes: 0 the run is over (``DONE`` or ``FAILED`` written), 75
+(:data:`EXIT_STOPPED`) stopped in order at a step boundary, checkpoint written (a stop request, the lease yielded or
+lost), 1 an error, 2 a usage error. Outputs in ``--output-dir``: ``checkpoint-step<N>.pt`` (the newest
+``--keep-checkpoints``), ``model.pt``, ``training_summary.json``, ``metrics.json`` (:mod:`metrics`), ``DONE`` (or
+``FAILED``) and ``lease/``; progress goes to stdout as one JSON object a line (rank 0 only).
 
-    torchrun --nnodes=1:2 --nproc-per-node=1 --rdzv-backend=etcd-v2 \\
-        --rdzv-endpoint=etcd:2379 --rdzv-id=cifar10 --max-restarts=100 \\
-        --rdzv-conf=join_timeout=1800,last_call_timeout=2,keep_alive_interval=1,keep_alive_max_attempt=3 \\
-        --monitor-interval=1 /app/train.py --data-dir /data --output-dir /data/run1
-
-The script also runs without torchrun (a single process, no process group).
-
-Recipe (defaults): ResNet-9 (width 64, BatchNorm), SGD with Nesterov momentum
-0.9, weight decay 5e-4, label smoothing 0.2, peak learning rate 0.4 reached
-after a linear warm-up over the first 2 epochs and followed by cosine decay,
-10 epochs of 256 images per process (a global batch of 512 on two nodes),
-random crop (padding 4) and horizontal flip.  On GPU it uses NCCL, channels-last
-and float16 autocast with a GradScaler; on CPU it uses gloo and float32.
-
-Fault tolerance:
-
-* Checkpoints: rank 0 writes an atomic checkpoint after every epoch, every
-  ``--checkpoint-every-seconds`` of training (default 120) and every
-  ``--checkpoint-every-steps`` steps.  On start every rank loads the latest
-  checkpoint chosen by rank 0 and continues at the same epoch and at the same
-  position inside the epoch (see :class:`cifar.ResumableDistributedSampler`),
-  even at a different world size.  A checkpoint also holds the interrupted
-  epoch's partial sums, so the history records whole epochs across resumes.
-* Stop on SIGTERM/SIGINT (a pod's termination, a node drain, torchrun on a
-  membership change): the handler only sets a flag; the flags of all ranks are
-  summed with every step's loss all-reduce, so every rank stops after the same
-  step; rank 0 writes the checkpoint of that step, then all ranks meet at a
-  barrier and exit with :data:`EXIT_STOPPED`.  Nothing trained is lost.
-* One group per run: rank 0 holds the run lease in ``<output>/lease/``
-  (:mod:`run_lease`), renewed while training.  A group that finds the lease held
-  by another live group waits (and asks the owner to yield: it stops at a step
-  boundary, checkpoints and lets the agents re-rendezvous) instead of training
-  beside it; a group whose lease was taken over stops without writing.
-* Hung peers: every collective times out after ``--pg-timeout-seconds``
-  (default 60), so a frozen node is detected and torchrun re-rendezvouses.
-* Failure budget: ``--max-failed-attempts`` consecutive attempts that failed
-  without checkpoint progress (a crash loop) end the run: rank 0 writes
-  ``FAILED`` and every rank exits 0 so torchrun stops restarting; ``launch.py``
-  turns ``FAILED`` into its own exit code.
-
-Exit codes: 0 the run is over (``DONE`` or ``FAILED`` written), 75
-(:data:`EXIT_STOPPED`) stopped in order at a step boundary, checkpoint written
-(a stop request, the lease yielded to another group or lost), 1 an error, 2 a
-usage error.
-
-Outputs in ``--output-dir``: ``checkpoint-step<N>.pt`` (the newest
-``--keep-checkpoints``), ``model.pt`` (state_dict + model config),
-``training_summary.json``, ``metrics.json`` (:mod:`metrics`: training time, images/s, the final training
-loss and test accuracy, the model's FLOPs per image and step, achieved model FLOP/s and, given the device's peak, the
-model FLOPs utilization; the launcher adds the goodput, :mod:`goodput`), the ``DONE`` marker (or ``FAILED``) and ``lease/``. Progress goes to stdout as one JSON
-object per line (rank 0 only, except a rank's own ``stop_requested``): among them ``progress`` (the step reached, every
-``--progress-every-seconds``), which the launcher's goodput accounting reads with the others.
-"""
+The command line, the recipe and the outputs: "The bundled trainer" in docs/explanation/programs.md; what happens on
+a stop, a lost node or a slow volume: docs/explanation/failures.md."""
 
 from __future__ import annotations
 

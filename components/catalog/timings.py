@@ -132,6 +132,16 @@ FINISHED_HELPER_JOB = Duration(
     sources=("pulumi-kubernetes-job-await",),
     estimate="no public figure; scheduling, the pull, the run and the Job controller's completion take tens of seconds",
 )
+#: A Job Pulumi waits for whose images are on its nodes already (pre-pulled, :mod:`stacks.plan.prepull`): the run
+#: without the pull.
+FINISHED_JOB_CACHED = Duration(
+    minutes=0.5,
+    what="a Job Pulumi waits for, its image already on its nodes: scheduled, started, run (a health check's few "
+    "all-reduces, a small dataset's copy) and completed",
+    sources=("pulumi-kubernetes-job-await",),
+    estimate="no public figure; the containers' start takes seconds (as the training pods' start from a cached image) "
+    "and a short job's run tens of seconds",
+)
 #: The first training step: the training job's pods scheduled, their image pulled, the containers started.
 PODS_START = Duration(
     minutes=2.0,

@@ -17,12 +17,11 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.addons import addon_version
 from components.catalog.addons import POD_IDENTITY
 from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
 from components.partition import current_partition
-from components.pod_identity import pod_identity_role
+from components.storage.csi import csi_addon, shared_claim, training_namespace
 from components.storage.providers import split_kubernetes_provider
 
 #: The AWS managed policy of the EFS CSI controller (access points on tagged file systems).
@@ -80,6 +79,18 @@ class EfsStorageArgs(TypedDict):
     """AWS tags."""
 
 
+#: The outputs, in the order they are registered.
+_OUTPUTS = (
+    "file_system_id",
+    "security_group_id",
+    "mount_target_ids",
+    "csi_role_arn",
+    "storage_class_name",
+    "namespace",
+    "pvc_name",
+)
+
+
 class EfsStorage(pulumi.ComponentResource):
     """EFS file system, mount targets, NFS security group, CSI add-on with its role, StorageClass,
     namespace and ReadWriteMany PVC (needs a ``kubernetes`` provider in ``opts``)."""
@@ -100,18 +111,60 @@ class EfsStorage(pulumi.ComponentResource):
     """Name of the ReadWriteMany PVC that workloads mount."""
 
     def __init__(self, name: str, args: EfsStorageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        tags = dict(args.get("tags") or {})
+        retain = bool(args.get("retain_on_delete", False))
         # registered without the Kubernetes provider, which only the Kubernetes objects take: the file system starts
         # at once instead of once the cluster's nodes are up (components/storage/providers.py)
         opts, kubernetes = split_kubernetes_provider(opts)
         super().__init__("eks-training:index:EfsStorage", name, None, opts)
-        tags = dict(args.get("tags") or {})
-        retain = bool(args.get("retain_on_delete", False))
-        namespace_name = args.get("namespace", DEFAULT_NAMESPACE)
-        pvc_name = args.get("pvc_name", DEFAULT_CLAIM_NAME)
-        sc_name = args.get("storage_class_name", "efs-shared")
-        cluster_name = pulumi.Output.from_input(args["cluster_name"])
-        child = pulumi.ResourceOptions(parent=self)
+        sg = self._security_group(name, args, tags)
+        file_system_id = self._file_system(name, args, tags, retain)
+        mount_targets = [
+            aws.efs.MountTarget(
+                f"{name}-mt-{i}",
+                file_system_id=file_system_id,
+                subnet_id=subnet_id,
+                security_groups=[sg.id],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for i, subnet_id in enumerate(args["subnet_ids"])
+        ]
+        identity, addon = csi_addon(
+            self,
+            name,
+            args,
+            addon_name="aws-efs-csi-driver",
+            label="EFS",
+            service_account=EFS_CSI_CONTROLLER_SA,
+            settings=EFS_ADDON_SETTINGS,
+            tags=tags,
+            # the AWS-managed EFS CSI policy: access points on tagged file systems
+            managed_policy_arns=[current_partition(self).apply(lambda p: managed_policy_arn(p, EFS_CSI_POLICY))],
+        )
+        storage_class = self._storage_class(name, args, file_system_id, retain, kubernetes, [addon, *mount_targets])
+        namespace = training_namespace(self, name, args.get("namespace", DEFAULT_NAMESPACE), kubernetes)
+        pvc = shared_claim(
+            self,
+            name,
+            pvc_name=args.get("pvc_name", DEFAULT_CLAIM_NAME),
+            namespace=namespace.metadata.name,
+            size=args.get("capacity", "1Ti"),
+            storage_class_name=storage_class.metadata.name,
+            kubernetes=kubernetes,
+        )
 
+        self.file_system_id = pulumi.Output.from_input(file_system_id)
+        self.security_group_id = sg.id
+        self.mount_target_ids = pulumi.Output.all(*[m.id for m in mount_targets])
+        self.csi_role_arn = identity.role.arn
+        self.storage_class_name = storage_class.metadata.name
+        self.namespace = namespace.metadata.name
+        self.pvc_name = pvc.metadata.name
+        self.register_outputs({output: getattr(self, output) for output in _OUTPUTS})
+
+    def _security_group(self, name: str, args: EfsStorageArgs, tags: dict[str, str]) -> aws.ec2.SecurityGroup:
+        """The mount targets' security group, admitting NFS (TCP 2049) only from the nodes."""
+        child = pulumi.ResourceOptions(parent=self)
         sg = aws.ec2.SecurityGroup(
             f"{name}-nfs-sg",
             description="NFS from the EKS nodes to the EFS mount targets",
@@ -129,85 +182,48 @@ class EfsStorage(pulumi.ComponentResource):
             description="NFS from cluster nodes",
             opts=child,
         )
+        return sg
 
+    def _file_system(self, name: str, args: EfsStorageArgs, tags: dict[str, str], retain: bool) -> pulumi.Input[str]:
+        """The id of the adopted file system, or of a new encrypted one with its backup policy."""
         existing_fs = args.get("existing_file_system_id")
-        file_system_id: pulumi.Input[str]
         if existing_fs:
             # A file system kept from an earlier stack (retain_on_delete): adopt it by id.
-            file_system_id = existing_fs
-        else:
-            file_system = aws.efs.FileSystem(
-                f"{name}-fs",
-                encrypted=True,
-                kms_key_id=args.get("kms_key_arn"),
-                throughput_mode=args.get("throughput_mode", "elastic"),
-                performance_mode=args.get("performance_mode", "generalPurpose"),
-                tags={**tags, "Name": f"{name}-shared"},
-                # Only the file system (the data) is kept on destroy; its mount targets and
-                # security group go, so the VPC can still be deleted.
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain),
-            )
-            file_system_id = file_system.id
-            aws.efs.BackupPolicy(
-                f"{name}-backup",
-                file_system_id=file_system.id,
-                backup_policy={"status": "ENABLED" if args.get("backup", False) else "DISABLED"},
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain),
-            )
-        mount_targets = [
-            aws.efs.MountTarget(
-                f"{name}-mt-{i}",
-                file_system_id=file_system_id,
-                subnet_id=subnet_id,
-                security_groups=[sg.id],
-                opts=child,
-            )
-            for i, subnet_id in enumerate(args["subnet_ids"])
-        ]
+            return existing_fs
+        # Only the file system (the data) is kept on destroy; its mount targets and security group go, so the VPC
+        # can still be deleted.
+        kept = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
+        file_system = aws.efs.FileSystem(
+            f"{name}-fs",
+            encrypted=True,
+            kms_key_id=args.get("kms_key_arn"),
+            throughput_mode=args.get("throughput_mode", "elastic"),
+            performance_mode=args.get("performance_mode", "generalPurpose"),
+            tags={**tags, "Name": f"{name}-shared"},
+            opts=kept,
+        )
+        aws.efs.BackupPolicy(
+            f"{name}-backup",
+            file_system_id=file_system.id,
+            backup_policy={"status": "ENABLED" if args.get("backup", False) else "DISABLED"},
+            opts=kept,
+        )
+        return file_system.id
 
-        # The CSI controller's own role: trusted only for its service account in kube-system of
-        # this cluster, with the AWS-managed EFS CSI policy (access points on tagged file systems).
-        identity = pod_identity_role(
-            self,
-            f"{name}-csi",
-            cluster_name=cluster_name,
-            namespace="kube-system",
-            service_account=EFS_CSI_CONTROLLER_SA,
-            description=f"EFS CSI controller (EKS Pod Identity, kube-system/{EFS_CSI_CONTROLLER_SA})",
-            role_name=f"{name}-csi",
-            managed_policy_arns=[current_partition(self).apply(lambda p: managed_policy_arn(p, EFS_CSI_POLICY))],
-            associate=False,  # the add-on associates the role with its service account itself
-            tags=tags,
-        )
-        role = identity.role
-        version = addon_version(
-            self, "aws-efs-csi-driver", args["kubernetes_version"], args.get("addon_version"), EFS_ADDON_SETTINGS
-        )
-        pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
-            "role_arn": role.arn,
-            "service_account": EFS_CSI_CONTROLLER_SA,
-        }
-        # the role is made at once; the add-on once its controller's nodes are there (addon_after)
-        after = args.get("addon_after")
-        addon_cluster = (
-            cluster_name if after is None else pulumi.Output.all(cluster_name, after).apply(lambda v: str(v[0]))
-        )
-        addon = aws.eks.Addon(
-            f"{name}-csi-addon",
-            cluster_name=addon_cluster,
-            addon_name="aws-efs-csi-driver",
-            addon_version=version,
-            pod_identity_associations=[pod_identity],
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="PRESERVE",
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=identity.policies),
-        )
-
-        storage_class = k8s.storage.v1.StorageClass(
+    def _storage_class(
+        self,
+        name: str,
+        args: EfsStorageArgs,
+        file_system_id: pulumi.Input[str],
+        retain: bool,
+        kubernetes: Optional[pulumi.ProviderResource],
+        after: list[pulumi.Resource],
+    ) -> k8s.storage.v1.StorageClass:
+        """The StorageClass: one EFS access point and one stable directory per claim."""
+        return k8s.storage.v1.StorageClass(
             f"{name}-sc",
             metadata={
-                "name": sc_name,
+                "name": args.get("storage_class_name", "efs-shared"),
                 "labels": {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]},
             },
             provisioner=EFS_CSI_PROVISIONER,
@@ -227,45 +243,5 @@ class EfsStorage(pulumi.ComponentResource):
             reclaim_policy="Retain" if retain else "Delete",
             volume_binding_mode="Immediate",
             mount_options=["tls"],
-            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=[addon, *mount_targets]),
-        )
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={
-                "name": namespace_name,
-                "labels": {
-                    "app.kubernetes.io/managed-by": "pulumi",
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                },
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes),
-        )
-        pvc = k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-pvc",
-            metadata={"name": pvc_name, "namespace": namespace.metadata.name},
-            spec={
-                "access_modes": ["ReadWriteMany"],
-                "storage_class_name": storage_class.metadata.name,
-                "resources": {"requests": {"storage": args.get("capacity", "1Ti")}},
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes),
-        )
-
-        self.file_system_id = pulumi.Output.from_input(file_system_id)
-        self.security_group_id = sg.id
-        self.mount_target_ids = pulumi.Output.all(*[m.id for m in mount_targets])
-        self.csi_role_arn = role.arn
-        self.storage_class_name = storage_class.metadata.name
-        self.namespace = namespace.metadata.name
-        self.pvc_name = pvc.metadata.name
-        self.register_outputs(
-            {
-                "file_system_id": self.file_system_id,
-                "security_group_id": self.security_group_id,
-                "mount_target_ids": self.mount_target_ids,
-                "csi_role_arn": self.csi_role_arn,
-                "storage_class_name": self.storage_class_name,
-                "namespace": self.namespace,
-                "pvc_name": self.pvc_name,
-            }
+            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=after),
         )

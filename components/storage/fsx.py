@@ -25,6 +25,7 @@ the stack did not create); give the ids as ``existing_file_system_id`` and
 """
 
 import shlex
+from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence, TypedDict
 
 import pulumi
@@ -32,7 +33,6 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.addons import addon_version
 from components.catalog import (
     FSX_CSI_ADDON,
     FSX_CSI_CONTROLLER_SA,
@@ -57,8 +57,8 @@ from components.conventions import (
 )
 from components.iam import fsx_csi_static_controller_policy
 from components.naming import k8s_name
-from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
+from components.storage.csi import csi_addon, shared_claim, training_namespace
 from components.storage.providers import split_kubernetes_provider
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.waits import await_annotations, await_seconds, await_timeouts, finished
@@ -149,6 +149,74 @@ def _check(name: str, capacity: int, throughput: int, mode: str, iops: Optional[
         raise ValueError(f"{name}: " + "; ".join(problems))
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """The arguments with their defaults, checked."""
+
+    tags: dict[str, str]
+    retain: bool
+    capacity: int
+    throughput: int
+    mode: str
+    iops: Optional[int]
+    efa: bool
+    efa_clients: list[pulumi.Input[str]]
+    namespace: str
+    pvc_name: str
+    data_path: str
+    data_prefix: str
+    export_path: Optional[str]
+    export_prefix: Optional[str]
+
+
+def _settings(name: str, args: FsxLustreStorageArgs) -> _Settings:
+    """``args`` with their defaults; raises ``ValueError`` naming every problem."""
+    capacity = int(args.get("storage_capacity_gib", 1200))
+    throughput = int(args.get("per_unit_storage_throughput", 250))
+    mode = args.get("metadata_mode", "AUTOMATIC")
+    iops = args.get("metadata_iops")
+    efa = bool(args.get("efa", False))
+    efa_clients = list(args.get("efa_client_security_group_ids") or [])
+    _check(name, capacity, throughput, mode, iops, efa)
+    if efa and not efa_clients:
+        raise ValueError(f"{name}: efa=True needs efa_client_security_group_ids (the EFA clients' security groups)")
+    export_path = args.get("export_file_system_path")
+    export_default = export_path.strip("/").split("/")[-1] + "/" if export_path else None
+    return _Settings(
+        tags=dict(args.get("tags") or {}),
+        retain=bool(args.get("retain_on_delete", False)),
+        capacity=capacity,
+        throughput=throughput,
+        mode=mode,
+        iops=iops,
+        efa=efa,
+        efa_clients=efa_clients,
+        namespace=args.get("namespace", DEFAULT_NAMESPACE),
+        pvc_name=args.get("pvc_name", DEFAULT_CLAIM_NAME),
+        data_path=args.get("data_file_system_path", "/datasets").rstrip("/") or "/",
+        data_prefix=args.get("data_prefix", "datasets/"),
+        export_path=export_path,
+        export_prefix=args.get("export_prefix") or export_default,
+    )
+
+
+#: The outputs, in the order they are registered.
+_OUTPUTS = (
+    "file_system_id",
+    "dns_name",
+    "mount_name",
+    "security_group_id",
+    "data_bucket_name",
+    "data_repository_path",
+    "export_repository_path",
+    "data_ready",
+    "csi_role_arn",
+    "persistent_volume_name",
+    "namespace",
+    "pvc_name",
+)
+
+
 class FsxLustreStorage(pulumi.ComponentResource):
     """FSx for Lustre file system linked to S3, its security group, the FSx CSI add-on with its role, the
     training namespace, a static PersistentVolume and the ReadWriteMany PVC (needs a ``kubernetes``
@@ -185,44 +253,70 @@ class FsxLustreStorage(pulumi.ComponentResource):
         # at once instead of once the cluster's nodes are up (components/storage/providers.py)
         opts, kubernetes = split_kubernetes_provider(opts)
         super().__init__("eks-training:index:FsxLustreStorage", name, None, opts)
-        tags = dict(args.get("tags") or {})
-        retain = bool(args.get("retain_on_delete", False))
-        capacity = int(args.get("storage_capacity_gib", 1200))
-        throughput = int(args.get("per_unit_storage_throughput", 250))
-        mode = args.get("metadata_mode", "AUTOMATIC")
-        iops = args.get("metadata_iops")
-        efa = bool(args.get("efa", False))
-        efa_clients = list(args.get("efa_client_security_group_ids") or [])
-        _check(name, capacity, throughput, mode, iops, efa)
-        if efa and not efa_clients:
-            raise ValueError(f"{name}: efa=True needs efa_client_security_group_ids (the EFA clients' security groups)")
-        namespace_name = args.get("namespace", DEFAULT_NAMESPACE)
-        pvc_name = args.get("pvc_name", DEFAULT_CLAIM_NAME)
-        data_path = args.get("data_file_system_path", "/datasets").rstrip("/") or "/"
-        data_prefix = args.get("data_prefix", "datasets/")
-        export_path = args.get("export_file_system_path")
-        export_prefix = args.get("export_prefix") or (
-            export_path.strip("/").split("/")[-1] + "/" if export_path else None
+        s = _settings(name, args)
+        sg_id, checked, rules = self._security_group(name, args, s)
+        file_system = self._file_system(name, args, s, sg_id, checked)
+        bucket_name, data_repository_path, export_repository_path, associations = self._data_repository(
+            name, args, s, file_system
         )
-        cluster_name = pulumi.Output.from_input(args["cluster_name"])
-        child = pulumi.ResourceOptions(parent=self)
-        kept = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
+        identity, addon = csi_addon(
+            self,
+            name,
+            args,
+            addon_name=FSX_CSI_ADDON,
+            label="FSx",
+            service_account=FSX_CSI_CONTROLLER_SA,
+            settings=(POD_IDENTITY,),
+            tags=s.tags,
+            policy=fsx_csi_static_controller_policy(),
+        )
+        namespace = training_namespace(self, name, s.namespace, kubernetes)
+        volume = self._volume(name, s, file_system, kubernetes, [addon, file_system, *rules])
+        pvc = shared_claim(
+            self,
+            name,
+            pvc_name=s.pvc_name,
+            namespace=namespace.metadata.name,
+            size=f"{s.capacity}Gi",
+            storage_class_name="",
+            volume_name=volume.metadata.name,
+            kubernetes=kubernetes,
+            depends_on=[addon, file_system],
+        )
+        init = self._volume_init(name, args, s, namespace, pvc, kubernetes, associations)
 
-        # --- security group: Lustre between the file servers and from/to the nodes -------------------
+        self.file_system_id = file_system.id
+        self.dns_name = file_system.dns_name
+        self.mount_name = file_system.mount_name
+        self.security_group_id = pulumi.Output.from_input(sg_id)
+        self.data_bucket_name = bucket_name
+        self.data_repository_path = data_repository_path
+        self.export_repository_path = export_repository_path
+        init_done = finished(BATCH_JOB, k8s_name(s.pvc_name, "init"), init, awaited=True)
+        self.data_ready = pulumi.Output.all(init_done, *[a.id for a in associations]).apply(lambda _: s.data_path)
+        self.csi_role_arn = identity.role.arn
+        self.persistent_volume_name = volume.metadata.name
+        self.namespace = namespace.metadata.name
+        self.pvc_name = pvc.metadata.name
+        self.register_outputs({output: getattr(self, output) for output in _OUTPUTS})
+
+    def _security_group(
+        self, name: str, args: FsxLustreStorageArgs, s: _Settings
+    ) -> tuple[pulumi.Input[str], list[pulumi.Resource], list[pulumi.Resource]]:
+        """The file system's security group (adopted or new) and its rules: all of them, and those FSx checks."""
         existing_sg = args.get("existing_security_group_id")
         sg_id: pulumi.Input[str]
         if existing_sg:
             sg_id = existing_sg
         else:
-            sg = aws.ec2.SecurityGroup(
+            sg_id = aws.ec2.SecurityGroup(
                 f"{name}-lustre-sg",
                 description="Lustre (TCP 988, 1018-1023) between the FSx file servers and the EKS nodes",
                 vpc_id=args["vpc_id"],
-                tags={**tags, "Name": f"{name}-lustre"},
+                tags={**s.tags, "Name": f"{name}-lustre"},
                 # Attached to the file system's network interfaces: kept with it, or it could not be deleted.
-                opts=kept,
-            )
-            sg_id = sg.id
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=s.retain),
+            ).id
         nodes = args["node_security_group_id"]
         # The rules FSx checks when it creates the file system: Lustre (988 and 1018-1023) within its group, and for
         # EFA all traffic within the group and with the EFA clients' groups (source key ``fsx-efa-security-group``).
@@ -250,69 +344,72 @@ class FsxLustreStorage(pulumi.ComponentResource):
                 from_port=ports[0] if ports else None,
                 to_port=ports[1] if ports else None,
                 description=description,
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self),
             )
             rules.append(made)
             if group is not nodes and peer is not nodes:
                 checked.append(made)
 
         for low, high in FSX_LUSTRE_PORTS:
-            p = f"{low}" if low == high else f"{low}-{high}"
-            rule(f"lustre-{p}-self-in", "in", sg_id, sg_id, f"Lustre {p} between file servers", "tcp", (low, high))
-            rule(f"lustre-{p}-self-out", "out", sg_id, sg_id, f"Lustre {p} between file servers", "tcp", (low, high))
-            rule(f"lustre-{p}-nodes-in", "in", sg_id, nodes, f"Lustre {p} from the cluster nodes", "tcp", (low, high))
-            rule(f"lustre-{p}-nodes-out", "out", sg_id, nodes, f"Lustre {p} to the cluster nodes", "tcp", (low, high))
+            p, tcp = (f"{low}" if low == high else f"{low}-{high}"), (low, high)
+            rule(f"lustre-{p}-self-in", "in", sg_id, sg_id, f"Lustre {p} between file servers", "tcp", tcp)
+            rule(f"lustre-{p}-self-out", "out", sg_id, sg_id, f"Lustre {p} between file servers", "tcp", tcp)
+            rule(f"lustre-{p}-nodes-in", "in", sg_id, nodes, f"Lustre {p} from the cluster nodes", "tcp", tcp)
+            rule(f"lustre-{p}-nodes-out", "out", sg_id, nodes, f"Lustre {p} to the cluster nodes", "tcp", tcp)
             # The nodes' group allows all egress already; the file servers also open connections to clients.
-            rule(
-                f"lustre-{p}-clients-in",
-                "in",
-                nodes,
-                sg_id,
-                f"Lustre {p} from the FSx file servers",
-                "tcp",
-                (low, high),
-            )
-        if efa:
+            rule(f"lustre-{p}-clients-in", "in", nodes, sg_id, f"Lustre {p} from the FSx file servers", "tcp", tcp)
+        if s.efa:
             # EFA (SRD is neither IPv4 nor IPv6): all traffic to and from the group itself and the clients.
             rule("efa-self-in", "in", sg_id, sg_id, "EFA between file servers")
             rule("efa-self-out", "out", sg_id, sg_id, "EFA between file servers")
-            for i, client in enumerate(efa_clients):
+            for i, client in enumerate(s.efa_clients):
                 rule(f"efa-client{i}-in", "in", sg_id, client, "EFA from the EFA clients")
                 rule(f"efa-client{i}-out", "out", sg_id, client, "EFA to the EFA clients")
                 rule(f"efa-client{i}-from-fsx", "in", client, sg_id, "EFA from the FSx file servers")
                 rule(f"efa-client{i}-to-fsx", "out", client, sg_id, "EFA to the FSx file servers")
+        return sg_id, checked, rules
 
-        # --- the file system ---------------------------------------------------------------------------
+    def _file_system(
+        self,
+        name: str,
+        args: FsxLustreStorageArgs,
+        s: _Settings,
+        sg_id: pulumi.Input[str],
+        checked: list[pulumi.Resource],
+    ) -> aws.fsx.LustreFileSystem:
+        """The adopted file system (read by id), or a new one once the rules FSx checks exist."""
         existing_fs = args.get("existing_file_system_id")
-        file_system: aws.fsx.LustreFileSystem
         if existing_fs:
             # A file system kept from an earlier stack (retain_on_delete): read by id, not managed.
-            file_system = aws.fsx.LustreFileSystem.get(f"{name}-fs", existing_fs, opts=child)
-        else:
-            metadata: aws.fsx.LustreFileSystemMetadataConfigurationArgsDict = {"mode": mode}
-            if iops is not None:
-                metadata["iops"] = iops
-            file_system = aws.fsx.LustreFileSystem(
-                f"{name}-fs",
-                deployment_type=FSX_DEPLOYMENT_TYPE,
-                storage_type="SSD",
-                file_system_type_version=FSX_LUSTRE_VERSION,
-                storage_capacity=capacity,
-                per_unit_storage_throughput=throughput,
-                metadata_configuration=metadata,
-                data_compression_type="LZ4",
-                efa_enabled=efa,
-                kms_key_id=args.get("kms_key_arn"),
-                subnet_ids=args["subnet_id"],
-                security_group_ids=[sg_id],
-                # The data's durable copy is S3 (import, and export of the results directory).
-                automatic_backup_retention_days=0,
-                tags={**tags, "Name": f"{name}-lustre"},
-                # The rules creation checks exist before the file system and go after it.
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=retain, depends_on=checked),
-            )
+            return aws.fsx.LustreFileSystem.get(f"{name}-fs", existing_fs, opts=pulumi.ResourceOptions(parent=self))
+        metadata: aws.fsx.LustreFileSystemMetadataConfigurationArgsDict = {"mode": s.mode}
+        if s.iops is not None:
+            metadata["iops"] = s.iops
+        return aws.fsx.LustreFileSystem(
+            f"{name}-fs",
+            deployment_type=FSX_DEPLOYMENT_TYPE,
+            storage_type="SSD",
+            file_system_type_version=FSX_LUSTRE_VERSION,
+            storage_capacity=s.capacity,
+            per_unit_storage_throughput=s.throughput,
+            metadata_configuration=metadata,
+            data_compression_type="LZ4",
+            efa_enabled=s.efa,
+            kms_key_id=args.get("kms_key_arn"),
+            subnet_ids=args["subnet_id"],
+            security_group_ids=[sg_id],
+            # The data's durable copy is S3 (import, and export of the results directory).
+            automatic_backup_retention_days=0,
+            tags={**s.tags, "Name": f"{name}-lustre"},
+            # The rules creation checks exist before the file system and go after it.
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=s.retain, depends_on=checked),
+        )
 
-        # --- S3 data repository ----------------------------------------------------------------------
+    def _data_repository(
+        self, name: str, args: FsxLustreStorageArgs, s: _Settings, file_system: aws.fsx.LustreFileSystem
+    ) -> tuple[pulumi.Output[str], pulumi.Output[str], pulumi.Output[str], list[aws.fsx.DataRepositoryAssociation]]:
+        """The S3 bucket (named or created), the import association and the optional export one."""
+        child = pulumi.ResourceOptions(parent=self)
         bucket_name: pulumi.Output[str]
         named = args.get("data_bucket_name")
         if named:
@@ -320,101 +417,63 @@ class FsxLustreStorage(pulumi.ComponentResource):
         else:
             # SSE-S3: FSx's service-linked role reads and writes it without a key policy change.
             bucket = private_bucket(
-                self, f"{name}-data", force_destroy=not retain, retain=retain, versioned=True, tags=tags
+                self, f"{name}-data", force_destroy=not s.retain, retain=s.retain, versioned=True, tags=s.tags
             ).bucket
             bucket_name = bucket.bucket
-        data_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", data_prefix)
+        data_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", s.data_prefix)
         events = list(FSX_DRA_EVENTS)
         datasets = aws.fsx.DataRepositoryAssociation(
             f"{name}-datasets",
             file_system_id=file_system.id,
-            file_system_path=data_path,
+            file_system_path=s.data_path,
             data_repository_path=data_repository_path,
             # Objects already in S3 appear at once (metadata only; contents load on first read).
             batch_import_meta_data_on_create=True,
             delete_data_in_filesystem=False,
             s3={"auto_import_policy": {"events": events}},
-            tags=tags,
+            tags=s.tags,
             opts=child,
         )
         associations: list[aws.fsx.DataRepositoryAssociation] = [datasets]
         export_repository_path: pulumi.Output[str] = pulumi.Output.from_input("")
-        if export_path:
-            export_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", str(export_prefix))
+        if s.export_path:
+            export_repository_path = pulumi.Output.concat("s3://", bucket_name, "/", str(s.export_prefix))
             associations.append(
                 aws.fsx.DataRepositoryAssociation(
                     f"{name}-export",
                     file_system_id=file_system.id,
-                    file_system_path=export_path.rstrip("/"),
+                    file_system_path=s.export_path.rstrip("/"),
                     data_repository_path=export_repository_path,
                     delete_data_in_filesystem=False,
                     s3={"auto_export_policy": {"events": events}},
-                    tags=tags,
+                    tags=s.tags,
                     opts=child,
                 )
             )
+        return bucket_name, data_repository_path, export_repository_path, associations
 
-        # --- the CSI driver: its own role, trusted only for its controller's service account ---------
-        identity = pod_identity_role(
-            self,
-            f"{name}-csi",
-            cluster_name=cluster_name,
-            namespace="kube-system",
-            service_account=FSX_CSI_CONTROLLER_SA,
-            description=f"FSx CSI controller (EKS Pod Identity, kube-system/{FSX_CSI_CONTROLLER_SA})",
-            role_name=f"{name}-csi",
-            policy=fsx_csi_static_controller_policy(),
-            associate=False,  # the add-on associates the role with its service account itself
-            tags=tags,
-        )
-        version = addon_version(
-            self, FSX_CSI_ADDON, args["kubernetes_version"], args.get("addon_version"), (POD_IDENTITY,)
-        )
-        pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
-            "role_arn": identity.role.arn,
-            "service_account": FSX_CSI_CONTROLLER_SA,
-        }
-        # the role is made at once; the add-on once its controller's nodes are there (addon_after)
-        after = args.get("addon_after")
-        addon_cluster = (
-            cluster_name if after is None else pulumi.Output.all(cluster_name, after).apply(lambda v: str(v[0]))
-        )
-        addon = aws.eks.Addon(
-            f"{name}-csi-addon",
-            cluster_name=addon_cluster,
-            addon_name=FSX_CSI_ADDON,
-            addon_version=version,
-            pod_identity_associations=[pod_identity],
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="PRESERVE",
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=identity.policies),
-        )
-
-        # --- Kubernetes: namespace, static volume, claim --------------------------------------------
-        k8s_child = pulumi.ResourceOptions(parent=self, provider=kubernetes)
+    def _volume(
+        self,
+        name: str,
+        s: _Settings,
+        file_system: aws.fsx.LustreFileSystem,
+        kubernetes: Optional[pulumi.ProviderResource],
+        after: list[pulumi.Resource],
+    ) -> k8s.core.v1.PersistentVolume:
+        """The static PersistentVolume of the file system, reserved for the claim."""
         managed = {"app.kubernetes.io/managed-by": COMMON_LABELS["app.kubernetes.io/managed-by"]}
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={
-                "name": namespace_name,
-                "labels": {"app.kubernetes.io/managed-by": "pulumi", "pod-security.kubernetes.io/enforce": "baseline"},
-            },
-            opts=k8s_child,
-        )
-        size = f"{capacity}Gi"
-        volume = k8s.core.v1.PersistentVolume(
+        return k8s.core.v1.PersistentVolume(
             f"{name}-pv",
-            metadata={"name": k8s_name(namespace_name, pvc_name, "fsx"), "labels": managed},
+            metadata={"name": k8s_name(s.namespace, s.pvc_name, "fsx"), "labels": managed},
             spec={
-                "capacity": {"storage": size},
+                "capacity": {"storage": f"{s.capacity}Gi"},
                 "volume_mode": "Filesystem",
                 "access_modes": ["ReadWriteMany"],
                 "mount_options": ["flock"],
                 # Static: the file system belongs to the stack, not to the claim.
                 "persistent_volume_reclaim_policy": "Retain",
                 "storage_class_name": "",
-                "claim_ref": {"namespace": namespace_name, "name": pvc_name},
+                "claim_ref": {"namespace": s.namespace, "name": s.pvc_name},
                 "csi": {
                     "driver": FSX_CSI_DRIVER,
                     "volume_handle": file_system.id,
@@ -422,32 +481,31 @@ class FsxLustreStorage(pulumi.ComponentResource):
                 },
             },
             # Mounted once every rule exists; deleted before the add-on that unmounts it and the file system it names.
-            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=[addon, file_system, *rules]),
-        )
-        pvc = k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-pvc",
-            metadata={"name": pvc_name, "namespace": namespace.metadata.name},
-            spec={
-                "access_modes": ["ReadWriteMany"],
-                "storage_class_name": "",
-                "volume_name": volume.metadata.name,
-                "resources": {"requests": {"storage": size}},
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=[addon, file_system]),
+            opts=pulumi.ResourceOptions(parent=self, provider=kubernetes, depends_on=after),
         )
 
-        # --- hand the directories to the training user (a new Lustre file system is owned by root) --
+    def _volume_init(
+        self,
+        name: str,
+        args: FsxLustreStorageArgs,
+        s: _Settings,
+        namespace: k8s.core.v1.Namespace,
+        pvc: k8s.core.v1.PersistentVolumeClaim,
+        kubernetes: Optional[pulumi.ProviderResource],
+        associations: list[aws.fsx.DataRepositoryAssociation],
+    ) -> k8s.batch.v1.Job:
+        """A one-shot Job handing the directories to the training user (a new Lustre file system is owned by root)."""
         uid = int(args.get("volume_owner_uid", TRAINING_IMAGE_UID))
-        linked = [data_path, export_path.rstrip("/")] if export_path else [data_path]
+        linked = [s.data_path, s.export_path.rstrip("/")] if s.export_path else [s.data_path]
         dirs = [INIT_MOUNT, *(f"{INIT_MOUNT}{p}" for p in linked if p != "/")]
         script = "set -eu; " + "; ".join(
             f"chown {uid}:{uid} {shlex.quote(d)}; chmod 0775 {shlex.quote(d)}" for d in dirs
         )
         labels = {**COMMON_LABELS, "app.kubernetes.io/name": "volume-permissions", "app.kubernetes.io/instance": name}
-        init = k8s.batch.v1.Job(
+        return k8s.batch.v1.Job(
             f"{name}-volume-init",
             metadata={
-                "name": k8s_name(pvc_name, "init"),
+                "name": k8s_name(s.pvc_name, "init"),
                 "namespace": namespace.metadata.name,
                 "labels": labels,
                 "annotations": await_annotations(BATCH_JOB, True),
@@ -496,34 +554,4 @@ class FsxLustreStorage(pulumi.ComponentResource):
                 delete_before_replace=True,
                 custom_timeouts=await_timeouts(await_seconds(VOLUME_INIT_DEADLINE_S)),
             ),
-        )
-
-        self.file_system_id = file_system.id
-        self.dns_name = file_system.dns_name
-        self.mount_name = file_system.mount_name
-        self.security_group_id = pulumi.Output.from_input(sg_id)
-        self.data_bucket_name = bucket_name
-        self.data_repository_path = data_repository_path
-        self.export_repository_path = export_repository_path
-        init_done = finished(BATCH_JOB, k8s_name(pvc_name, "init"), init, awaited=True)
-        self.data_ready = pulumi.Output.all(init_done, *[a.id for a in associations]).apply(lambda _: data_path)
-        self.csi_role_arn = identity.role.arn
-        self.persistent_volume_name = volume.metadata.name
-        self.namespace = namespace.metadata.name
-        self.pvc_name = pvc.metadata.name
-        self.register_outputs(
-            {
-                "file_system_id": self.file_system_id,
-                "dns_name": self.dns_name,
-                "mount_name": self.mount_name,
-                "security_group_id": self.security_group_id,
-                "data_bucket_name": self.data_bucket_name,
-                "data_repository_path": self.data_repository_path,
-                "export_repository_path": self.export_repository_path,
-                "data_ready": self.data_ready,
-                "csi_role_arn": self.csi_role_arn,
-                "persistent_volume_name": self.persistent_volume_name,
-                "namespace": self.namespace,
-                "pvc_name": self.pvc_name,
-            }
         )

@@ -1,6 +1,6 @@
 """Workloads on the cluster: the training namespace's network policies, etcd for rendezvous, dataset staging,
 the all-reduce health check, jobs of every kind (PyTorch elastic, MPI, TensorFlow multi-worker, any command)
-and TensorBoard.
+and TensorBoard, and the pre-pull of the jobs' images onto their nodes.
 
 All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and sized by a
 :class:`~components.workloads.pods.WorkerPlacement` derived from the node group's plan, and share the
@@ -14,6 +14,7 @@ from components.workloads.health_check import AllReduceHealthCheck, AllReduceHea
 from components.workloads.mpi import MpiJob, MpiJobArgs, MpiOperator, MpiOperatorArgs
 from components.workloads.network_policy import TrainingNetworkPolicies, TrainingNetworkPoliciesArgs
 from components.workloads.pods import JobSpec, WorkerPlacement, run_id
+from components.workloads.prepull import ImagePrePull, ImagePrePullArgs
 from components.workloads.staging import DatasetStaging, DatasetStagingArgs
 from components.workloads.tensorboard import TensorBoard, TensorBoardArgs
 from components.workloads.tensorflow import TensorFlowJob, TensorFlowJobArgs
@@ -31,6 +32,8 @@ __all__ = [
     "DatasetStagingArgs",
     "EtcdRendezvous",
     "EtcdRendezvousArgs",
+    "ImagePrePull",
+    "ImagePrePullArgs",
     "JobSpec",
     "MpiJob",
     "MpiJobArgs",

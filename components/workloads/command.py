@@ -1,11 +1,11 @@
 """``CommandJob``: any image and command on one or more nodes, for frameworks this project does not know."""
 
-from typing import Optional, Sequence, TypedDict
+from typing import Mapping, Optional, Sequence, TypedDict
 
 import pulumi
 from typing_extensions import NotRequired
 
-from components.workloads.indexed import indexed_workers
+from components.workloads.indexed import IndexedWorkersJob
 from components.workloads.pods import (
     MASTER_PORT,
     JobSpec,
@@ -45,30 +45,25 @@ class CommandJobArgs(TypedDict):
     """Pod failures tolerated per node before the Job fails. Default 3."""
 
 
-class CommandJob(pulumi.ComponentResource):
+class CommandJob(IndexedWorkersJob):
     """An Indexed Job plus a headless Service running ``command`` in ``nodes`` pods. Each pod gets the job's
     environment (``OUTPUT_DIR``, ``DATA_DIR``, ...) and where its peers are: ``JOB_INDEX``, ``JOB_SIZE``,
     ``JOB_PEERS``, ``MASTER_ADDR``/``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``/``NODE_RANK`` (enough for
     ``torch.distributed``'s ``env://``, JAX, Ray or a script of one's own)."""
+
+    _app_name = "command-job"
+    _port = ("peers", MASTER_PORT)
 
     job_name: pulumi.Output[str]
     """Name of the Job."""
     output_dir: pulumi.Output[str]
     """The job's output folder inside the pods; resolves after the Job is created."""
 
+    def _environment(
+        self, spec: JobSpec, placement: WorkerPlacement, nodes: int, hosts: pulumi.Output[list[str]]
+    ) -> Mapping[str, pulumi.Input[str]]:
+        return command_env(spec, placement, nodes, hosts)
+
     def __init__(self, name: str, args: CommandJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        super().__init__("eks-training:index:CommandJob", name, None, opts)
-        spec, placement, nodes = args["job"], args["placement"], args["nodes"]
-        self.job_name, self.output_dir = indexed_workers(
-            self,
-            name,
-            spec,
-            placement,
-            command=args["command"],
-            nodes=nodes,
-            max_retries=int(args.get("max_retries", 3)),
-            app_name="command-job",
-            port=("peers", MASTER_PORT),
-            environment=lambda hosts: command_env(spec, placement, nodes, hosts),
-        )
-        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})
+        super().__init__("eks-training:index:CommandJob", name, args, opts)
+        self.register_outputs(self._outputs())

@@ -46,7 +46,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
     files, which on the shared volume is an NFS lock, so the second fails to start and is restarted until the first
     has exited (not verified on EFS here). Without it the state
     is ephemeral: if etcd restarts, running agents lose their rendezvous keys and exit, and their replacements
-    re-rendezvous against the fresh etcd (``tests/real/test_training_faults_real.py`` measures both, and the trainer's
+    re-rendezvous against the fresh etcd (the real-process fault tests measure both, and the trainer's
     run lease keeps a second group from training the same run).
     """
 

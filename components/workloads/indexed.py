@@ -3,7 +3,7 @@ operator (:class:`~components.workloads.command.CommandJob`, :class:`~components
 or a component of one's own): :func:`indexed_workers` given the pods' ``app.kubernetes.io/name``, the port the workers
 talk on and their environment from the peers' stable hostnames."""
 
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import pulumi
 
@@ -50,3 +50,39 @@ def indexed_workers(
     )
     done = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))
     return done, done.apply(lambda _: spec["output_dir"])
+
+
+class IndexedWorkersJob(pulumi.ComponentResource):
+    """A component that is one :func:`indexed_workers` call: a subclass sets the pods' app name, the port and
+    the environment; its ``__init__`` names its type token and Args, then registers :meth:`_outputs`."""
+
+    _app_name: str
+    _port: tuple[str, int]
+
+    def __init__(
+        self, type_name: str, name: str, args: Mapping[str, Any], opts: Optional[pulumi.ResourceOptions]
+    ) -> None:
+        super().__init__(type_name, name, None, opts)
+        spec, placement, nodes = args["job"], args["placement"], int(args["nodes"])
+        self.job_name, self.output_dir = indexed_workers(
+            self,
+            name,
+            spec,
+            placement,
+            command=args["command"],
+            nodes=nodes,
+            max_retries=int(args.get("max_retries", 3)),
+            app_name=self._app_name,
+            port=self._port,
+            environment=lambda hosts: self._environment(spec, placement, nodes, hosts),
+        )
+
+    def _outputs(self) -> dict[str, pulumi.Output[str]]:
+        """What the subclass registers as its outputs, last in its ``__init__``."""
+        return {"job_name": self.job_name, "output_dir": self.output_dir}
+
+    def _environment(
+        self, spec: JobSpec, placement: WorkerPlacement, nodes: int, hosts: pulumi.Output[list[str]]
+    ) -> Mapping[str, pulumi.Input[str]]:
+        """Every pod's environment from the pods' stable hostnames (in index order)."""
+        raise NotImplementedError

@@ -1,12 +1,12 @@
 """``TensorFlowJob``: multi-worker TensorFlow (``MultiWorkerMirroredStrategy``) without an operator."""
 
 import json
-from typing import Optional, Sequence, TypedDict
+from typing import Mapping, Optional, Sequence, TypedDict
 
 import pulumi
 from typing_extensions import NotRequired
 
-from components.workloads.indexed import indexed_workers
+from components.workloads.indexed import IndexedWorkersJob
 from components.workloads.pods import JobSpec, WorkerPlacement, apply_input, job_env, worker_env
 
 #: The port each TensorFlow worker serves its collective ops on.
@@ -53,7 +53,7 @@ class TensorFlowJobArgs(TypedDict):
     BackupAndRestore backup). Default 3."""
 
 
-class TensorFlowJob(pulumi.ComponentResource):
+class TensorFlowJob(IndexedWorkersJob):
     """An Indexed Job plus a headless Service; each worker gets ``TF_CONFIG`` with every worker's stable
     hostname (``<job>-<i>.<service>:2222``) and its own index, and ``TF_USE_LEGACY_KERAS=1``."""
 
@@ -62,21 +62,14 @@ class TensorFlowJob(pulumi.ComponentResource):
     output_dir: pulumi.Output[str]
     """The job's output folder inside the pods; resolves after the Job is created."""
 
+    _app_name = "tensorflow-job"
+    _port = ("tf", TF_PORT)
+
+    def _environment(
+        self, spec: JobSpec, placement: WorkerPlacement, nodes: int, hosts: pulumi.Output[list[str]]
+    ) -> Mapping[str, pulumi.Input[str]]:
+        return tensorflow_env(spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h]))
+
     def __init__(self, name: str, args: TensorFlowJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
-        super().__init__("eks-training:index:TensorFlowJob", name, None, opts)
-        spec, placement, nodes = args["job"], args["placement"], args["nodes"]
-        self.job_name, self.output_dir = indexed_workers(
-            self,
-            name,
-            spec,
-            placement,
-            command=args["command"],
-            nodes=nodes,
-            max_retries=int(args.get("max_retries", 3)),
-            app_name="tensorflow-job",
-            port=("tf", TF_PORT),
-            environment=lambda hosts: tensorflow_env(
-                spec, placement, nodes, hosts.apply(lambda h: [f"{x}:{TF_PORT}" for x in h])
-            ),
-        )
-        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})
+        super().__init__("eks-training:index:TensorFlowJob", name, args, opts)
+        self.register_outputs(self._outputs())

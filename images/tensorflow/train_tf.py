@@ -1,31 +1,13 @@
 """Multi-worker TensorFlow training on CIFAR-10 with ``MultiWorkerMirroredStrategy``.
 
-Every worker runs this script with ``TF_CONFIG`` (TensorFlowJob sets it: the cluster of every worker's
-stable hostname and this worker's index); one worker alone runs without it. The model (a small CNN with
-batch normalisation) trains on the CIFAR-10 python batches staged on the shared volume, each worker on its
-shard of every global batch; ``BackupAndRestore`` keeps a backup in ``<output>/backup`` after every epoch
-(and every ``--backup-every-steps``), so workers restarted after a failure resume from it. The chief
-(worker 0) writes TensorBoard logs to ``<output>/tensorboard``, the model to ``<output>/model.keras`` and
-``<output>/summary.json``; every worker writes ``<output>/worker-<index>.json`` with a checksum of its
-final weights (identical on every worker when training was synchronous).
-
-Every worker logs one JSON line per epoch (``train_start`` with the epoch it starts at, > 0 after a
-restore, then ``epoch`` with loss and accuracy). Saving the model reads the distributed variables with
-collective ops, so every worker saves (the others into a private folder they delete): a chief saving alone
-waits for peers that have exited.
-
-A lost peer ends the survivors within a bounded time, so the Job replaces every pod and they resume together:
-TensorFlow's coordination service (which MultiWorkerMirroredStrategy starts on worker 0) aborts the pending
-collectives with an error when a worker's connection resets (about 2 s) or its heartbeats stop (6-13 s for a
-silent worker, about 30 s when worker 0 itself goes silent; measured with TensorFlow 2.21), and the script exits
-1 at once: it prints the traceback and a ``fatal`` event and leaves without TensorFlow's teardown, which waited
-about 8 s more for the lost peer before the process ended (and the Job could replace the pods). (Collective
-timeouts, ``CommunicationOptions(timeout_seconds=...)``, are meant for debugging and would also fire on a slow
-first step, so they are not used.)
-
-Uses ``tf_keras`` with ``TF_USE_LEGACY_KERAS=1``: Keras 3 (TensorFlow's default since 2.16) does not work with
-MultiWorkerMirroredStrategy (https://github.com/keras-team/keras/issues/20585).
-"""
+Every worker runs this script with ``TF_CONFIG`` (TensorFlowJob sets it); one worker alone runs without it. A small
+CNN trains on the CIFAR-10 batches staged on the shared volume, each worker on its shard of every global batch.
+``BackupAndRestore`` keeps ``<output>/backup`` after every epoch (and every ``--backup-every-steps``), so restarted
+workers resume from it. The chief (worker 0) writes ``<output>/tensorboard``, ``<output>/model.keras`` and
+``<output>/summary.json``; every worker writes ``<output>/worker-<index>.json`` with a checksum of its final weights
+and logs one JSON line per epoch. A lost peer ends the survivors with exit 1 within a bounded time, so the Job
+replaces every pod. Uses ``tf_keras`` (``TF_USE_LEGACY_KERAS=1``): Keras 3 does not work with the strategy. Why, and
+what was measured: "The TensorFlow trainer" in docs/explanation/programs.md."""
 
 from __future__ import annotations
 

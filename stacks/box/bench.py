@@ -24,7 +24,6 @@ few nodes to keep it working (``tests/cluster/test_box_scale.py``).
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +31,11 @@ from typing import Any, Callable, Optional
 
 from components.conventions import check_job_name
 from components.workloads.job_objects import JOB_OBJECTS
+from stacks.box.nodes import plan_nodes
+from stacks.box.rehearse import RehearsalError, steps_of
+from stacks.box.session import Session
+from stacks.mocked import evaluate_stack
+from stacks.stackfile import plan_stack
 
 #: What :func:`resident_memory` reports per process: current and peak resident set, in MiB.
 MEMORY_FIELDS = ("VmRSS", "VmHWM")
@@ -114,28 +118,6 @@ def _time(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def ready_nodes(box: Any) -> int:
-    """How many of the box's nodes are Ready (one list of the nodes)."""
-    return sum(
-        any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
-        for n in box.get("nodes")["items"]
-    )
-
-
-def create_ready_nodes(box: Any, nodes: list[dict[str, Any]], timeout_s: float) -> float:
-    """Create ``nodes`` and wait until every node is Ready; returns the seconds that took. Polls the node list (one
-    request) where ``kubectl wait --all`` (:func:`stacks.box.cli.create_nodes`) waits for one node after another:
-    minutes at 1,024 nodes."""
-    import yaml
-
-    start = time.monotonic()
-    box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
-    box.wait_for(
-        lambda: ready_nodes(box) >= len(nodes), timeout_s=timeout_s, interval_s=0.5, what=f"{len(nodes)} nodes Ready"
-    )
-    return time.monotonic() - start
-
-
 def training_job(plan: Any, job: Optional[str]) -> Any:
     """The plan's job to benchmark: ``job``, else the first with a health check (the training job)."""
     if job is not None:
@@ -164,15 +146,6 @@ def bench(
     log: Callable[[str], None] = lambda message: None,
 ) -> Figures:
     """Run the benchmark (see the module docstring); the box is brought down before it returns."""
-    from stacks.box import build as box_build
-    from stacks.box.cluster import Box
-    from stacks.box.devices import Registrar
-    from stacks.box.nodes import plan_nodes
-    from stacks.box.provisioner import provisioner_for
-    from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
-    from stacks.mocked import evaluate_stack
-    from stacks.stackfile import plan_stack
-
     _config, plan = plan_stack(stack, stack_file)
     target = training_job(plan, job)
     group = target.group.name
@@ -190,42 +163,29 @@ def bench(
     check_doc = next(d for s in steps for d in s.docs if d["kind"] == "Job" and d["metadata"]["name"] == check)
     check_doc["spec"]["parallelism"] = check_doc["spec"]["completions"] = nodes
 
-    binaries = box_build.build(log=log)
-    box = Box(name=name, workdir=workdir, binaries=binaries)
-    region = plan.config.region
-    node_objects = plan_nodes(plan, region, {group: nodes})  # all up front, also where it scales from zero
+    session = Session.build(name, workdir, log=log)
+    box = session.box
+    node_objects = plan_nodes(plan, plan.config.region, {group: nodes})  # all up front, also where it scales from zero
     load_start = os.getloadavg()[0]
-    start = time.monotonic()
-    rehearsal = None
-    notes: list[str] = []
-    try:
-        box.up()
-        box_up_s = time.monotonic() - start
+    with session:
+        box_up_s = session.up()
         log(f"box {name} is up in {box_up_s:.1f} s; creating {len(node_objects)} nodes")
-        start = time.monotonic()
-        nodes_ready_s = create_ready_nodes(box, node_objects, timeout_s=max(120.0, nodes / 4))
+        nodes_ready_s = session.nodes(node_objects, timeout_s=max(120.0, nodes / 4), poll=True)
         log(f"{len(node_objects)} nodes Ready in {nodes_ready_s:.1f} s; running {check} on {nodes} of them")
-        rehearsal = Rehearsal(box, steps, run_ms={check: run_ms}, provisioner=provisioner_for(box, plan, region))
-        with Registrar(box) as registrar:
-            try:
-                rehearsal.run(binaries, timeout_s=timeout_s)
-            except RehearsalError as exc:
-                raise BenchError(f"the run did not complete: {str(exc)[:3000]}") from exc
+        rehearsal = session.rehearse(plan, steps, run_ms={check: run_ms})
+        try:
+            error = session.run(timeout_s)
+        except RehearsalError as exc:
+            raise BenchError(f"the run did not complete: {str(exc)[:3000]}") from exc
         # Every pod ran, so every node had its devices: an error of a later pass (a kubectl call that outlasted its
         # timeout on a busy machine) is reported with the figures, not instead of them.
         notes = (
-            [f"the device registrar stopped after its devices were registered: {registrar.error}"]
-            if registrar.error is not None
-            else []
+            [f"the device registrar stopped after its devices were registered: {error}"] if error is not None else []
         )
         created = _time(
             box.get("job", check, "-n", check_doc["metadata"]["namespace"])["metadata"]["creationTimestamp"]
         )
         memory = resident_memory(box.home)
-    finally:
-        if rehearsal is not None:
-            rehearsal.stop_operator()
-        box.down()
     pods = [p for p in rehearsal.pods.values() if (p["metadata"].get("labels") or {}).get("job-name") == check]
     if len(pods) != nodes:
         raise BenchError(f"{len(pods)} pods of {check} ran; expected {nodes}")

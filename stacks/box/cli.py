@@ -19,22 +19,13 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from stacks.box import build as box_build
+from stacks.box.bench import BenchError
+from stacks.box.bench import bench as run_bench
 from stacks.box.cluster import Box, BoxError, default_workdir
 from stacks.box.nodes import plan_nodes
+from stacks.box.operators import stop_recorded
+from stacks.box.session import create_nodes
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, add_stack_options, command, load_stack, parser_for
-
-
-def create_nodes(box: Box, nodes: Sequence[dict], timeout_s: float = 120.0) -> None:
-    """Create ``nodes`` (with their status: a Node is the one kind whose create keeps it) and wait until all are
-    Ready (the kwok controller initialises them)."""
-    import yaml
-
-    if not nodes:
-        return
-    box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
-    box.kubectl(
-        "wait", "--for=condition=Ready", "node", "--all", f"--timeout={int(timeout_s)}s", timeout_s=timeout_s + 10
-    )
 
 
 @command
@@ -80,9 +71,6 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     if args.command == "build":
         return box_build.main([])
     if args.command == "bench":
-        from stacks.box.bench import BenchError
-        from stacks.box.bench import bench as run_bench
-
         if args.nodes < 1 or args.run_ms <= 0 or args.timeout <= 0:
             parser.error("--nodes, --run-ms and --timeout must be positive")
         name = args.name if args.name != "eks-training" else f"bench-{args.stack}"
@@ -106,8 +94,6 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         binaries = box_build.build(["etcd", "kwok", "kubernetes"], log=log)
         box = Box(name=args.name, workdir=args.workdir, binaries=binaries)
         if args.command == "down":
-            from stacks.box.operators import stop_recorded
-
             for name in stop_recorded(box):  # the operators a kept rehearsal left running (python -m stacks.rehearse)
                 log(f"stopped {name}")
             box.down()

@@ -191,10 +191,29 @@ def kwok_module_dir(go: str = "go") -> Path:
     return Path(proc.stdout.strip())
 
 
+#: The controller manager and the scheduler run without leader election. With it (their default), a busy machine that
+#: holds either past its 10 s renew deadline makes it exit, and nothing in the box restarts it: no pod is created again.
+#: kwokctl appends each patch's ``--key=value`` (sigs.k8s.io/kwok v0.8.0 ``pkg/kwokctl/runtime/util.go``).
+NO_LEADER_ELECTION = """\
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+componentsPatches:
+- name: kube-controller-manager
+  extraArgs:
+  - key: leader-elect
+    value: "false"
+- name: kube-scheduler
+  extraArgs:
+  - key: leader-elect
+    value: "false"
+"""
+
+
 def stages_config(go: str = "go") -> str:
-    """The kwokctl configuration: kwok's node Stages and the project's pod Stages, as one YAML stream."""
+    """The kwokctl configuration: kwok's node Stages, the project's pod Stages and :data:`NO_LEADER_ELECTION`, as one
+    YAML stream."""
     module = kwok_module_dir(go)
-    docs = [(module / rel).read_text() for rel in KWOK_NODE_STAGES] + [POD_STAGES.read_text()]
+    docs = [(module / rel).read_text() for rel in KWOK_NODE_STAGES] + [POD_STAGES.read_text(), NO_LEADER_ELECTION]
     return "\n---\n".join(d.strip() for d in docs) + "\n"
 
 

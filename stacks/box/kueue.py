@@ -36,7 +36,7 @@ from components.catalog import HELM_CHARTS
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, establish_crds
-from stacks.box.manifests import module_dir
+from stacks.box.gomodules import module_dir
 from stacks.stackfile import load_yaml_documents
 
 MODULE = "sigs.k8s.io/kueue"
@@ -218,20 +218,25 @@ class Kueue:
         )
         (self.home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [
-                str(self.binary),
-                f"--config={self.home / 'config.yaml'}",
-                f"--kubeconfig={self.box.kubeconfig}",
-                "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
-                "--zap-log-level=2",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        command = [
+            str(self.binary),
+            f"--config={self.home / 'config.yaml'}",
+            f"--kubeconfig={self.box.kubeconfig}",
+            "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
+            "--zap-log-level=2",
+        ]
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout_s
+        restarts = 0
         while not self._ready():
             if self.process.poll() is not None:
+                # A CRD Established before the apiserver's discovery serves it: Kueue's manager exits, and its
+                # Deployment would restart the pod; so does the box (at most 3 times).
+                if restarts < 3 and "no matches for kind" in self.log()[-3000:]:
+                    restarts += 1
+                    time.sleep(1.0)
+                    self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+                    continue
                 raise BoxError(f"Kueue exited ({self.process.returncode}); its log ends:\n{self.log()[-3000:]}")
             if time.monotonic() > deadline:
                 raise BoxError(f"Kueue not ready after {timeout_s:.0f} s; its log ends:\n{self.log()[-3000:]}")

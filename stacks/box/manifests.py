@@ -21,13 +21,11 @@
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from components.catalog import MANIFESTS
-from stacks.box import build as box_build
+from stacks.box.gomodules import ManifestError, module_dir, module_version
+from stacks.box.kueue import crds, is_kueue_chart
 from stacks.stackfile import load_yaml_documents
 
 #: Release manifests the box can read from a pinned module: catalog key -> (box module, Go module, path in it, the
@@ -41,36 +39,6 @@ MODULE_MANIFESTS: Mapping[str, tuple[str, str, str, Optional[str]]] = {
         "v0.0.0-20240830133931-adfbe7e45277",
     ),
 }
-
-
-class ManifestError(Exception):
-    pass
-
-
-def _go_list(folder: str, module: str, field: str) -> str:
-    """``field`` (``Dir``, ``Version``) of ``module`` as the box module ``folder``'s go.mod selects it ("" if none)."""
-    proc = subprocess.run(
-        ["go", "list", "-m", "-f", "{{." + field + "}}", module],
-        cwd=box_build.MODULES[folder].path,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, GOFLAGS="-mod=readonly"),
-    )
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise ManifestError(
-            f"box/{folder}/go.mod: no {field} of {module} in the Go module cache: {proc.stderr.strip()}"
-        )
-    return proc.stdout.strip()
-
-
-def module_dir(folder: str, module: str) -> Path:
-    """Where ``module`` (as the box module ``folder`` selects it) is in the Go module cache."""
-    return Path(_go_list(folder, module, "Dir"))
-
-
-def module_version(folder: str, module: str) -> str:
-    """The version of ``module`` the box module ``folder``'s go.mod selects."""
-    return _go_list(folder, module, "Version")
 
 
 def release_manifest(url: str) -> list[dict[str, Any]]:
@@ -102,8 +70,6 @@ def registered_objects(registrations: Iterable[Any]) -> list[dict[str, Any]]:
     """The objects of a program's registrations (objects with ``type``, ``inputs``), in registration order (which
     respects dependencies: a resource is registered after the ones it depends on)."""
     out: list[dict[str, Any]] = []
-    from stacks.box.kueue import crds, is_kueue_chart  # it imports this module
-
     for r in registrations:
         if r.type.startswith("kubernetes:helm.sh/") and is_kueue_chart(r.inputs.get("chart", "")):
             out += crds()

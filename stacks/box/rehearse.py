@@ -73,6 +73,8 @@ class Step:
     """The Kueue release's feature gates (its chart values' ``controllerManager.featureGates``)."""
     timeout_s: float = 600.0
     """How long ``pulumi up`` waits for the registration to be ready (:func:`stacks.box.awaits.await_timeout_s`)."""
+    gate: Optional[Callable[[Box], bool]] = None
+    """A condition on the box the step also waits for before it is applied (a test's order; ``None``: none)."""
 
 
 @dataclass
@@ -561,7 +563,11 @@ class Rehearsal:
     ) -> None:
         while todo or not self._all_done():
             progressed = False
-            now = [step for step in todo if all(d in self.ready for d in step.deps)]
+            now = [
+                step
+                for step in todo
+                if all(d in self.ready for d in step.deps) and (step.gate is None or step.gate(self.box))
+            ]
             if now:
                 self._apply_timed(now)
                 todo = [step for step in todo if step not in now]

@@ -103,6 +103,7 @@ FILES: Mapping[str, tuple[Path, Callable[[str], str]]] = {
     "docs/reference/instance-types.md": (REFERENCE_PAGES / "instance-types.md", regenerate),
     "docs/reference/versions.md": (REFERENCE_PAGES / "versions.md", regenerate),
     "docs/reference/job-contract.md": (REFERENCE_PAGES / "job-contract.md", regenerate),
+    "docs/tutorials/deploy-dev.md": (REPO / "docs" / "tutorials" / "deploy-dev.md", regenerate),
     "Pulumi.yaml": (PROJECT_FILE, with_project_config),
 }
 

@@ -6,6 +6,7 @@ import re
 
 from stacks.bundle import ROOT
 from stacks.docs.markdown import cell, from_docstring, table
+from stacks.docs.source import parse
 
 #: The launcher whose docstring lists the pod's exit codes under ``Exit codes``.
 LAUNCHER = "training/launch.py"
@@ -13,7 +14,7 @@ LAUNCHER = "training/launch.py"
 
 def launcher_exit_codes() -> list[tuple[str, str]]:
     """``(code, meaning)`` of each item of the launcher docstring's ``Exit codes`` list."""
-    doc = ast.get_docstring(ast.parse((ROOT / LAUNCHER).read_text())) or ""
+    doc = ast.get_docstring(parse((ROOT / LAUNCHER).read_text())) or ""
     section = doc.split("Exit codes", 1)[1].split("\n\n", 2)[1]
     items = re.split(r"^\* ", section, flags=re.M)[1:]
     out = []

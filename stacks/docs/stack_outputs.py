@@ -10,6 +10,7 @@ from pathlib import Path
 
 from stacks.bundle import ROOT
 from stacks.docs.markdown import cell, code, from_docstring, page_header, table, text
+from stacks.docs.source import parse
 
 #: Each kind of stack: the module and function whose docstring lists its outputs.
 EXPORTERS = {
@@ -21,7 +22,7 @@ _ITEM = re.compile(r"^- ``(?P<key>[^`]+)``: (?P<text>.*)$")
 
 def documented_outputs(path: str, function: str) -> dict[str, str]:
     """The ``Outputs:`` list of ``function``'s docstring in the module at ``path``: output -> its description."""
-    tree = ast.parse((ROOT / Path(path)).read_text())
+    tree = parse((ROOT / Path(path)).read_text())
     node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function)
     doc = ast.get_docstring(node) or ""
     lines = doc.split("Outputs:", 1)[1].splitlines() if "Outputs:" in doc else []

@@ -147,6 +147,14 @@ class JobKind:
     needs_mpi_prefix: ClassVar[bool] = False
     """Its image must say where its Open MPI is (``images.<name>.mpiPrefix`` or ``ENV OPAL_PREFIX``): the config rules
     check it (:func:`stacks.config.rules.images.check_mpi_image`)."""
+    noop: ClassVar[tuple[str, ...]] = ()
+    """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
+    image); empty: the image may be anything. :meth:`noop_command` reads it."""
+
+    def noop_command(self, job: "JobConfig") -> tuple[str, ...]:
+        """What the job's image runs to be pulled onto its nodes ahead of the job (:mod:`stacks.plan.prepull`); empty:
+        the image is pulled when the job's pods start."""
+        return self.noop
 
     # --- config ---------------------------------------------------------------------------------------------------
     def problems(self, job: "JobConfig") -> list[tuple[str, str]]:

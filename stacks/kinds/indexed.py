@@ -1,13 +1,19 @@
 """The kinds whose every pod runs the job's command in an Indexed Job, with no operator (``command``,
 ``tensorflow``): one build and one local run, each kind giving its component and its pods' environment."""
 
+import re
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
 
 from components.workloads.pods import JobSpec, WorkerPlacement
 from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses
 
 if TYPE_CHECKING:
+    from stacks.config.jobs import JobConfig
     from stacks.plan import JobPlan
+
+
+#: A Python interpreter's file name.
+PYTHON = re.compile(r"python[0-9.]*")
 
 
 class IndexedCommandKind(JobKind):
@@ -16,6 +22,12 @@ class IndexedCommandKind(JobKind):
     one_process_per_pod = True
     component: ClassVar[Callable[..., JobComponent]]
     """The kind's component (``components.workloads``), built from the job's spec, placement, command and size."""
+
+    def noop_command(self, job: "JobConfig") -> tuple[str, ...]:
+        """The command's own interpreter when it starts with Python (``python``, ``python3.12``, a path to one):
+        the image has it. Any other command: no pre-pull."""
+        first = (job.command or [""])[0]
+        return (first, "-c", "") if PYTHON.fullmatch(first.rsplit("/", 1)[-1]) else ()
 
     def local_env(
         self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: Sequence[str]

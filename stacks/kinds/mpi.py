@@ -33,6 +33,8 @@ class Mpi(JobKind):
     job_object = MPI_JOB
     needs_mpi_operator = True
     launcher_on_system_group = True
+    # the workers run sshd, which runs the launcher's commands through a shell
+    noop = ("/bin/sh", "-c", ":")
     # the MPI Operator labels each pod it creates with its role, launcher or worker (v0.8.0:
     # https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1743-L1749)
     worker_selector = {"training.kubeflow.org/job-role": "worker"}

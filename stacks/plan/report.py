@@ -26,6 +26,7 @@ from stacks.costs import estimate, node_hour
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan, job_order
 from stacks.plan.checklist import planned_checks
+from stacks.plan.prepull import prepulls
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
 
 #: Where the prices of the estimate come from.
@@ -234,6 +235,14 @@ def _storage(plan: Plan) -> dict[str, Any]:
     return out
 
 
+def _prepulls(plan: Plan) -> list[dict[str, Any]]:
+    """The images pulled onto their groups' nodes ahead of their pods (:mod:`stacks.plan.prepull`)."""
+    return [
+        {"group": p.group, "image": p.image, "command": list(p.command), "neededBy": list(p.needed_by)}
+        for p in prepulls(plan)
+    ]
+
+
 def _operations(plan: Plan) -> dict[str, Any]:
     ops = plan.operations
     alarms = []
@@ -332,6 +341,7 @@ def report(
         "jobs": _jobs(plan),
         "queues": _queues(plan),
         "storage": _storage(plan),
+        "prePulls": _prepulls(plan),
         "operations": _operations(plan),
         "preflight": {
             "enabled": cfg.preflight.enabled,
@@ -490,6 +500,13 @@ def render(r: dict[str, Any]) -> str:
             f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}"
         )
     lines.append("")
+    if r.get("prePulls"):
+        lines.append(
+            "pre-pulled (a DaemonSet pulls the image onto the group's nodes as they join, beside the storage and the "
+            "Jobs `pulumi up` waits for): "
+            + "; ".join(f"{p['image']} on {p['group']} ({', '.join(p['neededBy'])})" for p in r["prePulls"])
+        )
+        lines.append("")
     ops = r["operations"]
     lines.append(
         "operations: EKS node monitoring agent on every node; "

@@ -25,6 +25,7 @@ from components.catalog.timings import (
     CREATION,
     FINISHED_HELPER_JOB,
     FINISHED_JOB,
+    FINISHED_JOB_CACHED,
     KUBERNETES_OBJECT,
     OTHER,
     PODS_START,
@@ -42,6 +43,9 @@ NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
 #: pulumi-kubernetes' annotations: skip the wait on an object, or wait on a custom resource's condition.
 SKIP_AWAIT = "pulumi.com/skipAwait"
 WAIT_FOR = "pulumi.com/waitFor"
+#: The component that pulls an image onto a group's nodes ahead of its pods (a DaemonSet, :mod:`stacks.plan.prepull`).
+PREPULL_TYPE = "eks-training:index:ImagePrePull"
+DAEMON_SET_TYPE = "kubernetes:apps/v1:DaemonSet"
 
 
 class Registered(Protocol):
@@ -121,6 +125,27 @@ def _images(value: Any) -> set[str]:
     return found
 
 
+def _pod_specs(value: Any) -> list[Mapping[str, Any]]:
+    """The pod specs (a mapping with ``containers``) of an object's spec, wherever they sit (an MPIJob has two)."""
+    found: list[Mapping[str, Any]] = []
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            if isinstance(v.get("containers"), list):
+                found.append(v)
+                continue
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+    return found
+
+
+def _selector(pod: Mapping[str, Any]) -> dict[str, str]:
+    selector = pod.get("nodeSelector")
+    return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
+
+
 def duration(reg: Registered) -> Duration:
     """How long creating ``reg`` takes (a component: nothing; its children take the time)."""
     if not reg.custom and not reg.remote:
@@ -133,6 +158,8 @@ def duration(reg: Registered) -> Duration:
         helpers = {i.ref for i in IMAGES.values()}
         images = _images(reg.inputs.get("spec"))
         return FINISHED_HELPER_JOB if images and images <= helpers else FINISHED_JOB
+    if reg.type.startswith("kubernetes:") and str(annotations.get(SKIP_AWAIT)) == "true":
+        return KUBERNETES_OBJECT
     if reg.type == "kubernetes:yaml/v2:ConfigFile":
         files = {str(f) for f in (reg.inputs.get("files") or [])} | {str(reg.inputs.get("file") or "")}
         runs_controller = any(m.workloads for m in MANIFESTS.values() if m.url in files)
@@ -159,6 +186,56 @@ class Timeline:
             self.children.setdefault(r.parent, []).append(r)
         self._start: dict[str, tuple[float, Optional[str]]] = {}
         self._end: dict[str, tuple[float, Optional[str]]] = {}
+        # the pre-pulls: (node selector, image, DaemonSet's URN)
+        self.prepulls: list[tuple[dict[str, str], str, str]] = []
+        helpers = {i.ref for i in IMAGES.values()}
+        for r in registrations:
+            parent = self.by_urn.get(r.parent)
+            if r.type != DAEMON_SET_TYPE or parent is None or parent.type != PREPULL_TYPE:
+                continue
+            for pod in _pod_specs(r.inputs.get("spec")):
+                for image in _images(pod.get("initContainers")) - helpers:
+                    self.prepulls.append((_selector(pod), image, r.urn))
+        self._pulled: dict[str, Optional[tuple[float, str]]] = {}
+        self._took: dict[str, Duration] = {}
+
+    def image_ready(self, reg: Registered) -> Optional[tuple[float, str]]:
+        """When every image ``reg``'s pods run (the catalog's small helpers aside) is on their nodes through a
+        pre-pull: the pre-pull's DaemonSet created, then the pull (:data:`PODS_START`); with the DaemonSet whose pull
+        ends last. ``None``: some image of its pods is not pre-pulled onto their nodes."""
+        helpers = {i.ref for i in IMAGES.values()}
+        latest: Optional[tuple[float, str]] = None
+        for pod in _pod_specs(reg.inputs.get("spec")):
+            selector = _selector(pod).items()
+            for image in _images(pod) - helpers:
+                ready = [
+                    (self._ended(urn)[0] + PODS_START.minutes, urn)
+                    for sel, pulled, urn in self.prepulls
+                    if pulled == image and sel.items() <= selector
+                ]
+                if not ready:
+                    return None
+                first = min(ready)
+                if latest is None or first[0] > latest[0]:
+                    latest = first
+        return latest
+
+    def pull_bound(self, urn: str) -> Optional[tuple[float, str]]:
+        """For an awaited Job whose images a pre-pull brings: ``(when the pull ends, the DaemonSet's URN)`` when its
+        pods wait for that pull (it ends after the Job is created); ``None`` otherwise."""
+        self._ended(urn)
+        return self._pulled.get(urn)
+
+    def cached_run(
+        self, reg: Registered, start: float, cached: Duration, uncached: Duration
+    ) -> Optional[tuple[float, Optional[tuple[float, str]]]]:
+        """When an object created at ``start`` whose images are pre-pulled starts: ``(time, pull)``, ``pull`` the
+        pre-pull it waits for (``None``: the image was there at ``start``). ``None`` when it pulls its images itself:
+        not pre-pulled, or waiting for the pre-pull and then taking ``cached`` would end later than ``uncached``."""
+        ready = self.image_ready(reg)
+        if ready is None or max(ready[0], start) + cached.minutes > start + uncached.minutes:
+            return None
+        return (ready[0], ready) if ready[0] > start else (start, None)
 
     def _waits_for(self, reg: Registered) -> list[str]:
         """What ``reg``'s registration waits for to be done, in a stable order: providers, dependencies (explicit
@@ -211,27 +288,65 @@ class Timeline:
                         best = (t, child.urn)
                 self._end[urn] = best
             else:
-                self._end[urn] = (self._started(urn)[0] + duration(reg).minutes, None)
+                start = self._started(urn)[0]
+                d = duration(reg)
+                self._end[urn] = (start + d.minutes, None)
+                self._pulled[urn] = None
+                if d is FINISHED_JOB:
+                    run = self.cached_run(reg, start, FINISHED_JOB_CACHED, FINISHED_JOB)
+                    if run is not None:
+                        self._end[urn] = (run[0] + FINISHED_JOB_CACHED.minutes, None)
+                        self._pulled[urn] = run[1]
+                        self._took[urn] = FINISHED_JOB_CACHED
         return self._end[urn]
 
+    def took(self, urn: str) -> Duration:
+        """What a resource's creation took: its kind's duration, or for an awaited Job whose images were pre-pulled,
+        the run without the pull."""
+        self._ended(urn)
+        return self._took.get(urn) or duration(self.by_urn[urn])
+
+    def pull_step(self, ds_urn: str) -> Step:
+        """A pre-pull's DaemonSet created (nothing waits for it), then its image pulled onto the group's nodes."""
+        ds = self.by_urn[ds_urn]
+        return Step(
+            ds.type,
+            ds.name,
+            self.start(ds_urn),
+            self.end(ds_urn) - self.start(ds_urn) + PODS_START.minutes,
+            "the pre-pull: its DaemonSet created (nothing waits for it), then the image pulled onto the group's nodes "
+            f"({PODS_START.minutes:g} min, as the training pods' pull)",
+        )
+
     def path(self, urn: str) -> list[Step]:
-        """The chain of registrations that sets ``urn``'s start, first to last, ``urn`` included."""
+        """The chain of registrations that sets ``urn``'s start, first to last, ``urn`` included. An awaited Job whose
+        pods waited for a pre-pull is reached through it: the pre-pull's chain, its pull, then the Job's run."""
         steps: list[Step] = []
         current: Optional[str] = urn
         while current is not None:
             reg = self.by_urn[current]
             component = not reg.custom and not reg.remote
-            d = duration(reg)
             start = self.start(current)
-            steps.append(
-                Step(
-                    reg.type,
-                    reg.name,
-                    start,
-                    0.0 if component else d.minutes,
-                    "a component: registered once what it waits for exists" if component else d.what,
+            pull = None if component or current == urn else self.pull_bound(current)
+            if component:
+                steps.append(
+                    Step(reg.type, reg.name, start, 0.0, "a component: registered once what it waits for exists")
                 )
-            )
+            elif pull is not None:
+                steps.append(
+                    Step(
+                        reg.type,
+                        reg.name,
+                        pull[0],
+                        FINISHED_JOB_CACHED.minutes,
+                        f"{FINISHED_JOB_CACHED.what} (created at minute {start:.2f}, its pods waited for the pre-pull)",
+                    )
+                )
+                steps.append(self.pull_step(pull[1]))
+                current = pull[1]
+            else:
+                d = self.took(current)
+                steps.append(Step(reg.type, reg.name, start, d.minutes, d.what))
             via = self._started(current)[1]
             if via is None:
                 break
@@ -290,33 +405,50 @@ def _depends_on(timeline: Timeline, reg: Registered, target: str) -> bool:
     return False
 
 
-def pods_start(plan: "Plan", job: "JobPlan", obj: Registered, timeline: Timeline) -> Duration:
-    """The training pods' start: shorter when the job's health check, which ran before it on the same nodes (the
-    job's own node group and size), ran the same image, so the nodes have it (pulled IfNotPresent)."""
+def pods_start(
+    plan: "Plan", job: "JobPlan", obj: Registered, timeline: Timeline
+) -> tuple[float, Duration, Optional[tuple[float, str]]]:
+    """The training pods' start: ``(when, what it took, the pre-pull they waited for)``. Short once the image is on the
+    nodes: pre-pulled there (from the pull's end, never before it), or run there just before by the job's health check
+    (the job's own node group and size, the same image, pulled IfNotPresent)."""
+    created = timeline.start(obj.urn)
+    run = timeline.cached_run(obj, created, PODS_START_CACHED, PODS_START)
+    if run is not None:
+        return run[0] + PODS_START_CACHED.minutes, PODS_START_CACHED, run[1]
+    start = PODS_START
     check = _check_object(plan, job, timeline)
-    if check is None or not _depends_on(timeline, obj, check.urn):
-        return PODS_START
-    mine = _images(obj.inputs.get("spec"))
-    return PODS_START_CACHED if mine and mine <= _images(check.inputs.get("spec")) else PODS_START
+    if check is not None and _depends_on(timeline, obj, check.urn):
+        mine = _images(obj.inputs.get("spec"))
+        if mine and mine <= _images(check.inputs.get("spec")):
+            start = PODS_START_CACHED
+    return created + start.minutes, start, None
 
 
 def first_step(plan: "Plan", registrations: Sequence[Registered]) -> Optional[FirstStep]:
     """The modelled first training step of ``plan``'s stack from what its program registered (``None`` when no
     training job of the plan is among the registrations: no training job, or all of them deferred)."""
     timeline = Timeline(registrations)
-    found: list[tuple[float, str, Registered, Duration]] = []
+    found: list[tuple[float, str, Registered, Duration, Optional[tuple[float, str]]]] = []
     for job in plan.jobs.values():
         if job.config.purpose != "training":
             continue
         obj = _job_object(plan, job, timeline)
         if obj is None:
             continue
-        start = pods_start(plan, job, obj, timeline)
-        found.append((timeline.start(obj.urn) + start.minutes, job.name, obj, start))
+        when, took, pull = pods_start(plan, job, obj, timeline)
+        found.append((when, job.name, obj, took, pull))
     if not found:
         return None
-    minutes, name, obj, start = min(found, key=lambda f: (f[0], f[1]))
-    path = timeline.path(obj.urn)
-    # the job's own object: created, then its pods start (the object's creation is part of that)
-    path[-1] = Step(obj.type, obj.name, timeline.start(obj.urn), start.minutes, start.what)
+    minutes, name, obj, took, pull = min(found, key=lambda f: (f[0], f[1]))
+    created = timeline.start(obj.urn)
+    if pull is None:
+        path = timeline.path(obj.urn)
+        # the job's own object: created, then its pods start (the object's creation is part of that)
+        path[-1] = Step(obj.type, obj.name, created, took.minutes, took.what)
+    else:
+        # the pods waited for the pre-pull: its chain, its pull, then the pods' start
+        path = timeline.path(pull[1])
+        path[-1] = timeline.pull_step(pull[1])
+        what = f"{took.what} (created at minute {created:.2f}, its pods waited for the pre-pull)"
+        path.append(Step(obj.type, obj.name, pull[0], took.minutes, what))
     return FirstStep(job=name, minutes=minutes, floor=floor_minutes(), path=tuple(path))

@@ -1,4 +1,4 @@
-"""The preflight checks, each reading the plan (see :mod:`stacks.preflight` for the list)."""
+"""The preflight checks, each reading the plan (docs/explanation/preflight.md lists them)."""
 
 import re
 from typing import Optional, Sequence

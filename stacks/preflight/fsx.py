@@ -1,21 +1,8 @@
 """Preflight checks of an FSx for Lustre stack (``storage.backend: fsx``), reading the plan.
 
-6. **Throughput tier**: the plan's per-unit throughput is a tier PERSISTENT_2 SSD offers and, for an
-   EFA-enabled file system, the capacity is a multiple of that tier's EFA step. No AWS API lists the
-   tiers (DescribeFileSystems only describes existing file systems), so this is checked against the
-   catalog's table from the CreateFileSystem API reference (the config loader already refuses other
-   values; the finding puts the tier in the report).
-7. **Data repository bucket**: a named bucket (``dataRepository.s3Path``) exists and is in the stack's
-   Region (``s3:GetBucketLocation``: no location constraint means us-east-1). A bucket the stack creates
-   needs no check.
-8. **Lustre storage quota**: the Region's ``Lustre Persistent_2 storage capacity`` quota (service code
-   ``fsx``, L-8F1B9C74; the applied value, else AWS's default through Service Quotas, else the default
-   the FSx documentation gives) covers the storage of the PERSISTENT_2 file systems that already exist
-   (``fsx:DescribeFileSystems``) plus the new one.
-9. **Adopted file system** (``storage.fileSystemId``): it exists, is a PERSISTENT_2 Lustre file system in
-   the subnet the plan puts it in, and no data repository association on it already links a directory
-   the stack links (``fsx:DescribeDataRepositoryAssociations``): the association could not be created.
-"""
+The throughput tier (against the catalog: no AWS API lists the tiers), the data repository bucket's Region, the
+Lustre Persistent_2 storage quota, and an adopted file system (``storage.fileSystemId``) with no association already
+on the stack's directories. Each check's rule and API: "FSx for Lustre" in docs/explanation/preflight.md."""
 
 from components.catalog import (
     FSX_DEPLOYMENT_TYPE,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime
 import re
 import subprocess
 from pathlib import Path
@@ -24,13 +25,12 @@ import yaml
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from stacks.box.charts import chart_key
-from stacks.box.cli import create_nodes
-from stacks.box.cluster import Box
-from stacks.box.devices import Registrar
+from stacks.box.cluster import Box, BoxError
 from stacks.box.nodes import plan_nodes
 from stacks.box.poller import Poller
-from stacks.box.provisioner import provisioner_for
-from stacks.box.rehearse import RUN_MS, Rehearsal, steps_of
+from stacks.box.rehearse import RUN_MS, steps_of
+from stacks.box.session import Session
+from stacks.box.timeline import workload_state
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
 
@@ -93,32 +93,51 @@ def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mut
     them; returns (box, plan, rehearsal) -- the caller runs it and brings the box down."""
     if plan is None:
         _config, plan = plan_stack(stack)
-    box = _box(binaries, tmp_path, "run", "kubernetes")
-    box.up()
+    session = Session(_box(binaries, tmp_path, "run", "kubernetes"))
+    session.up()
     try:
-        create_nodes(box, plan_nodes(plan, "us-east-1", sizes))
+        session.nodes(plan_nodes(plan, "us-east-1", sizes))
     except BaseException:
-        box.down()  # else its processes outlive the test
+        session.close()  # else its processes outlive the test
         raise
     steps = steps_of(registrations)
     if mutate:
         mutate(steps)
-    kwargs.setdefault("provisioner", provisioner_for(box, plan, "us-east-1"))
-    return box, plan, Rehearsal(box, steps, **kwargs)
+    return session.box, plan, session.rehearse(plan, steps, region="us-east-1", **kwargs)
 
 
 def _run(box, rehearsal, timeout_s: float, stuck=None) -> None:
-    try:
-        with Registrar(box) as registrar:
-            rehearsal.run(box.binaries, timeout_s=timeout_s, stuck=stuck)
-        assert registrar.error is None, registrar.error
-    finally:
-        rehearsal.stop_operator()
-        box.down()
+    with Session(box, rehearsal=rehearsal) as session:
+        error = session.run(timeout_s, stuck=stuck)
+        assert error is None, error
 
 
 def _doc(steps, kind: str, name: str) -> dict:
     return next(d for s in steps for d in s.docs if d["kind"] == kind and d["metadata"]["name"] == name)
+
+
+def admitted(job: str):
+    """A step gate (:attr:`stacks.box.rehearse.Step.gate`): Kueue admitted ``job``'s Workload, read from the box.
+    A job gated on another's admission queues behind it whatever order Kueue's reconcilers create the two Workloads
+    in (their creation times, whole seconds, can tie)."""
+
+    def gate(box: Box) -> bool:
+        try:
+            workloads = box.get("workloads", "-A")["items"]
+        except BoxError:
+            return False  # Kueue's CRDs not served yet
+        return any(
+            ref.get("name") == job and workload_state(wl) in ("admitted", "finished")
+            for wl in workloads
+            for ref in wl["metadata"].get("ownerReferences") or []
+        )
+
+    return gate
+
+
+def stamp(text: str) -> float:
+    """An apiserver time stamp (RFC 3339, whole seconds) as seconds since the epoch."""
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 class _Watch(Poller):

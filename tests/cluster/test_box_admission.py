@@ -14,13 +14,13 @@ import yaml
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from stacks.box.charts import render
-from stacks.box.cli import create_nodes
 from stacks.box.cluster import establish_crds
 from stacks.box.devices import Registrar
 from stacks.box.kueue import crds as kueue_crds
 from stacks.box.kueue import kueue_release_configuration
 from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import RUN_MS, RehearsalError, pod_templates, steps_of
+from stacks.box.session import create_nodes
 from stacks.outputs import workload_conditions_command
 from stacks.plan.admission import launcher_requests
 from stacks.stackfile import plan_stack
@@ -28,7 +28,6 @@ from tests.cluster.support import (
     GPU_JOBS,
     STACKS,
     TEAMS_REFERENCE,
-    _bound_pods,
     _bound_pods_in,
     _bound_workers,
     _box,
@@ -41,8 +40,11 @@ from tests.cluster.support import (
     _sixteen_gpus,
     _Watch,
     _with_values,
+    admitted,
+    stamp,
 )
 from tests.harness import run_program, stack_config
+from tests.wait import patient
 
 
 @pytest.mark.parametrize(
@@ -61,7 +63,7 @@ def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations_of("p5"), "p5", mutate=mutate)
     pattern = rf"training/train-allreduce: queued, not admitted: Pending: .*{reason}"
     with pytest.raises(RehearsalError) as err:  # ends once Kueue states its reason (else at the deadline)
-        _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
+        _run(box, rehearsal, timeout_s=patient(120), stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
     message = str(err.value)
     assert re.search(r"waiting: [^;]*\beks-training-p5-train-job\b", message), message
     assert re.search(pattern, message), message
@@ -85,7 +87,7 @@ def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, regis
     )
     # Kueue reserves its quota, the ProvisioningRequest brings 2 GPU nodes, and the topology assignment finds no GPU
     with pytest.raises(RehearsalError) as err:
-        _run(box, rehearsal, timeout_s=120, stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
+        _run(box, rehearsal, timeout_s=patient(120), stuck=lambda reasons: any(re.search(pattern, r) for r in reasons))
     assert re.search(pattern, str(err.value))
 
 
@@ -229,7 +231,7 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     watch = _Watch(box, poll)
     try:
         with Registrar(box) as registrar, watch:
-            rehearsal.run(binaries, timeout_s=90)
+            rehearsal.run(binaries, timeout_s=patient(90))
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
         finished = {
@@ -271,19 +273,27 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     assert len(done) == 2, rehearsal.timeline()
 
 
+def _job_of(pod) -> str | None:
+    labels = pod["metadata"].get("labels") or {}
+    if labels.get("training.kubeflow.org/job-role") == "launcher":
+        return None
+    return labels.get("training.kubeflow.org/job-name") or labels.get("job-name")
+
+
 def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
-    """Gang admission: the benchmark's GPU group at 4 nodes (its quota: maxSize 4), the 1-worker experiment created
-    first and running on one node: the 4-worker experiment has 3 free nodes and starts no pod until the fourth is
-    free (then all 4 at once); while it waits, the stack's waitCommand shows why (Kueue's QuotaReserved condition).
-    Every experiment completes."""
+    """Gang admission: the benchmark's GPU group at 4 nodes (its quota: maxSize 4), the 4-worker experiment created
+    once the 1-worker one is admitted: it has 3 free nodes and gets no pod until the fourth is free (then all 4), and
+    Kueue records why it waits (its QuotaReserved reason, which the stack's waitCommand prints). Every experiment
+    completes. Read from the box's records (Kueue's Events, the pods' and jobs' time stamps), not from samples."""
     config = stack_config("benchmark")
     gpu = config["eks-training:nodeGroups"]["gpu"]
     gpu.update(desiredSize=4, maxSize=4)
     registrations = run_program("benchmark", config=config).registrations
+    blocker, wide = "resnet50-1-worker", "resnet50-4-workers"
 
     def blocker_first(steps) -> None:
         jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] in ("Job", "MPIJob")}
-        jobs["resnet50-4-workers"].deps.add(jobs["resnet50-1-worker"].urn)
+        jobs[wide].gate = admitted(blocker)
 
     box, _plan, rehearsal = _rehearsal(
         binaries,
@@ -292,38 +302,54 @@ def test_a_job_starts_whole_or_not_at_all(binaries, tmp_path) -> None:
         "benchmark",
         sizes={"gpu": 4},
         mutate=blocker_first,
-        run_ms={"resnet50-1-worker": 6000},
+        run_ms={blocker: 3000, wide: 3000},
     )
-    wide = "resnet50-4-workers"
-    waits = shlex.split(workload_conditions_command("training", wide))
-    samples: list[dict[str, set[str]]] = []
-    why: list[str] = []
-
-    def poll() -> None:
-        samples.append(_bound_pods(box))
-        if not samples[-1].get(wide):
-            out = box.kubectl(*waits[1:], check=False).stdout
-            if "QuotaReserved=False" in out:
-                why.append(out)
-
-    watch = _Watch(box, poll)
     try:
-        with Registrar(box) as registrar, watch:
-            rehearsal.run(binaries, timeout_s=150)
+        with Registrar(box) as registrar:
+            rehearsal.run(binaries, timeout_s=patient(150))
         assert registrar.error is None, registrar.error
-        assert watch.error is None, watch.error
+        jobs = {o["metadata"]["name"]: o for r in ("jobs", "mpijobs") for o in box.get(r, "-n", "training")["items"]}
+        workloads = box.get("workloads", "-n", "training")["items"]
+        events = box.get("events", "-n", "training")["items"]
+        shown = box.kubectl(*shlex.split(workload_conditions_command("training", wide))[1:]).stdout
     finally:
         rehearsal.stop_operator()
         box.down()
     for name, rec in rehearsal.jobs.items():
         assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
-    assert any(len(s.get("resnet50-1-worker", ())) == 1 for s in samples), "the blocker never ran"
-    ran = [s for s in samples if s.get(wide)]
-    assert ran and max(len(s[wide]) for s in ran) == 4, ran
-    # Never a pod of the wide job beside another GPU job's: it started whole, on 4 free nodes, or not at all.
-    others = [s for s in ran if any(k != wide and k in GPU_JOBS for k in s)]
-    assert not others, others
-    assert why and "insufficient unused quota" in why[0] and "nvidia.com/gpu" in why[0], why[:1]
+    pods: dict[str, list[dict]] = {}
+    for pod in rehearsal.pods.values():
+        if (job := _job_of(pod)) is not None:
+            pods.setdefault(job, []).append(pod)
+    assert len(pods.get(blocker, [])) == 1, rehearsal.timeline()
+    # All 4 at once, each on its own node, none created before the blocker's job had completed.
+    wide_pods = pods.get(wide, [])
+    assert len({p["spec"]["nodeName"] for p in wide_pods}) == 4 == len(wide_pods), wide_pods
+    span = {
+        job: (
+            min(stamp(p["metadata"]["creationTimestamp"]) for p in ps),
+            stamp(jobs[job]["status"]["completionTime"]),
+        )
+        for job, ps in pods.items()
+        if job in GPU_JOBS
+    }
+    assert span[wide][0] >= span[blocker][1], span
+    # Never a pod of the wide job beside another GPU job's: their spans do not overlap.
+    overlapping = [j for j, (start, end) in span.items() if j != wide and start < span[wide][1] and span[wide][0] < end]
+    assert not overlapping, span
+    # Kueue's record of the wait: a Pending event on the wide job's Workload, with the reason the waitCommand shows.
+    names = {
+        wl["metadata"]["name"]
+        for wl in workloads
+        if any(r.get("name") == wide for r in wl["metadata"].get("ownerReferences") or [])
+    }
+    why = [
+        e.get("message") or e.get("note") or ""
+        for e in events
+        if (e.get("involvedObject") or e.get("regarding") or {}).get("name") in names and e.get("reason") == "Pending"
+    ]
+    assert any("insufficient unused quota" in w and "nvidia.com/gpu" in w for w in why), (why, events)
+    assert re.search(rf"^{wide}: QuotaReserved=True", shown, re.M), shown
 
 
 def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(binaries, tmp_path) -> None:
@@ -391,7 +417,7 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     start = time.monotonic()
     try:
         with Registrar(box) as registrar, watch:
-            rehearsal.run(binaries, timeout_s=120)
+            rehearsal.run(binaries, timeout_s=patient(120))
         assert registrar.error is None, registrar.error
         assert watch.error is None, watch.error
         narrow = box.get("job", "narrow", "-n", "b")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,6 +16,7 @@ import yaml
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
 from tests.cluster.support import MINORS, STACKS, _box, _ref, _remove, _self_contained
+from tests.wait import patient
 
 
 def test_the_box_runs_the_pinned_minors(binaries, tmp_path) -> None:
@@ -119,3 +124,35 @@ def test_two_boxes_created_at_once_are_two_clusters(binaries, tmp_path) -> None:
             assert f"namespace/{box.name}" in names and len({f"namespace/{b.name}" for b in boxes} & names) == 1
             ready = box.kubectl("get", "--raw", "/readyz").stdout.strip()
             assert ready == "ok", ready
+
+
+def _running(pid: int) -> bool:
+    """The process is there and not a zombie (its state in /proc/<pid>/stat, proc(5))."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_control_plane_outlives_a_stalled_machine(binaries, tmp_path) -> None:
+    """A busy machine can hold the apiserver past the controller manager's and the scheduler's leader lease renew
+    deadline (10 s). With leader election on, each then exits and nothing in the box restarts it: a rehearsal on a
+    loaded machine created no pod at all. The apiserver held 20 s here (SIGSTOP), both keep running and the
+    controller still makes pods."""
+    with _box(binaries, tmp_path, "stalled", "kubernetes") as box:
+        pids_dir = box.home / "kwok" / "clusters" / box.name / "pids"
+        pids = {c: int((pids_dir / f"{c}.pid").read_text()) for c in ("kube-controller-manager", "kube-scheduler")}
+        apiserver = int((pids_dir / "kube-apiserver.pid").read_text())
+        os.kill(apiserver, signal.SIGSTOP)
+        try:
+            time.sleep(20)
+        finally:
+            os.kill(apiserver, signal.SIGCONT)
+        time.sleep(5)  # past a renew attempt after the stall: an elector would have given up by now
+        box.kubectl("create", "deployment", "after-stall", "--image=registry.k8s.io/pause:3.10", "-n", "default")
+        deadline = time.monotonic() + patient(60)
+        while not box.get("pods", "-n", "default", "-l", "app=after-stall")["items"]:
+            assert time.monotonic() < deadline, "the controller manager created no pod after the stall"
+            time.sleep(0.5)
+        alive = {c: _running(pid) for c, pid in pids.items()}
+        assert all(alive.values()), alive

@@ -6,12 +6,13 @@ import time
 
 import pytest
 
-from stacks.box.cli import create_nodes
 from stacks.box.devices import Registrar
 from stacks.box.nodes import group_nodes
 from stacks.box.rehearse import EXIT_CODE, RUN_MS, RehearsalError
+from stacks.box.session import create_nodes
 from stacks.box.timeline import Recorder, report
 from tests.cluster.support import _phase, _rehearsal, _shorten, _train_pods, _Watch, _without_evaluation
+from tests.wait import patient
 
 #: The Job controller's finalizer on each pod it has not yet counted in the Job's status (Kubernetes' job tracking
 #: with finalizers, https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-tracking-with-finalizers).
@@ -55,7 +56,7 @@ def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
     try:
         with Registrar(box):
             with pytest.raises(RehearsalError) as err:
-                rehearsal.run(binaries, timeout_s=240, stuck=handled)
+                rehearsal.run(binaries, timeout_s=patient(240), stuck=handled)
     finally:
         rehearsal.stop_operator()
         box.down()
@@ -132,7 +133,7 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
     watch = _Watch(box, poll)
     try:
         with Registrar(box) as registrar, recorder, watch:
-            rehearsal.run(binaries, timeout_s=240)
+            rehearsal.run(binaries, timeout_s=patient(240))
         assert registrar.error is None and watch.error is None, (registrar.error, watch.error)
         job = box.get("job", "train", "-n", "training")
     finally:
@@ -241,7 +242,7 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
     watch = _Watch(box, poll)
     try:
         with Registrar(box) as registrar, recorder, watch:
-            rehearsal.run(binaries, timeout_s=120)
+            rehearsal.run(binaries, timeout_s=patient(120))
         assert registrar.error is None and watch.error is None, (registrar.error, watch.error)
         job = box.get("job", "train", "-n", "training")
         deployment = box.get("deployment", etcd, "-n", "training")

@@ -12,6 +12,7 @@ from stacks.plan import build_plan
 from tests.cluster.support import STACKS, _has_mpijobs, _rehearsal, assert_report_covers
 from tests.harness import PROJECT
 from tests.variants import HELD_OUT, held_out_program
+from tests.wait import patient
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -44,7 +45,7 @@ def _runs_through_in_order(binaries, tmp_path, registrations, stack: str, plan=N
     recorder = Recorder(box, rehearsal.start)
     try:
         with Registrar(box) as registrar, recorder:
-            rehearsal.run(binaries, timeout_s=180)
+            rehearsal.run(binaries, timeout_s=patient(180))
             for pod in rehearsal.pods.values():
                 labels = pod["metadata"].get("labels") or {}
                 job = labels.get("training.kubeflow.org/job-name") or labels.get("job-name")

@@ -18,6 +18,7 @@ from stacks.plan.admission import PROVISIONING_CHECK, PROVISIONING_CLASS
 from stacks.stackfile import plan_stack
 from tests.cluster.support import _rehearsal, _Watch
 from tests.harness import run_program, stack_config
+from tests.wait import patient
 
 BLOCK = "topology.k8s.aws/network-node-layer-3"
 
@@ -83,7 +84,7 @@ def test_a_32_node_job_on_a_group_scaling_from_zero_gets_its_nodes_and_one_netwo
             printed.update(box.kubectl(*waits[1:], check=False).stdout.splitlines())
 
         with Registrar(box) as registrar, _Watch(box, record) as watch:
-            rehearsal.run(binaries, timeout_s=300)
+            rehearsal.run(binaries, timeout_s=patient(300))
         assert registrar.error is None and watch.error is None, (registrar.error, watch.error)
         requests = list(seen.values())
         assert box.get(RESOURCE, "-n", "training")["items"] == [], "Kueue left a finished workload's requests"

@@ -8,6 +8,7 @@ import subprocess
 
 from stacks.box.cluster import Box
 from tests.cluster.support import _follow, _processes_under
+from tests.wait import patient
 
 
 def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None:
@@ -16,8 +17,8 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
     wait-for-jobs init container until the training job completed), each job's outcome and duration; the stack's
     waitCommand, rewritten, works against the kept box; ``python -m stacks.box down`` then stops the operators the
     rehearsal left running (by pid, waited for) and deletes the box."""
-    from stacks import rehearse
     from stacks.box import cli as box_cli
+    from stacks.box import rehearse_cli as rehearse
     from stacks.box.operators import FILE, _runs
 
     code = rehearse.main(["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120"])
@@ -69,6 +70,21 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
             rf"^{pod} \[box\] container worker: runs 1000ms \(box.eks-training/run-ms\), then exits 0$", printed, re.M
         ), printed
         assert re.search(rf"^{pod} \[box\] container worker: exited 0 \(Completed\)$", printed, re.M), printed
+        # the images pre-pulled on the nodes the jobs ran on: each DaemonSet's pods scheduled by the box's own
+        # controller and scheduler onto every node of its group (selector and tolerations), Ready, awaited by nothing
+        box = Box(name="rehearse-dev", workdir=tmp_path, binaries=binaries)
+
+        def ready() -> list[dict]:
+            items = box.get("daemonsets", "-n", "training", "-l", "eks-training/prepull")["items"]
+            done = all(d["status"].get("desiredNumberScheduled") == d["status"].get("numberReady") == 1 for d in items)
+            return items if items and done else []
+
+        pulled = {}
+        for ds in box.wait_for(ready, timeout_s=patient(60), what="the pre-pulls' pods Ready"):
+            pods = box.get("pods", "-n", "training", "-l", f"eks-training/prepull={ds['metadata']['name']}")["items"]
+            pulled[ds["metadata"]["name"]] = sorted(p["spec"]["nodeName"] for p in pods)
+        # (none on the system node: dev's 20 GiB root volume is under the pre-pulls' least, stacks/plan/prepull.py)
+        assert pulled == {"prepull-cpu-training": ["cpu-0"]}, pulled
         operators = json.loads((home / FILE).read_text())
         assert [o["name"] for o in operators] == ["kueue"]  # dev runs no MPIJob
         assert all(_runs(o["pid"], o["binary"]) for o in operators)
@@ -84,8 +100,8 @@ def test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod(binaries, tmp_
     fail there; the command exits 1 naming the job and prints the last lines of its pod's log (the failed container's,
     served by kwok from the box's file, read back with kubectl logs --tail), which say what the Stage did and the exit
     code."""
-    from stacks import rehearse
     from stacks.box import cli as box_cli
+    from stacks.box import rehearse_cli as rehearse
 
     code = rehearse.main(
         ["--stack", "dev", "--keep", "--workdir", str(tmp_path), "--timeout", "120", "--exit-code", "train=2:worker"]
@@ -127,7 +143,7 @@ def test_the_rehearse_command_fails_naming_what_waits_and_cleans_up(binaries, tm
     naming what pulumi up would still be waiting for (the staging Job, which it awaits); without ``--keep`` the
     operators it started (Kueue at least) are stopped and the box deleted: no process names the box's folder
     afterwards."""
-    from stacks import rehearse
+    from stacks.box import rehearse_cli as rehearse
 
     code = rehearse.main(["--stack", "dev", "--workdir", str(tmp_path), "--timeout", "40", "--run-ms", "600000"])
     out = capsys.readouterr().out

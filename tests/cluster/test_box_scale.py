@@ -14,6 +14,7 @@ from stacks.box.devices import Registrar
 from stacks.box.nodes import DEVICES_ANNOTATION
 from tests.cluster.support import _doc, _processes_under, _rehearsal
 from tests.harness import run_program, stack_config
+from tests.wait import patient
 
 
 @pytest.mark.alone
@@ -48,7 +49,7 @@ def test_p5_health_check_on_256_nodes_starts_within_60_s(binaries, registrations
     up_s = time.monotonic() - start
     try:
         with Registrar(box):
-            rehearsal.run(binaries, timeout_s=240)
+            rehearsal.run(binaries, timeout_s=patient(240))
             job = box.get("job", "train-allreduce", "-n", "training")
     finally:
         rehearsal.stop_operator()
@@ -120,7 +121,7 @@ def test_a_32_node_job_on_256_p5_nodes_lands_in_one_network_block(binaries, tmp_
             input=yaml.safe_dump_all(devices),
         )
         with Registrar(box):
-            rehearsal.run(binaries, timeout_s=240)
+            rehearsal.run(binaries, timeout_s=patient(240))
     finally:
         rehearsal.stop_operator()
         box.down()

@@ -22,9 +22,10 @@ from stacks.box.devices import Registrar
 from stacks.box.rehearse import RehearsalError
 from stacks.config import load_config
 from stacks.plan import build_plan
-from tests.cluster.support import _rehearsal
+from tests.cluster.support import _rehearsal, admitted
 from tests.harness import PROJECT
 from tests.variants import HELD_OUT, held_out_program
+from tests.wait import patient
 
 STACK = "awaited-mpi"
 #: The box's clock against the wall's: a registration's timeout runs out 60 times sooner.
@@ -38,10 +39,10 @@ def _job_step(steps, name: str):
 
 
 def _after_prep(steps) -> None:
-    """``nccl`` and ``smoke`` are created once ``prep`` exists, so Kueue admits ``prep`` first (StrictFIFO)."""
-    prep = _job_step(steps, "prep")
+    """``nccl`` and ``smoke`` are created once Kueue admitted ``prep``: they queue behind it whatever order Kueue's
+    job reconcilers create the Workloads in (their creation times tie within a second)."""
     for name in ("nccl", "smoke"):
-        _job_step(steps, name).deps.add(prep.urn)
+        _job_step(steps, name).gate = admitted("prep")
 
 
 def _box_for(binaries, tmp_path, mutate, **kwargs):
@@ -115,7 +116,7 @@ def test_an_awaited_mpijob_queued_past_ten_minutes_and_a_job_queued_past_its_dea
     )
     try:
         with Registrar(box) as registrar:
-            rehearsal.run(binaries, timeout_s=240)
+            rehearsal.run(binaries, timeout_s=patient(240))
         assert registrar.error is None, registrar.error
         smoke = box.get("job", "smoke", "-n", "training")
     finally:
@@ -158,7 +159,7 @@ def test_the_providers_default_wait_fails_the_mpijob_queued_past_ten_minutes(bin
     try:
         with Registrar(box):
             with pytest.raises(RehearsalError) as err:
-                rehearsal.run(binaries, timeout_s=240)
+                rehearsal.run(binaries, timeout_s=patient(240))
     finally:
         rehearsal.stop_operator()
         box.down()
@@ -183,7 +184,7 @@ def test_a_failed_awaited_mpijob_ends_the_wait_at_once_with_its_reason(binaries,
     try:
         with Registrar(box):
             with pytest.raises(RehearsalError) as err:
-                rehearsal.run(binaries, timeout_s=240)
+                rehearsal.run(binaries, timeout_s=patient(240))
             stopped = time.time()
             mpijob = box.get("mpijobs", "nccl", "-n", "training")
     finally:

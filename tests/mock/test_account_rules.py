@@ -57,7 +57,7 @@ POD_RUNNING_TYPES = frozenset(
     }
 )
 #: Components whose pods resolve no name: they need not wait for CoreDNS (see test_pods_that_resolve_names_...).
-NO_DNS_COMPONENTS = frozenset({"Admission", "MpiOperator", "DevicePlugin", "FsxLustreStorage"})
+NO_DNS_COMPONENTS = frozenset({"Admission", "MpiOperator", "DevicePlugin", "FsxLustreStorage", "ImagePrePull"})
 ARN_RE = re.compile(r"arn:([a-z0-9-]*):")
 
 
@@ -163,8 +163,8 @@ class TestEveryStack:
         system nodes are up (source key ``eks-networking-add-ons``): every object that runs pods waits for the
         CoreDNS add-on, except the controllers that need no name (Kueue and the MPI Operator reach the API server by
         the kubernetes Service's address and are called by it; device plugins talk to the kubelet over a local
-        socket; the FSx volume's ownership Job only changes its mount). Those do not wait for it, so the queues can be
-        made while CoreDNS starts."""
+        socket; the FSx volume's ownership Job only changes its mount; a pre-pull's pods run a no-op). Those do not wait
+        for it, so the queues can be made while CoreDNS starts."""
         p = program(program_for, stack, variant)
         coredns = p.one("aws:eks/addon:Addon", lambda r: r.inputs["addonName"] == DNS_ADDON)
         with_pods = [r for r in p.registrations if r.type in POD_RUNNING_TYPES]

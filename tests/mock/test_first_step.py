@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from components.catalog.timings import CREATION, PODS_START
+from components.catalog.timings import (
+    CREATION,
+    FINISHED_JOB_CACHED,
+    KUBERNETES_OBJECT,
+    PODS_START,
+    PODS_START_CACHED,
+)
 from stacks.plan.report import first_step_report, render
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
 from stacks.stackfile import plan_stack
@@ -19,20 +25,6 @@ STACKS = stack_names()
 TARGET = 1.2
 #: The workshop's own target.
 WORKSHOP_TARGET = 1.15
-#: Presets whose path, after every wait a real cluster does not need is gone, is bounded by what they run: the ratio
-#: they stay within and why (the rest of the gap is the job's own work, not an ordering).
-BOUNDED: dict[str, tuple[float, str]] = {
-    "workshop": (
-        1.18,
-        "the all-reduce health check the workshop asks for runs (a finished Job) between Kueue's queues and the "
-        "training job",
-    ),
-    "tensorflow": (
-        1.29,
-        "the dataset is staged (a finished Job) before the job is created, and the TensorFlow image, which nothing ran "
-        "on the nodes before, is pulled then",
-    ),
-}
 #: What no path to a first step may wait for: waits a real cluster does not need.
 #: (type, name ending) pairs.
 NOT_ON_THE_PATH = [
@@ -57,21 +49,35 @@ def _first(p: Program) -> FirstStep:
 @pytest.mark.parametrize("stack", STACKS)
 def test_the_first_step_is_within_the_target(program_for: Any, stack: str) -> None:
     first = _first(program_for(stack, False))
-    ceiling, why = BOUNDED.get(stack, (TARGET, ""))
-    assert first.ratio <= ceiling, (
+    ceiling = WORKSHOP_TARGET if stack == "workshop" else TARGET
+    assert first.ratio <= ceiling + 1e-9, (
         f"{stack}: first training step after {first.minutes:.2f} min, {first.ratio:.3f} x the floor "
-        f"{first.floor:.1f} (at most {ceiling}{': ' + why if why else ''}); path: "
-        + " -> ".join(f"{s.name} ({s.minutes:g})" for s in first.path)
+        f"{first.floor:.1f} (at most {ceiling}); path: " + " -> ".join(f"{s.name} ({s.minutes:g})" for s in first.path)
     )
-    assert ceiling <= TARGET or stack in BOUNDED
 
 
-def test_the_bounded_presets_are_bounded_by_what_they_run() -> None:
-    """An exception names a preset that exists, sits above the target it misses (it is not a spare margin), and the
-    workshop's stays within the rounding of its target: the ceilings move only down."""
-    assert set(BOUNDED) <= set(STACKS)
-    assert all(ceiling > TARGET for s, (ceiling, _) in BOUNDED.items() if s != "workshop")
-    assert WORKSHOP_TARGET < BOUNDED["workshop"][0] < TARGET
+@pytest.mark.parametrize("stack", ["workshop", "tensorflow"])
+def test_the_training_image_is_pre_pulled_while_the_volume_and_the_awaited_jobs_are_made(
+    program_for: Any, stack: str
+) -> None:
+    """The image's pull does not follow the awaited Jobs (the check, the staging): it runs beside the file system's
+    add-on and claim: the pre-pull's DaemonSet waits for neither, and the path reaches the training pods through its
+    pull."""
+    p: Program = program_for(stack, False)
+    first = _first(p)
+    pulls = [s for s in first.path if s.type == "kubernetes:apps/v1:DaemonSet"]
+    assert len(pulls) == 1 and pulls[0].minutes == pytest.approx(KUBERNETES_OBJECT.minutes + PODS_START.minutes)
+    ds = p.one("kubernetes:apps/v1:DaemonSet", lambda r: r.name == pulls[0].name)
+    not_waited = [
+        *p.of_type("kubernetes:core/v1:PersistentVolumeClaim"),
+        *p.of_type("kubernetes:batch/v1:Job"),
+        *[r for r in p.of_type("aws:eks/addon:Addon") if r.name.endswith("-efs-csi-addon")],
+    ]
+    assert not_waited and not [r.name for r in not_waited if p.waits_for(ds, r.urn)]
+    assert first.path[-1].minutes == PODS_START_CACHED.minutes
+    awaited = first.path[-2]
+    assert awaited.type == "kubernetes:batch/v1:Job" and awaited.minutes == FINISHED_JOB_CACHED.minutes
+    assert awaited.start == pytest.approx(pulls[0].end), "the awaited Job runs once the pull ends, never before"
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -348,6 +348,9 @@ def test_changed_training_source_rebuilds_only_the_image_and_jobs(
         "eks-training-workshop-train-job",
         "eks-training-workshop-evaluate-job",
         "eks-training-workshop-tensorboard-deployment",
+        # the new image pulled onto the nodes ahead of the jobs
+        "eks-training-workshop-prepull-system-training-daemonset",
+        "eks-training-workshop-prepull-cpu-training-daemonset",
     }, changed
 
 

@@ -40,6 +40,10 @@ _FSX_CHOWN = (
 )
 
 #: Checks that do not apply to these workloads, and why.
+_PREPULL = (
+    "probes: a pre-pull's pod runs its image's no-op once, then sleeps; it serves nothing and no one reads its "
+    "readiness (nothing awaits the DaemonSet), and a liveness probe could only restart a sleep"
+)
 SKIPS: dict[str, Skip] = {
     "CKV_K8S_11": Skip(
         ".*",
@@ -68,6 +72,9 @@ SKIPS: dict[str, Skip] = {
             "image (a job can set true: /tmp becomes an emptyDir); every other container's root is read-only"
         ),
     ),
+    # a pre-pull's pods pull an image and sleep (components/workloads/prepull.py): nothing to probe
+    "CKV_K8S_8": Skip(r"^DaemonSet\.[a-z0-9-]+\.prepull-", _PREPULL),
+    "CKV_K8S_9": Skip(r"^DaemonSet\.[a-z0-9-]+\.prepull-", _PREPULL),
 }
 
 

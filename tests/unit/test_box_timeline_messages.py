@@ -31,7 +31,7 @@ def test_a_workload_kueue_has_not_looked_at_says_so() -> None:
 def test_a_stack_at_another_kubernetes_version_is_told_which_the_box_runs() -> None:
     """A stack at 1.32 was rehearsed on the box's default minor without a word about it."""
     from components.catalog.platform import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
-    from stacks.rehearse import version_note
+    from stacks.box.rehearse_cli import version_note
 
     oldest = SUPPORTED_KUBERNETES_VERSIONS[0]
     assert version_note({}) is None

@@ -7,6 +7,7 @@ import pulumi
 
 import components
 from tests.harness import REPO
+from tests.python_source import class_source
 
 COMPONENT_CLASSES = list(components.COMPONENTS)
 
@@ -16,7 +17,7 @@ def test_every_component_is_exported_with_its_args() -> None:
         obj for obj in vars(components).values() if inspect.isclass(obj) and issubclass(obj, pulumi.ComponentResource)
     ]
     assert sorted(c.__name__ for c in exported) == sorted(c.__name__ for c in COMPONENT_CLASSES)
-    assert len(COMPONENT_CLASSES) == 21
+    assert len(COMPONENT_CLASSES) == 22
     for cls in COMPONENT_CLASSES:
         args = getattr(components, f"{cls.__name__}Args")
         assert typing.is_typeddict(args), cls
@@ -30,7 +31,7 @@ def test_type_tokens_and_no_future_annotations() -> None:
         text = path.read_text()
         assert "from __future__ import annotations" not in text, path
     for cls in COMPONENT_CLASSES:
-        source = inspect.getsource(cls)
+        source = class_source(cls)
         assert f'"eks-training:index:{cls.__name__}"' in source, cls
         assert source.rstrip().splitlines()[-1].strip().startswith(("self.register_outputs", "}", ")")), cls
         assert "self.register_outputs(" in source
@@ -41,7 +42,7 @@ def test_outputs_are_typed_and_documented() -> None:
         hints = {k: v for k, v in cls.__annotations__.items()}
         outputs = {k: v for k, v in hints.items() if "Output[" in str(v) or typing.get_origin(v) is pulumi.Output}
         assert outputs, cls
-        source = inspect.getsource(cls)
+        source = class_source(cls)
         for attr in outputs:
             line = next(ln for ln in source.splitlines() if ln.strip().startswith(f"{attr}:"))
             following = source.splitlines()[source.splitlines().index(line) + 1].strip()

@@ -163,8 +163,21 @@ def test_the_generated_files_are_the_reference_pages_the_readme_and_pulumi_yaml(
         "README.md",
         "Pulumi.yaml",
         *(f"docs/reference/{p.name}" for p in (DOCS / "reference").glob("*.md")),
+        "docs/tutorials/deploy-dev.md",
     }
     assert FILES["docs/reference/configuration.md"][0] == REFERENCE == DOCS / "reference" / "configuration.md"
+
+
+def test_every_page_with_a_generated_block_is_regenerated() -> None:
+    """A page that holds a generated block's markers is one python -m stacks docs renders (and the staleness test
+    checks): otherwise its block stays empty, as the dev tutorial's cost once did."""
+    from stacks.docs import FILES
+    from stacks.docs.markdown import BLOCK
+
+    marked = {
+        p.relative_to(REPO).as_posix() for p in [REPO / "README.md", *DOCS.rglob("*.md")] if BLOCK.search(p.read_text())
+    }
+    assert marked <= set(FILES), marked - set(FILES)
 
 
 def test_the_reference_pages_name_every_command_component_and_output() -> None:
@@ -185,7 +198,7 @@ def test_the_reference_pages_name_every_command_component_and_output() -> None:
     assert "\n### box build\n" in commands and "\n### box bench\n" in commands
     assert "--check-external" in commands and "--stack" not in commands.split("\n## docs\n")[1].split("\n## ")[0]
     library = (DOCS / "reference" / "components.md").read_text()
-    assert len(components.COMPONENTS) == 21 and "FleetObservability" in [c.__name__ for c in components.COMPONENTS]
+    assert len(components.COMPONENTS) == 22 and "FleetObservability" in [c.__name__ for c in components.COMPONENTS]
     for component in components.COMPONENTS:
         assert f"\n## {component.__name__}\n" in library, component.__name__
         args = __import__("inspect").get_annotations(component.__init__)["args"]

@@ -30,6 +30,12 @@ def test_a_user_page_keeps_to_the_writing_rules(page: Path) -> None:
     assert prose.forbidden(page) == []
 
 
+@pytest.mark.parametrize("page", sorted((DOCS / "reference").glob("*.md")), ids=lambda p: p.name)
+def test_a_reference_page_names_no_commit_or_test_path(page: Path) -> None:
+    """The reference pages, generated from the code's docstrings too, keep the evidence on the evidence page."""
+    assert prose.forbidden(page) == []
+
+
 def test_the_readme_is_a_front_page() -> None:
     lines, words = prose.readme_size()
     assert lines <= prose.README_MAX_LINES and words <= prose.README_MAX_WORDS, (lines, words)
@@ -105,7 +111,7 @@ def test_the_site_has_the_pages_by_what_the_reader_is_doing() -> None:
         ],
         "explanation": [
             "architecture", "pulumi-up", "failures", "storage", "admission", "operations", "security", "box",
-            "verified",
+            "programs", "preflight", "packaging", "verified",
         ],
         "contributing": ["index", "testing", "layout"],
     }  # fmt: skip

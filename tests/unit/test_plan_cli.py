@@ -27,6 +27,7 @@ from stacks.preflight.cli import main as preflight_main
 from stacks.stackfile import plan_stack
 from tests.config_support import stack_report
 from tests.harness import REPO, run_program, stack_config, stack_names
+from tests.wait import patient
 
 STACKS = stack_names()
 MAINS: dict[str, Callable[[Optional[Sequence[str]]], int]] = {
@@ -56,7 +57,7 @@ def run(module: str, *args: str, home: Path) -> subprocess.CompletedProcess[str]
         env=offline_env(home),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patient(120),
     )
 
 

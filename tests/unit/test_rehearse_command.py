@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from stacks import rehearse
 from stacks.box import build as box_build
 from stacks.box import cluster
+from stacks.box import rehearse_cli as rehearse
 from stacks.outputs import workload_conditions_command
 from tests.unit.test_plan_cli import BAD, _stack_file
 

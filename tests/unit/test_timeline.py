@@ -6,16 +6,20 @@ tests/mock/test_first_step.py."""
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from components.catalog.charts import IMAGES, MANIFESTS
 from components.catalog.timings import (
     AWS_RESOURCE,
     CREATION,
     FINISHED_HELPER_JOB,
     FINISHED_JOB,
+    FINISHED_JOB_CACHED,
     KUBERNETES_OBJECT,
     PODS_START,
+    PODS_START_CACHED,
 )
-from stacks.plan.timeline import Timeline, duration, floor_minutes
+from stacks.plan.timeline import PREPULL_TYPE, Timeline, duration, floor_minutes
 
 STACK = "urn:pulumi:s::p::pulumi:pulumi:Stack::p-s"
 
@@ -114,3 +118,78 @@ def test_no_first_step_without_a_registered_training_job() -> None:
     _config, plan = plan_stack("dev")
     assert plan.jobs and first_step(plan, []) is None
     assert first_step(plan, [CLUSTER, NODES]) is None
+
+
+def _pod_job(name: str, image: str, selector: dict[str, str], **kw: Any) -> Reg:
+    spec = {"template": {"spec": {"nodeSelector": selector, "containers": [{"image": image}]}}}
+    return Reg("kubernetes:batch/v1:Job", name, inputs={"metadata": {"annotations": {}}, "spec": spec}, **kw)
+
+
+def _prepull(name: str, image: str, selector: dict[str, str], **kw: Any) -> tuple[Reg, Reg]:
+    parent = Reg(PREPULL_TYPE, name, custom=False)
+    pod = {
+        "nodeSelector": selector,
+        "initContainers": [{"name": "prepull", "image": image}],
+        "containers": [{"name": "hold", "image": IMAGES["busybox"].ref}],
+    }
+    ds = Reg(
+        "kubernetes:apps/v1:DaemonSet",
+        f"{name}-daemonset",
+        parent=parent.urn,
+        inputs={"metadata": {"annotations": {"pulumi.com/skipAwait": "true"}}, "spec": {"template": {"spec": pod}}},
+        **kw,
+    )
+    return parent, ds
+
+
+GPU = {"eks-training/role": "gpu"}
+IMAGE = "repo/train@sha256:1"
+
+
+def test_an_awaited_job_whose_image_is_pre_pulled_runs_once_the_pull_ends_never_before() -> None:
+    """The pre-pull starts with the nodes; the Job created before its pull ends waits for it (the same pull), then
+    runs without one; the training pods after it start from the cached image."""
+    parent, ds = _prepull("pp", IMAGE, GPU, dependencies=[NODES.urn])
+    volume = Reg("aws:eks/addon:Addon", "efs", dependencies=[NODES.urn])
+    check = _pod_job("check", IMAGE, {**GPU, "zone": "a"}, dependencies=[volume.urn])
+    t = Timeline([CLUSTER, NODES, parent, ds, volume, check])
+    assert duration(ds) is KUBERNETES_OBJECT, "nothing waits for the DaemonSet"
+    ready = t.end(ds.urn) + PODS_START.minutes
+    assert t.start(check.urn) == 15 < ready
+    assert t.image_ready(check) == (ready, ds.urn)
+    assert t.end(check.urn) == ready + FINISHED_JOB_CACHED.minutes < t.start(check.urn) + FINISHED_JOB.minutes
+    assert t.pull_bound(check.urn) == (ready, ds.urn)
+    after = Reg("kubernetes:core/v1:ConfigMap", "after", dependencies=[check.urn])
+    t = Timeline([CLUSTER, NODES, parent, ds, volume, check, after])
+    path = t.path(after.urn)
+    assert [s.name for s in path] == ["eks", "ng", "pp-daemonset", "check", "after"]
+    for before, step in zip(path, path[1:]):
+        assert step.start == pytest.approx(before.end), (before, step)
+    assert path[2].minutes == pytest.approx(KUBERNETES_OBJECT.minutes + PODS_START.minutes)
+
+
+def test_a_pre_pull_covers_only_its_image_on_its_nodes_and_never_slows_a_job() -> None:
+    parent, ds = _prepull("pp", IMAGE, GPU, dependencies=[NODES.urn])
+    other_image = _pod_job("other-image", "repo/other@sha256:2", GPU, dependencies=[NODES.urn])
+    other_nodes = _pod_job("other-nodes", IMAGE, {"eks-training/role": "system"}, dependencies=[NODES.urn])
+    early = _pod_job("early", IMAGE, GPU)  # created long before the pre-pull could end: it pulls itself
+    t = Timeline([CLUSTER, NODES, parent, ds, other_image, other_nodes, early])
+    for j in (other_image, other_nodes):
+        assert t.image_ready(j) is None and t.end(j.urn) == t.start(j.urn) + FINISHED_JOB.minutes
+    assert t.image_ready(early) is not None and t.end(early.urn) == FINISHED_JOB.minutes
+    assert t.took(early.urn) is FINISHED_JOB and t.pull_bound(early.urn) is None
+
+
+@pytest.mark.parametrize("before_the_pull_ends", [2.5, 2.0, 1.6, 1.5, 1.2, 0.5, 0.0, -1.0])
+def test_waiting_for_the_pre_pull_never_ends_a_job_later_than_its_own_pull(before_the_pull_ends: float) -> None:
+    """A Job created shortly before the pre-pull ends waits for it only when waiting and then running ends no later
+    than pulling the image itself; the same for the training pods' start."""
+    parent, ds = _prepull("pp", IMAGE, GPU, dependencies=[NODES.urn])
+    job = _pod_job("job", IMAGE, GPU, dependencies=[NODES.urn])
+    t = Timeline([CLUSTER, NODES, parent, ds, job])
+    ready = t.end(ds.urn) + PODS_START.minutes
+    created = ready - before_the_pull_ends
+    for cached, uncached in ((FINISHED_JOB_CACHED, FINISHED_JOB), (PODS_START_CACHED, PODS_START)):
+        run = t.cached_run(job, created, cached, uncached)
+        end = created + uncached.minutes if run is None else run[0] + cached.minutes
+        assert end == pytest.approx(min(created + uncached.minutes, max(ready, created) + cached.minutes))

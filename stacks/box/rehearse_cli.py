@@ -1,0 +1,268 @@
+"""``python -m stacks.rehearse --stack NAME``: rehearse a stack on a simulated cluster before paying for a real one.
+
+1. The stack file is read and validated as ``pulumi up`` would (``python -m stacks.plan`` shows the same); a bad one
+   prints one message naming the key and the fix, and exits 2 before any box exists.
+2. The Pulumi program is evaluated offline under the project's Pulumi mocks (:mod:`stacks.mocked`; nothing talks to
+   AWS, preflight is not run) to get everything it registers and exports.
+3. A fresh cluster in a box (:mod:`stacks.box`: a real kube-apiserver, scheduler and controller manager, simulated
+   kwok nodes) gets one node per desired node of each of the plan's groups, built or reused from the pinned binaries.
+4. The rehearsal (:mod:`stacks.box.rehearse`) applies the stack's Kubernetes objects as ``pulumi up`` would and runs
+   its jobs through the real Job controller, the real MPI Operator and the real Kueue, with pods that run for a short
+   time (``--run-ms``) and exit 0, or the code ``--exit-code JOB=CODE[:CONTAINER]`` gives; the box writes each
+   container's log (:mod:`stacks.box.podlogs`: what the simulation did, how the container ended), which kwok serves
+   to ``kubectl logs``.
+5. It prints the timeline (what was applied when, where each pod ran, what waited and why: the scheduler's reason for
+   every Pending pod, Kueue's Workload condition for every queued job), each job's outcome and duration, for a failed
+   job the last lines of its failed pod's log, and the box's kubeconfig with the stack's
+   ``waitCommand``/``logsCommand`` outputs rewritten to run against the box.
+
+Exit status: 0 when every job completed, 1 when the rehearsal failed (the message names what waits and why), 2 on a
+bad stack file or an ``--exit-code`` naming no job of the stack. ``--keep`` leaves the box (and the operators it runs)
+up for ``kubectl --kubeconfig``; bring it down with ``python -m stacks.box down --name <name>``. Otherwise the operators
+are stopped (by pid, waited for) and the box is deleted.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
+from components.workloads.job_objects import JOB_OBJECTS
+from stacks.box.build import BoxBuildError
+from stacks.box.cluster import BoxError, default_workdir
+from stacks.box.nodes import initial_size, plan_nodes
+from stacks.box.podlogs import PodLogs, last_lines
+from stacks.box.rehearse import RehearsalError, steps_of
+from stacks.box.session import Session
+from stacks.box.timeline import Recorder, report
+from stacks.cli import add_stack_options, command, parser_for
+from stacks.config import NAMESPACE
+from stacks.mocked import Evaluation, evaluate_stack, resolve
+from stacks.plan import Plan
+from stacks.stackfile import StackLoadError
+
+#: Commands of the stack's outputs that work against the box (per job, ``outputs.jobs.<job>``).
+JOB_COMMANDS = ("waitCommand", "logsCommand")
+
+
+def box_command(command: str, kubectl: Path, kubeconfig: Path) -> str:
+    """``command`` (a shell line of the stack's outputs) with every ``kubectl`` it runs pointed at the box: the box's
+    own kubectl with ``--kubeconfig``."""
+    own = f"{shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))}"
+    return re.sub(r"(^|[;&|]\s*)kubectl(?=\s)", lambda m: m.group(1) + own, command)
+
+
+def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) -> dict[str, dict[str, str]]:
+    """job -> {output name: the command against the box} for every job the stack exports."""
+    jobs = resolve(outputs.get("jobs")) or {}
+    out: dict[str, dict[str, str]] = {}
+    for job, values in sorted(jobs.items()):
+        out[job] = {k: box_command(str(resolve(values[k])), kubectl, kubeconfig) for k in JOB_COMMANDS if k in values}
+    return out
+
+
+def version_note(config: Mapping[str, Any]) -> Optional[str]:
+    """A note when the stack's Kubernetes version (``cluster.kubernetesVersion``) is not the box's control plane's:
+    the box builds the default minor only, so what it accepts and runs is that minor's."""
+    version = str((config.get(f"{NAMESPACE}:cluster") or {}).get("kubernetesVersion") or DEFAULT_KUBERNETES_VERSION)
+    if version == DEFAULT_KUBERNETES_VERSION:
+        return None
+    return (
+        f"note: the box's control plane is Kubernetes {DEFAULT_KUBERNETES_VERSION}, the stack's cluster runs {version} "
+        f"({NAMESPACE}:cluster.kubernetesVersion): this rehearsal shows what {DEFAULT_KUBERNETES_VERSION} accepts and "
+        "runs"
+    )
+
+
+@command
+def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
+    parser = parser_for(
+        "rehearse",
+        prog,
+        "Run a stack's Kubernetes objects and jobs on a real control plane with simulated nodes "
+        "(the cluster in a box), and print what ran where, what waited and why, and each job's outcome.",
+    )
+    add_stack_options(parser, stack_help="the stack to rehearse")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds the jobs have to complete (default 300)")
+    parser.add_argument(
+        "--run-ms",
+        type=int,
+        default=1000,
+        help="how long each job's pods run before they exit 0, in milliseconds (default 1000)",
+    )
+    parser.add_argument(
+        "--exit-code",
+        action="append",
+        default=[],
+        metavar="JOB=CODE[:CONTAINER]",
+        help="make the pods of the job named JOB (its Kubernetes name) exit with CODE, in CONTAINER "
+        "only (default: every container), to rehearse a failure and the pod failure policy's "
+        "answer to it; repeatable",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave the box and its operators up (bring it down with python -m stacks.box down --name NAME)",
+    )
+    parser.add_argument("--name", help="the box's name (default rehearse-<stack>)")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=default_workdir(),
+        help=f"folder of the boxes' state (default {default_workdir()})",
+    )
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    if args.run_ms <= 0 or args.timeout <= 0:
+        parser.error("--run-ms and --timeout must be positive")
+    exit_codes: dict[str, tuple[int, str]] = {}
+    for item in args.exit_code:
+        match = re.fullmatch(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)=(\d{1,3})(?::([a-z0-9]([-a-z0-9]*[a-z0-9])?))?", item)
+        if not match or not 0 < int(match.group(3)) < 256:
+            parser.error(f"--exit-code {item}: expected JOB=CODE[:CONTAINER] with CODE 1-255, e.g. train=2:worker")
+        exit_codes[match.group(1)] = (int(match.group(3)), match.group(4) or "")
+    try:
+        config, plan, evaluation = evaluate_stack(args.stack, args.stack_file)
+    except StackLoadError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the program itself failed: say so in one line, as pulumi up would
+        print(
+            f"error: the program failed for stack {args.stack} under the offline mocks: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return 1
+    return rehearse(
+        args.stack,
+        config,
+        plan,
+        evaluation,
+        name=args.name or f"rehearse-{args.stack}",
+        workdir=args.workdir,
+        timeout_s=args.timeout,
+        run_ms=args.run_ms,
+        keep=args.keep,
+        log=log,
+        exit_codes=exit_codes,
+    )
+
+
+def rehearse(
+    stack: str,
+    config: Mapping[str, Any],
+    plan: Plan,
+    evaluation: Evaluation,
+    *,
+    name: str,
+    workdir: Path,
+    timeout_s: float,
+    run_ms: int,
+    keep: bool,
+    log: Callable[[str], None],
+    exit_codes: Optional[Mapping[str, tuple[int, str]]] = None,
+) -> int:
+    """Steps 3-5 of the module docstring; returns the exit status."""
+    steps = steps_of(evaluation.registrations)
+    if not steps:
+        print(f"stack {stack} registers no Kubernetes object: nothing to rehearse", file=sys.stderr)
+        return 1
+    jobs = {d["metadata"]["name"] for s in steps for d in s.docs if d["kind"] in JOB_OBJECTS}
+    unknown = sorted(set(exit_codes or {}) - jobs)
+    if unknown:
+        print(
+            f"error: --exit-code names no job of stack {stack}: {', '.join(unknown)} (its jobs: "
+            f"{', '.join(sorted(jobs))})",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        session = Session.build(name, workdir, keep=keep, log=log)
+    except BoxBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    box = session.box
+    nodes = plan_nodes(plan, plan.config.region)
+    status, failure = 0, ""
+    with session:
+        try:
+            start = time.monotonic()
+            session.up()
+            session.nodes(nodes)
+            log(f"box {name} is up in {time.monotonic() - start:.1f} s with {len(nodes)} nodes; rehearsing {stack}")
+            rehearsal = session.rehearse(plan, steps, default_run_ms=run_ms, exit_codes=exit_codes)
+            recorder = Recorder(box, rehearsal.start)
+            logs = PodLogs(box)
+            try:
+                error = session.run(timeout_s, recorder, logs)
+                if error is not None:
+                    raise BoxError(f"registering the device plugins' devices failed: {error}")
+            except RehearsalError as exc:
+                status, failure = 1, str(exc)
+            print(
+                f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
+                f"({', '.join(f'{g.name}: {initial_size(plan, g)}' for g in plan.all_groups)})\n"
+            )
+            note = version_note(config)
+            if note:
+                print(note + "\n")
+            print(report(rehearsal, recorder))
+            print()
+            if recorder.error is not None:
+                print(f"note: the timeline may miss events after this error reading the box: {recorder.error}")
+            if logs.error is not None:
+                print(f"note: the box stopped writing the containers' logs after this error: {logs.error}")
+            if failure:
+                print(f"FAILED: {failure.split(chr(10) + 'timeline:')[0]}")
+                for text in failed_pod_logs(box, rehearsal, recorder):
+                    print(text)
+            else:
+                print(f"Every job completed ({len(rehearsal.jobs)}).")
+            kubectl, kubeconfig = box.binaries["kubectl"], box.kubeconfig
+            if keep:
+                print(
+                    f"\nThe box is up: {shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))} "
+                    f"get pods -A\nBring it down: python -m stacks.box down --name {name} --workdir "
+                    f"{shlex.quote(str(workdir))}"
+                )
+                for job, commands in job_commands(evaluation.outputs, kubectl, kubeconfig).items():
+                    for key, command in commands.items():
+                        print(f"  {job} {key}: {command}")
+            else:
+                print(
+                    "\nThe box is brought down (--keep leaves it up, with each job's waitCommand and logsCommand "
+                    "pointed at it)."
+                )
+        except BoxError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            status = 1
+    return status
+
+
+def failed_pod_logs(box: Any, rehearsal: Any, recorder: Any, lines: int = 10) -> list[str]:
+    """For each failed job, the last ``lines`` of the log of its last failed pod (of the container that failed), as
+    ``kubectl logs --tail`` prints them from the box (:mod:`stacks.box.podlogs`)."""
+    out = []
+    for job, rec in sorted(rehearsal.jobs.items()):
+        if rec.get("outcome") != "Failed":
+            continue
+        failed = [p for p in recorder.pods.values() if p.job == job and p.outcome.startswith("Failed")]
+        if not failed:
+            out.append(f"job {job} failed; no failed pod of it was seen")
+            continue
+        pod = max(failed, key=lambda p: (p.finished or 0.0, p.name))
+        match = re.search(r"exit \d+ in ([^)\s]+)", pod.outcome)
+        container = match.group(1) if match else None
+        text = last_lines(box, pod.namespace, pod.name, container, lines)
+        out.append(
+            f"Last lines of the log of pod {pod.ref} ({pod.owner}{', container ' + container if container else ''}"
+            f", kubectl logs --tail={lines}):\n" + "\n".join(f"  {line}" for line in text.splitlines())
+        )
+    return out
