@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PREFIX = __name__[: __name__.rindex("stacks.")]
 #: The folders shipped for the images, relative to :data:`ROOT`.
 SHIPPED: tuple[str, ...] = ("training", "images/nccl-tests", "images/horovod", "images/tensorflow")
+#: The image every stack has: built from the repository's training/ folder; it also runs the
+#: project's helpers (dataset staging, the all-reduce check, waits, code download, TensorBoard).
+TOOLBOX_IMAGE = "training"
 #: The box's Go modules, one folder each (``go.mod``, ``go.sum``, ``.go`` files).
 BOX = ROOT / "box"
 #: The configuration reference: every key with its type, default, allowed values and meaning (``stacks.docs``).
@@ -37,4 +40,4 @@ def context_folder(context: str, project_dir: Path, *, default: bool = False) ->
     return own
 
 
-__all__ = ["BOX", "PREFIX", "REFERENCE", "ROOT", "SHIPPED", "context_folder", "shipped"]
+__all__ = ["BOX", "PREFIX", "REFERENCE", "ROOT", "SHIPPED", "TOOLBOX_IMAGE", "context_folder", "shipped"]

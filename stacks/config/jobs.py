@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 from components.image import ComputeType, validate_image_reference
 from components.workloads.pods import RendezvousBackend
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
+from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, Number, reference
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
@@ -29,9 +30,6 @@ CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "te
 #: Job names become Kubernetes names: the Job, its pods ``<job>-<index>`` and Services ``<job>-workers``,
 #: ``<job>-allreduce``; 40 characters leave room for those suffixes within the 63 of a DNS label.
 JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
-#: The image every stack has: built from the repository's training/ folder; it also runs the
-#: project's helpers (dataset staging, the all-reduce check, waits, code download, TensorBoard).
-TOOLBOX_IMAGE = "training"
 #: Environment names the program sets itself (a job's ``env`` may not override them).
 RESERVED_ENV = frozenset(
     {

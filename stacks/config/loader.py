@@ -25,7 +25,6 @@ from pydantic import BaseModel, ValidationError
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
 from stacks.bundle import REFERENCE, context_folder
-from stacks.config.addons import addon_needs, addon_problems
 from stacks.config.base import ENTRY_NAME_MAX
 from stacks.config.benchmark import (
     BenchmarkConfig,
@@ -48,11 +47,12 @@ from stacks.config.jobs import (
 )
 from stacks.config.network import ExistingVpcConfig, NetworkConfig
 from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
-from stacks.config.operations import OperationsConfig, has_gpu_groups, operations_problems
-from stacks.config.rules import CLUSTER_NAME_MAX, Sections, cross_section
+from stacks.config.operations import OperationsConfig
+from stacks.config.rules import CLUSTER_NAME_MAX, Sections
+from stacks.config.rules import check as check_rules
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 from stacks.config.storage import StorageConfig
-from stacks.config.teams import TeamConfig, jobs_only_problems, teams_problems
+from stacks.config.teams import TeamConfig
 
 #: Every top-level key of the ``eks-training`` namespace and what it holds: a model (an object), ``str``
 #: (a string) or ``dict`` (a map of entries validated one by one).
@@ -377,6 +377,99 @@ class _Parser:
             self.failed.add(path)
             return None
 
+    def sections(self, raw: Mapping[str, str]) -> dict[str, Any]:
+        """Each top-level key parsed: a string, a map of entries (parsed by :meth:`entries`) or a section's model."""
+        parsed: dict[str, Any] = {}
+        for k, value in raw.items():
+            kind = SECTIONS.get(k)
+            if kind is None:
+                near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [
+                    s for s in SECTIONS if s.lower() == k.lower()
+                ]
+                hint = f"did you mean {near[0]}? rename it; " if near else ""
+                self.problems.append(
+                    f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})"
+                )
+                continue
+            if kind is str:
+                parsed[k] = value
+                continue
+            try:
+                obj = json.loads(value)
+            except json.JSONDecodeError:
+                obj = value
+            if not isinstance(obj, dict):
+                what = {type(None): "null (an empty value): give its keys, or remove it", list: f"a list {obj!r}"}.get(
+                    type(obj), repr(obj) if isinstance(obj, str) else type(obj).__name__
+                )
+                self.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {what}")
+                self.failed.add(k)
+                continue
+            if kind is dict:
+                parsed[k] = obj
+                continue
+            section = self.model(k, kind, obj)
+            if section is not None:
+                parsed[k] = section
+        return parsed
+
+    def catalog(self, parsed: Mapping[str, Any]) -> Catalog:
+        """The built-in catalog extended by the instance facts the user supplies."""
+        types: dict[str, InstanceType] = dict(INSTANCE_TYPES)
+        for name, facts in (parsed.get("instanceFacts") or {}).items():
+            path = f"instanceFacts.{name}"
+            if name in INSTANCE_TYPES:
+                self.problems.append(
+                    f"{key(path)}: {name} is already in the catalog; remove this entry (or fix components/catalog if a "
+                    "fact there is wrong)"
+                )
+                continue
+            f = self.model(path, InstanceFactsConfig, facts)
+            if f is not None:
+                types[name] = f.to_instance_type(name)
+        return Catalog(types)
+
+    def entries(self, parsed: Mapping[str, Any], section: str) -> dict[str, Any]:
+        """The entries of a map section that pass their own validation."""
+        out: dict[str, Any] = {}
+        for name, value in (parsed.get(section) or {}).items():
+            entry = self.model(f"{section}.{name}", ENTRIES[section], value)
+            if entry is not None:
+                out[name] = entry
+        return out
+
+    def experiments(
+        self, bench: Optional[BenchmarkConfig], jobs: dict[str, JobConfig], job_names: list[str]
+    ) -> tuple[str, dict[str, str]]:
+        """The benchmark's experiments checked against the jobs and added to them (``jobs`` and ``job_names``); returns
+        the run's id and each experiment's config path."""
+        if bench is None:
+            return "", {}
+        run, run_problem = run_id(bench.experiments)
+        if run_problem:
+            self.problems.append(f"{key('benchmark')}: {run_problem}")
+        experiments, found, failed_experiments = validate_experiments(bench.experiments, job_names, run)
+        self.problems.extend(found)
+        self.failed |= failed_experiments
+        job_paths: dict[str, str] = {}
+        for name in bench.experiments:
+            if name not in job_names:
+                job_names.append(name)
+                job_paths[name] = experiment_path(name)
+        jobs.update({n: j for n, j in experiments.items() if n not in jobs})
+        return run, job_paths
+
+    def aws(self, config: Mapping[str, Any]) -> AwsSettings:
+        """The AWS provider's settings the image builds read (warnings logged)."""
+        try:
+            aws, warnings = aws_settings_from_config(lambda k: setting(config, f"aws:{k}"))
+        except AwsSettingsError as exc:
+            self.problems.extend(exc.problems)
+            return {}
+        for warning in warnings:
+            pulumi.log.warn(warning)
+        return aws
+
 
 def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir: Optional[Path] = None) -> StackConfig:
     """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem. A plain function
@@ -392,70 +485,11 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     raw = raw_config(config)
     p = _Parser()
     p.problems.extend(unread_keys(config, project))
-    parsed: dict[str, Any] = {}
-    for k, value in raw.items():
-        kind = SECTIONS.get(k)
-        if kind is None:
-            near = difflib.get_close_matches(k, list(SECTIONS), n=1, cutoff=0.75) or [
-                s for s in SECTIONS if s.lower() == k.lower()
-            ]
-            hint = f"did you mean {near[0]}? rename it; " if near else ""
-            p.problems.append(
-                f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})"
-            )
-            continue
-        if kind is str:
-            parsed[k] = value
-            continue
-        try:
-            obj = json.loads(value)
-        except json.JSONDecodeError:
-            obj = value
-        if not isinstance(obj, dict):
-            what = {type(None): "null (an empty value): give its keys, or remove it", list: f"a list {obj!r}"}.get(
-                type(obj), repr(obj) if isinstance(obj, str) else type(obj).__name__
-            )
-            p.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {what}")
-            p.failed.add(k)
-            continue
-        if kind is dict:
-            parsed[k] = obj
-            continue
-        section = p.model(k, kind, obj)
-        if section is not None:
-            parsed[k] = section
-
-    # Instance facts supplied by the user extend the catalog.
-    types: dict[str, InstanceType] = dict(INSTANCE_TYPES)
-    for name, facts in (parsed.get("instanceFacts") or {}).items():
-        path = f"instanceFacts.{name}"
-        if name in INSTANCE_TYPES:
-            p.problems.append(
-                f"{key(path)}: {name} is already in the catalog; remove this entry (or fix components/catalog if a "
-                "fact there is wrong)"
-            )
-            continue
-        f = p.model(path, InstanceFactsConfig, facts)
-        if f is not None:
-            types[name] = f.to_instance_type(name)
-    catalog = Catalog(types)
-
-    def entries(section: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, value in (parsed.get(section) or {}).items():
-            entry = p.model(f"{section}.{name}", ENTRIES[section], value)
-            if entry is not None:
-                out[name] = entry
-        return out
-
-    groups: dict[str, NodeGroupConfig] = entries("nodeGroups")
+    parsed = p.sections(raw)
+    catalog = p.catalog(parsed)
+    groups: dict[str, NodeGroupConfig] = p.entries(parsed, "nodeGroups")
     raw_groups = parsed.get("nodeGroups") or {}
-    failed_group_types = {
-        name: [t for t in value["instanceTypes"] if isinstance(t, str)]
-        for name, value in raw_groups.items()
-        if name not in groups and isinstance(value, dict) and isinstance(value.get("instanceTypes"), list)
-    }
-    own_images = entries("images")
+    own_images = p.entries(parsed, "images")
     images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **own_images}
     where = project_dir or Path.cwd()
     image_folders = {
@@ -463,30 +497,16 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
         for n, i in images.items()
         if i.context is not None
     }
-    datasets: dict[str, DatasetConfig] = entries("datasets")
-    jobs: dict[str, JobConfig] = entries("jobs")
+    datasets: dict[str, DatasetConfig] = p.entries(parsed, "datasets")
+    jobs: dict[str, JobConfig] = p.entries(parsed, "jobs")
     job_names = list(parsed.get("jobs") or {})
-    job_paths: dict[str, str] = {}
     bench: Optional[BenchmarkConfig] = parsed.get("benchmark")
-    run = ""
-    if bench is not None:
-        raw_experiments = bench.experiments
-        run, run_problem = run_id(raw_experiments)
-        if run_problem:
-            p.problems.append(f"{key('benchmark')}: {run_problem}")
-        experiments, found, failed_experiments = validate_experiments(raw_experiments, job_names, run)
-        p.problems.extend(found)
-        p.failed |= failed_experiments
-        for name in raw_experiments:
-            if name not in job_names:
-                job_names.append(name)
-                job_paths[name] = experiment_path(name)
-        jobs.update({n: j for n, j in experiments.items() if n not in jobs})
-
+    run, job_paths = p.experiments(bench, jobs, job_names)
     tags = parsed.get("tags") or {}
     for tk, tv in tags.items():
         p.problems.extend(tag_problems(str(tk), tv))
-
+    teams = _Parser()  # the teams' own problems are reported after the jobs-only rules
+    teams.failed = p.failed
     network: Optional[NetworkConfig] = parsed.get("network")
     existing: Optional[ExistingVpcConfig] = parsed.get("existingVpc")
     if existing is None and network is None and "network" not in raw and "existingVpc" not in raw:
@@ -509,59 +529,21 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
         entry_names={section: list(parsed.get(section) or {}) for section in ENTRY_NAME_MAX},
         storage=parsed.get("storage") or StorageConfig(),
         failed=p.failed,
-        failed_group_types=failed_group_types,
+        failed_group_types=_failed_group_types(raw_groups, groups),
         image_folders=image_folders,
         project_dir=where,
+        raw=raw,
+        operations=parsed.get("operations") or OperationsConfig(),
+        teams=teams.entries(parsed, "teams"),
+        team_names=list(parsed.get("teams") or {}),
+        team_entry_problems=teams.problems,
     )
-    problems = cross_section(sections)
-    jobs = dict(sections.jobs)
-    code_folders = {n: where / j.code_folder for n, j in jobs.items() if j.code_folder is not None}
-    p.problems.extend(problems)
-    operations: OperationsConfig = parsed.get("operations") or OperationsConfig()
-    if "operations" not in p.failed:
-        p.problems.extend(operations_problems(operations, has_gpu_groups(groups, catalog)))
-    if not {"cluster", "operations", "storage"} & p.failed and sections.cluster.stack_reference is None:
-        needs = addon_needs(
-            groups,
-            catalog,
-            metrics=operations.metrics_enabled(has_gpu_groups(groups, catalog)),
-            storage=sections.storage,
-        )
-        p.problems.extend(addon_problems(needs, sections.cluster))
-    p.problems.extend(jobs_only_problems(raw, parsed.get("cluster")))
-    teams: dict[str, TeamConfig] = entries("teams")
-    storage_cfg: StorageConfig = sections.storage
-    p.problems.extend(teams_problems(teams, list(parsed.get("teams") or {}), storage_cfg.namespace))
-    if teams and storage_cfg.backend == "fsx":
-        # Why not FSx for Lustre: (1) the cluster stack places the file system (one subnet, one zone) and installs the
-        # Lustre client by the worker groups its own jobs read the claim from (stacks.config.rules.claim_readers,
-        # fsx_location); the teams' jobs come from their jobs-only stacks, which it does not know, so their nodes
-        # could lack the client or sit in another zone. (2) A static PersistentVolume binds one claim
-        # (https://kubernetes.io/docs/concepts/storage/persistent-volumes/#binding): a claim per team needs a volume
-        # per team, each mounting its own directory (the FSx CSI driver mounts ``<dnsname>@tcp:/<mountname>``, so a
-        # ``mountname`` of ``<mountname>/<dir>`` mounts a directory that must exist first: kubernetes-sigs/
-        # aws-fsx-csi-driver pkg/driver/node.go, issue #247). (3) The S3-imported datasets live under the data
-        # repository's directory, outside a team's. EFS has none of these: one mount target per zone, no client to
-        # install, a directory per dynamically provisioned claim.
-        p.problems.append(
-            f"{key('teams')}: the teams' jobs come from their own stacks, and with "
-            f"{key('storage.backend')} fsx the cluster stack places the Lustre file system (one zone) "
-            f"and installs its client only by the node groups of its own jobs, and one static volume "
-            f"binds one claim (a team would need its own volume and directory): teams are refused with "
-            f"FSx for Lustre; use backend efs (each team's claim gets its own directory) or remove teams"
-        )
-    aws: AwsSettings = {}
-    try:
-        aws, warnings = aws_settings_from_config(lambda k: setting(config, f"aws:{k}"))
-    except AwsSettingsError as exc:
-        p.problems.extend(exc.problems)
-    else:
-        for warning in warnings:
-            pulumi.log.warn(warning)
+    p.problems.extend(check_rules(sections))
+    aws = p.aws(config)
     p.problems.extend(region_problems(config))
     if p.problems:
         raise ConfigError(p.problems)
-
+    jobs = dict(sections.jobs)
     return StackConfig(
         project=project,
         stack=stack,
@@ -585,7 +567,16 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
         if bench is None
         else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
         image_folders=image_folders,
-        operations=operations,
-        code_folders=code_folders,
-        teams=teams,
+        operations=sections.operations,
+        code_folders={n: where / j.code_folder for n, j in jobs.items() if j.code_folder is not None},
+        teams=sections.teams,
     )
+
+
+def _failed_group_types(raw_groups: Mapping[str, Any], groups: Mapping[str, NodeGroupConfig]) -> dict[str, list[str]]:
+    """The instance types named by groups that failed their own validation (still checked against the catalog)."""
+    return {
+        name: [t for t in value["instanceTypes"] if isinstance(t, str)]
+        for name, value in raw_groups.items()
+        if name not in groups and isinstance(value, dict) and isinstance(value.get("instanceTypes"), list)
+    }

@@ -5,7 +5,7 @@
 ``throughputMode``, ``performanceMode`` and ``backup`` are EFS's; ``fsx`` holds FSx for Lustre's
 (validated here against the catalog's PERSISTENT_2 facts: capacity increments per throughput tier,
 metadata IOPS, S3 path forms). Which zone the FSx file system lives in is a rule across sections
-(:func:`stacks.config.rules.fsx_location`).
+(:func:`stacks.config.derive.fsx_location`).
 """
 
 import re

@@ -21,7 +21,7 @@ from stacks.docs.markdown import REGENERATE, cell, number, page_header, text
 PAGE = "docs/reference/configuration.md"
 
 #: What the loader and the rules check beyond each key's type and range, as the reference says it (one paragraph:
-#: the rules themselves are stacks/config/rules.py's and the models' validators).
+#: the rules themselves are stacks/config/rules/'s and the models' validators).
 CHECKED = [
     "Beyond each key's type and range, the checks include: unknown keys, `minSize > maxSize`, a desired size outside "
     "`[min, max]`, unknown instance types, EFA on a type without it, an EFA group without a zone, a Spot group with "

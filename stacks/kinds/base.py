@@ -26,8 +26,7 @@ from components.workloads.job_objects import BATCH_JOB, JobObject
 from components.workloads.pods import JobSpec, WorkerPlacement
 
 if TYPE_CHECKING:
-    from stacks.config.jobs import ImageConfig, JobConfig
-    from stacks.config.rules import Sections
+    from stacks.config.jobs import JobConfig
     from stacks.plan import JobPlan
 
 
@@ -145,6 +144,9 @@ class JobKind:
     collector's, the wait Role's), its conditions, Kueue's integration that queues it."""
     needs_mpi_operator: ClassVar[bool] = False
     """The cluster needs the Kubeflow MPI Operator (:class:`~components.workloads.MpiOperator`) for it."""
+    needs_mpi_prefix: ClassVar[bool] = False
+    """Its image must say where its Open MPI is (``images.<name>.mpiPrefix`` or ``ENV OPAL_PREFIX``): the config rules
+    check it (:func:`stacks.config.rules.images.check_mpi_image`)."""
     noop: ClassVar[tuple[str, ...]] = ()
     """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
     image); empty: the image may be anything. :meth:`noop_command` reads it."""
@@ -161,11 +163,6 @@ class JobKind:
         if job.command is None:
             return [("command", f"a {self.name} job needs a command ({self.program})")]
         return []
-
-    def image_problems(
-        self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig", problems: list[str]
-    ) -> None:
-        """Problems of the image a job of this kind runs (the config rules call it); by default none."""
 
     # --- plan and composition -------------------------------------------------------------------------------------
     def needs_etcd(self, job: "JobConfig") -> bool:

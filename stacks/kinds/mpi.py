@@ -13,8 +13,6 @@ from components.workloads.pods import JobSpec, WorkerPlacement
 from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
 
 if TYPE_CHECKING:
-    from stacks.config.jobs import ImageConfig
-    from stacks.config.rules import Sections
     from stacks.plan import JobPlan
 
 
@@ -40,13 +38,8 @@ class Mpi(JobKind):
     # the MPI Operator labels each pod it creates with its role, launcher or worker (v0.8.0:
     # https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1743-L1749)
     worker_selector = {"training.kubeflow.org/job-role": "worker"}
-
-    def image_problems(
-        self, s: "Sections", path: str, job_name: str, image_name: str, image: "ImageConfig", problems: list[str]
-    ) -> None:
-        from stacks.config.rules import check_mpi_image
-
-        check_mpi_image(s, path, job_name, image_name, image, problems)
+    # mpirun starts orted on the workers over ssh, without the image's PATH: the image must say where Open MPI is
+    needs_mpi_prefix = True
 
     def build(self, ctx: BuildContext) -> JobComponent:
         job, c = ctx.job, ctx.job.config

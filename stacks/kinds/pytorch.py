@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Sequence, cast
 from components.workloads import PyTorchJob, PyTorchJobArgs
 from components.workloads.pods import JobSpec, RendezvousBackend, WorkerPlacement
 from components.workloads.training import pytorch_command, pytorch_env
+from stacks.bundle import TOOLBOX_IMAGE
 from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
 
 if TYPE_CHECKING:
@@ -51,8 +52,6 @@ class PyTorch(JobKind):
         return job.script or ""
 
     def build(self, ctx: BuildContext) -> JobComponent:
-        from stacks.config.jobs import TOOLBOX_IMAGE
-
         job, c = ctx.job, ctx.job.config
         assert c.script is not None
         args: PyTorchJobArgs = {
@@ -87,8 +86,6 @@ class PyTorch(JobKind):
         nodes: int,
         peers: Sequence[str],
     ) -> LocalProcesses:
-        from stacks.config.jobs import TOOLBOX_IMAGE
-
         c = job.config
         assert c.script is not None
         backend = cast(RendezvousBackend, c.rendezvous_backend)

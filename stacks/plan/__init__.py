@@ -29,9 +29,9 @@ from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, toleration
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
 from stacks.config.base import ZONE_ID_RE
+from stacks.config.derive import claim_readers, fsx_location
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
-from stacks.config.rules import claim_readers, fsx_location
 from stacks.plan.admission import (
     AdmissionPlan,
     admission_plan,

@@ -137,7 +137,7 @@ def test_a_stack_whose_gpu_an_image_does_not_cover_fails_validation(monkeypatch:
         text,
     )
     assert old != text
-    import stacks.config.rules as rules
+    import stacks.config.rules.sections as rules
 
     real = rules.read_dockerfile
     cfg = _on_p3(stack_config("mpi-horovod"), "nccl")

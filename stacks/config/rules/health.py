@@ -1,0 +1,100 @@
+"""Rules on a job's health check against the nodes it runs on (the benchmark's all-reduce)."""
+
+from components.catalog import (
+    REFERENCE_ALLREDUCE,
+    InstanceType,
+)
+from components.nodeplan import (
+    allreduce_busbw_ceiling,
+    network_gbytes_per_s,
+    pod_size,
+)
+from stacks.config.errors import key
+from stacks.config.jobs import (
+    JobConfig,
+)
+from stacks.config.rules.sections import Sections
+
+
+def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceType], problems: list[str]) -> None:
+    """The health check's values against the nodes it runs on: an enforced check needs a threshold (configured, or a
+    published figure for the type); a threshold (GB/s) above what the nodes' network can carry, or a message
+    (bytes) larger than a GPU's (or, on CPU nodes, a process's share of the pod's) memory, can never pass: they name
+    the unit the value is in and the conversion the user probably meant."""
+    h = job.health_check
+    if h is None or not h.enabled or not types:
+        return
+    hkey = f"{path}.healthCheck"
+    slowest = min(types, key=lambda t: t.network_gbps)
+    procs = job.processes_per_node or max(1, slowest.gpus)
+    threshold = h.min_bus_bandwidth_gbytes_per_s
+    if threshold is not None:
+        ceiling = allreduce_busbw_ceiling(slowest, job.nodes, procs)
+        if threshold > ceiling:
+            problems.append(
+                f"{key(f'{hkey}.minBusBandwidthGBps')}: {_bandwidth_problem(threshold, ceiling, slowest, job.nodes)}"
+            )
+    elif h.enforce and slowest.name not in REFERENCE_ALLREDUCE:
+        problems.append(
+            f"{key(f'{hkey}.enforce')}: there is no published all-reduce bandwidth for {slowest.name} to "
+            f"derive a threshold from; set {key(f'{hkey}.minBusBandwidthGBps')} (GB/s)"
+        )
+    if h.max_bytes is not None:
+        smallest = min(types, key=lambda t: (t.gpu_memory_mib or 0) if t.is_gpu else t.memory_mib)
+        if smallest.is_gpu and smallest.gpu_memory_mib is not None:
+            room, where = (
+                smallest.gpu_memory_mib * MIB,
+                f"the {smallest.gpu_memory_mib} MiB of one {smallest.gpu_model} GPU of {smallest.name}",
+            )
+        elif not smallest.is_gpu:
+            pod = pod_size(smallest)
+            room = pod.memory_mib * MIB // procs
+            where = f"a process's share of the {pod.memory_mib} MiB a pod on {smallest.name} requests" + (
+                f" ({procs} processes)" if procs > 1 else ""
+            )
+        else:
+            return
+        if h.max_bytes >= room:
+            problems.append(
+                f"{key(f'{hkey}.maxBytes')}: {h.max_bytes} bytes ({h.max_bytes / GIB:g} GiB) does not fit in {where}: "
+                "every process all-reduces one buffer of maxBytes; the value is in bytes, use a power of two below "
+                f"{room} (e.g. {_power_of_two_below(room)})"
+            )
+
+
+#: Bytes in a MiB and a GiB.
+MIB = 1 << 20
+
+
+GIB = 1 << 30
+
+
+def _power_of_two_below(n: int) -> int:
+    return 1 << ((n - 1).bit_length() - 1)
+
+
+def _bandwidth_problem(value: float, ceiling: float, facts: InstanceType, nodes: int) -> str:
+    """Why a bus-bandwidth threshold (GB/s) cannot be reached, and the unit the user probably wrote instead."""
+    if nodes >= 2:
+        why = (
+            f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce across {nodes} x {facts.name} can reach (a "
+            f"node's network is {facts.network_gbps:g} Gbit/s = {network_gbytes_per_s(facts):g} GB/s, and across N "
+            "nodes the bus bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks)"
+        )
+    else:
+        why = (
+            f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce inside one node can reach (the fastest GPU "
+            "link, NVLink 5)"
+        )
+    guesses = [
+        (f"{value:g} bytes/s", "bytes/s", value / 1e9),
+        (f"{value:g} Gbit/s", "Gbit/s", value / 8),
+        (f"{value:g} MB/s", "MB/s", value / 1e3),
+    ]
+    for written, unit, gbytes in guesses:
+        if 0.1 <= gbytes <= ceiling:
+            return (
+                f"{why}; did you write {unit}? the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw): "
+                f"{written} is {gbytes:g}"
+            )
+    return f"{why}; the value is in GB/s (1e9 bytes/s, as nccl-tests reports busbw)"

@@ -1,0 +1,143 @@
+"""Rules on images: the build folder exists, the image runs on its job's GPUs, an MPI image names its Open MPI."""
+
+from components.catalog import (
+    InstanceType,
+)
+from components.catalog.charts import base_image
+from components.catalog.gpus import GpuSupport, compute_capability, runs_on
+from components.catalog.sources import SOURCES
+from stacks.bundle import SHIPPED
+from stacks.config.errors import key
+from stacks.config.jobs import (
+    ImageConfig,
+)
+from stacks.config.nodegroups import NodeGroupConfig
+from stacks.config.rules.sections import Sections, image_dockerfile
+
+
+def check_images(s: Sections, problems: list[str]) -> None:
+    """Each built image's folder exists (in the project, or shipped) and holds its Dockerfile."""
+    for name, image in s.images.items():
+        if image.context is None:
+            continue
+        folder = s.image_folders.get(name, s.project_dir / image.context)
+        if not (folder / image.dockerfile).is_file():
+            problems.append(
+                f"{key(f'images.{name}.context')}: {image.context}/{image.dockerfile} does not exist in the project "
+                f"folder {s.project_dir}; give a folder of your Pulumi project that holds the Dockerfile (or one this "
+                f"package ships: {', '.join(SHIPPED)})"
+            )
+
+
+def _supported_alternative(s: Sections, facts: InstanceType, support: GpuSupport) -> str:
+    """The cheapest catalogued instance type with as many GPUs as ``facts`` whose GPU ``support`` covers (what to
+    run on instead), or an empty string when the catalog has none with a price."""
+    fits = [
+        t
+        for t in s.catalog.instance_types.values()
+        if t.gpus == facts.gpus
+        and t.price_per_hour is not None
+        and (cc := compute_capability(t.gpu_model)) is not None
+        and support.supports(cc)
+    ]
+    if not fits:
+        return ""
+    best = min(fits, key=lambda t: (t.price_per_hour or 0.0, t.name))
+    cc = compute_capability(best.gpu_model)
+    assert cc is not None
+    return (
+        f", such as {best.name} ({best.gpus} x {best.gpu_model}, compute capability {cc[0]}.{cc[1]}, "
+        f"${best.price_per_hour}/h On-Demand in us-east-1)"
+    )
+
+
+def check_image_gpus(
+    s: Sections,
+    path: str,
+    job_name: str,
+    image_name: str,
+    image: ImageConfig,
+    group_name: str,
+    g: NodeGroupConfig,
+    problems: list[str],
+) -> None:
+    """An image runs on the GPU of every instance type of the group its job runs on (the GPU's compute
+    capability from the catalog): its final base (a prebuilt image is its own), when the catalog knows which GPUs the
+    GPU code that base ships supports (``BaseImage.gpus``, as its publisher states it), supports that GPU; and every
+    CUDA compilation of the image has a kernel for it (the CUDA compatibility rules of :mod:`components.catalog.gpus`).
+    Otherwise the job fails on the node: "no kernel image is available for execution on the device", or the framework
+    refusing or ignoring the GPU."""
+    dockerfile = image_dockerfile(s, image_name, image)
+    if dockerfile is not None:
+        compilations = [targets for _, targets in dockerfile.cuda_compilations() if targets]
+        ref = dockerfile.final_base()
+        where = f"{image.context}/{image.dockerfile}"
+        built_on = f"built on {ref} ({where})"
+        instead = "build the image on a base"
+    elif image.prebuilt is not None:  # a prebuilt image is its own base: the publisher's statement applies to it
+        compilations, ref = [], image.prebuilt
+        where = built_on = f"the prebuilt {ref}"
+        instead = "use an image"
+    else:
+        return
+    base = base_image(ref) if ref else None
+    support = base.gpus if base is not None else None
+    if not compilations and support is None:
+        return
+    for t in g.instance_types:
+        facts = s.catalog.get(t)
+        if facts is None or not facts.is_gpu:
+            continue
+        cc = compute_capability(facts.gpu_model)
+        if cc is None:
+            what = f"compiles CUDA code ({where})" if compilations else f"is {built_on}"
+            problems.append(
+                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, which {what}, on {t} in node group "
+                f"{group_name}, whose GPU {facts.gpu_model!r} has no compute capability in the catalog "
+                "(components/catalog/gpus.py), so whether the image runs on it is unknown; run the job on a group of "
+                "catalogued GPUs"
+            )
+            continue
+        if support is not None and not support.supports(cc):
+            problems.append(
+                f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, {built_on}, whose "
+                f"publisher supports GPUs of {support} ({SOURCES[support.source].url}), not the {facts.gpu_model} GPU "
+                f"(compute capability {cc[0]}.{cc[1]}) of {t} in node group {group_name}; run the job on a group whose "
+                f"GPUs the base supports{_supported_alternative(s, facts, support)}, or {instead} "
+                f"that supports the {facts.gpu_model}"
+            )
+            continue
+        for targets in compilations:
+            if not runs_on(targets, cc):
+                arch = f"{cc[0]}{cc[1]}"
+                problems.append(
+                    f"{key(f'{path}.image')}: job {job_name} runs image {image_name!r}, whose CUDA code ({where}: "
+                    f"{' '.join(sorted(map(str, targets)))}) has no kernel for the {facts.gpu_model} GPU (compute "
+                    f"capability {cc[0]}.{cc[1]}) of {t} in node group {group_name}; add "
+                    f"-gencode=arch=compute_{arch},code=sm_{arch} to the image's NVCC_GENCODE, or run the job on a "
+                    "group whose GPUs the image covers"
+                )
+                break
+
+
+def check_mpi_image(
+    s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, problems: list[str]
+) -> None:
+    """An MPI job's image says where its Open MPI is: the launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI
+    start ``<prefix>/bin/orted`` on the workers with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives
+    the workers' sessions neither the image's PATH nor its LD_LIBRARY_PATH."""
+    if image.mpi_prefix is not None:
+        return
+    dockerfile = image_dockerfile(s, image_name, image)
+    if dockerfile is not None and dockerfile.mpi_prefix():
+        return
+    where = (
+        f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX"
+        if image.context
+        else "it is prebuilt"
+    )
+    problems.append(
+        f"{key(f'images.{image_name}.mpiPrefix')}: MPI job {job_name} ({key(path)}) runs image {image_name!r}, and "
+        f"{where}; set mpiPrefix to the folder of the image's Open MPI (where bin/mpirun and bin/orted are, e.g. "
+        "/opt/amazon/openmpi), so the workers' orted is found over ssh"
+    )

@@ -1,0 +1,183 @@
+"""Rules on jobs against node groups, images, datasets, their code folder and each other."""
+
+import difflib
+import posixpath
+from typing import Optional
+
+from components.job_code import DEFAULT_CODE_IGNORES, collect_code
+from components.scheduling import SYSTEM_ROLE
+from stacks.config.errors import key
+from stacks.config.jobs import (
+    TOOLBOX_IMAGE,
+    JobConfig,
+)
+from stacks.config.rules.health import check_health
+from stacks.config.rules.images import check_image_gpus, check_mpi_image
+from stacks.config.rules.sections import (
+    Sections,
+    image_dockerfile,
+    job_path,
+    named,
+)
+from stacks.config.torch_builds import torch_build_problems
+from stacks.kinds import KINDS
+
+
+def check_jobs(s: Sections, problems: list[str]) -> None:
+    """Jobs against node groups, images, datasets and each other (the jobs already carry the defaults that depend on
+    their group: :func:`~stacks.config.jobs.with_group_defaults`)."""
+    if "jobs" in s.set_keys and not s.job_names and "jobs" not in s.failed:
+        problems.append(f"{key('jobs')}: define at least one job, or remove the key")
+    for name, job in s.jobs.items():
+        path = job_path(s, name)
+        group_name = job.node_group
+        if group_name is None:
+            if "nodeGroups" in s.failed:  # not a mapping: reported there, the groups are unknown
+                continue
+            problems.append(
+                f"{key(f'{path}.nodeGroup')}: required when there is not exactly one worker group; name one of "
+                f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
+                + (f" (or system, for a {job.kind} job)" if KINDS[job.kind].on_system_group else "")
+            )
+        elif group_name == SYSTEM_ROLE:
+            if not KINDS[job.kind].on_system_group:
+                light = " or ".join(k.name for k in KINDS.values() if k.on_system_group)
+                problems.append(
+                    f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light {light} jobs only; "
+                    f"run {job.kind} jobs on a worker group"
+                )
+            elif job.nodes > s.system.max_size and "systemNodeGroup" not in s.failed:
+                default = "" if "max_size" in s.system.model_fields_set else ", the default"
+                problems.append(
+                    f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
+                    f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes"
+                )
+        elif group_name not in s.group_names:
+            if "nodeGroups" not in s.failed:
+                problems.append(
+                    f"{key(f'{path}.nodeGroup')}: {group_name!r} is not a worker group; use one of "
+                    f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
+                )
+        elif (g := s.groups.get(group_name)) is not None:
+            top = job.node_range[1]
+            if job.nodes > g.max_size:
+                problems.append(
+                    f"{key(f'{path}.nodes')}: {job.nodes} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): "
+                    "one pod runs per node; raise maxSize or lower nodes"
+                )
+            elif top > g.max_size:
+                problems.append(
+                    f"{key(f'{path}.maxNodes')}: {top} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}); "
+                    "lower maxNodes or raise maxSize"
+                )
+            facts = s.catalog.get(g.instance_types[0])
+            if facts is not None and job.processes_per_node is not None:
+                limit, what = (facts.gpus, "GPUs") if facts.is_gpu else (facts.vcpus, "vCPUs")
+                if job.processes_per_node > limit:
+                    problems.append(
+                        f"{key(f'{path}.processesPerNode')}: {job.processes_per_node} > the {limit} {what} of "
+                        f"{facts.name}; run at most one process per {what[:-1]}"
+                    )
+            check_health(s, path, job, [f for t in g.instance_types if (f := s.catalog.get(t)) is not None], problems)
+        if job.image not in s.images and not named(s, "images", job.image):
+            problems.append(
+                f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
+                f"(or define it under {key('images')})"
+            )
+        elif job.image in s.images:
+            image = s.images[job.image]
+            if group_name is not None and (g := s.groups.get(group_name)) is not None:
+                check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
+                # the image's torch build, and the bundled image's for the health check, on the group's GPUs
+                checked = {job.image: f"{path}.image"}
+                if job.health_check is not None and job.health_check.enabled and TOOLBOX_IMAGE in s.images:
+                    checked.setdefault(TOOLBOX_IMAGE, f"{path}.healthCheck")
+                for image_name, at in checked.items():
+                    dockerfile = image_dockerfile(s, image_name, s.images[image_name])
+                    problems.extend(torch_build_problems(s.catalog, at, name, image_name, dockerfile, group_name, g))
+            if KINDS[job.kind].needs_mpi_prefix:
+                check_mpi_image(s, path, name, job.image, image, problems)
+        check_code(s, path, job, problems)
+        if job.dataset is not None and job.dataset not in s.datasets and not named(s, "datasets", job.dataset):
+            problems.append(
+                f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
+                f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}"
+            )
+        for i, other in enumerate(job.after):
+            if other == name:
+                problems.append(f"{key(f'{path}.after[{i}]')}: a job cannot wait for itself")
+            elif other not in s.job_names:
+                others = sorted(n for n in s.job_names if n != name)
+                problems.append(
+                    f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; "
+                    + (
+                        f"use one of {', '.join(others)}"
+                        if others
+                        else f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"
+                    )
+                )
+    cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
+    if cycle:
+        problems.append(
+            f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
+            "remove one of these after entries"
+        )
+
+
+def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
+    """A job's ``code`` folder (uploaded by the program) exists in the project and holds a file to upload."""
+    if job.code_folder is None:
+        return
+    folder = s.project_dir / job.code_folder
+    fix = (
+        f"give a folder of your Pulumi project (relative to {s.project_dir}, the folder of its Pulumi.yaml) that "
+        "holds the job's program, or an s3://bucket/prefix/ you uploaded it to"
+    )
+    if not folder.is_dir():
+        problems.append(
+            f"{key(f'{path}.code')}: the folder {job.code_folder} does not exist in the project folder "
+            f"{s.project_dir}; {fix}"
+        )
+    elif not (entries := collect_code(str(folder))):
+        problems.append(
+            f"{key(f'{path}.code')}: the folder {job.code_folder} holds no file to upload (left out: "
+            f"{', '.join(DEFAULT_CODE_IGNORES)} and its .dockerignore's patterns); {fix}"
+        )
+    elif job.script and not job.script.startswith("/"):
+        # the job runs in /workspace, the folder's upload: a relative script is one of its files, or torchrun fails
+        # on the cluster after the stack is paid for
+        script = posixpath.normpath(job.script)
+        files = sorted(e.path for e in entries)
+        if script not in files:
+            near = difflib.get_close_matches(script, files, n=1, cutoff=0.6) or [
+                f for f in files if posixpath.basename(f) == posixpath.basename(script)
+            ]
+            hint = f"did you mean {near[0]}? " if near else ""
+            shown = ", ".join(files[:8]) + (f", ... ({len(files)} files)" if len(files) > 8 else "")
+            problems.append(
+                f"{key(f'{path}.script')}: {job.script!r} is not a file of the job's code folder {job.code_folder} "
+                f"(uploaded: {shown}); {hint}give its path relative to that folder, or an absolute path in the image"
+            )
+
+
+def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
+    """A cycle of ``after`` references (as a path ``a -> b -> a``), or ``None``."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(n: str) -> Optional[list[str]]:
+        state[n] = 1
+        path.append(n)
+        for m in jobs.get(n, []):
+            if state.get(m) == 1:
+                return path[path.index(m) :] + [m]
+            if m in jobs and state.get(m) is None and (found := visit(m)):
+                return found
+        state[n] = 2
+        path.pop()
+        return None
+
+    for n in sorted(jobs):
+        if state.get(n) is None and (found := visit(n)):
+            return found
+    return None

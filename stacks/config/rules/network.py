@@ -1,0 +1,64 @@
+"""Rules on the cluster's name, the VPC and the way zones and entries are written."""
+
+import ipaddress
+
+from stacks.config.base import NAME_RE, ZONE_ID_RE, entry_name_problem
+from stacks.config.errors import key
+from stacks.config.rules.sections import CLUSTER_NAME_MAX, Sections
+
+
+def check_cluster_name(s: Sections, problems: list[str]) -> None:
+    """The cluster name prefixes AWS names."""
+    if not NAME_RE.match(s.cluster_name) or len(s.cluster_name) > CLUSTER_NAME_MAX:
+        problems.append(
+            f"{key('clusterName')}: {s.cluster_name!r} must be 1-{CLUSTER_NAME_MAX} lowercase letters, digits and '-' "
+            "(it prefixes IAM role names, which are limited to 64 characters)"
+        )
+
+
+def check_network(s: Sections, problems: list[str]) -> None:
+    """A new VPC or an existing one, not both; the service range outside the VPC."""
+    if "network" in s.set_keys and "existingVpc" in s.set_keys:
+        problems.append(
+            f"{key('network')} and {key('existingVpc')} are both set; keep {key('existingVpc')} to deploy into "
+            f"an existing VPC, or {key('network')} to create one"
+        )
+    if s.cluster.service_cidr and s.network is not None:
+        svc, vpc = ipaddress.IPv4Network(s.cluster.service_cidr), ipaddress.IPv4Network(s.network.vpc_cidr)
+        if svc.overlaps(vpc):
+            problems.append(
+                f"{key('cluster.serviceCidr')}: {svc} overlaps {key('network.vpcCidr')} {vpc}; pick a service range "
+                "outside the VPC, e.g. 172.20.0.0/16"
+            )
+
+
+def check_zone_forms(s: Sections, problems: list[str]) -> None:
+    """Zones are written one way in a stack, all names or all zone IDs: which name is which ID is only known in
+    the account, so rules comparing zones offline (a group in the VPC's zones, FSx beside its readers) need one form."""
+    refs: list[tuple[str, str]] = []
+    if s.network is not None:
+        refs += [(f"network.availabilityZones[{i}]", z) for i, z in enumerate(s.network.availability_zones or [])]
+    refs += [
+        (f"nodeGroups.{n}.availabilityZone", g.availability_zone) for n, g in s.groups.items() if g.availability_zone
+    ]
+    if s.storage.backend == "fsx" and s.storage.fsx_settings.availability_zone:
+        refs.append(("storage.fsx.availabilityZone", s.storage.fsx_settings.availability_zone))
+    ids = [(path, z) for path, z in refs if ZONE_ID_RE.match(z)]
+    names = [(path, z) for path, z in refs if not ZONE_ID_RE.match(z)]
+    if ids and names:
+        path, z = names[0]
+        id_path, id_z = ids[0]
+        problems.append(
+            f"{key(path)}: {z} is a zone name while {key(id_path)} is a zone ID ({id_z}); write every zone of the "
+            "stack the same way, all names or all IDs"
+        )
+
+
+def check_entry_names(s: Sections, problems: list[str]) -> None:
+    """Names of node groups, jobs, images and datasets: DNS labels within :data:`ENTRY_NAME_MAX` (jobs start with a
+    letter: :data:`~stacks.config.base.JOB_NAME_RE`)."""
+    for section, names in s.entry_names.items():
+        for name in names:
+            why = entry_name_problem(section, name, "it")
+            if why is not None:
+                problems.append(f"{key(f'{section}.{name}')}: {why}")
