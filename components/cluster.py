@@ -162,6 +162,41 @@ class TrainingClusterArgs(TypedDict):
     """AWS tags for every resource."""
 
 
+def _managed(partition: pulumi.Output[str], policy: str) -> pulumi.Output[str]:
+    return partition.apply(lambda p: managed_policy_arn(p, policy))
+
+
+def access_entries(args: TrainingClusterArgs, partition: pulumi.Output[str]) -> dict[str, eks.AccessEntryArgsDict]:
+    """EKS access entries: cluster administrators (``admin_role_arns``), and each namespace member with
+    AmazonEKSAdminPolicy scoped to its namespace: Kubernetes' admin ClusterRole there (workloads, services, network
+    policies, roles and bindings), nothing cluster-wide
+    (https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html)."""
+    entries: dict[str, eks.AccessEntryArgsDict] = {
+        f"admin-{i}": {
+            "principal_arn": arn,
+            "access_policies": {
+                "cluster-admin": {
+                    "policy_arn": partition.apply(lambda p: eks_access_policy_arn(p, CLUSTER_ADMIN_POLICY)),
+                    "access_scope": {"type": "cluster"},
+                }
+            },
+        }
+        for i, arn in enumerate(args.get("admin_role_arns") or [])
+    }
+    for i, member in enumerate(args.get("namespace_members") or []):
+        entries[f"member-{i}"] = {
+            "principal_arn": member["principal_arn"],
+            "kubernetes_groups": [member["kubernetes_group"]],
+            "access_policies": {
+                "namespace-admin": {
+                    "policy_arn": partition.apply(lambda p: eks_access_policy_arn(p, NAMESPACE_ADMIN_POLICY)),
+                    "access_scope": {"type": "namespace", "namespaces": [member["namespace"]]},
+                }
+            },
+        }
+    return entries
+
+
 class TrainingCluster(pulumi.ComponentResource):
     """KMS key for secrets, node IAM role, EKS cluster, managed core add-ons and the system node group."""
 
@@ -197,172 +232,27 @@ class TrainingCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingClusterArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingCluster", name, None, opts)
-        cluster_name = args["cluster_name"]
-        version = args["kubernetes_version"]
-        tags = dict(args.get("tags") or {})
-        pins = dict(args.get("addon_versions") or {})
-        child = pulumi.ResourceOptions(parent=self)
-        public = bool(args.get("endpoint_public_access", True))
-
         partition = current_partition(self)
-        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        key_policy = pulumi.Output.all(partition, caller.account_id).apply(
-            lambda v: account_admin_key_policy(str(v[0]), str(v[1]))
-        )
-        kms_key = aws.kms.Key(
-            f"{name}-secrets-key",
-            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
-            enable_key_rotation=True,
-            deletion_window_in_days=7,
-            policy=key_policy,
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=bool(args.get("keep_secrets_key", False))),
-        )
-        aws.kms.Alias(
-            f"{name}-secrets-key-alias",
-            name=f"alias/{cluster_name}-eks-secrets",
-            target_key_id=kms_key.key_id,
-            opts=child,
-        )
-
-        node_role = aws.iam.Role(
-            f"{name}-node-role",
-            name=fit_name(f"{cluster_name}-node", name_limit("aws:iam/role:Role", "name")),
-            description=f"EKS managed nodes of {cluster_name}",
-            assume_role_policy=service_trust_policy("ec2.amazonaws.com"),
-            tags=tags,
-            opts=child,
-        )
-
-        def managed(policy: str) -> pulumi.Output[str]:
-            return partition.apply(lambda p: managed_policy_arn(p, policy))
-
-        attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-node-{role}", role=node_role.name, policy_arn=managed(policy), opts=child
-            )
-            for role, policy in NODE_ROLE_POLICIES.items()
-        ]
-        # The ARN resolves only after every policy is attached, so node groups wait for them
-        # (and are deleted before them, which EKS needs to clean up instances and ENIs).
-        node_role_arn = pulumi.Output.all(node_role.arn, *[a.id for a in attachments]).apply(lambda v: str(v[0]))
-
-        access_entries: dict[str, eks.AccessEntryArgsDict] = {
-            f"admin-{i}": {
-                "principal_arn": arn,
-                "access_policies": {
-                    "cluster-admin": {
-                        "policy_arn": partition.apply(lambda p: eks_access_policy_arn(p, CLUSTER_ADMIN_POLICY)),
-                        "access_scope": {"type": "cluster"},
-                    }
-                },
-            }
-            for i, arn in enumerate(args.get("admin_role_arns") or [])
-        }
-        for i, member in enumerate(args.get("namespace_members") or []):
-            # AmazonEKSAdminPolicy scoped to a namespace: Kubernetes' admin ClusterRole there (workloads, services,
-            # network policies, roles and bindings), nothing cluster-wide
-            # (https://docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html)
-            access_entries[f"member-{i}"] = {
-                "principal_arn": member["principal_arn"],
-                "kubernetes_groups": [member["kubernetes_group"]],
-                "access_policies": {
-                    "namespace-admin": {
-                        "policy_arn": partition.apply(lambda p: eks_access_policy_arn(p, NAMESPACE_ADMIN_POLICY)),
-                        "access_scope": {"type": "namespace", "namespaces": [member["namespace"]]},
-                    }
-                },
-            }
-        log_types = list(args.get("log_types") or ["api", "audit", "authenticator"])
+        kms_key = self._secrets_key(name, args, partition)
+        node_role_arn = self._node_role(name, args, partition)
         log_group = aws.cloudwatch.LogGroup(
             f"{name}-control-plane-logs",
-            name=control_plane_log_group_name(cluster_name),
+            name=control_plane_log_group_name(args["cluster_name"]),
             retention_in_days=int(args.get("log_retention_days", 30)),
-            tags=tags,
-            opts=child,
+            tags=dict(args.get("tags") or {}),
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        self.cluster = eks.Cluster(
-            f"{name}-eks",
-            name=cluster_name,
-            version=version,
-            vpc_id=args["vpc_id"],
-            private_subnet_ids=args["private_subnet_ids"],
-            public_subnet_ids=args.get("public_subnet_ids"),
-            node_associate_public_ip_address=False,
-            endpoint_private_access=True,
-            endpoint_public_access=public,
-            # pulumi-eks refuses publicAccessCidrs with a private-only endpoint
-            public_access_cidrs=list(args.get("public_access_cidrs") or ["0.0.0.0/0"]) if public else None,
-            upgrade_policy={"support_type": args.get("support_type", "STANDARD")},
-            authentication_mode=eks.AuthenticationMode.API,
-            access_entries=access_entries,
-            enabled_cluster_log_types=log_types,
-            encryption_config_key_arn=kms_key.arn,
-            skip_default_node_group=True,
-            skip_default_security_groups=True,
-            bootstrap_self_managed_addons=False,
-            use_default_vpc_cni=True,
-            kube_proxy_addon_options={"enabled": False},
-            coredns_addon_options={"enabled": False},
-            create_oidc_provider=bool(args.get("create_oidc_provider", False)),
-            kubernetes_service_ip_address_range=args.get("service_cidr"),
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group]),
-        )
+        self.cluster = self._eks_cluster(name, args, partition, kms_key, log_group)
         # An output of the remote component resolves only after all of its children exist.
+        cluster_name = args["cluster_name"]
         eks_name = self.cluster.cluster_security_group_id.apply(lambda _: cluster_name)
-
-        def addon(addon_name: str, depends: Sequence[pulumi.Resource]) -> aws.eks.Addon:
-            config = ADDON_CONFIGURATION.get(addon_name)
-            settings = configuration_settings(addon_name, config) if config else set()
-            version_out = addon_version(self, addon_name, version, pins.get(addon_name), settings)
-            return aws.eks.Addon(
-                f"{name}-addon-{addon_name}",
-                cluster_name=eks_name,
-                addon_name=addon_name,
-                addon_version=version_out,
-                configuration_values=json.dumps(dict(config), sort_keys=True) if config else None,
-                resolve_conflicts_on_create="OVERWRITE",
-                resolve_conflicts_on_update="PRESERVE",
-                tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
-            )
-
-        node_addons = [addon(n, []) for n in NODE_ADDONS]
-        pod_identity_agent = addon(POD_IDENTITY_AGENT_ADDON, [])
+        node_addons = [self._addon(name, args, eks_name, n, []) for n in NODE_ADDONS]
+        pod_identity_agent = self._addon(name, args, eks_name, POD_IDENTITY_AGENT_ADDON, [])
         # The public cluster name resolves once nodes can become Ready (the CNI and kube-proxy are in place): node
         # groups built from it, here or in other components, wait for them and nothing else.
         self.cluster_name = pulumi.Output.all(eks_name, *[a.arn for a in node_addons]).apply(lambda v: str(v[0]))
-
-        spec = args["system_node_group"]
-        system_args: TrainingNodeGroupArgs = {
-            "cluster_name": self.cluster_name,
-            "node_role_arn": node_role_arn,
-            "subnet_ids": args["private_subnet_ids"],
-            "instance_types": [spec["instance_type"]],
-            "role": SYSTEM_ROLE,
-            "gpus_per_node": 0,
-            "min_size": spec["min_size"],
-            "desired_size": spec["desired_size"],
-            "max_size": spec["max_size"],
-            "capacity_type": "ON_DEMAND",
-            "disk_size_gib": spec.get("disk_size_gib", SYSTEM_DISK_SIZE_GIB),
-            "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
-            "host_setup": list(spec.get("host_setup") or ()),
-            # the control plane's minor: the group follows the cluster (after the add-ons nodes need, by cluster_name)
-            "kubernetes_version": version,
-            "keep_release_version": bool(spec.get("keep_release_version", False)),
-            "tags": tags,
-        }
-        if "release_version" in spec:
-            system_args["release_version"] = spec["release_version"]
-        system = TrainingNodeGroup(
-            f"{name}-system",
-            system_args,
-            # the node group waits for the add-ons through cluster_name: its launch template need not
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        late = [addon(n, [system]) for n in LATE_ADDONS]
+        system = self._system_group(name, args, node_role_arn)
+        late = [self._addon(name, args, eks_name, n, [system]) for n in LATE_ADDONS]
 
         # Kubernetes objects are created through a provider built from this kubeconfig: it resolves once the system
         # nodes (where the controllers of Helm releases run: an atomic release would otherwise time out) and the Pod
@@ -396,3 +286,145 @@ class TrainingCluster(pulumi.ComponentResource):
                 "log_group_name": self.log_group_name,
             }
         )
+
+    def _secrets_key(self, name: str, args: TrainingClusterArgs, partition: pulumi.Output[str]) -> aws.kms.Key:
+        """The KMS key (rotated, administered by the account) that encrypts the cluster's secrets, and its alias."""
+        cluster_name = args["cluster_name"]
+        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        key_policy = pulumi.Output.all(partition, caller.account_id).apply(
+            lambda v: account_admin_key_policy(str(v[0]), str(v[1]))
+        )
+        kms_key = aws.kms.Key(
+            f"{name}-secrets-key",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=7,
+            policy=key_policy,
+            tags=dict(args.get("tags") or {}),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=bool(args.get("keep_secrets_key", False))),
+        )
+        aws.kms.Alias(
+            f"{name}-secrets-key-alias",
+            name=f"alias/{cluster_name}-eks-secrets",
+            target_key_id=kms_key.key_id,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return kms_key
+
+    def _node_role(self, name: str, args: TrainingClusterArgs, partition: pulumi.Output[str]) -> pulumi.Output[str]:
+        """The nodes' IAM role with its managed policies; its ARN resolves only after every policy is attached."""
+        cluster_name = args["cluster_name"]
+        child = pulumi.ResourceOptions(parent=self)
+        node_role = aws.iam.Role(
+            f"{name}-node-role",
+            name=fit_name(f"{cluster_name}-node", name_limit("aws:iam/role:Role", "name")),
+            description=f"EKS managed nodes of {cluster_name}",
+            assume_role_policy=service_trust_policy("ec2.amazonaws.com"),
+            tags=dict(args.get("tags") or {}),
+            opts=child,
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{role}",
+                role=node_role.name,
+                policy_arn=_managed(partition, policy),
+                opts=child,
+            )
+            for role, policy in NODE_ROLE_POLICIES.items()
+        ]
+        # Node groups wait for the attachments (and are deleted before them, which EKS needs to clean up instances
+        # and ENIs).
+        return pulumi.Output.all(node_role.arn, *[a.id for a in attachments]).apply(lambda v: str(v[0]))
+
+    def _eks_cluster(
+        self,
+        name: str,
+        args: TrainingClusterArgs,
+        partition: pulumi.Output[str],
+        kms_key: aws.kms.Key,
+        log_group: aws.cloudwatch.LogGroup,
+    ) -> eks.Cluster:
+        """The EKS cluster: private nodes, access entries only, secrets encrypted, its control-plane logs kept in
+        ``log_group``, no default node group or add-ons (this component makes them)."""
+        public = bool(args.get("endpoint_public_access", True))
+        return eks.Cluster(
+            f"{name}-eks",
+            name=args["cluster_name"],
+            version=args["kubernetes_version"],
+            vpc_id=args["vpc_id"],
+            private_subnet_ids=args["private_subnet_ids"],
+            public_subnet_ids=args.get("public_subnet_ids"),
+            node_associate_public_ip_address=False,
+            endpoint_private_access=True,
+            endpoint_public_access=public,
+            # pulumi-eks refuses publicAccessCidrs with a private-only endpoint
+            public_access_cidrs=list(args.get("public_access_cidrs") or ["0.0.0.0/0"]) if public else None,
+            upgrade_policy={"support_type": args.get("support_type", "STANDARD")},
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries(args, partition),
+            enabled_cluster_log_types=list(args.get("log_types") or ["api", "audit", "authenticator"]),
+            encryption_config_key_arn=kms_key.arn,
+            skip_default_node_group=True,
+            skip_default_security_groups=True,
+            bootstrap_self_managed_addons=False,
+            use_default_vpc_cni=True,
+            kube_proxy_addon_options={"enabled": False},
+            coredns_addon_options={"enabled": False},
+            create_oidc_provider=bool(args.get("create_oidc_provider", False)),
+            kubernetes_service_ip_address_range=args.get("service_cidr"),
+            tags=dict(args.get("tags") or {}),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[log_group]),
+        )
+
+    def _addon(
+        self,
+        name: str,
+        args: TrainingClusterArgs,
+        eks_name: pulumi.Output[str],
+        addon_name: str,
+        depends: Sequence[pulumi.Resource],
+    ) -> aws.eks.Addon:
+        """One managed add-on at the version pinned for it (``addon_versions``) or EKS's default for the minor."""
+        config = ADDON_CONFIGURATION.get(addon_name)
+        settings = configuration_settings(addon_name, config) if config else set()
+        pin = dict(args.get("addon_versions") or {}).get(addon_name)
+        version_out = addon_version(self, addon_name, args["kubernetes_version"], pin, settings)
+        return aws.eks.Addon(
+            f"{name}-addon-{addon_name}",
+            cluster_name=eks_name,
+            addon_name=addon_name,
+            addon_version=version_out,
+            configuration_values=json.dumps(dict(config), sort_keys=True) if config else None,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            tags=dict(args.get("tags") or {}),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
+        )
+
+    def _system_group(
+        self, name: str, args: TrainingClusterArgs, node_role_arn: pulumi.Output[str]
+    ) -> TrainingNodeGroup:
+        """The system node group, at the control plane's minor (it waits for the add-ons nodes need through
+        ``cluster_name``)."""
+        spec = args["system_node_group"]
+        system_args: TrainingNodeGroupArgs = {
+            "cluster_name": self.cluster_name,
+            "node_role_arn": node_role_arn,
+            "subnet_ids": args["private_subnet_ids"],
+            "instance_types": [spec["instance_type"]],
+            "role": SYSTEM_ROLE,
+            "gpus_per_node": 0,
+            "min_size": spec["min_size"],
+            "desired_size": spec["desired_size"],
+            "max_size": spec["max_size"],
+            "capacity_type": "ON_DEMAND",
+            "disk_size_gib": spec.get("disk_size_gib", SYSTEM_DISK_SIZE_GIB),
+            "ignore_desired_size_changes": bool(spec.get("autoscaled", False)),
+            "host_setup": list(spec.get("host_setup") or ()),
+            "kubernetes_version": args["kubernetes_version"],
+            "keep_release_version": bool(spec.get("keep_release_version", False)),
+            "tags": dict(args.get("tags") or {}),
+        }
+        if "release_version" in spec:
+            system_args["release_version"] = spec["release_version"]
+        return TrainingNodeGroup(f"{name}-system", system_args, opts=pulumi.ResourceOptions(parent=self))

@@ -32,6 +32,7 @@ Labels, taints, the AMI type, the interfaces and the autoscaler tags come from t
 """
 
 import base64
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal, Optional, Sequence, TypedDict, get_args
 
@@ -260,6 +261,73 @@ def update_timeout_minutes(max_size: int) -> int:
     return max(int(PROVIDER_NODE_GROUP_WAIT.minutes), int((max_size + 1) * NODE_ROLL.minutes))
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What a group's arguments decide before any resource exists (validated: a bad argument fails here)."""
+
+    instance_types: list[str]
+    gpus: int
+    efa: bool
+    efa_count: int
+    capacity_type: str
+    reservation: Optional[str]
+    tags: dict[str, str]
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    user_data: Optional[str]
+
+
+def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
+    instance_types = list(args["instance_types"])
+    facts = INSTANCE_TYPES.get(instance_types[0])
+    gpus = args.get("gpus_per_node")
+    if gpus is None:
+        if facts is None:
+            raise ValueError(
+                f"{name}: instance type {instance_types[0]!r} is not in the catalog; pass gpus_per_node explicitly"
+            )
+        gpus = facts.gpus
+    efa = bool(args.get("efa", False))
+    efa_count = 0
+    if efa:
+        given = args.get("efa_interfaces")
+        if given is None:
+            if facts is None:
+                raise ValueError(
+                    f"{name}: efa=True needs efa_interfaces (type {instance_types[0]!r} is not in the catalog)"
+                )
+            given = efa_profile(facts).interfaces
+        efa_count = int(given)
+        if efa_count < 1:
+            raise ValueError(f"{name}: efa=True needs efa_interfaces >= 1")
+        if args.get("cluster_security_group_id") is None or args.get("vpc_id") is None:
+            raise ValueError(f"{name}: efa=True needs cluster_security_group_id and vpc_id")
+    capacity_type = args.get("capacity_type", "ON_DEMAND")
+    if capacity_type not in CAPACITY_TYPES:
+        raise ValueError(f"{name}: capacity_type must be one of {', '.join(CAPACITY_TYPES)}, got {capacity_type!r}")
+    reservation = args.get("capacity_reservation_id")
+    if capacity_type == "CAPACITY_BLOCK" and not reservation:
+        raise ValueError(f"{name}: CAPACITY_BLOCK needs capacity_reservation_id")
+    if capacity_type == "SPOT" and reservation:
+        raise ValueError(f"{name}: a capacity reservation cannot be used with SPOT")
+    unknown = [n for n in args.get("host_setup") or () if n not in HOST_REQUIREMENTS_BY_NAME]
+    if unknown:
+        raise ValueError(f"{name}: unknown host setup {unknown}; known: {sorted(HOST_REQUIREMENTS_BY_NAME)}")
+    labels, taints = _scheduling(name, args, gpus, efa, facts)
+    return _Shape(
+        instance_types=instance_types,
+        gpus=int(gpus),
+        efa=efa,
+        efa_count=efa_count,
+        capacity_type=capacity_type,
+        reservation=reservation,
+        tags=dict(args.get("tags") or {}),
+        labels=labels,
+        taints=taints,
+        user_data=host_setup_user_data([HOST_REQUIREMENTS_BY_NAME[n] for n in args.get("host_setup") or ()]),
+    )
+
+
 class TrainingNodeGroup(pulumi.ComponentResource):
     """A launch template (IMDSv2, encrypted root volume) and an EKS managed node group."""
 
@@ -289,100 +357,118 @@ class TrainingNodeGroup(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingNodeGroupArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingNodeGroup", name, None, opts)
-        instance_types = list(args["instance_types"])
-        facts = INSTANCE_TYPES.get(instance_types[0])
-        gpus = args.get("gpus_per_node")
-        if gpus is None:
-            if facts is None:
-                raise ValueError(
-                    f"{name}: instance type {instance_types[0]!r} is not in the catalog; pass gpus_per_node explicitly"
-                )
-            gpus = facts.gpus
-        efa = bool(args.get("efa", False))
-        efa_count = 0
-        if efa:
-            given = args.get("efa_interfaces")
-            if given is None:
-                if facts is None:
-                    raise ValueError(
-                        f"{name}: efa=True needs efa_interfaces (type {instance_types[0]!r} is not in the catalog)"
-                    )
-                given = efa_profile(facts).interfaces
-            efa_count = int(given)
-            if efa_count < 1:
-                raise ValueError(f"{name}: efa=True needs efa_interfaces >= 1")
-            if args.get("cluster_security_group_id") is None or args.get("vpc_id") is None:
-                raise ValueError(f"{name}: efa=True needs cluster_security_group_id and vpc_id")
-        capacity_type = args.get("capacity_type", "ON_DEMAND")
-        if capacity_type not in CAPACITY_TYPES:
-            raise ValueError(f"{name}: capacity_type must be one of {', '.join(CAPACITY_TYPES)}, got {capacity_type!r}")
-        reservation = args.get("capacity_reservation_id")
-        if capacity_type == "CAPACITY_BLOCK" and not reservation:
-            raise ValueError(f"{name}: CAPACITY_BLOCK needs capacity_reservation_id")
-        if capacity_type == "SPOT" and reservation:
-            raise ValueError(f"{name}: a capacity reservation cannot be used with SPOT")
-        tags = dict(args.get("tags") or {})
-        labels, taints = _scheduling(name, args, gpus, efa, facts)
+        shape = _shape(name, args)
+        efa_sg, placement, interfaces = self._efa_network(name, args, shape)
+        launch_template = self._launch_template(name, args, shape, interfaces, placement)
+        block_start, empty = self._capacity_block(name, shape)
+        node_group = self._node_group(name, args, shape, launch_template, empty)
+        self.capacity_block_start = pulumi.Output.from_input(block_start or "")
+        self.waits_for_capacity = empty
+        if block_start is not None:
+            self._block_start_action(name, args, node_group, block_start)
+        self.node_group_name = node_group.node_group_name
+        self.node_group_arn = node_group.arn
+        self.launch_template_id = launch_template.id
+        self.labels = pulumi.Output.from_input(shape.labels)
+        self.taints = pulumi.Output.from_input(shape.taints)
+        if args.get("autoscaler_tags"):
+            self._autoscaler_tags(name, node_group, shape)
+        self.gpus_per_node = pulumi.Output.from_input(shape.gpus)
+        self.efa_interfaces = pulumi.Output.from_input(shape.efa_count)
+        self.efa_security_group_id = efa_sg.id if efa_sg is not None else pulumi.Output.from_input("")
+        self.placement_group_name = placement.name if placement is not None else pulumi.Output.from_input("")
+        self.register_outputs(
+            {
+                "node_group_name": self.node_group_name,
+                "node_group_arn": self.node_group_arn,
+                "launch_template_id": self.launch_template_id,
+                "labels": self.labels,
+                "taints": self.taints,
+                "gpus_per_node": self.gpus_per_node,
+                "efa_interfaces": self.efa_interfaces,
+                "efa_security_group_id": self.efa_security_group_id,
+                "placement_group_name": self.placement_group_name,
+                "capacity_block_start": self.capacity_block_start,
+                "waits_for_capacity": self.waits_for_capacity,
+            }
+        )
 
-        interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]] = None
-        placement_spec: Optional[aws.ec2.LaunchTemplatePlacementArgsDict] = None
-        reservation_spec: Optional[aws.ec2.LaunchTemplateCapacityReservationSpecificationArgsDict] = None
-        market: Optional[aws.ec2.LaunchTemplateInstanceMarketOptionsArgsDict] = None
-        efa_sg: Optional[aws.ec2.SecurityGroup] = None
-        placement: Optional[aws.ec2.PlacementGroup] = None
-        if efa:
-            efa_sg = aws.ec2.SecurityGroup(
-                f"{name}-efa-sg",
-                description="EFA: all traffic between the group's nodes (in and out to itself)",
-                vpc_id=args["vpc_id"],
-                tags={**tags, "Name": f"{name}-efa"},
-                opts=pulumi.ResourceOptions(parent=self),
+    def _efa_network(
+        self, name: str, args: TrainingNodeGroupArgs, shape: "_Shape"
+    ) -> tuple[
+        Optional[aws.ec2.SecurityGroup],
+        Optional[aws.ec2.PlacementGroup],
+        Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]],
+    ]:
+        """EFA's security group (all traffic to and from itself), one interface per network card, and a cluster
+        placement group unless a capacity reservation places the nodes; nothing without EFA."""
+        if not shape.efa:
+            return None, None, None
+        efa_sg = aws.ec2.SecurityGroup(
+            f"{name}-efa-sg",
+            description="EFA: all traffic between the group's nodes (in and out to itself)",
+            vpc_id=args["vpc_id"],
+            tags={**shape.tags, "Name": f"{name}-efa"},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-efa-in-self",
+            security_group_id=efa_sg.id,
+            referenced_security_group_id=efa_sg.id,
+            ip_protocol="-1",
+            description="EFA from the group itself",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-efa-out-self",
+            security_group_id=efa_sg.id,
+            referenced_security_group_id=efa_sg.id,
+            ip_protocol="-1",
+            description="EFA to the group itself (SRD is neither IPv4 nor IPv6)",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        interface_sgs = [args["cluster_security_group_id"], efa_sg.id]
+        interfaces: list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict] = [
+            {
+                "network_card_index": int(str(spec["network_card_index"])),
+                "device_index": int(str(spec["device_index"])),
+                "interface_type": str(spec["interface_type"]),
+                "security_groups": interface_sgs,
+                "delete_on_termination": "true",
+            }
+            for spec in interface_specs(shape.efa_count)
+        ]
+        placement = None
+        if not shape.reservation:
+            placement = aws.ec2.PlacementGroup(
+                f"{name}-pg", strategy="cluster", tags=shape.tags, opts=pulumi.ResourceOptions(parent=self)
             )
-            aws.vpc.SecurityGroupIngressRule(
-                f"{name}-efa-in-self",
-                security_group_id=efa_sg.id,
-                referenced_security_group_id=efa_sg.id,
-                ip_protocol="-1",
-                description="EFA from the group itself",
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            aws.vpc.SecurityGroupEgressRule(
-                f"{name}-efa-out-self",
-                security_group_id=efa_sg.id,
-                referenced_security_group_id=efa_sg.id,
-                ip_protocol="-1",
-                description="EFA to the group itself (SRD is neither IPv4 nor IPv6)",
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            interface_sgs = [args["cluster_security_group_id"], efa_sg.id]
-            interfaces = [
-                {
-                    "network_card_index": int(str(spec["network_card_index"])),
-                    "device_index": int(str(spec["device_index"])),
-                    "interface_type": str(spec["interface_type"]),
-                    "security_groups": interface_sgs,
-                    "delete_on_termination": "true",
-                }
-                for spec in interface_specs(efa_count)
-            ]
-            if not reservation:
-                placement = aws.ec2.PlacementGroup(
-                    f"{name}-pg",
-                    strategy="cluster",
-                    tags=tags,
-                    opts=pulumi.ResourceOptions(parent=self),
-                )
-                placement_spec = {"group_name": placement.name}
-        if reservation:
-            reservation_spec = {"capacity_reservation_target": {"capacity_reservation_id": reservation}}
-        if capacity_type == "CAPACITY_BLOCK":
-            market = {"market_type": "capacity-block"}
+        return efa_sg, placement, interfaces
 
-        unknown = [n for n in args.get("host_setup") or () if n not in HOST_REQUIREMENTS_BY_NAME]
-        if unknown:
-            raise ValueError(f"{name}: unknown host setup {unknown}; known: {sorted(HOST_REQUIREMENTS_BY_NAME)}")
-        user_data = host_setup_user_data([HOST_REQUIREMENTS_BY_NAME[n] for n in args.get("host_setup") or ()])
-        launch_template = aws.ec2.LaunchTemplate(
+    def _launch_template(
+        self,
+        name: str,
+        args: TrainingNodeGroupArgs,
+        shape: "_Shape",
+        interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]],
+        placement: Optional[aws.ec2.PlacementGroup],
+    ) -> aws.ec2.LaunchTemplate:
+        """IMDSv2, an encrypted gp3 root volume, the EFA interfaces and placement, the reservation or Capacity Block,
+        and the host setup's user data."""
+        placement_spec: Optional[aws.ec2.LaunchTemplatePlacementArgsDict] = (
+            {"group_name": placement.name} if placement is not None else None
+        )
+        reservation_spec: Optional[aws.ec2.LaunchTemplateCapacityReservationSpecificationArgsDict] = (
+            {"capacity_reservation_target": {"capacity_reservation_id": shape.reservation}}
+            if shape.reservation
+            else None
+        )
+        block = shape.capacity_type == "CAPACITY_BLOCK"
+        market: Optional[aws.ec2.LaunchTemplateInstanceMarketOptionsArgsDict] = (
+            {"market_type": "capacity-block"} if block else None
+        )
+        tags = shape.tags
+        return aws.ec2.LaunchTemplate(
             f"{name}-lt",
             description=f"{name}: IMDSv2, encrypted gp3 root volume",
             update_default_version=True,
@@ -414,38 +500,39 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             # EKS rejects a Capacity Block group whose launch template lacks InstanceType (CAPACITY_BLOCK_GUIDE); the
             # node group then names no instance types (a launch template's InstanceType and the group's
             # instanceTypes exclude each other, https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html)
-            instance_type=instance_types[0] if capacity_type == "CAPACITY_BLOCK" else None,
-            user_data=base64.b64encode(user_data.encode()).decode() if user_data else None,
+            instance_type=shape.instance_types[0] if block else None,
+            user_data=base64.b64encode(shape.user_data.encode()).decode() if shape.user_data else None,
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-        block_start: Optional[str] = None
-        empty = False
-        if capacity_type == "CAPACITY_BLOCK":
-            assert reservation is not None
-            block = aws.ec2.get_capacity_block_reservation(id=reservation, opts=pulumi.InvokeOptions(parent=self))
-            empty = block.state != "active"  # no instance can launch outside the block
-            if block.state in CAPACITY_BLOCK_PENDING_STATES:
-                block_start = block.start_date
-            elif empty:
-                pulumi.log.warn(
-                    f"{name}: Capacity Block {reservation} is {block.state}: its instances cannot launch, the group "
-                    "stays at 0 nodes; set the id of an active or scheduled block",
-                    resource=self,
-                )
-        scaling: aws.eks.NodeGroupScalingConfigArgsDict = {
-            # a Capacity Block group has no nodes until its block is active
-            "min_size": 0 if empty else args["min_size"],
-            "desired_size": 0 if empty else args["desired_size"],
-            "max_size": args["max_size"],
-        }
+    def _capacity_block(self, name: str, shape: "_Shape") -> tuple[Optional[str], bool]:
+        """For a Capacity Block group: when a scheduled block starts (``None`` otherwise), and whether the group must
+        stay empty now (no instance can launch outside the block)."""
+        if shape.capacity_type != "CAPACITY_BLOCK":
+            return None, False
+        assert shape.reservation is not None
+        block = aws.ec2.get_capacity_block_reservation(id=shape.reservation, opts=pulumi.InvokeOptions(parent=self))
+        empty = block.state != "active"
+        if block.state in CAPACITY_BLOCK_PENDING_STATES:
+            return block.start_date, empty
+        if empty:
+            pulumi.log.warn(
+                f"{name}: Capacity Block {shape.reservation} is {block.state}: its instances cannot launch, the group "
+                "stays at 0 nodes; set the id of an active or scheduled block",
+                resource=self,
+            )
+        return None, empty
+
+    def _ignored_changes(self, name: str, args: TrainingNodeGroupArgs, shape: "_Shape", empty: bool) -> list[str]:
+        """The node group's fields ``pulumi up`` leaves as they are: a kept AMI release, sizes the autoscaler or a
+        Capacity Block owns, and an active block's launch template."""
         ignored: list[str] = []
         if args.get("keep_release_version"):
             ignored.append("releaseVersion")
-        if args.get("ignore_desired_size_changes") or capacity_type == "CAPACITY_BLOCK":
+        if args.get("ignore_desired_size_changes") or shape.capacity_type == "CAPACITY_BLOCK":
             ignored.append("scalingConfig.desiredSize")
-        if capacity_type == "CAPACITY_BLOCK":
+        if shape.capacity_type == "CAPACITY_BLOCK":
             ignored.append("scalingConfig.minSize")  # set by the block's start action, then by EKS before its end
             if not empty:
                 # An update rolls the group (new nodes first), which an active block has no spare instance for; EKS
@@ -454,27 +541,46 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 # the group is at 0 (before a block starts, after it ends, or with a new block's id).
                 ignored += ["launchTemplate", "version", "releaseVersion"]
                 pulumi.log.info(
-                    f"{name}: Capacity Block {reservation} is active: the node group keeps its launch template version "
-                    "(an update would roll nodes the block has no room for); launch template changes apply while the "
-                    "group is at 0 nodes",
+                    f"{name}: Capacity Block {shape.reservation} is active: the node group keeps its launch template "
+                    "version (an update would roll nodes the block has no room for); launch template changes apply "
+                    "while the group is at 0 nodes",
                     resource=self,
                 )
+        return list(dict.fromkeys(ignored))
+
+    def _node_group(
+        self,
+        name: str,
+        args: TrainingNodeGroupArgs,
+        shape: "_Shape",
+        launch_template: aws.ec2.LaunchTemplate,
+        empty: bool,
+    ) -> aws.eks.NodeGroup:
+        """The EKS managed node group on the launch template: one node unavailable at a time during an update."""
+        block = shape.capacity_type == "CAPACITY_BLOCK"
+        scaling: aws.eks.NodeGroupScalingConfigArgsDict = {
+            # a Capacity Block group has no nodes until its block is active
+            "min_size": 0 if empty else args["min_size"],
+            "desired_size": 0 if empty else args["desired_size"],
+            "max_size": args["max_size"],
+        }
         eks_taints: list[aws.eks.NodeGroupTaintArgsDict] = [
-            {"key": t["key"], "value": t["value"], "effect": TAINT_EFFECTS_EKS[t["effect"]]} for t in taints
+            {"key": t["key"], "value": t["value"], "effect": TAINT_EFFECTS_EKS[t["effect"]]} for t in shape.taints
         ]
         lt_ref: aws.eks.NodeGroupLaunchTemplateArgsDict = {
             "id": launch_template.id,
             "version": launch_template.latest_version.apply(str),
         }
-        node_group = aws.eks.NodeGroup(
+        ignored = self._ignored_changes(name, args, shape, empty)
+        return aws.eks.NodeGroup(
             f"{name}-ng",
             cluster_name=args["cluster_name"],
             node_group_name_prefix=fit_prefix(name, name_limit("aws:eks/nodeGroup:NodeGroup", "nodeGroupNamePrefix")),
             node_role_arn=args["node_role_arn"],
             subnet_ids=args["subnet_ids"],
-            instance_types=None if capacity_type == "CAPACITY_BLOCK" else instance_types,
-            capacity_type=capacity_type,
-            ami_type=args.get("ami_type") or ami_type(gpus),
+            instance_types=None if block else shape.instance_types,
+            capacity_type=shape.capacity_type,
+            ami_type=args.get("ami_type") or ami_type(shape.gpus),
             version=args.get("kubernetes_version"),
             release_version=args.get("release_version"),
             scaling_config=scaling,
@@ -483,68 +589,46 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             update_config={"max_unavailable": 1},
             force_update_version=False,
             node_repair_config=node_repair_config(args.get("node_repair")),
-            labels=labels,
+            labels=shape.labels,
             taints=eks_taints,
             launch_template=lt_ref,
-            tags=tags,
+            tags=shape.tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=list(dict.fromkeys(ignored)) or None,
+                ignore_changes=ignored or None,
                 custom_timeouts=pulumi.CustomTimeouts(update=f"{update_timeout_minutes(args['max_size'])}m"),
             ),
         )
-        self.capacity_block_start = pulumi.Output.from_input(block_start or "")
-        self.waits_for_capacity = empty
-        if block_start is not None:
-            start = block_start
-            aws.autoscaling.Schedule(
-                f"{name}-block-start",
-                scheduled_action_name=CAPACITY_BLOCK_START_ACTION,
-                autoscaling_group_name=node_group.resources.apply(
-                    lambda r: str(r[0].autoscaling_groups[0].name)  # type: ignore[index]
-                ),
-                # evaluated when the group exists: the block's start, or a few minutes from then if it has passed
-                start_time=node_group.resources.apply(lambda _: schedule_time(start)),
-                min_size=args["min_size"],
-                desired_capacity=args["desired_size"],
-                max_size=args["max_size"],
+
+    def _block_start_action(
+        self, name: str, args: TrainingNodeGroupArgs, node_group: aws.eks.NodeGroup, start: str
+    ) -> None:
+        """The Auto Scaling action that gives a scheduled Capacity Block's group its sizes when the block starts."""
+        aws.autoscaling.Schedule(
+            f"{name}-block-start",
+            scheduled_action_name=CAPACITY_BLOCK_START_ACTION,
+            autoscaling_group_name=node_group.resources.apply(
+                lambda r: str(r[0].autoscaling_groups[0].name)  # type: ignore[index]
+            ),
+            # evaluated when the group exists: the block's start, or a few minutes from then if it has passed
+            start_time=node_group.resources.apply(lambda _: schedule_time(start)),
+            min_size=args["min_size"],
+            desired_capacity=args["desired_size"],
+            max_size=args["max_size"],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _autoscaler_tags(self, name: str, node_group: aws.eks.NodeGroup, shape: "_Shape") -> None:
+        """Managed node groups don't copy their labels, taints and resources to the Auto Scaling group; the cluster
+        autoscaler reads these tags to build a template node when the group is at zero."""
+        asg_name = node_group.resources.apply(lambda r: str(r[0].autoscaling_groups[0].name))  # type: ignore[index]
+        for key, value in sorted(
+            autoscaler_template_tags(shape.labels, shape.taints, shape.gpus, shape.efa_count).items()
+        ):
+            # named after the tag key, so adding a label never renames (replaces) another tag
+            aws.autoscaling.Tag(
+                f"{name}-ca-tag-{short_hash(key, 10)}",
+                autoscaling_group_name=asg_name,
+                tag={"key": key, "value": value, "propagate_at_launch": False},
                 opts=pulumi.ResourceOptions(parent=self),
             )
-
-        self.node_group_name = node_group.node_group_name
-        self.node_group_arn = node_group.arn
-        self.launch_template_id = launch_template.id
-        self.labels = pulumi.Output.from_input(labels)
-        self.taints = pulumi.Output.from_input(taints)
-        if args.get("autoscaler_tags"):
-            # Managed node groups don't copy their labels/taints/resources to the Auto Scaling group;
-            # cluster-autoscaler reads these tags to build a template node when the group is at zero.
-            asg_name = node_group.resources.apply(lambda r: str(r[0].autoscaling_groups[0].name))  # type: ignore[index]
-            for key, value in sorted(autoscaler_template_tags(labels, taints, gpus, efa_count).items()):
-                # named after the tag key, so adding a label never renames (replaces) another tag
-                aws.autoscaling.Tag(
-                    f"{name}-ca-tag-{short_hash(key, 10)}",
-                    autoscaling_group_name=asg_name,
-                    tag={"key": key, "value": value, "propagate_at_launch": False},
-                    opts=pulumi.ResourceOptions(parent=self),
-                )
-
-        self.gpus_per_node = pulumi.Output.from_input(gpus)
-        self.efa_interfaces = pulumi.Output.from_input(efa_count)
-        self.efa_security_group_id = efa_sg.id if efa_sg is not None else pulumi.Output.from_input("")
-        self.placement_group_name = placement.name if placement is not None else pulumi.Output.from_input("")
-        self.register_outputs(
-            {
-                "node_group_name": self.node_group_name,
-                "node_group_arn": self.node_group_arn,
-                "launch_template_id": self.launch_template_id,
-                "labels": self.labels,
-                "taints": self.taints,
-                "gpus_per_node": self.gpus_per_node,
-                "efa_interfaces": self.efa_interfaces,
-                "efa_security_group_id": self.efa_security_group_id,
-                "placement_group_name": self.placement_group_name,
-                "capacity_block_start": self.capacity_block_start,
-                "waits_for_capacity": self.waits_for_capacity,
-            }
-        )
