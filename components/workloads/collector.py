@@ -30,6 +30,7 @@ import json
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
@@ -112,6 +113,16 @@ class BenchmarkCollectorArgs(TypedDict):
     """AWS tags of the role and a created bucket."""
 
 
+def _check(name: str, args: "BenchmarkCollectorArgs") -> None:
+    """The prefix's form and the experiments' resources, before any resource is made."""
+    prefix = args["prefix"]
+    if not prefix.endswith("/") or prefix.startswith("/"):
+        raise ValueError(f"{name}: prefix must end in '/' and not start with it, got {prefix!r}")
+    unknown = sorted(e["resource"] for e in args["experiments"].values() if e["resource"] not in RESOURCES)
+    if unknown:
+        raise ValueError(f"{name}: resource must be one of {', '.join(RESOURCES)}, got {unknown}")
+
+
 class BenchmarkCollector(pulumi.ComponentResource):
     """The collector Job of a benchmark run, its write-only S3 role, its read-only Role, and, unless an existing
     bucket is given, the results bucket (SSE-S3, public access blocked, TLS only, kept on destroy)."""
@@ -127,29 +138,40 @@ class BenchmarkCollector(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: BenchmarkCollectorArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:BenchmarkCollector", name, None, opts)
-        k8s_name = args["name"]
-        namespace = args["namespace"]
-        run, prefix = args["run"], args["prefix"]
-        if not prefix.endswith("/") or prefix.startswith("/"):
-            raise ValueError(f"{name}: prefix must end in '/' and not start with it, got {prefix!r}")
-        experiments = args["experiments"]
-        unknown = sorted(e["resource"] for e in experiments.values() if e["resource"] not in RESOURCES)
-        if unknown:
-            raise ValueError(f"{name}: resource must be one of {', '.join(RESOURCES)}, got {unknown}")
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "benchmark-collector", "eks-training/run": run}
-        tags = dict(args.get("tags") or {})
-        child = pulumi.ResourceOptions(parent=self)
+        _check(name, args)
+        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "benchmark-collector", "eks-training/run": args["run"]}
+        run_prefix = f"{args['prefix']}{args['run']}/"
+        bucket_name = self._bucket(name, args)
+        sa, binding = self._reader(name, args, labels)
+        role_arn, association = self._writer(name, args, sa, bucket_name, run_prefix)
+        config_map = self._config_map(name, args, labels, bucket_name)
+        job = self._job(name, args, labels, sa, config_map, [binding.urn, association.urn])
+        self.bucket_name = bucket_name
+        self.results_uri = pulumi.Output.concat("s3://", bucket_name, "/", run_prefix)
+        self.job_name = job.metadata.name
+        self.role_arn = role_arn
+        self.register_outputs(
+            {
+                "bucket_name": self.bucket_name,
+                "results_uri": self.results_uri,
+                "job_name": self.job_name,
+                "role_arn": self.role_arn,
+            }
+        )
 
-        # --- the bucket -------------------------------------------------------------------------------------------
-        bucket_name: pulumi.Output[str]
+    def _bucket(self, name: str, args: BenchmarkCollectorArgs) -> pulumi.Output[str]:
+        """The given results bucket, else a new one (private, kept on destroy)."""
         if args.get("bucket_name"):
-            bucket_name = pulumi.Output.from_input(str(args.get("bucket_name")))
-        else:
-            bucket = private_bucket(self, f"{name}-results", force_destroy=False, retain=True, tags=tags).bucket
-            bucket_name = bucket.bucket
-        run_prefix = f"{prefix}{run}/"
+            return pulumi.Output.from_input(str(args.get("bucket_name")))
+        tags = dict(args.get("tags") or {})
+        return private_bucket(self, f"{name}-results", force_destroy=False, retain=True, tags=tags).bucket.bucket
 
-        # --- identity: Kubernetes (read the experiments) and AWS (write the results) ------------------------------
+    def _reader(
+        self, name: str, args: BenchmarkCollectorArgs, labels: dict[str, str]
+    ) -> tuple[k8s.core.v1.ServiceAccount, k8s.rbac.v1.RoleBinding]:
+        """The service account and its Role: ``get`` the experiments by name, list pods and read their logs."""
+        k8s_name, namespace, experiments = args["name"], args["namespace"], args["experiments"]
+        child = pulumi.ResourceOptions(parent=self)
         sa = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata={"name": k8s_name, "namespace": namespace, "labels": labels},
@@ -178,6 +200,17 @@ class BenchmarkCollector(pulumi.ComponentResource):
             subjects=[{"kind": "ServiceAccount", "name": sa.metadata.name, "namespace": namespace}],
             opts=child,
         )
+        return sa, binding
+
+    def _writer(
+        self,
+        name: str,
+        args: BenchmarkCollectorArgs,
+        sa: k8s.core.v1.ServiceAccount,
+        bucket_name: pulumi.Output[str],
+        run_prefix: str,
+    ) -> tuple[pulumi.Output[str], aws.eks.PodIdentityAssociation]:
+        """The Pod Identity role that may only write objects under the run's prefix: its ARN and association."""
         policy = pulumi.Output.all(current_partition(self), bucket_name).apply(
             lambda v: s3_write_prefix_policy(str(v[0]), str(v[1]), run_prefix)
         )
@@ -185,18 +218,23 @@ class BenchmarkCollector(pulumi.ComponentResource):
             self,
             f"{name}-writer",
             cluster_name=args["cluster_name"],
-            namespace=namespace,
+            namespace=args["namespace"],
             service_account=sa.metadata.name,
-            description=f"Benchmark collector: write results under {prefix}{run}/",
+            description=f"Benchmark collector: write results under {run_prefix}",
             role_name=f"{name}-writer",
             policy=policy,
             policy_suffix="write",
-            tags=tags,
+            tags=dict(args.get("tags") or {}),
         )
         assert identity.association is not None
+        return identity.role.arn, identity.association
 
-        # --- what to collect ----------------------------------------------------------------------------------------
-        names = list(experiments)
+    def _config_map(
+        self, name: str, args: BenchmarkCollectorArgs, labels: dict[str, str], bucket_name: pulumi.Output[str]
+    ) -> k8s.core.v1.ConfigMap:
+        """What to collect: the run, the bucket and prefix, each experiment's configuration, the cluster's and the
+        storage's configuration."""
+        experiments, names = args["experiments"], list(args["experiments"])
         keep = {
             "outputs": list(args.get("keep_outputs") or ["*.json"]),
             "maxFileMib": int(args.get("max_file_mib", 1024)),
@@ -206,9 +244,9 @@ class BenchmarkCollector(pulumi.ComponentResource):
             bucket, ns, cluster, storage, *configs = values
             return json.dumps(
                 {
-                    "run": run,
+                    "run": args["run"],
                     "bucket": bucket,
-                    "prefix": prefix,
+                    "prefix": args["prefix"],
                     "namespace": ns,
                     "keep": keep,
                     "experiments": {
@@ -229,22 +267,31 @@ class BenchmarkCollector(pulumi.ComponentResource):
 
         document = pulumi.Output.all(
             bucket_name,
-            namespace,
+            args["namespace"],
             args["cluster_config"],
             args["storage_config"],
             *[experiments[n]["config"] for n in names],
         ).apply(render)
-        config_map = k8s.core.v1.ConfigMap(
+        return k8s.core.v1.ConfigMap(
             f"{name}-config",
-            metadata={"name": k8s_name, "namespace": namespace, "labels": labels},
+            metadata={"name": args["name"], "namespace": args["namespace"], "labels": labels},
             data={CONFIG_KEY: document},
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
-        # --- the Job: after every experiment exists -----------------------------------------------------------------
+    def _job(
+        self,
+        name: str,
+        args: BenchmarkCollectorArgs,
+        labels: dict[str, str],
+        sa: k8s.core.v1.ServiceAccount,
+        config_map: k8s.core.v1.ConfigMap,
+        ready: Sequence[pulumi.Output[str]],
+    ) -> k8s.batch.v1.Job:
+        """The collector Job, created after every experiment exists and its access is in place (``ready``)."""
         timeout_s = int(float(args.get("timeout_hours", 25)) * 3600)
-        waits = [e["job_name"] for e in experiments.values()]
-        job_name = pulumi.Output.all(k8s_name, binding.urn, identity.association.urn, config_map.urn, *waits).apply(
+        waits = [e["job_name"] for e in args["experiments"].values()]
+        job_name = pulumi.Output.all(args["name"], ready[0], ready[1], config_map.urn, *waits).apply(
             lambda v: str(v[0])
         )
         command: list[pulumi.Input[str]] = [
@@ -259,11 +306,11 @@ class BenchmarkCollector(pulumi.ComponentResource):
             "--timeout-seconds",
             str(timeout_s),
         ]
-        job = k8s.batch.v1.Job(
+        return k8s.batch.v1.Job(
             f"{name}-job",
             metadata={
                 "name": job_name,
-                "namespace": namespace,
+                "namespace": args["namespace"],
                 "labels": labels,
                 "annotations": {"pulumi.com/skipAwait": "true"},
             },
@@ -314,16 +361,4 @@ class BenchmarkCollector(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
-        )
-        self.bucket_name = bucket_name
-        self.results_uri = pulumi.Output.concat("s3://", bucket_name, "/", run_prefix)
-        self.job_name = job.metadata.name
-        self.role_arn = identity.role.arn
-        self.register_outputs(
-            {
-                "bucket_name": self.bucket_name,
-                "results_uri": self.results_uri,
-                "job_name": self.job_name,
-                "role_arn": self.role_arn,
-            }
         )
