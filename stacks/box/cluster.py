@@ -192,7 +192,7 @@ def kwok_module_dir(go: str = "go") -> Path:
 
 
 #: The controller manager and the scheduler run without leader election. With it (their default), a busy machine that
-#: holds either past its 10 s renew deadline makes it exit, and nothing in the box restarts it: no pod is created again.
+#: stalls the apiserver past their lease's 10 s renew deadline makes them exit, and nothing in the box restarts them.
 #: kwokctl appends each patch's ``--key=value`` (sigs.k8s.io/kwok v0.8.0 ``pkg/kwokctl/runtime/util.go``).
 NO_LEADER_ELECTION = """\
 apiVersion: config.kwok.x-k8s.io/v1alpha1
