@@ -135,10 +135,9 @@ def _running(pid: int) -> bool:
 
 
 def test_the_control_plane_outlives_a_stalled_machine(binaries, tmp_path) -> None:
-    """A busy machine can hold the apiserver past the controller manager's and the scheduler's leader lease renew
-    deadline (10 s). With leader election on, each then exits and nothing in the box restarts it: a rehearsal on a
-    loaded machine created no pod at all. The apiserver held 20 s here (SIGSTOP), both keep running and the
-    controller still makes pods."""
+    """The apiserver held 20 s (SIGSTOP), past the controller manager's and the scheduler's leader lease renew
+    deadline (10 s): both keep running and the controller still makes pods. With leader election on, they exit and
+    nothing in the box restarts them."""
     with _box(binaries, tmp_path, "stalled", "kubernetes") as box:
         pids_dir = box.home / "kwok" / "clusters" / box.name / "pids"
         pids = {c: int((pids_dir / f"{c}.pid").read_text()) for c in ("kube-controller-manager", "kube-scheduler")}
