@@ -27,11 +27,18 @@ minutes before it). The block is read with ``aws.ec2.getCapacityBlockReservation
 (labels, taints, ``nvidia.com/gpu``, ``vpc.amazonaws.com/efa``, huge pages) that make scaling up from
 zero nodes work.
 
-Labels, taints, the AMI type, the interfaces and the autoscaler tags come from the pure functions of
-:mod:`components.nodeplan`, which the stack's plan uses for pod placement too.
+A roll (a new AMI release, Kubernetes version or launch template version) replaces one node at a time. EKS's
+``DEFAULT`` update strategy launches new nodes first; a group whose capacity has no room for them (a Capacity Block,
+an On-Demand Capacity Reservation, its cluster placement group) gets ``MINIMAL``, which terminates each old node
+before launching its replacement (:func:`components.nodeplan.node_update_strategy`). ``pulumi up`` waits for the
+roll as :func:`update_timeout_minutes` says.
+
+Labels, taints, the AMI type, the interfaces, the update strategy and the autoscaler tags come from the pure
+functions of :mod:`components.nodeplan`, which the stack's plan uses for pod placement and its reports too.
 """
 
 import base64
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Literal, Optional, Sequence, TypedDict, get_args
@@ -43,9 +50,20 @@ from typing_extensions import NotRequired
 from components.catalog import INSTANCE_TYPES, InstanceType, accelerator_label_value
 from components.catalog.fsx import HOST_REQUIREMENTS_BY_NAME
 from components.catalog.operations import REPAIR_ACTIONS
-from components.catalog.timings import NODE_ROLL, PROVIDER_NODE_GROUP_WAIT
+from components.catalog.platform import NodeUpdateStrategy
+from components.catalog.sources import SOURCES
+from components.catalog.timings import PROVIDER_NODE_GROUP_WAIT
 from components.naming import fit_prefix, name_limit, short_hash
-from components.nodeplan import ami_type, autoscaler_template_tags, efa_profile, host_setup_user_data, interface_specs
+from components.nodeplan import (
+    ami_type,
+    autoscaler_template_tags,
+    efa_profile,
+    host_setup_user_data,
+    interface_specs,
+    node_update_strategy,
+    placement_group,
+    roll_minutes,
+)
 from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
 
 #: Hop limit 2 lets hostNetwork=false add-on pods that still read instance metadata (region, AZ)
@@ -61,7 +79,7 @@ CAPACITY_BLOCK_START_ACTION = "eks-training-capacity-block-start"
 #: The EKS guide for managed node groups with Capacity Blocks: the launch template carries InstanceMarketOptions
 #: capacity-block, the reservation and InstanceType (else the create request is rejected), and "when upgrading managed
 #: node groups with Capacity Blocks, make sure that the desired size of the node group is set to 0".
-CAPACITY_BLOCK_GUIDE = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
+CAPACITY_BLOCK_GUIDE = SOURCES["eks-capacity-blocks-mng"].url
 #: Auto Scaling refuses a scheduled action in the past: one created after the block started runs this much later.
 SCHEDULE_MARGIN = timedelta(minutes=5)
 #: Capacity Block states before the block is active (its instances cannot launch yet).
@@ -254,11 +272,12 @@ def _scheduling(
     return labels, taints
 
 
-def update_timeout_minutes(max_size: int) -> int:
+def update_timeout_minutes(max_size: int, strategy: NodeUpdateStrategy) -> int:
     """How long ``pulumi up`` waits for a node group's update: every node rolled one at a time (``maxUnavailable``
-    1), a node more for the scale-up, never below the provider's own wait. A shorter wait would end while EKS goes on
-    rolling, with the provider's state then ahead of the group's."""
-    return max(int(PROVIDER_NODE_GROUP_WAIT.minutes), int((max_size + 1) * NODE_ROLL.minutes))
+    1) as ``strategy`` rolls them (:func:`components.nodeplan.roll_minutes`, which the upgrade plan reports too),
+    never below the provider's own wait. A shorter wait would end while EKS goes on rolling, with the provider's
+    state then ahead of the group's."""
+    return max(int(PROVIDER_NODE_GROUP_WAIT.minutes), math.ceil(roll_minutes(max_size, strategy)))
 
 
 @dataclass(frozen=True)
@@ -275,6 +294,7 @@ class _Shape:
     labels: dict[str, str]
     taints: list[dict[str, str]]
     user_data: Optional[str]
+    update_strategy: NodeUpdateStrategy
 
 
 def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
@@ -325,6 +345,7 @@ def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
         labels=labels,
         taints=taints,
         user_data=host_setup_user_data([HOST_REQUIREMENTS_BY_NAME[n] for n in args.get("host_setup") or ()]),
+        update_strategy=node_update_strategy(capacity_type, reservation, efa),
     )
 
 
@@ -439,7 +460,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             for spec in interface_specs(shape.efa_count)
         ]
         placement = None
-        if not shape.reservation:
+        if placement_group(shape.efa, shape.reservation):
             placement = aws.ec2.PlacementGroup(
                 f"{name}-pg", strategy="cluster", tags=shape.tags, opts=pulumi.ResourceOptions(parent=self)
             )
@@ -535,8 +556,8 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         if shape.capacity_type == "CAPACITY_BLOCK":
             ignored.append("scalingConfig.minSize")  # set by the block's start action, then by EKS before its end
             if not empty:
-                # An update rolls the group (new nodes first), which an active block has no spare instance for; EKS
-                # says to upgrade a Capacity Block group at desired size 0 (CAPACITY_BLOCK_GUIDE). While the block is
+                # An update rolls the group's nodes while the block's training runs on them, and EKS says to upgrade
+                # a Capacity Block group at desired size 0 (CAPACITY_BLOCK_GUIDE). While the block is
                 # active the group keeps its launch template version; a change applies at the next `pulumi up` while
                 # the group is at 0 (before a block starts, after it ends, or with a new block's id).
                 ignored += ["launchTemplate", "version", "releaseVersion"]
@@ -556,7 +577,8 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         launch_template: aws.ec2.LaunchTemplate,
         empty: bool,
     ) -> aws.eks.NodeGroup:
-        """The EKS managed node group on the launch template: one node unavailable at a time during an update."""
+        """The EKS managed node group on the launch template: one node unavailable at a time during an update, new
+        nodes first (``DEFAULT``) unless the group's capacity has no room for them (``MINIMAL``)."""
         block = shape.capacity_type == "CAPACITY_BLOCK"
         scaling: aws.eks.NodeGroupScalingConfigArgsDict = {
             # a Capacity Block group has no nodes until its block is active
@@ -585,8 +607,9 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             release_version=args.get("release_version"),
             scaling_config=scaling,
             # one node at a time; a pod its PodDisruptionBudget keeps for 15 minutes fails the update
-            # (PodEvictionFailure), never forced (source key ``eks-managed-node-update``)
-            update_config={"max_unavailable": 1},
+            # (PodEvictionFailure), never forced (source key ``eks-managed-node-update``); MINIMAL where a Capacity
+            # Block, a reservation or a cluster placement group has no room for a new node before an old one goes
+            update_config={"max_unavailable": 1, "update_strategy": shape.update_strategy.name},
             force_update_version=False,
             node_repair_config=node_repair_config(args.get("node_repair")),
             labels=shape.labels,
@@ -596,7 +619,9 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 ignore_changes=ignored or None,
-                custom_timeouts=pulumi.CustomTimeouts(update=f"{update_timeout_minutes(args['max_size'])}m"),
+                custom_timeouts=pulumi.CustomTimeouts(
+                    update=f"{update_timeout_minutes(args['max_size'], shape.update_strategy)}m"
+                ),
             ),
         )
 

@@ -6,6 +6,8 @@ huge pages, NCCL/libfabric environment, the VPC CNI that needs), labels and tain
 the size of a pod that fills one node, and the cluster-autoscaler node-template tags. The stack's
 plan (:mod:`stacks.plan`) and :class:`components.nodegroup.TrainingNodeGroup` both call it, so the
 launch template, the pods' requests, the autoscaler's tags and the health check agree by construction.
+:func:`node_update_strategy` decides, from the group's capacity, how EKS rolls its nodes; the node group registers
+it and the plan's reports (:mod:`stacks.plan.upgrade`) describe it, with the same :func:`roll_minutes`.
 """
 
 from dataclasses import dataclass, field
@@ -24,7 +26,9 @@ from components.catalog import (
     accelerator_label_value,
 )
 from components.catalog.fsx import HostRequirement
+from components.catalog.platform import NO_SURGE_CAPACITY, NODE_UPDATE_STRATEGIES, NodeUpdateStrategy, NoSurge
 from components.catalog.sources import SOURCES
+from components.catalog.timings import NODE_ROLL, NODE_SURGE
 from components.scheduling import NodeTaint, node_scheduling
 
 #: Fraction of a node's allocatable CPU and memory a pod that fills the node requests (the rest is
@@ -193,6 +197,36 @@ def pod_size(facts: InstanceType, efa: Optional[EfaProfile] = None) -> PodSize:
 def ami_type(gpus: int) -> str:
     """The EKS managed node group AMI type for nodes with ``gpus`` NVIDIA GPUs."""
     return AMI_TYPES["nvidia"] if gpus > 0 else AMI_TYPES["cpu"]
+
+
+def placement_group(efa: bool, reservation: Optional[str]) -> bool:
+    """An EFA group's nodes go in a ``cluster`` placement group of their own, unless a capacity reservation (or a
+    Capacity Block) places them."""
+    return efa and not reservation
+
+
+def surge_limit(capacity_type: str, reservation: Optional[str], efa: bool) -> Optional[NoSurge]:
+    """What leaves a group with this capacity no room for an instance beyond its size (a Capacity Block, an
+    On-Demand Capacity Reservation, its cluster placement group), ``None`` when nothing does."""
+    if capacity_type == "CAPACITY_BLOCK":
+        return NO_SURGE_CAPACITY["capacity-block"]
+    if reservation:
+        return NO_SURGE_CAPACITY["capacity-reservation"]
+    if placement_group(efa, reservation):
+        return NO_SURGE_CAPACITY["cluster-placement"]
+    return None
+
+
+def node_update_strategy(capacity_type: str, reservation: Optional[str], efa: bool) -> NodeUpdateStrategy:
+    """How EKS rolls the group's nodes: ``MINIMAL`` (each old node terminated before its replacement launches) where
+    :func:`surge_limit` finds no room for an extra instance, else ``DEFAULT`` (new nodes first)."""
+    return NODE_UPDATE_STRATEGIES["MINIMAL" if surge_limit(capacity_type, reservation, efa) else "DEFAULT"]
+
+
+def roll_minutes(nodes: int, strategy: NodeUpdateStrategy) -> float:
+    """The modelled time of rolling ``nodes`` nodes one at a time: each drained and replaced (:data:`NODE_ROLL`),
+    after the scale-up's new nodes (:data:`NODE_SURGE`) when the strategy launches them first."""
+    return nodes * NODE_ROLL.minutes + (NODE_SURGE.minutes if strategy.surge else 0.0)
 
 
 #: Boundary of the launch template's MIME user data (EKS merges its own nodeadm part into it).

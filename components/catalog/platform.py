@@ -1,5 +1,5 @@
-"""EKS platform facts: Kubernetes versions and their support windows, managed add-ons, AMI types, the VPC
-CNI that efa-only interfaces need, zones EKS refuses, CloudWatch retention values."""
+"""EKS platform facts: Kubernetes versions and their support windows, how node groups roll, managed add-ons, AMI
+types, the VPC CNI that efa-only interfaces need, zones EKS refuses, CloudWatch retention values."""
 
 from dataclasses import dataclass
 from datetime import date
@@ -87,6 +87,79 @@ MINOR_STEP = 1
 #: minor (source key ``eks-kubernetes-versions``).
 KUBELET_MAX_SKEW = 3
 
+
+@dataclass(frozen=True, kw_only=True)
+class NodeUpdateStrategy:
+    """An EKS managed node group update strategy (``updateConfig.updateStrategy``): how EKS replaces the nodes when
+    a group rolls (a new AMI release, a Kubernetes minor, a launch template version)."""
+
+    name: str
+    """EKS's name: ``DEFAULT`` or ``MINIMAL``."""
+    surge: bool
+    """A replacement node is launched before an old one is terminated (the group needs room for more instances than
+    its size while it rolls)."""
+    what: str
+    """What a roll does, in words."""
+    sources: tuple[str, ...]
+
+
+#: EKS's two update strategies (source key ``eks-nodegroup-update-config``). A group gets ``MINIMAL`` when its
+#: capacity has no room for an extra instance (:data:`NO_SURGE_CAPACITY`), else ``DEFAULT``
+#: (:func:`components.nodeplan.node_update_strategy`).
+NODE_UPDATE_STRATEGIES: Mapping[str, NodeUpdateStrategy] = {
+    s.name: s
+    for s in (
+        NodeUpdateStrategy(
+            name="DEFAULT",
+            surge=True,
+            what="new nodes are launched first, then each old node is drained and terminated",
+            sources=("eks-nodegroup-update-config", "eks-managed-node-update"),
+        ),
+        NodeUpdateStrategy(
+            name="MINIMAL",
+            surge=False,
+            what="each old node is drained and terminated before its replacement is launched: the pods of a node "
+            "stop before the node that replaces it is up",
+            sources=("eks-nodegroup-update-config",),
+        ),
+    )
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoSurge:
+    """A source of capacity that launches no instance beyond what a group already runs, so a ``DEFAULT`` roll (new
+    nodes first) fails there with a launch error."""
+
+    key: str
+    why: str
+    """Why there is no room, in words."""
+    sources: tuple[str, ...]
+
+
+#: What leaves a node group no room for an extra instance, in the order :func:`components.nodeplan.surge_limit`
+#: asks. A reservation or a cluster placement group may have room to spare; the program cannot know, so it
+#: assumes it has none.
+NO_SURGE_CAPACITY: Mapping[str, NoSurge] = {
+    n.key: n
+    for n in (
+        NoSurge(
+            key="capacity-block",
+            why="its Capacity Block runs exactly the instances bought, none beyond them",
+            sources=("eks-capacity-blocks-mng",),
+        ),
+        NoSurge(
+            key="capacity-reservation",
+            why="its On-Demand Capacity Reservation launches an instance only while it has capacity free",
+            sources=("ec2-capacity-reservation-launch",),
+        ),
+        NoSurge(
+            key="cluster-placement",
+            why="its cluster placement group may have no room for another instance",
+            sources=("ec2-placement-strategies",),
+        ),
+    )
+}
 
 #: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``, ``eks-node-health``,
 #: ``cloudwatch-observability-addon``). The version each gets is decided by

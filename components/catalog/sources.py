@@ -960,10 +960,38 @@ SOURCES: Mapping[str, Source] = {
         "drained at once with the eviction API; a pod that cannot be evicted within 15 minutes fails the update "
         "with PodEvictionFailure unless the update is forced, which deletes the pods), scale down",
     ),
+    "eks-nodegroup-update-config": Source(
+        url="https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html",
+        shows="NodegroupUpdateConfig: maxUnavailable (default one node) and updateStrategy, DEFAULT | MINIMAL: the "
+        "default strategy launches the new instances first, before terminating the old instances; the minimal "
+        "strategy terminates the old instances before launching the new ones, for capacity-constrained groups "
+        "(GPUs)",
+    ),
+    "eks-capacity-blocks-mng": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html",
+        shows="a managed node group with a Capacity Block: the launch template's capacity-block market and "
+        "reservation; the group's size follows the block; upgrade a Capacity Block group at desired size 0",
+    ),
+    "ec2-capacity-reservation-launch": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html",
+        shows="an instance launches into a Capacity Reservation only while it has matching attributes, sufficient "
+        "available capacity and is active; each launch reduces the available capacity",
+    ),
+    "ec2-placement-strategies": Source(
+        url="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html",
+        shows="cluster placement groups: launch the instances needed in a single request; adding more instances "
+        "later increases the chance of an insufficient capacity error",
+    ),
     "tf-eks-node-group-timeouts": Source(
         url="https://registry.terraform.io/providers/hashicorp/aws/latest/docs/resources/eks_node_group#timeouts",
         shows="aws_eks_node_group waits 60 minutes by default for a create, an update and a delete; a failed version "
         "update ends the wait with an error (internal/service/eks/node_group.go, waitNodegroupUpdateSuccessful)",
+    ),
+    "tf-eks-node-group-update-order": Source(
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
+        shows="resourceNodeGroupUpdate: \"Do any version update first\": a launch template, release_version or "
+        "version change is sent (UpdateNodegroupVersion) and waited for before labels, scaling, taints and "
+        "update_config (UpdateNodegroupConfig)",
     ),
     "eks-update-managed-node-group": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/update-managed-node-group.html",

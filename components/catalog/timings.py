@@ -99,6 +99,14 @@ NODE_ROLL = Duration(
     sources=("eks-managed-node-update",),
     estimate="the 15-minute limit plus a new node's 4 minutes (the node group's creation above), rounded up",
 )
+#: The ``DEFAULT`` update strategy's scale-up: new nodes launched and Ready before the first old node is drained
+#: (``MINIMAL`` has none: each node's replacement is launched after it goes, within :data:`NODE_ROLL`).
+NODE_SURGE = Duration(
+    minutes=4.0,
+    what="a roll's scale-up (DEFAULT update strategy): the new nodes launched, registered and Ready",
+    sources=("eks-managed-node-update", "eks-nodegroup-update-config"),
+    estimate="as a node group's creation above: the new nodes launch side by side",
+)
 #: pulumi-aws's own wait for a node group's create, update or delete (Terraform's aws_eks_node_group default).
 PROVIDER_NODE_GROUP_WAIT = Duration(
     minutes=60.0, what="the provider's default wait", sources=("tf-eks-node-group-timeouts",)

@@ -183,13 +183,14 @@ class NodeGroupConfig(Model):
     """The EKS AMI release the group's nodes run: a tag of components/catalog/amis.py (v20260714) or a release version
     of the cluster's Kubernetes minor (1.36.2-20260714); default cluster.amiRelease. Changing it rolls the nodes."""
     update_strategy: UpdateStrategy = "rolling"
-    """When the nodes must roll (a new AMI release or Kubernetes minor): rolling replaces one node at a time, each of a
-    running job's pods stopped as a stop promises (SIGTERM, stopGracePeriodSeconds, checkpoint, resume on the nodes
-    that remain or come back), one pod of a job at a time (a PodDisruptionBudget; an elastic job may shrink to its
-    minNodes); whenIdle keeps every pod of the
-    group's running jobs (a PodDisruptionBudget of all of them): EKS cannot drain their nodes, fails the update after
-    15 minutes (PodEvictionFailure) and pulumi up stops there; once the jobs are done, run pulumi up --refresh (the
-    provider may have recorded the update as made: without the refresh it may not be sent again)."""
+    """When the nodes must roll (a new AMI release or Kubernetes minor): rolling replaces one node at a time (EKS
+    launches its replacement first, or after it goes on a Capacity Block, a reservation or an EFA group's placement
+    group: updateConfig.updateStrategy MINIMAL), each of a running job's pods stopped as a stop promises (SIGTERM,
+    stopGracePeriodSeconds, checkpoint, resume on the nodes that remain or come back), one pod of a job at a time (a
+    PodDisruptionBudget; an elastic job may shrink to its minNodes); whenIdle keeps every pod of the group's running
+    jobs (a PodDisruptionBudget of all of them): EKS cannot drain their nodes, fails the update after 15 minutes
+    (PodEvictionFailure) and pulumi up stops there; once the jobs are done, run pulumi up --refresh (the provider may
+    have recorded the update as made: without the refresh it may not be sent again)."""
 
     @property
     def price_discount(self) -> float:

@@ -20,11 +20,12 @@ from components.catalog import REFERENCE_ALLREDUCE, InstanceType
 from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.gpus import peak_flops_per_device
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT, NODE_REPAIR_GPU_OVERRIDES
+from components.catalog.platform import NodeUpdateStrategy, NoSurge
 from components.conventions import SHARED_MOUNT
 from components.job_code import code_hash
 from components.naming import k8s_name
 from components.nodegroup import NodeRepairSpec
-from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile
+from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile, node_update_strategy, surge_limit
 from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
@@ -98,6 +99,17 @@ class NodeGroupPlan:
     def efa(self) -> Optional[EfaProfile]:
         """The group's EFA profile, ``None`` without EFA."""
         return self.profile.efa
+
+    @property
+    def node_update(self) -> NodeUpdateStrategy:
+        """How EKS rolls the group's nodes (``updateConfig.updateStrategy``, registered by the node group from the
+        same capacity): ``MINIMAL`` where :attr:`no_surge` says why, else ``DEFAULT``."""
+        return node_update_strategy(self.capacity_type, self.capacity_reservation_id, self.efa is not None)
+
+    @property
+    def no_surge(self) -> Optional[NoSurge]:
+        """What leaves the group no room for a node beyond its size while it rolls (``None``: nothing)."""
+        return surge_limit(self.capacity_type, self.capacity_reservation_id, self.efa is not None)
 
     @property
     def single_zone(self) -> bool:

@@ -60,6 +60,11 @@ def _group(g: NodeGroupPlan) -> dict[str, Any]:
             "nvidiaDriver": "{}.{}.{:02d}".format(*g.ami.nvidia_driver) if g.ami.nvidia_driver else None,
         },
         "updateStrategy": g.update_strategy,
+        "eksUpdateStrategy": {
+            "name": g.node_update.name,
+            "what": g.node_update.what,
+            "why": g.no_surge.why if g.no_surge is not None else None,
+        },
     }
     if g.capacity_type == "CAPACITY_BLOCK":
         out["capacityBlock"] = (
@@ -85,6 +90,9 @@ def _ami_line(g: dict[str, Any]) -> str:
         if g["updateStrategy"] == "rolling"
         else "a roll waits for the group's jobs (EKS fails it after 15 minutes while they run)"
     )
+    eks = g["eksUpdateStrategy"]
+    if eks["why"]:
+        roll += f"; EKS strategy {eks['name']} ({eks['why']}: each node goes before its replacement launches)"
     return f"{release}; {roll}"
 
 

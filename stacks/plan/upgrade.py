@@ -27,10 +27,13 @@ from components.catalog.platform import (
     EKS_ADDONS,
     KUBELET_MAX_SKEW,
     MINOR_STEP,
+    NODE_UPDATE_STRATEGIES,
     SUPPORTED_KUBERNETES_VERSIONS,
+    NodeUpdateStrategy,
     minor_number,
 )
-from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL
+from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL, NODE_SURGE
+from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key, load_config
 from stacks.plan import NodeGroupPlan, Plan, build_plan
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
@@ -58,6 +61,8 @@ class JobStop:
     """The group's ``updateStrategy`` in the new configuration: ``rolling`` or ``whenIdle``."""
     keeps: int
     """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
+    surge: bool = True
+    """EKS launches a node's replacement before the node goes (``DEFAULT``); else (``MINIMAL``) after it."""
 
     @property
     def what(self) -> str:
@@ -67,9 +72,15 @@ class JobStop:
                 f"keeps all {self.pods} pod(s): EKS cannot drain its nodes and fails the group's update after "
                 f"{EVICTION_LIMIT_MINUTES} minutes; run `pulumi up --refresh` once it is done"
             )
-        return (
+        stop = (
             f"one pod at a time is stopped (SIGTERM and its grace period), its PodDisruptionBudget keeping "
             f"{self.keeps} of {self.pods} running"
+        )
+        if self.surge:
+            return stop
+        return (
+            f"{stop}; the pod stops before the node that replaces its own is up (EKS terminates a node before "
+            f"launching its replacement), so it waits about {NODE_SURGE.minutes:g} min for that node"
         )
 
 
@@ -86,12 +97,17 @@ class GroupChange:
     """Its nodes now (the old desired size)."""
     strategy: str
     jobs: tuple[JobStop, ...] = ()
+    node_update: NodeUpdateStrategy = NODE_UPDATE_STRATEGIES["DEFAULT"]
+    """How EKS rolls the nodes (``updateConfig.updateStrategy`` of the new configuration)."""
+    no_surge: Optional[str] = None
+    """Why the group has no room for an extra node (the reason for ``MINIMAL``), ``None`` for ``DEFAULT``."""
 
     @property
     def minutes(self) -> float:
-        """The modelled time of the change: a roll ``nodes`` x :data:`NODE_ROLL`; a new group's creation."""
+        """The modelled time of the change: a roll as :func:`components.nodeplan.roll_minutes` models it (the node
+        group's update timeout reads the same); a new group's creation."""
         if self.action == "roll":
-            return self.nodes * NODE_ROLL.minutes
+            return roll_minutes(self.nodes, self.node_update)
         if self.action == "replace":
             return CREATION["aws:eks/nodeGroup:NodeGroup"].minutes
         return 0.0
@@ -206,7 +222,7 @@ def _rolling(old_plan: Plan, new_plan: Plan, old: NodeGroupPlan, new: NodeGroupP
     return out
 
 
-def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str) -> tuple[JobStop, ...]:
+def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: bool = True) -> tuple[JobStop, ...]:
     """The old configuration's jobs on ``group`` (the ones running), with what the new budget keeps."""
     out = []
     for name, job in old_plan.jobs.items():
@@ -214,7 +230,7 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str) -> tuple[J
             continue
         now = new_plan.jobs.get(name)
         keeps = now.min_available if now is not None and now.group.name == group else job.min_available
-        out.append(JobStop(name=name, group=group, pods=job.nodes, strategy=strategy, keeps=keeps))
+        out.append(JobStop(name=name, group=group, pods=job.nodes, strategy=strategy, keeps=keeps, surge=surge))
     return tuple(out)
 
 
@@ -255,9 +271,19 @@ def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old") -> Upgrade:
                     reasons=tuple(why),
                     nodes=was.desired_size,
                     strategy=g.update_strategy,
-                    jobs=_stops(old_plan, new_plan, g.name, g.update_strategy),
+                    jobs=_stops(old_plan, new_plan, g.name, g.update_strategy, g.node_update.surge),
+                    node_update=g.node_update,
+                    no_surge=g.no_surge.why if g.no_surge is not None else None,
                 )
             )
+            if was.node_update != g.node_update:
+                # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config
+                # (source key ``tf-eks-node-group-update-order``)
+                notes.append(
+                    f"{g.path}: its EKS update strategy moves {was.node_update.name} -> {g.node_update.name} in the "
+                    f"same `pulumi up` as the roll, and the provider starts the roll first: this roll runs under "
+                    f"{was.node_update.name}"
+                )
             if g.capacity_type == "CAPACITY_BLOCK" and a != b:
                 notes.append(
                     f"{g.path}: while its Capacity Block is active the group keeps its version and rolls at the next "
@@ -355,6 +381,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 "reasons": list(g.reasons),
                 "nodes": g.nodes,
                 "updateStrategy": g.strategy,
+                "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
                 "minutes": g.minutes,
                 "jobs": [
                     {"name": j.name, "pods": j.pods, "keeps": j.keeps, "strategy": j.strategy, "what": _stop_text(j)}
@@ -368,6 +395,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         "durations": {
             "controlPlane": {"minutes": CONTROL_PLANE_UPGRADE.minutes, "estimate": CONTROL_PLANE_UPGRADE.estimate},
             "nodeRoll": {"minutes": NODE_ROLL.minutes, "estimate": NODE_ROLL.estimate},
+            "nodeSurge": {"minutes": NODE_SURGE.minutes, "estimate": NODE_SURGE.estimate},
             "source": "components/catalog/timings.py",
         },
         "notes": list(u.notes),
@@ -378,6 +406,14 @@ def _stop_text(j: JobStop) -> str:
     if j.strategy == "delete":
         return f"stopped: all {j.pods} pod(s) go with the old group's nodes"
     return j.what
+
+
+def _eks_strategy(g: dict[str, Any]) -> str:
+    """The group's EKS update strategy and, for ``MINIMAL``, why."""
+    eks = g["eksUpdateStrategy"]
+    if eks["why"] is None:
+        return f"EKS strategy {eks['name']} (new nodes first)"
+    return f"EKS strategy {eks['name']} ({eks['why']}: each node goes before its replacement launches)"
 
 
 def _version(v: Optional[str], minor: str) -> str:
@@ -405,7 +441,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
         verb = {"roll": "rolls", "replace": "is replaced (a new group, then the old one deleted)", "delete": "goes"}
         lines.append(
             f"  {g['key']} {verb[g['action']]}: {'; '.join(g['reasons'])}; {g['nodes']} node(s)"
-            + (f", updateStrategy {g['updateStrategy']}" if g["action"] == "roll" else "")
+            + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
         )
         for j in g["jobs"]:
             lines.append(f"    job {j['name']}: {j['what']}")
@@ -413,7 +449,8 @@ def render_upgrade(r: dict[str, Any]) -> str:
             lines.append("    no running job on it")
     lines.append(
         f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
-        f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node; {r['durations']['source']})"
+        f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node, "
+        f"{r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes; {r['durations']['source']})"
     )
     lines.extend(f"  note: {n}" for n in r["notes"])
     return "\n".join(lines)

@@ -5,6 +5,10 @@
   node); pinned by ``cluster.amiRelease`` or the group's ``amiRelease``, that release, and a change rolls the nodes;
 - EKS rolls one node at a time (``updateConfig.maxUnavailable`` 1) and never forces an update past a
   PodDisruptionBudget (source key ``eks-managed-node-update``);
+- it launches new nodes first (``updateStrategy`` ``DEFAULT``) only where the group's capacity has room for them: a
+  group on a Capacity Block, an On-Demand Capacity Reservation or a cluster placement group rolls ``MINIMAL`` (each
+  old node terminated before its replacement launches; source key ``eks-nodegroup-update-config``), read here from
+  what the group and its launch template register; ``pulumi up`` waits for the roll as the strategy makes it last;
 - each job's pods have a PodDisruptionBudget that selects exactly them (its workers, for an MPIJob) with an integer
   ``minAvailable`` (a Job has no scale subresource): all but one for a rolling group (an elastic job: at most the
   fewest nodes torchrun trains on, so pods that never got a node do not hold the roll), all for ``whenIdle``; a pod
@@ -12,15 +16,17 @@
   evicted whatever the budget says).
 """
 
-from typing import Any
+import math
+from typing import Any, Optional
 
 import pytest
 
 from components.catalog.amis import AMI_RELEASES, NEWEST_AMI_RELEASE
 from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
+from components.catalog.timings import NODE_ROLL, NODE_SURGE, PROVIDER_NODE_GROUP_WAIT
 from components.conventions import JOB_LABEL
 from stacks.config import ConfigError
-from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
+from tests.harness import PROJECT, Program, Registration, run_program, stack_config, stack_names
 
 P = f"{PROJECT}:"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -42,8 +48,71 @@ def test_every_group_runs_the_clusters_minor_and_keeps_its_release(stack: str) -
         assert g.inputs["version"] == minor, g.name
         assert g.inputs["releaseVersion"] == AMI_RELEASES[NEWEST_AMI_RELEASE].versions[minor], g.name
         assert "releaseVersion" in g.ignore_changes, f"{g.name}: a project update would roll its nodes"
-        assert g.inputs["updateConfig"] == {"maxUnavailable": 1}, g.name
+        assert g.inputs["updateConfig"]["maxUnavailable"] == 1, g.name
         assert g.inputs.get("forceUpdateVersion") is False, g.name
+
+
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+
+
+def _no_room(p: Program, g: Registration) -> Optional[str]:
+    """What leaves a registered group no room for an instance beyond its size, read from the group and its launch
+    template: a Capacity Block, a targeted reservation, a cluster placement group; ``None`` when nothing does."""
+    if g.inputs["capacityType"] == "CAPACITY_BLOCK":
+        return "capacity block"
+    (lt_urn,) = g.deps_of("launchTemplate")
+    lt = p.by_urn(lt_urn)
+    assert lt.type == LAUNCH_TEMPLATE
+    if (lt.inputs.get("capacityReservationSpecification") or {}).get("capacityReservationTarget"):
+        return "capacity reservation"
+    groups = [p.by_urn(u) for u in lt.deps_of("placement")]
+    if any(r.type == PLACEMENT_GROUP and r.inputs["strategy"] == "cluster" for r in groups):
+        return "cluster placement group"
+    return None
+
+
+def _check_rolls(p: Program) -> set[str]:
+    """Every registered group's update strategy and update timeout against its capacity; the strategies seen."""
+    seen = set()
+    for g in p.of_type(NODE_GROUP):
+        limit = _no_room(p, g)
+        strategy = "DEFAULT" if limit is None else "MINIMAL"
+        assert g.inputs["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": strategy}, (g.name, limit)
+        # every node of its largest size rolled one at a time, DEFAULT's new nodes first, never below the provider
+        surge = NODE_SURGE.minutes if limit is None else 0.0
+        minutes = g.inputs["scalingConfig"]["maxSize"] * NODE_ROLL.minutes + surge
+        assert g.custom_timeouts["update"] == f"{max(int(PROVIDER_NODE_GROUP_WAIT.minutes), math.ceil(minutes))}m"
+        seen.add(strategy)
+    return seen
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_group_rolls_as_its_capacity_allows(stack: str) -> None:
+    assert _check_rolls(run_program(stack))
+
+
+def test_the_presets_roll_both_ways() -> None:
+    """The check above meets both strategies: the presets' EFA groups (their cluster placement group) and the rest."""
+    seen = set().union(*(_check_rolls(run_program(s)) for s in ("dev", "p5")))
+    assert seen == {"DEFAULT", "MINIMAL"}
+
+
+@pytest.mark.parametrize(
+    ("stack", "gpu", "expected"),
+    [
+        ("p5", {"capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}, "MINIMAL"),
+        ("p4d", {"capacityReservationId": "cr-0fedcba9876543210"}, "MINIMAL"),
+        ("p5", {"efa": False}, "DEFAULT"),  # no EFA: no placement group, On-Demand in any zone
+        ("g5", {"capacityReservationId": "cr-0fedcba9876543210", "availabilityZone": "us-east-1a"}, "MINIMAL"),
+    ],
+)
+def test_a_group_on_a_block_or_a_reservation_rolls_minimal(stack: str, gpu: dict[str, Any], expected: str) -> None:
+    p = run_program(stack, config=_with(stack, gpu=gpu))
+    assert p.error is None, p.error
+    _check_rolls(p)
+    (ng,) = [g for g in p.of_type(NODE_GROUP) if "-gpu-" in g.name]
+    assert ng.inputs["updateConfig"]["updateStrategy"] == expected
 
 
 def _with(stack: str, cluster: dict[str, Any] | None = None, **groups: dict[str, Any]) -> dict[str, Any]:

@@ -59,13 +59,19 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     gpu = groups["nodeGroups.gpu"]
     assert gpu.action == "roll" and any("1.35 -> 1.36" in r for r in gpu.reasons)
     assert [(j.name, j.pods, j.keeps, j.strategy) for j in gpu.jobs] == [("train", 2, 1, "rolling")]
+    # the EFA group's cluster placement group has no room for a new node first: its pod stops before the new node is up
+    assert gpu.node_update.name == "MINIMAL" and gpu.no_surge and "placement group" in gpu.no_surge
+    assert "before the node that replaces its own is up" in gpu.jobs[0].what
+    assert groups["systemNodeGroup"].node_update.name == "DEFAULT" and groups["systemNodeGroup"].no_surge is None
+    assert all("before the node" not in j.what for j in groups["systemNodeGroup"].jobs)
     # the evaluation runs on the system group: its roll stops it, not the GPU group's
     assert [j.name for j in groups["systemNodeGroup"].jobs] == [
         j for j, p in old.jobs.items() if p.group.name == "system"
     ]
     assert "vpc-cni" in {a.name for a in u.addons}
-    # control plane, add-ons, then the slowest group (2 nodes one at a time)
-    assert u.minutes == 10.0 + 1.0 + 2 * 20.0
+    # control plane, add-ons, then the slowest group: 2 nodes one at a time, the system group's new nodes first
+    assert gpu.minutes == 2 * 20.0 and groups["systemNodeGroup"].minutes == 4.0 + 2 * 20.0
+    assert u.minutes == 10.0 + 1.0 + 4.0 + 2 * 20.0
 
 
 def test_skipping_a_minor_is_refused_with_the_steps() -> None:
@@ -114,7 +120,7 @@ def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> No
     (train,) = gpu.jobs
     assert train.strategy == "whenIdle" and train.keeps == train.pods == 2
     assert "fails the group's update after 15 minutes" in train.what
-    assert u.minutes == 2 * 20.0  # no control plane, no add-on
+    assert u.minutes == 4.0 + 2 * 20.0  # no control plane, no add-on; the system group's new nodes first
 
 
 def test_launch_template_and_instance_type_changes() -> None:
