@@ -13,15 +13,13 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Optional, Sequence
 
 from stacks.box import build as box_build
 from stacks.box.bench import BenchError
 from stacks.box.bench import bench as run_bench
-from stacks.box.cluster import Box, BoxError, default_workdir
+from stacks.box.cluster import Box, BoxError, add_box_options, log
 from stacks.box.nodes import plan_nodes
 from stacks.box.operators import stop_recorded
 from stacks.box.session import create_nodes
@@ -56,18 +54,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     )
     bench.add_argument("--timeout", type=float, default=900.0, help="seconds the run has (default 900)")
     for p in (up, down, bench):
-        p.add_argument("--name", default="eks-training", help="the box's name (default eks-training)")
-        p.add_argument(
-            "--workdir",
-            type=Path,
-            default=default_workdir(),
-            help=f"folder of the boxes' state (default {default_workdir()})",
-        )
+        add_box_options(p, name_default="eks-training", name_help="the box's name (default eks-training)")
     args = parser.parse_args(argv)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     if args.command == "build":
         return box_build.main([])
     if args.command == "bench":

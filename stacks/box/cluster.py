@@ -14,11 +14,13 @@ kwokctl's ``stop``/``start`` left pods unprocessed when tried: a box is created 
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -175,6 +177,22 @@ class Api:
 
 def default_workdir() -> Path:
     return box_build.cache_root().parent / "clusters"
+
+
+def add_box_options(parser: argparse.ArgumentParser, *, name_default: Optional[str], name_help: str) -> None:
+    """A box command's ``--name`` (which box) and ``--workdir`` (where the boxes keep their state)."""
+    parser.add_argument("--name", default=name_default, help=name_help)
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=default_workdir(),
+        help=f"folder of the boxes' state (default {default_workdir()})",
+    )
+
+
+def log(message: str) -> None:
+    """A box command's progress line, on stderr."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def kwok_module_dir(go: str = "go") -> Path:

@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box.build import BoxBuildError
-from stacks.box.cluster import BoxError, default_workdir
+from stacks.box.cluster import BoxError, add_box_options, log
 from stacks.box.nodes import initial_size, plan_nodes
 from stacks.box.podlogs import PodLogs, last_lines
 from stacks.box.rehearse import RehearsalError, steps_of
@@ -109,18 +109,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         action="store_true",
         help="leave the box and its operators up (bring it down with python -m stacks.box down --name NAME)",
     )
-    parser.add_argument("--name", help="the box's name (default rehearse-<stack>)")
-    parser.add_argument(
-        "--workdir",
-        type=Path,
-        default=default_workdir(),
-        help=f"folder of the boxes' state (default {default_workdir()})",
-    )
+    add_box_options(parser, name_default=None, name_help="the box's name (default rehearse-<stack>)")
     args = parser.parse_args(argv)
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     if args.run_ms <= 0 or args.timeout <= 0:
         parser.error("--run-ms and --timeout must be positive")
     exit_codes: dict[str, tuple[int, str]] = {}
