@@ -30,6 +30,7 @@ Kueue starts that controller only if the ProvisioningRequest CRD exists when the
 at v0.19.1, ``ServerSupportsProvisioningRequest``): the release depends on the CRD (``depends_on``).
 """
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, TypedDict
 
 import pulumi
@@ -305,6 +306,39 @@ def team_queue_spec(args: Mapping[str, Any], team: Mapping[str, Any]) -> dict[st
     )
 
 
+@dataclass(frozen=True)
+class _Specs:
+    """Every object's spec, built from the arguments before any resource exists (a bad argument fails here)."""
+
+    values: dict[str, Any]
+    """The chart's values."""
+    topologies: list[tuple[str, dict[str, Any]]]
+    """Topology name -> spec, in the arguments' order."""
+    provisioning: Optional[tuple[dict[str, Any], dict[str, Any]]]
+    """The ProvisioningRequestConfig's and the AdmissionCheck's specs, with the check."""
+    flavors: list[tuple[str, dict[str, Any]]]
+    """ResourceFlavor name -> spec, in the arguments' order."""
+    cluster_queue: dict[str, Any]
+    """The stack's ClusterQueue."""
+    teams: list[tuple[TeamQueueArgs, dict[str, Any]]]
+    """Each team with its ClusterQueue's spec."""
+
+
+def _specs(args: AdmissionArgs, chart_version: str) -> _Specs:
+    """The chart's values and the spec of every Kueue object the stack registers."""
+    provisioning = args.get("provisioning")
+    return _Specs(
+        values=chart_values(args, chart_version),
+        topologies=[(t["name"], topology_spec(t)) for t in args.get("topologies") or []],
+        provisioning=(
+            (provisioning_config_spec(provisioning), admission_check_spec(provisioning)) if provisioning else None
+        ),
+        flavors=[(f["name"], resource_flavor(f)) for f in args["flavors"]],
+        cluster_queue=cluster_queue_spec(args),
+        teams=[(team, team_queue_spec(args, team)) for team in args.get("teams") or []],
+    )
+
+
 class Admission(pulumi.ComponentResource):
     """Kueue and the stack's queues. Needs a ``kubernetes`` provider in ``opts``."""
 
@@ -314,63 +348,111 @@ class Admission(pulumi.ComponentResource):
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:Admission", name, None, opts)
         chart = HELM_CHARTS["kueue"]
+        specs = _specs(args, chart.version)
         release = pinned_release(
             self,
             name,
             chart,
             release_name="kueue",
             namespace=KUEUE_NAMESPACE,
-            values=chart_values(args, chart.version),
+            values=specs.values,
             depends_on=args.get("depends_on"),
             create_namespace=True,
         )
-        topologies = [
+        topologies = self._topologies(name, specs, release)
+        if specs.provisioning:
+            self._provisioning_check(name, args["provisioning"], specs.provisioning, release)
+        self._flavors(name, specs, release, topologies)
+        priorities = self._priorities(name, args, release)
+        # The queues need Kueue's webhooks (the release) and nothing of each other: a ClusterQueue whose flavors or
+        # admission checks do not exist yet is created inactive (FlavorNotFound, AdmissionCheckNotFound) and a
+        # LocalQueue whose ClusterQueue does not exist yet is accepted; their workloads wait and are admitted once all
+        # exist (https://kueue.sigs.k8s.io/docs/tasks/troubleshooting/troubleshooting_queues/). They are created side
+        # by side, and on destroy Kueue's resource-in-use finalizers hold a flavor until no ClusterQueue names it.
+        # The jobs wait for their LocalQueue and the priority classes they name (a Workload is built only once its
+        # WorkloadPriorityClass exists): the queue's name resolves once both exist.
+        lq = self._queues(
+            name, "", specs.cluster_queue, args["cluster_queue"], args["local_queue"], args["namespace"], release
+        )
+        self.queue_name = pulumi.Output.all(lq.id, *[p.id for p in priorities]).apply(lambda _: args["local_queue"])
+        team_queues: dict[str, pulumi.Output[str]] = {}
+        for team, spec in specs.teams:
+            cq = team["cluster_queue"]
+            tlq = self._queues(name, f"-{cq}", spec, cq, team["local_queue"], team["namespace"], release)
+            team_queues[team["cluster_queue"]] = pulumi.Output.all(
+                team["local_queue"], tlq.id, *[p.id for p in priorities]
+            ).apply(lambda v: str(v[0]))
+        self.team_queue_names = team_queues
+        """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
+        self.register_outputs({"queue_name": self.queue_name})
+
+    def _topologies(
+        self, name: str, specs: _Specs, release: k8s.helm.v3.Release
+    ) -> list[k8s.apiextensions.CustomResource]:
+        """The Topologies the flavors of topology-aware groups name."""
+        return [
             k8s.apiextensions.CustomResource(
-                f"{name}-topology-{t['name']}",
+                f"{name}-topology-{topology}",
                 api_version=KUEUE_API,
                 kind="Topology",
-                metadata={"name": t["name"]},
-                spec=topology_spec(t),
+                metadata={"name": topology},
+                spec=spec,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
             )
-            for t in args.get("topologies") or []
+            for topology, spec in specs.topologies
         ]
-        checks: list[pulumi.Resource] = []
-        provisioning = args.get("provisioning")
-        if provisioning:
-            prc = k8s.apiextensions.CustomResource(
-                f"{name}-provisioning-config",
-                api_version=KUEUE_API,
-                kind="ProvisioningRequestConfig",
-                metadata={"name": provisioning["config"]},
-                spec=provisioning_config_spec(provisioning),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
-            )
-            checks.append(
-                k8s.apiextensions.CustomResource(
-                    f"{name}-admission-check",
-                    api_version=KUEUE_API,
-                    kind="AdmissionCheck",
-                    metadata={"name": provisioning["check"]},
-                    spec=admission_check_spec(provisioning),
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[release, prc]),
-                )
-            )
-        # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound); so
-        # does a queue naming an AdmissionCheck that does not exist (AdmissionCheckNotFound)
+
+    def _provisioning_check(
+        self,
+        name: str,
+        provisioning: "ProvisioningArgs",
+        specs: tuple[dict[str, Any], dict[str, Any]],
+        release: k8s.helm.v3.Release,
+    ) -> None:
+        """The ProvisioningRequestConfig and the AdmissionCheck that names it."""
+        config_spec, check_spec = specs
+        prc = k8s.apiextensions.CustomResource(
+            f"{name}-provisioning-config",
+            api_version=KUEUE_API,
+            kind="ProvisioningRequestConfig",
+            metadata={"name": provisioning["config"]},
+            spec=config_spec,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-admission-check",
+            api_version=KUEUE_API,
+            kind="AdmissionCheck",
+            metadata={"name": provisioning["check"]},
+            spec=check_spec,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[release, prc]),
+        )
+
+    def _flavors(
+        self,
+        name: str,
+        specs: _Specs,
+        release: k8s.helm.v3.Release,
+        topologies: list[k8s.apiextensions.CustomResource],
+    ) -> None:
+        """A ResourceFlavor per node group, after the Topologies they name."""
+        # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound)
         after = pulumi.ResourceOptions(parent=self, depends_on=[release, *topologies])
-        for f in args["flavors"]:
+        for flavor, spec in specs.flavors:
             k8s.apiextensions.CustomResource(
-                f"{name}-flavor-{f['name']}",
+                f"{name}-flavor-{flavor}",
                 api_version=KUEUE_API,
                 kind="ResourceFlavor",
-                metadata={"name": f["name"]},
-                spec=resource_flavor(f),
+                metadata={"name": flavor},
+                spec=spec,
                 opts=after,
             )
+
+    def _priorities(self, name: str, args: AdmissionArgs, release: k8s.helm.v3.Release) -> list[pulumi.CustomResource]:
+        """A WorkloadPriorityClass per priority the jobs name."""
         # A WorkloadPriorityClass has its fields at the top level (no spec), which CustomResource cannot send: the
         # same registration with the object's own fields (the provider's type token for a custom kind).
-        priorities = [
+        return [
             pulumi.CustomResource(
                 f"kubernetes:{KUEUE_API}:WorkloadPriorityClass",
                 f"{name}-priority-{p}",
@@ -386,55 +468,35 @@ class Admission(pulumi.ComponentResource):
             )
             for p, v in sorted(args["priorities"].items())
         ]
-        # The queues need Kueue's webhooks (the release) and nothing of each other: a ClusterQueue whose flavors or
-        # admission checks do not exist yet is created inactive (FlavorNotFound, AdmissionCheckNotFound) and a
-        # LocalQueue whose ClusterQueue does not exist yet is accepted; their workloads wait and are admitted once all
-        # exist (https://kueue.sigs.k8s.io/docs/tasks/troubleshooting/troubleshooting_queues/). They are created side
-        # by side, and on destroy Kueue's resource-in-use finalizers hold a flavor until no ClusterQueue names it.
-        # The jobs wait for their LocalQueue and the priority classes they name (a Workload is built only once its
-        # WorkloadPriorityClass exists): the queue's name resolves once both exist.
+
+    def _queues(
+        self,
+        name: str,
+        suffix: str,
+        spec: dict[str, Any],
+        cluster_queue: str,
+        local_queue: str,
+        namespace: pulumi.Input[str],
+        release: k8s.helm.v3.Release,
+    ) -> k8s.apiextensions.CustomResource:
+        """A ClusterQueue and the LocalQueue that feeds it (the stack's, or a team's in its namespace)."""
         queue_opts = pulumi.ResourceOptions(parent=self, depends_on=[release])
         k8s.apiextensions.CustomResource(
-            f"{name}-cluster-queue",
+            f"{name}-cluster-queue{suffix}",
             api_version=KUEUE_API,
             kind="ClusterQueue",
-            metadata={"name": args["cluster_queue"]},
-            spec=cluster_queue_spec(args),
+            metadata={"name": cluster_queue},
+            spec=spec,
             opts=queue_opts,
         )
-        lq = k8s.apiextensions.CustomResource(
-            f"{name}-local-queue",
+        return k8s.apiextensions.CustomResource(
+            f"{name}-local-queue{suffix}",
             api_version=KUEUE_API,
             kind="LocalQueue",
-            metadata={"name": args["local_queue"], "namespace": args["namespace"]},
-            spec={"clusterQueue": args["cluster_queue"]},
+            metadata={"name": local_queue, "namespace": namespace},
+            spec={"clusterQueue": cluster_queue},
             opts=queue_opts,
         )
-        self.queue_name = pulumi.Output.all(lq.id, *[p.id for p in priorities]).apply(lambda _: args["local_queue"])
-        team_queues: dict[str, pulumi.Output[str]] = {}
-        for team in args.get("teams") or []:
-            k8s.apiextensions.CustomResource(
-                f"{name}-cluster-queue-{team['cluster_queue']}",
-                api_version=KUEUE_API,
-                kind="ClusterQueue",
-                metadata={"name": team["cluster_queue"]},
-                spec=team_queue_spec(args, team),
-                opts=queue_opts,
-            )
-            tlq = k8s.apiextensions.CustomResource(
-                f"{name}-local-queue-{team['cluster_queue']}",
-                api_version=KUEUE_API,
-                kind="LocalQueue",
-                metadata={"name": team["local_queue"], "namespace": team["namespace"]},
-                spec={"clusterQueue": team["cluster_queue"]},
-                opts=queue_opts,
-            )
-            team_queues[team["cluster_queue"]] = pulumi.Output.all(
-                team["local_queue"], tlq.id, *[p.id for p in priorities]
-            ).apply(lambda v: str(v[0]))
-        self.team_queue_names = team_queues
-        """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
-        self.register_outputs({"queue_name": self.queue_name})
 
 
 # --- topology-aware scheduling (https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/) ------------------

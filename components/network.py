@@ -4,6 +4,7 @@ Public subnets hold only the NAT gateway(s) and internet-facing load balancers; 
 private subnets. Subnets carry the tags EKS and the AWS Load Balancer Controller look for.
 """
 
+from dataclasses import dataclass
 from typing import Optional, Sequence, TypedDict
 
 import pulumi
@@ -31,6 +32,44 @@ class TrainingVpcArgs(TypedDict):
     """Tags added to every resource."""
 
 
+#: The load balancer role tag of each tier's subnets (what the AWS Load Balancer Controller looks for).
+_ELB_ROLE_TAGS = {"public": "kubernetes.io/role/elb", "private": "kubernetes.io/role/internal-elb"}
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What the VPC's arguments decide before any resource exists (validated: a bad argument fails here)."""
+
+    azs: list[str]
+    private_cidrs: list[str]
+    public_cidrs: list[str]
+    cluster_tag: str
+    tags: dict[str, str]
+    per_az_nat: bool
+
+    @property
+    def nat_azs(self) -> list[str]:
+        """The zones with a NAT gateway: every zone, or the first."""
+        return self.azs if self.per_az_nat else self.azs[:1]
+
+
+def _layout(args: TrainingVpcArgs) -> _Layout:
+    """The zones and their CIDRs (at least two zones, one private and one public CIDR each), tags and NAT layout."""
+    azs = list(args["availability_zones"])
+    private_cidrs = list(args["private_subnet_cidrs"])
+    public_cidrs = list(args["public_subnet_cidrs"])
+    if len(azs) < 2 or len(private_cidrs) != len(azs) or len(public_cidrs) != len(azs):
+        raise ValueError("TrainingVpc needs >= 2 zones and exactly one private and one public CIDR per zone")
+    return _Layout(
+        azs=azs,
+        private_cidrs=private_cidrs,
+        public_cidrs=public_cidrs,
+        cluster_tag=f"kubernetes.io/cluster/{args['cluster_name']}",
+        tags=dict(args.get("tags") or {}),  # type: ignore[arg-type]
+        per_az_nat=bool(args.get("nat_gateway_per_az", False)),
+    )
+
+
 class TrainingVpc(pulumi.ComponentResource):
     """VPC, internet gateway, public and private subnets per zone, NAT, route tables, an S3 gateway
     endpoint, and a locked-down default security group."""
@@ -50,19 +89,37 @@ class TrainingVpc(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingVpcArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingVpc", name, None, opts)
-        azs = list(args["availability_zones"])
-        private_cidrs = list(args["private_subnet_cidrs"])
-        public_cidrs = list(args["public_subnet_cidrs"])
-        if len(azs) < 2 or len(private_cidrs) != len(azs) or len(public_cidrs) != len(azs):
-            raise ValueError("TrainingVpc needs >= 2 zones and exactly one private and one public CIDR per zone")
-        cluster_tag = f"kubernetes.io/cluster/{args['cluster_name']}"
-        base_tags: dict[str, str] = dict(args.get("tags") or {})  # type: ignore[arg-type]
-        per_az_nat = bool(args.get("nat_gateway_per_az", False))
-        child = pulumi.ResourceOptions(parent=self)
+        layout = _layout(args)
+        vpc, igw = self._vpc(name, args["cidr_block"], layout)
+        public_subnets, private_subnets = self._subnets(name, layout, vpc)
+        self._public_routes(name, layout, vpc, igw, public_subnets)
+        nats = self._nat_gateways(name, layout, igw, public_subnets)
+        private_rts = self._private_routes(name, layout, vpc, nats, private_subnets)
+        self._s3_endpoint(name, layout, vpc, private_rts)
 
+        self.vpc_id = vpc.id
+        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets])
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets])
+        self.private_subnet_id_list = [s.id for s in private_subnets]
+        self.availability_zones = pulumi.Output.from_input(layout.azs)
+        self.nat_gateway_ids = pulumi.Output.all(*[n.id for n in nats.values()])
+        self.register_outputs(
+            {
+                "vpc_id": self.vpc_id,
+                "public_subnet_ids": self.public_subnet_ids,
+                "private_subnet_ids": self.private_subnet_ids,
+                "availability_zones": self.availability_zones,
+                "nat_gateway_ids": self.nat_gateway_ids,
+            }
+        )
+
+    def _vpc(self, name: str, cidr_block: str, layout: _Layout) -> tuple[aws.ec2.Vpc, aws.ec2.InternetGateway]:
+        """The VPC (DNS on), its default security group locked down, and its internet gateway."""
+        child = pulumi.ResourceOptions(parent=self)
+        base_tags = layout.tags
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
-            cidr_block=args["cidr_block"],
+            cidr_block=cidr_block,
             enable_dns_hostnames=True,
             enable_dns_support=True,
             tags={**base_tags, "Name": f"{name}-vpc"},
@@ -78,90 +135,112 @@ class TrainingVpc(pulumi.ComponentResource):
         igw = aws.ec2.InternetGateway(
             f"{name}-igw", vpc_id=vpc.id, tags={**base_tags, "Name": f"{name}-igw"}, opts=child
         )
+        return vpc, igw
 
+    def _subnets(
+        self, name: str, layout: _Layout, vpc: aws.ec2.Vpc
+    ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.Subnet]]:
+        """A public and a private subnet per zone (in zone order), tagged for EKS and the load balancer controller."""
         public_subnets: list[aws.ec2.Subnet] = []
         private_subnets: list[aws.ec2.Subnet] = []
-        for i, az in enumerate(azs):
-            public_subnets.append(
-                aws.ec2.Subnet(
-                    f"{name}-public-{az}",
-                    vpc_id=vpc.id,
-                    availability_zone=az,
-                    cidr_block=public_cidrs[i],
-                    map_public_ip_on_launch=False,
-                    tags={
-                        **base_tags,
-                        "Name": f"{name}-public-{az}",
-                        "kubernetes.io/role/elb": "1",
-                        cluster_tag: "shared",
-                        "eks-training/tier": "public",
-                    },
-                    opts=child,
-                )
-            )
-            private_subnets.append(
-                aws.ec2.Subnet(
-                    f"{name}-private-{az}",
-                    vpc_id=vpc.id,
-                    availability_zone=az,
-                    cidr_block=private_cidrs[i],
-                    map_public_ip_on_launch=False,
-                    tags={
-                        **base_tags,
-                        "Name": f"{name}-private-{az}",
-                        "kubernetes.io/role/internal-elb": "1",
-                        cluster_tag: "shared",
-                        "eks-training/tier": "private",
-                    },
-                    opts=child,
-                )
-            )
+        for az, public_cidr, private_cidr in zip(layout.azs, layout.public_cidrs, layout.private_cidrs):
+            public_subnets.append(self._subnet(name, layout, vpc, az, public_cidr, "public"))
+            private_subnets.append(self._subnet(name, layout, vpc, az, private_cidr, "private"))
+        return public_subnets, private_subnets
 
+    def _subnet(self, name: str, layout: _Layout, vpc: aws.ec2.Vpc, az: str, cidr: str, tier: str) -> aws.ec2.Subnet:
+        """One subnet of a tier (``public`` or ``private``) in one zone; no public IPs on launch."""
+        return aws.ec2.Subnet(
+            f"{name}-{tier}-{az}",
+            vpc_id=vpc.id,
+            availability_zone=az,
+            cidr_block=cidr,
+            map_public_ip_on_launch=False,
+            tags={
+                **layout.tags,
+                "Name": f"{name}-{tier}-{az}",
+                _ELB_ROLE_TAGS[tier]: "1",
+                layout.cluster_tag: "shared",
+                "eks-training/tier": tier,
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _public_routes(
+        self,
+        name: str,
+        layout: _Layout,
+        vpc: aws.ec2.Vpc,
+        igw: aws.ec2.InternetGateway,
+        public_subnets: list[aws.ec2.Subnet],
+    ) -> None:
+        """One route table for the public subnets, its default route through the internet gateway."""
+        child = pulumi.ResourceOptions(parent=self)
         public_rt = aws.ec2.RouteTable(
             f"{name}-public-rt",
             vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
-            tags={**base_tags, "Name": f"{name}-public-rt"},
+            tags={**layout.tags, "Name": f"{name}-public-rt"},
             opts=child,
         )
-        for az, subnet in zip(azs, public_subnets):
+        for az, subnet in zip(layout.azs, public_subnets):
             aws.ec2.RouteTableAssociation(
                 f"{name}-public-rta-{az}", subnet_id=subnet.id, route_table_id=public_rt.id, opts=child
             )
 
-        nat_azs = azs if per_az_nat else azs[:1]
+    def _nat_gateways(
+        self, name: str, layout: _Layout, igw: aws.ec2.InternetGateway, public_subnets: list[aws.ec2.Subnet]
+    ) -> dict[str, aws.ec2.NatGateway]:
+        """A NAT gateway with its Elastic IP in the public subnet of each NAT zone, by zone."""
         nats: dict[str, aws.ec2.NatGateway] = {}
-        for az, subnet in zip(azs, public_subnets):
-            if az not in nat_azs:
+        for az, subnet in zip(layout.azs, public_subnets):
+            if az not in layout.nat_azs:
                 continue
             eip = aws.ec2.Eip(
-                f"{name}-nat-eip-{az}", domain="vpc", tags={**base_tags, "Name": f"{name}-nat-{az}"}, opts=child
+                f"{name}-nat-eip-{az}",
+                domain="vpc",
+                tags={**layout.tags, "Name": f"{name}-nat-{az}"},
+                opts=pulumi.ResourceOptions(parent=self),
             )
             nats[az] = aws.ec2.NatGateway(
                 f"{name}-nat-{az}",
                 allocation_id=eip.id,
                 subnet_id=subnet.id,
                 connectivity_type="public",
-                tags={**base_tags, "Name": f"{name}-nat-{az}"},
+                tags={**layout.tags, "Name": f"{name}-nat-{az}"},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
             )
+        return nats
 
+    def _private_routes(
+        self,
+        name: str,
+        layout: _Layout,
+        vpc: aws.ec2.Vpc,
+        nats: dict[str, aws.ec2.NatGateway],
+        private_subnets: list[aws.ec2.Subnet],
+    ) -> list[aws.ec2.RouteTable]:
+        """A route table per private subnet, its default route through the zone's NAT gateway (or the shared one)."""
+        child = pulumi.ResourceOptions(parent=self)
         private_rts: list[aws.ec2.RouteTable] = []
-        for az, subnet in zip(azs, private_subnets):
-            nat = nats[az] if per_az_nat else nats[azs[0]]
+        for az, subnet in zip(layout.azs, private_subnets):
+            nat = nats[az] if layout.per_az_nat else nats[layout.azs[0]]
             rt = aws.ec2.RouteTable(
                 f"{name}-private-rt-{az}",
                 vpc_id=vpc.id,
                 routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-                tags={**base_tags, "Name": f"{name}-private-rt-{az}"},
+                tags={**layout.tags, "Name": f"{name}-private-rt-{az}"},
                 opts=child,
             )
             private_rts.append(rt)
             aws.ec2.RouteTableAssociation(
                 f"{name}-private-rta-{az}", subnet_id=subnet.id, route_table_id=rt.id, opts=child
             )
+        return private_rts
 
-        # Free S3 gateway endpoint: dataset downloads and ECR image layers (served from S3) skip the NAT.
+    def _s3_endpoint(self, name: str, layout: _Layout, vpc: aws.ec2.Vpc, private_rts: list[aws.ec2.RouteTable]) -> None:
+        """The S3 gateway endpoint on the private route tables."""
+        # Free: dataset downloads and ECR image layers (served from S3) skip the NAT.
         region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self))
         aws.ec2.VpcEndpoint(
             f"{name}-s3-endpoint",
@@ -169,22 +248,6 @@ class TrainingVpc(pulumi.ComponentResource):
             service_name=region.region.apply(lambda r: f"com.amazonaws.{r}.s3"),
             vpc_endpoint_type="Gateway",
             route_table_ids=[rt.id for rt in private_rts],
-            tags={**base_tags, "Name": f"{name}-s3"},
-            opts=child,
-        )
-
-        self.vpc_id = vpc.id
-        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public_subnets])
-        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private_subnets])
-        self.private_subnet_id_list = [s.id for s in private_subnets]
-        self.availability_zones = pulumi.Output.from_input(azs)
-        self.nat_gateway_ids = pulumi.Output.all(*[n.id for n in nats.values()])
-        self.register_outputs(
-            {
-                "vpc_id": self.vpc_id,
-                "public_subnet_ids": self.public_subnet_ids,
-                "private_subnet_ids": self.private_subnet_ids,
-                "availability_zones": self.availability_zones,
-                "nat_gateway_ids": self.nat_gateway_ids,
-            }
+            tags={**layout.tags, "Name": f"{name}-s3"},
+            opts=pulumi.ResourceOptions(parent=self),
         )

@@ -22,6 +22,7 @@ region the children were created in.
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Literal, Mapping, Optional, TypedDict, get_args
 
 import pulumi
@@ -108,6 +109,120 @@ class TrainingImageArgs(TypedDict):
     children use (default: the stack's ``aws:`` settings, right for the default provider)."""
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """What the image's arguments decide before any resource exists (validated: a bad argument fails here)."""
+
+    dockerfile: str
+    platform: str
+    env_type: str
+    build_image: str
+    compute_type: str
+    keep_images: int
+    build_timeout: int
+    queued_timeout: int
+    log_retention_days: int
+    poll_interval: float
+    kms_key_arn: Optional[pulumi.Input[str]]
+    tags: dict[str, str]
+    aws: AwsSettings
+    build_args: dict[str, str]
+
+
+def _settings(name: str, args: TrainingImageArgs) -> _Settings:
+    """The validated settings of the build: the name, platform, compute type, timeouts, AWS settings and build
+    arguments."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", name):
+        # Children (bucket, repository) are auto-named from it, and those names must be lowercase.
+        raise ValueError(f"TrainingImage name {name!r} must be 1-40 lowercase letters, digits or '-'")
+    platform = args.get("platform", DEFAULT_PLATFORM)
+    if platform not in PLATFORM_BUILD_ENVIRONMENTS:
+        raise ValueError(f"platform must be one of {sorted(PLATFORM_BUILD_ENVIRONMENTS)}, got {platform!r}")
+    compute_type = args.get("compute_type", DEFAULT_COMPUTE_TYPE)
+    if compute_type not in COMPUTE_TYPES:
+        raise ValueError(f"compute_type must be one of {sorted(COMPUTE_TYPES)}, got {compute_type!r}")
+    keep_images = int(args.get("keep_images", DEFAULT_KEEP_IMAGES))
+    build_timeout = int(args.get("build_timeout_minutes", DEFAULT_BUILD_TIMEOUT_MINUTES))
+    queued_timeout = int(args.get("queued_timeout_minutes", DEFAULT_QUEUED_TIMEOUT_MINUTES))
+    if not 5 <= build_timeout <= 2160:
+        raise ValueError("build_timeout_minutes must be between 5 and 2160")
+    if not 5 <= queued_timeout <= 480:
+        raise ValueError("queued_timeout_minutes must be between 5 and 480")
+    aws_settings: AwsSettings = args["aws"] if "aws" in args else stack_aws_settings()
+    aws_problems = aws_settings_problems(aws_settings)
+    if aws_problems:
+        raise AwsSettingsError(aws_problems)
+    env_type, default_build_image = PLATFORM_BUILD_ENVIRONMENTS[platform]
+    return _Settings(
+        dockerfile=args.get("dockerfile", "Dockerfile"),
+        platform=platform,
+        env_type=env_type,
+        build_image=args.get("codebuild_image", default_build_image),
+        compute_type=compute_type,
+        keep_images=keep_images,
+        build_timeout=build_timeout,
+        queued_timeout=queued_timeout,
+        log_retention_days=int(args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS)),
+        poll_interval=float(args.get("poll_interval_seconds", 15.0)),
+        kms_key_arn=args.get("kms_key_arn"),
+        tags=dict(args.get("tags") or {}),
+        aws=aws_settings,
+        build_args=_build_args(args),
+    )
+
+
+def _build_args(args: TrainingImageArgs) -> dict[str, str]:
+    """The build arguments, each a variable name that is neither CodeBuild's nor the build's own."""
+    build_args = dict(args.get("build_args") or {})
+    for arg in build_args:
+        if (
+            not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", arg)
+            or arg in RESERVED_BUILD_VARIABLES
+            or arg.startswith(("CODEBUILD_", "AWS_"))
+        ):
+            raise ValueError(
+                f"build argument {arg!r} must be a variable name, not CODEBUILD_* or AWS_* (CodeBuild's) nor "
+                f"{', '.join(RESERVED_BUILD_VARIABLES)} (the build's)"
+            )
+    return build_args
+
+
+@dataclass(frozen=True)
+class _Context:
+    """The build context as it was hashed and zipped when the program ran."""
+
+    hash: str
+    tag: str
+    zip_path: str
+    key: str
+
+
+def _context(context_dir: str, settings: _Settings) -> _Context:
+    """Program-time content addressing: hash the context, then write a deterministic zip named by the hash."""
+    context_hash = hash_build_context(context_dir, settings.dockerfile, settings.platform, settings.build_args)
+    zip_path = context_zip_path(context_hash)
+    write_context_zip(context_dir, zip_path, settings.dockerfile)
+    return _Context(
+        hash=context_hash,
+        tag=image_tag_for(context_hash),
+        zip_path=zip_path,
+        key=f"{CONTEXT_PREFIX}/{context_hash}.zip",
+    )
+
+
+def _environment_variables(settings: _Settings) -> list[aws.codebuild.ProjectEnvironmentEnvironmentVariableArgsDict]:
+    """The CodeBuild project's variables: the Dockerfile, the platform and the build arguments."""
+    env_vars: list[aws.codebuild.ProjectEnvironmentEnvironmentVariableArgsDict] = [
+        {"name": "DOCKERFILE", "value": settings.dockerfile, "type": "PLAINTEXT"},
+        {"name": "DOCKER_PLATFORM", "value": settings.platform, "type": "PLAINTEXT"},
+    ]
+    build_args = settings.build_args
+    if build_args:  # each argument's value in a variable of its name; the buildspec passes them by name
+        env_vars.append({"name": BUILD_ARGS_VARIABLE, "value": " ".join(sorted(build_args)), "type": "PLAINTEXT"})
+        env_vars += [{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in sorted(build_args.items())]
+    return env_vars
+
+
 class TrainingImage(pulumi.ComponentResource):
     """ECR repository + lifecycle policy, S3 context bucket + uploaded context, CodeBuild role, log
     group and project, and the :class:`~components.image_build.ImageBuild` that runs the build."""
@@ -131,184 +246,21 @@ class TrainingImage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingImageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingImage", name, None, opts)
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", name):
-            # Children (bucket, repository) are auto-named from it, and those names must be lowercase.
-            raise ValueError(f"TrainingImage name {name!r} must be 1-40 lowercase letters, digits or '-'")
-
-        dockerfile = args.get("dockerfile", "Dockerfile")
-        platform = args.get("platform", DEFAULT_PLATFORM)
-        if platform not in PLATFORM_BUILD_ENVIRONMENTS:
-            raise ValueError(f"platform must be one of {sorted(PLATFORM_BUILD_ENVIRONMENTS)}, got {platform!r}")
-        compute_type = args.get("compute_type", DEFAULT_COMPUTE_TYPE)
-        if compute_type not in COMPUTE_TYPES:
-            raise ValueError(f"compute_type must be one of {sorted(COMPUTE_TYPES)}, got {compute_type!r}")
-        keep_images = int(args.get("keep_images", DEFAULT_KEEP_IMAGES))
-        build_timeout = int(args.get("build_timeout_minutes", DEFAULT_BUILD_TIMEOUT_MINUTES))
-        queued_timeout = int(args.get("queued_timeout_minutes", DEFAULT_QUEUED_TIMEOUT_MINUTES))
-        if not 5 <= build_timeout <= 2160:
-            raise ValueError("build_timeout_minutes must be between 5 and 2160")
-        if not 5 <= queued_timeout <= 480:
-            raise ValueError("queued_timeout_minutes must be between 5 and 480")
-        kms_key_arn = args.get("kms_key_arn")
-        tags: dict[str, str] = dict(args.get("tags") or {})
-        aws_settings: AwsSettings = args["aws"] if "aws" in args else stack_aws_settings()
-        aws_problems = aws_settings_problems(aws_settings)
-        if aws_problems:
-            raise AwsSettingsError(aws_problems)
-        env_type, default_build_image = PLATFORM_BUILD_ENVIRONMENTS[platform]
-
-        build_args = dict(args.get("build_args") or {})
-        for arg in build_args:
-            if (
-                not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", arg)
-                or arg in RESERVED_BUILD_VARIABLES
-                or arg.startswith(("CODEBUILD_", "AWS_"))
-            ):
-                raise ValueError(
-                    f"build argument {arg!r} must be a variable name, not CODEBUILD_* or AWS_* (CodeBuild's) nor "
-                    f"{', '.join(RESERVED_BUILD_VARIABLES)} (the build's)"
-                )
-
-        # Program-time content addressing: hash, then a deterministic zip named by the hash.
-        context_hash = hash_build_context(args["context_dir"], dockerfile, platform, build_args)
-        tag = image_tag_for(context_hash)
-        zip_path = context_zip_path(context_hash)
-        write_context_zip(args["context_dir"], zip_path, dockerfile)
-        context_key = f"{CONTEXT_PREFIX}/{context_hash}.zip"
-
-        child = pulumi.ResourceOptions(parent=self)
-
-        # --- ECR -----------------------------------------------------------------------------------
-        encryption: aws.ecr.RepositoryEncryptionConfigurationArgsDict = (
-            {"encryption_type": "KMS", "kms_key": kms_key_arn}
-            if kms_key_arn is not None
-            else {"encryption_type": "AES256"}
-        )
-        scanning: aws.ecr.RepositoryImageScanningConfigurationArgsDict = {"scan_on_push": True}
-        repo = aws.ecr.Repository(
-            f"{name}-repo",
-            name=args.get("repository_name"),
-            image_tag_mutability="IMMUTABLE",  # tags are content hashes: never re-pointed
-            image_scanning_configuration=scanning,
-            encryption_configurations=[encryption],
-            force_delete=bool(args.get("force_delete", True)),
-            tags=tags,
-            opts=child,
-        )
-        aws.ecr.LifecyclePolicy(
-            f"{name}-lifecycle",
-            repository=repo.name,
-            policy=lifecycle_policy_document(keep_images),
-            opts=child,
-        )
-
-        # --- S3 bucket for build contexts ----------------------------------------------------------
-        contexts = private_bucket(self, f"{name}-contexts", force_destroy=True, kms_key_arn=kms_key_arn, tags=tags)
-        bucket, sse = contexts.bucket, contexts.encryption
-        context_object = aws.s3.BucketObjectv2(
-            f"{name}-context",
-            bucket=bucket.id,
-            key=context_key,
-            source=pulumi.FileAsset(zip_path),
-            content_type="application/zip",
-            server_side_encryption="aws:kms" if kms_key_arn is not None else "AES256",
-            kms_key_id=kms_key_arn,
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[sse]),
-        )
-
-        # --- Logs, IAM ---------------------------------------------------------------------------------
-        log_group = aws.cloudwatch.LogGroup(
-            f"{name}-build-logs",
-            retention_in_days=int(args.get("log_retention_days", DEFAULT_LOG_RETENTION_DAYS)),
-            tags=tags,
-            opts=child,
-        )
-        role = aws.iam.Role(
-            f"{name}-codebuild-role",
-            description="CodeBuild service role that builds and pushes the training image",
-            assume_role_policy=repo.arn.apply(
-                lambda arn: service_trust_policy(
-                    "codebuild.amazonaws.com", source_account=account_from_arn(arn), sid="CodeBuildAssume"
-                )
-            ),
-            tags=tags,
-            opts=child,
-        )
-        policy_json = pulumi.Output.all(
-            repo.arn, bucket.arn, log_group.arn, pulumi.Output.from_input(kms_key_arn)
-        ).apply(lambda a: json.dumps(codebuild_policy(a[0], a[1], a[2], a[3], CONTEXT_PREFIX), sort_keys=True))
-        role_policy = aws.iam.RolePolicy(f"{name}-codebuild-policy", role=role.id, policy=policy_json, opts=child)
-
-        # --- CodeBuild -----------------------------------------------------------------------------------
-        env_vars: list[aws.codebuild.ProjectEnvironmentEnvironmentVariableArgsDict] = [
-            {"name": "DOCKERFILE", "value": dockerfile, "type": "PLAINTEXT"},
-            {"name": "DOCKER_PLATFORM", "value": platform, "type": "PLAINTEXT"},
-        ]
-        if build_args:  # each argument's value in a variable of its name; the buildspec passes them by name
-            env_vars.append({"name": BUILD_ARGS_VARIABLE, "value": " ".join(sorted(build_args)), "type": "PLAINTEXT"})
-            env_vars += [{"name": k, "value": v, "type": "PLAINTEXT"} for k, v in sorted(build_args.items())]
-        environment: aws.codebuild.ProjectEnvironmentArgsDict = {
-            "type": env_type,
-            "image": args.get("codebuild_image", default_build_image),
-            "compute_type": compute_type,
-            "image_pull_credentials_type": "CODEBUILD",
-            "privileged_mode": True,  # docker build needs the Docker daemon
-            "environment_variables": env_vars,
-        }
-        source: aws.codebuild.ProjectSourceArgsDict = {
-            "type": "S3",
-            # Stable location; each build overrides it with the content-addressed zip.
-            "location": bucket.bucket.apply(lambda b: f"{b}/{CONTEXT_PREFIX}/"),
-            "buildspec": buildspec(),
-        }
-        artifacts: aws.codebuild.ProjectArtifactsArgsDict = {"type": "NO_ARTIFACTS"}
-        logs_config: aws.codebuild.ProjectLogsConfigArgsDict = {
-            "cloudwatch_logs": {"status": "ENABLED", "group_name": log_group.name},
-            "s3_logs": {"status": "DISABLED"},
-        }
-        project = aws.codebuild.Project(
-            f"{name}-build",
-            description="Builds the training image from the content-addressed context in S3",
-            service_role=role.arn,
-            build_timeout=build_timeout,
-            queued_timeout=queued_timeout,
-            environment=environment,
-            source=source,
-            artifacts=artifacts,
-            logs_config=logs_config,
-            encryption_key=kms_key_arn,
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy]),
-        )
-
-        # --- The build ---------------------------------------------------------------------------------------
-        poll = float(args.get("poll_interval_seconds", 15.0))
-        build_inputs: ImageBuildInputs = {
-            "project_name": project.name,
-            "repository_url": repo.repository_url,
-            "repository_name": repo.name,
-            "region": repo.arn.apply(region_from_arn),
-            "image_tag": tag,
-            "source_bucket": bucket.bucket,
-            "source_key": context_object.key,
-            "poll_interval_seconds": poll,
-            "wait_timeout_seconds": float((build_timeout + queued_timeout) * 60 + 600),
-            "digest_wait_seconds": 120.0,
-            "aws": aws_settings,
-        }
-        build = ImageBuild(
-            f"{name}-image",
-            build_inputs,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy, context_object, project]),
-        )
+        settings = _settings(name, args)
+        context = _context(args["context_dir"], settings)
+        repo = self._repository(name, args, settings)
+        bucket, context_object = self._context_upload(name, settings, context)
+        log_group = self._log_group(name, settings)
+        role, role_policy = self._build_role(name, settings, repo, bucket, log_group)
+        project = self._project(name, settings, bucket, log_group, role, role_policy)
+        build = self._build(name, settings, context, repo, bucket, context_object, project, role_policy)
 
         self.image_uri = build.image_uri
-        self.image_tag = pulumi.Output.from_input(tag)
+        self.image_tag = pulumi.Output.from_input(context.tag)
         self.digest = build.image_digest
         self.repository_url = repo.repository_url
         self.repository_arn = repo.arn
-        self.context_hash = pulumi.Output.from_input(context_hash)
+        self.context_hash = pulumi.Output.from_input(context.hash)
         self.build_project_name = project.name
         self.build_log_link = build.log_link
         self.register_outputs(
@@ -322,4 +274,165 @@ class TrainingImage(pulumi.ComponentResource):
                 "build_project_name": self.build_project_name,
                 "build_log_link": self.build_log_link,
             }
+        )
+
+    def _repository(self, name: str, args: TrainingImageArgs, settings: "_Settings") -> aws.ecr.Repository:
+        """The ECR repository (immutable tags, scan on push, encrypted) and its lifecycle policy."""
+        child = pulumi.ResourceOptions(parent=self)
+        encryption: aws.ecr.RepositoryEncryptionConfigurationArgsDict = (
+            {"encryption_type": "KMS", "kms_key": settings.kms_key_arn}
+            if settings.kms_key_arn is not None
+            else {"encryption_type": "AES256"}
+        )
+        scanning: aws.ecr.RepositoryImageScanningConfigurationArgsDict = {"scan_on_push": True}
+        repo = aws.ecr.Repository(
+            f"{name}-repo",
+            name=args.get("repository_name"),
+            image_tag_mutability="IMMUTABLE",  # tags are content hashes: never re-pointed
+            image_scanning_configuration=scanning,
+            encryption_configurations=[encryption],
+            force_delete=bool(args.get("force_delete", True)),
+            tags=settings.tags,
+            opts=child,
+        )
+        aws.ecr.LifecyclePolicy(
+            f"{name}-lifecycle",
+            repository=repo.name,
+            policy=lifecycle_policy_document(settings.keep_images),
+            opts=child,
+        )
+        return repo
+
+    def _context_upload(
+        self, name: str, settings: "_Settings", context: "_Context"
+    ) -> tuple[aws.s3.Bucket, aws.s3.BucketObjectv2]:
+        """The private bucket of build contexts and this context's zip in it."""
+        kms_key_arn = settings.kms_key_arn
+        contexts = private_bucket(
+            self, f"{name}-contexts", force_destroy=True, kms_key_arn=kms_key_arn, tags=settings.tags
+        )
+        bucket, sse = contexts.bucket, contexts.encryption
+        context_object = aws.s3.BucketObjectv2(
+            f"{name}-context",
+            bucket=bucket.id,
+            key=context.key,
+            source=pulumi.FileAsset(context.zip_path),
+            content_type="application/zip",
+            server_side_encryption="aws:kms" if kms_key_arn is not None else "AES256",
+            kms_key_id=kms_key_arn,
+            tags=settings.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[sse]),
+        )
+        return bucket, context_object
+
+    def _log_group(self, name: str, settings: "_Settings") -> aws.cloudwatch.LogGroup:
+        """The build log group, with its retention."""
+        return aws.cloudwatch.LogGroup(
+            f"{name}-build-logs",
+            retention_in_days=settings.log_retention_days,
+            tags=settings.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _build_role(
+        self,
+        name: str,
+        settings: "_Settings",
+        repo: aws.ecr.Repository,
+        bucket: aws.s3.Bucket,
+        log_group: aws.cloudwatch.LogGroup,
+    ) -> tuple[aws.iam.Role, aws.iam.RolePolicy]:
+        """CodeBuild's service role (assumed from the repository's account only) and its least-privilege policy."""
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-codebuild-role",
+            description="CodeBuild service role that builds and pushes the training image",
+            assume_role_policy=repo.arn.apply(
+                lambda arn: service_trust_policy(
+                    "codebuild.amazonaws.com", source_account=account_from_arn(arn), sid="CodeBuildAssume"
+                )
+            ),
+            tags=settings.tags,
+            opts=child,
+        )
+        policy_json = pulumi.Output.all(
+            repo.arn, bucket.arn, log_group.arn, pulumi.Output.from_input(settings.kms_key_arn)
+        ).apply(lambda a: json.dumps(codebuild_policy(a[0], a[1], a[2], a[3], CONTEXT_PREFIX), sort_keys=True))
+        role_policy = aws.iam.RolePolicy(f"{name}-codebuild-policy", role=role.id, policy=policy_json, opts=child)
+        return role, role_policy
+
+    def _project(
+        self,
+        name: str,
+        settings: "_Settings",
+        bucket: aws.s3.Bucket,
+        log_group: aws.cloudwatch.LogGroup,
+        role: aws.iam.Role,
+        role_policy: aws.iam.RolePolicy,
+    ) -> aws.codebuild.Project:
+        """The privileged CodeBuild project that runs ``docker build`` and pushes, logging to the log group."""
+        environment: aws.codebuild.ProjectEnvironmentArgsDict = {
+            "type": settings.env_type,
+            "image": settings.build_image,
+            "compute_type": settings.compute_type,
+            "image_pull_credentials_type": "CODEBUILD",
+            "privileged_mode": True,  # docker build needs the Docker daemon
+            "environment_variables": _environment_variables(settings),
+        }
+        source: aws.codebuild.ProjectSourceArgsDict = {
+            "type": "S3",
+            # Stable location; each build overrides it with the content-addressed zip.
+            "location": bucket.bucket.apply(lambda b: f"{b}/{CONTEXT_PREFIX}/"),
+            "buildspec": buildspec(),
+        }
+        artifacts: aws.codebuild.ProjectArtifactsArgsDict = {"type": "NO_ARTIFACTS"}
+        logs_config: aws.codebuild.ProjectLogsConfigArgsDict = {
+            "cloudwatch_logs": {"status": "ENABLED", "group_name": log_group.name},
+            "s3_logs": {"status": "DISABLED"},
+        }
+        return aws.codebuild.Project(
+            f"{name}-build",
+            description="Builds the training image from the content-addressed context in S3",
+            service_role=role.arn,
+            build_timeout=settings.build_timeout,
+            queued_timeout=settings.queued_timeout,
+            environment=environment,
+            source=source,
+            artifacts=artifacts,
+            logs_config=logs_config,
+            encryption_key=settings.kms_key_arn,
+            tags=settings.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy]),
+        )
+
+    def _build(
+        self,
+        name: str,
+        settings: "_Settings",
+        context: "_Context",
+        repo: aws.ecr.Repository,
+        bucket: aws.s3.Bucket,
+        context_object: aws.s3.BucketObjectv2,
+        project: aws.codebuild.Project,
+        role_policy: aws.iam.RolePolicy,
+    ) -> ImageBuild:
+        """The dynamic resource that starts the build of this context (when its tag is not pushed yet) and reads the
+        image's digest."""
+        build_inputs: ImageBuildInputs = {
+            "project_name": project.name,
+            "repository_url": repo.repository_url,
+            "repository_name": repo.name,
+            "region": repo.arn.apply(region_from_arn),
+            "image_tag": context.tag,
+            "source_bucket": bucket.bucket,
+            "source_key": context_object.key,
+            "poll_interval_seconds": settings.poll_interval,
+            "wait_timeout_seconds": float((settings.build_timeout + settings.queued_timeout) * 60 + 600),
+            "digest_wait_seconds": 120.0,
+            "aws": settings.aws,
+        }
+        return ImageBuild(
+            f"{name}-image",
+            build_inputs,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy, context_object, project]),
         )

@@ -12,6 +12,7 @@ and size from OpenMPI (``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE``).
 """
 
 import re
+from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, get_args
 
 import pulumi
@@ -30,6 +31,7 @@ from components.workloads.pods import (
     SHARED_VOLUME_MOUNT,
     TMP_MOUNT,
     WORKER_CONTAINER,
+    JobIdentity,
     JobSpec,
     WorkerPlacement,
     apply_input,
@@ -53,14 +55,14 @@ from components.workloads.waits import (
     queue_seconds,
 )
 
-#: ``launcherCreationPolicy`` values, spelled exactly as the controller compares them: the CRD does not
-#: validate the field and the controller tests for ``AtStartup`` only, so any other spelling silently
-#: means "wait for workers" (https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L678).
 #: What the launcher (``mpirun``, on the system nodes) requests (:data:`components.conventions.LAUNCHER_CPU_MILLIS`).
 LAUNCHER_RESOURCES: k8s.core.v1.ResourceRequirementsArgsDict = {
     "requests": {"cpu": f"{LAUNCHER_CPU_MILLIS}m", "memory": f"{LAUNCHER_MEMORY_MIB}Mi"},
     "limits": {"memory": "1Gi"},
 }
+#: ``launcherCreationPolicy`` values, spelled exactly as the controller compares them: the CRD does not
+#: validate the field and the controller tests for ``AtStartup`` only, so any other spelling silently
+#: means "wait for workers" (https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L678).
 LauncherCreationPolicy = Literal["AtStartup", "WaitForWorkersReady"]
 LAUNCHER_CREATION_POLICIES: tuple[str, ...] = get_args(LauncherCreationPolicy)
 #: The hostfile the operator mounts in the launcher.
@@ -291,121 +293,57 @@ class MpiJob(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MpiJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:MpiJob", name, None, opts)
+        shape = _shape(name, args)
         spec = args["job"]
-        placement = args["placement"]
-        nodes = args["nodes"]
-        slots = int(args.get("slots_per_worker") or placement["procs_per_node"])
-        policy = args.get("launcher_creation_policy", "WaitForWorkersReady")
-        if policy not in LAUNCHER_CREATION_POLICIES:
-            raise ValueError(f"{name}: launcher_creation_policy must be one of {', '.join(LAUNCHER_CREATION_POLICIES)}")
-        job_name = spec["job_name"]
-        labels = {**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name}
         identity = job_identity(self, name, spec)
+        job_name, nodes = shape.job_name, shape.nodes
         hosts = pulumi.Output.from_input(spec["namespace"]).apply(lambda ns: mpi_worker_hosts(job_name, ns, nodes))
         command, env = mpi_launcher(
             spec,
-            placement,
+            args["placement"],
             nodes=nodes,
-            slots=slots,
+            slots=shape.slots,
             program=args["command"],
             hosts=hosts,
             mpi_prefix=args["mpi_prefix"],
             launcher_command=args.get("launcher_command") or (),
         )
-        # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
-        read_only = bool(spec.get("read_only_root_filesystem", False))
-        scratch_mounts: list[k8s.core.v1.VolumeMountArgsDict] = [TMP_MOUNT] if read_only else []
-        scratch: list[k8s.core.v1.VolumeArgsDict] = [scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []
-        timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
-        launcher: k8s.core.v1.PodTemplateSpecArgsDict = {
-            "metadata": {"labels": labels},
-            "spec": {
-                "service_account_name": identity.service_account.metadata.name,
-                "automount_service_account_token": False,
-                "node_selector": dict(args["launcher_node_selector"]),
-                "security_context": pod_security(),
-                "init_containers": identity.init_containers,
-                "containers": [
-                    {
-                        "name": "launcher",
-                        "image": spec["image"],
-                        "image_pull_policy": IMAGE_PULL_POLICY,
-                        "command": command,
-                        "env": env_list(env),
-                        "resources": LAUNCHER_RESOURCES,
-                        "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *scratch_mounts],
-                        "security_context": container_security(read_only_root=read_only),
-                    }
-                ],
-                "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *scratch]),
-            },
-        }
-        tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
-        worker: k8s.core.v1.PodTemplateSpecArgsDict = {
-            # the autoscaler must not evict a running rank to consolidate nodes
-            "metadata": {"labels": labels, "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})}},
-            "spec": {
-                "automount_service_account_token": False,
-                "node_selector": dict(placement["node_selector"]),
-                "tolerations": tolerations,
-                "security_context": pod_security(),
-                "containers": [
-                    {
-                        "name": WORKER_CONTAINER,
-                        "image": spec["image"],
-                        "image_pull_policy": IMAGE_PULL_POLICY,
-                        "command": list(args.get("worker_command") or SSHD_COMMAND),
-                        "env": env_list(env),
-                        "resources": worker_resources(placement),
-                        "volume_mounts": [
-                            SHARED_VOLUME_MOUNT,
-                            {"name": "dshm", "mount_path": "/dev/shm"},
-                            *scratch_mounts,
-                        ],
-                        "security_context": container_security(read_only_root=read_only),
-                    }
-                ],
-                "volumes": [
-                    shared_volume(spec["pvc_name"]),
-                    {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
-                    *scratch,
-                ],
-            },
-        }
-        queue = dict(spec.get("queue_labels") or {})
-        mpi_spec = {
-            "slotsPerWorker": slots,
-            "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
-            "launcherCreationPolicy": policy,
-            "mpiImplementation": "OpenMPI",
-            "runPolicy": {
-                **({"suspend": True} if queue else {}),
-                "cleanPodPolicy": "Running",
-                "backoffLimit": int(args.get("backoff_limit", 3)),
-                "activeDeadlineSeconds": timeout_s,
-            },
-            "mpiReplicaSpecs": {
-                "Launcher": {"replicas": 1, "restartPolicy": "OnFailure", "template": camel(launcher)},
-                "Worker": {"replicas": nodes, "restartPolicy": "Never", "template": camel(worker)},
-            },
-        }
+        mpi_spec = _mpi_spec(
+            args, shape, _launcher_template(args, shape, identity, command, env), _worker_template(args, shape, env)
+        )
+        job = self._mpijob(name, args, shape, identity, mpi_spec)
+        # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here
+        created = finished(MPI_JOB, job_name, job, awaited=bool(spec.get("wait_for_completion")))
+        self.job_name = created
+        self.output_dir = created.apply(lambda _: spec["output_dir"])
+        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})
+
+    def _mpijob(
+        self, name: str, args: MpiJobArgs, shape: "_Shape", identity: JobIdentity, mpi_spec: Mapping[str, Any]
+    ) -> MpiJobObject:
+        """The MPIJob object, created after the operator and the job's setup, awaited as the job asks."""
+        spec = args["job"]
         # pulumi-kubernetes awaits a custom resource only as its waitFor annotation says: until the MPIJob succeeded or
         # failed, for its deadline and the time it may queue
         annotations = await_annotations(MPI_JOB, bool(spec.get("wait_for_completion")))
         # the launcher's deadline starts once it exists: after admission, and with WaitForWorkersReady after every
         # worker runs (mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go), so the time for nodes is outside it
         waits_s = await_seconds(
-            timeout_s,
-            queue_s=queue_seconds(bool(queue) or policy == "WaitForWorkersReady", spec.get("queue_timeout_hours")),
+            shape.timeout_s,
+            queue_s=queue_seconds(
+                bool(shape.queue) or shape.policy == "WaitForWorkersReady", spec.get("queue_timeout_hours")
+            ),
         )
-        job = MpiJobObject(
+        return MpiJobObject(
             f"{name}-mpijob",
             metadata={
                 "name": created_after(
-                    {**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]}, job_name, identity.waits
+                    {**spec, "after": [*(spec.get("after") or []), args["operator_ready"]]},
+                    shape.job_name,
+                    identity.waits,
                 ),
                 "namespace": spec["namespace"],
-                "labels": {**labels, **queue},
+                "labels": {**shape.labels, **shape.queue},
                 "annotations": {
                     **annotations,
                     "eks-training/predecessor-failed-exit-code": str(PREDECESSOR_FAILED_EXIT_CODE),
@@ -416,11 +354,152 @@ class MpiJob(pulumi.ComponentResource):
                 parent=self,
                 delete_before_replace=True,
                 custom_timeouts=await_timeouts(waits_s),
-                ignore_changes=[MPI_JOB.suspend] if queue else None,
+                ignore_changes=[MPI_JOB.suspend] if shape.queue else None,
             ),
         )
-        # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here
-        created = finished(MPI_JOB, job_name, job, awaited=bool(spec.get("wait_for_completion")))
-        self.job_name = created
-        self.output_dir = created.apply(lambda _: spec["output_dir"])
-        self.register_outputs({"job_name": self.job_name, "output_dir": self.output_dir})
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What an MPIJob's arguments decide before any resource exists (validated: a bad argument fails here)."""
+
+    job_name: str
+    nodes: int
+    slots: int
+    policy: str
+    labels: dict[str, str]
+    read_only: bool
+    timeout_s: int
+    backoff_limit: int
+    queue: dict[str, str]
+
+    @property
+    def scratch_mounts(self) -> list[k8s.core.v1.VolumeMountArgsDict]:
+        """``/tmp`` on a scratch volume, for a read-only root file system."""
+        return [TMP_MOUNT] if self.read_only else []
+
+    @property
+    def scratch(self) -> list[k8s.core.v1.VolumeArgsDict]:
+        """The scratch volume of :attr:`scratch_mounts`."""
+        return [scratch_volume(JOB_SCRATCH_SIZE)] if self.read_only else []
+
+
+def _shape(name: str, args: MpiJobArgs) -> _Shape:
+    """The validated settings of an MPIJob: ranks per worker, the launcher's creation policy, labels, deadline."""
+    spec = args["job"]
+    placement = args["placement"]
+    policy = args.get("launcher_creation_policy", "WaitForWorkersReady")
+    if policy not in LAUNCHER_CREATION_POLICIES:
+        raise ValueError(f"{name}: launcher_creation_policy must be one of {', '.join(LAUNCHER_CREATION_POLICIES)}")
+    job_name = spec["job_name"]
+    return _Shape(
+        job_name=job_name,
+        nodes=args["nodes"],
+        slots=int(args.get("slots_per_worker") or placement["procs_per_node"]),
+        policy=policy,
+        labels={**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name},
+        # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
+        read_only=bool(spec.get("read_only_root_filesystem", False)),
+        timeout_s=int(float(spec.get("timeout_hours", 24)) * 3600),
+        backoff_limit=int(args.get("backoff_limit", 3)),
+        queue=dict(spec.get("queue_labels") or {}),
+    )
+
+
+def _launcher_template(
+    args: MpiJobArgs,
+    shape: _Shape,
+    identity: JobIdentity,
+    command: list[str],
+    env: Mapping[str, pulumi.Input[str]],
+) -> k8s.core.v1.PodTemplateSpecArgsDict:
+    """The launcher's pod: ``mpirun`` on the system nodes, with the job's identity (its waits and code)."""
+    spec = args["job"]
+    return {
+        "metadata": {"labels": shape.labels},
+        "spec": {
+            "service_account_name": identity.service_account.metadata.name,
+            "automount_service_account_token": False,
+            "node_selector": dict(args["launcher_node_selector"]),
+            "security_context": pod_security(),
+            "init_containers": identity.init_containers,
+            "containers": [
+                {
+                    "name": "launcher",
+                    "image": spec["image"],
+                    "image_pull_policy": IMAGE_PULL_POLICY,
+                    "command": command,
+                    "env": env_list(env),
+                    "resources": LAUNCHER_RESOURCES,
+                    "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *shape.scratch_mounts],
+                    "security_context": container_security(read_only_root=shape.read_only),
+                }
+            ],
+            "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *shape.scratch]),
+        },
+    }
+
+
+def _worker_template(
+    args: MpiJobArgs, shape: _Shape, env: Mapping[str, pulumi.Input[str]]
+) -> k8s.core.v1.PodTemplateSpecArgsDict:
+    """A worker's pod: sshd on a node of the group, with its GPUs, EFA devices, huge pages and ``/dev/shm``."""
+    spec = args["job"]
+    placement = args["placement"]
+    tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
+    return {
+        # the autoscaler must not evict a running rank to consolidate nodes
+        "metadata": {"labels": shape.labels, "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})}},
+        "spec": {
+            "automount_service_account_token": False,
+            "node_selector": dict(placement["node_selector"]),
+            "tolerations": tolerations,
+            "security_context": pod_security(),
+            "containers": [
+                {
+                    "name": WORKER_CONTAINER,
+                    "image": spec["image"],
+                    "image_pull_policy": IMAGE_PULL_POLICY,
+                    "command": list(args.get("worker_command") or SSHD_COMMAND),
+                    "env": env_list(env),
+                    "resources": worker_resources(placement),
+                    "volume_mounts": [
+                        SHARED_VOLUME_MOUNT,
+                        {"name": "dshm", "mount_path": "/dev/shm"},
+                        *shape.scratch_mounts,
+                    ],
+                    "security_context": container_security(read_only_root=shape.read_only),
+                }
+            ],
+            "volumes": [
+                shared_volume(spec["pvc_name"]),
+                {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                *shape.scratch,
+            ],
+        },
+    }
+
+
+def _mpi_spec(
+    args: MpiJobArgs,
+    shape: _Shape,
+    launcher: k8s.core.v1.PodTemplateSpecArgsDict,
+    worker: k8s.core.v1.PodTemplateSpecArgsDict,
+) -> dict[str, Any]:
+    """The MPIJob's spec: slots, SSH keys' mount, launcher policy, run policy (suspended when queued), replicas."""
+    return {
+        "slotsPerWorker": shape.slots,
+        "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
+        "launcherCreationPolicy": shape.policy,
+        "mpiImplementation": "OpenMPI",
+        "runPolicy": {
+            **({"suspend": True} if shape.queue else {}),
+            "cleanPodPolicy": "Running",
+            "backoffLimit": shape.backoff_limit,
+            "activeDeadlineSeconds": shape.timeout_s,
+        },
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "restartPolicy": "OnFailure", "template": camel(launcher)},
+            "Worker": {"replicas": shape.nodes, "restartPolicy": "Never", "template": camel(worker)},
+        },
+    }

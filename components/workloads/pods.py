@@ -52,6 +52,8 @@ WORKSPACE = "/workspace"
 #: Scripts of the toolbox (training) image the helpers run.
 WAIT_SCRIPT = "/app/wait_for_jobs.py"
 FETCH_SCRIPT = "/app/fetch_code.py"
+#: The init container that waits for the jobs a job reads (:func:`job_identity`).
+WAIT_CONTAINER = "wait-for-jobs"
 #: Size limit of a job pod's ``/tmp`` when its root file system is read-only (torch compile and Triton caches,
 #: OpenMPI's session folder, ``HOME``); an eviction threshold on the node's disk, not a reservation.
 JOB_SCRATCH_SIZE = "8Gi"
@@ -341,105 +343,126 @@ def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdenti
     The pods never mount the service account's API token (``automountServiceAccountToken: false``): only the
     wait container gets it, through the same projected volume Kubernetes would add to every container, so the
     job's own program holds no credential for the API."""
-    namespace = spec["namespace"]
-    labels = {**COMMON_LABELS, JOB_LABEL: spec["job_name"]}
-    sa_name = k8s_name(spec["job_name"], "job")
+    helper = spec.get("helper_image")
+    after_jobs = list(spec.get("after_jobs") or [])
+    code = spec.get("code_uri")
+    if after_jobs and helper is None:
+        raise ValueError(f"{name}: after_jobs needs helper_image (the toolbox image with {WAIT_SCRIPT})")
+    if code and (helper is None or spec.get("cluster_name") is None):
+        raise ValueError(f"{name}: code_uri needs helper_image and cluster_name")
     sa = k8s.core.v1.ServiceAccount(
         f"{name}-sa",
-        metadata={"name": sa_name, "namespace": namespace, "labels": labels},
+        metadata={
+            "name": k8s_name(spec["job_name"], "job"),
+            "namespace": spec["namespace"],
+            "labels": {**COMMON_LABELS, JOB_LABEL: spec["job_name"]},
+        },
         automount_service_account_token=False,
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    inits: list[k8s.core.v1.ContainerArgsDict] = []
-    volumes: list[k8s.core.v1.VolumeArgsDict] = []
-    mounts: list[k8s.core.v1.VolumeMountArgsDict] = []
-    waits: list[pulumi.Resource] = []
-    helper = spec.get("helper_image")
-    after_jobs = list(spec.get("after_jobs") or [])
-    small: k8s.core.v1.ResourceRequirementsArgsDict = {
-        "requests": {"cpu": "50m", "memory": "128Mi"},
-        "limits": {"memory": "256Mi"},
-    }
-    if after_jobs:
-        if helper is None:
-            raise ValueError(f"{name}: after_jobs needs helper_image (the toolbox image with {WAIT_SCRIPT})")
-        rules: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
-        for obj in JOB_OBJECTS.values():
-            resource, group = obj.resource, obj.group
-            names = [j.split("/", 1)[1] for j in after_jobs if j.split("/", 1)[0] == resource]
-            if names:
-                rules.append(
-                    {"api_groups": [group], "resources": [resource], "resource_names": names, "verbs": ["get"]}
-                )
-        role = k8s.rbac.v1.Role(
-            f"{name}-wait-role",
-            metadata={"name": k8s_name(spec["job_name"], "wait"), "namespace": namespace, "labels": labels},
-            rules=rules,
-            opts=pulumi.ResourceOptions(parent=parent),
-        )
-        binding = k8s.rbac.v1.RoleBinding(
-            f"{name}-wait-binding",
-            metadata={"name": k8s_name(spec["job_name"], "wait"), "namespace": namespace, "labels": labels},
-            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata.name},
-            subjects=[{"kind": "ServiceAccount", "name": sa.metadata.name, "namespace": namespace}],
-            opts=pulumi.ResourceOptions(parent=parent),
-        )
-        waits.append(binding)
-        inits.append(
-            {
-                "name": "wait-for-jobs",
-                "image": helper,
-                "image_pull_policy": IMAGE_PULL_POLICY,
-                "command": [
-                    "python",
-                    WAIT_SCRIPT,
-                    "--namespace",
-                    namespace,
-                    *[a for j in after_jobs for a in ("--job", j)],
-                ],
-                "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
-                "resources": small,
-                "volume_mounts": [{"name": "kube-api-access", "mount_path": SERVICE_ACCOUNT_MOUNT, "read_only": True}],
-                # only the standard library, reading the service account's token: nothing to write
-                "security_context": container_security(read_only_root=True),
-            }
-        )
-        volumes.append(api_access_volume())
-    code = spec.get("code_uri")
-    if code:
-        if helper is None or spec.get("cluster_name") is None:
-            raise ValueError(f"{name}: code_uri needs helper_image and cluster_name")
-        identity = pod_identity_role(
-            parent,
-            f"{name}-code",
-            cluster_name=spec["cluster_name"],
-            namespace=namespace,
-            service_account=sa.metadata.name,
-            description=f"{spec['job_name']}: read its code from {code if isinstance(code, str) else 'S3'}",
-            role_name=f"{name}-code",
-            policy=pulumi.Output.all(current_partition(parent), code).apply(
-                lambda v: code_read_policy(str(v[0]), str(v[1]))
-            ),
-        )
-        assert identity.association is not None
-        waits.append(identity.association)
-        volumes.append({"name": "workspace", "empty_dir": {"size_limit": "10Gi"}})
-        mounts.append({"name": "workspace", "mount_path": WORKSPACE})
-        inits.append(
-            {
-                "name": "fetch-code",
-                "image": helper,
-                "image_pull_policy": IMAGE_PULL_POLICY,
-                "command": ["python", FETCH_SCRIPT, "--source", code, "--dest", WORKSPACE],
-                "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": "HOME", "value": "/tmp"}],
-                "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-                "volume_mounts": [{"name": "workspace", "mount_path": WORKSPACE}, TMP_MOUNT],
-                # boto3 writes only the downloaded files (to /workspace); HOME (/tmp) for its caches
-                "security_context": container_security(read_only_root=True),
-            }
-        )
-        volumes.append(scratch_volume(JOB_SCRATCH_SIZE))
-    return JobIdentity(sa, inits, volumes, mounts, waits=waits)
+    identity = JobIdentity(sa, [], [], [], waits=[])
+    if helper is not None:  # both steps run the toolbox image (checked above when they need it)
+        if after_jobs:
+            _wait_for_jobs(parent, name, spec, identity, helper, after_jobs)
+        if code:
+            _fetch_code(parent, name, spec, identity, helper, code)
+    return identity
+
+
+def _wait_for_jobs(
+    parent: pulumi.Resource,
+    name: str,
+    spec: JobSpec,
+    identity: JobIdentity,
+    helper: pulumi.Input[str],
+    after_jobs: list[str],
+) -> None:
+    """Adds to ``identity`` a Role that may only read ``after_jobs``, its binding, and the init container that waits
+    for them with the service account's token."""
+    namespace = spec["namespace"]
+    labels = {**COMMON_LABELS, JOB_LABEL: spec["job_name"]}
+    rules: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
+    for obj in JOB_OBJECTS.values():
+        resource, group = obj.resource, obj.group
+        names = [j.split("/", 1)[1] for j in after_jobs if j.split("/", 1)[0] == resource]
+        if names:
+            rules.append({"api_groups": [group], "resources": [resource], "resource_names": names, "verbs": ["get"]})
+    role = k8s.rbac.v1.Role(
+        f"{name}-wait-role",
+        metadata={"name": k8s_name(spec["job_name"], "wait"), "namespace": namespace, "labels": labels},
+        rules=rules,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    binding = k8s.rbac.v1.RoleBinding(
+        f"{name}-wait-binding",
+        metadata={"name": k8s_name(spec["job_name"], "wait"), "namespace": namespace, "labels": labels},
+        role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata.name},
+        subjects=[{"kind": "ServiceAccount", "name": identity.service_account.metadata.name, "namespace": namespace}],
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    identity.waits.append(binding)
+    identity.init_containers.append(
+        {
+            "name": WAIT_CONTAINER,
+            "image": helper,
+            "image_pull_policy": IMAGE_PULL_POLICY,
+            "command": [
+                "python",
+                WAIT_SCRIPT,
+                "--namespace",
+                namespace,
+                *[a for j in after_jobs for a in ("--job", j)],
+            ],
+            "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+            "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+            "volume_mounts": [{"name": "kube-api-access", "mount_path": SERVICE_ACCOUNT_MOUNT, "read_only": True}],
+            # only the standard library, reading the service account's token: nothing to write
+            "security_context": container_security(read_only_root=True),
+        }
+    )
+    identity.volumes.append(api_access_volume())
+
+
+def _fetch_code(
+    parent: pulumi.Resource,
+    name: str,
+    spec: JobSpec,
+    identity: JobIdentity,
+    helper: pulumi.Input[str],
+    code: pulumi.Input[str],
+) -> None:
+    """Adds to ``identity`` a Pod Identity role that may only read ``code``, and the init container that downloads it
+    to the workspace the main container mounts."""
+    role = pod_identity_role(
+        parent,
+        f"{name}-code",
+        cluster_name=spec["cluster_name"],
+        namespace=spec["namespace"],
+        service_account=identity.service_account.metadata.name,
+        description=f"{spec['job_name']}: read its code from {code if isinstance(code, str) else 'S3'}",
+        role_name=f"{name}-code",
+        policy=pulumi.Output.all(current_partition(parent), code).apply(
+            lambda v: code_read_policy(str(v[0]), str(v[1]))
+        ),
+    )
+    assert role.association is not None
+    identity.waits.append(role.association)
+    identity.volumes.append({"name": "workspace", "empty_dir": {"size_limit": "10Gi"}})
+    identity.mounts.append({"name": "workspace", "mount_path": WORKSPACE})
+    identity.init_containers.append(
+        {
+            "name": "fetch-code",
+            "image": helper,
+            "image_pull_policy": IMAGE_PULL_POLICY,
+            "command": ["python", FETCH_SCRIPT, "--source", code, "--dest", WORKSPACE],
+            "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": "HOME", "value": "/tmp"}],
+            "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+            "volume_mounts": [{"name": "workspace", "mount_path": WORKSPACE}, TMP_MOUNT],
+            # boto3 writes only the downloaded files (to /workspace); HOME (/tmp) for its caches
+            "security_context": container_security(read_only_root=True),
+        }
+    )
+    identity.volumes.append(scratch_volume(JOB_SCRATCH_SIZE))
 
 
 def code_read_policy(partition: str, uri: str) -> str:
@@ -510,68 +533,146 @@ def indexed_job(
     (``DisruptionTarget``) never count against the backoff, nor do ``ignore_exit_codes`` of the main container
     (a program that reports being stopped); ``fail_exit_codes`` of the main container and a failed predecessor
     fail the Job at once. Stopped pods get the job's ``stop_grace_period_seconds``."""
-    job_name = spec["job_name"]
-    svc_name = service_name(job_name)
-    selector = {JOB_LABEL: job_name}
-    namespace = spec["namespace"]
+    rules = _failure_rules(fail_exit_codes, ignore_exit_codes, waits_for_jobs=bool(spec.get("after_jobs")))
+    queue = dict(spec.get("queue_labels") or {})
+    timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
+    grace_s = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
     identity = job_identity(parent, name, spec)
+    service = _headless_service(name, parent, spec, labels, ports)
+    wait = spec.get("wait_for_completion", False) if await_completion is None else await_completion
+    waits_s = await_seconds(
+        timeout_s, queue_s=queue_seconds(bool(queue), spec.get("queue_timeout_hours")), grace_s=grace_s
+    )
+    job = k8s.batch.v1.Job(
+        f"{name}-job",
+        metadata={
+            "name": created_after(spec, spec["job_name"], identity.waits),
+            "namespace": spec["namespace"],
+            "labels": {**labels, **queue},
+            "annotations": await_annotations(BATCH_JOB, bool(wait)),
+        },
+        spec={
+            "suspend": True if queue else None,
+            "completion_mode": "Indexed",
+            "completions": nodes,
+            "parallelism": nodes,
+            "backoff_limit": backoff_limit,
+            "active_deadline_seconds": timeout_s,
+            "pod_failure_policy": {"rules": rules},
+            "template": _indexed_pod(spec, labels, placement, identity, command, env, ports, grace_s),
+        },
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=[service],
+            delete_before_replace=True,
+            custom_timeouts=await_timeouts(waits_s, grace_s),
+            ignore_changes=["spec", "metadata"] if run_once else ([BATCH_JOB.suspend] if queue else None),
+        ),
+    )
+    return service, job
+
+
+def _failure_rules(
+    fail_exit_codes: Sequence[int], ignore_exit_codes: Sequence[int], *, waits_for_jobs: bool
+) -> list[k8s.batch.v1.PodFailurePolicyRuleArgsDict]:
+    """An Indexed Job's pod failure policy: disruptions and ``ignore_exit_codes`` ignored, ``fail_exit_codes`` and
+    (with ``after_jobs``, whose wait container :func:`job_identity` adds) a failed predecessor fail the Job."""
+
+    def on_exit(action: str, container: str, values: list[int]) -> k8s.batch.v1.PodFailurePolicyRuleArgsDict:
+        return {"action": action, "on_exit_codes": {"container_name": container, "operator": "In", "values": values}}
+
+    fail = on_exit("FailJob", WORKER_CONTAINER, exit_code_values(fail_exit_codes))
+    rules: list[k8s.batch.v1.PodFailurePolicyRuleArgsDict] = [
+        {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    ]
+    if ignore_exit_codes:
+        rules.append(on_exit("Ignore", WORKER_CONTAINER, exit_code_values(ignore_exit_codes)))
+    rules.append(fail)
+    if waits_for_jobs:
+        rules.append(on_exit("FailJob", WAIT_CONTAINER, [PREDECESSOR_FAILED_EXIT_CODE]))
+    return rules
+
+
+def _headless_service(
+    name: str, parent: pulumi.Resource, spec: JobSpec, labels: Mapping[str, str], ports: Sequence[tuple[str, int]]
+) -> k8s.core.v1.Service:
+    """The headless Service that gives the job's pods their stable hostnames (ready or not)."""
     # The Service outlives runs: it carries no run-specific label.
     service_labels = {k: v for k, v in labels.items() if k != "eks-training/run"}
-    service = k8s.core.v1.Service(
+    return k8s.core.v1.Service(
         f"{name}-service",
-        metadata={"name": svc_name, "namespace": namespace, "labels": service_labels},
+        metadata={"name": service_name(spec["job_name"]), "namespace": spec["namespace"], "labels": service_labels},
         spec={
             "cluster_ip": "None",
             "publish_not_ready_addresses": True,
-            "selector": selector,
+            "selector": {JOB_LABEL: spec["job_name"]},
             "ports": [{"name": p, "port": n, "target_port": n} for p, n in ports],
         },
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    wait = spec.get("wait_for_completion", False) if await_completion is None else await_completion
-    annotations = await_annotations(BATCH_JOB, bool(wait))
-    queue = dict(spec.get("queue_labels") or {})
-    timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
-    grace_s = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
-    waits_s = await_seconds(
-        timeout_s, queue_s=queue_seconds(bool(queue), spec.get("queue_timeout_hours")), grace_s=grace_s
-    )
-    tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
-    rules: list[k8s.batch.v1.PodFailurePolicyRuleArgsDict] = [
-        {"action": "Ignore", "on_pod_conditions": [{"type": "DisruptionTarget", "status": "True"}]},
-        {
-            "action": "FailJob",
-            "on_exit_codes": {
-                "container_name": WORKER_CONTAINER,
-                "operator": "In",
-                "values": exit_code_values(fail_exit_codes),
-            },
-        },
-    ]
-    if ignore_exit_codes:
-        rules.insert(
-            1,
-            {
-                "action": "Ignore",
-                "on_exit_codes": {
-                    "container_name": WORKER_CONTAINER,
-                    "operator": "In",
-                    "values": exit_code_values(ignore_exit_codes),
-                },
-            },
-        )
-    if identity.init_containers and identity.init_containers[0]["name"] == "wait-for-jobs":
-        rules.append(
-            {
-                "action": "FailJob",
-                "on_exit_codes": {
-                    "container_name": "wait-for-jobs",
-                    "operator": "In",
-                    "values": [PREDECESSOR_FAILED_EXIT_CODE],
-                },
-            }
-        )
+
+
+def _indexed_pod(
+    spec: JobSpec,
+    labels: Mapping[str, str],
+    placement: WorkerPlacement,
+    identity: JobIdentity,
+    command: pulumi.Input[Sequence[pulumi.Input[str]]],
+    env: Mapping[str, pulumi.Input[str]],
+    ports: Sequence[tuple[str, int]],
+    grace_s: int,
+) -> k8s.core.v1.PodTemplateSpecArgsDict:
+    """The pod of each index: on its own node of the group, in the job's Service's subdomain, with the job's
+    identity, the shared volume, ``/dev/shm`` and, with a read-only root, a scratch ``/tmp``."""
+    selector = {JOB_LABEL: spec["job_name"]}
     read_only = bool(spec.get("read_only_root_filesystem", True))
+    tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
+    return {
+        # cluster-autoscaler must not evict a running job's pod to consolidate nodes
+        "metadata": {
+            "labels": {**labels, **selector},
+            "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})},
+        },
+        "spec": {
+            "restart_policy": "Never",
+            "subdomain": service_name(spec["job_name"]),
+            "service_account_name": identity.service_account.metadata.name,
+            "automount_service_account_token": False,
+            "node_selector": dict(placement["node_selector"]),
+            "tolerations": tolerations,
+            "affinity": {
+                "pod_anti_affinity": {
+                    "required_during_scheduling_ignored_during_execution": [
+                        {"label_selector": {"match_labels": selector}, "topology_key": "kubernetes.io/hostname"}
+                    ]
+                }
+            },
+            "termination_grace_period_seconds": grace_s,
+            "security_context": pod_security(),
+            "init_containers": identity.init_containers,
+            "containers": [_main_container(spec, placement, identity, command, env, ports, read_only)],
+            "volumes": unique_volumes(
+                [
+                    shared_volume(spec["pvc_name"]),
+                    {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                    *identity.volumes,
+                    *([scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []),
+                ]
+            ),
+        },
+    }
+
+
+def _main_container(
+    spec: JobSpec,
+    placement: WorkerPlacement,
+    identity: JobIdentity,
+    command: pulumi.Input[Sequence[pulumi.Input[str]]],
+    env: Mapping[str, pulumi.Input[str]],
+    ports: Sequence[tuple[str, int]],
+    read_only: bool,
+) -> k8s.core.v1.ContainerArgsDict:
+    """The pod's main container: the job's command with its index, ports, the node's devices, its mounts."""
     main: k8s.core.v1.ContainerArgsDict = {
         "name": WORKER_CONTAINER,
         "image": spec["image"],
@@ -590,69 +691,7 @@ def indexed_job(
     }
     if spec.get("code_uri"):
         main["working_dir"] = WORKSPACE
-    job = k8s.batch.v1.Job(
-        f"{name}-job",
-        metadata={
-            "name": created_after(spec, job_name, identity.waits),
-            "namespace": namespace,
-            "labels": {**labels, **queue},
-            "annotations": annotations,
-        },
-        spec={
-            "suspend": True if queue else None,
-            "completion_mode": "Indexed",
-            "completions": nodes,
-            "parallelism": nodes,
-            "backoff_limit": backoff_limit,
-            "active_deadline_seconds": timeout_s,
-            "pod_failure_policy": {"rules": rules},
-            "template": {
-                # cluster-autoscaler must not evict a running job's pod to consolidate nodes
-                "metadata": {
-                    "labels": {**labels, **selector},
-                    "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})},
-                },
-                "spec": {
-                    "restart_policy": "Never",
-                    "subdomain": svc_name,
-                    "service_account_name": identity.service_account.metadata.name,
-                    "automount_service_account_token": False,
-                    "node_selector": dict(placement["node_selector"]),
-                    "tolerations": tolerations,
-                    "affinity": {
-                        "pod_anti_affinity": {
-                            "required_during_scheduling_ignored_during_execution": [
-                                {"label_selector": {"match_labels": selector}, "topology_key": "kubernetes.io/hostname"}
-                            ]
-                        }
-                    },
-                    "termination_grace_period_seconds": grace_s,
-                    "security_context": pod_security(),
-                    "init_containers": identity.init_containers,
-                    "containers": [main],
-                    "volumes": unique_volumes(
-                        [
-                            shared_volume(spec["pvc_name"]),
-                            {
-                                "name": "dshm",
-                                "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"},
-                            },
-                            *identity.volumes,
-                            *([scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []),
-                        ]
-                    ),
-                },
-            },
-        },
-        opts=pulumi.ResourceOptions(
-            parent=parent,
-            depends_on=[service],
-            delete_before_replace=True,
-            custom_timeouts=await_timeouts(waits_s, grace_s),
-            ignore_changes=["spec", "metadata"] if run_once else ([BATCH_JOB.suspend] if queue else None),
-        ),
-    )
-    return service, job
+    return main
 
 
 def apply_input(value: "pulumi.Input[T]", fn: Callable[[T], R]) -> "pulumi.Input[R]":
