@@ -958,7 +958,9 @@ SOURCES: Mapping[str, Source] = {
         shows="a managed node group update: setup (a new launch template version, maxUnavailable from updateConfig), "
         "scale up (new nodes in every Availability Zone, old nodes cordoned), upgrade (up to maxUnavailable nodes "
         "drained at once with the eviction API; a pod that cannot be evicted within 15 minutes fails the update "
-        "with PodEvictionFailure unless the update is forced, which deletes the pods), scale down",
+        "with PodEvictionFailure unless the update is forced, which deletes the pods), scale down; with the minimal "
+        "update strategy each node is drained, cordoned and terminated before the Auto Scaling group launches its "
+        "replacement, capacity never above the configured quantity, the same 15-minute eviction rule",
     ),
     "eks-nodegroup-update-config": Source(
         url="https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html",

@@ -80,7 +80,9 @@ class JobStop:
             return stop
         return (
             f"{stop}; the pod stops before the node that replaces its own is up (EKS terminates a node before "
-            f"launching its replacement), so it waits about {NODE_SURGE.minutes:g} min for that node"
+            f"launching its replacement), so it waits for that node's launch (about {NODE_SURGE.minutes:g} min, "
+            f"longer on a Capacity Block, which frees a terminated instance's slot after several minutes) while "
+            f"EKS drains the next node: a wait past {EVICTION_LIMIT_MINUTES} minutes fails the group's update"
         )
 
 
@@ -264,6 +266,9 @@ def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old") -> Upgrade:
             continue
         why = _rolling(old_plan, new_plan, was, g)
         if why:
+            # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source
+            # key ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
+            rolls_under = was.node_update
             groups.append(
                 GroupChange(
                     path=g.path,
@@ -271,18 +276,21 @@ def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old") -> Upgrade:
                     reasons=tuple(why),
                     nodes=was.desired_size,
                     strategy=g.update_strategy,
-                    jobs=_stops(old_plan, new_plan, g.name, g.update_strategy, g.node_update.surge),
-                    node_update=g.node_update,
-                    no_surge=g.no_surge.why if g.no_surge is not None else None,
+                    jobs=_stops(old_plan, new_plan, g.name, g.update_strategy, rolls_under.surge),
+                    node_update=rolls_under,
+                    no_surge=was.no_surge.why if was.no_surge is not None else None,
                 )
             )
-            if was.node_update != g.node_update:
-                # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config
-                # (source key ``tf-eks-node-group-update-order``)
+            if rolls_under != g.node_update:
                 notes.append(
-                    f"{g.path}: its EKS update strategy moves {was.node_update.name} -> {g.node_update.name} in the "
+                    f"{g.path}: its EKS update strategy moves {rolls_under.name} -> {g.node_update.name} in the "
                     f"same `pulumi up` as the roll, and the provider starts the roll first: this roll runs under "
-                    f"{was.node_update.name}"
+                    f"{rolls_under.name}"
+                    + (
+                        ", which launches a node beyond the group's size first: its capacity must have room for it"
+                        if rolls_under.surge
+                        else ""
+                    )
                 )
             if g.capacity_type == "CAPACITY_BLOCK" and a != b:
                 notes.append(

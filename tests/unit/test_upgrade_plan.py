@@ -139,6 +139,21 @@ def test_launch_template_and_instance_type_changes() -> None:
     assert [(j.name, j.strategy) for j in cpu.jobs] == [("train", "delete")]
 
 
+def test_a_roll_that_changes_the_strategy_runs_under_the_old_one() -> None:
+    """g5 takes a capacity reservation: its launch template changes (a roll) and its strategy moves DEFAULT ->
+    MINIMAL in the same ``pulumi up``; the provider rolls first, so the group, its jobs and the note say DEFAULT."""
+    base = preset("g5")
+    base[P + "nodeGroups"]["gpu"]["availabilityZone"] = "us-east-1a"
+    reserved = copy.deepcopy(base)
+    reserved[P + "nodeGroups"]["gpu"]["capacityReservationId"] = "cr-0123456789abcdef0"
+    u = compare(plan_of("g5", base), plan_of("g5", reserved))
+    (gpu,) = u.groups
+    assert gpu.action == "roll" and gpu.node_update.name == "DEFAULT" and gpu.no_surge is None
+    assert gpu.jobs and all(j.surge for j in gpu.jobs)
+    (note,) = [n for n in u.notes if "update strategy" in n]
+    assert "moves DEFAULT -> MINIMAL" in note and "this roll runs under DEFAULT" in note and "room" in note
+
+
 @pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
 def test_extended_support_is_billed_from_the_end_of_standard_support(minor: str) -> None:
     v = KUBERNETES_VERSIONS[minor]
