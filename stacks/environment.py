@@ -93,6 +93,7 @@ def _node_group_args(
     vpc_id: pulumi.Input[str],
     tags: dict[str, str],
 ) -> TrainingNodeGroupArgs:
+    """One node group's arguments, from its plan."""
     args: TrainingNodeGroupArgs = {
         "cluster_name": cluster.cluster_name,
         "node_role_arn": cluster.node_role_arn,
@@ -129,52 +130,113 @@ def _node_group_args(
     return args
 
 
+@dataclass
+class _Network:
+    """The VPC and subnets the cluster, its node groups and the storage use."""
+
+    vpc_id: pulumi.Output[str]
+    private_ids: pulumi.Output[list[str]]
+    public_ids: pulumi.Output[list[str]]
+    private_id_list: list[pulumi.Input[str]]
+    """The private subnets one by one, in the order of :attr:`zones` for a new VPC."""
+    control_plane_ids: pulumi.Input[list[str]]
+    zones: Optional[list[Zone]]
+    """The new VPC's zones (those given to :func:`build_environment` for an existing VPC)."""
+
+
 def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environment:
     """Register the whole backbone: network, cluster, node groups, device plugins, autoscaler, shared storage."""
     cfg = plan.config
     name = cfg.cluster_name
     tags = stack_tags(cfg)
+    net = _new_vpc(cfg, name, zones, tags) if cfg.network is not None else _existing_vpc(cfg, zones)
+    cluster = TrainingCluster(name, _cluster_args(plan, net, tags))
+    provider, k8s_opts, workload_opts = _kubernetes_provider(name, cluster)
+    groups = _node_groups(plan, name, cluster, net, tags)
+    plugins = _device_plugins(plan, name, k8s_opts)
+    provisioning = _provisioning_crd(plan, name, cluster, k8s_opts)
+    autoscaler = _autoscaler(plan, name, cluster, provisioning, workload_opts)
+    observability = build_observability(plan, cluster, tags)
+    storage = build_storage(
+        plan,
+        name=name,
+        cluster=cluster,
+        vpc_id=net.vpc_id,
+        private_subnet_ids=net.private_id_list,
+        zones=net.zones,
+        node_groups=groups,
+        tags=tags,
+        k8s_opts=k8s_opts,
+    )
+    return Environment(
+        plan=plan,
+        cluster=cluster,
+        k8s_provider=provider,
+        storage=storage,
+        vpc_id=net.vpc_id,
+        private_subnet_ids=net.private_ids,
+        public_subnet_ids=net.public_ids,
+        k8s_opts=k8s_opts,
+        workload_opts=workload_opts,
+        node_groups=groups,
+        device_plugins=plugins,
+        autoscaler=autoscaler,
+        provisioning_crd=provisioning[0] if provisioning is not None else None,
+        observability=observability,
+    )
 
-    if cfg.network is not None:
-        zones = zones if zones is not None else resolve_zones(cfg)
-        vpc_net = ipaddress.IPv4Network(cfg.network.vpc_cidr)
-        vpc = TrainingVpc(
-            f"{name}-net",
-            {
-                "cluster_name": name,
-                "cidr_block": cfg.network.vpc_cidr,
-                "availability_zones": [z.name for z in zones],
-                "private_subnet_cidrs": cfg.network.private_subnet_cidrs
-                or default_private_subnet_cidrs(vpc_net, len(zones)),
-                "public_subnet_cidrs": cfg.network.public_subnet_cidrs
-                or default_public_subnet_cidrs(vpc_net, len(zones)),
-                "nat_gateway_per_az": cfg.network.nat_gateways == "perAz",
-                "tags": tags,
-            },
-        )
-        vpc_id: pulumi.Output[str] = vpc.vpc_id
-        private_ids: pulumi.Output[list[str]] = vpc.private_subnet_ids
-        public_ids: pulumi.Output[list[str]] = vpc.public_subnet_ids
-        private_id_list: list[pulumi.Input[str]] = list(vpc.private_subnet_id_list)
-        # EKS refuses control-plane subnets in some zone IDs: the cluster gets the others (nodes use all)
-        control_plane_ids: pulumi.Input[list[str]] = pulumi.Output.all(
-            *[sid for sid, z in zip(private_id_list, zones) if z.control_plane]
-        ).apply(lambda ids: [str(i) for i in ids])
-    else:
-        assert cfg.existing_vpc is not None
-        vpc_id = pulumi.Output.from_input(cfg.existing_vpc.vpc_id)
-        private_ids = pulumi.Output.from_input(list(cfg.existing_vpc.private_subnet_ids))
-        public_ids = pulumi.Output.from_input(list(cfg.existing_vpc.public_subnet_ids))
-        private_id_list = list(cfg.existing_vpc.private_subnet_ids)
-        control_plane_ids = control_plane_subnets(list(cfg.existing_vpc.private_subnet_ids))
 
+def _new_vpc(cfg: StackConfig, name: str, zones: Optional[list[Zone]], tags: dict[str, str]) -> _Network:
+    """A new VPC over the chosen zones, its subnets those configured or the defaults."""
+    assert cfg.network is not None
+    zones = zones if zones is not None else resolve_zones(cfg)
+    vpc_net = ipaddress.IPv4Network(cfg.network.vpc_cidr)
+    vpc = TrainingVpc(
+        f"{name}-net",
+        {
+            "cluster_name": name,
+            "cidr_block": cfg.network.vpc_cidr,
+            "availability_zones": [z.name for z in zones],
+            "private_subnet_cidrs": cfg.network.private_subnet_cidrs
+            or default_private_subnet_cidrs(vpc_net, len(zones)),
+            "public_subnet_cidrs": cfg.network.public_subnet_cidrs or default_public_subnet_cidrs(vpc_net, len(zones)),
+            "nat_gateway_per_az": cfg.network.nat_gateways == "perAz",
+            "tags": tags,
+        },
+    )
+    private_id_list: list[pulumi.Input[str]] = list(vpc.private_subnet_id_list)
+    # EKS refuses control-plane subnets in some zone IDs: the cluster gets the others (nodes use all)
+    control_plane_ids: pulumi.Input[list[str]] = pulumi.Output.all(
+        *[sid for sid, z in zip(private_id_list, zones) if z.control_plane]
+    ).apply(lambda ids: [str(i) for i in ids])
+    return _Network(
+        vpc.vpc_id, vpc.private_subnet_ids, vpc.public_subnet_ids, private_id_list, control_plane_ids, zones
+    )
+
+
+def _existing_vpc(cfg: StackConfig, zones: Optional[list[Zone]]) -> _Network:
+    """The configured existing VPC and its subnets."""
+    assert cfg.existing_vpc is not None
+    return _Network(
+        pulumi.Output.from_input(cfg.existing_vpc.vpc_id),
+        pulumi.Output.from_input(list(cfg.existing_vpc.private_subnet_ids)),
+        pulumi.Output.from_input(list(cfg.existing_vpc.public_subnet_ids)),
+        list(cfg.existing_vpc.private_subnet_ids),
+        control_plane_subnets(list(cfg.existing_vpc.private_subnet_ids)),
+        zones,
+    )
+
+
+def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingClusterArgs:
+    """The EKS cluster's arguments: its network, system node group, access and add-ons."""
+    cfg = plan.config
     c = cfg.cluster
     cluster_args: TrainingClusterArgs = {
-        "cluster_name": name,
+        "cluster_name": cfg.cluster_name,
         "kubernetes_version": c.kubernetes_version,
-        "vpc_id": vpc_id,
-        "private_subnet_ids": control_plane_ids,
-        "public_subnet_ids": public_ids,
+        "vpc_id": net.vpc_id,
+        "private_subnet_ids": net.control_plane_ids,
+        "public_subnet_ids": net.public_ids,
         "system_node_group": {
             "instance_type": plan.system.instance_types[0],
             "min_size": plan.system.min_size,
@@ -208,8 +270,14 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         cluster_args["public_access_cidrs"] = c.public_cidrs
     if c.service_cidr:
         cluster_args["service_cidr"] = c.service_cidr
-    cluster = TrainingCluster(name, cluster_args)
+    return cluster_args
 
+
+def _kubernetes_provider(
+    name: str, cluster: TrainingCluster
+) -> tuple[k8s.Provider, pulumi.ResourceOptions, pulumi.ResourceOptions]:
+    """The cluster's Kubernetes provider, the options of objects created through it and of those whose pods
+    resolve names."""
     provider = k8s.Provider(
         f"{name}-k8s",
         kubeconfig=cluster.kubeconfig,
@@ -222,19 +290,36 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
     # Pods that resolve names (a Service, etcd, S3, a dataset's URL) need CoreDNS running: their objects wait for its
     # add-on (Kueue, the MPI Operator, device plugins and the storage's objects need no DNS and do not wait for it).
     workload_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.coredns_addon]))
+    return provider, k8s_opts, workload_opts
 
+
+def _node_groups(
+    plan: Plan, name: str, cluster: TrainingCluster, net: _Network, tags: dict[str, str]
+) -> dict[str, TrainingNodeGroup]:
+    """The planned node groups, each in its subnets."""
     groups: dict[str, TrainingNodeGroup] = {}
     for gname, g in plan.groups.items():
-        # Pinned groups (EFA, capacity reservations) use the one private subnet of their zone.
-        subnets: pulumi.Input[list[pulumi.Input[str]]] = private_ids  # type: ignore[assignment]
-        if g.subnet_id:
-            subnets = [g.subnet_id]
-        elif g.zone and zones is not None:
-            zone = find_zone(g.zone, zones)
-            assert zone is not None, f"{g.path}: zone {g.zone} was checked by choose_zones"
-            subnets = [private_id_list[zones.index(zone)]]
-        groups[gname] = TrainingNodeGroup(f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, vpc_id, tags))
+        subnets = _group_subnets(g, net)
+        groups[gname] = TrainingNodeGroup(
+            f"{name}-{gname}", _node_group_args(plan, g, cluster, subnets, net.vpc_id, tags)
+        )
+    return groups
 
+
+def _group_subnets(g: NodeGroupPlan, net: _Network) -> pulumi.Input[list[pulumi.Input[str]]]:
+    """The subnets of one node group: its own, its zone's private subnet, or every private subnet."""
+    # Pinned groups (EFA, capacity reservations) use the one private subnet of their zone.
+    if g.subnet_id:
+        return [g.subnet_id]
+    if g.zone and net.zones is not None:
+        zone = find_zone(g.zone, net.zones)
+        assert zone is not None, f"{g.path}: zone {g.zone} was checked by choose_zones"
+        return [net.private_id_list[net.zones.index(zone)]]
+    return net.private_ids  # type: ignore[return-value]
+
+
+def _device_plugins(plan: Plan, name: str, k8s_opts: pulumi.ResourceOptions) -> dict[str, DevicePlugin]:
+    """The NVIDIA and EFA device plugins the plan needs."""
     plugins: dict[str, DevicePlugin] = {}
     if plan.gpu:
         plugins["nvidia"] = DevicePlugin(
@@ -242,57 +327,43 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         )
     if plan.efa:
         plugins["efa"] = DevicePlugin(f"{name}-efa", {"kind": "efa", "namespace": "kube-system"}, opts=k8s_opts)
-    autoscaler: Optional[ClusterAutoscaler] = None
-    provisioning_crd: Optional[pulumi.Resource] = None
-    if plan.admission is not None and plan.admission.provisioning is not None:
-        # topology-aware groups that autoscale: Kueue asks the autoscaler for their jobs' nodes
-        # (stacks/plan/admission.py) under the cluster's component (a child of the stack until 0.19.1 made it a preset
-        # default: the alias keeps a CRD applied then, whose deletion would delete every ProvisioningRequest)
-        crd_opts = pulumi.ResourceOptions.merge(
-            k8s_opts,
-            pulumi.ResourceOptions(parent=cluster, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]),
-        )
-        provisioning_crd, crd_name = provisioning_request_crd(f"{name}-provisioning-request-crd", opts=crd_opts)
-    if plan.autoscale:
-        autoscaler_args: ClusterAutoscalerArgs = {
-            "cluster_name": cluster.cluster_name,
-            "kubernetes_version": c.kubernetes_version,
-            "region": cfg.region,
-        }
-        if provisioning_crd is not None:
-            autoscaler_args["provisioning_request_crd"] = crd_name
-        autoscaler = ClusterAutoscaler(f"{name}-autoscaler", autoscaler_args, opts=workload_opts)
+    return plugins
 
-    observability = build_observability(plan, cluster, tags)
 
-    storage = build_storage(
-        plan,
-        name=name,
-        cluster=cluster,
-        vpc_id=vpc_id,
-        private_subnet_ids=private_id_list,
-        zones=zones,
-        node_groups=groups,
-        tags=tags,
-        k8s_opts=k8s_opts,
+def _provisioning_crd(
+    plan: Plan, name: str, cluster: TrainingCluster, k8s_opts: pulumi.ResourceOptions
+) -> Optional[tuple[pulumi.Resource, pulumi.Output[str]]]:
+    """The ProvisioningRequest CRD and its name, when Kueue's ProvisioningRequest admission check is used."""
+    if plan.admission is None or plan.admission.provisioning is None:
+        return None
+    # topology-aware groups that autoscale: Kueue asks the autoscaler for their jobs' nodes
+    # (stacks/plan/admission.py) under the cluster's component (a child of the stack until 0.19.1 made it a preset
+    # default: the alias keeps a CRD applied then, whose deletion would delete every ProvisioningRequest)
+    crd_opts = pulumi.ResourceOptions.merge(
+        k8s_opts,
+        pulumi.ResourceOptions(parent=cluster, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]),
     )
+    return provisioning_request_crd(f"{name}-provisioning-request-crd", opts=crd_opts)
 
-    return Environment(
-        plan=plan,
-        cluster=cluster,
-        k8s_provider=provider,
-        storage=storage,
-        vpc_id=vpc_id,
-        private_subnet_ids=private_ids,
-        public_subnet_ids=public_ids,
-        k8s_opts=k8s_opts,
-        workload_opts=workload_opts,
-        node_groups=groups,
-        device_plugins=plugins,
-        autoscaler=autoscaler,
-        provisioning_crd=provisioning_crd,
-        observability=observability,
-    )
+
+def _autoscaler(
+    plan: Plan,
+    name: str,
+    cluster: TrainingCluster,
+    provisioning: Optional[tuple[pulumi.Resource, pulumi.Output[str]]],
+    workload_opts: pulumi.ResourceOptions,
+) -> Optional[ClusterAutoscaler]:
+    """cluster-autoscaler, when the plan autoscales, handling ProvisioningRequests when their CRD is installed."""
+    if not plan.autoscale:
+        return None
+    autoscaler_args: ClusterAutoscalerArgs = {
+        "cluster_name": cluster.cluster_name,
+        "kubernetes_version": plan.config.cluster.kubernetes_version,
+        "region": plan.config.region,
+    }
+    if provisioning is not None:
+        autoscaler_args["provisioning_request_crd"] = provisioning[1]
+    return ClusterAutoscaler(f"{name}-autoscaler", autoscaler_args, opts=workload_opts)
 
 
 def build_observability(plan: Plan, cluster: TrainingCluster, tags: dict[str, str]) -> Optional[FleetObservability]:

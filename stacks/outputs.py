@@ -6,10 +6,13 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
+from components import BenchmarkCollector
 from components.conventions import JOB_LABEL
+from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment
 from stacks.kinds import KINDS
 from stacks.plan import Plan
+from stacks.storage import SharedStorage
 from stacks.workloads import Workloads
 
 
@@ -150,9 +153,19 @@ def export_outputs(env: Environment) -> dict[str, Any]:
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
     """
-    cfg = env.config
     region = aws.get_region_output().region
-    outputs: dict[str, Any] = {
+    outputs = _environment_outputs(env, region)
+    outputs.update(_operations_outputs(env))
+    outputs.update(_storage_outputs(env.storage))
+    w: Optional[Workloads] = env.workloads
+    if w is not None:
+        outputs.update(_workloads_outputs(env, w, region))
+    return outputs
+
+
+def _environment_outputs(env: Environment, region: pulumi.Output[str]) -> dict[str, Any]:
+    """The cluster, its network and node groups, the shared claim and the kubeconfig command."""
+    return {
         "clusterName": env.cluster.cluster_name,
         "kubeconfig": env.cluster.kubeconfig,
         "vpcId": env.vpc_id,
@@ -173,14 +186,23 @@ def export_outputs(env: Environment) -> dict[str, Any]:
             " --name ",
             env.cluster.cluster_name,
             " --alias ",
-            cfg.cluster_name,
+            env.config.cluster_name,
         ),
     }
+
+
+def _operations_outputs(env: Environment) -> dict[str, Any]:
+    """The dashboard's URL and the alarms' names, where the stack has them."""
+    outputs: dict[str, Any] = {}
     if env.observability is not None and env.plan.operations.dashboard:
         outputs["dashboardUrl"] = env.observability.dashboard_url
     if env.observability is not None and env.observability.alarm_names:
         outputs["alarms"] = env.observability.alarm_names
-    storage = env.storage
+    return outputs
+
+
+def _storage_outputs(storage: SharedStorage) -> dict[str, Any]:
+    """The FSx file system's bucket, paths, security group and DNS name, or the EFS file system's id."""
     if storage.backend == "fsx":
         fsx = {
             "fsxDataBucket": storage.data_bucket_name,
@@ -189,39 +211,52 @@ def export_outputs(env: Environment) -> dict[str, Any]:
             "fsxSecurityGroupId": storage.security_group_id,
             "fsxDnsName": storage.dns_name,
         }
-        outputs.update({k: v for k, v in fsx.items() if v is not None})
-    else:
-        outputs["efsFileSystemId"] = storage.file_system_id  # the name earlier versions exported
-    w: Optional[Workloads] = env.workloads
-    if w is not None:
-        ns = env.storage.namespace
-        outputs["imageUris"] = w.image_uris
-        outputs["imageBuildLogLinks"] = {k: img.build_log_link for k, img in w.images.items()}
-        jobs = jobs_outputs(env.plan, w, ns)
-        outputs["jobs"] = jobs
-        outputs.update(teams_outputs(env))
-        if w.tensorboard is not None:
-            outputs["tensorboardCommand"] = w.tensorboard.port_forward_command
-        bench = cfg.benchmark
-        if w.collector is not None and bench is not None:
-            # what python -m stacks.benchmark follows: the run's folder in S3 and the jobs of the run
-            outputs["benchmark"] = {
-                "run": bench.run,
-                "resultsUri": w.collector.results_uri,
-                "bucket": w.collector.bucket_name,
-                "prefix": bench.run_prefix,
-                "region": region,
-                "namespace": ns,
-                "collectorJob": w.collector.job_name,
-                "experiments": {
-                    j.name: {
-                        "kind": j.kind,
-                        "job": jobs[j.name]["name"],
-                        "nodes": j.nodes,
-                        "instanceType": j.group.profile.instance.name,
-                        "outputDir": j.output_dir,
-                    }
-                    for j in env.plan.experiments
-                },
-            }
+        return {k: v for k, v in fsx.items() if v is not None}
+    return {"efsFileSystemId": storage.file_system_id}  # the name earlier versions exported
+
+
+def _workloads_outputs(env: Environment, w: Workloads, region: pulumi.Output[str]) -> dict[str, Any]:
+    """The images, the jobs, the teams, TensorBoard's command and the benchmark run."""
+    ns = env.storage.namespace
+    outputs: dict[str, Any] = {
+        "imageUris": w.image_uris,
+        "imageBuildLogLinks": {k: img.build_log_link for k, img in w.images.items()},
+    }
+    jobs = jobs_outputs(env.plan, w, ns)
+    outputs["jobs"] = jobs
+    outputs.update(teams_outputs(env))
+    if w.tensorboard is not None:
+        outputs["tensorboardCommand"] = w.tensorboard.port_forward_command
+    bench = env.config.benchmark
+    if w.collector is not None and bench is not None:
+        outputs["benchmark"] = _benchmark_output(env, w.collector, bench, jobs, region)
     return outputs
+
+
+def _benchmark_output(
+    env: Environment,
+    collector: BenchmarkCollector,
+    bench: BenchmarkSettings,
+    jobs: dict[str, Any],
+    region: pulumi.Output[str],
+) -> dict[str, Any]:
+    """What python -m stacks.benchmark follows: the run's folder in S3 and the jobs of the run."""
+    return {
+        "run": bench.run,
+        "resultsUri": collector.results_uri,
+        "bucket": collector.bucket_name,
+        "prefix": bench.run_prefix,
+        "region": region,
+        "namespace": env.storage.namespace,
+        "collectorJob": collector.job_name,
+        "experiments": {
+            j.name: {
+                "kind": j.kind,
+                "job": jobs[j.name]["name"],
+                "nodes": j.nodes,
+                "instanceType": j.group.profile.instance.name,
+                "outputDir": j.output_dir,
+            }
+            for j in env.plan.experiments
+        },
+    }

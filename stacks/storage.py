@@ -75,63 +75,103 @@ def build_storage(
     k8s_opts: pulumi.ResourceOptions,
 ) -> SharedStorage:
     """Register the plan's shared file system (``private_subnet_ids`` in the order of ``zones`` for a new VPC)."""
-    cfg = plan.config
-    s = cfg.storage
-    c = cfg.cluster
-    cluster_name = cluster.cluster_name
+    addon_after = _addon_after(cluster)
+    if not plan.storage.is_fsx:
+        efs_args = _efs_args(plan, cluster, vpc_id, private_subnet_ids, tags, addon_after)
+        return _efs_storage(EfsStorage(f"{name}-efs", efs_args, opts=k8s_opts))
+    subnet = _fsx_subnet(plan, private_subnet_ids, zones)
+    fsx_args = _fsx_args(plan, cluster, vpc_id, subnet, node_groups, tags, addon_after)
+    return _fsx_storage(plan, FsxLustreStorage(f"{name}-fsx", fsx_args, opts=k8s_opts))
+
+
+def _addon_after(cluster: TrainingCluster) -> pulumi.Output[str]:
+    """What the CSI add-on waits for: the system node group and the Pod Identity agent."""
     # resolves once the system node group and the Pod Identity agent exist: the CSI add-on is created after the nodes
     # its controller runs on and the agent that gives it its role, and on destroy it goes before those nodes
-    addon_after = pulumi.Output.all(cluster.system_node_group_name, cluster.pod_identity_agent_addon.arn).apply(
+    return pulumi.Output.all(cluster.system_node_group_name, cluster.pod_identity_agent_addon.arn).apply(
         lambda v: str(v[0])
     )
-    if not plan.storage.is_fsx:
-        storage_args: EfsStorageArgs = {
-            "cluster_name": cluster_name,
-            "addon_after": addon_after,
-            "kubernetes_version": c.kubernetes_version,
-            "vpc_id": vpc_id,
-            "subnet_ids": list(private_subnet_ids),
-            "node_security_group_id": cluster.node_security_group_id,
-            "namespace": s.namespace,
-            "pvc_name": s.pvc_name,
-            "storage_class_name": s.storage_class_name,
-            "capacity": s.capacity,
-            "throughput_mode": s.throughput_mode,
-            "performance_mode": s.performance_mode,
-            "retain_on_delete": s.retain_on_delete,
-            "backup": s.backup,
-            "tags": tags,
-        }
-        if s.file_system_id:
-            storage_args["existing_file_system_id"] = s.file_system_id
-        if "aws-efs-csi-driver" in c.addon_versions:
-            storage_args["addon_version"] = c.addon_versions["aws-efs-csi-driver"]
-        efs = EfsStorage(f"{name}-efs", storage_args, opts=k8s_opts)
-        root = f"{SHARED_MOUNT}{EFS_DATASET_DIR}"
-        return SharedStorage(
-            backend="efs",
-            namespace=efs.namespace,
-            pvc_name=efs.pvc_name,
-            file_system_id=efs.file_system_id,
-            data_ready=pulumi.Output.from_input(root),
-            dataset_root=root,
-            component=efs,
-        )
 
+
+def _efs_args(
+    plan: Plan,
+    cluster: TrainingCluster,
+    vpc_id: pulumi.Input[str],
+    private_subnet_ids: Sequence[pulumi.Input[str]],
+    tags: dict[str, str],
+    addon_after: pulumi.Output[str],
+) -> EfsStorageArgs:
+    """The EFS file system's arguments: a mount target in every private subnet."""
+    s = plan.config.storage
+    c = plan.config.cluster
+    storage_args: EfsStorageArgs = {
+        "cluster_name": cluster.cluster_name,
+        "addon_after": addon_after,
+        "kubernetes_version": c.kubernetes_version,
+        "vpc_id": vpc_id,
+        "subnet_ids": list(private_subnet_ids),
+        "node_security_group_id": cluster.node_security_group_id,
+        "namespace": s.namespace,
+        "pvc_name": s.pvc_name,
+        "storage_class_name": s.storage_class_name,
+        "capacity": s.capacity,
+        "throughput_mode": s.throughput_mode,
+        "performance_mode": s.performance_mode,
+        "retain_on_delete": s.retain_on_delete,
+        "backup": s.backup,
+        "tags": tags,
+    }
+    if s.file_system_id:
+        storage_args["existing_file_system_id"] = s.file_system_id
+    if "aws-efs-csi-driver" in c.addon_versions:
+        storage_args["addon_version"] = c.addon_versions["aws-efs-csi-driver"]
+    return storage_args
+
+
+def _efs_storage(efs: EfsStorage) -> SharedStorage:
+    """The shared storage an EFS file system gives, staged datasets under :data:`EFS_DATASET_DIR`."""
+    root = f"{SHARED_MOUNT}{EFS_DATASET_DIR}"
+    return SharedStorage(
+        backend="efs",
+        namespace=efs.namespace,
+        pvc_name=efs.pvc_name,
+        file_system_id=efs.file_system_id,
+        data_ready=pulumi.Output.from_input(root),
+        dataset_root=root,
+        component=efs,
+    )
+
+
+def _fsx_subnet(
+    plan: Plan, private_subnet_ids: Sequence[pulumi.Input[str]], zones: Optional[Sequence[Zone]]
+) -> pulumi.Input[str]:
+    """The FSx file system's subnet: the planned one, or the private subnet of the planned zone."""
+    st = plan.storage
+    if st.subnet_id is not None:
+        return st.subnet_id
+    zone = find_zone(st.zone, zones) if st.zone is not None and zones is not None else None
+    assert zone is not None and zones is not None, "a new VPC's FSx file system has a zone (checked by choose_zones)"
+    return private_subnet_ids[list(zones).index(zone)]
+
+
+def _fsx_args(
+    plan: Plan,
+    cluster: TrainingCluster,
+    vpc_id: pulumi.Input[str],
+    subnet: pulumi.Input[str],
+    node_groups: dict[str, TrainingNodeGroup],
+    tags: dict[str, str],
+    addon_after: pulumi.Output[str],
+) -> FsxLustreStorageArgs:
+    """The FSx for Lustre file system's arguments: its size, key, EFA clients, data repository and add-on."""
+    s = plan.config.storage
+    c = plan.config.cluster
     st = plan.storage
     fsx = st.fsx
     assert fsx is not None
-    if st.subnet_id is not None:
-        subnet: pulumi.Input[str] = st.subnet_id
-    else:
-        zone = find_zone(st.zone, zones) if st.zone is not None and zones is not None else None
-        assert zone is not None and zones is not None, (
-            "a new VPC's FSx file system has a zone (checked by choose_zones)"
-        )
-        subnet = private_subnet_ids[list(zones).index(zone)]
     repo = fsx.data_repository
     fsx_args: FsxLustreStorageArgs = {
-        "cluster_name": cluster_name,
+        "cluster_name": cluster.cluster_name,
         "addon_after": addon_after,
         "kubernetes_version": c.kubernetes_version,
         "vpc_id": vpc_id,
@@ -171,7 +211,13 @@ def build_storage(
         fsx_args["existing_security_group_id"] = fsx.security_group_id
     if FSX_CSI_ADDON in c.addon_versions:
         fsx_args["addon_version"] = c.addon_versions[FSX_CSI_ADDON]
-    lustre = FsxLustreStorage(f"{name}-fsx", fsx_args, opts=k8s_opts)
+    return fsx_args
+
+
+def _fsx_storage(plan: Plan, lustre: FsxLustreStorage) -> SharedStorage:
+    """The shared storage an FSx for Lustre file system gives, datasets in its directory linked to S3."""
+    assert plan.storage.fsx is not None
+    repo = plan.storage.fsx.data_repository
     root = f"{SHARED_MOUNT}{repo.file_system_path.rstrip('/')}"
     return SharedStorage(
         backend="fsx",

@@ -160,30 +160,68 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
 def build_jobs(env: JobTarget) -> Workloads:
     """The jobs of the plan and what they need, into ``env``'s namespace and queue."""
     plan = env.plan
-    cfg = plan.config
-    name = cfg.cluster_name
-    tags = stack_tags(cfg)
-    k8s_opts = env.k8s_opts
-    pod_opts = env.workload_opts or k8s_opts
-    pvc = env.pvc_name
-    system = system_node_selector()
+    name = plan.config.cluster_name
+    pod_opts = env.workload_opts or env.k8s_opts
     uses_etcd = any(KINDS[j.kind].needs_etcd(j.config) for j in plan.jobs.values())
 
     out = Workloads(image_uris={})
-    # Jobs whose pods talk to each other: every job and its health check.
-    peer_jobs = [n for j in plan.jobs.values() for n in (j.name, *([check_job_name(j.name)] if j.health_check else []))]
-    out.network_policies = TrainingNetworkPolicies(
-        f"{name}-network-policies", {"namespace": env.namespace, "jobs": peer_jobs, "etcd": uses_etcd}, opts=k8s_opts
-    )
+    out.network_policies = _network_policies(env, uses_etcd)
     # Everything in the namespace is created after the policies (the name resolves once they exist).
     namespace = out.network_policies.namespace
+    _images(plan, out)
+    # the images onto their nodes while the volume, the queues and the awaited Jobs are made
+    out.prepulls = build_prepulls(
+        plan,
+        namespace=namespace,
+        image_uris=out.image_uris,
+        opts=env.k8s_opts,
+        node_groups=_node_group_names(env),
+        waiting_groups=frozenset(env.waiting_groups),
+    )
+    out.code = _job_code(plan)
+    if uses_etcd:
+        # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
+        out.etcd = EtcdRendezvous(
+            f"{name}-etcd",
+            {"namespace": namespace, "node_selector": system_node_selector(), "pvc_name": env.pvc_name},
+            opts=pod_opts,
+        )
+    if env.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
+        _cluster_services(env.env, plan, namespace, out, env.k8s_opts)
+    out.staging.update(_staging(env, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts))
+    deferred = _deferred_jobs(plan, env.waiting_groups)
+    for job in plan.jobs.values():
+        if job.name in deferred:
+            continue
+        out.jobs[job.name] = _job(env, plan, job, out, namespace, env.pvc_name)
+    if plan.config.benchmark is not None and env.env is not None:  # a jobs-only stack has no benchmark (config rules)
+        out.collector = build_collector(env.env, out.jobs, out.image_uris, namespace)
+    out.tensorboard = _tensorboard(env, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts)
+    return out
+
+
+def _network_policies(env: JobTarget, uses_etcd: bool) -> TrainingNetworkPolicies:
+    """The namespace's network policies: the jobs' pods (and etcd's) may talk to each other."""
+    plan = env.plan
+    # Jobs whose pods talk to each other: every job and its health check.
+    peer_jobs = [n for j in plan.jobs.values() for n in (j.name, *([check_job_name(j.name)] if j.health_check else []))]
+    return TrainingNetworkPolicies(
+        f"{plan.config.cluster_name}-network-policies",
+        {"namespace": env.namespace, "jobs": peer_jobs, "etcd": uses_etcd},
+        opts=env.k8s_opts,
+    )
+
+
+def _images(plan: Plan, out: Workloads) -> None:
+    """Each image the jobs use into ``out``: a prebuilt one as it is, the others built in CodeBuild."""
+    cfg = plan.config
     for image in plan.used_images:
         if image.prebuilt:
             out.image_uris[image.variant] = pulumi.Output.from_input(image.prebuilt)
             continue
         assert image.context is not None
         built = TrainingImage(
-            fit_name(f"{name}-image-{image.variant}", IMAGE_COMPONENT_NAME_MAX),
+            fit_name(f"{cfg.cluster_name}-image-{image.variant}", IMAGE_COMPONENT_NAME_MAX),
             {
                 "context_dir": str(image.context),
                 "dockerfile": image.dockerfile,
@@ -191,50 +229,57 @@ def build_jobs(env: JobTarget) -> Workloads:
                 "keep_images": cfg.image_build.keep_images,
                 "build_timeout_minutes": cfg.image_build.build_timeout_minutes,
                 "compute_type": cfg.image_build.compute_type,
-                "tags": tags,
+                "tags": stack_tags(cfg),
                 "aws": cfg.aws,  # the stack's AWS provider settings: build where the repository is
             },
         )
         out.images[image.variant] = built
         out.image_uris[image.variant] = built.image_uri
-    toolbox = out.image_uris[TOOLBOX_IMAGE]
-    # the images onto their nodes while the volume, the queues and the awaited Jobs are made
-    out.prepulls = build_prepulls(
-        plan,
-        namespace=namespace,
-        image_uris=out.image_uris,
-        opts=k8s_opts,
-        node_groups=_node_group_names(env),
-        waiting_groups=frozenset(env.waiting_groups),
-    )
+
+
+def _job_code(plan: Plan) -> Optional[JobCode]:
+    """The jobs' code folders, uploaded for their pods to fetch (none when no job has one)."""
     code_folders = {j.name: str(j.code_folder) for j in plan.jobs.values() if j.code_folder is not None}
-    if code_folders:
-        out.code = JobCode(
-            fit_name(f"{name}-job-code", JOB_CODE_COMPONENT_NAME_MAX), {"folders": code_folders, "tags": tags}
-        )
+    if not code_folders:
+        return None
+    return JobCode(
+        fit_name(f"{plan.config.cluster_name}-job-code", JOB_CODE_COMPONENT_NAME_MAX),
+        {"folders": code_folders, "tags": stack_tags(plan.config)},
+    )
 
-    if uses_etcd:
-        # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
-        out.etcd = EtcdRendezvous(
-            f"{name}-etcd", {"namespace": namespace, "node_selector": system, "pvc_name": pvc}, opts=pod_opts
-        )
-    if env.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
-        if cfg.teams or any(KINDS[j.kind].needs_mpi_operator for j in plan.jobs.values()):
-            out.mpi_operator = MpiOperator(f"{name}-mpi-operator", {}, opts=k8s_opts)
-        out.teams = build_team_namespaces(env.env)
-        out.admission = _admission(plan, namespace, out, k8s_opts, env.env.provisioning_crd)
 
+def _cluster_services(
+    cluster_env: Environment,
+    plan: Plan,
+    namespace: pulumi.Output[str],
+    out: Workloads,
+    k8s_opts: pulumi.ResourceOptions,
+) -> None:
+    """The cluster stack's MPI Operator (when a job or a team needs it), the teams' namespaces, Kueue and the queues."""
+    cfg = plan.config
+    if cfg.teams or any(KINDS[j.kind].needs_mpi_operator for j in plan.jobs.values()):
+        out.mpi_operator = MpiOperator(f"{cfg.cluster_name}-mpi-operator", {}, opts=k8s_opts)
+    out.teams = build_team_namespaces(cluster_env)
+    out.admission = _admission(plan, namespace, out, k8s_opts, cluster_env.provisioning_crd)
+
+
+def _staging(
+    env: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
+) -> dict[str, DatasetStaging]:
+    """A staging Job per dataset the file system does not import."""
+    plan = env.plan
+    staging: dict[str, DatasetStaging] = {}
     for ds_name, ds in plan.datasets.items():
         if ds.imported:
             continue  # the FSx data repository imports it: nothing to stage
         d = ds.config
         staging_args: DatasetStagingArgs = {
             "namespace": namespace,
-            "pvc_name": pvc,
+            "pvc_name": env.pvc_name,
             "image": toolbox,
             "source": d.source,
             "dest_path": ds.path,
-            "node_selector": system,
+            "node_selector": system_node_selector(),
             "cluster_name": env.cluster_name,
             "timeout_minutes": d.timeout_minutes,
         }
@@ -242,9 +287,12 @@ def build_jobs(env: JobTarget) -> Workloads:
             staging_args["md5"] = d.md5
         if d.expected_bytes:
             staging_args["expected_bytes"] = d.expected_bytes
-        out.staging[ds_name] = DatasetStaging(f"{name}-stage-{ds_name}", staging_args, opts=pod_opts)
+        staging[ds_name] = DatasetStaging(f"{plan.config.cluster_name}-stage-{ds_name}", staging_args, opts=pod_opts)
+    return staging
 
-    waiting = env.waiting_groups
+
+def _deferred_jobs(plan: Plan, waiting: set[str]) -> list[str]:
+    """The jobs not created now, on groups whose Capacity Block has not started (or after such jobs), with a warning."""
     deferred = jobs_waiting_for(plan, waiting)
     if deferred:
         pulumi.log.warn(
@@ -253,22 +301,27 @@ def build_jobs(env: JobTarget) -> Workloads:
             "created now (their health checks and deadlines would run out); the environment, images and datasets are "
             "ready, and the first `pulumi up` after the block's start creates them"
         )
-    for job in plan.jobs.values():
-        if job.name in deferred:
-            continue
-        out.jobs[job.name] = _job(env, plan, job, out, namespace, pvc)
+    return deferred
 
-    if cfg.benchmark is not None and env.env is not None:  # a jobs-only stack has no benchmark (config rules)
-        out.collector = build_collector(env.env, out.jobs, out.image_uris, namespace)
 
-    log_dirs = {j.name: j.tensorboard_dir for j in plan.jobs.values() if j.tensorboard_dir}
-    if log_dirs:
-        out.tensorboard = TensorBoard(
-            f"{name}-tensorboard",
-            {"namespace": namespace, "pvc_name": pvc, "image": toolbox, "log_dirs": log_dirs, "node_selector": system},
-            opts=pod_opts,
-        )
-    return out
+def _tensorboard(
+    env: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
+) -> Optional[TensorBoard]:
+    """TensorBoard over the jobs' log folders (none when no job sets ``tensorboard``)."""
+    log_dirs = {j.name: j.tensorboard_dir for j in env.plan.jobs.values() if j.tensorboard_dir}
+    if not log_dirs:
+        return None
+    return TensorBoard(
+        f"{env.plan.config.cluster_name}-tensorboard",
+        {
+            "namespace": namespace,
+            "pvc_name": env.pvc_name,
+            "image": toolbox,
+            "log_dirs": log_dirs,
+            "node_selector": system_node_selector(),
+        },
+        opts=pod_opts,
+    )
 
 
 def _node_group_names(env: JobTarget) -> Optional[dict[str, pulumi.Output[str]]]:

@@ -415,9 +415,29 @@ class Plan:
 
 def build_plan(cfg: StackConfig) -> Plan:
     """The plan of a validated configuration (pure: no AWS, no Pulumi)."""
+    system = _system_group_plan(cfg)
+    groups = {name: _node_group_plan(cfg, name, g) for name, g in cfg.node_groups.items()}
+    plan = Plan(
+        config=cfg,
+        system=system,
+        groups=groups,
+        autoscale=cfg.autoscaler.enabled and bool(groups),
+        storage=storage_plan(cfg),
+    )
+    images = image_plans(cfg)
+    datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
+    jobs = {name: _job_plan(plan, name, images, datasets) for name in job_order(cfg.jobs)}
+    plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
+    if not jobs and not cfg.teams:
+        return plan
+    return replace(plan, admission=_checked_admission(plan))
+
+
+def _system_group_plan(cfg: StackConfig) -> NodeGroupPlan:
+    """The system node group's plan: on-demand, one instance type, no EFA."""
     s = cfg.system_node_group
     system_type = cfg.instance(s.instance_type)
-    system = NodeGroupPlan(
+    return NodeGroupPlan(
         name=SYSTEM_ROLE,
         path="systemNodeGroup",
         types=(system_type,),
@@ -433,89 +453,91 @@ def build_plan(cfg: StackConfig) -> Plan:
         ami=ami_plan(cfg.cluster, s.ami_release),
         update_strategy=s.update_strategy,
     )
-    groups: dict[str, NodeGroupPlan] = {}
-    for name, g in cfg.node_groups.items():
-        types = tuple(cfg.instance(t) for t in g.instance_types)
-        taints: tuple[NodeTaint, ...] = tuple({"key": t.key, "value": t.value, "effect": t.effect} for t in g.taints)
-        groups[name] = NodeGroupPlan(
-            name=name,
-            path=f"nodeGroups.{name}",
-            types=types,
-            profile=node_profile(name, types, efa=g.uses_efa(cfg.catalog), labels=g.labels, taints=taints),
-            capacity_type=g.capacity_type,
-            capacity_reservation_id=g.capacity_reservation_id,
-            min_size=g.min_size,
-            desired_size=g.desired_size,
-            max_size=g.max_size,
-            disk_size_gib=g.disk_size_gib,
-            zone=g.availability_zone,
-            subnet_id=g.subnet_id,
-            price_discount=g.price_discount,
-            spot_discount_set=g.spot_discount is not None,
-            repair=repair_spec(g, types[0].gpus > 0),
-            ami=ami_plan(cfg.cluster, g.ami_release),
-            update_strategy=g.update_strategy,
-        )
-    plan = Plan(
-        config=cfg,
-        system=system,
-        groups=groups,
-        autoscale=cfg.autoscaler.enabled and bool(groups),
-        storage=storage_plan(cfg),
+
+
+def _node_group_plan(cfg: StackConfig, name: str, g: NodeGroupConfig) -> NodeGroupPlan:
+    """One configured node group's plan: its instance types, node profile, capacity, repair and AMI."""
+    types = tuple(cfg.instance(t) for t in g.instance_types)
+    taints: tuple[NodeTaint, ...] = tuple({"key": t.key, "value": t.value, "effect": t.effect} for t in g.taints)
+    return NodeGroupPlan(
+        name=name,
+        path=f"nodeGroups.{name}",
+        types=types,
+        profile=node_profile(name, types, efa=g.uses_efa(cfg.catalog), labels=g.labels, taints=taints),
+        capacity_type=g.capacity_type,
+        capacity_reservation_id=g.capacity_reservation_id,
+        min_size=g.min_size,
+        desired_size=g.desired_size,
+        max_size=g.max_size,
+        disk_size_gib=g.disk_size_gib,
+        zone=g.availability_zone,
+        subnet_id=g.subnet_id,
+        price_discount=g.price_discount,
+        spot_discount_set=g.spot_discount is not None,
+        repair=repair_spec(g, types[0].gpus > 0),
+        ami=ami_plan(cfg.cluster, g.ami_release),
+        update_strategy=g.update_strategy,
     )
-    images = image_plans(cfg)
-    datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
-    jobs: dict[str, JobPlan] = {}
-    for name in job_order(cfg.jobs):
-        job = cfg.jobs[name]
-        assert job.node_group is not None  # filled in by the loader
-        group = plan.group(job.node_group)
-        procs = job.processes_per_node or group.profile.pod.procs_per_node
-        dataset = cfg.datasets.get(job.dataset) if job.dataset else None
-        code_folder = cfg.code_folders.get(name)
-        digest = code_hash(str(code_folder)) if code_folder is not None else None
-        image = image_for(images[job.image], group.types)
-        run_id = _run_id(name, job, image, dataset, group, procs, digest)
-        output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'runs/{run_id}'}"
-        placement = group.placement()
-        if job.processes_per_node is not None:
-            placement = {
-                **placement,
-                "procs_per_node": procs,
-                "threads_per_proc": max(1, placement["cpu_millis"] // 1000 // procs),
-            }
-        tb = job.tensorboard_dir
-        jobs[name] = JobPlan(
-            name=name,
-            config=job,
-            group=group,
-            nodes=job.nodes,
-            min_nodes=job.node_range[0],
-            max_nodes=job.node_range[1],
-            procs_per_node=procs,
-            image=image,
-            toolbox=image_for(images[TOOLBOX_IMAGE], group.types),
-            dataset=job.dataset,
-            data_dir=datasets[job.dataset].data_dir if job.dataset else None,
-            after=tuple(job.after),
-            run_id=run_id,
-            output_dir=output_dir,
-            tensorboard_dir=f"{output_dir}/{tb}" if tb else None,
-            placement=placement,
-            read_only_root_filesystem=job.read_only_root,
-            health_check=_health_plan(job.health_check, group),
-            code_folder=code_folder,
-            code_hash=digest,
-        )
-    plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
-    if not jobs and not cfg.teams:
-        return plan
+
+
+def _job_plan(plan: Plan, name: str, images: dict[str, ImagePlan], datasets: dict[str, DatasetPlan]) -> JobPlan:
+    """One job's plan: its group, processes, image, run id, output folder, placement and health check."""
+    cfg = plan.config
+    job = cfg.jobs[name]
+    assert job.node_group is not None  # filled in by the loader
+    group = plan.group(job.node_group)
+    procs = job.processes_per_node or group.profile.pod.procs_per_node
+    dataset = cfg.datasets.get(job.dataset) if job.dataset else None
+    code_folder = cfg.code_folders.get(name)
+    digest = code_hash(str(code_folder)) if code_folder is not None else None
+    image = image_for(images[job.image], group.types)
+    run_id = _run_id(name, job, image, dataset, group, procs, digest)
+    output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'runs/{run_id}'}"
+    tb = job.tensorboard_dir
+    return JobPlan(
+        name=name,
+        config=job,
+        group=group,
+        nodes=job.nodes,
+        min_nodes=job.node_range[0],
+        max_nodes=job.node_range[1],
+        procs_per_node=procs,
+        image=image,
+        toolbox=image_for(images[TOOLBOX_IMAGE], group.types),
+        dataset=job.dataset,
+        data_dir=datasets[job.dataset].data_dir if job.dataset else None,
+        after=tuple(job.after),
+        run_id=run_id,
+        output_dir=output_dir,
+        tensorboard_dir=f"{output_dir}/{tb}" if tb else None,
+        placement=_job_placement(job, group, procs),
+        read_only_root_filesystem=job.read_only_root,
+        health_check=_health_plan(job.health_check, group),
+        code_folder=code_folder,
+        code_hash=digest,
+    )
+
+
+def _job_placement(job: JobConfig, group: NodeGroupPlan, procs: int) -> WorkerPlacement:
+    """Where a job's workers go: its group's placement, with the job's own processes per node if it sets them."""
+    placement = group.placement()
+    if job.processes_per_node is None:
+        return placement
+    return {
+        **placement,
+        "procs_per_node": procs,
+        "threads_per_proc": max(1, placement["cpu_millis"] // 1000 // procs),
+    }
+
+
+def _checked_admission(plan: Plan) -> AdmissionPlan:
+    """The plan's Kueue admission; a :class:`ConfigError` when a job or a team's jobs could never be admitted."""
     admission = with_topology(plan, admission_plan(plan))
     problems = never_admitted(plan, admission) + idle_teams(admission) + beyond_team_stages(plan)
     problems += beyond_own_queue(plan, admission)
     if problems:
         raise ConfigError(problems)
-    return replace(plan, admission=admission)
+    return admission
 
 
 def repair_spec(g: NodeGroupConfig, gpu: bool) -> Optional[NodeRepairSpec]:

@@ -381,7 +381,24 @@ def _money(value: Optional[float]) -> str:
 
 
 def render(r: dict[str, Any]) -> str:
-    """The report as text."""
+    """The report as text: its sections in order, a blank line between two."""
+    sections = [
+        _render_header(r),
+        _render_node_groups(r),
+        _render_jobs(r["jobs"]),
+        _render_queues(r["queues"]),
+        _render_storage(r["storage"]),
+        _render_pre_pulls(r.get("prePulls")),
+        _render_operations(r["operations"]),
+        _render_preflight(r["preflight"]),
+        _render_cost(r["cost"]),
+        _render_first_step(r["firstStep"]) if r.get("firstStep") is not None else [],
+    ]
+    return "\n\n".join("\n".join(section) for section in sections if section)
+
+
+def _render_header(r: dict[str, Any]) -> list[str]:
+    """The stack, its cluster and its network."""
     lines = [
         f"plan of stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): cluster "
         f"{r['clusterName']}, Kubernetes {r['kubernetesVersion']}"
@@ -394,130 +411,161 @@ def render(r: dict[str, Any]) -> str:
         lines.append(f"network: new VPC {net['vpcCidr']} in {zones}, NAT gateways: {net['natGateways']}")
     else:
         lines.append(f"network: existing VPC {net['vpcId']}, private subnets {', '.join(net['privateSubnetIds'])}")
-    lines.append("")
-    lines.append(
+    return lines
+
+
+def _render_node_groups(r: dict[str, Any]) -> list[str]:
+    """The node groups section."""
+    lines = [
         "node groups:"
         + ("  (cluster-autoscaler scales the worker groups between min and max)" if r["autoscaler"] else "")
-    )
+    ]
     for g in r["nodeGroups"]:
-        where = g["zone"] or f"the zone of subnet {g['subnetId']}"
-        gpu = f"{g['gpusPerNode']} x {g['gpuModel']} GPUs" if g["gpusPerNode"] else "no GPU"
-        capacity = g["capacityType"] + (f" {g['capacityReservationId']}" if g["capacityReservationId"] else "")
+        lines.extend(_render_node_group(g))
+    return lines
+
+
+def _render_node_group(g: dict[str, Any]) -> list[str]:
+    """One node group: its size, capacity and nodes, its Capacity Block, AMI and node repair."""
+    where = g["zone"] or f"the zone of subnet {g['subnetId']}"
+    gpu = f"{g['gpusPerNode']} x {g['gpuModel']} GPUs" if g["gpusPerNode"] else "no GPU"
+    capacity = g["capacityType"] + (f" {g['capacityReservationId']}" if g["capacityReservationId"] else "")
+    lines = [
+        f"  {g['name']:<12} {', '.join(g['instanceTypes'])}: min {g['minSize']} / desired {g['desiredSize']} / max "
+        f"{g['maxSize']}, {capacity}, in {where}; per node {gpu}, {g['efaInterfacesPerNode']} EFA interface(s); "
+        f"AMI {g['amiType']}, {g['diskSizeGib']} GiB gp3"
+    ]
+    if g.get("capacityBlock"):
+        lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
+    lines.append(f"  {'':<12} {_ami_line(g)}")
+    repair = g.get("nodeRepair")
+    if repair is not None:
+        limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k not in ("enabled", "overrides"))
+        overrides = "; ".join(f"{o['condition']}/{o['reason']}: {o['action']}" for o in repair.get("overrides") or ())
         lines.append(
-            f"  {g['name']:<12} {', '.join(g['instanceTypes'])}: min {g['minSize']} / desired {g['desiredSize']} / max "
-            f"{g['maxSize']}, {capacity}, in {where}; per node {gpu}, {g['efaInterfacesPerNode']} EFA interface(s); "
-            f"AMI {g['amiType']}, {g['diskSizeGib']} GiB gp3"
+            f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}"
+            + (f" ({limits})" if limits else "")
+            + (f", except {overrides}" if overrides else "")
         )
-        if g.get("capacityBlock"):
-            lines.append(f"  {'':<12} Capacity Block: {g['capacityBlock']}")
-        lines.append(f"  {'':<12} {_ami_line(g)}")
-        repair = g.get("nodeRepair")
-        if repair is not None:
-            limits = ", ".join(f"{k} {v}" for k, v in repair.items() if k not in ("enabled", "overrides"))
-            overrides = "; ".join(
-                f"{o['condition']}/{o['reason']}: {o['action']}" for o in repair.get("overrides") or ()
-            )
-            lines.append(
-                f"  {'':<12} node auto repair: {'on' if repair['enabled'] else 'off'}"
-                + (f" ({limits})" if limits else "")
-                + (f", except {overrides}" if overrides else "")
-            )
-    lines.append("")
-    lines.append(
+    return lines
+
+
+def _render_jobs(jobs: list[dict[str, Any]]) -> list[str]:
+    """The jobs section, by step."""
+    lines = [
         "jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
         "after completed):"
-        if r["jobs"]
+        if jobs
         else "jobs: none (the environment only)"
+    ]
+    for j in jobs:
+        lines.extend(_render_job(j))
+    return lines
+
+
+def _render_job(j: dict[str, Any]) -> list[str]:
+    """One job: its step, size, processes, pod, image and wait, then its health check."""
+    size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if KINDS[j["kind"]].elastic else "")
+    procs = (
+        f"1 process (the command; PROCS_PER_NODE={j['processesPerNode']} in its environment)"
+        if KINDS[j["kind"]].one_process_per_pod
+        else f"{j['processesPerNode']} process(es)"
     )
-    for j in r["jobs"]:
-        size = f"{j['nodes']} node(s)" + (
-            f" ({j['minNodes']}-{j['maxNodes']} elastic)" if KINDS[j["kind"]].elastic else ""
-        )
-        procs = (
-            f"1 process (the command; PROCS_PER_NODE={j['processesPerNode']} in its environment)"
-            if KINDS[j["kind"]].one_process_per_pod
-            else f"{j['processesPerNode']} process(es)"
-        )
-        after = f", after {', '.join(j['after'])}" if j["after"] else ""
-        data = f", dataset {j['dataset']}" if j["dataset"] else ""
-        data = (f" ({j['imageBuild']})" if j["imageBuild"] else "") + data
-        waits = (
-            f"; pulumi up waits for it: its {j['timeoutHours']:g} h deadline and up to "
-            f"{j['queueTimeoutHours']:g} h in the queue"
-            if j["waitForCompletion"]
-            else ""
-        )
+    after = f", after {', '.join(j['after'])}" if j["after"] else ""
+    data = f", dataset {j['dataset']}" if j["dataset"] else ""
+    data = (f" ({j['imageBuild']})" if j["imageBuild"] else "") + data
+    waits = (
+        f"; pulumi up waits for it: its {j['timeoutHours']:g} h deadline and up to "
+        f"{j['queueTimeoutHours']:g} h in the queue"
+        if j["waitForCompletion"]
+        else ""
+    )
+    lines = [
+        f"  {j['step']}. {j['name']} ({j['kind']}) on {j['nodeGroup']}: {size} x {procs}; per pod "
+        f"{j['gpusPerPod']} GPU(s), {j['efaInterfacesPerPod']} EFA interface(s); image {j['image']}{data}{after}"
+        f"{waits}"
+    ]
+    hc = j["healthCheck"]
+    if hc is not None:
+        lines.append(f"     all-reduce health check first: {_health_check_threshold(hc)}")
+    return lines
+
+
+def _health_check_threshold(hc: dict[str, Any]) -> str:
+    """What a job's all-reduce health check does with the bandwidth it measures."""
+    if hc["minBusBandwidthGBps"] is not None and hc["enforce"]:
+        return f"fails below {hc['minBusBandwidthGBps']} GB/s"
+    return "reports the bandwidth" + (
+        f" (threshold {hc['minBusBandwidthGBps']} GB/s, not enforced)" if hc["minBusBandwidthGBps"] is not None else ""
+    )
+
+
+def _render_queues(q: Optional[dict[str, Any]]) -> list[str]:
+    """The Kueue section (none without queues): the queue, each flavor, the priorities."""
+    if q is None:
+        return []
+    lines = [
+        f"queues (Kueue): every job waits in {q['localQueue']} -> ClusterQueue {q['clusterQueue']} "
+        f"({q['queueingStrategy']}) until all of it fits, then starts whole; an admitted job whose pods "
+        f"do not all run within {q['podsReadyTimeoutSeconds']} s is requeued (backoff "
+        f"{q['requeueBackoffSeconds'][0]}-{q['requeueBackoffSeconds'][1]} s)"
+    ]
+    for f in q["flavors"]:
+        lines.extend(_render_flavor(f))
+    lines.append(
+        "  priorities (a job outranks the jobs that wait for it): "
+        + ", ".join(f"{job} {p['value']}" for job, p in q["priorities"].items())
+    )
+    return lines
+
+
+def _render_flavor(f: dict[str, Any]) -> list[str]:
+    """One Kueue flavor: its quota, topology and admission check."""
+    quota = ", ".join(f"{v} {k}" for k, v in f["quota"].items() if v not in ("0", "0Mi"))
+    lines = [f"  flavor {f['name']} ({f['nodeGroup']}, quota = maxSize {f['maxSize']} nodes): {quota}"]
+    if "topology" in f:
+        t = f["topology"]
         lines.append(
-            f"  {j['step']}. {j['name']} ({j['kind']}) on {j['nodeGroup']}: {size} x {procs}; per pod "
-            f"{j['gpusPerPod']} GPU(s), {j['efaInterfacesPerPod']} EFA interface(s); image {j['image']}{data}{after}"
-            f"{waits}"
+            f"    topology-aware (Topology {t['name']}: {' > '.join(t['levels'])}): a job's pods "
+            f"share {t['podsPrefer']}"
         )
-        hc = j["healthCheck"]
-        if hc is not None:
-            threshold = (
-                f"fails below {hc['minBusBandwidthGBps']} GB/s"
-                if hc["minBusBandwidthGBps"] is not None and hc["enforce"]
-                else "reports the bandwidth"
-                + (
-                    f" (threshold {hc['minBusBandwidthGBps']} GB/s, not enforced)"
-                    if hc["minBusBandwidthGBps"] is not None
-                    else ""
-                )
-            )
-            lines.append(f"     all-reduce health check first: {threshold}")
-    q = r["queues"]
-    if q is not None:
-        lines.append("")
+    if "admissionCheck" in f:
+        c = f["admissionCheck"]
         lines.append(
-            f"queues (Kueue): every job waits in {q['localQueue']} -> ClusterQueue {q['clusterQueue']} "
-            f"({q['queueingStrategy']}) until all of it fits, then starts whole; an admitted job whose pods "
-            f"do not all run within {q['podsReadyTimeoutSeconds']} s is requeued (backoff "
-            f"{q['requeueBackoffSeconds'][0]}-{q['requeueBackoffSeconds'][1]} s)"
+            f"    admission check {c['name']} (the group autoscales): Kueue reserves the quota, asks the "
+            "cluster autoscaler for all of the job's nodes in one ProvisioningRequest "
+            f"({c['provisioningClass']}), places the pods on the nodes once it is Provisioned; a request that "
+            "fails or whose booking expires is retried (backoff "
+            f"{c['retryBackoffSeconds'][0]}-{c['retryBackoffSeconds'][1]} s), the job holding nothing meanwhile"
         )
-        for f in q["flavors"]:
-            quota = ", ".join(f"{v} {k}" for k, v in f["quota"].items() if v not in ("0", "0Mi"))
-            lines.append(f"  flavor {f['name']} ({f['nodeGroup']}, quota = maxSize {f['maxSize']} nodes): {quota}")
-            if "topology" in f:
-                t = f["topology"]
-                lines.append(
-                    f"    topology-aware (Topology {t['name']}: {' > '.join(t['levels'])}): a job's pods "
-                    f"share {t['podsPrefer']}"
-                )
-            if "admissionCheck" in f:
-                c = f["admissionCheck"]
-                lines.append(
-                    f"    admission check {c['name']} (the group autoscales): Kueue reserves the quota, asks the "
-                    "cluster autoscaler for all of the job's nodes in one ProvisioningRequest "
-                    f"({c['provisioningClass']}), places the pods on the nodes once it is Provisioned; a request that "
-                    "fails or whose booking expires is retried (backoff "
-                    f"{c['retryBackoffSeconds'][0]}-{c['retryBackoffSeconds'][1]} s), the job holding nothing meanwhile"
-                )
-        lines.append(
-            "  priorities (a job outranks the jobs that wait for it): "
-            + ", ".join(f"{job} {p['value']}" for job, p in q["priorities"].items())
-        )
-    lines.append("")
-    st = r["storage"]
+    return lines
+
+
+def _render_storage(st: dict[str, Any]) -> list[str]:
+    """The shared file system and its claim."""
     if st["backend"] == "fsx":
-        lines.append(
+        return [
             f"storage: FSx for Lustre {st['capacityGib']} GiB at {st['throughputPerTib']} MB/s/TiB"
             f"{', EFA' if st['efa'] else ''} in {st['zone'] or 'subnet ' + str(st['subnetId'])} (from "
             f"{st['zoneFrom']}), linked to {st['dataRepository']}; claim {st['namespace']}/{st['claim']}"
-        )
-    else:
-        lines.append(
-            f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}"
-        )
-    lines.append("")
-    if r.get("prePulls"):
-        lines.append(
-            "pre-pulled (a DaemonSet pulls the image onto the group's nodes as they join, beside the storage and the "
-            "Jobs `pulumi up` waits for): "
-            + "; ".join(f"{p['image']} on {p['group']} ({', '.join(p['neededBy'])})" for p in r["prePulls"])
-        )
-        lines.append("")
-    ops = r["operations"]
-    lines.append(
+        ]
+    return [f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}"]
+
+
+def _render_pre_pulls(pre_pulls: Optional[list[dict[str, Any]]]) -> list[str]:
+    """The images pre-pulled onto node groups (none when no image is)."""
+    if not pre_pulls:
+        return []
+    return [
+        "pre-pulled (a DaemonSet pulls the image onto the group's nodes as they join, beside the storage and the "
+        "Jobs `pulumi up` waits for): "
+        + "; ".join(f"{p['image']} on {p['group']} ({', '.join(p['neededBy'])})" for p in pre_pulls)
+    ]
+
+
+def _render_operations(ops: dict[str, Any]) -> list[str]:
+    """Monitoring, metrics, the dashboard and the idle-GPU alarms."""
+    lines = [
         "operations: EKS node monitoring agent on every node; "
         + (
             "Container Insights GPU/EFA metrics (amazon-cloudwatch-observability)"
@@ -525,16 +573,19 @@ def render(r: dict[str, Any]) -> str:
             else "no metrics add-on"
         )
         + ("; a CloudWatch dashboard (output dashboardUrl)" if ops["dashboard"] else "")
-    )
+    ]
     for a in ops["idleGpuAlarms"]:
         lines.append(
             f"  idle-GPU alarm on {a['nodeGroup']}: every GPU below {a['utilizationPercent']:g}% for {a['minutes']} "
             f"min; guards {_money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
             + (f"; mails {ops['alarmEmail']}" if ops["alarmEmail"] else "")
         )
-    lines.append("")
-    pf = r["preflight"]
-    lines.append(
+    return lines
+
+
+def _render_preflight(pf: dict[str, Any]) -> list[str]:
+    """What preflight will check in the account."""
+    lines = [
         "preflight will check in the account"
         + (
             ""
@@ -542,24 +593,24 @@ def render(r: dict[str, Any]) -> str:
             else " (preflight.enabled is false: `pulumi up` skips it; python -m stacks.preflight still runs it)"
         )
         + ":"
-    )
+    ]
     lines.extend(f"  - {c['key']}: {c['check']}" for c in pf["checks"])
-    lines.append("")
-    cost = r["cost"]
-    lines.append(f"estimated cost: running {_money(cost['runningPerHour'])}, idle {_money(cost['idlePerHour'])}")
+    return lines
+
+
+def _render_cost(cost: dict[str, Any]) -> list[str]:
+    """The estimated cost, line by line, with its notes."""
+    lines = [f"estimated cost: running {_money(cost['runningPerHour'])}, idle {_money(cost['idlePerHour'])}"]
     for c in cost["lines"]:
         lines.append(
             f"  {_money(c['runningPerHour'])} running, {_money(c['idlePerHour'])} idle: {c['what']} [{c['basis']}]"
         )
     lines.extend(f"  note: {n}" for n in cost["notes"])
-    fs = r.get("firstStep")
-    if fs is not None:
-        lines.append("")
-        lines.extend(_render_first_step(fs))
-    return "\n".join(lines)
+    return lines
 
 
 def _render_first_step(fs: dict[str, Any]) -> list[str]:
+    """The modelled path to the first training step, or why it is not modelled."""
     if "note" in fs:
         return [f"first training step: not modelled ({fs['note']})"]
     floor = fs["floor"]
