@@ -1,17 +1,21 @@
 """``python -m stacks local --stack NAME`` (alias ``python -m stacks.local``): run a stack's jobs on this machine,
 without AWS (see :mod:`stacks.local`)."""
 
+import argparse
 import json
 import shlex
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, add_stack_options, command, load_stack, parser_for
 from stacks.config import NAMESPACE
 from stacks.local.runner import LocalRunError, LocalRunner
 from stacks.stackfile import REPO
+
+if TYPE_CHECKING:
+    from stacks.plan import Plan
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict[str, str]:
@@ -45,6 +49,52 @@ def _jobs_with_args(config: dict[str, Any], extra: Mapping[str, Sequence[str]], 
 @command
 def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
     """Run the jobs; exit status 0 when every job completed, 1 when one failed, 2 on a configuration or usage error."""
+    args = _parser(prog).parse_args(argv)
+
+    work = (args.work or Path(".local") / args.stack).resolve()
+    extra = {k: shlex.split(v) for k, v in _pairs(args.args, "--args").items()}
+    try:
+        runs = json.loads((work / "runs.json").read_text())
+    except (OSError, ValueError):
+        runs = {}
+    resume = {
+        j: str(runs[j]["outputDir"]) for j in args.resume if isinstance(runs.get(j), dict) and runs[j].get("outputDir")
+    }
+    config, plan = load_stack(args, edit=lambda c: _jobs_with_args(c, extra, resume))
+    venvs = _check_names(args, plan, extra)
+    missing = [j for j in args.resume if j not in resume]
+    runner = LocalRunner(
+        plan=plan,
+        work=work,
+        repo=REPO,
+        datasets={k: Path(v) for k, v in _pairs(args.dataset, "--dataset").items()},
+        # jobs of the stack file got theirs in the plan; resumed jobs and benchmark experiments get them at launch
+        extra_args={k: v for k, v in extra.items() if k in resume or k not in (config.get(f"{NAMESPACE}:jobs") or {})},
+        code={k: Path(v).resolve() for k, v in _pairs(args.code, "--code").items()},
+        venvs=venvs,
+        nodes=args.nodes,
+        timeout_s=None if args.timeout_minutes is None else 60.0 * args.timeout_minutes,
+        fresh=frozenset(args.fresh),
+        progress=not args.quiet,
+    )
+    for job in missing:
+        runner.say(f"--resume {job}: no earlier run of {job} in {work}; a new run")
+    # SIGTERM (`timeout`, a CI runner's cancel, `kill`) stops the jobs as Ctrl-C does: without a handler Python dies
+    # on it at once, skipping the runner's clean-up, and the job's processes, in their own sessions, run on orphaned
+    # (a crash-looping torchrun restarted its workers for good).
+    previous = _stop_on_sigterm()
+    try:
+        runner.run(args.job or None)
+    except LocalRunError as exc:
+        raise CommandError(f"error: {exc.report()}", EXIT_FAILED) from exc
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return EXIT_OK
+
+
+def _parser(prog: Optional[str]) -> argparse.ArgumentParser:
+    """The command's arguments and help."""
     parser = parser_for(
         "local",
         prog,
@@ -121,18 +171,11 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     parser.add_argument("--nodes", type=int, help="processes per multi-node job (default: the job's node count)")
     parser.add_argument("--timeout-minutes", type=float, help="per job (default: the job's timeoutHours)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines from the jobs' logs")
-    args = parser.parse_args(argv)
+    return parser
 
-    work = (args.work or Path(".local") / args.stack).resolve()
-    extra = {k: shlex.split(v) for k, v in _pairs(args.args, "--args").items()}
-    try:
-        runs = json.loads((work / "runs.json").read_text())
-    except (OSError, ValueError):
-        runs = {}
-    resume = {
-        j: str(runs[j]["outputDir"]) for j in args.resume if isinstance(runs.get(j), dict) and runs[j].get("outputDir")
-    }
-    config, plan = load_stack(args, edit=lambda c: _jobs_with_args(c, extra, resume))
+
+def _check_names(args: argparse.Namespace, plan: "Plan", extra: Mapping[str, Any]) -> dict[str, Path]:
+    """Refuse a flag that names no job or image of the stack, or a count below 1; returns ``--venv``'s folders."""
     for flag, names in (
         ("--args", extra),
         ("--resume", args.resume),
@@ -153,35 +196,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         )
     if args.nodes is not None and args.nodes < 1:
         raise CommandError("error: --nodes must be >= 1")
-    missing = [j for j in args.resume if j not in resume]
-    runner = LocalRunner(
-        plan=plan,
-        work=work,
-        repo=REPO,
-        datasets={k: Path(v) for k, v in _pairs(args.dataset, "--dataset").items()},
-        # jobs of the stack file got theirs in the plan; resumed jobs and benchmark experiments get them at launch
-        extra_args={k: v for k, v in extra.items() if k in resume or k not in (config.get(f"{NAMESPACE}:jobs") or {})},
-        code={k: Path(v).resolve() for k, v in _pairs(args.code, "--code").items()},
-        venvs=venvs,
-        nodes=args.nodes,
-        timeout_s=None if args.timeout_minutes is None else 60.0 * args.timeout_minutes,
-        fresh=frozenset(args.fresh),
-        progress=not args.quiet,
-    )
-    for job in missing:
-        runner.say(f"--resume {job}: no earlier run of {job} in {work}; a new run")
-    # SIGTERM (`timeout`, a CI runner's cancel, `kill`) stops the jobs as Ctrl-C does: without a handler Python dies
-    # on it at once, skipping the runner's clean-up, and the job's processes, in their own sessions, run on orphaned
-    # (a crash-looping torchrun restarted its workers for good).
-    previous = _stop_on_sigterm()
-    try:
-        runner.run(args.job or None)
-    except LocalRunError as exc:
-        raise CommandError(f"error: {exc.report()}", EXIT_FAILED) from exc
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    return EXIT_OK
+    return venvs
 
 
 def _stop_on_sigterm() -> Any:
