@@ -41,6 +41,7 @@ from stacks.preflight import (  # noqa: E402
 )
 from stacks.zones import Zone, choose_zones  # noqa: E402
 from tests import preflight_support as sup  # noqa: E402
+from tests.wait import patient  # noqa: E402
 
 #: moto's us-east-1 maps us-east-1a to use1-az6 and us-east-1c to use1-az2 (and us-east-1e to use1-az3,
 #: a zone EKS refuses for control planes).
@@ -1064,7 +1065,7 @@ def run_cli(tmp_path: Path, config: dict[str, Any], *args: str) -> subprocess.Co
         env=dict(os.environ),
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
     )
 
 

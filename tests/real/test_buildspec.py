@@ -27,6 +27,7 @@ from components.image.buildspec import (
 )
 from tests.harness import REPO
 from tests.image_support import base_images, repository_dockerfiles
+from tests.wait import patient
 
 BASH = shutil.which("bash")
 REPOSITORY_URI = "123456789012.dkr.ecr.us-east-1.amazonaws.com/train"
@@ -135,7 +136,7 @@ class Box:
             cwd=str(cwd or self.work),
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=patient(60),
         )
 
     def count(self, name: str) -> int:

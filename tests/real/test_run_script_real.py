@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.wait import patient
+
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "training"
 RUN_SCRIPT = TRAINING / "run_script.py"
@@ -81,7 +83,9 @@ def program(tmp_path: Path) -> Path:
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-u", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-u", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=patient(60)
+    )
 
 
 def test_the_stand_in_aborts_a_finished_program_run_as_python_runs_it(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from torch.distributed.launcher.api import LaunchConfig
 from components.catalog.torch import DEFAULT_TORCH_BUILD, PYPI_INDEX, TORCH_BUILDS, TORCH_VERSION
 from tests.harness import REPO
 from tests.image_support import dockerfile_instructions
+from tests.wait import patient
 
 
 def test_the_tests_run_the_torch_release_the_image_installs() -> None:
@@ -74,6 +75,6 @@ def test_the_images_cuda_runtime_search_finds_the_wheels_one_file(tmp_path: Path
         env={**os.environ, "LD_LIBRARY_PATH": str(target)},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=patient(60),
     )
     assert loaded.returncode == 0, loaded.stderr

@@ -71,7 +71,7 @@ from tests.pod_runs import (  # noqa: E402
     run_accounting,
     stop_pods,
 )
-from tests.wait import wait_for  # noqa: E402
+from tests.wait import patient, wait_for  # noqa: E402
 
 #: The resumption bound the issue sets for a lost node under the production settings.
 RESUME_BOUND_S = 15.0
@@ -680,6 +680,6 @@ def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Pa
     assert failed["failures"] == 2 and failed["step"] == 3 and not (out / "DONE").exists()
     assert not list(out.glob("checkpoint-step0000000[4-9].pt"))
 
-    again = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=single_env())
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=patient(60), env=single_env())
     assert again.returncode == launch.EXIT_RUN_FAILED
     assert [e["event"] for e in ts.json_events(again.stdout)] == ["launch_start", "run_failed"]
