@@ -6,8 +6,9 @@ The driver plays the parts of a real deployment the box does not run itself:
   component resource is a dependency on everything under it. Whether a Job, or an object with ``pulumi.com/waitFor``,
   is ready or has failed is the Kubernetes provider's own answer (:mod:`stacks.box.awaits`); a Deployment is ready
   when available. Each registration is awaited for its own timeout (its custom timeouts, else the provider's
-  default), on a clock ``time_scale`` times faster than the wall's; past it, the rehearsal fails as ``pulumi up``
-  would.
+  default); past it, the rehearsal fails as ``pulumi up`` would. A job object's timeout runs on a clock
+  ``time_scale`` times faster than the wall's, as its pods' runs do (``run_ms``); the rest is ready in the machine's
+  own time, which no scale shortens, and keeps the wall's clock.
 - the charts: device-plugin DaemonSets stand in for the Helm releases (:mod:`stacks.box.devices`), and a registrar
   plays the kubelet's device registration.
 - the EFS CSI provisioner: a claim of an ``efs.csi.aws.com`` StorageClass gets a PersistentVolume bound to it.
@@ -161,7 +162,9 @@ class Rehearsal:
         time_scale: float = 1.0,
     ) -> None:
         self.box, self.steps = box, steps
-        #: How many times faster than the wall clock ``pulumi up``'s waits run out (a step's timeout / time_scale).
+        #: How many times faster than the wall clock ``pulumi up``'s wait for a job object runs out (its timeout /
+        #: time_scale): the box runs its pods for ``run_ms``, a duration it stands in for. The other objects (a
+        #: DaemonSet's pods, a Deployment's) are ready in the machine's time, on a busy machine many seconds.
         self.time_scale = time_scale
         #: When each step was applied (monotonic seconds).
         self.applied_at: dict[str, float] = {}
@@ -393,13 +396,18 @@ class Rehearsal:
         A step is judged by when it was last seen waiting, not by when the pass ends (a busy machine's pass is long)."""
         return [
             f"{s.name} (timeout {s.timeout_s:.0f} s"
-            + (f", {s.timeout_s / self.time_scale:.1f} s on the box's clock" if self.time_scale != 1 else "")
+            + (f", {self._limit_s(s):.1f} s on the box's clock" if self._limit_s(s) != s.timeout_s else "")
             + ")"
             for urn, s in self.applied.items()
             if urn not in self.ready
             and urn in self.seen_waiting
-            and self.seen_waiting[urn] - self.waits_from[urn] > s.timeout_s / self.time_scale
+            and self.seen_waiting[urn] - self.waits_from[urn] > self._limit_s(s)
         ]
+
+    def _limit_s(self, step: Step) -> float:
+        """Seconds the rehearsal waits for ``step``: its timeout, on the scaled clock if it registers a job object."""
+        scaled = any(d["kind"] in JOB_OBJECTS for d in step.docs)
+        return step.timeout_s / self.time_scale if scaled else step.timeout_s
 
     def _host_waited(self, seconds: float, exclude: Iterable[str] = ()) -> None:
         """The machine, not the cluster, held the rehearsal ``seconds``: another box's lock, or the box's own work

@@ -100,8 +100,9 @@ def test_a_wait_for_another_boxs_lock_moves_only_the_clocks_running_then(tmp_pat
 
 def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_path) -> None:
     """Starting Kueue can take 11 s on a busy machine, 11 minutes on a clock 60 times faster: applying and
-    starting Kueue are the box's work, not charged to the steps waiting then (Kueue's release, the etcd Deployment);
-    a step is judged by when it was last seen waiting, not by when a long pass ends."""
+    starting Kueue are the box's work, not charged to the job objects waiting then; a step is judged by when it was
+    last seen waiting, not by when a long pass ends. The scaled clock is a job object's (its pods' runs are scaled);
+    another object is ready in the machine's time and awaited on the wall's."""
     from stacks.box import rehearse
 
     class Box:
@@ -120,11 +121,12 @@ def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_
     clock = [1000.0]
     monkeypatch.setattr(rehearse.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(rehearse, "Kueue", SlowKueue)
-    release = rehearse.Step("urn:release", "release", [], timeout_s=600.0)
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "t"}}
+    queued = rehearse.Step("urn:queued", "queued", [job], timeout_s=600.0)
     config_map = {"kind": "ConfigMap", "metadata": {"name": "c"}}
     applied = rehearse.Step("urn:applied", "applied", [config_map], timeout_s=600.0)
-    run = rehearse.Rehearsal(Box(), [release, applied], time_scale=60.0)  # type: ignore[arg-type]
-    run.applied[release.urn], run.waits_from[release.urn] = release, clock[0]
+    run = rehearse.Rehearsal(Box(), [queued, applied], time_scale=60.0)  # type: ignore[arg-type]
+    run.applied[queued.urn], run.waits_from[queued.urn] = queued, clock[0]
 
     def slow_apply(steps) -> None:
         clock[0] += 18.0
@@ -134,14 +136,19 @@ def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_
     monkeypatch.setattr(run, "_apply_all", slow_apply)
     run._apply_timed([applied])
     run._start_kueue(tmp_path / "kueue", {})
-    run.seen_waiting = {release.urn: clock[0], applied.urn: clock[0]}
+    run.seen_waiting = {queued.urn: clock[0], applied.urn: clock[0]}
     assert run._late() == [], (run.waits_from, clock)
     assert run.host_wait_s == 18.0 + 11.4
     # the step applied by the slow apply is charged only for what came after it (Kueue's start, the box's too)
     assert run.waits_from[applied.urn] == 1018.0 + 11.4
     # a step past its timeout when last seen waiting is late; one seen only before its timeout ran out is not yet
-    run.seen_waiting[release.urn] = run.waits_from[release.urn] + 10.5
-    assert run._late() == ["release (timeout 600 s, 10.0 s on the box's clock)"]
+    run.seen_waiting[queued.urn] = run.waits_from[queued.urn] + 10.5
+    assert run._late() == ["queued (timeout 600 s, 10.0 s on the box's clock)"]
     clock[0] += 100.0
-    run.seen_waiting[release.urn] = run.waits_from[release.urn] + 9.5
+    run.seen_waiting[queued.urn] = run.waits_from[queued.urn] + 9.5
     assert run._late() == []
+    # the ConfigMap's step is on the wall's clock: late only past its 600 s
+    run.seen_waiting[applied.urn] = run.waits_from[applied.urn] + 599.0
+    assert run._late() == []
+    run.seen_waiting[applied.urn] = run.waits_from[applied.urn] + 601.0
+    assert run._late() == ["applied (timeout 600 s)"]
