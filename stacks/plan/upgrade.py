@@ -63,6 +63,8 @@ class JobStop:
     """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
     surge: bool = True
     """EKS launches a node's replacement before the node goes (``DEFAULT``); else (``MINIMAL``) after it."""
+    capacity_block: bool = False
+    """The group runs on a Capacity Block, which frees a terminated instance's slot only after several minutes."""
 
     @property
     def what(self) -> str:
@@ -80,9 +82,14 @@ class JobStop:
             return stop
         return (
             f"{stop}; the pod stops before the node that replaces its own is up (EKS terminates a node before "
-            f"launching its replacement), so it waits for that node's launch (about {NODE_SURGE.minutes:g} min, "
-            f"longer on a Capacity Block, which frees a terminated instance's slot after several minutes) while "
-            f"EKS drains the next node: a wait past {EVICTION_LIMIT_MINUTES} minutes fails the group's update"
+            f"launching its replacement), so it waits for that node's launch (about {NODE_SURGE.minutes:g} min"
+            + (
+                ", longer on its Capacity Block, which frees a terminated instance's slot after several minutes"
+                if self.capacity_block
+                else ""
+            )
+            + f") while EKS drains the next node: a wait past {EVICTION_LIMIT_MINUTES} minutes fails the group's "
+            "update"
         )
 
 
@@ -232,7 +239,18 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
             continue
         now = new_plan.jobs.get(name)
         keeps = now.min_available if now is not None and now.group.name == group else job.min_available
-        out.append(JobStop(name=name, group=group, pods=job.nodes, strategy=strategy, keeps=keeps, surge=surge))
+        block = job.group.capacity_type == "CAPACITY_BLOCK"
+        out.append(
+            JobStop(
+                name=name,
+                group=group,
+                pods=job.nodes,
+                strategy=strategy,
+                keeps=keeps,
+                surge=surge,
+                capacity_block=block,
+            )
+        )
     return tuple(out)
 
 

@@ -21,7 +21,7 @@ from stacks.costs import control_plane_line, estimate
 from stacks.plan import Plan, build_plan
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.report import main as plan_main
-from stacks.plan.upgrade import compare, minor_problems
+from stacks.plan.upgrade import compare, minor_problems, render_upgrade, upgrade_report
 from stacks.stackfile import REPO, load_yaml
 
 P = "eks-training:"
@@ -152,6 +152,44 @@ def test_a_roll_that_changes_the_strategy_runs_under_the_old_one() -> None:
     assert gpu.jobs and all(j.surge for j in gpu.jobs)
     (note,) = [n for n in u.notes if "update strategy" in n]
     assert "moves DEFAULT -> MINIMAL" in note and "this roll runs under DEFAULT" in note and "room" in note
+
+
+def test_a_minimal_rolls_job_line_names_the_capacity_blocks_delay_only_on_a_capacity_block() -> None:
+    """p5's EFA group rolls MINIMAL on demand (its placement group) and as a Capacity Block; only the block frees a
+    terminated instance's slot late, so only its jobs' lines say so."""
+
+    def rolled(**gpu: Any) -> str:
+        base = preset("p5")
+        base[P + "nodeGroups"]["gpu"].update(gpu)
+        bigger = copy.deepcopy(base)
+        bigger[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
+        (group,) = compare(plan_of("p5", base), plan_of("p5", bigger)).groups
+        assert group.action == "roll" and group.node_update.name == "MINIMAL", group
+        (job,) = group.jobs
+        return job.what
+
+    on_demand = rolled()
+    block = rolled(capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
+    assert "before the node that replaces its own is up" in on_demand and "Capacity Block" not in on_demand
+    assert "longer on its Capacity Block" in block
+
+
+def test_the_upgrading_guides_example_is_the_programs_output() -> None:
+    """docs/how-to/upgrading.md shows ``--from HEAD`` on p5 at 1.35 -> 1.36: every line it shows (``...`` elides add-on
+    lines) is a line the program prints for that change."""
+    guide = (REPO / "docs/how-to/upgrading.md").read_text()
+    block = guide.split("python -m stacks plan --stack p5 --from HEAD\n```\n\n```text\n", 1)[1].split("```", 1)[0]
+    printed = render_upgrade(
+        upgrade_report(
+            compare(
+                plan_of("p5", variant("p5", kubernetesVersion="1.35")),
+                plan_of("p5", preset("p5")),
+                "HEAD:Pulumi.p5.yaml",
+            )
+        )
+    ).splitlines()
+    shown = [line for line in block.splitlines() if line.strip() != "..."]
+    assert len(shown) > 5 and [line for line in shown if line not in printed] == [], "\n".join(printed)
 
 
 @pytest.mark.parametrize("minor", SUPPORTED_KUBERNETES_VERSIONS)
