@@ -4,8 +4,8 @@ It scales the groups from 0 to their maximum and keeps their launch templates (E
 zone, reservations), which Karpenter would replace. Scale-from-zero reads each group's node-template tags
 (``TrainingNodeGroup(autoscaler_tags=True)``). It runs on the system nodes with its own Pod Identity role, and scales
 only the Auto Scaling groups this cluster owns. With ``provisioning_requests`` it answers Kueue's
-ProvisioningRequests: a flag, a ClusterRole of its own (:data:`PROVISIONING_REQUEST_RULES`), and the CRD applied
-first (:func:`provisioning_request_crd`).
+ProvisioningRequests: a flag (source key ``ca-provisioning-request-flags``), a ClusterRole of its own
+(:data:`PROVISIONING_REQUEST_RULES`), and the CRD applied first (:func:`provisioning_request_crd`).
 
 Why: docs/how-to/capacity.md, "Scale to zero"; docs/explanation/admission.md, "Topology-aware placement on the EC2
 network" (the chart versions and rules)."""

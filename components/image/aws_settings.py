@@ -1,11 +1,12 @@
 """The AWS settings the image build runs with: the stack's AWS provider's profile, region, credential files and
 assumed roles, as plain values.
 
-The build's dynamic provider runs in a separate process, out of the AWS provider's reach. So the program reads the
-stack's ``aws:`` settings (:func:`aws_settings_from_config`) and passes them as a plain input, and the provider builds
-its boto3 session from them (:func:`aws_session`). ``aws:assumeRoles`` (pulumi-aws 7) is followed; ``aws:assumeRole``
-is an error. Static keys and ``aws:assumeRoleWithWebIdentity`` are not passed on. boto3 is imported only inside
-:func:`aws_session`.
+The build's dynamic provider runs in a separate process, out of the AWS provider's reach (source key
+``pulumi-dynamic-providers``). So the program reads the stack's ``aws:`` settings (:func:`aws_settings_from_config`,
+source key ``pulumi-aws-config``) and passes them as a plain input, and the provider builds its boto3 session from
+them (:func:`aws_session`). ``aws:assumeRoles`` is followed (source key ``pulumi-aws-7-role-chaining``);
+``aws:assumeRole`` is an error. Static keys and ``aws:assumeRoleWithWebIdentity`` are not passed on. boto3 is
+imported only inside :func:`aws_session`.
 
 Why, with the sources: docs/explanation/pulumi-up.md, "The image build"."""
 

@@ -3,7 +3,9 @@
 Every pod may reach DNS (:func:`dns_egress`). The pods of one job may reach each other on any port
 (:func:`within_job`). The pods of jobs may reach HTTPS in ``egress_cidrs`` and the Pod Identity Agent, never the
 instance metadata service (:func:`job_egress`). Only PyTorch pods with the ``etcd-v2`` rendezvous reach etcd's 2379
-(:func:`etcd_server`, :func:`etcd_clients`). Nothing reaches TensorBoard over the pod network.
+(:func:`etcd_server`, :func:`etcd_clients`). Nothing reaches TensorBoard over the pod network. Kubelet probes, the
+EFS mount and TensorBoard's port-forward need no rule (source keys ``aws-network-policy-node-ip``, ``efs-csi-node``,
+``containerd-port-forward``).
 
 Why, with the sources: docs/explanation/security.md, "Network policies"."""
 
@@ -34,13 +36,14 @@ NetworkPolicySpec = k8s.networking.v1.NetworkPolicySpecArgsDict
 
 
 def default_deny() -> NetworkPolicySpec:
-    """Every pod of the namespace isolated in both directions: only what another policy allows passes."""
+    """Every pod of the namespace isolated in both directions: only what another policy allows passes (policies add
+    up, source key ``k8s-network-policies``; the VPC CNI enforces them, source key ``vpc-cni-network-policy``)."""
     return {"pod_selector": {}, "policy_types": ["Ingress", "Egress"]}
 
 
 def dns_egress() -> NetworkPolicySpec:
     """Every pod may ask the cluster's DNS (the CoreDNS pods in ``kube-system``, and so the ``kube-dns``
-    Service's ClusterIP, whose selector is the same label)."""
+    Service's ClusterIP, whose selector is the same label: source key ``aws-network-policy-service-ips``)."""
     return {
         "pod_selector": {},
         "policy_types": ["Egress"],
@@ -59,7 +62,9 @@ def dns_egress() -> NetworkPolicySpec:
 
 
 def job_egress(cidrs: Sequence[str]) -> NetworkPolicySpec:
-    """Pods of jobs may open HTTPS connections to ``cidrs`` and fetch Pod Identity credentials from the agent."""
+    """Pods of jobs may open HTTPS connections to ``cidrs`` and fetch Pod Identity credentials from the agent (source
+    key ``eks-pod-identity``); never the instance metadata service (source key
+    ``vpc-cni-network-policy-considerations``)."""
     return {
         "pod_selector": {"match_expressions": [{"key": JOB_LABEL, "operator": "Exists"}]},
         "policy_types": ["Egress"],

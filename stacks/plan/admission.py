@@ -6,7 +6,9 @@ each group at ``maxSize`` (:func:`per_node`), the StrictFIFO strategy, and prior
 (:func:`priority_value`, :data:`KIND_OFFSET`). With teams it adds a ClusterQueue per team in the cohort
 :data:`COHORT` (:class:`TeamPlan`). :func:`with_topology` gives topology-aware groups a Topology and their pods
 :data:`TOPOLOGY_ANNOTATION`; when such a group autoscales, its flavor carries the ProvisioningRequest check
-(:class:`ProvisioningPlan`). :func:`never_admitted` and :func:`beyond_own_queue` find jobs a queue cannot hold.
+(:class:`ProvisioningPlan`). Other groups do without it: on EKS it adds nothing the quota does not give (source keys
+``ca-provreq-best-effort-atomic``, ``ca-aws-atomic-increase``). :func:`never_admitted` and :func:`beyond_own_queue`
+find jobs a queue cannot hold.
 
 Why, with Kueue's and the autoscaler's sources: docs/explanation/admission.md."""
 
