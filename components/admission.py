@@ -1,34 +1,14 @@
-"""``Admission``: Kueue (https://kueue.sigs.k8s.io), the Kubernetes SIG's job queueing controller, from its pinned
-Helm chart, with the stack's ResourceFlavors, WorkloadPriorityClasses, one ClusterQueue and one LocalQueue, and with
-teams (``cohort``, ``teams``) a ClusterQueue per team in one cohort and its LocalQueue in the team's namespace
-(:func:`queue_spec`: ``cohortName``, ``borrowingLimit``/``lendingLimit``, ``reclaimWithinCohort``, as Kueue v0.19's
-``v1beta2`` API serves them, https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/).
+"""``Admission``: Kueue (https://kueue.sigs.k8s.io) from its pinned Helm chart, with the stack's queues.
 
-A job labelled ``kueue.x-k8s.io/queue-name`` and created suspended waits in the LocalQueue holding nothing (no pod
-exists) until Kueue admits its whole gang against the ClusterQueue's quota; Kueue then unsuspends it (and sets the
-node selectors of the flavor it assigned). The manager's Configuration (:func:`kueue_configuration`) is one value
-read by the chart and by the cluster in a box (``stacks.box.kueue``), which runs the same release out of cluster:
+It registers the ResourceFlavors, the WorkloadPriorityClasses, one ClusterQueue and one LocalQueue. With teams it
+adds a ClusterQueue per team in one cohort, and its LocalQueue (:func:`queue_spec`, Kueue v0.19's ``v1beta2`` API).
+The manager's Configuration (:func:`kueue_configuration`) is one value, read by the chart and by the box
+(``stacks.box.kueue``): it integrates :data:`FRAMEWORKS` and sets ``waitForPodsReady``. With ``topologies`` it adds a
+Topology per set of levels and the gate (:func:`feature_gates`). With ``provisioning`` it adds the ProvisioningRequest
+check (:func:`provisioning_config_spec`), after the CRD (``depends_on``).
 
-- ``integrations.frameworks``: the job kinds the stacks render (:data:`FRAMEWORKS`): batch/v1 Jobs (PyTorch,
-  TensorFlow, command jobs and health checks are Indexed Jobs) and the MPI Operator's MPIJobs. Jobs without a queue
-  label (dataset staging, the benchmark's collector, FSx set-up) are not managed (``manageJobsWithoutQueueName``
-  false): they run on the system group as before.
-- ``waitForPodsReady``: an admitted job whose pods are not all running within the timeout is evicted (its pods
-  deleted, its quota freed) and requeued with exponential backoff, without limit
-  (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/); ``blockAdmission`` is off so a job that
-  waits for its predecessors in an init container does not stop every other admission meanwhile.
-
-With ``topologies`` (topology-aware groups, :mod:`stacks.plan.admission`): a ``Topology`` per set of levels, the
-flavors that name it (``topologyName``), and the manager's ``TopologyAwareScheduling`` gate on in the chart values
-(:func:`feature_gates`), https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/.
-
-With ``provisioning`` (topology-aware groups that autoscale): a ``ProvisioningRequestConfig`` of the cluster
-autoscaler's ``best-effort-atomic-scale-up`` class, the ``AdmissionCheck`` of Kueue's ProvisioningRequest controller
-naming it, and on every ClusterQueue (the stack's and each team's) ``admissionChecksStrategy`` running the check on
-those flavors only (:func:`provisioning_config_spec`, https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/).
-Kueue starts that controller only if the ProvisioningRequest CRD exists when the manager starts (``cmd/kueue/main.go``
-at v0.19.1, ``ServerSupportsProvisioningRequest``): the release depends on the CRD (``depends_on``).
-"""
+Why: docs/explanation/admission.md ("A job starts whole or waits holding nothing", "With the cluster autoscaler",
+"Topology-aware placement on the EC2 network")."""
 
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, TypedDict

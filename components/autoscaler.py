@@ -1,24 +1,14 @@
 """``ClusterAutoscaler``: the Kubernetes cluster-autoscaler for the EKS managed node groups.
 
-Why cluster-autoscaler rather than Karpenter: the node groups here are EKS managed node groups
-whose launch templates already carry what EFA needs (interfaces per network card, a cluster
-placement group, a single zone, capacity reservations and Capacity Blocks). cluster-autoscaler
-scales exactly those groups (0 to max) and keeps all of that; Karpenter would replace the node
-groups with its own NodePools/EC2NodeClasses and re-implement the EFA wiring there.
+It scales the groups from 0 to their maximum and keeps their launch templates (EFA interfaces, placement group,
+zone, reservations), which Karpenter would replace. Scale-from-zero reads each group's node-template tags
+(``TrainingNodeGroup(autoscaler_tags=True)``). It runs on the system nodes with its own Pod Identity role, and scales
+only the Auto Scaling groups this cluster owns. With ``provisioning_requests`` it answers Kueue's
+ProvisioningRequests: a flag (source key ``ca-provisioning-request-flags``), a ClusterRole of its own
+(:data:`PROVISIONING_REQUEST_RULES`), and the CRD applied first (:func:`provisioning_request_crd`).
 
-Scale-from-zero works because each group's Auto Scaling group carries node-template tags (see
-``TrainingNodeGroup(autoscaler_tags=True)``). The autoscaler runs on the system nodes with its own
-EKS Pod Identity role; scaling actions are limited to Auto Scaling groups tagged as owned by this
-cluster (EKS tags managed node groups' groups that way).
-
-With ``provisioning_requests`` (Kueue's ProvisioningRequest admission check, for topology-aware groups that scale):
-the autoscaler runs with ``--enable-provisioning-requests`` (source key ``ca-provisioning-request-flags``) and is
-granted what it then reads and writes by a ClusterRole of its own (:data:`PROVISIONING_REQUEST_RULES`): the pinned
-charts grant none of it before 9.57.0 (no delete in any), and take extra rules (``rbac.additionalRules``) only from
-9.48.0, after the chart pinned for Kubernetes 1.32 (9.46.6), where Helm would ignore them and the autoscaler would
-wait for its ProvisioningRequest informers for ever without scaling anything. The ProvisioningRequest CRD
-(:func:`provisioning_request_crd`, the release file at its tag) is applied first.
-"""
+Why: docs/how-to/capacity.md, "Scale to zero"; docs/explanation/admission.md, "Topology-aware placement on the EC2
+network" (the chart versions and rules)."""
 
 from typing import Any, Optional, TypedDict
 

@@ -1,29 +1,13 @@
 """``TrainingCluster``: the EKS control plane, its node role, core add-ons and the system node group.
 
-Built with pulumi-eks (``eks.Cluster``) with no default node group and no self-managed add-ons:
-vpc-cni (with NetworkPolicy enforcement on), kube-proxy, the EKS Pod Identity agent, CoreDNS,
-metrics-server and the EKS node monitoring agent are EKS managed add-ons created here. The node monitoring agent
-(a DaemonSet on every node; it tolerates every taint) reads node logs and sets the health conditions EKS node auto
-repair acts on (GPU XID and NVLink errors, kernel, networking, storage;
-https://docs.aws.amazon.com/eks/latest/userguide/node-health.html); it needs no AWS permissions. Its DCGM host engine
-(the ``dcgm-server`` DaemonSet) is configured to tolerate every taint as the agent does: by default it tolerates none,
-never runs on a tainted GPU node and the agent then reports every GPU node unhealthy.
+It is pulumi-eks's ``eks.Cluster`` with no default node group. The core add-ons are EKS managed add-ons, created in
+the order a real cluster needs: :data:`NODE_ADDONS` before the node groups, :data:`LATE_ADDONS` after the system
+group. The node monitoring agent's DCGM host engine tolerates every taint, as the agent does
+(https://docs.aws.amazon.com/eks/latest/userguide/node-health.html). The authentication mode is ``API``, with access
+entries for ``admin_role_arns`` (:func:`access_entries`). The control plane's log group is made first, with a
+retention (:func:`control_plane_log_group_name`).
 
-The order is what a real cluster needs and no more (the sources are at ``NODE_ADDONS`` and ``LATE_ADDONS``): node
-groups wait for vpc-cni and kube-proxy (``cluster_name``), without which no node becomes Ready; the Pod Identity agent
-and the node groups are created side by side. CoreDNS, metrics-server and the agent wait for the system node group
-(their Deployments stay unavailable without nodes, and the add-on DEGRADED). The kubeconfig resolves once the system
-nodes and the Pod Identity agent exist, so every Kubernetes object created through it finds nodes for its
-controllers, pods that call AWS find their credentials, and ``pulumi destroy`` removes those objects before the
-nodes; pods that resolve names also wait for CoreDNS (``coredns_addon``), which nothing else waits for.
-Authentication mode is ``API``: the identity running ``pulumi up`` is the cluster creator and gets
-admin through EKS's creator bootstrap; ``admin_role_arns`` get access entries with
-``AmazonEKSClusterAdminPolicy`` (listing the creator again fails, see pulumi/pulumi-eks#2373).
-
-The control-plane log group ``/aws/eks/<cluster>/cluster`` is created before the cluster with a
-retention, so EKS writes into it and ``pulumi destroy`` removes it (EKS would otherwise create it
-itself, keep it forever and leave it behind).
-"""
+Why: docs/explanation/pulumi-up.md, "The cluster and its add-ons"; docs/explanation/operations.md."""
 
 import json
 from typing import Mapping, Optional, Sequence, TypedDict

@@ -1,41 +1,18 @@
 """``TrainingNodeGroup``: an EKS managed node group with a hardened launch template.
 
-GPU groups (``gpus_per_node > 0``) automatically get the AL2023 NVIDIA AMI type, the
-``nvidia.com/gpu=true:NoSchedule`` taint and the ``eks-training/accelerator=nvidia`` label; the
-NVIDIA device plugin selects and tolerates exactly these. Every node requires IMDSv2 and has an
-encrypted gp3 root volume; nodes never get public IPs or SSH keys. What the nodes must have on the host for a
-feature the stack uses (``host_setup``: catalog facts such as the Lustre client where pods mount FSx) is installed by
-the launch template's user data (MIME, one shell part, merged by EKS with its own ``NodeConfig``); without it the
-launch template has no user data.
+Every node requires IMDSv2, has an encrypted gp3 root volume, and gets no public IP or SSH key. A GPU group gets the
+AL2023 NVIDIA AMI type, the ``nvidia.com/gpu=true:NoSchedule`` taint and the ``eks-training/accelerator=nvidia``
+label, which the NVIDIA device plugin selects. An EFA group (``efa=True``) gets an interface per network card, a
+security group open to itself, a ``cluster`` placement group, the ``eks-training/efa=true`` label and one subnet.
+``host_setup`` (such as the Lustre client) becomes the launch template's user data.
 
-EFA groups (``efa=True``) get the whole chain from one setting: a launch-template network
-interface per network card (card 0 ``efa``, the others ``efa-only``), a security group that allows
-all traffic to and from itself (EFA's SRD traffic is neither IPv4 nor IPv6, so egress to self is
-needed too), a ``cluster`` placement group (unless a capacity reservation places the nodes), the
-``eks-training/efa=true`` label the EFA device plugin selects, and a single subnet (one zone).
+Capacity is on-demand, spot, a capacity reservation or a Capacity Block, whose scheduled action
+(:data:`CAPACITY_BLOCK_START_ACTION`) sizes the group at the block's start. ``autoscaler_tags`` lets the cluster
+autoscaler scale from zero. A roll uses :func:`components.nodeplan.node_update_strategy`, and ``pulumi up`` waits as
+:func:`update_timeout_minutes` says. Labels, taints, AMI type, interfaces and tags come from :mod:`components.nodeplan`.
 
-Capacity: on-demand, spot, an On-Demand Capacity Reservation (``capacity_reservation_id``) or an
-EC2 Capacity Block (``capacity_type="CAPACITY_BLOCK"`` with its reservation id). A Capacity Block group's size
-follows the block, as the EKS guide for managed node groups with Capacity Blocks describes
-(https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html): while the block is only scheduled the
-group is created with no nodes (its instances could not launch before the start), and a scheduled action of its
-Auto Scaling group (:data:`CAPACITY_BLOCK_START_ACTION`) sets the configured minimum, desired and maximum sizes at
-the block's start; once it is active the group is created at the configured sizes. Before the end EKS scales the
-group to zero itself (its own scheduled action, 40 minutes before the end; EC2 starts terminating instances 30
-minutes before it). The block is read with ``aws.ec2.getCapacityBlockReservation``. With
-``autoscaler_tags`` the group's Auto Scaling group gets the cluster-autoscaler node-template tags
-(labels, taints, ``nvidia.com/gpu``, ``vpc.amazonaws.com/efa``, huge pages) that make scaling up from
-zero nodes work.
-
-A roll (a new AMI release, Kubernetes version or launch template version) replaces one node at a time. EKS's
-``DEFAULT`` update strategy launches new nodes first; a group whose capacity has no room for them (a Capacity Block,
-an On-Demand Capacity Reservation, its cluster placement group) gets ``MINIMAL``, which terminates each old node
-before launching its replacement (:func:`components.nodeplan.node_update_strategy`). ``pulumi up`` waits for the
-roll as :func:`update_timeout_minutes` says.
-
-Labels, taints, the AMI type, the interfaces, the update strategy and the autoscaler tags come from the pure
-functions of :mod:`components.nodeplan`, which the stack's plan uses for pod placement and its reports too.
-"""
+Why: docs/how-to/capacity.md ("EFA", "A Capacity Block", "Scale to zero"); docs/how-to/upgrading.md, "How nodes
+roll"; docs/explanation/storage.md, "The Lustre client on the nodes"."""
 
 import base64
 import math

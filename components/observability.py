@@ -1,20 +1,12 @@
 """``FleetObservability``: GPU and EFA metrics, a CloudWatch dashboard and idle-GPU alarms for a training cluster.
 
-- Metrics: the Amazon CloudWatch Observability EKS add-on (Container Insights with enhanced observability: the
-  CloudWatch agent with NVIDIA's DCGM exporter on GPU nodes, EFA counters on EFA nodes, Fluent Bit), with its own
-  Pod Identity role holding only the AWS managed ``CloudWatchAgentServerPolicy`` its documentation names
-  (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/install-CloudWatch-Observability-EKS-addon.html).
-  Its DaemonSets get exactly the tolerations the caller passes (the taints of the node groups), instead of the
-  chart's tolerate-everything default.
-- A dashboard whose body is built here from plain values (:func:`dashboard_body`): every widget is a CloudWatch
-  Metrics Insights query over the ``ContainerInsights`` namespace, filtered to the cluster.
-- One alarm per GPU group (:func:`idle_alarm_query`): every GPU of the group's instance types below a utilization
-  for a number of minutes; optionally an SNS topic (encrypted with its own KMS key CloudWatch may use) with an e-mail
-  subscription.
+- Metrics: the Amazon CloudWatch Observability EKS add-on, with its own Pod Identity role holding only
+  ``CloudWatchAgentServerPolicy``. Its DaemonSets get exactly the tolerations the caller passes.
+- A dashboard built from plain values (:func:`dashboard_body`): CloudWatch Metrics Insights queries over
+  ``ContainerInsights``, filtered to the cluster.
+- One alarm per GPU group (:func:`idle_alarm_query`), optionally with an encrypted SNS topic and an e-mail.
 
-Nothing here is created inside an ``apply``: the dashboard body and the alarm queries are strings known when the
-program runs.
-"""
+Nothing is created inside an ``apply``. Why: docs/explanation/operations.md."""
 
 import functools
 import json

@@ -1,23 +1,12 @@
-"""The workloads, built on an environment from the plan: the images, the jobs' code from folders of the project
-(one :class:`~components.job_code.JobCode`, only when a job has such a folder), the training namespace's network
-policies, etcd, the MPI Operator, dataset staging, all-reduce health checks, the jobs of every kind, in
-``after`` order, and TensorBoard.
+"""The workloads, built on an environment from the plan (:func:`build_workloads`, :func:`build_jobs`).
 
-The network policies come first: every object in the namespace is created with the namespace name the
-policies component resolves once they all exist, so no pod ever runs unprotected.
+They are the images, the jobs' code from folders of the project (one :class:`~components.job_code.JobCode`, only when
+a job has such a folder), the training namespace's network policies, etcd, the MPI Operator, Kueue, dataset staging,
+all-reduce health checks, the jobs of every kind in ``after`` order, and TensorBoard. The network policies come
+first. Every job waits for the shared claim's data (:func:`_ready`), a staged dataset and its health check. Jobs on a
+group whose Capacity Block has not started wait for the next ``pulumi up`` (:func:`_deferred_jobs`).
 
-Ordering: every job mounts the shared claim, whose name resolves once the file system's data is ready
-(with FSx for Lustre: its data repository associations exist and its directories belong to the training
-user; with EFS at once), so nothing is created before that. A dataset is staged once and a job that reads it
-is created after the staging Job completed (Pulumi waits for staging); a dataset the FSx data repository
-imports from S3 (an ``s3://bucket/prefix/`` under the linked path) has no staging Job: its jobs read it where
-it appears, once the data is ready; a health check runs on a job's nodes at the same time as the staging and the
-job is created after the check passed; a job ``after`` other jobs is created at once and its pods wait in
-an init container until those jobs completed (``pulumi up`` does not wait for training), unless a job it
-waits for has ``waitForCompletion``, in which case ``pulumi up`` waits and creates it afterwards. Jobs on a group whose
-Capacity Block has not started (and the jobs after them) are left for the first ``pulumi up`` after the start: the group
-has no nodes before it.
-"""
+Why this order: docs/explanation/pulumi-up.md, "The workloads' order"."""
 
 from dataclasses import dataclass, field
 from typing import Optional

@@ -1,20 +1,17 @@
-"""EKS managed add-ons: the version the program installs for each Kubernetes minor, and what the program relies on that
-only some versions of an add-on have.
+"""EKS managed add-ons: the version the program installs for each Kubernetes minor, and what it relies on that only
+some versions have.
 
 Three tables, each row with its public sources:
 
-- :data:`ADDON_FEATURES`: every setting the program passes to an add-on (a key of its configuration values, a Pod
-  Identity association) and every behaviour it relies on, with the add-on versions that have it.
-- :data:`DCGM_INSTANCE_TYPES`: the instance types on which an add-on runs its DCGM DaemonSet (the CloudWatch agent's
-  GPU metrics, the node monitoring agent's GPU health): both list them by name, and a type missing from a version's list
-  gets no GPU metrics or health from that version.
-- :data:`ADDON_VERSIONS`: the version the program installs, per add-on and Kubernetes minor, where a public source shows
-  that version offered for that minor. An add-on without a row for the minor gets EKS's default version for it, which
-  only the account knows: the preflight check reads it (``eks:DescribeAddonVersions``) and checks it against
-  :data:`ADDON_FEATURES` before anything is created. ``cluster.addonVersions`` overrides both.
+- :data:`ADDON_FEATURES`: every setting the program passes to an add-on, and every behaviour it relies on, with the
+  versions that have it.
+- :data:`DCGM_INSTANCE_TYPES`: the instance types on which an add-on runs its DCGM DaemonSet; a type missing from a
+  version's list gets no GPU metrics or health from it.
+- :data:`ADDON_VERSIONS`: the version installed per add-on and minor, where a source shows EKS offers it. Without a
+  row, EKS's default applies, which preflight checks against :data:`ADDON_FEATURES`. ``cluster.addonVersions``
+  overrides both.
 
-:func:`addon_version_for` is the one place that decides which version a stack gets.
-"""
+:func:`addon_version_for` is the one place that decides which version a stack gets."""
 
 import re
 from dataclasses import dataclass

@@ -1,22 +1,14 @@
-"""The AWS settings the image build runs with: the same profile, region, credential files and assumed roles as
-the stack's AWS provider, as plain values.
+"""The AWS settings the image build runs with: the stack's AWS provider's profile, region, credential files and
+assumed roles, as plain values.
 
-The build's dynamic provider does not run in the program: the engine serializes it with the resource and runs
-it in a separate process (source key ``pulumi-dynamic-providers``), where the Pulumi AWS provider's settings are
-out of reach. Without them it used whatever credentials that process had, so a stack with ``aws:profile`` or
-``aws:assumeRoles`` created the repository and the CodeBuild project in one account and started the build and
-looked the digest up in another. The program therefore reads the stack's ``aws:`` settings
-(:func:`aws_settings_from_config`, source key ``pulumi-aws-config``) and passes them to the build resource as a
-plain input, and the provider builds its boto3 session from them (:func:`aws_session`).
+The build's dynamic provider runs in a separate process, out of the AWS provider's reach (source key
+``pulumi-dynamic-providers``). So the program reads the stack's ``aws:`` settings (:func:`aws_settings_from_config`,
+source key ``pulumi-aws-config``) and passes them as a plain input, and the provider builds its boto3 session from
+them (:func:`aws_session`). ``aws:assumeRoles`` is followed (source key ``pulumi-aws-7-role-chaining``);
+``aws:assumeRole`` is an error. Static keys and ``aws:assumeRoleWithWebIdentity`` are not passed on. boto3 is
+imported only inside :func:`aws_session`.
 
-pulumi-aws 7 reads ``aws:assumeRoles``, a list of roles assumed in order (source key
-``pulumi-aws-7-role-chaining``); ``aws:assumeRole``, the 6.x key, is reported as an error rather than followed,
-since the AWS provider of this project ignores it. Static keys (``aws:accessKey``, ``aws:secretKey``,
-``aws:token``) and ``aws:assumeRoleWithWebIdentity`` are not passed (they are secrets, or need a token file on the
-machine): with them the build uses the credentials of the environment, and the program says so.
-
-This module imports boto3 only inside :func:`aws_session`.
-"""
+Why, with the sources: docs/explanation/pulumi-up.md, "The image build"."""
 
 import json
 import os

@@ -1,48 +1,15 @@
 """Dynamic resource that builds the training image in AWS CodeBuild and reports its digest.
 
-``ImageBuild`` is created by :class:`components.image.component.TrainingImage`; it is not meant to be used alone.
+:class:`ImageBuild` is made by :class:`components.image.component.TrainingImage`, not alone. Its provider
+(:class:`ImageBuildProvider`) runs in Pulumi's dynamic-provider host. ``create`` reuses a tagged image or a running
+build, else starts one and polls it; ``diff`` replaces only on a new tag, context object or repository; ``read``
+re-reads the digest; ``delete`` does nothing. Failures raise :class:`ImageBuildError`, saying what to do.
 
-How it behaves
---------------
-* ``create``: if the repository already holds an image tagged ``image_tag`` (tags are content hashes,
-  so that image *is* the wanted build) no build is started and only the digest is read. Otherwise a
-  CodeBuild build that is still running for the same tag is reused (a ``pulumi up`` interrupted
-  mid-build), else ``start_build`` is called with the uploaded context as S3 source override and the
-  ``IMAGE_TAG``/``REPOSITORY_URI`` environment overrides. ``batch_get_builds`` is polled until a
-  terminal status (with a deadline; on expiry the build is stopped). A failed build raises
-  :class:`ImageBuildError` naming the build id, status, failing phase, the phase's error context and
-  the CloudWatch deep link. On success the digest comes from ``ecr.describe_images``.
-* ``diff``: replace only when the tag, the context object or the repository changes; no change at all
-  when the context is unchanged (so no rebuild).
-* ``read`` (``pulumi refresh``): re-reads the digest; an image that has aged out of the repository (or a
-  repository that is gone) makes the resource disappear, so the next ``pulumi up`` builds it again.
-  Credentials of another account stop the refresh instead.
-* ``delete``: does nothing. Old images age out through the repository's lifecycle policy (and the
-  repository may be force-deleted with the stack).
+Every call builds its boto3 session from the ``aws`` input (:mod:`components.image.aws_settings`) and first checks
+that its account is the repository's. dill pickles the provider by reference, so the host must import this module:
+it keeps no state and imports only the standard library, ``pulumi`` and ``aws_settings`` (boto3 inside the methods).
 
-Where it runs and with which credentials
-----------------------------------------
-The provider runs inside Pulumi's dynamic-provider host (``python -m pulumi.dynamic``), not inside
-the program, where the AWS provider's settings are out of reach. The program passes them as the plain
-input ``aws`` (:class:`~components.image.aws_settings.AwsSettings`: the stack's ``aws:profile``,
-``aws:region``, credential files and ``aws:assumeRoles``), and every call builds its boto3 session from
-them (:func:`~components.image.aws_settings.aws_session`); without them, the ambient credentials of the
-host process. Before anything else the provider compares the account of those credentials
-(``sts:GetCallerIdentity``) with the repository's: a mismatch, missing or rejected credentials and a
-missing repository stop with :class:`ImageBuildError` saying what to do. ECR and CodeBuild calls go to the
-``region`` input (the component derives it from the repository ARN, so it always matches the region the
-children were created in). ``AWS_ENDPOINT_URL`` is respected by boto3 itself, which is how the tests
-point it at moto.
-
-dill pickles :class:`ImageBuildProvider` *by reference* (its ``__module__``: ``components.image.build_provider`` in
-a checkout, ``eks_training.components.image.build_provider`` installed, setup.py), so the dynamic-provider host must
-be able to import that module: it can when the Pulumi program directory (the host's working directory) is the
-repository root holding ``components/``, or when the package is installed in the project's virtualenv (under its
-own name, so a project's own ``components/`` does not shadow it). The provider keeps no
-state (no clients at module level or on the instance), so unpickling is cheap and side-effect free.
-This module imports only the standard library, ``pulumi`` and :mod:`components.image.aws_settings` (itself
-standard library only); boto3 is imported inside the methods.
-"""
+Why: docs/explanation/pulumi-up.md, "The image build"; docs/explanation/packaging.md, "One import name"."""
 
 import contextlib
 import hashlib

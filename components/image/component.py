@@ -1,24 +1,13 @@
-"""``TrainingImage``: a container image built in AWS CodeBuild from a directory of this repository and
-pushed to ECR, referenced by digest.
+"""``TrainingImage``: a container image built in AWS CodeBuild from a directory, pushed to ECR, referenced by digest.
 
-The machine running ``pulumi up`` needs no Docker daemon: the build context is hashed and zipped at
-program time (:mod:`components.image.context`), uploaded to S3, and a CodeBuild project (privileged,
-so it can run ``docker build``) builds and pushes it, driven by the dynamic resource in
-:mod:`components.image.build_provider`.
+The build context is hashed and zipped at program time (:mod:`components.image.context`), uploaded to S3, and built
+by a CodeBuild project, driven by the dynamic resource of :mod:`components.image.build_provider`. The tag is the
+context's hash, so an unchanged context rebuilds nothing. Jobs use :attr:`TrainingImage.image_uri`, pinned by digest.
+The children use the AWS provider the component inherits. The build resource gets the stack's AWS settings as the
+input ``aws`` (:class:`~components.image.aws_settings.AwsSettings`): give it when the component gets an explicit
+AWS provider with other settings.
 
-The image tag is the context hash: the same context gives the same tag, so the build resource
-reports no change and nothing is rebuilt; a changed file gives a new tag and a new S3 key, which
-replaces only the build resource (and the context object). The repository, bucket, role, log group
-and project do not change. Jobs use :attr:`TrainingImage.image_uri`, which pins the image by digest.
-
-The children use whatever AWS provider the component inherits (no provider is created here). The
-dynamic build resource runs boto3 in Pulumi's dynamic-provider host, a separate process: it gets the AWS
-settings as the plain input ``aws`` (:class:`~components.image.aws_settings.AwsSettings`; default: the
-stack's ``aws:profile``, ``aws:region``, credential files and ``aws:assumeRoles``), so it builds and reads
-digests in the account the repository is in. Give ``aws`` explicitly when the component gets an explicit
-AWS provider with other settings. Its region is taken from the repository ARN, so it always matches the
-region the children were created in.
-"""
+Why: docs/explanation/pulumi-up.md, "The image build"."""
 
 import json
 import re

@@ -1,28 +1,13 @@
 """``FsxLustreStorage``: an FSx for Lustre file system linked to S3, mounted by every training pod.
 
-Creates a ``PERSISTENT_2`` SSD file system (Lustre 2.15, LZ4 compression, encrypted with the given KMS
-key) in one subnet (the private subnet of the zone of the GPU nodes that read it: cross-zone traffic
-costs and slows) behind a security group that admits Lustre (TCP 988 and 1018-1023) from itself and
-from the nodes; optionally EFA-enabled (set at creation only), with the all-traffic rules EFA needs
-between the file system and itself and between it and the EFA clients' security groups.
+It creates a ``PERSISTENT_2`` SSD file system in one subnet, behind a security group that admits Lustre from itself
+and the nodes. Data repository associations link S3: one directory imports a prefix, another may export. The bucket
+is named, or created here. The FSx CSI driver is an EKS managed add-on with its own Pod Identity role; a static
+PersistentVolume is bound to the ReadWriteMany claim. A one-shot Job hands the directories to the training user.
+With ``retain_on_delete`` the file system is kept; ``existing_file_system_id`` and ``existing_security_group_id``
+adopt it in a new stack.
 
-S3 is linked through data repository associations (PERSISTENT_2 has no file-system-level import path):
-a file-system directory (default ``/datasets``) imports new, changed and deleted objects of an S3 prefix
-automatically (objects already there appear at once and load lazily on first read: no copy job), and
-optionally a second directory (e.g. ``/runs``) exports its new, changed and deleted files. The bucket is
-named, or created here (encrypted, versioned, public access blocked, TLS only).
-
-The FSx CSI driver runs as an EKS managed add-on with its own least-privilege Pod Identity role; a
-static PersistentVolume (``volumeHandle`` = the file system id, ``dnsname`` and ``mountname`` from the
-file system, ``flock``) is bound to the ReadWriteMany claim workloads mount. A one-shot Job hands the
-directories to the training image's user (a new Lustre file system is owned by root). The claim and the
-volume depend on the add-on and the file system, so ``pulumi destroy`` removes them first.
-
-With ``retain_on_delete`` the file system, its security group and a created bucket are kept on
-``pulumi destroy`` (the file system's network interfaces stay in its subnet, so keep it only in a VPC
-the stack did not create); give the ids as ``existing_file_system_id`` and
-``existing_security_group_id`` to adopt them in a new stack.
-"""
+Why: docs/explanation/storage.md ("FSx for Lustre", "The S3 data flow", "Keeping and re-adopting")."""
 
 import shlex
 from dataclasses import dataclass

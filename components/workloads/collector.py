@@ -1,30 +1,12 @@
-"""``BenchmarkCollector``: a Job that waits for a benchmark's experiments and copies each finished one's
-configuration, manifests, logs, metrics and kept outputs to S3, so the results survive whatever happens to the
-machine that started the run.
+"""``BenchmarkCollector``: a Job that copies each finished experiment of a benchmark to S3.
 
-The collector (``/app/collect_results.py`` of the toolbox image) runs on the system nodes with
+It copies the configuration, manifests, logs, metrics and kept outputs, so the results survive whatever happens to
+the machine that started the run. The collector (``/app/collect_results.py`` of the toolbox image) runs on the
+system nodes with a Pod Identity role that may only write under the run's prefix, and a Role that may read the
+experiments' jobs and the namespace's pods and logs. It mounts the shared volume read-only, and a ConfigMap says
+what to collect. It is created after every experiment; ``pulumi up`` does not wait for it.
 
-* its own Pod Identity role that may only **write** objects under the run's prefix (``s3:PutObject`` on
-  ``arn:<partition>:s3:::<bucket>/<prefix><run>/*``: no read, list or delete);
-* a Role that may ``get`` exactly the experiments' Jobs and MPIJobs (by name), ``list`` the namespace's pods and
-  ``get`` their logs. Kubernetes RBAC cannot narrow those two further: a Job's pods are named
-  ``<job>-<index>-<random>`` (an MPIJob's launcher ``<job>-launcher-<random>``), unknown when the Role is written,
-  and a ``list`` can only be limited by name together with a ``metadata.name`` field selector
-  (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources). The namespace is the
-  training namespace of the stack, which holds the stack's own workloads only; the Role grants no write and no
-  Secret;
-* the shared volume mounted read-only (the experiments' output folders, where their ``metrics.json`` is);
-* a ConfigMap with what to collect: the run, the bucket and prefix, each experiment's configuration (its job
-  definition and what the plan made of it), the cluster's and the storage's configuration.
-
-Why logs come from the Kubernetes API and not from files the experiments write: the experiments' commands stay
-exactly what their job kind runs (no shell wrapper, which would need a shell in every image, break the launcher's
-signal handling and hide exit codes), and the collector gets every pod's log, init containers and MPI launchers
-included, from any image. A Job keeps its finished pods (no TTL is set), so their logs stay readable until the
-environment is destroyed; the collector reads them as soon as an experiment has finished.
-
-Created after every experiment (their names resolve once they exist); ``pulumi up`` does not wait for it.
-"""
+Why: docs/explanation/programs.md, "The benchmark collector"; docs/how-to/benchmarks.md."""
 
 import json
 from typing import Any, Mapping, Optional, Sequence, TypedDict

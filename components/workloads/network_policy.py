@@ -1,34 +1,13 @@
 """``TrainingNetworkPolicies``: the training namespace denies all traffic but what its workloads need.
 
-Kubernetes NetworkPolicies are allow-lists that add up (source key ``k8s-network-policies``): a pod selected by
-any policy of a direction is isolated in that direction, and a connection passes when some policy selecting
-the pod allows it. On EKS the VPC CNI's network policy agent enforces them (``enableNetworkPolicy``, source
-key ``vpc-cni-network-policy``) with eBPF programs on each pod's interface, which see a connection before
-kube-proxy rewrites a Service's ClusterIP: an egress rule that names pods by ``podSelector`` also allows the
-ClusterIP of the Services that select exactly those pods (source key ``aws-network-policy-service-ips``).
+Every pod may reach DNS (:func:`dns_egress`). The pods of one job may reach each other on any port
+(:func:`within_job`). The pods of jobs may reach HTTPS in ``egress_cidrs`` and the Pod Identity Agent, never the
+instance metadata service (:func:`job_egress`). Only PyTorch pods with the ``etcd-v2`` rendezvous reach etcd's 2379
+(:func:`etcd_server`, :func:`etcd_clients`). Nothing reaches TensorBoard over the pod network. Kubelet probes, the
+EFS mount and TensorBoard's port-forward need no rule (source keys ``aws-network-policy-node-ip``, ``efs-csi-node``,
+``containerd-port-forward``).
 
-What is allowed, and why nothing else is needed:
-
-- every pod: DNS to the cluster's CoreDNS pods (53/UDP, 53/TCP);
-- pods of one job (label ``eks-training/job``) to each other on any port: torchrun's c10d store, NCCL's and
-  gloo's dynamic ports, TensorFlow's 2222, the MPI launcher's ssh to its workers' sshd on 2222 and OpenMPI's
-  daemons connecting back; pods of different jobs cannot reach each other (jobs exchange files on the shared
-  volume, never connections);
-- pods of jobs (training, checks, staging, waits, code download): HTTPS (443) to ``egress_cidrs``, which covers
-  S3, ECR, STS, dataset hosts and the Kubernetes API server (the ``kubernetes`` Service's ClusterIP and the
-  control plane's ENIs both serve 443), and the EKS Pod Identity Agent at 169.254.170.23:80 (source key
-  ``eks-pod-identity``). Never the instance metadata service: pods that use Pod Identity do not need it
-  (source key ``vpc-cni-network-policy-considerations``), and the node role's credentials stay out of reach;
-- etcd (``app.kubernetes.io/name=etcd``): 2379 only from pods labelled ``eks-training/rendezvous=etcd-v2``,
-  the PyTorch jobs that rendezvous through it; a pod anywhere else cannot close or corrupt a rendezvous;
-- TensorBoard: nothing. ``kubectl port-forward`` reaches it from inside its own network namespace, not over
-  the pod network (source key ``containerd-port-forward``).
-
-Not needed in pod policies: kubelet probes (the node's traffic to its pods is always allowed, source keys
-``k8s-network-policies`` and ``aws-network-policy-node-ip``); the shared EFS volume (the EFS CSI node plugin
-mounts it over NFS, 2049/TCP, in the node's network namespace, source key ``efs-csi-node``); EFA traffic
-(OS-bypass on the EFA device, not the pod's IP interface).
-"""
+Why, with the sources: docs/explanation/security.md, "Network policies"."""
 
 from typing import Optional, Sequence, TypedDict
 
@@ -57,13 +36,14 @@ NetworkPolicySpec = k8s.networking.v1.NetworkPolicySpecArgsDict
 
 
 def default_deny() -> NetworkPolicySpec:
-    """Every pod of the namespace isolated in both directions: only what another policy allows passes."""
+    """Every pod of the namespace isolated in both directions: only what another policy allows passes (policies add
+    up, source key ``k8s-network-policies``; the VPC CNI enforces them, source key ``vpc-cni-network-policy``)."""
     return {"pod_selector": {}, "policy_types": ["Ingress", "Egress"]}
 
 
 def dns_egress() -> NetworkPolicySpec:
     """Every pod may ask the cluster's DNS (the CoreDNS pods in ``kube-system``, and so the ``kube-dns``
-    Service's ClusterIP, whose selector is the same label)."""
+    Service's ClusterIP, whose selector is the same label: source key ``aws-network-policy-service-ips``)."""
     return {
         "pod_selector": {},
         "policy_types": ["Egress"],
@@ -82,7 +62,9 @@ def dns_egress() -> NetworkPolicySpec:
 
 
 def job_egress(cidrs: Sequence[str]) -> NetworkPolicySpec:
-    """Pods of jobs may open HTTPS connections to ``cidrs`` and fetch Pod Identity credentials from the agent."""
+    """Pods of jobs may open HTTPS connections to ``cidrs`` and fetch Pod Identity credentials from the agent (source
+    key ``eks-pod-identity``); never the instance metadata service (source key
+    ``vpc-cni-network-policy-considerations``)."""
     return {
         "pod_selector": {"match_expressions": [{"key": JOB_LABEL, "operator": "Exists"}]},
         "policy_types": ["Egress"],

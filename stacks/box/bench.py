@@ -1,25 +1,11 @@
 """``python -m stacks.box bench --stack p5 --nodes 1024``: how the box's control plane copes with a large group.
 
-The stack's training group at ``--nodes`` nodes (its ``desiredSize`` and ``maxSize``, so Kueue's quota holds them all;
-every node created before the job, also for a group that scales from zero, whose ProvisioningRequest the cluster
-autoscaler's stand-in then answers from the nodes that exist, :mod:`stacks.box.provisioner`), and the training job's
-all-reduce health check widened to one pod per node (``parallelism`` = ``completions`` = nodes; each pod asks for a
-whole node: every GPU, every EFA interface, the huge pages), the stack's other jobs left out. The stack's objects are
-applied and run as ``python -m stacks.rehearse`` runs them (:mod:`stacks.box.rehearse`: the device plugins registering
-on every node, Kueue admitting the job whole, the real scheduler and Job controller). Measured:
+:func:`bench` sizes the stack's training group at ``--nodes`` nodes, widens its all-reduce health check to one pod
+per node, and runs it as the rehearsal does. :class:`Figures` holds what it measures: the box's start, the nodes
+Ready, every pod scheduled and running, on how many nodes, the control plane's memory (:data:`MEMORY_FIELDS`) and the
+machine's load. A benchmark, not a test: it prints figures; ``tests/cluster/test_box_scale.py`` runs it at a few nodes.
 
-- the box's start, and the nodes Ready (from the start of their creation, every node of every group; polled from the
-  node list, where ``kubectl wait --all`` waits for one node after another);
-- every pod of the check scheduled, and every pod running, in seconds after the Job's creation (the apiserver's
-  times, to the second: the Job's ``creationTimestamp``, the pods' ``PodScheduled`` condition and ``startTime``),
-  and on how many distinct nodes they ran (fewer than the pods when a pod started on a node that a finished one had
-  freed: each runs ``--run-ms``);
-- kube-apiserver's and kube-scheduler's resident memory (``VmRSS`` and its peak ``VmHWM`` from ``/proc``) at the end;
-- the machine's load average, since everything shares its cores.
-
-A benchmark, not a test: it prints figures (the README reports a run at 1,024 nodes); the cluster tier runs it at a
-few nodes to keep it working (``tests/cluster/test_box_scale.py``).
-"""
+Why: docs/explanation/box.md, "Timing a large group"; a run: docs/explanation/verified.md."""
 
 from __future__ import annotations
 

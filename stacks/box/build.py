@@ -1,30 +1,13 @@
 """Build (or reuse) the box's pinned binaries: ``python -m stacks.box build``.
 
-Every binary comes from a Go module in the repository's ``box/`` folder (shipped with an installed package) (a
-``go.mod`` and ``go.sum`` pinning the versions, a ``tools.go`` importing the commands, or the command's own
-``main.go``), built with the Go toolchain and the Go module proxy into a cache folder outside the work tree:
-``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``, one sub-folder per module named by its pinned version
-and a digest of its ``go.mod``, ``go.sum``, its own code, the build flags and the Go version, so a changed pin builds
-anew and an unchanged one is reused. No binary is ever written to the repository.
+Every binary comes from a Go module in the repository's ``box/`` folder (:data:`MODULES`): ``kubernetes``,
+``kubernetes-oldest``, ``etcd``, ``kwok``, ``mpi-operator``, ``kueue``, ``await`` and ``helm``. Each is built with
+the Go toolchain and the Go module proxy into a cache folder outside the work tree (:func:`cache_root`:
+``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``). A sub-folder per module is named by its version and a
+digest of its pins, code, flags and Go version, so a changed pin builds anew and an unchanged one is reused. No binary
+is ever written to the repository.
 
-- ``kubernetes``: kube-apiserver, kube-controller-manager, kube-scheduler and kubectl of ``k8s.io/kubernetes`` at the
-  stacks' default minor. ``k8s.io/kubernetes``' own go.mod points every ``k8s.io/<staging>`` module at ``./staging``,
-  so the module replaces each with the published ``v0.<minor>.<patch>``; the version is stamped with ``-ldflags -X
-  k8s.io/component-base/version.gitVersion=...`` (and gitMajor/gitMinor), or the server reports
-  ``v0.0.0-master+$Format:%H$`` and clients that parse it refuse to start
-  (https://github.com/kubernetes/component-base/blob/master/version/base.go).
-- ``kubernetes-oldest``: kube-apiserver only, at the oldest minor the config accepts, to validate the objects there.
-- ``etcd``: ``go.etcd.io/etcd/server/v3`` (``go install`` refuses it: its go.mod has replace directives).
-- ``kwok``: kwok (the simulated kubelets) and kwokctl (https://kwok.sigs.k8s.io/docs/user/kwokctl-manage-cluster/).
-- ``mpi-operator``: the MPI Operator the stacks install, in a module of its own.
-- ``kueue``: Kueue (https://kueue.sigs.k8s.io), the admission controller the stacks install, in a module of its own;
-  its CRDs and webhook configuration are read from the same module at run time (:mod:`stacks.box.kueue`).
-- ``await``: ``pulumi-await``, this repository's own command over pulumi-kubernetes' await code (what ``pulumi up``
-  waits for; :mod:`stacks.box.awaits`).
-- ``helm``: Helm 3 (https://helm.sh/docs/helm/helm_template/), the major the Pulumi Kubernetes provider's
-  ``helm.v3.Release`` embeds; the box renders the charts the stacks install with ``helm template``
-  (:mod:`stacks.box.charts`).
-"""
+Why each module, with the sources: docs/explanation/box.md, "Pinned builds"."""
 
 from __future__ import annotations
 

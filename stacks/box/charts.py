@@ -1,24 +1,13 @@
 """The Helm charts the stacks install, rendered in the box by the real ``helm template`` from the charts' sources.
 
-A ``kubernetes.helm.v3.Release`` the program registers (chart, version, release name, namespace, values) is rendered
-as Helm renders it at install: ``helm template`` (Helm 3, the major the Pulumi Kubernetes provider embeds, built from
-``box/helm``) of the chart's own source at the catalog's pinned version, with the release's values, namespace and the
-box's Kubernetes version. What a chart does with the stack's values is then the chart's doing, not a copy of it: a
-value the chart does not read changes nothing in the render, and a test that compares the render with the plan sees
-it (``tests/cluster/test_box_admission.py``).
+:func:`render` renders a ``kubernetes.helm.v3.Release`` the program registers as Helm installs it: the chart's own
+source at the catalog's pinned version, with the release's values and namespace. So what a chart does with a value is
+the chart's doing. Sources come from the Go module proxy through a pinned box module (:data:`CHART_SOURCES`), never
+into the repository; :func:`chart_dir` checks the version and that the folder is complete. The device plugins' charts
+cannot be had here (:data:`NOT_AT_HAND`), so :mod:`stacks.box.devices` stands in for them. The cluster tier compares
+the render with the plan (``tests/cluster/test_box_admission.py``).
 
-Chart sources come from the Go module proxy, through a pinned box module that requires the chart's repository (a
-``go.mod`` and its ``go.sum``, so the content is checksummed), into the Go module cache, never into the repository;
-:func:`chart_dir` checks the source's ``Chart.yaml`` carries the catalog's version (a module bump without the
-catalog's, or the reverse, fails naming both) and that the chart folder is complete (a module zip leaves out any
-sub-folder holding a ``go.mod`` of its own).
-
-Charts whose source the box cannot have: the device plugins'. Their repositories are not served by the Go module
-proxy this project reaches (asked for ``github.com/NVIDIA/k8s-device-plugin@v0.20.0`` and
-``github.com/aws/eks-charts@bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec``, the commit that made aws-efa-k8s-device-plugin
-v0.5.30: both refused), and their Helm repositories are not reachable, so :mod:`stacks.box.devices` keeps its
-stand-ins of those two DaemonSets (:data:`NOT_AT_HAND`).
-"""
+Why: docs/explanation/box.md ("Charts rendered by Helm", "Nodes from the plan")."""
 
 from __future__ import annotations
 

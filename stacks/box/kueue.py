@@ -1,20 +1,11 @@
 """Kueue in the box: the release the stacks install (``components.admission``), run out of cluster.
 
-What the chart would install, read from the pinned module ``sigs.k8s.io/kueue`` (``box/kueue/go.mod``, the version of
-the catalog's chart) in the Go module cache, never from the repository:
+What the chart would install is read from the pinned module :data:`MODULE` in the Go module cache: the CRDs
+(:func:`crds`) and the webhook configurations, pointed at this box (:func:`webhook_configurations`). :class:`Kueue`
+runs the manager with the stack's Configuration and what running outside a pod changes (:func:`box_configuration`).
+:func:`workload_conditions` says why a job waits.
 
-- the CRDs of ``config/components/crd/bases``;
-- the webhook configurations of ``config/components/webhook/manifests.yaml`` (Kueue's own kinds and the job kinds the
-  Configuration integrates), each webhook's ``service`` replaced by ``url: https://127.0.0.1:<port>/<path>`` and a
-  ``caBundle`` of a CA made for this box, whose certificate for 127.0.0.1 the webhook server serves;
-- the manager, with the stack's Configuration (the Helm release's ``managerConfig.controllerManagerConfigYaml``, as
-  registered) and what running outside a pod changes: no leader election, no internal certificate management (it
-  would write the certificates to a Secret and a Service the box does not have), the webhook's ``certDir`` and port,
-  the health probe on a free port (its ``/readyz`` says when the webhooks serve), metrics off. The manager reads its
-  metrics certificate from the fixed path ``/etc/kueue/metrics/certs`` whenever internal certificate management is
-  off (``cmd/kueue/main.go``), so a pair is written there once; the visibility API server (a feature gate that needs
-  an in-cluster APIService) is turned off.
-"""
+Why: docs/explanation/box.md, "The run"."""
 
 from __future__ import annotations
 
@@ -73,7 +64,8 @@ def crds() -> list[dict[str, Any]]:
 
 
 def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
-    """The module's webhook configurations pointed at ``https://127.0.0.1:<port>`` (see the module docstring)."""
+    """The module's webhook configurations pointed at ``https://127.0.0.1:<port>`` (docs/explanation/box.md, "The
+    run")."""
     import base64
 
     # the integrations the stacks enable (:data:`components.admission.FRAMEWORKS`): their API groups and resources

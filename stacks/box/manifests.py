@@ -1,22 +1,12 @@
 """What a stack puts on a cluster, as plain Kubernetes objects for the box.
 
-- Every object the program registers with the Kubernetes provider (custom resources such as MPIJobs included), as
-  the provider sends it (its inputs).
-- A vendor release manifest the program applies from a URL (``kubernetes:yaml/v2:ConfigFile``): read from the pinned
-  Go module of the same version in the module cache (the MPI Operator's ``deploy/v2beta1/mpi-operator.yaml``), as
-  the box has no internet; the version the catalog pins must be the module's (:func:`release_manifest` checks). The
-  ProvisioningRequest CRD the catalog pins at the cluster-autoscaler 1.36.1 tag is read from the
-  ``k8s.io/autoscaler/cluster-autoscaler/apis`` module Kueue v0.19.1 is built with (``box/kueue/go.mod``): the Go
-  module proxy serves no version of that module at the tag (403), and the two files differ only in prose (the class
-  names in two descriptions, ``atomic-scale-up.kubernetes.io`` then,
-  ``best-effort-atomic-scale-up.autoscaling.x-k8s.io`` now), the controller-gen version, and the deprecation mark on
-  ``v1beta1`` (``deprecated: true`` and its warning); the schemas of ``v1`` and ``v1beta1`` are the same, so the
-  apiserver validates and serves the same objects. :data:`MODULE_MANIFESTS` records that module version: a change of it
-  in go.mod stops the box until the two are compared again.
-- Helm releases are not objects here: the box stands in for the charts it needs (the device plugins,
-  :mod:`stacks.box.devices`), except Kueue's CRDs, which its chart installs, read from the pinned module
-  (:mod:`stacks.box.kueue`), so the stack's queues are validated against them.
-"""
+:func:`registered_objects` gives every object the program registers with the Kubernetes provider, as the provider
+sends it. :func:`release_manifest` reads a vendor release manifest the program applies from a URL from the pinned Go
+module of the same version, as the box has no internet. :data:`MODULE_MANIFESTS` records where each comes from,
+including the ProvisioningRequest CRD's module. Helm releases are not objects here (:mod:`stacks.box.charts`,
+:mod:`stacks.box.devices`, :mod:`stacks.box.kueue`).
+
+Why: docs/explanation/box.md, "Manifests from pinned modules"."""
 
 from __future__ import annotations
 

@@ -1,22 +1,12 @@
 """The box's simulated nodes, made from a stack's plan: one kwok node per desired node of every group.
 
-Each node carries what the real one would: the group's labels and taints (the plan's, which the node group's launch
-template gets), the labels EKS and the AWS cloud provider add to a managed node
-(https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html,
-https://kubernetes.io/docs/reference/labels-annotations-taints/), and the allocatable resources of its instance type
-(:func:`components.nodeplan.node_allocatable`: the catalog's CPU and memory after the AMI's reservations, less the huge
-pages the EFA driver pre-allocates; the pods EKS allows). GPUs, Neuron devices and EFA devices are NOT there at first:
-a real kubelet only reports them once the device plugin running on the node registers them
-(https://kubernetes.io/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins/), which the box emulates
-(:mod:`stacks.box.devices`).
+:func:`group_nodes` gives each node what the real one would have: the group's labels and taints, the labels EKS and
+the AWS cloud provider add, and its type's allocatable resources (:func:`components.nodeplan.node_allocatable`).
+Devices appear only once a device plugin registers them (:mod:`stacks.box.devices`). A type whose network topology
+EC2 describes gets the topology labels (:func:`network_labels`), in a simulated layout of :data:`BLOCK_NODES` and
+:data:`LAYER_FANOUT`.
 
-Nodes of an instance type EC2 describes the topology of (:func:`components.catalog.network_topology`) carry the
-network-topology labels the AWS cloud controller manager gives them (``topology.k8s.aws/network-node-layer-1`` ..
-``-<n>``). Their values are a simulation choice, since the real ones are wherever EC2 put the instances:
-:data:`BLOCK_NODES` consecutive nodes of a group share one lowest-layer network node (a "block"), and
-:data:`LAYER_FANOUT` network nodes of one layer share one of the layer above (256 p5 nodes: 8 blocks of 32 under 2
-layer-2 nodes under 1 layer-1 node).
-"""
+Why, with the sources: docs/explanation/box.md, "Nodes from the plan"."""
 
 from __future__ import annotations
 
@@ -34,8 +24,8 @@ KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 #: Node annotation: the devices the node's hardware has (JSON: resource -> count), which its device plugins register
 #: (:mod:`stacks.box.devices`): the group's GPUs, the EFA interfaces its launch template attaches.
 DEVICES_ANNOTATION = "box.eks-training/devices"
-#: Nodes per lowest-layer network node, and network nodes of a layer per network node of the layer above (see the
-#: module docstring: a simulation choice).
+#: Nodes per lowest-layer network node, and network nodes of a layer per network node of the layer above (a
+#: simulation choice: docs/explanation/box.md, "Nodes from the plan").
 BLOCK_NODES = 32
 LAYER_FANOUT = 4
 #: Zone suffixes an unpinned group's nodes spread over (a managed node group balances its nodes over its subnets'

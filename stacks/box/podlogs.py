@@ -1,25 +1,12 @@
 """Container logs on the box: what each simulated container did, served by kwok as the container's log.
 
-kwok's pods run no process, so a plain box answers ``kubectl logs`` with an error. kwok v0.8.0 serves a pod's container
-logs from a file named by a ``Logs`` object (``kwok.x-k8s.io/v1alpha1``, the pod's namespace and name; each entry names
-its containers and a ``logsFile``; https://kwok.sigs.k8s.io/docs/user/logs-configuration/), which it watches once
-started with ``--enable-crds=Logs`` (:meth:`stacks.box.cluster.Box.up` passes it to kwokctl, which installs the CRD).
-The apiserver streams ``kubectl logs`` from kwok's kubelet server (the node's ``daemonEndpoints`` port), which reads the
-file as the kubelet reads a container's log, in the CRI logging format (``<RFC 3339 time> <stdout|stderr> F <line>``,
-https://github.com/kubernetes/design-proposals-archive/blob/main/node/kubelet-cri-logging.md), so ``--tail``,
-``--since``, ``--timestamps``, ``--prefix`` and selectors work as on a cluster.
+kwok's pods run no process. kwok serves a container's log from a file named by a ``Logs`` object, in the CRI logging
+format (:func:`cri_line`), so ``kubectl logs`` works as on a cluster. :class:`PodLogs` writes those files while a
+rehearsal runs: per container, which job's pod it is, where it runs, how long the Stage runs it and its exit code,
+then its real outcome. Every line starts with :data:`PREFIX`: nothing in the box ran the image. ``kubectl logs -f``
+keeps following after the container ended.
 
-:class:`PodLogs` writes those files while a rehearsal runs (a thread beside it, as :class:`stacks.box.timeline.Recorder`
-is): one per container of every pod that starts on a node, saying which job's pod it is, where it runs, how long the
-box's Stage runs it and with which exit code it is to end (``box.eks-training/run-ms``, ``box.eks-training/exit-code``:
-:mod:`stacks.box.rehearse`), then, once it ended, its real outcome as the apiserver has it (exit code, reason, the pod's
-phase, a disruption). Every line starts with ``[box]``: nothing in the box ran the image.
-
-One difference from a kubelet: kwok's log server has no container runtime to ask whether a container still runs (its
-stub answers Unavailable, which the CRI log reader takes as running: kwok ``pkg/kwok/server/debugging_logs.go``,
-k8s.io/cri-client ``pkg/logs/logs.go`` ``isContainerRunning``), so ``kubectl logs -f`` prints everything, then keeps
-following after the container ended, until interrupted.
-"""
+Why, with kwok's sources: docs/explanation/box.md, "Container logs"."""
 
 from __future__ import annotations
 

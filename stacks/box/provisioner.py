@@ -1,37 +1,14 @@
 """The cluster autoscaler's part in the box for ProvisioningRequests of the ``best-effort-atomic-scale-up`` class.
 
-Kueue's ProvisioningRequest admission check (the flavors of topology-aware groups that autoscale,
-:class:`stacks.plan.admission.ProvisioningPlan`) creates a ``ProvisioningRequest`` (``autoscaling.x-k8s.io/v1``) with a
-PodTemplate per pod set of a workload whose quota it reserved, and admits the workload once the request is
-``Provisioned``. On EKS the cluster autoscaler, run with ``--enable-provisioning-requests``, answers it; the autoscaler
-cannot run here (the Go module proxy does not serve ``k8s.io/autoscaler/cluster-autoscaler``), so this stand-in
-encodes its rules for that class, as cluster-autoscaler 1.36.1 has them
-(https://github.com/kubernetes/autoscaler/tree/cluster-autoscaler-1.36.1/cluster-autoscaler):
+Kueue's ProvisioningRequest check (:class:`stacks.plan.admission.ProvisioningPlan`) asks for a workload's pods in a
+``ProvisioningRequest``. On EKS the cluster autoscaler answers it; it cannot run here, so :class:`Provisioner` encodes
+its rules, as cluster-autoscaler 1.36.1 has them: it picks a request, provisions it as one decision within the
+groups' maximum sizes (the new kwok nodes from :func:`stacks.box.nodes.group_nodes`), books its capacity for
+:data:`RESERVATION_TIME`, retries from :data:`INITIAL_RETRY` to :data:`MAX_RETRY`, and fails it after
+:data:`EXPIRATION_TIME`. A pod fits a node by its node selector, the node's taints and its requests
+(:func:`pod_requests`).
 
-- **Pick a request** (``processors/provreq/injector.go`` ``GetPodsFromNextRequest``): one of the class that is
-  neither ``Failed`` nor ``Provisioned``; one with ``Provisioned=False`` only after its retry time (1 minute after
-  the condition's last transition, doubling to 10 minutes: ``--provisioning-request-initial-backoff-time``,
-  ``--provisioning-request-max-backoff-time``); marked ``Accepted``. Its pods are ``count`` copies of each pod set's
-  PodTemplate (``provisioningrequest/pods/pods.go``).
-- **Provision it as one decision** (``provisioningrequest/besteffortatomic/provisioning_class.go``): the pods that fit
-  the nodes that exist (after the pods bound there and the capacity booked for other requests) need nothing; if all
-  fit, ``Provisioned=True`` (``CapacityIsFound``). Otherwise the scale-up for the rest must fit every pod within the
-  node groups' maximum sizes, all or nothing (the orchestrator's ``allOrNothing``): then the groups are scaled (here:
-  their kwok nodes created, from the same template as the box's other nodes of the group,
-  :func:`stacks.box.nodes.group_nodes`, as the autoscaler builds a scale-from-zero template from the Auto Scaling
-  group's tags) and the request is ``Provisioned=True`` (``CapacityIsProvisioned``) as soon as the scale-up is
-  requested, before the nodes are Ready; else ``Provisioned=False`` (``CapacityIsNotFound``, "Capacity is not found, CA
-  will try to find it later.").
-- **Booking** (``processors/provreq/processor.go``): a ``Provisioned`` request's pods are scheduled as fake pods on
-  what is free, so its capacity is not given to another request, for 10 minutes after it was Provisioned; then
-  ``BookingExpired=True`` (``CapacityReservationTimeExpired``). A request not Provisioned 7 days after its creation
-  gets ``Failed=True`` (``Expired``).
-
-A pod fits a node when the node's labels satisfy its ``nodeSelector``, it tolerates the node's ``NoSchedule`` and
-``NoExecute`` taints, and its requests (each container's requests, its limits where it has no request, the larger of
-the init containers' and the containers' sum) fit the node's allocatable less what is placed there already. The
-scheduler's other predicates (affinity, spread) are not restated: the stacks' pods set none on these groups.
-"""
+Why, with the autoscaler's files: docs/explanation/box.md, "The autoscaler's stand-in"."""
 
 from __future__ import annotations
 
@@ -180,8 +157,8 @@ class Decision:
 
 
 class Provisioner(Poller):
-    """The stand-in (see the module docstring) over the node groups of ``plan`` in ``region``; :meth:`poll` once, or
-    ``with Provisioner(...)`` to poll in a thread."""
+    """The stand-in over the node groups of ``plan`` in ``region``; :meth:`poll` once, or ``with Provisioner(...)``
+    to poll in a thread (docs/explanation/box.md, "The autoscaler's stand-in")."""
 
     def __init__(self, box: Box, plan: Plan, region: str, interval_s: float = 0.5) -> None:
         super().__init__(interval_s)
@@ -312,7 +289,8 @@ class Provisioner(Poller):
         return f"{req['metadata']['namespace']}/{req['metadata']['name']}"
 
     def provision(self, req: Mapping[str, Any], requests: list[Mapping[str, Any]]) -> Optional[Decision]:
-        """One request, as ``bestEffortAtomicProvClass.Provision`` does (see the module docstring)."""
+        """One request, as ``bestEffortAtomicProvClass.Provision`` does (docs/explanation/box.md, "The autoscaler's
+        stand-in")."""
         pods = self._pods_of(req)
         if pods is None:
             return None  # Kueue writes the templates before the request; the next pass reads them

@@ -1,26 +1,12 @@
 """Rehearse a stack on a box: its objects applied as ``pulumi up`` would, its jobs scheduled, run and completed.
 
-The driver plays the parts of a real deployment the box does not run itself:
+:class:`Rehearsal` plays the parts of a real deployment the box does not run itself: ``pulumi up``'s order and waits
+(:func:`steps_of`, :mod:`stacks.box.awaits`), the device plugins' charts (:mod:`stacks.box.devices`), the EFS CSI
+provisioner (:data:`EFS_PROVISIONER`), the ``wait-for-jobs`` init container (:data:`HELD`), the MPI Operator out of
+cluster, and the autoscaler's answer to ProvisioningRequests (:mod:`stacks.box.provisioner`). Pods run for
+:data:`RUN_MS` and exit with :data:`EXIT_CODE`, the box's Stages; the driver annotates the pod templates it applies.
 
-- ``pulumi up``: an object is applied (server-side) once every object it depends on is ready; a dependency on a
-  component resource is a dependency on everything under it. Whether a Job, or an object with ``pulumi.com/waitFor``,
-  is ready or has failed is the Kubernetes provider's own answer (:mod:`stacks.box.awaits`); a Deployment is ready
-  when available. Each registration is awaited for its own timeout (its custom timeouts, else the provider's
-  default); past it, the rehearsal fails as ``pulumi up`` would. A job object's timeout runs on a clock
-  ``time_scale`` times faster than the wall's, as its pods' runs do (``run_ms``); the rest is ready in the machine's
-  own time, which no scale shortens, and keeps the wall's clock.
-- the charts: device-plugin DaemonSets stand in for the Helm releases (:mod:`stacks.box.devices`), and a registrar
-  plays the kubelet's device registration.
-- the EFS CSI provisioner: a claim of an ``efs.csi.aws.com`` StorageClass gets a PersistentVolume bound to it.
-- the ``wait-for-jobs`` init container (a job that must wait for others): its pods are held (kwok does not start them)
-  until the jobs its arguments name have completed.
-- the MPI Operator runs for real, out of cluster, once its CRD is Established.
-- the cluster autoscaler's answer to Kueue's ProvisioningRequests (``provisioner``, :mod:`stacks.box.provisioner`):
-  a group that scales for them starts at its minimum and gets its nodes when a request asks for them.
-
-Pods run for ``box.eks-training/run-ms`` and exit with ``box.eks-training/exit-code`` (the box's Stages); the driver
-annotates the pod templates it applies (``run_ms``, ``exit_codes``).
-"""
+Why: docs/explanation/box.md, "The run"."""
 
 from __future__ import annotations
 

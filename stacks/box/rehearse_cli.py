@@ -1,26 +1,14 @@
 """``python -m stacks.rehearse --stack NAME``: rehearse a stack on a simulated cluster before paying for a real one.
 
-1. The stack file is read and validated as ``pulumi up`` would (``python -m stacks.plan`` shows the same); a bad one
-   prints one message naming the key and the fix, and exits 2 before any box exists.
-2. The Pulumi program is evaluated offline under the project's Pulumi mocks (:mod:`stacks.mocked`; nothing talks to
-   AWS, preflight is not run) to get everything it registers and exports.
-3. A fresh cluster in a box (:mod:`stacks.box`: a real kube-apiserver, scheduler and controller manager, simulated
-   kwok nodes) gets one node per desired node of each of the plan's groups, built or reused from the pinned binaries.
-4. The rehearsal (:mod:`stacks.box.rehearse`) applies the stack's Kubernetes objects as ``pulumi up`` would and runs
-   its jobs through the real Job controller, the real MPI Operator and the real Kueue, with pods that run for a short
-   time (``--run-ms``) and exit 0, or the code ``--exit-code JOB=CODE[:CONTAINER]`` gives; the box writes each
-   container's log (:mod:`stacks.box.podlogs`: what the simulation did, how the container ended), which kwok serves
-   to ``kubectl logs``.
-5. It prints the timeline (what was applied when, where each pod ran, what waited and why: the scheduler's reason for
-   every Pending pod, Kueue's Workload condition for every queued job), each job's outcome and duration, for a failed
-   job the last lines of its failed pod's log, and the box's kubeconfig with the stack's
-   ``waitCommand``/``logsCommand`` outputs rewritten to run against the box.
+:func:`rehearse` reads and validates the stack file as ``pulumi up`` would, evaluates the program under the mocks
+(:mod:`stacks.mocked`), starts a box with one node per desired node, and runs the rehearsal
+(:mod:`stacks.box.rehearse`). It prints the timeline, each job's outcome, a failed pod's last log lines
+(:func:`failed_pod_logs`), and the ``waitCommand``/``logsCommand`` outputs rewritten for the box (:func:`job_commands`).
 
-Exit status: 0 when every job completed, 1 when the rehearsal failed (the message names what waits and why), 2 on a
-bad stack file or an ``--exit-code`` naming no job of the stack. ``--keep`` leaves the box (and the operators it runs)
-up for ``kubectl --kubeconfig``; bring it down with ``python -m stacks.box down --name <name>``. Otherwise the operators
-are stopped (by pid, waited for) and the box is deleted.
-"""
+Exit status: 0 when every job completed, 1 when the rehearsal failed, 2 on a bad stack file or ``--exit-code``.
+``--keep`` leaves the box up; otherwise its operators are stopped and it is deleted.
+
+The user's page: docs/how-to/rehearse.md."""
 
 from __future__ import annotations
 
@@ -159,7 +147,7 @@ def rehearse(
     log: Callable[[str], None],
     exit_codes: Optional[Mapping[str, tuple[int, str]]] = None,
 ) -> int:
-    """Steps 3-5 of the module docstring; returns the exit status."""
+    """Start a box with the plan's nodes, rehearse on it and report; returns the exit status."""
     steps = steps_of(evaluation.registrations)
     if not steps:
         print(f"stack {stack} registers no Kubernetes object: nothing to rehearse", file=sys.stderr)

@@ -1,22 +1,13 @@
 """The ``benchmark`` section: experiments run in parallel, their results copied to S3, the environment torn down.
 
-Each experiment is a job of the job model (:class:`~stacks.config.jobs.JobConfig`: any kind, any of its keys),
-written out in full or ``from`` another experiment with the keys it changes (``nodes``, ``processesPerNode``,
-``image``, ``args``...): the keys given replace the base's. Experiments become jobs of the plan (one Kubernetes
-Job or MPIJob each, named after the experiment), so everything a job gets (placement, GPUs, EFA, images, the
-MPI Operator, health checks) an experiment gets too. What they may not do, because they are measured side by
-side: wait for one another (``after`` another experiment), choose their output folder (each run gets fresh
-folders ``benchmarks/<run>/<experiment>``), or make ``pulumi up`` wait for them (the driver follows them).
+Each experiment is a job of the job model (:class:`~stacks.config.jobs.JobConfig`), written out in full or ``from``
+another with the keys it changes (:func:`merged_experiments`). Experiments become jobs of the plan, measured side by
+side, so some keys are refused (:data:`FORBIDDEN_JOB_KEYS`). ``results`` is where the collector copies them
+(:class:`ResultsConfig`), and ``keep`` what is kept after the run (:class:`KeepConfig`). The run id (:func:`run_id`)
+names the results folder and the output folders: ``python -m stacks.benchmark`` gives each run its own through
+:data:`RUN_ENV`; a plain ``pulumi up`` uses a hash of the experiments, so an unchanged stack re-creates nothing.
 
-``results`` is where the collector copies every experiment's configuration, manifests, logs, metrics and kept
-outputs: ``s3Path`` (``s3://bucket/prefix/`` of an existing bucket), or a bucket the stack creates (kept when
-the stack is destroyed) with ``prefix``. ``keep`` says what is kept after the run: which output files are copied
-besides metrics and logs, and whether the driver leaves the environment up.
-
-The run id names the results folder (``<prefix><run>/``) and the experiments' output folders. ``python -m
-stacks.benchmark`` gives every run its own (``run-<UTC time>``, through :data:`RUN_ENV`); a plain ``pulumi up``
-uses ``run-<hash of the experiments>``, so updating an unchanged stack re-creates nothing.
-"""
+The user's page: docs/how-to/benchmarks.md."""
 
 import hashlib
 import json

@@ -1,20 +1,15 @@
-"""What a kind of job is (:class:`JobKind`): everything the program and its tools need to know about one kind, in one
-object, so that the config models, the rules, the plan, the composition, the outputs, the collector, the plan report,
-the benchmark's summary and the local runner ask the kind instead of branching on its name.
+"""What a kind of job is (:class:`JobKind`): everything the program and its tools need to know about one kind.
 
-The shape follows Kubeflow Trainer's runtime framework (each kind a plugin with a name, a constructor and the phases
-it implements, https://github.com/kubeflow/trainer/blob/master/pkg/runtime/framework/interface.go; one registry,
-https://github.com/kubeflow/trainer/blob/master/pkg/runtime/framework/plugins/registry.go): here a phase is a
-method (validate the job's fields, build its Pulumi component, start its processes on this machine) and a fact is an
-attribute (elastic or not, the Kubernetes resource and how its completion is read, the operator it needs). The
-registry is :data:`stacks.kinds.KINDS`.
+The config models, the rules, the plan, the composition, the outputs, the collector, the reports and the local runner
+ask the kind instead of branching on its name. A phase is a method (validate the job's fields, build its component,
+start its processes locally) and a fact is an attribute (elastic, the Kubernetes object, the operator it needs), as
+in Kubeflow Trainer's runtime framework. The registry is :data:`stacks.kinds.KINDS`.
 
-The registry belongs to the core (:data:`stacks.cli.CORE`): ``stacks.config`` itself reads it (the ``kind`` field
-accepts the registry's names), so a kind imports neither the program's composition nor a tool: the composition hands
-:meth:`JobKind.build` what it registered (:class:`BuildContext`), the local runner hands
-:meth:`JobKind.local_processes` the machine (:class:`LocalMachine`). The config and the plan are imported here only for
-their types.
-"""
+The registry belongs to the core (:data:`stacks.cli.CORE`), so a kind imports neither the composition nor a tool:
+the composition hands :meth:`JobKind.build` what it registered (:class:`BuildContext`), and the local runner hands
+:meth:`JobKind.local_processes` the machine (:class:`LocalMachine`).
+
+Why, with Kubeflow Trainer's sources: ARCHITECTURE.md, "Where defaults and decisions live"."""
 
 from dataclasses import dataclass
 from pathlib import Path

@@ -1,49 +1,16 @@
 """Admission (Kueue): the queues, quotas and priorities of a plan, derived once.
 
-Every job the stacks render (the jobs of ``jobs``, their all-reduce health checks) is created suspended and labelled
-with one LocalQueue; Kueue (https://kueue.sigs.k8s.io/docs/overview/) admits a job only when the quota of its whole
-gang is free, then unsuspends it, so a job starts whole or waits holding nothing (no pod of it exists while it waits).
+Every job is created suspended in one LocalQueue, and Kueue admits it when its whole gang fits the quota.
+:func:`admission_plan` makes a ResourceFlavor per node group (:class:`FlavorPlan`), one ClusterQueue whose quota is
+each group at ``maxSize`` (:func:`per_node`), the StrictFIFO strategy, and priorities by stage, then kind
+(:func:`priority_value`, :data:`KIND_OFFSET`). With teams it adds a ClusterQueue per team in the cohort
+:data:`COHORT` (:class:`TeamPlan`). :func:`with_topology` gives topology-aware groups a Topology and their pods
+:data:`TOPOLOGY_ANNOTATION`; when such a group autoscales, its flavor carries the ProvisioningRequest check
+(:class:`ProvisioningPlan`). Other groups do without it: on EKS it adds nothing the quota does not give (source keys
+``ca-provreq-best-effort-atomic``, ``ca-aws-atomic-increase``). :func:`never_admitted` and :func:`beyond_own_queue`
+find jobs a queue cannot hold.
 
-- **A ResourceFlavor per node group** (system group included): the group's node labels as ``nodeLabels`` (Kueue
-  assigns a pod set to a flavor only when the pods' node selector agrees with them) and its taints as ``nodeTaints``
-  (only pods that tolerate them get the flavor), https://kueue.sigs.k8s.io/docs/concepts/resource_flavor/.
-- **One ClusterQueue** whose nominal quota per flavor is what the group holds at its maximum size: the allocatable
-  CPU, memory and huge pages of one node (:func:`components.nodeplan.node_allocatable`, the instance catalog's) and its
-  GPUs and EFA interfaces, times ``maxSize``. With the cluster autoscaler and ``minSize: 0`` the quota is the group's
-  size after scale-up: Kueue admits a job the group can hold at its maximum, the job's pods are created only then,
-  and the pending pods make the autoscaler add the nodes (the autoscaler never sees a job that waits in the queue, so
-  a waiting job never buys a node). An admitted job whose pods do not all run within ``waitForPodsReady``'s timeout
-  (nodes that cannot be bought, an image that cannot be pulled) is evicted, its pods deleted, and requeued with
-  exponential backoff (https://kueue.sigs.k8s.io/docs/tasks/manage/setup_wait_for_pods_ready/).
-  For a job on an ordinary group Kueue's ProvisioningRequest admission check
-  (https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/) is not used: the class that scales up
-  (``best-effort-atomic-scale-up``) marks the request Provisioned as soon as the scale-up is requested and scales
-  with the node group's AtomicIncreaseSize, which the autoscaler's AWS provider does not implement, so it falls back
-  to a plain IncreaseSize (source keys ``ca-provreq-best-effort-atomic``, ``ca-aws-atomic-increase``): on EKS an Auto
-  Scaling group short of instances launches part of the gang with or without it, and what it adds there, one
-  scale-up decision for the whole gang within the group's maximum, the quota already gives. It is used where it
-  is the only way a job gets nodes at all: topology-aware groups that autoscale (:func:`with_topology`).
-- **Queueing strategy StrictFIFO**: jobs are admitted by priority, then creation time, and the head of the queue
-  blocks the ones behind it even when a smaller one would fit (BestEffortFIFO would let small jobs overtake a large
-  one for ever on a busy group: a multi-node training job would starve behind evaluations),
-  https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/#queueing-strategy.
-- **Priorities by stage, then kind**: a job outranks every job that waits for it (``after``), so when a waiting job
-  was created first and holds the nodes its predecessor needs (pulumi creates independent resources concurrently),
-  Kueue preempts it for the predecessor (``withinClusterQueue: LowerPriority``) instead of the two waiting for each
-  other: stage ``n`` is a job after ``n`` levels of jobs; within a stage, health checks, evaluations, training, then
-  experiments (:data:`KIND_OFFSET`), https://kueue.sigs.k8s.io/docs/concepts/workload_priority_class/.
-- **Teams** (``teams``): per team a ClusterQueue ``team-<name>`` in the cohort :data:`COHORT` with ``quotaPercent``
-  of every group's ``maxSize`` nodes, and a LocalQueue in its namespace; the stack's own ClusterQueue joins the cohort
-  with the rest, so the cohort's quota is the fleet (https://kueue.sigs.k8s.io/docs/concepts/cohort/). A queue
-  reclaims the quota others borrowed from it (``reclaimWithinCohort: Any``,
-  https://kueue.sigs.k8s.io/docs/concepts/preemption/).
-- **Topology-aware placement** (:func:`with_topology`): a worker group whose nodes carry the EC2 network-topology labels
-  (:mod:`components.catalog.topology`), unless ``topology: false``, gets a Kueue Topology of those layers down to the
-  node, named by its flavor, and its jobs' pods prefer one lowest-layer network node (:data:`TOPOLOGY_ANNOTATION`),
-  https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/. When such a group autoscales, its flavor carries
-  the ProvisioningRequest admission check (:class:`ProvisioningPlan`): Kueue reserves the quota, asks the cluster
-  autoscaler for the job's nodes in one ProvisioningRequest, and assigns the topology on the nodes that then exist.
-"""
+Why, with Kueue's and the autoscaler's sources: docs/explanation/admission.md."""
 
 from __future__ import annotations
 

@@ -1,20 +1,14 @@
 """``python -m stacks.plan --stack NAME [--json] [--stack-file PATH] [--from OLD]``: what a stack will create and cost,
 offline; with ``--from``, what changing a running stack from OLD does instead (:mod:`stacks.plan.upgrade`).
 
-No AWS call and no credentials: the stack file is read as :mod:`stacks.preflight` reads it, validated with the same
-rules and messages as ``pulumi up`` (exit status 2 on a bad configuration), planned, and printed: each node group
-(types, sizes, capacity type, zone, GPUs and EFA interfaces per node, AMI type), each job by step
-(kind, group, nodes, processes, GPUs and EFA interfaces per pod, what it waits for; the jobs of a step start
-together), the shared storage, what
-preflight will check in the account, the estimated cost running and idle (how each line is priced: spot at an
-assumed or configured discount, Capacity Blocks prepaid), and the modelled path from an empty account to the first
-training step: the program evaluated offline under the mocks (:mod:`stacks.mocked`), its resource graph timed with the
-catalog's durations (:mod:`stacks.plan.timeline`), each step with its minutes, the total against the floor (the cluster,
-one node group and the pods' start). ``--json`` prints the same report as JSON.
+No AWS call and no credentials. The stack file is validated with the same rules and messages as ``pulumi up`` (exit
+status 2 on a bad configuration), planned and printed (:func:`report`, :func:`render`): the node groups, the jobs by
+step, the queues, the shared storage, what preflight will check, the cost running and idle, and the modelled path to
+the first training step (:func:`model_first_step`, :mod:`stacks.plan.timeline`). Spot is priced at an assumed or
+configured discount, and Capacity Blocks as prepaid. ``--json`` prints the same as JSON.
 
-What needs the account is not known offline: which zones a zone *count* resolves to, whether a zone exists in the
-region, offerings, quotas and reservations (preflight checks those, and ``pulumi up`` runs preflight first).
-"""
+What needs the account is not known offline: the zones a zone count resolves to, whether a zone exists, offerings,
+quotas and reservations. Preflight checks those, and ``pulumi up`` runs it first."""
 
 import json
 from typing import Any, Optional, Sequence
