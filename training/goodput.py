@@ -204,33 +204,84 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
+@dataclass
+class _Split:
+    """The split of the wall time from ``t0`` to ``end`` as the attempts are read, in start order."""
+
+    t0: float
+    end: float
+    totals: dict[str, float] = field(default_factory=lambda: {c: 0.0 for c in CATEGORIES})
+    kept: list[_Work] = field(default_factory=list)
+    recomputed_steps: int = 0
+    interruptions: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, category: str, a0: float, a1: float) -> None:
+        """Count the time from ``a0`` to ``a1`` (clipped to the run) as ``category``."""
+        a0, a1 = max(a0, self.t0), min(a1, self.end)
+        if a1 > a0:
+            self.totals[category] += a1 - a0
+
+
 def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> dict[str, Any]:
     """The split of a job's wall time from its ledger records (:func:`read_ledgers`); ``end``: the run's end (default:
     the ``done`` record, else the newest record). docs/explanation/operations.md explains the categories."""
     records = sorted(records, key=lambda r: float(r["time"]))
     if not records:
-        return {
-            "goodput": None,
-            "wall_s": 0.0,
-            "time_s": {c: 0.0 for c in CATEGORIES},
-            "lost_s": 0.0,
-            "recomputed_steps": 0,
-            "attempts": 0,
-            "interruptions": [],
-        }
-    t0 = (
+        return _nothing_recorded()
+    t0 = _run_start(records)
+    if end is None:
+        end = _run_end(records)
+    order = _attempts(records)
+    split = _Split(t0, end)
+    split.add("waiting", t0, order[0].start if order else end)
+    previous: Optional[_Attempt] = None
+    for index, a in enumerate(order):
+        followed = index + 1 < len(order)
+        _split_attempt(split, a, previous, order[index + 1].start if followed else end, followed)
+        previous = a
+    return _result(split, order)
+
+
+def _nothing_recorded() -> dict[str, Any]:
+    return {
+        "goodput": None,
+        "wall_s": 0.0,
+        "time_s": {c: 0.0 for c in CATEGORIES},
+        "lost_s": 0.0,
+        "recomputed_steps": 0,
+        "attempts": 0,
+        "interruptions": [],
+    }
+
+
+def _run_start(records: list[dict[str, Any]]) -> float:
+    """The first launch or start, else the first record."""
+    return (
         min(float(r["time"]) for r in records if r["kind"] in ("launch", "start"))
         if any(r["kind"] in ("launch", "start") for r in records)
         else float(records[0]["time"])
     )
-    if end is None:
-        done = [float(r["time"]) for r in records if r["kind"] == "done"]
-        end = max(done) if done else max(float(r["time"]) for r in records)
+
+
+def _run_end(records: list[dict[str, Any]]) -> float:
+    """The last ``done`` record, else the newest record."""
+    done = [float(r["time"]) for r in records if r["kind"] == "done"]
+    return max(done) if done else max(float(r["time"]) for r in records)
+
+
+def _attempts(records: list[dict[str, Any]]) -> list[_Attempt]:
+    """Every attempt with its steps, held time and end, in start order."""
     attempts: dict[str, _Attempt] = {}
     for r in records:
         key = r.get("attempt")
         if r["kind"] == "start" and isinstance(key, str):
             attempts[key] = _Attempt(key, float(r["time"]))
+    _read_attempt_records(records, attempts)
+    _end_at_clean_exits(records, attempts)
+    return sorted(attempts.values(), key=lambda a: a.start)
+
+
+def _read_attempt_records(records: list[dict[str, Any]], attempts: dict[str, _Attempt]) -> None:
     for r in records:
         a = attempts.get(str(r.get("attempt")))
         if a is None:
@@ -244,113 +295,118 @@ def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> d
             a.held.append((t, t + float(r["seconds"]), str(r["category"])))
         elif r["kind"] in ("stopped", "done"):
             a.ended, a.end_time = r["kind"], t
+
+
+def _end_at_clean_exits(records: list[dict[str, Any]], attempts: dict[str, _Attempt]) -> None:
+    """A command that exited 0 is done (the whole contract of a user's program: it prints no "done" line): its pod's
+    last attempt ended then, and the time after its last step is finishing, not time lost to a failure; unless the
+    run gave up (wrote its FAILED file), whose time after the last step stays lost."""
     for r in records:
-        # A command that exited 0 is done (the whole contract of a user's program: it prints no "done" line): its pod's
-        # last attempt ended then, and the time after its last step is finishing, not time lost to a failure; unless
-        # the run gave up (wrote its FAILED file), whose time after the last step stays lost.
         if r["kind"] == "exit" and r.get("command_code") == 0 and not r.get("failed"):
             t = float(r["time"])
             mine = [a for a in attempts.values() if a.id.startswith(f"{r.get('source')}#") and a.start <= t]
             last = max(mine, key=lambda a: a.start, default=None)
             if last is not None and last.ended is None:
                 last.ended, last.end_time = "done", t
-    order = sorted(attempts.values(), key=lambda a: a.start)
 
-    totals = {c: 0.0 for c in CATEGORIES}
 
-    def add(category: str, a0: float, a1: float) -> None:
-        a0, a1 = max(a0, t0), min(a1, end)
-        if a1 > a0:
-            totals[category] += a1 - a0
-
-    kept: list[_Work] = []
-    recomputed_steps = 0
-    interruptions: list[dict[str, Any]] = []
-    add("waiting", t0, order[0].start if order else end)
-    previous: Optional[_Attempt] = None
-    for index, a in enumerate(order):
-        cutoff = order[index + 1].start if index + 1 < len(order) else end
-        points = sorted(p for p in a.points if p[0] <= cutoff)
-        monotonic: list[tuple[float, int]] = []
-        for p in points:
-            if not monotonic or p[1] >= monotonic[-1][1]:
-                monotonic.append(p)
-        points = monotonic
-        after_failure = previous is not None and previous.ended is None
-        if not points:  # never reached a step (failed or stopped while starting): the gap goes on
-            add("restarting" if after_failure else "starting", a.start, cutoff)
-            if after_failure:
-                a.ended = None
-            previous = a
-            continue
-        # Steps an earlier attempt trained beyond where this one resumes are trained again.
-        resume = a.resume_step if a.resume_step is not None else points[0][1] - 1
-        for work in kept:
-            if work.hi > resume:
-                steps = work.hi - max(work.lo, resume)
-                moved = work.seconds * steps / (work.hi - work.lo)
-                totals["recomputed"] += moved
-                recomputed_steps += steps
-                if interruptions:
-                    interruptions[-1]["recomputed_steps"] += steps
-                    interruptions[-1]["recomputed_s"] += moved
-                work.seconds -= moved
-                work.hi = max(work.lo, resume)
-        if interruptions and interruptions[-1]["resumed_step"] is None:
-            interruptions[-1]["resumed_step"] = resume
-            interruptions[-1]["resumed_at"] = points[0][0]
-        add("restarting" if after_failure else "starting", a.start, points[0][0])
-        for (t_a, s_a), (t_b, s_b) in zip(points, points[1:]):
-            span = t_b - t_a
-            held = {"checkpointing": 0.0, "evaluating": 0.0}
-            for h0, h1, category in a.held:
-                held[category] = held.get(category, 0.0) + _overlap(t_a, t_b, h0, h1)
-            held_total = min(span, sum(held.values()))
-            for category, seconds in held.items():
-                totals[category] += seconds * (held_total / sum(held.values())) if held_total else 0.0
-            if s_b > s_a:
-                kept.append(_Work(a.id, s_a, s_b, span - held_total))
-            else:
-                totals["checkpointing"] += span - held_total  # no step advanced: the loop was held
-        last_t = points[-1][0]
-        if a.ended in ("stopped", "done") and a.end_time is not None and a.end_time <= cutoff:
-            add("checkpointing" if a.ended == "stopped" else "finishing", last_t, a.end_time)
-            add("waiting" if a.ended == "stopped" else "finishing", a.end_time, cutoff)
-            if a.ended == "stopped" and index + 1 < len(order):
-                interruptions.append(
-                    {
-                        "attempt": a.id,
-                        "cause": "stop",
-                        "at": round(a.end_time, 3),
-                        "last_step": points[-1][1],
-                        "resumed_step": None,
-                        "resumed_at": None,
-                        "recomputed_steps": 0,
-                        "recomputed_s": 0.0,
-                    }
-                )
-        else:
+def _split_attempt(split: _Split, a: _Attempt, previous: Optional[_Attempt], cutoff: float, followed: bool) -> None:
+    """Add one attempt's time, up to ``cutoff`` (the next attempt's start, else the run's end)."""
+    points = _rising_points(a, cutoff)
+    after_failure = previous is not None and previous.ended is None
+    if not points:  # never reached a step (failed or stopped while starting): the gap goes on
+        split.add("restarting" if after_failure else "starting", a.start, cutoff)
+        if after_failure:
             a.ended = None
-            add("restarting", last_t, cutoff)
-            if index + 1 < len(order):
-                interruptions.append(
-                    {
-                        "attempt": a.id,
-                        "cause": "failure",
-                        "at": round(last_t, 3),
-                        "last_step": points[-1][1],
-                        "resumed_step": None,
-                        "resumed_at": None,
-                        "recomputed_steps": 0,
-                        "recomputed_s": 0.0,
-                    }
-                )
-        previous = a
-    totals["training"] = sum(w.seconds for w in kept)
-    wall = end - t0
+        return
+    # Steps an earlier attempt trained beyond where this one resumes are trained again.
+    resume = a.resume_step if a.resume_step is not None else points[0][1] - 1
+    _recompute(split, resume)
+    if split.interruptions and split.interruptions[-1]["resumed_step"] is None:
+        split.interruptions[-1]["resumed_step"] = resume
+        split.interruptions[-1]["resumed_at"] = points[0][0]
+    split.add("restarting" if after_failure else "starting", a.start, points[0][0])
+    _split_steps(split, a, points)
+    _split_attempt_end(split, a, points, cutoff, followed)
+
+
+def _rising_points(a: _Attempt, cutoff: float) -> list[tuple[float, int]]:
+    """The attempt's (time, step) points up to ``cutoff`` whose step never goes back."""
+    monotonic: list[tuple[float, int]] = []
+    for p in sorted(p for p in a.points if p[0] <= cutoff):
+        if not monotonic or p[1] >= monotonic[-1][1]:
+            monotonic.append(p)
+    return monotonic
+
+
+def _recompute(split: _Split, resume: int) -> None:
+    """Move the training time of kept steps past ``resume`` to ``recomputed``."""
+    for work in split.kept:
+        if work.hi > resume:
+            steps = work.hi - max(work.lo, resume)
+            moved = work.seconds * steps / (work.hi - work.lo)
+            split.totals["recomputed"] += moved
+            split.recomputed_steps += steps
+            if split.interruptions:
+                split.interruptions[-1]["recomputed_steps"] += steps
+                split.interruptions[-1]["recomputed_s"] += moved
+            work.seconds -= moved
+            work.hi = max(work.lo, resume)
+
+
+def _split_steps(split: _Split, a: _Attempt, points: list[tuple[float, int]]) -> None:
+    """Between two points: the held time (checkpointing, evaluating), the rest training if a step advanced."""
+    for (t_a, s_a), (t_b, s_b) in zip(points, points[1:]):
+        span = t_b - t_a
+        held = {"checkpointing": 0.0, "evaluating": 0.0}
+        for h0, h1, category in a.held:
+            held[category] = held.get(category, 0.0) + _overlap(t_a, t_b, h0, h1)
+        held_total = min(span, sum(held.values()))
+        for category, seconds in held.items():
+            split.totals[category] += seconds * (held_total / sum(held.values())) if held_total else 0.0
+        if s_b > s_a:
+            split.kept.append(_Work(a.id, s_a, s_b, span - held_total))
+        else:
+            split.totals["checkpointing"] += span - held_total  # no step advanced: the loop was held
+
+
+def _split_attempt_end(
+    split: _Split, a: _Attempt, points: list[tuple[float, int]], cutoff: float, followed: bool
+) -> None:
+    """After the last step: a stop's checkpoint and wait, a finish, or time lost to a failure."""
+    last_t = points[-1][0]
+    if a.ended in ("stopped", "done") and a.end_time is not None and a.end_time <= cutoff:
+        split.add("checkpointing" if a.ended == "stopped" else "finishing", last_t, a.end_time)
+        split.add("waiting" if a.ended == "stopped" else "finishing", a.end_time, cutoff)
+        if a.ended == "stopped" and followed:
+            split.interruptions.append(_interruption(a, "stop", a.end_time, points[-1][1]))
+    else:
+        a.ended = None
+        split.add("restarting", last_t, cutoff)
+        if followed:
+            split.interruptions.append(_interruption(a, "failure", last_t, points[-1][1]))
+
+
+def _interruption(a: _Attempt, cause: str, at: float, last_step: int) -> dict[str, Any]:
+    return {
+        "attempt": a.id,
+        "cause": cause,
+        "at": round(at, 3),
+        "last_step": last_step,
+        "resumed_step": None,
+        "resumed_at": None,
+        "recomputed_steps": 0,
+        "recomputed_s": 0.0,
+    }
+
+
+def _result(split: _Split, order: list[_Attempt]) -> dict[str, Any]:
+    totals = split.totals
+    totals["training"] = sum(w.seconds for w in split.kept)
+    wall = split.end - split.t0
     # What no record covers (rounding, a trailing gap) is finishing time, so the split adds up to the wall time.
     totals["finishing"] += max(0.0, wall - sum(totals.values()))
-    for item in interruptions:
+    for item in split.interruptions:
         item["recomputed_s"] = round(item["recomputed_s"], 3)
         resumed_at = item.pop("resumed_at")
         item["paused_s"] = round(resumed_at - item["at"], 3) if resumed_at is not None else None
@@ -363,9 +419,9 @@ def account(records: Iterable[dict[str, Any]], end: Optional[float] = None) -> d
         "wall_s": round(wall, 3),
         "time_s": {c: round(v, 3) for c, v in totals.items()},
         "lost_s": round(lost, 3),
-        "recomputed_steps": recomputed_steps,
+        "recomputed_steps": split.recomputed_steps,
         "attempts": len(order),
-        "interruptions": interruptions,
+        "interruptions": split.interruptions,
     }
 
 

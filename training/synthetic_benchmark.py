@@ -189,11 +189,8 @@ def main(argv: list[str] | None = None) -> int:
 def run(
     args: argparse.Namespace, device: torch.device, rank: int, world: int, distributed: bool, started: float
 ) -> int:
-    use_amp = device.type == "cuda"
     torch.manual_seed(rank)
-    model: nn.Module = resnet(args.model, args.classes).to(device)
-    if use_amp:
-        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    model = build_model(args.model, args.classes, device)
     params = sum(p.numel() for p in model.parameters())
     emit(
         rank,
@@ -207,6 +204,39 @@ def run(
         image_size=args.image_size,
         torch=torch.__version__,
     )
+    step = training_step(model, args, device, distributed)
+    for _ in range(args.warmup_steps):
+        step()
+    synchronize(device, distributed)
+    emit(rank, "warmed_up", steps=args.warmup_steps)
+    # For the launcher's goodput accounting (goodput.py): the warm-up is starting time, the timed steps are training.
+    emit(rank, "first_step", step=args.warmup_steps)
+    elapsed, loss = timed_steps(step, args.steps, device)
+    elapsed, mean_loss = across_ranks(elapsed, loss, device, distributed, world)
+    result = benchmark_result(args, params, world, elapsed, mean_loss, device)
+    emit(rank, "progress", step=args.warmup_steps + args.steps)
+    emit(rank, "benchmark_result", **result)
+    if rank == 0 and args.output_dir is not None:
+        write_outputs(args.output_dir, result, args, world, started)
+        emit(rank, "done")
+    if distributed:
+        dist.barrier()
+    return 0
+
+
+def build_model(name: str, classes: int, device: torch.device) -> nn.Module:
+    """The ResNet on ``device`` (channels-last on a GPU, for mixed precision)."""
+    model: nn.Module = resnet(name, classes).to(device)
+    if device.type == "cuda":
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    return model
+
+
+def training_step(
+    model: nn.Module, args: argparse.Namespace, device: torch.device, distributed: bool
+) -> Callable[[], torch.Tensor]:
+    """One SGD step on one random batch, the same every step (DDP when ``distributed``; fp16 autocast on a GPU)."""
+    use_amp = device.type == "cuda"
     ddp: nn.Module = (
         DistributedDataParallel(model, device_ids=[device.index] if use_amp else None) if distributed else model
     )
@@ -227,36 +257,47 @@ def run(
         scaler.update()
         return loss.detach()
 
-    def sync() -> None:
-        if use_amp:
-            torch.cuda.synchronize(device)
-        if distributed:
-            dist.barrier()
+    return step
 
-    for _ in range(args.warmup_steps):
-        step()
-    sync()
-    emit(rank, "warmed_up", steps=args.warmup_steps)
-    # For the launcher's goodput accounting (goodput.py): the warm-up is starting time, the timed steps are training.
-    emit(rank, "first_step", step=args.warmup_steps)
+
+def synchronize(device: torch.device, distributed: bool) -> None:
+    """Wait for the GPU's queued work, then for every rank."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    if distributed:
+        dist.barrier()
+
+
+def timed_steps(step: Callable[[], torch.Tensor], steps: int, device: torch.device) -> tuple[float, torch.Tensor]:
+    """Seconds ``steps`` steps took on this rank, and the last step's loss."""
     t0 = time.perf_counter()
     loss = torch.zeros((), device=device)
-    for _ in range(args.steps):
+    for _ in range(steps):
         loss = step()
-    if use_amp:
+    if device.type == "cuda":
         torch.cuda.synchronize(device)
-    elapsed = time.perf_counter() - t0
-    # the slowest rank's time, and the loss averaged over ranks
+    return time.perf_counter() - t0, loss
+
+
+def across_ranks(
+    elapsed: float, loss: torch.Tensor, device: torch.device, distributed: bool, world: int
+) -> tuple[float, float]:
+    """The slowest rank's time, and the loss averaged over ranks."""
     totals = torch.tensor([elapsed, float(loss)], dtype=torch.float64, device=device)
     if distributed:
         slowest = totals[:1].clone()
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         dist.all_reduce(totals, op=dist.ReduceOp.SUM)
-        elapsed, mean_loss = float(slowest[0]), float(totals[1]) / world
-    else:
-        mean_loss = float(totals[1])
+        return float(slowest[0]), float(totals[1]) / world
+    return elapsed, float(totals[1])
+
+
+def benchmark_result(
+    args: argparse.Namespace, params: int, world: int, elapsed: float, mean_loss: float, device: torch.device
+) -> dict[str, Any]:
+    """The ``benchmark_result`` line's fields, also ``synthetic_benchmark.json``."""
     images_per_sec = args.steps * args.batch_size * world / elapsed
-    result = {
+    return {
         "model": args.model,
         "parameters": params,
         "world_size": world,
@@ -270,31 +311,27 @@ def run(
         "images_per_sec_per_process": round(images_per_sec / world, 2),
         "final_loss": round(mean_loss, 5),
         "device": device.type,
-        "amp": use_amp,
+        "amp": device.type == "cuda",
     }
-    emit(rank, "progress", step=args.warmup_steps + args.steps)
-    emit(rank, "benchmark_result", **result)
-    if rank == 0 and args.output_dir is not None:
-        out: Path = args.output_dir
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "synthetic_benchmark.json").write_text(json.dumps(result, indent=1) + "\n")
-        metrics.write_metrics(
-            out,
-            "synthetic_benchmark.py",
-            wall_time_s=round(time.time() - started, 3),
-            throughput=result["images_per_sec"],
-            throughput_unit="images/s",
-            final_loss=result["final_loss"],
-            world_size=world,
-            model=args.model,
-            timed_s=result["timed_s"],
-            images_per_sec_per_process=result["images_per_sec_per_process"],
-        )
-        (out / DONE_MARKER).write_text(json.dumps({"finished_at": dt.datetime.now(dt.UTC).isoformat()}) + "\n")
-        emit(rank, "done")
-    if distributed:
-        dist.barrier()
-    return 0
+
+
+def write_outputs(out: Path, result: dict[str, Any], args: argparse.Namespace, world: int, started: float) -> None:
+    """Rank 0's ``synthetic_benchmark.json``, ``metrics.json`` and ``DONE`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "synthetic_benchmark.json").write_text(json.dumps(result, indent=1) + "\n")
+    metrics.write_metrics(
+        out,
+        "synthetic_benchmark.py",
+        wall_time_s=round(time.time() - started, 3),
+        throughput=result["images_per_sec"],
+        throughput_unit="images/s",
+        final_loss=result["final_loss"],
+        world_size=world,
+        model=args.model,
+        timed_s=result["timed_s"],
+        images_per_sec_per_process=result["images_per_sec_per_process"],
+    )
+    (out / DONE_MARKER).write_text(json.dumps({"finished_at": dt.datetime.now(dt.UTC).isoformat()}) + "\n")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,16 @@ def epoch_log(keras: Any, index: int, epochs: int) -> Any:
     return EpochLog()
 
 
+@dataclass
+class Trained:
+    """What a worker's training left: Keras' history, the epoch log, the seconds it took and its private folder."""
+
+    history: Any
+    progress: Any
+    seconds: float
+    private: Path
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import tensorflow as tf
@@ -136,15 +147,47 @@ def main(argv: list[str] | None = None) -> int:
     x_train, y_train = load_split(args.data_dir, train=True)
     x_test, y_test = load_split(args.data_dir, train=False)
     global_batch = args.batch_size * strategy.num_replicas_in_sync
-    steps = len(x_train) // global_batch
-    if args.steps_per_epoch:
-        steps = min(steps, args.steps_per_epoch)
+    steps = steps_per_epoch(len(x_train), global_batch, args.steps_per_epoch)
     if steps < 1:
         print(
             f"train_tf.py: error: a global batch of {global_batch} is larger than the {len(x_train)} images",
             file=sys.stderr,
         )
         return 2
+    train = train_dataset(tf, x_train, y_train, global_batch, args.seed)
+    model = compiled_model(keras, strategy, args.learning_rate, global_batch)
+    trained = train_model(keras, model, train, args, index, steps)
+    loss, accuracy = model.evaluate(x_test, y_test, batch_size=512, verbose=0)
+    digest = weights_digest(model.get_weights())
+    out = args.output_dir
+    model.save(str((out if chief else trained.private) / "model.keras"))
+    write_json(
+        out / f"worker-{index}.json",
+        {
+            "index": index,
+            "workers": workers,
+            "weights_sha256": digest,
+            "initial_epoch": trained.progress.initial_epoch,
+            "test_accuracy": float(accuracy),
+        },
+    )
+    shutil.rmtree(trained.private, ignore_errors=True)
+    if chief:
+        write_summary(out, args.epochs, trained, steps, global_batch, workers, loss, accuracy, digest)
+        print(json.dumps({"event": "done", "test_accuracy": float(accuracy), "weights_sha256": digest}), flush=True)
+    return 0
+
+
+def steps_per_epoch(images: int, global_batch: int, cap: int) -> int:
+    """Whole global batches in an epoch of ``images``, at most ``cap`` (0: no cap)."""
+    steps = images // global_batch
+    if cap:
+        steps = min(steps, cap)
+    return steps
+
+
+def train_dataset(tf: Any, x_train: np.ndarray, y_train: np.ndarray, global_batch: int, seed: int) -> Any:
+    """The shuffled, flipped, repeated training set in global batches, sharded by data across the workers."""
 
     def augment(x: Any, y: Any) -> tuple[Any, Any]:
         x = tf.image.random_flip_left_right(x)
@@ -152,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
 
     train = (
         tf.data.Dataset.from_tensor_slices((x_train, y_train))
-        .shuffle(len(x_train), seed=args.seed)
+        .shuffle(len(x_train), seed=seed)
         .map(augment)
         .repeat()
         .batch(global_batch, drop_remainder=True)
@@ -160,8 +203,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    train = train.with_options(options)
+    return train.with_options(options)
 
+
+def compiled_model(keras: Any, strategy: Any, learning_rate: float, global_batch: int) -> Any:
+    """The CNN (three blocks of two convolutions), compiled in the strategy's scope; ``learning_rate`` is for a global
+    batch of 256, scaled linearly."""
     with strategy.scope():
         layers = keras.layers
         # BatchNormalization's moving averages with momentum 0.9 (PyTorch's default; Keras' 0.99 needs
@@ -186,13 +233,19 @@ def main(argv: list[str] | None = None) -> int:
                 layers.Dense(10),
             ]
         )
-        lr = args.learning_rate * global_batch / 256
+        lr = learning_rate * global_batch / 256
         model.compile(
             optimizer=keras.optimizers.SGD(lr, momentum=0.9, nesterov=True),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             metrics=["accuracy"],
         )
+    return model
 
+
+def train_model(keras: Any, model: Any, train: Any, args: argparse.Namespace, index: int, steps: int) -> Trained:
+    """Fit ``args.epochs`` epochs of ``steps`` steps, resuming from ``<output>/backup`` when a backup is there, with
+    the epoch log and TensorBoard."""
+    chief = index == 0
     out = args.output_dir
     backup = keras.callbacks.BackupAndRestore(
         str(out / "backup"), save_freq=args.backup_every_steps or "epoch", delete_checkpoint=False
@@ -210,40 +263,38 @@ def main(argv: list[str] | None = None) -> int:
         verbose=2 if chief else 0,
         callbacks=[backup, progress, keras.callbacks.TensorBoard(str(tb_dir), update_freq="epoch")],
     )
-    seconds = time.time() - started
-    loss, accuracy = model.evaluate(x_test, y_test, batch_size=512, verbose=0)
-    digest = weights_digest(model.get_weights())
-    model.save(str((out if chief else private) / "model.keras"))
+    return Trained(history, progress, time.time() - started, private)
+
+
+def write_summary(
+    out: Path,
+    epochs: int,
+    trained: Trained,
+    steps: int,
+    global_batch: int,
+    workers: int,
+    loss: Any,
+    accuracy: Any,
+    digest: str,
+) -> None:
+    """The chief's ``<output>/summary.json``: the run's shape, its test loss and accuracy, weights and speed."""
+    seconds, history = trained.seconds, trained.history
     write_json(
-        out / f"worker-{index}.json",
+        out / "summary.json",
         {
-            "index": index,
+            "epochs": epochs,
+            "initial_epoch": trained.progress.initial_epoch,
+            "steps_per_epoch": steps,
+            "global_batch": global_batch,
             "workers": workers,
-            "weights_sha256": digest,
-            "initial_epoch": progress.initial_epoch,
+            "test_loss": float(loss),
             "test_accuracy": float(accuracy),
+            "weights_sha256": digest,
+            "seconds": round(seconds, 3),
+            "images_per_sec": round(len(history.epoch) * steps * global_batch / max(seconds, 1e-9), 1),
+            "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
         },
     )
-    shutil.rmtree(private, ignore_errors=True)
-    if chief:
-        write_json(
-            out / "summary.json",
-            {
-                "epochs": args.epochs,
-                "initial_epoch": progress.initial_epoch,
-                "steps_per_epoch": steps,
-                "global_batch": global_batch,
-                "workers": workers,
-                "test_loss": float(loss),
-                "test_accuracy": float(accuracy),
-                "weights_sha256": digest,
-                "seconds": round(seconds, 3),
-                "images_per_sec": round(len(history.epoch) * steps * global_batch / max(seconds, 1e-9), 1),
-                "history": {k: [float(v) for v in vals] for k, vals in history.history.items()},
-            },
-        )
-        print(json.dumps({"event": "done", "test_accuracy": float(accuracy), "weights_sha256": digest}), flush=True)
-    return 0
 
 
 if __name__ == "__main__":
