@@ -24,6 +24,7 @@ from components.catalog.operations import NODE_MONITORING_ADDON, NODE_MONITORING
 from components.iam import account_admin_key_policy, eks_access_policy_arn, managed_policy_arn, service_trust_policy
 from components.naming import fit_name, name_limit
 from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
+from components.nodeplan import SYSTEM_DISK_SIZE_GIB
 from components.partition import current_partition
 from components.scheduling import SYSTEM_ROLE
 
@@ -49,9 +50,6 @@ LATE_ADDONS = ("coredns", "metrics-server", NODE_MONITORING_ADDON)
 #: The cluster DNS add-on: what pods that resolve names wait for.
 DNS_ADDON = "coredns"
 
-#: The system nodes' root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's
-#: default too: ``systemNodeGroup.diskSizeGib``).
-SYSTEM_DISK_SIZE_GIB = 50
 #: Add-on settings (``configurationValues``): the VPC CNI enforces Kubernetes NetworkPolicies; the node monitoring
 #: agent's DCGM host engine (``dcgm-server``) tolerates what the agent tolerates, so it runs on the tainted GPU nodes.
 ADDON_CONFIGURATION: Mapping[str, Mapping[str, object]] = {

@@ -18,7 +18,7 @@ import base64
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Literal, Optional, Sequence, TypedDict, get_args
+from typing import Optional, Sequence, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -32,6 +32,8 @@ from components.catalog.sources import SOURCES
 from components.catalog.timings import PROVIDER_NODE_GROUP_WAIT
 from components.naming import fit_prefix, name_limit, short_hash
 from components.nodeplan import (
+    CAPACITY_TYPES,
+    DEFAULT_DISK_SIZE_GIB,
     ami_type,
     autoscaler_template_tags,
     efa_profile,
@@ -47,10 +49,6 @@ from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
 #: work, as in EKS's own launch templates; credentials for workloads come from EKS Pod Identity.
 IMDS_HOP_LIMIT = 2
 
-#: The nodes' root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's default
-#: too: ``nodeGroups.<g>.diskSizeGib``).
-DEFAULT_DISK_SIZE_GIB = 100
-
 #: Name of the Auto Scaling scheduled action that sizes a Capacity Block group when its block starts.
 CAPACITY_BLOCK_START_ACTION = "eks-training-capacity-block-start"
 #: The EKS guide for managed node groups with Capacity Blocks: the launch template carries InstanceMarketOptions
@@ -61,10 +59,6 @@ CAPACITY_BLOCK_GUIDE = SOURCES["eks-capacity-blocks-mng"].url
 SCHEDULE_MARGIN = timedelta(minutes=5)
 #: Capacity Block states before the block is active (its instances cannot launch yet).
 CAPACITY_BLOCK_PENDING_STATES = ("payment-pending", "scheduled")
-
-#: EKS capacity types (listed once).
-CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
-CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)
 
 
 class RepairOverrideSpec(TypedDict):

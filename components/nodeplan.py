@@ -11,7 +11,7 @@ it and the plan's reports (:mod:`stacks.plan.upgrade`) describe it, with the sam
 """
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Literal, Mapping, Optional, Sequence, get_args
 
 from components.catalog import (
     AMI_TYPES,
@@ -30,6 +30,16 @@ from components.catalog.platform import NO_SURGE_CAPACITY, NODE_UPDATE_STRATEGIE
 from components.catalog.sources import SOURCES
 from components.catalog.timings import NODE_ROLL, NODE_SURGE
 from components.scheduling import NodeTaint, node_scheduling
+
+#: EKS capacity types (listed once).
+CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
+CAPACITY_TYPES: tuple[str, ...] = get_args(CapacityType)
+#: A worker group's root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's
+#: default too: ``nodeGroups.<g>.diskSizeGib``).
+DEFAULT_DISK_SIZE_GIB = 100
+#: The system nodes' root volume (gp3, encrypted) when the caller gives no ``disk_size_gib`` (the stack config's
+#: default too: ``systemNodeGroup.diskSizeGib``).
+SYSTEM_DISK_SIZE_GIB = 50
 
 #: Fraction of a node's allocatable CPU and memory a pod that fills the node requests (the rest is
 #: left for DaemonSets: VPC CNI, kube-proxy, CSI node plugins, Pod Identity agent, device plugins).

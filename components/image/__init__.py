@@ -7,6 +7,8 @@ settings the build runs with), :mod:`~components.image.build_provider` (the dyna
 build), :mod:`~components.image.component` (``TrainingImage``).
 """
 
+from typing import TYPE_CHECKING
+
 from components.image.aws_settings import (
     AssumeRole,
     AwsSettings,
@@ -14,16 +16,13 @@ from components.image.aws_settings import (
     aws_settings_from_config,
     stack_aws_settings,
 )
-from components.image.buildspec import buildspec, lifecycle_policy_document
-from components.image.component import (
+from components.image.buildspec import (
     COMPUTE_TYPES,
-    DEFAULT_BUILD_TIMEOUT_MINUTES,
     DEFAULT_COMPUTE_TYPE,
-    DEFAULT_KEEP_IMAGES,
     PLATFORM_BUILD_ENVIRONMENTS,
     ComputeType,
-    TrainingImage,
-    TrainingImageArgs,
+    buildspec,
+    lifecycle_policy_document,
 )
 from components.image.context import (
     CONTEXT_PREFIX,
@@ -38,6 +37,23 @@ from components.image.context import (
     write_context_zip,
 )
 from components.image.reference import is_docker_hub, registry_of, validate_image_reference
+from components.lazy import lazy_exports
+
+# the component and its build provider import the AWS SDK: on first use
+if TYPE_CHECKING:
+    from components.image.component import (
+        DEFAULT_BUILD_TIMEOUT_MINUTES,
+        DEFAULT_KEEP_IMAGES,
+        TrainingImage,
+        TrainingImageArgs,
+    )
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "component": ("DEFAULT_BUILD_TIMEOUT_MINUTES", "DEFAULT_KEEP_IMAGES", "TrainingImage", "TrainingImageArgs"),
+    },
+)
 
 __all__ = [
     "AssumeRole",

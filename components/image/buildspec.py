@@ -1,4 +1,4 @@
-"""The CodeBuild buildspec and the ECR lifecycle policy of the image build (pure).
+"""The CodeBuild environment, buildspec and ECR lifecycle policy of the image build (pure).
 
 The build's network steps (registry logins, base-image pulls, ``docker build``, ``docker push``) fail now and
 then for reasons that pass (throttling, a reset connection, a registry hiccup); each runs under ``retry``, a
@@ -9,10 +9,27 @@ the working directory from one command to the next (source key ``codebuild-shell
 
 import functools
 import json
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 
+#: platform -> (CodeBuild environment type, curated CodeBuild image with Docker)
+PLATFORM_BUILD_ENVIRONMENTS: dict[str, tuple[str, str]] = {
+    "linux/amd64": ("LINUX_CONTAINER", "aws/codebuild/amazonlinux2-x86_64-standard:5.0"),
+    "linux/arm64": ("ARM_CONTAINER", "aws/codebuild/amazonlinux2-aarch64-standard:3.0"),
+}
+#: CodeBuild compute types (listed once; the config reads this).
+ComputeType = Literal[
+    "BUILD_GENERAL1_SMALL",
+    "BUILD_GENERAL1_MEDIUM",
+    "BUILD_GENERAL1_LARGE",
+    "BUILD_GENERAL1_XLARGE",
+    "BUILD_GENERAL1_2XLARGE",
+]
+COMPUTE_TYPES: frozenset[str] = frozenset(get_args(ComputeType))
+#: The compute type a build runs on unless its settings name another (the stack config's default too:
+#: ``images.<i>.computeType``).
+DEFAULT_COMPUTE_TYPE: ComputeType = "BUILD_GENERAL1_LARGE"
 RETRY_ATTEMPTS = 3
 """Attempts of each retried step (the first run included)."""
 RETRY_DELAY_SECONDS = 10

@@ -12,7 +12,7 @@ Why: docs/explanation/pulumi-up.md, "The image build"."""
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal, Mapping, Optional, TypedDict, get_args
+from typing import Mapping, Optional, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -24,6 +24,9 @@ from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_set
 from components.image.build_provider import ImageBuild, ImageBuildInputs
 from components.image.buildspec import (
     BUILD_ARGS_VARIABLE,
+    COMPUTE_TYPES,
+    DEFAULT_COMPUTE_TYPE,
+    PLATFORM_BUILD_ENVIRONMENTS,
     RESERVED_BUILD_VARIABLES,
     buildspec,
     lifecycle_policy_document,
@@ -38,26 +41,10 @@ from components.image.context import (
 )
 from components.private_bucket import private_bucket
 
-DEFAULT_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
 DEFAULT_KEEP_IMAGES = 10
 DEFAULT_BUILD_TIMEOUT_MINUTES = 90
 DEFAULT_QUEUED_TIMEOUT_MINUTES = 60
 DEFAULT_LOG_RETENTION_DAYS = 30
-
-#: platform -> (CodeBuild environment type, curated CodeBuild image with Docker)
-PLATFORM_BUILD_ENVIRONMENTS: dict[str, tuple[str, str]] = {
-    "linux/amd64": ("LINUX_CONTAINER", "aws/codebuild/amazonlinux2-x86_64-standard:5.0"),
-    "linux/arm64": ("ARM_CONTAINER", "aws/codebuild/amazonlinux2-aarch64-standard:3.0"),
-}
-#: CodeBuild compute types (listed once; the config reads this).
-ComputeType = Literal[
-    "BUILD_GENERAL1_SMALL",
-    "BUILD_GENERAL1_MEDIUM",
-    "BUILD_GENERAL1_LARGE",
-    "BUILD_GENERAL1_XLARGE",
-    "BUILD_GENERAL1_2XLARGE",
-]
-COMPUTE_TYPES: frozenset[str] = frozenset(get_args(ComputeType))
 
 
 class TrainingImageArgs(TypedDict):

@@ -1,6 +1,19 @@
 """Shared file systems for the training pods, mounted through one ReadWriteMany claim."""
 
-from components.storage.efs import EfsStorage, EfsStorageArgs
-from components.storage.fsx import FsxLustreStorage, FsxLustreStorageArgs
+from typing import TYPE_CHECKING
+
+from components.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from components.storage.efs import EfsStorage, EfsStorageArgs
+    from components.storage.fsx import FsxLustreStorage, FsxLustreStorageArgs
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "efs": ("EfsStorage", "EfsStorageArgs"),
+        "fsx": ("FsxLustreStorage", "FsxLustreStorageArgs"),
+    },
+)
 
 __all__ = ["EfsStorage", "EfsStorageArgs", "FsxLustreStorage", "FsxLustreStorageArgs"]

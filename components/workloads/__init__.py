@@ -7,18 +7,41 @@ All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and s
 fields of a :class:`~components.workloads.pods.JobSpec`.
 """
 
-from components.workloads.collector import BenchmarkCollector, BenchmarkCollectorArgs, CollectedExperiment
-from components.workloads.command import CommandJob, CommandJobArgs
-from components.workloads.etcd import EtcdRendezvous, EtcdRendezvousArgs
-from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
-from components.workloads.mpi import MpiJob, MpiJobArgs, MpiOperator, MpiOperatorArgs
-from components.workloads.network_policy import TrainingNetworkPolicies, TrainingNetworkPoliciesArgs
-from components.workloads.pods import JobSpec, WorkerPlacement, run_id
-from components.workloads.prepull import ImagePrePull, ImagePrePullArgs
-from components.workloads.staging import DatasetStaging, DatasetStagingArgs
-from components.workloads.tensorboard import TensorBoard, TensorBoardArgs
-from components.workloads.tensorflow import TensorFlowJob, TensorFlowJobArgs
-from components.workloads.training import PyTorchJob, PyTorchJobArgs
+from typing import TYPE_CHECKING
+
+from components.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from components.workloads.collector import BenchmarkCollector, BenchmarkCollectorArgs, CollectedExperiment
+    from components.workloads.command import CommandJob, CommandJobArgs
+    from components.workloads.etcd import EtcdRendezvous, EtcdRendezvousArgs
+    from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
+    from components.workloads.mpi import MpiJob, MpiJobArgs, MpiOperator, MpiOperatorArgs
+    from components.workloads.network_policy import TrainingNetworkPolicies, TrainingNetworkPoliciesArgs
+    from components.workloads.pods import JobSpec, WorkerPlacement, run_id
+    from components.workloads.prepull import ImagePrePull, ImagePrePullArgs
+    from components.workloads.staging import DatasetStaging, DatasetStagingArgs
+    from components.workloads.tensorboard import TensorBoard, TensorBoardArgs
+    from components.workloads.tensorflow import TensorFlowJob, TensorFlowJobArgs
+    from components.workloads.training import PyTorchJob, PyTorchJobArgs
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "collector": ("BenchmarkCollector", "BenchmarkCollectorArgs", "CollectedExperiment"),
+        "command": ("CommandJob", "CommandJobArgs"),
+        "etcd": ("EtcdRendezvous", "EtcdRendezvousArgs"),
+        "health_check": ("AllReduceHealthCheck", "AllReduceHealthCheckArgs"),
+        "mpi": ("MpiJob", "MpiJobArgs", "MpiOperator", "MpiOperatorArgs"),
+        "network_policy": ("TrainingNetworkPolicies", "TrainingNetworkPoliciesArgs"),
+        "pods": ("JobSpec", "WorkerPlacement", "run_id"),
+        "prepull": ("ImagePrePull", "ImagePrePullArgs"),
+        "staging": ("DatasetStaging", "DatasetStagingArgs"),
+        "tensorboard": ("TensorBoard", "TensorBoardArgs"),
+        "tensorflow": ("TensorFlowJob", "TensorFlowJobArgs"),
+        "training": ("PyTorchJob", "PyTorchJobArgs"),
+    },
+)
 
 __all__ = [
     "AllReduceHealthCheck",

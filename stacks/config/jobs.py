@@ -10,7 +10,8 @@ from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from components.image import ComputeType, validate_image_reference
+from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
+from components.image.reference import validate_image_reference
 from components.workloads.pods import RendezvousBackend
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
@@ -125,7 +126,7 @@ class ImageBuildConfig(Model):
     """Each ECR repository's lifecycle policy keeps the newest this many images."""
     build_timeout_minutes: int = Field(default=90, ge=5, le=2160)
     """CodeBuild's timeout for one image build."""
-    compute_type: ComputeType = "BUILD_GENERAL1_LARGE"
+    compute_type: ComputeType = DEFAULT_COMPUTE_TYPE
     """The CodeBuild machine that builds the images."""
 
 

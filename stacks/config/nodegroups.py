@@ -6,9 +6,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.catalog import DEFAULT_SPOT_DISCOUNT, MAX_SPOT_DISCOUNT, Catalog
 from components.catalog.operations import NODE_REPAIR_PERCENT_RANGE
-from components.cluster import SYSTEM_DISK_SIZE_GIB
-from components.nodegroup import DEFAULT_DISK_SIZE_GIB, CapacityType
-from components.nodeplan import efa_default
+from components.nodeplan import DEFAULT_DISK_SIZE_GIB, SYSTEM_DISK_SIZE_GIB, CapacityType, efa_default
 from components.scheduling import GPU_TAINT, RESERVED_LABEL_PREFIXES, TaintEffect
 from stacks.config.base import (
     AZ_HINT,

@@ -21,8 +21,8 @@ from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.gpus import peak_flops_per_device
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT, NODE_REPAIR_GPU_OVERRIDES
 from components.catalog.platform import NodeUpdateStrategy, NoSurge
+from components.code_folder import code_hash
 from components.conventions import SHARED_MOUNT
-from components.job_code import code_hash
 from components.naming import k8s_name
 from components.nodegroup import NodeRepairSpec
 from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile, node_update_strategy, surge_limit

@@ -21,7 +21,7 @@ from components.catalog.torch import (
     torch_build_args,
     torch_build_for,
 )
-from components.image import hash_build_context, image_tag_for
+from components.image.context import hash_build_context, image_tag_for
 from components.image.dockerfile import Dockerfile, read_dockerfile
 from stacks.config import StackConfig
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from components.cluster import SYSTEM_DISK_SIZE_GIB
+from components.nodeplan import SYSTEM_DISK_SIZE_GIB
 from components.scheduling import SYSTEM_ROLE, Toleration, system_node_selector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.kinds import KINDS

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from components.code_folder import code_hash, code_key, write_code_zip
 from components.iam import s3_tls_only_bucket_policy
-from components.job_code import code_hash, code_key, write_code_zip
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from components.job_code import code_key, write_code_zip
+from components.code_folder import code_key, write_code_zip
 from tests import aws_support
 from tests import training_support as ts
 

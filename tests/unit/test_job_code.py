@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from components.job_code import DEFAULT_CODE_IGNORES, code_hash, code_key, collect_code, write_code_zip
+from components.code_folder import DEFAULT_CODE_IGNORES, code_hash, code_key, collect_code, write_code_zip
 from tests.harness import REPO
 
 

@@ -135,6 +135,7 @@ BY_NAME = {"import_module", "__import__", "run_module", "find_spec", "spec_from_
 #: prefixes those literals): a new one must be reviewed and added here.
 COMPUTED = {
     ("stacks/cli.py", "self.module"): "Tool.module, the literals of TOOLS",
+    ("components/lazy.py", "f'{package}.{where[name]}'"): "a submodule of the package's own __name__, installed or not",
 }
 
 

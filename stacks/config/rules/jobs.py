@@ -4,7 +4,7 @@ import difflib
 import posixpath
 from typing import Optional
 
-from components.job_code import DEFAULT_CODE_IGNORES, collect_code
+from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
 from components.scheduling import SYSTEM_ROLE
 from stacks.config.errors import key
 from stacks.config.jobs import (
