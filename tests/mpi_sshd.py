@@ -160,7 +160,7 @@ def main(spec_path: str) -> int:
         for w in spec["workers"]:
             argv = [*spec["worker_command"], "-o", f"ListenAddress={w['addr']}"]
             workers.append(pod(w["hostname"], argv, spec["worker_env"], work / f"{w['hostname']}.log"))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patient(30)
         for w, proc in zip(spec["workers"], workers):
             wait_listening(w["addr"], spec["port"], proc, deadline)
         launcher = pod(spec["launcher_hostname"], spec["launcher_command"], spec["launcher_env"], work / "launcher.log")

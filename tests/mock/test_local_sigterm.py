@@ -51,7 +51,7 @@ def test_sigterm_stops_the_jobs_processes(tmp_path: Path) -> None:
     )
     job = None
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patient(120)
         while job is None and time.monotonic() < deadline and cli.poll() is None:
             found = list((tmp_path / ".local" / "t" / "shared" / "runs").glob("sleep-*/pid"))
             if found and found[0].read_text():
@@ -61,7 +61,7 @@ def test_sigterm_stops_the_jobs_processes(tmp_path: Path) -> None:
         cli.send_signal(signal.SIGTERM)
         code = cli.wait(timeout=patient(60))
         assert code == 128 + signal.SIGTERM, code
-        gone_by = time.monotonic() + 30
+        gone_by = time.monotonic() + patient(30)
         while _alive(job) and time.monotonic() < gone_by:
             time.sleep(0.2)
         assert not _alive(job), f"the job's process {job} outlived the runner"
