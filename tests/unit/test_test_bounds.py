@@ -7,6 +7,7 @@ import ast
 import pytest
 
 from tests.harness import REPO
+from tests.python_source import parse
 
 pytestmark = pytest.mark.unit
 
@@ -88,7 +89,7 @@ def fixed_bounds(sources: dict[str, str]) -> list[str]:
     """``file:line: what`` for every bound given as a fixed number in these modules (path to source): a call's
     ``timeout``/``timeout_s`` keyword or its bound argument by position, the default of a ``timeout``/``timeout_s``
     parameter, a deadline of a clock plus a number. Calls named in :data:`ALLOWED` are not bounds."""
-    trees = {path: ast.parse(source) for path, source in sources.items()}
+    trees = {path: parse(source) for path, source in sources.items()}
     positions = _positions(trees)
     found: list[str] = []
     for path, tree in trees.items():
@@ -123,7 +124,7 @@ def test_every_allowed_call_is_still_met_with_a_fixed_timeout() -> None:
     """The allow-list names only calls the tests make with a fixed timeout (a stale entry would hide a new bound)."""
     met: set[str] = set()
     for source in _tests().values():
-        for node in ast.walk(ast.parse(source)):
+        for node in ast.walk(parse(source)):
             if isinstance(node, ast.Call) and any(k.arg in BOUND_NAMES and _fixed(k.value) for k in node.keywords):
                 met.add(_name(node) or "")
     assert set(ALLOWED) <= met, set(ALLOWED) - met
