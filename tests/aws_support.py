@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from tests.wait import wait_for
+from tests.wait import patient, wait_for
 
 REGION = "us-east-1"
 MOTO_SERVER = Path(sys.executable).with_name("moto_server")
@@ -35,13 +35,14 @@ def free_port() -> int:
 
 
 def wait_until_answers(
-    endpoint: str, alive: Callable[[], bool], describe: Callable[[], str], timeout: float = 30.0
+    endpoint: str, alive: Callable[[], bool], describe: Callable[[], str], timeout: float | None = None
 ) -> None:
     """Wait until the moto server at ``endpoint`` answers ``/moto-api/``.
 
     Raise ``RuntimeError`` (with ``describe()``, e.g. the log tail) if ``alive()`` turns false or
-    the server does not answer within ``timeout`` seconds.
+    the server does not answer within ``timeout`` seconds (by default ``patient(30)``).
     """
+    timeout = patient(30.0) if timeout is None else timeout
 
     def answers() -> bool:
         if not alive():
@@ -76,10 +77,10 @@ class MotoProcess:
         """Terminate the process (this one only)."""
         self.process.terminate()
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=patient(10))
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=patient(10))
 
     def recorded_requests(self, target_suffix: str) -> list[dict[str, Any]]:
         """JSON bodies of recorded requests whose ``X-Amz-Target`` ends with ``target_suffix``

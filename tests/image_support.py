@@ -18,6 +18,7 @@ from components.image import CONTEXT_PREFIX, buildspec, hash_build_context, imag
 from components.image.dockerfile import instructions
 from tests import aws_support
 from tests.aws_support import MOTO_SERVER, REGION, aws_test_environment, free_port, wait_for
+from tests.wait import patient
 
 __all__ = [  # MOTO_SERVER ... wait_for are re-exported from tests.aws_support
     "MOTO_SERVER",
@@ -250,7 +251,7 @@ def create_while_pushing(aws: AwsAccount, props: dict[str, Any], provider: Any =
     t.start()
     build_ids = wait_for(lambda: aws.builds(props["project_name"]) or ("error" in result and ["-"]))
     pushed = aws.push(props, seed=props["image_tag"]) if "error" not in result else None
-    t.join(timeout=60)
+    t.join(timeout=patient(60))
     assert not t.is_alive(), "create did not return"
     if "error" in result:
         raise result["error"]

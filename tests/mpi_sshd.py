@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.wait import patient
+
 MPI_USER_UID = 1000
 SYSTEM_LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
 #: Debian's Open MPI (openmpi-bin, libopenmpi3): what this machine has, relocated under the image's prefix.
@@ -158,7 +160,7 @@ def main(spec_path: str) -> int:
         for w in spec["workers"]:
             argv = [*spec["worker_command"], "-o", f"ListenAddress={w['addr']}"]
             workers.append(pod(w["hostname"], argv, spec["worker_env"], work / f"{w['hostname']}.log"))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patient(30)
         for w, proc in zip(spec["workers"], workers):
             wait_listening(w["addr"], spec["port"], proc, deadline)
         launcher = pod(spec["launcher_hostname"], spec["launcher_command"], spec["launcher_env"], work / "launcher.log")
@@ -175,7 +177,7 @@ def main(spec_path: str) -> int:
                 pass
         for proc in workers:
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=patient(10))
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
     print(

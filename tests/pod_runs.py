@@ -37,7 +37,7 @@ import train  # noqa: E402
 
 from stacks.local.runner import process_env  # noqa: E402
 from tests import training_support as ts  # noqa: E402
-from tests.wait import wait_for  # noqa: E402
+from tests.wait import patient, wait_for  # noqa: E402
 
 PYTHON = sys.executable
 #: DataLoader worker processes per rank in the workshop recipe (its stack sets no --workers: train.py's default),
@@ -295,8 +295,8 @@ def stop_pods(run: PodRun, pods: list[ts.ManagedProcess]) -> dict[str, Any]:
     term_at = time.time()
     for pod in pods:
         os.kill(pod.pid, signal.SIGTERM)
-    assert ts.wait_all(pods, 60) == [launch.EXIT_STOPPED] * len(pods), run.report()
-    stop = run.wait_event("stopping", 5, after=term_at)
+    assert ts.wait_all(pods, patient(60)) == [launch.EXIT_STOPPED] * len(pods), run.report()
+    stop = run.wait_event("stopping", patient(5), after=term_at)
     assert stop["checkpoint_step"] == stop["step"] and stop["lease_state"] == "stopped"
     return stop
 

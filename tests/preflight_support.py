@@ -40,6 +40,7 @@ import pytest
 
 from tests import aws_support
 from tests.aws_support import MOTO_SERVER, REGION, MotoProcess, aws_test_environment, free_port, wait_until_answers
+from tests.wait import patient
 
 __all__ = [  # MOTO_SERVER, REGION, MotoProcess and free_port are re-exported from tests.aws_support
     "ACCOUNT",
@@ -201,7 +202,7 @@ class SeededMoto:
     def reset(self) -> None:
         """Forget everything (moto's own state and the seeded data) through moto's reset endpoint."""
         req = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST", data=b"")
-        with urllib.request.urlopen(req, timeout=10):
+        with urllib.request.urlopen(req, timeout=patient(10)):
             pass
 
     @staticmethod

@@ -534,8 +534,8 @@ class EtcdServer:
         """``host:port`` for ``--rdzv-endpoint``."""
         return f"127.0.0.1:{self.client_port}"
 
-    def start(self, timeout: float = 20.0) -> None:
-        """Start (or restart, same ports and data dir) and wait until healthy."""
+    def start(self, timeout: float | None = None) -> None:
+        """Start (or restart, same ports and data dir) and wait until healthy (by default ``patient(20)`` seconds)."""
         client = f"http://127.0.0.1:{self.client_port}"
         peer = f"http://127.0.0.1:{self.peer_port}"
         cmd = [

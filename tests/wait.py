@@ -18,9 +18,12 @@ def patient(seconds: float) -> float:
     return seconds * min(MOST_PATIENCE, max(1.0, load))
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 20.0, interval: float = 0.1, what: str = "condition") -> T:
+def wait_for(
+    predicate: Callable[[], T], timeout: float | None = None, interval: float = 0.1, what: str = "condition"
+) -> T:
     """Poll ``predicate`` until it returns a truthy value and return it; ``TimeoutError`` naming ``what``
-    after ``timeout`` seconds."""
+    after ``timeout`` seconds (by default ``patient(20)``)."""
+    timeout = patient(20.0) if timeout is None else timeout
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

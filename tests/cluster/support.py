@@ -33,6 +33,7 @@ from stacks.box.session import Session
 from stacks.box.timeline import workload_state
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
+from tests.wait import patient
 
 STACKS = stack_names()
 
@@ -84,7 +85,9 @@ def _remove(box, docs) -> None:
     for doc in rest:
         if box.exists(*_ref(doc)):
             box.kubectl("patch", *_ref(doc), "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
-    box.wait_for(lambda: not any(box.exists(*_ref(d)) for d in rest), timeout_s=60, what="the preset's objects gone")
+    box.wait_for(
+        lambda: not any(box.exists(*_ref(d)) for d in rest), timeout_s=patient(60), what="the preset's objects gone"
+    )
 
 
 def _rehearsal(binaries, tmp_path, registrations, stack: str, *, sizes=None, mutate=None, plan=None, **kwargs):
@@ -277,9 +280,11 @@ def assert_report_covers(text: str, rehearsal, recorder) -> None:
     assert recorder.error is None, recorder.error
 
 
-def _follow(command: str, until: str, timeout_s: float = 60.0) -> str:
+def _follow(command: str, until: str, timeout_s: float | None = None) -> str:
     """What ``command`` (a shell line) prints until a line matches ``until``; then the command is stopped (its
-    process group: ``kubectl logs -f`` on the box follows until interrupted, see :mod:`stacks.box.podlogs`)."""
+    process group: ``kubectl logs -f`` on the box follows until interrupted, see :mod:`stacks.box.podlogs`);
+    by default it has ``patient(60)`` seconds."""
+    timeout_s = patient(60.0) if timeout_s is None else timeout_s
     import os
     import signal
     import threading
@@ -303,8 +308,8 @@ def _follow(command: str, until: str, timeout_s: float = 60.0) -> str:
     found.wait(timeout_s)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=10)
-    reader.join(timeout=10)
+    proc.wait(timeout=patient(10))
+    reader.join(timeout=patient(10))
     text = "".join(lines)
     assert re.search(until, text, re.M), f"{command!r} printed no line matching {until!r} in {timeout_s:.0f} s:\n{text}"
     return text

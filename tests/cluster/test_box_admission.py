@@ -194,7 +194,7 @@ def test_the_kueue_chart_is_accepted_and_its_manager_lands_on_a_system_node(
             pods = box.get("pods", "-n", release["namespace"], "-l", selector)["items"]
             return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
 
-        pods = box.wait_for(running, timeout_s=60, what="the Kueue manager's pod Running")
+        pods = box.wait_for(running, timeout_s=patient(60), what="the Kueue manager's pod Running")
         node = box.get("node", pods[0]["spec"]["nodeName"])
         assert node["metadata"]["labels"]["eks-training/role"] == "system"
 

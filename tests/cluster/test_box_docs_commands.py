@@ -17,6 +17,7 @@ import pytest
 
 from stacks.box import build as box_build
 from tests.harness import REPO
+from tests.wait import patient
 
 PAGE = REPO / "docs" / "how-to" / "rehearse.md"
 _BOX = re.compile(r"<!-- commands: (box[^>]*?) -->\n```bash\n(.*?)```", re.S)
@@ -52,7 +53,12 @@ def test_a_box_block_runs_as_written(marker: str, block: str, binaries, tmp_path
     }
     flags = "-euo" if expected == 0 else "-uo"
     done = subprocess.run(
-        ["bash", flags, "pipefail", "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+        ["bash", flags, "pipefail", "-c", block],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patient(900),
     )
     try:
         assert done.returncode == expected, f"{block}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
@@ -65,5 +71,5 @@ def test_a_box_block_runs_as_written(marker: str, block: str, binaries, tmp_path
                 cwd=REPO,
                 env=env,
                 capture_output=True,
-                timeout=300,
+                timeout=patient(300),
             )

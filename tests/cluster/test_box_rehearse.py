@@ -51,7 +51,7 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
         # the stack's waitCommand for train, as printed, against the kept box
         wait = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  train waitCommand: "))
         assert f"--kubeconfig {home / 'kubeconfig'}" in wait
-        done = subprocess.run(["bash", "-c", wait], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(["bash", "-c", wait], capture_output=True, text=True, timeout=patient(60))
         assert done.returncode == 0, done.stderr
         assert "train: Admitted=True" in done.stdout and "job.batch/train condition met" in done.stdout, done.stdout
         # and its logsCommand (kubectl logs -f -l eks-training/job=train, through the apiserver from kwok's kubelet

@@ -212,7 +212,7 @@ def test_the_await_command_answers_each_line(binaries) -> None:
         input=json.dumps(req) + "\n" + json.dumps(req) + "\n",
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=patient(30),
         check=True,
     ).stdout.splitlines()
     assert [json.loads(line) for line in out] == [{"awaited": False, "ready": True}] * 2

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from tests.harness import REPO
+from tests.wait import patient
 
 SLEEPER = (
     "import os, pathlib, time; pathlib.Path(os.environ['OUTPUT_DIR'], 'pid').write_text(str(os.getpid())); "
@@ -50,17 +51,17 @@ def test_sigterm_stops_the_jobs_processes(tmp_path: Path) -> None:
     )
     job = None
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + patient(120)
         while job is None and time.monotonic() < deadline and cli.poll() is None:
             found = list((tmp_path / ".local" / "t" / "shared" / "runs").glob("sleep-*/pid"))
             if found and found[0].read_text():
                 job = int(found[0].read_text())
             time.sleep(0.2)
-        assert job is not None and _alive(job), cli.communicate(timeout=30)[0].decode(errors="replace")[-3000:]
+        assert job is not None and _alive(job), cli.communicate(timeout=patient(30))[0].decode(errors="replace")[-3000:]
         cli.send_signal(signal.SIGTERM)
-        code = cli.wait(timeout=60)
+        code = cli.wait(timeout=patient(60))
         assert code == 128 + signal.SIGTERM, code
-        gone_by = time.monotonic() + 30
+        gone_by = time.monotonic() + patient(30)
         while _alive(job) and time.monotonic() < gone_by:
             time.sleep(0.2)
         assert not _alive(job), f"the job's process {job} outlived the runner"

@@ -9,6 +9,7 @@ import pulumi
 import pytest
 
 from tests.harness import SHARED_FOLDER, Program, run_program, shared
+from tests.wait import patient
 
 
 def _walk(value):
@@ -35,7 +36,7 @@ def test_workers_asking_at_once_evaluate_once_and_read_the_same_program(monkeypa
     for t in askers:
         t.start()
     for t in askers:
-        t.join(10)
+        t.join(patient(10))
     assert len(calls) == 1, calls
     assert got["a"] == got["b"] and got["a"].secret_outputs == frozenset({"kubeconfig"})
     assert shared("k", lambda: pytest.fail("evaluated again")) == got["a"]

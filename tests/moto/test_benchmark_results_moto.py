@@ -26,6 +26,7 @@ from stacks.benchmark.summary import COLUMNS
 from tests import aws_support
 from tests import training_support as ts
 from tests.harness import PROJECT, run_program, stack_config
+from tests.wait import patient
 
 COLLECT_PY = ts.TRAINING_DIR / "collect_results.py"
 TOKEN = "collector-token"
@@ -302,7 +303,7 @@ def test_the_collector_copies_every_experiment_and_the_summary_is_written(
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=patient(120),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
@@ -404,7 +405,7 @@ def test_the_collector_copies_every_experiment_and_the_summary_is_written(
             Stack.destroyed = True
 
     out = io.StringIO()
-    opts = driver.Options(stack="benchmark", output_dir=tmp_path / "local", poll_s=0.01, timeout_s=5)
+    opts = driver.Options(stack="benchmark", output_dir=tmp_path / "local", poll_s=0.01, timeout_s=patient(5))
     outcome = driver.run(opts, plan, Stack, cli.S3Store, out)
     assert outcome.code == driver.EXIT_EXPERIMENT_FAILED, out.getvalue()  # resnet50-2-workers failed
     assert Stack.destroyed and outcome.destroyed

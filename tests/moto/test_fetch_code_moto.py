@@ -18,6 +18,7 @@ import pytest
 from components.code_folder import code_key, write_code_zip
 from tests import aws_support
 from tests import training_support as ts
+from tests.wait import patient
 
 FETCH_PY = ts.TRAINING_DIR / "fetch_code.py"
 BUCKET = "team-code"
@@ -38,7 +39,7 @@ def fetch(env: dict[str, str], source: str, dest: Path) -> tuple[int, list[dict[
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=patient(120),
     )
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line.strip()], done.stderr
 

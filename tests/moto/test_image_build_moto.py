@@ -60,6 +60,7 @@ from components.image.build_provider import (  # noqa: E402
     format_build_failure,
 )
 from tests import image_support as sup  # noqa: E402
+from tests.wait import patient  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------
 # moto fixtures
@@ -359,7 +360,13 @@ def test_provider_survives_dill_round_trip_in_a_fresh_process() -> None:
         "print(type(p).__module__, type(p).__name__, d.replaces)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], input=blob, capture_output=True, text=True, cwd=str(REPO), timeout=120, check=True
+        [sys.executable, "-c", code],
+        input=blob,
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        timeout=patient(120),
+        check=True,
     )
     assert out.stdout.split() == ["components.image.build_provider", "ImageBuildProvider", "['image_tag']"]
     # Same provider -> same serialization (no spurious diffs of the __provider input).

@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 
 import allreduce_bench as bench  # found through the sys.path entry above
 
+from tests.wait import patient
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BENCH_PY = REPO_ROOT / "training" / "allreduce_bench.py"
 
@@ -316,7 +318,7 @@ def test_require_efa_fails_a_node_without_efa(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patient(120),
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     assert proc.returncode == 6, proc.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import training_support as ts
+from tests.wait import patient
 
 
 def test_two_ranks_under_torchrun_report_images_per_second(tmp_path: Path) -> None:
@@ -41,7 +42,7 @@ def test_two_ranks_under_torchrun_report_images_per_second(tmp_path: Path) -> No
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=patient(300),
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

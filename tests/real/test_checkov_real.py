@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from tests.harness import REPO, run_program, stack_names
+from tests.wait import patient
 
 CHECKOV = Path(os.environ.get("CHECKOV", REPO / ".venv-checkov" / "bin" / "checkov"))
 PINNED = (REPO / "requirements-checkov.txt").read_text().split("checkov==", 1)[1].split()[0]
@@ -146,7 +147,7 @@ def test_checkov_finds_nothing_but_the_justified_skips(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=patient(600),
         env=env,
         cwd=tmp_path,
     )

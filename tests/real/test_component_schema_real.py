@@ -10,6 +10,7 @@ from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 import components
 from tests.harness import REPO
 from tests.unit.test_component_schema import _schema, _untyped_or_undocumented
+from tests.wait import patient
 
 
 def test_provider_serves_the_schema_over_grpc() -> None:
@@ -26,11 +27,11 @@ def test_provider_serves_the_schema_over_grpc() -> None:
         port = int(proc.stdout.readline().strip())
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = provider_pb2_grpc.ResourceProviderStub(channel)
-            reply = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=60)
+            reply = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=patient(60))
         schema = json.loads(reply.schema)
     finally:
         proc.kill()
-        proc.wait(timeout=30)
+        proc.wait(timeout=patient(30))
     assert schema["name"] == components.PACKAGE_NAME and schema["version"] == components.__version__
     assert set(schema["resources"]) == set(_schema()["resources"])
     assert _untyped_or_undocumented(schema) == []

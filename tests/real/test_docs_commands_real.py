@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import REPO
+from tests.wait import patient
 
 DOCS = REPO / "docs"
 _OFFLINE = re.compile(r"<!-- commands: offline -->\n```bash\n(.*?)```", re.S)
@@ -44,7 +45,12 @@ def test_an_offline_block_runs_as_written(page: str, block: str, tmp_path: Path)
     }
     env.pop("AWS_PROFILE", None)
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patient(300),
     )
     assert done.returncode == 0, f"{page}: {block}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     assert done.stdout.strip(), f"{page}: {block} printed nothing"

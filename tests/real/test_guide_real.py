@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import REPO
+from tests.wait import patient
 
 #: The tutorial whose examples these are.
 PAGE = REPO / "docs" / "tutorials" / "your-own-job.md"
@@ -67,11 +68,13 @@ def test_the_example_runs_as_written(name: str, tmp_path: Path) -> None:
         written = shlex.split(line)
         assert written[0] == "PYTHONPATH=~/eks-training" and written[1] == "python", line
         planned = subprocess.run(
-            [sys.executable, *written[2:]], cwd=folder, env=env, capture_output=True, text=True, timeout=120
+            [sys.executable, *written[2:]], cwd=folder, env=env, capture_output=True, text=True, timeout=patient(120)
         )
         assert planned.returncode == 0, planned.stderr
         assert "plan of stack mine" in planned.stdout, planned.stdout
-    done = subprocess.run([sys.executable, *argv[1:]], cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, *argv[1:]], cwd=folder, env=env, capture_output=True, text=True, timeout=patient(600)
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = done.stdout.splitlines()
     for pattern in expected:

@@ -39,6 +39,7 @@ import yaml
 from stacks.box import build as box_build
 from stacks.cli import TOOLS
 from tests.harness import REPO
+from tests.wait import patient
 
 #: What the package is built from: the folders and files pyproject.toml and setup.py name.
 SOURCES = (
@@ -68,7 +69,7 @@ class Installed:
         return {"PATH": f"{self.python.parent}:/usr/bin:/bin", "HOME": str(self.root), "PYTHONUNBUFFERED": "1", **extra}
 
     def run(
-        self, *args: str, timeout: float = 300, env: dict[str, str] | None = None, input: str | None = None
+        self, *args: str, timeout: float | None = None, env: dict[str, str] | None = None, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [str(self.python), *args],
@@ -76,12 +77,12 @@ class Installed:
             env=env or self.env(),
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=patient(300) if timeout is None else timeout,
             input=input,
         )
 
     def script(
-        self, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+        self, *args: str, timeout: float | None = None, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
         """The console script pip installs from ``[project.scripts]``."""
         return subprocess.run(
@@ -90,7 +91,7 @@ class Installed:
             env=env or self.env(),
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=patient(300) if timeout is None else timeout,
         )
 
 
@@ -118,7 +119,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
             str(src),
         ],
         check=True,
-        timeout=300,
+        timeout=patient(300),
         capture_output=True,
     )
     (wheel,) = (root / "wheels").glob("eks_training-*.whl")
@@ -127,7 +128,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         [sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(root / 'sdist')!r})"],
         cwd=src,
         check=True,
-        timeout=300,
+        timeout=patient(300),
         capture_output=True,
     )
     (sdist,) = (root / "sdist").glob("eks_training-*.tar.gz")
@@ -146,12 +147,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
             str(next((root / "release").iterdir())),
         ],
         check=True,
-        timeout=300,
+        timeout=patient(300),
         capture_output=True,
     )
     (released,) = (root / "release-wheels").glob("eks_training-*.whl")
     assert sorted(zipfile.ZipFile(released).namelist()) == sorted(zipfile.ZipFile(wheel).namelist())
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True, timeout=patient(120)
+    )
     out = Installed(root)
     shutil.copy(wheel, out.wheel)
     venv_site = Path(
@@ -167,7 +170,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(out.python), "install", "-q", "--no-deps", str(wheel)],
         check=True,
-        timeout=300,
+        timeout=patient(300),
         capture_output=True,
     )
     # a Pulumi project of another name, in a folder of its own, with the user's code and packages of its own named
@@ -414,7 +417,7 @@ def test_the_box_builds_from_the_shipped_go_modules(installed: Installed) -> Non
         **{k: v for k, v in os.environ.items() if k.startswith("GO") or k == "EKS_TRAINING_BOX_CACHE"},
     )
     start = time.monotonic()
-    done = installed.script("box", "build", env=env, timeout=1800)
+    done = installed.script("box", "build", env=env, timeout=patient(1800))
     took = time.monotonic() - start
     assert done.returncode == 0, done.stderr[-3000:]
     printed = dict(line.split("\t") for line in done.stdout.strip().splitlines())
@@ -427,7 +430,12 @@ def test_the_box_builds_from_the_shipped_go_modules(installed: Installed) -> Non
     ).stdout.strip()
     assert shipped.startswith(str(installed.root / "venv")), shipped
     listed = subprocess.run(
-        [go, "list", "-m", "sigs.k8s.io/kwok"], cwd=shipped, env=env, capture_output=True, text=True, timeout=300
+        [go, "list", "-m", "sigs.k8s.io/kwok"],
+        cwd=shipped,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patient(300),
     )
     assert listed.returncode == 0 and listed.stdout.split() == [
         "sigs.k8s.io/kwok",
@@ -450,7 +458,7 @@ def test_an_editable_install_is_refused_with_the_reason(installed: Installed) ->
         cwd=installed.root / "src",
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=patient(300),
     )
     assert done.returncode != 0 and "cannot be installed in editable mode (pip install -e)" in done.stderr, done.stderr[
         -2000:

@@ -48,7 +48,7 @@ from stacks.local.runner import process_env as local_process_env
 from tests import training_support as ts
 from tests.aws_support import free_port
 from tests.kube import container_env, process_argv
-from tests.wait import wait_for
+from tests.wait import patient, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_TF = REPO / "images" / "tensorflow" / "train_tf.py"
@@ -243,7 +243,7 @@ def tf_run(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> Iterator[T
         wait_for(backed_up, TF_RUN_TIMEOUT, interval=0.1, what="the first epoch's backup")
         first[1].signal_group(signal.SIGSTOP)  # lost without closing its connections
         lost = time.monotonic()
-        code = first[0].wait(timeout=120)
+        code = first[0].wait(timeout=patient(120))
         survivor_exit_s = time.monotonic() - lost
         first[1].signal_group(signal.SIGKILL)  # the Job replaces both pods
         first[1].kill()
@@ -427,7 +427,7 @@ def test_command_job_pods_all_reduce_through_their_peer_environment(
     assert {p.env["MASTER_ADDR"] for p in pods} == {"127.0.0.1"} and {p.env["MASTER_PORT"] for p in pods} == {str(port)}
     started = [start(pod, tmp_path / f"pod-{i}.log", workspace) for i, pod in enumerate(pods)]
     procs.extend(started)
-    assert ts.wait_all(started, 120.0) == [0, 0], "\n".join(p.output()[-2000:] for p in started)
+    assert ts.wait_all(started, patient(120.0)) == [0, 0], "\n".join(p.output()[-2000:] for p in started)
     reports = [json.loads((out / f"rank-{i}.json").read_text()) for i in range(2)]
     for rank, report in enumerate(reports):
         assert report["rank"] == rank and report["world_size"] == 2
@@ -479,7 +479,7 @@ def write_trainer_scalars(log_dir: Path, work: Path) -> dict[str, list[list[Opti
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=patient(600),
         env=process_env(pod_env),
         cwd=work,
     )
@@ -497,7 +497,7 @@ def write_trainer_scalars(log_dir: Path, work: Path) -> dict[str, list[list[Opti
 
 def http_json(url: str) -> Any:
     """GET ``url`` (on 127.0.0.1) and decode its JSON."""
-    with urllib.request.urlopen(url, timeout=10) as resp:
+    with urllib.request.urlopen(url, timeout=patient(10)) as resp:
         return json.loads(resp.read())
 
 
@@ -524,7 +524,7 @@ def test_tensorboard_serves_the_scalars_the_trainers_wrote(
             return None
         return found if {TORCH_RUN, "tf/train"} <= set(found) else None
 
-    runs = wait_for(tags, 120.0, interval=0.25, what="TensorBoard to load both jobs' runs")
+    runs = wait_for(tags, patient(120.0), interval=0.25, what="TensorBoard to load both jobs' runs")
     assert set(runs[TORCH_RUN]) == set(TRAINER_SCALARS)
     for tag, points in written.items():
         query = urllib.parse.urlencode({"run": TORCH_RUN, "tag": tag})

@@ -53,7 +53,7 @@ import launch  # noqa: E402
 
 from tests import training_support as ts  # noqa: E402
 from tests.training_support import torchrun_env as node_env  # noqa: E402  (environment of a training pod)
-from tests.wait import wait_for  # noqa: E402
+from tests.wait import patient, wait_for  # noqa: E402
 
 LAUNCH_PY = ts.LAUNCH_PY
 PYTHON = sys.executable
@@ -167,7 +167,7 @@ def write_state(server: ts.EtcdServer, rdzv_id: str, round_number: int, closed: 
 def etcd_snapshot(server: ts.EtcdServer) -> tuple[int, Any]:
     """(X-Etcd-Index, every key, value and index): equal snapshots mean nothing was written in between."""
     url = f"http://{server.endpoint}/v2/keys/?recursive=true&sorted=true"
-    with urllib.request.urlopen(url, timeout=5) as response:
+    with urllib.request.urlopen(url, timeout=patient(5)) as response:
         return int(response.headers["X-Etcd-Index"]), _without_ttl(json.loads(response.read())["node"])
 
 
@@ -180,8 +180,9 @@ def _without_ttl(node: Any) -> Any:
     return node
 
 
-def run_launch(cmd: list[str], timeout: float = 60.0) -> tuple[subprocess.CompletedProcess[str], float]:
-    """Run a launcher to completion; return the result and the wall time."""
+def run_launch(cmd: list[str], timeout: float | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run a launcher to completion (by default within ``patient(60)`` seconds); return the result and the wall time."""
+    timeout = patient(60.0) if timeout is None else timeout
     started = time.monotonic()
     result = subprocess.run(
         cmd, check=False, capture_output=True, text=True, timeout=timeout, env=node_env(), start_new_session=True
@@ -307,7 +308,7 @@ def test_launch_trains_to_completion_then_rerun_is_noop(completed_run: Completed
 
     # Re-running the finished Job: exit 0 without starting torchrun or touching etcd.
     before = etcd_snapshot(server)
-    result, seconds = run_launch(run.launch, timeout=30)
+    result, seconds = run_launch(run.launch, timeout=patient(30))
     print(f"[timing] re-run of a finished job: {seconds:.2f}s")
     assert result.returncode == 0, result.stdout + result.stderr
     done = events(result.stdout, "already_complete")
@@ -339,7 +340,7 @@ def test_closed_rendezvous_blocks_torchrun_and_launch_reopens_it(
     # (a) The problem: replacement pods running plain torchrun with the same --rdzv-id fail at once.
     t0 = time.monotonic()
     plain = start_nodes(run.command, run.workdir, "plain", procs)
-    codes = wait_all(plain, timeout=60)
+    codes = wait_all(plain, timeout=patient(60))
     seconds = time.monotonic() - t0
     print(f"\n[timing] plain torchrun against the closed rendezvous: exit {codes} after {seconds:.1f}s")
     assert all(code != 0 for code in codes), codes
@@ -434,7 +435,7 @@ def test_concurrent_launchers_reset_a_closed_key_once(
     old_index = write_state(server, rdzv_id, round_number=5, closed=True)
     cmd = launch_cmd(tmp_path / "out", "etcd-v2", server.endpoint, rdzv_id, child_cmd())
     nodes = start_nodes(cmd, tmp_path, "race", procs)
-    assert wait_all(nodes, timeout=60) == [CHILD_CODE, CHILD_CODE], logs(nodes)
+    assert wait_all(nodes, timeout=patient(60)) == [CHILD_CODE, CHILD_CODE], logs(nodes)
     text = logs(nodes)
     resets = events(text, "rendezvous_reset")
     assert len(resets) == 1 and resets[0]["etcd_index"] == old_index and resets[0]["new_round"] == 6
@@ -456,9 +457,9 @@ def test_waits_for_etcd_that_starts_late(tmp_path: Path, procs: list[ts.ManagedP
     launcher = ts.ManagedProcess(cmd, tmp_path / "late-launch.log", env=node_env())
     procs.append(launcher)
     try:
-        wait_for(lambda: events(launcher.output(), "etcd_retry"), 20, what="a retry event")
+        wait_for(lambda: events(launcher.output(), "etcd_retry"), patient(20), what="a retry event")
         late.start()
-        assert launcher.wait(40) == CHILD_CODE, launcher.output()
+        assert launcher.wait(patient(40)) == CHILD_CODE, launcher.output()
     finally:
         late.stop()
     out = launcher.output()
@@ -563,7 +564,9 @@ def test_c10d_needs_no_etcd(tmp_path: Path) -> None:
 )
 def test_usage_errors_exit_2(argv: list[str], message: str) -> None:
     """Bad command lines: exit code 2, a JSON usage_error line, nothing executed."""
-    result = subprocess.run([PYTHON, str(LAUNCH_PY), *argv], check=False, capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [PYTHON, str(LAUNCH_PY), *argv], check=False, capture_output=True, text=True, timeout=patient(30)
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     errors = events(result.stdout, "usage_error")
     assert len(errors) == 1 and message in errors[0]["error"] and message in result.stderr
@@ -614,10 +617,12 @@ def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path, pro
     launcher = ts.ManagedProcess(cmd, tmp_path / "stop.log", env=node_env())
     procs.append(launcher)
     # Line-anchored: the child's source (with these words) is also in the launcher's "spawn" event.
-    wait_for(lambda: re.search(r"^CHILD-READY$", launcher.output(), re.MULTILINE), 20, what="the child to start")
+    wait_for(
+        lambda: re.search(r"^CHILD-READY$", launcher.output(), re.MULTILINE), patient(20), what="the child to start"
+    )
     os.kill(launcher.pid, signal.SIGTERM)
     os.kill(launcher.pid, signal.SIGTERM)  # a second SIGTERM is not forwarded again
-    assert launcher.wait(20) == launch.EXIT_STOPPED, launcher.output()
+    assert launcher.wait(patient(20)) == launch.EXIT_STOPPED, launcher.output()
     out = launcher.output()
     assert re.findall(r"^CHILD-SIGTERMS (\d+)$", out, re.MULTILINE) == ["1"], out
     exit_event = events(out, "command_exit")[0]
@@ -635,9 +640,9 @@ def test_stop_signal_is_forwarded_once_and_the_pod_exits_143(tmp_path: Path, pro
     )
     waiting = ts.ManagedProcess(late, tmp_path / "early.log", env=node_env())
     procs.append(waiting)
-    wait_for(lambda: events(waiting.output(), "etcd_retry"), 20, what="an etcd retry")
+    wait_for(lambda: events(waiting.output(), "etcd_retry"), patient(20), what="an etcd retry")
     os.kill(waiting.pid, signal.SIGTERM)
-    assert waiting.wait(10) == launch.EXIT_STOPPED
+    assert waiting.wait(patient(10)) == launch.EXIT_STOPPED
     assert events(waiting.output(), "stopped_before_start") and not child_runs(waiting.output())
 
 
@@ -697,18 +702,18 @@ def test_a_failure_while_etcd_is_down_is_reported_as_a_lost_rendezvous(
         cmd = launch_cmd(tmp_path / "out", "etcd-v2", own.endpoint, "lost-rdzv", fails_on_go)
         up = ts.ManagedProcess(cmd, tmp_path / "up.log", env=node_env())
         procs.append(up)
-        wait_for(lambda: events(up.output(), "spawn"), 20, what="the command to start")
+        wait_for(lambda: events(up.output(), "spawn"), patient(20), what="the command to start")
         go.write_text("")
-        assert up.wait(30) == 1, up.output()
+        assert up.wait(patient(30)) == 1, up.output()
         assert events(up.output(), "command_exit")[0]["outcome"] == "command_failed"
 
         go.unlink()
         down = ts.ManagedProcess(cmd, tmp_path / "down.log", env=node_env())
         procs.append(down)
-        wait_for(lambda: events(down.output(), "spawn"), 20, what="the command to start")
+        wait_for(lambda: events(down.output(), "spawn"), patient(20), what="the command to start")
         own.stop()
         go.write_text("")
-        assert down.wait(30) == launch.EXIT_RENDEZVOUS_LOST, down.output()
+        assert down.wait(patient(30)) == launch.EXIT_RENDEZVOUS_LOST, down.output()
         assert events(down.output(), "command_exit")[0]["outcome"] == "rendezvous_lost"
     finally:
         own.stop()

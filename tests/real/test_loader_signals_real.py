@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.wait import patient
+
 PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "loader_stop_race.py"
 
 
@@ -35,7 +37,7 @@ def run_with_stop(*flags: str) -> dict[str, object]:
     assert first["event"] == "workers_starting"
     os.killpg(proc.pid, signal.SIGTERM)  # well inside the 3 s window (the workers sleep in it)
     sent = time.time()
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=patient(120))
     assert sent - first["time"] < 3.0, "the signal came after the window: the test proved nothing"
     last = json.loads(out.strip().splitlines()[-1])
     last["returncode"] = proc.returncode

@@ -14,20 +14,28 @@ import yaml
 
 from tests import training_support as ts
 from tests.harness import REPO
+from tests.wait import patient
 
 #: ResNet-9 of width 8 reaches >= 90% on the held-out digits in 5 epochs; one DataLoader worker process per rank.
 EPOCHS = 5
 SMALL = f"train=--width 8 --batch-size 32 --lr 0.2 --warmup-epochs 1 --seed 0 --epochs {EPOCHS} --workers 1"
 
 
-def local(*args: str, cwd: Path, timeout: float = 900, bytecode: bool = False) -> subprocess.CompletedProcess[str]:
+def local(
+    *args: str, cwd: Path, timeout: float | None = None, bytecode: bool = False
+) -> subprocess.CompletedProcess[str]:
     """``python -m stacks.local`` as a user runs it (from the repository, no AWS in the environment); ``bytecode``:
     Python writes byte code beside the modules it imports, as it does by default on a user's machine."""
     env = {k: v for k, v in ts.torchrun_env().items() if not k.startswith("AWS_")}
     if bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.run(
-        [sys.executable, "-m", "stacks.local", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "stacks.local", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=patient(900) if timeout is None else timeout,
     )
 
 
@@ -228,7 +236,7 @@ def test_a_users_command_job_runs_its_code_on_two_processes(tmp_path: Path) -> N
         "--code",
         f"prep={REPO / 'tests' / 'programs'}",
         cwd=REPO,
-        timeout=300,
+        timeout=patient(300),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (out,) = (work / "shared" / "runs").glob("prep-*")
@@ -258,7 +266,15 @@ def test_a_job_with_a_code_folder_runs_in_it_and_new_code_is_a_new_run(tmp_path:
     def run() -> set[str]:
         # from another folder: the code folder is the stack file's, not the working folder's
         done = local(
-            "--stack", "mine", "--stack-file", str(stack), "--work", str(work), cwd=REPO, timeout=300, bytecode=True
+            "--stack",
+            "mine",
+            "--stack-file",
+            str(stack),
+            "--work",
+            str(work),
+            cwd=REPO,
+            timeout=patient(300),
+            bytecode=True,
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return {p.name for p in (work / "shared" / "runs").iterdir()}
@@ -303,7 +319,7 @@ def test_a_users_pytorch_script_that_exits_0_is_a_success(tmp_path: Path) -> Non
         "--code",
         f"fit={REPO / 'tests' / 'programs'}",
     )
-    done = local(*args, cwd=REPO, timeout=300)
+    done = local(*args, cwd=REPO, timeout=patient(300))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (out,) = (work / "shared" / "runs").glob("fit-*")
     line = json.loads((out / "line.json").read_text())
@@ -313,7 +329,7 @@ def test_a_users_pytorch_script_that_exits_0_is_a_success(tmp_path: Path) -> Non
     assert any("done: w=3.000 b=2.000" in log for log in logs)
     outcomes = [e["outcome"] for log in logs for e in ts.json_events(log) if e.get("event") == "command_exit"]
     assert outcomes == ["complete", "complete"], logs
-    again = local(*args, cwd=REPO, timeout=300)
+    again = local(*args, cwd=REPO, timeout=patient(300))
     assert again.returncode == 0 and '"event": "already_complete"' in (work / "logs" / "fit-0.log").read_text()
 
 
@@ -348,7 +364,7 @@ def test_other_args_start_a_run_of_their_own_unless_resumed(tmp_path: Path) -> N
             f"fit={REPO / 'tests' / 'programs'}",
             *extra,
             cwd=REPO,
-            timeout=300,
+            timeout=patient(300),
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return done, {p.name for p in (work / "shared" / "runs").iterdir()}
@@ -382,7 +398,9 @@ def test_a_failing_job_fails_the_run_with_its_log(tmp_path: Path) -> None:
             }
         },
     )
-    done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(tmp_path / "work"), cwd=REPO, timeout=120)
+    done = local(
+        "--stack", "mine", "--stack-file", str(stack), "--work", str(tmp_path / "work"), cwd=REPO, timeout=patient(120)
+    )
     assert done.returncode == 1
     first = done.stderr.splitlines()[0]
     assert first == (
@@ -396,7 +414,7 @@ def test_a_failing_job_fails_the_run_with_its_log(tmp_path: Path) -> None:
 def test_without_torch_a_pytorch_job_says_how_to_install_it(tmp_path: Path) -> None:
     """Without PyTorch a pytorch job says how to install it, not exit 127 and no hint."""
     bare = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=patient(120))
     stack = _stack_file(
         tmp_path,
         {"fit": {"kind": "pytorch", "nodeGroup": "cpu", "script": "/app/train.py", "rendezvousBackend": "c10d"}},
@@ -411,7 +429,7 @@ def test_without_torch_a_pytorch_job_says_how_to_install_it(tmp_path: Path) -> N
         "--venv",
         f"training={bare}",
         cwd=REPO,
-        timeout=120,
+        timeout=patient(120),
     )
     assert done.returncode == 1
     assert done.stderr.splitlines()[0] == (
@@ -455,7 +473,7 @@ def test_a_dataset_that_cannot_be_downloaded_points_to_the_dataset_flag(tmp_path
         env=offline,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=patient(300),
     )
     assert done.returncode == 1
     first = done.stderr.splitlines()[0]
@@ -472,12 +490,12 @@ def test_a_dataset_that_cannot_be_downloaded_points_to_the_dataset_flag(tmp_path
     ), first
     empty = tmp_path / "empty"
     empty.mkdir()
-    refused = local(*args, "--dataset", f"cifar10={empty}", cwd=REPO, timeout=120)
+    refused = local(*args, "--dataset", f"cifar10={empty}", cwd=REPO, timeout=patient(120))
     assert refused.returncode == 1 and refused.stderr.startswith(
         f"error: --dataset cifar10={empty}: data_batch_1, data_batch_2"
     ), refused.stderr
     digits = ts.make_digits_cifar(tmp_path / "digits")
-    given = local(*args, "--dataset", f"cifar10={digits / 'cifar-10-batches-py'}", cwd=REPO, timeout=120)
+    given = local(*args, "--dataset", f"cifar10={digits / 'cifar-10-batches-py'}", cwd=REPO, timeout=patient(120))
     assert given.returncode == 0, given.stderr  # the half-staged folder moved aside, the batch folder itself taken
     assert "the copy staged earlier is moved aside to" in given.stdout
     assert "look/0: ['cifar-10-batches-py']" in given.stdout
@@ -485,7 +503,9 @@ def test_a_dataset_that_cannot_be_downloaded_points_to_the_dataset_flag(tmp_path
 
 def test_configuration_errors_exit_2_before_anything_runs(tmp_path: Path) -> None:
     stack = _stack_file(tmp_path, {"bad": {"kind": "command", "nodeGroup": "gpu", "command": ["true"]}})
-    done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(tmp_path / "work"), cwd=REPO, timeout=120)
+    done = local(
+        "--stack", "mine", "--stack-file", str(stack), "--work", str(tmp_path / "work"), cwd=REPO, timeout=patient(120)
+    )
     assert done.returncode == 2
     assert "eks-training:jobs.bad.nodeGroup: 'gpu' is not a worker group" in done.stderr
     assert not (tmp_path / "work").exists()
@@ -493,7 +513,14 @@ def test_configuration_errors_exit_2_before_anything_runs(tmp_path: Path) -> Non
 
 def test_a_virtualenv_for_an_image_the_stack_does_not_have_exits_2(tmp_path: Path) -> None:
     done = local(
-        "--stack", "tensorflow", "--work", str(tmp_path / "work"), "--venv", "tf=.venv-tf", cwd=REPO, timeout=120
+        "--stack",
+        "tensorflow",
+        "--work",
+        str(tmp_path / "work"),
+        "--venv",
+        "tf=.venv-tf",
+        cwd=REPO,
+        timeout=patient(120),
     )
     assert done.returncode == 2
     assert "--venv tf: no such image in this stack; its images: " in done.stderr and "tensorflow" in done.stderr

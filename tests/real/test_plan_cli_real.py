@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.harness import REPO
 from tests.unit.test_plan_cli import BAD, GROUPS, _stack_file, call, offline_env, run
+from tests.wait import patient
 
 
 def test_the_commands_as_a_user_runs_them(tmp_path: Path) -> None:
@@ -45,4 +46,4 @@ def test_a_reader_that_stops_early_ends_the_plan_quietly(tmp_path: Path) -> None
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before anything is written
     err = proc.stderr.read().decode()
-    assert proc.wait(120) == 141 and err == "", err
+    assert proc.wait(patient(120)) == 141 and err == "", err

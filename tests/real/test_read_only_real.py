@@ -19,6 +19,7 @@ from components.workloads.pods import torchrun_command, worker_env
 from components.workloads.training import LAUNCHER, torch_env
 from tests import training_support as ts
 from tests.aws_support import free_port
+from tests.wait import patient
 
 TINY_RECIPE = [*ts.TINY_RECIPE, "--workers", "1"]
 APP = ts.TRAINING_DIR
@@ -32,7 +33,7 @@ def _unshare_works(scratch: Path) -> bool:
         done = subprocess.run(
             ["unshare", "-rm", "sh", "-c", f"mount -o remount,bind,ro / && ! touch {probe} 2>/dev/null"],
             capture_output=True,
-            timeout=30,
+            timeout=patient(30),
         )
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return False
@@ -197,7 +198,7 @@ def test_toolbox_programs_run_with_a_read_only_root(shared: Path, tmp_path: Path
         ]
     )
     proc = subprocess.run(
-        ["unshare", "-rm", "bash", "-c", script], env=env, capture_output=True, text=True, timeout=600
+        ["unshare", "-rm", "bash", "-c", script], env=env, capture_output=True, text=True, timeout=patient(600)
     )
     assert proc.returncode == 0, (
         f"exit {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tests import training_support as ts
 from tests.aws_support import free_port
+from tests.wait import patient
 
 #: Short runs in a row. The abort ended 2 of 3 two-rank runs before ``end_process``: 8 runs all miss it with a
 #: chance of (1/3)**8, under 1 in 6,000.
@@ -125,7 +126,9 @@ def test_a_forked_rank_that_returns_goes_through_finalisation(tmp_path: Path) ->
             }
         )
     )
-    out = subprocess.run([sys.executable, str(FORK_RANKS), str(spec)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(FORK_RANKS), str(spec)], capture_output=True, text=True, timeout=patient(120)
+    )
     assert json.loads(out.stdout) == {"run": 0, "codes": [0, 0]}, out.stderr
     assert [(tmp_path / f"r{r}.log").read_text().split() for r in range(2)] == [["ran", "FINALISED"]] * 2
 
@@ -157,7 +160,7 @@ def test_the_trainer_skips_interpreter_finalisation(tmp_path: Path) -> None:
         "--max-steps-per-epoch",
         "1",
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=patient(120), env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FINALISED" not in done.stdout
     assert [e["event"] for e in ts.json_events(done.stdout)][-1] == "done"  # flushed before the process ended

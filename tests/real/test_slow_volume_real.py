@@ -40,6 +40,7 @@ from tests.pod_runs import (  # noqa: E402
     new_run,
     other,
 )
+from tests.wait import patient  # noqa: E402
 
 #: Every checkpoint write stalls this long in fsync: half as long again as the collective timeout the run sets (10 s,
 #: the lowest the configuration accepts), so a collective that waited for a write would time out and fail the attempt
@@ -262,8 +263,10 @@ def test_a_drain_whose_stop_checkpoint_outlasts_30_s_loses_no_step(
     os.kill(victim.pid, signal.SIGTERM)
     assert victim.wait(grace) == launch.EXIT_STOPPED, run.report()
     exit_s = time.time() - term_at
-    stop = run.wait_event("stopping", 10, after=term_at, pod=victim)
-    checkpoint = run.wait_event("checkpoint", 10, after=term_at, pod=victim, where=lambda e: e["step"] == stop["step"])
+    stop = run.wait_event("stopping", patient(10), after=term_at, pod=victim)
+    checkpoint = run.wait_event(
+        "checkpoint", patient(10), after=term_at, pod=victim, where=lambda e: e["step"] == stop["step"]
+    )
     assert checkpoint["write_s"] >= SLOW_STOP_S > 30, checkpoint
     assert SLOW_STOP_S < exit_s < grace, exit_s
     resumed = run.wait_event("resumed", RUN_TIMEOUT, after=term_at, pod=survivor)

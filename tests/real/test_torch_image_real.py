@@ -64,7 +64,7 @@ def test_the_images_cuda_runtime_search_finds_the_wheels_one_file(tmp_path: Path
         env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patient(120),
     )
     assert done.returncode == 0, done.stderr
     link = target / "libcudart.so"

@@ -133,11 +133,11 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     run.start_pod("a")
     run.start_pod("b")
     epoch1 = run.wait_event("epoch", RUN_TIMEOUT)
-    run.wait_event("progress", 30, where=lambda e: e["step"] >= epoch1["step"] + 3)  # steps the kill will cost
+    run.wait_event("progress", patient(30), where=lambda e: e["step"] >= epoch1["step"] + 3)  # steps the kill will cost
     # The survivor's torchrun agent, which detects the loss, re-rendezvouses and starts the new worker.
     (agent,) = ts.child_pids(other(run, run.rank0_pod()).pid)
     agent_waited = runqueue_wait_s(agent)
-    lost = strike_rank0(run, signal.SIGKILL, 60)
+    lost = strike_rank0(run, signal.SIGKILL, patient(60))
     last, kill_at, first, resume_s = lost.survivor, lost.at, lost.first, lost.resume_s
     # What other programs took from the resume: the time the agent's and the new worker's main threads (the path from
     # the kill to the first step) were runnable but waited for a CPU, read as soon as the first step is seen and
@@ -148,7 +148,7 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     held = max(0.0, runqueue_wait_s(agent) - agent_waited - since) + max(
         0.0, (runqueue_wait_s(worker) if worker else 0.0) - since
     )
-    start = run.wait_event("start", 5, after=kill_at, pod=last)
+    start = run.wait_event("start", patient(5), after=kill_at, pod=last)
     failed = first_after(lost.milestones, "Worker group FAILED")
     started = first_after(lost.milestones, "Starting worker group")
     print(
@@ -160,10 +160,10 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     # The bound is the node's own: on a busy machine, less the time other programs kept it from a CPU.
     assert resume_s - held <= RESUME_BOUND_S, run.report()
     assert start["world_size"] == 1 and start["pg_timeout_s"] == 60.0  # the default, read back from gloo
-    acquired = run.wait_event("lease_acquired", 5, after=kill_at, pod=last)
+    acquired = run.wait_event("lease_acquired", patient(5), after=kill_at, pod=last)
     assert acquired["why"].startswith("previous attempt of this group's nodes")
     assert acquired["previous"]["state"] == "active"  # the dead group never released it: an unclean end
-    resumed = run.wait_event("resumed", 5, after=kill_at, pod=last)
+    resumed = run.wait_event("resumed", patient(5), after=kill_at, pod=last)
     assert resumed["failed_attempts_in_a_row"] == 1 and resumed["step"] <= first["step"] - 1
     assert resumed["epoch"] == 1 and resumed["samples_in_epoch"] == 0  # the end-of-epoch-1 checkpoint
 
@@ -229,27 +229,27 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     epoch1 = run.wait_event("epoch", RUN_TIMEOUT)
     # a few steps into epoch 2, as rank 0 printed them (not a pause of the test's: a busy machine can still be
     # starting epoch 2's loader after it)
-    run.wait_event("progress", 30, where=lambda e: e["epoch"] == 1 and e["step"] >= epoch1["step"] + 3)
+    run.wait_event("progress", patient(30), where=lambda e: e["epoch"] == 1 and e["step"] >= epoch1["step"] + 3)
     victim = run.rank0_pod()
     survivor = other(run, victim)
 
     # 1. Drain.
     term_at = time.time()
     os.kill(victim.pid, signal.SIGTERM)  # kubelet: SIGTERM to the container's PID 1, the launcher
-    assert victim.wait(60) == launch.EXIT_STOPPED, run.report()
+    assert victim.wait(patient(60)) == launch.EXIT_STOPPED, run.report()
     pod_exit_s = time.time() - term_at
-    stop = run.wait_event("stopping", 10, after=term_at, pod=victim)
+    stop = run.wait_event("stopping", patient(10), after=term_at, pod=victim)
     assert stop["reasons"]["ranks_signalled"] == 1 and stop["lease_state"] == "stopped"
     assert stop["epoch"] == 1 and stop["samples_in_epoch"] > 0, "the stop was meant to land mid-epoch"
     assert stop["checkpoint_step"] == stop["step"]
-    checkpoint = run.wait_event("checkpoint", 10, after=term_at, pod=victim)
+    checkpoint = run.wait_event("checkpoint", patient(10), after=term_at, pod=victim)
     assert checkpoint["step"] == stop["step"] and checkpoint["samples_in_epoch"] == stop["samples_in_epoch"]
     exit_event = run.pod_events(victim, "command_exit")[-1]
     assert exit_event["outcome"] == "stopped" and exit_event["command_code"] != 0  # torchrun's own 1, masked
-    resumed = run.wait_event("resumed", 60, after=term_at, pod=survivor)
+    resumed = run.wait_event("resumed", patient(60), after=term_at, pod=survivor)
     assert resumed["step"] == stop["step"], "steps lost between the stop and the resume"
     assert resumed["world_size"] == 1 and resumed["failed_attempts_in_a_row"] == 0
-    first = run.wait_event("first_step", 30, after=term_at, pod=survivor)
+    first = run.wait_event("first_step", patient(30), after=term_at, pod=survivor)
     print(
         f"\n[timing] SIGTERM -> stop checkpoint {stop['seconds_since_signal']:.2f}s, pod exit (143) "
         f"{pod_exit_s:.2f}s, survivor's first resumed step {first['time'] - term_at:.2f}s; "
@@ -259,11 +259,11 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     # 2. The replacement pod (the Job recreating the drained one) joins the running survivor.
     join_at = time.time()
     replacement = run.start_pod("c")
-    stop2 = run.wait_event("stopping", 60, after=join_at)
+    stop2 = run.wait_event("stopping", patient(60), after=join_at)
     assert stop2["reasons"]["ranks_signalled"] == 1  # torchrun's SIGTERM on the membership change
-    resumed2 = run.wait_event("resumed", 60, after=stop2["time"], where=lambda e: e["world_size"] == 2)
+    resumed2 = run.wait_event("resumed", patient(60), after=stop2["time"], where=lambda e: e["world_size"] == 2)
     assert resumed2["step"] == stop2["step"]
-    run.wait_event("first_step", 30, after=resumed2["time"])
+    run.wait_event("first_step", patient(30), after=resumed2["time"])
     print(
         f"[timing] replacement joined: stop checkpoint at step {stop2['step']}, resumed at world size 2 "
         f"{resumed2['time'] - join_at:.2f}s after the new pod started; steps lost: "
@@ -277,10 +277,10 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     drained = replacement if keeper is survivor else survivor
     term3_at = time.time()
     os.kill(drained.pid, signal.SIGTERM)
-    assert drained.wait(60) == launch.EXIT_STOPPED, run.report()
-    stop3 = run.wait_event("stopping", 10, after=term3_at, pod=keeper)
+    assert drained.wait(patient(60)) == launch.EXIT_STOPPED, run.report()
+    stop3 = run.wait_event("stopping", patient(10), after=term3_at, pod=keeper)
     assert stop3["reasons"]["ranks_signalled"] == 1 and stop3["checkpoint_step"] == stop3["step"], stop3
-    resumed3 = run.wait_event("resumed", 60, after=term3_at, pod=keeper)
+    resumed3 = run.wait_event("resumed", patient(60), after=term3_at, pod=keeper)
     assert resumed3["step"] == stop3["step"] and resumed3["world_size"] == 1, resumed3
     assert resumed3["failed_attempts_in_a_row"] == 0
     print(
@@ -314,7 +314,7 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
 
     # A re-run of the finished Job is a no-op.
     again = subprocess.run(
-        run.command(), capture_output=True, text=True, timeout=30, env=run.env(), cwd=run.local()[2].cwd
+        run.command(), capture_output=True, text=True, timeout=patient(30), env=run.env(), cwd=run.local()[2].cwd
     )
     assert again.returncode == 0 and [e["event"] for e in ts.json_events(again.stdout)] == [
         "launch_start",
@@ -351,7 +351,7 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     start = run.wait_event("start", RUN_TIMEOUT)
     assert start["pg_timeout_s"] == timeout_s  # read back from the process group
     run.wait_event("checkpoint", RUN_TIMEOUT)
-    frozen = strike_rank0(run, signal.SIGSTOP, 150)
+    frozen = strike_rank0(run, signal.SIGSTOP, patient(150))
     victim, survivor, freeze_at, resume_s = frozen.victim, frozen.survivor, frozen.at, frozen.resume_s
     failed = first_after(frozen.milestones, "Worker group FAILED")
     print(
@@ -371,7 +371,7 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
 
     thaw_at = time.time()
     ts.signal_tree(victim.pid, signal.SIGCONT)
-    rejoined = run.wait_event("first_step", 90, after=thaw_at, where=lambda e: e["world_size"] == 2)
+    rejoined = run.wait_event("first_step", patient(90), after=thaw_at, where=lambda e: e["world_size"] == 2)
     print(f"[timing] thawed node rejoined: first step at world size 2 after {rejoined['time'] - thaw_at:.1f}s")
     stop_pods(run, run.pods)
     assert_no_step_lost_or_repeated(run, since=freeze_at)
@@ -384,7 +384,7 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     # thawed node printed afterwards belongs to a superseded attempt and counts nothing.
     found = run_accounting(run)
     last_at, last_step = last_step_before(run, victim, freeze_at)
-    resumed = run.wait_event("resumed", 5, after=freeze_at, pod=survivor)
+    resumed = run.wait_event("resumed", patient(5), after=freeze_at, pod=survivor)
     failure = found["interruptions"][0]
     print(
         f"[timing] goodput after a frozen node: {found['goodput']}, lost {found['lost_s']}s, recomputed "
@@ -430,15 +430,17 @@ def test_etcd_restarted_empty_never_lets_a_joiner_train_a_second_group(
         finally:
             os.kill(agents[0], signal.SIGCONT)
         with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(f"http://{etcd.endpoint}/v2/keys/torch/elastic/rendezvous/{run.rdzv_id}", timeout=5)
+            urllib.request.urlopen(
+                f"http://{etcd.endpoint}/v2/keys/torch/elastic/rendezvous/{run.rdzv_id}", timeout=patient(5)
+            )
 
         join_at = time.time()
         joiner = run.start_pod("b")
-        wait = run.wait_event("lease_wait", 60, pod=joiner)
+        wait = run.wait_event("lease_wait", patient(60), pod=joiner)
         assert wait["holder"]["members"] == run.lease_records()[0]["members"]
-        yielded = run.wait_event("stopping", 60, after=join_at, pod=first_pod)
+        yielded = run.wait_event("stopping", patient(60), after=join_at, pod=first_pod)
         assert yielded["reasons"]["yield_to_other_group"] and yielded["lease_state"] == "yielded"
-        merged = run.wait_event("first_step", 90, after=yielded["time"], where=lambda e: e["world_size"] == 2)
+        merged = run.wait_event("first_step", patient(90), after=yielded["time"], where=lambda e: e["world_size"] == 2)
         print(
             f"\n[timing] empty etcd: the joiner waited for the lease, the running group yielded "
             f"{yielded['time'] - wait['time']:.1f}s after the joiner's request; one group of 2 trained "
@@ -525,7 +527,7 @@ def test_a_live_lease_of_another_group_blocks_training_until_it_expires(digits: 
     try:
         wait_for(
             lambda: any(e["event"] == "lease_wait" for e in ts.json_events(proc.output())),
-            60,
+            patient(60),
             what="the trainer to wait for the lease",
         )
         requests = list((out / run_lease.LEASE_DIR_NAME).glob("request-*.json"))
@@ -535,7 +537,7 @@ def test_a_live_lease_of_another_group_blocks_training_until_it_expires(digits: 
         renewing.clear()
         renewer.join()
         renewed_until = holder["renewed_at"]
-        assert proc.wait(60) == 0, proc.output()[-3000:]
+        assert proc.wait(patient(60)) == 0, proc.output()[-3000:]
     finally:
         renewing.clear()
         proc.kill()
@@ -568,18 +570,20 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
     lease_file = out / run_lease.LEASE_DIR_NAME / "lease-00000001.json"
     try:
         wait_for(
-            lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60, what="the first step"
+            lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())),
+            patient(60),
+            what="the first step",
         )
         first_renewal = json.loads(lease_file.read_text())["renewed_at"]
         wait_for(
             lambda: json.loads(lease_file.read_text())["renewed_at"] > first_renewal,
-            5,
+            patient(5),
             what="a renewal (every 0.5 s with a 6 s TTL)",
         )
         assert json.loads(lease_file.read_text())["ttl_s"] == 6.0
         wait_for(
             lambda: len([e for e in ts.json_events(proc.output()) if e["event"] == "checkpoint"]) >= 3,
-            30,
+            patient(30),
             what="three checkpoints",
         )
         request = {
@@ -590,7 +594,7 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
             "waiting_for": 1,
         }
         (out / run_lease.LEASE_DIR_NAME / f"request-{request['token']}.json").write_text(json.dumps(request))
-        assert proc.wait(30) == train.EXIT_STOPPED, proc.output()[-3000:]
+        assert proc.wait(patient(30)) == train.EXIT_STOPPED, proc.output()[-3000:]
     finally:
         proc.kill()
     events = ts.json_events(proc.output())
@@ -619,11 +623,13 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
     proc = ts.ManagedProcess(train_cmd(digits, out2, *lost_args), tmp_path / "lost.log", env=single_env())
     try:
         wait_for(
-            lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())), 60, what="the first step"
+            lambda: any(e["event"] == "first_step" for e in ts.json_events(proc.output())),
+            patient(60),
+            what="the first step",
         )
         taken_at = time.time()
         write_lease(out2, foreign_record(2, ttl_s=600.0))
-        assert proc.wait(30) == train.EXIT_STOPPED, proc.output()[-3000:]
+        assert proc.wait(patient(30)) == train.EXIT_STOPPED, proc.output()[-3000:]
     finally:
         proc.kill()
     events = ts.json_events(proc.output())
@@ -645,7 +651,7 @@ def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Pa
         train_cmd(digits, out, "--epochs", "1", "--max-steps-per-epoch", "3"),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=patient(120),
         env=single_env(),
     )
     assert first.returncode == 0, first.stdout + first.stderr
@@ -671,7 +677,7 @@ def test_failed_attempts_without_progress_end_the_run(digits: Path, tmp_path: Pa
         "--",
         *train_cmd(digits, out, *more),
     ]
-    gave_up = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=single_env())
+    gave_up = subprocess.run(cmd, capture_output=True, text=True, timeout=patient(120), env=single_env())
     assert gave_up.returncode == launch.EXIT_RUN_FAILED, gave_up.stdout + gave_up.stderr
     events = ts.json_events(gave_up.stdout)
     assert [e["event"] for e in events if e["event"] in ("gave_up", "command_exit")] == ["gave_up", "command_exit"]

@@ -42,7 +42,7 @@ import cifar_io  # noqa: E402
 
 from tests import training_support as ts  # noqa: E402
 from tests.training_support import torchrun_env  # noqa: E402
-from tests.wait import wait_for  # noqa: E402
+from tests.wait import patient, wait_for  # noqa: E402
 
 TRAIN_PY = ts.TRAIN_PY
 STAGE_PY = ts.TRAINING_DIR / "stage_data.py"
@@ -224,7 +224,7 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
         etcd.stop()
         wait_for(
             lambda: all(node.poll() is not None for node in job.nodes),
-            30.0,
+            patient(30.0),
             what="the torchrun agents to react to the etcd outage",
         )
         reaction = time.monotonic() - stopped_at
@@ -246,7 +246,7 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
         # etcd comes back on the same port with the same data: the rendezvous state is still there.
         etcd.start()
         key_url = f"http://{etcd.endpoint}/v2/keys/torch/elastic/rendezvous/{job.rdzv_id}"
-        with urllib.request.urlopen(key_url, timeout=5) as response:
+        with urllib.request.urlopen(key_url, timeout=patient(5)) as response:
             assert response.status == 200
 
         # "Job pod restart": the same command, same rdzv id, resumes from the checkpoint.
@@ -285,7 +285,7 @@ def test_single_process_resume_and_step_limits(digits_data: Path, tmp_path: Path
         "2",
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    first = subprocess.run([*base, "--epochs", "2"], capture_output=True, text=True, timeout=120, env=env)
+    first = subprocess.run([*base, "--epochs", "2"], capture_output=True, text=True, timeout=patient(120), env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     events = ts.json_events(first.stdout)
     assert [e["step"] for e in events if e["event"] == "epoch"] == [5, 10]
@@ -293,7 +293,7 @@ def test_single_process_resume_and_step_limits(digits_data: Path, tmp_path: Path
     assert [e["step"] for e in mid] == [2, 4, 6, 8]
     assert all(e["world_size"] == 1 for e in events if e["event"] == "epoch")
 
-    second = subprocess.run([*base, "--epochs", "3"], capture_output=True, text=True, timeout=120, env=env)
+    second = subprocess.run([*base, "--epochs", "3"], capture_output=True, text=True, timeout=patient(120), env=env)
     assert second.returncode == 0, second.stdout + second.stderr
     events = ts.json_events(second.stdout)
     resumed = [e for e in events if e["event"] == "resumed"]
@@ -328,7 +328,9 @@ def test_sampler_resume_is_exact_across_world_sizes() -> None:
 # --------------------------------------------------------------------------- #
 def run_stage(args: list[str], env: dict[str, str] | None = None) -> tuple[int, list[dict[str, Any]], str]:
     """Run stage_data.py; return exit code, JSON events and stderr."""
-    result = subprocess.run([PYTHON, str(STAGE_PY), *args], capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        [PYTHON, str(STAGE_PY), *args], capture_output=True, text=True, timeout=patient(120), env=env
+    )
     return result.returncode, ts.json_events(result.stdout), result.stderr
 
 
@@ -404,7 +406,7 @@ def test_stage_data_from_file_url(digits_data: Path, tmp_path: Path) -> None:
         )
         for _ in range(2)
     ]
-    outputs = [p.communicate(timeout=120) for p in procs]
+    outputs = [p.communicate(timeout=patient(120)) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     all_events = [e["event"] for out, _ in outputs for e in ts.json_events(out)]
     assert all_events.count("download_start") == 1 and all_events.count("staged") == 1

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import ModuleOrder, UnitDurations, _room, read_durations
+from tests.wait import patient
 
 
 class Worker(threading.Thread):
@@ -25,17 +26,17 @@ class Worker(threading.Thread):
         with _room(self.folder, self.alone):
             self.entered.append(self.name)
             self.inside.set()
-            self.leave.wait(10)
+            self.leave.wait(patient(10))
 
 
 def test_an_alone_test_waits_for_the_room_to_empty_and_keeps_new_tests_out(tmp_path: Path) -> None:
     entered: list[str] = []
     first = Worker(tmp_path, "first", alone=False, entered=entered)
     first.start()
-    assert first.inside.wait(5)
+    assert first.inside.wait(patient(5))
     beside = Worker(tmp_path, "beside", alone=False, entered=entered)
     beside.start()
-    assert beside.inside.wait(5), "tests that are not alone share the room"
+    assert beside.inside.wait(patient(5)), "tests that are not alone share the room"
 
     lone = Worker(tmp_path, "alone", alone=True, entered=entered)
     lone.start()
@@ -48,14 +49,14 @@ def test_an_alone_test_waits_for_the_room_to_empty_and_keeps_new_tests_out(tmp_p
 
     first.leave.set()
     beside.leave.set()
-    assert lone.inside.wait(5)
+    assert lone.inside.wait(patient(5))
     time.sleep(0.3)
     assert not late.inside.is_set(), "a test ran beside the alone test"
     lone.leave.set()
-    assert late.inside.wait(5)
+    assert late.inside.wait(patient(5))
     late.leave.set()
     for worker in (first, beside, lone, late):
-        worker.join(5)
+        worker.join(patient(5))
     assert entered == ["first", "beside", "alone", "late"]
 
 

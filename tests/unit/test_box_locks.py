@@ -12,6 +12,7 @@ import pytest
 
 from stacks.box import cluster
 from stacks.box.cluster import BoxError, hold_for_child, host_lock
+from tests.wait import patient
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +55,6 @@ def test_host_lock_excludes_other_holders() -> None:
         other.start()
         time.sleep(0.3)
         order.append("first")
-    other.join(5)
+    other.join(patient(5))
     assert order == ["first", "other"]
     assert cluster.host_lock_path("create").parent.name == "locks"

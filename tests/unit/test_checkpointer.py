@@ -22,6 +22,8 @@ if str(TRAINING_DIR) not in sys.path:
 
 import checkpointer  # noqa: E402
 
+from tests.wait import patient  # noqa: E402
+
 
 def writer(published: list[Path], *, deadline_s: float = 30.0) -> checkpointer.Checkpointer:
     return checkpointer.Checkpointer(
@@ -35,7 +37,7 @@ def test_a_stop_checkpoint_is_written_and_waited_for_although_an_earlier_write_f
     (tmp_path / "gone").write_text("a file where the folder should be")
     failing = tmp_path / "gone" / "checkpoint-step00000010.pt"  # the write fails
     assert w.submit(failing, {"step": 10}, {"step": 10})
-    w._writes[0].thread.join(10)
+    w._writes[0].thread.join(patient(10))
     stop = tmp_path / "checkpoint-step00000012.pt"
     assert w.submit(stop, {"step": 12}, {"step": 12}, alongside=True)  # no check of the earlier write first
     w.wait(stop)  # only the stop's own write is checked
@@ -53,7 +55,7 @@ def test_a_stop_checkpoint_does_not_wait_for_a_stalled_periodic_write(tmp_path: 
 
     def stalled(path: Any, obj: Any, before_publish: Any = None) -> Path:
         if "step00000010" in str(path):
-            release.wait(20)  # the volume does not answer for this write
+            release.wait(patient(20))  # the volume does not answer for this write
         return original(path, obj, before_publish=before_publish)
 
     checkpointer.cifar.atomic_torch_save = stalled  # type: ignore[assignment]

@@ -26,6 +26,7 @@ import pytest
 from stacks import cli
 from tests.harness import REPO
 from tests.python_source import parse
+from tests.wait import patient
 
 
 def _help(argv: list[str]) -> str:
@@ -65,7 +66,7 @@ def test_python_m_stacks_runs_as_a_user_runs_it() -> None:
     """The real entry point in a process of its own (``stacks/__main__.py``): the listing, quickly (no command is
     imported for it)."""
     done = subprocess.run(
-        [sys.executable, "-m", "stacks", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "stacks", "--help"], cwd=REPO, capture_output=True, text=True, timeout=patient(120)
     )
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m stacks [-h] COMMAND"), done.stderr
     assert all(f"  {name} " in done.stdout for name in cli.TOOLS)

@@ -13,6 +13,7 @@ import pytest
 
 from stacks.docs import links
 from tests.harness import REPO
+from tests.wait import patient
 
 DOCS = REPO / "docs"
 
@@ -90,5 +91,5 @@ def test_the_external_check_tells_an_answering_address_from_a_broken_one(server:
     page.write_text(f"[a]({server}/ok) <{server}/head-refused> and {server}/gone.\n\n`{server}/in-code`\n")
     found = links.external_links([page])
     assert set(found) == {f"{server}/ok", f"{server}/head-refused", f"{server}/gone"}
-    broken = links.broken_external_links([page], timeout=10)
+    broken = links.broken_external_links([page], timeout=patient(10))
     assert len(broken) == 1 and broken[0].startswith(f"{server}/gone: HTTP 404 (") and "page.md:1" in broken[0]

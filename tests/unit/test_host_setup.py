@@ -24,6 +24,7 @@ import pytest
 from components.catalog.fsx import FSX_CLIENT_HOST, HOST_REQUIREMENTS, NODE_BOOTSTRAP_PROVIDES
 from components.catalog.sources import SOURCES
 from components.nodeplan import INSTALL_ATTEMPTS, host_setup_script, host_setup_user_data
+from tests.wait import patient
 
 #: Node selector keys a managed node group's ``labels`` do not carry (Kubernetes sets them on every node).
 
@@ -72,7 +73,7 @@ def _run_user_data(tmp_path: Path, fail_times: int) -> subprocess.CompletedProce
     path.write_text(script)
     path.chmod(0o755)
     env = {**os.environ, "PATH": f"{_stand_ins(tmp_path, fail_times)}:{os.environ['PATH']}"}
-    return subprocess.run([str(path)], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([str(path)], env=env, capture_output=True, text=True, timeout=patient(60))
 
 
 def test_the_user_data_installs_the_client_and_retries_a_mirror_not_yet_reachable(tmp_path: Path) -> None:

@@ -23,6 +23,8 @@ if str(TRAINING_DIR) not in sys.path:
 import run_lease  # noqa: E402
 from run_lease import RunLease  # noqa: E402
 
+from tests.wait import patient  # noqa: E402
+
 #: The keeper's renewal cadence in the tests of its thread: the product's floor (0.5 s, :attr:`RunLease.renew_every_s`)
 #: spares a real volume; the keeper's rules do not depend on it, and each test's waits are counted in cadences.
 FAST_RENEWALS_S = 0.1
@@ -157,9 +159,10 @@ def test_records_are_world_readable_and_complete_when_they_appear(tmp_path: Path
     assert run_lease.LeaseRecord.from_dict(record(tmp_path, 1) | {"unknown": 1}).owner.startswith("host-a/1/pid")
 
 
-def wait_until(condition: object, timeout: float = 10.0) -> None:
-    """Poll ``condition()`` until true (the keeper's thread runs on its own clock)."""
-    deadline = time.monotonic() + timeout
+def wait_until(condition: object, timeout: float | None = None) -> None:
+    """Poll ``condition()`` until true (the keeper's thread runs on its own clock), by default
+    ``patient(10)`` seconds."""
+    deadline = time.monotonic() + (patient(10.0) if timeout is None else timeout)
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, "condition not reached"
         time.sleep(0.02)

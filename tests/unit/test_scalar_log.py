@@ -22,6 +22,8 @@ if str(TRAINING_DIR) not in sys.path:
 
 import train  # noqa: E402
 
+from tests.wait import patient  # noqa: E402
+
 
 class StalledWriter:
     """A SummaryWriter on a volume that does not answer until ``volume`` is set."""
@@ -67,7 +69,7 @@ def test_a_stalled_volume_never_holds_the_loop_and_loses_only_the_oldest_scalars
     assert log.close(0.5) is False  # the volume did not answer: close gives up in time
     assert time.monotonic() - closing < 2.0
     StalledWriter.volume.set()  # the volume answers: the writer's thread drains what it kept, newest last
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + patient(10)
     while not StalledWriter.closed and time.monotonic() < deadline:
         time.sleep(0.05)
     assert StalledWriter.closed
