@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 from tests import aws_support
 from tests.aws_support import free_port
-from tests.wait import patient, wait_for
+from tests.wait import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRAINING_DIR = REPO_ROOT / "training"
@@ -334,14 +334,13 @@ _AGENT_MILESTONES = (
 
 
 def wait_all(processes: Sequence[ManagedProcess], timeout: float) -> list[int]:
-    """Exit codes of ``processes`` (the "nodes" of one job), waiting at most ``timeout`` in total, stretched on a busy
-    machine (:func:`tests.wait.patient`).
+    """Exit codes of ``processes`` (the "nodes" of one job), waiting at most ``timeout`` in total (the caller's bound,
+    stretched by :func:`tests.wait.patient`).
 
     If any of them is still running at the deadline, all are stopped and the
     error shows every process's exit state and log tail (a hang on one node is
     usually explained by what the *other* node did).
     """
-    timeout = patient(timeout)
     deadline = time.monotonic() + timeout
     for process in processes:
         with contextlib.suppress(subprocess.TimeoutExpired):

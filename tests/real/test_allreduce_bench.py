@@ -17,7 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 import torch
@@ -69,7 +69,7 @@ class Completed:
         return f"exit {self.returncode}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr[-4000:]}"
 
 
-def run_command(cmd: list[str], timeout: float = RUN_TIMEOUT) -> Completed:
+def run_command(cmd: list[str], timeout: Optional[float] = None) -> Completed:
     """Run ``cmd`` in a new process group (CPU, one OpenMP thread); kill the group in any case."""
     env = dict(
         os.environ,
@@ -82,7 +82,7 @@ def run_command(cmd: list[str], timeout: float = RUN_TIMEOUT) -> Completed:
         cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        stdout, stderr = proc.communicate(timeout=patient(RUN_TIMEOUT) if timeout is None else timeout)
         return Completed(proc.returncode, stdout, stderr)
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):

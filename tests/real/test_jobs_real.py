@@ -185,7 +185,7 @@ def tf_events(proc: ts.ManagedProcess, name: str) -> list[dict[str, Any]]:
 
 def assert_tf_success(workers: list[ts.ManagedProcess], out: Path, epochs: int) -> dict[str, Any]:
     """Both workers exited 0 with the same final weights; the chief's summary and model exist."""
-    codes = ts.wait_all(workers, TF_RUN_TIMEOUT)
+    codes = ts.wait_all(workers, patient(TF_RUN_TIMEOUT))
     logs = "\n".join(f"--- worker {i}\n{w.output()[-3000:]}" for i, w in enumerate(workers))
     assert codes == [0, 0], logs
     reports = [json.loads((out / f"worker-{i}.json").read_text()) for i in range(2)]
@@ -240,7 +240,7 @@ def tf_run(tmp_path_factory: pytest.TempPathFactory, digits: Path) -> Iterator[T
         return backup.is_file() and all(tf_events(w, "epoch") for w in first)
 
     try:
-        wait_for(backed_up, TF_RUN_TIMEOUT, interval=0.1, what="the first epoch's backup")
+        wait_for(backed_up, patient(TF_RUN_TIMEOUT), interval=0.1, what="the first epoch's backup")
         first[1].signal_group(signal.SIGSTOP)  # lost without closing its connections
         lost = time.monotonic()
         code = first[0].wait(timeout=patient(120))
@@ -380,7 +380,7 @@ def test_mpi_launcher_runs_a_real_allreduce_under_mpirun_and_reports_its_bandwid
     extra = MPIRUN_AS_ROOT if os.geteuid() == 0 else {}
     launcher_proc = start(pod, tmp_path / "launcher.log", tmp_path, extra)
     try:
-        code = launcher_proc.wait(MPI_RUN_TIMEOUT)
+        code = launcher_proc.wait(patient(MPI_RUN_TIMEOUT))
     finally:
         launcher_proc.kill()
     text = launcher_proc.output()

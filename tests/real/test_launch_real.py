@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import etcd
 import pytest
@@ -112,9 +112,9 @@ def start_nodes(cmd: list[str], workdir: Path, tag: str, started: list[ts.Manage
     return nodes
 
 
-def wait_all(nodes: list[ts.ManagedProcess], timeout: float = RUN_TIMEOUT) -> list[int]:
-    """Exit codes of ``nodes`` (kills them and fails after ``timeout``)."""
-    return ts.wait_all(nodes, timeout)
+def wait_all(nodes: list[ts.ManagedProcess], timeout: Optional[float] = None) -> list[int]:
+    """Exit codes of ``nodes`` (kills them and fails after ``timeout``, by default the run's bound, stretched)."""
+    return ts.wait_all(nodes, patient(RUN_TIMEOUT) if timeout is None else timeout)
 
 
 def logs(nodes: list[ts.ManagedProcess]) -> str:

@@ -38,6 +38,7 @@ from components.workloads.pods import JobSpec, WorkerPlacement, env_list
 from tests.aws_support import free_port
 from tests.harness import REPO
 from tests.kube import container_env, process_argv
+from tests.wait import patient
 
 #: Debian's sshd gives a session this PATH (openssh's configure --with-default-path, debian/rules:
 #: https://salsa.debian.org/ssh-team/openssh/-/blob/debian/1%259.2p1-2/debian/rules); the test checks it is what the
@@ -241,7 +242,7 @@ def _run(spec: dict[str, Any], work: Path) -> dict[str, Any]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=RUN_TIMEOUT + 60,
+        timeout=patient(RUN_TIMEOUT + 60),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

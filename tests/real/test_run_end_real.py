@@ -88,7 +88,7 @@ def test_a_finished_run_ends_cleanly_every_time(tmp_path: Path) -> None:
                 [sys.executable, str(FORK_RANKS), str(spec)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
             )
         )
-    outputs = [p.communicate(timeout=RUNS_TIMEOUT)[0] for p in procs]
+    outputs = [p.communicate(timeout=patient(RUNS_TIMEOUT))[0] for p in procs]
     seconds = time.monotonic() - started
     codes = {
         indices[line["run"]]: line["codes"]

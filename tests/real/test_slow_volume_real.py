@@ -109,11 +109,11 @@ def test_a_stalled_checkpoint_volume_loses_no_work(
     }
     run.start_pod("a")
     run.start_pod("b")
-    run.wait_event("first_step", RUN_TIMEOUT)
+    run.wait_event("first_step", patient(RUN_TIMEOUT))
     opened_at = time.time()  # before the gate opens: whatever is staged from now on is written through it
     gate.touch()
     # Up to four stalls in a row on rank 0's way out: the write in flight, the final checkpoint, the final release.
-    assert ts.wait_all(run.pods, RUN_TIMEOUT + 4 * STALL_S) == [0, 0], run.report()
+    assert ts.wait_all(run.pods, patient(RUN_TIMEOUT + 4 * STALL_S)) == [0, 0], run.report()
     summary = assert_whole_epochs(run.output_dir, epochs)
     assert summary["world_sizes"] == [2]
     events = run.events()
@@ -166,7 +166,7 @@ def test_a_slow_volume_at_the_start_of_an_attempt_fails_nothing(
     run.host_env = {"LD_PRELOAD": str(slow_fsync), "SLOW_FSYNC_MATCH": ".lease.", "SLOW_FSYNC_SECONDS": f"{stall_s:g}"}
     run.start_pod("a")
     run.start_pod("b")
-    assert ts.wait_all(run.pods, RUN_TIMEOUT + 4 * stall_s) == [0, 0], run.report()
+    assert ts.wait_all(run.pods, patient(RUN_TIMEOUT + 4 * stall_s)) == [0, 0], run.report()
     events = run.events()
     names = [e["event"] for e in events]
     assert names.count("start") == 1 and "resumed" not in names and "fatal" not in names, names
@@ -204,7 +204,7 @@ def test_one_120_s_stall_with_the_production_timeouts_loses_no_work(
     }
     run.start_pod("a")
     run.start_pod("b")
-    assert ts.wait_all(run.pods, RUN_TIMEOUT + PRODUCTION_STALL_S) == [0, 0], run.report()
+    assert ts.wait_all(run.pods, patient(RUN_TIMEOUT + PRODUCTION_STALL_S)) == [0, 0], run.report()
     summary = assert_whole_epochs(run.output_dir, epochs)
     assert summary["world_sizes"] == [2]
     events = run.events()
@@ -254,7 +254,7 @@ def test_a_drain_whose_stop_checkpoint_outlasts_30_s_loses_no_step(
     }
     run.start_pod("a")
     run.start_pod("b")
-    run.wait_event("epoch", RUN_TIMEOUT)
+    run.wait_event("epoch", patient(RUN_TIMEOUT))
     time.sleep(0.5)
     victim = run.rank0_pod()
     survivor = other(run, victim)
@@ -269,12 +269,12 @@ def test_a_drain_whose_stop_checkpoint_outlasts_30_s_loses_no_step(
     )
     assert checkpoint["write_s"] >= SLOW_STOP_S > 30, checkpoint
     assert SLOW_STOP_S < exit_s < grace, exit_s
-    resumed = run.wait_event("resumed", RUN_TIMEOUT, after=term_at, pod=survivor)
+    resumed = run.wait_event("resumed", patient(RUN_TIMEOUT), after=term_at, pod=survivor)
     assert resumed["step"] == stop["step"], "the stop checkpoint was lost"
     print(
         f"\n[timing] drain with a {SLOW_STOP_S:g} s stop checkpoint: pod exit (143) {exit_s:.1f}s after SIGTERM, "
         f"survivor resumed at step {resumed['step']} (stopped after {stop['step']})"
     )
     gate.unlink()
-    assert survivor.wait(RUN_TIMEOUT + 4 * SLOW_STOP_S) == 0, run.report()
+    assert survivor.wait(patient(RUN_TIMEOUT + 4 * SLOW_STOP_S)) == 0, run.report()
     assert_no_step_lost_or_repeated(run)

@@ -132,7 +132,7 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
     run.start_pod("a")
     run.start_pod("b")
-    epoch1 = run.wait_event("epoch", RUN_TIMEOUT)
+    epoch1 = run.wait_event("epoch", patient(RUN_TIMEOUT))
     run.wait_event("progress", patient(30), where=lambda e: e["step"] >= epoch1["step"] + 3)  # steps the kill will cost
     # The survivor's torchrun agent, which detects the loss, re-rendezvouses and starts the new worker.
     (agent,) = ts.child_pids(other(run, run.rank0_pod()).pid)
@@ -167,7 +167,7 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     assert resumed["failed_attempts_in_a_row"] == 1 and resumed["step"] <= first["step"] - 1
     assert resumed["epoch"] == 1 and resumed["samples_in_epoch"] == 0  # the end-of-epoch-1 checkpoint
 
-    assert ts.wait_all([last], RUN_TIMEOUT) == [0], run.report()
+    assert ts.wait_all([last], patient(RUN_TIMEOUT)) == [0], run.report()
     summary = assert_whole_epochs(run.output_dir, epochs)
     # the segment the lost node took part in left no checkpoint: the survivor retrained epoch 2 whole, alone
     assert [h["world_sizes"] for h in summary["history"]] == [[2], [1]], summary["history"]
@@ -226,7 +226,7 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
     run = new_run(runs, etcd_server, digits, tmp_path, [*TINY, "--epochs", str(epochs)])
     run.start_pod("a")
     run.start_pod("b")
-    epoch1 = run.wait_event("epoch", RUN_TIMEOUT)
+    epoch1 = run.wait_event("epoch", patient(RUN_TIMEOUT))
     # a few steps into epoch 2, as rank 0 printed them (not a pause of the test's: a busy machine can still be
     # starting epoch 2's loader after it)
     run.wait_event("progress", patient(30), where=lambda e: e["epoch"] == 1 and e["step"] >= epoch1["step"] + 3)
@@ -288,7 +288,7 @@ def test_a_run_through_a_drain_and_a_replacement_loses_no_step(
         f"{resumed3['time'] - term3_at:.2f}s after the signal; steps lost: {stop3['step'] - resumed3['step']}"
     )
 
-    assert keeper.wait(RUN_TIMEOUT) == 0, run.report()
+    assert keeper.wait(patient(RUN_TIMEOUT)) == 0, run.report()
     assert_no_step_lost_or_repeated(run)
     summary = assert_whole_epochs(run.output_dir, epochs)
     interrupted = summary["history"][1]
@@ -348,9 +348,9 @@ def test_frozen_node_is_detected_by_the_collective_timeout_and_rejoins_when_thaw
     assert run.env()["PG_TIMEOUT_SECONDS"] == "10"
     run.start_pod("a")
     run.start_pod("b")
-    start = run.wait_event("start", RUN_TIMEOUT)
+    start = run.wait_event("start", patient(RUN_TIMEOUT))
     assert start["pg_timeout_s"] == timeout_s  # read back from the process group
-    run.wait_event("checkpoint", RUN_TIMEOUT)
+    run.wait_event("checkpoint", patient(RUN_TIMEOUT))
     frozen = strike_rank0(run, signal.SIGSTOP, patient(150))
     victim, survivor, freeze_at, resume_s = frozen.victim, frozen.survivor, frozen.at, frozen.resume_s
     failed = first_after(frozen.milestones, "Worker group FAILED")
@@ -417,7 +417,7 @@ def test_etcd_restarted_empty_never_lets_a_joiner_train_a_second_group(
     try:
         run = new_run(runs, etcd, digits, tmp_path / "job", [*TINY, "--epochs", "20", "--checkpoint-every-steps", "5"])
         first_pod = run.start_pod("a")
-        run.wait_event("checkpoint", RUN_TIMEOUT)
+        run.wait_event("checkpoint", patient(RUN_TIMEOUT))
         agents = ts.child_pids(first_pod.pid)
         assert len(agents) == 1, agents  # the launcher's one child: torchrun
         # Inside the detection window: the agent does not look at etcd while it is replaced (an

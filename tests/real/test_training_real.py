@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import boto3
 import numpy as np
@@ -86,9 +86,9 @@ class Job:
         found = ts.json_events(self.logs())
         return [e for e in found if name is None or e.get("event") == name]
 
-    def wait(self, timeout: float = RUN_TIMEOUT) -> list[int]:
+    def wait(self, timeout: Optional[float] = None) -> list[int]:
         """Exit codes of the current nodes."""
-        return ts.wait_all(self.nodes, timeout)
+        return ts.wait_all(self.nodes, patient(RUN_TIMEOUT) if timeout is None else timeout)
 
     def kill(self) -> None:
         """Stop every process of the job (agents and workers)."""
@@ -157,7 +157,7 @@ def test_worker_killed_mid_epoch_resumes_from_checkpoint(
     def mid_epoch_checkpoint() -> bool:
         return any(e["epoch"] >= 1 and e["samples_in_epoch"] > 0 for e in job.events("checkpoint"))
 
-    wait_for(mid_epoch_checkpoint, RUN_TIMEOUT, what="a mid-epoch checkpoint after epoch 1")
+    wait_for(mid_epoch_checkpoint, patient(RUN_TIMEOUT), what="a mid-epoch checkpoint after epoch 1")
     victim_agent = job.nodes[1]
     worker = ts.training_worker_pid(victim_agent.pid)
     assert worker is not None, "worker process of node 1 not found"
@@ -216,7 +216,7 @@ def test_etcd_restart_mid_training(jobs: list[Job], digits_data: Path, tmp_path:
     try:
         train_args = [*TINY_RECIPE, "--epochs", str(ETCD_EPOCHS)]
         job = start_job(jobs, etcd, digits_data, tmp_path / "job", train_args)
-        wait_for(lambda: job.events("checkpoint"), RUN_TIMEOUT, what="the first checkpoint")
+        wait_for(lambda: job.events("checkpoint"), patient(RUN_TIMEOUT), what="the first checkpoint")
         workers = [ts.training_worker_pid(node.pid) for node in job.nodes]
         assert all(workers), "worker processes not found"
 

@@ -19,6 +19,7 @@ import pytest
 from components.workloads.pods import PREDECESSOR_FAILED_EXIT_CODE
 from tests import training_support as ts
 from tests.aws_support import free_port
+from tests.wait import patient
 
 WAIT_PY = ts.TRAINING_DIR / "wait_for_jobs.py"
 TOKEN = "service-account-token-for-the-test"
@@ -117,7 +118,7 @@ def run_wait(
         str(tmp_path / "no-ca.crt"),
         *extra,
     ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=patient(RUN_TIMEOUT))
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line.strip()], done.stderr
 
 

@@ -31,15 +31,30 @@ POSITIONAL = {"wait": 0, "join": 0, "communicate": 1}
 CLOCKS = {"monotonic", "time"}
 
 
-def _fixed(node: ast.AST) -> bool:
-    """A number written in the source (or arithmetic of numbers only)."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
-    if isinstance(node, ast.BinOp):
-        return _fixed(node.left) and _fixed(node.right)
-    if isinstance(node, ast.UnaryOp):
-        return _fixed(node.operand)
-    return False
+def _number(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+
+
+def _fixed(node: ast.AST, constants: frozenset[str] = frozenset()) -> bool:
+    """A number written in the source, a module's numeric constant (``RUN_TIMEOUT = 150.0``), or arithmetic of numbers
+    only or with such a constant in it, none stretched by ``patient``."""
+    leaves = [n for n in ast.walk(node) if not isinstance(n, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))]
+    if any(isinstance(n, ast.Call) for n in leaves):
+        return False
+    named = [n for n in leaves if isinstance(n, ast.Name) and n.id in constants]
+    return bool(named) or (bool(leaves) and all(_number(n) for n in leaves))
+
+
+def _constants(trees: dict[str, ast.Module]) -> frozenset[str]:
+    """The upper-case names these modules bind to a number at their top (``RUN_TIMEOUT = 150.0``)."""
+    return frozenset(
+        target.id
+        for tree in trees.values()
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _number(node.value)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id.isupper()
+    )
 
 
 def _name(call: ast.Call) -> str | None:
@@ -91,11 +106,12 @@ def fixed_bounds(sources: dict[str, str]) -> list[str]:
     parameter, a deadline of a clock plus a number. Calls named in :data:`ALLOWED` are not bounds."""
     trees = {path: parse(source) for path, source in sources.items()}
     positions = _positions(trees)
+    constants = _constants(trees)
     found: list[str] = []
     for path, tree in trees.items():
         for fn in _functions(tree):
             for arg, default in _defaults(fn):
-                if arg.arg in BOUND_NAMES and _fixed(default):
+                if arg.arg in BOUND_NAMES and _fixed(default, constants):
                     found.append(f"{path}:{default.lineno}: {fn.name}'s default {arg.arg}={ast.unparse(default)}")
         for node in ast.walk(tree):
             if isinstance(node, ast.BinOp) and _deadline(node):
@@ -104,7 +120,7 @@ def fixed_bounds(sources: dict[str, str]) -> list[str]:
                 continue
             given = [k.value for k in node.keywords if k.arg in BOUND_NAMES]
             given += [node.args[i] for i in positions.get(_name(node) or "", ()) if i < len(node.args)]
-            if any(_fixed(value) for value in given):
+            if any(_fixed(value, constants) for value in given):
                 found.append(f"{path}:{node.lineno}: {ast.unparse(node)[:100]}")
     return sorted(found)
 
@@ -142,6 +158,7 @@ helper(1, patient(5))
 obj.method(1, 2.5 * 2)
 t.join(3)
 proc.communicate(None, 4)
+RUN_TIMEOUT = 150.0
 deadline = time.monotonic() + 20
 deadline = time.monotonic() + patient(20)
 urllib.request.urlopen(url, timeout=1)
@@ -149,12 +166,15 @@ box.wait_for(ready, timeout_s=60)
 box.wait_for(ready, timeout_s=patient(60))
 Step("urn", "name", [], timeout_s=10.0)
 time.sleep(5)
+proc.wait(timeout=RUN_TIMEOUT + 4 * stall)
+proc.wait(timeout=patient(RUN_TIMEOUT))
+proc.wait(timeout=bound * 2)
 """
 
 
 def test_the_scan_finds_a_fixed_bound_and_accepts_a_patient_one() -> None:
     found = fixed_bounds({"tests/sample.py": SAMPLE})
     lines = sorted(int(f.split(":")[1]) for f in found)
-    assert lines == [1, 5, 7, 9, 10, 11, 12, 15], found
+    assert lines == [1, 5, 7, 9, 10, 11, 13, 16, 20], found
     assert "tests/sample.py:1: helper's default timeout=30" in found
     assert not fixed_bounds({"tests/fine.py": "proc.wait(timeout=patient(60))\nwait_for(ready, patient(60))\n"})
