@@ -37,6 +37,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Iterator
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -95,6 +96,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line interface; the defaults are the production recipe, some read from the environment
     (:data:`ENV_DEFAULTS`)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_folder_flags(parser)
+    add_recipe_flags(parser)
+    add_checkpoint_flags(parser)
+    add_reporting_flags(parser)
+    add_sampling_flags(parser)
+    add_fault_flags(parser)
+    args = parser.parse_args(argv)
+    check_ranges(parser, args)
+    return args
+
+
+def add_folder_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the dataset is read and the outputs and TensorBoard scalars are written."""
     data_dir = _env("data_dir", Path, None)
     output_dir = _env("output_dir", Path, None)
     parser.add_argument(
@@ -119,6 +133,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "test/accuracy and throughput/images_per_sec every epoch; default $TENSORBOARD_DIR "
         "(none: no event files)",
     )
+
+
+def add_recipe_flags(parser: argparse.ArgumentParser) -> None:
+    """The training recipe: epochs, batch, optimizer, schedule, model width and data loading."""
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=256, help="images per process and step")
     parser.add_argument("--lr", type=float, default=0.4, help="peak learning rate (tuned for a global batch of 512)")
@@ -130,6 +148,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--width", type=int, default=64, help="ResNet-9 base width (channels w,2w,4w,8w)")
     parser.add_argument("--workers", type=int, default=4, help="DataLoader worker processes per rank")
+
+
+def add_checkpoint_flags(parser: argparse.ArgumentParser) -> None:
+    """When checkpoints are written, how long a write may take, and how many are kept."""
     parser.add_argument(
         "--checkpoint-every-steps", type=int, default=0, help="also checkpoint every N optimizer steps (0 = off)"
     )
@@ -149,6 +171,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "the attempt fails with that reason (the write itself never holds training)",
     )
     parser.add_argument("--keep-checkpoints", type=int, default=2, help="how many checkpoints to keep")
+
+
+def add_reporting_flags(parser: argparse.ArgumentParser) -> None:
+    """How often rank 0 reports progress, and the device's peak for the model FLOPs utilization."""
     parser.add_argument(
         "--progress-every-seconds",
         type=float,
@@ -164,6 +190,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the device's peak FLOP/s for the model's precision (default $PEAK_FLOPS_PER_DEVICE): "
         "with it, metrics.json has the model FLOPs utilization (mfu); without it, null",
     )
+
+
+def add_sampling_flags(parser: argparse.ArgumentParser) -> None:
+    """The seed, and a cap on an epoch's steps (short runs)."""
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--max-steps-per-epoch",
@@ -171,6 +201,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0,
         help="cap on optimizer steps per epoch at the current world size (0 = full epoch)",
     )
+
+
+def add_fault_flags(parser: argparse.ArgumentParser) -> None:
+    """Fault handling: the collectives' timeout, the run lease's lifetime and the failure budget."""
     parser.add_argument(
         "--pg-timeout-seconds",
         type=float,
@@ -194,7 +228,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="give up (write FAILED, exit 0) when this many attempts in a row failed "
         "without a new checkpoint (0 = never give up; default $MAX_FAILED_ATTEMPTS, else 5)",
     )
-    args = parser.parse_args(argv)
+
+
+def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse a value out of its range (a usage error, exit 2, naming the flag)."""
     positive = ("epochs", "batch_size", "width", "keep_checkpoints")
     for name in positive:
         if getattr(args, name) < 1:
@@ -216,7 +253,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--warmup-epochs must be >= 0")
     if args.peak_flops_per_device is not None and args.peak_flops_per_device <= 0:
         parser.error("--peak-flops-per-device (or $PEAK_FLOPS_PER_DEVICE) must be > 0")
-    return args
 
 
 # --------------------------------------------------------------------------- #
@@ -917,33 +953,69 @@ def run(args: argparse.Namespace, ctx: DistContext, stop: StopRequest) -> int:
 def train(
     args: argparse.Namespace, ctx: DistContext, stop: StopRequest, lease: run_lease.RunLease | None, run_start: float
 ) -> int:
-    """The training run proper, with the lease held by rank 0 (``lease`` is None on other ranks)."""
+    """The training run proper, with the lease held by rank 0 (``lease`` is None on other ranks): the resume point,
+    the data, the model and its restored state, then the epochs (:class:`Attempt`)."""
     use_amp = ctx.device.type == "cuda"
     if use_amp:
         torch.backends.cudnn.benchmark = True
-    output_dir: Path = args.output_dir
     if ctx.is_main:
-        remove_stale_temp_files(output_dir)
+        remove_stale_temp_files(args.output_dir)
+    resume = choose_resume(args, ctx, lease)
+    if resume.give_up:
+        return give_up_run(args, ctx, lease, resume.failures, resume.chosen)
+    data = load_data(args, ctx)
+    state = make_model(args, ctx, data, resume.checkpoint, use_amp)
+    progress, history, stats = restore(args, ctx, state, resume)
+    del resume  # the checkpoint's tensors are in the model and optimizer now
+    wait_for_all(ctx, "loaded", args.checkpoint_deadline_seconds)  # every rank read the dataset and the checkpoint
+    attempt = Attempt(args, ctx, stop, lease, run_start, use_amp, data, state, progress, history, stats)
+    return attempt.run()
 
-    # Resume: rank 0 picks the checkpoint, every rank loads that same file.  Rank 0 records the
-    # attempt's start step in the lease first, so an attempt that fails in any later step counts.
+
+@dataclass
+class ResumePoint:
+    """Where an attempt starts: the checkpoint rank 0 chose (loaded on every rank), the attempts in a row that failed
+    before this one, and whether the run gives up instead."""
+
+    chosen: str | None
+    failures: int
+    give_up: bool
+    checkpoint: dict[str, Any] | None
+
+
+def choose_resume(args: argparse.Namespace, ctx: DistContext, lease: run_lease.RunLease | None) -> ResumePoint:
+    """Rank 0 picks the checkpoint, every rank loads that same file. Rank 0 records the attempt's start step in the
+    lease first, so an attempt that fails in any later step counts."""
     chosen: str | None = None
     checkpoint: dict[str, Any] | None = None
     give_up = False
     failures = 0
     if ctx.is_main:
         assert lease is not None
-        chosen, checkpoint = newest_loadable_checkpoint(output_dir)
+        chosen, checkpoint = newest_loadable_checkpoint(args.output_dir)
         start_step = int(checkpoint["step"]) if checkpoint is not None else 0
         failures = lease.begin(start_step)
         give_up = bool(args.max_failed_attempts) and failures >= args.max_failed_attempts
     wait_for_main(ctx, "resume-chosen", args.checkpoint_deadline_seconds)  # rank 0 read checkpoints, wrote the lease
     chosen, give_up, failures = broadcast_object(ctx, (chosen, give_up, failures))
-    if give_up:
-        return give_up_run(args, ctx, lease, failures, chosen)
-    if chosen and checkpoint is None:
+    if chosen and checkpoint is None and not give_up:
         checkpoint = load_checkpoint(Path(chosen))
+    return ResumePoint(chosen, failures, give_up, checkpoint)
 
+
+@dataclass
+class CifarData:
+    """CIFAR-10 as every rank holds it: the training arrays, the test tensors (pinned on a GPU), the class names."""
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
+    class_names: list[str]
+
+
+def load_data(args: argparse.Namespace, ctx: DistContext) -> CifarData:
+    """Every rank reads both splits and the class names from ``--data-dir``."""
     train_images, train_labels = cifar_io.load_split(args.data_dir, train=True)
     test_images_np, test_labels_np = cifar_io.load_split(args.data_dir, train=False)
     class_names = cifar_io.load_label_names(args.data_dir)
@@ -951,11 +1023,29 @@ def train(
     test_labels = torch.from_numpy(test_labels_np)
     if ctx.device.type == "cuda":
         test_images, test_labels = test_images.pin_memory(), test_labels.pin_memory()
+    return CifarData(train_images, train_labels, test_images, test_labels, class_names)
 
+
+@dataclass
+class ModelState:
+    """The model and what trains it: the state a checkpoint holds besides the run's position."""
+
+    config: cifar.ModelConfig
+    model: nn.Module
+    optimizer: torch.optim.SGD
+    scheduler: cifar.WarmupCosineSchedule
+    scaler: torch.amp.GradScaler
+
+
+def make_model(
+    args: argparse.Namespace, ctx: DistContext, data: CifarData, checkpoint: dict[str, Any] | None, use_amp: bool
+) -> ModelState:
+    """The ResNet-9 (its configuration from the checkpoint, else ``--width`` and the training images' channel
+    statistics), its optimizer, learning-rate schedule and gradient scaler, before any state is restored."""
     if checkpoint is not None:
         model_config = cifar.ModelConfig.from_dict(checkpoint["model_config"])
     else:
-        mean, std = cifar_io.channel_stats(train_images)
+        mean, std = cifar_io.channel_stats(data.train_images)
         model_config = cifar.ModelConfig(width=args.width, mean=tuple(mean), std=tuple(std))
     torch.manual_seed(args.seed)
     model = cifar.build_model(model_config).to(ctx.device)
@@ -974,284 +1064,235 @@ def train(
         optimizer, peak_lr=args.lr, warmup_fraction=min(args.warmup_epochs / args.epochs, 0.5)
     )
     scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
-    progress = Progress()
-    history: list[dict[str, Any]] = []
-    stats = EpochStats()
+    return ModelState(model_config, model, optimizer, scheduler, scaler)
 
-    if checkpoint is not None:
-        model.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        scheduler.load_state_dict(checkpoint["scheduler"])
-        if checkpoint["scaler"]:
-            scaler.load_state_dict(checkpoint["scaler"])
-        progress = Progress(int(checkpoint["epoch"]), int(checkpoint["step"]), int(checkpoint["samples_in_epoch"]))
-        history = list(checkpoint.get("history", []))
-        if progress.samples_in_epoch:
-            stats = EpochStats.from_dict(checkpoint.get("epoch_stats"))
-        if model_config.width != args.width:
-            log_event(
-                ctx, "warning", message=f"--width {args.width} ignored: checkpoint has width {model_config.width}"
-            )
-        log_event(
-            ctx,
-            "resumed",
-            checkpoint=chosen,
-            epoch=progress.epoch,
-            step=progress.step,
-            samples_in_epoch=progress.samples_in_epoch,
-            checkpoint_world_size=checkpoint.get("world_size"),
-            world_size=ctx.world_size,
-            failed_attempts_in_a_row=failures,
-        )
-        log_event(
-            ctx,
-            "message",
-            text=f"resumed from epoch {progress.epoch} step {progress.step} (checkpoint {Path(chosen).name})",
-        )
-    else:
+
+def restore(
+    args: argparse.Namespace, ctx: DistContext, state: ModelState, resume: ResumePoint
+) -> tuple[Progress, list[dict[str, Any]], EpochStats]:
+    """Load the chosen checkpoint into ``state``; returns the run's position, the finished epochs' records and the
+    current epoch's sums so far (a fresh start without a checkpoint)."""
+    checkpoint = resume.checkpoint
+    if checkpoint is None:
         log_event(ctx, "fresh_start", text="no checkpoint found; starting from epoch 0")
-    del checkpoint
-
-    ddp_model: nn.Module = model
-    wait_for_all(ctx, "loaded", args.checkpoint_deadline_seconds)  # every rank read the dataset and the checkpoint
-    if ctx.distributed:
-        ddp_model = DistributedDataParallel(model, device_ids=[ctx.local_rank] if ctx.device.type == "cuda" else None)
-
-    criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
-    dataset = cifar.CifarArrays(train_images, train_labels, augment=True)
-    sampler = cifar.ResumableDistributedSampler(len(dataset), ctx.world_size, ctx.rank, args.seed)
-    global_batch = args.batch_size * ctx.world_size
-    if global_batch > len(dataset):
-        raise SystemExit(f"global batch {global_batch} exceeds the {len(dataset)} training images")
-
-    flags = StepFlags()
-    scalars = ScalarLog(args.tensorboard_dir, ctx, progress.step)
-    saved_step = progress.step  # the step of the newest checkpoint, written or being written
-    saved_at = time.monotonic()  # when its state was staged: the cadence's clock
-
-    def published(path: Path, info: dict[str, Any]) -> None:
-        """(The writer thread) a checkpoint is in place: prune the old ones, say so."""
-        prune_checkpoints(output_dir, args.keep_checkpoints)
-        log_event(ctx, "checkpoint", path=str(path), **info)
-
-    writer = checkpointer.Checkpointer(
-        args.checkpoint_deadline_seconds, may_publish=lambda: lease is None or lease.still_owner(), published=published
+        return Progress(), [], EpochStats()
+    state.model.load_state_dict(checkpoint["model"])
+    state.optimizer.load_state_dict(checkpoint["optimizer"])
+    state.scheduler.load_state_dict(checkpoint["scheduler"])
+    if checkpoint["scaler"]:
+        state.scaler.load_state_dict(checkpoint["scaler"])
+    progress = Progress(int(checkpoint["epoch"]), int(checkpoint["step"]), int(checkpoint["samples_in_epoch"]))
+    history = list(checkpoint.get("history", []))
+    stats = EpochStats.from_dict(checkpoint.get("epoch_stats")) if progress.samples_in_epoch else EpochStats()
+    if state.config.width != args.width:
+        log_event(ctx, "warning", message=f"--width {args.width} ignored: checkpoint has width {state.config.width}")
+    log_event(
+        ctx,
+        "resumed",
+        checkpoint=resume.chosen,
+        epoch=progress.epoch,
+        step=progress.step,
+        samples_in_epoch=progress.samples_in_epoch,
+        checkpoint_world_size=checkpoint.get("world_size"),
+        world_size=ctx.world_size,
+        failed_attempts_in_a_row=resume.failures,
     )
+    assert resume.chosen is not None
+    log_event(
+        ctx,
+        "message",
+        text=f"resumed from epoch {progress.epoch} step {progress.step} (checkpoint {Path(resume.chosen).name})",
+    )
+    return progress, history, stats
 
-    # Rank 0: the lease is renewed by a thread of its own (a slow volume must not hold this loop, see
-    # run_lease.LeaseKeeper); the loop tells it that it is alive and reads what it learned.
-    keeper = run_lease.LeaseKeeper(lease).start() if lease is not None else None
 
-    def renew() -> None:
-        """Rank 0: the loop is alive at this step; a yield request or a lost lease stops the group."""
-        if keeper is not None:
-            keeper.beat(progress.step)
-            for outcome in keeper.news():
-                if not (flags.yield_to_other_group or flags.lease_lost):
-                    log_event(
-                        ctx,
-                        "lease_" + outcome,
-                        step=progress.step,
-                        requests=lease.requests() if lease is not None and outcome == "yield" else [],
-                    )
-                flags.update(outcome)
+class Attempt:
+    """This attempt's training, from its first step to the end of the run or the group's stop: every rank runs the
+    same steps; rank 0 also writes the checkpoints and keeps the lease (``lease`` and ``keeper`` are None on other
+    ranks)."""
 
-    def save(epoch: int, samples_in_epoch: int, epoch_stats: EpochStats, *, wait: bool = False) -> None:
-        """Rank 0: stage the full training state in host memory and have it written in the background
-        (:mod:`checkpointer`: training goes on while the volume writes; only while this group owns the run).
-        A checkpoint due while the previous one is still being written is skipped; ``wait`` (the stop's own
-        checkpoint) is written beside a write still in flight, and waited for."""
-        nonlocal saved_step, saved_at
-        if not ctx.is_main:
-            return
-        assert keeper is not None
-        if keeper.lost:
-            flags.lease_lost = True
-            log_event(ctx, "lease_lost", step=progress.step, text="another group took the run over; not writing")
-            return
-        if writer.busy() and not wait:
-            log_event(
-                ctx,
-                "checkpoint_skipped",
-                step=progress.step,
-                text="the previous checkpoint is still being written; training goes on",
-            )
-            return
-        staged_at, started = time.time(), time.monotonic()
-        state = checkpointer.to_host(
-            {
-                "format_version": FORMAT_VERSION,
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict(),
-                "epoch": epoch,
-                "step": progress.step,
-                "samples_in_epoch": samples_in_epoch,
-                "epoch_stats": asdict(epoch_stats),
-                "world_size": ctx.world_size,
-                "model_config": model_config.to_dict(),
-                "history": history,
-                "args": json_args(args),
-            }
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        ctx: DistContext,
+        stop: StopRequest,
+        lease: run_lease.RunLease | None,
+        run_start: float,
+        use_amp: bool,
+        data: CifarData,
+        state: ModelState,
+        progress: Progress,
+        history: list[dict[str, Any]],
+        stats: EpochStats,
+    ) -> None:
+        self.args, self.ctx, self.stop, self.lease, self.run_start = args, ctx, stop, lease, run_start
+        self.use_amp, self.data, self.state = use_amp, data, state
+        self.progress, self.history, self.stats = progress, history, stats
+        self.output_dir: Path = args.output_dir
+        self.ddp_model: nn.Module = state.model
+        if ctx.distributed:
+            device_ids = [ctx.local_rank] if ctx.device.type == "cuda" else None
+            self.ddp_model = DistributedDataParallel(state.model, device_ids=device_ids)
+        self.criterion = nn.CrossEntropyLoss(label_smoothing=args.label_smoothing)
+        self.dataset = cifar.CifarArrays(data.train_images, data.train_labels, augment=True)
+        self.sampler = cifar.ResumableDistributedSampler(len(self.dataset), ctx.world_size, ctx.rank, args.seed)
+        self.global_batch = args.batch_size * ctx.world_size
+        if self.global_batch > len(self.dataset):
+            raise SystemExit(f"global batch {self.global_batch} exceeds the {len(self.dataset)} training images")
+        self.flags = StepFlags()
+        self.scalars = ScalarLog(args.tensorboard_dir, ctx, progress.step)
+        self.saved_step = progress.step  # the step of the newest checkpoint, written or being written
+        self.saved_at = time.monotonic()  # when its state was staged: the cadence's clock
+        self.writer = checkpointer.Checkpointer(
+            args.checkpoint_deadline_seconds,
+            may_publish=lambda: lease is None or lease.still_owner(),
+            published=self.published,
         )
-        saved_step, saved_at = progress.step, time.monotonic()
-        path = checkpoint_path(output_dir, progress.step)
-        writer.submit(
-            path,
-            state,
-            {
-                "epoch": epoch,
-                "step": progress.step,
-                "samples_in_epoch": samples_in_epoch,
-                "staged_at": round(staged_at, 3),
-                "stage_s": round(saved_at - started, 4),
-            },
-            alongside=wait,
-        )
-        if wait:
-            writer.wait(path)
-        renew()
+        # Rank 0: the lease is renewed by a thread of its own (a slow volume must not hold this loop, see
+        # run_lease.LeaseKeeper); the loop tells it that it is alive and reads what it learned.
+        self.keeper = run_lease.LeaseKeeper(lease).start() if lease is not None else None
+        self.first_step_logged = False
+        self.progress_at = 0.0  # when rank 0 last printed a progress line (monotonic)
 
-    def checkpoint_due() -> bool:
-        by_steps = bool(args.checkpoint_every_steps) and progress.step % args.checkpoint_every_steps == 0
-        by_time = bool(args.checkpoint_every_seconds) and time.monotonic() - saved_at >= args.checkpoint_every_seconds
-        return by_steps or by_time
+    def run(self) -> int:
+        """The epochs until ``--epochs`` are done (then the end of the run), or until the group agrees to stop."""
+        self.renew()
+        setup_sums = combine_step(self.ctx, 0.0, 0.0, 0, self.stop, self.flags)  # a stop requested during the setup
+        if setup_sums.stop:
+            return self.stop_here(setup_sums, self.progress.epoch, self.stats)
+        self.progress_at = time.monotonic()
+        self.ddp_model.train()
+        while self.progress.epoch < self.args.epochs:
+            epoch = self.progress.epoch
+            stopping, segment_start, train_time = self.train_epoch(epoch)
+            if stopping is not None:
+                return self.stop_here(stopping, epoch, self.stats)
+            self.end_epoch(epoch, segment_start, train_time)
+            sums = combine_step(self.ctx, 0.0, 0.0, 0, self.stop, self.flags)
+            if sums.stop:
+                return self.stop_here(sums, self.progress.epoch, self.stats)
+        return self.finish()
 
-    def close_scalars(timeout_s: float) -> None:
-        """Rank 0: write the pending TensorBoard scalars, waiting at most ``timeout_s`` for the volume."""
-        if not scalars.close(timeout_s) or scalars.dropped:
-            log_event(
-                ctx,
-                "tensorboard_incomplete",
-                dropped=scalars.dropped,
-                text="the shared volume was too slow for the TensorBoard event file; some scalars are missing",
-            )
-
-    def stop_here(sums: StepSums, epoch: int, epoch_stats: EpochStats) -> int:
-        """Every rank: the group agreed to stop after this step; rank 0 checkpoints it, then all exit."""
-        stop.log_once(ctx, progress.step)
-        if ctx.is_main:
-            assert lease is not None
-            wait_from = time.time()
-            if not sums.lease_lost and progress.step > saved_step:
-                save(epoch, progress.samples_in_epoch, epoch_stats, wait=True)
-            elif not sums.lease_lost:
-                writer.wait(checkpoint_path(output_dir, saved_step))  # this step's: on disk before the pod goes
-            state = "yielded" if sums.yielding else "stopped"
-            assert keeper is not None
-            keeper.stop()
-            if not (sums.lease_lost or flags.lease_lost):
-                lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
-            log_event(
-                ctx,
-                "stopping",
-                step=progress.step,
-                epoch=epoch,
-                samples_in_epoch=progress.samples_in_epoch,
-                checkpoint_step=saved_step,
-                reasons=sums.reasons(),
-                lease_state=state,
-                checkpoint_wait_s=round(time.time() - wait_from, 3),
-                seconds_since_signal=round(time.time() - stop.received_at, 3) if stop.received_at else None,
-            )
-        close_scalars(5.0)  # after the checkpoint: the curves must not spend the stop's grace period
-        hand_off(ctx, "stopped", progress.step, args.checkpoint_deadline_seconds)  # nobody leaves before it is on disk
-        return EXIT_STOPPED
-
-    renew()
-    setup_sums = combine_step(ctx, 0.0, 0.0, 0, stop, flags)  # a stop requested during the setup
-    if setup_sums.stop:
-        return stop_here(setup_sums, progress.epoch, stats)
-
-    first_step_logged = False
-    progress_at = time.monotonic()
-    ddp_model.train()
-    while progress.epoch < args.epochs:
-        epoch = progress.epoch
-        epoch_budget = len(dataset)
+    def epoch_loader(self, epoch: int) -> tuple[DataLoader[Any], int, int]:
+        """The epoch's loader from where the epoch stands (a resume starts mid-epoch), its budget of images and the
+        steps to run at this world size."""
+        args, ctx, progress = self.args, self.ctx, self.progress
+        epoch_budget = len(self.dataset)
         if args.max_steps_per_epoch:
-            epoch_budget = min(epoch_budget, args.max_steps_per_epoch * global_batch)
-        sampler.set_epoch(epoch)
-        sampler.set_start(min(progress.samples_in_epoch, len(dataset)))
-        steps_available = len(sampler) // args.batch_size
-        steps_to_run = max(0, min(steps_available, (epoch_budget - progress.samples_in_epoch) // global_batch))
+            epoch_budget = min(epoch_budget, args.max_steps_per_epoch * self.global_batch)
+        self.sampler.set_epoch(epoch)
+        self.sampler.set_start(min(progress.samples_in_epoch, len(self.dataset)))
+        steps_available = len(self.sampler) // args.batch_size
+        steps_to_run = max(0, min(steps_available, (epoch_budget - progress.samples_in_epoch) // self.global_batch))
         torch.manual_seed(args.seed * 100003 + epoch * 1009 + ctx.rank * 7 + progress.step)
         loader = make_loader(
-            dataset, sampler, args, ctx, seed=args.seed + 1_000_003 * epoch + 7919 * ctx.rank + progress.step
+            self.dataset, self.sampler, args, ctx, seed=args.seed + 1_000_003 * epoch + 7919 * ctx.rank + progress.step
         )
+        return loader, epoch_budget, steps_to_run
 
-        stats.start_segment(ctx.world_size)
+    def train_epoch(self, epoch: int) -> tuple[StepSums | None, float, float]:
+        """The epoch's steps; returns the sums the group stops at (None: go on to the evaluation), when this
+        stretch of the epoch started and how long it trained."""
+        loader, epoch_budget, steps_to_run = self.epoch_loader(epoch)
+        self.stats.start_segment(self.ctx.world_size)
         segment_start = time.time()
         stopping: StepSums | None = None
         for steps_done, (x, y) in enumerate(itertools.islice(start_loader(loader), steps_to_run), start=1):
-            scheduler.set_progress((epoch + progress.samples_in_epoch / epoch_budget) / args.epochs)
-            x = x.to(ctx.device, non_blocking=True)
-            y = y.to(ctx.device, non_blocking=True)
-            if ctx.device.type == "cuda":
-                x = x.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device_type=ctx.device.type, dtype=torch.float16, enabled=use_amp):
-                logits = ddp_model(x)
-                loss = criterion(logits, y)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            progress.step += 1
-            progress.samples_in_epoch += global_batch
-            sums = combine_step(
-                ctx,
-                loss.detach().double() * y.shape[0],
-                (logits.detach().argmax(dim=1) == y).sum(),
-                int(y.shape[0]),
-                stop,
-                flags,
-            )
-            stats.add(sums)
-            scalars.step(progress.step, sums)
-            if not first_step_logged:
-                first_step_logged = True
-                log_event(
-                    ctx,
-                    "first_step",
-                    step=progress.step,
-                    epoch=epoch,
-                    world_size=ctx.world_size,
-                    seconds_since_start=round(time.time() - run_start, 3),
-                    seconds_since_process_start=round(time.time() - PROCESS_START, 3),
-                )
+            sums = self.step(x, y, epoch, epoch_budget)
             if sums.stop:
                 stopping = sums
                 break
-            if ctx.is_main and time.monotonic() - progress_at >= args.progress_every_seconds:
-                progress_at = time.monotonic()
-                log_event(ctx, "progress", step=progress.step, epoch=epoch)
-            if ctx.is_main:
-                writer.check()  # a failed write, or one past its deadline, ends the attempt with the reason
-                if steps_done < steps_to_run and checkpoint_due():
-                    save(epoch, progress.samples_in_epoch, stats)
-            renew()
+            self.between_steps(epoch, more=steps_done < steps_to_run)
         del loader
-        if ctx.device.type == "cuda":
-            torch.cuda.synchronize(ctx.device)  # count queued kernels in the epoch time
+        if self.ctx.device.type == "cuda":
+            torch.cuda.synchronize(self.ctx.device)  # count queued kernels in the epoch time
         train_time = time.time() - segment_start
-        stats.train_time_s += train_time
+        self.stats.train_time_s += train_time
         if stopping is None:  # flags raised at the epoch's last step (or by its last renewal) count too
-            end_sums = combine_step(ctx, 0.0, 0.0, 0, stop, flags)
+            end_sums = combine_step(self.ctx, 0.0, 0.0, 0, self.stop, self.flags)
             stopping = end_sums if end_sums.stop else None
-        if stopping is not None:
-            return stop_here(stopping, epoch, stats)
+        return stopping, segment_start, train_time
 
+    def step(self, x: torch.Tensor, y: torch.Tensor, epoch: int, epoch_budget: int) -> StepSums:
+        """One optimizer step, then its all-reduce (statistics and every rank's stop flags) and its scalars."""
+        ctx, state, progress = self.ctx, self.state, self.progress
+        state.scheduler.set_progress((epoch + progress.samples_in_epoch / epoch_budget) / self.args.epochs)
+        x = x.to(ctx.device, non_blocking=True)
+        y = y.to(ctx.device, non_blocking=True)
+        if ctx.device.type == "cuda":
+            x = x.contiguous(memory_format=torch.channels_last)
+        with torch.autocast(device_type=ctx.device.type, dtype=torch.float16, enabled=self.use_amp):
+            logits = self.ddp_model(x)
+            loss = self.criterion(logits, y)
+        state.optimizer.zero_grad(set_to_none=True)
+        state.scaler.scale(loss).backward()
+        state.scaler.step(state.optimizer)
+        state.scaler.update()
+        progress.step += 1
+        progress.samples_in_epoch += self.global_batch
+        sums = combine_step(
+            ctx,
+            loss.detach().double() * y.shape[0],
+            (logits.detach().argmax(dim=1) == y).sum(),
+            int(y.shape[0]),
+            self.stop,
+            self.flags,
+        )
+        self.stats.add(sums)
+        self.scalars.step(progress.step, sums)
+        if not self.first_step_logged:
+            self.first_step_logged = True
+            log_event(
+                ctx,
+                "first_step",
+                step=progress.step,
+                epoch=epoch,
+                world_size=ctx.world_size,
+                seconds_since_start=round(time.time() - self.run_start, 3),
+                seconds_since_process_start=round(time.time() - PROCESS_START, 3),
+            )
+        return sums
+
+    def between_steps(self, epoch: int, more: bool) -> None:
+        """After a step the group goes on from: rank 0's progress line, the writer's health and a checkpoint due
+        (only if ``more`` steps follow in this epoch: its end writes one), then the lease's news."""
+        ctx = self.ctx
+        if ctx.is_main and time.monotonic() - self.progress_at >= self.args.progress_every_seconds:
+            self.progress_at = time.monotonic()
+            log_event(ctx, "progress", step=self.progress.step, epoch=epoch)
+        if ctx.is_main:
+            self.writer.check()  # a failed write, or one past its deadline, ends the attempt with the reason
+            if more and self.checkpoint_due():
+                self.save(epoch, self.progress.samples_in_epoch, self.stats)
+        self.renew()
+
+    def end_epoch(self, epoch: int, segment_start: float, train_time: float) -> None:
+        """The epoch's evaluation and record (history, TensorBoard, log); then the next epoch starts, checkpointed."""
+        ctx, progress = self.ctx, self.progress
         eval_from = time.time()
-        sync_buffers(model, ctx)
-        test_loss, test_acc = evaluate(model, test_images, test_labels, ctx, use_amp, tick=renew)
+        sync_buffers(self.state.model, ctx)
+        test_loss, test_acc = evaluate(
+            self.state.model, self.data.test_images, self.data.test_labels, ctx, self.use_amp, tick=self.renew
+        )
         eval_s = time.time() - eval_from
-        epoch_time = stats.train_time_s + (time.time() - segment_start - train_time)
-        record = {
+        epoch_time = self.stats.train_time_s + (time.time() - segment_start - train_time)
+        record = self.epoch_record(epoch, test_loss, test_acc, epoch_time)
+        self.history.append(record)
+        self.scalars.epoch(progress.step, record)
+        log_event(ctx, "epoch", **record, eval_s=round(eval_s, 3))
+        progress.epoch += 1
+        progress.samples_in_epoch = 0
+        self.stats = EpochStats()
+        self.save(progress.epoch, 0, self.stats)
+
+    def epoch_record(self, epoch: int, test_loss: float, test_acc: float, epoch_time: float) -> dict[str, Any]:
+        """The finished epoch's line in the history (and its ``epoch`` event)."""
+        stats = self.stats
+        return {
             "epoch": epoch + 1,
-            "epochs": args.epochs,
-            "step": progress.step,
-            "world_size": ctx.world_size,
+            "epochs": self.args.epochs,
+            "step": self.progress.step,
+            "world_size": self.ctx.world_size,
             "world_sizes": sorted(stats.world_sizes),
             "segments": stats.segments,
             "train_loss": round(stats.loss_sum / max(stats.images, 1), 5),
@@ -1262,29 +1303,158 @@ def train(
             "images_per_sec": round(stats.images / max(stats.train_time_s, 1e-9), 1),
             "train_time_s": round(stats.train_time_s, 3),
             "epoch_time_s": round(epoch_time, 3),
-            "lr": round(scheduler.get_last_lr()[0], 6),
+            "lr": round(self.state.scheduler.get_last_lr()[0], 6),
         }
-        history.append(record)
-        scalars.epoch(progress.step, record)
-        log_event(ctx, "epoch", **record, eval_s=round(eval_s, 3))
-        progress.epoch += 1
-        progress.samples_in_epoch = 0
-        stats = EpochStats()
-        save(progress.epoch, 0, stats)
-        sums = combine_step(ctx, 0.0, 0.0, 0, stop, flags)
-        if sums.stop:
-            return stop_here(sums, progress.epoch, stats)
 
-    close_scalars(30.0)
-    if ctx.is_main:
-        assert lease is not None
-        writer.wait()
-        write_final_artifacts(args, ctx, model, model_config, class_names, history, run_start)
-        assert keeper is not None
-        keeper.stop()
-        lease.release("done", progress.step)
-    hand_off(ctx, "done", progress.step, 2 * args.checkpoint_deadline_seconds)  # nobody leaves before DONE
-    return EXIT_OK
+    def renew(self) -> None:
+        """Rank 0: the loop is alive at this step; a yield request or a lost lease stops the group."""
+        if self.keeper is not None:
+            self.keeper.beat(self.progress.step)
+            for outcome in self.keeper.news():
+                if not (self.flags.yield_to_other_group or self.flags.lease_lost):
+                    log_event(
+                        self.ctx,
+                        "lease_" + outcome,
+                        step=self.progress.step,
+                        requests=self.lease.requests() if self.lease is not None and outcome == "yield" else [],
+                    )
+                self.flags.update(outcome)
+
+    def checkpoint_due(self) -> bool:
+        """``--checkpoint-every-steps`` or ``--checkpoint-every-seconds`` says this step checkpoints."""
+        args = self.args
+        by_steps = bool(args.checkpoint_every_steps) and self.progress.step % args.checkpoint_every_steps == 0
+        by_time = (
+            bool(args.checkpoint_every_seconds) and time.monotonic() - self.saved_at >= args.checkpoint_every_seconds
+        )
+        return by_steps or by_time
+
+    def save(self, epoch: int, samples_in_epoch: int, epoch_stats: EpochStats, *, wait: bool = False) -> None:
+        """Rank 0: stage the full training state in host memory and have it written in the background
+        (:mod:`checkpointer`: training goes on while the volume writes; only while this group owns the run).
+        A checkpoint due while the previous one is still being written is skipped; ``wait`` (the stop's own
+        checkpoint) is written beside a write still in flight, and waited for."""
+        ctx, progress = self.ctx, self.progress
+        if not ctx.is_main:
+            return
+        assert self.keeper is not None
+        if self.keeper.lost:
+            self.flags.lease_lost = True
+            log_event(ctx, "lease_lost", step=progress.step, text="another group took the run over; not writing")
+            return
+        if self.writer.busy() and not wait:
+            log_event(
+                ctx,
+                "checkpoint_skipped",
+                step=progress.step,
+                text="the previous checkpoint is still being written; training goes on",
+            )
+            return
+        staged_at, started = time.time(), time.monotonic()
+        state = checkpointer.to_host(self.checkpoint_state(epoch, samples_in_epoch, epoch_stats))
+        self.saved_step, self.saved_at = progress.step, time.monotonic()
+        path = checkpoint_path(self.output_dir, progress.step)
+        self.writer.submit(
+            path,
+            state,
+            {
+                "epoch": epoch,
+                "step": progress.step,
+                "samples_in_epoch": samples_in_epoch,
+                "staged_at": round(staged_at, 3),
+                "stage_s": round(self.saved_at - started, 4),
+            },
+            alongside=wait,
+        )
+        if wait:
+            self.writer.wait(path)
+        self.renew()
+
+    def checkpoint_state(self, epoch: int, samples_in_epoch: int, epoch_stats: EpochStats) -> dict[str, Any]:
+        """What a checkpoint holds (:func:`load_checkpoint` and :func:`restore` read it back)."""
+        state = self.state
+        return {
+            "format_version": FORMAT_VERSION,
+            "model": state.model.state_dict(),
+            "optimizer": state.optimizer.state_dict(),
+            "scheduler": state.scheduler.state_dict(),
+            "scaler": state.scaler.state_dict(),
+            "epoch": epoch,
+            "step": self.progress.step,
+            "samples_in_epoch": samples_in_epoch,
+            "epoch_stats": asdict(epoch_stats),
+            "world_size": self.ctx.world_size,
+            "model_config": state.config.to_dict(),
+            "history": self.history,
+            "args": json_args(self.args),
+        }
+
+    def published(self, path: Path, info: dict[str, Any]) -> None:
+        """(The writer thread) a checkpoint is in place: prune the old ones, say so."""
+        prune_checkpoints(self.output_dir, self.args.keep_checkpoints)
+        log_event(self.ctx, "checkpoint", path=str(path), **info)
+
+    def close_scalars(self, timeout_s: float) -> None:
+        """Rank 0: write the pending TensorBoard scalars, waiting at most ``timeout_s`` for the volume."""
+        if not self.scalars.close(timeout_s) or self.scalars.dropped:
+            log_event(
+                self.ctx,
+                "tensorboard_incomplete",
+                dropped=self.scalars.dropped,
+                text="the shared volume was too slow for the TensorBoard event file; some scalars are missing",
+            )
+
+    def stop_here(self, sums: StepSums, epoch: int, epoch_stats: EpochStats) -> int:
+        """Every rank: the group agreed to stop after this step; rank 0 checkpoints it, then all exit."""
+        ctx, progress = self.ctx, self.progress
+        self.stop.log_once(ctx, progress.step)
+        if ctx.is_main:
+            assert self.lease is not None
+            wait_from = time.time()
+            if not sums.lease_lost and progress.step > self.saved_step:
+                self.save(epoch, progress.samples_in_epoch, epoch_stats, wait=True)
+            elif not sums.lease_lost:
+                # this step's: on disk before the pod goes
+                self.writer.wait(checkpoint_path(self.output_dir, self.saved_step))
+            state = "yielded" if sums.yielding else "stopped"
+            assert self.keeper is not None
+            self.keeper.stop()
+            if not (sums.lease_lost or self.flags.lease_lost):
+                self.lease.release(state, progress.step, reason=json.dumps(sums.reasons()))
+            log_event(
+                ctx,
+                "stopping",
+                step=progress.step,
+                epoch=epoch,
+                samples_in_epoch=progress.samples_in_epoch,
+                checkpoint_step=self.saved_step,
+                reasons=sums.reasons(),
+                lease_state=state,
+                checkpoint_wait_s=round(time.time() - wait_from, 3),
+                seconds_since_signal=round(time.time() - self.stop.received_at, 3) if self.stop.received_at else None,
+            )
+        self.close_scalars(5.0)  # after the checkpoint: the curves must not spend the stop's grace period
+        # nobody leaves before it is on disk
+        hand_off(ctx, "stopped", progress.step, self.args.checkpoint_deadline_seconds)
+        return EXIT_STOPPED
+
+    def finish(self) -> int:
+        """Every rank: the run is over; rank 0 writes the final artifacts (:func:`write_final_artifacts`) and releases
+        the lease, and nobody leaves before ``DONE`` is on the volume."""
+        ctx, args = self.ctx, self.args
+        self.close_scalars(30.0)
+        if ctx.is_main:
+            assert self.lease is not None
+            self.writer.wait()
+            state = self.state
+            write_final_artifacts(
+                args, ctx, state.model, state.config, self.data.class_names, self.history, self.run_start
+            )
+            assert self.keeper is not None
+            self.keeper.stop()
+            self.lease.release("done", self.progress.step)
+        hand_off(ctx, "done", self.progress.step, 2 * args.checkpoint_deadline_seconds)  # nobody leaves before DONE
+        return EXIT_OK
 
 
 def give_up_run(
