@@ -9,7 +9,15 @@ own), a preset and its tests (ARCHITECTURE.md, "Add a job kind").
 """
 
 from stacks.kinds import command, mpi, pytorch, tensorflow
-from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
+from stacks.kinds.base import (
+    BuildContext,
+    JobComponent,
+    JobKind,
+    LocalContext,
+    LocalMachine,
+    LocalProcesses,
+    OwnedField,
+)
 
 #: Kind name -> kind, in the order the documentation lists them.
 KINDS: dict[str, JobKind] = {}
@@ -43,6 +51,7 @@ __all__ = [
     "BuildContext",
     "JobComponent",
     "JobKind",
+    "LocalContext",
     "LocalMachine",
     "LocalProcesses",
     "OwnedField",

@@ -92,6 +92,20 @@ class LocalMachine(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class LocalContext:
+    """What :meth:`JobKind.local_processes` gets from the local runner (:meth:`stacks.local.runner.LocalRunner.pods`):
+    the machine, the job's plan, the spec its component would get, the placement on this machine, and how many
+    processes stand for its pods, with their hosts."""
+
+    machine: LocalMachine
+    job: "JobPlan"
+    spec: JobSpec
+    placement: WorkerPlacement
+    nodes: int
+    peers: Sequence[str]
+
+
 @dataclass
 class LocalProcesses:
     """What :meth:`JobKind.local_processes` gives the local runner: one command per process and their environment
@@ -183,14 +197,6 @@ class JobKind:
             return job.nodes
         return max(job.min_nodes, min(asked, job.max_nodes)) if self.elastic else asked
 
-    def local_processes(
-        self,
-        machine: LocalMachine,
-        job: "JobPlan",
-        spec: JobSpec,
-        placement: WorkerPlacement,
-        nodes: int,
-        peers: Sequence[str],
-    ) -> LocalProcesses:
+    def local_processes(self, ctx: LocalContext) -> LocalProcesses:
         """The processes standing for the job's pods on this machine, from the functions its component uses."""
         raise NotImplementedError(f"{self.name}: local_processes")

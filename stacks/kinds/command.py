@@ -1,12 +1,11 @@
 """``command``: any command in every pod of an Indexed Job, with its peers in the environment
 (:class:`~components.workloads.CommandJob`)."""
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from components.workloads import CommandJob
 from components.workloads.command import command_env
-from components.workloads.pods import JobSpec, WorkerPlacement
-from stacks.kinds.base import LocalMachine
+from stacks.kinds.base import LocalContext
 from stacks.kinds.indexed import IndexedCommandKind
 
 
@@ -17,10 +16,8 @@ class Command(IndexedCommandKind):
     on_system_group = True
     component = CommandJob
 
-    def local_env(
-        self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: Sequence[str]
-    ) -> Mapping[str, Any]:
-        return command_env(spec, placement, nodes, peers, port=machine.free_port())
+    def local_env(self, ctx: LocalContext) -> Mapping[str, Any]:
+        return command_env(ctx.spec, ctx.placement, ctx.nodes, ctx.peers, port=ctx.machine.free_port())
 
 
 KIND = Command()

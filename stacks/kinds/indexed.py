@@ -2,14 +2,12 @@
 ``tensorflow``): one build and one local run, each kind giving its component and its pods' environment."""
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from components.workloads.pods import JobSpec, WorkerPlacement
-from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses
+from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalContext, LocalProcesses
 
 if TYPE_CHECKING:
     from stacks.config.jobs import JobConfig
-    from stacks.plan import JobPlan
 
 
 #: A Python interpreter's file name.
@@ -29,9 +27,7 @@ class IndexedCommandKind(JobKind):
         first = (job.command or [""])[0]
         return (first, "-c", "") if PYTHON.fullmatch(first.rsplit("/", 1)[-1]) else ()
 
-    def local_env(
-        self, machine: LocalMachine, spec: JobSpec, placement: WorkerPlacement, nodes: int, peers: Sequence[str]
-    ) -> Mapping[str, Any]:
+    def local_env(self, ctx: LocalContext) -> Mapping[str, Any]:
         """The environment every local process gets (what the kind's component puts in its pods)."""
         raise NotImplementedError
 
@@ -50,15 +46,7 @@ class IndexedCommandKind(JobKind):
             opts=ctx.opts,
         )
 
-    def local_processes(
-        self,
-        machine: LocalMachine,
-        job: "JobPlan",
-        spec: JobSpec,
-        placement: WorkerPlacement,
-        nodes: int,
-        peers: Sequence[str],
-    ) -> LocalProcesses:
-        assert job.config.command is not None
-        env = self.local_env(machine, spec, placement, nodes, peers)
-        return LocalProcesses([[*job.config.command, *(spec.get("args") or [])]] * nodes, env)
+    def local_processes(self, ctx: LocalContext) -> LocalProcesses:
+        assert ctx.job.config.command is not None
+        env = self.local_env(ctx)
+        return LocalProcesses([[*ctx.job.config.command, *(ctx.spec.get("args") or [])]] * ctx.nodes, env)

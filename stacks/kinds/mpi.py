@@ -3,14 +3,21 @@ the workers (:class:`~components.workloads.MpiJob`)."""
 
 import os
 import shutil
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from components.scheduling import system_node_selector
 from components.workloads import MpiJob, MpiJobArgs
 from components.workloads.job_objects import MPI_JOB, MPIJOB_CRD
 from components.workloads.mpi import mpi_launcher
-from components.workloads.pods import JobSpec, WorkerPlacement
-from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
+from stacks.kinds.base import (
+    BuildContext,
+    JobComponent,
+    JobKind,
+    LocalContext,
+    LocalMachine,
+    LocalProcesses,
+    OwnedField,
+)
 
 if TYPE_CHECKING:
     from stacks.plan import JobPlan
@@ -63,40 +70,32 @@ class Mpi(JobKind):
         if shutil.which("mpirun") is None:
             raise machine.fail(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
 
-    def local_processes(
-        self,
-        machine: LocalMachine,
-        job: "JobPlan",
-        spec: JobSpec,
-        placement: WorkerPlacement,
-        nodes: int,
-        peers: Sequence[str],
-    ) -> LocalProcesses:
+    def local_processes(self, ctx: LocalContext) -> LocalProcesses:
         """The launcher runs mpirun over a hostfile of this machine; the ranks are its children."""
-        c = job.config
+        c = ctx.job.config
         assert c.command is not None
-        slots = placement["procs_per_node"]
-        hostfile = machine.work / "tmp" / f"{job.name}-hostfile"
+        slots = ctx.placement["procs_per_node"]
+        hostfile = ctx.machine.work / "tmp" / f"{ctx.job.name}-hostfile"
         hostfile.parent.mkdir(parents=True, exist_ok=True)
         # the operator writes one line per worker pod; here one host holds every rank
-        hostfile.write_text(f"127.0.0.1 slots={nodes * slots}\n")
+        hostfile.write_text(f"127.0.0.1 slots={ctx.nodes * slots}\n")
         command, env = mpi_launcher(
-            spec,
-            placement,
-            nodes=nodes,
+            ctx.spec,
+            ctx.placement,
+            nodes=ctx.nodes,
             slots=slots,
             program=list(c.command),
-            hosts=peers,
-            mpi_prefix=machine.mpi_prefix(),
+            hosts=ctx.peers,
+            mpi_prefix=ctx.machine.mpi_prefix(),
             launcher_command=list(c.launcher_command or ()),
             hostfile=str(hostfile),
-            port=machine.free_port(),
+            port=ctx.machine.free_port(),
         )
         if os.geteuid() == 0:
             env = {**env, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
         # the pods' mapping puts `slots` ranks on each worker node; here the one host takes them all
         at = command.index("--map-by") + 1
-        command = [*command[:at], f"ppr:{nodes * slots}:node", *command[at + 1 :]]
+        command = [*command[:at], f"ppr:{ctx.nodes * slots}:node", *command[at + 1 :]]
         return LocalProcesses([command], env)
 
 

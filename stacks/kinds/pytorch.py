@@ -1,13 +1,21 @@
 """``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job
 (:class:`~components.workloads.PyTorchJob`)."""
 
-from typing import TYPE_CHECKING, Sequence, cast
+from typing import TYPE_CHECKING, cast
 
 from components.workloads import PyTorchJob, PyTorchJobArgs
-from components.workloads.pods import JobSpec, RendezvousBackend, WorkerPlacement
+from components.workloads.pods import RendezvousBackend
 from components.workloads.training import pytorch_command, pytorch_env
 from stacks.bundle import TOOLBOX_IMAGE
-from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, OwnedField
+from stacks.kinds.base import (
+    BuildContext,
+    JobComponent,
+    JobKind,
+    LocalContext,
+    LocalMachine,
+    LocalProcesses,
+    OwnedField,
+)
 
 if TYPE_CHECKING:
     from stacks.config.jobs import JobConfig
@@ -77,39 +85,31 @@ class PyTorch(JobKind):
     def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
         machine.check_torch(job)  # torchrun comes with PyTorch
 
-    def local_processes(
-        self,
-        machine: LocalMachine,
-        job: "JobPlan",
-        spec: JobSpec,
-        placement: WorkerPlacement,
-        nodes: int,
-        peers: Sequence[str],
-    ) -> LocalProcesses:
-        c = job.config
+    def local_processes(self, ctx: LocalContext) -> LocalProcesses:
+        c = ctx.job.config
         assert c.script is not None
         backend = cast(RendezvousBackend, c.rendezvous_backend)
-        endpoint = machine.etcd_endpoint() if backend == "etcd-v2" else f"127.0.0.1:{machine.free_port()}"
+        endpoint = ctx.machine.etcd_endpoint() if backend == "etcd-v2" else f"127.0.0.1:{ctx.machine.free_port()}"
         command = pytorch_command(
-            spec,
-            placement,
+            ctx.spec,
+            ctx.placement,
             script=c.script,
-            run_id=job.run_id,
-            min_nodes=min(job.min_nodes, nodes),
-            max_nodes=max(job.max_nodes, nodes),
+            run_id=ctx.job.run_id,
+            min_nodes=min(ctx.job.min_nodes, ctx.nodes),
+            max_nodes=max(ctx.job.max_nodes, ctx.nodes),
             backend=backend,
             endpoint=endpoint,
-            launcher=job.image.name == TOOLBOX_IMAGE,
+            launcher=ctx.job.image.name == TOOLBOX_IMAGE,
         )
         env = pytorch_env(
-            spec,
-            placement,
-            nodes=nodes,
+            ctx.spec,
+            ctx.placement,
+            nodes=ctx.nodes,
             max_restarts=c.max_restarts,
             checkpoint_every_seconds=c.checkpoint_every_seconds,
             collective_timeout_seconds=c.collective_timeout_seconds,
         )
-        return LocalProcesses([command] * nodes, env)
+        return LocalProcesses([command] * ctx.nodes, env)
 
 
 KIND = PyTorch()

@@ -31,7 +31,7 @@ from components.workloads.pods import WORKSPACE, JobSpec, WorkerPlacement, env_l
 from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
-from stacks.kinds import KINDS
+from stacks.kinds import KINDS, LocalContext
 from stacks.local.kube import container_env, expand
 from stacks.local.report import LogFollower, failure, progress_line, results
 from stacks.plan import JobPlan, Plan, job_order
@@ -390,7 +390,7 @@ class LocalRunner:
         app = self.image_dir(job)
         cwd = workspace or app
         peers = ["127.0.0.1"] * nodes
-        processes = KINDS[job.kind].local_processes(self, job, spec, placement, nodes, peers)
+        processes = KINDS[job.kind].local_processes(LocalContext(self, job, spec, placement, nodes, peers))
         env = processes.env
         return [
             self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace)

@@ -18,9 +18,9 @@ from components.workloads.job_objects import JOB_OBJECTS
 from components.workloads.pods import JobSpec, WorkerPlacement
 from stacks.config import load_config
 from stacks.config.errors import ConfigError
-from stacks.kinds import KINDS, BuildContext, JobComponent, JobKind, LocalMachine, LocalProcesses, register, unregister
+from stacks.kinds import KINDS, BuildContext, JobComponent, JobKind, LocalContext, LocalProcesses, register, unregister
 from stacks.local.runner import LocalRunner
-from stacks.plan import JobPlan, build_plan
+from stacks.plan import build_plan
 from stacks.plan.report import render, report
 from tests.harness import PROJECT, REPO, resolve, run_program, stack_config
 from tests.python_source import parse
@@ -84,17 +84,9 @@ class Sleep(JobKind):
         spec = {**ctx.spec, "args": []}
         return SleepJob(ctx.name, spec, ctx.job.placement, ctx.job.nodes, ctx.job.config.args[0], opts=ctx.opts)
 
-    def local_processes(
-        self,
-        machine: LocalMachine,
-        job: JobPlan,
-        spec: JobSpec,
-        placement: WorkerPlacement,
-        nodes: int,
-        peers: Sequence[str],
-    ) -> LocalProcesses:
-        env = command_env(spec, placement, nodes, peers, port=machine.free_port())
-        return LocalProcesses([["sleep", job.config.args[0]]] * nodes, env)
+    def local_processes(self, ctx: LocalContext) -> LocalProcesses:
+        env = command_env(ctx.spec, ctx.placement, ctx.nodes, ctx.peers, port=ctx.machine.free_port())
+        return LocalProcesses([["sleep", ctx.job.config.args[0]]] * ctx.nodes, env)
 
 
 @pytest.fixture
