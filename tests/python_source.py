@@ -1,5 +1,5 @@
 """Python source parsed for the tests that read the tree's code (imports, layering, kinds' branches)."""
 
-from stacks.docs.source import class_source, parse
+from stacks.docs.source import class_source, component_analysis, parse
 
-__all__ = ["class_source", "parse"]
+__all__ = ["class_source", "component_analysis", "parse"]

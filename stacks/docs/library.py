@@ -8,12 +8,11 @@ from typing import Any, Optional
 
 import components
 from stacks.docs.markdown import cell, code, from_docstring, page_header, table, text
+from stacks.docs.source import component_analysis
 
 
 def _analysis() -> dict[str, Any]:
-    from pulumi.provider.experimental.analyzer import Analyzer
-
-    return Analyzer(components.PACKAGE_NAME).analyze(list(components.COMPONENTS))  # type: ignore[return-value]
+    return component_analysis(components.PACKAGE_NAME, components.COMPONENTS)
 
 
 def _type(prop: Any) -> str:

@@ -5,15 +5,15 @@ provider in provider/ (what ``pulumi package add`` runs) serves that schema over
 from typing import Any
 
 import yaml
-from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.schema import generate_schema
 
 import components
 from tests.harness import REPO
+from tests.python_source import component_analysis
 
 
 def _schema() -> dict[str, Any]:
-    result = Analyzer(components.PACKAGE_NAME).analyze(list(components.COMPONENTS))
+    result = component_analysis(components.PACKAGE_NAME, components.COMPONENTS)
     deps = sorted(result["dependencies"], key=lambda d: d.name)
     spec = generate_schema(
         components.PACKAGE_NAME,
