@@ -53,6 +53,17 @@ def code_zip_path(digest: str) -> str:
     return os.path.join(tempfile.gettempdir(), "eks-training-job-code", f"{digest}.zip")
 
 
+def stage_code(folder: str) -> str:
+    """Write a code folder's zip where its upload reads it (:func:`code_zip_path` of its hash); returns the hash.
+    ``ValueError`` when the folder holds no file."""
+    entries = collect_code(folder)
+    if not entries:
+        raise ValueError(f"the code folder {folder!r} holds no file")
+    digest = hash_code(entries)
+    write_folder_zip(folder, entries, code_zip_path(digest))
+    return digest
+
+
 def write_code_zip(folder: str, dest: str) -> str:
     """Write a code folder as a deterministic zip at ``dest``; returns its hash. Identical folders give
     byte-identical zips."""

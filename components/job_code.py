@@ -16,8 +16,7 @@ import pulumi
 import pulumi_aws as aws
 from typing_extensions import NotRequired
 
-from components.code_folder import code_key, code_zip_path, collect_code, hash_code
-from components.image.context import write_folder_zip
+from components.code_folder import code_key, code_zip_path, stage_code
 from components.private_bucket import private_bucket
 
 
@@ -53,12 +52,10 @@ class JobCode(pulumi.ComponentResource):
         # program-time content addressing: hash, then a deterministic zip named by the hash
         hashes: dict[str, str] = {}
         for key in sorted(folders):
-            entries = collect_code(folders[key])
-            if not entries:
-                raise ValueError(f"{name}: the code folder {folders[key]!r} of {key!r} holds no file")
-            digest = hash_code(entries)
-            write_folder_zip(folders[key], entries, code_zip_path(digest))
-            hashes[key] = digest
+            try:
+                hashes[key] = stage_code(folders[key])
+            except ValueError as e:
+                raise ValueError(f"{name}: {e} (of {key!r})") from None
         bucket = private_bucket(self, f"{name}-bucket", force_destroy=True, tags=tags)
         objects: dict[str, aws.s3.BucketObjectv2] = {}
         for digest in sorted(set(hashes.values())):

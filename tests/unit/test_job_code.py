@@ -13,7 +13,15 @@ from types import ModuleType
 
 import pytest
 
-from components.code_folder import DEFAULT_CODE_IGNORES, code_hash, code_key, collect_code, write_code_zip
+from components.code_folder import (
+    DEFAULT_CODE_IGNORES,
+    code_hash,
+    code_key,
+    code_zip_path,
+    collect_code,
+    stage_code,
+    write_code_zip,
+)
 from tests.harness import REPO
 
 
@@ -200,6 +208,17 @@ def test_an_empty_folder_has_no_entries(tmp_path: Path) -> None:
     (tmp_path / "src" / "__pycache__").mkdir(parents=True)
     (tmp_path / "src" / "__pycache__" / "a.pyc").write_bytes(b"")
     assert collect_code(str(tmp_path / "src")) == []
+    with pytest.raises(ValueError, match="holds no file"):
+        stage_code(str(tmp_path / "src"))
     with pytest.raises(ValueError, match="does not exist"):
         collect_code(str(tmp_path / "missing"))
     shutil.rmtree(tmp_path / "src")
+
+
+def test_a_staged_folder_is_the_zip_its_upload_reads(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text("print('hi')\n")
+    digest = stage_code(str(tmp_path / "src"))
+    assert digest == code_hash(str(tmp_path / "src"))
+    assert write_code_zip(str(tmp_path / "src"), str(tmp_path / "again.zip")) == digest
+    assert Path(code_zip_path(digest)).read_bytes() == (tmp_path / "again.zip").read_bytes()
