@@ -62,11 +62,16 @@ def test_the_parser_builds_the_tree() -> None:
 @contextmanager
 def collections_that_build_trees() -> Iterator[None]:
     """Every collection builds a tree first, as a finalizer that logs a traceback does (3.11's traceback parses the
-    failing line), and one runs every 100 allocations."""
+    failing line), and one runs every 100 allocations. The tree is built 200 calls deeper than the collection: the
+    interrupted build's counter then cannot come back to its start by chance (at the depth of the collection it did
+    about one time in four)."""
+
+    def build_deeper(calls: int) -> object:
+        return build_deeper(calls - 1) if calls else ast.parse("x = [1, (2, {3: 4})]")
 
     def build(phase: str, info: object) -> None:
         if phase == "start":
-            ast.parse("x = [1, (2, {3: 4})]")
+            build_deeper(200)
 
     threshold = gc.get_threshold()
     gc.callbacks.append(build)
