@@ -8,7 +8,7 @@
 * :class:`ManagedProcess` starts a command in its own process group with its
   output in a log file and kills the whole group on cleanup.
 * :func:`production_torchrun` builds torchrun's command line with the production settings
-  (``components.workloads.pods.torchrun_command``); :func:`local_job` gives a preset's job's pods as the
+  (``components.workloads.spec.torchrun_command``); :func:`local_job` gives a preset's job's pods as the
   local runner starts them (:func:`local_training_job`: the workshop stack's ``launch.py -- torchrun ... train.py``).
 """
 
@@ -147,7 +147,7 @@ def production_torchrun(
     script: Path = TRAIN_PY,
 ) -> list[str]:
     """torchrun running ``script`` with the production settings (``pods.torchrun_command``), etcd-v2."""
-    from components.workloads.pods import torchrun_command
+    from components.workloads.spec import torchrun_command
     from components.workloads.training import TORCHRUN_MAX_RESTARTS  # the PyTorch jobs' value
 
     torchrun = VENV_BIN / "torchrun"

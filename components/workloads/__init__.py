@@ -3,8 +3,8 @@ the all-reduce health check, jobs of every kind (PyTorch elastic, MPI, TensorFlo
 and TensorBoard, and the pre-pull of the jobs' images onto their nodes.
 
 All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and sized by a
-:class:`~components.workloads.pods.WorkerPlacement` derived from the node group's plan, and share the
-fields of a :class:`~components.workloads.pods.JobSpec`.
+:class:`~components.workloads.spec.WorkerPlacement` derived from the node group's plan, and share the
+fields of a :class:`~components.workloads.spec.JobSpec`.
 """
 
 from typing import TYPE_CHECKING
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
     from components.workloads.mpi import MpiJob, MpiJobArgs, MpiOperator, MpiOperatorArgs
     from components.workloads.network_policy import TrainingNetworkPolicies, TrainingNetworkPoliciesArgs
-    from components.workloads.pods import JobSpec, WorkerPlacement, run_id
     from components.workloads.prepull import ImagePrePull, ImagePrePullArgs
+    from components.workloads.spec import JobSpec, WorkerPlacement, run_id
     from components.workloads.staging import DatasetStaging, DatasetStagingArgs
     from components.workloads.tensorboard import TensorBoard, TensorBoardArgs
     from components.workloads.tensorflow import TensorFlowJob, TensorFlowJobArgs
@@ -34,7 +34,7 @@ __getattr__ = lazy_exports(
         "health_check": ("AllReduceHealthCheck", "AllReduceHealthCheckArgs"),
         "mpi": ("MpiJob", "MpiJobArgs", "MpiOperator", "MpiOperatorArgs"),
         "network_policy": ("TrainingNetworkPolicies", "TrainingNetworkPoliciesArgs"),
-        "pods": ("JobSpec", "WorkerPlacement", "run_id"),
+        "spec": ("JobSpec", "WorkerPlacement", "run_id"),
         "prepull": ("ImagePrePull", "ImagePrePullArgs"),
         "staging": ("DatasetStaging", "DatasetStagingArgs"),
         "tensorboard": ("TensorBoard", "TensorBoardArgs"),

@@ -21,16 +21,9 @@ from components.iam import s3_write_prefix_policy
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.private_bucket import private_bucket
+from components.workloads.identity import SERVICE_ACCOUNT_MOUNT, api_access_volume
 from components.workloads.job_objects import JOB_OBJECTS
-from components.workloads.pods import (
-    SERVICE_ACCOUNT_MOUNT,
-    TMP_MOUNT,
-    TMP_VOLUME,
-    api_access_volume,
-    container_security,
-    pod_security,
-    shared_volume,
-)
+from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
 
 #: The collector script of the toolbox image.
 COLLECT_SCRIPT = "/app/collect_results.py"

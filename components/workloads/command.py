@@ -6,14 +6,7 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.workloads.indexed import IndexedWorkersJob
-from components.workloads.pods import (
-    MASTER_PORT,
-    JobSpec,
-    WorkerPlacement,
-    job_env,
-    peer_env,
-    worker_env,
-)
+from components.workloads.spec import MASTER_PORT, JobSpec, WorkerPlacement, job_env, peer_env, worker_env
 
 
 def command_env(

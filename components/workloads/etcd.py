@@ -7,9 +7,9 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.catalog import IMAGES
-from components.conventions import COMMON_LABELS, ETCD_APP, NO_EVICT, TRAINING_IMAGE_UID
+from components.conventions import COMMON_LABELS, ETCD_APP, IMAGE_PULL_POLICY, NO_EVICT, TRAINING_IMAGE_UID
 from components.naming import k8s_name
-from components.workloads.pods import IMAGE_PULL_POLICY, container_security
+from components.workloads.pods import container_security
 
 ETCD_CLIENT_PORT = 2379
 #: An unprivileged user for etcd without a shared volume: the image (distroless, static binaries) runs as root by

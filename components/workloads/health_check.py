@@ -6,8 +6,9 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS
+from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
-from components.workloads.pods import JobSpec, WorkerPlacement, c10d_endpoint, indexed_job, torchrun_command, worker_env
+from components.workloads.spec import JobSpec, WorkerPlacement, c10d_endpoint, torchrun_command, worker_env
 from components.workloads.training import torch_env
 from components.workloads.waits import finished
 

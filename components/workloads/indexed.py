@@ -8,8 +8,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import pulumi
 
 from components.conventions import COMMON_LABELS
+from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
-from components.workloads.pods import JobSpec, WorkerPlacement, indexed_job, peer_hosts
+from components.workloads.spec import JobSpec, WorkerPlacement, peer_hosts
 from components.workloads.waits import finished
 
 #: A job's pods' environment from the pods' stable hostnames (in index order).
@@ -31,7 +32,7 @@ def indexed_workers(
 ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
     """The children of a job whose ``nodes`` pods all run ``command`` (then the job's ``args``; ``max_retries`` pod
     failures tolerated per pod): an Indexed Job and its
-    headless Service (:func:`~components.workloads.pods.indexed_job`) under ``parent``, the pods labelled
+    headless Service (:func:`~components.workloads.indexed_job.indexed_job`) under ``parent``, the pods labelled
     ``app.kubernetes.io/name: <app_name>``, the Service on ``port`` (name, number), every pod's environment
     ``environment(hosts)`` (before Kubernetes expands ``$(JOB_INDEX)``). Returns the Job's name and the job's output
     folder (resolving once the Job is created): the component's ``job_name`` and ``output_dir``."""

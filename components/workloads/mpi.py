@@ -21,31 +21,38 @@ from pulumi_kubernetes._utilities import get_version as k8s_sdk_version
 from typing_extensions import NotRequired
 
 from components.catalog import MANIFESTS
-from components.conventions import COMMON_LABELS, JOB_LABEL, LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB, NO_EVICT
+from components.conventions import (
+    COMMON_LABELS,
+    IMAGE_PULL_POLICY,
+    JOB_LABEL,
+    LAUNCHER_CPU_MILLIS,
+    LAUNCHER_MEMORY_MIB,
+    NO_EVICT,
+)
+from components.workloads.identity import JobIdentity, job_identity
 from components.workloads.job_objects import MPI_JOB
 from components.workloads.pods import (
-    IMAGE_PULL_POLICY,
     JOB_SCRATCH_SIZE,
-    MASTER_PORT,
-    PREDECESSOR_FAILED_EXIT_CODE,
     SHARED_VOLUME_MOUNT,
     TMP_MOUNT,
     WORKER_CONTAINER,
-    JobIdentity,
-    JobSpec,
-    WorkerPlacement,
-    apply_input,
     container_security,
     created_after,
     env_list,
-    job_env,
-    job_identity,
     pod_security,
     scratch_volume,
     shared_volume,
     unique_volumes,
-    worker_env,
     worker_resources,
+)
+from components.workloads.spec import (
+    MASTER_PORT,
+    PREDECESSOR_FAILED_EXIT_CODE,
+    JobSpec,
+    WorkerPlacement,
+    apply_input,
+    job_env,
+    worker_env,
 )
 from components.workloads.waits import (
     await_annotations,

@@ -6,14 +6,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
-from components.conventions import COMMON_LABELS, JOB_LABEL, SHARED_MOUNT
+from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, JOB_LABEL, SHARED_MOUNT
 from components.iam import s3_read_object_policy
 from components.naming import k8s_name
 from components.partition import current_partition
 from components.pod_identity import pod_identity_role
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.pods import (
-    IMAGE_PULL_POLICY,
     SHARED_VOLUME_MOUNT,
     TMP_MOUNT,
     TMP_VOLUME,

@@ -5,16 +5,9 @@ from typing import Mapping, Optional, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.conventions import COMMON_LABELS, SHARED_MOUNT
+from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, SHARED_MOUNT
 from components.naming import k8s_name
-from components.workloads.pods import (
-    IMAGE_PULL_POLICY,
-    TMP_MOUNT,
-    TMP_VOLUME,
-    container_security,
-    pod_security,
-    shared_volume,
-)
+from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
 
 TENSORBOARD_PORT = 6006
 #: Seconds between TensorBoard's re-reads of the log folders.

@@ -7,7 +7,7 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.workloads.indexed import IndexedWorkersJob
-from components.workloads.pods import JobSpec, WorkerPlacement, apply_input, job_env, worker_env
+from components.workloads.spec import JobSpec, WorkerPlacement, apply_input, job_env, worker_env
 
 #: The port each TensorFlow worker serves its collective ops on.
 TF_PORT = 2222

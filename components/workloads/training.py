@@ -6,14 +6,14 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
+from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
-from components.workloads.pods import (
+from components.workloads.spec import (
     DEFAULT_STOP_GRACE_S,
     JobSpec,
     RendezvousBackend,
     WorkerPlacement,
     c10d_endpoint,
-    indexed_job,
     job_env,
     torchrun_command,
     worker_env,

@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
 from components.image.reference import validate_image_reference
-from components.workloads.pods import RendezvousBackend
+from components.workloads.spec import RendezvousBackend
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, Number, reference

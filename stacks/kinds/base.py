@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Protocol, Se
 import pulumi
 
 from components.workloads.job_objects import BATCH_JOB, JobObject
-from components.workloads.pods import JobSpec, WorkerPlacement
+from components.workloads.spec import JobSpec, WorkerPlacement
 
 if TYPE_CHECKING:
     from stacks.config.jobs import JobConfig

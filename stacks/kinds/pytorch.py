@@ -4,7 +4,7 @@
 from typing import TYPE_CHECKING, cast
 
 from components.workloads import PyTorchJob, PyTorchJobArgs
-from components.workloads.pods import RendezvousBackend
+from components.workloads.spec import RendezvousBackend
 from components.workloads.training import pytorch_command, pytorch_env
 from stacks.bundle import TOOLBOX_IMAGE
 from stacks.kinds.base import (

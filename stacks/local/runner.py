@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, cast
 
 from components.conventions import SHARED_MOUNT
-from components.workloads.pods import WORKSPACE, JobSpec, WorkerPlacement, env_list
+from components.workloads.pods import env_list
+from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement
 from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE

@@ -367,7 +367,7 @@ def launcher_requests(plan: "Plan", job: "JobPlan") -> dict[str, dict[str, int]]
     workload's second pod set, against the system group's flavor (the only one whose node labels its node selector
     agrees with and whose taints it tolerates), so a job is admitted only when its workers' quota and its launcher's
     are both free (https://kueue.sigs.k8s.io/docs/concepts/workload/#podsets). Its init containers (the wait and
-    code download, :func:`components.workloads.pods.job_identity`) request less than its container, so the
+    code download, :func:`components.workloads.identity.job_identity`) request less than its container, so the
     container's requests are the pod's (Kubernetes' effective requests: the larger of the init containers' and the
     sum of the containers', https://kubernetes.io/docs/concepts/workloads/pods/init-containers/#resource-sharing-within-containers)."""
     if not KINDS[job.kind].launcher_on_system_group:

@@ -3,7 +3,7 @@
 
 import pulumi
 
-from components.workloads.pods import JobSpec, env_name
+from components.workloads.spec import JobSpec, env_name
 from stacks.kinds import KINDS
 from stacks.plan import JobPlan, Plan
 

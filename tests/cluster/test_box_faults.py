@@ -80,7 +80,7 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
       of it fits", and "A job admitted but not all running within waitForPodsReady's 1200 s ... is evicted": a lost
       pod does not evict the job; it stays admitted, holding its quota, while its pod is replaced.
     - The pod failure policy: "disruptions (DisruptionTarget) never count against the backoff"
-      (components/workloads/pods.py; the README's exit-code table: "143 | stopped by a signal | Ignore (like the
+      (components/workloads/indexed_job.py; the README's exit-code table: "143 | stopped by a signal | Ignore (like the
       DisruptionTarget condition)").
     - "A node is lost ...: the survivor's first resumed step came 6.9-12.6 s after the kill" -- that is torchrun, on a
       real process group; here the part Kubernetes plays: the lost pod is failed by the pod garbage collector with

@@ -15,7 +15,7 @@ from components.workloads.collector import RESOURCES as COLLECTED
 from components.workloads.command import command_env
 from components.workloads.indexed import indexed_workers
 from components.workloads.job_objects import JOB_OBJECTS
-from components.workloads.pods import JobSpec, WorkerPlacement
+from components.workloads.spec import JobSpec, WorkerPlacement
 from stacks.config import load_config
 from stacks.config.errors import ConfigError
 from stacks.kinds import KINDS, BuildContext, JobComponent, JobKind, LocalContext, LocalProcesses, register, unregister

@@ -11,8 +11,8 @@ from typing import Any, Iterator
 import pytest
 
 from components.catalog import CHART_IMAGES, CLUSTER_AUTOSCALER, HELM_CHARTS
+from components.conventions import IMAGE_PULL_POLICY
 from components.device_plugins import nvidia_device_plugin_values
-from components.workloads.pods import IMAGE_PULL_POLICY
 from stacks.config import load_config
 from stacks.plan import Plan, build_plan
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.workloads.pods import USAGE_ERROR_EXIT_CODE, WORKER_CONTAINER
+from components.workloads.pods import WORKER_CONTAINER
+from components.workloads.spec import USAGE_ERROR_EXIT_CODE
 from components.workloads.training import (
     LAUNCHER_EXIT_RENDEZVOUS_LOST,
     LAUNCHER_EXIT_RUN_FAILED,

@@ -15,7 +15,7 @@ import pytest
 
 from components.conventions import check_job_name
 from components.workloads.job_objects import JOB_OBJECTS, MPI_JOB
-from components.workloads.pods import DEFAULT_STOP_GRACE_S
+from components.workloads.spec import DEFAULT_STOP_GRACE_S
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS, FAILURE_REPORT_S, KUBERNETES_GRACE_S
 from stacks import mocked
 from stacks.box.awaits import go_duration_s

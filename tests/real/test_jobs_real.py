@@ -41,7 +41,8 @@ import pytest
 
 from components.workloads.command import command_env
 from components.workloads.mpi import camel, mpi_launcher
-from components.workloads.pods import JobSpec, WorkerPlacement, env_list
+from components.workloads.pods import env_list
+from components.workloads.spec import JobSpec, WorkerPlacement
 from components.workloads.tensorboard import tensorboard_command
 from stacks.local.runner import Pod as LocalPod
 from stacks.local.runner import process_env as local_process_env

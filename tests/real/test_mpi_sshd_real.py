@@ -34,7 +34,8 @@ import pytest
 
 from components.image.dockerfile import Dockerfile
 from components.workloads.mpi import SSHD_COMMAND, camel, mpi_launcher, mpi_worker_hosts, mpirun_path
-from components.workloads.pods import JobSpec, WorkerPlacement, env_list
+from components.workloads.pods import env_list
+from components.workloads.spec import JobSpec, WorkerPlacement
 from tests.aws_support import free_port
 from tests.harness import REPO
 from tests.kube import container_env, process_argv

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from components.workloads.pods import torchrun_command, worker_env
+from components.workloads.spec import torchrun_command, worker_env
 from components.workloads.training import LAUNCHER, torch_env
 from tests import training_support as ts
 from tests.aws_support import free_port

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import pytest
 
-from components.workloads.pods import PREDECESSOR_FAILED_EXIT_CODE
+from components.workloads.spec import PREDECESSOR_FAILED_EXIT_CODE
 from tests import training_support as ts
 from tests.aws_support import free_port
 from tests.wait import patient
