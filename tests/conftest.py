@@ -44,6 +44,8 @@ from typing import Any
 
 import pytest
 
+from tests.day import TEST_DAY
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -268,6 +270,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             f"tests outside tests/<tier>/ or marked with a second tier ({', '.join(TIERS)}): {wrong[:5]}"
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_day() -> Iterator[None]:
+    """Every test runs on :data:`tests.day.TEST_DAY`."""
+    from stacks.config import cluster  # imported here, not at the top: see program_for
+
+    calendar = cluster.today
+    cluster.today = lambda: TEST_DAY
+    yield
+    cluster.today = calendar
 
 
 @pytest.fixture(scope="session")

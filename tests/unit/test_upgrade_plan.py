@@ -16,22 +16,16 @@ import pytest
 from components.catalog import SERVICE_PRICES
 from components.catalog.platform import KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS, billed_extended
 from stacks.config import ConfigError, load_config
-from stacks.config import cluster as cluster_config
 from stacks.costs import control_plane_line, estimate
 from stacks.plan import Plan, build_plan
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.report import main as plan_main
 from stacks.plan.upgrade import compare, minor_problems, render_upgrade, upgrade_report
 from stacks.stackfile import REPO, load_yaml
+from tests.day import TEST_DAY
 
 P = "eks-training:"
-#: The day these tests judge support windows on (every supported minor but 1.32 and 1.33 in standard support).
-DAY = date(2026, 11, 28)
-
-
-@pytest.fixture(autouse=True)
-def _fixed_day(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cluster_config, "today", lambda: DAY)
+DAY = TEST_DAY
 
 
 def preset(stack: str) -> dict[str, Any]:
