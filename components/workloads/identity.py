@@ -17,14 +17,10 @@ from components.workloads.spec import WORKSPACE, JobSpec
 
 #: Scripts of the toolbox (training) image the helpers run.
 WAIT_SCRIPT = "/app/wait_for_jobs.py"
-
-
 FETCH_SCRIPT = "/app/fetch_code.py"
-
 
 #: The init container that waits for the jobs a job reads (:func:`job_identity`).
 WAIT_CONTAINER = "wait-for-jobs"
-
 
 #: Where Kubernetes clients find the service account's token, CA and namespace (source key
 #: ``k8s-service-account-token-volume``).

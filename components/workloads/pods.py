@@ -14,15 +14,12 @@ from components.workloads.spec import JobSpec, WorkerPlacement
 #: default to root also run unprivileged.
 IMAGE_UID = TRAINING_IMAGE_UID
 
-
 #: Name of the main container of every job's pods.
 WORKER_CONTAINER = "worker"
-
 
 #: Size limit of a job pod's ``/tmp`` when its root file system is read-only (torch compile and Triton caches,
 #: OpenMPI's session folder, ``HOME``); an eviction threshold on the node's disk, not a reservation.
 JOB_SCRATCH_SIZE = "8Gi"
-
 
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
@@ -64,7 +61,6 @@ def scratch_volume(size_limit: str = "1Gi") -> k8s.core.v1.VolumeArgsDict:
 
 #: The scratch folder of the project's helpers (staging, TensorBoard), mounted at ``/tmp`` (their ``HOME``).
 TMP_VOLUME: k8s.core.v1.VolumeArgsDict = scratch_volume()
-
 
 TMP_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "tmp", "mount_path": "/tmp"}
 

@@ -14,35 +14,27 @@ from typing_extensions import NotRequired
 from components.naming import k8s_name
 from components.scheduling import Toleration
 
+#: Port of the c10d rendezvous store, on worker 0 (torchrun's ``--rdzv-endpoint``).
 C10D_PORT = 29400
-
 
 #: Port of a command job's ``MASTER_PORT`` (torch's env:// default).
 MASTER_PORT = 29500
 
-
 #: Exit code of the launcher/scripts for a usage error (argparse): retrying cannot help.
 USAGE_ERROR_EXIT_CODE = 2
-
 
 #: Seconds a stopped pod gets before it is killed, unless the job says otherwise.
 DEFAULT_STOP_GRACE_S = 60
 
-
 #: Exit code of ``wait_for_jobs.py`` when a job waited for failed: this job cannot run.
 PREDECESSOR_FAILED_EXIT_CODE = 3
-
 
 #: Where downloaded code (``code_uri``) is put; the main container runs there.
 WORKSPACE = "/workspace"
 
-
+#: How torchrun's nodes meet: an etcd server of the stack (``etcd-v2``) or the store on worker 0 (``c10d``).
 RendezvousBackend = Literal["etcd-v2", "c10d"]
-
-
 T = TypeVar("T")
-
-
 R = TypeVar("R")
 
 
