@@ -20,13 +20,12 @@ from typing_extensions import NotRequired
 
 from components.catalog import HELM_CHARTS, MANIFESTS
 from components.catalog.charts import CHART_IMAGES, chart_image_values
+from components.conventions import KUEUE_NAMESPACE
 from components.helm import pinned_release
 from components.workloads.job_objects import JOB_OBJECTS
 
 #: The job kinds the stacks render, as Kueue's integration names.
 FRAMEWORKS: tuple[str, ...] = tuple(o.kueue_framework for o in JOB_OBJECTS.values())
-#: Where the chart installs Kueue.
-KUEUE_NAMESPACE = "kueue-system"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 #: The controller's image: the release the chart version names, from the Kubernetes project's registry, pinned by
 #: digest (the catalog's, :data:`components.catalog.charts.CHART_IMAGES`).

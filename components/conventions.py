@@ -12,6 +12,8 @@ SHARED_MOUNT = "/data"
 #: the caller names none (the stack config's defaults too: ``storage.namespace``, ``storage.pvcName``).
 DEFAULT_NAMESPACE = "training"
 DEFAULT_CLAIM_NAME = "shared-data"
+#: Where the Kueue chart is installed (:mod:`components.admission`); a stack's namespaces may not take it.
+KUEUE_NAMESPACE = "kueue-system"
 #: Labels on every Kubernetes object the components create.
 COMMON_LABELS: Mapping[str, str] = {
     "app.kubernetes.io/managed-by": "pulumi",

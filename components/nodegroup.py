@@ -34,6 +34,7 @@ from components.naming import fit_prefix, name_limit, short_hash
 from components.nodeplan import (
     CAPACITY_TYPES,
     DEFAULT_DISK_SIZE_GIB,
+    NodeRepairSpec,
     ami_type,
     autoscaler_template_tags,
     efa_profile,
@@ -59,39 +60,6 @@ CAPACITY_BLOCK_GUIDE = SOURCES["eks-capacity-blocks-mng"].url
 SCHEDULE_MARGIN = timedelta(minutes=5)
 #: Capacity Block states before the block is active (its instances cannot launch yet).
 CAPACITY_BLOCK_PENDING_STATES = ("payment-pending", "scheduled")
-
-
-class RepairOverrideSpec(TypedDict):
-    """One of EKS's ``nodeRepairConfigOverrides``: the repair action for one condition and reason the node monitoring
-    agent reports (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html)."""
-
-    condition: str
-    """The node condition, e.g. ``AcceleratedHardwareReady``."""
-    reason: str
-    """The agent's reason, e.g. ``DCGMError`` or ``NvidiaXID31Error``."""
-    wait_minutes: int
-    """How long the condition must stay before the node is eligible for repair (>= 1)."""
-    action: str
-    """``Replace``, ``Reboot`` or ``NoAction``."""
-
-
-class NodeRepairSpec(TypedDict):
-    """EKS node auto repair of the group (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): nodes
-    whose health condition stays bad (10 minutes for GPU faults the node monitoring agent reports, 30 for the others)
-    are rebooted or replaced. A threshold is a count or a percentage, not both."""
-
-    enabled: bool
-    """Repair the group's nodes."""
-    max_unhealthy_nodes: NotRequired[int]
-    """Repair stops while more nodes than this are unhealthy."""
-    max_unhealthy_percent: NotRequired[int]
-    """... or more than this percentage of the group."""
-    max_parallel_nodes: NotRequired[int]
-    """At most this many nodes are repaired at once."""
-    max_parallel_percent: NotRequired[int]
-    """... or this percentage of the unhealthy nodes."""
-    overrides: NotRequired[Sequence[RepairOverrideSpec]]
-    """Repair actions per condition and reason, instead of EKS's defaults."""
 
 
 #: :class:`NodeRepairSpec` keys -> the EKS ``nodeRepairConfig`` fields (pulumi-aws spelling).

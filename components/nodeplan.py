@@ -11,7 +11,9 @@ it and the plan's reports (:mod:`stacks.plan.upgrade`) describe it, with the sam
 """
 
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Optional, Sequence, get_args
+from typing import Literal, Mapping, Optional, Sequence, TypedDict, get_args
+
+from typing_extensions import NotRequired
 
 from components.catalog import (
     AMI_TYPES,
@@ -48,6 +50,39 @@ NODE_SHARE = 0.8
 MAX_SHM_MIB = 64 * 1024
 #: cluster-autoscaler reads a group's template node from tags with this prefix when it has no nodes.
 AUTOSCALER_TEMPLATE_PREFIX = "k8s.io/cluster-autoscaler/node-template"
+
+
+class RepairOverrideSpec(TypedDict):
+    """One of EKS's ``nodeRepairConfigOverrides``: the repair action for one condition and reason the node monitoring
+    agent reports (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html)."""
+
+    condition: str
+    """The node condition, e.g. ``AcceleratedHardwareReady``."""
+    reason: str
+    """The agent's reason, e.g. ``DCGMError`` or ``NvidiaXID31Error``."""
+    wait_minutes: int
+    """How long the condition must stay before the node is eligible for repair (>= 1)."""
+    action: str
+    """``Replace``, ``Reboot`` or ``NoAction``."""
+
+
+class NodeRepairSpec(TypedDict):
+    """EKS node auto repair of the group (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): nodes
+    whose health condition stays bad (10 minutes for GPU faults the node monitoring agent reports, 30 for the others)
+    are rebooted or replaced. A threshold is a count or a percentage, not both."""
+
+    enabled: bool
+    """Repair the group's nodes."""
+    max_unhealthy_nodes: NotRequired[int]
+    """Repair stops while more nodes than this are unhealthy."""
+    max_unhealthy_percent: NotRequired[int]
+    """... or more than this percentage of the group."""
+    max_parallel_nodes: NotRequired[int]
+    """At most this many nodes are repaired at once."""
+    max_parallel_percent: NotRequired[int]
+    """... or this percentage of the unhealthy nodes."""
+    overrides: NotRequired[Sequence[RepairOverrideSpec]]
+    """Repair actions per condition and reason, instead of EKS's defaults."""
 
 
 class InconsistentFacts(ValueError):

@@ -7,9 +7,9 @@ from typing import Annotated, Any, Iterable, Optional
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from components.admission import KUEUE_NAMESPACE
 from components.catalog.amis import ami_release_problem
 from components.catalog.operations import OBSERVABILITY_NAMESPACE
+from components.conventions import KUEUE_NAMESPACE
 
 #: Lowercase RFC 1123 label (Kubernetes object names, group and job names).
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

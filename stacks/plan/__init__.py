@@ -24,8 +24,15 @@ from components.catalog.platform import NodeUpdateStrategy, NoSurge
 from components.code_folder import code_hash
 from components.conventions import SHARED_MOUNT
 from components.naming import k8s_name
-from components.nodegroup import NodeRepairSpec
-from components.nodeplan import EfaProfile, NodeProfile, PodSize, node_profile, node_update_strategy, surge_limit
+from components.nodeplan import (
+    EfaProfile,
+    NodeProfile,
+    NodeRepairSpec,
+    PodSize,
+    node_profile,
+    node_update_strategy,
+    surge_limit,
+)
 from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
