@@ -1,5 +1,6 @@
-"""Python source is read as a tree through one guarded module (``stacks/docs/source.py``), which no other thread's
-tree can break (CPython 3.11's AST recursion counter; tests failed so under busy runs)."""
+"""Python source is read as a tree through one guarded module (``stacks/docs/source.py``), whose builds neither
+another thread's tree nor a collection's finalizer can break (CPython 3.11's AST recursion counter; tests failed so
+under busy runs, and once in CI)."""
 
 import ast
 import gc
