@@ -304,16 +304,29 @@ class Rehearsal:
         if not sc or sc.get("provisioner") != EFS_PROVISIONER:
             return
         meta = claim["metadata"]
+        # The claim's reference with its UID, and the provisioner's annotation, as the CSI external-provisioner writes
+        # them (kubernetes-sigs/sig-storage-lib-external-provisioner, controller.go): a reference without the UID
+        # leaves the claim Pending until the PV controller's next periodic sync (15 s), not bound on the PV's creation.
+        uid = self.box.get("persistentvolumeclaim", meta["name"], "-n", meta["namespace"])["metadata"]["uid"]
         pv: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "PersistentVolume",
-            "metadata": {"name": f"pvc-{meta['namespace']}-{meta['name']}"},
+            "metadata": {
+                "name": f"pvc-{meta['namespace']}-{meta['name']}",
+                "annotations": {"pv.kubernetes.io/provisioned-by": EFS_PROVISIONER},
+            },
             "spec": {
                 "capacity": {"storage": spec["resources"]["requests"]["storage"]},
                 "accessModes": spec["accessModes"],
                 "storageClassName": spec["storageClassName"],
                 "persistentVolumeReclaimPolicy": "Delete",
-                "claimRef": {"namespace": meta["namespace"], "name": meta["name"]},
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": meta["namespace"],
+                    "name": meta["name"],
+                    "uid": uid,
+                },
                 "csi": {"driver": EFS_PROVISIONER, "volumeHandle": "fs-box::fsap-box"},
             },
         }
