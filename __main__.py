@@ -9,24 +9,27 @@ import pulumi
 from stacks.config import ConfigError, all_config, load_config
 from stacks.environment import build_environment, resolve_zones
 from stacks.jobs_only import build_jobs_only
+from stacks.last_update import announce_upgrade
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
 from stacks.preflight import check
 from stacks.workloads import build_workloads
 
-config = load_config(pulumi.get_project(), pulumi.get_stack(), all_config())  # ConfigError: nothing registered
+settings = all_config()
+config = load_config(pulumi.get_project(), pulumi.get_stack(), settings)  # ConfigError: nothing registered
 plan = build_plan(config)
 if topology_problems := topology_region_problems(plan, config.region):
     raise ConfigError(topology_problems)  # a topology-aware group where EC2 labels no node: nothing registered
 if config.cluster.stack_reference is not None:
     outputs = build_jobs_only(plan)
 else:
+    announce_upgrade(plan)  # what this update rolls since the last; ConfigError (a skipped minor): nothing registered
     zones = resolve_zones(config) if config.network is not None else None
     if config.preflight.enabled:
         check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered
     environment = build_environment(plan, zones)
     environment.workloads = build_workloads(environment)
-    outputs = export_outputs(environment)
+    outputs = export_outputs(environment, settings)
 for output_name, value in outputs.items():
     pulumi.export(output_name, value)

@@ -15,6 +15,7 @@ resource's id and computed outputs are unknown (only its inputs come back).
 
 import hashlib
 import json
+import logging
 import os
 import runpy
 import sys
@@ -184,8 +185,11 @@ class RecordingMonitor(pmocks.MockMonitor):
 class TrainingMocks(pmocks.Mocks):
     """Realistic ids and outputs for the resources and invokes the program uses."""
 
-    def __init__(self, preview: bool, region: str = REGION) -> None:
+    def __init__(self, preview: bool, region: str = REGION, stack_name: str = "") -> None:
         self.preview = preview
+        self.stack_name = stack_name
+        """This stack's fully qualified name: its outputs are :data:`STACK_OUTPUTS`' entry, else none (no update
+        yet)."""
         self.invokes: list[tuple[str, dict[str, Any]]] = []
         self.region = region
         self.partition = partition_of(region)
@@ -199,6 +203,11 @@ class TrainingMocks(pmocks.Mocks):
     def call(self, args: pmocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
         self.invokes.append((args.token, dict(args.args)))
         tok = args.token
+        if tok == "pulumi:pulumi:readStackOutputs":  # the engine's: the stack's last update's outputs
+            ref = str(args.args.get("name"))
+            if ref not in STACK_OUTPUTS and ref != self.stack_name:  # the engine errs: the SDK raises either way
+                return {}, [("name", f"unknown stack {ref!r}")]
+            return {"name": ref, "outputs": STACK_OUTPUTS.get(ref, {}), "secretOutputNames": []}, []
         if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
             return {"names": self.zones, "zoneIds": self.zone_ids, "id": self.region}, []
         if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
@@ -483,6 +492,24 @@ class Evaluation:
     invokes: list[tuple[str, dict[str, Any]]]
     error: Optional[BaseException] = None
     reads: list[tuple[str, str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """What the program logged as warnings (``pulumi.log.warn``: what ``pulumi up`` prints under Diagnostics)."""
+
+
+#: The organization the engine names when the backend has none (the DIY backend's ``organization``).
+ORGANIZATION = "organization"
+
+
+class _Warnings(logging.Handler):
+    """Collects the warnings the program logs through the mocks' engine."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno == logging.WARNING:
+            self.messages.append(record.getMessage())
 
 
 def evaluate(
@@ -502,11 +529,16 @@ def evaluate(
     cfg = dict(config)
     # the configuration the program sees, as `pulumi up` passes it (strings, objects as JSON)
     pulumi.runtime.set_all_config({k: as_passed(v) for k, v in cfg.items()}, [])
-    mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)))
+    mocks = TrainingMocks(preview, str(cfg.get("aws:region", REGION)), f"{ORGANIZATION}/{project}/{stack}")
     monitor = RecordingMonitor(mocks)
     # A fresh root Stack per run: set_mocks reuses an existing one, whose outputs would carry over.
     pulumi.runtime.settings.ROOT.set(None)
-    pmocks.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    warnings = _Warnings()
+    logger = logging.getLogger(f"{__name__}.engine")  # its messages still reach the root logger, as before
+    logger.handlers[:] = [warnings]
+    pmocks.set_mocks(
+        mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger, organization=ORGANIZATION
+    )
     settings = pulumi.runtime.settings.SETTINGS
     settings.rpc_manager.clear()
     settings.outputs.clear()
@@ -540,7 +572,9 @@ def evaluate(
     if error is None and root is not None:
         for k, v in (getattr(root, "outputs", None) or {}).items():
             exported[k] = v
-    return Evaluation(list(monitor.registrations), exported, list(mocks.invokes), error, list(monitor.reads))
+    return Evaluation(
+        list(monitor.registrations), exported, list(mocks.invokes), error, list(monitor.reads), warnings.messages
+    )
 
 
 def evaluate_stack(

@@ -1,7 +1,7 @@
 """The stack outputs: ids, the kubeconfig, and the commands to follow the jobs."""
 
 import functools
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -11,6 +11,7 @@ from components.conventions import JOB_LABEL
 from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment
 from stacks.kinds import KINDS
+from stacks.last_update import CONFIG_OUTPUT, configuration_output
 from stacks.plan import Plan
 from stacks.storage import SharedStorage
 from stacks.workloads import Workloads
@@ -112,8 +113,8 @@ def _topology_of(plan: Plan, group: str) -> dict[str, Any]:
     return {} if t is None else {"topology": t.name}
 
 
-def export_outputs(env: Environment) -> dict[str, Any]:
-    """The stack's outputs (exported by ``__main__``).
+def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The stack's outputs (exported by ``__main__``); ``settings``: the configuration this update was given.
 
     Outputs:
 
@@ -152,6 +153,8 @@ def export_outputs(env: Environment) -> dict[str, Any]:
     - ``tensorboardCommand``: ``kubectl port-forward`` to TensorBoard (when a job sets ``tensorboard``).
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
+    - ``deployedConfiguration``: the configuration this update was given, a secret: the next ``pulumi up`` reads it
+      back to say what it rolls (:mod:`stacks.last_update`).
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)
@@ -160,6 +163,7 @@ def export_outputs(env: Environment) -> dict[str, Any]:
     w: Optional[Workloads] = env.workloads
     if w is not None:
         outputs.update(_workloads_outputs(env, w, region))
+    outputs[CONFIG_OUTPUT] = configuration_output(settings)
     return outputs
 
 

@@ -78,6 +78,8 @@ class Program:
     """(type, name, id) of existing resources read with ``Resource.get``."""
     secret_outputs: frozenset[str] = frozenset()
     """The exports Pulumi stores encrypted (an Output marked secret, or holding one)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the program logged as warnings (``pulumi.log.warn``)."""
 
     def of_type(self, t: str) -> list[Registration]:
         """All registrations of type token ``t``."""
@@ -293,7 +295,7 @@ def _run_program(
     )
     secret = frozenset(k for k, v in ev.outputs.items() if _sync_await(pulumi.Output.from_input(v).is_secret()))
     outputs = {k: plain(v) for k, v in ev.outputs.items()}
-    return Program(stack, preview, ev.registrations, outputs, ev.invokes, ev.error, ev.reads, secret)
+    return Program(stack, preview, ev.registrations, outputs, ev.invokes, ev.error, ev.reads, secret, ev.warnings)
 
 
 def plain(value: Any) -> Any:

@@ -1,0 +1,101 @@
+"""``pulumi up`` says what it rolls since the stack's last update, before its first change: the program exports the
+configuration it was given (a secret), reads it back from the stack's own outputs at the next update through the
+engine's ``readStackOutputs`` (the mocks answer it as the engine does), and prints the ``--from`` summary; a move
+EKS refuses fails before any resource is registered."""
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from stacks import last_update
+from stacks.config import ConfigError, load_config
+from stacks.mocked import ORGANIZATION
+from stacks.plan import build_plan
+from stacks.plan.upgrade import compare
+from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
+
+P = f"{PROJECT}:"
+SELF = f"{ORGANIZATION}/{PROJECT}/dev"
+
+
+@pytest.fixture()
+def last_outputs() -> Iterator[dict[str, Any]]:
+    """The outputs of the dev stack's last update, as the engine would return them (empty: no update yet)."""
+    outputs: dict[str, Any] = {}
+    STACK_OUTPUTS[SELF] = outputs
+    yield outputs
+    STACK_OUTPUTS.pop(SELF, None)
+
+
+def deployed(**cluster: Any) -> str:
+    """The dev stack's configuration with ``cluster`` settings changed, as its update exported it."""
+    config = copy.deepcopy(stack_config("dev"))
+    config[P + "cluster"] = {**(config.get(P + "cluster") or {}), **cluster}
+    config.setdefault(P + "preflight", {"enabled": False})
+    return json.dumps(config, sort_keys=True)
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(stack: str) -> None:
+    program = run_program(stack)
+    assert last_update.CONFIG_OUTPUT in program.secret_outputs
+    exported = json.loads(program.outputs[last_update.CONFIG_OUTPUT])
+    assert exported[P + "preflight"] == {"enabled": False} or json.loads(exported[P + "preflight"]) == {
+        "enabled": False
+    }
+    # read back, it plans the same stack: the next update finds nothing to roll
+    config = load_config(PROJECT, stack, exported, project_dir=REPO)
+    again = load_config(PROJECT, stack, stack_config(stack) | {P + "preflight": {"enabled": False}}, project_dir=REPO)
+    u = compare(build_plan(config), build_plan(again))
+    assert (u.groups, u.addons, u.old_minor) == ((), (), u.new_minor)
+    # the first update of a stack reads an empty set of outputs: nothing is said
+    assert program.warnings == []
+    assert ("pulumi:pulumi:readStackOutputs", {"name": f"{ORGANIZATION}/{PROJECT}/{stack}"}) in program.invokes
+
+
+def test_an_update_to_the_next_minor_says_what_rolls_before_anything_changes(last_outputs) -> None:
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion="1.35")
+    program = run_program("dev", fresh=True)
+    assert program.error is None and program.registrations
+    (summary,) = program.warnings
+    assert summary.startswith(f"upgrade from {last_update.LAST_UPDATE}:"), summary
+    assert "Kubernetes 1.35 -> 1.36: the control plane first" in summary
+    assert "nodeGroups.cpu rolls: Kubernetes 1.35 -> 1.36" in summary and "job train:" in summary
+    assert "expected duration: about" in summary
+
+
+def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    program = run_program("dev", fresh=True)
+    assert program.error is None and program.warnings == []
+
+
+def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -> None:
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion="1.34")
+    program = run_program("dev", fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError)
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}cluster.kubernetesVersion: 1.34 -> 1.36 skips 1 minor"), problem
+    assert program.registrations == []
+
+
+def test_a_last_configuration_this_version_cannot_load_is_named_and_the_update_goes_on(last_outputs) -> None:
+    config = json.loads(deployed())
+    config[P + "retiredKey"] = "1"
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    program = run_program("dev", fresh=True)
+    assert program.error is None and program.registrations
+    (warning,) = program.warnings
+    assert "does not load" in warning and "retiredKey" in warning
+    assert "python -m stacks plan --stack dev --from" in warning
+
+
+def test_a_stack_whose_outputs_cannot_be_read_says_so_and_the_update_goes_on(monkeypatch) -> None:
+    monkeypatch.setattr(last_update, "stack_name", lambda: "elsewhere/eks-training/dev")  # the engine refuses it
+    program = run_program("dev", fresh=True)
+    assert program.error is None and program.registrations
+    (warning,) = program.warnings
+    assert warning.startswith(f"cannot read {last_update.LAST_UPDATE}'s configuration"), warning
