@@ -1,7 +1,7 @@
 """The box's commands of the rehearse guide (``docs/how-to/rehearse.md``) run as written: every shell block marked
 ``<!-- commands: box ... -->`` is run by bash in the repository's folder, with this Python first on ``PATH``, and
 exits as the marker says (0, or the ``exits N`` it names). A block marked ``long`` runs with the smaller size the
-marker names (``--nodes 16`` for the 1,024-node benchmark, which is not a timed test).
+marker names (``--nodes 16 --run-ms 5000`` for the 1,024-node benchmark, which is not a timed test).
 
 Each block runs in a folder of its own: the boxes' state goes to a ``clusters`` folder beside a link to the binaries'
 cache (``EKS_TRAINING_BOX_CACHE``), so the blocks' default box names (``eks-training``, ``rehearse-dev``) never meet
@@ -41,9 +41,12 @@ def test_the_guide_has_the_box_commands() -> None:
 @pytest.mark.parametrize("marker, block", BLOCKS, ids=[b.splitlines()[0] for _, b in BLOCKS])
 def test_a_box_block_runs_as_written(marker: str, block: str, binaries, tmp_path: Path) -> None:
     expected = int(m.group(1)) if (m := re.search(r"exits (\d+)", marker)) else 0
-    if (m := re.search(r"long: the cluster tier runs it with (--\S+ \S+)", marker)) is not None:
-        option, value = m.group(1).split()
-        block = re.sub(rf"{re.escape(option)} \S+", f"{option} {value}", block)
+    if (m := re.search(r"long: the cluster tier runs it with ((?:--\S+ \S+ ?)+)", marker)) is not None:
+        for option, value in re.findall(r"(--\S+) (\S+)", m.group(1)):  # each replaces the block's, or is added
+            if re.search(rf"{re.escape(option)} \S+", block):
+                block = re.sub(rf"{re.escape(option)} \S+", f"{option} {value}", block)
+            else:
+                block = block.rstrip("\n") + f" {option} {value}\n"
     (tmp_path / "box").symlink_to(box_build.cache_root().resolve(), target_is_directory=True)
     env = {
         **os.environ,
