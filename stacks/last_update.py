@@ -1,33 +1,51 @@
 """What ``pulumi up`` changes since the stack's last update, said before the first change.
 
-Each update exports the configuration it was given (:data:`CONFIG_OUTPUT`, a secret output). The next update reads
-it back from the stack's own outputs, plans it as ``python -m stacks plan --from`` does, and prints that summary when
-nodes roll, the Kubernetes minor moves or add-ons change. A move EKS refuses (a skipped minor, a downgrade, a kubelet
-outside the skew) fails before any resource is registered.
+Each update that finishes exports the configuration it was given (:data:`CONFIG_OUTPUT`, a secret output). The next
+update reads it back from the stack's own outputs, plans it as ``python -m stacks plan --from`` does, and prints that
+summary when nodes roll, the Kubernetes minor moves or add-ons change. A move EKS refuses (a skipped minor, a
+downgrade, a kubelet outside the skew) fails before any resource is registered.
 """
 
 import json
 from typing import Any, Mapping, Optional
 
 import pulumi
+from pulumi.runtime.config import is_config_secret
 
-from stacks.config import ConfigError, load_config
+from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.plan import Plan, build_plan
 from stacks.plan.upgrade import compare, render_upgrade, upgrade_report
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
-#: The engine's built-in function that returns a stack's outputs (what ``pulumi.StackReference`` reads), called
-#: synchronously so the answer comes before anything is registered (pulumi/pulumi
-#: ``pkg/resource/deploy/builtins.go``).
+#: The engine's built-in function that returns a stack's outputs, called synchronously so the answer comes before
+#: anything is registered (pulumi/pulumi ``pkg/resource/deploy/builtins.go``, ``readStackReference``).
 READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
 #: How the summary names the configuration it compares with.
-LAST_UPDATE = "the stack's last `pulumi up`"
+LAST_UPDATE = "the configuration the stack's last update recorded"
+#: The AWS provider's credentials: never recorded, even as a secret (the plan does not read them).
+AWS_CREDENTIALS = frozenset({"aws:accessKey", "aws:secretKey", "aws:token"})
+#: The organization the DIY backend names (``pulumi.get_organization()`` there).
+DIY_ORGANIZATION = "organization"
 
 
-def configuration_output(config: Mapping[str, Any]) -> pulumi.Output[str]:
-    """The configuration this update was given, as the secret JSON the next update reads back."""
-    return pulumi.Output.secret(json.dumps(dict(config), sort_keys=True))
+def recorded(config: Mapping[str, Any]) -> dict[str, Any]:
+    """What of the configuration an update records: the project's settings and the AWS provider's, less its
+    credentials and any other secret of the AWS provider."""
+    return {
+        k: v
+        for k, v in config.items()
+        if k.startswith(f"{NAMESPACE}:")
+        or (k.startswith("aws:") and k not in AWS_CREDENTIALS and not is_config_secret(k))
+    }
+
+
+def configuration_output(config: Mapping[str, Any], finished: pulumi.Input[Any] = None) -> pulumi.Output[str]:
+    """The configuration this update was given (:func:`recorded`), as the secret JSON the next update reads back;
+    resolved only once ``finished`` is (the stack's other outputs): an update that fails before them keeps the
+    previous record."""
+    text = json.dumps(recorded(config), sort_keys=True)
+    return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
 
 def stack_name() -> str:
@@ -35,13 +53,29 @@ def stack_name() -> str:
     return f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
 
 
+def _outputs(name: str) -> Mapping[str, Any]:
+    result = pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": name})
+    return (result.value or {}).get("outputs") or {}
+
+
 def last_configuration() -> Optional[dict[str, Any]]:
-    """The configuration the stack's last update exported (``None`` before the first, or from a version of this
-    project that did not export it)."""
-    result = pulumi.runtime.invoke(READ_STACK_OUTPUTS, {"name": stack_name()})
-    outputs = (result.value or {}).get("outputs") or {}
-    raw = outputs.get(CONFIG_OUTPUT)
-    return json.loads(raw) if isinstance(raw, str) else None
+    """The configuration the stack's last finished update recorded (``None`` before the first, or from a version of
+    this project that did not record it); :class:`ValueError` when the record cannot be read."""
+    try:
+        outputs = _outputs(stack_name())
+    except Exception:
+        if pulumi.get_organization() != DIY_ORGANIZATION:
+            raise
+        outputs = _outputs(pulumi.get_stack())  # a DIY backend in its legacy layout names stacks without a project
+    if CONFIG_OUTPUT not in outputs:
+        return None
+    raw = outputs[CONFIG_OUTPUT]
+    if not isinstance(raw, str):  # the engine answers a secret it cannot decrypt with "{}"
+        raise ValueError(f"the output {CONFIG_OUTPUT} holds {raw!r}, not the configuration (a secret not decrypted?)")
+    loaded = json.loads(raw)
+    if not isinstance(loaded, dict):
+        raise ValueError(f"the output {CONFIG_OUTPUT} holds {type(loaded).__name__}, not a configuration")
+    return loaded
 
 
 def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
@@ -53,9 +87,9 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
         old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
     except ConfigError as exc:
         return (
-            f"{LAST_UPDATE} was given a configuration this version of the project does not load, so what this update "
-            f"rolls is not shown ({exc}). Compare by hand: python -m stacks plan --stack {config.stack} --from <the "
-            "revision of its stack file that was deployed>"
+            f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
+            f"({exc}). Compare by hand: python -m stacks plan --stack {config.stack} --from <the revision of its "
+            "stack file that was deployed>"
         )
     upgrade = compare(old, plan, LAST_UPDATE)
     if not upgrade.groups and not upgrade.addons and upgrade.old_minor == upgrade.new_minor:
@@ -70,7 +104,7 @@ def announce_upgrade(plan: Plan) -> None:
         previous = last_configuration()
     except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
         pulumi.log.warn(
-            f"cannot read {LAST_UPDATE}'s configuration ({exc}), so what this update rolls is not shown; "
+            f"cannot read {LAST_UPDATE} ({exc}), so what this update rolls is not shown; "
             f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
         )
         return

@@ -153,7 +153,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``tensorboardCommand``: ``kubectl port-forward`` to TensorBoard (when a job sets ``tensorboard``).
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
-    - ``deployedConfiguration``: the configuration this update was given, a secret: the next ``pulumi up`` reads it
+    - ``deployedConfiguration``: the configuration this update was given (the project's settings and the AWS
+      provider's but its credentials), a secret, recorded once the other outputs are: the next ``pulumi up`` reads it
       back to say what it rolls (:mod:`stacks.last_update`).
     """
     region = aws.get_region_output().region
@@ -163,7 +164,7 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     w: Optional[Workloads] = env.workloads
     if w is not None:
         outputs.update(_workloads_outputs(env, w, region))
-    outputs[CONFIG_OUTPUT] = configuration_output(settings)
+    outputs[CONFIG_OUTPUT] = configuration_output(settings, finished=list(outputs.values()))
     return outputs
 
 

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import pulumi
 import pytest
 
 from stacks import last_update
@@ -98,4 +99,47 @@ def test_a_stack_whose_outputs_cannot_be_read_says_so_and_the_update_goes_on(mon
     program = run_program("dev", fresh=True)
     assert program.error is None and program.registrations
     (warning,) = program.warnings
-    assert warning.startswith(f"cannot read {last_update.LAST_UPDATE}'s configuration"), warning
+    assert warning.startswith(f"cannot read {last_update.LAST_UPDATE} (invoke of"), warning
+    assert "unknown stack 'dev'" in warning  # the DIY backend's legacy name was tried too
+
+
+def test_a_record_the_engine_could_not_decrypt_is_named_and_the_update_goes_on(last_outputs) -> None:
+    last_outputs[last_update.CONFIG_OUTPUT] = {}  # what readStackOutputs returns for a secret it cannot decrypt
+    program = run_program("dev", fresh=True)
+    assert program.error is None and program.registrations
+    (warning,) = program.warnings
+    assert warning.startswith(f"cannot read {last_update.LAST_UPDATE}") and "not decrypted" in warning, warning
+
+
+def test_a_diy_backend_in_its_legacy_layout_is_read_by_the_stacks_bare_name(monkeypatch) -> None:
+    """A DIY backend that keeps its stacks without a project names them by the stack alone."""
+    monkeypatch.setattr(last_update, "stack_name", lambda: "organization/unknown-project/dev")
+    STACK_OUTPUTS["dev"] = {last_update.CONFIG_OUTPUT: deployed(kubernetesVersion="1.35")}
+    try:
+        program = run_program("dev", fresh=True)
+    finally:
+        STACK_OUTPUTS.pop("dev", None)
+    assert program.error is None
+    (summary,) = program.warnings
+    assert "Kubernetes 1.35 -> 1.36" in summary
+
+
+def test_the_record_keeps_the_projects_settings_and_no_aws_credential_nor_other_secret() -> None:
+    config = {
+        f"{P}jobs": "{}",
+        f"{P}apiToken": "project secret: recorded, encrypted",
+        "aws:region": "us-east-1",
+        "aws:profile": "training",
+        "aws:secretKey": "SECRET",
+        "aws:accessKey": "AKIA",
+        "aws:token": "TOKEN",
+        "aws:assumeRoles": "[secret role]",
+        "kubernetes:context": "elsewhere",
+    }
+    previous = dict(pulumi.runtime.config.CONFIG.get())
+    pulumi.runtime.set_all_config(config, ["aws:assumeRoles", f"{P}apiToken"])
+    try:
+        kept = last_update.recorded(config)
+    finally:
+        pulumi.runtime.set_all_config(previous, [])
+    assert kept == {k: config[k] for k in (f"{P}jobs", f"{P}apiToken", "aws:region", "aws:profile")}
