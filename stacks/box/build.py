@@ -1,11 +1,11 @@
 """Build (or reuse) the box's pinned binaries: ``python -m stacks.box build``.
 
 Every binary comes from a Go module in the repository's ``box/`` folder (:data:`MODULES`): ``kubernetes``,
-``kubernetes-oldest``, ``etcd``, ``kwok``, ``mpi-operator``, ``kueue``, ``await`` and ``helm``. Each is built with
-the Go toolchain and the Go module proxy into a cache folder outside the work tree (:func:`cache_root`:
-``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``). A sub-folder per module is named by its version and a
-digest of its pins, code, flags and Go version, so a changed pin builds anew and an unchanged one is reused. No binary
-is ever written to the repository.
+``kubernetes-oldest``, ``kubernetes-previous``, ``etcd``, ``kwok``, ``mpi-operator``, ``kueue``, ``await`` and
+``helm``. Each is built with the Go toolchain and the Go module proxy into a cache folder outside the work tree
+(:func:`cache_root`: ``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``). A sub-folder per module is named by
+its version and a digest of its pins, code, flags and Go version, so a changed pin builds anew and an unchanged one is
+reused. No binary is ever written to the repository.
 
 Why each module, with the sources: docs/explanation/box.md, "Pinned builds"."""
 
@@ -93,6 +93,7 @@ class Module:
 COLD_BUILD_S: Mapping[str, Mapping[str, int]] = {
     "kubernetes": {"kube-apiserver": 224, "kube-controller-manager": 30, "kube-scheduler": 4, "kubectl": 18},
     "kubernetes-oldest": {"kube-apiserver": 184},
+    "kubernetes-previous": {"kube-apiserver": 224, "kube-controller-manager": 30, "kube-scheduler": 4},
     "etcd": {"etcd": 22},
     "kwok": {"kwok": 68, "kwokctl": 10},
     "mpi-operator": {"mpi-operator": 122},
@@ -112,6 +113,12 @@ MODULES: Mapping[str, Module] = {
             kubernetes=True,
         ),
         Module("kubernetes-oldest", "k8s.io/kubernetes", {"kube-apiserver": _K8S + "kube-apiserver"}, kubernetes=True),
+        Module(
+            "kubernetes-previous",
+            "k8s.io/kubernetes",
+            {c: _K8S + c for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")},
+            kubernetes=True,
+        ),
         Module("etcd", "go.etcd.io/etcd/server/v3", {"etcd": "go.etcd.io/etcd/server/v3"}),
         Module(
             "kwok", "sigs.k8s.io/kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok", "kwokctl": "sigs.k8s.io/kwok/cmd/kwokctl"}
@@ -157,15 +164,27 @@ def module_minor(module: Module) -> str:
     return ".".join(module.version().lstrip("v").split(".")[:2])
 
 
+#: What each Kubernetes module's minor is to the config (components/catalog/platform.py).
+PINNED_MINORS = {
+    "kubernetes": ("default", DEFAULT_KUBERNETES_VERSION),
+    "kubernetes-oldest": ("oldest", SUPPORTED_KUBERNETES_VERSIONS[0]),
+    "kubernetes-previous": (
+        "previous (the one before the default)",
+        SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(DEFAULT_KUBERNETES_VERSION) - 1],
+    ),
+}
+#: The name suffix of a module's commands in :func:`build`'s answer (the default minor's have none).
+SUFFIXES = {"kubernetes-oldest": "-oldest", "kubernetes-previous": "-previous"}
+
+
 def check_pins() -> None:
-    """The Kubernetes modules are pinned at the minors the config defaults to and accepts at the oldest."""
-    wanted = {"kubernetes": DEFAULT_KUBERNETES_VERSION, "kubernetes-oldest": SUPPORTED_KUBERNETES_VERSIONS[0]}
-    for folder, minor in wanted.items():
+    """The Kubernetes modules are pinned at the minors the config defaults to, accepts at the oldest, and upgrades
+    to the default from."""
+    for folder, (role, minor) in PINNED_MINORS.items():
         got = module_minor(MODULES[folder])
         if got != minor:
             raise BoxBuildError(
-                f"box/{folder}/go.mod pins k8s.io/kubernetes at {got}, but the config's "
-                f"{'default' if folder == 'kubernetes' else 'oldest'} minor is {minor} "
+                f"box/{folder}/go.mod pins k8s.io/kubernetes at {got}, but the config's {role} minor is {minor} "
                 "(components/catalog/platform.py): pin the module at that minor"
             )
 
@@ -179,7 +198,10 @@ def cached(module: Module, *, go: str = "go", root: Optional[Path] = None) -> bo
 def cold_estimate(modules: Sequence[Module], root: Path) -> str:
     """What a build of ``modules`` from nothing will take, said before it starts (:data:`COLD_BUILD_S`)."""
     parts = [
-        (name + (" (oldest minor)" if m.folder == "kubernetes-oldest" else ""), COLD_BUILD_S[m.folder][name])
+        (
+            name + (f" ({PINNED_MINORS[m.folder][0]} minor)" if m.folder in SUFFIXES else ""),
+            COLD_BUILD_S[m.folder][name],
+        )
         for m in modules
         for name in m.commands
     ]
@@ -233,7 +255,7 @@ def build_module(module: Module, *, go: str = "go", root: Optional[Path] = None,
 
 def build(folders: Sequence[str] = tuple(MODULES), *, go: Optional[str] = None, log=None) -> dict[str, Path]:
     """Every command of the given modules, built or reused: command name -> path (``kube-apiserver`` is the default
-    minor's; the oldest minor's is ``kube-apiserver-oldest``)."""
+    minor's; the oldest minor's is ``kube-apiserver-oldest``, the previous minor's ``kube-apiserver-previous``)."""
     check_pins()
     go = go or os.environ.get("GO", "go")
     if log:
@@ -243,7 +265,7 @@ def build(folders: Sequence[str] = tuple(MODULES), *, go: Optional[str] = None, 
     out: dict[str, Path] = {}
     for folder in folders:
         for name, path in build_module(MODULES[folder], go=go, log=log).items():
-            out[name + ("-oldest" if folder == "kubernetes-oldest" else "")] = path
+            out[name + SUFFIXES.get(folder, "")] = path
     return out
 
 

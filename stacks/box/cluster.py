@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -30,6 +31,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 import yaml
 
 from stacks.box import build as box_build
+from stacks.box.build import SUFFIXES
 
 #: The project's pod Stages (see the module docstring).
 POD_STAGES = Path(__file__).with_name("stages.yaml")
@@ -175,6 +177,32 @@ class Api:
         return body
 
 
+#: The components an upgrade of the control plane replaces (:meth:`Box.upgrade`).
+CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def _stop_process(pid_file: Path, timeout_s: float) -> None:
+    """Stop the process whose pid ``pid_file`` holds (SIGTERM, SIGKILL after ``timeout_s``), and remove the file."""
+    pid = int(pid_file.read_text().strip())
+    deadline = time.monotonic() + timeout_s
+    sig = signal.SIGTERM
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            break
+        if state == "Z":
+            break
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            break
+        if time.monotonic() > deadline:
+            sig = signal.SIGKILL
+        time.sleep(0.1)
+    pid_file.unlink()
+
+
 def default_workdir() -> Path:
     return box_build.cache_root().parent / "clusters"
 
@@ -285,8 +313,10 @@ class Box:
     workdir: Path = field(default_factory=default_workdir)
     #: Binaries by command name (:func:`stacks.box.build.build`); built or reused on :meth:`up` when empty.
     binaries: dict[str, Path] = field(default_factory=dict)
-    #: ``"kubernetes"`` (the default minor, the whole control plane) or ``"kubernetes-oldest"`` (the oldest minor's
-    #: kube-apiserver only, no scheduler nor controller manager: objects are validated, nothing runs).
+    #: ``"kubernetes"`` (the default minor, the whole control plane), ``"kubernetes-previous"`` (the minor before it,
+    #: the whole control plane: what an upgrade to the default starts from, :meth:`upgrade`) or
+    #: ``"kubernetes-oldest"`` (the oldest minor's kube-apiserver only, no scheduler nor controller manager: objects
+    #: are validated, nothing runs).
     control_plane: str = "kubernetes"
     _api: Optional["Api"] = field(default=None, init=False, repr=False, compare=False)
 
@@ -313,7 +343,8 @@ class Box:
         self.home.mkdir(parents=True, exist_ok=True)
         config = self.home / "kwokctl.yaml"
         config.write_text(stages_config())
-        apiserver = bins["kube-apiserver-oldest" if self.control_plane == "kubernetes-oldest" else "kube-apiserver"]
+        apiserver = bins["kube-apiserver" + SUFFIXES.get(self.control_plane, "")]
+        controllers = SUFFIXES.get(self.control_plane, "") if self.control_plane != "kubernetes-oldest" else ""
         argv = [
             str(bins["kwokctl"]),
             "--name",
@@ -331,9 +362,9 @@ class Box:
             "--kube-apiserver-binary",
             str(apiserver),
             "--kube-controller-manager-binary",
-            str(bins["kube-controller-manager"]),
+            str(bins["kube-controller-manager" + controllers]),
             "--kube-scheduler-binary",
-            str(bins["kube-scheduler"]),
+            str(bins["kube-scheduler" + controllers]),
             "--kwok-controller-binary",
             str(bins["kwok"]),
             "--disable-qps-limits",
@@ -353,6 +384,57 @@ class Box:
         if proc.returncode != 0:
             raise BoxError(f"kwokctl create cluster failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         return self.kubeconfig
+
+    def upgrade(self, control_plane: str = "kubernetes", timeout_s: float = 120.0) -> None:
+        """Replace the control plane (kube-apiserver, controller manager, scheduler) with ``control_plane``'s minor on
+        the same etcd data, as an EKS control plane upgrade does, while etcd and the nodes (kwok) keep running: the
+        three processes stop, the binaries linked in the cluster's ``bin/`` folder change, and ``kwokctl start
+        cluster`` starts what is not running (sigs.k8s.io/kwok v0.8.0 ``pkg/kwokctl/runtime/binary``: each component
+        runs its ``bin/`` link, its pid in ``pids/<name>.pid``)."""
+        bins = self._binaries()
+        if not all(f"{c}{SUFFIXES.get(control_plane, '')}" in bins for c in CONTROL_PLANE):
+            bins.update(box_build.build([control_plane]))
+        cluster = self.home / "kwok" / "clusters" / self.name
+        # while the box is down its ports are free: no other box may be created meanwhile and take them (up())
+        with host_lock("kwokctl-create"):
+            for command in CONTROL_PLANE:
+                _stop_process(cluster / "pids" / f"{command}.pid", timeout_s)
+                link = cluster / "bin" / command
+                link.unlink()
+                link.symlink_to(bins[command + SUFFIXES.get(control_plane, "")])
+            started = subprocess.run(
+                [str(bins["kwokctl"]), "--name", self.name, "start", "cluster"],
+                env=self._env(),
+                capture_output=True,
+                text=True,
+                timeout=timeout_s + 60,
+            )
+        if started.returncode != 0:
+            raise BoxError(f"kwokctl start cluster failed ({started.returncode}):\n{started.stderr[-3000:]}")
+        self.control_plane = control_plane
+        self._api = None  # the new minor's discovery
+        # kwokctl waits for /version only; EKS switches API servers without a gap, so the box waits until the new one
+        # serves every resource (a custom resource's storage answers 429 while it initialises)
+        self.wait_for(self._serving, timeout_s=timeout_s, what="the upgraded control plane to serve every resource")
+
+    def _serving(self) -> bool:
+        """The apiserver is ready and lists every served version of every CustomResourceDefinition."""
+        try:
+            status, _ = self.api.request("GET", "/readyz")
+            if status != 200:
+                return False
+            status, crds = self.api.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+            if status != 200:
+                return False
+            for crd in crds["items"]:
+                spec = crd["spec"]
+                for version in (v["name"] for v in spec["versions"] if v.get("served")):
+                    path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
+                    if self.api.request("GET", path)[0] != 200:
+                        return False
+        except OSError:  # not listening yet
+            return False
+        return True
 
     def down(self) -> None:
         """Delete the box (its processes and state); nothing when there is none."""
