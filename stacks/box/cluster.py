@@ -467,14 +467,18 @@ class Box:
             raise BoxError(f"kubectl {' '.join(args)} failed:\n{proc.stderr.strip()[-4000:]}")
         return proc
 
-    def apply(self, docs: Iterable[Mapping[str, Any]], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Server-side apply ``docs`` (as ``pulumi up`` does with the Kubernetes provider's server-side apply mode)."""
+    def apply(
+        self, docs: Iterable[Mapping[str, Any]], *, check: bool = True, dry_run: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """Server-side apply ``docs`` (as ``pulumi up`` does with the Kubernetes provider's server-side apply mode);
+        ``dry_run``: the server validates and admits them as an update, and stores nothing."""
         text = yaml.safe_dump_all([dict(d) for d in docs], sort_keys=False)
         return self.kubectl(
             "apply",
             "--server-side",
             "--force-conflicts",
             f"--field-manager={FIELD_MANAGER}",
+            *(["--dry-run=server"] if dry_run else []),
             "-f",
             "-",
             input=text,

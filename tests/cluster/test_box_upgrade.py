@@ -14,11 +14,8 @@ import json
 import time
 from typing import Any, Optional
 
-import yaml
-
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from stacks.box.build import PINNED_MINORS
-from stacks.box.cluster import FIELD_MANAGER
 from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import steps_of
 from stacks.box.session import Session
@@ -90,20 +87,9 @@ def test_the_control_plane_moves_one_minor_under_a_running_job_and_the_stack_com
         assert _minor(box) == PREVIOUS
         rehearsal.run(binaries, timeout_s=patient(300), stuck=upgrade)
         # what the old minor stored, the new one serves, and takes as an update: every object applied again (server
-        # side, strict field validation; a dry run, so the finished jobs are left as they are)
+        # side, kubectl's strict field validation; a dry run, so the finished jobs are left as they are)
         docs = [d for s in rehearsal.steps for d in s.docs]
-        reapplied = box.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            f"--field-manager={FIELD_MANAGER}",
-            "--dry-run=server",
-            "--validate=strict",
-            "-f",
-            "-",
-            input=yaml.safe_dump_all(docs, sort_keys=False),
-            check=False,
-        )
+        reapplied = box.apply(docs, check=False, dry_run=True)
         job = box.get("job", "train", "-n", "training")
         pods = _train_pods(box)
         nodes = box.get("nodes")["items"]
