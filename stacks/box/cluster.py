@@ -15,8 +15,10 @@ kwokctl's ``stop``/``start`` left pods unprocessed when tried: a box is created 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
+import math
 import os
 import shutil
 import signal
@@ -177,29 +179,34 @@ class Api:
         return body
 
 
+#: How long a component of the control plane has to stop gracefully in an upgrade (:meth:`Box.upgrade`) before it is
+#: killed: kube-apiserver's graceful shutdown waits for its open requests (a minute here), which an upgrade of the box
+#: need not.
+STOP_GRACE_S = 10.0
 #: The components an upgrade of the control plane replaces (:meth:`Box.upgrade`).
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
-def _stop_process(pid_file: Path, timeout_s: float) -> None:
-    """Stop the process whose pid ``pid_file`` holds (SIGTERM, SIGKILL after ``timeout_s``), and remove the file."""
-    pid = int(pid_file.read_text().strip())
-    deadline = time.monotonic() + timeout_s
-    sig = signal.SIGTERM
-    while True:
+def _stop_process(pid_file: Path, grace_s: float) -> None:
+    """Stop the process whose pid ``pid_file`` holds: SIGTERM once (a Kubernetes server shuts down gracefully on the
+    first and exits at once on a second, k8s.io/apiserver ``pkg/server/signal.go``), SIGKILL after ``grace_s``; then
+    remove the file."""
+
+    def alive(pid: int) -> bool:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
         except OSError:
-            break
-        if state == "Z":
-            break
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            break
-        if time.monotonic() > deadline:
-            sig = signal.SIGKILL
-        time.sleep(0.1)
+            return False
+
+    pid = int(pid_file.read_text().strip())
+    deadline = time.monotonic() + grace_s
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        while alive(pid):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                deadline = math.inf
+            time.sleep(0.1)
     pid_file.unlink()
 
 
@@ -398,7 +405,7 @@ class Box:
         # while the box is down its ports are free: no other box may be created meanwhile and take them (up())
         with host_lock("kwokctl-create"):
             for command in CONTROL_PLANE:
-                _stop_process(cluster / "pids" / f"{command}.pid", timeout_s)
+                _stop_process(cluster / "pids" / f"{command}.pid", STOP_GRACE_S)
                 link = cluster / "bin" / command
                 link.unlink()
                 link.symlink_to(bins[command + SUFFIXES.get(control_plane, "")])
