@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import http.client
 import json
 import math
 import os
@@ -439,7 +440,7 @@ class Box:
                     path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}?limit=1"
                     if self.api.request("GET", path)[0] != 200:
                         return False
-        except OSError:  # not listening yet
+        except (OSError, http.client.HTTPException):  # not listening yet, or closing a connection
             return False
         return True
 
