@@ -40,7 +40,7 @@ def recorded(config: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def configuration_output(config: Mapping[str, Any], finished: pulumi.Input[Any] = None) -> pulumi.Output[str]:
+def configuration_output(config: Mapping[str, Any], finished: pulumi.Input[Any]) -> pulumi.Output[str]:
     """The configuration this update was given (:func:`recorded`), as the secret JSON the next update reads back;
     resolved only once ``finished`` is (the stack's other outputs): an update that fails before them keeps the
     previous record."""

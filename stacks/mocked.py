@@ -203,7 +203,8 @@ class TrainingMocks(pmocks.Mocks):
     def call(self, args: pmocks.MockCallArgs) -> tuple[dict, Optional[list[tuple[str, str]]]]:
         self.invokes.append((args.token, dict(args.args)))
         tok = args.token
-        if tok == "pulumi:pulumi:readStackOutputs":  # the engine's: the stack's last update's outputs
+        # the engine's built-in (stacks.last_update.READ_STACK_OUTPUTS; the core does not import the program's modules)
+        if tok == "pulumi:pulumi:readStackOutputs":
             ref = str(args.args.get("name"))
             if ref not in STACK_OUTPUTS and ref != self.stack_name:  # the engine errs: the SDK raises either way
                 return {}, [("name", f"unknown stack {ref!r}")]
@@ -496,7 +497,7 @@ class Evaluation:
     """What the program logged as warnings (``pulumi.log.warn``: what ``pulumi up`` prints under Diagnostics)."""
 
 
-#: The organization the engine names when the backend has none (the DIY backend's ``organization``).
+#: The organization the engine names when the backend has none (the DIY backend's; stacks.last_update reads it too).
 ORGANIZATION = "organization"
 
 

@@ -154,7 +154,7 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
     - ``deployedConfiguration``: the configuration this update was given (the project's settings and the AWS
-      provider's but its credentials), a secret, recorded once the other outputs are: the next ``pulumi up`` reads it
+      provider's, less its credentials), a secret, recorded once the other outputs are: the next ``pulumi up`` reads it
       back to say what it rolls (:mod:`stacks.last_update`).
     """
     region = aws.get_region_output().region

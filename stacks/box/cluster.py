@@ -9,8 +9,8 @@ from the pinned kwok module (kwokctl replaces all of its default Stages once any
 control plane also serves containers' logs from files (kwok's ``Logs`` objects, enabled with ``--enable-crds``), which
 :mod:`stacks.box.podlogs` writes.
 
-kwokctl's ``stop``/``start`` of the whole box left pods unprocessed for minutes when tried (the kwok controller
-restarted): a box is created fresh and deleted. An upgrade (:meth:`Box.upgrade`) restarts only the control plane.
+A box is created fresh and deleted, never stopped and started whole: a restarted kwok controller leaves pods
+unprocessed for minutes. An upgrade (:meth:`Box.upgrade`) restarts only the control plane.
 """
 
 from __future__ import annotations

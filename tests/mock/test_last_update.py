@@ -11,6 +11,7 @@ from typing import Any
 import pulumi
 import pytest
 
+from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from stacks import last_update
 from stacks.config import ConfigError, load_config
 from stacks.mocked import ORGANIZATION
@@ -20,6 +21,9 @@ from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_confi
 
 P = f"{PROJECT}:"
 SELF = f"{ORGANIZATION}/{PROJECT}/dev"
+#: dev's minor (the default), the one before it and the one before that, from the catalog.
+NOW = DEFAULT_KUBERNETES_VERSION
+PREVIOUS, SKIPPED = (SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(NOW) - i] for i in (1, 2))
 
 
 @pytest.fixture()
@@ -44,9 +48,7 @@ def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(
     program = run_program(stack)
     assert last_update.CONFIG_OUTPUT in program.secret_outputs
     exported = json.loads(program.outputs[last_update.CONFIG_OUTPUT])
-    assert exported[P + "preflight"] == {"enabled": False} or json.loads(exported[P + "preflight"]) == {
-        "enabled": False
-    }
+    assert json.loads(exported[P + "preflight"]) == {"enabled": False}  # as Pulumi passed it: JSON
     # read back, it plans the same stack: the next update finds nothing to roll
     config = load_config(PROJECT, stack, exported, project_dir=REPO)
     again = load_config(PROJECT, stack, stack_config(stack) | {P + "preflight": {"enabled": False}}, project_dir=REPO)
@@ -58,13 +60,13 @@ def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(
 
 
 def test_an_update_to_the_next_minor_says_what_rolls_before_anything_changes(last_outputs) -> None:
-    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion="1.35")
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=PREVIOUS)
     program = run_program("dev", fresh=True)
     assert program.error is None and program.registrations
     (summary,) = program.warnings
     assert summary.startswith(f"upgrade from {last_update.LAST_UPDATE}:"), summary
-    assert "Kubernetes 1.35 -> 1.36: the control plane first" in summary
-    assert "nodeGroups.cpu rolls: Kubernetes 1.35 -> 1.36" in summary and "job train:" in summary
+    assert f"Kubernetes {PREVIOUS} -> {NOW}: the control plane first" in summary
+    assert f"nodeGroups.cpu rolls: Kubernetes {PREVIOUS} -> {NOW}" in summary and "job train:" in summary
     assert "expected duration: about" in summary
 
 
@@ -75,11 +77,11 @@ def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:
 
 
 def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -> None:
-    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion="1.34")
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
     program = run_program("dev", fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError)
     (problem,) = program.error.problems
-    assert problem.startswith(f"{P}cluster.kubernetesVersion: 1.34 -> 1.36 skips 1 minor"), problem
+    assert problem.startswith(f"{P}cluster.kubernetesVersion: {SKIPPED} -> {NOW} skips 1 minor"), problem
     assert program.registrations == []
 
 
@@ -113,15 +115,16 @@ def test_a_record_the_engine_could_not_decrypt_is_named_and_the_update_goes_on(l
 
 def test_a_diy_backend_in_its_legacy_layout_is_read_by_the_stacks_bare_name(monkeypatch) -> None:
     """A DIY backend that keeps its stacks without a project names them by the stack alone."""
+    assert ORGANIZATION == last_update.DIY_ORGANIZATION  # the mocks name the DIY backend's organization
     monkeypatch.setattr(last_update, "stack_name", lambda: "organization/unknown-project/dev")
-    STACK_OUTPUTS["dev"] = {last_update.CONFIG_OUTPUT: deployed(kubernetesVersion="1.35")}
+    STACK_OUTPUTS["dev"] = {last_update.CONFIG_OUTPUT: deployed(kubernetesVersion=PREVIOUS)}
     try:
         program = run_program("dev", fresh=True)
     finally:
         STACK_OUTPUTS.pop("dev", None)
     assert program.error is None
     (summary,) = program.warnings
-    assert "Kubernetes 1.35 -> 1.36" in summary
+    assert f"Kubernetes {PREVIOUS} -> {NOW}" in summary
 
 
 def test_the_record_keeps_the_projects_settings_and_no_aws_credential_nor_other_secret() -> None:
