@@ -12,11 +12,14 @@ from stacks.kinds import command, mpi, pytorch, tensorflow
 from stacks.kinds.base import (
     BuildContext,
     JobComponent,
+    JobImage,
     JobKind,
+    JobSettings,
     LocalContext,
     LocalMachine,
     LocalProcesses,
     OwnedField,
+    PlannedJob,
 )
 
 #: Kind name -> kind, in the order the documentation lists them.
@@ -50,11 +53,14 @@ __all__ = [
     "KINDS",
     "BuildContext",
     "JobComponent",
+    "JobImage",
     "JobKind",
+    "JobSettings",
     "LocalContext",
     "LocalMachine",
     "LocalProcesses",
     "OwnedField",
+    "PlannedJob",
     "kind_names",
     "register",
     "unregister",

@@ -13,16 +13,64 @@ Why, with Kubeflow Trainer's sources: ARCHITECTURE.md, "Where defaults and decis
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Optional, Protocol, Sequence
+from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence
 
 import pulumi
 
 from components.workloads.job_objects import BATCH_JOB, JobObject
 from components.workloads.spec import JobSpec, WorkerPlacement
 
-if TYPE_CHECKING:
-    from stacks.config.jobs import JobConfig
-    from stacks.plan import JobPlan
+
+class JobSettings(Protocol):
+    """What a kind reads of a job's configuration, ``jobs.<name>`` (:class:`stacks.config.jobs.JobConfig`)."""
+
+    @property
+    def command(self) -> Optional[Sequence[str]]: ...
+    @property
+    def launcher_command(self) -> Optional[Sequence[str]]: ...
+    @property
+    def script(self) -> Optional[str]: ...
+    @property
+    def rendezvous_backend(self) -> str: ...
+    @property
+    def max_restarts(self) -> int: ...
+    @property
+    def checkpoint_every_seconds(self) -> Optional[float]: ...
+    @property
+    def collective_timeout_seconds(self) -> Optional[float]: ...
+
+
+class JobImage(Protocol):
+    """What a kind reads of a job's image (:class:`stacks.plan.images.ImagePlan`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def mpi_prefix(self) -> Optional[str]: ...
+
+
+class PlannedJob(Protocol):
+    """What a kind reads of a job's plan (:class:`stacks.plan.JobPlan`): the kinds sit below the config and the plan,
+    which read the kinds."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> JobSettings: ...
+    @property
+    def image(self) -> JobImage: ...
+    @property
+    def placement(self) -> WorkerPlacement: ...
+    @property
+    def nodes(self) -> int: ...
+    @property
+    def min_nodes(self) -> int: ...
+    @property
+    def max_nodes(self) -> int: ...
+    @property
+    def procs_per_node(self) -> int: ...
+    @property
+    def run_id(self) -> str: ...
 
 
 class JobComponent(Protocol):
@@ -53,7 +101,7 @@ class BuildContext:
     Kubernetes provider's options, and the shared pieces registered before the jobs."""
 
     name: str
-    job: "JobPlan"
+    job: PlannedJob
     spec: JobSpec
     opts: pulumi.ResourceOptions
     etcd_endpoint: Optional[pulumi.Output[str]] = None
@@ -83,7 +131,7 @@ class LocalMachine(Protocol):
         """This machine's Open MPI installation (raises when there is none)."""
         ...
 
-    def check_torch(self, job: "JobPlan") -> None:
+    def check_torch(self, job: PlannedJob) -> None:
         """Raise the runner's error, with its fix, when the job's Python has no PyTorch."""
         ...
 
@@ -99,7 +147,7 @@ class LocalContext:
     processes stand for its pods, with their hosts."""
 
     machine: LocalMachine
-    job: "JobPlan"
+    job: PlannedJob
     spec: JobSpec
     placement: WorkerPlacement
     nodes: int
@@ -160,13 +208,13 @@ class JobKind:
     """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
     image); empty: the image may be anything. :meth:`noop_command` reads it."""
 
-    def noop_command(self, job: "JobConfig") -> tuple[str, ...]:
+    def noop_command(self, job: JobSettings) -> tuple[str, ...]:
         """What the job's image runs to be pulled onto its nodes ahead of the job (:mod:`stacks.plan.prepull`); empty:
         the image is pulled when the job's pods start."""
         return self.noop
 
     # --- config ---------------------------------------------------------------------------------------------------
-    def problems(self, job: "JobConfig") -> list[tuple[str, str]]:
+    def problems(self, job: JobSettings) -> list[tuple[str, str]]:
         """The job's problems of this kind beyond the shared ones (elastic size, fields of other kinds): by default,
         a command is required."""
         if job.command is None:
@@ -174,11 +222,11 @@ class JobKind:
         return []
 
     # --- plan and composition -------------------------------------------------------------------------------------
-    def needs_etcd(self, job: "JobConfig") -> bool:
+    def needs_etcd(self, job: JobSettings) -> bool:
         """The job's rendezvous is the stack's etcd (:class:`~components.workloads.EtcdRendezvous`)."""
         return False
 
-    def program_text(self, job: "JobConfig") -> str:
+    def program_text(self, job: JobSettings) -> str:
         """The job's program as the benchmark's summary shows it (its command)."""
         return " ".join(job.command or [])
 
@@ -187,10 +235,10 @@ class JobKind:
         raise NotImplementedError(f"{self.name}: build")
 
     # --- the local runner (stacks/local) --------------------------------------------------------------------------
-    def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
+    def check_local(self, machine: LocalMachine, job: PlannedJob) -> None:
         """Raise :meth:`LocalMachine.fail`'s error when this machine lacks what the job needs."""
 
-    def local_nodes(self, job: "JobPlan", asked: Optional[int]) -> int:
+    def local_nodes(self, job: PlannedJob, asked: Optional[int]) -> int:
         """How many processes stand for its pods when the runner is asked for ``asked`` nodes (``None``: the
         job's): an elastic kind stays within its range."""
         if asked is None:

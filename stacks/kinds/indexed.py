@@ -2,13 +2,9 @@
 ``tensorflow``): one build and one local run, each kind giving its component and its pods' environment."""
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
-from stacks.kinds.base import BuildContext, JobComponent, JobKind, LocalContext, LocalProcesses
-
-if TYPE_CHECKING:
-    from stacks.config.jobs import JobConfig
-
+from stacks.kinds.base import BuildContext, JobComponent, JobKind, JobSettings, LocalContext, LocalProcesses
 
 #: A Python interpreter's file name.
 PYTHON = re.compile(r"python[0-9.]*")
@@ -21,7 +17,7 @@ class IndexedCommandKind(JobKind):
     component: ClassVar[Callable[..., JobComponent]]
     """The kind's component (``components.workloads``), built from the job's spec, placement, command and size."""
 
-    def noop_command(self, job: "JobConfig") -> tuple[str, ...]:
+    def noop_command(self, job: JobSettings) -> tuple[str, ...]:
         """The command's own interpreter when it starts with Python (``python``, ``python3.12``, a path to one):
         the image has it. Any other command: no pre-pull."""
         first = (job.command or [""])[0]

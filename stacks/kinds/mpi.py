@@ -3,7 +3,6 @@ the workers (:class:`~components.workloads.MpiJob`)."""
 
 import os
 import shutil
-from typing import TYPE_CHECKING
 
 from components.scheduling import system_node_selector
 from components.workloads import MpiJob, MpiJobArgs
@@ -17,10 +16,8 @@ from stacks.kinds.base import (
     LocalMachine,
     LocalProcesses,
     OwnedField,
+    PlannedJob,
 )
-
-if TYPE_CHECKING:
-    from stacks.plan import JobPlan
 
 
 class Mpi(JobKind):
@@ -66,7 +63,7 @@ class Mpi(JobKind):
             args["launcher_command"] = list(c.launcher_command)
         return MpiJob(ctx.name, args, opts=ctx.opts)
 
-    def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
+    def check_local(self, machine: LocalMachine, job: PlannedJob) -> None:
         if shutil.which("mpirun") is None:
             raise machine.fail(f"job {job.name} is an MPI job: install Open MPI (mpirun) to run it locally")
 

@@ -1,7 +1,7 @@
 """``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job
 (:class:`~components.workloads.PyTorchJob`)."""
 
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from components.workloads import PyTorchJob, PyTorchJobArgs
 from components.workloads.spec import RendezvousBackend
@@ -11,15 +11,13 @@ from stacks.kinds.base import (
     BuildContext,
     JobComponent,
     JobKind,
+    JobSettings,
     LocalContext,
     LocalMachine,
     LocalProcesses,
     OwnedField,
+    PlannedJob,
 )
-
-if TYPE_CHECKING:
-    from stacks.config.jobs import JobConfig
-    from stacks.plan import JobPlan
 
 #: What only a PyTorch job's trainer reads (through the environment).
 _TRAINER = "only pytorch jobs pass it to their trainer (through the environment); remove it from this {kind} job"
@@ -39,7 +37,7 @@ class PyTorch(JobKind):
         OwnedField("collective_timeout_seconds", "collectiveTimeoutSeconds", _TRAINER),
     )
 
-    def problems(self, job: "JobConfig") -> list[tuple[str, str]]:
+    def problems(self, job: JobSettings) -> list[tuple[str, str]]:
         problems = []
         if job.script is None:
             problems.append(
@@ -53,10 +51,10 @@ class PyTorch(JobKind):
             problems.append(("command", "a pytorch job's command is torchrun; give the script and args instead"))
         return problems
 
-    def needs_etcd(self, job: "JobConfig") -> bool:
+    def needs_etcd(self, job: JobSettings) -> bool:
         return job.rendezvous_backend == "etcd-v2"
 
-    def program_text(self, job: "JobConfig") -> str:
+    def program_text(self, job: JobSettings) -> str:
         return job.script or ""
 
     def build(self, ctx: BuildContext) -> JobComponent:
@@ -82,7 +80,7 @@ class PyTorch(JobKind):
             args["etcd_endpoint"] = ctx.etcd_endpoint
         return PyTorchJob(ctx.name, args, opts=ctx.opts)
 
-    def check_local(self, machine: LocalMachine, job: "JobPlan") -> None:
+    def check_local(self, machine: LocalMachine, job: PlannedJob) -> None:
         machine.check_torch(job)  # torchrun comes with PyTorch
 
     def local_processes(self, ctx: LocalContext) -> LocalProcesses:

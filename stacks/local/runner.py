@@ -32,7 +32,7 @@ from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement
 from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
-from stacks.kinds import KINDS, LocalContext
+from stacks.kinds import KINDS, LocalContext, PlannedJob
 from stacks.local.kube import container_env, expand
 from stacks.local.report import LogFollower, failure, progress_line, results
 from stacks.plan import JobPlan, Plan, job_order
@@ -350,7 +350,7 @@ class LocalRunner:
         """A :class:`LocalRunError` (the caller raises it)."""
         return LocalRunError(reason, fix=fix)
 
-    def check_torch(self, job: JobPlan) -> None:
+    def check_torch(self, job: PlannedJob) -> None:
         """A job that runs under torchrun (which comes with PyTorch) says so before starting without it (a kind's
         :meth:`~stacks.kinds.JobKind.check_local` calls it)."""
         venv = self.venvs.get(job.image.name)
