@@ -74,7 +74,7 @@ class TeamQueueArgs(TypedDict):
 
 
 class AdmissionArgs(TypedDict):
-    """Inputs of :class:`Admission` (the stack's :class:`stacks.plan.admission.AdmissionPlan`)."""
+    """Inputs of :class:`Admission` (the stack's :class:`stacks.plan.queues.AdmissionPlan`)."""
 
     namespace: pulumi.Input[str]
     """The namespace of the jobs (the LocalQueue's)."""
@@ -109,7 +109,7 @@ class AdmissionArgs(TypedDict):
 
 
 class ProvisioningArgs(TypedDict):
-    """Kueue's ProvisioningRequest admission check (:class:`stacks.plan.admission.ProvisioningPlan`)."""
+    """Kueue's ProvisioningRequest admission check (:class:`stacks.plan.queues.ProvisioningPlan`)."""
 
     check: str
     """The AdmissionCheck's name."""
@@ -505,7 +505,7 @@ PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 def provisioning_config_spec(provisioning: Mapping[str, Any]) -> dict[str, Any]:
     """A ``ProvisioningRequestConfig``: the autoscaler's class, no ``managedResources`` (every pod set of the workload
-    is in the request: :class:`stacks.plan.admission.ProvisioningPlan`), and how Kueue retries a request that failed
+    is in the request: :class:`stacks.plan.queues.ProvisioningPlan`), and how Kueue retries a request that failed
     or whose booking expired before admission (``retryStrategy``)."""
     return {
         "provisioningClassName": provisioning["provisioning_class"],

@@ -37,8 +37,8 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
-from stacks.plan.admission import RESOURCES, FlavorPlan
 from stacks.plan.jobspec import job_spec
+from stacks.plan.queues import RESOURCES, FlavorPlan
 from stacks.prepull import build_prepulls
 from stacks.teams import TeamNamespace, build_team_namespaces
 

@@ -1,6 +1,6 @@
 """The cluster autoscaler's part in the box for ProvisioningRequests of the ``best-effort-atomic-scale-up`` class.
 
-Kueue's ProvisioningRequest check (:class:`stacks.plan.admission.ProvisioningPlan`) asks for a workload's pods in a
+Kueue's ProvisioningRequest check (:class:`stacks.plan.queues.ProvisioningPlan`) asks for a workload's pods in a
 ``ProvisioningRequest``. On EKS the cluster autoscaler answers it; it cannot run here, so :class:`Provisioner` encodes
 its rules, as cluster-autoscaler 1.36.1 has them: it picks a request, provisions it as one decision within the
 groups' maximum sizes (the new kwok nodes from :func:`stacks.box.nodes.group_nodes`), books its capacity for
@@ -24,7 +24,7 @@ from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes
 from stacks.box.poller import Poller
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.admission import PROVISIONING_CLASS
+from stacks.plan.queues import PROVISIONING_CLASS
 
 CRD = "provisioningrequests.autoscaling.x-k8s.io"
 RESOURCE = "provisioningrequests.autoscaling.x-k8s.io"

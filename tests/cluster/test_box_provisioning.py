@@ -14,7 +14,7 @@ from stacks.box.cluster import BoxError
 from stacks.box.devices import Registrar
 from stacks.box.provisioner import RESOURCE
 from stacks.outputs import workload_conditions_command
-from stacks.plan.admission import PROVISIONING_CHECK, PROVISIONING_CLASS
+from stacks.plan.queues import PROVISIONING_CHECK, PROVISIONING_CLASS
 from stacks.stackfile import plan_stack
 from tests.cluster.support import _rehearsal, _Watch
 from tests.harness import run_program, stack_config

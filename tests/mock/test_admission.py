@@ -13,14 +13,8 @@ from components.admission import FRAMEWORKS, chart_values, kueue_configuration
 from components.catalog import HELM_CHARTS
 from components.catalog.charts import CHART_IMAGES
 from components.nodeplan import node_allocatable
-from stacks.plan.admission import (
-    PRIORITY_LABEL,
-    QUEUE_LABEL,
-    RESOURCES,
-    admission_plan,
-    job_and_launcher_requests,
-    never_admitted,
-)
+from stacks.plan.admission import admission_plan, job_and_launcher_requests, never_admitted
+from stacks.plan.queues import PRIORITY_LABEL, QUEUE_LABEL, RESOURCES
 from stacks.stackfile import plan_stack
 from tests.harness import run_program, stack_names
 

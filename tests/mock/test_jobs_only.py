@@ -15,7 +15,7 @@ import yaml
 
 from stacks.config import ConfigError
 from stacks.jobs_only import JobsOnlyError
-from stacks.plan.admission import PRIORITY_LABEL, QUEUE_LABEL
+from stacks.plan.queues import PRIORITY_LABEL, QUEUE_LABEL
 from tests.harness import PROJECT, REPO, STACK_OUTPUTS, resolve, run_program
 
 EXAMPLES = REPO / "examples" / "teams"
@@ -279,7 +279,7 @@ def test_a_jobs_only_config_that_would_make_a_cluster_is_refused_offline(change,
 def test_a_jobs_only_job_past_the_cluster_stacks_priority_stages_is_refused(cluster, depth: int, refused: bool) -> None:
     """The cluster stack makes the priority classes of stages 0..9 for its teams; a job waiting through 10 levels of
     `after` would name a class that does not exist, and Kueue would never create its Workload."""
-    from stacks.plan.admission import TEAM_STAGES
+    from stacks.plan.queues import TEAM_STAGES
 
     assert depth == TEAM_STAGES - 1 + int(refused)
     config = _config("vision")

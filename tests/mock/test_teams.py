@@ -15,7 +15,7 @@ import yaml
 from components.admission import RECLAIM_WITHIN_COHORT
 from stacks.box.kueue import crds
 from stacks.config import ConfigError
-from stacks.plan.admission import COHORT, KIND_OFFSET, RESOURCES, STAGE_STEP, TEAM_STAGES
+from stacks.plan.queues import COHORT, KIND_OFFSET, RESOURCES, STAGE_STEP, TEAM_STAGES
 from stacks.stackfile import plan_stack
 from tests.harness import PROJECT, run_program, stack_config, stack_names
 

@@ -32,7 +32,7 @@ from components.catalog import (
 from stacks.box.kueue import crds, kueue_dir
 from stacks.box.nodes import BLOCK_NODES, network_labels, plan_nodes
 from stacks.config import ConfigError
-from stacks.plan.admission import HOSTNAME_LABEL, QUEUE_LABEL, TAS_ANNOTATIONS, TOPOLOGY_ANNOTATION
+from stacks.plan.queues import HOSTNAME_LABEL, QUEUE_LABEL, TAS_ANNOTATIONS, TOPOLOGY_ANNOTATION
 from stacks.stackfile import plan_stack
 from tests.harness import PROJECT, run_program, stack_config, stack_names
 from tests.mock.test_admission import _flavor_fits, _pod_sets
@@ -294,7 +294,7 @@ def provisioning_problems(program, config: Mapping[str, Any]) -> list[str]:
     from components.admission import PROVISIONING_ANNOTATION, PROVISIONING_CONTROLLER
     from components.autoscaler import NAMESPACE, PROVISIONING_REQUEST_RULES, SERVICE_ACCOUNT
     from components.catalog import MANIFESTS
-    from stacks.plan.admission import PROVISIONING_CLASS
+    from stacks.plan.queues import PROVISIONING_CLASS
 
     problems = []
     groups = config.get(f"{PROJECT}:nodeGroups") or {}
@@ -435,7 +435,7 @@ def test_autoscaled_topology_groups_carry_the_provisioning_request_check(program
     check on it (and on nothing else); the CRD comes first; the autoscaler handles the requests. The class, the retry
     strategy and the check's controller are Kueue's and the autoscaler's names."""
     from components.admission import PROVISIONING_CONTROLLER
-    from stacks.plan.admission import PROVISIONING_CLASS, PROVISIONING_RETRY_LIMIT
+    from stacks.plan.queues import PROVISIONING_CLASS, PROVISIONING_RETRY_LIMIT
 
     for stack in [*FLEETS, *(f"{s}-scaled" for s in FLEETS)]:
         program = programs[stack]

@@ -1,5 +1,6 @@
-"""The box's modules (``stacks/box/``) import one another without a cycle, function-local imports included: each
-module imports what it needs at its top, and one run's steps live in :mod:`stacks.box.session`."""
+"""The project's modules import one another without a cycle, function-local and ``TYPE_CHECKING`` imports included:
+the box's (``stacks/box/``, one run's steps in :mod:`stacks.box.session`) and every other module of ``components`` and
+``stacks`` (the kinds read a job through protocols of their own, the plan's data sits below its derivations)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from tests.python_source import parse
 from tests.unit.test_cli import _imports, _module_name
 
 
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> the modules of ``package`` (under ``root``) it imports, anywhere in its code."""
-    files = {_module_name(root, p): p for p in sorted((root / package.replace(".", "/")).rglob("*.py"))}
+def import_graph(root: Path, *packages: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` (under ``root``) it imports, anywhere in its code."""
+    files = {
+        _module_name(root, p): p
+        for package in packages
+        for p in sorted((root / package.replace(".", "/")).rglob("*.py"))
+    }
     known = set(files)
     return {
         module: {
@@ -50,6 +55,12 @@ def cycle(graph: dict[str, set[str]]) -> list[str]:
 def test_the_box_has_no_import_cycle() -> None:
     graph = import_graph(REPO, "stacks.box")
     assert {"stacks.box.session", "stacks.box.rehearse_cli", "stacks.box.bench", "stacks.box.cli"} <= set(graph)
+    assert cycle(graph) == []
+
+
+def test_the_project_has_no_import_cycle() -> None:
+    graph = import_graph(REPO, "components", "stacks")
+    assert {"stacks.kinds.base", "stacks.config.jobs", "stacks.plan", "stacks.plan.admission"} <= set(graph)
     assert cycle(graph) == []
 
 
