@@ -1,11 +1,11 @@
 """Build (or reuse) the box's pinned binaries: ``python -m stacks.box build``.
 
 Every binary comes from a Go module in the repository's ``box/`` folder (:data:`MODULES`): ``kubernetes``,
-``kubernetes-oldest``, ``kubernetes-previous``, ``etcd``, ``kwok``, ``mpi-operator``, ``kueue``, ``await`` and
-``helm``. Each is built with the Go toolchain and the Go module proxy into a cache folder outside the work tree
-(:func:`cache_root`: ``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``). A sub-folder per module is named by
-its version and a digest of its pins, code, flags and Go version, so a changed pin builds anew and an unchanged one is
-reused. No binary is ever written to the repository.
+``kubernetes-oldest``, ``kubernetes-previous``, ``etcd``, ``kwok``, ``mpi-operator``, ``kueue``, ``kueue-previous``,
+``await`` and ``helm``. Each is built with the Go toolchain and the Go module proxy into a cache folder outside the
+work tree (:func:`cache_root`: ``$EKS_TRAINING_BOX_CACHE`` or ``~/.cache/eks-training/box/``). A sub-folder per module
+is named by its version and a digest of its pins, code, flags and Go version, so a changed pin builds anew and an
+unchanged one is reused. No binary is ever written to the repository.
 
 Why each module, with the sources: docs/explanation/box.md, "Pinned builds"."""
 
@@ -98,6 +98,7 @@ COLD_BUILD_S: Mapping[str, Mapping[str, int]] = {
     "kwok": {"kwok": 68, "kwokctl": 10},
     "mpi-operator": {"mpi-operator": 122},
     "kueue": {"kueue": 203},
+    "kueue-previous": {"kueue": 203},
     "helm": {"helm": 101},
     "await": {"pulumi-await": 323},
 }
@@ -129,6 +130,7 @@ MODULES: Mapping[str, Module] = {
             {"mpi-operator": "github.com/kubeflow/mpi-operator/cmd/mpi-operator"},
         ),
         Module("kueue", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),
+        Module("kueue-previous", "sigs.k8s.io/kueue", {"kueue": "sigs.k8s.io/kueue/cmd/kueue"}),
         Module("helm", "helm.sh/helm/v3", {"helm": "helm.sh/helm/v3/cmd/helm"}),
         Module(
             "await",
@@ -174,12 +176,12 @@ PINNED_MINORS = {
     ),
 }
 #: The name suffix of a module's commands in :func:`build`'s answer (the default minor's have none).
-SUFFIXES = {"kubernetes-oldest": "-oldest", "kubernetes-previous": "-previous"}
+SUFFIXES = {"kubernetes-oldest": "-oldest", "kubernetes-previous": "-previous", "kueue-previous": "-previous"}
 
 
 def check_pins() -> None:
     """The Kubernetes modules are pinned at the minors the config defaults to, accepts at the oldest, and upgrades
-    to the default from."""
+    to the default from; the previous Kueue release is older than the current one."""
     for folder, (role, minor) in PINNED_MINORS.items():
         got = module_minor(MODULES[folder])
         if got != minor:
@@ -187,6 +189,17 @@ def check_pins() -> None:
                 f"box/{folder}/go.mod pins k8s.io/kubernetes at {got}, but the config's {role} minor is {minor} "
                 "(components/catalog/platform.py): pin the module at that minor"
             )
+    previous, current = MODULES["kueue-previous"].version(), MODULES["kueue"].version()
+    if _release(previous) >= _release(current):
+        raise BoxBuildError(
+            f"box/kueue-previous/go.mod pins sigs.k8s.io/kueue {previous}, not older than box/kueue's {current}: "
+            "pin the release the stacks pinned before the current one"
+        )
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``(0, 19, 1)`` for ``v0.19.1``."""
+    return tuple(int(part) for part in version.lstrip("v").split("-")[0].split("."))
 
 
 def cached(module: Module, *, go: str = "go", root: Optional[Path] = None) -> bool:
@@ -199,7 +212,9 @@ def cold_estimate(modules: Sequence[Module], root: Path) -> str:
     """What a build of ``modules`` from nothing will take, said before it starts (:data:`COLD_BUILD_S`)."""
     parts = [
         (
-            name + (f" ({PINNED_MINORS[m.folder][0]} minor)" if m.folder in SUFFIXES else ""),
+            name
+            + (f" ({PINNED_MINORS[m.folder][0]} minor)" if m.folder in PINNED_MINORS else "")
+            + (" (the previous release)" if m.folder == "kueue-previous" else ""),
             COLD_BUILD_S[m.folder][name],
         )
         for m in modules

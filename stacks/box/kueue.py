@@ -45,34 +45,36 @@ def is_kueue_chart(chart: str) -> bool:
     return chart in (c.chart, f"{c.repo}/{c.chart}")
 
 
-def kueue_dir() -> Path:
-    pinned = box_build.MODULES["kueue"].version()
-    if pinned.lstrip("v") != HELM_CHARTS["kueue"].version.lstrip("v"):
+def kueue_dir(folder: str = "kueue") -> Path:
+    """Kueue's module as the box module ``folder`` pins it: ``kueue`` (the release the stacks install, pinned with the
+    catalog's chart) or ``kueue-previous`` (the release pinned before it, which the box upgrades from)."""
+    pinned = box_build.MODULES[folder].version()
+    if folder == "kueue" and pinned.lstrip("v") != HELM_CHARTS["kueue"].version.lstrip("v"):
         raise BoxError(
             f"components/catalog pins the kueue chart {HELM_CHARTS['kueue'].version} but box/kueue/go.mod "
             f"pins {pinned}: pin both at the same version"
         )
-    return module_dir("kueue", MODULE)
+    return module_dir(folder, MODULE)
 
 
-def crds() -> list[dict[str, Any]]:
-    """Kueue's CustomResourceDefinitions, as the chart installs them."""
+def crds(folder: str = "kueue") -> list[dict[str, Any]]:
+    """Kueue's CustomResourceDefinitions, as the chart of the release ``folder`` pins installs them."""
     out = []
-    for path in sorted((kueue_dir() / CRD_DIR).glob("*.yaml")):
+    for path in sorted((kueue_dir(folder) / CRD_DIR).glob("*.yaml")):
         out += load_yaml_documents(path.read_text())
     return out
 
 
-def webhook_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
-    """The module's webhook configurations pointed at ``https://127.0.0.1:<port>`` (docs/explanation/box.md, "The
-    run")."""
+def webhook_configurations(port: int, ca_pem: bytes, folder: str = "kueue") -> list[dict[str, Any]]:
+    """The webhook configurations of the release ``folder`` pins, pointed at ``https://127.0.0.1:<port>``
+    (docs/explanation/box.md, "The run")."""
     import base64
 
     # the integrations the stacks enable (:data:`components.admission.FRAMEWORKS`): their API groups and resources
     kept = {(o.group, o.resource) for o in JOB_OBJECTS.values() if o.kueue_framework in FRAMEWORKS}
     bundle = base64.b64encode(ca_pem).decode()
     out = []
-    for doc in load_yaml_documents((kueue_dir() / WEBHOOKS).read_text()):
+    for doc in load_yaml_documents((kueue_dir(folder) / WEBHOOKS).read_text()):
         hooks = []
         for hook in doc["webhooks"]:
             rules = hook.get("rules") or []
@@ -177,7 +179,8 @@ def box_configuration(
 
 
 class Kueue:
-    """The Kueue manager of one box (:meth:`start` once its CRDs are Established; :meth:`stop`)."""
+    """The Kueue manager of one box (:meth:`start` once its CRDs are Established; :meth:`stop`), of the release the
+    box module ``folder`` pins (:func:`kueue_dir`)."""
 
     def __init__(
         self,
@@ -186,8 +189,9 @@ class Kueue:
         configuration: Mapping[str, Any],
         log_dir: Optional[Path] = None,
         feature_gates: Optional[Mapping[str, bool]] = None,
+        folder: str = "kueue",
     ) -> None:
-        self.box, self.binary, self.configuration = box, binary, dict(configuration)
+        self.box, self.binary, self.configuration, self.folder = box, binary, dict(configuration), folder
         self.feature_gates = {**dict(feature_gates or {}), **BOX_FEATURE_GATES}
         """The release's gates (:func:`kueue_release_feature_gates`) and the box's own (:data:`BOX_FEATURE_GATES`)."""
         self.home = box.home / "kueue"
@@ -198,7 +202,7 @@ class Kueue:
     def start(self, timeout_s: float = 90.0) -> float:
         """Start the manager, wait until its webhooks serve, register them; returns the seconds it took."""
         start = time.monotonic()
-        establish_crds(self.box, [d["metadata"]["name"] for d in crds()])
+        establish_crds(self.box, [d["metadata"]["name"] for d in crds(self.folder)])
         _metrics_certificate()
         ca = _certificates(self.home / "certs")
         self.webhook_port, self.health_port = free_port(), free_port()
@@ -233,7 +237,7 @@ class Kueue:
             if time.monotonic() > deadline:
                 raise BoxError(f"Kueue not ready after {timeout_s:.0f} s; its log ends:\n{self.log()[-3000:]}")
             time.sleep(0.2)
-        self.box.apply(webhook_configurations(self.webhook_port, ca))
+        self.box.apply(webhook_configurations(self.webhook_port, ca, self.folder))
         return time.monotonic() - start
 
     def _ready(self) -> bool:

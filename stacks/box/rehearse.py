@@ -25,6 +25,7 @@ from components.admission import PROVISIONING_CONTROLLER
 from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB, MPIJOB_CRD
 from stacks.box.apply import Refusal, _refusals
 from stacks.box.awaits import SKIP_AWAIT, Awaiter, asks_provider, await_timeout_s, failure_of
+from stacks.box.build import SUFFIXES
 from stacks.box.cluster import Box, BoxError, crd_established, hold_for_child
 from stacks.box.devices import stand_ins
 from stacks.box.kueue import (
@@ -185,6 +186,9 @@ class Rehearsal:
         self.applied: dict[str, Step] = {}
         self.operator: Optional[subprocess.Popen[bytes]] = None
         self.kueue: Optional[Kueue] = None
+        #: The box module whose Kueue release runs: ``kueue`` (the stacks' pin) or ``kueue-previous`` (its binary is
+        #: ``kueue-previous``; the caller puts that release's CRDs in the release's step).
+        self.kueue_folder = "kueue"
         #: Seconds Kueue took to start (its webhooks serving and registered).
         self.kueue_start_s: Optional[float] = None
         self.log_dir = log_dir or box.home
@@ -466,7 +470,9 @@ class Rehearsal:
         self, binary: Path, configuration: Mapping[str, Any], feature_gates: Optional[Mapping[str, bool]] = None
     ) -> None:
         """Kueue's release: its CRDs are applied; the manager starts once they are Established (once per box)."""
-        kueue = Kueue(self.box, binary, configuration, log_dir=self.log_dir, feature_gates=feature_gates)
+        kueue = Kueue(
+            self.box, binary, configuration, log_dir=self.log_dir, feature_gates=feature_gates, folder=self.kueue_folder
+        )
         self.kueue_start_s = kueue.start()
         self.kueue = kueue
         # A real cluster starts Kueue's pod in seconds, within its release's wait; the box's start is its own work.
@@ -595,7 +601,9 @@ class Rehearsal:
                     self.seen_waiting[urn] = seen
             for step in self.applied.values():
                 if step.kueue is not None and self.kueue is None:
-                    self._start_kueue(binaries["kueue"], step.kueue, step.kueue_gates)
+                    self._start_kueue(
+                        binaries["kueue" + SUFFIXES.get(self.kueue_folder, "")], step.kueue, step.kueue_gates
+                    )
                     progressed = True
             self._release_held()
             if self.provisioner is not None:

@@ -1,7 +1,9 @@
 """The box's build (:mod:`stacks.box.build`) says how long a cold build takes before it starts, and a second run finds
-the binaries where the first left them. A stand-in ``go`` (``GO``) records its builds: nothing is compiled here."""
+the binaries where the first left them; its pins hold (:func:`~stacks.box.build.check_pins`). A stand-in ``go``
+(``GO``) records its builds: nothing is compiled here."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,20 @@ def test_a_cold_build_says_how_long_it_takes_before_it_starts_and_a_second_run_r
     lines.clear()
     assert box_build.build(["helm", "kueue"], go=str(go), log=lines.append) == paths
     assert lines == [] and len(builds.read_text().splitlines()) == 2  # found in the cache: nothing said, nothing built
+
+
+def test_the_pins_hold_and_a_previous_kueue_not_older_than_the_current_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box_build.check_pins()
+    for folder in box_build.MODULES:
+        (tmp_path / folder).mkdir()
+        shutil.copy(box_build.BOX / folder / "go.mod", tmp_path / folder / "go.mod")
+    current = box_build.MODULES["kueue"].version()
+    previous = tmp_path / "kueue-previous" / "go.mod"
+    previous.write_text(previous.read_text().replace(box_build.MODULES["kueue-previous"].version(), current))
+    monkeypatch.setattr(box_build, "MODULES_DIR", tmp_path)
+    with pytest.raises(
+        box_build.BoxBuildError, match=f"kueue-previous/go.mod pins sigs.k8s.io/kueue {current}, not older"
+    ):
+        box_build.check_pins()

@@ -1,0 +1,146 @@
+"""Kueue upgraded from the release the stacks pinned before (``box/kueue-previous``) to the current one
+(``box/kueue``), with a workload admitted across the switch.
+
+On a cluster, ``pulumi up`` with a new chart pin upgrades the Helm release: the chart's CRDs (in its templates, so
+Helm updates them) and then the manager's Deployment, which replaces the manager's pod. The box plays it with the
+real managers: dev's jobs run under the previous release; while the training pod runs, that manager stops, the
+current release's CRDs are applied over the old ones, and the current manager starts on the same objects. The
+training workload stays admitted (the same admission, never evicted), and the job that waits for it is admitted by
+the new manager (docs/how-to/upgrading.md, "Kueue and the MPI Operator keep their objects")."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from stacks.box.build import MODULES
+from stacks.box.kueue import Kueue
+from stacks.box.kueue import crds as kueue_crds
+from stacks.box.nodes import plan_nodes
+from stacks.box.rehearse import steps_of
+from stacks.box.session import Session
+from stacks.stackfile import plan_stack
+from tests.cluster.support import _box, _phase, _shorten, _train_pods, stamp
+from tests.wait import patient
+
+PREVIOUS = MODULES["kueue-previous"].version()
+CURRENT = MODULES["kueue"].version()
+
+
+def _workloads(box) -> dict[str, dict[str, Any]]:
+    """The training namespace's Workloads by their job's name."""
+    out = {}
+    for wl in box.get("workloads", "-n", "training")["items"]:
+        owner = next(iter(wl["metadata"].get("ownerReferences") or []), {})
+        out[owner.get("name", wl["metadata"]["name"])] = wl
+    return out
+
+
+def _condition(wl: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
+
+
+def _stored_versions(box) -> dict[str, list[str]]:
+    """Kueue's CRDs and the versions their objects are stored in (``status.storedVersions``)."""
+    return {
+        c["metadata"]["name"]: c["status"]["storedVersions"]
+        for c in box.get("crd")["items"]
+        if c["spec"]["group"] == "kueue.x-k8s.io"
+    }
+
+
+class _KueueUpgrade:
+    """Called by the rehearsal after each pass (its ``stuck``): once the training pod runs, Kueue is upgraded there
+    (the rehearsal's loop waits meanwhile), then the pod is let finish."""
+
+    def __init__(self, box, binary) -> None:
+        self.box, self.binary = box, binary
+        self.rehearsal: Any = None
+        self.at: Optional[float] = None
+        self.seconds = 0.0
+        self.before: dict[str, Any] = {}
+        """The training Workload when the previous release stopped."""
+        self.after: dict[str, Any] = {}
+        """The same Workload once the current release serves."""
+        self.stored: dict[str, list[str]] = {}
+        """Each CRD's stored versions under the previous release."""
+
+    def __call__(self, _reasons: list[str]) -> bool:
+        if self.at is not None:
+            return False
+        running = [p for p in _train_pods(self.box) if _phase(p) == "Running"]
+        if not running:
+            return False
+        old = self.rehearsal.kueue
+        self.before = _workloads(self.box)["train"]
+        self.stored = _stored_versions(self.box)
+        self.at = time.time()
+        old.stop()
+        # the chart's CRDs first (Helm applies the release's templates), then the new manager on the same objects
+        self.box.apply(kueue_crds("kueue"))
+        new = Kueue(
+            self.box,
+            self.binary,
+            old.configuration,
+            log_dir=self.rehearsal.log_dir,
+            feature_gates=old.feature_gates,
+            folder="kueue",
+        )
+        new.start()
+        self.rehearsal.kueue = new
+        self.seconds = time.time() - self.at
+        self.after = _workloads(self.box)["train"]
+        self.rehearsal.note(f"Kueue {PREVIOUS} -> {CURRENT} in {self.seconds:.1f} s")
+        _shorten(self.box, running[0])
+        return False
+
+
+def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admits_the_next(
+    binaries, registrations_of, tmp_path
+) -> None:
+    assert PREVIOUS != CURRENT, "box/kueue-previous pins the current release: pin the release before it"
+    _config, plan = plan_stack("dev")
+    session = Session(_box(binaries, tmp_path, "kueue", "kubernetes"))
+    session.up()
+    box = session.box
+    upgrade = _KueueUpgrade(box, binaries["kueue"])
+    rehearsal = None
+    try:
+        session.nodes(plan_nodes(plan, "us-east-1"))
+        steps = steps_of(registrations_of("dev"))
+        for step in steps:
+            if step.kueue is not None:  # the release as the previous pin installed it: its own CRDs
+                step.docs = kueue_crds("kueue-previous")
+        rehearsal = session.rehearse(plan, steps, region="us-east-1", run_ms={"train": 600_000})
+        rehearsal.kueue_folder = "kueue-previous"
+        upgrade.rehearsal = rehearsal
+        rehearsal.run(binaries, timeout_s=patient(300), stuck=upgrade)
+        workloads = _workloads(box)
+        stored = _stored_versions(box)
+        current_crds = {d["metadata"]["name"] for d in kueue_crds("kueue")}
+        log = rehearsal.kueue.log()
+    finally:
+        if rehearsal is not None:
+            rehearsal.stop_operator()
+        box.down()
+    assert upgrade.at is not None, rehearsal.timeline()
+    # the previous release's manager ran first, the current one after it (each logs its version as it starts)
+    assert log.index(PREVIOUS) < log.rindex(CURRENT), log[-3000:]
+    # the training Workload was admitted by the previous release and kept its admission across the switch
+    assert _condition(upgrade.before, "Admitted").get("status") == "True", upgrade.before.get("status")
+    train = workloads["train"]
+    assert train["metadata"]["uid"] == upgrade.before["metadata"]["uid"]
+    assert train["status"]["admission"] == upgrade.before["status"]["admission"], (train["status"], upgrade.before)
+    assert _condition(train, "Evicted").get("status") != "True", train["status"]
+    assert _condition(train, "Finished").get("status") == "True", train["status"]
+    # the job that waits for training was admitted by the current release
+    evaluate = workloads["evaluate"]
+    admitted = _condition(evaluate, "Admitted")
+    assert admitted.get("status") == "True" and stamp(admitted["lastTransitionTime"]) > upgrade.at - 1, evaluate
+    for name, rec in rehearsal.jobs.items():
+        assert rec["outcome"] == "Complete", (name, rehearsal.timeline())
+    # every CRD of the current release is served, and the objects the previous release stored are kept in the same
+    # versions (no storage migration is needed: docs/how-to/upgrading.md's table)
+    assert current_crds <= set(stored), sorted(current_crds - set(stored))
+    assert {n: v for n, v in stored.items() if n in upgrade.stored} == upgrade.stored, (stored, upgrade.stored)
+    print(f"\nKueue {PREVIOUS} -> {CURRENT} in {upgrade.seconds:.1f} s\n{rehearsal.timeline()}")
