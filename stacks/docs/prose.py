@@ -1,8 +1,9 @@
 """The writing rules of the user pages (the README, the tutorials, the how-to guides, the site's front page and the
 glossary), measured: sentences of at most :data:`MAX_SENTENCE` words and :data:`MAX_AVERAGE` on average, paragraphs
-of at most :data:`MAX_PARAGRAPH` words, no commit hash and no test path (those belong to the evidence and contributing
-pages), the README within :data:`README_MAX_LINES` lines and :data:`README_MAX_WORDS` words, and every glossary term
-linked to the glossary where a page first uses it. ``tests/unit/test_docs_prose.py`` fails on a regression.
+of at most :data:`MAX_PARAGRAPH` words (the explanation and contributor pages too), no commit hash and no test path
+(those belong to the evidence and contributing pages), the README within :data:`README_MAX_LINES` lines and
+:data:`README_MAX_WORDS` words, and every glossary term linked to the glossary where a page first uses it.
+``tests/unit/test_docs_prose.py`` fails on a regression.
 
 What is measured is the prose: code blocks, HTML comments, headings and tables are left out, a link counts as its
 text and a code span as one word. A sentence ends at ``.``, ``!`` or ``?`` followed by a space and a capital, a digit
@@ -48,6 +49,13 @@ def user_pages(root: Path = REPO) -> list[Path]:
 def explanation_pages(root: Path = REPO) -> list[Path]:
     """The explanation pages held to the same writing rules: all but the evidence page (``verified.md``)."""
     return [p for p in sorted((root / "docs" / "explanation").glob("*.md")) if p.name != "verified.md"]
+
+
+def contributor_pages(root: Path = REPO) -> list[Path]:
+    """The pages a contributor reads, held to the same measure: the contributing guide's pages and ARCHITECTURE.md.
+    They cite test paths and measured runs' commits, so :func:`forbidden` does not apply to them."""
+    pages = sorted((root / "docs" / "contributing").glob("*.md")) + [root / "ARCHITECTURE.md"]
+    return [p for p in pages if p.is_file()]
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The documentation a person can take in, measured: the README within 150 lines and 1,200 words; on the
 README, every user page (the site's front page, the glossary, the tutorials, the how-to guides) and every explanation
 page but the evidence page, sentences of at most 22 words on average and 60 at most, paragraphs of at most 120
-words, no commit hash and no test path; a glossary of at least 12 terms, each linked where a page first uses it; the
+words, no commit hash and no test path; the same limits on the contributor pages (the contributing guide and
+ARCHITECTURE.md), which may name both; a glossary of at least 12 terms, each linked where a page first uses it; the
 pages the issue names, with at least six pictures; and every shell block of the tutorials and how-to guides saying
 what it needs, so the offline ones can be run (``tests/real/test_docs_commands_real.py``)."""
 
@@ -35,6 +36,22 @@ def test_an_explanation_page_keeps_to_the_writing_rules(page: Path) -> None:
     """The same limits as a user page; the evidence page (``verified.md``) keeps the measurements and test paths."""
     assert prose.measure(page).problems() == []
     assert prose.forbidden(page) == []
+
+
+@pytest.mark.parametrize("page", prose.contributor_pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_a_contributor_page_keeps_to_the_writing_rules(page: Path) -> None:
+    """The same limits on the contributing guide's pages and ARCHITECTURE.md; they may name test paths and the
+    commits of measured runs."""
+    m = prose.measure(page)
+    assert m.sentences and m.paragraphs, "the measure reads the page"
+    assert m.problems() == []
+
+
+def test_the_contributor_pages_are_the_guide_and_the_architecture() -> None:
+    names = [str(p.relative_to(REPO)) for p in prose.contributor_pages()]
+    assert names == [
+        "docs/contributing/index.md", "docs/contributing/layout.md", "docs/contributing/testing.md", "ARCHITECTURE.md"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("page", sorted((DOCS / "reference").glob("*.md")), ids=lambda p: p.name)
