@@ -19,7 +19,9 @@ import dataclasses
 import datetime
 import re
 import subprocess
+import time
 from pathlib import Path
+from typing import Any, Optional
 
 import yaml
 
@@ -336,6 +338,39 @@ def _shorten(box, pod, run_ms: int = 1000) -> None:
     """The pod runs ``run_ms`` more (kwok re-plays its Stage when the pod changes): the rest of the training, after a
     fault, need not take the fault's time again."""
     box.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", "training", f"{RUN_MS}={run_ms}ms", "--overwrite")
+
+
+class WhileTraining:
+    """A rehearsal's ``stuck`` callback that changes the box once, while dev's training pod runs (the rehearsal's loop
+    waits meanwhile), notes it in the timeline, then lets the pod finish (:func:`_shorten`)."""
+
+    def __init__(self, box) -> None:
+        self.box = box
+        self.rehearsal: Any = None
+        self.at: Optional[float] = None
+        """When the change began (wall clock)."""
+        self.seconds = 0.0
+        self.pod: Optional[dict[str, Any]] = None
+        """The training pod that ran across the change."""
+
+    def change(self) -> str:
+        """Change the box; what the timeline notes."""
+        raise NotImplementedError
+
+    def __call__(self, _reasons: list[str]) -> bool:
+        if self.at is not None:
+            return False
+        running = [p for p in _train_pods(self.box) if _phase(p) == "Running"]
+        if not running:
+            return False
+        self.pod = running[0]
+        self.at = time.time()
+        note = self.change()
+        self.seconds = time.time() - self.at
+        if self.rehearsal is not None:
+            self.rehearsal.note(f"{note} in {self.seconds:.1f} s")
+        _shorten(self.box, self.pod)
+        return False
 
 
 def _processes_under(folder: Path) -> list[str]:

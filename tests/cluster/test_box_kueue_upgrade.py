@@ -5,13 +5,13 @@ On a cluster, ``pulumi up`` with a new chart pin upgrades the Helm release: the 
 Helm updates them) and then the manager's Deployment, which replaces the manager's pod. The box plays it with the
 real managers: dev's jobs run under the previous release; while the training pod runs, that manager stops, the
 current release's CRDs are applied over the old ones, and the current manager starts on the same objects. The
-training workload stays admitted (the same admission, never evicted), and the job that waits for it is admitted by
-the new manager (docs/how-to/upgrading.md, "Kueue and the MPI Operator keep their objects")."""
+training workload stays admitted (the same admission, never evicted) and finishes, and a job created after the switch
+is admitted by the new manager (docs/how-to/upgrading.md, "Kueue and the MPI Operator keep their objects")."""
 
 from __future__ import annotations
 
-import time
-from typing import Any, Optional
+import copy
+from typing import Any
 
 from stacks.box.build import MODULES
 from stacks.box.kueue import Kueue
@@ -20,11 +20,13 @@ from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import steps_of
 from stacks.box.session import Session
 from stacks.stackfile import plan_stack
-from tests.cluster.support import _box, _phase, _shorten, _train_pods, stamp
+from tests.cluster.support import WhileTraining, _box, _doc, stamp
 from tests.wait import patient
 
 PREVIOUS = MODULES["kueue-previous"].version()
 CURRENT = MODULES["kueue"].version()
+#: The Job created once the current release runs.
+AGAIN = "evaluate-again"
 
 
 def _workloads(box) -> dict[str, dict[str, Any]]:
@@ -49,34 +51,23 @@ def _stored_versions(box) -> dict[str, list[str]]:
     }
 
 
-class _KueueUpgrade:
-    """Called by the rehearsal after each pass (its ``stuck``): once the training pod runs, Kueue is upgraded there
-    (the rehearsal's loop waits meanwhile), then the pod is let finish."""
+class _KueueUpgrade(WhileTraining):
+    """Upgrades Kueue once the training pod runs: the previous release's manager stops, the current release's CRDs
+    are applied (Helm applies the chart's templates first), and its manager starts on the same objects."""
 
     def __init__(self, box, binary) -> None:
-        self.box, self.binary = box, binary
-        self.rehearsal: Any = None
-        self.at: Optional[float] = None
-        self.seconds = 0.0
+        super().__init__(box)
+        self.binary = binary
         self.before: dict[str, Any] = {}
         """The training Workload when the previous release stopped."""
-        self.after: dict[str, Any] = {}
-        """The same Workload once the current release serves."""
         self.stored: dict[str, list[str]] = {}
         """Each CRD's stored versions under the previous release."""
 
-    def __call__(self, _reasons: list[str]) -> bool:
-        if self.at is not None:
-            return False
-        running = [p for p in _train_pods(self.box) if _phase(p) == "Running"]
-        if not running:
-            return False
+    def change(self) -> str:
         old = self.rehearsal.kueue
         self.before = _workloads(self.box)["train"]
         self.stored = _stored_versions(self.box)
-        self.at = time.time()
         old.stop()
-        # the chart's CRDs first (Helm applies the release's templates), then the new manager on the same objects
         self.box.apply(kueue_crds("kueue"))
         new = Kueue(
             self.box,
@@ -88,11 +79,7 @@ class _KueueUpgrade:
         )
         new.start()
         self.rehearsal.kueue = new
-        self.seconds = time.time() - self.at
-        self.after = _workloads(self.box)["train"]
-        self.rehearsal.note(f"Kueue {PREVIOUS} -> {CURRENT} in {self.seconds:.1f} s")
-        _shorten(self.box, running[0])
-        return False
+        return f"Kueue {PREVIOUS} -> {CURRENT}"
 
 
 def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admits_the_next(
@@ -115,6 +102,16 @@ def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admit
         rehearsal.kueue_folder = "kueue-previous"
         upgrade.rehearsal = rehearsal
         rehearsal.run(binaries, timeout_s=patient(300), stuck=upgrade)
+        # a job created under the current release (the stack's own could all be admitted before the switch): the
+        # evaluation's Job again, under another name, queued where the stack queues it
+        again = copy.deepcopy(_doc(steps, "Job", "evaluate"))
+        again["metadata"]["name"] = AGAIN
+        box.apply([again])
+        box.wait_for(
+            lambda: _condition(_workloads(box).get(AGAIN, {}), "Admitted").get("status") == "True",
+            timeout_s=patient(60),
+            what=f"the Job {AGAIN} admitted by Kueue {CURRENT}",
+        )
         workloads = _workloads(box)
         stored = _stored_versions(box)
         current_crds = {d["metadata"]["name"] for d in kueue_crds("kueue")}
@@ -133,10 +130,9 @@ def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admit
     assert train["status"]["admission"] == upgrade.before["status"]["admission"], (train["status"], upgrade.before)
     assert _condition(train, "Evicted").get("status") != "True", train["status"]
     assert _condition(train, "Finished").get("status") == "True", train["status"]
-    # the job that waits for training was admitted by the current release
-    evaluate = workloads["evaluate"]
-    admitted = _condition(evaluate, "Admitted")
-    assert admitted.get("status") == "True" and stamp(admitted["lastTransitionTime"]) > upgrade.at - 1, evaluate
+    # the current release admits a job created after the switch
+    admitted = _condition(workloads[AGAIN], "Admitted")
+    assert stamp(admitted["lastTransitionTime"]) > upgrade.at, workloads[AGAIN]
     for name, rec in rehearsal.jobs.items():
         assert rec["outcome"] == "Complete", (name, rehearsal.timeline())
     # every CRD of the current release is served, and the objects the previous release stored are kept in the same

@@ -11,8 +11,7 @@ for it."""
 from __future__ import annotations
 
 import json
-import time
-from typing import Any, Optional
+from typing import Optional
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from stacks.box.build import PINNED_MINORS
@@ -20,7 +19,7 @@ from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import steps_of
 from stacks.box.session import Session
 from stacks.stackfile import plan_stack
-from tests.cluster.support import _box, _phase, _shorten, _train_pods, stamp
+from tests.cluster.support import WhileTraining, _box, _phase, _train_pods, stamp
 from tests.wait import patient
 
 PREVIOUS = PINNED_MINORS["kubernetes-previous"][1]
@@ -31,18 +30,13 @@ def _minor(box) -> str:
     return f"{version['major']}.{version['minor']}"
 
 
-class _Upgrade:
-    """Called by the rehearsal after each pass (its ``stuck``): once the training pod runs, the control plane is
-    upgraded there (the rehearsal's own loop waits meanwhile), then the pod is let finish."""
+class _Upgrade(WhileTraining):
+    """Upgrades the control plane once the training pod runs."""
 
     def __init__(self, box) -> None:
-        self.box = box
-        self.rehearsal: Any = None
+        super().__init__(box)
         self.before: Optional[str] = None
         self.after: Optional[str] = None
-        self.at: Optional[float] = None
-        self.seconds = 0.0
-        self.pod: Optional[dict[str, Any]] = None
         self.pids: dict[str, tuple[str, str]] = {}
         """Component -> its pid before and after the upgrade."""
 
@@ -50,24 +44,13 @@ class _Upgrade:
         folder = self.box.home / "kwok" / "clusters" / self.box.name / "pids"
         return {p.stem: p.read_text().strip() for p in folder.glob("*.pid")}
 
-    def __call__(self, _reasons: list[str]) -> bool:
-        if self.at is not None:
-            return False
-        running = [p for p in _train_pods(self.box) if _phase(p) == "Running"]
-        if not running:
-            return False
-        self.pod = running[0]
+    def change(self) -> str:
         self.before = _minor(self.box)
         before = self._pids()
-        self.at = time.time()
         self.box.upgrade("kubernetes")
-        self.seconds = time.time() - self.at
         self.after = _minor(self.box)
         self.pids = {name: (pid, self._pids()[name]) for name, pid in before.items()}
-        if self.rehearsal is not None:
-            self.rehearsal.note(f"control plane {self.before} -> {self.after} in {self.seconds:.1f} s")
-        _shorten(self.box, self.pod)
-        return False
+        return f"control plane {self.before} -> {self.after}"
 
 
 def test_the_control_plane_moves_one_minor_under_a_running_job_and_the_stack_completes(
