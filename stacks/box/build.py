@@ -175,13 +175,15 @@ PINNED_MINORS = {
         SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(DEFAULT_KUBERNETES_VERSION) - 1],
     ),
 }
+#: A module pinned at the release before another module's (the box upgrades from it): previous -> current.
+PREVIOUS_RELEASES = {"kueue-previous": "kueue"}
 #: The name suffix of a module's commands in :func:`build`'s answer (the default minor's have none).
 SUFFIXES = {"kubernetes-oldest": "-oldest", "kubernetes-previous": "-previous", "kueue-previous": "-previous"}
 
 
 def check_pins() -> None:
     """The Kubernetes modules are pinned at the minors the config defaults to, accepts at the oldest, and upgrades
-    to the default from; the previous Kueue release is older than the current one."""
+    to the default from; a previous release (:data:`PREVIOUS_RELEASES`) is older than the current one."""
     for folder, (role, minor) in PINNED_MINORS.items():
         got = module_minor(MODULES[folder])
         if got != minor:
@@ -189,12 +191,13 @@ def check_pins() -> None:
                 f"box/{folder}/go.mod pins k8s.io/kubernetes at {got}, but the config's {role} minor is {minor} "
                 "(components/catalog/platform.py): pin the module at that minor"
             )
-    previous, current = MODULES["kueue-previous"].version(), MODULES["kueue"].version()
-    if _release(previous) >= _release(current):
-        raise BoxBuildError(
-            f"box/kueue-previous/go.mod pins sigs.k8s.io/kueue {previous}, not older than box/kueue's {current}: "
-            "pin the release the stacks pinned before the current one"
-        )
+    for folder, of in PREVIOUS_RELEASES.items():
+        previous, current = MODULES[folder].version(), MODULES[of].version()
+        if _release(previous) >= _release(current):
+            raise BoxBuildError(
+                f"box/{folder}/go.mod pins {MODULES[folder].pinned} {previous}, not older than box/{of}'s {current}: "
+                "pin the release the stacks pinned before the current one"
+            )
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -214,7 +217,7 @@ def cold_estimate(modules: Sequence[Module], root: Path) -> str:
         (
             name
             + (f" ({PINNED_MINORS[m.folder][0]} minor)" if m.folder in PINNED_MINORS else "")
-            + (" (the previous release)" if m.folder == "kueue-previous" else ""),
+            + (" (the previous release)" if m.folder in PREVIOUS_RELEASES else ""),
             COLD_BUILD_S[m.folder][name],
         )
         for m in modules

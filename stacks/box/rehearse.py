@@ -59,6 +59,9 @@ class Step:
     """The Kueue release's Configuration (its step's docs are Kueue's CRDs; the box starts Kueue once they exist)."""
     kueue_gates: dict[str, bool] = field(default_factory=dict)
     """The Kueue release's feature gates (its chart values' ``controllerManager.featureGates``)."""
+    kueue_module: str = "kueue"
+    """The box module of the Kueue release whose CRDs the docs are and whose manager starts (``kueue-previous``: the
+    release pinned before the stacks' own, :func:`steps_of`)."""
     timeout_s: float = 600.0
     """How long ``pulumi up`` waits for the registration to be ready (:func:`stacks.box.awaits.await_timeout_s`)."""
     gate: Optional[Callable[[Box], bool]] = None
@@ -75,9 +78,10 @@ class RehearsalError(Exception):
     """The stack did not run through: the message names what waited and why."""
 
 
-def steps_of(registrations: Sequence[Any]) -> list[Step]:
+def steps_of(registrations: Sequence[Any], kueue_module: str = "kueue") -> list[Step]:
     """The Kubernetes steps of a program's registrations (``type``, ``name``, ``urn``, ``parent``, ``custom``,
-    ``dependencies``, ``inputs``), dependencies on components expanded to the steps under them."""
+    ``dependencies``, ``inputs``), dependencies on components expanded to the steps under them; the Kueue release as
+    the box module ``kueue_module`` pins it."""
     children: dict[str, list[str]] = {}
     for r in registrations:
         children.setdefault(r.parent, []).append(r.urn)
@@ -95,7 +99,7 @@ def steps_of(registrations: Sequence[Any]) -> list[Step]:
             continue
         kueue, gates = None, {}
         if r.type.startswith("kubernetes:helm.sh/") and is_kueue_chart(r.inputs.get("chart", "")):
-            docs, kueue = kueue_crds(), kueue_release_configuration(r.inputs.get("values") or {})
+            docs, kueue = kueue_crds(kueue_module), kueue_release_configuration(r.inputs.get("values") or {})
             gates = kueue_release_feature_gates(r.inputs.get("values") or {})
         elif r.type.startswith("kubernetes:helm.sh/"):
             docs = stand_ins([copy.deepcopy(r.inputs)])
@@ -107,7 +111,7 @@ def steps_of(registrations: Sequence[Any]) -> list[Step]:
         if r.type.startswith("kubernetes:helm.sh/") and r.inputs.get("timeout"):
             timeout_s = float(r.inputs["timeout"])  # a Release's own wait, in seconds
         deps = {u for d in r.dependencies for u in under(d)}
-        steps.append(Step(r.urn, r.name, docs, deps, kueue, gates, timeout_s))
+        steps.append(Step(r.urn, r.name, docs, deps, kueue, gates, kueue_module, timeout_s))
         k8s.add(r.urn)
     for s in steps:
         s.deps &= k8s
@@ -186,9 +190,6 @@ class Rehearsal:
         self.applied: dict[str, Step] = {}
         self.operator: Optional[subprocess.Popen[bytes]] = None
         self.kueue: Optional[Kueue] = None
-        #: The box module whose Kueue release runs: ``kueue`` (the stacks' pin) or ``kueue-previous`` (its binary is
-        #: ``kueue-previous``; the caller puts that release's CRDs in the release's step).
-        self.kueue_folder = "kueue"
         #: Seconds Kueue took to start (its webhooks serving and registered).
         self.kueue_start_s: Optional[float] = None
         self.log_dir = log_dir or box.home
@@ -466,12 +467,12 @@ class Rehearsal:
             os.close(lock)
         self.note(f"started the MPI Operator (pid {self.operator.pid}, out of cluster)")
 
-    def _start_kueue(
-        self, binary: Path, configuration: Mapping[str, Any], feature_gates: Optional[Mapping[str, bool]] = None
-    ) -> None:
+    def _start_kueue(self, binaries: Mapping[str, Path], step: Step) -> None:
         """Kueue's release: its CRDs are applied; the manager starts once they are Established (once per box)."""
+        binary = binaries["kueue" + SUFFIXES.get(step.kueue_module, "")]
+        assert step.kueue is not None
         kueue = Kueue(
-            self.box, binary, configuration, log_dir=self.log_dir, feature_gates=feature_gates, folder=self.kueue_folder
+            self.box, binary, step.kueue, log_dir=self.log_dir, feature_gates=step.kueue_gates, folder=step.kueue_module
         )
         self.kueue_start_s = kueue.start()
         self.kueue = kueue
@@ -601,9 +602,7 @@ class Rehearsal:
                     self.seen_waiting[urn] = seen
             for step in self.applied.values():
                 if step.kueue is not None and self.kueue is None:
-                    self._start_kueue(
-                        binaries["kueue" + SUFFIXES.get(self.kueue_folder, "")], step.kueue, step.kueue_gates
-                    )
+                    self._start_kueue(binaries, step)
                     progressed = True
             self._release_held()
             if self.provisioner is not None:

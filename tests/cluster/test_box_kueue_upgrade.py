@@ -94,12 +94,8 @@ def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admit
     rehearsal = None
     try:
         session.nodes(plan_nodes(plan, "us-east-1"))
-        steps = steps_of(registrations_of("dev"))
-        for step in steps:
-            if step.kueue is not None:  # the release as the previous pin installed it: its own CRDs
-                step.docs = kueue_crds("kueue-previous")
+        steps = steps_of(registrations_of("dev"), kueue_module="kueue-previous")  # its CRDs and its manager
         rehearsal = session.rehearse(plan, steps, region="us-east-1", run_ms={"train": 600_000})
-        rehearsal.kueue_folder = "kueue-previous"
         upgrade.rehearsal = rehearsal
         rehearsal.run(binaries, timeout_s=patient(300), stuck=upgrade)
         # a job created under the current release (the stack's own could all be admitted before the switch): the

@@ -135,7 +135,7 @@ def test_the_boxs_own_work_is_not_charged_to_the_steps_waiting(monkeypatch, tmp_
 
     monkeypatch.setattr(run, "_apply_all", slow_apply)
     run._apply_timed([applied])
-    run._start_kueue(tmp_path / "kueue", {})
+    run._start_kueue({"kueue": tmp_path / "kueue"}, rehearse.Step("urn:kueue", "kueue", [], kueue={}))
     run.seen_waiting = {queued.urn: clock[0], applied.urn: clock[0]}
     assert run._late() == [], (run.waits_from, clock)
     assert run.host_wait_s == 18.0 + 11.4
