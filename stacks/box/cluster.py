@@ -84,15 +84,16 @@ class Api:
         self._resources: dict[str, tuple[str, str, str, bool]] = {}
         self._lock = threading.Lock()
 
+    def connect(self, timeout_s: Optional[float]) -> http.client.HTTPSConnection:
+        """A new connection to the apiserver (``timeout_s`` per socket operation; ``None``: none, for a watch)."""
+        return http.client.HTTPSConnection(self._host, self._port, context=self._ssl, timeout=timeout_s)
+
     def request(self, method: str, path: str) -> tuple[int, Any]:
         """``method path`` -> (HTTP status, the JSON body decoded, else its text)."""
-        import http.client
-
         for attempt in (0, 1):
             conn = getattr(self._local, "conn", None)
             if conn is None:
-                conn = http.client.HTTPSConnection(self._host, self._port, context=self._ssl, timeout=60)
-                self._local.conn = conn
+                conn = self._local.conn = self.connect(timeout_s=60)
             try:
                 conn.request(method, path, headers={"Accept": "application/json"})
                 resp = conn.getresponse()

@@ -153,16 +153,32 @@ class _Watch(Poller):
         self.poll = poll  # type: ignore[method-assign]
 
 
-def _bound_workers(box) -> dict[str, set[str]]:
-    """MPIJob -> its worker pods holding a node now: bound and not finished (terminating ones included: they hold the
-    node until gone)."""
-    out: dict[str, set[str]] = {}
-    for pod in box.get("pods", "-n", "training", "-l", "training.kubeflow.org/job-role=worker")["items"]:
-        if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            out.setdefault(pod["metadata"]["labels"]["training.kubeflow.org/job-name"], set()).add(
-                pod["metadata"]["name"]
-            )
+def holding(events, job_of) -> list[dict[str, set[str]]]:
+    """After each pod event of a :class:`stacks.box.watch.Watch`, in order: job -> its pods holding a node (bound, not
+    finished, not deleted; terminating ones included: they hold the node until gone). ``job_of(pod)`` names the pod's
+    job (``None``: not counted)."""
+    held: dict[str, tuple[str, str]] = {}  # uid -> (job, pod)
+    out: list[dict[str, set[str]]] = []
+    for kind, pod in events:
+        uid, job = pod["metadata"]["uid"], job_of(pod)
+        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if kind != "DELETED" and job and pod["spec"].get("nodeName") and not finished:
+            held[uid] = (job, pod["metadata"]["name"])
+        else:
+            held.pop(uid, None)
+        now: dict[str, set[str]] = {}
+        for job_name, pod_name in held.values():
+            now.setdefault(job_name, set()).add(pod_name)
+        out.append(now)
     return out
+
+
+def mpijob_of(pod) -> Optional[str]:
+    return (pod["metadata"].get("labels") or {}).get("training.kubeflow.org/job-name")
+
+
+def job_of(pod) -> Optional[str]:
+    return (pod["metadata"].get("labels") or {}).get("job-name")
 
 
 def _has_mpijobs(rehearsal) -> bool:
@@ -249,16 +265,6 @@ def _jobs_only_registrations(cluster_config: dict, team: str, job: str, nodes: i
     program = run_program(f"team-{team}", config=config)
     assert program.error is None, program.error
     return program.registrations
-
-
-def _bound_pods_in(box, namespace: str) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for pod in box.get("pods", "-n", namespace)["items"]:
-        job = (pod["metadata"].get("labels") or {}).get("job-name")
-        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if job and pod["spec"].get("nodeName") and not finished:
-            out.setdefault(job, set()).add(pod["metadata"]["name"])
-    return out
 
 
 def assert_report_covers(text: str, rehearsal, recorder) -> None:

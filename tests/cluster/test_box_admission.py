@@ -8,6 +8,7 @@ import json
 import re
 import shlex
 import time
+from typing import Optional
 
 import pytest
 import yaml
@@ -21,6 +22,7 @@ from stacks.box.kueue import kueue_release_configuration
 from stacks.box.nodes import plan_nodes
 from stacks.box.rehearse import RUN_MS, RehearsalError, pod_templates, steps_of
 from stacks.box.session import create_nodes
+from stacks.box.watch import Watch
 from stacks.outputs import workload_conditions_command
 from stacks.plan.admission import launcher_requests
 from stacks.stackfile import plan_stack
@@ -28,8 +30,6 @@ from tests.cluster.support import (
     GPU_JOBS,
     STACKS,
     TEAMS_REFERENCE,
-    _bound_pods_in,
-    _bound_workers,
     _box,
     _jobs_only_registrations,
     _no_gpu_toleration,
@@ -41,6 +41,9 @@ from tests.cluster.support import (
     _Watch,
     _with_values,
     admitted,
+    holding,
+    job_of,
+    mpijob_of,
     stamp,
 )
 from tests.harness import run_program, stack_config
@@ -218,22 +221,21 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         mutate=horovod_first,
         run_ms={"nccl": 3000, "horovod": 3000},
     )
-    samples: list[dict[str, set[str]]] = []  # per poll: MPIJob -> its worker pods bound to a node
     # what each MPIJob's waitCommand prints of its Workload (stacks.outputs: found by the MPIJob's ownerReference)
     waits = {job: shlex.split(workload_conditions_command("training", job)) for job in ("nccl", "horovod")}
     printed: set[str] = set()
 
     def poll() -> None:
-        samples.append(_bound_workers(box))
         for words in waits.values():
             printed.update(box.kubectl(*words[1:], check=False).stdout.splitlines())
 
     watch = _Watch(box, poll)
+    workers = Watch(box.api, "pods", "training", "training.kubeflow.org/job-role=worker")
     try:
-        with Registrar(box) as registrar, watch:
+        with Registrar(box) as registrar, workers, watch:
             rehearsal.run(binaries, timeout_s=patient(90))
         assert registrar.error is None, registrar.error
-        assert watch.error is None, watch.error
+        assert watch.error is None and workers.error is None, (watch.error, workers.error)
         finished = {
             j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]
         }
@@ -259,7 +261,9 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         assert launcher["resourceUsage"] == {"cpu": f"{counted['cpu']}m", "memory": f"{counted['memory']}Mi"}, launcher
     for job in ("nccl", "horovod"):
         assert f"{job}: Admitted=True" in {line.split(" (", 1)[0] for line in printed}, sorted(printed)
-    # Never did workers of both hold nodes at once (the deadlock: one node each); both did hold nodes at some time.
+    # Never did workers of both hold nodes at once (the deadlock: one node each); both did hold nodes at some time
+    # (after each change to a worker pod, in the apiserver's order)
+    samples = holding(workers.events, mpijob_of)
     both = [s for s in samples if s.get("nccl") and s.get("horovod")]
     assert not both, both
     assert any(s.get("nccl") for s in samples) and any(s.get("horovod") for s in samples), samples
@@ -396,37 +400,35 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     box, _plan, rehearsal = _rehearsal(
         binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a, run_ms={"wide": 6000}
     )
-    samples: list[dict[str, set[str]]] = []
     submitted: list[float] = []
-    preempted: list[dict] = []  # the Preempted conditions of team a's workloads while they held
+    pods = Watch(box.api, "pods", None)
+
+    def team_job(pod) -> Optional[str]:
+        return job_of(pod) if pod["metadata"]["namespace"] in ("a", "b") else None
 
     def poll() -> None:
-        samples.append({**_bound_pods_in(box, "a"), **_bound_pods_in(box, "b")})
-        if not submitted and len(samples[-1].get("wide", ())) == 2:
+        held = holding(list(pods.events), team_job)
+        if not submitted and held and len(held[-1].get("wide", ())) == 2:
             box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump_all(b_docs))
             submitted.append(time.monotonic())
-        if submitted and not preempted:
-            preempted.extend(
-                c
-                for wl in box.get("workloads", "-n", "a")["items"]
-                for c in (wl.get("status") or {}).get("conditions") or []
-                if c["type"] == "Preempted" and c["status"] == "True"
-            )
 
     watch = _Watch(box, poll)
     start = time.monotonic()
     try:
-        with Registrar(box) as registrar, watch:
+        with Registrar(box) as registrar, pods, watch:
             rehearsal.run(binaries, timeout_s=patient(120))
         assert registrar.error is None, registrar.error
-        assert watch.error is None, watch.error
+        assert watch.error is None and pods.error is None, (watch.error, pods.error)
         narrow = box.get("job", "narrow", "-n", "b")
         queues = {q["metadata"]["name"]: q for q in box.get("clusterqueues")["items"]}
+        # Kueue's Event on the preempted Workload (its Preempted condition is reset once it is admitted again)
+        preempted = [e for e in box.get("events", "-n", "a")["items"] if e["reason"] == "Preempted"]
     finally:
         rehearsal.stop_operator()
         box.down()
     took = time.monotonic() - start
     print(f"teams: box up, borrow, reclaim and both jobs complete in {took:.0f} s")
+    samples = holding(pods.events, team_job)  # after each change to a pod, in the apiserver's order
     assert {"training", "team-a", "team-b"} <= set(queues)
     assert {"eks-training-team-member"} <= {
         d["metadata"]["name"] for s in rehearsal.applied.values() for d in s.docs if d["kind"] == "ClusterRole"
@@ -434,9 +436,13 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     assert {q["spec"].get("cohortName") for q in queues.values()} == {"eks-training"}
     # a's job ran whole on both GPU nodes (one of them b's nominal quota: borrowed) before b submitted
     assert submitted, f"team a's 2-node job never ran on both GPU nodes: {samples[-5:]}\n{rehearsal.timeline()}"
-    # b's submission took the borrowed node back: a's workload was preempted for the reclamation
-    assert preempted and preempted[0]["reason"] == "InCohortReclamation", (preempted, rehearsal.timeline())
-    assert "preemptor path: /eks-training/team-b; preemptee path: /eks-training/team-a" in preempted[0]["message"]
+    # b's submission took the borrowed node back: a's workload was preempted for the reclamation (Kueue's message
+    # names the reason InCohortReclamation so: pkg/scheduler/preemption/preemption.go at v0.19.1)
+    assert len(preempted) == 1, (preempted, rehearsal.timeline())
+    message = preempted[0]["message"]
+    assert preempted[0]["involvedObject"]["kind"] == "Workload", preempted[0]
+    assert "due to reclamation within the cohort; " in message, message
+    assert "preemptor path: /eks-training/team-b; preemptee path: /eks-training/team-a" in message, message
     # b ran while none of a's pods held a node, and never beside a's 2
     assert any(s.get("narrow") and not s.get("wide") for s in samples), samples
     assert not any(s.get("narrow") and len(s.get("wide", ())) == 2 for s in samples), samples
