@@ -38,6 +38,7 @@ from stacks.box.kueue import (
 from stacks.box.kueue import crds as kueue_crds
 from stacks.box.manifests import release_manifest
 from stacks.box.provisioner import Provisioner
+from stacks.box.watch import Changes
 
 HELD = "box.eks-training/held"
 RUN_MS = "box.eks-training/run-ms"
@@ -197,9 +198,10 @@ class Rehearsal:
         #: Jobs and MPIJobs awaited to completion although pulumi would not (a test's order).
         self.await_jobs = set(await_jobs)
         self.jobs: dict[str, dict[str, Any]] = {}
-        #: Every pod seen started on a node (uid -> the pod), kept after the pod is gone (the MPI Operator deletes
-        #: its workers when the job ends).
+        #: Every pod started on a node (uid -> the pod as last seen), kept after the pod is gone (the MPI Operator
+        #: deletes its workers when the job ends). Read from a watch while :meth:`run` runs: no pod is missed.
         self.pods: dict[str, dict[str, Any]] = {}
+        self._pod_changes: Optional[Changes] = None  # while run() runs
 
     def note(self, text: str) -> None:
         self.events.append(Event(time.monotonic() - self.start, text))
@@ -504,10 +506,14 @@ class Rehearsal:
         conds = (obj.get("status") or {}).get("conditions") or []
         return any(c["type"] in ("Complete", "Succeeded") and c["status"] == "True" for c in conds)
 
+    def _record_pods(self) -> None:
+        """Add the pods started since the last pass to :attr:`pods`."""
+        for _at, _kind, pod in self._pod_changes.read() if self._pod_changes else ():
+            if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("startTime"):
+                self.pods[pod["metadata"]["uid"]] = pod
+
     def _release_held(self) -> None:
         for pod in self.box.get("pods", "-A")["items"]:
-            if pod["spec"].get("nodeName") and (pod.get("status") or {}).get("startTime"):
-                self.pods.setdefault(pod["metadata"]["uid"], pod)
             held = (pod["metadata"].get("annotations") or {}).get(HELD) or ""
             if not held:
                 continue
@@ -560,11 +566,16 @@ class Rehearsal:
         todo = list(self.steps)
         if self.awaiter is None:
             self.awaiter = Awaiter(binaries["pulumi-await"])
+        self._pod_changes = Changes(self.box.api, "pods")
+        self._pod_changes.open()
         try:
             self._run(binaries, todo, deadline, timeout_s, stuck)
         finally:
             self.awaiter.close()
             self.awaiter = None
+            self._record_pods()
+            self._pod_changes.close()
+            self._pod_changes = None
         self.note("every job completed")
 
     def _run(
@@ -604,6 +615,7 @@ class Rehearsal:
                 if step.kueue is not None and self.kueue is None:
                     self._start_kueue(binaries, step)
                     progressed = True
+            self._record_pods()
             self._release_held()
             if self.provisioner is not None:
                 done = len(self.provisioner.decisions)

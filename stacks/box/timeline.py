@@ -11,14 +11,18 @@ operator started, each job's outcome) into the text ``python -m stacks.rehearse`
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from typing_extensions import Self
 
 from stacks.box.cluster import Box
 from stacks.box.poller import Poller
 from stacks.box.rehearse import HELD
+from stacks.box.watch import Changes
 
 if TYPE_CHECKING:
     from stacks.box.rehearse import Rehearsal
@@ -105,6 +109,14 @@ def pending_reason(pod: Mapping[str, Any]) -> str:
     return "not scheduled yet"
 
 
+def _admitted_at(wl: Mapping[str, Any]) -> Optional[float]:
+    """When Kueue admitted ``wl`` (its ``Admitted=True`` condition's time, seconds since the epoch), else ``None``."""
+    for c in (wl.get("status") or {}).get("conditions") or []:
+        if c["type"] == "Admitted" and c["status"] == "True" and c.get("lastTransitionTime"):
+            return datetime.datetime.fromisoformat(c["lastTransitionTime"].replace("Z", "+00:00")).timestamp()
+    return None
+
+
 def workload_state(wl: Mapping[str, Any]) -> str:
     """A Kueue Workload's state in one phrase: ``admitted``, ``finished``, or Kueue's reason it is not admitted."""
     conds = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
@@ -129,8 +141,10 @@ def workload_state(wl: Mapping[str, Any]) -> str:
 
 
 class Recorder(Poller):
-    """Polls ``box`` every ``interval_s`` in a thread (``with Recorder(box, rehearsal.start): ...``); times are seconds
-    since ``start`` (a :func:`time.monotonic` value: the rehearsal's)."""
+    """Records ``box``'s pods and Workloads while a rehearsal runs (``with Recorder(box, rehearsal.start): ...``);
+    times are seconds since ``start`` (a :func:`time.monotonic` value: the rehearsal's). Entered, it reads every
+    change to a pod from a watch (:class:`stacks.box.watch.Watch`) and looks at the Workloads every ``interval_s``;
+    a :meth:`poll` by hand, not entered, looks at the pods too."""
 
     last_look = True
 
@@ -141,41 +155,79 @@ class Recorder(Poller):
         self.events: list[tuple[float, str]] = []
         #: Job -> its Workload's states in order (time, state).
         self.workloads: dict[str, list[tuple[float, str]]] = {}
-        self._live: set[str] = set()
+        self._last: dict[str, Mapping[str, Any]] = {}  # uid -> the pod as last seen, while it exists
+        self._changes: Optional[Changes] = None  # while entered
+
+    def __enter__(self) -> Self:
+        self._changes = Changes(self.box.api, "pods")
+        self._changes.open()
+        return super().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)  # its last look reads the watch's last events
+        if self._changes is not None:
+            self._changes.close()
 
     def _note(self, t: float, text: str) -> None:
         self.events.append((t, text))
 
-    def poll(self) -> None:
-        """One look at the box's pods and Workloads."""
+    def _pod_changes(self) -> list[tuple[float, str, Mapping[str, Any]]]:
+        """(time, ``ADDED``/``MODIFIED``/``DELETED``, pod) since the last look: the watch's, else one listing's."""
+        if self._changes is not None:
+            return [(at - self.start, kind, pod) for at, kind, pod in self._changes.read()]
         t = time.monotonic() - self.start
         pods = self.box.get("pods", "-A")["items"]
-        seen = set()
-        for pod in pods:
+        uids = {pod["metadata"]["uid"] for pod in pods}
+        gone = [(t, "DELETED", pod) for uid, pod in self._last.items() if uid not in uids]
+        return [(t, "MODIFIED", pod) for pod in pods] + gone
+
+    def poll(self) -> None:
+        """One look at the box's pods and Workloads."""
+        for t, kind, pod in self._pod_changes():
             uid = pod["metadata"]["uid"]
-            seen.add(uid)
             rec = self.pods.get(uid)
             if rec is None:
                 owner, job = _owner(pod)
                 rec = self.pods[uid] = PodRecord(pod["metadata"]["namespace"], pod["metadata"]["name"], owner, job)
-            self._pod(t, rec, pod)
-        for uid in self._live - seen:
-            rec = self.pods[uid]
+            if kind != "DELETED":
+                self._last[uid] = pod
+                self._pod(t, rec, pod)
+                continue
+            self._last.pop(uid, None)
+            self._pod(t, rec, pod)  # its last state: a pod that ended, then was deleted, ended
             if not rec.outcome:
                 rec.outcome = f"deleted while {'Running' if rec.started is not None else 'Pending'}"
                 rec.finished = t
                 self._note(t, f"pod {rec.ref} ({rec.owner}) {rec.outcome}" + (f" on {rec.node}" if rec.node else ""))
-        self._live = seen
+        t = time.monotonic() - self.start
+        for uid, pod in self._last.items():  # still Pending now, for the same reason
+            rec = self.pods[uid]
+            if (pod.get("status") or {}).get("phase") == "Pending" and rec.waits:
+                rec.waits[-1].last = max(rec.waits[-1].last, t)
         proc = self.box.kubectl("get", "workloads.kueue.x-k8s.io", "-A", "-o", "json", check=False)
         if proc.returncode == 0:
             for wl in json.loads(proc.stdout)["items"]:
                 ref: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
                 job = ref.get("name", wl["metadata"]["name"])
-                state = workload_state(wl)
-                states = self.workloads.setdefault(job, [])
-                if not states or states[-1][1] != state:
-                    states.append((t, state))
-                    self._note(t, f"{ref.get('kind', 'job')} {job}: {state}")
+                self._workload(t, job, ref.get("kind", "job"), wl)
+
+    def _workload(self, t: float, job: str, kind: str, wl: Mapping[str, Any]) -> None:
+        state = workload_state(wl)
+        states = self.workloads.setdefault(job, [])
+        if not states or states[-1][1] != state:
+            if state == "finished" and "admitted" not in {s for _t, s in states}:
+                # admitted and finished between two looks: Kueue keeps Admitted=True on a finished Workload
+                admitted = _admitted_at(wl)
+                if admitted is not None:
+                    at = max(min(admitted - self._start_wall(), t), states[-1][0] if states else 0.0)
+                    states.append((at, "admitted"))
+                    self._note(at, f"{kind} {job}: admitted")
+            states.append((t, state))
+            self._note(t, f"{kind} {job}: {state}")
+
+    def _start_wall(self) -> float:
+        """The wall-clock time of ``start`` (the apiserver stamps objects by the wall clock)."""
+        return time.time() - (time.monotonic() - self.start)
 
     def _pod(self, t: float, rec: PodRecord, pod: Mapping[str, Any]) -> None:
         status = pod.get("status") or {}
@@ -212,7 +264,9 @@ def report(rehearsal: "Rehearsal", recorder: Recorder) -> str:
     lines += ["", "Where each pod ran:"]
     pods = dict(recorder.pods)
     for uid, pod in rehearsal.pods.items():  # a pod the rehearsal saw start that came and went between two looks
-        if uid not in pods:
+        if uid in pods and not pods[uid].node:
+            pods[uid] = replace(pods[uid], node=pod["spec"].get("nodeName") or "")
+        elif uid not in pods:
             owner, job = _owner(pod)
             pods[uid] = PodRecord(
                 pod["metadata"]["namespace"],

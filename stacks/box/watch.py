@@ -13,19 +13,20 @@ import http.client
 import json
 import socket
 import threading
-from typing import TYPE_CHECKING, Any, Optional
+import time
+from typing import Any, Optional
 from urllib.parse import quote, urlencode
 
 from typing_extensions import Self
 
-if TYPE_CHECKING:
-    from stacks.box.cluster import Api
+from stacks.box.cluster import Api, BoxError
 
 
 class Watch:
     """Collects the events of a watch of ``resource`` (in ``namespace``, all if ``None``; matching ``selector``) in a
     thread, from ``__enter__`` (the watch is open when it returns) to ``__exit__``. :attr:`events` holds (type,
-    object) in order; :attr:`error` says why the watch ended early, if it did."""
+    object) in order, :attr:`times` when each arrived (:func:`time.monotonic`); :attr:`error` says why the watch ended
+    early, if it did."""
 
     def __init__(self, api: Api, resource: str, namespace: Optional[str], selector: str = "") -> None:
         base, plural, _kind, namespaced = api.resolve(resource)
@@ -34,6 +35,7 @@ class Watch:
         self.path = f"{base}{scope}/{plural}?{urlencode(query)}"
         self.api = api
         self.events: list[tuple[str, dict[str, Any]]] = []
+        self.times: list[float] = []
         self.error: Optional[str] = None
         self._conn: Optional[http.client.HTTPSConnection] = None
         self._stopping = threading.Event()
@@ -46,7 +48,7 @@ class Watch:
         if response.status != 200:
             body = response.read().decode(errors="replace")
             conn.close()
-            raise RuntimeError(f"watch {self.path}: {response.status}: {body}")
+            raise BoxError(f"watch {self.path}: {response.status}: {body}")
         self._thread = threading.Thread(target=self._read, args=(response,), daemon=True)
         self._thread.start()
         return self
@@ -58,6 +60,7 @@ class Watch:
                 if event["type"] == "ERROR":  # e.g. 410 Gone: the watch cannot go on
                     self.error = f"watch {self.path}: {event['object'].get('message')}"
                     return
+                self.times.append(time.monotonic())  # first: a reader of events[i] finds times[i]
                 self.events.append((event["type"], event["object"]))
             if not self._stopping.is_set():
                 self.error = f"watch {self.path}: the server closed it"
@@ -74,3 +77,40 @@ class Watch:
             self._thread.join(timeout=30)
         if self._conn:
             self._conn.close()  # after the reader ended: closing under its read breaks http.client
+
+
+class Changes:
+    """The changes to ``resource`` (all namespaces) since the last :meth:`read`, from a :class:`Watch` opened again
+    when the apiserver ends it (an upgrade of the box: the new watch starts from the objects there are then)."""
+
+    def __init__(self, api: Api, resource: str) -> None:
+        self.api, self.resource = api, resource
+        self._watch: Optional[Watch] = None
+        self._read = 0
+
+    def open(self) -> None:
+        """Open the watch; when the apiserver is away, the next :meth:`read` tries again."""
+        try:
+            self._watch = Watch(self.api, self.resource, None).__enter__()
+        except (OSError, BoxError, http.client.HTTPException):
+            self._watch = None
+        self._read = 0
+
+    def read(self) -> list[tuple[float, str, dict[str, Any]]]:
+        """(arrival time, ``ADDED``/``MODIFIED``/``DELETED``, object) in the apiserver's order."""
+        watch = self._watch
+        if watch is None:
+            self.open()
+            return []
+        closed = watch.error is not None  # read first: every event of an ended watch is in by then
+        events, times = watch.events[self._read :], watch.times[self._read :]
+        self._read += len(events)
+        if closed:
+            self.close()
+            self.open()
+        return [(at, kind, obj) for at, (kind, obj) in zip(times, events)]
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.__exit__(None, None, None)
+            self._watch = None

@@ -228,21 +228,6 @@ def _one(docs, kind: str) -> dict:
 GPU_JOBS = ("resnet50-1-worker", "resnet50-2-workers", "resnet50-4-workers", "nccl-allreduce-2-nodes")
 
 
-def _bound_pods(box) -> dict[str, set[str]]:
-    """Job (a Job's or an MPIJob's worker) -> its pods holding a node now: bound and not finished (terminating ones
-    included)."""
-    out: dict[str, set[str]] = {}
-    for pod in box.get("pods", "-n", "training")["items"]:
-        labels = pod["metadata"].get("labels") or {}
-        if labels.get("training.kubeflow.org/job-role") == "launcher":
-            continue
-        job = labels.get("training.kubeflow.org/job-name") or labels.get("job-name")
-        finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if job and pod["spec"].get("nodeName") and not finished:
-            out.setdefault(job, set()).add(pod["metadata"]["name"])
-    return out
-
-
 TEAMS_REFERENCE = "organization/eks-training/shared"
 
 

@@ -236,6 +236,7 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
             rehearsal.run(binaries, timeout_s=patient(90))
         assert registrar.error is None, registrar.error
         assert watch.error is None and workers.error is None, (watch.error, workers.error)
+        poll()  # after both finished too: Kueue keeps Admitted=True on a finished Workload
         finished = {
             j["metadata"]["name"]: j["status"]["completionTime"] for j in box.get("mpijobs", "-n", "training")["items"]
         }
@@ -398,7 +399,7 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
         steps.extend(team_a)
 
     box, _plan, rehearsal = _rehearsal(
-        binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a, run_ms={"wide": 6000}
+        binaries, tmp_path, cluster.registrations, "g5", mutate=with_team_a, run_ms={"wide": 20000}
     )
     submitted: list[float] = []
     pods = Watch(box.api, "pods", None)

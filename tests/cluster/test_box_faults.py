@@ -115,9 +115,9 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
         scheduled = next(
             (c for c in (pod.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), None
         )
-        # the spare node only once the timeline shows the scheduler's reason (the recorder polls on its own)
+        # the spare node only once the timeline shows the scheduler's reason (the recorder reads on its own)
         shown = any(
-            w.reason.startswith("not scheduled")
+            w.reason.startswith("not scheduled: ")
             for r in list(recorder.pods.values())
             if r.name == pod["metadata"]["name"]
             for w in r.waits

@@ -99,6 +99,9 @@ def test_the_control_plane_moves_one_minor_under_a_running_job_and_the_stack_com
     for name, rec in rehearsal.jobs.items():
         assert rec["outcome"] == "Complete", (name, rehearsal.timeline())
     assert "evaluate" in rehearsal.jobs  # the job that waits for training ran under the new minor
+    # the rehearsal's record of pods went on through the new apiserver (its watch opened again)
+    recorded = {(p.get("metadata", {}).get("labels") or {}).get("job-name") for p in rehearsal.pods.values()}
+    assert {"train", "evaluate"} <= recorded, sorted(map(str, recorded))
     assert len(nodes) == sum(g.desired_size for g in plan.all_groups), [n["metadata"]["name"] for n in nodes]
     print(
         f"\ncontrol plane {PREVIOUS} -> {DEFAULT_KUBERNETES_VERSION} in {upgrade.seconds:.1f} s\n{rehearsal.timeline()}"
