@@ -145,8 +145,10 @@ def stamp(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-class _Watch(Poller):
-    """``poll()`` every 0.2 s in a thread while a rehearsal runs (``with _Watch(box, poll): ...``)."""
+class _Polls(Poller):
+    """``poll()`` every 0.2 s in a thread while a rehearsal runs (``with _Polls(box, poll): ...``): for a test that
+    acts on a state that lasts until it acts. What happened at some moment is read from a
+    :class:`stacks.box.watch.Watch`."""
 
     def __init__(self, box, poll) -> None:
         super().__init__(0.2)

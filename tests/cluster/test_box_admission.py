@@ -34,11 +34,11 @@ from tests.cluster.support import (
     _jobs_only_registrations,
     _no_gpu_toleration,
     _one,
+    _Polls,
     _rehearsal,
     _release,
     _run,
     _sixteen_gpus,
-    _Watch,
     _with_values,
     admitted,
     holding,
@@ -229,7 +229,7 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         for words in waits.values():
             printed.update(box.kubectl(*words[1:], check=False).stdout.splitlines())
 
-    watch = _Watch(box, poll)
+    watch = _Polls(box, poll)
     workers = Watch(box.api, "pods", "training", "training.kubeflow.org/job-role=worker")
     try:
         with Registrar(box) as registrar, workers, watch:
@@ -413,7 +413,7 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
             box.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-", input=yaml.safe_dump_all(b_docs))
             submitted.append(time.monotonic())
 
-    watch = _Watch(box, poll)
+    watch = _Polls(box, poll)
     start = time.monotonic()
     try:
         with Registrar(box) as registrar, pods, watch:

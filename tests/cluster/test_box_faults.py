@@ -11,7 +11,7 @@ from stacks.box.nodes import group_nodes
 from stacks.box.rehearse import EXIT_CODE, RUN_MS, RehearsalError
 from stacks.box.session import create_nodes
 from stacks.box.timeline import Recorder, report
-from tests.cluster.support import _phase, _rehearsal, _shorten, _train_pods, _Watch, _without_evaluation
+from tests.cluster.support import _phase, _Polls, _rehearsal, _shorten, _train_pods, _without_evaluation
 from tests.wait import patient
 
 #: The Job controller's finalizer on each pod it has not yet counted in the Job's status (Kubernetes' job tracking
@@ -130,7 +130,7 @@ def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registr
             seen["ran"] = pod
             _shorten(box, pod)
 
-    watch = _Watch(box, poll)
+    watch = _Polls(box, poll)
     try:
         with Registrar(box) as registrar, recorder, watch:
             rehearsal.run(binaries, timeout_s=patient(240))
@@ -239,7 +239,7 @@ def test_the_rendezvous_rescheduled_mid_run_and_the_job_completes(binaries, regi
             seen["again"] = again[0]
             _shorten(box, again[0])
 
-    watch = _Watch(box, poll)
+    watch = _Polls(box, poll)
     try:
         with Registrar(box) as registrar, recorder, watch:
             rehearsal.run(binaries, timeout_s=patient(120))

@@ -16,7 +16,7 @@ from stacks.box.provisioner import RESOURCE
 from stacks.outputs import workload_conditions_command
 from stacks.plan.queues import PROVISIONING_CHECK, PROVISIONING_CLASS
 from stacks.stackfile import plan_stack
-from tests.cluster.support import _rehearsal, _Watch
+from tests.cluster.support import _Polls, _rehearsal
 from tests.harness import run_program, stack_config
 from tests.wait import patient
 
@@ -83,7 +83,7 @@ def test_a_32_node_job_on_a_group_scaling_from_zero_gets_its_nodes_and_one_netwo
                 pass  # the CRD not yet applied or serving: the next look reads it
             printed.update(box.kubectl(*waits[1:], check=False).stdout.splitlines())
 
-        with Registrar(box) as registrar, _Watch(box, record) as watch:
+        with Registrar(box) as registrar, _Polls(box, record) as watch:
             rehearsal.run(binaries, timeout_s=patient(300))
         assert registrar.error is None and watch.error is None, (registrar.error, watch.error)
         requests = list(seen.values())

@@ -22,7 +22,7 @@ from stacks.box.devices import Registrar
 from stacks.box.nodes import group_nodes
 from stacks.box.session import create_nodes
 from stacks.box.timeline import Recorder, report
-from tests.cluster.support import _phase, _rehearsal, _shorten, _train_pods, _Watch, _without_evaluation, stamp
+from tests.cluster.support import _phase, _Polls, _rehearsal, _shorten, _train_pods, _without_evaluation, stamp
 from tests.wait import patient
 
 #: The budget's refusal, as the eviction API words it (kubernetes pkg/registry/core/pod/storage/eviction.go).
@@ -105,7 +105,7 @@ def _stop(box: Box, pod: dict) -> None:
 
 class _Roll:
     """EKS's update of one node group (``DEFAULT`` strategy, ``maxUnavailable`` 1), one look at a time (:meth:`poll`,
-    from a :class:`_Watch`): for each old node, its replacement created from the plan, then ``kubectl drain`` (cordon,
+    from a :class:`_Polls`): for each old node, its replacement created from the plan, then ``kubectl drain`` (cordon,
     then each pod evicted through the eviction API; a refusal is retried every 5 s), then the old Node deleted (the
     Auto Scaling group terminates the instance). Each look also records what the budget guards: how many of the job's
     pods were Ready, and its Kueue Workload's admission."""
@@ -266,7 +266,7 @@ def test_the_training_group_rolls_one_node_at_a_time_through_the_eviction_api_an
     new = group_nodes(group, "us-east-1", count=len(old), first=len(old))
     roll = _Roll(box, old, new)
     recorder = Recorder(box, rehearsal.start)
-    watch = _Watch(box, roll.poll)
+    watch = _Polls(box, roll.poll)
     try:
         with Registrar(box) as registrar, recorder, watch:
             # a failed look ends the run at once (else the training pods' 600 s would run out)
