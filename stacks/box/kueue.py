@@ -267,10 +267,14 @@ class Kueue:
                 self.process.wait()
 
 
+#: Kueue's Workload resource, as kubectl names it (and its CRD's name).
+WORKLOAD_CRD = "workloads.kueue.x-k8s.io"
+
+
 def workload_conditions(box: Box, namespace: str) -> list[str]:
     """One line per Workload that is not admitted: its job and the reason Kueue gives (its QuotaReserved condition)."""
     out = []
-    for wl in box.get("workloads", "-n", namespace)["items"]:
+    for wl in box.get(WORKLOAD_CRD, "-n", namespace)["items"]:
         conds = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
         if (conds.get("Admitted") or {}).get("status") == "True" or (conds.get("Finished") or {}).get(
             "status"

@@ -12,14 +12,14 @@ operator started, each job's outcome) into the text ``python -m stacks.rehearse`
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from typing_extensions import Self
 
-from stacks.box.cluster import Box
+from stacks.box.cluster import Box, BoxError
+from stacks.box.kueue import WORKLOAD_CRD
 from stacks.box.poller import Poller
 from stacks.box.rehearse import HELD
 from stacks.box.watch import Changes
@@ -204,12 +204,16 @@ class Recorder(Poller):
             rec = self.pods[uid]
             if (pod.get("status") or {}).get("phase") == "Pending" and rec.waits:
                 rec.waits[-1].last = max(rec.waits[-1].last, t)
-        proc = self.box.kubectl("get", "workloads.kueue.x-k8s.io", "-A", "-o", "json", check=False)
-        if proc.returncode == 0:
-            for wl in json.loads(proc.stdout)["items"]:
-                ref: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
-                job = ref.get("name", wl["metadata"]["name"])
-                self._workload(t, job, ref.get("kind", "job"), wl)
+        workloads = []
+        if self.box.exists("crd", WORKLOAD_CRD):  # else every look would read the server's discovery again
+            try:
+                workloads = self.box.get(WORKLOAD_CRD, "-A")["items"]
+            except BoxError:  # the CRD is new: not served yet
+                pass
+        for wl in workloads:
+            ref: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
+            job = ref.get("name", wl["metadata"]["name"])
+            self._workload(t, job, ref.get("kind", "job"), wl)
 
     def _workload(self, t: float, job: str, kind: str, wl: Mapping[str, Any]) -> None:
         state = workload_state(wl)

@@ -9,6 +9,7 @@ from stacks.box.rehearse import pod_templates, predecessors
 from stacks.box.timeline import Recorder, report
 from stacks.config import load_config
 from stacks.plan import build_plan
+from stacks.plan.queues import QUEUE_LABEL
 from tests.cluster.support import STACKS, _has_mpijobs, _rehearsal, assert_report_covers
 from tests.harness import PROJECT
 from tests.variants import HELD_OUT, held_out_program
@@ -36,6 +37,10 @@ def test_a_held_out_stack_runs_through_in_order(binaries, tmp_path, stack: str) 
     program = held_out_program(stack)
     plan = build_plan(load_config(PROJECT, stack, HELD_OUT[stack]))
     _runs_through_in_order(binaries, tmp_path, program.registrations, stack, plan)
+
+
+def _labels(doc: dict) -> dict:
+    return doc["metadata"].get("labels") or {}
 
 
 def _runs_through_in_order(binaries, tmp_path, registrations, stack: str, plan=None) -> None:
@@ -73,6 +78,11 @@ def _runs_through_in_order(binaries, tmp_path, registrations, stack: str, plan=N
     jobs = rehearsal.jobs
     assert set(plan.jobs) <= set(jobs), f"jobs of the plan that never ran: {set(plan.jobs) - set(jobs)}"
     assert_report_covers(report(rehearsal, recorder), rehearsal, recorder)  # what python -m stacks.rehearse prints
+    # The report's recorder saw Kueue admit every job created in a queue.
+    queued = [d["metadata"]["name"] for s in rehearsal.steps for d in s.docs if QUEUE_LABEL in _labels(d)]
+    assert bool(queued) == bool(plan.admission), queued
+    for name in queued:
+        assert "admitted" in {state for _t, state in recorder.workloads.get(name, [])}, (name, recorder.workloads)
     for name, rec in jobs.items():
         assert rec["outcome"] in ("Complete", "Succeeded"), (name, rec, rehearsal.timeline())
     # A job that waits for others (its wait-for-jobs init container) started only after they completed (the

@@ -3,7 +3,6 @@ before any box is built or brought up; the stack's commands are rewritten to run
 itself runs in the cluster tier (``tests/cluster/test_box_rehearse.py``:
 ``test_the_rehearse_command_prints_the_run``)."""
 
-import json
 import re
 import shlex
 import subprocess
@@ -106,12 +105,12 @@ class _FakeBox:
         self.workloads: list[dict] = []
 
     def get(self, *args: str) -> dict:
-        assert args[0] == "pods", args
-        return {"items": self.pods}
+        assert args in (("pods", "-A"), ("workloads.kueue.x-k8s.io", "-A")), args
+        return {"items": self.pods if args[0] == "pods" else self.workloads}
 
-    def kubectl(self, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
-        assert args[:2] == ("get", "workloads.kueue.x-k8s.io"), args
-        return subprocess.CompletedProcess(args, 0, json.dumps({"items": self.workloads}), "")
+    def exists(self, *args: str) -> bool:
+        assert args == ("crd", "workloads.kueue.x-k8s.io"), args
+        return True
 
 
 def _pod(name: str, job: str, phase: str, node: str = "", conditions=(), annotations=None, exit_code=None) -> dict:
