@@ -12,6 +12,7 @@ operator started, each job's outcome) into the text ``python -m stacks.rehearse`
 from __future__ import annotations
 
 import datetime
+import http.client
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
@@ -204,16 +205,19 @@ class Recorder(Poller):
             rec = self.pods[uid]
             if (pod.get("status") or {}).get("phase") == "Pending" and rec.waits:
                 rec.waits[-1].last = max(rec.waits[-1].last, t)
-        workloads = []
-        if self.box.exists("crd", WORKLOAD_CRD):  # else every look would read the server's discovery again
-            try:
-                workloads = self.box.get(WORKLOAD_CRD, "-A")["items"]
-            except BoxError:  # the CRD is new: not served yet
-                pass
-        for wl in workloads:
+        for wl in self._workloads():
             ref: dict[str, Any] = next(iter(wl["metadata"].get("ownerReferences") or []), {})
             job = ref.get("name", wl["metadata"]["name"])
             self._workload(t, job, ref.get("kind", "job"), wl)
+
+    def _workloads(self) -> list[dict[str, Any]]:
+        """Kueue's Workloads now; none when Kueue's CRD is not served (yet) or the apiserver is away (an upgrade)."""
+        try:
+            if self.box.exists("crd", WORKLOAD_CRD):  # else every look would read the server's discovery again
+                return list(self.box.get(WORKLOAD_CRD, "-A")["items"])
+        except (BoxError, OSError, http.client.HTTPException):
+            pass
+        return []
 
     def _workload(self, t: float, job: str, kind: str, wl: Mapping[str, Any]) -> None:
         state = workload_state(wl)
