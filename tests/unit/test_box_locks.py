@@ -36,10 +36,14 @@ def test_the_lock_lives_as_long_as_the_child_it_was_passed_to() -> None:
     with pytest.raises(BoxError, match="op.lock for 1 s"):
         hold_for_child("op", 1, lambda: told.append("waiting"))
     assert told == ["waiting"]
-    threading.Timer(0.5, lambda: first.communicate(b"")).start()
+    ender = threading.Timer(0.5, lambda: first.communicate(b""))
+    ender.start()
     started = time.monotonic()
     second = _child(hold_for_child("op", 10, lambda: told.append("waiting")))
-    assert 0.3 < time.monotonic() - started < 5 and first.returncode == 0
+    waited = time.monotonic() - started
+    # the lock is free once the child's process is gone, maybe before the timer's thread has reaped it
+    ender.join(patient(5))
+    assert 0.3 < waited < 5 and first.returncode == 0
     second.communicate(b"")
 
 
