@@ -2,6 +2,7 @@
 may read only those) and the one that downloads its code (with a Pod Identity role that may read only that code)."""
 
 from dataclasses import dataclass
+from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -21,10 +22,21 @@ FETCH_SCRIPT = "/app/fetch_code.py"
 
 #: The init container that waits for the jobs a job reads (:func:`job_identity`).
 WAIT_CONTAINER = "wait-for-jobs"
+#: The init container that downloads a job's code.
+FETCH_CONTAINER = "fetch-code"
 
 #: Where Kubernetes clients find the service account's token, CA and namespace (source key
 #: ``k8s-service-account-token-volume``).
 SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+@dataclass
+class CodeFetch:
+    """The init container that downloads a job's code into :data:`~components.workloads.spec.WORKSPACE`, and the
+    volumes it and the main container use."""
+
+    init_container: k8s.core.v1.ContainerArgsDict
+    volumes: list[k8s.core.v1.VolumeArgsDict]
 
 
 @dataclass
@@ -37,6 +49,8 @@ class JobIdentity:
     mounts: list[k8s.core.v1.VolumeMountArgsDict]
     """Mounts of the main container (the downloaded code)."""
     waits: list[pulumi.Resource]
+    code: Optional[CodeFetch] = None
+    """The download of the job's code alone, for pods that run the program without waiting (an MPI job's workers)."""
 
 
 def job_identity(parent: pulumi.Resource, name: str, spec: JobSpec) -> JobIdentity:
@@ -151,22 +165,23 @@ def _fetch_code(
     )
     assert role.association is not None
     identity.waits.append(role.association)
-    identity.volumes.append({"name": "workspace", "empty_dir": {"size_limit": "10Gi"}})
-    identity.mounts.append({"name": "workspace", "mount_path": WORKSPACE})
-    identity.init_containers.append(
-        {
-            "name": "fetch-code",
-            "image": helper,
-            "image_pull_policy": IMAGE_PULL_POLICY,
-            "command": ["python", FETCH_SCRIPT, "--source", code, "--dest", WORKSPACE],
-            "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": "HOME", "value": "/tmp"}],
-            "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-            "volume_mounts": [{"name": "workspace", "mount_path": WORKSPACE}, TMP_MOUNT],
-            # boto3 writes only the downloaded files (to /workspace); HOME (/tmp) for its caches
-            "security_context": container_security(read_only_root=True),
-        }
+    fetch: k8s.core.v1.ContainerArgsDict = {
+        "name": FETCH_CONTAINER,
+        "image": helper,
+        "image_pull_policy": IMAGE_PULL_POLICY,
+        "command": ["python", FETCH_SCRIPT, "--source", code, "--dest", WORKSPACE],
+        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}, {"name": "HOME", "value": "/tmp"}],
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+        "volume_mounts": [{"name": "workspace", "mount_path": WORKSPACE}, TMP_MOUNT],
+        # boto3 writes only the downloaded files (to /workspace); HOME (/tmp) for its caches
+        "security_context": container_security(read_only_root=True),
+    }
+    identity.code = CodeFetch(
+        fetch, [{"name": "workspace", "empty_dir": {"size_limit": "10Gi"}}, scratch_volume(JOB_SCRATCH_SIZE)]
     )
-    identity.volumes.append(scratch_volume(JOB_SCRATCH_SIZE))
+    identity.init_containers.append(fetch)
+    identity.volumes.extend(identity.code.volumes)
+    identity.mounts.append({"name": "workspace", "mount_path": WORKSPACE})
 
 
 def code_read_policy(partition: str, uri: str) -> str:

@@ -48,6 +48,7 @@ from components.workloads.pods import (
 from components.workloads.spec import (
     MASTER_PORT,
     PREDECESSOR_FAILED_EXIT_CODE,
+    WORKSPACE,
     JobSpec,
     WorkerPlacement,
     apply_input,
@@ -136,12 +137,13 @@ def mpirun_command(
     mpi_prefix: str,
     hostfile: str = HOSTFILE,
     mca: Mapping[str, str] = OPENMPI_MCA,
+    wdir: Optional[str] = None,
 ) -> list[str]:
     """The launcher's ``mpirun`` (OpenMPI) by its absolute path under ``mpi_prefix`` (:func:`mpirun_path`):
     ``slots`` ranks on each of ``nodes`` hosts of the hostfile (the hostfile is named explicitly: OpenMPI 5 ignores
     the operator's ORTE variable, https://github.com/kubeflow/mpi-operator/issues/842), not bound to cores (the
     frameworks place their threads), every variable of ``env_names`` and the image's :data:`IMAGE_ENV_FORWARDED`
-    forwarded to the ranks."""
+    forwarded to the ranks; with ``wdir``, the ranks start in that folder (``--wdir``)."""
     cmd = [
         mpirun_path(mpi_prefix),
         "--hostfile",
@@ -152,6 +154,7 @@ def mpirun_command(
         f"ppr:{slots}:node",
         "--bind-to",
         "none",
+        *(["--wdir", wdir] if wdir else []),
     ]
     for k, v in mca.items():
         cmd += ["--mca", k, v]
@@ -180,13 +183,15 @@ def mpi_launcher(
     hostfile: str = HOSTFILE,
     mca: Mapping[str, str] = OPENMPI_MCA,
     port: int = MASTER_PORT,
+    wdir: Optional[str] = None,
 ) -> tuple[list[str], dict[str, pulumi.Input[str]]]:
     """The launcher's command and environment (the workers get the same environment): ``launcher_command``
     followed by :func:`mpirun_command` running ``program`` and the job's ``args`` on ``slots`` ranks of each
     of ``nodes`` hosts (``<mpi_prefix>/bin/mpirun``, so the workers' ``orted`` is found), forwarding the image's
     ``PATH`` and ``LD_LIBRARY_PATH`` and every variable of the environment: the node type's settings
     (:func:`worker_env`), ``MASTER_ADDR`` (the first of ``hosts``, the hostfile's hosts in order: on the cluster
-    :func:`mpi_worker_hosts`) and ``MASTER_PORT``, then the job's variables (:func:`job_env`, which win)."""
+    :func:`mpi_worker_hosts`) and ``MASTER_PORT``, then the job's variables (:func:`job_env`, which win); the ranks
+    start in ``wdir`` when given."""
     env: dict[str, pulumi.Input[str]] = {
         **worker_env(placement),
         "MASTER_ADDR": apply_input(hosts, lambda h: h[0]),
@@ -201,6 +206,7 @@ def mpi_launcher(
         mpi_prefix=mpi_prefix,
         hostfile=hostfile,
         mca=mca,
+        wdir=wdir,
     )
     return [*launcher_command, *mpirun], env
 
@@ -314,9 +320,13 @@ class MpiJob(pulumi.ComponentResource):
             hosts=hosts,
             mpi_prefix=args["mpi_prefix"],
             launcher_command=args.get("launcher_command") or (),
+            wdir=WORKSPACE if identity.code else None,  # the job's code, in the launcher and in every worker
         )
         mpi_spec = _mpi_spec(
-            args, shape, _launcher_template(args, shape, identity, command, env), _worker_template(args, shape, env)
+            args,
+            shape,
+            _launcher_template(args, shape, identity, command, env),
+            _worker_template(args, shape, identity, env),
         )
         job = self._mpijob(name, args, shape, identity, mpi_spec)
         # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here
@@ -440,6 +450,7 @@ def _launcher_template(
                     "resources": LAUNCHER_RESOURCES,
                     "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *shape.scratch_mounts],
                     "security_context": container_security(read_only_root=shape.read_only),
+                    "working_dir": WORKSPACE if identity.code else None,
                 }
             ],
             "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *shape.scratch]),
@@ -448,43 +459,51 @@ def _launcher_template(
 
 
 def _worker_template(
-    args: MpiJobArgs, shape: _Shape, env: Mapping[str, pulumi.Input[str]]
+    args: MpiJobArgs, shape: _Shape, identity: JobIdentity, env: Mapping[str, pulumi.Input[str]]
 ) -> k8s.core.v1.PodTemplateSpecArgsDict:
-    """A worker's pod: sshd on a node of the group, with its GPUs, EFA devices, huge pages and ``/dev/shm``."""
+    """A worker's pod: sshd on a node of the group, with its GPUs, EFA devices, huge pages and ``/dev/shm``; with
+    the job's code, the job's service account (its Pod Identity reads the code) and the code's download."""
     spec = args["job"]
     placement = args["placement"]
     tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
-    return {
-        # the autoscaler must not evict a running rank to consolidate nodes
-        "metadata": {"labels": shape.labels, "annotations": {**NO_EVICT, **(spec.get("queue_annotations") or {})}},
-        "spec": {
-            "automount_service_account_token": False,
-            "node_selector": dict(placement["node_selector"]),
-            "tolerations": tolerations,
-            "security_context": pod_security(),
-            "containers": [
-                {
-                    "name": WORKER_CONTAINER,
-                    "image": spec["image"],
-                    "image_pull_policy": IMAGE_PULL_POLICY,
-                    "command": list(args.get("worker_command") or SSHD_COMMAND),
-                    "env": env_list(env),
-                    "resources": worker_resources(placement),
-                    "volume_mounts": [
-                        SHARED_VOLUME_MOUNT,
-                        {"name": "dshm", "mount_path": "/dev/shm"},
-                        *shape.scratch_mounts,
-                    ],
-                    "security_context": container_security(read_only_root=shape.read_only),
-                }
-            ],
-            "volumes": [
+    code = identity.code
+    pod: k8s.core.v1.PodSpecArgsDict = {
+        "automount_service_account_token": False,
+        "node_selector": dict(placement["node_selector"]),
+        "tolerations": tolerations,
+        "security_context": pod_security(),
+        "containers": [
+            {
+                "name": WORKER_CONTAINER,
+                "image": spec["image"],
+                "image_pull_policy": IMAGE_PULL_POLICY,
+                "command": list(args.get("worker_command") or SSHD_COMMAND),
+                "env": env_list(env),
+                "resources": worker_resources(placement),
+                "volume_mounts": [
+                    SHARED_VOLUME_MOUNT,
+                    {"name": "dshm", "mount_path": "/dev/shm"},
+                    *(identity.mounts if code else []),
+                    *shape.scratch_mounts,
+                ],
+                "security_context": container_security(read_only_root=shape.read_only),
+            }
+        ],
+        "volumes": unique_volumes(
+            [
                 shared_volume(spec["pvc_name"]),
                 {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                *(code.volumes if code else []),
                 *shape.scratch,
-            ],
-        },
+            ]
+        ),
     }
+    if code:  # the ranks run the job's code here too
+        pod["service_account_name"] = identity.service_account.metadata.name
+        pod["init_containers"] = [code.init_container]
+    # the autoscaler must not evict a running rank to consolidate nodes
+    annotations = {**NO_EVICT, **(spec.get("queue_annotations") or {})}
+    return {"metadata": {"labels": shape.labels, "annotations": annotations}, "spec": pod}
 
 
 def _mpi_spec(

@@ -4,6 +4,7 @@ init container that downloads it, and the run id following the content. Bad fold
 resource. (The rules over every stack, names, ARNs' partition, pod security, hold for the stress variant, whose first
 job has a code folder: tests/variants.py.)"""
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -13,11 +14,20 @@ import pytest
 
 from components.code_folder import code_hash, code_key, write_code_zip
 from components.iam import s3_tls_only_bucket_policy
+from components.workloads.identity import FETCH_CONTAINER
+from components.workloads.job_objects import JOB_OBJECTS
+from components.workloads.spec import WORKSPACE
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
-from tests.harness import PROJECT, REPO, Program, run_program, stack_config
+from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
+from tests.variants import HELD_OUT
 
 STACK = "workshop"
+#: Every stack as shipped and as its stress variant, and every held-out stack (tests/variants.py).
+VARIANT_CASES = [
+    *[pytest.param(v, s, id=f"{s}-{v}") for s in stack_names() for v in ("shipped", "stress")],
+    *[pytest.param("held-out", s, id=f"{s}-held-out") for s in HELD_OUT],
+]
 
 
 def _project(root: Path) -> Path:
@@ -206,3 +216,70 @@ def test_the_stress_variant_runs_the_rules_over_a_code_folder() -> None:
         if r.name.endswith("-code-policy")
     ]
     assert [pol["Statement"][0]["Resource"].startswith("arn:aws-cn:s3:::") for pol in policies] == [True]
+
+
+def _pod_templates(job: Any) -> dict[str, dict[str, Any]]:
+    """A job object's pod templates by role: an MPIJob's launcher and workers, a Job's one."""
+    spec = job.inputs["spec"]
+    if "mpiReplicaSpecs" in spec:
+        return {role: replica["template"] for role, replica in spec["mpiReplicaSpecs"].items()}
+    return {"pod": spec["template"]}
+
+
+def _fetches(template: dict[str, Any]) -> bool:
+    return any(c["name"] == FETCH_CONTAINER for c in template["spec"].get("initContainers") or [])
+
+
+def code_problems(program: Program) -> list[str]:
+    """Pods of a job with code that would not find it: a pod template of the job without the download, a main
+    container without ``/workspace`` mounted or not started there, a pod without the job's service account (whose
+    Pod Identity reads the code), or ``mpirun`` without ``--wdir /workspace`` (the ranks, on the workers)."""
+    found = []
+    types = {f"kubernetes:{o.api_version}:{o.kind}" for o in JOB_OBJECTS.values()}
+    for job in (r for r in program.registrations if r.type in types):
+        templates = _pod_templates(job)
+        fetching = {role for role, t in templates.items() if _fetches(t)}
+        if not fetching:
+            continue
+        if fetching != set(templates):
+            found.append(f"{job.name}: {sorted(set(templates) - fetching)} run the program without its code")
+        accounts = {t["spec"].get("serviceAccountName") for t in templates.values()}
+        if len(accounts) != 1 or None in accounts:
+            found.append(f"{job.name}: service accounts {accounts}, not the job's one in every pod")
+        for role, t in templates.items():
+            (main,) = t["spec"]["containers"]
+            if {"name": "workspace", "mountPath": WORKSPACE} not in main.get("volumeMounts", []):
+                found.append(f"{job.name} ({role}): {WORKSPACE} not mounted")
+            launches = "mpiReplicaSpecs" not in job.inputs["spec"] or role == "Launcher"
+            if launches and main.get("workingDir") != WORKSPACE:
+                found.append(f"{job.name} ({role}): starts in {main.get('workingDir')}, not {WORKSPACE}")
+            if role == "Launcher":
+                at = main["command"].index("--wdir") if "--wdir" in main["command"] else -1
+                if at < 0 or main["command"][at + 1] != WORKSPACE:
+                    found.append(f"{job.name}: mpirun starts the ranks outside {WORKSPACE}")
+    return found
+
+
+def test_the_code_check_finds_an_mpi_worker_without_the_code() -> None:
+    """Control: the stress variant of the MPI stack (its first job, an MPI job, has a code folder) with the download
+    taken out of the workers' template."""
+    from tests.variants import stress_program
+
+    p = copy.deepcopy(stress_program("mpi-horovod"))
+    (job,) = [
+        r for r in p.registrations if r.type.endswith(":MPIJob") and any(map(_fetches, _pod_templates(r).values()))
+    ]
+    assert code_problems(p) == []
+    del job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["initContainers"]
+    assert code_problems(p) == [f"{job.name}: ['Worker'] run the program without its code"]
+
+
+@pytest.mark.parametrize("variant, stack", VARIANT_CASES)
+def test_every_pod_of_a_job_with_code_finds_it(variant: str, stack: str) -> None:
+    """Every stack, its stress variant (whose first job has a code folder) and the held-out stacks: every pod that
+    runs a job's program downloads the job's code and starts in it, an MPI job's workers included (``mpirun`` runs
+    the ranks there, from the launcher's command)."""
+    from tests.variants import held_out_program, stress_program
+
+    program = {"shipped": run_program, "stress": stress_program, "held-out": held_out_program}[variant](stack)
+    assert code_problems(program) == []

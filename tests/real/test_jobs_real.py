@@ -402,6 +402,56 @@ def test_mpi_launcher_runs_a_real_allreduce_under_mpirun_and_reports_its_bandwid
     assert '"event": "nccl_tests_summary"' in text, "nccl_report.py printed its report"
 
 
+#: A rank of a user's MPI job: writes where it runs, under a name relative to its working folder.
+RANK_IN_CODE_FOLDER = (
+    "import json, os\n"
+    "rank = os.environ['OMPI_COMM_WORLD_RANK']\n"
+    "with open(f'rank-{rank}.json', 'w') as f:\n"
+    "    json.dump({'cwd': os.getcwd()}, f)\n"
+)
+
+
+def test_mpi_ranks_start_in_the_jobs_code_folder(tmp_path: Path) -> None:
+    """A job with code: the launcher's ``mpirun`` (``wdir``, as :class:`~components.workloads.MpiJob` passes
+    ``/workspace``) starts every rank in the code's folder, so ``command: [python, ranks.py]`` finds its script. The
+    launcher itself starts elsewhere: on the cluster the workers' sshd starts in the image's home."""
+    prefix = str(Path(mpirun_path()).parent.parent)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "ranks.py").write_text(RANK_IN_CODE_FOLDER)
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("127.0.0.1 slots=2\n")
+    spec: JobSpec = {
+        "job_name": "ranks",
+        "namespace": "training",
+        "pvc_name": "shared",
+        "image": "horovod",
+        "output_dir": str(tmp_path / "output"),
+    }
+    command, env = mpi_launcher(
+        spec,
+        PLACEMENT,
+        nodes=1,
+        slots=2,
+        program=["python", "ranks.py"],
+        hosts=["127.0.0.1"],
+        mpi_prefix=prefix,
+        hostfile=str(hostfile),
+        port=free_port(),
+        wdir=str(workspace),
+    )
+    launcher = start(
+        pod_process(command, env), tmp_path / "launcher.log", tmp_path, MPIRUN_AS_ROOT if os.geteuid() == 0 else {}
+    )
+    try:
+        code = launcher.wait(patient(MPI_RUN_TIMEOUT))
+    finally:
+        launcher.kill()
+    assert code == 0, launcher.output()[-4000:]
+    for rank in range(2):
+        assert json.loads((workspace / f"rank-{rank}.json").read_text()) == {"cwd": str(workspace)}
+
+
 # --------------------------------------------------------------------------- #
 # command
 # --------------------------------------------------------------------------- #
