@@ -327,6 +327,7 @@ class MpiJob(pulumi.ComponentResource):
             shape,
             _launcher_template(args, shape, identity, command, env),
             _worker_template(args, shape, identity, env),
+            fetches_code=identity.code is not None,
         )
         job = self._mpijob(name, args, shape, identity, mpi_spec)
         # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here
@@ -432,6 +433,18 @@ def _launcher_template(
 ) -> k8s.core.v1.PodTemplateSpecArgsDict:
     """The launcher's pod: ``mpirun`` on the system nodes, with the job's identity (its waits and code)."""
     spec = args["job"]
+    launcher: k8s.core.v1.ContainerArgsDict = {
+        "name": "launcher",
+        "image": spec["image"],
+        "image_pull_policy": IMAGE_PULL_POLICY,
+        "command": command,
+        "env": env_list(env),
+        "resources": LAUNCHER_RESOURCES,
+        "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *shape.scratch_mounts],
+        "security_context": container_security(read_only_root=shape.read_only),
+    }
+    if identity.code:
+        launcher["working_dir"] = WORKSPACE
     return {
         "metadata": {"labels": shape.labels},
         "spec": {
@@ -440,19 +453,7 @@ def _launcher_template(
             "node_selector": dict(args["launcher_node_selector"]),
             "security_context": pod_security(),
             "init_containers": identity.init_containers,
-            "containers": [
-                {
-                    "name": "launcher",
-                    "image": spec["image"],
-                    "image_pull_policy": IMAGE_PULL_POLICY,
-                    "command": command,
-                    "env": env_list(env),
-                    "resources": LAUNCHER_RESOURCES,
-                    "volume_mounts": [SHARED_VOLUME_MOUNT, *identity.mounts, *shape.scratch_mounts],
-                    "security_context": container_security(read_only_root=shape.read_only),
-                    "working_dir": WORKSPACE if identity.code else None,
-                }
-            ],
+            "containers": [launcher],
             "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *shape.scratch]),
         },
     }
@@ -511,8 +512,14 @@ def _mpi_spec(
     shape: _Shape,
     launcher: k8s.core.v1.PodTemplateSpecArgsDict,
     worker: k8s.core.v1.PodTemplateSpecArgsDict,
+    fetches_code: bool,
 ) -> dict[str, Any]:
-    """The MPIJob's spec: slots, SSH keys' mount, launcher policy, run policy (suspended when queued), replicas."""
+    """The MPIJob's spec: slots, SSH keys' mount, launcher policy, run policy (suspended when queued), replicas. A
+    worker that downloads the job's code restarts a failed download in place: MPI Operator v0.8.0 never replaces a
+    failed worker pod (it recreates only missing ones,
+    https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1014), and waits for
+    every worker to be ready before it creates the launcher."""
+    worker_restart = "OnFailure" if fetches_code else "Never"
     return {
         "slotsPerWorker": shape.slots,
         "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
@@ -526,6 +533,6 @@ def _mpi_spec(
         },
         "mpiReplicaSpecs": {
             "Launcher": {"replicas": 1, "restartPolicy": "OnFailure", "template": camel(launcher)},
-            "Worker": {"replicas": shape.nodes, "restartPolicy": "Never", "template": camel(worker)},
+            "Worker": {"replicas": shape.nodes, "restartPolicy": worker_restart, "template": camel(worker)},
         },
     }

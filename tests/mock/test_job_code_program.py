@@ -233,7 +233,8 @@ def _fetches(template: dict[str, Any]) -> bool:
 def code_problems(program: Program) -> list[str]:
     """Pods of a job with code that would not find it: a pod template of the job without the download, a main
     container without ``/workspace`` mounted or not started there, a pod without the job's service account (whose
-    Pod Identity reads the code), or ``mpirun`` without ``--wdir /workspace`` (the ranks, on the workers)."""
+    Pod Identity reads the code), ``mpirun`` without ``--wdir /workspace`` (the ranks, on the workers), or an MPI
+    worker that would not retry a failed download (MPI Operator v0.8.0 never replaces a failed worker pod)."""
     found = []
     types = {f"kubernetes:{o.api_version}:{o.kind}" for o in JOB_OBJECTS.values()}
     for job in (r for r in program.registrations if r.type in types):
@@ -253,6 +254,9 @@ def code_problems(program: Program) -> list[str]:
             launches = "mpiReplicaSpecs" not in job.inputs["spec"] or role == "Launcher"
             if launches and main.get("workingDir") != WORKSPACE:
                 found.append(f"{job.name} ({role}): starts in {main.get('workingDir')}, not {WORKSPACE}")
+            replicas = job.inputs["spec"].get("mpiReplicaSpecs") or {}
+            if role == "Worker" and replicas["Worker"].get("restartPolicy") != "OnFailure":
+                found.append(f"{job.name}: a worker whose download failed would never be replaced (not OnFailure)")
             if role == "Launcher":
                 at = main["command"].index("--wdir") if "--wdir" in main["command"] else -1
                 if at < 0 or main["command"][at + 1] != WORKSPACE:
