@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.workloads.job_objects import MPI_JOB
 from stacks.box.devices import Registrar
 from stacks.box.rehearse import pod_templates, predecessors
 from stacks.box.timeline import Recorder, report
@@ -12,7 +13,7 @@ from stacks.plan import build_plan
 from stacks.plan.queues import QUEUE_LABEL
 from tests.cluster.support import STACKS, _has_mpijobs, _rehearsal, assert_report_covers
 from tests.harness import PROJECT
-from tests.variants import HELD_OUT, held_out_program
+from tests.variants import HELD_OUT, held_out_program, stress_config, stress_program
 from tests.wait import patient
 
 
@@ -36,6 +37,21 @@ def test_a_held_out_stack_runs_through_in_order(binaries, tmp_path, stack: str) 
     """The same run-through for a stack no preset resembles."""
     program = held_out_program(stack)
     plan = build_plan(load_config(PROJECT, stack, HELD_OUT[stack]))
+    _runs_through_in_order(binaries, tmp_path, program.registrations, stack, plan)
+
+
+def test_an_mpi_job_with_code_runs_through_in_order(binaries, tmp_path) -> None:
+    """The MPI preset's stress variant, whose first job (an MPI job) has a code folder: its workers download the code
+    too (the job's service account, an init container, restartPolicy OnFailure), which the apiserver and MPI Operator
+    v0.8.0 take; tests/mock/test_job_code_program.py checks the templates of every stack."""
+    stack = "mpi-horovod"
+    program = stress_program(stack)
+    workers = [
+        r.inputs["spec"]["mpiReplicaSpecs"]["Worker"]
+        for r in program.of_type(f"kubernetes:{MPI_JOB.api_version}:MPIJob")
+    ]
+    assert [w["restartPolicy"] for w in workers if w["template"]["spec"].get("initContainers")] == ["OnFailure"]
+    plan = build_plan(load_config(PROJECT, stack, stress_config(stack)))
     _runs_through_in_order(binaries, tmp_path, program.registrations, stack, plan)
 
 
