@@ -48,7 +48,7 @@ def test_an_mpi_job_with_code_runs_through_in_order(binaries, tmp_path) -> None:
     program = stress_program(stack)
     workers = [
         r.inputs["spec"]["mpiReplicaSpecs"]["Worker"]
-        for r in program.of_type(f"kubernetes:{MPI_JOB.api_version}:MPIJob")
+        for r in program.of_type(f"kubernetes:{MPI_JOB.api_version}:{MPI_JOB.kind}")
     ]
     assert [w["restartPolicy"] for w in workers if w["template"]["spec"].get("initContainers")] == ["OnFailure"]
     plan = build_plan(load_config(PROJECT, stack, stress_config(stack)))
