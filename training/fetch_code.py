@@ -10,8 +10,9 @@ object (what the program uploads for a ``code`` folder of the project): it is do
 ``--dest``, executables keep their mode (0755, other files 0644), symlinks are made again. Keys or entries that
 would be written outside ``--dest`` (``..``, absolute paths, a symlink leading out, a path through a symlink) are
 refused before anything is written. The pod's own credentials are used (EKS Pod Identity: a role that may read
-only that prefix, or that object). Exit codes: 0 copied (at least one file), 1 an S3 error, nothing under the
-prefix, an empty or refused archive, 2 usage error. Every line on stdout is one JSON object.
+only that prefix, or that object). A try that finds no credentials yet, or is refused access, is tried again for up
+to ``--access-wait`` seconds (:data:`ACCESS_WAIT_S`). Exit codes: 0 copied (at least one file), 1 an S3 error,
+nothing under the prefix, an empty or refused archive, 2 usage error. Every line on stdout is one JSON object.
 """
 
 from __future__ import annotations
@@ -29,6 +30,17 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+#: How long a try without credentials, or refused access, is tried again. A new Pod Identity association, and a new
+#: role's policy, take effect some seconds after the API call that made them ("eventually consistent":
+#: https://docs.aws.amazon.com/eks/latest/APIReference/API_CreatePodIdentityAssociation.html,
+#: https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_general.html#troubleshoot_general_eventual-consistency).
+ACCESS_WAIT_S = 180.0
+#: The pause after the first refused try; it doubles after each, up to :data:`MAX_PAUSE_S`.
+FIRST_PAUSE_S, MAX_PAUSE_S = 1.0, 15.0
+#: S3's error codes for credentials it does not accept yet, or a policy that does not allow the read yet (``403``:
+#: a HEAD request's refusal has no body, so no code but the status).
+ACCESS_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "InvalidToken", "ExpiredToken"})
 
 
 def log(event: str, **fields: Any) -> None:
@@ -161,46 +173,87 @@ def target(dest: Path, prefix: str, key: str) -> Path | None:
     return dest.joinpath(*parts)
 
 
+def copy_prefix(s3: Any, bucket: str, prefix: str, dest: Path) -> int:
+    """Copy every object under ``prefix`` to its relative path under ``dest``; returns the files copied."""
+    copied = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            path = target(dest, prefix, obj["Key"])
+            if path is None:
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.part")
+            s3.download_file(bucket, obj["Key"], str(tmp))
+            os.replace(tmp, path)
+            copied += 1
+    if not copied:
+        raise ValueError("no object under the prefix")
+    return copied
+
+
+def access_error(exc: Exception) -> bool:
+    """``exc`` says the pod's credentials are not there yet or not allowed yet (worth another try)."""
+    from botocore.exceptions import ClientError, CredentialRetrievalError, NoCredentialsError, PartialCredentialsError
+
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError)):
+        return True
+    return isinstance(exc, ClientError) and str(exc.response.get("Error", {}).get("Code")) in ACCESS_CODES
+
+
+def fetch(source: str, dest: Path) -> int:
+    """One try: a client with the pod's credentials as they are now, then the copy; returns the files written."""
+    import boto3
+
+    bucket, prefix = split_source(source)
+    s3 = boto3.session.Session().client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or None)
+    if prefix.endswith(".zip"):
+        return fetch_archive(s3, bucket, prefix, dest)
+    return copy_prefix(s3, bucket, prefix, dest)
+
+
+def fetch_with_access(source: str, dest: Path, wait_s: float) -> int:
+    """:func:`fetch`, tried again while :func:`access_error` says so, for up to ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    pause, attempt = FIRST_PAUSE_S, 1
+    while True:
+        try:
+            return fetch(source, dest)
+        except Exception as exc:
+            left = deadline - time.monotonic()
+            if not access_error(exc) or left <= 0:
+                raise
+            log("fetch_retry", source=source, attempt=attempt, error=str(exc), retry_in_s=round(min(pause, left), 1))
+            time.sleep(min(pause, left))
+            pause, attempt = min(2 * pause, MAX_PAUSE_S), attempt + 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Copy; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", required=True, help="s3://bucket/prefix/ or s3://bucket/key.zip")
     parser.add_argument("--dest", required=True, type=Path)
+    parser.add_argument(
+        "--access-wait",
+        type=float,
+        default=ACCESS_WAIT_S,
+        help=f"seconds to keep trying while credentials are missing or access is refused (default {ACCESS_WAIT_S:g})",
+    )
     try:
         args = parser.parse_args(argv)
-        bucket, prefix = split_source(args.source)
+        split_source(args.source)
     except SystemExit as exc:
         return EXIT_USAGE if exc.code else EXIT_OK
     except ValueError as exc:
         print(f"fetch_code.py: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or None)
-    copied = 0
     try:
-        if prefix.endswith(".zip"):
-            files = fetch_archive(s3, bucket, prefix, args.dest)
-            log("fetched", source=args.source, dest=str(args.dest), files=files)
-            return EXIT_OK
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for obj in page.get("Contents", []):
-                path = target(args.dest, prefix, obj["Key"])
-                if path is None:
-                    continue
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.part")
-                s3.download_file(bucket, obj["Key"], str(tmp))
-                os.replace(tmp, path)
-                copied += 1
+        files = fetch_with_access(args.source, args.dest, args.access_wait)
     except (BotoCoreError, ClientError, ValueError) as exc:
         log("fetch_failed", source=args.source, error=str(exc))
         return EXIT_FAILURE
-    if not copied:
-        log("fetch_failed", source=args.source, error="no object under the prefix")
-        return EXIT_FAILURE
-    log("fetched", source=args.source, dest=str(args.dest), files=copied)
+    log("fetched", source=args.source, dest=str(args.dest), files=files)
     return EXIT_OK
 
 

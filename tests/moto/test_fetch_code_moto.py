@@ -4,12 +4,17 @@ the zip the program uploads for a ``code`` folder of the project."""
 
 from __future__ import annotations
 
+import datetime as dt
+import io
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +37,25 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, dict[s
         yield moto.s3, moto.env
 
 
-def fetch(env: dict[str, str], source: str, dest: Path) -> tuple[int, list[dict[str, Any]], str]:
-    """Run the script; exit code, its JSON lines, stderr."""
+def fetch(env: dict[str, str], source: str, dest: Path, *argv: str) -> tuple[int, list[dict[str, Any]], str]:
+    """Run the script (``argv``: more arguments); exit code, its JSON lines, stderr."""
     done = subprocess.run(
-        [sys.executable, str(FETCH_PY), "--source", source, "--dest", str(dest)],
+        [sys.executable, str(FETCH_PY), "--source", source, "--dest", str(dest), *argv],
         capture_output=True,
         text=True,
         env=env,
         timeout=patient(120),
     )
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line.strip()], done.stderr
+
+
+def _zip_of(entries: dict[str, bytes]) -> bytes:
+    """A zip archive holding ``entries`` (name -> content)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, body in entries.items():
+            zf.writestr(name, body)
+    return buf.getvalue()
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -89,7 +103,7 @@ def test_an_empty_prefix_or_a_missing_bucket_fails(moto: tuple[Any, dict[str, st
     code, events, _ = fetch(env, f"s3://{BUCKET}/nothing-here/", tmp_path / "a")
     assert code == 1 and events[-1] == {**events[-1], "event": "fetch_failed", "error": "no object under the prefix"}
     code, events, _ = fetch(env, "s3://no-such-bucket/prep/", tmp_path / "b")
-    assert code == 1 and "NoSuchBucket" in events[-1]["error"]
+    assert code == 1 and "NoSuchBucket" in events[-1]["error"] and len(events) == 1, "not tried again"
     code, _, stderr = fetch(env, f"s3://{BUCKET}/prep", tmp_path / "c")
     assert code == 2 and "ending in '/'" in stderr
 
@@ -136,4 +150,193 @@ def test_refuses_an_archive_that_escapes_and_a_missing_object(moto: tuple[Any, d
     assert events[-1]["event"] == "fetch_failed" and "refusing entry '../../escaped.py'" in events[-1]["error"]
     assert [p for p in tmp_path.rglob("*") if p.is_file() and p != archive] == [], "nothing written, inside or outside"
     code, events, _ = fetch(env, f"s3://{BUCKET}/code/missing.zip", tmp_path / "m")
-    assert code == 1 and events[-1]["event"] == "fetch_failed" and "404" in events[-1]["error"]
+    assert code == 1 and [e["event"] for e in events] == ["fetch_failed"] and "404" in events[-1]["error"], events
+
+
+class PodIdentityAgent:
+    """A stand-in for the EKS Pod Identity agent on 127.0.0.1: it serves the pod's credentials
+    (``AWS_CONTAINER_CREDENTIALS_FULL_URI``, the token of ``AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE`` in the
+    ``Authorization`` header) once :attr:`ready` is set, and answers 500 before, as the agent does while the pod's
+    association does not work yet."""
+
+    TOKEN = "eks-pod-identity-token"
+
+    def __init__(self, folder: Path) -> None:
+        self.ready = threading.Event()
+        self.headers: list[str] = []
+        agent = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                agent.headers.append(self.headers.get("Authorization", ""))
+                ok = agent.ready.is_set() and self.headers.get("Authorization") == agent.TOKEN
+                body = json.dumps(
+                    {
+                        "AccessKeyId": "testing",
+                        "SecretAccessKey": "testing",
+                        "Token": "testing",
+                        "AccountId": "123456789012",
+                        "Expiration": (dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=6)).isoformat(),
+                    }
+                    if ok
+                    else {"message": "no association yet"}
+                ).encode()
+                self.send_response(200 if ok else 500)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.token_file = folder / "eks-pod-identity-token"
+        self.token_file.write_text(self.TOKEN)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def env(self, moto_env: dict[str, str]) -> dict[str, str]:
+        """The script's environment as EKS sets it for a pod with an association: no keys, the agent's address."""
+        env = {k: v for k, v in moto_env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        env = {k: v for k, v in env.items() if k not in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")}
+        port = self.server.server_address[1]
+        return env | {
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI": f"http://127.0.0.1:{port}/v1/credentials",
+            "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": str(self.token_file),
+        }
+
+
+@pytest.fixture()
+def agent(tmp_path: Path) -> Iterator[PodIdentityAgent]:
+    agent = PodIdentityAgent(tmp_path)
+    yield agent
+    agent.server.shutdown()
+
+
+def fetch_until(env: dict[str, str], argv: list[str], event: str, then: Callable[[], None]) -> Iterator[dict[str, Any]]:
+    """Run the script; at its first ``event`` line call ``then`` (the test's step, ordered after the script's own
+    event); yields every JSON line, then ``{"exit": code}``."""
+    with subprocess.Popen([sys.executable, str(FETCH_PY), *argv], stdout=subprocess.PIPE, text=True, env=env) as proc:
+        assert proc.stdout is not None
+        done = False
+        for line in proc.stdout:
+            row = json.loads(line)
+            if row["event"] == event and not done:
+                then()
+                done = True
+            yield row
+        yield {"exit": proc.wait(timeout=patient(60))}
+
+
+def test_waits_for_the_pod_identity_credentials_then_fetches(
+    moto: tuple[Any, dict[str, str]], agent: PodIdentityAgent, tmp_path: Path
+) -> None:
+    """A new pod's association can take seconds to work: the agent answers 500, the script tries again (a logged
+    ``fetch_retry`` naming the credentials) and copies once the agent serves them, with the pod's token."""
+    s3, moto_env = moto
+    s3.put_object(Bucket=BUCKET, Key="late/train.py", Body=b"print('late')\n")
+    dest = tmp_path / "workspace"
+    rows = list(
+        fetch_until(
+            agent.env(moto_env),
+            ["--source", f"s3://{BUCKET}/late/", "--dest", str(dest)],
+            "fetch_retry",
+            agent.ready.set,
+        )
+    )
+    retries = [r for r in rows if r.get("event") == "fetch_retry"]
+    assert rows[-1] == {"exit": 0} and rows[-2]["event"] == "fetched", rows
+    assert retries and "credential" in retries[0]["error"].lower(), rows
+    assert files(dest) == {"train.py": b"print('late')\n"}
+    assert set(agent.headers) == {PodIdentityAgent.TOKEN}, "every request carried the pod's token"
+
+
+def test_without_credentials_for_the_whole_wait_it_fails_naming_them(
+    moto: tuple[Any, dict[str, str]], agent: PodIdentityAgent, tmp_path: Path
+) -> None:
+    """The agent never serves: after ``--access-wait`` (longer than one try: botocore asks the agent three times, a
+    second apart) the script fails with the credentials' error; with no wait it fails at the first try."""
+    s3, moto_env = moto
+    s3.put_object(Bucket=BUCKET, Key="never/train.py", Body=b"x")
+    start = time.monotonic()
+    code, events, _ = fetch(agent.env(moto_env), f"s3://{BUCKET}/never/", tmp_path / "a", "--access-wait", "8")
+    assert code == 1 and time.monotonic() - start >= 8, events
+    assert [e["event"] for e in events][-1] == "fetch_failed" and "credential" in events[-1]["error"].lower()
+    assert [e for e in events if e["event"] == "fetch_retry"], events
+    code, events, _ = fetch(agent.env(moto_env), f"s3://{BUCKET}/never/", tmp_path / "b", "--access-wait", "0")
+    assert code == 1 and [e["event"] for e in events] == ["fetch_failed"], events
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and p != agent.token_file] == [], "nothing written"
+
+
+@pytest.fixture()
+def iam_moto(tmp_path: Path) -> Iterator[tuple[Any, Any, dict[str, str]]]:
+    """A moto server that checks IAM permissions after its first three requests (an administrator made with them):
+    the administrator's IAM and S3 clients, and the environment of a reader with no policy yet."""
+    import boto3
+
+    server = aws_support.start_moto_server(
+        tmp_path, log_name="iam-moto.log", env_extra={"INITIAL_NO_AUTH_ACTION_COUNT": "3"}
+    )
+    try:
+        base = aws_support.aws_test_environment(server.endpoint, tmp_path)
+        iam = boto3.client(
+            "iam",
+            endpoint_url=server.endpoint,
+            region_name=aws_support.REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        iam.create_user(UserName="admin")
+        iam.put_user_policy(
+            UserName="admin",
+            PolicyName="all",
+            PolicyDocument=json.dumps(
+                {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+            ),
+        )
+        admin = iam.create_access_key(UserName="admin")["AccessKey"]
+        keys = {"aws_access_key_id": admin["AccessKeyId"], "aws_secret_access_key": admin["SecretAccessKey"]}
+        iam = boto3.client("iam", endpoint_url=server.endpoint, region_name=aws_support.REGION, **keys)
+        s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name=aws_support.REGION, **keys)
+        iam.create_user(UserName="reader")
+        reader = iam.create_access_key(UserName="reader")["AccessKey"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env.update(
+            {k: v for k, v in base.items() if v is not None and k not in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN")}
+        )
+        env.update(AWS_ACCESS_KEY_ID=reader["AccessKeyId"], AWS_SECRET_ACCESS_KEY=reader["SecretAccessKey"])
+        yield iam, s3, env
+    finally:
+        server.stop()
+
+
+def test_a_policy_that_takes_effect_late_is_waited_for(
+    iam_moto: tuple[Any, Any, dict[str, str]], tmp_path: Path
+) -> None:
+    """A new role's policy reaches S3 some seconds after it was made: S3 refuses the read (403), the script tries again
+    and copies once the reader's policy allows it; a read it is never allowed fails with the refusal."""
+    iam, s3, env = iam_moto
+    s3.create_bucket(Bucket=BUCKET)
+    s3.put_object(Bucket=BUCKET, Key="code/c.zip", Body=_zip_of({"train.py": b"print(1)\n"}))
+
+    def allow() -> None:
+        iam.put_user_policy(
+            UserName="reader",
+            PolicyName="code",
+            PolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{BUCKET}/code/c.zip"}
+                    ],
+                }
+            ),
+        )
+
+    dest = tmp_path / "workspace"
+    rows = list(fetch_until(env, ["--source", f"s3://{BUCKET}/code/c.zip", "--dest", str(dest)], "fetch_retry", allow))
+    assert rows[-1] == {"exit": 0} and rows[-2]["event"] == "fetched", rows
+    assert "403" in rows[0]["error"] or "AccessDenied" in rows[0]["error"], rows
+    assert files(dest) == {"train.py": b"print(1)\n"}
+    code, events, _ = fetch(env, f"s3://{BUCKET}/other.zip", tmp_path / "b", "--access-wait", "2")
+    assert code == 1 and events[-1]["event"] == "fetch_failed" and "403" in events[-1]["error"], events
