@@ -285,7 +285,8 @@ class MpiJobArgs(TypedDict):
     slots_per_worker: NotRequired[int]
     """Ranks per worker; default the placement's processes per node (one per GPU)."""
     launcher_creation_policy: NotRequired[str]
-    """``WaitForWorkersReady`` (default: the launcher starts once every worker runs sshd) or ``AtStartup``."""
+    """``WaitForWorkersReady`` (default: the launcher starts once every worker runs sshd) or ``AtStartup`` (refused
+    with the job's ``code_uri``: the workers download it before their sshd starts)."""
     worker_command: NotRequired[Sequence[str]]
     """What workers run (sshd for the launcher's ``mpirun``); default our images' non-root sshd."""
     ssh_auth_mount_path: NotRequired[str]
@@ -409,6 +410,11 @@ def _shape(name: str, args: MpiJobArgs) -> _Shape:
     policy = args.get("launcher_creation_policy", "WaitForWorkersReady")
     if policy not in LAUNCHER_CREATION_POLICIES:
         raise ValueError(f"{name}: launcher_creation_policy must be one of {', '.join(LAUNCHER_CREATION_POLICIES)}")
+    if policy == "AtStartup" and spec.get("code_uri") is not None:
+        raise ValueError(
+            f"{name}: launcher_creation_policy AtStartup with code_uri: mpirun would reach workers still downloading "
+            "the code, before their sshd starts; leave the policy at WaitForWorkersReady"
+        )
     job_name = spec["job_name"]
     return _Shape(
         job_name=job_name,
