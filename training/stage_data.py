@@ -1,12 +1,13 @@
-"""Stage the CIFAR-10 dataset onto the shared volume (the data-staging Job).
+"""Stage a dataset's tarball onto the shared volume (the data-staging Job); by default CIFAR-10's.
 
 ``python /app/stage_data.py --dest /data [--source URL|s3://bucket/key|file:///path] [--md5 HEX]
 [--expected-bytes N] [--lock-timeout SECONDS] [--retries N]``. Under an exclusive ``fcntl`` lock on
 ``<dest>/.stage_data.lock`` it exits 0 at once when ``<dest>/.cifar10-staged.json`` records the same source and every
-batch file is in place; otherwise it downloads into ``<dest>``, checks size and md5 (the official tarball's by
-default), extracts safely, swaps the folder in with ``os.rename`` and writes the marker last. ``s3://`` uses boto3
-and the standard AWS environment. Exit code 0 on success (or nothing to do), 1 on any failure; a failed run leaves no
-partial data in ``<dest>``. The steps and why: "Data staging" in docs/explanation/programs.md."""
+file is in place; otherwise it downloads into ``<dest>``, checks size and md5 (the official tarball's by default),
+extracts safely, swaps the archive's top-level entries in with ``os.rename`` and writes the marker last. The archive's
+content lands in ``<dest>``; a CIFAR-10 tarball's (``cifar-10-batches-py/``) is checked to hold every batch.
+``s3://`` uses boto3 and the standard AWS environment. Exit code 0 on success (or nothing to do), 1 on any failure; a
+failed run leaves no partial data in ``<dest>``. The steps and why: "Data staging" in docs/explanation/programs.md."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ DEFAULT_BYTES = 170498071
 MARKER_NAME = ".cifar10-staged.json"
 LOCK_NAME = ".stage_data.lock"
 TEMP_PREFIXES = (".download-", ".extract-", ".replaced-")
+#: Names an archive may not put at the top of ``<dest>``: the stager's own files.
+RESERVED = (MARKER_NAME, LOCK_NAME)
 CHUNK = 1 << 20
 
 
@@ -58,13 +61,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--source",
         default=DEFAULT_SOURCE,
-        help="https:// URL, s3://bucket/key or file:///path of the python-version tarball",
+        help="https:// URL, s3://bucket/key or file:///path of a tarball (default: CIFAR-10's python version)",
     )
     parser.add_argument(
         "--dest",
         required=True,
         type=Path,
-        help="destination folder (the shared volume); data lands in <dest>/cifar-10-batches-py",
+        help="destination folder (the shared volume); the archive's content lands in it",
     )
     parser.add_argument(
         "--md5", default=None, help="expected md5 of the tarball (default: the official one for the default source)"
@@ -114,14 +117,24 @@ def already_staged(dest: Path, source: str, md5: str | None) -> dict[str, Any] |
     if md5 is not None and marker.get("md5") != md5:
         return None
     files = marker.get("files")
-    if not isinstance(files, dict) or set(files) != set(cifar_io.EXPECTED_FILES):
+    if not isinstance(files, dict) or not files:
         return None
-    folder = dest / cifar_io.BATCH_DIR_NAME
+    # a marker without "entries" lists CIFAR-10's batch files by name, inside their folder
+    folder = dest if "entries" in marker else dest / cifar_io.BATCH_DIR_NAME
     for name, size in files.items():
         path = folder / name
         if not path.is_file() or path.stat().st_size != size:
             return None
     return marker
+
+
+def staged_entries(dest: Path) -> list[str]:
+    """The top-level entries the last marker says it staged (CIFAR-10's folder for a marker without them)."""
+    marker = read_marker(dest)
+    if marker is None:
+        return []
+    entries = marker.get("entries", [cifar_io.BATCH_DIR_NAME])
+    return [e for e in entries if isinstance(e, str) and e and "/" not in e and e not in (".", "..")]
 
 
 @contextmanager
@@ -272,6 +285,8 @@ def check_member(member: tarfile.TarInfo) -> None:
         raise StageError(f"unsafe path in archive: {name!r}")
     if not (member.isfile() or member.isdir()):
         raise StageError(f"archive member {name!r} is not a regular file or folder (links/devices refused)")
+    if parts and parts[0] != "." and (parts[0] in RESERVED or parts[0].startswith(TEMP_PREFIXES)):
+        raise StageError(f"archive member {name!r} takes a name the stager keeps for itself")
 
 
 def extract_safely(tar_path: Path, into: Path) -> None:
@@ -289,29 +304,37 @@ def extract_safely(tar_path: Path, into: Path) -> None:
         raise StageError(f"cannot extract {tar_path.name}: {exc}") from exc
 
 
-def verify_extracted(folder: Path) -> dict[str, int]:
-    """Check the expected batch files exist (and the meta file parses); return name -> size."""
-    missing = cifar_io.missing_files(folder.parent)
-    if missing:
-        raise StageError(f"archive lacks {', '.join(missing)} under {cifar_io.BATCH_DIR_NAME}/")
-    try:
-        cifar_io.load_label_names(folder)
-    except Exception as exc:  # unpickling can fail in many ways
-        raise StageError(f"{cifar_io.META_NAME} is unreadable: {exc}") from exc
-    return {name: (folder / name).stat().st_size for name in cifar_io.EXPECTED_FILES}
+def verify_extracted(root: Path, cifar: bool) -> dict[str, int]:
+    """The extracted files, relative path -> size; with ``cifar`` (CIFAR-10's own source, or an archive holding its
+    folder) every batch must be there and the meta file must parse."""
+    if cifar:
+        missing = cifar_io.missing_files(root)
+        if missing:
+            raise StageError(f"archive lacks {', '.join(missing)} under {cifar_io.BATCH_DIR_NAME}/")
+        try:
+            cifar_io.load_label_names(root / cifar_io.BATCH_DIR_NAME)
+        except Exception as exc:  # unpickling can fail in many ways
+            raise StageError(f"{cifar_io.META_NAME} is unreadable: {exc}") from exc
+    files = {p.relative_to(root).as_posix(): p.stat().st_size for p in sorted(root.rglob("*")) if p.is_file()}
+    if not files:
+        raise StageError("the archive holds no file")
+    return files
 
 
-def install(extracted: Path, dest: Path) -> None:
-    """Move the extracted batch folder to ``<dest>/cifar-10-batches-py`` (rename, same filesystem)."""
-    final = dest / cifar_io.BATCH_DIR_NAME
-    old: Path | None = None
-    if final.exists() or final.is_symlink():
-        old = Path(tempfile.mkdtemp(prefix=TEMP_PREFIXES[2], dir=dest)) / "old"
-        os.rename(final, old)
-    os.rename(extracted, final)
+def install(extracted: Path, dest: Path, replaced: list[str]) -> list[str]:
+    """Move the extracted top-level entries into ``dest`` (rename, same filesystem), first moving aside the same
+    names and ``replaced`` (what the last staging put there); returns the entries."""
+    entries = sorted(p.name for p in extracted.iterdir())
+    aside = Path(tempfile.mkdtemp(prefix=TEMP_PREFIXES[2], dir=dest))
+    for name in sorted(set(entries) | set(replaced)):
+        final = dest / name
+        if final.exists() or final.is_symlink():
+            os.rename(final, aside / name)
+    for name in entries:
+        os.rename(extracted / name, dest / name)
     cifar_io.fsync_dir(dest)
-    if old is not None:
-        shutil.rmtree(old.parent, ignore_errors=True)
+    shutil.rmtree(aside, ignore_errors=True)
+    return entries
 
 
 # --------------------------------------------------------------------------- #
@@ -337,13 +360,16 @@ def stage(args: argparse.Namespace) -> dict[str, Any]:
 
         extract_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIXES[1], dir=dest))
         extract_safely(tmp_path, extract_dir)
-        files = verify_extracted(extract_dir / cifar_io.BATCH_DIR_NAME)
+        cifar = args.source == DEFAULT_SOURCE or (extract_dir / cifar_io.BATCH_DIR_NAME).is_dir()
+        files = verify_extracted(extract_dir, cifar)
+        replaced = staged_entries(dest)
         (dest / MARKER_NAME).unlink(missing_ok=True)  # the old marker must not describe the new files
-        install(extract_dir / cifar_io.BATCH_DIR_NAME, dest)
+        entries = install(extract_dir, dest, replaced)
         marker = {
             "source": args.source,
             "md5": md5,
             "bytes": size,
+            "entries": entries,
             "files": files,
             "staged_at": dt.datetime.now(dt.UTC).isoformat(),
             "host": os.uname().nodename,
@@ -372,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
                     marker = stage(args)
                     log(
                         "staged",
-                        dest=str(dest / cifar_io.BATCH_DIR_NAME),
+                        dest=str(dest),
                         source=args.source,
                         md5=marker["md5"],
                         bytes=marker["bytes"],
@@ -380,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
                     return 0
         log(
             "already_staged",
-            dest=str(dest / cifar_io.BATCH_DIR_NAME),
+            dest=str(dest),
             source=marker["source"],
             md5=marker["md5"],
             staged_at=marker.get("staged_at"),

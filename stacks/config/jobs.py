@@ -143,7 +143,8 @@ class DatasetConfig(Model):
     expected_bytes: Optional[int] = Field(default=None, ge=1)
     """The tarball's size in bytes, checked after the download (the default source's is known)."""
     path: str = "datasets/cifar10"
-    """The folder on the shared volume the dataset is staged into: the job's DATA_DIR."""
+    """The folder on the shared volume the dataset is staged into: the job's DATA_DIR. The tarball's content lands in
+    it as it is in the tarball."""
     timeout_minutes: int = Field(default=30, ge=5, le=1440)
     """How long the staging may take."""
 

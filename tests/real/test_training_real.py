@@ -14,10 +14,12 @@ as the workshop stack's pods in ``tests/real/test_local_real.py``; nodes drained
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.request
 import uuid
@@ -382,7 +384,8 @@ def test_stage_data_from_file_url(digits_data: Path, tmp_path: Path) -> None:
     assert [e["event"] for e in events] == ["download_start", "download_done", "staged"]
     marker = json.loads((dest / ".cifar10-staged.json").read_text())
     assert marker["source"] == source and marker["md5"] == md5 and marker["bytes"] == size
-    assert set(marker["files"]) == set(cifar_io.EXPECTED_FILES)
+    assert set(marker["files"]) == {f"{cifar_io.BATCH_DIR_NAME}/{n}" for n in cifar_io.EXPECTED_FILES}
+    assert marker["entries"] == [cifar_io.BATCH_DIR_NAME]
     assert_same_dataset(dest, digits_data)
     assert not [p for p in dest.iterdir() if p.name.startswith((".download-", ".extract-"))]
 
@@ -393,6 +396,16 @@ def test_stage_data_from_file_url(digits_data: Path, tmp_path: Path) -> None:
     assert code == 0, stderr
     assert [e["event"] for e in events] == ["already_staged"]
     assert snapshot(dest) == before
+    # A marker an earlier version wrote (batch files by name, no entries): still the same staging.
+    marker_path = dest / ".cifar10-staged.json"
+    old_marker = {
+        **marker,
+        "files": {n: (dest / cifar_io.BATCH_DIR_NAME / n).stat().st_size for n in cifar_io.EXPECTED_FILES},
+    }
+    del old_marker["entries"]
+    marker_path.write_text(json.dumps(old_marker))
+    code, events, stderr = run_stage(["--source", source, "--dest", str(dest), "--md5", md5])
+    assert code == 0 and [e["event"] for e in events] == ["already_staged"], stderr
     moved.rename(tarball)
 
     # Two stagers at once on a fresh volume: one downloads, the other waits for the lock and finds it done.
@@ -412,6 +425,52 @@ def test_stage_data_from_file_url(digits_data: Path, tmp_path: Path) -> None:
     assert all_events.count("download_start") == 1 and all_events.count("staged") == 1
     assert all_events.count("already_staged") == 1
     assert_same_dataset(both, digits_data)
+
+
+def _tarball(path: Path, entries: dict[str, bytes]) -> tuple[str, int]:
+    """A gzipped tarball of ``entries`` (relative path -> content); (md5, size)."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, body in entries.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    return ts.md5_of(path), path.stat().st_size
+
+
+def test_stage_data_of_any_tarball_puts_its_content_in_the_folder(tmp_path: Path) -> None:
+    """A dataset of one's own: the tarball's files land under the folder as they are in it (the job's DATA_DIR); a
+    second run downloads nothing; a new tarball replaces what the last one staged, and nothing else; an archive that
+    takes the stager's own names, or holds no file, is refused."""
+    dest = tmp_path / "volume"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("the user's own file beside the dataset")
+    first = {"train/part-0.jsonl": b'{"x": 1}\n', "train/part-1.jsonl": b'{"x": 2}\n', "vocab.txt": b"a\nb\n"}
+    md5, size = _tarball(tmp_path / "mine.tar.gz", first)
+    source = f"file://{tmp_path / 'mine.tar.gz'}"
+    code, events, stderr = run_stage(
+        ["--source", source, "--dest", str(dest), "--md5", md5, "--expected-bytes", str(size)]
+    )
+    assert code == 0 and events[-1]["event"] == "staged", stderr
+    assert {k: (dest / k).read_bytes() for k in first} == first
+    marker = json.loads((dest / ".cifar10-staged.json").read_text())
+    assert marker["entries"] == ["train", "vocab.txt"] and set(marker["files"]) == set(first)
+
+    code, events, stderr = run_stage(["--source", source, "--dest", str(dest), "--md5", md5])
+    assert code == 0 and [e["event"] for e in events] == ["already_staged"], stderr
+
+    second = {"train/part-0.jsonl": b'{"x": 3}\n', "labels.txt": b"cat\n"}
+    md5, _ = _tarball(tmp_path / "mine-v2.tar.gz", second)
+    code, events, stderr = run_stage(["--source", f"file://{tmp_path / 'mine-v2.tar.gz'}", "--dest", str(dest)])
+    assert code == 0 and events[-1]["event"] == "staged", stderr
+    left = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
+    assert left == [".cifar10-staged.json", ".stage_data.lock", "labels.txt", "notes.txt", "train/part-0.jsonl"]
+    assert (dest / "train/part-0.jsonl").read_bytes() == b'{"x": 3}\n'
+
+    for bad, why in [({".cifar10-staged.json": b"{}"}, "keeps for itself"), ({}, "holds no file")]:
+        _tarball(tmp_path / "bad.tar.gz", bad)
+        code, _, stderr = run_stage(["--source", f"file://{tmp_path / 'bad.tar.gz'}", "--dest", str(tmp_path / "b")])
+        assert code == 1 and why in stderr, stderr
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == [".stage_data.lock"]
 
 
 def test_stage_data_from_s3_via_moto(digits_data: Path, tmp_path: Path) -> None:
