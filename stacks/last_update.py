@@ -13,6 +13,7 @@ import pulumi
 from pulumi.runtime.config import is_config_secret
 
 from stacks.config import NAMESPACE, ConfigError, load_config
+from stacks.config.loader import quiet
 from stacks.plan import Plan, build_plan
 from stacks.plan.upgrade import compare, render_upgrade, upgrade_report
 
@@ -84,7 +85,8 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
     :class:`ConfigError` when the move breaks an upgrade rule."""
     config = plan.config
     try:
-        old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
+        with quiet():  # its warnings were shown at its own update
+            old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
     except ConfigError as exc:
         return (
             f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "

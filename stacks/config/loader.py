@@ -13,6 +13,9 @@ import functools
 import importlib.util
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -460,15 +463,30 @@ class _Parser:
         return run, job_paths
 
     def aws(self, config: Mapping[str, Any]) -> AwsSettings:
-        """The AWS provider's settings the image builds read (warnings logged)."""
+        """The AWS provider's settings the image builds read (warnings logged, unless :func:`quiet`)."""
         try:
             aws, warnings = aws_settings_from_config(lambda k: setting(config, f"aws:{k}"))
         except AwsSettingsError as exc:
             self.problems.extend(exc.problems)
             return {}
-        for warning in warnings:
+        for warning in warnings if not _QUIET.get() else ():
             pulumi.log.warn(warning)
         return aws
+
+
+#: True inside :func:`quiet`.
+_QUIET: ContextVar[bool] = ContextVar("quiet", default=False)
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """:func:`load_config` logs no warning inside: for a configuration whose warnings were shown when it was current
+    (the last update's, :mod:`stacks.last_update`)."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
 
 
 def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir: Optional[Path] = None) -> StackConfig:

@@ -146,3 +146,16 @@ def test_the_record_keeps_the_projects_settings_and_no_aws_credential_nor_other_
     finally:
         pulumi.runtime.set_all_config(previous, [])
     assert kept == {k: config[k] for k in (f"{P}jobs", f"{P}apiToken", "aws:region", "aws:profile")}
+
+
+def test_a_warning_of_the_configuration_shows_once_though_the_last_one_is_loaded_too(last_outputs) -> None:
+    """The last update's configuration (which keeps the stack's aws: settings but its keys) is loaded to compare; its
+    warnings were shown at its own update, so this one shows each once."""
+    web_identity = {
+        P.replace(PROJECT, "aws") + "assumeRoleWithWebIdentity": {"roleArn": "arn:aws:iam::123456789012:role/ci"}
+    }
+    config = {**copy.deepcopy(stack_config("dev")), **web_identity}
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps({**json.loads(deployed()), **web_identity}, sort_keys=True)
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None
+    assert [w.split(" ", 1)[0] for w in program.warnings] == ["aws:assumeRoleWithWebIdentity"], program.warnings
