@@ -40,6 +40,8 @@ ACCESS_WAIT_S = 180.0
 FIRST_PAUSE_S, MAX_PAUSE_S = 1.0, 15.0
 #: S3's error codes for credentials it does not accept yet, or a policy that does not allow the read yet (``403``:
 #: a HEAD request's refusal has no body, so no code but the status).
+#: The variable EKS Pod Identity sets in a pod whose service account has an association: the agent's address.
+POD_IDENTITY_URI = "AWS_CONTAINER_CREDENTIALS_FULL_URI"
 ACCESS_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "InvalidToken", "ExpiredToken"})
 
 
@@ -195,7 +197,11 @@ def access_error(exc: Exception) -> bool:
     """``exc`` says the pod's credentials are not there yet or not allowed yet (worth another try)."""
     from botocore.exceptions import ClientError, CredentialRetrievalError, NoCredentialsError, PartialCredentialsError
 
-    if isinstance(exc, (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError)):
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        # Pod Identity's webhook sets the agent's address when it creates the pod, or never: without it no later try
+        # finds credentials (a pod made before its association took effect; the next pod gets them)
+        return POD_IDENTITY_URI in os.environ
+    if isinstance(exc, CredentialRetrievalError):
         return True
     return isinstance(exc, ClientError) and str(exc.response.get("Error", {}).get("Code")) in ACCESS_CODES
 
@@ -246,12 +252,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"fetch_code.py: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    from botocore.exceptions import BotoCoreError, ClientError
+    from boto3.exceptions import Boto3Error
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
     try:
         files = fetch_with_access(args.source, args.dest, args.access_wait)
-    except (BotoCoreError, ClientError, ValueError) as exc:
-        log("fetch_failed", source=args.source, error=str(exc))
+    except (BotoCoreError, ClientError, Boto3Error, OSError, ValueError) as exc:
+        error = str(exc)
+        if isinstance(exc, NoCredentialsError) and POD_IDENTITY_URI not in os.environ:
+            error += (
+                f" ({POD_IDENTITY_URI} is not set: the pod was made before its Pod Identity association took effect, "
+                "or its service account has none; a new pod of the job gets it)"
+            )
+        log("fetch_failed", source=args.source, error=error)
         return EXIT_FAILURE
     log("fetched", source=args.source, dest=str(args.dest), files=files)
     return EXIT_OK

@@ -363,7 +363,9 @@ def stage(args: argparse.Namespace) -> dict[str, Any]:
         cifar = args.source == DEFAULT_SOURCE or (extract_dir / cifar_io.BATCH_DIR_NAME).is_dir()
         files = verify_extracted(extract_dir, cifar)
         replaced = staged_entries(dest)
-        (dest / MARKER_NAME).unlink(missing_ok=True)  # the old marker must not describe the new files
+        # until the new marker: no file counts as staged, and every entry either staging put here is still known
+        names = sorted(set(replaced) | {p.name for p in extract_dir.iterdir()})
+        cifar_io.atomic_write_json(dest / MARKER_NAME, {"source": None, "entries": names, "files": {}})
         entries = install(extract_dir, dest, replaced)
         marker = {
             "source": args.source,

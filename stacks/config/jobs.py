@@ -142,9 +142,9 @@ class DatasetConfig(Model):
     """The tarball's MD5, 32 hex digits, checked after the download (the default source's is known)."""
     expected_bytes: Optional[int] = Field(default=None, ge=1)
     """The tarball's size in bytes, checked after the download (the default source's is known)."""
-    path: str = "datasets/cifar10"
-    """The folder on the shared volume the dataset is staged into: the job's DATA_DIR. The tarball's content lands in
-    it as it is in the tarball."""
+    path: Optional[str] = None
+    """The folder on the shared volume the dataset is staged into (default ``datasets/<name>``): the job's DATA_DIR.
+    The tarball's content lands in it as it is in the tarball."""
     timeout_minutes: int = Field(default=30, ge=5, le=1440)
     """How long the staging may take."""
 
@@ -193,10 +193,14 @@ class DatasetConfig(Model):
 
     @field_validator("path")
     @classmethod
-    def _path(cls, v: str) -> str:
-        if why := relative_path_problem(v):
+    def _path(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and (why := relative_path_problem(v)):
             raise ValueError(why)
         return v
+
+    def folder(self, name: str) -> str:
+        """The folder the dataset ``name`` is staged into, relative to the shared volume."""
+        return (self.path or f"datasets/{name}").strip("/")
 
 
 #: Bounds of the health check's largest message (bytes).

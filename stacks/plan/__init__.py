@@ -353,4 +353,4 @@ def dataset_plan(cfg: StackConfig, name: str) -> DatasetPlan:
         linked = cfg.storage.fsx_settings.data_repository.linked_path(d.source)
         assert linked is not None  # the loader rejected prefixes the file system does not import
         return DatasetPlan(name=name, config=d, path=linked, imported=True)
-    return DatasetPlan(name=name, config=d, path=d.path.strip("/"), imported=False)
+    return DatasetPlan(name=name, config=d, path=d.folder(name), imported=False)

@@ -493,6 +493,24 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:datasets.cifar10.path: '../etc' must be a relative path"],
     ),
     (
+        "two datasets staged into one folder",
+        setk("datasets", {"cifar10": {}, "mine": {"source": "s3://my-bucket/mine.tgz", "path": "datasets/cifar10/x"}}),
+        [
+            "eks-training:datasets.mine.path: datasets/cifar10/x overlaps datasets.cifar10 (datasets/cifar10), and "
+            "staging replaces what is in a dataset's folder; give it a folder of its own (the default is datasets/mine)"
+        ],
+    ),
+    (
+        "a dataset staged into the volume's root",
+        setk("datasets", {"cifar10": {"path": "."}}),
+        ["eks-training:datasets.cifar10.path: . overlaps the runs' folder (runs)"],
+    ),
+    (
+        "a dataset staged among the runs",
+        setk("datasets", {"cifar10": {"path": "runs/data"}}),
+        ["eks-training:datasets.cifar10.path: runs/data overlaps the runs' folder (runs)"],
+    ),
+    (
         "job with an unknown dataset",
         job(dataset="imagenet"),
         ["eks-training:jobs.train.dataset: 'imagenet' is not a dataset; use one of cifar10"],

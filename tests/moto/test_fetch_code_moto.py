@@ -340,3 +340,17 @@ def test_a_policy_that_takes_effect_late_is_waited_for(
     assert files(dest) == {"train.py": b"print(1)\n"}
     code, events, _ = fetch(env, f"s3://{BUCKET}/other.zip", tmp_path / "b", "--access-wait", "2")
     assert code == 1 and events[-1]["event"] == "fetch_failed" and "403" in events[-1]["error"], events
+
+
+def test_a_pod_without_pod_identity_fails_at_once_naming_why(moto: tuple[Any, dict[str, str]], tmp_path: Path) -> None:
+    """No keys and no agent address: Pod Identity's webhook sets the address when it makes the pod, or never, so no
+    later try could find credentials; the script fails at the first try and says so (a new pod of the job gets it)."""
+    s3, moto_env = moto
+    s3.put_object(Bucket=BUCKET, Key="nocreds/train.py", Body=b"x")
+    env = {
+        k: v for k, v in moto_env.items() if not k.startswith(("AWS_ACCESS", "AWS_SECRET", "AWS_SESSION", "AWS_SEC"))
+    }
+    env["AWS_EC2_METADATA_DISABLED"] = "true"  # the job's network policy keeps a pod from the instance's metadata
+    code, events, _ = fetch(env, f"s3://{BUCKET}/nocreds/", tmp_path / "w")
+    assert code == 1 and [e["event"] for e in events] == ["fetch_failed"], events
+    assert "AWS_CONTAINER_CREDENTIALS_FULL_URI is not set" in events[-1]["error"], events

@@ -466,6 +466,15 @@ def test_stage_data_of_any_tarball_puts_its_content_in_the_folder(tmp_path: Path
     assert left == [".cifar10-staged.json", ".stage_data.lock", "labels.txt", "notes.txt", "train/part-0.jsonl"]
     assert (dest / "train/part-0.jsonl").read_bytes() == b'{"x": 3}\n'
 
+    # A staging that died between its entries' move and its marker left the marker it writes first: what either staging
+    # put there is still known, so the next one replaces it all.
+    (dest / "vocab.txt").write_bytes(b"left by a staging that died")
+    marker_path = dest / ".cifar10-staged.json"
+    marker_path.write_text(json.dumps({"source": None, "entries": ["labels.txt", "train", "vocab.txt"], "files": {}}))
+    code, events, stderr = run_stage(["--source", f"file://{tmp_path / 'mine-v2.tar.gz'}", "--dest", str(dest)])
+    assert code == 0 and events[-1]["event"] == "staged", stderr
+    assert not (dest / "vocab.txt").exists() and (dest / "notes.txt").exists()
+
     for bad, why in [({".cifar10-staged.json": b"{}"}, "keeps for itself"), ({}, "holds no file")]:
         _tarball(tmp_path / "bad.tar.gz", bad)
         code, _, stderr = run_stage(["--source", f"file://{tmp_path / 'bad.tar.gz'}", "--dest", str(tmp_path / "b")])

@@ -29,7 +29,8 @@ from components.nodeplan import (
 )
 from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, node_scheduling, tolerations_for
 from stacks.config import ConfigError, load_config
-from stacks.plan import ZONE_LABEL, build_plan
+from stacks.plan import ZONE_LABEL, build_plan, dataset_plan
+from stacks.stackfile import plan_stack
 from stacks.zones import Zone, choose_zones, control_plane_zones
 
 P5 = INSTANCE_TYPES["p5.48xlarge"]
@@ -741,3 +742,12 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
         jobs={"train": {"kind": "pytorch", "script": "/app/train.py"}},
     )
     assert variable not in (build_plan(mixed).jobs["train"].placement.get("env") or {})
+
+
+def test_a_dataset_without_a_path_is_staged_into_a_folder_of_its_own_name() -> None:
+    def mine(cfg: dict[str, Any]) -> None:
+        cfg["eks-training:datasets"]["mine"] = {"source": "s3://my-bucket/mine.tar.gz"}
+
+    _config, plan = plan_stack("dev", edit=mine)
+    assert dataset_plan(plan.config, "mine").path == "datasets/mine"
+    assert plan.datasets["cifar10"].path == "datasets/cifar10"

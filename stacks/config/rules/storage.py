@@ -18,6 +18,7 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
     if "storage" in s.failed:
         return
     check_imported_datasets(s, problems)
+    check_dataset_folders(s, jobs, problems)
     if st.backend != "fsx":
         return
     fsx = st.fsx_settings
@@ -101,4 +102,29 @@ def check_imported_datasets(s: Sections, problems: list[str]) -> None:
             problems.append(
                 f"{key(f'{path}.path')}: an imported dataset appears where the data repository puts it "
                 f"({repo.linked_path(d.source)}); remove path"
+            )
+
+
+#: The shared volume's folder of the jobs' runs (their default output folders).
+RUNS = "runs"
+
+
+def _overlap(a: str, b: str) -> bool:
+    """One folder is the other or holds it (``.`` holds every one)."""
+    return a == b or "." in (a, b) or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def check_dataset_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
+    """A staged dataset's folder is its own: a staging replaces what is in it, so no other dataset's folder, no job's
+    output folder and not the runs' folder may be, hold or lie inside it."""
+    staged = {n: d.folder(n) for n, d in s.datasets.items() if not (s.storage.backend == "fsx" and d.is_prefix)}
+    for i, (name, folder) in enumerate(staged.items()):
+        others = [(f"datasets.{n}", f) for n, f in list(staged.items())[:i]]
+        others += [(f"{job_path(s, j)}.outputDir", c.output_dir) for j, c in jobs.items() if c.output_dir]
+        clash = [(where, f) for where, f in [*others, ("the runs' folder", RUNS)] if _overlap(folder, f.strip("/"))]
+        if clash:
+            where, f = clash[0]
+            problems.append(
+                f"{key(f'datasets.{name}.path')}: {folder} overlaps {where} ({f}), and staging replaces what is in a "
+                f"dataset's folder; give it a folder of its own (the default is datasets/{name})"
             )
