@@ -40,9 +40,9 @@ ACCESS_WAIT_S = 180.0
 FIRST_PAUSE_S, MAX_PAUSE_S = 1.0, 15.0
 #: S3's error codes for credentials it does not accept yet, or a policy that does not allow the read yet (``403``:
 #: a HEAD request's refusal has no body, so no code but the status).
+ACCESS_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "InvalidToken", "ExpiredToken"})
 #: The variable EKS Pod Identity sets in a pod whose service account has an association: the agent's address.
 POD_IDENTITY_URI = "AWS_CONTAINER_CREDENTIALS_FULL_URI"
-ACCESS_CODES = frozenset({"AccessDenied", "403", "InvalidAccessKeyId", "InvalidToken", "ExpiredToken"})
 
 
 def log(event: str, **fields: Any) -> None:
