@@ -15,6 +15,9 @@ from stacks.config.jobs import (
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.storage import FsxConfig
 
+#: The shared volume's folder of the jobs' runs: a job's default output folder is ``runs/<run id>``.
+RUNS_DIR = "runs"
+
 
 @dataclass(frozen=True)
 class FsxLocation:

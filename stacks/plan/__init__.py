@@ -27,7 +27,7 @@ from components.nodeplan import (
 from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, HealthCheckConfig, JobConfig, StackConfig
-from stacks.config.derive import claim_readers, fsx_location
+from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.plan.admission import (
@@ -219,7 +219,7 @@ def _job_plan(plan: Plan, name: str, images: dict[str, ImagePlan], datasets: dic
     digest = code_hash(str(code_folder)) if code_folder is not None else None
     image = image_for(images[job.image], group.types)
     run_id = _run_id(name, job, image, dataset, group, procs, digest)
-    output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'runs/{run_id}'}"
+    output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'{RUNS_DIR}/{run_id}'}"
     tb = job.tensorboard_dir
     return JobPlan(
         name=name,

@@ -2,7 +2,7 @@
 
 from typing import Mapping
 
-from stacks.config.derive import claim_readers, fsx_location
+from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location
 from stacks.config.errors import key
 from stacks.config.jobs import (
     JobConfig,
@@ -105,10 +105,6 @@ def check_imported_datasets(s: Sections, problems: list[str]) -> None:
             )
 
 
-#: The shared volume's folder of the jobs' runs (their default output folders).
-RUNS = "runs"
-
-
 def _overlap(a: str, b: str) -> bool:
     """One folder is the other or holds it (``.`` holds every one)."""
     return a == b or "." in (a, b) or a.startswith(b + "/") or b.startswith(a + "/")
@@ -121,7 +117,7 @@ def check_dataset_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: 
     for i, (name, folder) in enumerate(staged.items()):
         others = [(f"datasets.{n}", f) for n, f in list(staged.items())[:i]]
         others += [(f"{job_path(s, j)}.outputDir", c.output_dir) for j, c in jobs.items() if c.output_dir]
-        clash = [(where, f) for where, f in [*others, ("the runs' folder", RUNS)] if _overlap(folder, f.strip("/"))]
+        clash = [(where, f) for where, f in [*others, ("the runs' folder", RUNS_DIR)] if _overlap(folder, f.strip("/"))]
         if clash:
             where, f = clash[0]
             problems.append(
