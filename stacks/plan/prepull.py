@@ -2,7 +2,8 @@
 (:class:`components.workloads.prepull.ImagePrePull`; why and how: docs/explanation/pulumi-up.md).
 
 For every job the stack creates now: its image on its group (when :meth:`stacks.kinds.JobKind.noop_command` names a
-no-op for it), the toolbox on its health check's group and on the system group for a dataset's staging. Only groups
+no-op for it), the toolbox on its group where its health check or its code download runs (a wait for other jobs hides
+its own pull), and on the system group for a dataset's staging. Only groups
 with nodes at creation and a root volume of at least :data:`MIN_DISK_GIB`; never an MPI launcher's image on the
 system group.
 """
@@ -87,6 +88,8 @@ def prepulls(plan: "Plan", deferred: Iterable[str] = ()) -> list[PrePull]:
             continue
         if job.health_check is not None:
             want(job.group, job.toolbox.variant, TOOLBOX_NOOP, f"health check of {job.name}")
+        if job.config.code:  # the fetch-code init container of its pods (an MPI job's workers too)
+            want(job.group, job.toolbox.variant, TOOLBOX_NOOP, f"code download of {job.name}")
         kind = KINDS[job.kind]
         want(job.group, job.image.variant, kind.noop_command(job.config), f"job {job.name}")
     return [

@@ -84,3 +84,17 @@ def test_the_plan_report_lists_the_pre_pulls() -> None:
     r = report(plan, "us-east-1")
     assert {(p["group"], p["image"]) for p in r["prePulls"]} == {("system", "training"), ("cpu", "training")}
     assert "training on cpu (health check of train, job train)" in render(r)
+
+
+def test_a_job_with_code_pulls_the_toolbox_where_its_pods_download_it() -> None:
+    """The fetch-code init container runs the toolbox before the job's own image: on an MPI job's GPU workers, whose
+    image is another, the toolbox is pulled ahead too."""
+
+    def nccl_with_code(cfg: dict[str, Any]) -> None:
+        cfg["eks-training:jobs"]["nccl"]["code"] = "s3://team-code/nccl/"
+
+    _config, plan = plan_stack("mpi-horovod", edit=nccl_with_code)
+    toolbox = plan.jobs["nccl"].toolbox.variant
+    assert toolbox != plan.jobs["nccl"].image.variant
+    assert _by_pair("mpi-horovod", edit=nccl_with_code)["gpu", toolbox].needed_by == ("code download of nccl",)
+    assert ("gpu", toolbox) not in _by_pair("mpi-horovod"), "without code, nothing runs the toolbox there"
