@@ -139,6 +139,17 @@ def wait_listening(addr: str, port: int, proc: subprocess.Popen[bytes], deadline
     raise RuntimeError(f"sshd on {addr}:{port} did not listen")
 
 
+def early_pod(spec: dict[str, Any], work: Path) -> subprocess.Popen[bytes] | None:
+    """What starts before the workers: the launcher (``launcher_with_workers``), else its init container
+    (``launcher_init``, with the launcher's hostname and a bare environment), else nothing."""
+    if spec.get("launcher_with_workers"):
+        return pod(spec["launcher_hostname"], spec["launcher_command"], spec["launcher_env"], work / "launcher.log")
+    if spec.get("launcher_init"):
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONUNBUFFERED": "1"}
+        return pod(spec["launcher_hostname"], spec["launcher_init"], env, work / "init.log")
+    return None
+
+
 def main(spec_path: str) -> int:
     spec: dict[str, Any] = json.loads(Path(spec_path).read_text())
     work = Path(spec["work"])
@@ -156,14 +167,28 @@ def main(spec_path: str) -> int:
     hosts_file(work, spec["workers"])
 
     workers = []
+    early: subprocess.Popen[bytes] | None = None
+    init_code: int | None = None
+    workers_at = 0.0
     try:
+        # before the workers start: the launcher's init container, or (spec["launcher_with_workers"]) the launcher
+        # itself, as MPI Operator v0.8.0 starts a queued job's launcher with its workers
+        init = early_pod(spec, work)
+        if init is not None and spec.get("launcher_with_workers"):
+            early = init
+        time.sleep(spec.get("worker_delay_s", 0))
+        workers_at = time.time()
         for w in spec["workers"]:
             argv = [*spec["worker_command"], "-o", f"ListenAddress={w['addr']}"]
             workers.append(pod(w["hostname"], argv, spec["worker_env"], work / f"{w['hostname']}.log"))
         deadline = time.monotonic() + patient(30)
         for w, proc in zip(spec["workers"], workers):
             wait_listening(w["addr"], spec["port"], proc, deadline)
-        launcher = pod(spec["launcher_hostname"], spec["launcher_command"], spec["launcher_env"], work / "launcher.log")
+        if init is not None and early is None:
+            init_code = init.wait(timeout=spec["timeout"])
+        launcher = early or pod(
+            spec["launcher_hostname"], spec["launcher_command"], spec["launcher_env"], work / "launcher.log"
+        )
         try:
             code = launcher.wait(timeout=spec["timeout"])
         except subprocess.TimeoutExpired:
@@ -185,6 +210,9 @@ def main(spec_path: str) -> int:
             {
                 "code": code,
                 "launcher": (work / "launcher.log").read_text(errors="replace"),
+                "init_code": init_code,
+                "init": (work / "init.log").read_text(errors="replace") if (work / "init.log").exists() else "",
+                "workers_at": workers_at,
                 "workers": {
                     w["hostname"]: (work / f"{w['hostname']}.log").read_text(errors="replace") for w in spec["workers"]
                 },

@@ -79,6 +79,13 @@ HOSTFILE = "/etc/mpi/hostfile"
 #: its own configuration; the operator mounts the SSH keys in its home.
 SSH_AUTH_MOUNT_PATH = "/home/mpiuser/.ssh"
 SSHD_COMMAND = ("/usr/sbin/sshd", "-De", "-f", "/home/mpiuser/.sshd_config")
+#: The port that sshd listens on (our images' ``sshd_config`` and ``ssh_config``; a test ties them).
+SSHD_PORT = 2222
+#: The launcher's last init container: it waits until every worker accepts connections on its port. MPI Operator
+#: v0.8.0 starts the launcher together with the workers when Kueue admits a suspended MPIJob, whatever its
+#: ``launcherCreationPolicy`` (https://github.com/kubeflow/mpi-operator/issues/615).
+WORKERS_WAIT_CONTAINER = "wait-for-workers"
+WORKERS_WAIT_SCRIPT = "/app/wait_for_workers.py"
 #: The image's own variables the launcher forwards to the ranks besides the job's: sshd starts every session on a
 #: worker with a fresh environment (its default PATH, no LD_LIBRARY_PATH), so without them the ranks lose the image's
 #: ``ENV PATH``/``LD_LIBRARY_PATH`` (``libnccl.so.2: cannot open shared object file``). The launcher runs the same
@@ -285,10 +292,14 @@ class MpiJobArgs(TypedDict):
     slots_per_worker: NotRequired[int]
     """Ranks per worker; default the placement's processes per node (one per GPU)."""
     launcher_creation_policy: NotRequired[str]
-    """``WaitForWorkersReady`` (default: the launcher starts once every worker runs sshd) or ``AtStartup`` (refused
-    with the job's ``code_uri``: the workers download it before their sshd starts)."""
+    """``WaitForWorkersReady`` (default: the launcher starts once every worker runs sshd; with the job's
+    ``helper_image`` its init container also waits for them, as a queued job needs) or ``AtStartup`` (refused with
+    the job's ``code_uri``: the workers download it before their sshd starts)."""
     worker_command: NotRequired[Sequence[str]]
     """What workers run (sshd for the launcher's ``mpirun``); default our images' non-root sshd."""
+    worker_port: NotRequired[int]
+    """The port the workers' command listens on; the launcher waits until every worker accepts connections there
+    (with the job's ``helper_image``). Default our images' sshd port, 2222."""
     ssh_auth_mount_path: NotRequired[str]
     """Where the operator mounts the SSH keys; default our images' ``/home/mpiuser/.ssh``."""
     backoff_limit: NotRequired[int]
@@ -326,7 +337,7 @@ class MpiJob(pulumi.ComponentResource):
         mpi_spec = _mpi_spec(
             args,
             shape,
-            _launcher_template(args, shape, identity, command, env),
+            _launcher_template(args, shape, identity, command, env, hosts),
             _worker_template(args, shape, identity, env),
             fetches_code=identity.code is not None,
         )
@@ -345,8 +356,9 @@ class MpiJob(pulumi.ComponentResource):
         # pulumi-kubernetes awaits a custom resource only as its waitFor annotation says: until the MPIJob succeeded or
         # failed, for its deadline and the time it may queue
         annotations = await_annotations(MPI_JOB, bool(spec.get("wait_for_completion")))
-        # the launcher's deadline starts once it exists: after admission, and with WaitForWorkersReady after every
-        # worker runs (mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go), so the time for nodes is outside it
+        # the launcher Job's deadline starts with the Job: after admission when queued (its wait for the workers is
+        # inside it), else once every worker runs with WaitForWorkersReady (mpi-operator v0.8.0
+        # pkg/controller/mpi_job_controller.go); the time before is outside it
         waits_s = await_seconds(
             shape.timeout_s,
             queue_s=queue_seconds(
@@ -386,6 +398,7 @@ class _Shape:
     nodes: int
     slots: int
     policy: str
+    worker_port: int
     labels: dict[str, str]
     read_only: bool
     timeout_s: int
@@ -415,12 +428,16 @@ def _shape(name: str, args: MpiJobArgs) -> _Shape:
             f"{name}: launcher_creation_policy AtStartup with code_uri: mpirun would reach workers still downloading "
             "the code, before their sshd starts; leave the policy at WaitForWorkersReady"
         )
+    worker_port = args.get("worker_port", SSHD_PORT)
+    if isinstance(worker_port, bool) or not isinstance(worker_port, int) or not 0 < worker_port < 65536:
+        raise ValueError(f"{name}: worker_port {worker_port!r} is not a TCP port (1-65535)")
     job_name = spec["job_name"]
     return _Shape(
         job_name=job_name,
         nodes=args["nodes"],
         slots=int(args.get("slots_per_worker") or placement["procs_per_node"]),
         policy=policy,
+        worker_port=worker_port,
         labels={**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name},
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only=bool(spec.get("read_only_root_filesystem", False)),
@@ -436,8 +453,10 @@ def _launcher_template(
     identity: JobIdentity,
     command: list[str],
     env: Mapping[str, pulumi.Input[str]],
+    hosts: pulumi.Input[Sequence[str]],
 ) -> k8s.core.v1.PodTemplateSpecArgsDict:
-    """The launcher's pod: ``mpirun`` on the system nodes, with the job's identity (its waits and code)."""
+    """The launcher's pod: ``mpirun`` on the system nodes, with the job's identity (its waits and code), after its
+    wait for the workers."""
     spec = args["job"]
     launcher: k8s.core.v1.ContainerArgsDict = {
         "name": "launcher",
@@ -458,11 +477,39 @@ def _launcher_template(
             "automount_service_account_token": False,
             "node_selector": dict(args["launcher_node_selector"]),
             "security_context": pod_security(),
-            "init_containers": identity.init_containers,
+            "init_containers": [*identity.init_containers, *_workers_wait(args, shape, hosts)],
             "containers": [launcher],
             "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *shape.scratch]),
         },
     }
+
+
+def workers_wait_command(hosts: Sequence[str], port: int) -> list[str]:
+    """The command of :data:`WORKERS_WAIT_CONTAINER`: wait until each of ``hosts`` accepts connections on ``port``."""
+    return ["python", WORKERS_WAIT_SCRIPT, "--port", str(port), *[a for h in hosts for a in ("--host", h)]]
+
+
+def _workers_wait(
+    args: MpiJobArgs, shape: _Shape, hosts: pulumi.Input[Sequence[str]]
+) -> list[k8s.core.v1.ContainerArgsDict]:
+    """The launcher's :data:`WORKERS_WAIT_CONTAINER`, in the toolbox image (none without it, or with ``AtStartup``):
+    it ends once every worker accepts connections on the workers' port."""
+    helper = args["job"].get("helper_image")
+    if helper is None or shape.policy != "WaitForWorkersReady":
+        return []
+    port = shape.worker_port
+    return [
+        {
+            "name": WORKERS_WAIT_CONTAINER,
+            "image": helper,
+            "image_pull_policy": IMAGE_PULL_POLICY,
+            "command": apply_input(hosts, lambda hs: workers_wait_command(hs, port)),
+            "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+            # only the standard library: nothing to write
+            "security_context": container_security(read_only_root=True),
+        }
+    ]
 
 
 def _worker_template(

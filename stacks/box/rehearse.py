@@ -2,9 +2,10 @@
 
 :class:`Rehearsal` plays the parts of a real deployment the box does not run itself: ``pulumi up``'s order and waits
 (:func:`steps_of`, :mod:`stacks.box.awaits`), the device plugins' charts (:mod:`stacks.box.devices`), the EFS CSI
-provisioner (:data:`EFS_PROVISIONER`), the ``wait-for-jobs`` init container (:data:`HELD`), the MPI Operator out of
-cluster, and the autoscaler's answer to ProvisioningRequests (:mod:`stacks.box.provisioner`). Pods run for
-:data:`RUN_MS` and exit with :data:`EXIT_CODE`, the box's Stages; the driver annotates the pod templates it applies.
+provisioner (:data:`EFS_PROVISIONER`), the ``wait-for-jobs`` and ``wait-for-workers`` init containers (:data:`HELD`),
+the MPI Operator out of cluster, and the autoscaler's answer to ProvisioningRequests (:mod:`stacks.box.provisioner`).
+Pods run for :data:`RUN_MS` and exit with :data:`EXIT_CODE`, the box's Stages; the driver annotates the pod templates
+it applies.
 
 Why: docs/explanation/box.md, "The run"."""
 
@@ -23,6 +24,7 @@ import yaml
 
 from components.admission import PROVISIONING_CONTROLLER
 from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB, MPIJOB_CRD
+from components.workloads.mpi import WORKERS_WAIT_CONTAINER
 from stacks.box.apply import Refusal, _refusals
 from stacks.box.awaits import SKIP_AWAIT, Awaiter, asks_provider, await_timeout_s, failure_of
 from stacks.box.build import SUFFIXES
@@ -42,6 +44,7 @@ from stacks.box.watch import Changes
 
 HELD = "box.eks-training/held"
 RUN_MS = "box.eks-training/run-ms"
+START_MS = "box.eks-training/start-ms"
 EXIT_CODE = "box.eks-training/exit-code"
 EFS_PROVISIONER = "efs.csi.aws.com"
 #: How long a box waits for another box's MPI Operator to end (one runs on a machine at a time: ``_start_operator``).
@@ -137,6 +140,16 @@ def predecessors(template: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def peer_pods(template: Mapping[str, Any]) -> list[str]:
+    """The worker pods an MPI launcher's ``wait-for-workers`` init container waits for (the first label of the host
+    after each ``--host``: the pod's name)."""
+    for c in template.get("spec", {}).get("initContainers") or []:
+        if c["name"] == WORKERS_WAIT_CONTAINER:
+            argv = [*(c.get("command") or []), *(c.get("args") or [])]
+            return [argv[i + 1].split(".")[0] for i, a in enumerate(argv[:-1]) if a == "--host"]
+    return []
+
+
 class Rehearsal:
     """Drive one stack's steps on ``box`` (nodes already there)."""
 
@@ -152,8 +165,12 @@ class Rehearsal:
         await_jobs: Iterable[str] = (),
         provisioner: Optional[Provisioner] = None,
         time_scale: float = 1.0,
+        worker_start_ms: int = 0,
     ) -> None:
         self.box, self.steps = box, steps
+        #: How long an MPI job's workers take to start once scheduled (their image's pull, their code's download,
+        #: sshd), which their launcher must wait out.
+        self.worker_start_ms = worker_start_ms
         #: How many times faster than the wall clock ``pulumi up``'s wait for a job object runs out (its timeout /
         #: time_scale): the box runs its pods for ``run_ms``, a duration it stands in for. The other objects (a
         #: DaemonSet's pods, a Deployment's) are ready in the machine's time, on a busy machine many seconds.
@@ -217,9 +234,12 @@ class Rehearsal:
                 code, container = self.exit_codes[name]
                 ann[EXIT_CODE] = str(code)
                 ann["box.eks-training/container"] = container
-            held = predecessors(template)
+            held = [*predecessors(template), *(f"pods/{pod}" for pod in peer_pods(template))]
             if held:
                 ann[HELD] = ",".join(held)
+        workers = doc["spec"]["mpiReplicaSpecs"].get("Worker") if doc["kind"] == MPI_JOB.kind else None
+        if workers and self.worker_start_ms:
+            workers["template"]["metadata"]["annotations"][START_MS] = f"{self.worker_start_ms}ms"
 
     def _apply(self, step: Step) -> None:
         self._apply_all([step])
@@ -497,13 +517,18 @@ class Rehearsal:
                 self.operator.kill()
                 self.operator.wait()
 
-    def _complete(self, ref: str, namespace: str) -> bool:
+    def _released(self, ref: str, namespace: str) -> bool:
+        """Whether what a held pod waits for is there: a job completed (``wait-for-jobs``), a worker pod running and
+        ready (``wait-for-workers``: on a cluster, its sshd accepts connections)."""
         kind, _, name = ref.partition("/")
         try:
             obj = self.box.get(kind, name, "-n", namespace)
         except BoxError:
             return False
         conds = (obj.get("status") or {}).get("conditions") or []
+        if kind == "pods":
+            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+            return ready and (obj.get("status") or {}).get("phase") == "Running"
         return any(c["type"] in ("Complete", "Succeeded") and c["status"] == "True" for c in conds)
 
     def _record_pods(self) -> None:
@@ -518,9 +543,9 @@ class Rehearsal:
             if not held:
                 continue
             ns = pod["metadata"]["namespace"]
-            if all(self._complete(ref, ns) for ref in held.split(",")):
+            if all(self._released(ref, ns) for ref in held.split(",")):
                 self.box.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", ns, f"{HELD}-")
-                self.note(f"pod {pod['metadata']['name']}: wait-for-jobs done ({held} completed)")
+                self.note(f"pod {pod['metadata']['name']}: its wait ended ({held})")
 
     # --- the run ------------------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import pytest
 
 from components.workloads.job_objects import MPI_JOB
 from stacks.box.devices import Registrar
-from stacks.box.rehearse import pod_templates, predecessors
+from stacks.box.rehearse import peer_pods, pod_templates, predecessors
 from stacks.box.timeline import Recorder, report
 from stacks.config import load_config
 from stacks.plan import build_plan
@@ -60,7 +60,8 @@ def _labels(doc: dict) -> dict:
 
 
 def _runs_through_in_order(binaries, tmp_path, registrations, stack: str, plan=None) -> None:
-    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, stack, plan=plan)
+    # an MPI job's workers start 2 s after they are scheduled, as pulls and sshd take time: its launcher waits them out
+    box, plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, stack, plan=plan, worker_start_ms=2000)
     pods_by_job: dict[str, list[dict]] = {}
     completed: dict[str, str] = {}
     recorder = Recorder(box, rehearsal.start)
@@ -122,6 +123,22 @@ def _runs_through_in_order(binaries, tmp_path, registrations, stack: str, plan=N
                     waits += 1
     # Every `after` of the config is such a wait (else nothing orders the jobs: pulumi does not await them).
     assert waits == sum(len(j.after) for j in plan.jobs.values()), rehearsal.timeline()
+    # An MPI launcher (its wait-for-workers init container) started only once every worker of its job was ready: MPI
+    # Operator v0.8.0 starts a queued job's launcher with its workers (kubeflow/mpi-operator#615).
+    by_name = {p["metadata"]["name"]: p for p in rehearsal.pods.values()}
+    launchers = 0
+    for step in rehearsal.steps:
+        for doc in step.docs:
+            for template in pod_templates(doc):
+                peers = peer_pods(template)
+                if not peers:
+                    continue
+                launchers += 1
+                started = [p for p in pods_by_job[doc["metadata"]["name"]] if p["metadata"]["name"] not in peers]
+                assert started and all(name in by_name for name in peers), (peers, sorted(by_name))
+                ready = max(by_name[name]["status"]["startTime"] for name in peers)  # kwok: started and ready at once
+                assert min(p["status"]["startTime"] for p in started) >= ready, rehearsal.timeline()
+    assert launchers == sum(1 for j in plan.jobs.values() if j.kind == "mpi"), rehearsal.timeline()
     # Each plan job's workers ran on nodes of its group, one per node (an MPI launcher runs on the system group).
     for name, job in plan.jobs.items():
         workers = [

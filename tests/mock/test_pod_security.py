@@ -28,7 +28,18 @@ TEMPLATE_TYPES = (
     "kubernetes:kubeflow.org/v2beta1:MPIJob",
 )
 #: Containers of the project's own helpers: read-only whatever the job says.
-HELPERS = ("wait-for-jobs", "fetch-code", "etcd", "stage", "tensorboard", "chown", "collect", "prepull", "hold")
+HELPERS = (
+    "wait-for-jobs",
+    "wait-for-workers",
+    "fetch-code",
+    "etcd",
+    "stage",
+    "tensorboard",
+    "chown",
+    "collect",
+    "prepull",
+    "hold",
+)
 #: The one container that runs as root, and why: a new FSx for Lustre file system belongs to root, and only root
 #: with CHOWN and FOWNER (no other capability, read-only root, no escalation) can hand its directories to the
 #: training user. (object name suffix, container) -> the capabilities it adds.

@@ -33,7 +33,15 @@ from typing import Any
 import pytest
 
 from components.image.dockerfile import Dockerfile
-from components.workloads.mpi import SSHD_COMMAND, camel, mpi_launcher, mpi_worker_hosts, mpirun_path
+from components.workloads.mpi import (
+    SSHD_COMMAND,
+    WORKERS_WAIT_SCRIPT,
+    camel,
+    mpi_launcher,
+    mpi_worker_hosts,
+    mpirun_path,
+    workers_wait_command,
+)
 from components.workloads.pods import env_list
 from components.workloads.spec import JobSpec, WorkerPlacement
 from tests.aws_support import free_port
@@ -288,6 +296,57 @@ def test_ranks_start_through_sshd_find_their_libraries_and_orted_and_all_reduce(
         assert {r["library"] for r in ranks} == {f"{spec['lib_dir']}/{LIBRARY}"}
     for log in result["workers"].values():
         assert "Accepted publickey for mpiuser" in log, log[-2000:]
+
+
+#: Longer than the ssh retries the operator gives mpirun (``ConnectionAttempts=10``, one a second): workers whose
+#: image pull or code download takes this long are not there when a launcher that does not wait for them runs.
+WORKER_DELAY_S = 15
+#: Where the launcher's init container finds the toolbox's script here (the image's /app).
+TOOLBOX_APP = "/opt/app"
+
+
+def _with_late_workers(spec: dict[str, Any], *, wait: bool) -> dict[str, Any]:
+    """``spec`` with workers that start :data:`WORKER_DELAY_S` after the launcher's pod, which runs its
+    ``wait-for-workers`` init container first (the component's command, Debian's python3) or, with ``wait`` false,
+    starts ``mpirun`` at once."""
+    spec["worker_delay_s"] = WORKER_DELAY_S
+    if not wait:
+        spec["launcher_with_workers"] = True
+        return spec
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    assert python, "Debian's python3 runs the launcher's init container here (.ci/run installs it)"
+    argv = workers_wait_command([w["host"] for w in spec["workers"]], spec["port"])
+    assert argv[:2] == ["python", WORKERS_WAIT_SCRIPT], argv
+    spec["files"][TOOLBOX_APP] = {
+        Path(WORKERS_WAIT_SCRIPT).name: str(REPO / "training" / Path(WORKERS_WAIT_SCRIPT).name)
+    }
+    spec["launcher_init"] = [python, f"{TOOLBOX_APP}/{Path(WORKERS_WAIT_SCRIPT).name}", *argv[2:]]
+    return spec
+
+
+@pytest.mark.parametrize("image", mpi_images(), ids=lambda p: p.name)
+def test_the_launcher_waits_for_workers_that_start_late(image: Path, tmp_path: Path) -> None:
+    """MPI Operator v0.8.0 starts a queued MPIJob's launcher together with its workers, whatever its
+    ``launcherCreationPolicy`` (kubeflow/mpi-operator#615). Its ``wait-for-workers`` init container holds it until
+    every worker's sshd listens, however late they start; then the ranks all-reduce."""
+    spec = _with_late_workers(_prepare(image, tmp_path), wait=True)
+    result = _run(spec, tmp_path)
+    assert result["init_code"] == 0, result
+    events = [json.loads(line) for line in result["init"].splitlines() if line.startswith("{")]
+    ready = [e for e in events if e["event"] == "worker_ready"]
+    assert sorted(e["host"] for e in ready) == sorted(w["host"] for w in spec["workers"]), result["init"]
+    assert all(e["time"] >= result["workers_at"] for e in ready), (result["workers_at"], result["init"])
+    assert events[0]["event"] == "waiting" and events[-1]["event"] == "all_ready", result["init"]
+    assert result["code"] == 0, result
+    assert len(_ranks(result["launcher"])) == NODES * SLOTS, result["launcher"][-3000:]
+
+
+@pytest.mark.parametrize("image", mpi_images()[:1], ids=lambda p: p.name)
+def test_a_launcher_that_does_not_wait_fails_with_late_workers(image: Path, tmp_path: Path) -> None:
+    """The control: the launcher runs ``mpirun`` as its workers' pods start; ssh gives up before their sshd listens."""
+    spec = _with_late_workers(_prepare(image, tmp_path), wait=False)
+    result = _run(spec, tmp_path)
+    assert result["init"] == "" and result["code"] != 0 and _ranks(result["launcher"]) == [], result
 
 
 @pytest.mark.parametrize("image", mpi_images(), ids=lambda p: p.name)

@@ -7,6 +7,7 @@ import pytest
 
 from components.catalog import BASE_IMAGES, SOURCES
 from components.image import is_docker_hub, registry_of
+from components.workloads.mpi import SSHD_PORT
 from tests.harness import REPO
 from tests.image_support import base_images, dockerfile_instructions, repository_dockerfiles
 
@@ -192,3 +193,13 @@ def test_the_mpi_images_set_up_ssh_identically() -> None:
         assert ssh_setup(other) == ssh_setup(first), other.parent.name
         for name in ("sshd_config", "ssh_config"):
             assert (other.parent / name).read_text() == (first.parent / name).read_text(), (other.parent.name, name)
+
+
+@pytest.mark.parametrize("dockerfile", MPI_IMAGES, ids=lambda p: p.parent.name)
+def test_the_mpi_images_sshd_listens_where_the_launcher_waits_and_connects(dockerfile) -> None:
+    """The image's sshd, its launcher's ssh client and the component's wait for the workers use one port."""
+    ports = {
+        name: re.findall(r"^\s*Port\s+(\d+)", (dockerfile.parent / name).read_text(), re.M)
+        for name in ("sshd_config", "ssh_config")
+    }
+    assert ports == {"sshd_config": [str(SSHD_PORT)], "ssh_config": [str(SSHD_PORT)]}
