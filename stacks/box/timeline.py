@@ -104,7 +104,13 @@ def pending_reason(pod: Mapping[str, Any]) -> str:
         # The hold is set when the pod is created, before the scheduler binds it: no node yet is said so.
         node = pod["spec"].get("nodeName")
         where = f"on {node}" if node else "not scheduled yet"
-        return f"{where}, its wait-for-jobs init container waits for {held.replace(',', ', ')}"
+        refs = held.split(",")
+        jobs = [r for r in refs if not r.startswith("pods/")]
+        workers = [r.partition("/")[2] for r in refs if r.startswith("pods/")]
+        waits = ([f"its wait-for-jobs init container waits for {', '.join(jobs)}"] if jobs else []) + (
+            [f"its wait-for-workers init container waits for {', '.join(workers)}"] if workers else []
+        )
+        return f"{where}, {'; '.join(waits)}"
     if pod["spec"].get("nodeName"):
         return f"on {pod['spec']['nodeName']}, not started yet"
     return "not scheduled yet"

@@ -1,6 +1,6 @@
 """The rehearsal's "what waited, and why" phrases (stacks/box/timeline.py) for states the held-out stacks showed: a
-pod held by its wait-for-jobs init container before the scheduler binds it (the report said ``on None``), and a
-Workload Kueue has not evaluated yet (``QuotaReserved=Unknown (Pending: )``)."""
+pod held by its wait-for-jobs or wait-for-workers init container before the scheduler binds it (the report said
+``on None``), and a Workload Kueue has not evaluated yet (``QuotaReserved=Unknown (Pending: )``)."""
 
 from stacks.box.rehearse import HELD
 from stacks.box.timeline import pending_reason, workload_state
@@ -14,6 +14,14 @@ def _held(node: str | None) -> dict:
 def test_a_held_pod_names_its_node_or_says_it_has_none_yet() -> None:
     assert pending_reason(_held(None)) == "not scheduled yet, its wait-for-jobs init container waits for jobs/a, jobs/b"
     assert pending_reason(_held("gpu-0")) == "on gpu-0, its wait-for-jobs init container waits for jobs/a, jobs/b"
+
+
+def test_a_held_launcher_names_the_workers_it_waits_for() -> None:
+    pod = {"metadata": {"annotations": {HELD: "mpijobs/a,pods/b-worker-0,pods/b-worker-1"}}, "spec": {}, "status": {}}
+    assert pending_reason(pod) == (
+        "not scheduled yet, its wait-for-jobs init container waits for mpijobs/a; "
+        "its wait-for-workers init container waits for b-worker-0, b-worker-1"
+    )
 
 
 def test_a_workload_kueue_has_not_looked_at_says_so() -> None:
