@@ -8,14 +8,15 @@ Polls the Kubernetes API with the pod's service account (whose Role may only ``g
 every job reports success: a ``batch/v1`` Job the condition ``Complete``, a ``kubeflow.org/v2beta1``
 MPIJob the condition ``Succeeded``. A job that does not exist yet is waited for. Exit codes: 0 all
 completed, 3 one of them failed (the job that waits cannot run: its pod failure policy fails it at
-once), 1 the API could not be asked within ``--timeout-seconds``, 2 usage error. Every line on stdout
-is one JSON object. Only the standard library is used.
+once), 1 the API could not be asked within ``--timeout-seconds``, 2 usage error, 143 stopped (SIGTERM).
+Every line on stdout is one JSON object. Only the standard library is used.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 import urllib.error
@@ -23,7 +24,7 @@ from typing import Any
 
 from kube_api import RESOURCES, Api, add_api_arguments  # beside this script in the image (/app)
 
-EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_PREDECESSOR_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, EXIT_PREDECESSOR_FAILED, EXIT_STOPPED = 0, 1, 2, 3, 143
 
 
 def log(event: str, **fields: Any) -> None:
@@ -62,6 +63,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def stop(signum: int, _frame: Any) -> None:
+    """SIGTERM (the pod deleted, the job suspended): end at once, as the kubelet asks."""
+    log("stopped", signal=signum)
+    sys.exit(EXIT_STOPPED)
+
+
 def job_state(obj: dict[str, Any], success: str) -> str:
     """``succeeded``, ``failed`` or ``running`` from an object's status conditions."""
     for cond in (obj.get("status") or {}).get("conditions") or []:
@@ -78,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_args(argv)
     except SystemExit as exc:
         return EXIT_USAGE if exc.code else EXIT_OK
+    signal.signal(signal.SIGTERM, stop)
     api = Api.from_args(args)
     pending = list(dict.fromkeys(args.job))
     last_answer = time.monotonic()

@@ -339,7 +339,6 @@ class MpiJob(pulumi.ComponentResource):
             shape,
             _launcher_template(args, shape, identity, command, env, hosts),
             _worker_template(args, shape, identity, env),
-            fetches_code=identity.code is not None,
         )
         job = self._mpijob(name, args, shape, identity, mpi_spec)
         # resolves once created (and, when awaited, succeeded); an awaited MPIJob that failed stops `pulumi up` here
@@ -565,14 +564,12 @@ def _mpi_spec(
     shape: _Shape,
     launcher: k8s.core.v1.PodTemplateSpecArgsDict,
     worker: k8s.core.v1.PodTemplateSpecArgsDict,
-    fetches_code: bool,
 ) -> dict[str, Any]:
     """The MPIJob's spec: slots, SSH keys' mount, launcher policy, run policy (suspended when queued), replicas. A
-    worker that downloads the job's code restarts a failed download in place: MPI Operator v0.8.0 never replaces a
-    failed worker pod (it recreates only missing ones,
-    https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1014), and waits for
-    every worker to be ready before it creates the launcher."""
-    worker_restart = "OnFailure" if fetches_code else "Never"
+    worker restarts in place (its code's download, its sshd): MPI Operator v0.8.0 never replaces a failed worker pod
+    (it recreates only missing ones,
+    https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1014), and the
+    launcher waits for every worker."""
     return {
         "slotsPerWorker": shape.slots,
         "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
@@ -586,6 +583,6 @@ def _mpi_spec(
         },
         "mpiReplicaSpecs": {
             "Launcher": {"replicas": 1, "restartPolicy": "OnFailure", "template": camel(launcher)},
-            "Worker": {"replicas": shape.nodes, "restartPolicy": worker_restart, "template": camel(worker)},
+            "Worker": {"replicas": shape.nodes, "restartPolicy": "OnFailure", "template": camel(worker)},
         },
     }

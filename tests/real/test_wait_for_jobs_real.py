@@ -5,9 +5,11 @@ change from one request to the next, 404 for a job not created yet, 500 for a pa
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -182,6 +184,28 @@ def test_gives_up_when_the_api_does_not_answer(tmp_path: Path) -> None:
     )
     assert code == 1, (events, stderr)
     assert events[-1]["event"] == "gave_up" and any(e["event"] == "api_error" for e in events)
+
+
+def test_sigterm_stops_the_wait_at_once(tmp_path: Path, serve: Any) -> None:
+    """The pod deleted or the job suspended while it waits: 143 at once, not the pod's whole grace period."""
+    api, url = serve({})  # the job does not exist yet
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    argv = [sys.executable, str(WAIT_PY), "--namespace", "training", "--job", "jobs/prep", "--poll-seconds", "30"]
+    argv += ["--api-server", url, "--token-file", str(token), "--ca-file", str(tmp_path / "no-ca.crt")]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + patient(30)
+        while not api.paths() and time.monotonic() < deadline:  # asked once, now in its 30 s sleep
+            time.sleep(0.05)
+        assert api.paths(), proc.poll()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=patient(10))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, (out, err)
+    assert json.loads(out.splitlines()[-1])["event"] == "stopped", out
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
