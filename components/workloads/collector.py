@@ -24,9 +24,8 @@ from components.private_bucket import private_bucket
 from components.workloads.identity import SERVICE_ACCOUNT_MOUNT, api_access_volume
 from components.workloads.job_objects import JOB_OBJECTS
 from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
+from components.workloads.toolbox import COLLECT_SCRIPT
 
-#: The collector script of the toolbox image.
-COLLECT_SCRIPT = "/app/collect_results.py"
 #: Where the collector's ConfigMap is mounted, and its one key.
 CONFIG_DIR = "/etc/benchmark"
 CONFIG_KEY = "benchmark.json"

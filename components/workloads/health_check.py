@@ -9,11 +9,9 @@ from components.conventions import COMMON_LABELS
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.spec import JobSpec, WorkerPlacement, c10d_endpoint, torchrun_command, worker_env
+from components.workloads.toolbox import BENCHMARK_SCRIPT
 from components.workloads.training import torch_env
 from components.workloads.waits import finished
-
-#: The benchmark script in the toolbox image.
-BENCHMARK_SCRIPT = "/app/allreduce_bench.py"
 
 
 class AllReduceHealthCheckArgs(TypedDict):

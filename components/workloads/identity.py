@@ -15,10 +15,7 @@ from components.pod_identity import pod_identity_role
 from components.workloads.job_objects import JOB_OBJECTS
 from components.workloads.pods import JOB_SCRATCH_SIZE, TMP_MOUNT, container_security, scratch_volume
 from components.workloads.spec import WORKSPACE, JobSpec
-
-#: Scripts of the toolbox (training) image the helpers run.
-WAIT_SCRIPT = "/app/wait_for_jobs.py"
-FETCH_SCRIPT = "/app/fetch_code.py"
+from components.workloads.toolbox import FETCH_SCRIPT, WAIT_SCRIPT
 
 #: The init container that waits for the jobs a job reads (:func:`job_identity`).
 WAIT_CONTAINER = "wait-for-jobs"

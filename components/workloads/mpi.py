@@ -55,6 +55,7 @@ from components.workloads.spec import (
     job_env,
     worker_env,
 )
+from components.workloads.toolbox import WORKERS_WAIT_SCRIPT
 from components.workloads.waits import (
     await_annotations,
     await_seconds,
@@ -85,7 +86,6 @@ SSHD_PORT = 2222
 #: v0.8.0 starts the launcher together with the workers when Kueue admits a suspended MPIJob, whatever its
 #: ``launcherCreationPolicy`` (https://github.com/kubeflow/mpi-operator/issues/615).
 WORKERS_WAIT_CONTAINER = "wait-for-workers"
-WORKERS_WAIT_SCRIPT = "/app/wait_for_workers.py"
 #: The image's own variables the launcher forwards to the ranks besides the job's: sshd starts every session on a
 #: worker with a fresh environment (its default PATH, no LD_LIBRARY_PATH), so without them the ranks lose the image's
 #: ``ENV PATH``/``LD_LIBRARY_PATH`` (``libnccl.so.2: cannot open shared object file``). The launcher runs the same

@@ -20,6 +20,7 @@ from components.workloads.pods import (
     pod_security,
     shared_volume,
 )
+from components.workloads.toolbox import STAGE_SCRIPT
 from components.workloads.waits import await_annotations, await_seconds, await_timeouts, finished
 
 
@@ -28,7 +29,7 @@ def staging_command(
 ) -> list[str]:
     """The staging container's command: ``stage_data.py`` downloading ``source`` into ``data_dir``, checked
     against its size and MD5 when given (the local runner, stacks/local, runs the same)."""
-    command = ["python", "/app/stage_data.py", "--source", source, "--dest", data_dir]
+    command = ["python", STAGE_SCRIPT, "--source", source, "--dest", data_dir]
     if md5:
         command += ["--md5", str(md5)]
     if expected_bytes:

@@ -188,6 +188,9 @@ class JobKind:
     """Its containers need a writable root file system by default (``readOnlyRootFilesystem`` unset)."""
     one_process_per_pod: ClassVar[bool] = False
     """A pod starts one process, the job's command (it gets ``PROCS_PER_NODE`` to start more itself)."""
+    toolbox_scripts: ClassVar[Mapping[str, str]] = {}
+    """The toolbox's scripts its pods run besides those every job may (:mod:`components.workloads.toolbox`), each
+    with what runs it."""
     launcher_on_system_group: ClassVar[bool] = False
     """Each job also runs a launcher pod on the system node group (the MPI Operator's launcher, which runs
     ``mpirun``), which Kueue admits against the system flavor (:func:`stacks.plan.admission.launcher_requests`)."""

@@ -8,6 +8,7 @@ from components.scheduling import system_node_selector
 from components.workloads import MpiJob, MpiJobArgs
 from components.workloads.job_objects import MPI_JOB, MPIJOB_CRD
 from components.workloads.mpi import mpi_launcher
+from components.workloads.toolbox import WORKERS_WAIT_SCRIPT
 from stacks.kinds.base import (
     BuildContext,
     JobComponent,
@@ -37,6 +38,7 @@ class Mpi(JobKind):
     job_object = MPI_JOB
     needs_mpi_operator = True
     launcher_on_system_group = True
+    toolbox_scripts = {WORKERS_WAIT_SCRIPT: "an MPI launcher's wait for its workers"}
     # the workers run sshd, which runs the launcher's commands through a shell
     noop = ("/bin/sh", "-c", ":")
     # the MPI Operator labels each pod it creates with its role, launcher or worker (v0.8.0:

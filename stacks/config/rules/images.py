@@ -1,4 +1,8 @@
-"""Rules on images: the build folder exists, the image runs on its job's GPUs, an MPI image names its Open MPI."""
+"""Rules on images: the build folder exists, the image runs on its job's GPUs, an MPI image names its Open MPI, a
+training image of one's own still holds the helpers' scripts."""
+
+import fnmatch
+import posixpath
 
 from components.catalog import (
     InstanceType,
@@ -6,13 +10,22 @@ from components.catalog import (
 from components.catalog.charts import base_image
 from components.catalog.gpus import GpuSupport, compute_capability, runs_on
 from components.catalog.sources import SOURCES
-from stacks.bundle import SHIPPED
+from components.workloads.toolbox import (
+    BENCHMARK_SCRIPT,
+    COLLECT_SCRIPT,
+    FETCH_SCRIPT,
+    KUBE_API_MODULE,
+    STAGE_SCRIPT,
+    WAIT_SCRIPT,
+)
+from stacks.bundle import SHIPPED, TOOLBOX_IMAGE, shipped
 from stacks.config.errors import key
 from stacks.config.jobs import (
     ImageConfig,
 )
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.config.rules.sections import Sections, image_dockerfile
+from stacks.kinds import KINDS
 
 
 def check_images(s: Sections, problems: list[str]) -> None:
@@ -27,6 +40,58 @@ def check_images(s: Sections, problems: list[str]) -> None:
                 f"folder {s.project_dir}; give a folder of your Pulumi project that holds the Dockerfile (or one this "
                 f"package ships: {', '.join(SHIPPED)})"
             )
+
+
+def toolbox_scripts(s: Sections) -> dict[str, str]:
+    """The toolbox's scripts this stack's helpers run (path in the image -> what runs it)."""
+    jobs = s.jobs.values()
+    out = {script: why for job in jobs for script, why in KINDS[job.kind].toolbox_scripts.items()}
+    needs = {
+        STAGE_SCRIPT: ("a dataset's staging", bool(s.datasets)),
+        BENCHMARK_SCRIPT: ("a health check", any(j.health_check is not None and j.health_check.enabled for j in jobs)),
+        WAIT_SCRIPT: ("a job's wait for its `after`", any(j.after for j in jobs)),
+        FETCH_SCRIPT: ("a job's code download", any(j.code for j in jobs)),
+        COLLECT_SCRIPT: ("the benchmark's collector", any(p.startswith("benchmark") for p in s.job_paths.values())),
+    }
+    out.update({path: why for path, (why, needed) in needs.items() if needed})
+    if WAIT_SCRIPT in out or COLLECT_SCRIPT in out:
+        out[KUBE_API_MODULE] = "the API clients (wait_for_jobs.py, collect_results.py)"
+    return out
+
+
+def check_toolbox(s: Sections, problems: list[str]) -> None:
+    """A ``training`` image built from a folder of one's own (a copy of training/, to add packages) is also the
+    toolbox: it must still put the helpers' scripts in /app. A copy made from an earlier version of this project may
+    lack a script added since."""
+    image = s.images.get(TOOLBOX_IMAGE)
+    if image is None or image.context is None:
+        return
+    folder = s.image_folders.get(TOOLBOX_IMAGE, s.project_dir / image.context)
+    dockerfile = image_dockerfile(s, TOOLBOX_IMAGE, image)
+    if dockerfile is None or folder.resolve() == shipped(TOOLBOX_IMAGE).resolve():
+        return
+    copies, workdir = [], "/"
+    for word, args in dockerfile.instructions:
+        if word == "WORKDIR":
+            workdir = posixpath.join(workdir, args.strip())
+        elif word == "COPY" and "--from" not in args:
+            *sources, dest = [a for a in args.split() if not a.startswith("--")]
+            copies.append((sources, posixpath.normpath(posixpath.join(workdir, dest))))
+    missing = []
+    for path, why in toolbox_scripts(s).items():
+        name, app = posixpath.basename(path), posixpath.dirname(path)
+        copied = any(
+            dest == app and any(src in (".", "./") or fnmatch.fnmatch(name, src) for src in sources)
+            for sources, dest in copies
+        )
+        if not (folder / name).is_file() or not copied:
+            missing.append(f"{name} ({why})")
+    if missing:
+        problems.append(
+            f"{key(f'images.{TOOLBOX_IMAGE}.context')}: the training image also runs this project's helpers, and "
+            f"{image.context}/{image.dockerfile} does not put {', '.join(missing)} in /app; copy those files from "
+            "this version's training/ folder and add them to its COPY line (a copy of an earlier version lacks them)"
+        )
 
 
 def _supported_alternative(s: Sections, facts: InstanceType, support: GpuSupport) -> str:

@@ -1,0 +1,76 @@
+"""A ``training`` image built from a folder of one's own (a copy of training/, to add packages) is also the toolbox:
+the configuration is refused when its Dockerfile does not put the scripts the stack's helpers run in /app. A copy made
+from an earlier version of this project lacks the scripts added since (``stacks.config.rules.images.check_toolbox``)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.config import ConfigError, load_config
+from tests.harness import PROJECT, REPO, stack_config
+from tests.variants import P
+
+#: The MPI preset: datasets, jobs with ``after``, MPI launchers (and so every helper but the code download's).
+STACK = "mpi-horovod"
+OWN = "my-training"
+
+
+def _project(tmp_path: Path, edit: Any = None) -> Path:
+    """A Pulumi project whose ``my-training`` folder is a copy of this version's training/, edited by ``edit``."""
+    shutil.copytree(REPO / "training", tmp_path / OWN, ignore=shutil.ignore_patterns("__pycache__"))
+    if edit:
+        edit(tmp_path / OWN)
+    return tmp_path
+
+
+def _load(project: Path) -> Any:
+    cfg = stack_config(STACK)
+    cfg[P + "images"] = {**(cfg.get(P + "images") or {}), "training": {"context": OWN}}
+    return load_config(PROJECT, STACK, cfg, project_dir=project)
+
+
+def _without(name: str, *, file: bool = True, copy_line: bool = True) -> Any:
+    def edit(folder: Path) -> None:
+        if file:
+            (folder / name).unlink()
+        if copy_line:
+            dockerfile = folder / "Dockerfile"
+            dockerfile.write_text(re.sub(rf" {re.escape(name)}\b", "", dockerfile.read_text()))
+
+    return edit
+
+
+def test_a_copy_of_this_versions_training_folder_is_taken(tmp_path: Path) -> None:
+    assert _load(_project(tmp_path)).images["training"].context == OWN
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [_without("wait_for_workers.py"), _without("wait_for_workers.py", file=False)],
+    ids=["an-earlier-copy", "copied-but-not-into-the-image"],
+)
+def test_a_copy_without_a_helpers_script_is_refused_naming_it_and_what_runs_it(tmp_path: Path, edit: Any) -> None:
+    with pytest.raises(ConfigError) as exc:
+        _load(_project(tmp_path, edit))
+    (problem,) = [p for p in exc.value.problems if "images.training.context" in p]
+    assert "wait_for_workers.py (an MPI launcher's wait for its workers)" in problem
+    assert "copy those files from this version's training/ folder" in problem
+
+
+def test_a_script_the_stack_does_not_run_is_not_asked_for(tmp_path: Path) -> None:
+    """No job of the preset has code: its copy may lack the code download's script."""
+    assert _load(_project(tmp_path, _without("fetch_code.py"))).images["training"].context == OWN
+
+
+def test_a_dockerfile_that_copies_its_whole_folder_into_app_is_taken(tmp_path: Path) -> None:
+    def copy_all(folder: Path) -> None:
+        dockerfile = folder / "Dockerfile"
+        dockerfile.write_text(re.sub(r"(?m)^COPY checkpointer\.py .* /app/$", "COPY . /app/", dockerfile.read_text()))
+        assert "COPY . /app/" in dockerfile.read_text()
+
+    assert _load(_project(tmp_path, copy_all)).images["training"].context == OWN
