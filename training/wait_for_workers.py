@@ -76,11 +76,16 @@ def stop(signum: int, _frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Wait; returns the exit code."""
+    signal.signal(signal.SIGTERM, stop)
     try:
         args = parse_args(argv)
     except SystemExit as exc:
         return EXIT_USAGE if exc.code else EXIT_OK
-    signal.signal(signal.SIGTERM, stop)
+    return wait(args)
+
+
+def wait(args: argparse.Namespace) -> int:
+    """Try every host until each accepted a connection or one refused for too long."""
     started = time.monotonic()
     pending: dict[str, str] = dict.fromkeys(dict.fromkeys(args.host), "not tried")
     refused_since: dict[str, float] = {}
