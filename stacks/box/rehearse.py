@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 import yaml
 
 from components.admission import PROVISIONING_CONTROLLER
+from components.workloads.identity import WAIT_CONTAINER
 from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB, MPIJOB_CRD
 from components.workloads.mpi import WORKERS_WAIT_CONTAINER
 from stacks.box.apply import Refusal, _refusals
@@ -131,23 +132,24 @@ def pod_templates(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _init_values(template: Mapping[str, Any], container: str, flag: str) -> list[str]:
+    """The values after each ``flag`` in the command of the init container ``container`` of a pod template."""
+    for c in template.get("spec", {}).get("initContainers") or []:
+        if c["name"] == container:
+            argv = [*(c.get("command") or []), *(c.get("args") or [])]
+            return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
+    return []
+
+
 def predecessors(template: Mapping[str, Any]) -> list[str]:
     """The jobs a pod's ``wait-for-jobs`` init container waits for (``kind/name`` after each ``--job``)."""
-    for c in template.get("spec", {}).get("initContainers") or []:
-        if c["name"] == "wait-for-jobs":
-            argv = [*(c.get("command") or []), *(c.get("args") or [])]
-            return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--job"]
-    return []
+    return _init_values(template, WAIT_CONTAINER, "--job")
 
 
 def peer_pods(template: Mapping[str, Any]) -> list[str]:
     """The worker pods an MPI launcher's ``wait-for-workers`` init container waits for (the first label of the host
     after each ``--host``: the pod's name)."""
-    for c in template.get("spec", {}).get("initContainers") or []:
-        if c["name"] == WORKERS_WAIT_CONTAINER:
-            argv = [*(c.get("command") or []), *(c.get("args") or [])]
-            return [argv[i + 1].split(".")[0] for i, a in enumerate(argv[:-1]) if a == "--host"]
-    return []
+    return [host.split(".")[0] for host in _init_values(template, WORKERS_WAIT_CONTAINER, "--host")]
 
 
 class Rehearsal:
