@@ -3,11 +3,14 @@
 
 The plan reads the images' facts from here once (``ImagePlan``: the Open MPI prefix an MPI job's launcher needs,
 the GPUs the image's CUDA code runs on), and ``tests/unit/test_image_rules.py`` checks every Dockerfile of the
-repository with the same functions. Enough of the Dockerfile syntax for this repository's files: the default
-escape character, no heredocs; ``$VAR`` and ``${VAR}`` substitution
+repository with the same functions. Enough of the Dockerfile syntax for this repository's files and a user's copy
+of one: the default escape character, no heredocs; ``$VAR`` and ``${VAR}`` substitution
 (https://docs.docker.com/reference/dockerfile/#environment-replacement).
 """
 
+import fnmatch
+import json
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -51,6 +54,42 @@ def substitute(value: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), value)
 
 
+@dataclass(frozen=True)
+class Copy:
+    """One ``COPY`` or ``ADD`` of files of the build context: its sources (relative to the context) and where they go
+    (an absolute path; ``dest_is_dir`` when the files go into it)."""
+
+    sources: tuple[str, ...]
+    dest: str
+    dest_is_dir: bool
+
+    def place(self, name: str) -> Optional[str]:
+        """Where the context's file ``name`` (a ``/`` path relative to the context) lands in the image, or ``None``
+        when this instruction does not copy it (a source is the file, a pattern matching it, or a folder holding it:
+        https://docs.docker.com/reference/dockerfile/#copy)."""
+        for source in self.sources:
+            src = posixpath.normpath(source)
+            if src == ".":
+                return posixpath.join(self.dest, name)
+            if name.startswith(src + "/"):
+                return posixpath.join(self.dest, posixpath.relpath(name, src))
+            if fnmatch.fnmatchcase(name, src):
+                return posixpath.join(self.dest, posixpath.basename(name)) if self.dest_is_dir else self.dest
+        return None
+
+
+def _copy_words(args: str) -> list[str]:
+    """The words of a ``COPY``/``ADD``: the JSON form (``["src", "dest"]``) or the shell form, options included."""
+    if args.startswith("["):
+        try:
+            words = json.loads(args)
+        except ValueError:
+            words = None
+        if isinstance(words, list) and all(isinstance(w, str) for w in words):
+            return words
+    return args.split()
+
+
 def _pairs(args: str) -> list[tuple[str, str]]:
     """The ``KEY=value`` pairs of an ``ENV`` or ``ARG`` instruction (``ENV KEY value``: one pair)."""
     words = shlex.split(args, posix=True)
@@ -73,6 +112,35 @@ class Dockerfile:
     @property
     def instructions(self) -> list[tuple[str, str]]:
         return instructions(self.text)
+
+    def copies(self) -> list[Copy]:
+        """The final stage's ``COPY`` and ``ADD`` instructions of files of the build context, in order: those of an
+        earlier stage, ``--from`` another stage or image, and ``ADD`` of a URL put nothing of the context in the
+        image. Relative destinations follow the stage's ``WORKDIR`` (from ``/``: the base image's own is not read);
+        ``ARG`` and ``ENV`` values are substituted, as the build does."""
+        out: list[Copy] = []
+        workdir, scope = "/", dict[str, str]()
+        for word, args in self.instructions:
+            if word == "FROM":
+                out, workdir = [], "/"
+            elif word in ("ARG", "ENV"):
+                before = dict(scope)
+                for k, v in _pairs(args):
+                    scope[k] = substitute(v, before)
+            elif word == "WORKDIR":
+                workdir = posixpath.join(workdir, substitute(args.strip(), scope))
+            elif word in ("COPY", "ADD"):
+                words = [substitute(w, scope) for w in _copy_words(args)]
+                options = [w for w in words if w.startswith("--")]
+                *sources, dest = [w for w in words if not w.startswith("--")] or [""]
+                if any(o.startswith("--from") for o in options):
+                    continue
+                sources = [s for s in sources if not re.match(r"^[a-z][a-z0-9+.-]*://|^git@", s)]
+                if sources:
+                    to = posixpath.normpath(posixpath.join(workdir, dest))
+                    many = len(sources) > 1 or any(c in s for s in sources for c in "*?[")
+                    out.append(Copy(tuple(sources), to, dest.endswith("/") or many or dest in (".", "./")))
+        return out
 
     def env(self, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
         """The environment of a container of the final stage: ``base`` (the base image's, default

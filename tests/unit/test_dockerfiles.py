@@ -7,6 +7,7 @@ import pytest
 
 from components.catalog import BASE_IMAGES, SOURCES
 from components.image import is_docker_hub, registry_of
+from components.image.dockerfile import Dockerfile
 from components.workloads.mpi import SSHD_PORT
 from tests.harness import REPO
 from tests.image_support import base_images, dockerfile_instructions, repository_dockerfiles
@@ -128,12 +129,7 @@ def test_training_image_keeps_the_efa_installer_and_both_plugin_paths() -> None:
 
 
 def test_training_image_copies_exactly_what_dockerignore_lets_in() -> None:
-    ins = _instructions(TRAINING)
-    copied = set()
-    for word, args in ins:
-        if word == "COPY":
-            *srcs, _dest = args.split()
-            copied |= {s for s in srcs if not s.startswith("--")}
+    copied = {s for c in Dockerfile.read(TRAINING).copies() for s in c.sources}
     allowed = {line[1:] for line in (TRAINING.parent / ".dockerignore").read_text().split() if line.startswith("!")}
     assert copied == allowed - {"Dockerfile"}
 

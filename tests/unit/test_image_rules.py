@@ -25,7 +25,7 @@ import pytest
 from components.catalog import INSTANCE_TYPES
 from components.catalog.charts import BASE_IMAGES, INSTALLERS_USING_APT, base_image
 from components.catalog.gpus import GPU_MODELS, compute_capability, runs_on
-from components.image.dockerfile import Dockerfile, package_index_problems
+from components.image.dockerfile import Copy, Dockerfile, package_index_problems
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, stack_config, stack_names
@@ -288,3 +288,28 @@ def test_an_mpi_image_without_its_open_mpi_prefix_is_a_config_error(monkeypatch:
     assert problem.startswith("eks-training:images.nccl-tests.mpiPrefix: MPI job nccl")
     cfg[f"{PROJECT}:images"]["nccl-tests"]["mpiPrefix"] = "/opt/amazon/openmpi"
     assert build_plan(load_config(PROJECT, "mpi-horovod", cfg)).images["nccl-tests"].mpi_prefix == "/opt/amazon/openmpi"
+
+
+def _copies(text: str) -> list[Copy]:
+    return Dockerfile(Path("Dockerfile"), text).copies()
+
+
+def test_the_files_a_dockerfile_copies_from_its_context() -> None:
+    """The final stage's COPY and ADD of context files, in both forms, with WORKDIR, ARG and ENV applied
+    (https://docs.docker.com/reference/dockerfile/#copy); another stage's, ``--from`` and URLs put none there."""
+    copies = _copies(
+        "FROM a AS build\nCOPY early.py /app/\n"
+        "FROM b\nARG DIR=lib\nWORKDIR /app\nCOPY ./one.py two.py ${DIR}/\n"
+        'COPY ["three.py", "/opt/3.py"]\nADD https://example.com/x.py /app/\n'
+        "COPY --from=build /app/early.py /app/\nCOPY --chmod=755 src/ /srv\nCOPY . .\n"
+    )
+    assert copies == [
+        Copy(("./one.py", "two.py"), "/app/lib", True),
+        Copy(("three.py",), "/opt/3.py", False),
+        Copy(("src/",), "/srv", False),
+        Copy((".",), "/app", True),
+    ]
+    assert [c.place("one.py") for c in copies] == ["/app/lib/one.py", None, None, "/app/one.py"]
+    assert copies[1].place("three.py") == "/opt/3.py" and copies[2].place("src/a/b.py") == "/srv/a/b.py"
+    assert copies[0].place("early.py") is None and copies[2].place("srcx.py") is None
+    assert _copies("FROM a\nCOPY *.py /app/\n")[0].place("x.py") == "/app/x.py"

@@ -49,17 +49,32 @@ def test_a_copy_of_this_versions_training_folder_is_taken(tmp_path: Path) -> Non
     assert _load(_project(tmp_path)).images["training"].context == OWN
 
 
+def _not_let_in(name: str) -> Any:
+    def edit(folder: Path) -> None:
+        ignore = folder / ".dockerignore"
+        ignore.write_text(ignore.read_text().replace(f"!{name}\n", ""))
+
+    return edit
+
+
 @pytest.mark.parametrize(
-    "edit",
-    [_without("wait_for_workers.py"), _without("wait_for_workers.py", file=False)],
-    ids=["an-earlier-copy", "copied-but-not-into-the-image"],
+    ("edit", "gap"),
+    [
+        (_without("wait_for_workers.py"), "missing from the folder"),
+        (_without("wait_for_workers.py", file=False), "not copied to /app by its Dockerfile"),
+        # the build would fail: COPY names a file the whitelist keeps out of the context (the rule once took it)
+        (_not_let_in("wait_for_workers.py"), "left out by its .dockerignore"),
+    ],
+    ids=["an-earlier-copy", "copied-but-not-into-the-image", "not-let-in-by-dockerignore"],
 )
-def test_a_copy_without_a_helpers_script_is_refused_naming_it_and_what_runs_it(tmp_path: Path, edit: Any) -> None:
+def test_a_copy_without_a_helpers_script_is_refused_naming_it_and_what_runs_it(
+    tmp_path: Path, edit: Any, gap: str
+) -> None:
     with pytest.raises(ConfigError) as exc:
         _load(_project(tmp_path, edit))
     (problem,) = [p for p in exc.value.problems if "images.training.context" in p]
-    assert "wait_for_workers.py (an MPI launcher's wait for its workers)" in problem
-    assert "copy those files from this version's training/ folder" in problem
+    assert f"wait_for_workers.py ({gap}; an MPI launcher's wait for its workers)" in problem
+    assert "copy each file from this version's training/ folder, let it in through .dockerignore" in problem
 
 
 def test_a_script_the_stack_does_not_run_is_not_asked_for(tmp_path: Path) -> None:
@@ -74,3 +89,44 @@ def test_a_dockerfile_that_copies_its_whole_folder_into_app_is_taken(tmp_path: P
         assert "COPY . /app/" in dockerfile.read_text()
 
     assert _load(_project(tmp_path, copy_all)).images["training"].context == OWN
+
+
+def _rewrite_copy(line: str) -> Any:
+    """Replace training/'s ``COPY <scripts> /app/`` with ``line`` (``{scripts}``: the scripts, space-separated;
+    ``{json}``: as a JSON list)."""
+
+    def edit(folder: Path) -> None:
+        dockerfile = folder / "Dockerfile"
+        text = dockerfile.read_text()
+        match = re.search(r"(?m)^COPY ((?:\S+\.py ?)+) /app/$", text)
+        assert match
+        scripts = match.group(1).split()
+        new = line.format(scripts=" ".join(scripts), json=", ".join(f'"{s}"' for s in scripts))
+        dockerfile.write_text(text[: match.start()] + new + text[match.end() :])
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'COPY [{json}, "/app/"]',
+        "ADD {scripts} /app/",
+        "COPY --chown=1000:1000 {scripts} ./",
+        "ARG APP=/app\nCOPY {scripts} ${{APP}}/",
+        "COPY *.py /app/",
+    ],
+    ids=["json-form", "add", "relative-to-workdir", "build-arg", "pattern"],
+)
+def test_every_form_of_copy_into_app_is_taken(tmp_path: Path, line: str) -> None:
+    assert _load(_project(tmp_path, _rewrite_copy(line))).images["training"].context == OWN
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["COPY {scripts} /opt/", "COPY --from=builder {scripts} /app/"],
+    ids=["another-folder", "from-another-stage"],
+)
+def test_a_copy_elsewhere_or_from_another_stage_is_refused(tmp_path: Path, line: str) -> None:
+    with pytest.raises(ConfigError, match=r"wait_for_workers\.py \(not copied to /app by its Dockerfile"):
+        _load(_project(tmp_path, _rewrite_copy(line)))

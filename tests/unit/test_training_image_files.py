@@ -7,21 +7,20 @@ the scripts by name: a new module must be added to both, or the scripts fail to 
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 from components.image.context import collect_build_context
+from components.image.dockerfile import Dockerfile
 from tests.python_source import parse
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
 
 
 def copied_files() -> list[str]:
-    """The files the Dockerfile's ``COPY ... /app/`` line copies."""
-    text = (TRAINING / "Dockerfile").read_text()
-    match = re.search(r"^COPY ((?:\S+\.py ?)+) /app/$", text, flags=re.MULTILINE)
-    assert match, "no 'COPY <scripts> /app/' line in training/Dockerfile"
-    return match.group(1).split()
+    """The scripts the Dockerfile copies into /app (:meth:`~components.image.dockerfile.Dockerfile.copies`)."""
+    scripts = [s for c in Dockerfile.read(TRAINING / "Dockerfile").copies() if c.dest == "/app" for s in c.sources]
+    assert scripts, "training/Dockerfile copies no script into /app"
+    return scripts
 
 
 def local_imports(path: Path) -> set[str]:

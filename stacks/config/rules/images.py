@@ -1,7 +1,6 @@
 """Rules on images: the build folder exists, the image runs on its job's GPUs, an MPI image names its Open MPI, a
 training image of one's own still holds the helpers' scripts."""
 
-import fnmatch
 import posixpath
 
 from components.catalog import (
@@ -10,6 +9,7 @@ from components.catalog import (
 from components.catalog.charts import base_image
 from components.catalog.gpus import GpuSupport, compute_capability, runs_on
 from components.catalog.sources import SOURCES
+from components.image.context import collect_build_context
 from components.workloads.toolbox import (
     BENCHMARK_SCRIPT,
     COLLECT_SCRIPT,
@@ -70,27 +70,26 @@ def check_toolbox(s: Sections, problems: list[str]) -> None:
     dockerfile = image_dockerfile(s, TOOLBOX_IMAGE, image)
     if dockerfile is None or folder.resolve() == shipped(TOOLBOX_IMAGE).resolve():
         return
-    copies, workdir = [], "/"
-    for word, args in dockerfile.instructions:
-        if word == "WORKDIR":
-            workdir = posixpath.join(workdir, args.strip())
-        elif word == "COPY" and "--from" not in args:
-            *sources, dest = [a for a in args.split() if not a.startswith("--")]
-            copies.append((sources, posixpath.normpath(posixpath.join(workdir, dest))))
+    context = {entry.path for entry in collect_build_context(str(folder), image.dockerfile)}
+    copies = dockerfile.copies()
     missing = []
     for path, why in toolbox_scripts(s).items():
-        name, app = posixpath.basename(path), posixpath.dirname(path)
-        copied = any(
-            dest == app and any(src in (".", "./") or fnmatch.fnmatch(name, src) for src in sources)
-            for sources, dest in copies
-        )
-        if not (folder / name).is_file() or not copied:
-            missing.append(f"{name} ({why})")
+        name = posixpath.basename(path)
+        if not (folder / name).is_file():
+            gap = "missing from the folder"
+        elif name not in context:
+            gap = "left out by its .dockerignore"
+        elif path not in {c.place(name) for c in copies}:
+            gap = f"not copied to {posixpath.dirname(path)} by its {image.dockerfile}"
+        else:
+            continue
+        missing.append(f"{name} ({gap}; {why})")
     if missing:
         problems.append(
             f"{key(f'images.{TOOLBOX_IMAGE}.context')}: the training image also runs this project's helpers, and "
-            f"{image.context}/{image.dockerfile} does not put {', '.join(missing)} in /app; copy those files from "
-            "this version's training/ folder and add them to its COPY line (a copy of an earlier version lacks them)"
+            f"{image.context}/ lacks {', '.join(missing)}; copy each file from this version's training/ folder, let "
+            "it in through .dockerignore and add it to the Dockerfile's COPY line into /app, as training/ does (a "
+            "copy of an earlier version lacks them)"
         )
 
 
