@@ -68,7 +68,7 @@ class Copy:
         when this instruction does not copy it (a source is the file, a pattern matching it, or a folder holding it:
         https://docs.docker.com/reference/dockerfile/#copy)."""
         for source in self.sources:
-            src = posixpath.normpath(source)
+            src = posixpath.normpath(source).lstrip("/") or "."  # a source is inside the context, whatever its "/"
             if src == ".":
                 return posixpath.join(self.dest, name)
             if name.startswith(src + "/"):
@@ -79,15 +79,38 @@ class Copy:
 
 
 def _copy_words(args: str) -> list[str]:
-    """The words of a ``COPY``/``ADD``: the JSON form (``["src", "dest"]``) or the shell form, options included."""
-    if args.startswith("["):
+    """The words of a ``COPY``/``ADD``: its ``--options``, then the JSON form (``["src", "dest"]``) or the shell form,
+    quotes removed."""
+    options = []
+    rest = args.strip()
+    while rest.startswith("--"):
+        option, _, rest = rest.partition(" ")
+        options.append(option)
+        rest = rest.strip()
+    if rest.startswith("["):
         try:
-            words = json.loads(args)
+            words = json.loads(rest)
         except ValueError:
             words = None
         if isinstance(words, list) and all(isinstance(w, str) for w in words):
-            return words
-    return args.split()
+            return options + words
+    try:
+        return options + shlex.split(rest, posix=True)
+    except ValueError:
+        return options + rest.split()
+
+
+def _unquote(word: str) -> str:
+    return word[1:-1] if len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'" else word
+
+
+def _parents(folder: str) -> set[str]:
+    """``folder`` and every folder above it."""
+    out = {folder}
+    while folder not in ("/", ""):
+        folder = posixpath.dirname(folder)
+        out.add(folder)
+    return out
 
 
 def _pairs(args: str) -> list[tuple[str, str]]:
@@ -116,19 +139,34 @@ class Dockerfile:
     def copies(self) -> list[Copy]:
         """The final stage's ``COPY`` and ``ADD`` instructions of files of the build context, in order: those of an
         earlier stage, ``--from`` another stage or image, and ``ADD`` of a URL put nothing of the context in the
-        image. Relative destinations follow the stage's ``WORKDIR`` (from ``/``: the base image's own is not read);
-        ``ARG`` and ``ENV`` values are substituted, as the build does."""
+        image; a stage built on an earlier stage starts with that stage's. Relative destinations follow the stage's
+        ``WORKDIR`` (from ``/``: the base image's own is not read); ``ARG`` and ``ENV`` values are substituted, as
+        the build does."""
+        stages: dict[str, tuple[list[Copy], str, dict[str, str], set[str]]] = {}
+        global_args = self._global_args()
         out: list[Copy] = []
-        workdir, scope = "/", dict[str, str]()
+        workdir, scope, folders, name = "/", dict[str, str](), {"/"}, ""
         for word, args in self.instructions:
-            if word == "FROM":
-                out, workdir = [], "/"
-            elif word in ("ARG", "ENV"):
+            if word == "FROM":  # a stage built on an earlier one starts from its files, WORKDIR and variables
+                if name:
+                    stages[name] = (out, workdir, scope, folders)
+                parts = [p for p in args.split() if not p.startswith("--")]
+                parent = stages.get(parts[0].lower()) if parts else None
+                out, workdir, scope, folders = (
+                    (list(parent[0]), parent[1], dict(parent[2]), set(parent[3])) if parent else ([], "/", {}, {"/"})
+                )
+                name = parts[2].lower() if len(parts) >= 3 and parts[1].upper() == "AS" else ""
+                continue
+            if word in ("ARG", "ENV"):
                 before = dict(scope)
                 for k, v in _pairs(args):
-                    scope[k] = substitute(v, before)
+                    if word == "ARG" and not v:
+                        scope.setdefault(k, global_args.get(k, ""))  # a global ARG's default, redeclared
+                    else:
+                        scope[k] = substitute(v, before)
             elif word == "WORKDIR":
-                workdir = posixpath.join(workdir, substitute(args.strip(), scope))
+                workdir = posixpath.join(workdir, substitute(_unquote(args.strip()), scope))
+                folders.update(_parents(workdir))
             elif word in ("COPY", "ADD"):
                 words = [substitute(w, scope) for w in _copy_words(args)]
                 options = [w for w in words if w.startswith("--")]
@@ -139,8 +177,23 @@ class Dockerfile:
                 if sources:
                     to = posixpath.normpath(posixpath.join(workdir, dest))
                     many = len(sources) > 1 or any(c in s for s in sources for c in "*?[")
-                    out.append(Copy(tuple(sources), to, dest.endswith("/") or many or dest in (".", "./")))
+                    # a folder: so named, or one that exists (a file copied onto a folder goes into it)
+                    into = dest.endswith("/") or many or dest in (".", "./") or to in folders
+                    out.append(Copy(tuple(sources), to, into))
+                    if into:
+                        folders.update(_parents(to))
         return out
+
+    def _global_args(self) -> dict[str, str]:
+        """The ``ARG`` defaults declared before the first ``FROM``."""
+        args: dict[str, str] = {}
+        for word, rest in self.instructions:
+            if word == "FROM":
+                break
+            if word == "ARG":
+                for k, v in _pairs(rest):
+                    args[k] = substitute(v, args)
+        return args
 
     def env(self, base: Optional[Mapping[str, str]] = None) -> dict[str, str]:
         """The environment of a container of the final stage: ``base`` (the base image's, default

@@ -313,3 +313,25 @@ def test_the_files_a_dockerfile_copies_from_its_context() -> None:
     assert copies[1].place("three.py") == "/opt/3.py" and copies[2].place("src/a/b.py") == "/srv/a/b.py"
     assert copies[0].place("early.py") is None and copies[2].place("srcx.py") is None
     assert _copies("FROM a\nCOPY *.py /app/\n")[0].place("x.py") == "/app/x.py"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FROM a\nWORKDIR /app\nCOPY x.py /app\n",  # onto a folder that exists: into it
+        'FROM a\nCOPY --chown=1000:1000 ["x.py", "/app/"]\n',
+        'FROM a\nWORKDIR "/app"\nCOPY "x.py" ./\n',
+        "ARG DIR=/app\nFROM a\nARG DIR\nCOPY x.py ${DIR}/\n",  # a global ARG redeclared in the stage
+        "FROM a AS base\nWORKDIR /app\nFROM base\nCOPY x.py ./\n",  # a stage on a stage keeps its WORKDIR
+        "FROM a AS base\nCOPY x.py /app/\nFROM base\n",  # ... and its files
+        "FROM a\nCOPY /x.py /app/\n",
+    ],
+    ids=["existing-folder", "json-with-options", "quoted", "global-arg", "stage-workdir", "stage-files", "slash"],
+)
+def test_a_script_copied_into_app_is_placed_there(text: str) -> None:
+    assert "/app/x.py" in {c.place("x.py") for c in _copies(text)}
+
+
+def test_a_global_arg_not_redeclared_is_empty_in_the_stage() -> None:
+    """https://docs.docker.com/reference/dockerfile/#scope: the copy goes to /, not /app."""
+    assert {c.place("x.py") for c in _copies("ARG DIR=/app\nFROM a\nCOPY x.py ${DIR}/\n")} == {"/x.py"}

@@ -60,10 +60,10 @@ def _not_let_in(name: str) -> Any:
 @pytest.mark.parametrize(
     ("edit", "gap"),
     [
-        (_without("wait_for_workers.py"), "missing from the folder"),
-        (_without("wait_for_workers.py", file=False), "not copied to /app by its Dockerfile"),
-        # the build would fail: COPY names a file the whitelist keeps out of the context (the rule once took it)
-        (_not_let_in("wait_for_workers.py"), "left out by its .dockerignore"),
+        (_without("wait_for_workers.py"), "not in the folder, copy it from this version's training/ folder"),
+        (_without("wait_for_workers.py", file=False), "not copied to /app by Dockerfile, add it to the COPY line"),
+        # the build would fail: COPY names a file the whitelist keeps out of the context
+        (_not_let_in("wait_for_workers.py"), "left out of the build by .dockerignore, let it in (`!<name>`"),
     ],
     ids=["an-earlier-copy", "copied-but-not-into-the-image", "not-let-in-by-dockerignore"],
 )
@@ -73,8 +73,7 @@ def test_a_copy_without_a_helpers_script_is_refused_naming_it_and_what_runs_it(
     with pytest.raises(ConfigError) as exc:
         _load(_project(tmp_path, edit))
     (problem,) = [p for p in exc.value.problems if "images.training.context" in p]
-    assert f"wait_for_workers.py ({gap}; an MPI launcher's wait for its workers)" in problem
-    assert "copy each file from this version's training/ folder, let it in through .dockerignore" in problem
+    assert f"wait_for_workers.py (an MPI launcher's wait for its workers): {gap}" in problem
 
 
 def test_a_script_the_stack_does_not_run_is_not_asked_for(tmp_path: Path) -> None:
@@ -115,8 +114,10 @@ def _rewrite_copy(line: str) -> Any:
         "COPY --chown=1000:1000 {scripts} ./",
         "ARG APP=/app\nCOPY {scripts} ${{APP}}/",
         "COPY *.py /app/",
+        'COPY --chown=1000:1000 [{json}, "/app/"]',
+        "COPY {scripts} /app",
     ],
-    ids=["json-form", "add", "relative-to-workdir", "build-arg", "pattern"],
+    ids=["json-form", "add", "relative-to-workdir", "build-arg", "pattern", "json-with-options", "into-workdir"],
 )
 def test_every_form_of_copy_into_app_is_taken(tmp_path: Path, line: str) -> None:
     assert _load(_project(tmp_path, _rewrite_copy(line))).images["training"].context == OWN
@@ -128,5 +129,8 @@ def test_every_form_of_copy_into_app_is_taken(tmp_path: Path, line: str) -> None
     ids=["another-folder", "from-another-stage"],
 )
 def test_a_copy_elsewhere_or_from_another_stage_is_refused(tmp_path: Path, line: str) -> None:
-    with pytest.raises(ConfigError, match=r"wait_for_workers\.py \(not copied to /app by its Dockerfile"):
+    with pytest.raises(
+        ConfigError,
+        match=r"wait_for_workers\.py \(an MPI launcher's wait for its workers\).*: not copied to /app by Dockerfile",
+    ):
         _load(_project(tmp_path, _rewrite_copy(line)))

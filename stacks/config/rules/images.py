@@ -71,25 +71,32 @@ def check_toolbox(s: Sections, problems: list[str]) -> None:
     if dockerfile is None or folder.resolve() == shipped(TOOLBOX_IMAGE).resolve():
         return
     context = {entry.path for entry in collect_build_context(str(folder), image.dockerfile)}
-    copies = dockerfile.copies()
-    missing = []
+    placed = {c.place(path) for c in dockerfile.copies() for path in context}
+    gaps: dict[str, list[str]] = {}
     for path, why in toolbox_scripts(s).items():
-        name = posixpath.basename(path)
-        if not (folder / name).is_file():
-            gap = "missing from the folder"
-        elif name not in context:
-            gap = "left out by its .dockerignore"
-        elif path not in {c.place(name) for c in copies}:
-            gap = f"not copied to {posixpath.dirname(path)} by its {image.dockerfile}"
-        else:
+        if path in placed:
             continue
-        missing.append(f"{name} ({gap}; {why})")
-    if missing:
+        name = posixpath.basename(path)
+        if any(posixpath.basename(p) == name for p in context):
+            gap = f"not copied to {posixpath.dirname(path)} by {image.dockerfile}"
+        elif (folder / name).is_file():
+            gap = "left out of the build by .dockerignore"
+        else:
+            gap = "not in the folder"
+        gaps.setdefault(gap, []).append(f"{name} ({why})")
+    if gaps:
+        fixes = {
+            "not in the folder": "copy it from this version's training/ folder",
+            "left out of the build by .dockerignore": "let it in (`!<name>`, as training/'s .dockerignore does)",
+        }
         problems.append(
             f"{key(f'images.{TOOLBOX_IMAGE}.context')}: the training image also runs this project's helpers, and "
-            f"{image.context}/ lacks {', '.join(missing)}; copy each file from this version's training/ folder, let "
-            "it in through .dockerignore and add it to the Dockerfile's COPY line into /app, as training/ does (a "
-            "copy of an earlier version lacks them)"
+            f"{image.context}/ does not put every script they run in /app: "
+            + "; ".join(
+                f"{', '.join(names)}: {gap}, {fixes.get(gap, 'add it to the COPY line into /app')}"
+                for gap, names in gaps.items()
+            )
+            + " (a copy of an earlier version of training/ lacks the scripts added since)"
         )
 
 
