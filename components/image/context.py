@@ -47,7 +47,7 @@ class ContextEntry:
     """Hex digest of the content (of the link target text for a symlink)."""
 
 
-def _glob_to_regex(pattern: str) -> "re.Pattern[str]":
+def glob_regex(pattern: str) -> "re.Pattern[str]":
     """Docker/Go ``filepath.Match`` semantics plus ``**`` (any number of directories)."""
     out: list[str] = []
     i, n = 0, len(pattern)
@@ -103,7 +103,7 @@ def parse_dockerignore(text: str) -> list[DockerignorePattern]:
         line = os.path.normpath(line.replace("\\", "/")).replace(os.sep, "/").lstrip("/")
         if line in ("", "."):
             continue
-        patterns.append(DockerignorePattern(line, exclude, _glob_to_regex(line)))
+        patterns.append(DockerignorePattern(line, exclude, glob_regex(line)))
     return patterns
 
 

@@ -8,7 +8,6 @@ of one: the default escape character, no heredocs; ``$VAR`` and ``${VAR}`` subst
 (https://docs.docker.com/reference/dockerfile/#environment-replacement).
 """
 
-import fnmatch
 import json
 import posixpath
 import re
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from components.catalog.gpus import CudaTarget
+from components.image.context import glob_regex
 
 #: The environment a container starts with when no image sets one: Docker's default ``PATH``
 #: (https://docs.docker.com/reference/dockerfile/#env, the ``PATH`` every Linux image gets from the engine).
@@ -27,25 +27,52 @@ _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))"
 _GENCODE = re.compile(r"-gencode[= ]arch=compute_(\d+)([a-z]?),code=\[?([a-z0-9_,]+)\]?")
 
 
+#: A word that starts a heredoc in ``RUN``, ``COPY`` or ``ADD`` (``<<EOF``, ``<<-EOF``, ``<<"EOF"``), as BuildKit's
+#: parser reads it (https://github.com/moby/buildkit, ``frontend/dockerfile/parser/parser.go``, ``reHeredoc``).
+_HEREDOC = re.compile(r"^(\d*)<<(-?)\s*([^<]*)$")
+
+
+def _heredocs(line: str) -> list[tuple[bool, str]]:
+    """The heredocs an instruction's line opens: (leading tabs stripped, terminator), in order."""
+    word = line.partition(" ")[0].upper()
+    if word not in ("RUN", "COPY", "ADD") or "<<" not in line:
+        return []
+    try:
+        words = shlex.split(line, posix=False)
+    except ValueError:
+        words = line.split()
+    out = []
+    for w in words:
+        m = _HEREDOC.match(w)
+        if m and m.group(3):
+            out.append((m.group(2) == "-", m.group(3).strip("\"'")))
+    return out
+
+
 def instructions(text: str) -> list[tuple[str, str]]:
     """A Dockerfile's instructions as ``(INSTRUCTION, arguments)``, continuation lines joined, comments and blank
-    lines dropped."""
+    lines dropped; a heredoc's lines are part of its instruction's arguments (one per line), never instructions."""
     out: list[tuple[str, str]] = []
     pending = ""
-    for raw in text.splitlines():
+    lines = iter(text.splitlines())
+    for raw in lines:
         line = raw.strip()
         if not pending and (not line or line.startswith("#")):
             continue
-        if pending and line.startswith("#"):
-            continue  # a comment inside a continued instruction
+        if pending and (not line or line.startswith("#")):
+            continue  # a comment or an empty line inside a continued instruction
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
         full = (pending + line).strip()
         pending = ""
-        if full:
-            word, _, rest = full.partition(" ")
-            out.append((word.upper(), rest.strip()))
+        for strip, end in _heredocs(full):
+            for body in lines:
+                if (body.lstrip("\t") if strip else body) == end:
+                    break
+                full += "\n" + body
+        word, _, rest = full.partition(" ")
+        out.append((word.upper(), rest.strip()))
     return out
 
 
@@ -73,7 +100,7 @@ class Copy:
                 return posixpath.join(self.dest, name)
             if name.startswith(src + "/"):
                 return posixpath.join(self.dest, posixpath.relpath(name, src))
-            if fnmatch.fnmatchcase(name, src):
+            if glob_regex(src).match(name):  # Go's filepath.Match, as the build matches
                 return posixpath.join(self.dest, posixpath.basename(name)) if self.dest_is_dir else self.dest
         return None
 

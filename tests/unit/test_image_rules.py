@@ -335,3 +335,16 @@ def test_a_script_copied_into_app_is_placed_there(text: str) -> None:
 def test_a_global_arg_not_redeclared_is_empty_in_the_stage() -> None:
     """https://docs.docker.com/reference/dockerfile/#scope: the copy goes to /, not /app."""
     assert {c.place("x.py") for c in _copies("ARG DIR=/app\nFROM a\nCOPY x.py ${DIR}/\n")} == {"/x.py"}
+
+
+def test_a_heredocs_lines_are_its_instructions_not_others() -> None:
+    """A Python heredoc's ``from`` line is not a ``FROM`` (https://docs.docker.com/reference/dockerfile/#here-documents);
+    ``<<`` inside a word or another instruction opens none."""
+    text = (
+        "FROM a\nWORKDIR /app\nCOPY x.py ./\nRUN python3 <<EOF\nfrom pathlib import Path\nprint(1)\nEOF\n"
+        "RUN <<-'END' sh\n\tFROM b\n\tEND\nRUN echo a<<b\nENV A=1\n"
+    )
+    ins = Dockerfile(Path("Dockerfile"), text).instructions
+    assert [w for w, _ in ins] == ["FROM", "WORKDIR", "COPY", "RUN", "RUN", "RUN", "ENV"]
+    assert ins[3][1] == "python3 <<EOF\nfrom pathlib import Path\nprint(1)"
+    assert {c.place("x.py") for c in _copies(text)} == {"/app/x.py"}

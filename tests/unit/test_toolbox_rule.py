@@ -49,6 +49,40 @@ def test_a_copy_of_this_versions_training_folder_is_taken(tmp_path: Path) -> Non
     assert _load(_project(tmp_path)).images["training"].context == OWN
 
 
+def _linked_in(let_in: bool) -> Any:
+    """wait_for_workers.py a link to waits.py in the folder, which .dockerignore lets in (or not)."""
+
+    def edit(folder: Path) -> None:
+        (folder / "wait_for_workers.py").rename(folder / "waits.py")
+        (folder / "wait_for_workers.py").symlink_to("waits.py")
+        if let_in:
+            ignore = folder / ".dockerignore"
+            ignore.write_text(ignore.read_text() + "!waits.py\n")
+
+    return edit
+
+
+def test_a_link_to_a_file_the_build_has_is_taken(tmp_path: Path) -> None:
+    assert _load(_project(tmp_path, _linked_in(True))).images["training"].context == OWN
+
+
+def test_a_link_to_a_file_dockerignore_leaves_out_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="wait_for_workers.py .*: a link to a file the build does not have"):
+        _load(_project(tmp_path, _linked_in(False)))
+
+
+def _linked_out(name: str) -> Any:
+    """``name`` a link to the file outside the folder (the build sends the link, and cannot follow it)."""
+
+    def edit(folder: Path) -> None:
+        outside = folder.parent / "elsewhere" / name
+        outside.parent.mkdir()
+        (folder / name).rename(outside)
+        (folder / name).symlink_to(outside)
+
+    return edit
+
+
 def _not_let_in(name: str) -> Any:
     def edit(folder: Path) -> None:
         ignore = folder / ".dockerignore"
@@ -64,8 +98,9 @@ def _not_let_in(name: str) -> Any:
         (_without("wait_for_workers.py", file=False), "not copied to /app by Dockerfile, add it to the COPY line"),
         # the build would fail: COPY names a file the whitelist keeps out of the context
         (_not_let_in("wait_for_workers.py"), "left out of the build by .dockerignore, let it in (`!<name>`"),
+        (_linked_out("wait_for_workers.py"), "a link to a file the build does not have, copy the file itself in"),
     ],
-    ids=["an-earlier-copy", "copied-but-not-into-the-image", "not-let-in-by-dockerignore"],
+    ids=["an-earlier-copy", "copied-but-not-into-the-image", "not-let-in-by-dockerignore", "a-link-out"],
 )
 def test_a_copy_without_a_helpers_script_is_refused_naming_it_and_what_runs_it(
     tmp_path: Path, edit: Any, gap: str

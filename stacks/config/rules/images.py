@@ -70,14 +70,20 @@ def check_toolbox(s: Sections, problems: list[str]) -> None:
     dockerfile = image_dockerfile(s, TOOLBOX_IMAGE, image)
     if dockerfile is None or folder.resolve() == shipped(TOOLBOX_IMAGE).resolve():
         return
-    context = {entry.path for entry in collect_build_context(str(folder), image.dockerfile)}
-    placed = {c.place(path) for c in dockerfile.copies() for path in context}
+    context = {entry.path: entry for entry in collect_build_context(str(folder), image.dockerfile)}
+    placed = {c.place(path): path for c in dockerfile.copies() for path in context}
     gaps: dict[str, list[str]] = {}
     for path, why in toolbox_scripts(s).items():
-        if path in placed:
-            continue
-        name = posixpath.basename(path)
-        if any(posixpath.basename(p) == name for p in context):
+        name, source = posixpath.basename(path), placed.get(path)
+        if source is not None:
+            target = (folder / source).resolve()
+            root = folder.resolve()
+            if not context[source].is_symlink or (
+                target.is_relative_to(root) and target.relative_to(root).as_posix() in context
+            ):
+                continue
+            gap = "a link to a file the build does not have"
+        elif any(posixpath.basename(p) == name for p in context):
             gap = f"not copied to {posixpath.dirname(path)} by {image.dockerfile}"
         elif (folder / name).is_file():
             gap = "left out of the build by .dockerignore"
@@ -88,6 +94,7 @@ def check_toolbox(s: Sections, problems: list[str]) -> None:
         fixes = {
             "not in the folder": "copy it from this version's training/ folder",
             "left out of the build by .dockerignore": "let it in (`!<name>`, as training/'s .dockerignore does)",
+            "a link to a file the build does not have": "copy the file itself in",
         }
         problems.append(
             f"{key(f'images.{TOOLBOX_IMAGE}.context')}: the training image also runs this project's helpers, and "
