@@ -14,5 +14,3 @@ STAGE_SCRIPT = "/app/stage_data.py"
 BENCHMARK_SCRIPT = "/app/allreduce_bench.py"
 #: The benchmark's collector.
 COLLECT_SCRIPT = "/app/collect_results.py"
-#: The module the API clients (:data:`WAIT_SCRIPT`, :data:`COLLECT_SCRIPT`) import from beside them.
-KUBE_API_MODULE = "/app/kube_api.py"

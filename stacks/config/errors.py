@@ -11,6 +11,7 @@ import shlex
 from typing import Any, Optional, Union, get_args, get_origin
 
 import pulumi
+import yaml
 from pydantic import BaseModel, ValidationError
 
 from stacks.bundle import REFERENCE
@@ -220,8 +221,9 @@ def _with_fix(e: Any) -> Optional[str]:
         return f"{_yaml_kind(got)} is not a string; write a string"
     if e["type"] == "list_type":
         if isinstance(got, str):
-            items = ", ".join(shlex.split(got)) if got.strip() else ""
-            return f"{got!r} is a string, not a list; write a YAML list, e.g. [{items}]"
+            # every list the config takes is of strings: a word YAML reads as a number or a boolean is quoted
+            items = yaml.safe_dump(shlex.split(got), default_flow_style=True, width=10**6).strip()
+            return f"{got!r} is a string, not a list; write a YAML list, e.g. {items}"
         return f"{_yaml_kind(got)} is not a list; write a YAML list, e.g. [a, b]"
     if e["type"] in ("dict_type", "model_type", "model_attributes_type"):
         return f"{_yaml_kind(got)} is not an object; write a YAML mapping of its keys (key: value, see {REFERENCE})"

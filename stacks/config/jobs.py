@@ -264,7 +264,8 @@ class JobConfig(Model):
     """training or evaluation: the job's WorkloadPriorityClass kind within its stage (an evaluation outranks a training
     job of the same stage); not for benchmark experiments, which are always experiments."""
     image: str = TOOLBOX_IMAGE
-    """The key of images the pods run."""
+    """The key of images the pods run. A pytorch job's image holds /app/run_script.py: training, or one built from a
+    copy of training/."""
     node_group: Optional[str] = None
     """The worker group the pods run on; default the only one; "system" for light command jobs."""
     nodes: int = Field(default=1, ge=1)

@@ -1,11 +1,11 @@
 """``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job
 (:class:`~components.workloads.PyTorchJob`)."""
 
-from typing import cast
+from typing import Mapping, cast
 
 from components.workloads import PyTorchJob, PyTorchJobArgs
 from components.workloads.spec import RendezvousBackend
-from components.workloads.training import pytorch_command, pytorch_env
+from components.workloads.training import LAUNCHER, RUN_SCRIPT, pytorch_command, pytorch_env
 from stacks.bundle import TOOLBOX_IMAGE
 from stacks.kinds.base import (
     BuildContext,
@@ -50,6 +50,10 @@ class PyTorch(JobKind):
         if job.command is not None:
             problems.append(("command", "a pytorch job's command is torchrun; give the script and args instead"))
         return problems
+
+    def image_scripts(self, toolbox: bool) -> Mapping[str, str]:
+        scripts = {RUN_SCRIPT: "torchrun's wrapper of a pytorch job's script"}
+        return {**scripts, LAUNCHER: "a pytorch job's launcher"} if toolbox else scripts
 
     def needs_etcd(self, job: JobSettings) -> bool:
         return job.rendezvous_backend == "etcd-v2"

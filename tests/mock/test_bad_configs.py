@@ -8,7 +8,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from stacks.config import ConfigError
+from stacks.config import ConfigError, load_config
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT, REPO, run_program, stack_config
 
@@ -1330,7 +1330,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         job(command="python train.py --epochs 1"),
         [
             "eks-training:jobs.train.command: 'python train.py --epochs 1' is a string, not a list; write a YAML list, "
-            "e.g. [python, train.py, --epochs, 1]"
+            "e.g. [python, train.py, --epochs, '1']"
         ],
     ),
     (
@@ -1551,3 +1551,21 @@ def test_the_plan_gives_the_same_message(tmp_path: Path, change, fragments: list
     for fragment in fragments:
         assert fragment in err.getvalue(), f"{fragment!r} not in:\n{err.getvalue()}"
     assert "Traceback" not in err.getvalue()
+
+
+@pytest.mark.parametrize("field", ["args", "command"])
+def test_the_list_a_refusal_suggests_is_taken(field: str) -> None:
+    """A string where a list goes is refused with the list to write instead; written as suggested, that list is
+    taken (a word YAML reads as a number is quoted: ``[--epochs, 3]`` would be refused in turn)."""
+    cfg = base()
+    given = "python train.py --epochs 3 --lr 0.1 --resume true"
+    kind = {"args": "pytorch", "command": "command"}[field]
+    other = {"script": "/app/train.py"} if kind == "pytorch" else {}
+    cfg[f"{PROJECT}:jobs"] = {"fit": {"kind": kind, "nodeGroup": "cpu", field: given, **other}}
+    with pytest.raises(ConfigError) as refused:
+        load_config(PROJECT, "dev", cfg, project_dir=REPO)
+    (problem,) = [p for p in refused.value.problems if f"jobs.fit.{field}" in p]
+    suggested = yaml.safe_load(problem.split("e.g. ", 1)[1])
+    assert suggested == given.split()
+    cfg[f"{PROJECT}:jobs"]["fit"][field] = suggested
+    load_config(PROJECT, "dev", cfg, project_dir=REPO)

@@ -1,6 +1,7 @@
-"""A ``training`` image built from a folder of one's own (a copy of training/, to add packages) is also the toolbox:
-the configuration is refused when its Dockerfile does not put the scripts the stack's helpers run in /app. A copy made
-from an earlier version of this project lacks the scripts added since (``stacks.config.rules.images.check_toolbox``)."""
+"""An image built from a folder of one's own (a copy of training/, to add packages) must still hold the project's
+scripts its pods run: the configuration is refused when its Dockerfile does not put them in /app (the helpers' in the
+``training`` image, the toolbox; a pytorch job's launcher and torchrun wrapper; the modules they import). A copy made
+from an earlier version of this project lacks the scripts added since (``stacks.config.rules.images``)."""
 
 from __future__ import annotations
 
@@ -169,3 +170,33 @@ def test_a_copy_elsewhere_or_from_another_stage_is_refused(tmp_path: Path, line:
         match=r"wait_for_workers\.py \(an MPI launcher's wait for its workers\).*: not copied to /app by Dockerfile",
     ):
         _load(_project(tmp_path, _rewrite_copy(line)))
+
+
+def _load_dev(project: Path, image: str = "training") -> Any:
+    """The dev preset (pytorch jobs, a dataset) with its jobs on ``image``, built from the project's ``my-training``."""
+    cfg = stack_config("dev")
+    cfg[P + "images"] = {image: {"context": OWN}}
+    cfg[P + "jobs"] = {name: {**job, "image": image} for name, job in cfg[P + "jobs"].items()}
+    return load_config(PROJECT, "dev", cfg, project_dir=project)
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        ("run_script.py", "torchrun's wrapper of a pytorch job's script"),
+        ("launch.py", "a pytorch job's launcher"),
+        ("process_end.py", "imported by allreduce_bench.py, run_script.py"),
+        ("cifar_io.py", "imported by stage_data.py"),
+    ],
+)
+def test_a_pytorch_jobs_scripts_and_their_imports_are_asked_for(tmp_path: Path, script: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"{script} ({why}): not in the folder")):
+        _load_dev(_project(tmp_path, _without(script)))
+
+
+def test_an_own_image_of_another_name_needs_the_torchrun_wrapper_not_the_launcher(tmp_path: Path) -> None:
+    """Only the ``training`` image's pytorch jobs start through the launcher; every pytorch job's torchrun runs
+    run_script.py."""
+    assert _load_dev(_project(tmp_path, _without("launch.py")), "mine").images["mine"].context == OWN
+    with pytest.raises(ConfigError, match=r"images\.mine\.context: .*run_script\.py \(torchrun's wrapper"):
+        _load_dev(_project(tmp_path / "without-wrapper", _without("run_script.py")), "mine")

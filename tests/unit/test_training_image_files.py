@@ -11,6 +11,7 @@ from pathlib import Path
 
 from components.image.context import collect_build_context
 from components.image.dockerfile import Dockerfile
+from stacks.config.rules.images import training_imports
 from tests.python_source import parse
 
 TRAINING = Path(__file__).resolve().parents[2] / "training"
@@ -23,21 +24,13 @@ def copied_files() -> list[str]:
     return scripts
 
 
-def local_imports(path: Path) -> set[str]:
-    """Modules imported by ``path`` that are files in training/."""
-    tree = parse(path.read_text())
-    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
-    return {f"{name}.py" for name in names if (TRAINING / f"{name}.py").is_file()}
-
-
 def test_every_local_import_of_a_copied_script_is_copied_and_in_the_build_context() -> None:
     copied = copied_files()
     in_context = {entry.path for entry in collect_build_context(str(TRAINING))}
     assert "run_lease.py" in copied
     for script in copied:
         assert script in in_context, f"{script} is copied by the Dockerfile but excluded by .dockerignore"
-        for module in local_imports(TRAINING / script):
+        for module in training_imports(script):  # what the config rule asks of a copy too
             assert module in copied, f"{script} imports {module}, which the Dockerfile does not copy"
 
 
@@ -55,3 +48,23 @@ def test_every_script_a_copied_script_runs_by_path_is_copied() -> None:
     for script in copied:
         for name in named_files(TRAINING / script):
             assert name in copied, f"{script} names {name}, which the Dockerfile does not copy"
+
+
+def _imported(script: str) -> set[str]:
+    """The modules of training/ ``script`` imports, read from its syntax tree."""
+    tree = parse((TRAINING / script).read_text())
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    return {f"{name}.py" for name in names if (TRAINING / f"{name}.py").is_file()}
+
+
+def test_the_config_rule_reads_every_scripts_imports_as_the_syntax_tree_does() -> None:
+    """The rule on one's own copy of training/ (``training_imports``) reads import lines; the tree is the truth."""
+    for path in sorted(TRAINING.glob("*.py")):
+        closure, todo = set(), [path.name]
+        while todo:
+            for module in _imported(todo.pop()) - closure - {path.name}:
+                closure.add(module)
+                todo.append(module)
+        assert set(training_imports(path.name)) == closure, path.name
+    assert training_imports("run_script.py") == ("process_end.py",)

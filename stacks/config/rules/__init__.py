@@ -8,7 +8,7 @@ depend on it, and defaults the user did not set are not blamed.
 
 from stacks.config.amis import ami_release_problems
 from stacks.config.rules.health import check_health
-from stacks.config.rules.images import check_image_gpus, check_images, check_mpi_image, check_toolbox
+from stacks.config.rules.images import check_image_gpus, check_image_scripts, check_images, check_mpi_image
 from stacks.config.rules.jobs import check_code, check_jobs
 from stacks.config.rules.network import check_cluster_name, check_entry_names, check_network, check_zone_forms
 from stacks.config.rules.nodegroups import check_efa, check_group, check_group_names, check_system_group, check_topology
@@ -32,7 +32,7 @@ __all__ = [
     "check_imported_datasets",
     "check_jobs",
     "check_mpi_image",
-    "check_toolbox",
+    "check_image_scripts",
     "check_network",
     "check_stack",
     "check_storage",
@@ -59,7 +59,7 @@ def cross_section(s: Sections) -> list[str]:
         for i, t in enumerate(types):
             known_type(s, t, f"nodeGroups.{name}.instanceTypes[{i}]", problems)
     check_images(s, problems)
-    check_toolbox(s, problems)
+    check_image_scripts(s, problems)
     check_jobs(s, problems)
     check_storage(s, s.jobs, problems)
     groups = [("systemNodeGroup", s.system.ami_release, [s.system.instance_type])]

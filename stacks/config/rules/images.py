@@ -1,7 +1,10 @@
-"""Rules on images: the build folder exists, the image runs on its job's GPUs, an MPI image names its Open MPI, a
-training image of one's own still holds the helpers' scripts."""
+"""Rules on images: the build folder exists, the image runs on its job's GPUs, an MPI image names its Open MPI, an
+image built from one's own copy of training/ still holds the project's scripts its pods run."""
 
+import functools
 import posixpath
+import re
+from pathlib import Path
 
 from components.catalog import (
     InstanceType,
@@ -10,11 +13,11 @@ from components.catalog.charts import base_image
 from components.catalog.gpus import GpuSupport, compute_capability, runs_on
 from components.catalog.sources import SOURCES
 from components.image.context import collect_build_context
+from components.image.dockerfile import Dockerfile
 from components.workloads.toolbox import (
     BENCHMARK_SCRIPT,
     COLLECT_SCRIPT,
     FETCH_SCRIPT,
-    KUBE_API_MODULE,
     STAGE_SCRIPT,
     WAIT_SCRIPT,
 )
@@ -54,26 +57,86 @@ def toolbox_scripts(s: Sections) -> dict[str, str]:
         COLLECT_SCRIPT: ("the benchmark's collector", any(p.startswith("benchmark") for p in s.job_paths.values())),
     }
     out.update({path: why for path, (why, needed) in needs.items() if needed})
-    if WAIT_SCRIPT in out or COLLECT_SCRIPT in out:
-        out[KUBE_API_MODULE] = "the API clients (wait_for_jobs.py, collect_results.py)"
     return out
 
 
-def check_toolbox(s: Sections, problems: list[str]) -> None:
-    """A ``training`` image built from a folder of one's own (a copy of training/, to add packages) is also the
-    toolbox: it must still put the helpers' scripts in /app. A copy made from an earlier version of this project may
-    lack a script added since."""
-    image = s.images.get(TOOLBOX_IMAGE)
-    if image is None or image.context is None:
-        return
-    folder = s.image_folders.get(TOOLBOX_IMAGE, s.project_dir / image.context)
-    dockerfile = image_dockerfile(s, TOOLBOX_IMAGE, image)
-    if dockerfile is None or folder.resolve() == shipped(TOOLBOX_IMAGE).resolve():
-        return
-    context = {entry.path: entry for entry in collect_build_context(str(folder), image.dockerfile)}
+#: An import statement's first module (``import a``, ``import a, b`` names a only; training/'s scripts import one
+#: module a line).
+_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+([A-Za-z_][A-Za-z0-9_]*)\b", re.MULTILINE)
+
+
+@functools.cache
+def training_imports(script: str) -> tuple[str, ...]:
+    """The modules of the shipped training/ folder that its ``script`` imports, directly or through them."""
+    folder = shipped(TOOLBOX_IMAGE)
+    seen: set[str] = set()
+    todo = [script]
+    while todo:
+        path = folder / todo.pop()
+        if not path.is_file():
+            continue
+        names = {m.group(1) for m in _IMPORT.finditer(path.read_text())}
+        for module in (f"{name}.py" for name in names):
+            if module not in seen and module != script and (folder / module).is_file():
+                seen.add(module)
+                todo.append(module)
+    return tuple(sorted(seen))
+
+
+def image_scripts(s: Sections, name: str) -> dict[str, str]:
+    """The project's scripts the built image ``name`` must hold (path in the image -> what runs it): the helpers'
+    when it is the toolbox, its jobs' own (a pytorch job's launcher and torchrun wrapper), and the modules of
+    training/ they import."""
+    out = toolbox_scripts(s) if name == TOOLBOX_IMAGE else {}
+    for job in s.jobs.values():
+        if job.image == name:
+            out.update(KINDS[job.kind].image_scripts(name == TOOLBOX_IMAGE))
+    importers: dict[str, list[str]] = {}
+    for path in sorted(out):
+        for module in training_imports(posixpath.basename(path)):
+            importers.setdefault(posixpath.join(posixpath.dirname(path), module), []).append(posixpath.basename(path))
+    return {**{m: f"imported by {', '.join(by)}" for m, by in importers.items()}, **out}
+
+
+#: What to do about each way a script can be missing from an image.
+_FIXES = {
+    "not in the folder": "copy it from this version's training/ folder",
+    "left out of the build by .dockerignore": "let it in (`!<name>`, as training/'s .dockerignore does)",
+    "a link to a file the build does not have": "copy the file itself in",
+}
+
+
+def check_image_scripts(s: Sections, problems: list[str]) -> None:
+    """An image built from a folder of one's own (a copy of training/, to add packages) must still hold the
+    project's scripts its pods run: the helpers' in the toolbox, a pytorch job's launcher and torchrun wrapper. A
+    copy made from an earlier version of this project may lack a script added since."""
+    for name, image in s.images.items():
+        folder = s.image_folders.get(name, s.project_dir / image.context) if image.context else None
+        dockerfile = image_dockerfile(s, name, image)
+        if folder is None or dockerfile is None or (name in SHIPPED and folder.resolve() == shipped(name).resolve()):
+            continue
+        scripts = image_scripts(s, name)
+        gaps = _script_gaps(folder, image.dockerfile, dockerfile, scripts) if scripts else {}
+        if gaps:
+            problems.append(
+                f"{key(f'images.{name}.context')}: its pods run this project's scripts from /app, and "
+                f"{image.context}/ does not put every one there: "
+                + "; ".join(
+                    f"{', '.join(names)}: {gap}, {_FIXES.get(gap, 'add it to the COPY line into /app')}"
+                    for gap, names in gaps.items()
+                )
+                + " (a copy of an earlier version of training/ lacks the scripts added since)"
+            )
+
+
+def _script_gaps(
+    folder: Path, dockerfile_name: str, dockerfile: Dockerfile, scripts: dict[str, str]
+) -> dict[str, list[str]]:
+    """The ``scripts`` (path in the image -> what runs it) the image built from ``folder`` would lack, by why."""
+    context = {entry.path: entry for entry in collect_build_context(str(folder), dockerfile_name)}
     placed = {c.place(path): path for c in dockerfile.copies() for path in context}
     gaps: dict[str, list[str]] = {}
-    for path, why in toolbox_scripts(s).items():
+    for path, why in scripts.items():
         name, source = posixpath.basename(path), placed.get(path)
         if source is not None:
             target = (folder / source).resolve()
@@ -84,27 +147,13 @@ def check_toolbox(s: Sections, problems: list[str]) -> None:
                 continue
             gap = "a link to a file the build does not have"
         elif any(posixpath.basename(p) == name for p in context):
-            gap = f"not copied to {posixpath.dirname(path)} by {image.dockerfile}"
+            gap = f"not copied to {posixpath.dirname(path)} by {dockerfile_name}"
         elif (folder / name).is_file():
             gap = "left out of the build by .dockerignore"
         else:
             gap = "not in the folder"
         gaps.setdefault(gap, []).append(f"{name} ({why})")
-    if gaps:
-        fixes = {
-            "not in the folder": "copy it from this version's training/ folder",
-            "left out of the build by .dockerignore": "let it in (`!<name>`, as training/'s .dockerignore does)",
-            "a link to a file the build does not have": "copy the file itself in",
-        }
-        problems.append(
-            f"{key(f'images.{TOOLBOX_IMAGE}.context')}: the training image also runs this project's helpers, and "
-            f"{image.context}/ does not put every script they run in /app: "
-            + "; ".join(
-                f"{', '.join(names)}: {gap}, {fixes.get(gap, 'add it to the COPY line into /app')}"
-                for gap, names in gaps.items()
-            )
-            + " (a copy of an earlier version of training/ lacks the scripts added since)"
-        )
+    return gaps
 
 
 def _supported_alternative(s: Sections, facts: InstanceType, support: GpuSupport) -> str:
