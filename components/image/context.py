@@ -47,8 +47,9 @@ class ContextEntry:
     """Hex digest of the content (of the link target text for a symlink)."""
 
 
-def glob_regex(pattern: str) -> "re.Pattern[str]":
-    """Docker/Go ``filepath.Match`` semantics plus ``**`` (any number of directories)."""
+def glob_regex(pattern: str, doublestar: bool = True) -> "re.Pattern[str]":
+    """Docker/Go ``filepath.Match`` semantics, plus ``**`` (any number of directories) when ``doublestar``, as
+    ``.dockerignore`` reads it (a COPY source reads it as ``*``)."""
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -57,7 +58,7 @@ def glob_regex(pattern: str) -> "re.Pattern[str]":
             j = i
             while j < n and pattern[j] == "*":
                 j += 1
-            if j - i >= 2:
+            if j - i >= 2 and doublestar:
                 if j < n and pattern[j] == "/":
                     out.append("(?:.*/)?")
                     j += 1

@@ -100,7 +100,7 @@ class Copy:
                 return posixpath.join(self.dest, name)
             if name.startswith(src + "/"):
                 return posixpath.join(self.dest, posixpath.relpath(name, src))
-            if glob_regex(src).match(name):  # Go's filepath.Match, as the build matches
+            if glob_regex(src, doublestar=False).match(name):  # Go's filepath.Match, as the build matches
                 return posixpath.join(self.dest, posixpath.basename(name)) if self.dest_is_dir else self.dest
         return None
 
@@ -195,7 +195,8 @@ class Dockerfile:
                 workdir = posixpath.join(workdir, substitute(_unquote(args.strip()), scope))
                 folders.update(_parents(workdir))
             elif word in ("COPY", "ADD"):
-                words = [substitute(w, scope) for w in _copy_words(args)]
+                line = args.split("\n", 1)[0]  # a heredoc's body is a file's content, not words
+                words = [substitute(w, scope) for w in _copy_words(line) if not w.startswith("<<")]
                 options = [w for w in words if w.startswith("--")]
                 *sources, dest = [w for w in words if not w.startswith("--")] or [""]
                 if any(o.startswith("--from") for o in options):

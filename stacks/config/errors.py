@@ -221,8 +221,14 @@ def _with_fix(e: Any) -> Optional[str]:
         return f"{_yaml_kind(got)} is not a string; write a string"
     if e["type"] == "list_type":
         if isinstance(got, str):
-            # every list the config takes is of strings: a word YAML reads as a number or a boolean is quoted
-            items = yaml.safe_dump(shlex.split(got), default_flow_style=True, width=10**6).strip()
+            # each word quoted: YAML 1.2 (Pulumi's reader) takes 1e-4 or 08 as numbers, where 1.1 does not
+            try:
+                words = shlex.split(got)
+            except ValueError:  # an unclosed quote
+                words = got.split()
+            items = yaml.safe_dump(
+                words, default_flow_style=True, default_style="'", allow_unicode=True, width=10**6
+            ).strip()
             return f"{got!r} is a string, not a list; write a YAML list, e.g. {items}"
         return f"{_yaml_kind(got)} is not a list; write a YAML list, e.g. [a, b]"
     if e["type"] in ("dict_type", "model_type", "model_attributes_type"):

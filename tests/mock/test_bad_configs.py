@@ -1330,7 +1330,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         job(command="python train.py --epochs 1"),
         [
             "eks-training:jobs.train.command: 'python train.py --epochs 1' is a string, not a list; write a YAML list, "
-            "e.g. [python, train.py, --epochs, '1']"
+            "e.g. ['python', 'train.py', '--epochs', '1']"
         ],
     ),
     (
@@ -1338,7 +1338,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         group(instanceTypes="g5.xlarge"),
         [
             "eks-training:nodeGroups.gpu.instanceTypes: 'g5.xlarge' is a string, not a list; write a YAML list, e.g. "
-            "[g5.xlarge]"
+            "['g5.xlarge']"
         ],
     ),
     (
@@ -1556,9 +1556,10 @@ def test_the_plan_gives_the_same_message(tmp_path: Path, change, fragments: list
 @pytest.mark.parametrize("field", ["args", "command"])
 def test_the_list_a_refusal_suggests_is_taken(field: str) -> None:
     """A string where a list goes is refused with the list to write instead; written as suggested, that list is
-    taken (a word YAML reads as a number is quoted: ``[--epochs, 3]`` would be refused in turn)."""
+    taken (every word quoted: ``[--epochs, 3]`` would be refused in turn, and Pulumi's YAML 1.2 reads 1e-4 and 08 as
+    numbers)."""
     cfg = base()
-    given = "python train.py --epochs 3 --lr 0.1 --resume true"
+    given = "python train.py --epochs 3 --lr 1e-4 --resume true --seed 08"
     kind = {"args": "pytorch", "command": "command"}[field]
     other = {"script": "/app/train.py"} if kind == "pytorch" else {}
     cfg[f"{PROJECT}:jobs"] = {"fit": {"kind": kind, "nodeGroup": "cpu", field: given, **other}}
@@ -1567,5 +1568,6 @@ def test_the_list_a_refusal_suggests_is_taken(field: str) -> None:
     (problem,) = [p for p in refused.value.problems if f"jobs.fit.{field}" in p]
     suggested = yaml.safe_load(problem.split("e.g. ", 1)[1])
     assert suggested == given.split()
+    assert all(f"'{word}'" in problem for word in ("3", "1e-4", "08"))
     cfg[f"{PROJECT}:jobs"]["fit"][field] = suggested
     load_config(PROJECT, "dev", cfg, project_dir=REPO)

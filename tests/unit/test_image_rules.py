@@ -348,3 +348,11 @@ def test_a_heredocs_lines_are_its_instructions_not_others() -> None:
     assert [w for w, _ in ins] == ["FROM", "WORKDIR", "COPY", "RUN", "RUN", "RUN", "ENV"]
     assert ins[3][1] == "python3 <<EOF\nfrom pathlib import Path\nprint(1)"
     assert {c.place("x.py") for c in _copies(text)} == {"/app/x.py"}
+
+
+def test_a_copy_reads_double_star_as_one_star_and_a_heredoc_as_a_file() -> None:
+    """A COPY source matches as Go's filepath.Match (``**`` is ``*``, unlike in .dockerignore); a COPY heredoc
+    (``COPY <<EOF /app/x.py``) copies no file of the context."""
+    (copy,) = _copies("FROM a\nCOPY **/*.py /app/\n")
+    assert copy.place("run_script.py") is None and copy.place("src/run_script.py") == "/app/run_script.py"
+    assert _copies("FROM a\nCOPY <<EOF /app/x.py\nprint(1)\nEOF\nCOPY y.py /app/\n") == [Copy(("y.py",), "/app", True)]

@@ -185,8 +185,8 @@ def _load_dev(project: Path, image: str = "training") -> Any:
     [
         ("run_script.py", "torchrun's wrapper of a pytorch job's script"),
         ("launch.py", "a pytorch job's launcher"),
-        ("process_end.py", "imported by allreduce_bench.py, run_script.py"),
-        ("cifar_io.py", "imported by stage_data.py"),
+        ("process_end.py", "imported by allreduce_bench.py, run_script.py, train.py"),
+        ("cifar_io.py", "imported by evaluate.py, stage_data.py, train.py"),
     ],
 )
 def test_a_pytorch_jobs_scripts_and_their_imports_are_asked_for(tmp_path: Path, script: str, why: str) -> None:
@@ -200,3 +200,18 @@ def test_an_own_image_of_another_name_needs_the_torchrun_wrapper_not_the_launche
     assert _load_dev(_project(tmp_path, _without("launch.py")), "mine").images["mine"].context == OWN
     with pytest.raises(ConfigError, match=r"images\.mine\.context: .*run_script\.py \(torchrun's wrapper"):
         _load_dev(_project(tmp_path / "without-wrapper", _without("run_script.py")), "mine")
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        ("train.py", "eks-training:jobs.train.script"),
+        ("evaluate.py", "eks-training:jobs.evaluate.command"),
+        ("checkpointer.py", "imported by train.py"),
+    ],
+)
+def test_a_jobs_own_program_from_training_is_asked_for(tmp_path: Path, script: str, why: str) -> None:
+    """dev's jobs run /app/train.py and /app/evaluate.py, training/'s own: a copy without them (or what they import)
+    is refused."""
+    with pytest.raises(ConfigError, match=re.escape(f"{script} ({why}): not in the folder")):
+        _load_dev(_project(tmp_path, _without(script)))

@@ -88,9 +88,19 @@ def image_scripts(s: Sections, name: str) -> dict[str, str]:
     when it is the toolbox, its jobs' own (a pytorch job's launcher and torchrun wrapper), and the modules of
     training/ they import."""
     out = toolbox_scripts(s) if name == TOOLBOX_IMAGE else {}
-    for job in s.jobs.values():
-        if job.image == name:
-            out.update(KINDS[job.kind].image_scripts(name == TOOLBOX_IMAGE))
+    for job_name, job in s.jobs.items():
+        if job.image != name:
+            continue
+        out.update(KINDS[job.kind].image_scripts(name == TOOLBOX_IMAGE))
+        # the job's own program when it is one of training/'s (the presets' /app/train.py)
+        for field, words in (
+            ("script", [job.script]),
+            ("command", job.command),
+            ("launcherCommand", job.launcher_command),
+        ):
+            program = next((w for w in words or [] if w and w.startswith("/app/") and w.endswith(".py")), None)
+            if program and (shipped(TOOLBOX_IMAGE) / program.removeprefix("/app/")).is_file():
+                out.setdefault(program, key(f"jobs.{job_name}.{field}"))
     importers: dict[str, list[str]] = {}
     for path in sorted(out):
         for module in training_imports(posixpath.basename(path)):
@@ -125,7 +135,8 @@ def check_image_scripts(s: Sections, problems: list[str]) -> None:
                     f"{', '.join(names)}: {gap}, {_FIXES.get(gap, 'add it to the COPY line into /app')}"
                     for gap, names in gaps.items()
                 )
-                + " (a copy of an earlier version of training/ lacks the scripts added since)"
+                + " (a copy of an earlier version of training/ lacks the scripts added since; the files of the base "
+                "image are not read: copy them in, or give the image as prebuilt)"
             )
 
 
