@@ -3,8 +3,8 @@
 
 The plan reads the images' facts from here once (``ImagePlan``: the Open MPI prefix an MPI job's launcher needs,
 the GPUs the image's CUDA code runs on), and ``tests/unit/test_image_rules.py`` checks every Dockerfile of the
-repository with the same functions. Enough of the Dockerfile syntax for this repository's files and a user's copy
-of one: the default escape character, no heredocs; ``$VAR`` and ``${VAR}`` substitution
+repository with the same functions; the config rules read a user's own Dockerfile with them too. The syntax read:
+the default escape character, heredocs (kept with their instruction), ``$VAR`` and ``${VAR}`` substitution
 (https://docs.docker.com/reference/dockerfile/#environment-replacement).
 """
 

@@ -192,11 +192,6 @@ class JobKind:
     """The toolbox's scripts its pods run besides those every job may (:mod:`components.workloads.toolbox`), each
     with what runs it."""
 
-    def image_scripts(self, toolbox: bool) -> Mapping[str, str]:
-        """The project's scripts (paths in the image) the job's own image must hold, each with what runs it;
-        ``toolbox``: the job runs the toolbox image (``training``)."""
-        return {}
-
     launcher_on_system_group: ClassVar[bool] = False
     """Each job also runs a launcher pod on the system node group (the MPI Operator's launcher, which runs
     ``mpirun``), which Kueue admits against the system flavor (:func:`stacks.plan.admission.launcher_requests`)."""
@@ -231,6 +226,11 @@ class JobKind:
         return []
 
     # --- plan and composition -------------------------------------------------------------------------------------
+    def image_scripts(self, toolbox: bool) -> Mapping[str, str]:
+        """The project's scripts (paths in the image) the job's own image must hold, each with what runs it;
+        ``toolbox``: the job runs the toolbox image (``training``)."""
+        return {}
+
     def needs_etcd(self, job: JobSettings) -> bool:
         """The job's rendezvous is the stack's etcd (:class:`~components.workloads.EtcdRendezvous`)."""
         return False
