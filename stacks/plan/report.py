@@ -99,6 +99,24 @@ def _steps(plan: Plan) -> dict[str, int]:
     return steps
 
 
+def _crowded_steps(plan: Plan) -> list[dict[str, Any]]:
+    """Each step whose jobs on one group need more nodes at once than the group's ``maxSize``: Kueue admits them in
+    turn, as the quota (the group at its ``maxSize``) frees."""
+    steps = _steps(plan)
+    asked: dict[tuple[int, str], list[str]] = {}
+    for name, job in plan.jobs.items():
+        asked.setdefault((steps[name], job.group.name), []).append(name)
+    out = []
+    for (step, group_name), names in sorted(asked.items()):
+        group = plan.jobs[names[0]].group
+        nodes = sum(plan.jobs[n].nodes for n in names)
+        if len(names) > 1 and nodes > group.max_size:
+            out.append(
+                {"step": step, "nodeGroup": group_name, "jobs": names, "nodes": nodes, "maxSize": group.max_size}
+            )
+    return out
+
+
 def _jobs(plan: Plan) -> list[dict[str, Any]]:
     out = []
     steps = _steps(plan)
@@ -342,6 +360,7 @@ def report(
         "nodeGroups": [_group(g) for g in plan.all_groups],
         "autoscaler": plan.autoscale,
         "jobs": _jobs(plan),
+        "crowdedSteps": _crowded_steps(plan),
         "queues": _queues(plan),
         "storage": _storage(plan),
         "prePulls": _prepulls(plan),
@@ -379,7 +398,7 @@ def render(r: dict[str, Any]) -> str:
     sections = [
         _render_header(r),
         _render_node_groups(r),
-        _render_jobs(r["jobs"]),
+        _render_jobs(r["jobs"], r["crowdedSteps"]),
         _render_queues(r["queues"]),
         _render_storage(r["storage"]),
         _render_pre_pulls(r.get("prePulls")),
@@ -444,16 +463,21 @@ def _render_node_group(g: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _render_jobs(jobs: list[dict[str, Any]]) -> list[str]:
-    """The jobs section, by step."""
+def _render_jobs(jobs: list[dict[str, Any]], crowded: list[dict[str, Any]]) -> list[str]:
+    """The jobs section, by step, then the steps whose jobs a group cannot hold at once."""
     lines = [
-        "jobs, by step (the jobs of a step start together, side by side; a job starts once the jobs in its "
-        "after completed):"
+        "jobs, by step (the jobs of a step start together, side by side, as far as their groups hold them; a job "
+        "starts once the jobs in its after completed):"
         if jobs
         else "jobs: none (the environment only)"
     ]
     for j in jobs:
         lines.extend(_render_job(j))
+    for c in crowded:
+        lines.append(
+            f"  step {c['step']} asks group {c['nodeGroup']} for {c['nodes']} nodes at once, more than its maxSize "
+            f"{c['maxSize']}: Kueue admits {', '.join(c['jobs'])} in turn, as the jobs before them finish"
+        )
     return lines
 
 

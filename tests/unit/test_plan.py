@@ -30,6 +30,7 @@ from components.nodeplan import (
 from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT, NODE_ROLE_LABEL, node_scheduling, tolerations_for
 from stacks.config import ConfigError, load_config
 from stacks.plan import ZONE_LABEL, build_plan, dataset_plan
+from stacks.plan.report import render, report
 from stacks.stackfile import plan_stack
 from stacks.zones import Zone, choose_zones, control_plane_zones
 
@@ -751,3 +752,28 @@ def test_a_dataset_without_a_path_is_staged_into_a_folder_of_its_own_name() -> N
     _config, plan = plan_stack("dev", edit=mine)
     assert dataset_plan(plan.config, "mine").path == "datasets/mine"
     assert plan.datasets["cifar10"].path == "datasets/cifar10"
+
+
+def test_the_plan_says_when_a_groups_max_size_cannot_hold_a_steps_jobs_at_once() -> None:
+    """Kueue admits a step's jobs in turn when together they need more of a group than its maxSize: the plan says
+    so, and says nothing where the group holds them (a control) or where they run on two groups."""
+
+    def text(max_size: int, second_group: str = "cpu") -> str:
+        cfg = config(
+            nodeGroups={
+                g: {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": max_size}
+                for g in ("cpu", "more")
+            },
+            jobs={
+                "a": {"kind": "command", "command": ["x"], "nodeGroup": "cpu", "nodes": 2},
+                "b": {"kind": "command", "command": ["x"], "nodeGroup": second_group, "nodes": 2},
+                "c": {"kind": "command", "command": ["x"], "nodeGroup": "cpu", "nodes": 2, "after": ["a", "b"]},
+            },
+        )
+        return render(report(build_plan(cfg), "us-east-1"))
+
+    crowded = text(3)
+    assert "  step 1 asks group cpu for 4 nodes at once, more than its maxSize 3: Kueue admits a, b in turn" in crowded
+    assert "step 2 asks" not in crowded  # one job alone: a job larger than its group is refused by the config rules
+    assert "asks group" not in text(4)
+    assert "asks group" not in text(3, second_group="more")
