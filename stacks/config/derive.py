@@ -1,5 +1,5 @@
 """Decisions derived from the configuration that both the config rules and the plan read (where the FSx file
-system lives, which groups read the shared claim)."""
+system lives, which groups read the shared claim, which datasets it imports)."""
 
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
@@ -10,10 +10,11 @@ from components.catalog import (
 from components.scheduling import SYSTEM_ROLE
 from stacks.config.errors import key
 from stacks.config.jobs import (
+    DatasetConfig,
     JobConfig,
 )
 from stacks.config.nodegroups import NodeGroupConfig
-from stacks.config.storage import FsxConfig
+from stacks.config.storage import FsxConfig, StorageConfig
 
 #: The shared volume's folder of the jobs' runs: a job's default output folder is ``runs/<run id>``.
 RUNS_DIR = "runs"
@@ -33,6 +34,11 @@ class FsxLocation:
     """Worker groups pinned to the same place (the groups of the jobs first)."""
     efa_client_groups: tuple[str, ...]
     """Those of them that use EFA (clients of an EFA-enabled file system)."""
+
+
+def imported(storage: StorageConfig, dataset: DatasetConfig) -> bool:
+    """The FSx file system imports ``dataset`` from its linked bucket (an S3 prefix): no staging Job copies it."""
+    return storage.backend == "fsx" and dataset.is_prefix
 
 
 def claim_readers(jobs: Mapping[str, JobConfig]) -> dict[str, list[str]]:

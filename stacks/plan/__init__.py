@@ -27,7 +27,7 @@ from components.nodeplan import (
 from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, HealthCheckConfig, JobConfig, StackConfig
-from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location
+from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location, imported
 from stacks.config.errors import ConfigError
 from stacks.config.nodegroups import NodeGroupConfig
 from stacks.plan.admission import (
@@ -349,7 +349,7 @@ def dataset_plan(cfg: StackConfig, name: str) -> DatasetPlan:
     """A dataset's folder and whether the FSx data repository imports it (an S3 prefix under the linked
     path) or a staging Job puts it there."""
     d = cfg.datasets[name]
-    if cfg.storage.backend == "fsx" and d.is_prefix:
+    if imported(cfg.storage, d):
         linked = cfg.storage.fsx_settings.data_repository.linked_path(d.source)
         assert linked is not None  # the loader rejected prefixes the file system does not import
         return DatasetPlan(name=name, config=d, path=linked, imported=True)

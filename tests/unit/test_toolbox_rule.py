@@ -215,3 +215,20 @@ def test_a_jobs_own_program_from_training_is_asked_for(tmp_path: Path, script: s
     is refused."""
     with pytest.raises(ConfigError, match=re.escape(f"{script} ({why}): not in the folder")):
         _load_dev(_project(tmp_path, _without(script)))
+
+
+@pytest.mark.parametrize("imported", [True, False], ids=["imported-from-s3", "staged"])
+def test_a_dataset_fsx_imports_needs_no_staging_script(tmp_path: Path, imported: bool) -> None:
+    """FSx imports an S3 prefix under its linked path: no staging Job runs stage_data.py, so a copy may lack it. A
+    dataset downloaded from a URL is staged, and the copy must hold it (the control)."""
+    cfg = stack_config("p5")
+    source = "s3://team-data/datasets/cifar10/" if imported else "https://example.com/cifar10.tar.gz"
+    cfg[P + "datasets"] = {"cifar10": {"source": source}}
+    cfg[P + "storage"]["fsx"]["dataRepository"] = {"s3Path": "s3://team-data/datasets/", "fileSystemPath": "/in"}
+    cfg[P + "images"] = {**(cfg.get(P + "images") or {}), "training": {"context": OWN}}
+    project = _project(tmp_path, _without("stage_data.py"))
+    if imported:
+        assert load_config(PROJECT, "p5", cfg, project_dir=project).images["training"].context == OWN
+    else:
+        with pytest.raises(ConfigError, match=r"stage_data\.py \(a dataset's staging\)"):
+            load_config(PROJECT, "p5", cfg, project_dir=project)

@@ -22,6 +22,7 @@ from components.workloads.toolbox import (
     WAIT_SCRIPT,
 )
 from stacks.bundle import SHIPPED, TOOLBOX_IMAGE, shipped
+from stacks.config.derive import imported
 from stacks.config.errors import key
 from stacks.config.jobs import (
     ImageConfig,
@@ -50,7 +51,7 @@ def toolbox_scripts(s: Sections) -> dict[str, str]:
     jobs = s.jobs.values()
     out = {script: why for job in jobs for script, why in KINDS[job.kind].toolbox_scripts.items()}
     needs = {
-        STAGE_SCRIPT: ("a dataset's staging", bool(s.datasets)),
+        STAGE_SCRIPT: ("a dataset's staging", any(not imported(s.storage, d) for d in s.datasets.values())),
         BENCHMARK_SCRIPT: ("a health check", any(j.health_check is not None and j.health_check.enabled for j in jobs)),
         WAIT_SCRIPT: ("a job's wait for its `after`", any(j.after for j in jobs)),
         FETCH_SCRIPT: ("a job's code download", any(j.code for j in jobs)),

@@ -2,7 +2,7 @@
 
 from typing import Mapping
 
-from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location
+from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location, imported
 from stacks.config.errors import key
 from stacks.config.jobs import (
     JobConfig,
@@ -113,7 +113,7 @@ def _overlap(a: str, b: str) -> bool:
 def check_dataset_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
     """A staged dataset's folder is its own: a staging replaces what is in it, so no other dataset's folder, no job's
     output folder and not the runs' folder may be, hold or lie inside it."""
-    staged = {n: d.folder(n) for n, d in s.datasets.items() if not (s.storage.backend == "fsx" and d.is_prefix)}
+    staged = {n: d.folder(n) for n, d in s.datasets.items() if not imported(s.storage, d)}
     for i, (name, folder) in enumerate(staged.items()):
         others = [(f"datasets.{n}", f) for n, f in list(staged.items())[:i]]
         others += [(f"{job_path(s, j)}.outputDir", c.output_dir) for j, c in jobs.items() if c.output_dir]
