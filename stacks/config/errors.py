@@ -158,6 +158,13 @@ def format_validation(path: str, err: ValidationError, model: Optional[type[Base
             out.append(f"{key(where)}: required key is missing; set it (see {REFERENCE})")
         elif e["type"] == "value_error":
             out.append(f"{key(where)}: {str(cause) if cause is not None else e['msg']}")
+        elif e["type"] == "list_type" and (item := _model_at(model, loc)) is not None:
+            got = e.get("input")
+            what = f"{got!r} is a string," if isinstance(got, str) else _yaml_kind(got) + " is"
+            out.append(
+                f"{key(where)}: {what} not a list; write a YAML list of mappings, each with the keys "
+                f"{', '.join(_valid_keys(item))} (see {REFERENCE})"
+            )
         elif (fix := _with_fix(e)) is not None:
             out.append(f"{key(where)}: {fix}")
         else:

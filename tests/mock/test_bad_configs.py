@@ -1342,6 +1342,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "taints as one string",
+        group(taints="dedicated=ml:NoSchedule"),
+        [
+            "eks-training:nodeGroups.gpu.taints: 'dedicated=ml:NoSchedule' is a string, not a list; write a YAML list "
+            "of mappings, each with the keys key, value, effect"
+        ],
+    ),
+    (
         "a group left empty",
         setk("nodeGroups", {"cpu": None}),
         ["eks-training:nodeGroups.cpu: null (an empty value) is not a mapping of its keys; set one, or remove the key"],
