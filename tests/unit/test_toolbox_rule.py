@@ -98,7 +98,10 @@ def _not_let_in(name: str) -> Any:
         (_without("wait_for_workers.py"), "not in the folder, copy it from this version's training/ folder"),
         (_without("wait_for_workers.py", file=False), "not copied to /app by Dockerfile, add it to the COPY line"),
         # the build would fail: COPY names a file the whitelist keeps out of the context
-        (_not_let_in("wait_for_workers.py"), "left out of the build by .dockerignore, let it in (`!<name>`"),
+        (
+            _not_let_in("wait_for_workers.py"),
+            "left out of the build by .dockerignore, let it in (`!wait_for_workers.py` in .dockerignore",
+        ),
         (_linked_out("wait_for_workers.py"), "a link to a file the build does not have, copy the file itself in"),
     ],
     ids=["an-earlier-copy", "copied-but-not-into-the-image", "not-let-in-by-dockerignore", "a-link-out"],

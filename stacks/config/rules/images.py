@@ -112,9 +112,15 @@ def image_scripts(s: Sections, name: str) -> dict[str, str]:
 #: What to do about each way a script can be missing from an image.
 _FIXES = {
     "not in the folder": "copy it from this version's training/ folder",
-    "left out of the build by .dockerignore": "let it in (`!<name>`, as training/'s .dockerignore does)",
+    "left out of the build by .dockerignore": "let it in ({lines} in .dockerignore, as training/'s does)",
     "a link to a file the build does not have": "copy the file itself in",
 }
+
+
+def _gap_line(gap: str, scripts: list[tuple[str, str]]) -> str:
+    """One gap of :func:`_script_gaps`: the scripts it leaves out (each with what runs it), then its fix."""
+    fix = _FIXES.get(gap, "add it to the COPY line into /app").format(lines=", ".join(f"`!{n}`" for n, _ in scripts))
+    return f"{', '.join(f'{n} ({why})' for n, why in scripts)}: {gap}, {fix}"
 
 
 def check_image_scripts(s: Sections, problems: list[str]) -> None:
@@ -132,10 +138,7 @@ def check_image_scripts(s: Sections, problems: list[str]) -> None:
             problems.append(
                 f"{key(f'images.{name}.context')}: its pods run this project's scripts from /app, and "
                 f"{image.context}/ does not put every one there: "
-                + "; ".join(
-                    f"{', '.join(names)}: {gap}, {_FIXES.get(gap, 'add it to the COPY line into /app')}"
-                    for gap, names in gaps.items()
-                )
+                + "; ".join(_gap_line(gap, names) for gap, names in gaps.items())
                 + " (a copy of an earlier version of training/ lacks the scripts added since; the files of the base "
                 "image are not read: copy them in, or give the image as prebuilt)"
             )
@@ -143,11 +146,12 @@ def check_image_scripts(s: Sections, problems: list[str]) -> None:
 
 def _script_gaps(
     folder: Path, dockerfile_name: str, dockerfile: Dockerfile, scripts: dict[str, str]
-) -> dict[str, list[str]]:
-    """The ``scripts`` (path in the image -> what runs it) the image built from ``folder`` would lack, by why."""
+) -> dict[str, list[tuple[str, str]]]:
+    """The ``scripts`` (path in the image -> what runs it) the image built from ``folder`` would lack (each name with
+    what runs it), by why."""
     context = {entry.path: entry for entry in collect_build_context(str(folder), dockerfile_name)}
     placed = {c.place(path): path for c in dockerfile.copies() for path in context}
-    gaps: dict[str, list[str]] = {}
+    gaps: dict[str, list[tuple[str, str]]] = {}
     for path, why in scripts.items():
         name, source = posixpath.basename(path), placed.get(path)
         if source is not None:
@@ -164,7 +168,7 @@ def _script_gaps(
             gap = "left out of the build by .dockerignore"
         else:
             gap = "not in the folder"
-        gaps.setdefault(gap, []).append(f"{name} ({why})")
+        gaps.setdefault(gap, []).append((name, why))
     return gaps
 
 
