@@ -16,6 +16,7 @@ from typing import Any, Optional, Sequence
 from components.catalog import PRICES_AS_OF, SOURCES
 from components.catalog.timings import CREATION, PODS_START
 from components.catalog.torch import torch_build_label
+from stacks.bundle import SHIPPED, shipped
 from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
 from stacks.costs import estimate, node_hour
 from stacks.kinds import KINDS
@@ -256,6 +257,23 @@ def _storage(plan: Plan) -> dict[str, Any]:
     return out
 
 
+def _images(plan: Plan) -> list[dict[str, Any]]:
+    """Each image: the folder it is built from (the project's own, or one shipped with this project), or the
+    prebuilt image it pulls."""
+    out = []
+    for image in plan.images.values():
+        folder = image.context.resolve() if image.context is not None else None
+        out.append(
+            {
+                "name": image.variant,
+                "builtFrom": None if folder is None else str(folder),
+                "shipped": folder is not None and any(folder == shipped(f).resolve() for f in SHIPPED),
+                "prebuilt": image.prebuilt,
+            }
+        )
+    return out
+
+
 def _prepulls(plan: Plan) -> list[dict[str, Any]]:
     """The images pulled onto their groups' nodes ahead of their pods (:mod:`stacks.plan.prepull`)."""
     return [
@@ -361,6 +379,7 @@ def report(
         "autoscaler": plan.autoscale,
         "jobs": _jobs(plan),
         "crowdedSteps": _crowded_steps(plan),
+        "images": _images(plan),
         "queues": _queues(plan),
         "storage": _storage(plan),
         "prePulls": _prepulls(plan),
@@ -399,6 +418,7 @@ def render(r: dict[str, Any]) -> str:
         _render_header(r),
         _render_node_groups(r),
         _render_jobs(r["jobs"], r["crowdedSteps"]),
+        _render_images(r["images"]),
         _render_queues(r["queues"]),
         _render_storage(r["storage"]),
         _render_pre_pulls(r.get("prePulls")),
@@ -570,6 +590,18 @@ def _render_storage(st: dict[str, Any]) -> list[str]:
     return [f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}"]
 
 
+def _render_images(images: list[dict[str, Any]]) -> list[str]:
+    """Where each image comes from."""
+    lines = ["images (CodeBuild builds each folder; a folder the project lacks is the one shipped of that name):"]
+    for i in images:
+        if i["builtFrom"] is None:
+            lines.append(f"  {i['name']}: prebuilt {i['prebuilt']}")
+        else:
+            whose = "shipped with this project" if i["shipped"] else "the project's own"
+            lines.append(f"  {i['name']}: built from {i['builtFrom']} ({whose})")
+    return lines
+
+
 def _render_pre_pulls(pre_pulls: Optional[list[dict[str, Any]]]) -> list[str]:
     """The images pre-pulled onto node groups (none when no image is)."""
     if not pre_pulls:
@@ -653,7 +685,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         "plan",
         prog,
         "Validate a stack offline (the same messages as `pulumi up`) and print what it will create and "
-        "cost: node groups, jobs (with the deadline and queue time of each one `pulumi up` waits for), storage, the "
+        "cost: node groups, jobs (with the deadline and queue time of each one `pulumi up` waits for), the folder "
+        "each image is built from, storage, the "
         "preflight checks, the estimated hourly cost, and the modelled path to the first training step (`firstStep` "
         "in --json). No AWS call. Exit 0, or 2 on a configuration error.",
     )

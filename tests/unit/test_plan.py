@@ -2,6 +2,7 @@
 config rules and the plan itself (no Pulumi engine)."""
 
 import dataclasses
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from stacks.plan import ZONE_LABEL, build_plan, dataset_plan
 from stacks.plan.report import render, report
 from stacks.stackfile import plan_stack
 from stacks.zones import Zone, choose_zones, control_plane_zones
+from tests.harness import REPO
 
 P5 = INSTANCE_TYPES["p5.48xlarge"]
 G6 = INSTANCE_TYPES["g6.xlarge"]
@@ -777,3 +779,21 @@ def test_the_plan_says_when_a_groups_max_size_cannot_hold_a_steps_jobs_at_once()
     assert "step 2 asks" not in crowded  # one job alone: a job larger than its group is refused by the config rules
     assert "asks group" not in text(4)
     assert "asks group" not in text(3, second_group="more")
+
+
+def test_the_plan_says_which_folder_each_image_is_built_from(tmp_path: Path) -> None:
+    """An image of the project's own folder, one whose folder the project lacks (the shipped one of that name is
+    built), and a prebuilt one, each named as such."""
+    shutil.copytree(REPO / "training", tmp_path / "my-training", ignore=shutil.ignore_patterns("__pycache__"))
+    cfg = {
+        "aws:region": "us-east-1",
+        "eks-training:images": {
+            "training": {"context": "my-training"},
+            "nccl-tests": {"context": "images/nccl-tests"},
+            "other": {"prebuilt": "public.ecr.aws/docker/library/python:3.12"},
+        },
+    }
+    text = render(report(build_plan(load_config("eks-training", "unit", cfg, project_dir=tmp_path)), "us-east-1"))
+    assert f"  training: built from {tmp_path / 'my-training'} (the project's own)" in text
+    assert f"  nccl-tests: built from {REPO / 'images' / 'nccl-tests'} (shipped with this project)" in text
+    assert "  other: prebuilt public.ecr.aws/docker/library/python:3.12" in text
