@@ -128,20 +128,27 @@ def already_staged(dest: Path, source: str, md5: str | None) -> dict[str, Any] |
     # a marker without "entries" lists CIFAR-10's batch files by name, inside their folder
     folder = dest if "entries" in marker else dest / cifar_io.BATCH_DIR_NAME
     items = list(files.items())
-    with ThreadPoolExecutor(STAT_THREADS) as pool:
+    pool = ThreadPoolExecutor(STAT_THREADS)
+    try:
         for start in range(0, len(items), STAT_BATCH):
             batch = items[start : start + STAT_BATCH]
             if not all(pool.map(lambda item: _intact(folder / item[0], item[1]), batch)):
                 return None
+    finally:
+        pool.shutdown(cancel_futures=True)
     return marker
 
 
 def _intact(path: Path, size: Any) -> bool:
-    """``path`` is a file of ``size`` bytes (one stat: on EFS each is a round trip to the file system)."""
+    """``path`` is a file of ``size`` bytes (one stat: on EFS each is a round trip to the file system). A file that is
+    not there is not intact; any other error (EIO, EACCES, a stale NFS handle) fails the staging, and the Job retries
+    it, rather than replacing what training pods may be reading."""
     try:
         st = path.stat()
-    except OSError:
-        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return False
+        raise
     return stat.S_ISREG(st.st_mode) and st.st_size == size
 
 

@@ -5,6 +5,7 @@ staging skip a second download."""
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from pathlib import Path
@@ -77,3 +78,19 @@ def test_each_file_is_checked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_another_source_is_not_staged(tmp_path: Path) -> None:
     staged(tmp_path)
     assert stage_data.already_staged(tmp_path, "https://example.com/other.tar.gz", None) is None
+
+
+def test_an_error_other_than_a_missing_file_fails_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An I/O error (or a stale NFS handle, a denied access) is not a damaged staging: the staging fails and its Job
+    retries, rather than staging again over what training pods may be reading."""
+    staged(tmp_path)
+    real = Path.stat
+
+    def stat(self: Path, **kwargs: Any) -> Any:
+        if self.name == "7.bin":
+            raise OSError(errno.EIO, "Input/output error", str(self))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    with pytest.raises(OSError, match="Input/output error"):
+        stage_data.already_staged(tmp_path, SOURCE, None)
