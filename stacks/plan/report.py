@@ -101,12 +101,14 @@ def _steps(plan: Plan) -> dict[str, int]:
 
 
 def _crowded_steps(plan: Plan) -> list[dict[str, Any]]:
-    """Each step whose jobs on one group need more nodes at once than the group's ``maxSize``: Kueue admits them in
-    turn, as the quota (the group at its ``maxSize``) frees."""
+    """Each step whose jobs on one worker group need more nodes at once than the group's ``maxSize`` (a worker pod
+    takes a whole node; the system group's jobs take a share of one): Kueue admits them in turn, as the quota (the
+    group at its ``maxSize``) frees."""
     steps = _steps(plan)
     asked: dict[tuple[int, str], list[str]] = {}
     for name, job in plan.jobs.items():
-        asked.setdefault((steps[name], job.group.name), []).append(name)
+        if job.group.name != plan.system.name:
+            asked.setdefault((steps[name], job.group.name), []).append(name)
     out = []
     for (step, group_name), names in sorted(asked.items()):
         group = plan.jobs[names[0]].group

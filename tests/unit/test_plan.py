@@ -779,6 +779,11 @@ def test_the_plan_says_when_a_groups_max_size_cannot_hold_a_steps_jobs_at_once()
     assert "step 2 asks" not in crowded  # one job alone: a job larger than its group is refused by the config rules
     assert "asks group" not in text(4)
     assert "asks group" not in text(3, second_group="more")
+    # the system group's pods take a share of a node each: two jobs of 2 pods fit on its 3 nodes at most
+    two = {"kind": "command", "command": ["x"], "nodes": 2, "nodeGroup": "system"}
+    system = build_plan(config(jobs={"a": two, "b": two}))
+    assert system.system.max_size == 3 and {j.group.name for j in system.jobs.values()} == {"system"}
+    assert "asks group" not in render(report(system, "us-east-1"))
 
 
 def test_the_plan_says_which_folder_each_image_is_built_from(tmp_path: Path) -> None:
