@@ -155,16 +155,18 @@ class _Polls(Poller):
         self.poll = poll  # type: ignore[method-assign]
 
 
-def holding(events, job_of) -> list[dict[str, set[str]]]:
+def holding(events, job_of, *, terminating: bool = True) -> list[dict[str, set[str]]]:
     """After each pod event of a :class:`stacks.box.watch.Watch`, in order: job -> its pods holding a node (bound, not
-    finished, not deleted; terminating ones included: they hold the node until gone). ``job_of(pod)`` names the pod's
-    job (``None``: not counted)."""
+    finished, not deleted). A terminating pod holds its node until it is gone; ``terminating=False`` counts only the
+    pods that stay (a deadlock needs pods that do not leave). ``job_of(pod)`` names the pod's job (``None``: not
+    counted)."""
     held: dict[str, tuple[str, str]] = {}  # uid -> (job, pod)
     out: list[dict[str, set[str]]] = []
     for kind, pod in events:
         uid, job = pod["metadata"]["uid"], job_of(pod)
         finished = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if kind != "DELETED" and job and pod["spec"].get("nodeName") and not finished:
+        leaving = not terminating and pod["metadata"].get("deletionTimestamp")
+        if kind != "DELETED" and job and pod["spec"].get("nodeName") and not finished and not leaving:
             held[uid] = (job, pod["metadata"]["name"])
         else:
             held.pop(uid, None)
