@@ -211,3 +211,30 @@ def test_sigterm_stops_the_wait_at_once(tmp_path: Path, serve: Any) -> None:
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     code, _, stderr = run_wait(tmp_path, "http://127.0.0.1:1", "pods/prep")
     assert code == 2 and "use jobs/NAME or mpijobs/NAME" in stderr
+
+
+#: A SIGTERM whose handler runs inside a finalizer: urllib's HTTP error (the 404 of a job not yet created) closes its
+#: response in ``__del__``, where an exception is printed and ignored. Then the wait went on to its next poll.
+IN_A_FINALIZER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+waits = __import__(sys.argv[2])
+class Closing:
+    def __del__(self):
+        waits.stop(15, None)
+Closing()
+time.sleep(30)
+print("still waiting")
+"""
+
+
+@pytest.mark.parametrize("script", ["wait_for_jobs", "wait_for_workers"])
+def test_a_stop_that_lands_in_a_finalizer_still_ends_the_wait(script: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", IN_A_FINALIZER, str(ts.TRAINING_DIR), script],
+        capture_output=True,
+        text=True,
+        timeout=patient(20),
+    )
+    assert done.returncode == 143, (done.stdout, done.stderr)
+    assert "still waiting" not in done.stdout and json.loads(done.stdout.splitlines()[-1])["event"] == "stopped"
