@@ -11,6 +11,7 @@ rewritten, and why this over relative imports or an import hook: docs/explanatio
 from __future__ import annotations
 
 import ast
+import gc
 import io
 import re
 import shutil
@@ -84,10 +85,23 @@ def rewrite_prose(text: str) -> str:
     return _PROSE.sub(prose, text)
 
 
+def _parse(source: str) -> ast.Module:
+    """``ast.parse`` with the collector off: a collection that builds a tree meanwhile (a finalizer that logs a
+    traceback) breaks this one on CPython 3.11 (https://github.com/python/cpython/issues/106905). The tests call
+    :func:`rewrite` in their own processes."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def rewrite(source: str, modules: frozenset[str], where: str = "<module>") -> str:
     """``source`` with every name it gives an own module prefixed with ``eks_training.``
     (docs/explanation/packaging.md)."""
-    tree = ast.parse(source)
+    tree = _parse(source)
     lines = source.splitlines(keepends=True)
     tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     at = {tok.start: i for i, tok in enumerate(tokens)}
@@ -125,7 +139,7 @@ def rewrite(source: str, modules: frozenset[str], where: str = "<module>") -> st
     out = source
     for (srow, scol), (erow, ecol), text in sorted(edits, reverse=True):
         out = out[: offsets[srow - 1] + scol] + text + out[offsets[erow - 1] + ecol :]
-    for stmt in ast.walk(ast.parse(out)):
+    for stmt in ast.walk(_parse(out)):
         names = (
             [a.name for a in stmt.names]
             if isinstance(stmt, ast.Import)

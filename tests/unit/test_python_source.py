@@ -22,7 +22,8 @@ TREE_BUILDERS = (
     "find" + "source(",
     "Analyzer" + "(",
 )
-#: Read by ``pip``'s build in a process of its own, with no other thread.
+#: Read by ``pip``'s build, and by the packaging tests in theirs: it cannot import the guard, so it has its own
+#: (``setup.py`` ``_parse``).
 OWN_PROCESS = {"setup.py"}
 GUARD = "stacks/docs/source.py"
 #: This module: its control builds trees unguarded on purpose.
@@ -40,6 +41,11 @@ def test_nothing_builds_a_tree_but_through_the_guarded_module() -> None:
     found += [(f, c) for f in ("__main__.py",) for c in TREE_BUILDERS if c in (REPO / f).read_text()]
     assert found == [], "read Python source through stacks.docs.source.parse or class_source"
     assert {p.name for p in REPO.glob("*.py")} - {"__main__.py"} == OWN_PROCESS
+    setup = (REPO / "setup.py").read_text()
+    body = setup[setup.index("def _parse(") :].split("\ndef ", 1)[0]
+    assert setup.count(TREE_BUILDERS[0]) == 1 and TREE_BUILDERS[0] in body and "gc.disable()" in body, (
+        "setup.py builds trees only through its _parse, with the collector off"
+    )
 
 
 @pytest.mark.parametrize("read", [lambda: parse("import os\nx = 1\n"), lambda: class_source(pytest.MonkeyPatch)])
