@@ -239,6 +239,10 @@ class BaseImage:
     ``None``: the base ships no GPU code an image runs as it is (an OS; a CUDA toolkit, whose users compile their
     own kernels, checked by their ``-gencode`` targets). ``stacks/config/rules.py`` refuses a job whose image's
     final base does not support the GPU of its group."""
+    python_packages: frozenset[str] = frozenset()
+    """The Python frameworks the base ships installed (``tensorflow``); empty: none (an OS, a CUDA toolkit). A job
+    whose kind needs a framework its image neither inherits nor installs is refused
+    (:func:`stacks.config.rules.kind_images.check_image_package`)."""
 
 
 #: Base images of ``training/`` and ``images/*`` pinned by digest (every ``FROM`` of the repository is pinned:
@@ -270,6 +274,7 @@ BASE_IMAGES: Mapping[str, BaseImage] = {
         ref="nvcr.io/nvidia/tensorflow:25.02-tf2-py3@sha256:c83b37d26f19ab00d8a13cf974edd079c3d099918ec3110c304a989d6e2f75d5",
         source="ngc-tensorflow-25.02-digest",
         gpus=GpuSupport(min_compute_capability=(7, 5), source="ngc-25.01-gpu-requirements"),
+        python_packages=frozenset({"tensorflow"}),
     ),
 }
 

@@ -265,7 +265,7 @@ class JobConfig(Model):
     job of the same stage); not for benchmark experiments, which are always experiments."""
     image: str = TOOLBOX_IMAGE
     """The key of images the pods run. A pytorch job's image holds /app/run_script.py: training, or one built from a
-    copy of training/."""
+    copy of training/; a tensorflow job's holds TensorFlow, which training lacks."""
     node_group: Optional[str] = None
     """The worker group the pods run on; default the only one; "system" for light command jobs."""
     nodes: int = Field(default=1, ge=1)

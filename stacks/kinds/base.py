@@ -207,7 +207,12 @@ class JobKind:
     """The cluster needs the Kubeflow MPI Operator (:class:`~components.workloads.MpiOperator`) for it."""
     needs_mpi_prefix: ClassVar[bool] = False
     """Its image must say where its Open MPI is (``images.<name>.mpiPrefix`` or ``ENV OPAL_PREFIX``): the config rules
-    check it (:func:`stacks.config.rules.images.check_mpi_image`)."""
+    check it (:func:`stacks.config.rules.kind_images.check_mpi_image`)."""
+    image_package: ClassVar[str] = ""
+    """The Python package its program imports, which its image must hold: inherited from a catalogued base or
+    installed by the image's own files (:func:`stacks.config.rules.kind_images.check_image_package`); empty: none."""
+    example_image: ClassVar[str] = ""
+    """A shipped build folder whose image has :attr:`image_package` (the fix the check suggests)."""
     noop: ClassVar[tuple[str, ...]] = ()
     """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
     image); empty: the image may be anything. :meth:`noop_command` reads it."""

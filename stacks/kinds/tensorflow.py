@@ -14,6 +14,8 @@ class TensorFlow(IndexedCommandKind):
     summary = "MultiWorkerMirroredStrategy workers with TF_CONFIG"
     fixed_size = "MultiWorkerMirroredStrategy has a fixed cluster (TF_CONFIG)"
     component = TensorFlowJob
+    image_package = "tensorflow"
+    example_image = "images/tensorflow"
 
     def local_env(self, ctx: LocalContext) -> Mapping[str, Any]:
         return tensorflow_env(

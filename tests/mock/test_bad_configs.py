@@ -632,6 +632,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "tensorflow job on the training image",
+        job("tf", kind="tensorflow", command=["python", "t.py"], nodeGroup="cpu"),
+        [
+            "eks-training:jobs.tf.image: tensorflow job tf runs image 'training'",
+            "which has no tensorflow",
+            "eks-training:images.tensorflow: {context: images/tensorflow}, then image: tensorflow",
+        ],
+    ),
+    (
         "elastic MPI job",
         job("bench", kind="mpi", command=["all_reduce_perf"], nodeGroup="cpu", maxNodes=2),
         ["eks-training:jobs.bench.maxNodes: mpi jobs cannot change size while running"],

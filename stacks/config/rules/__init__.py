@@ -1,6 +1,7 @@
 """Rules across sections, one module per part of the configuration: :mod:`.network` (cluster name, VPC, zones),
-:mod:`.nodegroups`, :mod:`.images`, :mod:`.jobs`, :mod:`.health` (the health check), :mod:`.storage` and
-:mod:`.stack` (operations, add-ons, jobs-only stacks, teams). :func:`check` runs them all on :class:`Sections`.
+:mod:`.nodegroups`, :mod:`.images`, :mod:`.kind_images` (what a job's kind needs in its image), :mod:`.jobs`,
+:mod:`.health` (the health check), :mod:`.storage` and :mod:`.stack` (operations, add-ons, jobs-only stacks, teams).
+:func:`check` runs them all on :class:`Sections`.
 
 Each rule reports only root causes: a section that failed its own validation is not reported again by rules that
 depend on it, and defaults the user did not set are not blamed.
@@ -8,8 +9,9 @@ depend on it, and defaults the user did not set are not blamed.
 
 from stacks.config.amis import ami_release_problems
 from stacks.config.rules.health import check_health
-from stacks.config.rules.images import check_image_gpus, check_image_scripts, check_images, check_mpi_image
+from stacks.config.rules.images import check_image_gpus, check_image_scripts, check_images
 from stacks.config.rules.jobs import check_code, check_jobs
+from stacks.config.rules.kind_images import check_image_package, check_mpi_image
 from stacks.config.rules.network import check_cluster_name, check_entry_names, check_network, check_zone_forms
 from stacks.config.rules.nodegroups import check_efa, check_group, check_group_names, check_system_group, check_topology
 from stacks.config.rules.sections import CLUSTER_NAME_MAX, Sections, job_path, known_type
@@ -31,6 +33,7 @@ __all__ = [
     "check_images",
     "check_imported_datasets",
     "check_jobs",
+    "check_image_package",
     "check_mpi_image",
     "check_image_scripts",
     "check_network",

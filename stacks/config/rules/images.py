@@ -1,5 +1,5 @@
-"""Rules on images: the build folder exists, the image runs on its job's GPUs, an MPI image names its Open MPI, an
-image built from one's own copy of training/ still holds the project's scripts its pods run."""
+"""Rules on images: the build folder exists, the image runs on its job's GPUs, an image built from one's own copy of
+training/ still holds the project's scripts its pods run. What a job's kind needs in its image: :mod:`.kind_images`."""
 
 import functools
 import posixpath
@@ -261,26 +261,3 @@ def check_image_gpus(
                     "group whose GPUs the image covers"
                 )
                 break
-
-
-def check_mpi_image(
-    s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, problems: list[str]
-) -> None:
-    """An MPI job's image says where its Open MPI is: the launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI
-    start ``<prefix>/bin/orted`` on the workers with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives
-    the workers' sessions neither the image's PATH nor its LD_LIBRARY_PATH."""
-    if image.mpi_prefix is not None:
-        return
-    dockerfile = image_dockerfile(s, image_name, image)
-    if dockerfile is not None and dockerfile.mpi_prefix():
-        return
-    where = (
-        f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX"
-        if image.context
-        else "it is prebuilt"
-    )
-    problems.append(
-        f"{key(f'images.{image_name}.mpiPrefix')}: MPI job {job_name} ({key(path)}) runs image {image_name!r}, and "
-        f"{where}; set mpiPrefix to the folder of the image's Open MPI (where bin/mpirun and bin/orted are, e.g. "
-        "/opt/amazon/openmpi), so the workers' orted is found over ssh"
-    )

@@ -12,7 +12,8 @@ from stacks.config.jobs import (
     JobConfig,
 )
 from stacks.config.rules.health import check_health
-from stacks.config.rules.images import check_image_gpus, check_mpi_image
+from stacks.config.rules.images import check_image_gpus
+from stacks.config.rules.kind_images import check_image_package, check_mpi_image
 from stacks.config.rules.sections import (
     Sections,
     image_dockerfile,
@@ -97,6 +98,7 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
                     problems.extend(torch_build_problems(s.catalog, at, name, image_name, dockerfile, group_name, g))
             if KINDS[job.kind].needs_mpi_prefix:
                 check_mpi_image(s, path, name, job.image, image, problems)
+            check_image_package(s, path, name, job.image, image, KINDS[job.kind], problems)
         check_code(s, path, job, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not named(s, "datasets", job.dataset):
             problems.append(

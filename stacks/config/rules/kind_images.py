@@ -1,0 +1,96 @@
+"""Rules on what a job's kind needs in its image: an MPI job's image names its Open MPI, a ``tensorflow`` job's image
+holds TensorFlow."""
+
+import fnmatch
+import posixpath
+import re
+from pathlib import Path
+
+from components.catalog.charts import base_image
+from components.image.context import collect_build_context
+from components.image.dockerfile import Dockerfile
+from stacks.config.errors import key
+from stacks.config.jobs import ImageConfig
+from stacks.config.rules.sections import Sections, image_dockerfile
+from stacks.kinds.base import JobKind
+
+
+def check_mpi_image(
+    s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, problems: list[str]
+) -> None:
+    """An MPI job's image says where its Open MPI is: the launcher runs ``<prefix>/bin/mpirun``, which makes Open MPI
+    start ``<prefix>/bin/orted`` on the workers with ``<prefix>/lib`` on their library path (orterun(1)); sshd gives
+    the workers' sessions neither the image's PATH nor its LD_LIBRARY_PATH."""
+    if image.mpi_prefix is not None:
+        return
+    dockerfile = image_dockerfile(s, image_name, image)
+    if dockerfile is not None and dockerfile.mpi_prefix():
+        return
+    where = (
+        f"its Dockerfile ({image.context}/{image.dockerfile}) sets no ENV OPAL_PREFIX"
+        if image.context
+        else "it is prebuilt"
+    )
+    problems.append(
+        f"{key(f'images.{image_name}.mpiPrefix')}: MPI job {job_name} ({key(path)}) runs image {image_name!r}, and "
+        f"{where}; set mpiPrefix to the folder of the image's Open MPI (where bin/mpirun and bin/orted are, e.g. "
+        "/opt/amazon/openmpi), so the workers' orted is found over ssh"
+    )
+
+
+#: Files that say which Python packages an image installs besides its Dockerfile's own lines: pip's requirement and
+#: constraint files, a project's metadata, lock files, conda's environment files.
+INSTALL_FILES = (
+    "requirements*.txt",
+    "constraints*.txt",
+    "*.in",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "Pipfile*",
+    "*.lock",
+    "environment*.yml",
+    "environment*.yaml",
+)
+
+
+def check_image_package(
+    s: Sections, path: str, job_name: str, image_name: str, image: ImageConfig, kind: JobKind, problems: list[str]
+) -> None:
+    """A job whose kind's program imports a framework (a ``tensorflow`` job's TensorFlow) runs an image that has it.
+    An image built on a catalogued base without it, whose Dockerfile and install files never name it, would fail at
+    the first import on the cluster. A prebuilt image, or one on a base the catalog does not describe, is not
+    checked."""
+    package = kind.image_package
+    dockerfile = image_dockerfile(s, image_name, image)
+    if not package or dockerfile is None:
+        return
+    base = base_image(dockerfile.final_base() or "")
+    if base is None or package in base.python_packages:
+        return
+    folder = s.image_folders.get(image_name, s.project_dir / image.context)  # type: ignore[operator]
+    if _installs(folder, image.dockerfile, dockerfile, package):
+        return
+    example = posixpath.basename(kind.example_image)
+    problems.append(
+        f"{key(f'{path}.image')}: {kind.name} job {job_name} runs image {image_name!r}, built on "
+        f"{base.ref.partition('@')[0]}, which has no {package}, and neither its Dockerfile nor its requirement files "
+        f"install it: the job would fail at its first import; run an image that has it, such as the shipped one "
+        f"({key(f'images.{example}')}: {{context: {kind.example_image}}}, then image: {example}), or add {package} "
+        "to the image's requirements.txt"
+    )
+
+
+def _installs(folder: Path, dockerfile_name: str, dockerfile: Dockerfile, package: str) -> bool:
+    """An instruction of the Dockerfile but its ``FROM`` (the base is the catalog's to describe), or an install file
+    of the build context (:data:`INSTALL_FILES`), names ``package``."""
+    named = re.compile(re.escape(package), re.I)
+    if any(named.search(args) for word, args in dockerfile.instructions if word != "FROM"):
+        return True
+    for entry in collect_build_context(str(folder), dockerfile_name):
+        name = posixpath.basename(entry.path)
+        if entry.is_symlink or not any(fnmatch.fnmatch(name, p) for p in INSTALL_FILES):
+            continue
+        if named.search((folder / entry.path).read_text(errors="replace")):
+            return True
+    return False
