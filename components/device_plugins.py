@@ -1,11 +1,10 @@
 """``DevicePlugin``: a vendor's Kubernetes device plugin from its Helm chart, version pinned in the catalog.
 
 ``kind: nvidia`` (NVIDIA's ``nvidia-device-plugin``) runs only on nodes labelled
-``eks-training/accelerator=nvidia`` (GPU node groups) and tolerates their ``nvidia.com/gpu`` taint, so
-``nvidia.com/gpu`` becomes allocatable there; the chart's default affinity needs Node Feature
-Discovery labels and is replaced by our label. ``kind: efa`` (AWS's eks-charts
-``aws-efa-k8s-device-plugin``) runs only on nodes labelled ``eks-training/efa=true`` (EFA node groups)
-and tolerates the GPU taint, so ``vpc.amazonaws.com/efa`` becomes allocatable there.
+``eks-training/accelerator=nvidia`` (GPU node groups), so ``nvidia.com/gpu`` becomes allocatable there; the chart's
+default affinity needs Node Feature Discovery labels and is replaced by our label. ``kind: efa`` (AWS's eks-charts
+``aws-efa-k8s-device-plugin``) runs only on nodes labelled ``eks-training/efa=true`` (EFA node groups), so
+``vpc.amazonaws.com/efa`` becomes allocatable there. Both tolerate every taint (:data:`EVERY_TAINT`).
 """
 
 from dataclasses import dataclass
@@ -16,13 +15,19 @@ from typing_extensions import NotRequired
 
 from components.catalog import CHART_IMAGES, HELM_CHARTS, chart_image_values
 from components.helm import pinned_release
-from components.scheduling import EFA_LABEL, GPU_LABEL, GPU_TAINT
+from components.scheduling import EFA_LABEL, GPU_LABEL
+
+#: A device plugin runs on every node its selector picks, whatever the node's taints: the GPU taint, a group's own
+#: (``nodeGroups.<name>.taints``). A plugin kept off a node leaves its devices unallocatable and every job that needs
+#: them Pending. The node daemons of EKS's add-ons tolerate every taint alike (kube-proxy, the VPC CNI, the node
+#: monitoring agent: :data:`components.catalog.operations.NODE_MONITORING_DEFAULT_TOLERATIONS`).
+EVERY_TAINT: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
 
 
 def nvidia_device_plugin_values(version: str) -> dict[str, Any]:
     """Helm values for chart ``version``: the catalog's image pinned by digest (the chart writes ``repository:tag``,
     the tag carries the digest; it must be the chart's release, ``v`` + its appVersion, which is its version),
-    schedule on GPU nodes only, tolerate their taint, no NFD/GFD."""
+    schedule on GPU nodes only, whatever their taints, no NFD/GFD."""
     ref = CHART_IMAGES["nvidia-device-plugin"].ref
     image = chart_image_values(ref)
     if not image["tag"].startswith(f"v{version.lstrip('v')}@"):
@@ -44,24 +49,17 @@ def nvidia_device_plugin_values(version: str) -> dict[str, Any]:
                 }
             }
         },
-        "tolerations": [
-            {"key": "CriticalAddonsOnly", "operator": "Exists"},
-            {"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},
-        ],
+        "tolerations": [dict(t) for t in EVERY_TAINT],
         "priorityClassName": "system-node-critical",
     }
 
 
 def efa_device_plugin_values(version: str) -> dict[str, Any]:
     """Helm values (any chart ``version``): the chart's own image (by tag: tests/mock/test_pod_security.py says why),
-    schedule on EFA nodes only and tolerate the GPU taint they carry."""
+    schedule on EFA nodes only, whatever their taints."""
     return {
         "nodeSelector": {EFA_LABEL[0]: EFA_LABEL[1]},
-        "tolerations": [
-            {"key": "CriticalAddonsOnly", "operator": "Exists"},
-            {"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"},
-            {"key": "aws.amazon.com/efa", "operator": "Exists", "effect": "NoSchedule"},
-        ],
+        "tolerations": [dict(t) for t in EVERY_TAINT],
     }
 
 

@@ -194,7 +194,8 @@ def kept_program(stack: str) -> Program:
 #: ``zone-id-topology`` found that the box's nodes had no ``topology.k8s.aws/zone-id`` label, so a group pinned by
 #: zone ID (which the README recommends for EFA groups) never ran in a rehearsal.
 HELD_OUT: dict[str, dict[str, Any]] = {
-    # p4de (no preset's type) in a fixed group pinned by zone ID: Kueue's topology-aware placement on by default.
+    # p4de (no preset's type) in a fixed group pinned by zone ID: Kueue's topology-aware placement on by default; the
+    # group's own taint (the device plugins must still run on its nodes).
     "zone-id-topology": {
         "aws:region": "us-east-1",
         P + "storage": {"backend": "fsx"},
@@ -205,6 +206,7 @@ HELD_OUT: dict[str, dict[str, Any]] = {
                 "minSize": 2,
                 "desiredSize": 2,
                 "maxSize": 2,
+                "taints": [{"key": "dedicated", "value": "training", "effect": "NoSchedule"}],
             }
         },
         P + "jobs": {

@@ -100,9 +100,8 @@ class TestEfaChain:
                 assert rule.deps_of("referencedSecurityGroupId") == [sg.urn], "self-referencing"
                 assert "cidrIpv4" not in rule.inputs
 
-    def test_efa_device_plugin_runs_on_efa_nodes_and_tolerates_the_gpu_taint(
-        self, program_for, stack: str, preview: bool
-    ) -> None:
+    def test_efa_device_plugin_selects_efa_nodes(self, program_for, stack: str, preview: bool) -> None:
+        """Its tolerations: tests/mock/test_device_plugins.py."""
         p: Program = program_for(stack, preview)
         rel = p.one("kubernetes:helm.sh/v3:Release", lambda r: r.inputs["chart"] == "aws-efa-k8s-device-plugin")
         chart = HELM_CHARTS["aws-efa-k8s-device-plugin"]
@@ -112,8 +111,6 @@ class TestEfaChain:
         for gname in efa_groups(stack):
             ng = _ng(p, gname)
             assert ng.inputs["labels"][EFA_LABEL[0]] == EFA_LABEL[1]
-            for taint in ng.inputs["taints"]:
-                assert any(t["key"] == taint["key"] and t["operator"] == "Exists" for t in values["tolerations"])
 
     def test_pods_request_exactly_the_node_group_catalog_row(self, program_for, stack: str, preview: bool) -> None:
         p: Program = program_for(stack, preview)
