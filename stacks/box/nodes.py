@@ -1,4 +1,5 @@
-"""The box's simulated nodes, made from a stack's plan: one kwok node per desired node of every group.
+"""The box's simulated nodes, made from a stack's plan: one kwok node per node of every group, at the size its jobs
+scale it to (:func:`initial_size`).
 
 :func:`group_nodes` gives each node what the real one would have: the group's labels and taints, the labels EKS and
 the AWS cloud provider add, and its type's allocatable resources (:func:`components.nodeplan.node_allocatable`).
@@ -16,7 +17,7 @@ from typing import Any, Optional
 from components.catalog import network_topology
 from components.nodeplan import node_allocatable
 from stacks.config.base import ZONE_ID_RE
-from stacks.plan import ZONE_ID_LABEL, ZONE_LABEL, NodeGroupPlan, Plan
+from stacks.plan import ZONE_ID_LABEL, ZONE_LABEL, NodeGroupPlan, Plan, nodes_at_once
 
 #: The annotation kwokctl's kwok controller selects the nodes it manages by (kwokctl's default
 #: ``--manage-nodes-with-annotation-selector``; https://kwok.sigs.k8s.io/docs/user/kwok-manage-nodes-and-pods/).
@@ -129,11 +130,15 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None, 
 
 
 def initial_size(plan: Plan, group: NodeGroupPlan) -> int:
-    """The nodes ``group`` has when the box comes up (see the module docstring)."""
+    """The nodes ``group`` has when the box comes up: a group Kueue provisions nodes for, its ``minSize`` (the
+    autoscaler's stand-in adds the rest); any other, the size the cluster autoscaler scales it to for its jobs, its
+    ``desiredSize`` or the most nodes one step's jobs ask of it at once, up to its ``maxSize``."""
     a = plan.admission
     if a is not None and any(f.provisioned and f.group == group.name for f in a.flavors):
         return group.min_size
-    return group.desired_size
+    if group.name == plan.system.name:
+        return group.desired_size
+    return min(group.max_size, max(group.desired_size, nodes_at_once(plan, group)))
 
 
 def plan_nodes(plan: Plan, region: str, sizes: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:

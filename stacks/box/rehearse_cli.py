@@ -31,7 +31,7 @@ from stacks.box.timeline import Recorder, report
 from stacks.cli import add_stack_options, command, parser_for
 from stacks.config import NAMESPACE
 from stacks.mocked import Evaluation, evaluate_stack, resolve
-from stacks.plan import Plan
+from stacks.plan import NodeGroupPlan, Plan
 from stacks.stackfile import StackLoadError
 
 #: Commands of the stack's outputs that work against the box (per job, ``outputs.jobs.<job>``).
@@ -186,7 +186,7 @@ def rehearse(
                 status, failure = 1, str(exc)
             print(
                 f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
-                f"({', '.join(f'{g.name}: {initial_size(plan, g)}' for g in plan.all_groups)})\n"
+                f"({', '.join(_size(plan, g) for g in plan.all_groups)})\n"
             )
             note = version_note(config)
             if note:
@@ -222,6 +222,13 @@ def rehearse(
             print(f"error: {exc}", file=sys.stderr)
             status = 1
     return status
+
+
+def _size(plan: Plan, group: NodeGroupPlan) -> str:
+    """A group's nodes in the box, and why when its jobs scaled it past its desired size."""
+    n = initial_size(plan, group)
+    scaled = f", scaled from its desiredSize {group.desired_size} for its jobs" if n > group.desired_size else ""
+    return f"{group.name}: {n}{scaled}"
 
 
 def failed_pod_logs(box: Any, rehearsal: Any, recorder: Any, lines: int = 10) -> list[str]:

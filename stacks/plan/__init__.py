@@ -70,7 +70,9 @@ __all__ = [
     "build_plan",
     "dataset_plan",
     "job_order",
+    "job_steps",
     "jobs_waiting_for",
+    "nodes_at_once",
     "operations_plan",
     "repair_spec",
     "storage_plan",
@@ -138,6 +140,26 @@ def job_order(jobs: Mapping[str, JobConfig]) -> list[str]:
         else:  # pragma: no cover - the config loader rejects cycles
             raise ValueError(f"jobs wait for each other in a cycle: {pending}")
     return done
+
+
+def job_steps(plan: Plan) -> dict[str, int]:
+    """Each job's step: 1 for a job that waits for nothing, else one more than the latest job it waits for. Jobs of
+    one step start together (a benchmark's experiments all run in step 1, side by side)."""
+    steps: dict[str, int] = {}
+    for name in job_order({n: j.config for n, j in plan.jobs.items()}):
+        steps[name] = 1 + max((steps[a] for a in plan.jobs[name].after if a in steps), default=0)
+    return steps
+
+
+def nodes_at_once(plan: Plan, group: NodeGroupPlan) -> int:
+    """The most nodes the jobs of one step ask of a worker ``group`` at once (each worker pod takes a whole node): what
+    the cluster autoscaler scales the group towards, up to its ``maxSize``."""
+    steps = job_steps(plan)
+    asked: dict[int, int] = {}
+    for name, job in plan.jobs.items():
+        if job.group.name == group.name:
+            asked[steps[name]] = asked.get(steps[name], 0) + job.nodes
+    return max(asked.values(), default=0)
 
 
 def build_plan(cfg: StackConfig) -> Plan:

@@ -20,7 +20,7 @@ from stacks.bundle import SHIPPED, shipped
 from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
 from stacks.costs import estimate, node_hour
 from stacks.kinds import KINDS
-from stacks.plan import NodeGroupPlan, Plan, job_order
+from stacks.plan import NodeGroupPlan, Plan, job_steps
 from stacks.plan.checklist import planned_checks
 from stacks.plan.prepull import prepulls
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
@@ -91,20 +91,11 @@ def _ami_line(g: dict[str, Any]) -> str:
     return f"{release}; {roll}"
 
 
-def _steps(plan: Plan) -> dict[str, int]:
-    """Each job's step: 1 for a job that waits for nothing, else one more than the latest job it waits for. Jobs of
-    one step start together (a benchmark's experiments all run in step 1, side by side)."""
-    steps: dict[str, int] = {}
-    for name in job_order({n: j.config for n, j in plan.jobs.items()}):
-        steps[name] = 1 + max((steps[a] for a in plan.jobs[name].after if a in steps), default=0)
-    return steps
-
-
 def _crowded_steps(plan: Plan) -> list[dict[str, Any]]:
     """Each step whose jobs on one worker group need more nodes at once than the group's ``maxSize`` (a worker pod
     takes a whole node; the system group's jobs take a share of one): Kueue admits them in turn, as the quota (the
     group at its ``maxSize``) frees."""
-    steps = _steps(plan)
+    steps = job_steps(plan)
     asked: dict[tuple[int, str], list[str]] = {}
     for name, job in plan.jobs.items():
         if job.group.name != plan.system.name:
@@ -122,7 +113,7 @@ def _crowded_steps(plan: Plan) -> list[dict[str, Any]]:
 
 def _jobs(plan: Plan) -> list[dict[str, Any]]:
     out = []
-    steps = _steps(plan)
+    steps = job_steps(plan)
     for name in sorted(plan.jobs, key=lambda n: steps[n]):  # stable: config order within a step
         job = plan.jobs[name]
         hc = job.health_check

@@ -15,7 +15,7 @@ from typing import Optional
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from stacks.box.build import PINNED_MINORS
-from stacks.box.nodes import plan_nodes
+from stacks.box.nodes import initial_size, plan_nodes
 from stacks.box.rehearse import steps_of
 from stacks.box.session import Session
 from stacks.stackfile import plan_stack
@@ -102,7 +102,7 @@ def test_the_control_plane_moves_one_minor_under_a_running_job_and_the_stack_com
     # the rehearsal's record of pods went on through the new apiserver (its watch opened again)
     recorded = {(p.get("metadata", {}).get("labels") or {}).get("job-name") for p in rehearsal.pods.values()}
     assert {"train", "evaluate"} <= recorded, sorted(map(str, recorded))
-    assert len(nodes) == sum(g.desired_size for g in plan.all_groups), [n["metadata"]["name"] for n in nodes]
+    assert len(nodes) == sum(initial_size(plan, g) for g in plan.all_groups), [n["metadata"]["name"] for n in nodes]
     print(
         f"\ncontrol plane {PREVIOUS} -> {DEFAULT_KUBERNETES_VERSION} in {upgrade.seconds:.1f} s\n{rehearsal.timeline()}"
     )
