@@ -19,8 +19,10 @@ from components.scheduling import EFA_LABEL, GPU_LABEL
 
 #: A device plugin runs on every node its selector picks, whatever the node's taints: the GPU taint, a group's own
 #: (``nodeGroups.<name>.taints``). A plugin kept off a node leaves its devices unallocatable and every job that needs
-#: them Pending. The node daemons of EKS's add-ons tolerate every taint alike (kube-proxy, the VPC CNI, the node
-#: monitoring agent: :data:`components.catalog.operations.NODE_MONITORING_DEFAULT_TOLERATIONS`).
+#: them Pending. The node daemons of the EKS add-ons these nodes run tolerate every taint alike: the VPC CNI and the Pod
+#: Identity agent (their charts' ``tolerations``), the EFS and FSx CSI nodes (``node.tolerations``,
+#: ``node.tolerateAllTaints``), the node monitoring agent
+#: (:data:`components.catalog.operations.NODE_MONITORING_DEFAULT_TOLERATIONS`).
 EVERY_TAINT: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
 
 
