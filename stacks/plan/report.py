@@ -489,7 +489,8 @@ def _render_jobs(jobs: list[dict[str, Any]], crowded: list[dict[str, Any]]) -> l
     for c in crowded:
         lines.append(
             f"  step {c['step']} asks group {c['nodeGroup']} for {c['nodes']} nodes at once, more than its maxSize "
-            f"{c['maxSize']}: Kueue admits {', '.join(c['jobs'])} in turn, as the jobs before them finish"
+            f"{c['maxSize']}: Kueue admits {', '.join(c['jobs'])} one at a time, in the order they reach its queue, "
+            "each once the group's nodes are free"
         )
     return lines
 

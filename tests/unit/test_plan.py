@@ -775,7 +775,10 @@ def test_the_plan_says_when_a_groups_max_size_cannot_hold_a_steps_jobs_at_once()
         return render(report(build_plan(cfg), "us-east-1"))
 
     crowded = text(3)
-    assert "  step 1 asks group cpu for 4 nodes at once, more than its maxSize 3: Kueue admits a, b in turn" in crowded
+    assert (
+        "  step 1 asks group cpu for 4 nodes at once, more than its maxSize 3: Kueue admits a, b one at a time, in the "
+        "order they reach its queue" in crowded
+    )
     assert "step 2 asks" not in crowded  # one job alone: a job larger than its group is refused by the config rules
     assert "asks group" not in text(4)
     assert "asks group" not in text(3, second_group="more")
