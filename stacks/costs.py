@@ -101,6 +101,13 @@ def node_hour(g: NodeGroupPlan) -> Optional[float]:
     return None if price is None else price * (1 - g.price_discount) + disk
 
 
+def money(value: Optional[float]) -> str:
+    """A price per hour as the reports print it, or why there is none."""
+    return (
+        "unknown (a type has no price: set instanceFacts.<type>.pricePerHour)" if value is None else f"${value:.3f}/h"
+    )
+
+
 def job_hourly(job: JobPlan) -> Optional[float]:
     """USD per hour of the nodes a job holds while it runs (one per pod, whole nodes, priced as the group is: Spot
     at its discount, a Capacity Block's instances prepaid): what an experiment of a benchmark costs per hour of its

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, TextIO
 from stacks.benchmark import driver, layout
 from stacks.cli import CommandError, add_stack_options, command, parser_for
 from stacks.config.benchmark import RUN_ENV, RUN_RE
-from stacks.costs import estimate, job_hourly
+from stacks.costs import estimate, job_hourly, money
 from stacks.kinds import KINDS
 from stacks.plan import Plan
 from stacks.stackfile import plan_stack, stack_file_for
@@ -118,8 +118,8 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
         f"benchmark of stack {stack}, run {bench.run}",
         f"  results: {where}",
         f"  cluster {plan.config.cluster_name} in "
-        f"{'a new VPC' if plan.config.network is not None else 'an existing VPC'}; environment ${cost.running}/h "
-        f"running, ${cost.idle}/h idle",
+        f"{'a new VPC' if plan.config.network is not None else 'an existing VPC'}; environment "
+        f"{money(cost.running)} running, {money(cost.idle)} idle",
         "  experiments (side by side, none waits for another):",
     ]
     for job in plan.experiments:
@@ -128,7 +128,8 @@ def describe(plan: Plan, stack: str, keep: bool) -> str:
         hourly = job_hourly(job)
         lines.append(
             f"    {job.name}: {job.kind}, {job.nodes} x {job.group.profile.instance.name} (group {job.group.name}), "
-            f"{job.procs_per_node} process(es) per node, image {job.image.name}, ${hourly}/h of nodes"
+            f"{KINDS[job.kind].processes_text(job.procs_per_node)} per node, image {job.image.name}, "
+            + ("an unknown price (a type has no price)" if hourly is None else f"${hourly:.4f}/h of nodes")
         )
         lines.append(f"      {program} {' '.join(c.args)}".rstrip())
         lines.append(f"      output {job.output_dir}")

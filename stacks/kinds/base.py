@@ -240,6 +240,12 @@ class JobKind:
         """The job's rendezvous is the stack's etcd (:class:`~components.workloads.EtcdRendezvous`)."""
         return False
 
+    def processes_text(self, procs_per_node: int) -> str:
+        """The processes a pod starts, as the reports show them."""
+        if self.one_process_per_pod:
+            return f"1 process (the command; PROCS_PER_NODE={procs_per_node} in its environment)"
+        return f"{procs_per_node} process(es)"
+
     def program_text(self, job: JobSettings) -> str:
         """The job's program as the benchmark's summary shows it (its command)."""
         return " ".join(job.command or [])

@@ -18,7 +18,7 @@ from components.catalog.timings import CREATION, PODS_START
 from components.catalog.torch import torch_build_label
 from stacks.bundle import SHIPPED, shipped
 from stacks.cli import EXIT_OK, add_stack_options, command, load_stack, parser_for
-from stacks.costs import estimate, node_hour
+from stacks.costs import estimate, money, node_hour
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan, job_steps
 from stacks.plan.checklist import planned_checks
@@ -399,12 +399,6 @@ def _round(value: Optional[float]) -> Optional[float]:
     return None if value is None else round(value, 4)
 
 
-def _money(value: Optional[float]) -> str:
-    return (
-        "unknown (a type has no price: set instanceFacts.<type>.pricePerHour)" if value is None else f"${value:.3f}/h"
-    )
-
-
 def render(r: dict[str, Any]) -> str:
     """The report as text: its sections in order, a blank line between two."""
     sections = [
@@ -498,11 +492,7 @@ def _render_jobs(jobs: list[dict[str, Any]], crowded: list[dict[str, Any]]) -> l
 def _render_job(j: dict[str, Any]) -> list[str]:
     """One job: its step, size, processes, pod, image and wait, then its health check."""
     size = f"{j['nodes']} node(s)" + (f" ({j['minNodes']}-{j['maxNodes']} elastic)" if KINDS[j["kind"]].elastic else "")
-    procs = (
-        f"1 process (the command; PROCS_PER_NODE={j['processesPerNode']} in its environment)"
-        if KINDS[j["kind"]].one_process_per_pod
-        else f"{j['processesPerNode']} process(es)"
-    )
+    procs = KINDS[j["kind"]].processes_text(j["processesPerNode"])
     after = f", after {', '.join(j['after'])}" if j["after"] else ""
     data = f", dataset {j['dataset']}" if j["dataset"] else ""
     data = (f" ({j['imageBuild']})" if j["imageBuild"] else "") + data
@@ -621,7 +611,7 @@ def _render_operations(ops: dict[str, Any]) -> list[str]:
     for a in ops["idleGpuAlarms"]:
         lines.append(
             f"  idle-GPU alarm on {a['nodeGroup']}: every GPU below {a['utilizationPercent']:g}% for {a['minutes']} "
-            f"min; guards {_money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
+            f"min; guards {money(a['guardsPerHour'])} ({a['maxNodes']} node(s) at most)"
             + (f"; mails {ops['alarmEmail']}" if ops["alarmEmail"] else "")
         )
     return lines
@@ -644,10 +634,10 @@ def _render_preflight(pf: dict[str, Any]) -> list[str]:
 
 def _render_cost(cost: dict[str, Any]) -> list[str]:
     """The estimated cost, line by line, with its notes."""
-    lines = [f"estimated cost: running {_money(cost['runningPerHour'])}, idle {_money(cost['idlePerHour'])}"]
+    lines = [f"estimated cost: running {money(cost['runningPerHour'])}, idle {money(cost['idlePerHour'])}"]
     for c in cost["lines"]:
         lines.append(
-            f"  {_money(c['runningPerHour'])} running, {_money(c['idlePerHour'])} idle: {c['what']} [{c['basis']}]"
+            f"  {money(c['runningPerHour'])} running, {money(c['idlePerHour'])} idle: {c['what']} [{c['basis']}]"
         )
     lines.extend(f"  note: {n}" for n in cost["notes"])
     return lines

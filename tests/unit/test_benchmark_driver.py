@@ -4,11 +4,13 @@ destroy in ``finally`` on success, failure, timeout and interrupt; ``--keep``; `
 
 import io
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pytest
+import yaml
 
 from stacks.benchmark import cli, driver, layout
 from stacks.config.benchmark import RUN_ENV
@@ -365,3 +367,60 @@ def test_a_missing_pulumi_cli_stops_before_anything_with_its_fix(
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
     assert cli.missing_tools() == []  # the control: with the CLI on PATH (and matplotlib installed) nothing is missing
+
+
+def test_dry_run_says_what_each_pod_starts_and_a_price_it_does_not_know(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tensorflow experiment's pod starts its command once (as the plan says); an experiment on a type described
+    without a price has no cost per hour, said so, not ``$None``."""
+    stack_file = tmp_path / "Pulumi.mine.yaml"
+    stack_file.write_text(
+        yaml.safe_dump(
+            {
+                "config": {
+                    "aws:region": "us-east-1",
+                    "eks-training:instanceFacts": {
+                        "x9.xlarge": {"vcpus": 4, "memoryMib": 16384, "source": "aws ec2 describe-instance-types"}
+                    },
+                    "eks-training:nodeGroups": {
+                        "gpu": {
+                            "instanceTypes": ["g5.12xlarge"],
+                            "efa": False,
+                            "minSize": 0,
+                            "desiredSize": 2,
+                            "maxSize": 2,
+                        },
+                        "cpu": {"instanceTypes": ["x9.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1},
+                    },
+                    "eks-training:images": {"tensorflow": {"context": "images/tensorflow"}},
+                    "eks-training:benchmark": {
+                        "experiments": {
+                            "tf-2": {
+                                "kind": "tensorflow",
+                                "image": "tensorflow",
+                                "nodeGroup": "gpu",
+                                "nodes": 2,
+                                "command": ["python", "/app/train_tf.py"],
+                            },
+                            "cpu-1": {"kind": "command", "nodeGroup": "cpu", "command": ["true"]},
+                        }
+                    },
+                }
+            }
+        )
+    )
+    shutil.copy(REPO / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    monkeypatch.chdir(tmp_path)
+    calls: list[str] = []
+    code, out, _ = run_cli(["--stack", "mine", "--dry-run", "--run", "run-1"], calls)
+    assert code == driver.EXIT_OK, out
+    assert (
+        "tf-2: tensorflow, 2 x g5.12xlarge (group gpu), 1 process (the command; PROCS_PER_NODE=4 in its environment) "
+        "per node, image tensorflow, $11.3659/h of nodes" in out
+    ), out
+    assert (
+        "cpu-1: command, 1 x x9.xlarge (group cpu), 1 process (the command; PROCS_PER_NODE=1 in its environment) "
+        "per node, image training, an unknown price (a type has no price)" in out
+    ), out
+    assert "$None" not in out
