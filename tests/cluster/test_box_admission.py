@@ -74,13 +74,14 @@ def test_a_job_that_cannot_fit_is_reported_with_kueues_reason(
 
 
 def test_a_device_plugin_that_cannot_land_leaves_the_job_pending(binaries, registrations_of, tmp_path) -> None:
-    """Without the GPU taint's toleration in the NVIDIA device plugin's release values (what the stack passes, rendered
-    into the plugin's DaemonSet by the box), no node reports GPUs: the training job never starts, and the rehearsal
-    names Kueue's reason (its topology-aware placement counts no GPU on the group's nodes; the class: a plugin's
-    scheduling is part of the stack)."""
+    """With release values that do not tolerate the GPU taint (the stack passes a toleration of every taint; the box
+    renders the values into the plugin's DaemonSet), no node reports GPUs: the training job never starts, and the
+    rehearsal names Kueue's reason (its topology-aware placement counts no GPU on the group's nodes; the class: a
+    plugin's scheduling is part of the stack)."""
 
     def untolerating(values) -> None:
-        values["tolerations"] = [t for t in values["tolerations"] if t["key"] != "nvidia.com/gpu"]
+        assert values["tolerations"] == [{"operator": "Exists"}], values["tolerations"]
+        values["tolerations"] = [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
 
     registrations = _with_values(registrations_of("p5"), "nvidia-device-plugin", untolerating)
     box, _plan, rehearsal = _rehearsal(binaries, tmp_path, registrations, "p5")
