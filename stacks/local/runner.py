@@ -331,10 +331,15 @@ class LocalRunner:
             raise
         self.say(f"job {job.name}: completed in {time.monotonic() - started:.0f} s (every process exited 0)")
         if job.tensorboard_dir:
-            serve = tensorboard_command(
-                {job.name: self.host_path(job.tensorboard_dir, app, self.work)}, host="127.0.0.1"
-            )
-            self.say(f"job {job.name}: TensorBoard event files; serve them with: {' '.join(serve)}")
+            folder = self.host_path(job.tensorboard_dir, app, self.work)
+            if any(Path(folder).rglob("events.out.tfevents.*")):
+                serve = tensorboard_command({job.name: folder}, host="127.0.0.1")
+                self.say(f"job {job.name}: TensorBoard event files; serve them with: {' '.join(serve)}")
+            else:
+                self.say(
+                    f"job {job.name}: tensorboard is on, but the job wrote no event files in {folder}: write them to "
+                    "$TENSORBOARD_DIR"
+                )
         return output
 
     # --- what a kind's local phases use (stacks.kinds.LocalMachine) ---------------------------------------------

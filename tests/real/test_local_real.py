@@ -110,6 +110,24 @@ def test_the_runner_talks_while_the_jobs_run_and_shows_the_results(workshop: Wor
     assert f"evaluation.json: accuracy {accuracy:.4g} on 297 images" in tail, tail
     assert "metrics.json: accuracy " in tail and "throughput " in tail and f"logs: {workshop.work / 'logs'}" in tail
     assert "I1125" not in out and "torch/distributed" not in out  # torchrun's bookkeeping stays in the logs
+    assert "[local] job train: TensorBoard event files; serve them with: tensorboard --logdir_spec train:" in out
+
+
+def test_a_job_with_tensorboard_that_writes_no_event_files_is_told_where_to_write_them(tmp_path: Path) -> None:
+    """``tensorboard: true`` on a program that writes no event files: the runner says so, and where they go, instead
+    of a command that would serve an empty folder."""
+    stack = _stack_file(
+        tmp_path, {"quiet": {"kind": "command", "nodeGroup": "cpu", "command": ["true"], "tensorboard": True}}
+    )
+    work = tmp_path / "work"
+    done = local("--stack", "mine", "--stack-file", str(stack), "--work", str(work), cwd=REPO, timeout=patient(300))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (run,) = (work / "shared" / "runs").glob("quiet-*")
+    assert (
+        f"[local] job quiet: tensorboard is on, but the job wrote no event files in {run / 'tensorboard'}: write them "
+        "to $TENSORBOARD_DIR" in done.stdout
+    ), done.stdout
+    assert "serve them with" not in done.stdout
 
 
 def test_two_pods_rendezvous_once_and_train_every_epoch_at_world_size_2(workshop: WorkshopRun) -> None:
