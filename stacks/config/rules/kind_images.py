@@ -63,12 +63,12 @@ def check_image_package(
     checked."""
     package = kind.image_package
     dockerfile = image_dockerfile(s, image_name, image)
-    if not package or dockerfile is None:
+    if not package or dockerfile is None or image.context is None:
         return
     base = base_image(dockerfile.final_base() or "")
     if base is None or package in base.python_packages:
         return
-    folder = s.image_folders.get(image_name, s.project_dir / image.context)  # type: ignore[operator]
+    folder = s.image_folders.get(image_name, s.project_dir / image.context)
     if _installs(folder, image.dockerfile, dockerfile, package):
         return
     example = posixpath.basename(kind.example_image)
