@@ -1,6 +1,7 @@
 """Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -21,6 +22,16 @@ class StackFileError(Exception):
 #: libyaml's safe loader when PyYAML has it: the same objects as ``yaml.safe_load``, six times faster (``Pulumi.yaml``
 #: is read on every plan; Kueue's CRDs are 1.7 MB).
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+#: libyaml's safe dumper when PyYAML has it: the documents ``yaml.safe_dump_all`` writes (its lines may wrap
+#: elsewhere), eight times faster (the box hands kubectl Kueue's 1.8 MB of CRDs).
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def dump_yaml_documents(docs: Iterable[Any]) -> str:
+    """``docs`` as one multi-document YAML text, each mapping's keys in their order."""
+    return yaml.dump_all(list(docs), Dumper=_DUMPER, sort_keys=False)
 
 
 def load_yaml(text: str) -> Any:

@@ -98,10 +98,19 @@ def read_durations(markexpr: str | None = None) -> Any:
         return {}
 
 
+#: The garbage collection of the Go servers the tests start (the box's control plane and etcd, kwok, Kueue, the MPI
+#: Operator, the real tier's etcd): at 400 % heap growth instead of 100 %, with the heap capped at 1 GiB
+#: (https://pkg.go.dev/runtime#hdr-Environment_Variables). The box's servers spend about a sixth less CPU; what they
+#: serve is the same. A value already in the environment is kept.
+GO_GARBAGE_COLLECTION = {"GOGC": "400", "GOMEMLIMIT": "1GiB"}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The controller (not a worker) makes the folder of the locks and reads the units' durations of earlier runs;
     the order of the units is set on every process from the controller's reading (xdist's workers must collect the
-    same order)."""
+    same order). The Go servers' garbage collection is set for every process the tests start."""
+    for name, value in GO_GARBAGE_COLLECTION.items():
+        os.environ.setdefault(name, value)
     if not hasattr(config, "workerinput"):
         config.stash[_locks] = tempfile.mkdtemp(prefix="eks-training-tests-")
         markexpr = config.getoption("markexpr", "") or ""

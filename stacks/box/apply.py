@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from stacks.box.cluster import Box, establish_crds
+from stacks.stackfile import dump_yaml_documents
 
 #: Kinds applied before everything else, in this order.
 FIRST = ("Namespace", "CustomResourceDefinition")
@@ -84,6 +85,5 @@ def apply_stack(box: Box, docs: Iterable[Mapping[str, Any]]) -> list[Refusal]:
 
 
 def _dump(docs: Sequence[Mapping[str, Any]]) -> str:
-    import yaml
 
-    return yaml.safe_dump_all([dict(d) for d in docs], sort_keys=False)
+    return dump_yaml_documents(dict(d) for d in docs)

@@ -36,6 +36,7 @@ import yaml
 
 from stacks.box import build as box_build
 from stacks.box.build import SUFFIXES
+from stacks.stackfile import dump_yaml_documents
 
 #: The project's pod Stages (see the module docstring).
 POD_STAGES = Path(__file__).with_name("stages.yaml")
@@ -329,6 +330,8 @@ class Box:
     #: are validated, nothing runs).
     control_plane: str = "kubernetes"
     _api: Optional["Api"] = field(default=None, init=False, repr=False, compare=False)
+    #: The CRDs seen Established (:func:`crd_established`), until :meth:`down`.
+    established_crds: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     @property
     def home(self) -> Path:
@@ -460,6 +463,7 @@ class Box:
         if self.home.exists():
             shutil.rmtree(self.home, ignore_errors=True)
         self._api = None
+        self.established_crds.clear()
 
     # --- kubectl ------------------------------------------------------------------------------------------------
 
@@ -482,7 +486,7 @@ class Box:
     ) -> subprocess.CompletedProcess[str]:
         """Server-side apply ``docs`` (as ``pulumi up`` does with the Kubernetes provider's server-side apply mode);
         ``dry_run``: the server validates and admits them as an update, and stores nothing."""
-        text = yaml.safe_dump_all([dict(d) for d in docs], sort_keys=False)
+        text = dump_yaml_documents(dict(d) for d in docs)
         return self.kubectl(
             "apply",
             "--server-side",
@@ -544,12 +548,18 @@ class Box:
 
 
 def crd_established(box: Box, name: str) -> bool:
-    """Whether the CRD ``name`` exists and is Established (its resource is served)."""
+    """Whether the CRD ``name`` exists and is Established (its resource is served). Read once it is: a CRD stays
+    Established until deleted, and each read returns its whole schema (Kueue's Workload: 700 KB)."""
+    if name in box.established_crds:
+        return True
     try:
         conditions = (box.get("crd", name).get("status") or {}).get("conditions") or []
     except BoxError:
         return False
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+    if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+        box.established_crds.add(name)
+        return True
+    return False
 
 
 def establish_crds(box: Box, names: Sequence[str], timeout_s: float = 60.0) -> None:

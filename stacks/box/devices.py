@@ -17,11 +17,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-import yaml
-
 from stacks.box.cluster import Box
 from stacks.box.nodes import DEVICES_ANNOTATION
 from stacks.box.poller import Poller
+from stacks.stackfile import dump_yaml_documents
 
 #: Pod label of the stand-ins: the extended resource their plugin registers.
 PLUGIN_LABEL = "box.eks-training/device-plugin"
@@ -197,7 +196,7 @@ def register_devices(box: Box) -> list[tuple[str, str]]:
             "--field-manager=box-device-plugins",
             "-f",
             "-",
-            input=yaml.safe_dump_all(patches),
+            input=dump_yaml_documents(patches),
         )
     return done
 

@@ -28,7 +28,7 @@ from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, establish_crds
 from stacks.box.gomodules import module_dir
-from stacks.stackfile import load_yaml_documents
+from stacks.stackfile import dump_yaml_documents, load_yaml_documents
 
 MODULE = "sigs.k8s.io/kueue"
 CRD_DIR = "config/components/crd/bases"
@@ -212,7 +212,7 @@ class Kueue:
             health_port=self.health_port,
             cert_dir=self.home / "certs",
         )
-        (self.home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        (self.home / "config.yaml").write_text(dump_yaml_documents([config]))
         log = open(self.log_path, "ab")
         command = [
             str(self.binary),

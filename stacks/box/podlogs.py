@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-import yaml
-
 from stacks.box.cluster import Box
 from stacks.box.poller import Poller
+from stacks.stackfile import dump_yaml_documents
 
 #: kwok's kind that serves a pod's container logs from files (enabled by ``kwokctl create cluster --enable-crds``).
 LOGS_KIND = "Logs"
@@ -155,7 +154,7 @@ class PodLogs(Poller):
             "--field-manager=eks-training-box-logs",
             "-f",
             "-",
-            input=yaml.safe_dump(logs),
+            input=dump_yaml_documents([logs]),
         )
         self.files[meta["uid"]] = files
 

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Optional
 
-import yaml
-
 from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes
 from stacks.box.poller import Poller
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.queues import PROVISIONING_CLASS
+from stacks.stackfile import dump_yaml_documents
 
 CRD = "provisioningrequests.autoscaling.x-k8s.io"
 RESOURCE = "provisioningrequests.autoscaling.x-k8s.io"
@@ -197,7 +196,7 @@ class Provisioner(Poller):
             f"--field-manager={FIELD_MANAGER}",
             "-f",
             "-",
-            input=yaml.safe_dump(doc),
+            input=dump_yaml_documents([doc]),
         )
 
     def _pods_of(self, req: Mapping[str, Any]) -> Optional[list[Mapping[str, Any]]]:
@@ -340,7 +339,7 @@ class Provisioner(Poller):
             for name, k in sorted(added.items())
             for n in group_nodes(self.groups[name], self.region, k, first=self._next_index(name))
         ]
-        self.box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False))
+        self.box.kubectl("create", "-f", "-", input=dump_yaml_documents(nodes))
         self._apply_condition(req, "Provisioned", "True", "CapacityIsProvisioned", "Capacity is found in the cluster")
         return Decision(key, "True", "CapacityIsProvisioned", added)
 

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-import yaml
-
 from components.admission import PROVISIONING_CONTROLLER
 from components.workloads.identity import WAIT_CONTAINER
 from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB, MPIJOB_CRD
@@ -42,6 +40,7 @@ from stacks.box.kueue import crds as kueue_crds
 from stacks.box.manifests import release_manifest
 from stacks.box.provisioner import Provisioner
 from stacks.box.watch import Changes
+from stacks.stackfile import dump_yaml_documents
 
 HELD = "box.eks-training/held"
 RUN_MS = "box.eks-training/run-ms"
@@ -285,7 +284,7 @@ class Rehearsal:
                 "--validate=strict",
                 "-f",
                 "-",
-                input=yaml.safe_dump_all(created, sort_keys=False),
+                input=dump_yaml_documents(created),
                 check=False,
             )
         if docs and (proc is None or proc.returncode == 0):
@@ -297,7 +296,7 @@ class Rehearsal:
                 "--field-manager=eks-training-box",
                 "-f",
                 "-",
-                input=yaml.safe_dump_all(docs, sort_keys=False),
+                input=dump_yaml_documents(docs),
                 check=False,
             )
         docs += created
@@ -359,7 +358,7 @@ class Rehearsal:
                 "csi": {"driver": EFS_PROVISIONER, "volumeHandle": "fs-box::fsap-box"},
             },
         }
-        self.box.kubectl("create", "-f", "-", input=yaml.safe_dump(pv))
+        self.box.kubectl("create", "-f", "-", input=dump_yaml_documents([pv]))
         self.note(f"provisioned {pv['metadata']['name']} for claim {meta['name']} (EFS CSI stand-in)")
 
     def _exists(self, *args: str) -> bool:

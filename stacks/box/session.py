@@ -21,8 +21,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, ContextManager, Optional, Sequence
 
-import yaml
-
 from stacks.box import build as box_build
 from stacks.box import operators
 from stacks.box.cluster import Box
@@ -30,6 +28,7 @@ from stacks.box.devices import Registrar
 from stacks.box.provisioner import provisioner_for
 from stacks.box.rehearse import Rehearsal, Step
 from stacks.plan import Plan
+from stacks.stackfile import dump_yaml_documents
 
 
 def ready_nodes(box: Box) -> int:
@@ -46,7 +45,7 @@ def create_nodes(box: Box, nodes: Sequence[dict[str, Any]], timeout_s: float = 1
     list (one request, where ``kubectl wait --all`` waits for one node after another: minutes at 1,024 nodes)."""
     if not nodes:
         return
-    box.kubectl("create", "-f", "-", input=yaml.safe_dump_all(nodes, sort_keys=False), timeout_s=timeout_s)
+    box.kubectl("create", "-f", "-", input=dump_yaml_documents(nodes), timeout_s=timeout_s)
     if poll:
         box.wait_for(
             lambda: ready_nodes(box) >= len(nodes),

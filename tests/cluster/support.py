@@ -23,8 +23,6 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
-
 from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
 from stacks.box.charts import chart_key
 from stacks.box.cluster import Box, BoxError
@@ -33,7 +31,7 @@ from stacks.box.poller import Poller
 from stacks.box.rehearse import RUN_MS, steps_of
 from stacks.box.session import Session
 from stacks.box.timeline import workload_state
-from stacks.stackfile import plan_stack
+from stacks.stackfile import dump_yaml_documents, plan_stack
 from tests.harness import run_program, stack_names
 from tests.wait import patient
 
@@ -82,7 +80,7 @@ def _remove(box, docs) -> None:
     (no controller removes them here), and wait until they are gone."""
 
     rest = [d for d in docs if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
-    box.kubectl("delete", "--wait=false", "--ignore-not-found", "-f", "-", input=yaml.safe_dump_all(rest))
+    box.kubectl("delete", "--wait=false", "--ignore-not-found", "-f", "-", input=dump_yaml_documents(rest))
 
     for doc in rest:
         if box.exists(*_ref(doc)):
