@@ -156,7 +156,7 @@ def bench(
     with session:
         box_up_s = session.up()
         log(f"box {name} is up in {box_up_s:.1f} s; creating {len(node_objects)} nodes")
-        nodes_ready_s = session.nodes(node_objects, timeout_s=max(120.0, nodes / 4), poll=True)
+        nodes_ready_s = session.nodes(node_objects, timeout_s=max(120.0, nodes / 4))
         log(f"{len(node_objects)} nodes Ready in {nodes_ready_s:.1f} s; running {check} on {nodes} of them")
         rehearsal = session.rehearse(plan, steps, run_ms={check: run_ms})
         try:
