@@ -85,5 +85,4 @@ def apply_stack(box: Box, docs: Iterable[Mapping[str, Any]]) -> list[Refusal]:
 
 
 def _dump(docs: Sequence[Mapping[str, Any]]) -> str:
-
     return dump_yaml_documents(dict(d) for d in docs)
