@@ -55,6 +55,7 @@ CORE = (
     "stacks.mocked",
     "stacks.zones",
     "stacks.stackfile",
+    "stacks.yaml_text",
     "stacks.bundle",
     "stacks.cli",
     "stacks.__main__",

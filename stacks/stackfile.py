@@ -1,13 +1,13 @@
 """Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
 
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import yaml
 
 from stacks.config import NAMESPACE, ConfigError, load_config
+from stacks.yaml_text import LOADER, load_yaml
 
 if TYPE_CHECKING:
     from stacks.plan import Plan
@@ -17,31 +17,6 @@ REPO = Path(__file__).resolve().parent.parent
 
 class StackFileError(Exception):
     """The stack file cannot be read."""
-
-
-#: libyaml's safe loader when PyYAML has it: the same objects as ``yaml.safe_load``, six times faster (``Pulumi.yaml``
-#: is read on every plan; Kueue's CRDs are 1.7 MB).
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-#: libyaml's safe dumper when PyYAML has it: the documents ``yaml.safe_dump_all`` writes (its lines may wrap
-#: elsewhere), eight times faster (the box hands kubectl Kueue's 1.8 MB of CRDs).
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def dump_yaml_documents(docs: Iterable[Any]) -> str:
-    """``docs`` as one multi-document YAML text, each mapping's keys in their order."""
-    return yaml.dump_all(list(docs), Dumper=_DUMPER, sort_keys=False)
-
-
-def load_yaml(text: str) -> Any:
-    """One YAML document, as ``yaml.safe_load`` reads it."""
-    return yaml.load(text, Loader=_LOADER)
-
-
-def load_yaml_documents(text: str) -> list[Any]:
-    """The non-empty documents of a multi-document YAML text, as ``yaml.safe_load_all`` reads them."""
-    return [d for d in yaml.load_all(text, Loader=_LOADER) if d]
 
 
 def project_name(stack_file: Path) -> str:
@@ -73,7 +48,7 @@ def stack_file_for(stack: str) -> Path:
     )
 
 
-class _StackFileLoader(_LOADER):  # type: ignore[valid-type,misc]
+class _StackFileLoader(LOADER):
     """A stack file as Pulumi reads it (Go's gopkg.in/yaml.v3, YAML 1.2): only true/false are booleans (YAML 1.1's
     yes/no/on/off and dates stay strings, so ``waitForCompletion: yes`` is the string the program refuses, here as
     under ``pulumi up``), and a key given twice in one mapping is an error, not a silent override

@@ -44,7 +44,7 @@ from stacks.mocked import (  # noqa: F401 - re-exported: the tests import them f
     resolve,
     zones_of,
 )
-from stacks.stackfile import load_yaml
+from stacks.yaml_text import load_yaml
 
 
 def stack_names() -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from stacks.box.cluster import Box, establish_crds
-from stacks.stackfile import dump_yaml_documents
+from stacks.yaml_text import dump_yaml_documents
 
 #: Kinds applied before everything else, in this order.
 FIRST = ("Namespace", "CustomResourceDefinition")

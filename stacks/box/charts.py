@@ -23,7 +23,7 @@ import yaml
 from components.catalog import HELM_CHARTS
 from stacks.box import build as box_build
 from stacks.box.gomodules import module_dir
-from stacks.stackfile import load_yaml_documents
+from stacks.yaml_text import load_yaml_documents
 
 
 class ChartError(Exception):

@@ -36,7 +36,7 @@ import yaml
 
 from stacks.box import build as box_build
 from stacks.box.build import SUFFIXES
-from stacks.stackfile import dump_yaml_documents
+from stacks.yaml_text import dump_yaml_documents
 
 #: The project's pod Stages (see the module docstring).
 POD_STAGES = Path(__file__).with_name("stages.yaml")

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping
 from stacks.box.cluster import Box
 from stacks.box.nodes import DEVICES_ANNOTATION
 from stacks.box.poller import Poller
-from stacks.stackfile import dump_yaml_documents
+from stacks.yaml_text import dump_yaml_documents
 
 #: Pod label of the stand-ins: the extended resource their plugin registers.
 PLUGIN_LABEL = "box.eks-training/device-plugin"

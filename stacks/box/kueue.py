@@ -28,7 +28,7 @@ from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, establish_crds
 from stacks.box.gomodules import module_dir
-from stacks.stackfile import dump_yaml_documents, load_yaml_documents
+from stacks.yaml_text import dump_yaml_documents, load_yaml_documents
 
 MODULE = "sigs.k8s.io/kueue"
 CRD_DIR = "config/components/crd/bases"

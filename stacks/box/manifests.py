@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Optional
 from components.catalog import MANIFESTS
 from stacks.box.gomodules import ManifestError, module_dir, module_version
 from stacks.box.kueue import crds, is_kueue_chart
-from stacks.stackfile import load_yaml_documents
+from stacks.yaml_text import load_yaml_documents
 
 #: Release manifests the box can read from a pinned module: catalog key -> (box module, Go module, path in it, the
 #: module version compared with the catalog's release when it cannot be the same, else ``None``: the same version).

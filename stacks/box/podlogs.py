@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional
 
 from stacks.box.cluster import Box
 from stacks.box.poller import Poller
-from stacks.stackfile import dump_yaml_documents
+from stacks.yaml_text import dump_yaml_documents
 
 #: kwok's kind that serves a pod's container logs from files (enabled by ``kwokctl create cluster --enable-crds``).
 LOGS_KIND = "Logs"

@@ -23,7 +23,7 @@ from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes
 from stacks.box.poller import Poller
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.queues import PROVISIONING_CLASS
-from stacks.stackfile import dump_yaml_documents
+from stacks.yaml_text import dump_yaml_documents
 
 CRD = "provisioningrequests.autoscaling.x-k8s.io"
 RESOURCE = "provisioningrequests.autoscaling.x-k8s.io"

@@ -40,7 +40,7 @@ from stacks.box.kueue import crds as kueue_crds
 from stacks.box.manifests import release_manifest
 from stacks.box.provisioner import Provisioner
 from stacks.box.watch import Changes
-from stacks.stackfile import dump_yaml_documents
+from stacks.yaml_text import dump_yaml_documents
 
 HELD = "box.eks-training/held"
 RUN_MS = "box.eks-training/run-ms"

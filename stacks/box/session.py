@@ -29,7 +29,7 @@ from stacks.box.devices import Registrar
 from stacks.box.provisioner import provisioner_for
 from stacks.box.rehearse import Rehearsal, Step
 from stacks.plan import Plan
-from stacks.stackfile import dump_yaml_documents
+from stacks.yaml_text import dump_yaml_documents
 
 
 def ready_nodes(box: Box) -> set[str]:

@@ -31,7 +31,8 @@ from stacks.box.poller import Poller
 from stacks.box.rehearse import RUN_MS, steps_of
 from stacks.box.session import Session
 from stacks.box.timeline import workload_state
-from stacks.stackfile import dump_yaml_documents, plan_stack
+from stacks.stackfile import plan_stack
+from stacks.yaml_text import dump_yaml_documents
 from tests.harness import run_program, stack_names
 from tests.wait import patient
 

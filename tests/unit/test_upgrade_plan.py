@@ -21,7 +21,8 @@ from stacks.plan import Plan, build_plan
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.report import main as plan_main
 from stacks.plan.upgrade import compare, minor_problems, render_upgrade, upgrade_report
-from stacks.stackfile import REPO, load_yaml
+from stacks.stackfile import REPO
+from stacks.yaml_text import load_yaml
 from tests.day import TEST_DAY
 
 P = "eks-training:"
