@@ -99,7 +99,7 @@ def read_durations(markexpr: str | None = None) -> Any:
 
 
 #: The garbage collection of the Go servers the tests start (the box's control plane and etcd, kwok, Kueue, the MPI
-#: Operator, the real tier's etcd): at 400 % heap growth instead of 100 %, with the heap capped at 1 GiB
+#: Operator, the real tier's etcd): at 400 % heap growth instead of 100 %, with a soft memory limit of 1 GiB
 #: (https://pkg.go.dev/runtime#hdr-Environment_Variables). The box's servers spend about a sixth less CPU; what they
 #: serve is the same. A value already in the environment is kept.
 GO_GARBAGE_COLLECTION = {"GOGC": "400", "GOMEMLIMIT": "1GiB"}
