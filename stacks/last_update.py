@@ -13,12 +13,14 @@ import pulumi
 from pulumi.runtime.config import is_config_secret
 
 from stacks.config import NAMESPACE, ConfigError, load_config
-from stacks.config.loader import quiet
+from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.upgrade import compare, render_upgrade, upgrade_report
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
+#: The setting of the cluster's configuration, where the recorded Kubernetes minor goes.
+CLUSTER_KEY = f"{NAMESPACE}:cluster"
 #: The engine's built-in function that returns a stack's outputs, called synchronously so the answer comes before
 #: anything is registered (pulumi/pulumi ``pkg/resource/deploy/builtins.go``, ``readStackReference``).
 READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
@@ -30,22 +32,28 @@ AWS_CREDENTIALS = frozenset({"aws:accessKey", "aws:secretKey", "aws:token"})
 DIY_ORGANIZATION = "organization"
 
 
-def recorded(config: Mapping[str, Any]) -> dict[str, Any]:
+def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str, Any]:
     """What of the configuration an update records: the project's settings and the AWS provider's, less its
-    credentials and any other secret of the AWS provider."""
-    return {
+    credentials and any other secret of the AWS provider. ``minor``, the Kubernetes minor the update deploys, is
+    recorded where the configuration leaves it to the project's default: the next update then sees a moved default."""
+    out = {
         k: v
         for k, v in config.items()
         if k.startswith(f"{NAMESPACE}:")
         or (k.startswith("aws:") and k not in AWS_CREDENTIALS and not is_config_secret(k))
     }
+    raw = setting(out, CLUSTER_KEY)
+    cluster = json.loads(raw) if raw is not None else {}
+    if minor is not None and isinstance(cluster, dict) and "kubernetesVersion" not in cluster:
+        out[CLUSTER_KEY] = json.dumps({**cluster, "kubernetesVersion": minor})
+    return out
 
 
-def configuration_output(config: Mapping[str, Any], finished: pulumi.Input[Any]) -> pulumi.Output[str]:
-    """The configuration this update was given (:func:`recorded`), as the secret JSON the next update reads back;
-    resolved only once ``finished`` is (the stack's other outputs): an update that fails before them keeps the
-    previous record."""
-    text = json.dumps(recorded(config), sort_keys=True)
+def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi.Input[Any]) -> pulumi.Output[str]:
+    """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys), as the secret
+    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs): an update that
+    fails before them keeps the previous record."""
+    text = json.dumps(recorded(config, minor), sort_keys=True)
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
 

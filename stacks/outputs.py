@@ -154,8 +154,9 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
     - ``deployedConfiguration``: the configuration this update was given (the project's settings and the AWS
-      provider's, less its credentials), a secret, recorded once the other outputs are: the next ``pulumi up`` reads it
-      back to say what it rolls (:mod:`stacks.last_update`).
+      provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset), a secret,
+      recorded once the other outputs are: the next ``pulumi up`` reads it back to say what it rolls
+      (:mod:`stacks.last_update`).
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)
@@ -164,7 +165,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     w: Optional[Workloads] = env.workloads
     if w is not None:
         outputs.update(_workloads_outputs(env, w, region))
-    outputs[CONFIG_OUTPUT] = configuration_output(settings, finished=list(outputs.values()))
+    minor = env.config.cluster.kubernetes_version
+    outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished=list(outputs.values()))
     return outputs
 
 

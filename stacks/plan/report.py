@@ -24,6 +24,7 @@ from stacks.plan import NodeGroupPlan, Plan, job_steps
 from stacks.plan.checklist import planned_checks
 from stacks.plan.prepull import prepulls
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
+from stacks.plan.upgrade import compare_stacks, unpinned_note
 
 #: Where the prices of the estimate come from.
 PRICE_REGION = "us-east-1"
@@ -367,6 +368,7 @@ def report(
         "region": region,
         "clusterName": cfg.cluster_name,
         "kubernetesVersion": cfg.cluster.kubernetes_version,
+        "kubernetesVersionNote": unpinned_note(plan),
         "network": network,
         "nodeGroups": [_group(g) for g in plan.all_groups],
         "autoscaler": plan.autoscale,
@@ -423,6 +425,8 @@ def _render_header(r: dict[str, Any]) -> list[str]:
         f"plan of stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): cluster "
         f"{r['clusterName']}, Kubernetes {r['kubernetesVersion']}"
     ]
+    if r["kubernetesVersionNote"]:
+        lines.append(f"note: {r['kubernetesVersionNote']}")
     net = r["network"]
     if net["kind"] == "new VPC":
         zones = (
@@ -688,8 +692,6 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
 
     config, plan = load_stack(args)
     if args.old is not None:
-        from stacks.plan.upgrade import compare_stacks
-
         print(compare_stacks(args.old, args.stack, args.stack_file, plan, as_json=args.json))
         return EXIT_OK
     first, note = model_first_step(args.stack, args.stack_file, config, plan)

@@ -13,8 +13,9 @@ on the cluster), then the add-ons and the node groups; the groups wait for the V
 """
 
 import json
+import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,6 +25,7 @@ from components.catalog.addons import addon_version_for
 from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.charts import CLUSTER_AUTOSCALER
 from components.catalog.platform import (
+    DEFAULT_KUBERNETES_VERSION,
     EKS_ADDONS,
     KUBELET_MAX_SKEW,
     MINOR_STEP,
@@ -48,6 +50,11 @@ from stacks.stackfile import (
 )
 
 VERSION_KEY = key("cluster.kubernetesVersion")
+CLUSTER_KEY = key("cluster")
+#: The catalog file whose ``KubernetesVersion`` entries give this project's default minor (the newest), as a path in
+#: the project's repository: ``--from REV`` reads it at REV when the stack file there leaves the minor unset.
+PLATFORM_SOURCE = "components/catalog/platform.py"
+_MINOR_ENTRY = re.compile(r'KubernetesVersion\(\s*minor="(\d+\.\d+)"')
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,12 @@ def minor_problems(old: Plan, new: Plan) -> list[str]:
     the skew EKS supports; each message names the key and the steps to take instead."""
     a, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
+    if a != b and "kubernetes_version" not in new.config.cluster.model_fields_set:
+        upgrade = f", or to '{amaj}.{amin + 1}' to upgrade it one minor" if (bmaj, bmin) > (amaj, amin) else ""
+        return [
+            f"{VERSION_KEY} is not set, and this project's default, {b}, is not the minor the cluster runs, {a}: a "
+            f"new version of the project moved it. Set it to '{a}' to keep the cluster as it runs{upgrade}"
+        ]
     if (bmaj, bmin) < (amaj, amin):
         return [
             f"{VERSION_KEY}: {b} is older than the running {a}; EKS never moves a cluster down a minor (its nodes' "
@@ -349,9 +362,56 @@ def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, check=False)
 
 
-def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> tuple[str, Path, dict[str, Any]]:
-    """The old configuration ``--from`` names: a stack file's path, else a git revision of the stack's file. Returns a
-    label, the stack file it stands for (the new one's path for a revision) and the configuration."""
+def unpinned_note(plan: Plan) -> Optional[str]:
+    """What an unset ``cluster.kubernetesVersion`` means for a stack planned as ``plan``; ``None`` when it is set."""
+    if "kubernetes_version" in plan.config.cluster.model_fields_set:
+        return None
+    return (
+        f"{VERSION_KEY} is not set, so the stack follows this project's default ({DEFAULT_KUBERNETES_VERSION}): a "
+        "project update that raises the default upgrades the cluster and rolls its nodes at the next `pulumi up`; "
+        f"to choose when, pin it ({VERSION_KEY}: '{plan.config.cluster.kubernetes_version}')"
+    )
+
+
+def default_minor_at(folder: Path, catalog: str, rev: str) -> Optional[str]:
+    """This project's default Kubernetes minor at git revision ``rev`` of the repository holding ``folder``: the
+    newest minor its catalog (``catalog``, a path from the repository's top) lists; ``None`` where that revision has
+    no catalog to read (another project's repository, with this library installed)."""
+    shown = _git(folder, "show", f"{rev}:{catalog}")
+    return newest_minor(shown.stdout) if shown.returncode == 0 else None
+
+
+def newest_minor(catalog_source: str) -> Optional[str]:
+    """The newest minor the source of :data:`PLATFORM_SOURCE` lists (its default); ``None`` if it lists none."""
+    minors = _MINOR_ENTRY.findall(catalog_source)
+    return max(minors, key=minor_number) if minors else None
+
+
+def _sets_minor(config: dict[str, Any]) -> bool:
+    """Whether ``config`` sets the minor (a ``cluster`` that is no mapping counts: the loader reports it)."""
+    cluster = config.get(CLUSTER_KEY)
+    return cluster is not None and (not isinstance(cluster, dict) or "kubernetesVersion" in cluster)
+
+
+def _with_minor(config: dict[str, Any], minor: str) -> dict[str, Any]:
+    return {**config, CLUSTER_KEY: {**(config.get(CLUSTER_KEY) or {}), "kubernetesVersion": minor}}
+
+
+@dataclass(frozen=True)
+class OldConfig:
+    """The configuration ``--from`` names, as :func:`read_old_config` read it."""
+
+    label: str
+    path: Path
+    """The stack file it stands for (the new one's path for a git revision)."""
+    config: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    """How an unset ``cluster.kubernetesVersion`` was read."""
+
+
+def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConfig:
+    """The old configuration ``--from`` names: a stack file's path, else a git revision of the stack's file. A minor
+    left unset is the default of that revision (:func:`default_minor_at`), else today's, with a note saying which."""
     try:
         path = (stack_file or stack_file_for(stack)).resolve()
     except StackFileError as exc:
@@ -361,7 +421,14 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> tuple[s
             old_path, config = read_stack_config(stack, Path(old))
         except StackFileError as exc:
             raise StackLoadError(f"error: --from {old}: {exc}") from exc
-        return str(old), old_path, config
+        notes: tuple[str, ...] = ()
+        if not _sets_minor(config):
+            notes = (
+                f"{old} does not set {VERSION_KEY}: read as this version's default, {DEFAULT_KUBERNETES_VERSION}; "
+                "if the running cluster runs another minor, set it there (or give the git revision deployed, whose "
+                "default is read from its catalog)",
+            )
+        return OldConfig(str(old), old_path, config, notes)
     top = _git(path.parent, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
         raise StackLoadError(
@@ -383,16 +450,37 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> tuple[s
     values = data.get("config") if isinstance(data, dict) else None
     if not isinstance(values, dict):
         raise StackLoadError(f"error: --from {old}: {rel.as_posix()} at {old} has no config: mapping")
-    return f"{old}:{rel.as_posix()}", path, {**project_config(path.parent / "Pulumi.yaml"), **values}
+    label = f"{old}:{rel.as_posix()}"
+    config = {**project_config(path.parent / "Pulumi.yaml"), **values}
+    if _sets_minor(config):
+        return OldConfig(label, path, config)
+    catalog = (rel.parent / PLATFORM_SOURCE).as_posix()
+    minor = default_minor_at(path.parent, catalog, old)
+    if minor is None:
+        return OldConfig(
+            label,
+            path,
+            config,
+            (
+                f"{label} does not set {VERSION_KEY}, and {catalog} at {old} cannot be read for the default "
+                f"then: read as this version's default, {DEFAULT_KUBERNETES_VERSION}",
+            ),
+        )
+    note = f"{label} does not set {VERSION_KEY}: {minor}, the default at {old}" + (
+        f", and the default now is {DEFAULT_KUBERNETES_VERSION}" if minor != DEFAULT_KUBERNETES_VERSION else ""
+    )
+    return OldConfig(label, path, _with_minor(config, minor), (note,))
 
 
-def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[str, Plan]:
-    """The old configuration's label and plan, validated with today's rules (:class:`StackLoadError` otherwise)."""
-    label, path, config = read_old_config(old, stack, stack_file)
+def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfig, Plan]:
+    """The old configuration and its plan, validated with today's rules (:class:`StackLoadError` otherwise)."""
+    read = read_old_config(old, stack, stack_file)
+    project = project_name(read.path)
     try:
-        return label, build_plan(load_config(project_name(path), stack, config, project_dir=path.parent.resolve()))
+        plan = build_plan(load_config(project, stack, read.config, project_dir=read.path.parent.resolve()))
     except ConfigError as exc:
-        raise StackLoadError(f"the old configuration ({label}) does not load: {exc}") from exc
+        raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}") from exc
+    return read, plan
 
 
 def upgrade_report(u: Upgrade) -> dict[str, Any]:
@@ -485,11 +573,13 @@ def render_upgrade(r: dict[str, Any]) -> str:
 def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan, *, as_json: bool = False) -> str:
     """The ``--from`` summary of the stack planned as ``plan`` against ``old``, as text or JSON; a broken upgrade
     rule raises :class:`StackLoadError` with the configuration error's message (the command exits 2)."""
-    label, old_plan = plan_old(old, stack, stack_file)
+    read, old_plan = plan_old(old, stack, stack_file)
     try:
-        r = upgrade_report(compare(old_plan, plan, label))
+        u = compare(old_plan, plan, read.label)
     except ConfigError as exc:
-        raise StackLoadError(str(exc)) from exc
+        raise StackLoadError("\n".join([str(exc), *(f"note: {n}" for n in read.notes)])) from exc
+    unpinned = unpinned_note(plan)
+    r = upgrade_report(replace(u, notes=(*read.notes, *u.notes, *([unpinned] if unpinned else []))))
     return json.dumps({"upgrade": r}, indent=2) if as_json else render_upgrade(r)
 
 
@@ -497,12 +587,16 @@ __all__ = [
     "AddonChange",
     "GroupChange",
     "JobStop",
+    "OldConfig",
     "Upgrade",
     "compare",
     "compare_stacks",
+    "default_minor_at",
     "minor_problems",
+    "newest_minor",
     "plan_old",
     "read_old_config",
     "render_upgrade",
+    "unpinned_note",
     "upgrade_report",
 ]

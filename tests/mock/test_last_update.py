@@ -43,12 +43,22 @@ def deployed(**cluster: Any) -> str:
     return json.dumps(config, sort_keys=True)
 
 
+def pinned(**cluster: Any) -> dict[str, Any]:
+    """The dev stack's configuration with its minor set to today's default (and ``cluster`` settings)."""
+    config = copy.deepcopy(stack_config("dev"))
+    config[P + "cluster"] = {**(config.get(P + "cluster") or {}), "kubernetesVersion": NOW, **cluster}
+    return config
+
+
 @pytest.mark.parametrize("stack", stack_names())
 def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(stack: str) -> None:
     program = run_program(stack)
     assert last_update.CONFIG_OUTPUT in program.secret_outputs
     exported = json.loads(program.outputs[last_update.CONFIG_OUTPUT])
     assert json.loads(exported[P + "preflight"]) == {"enabled": False}  # as Pulumi passed it: JSON
+    # the minor it deployed, recorded even where the stack file leaves it to the project's default
+    minor = (stack_config(stack).get(P + "cluster") or {}).get("kubernetesVersion", NOW)
+    assert json.loads(exported[P + "cluster"])["kubernetesVersion"] == minor
     # read back, it plans the same stack: the next update finds nothing to roll
     config = load_config(PROJECT, stack, exported, project_dir=REPO)
     again = load_config(PROJECT, stack, stack_config(stack) | {P + "preflight": {"enabled": False}}, project_dir=REPO)
@@ -61,7 +71,7 @@ def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(
 
 def test_an_update_to_the_next_minor_says_what_rolls_before_anything_changes(last_outputs) -> None:
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=PREVIOUS)
-    program = run_program("dev", fresh=True)
+    program = run_program("dev", config=pinned(), fresh=True)
     assert program.error is None and program.registrations
     (summary,) = program.warnings
     assert summary.startswith(f"upgrade from {last_update.LAST_UPDATE}:"), summary
@@ -78,11 +88,26 @@ def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:
 
 def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -> None:
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
-    program = run_program("dev", fresh=True, expect_error=True)
+    program = run_program("dev", config=pinned(), fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError)
     (problem,) = program.error.problems
     assert problem.startswith(f"{P}cluster.kubernetesVersion: {SKIPPED} -> {NOW} skips 1 minor"), problem
     assert program.registrations == []
+
+
+def test_a_default_that_moved_never_upgrades_a_cluster_whose_minor_is_unset(last_outputs) -> None:
+    """The last update recorded the minor it deployed from the project's default; a new version whose default is newer
+    would upgrade the cluster unasked: the update fails before any resource is registered, naming both choices."""
+    record = json.loads(deployed())
+    record[P + "cluster"] = json.dumps({"kubernetesVersion": PREVIOUS})  # as an unpinned update records it
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
+    program = run_program("dev", fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}cluster.kubernetesVersion is not set, and this project's default, {NOW}, is not")
+    assert problem.endswith(
+        f"Set it to '{PREVIOUS}' to keep the cluster as it runs, or to '{NOW}' to upgrade it one minor"
+    )
 
 
 def test_a_last_configuration_this_version_cannot_load_is_named_and_the_update_goes_on(last_outputs) -> None:
@@ -119,7 +144,7 @@ def test_a_diy_backend_in_its_legacy_layout_is_read_by_the_stacks_bare_name(monk
     monkeypatch.setattr(last_update, "stack_name", lambda: "organization/unknown-project/dev")
     STACK_OUTPUTS["dev"] = {last_update.CONFIG_OUTPUT: deployed(kubernetesVersion=PREVIOUS)}
     try:
-        program = run_program("dev", fresh=True)
+        program = run_program("dev", config=pinned(), fresh=True)
     finally:
         STACK_OUTPUTS.pop("dev", None)
     assert program.error is None

@@ -14,13 +14,27 @@ from typing import Any
 import pytest
 
 from components.catalog import SERVICE_PRICES
-from components.catalog.platform import KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS, billed_extended
+from components.catalog.platform import (
+    DEFAULT_KUBERNETES_VERSION,
+    KUBERNETES_VERSIONS,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    billed_extended,
+    minor_number,
+)
 from stacks.config import ConfigError, load_config
 from stacks.costs import control_plane_line, estimate
 from stacks.plan import Plan, build_plan
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.report import main as plan_main
-from stacks.plan.upgrade import compare, minor_problems, render_upgrade, upgrade_report
+from stacks.plan.upgrade import (
+    PLATFORM_SOURCE,
+    compare,
+    minor_problems,
+    newest_minor,
+    render_upgrade,
+    unpinned_note,
+    upgrade_report,
+)
 from stacks.stackfile import REPO
 from stacks.yaml_text import load_yaml
 from tests.day import TEST_DAY
@@ -46,7 +60,7 @@ def variant(stack: str, **cluster: Any) -> dict[str, Any]:
 
 def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     old = plan_of("p5", variant("p5", kubernetesVersion="1.35"))
-    new = plan_of("p5", preset("p5"))
+    new = plan_of("p5", variant("p5", kubernetesVersion="1.36"))
     u = compare(old, new)
     assert (u.old_minor, u.new_minor) == ("1.35", "1.36")
     groups = {g.path: g for g in u.groups}
@@ -71,12 +85,32 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
 
 def test_skipping_a_minor_is_refused_with_the_steps() -> None:
     old = plan_of("dev", variant("dev", kubernetesVersion="1.34"))
-    new = plan_of("dev", preset("dev"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
     with pytest.raises(ConfigError) as err:
         compare(old, new)
     (problem,) = err.value.problems
     assert problem.startswith("eks-training:cluster.kubernetesVersion: 1.34 -> 1.36 skips 1 minor")
     assert "set 1.35, run `pulumi up`" in problem and "1.34 -> 1.35 -> 1.36" in problem
+
+
+@pytest.mark.parametrize(
+    ("running", "choices"),
+    [
+        ("1.35", "'1.35' to keep the cluster as it runs, or to '1.36' to upgrade it one minor"),
+        ("1.34", "'1.34' to keep the cluster as it runs, or to '1.35' to upgrade it one minor"),
+    ],
+)
+def test_a_default_that_moved_under_an_unset_minor_is_refused_with_both_choices(running: str, choices: str) -> None:
+    """An unset minor follows the project's default: a new version that raises it would upgrade the running cluster
+    unasked, so the move is refused, naming the key, the minor to keep and the next one."""
+    old = plan_of("dev", variant("dev", kubernetesVersion=running))
+    (problem,) = minor_problems(old, plan_of("dev", preset("dev")))
+    assert problem.startswith(
+        f"eks-training:cluster.kubernetesVersion is not set, and this project's default, 1.36, is not the minor the "
+        f"cluster runs, {running}"
+    )
+    assert problem.endswith(f"Set it to {choices}")
+    assert minor_problems(plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))) == []
 
 
 def test_going_down_a_minor_is_refused() -> None:
@@ -94,7 +128,7 @@ def test_a_group_outside_the_kubelet_skew_is_refused(kubelet: str, allowed: bool
     old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
     cpu = old.groups["cpu"]
     old = replace(old, groups={"cpu": replace(cpu, ami=AmiPlan(release_version=f"{kubelet}.1-20260714", pinned=True))})
-    new = plan_of("dev", preset("dev"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
     problems = minor_problems(old, new)
     assert (problems == []) is allowed, problems
     if not allowed:
@@ -178,7 +212,7 @@ def test_the_upgrading_guides_example_is_the_programs_output() -> None:
         upgrade_report(
             compare(
                 plan_of("p5", variant("p5", kubernetesVersion="1.35")),
-                plan_of("p5", preset("p5")),
+                plan_of("p5", variant("p5", kubernetesVersion="1.36")),
                 "HEAD:Pulumi.p5.yaml",
             )
         )
@@ -256,3 +290,68 @@ def test_from_a_git_revision(tmp_path: Path) -> None:
 
     code, _, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "no-such-revision")
     assert code == 2 and "git has no Pulumi.dev.yaml at revision 'no-such-revision'" in err
+
+
+def test_the_catalog_reader_finds_the_default_minor() -> None:
+    """``--from REV`` reads an unset minor as REV's default from the catalog's source: the reader finds today's."""
+    import components.catalog.platform as platform
+
+    assert Path(platform.__file__).as_posix().endswith(PLATFORM_SOURCE)
+    assert newest_minor(Path(platform.__file__).read_text()) == DEFAULT_KUBERNETES_VERSION
+    assert newest_minor('KubernetesVersion(\n    minor="1.9",\n)\nKubernetesVersion(minor="1.10")') == "1.10"
+    assert newest_minor("no catalog here") is None
+
+
+def test_from_a_revision_whose_default_was_older(tmp_path: Path) -> None:
+    """A stack file that never set the minor, deployed at a revision whose default was older: ``--from`` reads that
+    revision's default from its catalog, shows the upgrade the new default makes, and says why."""
+    import yaml
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    assert P + "cluster" not in preset("dev")
+    stack_file.write_text(yaml.safe_dump({"config": preset("dev")}))
+    catalog = tmp_path / PLATFORM_SOURCE
+    catalog.parent.mkdir(parents=True)
+    now = minor_number(DEFAULT_KUBERNETES_VERSION)
+    before, two_before = (f"{now[0]}.{now[1] - n}" for n in (1, 2))
+    _git(tmp_path, "init", "-q")
+    catalog.write_text(f'KubernetesVersion(minor="{two_before}")\n')
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "two minors back")
+    catalog.write_text(f'KubernetesVersion(minor="{two_before}")\nKubernetesVersion(\n    minor="{before}",\n)\n')
+    _git(tmp_path, "commit", "-q", "-am", "one minor back")
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 2 and out == ""
+    assert f"is not the minor the cluster runs, {before}: a new version of the project moved it" in err
+    read = (
+        f"note: HEAD:Pulumi.dev.yaml does not set eks-training:cluster.kubernetesVersion: {before}, the default at HEAD"
+    )
+    assert f"{read}, and the default now is {DEFAULT_KUBERNETES_VERSION}" in err
+
+    # the user chooses the upgrade: the summary shows it
+    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion=DEFAULT_KUBERNETES_VERSION)}))
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert f"Kubernetes {before} -> {DEFAULT_KUBERNETES_VERSION}: the control plane first" in out and read in out
+    assert "is not set" not in out
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD~1")
+    assert code == 2 and f"{two_before} -> {DEFAULT_KUBERNETES_VERSION} skips 1 minor" in err
+    assert f"{two_before}, the default at HEAD~1" in err
+
+    # another project's repository, the library installed: no catalog at the revision to read
+    stack_file.write_text(yaml.safe_dump({"config": preset("dev")}))
+    _git(tmp_path, "rm", "-q", PLATFORM_SOURCE)
+    _git(tmp_path, "commit", "-q", "-am", "library installed")
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert f"Kubernetes {DEFAULT_KUBERNETES_VERSION}: unchanged" in out
+    assert f"{PLATFORM_SOURCE} at HEAD cannot be read for the default then" in out
+    assert "eks-training:cluster.kubernetesVersion is not set, so the stack follows this project's default" in out
+
+
+def test_a_pinned_stack_has_no_unpinned_note() -> None:
+    assert unpinned_note(plan_of("dev", variant("dev", kubernetesVersion=DEFAULT_KUBERNETES_VERSION))) is None
+    note = unpinned_note(plan_of("dev", preset("dev"))) or ""
+    assert f"pin it (eks-training:cluster.kubernetesVersion: '{DEFAULT_KUBERNETES_VERSION}')" in note
