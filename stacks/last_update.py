@@ -15,7 +15,7 @@ from pulumi.runtime.config import is_config_secret
 from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
-from stacks.plan.upgrade import compare, render_upgrade, upgrade_report
+from stacks.plan.upgrade import compare, moved_default_problem, render_upgrade, unset_minor, upgrade_report
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
@@ -87,11 +87,28 @@ def last_configuration() -> Optional[dict[str, Any]]:
     return loaded
 
 
+def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
+    """The Kubernetes minor a recorded configuration deployed; ``None`` where the record does not hold one (an update
+    by an earlier commit of this project that left it unset)."""
+    raw = setting(previous, CLUSTER_KEY)
+    try:
+        cluster = json.loads(raw) if raw is not None else {}
+    except json.JSONDecodeError:
+        return None
+    minor = cluster.get("kubernetesVersion") if isinstance(cluster, dict) else None
+    return minor if isinstance(minor, str) else None
+
+
 def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
     :class:`ConfigError` when the move breaks an upgrade rule."""
     config = plan.config
+    if unset_minor(plan):
+        deployed = recorded_minor(previous)
+        if deployed is not None and deployed != config.cluster.kubernetes_version:
+            # before the record is loaded: a minor since past its support would not load, and the move would go on
+            raise ConfigError([moved_default_problem(deployed, config.cluster.kubernetes_version)])
     try:
         with quiet():  # its warnings were shown at its own update
             old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
@@ -120,6 +137,12 @@ def announce_upgrade(plan: Plan) -> None:
         return
     if previous is None:
         return
+    if unset_minor(plan) and recorded_minor(previous) is None:
+        pulumi.log.warn(
+            f"{LAST_UPDATE} holds no Kubernetes minor, and the stack file sets none: if the cluster runs another minor "
+            f"than this project's default ({plan.config.cluster.kubernetes_version}), this update moves it. Set "
+            f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
+        )
     summary = upgrade_summary(plan, previous)
     if summary is not None:
         pulumi.log.warn(summary)

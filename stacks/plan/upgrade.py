@@ -55,6 +55,8 @@ CLUSTER_KEY = key("cluster")
 #: the project's repository: ``--from REV`` reads it at REV when the stack file there leaves the minor unset.
 PLATFORM_SOURCE = "components/catalog/platform.py"
 _MINOR_ENTRY = re.compile(r'KubernetesVersion\(\s*minor="(\d+\.\d+)"')
+#: The default written as a literal, as the catalog once had it.
+_DEFAULT_LITERAL = re.compile(r'^DEFAULT_KUBERNETES_VERSION\s*=\s*"(\d+\.\d+)"', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -164,17 +166,31 @@ def kubelet_minor(g: NodeGroupPlan, cluster_minor: str) -> str:
     return m.group("minor") if m else cluster_minor
 
 
+def unset_minor(plan: Plan) -> bool:
+    """Whether the stack planned as ``plan`` leaves its minor to this project's default (a jobs-only stack has none)."""
+    cluster = plan.config.cluster
+    return "kubernetes_version" not in cluster.model_fields_set and cluster.stack_reference is None
+
+
+def moved_default_problem(deployed: str, default: str) -> str:
+    """Why an update must stop: the stack leaves its minor unset, and this project's ``default`` is not the minor its
+    last finished update ``deployed``; the message names the key and both choices."""
+    (dmaj, dmin), newer = minor_number(deployed), minor_number(default) > minor_number(deployed)
+    why = "a new version of the project moved it" if newer else "EKS never moves a cluster down a minor"
+    upgrade = f", or to '{dmaj}.{dmin + 1}' to upgrade it one minor" if newer else ""
+    return (
+        f"{VERSION_KEY} is not set, and this project's default, {default}, is not the minor the stack's last finished "
+        f"update deployed, {deployed}: {why}. Set it to '{deployed}' to keep the cluster as it runs{upgrade}"
+    )
+
+
 def minor_problems(old: Plan, new: Plan) -> list[str]:
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
     the skew EKS supports; each message names the key and the steps to take instead."""
     a, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
-    if a != b and "kubernetes_version" not in new.config.cluster.model_fields_set:
-        upgrade = f", or to '{amaj}.{amin + 1}' to upgrade it one minor" if (bmaj, bmin) > (amaj, amin) else ""
-        return [
-            f"{VERSION_KEY} is not set, and this project's default, {b}, is not the minor the cluster runs, {a}: a "
-            f"new version of the project moved it. Set it to '{a}' to keep the cluster as it runs{upgrade}"
-        ]
+    if a != b and unset_minor(new):
+        return [moved_default_problem(a, b)]
     if (bmaj, bmin) < (amaj, amin):
         return [
             f"{VERSION_KEY}: {b} is older than the running {a}; EKS never moves a cluster down a minor (its nodes' "
@@ -364,7 +380,7 @@ def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def unpinned_note(plan: Plan) -> Optional[str]:
     """What an unset ``cluster.kubernetesVersion`` means for a stack planned as ``plan``; ``None`` when it is set."""
-    if "kubernetes_version" in plan.config.cluster.model_fields_set:
+    if not unset_minor(plan):
         return None
     return (
         f"{VERSION_KEY} is not set, so the stack follows this project's default ({DEFAULT_KUBERNETES_VERSION}): a "
@@ -382,15 +398,22 @@ def default_minor_at(folder: Path, catalog: str, rev: str) -> Optional[str]:
 
 
 def newest_minor(catalog_source: str) -> Optional[str]:
-    """The newest minor the source of :data:`PLATFORM_SOURCE` lists (its default); ``None`` if it lists none."""
+    """The default minor the source of :data:`PLATFORM_SOURCE` gives: its ``DEFAULT_KUBERNETES_VERSION`` where that is
+    a literal, else the newest minor it lists; ``None`` if it gives neither."""
+    literal = _DEFAULT_LITERAL.search(catalog_source)
+    if literal:
+        return literal.group(1)
     minors = _MINOR_ENTRY.findall(catalog_source)
     return max(minors, key=minor_number) if minors else None
 
 
 def _sets_minor(config: dict[str, Any]) -> bool:
-    """Whether ``config`` sets the minor (a ``cluster`` that is no mapping counts: the loader reports it)."""
+    """Whether ``config`` sets the minor, or has none to set (a jobs-only stack; a ``cluster`` that is no mapping
+    counts: the loader reports it)."""
     cluster = config.get(CLUSTER_KEY)
-    return cluster is not None and (not isinstance(cluster, dict) or "kubernetesVersion" in cluster)
+    if cluster is None:
+        return False
+    return not isinstance(cluster, dict) or "kubernetesVersion" in cluster or "stackReference" in cluster
 
 
 def _with_minor(config: dict[str, Any], minor: str) -> dict[str, Any]:
@@ -479,7 +502,8 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
     try:
         plan = build_plan(load_config(project, stack, read.config, project_dir=read.path.parent.resolve()))
     except ConfigError as exc:
-        raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}") from exc
+        notes = "".join(f"\nnote: {n}" for n in read.notes)
+        raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{notes}") from exc
     return read, plan
 
 
@@ -593,10 +617,12 @@ __all__ = [
     "compare_stacks",
     "default_minor_at",
     "minor_problems",
+    "moved_default_problem",
     "newest_minor",
     "plan_old",
     "read_old_config",
     "render_upgrade",
     "unpinned_note",
+    "unset_minor",
     "upgrade_report",
 ]

@@ -36,9 +36,10 @@ def last_outputs() -> Iterator[dict[str, Any]]:
 
 
 def deployed(**cluster: Any) -> str:
-    """The dev stack's configuration with ``cluster`` settings changed, as its update exported it."""
+    """The dev stack's configuration with ``cluster`` settings changed, as its update exported it (with the minor it
+    deployed)."""
     config = copy.deepcopy(stack_config("dev"))
-    config[P + "cluster"] = {**(config.get(P + "cluster") or {}), **cluster}
+    config[P + "cluster"] = {"kubernetesVersion": NOW, **(config.get(P + "cluster") or {}), **cluster}
     config.setdefault(P + "preflight", {"enabled": False})
     return json.dumps(config, sort_keys=True)
 
@@ -105,6 +106,7 @@ def test_a_default_that_moved_never_upgrades_a_cluster_whose_minor_is_unset(last
     assert isinstance(program.error, ConfigError) and program.registrations == []
     (problem,) = program.error.problems
     assert problem.startswith(f"{P}cluster.kubernetesVersion is not set, and this project's default, {NOW}, is not")
+    assert f"the minor the stack's last finished update deployed, {PREVIOUS}: a new version of the project" in problem
     assert problem.endswith(
         f"Set it to '{PREVIOUS}' to keep the cluster as it runs, or to '{NOW}' to upgrade it one minor"
     )
@@ -184,3 +186,36 @@ def test_a_warning_of_the_configuration_shows_once_though_the_last_one_is_loaded
     program = run_program("dev", config=config, fresh=True)
     assert program.error is None
     assert [w.split(" ", 1)[0] for w in program.warnings] == ["aws:assumeRoleWithWebIdentity"], program.warnings
+
+
+def test_a_recorded_minor_since_past_its_support_is_still_refused(last_outputs) -> None:
+    """A minor past EKS standard support no longer loads without extendedSupport; the refusal reads the record's minor
+    before loading it, so the update stops instead of warning and moving the cluster."""
+    old = SUPPORTED_KUBERNETES_VERSIONS[0]
+    with pytest.raises(ConfigError):  # the record alone does not load any more
+        load_config(PROJECT, "dev", json.loads(deployed(kubernetesVersion=old)), project_dir=REPO)
+    record = json.loads(deployed())
+    record[P + "cluster"] = json.dumps({"kubernetesVersion": old})
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
+    program = run_program("dev", fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert f"last finished update deployed, {old}" in problem
+
+
+def test_a_record_without_a_minor_warns_that_the_running_minor_is_unknown(last_outputs) -> None:
+    """A record an earlier commit made, of a stack whose file left the minor unset, holds no minor: the update says
+    that it may move the cluster, and goes on."""
+    record = json.loads(deployed())
+    record[P + "cluster"] = json.dumps({})
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
+    program = run_program("dev", fresh=True)
+    assert program.error is None and program.registrations
+    (warning,) = program.warnings
+    assert warning.startswith(f"{last_update.LAST_UPDATE} holds no Kubernetes minor, and the stack file sets none")
+    assert f"Set {P}cluster.kubernetesVersion to the minor it runs" in warning
+    # pinned, nothing is said
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(
+        {**record, P + "cluster": json.dumps({"kubernetesVersion": NOW})}
+    )
+    assert run_program("dev", config=pinned(), fresh=True).warnings == []

@@ -30,9 +30,11 @@ from stacks.plan.upgrade import (
     PLATFORM_SOURCE,
     compare,
     minor_problems,
+    moved_default_problem,
     newest_minor,
     render_upgrade,
     unpinned_note,
+    unset_minor,
     upgrade_report,
 )
 from stacks.stackfile import REPO
@@ -107,10 +109,31 @@ def test_a_default_that_moved_under_an_unset_minor_is_refused_with_both_choices(
     (problem,) = minor_problems(old, plan_of("dev", preset("dev")))
     assert problem.startswith(
         f"eks-training:cluster.kubernetesVersion is not set, and this project's default, 1.36, is not the minor the "
-        f"cluster runs, {running}"
+        f"stack's last finished update deployed, {running}: a new version of the project moved it"
     )
     assert problem.endswith(f"Set it to {choices}")
     assert minor_problems(plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))) == []
+
+
+def test_a_default_older_than_the_deployed_minor_is_refused_without_a_downgrade() -> None:
+    """An older checkout of the project (its default below the deployed minor): only keeping the minor is offered."""
+    problem = moved_default_problem("1.36", "1.35")
+    assert "EKS never moves a cluster down a minor. Set it to '1.36' to keep the cluster as it runs" in problem
+    assert problem.endswith("as it runs")
+
+
+def test_a_jobs_only_stack_has_no_minor_to_pin() -> None:
+    """A jobs-only stack runs on another stack's cluster and may not set a minor: no note, no refusal, no minor read
+    into its old configuration."""
+    folder = REPO / "examples" / "teams"
+    config = load_yaml((folder / "Pulumi.vision.yaml").read_text())["config"]
+    plan = build_plan(load_config("eks-training", "vision", config, project_dir=REPO))
+    assert unpinned_note(plan) is None and not unset_minor(plan)
+    code, out, err = _plan_cli(
+        "--stack", "vision", "--stack-file", str(folder / "Pulumi.vision.yaml"), "--from", "HEAD"
+    )
+    assert code == 0, err
+    assert "kubernetesVersion" not in out
 
 
 def test_going_down_a_minor_is_refused() -> None:
@@ -300,6 +323,9 @@ def test_the_catalog_reader_finds_the_default_minor() -> None:
     assert newest_minor(Path(platform.__file__).read_text()) == DEFAULT_KUBERNETES_VERSION
     assert newest_minor('KubernetesVersion(\n    minor="1.9",\n)\nKubernetesVersion(minor="1.10")') == "1.10"
     assert newest_minor("no catalog here") is None
+    # the catalog once wrote its default as a literal, below a newer minor it listed
+    old_catalog = 'SUPPORTED = ("1.32", "1.33", "1.34")\nDEFAULT_KUBERNETES_VERSION = "1.33"\n'
+    assert newest_minor(old_catalog + 'KubernetesVersion(minor="1.34")') == "1.33"
 
 
 def test_from_a_revision_whose_default_was_older(tmp_path: Path) -> None:
@@ -324,7 +350,7 @@ def test_from_a_revision_whose_default_was_older(tmp_path: Path) -> None:
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 2 and out == ""
-    assert f"is not the minor the cluster runs, {before}: a new version of the project moved it" in err
+    assert f"the stack's last finished update deployed, {before}: a new version of the project moved it" in err
     read = (
         f"note: HEAD:Pulumi.dev.yaml does not set eks-training:cluster.kubernetesVersion: {before}, the default at HEAD"
     )
