@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import botocore.session
 import pulumi
@@ -53,6 +53,7 @@ from stacks.config.nodegroups import NodeGroupConfig, SystemNodeGroupConfig
 from stacks.config.operations import OperationsConfig
 from stacks.config.rules import CLUSTER_NAME_MAX, Sections
 from stacks.config.rules import check as check_rules
+from stacks.config.rules.network import zone_refs, zone_region_problems
 from stacks.config.settings import AutoscalerConfig, PreflightConfig
 from stacks.config.storage import StorageConfig
 from stacks.config.teams import TeamConfig
@@ -326,14 +327,15 @@ def eks_regions() -> frozenset[str]:
     )
 
 
-def region_problems(config: Mapping[str, Any]) -> list[str]:
+def region_problems(config: Mapping[str, Any], zones: Sequence[tuple[str, str]] = ()) -> list[str]:
     """``aws:region`` that is no region EKS is offered in (a typo such as ``us-east-9`` or ``us-east1``), unless the
-    stack sets ``aws:skipRegionValidation: true`` for a region newer than the SDK's list."""
+    stack sets ``aws:skipRegionValidation: true`` for a region newer than the SDK's list; a zone of ``zones`` (config
+    path, zone) named in another region."""
     region = setting(config, "aws:region")
     if not region:
         return ["aws:region: not set; run `pulumi config set aws:region us-east-1` (or your region)"]
     if region in eks_regions() or setting(config, "aws:skipRegionValidation") in ("true", "True"):
-        return []
+        return zone_region_problems(list(zones), region)
     near = difflib.get_close_matches(region, sorted(eks_regions()), n=1, cutoff=0.6)
     hint = f"did you mean {near[0]}? " if near else ""
     return [
@@ -558,7 +560,7 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     )
     p.problems.extend(check_rules(sections))
     aws = p.aws(config)
-    p.problems.extend(region_problems(config))
+    p.problems.extend(region_problems(config, zone_refs(sections)))
     if p.problems:
         raise ConfigError(p.problems)
     jobs = dict(sections.jobs)

@@ -196,6 +196,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "zone named in another region",
+        group(availabilityZone="us-west-2a"),
+        [
+            "eks-training:nodeGroups.gpu.availabilityZone: us-west-2a is not a zone of aws:region us-east-1; name one "
+            "of its zones (such as us-east-1a) or a zone ID, or change aws:region"
+        ],
+    ),
+    (
+        "listed zone named in another region",
+        setk("network", {"availabilityZones": ["us-east-1a", "eu-west-1b"]}),
+        ["eks-training:network.availabilityZones[1]: eu-west-1b is not a zone of aws:region us-east-1"],
+    ),
+    (
         "zone neither name nor ID",
         group(availabilityZone="east-1a"),
         [

@@ -32,9 +32,8 @@ def check_network(s: Sections, problems: list[str]) -> None:
             )
 
 
-def check_zone_forms(s: Sections, problems: list[str]) -> None:
-    """Zones are written one way in a stack, all names or all zone IDs: which name is which ID is only known in
-    the account, so rules comparing zones offline (a group in the VPC's zones, FSx beside its readers) need one form."""
+def zone_refs(s: Sections) -> list[tuple[str, str]]:
+    """Every zone the stack names, with its config path: the new VPC's, the node groups' and the FSx file system's."""
     refs: list[tuple[str, str]] = []
     if s.network is not None:
         refs += [(f"network.availabilityZones[{i}]", z) for i, z in enumerate(s.network.availability_zones or [])]
@@ -43,6 +42,24 @@ def check_zone_forms(s: Sections, problems: list[str]) -> None:
     ]
     if s.storage.backend == "fsx" and s.storage.fsx_settings.availability_zone:
         refs.append(("storage.fsx.availabilityZone", s.storage.fsx_settings.availability_zone))
+    return refs
+
+
+def zone_region_problems(refs: list[tuple[str, str]], region: str) -> list[str]:
+    """Zone names of another region than ``region``: a zone's name starts with its region's (us-east-1a); a zone ID
+    (use1-az1) is checked in the account, where the region's zones are listed."""
+    return [
+        f"{key(path)}: {z} is not a zone of aws:region {region}; name one of its zones (such as {region}a) or a zone "
+        "ID, or change aws:region"
+        for path, z in refs
+        if not ZONE_ID_RE.match(z) and not z.startswith(region)
+    ]
+
+
+def check_zone_forms(s: Sections, problems: list[str]) -> None:
+    """Zones are written one way in a stack, all names or all zone IDs: which name is which ID is only known in
+    the account, so rules comparing zones offline (a group in the VPC's zones, FSx beside its readers) need one form."""
+    refs = zone_refs(s)
     ids = [(path, z) for path, z in refs if ZONE_ID_RE.match(z)]
     names = [(path, z) for path, z in refs if not ZONE_ID_RE.match(z)]
     if ids and names:
