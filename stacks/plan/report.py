@@ -542,6 +542,15 @@ def _render_queues(q: Optional[dict[str, Any]]) -> list[str]:
         "  priorities (a job outranks the jobs that wait for it): "
         + ", ".join(f"{job} {p['value']}" for job, p in q["priorities"].items())
     )
+    for name, t in (q.get("teams") or {}).items():
+        nodes = ", ".join(f"{n} {group}" for group, n in t["nodes"].items())
+        lends = ("may borrow" if t["mayBorrow"] else "never borrows") + (
+            ", lends its idle share" if t["mayLend"] else ", keeps its idle share"
+        )
+        lines.append(
+            f"  team {name}: namespace {t['namespace']}, queue {t['localQueue']} -> ClusterQueue {t['clusterQueue']} "
+            f"in cohort {q['cohort']}; quota {nodes} node(s); {lends}"
+        )
     return lines
 
 

@@ -241,3 +241,17 @@ def test_the_plan_says_why_it_models_no_path(tmp_path: Path) -> None:
         "first training step: not modelled (a jobs-only stack: its jobs start on the cluster of "
         "organization/eks-training/shared, whose plan shows that cluster's path)"
     )
+
+
+def test_the_plan_of_a_cluster_with_teams_prints_each_team(tmp_path: Path) -> None:
+    """The teams guide's plan of the shared cluster shows each team's namespace, queue, cohort, quota and borrowing."""
+    example = REPO / "examples" / "teams" / "Pulumi.shared.yaml"
+    done = call("stacks.plan", "--stack", "shared", "--stack-file", str(example), home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    teams = [line for line in done.stdout.splitlines() if line.startswith("  team ")]
+    assert teams == [
+        "  team vision: namespace vision, queue vision/vision -> ClusterQueue team-vision in cohort eks-training; "
+        "quota 1 system, 1 gpu node(s); may borrow, lends its idle share",
+        "  team nlp: namespace team-nlp, queue team-nlp/nlp -> ClusterQueue team-nlp in cohort eks-training; "
+        "quota 1 system, 1 gpu node(s); never borrows, lends its idle share",
+    ]
