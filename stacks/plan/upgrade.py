@@ -51,8 +51,8 @@ from stacks.stackfile import (
 
 VERSION_KEY = key("cluster.kubernetesVersion")
 CLUSTER_KEY = key("cluster")
-#: The catalog file whose ``KubernetesVersion`` entries give this project's default minor (the newest), as a path in
-#: the project's repository: ``--from REV`` reads it at REV when the stack file there leaves the minor unset.
+#: The catalog file that gives this project's default minor (:func:`newest_minor`), as a path in the project's
+#: repository: ``--from REV`` reads it at REV when the stack file there leaves the minor unset.
 PLATFORM_SOURCE = "components/catalog/platform.py"
 _MINOR_ENTRY = re.compile(r'KubernetesVersion\(\s*minor="(\d+\.\d+)"')
 #: The default written as a literal, as the catalog once had it.
@@ -390,9 +390,9 @@ def unpinned_note(plan: Plan) -> Optional[str]:
 
 
 def default_minor_at(folder: Path, catalog: str, rev: str) -> Optional[str]:
-    """This project's default Kubernetes minor at git revision ``rev`` of the repository holding ``folder``: the
-    newest minor its catalog (``catalog``, a path from the repository's top) lists; ``None`` where that revision has
-    no catalog to read (another project's repository, with this library installed)."""
+    """This project's default Kubernetes minor at git revision ``rev`` of the repository holding ``folder``, as its
+    catalog (``catalog``, a path from the repository's top) gives it (:func:`newest_minor`); ``None`` where that
+    revision has no catalog to read (another project's repository, with this library installed)."""
     shown = _git(folder, "show", f"{rev}:{catalog}")
     return newest_minor(shown.stdout) if shown.returncode == 0 else None
 
