@@ -16,12 +16,17 @@ from pulumi.runtime.config import is_config_secret
 from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
-from stacks.plan.upgrade import compare, moved_default_problem, render_upgrade, unset_minor, upgrade_report
+from stacks.plan.upgrade import (
+    CLUSTER_KEY,
+    compare,
+    moved_default_problem,
+    render_upgrade,
+    unset_minor,
+    upgrade_report,
+)
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
-#: The setting of the cluster's configuration, where the recorded Kubernetes minor goes.
-CLUSTER_KEY = f"{NAMESPACE}:cluster"
 #: The engine's built-in function that returns a stack's outputs, called synchronously so the answer comes before
 #: anything is registered (pulumi/pulumi ``pkg/resource/deploy/builtins.go``, ``readStackReference``).
 READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
