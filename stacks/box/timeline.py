@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from typing_extensions import Self
 
-from stacks.box.cluster import Box, BoxError
+from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.kueue import WORKLOAD_CRD
 from stacks.box.poller import Poller
 from stacks.box.rehearse import HELD
@@ -219,7 +219,9 @@ class Recorder(Poller):
     def _workloads(self) -> list[dict[str, Any]]:
         """Kueue's Workloads now; none when Kueue's CRD is not served (yet) or the apiserver is away (an upgrade)."""
         try:
-            if self.box.exists("crd", WORKLOAD_CRD):  # else every look would read the server's discovery again
+            # read once Established (each read of the CRD returns its whole schema); without it, every look would
+            # read the server's discovery again
+            if crd_established(self.box, WORKLOAD_CRD):
                 return list(self.box.get(WORKLOAD_CRD, "-A")["items"])
         except (BoxError, OSError, http.client.HTTPException):
             pass

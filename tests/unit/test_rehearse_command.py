@@ -103,14 +103,12 @@ class _FakeBox:
     def __init__(self) -> None:
         self.pods: list[dict] = []
         self.workloads: list[dict] = []
+        #: Kueue's Workload CRD is Established (stacks.box.cluster.crd_established reads it from here).
+        self.established_crds = {"workloads.kueue.x-k8s.io"}
 
     def get(self, *args: str) -> dict:
         assert args in (("pods", "-A"), ("workloads.kueue.x-k8s.io", "-A")), args
         return {"items": self.pods if args[0] == "pods" else self.workloads}
-
-    def exists(self, *args: str) -> bool:
-        assert args == ("crd", "workloads.kueue.x-k8s.io"), args
-        return True
 
 
 def _pod(name: str, job: str, phase: str, node: str = "", conditions=(), annotations=None, exit_code=None) -> dict:
@@ -226,3 +224,34 @@ def test_the_timeline_names_every_wait_and_every_outcome() -> None:
     timeline = text.split("\nWhere each pod ran:\n", 1)[0]
     assert "Job train: admitted" in timeline and "applied training" in timeline
     assert text.endswith("Jobs:\n  train (Job): Complete, started 1.0 s, finished 3.5 s, took 2.5 s")
+
+
+def test_the_timeline_reads_kueues_workload_crd_until_established_then_never_again() -> None:
+    """Each read of a CRD returns its whole schema (Kueue's Workload: 700 KB, decoded by the apiserver and here): the
+    recorder reads the Workload CRD until it is Established, then lists the Workloads without it."""
+    from stacks.box.timeline import Recorder
+
+    class CountingBox(_FakeBox):
+        def __init__(self) -> None:
+            super().__init__()
+            self.established_crds = set()
+            self.crd_reads = 0
+            self.established = False
+
+        def get(self, *args: str) -> dict:
+            if args[0] != "crd":
+                return super().get(*args)
+            self.crd_reads += 1
+            return {"status": {"conditions": [{"type": "Established", "status": str(self.established)}]}}
+
+    box = CountingBox()
+    rec = Recorder(box, start=time.monotonic())  # type: ignore[arg-type]
+    rec.poll()
+    rec.poll()
+    assert box.crd_reads == 2 and not rec.workloads  # not Established yet: no Workload listed
+    box.established = True
+    box.workloads = [_workload("train")]
+    for _ in range(5):
+        rec.poll()
+    assert box.crd_reads == 3, box.crd_reads
+    assert "train" in rec.workloads
