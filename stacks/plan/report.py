@@ -332,6 +332,8 @@ def report(
     """The plan as a JSON-ready mapping (what ``--json`` prints); ``first`` the modelled path to the first training
     step (:func:`stacks.plan.timeline.first_step`), or ``first_note`` why there is none."""
     cfg = plan.config
+    if cfg.cluster.stack_reference is not None:
+        return _jobs_only_report(plan, region, first_step_report(first, first_note))
     network: dict[str, Any]
     if cfg.network is not None:
         network = {
@@ -366,6 +368,8 @@ def report(
         "stack": cfg.stack,
         "project": cfg.project,
         "region": region,
+        "clusterStack": None,
+        "team": None,
         "clusterName": cfg.cluster_name,
         "kubernetesVersion": cfg.cluster.kubernetes_version,
         "kubernetesVersionNote": unpinned_note(plan),
@@ -397,12 +401,44 @@ def report(
     }
 
 
+def _jobs_only_report(plan: Plan, region: Optional[str], first_step: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """A jobs-only stack's plan: what it registers (its jobs, their images and pre-pulls). The cluster, its network,
+    queues, storage, operations and cost are the referenced stack's, and its plan shows them."""
+    cfg = plan.config
+    return {
+        "stack": cfg.stack,
+        "project": cfg.project,
+        "region": region,
+        "clusterStack": cfg.cluster.stack_reference,
+        "team": cfg.cluster.team,
+        "clusterName": None,
+        "kubernetesVersion": None,
+        "kubernetesVersionNote": None,
+        "network": None,
+        # the stack's copy of the cluster stack's worker groups: the jobs are placed for them
+        "nodeGroups": [_group(g) for g in plan.groups.values()],
+        "autoscaler": plan.autoscale,
+        "jobs": _jobs(plan),
+        "crowdedSteps": _crowded_steps(plan),
+        "images": _images(plan),
+        "queues": None,
+        "storage": None,
+        "prePulls": _prepulls(plan),
+        "operations": None,
+        "preflight": {"enabled": False, "checks": []},
+        "firstStep": first_step,
+        "cost": {"currency": "USD", "runningPerHour": 0.0, "idlePerHour": 0.0, "lines": [], "notes": []},
+    }
+
+
 def _round(value: Optional[float]) -> Optional[float]:
     return None if value is None else round(value, 4)
 
 
 def render(r: dict[str, Any]) -> str:
     """The report as text: its sections in order, a blank line between two."""
+    if r["clusterStack"] is not None:
+        return _render_jobs_only(r)
     sections = [
         _render_header(r),
         _render_node_groups(r),
@@ -414,6 +450,35 @@ def render(r: dict[str, Any]) -> str:
         _render_operations(r["operations"]),
         _render_preflight(r["preflight"]),
         _render_cost(r["cost"]),
+        _render_first_step(r["firstStep"]) if r.get("firstStep") is not None else [],
+    ]
+    return "\n\n".join("\n".join(section) for section in sections if section)
+
+
+def _render_jobs_only(r: dict[str, Any]) -> str:
+    """A jobs-only stack's report as text: its jobs and images, and what it takes from the cluster stack."""
+    ref, team = r["clusterStack"], r["team"]
+    sections = [
+        [
+            f"plan of jobs-only stack {r['stack']} (project {r['project']}, region {r['region'] or 'not set'}): its "
+            f"jobs run on the cluster of {ref}, as team {team}; it makes no cluster, VPC, node group, queue or storage"
+        ],
+        [f"node groups of {ref} the jobs are placed for (this stack's copy of its nodeGroups):"]
+        + [_render_node_group(g)[0] for g in r["nodeGroups"]],
+        _render_jobs(r["jobs"], r["crowdedSteps"]),
+        _render_images(r["images"]),
+        _render_pre_pulls(r["prePulls"]),
+        [
+            f"from {ref}, read at deploy: team {team}'s namespace, its claim on the shared file system and its "
+            "LocalQueue (every job waits there until all of it fits); the jobs use the priority classes that stack "
+            "made",
+            f"checked at deploy, before any job is created: {ref} has team {team}, is in this stack's region, and "
+            "its groups the jobs run on have this copy's instance types, maxSize, labels and taints",
+        ],
+        [
+            f"estimated cost: none per hour of its own (its jobs run on the nodes of {ref}, whose plan shows their "
+            "cost); its image builds bill CodeBuild minutes and ECR storage"
+        ],
         _render_first_step(r["firstStep"]) if r.get("firstStep") is not None else [],
     ]
     return "\n\n".join("\n".join(section) for section in sections if section)

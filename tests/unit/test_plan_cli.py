@@ -232,15 +232,42 @@ def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
     assert done.returncode == 2 and "error: cannot read" in done.stderr
 
 
-def test_the_plan_says_why_it_models_no_path(tmp_path: Path) -> None:
-    """A jobs-only stack starts on another stack's cluster: its plan names that stack instead of a path."""
+def test_the_plan_of_a_jobs_only_stack_shows_what_it_makes_and_nothing_of_the_cluster(tmp_path: Path) -> None:
+    """A jobs-only stack registers its jobs, images and pre-pulls on another stack's cluster (__main__.py,
+    stacks/jobs_only.py): its plan names that stack and the team, and prints no network, queue, storage, operations,
+    preflight or hourly cost of a cluster it does not make, nor a path to the first step."""
     example = REPO / "examples" / "teams" / "Pulumi.vision.yaml"
     done = call("stacks.plan", "--stack", "vision", "--stack-file", str(example), home=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.rstrip().endswith(
-        "first training step: not modelled (a jobs-only stack: its jobs start on the cluster of "
-        "organization/eks-training/shared, whose plan shows that cluster's path)"
+    out = done.stdout
+    ref = "organization/eks-training/shared"
+    assert out.startswith(
+        f"plan of jobs-only stack vision (project eks-training, region us-east-1): its jobs run on "
+        f"the cluster of {ref}, as team vision;"
+    ), out
+    for absent in (
+        "network:",
+        "queues (Kueue)",
+        "storage:",
+        "operations:",
+        "preflight will check",
+        "EKS control plane",
+        "Kubernetes 1.",
+    ):
+        assert absent not in out, absent
+    assert f"node groups of {ref} the jobs are placed for" in out and "\n  gpu          g5.xlarge:" in out
+    assert "  1. train (pytorch) on gpu: 2 node(s)" in out and "  training: built from " in out
+    assert f"estimated cost: none per hour of its own (its jobs run on the nodes of {ref}" in out
+    assert out.rstrip().endswith(
+        f"first training step: not modelled (a jobs-only stack: its jobs start on the cluster of {ref}, whose plan "
+        "shows that cluster's path)"
     )
+    as_json = call("stacks.plan", "--stack", "vision", "--stack-file", str(example), "--json", home=tmp_path)
+    printed = json.loads(as_json.stdout)
+    assert (printed["clusterStack"], printed["team"]) == (ref, "vision")
+    assert printed["network"] is printed["queues"] is printed["storage"] is printed["operations"] is None
+    assert printed["cost"]["runningPerHour"] == printed["cost"]["idlePerHour"] == 0
+    assert [g["name"] for g in printed["nodeGroups"]] == ["gpu"]
 
 
 def test_the_plan_of_a_cluster_with_teams_prints_each_team(tmp_path: Path) -> None:
