@@ -127,6 +127,11 @@ SOURCES: Mapping[str, Source] = {
         "packages of that release",
     ),
     # --- EKS, AMIs, EFA ---------------------------------------------------------------------------
+    "pulumi-eks-prerequisites": Source(
+        url="https://www.pulumi.com/registry/packages/eks/installation-configuration/",
+        shows="pulumi-eks needs the AWS CLI (1.16.156 or later): the cluster's kubeconfig authenticates through it "
+        "(aws eks get-token)",
+    ),
     "eks-nvidia-ami": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html",
         shows="instance families the AL2023 x86_64 NVIDIA AMI supports; AMI types AL2023_x86_64_NVIDIA/STANDARD",

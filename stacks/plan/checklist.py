@@ -60,11 +60,19 @@ def addon_checks(plan: Plan) -> list[tuple[str, str]]:
     return out
 
 
+#: The command the cluster's kubeconfig runs for a token (``aws eks get-token``), and what preflight names when it
+#: checks for it: the deploying machine's ``PATH``, not a config key.
+AWS_CLI = "aws"
+AWS_CLI_KEY = "PATH"
+
+
 def planned_checks(plan: Plan) -> list[tuple[str, str]]:
     """What :func:`stacks.preflight.checks.run_preflight` will ask the account about this plan, as (config key, what is
     checked), without asking anything (``python -m stacks.plan`` prints it offline)."""
     cfg = plan.config
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str]] = [
+        (AWS_CLI_KEY, f"the AWS CLI (`{AWS_CLI}`) is found: the cluster's kubeconfig runs `aws eks get-token`")
+    ]
     if cfg.network is not None:
         listed = cfg.network.availability_zones
         zones = ", ".join(listed) if listed else f"{cfg.network.zone_count} zones chosen by zone ID"

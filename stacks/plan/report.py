@@ -696,9 +696,9 @@ def _render_operations(ops: dict[str, Any]) -> list[str]:
 
 
 def _render_preflight(pf: dict[str, Any]) -> list[str]:
-    """What preflight will check in the account."""
+    """What preflight will check on the deploying machine and in the account."""
     lines = [
-        "preflight will check in the account"
+        "preflight will check, where `pulumi up` runs and in the account"
         + (
             ""
             if pf["enabled"]

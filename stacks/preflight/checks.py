@@ -1,14 +1,15 @@
 """The preflight checks, each reading the plan (docs/explanation/preflight.md lists them)."""
 
 import re
+import shutil
 from typing import Optional, Sequence
 
 import boto3
 
-from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
+from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, SOURCES, VCPU_QUOTAS
 from stacks.config import ConfigError, key
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.checklist import quota_needs, type_key
+from stacks.plan.checklist import AWS_CLI, AWS_CLI_KEY, quota_needs, type_key
 from stacks.preflight.addons import check_addons
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import (
@@ -49,6 +50,7 @@ def run_preflight(
     aws = AwsClient(session, region)
     findings: list[Finding] = []
 
+    _check_aws_cli(findings)
     vpc_zone_list = _vpc_zones(plan, zones, aws, findings)
     _check_control_plane_zones(plan, vpc_zone_list, findings)
     vpc_zones = [z.name for z in vpc_zone_list]
@@ -81,6 +83,26 @@ def check(
     if any(not f.ok for f in findings):
         raise PreflightError(findings)
     return findings
+
+
+def _check_aws_cli(findings: list[Finding]) -> None:
+    """The cluster's kubeconfig gets its token from the AWS CLI: without it on ``PATH``, ``pulumi up`` would fail at the
+    first Kubernetes object, once the cluster and its nodes exist (``PATH`` is the program's, which the Kubernetes
+    provider inherits)."""
+    found = shutil.which(AWS_CLI)
+    if found:
+        findings.append(Finding(True, AWS_CLI_KEY, f"the AWS CLI is {found}"))
+        return
+    source = SOURCES["pulumi-eks-prerequisites"].url
+    findings.append(
+        Finding(
+            False,
+            AWS_CLI_KEY,
+            f"no `{AWS_CLI}` command: the cluster's kubeconfig runs `aws eks get-token` ({source}), and `pulumi up` "
+            "needs it for every Kubernetes object once the cluster exists; install the AWS CLI "
+            "(https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html) where `pulumi up` runs",
+        )
+    )
 
 
 def _check_control_plane_zones(plan: Plan, zones: list[Zone], findings: list[Finding]) -> None:

@@ -120,6 +120,12 @@ def _use(endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
             monkeypatch.delenv(key, raising=False)
         else:
             monkeypatch.setenv(key, value)
+    # the deploying machine has the AWS CLI (the README's prerequisites), whatever this one has
+    stub = tmp_path / "aws-cli"
+    stub.mkdir(exist_ok=True)
+    (stub / "aws").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "aws").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub}:{os.environ.get('PATH', '')}")
 
 
 @pytest.fixture
@@ -238,6 +244,7 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "reservation": [f for f in findings if f.key.endswith("capacityReservationId")],
         "quota": [f for f in findings if "vCPU quota" in f.message],
         "add-on": [f for f in findings if f.key.startswith("eks-training:cluster.addonVersions.")],
+        "aws-cli": by_key(findings, "PATH"),
     }
     assert {k: len(v) for k, v in kinds.items()} == {
         "offering": 2,
@@ -246,9 +253,29 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "quota": 2,
         # vpc-cni, the node monitoring agent, the CloudWatch add-on (metrics on with a GPU group), the EFS CSI driver
         "add-on": 4,
+        "aws-cli": 1,
     }
-    assert len(findings) == 10
+    assert len(findings) == 11
     assert all(f.ok for f in findings), format_report(findings)
+
+
+def test_a_machine_without_the_aws_cli_fails_naming_path_and_where_to_get_it(
+    proc: sup.MotoProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster's kubeconfig runs ``aws eks get-token``: without the CLI, ``pulumi up`` would fail at its first
+    Kubernetes object, once the cluster and its nodes exist; preflight fails first."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-aws"))
+    f = one(
+        run_preflight(
+            load(stack({"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}})),
+            ZONES,
+            session(),
+        ),
+        "PATH",
+    )
+    assert not f.ok
+    assert "no `aws` command: the cluster's kubeconfig runs `aws eks get-token`" in f.message
+    assert "https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html" in f.message
 
 
 def test_the_deploying_identity_in_admin_role_arns_fails(proc: sup.MotoProcess) -> None:

@@ -116,7 +116,12 @@ def test_the_plan_of_every_preset_prints_offline(plans, stack: str) -> None:
     done = plans[(stack, False)]
     assert done.returncode == 0, done.stderr
     text = done.stdout
-    for section in ("node groups:", "storage:", "preflight will check in the account", "estimated cost: running $"):
+    for section in (
+        "node groups:",
+        "storage:",
+        "preflight will check, where `pulumi up` runs and in the account",
+        "estimated cost: running $",
+    ):
         assert section in text, section
     assert "jobs, by step (the jobs of a step start together, side by side" in text or "jobs: none" in text
     config = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]
