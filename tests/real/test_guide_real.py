@@ -2,8 +2,9 @@
 taken from the page (``<!-- example NAME: file PATH -->`` before a block), are written into a folder of their own
 outside the repository, its command (``<!-- example NAME: run -->``, the ``$`` line) runs in that folder with this
 Python, and every line the page shows after it is in the output (``...`` stands for what differs from run to run:
-paths, times, the pod that holds rank 0). The page's command for the cluster (``<!-- commands: examples -->``: the
-plan) runs in each example's folder too, with ``PYTHONPATH`` at this clone as the page says."""
+paths, times, the pod that holds rank 0). The page's commands for each example's folder (``<!-- commands:
+examples -->``: a shell given the clone's virtualenv and ``PYTHONPATH``, then the plan) run there too, this Python
+and this clone standing for the page's ``~/eks-training``."""
 
 import os
 import re
@@ -39,13 +40,16 @@ def examples() -> dict[str, dict[str, object]]:
 EXAMPLES = examples()
 #: The commands the page runs in each example's folder, as written.
 FOR_EACH = [line for block in _FOR_EACH.findall(PAGE.read_text()) for line in block.strip().splitlines()]
+#: The page's shell setup: the clone's virtualenv and the clone on PYTHONPATH (this Python and ``PYTHONPATH`` at this
+#: clone stand for them).
+SETUP = ["source ~/eks-training/.venv/bin/activate", "export PYTHONPATH=~/eks-training"]
 
 
 def test_the_guide_has_an_example_of_each_kind() -> None:
     assert set(EXAMPLES) == {"pytorch", "command", "mpi"}
     for name, entry in EXAMPLES.items():
         assert entry["run"] and entry["files"], name
-    assert FOR_EACH == ["PYTHONPATH=~/eks-training python -m stacks plan --stack mine"]
+    assert FOR_EACH == [*SETUP, "python -m stacks plan --stack mine"]
 
 
 def _matches(pattern: str, line: str) -> bool:
@@ -64,11 +68,11 @@ def test_the_example_runs_as_written(name: str, tmp_path: Path) -> None:
     argv = shlex.split(command[2:])
     # the repository's packages, as an install would give them; nothing of the page's folder is changed
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    for line in FOR_EACH:  # the page's PYTHONPATH names a clone at ~/eks-training: this one stands for it
+    for line in FOR_EACH[len(SETUP) :]:  # after the setup, which env and this Python stand for
         written = shlex.split(line)
-        assert written[0] == "PYTHONPATH=~/eks-training" and written[1] == "python", line
+        assert written[0] == "python", line
         planned = subprocess.run(
-            [sys.executable, *written[2:]], cwd=folder, env=env, capture_output=True, text=True, timeout=patient(120)
+            [sys.executable, *written[1:]], cwd=folder, env=env, capture_output=True, text=True, timeout=patient(120)
         )
         assert planned.returncode == 0, planned.stderr
         assert "plan of stack mine" in planned.stdout, planned.stdout
