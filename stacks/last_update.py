@@ -19,10 +19,12 @@ from stacks.plan import Plan, build_plan
 from stacks.plan.upgrade import (
     CLUSTER_KEY,
     compare,
+    leaves_minor_unset,
     moved_default_problem,
     render_upgrade,
     unset_minor,
     upgrade_report,
+    with_minor,
 )
 
 #: The stack output that holds the configuration an update was given.
@@ -49,9 +51,9 @@ def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str
         or (k.startswith("aws:") and k not in AWS_CREDENTIALS and not is_config_secret(k))
     }
     raw = setting(out, CLUSTER_KEY)
-    cluster = json.loads(raw) if raw is not None else {}
-    if minor is not None and isinstance(cluster, dict) and "kubernetesVersion" not in cluster:
-        out[CLUSTER_KEY] = json.dumps({**cluster, "kubernetesVersion": minor})
+    cluster = json.loads(raw) if raw is not None else None
+    if minor is not None and leaves_minor_unset(cluster):
+        out[CLUSTER_KEY] = json.dumps(with_minor(cluster, minor))
     return out
 
 

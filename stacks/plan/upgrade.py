@@ -17,7 +17,7 @@ import re
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import yaml
 
@@ -407,17 +407,26 @@ def newest_minor(catalog_source: str) -> Optional[str]:
     return max(minors, key=minor_number) if minors else None
 
 
-def _sets_minor(config: dict[str, Any]) -> bool:
-    """Whether ``config`` sets the minor, or has none to set (a jobs-only stack; a ``cluster`` that is no mapping
-    counts: the loader reports it)."""
-    cluster = config.get(CLUSTER_KEY)
+def leaves_minor_unset(cluster: Any) -> bool:
+    """Whether a stack's ``cluster`` setting, a mapping (a stack file's YAML, or the JSON Pulumi passes, parsed) or
+    none, leaves the minor to the project's default. A jobs-only stack has none to set; a setting that is no mapping
+    is the loader's to report."""
     if cluster is None:
-        return False
-    return not isinstance(cluster, dict) or "kubernetesVersion" in cluster or "stackReference" in cluster
+        return True
+    return isinstance(cluster, dict) and "kubernetesVersion" not in cluster and "stackReference" not in cluster
+
+
+def with_minor(cluster: Optional[Mapping[str, Any]], minor: str) -> dict[str, Any]:
+    """The ``cluster`` setting with ``minor`` as its ``kubernetesVersion``."""
+    return {**(cluster or {}), "kubernetesVersion": minor}
+
+
+def _sets_minor(config: dict[str, Any]) -> bool:
+    return not leaves_minor_unset(config.get(CLUSTER_KEY))
 
 
 def _with_minor(config: dict[str, Any], minor: str) -> dict[str, Any]:
-    return {**config, CLUSTER_KEY: {**(config.get(CLUSTER_KEY) or {}), "kubernetesVersion": minor}}
+    return {**config, CLUSTER_KEY: with_minor(config.get(CLUSTER_KEY), minor)}
 
 
 @dataclass(frozen=True)
