@@ -22,6 +22,8 @@ plan = build_plan(config)
 if topology_problems := topology_region_problems(plan, config.region):
     raise ConfigError(topology_problems)  # a topology-aware group where EC2 labels no node: nothing registered
 if config.cluster.stack_reference is not None:
+    if config.preflight.enabled:
+        check(plan, None)  # the AWS CLI its kubeconfig runs (PreflightError): nothing registered
     outputs = build_jobs_only(plan)
 else:
     announce_upgrade(plan)  # what this update rolls since the last; ConfigError (a skipped minor): nothing registered

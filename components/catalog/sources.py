@@ -127,6 +127,11 @@ SOURCES: Mapping[str, Source] = {
         "packages of that release",
     ),
     # --- EKS, AMIs, EFA ---------------------------------------------------------------------------
+    "aws-cli-exec-info": Source(
+        url="https://github.com/aws/aws-cli/pull/6476",
+        shows="aws eks get-token reads KUBERNETES_EXEC_INFO and answers in the API version the kubeconfig asks for "
+        "(released in aws-cli 1.23.9 and 2.6.3); before, it answered client.authentication.k8s.io/v1alpha1",
+    ),
     "pulumi-eks-prerequisites": Source(
         url="https://www.pulumi.com/registry/packages/eks/installation-configuration/",
         shows="pulumi-eks needs the AWS CLI (1.16.156 or later): the cluster's kubeconfig authenticates through it "

@@ -64,6 +64,10 @@ def addon_checks(plan: Plan) -> list[tuple[str, str]]:
 #: checks for it: the deploying machine's ``PATH``, not a config key.
 AWS_CLI = "aws"
 AWS_CLI_KEY = "PATH"
+#: The first AWS CLI release of each major version whose ``eks get-token`` answers in the API version the kubeconfig
+#: asks for (``KUBERNETES_EXEC_INFO``; earlier ones answer ``v1alpha1``, which Kubernetes 1.24's clients dropped):
+#: aws/aws-cli#6476 (``components.catalog`` source ``aws-cli-exec-info``).
+AWS_CLI_MINIMUM = {1: (1, 23, 9), 2: (2, 6, 3)}
 
 
 def planned_checks(plan: Plan) -> list[tuple[str, str]]:
@@ -71,8 +75,15 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
     checked), without asking anything (``python -m stacks.plan`` prints it offline)."""
     cfg = plan.config
     out: list[tuple[str, str]] = [
-        (AWS_CLI_KEY, f"the AWS CLI (`{AWS_CLI}`) is found: the cluster's kubeconfig runs `aws eks get-token`")
+        (
+            AWS_CLI_KEY,
+            f"the AWS CLI (`{AWS_CLI}`) is found, a release that answers the kubeconfig's `aws eks get-token` ("
+            + " or ".join(".".join(map(str, v)) for v in AWS_CLI_MINIMUM.values())
+            + " or later)",
+        )
     ]
+    if cfg.cluster.stack_reference is not None:
+        return out  # a jobs-only stack's account is the cluster stack's, checked there
     if cfg.network is not None:
         listed = cfg.network.availability_zones
         zones = ", ".join(listed) if listed else f"{cfg.network.zone_count} zones chosen by zone ID"

@@ -425,7 +425,10 @@ def _jobs_only_report(plan: Plan, region: Optional[str], first_step: Optional[di
         "storage": None,
         "prePulls": _prepulls(plan),
         "operations": None,
-        "preflight": {"enabled": False, "checks": []},
+        "preflight": {
+            "enabled": cfg.preflight.enabled,
+            "checks": [{"key": k, "check": what} for k, what in planned_checks(plan)],
+        },
         "firstStep": first_step,
         "cost": {"currency": "USD", "runningPerHour": 0.0, "idlePerHour": 0.0, "lines": [], "notes": []},
     }
@@ -469,15 +472,19 @@ def _render_jobs_only(r: dict[str, Any]) -> str:
         _render_images(r["images"]),
         _render_pre_pulls(r["prePulls"]),
         [
+            "in the team's namespace it also makes what the jobs need: network policies, each job's IAM role, and "
+            "the dataset staging, etcd and TensorBoard its jobs use; a private bucket for the jobs' code folders",
             f"from {ref}, read at deploy: team {team}'s namespace, its claim on the shared file system and its "
             "LocalQueue (every job waits there until all of it fits); the jobs use the priority classes that stack "
             "made",
-            f"checked at deploy, before any job is created: {ref} has team {team}, is in this stack's region, and "
-            "its groups the jobs run on have this copy's instance types, maxSize, labels and taints",
+            f"checked at deploy, before any job is created: {ref} has team {team}, is in this stack's region (when "
+            "it exports it), and its groups the jobs run on have this copy's instance types, maxSize, labels, taints "
+            "and topology",
         ],
+        _render_preflight(r["preflight"]),
         [
             f"estimated cost: none per hour of its own (its jobs run on the nodes of {ref}, whose plan shows their "
-            "cost); its image builds bill CodeBuild minutes and ECR storage"
+            "cost); its image builds bill CodeBuild minutes, and ECR, S3 and CloudWatch Logs storage"
         ],
         _render_first_step(r["firstStep"]) if r.get("firstStep") is not None else [],
     ]

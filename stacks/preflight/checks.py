@@ -1,15 +1,15 @@
 """The preflight checks, each reading the plan (docs/explanation/preflight.md lists them)."""
 
+import os
 import re
-import shutil
 from typing import Optional, Sequence
 
 import boto3
 
-from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, SOURCES, VCPU_QUOTAS
+from components.catalog import MAX_SPOT_DISCOUNT, QUOTA_NAMES, VCPU_QUOTAS
 from stacks.config import ConfigError, key
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.checklist import AWS_CLI, AWS_CLI_KEY, quota_needs, type_key
+from stacks.plan.checklist import quota_needs, type_key
 from stacks.preflight.addons import check_addons
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import (
@@ -22,6 +22,7 @@ from stacks.preflight.findings import (
     number,
 )
 from stacks.preflight.fsx import check_fsx
+from stacks.preflight.machine import aws_cli_finding, program_bin
 from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
 
 
@@ -44,13 +45,13 @@ def run_preflight(
     up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is the stack's ``aws:region``.
     AWS errors become failed findings.
     """
+    findings = [aws_cli_finding(os.environ.get("PATH", ""), program_bin())]
+    if plan.config.cluster.stack_reference is not None:
+        return findings  # a jobs-only stack's account, zones and quotas are the cluster stack's, checked there
     region = plan.config.region
     if session is None:
         session = boto3.session.Session(region_name=region)
     aws = AwsClient(session, region)
-    findings: list[Finding] = []
-
-    _check_aws_cli(findings)
     vpc_zone_list = _vpc_zones(plan, zones, aws, findings)
     _check_control_plane_zones(plan, vpc_zone_list, findings)
     vpc_zones = [z.name for z in vpc_zone_list]
@@ -83,26 +84,6 @@ def check(
     if any(not f.ok for f in findings):
         raise PreflightError(findings)
     return findings
-
-
-def _check_aws_cli(findings: list[Finding]) -> None:
-    """The cluster's kubeconfig gets its token from the AWS CLI: without it on ``PATH``, ``pulumi up`` would fail at the
-    first Kubernetes object, once the cluster and its nodes exist (``PATH`` is the program's, which the Kubernetes
-    provider inherits)."""
-    found = shutil.which(AWS_CLI)
-    if found:
-        findings.append(Finding(True, AWS_CLI_KEY, f"the AWS CLI is {found}"))
-        return
-    source = SOURCES["pulumi-eks-prerequisites"].url
-    findings.append(
-        Finding(
-            False,
-            AWS_CLI_KEY,
-            f"no `{AWS_CLI}` command: the cluster's kubeconfig runs `aws eks get-token` ({source}), and `pulumi up` "
-            "needs it for every Kubernetes object once the cluster exists; install the AWS CLI "
-            "(https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html) where `pulumi up` runs",
-        )
-    )
 
 
 def _check_control_plane_zones(plan: Plan, zones: list[Zone], findings: list[Finding]) -> None:

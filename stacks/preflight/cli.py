@@ -29,7 +29,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         "preflight",
         prog,
         "Check the AWS account can run a stack (offerings, vCPU quotas, capacity reservations, EFA, "
-        "VPC CNI, FSx tier, bucket, Lustre quota) before `pulumi up`. The configuration is validated first, offline. "
+        "VPC CNI, FSx tier, bucket, Lustre quota), and this machine's AWS CLI, before `pulumi up`. "
+        "The configuration is validated first, offline. "
         "Exit 0: all passed, 1: a check failed, 2: configuration error.",
     )
     add_stack_options(parser)
@@ -41,7 +42,7 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     region = plan.config.region
     session = boto3.session.Session(region_name=region)
     zones = None
-    if plan.config.network is not None:
+    if plan.config.network is not None and plan.config.cluster.stack_reference is None:
         try:
             zones = choose_zones(plan.config, available_zones(session, region))
         except AwsCallError as exc:

@@ -123,7 +123,7 @@ def _use(endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     # the deploying machine has the AWS CLI (the README's prerequisites), whatever this one has
     stub = tmp_path / "aws-cli"
     stub.mkdir(exist_ok=True)
-    (stub / "aws").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "aws").write_text("#!/bin/sh\necho aws-cli/2.15.0 Python/3.11.6 Linux/6.1 exe/x86_64\n")
     (stub / "aws").chmod(0o755)
     monkeypatch.setenv("PATH", f"{stub}:{os.environ.get('PATH', '')}")
 

@@ -240,7 +240,7 @@ def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
 def test_the_plan_of_a_jobs_only_stack_shows_what_it_makes_and_nothing_of_the_cluster(tmp_path: Path) -> None:
     """A jobs-only stack registers its jobs, images and pre-pulls on another stack's cluster (__main__.py,
     stacks/jobs_only.py): its plan names that stack and the team, and prints no network, queue, storage, operations,
-    preflight or hourly cost of a cluster it does not make, nor a path to the first step."""
+    account check or hourly cost of a cluster it does not make, nor a path to the first step."""
     example = REPO / "examples" / "teams" / "Pulumi.vision.yaml"
     done = call("stacks.plan", "--stack", "vision", "--stack-file", str(example), home=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -255,7 +255,8 @@ def test_the_plan_of_a_jobs_only_stack_shows_what_it_makes_and_nothing_of_the_cl
         "queues (Kueue)",
         "storage:",
         "operations:",
-        "preflight will check",
+        "eks-training:network:",
+        "vCPU quota",
         "EKS control plane",
         "Kubernetes 1.",
     ):
@@ -273,6 +274,9 @@ def test_the_plan_of_a_jobs_only_stack_shows_what_it_makes_and_nothing_of_the_cl
     assert printed["network"] is printed["queues"] is printed["storage"] is printed["operations"] is None
     assert printed["cost"]["runningPerHour"] == printed["cost"]["idlePerHour"] == 0
     assert [g["name"] for g in printed["nodeGroups"]] == ["gpu"]
+    # preflight checks only the machine: the AWS CLI its kubeconfig runs (the account is the cluster stack's)
+    assert [c["key"] for c in printed["preflight"]["checks"]] == ["PATH"]
+    assert "preflight will check, where `pulumi up` runs and in the account:\n  - PATH: the AWS CLI" in out
 
 
 def test_the_plan_of_a_cluster_with_teams_prints_each_team(tmp_path: Path) -> None:
