@@ -140,6 +140,12 @@ class TrainingClusterArgs(TypedDict):
     """Keep the secrets KMS key on ``pulumi destroy`` (``retain_on_delete``): set it when storage encrypted with
     this key (``secrets_kms_key_arn``) is kept on destroy, which would be unreadable once the key is deleted
     (https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html). Default False."""
+    token_env: NotRequired[Mapping[str, str]]
+    """Environment the kubeconfig's ``aws eks get-token`` runs with, beside the caller's: e.g. ``AWS_PROFILE``, the
+    named profile the deploying AWS provider uses (pulumi-eks's ``kubeconfig_json`` carries no profile)."""
+    token_role_arn: NotRequired[str]
+    """A role ``aws eks get-token`` assumes before it signs (``--role-arn``): the one role the deploying AWS provider
+    assumes, which EKS made the cluster's admin. Default: none."""
     tags: NotRequired[dict[str, str]]
     """AWS tags for every resource."""
 
@@ -179,6 +185,22 @@ def access_entries(args: TrainingClusterArgs, partition: pulumi.Output[str]) -> 
     return entries
 
 
+def with_token_credentials(kubeconfig_json: str, env: Mapping[str, str], role_arn: Optional[str]) -> str:
+    """``kubeconfig_json`` whose ``aws eks get-token`` runs with ``env`` added and, given ``role_arn``, assumes that
+    role first (the kubeconfig as it was when neither is given)."""
+    if not env and not role_arn:
+        return kubeconfig_json
+    config = json.loads(kubeconfig_json)
+    for user in config.get("users") or []:
+        run = (user.get("user") or {}).get("exec")
+        if run is None:
+            continue
+        run["env"] = [*(run.get("env") or []), *({"name": k, "value": v} for k, v in sorted(env.items()))]
+        if role_arn:
+            run["args"] = [*(run.get("args") or []), "--role-arn", role_arn]
+    return json.dumps(config)
+
+
 class TrainingCluster(pulumi.ComponentResource):
     """KMS key for secrets, node IAM role, EKS cluster, managed core add-ons and the system node group."""
 
@@ -188,8 +210,11 @@ class TrainingCluster(pulumi.ComponentResource):
     """The EKS cluster name; resolves once the cluster and the add-ons nodes need to become Ready (vpc-cni,
     kube-proxy) exist, so node groups created from it join a working cluster."""
     kubeconfig: pulumi.Output[str]
-    """Kubeconfig (JSON) using ``aws eks get-token``; a secret. Resolves once the system nodes and the Pod Identity
-    agent exist."""
+    """Kubeconfig (JSON) using ``aws eks get-token`` with ``token_env`` and ``token_role_arn``: this program's
+    Kubernetes providers. A secret; resolves once the system nodes and the Pod Identity agent exist."""
+    shared_kubeconfig: pulumi.Output[str]
+    """The same kubeconfig without ``token_env`` and ``token_role_arn``, for others (kubectl, another stack), who add
+    their own credentials; a secret."""
     coredns_addon: aws.eks.Addon
     """The CoreDNS add-on: what pods that resolve names (jobs, etcd's clients, controllers calling AWS) wait for
     (``depends_on``); it waits for the system nodes."""
@@ -241,11 +266,13 @@ class TrainingCluster(pulumi.ComponentResource):
         # Identity agent (credentials for pods that call AWS) exist, and on destroy those objects go first. CoreDNS,
         # metrics-server and the node monitoring agent are not waited for here: pods that resolve names wait for
         # CoreDNS themselves (coredns_addon), nothing waits for the other two.
-        self.kubeconfig = pulumi.Output.secret(
+        env, role = dict(args.get("token_env") or {}), args.get("token_role_arn")
+        self.shared_kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(self.cluster.kubeconfig_json, system.node_group_name, pod_identity_agent.arn).apply(
                 lambda v: str(v[0])
             )
         )
+        self.kubeconfig = self.shared_kubeconfig.apply(lambda k: with_token_credentials(k, env, role))
         self.node_role_arn = node_role_arn
         self.node_security_group_id = self.cluster.node_security_group_id
         self.secrets_kms_key_arn = kms_key.arn
@@ -260,6 +287,7 @@ class TrainingCluster(pulumi.ComponentResource):
             {
                 "cluster_name": self.cluster_name,
                 "kubeconfig": self.kubeconfig,
+                "shared_kubeconfig": self.shared_kubeconfig,
                 "node_role_arn": self.node_role_arn,
                 "node_security_group_id": self.node_security_group_id,
                 "secrets_kms_key_arn": self.secrets_kms_key_arn,

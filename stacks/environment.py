@@ -20,6 +20,7 @@ from components.autoscaler import ClusterAutoscalerArgs, provisioning_request_cr
 from components.catalog import EKS_UNSUPPORTED_ZONE_IDS, STORAGE_ADDONS
 from components.catalog.operations import OBSERVABILITY_ADDON
 from components.cluster import TrainingClusterArgs
+from components.image.aws_settings import AwsSettings
 from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
@@ -227,6 +228,24 @@ def _existing_vpc(cfg: StackConfig, zones: Optional[list[Zone]]) -> _Network:
     )
 
 
+#: The AWS provider's settings that ``aws eks get-token`` reads from its environment, by ``AwsSettings`` key.
+TOKEN_ENV = {
+    "profile": "AWS_PROFILE",
+    "shared_config_file": "AWS_CONFIG_FILE",
+    "shared_credentials_file": "AWS_SHARED_CREDENTIALS_FILE",
+}
+
+
+def token_credentials(aws_settings: AwsSettings) -> tuple[dict[str, str], Optional[str]]:
+    """What the kubeconfig's ``aws eks get-token`` takes of the stack's AWS provider settings, to sign as the identity
+    that made the cluster: the profile and shared files (its environment), and the role when the provider assumes one
+    (a chain of roles it cannot follow)."""
+    settings: dict[str, Any] = dict(aws_settings)
+    env = {name: str(settings[k]) for k, name in TOKEN_ENV.items() if settings.get(k)}
+    roles = aws_settings.get("assume_roles") or []
+    return env, roles[0]["role_arn"] if len(roles) == 1 else None
+
+
 def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingClusterArgs:
     """The EKS cluster's arguments: its network, system node group, access and add-ons."""
     cfg = plan.config
@@ -270,6 +289,11 @@ def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingCl
         cluster_args["public_access_cidrs"] = c.public_cidrs
     if c.service_cidr:
         cluster_args["service_cidr"] = c.service_cidr
+    token_env, token_role = token_credentials(cfg.aws)
+    if token_env:
+        cluster_args["token_env"] = token_env
+    if token_role:
+        cluster_args["token_role_arn"] = token_role
     return cluster_args
 
 

@@ -19,7 +19,9 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.cluster import with_token_credentials
 from stacks.config.errors import key
+from stacks.environment import token_credentials
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
 from stacks.plan.admission import flavor_name, launcher_beyond_team
@@ -116,6 +118,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
     ref = pulumi.StackReference(f"{cfg.cluster_name}-cluster", stack_name=reference)
 
     own_region = cfg.region
+    credentials = token_credentials(cfg.aws)
 
     def check(values: list[Any]) -> dict[str, Any]:
         return team_of(plan, reference, team, values[0], values[1], values[2], own_region)
@@ -125,7 +128,8 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
     ).apply(check)
     provider = k8s.Provider(
         f"{cfg.cluster_name}-k8s",
-        kubeconfig=ref.require_output("kubeconfig"),
+        # signed as this stack's AWS provider signs (its profile, its one role), not as the cluster stack's deployer
+        kubeconfig=ref.require_output("kubeconfig").apply(lambda k: with_token_credentials(str(k), *credentials)),
         enable_server_side_apply=True,
         delete_unreachable=True,
     )

@@ -1,6 +1,7 @@
 """The stack outputs: ids, the kubeconfig, and the commands to follow the jobs."""
 
 import functools
+import shlex
 from typing import Any, Mapping, Optional
 
 import pulumi
@@ -9,7 +10,7 @@ import pulumi_aws as aws
 from components import BenchmarkCollector
 from components.conventions import JOB_LABEL
 from stacks.config.benchmark import BenchmarkSettings
-from stacks.environment import Environment
+from stacks.environment import Environment, token_credentials
 from stacks.kinds import KINDS
 from stacks.last_update import CONFIG_OUTPUT, configuration_output
 from stacks.plan import Plan
@@ -119,7 +120,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     Outputs:
 
     - ``clusterName``: the EKS cluster's name.
-    - ``kubeconfig``: a kubeconfig for the cluster (it runs ``aws eks get-token``); a secret.
+    - ``kubeconfig``: a kubeconfig for the cluster; its ``aws eks get-token`` signs with its reader's credentials,
+      not the deployer's profile or role; a secret.
     - ``vpcId``: the VPC the cluster runs in (created, or ``existingVpc``'s).
     - ``privateSubnetIds``: the private subnets, where the nodes run.
     - ``publicSubnetIds``: the public subnets (NAT gateways only).
@@ -172,9 +174,12 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
 
 def _environment_outputs(env: Environment, region: pulumi.Output[str]) -> dict[str, Any]:
     """The cluster, its network and node groups, the shared claim and the kubeconfig command."""
+    # the command signs as the stack's AWS provider does: its profile, the one role it assumes
+    profile, (_, role) = env.config.aws.get("profile"), token_credentials(env.config.aws)
+    as_deployer = (f" --profile {shlex.quote(profile)}" if profile else "") + (f" --role-arn {role}" if role else "")
     return {
         "clusterName": env.cluster.cluster_name,
-        "kubeconfig": env.cluster.kubeconfig,
+        "kubeconfig": env.cluster.shared_kubeconfig,
         "vpcId": env.vpc_id,
         "privateSubnetIds": env.private_subnet_ids,
         "publicSubnetIds": env.public_subnet_ids,
@@ -194,6 +199,7 @@ def _environment_outputs(env: Environment, region: pulumi.Output[str]) -> dict[s
             env.cluster.cluster_name,
             " --alias ",
             env.config.cluster_name,
+            as_deployer,
         ),
     }
 

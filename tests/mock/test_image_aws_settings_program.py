@@ -1,14 +1,18 @@
 """The image builds' AWS settings as the program passes them: every stack's builds get the stack's settings, and bad
 settings stop the program naming the key (the program under Pulumi mocks)."""
 
+import json
 from pathlib import Path
 
+import pulumi
 import pytest
 
+from components.cluster import with_token_credentials
 from components.image.aws_settings import (
     AwsSettingsError,
 )
 from stacks.config import ConfigError
+from stacks.mocked import resolve
 from tests.harness import run_program, stack_config
 
 IMAGE_BUILD = "pulumi-python:dynamic/eks-training:ImageBuild"
@@ -86,3 +90,55 @@ def test_the_component_rejects_bad_settings(tmp_path: Path) -> None:
     p = run_program("dev", config={"aws:region": "eu-west-1"}, main=main, expect_error=True)
     assert isinstance(p.error, AwsSettingsError)
     assert "aws.assume_roles[0].role_arn: 'nope' is not an IAM role ARN" in str(p.error)
+
+
+# ------------------------------------------------------------------------------ the cluster's kubeconfig
+
+
+def _token_exec(p) -> dict:
+    """The ``exec`` of the kubeconfig the stack's Kubernetes provider signs its requests with."""
+    kubeconfig = p.one("pulumi:providers:kubernetes").inputs["kubeconfig"]
+    (user,) = json.loads(kubeconfig if isinstance(kubeconfig, str) else kubeconfig["value"])["users"]
+    return user["user"]["exec"]
+
+
+def test_the_clusters_kubeconfig_signs_as_the_stacks_aws_provider() -> None:
+    """pulumi-eks's ``kubeconfig_json`` carries no profile: the Kubernetes provider's ``aws eks get-token`` gets the
+    stack's profile and shared files in its environment and assumes the one role the provider assumes; the
+    ``updateKubeconfigCommand`` output does the same."""
+    files = {"aws:sharedConfigFiles": ["/cfg/config"], "aws:sharedCredentialsFiles": ["/cfg/credentials"]}
+    p = run_program("dev", config=stack_config("dev") | SETTINGS_CONFIG | files)
+    run = _token_exec(p)
+    assert run["env"] == [
+        {"name": "AWS_CONFIG_FILE", "value": "/cfg/config"},
+        {"name": "AWS_PROFILE", "value": "research"},
+        {"name": "AWS_SHARED_CREDENTIALS_FILE", "value": "/cfg/credentials"},
+    ]
+    assert run["args"][:2] == ["eks", "get-token"] and run["args"][-2:] == ["--role-arn", ROLE]
+    command = resolve(pulumi.Output.from_input(p.outputs["updateKubeconfigCommand"]))
+    assert command.endswith(f" --profile research --role-arn {ROLE}"), command
+
+
+def test_without_settings_the_kubeconfig_is_pulumi_eks_own() -> None:
+    p = run_program("dev")
+    run = _token_exec(p)
+    assert "env" not in run and "--role-arn" not in run["args"]
+    assert "--profile" not in resolve(pulumi.Output.from_input(p.outputs["updateKubeconfigCommand"]))
+
+
+def test_with_token_credentials_adds_to_every_exec_user_only() -> None:
+    kubeconfig = {
+        "users": [
+            {"name": "aws", "user": {"exec": {"command": "aws", "args": ["eks", "get-token"], "env": [{"name": "A"}]}}},
+            {"name": "static", "user": {"token": "t"}},
+        ]
+    }
+    text = json.dumps(kubeconfig)
+    assert with_token_credentials(text, {}, None) == text
+    out = json.loads(with_token_credentials(text, {"AWS_PROFILE": "p"}, "arn:aws:iam::1:role/r"))
+    assert out["users"][0]["user"]["exec"] == {
+        "command": "aws",
+        "args": ["eks", "get-token", "--role-arn", "arn:aws:iam::1:role/r"],
+        "env": [{"name": "A"}, {"name": "AWS_PROFILE", "value": "p"}],
+    }
+    assert out["users"][1] == kubeconfig["users"][1]

@@ -6,6 +6,7 @@ team's namespace and queue.
 The queueing itself (a team's job borrowing and giving back) runs on the real Kueue in the cluster tier
 (tests/cluster/test_box_admission.py)."""
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -327,3 +328,22 @@ def test_every_output_of_both_stacks_is_documented(cluster, vision) -> None:
     assert set(vision.outputs) - set(jobs_only) == set() and set(jobs_only) - set(vision.outputs) <= {
         "tensorboardCommand"
     }
+
+
+def test_each_stack_signs_its_kubernetes_requests_as_its_own_aws_provider(cluster) -> None:
+    """The cluster stack exports its kubeconfig without its deployer's profile; a team's stack signs with its own."""
+    shared = run_program("shared", config=_config("shared") | {"aws:profile": "admin"})
+    assert shared.error is None, shared.error
+    before = STACK_OUTPUTS[REFERENCE]
+    try:
+        STACK_OUTPUTS[REFERENCE] = {k: resolve(pulumi.Output.from_input(v)) for k, v in shared.outputs.items()}
+        (user,) = json.loads(STACK_OUTPUTS[REFERENCE]["kubeconfig"])["users"]
+        assert "env" not in user["user"]["exec"], user
+        team = run_program("vision", config=_config("vision") | {"aws:profile": "member"})
+        assert team.error is None, team.error
+    finally:
+        STACK_OUTPUTS[REFERENCE] = before
+    for program, profile in ((shared, "admin"), (team, "member")):
+        kubeconfig = program.one("pulumi:providers:kubernetes").inputs["kubeconfig"]
+        (user,) = json.loads(kubeconfig if isinstance(kubeconfig, str) else kubeconfig["value"])["users"]
+        assert user["user"]["exec"]["env"] == [{"name": "AWS_PROFILE", "value": profile}], user
