@@ -243,7 +243,9 @@ def token_credentials(aws_settings: AwsSettings) -> tuple[dict[str, str], Option
     settings: dict[str, Any] = dict(aws_settings)
     env = {name: str(settings[k]) for k, name in TOKEN_ENV.items() if settings.get(k)}
     roles = aws_settings.get("assume_roles") or []
-    return env, roles[0]["role_arn"] if len(roles) == 1 else None
+    # get-token assumes a role with nothing but its ARN: a role whose trust asks an external id it cannot assume
+    one = roles[0] if len(roles) == 1 and not roles[0].get("external_id") else None
+    return env, one["role_arn"] if one else None
 
 
 def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingClusterArgs:

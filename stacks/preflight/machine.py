@@ -23,7 +23,7 @@ def program_bin() -> Optional[Path]:
 
 
 def cli_version(command: str) -> Optional[tuple[int, int, int]]:
-    """What ``aws --version`` says (version 1 prints it on stderr), or ``None`` when it says nothing we read."""
+    """What ``aws --version`` says (on stdout, or stderr for old builds), or ``None`` when it says nothing we read."""
     try:
         done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
@@ -48,7 +48,7 @@ def aws_cli_finding(path: str, own_bin: Optional[Path]) -> Finding:
         )
     outside = [p for p in path.split(os.pathsep) if p and (own_bin is None or Path(p).resolve() != own_bin.resolve())]
     elsewhere = shutil.which(AWS_CLI, path=os.pathsep.join(outside))
-    version = cli_version(found)
+    version = cli_version(elsewhere or found)
     minimum = AWS_CLI_MINIMUM.get(version[0]) if version else None
     if version is not None and minimum is not None and version < minimum:
         shown, needed = ".".join(map(str, version)), ".".join(map(str, minimum))

@@ -107,7 +107,8 @@ def test_the_clusters_kubeconfig_signs_as_the_stacks_aws_provider() -> None:
     stack's profile and shared files in its environment and assumes the one role the provider assumes; the
     ``updateKubeconfigCommand`` output does the same."""
     files = {"aws:sharedConfigFiles": ["/cfg/config"], "aws:sharedCredentialsFiles": ["/cfg/credentials"]}
-    p = run_program("dev", config=stack_config("dev") | SETTINGS_CONFIG | files)
+    role = {"aws:assumeRoles": [{"roleArn": ROLE, "sessionName": "pulumi-up"}]}
+    p = run_program("dev", config=stack_config("dev") | SETTINGS_CONFIG | files | role)
     run = _token_exec(p)
     assert run["env"] == [
         {"name": "AWS_CONFIG_FILE", "value": "/cfg/config"},
@@ -117,6 +118,12 @@ def test_the_clusters_kubeconfig_signs_as_the_stacks_aws_provider() -> None:
     assert run["args"][:2] == ["eks", "get-token"] and run["args"][-2:] == ["--role-arn", ROLE]
     command = resolve(pulumi.Output.from_input(p.outputs["updateKubeconfigCommand"]))
     assert command.endswith(f" --profile research --role-arn {ROLE}"), command
+
+
+def test_a_role_that_asks_an_external_id_is_not_given_to_get_token() -> None:
+    """``aws eks get-token --role-arn`` passes no external id: such a role it could never assume."""
+    p = run_program("dev", config=stack_config("dev") | SETTINGS_CONFIG)
+    assert "--role-arn" not in _token_exec(p)["args"]
 
 
 def test_without_settings_the_kubeconfig_is_pulumi_eks_own() -> None:
