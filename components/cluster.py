@@ -191,13 +191,18 @@ def with_token_credentials(kubeconfig_json: str, env: Mapping[str, str], role_ar
     if not env and not role_arn:
         return kubeconfig_json
     config = json.loads(kubeconfig_json)
+    # a profile as --profile: AWS_PROFILE would yield to credentials in the caller's environment (pulumi-eks does so)
+    rest = {k: v for k, v in env.items() if k != "AWS_PROFILE"}
+    extra = (["--profile", env["AWS_PROFILE"]] if "AWS_PROFILE" in env else []) + (
+        ["--role-arn", role_arn] if role_arn else []
+    )
     for user in config.get("users") or []:
         run = (user.get("user") or {}).get("exec")
         if run is None:
             continue
-        run["env"] = [*(run.get("env") or []), *({"name": k, "value": v} for k, v in sorted(env.items()))]
-        if role_arn:
-            run["args"] = [*(run.get("args") or []), "--role-arn", role_arn]
+        if rest:
+            run["env"] = [*(run.get("env") or []), *({"name": k, "value": v} for k, v in sorted(rest.items()))]
+        run["args"] = [*(run.get("args") or []), *extra]
     return json.dumps(config)
 
 

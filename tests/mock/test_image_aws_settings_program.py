@@ -112,10 +112,9 @@ def test_the_clusters_kubeconfig_signs_as_the_stacks_aws_provider() -> None:
     run = _token_exec(p)
     assert run["env"] == [
         {"name": "AWS_CONFIG_FILE", "value": "/cfg/config"},
-        {"name": "AWS_PROFILE", "value": "research"},
         {"name": "AWS_SHARED_CREDENTIALS_FILE", "value": "/cfg/credentials"},
     ]
-    assert run["args"][:2] == ["eks", "get-token"] and run["args"][-2:] == ["--role-arn", ROLE]
+    assert run["args"][:2] == ["eks", "get-token"] and run["args"][-4:] == ["--profile", "research", "--role-arn", ROLE]
     command = resolve(pulumi.Output.from_input(p.outputs["updateKubeconfigCommand"]))
     assert command.endswith(f" --profile research --role-arn {ROLE}"), command
 
@@ -145,7 +144,7 @@ def test_with_token_credentials_adds_to_every_exec_user_only() -> None:
     out = json.loads(with_token_credentials(text, {"AWS_PROFILE": "p"}, "arn:aws:iam::1:role/r"))
     assert out["users"][0]["user"]["exec"] == {
         "command": "aws",
-        "args": ["eks", "get-token", "--role-arn", "arn:aws:iam::1:role/r"],
-        "env": [{"name": "A"}, {"name": "AWS_PROFILE", "value": "p"}],
+        "args": ["eks", "get-token", "--profile", "p", "--role-arn", "arn:aws:iam::1:role/r"],
+        "env": [{"name": "A"}],
     }
     assert out["users"][1] == kubeconfig["users"][1]

@@ -346,4 +346,4 @@ def test_each_stack_signs_its_kubernetes_requests_as_its_own_aws_provider(cluste
     for program, profile in ((shared, "admin"), (team, "member")):
         kubeconfig = program.one("pulumi:providers:kubernetes").inputs["kubeconfig"]
         (user,) = json.loads(kubeconfig if isinstance(kubeconfig, str) else kubeconfig["value"])["users"]
-        assert user["user"]["exec"]["env"] == [{"name": "AWS_PROFILE", "value": profile}], user
+        assert user["user"]["exec"]["args"][-2:] == ["--profile", profile], user
