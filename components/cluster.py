@@ -141,8 +141,9 @@ class TrainingClusterArgs(TypedDict):
     this key (``secrets_kms_key_arn``) is kept on destroy, which would be unreadable once the key is deleted
     (https://docs.aws.amazon.com/kms/latest/developerguide/deleting-keys.html). Default False."""
     token_env: NotRequired[Mapping[str, str]]
-    """Environment the kubeconfig's ``aws eks get-token`` runs with, beside the caller's: e.g. ``AWS_PROFILE``, the
-    named profile the deploying AWS provider uses (pulumi-eks's ``kubeconfig_json`` carries no profile)."""
+    """Environment the kubeconfig's ``aws eks get-token`` runs with, beside the caller's (e.g. ``AWS_CONFIG_FILE``).
+    ``AWS_PROFILE``, the deploying AWS provider's profile, is given as ``--profile`` instead, which credentials in
+    the caller's environment cannot override (pulumi-eks's ``kubeconfig_json`` carries no profile)."""
     token_role_arn: NotRequired[str]
     """A role ``aws eks get-token`` assumes before it signs (``--role-arn``): the one role the deploying AWS provider
     assumes, which EKS made the cluster's admin. Default: none."""

@@ -132,6 +132,10 @@ SOURCES: Mapping[str, Source] = {
         shows="aws eks get-token reads KUBERNETES_EXEC_INFO and answers in the API version the kubeconfig asks for "
         "(released in aws-cli 1.23.9 and 2.6.3); before, it answered client.authentication.k8s.io/v1alpha1",
     ),
+    "aws-cli-install": Source(
+        url="https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html",
+        shows="how to install or update the AWS CLI version 2",
+    ),
     "pulumi-eks-prerequisites": Source(
         url="https://www.pulumi.com/registry/packages/eks/installation-configuration/",
         shows="pulumi-eks needs the AWS CLI (1.16.156 or later): the cluster's kubeconfig authenticates through it "

@@ -13,7 +13,7 @@ from stacks.plan.checklist import AWS_CLI, AWS_CLI_KEY, AWS_CLI_MINIMUM
 from stacks.preflight.findings import Finding
 
 _VERSION = re.compile(r"aws-cli/(\d+)\.(\d+)\.(\d+)")
-INSTALL = "https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html"
+INSTALL = SOURCES["aws-cli-install"].url
 
 
 def program_bin() -> Optional[Path]:
