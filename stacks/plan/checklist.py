@@ -8,6 +8,7 @@ from components.catalog.addons import addon_version_for
 from stacks.config import key
 from stacks.config.addons import AddonNeed, addon_needs, by_addon
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.upgrade import VERSION_KEY
 from stacks.zones import MIN_CONTROL_PLANE_ZONES
 
 
@@ -73,36 +74,68 @@ AWS_CLI_MINIMUM = {1: (1, 23, 9), 2: (2, 6, 3)}
 def planned_checks(plan: Plan) -> list[tuple[str, str]]:
     """What :func:`stacks.preflight.checks.run_preflight` will ask the account about this plan, as (config key, what is
     checked), without asking anything (``python -m stacks.plan`` prints it offline)."""
-    cfg = plan.config
-    out: list[tuple[str, str]] = [
-        (
-            AWS_CLI_KEY,
-            f"the AWS CLI (`{AWS_CLI}`) is found, a release that answers the kubeconfig's `aws eks get-token` ("
-            + " or ".join(".".join(map(str, v)) for v in AWS_CLI_MINIMUM.values())
-            + " or later)",
-        )
-    ]
-    if cfg.cluster.stack_reference is not None:
+    out = [_aws_cli_check()]
+    if plan.config.cluster.stack_reference is not None:
         return out  # a jobs-only stack's account is the cluster stack's, checked there
+    return (
+        out
+        + _network_checks(plan)
+        + [_running_cluster_check(plan)]
+        + _group_checks(plan)
+        + _quota_checks(plan)
+        + addon_checks(plan)
+        + [
+            (key(f"cluster.adminRoleArns[{i}]"), f"{arn} is not the identity running the deployment")
+            for i, arn in enumerate(plan.config.cluster.admin_role_arns)
+        ]
+        + _fsx_checks(plan)
+    )
+
+
+def _aws_cli_check() -> tuple[str, str]:
+    return (
+        AWS_CLI_KEY,
+        f"the AWS CLI (`{AWS_CLI}`) is found, a release that answers the kubeconfig's `aws eks get-token` ("
+        + " or ".join(".".join(map(str, v)) for v in AWS_CLI_MINIMUM.values())
+        + " or later)",
+    )
+
+
+def _network_checks(plan: Plan) -> list[tuple[str, str]]:
+    cfg = plan.config
     if cfg.network is not None:
         listed = cfg.network.availability_zones
         zones = ", ".join(listed) if listed else f"{cfg.network.zone_count} zones chosen by zone ID"
-        out.append(
+        return [
             (
                 key("network"),
                 f"the region's zones and their IDs: the new VPC uses {zones}, and EKS accepts the "
                 f"control plane in at least {MIN_CONTROL_PLANE_ZONES} of them",
             )
-        )
-    elif cfg.existing_vpc is not None:
-        out.append(
+        ]
+    if cfg.existing_vpc is not None:
+        return [
             (
                 key("existingVpc.privateSubnetIds"),
                 f"each private subnet belongs to {cfg.existing_vpc.vpc_id}, and "
                 f"EKS accepts the control plane in at least "
                 f"{MIN_CONTROL_PLANE_ZONES} of their zones",
             )
-        )
+        ]
+    return []
+
+
+def _running_cluster_check(plan: Plan) -> tuple[str, str]:
+    cfg = plan.config
+    return (
+        VERSION_KEY,
+        f"the EKS cluster {cfg.cluster_name}, if it runs already, runs {cfg.cluster.kubernetes_version} or the "
+        "minor before it (EKS moves a cluster one minor up at a time, never down)",
+    )
+
+
+def _group_checks(plan: Plan) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
     for g in plan.all_groups:
         where = g.zone or (f"the zone of {g.subnet_id}" if g.subnet_id else "every zone of the VPC")
         for i, itype in enumerate(g.instance_types):
@@ -115,20 +148,27 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
             for i, itype in enumerate(g.instance_types):
                 out.append((type_key(g, i), f"(information) the current Spot price of {itype} in the group's zones"))
         if g.capacity_reservation_id:
-            kind = "Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else "On-Demand Capacity Reservation"
-            state = (
-                "active or scheduled (a scheduled block is reported with its start and end)"
-                if kind == "Capacity Block"
-                else "active"
-            )
-            out.append(
-                (
-                    key(f"{g.path}.capacityReservationId"),
-                    f"{g.capacity_reservation_id} exists, is a {kind}, is {state}, reserves {g.instance_types[0]} "
-                    f"in {g.zone or g.subnet_id}"
-                    + (f" and holds at least maxSize ({g.max_size})" if kind == "Capacity Block" else ""),
-                )
-            )
+            out.append(_reservation_check(g))
+    return out
+
+
+def _reservation_check(g: NodeGroupPlan) -> tuple[str, str]:
+    kind = "Capacity Block" if g.capacity_type == "CAPACITY_BLOCK" else "On-Demand Capacity Reservation"
+    state = (
+        "active or scheduled (a scheduled block is reported with its start and end)"
+        if kind == "Capacity Block"
+        else "active"
+    )
+    return (
+        key(f"{g.path}.capacityReservationId"),
+        f"{g.capacity_reservation_id} exists, is a {kind}, is {state}, reserves {g.instance_types[0]} "
+        f"in {g.zone or g.subnet_id}"
+        + (f" and holds at least maxSize ({g.max_size})" if kind == "Capacity Block" else ""),
+    )
+
+
+def _quota_checks(plan: Plan) -> list[tuple[str, str]]:
+    out = []
     for (cls, market), parts in sorted(quota_needs(plan).items()):
         code = VCPU_QUOTAS[cls][0 if market == "On-Demand" else 1]
         breakdown = " + ".join(p[2] for p in parts)
@@ -139,32 +179,34 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
                 f"{sum(p[0] for p in parts)} vCPUs ({breakdown})",
             )
         )
-    out += addon_checks(plan)
-    for i, arn in enumerate(cfg.cluster.admin_role_arns):
-        out.append((key(f"cluster.adminRoleArns[{i}]"), f"{arn} is not the identity running the deployment"))
-    fsx = plan.storage.fsx
-    if plan.storage.is_fsx and fsx is not None:
-        out.append((key("storage.fsx.throughputPerTib"), f"{fsx.throughput_per_tib} MB/s/TiB is a PERSISTENT_2 tier"))
-        if fsx.data_repository.bucket:
-            out.append(
-                (
-                    key("storage.fsx.dataRepository.s3Path"),
-                    f"bucket {fsx.data_repository.bucket} exists in the stack's region",
-                )
-            )
+    return out
+
+
+def _fsx_checks(plan: Plan) -> list[tuple[str, str]]:
+    fsx, file_system_id = plan.storage.fsx, plan.config.storage.file_system_id
+    if not plan.storage.is_fsx or fsx is None:
+        return []
+    out = [(key("storage.fsx.throughputPerTib"), f"{fsx.throughput_per_tib} MB/s/TiB is a PERSISTENT_2 tier")]
+    if fsx.data_repository.bucket:
         out.append(
             (
-                key("storage.fsx.storageCapacityGib"),
-                "the Lustre storage quota covers the region's PERSISTENT_2 file systems plus "
-                f"{fsx.storage_capacity_gib} GiB",
+                key("storage.fsx.dataRepository.s3Path"),
+                f"bucket {fsx.data_repository.bucket} exists in the stack's region",
             )
         )
-        if cfg.storage.file_system_id:
-            out.append(
-                (
-                    key("storage.fileSystemId"),
-                    f"{cfg.storage.file_system_id} is available where the plan puts it, with no association on the "
-                    "directories the stack links",
-                )
+    out.append(
+        (
+            key("storage.fsx.storageCapacityGib"),
+            "the Lustre storage quota covers the region's PERSISTENT_2 file systems plus "
+            f"{fsx.storage_capacity_gib} GiB",
+        )
+    )
+    if file_system_id:
+        out.append(
+            (
+                key("storage.fileSystemId"),
+                f"{file_system_id} is available where the plan puts it, with no association on the "
+                "directories the stack links",
             )
+        )
     return out

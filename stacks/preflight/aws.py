@@ -158,6 +158,16 @@ class AwsClient:
             if not token:
                 return found
 
+    def cluster_version(self, name: str) -> Optional[str]:
+        """The Kubernetes minor the EKS cluster ``name`` runs (``DescribeCluster``), or ``None`` when there is none."""
+        try:
+            resp = self._call(self.eks, "describe_cluster", name=name)
+        except AwsCallError as exc:
+            if exc.code == "ResourceNotFoundException":
+                return None
+            raise
+        return str(resp["cluster"]["version"])
+
     def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
         """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""
         found: list[tuple[str, bool]] = []

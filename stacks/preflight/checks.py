@@ -12,6 +12,7 @@ from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.checklist import quota_needs, type_key
 from stacks.preflight.addons import check_addons
 from stacks.preflight.aws import AwsClient
+from stacks.preflight.cluster import check_running_cluster
 from stacks.preflight.findings import (
     SKIP_HINT,
     AwsCallError,
@@ -54,6 +55,7 @@ def run_preflight(
     aws = AwsClient(session, region)
     vpc_zone_list = _vpc_zones(plan, zones, aws, findings)
     _check_control_plane_zones(plan, vpc_zone_list, findings)
+    check_running_cluster(plan, aws, findings)
     vpc_zones = [z.name for z in vpc_zone_list]
     group_zones = {g.path: _group_zones(g, plan, vpc_zone_list, aws, findings) for g in plan.all_groups}
     for g in plan.all_groups:

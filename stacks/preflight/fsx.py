@@ -20,7 +20,7 @@ from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding, join_nam
 
 
 def check_fsx(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
-    """Checks 6-9 for an FSx stack (nothing for EFS)."""
+    """The FSx checks of an FSx stack (nothing for EFS)."""
     fsx = plan.storage.fsx
     if not plan.storage.is_fsx or fsx is None:
         return

@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]  # on sys.path via tests/conftest.py
 from components.catalog import INSTANCE_TYPES, Catalog  # noqa: E402
 from stacks.config import ConfigError, load_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
+from stacks.plan.upgrade import VERSION_KEY  # noqa: E402
 from stacks.preflight import (  # noqa: E402
     Finding,
     PreflightError,
@@ -245,6 +246,7 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "quota": [f for f in findings if "vCPU quota" in f.message],
         "add-on": [f for f in findings if f.key.startswith("eks-training:cluster.addonVersions.")],
         "aws-cli": by_key(findings, "PATH"),
+        "cluster": by_key(findings, VERSION_KEY),
     }
     assert {k: len(v) for k, v in kinds.items()} == {
         "offering": 2,
@@ -254,9 +256,48 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         # vpc-cni, the node monitoring agent, the CloudWatch add-on (metrics on with a GPU group), the EFS CSI driver
         "add-on": 4,
         "aws-cli": 1,
+        "cluster": 1,
     }
-    assert len(findings) == 11
+    assert len(findings) == 12
     assert all(f.ok for f in findings), format_report(findings)
+
+
+def _running(minor: str) -> None:
+    """An EKS cluster named as the preflight test stack names its own, running ``minor``."""
+    session().client("eks").create_cluster(
+        name=load(stack({"cpu": group(["m5.large"])})).config.cluster_name,
+        version=minor,
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-0123456789abcdef0"]},
+    )
+
+
+@pytest.mark.parametrize(
+    ("running", "wanted", "ok", "says"),
+    [
+        (None, "1.36", True, "yet: `pulumi up` creates it at 1.36"),
+        ("1.36", "1.36", True, "runs 1.36, as the stack sets"),
+        ("1.35", "1.36", True, "runs 1.35: `pulumi up` moves it to 1.36"),
+        (
+            "1.36",
+            "1.35",
+            False,
+            "never moves a cluster down: set eks-training:cluster.kubernetesVersion to '1.36', run",
+        ),
+        ("1.34", "1.36", False, "one minor at a time: set eks-training:cluster.kubernetesVersion to '1.35'"),
+    ],
+)
+def test_the_running_cluster_is_at_the_stacks_minor_or_the_one_before(
+    seeded: sup.SeededMoto, running: str | None, wanted: str, ok: bool, says: str
+) -> None:
+    """EKS upgrades a cluster itself at the end of standard support (or someone upgrades it outside Pulumi): the
+    stack's minor must still be one EKS can move the running cluster to (DescribeCluster)."""
+    if running is not None:
+        _running(running)
+    config = stack({"cpu": group(["m5.large"])}, cluster={"kubernetesVersion": wanted})
+    findings = run_preflight(load(config), ZONES, session())
+    f = one(findings, VERSION_KEY)
+    assert (f.ok, says in f.message) == (ok, True), f.message
 
 
 def test_a_machine_without_the_aws_cli_fails_naming_path_and_where_to_get_it(
@@ -863,12 +904,12 @@ def test_no_version_offered_for_the_kubernetes_version(seeded: sup.SeededMoto) -
         ZONES,
         session(),
     )
-    f = one(findings, "eks-training:cluster.kubernetesVersion")
+    f = about(findings, VERSION_KEY, "EKS offers no vpc-cni version")
     assert not f.ok and "EKS offers no vpc-cni version for Kubernetes 1.35 in us-east-1" in f.message
 
 
 # ------------------------------------------------------------------------------------------------
-# 6-9. FSx for Lustre
+# 8-11. FSx for Lustre
 # ------------------------------------------------------------------------------------------------
 
 FSX_QUOTA = "L-8F1B9C74"
