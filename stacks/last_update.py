@@ -129,7 +129,20 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
     upgrade = compare(old, plan, LAST_UPDATE)
     if not upgrade.groups and not upgrade.addons and upgrade.old_minor == upgrade.new_minor:
         return None
-    return render_upgrade(upgrade_report(upgrade))
+    summary = render_upgrade(upgrade_report(upgrade))
+    if upgrade.old_minor != upgrade.new_minor:
+        summary += "\n" + already_moved_note(upgrade.old_minor, upgrade.new_minor)
+    return summary
+
+
+def already_moved_note(old: str, new: str) -> str:
+    """What to do when EKS moved the control plane itself: Pulumi's state still holds ``old``, and EKS refuses an update
+    to the minor a cluster runs (terraform-provider-aws calls UpdateClusterVersion whenever the version differs)."""
+    return (
+        f"If the cluster already runs {new} (EKS upgrades a cluster itself at the end of standard or extended "
+        f"support), run `pulumi up --refresh` instead: Pulumi's state still holds {old}, and EKS refuses an update to "
+        "the minor a cluster runs"
+    )
 
 
 def announce_upgrade(plan: Plan) -> None:

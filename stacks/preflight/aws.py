@@ -158,15 +158,19 @@ class AwsClient:
             if not token:
                 return found
 
-    def cluster_version(self, name: str) -> Optional[str]:
-        """The Kubernetes minor the EKS cluster ``name`` runs (``DescribeCluster``), or ``None`` when there is none."""
+    def cluster_version(self, name: str) -> Optional[tuple[str, str]]:
+        """(Kubernetes minor, status) of the EKS cluster ``name`` (``DescribeCluster``), or ``None`` when there is none
+        (EKS says so as ResourceNotFoundException, sometimes as a ClientException: terraform-provider-aws
+        ``findClusterByName`` reads both)."""
         try:
             resp = self._call(self.eks, "describe_cluster", name=name)
         except AwsCallError as exc:
-            if exc.code == "ResourceNotFoundException":
+            if exc.code == "ResourceNotFoundException" or (
+                exc.code == "ClientException" and "No cluster found" in exc.message
+            ):
                 return None
             raise
-        return str(resp["cluster"]["version"])
+        return str(resp["cluster"]["version"]), str(resp["cluster"].get("status", "ACTIVE"))
 
     def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
         """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""

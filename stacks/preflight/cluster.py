@@ -1,7 +1,7 @@
 """Preflight's check of the EKS cluster the stack already runs: the minor the stack sets is one EKS can move it to.
 
-EKS may upgrade a cluster by itself (at the end of standard support) or someone may upgrade it outside Pulumi; the
-stack's record of its last update does not see either. The rules are the upgrade rules of ``pulumi up``
+EKS may upgrade a cluster by itself (at the end of standard or extended support) or someone may upgrade it outside
+Pulumi; the stack's record of its last update does not see either. The rules are the upgrade rules of ``pulumi up``
 (:mod:`stacks.plan.upgrade`): one minor up at a time, never down."""
 
 from typing import Optional
@@ -12,38 +12,55 @@ from stacks.plan.upgrade import VERSION_KEY
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding
 
+#: Cluster states in which EKS takes no version update (it allows one update at a time).
+BUSY = ("CREATING", "UPDATING", "PENDING")
+
 
 def check_running_cluster(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
-    """The cluster named as the stack names it, if it exists: its minor against the stack's."""
+    """The cluster named as the stack names it, if it exists: its minor and state against the stack's minor."""
     name, wanted = plan.config.cluster_name, plan.config.cluster.kubernetes_version
     try:
-        running = aws.cluster_version(name)
+        found = aws.cluster_version(name)
     except AwsCallError as exc:
         findings.append(Finding(False, VERSION_KEY, f"could not describe the EKS cluster {name} ({exc}) {SKIP_HINT}"))
         return
-    findings.append(Finding(*running_cluster_finding(name, running, wanted)))
+    running, status = found if found is not None else (None, None)
+    findings.append(Finding(*running_cluster_finding(name, running, wanted, status)))
 
 
-def running_cluster_finding(name: str, running: Optional[str], wanted: str) -> tuple[bool, str, str]:
-    """(ok, key, message) for a cluster ``name`` running ``running`` (``None``: none yet) and a stack at ``wanted``."""
+def running_cluster_finding(
+    name: str, running: Optional[str], wanted: str, status: Optional[str] = "ACTIVE"
+) -> tuple[bool, str, str]:
+    """(ok, key, message) for a cluster ``name`` in ``status`` running ``running`` (``None``: none yet) and a stack
+    at ``wanted``."""
     if running is None:
         return True, VERSION_KEY, f"no EKS cluster {name} yet: `pulumi up` creates it at {wanted}"
+    if status == "DELETING":
+        return False, VERSION_KEY, f"the EKS cluster {name} is being deleted: wait until it is gone, then deploy"
     (rmaj, rmin), (wmaj, wmin) = minor_number(running), minor_number(wanted)
-    if (wmaj, wmin) == (rmaj, rmin):
-        return True, VERSION_KEY, f"the EKS cluster {name} runs {running}, as the stack sets"
     if (wmaj, wmin) < (rmaj, rmin):
         return (
             False,
             VERSION_KEY,
             f"the EKS cluster {name} runs {running}, newer than the stack's {wanted} (EKS upgrades a cluster itself at "
-            f"the end of standard support; or it was upgraded outside Pulumi), and EKS never moves a cluster down: set "
-            f"{VERSION_KEY} to '{running}', run `pulumi refresh`, then `pulumi up`",
+            f"the end of standard or extended support; or it was upgraded outside Pulumi), and EKS never moves a "
+            f"cluster down: set {VERSION_KEY} to '{running}' and run `pulumi up --refresh` (the refresh reads the "
+            "minor into Pulumi's state)",
         )
-    if wmaj == rmaj and wmin - rmin <= MINOR_STEP:
-        return True, VERSION_KEY, f"the EKS cluster {name} runs {running}: `pulumi up` moves it to {wanted}"
-    return (
-        False,
-        VERSION_KEY,
-        f"the EKS cluster {name} runs {running}, and EKS moves a cluster one minor at a time: set {VERSION_KEY} to "
-        f"'{rmaj}.{rmin + MINOR_STEP}', run `pulumi up`, and repeat up to {wanted}",
-    )
+    if wmaj != rmaj or wmin - rmin > MINOR_STEP:
+        return (
+            False,
+            VERSION_KEY,
+            f"the EKS cluster {name} runs {running}, and EKS moves a cluster one minor at a time: set {VERSION_KEY} "
+            f"to '{rmaj}.{rmin + MINOR_STEP}', run `pulumi up`, and repeat up to {wanted}",
+        )
+    if (wmaj, wmin) == (rmaj, rmin):
+        return True, VERSION_KEY, f"the EKS cluster {name} runs {running}, as the stack sets ({status})"
+    if status in BUSY:
+        return (
+            False,
+            VERSION_KEY,
+            f"the EKS cluster {name} is {status}, and EKS takes one update at a time: wait until it is ACTIVE, then "
+            f"move it to {wanted}",
+        )
+    return True, VERSION_KEY, f"the EKS cluster {name} runs {running} ({status}): `pulumi up` moves it to {wanted}"

@@ -46,6 +46,7 @@ class AwsCallError(Exception):
     def __init__(self, operation: str, code: str, message: str):
         self.operation = operation
         self.code = code
+        self.message = message
         super().__init__(f"{operation} failed: {code}: {message}")
 
 

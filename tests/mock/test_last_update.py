@@ -79,6 +79,12 @@ def test_an_update_to_the_next_minor_says_what_rolls_before_anything_changes(las
     assert f"Kubernetes {PREVIOUS} -> {NOW}: the control plane first" in summary
     assert f"nodeGroups.cpu rolls: Kubernetes {PREVIOUS} -> {NOW}" in summary and "job train:" in summary
     assert "expected duration: about" in summary
+    # EKS may have moved it already (the end of standard support): the state's minor is then stale
+    assert summary.endswith(
+        f"If the cluster already runs {NOW} (EKS upgrades a cluster itself at the end of standard "
+        f"or extended support), run `pulumi up --refresh` instead: Pulumi's state still holds "
+        f"{PREVIOUS}, and EKS refuses an update to the minor a cluster runs"
+    ), summary
 
 
 def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:

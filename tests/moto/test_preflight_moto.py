@@ -277,12 +277,13 @@ def _running(minor: str) -> None:
     [
         (None, "1.36", True, "yet: `pulumi up` creates it at 1.36"),
         ("1.36", "1.36", True, "runs 1.36, as the stack sets"),
-        ("1.35", "1.36", True, "runs 1.35: `pulumi up` moves it to 1.36"),
+        ("1.35", "1.36", True, "runs 1.35 (ACTIVE): `pulumi up` moves it to 1.36"),
         (
             "1.36",
             "1.35",
             False,
-            "never moves a cluster down: set eks-training:cluster.kubernetesVersion to '1.36', run",
+            "never moves a cluster down: set eks-training:cluster.kubernetesVersion to '1.36' and run "
+            "`pulumi up --refresh`",
         ),
         ("1.34", "1.36", False, "one minor at a time: set eks-training:cluster.kubernetesVersion to '1.35'"),
     ],
