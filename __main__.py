@@ -14,6 +14,7 @@ from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
 from stacks.preflight import check
+from stacks.preflight.cluster import running_cluster
 from stacks.workloads import build_workloads
 
 settings = all_config()
@@ -26,7 +27,9 @@ if config.cluster.stack_reference is not None:
         check(plan, None)  # the AWS CLI its kubeconfig runs (PreflightError): nothing registered
     outputs = build_jobs_only(plan)
 else:
-    announce_upgrade(plan)  # what this update rolls since the last; ConfigError (a skipped minor): nothing registered
+    running = running_cluster(plan) if config.preflight.enabled else None  # (minor, status) of a cluster that runs
+    # what this update rolls since the last; ConfigError (a skipped minor): nothing registered
+    announce_upgrade(plan, running[0] if running else None)
     zones = resolve_zones(config) if config.network is not None else None
     if config.preflight.enabled:
         check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered

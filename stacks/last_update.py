@@ -13,7 +13,9 @@ from typing import Any, Mapping, Optional
 import pulumi
 from pulumi.runtime.config import is_config_secret
 
+from components.catalog.platform import minor_number
 from stacks.config import NAMESPACE, ConfigError, load_config
+from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.upgrade import (
@@ -118,7 +120,7 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
             # before the record is loaded: a minor since past its support would not load, and the move would go on
             raise ConfigError([moved_default_problem(deployed, config.cluster.kubernetes_version)])
     try:
-        with quiet():  # its warnings were shown at its own update
+        with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
             old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
     except ConfigError as exc:
         return (
@@ -145,9 +147,28 @@ def already_moved_note(old: str, new: str) -> str:
     )
 
 
-def announce_upgrade(plan: Plan) -> None:
+def moved_outside(previous: dict[str, Any], running: Optional[str]) -> tuple[dict[str, Any], Optional[str]]:
+    """The record to compare with, and a warning, when the cluster runs a newer minor (``running``; ``None``: not
+    read) than the record's: EKS upgraded it itself (at the end of standard or extended support), or someone did
+    outside Pulumi. The comparison then starts from the running minor; Pulumi's state still holds the record's, which
+    a refresh mends."""
+    deployed = recorded_minor(previous)
+    if running is None or deployed is None or minor_number(running) <= minor_number(deployed):
+        return previous, None
+    cluster = json.loads(setting(previous, CLUSTER_KEY) or "{}")
+    warning = (
+        f"the EKS cluster runs {running}, and the stack's last update deployed {deployed}: it moved outside Pulumi "
+        f"(EKS upgrades a cluster itself at the end of standard or extended support). Pulumi's state still holds "
+        f"{deployed}: run this update as `pulumi up --refresh` unless it is one (a plain `pulumi up` asks EKS for a "
+        "move it refuses)"
+    )
+    return {**previous, CLUSTER_KEY: json.dumps(with_minor(cluster, running))}, warning
+
+
+def announce_upgrade(plan: Plan, running: Optional[str] = None) -> None:
     """Print :func:`upgrade_summary` against the stack's last update as a warning, before anything is registered;
-    a broken upgrade rule raises :class:`ConfigError`."""
+    a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
+    it (:func:`moved_outside`)."""
     try:
         previous = last_configuration()
     except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
@@ -158,6 +179,9 @@ def announce_upgrade(plan: Plan) -> None:
         return
     if previous is None:
         return
+    previous, moved = moved_outside(previous, running)
+    if moved is not None:
+        pulumi.log.warn(moved)
     if unset_minor(plan) and recorded_minor(previous) is None:
         pulumi.log.warn(
             f"{LAST_UPDATE} holds no Kubernetes minor, and the stack file sets none: if the cluster runs another minor "

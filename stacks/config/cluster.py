@@ -1,7 +1,8 @@
 """The EKS control plane section (``cluster``)."""
 
+from contextlib import contextmanager
 from datetime import date
-from typing import Callable, Literal, Optional, get_args
+from typing import Callable, Iterator, Literal, Optional, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -23,6 +24,21 @@ LOG_TYPES: tuple[str, ...] = get_args(LogType)
 DEFAULT_LOG_TYPES: tuple[LogType, ...] = ("api", "audit", "authenticator")
 #: The day support windows are judged on (a function, so tests can fix it).
 today: Callable[[], date] = date.today
+
+
+_windows_ignored = False
+
+
+@contextmanager
+def support_windows_ignored() -> Iterator[None]:
+    """Load configurations without the standard-support rule: for the record of an update made while its minor was
+    supported (:mod:`stacks.last_update`), which the calendar does not make wrong afterwards."""
+    global _windows_ignored
+    _windows_ignored = True
+    try:
+        yield
+    finally:
+        _windows_ignored = False
 
 
 class ClusterConfig(Model):
@@ -151,7 +167,12 @@ class ClusterConfig(Model):
             )
         v = KUBERNETES_VERSIONS.get(self.kubernetes_version)
         day = today()
-        if v is not None and not in_standard_support(v.minor, day) and not self.extended_support:
+        if (
+            v is not None
+            and not _windows_ignored
+            and not in_standard_support(v.minor, day)
+            and not self.extended_support
+        ):
             problems.append(
                 (
                     "kubernetesVersion",

@@ -6,6 +6,9 @@ Pulumi; the stack's record of its last update does not see either. The rules are
 
 from typing import Optional
 
+import boto3
+from botocore.exceptions import BotoCoreError
+
 from components.catalog.platform import MINOR_STEP, minor_number
 from stacks.plan import Plan
 from stacks.plan.upgrade import VERSION_KEY
@@ -14,6 +17,17 @@ from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding
 
 #: Cluster states in which EKS takes no version update (it allows one update at a time).
 BUSY = ("CREATING", "UPDATING", "PENDING")
+
+
+def running_cluster(plan: Plan, session: Optional[boto3.session.Session] = None) -> Optional[tuple[str, str]]:
+    """(minor, status) of the cluster the stack names, if it exists; ``None`` also when EKS cannot be asked (the
+    preflight check then says why)."""
+    region = plan.config.region
+    try:
+        aws = AwsClient(session or boto3.session.Session(region_name=region), region)
+        return aws.cluster_version(plan.config.cluster_name)
+    except (AwsCallError, BotoCoreError):
+        return None
 
 
 def check_running_cluster(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
@@ -36,7 +50,19 @@ def running_cluster_finding(
     if running is None:
         return True, VERSION_KEY, f"no EKS cluster {name} yet: `pulumi up` creates it at {wanted}"
     if status == "DELETING":
-        return False, VERSION_KEY, f"the EKS cluster {name} is being deleted: wait until it is gone, then deploy"
+        return (
+            False,
+            VERSION_KEY,
+            f"the EKS cluster {name} is being deleted: wait until it is gone, then run `pulumi up --refresh` (the "
+            "refresh drops it from Pulumi's state, so the update creates it again)",
+        )
+    if status == "FAILED":
+        return (
+            False,
+            VERSION_KEY,
+            f"the EKS cluster {name} failed to create, and EKS updates no failed cluster: delete it "
+            f"(`aws eks delete-cluster --name {name}`), then run `pulumi up --refresh`",
+        )
     (rmaj, rmin), (wmaj, wmin) = minor_number(running), minor_number(wanted)
     if (wmaj, wmin) < (rmaj, rmin):
         return (
@@ -52,7 +78,7 @@ def running_cluster_finding(
             False,
             VERSION_KEY,
             f"the EKS cluster {name} runs {running}, and EKS moves a cluster one minor at a time: set {VERSION_KEY} "
-            f"to '{rmaj}.{rmin + MINOR_STEP}', run `pulumi up`, and repeat up to {wanted}",
+            f"to '{rmaj}.{rmin + MINOR_STEP}', run `pulumi up --refresh`, and repeat up to {wanted}",
         )
     if (wmaj, wmin) == (rmaj, rmin):
         return True, VERSION_KEY, f"the EKS cluster {name} runs {running}, as the stack sets ({status})"
@@ -61,6 +87,7 @@ def running_cluster_finding(
             False,
             VERSION_KEY,
             f"the EKS cluster {name} is {status}, and EKS takes one update at a time: wait until it is ACTIVE, then "
-            f"move it to {wanted}",
+            f"move it to {wanted} (if EKS is upgrading it itself, set the minor it then runs and run "
+            "`pulumi up --refresh`)",
         )
     return True, VERSION_KEY, f"the EKS cluster {name} runs {running} ({status}): `pulumi up` moves it to {wanted}"

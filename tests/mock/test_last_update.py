@@ -11,12 +11,14 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.catalog import DEFAULT_KUBERNETES_VERSION, SUPPORTED_KUBERNETES_VERSIONS
-from stacks import last_update
+from components.catalog import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS
+from stacks import last_update, preflight
 from stacks.config import ConfigError, load_config
+from stacks.config import cluster as config_cluster
 from stacks.mocked import ORGANIZATION
 from stacks.plan import build_plan
 from stacks.plan.upgrade import compare
+from stacks.preflight import cluster as preflight_cluster
 from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
 
 P = f"{PROJECT}:"
@@ -225,3 +227,49 @@ def test_a_record_without_a_minor_warns_that_the_running_minor_is_unknown(last_o
         {**record, P + "cluster": json.dumps({"kubernetesVersion": NOW})}
     )
     assert run_program("dev", config=pinned(), fresh=True).warnings == []
+
+
+@pytest.fixture()
+def cluster_runs(monkeypatch):
+    """Preflight on, the account's checks passed, and the EKS cluster running the minor given (DescribeCluster, read
+    by the program before the upgrade summary: ``stacks.preflight.cluster.running_cluster``)."""
+
+    def runs(minor: str) -> dict[str, Any]:
+        monkeypatch.setattr(preflight_cluster, "running_cluster", lambda plan, session=None: (minor, "ACTIVE"))
+        monkeypatch.setattr(preflight, "check", lambda plan, zones, session=None: [])
+        return {**pinned(), P + "preflight": {"enabled": True}}
+
+    return runs
+
+
+def test_a_cluster_eks_moved_itself_is_compared_from_the_minor_it_runs_and_asks_for_a_refresh(
+    last_outputs, cluster_runs
+) -> None:
+    """The record says a minor two below the one the cluster runs (EKS upgraded it itself, or someone did outside
+    Pulumi), and the stack file sets the one it runs: no skipped minor to refuse, and a warning that Pulumi's state
+    still holds the record's minor, so the update must refresh."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
+    program = run_program("dev", config=cluster_runs(NOW), fresh=True)
+    assert program.error is None and program.registrations
+    (warning,) = program.warnings
+    assert warning.startswith(f"the EKS cluster runs {NOW}, and the stack's last update deployed {SKIPPED}"), warning
+    assert "run this update as `pulumi up --refresh` unless it is one" in warning
+
+
+def test_a_cluster_that_runs_the_recorded_minor_adds_nothing(last_outputs, cluster_runs) -> None:
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    program = run_program("dev", config=cluster_runs(NOW), fresh=True)
+    assert program.error is None and program.warnings == []
+
+
+def test_a_record_whose_minor_left_standard_support_since_still_shows_what_rolls(last_outputs, monkeypatch) -> None:
+    """The record was made while its minor was in standard support; on a later day it still loads for the comparison
+    (only the stack file is held to today's support window)."""
+    end = KUBERNETES_VERSIONS[PREVIOUS].end_of_standard
+    assert end < KUBERNETES_VERSIONS[NOW].end_of_standard
+    monkeypatch.setattr(config_cluster, "today", lambda: end)
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=PREVIOUS)
+    program = run_program("dev", config=pinned(), fresh=True)
+    assert program.error is None
+    (summary,) = program.warnings
+    assert f"Kubernetes {PREVIOUS} -> {NOW}: the control plane first" in summary, summary

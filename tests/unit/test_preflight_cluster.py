@@ -14,9 +14,12 @@ from stacks.preflight.cluster import running_cluster_finding
     [
         ("1.36", "1.36", "DELETING", False, "is being deleted: wait until it is gone"),
         ("1.35", "1.36", "UPDATING", False, "is UPDATING, and EKS takes one update at a time: wait until it is ACTIVE"),
+        ("1.35", "1.36", "PENDING", False, "if EKS is upgrading it itself, set the minor it then runs"),
         ("1.35", "1.36", "CREATING", False, "is CREATING"),
         ("1.36", "1.36", "UPDATING", True, "runs 1.36, as the stack sets (UPDATING)"),
-        ("1.35", "1.36", "FAILED", True, "runs 1.35 (FAILED): `pulumi up` moves it to 1.36"),
+        ("1.36", "1.36", "FAILED", False, "failed to create, and EKS updates no failed cluster: delete it"),
+        ("1.36", "1.36", "DELETING", False, "then run `pulumi up --refresh`"),
+        ("1.34", "1.36", "ACTIVE", False, "to '1.35', run `pulumi up --refresh`, and repeat up to 1.36"),
         ("1.36", "1.35", "UPDATING", False, "never moves a cluster down"),
     ],
 )
