@@ -109,16 +109,20 @@ def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
     return minor if isinstance(minor, str) else None
 
 
-def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
+def upgrade_summary(plan: Plan, previous: Mapping[str, Any], running: Optional[str] = None) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
-    :class:`ConfigError` when the move breaks an upgrade rule."""
+    :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
+    preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`)."""
     config = plan.config
+    deployed = recorded_minor(previous)
+    ahead = ahead_of_record(deployed, running)
     if unset_minor(plan):
-        deployed = recorded_minor(previous)
-        if deployed is not None and deployed != config.cluster.kubernetes_version:
+        current = ahead or deployed
+        if current is not None and current != config.cluster.kubernetes_version:
             # before the record is loaded: a minor since past its support would not load, and the move would go on
-            raise ConfigError([moved_default_problem(deployed, config.cluster.kubernetes_version)])
+            runs = "the cluster runs" if ahead else "the stack's last finished update deployed"
+            raise ConfigError([moved_default_problem(current, config.cluster.kubernetes_version, runs)])
     try:
         with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
             old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
@@ -128,13 +132,23 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any]) -> Optional[str]:
             f"({exc}). Compare by hand: python -m stacks plan --stack {config.stack} --from <the revision of its "
             "stack file that was deployed>"
         )
-    upgrade = compare(old, plan, LAST_UPDATE)
+    upgrade = compare(old, plan, LAST_UPDATE, running=ahead)
     if not upgrade.groups and not upgrade.addons and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))
-    if upgrade.old_minor != upgrade.new_minor:
+    if ahead is not None:
+        summary += "\n" + moved_outside_note(upgrade.old_minor, ahead)
+    elif upgrade.old_minor != upgrade.new_minor:
         summary += "\n" + already_moved_note(upgrade.old_minor, upgrade.new_minor)
     return summary
+
+
+def ahead_of_record(deployed: Optional[str], running: Optional[str]) -> Optional[str]:
+    """``running`` where the control plane runs a newer minor than the record's ``deployed``: EKS upgraded it itself
+    (at the end of standard or extended support), or someone did outside Pulumi; else ``None``."""
+    if running is None or deployed is None or minor_number(running) <= minor_number(deployed):
+        return None
+    return running
 
 
 def already_moved_note(old: str, new: str) -> str:
@@ -147,28 +161,21 @@ def already_moved_note(old: str, new: str) -> str:
     )
 
 
-def moved_outside(previous: dict[str, Any], running: Optional[str]) -> tuple[dict[str, Any], Optional[str]]:
-    """The record to compare with, and a warning, when the cluster runs a newer minor (``running``; ``None``: not
-    read) than the record's: EKS upgraded it itself (at the end of standard or extended support), or someone did
-    outside Pulumi. The comparison then starts from the running minor; Pulumi's state still holds the record's, which
-    a refresh mends."""
-    deployed = recorded_minor(previous)
-    if running is None or deployed is None or minor_number(running) <= minor_number(deployed):
-        return previous, None
-    cluster = json.loads(setting(previous, CLUSTER_KEY) or "{}")
-    warning = (
-        f"the EKS cluster runs {running}, and the stack's last update deployed {deployed}: it moved outside Pulumi "
-        f"(EKS upgrades a cluster itself at the end of standard or extended support). Pulumi's state still holds "
-        f"{deployed}: run this update as `pulumi up --refresh` unless it is one (a plain `pulumi up` asks EKS for a "
-        "move it refuses)"
+def moved_outside_note(old: str, running: str) -> str:
+    """The control plane runs ``running``, the last update deployed ``old``: the nodes and add-ons still move as the
+    summary says, and Pulumi's state needs a refresh first."""
+    return (
+        f"The control plane already runs {running}: it moved outside Pulumi (EKS upgrades a cluster itself at the end "
+        f"of standard or extended support); its nodes and add-ons did not. Pulumi's state still holds {old}: run this "
+        "update as `pulumi up --refresh` unless it is one (without it, `pulumi up` asks EKS for the move to the minor "
+        "the cluster runs, which EKS refuses)"
     )
-    return {**previous, CLUSTER_KEY: json.dumps(with_minor(cluster, running))}, warning
 
 
 def announce_upgrade(plan: Plan, running: Optional[str] = None) -> None:
     """Print :func:`upgrade_summary` against the stack's last update as a warning, before anything is registered;
     a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
-    it (:func:`moved_outside`)."""
+    it (:func:`ahead_of_record`)."""
     try:
         previous = last_configuration()
     except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
@@ -179,15 +186,12 @@ def announce_upgrade(plan: Plan, running: Optional[str] = None) -> None:
         return
     if previous is None:
         return
-    previous, moved = moved_outside(previous, running)
-    if moved is not None:
-        pulumi.log.warn(moved)
     if unset_minor(plan) and recorded_minor(previous) is None:
         pulumi.log.warn(
             f"{LAST_UPDATE} holds no Kubernetes minor, and the stack file sets none: if the cluster runs another minor "
             f"than this project's default ({plan.config.cluster.kubernetes_version}), this update moves it. Set "
             f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
         )
-    summary = upgrade_summary(plan, previous)
+    summary = upgrade_summary(plan, previous, running)
     if summary is not None:
         pulumi.log.warn(summary)

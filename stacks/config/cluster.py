@@ -1,6 +1,7 @@
 """The EKS control plane section (``cluster``)."""
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date
 from typing import Callable, Iterator, Literal, Optional, get_args
 
@@ -26,19 +27,18 @@ DEFAULT_LOG_TYPES: tuple[LogType, ...] = ("api", "audit", "authenticator")
 today: Callable[[], date] = date.today
 
 
-_windows_ignored = False
+_WINDOWS_IGNORED: ContextVar[bool] = ContextVar("support_windows_ignored", default=False)
 
 
 @contextmanager
 def support_windows_ignored() -> Iterator[None]:
     """Load configurations without the standard-support rule: for the record of an update made while its minor was
     supported (:mod:`stacks.last_update`), which the calendar does not make wrong afterwards."""
-    global _windows_ignored
-    _windows_ignored = True
+    token = _WINDOWS_IGNORED.set(True)
     try:
         yield
     finally:
-        _windows_ignored = False
+        _WINDOWS_IGNORED.reset(token)
 
 
 class ClusterConfig(Model):
@@ -169,7 +169,7 @@ class ClusterConfig(Model):
         day = today()
         if (
             v is not None
-            and not _windows_ignored
+            and not _WINDOWS_IGNORED.get()
             and not in_standard_support(v.minor, day)
             and not self.extended_support
         ):

@@ -172,22 +172,25 @@ def unset_minor(plan: Plan) -> bool:
     return "kubernetes_version" not in cluster.model_fields_set and cluster.stack_reference is None
 
 
-def moved_default_problem(deployed: str, default: str) -> str:
-    """Why an update must stop: the stack leaves its minor unset, and this project's ``default`` is not the minor its
-    last finished update ``deployed``; the message names the key and both choices."""
+def moved_default_problem(deployed: str, default: str, runs: str = "the stack's last finished update deployed") -> str:
+    """Why an update must stop: the stack leaves its minor unset, and this project's ``default`` is not the minor the
+    cluster runs (``deployed``, which its last finished update deployed unless ``runs`` says otherwise); the message
+    names the key and both choices."""
     (dmaj, dmin), newer = minor_number(deployed), minor_number(default) > minor_number(deployed)
     why = "a new version of the project moved it" if newer else "EKS never moves a cluster down a minor"
     upgrade = f", or to '{dmaj}.{dmin + 1}' to upgrade it one minor" if newer else ""
     return (
-        f"{VERSION_KEY} is not set, and this project's default, {default}, is not the minor the stack's last finished "
-        f"update deployed, {deployed}: {why}. Set it to '{deployed}' to keep the cluster as it runs{upgrade}"
+        f"{VERSION_KEY} is not set, and this project's default, {default}, is not the minor {runs}, {deployed}: "
+        f"{why}. Set it to '{deployed}' to keep the cluster as it runs{upgrade}"
     )
 
 
-def minor_problems(old: Plan, new: Plan) -> list[str]:
+def minor_problems(old: Plan, new: Plan, running: Optional[str] = None) -> list[str]:
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
-    the skew EKS supports; each message names the key and the steps to take instead."""
-    a, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
+    the skew EKS supports; each message names the key and the steps to take instead. ``running`` is the control
+    plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not)."""
+    deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
+    a = running or deployed
     (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
     if a != b and unset_minor(new):
         return [moved_default_problem(a, b)]
@@ -211,7 +214,7 @@ def minor_problems(old: Plan, new: Plan) -> list[str]:
         was = next((o for o in old.all_groups if o.name == g.name), None)
         if was is None:
             continue
-        kubelet = kubelet_minor(was, a)
+        kubelet = kubelet_minor(was, deployed)
         gap = bmin - minor_number(kubelet)[1]
         if minor_number(kubelet)[0] != bmaj or gap > KUBELET_MAX_SKEW or gap < 0:
             problems.append(
@@ -283,10 +286,10 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
     return tuple(out)
 
 
-def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old") -> Upgrade:
+def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old", running: Optional[str] = None) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
-    the move breaks an upgrade rule (:func:`minor_problems`)."""
-    problems = minor_problems(old_plan, new_plan)
+    the move breaks an upgrade rule (:func:`minor_problems`; ``running``: a control plane moved outside Pulumi)."""
+    problems = minor_problems(old_plan, new_plan, running)
     if problems:
         raise ConfigError(problems)
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version

@@ -7,7 +7,6 @@ Pulumi; the stack's record of its last update does not see either. The rules are
 from typing import Optional
 
 import boto3
-from botocore.exceptions import BotoCoreError
 
 from components.catalog.platform import MINOR_STEP, minor_number
 from stacks.plan import Plan
@@ -21,12 +20,12 @@ BUSY = ("CREATING", "UPDATING", "PENDING")
 
 def running_cluster(plan: Plan, session: Optional[boto3.session.Session] = None) -> Optional[tuple[str, str]]:
     """(minor, status) of the cluster the stack names, if it exists; ``None`` also when EKS cannot be asked (the
-    preflight check then says why)."""
+    preflight check then says why): the program's upgrade summary reads it as advice."""
     region = plan.config.region
     try:
         aws = AwsClient(session or boto3.session.Session(region_name=region), region)
         return aws.cluster_version(plan.config.cluster_name)
-    except (AwsCallError, BotoCoreError):
+    except Exception:  # noqa: BLE001 - e.g. a malformed AWS_ENDPOINT_URL (ValueError): preflight's check reports it
         return None
 
 

@@ -12,6 +12,7 @@ import pulumi
 import pytest
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS
+from components.catalog.platform import minor_number
 from stacks import last_update, preflight
 from stacks.config import ConfigError, load_config
 from stacks.config import cluster as config_cluster
@@ -26,6 +27,8 @@ SELF = f"{ORGANIZATION}/{PROJECT}/dev"
 #: dev's minor (the default), the one before it and the one before that, from the catalog.
 NOW = DEFAULT_KUBERNETES_VERSION
 PREVIOUS, SKIPPED = (SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(NOW) - i] for i in (1, 2))
+#: A minor past the default, as EKS may run a cluster whose stack left its minor to the default (not in the catalog).
+NEXT = f"{minor_number(NOW)[0]}.{minor_number(NOW)[1] + 1}"
 
 
 @pytest.fixture()
@@ -242,18 +245,37 @@ def cluster_runs(monkeypatch):
     return runs
 
 
-def test_a_cluster_eks_moved_itself_is_compared_from_the_minor_it_runs_and_asks_for_a_refresh(
-    last_outputs, cluster_runs
+@pytest.mark.parametrize("recorded", [PREVIOUS, SKIPPED])
+def test_a_control_plane_eks_moved_itself_is_checked_from_the_minor_it_runs_and_asks_for_a_refresh(
+    last_outputs, cluster_runs, recorded: str
 ) -> None:
-    """The record says a minor two below the one the cluster runs (EKS upgraded it itself, or someone did outside
-    Pulumi), and the stack file sets the one it runs: no skipped minor to refuse, and a warning that Pulumi's state
-    still holds the record's minor, so the update must refresh."""
-    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
+    """The record says a minor below the one the control plane runs (EKS upgraded it itself, or someone did outside
+    Pulumi; two below: it moved twice), and the stack file sets the one it runs: no skipped minor to refuse, the nodes
+    still roll from the record's minor as the summary says, and the summary says that Pulumi's state still holds the
+    record's minor, so the update must refresh."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=recorded)
     program = run_program("dev", config=cluster_runs(NOW), fresh=True)
     assert program.error is None and program.registrations
-    (warning,) = program.warnings
-    assert warning.startswith(f"the EKS cluster runs {NOW}, and the stack's last update deployed {SKIPPED}"), warning
-    assert "run this update as `pulumi up --refresh` unless it is one" in warning
+    (summary,) = program.warnings
+    assert f"nodeGroups.cpu rolls: Kubernetes {recorded} -> {NOW}" in summary, summary
+    assert summary.endswith(
+        f"The control plane already runs {NOW}: it moved outside Pulumi (EKS upgrades a cluster itself at the end of "
+        f"standard or extended support); its nodes and add-ons did not. Pulumi's state still holds {recorded}: run "
+        "this update as `pulumi up --refresh` unless it is one (without it, `pulumi up` asks EKS for the move to the "
+        "minor the cluster runs, which EKS refuses)"
+    ), summary
+
+
+def test_a_control_plane_ahead_of_an_unset_minors_default_names_the_minor_it_runs(last_outputs, cluster_runs) -> None:
+    """The stack file leaves the minor unset, the default is the record's, and the control plane moved one minor past
+    it: the update stops naming the minor the cluster runs (EKS never moves it down)."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = cluster_runs(NEXT)
+    config[P + "cluster"] = {k: v for k, v in config[P + "cluster"].items() if k != "kubernetesVersion"}
+    program = run_program("dev", config=config, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert f"is not the minor the cluster runs, {NEXT}: EKS never moves a cluster down a minor" in problem, problem
 
 
 def test_a_cluster_that_runs_the_recorded_minor_adds_nothing(last_outputs, cluster_runs) -> None:
