@@ -131,13 +131,15 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any], running: Optional[s
             f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
             f"({exc}). Compare by hand: python -m stacks plan --stack {config.stack} --from <the revision of its "
             "stack file that was deployed>"
+        ) + (
+            "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
         )
     upgrade = compare(old, plan, LAST_UPDATE, running=ahead)
     if not upgrade.groups and not upgrade.addons and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))
     if ahead is not None:
-        summary += "\n" + moved_outside_note(upgrade.old_minor, ahead)
+        summary += "\n" + moved_outside_note(upgrade.old_minor, ahead, upgrade.new_minor)
     elif upgrade.old_minor != upgrade.new_minor:
         summary += "\n" + already_moved_note(upgrade.old_minor, upgrade.new_minor)
     return summary
@@ -161,14 +163,14 @@ def already_moved_note(old: str, new: str) -> str:
     )
 
 
-def moved_outside_note(old: str, running: str) -> str:
-    """The control plane runs ``running``, the last update deployed ``old``: the nodes and add-ons still move as the
-    summary says, and Pulumi's state needs a refresh first."""
+def moved_outside_note(old: str, running: str, new: str) -> str:
+    """The control plane runs ``running``, the last update deployed ``old``, this one sets ``new``: the nodes and
+    add-ons still move as the summary says, and Pulumi's state needs a refresh first."""
+    why = " (without it, `pulumi up` asks EKS for the move to the minor the cluster runs, which EKS refuses)"
     return (
         f"The control plane already runs {running}: it moved outside Pulumi (EKS upgrades a cluster itself at the end "
         f"of standard or extended support); its nodes and add-ons did not. Pulumi's state still holds {old}: run this "
-        "update as `pulumi up --refresh` unless it is one (without it, `pulumi up` asks EKS for the move to the minor "
-        "the cluster runs, which EKS refuses)"
+        f"update as `pulumi up --refresh` unless it is one{why if new == running else ''}"
     )
 
 

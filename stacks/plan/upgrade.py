@@ -150,11 +150,13 @@ class Upgrade:
     groups: tuple[GroupChange, ...]
     addons: tuple[AddonChange, ...]
     notes: tuple[str, ...]
+    #: The minor the control plane runs where it moved past ``old_minor`` outside Pulumi (its nodes did not).
+    running: Optional[str] = None
 
     @property
     def minutes(self) -> float:
         """Expected duration: the control plane, then the add-ons, then the groups (which roll side by side)."""
-        total = CONTROL_PLANE_UPGRADE.minutes if self.old_minor != self.new_minor else 0.0
+        total = CONTROL_PLANE_UPGRADE.minutes if (self.running or self.old_minor) != self.new_minor else 0.0
         if self.addons:
             total += CREATION["aws:eks/addon:Addon"].minutes
         return total + max((g.minutes for g in self.groups), default=0.0)
@@ -190,10 +192,20 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None) -> list[
     the skew EKS supports; each message names the key and the steps to take instead. ``running`` is the control
     plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not)."""
     deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
+    if running is not None and minor_number(running) <= minor_number(deployed):
+        running = None
     a = running or deployed
     (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
     if a != b and unset_minor(new):
-        return [moved_default_problem(a, b)]
+        return [
+            moved_default_problem(a, b, "the cluster runs" if running else "the stack's last finished update deployed")
+        ]
+    if running is not None and (bmaj, bmin) < (amaj, amin):
+        return [
+            f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: it moved outside Pulumi (EKS upgrades a "
+            f"cluster itself at the end of standard or extended support), and EKS never moves a cluster down. Set it "
+            f"to '{a}' and run `pulumi up --refresh` (the refresh reads that minor into Pulumi's state)"
+        ]
     if (bmaj, bmin) < (amaj, amin):
         return [
             f"{VERSION_KEY}: {b} is older than the running {a}; EKS never moves a cluster down a minor (its nodes' "
@@ -373,7 +385,13 @@ def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old", running: Opt
         if ca_old != ca_new:
             addons.append(AddonChange("cluster-autoscaler", ca_old, ca_new))
     return Upgrade(
-        old_label=old_label, old_minor=a, new_minor=b, groups=tuple(groups), addons=tuple(addons), notes=tuple(notes)
+        old_label=old_label,
+        old_minor=a,
+        new_minor=b,
+        groups=tuple(groups),
+        addons=tuple(addons),
+        notes=tuple(notes),
+        running=running,
     )
 
 
@@ -523,7 +541,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
     """The comparison as a JSON-ready mapping."""
     return {
         "from": u.old_label,
-        "kubernetesVersion": {"from": u.old_minor, "to": u.new_minor},
+        "kubernetesVersion": {"from": u.old_minor, "to": u.new_minor, **({"running": u.running} if u.running else {})},
         "nodeGroups": [
             {
                 "key": g.path,
@@ -574,7 +592,13 @@ def render_upgrade(r: dict[str, Any]) -> str:
     """The comparison as text."""
     k = r["kubernetesVersion"]
     lines = [f"upgrade from {r['from']}:"]
-    if k["from"] != k["to"]:
+    if k.get("running"):
+        moves = f", which moves to {k['to']} first" if k["running"] != k["to"] else ""
+        lines.append(
+            f"  Kubernetes {k['from']} -> {k['to']}: the control plane already runs {k['running']}{moves}; then the "
+            "add-ons, then the node groups"
+        )
+    elif k["from"] != k["to"]:
         lines.append(
             f"  Kubernetes {k['from']} -> {k['to']}: the control plane first (about "
             f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), then the add-ons, then the node groups"

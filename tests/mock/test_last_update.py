@@ -258,12 +258,26 @@ def test_a_control_plane_eks_moved_itself_is_checked_from_the_minor_it_runs_and_
     assert program.error is None and program.registrations
     (summary,) = program.warnings
     assert f"nodeGroups.cpu rolls: Kubernetes {recorded} -> {NOW}" in summary, summary
+    assert f"Kubernetes {recorded} -> {NOW}: the control plane already runs {NOW}; then the add-ons" in summary
     assert summary.endswith(
         f"The control plane already runs {NOW}: it moved outside Pulumi (EKS upgrades a cluster itself at the end of "
         f"standard or extended support); its nodes and add-ons did not. Pulumi's state still holds {recorded}: run "
         "this update as `pulumi up --refresh` unless it is one (without it, `pulumi up` asks EKS for the move to the "
         "minor the cluster runs, which EKS refuses)"
     ), summary
+
+
+def test_a_stack_file_left_at_the_record_behind_a_control_plane_that_moved_names_the_refresh(
+    last_outputs, cluster_runs
+) -> None:
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=PREVIOUS)
+    config = cluster_runs(NOW)
+    config[P + "cluster"] = {**config[P + "cluster"], "kubernetesVersion": PREVIOUS}
+    program = run_program("dev", config=config, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert f"{PREVIOUS} is older than the {NOW} the cluster runs: it moved outside Pulumi" in problem, problem
+    assert f"Set it to '{NOW}' and run `pulumi up --refresh`" in problem, problem
 
 
 def test_a_control_plane_ahead_of_an_unset_minors_default_names_the_minor_it_runs(last_outputs, cluster_runs) -> None:
