@@ -121,8 +121,7 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any], running: Optional[s
         current = ahead or deployed
         if current is not None and current != config.cluster.kubernetes_version:
             # before the record is loaded: a minor since past its support would not load, and the move would go on
-            runs = "the cluster runs" if ahead else "the stack's last finished update deployed"
-            raise ConfigError([moved_default_problem(current, config.cluster.kubernetes_version, runs)])
+            raise ConfigError([moved_default_problem(current, config.cluster.kubernetes_version, outside=bool(ahead))])
     try:
         with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
             old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder

@@ -174,10 +174,22 @@ def unset_minor(plan: Plan) -> bool:
     return "kubernetes_version" not in cluster.model_fields_set and cluster.stack_reference is None
 
 
-def moved_default_problem(deployed: str, default: str, runs: str = "the stack's last finished update deployed") -> str:
+def minor_step(old: str, new: str) -> str:
+    """How EKS takes a control plane from ``old`` to ``new``: ``same``, ``up`` (one minor), ``down`` (never) or
+    ``skip`` (more than one minor, or another major: one at a time)."""
+    (amaj, amin), (bmaj, bmin) = minor_number(old), minor_number(new)
+    if (bmaj, bmin) == (amaj, amin):
+        return "same"
+    if (bmaj, bmin) < (amaj, amin):
+        return "down"
+    return "up" if bmaj == amaj and bmin - amin <= MINOR_STEP else "skip"
+
+
+def moved_default_problem(deployed: str, default: str, outside: bool = False) -> str:
     """Why an update must stop: the stack leaves its minor unset, and this project's ``default`` is not the minor the
-    cluster runs (``deployed``, which its last finished update deployed unless ``runs`` says otherwise); the message
-    names the key and both choices."""
+    cluster runs (``deployed``: its last finished update's, or the control plane's where it moved ``outside``
+    Pulumi); the message names the key and both choices."""
+    runs = "the cluster runs" if outside else "the stack's last finished update deployed"
     (dmaj, dmin), newer = minor_number(deployed), minor_number(default) > minor_number(deployed)
     why = "a new version of the project moved it" if newer else "EKS never moves a cluster down a minor"
     upgrade = f", or to '{dmaj}.{dmin + 1}' to upgrade it one minor" if newer else ""
@@ -197,23 +209,21 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None) -> list[
     a = running or deployed
     (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
     if a != b and unset_minor(new):
-        return [
-            moved_default_problem(a, b, "the cluster runs" if running else "the stack's last finished update deployed")
-        ]
-    if running is not None and (bmaj, bmin) < (amaj, amin):
+        return [moved_default_problem(a, b, outside=running is not None)]
+    if running is not None and minor_step(a, b) == "down":
         return [
             f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: it moved outside Pulumi (EKS upgrades a "
             f"cluster itself at the end of standard or extended support), and EKS never moves a cluster down. Set it "
             f"to '{a}' and run `pulumi up --refresh` (the refresh reads that minor into Pulumi's state)"
         ]
-    if (bmaj, bmin) < (amaj, amin):
+    if minor_step(a, b) == "down":
         return [
             f"{VERSION_KEY}: {b} is older than the running {a}; EKS never moves a cluster down a minor (its nodes' "
             f"kubelet would be newer than the API server, which Kubernetes does not support): set it back to {a}; to "
             f"run {b}, create a new stack at {b} and move the jobs there"
         ]
     problems = []
-    if bmaj != amaj or bmin - amin > MINOR_STEP:
+    if minor_step(a, b) == "skip":
         steps = [f"{amaj}.{m}" for m in range(amin + 1, bmin + 1)] if bmaj == amaj else [b]
         known = [s for s in steps if s in SUPPORTED_KUBERNETES_VERSIONS]
         chain = " -> ".join([a, *known])

@@ -10,7 +10,7 @@ import boto3
 
 from components.catalog.platform import MINOR_STEP, minor_number
 from stacks.plan import Plan
-from stacks.plan.upgrade import VERSION_KEY
+from stacks.plan.upgrade import VERSION_KEY, minor_step
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding
 
@@ -62,8 +62,8 @@ def running_cluster_finding(
             f"the EKS cluster {name} failed to create, and EKS updates no failed cluster: delete it "
             f"(`aws eks delete-cluster --name {name}`), then run `pulumi up --refresh`",
         )
-    (rmaj, rmin), (wmaj, wmin) = minor_number(running), minor_number(wanted)
-    if (wmaj, wmin) < (rmaj, rmin):
+    step = minor_step(running, wanted)
+    if step == "down":
         return (
             False,
             VERSION_KEY,
@@ -72,14 +72,15 @@ def running_cluster_finding(
             f"cluster down: set {VERSION_KEY} to '{running}' and run `pulumi up --refresh` (the refresh reads the "
             "minor into Pulumi's state)",
         )
-    if wmaj != rmaj or wmin - rmin > MINOR_STEP:
+    if step == "skip":
+        rmaj, rmin = minor_number(running)
         return (
             False,
             VERSION_KEY,
             f"the EKS cluster {name} runs {running}, and EKS moves a cluster one minor at a time: set {VERSION_KEY} "
             f"to '{rmaj}.{rmin + MINOR_STEP}', run `pulumi up --refresh`, and repeat up to {wanted}",
         )
-    if (wmaj, wmin) == (rmaj, rmin):
+    if step == "same":
         return True, VERSION_KEY, f"the EKS cluster {name} runs {running}, as the stack sets ({status})"
     if status in BUSY:
         return (
