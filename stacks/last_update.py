@@ -133,7 +133,7 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any], running: Optional[s
         ) + (
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
         )
-    upgrade = compare(old, plan, LAST_UPDATE, running=ahead)
+    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=not config.preflight.enabled)
     if not upgrade.groups and not upgrade.addons and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))

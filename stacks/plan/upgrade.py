@@ -51,6 +51,12 @@ from stacks.stackfile import (
 
 VERSION_KEY = key("cluster.kubernetesVersion")
 CLUSTER_KEY = key("cluster")
+#: Added to a skipped minor's refusal where the program did not ask EKS which minor the cluster runs (preflight off).
+UNREAD_SKIP = (
+    ". If the cluster already runs {new} (EKS upgrades a cluster itself at the end of standard or extended support), "
+    f"set {key('preflight.enabled')} to true for this update: the program then reads the minor it runs and steps "
+    "from it"
+)
 #: The catalog file that gives this project's default minor (:func:`newest_minor`), as a path in the project's
 #: repository: ``--from REV`` reads it at REV when the stack file there leaves the minor unset.
 PLATFORM_SOURCE = "components/catalog/platform.py"
@@ -199,10 +205,11 @@ def moved_default_problem(deployed: str, default: str, outside: bool = False) ->
     )
 
 
-def minor_problems(old: Plan, new: Plan, running: Optional[str] = None) -> list[str]:
+def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unread: bool = False) -> list[str]:
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
     the skew EKS supports; each message names the key and the steps to take instead. ``running`` is the control
-    plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not)."""
+    plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not); ``unread``: nobody asked EKS (a
+    skip may then be a move EKS already made)."""
     deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     if running is not None and minor_number(running) <= minor_number(deployed):
         running = None
@@ -230,7 +237,7 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None) -> list[
         problems.append(
             f"{VERSION_KEY}: {a} -> {b} skips {len(steps) - 1} minor(s); EKS updates the control plane one minor at a "
             f"time, and node groups follow it: set {steps[0]}, run `pulumi up`, and repeat for each minor ({chain}), "
-            "one minor per `pulumi up`"
+            "one minor per `pulumi up`" + (UNREAD_SKIP.format(new=b) if unread else "")
         )
     for g in new.all_groups:
         was = next((o for o in old.all_groups if o.name == g.name), None)
@@ -308,10 +315,13 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
     return tuple(out)
 
 
-def compare(old_plan: Plan, new_plan: Plan, old_label: str = "old", running: Optional[str] = None) -> Upgrade:
+def compare(
+    old_plan: Plan, new_plan: Plan, old_label: str = "old", running: Optional[str] = None, *, unread: bool = False
+) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
-    the move breaks an upgrade rule (:func:`minor_problems`; ``running``: a control plane moved outside Pulumi)."""
-    problems = minor_problems(old_plan, new_plan, running)
+    the move breaks an upgrade rule (:func:`minor_problems`; ``running``: a control plane moved outside Pulumi;
+    ``unread``: its minor was not read)."""
+    problems = minor_problems(old_plan, new_plan, running, unread=unread)
     if problems:
         raise ConfigError(problems)
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version

@@ -99,12 +99,32 @@ def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:
 
 
 def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -> None:
+    """Preflight off (the stack file's setting here): nobody asked EKS which minor runs, so the refusal also says how
+    to let the program read it, in case EKS made the move itself."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
     program = run_program("dev", config=pinned(), fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError)
     (problem,) = program.error.problems
     assert problem.startswith(f"{P}cluster.kubernetesVersion: {SKIPPED} -> {NOW} skips 1 minor"), problem
+    assert problem.endswith(
+        f"If the cluster already runs {NOW} (EKS upgrades a cluster itself at the end of standard or extended "
+        f"support), set {P}preflight.enabled to true for this update: the program then reads the minor it runs and "
+        "steps from it"
+    ), problem
     assert program.registrations == []
+
+
+def test_a_skipped_minor_the_cluster_does_not_run_is_refused_without_the_preflight_hint(
+    last_outputs, cluster_runs
+) -> None:
+    """Preflight on, and EKS says the cluster runs the record's minor: the skip is the stack file's, and the refusal
+    names only the steps."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
+    program = run_program("dev", config=cluster_runs(SKIPPED), fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}cluster.kubernetesVersion: {SKIPPED} -> {NOW} skips 1 minor"), problem
+    assert problem.endswith("one minor per `pulumi up`"), problem
 
 
 def test_a_default_that_moved_never_upgrades_a_cluster_whose_minor_is_unset(last_outputs) -> None:
