@@ -44,6 +44,7 @@ from typing import Any
 
 import pytest
 
+from tests import orphans
 from tests.day import TEST_DAY
 
 REPO = Path(__file__).resolve().parent.parent
@@ -112,6 +113,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, value in GO_GARBAGE_COLLECTION.items():
         os.environ.setdefault(name, value)
     if not hasattr(config, "workerinput"):
+        left = orphans.stop_orphans()  # a killed run's servers would share the cores with this one
+        if left:
+            sys.stderr.write(f"[tests] stopped {len(left)} processes a killed test run left: " + "; ".join(left) + "\n")
+        os.environ[orphans.RUN_ENV] = orphans.this_run()  # every process this run starts inherits it
         config.stash[_locks] = tempfile.mkdtemp(prefix="eks-training-tests-")
         markexpr = config.getoption("markexpr", "") or ""
         config.stash[_durations] = durations = read_durations(markexpr)
