@@ -11,7 +11,7 @@ Capacity is on-demand, spot, a capacity reservation or a Capacity Block, whose s
 autoscaler scale from zero. A roll uses :func:`components.nodeplan.node_update_strategy`, and ``pulumi up`` waits as
 :func:`update_timeout_minutes` says. Labels, taints, AMI type, interfaces and tags come from :mod:`components.nodeplan`.
 
-Why: docs/how-to/capacity.md ("EFA", "A Capacity Block", "Scale to zero"); docs/how-to/upgrading.md, "How nodes
+Why: docs/how-to/capacity.md ("EFA", "A Capacity Block", "Scale to zero"); docs/how-to/node-images.md, "How nodes
 roll"; docs/explanation/storage.md, "The Lustre client on the nodes"."""
 
 import base64

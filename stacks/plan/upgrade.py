@@ -424,9 +424,9 @@ def unpinned_note(plan: Plan) -> Optional[str]:
     if not unset_minor(plan):
         return None
     return (
-        f"{VERSION_KEY} is not set, so the stack follows this project's default ({DEFAULT_KUBERNETES_VERSION}): a "
-        "project update that raises the default upgrades the cluster and rolls its nodes at the next `pulumi up`; "
-        f"to choose when, pin it ({VERSION_KEY}: '{plan.config.cluster.kubernetes_version}')"
+        f"{VERSION_KEY} is not set, so a new stack gets this project's default ({DEFAULT_KUBERNETES_VERSION}); after "
+        "a project update that raises the default, `pulumi up` stops until you choose the minor; to choose now, pin "
+        f"it ({VERSION_KEY}: '{plan.config.cluster.kubernetes_version}')"
     )
 
 

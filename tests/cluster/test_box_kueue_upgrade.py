@@ -6,7 +6,7 @@ Helm updates them) and then the manager's Deployment, which replaces the manager
 real managers: dev's jobs run under the previous release; while the training pod runs, that manager stops, the
 current release's CRDs are applied over the old ones, and the current manager starts on the same objects. The
 training workload stays admitted (the same admission, never evicted) and finishes, and a job created after the switch
-is admitted by the new manager (docs/how-to/upgrading.md, "Kueue and the MPI Operator keep their objects")."""
+is admitted by the new manager (docs/how-to/update-project.md, "Kueue and the MPI Operator keep their objects")."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admit
     for name, rec in rehearsal.jobs.items():
         assert rec["outcome"] == "Complete", (name, rehearsal.timeline())
     # every CRD of the current release is served, and the objects the previous release stored are kept in the same
-    # versions (no storage migration is needed: docs/how-to/upgrading.md's table)
+    # versions (no storage migration is needed: docs/explanation/admission.md's table)
     assert current_crds <= set(stored), sorted(current_crds - set(stored))
     assert {n: v for n, v in stored.items() if n in upgrade.stored} == upgrade.stored, (stored, upgrade.stored)
     print(f"\nKueue {PREVIOUS} -> {CURRENT} in {upgrade.seconds:.1f} s\n{rehearsal.timeline()}")

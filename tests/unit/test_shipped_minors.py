@@ -1,6 +1,6 @@
 """Every shipped stack runs a Kubernetes minor in EKS's standard support on the calendar's day, or chose extended
 support: the other tests judge support windows on one fixed day (:mod:`tests.day`), so this is where a minor that has
-left standard support since shows, naming the stack to move to a newer minor (docs/how-to/upgrading.md)."""
+left standard support since shows, naming the stack to move to a newer minor (docs/how-to/kubernetes-version.md)."""
 
 import datetime
 

@@ -227,9 +227,9 @@ def test_a_minimal_rolls_job_line_names_the_capacity_blocks_delay_only_on_a_capa
 
 
 def test_the_upgrading_guides_example_is_the_programs_output() -> None:
-    """docs/how-to/upgrading.md shows ``--from HEAD`` on p5 at 1.35 -> 1.36: every line it shows (``...`` elides add-on
-    lines) is a line the program prints for that change."""
-    guide = (REPO / "docs/how-to/upgrading.md").read_text()
+    """docs/how-to/kubernetes-version.md shows ``--from HEAD`` on p5 at 1.35 -> 1.36: every line it shows (``...``
+    elides add-on lines) is a line the program prints for that change."""
+    guide = (REPO / "docs/how-to/kubernetes-version.md").read_text()
     block = guide.split("python -m stacks plan --stack p5 --from HEAD\n```\n\n```text\n", 1)[1].split("```", 1)[0]
     printed = render_upgrade(
         upgrade_report(
@@ -374,10 +374,12 @@ def test_from_a_revision_whose_default_was_older(tmp_path: Path) -> None:
     assert code == 0, err
     assert f"Kubernetes {DEFAULT_KUBERNETES_VERSION}: unchanged" in out
     assert f"{PLATFORM_SOURCE} at HEAD cannot be read for the default then" in out
-    assert "eks-training:cluster.kubernetesVersion is not set, so the stack follows this project's default" in out
+    assert "eks-training:cluster.kubernetesVersion is not set, so a new stack gets this project's default" in out
 
 
 def test_a_pinned_stack_has_no_unpinned_note() -> None:
     assert unpinned_note(plan_of("dev", variant("dev", kubernetesVersion=DEFAULT_KUBERNETES_VERSION))) is None
     note = unpinned_note(plan_of("dev", preset("dev"))) or ""
     assert f"pin it (eks-training:cluster.kubernetesVersion: '{DEFAULT_KUBERNETES_VERSION}')" in note
+    # what a raised default does: the update stops and asks (stacks.last_update), it never upgrades by itself
+    assert "after a project update that raises the default, `pulumi up` stops until you choose the minor" in note
