@@ -10,7 +10,7 @@ import pulumi
 from components.conventions import COMMON_LABELS
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
-from components.workloads.spec import JobSpec, WorkerPlacement, peer_hosts
+from components.workloads.spec import DEFAULT_MAX_RESTARTS, JobSpec, WorkerPlacement, peer_hosts
 from components.workloads.waits import finished
 
 #: A job's pods' environment from the pods' stable hostnames (in index order).
@@ -72,7 +72,7 @@ class IndexedWorkersJob(pulumi.ComponentResource):
             placement,
             command=args["command"],
             nodes=nodes,
-            max_retries=int(args.get("max_retries", 3)),
+            max_retries=int(args.get("max_retries", DEFAULT_MAX_RESTARTS)),
             app_name=self._app_name,
             port=self._port,
             environment=lambda hosts: self._environment(spec, placement, nodes, hosts),

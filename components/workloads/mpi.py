@@ -46,6 +46,7 @@ from components.workloads.pods import (
     worker_resources,
 )
 from components.workloads.spec import (
+    DEFAULT_MAX_RESTARTS,
     MASTER_PORT,
     PREDECESSOR_FAILED_EXIT_CODE,
     WORKSPACE,
@@ -441,7 +442,7 @@ def _shape(name: str, args: MpiJobArgs) -> _Shape:
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only=bool(spec.get("read_only_root_filesystem", False)),
         timeout_s=int(float(spec.get("timeout_hours", 24)) * 3600),
-        backoff_limit=int(args.get("backoff_limit", 3)),
+        backoff_limit=int(args.get("backoff_limit", DEFAULT_MAX_RESTARTS)),
         queue=dict(spec.get("queue_labels") or {}),
     )
 

@@ -26,6 +26,9 @@ USAGE_ERROR_EXIT_CODE = 2
 #: Seconds a stopped pod gets before it is killed, unless the job says otherwise.
 DEFAULT_STOP_GRACE_S = 60
 
+#: Pod failures a job tolerates per node (an MPI job: launcher retries) unless it says otherwise (``maxRestarts``).
+DEFAULT_MAX_RESTARTS = 3
+
 #: Exit code of ``wait_for_jobs.py`` when a job waited for failed: this job cannot run.
 PREDECESSOR_FAILED_EXIT_CODE = 3
 

@@ -9,6 +9,7 @@ from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.spec import (
+    DEFAULT_MAX_RESTARTS,
     DEFAULT_STOP_GRACE_S,
     JobSpec,
     RendezvousBackend,
@@ -57,7 +58,7 @@ def pytorch_env(
     placement: WorkerPlacement,
     *,
     nodes: int,
-    max_restarts: int = 3,
+    max_restarts: int = DEFAULT_MAX_RESTARTS,
     checkpoint_every_seconds: Optional[float] = None,
     collective_timeout_seconds: Optional[float] = None,
 ) -> dict[str, pulumi.Input[str]]:
@@ -193,7 +194,7 @@ class PyTorchJob(pulumi.ComponentResource):
         if args["rendezvous_backend"] not in get_args(RendezvousBackend):
             raise ValueError(f"{name}: rendezvous_backend must be one of {', '.join(get_args(RendezvousBackend))}")
         backend = cast(RendezvousBackend, args["rendezvous_backend"])
-        max_restarts = int(args.get("max_restarts", 3))
+        max_restarts = int(args.get("max_restarts", DEFAULT_MAX_RESTARTS))
         run = args["run_id"]
         output_dir = spec["output_dir"]
         # the rendezvous label admits etcd-v2 pods to etcd (TrainingNetworkPolicies)

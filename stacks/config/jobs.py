@@ -12,7 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
 from components.image.reference import validate_image_reference
-from components.workloads.spec import RendezvousBackend
+from components.workloads.spec import DEFAULT_MAX_RESTARTS, RendezvousBackend
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, Number, reference
@@ -302,7 +302,7 @@ class JobConfig(Model):
     """true: serve <outputDir>/tensorboard with TensorBoard (TENSORBOARD_DIR), or a folder under outputDir."""
     rendezvous_backend: RendezvousBackend = "etcd-v2"
     """pytorch: torchrun's rendezvous, an etcd 3.5 Service or c10d hosted by pod 0."""
-    max_restarts: int = Field(default=3, ge=0, le=100)
+    max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0, le=100)
     """Pod failures the Job's backoff allows per node; for pytorch with the bundled trainer also the run's failure
     budget (attempts in a row without a new checkpoint, MAX_FAILED_ATTEMPTS; torchrun restarts a script of your own up
     to 100 times per pod: write OUTPUT_DIR/FAILED and exit 0 to give up); drains, spot interruptions and scale-ups never

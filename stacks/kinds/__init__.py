@@ -5,7 +5,7 @@ composition, the outputs, the collector, the plan report, the benchmark's summar
 registry; none names a kind.
 
 Adding a kind: a module with a :class:`JobKind` subclass, one line below (or :func:`register` from a program of one's
-own), a preset and its tests (ARCHITECTURE.md, "Add a job kind").
+own), a preset and its tests (ARCHITECTURE.md, "Recipes").
 """
 
 from stacks.kinds import command, mpi, pytorch, tensorflow
@@ -27,9 +27,26 @@ KINDS: dict[str, JobKind] = {}
 
 
 def register(kind: JobKind) -> JobKind:
-    """Add ``kind`` to :data:`KINDS` (its name must be new); returns it."""
+    """Add ``kind`` to :data:`KINDS` (its name must be new, and the facts its messages need set); returns it."""
     if kind.name in KINDS:
         raise ValueError(f"job kind {kind.name!r} is registered already")
+    missing = [
+        fact
+        for fact, lacking in (
+            ("name", not kind.name),
+            ("summary", not getattr(kind, "summary", "")),
+            ("fixed_size (why it cannot change size: it is not elastic)", not kind.elastic and not kind.fixed_size),
+            (
+                "example_image (a build folder with its image_package)",
+                bool(kind.image_package) and not kind.example_image,
+            ),
+        )
+        if lacking
+    ]
+    if missing:
+        raise ValueError(
+            f"job kind {kind.name!r} lacks {', '.join(missing)}: set them on its class (stacks/kinds/base.py)"
+        )
     KINDS[kind.name] = kind
     return kind
 

@@ -116,7 +116,7 @@ class AdmissionPlan:
     pods_ready_timeout_s: int = PODS_READY_TIMEOUT_S
     requeue_backoff_base_s: int = REQUEUE_BACKOFF_BASE_S
     requeue_backoff_max_s: int = REQUEUE_BACKOFF_MAX_S
-    namespace: str = "training"
+    namespace: str
     """The stack's training namespace (its LocalQueue's)."""
     cohort: Optional[str] = None
     """The cohort of every ClusterQueue (``None`` without teams: one ClusterQueue, no cohort)."""

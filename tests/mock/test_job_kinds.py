@@ -229,3 +229,20 @@ def test_the_branch_walk_finds_what_the_kinds_replaced(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "kinds").mkdir()
     (tmp_path / "pkg" / "kinds" / "b.py").write_text('if kind == "mpi":\n    pass\n')
     assert sorted(f.split(":")[1] for f in kind_branches(tmp_path, "pkg", list(KINDS))) == ["1", "3", "5", "6"]
+
+
+@pytest.mark.parametrize(
+    "facts, lacking",
+    [
+        ({"fixed_size": ""}, "fixed_size"),
+        ({"image_package": "jax"}, "example_image"),
+        ({"summary": ""}, "summary"),
+    ],
+)
+def test_a_kind_without_the_facts_its_messages_need_is_not_registered(facts: dict, lacking: str) -> None:
+    """A kind that is not elastic says why it cannot change size; one that needs a package in its image names a
+    shipped folder that has it: the messages to users are built from these, and read badly without them."""
+    kind = type("Partial", (Sleep,), {"name": "partial", **facts})()
+    with pytest.raises(ValueError, match=rf"job kind 'partial' lacks {lacking}"):
+        register(kind)
+    assert "partial" not in KINDS

@@ -198,7 +198,7 @@ def test_the_reference_pages_name_every_command_component_and_output() -> None:
     assert "\n### box build\n" in commands and "\n### box bench\n" in commands
     assert "--check-external" in commands and "--stack" not in commands.split("\n## docs\n")[1].split("\n## ")[0]
     library = (DOCS / "reference" / "components.md").read_text()
-    assert len(components.COMPONENTS) == 22 and "FleetObservability" in [c.__name__ for c in components.COMPONENTS]
+    assert "FleetObservability" in [c.__name__ for c in components.COMPONENTS]
     for component in components.COMPONENTS:
         assert f"\n## {component.__name__}\n" in library, component.__name__
         args = __import__("inspect").get_annotations(component.__init__)["args"]
@@ -328,7 +328,7 @@ def test_stacks_docs_reference_prints_the_reference_and_an_install_rewrites_noth
     out = StringIO()
     with redirect_stdout(out):
         assert docs.main(["--reference"]) == 0
-    assert out.getvalue() == REFERENCE.read_text()
+    assert out.getvalue() == REFERENCE.read_text(), "the reference is stale: run python -m stacks docs"
     written = tmp_path / "configuration.md"
     monkeypatch.setattr(docs, "FILES", {"docs/reference/configuration.md": (written, lambda _: "rewritten")})
     monkeypatch.setattr(docs, "PREFIX", "eks_training.")
