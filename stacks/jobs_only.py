@@ -151,6 +151,6 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
         "localQueue": target.local_queue,
         "imageUris": w.image_uris,
         "imageBuildLogLinks": {k: img.build_log_link for k, img in w.images.items()},
-        "jobs": jobs_outputs(plan, w, namespace),
+        "jobs": jobs_outputs(plan, w, namespace, target.pvc_name),
         **({"tensorboardCommand": w.tensorboard.port_forward_command} if w.tensorboard is not None else {}),
     }

@@ -9,11 +9,13 @@ import pulumi_aws as aws
 
 from components import BenchmarkCollector
 from components.conventions import JOB_LABEL
+from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment, token_credentials
 from stacks.kinds import KINDS
 from stacks.last_update import CONFIG_OUTPUT, configuration_output
 from stacks.plan import Plan
+from stacks.results import copy_command
 from stacks.storage import SharedStorage
 from stacks.workloads import Workloads
 
@@ -35,12 +37,18 @@ def workload_conditions_command(namespace: str, job: str) -> str:
     return f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o jsonpath='{path}'"
 
 
+def _copy_of(job: str, values: list[str]) -> str:
+    namespace, job_name, output_dir, image, claim = values
+    return copy_command(namespace, job, job_name, output_dir, image, claim)
+
+
 def _conditions_of(job: str, namespace: str) -> str:
     return workload_conditions_command(namespace, job)
 
 
-def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, Any]:
-    """Per job: its kind, name, output folder and the commands to follow it (``jobs`` output)."""
+def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str], claim: pulumi.Input[str]) -> dict[str, Any]:
+    """Per job: its kind, name, output folder and the commands to follow it and to copy its folder (``jobs`` output);
+    ``claim``: the shared volume's claim in ``ns``."""
     jobs: dict[str, Any] = {}
     for job_name, job in w.jobs.items():
         kind = KINDS[plan.jobs[job_name].kind]
@@ -48,6 +56,9 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str]) -> dict[str, A
             "kind": kind.name,
             "name": job.job_name,
             "outputDir": job.output_dir,
+            "copyCommand": pulumi.Output.all(
+                ns, job.job_name, job.output_dir, w.image_uris[TOOLBOX_IMAGE], claim
+            ).apply(functools.partial(_copy_of, job_name)),
             "logsCommand": pulumi.Output.concat(
                 "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
             ),
@@ -149,6 +160,7 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``jobs.<job>.outputDir``: its output folder on the shared volume.
     - ``jobs.<job>.logsCommand``: ``kubectl logs -f`` of every pod of the job.
     - ``jobs.<job>.waitCommand``: prints the job's Kueue admission, then waits until it completes.
+    - ``jobs.<job>.copyCommand``: copies its output folder from the shared volume to ``./<job>`` here.
     - ``teams``: per team (with ``teams``): its namespace, queues, claim, nodes and quota, read by its jobs-only stack.
     - ``nodeGroupPlacement``: per node group, what a team's jobs are placed by (types, ``maxSize``, labels, taints).
     - ``region``: the cluster's region (with ``teams``).
@@ -235,7 +247,7 @@ def _workloads_outputs(env: Environment, w: Workloads, region: pulumi.Output[str
         "imageUris": w.image_uris,
         "imageBuildLogLinks": {k: img.build_log_link for k, img in w.images.items()},
     }
-    jobs = jobs_outputs(env.plan, w, ns)
+    jobs = jobs_outputs(env.plan, w, ns, env.storage.pvc_name)
     outputs["jobs"] = jobs
     outputs.update(teams_outputs(env))
     if w.tensorboard is not None:

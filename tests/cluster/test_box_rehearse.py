@@ -7,7 +7,10 @@ import re
 import subprocess
 
 from stacks.box.cluster import Box
+from stacks.box.rehearse_cli import box_command
+from stacks.mocked import resolve
 from tests.cluster.support import _follow, _processes_under
+from tests.harness import run_program
 from tests.wait import patient
 
 
@@ -85,6 +88,21 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
             pulled[ds["metadata"]["name"]] = sorted(p["spec"]["nodeName"] for p in pods)
         # (none on the system node: dev's 20 GiB root volume is under the pre-pulls' least, stacks/plan/prepull.py)
         assert pulled == {"prepull-cpu-training": ["cpu-0"]}, pulled
+        # the stack's copyCommand against the kept box: its pod is admitted by the apiserver (the namespace's Pod
+        # Security), scheduled onto the system node and Ready; its kubectl cp runs tar in the pod through an exec, which
+        # kwok does not serve, so the command fails there, and deletes the pod either way
+        jobs = resolve(run_program("dev").outputs["jobs"])
+        copy = box_command(resolve(jobs["train"]["copyCommand"]), binaries["kubectl"], home / "kubeconfig")
+        copied = subprocess.run(["bash", "-c", copy], capture_output=True, text=True, timeout=patient(120))
+        assert "pod/train-copy created" in copied.stdout and "pod/train-copy condition met" in copied.stdout, (
+            copied.stdout + copied.stderr
+        )
+        assert copied.returncode != 0 and 'no exec found for container "copy"' in copied.stderr, copied.stderr
+        box.wait_for(
+            lambda: not box.get("pods", "-n", "training", "-l", "app.kubernetes.io/name=copy-results")["items"],
+            timeout_s=patient(60),
+            what="the copy pod deleted",
+        )
         operators = json.loads((home / FILE).read_text())
         assert [o["name"] for o in operators] == ["kueue"]  # dev runs no MPIJob
         assert all(_runs(o["pid"], o["binary"]) for o in operators)

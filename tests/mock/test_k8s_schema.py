@@ -2,12 +2,17 @@
 of the stack's Kubernetes version (kubernetes-validate, strict: unknown fields fail)."""
 
 import copy
+import json
+import shlex
 from typing import Any
 
 import pytest
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION
-from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
+from components.conventions import SHARED_MOUNT
+from components.scheduling import system_node_selector
+from stacks.bundle import TOOLBOX_IMAGE
+from tests.harness import PROJECT, Program, resolve, run_program, stack_config, stack_names
 from tests.kube_schema import ValidationError, validate
 from tests.variants import HELD_OUT, held_out_program
 
@@ -88,3 +93,45 @@ def test_the_schema_check_can_fail() -> None:
     bad["spec"]["accesModes"] = bad["spec"].pop("accessModes")
     with pytest.raises(ValidationError):
         validate(bad, DEFAULT_KUBERNETES_VERSION + ".0")
+
+
+def copy_pod_of(command: str) -> dict[str, Any]:
+    """The pod a job's ``copyCommand`` creates (the JSON it echoes to ``kubectl create -f -``)."""
+    words = shlex.split(command)
+    return json.loads(words[words.index("echo") + 1])
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_jobs_copy_pod_matches_the_official_schema_and_reads_the_shared_claim(program_for, stack: str) -> None:
+    """``jobs.<job>.copyCommand``'s pod: a valid Pod of the stack's Kubernetes version, in the jobs' namespace, on a
+    system node, with the stack's claim mounted read-only where the jobs mount it, the toolbox image, and a security
+    context within Pod Security ``restricted`` (the namespace enforces ``baseline``)."""
+    p = program_for(stack, False)
+    jobs = resolve(p.outputs["jobs"])
+    assert jobs, stack
+    for name, job in jobs.items():
+        command = resolve(job["copyCommand"])
+        pod = copy_pod_of(command)
+        validate(copy.deepcopy(pod), k8s_version(stack))
+        spec = pod["spec"]
+        assert pod["metadata"]["namespace"] == resolve(p.outputs["pvcNamespace"])
+        assert spec["volumes"] == [
+            {"name": "shared", "persistentVolumeClaim": {"claimName": resolve(p.outputs["pvcName"]), "readOnly": True}}
+        ]
+        (container,) = spec["containers"]
+        assert container["volumeMounts"] == [{"name": "shared", "mountPath": SHARED_MOUNT, "readOnly": True}]
+        assert container["image"] == resolve(p.outputs["imageUris"])[TOOLBOX_IMAGE]
+        assert spec["nodeSelector"] == system_node_selector()
+        assert spec["securityContext"]["runAsNonRoot"] and spec["securityContext"]["seccompProfile"]
+        assert container["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
+        }
+        # it copies the job's own folder to ./<job>, and deletes the pod whatever the copy did
+        pod_name = pod["metadata"]["name"]
+        assert f" {pod_name}:{resolve(job['outputDir'])} ./{name};" in command, command
+        assert command.endswith(
+            f'; kubectl delete -n {pod["metadata"]["namespace"]} pod/{pod_name} --wait=false '
+            '--ignore-not-found; [ "$copied" -eq 0 ]'
+        ), command
