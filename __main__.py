@@ -9,7 +9,7 @@ import pulumi
 from stacks.config import ConfigError, all_config, load_config
 from stacks.environment import build_environment, resolve_zones
 from stacks.jobs_only import build_jobs_only
-from stacks.last_update import announce_upgrade
+from stacks.last_update import PREFLIGHT_OFF, announce_upgrade
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
@@ -27,9 +27,10 @@ if config.cluster.stack_reference is not None:
         check(plan, None)  # the AWS CLI its kubeconfig runs (PreflightError): nothing registered
     outputs = build_jobs_only(plan)
 else:
-    running = running_cluster(plan) if config.preflight.enabled else None  # (minor, status) of a cluster that runs
+    # (minor, status) of the cluster if it runs, and why EKS could not be asked
+    running, unread = running_cluster(plan) if config.preflight.enabled else (None, PREFLIGHT_OFF)
     # what this update rolls since the last; ConfigError (a skipped minor): nothing registered
-    announce_upgrade(plan, running[0] if running else None)
+    announce_upgrade(plan, running[0] if running else None, unread)
     zones = resolve_zones(config) if config.network is not None else None
     if config.preflight.enabled:
         check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered

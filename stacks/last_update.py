@@ -28,6 +28,7 @@ from stacks.plan.upgrade import (
     upgrade_report,
     with_minor,
 )
+from stacks.preflight.session import CREDENTIAL_KEYS
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
@@ -109,11 +110,14 @@ def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
     return minor if isinstance(minor, str) else None
 
 
-def upgrade_summary(plan: Plan, previous: Mapping[str, Any], running: Optional[str] = None) -> Optional[str]:
+def upgrade_summary(
+    plan: Plan, previous: Mapping[str, Any], running: Optional[str] = None, unread: Optional[str] = None
+) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
-    preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`)."""
+    preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
+    was not read (:func:`unread_hint`)."""
     config = plan.config
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
@@ -133,7 +137,8 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any], running: Optional[s
         ) + (
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
         )
-    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=not config.preflight.enabled)
+    hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
+    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint)
     if not upgrade.groups and not upgrade.addons and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))
@@ -142,6 +147,24 @@ def upgrade_summary(plan: Plan, previous: Mapping[str, Any], running: Optional[s
     elif upgrade.old_minor != upgrade.new_minor:
         summary += "\n" + already_moved_note(upgrade.old_minor, upgrade.new_minor)
     return summary
+
+
+#: Why the program did not read the minor the cluster runs when preflight is off.
+PREFLIGHT_OFF = "preflight is off"
+
+
+def unread_hint(new: str, why: str) -> str:
+    """Added to a skipped minor's refusal when the program could not read the minor the cluster runs (``why``): the
+    skip may be a move EKS already made."""
+    fix = (
+        f"set {NAMESPACE}:preflight.enabled to true for this update"
+        if why == PREFLIGHT_OFF
+        else f"give it credentials that may call eks:DescribeCluster in the stack's account ({CREDENTIAL_KEYS})"
+    )
+    return (
+        f"If the cluster already runs {new} (EKS upgrades a cluster itself at the end of standard or extended "
+        f"support), the program must read the minor it runs to step from it, and could not ({why}): {fix}"
+    )
 
 
 def ahead_of_record(deployed: Optional[str], running: Optional[str]) -> Optional[str]:
@@ -173,10 +196,10 @@ def moved_outside_note(old: str, running: str, new: str) -> str:
     )
 
 
-def announce_upgrade(plan: Plan, running: Optional[str] = None) -> None:
+def announce_upgrade(plan: Plan, running: Optional[str] = None, unread: Optional[str] = None) -> None:
     """Print :func:`upgrade_summary` against the stack's last update as a warning, before anything is registered;
     a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
-    it (:func:`ahead_of_record`)."""
+    it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's error)."""
     try:
         previous = last_configuration()
     except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
@@ -193,6 +216,6 @@ def announce_upgrade(plan: Plan, running: Optional[str] = None) -> None:
             f"than this project's default ({plan.config.cluster.kubernetes_version}), this update moves it. Set "
             f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
         )
-    summary = upgrade_summary(plan, previous, running)
+    summary = upgrade_summary(plan, previous, running, unread)
     if summary is not None:
         pulumi.log.warn(summary)

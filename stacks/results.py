@@ -9,8 +9,8 @@ from typing import Any
 from components.conventions import SHARED_MOUNT, TRAINING_IMAGE_UID
 from components.scheduling import system_node_selector
 
-#: The copy pod's life if nobody deletes it (an interrupted copy): it ends by itself after this.
-COPY_POD_SECONDS = 3600
+#: The copy pod's life if nobody deletes it (an interrupted copy), from its start, the image's pull included.
+COPY_POD_SECONDS = 6 * 3600
 #: How long the command waits for the pod to start (a system node may pull the toolbox image first).
 COPY_POD_START_TIMEOUT = "15m"
 
@@ -34,6 +34,7 @@ def copy_pod(namespace: str, job_name: str, image: str, claim: str) -> dict[str,
         "spec": {
             "restartPolicy": "Never",
             "activeDeadlineSeconds": COPY_POD_SECONDS,
+            "terminationGracePeriodSeconds": 1,  # sleep, the pod's first process, ignores SIGTERM
             "nodeSelector": system_node_selector(),
             "securityContext": {
                 "runAsNonRoot": True,
@@ -45,7 +46,7 @@ def copy_pod(namespace: str, job_name: str, image: str, claim: str) -> dict[str,
                 {
                     "name": "copy",
                     "image": image,
-                    "command": ["sleep", str(COPY_POD_SECONDS)],
+                    "command": ["sleep", "infinity"],
                     "securityContext": {
                         "allowPrivilegeEscalation": False,
                         "capabilities": {"drop": ["ALL"]},
@@ -62,14 +63,16 @@ def copy_pod(namespace: str, job_name: str, image: str, claim: str) -> dict[str,
 
 def copy_command(namespace: str, job: str, job_name: str, output_dir: str, image: str, claim: str) -> str:
     """Copy ``output_dir`` (the job's folder, as its pods see it) to ``./<job>``: a copy pod left by an earlier run is
-    deleted, the pod is made and awaited, ``kubectl cp`` copies, and the pod is deleted whatever the copy did; the
-    command's status is the copy's (no ``exit``: it may run in the reader's own shell, through ``eval``)."""
+    deleted, the pod is made and awaited, the folder is checked to exist (``kubectl cp`` exits 0 on a missing one,
+    kubernetes/kubectl#980), ``kubectl cp`` copies, and the pod is deleted whatever the copy did; the command's status
+    is the copy's (no ``exit``: it may run in the reader's own shell, through ``eval``)."""
     ns, pod = shlex.quote(namespace), copy_pod_name(job_name)
     manifest = json.dumps(copy_pod(namespace, job_name, image, claim), separators=(",", ":"))
     return (
         f"kubectl delete -n {ns} pod/{pod} --ignore-not-found"
-        f" && echo {shlex.quote(manifest)} | kubectl create -f -"
+        f" && printf '%s\\n' {shlex.quote(manifest)} | kubectl create -f -"
         f" && kubectl wait -n {ns} --for=condition=Ready --timeout={COPY_POD_START_TIMEOUT} pod/{pod}"
+        f" && kubectl exec -n {ns} {pod} -- test -d {shlex.quote(output_dir)}"
         f" && kubectl cp -n {ns} {pod}:{shlex.quote(output_dir)} {shlex.quote('./' + job)}"
         f"; copied=$?; kubectl delete -n {ns} pod/{pod} --wait=false --ignore-not-found"
         '; [ "$copied" -eq 0 ]'

@@ -51,12 +51,6 @@ from stacks.stackfile import (
 
 VERSION_KEY = key("cluster.kubernetesVersion")
 CLUSTER_KEY = key("cluster")
-#: Added to a skipped minor's refusal where the program did not ask EKS which minor the cluster runs (preflight off).
-UNREAD_SKIP = (
-    ". If the cluster already runs {new} (EKS upgrades a cluster itself at the end of standard or extended support), "
-    f"set {key('preflight.enabled')} to true for this update: the program then reads the minor it runs and steps "
-    "from it"
-)
 #: The catalog file that gives this project's default minor (:func:`newest_minor`), as a path in the project's
 #: repository: ``--from REV`` reads it at REV when the stack file there leaves the minor unset.
 PLATFORM_SOURCE = "components/catalog/platform.py"
@@ -205,11 +199,11 @@ def moved_default_problem(deployed: str, default: str, outside: bool = False) ->
     )
 
 
-def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unread: bool = False) -> list[str]:
+def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unread: Optional[str] = None) -> list[str]:
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
     the skew EKS supports; each message names the key and the steps to take instead. ``running`` is the control
-    plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not); ``unread``: nobody asked EKS (a
-    skip may then be a move EKS already made)."""
+    plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not); ``unread``: why EKS was not asked
+    (a skip may then be a move EKS already made), and what to do, a clause added to a skip's refusal."""
     deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     if running is not None and minor_number(running) <= minor_number(deployed):
         running = None
@@ -237,7 +231,7 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unrea
         problems.append(
             f"{VERSION_KEY}: {a} -> {b} skips {len(steps) - 1} minor(s); EKS updates the control plane one minor at a "
             f"time, and node groups follow it: set {steps[0]}, run `pulumi up`, and repeat for each minor ({chain}), "
-            "one minor per `pulumi up`" + (UNREAD_SKIP.format(new=b) if unread else "")
+            "one minor per `pulumi up`" + (f". {unread}" if unread else "")
         )
     for g in new.all_groups:
         was = next((o for o in old.all_groups if o.name == g.name), None)
@@ -316,11 +310,16 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
 
 
 def compare(
-    old_plan: Plan, new_plan: Plan, old_label: str = "old", running: Optional[str] = None, *, unread: bool = False
+    old_plan: Plan,
+    new_plan: Plan,
+    old_label: str = "old",
+    running: Optional[str] = None,
+    *,
+    unread: Optional[str] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`; ``running``: a control plane moved outside Pulumi;
-    ``unread``: its minor was not read)."""
+    ``unread``: why its minor was not read, :func:`minor_problems`)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     if problems:
         raise ConfigError(problems)
@@ -391,6 +390,21 @@ def compare(
                     jobs=_stops(old_plan, new_plan, name, "delete"),
                 )
             )
+    return Upgrade(
+        old_label=old_label,
+        old_minor=a,
+        new_minor=b,
+        groups=tuple(groups),
+        addons=_addon_changes(old_plan, new_plan),
+        notes=tuple(notes),
+        running=running,
+    )
+
+
+def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
+    """The EKS add-ons whose version moves (an add-on at EKS's default moves with the minor), and the cluster
+    autoscaler's chart and image where its minor's release differs."""
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     addons = []
     for addon in EKS_ADDONS:
         before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
@@ -404,15 +418,7 @@ def compare(
         )
         if ca_old != ca_new:
             addons.append(AddonChange("cluster-autoscaler", ca_old, ca_new))
-    return Upgrade(
-        old_label=old_label,
-        old_minor=a,
-        new_minor=b,
-        groups=tuple(groups),
-        addons=tuple(addons),
-        notes=tuple(notes),
-        running=running,
-    )
+    return tuple(addons)
 
 
 def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -24,6 +24,7 @@ from stacks.preflight.findings import (
 )
 from stacks.preflight.fsx import check_fsx
 from stacks.preflight.machine import aws_cli_finding, program_bin
+from stacks.preflight.session import CREDENTIAL_KEYS, stack_session
 from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
 
 
@@ -51,7 +52,13 @@ def run_preflight(
         return findings  # a jobs-only stack's account, zones and quotas are the cluster stack's, checked there
     region = plan.config.region
     if session is None:
-        session = boto3.session.Session(region_name=region)
+        try:
+            session = stack_session(plan)
+        except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, NoCredentialsError, ClientError...)
+            findings.append(
+                Finding(False, "aws:profile", f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {exc}")
+            )
+            return findings
     aws = AwsClient(session, region)
     vpc_zone_list = _vpc_zones(plan, zones, aws, findings)
     _check_control_plane_zones(plan, vpc_zone_list, findings)

@@ -3,8 +3,6 @@ without ``pulumi up``."""
 
 from typing import Optional, Sequence
 
-import boto3
-
 from stacks.cli import (
     EXIT_FAILED,
     EXIT_OK,
@@ -18,6 +16,7 @@ from stacks.cli import (
 from stacks.config import ConfigError
 from stacks.preflight.checks import available_zones, run_preflight
 from stacks.preflight.findings import AwsCallError, format_report
+from stacks.preflight.session import CREDENTIAL_KEYS, stack_session
 from stacks.zones import choose_zones
 
 
@@ -40,7 +39,12 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     config, plan = load_stack(args, region=args.region)
 
     region = plan.config.region
-    session = boto3.session.Session(region_name=region)
+    try:
+        session = stack_session(plan)
+    except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, NoCredentialsError, ClientError...)
+        raise CommandError(
+            f"error: cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {exc}", EXIT_FAILED
+        ) from exc
     zones = None
     if plan.config.network is not None and plan.config.cluster.stack_reference is None:
         try:

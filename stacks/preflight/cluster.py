@@ -13,20 +13,23 @@ from stacks.plan import Plan
 from stacks.plan.upgrade import VERSION_KEY, minor_step
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding
+from stacks.preflight.session import stack_session
 
 #: Cluster states in which EKS takes no version update (it allows one update at a time).
 BUSY = ("CREATING", "UPDATING", "PENDING")
 
 
-def running_cluster(plan: Plan, session: Optional[boto3.session.Session] = None) -> Optional[tuple[str, str]]:
-    """(minor, status) of the cluster the stack names, if it exists; ``None`` also when EKS cannot be asked (the
-    preflight check then says why): the program's upgrade summary reads it as advice."""
+def running_cluster(
+    plan: Plan, session: Optional[boto3.session.Session] = None
+) -> tuple[Optional[tuple[str, str]], Optional[str]]:
+    """((minor, status) of the cluster the stack names, ``None`` when it has none; why EKS could not be asked, ``None``
+    when it answered): the program's upgrade summary reads it as advice, so no error stops the program here."""
     region = plan.config.region
     try:
-        aws = AwsClient(session or boto3.session.Session(region_name=region), region)
-        return aws.cluster_version(plan.config.cluster_name)
-    except Exception:  # noqa: BLE001 - e.g. a malformed AWS_ENDPOINT_URL (ValueError): preflight's check reports it
-        return None
+        aws = AwsClient(session or stack_session(plan), region)
+        return aws.cluster_version(plan.config.cluster_name), None
+    except Exception as exc:  # noqa: BLE001 - e.g. a missing profile, a malformed AWS_ENDPOINT_URL (ValueError)
+        return None, f"{type(exc).__name__}: {exc}"
 
 
 def check_running_cluster(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:

@@ -89,8 +89,8 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
         # (none on the system node: dev's 20 GiB root volume is under the pre-pulls' least, stacks/plan/prepull.py)
         assert pulled == {"prepull-cpu-training": ["cpu-0"]}, pulled
         # the stack's copyCommand against the kept box: its pod is admitted by the apiserver (the namespace's Pod
-        # Security), scheduled onto the system node and Ready; its kubectl cp runs tar in the pod through an exec, which
-        # kwok does not serve, so the command fails there, and deletes the pod either way
+        # Security), scheduled onto the system node and Ready; then it execs into the pod (test -d, then kubectl cp's
+        # tar), which kwok does not serve, so the command fails there, and deletes the pod either way
         jobs = resolve(run_program("dev").outputs["jobs"])
         copy = box_command(resolve(jobs["train"]["copyCommand"]), binaries["kubectl"], home / "kubeconfig")
         copied = subprocess.run(["bash", "-c", copy], capture_output=True, text=True, timeout=patient(120))

@@ -96,9 +96,9 @@ def test_the_schema_check_can_fail() -> None:
 
 
 def copy_pod_of(command: str) -> dict[str, Any]:
-    """The pod a job's ``copyCommand`` creates (the JSON it echoes to ``kubectl create -f -``)."""
+    """The pod a job's ``copyCommand`` creates (the JSON it prints to ``kubectl create -f -``)."""
     words = shlex.split(command)
-    return json.loads(words[words.index("echo") + 1])
+    return json.loads(words[words.index("printf") + 2])
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -128,9 +128,13 @@ def test_each_jobs_copy_pod_matches_the_official_schema_and_reads_the_shared_cla
             "capabilities": {"drop": ["ALL"]},
             "readOnlyRootFilesystem": True,
         }
-        # it copies the job's own folder to ./<job>, and deletes the pod whatever the copy did
-        pod_name = pod["metadata"]["name"]
-        assert f" {pod_name}:{resolve(job['outputDir'])} ./{name};" in command, command
+        # it copies the job's own folder to ./<job> once it is there (kubectl cp exits 0 on a missing folder), and
+        # deletes the pod whatever the copy did
+        pod_name, folder = pod["metadata"]["name"], resolve(job["outputDir"])
+        assert (
+            f" -- test -d {folder} && kubectl cp -n {pod['metadata']['namespace']} {pod_name}:{folder} ./{name};"
+            in (command)
+        ), command
         assert command.endswith(
             f'; kubectl delete -n {pod["metadata"]["namespace"]} pod/{pod_name} --wait=false '
             '--ignore-not-found; [ "$copied" -eq 0 ]'

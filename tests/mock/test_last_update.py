@@ -108,10 +108,26 @@ def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -
     assert problem.startswith(f"{P}cluster.kubernetesVersion: {SKIPPED} -> {NOW} skips 1 minor"), problem
     assert problem.endswith(
         f"If the cluster already runs {NOW} (EKS upgrades a cluster itself at the end of standard or extended "
-        f"support), set {P}preflight.enabled to true for this update: the program then reads the minor it runs and "
-        "steps from it"
+        "support), the program must read the minor it runs to step from it, and could not (preflight is off): set "
+        f"{P}preflight.enabled to true for this update"
     ), problem
     assert program.registrations == []
+
+
+def test_a_skipped_minor_whose_cluster_could_not_be_read_says_why(last_outputs, monkeypatch) -> None:
+    """Preflight on, but EKS could not be asked (the stack's profile is missing here, say): the refusal says why,
+    and which credentials the read needs."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
+    monkeypatch.setattr(
+        preflight_cluster, "running_cluster", lambda plan, session=None: (None, "ProfileNotFound: no profile x")
+    )
+    program = run_program("dev", config={**pinned(), P + "preflight": {"enabled": True}}, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert problem.endswith(
+        "and could not (ProfileNotFound: no profile x): give it credentials that may call eks:DescribeCluster in the "
+        "stack's account (aws:profile, aws:sharedConfigFiles, aws:sharedCredentialsFiles, aws:assumeRoles)"
+    ), problem
 
 
 def test_a_skipped_minor_the_cluster_does_not_run_is_refused_without_the_preflight_hint(
@@ -258,7 +274,7 @@ def cluster_runs(monkeypatch):
     by the program before the upgrade summary: ``stacks.preflight.cluster.running_cluster``)."""
 
     def runs(minor: str) -> dict[str, Any]:
-        monkeypatch.setattr(preflight_cluster, "running_cluster", lambda plan, session=None: (minor, "ACTIVE"))
+        monkeypatch.setattr(preflight_cluster, "running_cluster", lambda plan, session=None: ((minor, "ACTIVE"), None))
         monkeypatch.setattr(preflight, "check", lambda plan, zones, session=None: [])
         return {**pinned(), P + "preflight": {"enabled": True}}
 
