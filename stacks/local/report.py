@@ -106,6 +106,21 @@ class LogFollower:
         return [c.decode(errors="replace") for c in complete]
 
 
+#: How torch prefixes a rank's lines of an uncaught exception (``[rank1]: FileNotFoundError: ...``).
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b")
+#: torchrun's own exceptions, which wrap the program's (its summary, a signal it got).
+_TORCHRUN_EXCEPTION = "torch.distributed.elastic."
+
+
+def exception_line(lines: list[str]) -> Optional[str]:
+    """The last exception the program raised, as its traceback's last line: a rank's prefix removed, torchrun's
+    wrappers (``ChildFailedError``, ``SignalException``) passed over while the program's own is there."""
+    found = [text for ln in lines if _EXCEPTION.match(text := _RANK_PREFIX.sub("", ln.strip()))]
+    own = [text for text in found if not text.startswith(_TORCHRUN_EXCEPTION)]
+    return (own or found)[-1] if found else None
+
+
 def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
     """A failed process's reason (one line, from its log) and the fix, as far as the log tells them."""
     events = []
@@ -131,8 +146,8 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
         reason = given.get("reason") or given.get("text") or "FAILED exists in its output folder"
         return (
             f"the run gave up: {reason}",
-            "fix the cause (earlier in the log), then run it again with --fresh JOB (a new run; the failed run's "
-            "folder is kept aside)",
+            "fix the cause (earlier in the log, or in the log of the run before, <job>-<pod>.previous.log), then run "
+            "it again with --fresh JOB (a new run; the failed run's folder is kept aside)",
         )
     if re.search(r"No module named '?torch'?", log_text):
         return (
@@ -156,9 +171,7 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
         )
     fatal = next((e for e in reversed(events) if e.get("event") == "fatal"), None)
     lines = [ln for ln in log_text.splitlines() if ln.strip() and not _GLOG.match(ln) and not ln.startswith("{")]
-    exc = next(
-        (ln.strip() for ln in reversed(lines) if re.match(r"^\s*[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*", ln)), None
-    )
+    exc = exception_line(lines)
     reason = (fatal or {}).get("error") or exc or (lines[-1].strip() if lines else f"exit status {code}")
     if "not found in" in reason or "cifar-10-batches-py" in reason:
         return reason, "give the dataset's folder with --dataset NAME=PATH (see its layout in --help)"

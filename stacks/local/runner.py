@@ -437,6 +437,8 @@ class LocalRunner:
         """Start ``pods`` and wait for all of them; any failure (or the timeout) stops the others and raises."""
         for pod in pods:
             pod.log.parent.mkdir(parents=True, exist_ok=True)
+            if pod.log.exists():  # the run before's: the cause of a run that gave up may be there
+                pod.log.replace(pod.log.with_name(f"{pod.log.stem}.previous.log"))
             with open(pod.log, "wb") as log:
                 try:
                     pod.process = subprocess.Popen(

@@ -102,6 +102,20 @@ def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
             "ValueError: bad learning rate",
             "the end of the log",
         ),
+        (  # torchrun's summary after a rank's own exception: the program's is the reason
+            "[rank1]: Traceback (most recent call last):\n[rank1]: FileNotFoundError: [Errno 2] No such file or "
+            "directory: '$(DATA_DIRR)/points.csv'\nE1201 12:00:00 torch/distributed/elastic failed\n"
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nroot cause (first observed failure)\n",
+            1,
+            "FileNotFoundError: [Errno 2] No such file or directory: '$(DATA_DIRR)/points.csv'",
+            "the end of the log",
+        ),
+        (  # torchrun stopped by a signal, and nothing of the program's: torchrun's own is the reason
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 3967 got signal: 15\n",
+            1,
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 3967 got signal: 15",
+            "the end of the log",
+        ),
     ],
 )
 def test_a_failure_is_one_line_with_its_fix(log: str, code: int, reason: str, fix: str) -> None:
