@@ -87,6 +87,11 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         runner.run(args.job or None)
     except LocalRunError as exc:
         raise CommandError(f"error: {exc.report()}", EXIT_FAILED) from exc
+    except KeyboardInterrupt:  # Ctrl-C: the runner stopped its jobs on the way out
+        raise CommandError(
+            "interrupted: the jobs were stopped; run the same command again to resume from their last checkpoints",
+            EXIT_INTERRUPTED,
+        ) from None
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -175,7 +180,8 @@ def _parser(prog: Optional[str]) -> argparse.ArgumentParser:
 
 
 def _check_names(args: argparse.Namespace, plan: "Plan", extra: Mapping[str, Any]) -> dict[str, Path]:
-    """Refuse a flag that names no job or image of the stack, or a count below 1; returns ``--venv``'s folders."""
+    """Refuse a flag that names no job, dataset or image of the stack, or a count below 1; returns ``--venv``'s
+    folders."""
     for flag, names in (
         ("--args", extra),
         ("--resume", args.resume),
@@ -188,6 +194,12 @@ def _check_names(args: argparse.Namespace, plan: "Plan", extra: Mapping[str, Any
                 f"error: {flag} {', '.join(unknown)}: no such job in this stack; its jobs: "
                 f"{', '.join(plan.jobs) or 'none'}"
             )
+    unknown = sorted(set(_pairs(args.dataset, "--dataset")) - set(plan.datasets))
+    if unknown:
+        raise CommandError(
+            f"error: --dataset {', '.join(unknown)}: no job of this stack reads such a dataset; its datasets: "
+            f"{', '.join(plan.datasets) or 'none'}"
+        )
     venvs = {k: Path(v).resolve() for k, v in _pairs(args.venv, "--venv").items()}
     unknown = sorted(set(venvs) - set(plan.images))
     if unknown:
@@ -197,6 +209,10 @@ def _check_names(args: argparse.Namespace, plan: "Plan", extra: Mapping[str, Any
     if args.nodes is not None and args.nodes < 1:
         raise CommandError("error: --nodes must be >= 1")
     return venvs
+
+
+#: A command ended by Ctrl-C (SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 def _stop_on_sigterm() -> Any:

@@ -391,6 +391,11 @@ class LocalRunner:
         the components use, for this machine (a local etcd is started for an ``etcd-v2`` rendezvous)."""
         workspace = self.workspace(job)
         nodes = KINDS[job.kind].local_nodes(job, self.nodes or None)
+        if self.nodes and nodes != self.nodes:
+            self.say(
+                f"job {job.name}: --nodes {self.nodes} is outside its range ({job.min_nodes}-{job.max_nodes} nodes, "
+                f"minNodes and maxNodes): {nodes} process(es) stand for its pods"
+            )
         spec = self.spec(job)
         placement = self.placement(job, nodes)
         app = self.image_dir(job)

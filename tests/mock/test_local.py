@@ -4,12 +4,15 @@ them, with the pod's paths mapped to the local folders), except what only the ma
 ports, the rendezvous endpoint, processes (one per node on CPU, not one per GPU) and threads per process, and the node
 type's GPU/EFA settings."""
 
+import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from stacks.config import load_config
+from stacks.local.cli import main as local_main
 from stacks.local.kube import container_env, process_argv
 from stacks.local.runner import LocalRunner, local_mpi_prefix
 from stacks.plan import build_plan
@@ -107,3 +110,27 @@ def test_pod_paths_map_to_local_folders_once(tmp_path: Path) -> None:
     assert runner.host_path("/app/train.py", app, tmp) == "/repo/training/train.py"
     assert runner.host_path("/tmp", app, tmp) == str(tmp)
     assert runner.host_path("/database/x /apple /tmpfiles", app, tmp) == "/database/x /apple /tmpfiles"
+
+
+def test_nodes_outside_an_elastic_jobs_range_are_said_and_kept_within_it(tmp_path: Path) -> None:
+    """``--nodes 5`` for workshop's train (1-2 nodes): two processes stand for its pods, and the runner says why;
+    ``--nodes 1`` is within the range and says nothing."""
+    runner = _runner("workshop", tmp_path)
+    job = runner.plan.jobs["train"]
+    assert (job.min_nodes, job.max_nodes) == (1, 2)
+    for asked, processes, said in ((5, 2, True), (1, 1, False)):
+        runner.out, runner.nodes = io.StringIO(), asked
+        assert len(runner.pods(job)) == processes
+        notice = f"[local] job train: --nodes {asked} is outside its range (1-2 nodes, minNodes and maxNodes): "
+        assert (notice in runner.out.getvalue()) is said, runner.out.getvalue()
+
+
+def test_a_dataset_no_job_reads_is_refused_naming_the_stacks_datasets(tmp_path: Path) -> None:
+    """``--dataset cifar=PATH`` on dev, whose jobs read ``cifar10``: a typo would otherwise leave the real dataset to
+    be downloaded (or fail to stage), with the given folder never used."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = local_main(["--stack", "dev", "--work", str(tmp_path / "work"), "--dataset", f"cifar={tmp_path}"])
+    assert code == 2, err.getvalue()
+    assert "error: --dataset cifar: no job of this stack reads such a dataset; its datasets: cifar10" in err.getvalue()
+    assert not (tmp_path / "work").exists()
