@@ -231,6 +231,10 @@ def _storage(plan: Plan) -> dict[str, Any]:
         "namespace": cfg.namespace,
         "claim": cfg.pvc_name,
         "fileSystemId": cfg.file_system_id,
+        "datasets": {
+            d.name: {"source": d.config.source, "dataDir": d.data_dir, "imported": d.imported}
+            for d in plan.datasets.values()
+        },
     }
     if st.is_fsx and st.fsx is not None:
         out.update(
@@ -649,14 +653,21 @@ def _render_flavor(f: dict[str, Any]) -> list[str]:
 
 
 def _render_storage(st: dict[str, Any]) -> list[str]:
-    """The shared file system and its claim."""
+    """The shared file system and its claim, then each dataset: where it comes from and where the jobs find it."""
     if st["backend"] == "fsx":
-        return [
+        lines = [
             f"storage: FSx for Lustre {st['capacityGib']} GiB at {st['throughputPerTib']} MB/s/TiB"
             f"{', EFA' if st['efa'] else ''} in {st['zone'] or 'subnet ' + str(st['subnetId'])} (from "
             f"{st['zoneFrom']}), linked to {st['dataRepository']}; claim {st['namespace']}/{st['claim']}"
         ]
-    return [f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}"]
+    else:
+        lines = [
+            f"storage: EFS ({st['throughputMode']} throughput) in {st['zone']}; claim {st['namespace']}/{st['claim']}"
+        ]
+    for name, d in st["datasets"].items():
+        how = "imported by the file system from S3" if d["imported"] else "unpacked there once by a staging Job"
+        lines.append(f"  dataset {name}: {d['source']} at {d['dataDir']} ({how})")
+    return lines
 
 
 def _render_images(images: list[dict[str, Any]]) -> list[str]:
