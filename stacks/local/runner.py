@@ -320,7 +320,7 @@ class LocalRunner:
         output.mkdir(parents=True, exist_ok=True)
         self.record_run(job, output)
         self.say(
-            f"job {job.name} ({job.kind}): started, {len(pods)} process(es), output {output}, logs "
+            f"job {job.name} ({job.kind}): started, {len(pods)} pod(s) as local processes, output {output}, logs "
             f"{', '.join(str(p.log) for p in pods)}"
         )
         started = time.monotonic()

@@ -159,7 +159,7 @@ def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(
     assert [pod.argv for pod in pods] == [["sleep", "1"], ["sleep", "1"]]
     assert [pod.env["JOB_INDEX"] for pod in pods] == ["0", "1"] and pods[0].env["JOB_SIZE"] == "2"
     output = runner.run_job(nap)
-    assert output.is_dir() and "job nap (sleep): started, 2 process(es)" in runner.out.getvalue()
+    assert output.is_dir() and "job nap (sleep): started, 2 pod(s) as local processes" in runner.out.getvalue()
 
 
 def test_every_kind_is_known_to_the_components_and_the_in_cluster_programs() -> None:

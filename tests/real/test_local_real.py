@@ -77,7 +77,7 @@ def workshop(tmp_path_factory: pytest.TempPathFactory) -> WorkshopRun:
 def test_the_workshop_stack_trains_checkpoints_and_evaluates_here(workshop: WorkshopRun) -> None:
     done, work, run = workshop.done, workshop.work, workshop.output_dir
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "job train (pytorch): started, 2 process(es)" in done.stdout and "etcd (v2 API)" in done.stdout
+    assert "job train (pytorch): started, 2 pod(s) as local processes" in done.stdout and "etcd (v2 API)" in done.stdout
     summary = ts.assert_final_model(run, workshop.digits)
     assert summary["world_sizes"] == [2] and summary["final"]["epoch"] == EPOCHS
     # the trainer read its folders from the pods' environment and wrote TensorBoard scalars there
