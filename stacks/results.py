@@ -6,8 +6,10 @@ import json
 import shlex
 from typing import Any
 
-from components.conventions import SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.conventions import SHARED_MOUNT
 from components.scheduling import system_node_selector
+from components.workloads.mpi import camel
+from components.workloads.pods import container_security, pod_security
 
 #: The copy pod's life if nobody deletes it (an interrupted copy), from its start, the image's pull included.
 COPY_POD_SECONDS = 6 * 3600
@@ -36,22 +38,13 @@ def copy_pod(namespace: str, job_name: str, image: str, claim: str) -> dict[str,
             "activeDeadlineSeconds": COPY_POD_SECONDS,
             "terminationGracePeriodSeconds": 1,  # sleep, the pod's first process, ignores SIGTERM
             "nodeSelector": system_node_selector(),
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": TRAINING_IMAGE_UID,
-                "runAsGroup": TRAINING_IMAGE_UID,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
+            "securityContext": camel(pod_security()),  # the jobs' own
             "containers": [
                 {
                     "name": "copy",
                     "image": image,
                     "command": ["sleep", "infinity"],
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                        "readOnlyRootFilesystem": True,
-                    },
+                    "securityContext": camel(container_security(read_only_root=True)),
                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
                     "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT, "readOnly": True}],
                 }
