@@ -28,7 +28,6 @@ from stacks.plan.upgrade import (
     upgrade_report,
     with_minor,
 )
-from stacks.preflight.session import CREDENTIAL_KEYS
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
@@ -159,7 +158,7 @@ def unread_hint(new: str, why: str) -> str:
     fix = (
         f"set {NAMESPACE}:preflight.enabled to true for this update"
         if why == PREFLIGHT_OFF
-        else f"give it credentials that may call eks:DescribeCluster in the stack's account ({CREDENTIAL_KEYS})"
+        else "it calls eks:DescribeCluster with the stack's credentials in its region: fix what stopped that call"
     )
     return (
         f"If the cluster already runs {new} (EKS upgrades a cluster itself at the end of standard or extended "

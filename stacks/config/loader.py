@@ -21,7 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-import botocore.session
+import botocore.loaders
+import botocore.regions
 import pulumi
 from pydantic import BaseModel, ValidationError
 
@@ -320,10 +321,11 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
 @functools.cache
 def eks_regions() -> frozenset[str]:
     """The regions EKS is offered in, in every AWS partition, from botocore's endpoint data (the AWS SDK's list,
-    pinned in requirements.txt)."""
-    session = botocore.session.get_session()
+    pinned in requirements.txt), read without the shell's AWS settings (an ``AWS_PROFILE`` no file holds is no
+    reason to refuse a region)."""
+    resolver = botocore.regions.EndpointResolver(botocore.loaders.create_loader().load_data("endpoints"))
     return frozenset(
-        r for part in session.get_available_partitions() for r in session.get_available_regions("eks", part)
+        r for part in resolver.get_available_partitions() for r in resolver.get_available_endpoints("eks", part)
     )
 
 

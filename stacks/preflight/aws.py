@@ -27,6 +27,7 @@ class AwsClient:
         self._offered: dict[str, list[str]] = {}
         self._types: dict[str, dict[str, Any]] = {}
         self._subnets: dict[str, dict[str, Any]] = {}
+        self._caller: Optional[str] = None
 
     def _call(self, client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
         try:
@@ -42,8 +43,10 @@ class AwsClient:
             raise AwsCallError(operation, type(exc).__name__, short_message(str(exc), None)) from exc
 
     def caller_arn(self) -> str:
-        """The ARN of the identity the calls (and ``pulumi up``) run as (``sts:GetCallerIdentity``)."""
-        return str(self._call(self.sts, "get_caller_identity")["Arn"])
+        """The ARN of the identity the calls (and ``pulumi up``) run as (``sts:GetCallerIdentity``, asked once)."""
+        if self._caller is None:
+            self._caller = str(self._call(self.sts, "get_caller_identity")["Arn"])
+        return self._caller
 
     def available_zones(self) -> list[Zone]:
         """The region's available zones that need no opt-in, with their zone IDs, sorted by name (as the

@@ -24,7 +24,7 @@ from stacks.preflight.findings import (
 )
 from stacks.preflight.fsx import check_fsx
 from stacks.preflight.machine import aws_cli_finding, program_bin
-from stacks.preflight.session import CREDENTIAL_KEYS, stack_session
+from stacks.preflight.session import CREDENTIAL_KEYS, CREDENTIALS_KEY, CredentialsError, stack_session
 from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
 
 
@@ -50,16 +50,9 @@ def run_preflight(
     findings = [aws_cli_finding(os.environ.get("PATH", ""), program_bin())]
     if plan.config.cluster.stack_reference is not None:
         return findings  # a jobs-only stack's account, zones and quotas are the cluster stack's, checked there
-    region = plan.config.region
-    if session is None:
-        try:
-            session = stack_session(plan)
-        except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, NoCredentialsError, ClientError...)
-            findings.append(
-                Finding(False, "aws:profile", f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {exc}")
-            )
-            return findings
-    aws = AwsClient(session, region)
+    aws = _client(plan, session, findings)
+    if aws is None:
+        return findings
     vpc_zone_list = _vpc_zones(plan, zones, aws, findings)
     _check_control_plane_zones(plan, vpc_zone_list, findings)
     check_running_cluster(plan, aws, findings)
@@ -78,6 +71,24 @@ def run_preflight(
     _check_admin_roles(plan, aws, findings)
     check_fsx(plan, aws, findings)
     return findings
+
+
+def _client(plan: Plan, session: Optional[boto3.session.Session], findings: list[Finding]) -> Optional[AwsClient]:
+    """The checks' client, once AWS answered who the stack's credentials are (one finding either way); ``None``
+    when they cannot be used, so that no check fails for the same reason again."""
+    try:
+        aws = AwsClient(session or stack_session(plan), plan.config.region)
+        caller = aws.caller_arn()
+    except (CredentialsError, AwsCallError, ValueError) as exc:  # ValueError: a malformed AWS_ENDPOINT_URL
+        message = (
+            str(exc)
+            if isinstance(exc, CredentialsError)
+            else f"AWS did not say who the stack's credentials are ({CREDENTIAL_KEYS}): {exc}"
+        )
+        findings.append(Finding(False, CREDENTIALS_KEY, message))
+        return None
+    findings.append(Finding(True, CREDENTIALS_KEY, f"the checks ask AWS as {caller}"))
+    return aws
 
 
 def check(

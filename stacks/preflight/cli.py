@@ -16,7 +16,7 @@ from stacks.cli import (
 from stacks.config import ConfigError
 from stacks.preflight.checks import available_zones, run_preflight
 from stacks.preflight.findings import AwsCallError, format_report
-from stacks.preflight.session import CREDENTIAL_KEYS, stack_session
+from stacks.preflight.session import CredentialsError, stack_session
 from stacks.zones import choose_zones
 
 
@@ -39,14 +39,13 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     config, plan = load_stack(args, region=args.region)
 
     region = plan.config.region
-    try:
-        session = stack_session(plan)
-    except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, NoCredentialsError, ClientError...)
-        raise CommandError(
-            f"error: cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {exc}", EXIT_FAILED
-        ) from exc
+    session = None
     zones = None
     if plan.config.network is not None and plan.config.cluster.stack_reference is None:
+        try:
+            session = stack_session(plan)
+        except CredentialsError as exc:
+            raise CommandError(f"error: {exc}", EXIT_FAILED) from exc
         try:
             zones = choose_zones(plan.config, available_zones(session, region))
         except AwsCallError as exc:

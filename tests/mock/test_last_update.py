@@ -116,17 +116,16 @@ def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -
 
 def test_a_skipped_minor_whose_cluster_could_not_be_read_says_why(last_outputs, monkeypatch) -> None:
     """Preflight on, but EKS could not be asked (the stack's profile is missing here, say): the refusal says why,
-    and which credentials the read needs."""
+    and which call the read makes."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
-    monkeypatch.setattr(
-        preflight_cluster, "running_cluster", lambda plan, session=None: (None, "ProfileNotFound: no profile x")
-    )
+    why = "CredentialsError: cannot use the stack's AWS credentials (aws:profile, ...): no profile x"
+    monkeypatch.setattr(preflight_cluster, "running_cluster", lambda plan, session=None: (None, why))
     program = run_program("dev", config={**pinned(), P + "preflight": {"enabled": True}}, fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError) and program.registrations == []
     (problem,) = program.error.problems
     assert problem.endswith(
-        "and could not (ProfileNotFound: no profile x): give it credentials that may call eks:DescribeCluster in the "
-        "stack's account (aws:profile, aws:sharedConfigFiles, aws:sharedCredentialsFiles, aws:assumeRoles)"
+        f"and could not ({why}): it calls eks:DescribeCluster with the stack's credentials in its region: fix what "
+        "stopped that call"
     ), problem
 
 

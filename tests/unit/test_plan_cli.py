@@ -216,11 +216,15 @@ def test_a_bad_stack_exits_2_with_its_root_cause_before_any_aws_call(
 
 
 def test_preflight_of_a_good_stack_does_reach_for_aws(tmp_path: Path) -> None:
-    """The control: with a valid stack the same offline preflight gets past validation and fails on the account."""
+    """The control: with a valid stack the same offline preflight gets past validation and fails on the account
+    (this machine has no AWS credentials)."""
     path = _stack_file(tmp_path, {"eks-training:nodeGroups": {"cpu": GROUPS["cpu"]}})
     done = call("stacks.preflight", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert done.returncode == 1, (done.stdout, done.stderr)
-    assert "cannot reach EC2 in us-west-2" in done.stderr
+    assert done.stderr == (
+        "error: cannot use the stack's AWS credentials (aws:profile, aws:sharedConfigFiles, aws:sharedCredentialsFiles, "
+        "aws:assumeRoles): Unable to locate credentials\n"
+    )
     planned = call("stacks.plan", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert planned.returncode == 0 and "region us-west-2" in planned.stdout
     assert "the stack is in us-west-2, where prices differ" in planned.stdout

@@ -6,7 +6,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from stacks.config import load_config
+from stacks.config.loader import eks_regions
 from stacks.plan import Plan, build_plan
 from stacks.preflight.checks import run_preflight
 from stacks.preflight.cluster import running_cluster
@@ -50,3 +53,48 @@ def test_a_missing_profile_fails_the_check_naming_the_keys(tmp_path: Path) -> No
     # the program's read of the running cluster says why it could not ask, and stops nothing
     found, why = running_cluster(plan)
     assert found is None and why is not None and "nobody" in why
+
+
+def _failed(findings: list) -> list:
+    return [f for f in findings if not f.ok and f.key != "PATH"]  # (the AWS CLI's check is this machine's)
+
+
+@pytest.mark.parametrize(
+    "profile, says",
+    [
+        # a credential_process that fails (botocore's CredentialRetrievalError)
+        ("[profile research]\ncredential_process = false\n", "custom-process"),
+        # a role whose source_profile no file holds (botocore's InvalidConfigError)
+        ("[profile research]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = ghost\n", "ghost"),
+    ],
+    ids=["credential_process", "source_profile"],
+)
+def test_credentials_that_cannot_be_resolved_are_one_finding(tmp_path: Path, profile: str, says: str) -> None:
+    (tmp_path / "config").write_text(profile)
+    plan = _plan(**{"aws:profile": "research", "aws:sharedConfigFiles": [str(tmp_path / "config")]})
+    findings = run_preflight(plan, None)
+    (failed,) = _failed(findings)
+    assert findings[-1] is failed and failed.key == "aws:profile", findings  # no check asked AWS after it
+    assert failed.message.startswith("cannot use the stack's AWS credentials (aws:profile,") and says in failed.message
+
+
+def test_credentials_aws_refuses_are_one_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys that resolve but that AWS does not take (here: no AWS answers at all) fail the first call, who the
+    caller is, and no check runs after it."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the discard port: nothing listens
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    plan = _plan(**_files(tmp_path), **{"aws:profile": "research"})
+    findings = run_preflight(plan, None)
+    (failed,) = _failed(findings)
+    assert findings[-1] is failed and failed.key == "aws:profile", findings
+    assert failed.message.startswith("AWS did not say who the stack's credentials are (aws:profile,")
+    assert "get_caller_identity failed: EndpointConnectionError" in failed.message
+
+
+def test_the_region_check_ignores_a_shell_profile_no_file_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    eks_regions.cache_clear()
+    try:
+        assert "us-east-1" in eks_regions() and "eu-west-1" in eks_regions()
+    finally:
+        eks_regions.cache_clear()
