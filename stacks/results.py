@@ -8,8 +8,7 @@ from typing import Any
 
 from components.conventions import SHARED_MOUNT
 from components.scheduling import system_node_selector
-from components.workloads.mpi import camel
-from components.workloads.pods import container_security, pod_security
+from components.workloads.pods import camel, container_security, pod_security
 
 #: The copy pod's life if nobody deletes it (an interrupted copy), from its start, the image's pull included.
 COPY_POD_SECONDS = 6 * 3600

@@ -11,7 +11,6 @@ other job on that node group, plus ``MASTER_ADDR``/``MASTER_PORT``
 and size from OpenMPI (``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE``).
 """
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, get_args
 
@@ -36,6 +35,7 @@ from components.workloads.pods import (
     SHARED_VOLUME_MOUNT,
     TMP_MOUNT,
     WORKER_CONTAINER,
+    camel,
     container_security,
     created_after,
     env_list,
@@ -96,35 +96,6 @@ IMAGE_ENV_FORWARDED: tuple[str, ...] = ("LD_LIBRARY_PATH", "PATH")
 #: OpenMPI settings AWS's EFA MPI jobs use: TCP for MPI's own traffic (NCCL/libfabric carries the data
 #: over EFA), no UCX, not the loopback or container bridges.
 OPENMPI_MCA: Mapping[str, str] = {"pml": "^ucx", "btl": "tcp,self", "btl_tcp_if_exclude": "lo,docker0,veth_def_agent"}
-#: Keys whose values are maps with user-chosen keys: not converted to camelCase.
-_MAP_KEYS = frozenset({"labels", "annotations", "node_selector", "match_labels", "requests", "limits"})
-_SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
-#: Pod template fields whose camelCase is not the regular one (an acronym in capitals).
-_IRREGULAR = {
-    "downward_api": "downwardAPI",
-    "host_ipc": "hostIPC",
-    "host_pid": "hostPID",
-    "pod_ip": "podIP",
-    "host_ip": "hostIP",
-}
-
-
-def camel(value: Any, key: str = "") -> Any:
-    """A pod template written with the Python SDK's snake_case keys, as the camelCase a custom resource
-    needs (custom resources are sent as they are; maps with user keys are left alone)."""
-    if isinstance(value, dict):
-        if key in _MAP_KEYS:
-            return dict(value)
-        out = {}
-        for k, v in value.items():
-            new = _IRREGULAR.get(k) or (
-                re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k
-            )
-            out[new] = camel(v, k)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [camel(v, key) for v in value]
-    return value
 
 
 def mpirun_path(mpi_prefix: str) -> str:

@@ -2,7 +2,8 @@
 :class:`~components.workloads.spec.WorkerPlacement`, environment lists, and the order in which a job's objects are
 created."""
 
-from typing import Mapping, Sequence
+import re
+from typing import Any, Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -116,3 +117,34 @@ def exit_code_values(codes: Sequence[int]) -> list[int]:
     if 0 in codes:
         raise ValueError(f"exit code 0 cannot select a failed pod: {list(codes)}")
     return sorted(set(codes))
+
+
+#: Keys whose values are maps with user-chosen keys: not converted to camelCase.
+_MAP_KEYS = frozenset({"labels", "annotations", "node_selector", "match_labels", "requests", "limits"})
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$")
+#: Pod template fields whose camelCase is not the regular one (an acronym in capitals).
+_IRREGULAR = {
+    "downward_api": "downwardAPI",
+    "host_ipc": "hostIPC",
+    "host_pid": "hostPID",
+    "pod_ip": "podIP",
+    "host_ip": "hostIP",
+}
+
+
+def camel(value: Any, key: str = "") -> Any:
+    """A pod template written with the Python SDK's snake_case keys, as the camelCase a custom resource
+    needs (custom resources are sent as they are; maps with user keys are left alone)."""
+    if isinstance(value, dict):
+        if key in _MAP_KEYS:
+            return dict(value)
+        out = {}
+        for k, v in value.items():
+            new = _IRREGULAR.get(k) or (
+                re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), k) if _SNAKE.match(k) else k
+            )
+            out[new] = camel(v, k)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [camel(v, key) for v in value]
+    return value

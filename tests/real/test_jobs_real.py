@@ -40,8 +40,8 @@ from typing import Any, Optional
 import pytest
 
 from components.workloads.command import command_env
-from components.workloads.mpi import camel, mpi_launcher
-from components.workloads.pods import env_list
+from components.workloads.mpi import mpi_launcher
+from components.workloads.pods import camel, env_list
 from components.workloads.spec import JobSpec, WorkerPlacement
 from components.workloads.tensorboard import tensorboard_command
 from stacks.local.runner import Pod as LocalPod

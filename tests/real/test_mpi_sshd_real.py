@@ -36,13 +36,12 @@ from components.image.dockerfile import Dockerfile
 from components.workloads.mpi import (
     SSHD_COMMAND,
     WORKERS_WAIT_SCRIPT,
-    camel,
     mpi_launcher,
     mpi_worker_hosts,
     mpirun_path,
     workers_wait_command,
 )
-from components.workloads.pods import env_list
+from components.workloads.pods import camel, env_list
 from components.workloads.spec import JobSpec, WorkerPlacement
 from tests.aws_support import free_port
 from tests.harness import REPO
