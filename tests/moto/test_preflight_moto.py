@@ -246,6 +246,7 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "quota": [f for f in findings if "vCPU quota" in f.message],
         "add-on": [f for f in findings if f.key.startswith("eks-training:cluster.addonVersions.")],
         "aws-cli": by_key(findings, "PATH"),
+        "credentials": by_key(findings, "aws:profile"),
         "cluster": by_key(findings, VERSION_KEY),
     }
     assert {k: len(v) for k, v in kinds.items()} == {
@@ -256,9 +257,12 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         # vpc-cni, the node monitoring agent, the CloudWatch add-on (metrics on with a GPU group), the EFS CSI driver
         "add-on": 4,
         "aws-cli": 1,
+        "credentials": 1,
         "cluster": 1,
     }
-    assert len(findings) == 12
+    assert len(findings) == 13
+    # moto's account, as STS answers for the session's keys
+    assert by_key(findings, "aws:profile")[0].message == ("the checks ask AWS as arn:aws:sts::123456789012:user/moto")
     assert all(f.ok for f in findings), format_report(findings)
 
 
