@@ -397,6 +397,8 @@ class _Parser:
                 self.problems.append(
                     f"{key(k)}: unknown key; {hint}valid keys are {', '.join(sorted(SECTIONS))} (see {REFERENCE})"
                 )
+                if near and near[0] not in raw:
+                    self.failed.add(near[0])  # the section meant is unread: the rules that name its entries stay quiet
                 continue
             if kind is str:
                 parsed[k] = value

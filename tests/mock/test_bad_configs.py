@@ -8,9 +8,11 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from stacks.bundle import REFERENCE
 from stacks.config import ConfigError, load_config
+from stacks.config.loader import SECTIONS
 from stacks.plan.report import main as plan_main
-from tests.harness import PROJECT, REPO, run_program, stack_config
+from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
 
 GPU = {"instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
 
@@ -41,6 +43,15 @@ def both(*fns: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], N
     def apply(cfg: dict[str, Any]) -> None:
         for f in fns:
             f(cfg)
+
+    return apply
+
+
+def renamed(old: str, new: str) -> Callable[[dict[str, Any]], None]:
+    """The section ``old`` written as ``new``."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        cfg[f"{PROJECT}:{new}"] = cfg.pop(f"{PROJECT}:{old}")
 
     return apply
 
@@ -1542,6 +1553,20 @@ def test_the_unmodified_config_passes() -> None:
             "GB/s (1e9 bytes/s, as nccl-tests reports busbw): 3.5e+11 bytes/s is 350",
             id="bytes/s written as GB/s",
         ),
+        pytest.param(
+            renamed("nodeGroups", "nodegroups"),
+            "eks-training:nodegroups: unknown key; did you mean nodeGroups? rename it; valid keys are "
+            + ", ".join(sorted(SECTIONS))
+            + f" (see {REFERENCE})",
+            id="misspelt nodeGroups, which the jobs name",
+        ),
+        pytest.param(
+            renamed("datasets", "dataset"),
+            "eks-training:dataset: unknown key; did you mean datasets? rename it; valid keys are "
+            + ", ".join(sorted(SECTIONS))
+            + f" (see {REFERENCE})",
+            id="misspelt datasets, which the jobs name",
+        ),
     ],
 )
 def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:
@@ -1551,6 +1576,27 @@ def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, A
     p = run_program("dev", config=cfg, expect_error=True)
     assert isinstance(p.error, ConfigError) and p.error.problems == [message]
     assert p.registrations == []
+
+
+def _misspelt_sections() -> list[tuple[str, str]]:
+    return [
+        (stack, k.split(":", 1)[1])
+        for stack in stack_names()
+        for k in stack_config(stack)
+        if k.startswith(f"{PROJECT}:")
+    ]
+
+
+@pytest.mark.parametrize("stack, section", _misspelt_sections())
+def test_a_misspelt_section_is_one_problem_whatever_names_its_entries(stack: str, section: str) -> None:
+    """Every section every preset sets, written without its last letter (``nodeGroup``, ``dataset``, ``image``): one
+    problem, the unknown key with its spelling, not one more per job, experiment or team that names an entry of it."""
+    cfg = stack_config(stack)
+    renamed(section, section[:-1])(cfg)
+    with pytest.raises(ConfigError) as caught:
+        load_config(PROJECT, stack, cfg)
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{PROJECT}:{section[:-1]}: unknown key; did you mean {section}? rename it"), problem
 
 
 #: Cases about the account's zones, which the program reads with ``aws.getAvailabilityZones`` (still before any
