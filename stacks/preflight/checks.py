@@ -40,8 +40,10 @@ def run_preflight(
     plan: Plan,
     zones: Optional[Sequence[Zone]],
     session: Optional[boto3.session.Session] = None,
+    client: Optional[AwsClient] = None,
 ) -> list[Finding]:
-    """Run every check and return all findings, passed and failed.
+    """Run every check and return all findings, passed and failed; AWS is asked through ``client``, else ``session``,
+    else the stack's own credentials (:func:`stack_client`).
 
     ``zones`` are the zones of the new VPC (``None``: resolved from the region for a new VPC, or looked
     up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is the stack's ``aws:region``.
@@ -50,7 +52,8 @@ def run_preflight(
     findings = [aws_cli_finding(os.environ.get("PATH", ""), program_bin())]
     if plan.config.cluster.stack_reference is not None:
         return findings  # a jobs-only stack's account, zones and quotas are the cluster stack's, checked there
-    aws = _client(plan, session, findings)
+    aws, who = stack_client(plan, session, client)
+    findings.append(who)
     if aws is None:
         return findings
     vpc_zone_list = _vpc_zones(plan, zones, aws, findings)
@@ -73,22 +76,25 @@ def run_preflight(
     return findings
 
 
-def _client(plan: Plan, session: Optional[boto3.session.Session], findings: list[Finding]) -> Optional[AwsClient]:
-    """The checks' client, once AWS answered who the stack's credentials are (one finding either way); ``None``
-    when they cannot be used, so that no check fails for the same reason again."""
+def stack_client(
+    plan: Plan, session: Optional[boto3.session.Session] = None, client: Optional[AwsClient] = None
+) -> tuple[Optional[AwsClient], Finding]:
+    """The checks' client (``client``, else one of ``session``, else of the stack's own) once AWS answered who the
+    stack's credentials are, and the finding that says so; ``None`` and a failed finding when they cannot be used
+    (then no check runs, to fail for the same reason again)."""
     try:
-        aws = AwsClient(session or stack_session(plan), plan.config.region)
+        aws = client or AwsClient(session or stack_session(plan), plan.config.region)
         caller = aws.caller_arn()
-    except (CredentialsError, AwsCallError, ValueError) as exc:  # ValueError: a malformed AWS_ENDPOINT_URL
-        message = (
-            str(exc)
-            if isinstance(exc, CredentialsError)
-            else f"AWS did not say who the stack's credentials are ({CREDENTIAL_KEYS}): {exc}"
+    except CredentialsError as exc:
+        return None, Finding(False, CREDENTIALS_KEY, str(exc))
+    except (AwsCallError, ValueError) as exc:  # ValueError: a malformed AWS_ENDPOINT_URL
+        return None, Finding(
+            False,
+            CREDENTIALS_KEY,
+            f"AWS did not say who the stack's credentials are ({CREDENTIAL_KEYS}; STS in {plan.config.region}): "
+            f"{exc} {SKIP_HINT}",
         )
-        findings.append(Finding(False, CREDENTIALS_KEY, message))
-        return None
-    findings.append(Finding(True, CREDENTIALS_KEY, f"the checks ask AWS as {caller}"))
-    return aws
+    return aws, Finding(True, CREDENTIALS_KEY, f"the checks ask AWS as {caller}")
 
 
 def check(

@@ -14,9 +14,8 @@ from stacks.cli import (
     parser_for,
 )
 from stacks.config import ConfigError
-from stacks.preflight.checks import available_zones, run_preflight
+from stacks.preflight.checks import run_preflight, stack_client
 from stacks.preflight.findings import AwsCallError, format_report
-from stacks.preflight.session import CredentialsError, stack_session
 from stacks.zones import choose_zones
 
 
@@ -39,20 +38,19 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     config, plan = load_stack(args, region=args.region)
 
     region = plan.config.region
-    session = None
+    aws = None
     zones = None
     if plan.config.network is not None and plan.config.cluster.stack_reference is None:
+        aws, who = stack_client(plan)  # the zones of a new VPC are the account's
+        if aws is None:
+            raise CommandError(f"error: {who.message}", EXIT_FAILED)
         try:
-            session = stack_session(plan)
-        except CredentialsError as exc:
-            raise CommandError(f"error: {exc}", EXIT_FAILED) from exc
-        try:
-            zones = choose_zones(plan.config, available_zones(session, region))
+            zones = choose_zones(plan.config, aws.available_zones())
         except AwsCallError as exc:
             raise CommandError(f"error: cannot reach EC2 in {region}: {exc}", EXIT_FAILED) from exc
         except ConfigError as exc:
             raise CommandError(str(exc), EXIT_USAGE) from exc
-    findings = run_preflight(plan, zones, session)
+    findings = run_preflight(plan, zones, client=aws)
     print(f"preflight for stack {args.stack} in {region}:")
     print(format_report(findings))
     return EXIT_FAILED if any(not f.ok for f in findings) else EXIT_OK

@@ -1,6 +1,8 @@
 """The boto3 session preflight asks AWS with: the stack's AWS provider settings (``aws:profile``, the shared files,
 ``aws:assumeRoles``), so the checks read the account ``pulumi up`` deploys to, not the shell's default one."""
 
+from typing import Optional
+
 import boto3
 from botocore.exceptions import NoCredentialsError
 
@@ -17,17 +19,39 @@ class CredentialsError(Exception):
     """The stack's credentials cannot be used; the message names the keys that choose them."""
 
 
+def mfa_profile(session: boto3.session.Session) -> Optional[str]:
+    """The profile of ``session``'s chain (itself, then each ``source_profile``) that sets ``mfa_serial``, if any:
+    botocore would prompt for a code on the terminal, under Pulumi's display or with no terminal at all."""
+    profiles = session._session.full_config.get("profiles", {})
+    name: Optional[str] = session.profile_name
+    seen: set[str] = set()
+    while name and name not in seen and name in profiles:
+        if profiles[name].get("mfa_serial"):
+            return name
+        seen.add(name)
+        name = profiles[name].get("source_profile")
+    return None
+
+
 def stack_session(plan: Plan) -> boto3.session.Session:
     """A session with the stack's credentials in its region, resolved once here (a ``credential_process`` run, a
-    profile's ``source_profile`` and MFA, a role assumed, an SSO token read), so each failure is one error; raises
+    profile's ``source_profile``, a role assumed, an SSO token read), so each failure is one error; raises
     :class:`CredentialsError`."""
     try:
         session: boto3.session.Session = aws_session(plan.config.aws, plan.config.region)
+        if (profile := mfa_profile(session)) is not None:
+            raise CredentialsError(
+                f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): profile {profile} asks for an MFA code "
+                "(mfa_serial), which preflight cannot prompt for; use a profile without it (aws sso login, a "
+                "credential_process, or keys from `aws sts get-session-token` in a profile of their own)"
+            )
         credentials = session.get_credentials()
         if credentials is None:
             raise NoCredentialsError()
         credentials.get_frozen_credentials()
-    except Exception as exc:  # noqa: BLE001 - botocore's, and a prompt for an MFA code with no terminal (EOFError)
+    except CredentialsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, CredentialRetrievalError, ClientError...)
         raise CredentialsError(
             f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {str(exc) or type(exc).__name__}"
         ) from exc

@@ -222,8 +222,8 @@ def test_preflight_of_a_good_stack_does_reach_for_aws(tmp_path: Path) -> None:
     done = call("stacks.preflight", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert done.stderr == (
-        "error: cannot use the stack's AWS credentials (aws:profile, aws:sharedConfigFiles, aws:sharedCredentialsFiles, "
-        "aws:assumeRoles): Unable to locate credentials\n"
+        "error: cannot use the stack's AWS credentials (aws:profile, aws:sharedConfigFiles, "
+        "aws:sharedCredentialsFiles, aws:assumeRoles): Unable to locate credentials\n"
     )
     planned = call("stacks.plan", "--stack", "mine", "--stack-file", str(path), home=tmp_path)
     assert planned.returncode == 0 and "region us-west-2" in planned.stdout

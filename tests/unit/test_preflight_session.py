@@ -2,16 +2,20 @@
 provider of ``pulumi up`` does, not the shell's default ones; a profile that is not there is a failed check naming
 the keys, not a crash."""
 
+import contextlib
 import copy
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from stacks.config import load_config
 from stacks.config.loader import eks_regions
 from stacks.plan import Plan, build_plan
 from stacks.preflight.checks import run_preflight
+from stacks.preflight.cli import main as preflight_main
 from stacks.preflight.cluster import running_cluster
 from stacks.preflight.session import stack_session
 from stacks.stackfile import REPO
@@ -66,8 +70,15 @@ def _failed(findings: list) -> list:
         ("[profile research]\ncredential_process = false\n", "custom-process"),
         # a role whose source_profile no file holds (botocore's InvalidConfigError)
         ("[profile research]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = ghost\n", "ghost"),
+        # a role whose source profile asks for an MFA code: said, not prompted for (on Pulumi's display, or no terminal)
+        (
+            "[profile research]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = base\n"
+            "[profile base]\nmfa_serial = arn:aws:iam::123456789012:mfa/me\naws_access_key_id = AKIAEXAMPLE\n"
+            "aws_secret_access_key = example\n",
+            "profile base asks for an MFA code (mfa_serial), which preflight cannot prompt for",
+        ),
     ],
-    ids=["credential_process", "source_profile"],
+    ids=["credential_process", "source_profile", "mfa_serial"],
 )
 def test_credentials_that_cannot_be_resolved_are_one_finding(tmp_path: Path, profile: str, says: str) -> None:
     (tmp_path / "config").write_text(profile)
@@ -88,6 +99,7 @@ def test_credentials_aws_refuses_are_one_finding(tmp_path: Path, monkeypatch: py
     (failed,) = _failed(findings)
     assert findings[-1] is failed and failed.key == "aws:profile", findings
     assert failed.message.startswith("AWS did not say who the stack's credentials are (aws:profile,")
+    assert f"STS in {plan.config.region}" in failed.message and "preflight.enabled: false" in failed.message
     assert "get_caller_identity failed: EndpointConnectionError" in failed.message
 
 
@@ -98,3 +110,22 @@ def test_the_region_check_ignores_a_shell_profile_no_file_holds(monkeypatch: pyt
         assert "us-east-1" in eks_regions() and "eu-west-1" in eks_regions()
     finally:
         eks_regions.cache_clear()
+
+
+def test_the_command_says_so_before_it_lists_the_zones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m stacks preflight`` for a stack with a new VPC asks who the credentials are before it lists the
+    zones: one error line, the same as the finding."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(
+        yaml.safe_dump({"config": {**stack_config("dev"), **_files(tmp_path), "aws:profile": "research"}})
+    )
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = preflight_main(["--stack", "dev", "--stack-file", str(stack_file)])
+        except SystemExit as exc:
+            code = exc.code
+    assert code == 1, err.getvalue()
+    assert err.getvalue().startswith("error: AWS did not say who the stack's credentials are (aws:profile,")
