@@ -42,7 +42,8 @@ def stack_session(plan: Plan) -> boto3.session.Session:
         if (profile := mfa_profile(session)) is not None:
             raise CredentialsError(
                 f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): profile {profile} asks for an MFA code "
-                "(mfa_serial), which preflight cannot prompt for; use a profile without it (aws sso login, a "
+                "(mfa_serial), which neither preflight nor the AWS provider of `pulumi up` prompts for "
+                "(https://github.com/pulumi/pulumi-aws/issues/584); use a profile without it (aws sso login, a "
                 "credential_process, or keys from `aws sts get-session-token` in a profile of their own)"
             )
         credentials = session.get_credentials()

@@ -75,7 +75,7 @@ def _failed(findings: list) -> list:
             "[profile research]\nrole_arn = arn:aws:iam::123456789012:role/r\nsource_profile = base\n"
             "[profile base]\nmfa_serial = arn:aws:iam::123456789012:mfa/me\naws_access_key_id = AKIAEXAMPLE\n"
             "aws_secret_access_key = example\n",
-            "profile base asks for an MFA code (mfa_serial), which preflight cannot prompt for",
+            "profile base asks for an MFA code (mfa_serial), which neither preflight nor the AWS provider",
         ),
     ],
     ids=["credential_process", "source_profile", "mfa_serial"],
