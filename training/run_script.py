@@ -11,20 +11,79 @@ skipped. Why, and the whole list: "Your own script" in docs/explanation/programs
 from __future__ import annotations
 
 import atexit
+import datetime as dt
 import gc
 import io
+import json
 import os
 import signal
 import sys
+import tempfile
 import threading
+import time
 import tokenize
 import types
+from pathlib import Path
 
 import process_end
 
 USAGE = "usage: run_script.py SCRIPT [ARGS...]"
 #: :func:`run`'s status for a script ended by Ctrl-C: the process then ends by SIGINT, as Python's does.
 INTERRUPTED = -int(signal.SIGINT)
+#: An attempt that fails sooner than this after it started made no progress: a crash at start, a bad argument.
+QUICK_FAILURE_S = 300.0
+#: The marker a run that gave up leaves in its output folder (``launch.FAILED_MARKER``: the launcher then exits 3).
+FAILED_MARKER = "FAILED"
+#: Set (to anything) by a program that ends its own crash loops, as the bundled trainer does (attempts in a row
+#: without a new checkpoint): then no attempt of it counts here.
+OWN_BUDGET_ENV = "RUN_SCRIPT_OWN_BUDGET"
+
+
+def quick_failures_file() -> Path:
+    """Where this worker's count of quick failures in a row outlives its process: the pod's ``/tmp``, one file per
+    torchrun agent (the parent, the same across its restarts) and local rank."""
+    agent, local_rank = os.getppid(), os.environ.get("LOCAL_RANK", "0")
+    return Path(tempfile.gettempdir()) / f"run_script-{agent}-{local_rank}.quick-failures"
+
+
+def quick_failures(state: Path, code: int, elapsed_s: float) -> int:
+    """Record an attempt that ended with ``code`` after ``elapsed_s``; return the quick failures in a row so far
+    (0 after a success or a failure past :data:`QUICK_FAILURE_S`)."""
+    try:
+        before = int(state.read_text())
+    except (OSError, ValueError):
+        before = 0
+    count = before + 1 if code not in (0, INTERRUPTED) and elapsed_s < QUICK_FAILURE_S else 0
+    state.write_text(str(count))
+    return count
+
+
+def give_up(output_dir: Path, failures: int, limit: int, code: int) -> None:
+    """Write ``FAILED`` in ``output_dir`` (atomically; every failing rank writes the same reason), so the launcher ends
+    the pod with exit 3 and the Job fails at once instead of torchrun restarting the script again."""
+    reason = (
+        f"the script failed {failures} attempts in a row, each within {QUICK_FAILURE_S:g} s of its start "
+        f"(the job's maxRestarts: {limit}; the last exit status {code})"
+    )
+    record = {"reason": reason, "failures": failures, "failed_at": dt.datetime.now(dt.UTC).isoformat()}
+    tmp = output_dir / f".{FAILED_MARKER}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(tmp, output_dir / FAILED_MARKER)
+    print(f"run_script: giving up: {reason}; wrote {output_dir / FAILED_MARKER}", file=sys.stderr, flush=True)
+
+
+def end_status(code: int, elapsed_s: float) -> int:
+    """This attempt's exit status after the crash-loop budget: 0 when the run gave up (``FAILED`` written, so torchrun
+    stops restarting), else ``code``. The budget is ``MAX_FAILED_ATTEMPTS`` (the job's ``maxRestarts``; 0 = none)
+    quick failures in a row, in the folder ``OUTPUT_DIR``, unless the program keeps its own (:data:`OWN_BUDGET_ENV`)."""
+    limit, output_dir = int(os.environ.get("MAX_FAILED_ATTEMPTS") or 0), os.environ.get("OUTPUT_DIR")
+    if not limit or not output_dir or os.environ.get(OWN_BUDGET_ENV):
+        return code
+    failures = quick_failures(quick_failures_file(), code, elapsed_s)
+    if failures < limit:
+        return code
+    give_up(Path(output_dir), failures, limit, code)
+    return 0
 
 
 def exit_code(code: object) -> int:
@@ -103,7 +162,11 @@ def run(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    status = run(sys.argv[1:])
+    if (folder := os.environ.get("OUTPUT_DIR")) and (Path(folder) / FAILED_MARKER).exists():
+        print(f"run_script: the run gave up ({Path(folder) / FAILED_MARKER} exists); not running", file=sys.stderr)
+        process_end.end_process(0)  # so torchrun stops restarting this worker; the launcher then exits 3
+    started = time.monotonic()
+    status = end_status(run(sys.argv[1:]), time.monotonic() - started)
     if status == INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -51,6 +51,7 @@ import cifar_io  # noqa: E402
 import metrics  # noqa: E402
 import checkpointer  # noqa: E402
 import process_end  # noqa: E402
+import run_script  # noqa: E402
 import run_lease  # noqa: E402
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-step(\d+)\.pt$")
@@ -813,6 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     waiting for. Otherwise the process group is destroyed first (every rank has passed the run's last
     hand-off, :func:`hand_off`), so NCCL's communicators are shut down rather than dropped.
     """
+    os.environ[run_script.OWN_BUDGET_ENV] = "1"  # this trainer ends its crash loops itself (--max-failed-attempts)
     args = parse_args(argv)
     stop = StopRequest()
     stop.install()

@@ -303,10 +303,9 @@ class JobConfig(Model):
     rendezvous_backend: RendezvousBackend = "etcd-v2"
     """pytorch: torchrun's rendezvous, an etcd 3.5 Service or c10d hosted by pod 0."""
     max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0, le=100)
-    """Pod failures the Job's backoff allows per node; for pytorch with the bundled trainer also the run's failure
-    budget (attempts in a row without a new checkpoint, MAX_FAILED_ATTEMPTS; torchrun restarts a script of your own up
-    to 100 times per pod: write OUTPUT_DIR/FAILED and exit 0 to give up); drains, spot interruptions and scale-ups never
-    count."""
+    """Pod failures the Job's backoff allows per node. pytorch: also the run's failure budget (MAX_FAILED_ATTEMPTS):
+    attempts in a row of your script that each failed within 5 minutes of starting, or of the bundled trainer without
+    a new checkpoint. Drains, spot interruptions and scale-ups never count."""
     checkpoint_every_seconds: Optional[Number] = Field(default=None, ge=0, le=86400)
     """pytorch: checkpoint cadence in seconds of training (CHECKPOINT_EVERY_SECONDS), 0 = only at epoch ends and on
     stop; default the program's own (the bundled trainer's, components/workloads/training.py)."""

@@ -543,3 +543,40 @@ def test_a_virtualenv_for_an_image_the_stack_does_not_have_exits_2(tmp_path: Pat
     assert done.returncode == 2
     assert "--venv tf: no such image in this stack; its images: " in done.stderr and "tensorflow" in done.stderr
     assert not (tmp_path / "work").exists()
+
+
+def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path: Path) -> None:
+    """A ``pytorch`` job's own script that fails at its start is not restarted by torchrun up to 100 times per pod:
+    after ``maxRestarts`` quick failures in a row each rank writes FAILED and exits 0, torchrun stops, the launcher
+    exits 3 (the Job's FailJob) and the reason is the run's own."""
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "crash.py").write_text('print("crash: starting", flush=True)\nraise SystemExit(4)\n')
+    stack = _stack_file(
+        tmp_path,
+        {
+            "crash": {
+                "kind": "pytorch",
+                "nodeGroup": "cpu",
+                "nodes": 2,
+                "code": "s3://my-bucket/crash/",
+                "script": "crash.py",
+                "maxRestarts": 2,
+                "rendezvousBackend": "c10d",
+            }
+        },
+    )
+    work = tmp_path / "work"
+    args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"crash={tmp_path / 'code'}")
+    done = local(*args, cwd=REPO, timeout=patient(300))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    reason = "the script failed 2 attempts in a row, each within 300 s of its start (the job's maxRestarts: 2; the last"
+    assert f"the run gave up: {reason} exit status 4)" in done.stderr, done.stderr[-3000:]
+    (out,) = (work / "shared" / "runs").glob("crash-*")
+    assert json.loads((out / "FAILED").read_text())["failures"] == 2
+    logs = [(work / "logs" / f"crash-{i}.log").read_text() for i in (0, 1)]
+    # each pod ran the script about twice (its own two quick failures), not a hundred times: once if the other pod's
+    # FAILED was there before its second attempt (that attempt ran nothing), three times only if a membership change
+    # stopped an attempt (a stopped attempt counts no failure)
+    assert all(1 <= log.count("crash: starting") <= 3 for log in logs), logs
+    outcomes = [e["outcome"] for log in logs for e in ts.json_events(log) if e.get("event") == "command_exit"]
+    assert outcomes == ["run_failed", "run_failed"], logs
