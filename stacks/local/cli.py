@@ -139,8 +139,8 @@ def _parser(prog: Optional[str]) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="JOB=ARGS",
-        help="arguments appended to a job's (a later flag wins), e.g. --args 'train=--epochs 1': a run "
-        "of its own (its own output folder), unless --resume JOB",
+        help="arguments appended after a job's args (with argparse, a later flag wins), e.g. --args "
+        "'train=--epochs 1': a run of its own (its own output folder), unless --resume JOB",
     )
     parser.add_argument(
         "--resume",
