@@ -25,12 +25,12 @@ class Duration:
 #: Creation by resource type token (the type a registration carries).
 CREATION: Mapping[str, Duration] = {
     "eks:index:Cluster": Duration(
-        minutes=10.0,
+        minutes=13.0,
         what="the EKS control plane and what pulumi-eks creates with it (its IAM role, security groups, access "
         "entries)",
         sources=("eks-cluster-creation-roadmap", "eks-cluster-creation-measured"),
         estimate="EKS reported 15 minutes on average, an unofficial measurement 13 to 16 minutes across Regions; the "
-        "model takes 10, the low end, so the rest of the path weighs more against it, not less",
+        "model takes 13, the low end, so the rest of the path weighs more against it, not less",
     ),
     "aws:eks/nodeGroup:NodeGroup": Duration(
         minutes=4.0,

@@ -56,12 +56,14 @@ def job(name: str, image: str = "repo/train@sha256:1", skip: bool = False, **kw:
 
 CLUSTER = Reg("eks:index:Cluster", "eks", remote=True)
 NODES = Reg("aws:eks/nodeGroup:NodeGroup", "ng", property_dependencies={"clusterName": [CLUSTER.urn]})
+#: The catalog's minutes of the cluster's and a node group's creation.
+EKS, NODE_GROUP = CREATION[CLUSTER.type].minutes, CREATION[NODES.type].minutes
 
 
 def test_a_resource_starts_once_its_dependencies_are_done() -> None:
     t = Timeline([CLUSTER, NODES])
-    assert (t.start(CLUSTER.urn), t.end(CLUSTER.urn)) == (0, CREATION["eks:index:Cluster"].minutes)
-    assert t.start(NODES.urn) == 10 and t.end(NODES.urn) == 14
+    assert (t.start(CLUSTER.urn), t.end(CLUSTER.urn)) == (0, EKS)
+    assert t.start(NODES.urn) == EKS and t.end(NODES.urn) == EKS + NODE_GROUP
     assert [s.name for s in t.path(NODES.urn)] == ["eks", "ng"]
 
 
@@ -74,9 +76,15 @@ def test_a_kubernetes_object_waits_for_its_provider_and_a_component_for_the_prov
     free = component("free")
     fs2 = Reg("aws:efs/fileSystem:FileSystem", "fs2", parent=free.urn)
     t = Timeline([CLUSTER, NODES, provider, ns, storage, fs, free, fs2])
-    assert t.start(ns.urn) == t.end(provider.urn) == 14
+    assert t.start(ns.urn) == t.end(provider.urn) == EKS + NODE_GROUP
     # the SDK registers a component once its providers exist, and its children once it is registered
-    assert t.start(fs.urn) == 14 and [s.name for s in t.path(fs.urn)] == ["eks", "ng", "k8s", "storage", "fs"]
+    assert t.start(fs.urn) == EKS + NODE_GROUP and [s.name for s in t.path(fs.urn)] == [
+        "eks",
+        "ng",
+        "k8s",
+        "storage",
+        "fs",
+    ]
     assert t.start(fs2.urn) == 0
 
 
@@ -86,8 +94,8 @@ def test_a_child_waits_for_its_parents_dependencies_and_a_dependency_on_a_compon
     slow = Reg("aws:eks/nodeGroup:NodeGroup", "slow", parent=parent.urn)
     after = Reg("aws:iam/role:Role", "after", dependencies=[parent.urn])
     t = Timeline([CLUSTER, parent, child, slow, after])
-    assert t.start(child.urn) == 10, "a child is registered once its parent's dependencies are done"
-    assert t.end(parent.urn) == 14 and t.start(after.urn) == 14
+    assert t.start(child.urn) == EKS, "a child is registered once its parent's dependencies are done"
+    assert t.end(parent.urn) == t.start(after.urn) == EKS + NODE_GROUP
     assert [s.name for s in t.path(after.urn)] == ["eks", "parent", "slow", "after"]
 
 
@@ -155,7 +163,7 @@ def test_an_awaited_job_whose_image_is_pre_pulled_runs_once_the_pull_ends_never_
     t = Timeline([CLUSTER, NODES, parent, ds, volume, check])
     assert duration(ds) is KUBERNETES_OBJECT, "nothing waits for the DaemonSet"
     ready = t.end(ds.urn) + PODS_START.minutes
-    assert t.start(check.urn) == 15 < ready
+    assert t.start(check.urn) == EKS + NODE_GROUP + CREATION[volume.type].minutes < ready
     assert t.image_ready(check) == (ready, ds.urn)
     assert t.end(check.urn) == ready + FINISHED_JOB_CACHED.minutes < t.start(check.urn) + FINISHED_JOB.minutes
     assert t.pull_bound(check.urn) == (ready, ds.urn)
