@@ -51,6 +51,9 @@ ETCD_DEFAULT_PORT = 2379
 DONE_MARKER = "DONE"
 #: Written by train.py when it gives up (consecutive attempts failed without checkpoint progress).
 FAILED_MARKER = "FAILED"
+#: Set in the command's environment: run_script.py's crash-loop budget (a FAILED it writes) applies only under this
+#: launcher, which turns FAILED into exit 3.
+LAUNCHER_ENV = "RUN_SCRIPT_LAUNCHER"
 #: Beside this file: a job's command runs its script through it (``torchrun ... run_script.py SCRIPT``), which ends
 #: the process without the interpreter's finalisation, where torch's threads can abort a finished rank.
 RUN_SCRIPT = "run_script.py"
@@ -638,7 +641,8 @@ class Supervisor:
         sys.stderr.flush()
         # The command's stdout comes through a pipe: every line is forwarded to the pod's log as it is and read for
         # the goodput ledger (goodput.LineWatcher). Its stderr goes to the pod's log directly.
-        child = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE)
+        env = dict(os.environ, **{LAUNCHER_ENV: "1"})  # run_script.py: a FAILED it writes ends the pod here (exit 3)
+        child = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE, env=env)
         assert child.stdout is not None
         reader = threading.Thread(target=self._forward_output, args=(child.stdout,), name="command-output", daemon=True)
         reader.start()

@@ -37,30 +37,60 @@ FAILED_MARKER = "FAILED"
 #: Set (to anything) by a program that ends its own crash loops, as the bundled trainer does (attempts in a row
 #: without a new checkpoint): then no attempt of it counts here.
 OWN_BUDGET_ENV = "RUN_SCRIPT_OWN_BUDGET"
+#: Set by the launcher (``launch.LAUNCHER_ENV``): the budget applies only where a FAILED ends the pod.
+LAUNCHER_ENV = "RUN_SCRIPT_LAUNCHER"
 
 
 def quick_failures_file() -> Path:
     """Where this worker's count of quick failures in a row outlives its process: the pod's ``/tmp``, one file per
-    torchrun agent (the parent, the same across its restarts) and local rank."""
-    agent, local_rank = os.getppid(), os.environ.get("LOCAL_RANK", "0")
-    return Path(tempfile.gettempdir()) / f"run_script-{agent}-{local_rank}.quick-failures"
+    run (``TORCHELASTIC_RUN_ID``), host, torchrun agent (the parent, the same across its restarts) and local rank."""
+    parts = (
+        os.environ.get("TORCHELASTIC_RUN_ID", "run"),
+        os.environ.get("HOSTNAME", "host"),
+        str(os.getppid()),
+        os.environ.get("LOCAL_RANK", "0"),
+    )
+    return Path(tempfile.gettempdir()) / f"run_script-{'-'.join(parts)}.quick-failures"
+
+
+def read_count(state: Path) -> int:
+    try:
+        return int(state.read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def write_count(state: Path, count: int) -> None:
+    """Record ``count`` (a count of 0 removes the file); a file that cannot be written changes no exit status."""
+    try:
+        if count:
+            state.write_text(str(count))
+        else:
+            state.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def reset_after_progress(state: Path) -> threading.Timer:
+    """An attempt that has run :data:`QUICK_FAILURE_S` made progress, however it ends later (a failure, or a stop
+    by a signal, which no accounting here sees): the count restarts at 0 then."""
+    timer = threading.Timer(QUICK_FAILURE_S, write_count, args=(state, 0))
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def quick_failures(state: Path, code: int, elapsed_s: float) -> int:
     """Record an attempt that ended with ``code`` after ``elapsed_s``; return the quick failures in a row so far
     (0 after a success or a failure past :data:`QUICK_FAILURE_S`)."""
-    try:
-        before = int(state.read_text())
-    except (OSError, ValueError):
-        before = 0
-    count = before + 1 if code not in (0, INTERRUPTED) and elapsed_s < QUICK_FAILURE_S else 0
-    state.write_text(str(count))
+    count = read_count(state) + 1 if code not in (0, INTERRUPTED) and elapsed_s < QUICK_FAILURE_S else 0
+    write_count(state, count)
     return count
 
 
 def give_up(output_dir: Path, failures: int, limit: int, code: int) -> None:
-    """Write ``FAILED`` in ``output_dir`` (atomically; every failing rank writes the same reason), so the launcher ends
-    the pod with exit 3 and the Job fails at once instead of torchrun restarting the script again."""
+    """Write ``FAILED`` in ``output_dir`` (atomically; every failing rank writes the same reason). The launcher then
+    ends the pod with exit 3 and the Job fails at once."""
     reason = (
         f"the script failed {failures} attempts in a row, each within {QUICK_FAILURE_S:g} s of its start "
         f"(the job's maxRestarts: {limit}; the last exit status {code})"
@@ -72,18 +102,29 @@ def give_up(output_dir: Path, failures: int, limit: int, code: int) -> None:
     print(f"run_script: giving up: {reason}; wrote {output_dir / FAILED_MARKER}", file=sys.stderr, flush=True)
 
 
+def budget() -> tuple[int, Path | None]:
+    """(``MAX_FAILED_ATTEMPTS``, the ``OUTPUT_DIR`` a FAILED goes to) when the crash-loop budget applies: under the
+    launcher (:data:`LAUNCHER_ENV`, which turns FAILED into the Job's failure), for a program that keeps none of its
+    own (:data:`OWN_BUDGET_ENV`); else (0, None)."""
+    limit, folder = int(os.environ.get("MAX_FAILED_ATTEMPTS") or 0), os.environ.get("OUTPUT_DIR")
+    if not limit or not folder or not os.environ.get(LAUNCHER_ENV) or os.environ.get(OWN_BUDGET_ENV):
+        return 0, None
+    return limit, Path(folder)
+
+
 def end_status(code: int, elapsed_s: float) -> int:
-    """This attempt's exit status after the crash-loop budget: 0 when the run gave up (``FAILED`` written, so torchrun
-    stops restarting), else ``code``. The budget is ``MAX_FAILED_ATTEMPTS`` (the job's ``maxRestarts``; 0 = none)
-    quick failures in a row, in the folder ``OUTPUT_DIR``, unless the program keeps its own (:data:`OWN_BUDGET_ENV`)."""
-    limit, output_dir = int(os.environ.get("MAX_FAILED_ATTEMPTS") or 0), os.environ.get("OUTPUT_DIR")
-    if not limit or not output_dir or os.environ.get(OWN_BUDGET_ENV):
+    """Count this attempt's end against the budget (:func:`budget`); at the limit, write ``FAILED``. The status stays
+    ``code``: a failed rank makes torchrun stop its siblings and every agent start the workers again, and each new
+    worker finds ``FAILED`` and exits 0 at once (``__main__``), so every pod ends in the same round."""
+    limit, output_dir = budget()
+    if output_dir is None:
         return code
-    failures = quick_failures(quick_failures_file(), code, elapsed_s)
-    if failures < limit:
-        return code
-    give_up(Path(output_dir), failures, limit, code)
-    return 0
+    state = quick_failures_file()
+    failures = quick_failures(state, code, elapsed_s)
+    if failures >= limit:
+        give_up(output_dir, failures, limit, code)
+        write_count(state, 0)  # the run is over: leave nothing behind
+    return code
 
 
 def exit_code(code: object) -> int:
@@ -162,9 +203,12 @@ def run(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    if (folder := os.environ.get("OUTPUT_DIR")) and (Path(folder) / FAILED_MARKER).exists():
-        print(f"run_script: the run gave up ({Path(folder) / FAILED_MARKER} exists); not running", file=sys.stderr)
-        process_end.end_process(0)  # so torchrun stops restarting this worker; the launcher then exits 3
+    if os.environ.get(LAUNCHER_ENV) and (folder := os.environ.get("OUTPUT_DIR")):
+        if (Path(folder) / FAILED_MARKER).exists():
+            print(f"run_script: the run gave up ({Path(folder) / FAILED_MARKER} exists); not running", file=sys.stderr)
+            process_end.end_process(0)  # so torchrun stops restarting this worker; the launcher then exits 3
+    if budget()[1] is not None:
+        reset_after_progress(quick_failures_file())
     started = time.monotonic()
     status = end_status(run(sys.argv[1:]), time.monotonic() - started)
     if status == INTERRUPTED:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 TRAINING = REPO / "training"
 RUN_SCRIPT = TRAINING / "run_script.py"
@@ -67,30 +69,68 @@ def test_flushing_open_files_reads_no_other_object() -> None:
 
 
 def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(tmp_path, monkeypatch) -> None:
-    """The crash-loop budget of a script of your own: failures sooner than QUICK_FAILURE_S count, in a row; a success,
-    a failure after a long attempt, and Ctrl-C reset the count. At ``MAX_FAILED_ATTEMPTS`` the wrapper writes FAILED
-    (which the launcher reads) and ends the attempt with 0, so torchrun stops restarting."""
+    """The crash-loop budget of a script of your own, under the launcher: failures sooner than QUICK_FAILURE_S count,
+    in a row; a success, a failure after a long attempt, and Ctrl-C reset the count. At ``MAX_FAILED_ATTEMPTS`` the
+    wrapper writes FAILED (which the launcher reads) and keeps the failing status, so torchrun stops the other ranks
+    and starts them again, to find FAILED."""
+    import run_script
+
+    state = tmp_path / "count"
+    monkeypatch.setattr(run_script, "quick_failures_file", lambda: state)
+    monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
+    monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "3")
+    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
+    monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
+    assert run_script.LAUNCHER_ENV == launch.LAUNCHER_ENV
+    quick, slow = 1.0, run_script.QUICK_FAILURE_S + 1
+    ends = [(1, quick), (1, quick), (0, quick), (1, quick), (1, slow), (1, quick), (run_script.INTERRUPTED, quick)]
+    assert [run_script.end_status(code, s) for code, s in ends] == [code for code, _ in ends]
+    assert not (tmp_path / "FAILED").exists() and not state.exists(), "a count of 0 leaves no file"
+    assert [run_script.end_status(4, quick) for _ in range(3)] == [4, 4, 4]
+    assert not state.exists(), "the run is over: its count is removed"
+    failed = launch.read_failed(tmp_path)
+    assert failed is not None and failed["failures"] == 3 and "the last exit status 4" in failed["reason"]
+    assert run_script.FAILED_MARKER == launch.FAILED_MARKER
+    # an attempt that ran QUICK_FAILURE_S made progress, however it ends: the timer restarts the count
+    state.write_text("2")
+    run_script.write_count(state, 0)  # what reset_after_progress's timer calls
+    assert run_script.quick_failures(state, 4, quick) == 1
+
+
+@pytest.mark.parametrize("unset", ["launcher", "own budget", "maxRestarts 0", "no OUTPUT_DIR"])
+def test_the_budget_applies_only_under_the_launcher_to_a_program_without_its_own(tmp_path, monkeypatch, unset) -> None:
+    """Without the launcher (a pytorch job on another image runs torchrun alone) a FAILED would end nothing; a program
+    that keeps its own budget (the bundled trainer) is not counted; maxRestarts 0 is no budget."""
     import run_script
 
     monkeypatch.setattr(run_script, "quick_failures_file", lambda: tmp_path / "count")
+    env = {"OUTPUT_DIR": str(tmp_path), "MAX_FAILED_ATTEMPTS": "1", launch.LAUNCHER_ENV: "1"}
+    monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
+    if unset == "launcher":
+        env.pop(launch.LAUNCHER_ENV)
+    elif unset == "own budget":
+        env[run_script.OWN_BUDGET_ENV] = "1"
+    elif unset == "maxRestarts 0":
+        env["MAX_FAILED_ATTEMPTS"] = "0"
+    else:
+        env.pop("OUTPUT_DIR")
+    for k in ("OUTPUT_DIR", "MAX_FAILED_ATTEMPTS", launch.LAUNCHER_ENV):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert [run_script.end_status(4, 1.0) for _ in range(3)] == [4, 4, 4]
+    assert not (tmp_path / "FAILED").exists() and not (tmp_path / "count").exists()
+
+
+def test_a_count_that_cannot_be_written_changes_no_status(tmp_path, monkeypatch) -> None:
+    import run_script
+
+    monkeypatch.setattr(run_script, "quick_failures_file", lambda: tmp_path / "no-such-folder" / "count")
     monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
     monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "3")
+    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
     monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
-    quick, slow = 1.0, run_script.QUICK_FAILURE_S + 1
-    ends = [(1, quick), (1, quick), (0, quick), (1, quick), (1, slow), (1, quick), (run_script.INTERRUPTED, quick)]
-    assert [run_script.end_status(code, s) for code, s in ends] == [1, 1, 0, 1, 1, 1, run_script.INTERRUPTED]
-    assert not (tmp_path / "FAILED").exists()
-    assert [run_script.end_status(4, quick) for _ in range(3)] == [4, 4, 0]
-    failed = launch.read_failed(tmp_path)
-    assert failed is not None and failed["failures"] == 3 and "the last exit status 4" in failed["reason"]
-    # a program that keeps its own budget (the bundled trainer) is not counted; nor with maxRestarts 0
-    (tmp_path / "FAILED").unlink()
-    monkeypatch.setenv(run_script.OWN_BUDGET_ENV, "1")
-    assert [run_script.end_status(4, quick) for _ in range(4)] == [4] * 4
-    monkeypatch.delenv(run_script.OWN_BUDGET_ENV)
-    monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "0")
-    assert [run_script.end_status(4, quick) for _ in range(4)] == [4] * 4
-    assert run_script.FAILED_MARKER == launch.FAILED_MARKER
+    assert [run_script.end_status(code, 1.0) for code in (0, 4)] == [0, 4]
 
 
 def test_the_documents_give_the_budgets_window() -> None:
