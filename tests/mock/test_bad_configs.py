@@ -8,9 +8,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from stacks.bundle import REFERENCE
 from stacks.config import ConfigError, load_config
-from stacks.config.loader import SECTIONS
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
 
@@ -1552,20 +1550,6 @@ def test_the_unmodified_config_passes() -> None:
             "bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks); did you write bytes/s? the value is in "
             "GB/s (1e9 bytes/s, as nccl-tests reports busbw): 3.5e+11 bytes/s is 350",
             id="bytes/s written as GB/s",
-        ),
-        pytest.param(
-            renamed("nodeGroups", "nodegroups"),
-            "eks-training:nodegroups: unknown key; did you mean nodeGroups? rename it; valid keys are "
-            + ", ".join(sorted(SECTIONS))
-            + f" (see {REFERENCE})",
-            id="misspelt nodeGroups, which the jobs name",
-        ),
-        pytest.param(
-            renamed("datasets", "dataset"),
-            "eks-training:dataset: unknown key; did you mean datasets? rename it; valid keys are "
-            + ", ".join(sorted(SECTIONS))
-            + f" (see {REFERENCE})",
-            id="misspelt datasets, which the jobs name",
         ),
     ],
 )
