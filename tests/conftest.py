@@ -99,18 +99,19 @@ def read_durations(markexpr: str | None = None) -> Any:
         return {}
 
 
-#: The garbage collection of the Go servers the tests start (the box's control plane and etcd, kwok, Kueue, the MPI
-#: Operator, the real tier's etcd): at 400 % heap growth instead of 100 %, with a soft memory limit of 1 GiB
-#: (https://pkg.go.dev/runtime#hdr-Environment_Variables). The box's servers spend about a sixth less CPU; what they
-#: serve is the same. A value already in the environment is kept.
-GO_GARBAGE_COLLECTION = {"GOGC": "400", "GOMEMLIMIT": "1GiB"}
+#: The runtime of the Go programs the tests start (the box's control plane and etcd, kwok, Kueue, the MPI Operator,
+#: kubectl, the real tier's etcd; https://pkg.go.dev/runtime#hdr-Environment_Variables): garbage collection at 400 %
+#: heap growth instead of 100 %, with a soft memory limit of 1 GiB, and one processor each (``GOMAXPROCS``), so a
+#: server's idle processors do not spin looking for work on cores four tests share. Each setting cut their CPU
+#: (docs/contributing/testing.md); what they serve is the same. A value already in the environment is kept.
+GO_RUNTIME = {"GOGC": "400", "GOMEMLIMIT": "1GiB", "GOMAXPROCS": "1"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """The controller (not a worker) makes the folder of the locks and reads the units' durations of earlier runs;
     the order of the units is set on every process from the controller's reading (xdist's workers must collect the
-    same order). The Go servers' garbage collection is set for every process the tests start."""
-    for name, value in GO_GARBAGE_COLLECTION.items():
+    same order). The Go programs' runtime settings are set for every process the tests start."""
+    for name, value in GO_RUNTIME.items():
         os.environ.setdefault(name, value)
     if not hasattr(config, "workerinput"):
         left = orphans.stop_orphans()  # a killed run's servers would share the cores with this one

@@ -15,6 +15,7 @@ import runpy
 import sys
 
 import torch  # noqa: F401  (imported before forking: the children start with it loaded)
+import torch._dynamo  # noqa: F401  (what torch.optim imports as the first optimizer is made: a second per rank)
 import torch.distributed  # noqa: F401
 import torch.nn.parallel  # noqa: F401
 
