@@ -35,8 +35,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,12 +109,22 @@ def read_durations(markexpr: str | None = None) -> Any:
 GO_RUNTIME = {"GOGC": "400", "GOMEMLIMIT": "1GiB", "GOMAXPROCS": "1"}
 
 
+def sigint_at_its_default() -> None:
+    """Give the processes the tests start SIGINT at its default action, as a terminal's foreground command has it
+    (Ctrl-C raises KeyboardInterrupt in Python). A run started in the background of a script (``bash -c 'cmd &'``, a
+    CI runner's step) inherits SIGINT ignored, and an ignored signal stays ignored through exec: a test's Ctrl-C to a
+    command would then do nothing. A handler is reset to the default by exec. Main thread only."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The controller (not a worker) makes the folder of the locks and reads the units' durations of earlier runs;
     the order of the units is set on every process from the controller's reading (xdist's workers must collect the
-    same order). The Go programs' runtime settings are set for every process the tests start."""
+    same order). The Go programs' runtime settings and SIGINT's default are set for every process the tests start."""
     for name, value in GO_RUNTIME.items():
         os.environ.setdefault(name, value)
+    sigint_at_its_default()
     if not hasattr(config, "workerinput"):
         left = orphans.stop_orphans()  # a killed run's servers would share the cores with this one
         if left:

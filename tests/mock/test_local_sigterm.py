@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import sigint_at_its_default
 from tests.harness import REPO
 from tests.wait import patient
 
@@ -83,3 +84,23 @@ def test_a_stop_signal_stops_the_jobs_processes(tmp_path: Path, sig: signal.Sign
             cli.wait()
         if job is not None and _alive(job):
             os.kill(job, signal.SIGKILL)
+
+
+def _sigint_in_a_child() -> str:
+    """How a process started now sees SIGINT: ``ignored`` or ``default`` (KeyboardInterrupt)."""
+    code = "import signal; print('ignored' if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else 'default')"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_a_test_run_that_inherited_sigint_ignored_gives_its_commands_the_default() -> None:
+    """The Ctrl-C case above in a test run started in a script's background (``bash -c 'pytest &'`` ignores SIGINT in
+    it): ``tests/conftest.py`` gives the commands the tests start SIGINT's default again, else the runner would never
+    see the test's Ctrl-C."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        inherited = _sigint_in_a_child()
+        sigint_at_its_default()
+        given = _sigint_in_a_child()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (inherited, given) == ("ignored", "default")
