@@ -138,7 +138,7 @@ def upgrade_summary(
         )
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
     upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint)
-    if not upgrade.groups and not upgrade.addons and upgrade.old_minor == upgrade.new_minor:
+    if not upgrade.groups and not upgrade.addons and not upgrade.data and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))
     if ahead is not None:

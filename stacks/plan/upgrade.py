@@ -1,6 +1,7 @@
 """What a change of a running stack's configuration does at the next ``pulumi up``, offline
 (``python -m stacks plan --stack NAME --from OLD``): the Kubernetes minor change, the node groups that roll and why,
-the running jobs those rolls stop, the add-on pins that move, and how long it is expected to take.
+the running jobs those rolls stop, the add-on pins that move, the changes that replace the cluster or the jobs' shared
+data, and how long it is expected to take.
 
 OLD is the stack file the running stack was deployed from: a path, or a git revision (``REV`` reads
 ``Pulumi.<NAME>.yaml`` as it was at that revision, with ``git show REV:<path>``). Both configurations are loaded and
@@ -36,7 +37,7 @@ from components.catalog.platform import (
 )
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL, NODE_SURGE
 from components.nodeplan import roll_minutes
-from stacks.config import ConfigError, key, load_config
+from stacks.config import ConfigError, StackConfig, key, load_config
 from stacks.plan import NodeGroupPlan, Plan, build_plan
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
 from stacks.stackfile import (
@@ -152,6 +153,8 @@ class Upgrade:
     notes: tuple[str, ...]
     #: The minor the control plane runs where it moved past ``old_minor`` outside Pulumi (its nodes did not).
     running: Optional[str] = None
+    #: Changes that replace the cluster or give the jobs other shared data (:func:`data_changes`).
+    data: tuple[str, ...] = ()
 
     @property
     def minutes(self) -> float:
@@ -398,7 +401,50 @@ def compare(
         addons=_addon_changes(old_plan, new_plan),
         notes=tuple(notes),
         running=running,
+        data=data_changes(old_plan.config, new_plan.config),
     )
+
+
+def data_changes(old: StackConfig, new: StackConfig) -> tuple[str, ...]:
+    """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
+    names its key."""
+    a, b = old.storage, new.storage
+    # a file system the stack made goes when the stack stops registering it, unless its state says to keep it
+    # (retainOnDelete, as last applied); one it adopted (fileSystemId) was never the stack's to delete
+    deleted = (
+        ""
+        if a.file_system_id is not None
+        else "; storage.retainOnDelete keeps the old file system in AWS"
+        if a.retain_on_delete
+        else "; the old file system is deleted with its data (storage.retainOnDelete was not applied)"
+    )
+    found = []
+    if old.cluster_name != new.cluster_name:
+        # every resource's name starts with clusterName (stacks/environment.py)
+        made = ["the cluster, its nodes and jobs"] + ["the VPC"] * (new.network is not None)
+        made += ["the file system"] * (a.file_system_id is None)
+        found.append(
+            f"{key('clusterName')} {old.cluster_name} -> {new.cluster_name}: every resource of the stack is "
+            f"replaced under the new name ({', '.join(made)}){deleted}"
+        )
+    elif a.backend != b.backend:
+        found.append(f"{key('storage.backend')} {a.backend} -> {b.backend}: a new, empty file system{deleted}")
+    elif a.file_system_id != b.file_system_id:
+        found.append(
+            f"{key('storage.fileSystemId')} {a.file_system_id or 'unset'} -> {b.file_system_id or 'unset'}: the jobs "
+            f"get another file system{deleted}"
+        )
+    elif b.backend == "efs" and (a.namespace, a.pvc_name) != (b.namespace, b.pvc_name):
+        # the EFS StorageClass's subPathPattern ${.PVC.namespace}/${.PVC.name} (components/storage/efs.py)
+        changed = [
+            k for k, x, y in (("namespace", a.namespace, b.namespace), ("pvcName", a.pvc_name, b.pvc_name)) if x != y
+        ]
+        found.append(
+            f"{' and '.join(key('storage.' + k) for k in changed)}: the claim {a.namespace}/{a.pvc_name} -> "
+            f"{b.namespace}/{b.pvc_name}; on EFS each claim has a folder of its own, so the jobs get that claim's "
+            "folder, empty unless the claim was used before (the old folder stays)"
+        )
+    return tuple(found)
 
 
 def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
@@ -585,6 +631,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
             for g in u.groups
         ],
         "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
+        "data": list(u.data),
         "expectedMinutes": u.minutes,
         "durations": {
             "controlPlane": {"minutes": CONTROL_PLANE_UPGRADE.minutes, "estimate": CONTROL_PLANE_UPGRADE.estimate},
@@ -635,6 +682,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
         lines.append("  add-ons:")
         for a in r["addons"]:
             lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
+    lines.extend(f"  data: {d}" for d in r["data"])
     if not r["nodeGroups"]:
         lines.append("  node groups: none rolls")
     for g in r["nodeGroups"]:

@@ -92,6 +92,19 @@ def test_an_update_to_the_next_minor_says_what_rolls_before_anything_changes(las
     ), summary
 
 
+def test_a_new_claim_name_is_said_though_nothing_rolls(last_outputs) -> None:
+    """On EFS a new claim is a new, empty folder: ``pulumi up`` says so before its first change, though no node rolls
+    and no version moves."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = pinned()
+    config[P + "storage"] = {**(config.get(P + "storage") or {}), "pvcName": "results"}
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and program.registrations
+    (summary,) = program.warnings
+    assert f"\n  data: {P}storage.pvcName: the claim training/shared-data -> training/results; on EFS" in summary
+    assert "node groups: none rolls" in summary
+
+
 def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     program = run_program("dev", fresh=True)

@@ -3,6 +3,7 @@
 price past a minor's end of standard support, and ``--from`` reading a git revision of the stack file."""
 
 import copy
+import json
 import subprocess
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
@@ -383,3 +384,96 @@ def test_a_pinned_stack_has_no_unpinned_note() -> None:
     assert f"pin it (eks-training:cluster.kubernetesVersion: '{DEFAULT_KUBERNETES_VERSION}')" in note
     # what a raised default does: the update stops and asks (stacks.last_update), it never upgrades by itself
     assert "after a project update that raises the default, `pulumi up` stops until you choose the minor" in note
+
+
+def _storage(stack: str, **settings: Any) -> dict[str, Any]:
+    cfg = preset(stack)
+    cfg[P + "storage"] = {**(cfg.get(P + "storage") or {}), **settings}
+    return cfg
+
+
+@pytest.mark.parametrize(
+    "stack, old, new, said",
+    [
+        (
+            "dev",
+            {},
+            {P + "clusterName": "other"},
+            "eks-training:clusterName eks-training-dev -> other: every resource of the stack is replaced under the "
+            "new name (the cluster, its nodes and jobs, the VPC, the file system); the old file system is deleted "
+            "with its data (storage.retainOnDelete was not applied)",
+        ),
+        (
+            "p5",
+            {},
+            {P + "storage": {"backend": "efs"}},
+            "eks-training:storage.backend fsx -> efs: a new, empty file system; the old file system is deleted with "
+            "its data (storage.retainOnDelete was not applied)",
+        ),
+        (
+            "dev",
+            {P + "storage": {"retainOnDelete": True}},
+            {P + "storage": {"retainOnDelete": True, "fileSystemId": "fs-0123456789abcdef0"}},
+            "eks-training:storage.fileSystemId unset -> fs-0123456789abcdef0: the jobs get another file system; "
+            "storage.retainOnDelete keeps the old file system in AWS",
+        ),
+        (
+            "dev",
+            {},
+            {P + "storage": {"fileSystemId": "fs-0123456789abcdef0"}},
+            "eks-training:storage.fileSystemId unset -> fs-0123456789abcdef0: the jobs get another file system; the "
+            "old file system is deleted with its data (storage.retainOnDelete was not applied)",
+        ),
+        (
+            "dev",
+            {P + "storage": {"fileSystemId": "fs-0123456789abcdef0"}},
+            {P + "storage": {"fileSystemId": "fs-0123456789abcdef0"}, P + "clusterName": "other"},
+            "eks-training:clusterName eks-training-dev -> other: every resource of the stack is replaced under the "
+            "new name (the cluster, its nodes and jobs, the VPC)",
+        ),
+        (
+            "dev",
+            {},
+            {P + "storage": {"pvcName": "results"}},
+            "eks-training:storage.pvcName: the claim training/shared-data -> training/results; on EFS each claim has a "
+            "folder of its own, so the jobs get that claim's folder, empty unless the claim was used before (the old "
+            "folder stays)",
+        ),
+        (
+            "dev",
+            {},
+            {P + "storage": {"namespace": "ml", "pvcName": "results"}},
+            "eks-training:storage.namespace and eks-training:storage.pvcName: the claim training/shared-data -> "
+            "ml/results; on EFS each claim has a folder of its own, so the jobs get that claim's folder, empty unless "
+            "the claim was used before (the old folder stays)",
+        ),
+    ],
+    ids=[
+        "cluster name",
+        "backend",
+        "file system id, kept",
+        "file system id",
+        "cluster name, an adopted file system",
+        "claim name",
+        "claim namespace and name",
+    ],
+)
+def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
+    stack: str, old: dict[str, Any], new: dict[str, Any], said: str
+) -> None:
+    """What ``plan --from`` and ``pulumi up``'s summary say where the jobs would lose sight of their data."""
+    before, after = preset(stack), preset(stack)
+    for cfg, changes in ((before, old), (after, new)):
+        for k, v in changes.items():
+            cfg[k] = {**(cfg.get(k) or {}), **v} if isinstance(v, dict) else v
+    if "efs" in json.dumps(new) and P + "storage" in after:  # an FSx preset moved to EFS drops its FSx settings
+        after[P + "storage"].pop("fsx", None)
+    u = compare(plan_of(stack, before), plan_of(stack, after))
+    assert u.data == (said,)
+    assert f"\n  data: {said}\n" in render_upgrade(upgrade_report(u))
+
+
+def test_renaming_an_fsx_claim_keeps_the_data() -> None:
+    """FSx's claim binds the whole file system (a static volume): a new claim name sees the same files."""
+    u = compare(plan_of("p5", preset("p5")), plan_of("p5", _storage("p5", pvcName="results")))
+    assert u.data == ()
