@@ -154,8 +154,8 @@ class NodeGroupConfig(Model):
     regions, whether the group's size is fixed (minSize = maxSize) or the autoscaler scales it: there Kueue asks the
     cluster autoscaler for a job's nodes in a ProvisioningRequest before placing it (the pinned Kueue, 0.19.1, places
     jobs of any size up to maxSize that way). True on other types or in other regions is an error. false: Kueue places
-    the pods on any of the group's nodes (a flavor's topology cannot be removed once it exists: see the README's
-    topology section)."""
+    the pods on any of the group's nodes (a flavor's topology cannot be removed once it exists: see "Changes Kueue
+    refuses" in docs/how-to/node-images.md)."""
     availability_zone: Optional[str] = None
     """Pin the group to one zone, by name (us-east-1a) or zone ID (use1-az4, the same physical zone in every account);
     required for EFA groups with a new VPC."""
