@@ -407,7 +407,9 @@ def compare(
 
 def data_changes(old: StackConfig, new: StackConfig) -> tuple[str, ...]:
     """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
-    names its key."""
+    names its key. A jobs-only stack has neither of its own."""
+    if new.cluster.stack_reference is not None:
+        return ()
     a, b = old.storage, new.storage
     # a file system the stack made goes when the stack stops registering it, unless its state says to keep it
     # (retainOnDelete, as last applied); one it adopted (fileSystemId) was never the stack's to delete

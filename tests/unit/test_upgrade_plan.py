@@ -477,3 +477,12 @@ def test_renaming_an_fsx_claim_keeps_the_data() -> None:
     """FSx's claim binds the whole file system (a static volume): a new claim name sees the same files."""
     u = compare(plan_of("p5", preset("p5")), plan_of("p5", _storage("p5", pvcName="results")))
     assert u.data == ()
+
+
+def test_a_jobs_only_stacks_cluster_name_replaces_nothing_of_its_own() -> None:
+    """A jobs-only stack (examples/teams/Pulumi.vision.yaml) registers only its jobs on another stack's cluster."""
+    data = load_yaml((REPO / "examples" / "teams" / "Pulumi.vision.yaml").read_text()) or {}
+    config = dict(data["config"])
+    renamed = {**config, P + "clusterName": "vision-two"}
+    u = compare(plan_of("vision", config), plan_of("vision", renamed))
+    assert u.data == ()
