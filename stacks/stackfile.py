@@ -1,5 +1,6 @@
 """Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
 
+import difflib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -48,6 +49,14 @@ def stack_file_for(stack: str) -> Path:
     )
 
 
+#: YAML's merge key (``<<: *anchor``), which Go's gopkg.in/yaml.v3 expands as PyYAML does
+#: (https://yaml.org/type/merge.html).
+MERGE_TAG = "tag:yaml.org,2002:merge"
+#: The top-level keys of a stack file Pulumi reads (``ProjectStack`` in pulumi/pulumi
+#: sdk/go/common/workspace/project.go); any other is never passed to the program.
+STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
+
+
 class _StackFileLoader(LOADER):
     """A stack file as Pulumi reads it (Go's gopkg.in/yaml.v3, YAML 1.2): only true/false are booleans (YAML 1.1's
     yes/no/on/off and dates stay strings, so ``waitForCompletion: yes`` is the string the program refuses, here as
@@ -67,6 +76,8 @@ class _StackFileLoader(LOADER):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:  # `<<: *anchor`: its keys are the defaults of this mapping's own
+                continue
             name = self.construct_object(key_node, deep=deep)
             if name in seen:
                 raise yaml.constructor.ConstructorError(
@@ -83,6 +94,22 @@ class _StackFileLoader(LOADER):
 _StackFileLoader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+
+
+def unknown_top_level(keys: list[str]) -> str:
+    """The problem of top-level keys Pulumi does not read: a setting written outside ``config:``, or a misspelt key."""
+    settings = [k for k in keys if ":" in k]
+    if settings:
+        return (
+            f"{', '.join(settings)} {'is' if len(settings) == 1 else 'are'} at the top level, where Pulumi reads no "
+            "setting: indent it under config:"
+        )
+    near = {k: difflib.get_close_matches(k, STACK_FILE_KEYS, n=1, cutoff=0.6) for k in keys}
+    hints = [f"{k} (did you mean {near[k][0]}?)" if near[k] else k for k in keys]
+    return (
+        f"unknown top-level key {', '.join(hints)}: a stack file holds only {', '.join(STACK_FILE_KEYS)} "
+        "(the settings go under config:); rename or remove it"
+    )
 
 
 def load_stack_yaml(text: str) -> Any:
@@ -131,6 +158,8 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
             f"{path}: a stack file is a YAML mapping (config: with <namespace>:<key> entries), not "
             f"{type(data).__name__} {data!r:.60}; write `config:` and the stack's keys under it"
         )
+    if unknown := [str(k) for k in (data or {}) if k not in STACK_FILE_KEYS]:
+        raise StackFileError(f"{path}: {unknown_top_level(unknown)}")
     config = (data or {}).get("config")
     if config is not None and not isinstance(config, dict):
         raise StackFileError(

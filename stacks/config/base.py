@@ -149,6 +149,17 @@ def _ami_release(value: Optional[str]) -> Optional[str]:
 AmiRelease = Annotated[Optional[str], AfterValidator(_ami_release)]
 
 
+def _object_not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null (an empty value) is not an object; write {} for its defaults, or remove the key")
+    return value
+
+
+#: On an optional object key (``healthCheck``, ``nodeRepair``, ``fsx``): ``key:`` with nothing after it is refused,
+#: not read as absent (a user who wrote it meant the object, perhaps ``{}``).
+OBJECT_NOT_NULL = BeforeValidator(_object_not_null)
+
+
 class Model(BaseModel):
     """Base for config objects: camelCase keys, unknown keys rejected, immutable."""
 

@@ -6,7 +6,7 @@ NCCL/libfabric environment) comes from the plan of its node group, never from th
 """
 
 import re
-from typing import Any, Literal, Mapping, Optional, Sequence, Union
+from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -15,7 +15,7 @@ from components.image.reference import validate_image_reference
 from components.workloads.spec import DEFAULT_MAX_RESTARTS, RendezvousBackend
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
-from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, S3_FOLDER_URI_RE, Model, Number, reference
+from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, OBJECT_NOT_NULL, S3_FOLDER_URI_RE, Model, Number, reference
 from stacks.config.errors import check
 from stacks.kinds import KINDS, kind_names
 
@@ -327,7 +327,7 @@ class JobConfig(Model):
     read_only_root_filesystem: Optional[bool] = None
     """The containers' root file system is read-only (/tmp, also HOME, is a writable emptyDir and outputs go to the
     shared volume); unset, true except for mpi, whose workers' sshd writes to the image."""
-    health_check: Optional[HealthCheckConfig] = None
+    health_check: Annotated[Optional[HealthCheckConfig], OBJECT_NOT_NULL] = None
     """An all-reduce bandwidth check (nccl-tests) on the job's nodes before the job."""
 
     @field_validator("kind")
@@ -375,6 +375,30 @@ class JobConfig(Model):
     def _output_dir(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and (why := relative_path_problem(v)):
             raise ValueError(why)
+        return v
+
+    @field_validator("command", "launcher_command")
+    @classmethod
+    def _program(cls, v: Optional[list[str]]) -> Optional[list[str]]:
+        if v is not None and not v[0].strip():
+            raise ValueError("its first item is the program to run, and it is empty; name the program (e.g. python)")
+        return v
+
+    @field_validator("script")
+    @classmethod
+    def _script(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not v.strip():
+            raise ValueError("empty; name the script torchrun runs (e.g. train.py)")
+        return v
+
+    @field_validator("tensorboard", mode="before")
+    @classmethod
+    def _tensorboard_type(cls, v: Any) -> Any:
+        if not isinstance(v, (bool, str)):
+            raise ValueError(
+                f"{v!r} is neither true, false nor a folder; write true (event files in <output>/tensorboard), "
+                "false, or a folder relative to the job's output folder"
+            )
         return v
 
     @field_validator("tensorboard")

@@ -357,7 +357,9 @@ def tag_problems(name: str, value: Any) -> list[str]:
     """Problems with the tag ``tags.<name>: value``, each naming the fix."""
     where = key(f"tags.{name}")
     problems = []
-    if not isinstance(value, str):
+    if value is None:
+        problems.append(f"{where}: null (an empty value); write the tag's value, '' for an empty one, or remove it")
+    elif not isinstance(value, str):
         shown = str(value).lower() if isinstance(value, bool) else repr(value)
         problems.append(f"{where}: tag values must be strings, got {type(value).__name__}; quote it: '{shown}'")
     if name.lower().startswith("aws:"):
@@ -401,6 +403,12 @@ class _Parser:
                     self.failed.add(near[0])  # the section meant is unread: the rules that name its entries stay quiet
                 continue
             if kind is str:
+                if value.strip() in ("", "null"):
+                    self.problems.append(
+                        f"{key(k)}: empty (null or ''); give it a value, or remove the key for the default"
+                    )
+                    self.failed.add(k)
+                    continue
                 parsed[k] = value
                 continue
             try:

@@ -1,6 +1,6 @@
 """Node group sections: ``systemNodeGroup`` and the worker groups of ``nodeGroups``."""
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
@@ -12,6 +12,7 @@ from stacks.config.base import (
     AZ_HINT,
     AZ_RE,
     ENTRY_NAME_MAX,
+    OBJECT_NOT_NULL,
     RESERVATION_RE,
     SUBNET_RE,
     AmiRelease,
@@ -174,7 +175,7 @@ class NodeGroupConfig(Model):
     """SPOT groups only: the share of the On-Demand price the cost estimate takes off, a fraction (0.6 for 60% off);
     unset, an assumption within AWS's example Spot prices; set it from the Spot Instance Advisor,
     https://aws.amazon.com/ec2/spot/instance-advisor/ (preflight reports the current Spot price)."""
-    node_repair: Optional[NodeRepairConfig] = None
+    node_repair: Annotated[Optional[NodeRepairConfig], OBJECT_NOT_NULL] = None
     """EKS node auto repair: on for GPU groups unless ``enabled: false`` (no action on the agent's ``DCGMError``, a lost
     DCGM host engine), off for CPU groups unless set."""
     ami_release: AmiRelease = None

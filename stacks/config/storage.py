@@ -9,7 +9,7 @@ metadata IOPS, S3 path forms). Which zone the FSx file system lives in is a rule
 """
 
 import re
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
@@ -28,6 +28,7 @@ from stacks.config.base import (
     AZ_RE,
     EFS_ID_RE,
     NAME_RE,
+    OBJECT_NOT_NULL,
     QUANTITY_RE,
     RESERVED_NAMESPACES,
     S3_BUCKET_RE,
@@ -279,7 +280,7 @@ class StorageConfig(Model):
     """Mount this existing file system (fs-...) instead of creating one."""
     backup: bool = False
     """EFS: turn on AWS Backup's automatic backups of the file system."""
-    fsx: Optional[FsxConfig] = None
+    fsx: Annotated[Optional[FsxConfig], OBJECT_NOT_NULL] = None
     """FSx for Lustre's settings, with backend fsx."""
 
     @field_validator("namespace", "pvc_name", "storage_class_name")

@@ -70,6 +70,17 @@ def job(name: str = "train", **fields: Any) -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+def nulled(field: str, name: str = "train") -> Callable[[dict[str, Any]], None]:
+    """The job's ``field`` written with nothing after it (YAML null)."""
+
+    def apply(cfg: dict[str, Any]) -> None:
+        jobs = {k: dict(v) for k, v in cfg[f"{PROJECT}:jobs"].items()}
+        jobs[name][field] = None
+        cfg[f"{PROJECT}:jobs"] = jobs
+
+    return apply
+
+
 def drop(key: str) -> Callable[[dict[str, Any]], None]:
     def apply(cfg: dict[str, Any]) -> None:
         cfg.pop(f"{PROJECT}:{key}", None)
@@ -1461,6 +1472,40 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "tag value AWS refuses",
         setk("tags", {"owner": "a;b"}),
         ["eks-training:tags.owner: a tag value is 0-256 letters"],
+    ),
+    ("tag value null", setk("tags", {"team": None}), ["eks-training:tags.team: null (an empty value); write the tag"]),
+    ("cluster name null", setk("clusterName", None), ["eks-training:clusterName: empty (null or '')"]),
+    ("cluster name empty", setk("clusterName", ""), ["eks-training:clusterName: empty (null or '')"]),
+    (
+        "health check left empty",
+        nulled("healthCheck"),
+        ["eks-training:jobs.train.healthCheck: null (an empty value) is not an object; write {} for its defaults"],
+    ),
+    (
+        "node repair left empty",
+        group(nodeRepair=None),
+        ["eks-training:nodeGroups.gpu.nodeRepair: null (an empty value) is not an object"],
+    ),
+    (
+        "fsx left empty",
+        setk("storage", {"backend": "fsx", "fsx": None}),
+        ["eks-training:storage.fsx: null (an empty value) is not an object"],
+    ),
+    (
+        "tensorboard a number",
+        job(tensorboard=1),
+        ["eks-training:jobs.train.tensorboard: 1 is neither true, false nor a folder"],
+    ),
+    ("script empty", job(script=""), ["eks-training:jobs.train.script: empty; name the script torchrun runs"]),
+    (
+        "command's program empty",
+        job("evaluate", command=["", "x.py"]),
+        ["eks-training:jobs.evaluate.command: its first item is the program to run, and it is empty"],
+    ),
+    (
+        "after names a job twice",
+        job("evaluate", after=["train", "train"]),
+        ["eks-training:jobs.evaluate.after[1]: 'train' is given twice; remove this one"],
     ),
 ]
 

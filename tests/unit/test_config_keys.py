@@ -9,6 +9,7 @@ or from the project's ``Pulumi.yaml``.
 """
 
 import re
+import typing
 from contextlib import redirect_stderr, redirect_stdout
 from io import StringIO
 from pathlib import Path
@@ -16,9 +17,12 @@ from typing import Any, Callable, Optional, Sequence
 
 import pytest
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from stacks.config.base import RESERVED_NAMESPACES
+from stacks.config.loader import SECTIONS
 from stacks.docs import configuration_reference
+from stacks.docs.config_reference import section_entry
 from stacks.local.cli import main as local_main
 from stacks.plan.report import main as plan_main
 from tests.harness import PROJECT
@@ -223,3 +227,52 @@ def test_an_unknown_stack_lists_the_stacks_that_exist(tmp_path: Path) -> None:
     assert code == 2 and out == ""
     assert "error: no stack 'nosuch': Pulumi.nosuch.yaml is not in" in err and "dev, g5, g6" in err, err
     assert "give the file with --stack-file PATH" in err
+
+
+def _models() -> list[type[BaseModel]]:
+    """Every model a stack's configuration holds, nested ones included."""
+    seen: list[type[BaseModel]] = []
+    todo = [m for s in SECTIONS if (m := section_entry(s)[2]) is not None]
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.append(model)
+        for field in model.model_fields.values():
+            todo += [a for a in _members(field.annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+    return seen
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The types an annotation names (through Optional, unions, lists and maps)."""
+    args = typing.get_args(annotation)
+    return [annotation] if not args else [m for a in args for m in _members(a)]
+
+
+def _optional_objects() -> list[tuple[type[BaseModel], str, str]]:
+    """(model, field, key) of every optional object key: ``key:`` with nothing after it would read as absent."""
+    return [
+        (model, name, field.alias or name)
+        for model in _models()
+        for name, field in model.model_fields.items()
+        if type(None) in typing.get_args(field.annotation)
+        and any(isinstance(a, type) and issubclass(a, BaseModel) for a in typing.get_args(field.annotation))
+    ]
+
+
+def test_the_walk_finds_the_optional_objects() -> None:
+    """The control: the three keys of today are found, so the check below covers a fourth one added later."""
+    found = {(m.__name__, k) for m, _, k in _optional_objects()}
+    assert {("JobConfig", "healthCheck"), ("NodeGroupConfig", "nodeRepair"), ("StorageConfig", "fsx")} <= found
+
+
+@pytest.mark.parametrize(
+    "model,name,key", [pytest.param(*o, id=f"{o[0].__name__}.{o[2]}") for o in _optional_objects()]
+)
+def test_an_object_key_left_empty_is_refused_not_read_as_absent(model: type[BaseModel], name: str, key: str) -> None:
+    """``healthCheck:`` with nothing after it is YAML null: the user meant the object (``{}`` for its defaults), so
+    the key is refused with that fix, as a required key left empty is, never read as unset."""
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate({key: None})
+    mine = [e for e in caught.value.errors() if e["loc"] == (key,)]
+    assert mine and "write {} for its defaults, or remove the key" in str(mine[0]["ctx"]["error"]), mine

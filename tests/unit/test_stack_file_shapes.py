@@ -1,7 +1,8 @@
 """A stack file that is not what Pulumi reads stops the command-line tools with one message and exit 2 (no
 traceback): YAML that is not a mapping, ``config:`` that is not one, a key given twice (Pulumi refuses it; PyYAML would
 keep the last), YAML 1.1 booleans (``yes``: a string to Pulumi's YAML 1.2 reader, so the tools must not read it as
-true), and a file without ``config:`` (no ``aws:region``, as ``pulumi up`` would say)."""
+true), a top-level key Pulumi does not read (a setting outside ``config:``, a misspelt key), and a file without
+``config:`` (no ``aws:region``, as ``pulumi up`` would say)."""
 
 from contextlib import redirect_stderr, redirect_stdout
 from io import StringIO
@@ -35,6 +36,16 @@ CASES = [
         "eks-training:autoscaler.enabled: 'no' is a string, not a boolean; write false without quotes",
     ),
     ("invalid YAML", "config:\n  aws:region: [us-east-1\n", "cannot read"),
+    (
+        "a setting outside config",
+        "config:\n  aws:region: us-east-1\neks-training:nodeGroups:\n  cpu: {instanceTypes: [m5.xlarge]}\n",
+        "eks-training:nodeGroups is at the top level, where Pulumi reads no setting: indent it under config:",
+    ),
+    (
+        "config misspelt",
+        "configs:\n  aws:region: us-east-1\n",
+        "unknown top-level key configs (did you mean config?): a stack file holds only config, environment,",
+    ),
 ]
 
 
@@ -54,3 +65,10 @@ def test_the_reader_keeps_yaml_1_2_values() -> None:
     """The control: true/false stay booleans, numbers numbers, and what YAML 1.1 alone reads otherwise stays text."""
     data = load_stack_yaml("a: true\nb: False\nc: 2\nd: yes\ne: on\nf: 2024-01-01\ng: 1.5\nh: =\n")
     assert data == {"a": True, "b": False, "c": 2, "d": "yes", "e": "on", "f": "2024-01-01", "g": 1.5, "h": "="}
+
+
+def test_a_merge_key_gives_its_mapping_defaults() -> None:
+    """YAML's merge key, which Go's yaml.v3 reads too: the anchored mapping's keys, the mapping's own over them (not a
+    key given twice)."""
+    data = load_stack_yaml("a: &g {x: 1, y: 2}\nb:\n  <<: *g\n  y: 3\n")
+    assert data == {"a": {"x": 1, "y": 2}, "b": {"x": 1, "y": 3}}

@@ -2,7 +2,7 @@
 
 import difflib
 import posixpath
-from typing import Optional
+from typing import Optional, Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
 from components.scheduling import SYSTEM_ROLE
@@ -105,19 +105,7 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
                 f"{key(f'{path}.dataset')}: {job.dataset!r} is not a dataset; use one of "
                 f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}"
             )
-        for i, other in enumerate(job.after):
-            if other == name:
-                problems.append(f"{key(f'{path}.after[{i}]')}: a job cannot wait for itself")
-            elif other not in s.job_names:
-                others = sorted(n for n in s.job_names if n != name)
-                problems.append(
-                    f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; "
-                    + (
-                        f"use one of {', '.join(others)}"
-                        if others
-                        else f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"
-                    )
-                )
+        check_after(s, path, name, job.after, problems)
     cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(
@@ -159,6 +147,25 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
             problems.append(
                 f"{key(f'{path}.script')}: {job.script!r} is not a file of the job's code folder {job.code_folder} "
                 f"(uploaded: {shown}); {hint}give its path relative to that folder, or an absolute path in the image"
+            )
+
+
+def check_after(s: Sections, path: str, name: str, after: Sequence[str], problems: list[str]) -> None:
+    """A job's ``after``: other jobs of the stack, each once."""
+    for i, other in enumerate(after):
+        if other == name:
+            problems.append(f"{key(f'{path}.after[{i}]')}: a job cannot wait for itself")
+        elif other in after[:i]:
+            problems.append(f"{key(f'{path}.after[{i}]')}: {other!r} is given twice; remove this one")
+        elif other not in s.job_names:
+            others = sorted(n for n in s.job_names if n != name)
+            problems.append(
+                f"{key(f'{path}.after[{i}]')}: {other!r} is not a job; "
+                + (
+                    f"use one of {', '.join(others)}"
+                    if others
+                    else f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"
+                )
             )
 
 
