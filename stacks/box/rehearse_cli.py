@@ -30,9 +30,9 @@ from stacks.box.session import Session
 from stacks.box.timeline import Recorder, report
 from stacks.cli import add_stack_options, command, parser_for
 from stacks.config import NAMESPACE
-from stacks.mocked import Evaluation, evaluate_stack, resolve
+from stacks.mocked import Evaluation, evaluate_config, resolve
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.stackfile import StackLoadError
+from stacks.stackfile import StackLoadError, plan_stack
 
 #: Commands of the stack's outputs that work against the box (per job, ``outputs.jobs.<job>``).
 JOB_COMMANDS = ("waitCommand", "logsCommand")
@@ -108,10 +108,20 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
             parser.error(f"--exit-code {item}: expected JOB=CODE[:CONTAINER] with CODE 1-255, e.g. train=2:worker")
         exit_codes[match.group(1)] = (int(match.group(3)), match.group(4) or "")
     try:
-        config, plan, evaluation = evaluate_stack(args.stack, args.stack_file)
+        config, plan = plan_stack(args.stack, args.stack_file)
     except StackLoadError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    if (cluster_stack := plan.config.cluster.stack_reference) is not None:
+        print(
+            f"error: stack {args.stack} is jobs-only (cluster.stackReference: {cluster_stack}): its jobs run on the "
+            "queues of another stack's cluster, which the box does not have; rehearse that stack (its queues and its "
+            "own jobs), and check this one with python -m stacks plan",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        evaluation = evaluate_config(args.stack, args.stack_file, config)
     except Exception as exc:  # noqa: BLE001 - the program itself failed: say so in one line, as pulumi up would
         print(
             f"error: the program failed for stack {args.stack} under the offline mocks: {type(exc).__name__}: {exc}",

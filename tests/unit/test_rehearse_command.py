@@ -255,3 +255,31 @@ def test_the_timeline_reads_kueues_workload_crd_until_established_then_never_aga
         rec.poll()
     assert box.crd_reads == 3, box.crd_reads
     assert "train" in rec.workloads
+
+
+def test_a_jobs_only_stack_is_refused_before_any_box(tmp_path: Path, monkeypatch) -> None:
+    """A jobs-only stack's jobs run on another stack's cluster, which the box does not have: exit 2 naming that stack
+    and what to run instead, not the mocks' own message about a stack reference."""
+
+    def no_box(*args, **kwargs):
+        raise AssertionError("a box was built or brought up for a jobs-only stack")
+
+    monkeypatch.setattr(box_build, "build", no_box)
+    monkeypatch.setattr(cluster.Box, "up", no_box)
+    config = {
+        "eks-training:cluster": {"stackReference": "organization/eks-training/shared", "team": "vision"},
+        "eks-training:nodeGroups": {
+            "cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}
+        },
+        "eks-training:jobs": {"train": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", "0"]}},
+    }
+    path = _stack_file(tmp_path / "project", config)
+    err = StringIO()
+    with redirect_stderr(err):
+        code = rehearse.main(["--stack", "mine", "--stack-file", str(path), "--workdir", str(tmp_path / "boxes")])
+    assert code == 2, err.getvalue()
+    assert err.getvalue().startswith(
+        "error: stack mine is jobs-only (cluster.stackReference: organization/eks-training/shared): its jobs run on "
+        "the queues of another stack's cluster"
+    ), err.getvalue()
+    assert "python -m stacks plan" in err.getvalue() and not (tmp_path / "boxes").exists()
