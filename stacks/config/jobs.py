@@ -297,7 +297,8 @@ class JobConfig(Model):
     """Jobs that must complete first (the pods wait in the cluster); each one's output folder is <JOB>_OUTPUT_DIR."""
     output_dir: Optional[str] = None
     """The job's folder on the shared volume, OUTPUT_DIR; default runs/<job>-<hash of the job's definition>, so the
-    same definition resumes the same run."""
+    same definition resumes the same run. No two pytorch jobs share one (the second would find DONE and run
+    nothing)."""
     tensorboard: Union[bool, str] = False
     """true: serve <outputDir>/tensorboard with TensorBoard (TENSORBOARD_DIR), or a folder under outputDir."""
     rendezvous_backend: RendezvousBackend = "etcd-v2"

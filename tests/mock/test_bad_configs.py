@@ -1503,6 +1503,42 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.evaluate.command: its first item is the program to run, and it is empty"],
     ),
     (
+        "two pytorch jobs in one output folder",
+        both(
+            job(outputDir="runs/exp"),
+            job(
+                "finetune",
+                kind="pytorch",
+                nodeGroup="cpu",
+                script="/app/train.py",
+                outputDir="runs/exp/",
+                after=["train"],
+                command=None,
+            ),
+        ),
+        [
+            "eks-training:jobs.finetune.outputDir: runs/exp overlaps job train's output folder (runs/exp): a pytorch "
+            "job whose folder holds DONE runs nothing",
+            "reads its folder as $(TRAIN_OUTPUT_DIR)",
+        ],
+    ),
+    (
+        "a pytorch job's output folder inside another's",
+        both(
+            job(outputDir="runs/exp"),
+            job(
+                "finetune",
+                kind="pytorch",
+                nodeGroup="cpu",
+                script="/app/train.py",
+                outputDir="runs/exp/finetune",
+                after=["train"],
+                command=None,
+            ),
+        ),
+        ["eks-training:jobs.finetune.outputDir: runs/exp/finetune overlaps job train's output folder (runs/exp)"],
+    ),
+    (
         "after names a job twice",
         job("evaluate", after=["train", "train"]),
         ["eks-training:jobs.evaluate.after[1]: 'train' is given twice; remove this one"],
@@ -1552,6 +1588,15 @@ def test_a_bad_run_id_in_the_environment_is_a_config_error(monkeypatch: pytest.M
 def test_the_unmodified_config_passes() -> None:
     """The control case: the same harness with the unmodified config registers resources."""
     p = run_program("dev", config=base())
+    assert p.error is None and p.registrations
+
+
+def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
+    """The control of the output-folder rule: only two jobs the launcher runs (which skips a folder holding DONE)
+    may not share one; an evaluation writing beside the model it reads is accepted."""
+    cfg = base()
+    both(job(outputDir="runs/exp"), job("evaluate", outputDir="runs/exp"))(cfg)
+    p = run_program("dev", config=cfg)
     assert p.error is None and p.registrations
 
 

@@ -2,12 +2,14 @@
 
 from typing import Mapping
 
+from components.workloads.spec import env_name
 from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location, imported
 from stacks.config.errors import key
 from stacks.config.jobs import (
     JobConfig,
 )
 from stacks.config.rules.sections import Sections, in_existing_vpc, job_path
+from stacks.kinds import KINDS
 
 
 def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
@@ -19,6 +21,7 @@ def check_storage(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str
         return
     check_imported_datasets(s, problems)
     check_dataset_folders(s, jobs, problems)
+    check_output_folders(s, jobs, problems)
     if st.backend != "fsx":
         return
     fsx = st.fsx_settings
@@ -123,4 +126,23 @@ def check_dataset_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: 
             problems.append(
                 f"{key(f'datasets.{name}.path')}: {folder} overlaps {where} ({f}), and staging replaces what is in a "
                 f"dataset's folder; give it a folder of its own (the default is datasets/{name})"
+            )
+
+
+def check_output_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
+    """A job its kind's launcher runs (``takes_script``: pytorch) skips an output folder that holds ``DONE`` and
+    resumes the checkpoints it finds there, so no two such jobs' ``outputDir`` may be, hold or lie inside each
+    other."""
+    given = sorted((j, c.output_dir.strip("/")) for j, c in jobs.items() if c.output_dir and KINDS[c.kind].takes_script)
+    for i, entry in enumerate(given):
+        clash = [(j, f) for j, f in given[:i] if _overlap(entry[1], f)]
+        if clash:
+            a, b = clash[0], entry
+            # named at the job that waits for the other (it would find the other's DONE), else at the later name
+            (name, folder), (other, f) = (a, b) if b[0] in jobs[a[0]].after else (b, a)
+            problems.append(
+                f"{key(f'{job_path(s, name)}.outputDir')}: {folder} overlaps job {other}'s output folder ({f}): a "
+                f"{jobs[name].kind} job whose folder holds DONE runs nothing; give each job a folder of its own (the "
+                f"default is {RUNS_DIR}/<job>-<hash of its definition>); a job after {other} reads its folder as "
+                f"$({env_name(other)})"
             )
