@@ -25,6 +25,7 @@ from components.workloads.identity import SERVICE_ACCOUNT_MOUNT, api_access_volu
 from components.workloads.job_objects import JOB_OBJECTS
 from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
 from components.workloads.toolbox import COLLECT_SCRIPT
+from components.workloads.waits import deadline_seconds
 
 #: Where the collector's ConfigMap is mounted, and its one key.
 CONFIG_DIR = "/etc/benchmark"
@@ -263,7 +264,7 @@ class BenchmarkCollector(pulumi.ComponentResource):
         ready: Sequence[pulumi.Output[str]],
     ) -> k8s.batch.v1.Job:
         """The collector Job, created after every experiment exists and its access is in place (``ready``)."""
-        timeout_s = int(float(args.get("timeout_hours", 25)) * 3600)
+        timeout_s = deadline_seconds(args.get("timeout_hours", 25))
         waits = [e["job_name"] for e in args["experiments"].values()]
         job_name = pulumi.Output.all(args["name"], ready[0], ready[1], config_map.urn, *waits).apply(
             lambda v: str(v[0])

@@ -35,7 +35,13 @@ from components.workloads.spec import (
     WorkerPlacement,
     service_name,
 )
-from components.workloads.waits import await_annotations, await_seconds, await_timeouts, queue_seconds
+from components.workloads.waits import (
+    await_annotations,
+    await_seconds,
+    await_timeouts,
+    deadline_seconds,
+    queue_seconds,
+)
 
 
 def indexed_job(
@@ -63,7 +69,7 @@ def indexed_job(
     fail the Job at once. Stopped pods get the job's ``stop_grace_period_seconds``."""
     rules = _failure_rules(fail_exit_codes, ignore_exit_codes, waits_for_jobs=bool(spec.get("after_jobs")))
     queue = dict(spec.get("queue_labels") or {})
-    timeout_s = int(float(spec.get("timeout_hours", 24)) * 3600)
+    timeout_s = deadline_seconds(spec.get("timeout_hours", 24))
     grace_s = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
     identity = job_identity(parent, name, spec)
     service = _headless_service(name, parent, spec, labels, ports)

@@ -61,6 +61,7 @@ from components.workloads.waits import (
     await_annotations,
     await_seconds,
     await_timeouts,
+    deadline_seconds,
     finished,
     queue_seconds,
 )
@@ -412,7 +413,7 @@ def _shape(name: str, args: MpiJobArgs) -> _Shape:
         labels={**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name},
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only=bool(spec.get("read_only_root_filesystem", False)),
-        timeout_s=int(float(spec.get("timeout_hours", 24)) * 3600),
+        timeout_s=deadline_seconds(spec.get("timeout_hours", 24)),
         backoff_limit=int(args.get("backoff_limit", DEFAULT_MAX_RESTARTS)),
         queue=dict(spec.get("queue_labels") or {}),
     )

@@ -56,6 +56,12 @@ def await_seconds(deadline_s: int, *, queue_s: int = 0, grace_s: int = KUBERNETE
     return int(queue_s) + int(deadline_s) + int(grace_s) + FAILURE_REPORT_S
 
 
+def deadline_seconds(hours: float) -> int:
+    """A job's ``timeoutHours`` as whole seconds (``activeDeadlineSeconds``), at least 1: a fraction of a second
+    rounded to 0, which the Job controller reads as a deadline already past (the job failed at once)."""
+    return max(1, int(float(hours) * 3600))
+
+
 def queue_seconds(queued: bool, queue_timeout_hours: Optional[float]) -> int:
     """The time a job may queue: none for a job Kueue does not queue."""
     if not queued:

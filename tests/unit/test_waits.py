@@ -11,6 +11,7 @@ from components.workloads.waits import (
     await_annotations,
     await_seconds,
     await_timeouts,
+    deadline_seconds,
     queue_seconds,
 )
 from stacks.box.awaits import PROVIDER_DEFAULT_TIMEOUT_S, asks_provider, await_timeout_s, go_duration_s
@@ -91,3 +92,9 @@ def test_the_provider_decides_for_jobs_and_waitfor_objects_only() -> None:
     )
     assert not asks_provider({"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {}})
     assert not asks_provider({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}})
+
+
+def test_a_deadline_is_whole_seconds_and_never_zero() -> None:
+    """timeoutHours to activeDeadlineSeconds: whole seconds, and 1 at least (a fraction of a second made 0, a
+    deadline already past)."""
+    assert [deadline_seconds(h) for h in (24, 0.003, 0.0001, 1 / 7200)] == [86400, 10, 1, 1]
