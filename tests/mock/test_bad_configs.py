@@ -81,6 +81,12 @@ def nulled(field: str, name: str = "train") -> Callable[[dict[str, Any]], None]:
     return apply
 
 
+def finetune_in(folder: str) -> Callable[[dict[str, Any]], None]:
+    """The training job's output in runs/exp, and a second pytorch job after it whose outputDir is ``folder``."""
+    second = {"kind": "pytorch", "script": "/app/train.py", "outputDir": folder, "after": ["train"], "command": None}
+    return both(job(outputDir="runs/exp"), job("finetune", nodeGroup="cpu", **second))
+
+
 def drop(key: str) -> Callable[[dict[str, Any]], None]:
     def apply(cfg: dict[str, Any]) -> None:
         cfg.pop(f"{PROJECT}:{key}", None)
@@ -1504,18 +1510,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     (
         "two pytorch jobs in one output folder",
-        both(
-            job(outputDir="runs/exp"),
-            job(
-                "finetune",
-                kind="pytorch",
-                nodeGroup="cpu",
-                script="/app/train.py",
-                outputDir="runs/exp/",
-                after=["train"],
-                command=None,
-            ),
-        ),
+        finetune_in("runs/exp/"),
         [
             "eks-training:jobs.finetune.outputDir: runs/exp overlaps job train's output folder (runs/exp): a pytorch "
             "job whose folder holds DONE runs nothing",
@@ -1524,18 +1519,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     (
         "a pytorch job's output folder inside another's",
-        both(
-            job(outputDir="runs/exp"),
-            job(
-                "finetune",
-                kind="pytorch",
-                nodeGroup="cpu",
-                script="/app/train.py",
-                outputDir="runs/exp/finetune",
-                after=["train"],
-                command=None,
-            ),
-        ),
+        finetune_in("runs/exp/finetune"),
         ["eks-training:jobs.finetune.outputDir: runs/exp/finetune overlaps job train's output folder (runs/exp)"],
     ),
     (
