@@ -57,6 +57,11 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
 
 
+#: The settings whose value may be a secret (the AWS provider's static credentials, which the program does not read
+#: beyond noting that they are set): any other secret is a setting this command must read.
+SECRET_SETTINGS = ("aws:accessKey", "aws:secretKey", "aws:token")
+
+
 class _StackFileLoader(LOADER):
     """A stack file as Pulumi reads it (Go's gopkg.in/yaml.v3, YAML 1.2): only true/false are booleans (YAML 1.1's
     yes/no/on/off and dates stay strings, so ``waitForCompletion: yes`` is the string the program refuses, here as
@@ -166,7 +171,26 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
             f"{path}: config: must be a mapping of <namespace>:<key>: value (e.g. `aws:region: us-east-1`), not "
             f"{type(config).__name__} {config!r:.60}"
         )
+    found = [w for k, v in (config or {}).items() if k not in SECRET_SETTINGS for w in secret_paths(v, str(k))]
+    if found:
+        raise StackFileError(
+            f"{path}: {', '.join(found)}: a secret (pulumi config set --secret), which only `pulumi up` and "
+            "`pulumi preview` decrypt, so this command cannot read it; the setting holds nothing secret: set it as "
+            "plain text (pulumi config set without --secret)"
+        )
     return path, {**project_config(path.parent / "Pulumi.yaml"), **(config or {})}
+
+
+def secret_paths(value: Any, where: str) -> list[str]:
+    """Where ``value`` (a setting's value at ``where``) holds a secret: Pulumi writes one as ``{secure: <cipher>}``,
+    at the top of a setting or inside it (``pulumi config set --secret --path``)."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"} and isinstance(value["secure"], str):
+            return [where]
+        return [p for k, v in value.items() for p in secret_paths(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in secret_paths(v, f"{where}[{i}]")]
+    return []
 
 
 class StackLoadError(Exception):

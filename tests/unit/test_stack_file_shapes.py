@@ -1,8 +1,8 @@
 """A stack file that is not what Pulumi reads stops the command-line tools with one message and exit 2 (no
 traceback): YAML that is not a mapping, ``config:`` that is not one, a key given twice (Pulumi refuses it; PyYAML would
 keep the last), YAML 1.1 booleans (``yes``: a string to Pulumi's YAML 1.2 reader, so the tools must not read it as
-true), a top-level key Pulumi does not read (a setting outside ``config:``, a misspelt key), and a file without
-``config:`` (no ``aws:region``, as ``pulumi up`` would say)."""
+true), a top-level key Pulumi does not read (a setting outside ``config:``, a misspelt key), a secret the tools cannot
+decrypt, and a file without ``config:`` (no ``aws:region``, as ``pulumi up`` would say)."""
 
 from contextlib import redirect_stderr, redirect_stdout
 from io import StringIO
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from stacks.plan.report import main as plan_main
-from stacks.stackfile import load_stack_yaml
+from stacks.stackfile import load_stack_yaml, read_stack_config
 
 GROUP = "  eks-training:nodeGroups:\n    cpu: {instanceTypes: [m5.xlarge], minSize: 0, desiredSize: 1, maxSize: 2}\n"
 
@@ -40,6 +40,12 @@ CASES = [
         "a setting outside config",
         "config:\n  aws:region: us-east-1\neks-training:nodeGroups:\n  cpu: {instanceTypes: [m5.xlarge]}\n",
         "eks-training:nodeGroups is at the top level, where Pulumi reads no setting: indent it under config:",
+    ),
+    (
+        "a secret the command must read",
+        "config:\n  aws:region: us-east-1\n" + GROUP + "  eks-training:tags:\n    team:\n      secure: v1:abc\n",
+        "eks-training:tags.team: a secret (pulumi config set --secret), which only `pulumi up` and `pulumi preview` "
+        "decrypt, so this command cannot read it",
     ),
     (
         "config misspelt",
@@ -72,3 +78,11 @@ def test_a_merge_key_gives_its_mapping_defaults() -> None:
     key given twice)."""
     data = load_stack_yaml("a: &g {x: 1, y: 2}\nb:\n  <<: *g\n  y: 3\n")
     assert data == {"a": {"x": 1, "y": 2}, "b": {"x": 1, "y": 3}}
+
+
+def test_the_aws_providers_static_keys_may_be_secrets(tmp_path: Path) -> None:
+    """The control of the secret refusal: aws:secretKey as a secret is read (the program only notes that it is set)."""
+    path = tmp_path / "Pulumi.mine.yaml"
+    path.write_text("config:\n  aws:region: us-east-1\n  aws:secretKey:\n    secure: v1:abc\n" + GROUP)
+    _, config = read_stack_config("mine", path)
+    assert config["aws:secretKey"] == {"secure": "v1:abc"}
