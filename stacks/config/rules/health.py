@@ -28,7 +28,13 @@ def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceTyp
     slowest = min(types, key=lambda t: t.network_gbps)
     procs = job.processes_per_node or max(1, slowest.gpus)
     threshold = h.min_bus_bandwidth_gbytes_per_s
-    if threshold is not None:
+    if job.nodes * procs < 2 and (threshold is not None or h.enforce):
+        problems.append(
+            f"{key(hkey)}: the check runs one process, whose all-reduce moves no data (its bus bandwidth is 0 by "
+            "definition), so it can never reach a threshold; remove enforce and minBusBandwidthGBps, or run the job "
+            "on 2 or more nodes or processes"
+        )
+    elif threshold is not None:
         ceiling = allreduce_busbw_ceiling(slowest, job.nodes, procs)
         if threshold > ceiling:
             problems.append(
