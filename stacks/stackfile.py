@@ -49,11 +49,9 @@ def stack_file_for(stack: str) -> Path:
     )
 
 
-#: YAML's merge key (``<<: *anchor``), which Go's gopkg.in/yaml.v3 expands as PyYAML does
-#: (https://yaml.org/type/merge.html).
-MERGE_TAG = "tag:yaml.org,2002:merge"
 #: The top-level keys of a stack file Pulumi reads (``ProjectStack`` in pulumi/pulumi
-#: sdk/go/common/workspace/project.go); any other is never passed to the program.
+#: sdk/go/common/workspace/project.go). Pulumi ignores any other without a word, so the program never sees it: the
+#: command-line tools refuse it.
 STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
 
 
@@ -78,22 +76,40 @@ class _StackFileLoader(LOADER):
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == MERGE_TAG:  # `<<: *anchor`: its keys are the defaults of this mapping's own
+    def get_single_node(self) -> Any:
+        """The document as written, its mappings' keys checked before any merge (``<<``) is expanded, as yaml.v3
+        checks them: a key written twice, ``<<`` included, is an error; a key a merge also brings is the mapping's
+        own (https://yaml.org/type/merge.html)."""
+        node = super().get_single_node()
+        todo, seen_nodes = [node], set()
+        while todo:
+            current = todo.pop()
+            if current is None or id(current) in seen_nodes or isinstance(current, yaml.ScalarNode):
                 continue
-            name = self.construct_object(key_node, deep=deep)
-            if name in seen:
-                raise yaml.constructor.ConstructorError(
-                    f"while reading a mapping (line {node.start_mark.line + 1})",
-                    node.start_mark,
-                    f"the key {name!r} is given twice (first on line {seen[name].line + 1}); Pulumi refuses "
-                    "the file: merge the two entries into one",
-                    key_node.start_mark,
-                )
-            seen[name] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
+            seen_nodes.add(id(current))
+            if isinstance(current, yaml.MappingNode):
+                _unique_keys(current)
+                todo += [n for pair in current.value for n in pair]
+            else:
+                todo += current.value
+        return node
+
+
+def _unique_keys(node: yaml.MappingNode) -> None:
+    seen: dict[tuple[str, str], Any] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            continue
+        name = (key_node.tag, key_node.value)
+        if name in seen:
+            raise yaml.composer.ComposerError(
+                f"while reading a mapping (line {node.start_mark.line + 1})",
+                node.start_mark,
+                f"the key {key_node.value!r} is given twice (first on line {seen[name].line + 1}); Pulumi refuses "
+                "the file: merge the two entries into one",
+                key_node.start_mark,
+            )
+        seen[name] = key_node.start_mark
 
 
 _StackFileLoader.add_implicit_resolver(
@@ -107,7 +123,7 @@ def unknown_top_level(keys: list[str]) -> str:
     if settings:
         return (
             f"{', '.join(settings)} {'is' if len(settings) == 1 else 'are'} at the top level, where Pulumi reads no "
-            "setting: indent it under config:"
+            f"setting: indent {'it' if len(settings) == 1 else 'them'} under config:"
         )
     near = {k: difflib.get_close_matches(k, STACK_FILE_KEYS, n=1, cutoff=0.6) for k in keys}
     hints = [f"{k} (did you mean {near[k][0]}?)" if near[k] else k for k in keys]

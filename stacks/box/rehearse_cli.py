@@ -116,7 +116,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         print(
             f"error: stack {args.stack} is jobs-only (cluster.stackReference: {cluster_stack}): its jobs run on the "
             "queues of another stack's cluster, which the box does not have; rehearse that stack (its queues and its "
-            "own jobs), and check this one with python -m stacks plan",
+            f"own jobs) with python -m stacks rehearse --stack {cluster_stack.rsplit('/', 1)[-1]}, and check this one "
+            "with python -m stacks plan",
             file=sys.stderr,
         )
         return 2

@@ -151,7 +151,9 @@ AmiRelease = Annotated[Optional[str], AfterValidator(_ami_release)]
 
 def _object_not_null(value: Any) -> Any:
     if value is None:
-        raise ValueError("null (an empty value) is not an object; write {} for its defaults, or remove the key")
+        raise ValueError(
+            "null (an empty value) is not an object; write {} to set it with its defaults, or remove the key"
+        )
     return value
 
 

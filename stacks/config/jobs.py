@@ -5,6 +5,7 @@ where it runs and what each pod requests (GPUs, EFA, huge pages, ``/dev/shm``, t
 NCCL/libfabric environment) comes from the plan of its node group, never from the job.
 """
 
+import json
 import re
 from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
@@ -397,8 +398,8 @@ class JobConfig(Model):
     def _tensorboard_type(cls, v: Any) -> Any:
         if not isinstance(v, (bool, str)):
             raise ValueError(
-                f"{v!r} is neither true, false nor a folder; write true (event files in <output>/tensorboard), "
-                "false, or a folder relative to the job's output folder"
+                f"{json.dumps(v)} is neither true, false nor a folder; write true (event files in "
+                "<output>/tensorboard), false, or a folder relative to the job's output folder"
             )
         return v
 

@@ -182,10 +182,15 @@ def all_config() -> dict[str, Any]:
     return merged
 
 
+#: An object section with nothing after its key (Pulumi passes ``""``; inside an object, JSON null).
+EMPTY_OBJECT = "null (an empty value): give its keys, or remove it"
+
+
 def as_passed(value: Any) -> str:
-    """A setting's value as Pulumi passes it to a program: a string as it is, anything else (objects, lists,
-    numbers, booleans, null) as JSON."""
-    return value if isinstance(value, str) else json.dumps(value)
+    """A setting's value as Pulumi passes it to a program: a string as it is, a key with nothing after it (null) as
+    ``""`` (Pulumi warns that the value is empty, sdk/go/common/workspace/loaders.go), anything else (objects, lists,
+    numbers, booleans) as JSON."""
+    return "" if value is None else value if isinstance(value, str) else json.dumps(value)
 
 
 def setting(config: Mapping[str, Any], full_key: str) -> Optional[str]:
@@ -403,7 +408,7 @@ class _Parser:
                     self.failed.add(near[0])  # the section meant is unread: the rules that name its entries stay quiet
                 continue
             if kind is str:
-                if value.strip() in ("", "null"):
+                if not value.strip():
                     self.problems.append(
                         f"{key(k)}: empty (null or ''); give it a value, or remove the key for the default"
                     )
@@ -416,8 +421,8 @@ class _Parser:
             except json.JSONDecodeError:
                 obj = value
             if not isinstance(obj, dict):
-                what = {type(None): "null (an empty value): give its keys, or remove it", list: f"a list {obj!r}"}.get(
-                    type(obj), repr(obj) if isinstance(obj, str) else type(obj).__name__
+                what = {type(None): EMPTY_OBJECT, list: f"a list {obj!r}"}.get(
+                    type(obj), (repr(obj) if obj else EMPTY_OBJECT) if isinstance(obj, str) else type(obj).__name__
                 )
                 self.problems.append(f"{key(k)}: must be an object (a YAML mapping), got {what}")
                 self.failed.add(k)

@@ -1485,7 +1485,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     (
         "health check left empty",
         nulled("healthCheck"),
-        ["eks-training:jobs.train.healthCheck: null (an empty value) is not an object; write {} for its defaults"],
+        [
+            "eks-training:jobs.train.healthCheck: null (an empty value) is not an object; write {} to set it with its "
+            "defaults"
+        ],
     ),
     (
         "node repair left empty",
@@ -1512,15 +1515,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "two pytorch jobs in one output folder",
         finetune_in("runs/exp/"),
         [
-            "eks-training:jobs.finetune.outputDir: runs/exp overlaps job train's output folder (runs/exp): a pytorch "
+            "eks-training:jobs.finetune.outputDir: runs/exp is also job train's output folder: a pytorch "
             "job whose folder holds DONE runs nothing",
             "reads its folder as $(TRAIN_OUTPUT_DIR)",
         ],
     ),
     (
-        "a pytorch job's output folder inside another's",
-        finetune_in("runs/exp/finetune"),
-        ["eks-training:jobs.finetune.outputDir: runs/exp/finetune overlaps job train's output folder (runs/exp)"],
+        "two pytorch jobs in one output folder, written otherwise",
+        finetune_in("./runs//exp"),
+        ["eks-training:jobs.finetune.outputDir: runs/exp is also job train's output folder"],
     ),
     (
         "an enforced health check of one process",
@@ -1585,6 +1588,11 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
     may not share one; an evaluation writing beside the model it reads is accepted."""
     cfg = base()
     both(job(outputDir="runs/exp"), job("evaluate", outputDir="runs/exp"))(cfg)
+    p = run_program("dev", config=cfg)
+    assert p.error is None and p.registrations
+    # a pytorch job's folder inside another's: DONE and the checkpoints are read at a folder's top only
+    cfg = base()
+    finetune_in("runs/exp/finetune")(cfg)
     p = run_program("dev", config=cfg)
     assert p.error is None and p.registrations
 

@@ -275,4 +275,4 @@ def test_an_object_key_left_empty_is_refused_not_read_as_absent(model: type[Base
     with pytest.raises(ValidationError) as caught:
         model.model_validate({key: None})
     mine = [e for e in caught.value.errors() if e["loc"] == (key,)]
-    assert mine and "write {} for its defaults, or remove the key" in str(mine[0]["ctx"]["error"]), mine
+    assert mine and "write {} to set it with its defaults, or remove the key" in str(mine[0]["ctx"]["error"]), mine

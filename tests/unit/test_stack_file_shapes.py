@@ -9,6 +9,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+import yaml
 
 from stacks.plan.report import main as plan_main
 from stacks.stackfile import load_stack_yaml, read_stack_config
@@ -78,6 +79,15 @@ def test_a_merge_key_gives_its_mapping_defaults() -> None:
     key given twice)."""
     data = load_stack_yaml("a: &g {x: 1, y: 2}\nb:\n  <<: *g\n  y: 3\n")
     assert data == {"a": {"x": 1, "y": 2}, "b": {"x": 1, "y": 3}}
+    # a merged mapping that merges another, read after the mapping that merges it: still no key given twice
+    nested = load_stack_yaml("c: &c {A: 1}\nj:\n  env: &e {<<: *c, TEAM: nlp}\nt: {<<: *e}\n")
+    assert nested["t"] == {"A": 1, "TEAM": "nlp"}
+
+
+def test_a_merge_key_written_twice_is_refused() -> None:
+    """yaml.v3 counts ``<<`` as a key like any other: twice in one mapping is an error."""
+    with pytest.raises(yaml.YAMLError, match="the key '<<' is given twice"):
+        load_stack_yaml("a: &g {x: 1}\nb: {<<: *g, <<: *g}\n")
 
 
 def test_the_aws_providers_static_keys_may_be_secrets(tmp_path: Path) -> None:

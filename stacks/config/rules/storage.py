@@ -1,5 +1,6 @@
 """Rules on the shared file system: where FSx lives, a kept file system, datasets imported from S3."""
 
+import posixpath
 from typing import Mapping
 
 from components.workloads.spec import env_name
@@ -131,17 +132,20 @@ def check_dataset_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: 
 
 def check_output_folders(s: Sections, jobs: Mapping[str, JobConfig], problems: list[str]) -> None:
     """A job its kind's launcher runs (``takes_script``: pytorch) skips an output folder that holds ``DONE`` and
-    resumes the checkpoints it finds there, so no two such jobs' ``outputDir`` may be, hold or lie inside each
-    other."""
-    given = sorted((j, c.output_dir.strip("/")) for j, c in jobs.items() if c.output_dir and KINDS[c.kind].takes_script)
+    resumes the checkpoints it finds there, so no two such jobs share an ``outputDir`` (written alike or not)."""
+    given = sorted(
+        (j, posixpath.normpath(c.output_dir.strip("/")))
+        for j, c in jobs.items()
+        if c.output_dir and KINDS[c.kind].takes_script
+    )
     for i, entry in enumerate(given):
-        clash = [(j, f) for j, f in given[:i] if _overlap(entry[1], f)]
+        clash = [(j, f) for j, f in given[:i] if f == entry[1]]
         if clash:
             a, b = clash[0], entry
             # named at the job that waits for the other (it would find the other's DONE), else at the later name
             (name, folder), (other, f) = (a, b) if b[0] in jobs[a[0]].after else (b, a)
             problems.append(
-                f"{key(f'{job_path(s, name)}.outputDir')}: {folder} overlaps job {other}'s output folder ({f}): a "
+                f"{key(f'{job_path(s, name)}.outputDir')}: {folder} is also job {other}'s output folder: a "
                 f"{jobs[name].kind} job whose folder holds DONE runs nothing; give each job a folder of its own (the "
                 f"default is {RUNS_DIR}/<job>-<hash of its definition>); a job after {other} reads its folder as "
                 f"$({env_name(other)})"
