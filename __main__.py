@@ -4,6 +4,8 @@ training environment and launch the workloads. Nothing is registered until the c
 A jobs-only stack (``cluster.stackReference``) registers only its jobs, on its team's queue of the cluster another
 stack made (:mod:`stacks.jobs_only`)."""
 
+from pathlib import Path
+
 import pulumi
 
 from stacks.config import ConfigError, all_config, load_config
@@ -15,9 +17,12 @@ from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
 from stacks.preflight import check
 from stacks.preflight.cluster import running_cluster
+from stacks.stackfile import stray_top_level_keys
 from stacks.workloads import build_workloads
 
 settings = all_config()
+if stray := stray_top_level_keys(Path.cwd(), pulumi.get_stack()):
+    raise ConfigError(stray)  # keys Pulumi ignores in the stack file: nothing registered
 config = load_config(pulumi.get_project(), pulumi.get_stack(), settings)  # ConfigError: nothing registered
 plan = build_plan(config)
 if topology_problems := topology_region_problems(plan, config.region):

@@ -1,4 +1,5 @@
-"""Reading a stack's ``Pulumi.<stack>.yaml`` outside of ``pulumi up`` (the command-line tools)."""
+"""Reading a stack's ``Pulumi.<stack>.yaml``: the command-line tools read its settings; under ``pulumi up`` the program
+checks only the top-level keys Pulumi would ignore."""
 
 import difflib
 import re
@@ -115,6 +116,18 @@ def _unique_keys(node: yaml.MappingNode) -> None:
 _StackFileLoader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+
+
+def stray_top_level_keys(folder: Path, stack: str) -> list[str]:
+    """Under ``pulumi up``: the problem of ``Pulumi.<stack>.yaml``'s top-level keys that Pulumi ignores, so the
+    program would never see them (none when the file is not in ``folder`` or Pulumi itself refuses it)."""
+    path = folder / f"Pulumi.{stack}.yaml"
+    try:
+        data = load_stack_yaml(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return []
+    unknown = [str(k) for k in data if k not in STACK_FILE_KEYS] if isinstance(data, dict) else []
+    return [f"{path.name}: {unknown_top_level(unknown)}"] if unknown else []
 
 
 def unknown_top_level(keys: list[str]) -> str:

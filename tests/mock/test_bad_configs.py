@@ -1718,3 +1718,21 @@ def test_the_list_a_refusal_suggests_is_taken(field: str) -> None:
     assert all(f"'{word}'" in problem for word in ("3", "1e-4", "08"))
     cfg[f"{PROJECT}:jobs"]["fit"][field] = suggested
     load_config(PROJECT, "dev", cfg, project_dir=REPO)
+
+
+def test_pulumi_up_refuses_a_setting_written_outside_config(tmp_path: Path) -> None:
+    """Pulumi ignores a stack file's top-level keys other than its own five, so ``eks-training:jobs`` written at the
+    top level would never reach the program: the program reads the file's keys itself and refuses it, before any
+    resource (the control: the same file with the setting under config: passes)."""
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    (tmp_path / "training").symlink_to(REPO / "training")
+    stray = {"config": {"aws:region": "us-east-1"}, "eks-training:jobs": {"train": {}}}
+    (tmp_path / "Pulumi.mine.yaml").write_text(yaml.safe_dump(stray))
+    p = run_program("mine", config=base(), project_dir=tmp_path, expect_error=True)
+    assert isinstance(p.error, ConfigError) and p.registrations == []
+    assert p.error.problems == [
+        "Pulumi.mine.yaml: eks-training:jobs is at the top level, where Pulumi reads no setting: indent it under "
+        "config:"
+    ]
+    (tmp_path / "Pulumi.mine.yaml").write_text(yaml.safe_dump({"config": {"aws:region": "us-east-1"}}))
+    assert run_program("mine", config=base(), project_dir=tmp_path).error is None
