@@ -21,7 +21,7 @@ from stacks.stackfile import stray_top_level_keys
 from stacks.workloads import build_workloads
 
 settings = all_config()
-if stray := stray_top_level_keys(Path.cwd(), pulumi.get_stack()):
+if stray := stray_top_level_keys(Path(pulumi.get_root_directory() or Path.cwd()), pulumi.get_stack(), settings):
     raise ConfigError(stray)  # keys Pulumi ignores in the stack file: nothing registered
 config = load_config(pulumi.get_project(), pulumi.get_stack(), settings)  # ConfigError: nothing registered
 plan = build_plan(config)

@@ -541,6 +541,7 @@ def evaluate(
         mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger, organization=ORGANIZATION
     )
     settings = pulumi.runtime.settings.SETTINGS
+    settings.root_directory = str(project_dir)  # the folder of Pulumi.yaml, as the language host passes it
     settings.rpc_manager.clear()
     settings.outputs.clear()
 

@@ -4,7 +4,7 @@ checks only the top-level keys Pulumi would ignore."""
 import difflib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import yaml
 
@@ -58,7 +58,7 @@ STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "
 
 #: The settings whose value may be a secret (the AWS provider's static credentials, which the program does not read
 #: beyond noting that they are set): any other secret is a setting this command must read.
-SECRET_SETTINGS = ("aws:accessKey", "aws:secretKey", "aws:token")
+SECRET_SETTINGS = ("aws:accessKey", "aws:secretKey", "aws:token", "aws:assumeRoleWithWebIdentity")
 
 
 class _StackFileLoader(LOADER):
@@ -97,11 +97,11 @@ class _StackFileLoader(LOADER):
 
 
 def _unique_keys(node: yaml.MappingNode) -> None:
-    seen: dict[tuple[str, str], Any] = {}
+    seen: dict[str, Any] = {}
     for key_node, _ in node.value:
         if not isinstance(key_node, yaml.ScalarNode):
             continue
-        name = (key_node.tag, key_node.value)
+        name = key_node.value  # yaml.v3 compares a key's text, not its type: `1` and "1" are one key
         if name in seen:
             raise yaml.composer.ComposerError(
                 f"while reading a mapping (line {node.start_mark.line + 1})",
@@ -118,15 +118,21 @@ _StackFileLoader.add_implicit_resolver(
 )
 
 
-def stray_top_level_keys(folder: Path, stack: str) -> list[str]:
-    """Under ``pulumi up``: the problem of ``Pulumi.<stack>.yaml``'s top-level keys that Pulumi ignores, so the
-    program would never see them (none when the file is not in ``folder`` or Pulumi itself refuses it)."""
-    path = folder / f"Pulumi.{stack}.yaml"
+def stray_top_level_keys(project_dir: Path, stack: str, settings: Mapping[str, Any]) -> list[str]:
+    """Under ``pulumi up``: the problem of the stack file's top-level keys that Pulumi ignores, so the program would
+    never see them. The file is ``Pulumi.<stack>.yaml`` in the project's ``stackConfigDir`` (default its folder,
+    pulumi/pulumi sdk/go/common/workspace/paths.go); none when it is not there, when Pulumi itself refuses it, or when
+    its settings are not the ones Pulumi passed (``--config-file``, a stack whose settings live in Pulumi Cloud)."""
     try:
+        project = load_yaml((project_dir / "Pulumi.yaml").read_text())
+        config_dir = project.get("stackConfigDir") if isinstance(project, dict) else None
+        path = project_dir / (config_dir if isinstance(config_dir, str) else "") / f"Pulumi.{stack}.yaml"
         data = load_stack_yaml(path.read_text())
     except (OSError, yaml.YAMLError):
         return []
-    unknown = [str(k) for k in data if k not in STACK_FILE_KEYS] if isinstance(data, dict) else []
+    if not isinstance(data, dict) or not set(data.get("config") or {}) <= set(settings):
+        return []
+    unknown = [str(k) for k in data if k not in STACK_FILE_KEYS]
     return [f"{path.name}: {unknown_top_level(unknown)}"] if unknown else []
 
 

@@ -1736,3 +1736,12 @@ def test_pulumi_up_refuses_a_setting_written_outside_config(tmp_path: Path) -> N
     ]
     (tmp_path / "Pulumi.mine.yaml").write_text(yaml.safe_dump({"config": {"aws:region": "us-east-1"}}))
     assert run_program("mine", config=base(), project_dir=tmp_path).error is None
+    # not the file Pulumi read (--config-file, settings in Pulumi Cloud): its settings are not the ones passed
+    (tmp_path / "Pulumi.mine.yaml").write_text(yaml.safe_dump({**stray, "config": {"aws:profile": "other"}}))
+    assert run_program("mine", config=base(), project_dir=tmp_path).error is None
+    # the project's stackConfigDir holds the stack file
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text() + "stackConfigDir: settings\n")
+    (tmp_path / "settings").mkdir()
+    (tmp_path / "settings" / "Pulumi.mine.yaml").write_text(yaml.safe_dump(stray))
+    p = run_program("mine", config=base(), project_dir=tmp_path, expect_error=True)
+    assert isinstance(p.error, ConfigError) and p.error.problems[0].startswith("Pulumi.mine.yaml: eks-training:jobs")

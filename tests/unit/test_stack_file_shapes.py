@@ -88,6 +88,9 @@ def test_a_merge_key_written_twice_is_refused() -> None:
     """yaml.v3 counts ``<<`` as a key like any other: twice in one mapping is an error."""
     with pytest.raises(yaml.YAMLError, match="the key '<<' is given twice"):
         load_stack_yaml("a: &g {x: 1}\nb: {<<: *g, <<: *g}\n")
+    # yaml.v3 compares a key's text: 1 and "1" are one key written twice
+    with pytest.raises(yaml.YAMLError, match="the key '1' is given twice"):
+        load_stack_yaml('1: a\n"1": b\n')
 
 
 def test_the_aws_providers_static_keys_may_be_secrets(tmp_path: Path) -> None:
