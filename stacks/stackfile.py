@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 import yaml
 
+from components.image.aws_settings import STATIC_KEYS, WEB_IDENTITY_KEY
 from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.yaml_text import LOADER, load_yaml
 
@@ -56,9 +57,9 @@ def stack_file_for(stack: str) -> Path:
 STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
 
 
-#: The settings whose value may be a secret (the AWS provider's static credentials, which the program does not read
-#: beyond noting that they are set): any other secret is a setting this command must read.
-SECRET_SETTINGS = ("aws:accessKey", "aws:secretKey", "aws:token", "aws:assumeRoleWithWebIdentity")
+#: The settings whose value may be a secret: the AWS provider's credentials, which the program only notes as set
+#: (:func:`components.image.aws_settings.aws_settings_from_config`); any other secret is a setting the tools read.
+SECRET_SETTINGS = tuple(f"aws:{k}" for k in (*STATIC_KEYS, WEB_IDENTITY_KEY))
 
 
 class _StackFileLoader(LOADER):
@@ -132,12 +133,16 @@ def stray_top_level_keys(project_dir: Path, stack: str, settings: Mapping[str, A
         return []
     if not isinstance(data, dict) or not set(data.get("config") or {}) <= set(settings):
         return []
-    unknown = [str(k) for k in data if k not in STACK_FILE_KEYS]
-    return [f"{path.name}: {unknown_top_level(unknown)}"] if unknown else []
+    problem = top_level_problem(data)
+    return [f"{path.name}: {problem}"] if problem else []
 
 
-def unknown_top_level(keys: list[str]) -> str:
-    """The problem of top-level keys Pulumi does not read: a setting written outside ``config:``, or a misspelt key."""
+def top_level_problem(data: Mapping[Any, Any]) -> Optional[str]:
+    """The problem of a stack file's top-level keys that Pulumi does not read (a setting written outside ``config:``,
+    or a misspelt key), if any."""
+    keys = [str(k) for k in data if k not in STACK_FILE_KEYS]
+    if not keys:
+        return None
     settings = [k for k in keys if ":" in k]
     if settings:
         return (
@@ -198,8 +203,8 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
             f"{path}: a stack file is a YAML mapping (config: with <namespace>:<key> entries), not "
             f"{type(data).__name__} {data!r:.60}; write `config:` and the stack's keys under it"
         )
-    if unknown := [str(k) for k in (data or {}) if k not in STACK_FILE_KEYS]:
-        raise StackFileError(f"{path}: {unknown_top_level(unknown)}")
+    if problem := top_level_problem(data or {}):
+        raise StackFileError(f"{path}: {problem}")
     config = (data or {}).get("config")
     if config is not None and not isinstance(config, dict):
         raise StackFileError(

@@ -17,6 +17,10 @@ from typing import Any, Callable, Mapping, Optional, Sequence, TypedDict
 
 from typing_extensions import NotRequired
 
+#: The AWS provider's static credentials, which the build does not receive (``aws:<key>``; only noted when set).
+STATIC_KEYS = ("accessKey", "secretKey", "token")
+#: The web-identity role the provider may assume, which the build does not follow.
+WEB_IDENTITY_KEY = "assumeRoleWithWebIdentity"
 #: STS DurationSeconds bounds (source key ``sts-assume-role``).
 MIN_DURATION_SECONDS = 900
 MAX_DURATION_SECONDS = 43200
@@ -175,14 +179,14 @@ def aws_settings_from_config(get: Callable[[str], Optional[str]]) -> tuple[AwsSe
                     roles.append(role)
             if roles:
                 settings["assume_roles"] = roles
-    for key in ("accessKey", "secretKey", "token"):
+    for key in STATIC_KEYS:
         if get(key):
             warnings.append(
                 f"aws:{key} is set: the image build does not receive static keys from the stack (they would be stored "
                 "as build inputs); it uses the credentials of the environment (AWS_ACCESS_KEY_ID..., AWS_PROFILE). "
                 "Make them the same account, or use aws:profile"
             )
-    if get("assumeRoleWithWebIdentity"):
+    if get(WEB_IDENTITY_KEY):
         warnings.append(
             "aws:assumeRoleWithWebIdentity is set: the image build does not follow it and uses the credentials of the "
             "environment (AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE work there); make them the same account"
