@@ -19,6 +19,9 @@ COMMON_LABELS: Mapping[str, str] = {
     "app.kubernetes.io/managed-by": "pulumi",
     "app.kubernetes.io/part-of": "eks-training",
 }
+#: The annotation that names a pulumi-kubernetes Patch resource's server-side apply field manager (else random):
+#: https://www.pulumi.com/registry/packages/kubernetes/how-to-guides/managing-resources-with-server-side-apply/
+PATCH_FIELD_MANAGER = "pulumi.com/patchFieldManager"
 #: Pods cluster-autoscaler must not evict to consolidate nodes (training, etcd).
 NO_EVICT: Mapping[str, str] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 #: What an MPIJob's launcher (``mpirun``, on the system nodes) requests: read by the MPIJob and by the plan, which

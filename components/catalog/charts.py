@@ -171,8 +171,9 @@ class ReleaseManifest:
     version: str
     source: str
     """Key of :data:`components.catalog.sources.SOURCES`."""
-    workloads: bool = False
-    """The manifest runs a controller (a Deployment Pulumi waits to be available), not only definitions (CRDs)."""
+    controller: Optional[tuple[str, str]] = None
+    """The namespace and name of the controller's Deployment the manifest runs (its nodes are set by a patch);
+    ``None``: the manifest only defines (CRDs)."""
 
 
 #: The first Kueue release whose scheduler's second pass (topology assignment after the ProvisioningRequest admission
@@ -189,12 +190,13 @@ KUEUE_SECOND_PASS_FIX = (0, 17, 3)
 #: Release manifests by key.
 MANIFESTS: Mapping[str, ReleaseManifest] = {
     # The Kubeflow MPI Operator (MPIJob kubeflow.org/v2beta1) has no official Helm chart; its README
-    # installs this manifest (a CRD, RBAC and the operator Deployment with image mpioperator/mpi-operator:0.8.0).
+    # installs this manifest (a CRD, RBAC and the operator Deployment with image mpioperator/mpi-operator:0.8.0,
+    # no node selector).
     "mpi-operator": ReleaseManifest(
         url="https://raw.githubusercontent.com/kubeflow/mpi-operator/v0.8.0/deploy/v2beta1/mpi-operator.yaml",
         version="v0.8.0",
         source="mpi-operator",
-        workloads=True,
+        controller=("mpi-operator", "mpi-operator"),
     ),
     # The ProvisioningRequest CRD (autoscaling.x-k8s.io/v1) the cluster autoscaler reads with
     # --enable-provisioning-requests and Kueue's ProvisioningRequest admission check writes: no chart installs it

@@ -84,6 +84,13 @@ CREATION: Mapping[str, Duration] = {
         sources=("pulumi-kubernetes-deployment-await",),
         estimate="no public figure for the time; the source says what is waited for",
     ),
+    "kubernetes:apps/v1:DeploymentPatch": Duration(
+        minutes=0.5,
+        what="a Deployment's patch until the rollout it starts is available (the MPI Operator moved to the system "
+        "nodes)",
+        sources=("pulumi-kubernetes-deployment-await",),
+        estimate="as a Deployment",
+    ),
     "kubernetes:apps/v1:DaemonSet": Duration(
         minutes=0.5,
         what="a DaemonSet until its pods are available",

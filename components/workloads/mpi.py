@@ -19,7 +19,7 @@ import pulumi_kubernetes as k8s
 from pulumi_kubernetes._utilities import get_version as k8s_sdk_version
 from typing_extensions import NotRequired
 
-from components.catalog import MANIFESTS
+from components.catalog import MANIFESTS, ReleaseManifest
 from components.conventions import (
     COMMON_LABELS,
     IMAGE_PULL_POLICY,
@@ -27,7 +27,9 @@ from components.conventions import (
     LAUNCHER_CPU_MILLIS,
     LAUNCHER_MEMORY_MIB,
     NO_EVICT,
+    PATCH_FIELD_MANAGER,
 )
+from components.scheduling import system_node_selector
 from components.workloads.identity import JobIdentity, job_identity
 from components.workloads.job_objects import MPI_JOB
 from components.workloads.pods import (
@@ -219,12 +221,15 @@ class MpiOperatorArgs(TypedDict):
 
     version: NotRequired[str]
     """Override of the release pinned in the catalog (a tag of github.com/kubeflow/mpi-operator)."""
+    node_selector: NotRequired[Mapping[str, str]]
+    """The nodes the operator runs on (default: the system group's, :func:`components.scheduling.system_node_selector`);
+    ``{}`` leaves it where the scheduler puts it."""
 
 
 class MpiOperator(pulumi.ComponentResource):
     """The Kubeflow MPI Operator from its release manifest (CRD, RBAC, Deployment in ``mpi-operator``),
-    applied with server-side apply (the CRD is too large for client-side apply). Needs a ``kubernetes``
-    provider in ``opts``."""
+    applied with server-side apply (the CRD is too large for client-side apply), its Deployment moved to
+    ``node_selector``'s nodes by a patch. Needs a ``kubernetes`` provider in ``opts``."""
 
     crd_name: pulumi.Output[str]
     """``mpijobs.kubeflow.org``; resolves once the manifest is applied (MPIJobs built from it come after)."""
@@ -237,9 +242,33 @@ class MpiOperator(pulumi.ComponentResource):
         version = args.get("version") or manifest.version
         url = manifest.url.replace(f"/{manifest.version}/", f"/{version}/")
         applied = k8s.yaml.v2.ConfigFile(f"{name}-manifest", file=url, opts=pulumi.ResourceOptions(parent=self))
+        node_selector = args.get("node_selector", system_node_selector())
+        if node_selector:
+            place_controller(f"{name}-placement", manifest, node_selector, self, applied)
         self.crd_name = applied.urn.apply(lambda _: "mpijobs.kubeflow.org")
         self.version = pulumi.Output.from_input(version)
         self.register_outputs({"crd_name": self.crd_name, "version": self.version})
+
+
+def place_controller(
+    name: str, manifest: ReleaseManifest, node_selector: Mapping[str, str], parent: pulumi.Resource, applied: Any
+) -> k8s.apps.v1.DeploymentPatch:
+    """A server-side apply patch of the node selector of ``manifest``'s controller Deployment, under a field manager
+    of its own (``name``), after the manifest is ``applied``; the provider waits for the Deployment's rollout."""
+    assert manifest.controller is not None, f"{manifest.url} runs no controller"
+    namespace, deployment = manifest.controller
+    return k8s.apps.v1.DeploymentPatch(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+            name=deployment, namespace=namespace, annotations={PATCH_FIELD_MANAGER: name}
+        ),
+        spec=k8s.apps.v1.DeploymentSpecPatchArgs(
+            template=k8s.core.v1.PodTemplateSpecPatchArgs(
+                spec=k8s.core.v1.PodSpecPatchArgs(node_selector=dict(node_selector))
+            )
+        ),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[applied]),
+    )
 
 
 class MpiJobArgs(TypedDict):

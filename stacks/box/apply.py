@@ -13,11 +13,37 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from components.conventions import PATCH_FIELD_MANAGER
 from stacks.box.cluster import Box, establish_crds
 from stacks.yaml_text import dump_yaml_documents
 
 #: Kinds applied before everything else, in this order.
 FIRST = ("Namespace", "CustomResourceDefinition")
+#: The field manager the box applies a stack's objects under (the Kubernetes provider's part).
+FIELD_MANAGER = "eks-training-box"
+#: The annotation that forces a Patch resource's apply over another field manager's fields (pulumi-kubernetes
+#: ``patchForce``; else a conflict fails it).
+PATCH_FORCE = "pulumi.com/patchForce"
+
+
+def applies(docs: Iterable[Mapping[str, Any]]) -> list[tuple[list[str], list[Mapping[str, Any]]]]:
+    """``docs`` in the server-side applies the provider makes, each with its kubectl flags: the objects under the
+    box's field manager, then each Patch resource's (a :data:`~components.conventions.PATCH_FIELD_MANAGER`
+    annotation) under its own, failing on a conflict unless :data:`PATCH_FORCE` is ``"true"``."""
+    groups: dict[tuple[str, bool], list[Mapping[str, Any]]] = {}
+    for doc in docs:
+        annotations = (doc.get("metadata") or {}).get("annotations") or {}
+        manager = annotations.get(PATCH_FIELD_MANAGER)
+        key = (manager, annotations.get(PATCH_FORCE) == "true") if manager else (FIELD_MANAGER, True)
+        groups.setdefault(key, []).append(doc)
+    order = sorted(groups, key=lambda k: k[0] != FIELD_MANAGER)
+    return [
+        (
+            ["--server-side", *(["--force-conflicts"] if force else []), f"--field-manager={manager}"],
+            groups[(manager, force)],
+        )
+        for manager, force in order
+    ]
 
 
 @dataclass(frozen=True)
@@ -65,21 +91,14 @@ def apply_stack(box: Box, docs: Iterable[Mapping[str, Any]]) -> list[Refusal]:
     """Apply ``docs`` phase by phase; the objects refused (empty when all were accepted)."""
     refused: list[Refusal] = []
     for phase in ordered(docs):
-        proc = box.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--validate=strict",
-            "--field-manager=eks-training-box",
-            "-f",
-            "-",
-            input=_dump(phase),
-            check=False,
-        )
-        if proc.returncode != 0:
-            refused += _refusals(phase, proc.stderr)
+        ok = True
+        for flags, group in applies(phase):
+            proc = box.kubectl("apply", *flags, "--validate=strict", "-f", "-", input=_dump(group), check=False)
+            if proc.returncode != 0:
+                refused += _refusals(group, proc.stderr)
+                ok = False
         crds = [d["metadata"]["name"] for d in phase if d["kind"] == "CustomResourceDefinition"]
-        if crds and proc.returncode == 0:
+        if crds and ok:
             establish_crds(box, crds)
     return refused
 

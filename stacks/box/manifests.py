@@ -14,6 +14,7 @@ import copy
 from typing import Any, Iterable, Mapping, Optional
 
 from components.catalog import MANIFESTS
+from components.conventions import PATCH_FIELD_MANAGER
 from stacks.box.gomodules import ManifestError, module_dir, module_version
 from stacks.box.kueue import crds, is_kueue_chart
 from stacks.yaml_text import load_yaml_documents
@@ -71,5 +72,19 @@ def registered_objects(registrations: Iterable[Any]) -> list[dict[str, Any]]:
             continue
         if r.type.startswith("kubernetes:yaml"):
             raise ManifestError(f"{r.type} {r.name}: the box does not know this kind of registration")
-        out.append(copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")}))
+        out.append(registered_object(r))
     return out
+
+
+def registered_object(r: Any) -> dict[str, Any]:
+    """The object of one registration of a Kubernetes resource; a Patch resource's names the field manager it is
+    applied under (:data:`~components.conventions.PATCH_FIELD_MANAGER`; the provider picks one of its own when the
+    annotation is absent)."""
+    doc = copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")})
+    if r.type.endswith("Patch"):
+        metadata = doc.setdefault("metadata", {})
+        metadata["annotations"] = {
+            PATCH_FIELD_MANAGER: f"pulumi-kubernetes-{r.name}",
+            **(metadata.get("annotations") or {}),
+        }
+    return doc

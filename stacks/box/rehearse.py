@@ -24,7 +24,7 @@ from components.admission import PROVISIONING_CONTROLLER
 from components.workloads.identity import WAIT_CONTAINER
 from components.workloads.job_objects import BATCH_JOB, JOB_OBJECTS, MPI_JOB, MPIJOB_CRD
 from components.workloads.mpi import WORKERS_WAIT_CONTAINER
-from stacks.box.apply import Refusal, _refusals
+from stacks.box.apply import Refusal, _refusals, applies
 from stacks.box.awaits import SKIP_AWAIT, Awaiter, asks_provider, await_timeout_s, failure_of
 from stacks.box.build import SUFFIXES
 from stacks.box.cluster import Box, BoxError, crd_established, hold_for_child
@@ -37,7 +37,7 @@ from stacks.box.kueue import (
     workload_conditions,
 )
 from stacks.box.kueue import crds as kueue_crds
-from stacks.box.manifests import release_manifest
+from stacks.box.manifests import registered_object, release_manifest
 from stacks.box.provisioner import Provisioner
 from stacks.box.watch import Changes
 from stacks.yaml_text import dump_yaml_documents
@@ -110,7 +110,7 @@ def steps_of(registrations: Sequence[Any], kueue_module: str = "kueue") -> list[
         elif r.type.startswith("kubernetes:yaml"):
             docs = release_manifest(r.inputs["file"])
         else:
-            docs = [copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")})]
+            docs = [registered_object(r)]
         timeout_s = await_timeout_s(getattr(r, "custom_timeouts", None) or {}, r.inputs)
         if r.type.startswith("kubernetes:helm.sh/") and r.inputs.get("timeout"):
             timeout_s = float(r.inputs["timeout"])  # a Release's own wait, in seconds
@@ -121,6 +121,20 @@ def steps_of(registrations: Sequence[Any], kueue_module: str = "kueue") -> list[
         s.deps &= k8s
         s.deps.discard(s.urn)
     return steps
+
+
+def rolled_out(deployment: Mapping[str, Any]) -> bool:
+    """Whether the provider's wait for a Deployment (its creation, or a change such as a patch's) is over: the
+    controller saw this generation, the Deployment is Available and, past its first generation, its new ReplicaSet
+    is (pulumi-kubernetes ``provider/pkg/await/deployment.go``)."""
+    status = deployment.get("status") or {}
+    generation = deployment["metadata"].get("generation") or 1
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
+    return (
+        (status.get("observedGeneration") or 0) >= generation
+        and (conditions.get("Available") or {}).get("status") == "True"
+        and (generation <= 1 or (conditions.get("Progressing") or {}).get("reason") == "NewReplicaSetAvailable")
+    )
 
 
 def pod_templates(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -287,18 +301,12 @@ class Rehearsal:
                 input=dump_yaml_documents(created),
                 check=False,
             )
-        if docs and (proc is None or proc.returncode == 0):
+        for flags, group in applies(docs) if proc is None or proc.returncode == 0 else []:
             proc = self.box.kubectl(
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                "--validate=strict",
-                "--field-manager=eks-training-box",
-                "-f",
-                "-",
-                input=dump_yaml_documents(docs),
-                check=False,
+                "apply", *flags, "--validate=strict", "-f", "-", input=dump_yaml_documents(group), check=False
             )
+            if proc.returncode != 0:
+                break
         docs += created
         if proc is not None and proc.returncode != 0:
             refused = _refusals(docs, proc.stderr)
@@ -389,8 +397,7 @@ class Rehearsal:
                 if not self._provider_ready(step, doc):
                     return False
             elif kind == "Deployment":
-                status = self.box.get("deployment", meta["name"], *ns).get("status") or {}
-                if not any(c["type"] == "Available" and c["status"] == "True" for c in status.get("conditions") or []):
+                if not rolled_out(self.box.get("deployment", meta["name"], *ns)):
                     return False
             elif kind == "CustomResourceDefinition":
                 if not crd_established(self.box, meta["name"]):

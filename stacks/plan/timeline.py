@@ -162,7 +162,7 @@ def duration(reg: Registered) -> Duration:
         return KUBERNETES_OBJECT
     if reg.type == "kubernetes:yaml/v2:ConfigFile":
         files = {str(f) for f in (reg.inputs.get("files") or [])} | {str(reg.inputs.get("file") or "")}
-        runs_controller = any(m.workloads for m in MANIFESTS.values() if m.url in files)
+        runs_controller = any(m.controller is not None for m in MANIFESTS.values() if m.url in files)
         return CREATION[reg.type] if runs_controller else KUBERNETES_OBJECT
     if reg.type in CREATION:
         return CREATION[reg.type]

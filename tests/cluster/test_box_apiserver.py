@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.scheduling import system_node_selector
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
 from tests.cluster.support import MINORS, STACKS, _box, _ref, _remove, _self_contained
@@ -56,6 +57,11 @@ def test_every_object_is_accepted_by_the_apiserver(oldest_box, objects_of, stack
         # Every object is there, as applied.
         for doc in docs:
             assert box.get(*_ref(doc))["metadata"]["name"] == doc["metadata"]["name"]
+        # Every Deployment, as the apiserver merged it (a release manifest's with its patch), runs on system nodes.
+        for doc in docs:
+            if doc["kind"] == "Deployment":
+                spec = box.get(*_ref(doc))["spec"]["template"]["spec"]
+                assert spec.get("nodeSelector") == system_node_selector(), (doc["metadata"]["name"], spec)
         held.update(
             {
                 d["metadata"]["name"]: json.dumps(d, sort_keys=True)

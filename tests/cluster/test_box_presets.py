@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.scheduling import NODE_ROLE_LABEL, SYSTEM_ROLE
 from components.workloads.job_objects import MPI_JOB
 from stacks.box.devices import Registrar
 from stacks.box.rehearse import peer_pods, pod_templates, predecessors
@@ -79,10 +80,32 @@ def _runs_through_in_order(binaries, tmp_path, registrations, stack: str, plan=N
                     if not obj["metadata"].get("ownerReferences"):
                         completed[obj["metadata"]["name"]] = obj["status"]["completionTime"]
             nodes = {n["metadata"]["name"]: n for n in box.get("nodes")["items"]}
+            controllers = [
+                p
+                for p in box.get("pods", "-A")["items"]
+                if any(o["kind"] == "ReplicaSet" for o in p["metadata"].get("ownerReferences") or [])
+                and not p["metadata"].get("deletionTimestamp")
+            ]
         assert registrar.error is None, registrar.error
     finally:
         rehearsal.stop_operator()
         box.down()
+    # Every Deployment's pods (etcd, TensorBoard, the MPI Operator's: its release manifest's, moved by a patch) run on
+    # system nodes
+    deployments = {
+        (d["metadata"]["namespace"], d["metadata"]["name"])
+        for s in rehearsal.steps
+        for d in s.docs
+        if d["kind"] == "Deployment"
+    }
+    placed = {}
+    for pod in controllers:
+        owner = next(o["name"] for o in pod["metadata"]["ownerReferences"] if o["kind"] == "ReplicaSet")
+        placed[(pod["metadata"]["namespace"], owner.rpartition("-")[0])] = pod["spec"]["nodeName"]
+    assert set(placed) == deployments, (placed, deployments)
+    assert any(name == "mpi-operator" for _ns, name in deployments) == _has_mpijobs(rehearsal), deployments
+    for (ns, name), node in placed.items():
+        assert nodes[node]["metadata"]["labels"][NODE_ROLE_LABEL] == SYSTEM_ROLE, (ns, name, node)
     # A topology-aware group that autoscales (the EFA presets' GPU groups) got its nodes only through Kueue's
     # ProvisioningRequests, each answered by the autoscaler's stand-in; no other preset makes any
     provisioned = plan.admission.provisioning if plan.admission else None

@@ -111,3 +111,36 @@ def test_every_stack_registers_its_plans_node_labels_and_taints(stack: str) -> N
             g.name,
         )
         assert ng.inputs["amiType"] == g.profile.ami_type, (stack, g.name)
+
+
+MPI_OPERATOR_PROGRAM = """
+import pulumi_kubernetes as k8s
+from components import MpiOperator
+
+provider = k8s.Provider("k", kubeconfig="{}")
+MpiOperator("mpi", ARGS, opts=__import__("pulumi").ResourceOptions(provider=provider))
+"""
+
+
+@pytest.mark.parametrize(
+    "args, selector",
+    [
+        ("{}", {"eks-training/role": "system"}),
+        ('{"node_selector": {"pool": "ops"}}', {"pool": "ops"}),
+        ('{"node_selector": {}}', None),
+    ],
+)
+def test_the_mpi_operator_runs_where_its_caller_says(tmp_path: Path, args: str, selector) -> None:
+    """The release manifest's Deployment is patched onto the system nodes by default, onto the caller's nodes when
+    given, and left alone for ``{}``."""
+    main = tmp_path / "__main__.py"
+    main.write_text(MPI_OPERATOR_PROGRAM.replace("ARGS", args))
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main)
+    patches = p.of_type("kubernetes:apps/v1:DeploymentPatch")
+    if selector is None:
+        assert not patches
+        return
+    (patch,) = patches
+    assert patch.inputs["spec"] == {"template": {"spec": {"nodeSelector": selector}}}
+    assert patch.inputs["metadata"]["annotations"] == {"pulumi.com/patchFieldManager": "mpi-placement"}
+    assert [d.rpartition("::")[2] for d in patch.dependencies] == ["mpi-manifest"]
