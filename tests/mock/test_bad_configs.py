@@ -1535,6 +1535,30 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         job("evaluate", after=["train", "train"]),
         ["eks-training:jobs.evaluate.after[1]: 'train' is given twice; remove this one"],
     ),
+    (
+        "another job's output folder without after",
+        job("report", command=["python", "eval.py", "--model", "$(TRAIN_OUTPUT_DIR)"]),
+        [
+            "eks-training:jobs.report.command[3]: $(TRAIN_OUTPUT_DIR) is job train's output folder, which only the "
+            "jobs after it get; add train to after"
+        ],
+    ),
+    (
+        "a misspelt variable",
+        job("report", command=["sh", "-c", "ls $(OUTPTU_DIR)"]),
+        [
+            "eks-training:jobs.report.command[2]: $(OUTPTU_DIR) is not a variable of the job's pods (Kubernetes "
+            "would pass it as written); did you mean $(OUTPUT_DIR)?"
+        ],
+    ),
+    (
+        "an output folder variable of no job",
+        job("report", env={"MODEL": "$(BASELINE_OUTPUT_DIR)/model.pt"}, after=["train"]),
+        [
+            "eks-training:jobs.report.env.MODEL: $(BASELINE_OUTPUT_DIR) is no job's output folder; this job gets "
+            "TRAIN_OUTPUT_DIR (its after)"
+        ],
+    ),
 ]
 
 
@@ -1580,6 +1604,16 @@ def test_a_bad_run_id_in_the_environment_is_a_config_error(monkeypatch: pytest.M
 def test_the_unmodified_config_passes() -> None:
     """The control case: the same harness with the unmodified config registers resources."""
     p = run_program("dev", config=base())
+    assert p.error is None and p.registrations
+
+
+def test_variables_the_pods_have_are_accepted() -> None:
+    """The control of the variable rule: a predecessor's folder with after, the job's own env, the escaped form, a
+    shell's command substitution."""
+    cfg = base()
+    command = ["sh", "-c", "cp $(TRAIN_OUTPUT_DIR)/m $(OUTPUT_DIR)/$(MY_OUTPUT_DIR) $$(NOT_EXPANDED) $(date)"]
+    job("evaluate", command=command, after=["train"], env={"MY_OUTPUT_DIR": "x"})(cfg)
+    p = run_program("dev", config=cfg)
     assert p.error is None and p.registrations
 
 

@@ -2,12 +2,15 @@
 
 import difflib
 import posixpath
-from typing import Optional, Sequence
+import re
+from typing import Iterator, Optional, Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
 from components.scheduling import SYSTEM_ROLE
+from components.workloads.spec import env_name
 from stacks.config.errors import key
 from stacks.config.jobs import (
+    RESERVED_ENV,
     TOOLBOX_IMAGE,
     JobConfig,
 )
@@ -106,6 +109,7 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
                 f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}"
             )
         check_after(s, path, name, job.after, problems)
+        check_variables(s, path, job, problems)
     cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(
@@ -167,6 +171,50 @@ def check_after(s: Sections, path: str, name: str, after: Sequence[str], problem
                     else f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"
                 )
             )
+
+
+#: ``$(NAME)`` as Kubernetes expands it in a container's command, args and env values (``$$(NAME)`` is the escape).
+_VARIABLE = re.compile(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def _texts(path: str, job: JobConfig) -> Iterator[tuple[str, str]]:
+    """The job's settings Kubernetes expands variables in (``script`` and ``args`` reach the container's args)."""
+    if job.script:
+        yield f"{path}.script", job.script
+    for field, values in (("command", job.command), ("args", job.args), ("launcherCommand", job.launcher_command)):
+        for i, v in enumerate(values or []):
+            yield f"{path}.{field}[{i}]", v
+    for name, v in job.env.items():
+        yield f"{path}.env.{name}", v
+
+
+def check_variables(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
+    """A ``$(NAME)`` the job's pods will not have, which Kubernetes leaves as written: another job's output folder
+    without that job in ``after``, or a near miss of a variable the program sets."""
+    given = {env_name(a) for a in job.after if a in s.job_names}
+    known = RESERVED_ENV | given | set(job.env)
+    outputs = {env_name(n): n for n in s.job_names}
+    for where, text in _texts(path, job):
+        for var in dict.fromkeys(_VARIABLE.findall(text)):
+            if var in known:
+                continue
+            if var in outputs:
+                other = outputs[var]
+                problems.append(
+                    f"{key(where)}: $({var}) is job {other}'s output folder, which only the jobs after it get; add "
+                    f"{other} to after"
+                )
+                continue
+            near = difflib.get_close_matches(var, sorted(known | set(outputs)), n=1, cutoff=0.8)
+            hint = f"; did you mean $({near[0]})?" if near else ""
+            if var.endswith("_OUTPUT_DIR"):
+                gets = f"this job gets {', '.join(sorted(given))} (its after)" if given else "this job waits for none"
+                problems.append(f"{key(where)}: $({var}) is no job's output folder; {gets}{hint}")
+            elif near:
+                problems.append(
+                    f"{key(where)}: $({var}) is not a variable of the job's pods (Kubernetes would pass it as "
+                    f"written){hint}"
+                )
 
 
 def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
