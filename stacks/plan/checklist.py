@@ -89,7 +89,18 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
             for i, arn in enumerate(plan.config.cluster.admin_role_arns)
         ]
         + _fsx_checks(plan)
+        + _dataset_checks(plan)
     )
+
+
+def _dataset_checks(plan: Plan) -> list[tuple[str, str]]:
+    out = []
+    for name, d in plan.config.datasets.items():
+        if d.source.startswith("s3://"):
+            what = "holds objects to import" if d.is_prefix else "is one object (the tarball staging downloads)"
+            size = f", {d.expected_bytes} bytes" if d.expected_bytes is not None and not d.is_prefix else ""
+            out.append((key(f"datasets.{name}.source"), f"{d.source} {what}{size}"))
+    return out
 
 
 def _aws_cli_check() -> tuple[str, str]:

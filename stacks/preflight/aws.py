@@ -125,6 +125,20 @@ class AwsClient:
         location = resp.get("LocationConstraint")
         return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, str(location))
 
+    def object_size(self, bucket: str, name: str) -> Optional[int]:
+        """The size of an S3 object (``HeadObject``), ``None`` when there is none."""
+        try:
+            return int(self._call(self.s3, "head_object", Bucket=bucket, Key=name)["ContentLength"])
+        except AwsCallError as exc:
+            if exc.code in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+
+    def first_object(self, bucket: str, prefix: str) -> Optional[str]:
+        """The first object key under ``prefix`` (``ListObjectsV2``, one key), ``None`` when there is none."""
+        contents = self._call(self.s3, "list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1).get("Contents")
+        return str(contents[0]["Key"]) if contents else None
+
     def lustre_file_systems(self, file_system_ids: Optional[list[str]] = None) -> list[dict[str, Any]]:
         """``DescribeFileSystems``: the region's FSx for Lustre file systems (or these ids; an unknown id is
         an empty answer or a ``FileSystemNotFound`` error, both an empty list here)."""

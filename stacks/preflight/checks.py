@@ -13,6 +13,7 @@ from stacks.plan.checklist import quota_needs, type_key
 from stacks.preflight.addons import check_addons
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.cluster import check_running_cluster
+from stacks.preflight.datasets import check_datasets
 from stacks.preflight.findings import (
     SKIP_HINT,
     AwsCallError,
@@ -73,6 +74,7 @@ def run_preflight(
     check_addons(plan, aws, findings)
     _check_admin_roles(plan, aws, findings)
     check_fsx(plan, aws, findings)
+    check_datasets(plan, aws, findings)
     return findings
 
 

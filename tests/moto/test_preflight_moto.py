@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[2]  # on sys.path via tests/conftest.py
 from components.catalog import INSTANCE_TYPES, Catalog  # noqa: E402
 from stacks.config import ConfigError, load_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
+from stacks.plan.checklist import planned_checks  # noqa: E402
 from stacks.plan.upgrade import VERSION_KEY  # noqa: E402
 from stacks.preflight import (  # noqa: E402
     Finding,
@@ -1210,3 +1211,61 @@ def test_program_registers_the_environment_when_preflight_passes(seeded: sup.See
     p = run_program("p5", config=_p5_stack_with_zones())
     assert p.error is None
     assert p.of_type("aws:eks/nodeGroup:NodeGroup")
+
+
+def _dataset_finding(config: dict[str, Any], name: str = "data") -> Finding:
+    return one(run_preflight(load(config), ZONES, session()), f"eks-training:datasets.{name}.source")
+
+
+def test_a_staged_datasets_object_exists_at_its_size(seeded: sup.SeededMoto) -> None:
+    """The tarball a staging Job downloads: there (its size), missing, a folder instead, or of another size."""
+    s3 = session().client("s3")
+    s3.create_bucket(Bucket="team-data")
+    s3.put_object(Bucket="team-data", Key="cifar.tar.gz", Body=b"x" * 10)
+    s3.put_object(Bucket="team-data", Key="images/a.jpg", Body=b"a")
+
+    def efs(source: str, **extra: Any) -> dict[str, Any]:
+        return stack({"cpu": group(["m5.xlarge"])}, datasets={"data": {"source": source, **extra}})
+
+    # what the plan says preflight will check (offline) names the same key
+    assert (
+        "eks-training:datasets.data.source",
+        "s3://team-data/cifar.tar.gz is one object (the tarball staging downloads), 11 bytes",
+    ) in planned_checks(load(efs("s3://team-data/cifar.tar.gz", expectedBytes=11)))
+    there = _dataset_finding(efs("s3://team-data/cifar.tar.gz"))
+    assert there.ok and there.message == "s3://team-data/cifar.tar.gz exists (10 bytes)"
+    missing = _dataset_finding(efs("s3://team-data/cifar.tgz"))
+    assert not missing.ok
+    assert missing.message == "no object s3://team-data/cifar.tgz; upload the dataset's tarball there first"
+    folder = _dataset_finding(efs("s3://team-data/images"))
+    assert not folder.ok and folder.message == (
+        "s3://team-data/images is a folder of objects, and staging downloads one tarball; pack it into one tarball "
+        "(tar czf) and upload that"
+    )
+    sized = _dataset_finding(efs("s3://team-data/cifar.tar.gz", expectedBytes=11))
+    assert not sized.ok and "is 10 bytes and expectedBytes says 11: the staging Job would refuse it" in sized.message
+    unreadable = _dataset_finding(efs("s3://no-such-bucket/cifar.tar.gz"))
+    assert not unreadable.ok and unreadable.message.startswith("could not read s3://no-such-bucket/cifar.tar.gz (")
+
+
+def test_an_imported_datasets_prefix_holds_objects(seeded: sup.SeededMoto) -> None:
+    """An FSx stack: a prefix the file system imports must hold objects; one written without its slash is named."""
+    s3 = session().client("s3")
+    s3.create_bucket(Bucket="team-datasets")
+    s3.put_object(Bucket="team-datasets", Key="sets/imagenet/train/0.jpg", Body=b"a")
+    seeded.seed_quota(FSX_QUOTA, 9600, service="fsx")
+
+    def fsx(source: str) -> dict[str, Any]:
+        config = fsx_stack({"dataRepository": {"s3Path": "s3://team-datasets/sets/"}})
+        config["eks-training:datasets"] = {"data": {"source": source}}
+        return config
+
+    assert _dataset_finding(fsx("s3://team-datasets/sets/imagenet/")).ok
+    empty = _dataset_finding(fsx("s3://team-datasets/sets/coco/"))
+    assert not empty.ok and empty.message.startswith(
+        "no object under s3://team-datasets/sets/coco/: the file system would"
+    )
+    slash = _dataset_finding(fsx("s3://team-datasets/sets/imagenet"))
+    assert not slash.ok and slash.message.endswith(
+        "end it with / to have the file system import the folder (s3://team-datasets/sets/imagenet/)"
+    )
