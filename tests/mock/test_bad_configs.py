@@ -1531,6 +1531,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.train.healthCheck: the check runs one process, whose all-reduce moves no data"],
     ),
     (
+        "an enforced health check of one process on the system group",
+        job("evaluate", healthCheck={"enforce": True, "minBusBandwidthGBps": 1}),
+        ["eks-training:jobs.evaluate.healthCheck: the check runs one process, whose all-reduce moves no data"],
+    ),
+    (
         "after names a job twice",
         job("evaluate", after=["train", "train"]),
         ["eks-training:jobs.evaluate.after[1]: 'train' is given twice; remove this one"],

@@ -56,6 +56,9 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
                     f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
                     f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes"
                 )
+            else:
+                facts = s.catalog.get(s.system.instance_type)
+                check_health(s, path, job, [facts] if facts is not None else [], problems)
         elif group_name not in s.group_names:
             if "nodeGroups" not in s.failed:
                 problems.append(
