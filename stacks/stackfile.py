@@ -162,16 +162,32 @@ def load_stack_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_StackFileLoader)
 
 
+def yaml_problem(exc: Exception, text: str) -> str:
+    """A YAML error in ``text`` as one line: where (line, column) and what, with the fix for a tab there (YAML
+    indents with spaces)."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return str(exc)
+    mark = exc.problem_mark
+    lines = text.splitlines()
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    tab = "tab" in (exc.problem or "") or line[mark.column : mark.column + 1] == "\t"
+    fix = "; indent with spaces (YAML does not allow tabs in indentation)" if tab else ""
+    return f"line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{fix}"
+
+
 def project_config(project_file: Path) -> dict[str, Any]:
     """The values a project's ``Pulumi.yaml`` gives every stack, keyed as Pulumi passes them: a key without a
     namespace is the project's (``<project>:<key>``) and gives its ``default``; a namespaced key gives its ``value``
     (a plain value is either, https://www.pulumi.com/docs/iac/concepts/config/#project-level-configuration)."""
     try:
-        data = load_yaml(project_file.read_text()) or {}
+        text = project_file.read_text()
+        data = load_yaml(text) or {}
     except FileNotFoundError:
         return {}
-    except (OSError, yaml.YAMLError) as exc:
+    except OSError as exc:
         raise StackFileError(f"cannot read {project_file}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise StackFileError(f"cannot read {project_file}: {yaml_problem(exc, text)}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
         return {}
     project = str(data.get("name") or NAMESPACE)
@@ -195,9 +211,12 @@ def read_stack_config(stack: str, stack_file: Optional[Path] = None) -> tuple[Pa
     :func:`stack_file_for` by default."""
     path = stack_file or stack_file_for(stack)
     try:
-        data = load_stack_yaml(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text()
+        data = load_stack_yaml(text)
+    except OSError as exc:
         raise StackFileError(f"cannot read {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise StackFileError(f"cannot read {path}: {yaml_problem(exc, text)}") from exc
     if data is not None and not isinstance(data, dict):
         raise StackFileError(
             f"{path}: a stack file is a YAML mapping (config: with <namespace>:<key> entries), not "

@@ -21,6 +21,8 @@ from typing_extensions import NotRequired
 STATIC_KEYS = ("accessKey", "secretKey", "token")
 #: The web-identity role the provider may assume, which the build does not follow.
 WEB_IDENTITY_KEY = "assumeRoleWithWebIdentity"
+#: The one role of pulumi-aws 6, which version 7 no longer reads (it reads ``assumeRoles``).
+ASSUME_ROLE_V6 = "assumeRole"
 #: STS DurationSeconds bounds (source key ``sts-assume-role``).
 MIN_DURATION_SECONDS = 900
 MAX_DURATION_SECONDS = 43200
@@ -158,7 +160,7 @@ def aws_settings_from_config(get: Callable[[str], Optional[str]]) -> tuple[AwsSe
             path = _one_file(key, value, problems)
             if path:
                 settings[field] = path  # type: ignore[literal-required]
-    if get("assumeRole") is not None:
+    if get(ASSUME_ROLE_V6) is not None:
         problems.append(
             "aws:assumeRole: pulumi-aws 7 (this project's AWS provider) reads aws:assumeRoles, a list of roles "
             "assumed in order; write `aws:assumeRoles: [{roleArn: ..., sessionName: ..., externalId: ...}]` instead"

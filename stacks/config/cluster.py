@@ -120,6 +120,12 @@ class ClusterConfig(Model):
         unknown = sorted(set(v) - set(EKS_ADDONS))
         if unknown:
             raise ValueError(f"unknown add-on(s) {', '.join(unknown)}; pin only {', '.join(EKS_ADDONS)}")
+        blank = sorted(name for name, version in v.items() if not version.strip())
+        if blank:
+            raise ValueError(
+                f"no version for {', '.join(blank)}; give one EKS offers (aws eks describe-addon-versions "
+                f"--addon-name {blank[0]}), or remove it (then this project's pin or EKS's default runs)"
+            )
         return v
 
     @field_validator("service_cidr")

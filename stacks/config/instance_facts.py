@@ -5,6 +5,7 @@ from typing import Optional
 from pydantic import Field, model_validator
 
 from components.catalog import InstanceType
+from components.catalog.gpus import GPU_MODELS
 from stacks.config.base import Model, Number
 from stacks.config.errors import check
 
@@ -91,6 +92,16 @@ class InstanceFactsConfig(Model):
             )
         if self.gpu_memory_mib is not None and not self.gpus:
             problems.append(("gpuMemoryMib", "set without gpus; give the GPU count too, or remove it"))
+        if self.gpus and self.gpu_model is None:
+            problems.append(
+                (
+                    "gpuModel",
+                    f"required with gpus ({self.gpus}): the GPU decides which CUDA build runs on it; give one of "
+                    f"{', '.join(GPU_MODELS)} (GpuInfo.Gpus[].Manufacturer and Name)",
+                )
+            )
+        elif self.gpu_model is not None and not self.gpus:
+            problems.append(("gpuModel", "set without gpus; give the GPU count too, or remove it"))
         per_vcpu = self.memory_mib / self.vcpus
         if not MIN_MIB_PER_VCPU <= per_vcpu <= MAX_MIB_PER_VCPU:
             problems.append(

@@ -247,9 +247,10 @@ class NodeGroupConfig(Model):
     def _group(self) -> "NodeGroupConfig":
         problems = size_problems(self.min_size, self.desired_size, self.max_size)
         types = self.instance_types
-        if len(set(types)) != len(types):
-            problems.append(("instanceTypes", f"duplicate instance types {types}"))
-        if self.capacity_type == "ON_DEMAND" and len(types) > 1:
+        twice = sorted({t for t in types if types.count(t) > 1})
+        if twice:
+            problems.append(("instanceTypes", f"{', '.join(twice)} listed twice; list each type once"))
+        elif self.capacity_type == "ON_DEMAND" and len(types) > 1:
             problems.append(
                 (
                     "instanceTypes",

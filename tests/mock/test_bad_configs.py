@@ -1536,6 +1536,21 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.evaluate.healthCheck: the check runs one process, whose all-reduce moves no data"],
     ),
     (
+        "an instance type listed twice",
+        group(instanceTypes=["g5.xlarge", "g5.xlarge"]),
+        ["eks-training:nodeGroups.gpu.instanceTypes: g5.xlarge listed twice; list each type once"],
+    ),
+    (
+        "an add-on pinned to no version",
+        setk("cluster", {"addonVersions": {"coredns": ""}}),
+        ["eks-training:cluster.addonVersions: no version for coredns; give one EKS offers"],
+    ),
+    (
+        "instance facts of GPUs without their model",
+        setk("instanceFacts", {"x9.large": {"vcpus": 4, "memoryMib": 16384, "gpus": 8, "source": "manual entry"}}),
+        ["eks-training:instanceFacts.x9.large.gpuModel: required with gpus (8): the GPU decides which CUDA build"],
+    ),
+    (
         "after names a job twice",
         job("evaluate", after=["train", "train"]),
         ["eks-training:jobs.evaluate.after[1]: 'train' is given twice; remove this one"],
@@ -1610,6 +1625,23 @@ def test_the_unmodified_config_passes() -> None:
     """The control case: the same harness with the unmodified config registers resources."""
     p = run_program("dev", config=base())
     assert p.error is None and p.registrations
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("aws:assumeRole", {"roleArn": "arn:aws:iam::123456789012:role/x"}),
+        (
+            "eks-training:nodeGroups",
+            {"cpu": {"instanceTypes": ["m5.xlarge", "m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}},
+        ),
+    ],
+)
+def test_one_mistake_is_one_message(setting: str, value: Any) -> None:
+    """A mistake two rules see is reported once, by the rule that names its fix."""
+    cfg = {**base(), setting: value}
+    p = run_program("dev", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError) and len(p.error.problems) == 1, p.error
 
 
 def test_variables_the_pods_have_are_accepted() -> None:

@@ -752,6 +752,7 @@ def test_efa_checked_against_describe_instance_types(proc: sup.MotoProcess) -> N
             "vcpus": 96,
             "memoryMib": 786432,
             "gpus": 4,
+            "gpuModel": "NVIDIA L40S",
             "maxEfaInterfaces": 4,
             "networkCards": 4,
             "source": "a wrong note",

@@ -38,6 +38,17 @@ CASES = [
     ),
     ("invalid YAML", "config:\n  aws:region: [us-east-1\n", "cannot read"),
     (
+        "a tab in the indentation",
+        "config:\n  aws:region: us-east-1\n" + GROUP + "\t  eks-training:tags: {}\n",
+        "line 5, column 1: found character that cannot start any token; indent with spaces (YAML does not allow "
+        "tabs in indentation)",
+    ),
+    (
+        "a tab in a block's indentation",
+        "config:\n  aws:region: us-east-1\n" + GROUP + "  eks-training:tags:\n    team: a\n\t  owner: b\n",
+        "line 7, column 1: found a tab character that violates indentation; indent with spaces",
+    ),
+    (
         "a setting outside config",
         "config:\n  aws:region: us-east-1\neks-training:nodeGroups:\n  cpu: {instanceTypes: [m5.xlarge]}\n",
         "eks-training:nodeGroups is at the top level, where Pulumi reads no setting: indent it under config:",

@@ -92,6 +92,7 @@ FACTS = {
     "vcpus": 96,
     "memoryMib": 786432,
     "gpus": 8,
+    "gpuModel": "NVIDIA H100",
     "gpuMemoryMib": 81920,
     "source": "aws ec2 describe-instance-types",
 }
