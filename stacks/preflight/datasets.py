@@ -24,8 +24,8 @@ def check_datasets(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
                 found = _object(aws, bucket, path, k, d.source, d.expected_bytes, plan.storage.is_fsx)
         except AwsCallError as exc:
             denied = exc.code in ("AccessDenied", "403")
-            need = " the caller needs s3:GetObject and s3:ListBucket on it" if denied else ""
-            found = Finding(False, k, f"could not read {d.source} ({exc});{need} {SKIP_HINT}")
+            need = "; the caller needs s3:GetObject and s3:ListBucket on it" if denied else ""
+            found = Finding(False, k, f"could not read {d.source} ({exc}){need} {SKIP_HINT}")
         findings.append(found)
 
 

@@ -1572,6 +1572,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "the dataset's folder in a job without one",
+        job("report", command=["ls", "$(DATA_DIR)"]),
+        [
+            "eks-training:jobs.report.command[1]: $(DATA_DIR) is the dataset's folder, and the job has none; set "
+            "eks-training:jobs.report.dataset"
+        ],
+    ),
+    (
+        "TensorBoard's folder in a job without it",
+        job("report", command=["ls", "$(TENSORBOARD_DIR)"]),
+        ["eks-training:jobs.report.command[1]: $(TENSORBOARD_DIR) is TensorBoard's folder, which is off; set"],
+    ),
+    (
         "an output folder variable of no job",
         job("report", env={"MODEL": "$(BASELINE_OUTPUT_DIR)/model.pt"}, after=["train"]),
         [

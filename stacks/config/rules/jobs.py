@@ -195,11 +195,26 @@ def check_variables(s: Sections, path: str, job: JobConfig, problems: list[str])
     """A ``$(NAME)`` the job's pods will not have, which Kubernetes leaves as written: another job's output folder
     without that job in ``after``, or a near miss of a variable the program sets."""
     given = {env_name(a) for a in job.after if a in s.job_names}
-    known = RESERVED_ENV | given | set(job.env)
+    unset = {
+        name: fix
+        for name, fix, is_set in (
+            ("DATA_DIR", f"the dataset's folder, and the job has none; set {key(f'{path}.dataset')}", job.dataset),
+            (
+                "TENSORBOARD_DIR",
+                f"TensorBoard's folder, which is off; set {key(f'{path}.tensorboard')}: true",
+                job.tensorboard,
+            ),
+        )
+        if not is_set and name not in job.env
+    }
+    known = (RESERVED_ENV - set(unset)) | given | set(job.env)
     outputs = {env_name(n): n for n in s.job_names}
     for where, text in _texts(path, job):
         for var in dict.fromkeys(_VARIABLE.findall(text)):
             if var in known:
+                continue
+            if var in unset:
+                problems.append(f"{key(where)}: $({var}) is {unset[var]}")
                 continue
             if var in outputs:
                 other = outputs[var]
