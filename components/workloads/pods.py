@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.conventions import SHARED_MOUNT, TRAINING_IMAGE_UID
-from components.workloads.spec import JobSpec, WorkerPlacement
+from components.workloads.spec import JobSpec, WorkerPlacement, variable_references
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
 #: default to root also run unprivileged.
@@ -93,13 +93,29 @@ def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirem
 
 
 def env_list(env: Mapping[str, pulumi.Input[str]], *, with_index: bool = False) -> list[k8s.core.v1.EnvVarArgsDict]:
-    """Sorted ``EnvVar`` entries; with ``with_index`` a ``JOB_INDEX`` from the downward API comes first so the
-    others can use ``$(JOB_INDEX)`` (Kubernetes expands references to variables defined before)."""
+    """``EnvVar`` entries by name, each after the ones its value refers to (Kubernetes expands a ``$(NAME)`` only
+    to a variable defined before it); with ``with_index`` a ``JOB_INDEX`` from the downward API comes first."""
     out: list[k8s.core.v1.EnvVarArgsDict] = []
     if with_index:
         out.append({"name": "JOB_INDEX", "value_from": {"field_ref": {"field_path": COMPLETION_INDEX_FIELD}}})
-    out += [{"name": k, "value": v} for k, v in sorted(env.items())]
+    out += [{"name": k, "value": env[k]} for k in _defined_first(env)]
     return out
+
+
+def _defined_first(env: Mapping[str, pulumi.Input[str]]) -> list[str]:
+    """The names of ``env`` sorted, each moved after the names its (plain) value refers to; names in a cycle of
+    references come last."""
+    refers = {
+        k: {r for r in variable_references(v) if r in env and r != k} if isinstance(v, str) else set()
+        for k, v in env.items()
+    }
+    order: list[str] = []
+    left = sorted(env)
+    while left:
+        ready = [k for k in left if refers[k] <= set(order)] or left[:1]
+        order.append(ready[0])
+        left.remove(ready[0])
+    return order
 
 
 def created_after(spec: JobSpec, name: pulumi.Input[str], extra: Sequence[pulumi.Resource] = ()) -> pulumi.Output[str]:

@@ -182,6 +182,21 @@ def peer_hosts(job_name: str, namespace: str, nodes: int) -> list[str]:
     return [f"{job_name}-{i}.{service_name(job_name)}.{namespace}.svc.cluster.local" for i in range(nodes)]
 
 
+def variable_references(text: str) -> list[str]:
+    """The names ``text`` refers to as Kubernetes expands a command, an argument or an env value: each ``$(NAME)``,
+    where ``$$`` is an escaped ``$`` (kubernetes ``third_party/forked/golang/expansion/expand.go``)."""
+    out, i = [], 0
+    while i < len(text) - 1:
+        if text[i] != "$":
+            i += 1
+        elif text[i + 1] == "(" and (end := text.find(")", i + 2)) != -1:
+            out.append(text[i + 2 : end])
+            i = end + 1
+        else:
+            i += 2  # "$$" (escaped) or "$" and another character: both kept as written
+    return out
+
+
 def env_name(job: str) -> str:
     """``<JOB>_OUTPUT_DIR``: the variable that carries a job's output folder to the jobs after it."""
     return "".join(c if c.isalnum() else "_" for c in job.upper()) + "_OUTPUT_DIR"

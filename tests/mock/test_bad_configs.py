@@ -1572,6 +1572,22 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "a variable in other letters, escaped twice",
+        job("report", command=["sh", "-c", "ls $$$(output-dir)"]),
+        [
+            "eks-training:jobs.report.command[2]: $(output-dir) is not a variable of the job's pods (Kubernetes would "
+            "pass it as written); did you mean $(OUTPUT_DIR)?"
+        ],
+    ),
+    (
+        "a job's own folder by its name",
+        job("report", command=["ls", "$(REPORT_OUTPUT_DIR)"]),
+        [
+            "eks-training:jobs.report.command[1]: $(REPORT_OUTPUT_DIR) is this job's own output folder; write "
+            "$(OUTPUT_DIR)"
+        ],
+    ),
+    (
         "the dataset's folder in a job without one",
         job("report", command=["ls", "$(DATA_DIR)"]),
         [

@@ -2,12 +2,11 @@
 
 import difflib
 import posixpath
-import re
 from typing import Iterator, Optional, Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
 from components.scheduling import SYSTEM_ROLE
-from components.workloads.spec import env_name
+from components.workloads.spec import env_name, variable_references
 from stacks.config.errors import key
 from stacks.config.jobs import (
     RESERVED_ENV,
@@ -112,7 +111,7 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
                 f"{', '.join(sorted(s.datasets)) or '(none: define datasets first)'}"
             )
         check_after(s, path, name, job.after, problems)
-        check_variables(s, path, job, problems)
+        check_variables(s, path, name, job, problems)
     cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(
@@ -176,10 +175,6 @@ def check_after(s: Sections, path: str, name: str, after: Sequence[str], problem
             )
 
 
-#: ``$(NAME)`` as Kubernetes expands it in a container's command, args and env values (``$$(NAME)`` is the escape).
-_VARIABLE = re.compile(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
 def _texts(path: str, job: JobConfig) -> Iterator[tuple[str, str]]:
     """The job's settings Kubernetes expands variables in (``script`` and ``args`` reach the container's args)."""
     if job.script:
@@ -191,7 +186,7 @@ def _texts(path: str, job: JobConfig) -> Iterator[tuple[str, str]]:
         yield f"{path}.env.{name}", v
 
 
-def check_variables(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
+def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:
     """A ``$(NAME)`` the job's pods will not have, which Kubernetes leaves as written: another job's output folder
     without that job in ``after``, or a near miss of a variable the program sets."""
     given = {env_name(a) for a in job.after if a in s.job_names}
@@ -210,11 +205,14 @@ def check_variables(s: Sections, path: str, job: JobConfig, problems: list[str])
     known = (RESERVED_ENV - set(unset)) | given | set(job.env)
     outputs = {env_name(n): n for n in s.job_names}
     for where, text in _texts(path, job):
-        for var in dict.fromkeys(_VARIABLE.findall(text)):
+        for var in dict.fromkeys(variable_references(text)):
             if var in known:
                 continue
             if var in unset:
                 problems.append(f"{key(where)}: $({var}) is {unset[var]}")
+                continue
+            if outputs.get(var) == name:
+                problems.append(f"{key(where)}: $({var}) is this job's own output folder; write $(OUTPUT_DIR)")
                 continue
             if var in outputs:
                 other = outputs[var]
@@ -223,7 +221,9 @@ def check_variables(s: Sections, path: str, job: JobConfig, problems: list[str])
                     f"{other} to after"
                 )
                 continue
-            near = difflib.get_close_matches(var, sorted(known | set(outputs)), n=1, cutoff=0.8)
+            # Kubernetes compares names exactly; a job's env names are C identifiers
+            spelt = var.upper().replace("-", "_").replace(".", "_")
+            near = difflib.get_close_matches(spelt, sorted(known | set(outputs)), n=1, cutoff=0.8)
             hint = f"; did you mean $({near[0]})?" if near else ""
             if var.endswith("_OUTPUT_DIR"):
                 gets = f"this job gets {', '.join(sorted(given))} (its after)" if given else "this job waits for none"
