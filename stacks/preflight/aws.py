@@ -1,6 +1,7 @@
 """The few read-only AWS calls the checks make, through one boto3 session (so ``AWS_ENDPOINT_URL`` and
 the standard credential settings apply), with per-run caches and uniform errors."""
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -11,6 +12,16 @@ from botocore.parsers import ResponseParserError
 from components.catalog import QUOTA_NAMES
 from stacks.preflight.findings import AwsCallError, short_message
 from stacks.zones import Zone
+
+
+@dataclass(frozen=True)
+class S3Object:
+    """What ``HeadObject`` says of an object."""
+
+    size: int
+    storage_class: str
+    restored: bool
+    """A restored copy of an archived object is readable now."""
 
 
 class AwsClient:
@@ -125,18 +136,27 @@ class AwsClient:
         location = resp.get("LocationConstraint")
         return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(location, str(location))
 
-    def object_size(self, bucket: str, name: str) -> Optional[int]:
-        """The size of an S3 object (``HeadObject``), ``None`` when there is none."""
+    def s3_object(self, bucket: str, name: str) -> Optional["S3Object"]:
+        """An S3 object's size and storage class (``HeadObject``), ``None`` when there is none."""
         try:
-            return int(self._call(self.s3, "head_object", Bucket=bucket, Key=name)["ContentLength"])
+            head = self._call(self.s3, "head_object", Bucket=bucket, Key=name)
         except AwsCallError as exc:
             if exc.code in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
+        restore = str(head.get("Restore") or "")
+        return S3Object(
+            size=int(head["ContentLength"]),
+            storage_class=str(head.get("StorageClass") or "STANDARD"),
+            restored='ongoing-request="false"' in restore,
+        )
 
     def first_object(self, bucket: str, prefix: str) -> Optional[str]:
-        """The first object key under ``prefix`` (``ListObjectsV2``, one key), ``None`` when there is none."""
-        contents = self._call(self.s3, "list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1).get("Contents")
+        """The first object key under ``prefix`` other than ``prefix`` itself (a console folder's marker):
+        ``ListObjectsV2``, one key; ``None`` when there is none."""
+        contents = self._call(
+            self.s3, "list_objects_v2", Bucket=bucket, Prefix=prefix, StartAfter=prefix, MaxKeys=1
+        ).get("Contents")
         return str(contents[0]["Key"]) if contents else None
 
     def lustre_file_systems(self, file_system_ids: Optional[list[str]] = None) -> list[dict[str, Any]]:

@@ -1218,54 +1218,73 @@ def _dataset_finding(config: dict[str, Any], name: str = "data") -> Finding:
     return one(run_preflight(load(config), ZONES, session()), f"eks-training:datasets.{name}.source")
 
 
+def _efs(source: str, **extra: Any) -> dict[str, Any]:
+    """A stack whose one job reads the dataset ``data`` from ``source``."""
+    job = {"kind": "command", "command": ["true"], "nodeGroup": "cpu", "dataset": "data"}
+    return stack({"cpu": group(["m5.xlarge"])}, datasets={"data": {"source": source, **extra}}, jobs={"read": job})
+
+
 def test_a_staged_datasets_object_exists_at_its_size(seeded: sup.SeededMoto) -> None:
-    """The tarball a staging Job downloads: there (its size), missing, a folder instead, or of another size."""
+    """The tarball a staging Job downloads: there (its size), missing, a folder instead, of another size, archived."""
     s3 = session().client("s3")
     s3.create_bucket(Bucket="team-data")
     s3.put_object(Bucket="team-data", Key="cifar.tar.gz", Body=b"x" * 10)
     s3.put_object(Bucket="team-data", Key="images/a.jpg", Body=b"a")
-
-    def efs(source: str, **extra: Any) -> dict[str, Any]:
-        return stack({"cpu": group(["m5.xlarge"])}, datasets={"data": {"source": source, **extra}})
+    s3.put_object(Bucket="team-data", Key="cold.tar.gz", Body=b"x", StorageClass="DEEP_ARCHIVE")
 
     # what the plan says preflight will check (offline) names the same key
     assert (
         "eks-training:datasets.data.source",
         "s3://team-data/cifar.tar.gz is one object (the tarball staging downloads), 11 bytes",
-    ) in planned_checks(load(efs("s3://team-data/cifar.tar.gz", expectedBytes=11)))
-    there = _dataset_finding(efs("s3://team-data/cifar.tar.gz"))
+    ) in planned_checks(load(_efs("s3://team-data/cifar.tar.gz", expectedBytes=11)))
+    there = _dataset_finding(_efs("s3://team-data/cifar.tar.gz"))
     assert there.ok and there.message == "s3://team-data/cifar.tar.gz exists (10 bytes)"
-    missing = _dataset_finding(efs("s3://team-data/cifar.tgz"))
+    missing = _dataset_finding(_efs("s3://team-data/cifar.tgz"))
     assert not missing.ok
     assert missing.message == "no object s3://team-data/cifar.tgz; upload the dataset's tarball there first"
-    folder = _dataset_finding(efs("s3://team-data/images"))
+    folder = _dataset_finding(_efs("s3://team-data/images"))
     assert not folder.ok and folder.message == (
         "s3://team-data/images is a folder of objects, and staging downloads one tarball; pack it into one tarball "
         "(tar czf) and upload that"
     )
-    sized = _dataset_finding(efs("s3://team-data/cifar.tar.gz", expectedBytes=11))
+    sized = _dataset_finding(_efs("s3://team-data/cifar.tar.gz", expectedBytes=11))
     assert not sized.ok and "is 10 bytes and expectedBytes says 11: the staging Job would refuse it" in sized.message
-    unreadable = _dataset_finding(efs("s3://no-such-bucket/cifar.tar.gz"))
+    cold = _dataset_finding(_efs("s3://team-data/cold.tar.gz"))
+    assert not cold.ok and cold.message.startswith("s3://team-data/cold.tar.gz is archived (DEEP_ARCHIVE)")
+    unreadable = _dataset_finding(_efs("s3://no-such-bucket/cifar.tar.gz"))
     assert not unreadable.ok and unreadable.message.startswith("could not read s3://no-such-bucket/cifar.tar.gz (")
+    # a dataset no job reads is not staged, so not checked
+    unused = load(stack({"cpu": group(["m5.xlarge"])}, datasets={"data": {"source": "s3://team-data/none.tgz"}}))
+    assert not by_key(run_preflight(unused, ZONES, session()), "eks-training:datasets.data.source")
+
+
+def test_a_missing_tarball_is_a_warning_once_the_cluster_exists(seeded: sup.SeededMoto) -> None:
+    """Staged when the stack was made: deleting the tarball afterwards does not stop the next pulumi up."""
+    session().client("s3").create_bucket(Bucket="team-data")
+    _running("1.36")
+    found = _dataset_finding(_efs("s3://team-data/cifar.tgz"))
+    assert found.ok and found.message.startswith("no object s3://team-data/cifar.tgz; upload")
+    assert "(the cluster exists, so this is only a warning" in found.message
 
 
 def test_an_imported_datasets_prefix_holds_objects(seeded: sup.SeededMoto) -> None:
-    """An FSx stack: a prefix the file system imports must hold objects; one written without its slash is named."""
+    """An FSx stack: a prefix the file system imports must hold objects (a console folder's marker is not one); one
+    written without its slash is named."""
     s3 = session().client("s3")
     s3.create_bucket(Bucket="team-datasets")
     s3.put_object(Bucket="team-datasets", Key="sets/imagenet/train/0.jpg", Body=b"a")
+    s3.put_object(Bucket="team-datasets", Key="sets/coco/", Body=b"")
     seeded.seed_quota(FSX_QUOTA, 9600, service="fsx")
 
     def fsx(source: str) -> dict[str, Any]:
         config = fsx_stack({"dataRepository": {"s3Path": "s3://team-datasets/sets/"}})
         config["eks-training:datasets"] = {"data": {"source": source}}
+        config["eks-training:jobs"]["train"]["dataset"] = "data"
         return config
 
     assert _dataset_finding(fsx("s3://team-datasets/sets/imagenet/")).ok
     empty = _dataset_finding(fsx("s3://team-datasets/sets/coco/"))
-    assert not empty.ok and empty.message.startswith(
-        "no object under s3://team-datasets/sets/coco/: the file system would"
-    )
+    assert not empty.ok and empty.message.startswith("no object under s3://team-datasets/sets/coco/: the file system")
     slash = _dataset_finding(fsx("s3://team-datasets/sets/imagenet"))
     assert not slash.ok and slash.message.endswith(
         "end it with / to have the file system import the folder (s3://team-datasets/sets/imagenet/)"
