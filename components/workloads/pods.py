@@ -24,6 +24,9 @@ JOB_SCRATCH_SIZE = "8Gi"
 
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+#: The variable the Job controller appends to an Indexed Job's containers, its index (kubernetes
+#: ``pkg/controller/job/indexed_job_utils.go``, ``addCompletionIndexEnvVariable``).
+COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
 
 
 def pod_security() -> k8s.core.v1.PodSecurityContextArgsDict:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, cast
 
 from components.conventions import SHARED_MOUNT
-from components.workloads.pods import env_list
+from components.workloads.pods import COMPLETION_INDEX_ENV, env_list
 from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement
 from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
@@ -423,7 +423,10 @@ class LocalRunner:
         tmp = self.work / "tmp" / f"{job.name}-{index}"
         tmp.mkdir(parents=True, exist_ok=True)
         # Indexed Jobs' pods get JOB_INDEX from the downward API; an MPI launcher is one pod without it
-        pod_env = container_env({"env": env_list(env, with_index=KINDS[job.kind].indexed_pods)}, index=index)
+        indexed = KINDS[job.kind].indexed_pods
+        pod_env = container_env({"env": env_list(env, with_index=indexed)}, index=index)
+        if indexed:  # the Job controller appends it to an Indexed Job's containers (addCompletionIndexEnvVariable)
+            pod_env[COMPLETION_INDEX_ENV] = str(index)
         here_env = {k: self.host_path(v, app, tmp, workspace) for k, v in pod_env.items()}
         argv = [self.host_path(expand(str(a), pod_env), app, tmp, workspace) for a in command]
         venv = self.venvs.get(job.image.name)

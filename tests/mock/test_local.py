@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from components.workloads.pods import COMPLETION_INDEX_ENV
 from stacks.config import load_config
+from stacks.kinds import KINDS
 from stacks.local.cli import main as local_main
 from stacks.local.kube import container_env, process_argv
 from stacks.local.runner import LocalRunner, local_mpi_prefix
@@ -65,6 +67,8 @@ def test_local_processes_get_the_pods_commands_and_environments(stack: str, tmp_
         for pod in pods:
             tmp = tmp_path / "tmp" / f"{name}-{pod.index}"
             pod_env = container_env(container, index=pod.index)
+            if KINDS[job.kind].indexed_pods:  # the Job controller's own variable (not in the registered template)
+                pod_env[COMPLETION_INDEX_ENV] = str(pod.index)
             expected_env = {k: runner.host_path(v, app, tmp) for k, v in pod_env.items()}
             node_type = set(job.placement.get("env") or {})
             assert set(pod.env) - MACHINE == set(expected_env) - MACHINE - node_type, name
