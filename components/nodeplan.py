@@ -10,7 +10,7 @@ launch template, the pods' requests, the autoscaler's tags and the health check 
 it and the plan's reports (:mod:`stacks.plan.upgrade`) describe it, with the same :func:`roll_minutes`.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping, Optional, Sequence, TypedDict, get_args
 
 from typing_extensions import NotRequired
@@ -46,6 +46,8 @@ SYSTEM_DISK_SIZE_GIB = 50
 #: Fraction of a node's allocatable CPU and memory a pod that fills the node requests (the rest is
 #: left for DaemonSets: VPC CNI, kube-proxy, CSI node plugins, Pod Identity agent, device plugins).
 NODE_SHARE = 0.8
+#: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
+SYSTEM_JOB_SHARE = 0.25
 #: Data-loader workers pass batches through ``/dev/shm``: a quarter of the pod's memory, at most 64 GiB.
 MAX_SHM_MIB = 64 * 1024
 #: cluster-autoscaler reads a group's template node from tags with this prefix when it has no nodes.
@@ -236,6 +238,17 @@ def pod_size(facts: InstanceType, efa: Optional[EfaProfile] = None) -> PodSize:
         shm_mib=min(mem // 4, MAX_SHM_MIB),
         procs_per_node=procs,
         threads_per_proc=max(1, (cpu // 1000) // procs),
+    )
+
+
+def system_job_pod(pod: PodSize) -> PodSize:
+    """What a job's pod requests on a system node whose whole-node pod is ``pod``: :data:`SYSTEM_JOB_SHARE` of the
+    node (the add-ons keep the rest)."""
+    share = SYSTEM_JOB_SHARE / NODE_SHARE
+    cpu = int(pod.cpu_millis * share) // 100 * 100
+    mem = int(pod.memory_mib * share) // 256 * 256
+    return replace(
+        pod, cpu_millis=cpu, memory_mib=mem, shm_mib=min(pod.shm_mib, mem // 4), threads_per_proc=max(1, cpu // 1000)
     )
 
 

@@ -1,7 +1,7 @@
 """The plan's data: a :class:`Plan` and its parts (node groups, jobs, storage, datasets, operations), every decision
 :func:`stacks.plan.build_plan` derived from a stack's configuration. The program, the tools and the kinds read them."""
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -14,9 +14,9 @@ from components.nodeplan import (
     EfaProfile,
     NodeProfile,
     NodeRepairSpec,
-    PodSize,
     node_update_strategy,
     surge_limit,
+    system_job_pod,
 )
 from components.scheduling import SYSTEM_ROLE, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
@@ -32,8 +32,6 @@ HEALTH_THRESHOLD_SHARE = 0.8
 ZONE_LABEL = "topology.kubernetes.io/zone"
 #: The zone-ID label the AWS cloud provider puts on nodes (https://kubernetes.io/docs/reference/labels-annotations-taints/).
 ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
-#: Share of a system node a job on the system group requests (the rest stays with add-ons and controllers).
-SYSTEM_JOB_SHARE = 0.25
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,7 +100,7 @@ class NodeGroupPlan:
         worker group, a quarter of one on the system group (which keeps running the add-ons)."""
         pod = self.profile.pod
         if self.name == SYSTEM_ROLE:
-            pod = _share(pod, SYSTEM_JOB_SHARE / 0.8)
+            pod = system_job_pod(pod)
         selector = dict(self.profile.labels)
         if self.zone:
             selector[ZONE_ID_LABEL if ZONE_ID_RE.match(self.zone) else ZONE_LABEL] = self.zone
@@ -125,14 +123,6 @@ class NodeGroupPlan:
         if pod.hugepages_2mi:
             placement["hugepages_2mi"] = pod.hugepages_2mi
         return placement
-
-
-def _share(pod: PodSize, share: float) -> PodSize:
-    cpu = int(pod.cpu_millis * share) // 100 * 100
-    mem = int(pod.memory_mib * share) // 256 * 256
-    return replace(
-        pod, cpu_millis=cpu, memory_mib=mem, shm_mib=min(pod.shm_mib, mem // 4), threads_per_proc=max(1, cpu // 1000)
-    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1551,6 +1551,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:instanceFacts.x9.large.gpuModel: required with gpus (8): the GPU decides which CUDA build"],
     ),
     (
+        "a health check's message larger than a system-group pod's memory",
+        job("evaluate", healthCheck={"maxBytes": 2 << 30}),
+        [
+            "eks-training:jobs.evaluate.healthCheck.maxBytes: 2147483648 bytes (2 GiB) does not fit in a process's "
+            "share of the 1536 MiB a pod on m5.large requests"
+        ],
+    ),
+    (
         "after names a job twice",
         job("evaluate", after=["train", "train"]),
         ["eks-training:jobs.evaluate.after[1]: 'train' is given twice; remove this one"],

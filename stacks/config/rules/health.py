@@ -8,6 +8,7 @@ from components.nodeplan import (
     allreduce_busbw_ceiling,
     network_gbytes_per_s,
     pod_size,
+    system_job_pod,
 )
 from stacks.config.errors import key
 from stacks.config.jobs import (
@@ -16,11 +17,14 @@ from stacks.config.jobs import (
 from stacks.config.rules.sections import Sections
 
 
-def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceType], problems: list[str]) -> None:
+def check_health(
+    s: Sections, path: str, job: JobConfig, types: list[InstanceType], problems: list[str], system: bool = False
+) -> None:
     """The health check's values against the nodes it runs on: an enforced check needs a threshold (configured, or a
     published figure for the type); a threshold (GB/s) above what the nodes' network can carry, or a message
     (bytes) larger than a GPU's (or, on CPU nodes, a process's share of the pod's) memory, can never pass: they name
-    the unit the value is in and the conversion the user probably meant."""
+    the unit the value is in and the conversion the user probably meant. ``system``: the job runs on the system group,
+    whose pods get a share of a node."""
     h = job.health_check
     if h is None or not h.enabled or not types:
         return
@@ -53,7 +57,7 @@ def check_health(s: Sections, path: str, job: JobConfig, types: list[InstanceTyp
                 f"the {smallest.gpu_memory_mib} MiB of one {smallest.gpu_model} GPU of {smallest.name}",
             )
         elif not smallest.is_gpu:
-            pod = pod_size(smallest)
+            pod = system_job_pod(pod_size(smallest)) if system else pod_size(smallest)
             room = pod.memory_mib * MIB // procs
             where = f"a process's share of the {pod.memory_mib} MiB a pod on {smallest.name} requests" + (
                 f" ({procs} processes)" if procs > 1 else ""

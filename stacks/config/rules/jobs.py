@@ -57,7 +57,7 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
                 )
             else:
                 facts = s.catalog.get(s.system.instance_type)
-                check_health(s, path, job, [facts] if facts is not None else [], problems)
+                check_health(s, path, job, [facts] if facts is not None else [], problems, system=True)
         elif group_name not in s.group_names:
             if "nodeGroups" not in s.failed:
                 problems.append(
