@@ -22,6 +22,14 @@ class Duration:
     """Why the figure, where it is an estimate (no source gives it, or the model takes one end of a range)."""
 
 
+#: A Deployment's creation, or a patch's rollout: what the provider awaits for both.
+_DEPLOYMENT = Duration(
+    minutes=0.5,
+    what="a Deployment (new, or patched) until its pods are available",
+    sources=("pulumi-kubernetes-deployment-await",),
+    estimate="no public figure for the time; the source says what is waited for",
+)
+
 #: Creation by resource type token (the type a registration carries).
 CREATION: Mapping[str, Duration] = {
     "eks:index:Cluster": Duration(
@@ -78,19 +86,9 @@ CREATION: Mapping[str, Duration] = {
         sources=("pulumi-kubernetes-deployment-await",),
         estimate="as a Deployment",
     ),
-    "kubernetes:apps/v1:Deployment": Duration(
-        minutes=0.5,
-        what="a Deployment until its pods are available",
-        sources=("pulumi-kubernetes-deployment-await",),
-        estimate="no public figure for the time; the source says what is waited for",
-    ),
-    "kubernetes:apps/v1:DeploymentPatch": Duration(
-        minutes=0.5,
-        what="a Deployment's patch until the rollout it starts is available (the MPI Operator moved to the system "
-        "nodes)",
-        sources=("pulumi-kubernetes-deployment-await",),
-        estimate="as a Deployment",
-    ),
+    "kubernetes:apps/v1:Deployment": _DEPLOYMENT,
+    # the provider awaits a patched Deployment's rollout as it awaits a new one (the MPI Operator moved to system nodes)
+    "kubernetes:apps/v1:DeploymentPatch": _DEPLOYMENT,
     "kubernetes:apps/v1:DaemonSet": Duration(
         minutes=0.5,
         what="a DaemonSet until its pods are available",
