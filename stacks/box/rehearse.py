@@ -301,12 +301,13 @@ class Rehearsal:
                 input=dump_yaml_documents(created),
                 check=False,
             )
-        for flags, group in applies(docs) if proc is None or proc.returncode == 0 else []:
+        # the stack's objects, then each Patch under its own field manager, as the provider applies them
+        for flags, group in applies(docs):
+            if proc is not None and proc.returncode != 0:
+                break
             proc = self.box.kubectl(
                 "apply", *flags, "--validate=strict", "-f", "-", input=dump_yaml_documents(group), check=False
             )
-            if proc.returncode != 0:
-                break
         docs += created
         if proc is not None and proc.returncode != 0:
             refused = _refusals(docs, proc.stderr)
