@@ -251,7 +251,11 @@ class MpiOperator(pulumi.ComponentResource):
 
 
 def place_controller(
-    name: str, manifest: ReleaseManifest, node_selector: Mapping[str, str], parent: pulumi.Resource, applied: Any
+    name: str,
+    manifest: ReleaseManifest,
+    node_selector: Mapping[str, str],
+    parent: pulumi.Resource,
+    applied: pulumi.Resource,
 ) -> k8s.apps.v1.DeploymentPatch:
     """A server-side apply patch of the node selector of ``manifest``'s controller Deployment, under a field manager
     of its own (``name``), after the manifest is ``applied``; the provider waits for the Deployment's rollout."""

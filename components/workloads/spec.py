@@ -182,19 +182,35 @@ def peer_hosts(job_name: str, namespace: str, nodes: int) -> list[str]:
     return [f"{job_name}-{i}.{service_name(job_name)}.{namespace}.svc.cluster.local" for i in range(nodes)]
 
 
-def variable_references(text: str) -> list[str]:
-    """The names ``text`` refers to as Kubernetes expands a command, an argument or an env value: each ``$(NAME)``,
-    where ``$$`` is an escaped ``$`` (kubernetes ``third_party/forked/golang/expansion/expand.go``)."""
+def expand_variables(text: str, lookup: Callable[[str], Optional[str]]) -> str:
+    """``text`` as Kubernetes expands a command, an argument or an env value: each ``$(NAME)`` (any characters up to
+    the first ``)``) becomes ``lookup(NAME)``, or stays as written when that is ``None``; ``$$`` becomes ``$``
+    (kubernetes ``third_party/forked/golang/expansion/expand.go``)."""
     out, i = [], 0
-    while i < len(text) - 1:
-        if text[i] != "$":
+    while i < len(text):
+        if text[i] != "$" or i + 1 == len(text):
+            out.append(text[i])
             i += 1
         elif text[i + 1] == "(" and (end := text.find(")", i + 2)) != -1:
-            out.append(text[i + 2 : end])
+            name = text[i + 2 : end]
+            value = lookup(name)
+            out.append(f"$({name})" if value is None else value)
             i = end + 1
-        else:
-            i += 2  # "$$" (escaped) or "$" and another character: both kept as written
-    return out
+        else:  # "$$" is an escaped "$"; "$" and any other character stay as written
+            out.append("$" if text[i + 1] == "$" else text[i : i + 2])
+            i += 2
+    return "".join(out)
+
+
+def variable_references(text: str) -> list[str]:
+    """The names ``text`` refers to as Kubernetes expands it (:func:`expand_variables`), in order."""
+    names: list[str] = []
+
+    def note(name: str) -> None:
+        names.append(name)
+
+    expand_variables(text, note)
+    return names
 
 
 def env_name(job: str) -> str:

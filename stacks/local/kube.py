@@ -3,23 +3,16 @@ machine (the local runner, and the tests that run pods for real): ``$(VAR)`` exp
 and ``args``, and the downward API values of an Indexed Job's pod
 (https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/)."""
 
-import re
 from typing import Any, Mapping, Optional
 
-_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\$")
+from components.workloads.spec import expand_variables
+
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:
     """``$(NAME)`` -> its value when defined (else left as is); ``$$`` -> ``$``."""
-
-    def sub(m: "re.Match[str]") -> str:
-        if m.group(0) == "$$":
-            return "$"
-        name = m.group(1)
-        return env[name] if name in env else m.group(0)
-
-    return _REF.sub(sub, text)
+    return expand_variables(text, env.get)
 
 
 def container_env(container: Mapping[str, Any], *, index: Optional[int] = None) -> dict[str, str]:
