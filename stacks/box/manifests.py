@@ -76,12 +76,17 @@ def registered_objects(registrations: Iterable[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def is_patch(resource_type: str) -> bool:
+    """A pulumi-kubernetes Patch resource (``kubernetes:apps/v1:DeploymentPatch``): part of an object that exists."""
+    return resource_type.startswith("kubernetes:") and resource_type.endswith("Patch")
+
+
 def registered_object(r: Any) -> dict[str, Any]:
     """The object of one registration of a Kubernetes resource; a Patch resource's names the field manager it is
     applied under (:data:`~components.conventions.PATCH_FIELD_MANAGER`; the provider picks one of its own when the
     annotation is absent)."""
     doc = copy.deepcopy({k: v for k, v in r.inputs.items() if not k.startswith("__")})
-    if r.type.endswith("Patch"):
+    if is_patch(r.type):
         metadata = doc.setdefault("metadata", {})
         metadata["annotations"] = {
             PATCH_FIELD_MANAGER: f"pulumi-kubernetes-{r.name}",

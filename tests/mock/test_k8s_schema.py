@@ -11,6 +11,7 @@ import pytest
 from components.catalog import DEFAULT_KUBERNETES_VERSION
 from components.conventions import SHARED_MOUNT
 from components.scheduling import system_node_selector
+from stacks.box.manifests import is_patch
 from stacks.bundle import TOOLBOX_IMAGE
 from tests.harness import PROJECT, Program, resolve, run_program, stack_config, stack_names
 from tests.kube_schema import ValidationError, validate
@@ -31,7 +32,7 @@ def manifests(p: Program) -> list[dict[str, Any]]:
             # Kueue's: applied (strict) against Kueue's own CRDs by the cluster tier
             # (tests/cluster/test_box_apiserver.py).
             continue
-        if r.type.endswith("Patch"):
+        if is_patch(r.type):
             # part of an object: applied (strict) over the object it patches by the cluster tier
             # (tests/cluster/test_box_apiserver.py)
             continue

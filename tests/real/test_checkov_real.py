@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from stacks.box.manifests import is_patch
 from tests.harness import REPO, run_program, stack_names
 from tests.wait import patient
 
@@ -96,7 +97,7 @@ def rendered(stack: str) -> list[dict[str, Any]]:
     for r in run_program(stack).registrations:
         if not r.type.startswith("kubernetes:") or r.type.startswith(("kubernetes:helm.sh/", "kubernetes:yaml/")):
             continue
-        if r.type.endswith("Patch"):
+        if is_patch(r.type):
             continue
         doc = _ints(json.loads(json.dumps({k: v for k, v in r.inputs.items() if not k.startswith("__")})))
         if doc["kind"] == "MPIJob":
