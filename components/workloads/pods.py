@@ -24,6 +24,8 @@ JOB_SCRATCH_SIZE = "8Gi"
 
 #: Where Kubernetes publishes an Indexed Job pod's index (downward API).
 COMPLETION_INDEX_FIELD = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+#: The variable an Indexed Job's pods get first, their index from :data:`COMPLETION_INDEX_FIELD`.
+INDEX_VARIABLE = "JOB_INDEX"
 #: The variable the Job controller appends to an Indexed Job's containers, its index (kubernetes
 #: ``pkg/controller/job/indexed_job_utils.go``, ``addCompletionIndexEnvVariable``).
 COMPLETION_INDEX_ENV = "JOB_COMPLETION_INDEX"
@@ -100,7 +102,7 @@ def env_list(env: Mapping[str, pulumi.Input[str]], *, with_index: bool = False) 
     to a variable defined before it); with ``with_index`` a ``JOB_INDEX`` from the downward API comes first."""
     out: list[k8s.core.v1.EnvVarArgsDict] = []
     if with_index:
-        out.append({"name": "JOB_INDEX", "value_from": {"field_ref": {"field_path": COMPLETION_INDEX_FIELD}}})
+        out.append({"name": INDEX_VARIABLE, "value_from": {"field_ref": {"field_path": COMPLETION_INDEX_FIELD}}})
     out += [{"name": k, "value": env[k]} for k in _defined_first(env)]
     return out
 

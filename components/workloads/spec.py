@@ -233,6 +233,12 @@ def worker_env(placement: WorkerPlacement, extra: Optional[Mapping[str, str]] = 
     return env
 
 
+#: The variables :func:`job_env` sets (``DATA_DIR`` with a dataset, ``TENSORBOARD_DIR`` with TensorBoard).
+JOB_VARIABLES = frozenset({"OUTPUT_DIR", "DATA_DIR", "TENSORBOARD_DIR", "JOB_NAME", "JOB_SIZE", "PROCS_PER_NODE"})
+#: The variables :func:`peer_env` sets.
+PEER_VARIABLES = frozenset({"JOB_PEERS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK", "RANK"})
+
+
 def job_env(spec: JobSpec, *, nodes: int, procs_per_node: int) -> dict[str, pulumi.Input[str]]:
     """The variables every job's program gets: ``OUTPUT_DIR``, ``DATA_DIR``, ``TENSORBOARD_DIR`` (with TensorBoard),
     ``JOB_NAME``, ``JOB_SIZE``, ``PROCS_PER_NODE``, the output folders of the jobs it reads, and the job's own

@@ -41,6 +41,10 @@ TORCHRUN_MAX_RESTARTS = 100
 #: What the pod's grace period leaves after torchrun's wait for its workers (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``,
 #: honoured by torch >= 2.12): the launcher's and torchrun's own exit took 1.4-6.7 s after the signal (measured).
 SHUTDOWN_MARGIN_S = 15
+#: The trainer's resilience variables :func:`pytorch_env` sets (the last two when the job sets them).
+RESILIENCE_VARIABLES = frozenset(
+    {"MAX_FAILED_ATTEMPTS", "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "CHECKPOINT_EVERY_SECONDS", "PG_TIMEOUT_SECONDS"}
+)
 
 
 def torch_env(gpus: int) -> dict[str, str]:

@@ -13,7 +13,8 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
 from components.image.reference import validate_image_reference
-from components.workloads.spec import DEFAULT_MAX_RESTARTS, RendezvousBackend
+from components.workloads.spec import DEFAULT_MAX_RESTARTS, JOB_VARIABLES, RendezvousBackend
+from components.workloads.training import RESILIENCE_VARIABLES
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, OBJECT_NOT_NULL, S3_FOLDER_URI_RE, Model, Number, reference
@@ -33,24 +34,7 @@ CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "te
 #: ``<job>-allreduce``; 40 characters leave room for those suffixes within the 63 of a DNS label.
 JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
 #: Environment names the program sets itself (a job's ``env`` may not override them).
-RESERVED_ENV = frozenset(
-    {
-        "OUTPUT_DIR",
-        "DATA_DIR",
-        "TENSORBOARD_DIR",
-        "JOB_NAME",
-        "JOB_SIZE",
-        "JOB_PEERS",
-        "PROCS_PER_NODE",
-        "TF_CONFIG",
-        # a pytorch job's resilience settings (from maxRestarts, checkpointEverySeconds, collectiveTimeoutSeconds and
-        # stopGracePeriodSeconds)
-        "MAX_FAILED_ATTEMPTS",
-        "CHECKPOINT_EVERY_SECONDS",
-        "PG_TIMEOUT_SECONDS",
-        "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
-    }
-)
+RESERVED_ENV = JOB_VARIABLES | RESILIENCE_VARIABLES | {"JOB_PEERS", "TF_CONFIG"}
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_RE = re.compile(r"^[\w./-]+$")
 

@@ -18,7 +18,8 @@ from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence
 import pulumi
 
 from components.workloads.job_objects import BATCH_JOB, JobObject
-from components.workloads.spec import JobSpec, WorkerPlacement
+from components.workloads.pods import INDEX_VARIABLE
+from components.workloads.spec import JOB_VARIABLES, JobSpec, WorkerPlacement
 
 
 class JobSettings(Protocol):
@@ -200,6 +201,8 @@ class JobKind:
     PodDisruptionBudget (empty: every pod of the job is a worker)."""
     indexed_pods: ClassVar[bool] = True
     """Its pods are an Indexed Job's (each gets ``JOB_INDEX`` from the downward API)."""
+    variables: ClassVar[frozenset[str]] = frozenset()
+    """The variables its component sets in the pods beyond every job's (:meth:`pod_variables`)."""
     job_object: ClassVar[JobObject] = BATCH_JOB
     """The Kubernetes object its component creates: its resource (``wait_for_jobs.py``'s ``RESOURCE/NAME``, the
     collector's, the wait Role's), its conditions, Kueue's integration that queues it."""
@@ -221,6 +224,11 @@ class JobKind:
         """What the job's image runs to be pulled onto its nodes ahead of the job (:mod:`stacks.plan.prepull`); empty:
         the image is pulled when the job's pods start."""
         return self.noop
+
+    def pod_variables(self) -> frozenset[str]:
+        """The variables the program sets in its pods, which a job's ``$(NAME)`` may name: every job's
+        (:data:`~components.workloads.spec.JOB_VARIABLES`), ``JOB_INDEX`` in an Indexed Job's, and :attr:`variables`."""
+        return JOB_VARIABLES | self.variables | ({INDEX_VARIABLE} if self.indexed_pods else set())
 
     # --- config ---------------------------------------------------------------------------------------------------
     def problems(self, job: JobSettings) -> list[tuple[str, str]]:

@@ -5,6 +5,7 @@ from typing import Any, Mapping
 
 from components.workloads import CommandJob
 from components.workloads.command import command_env
+from components.workloads.spec import PEER_VARIABLES
 from stacks.kinds.base import LocalContext
 from stacks.kinds.indexed import IndexedCommandKind
 
@@ -15,6 +16,7 @@ class Command(IndexedCommandKind):
     fixed_size = "a command job runs a fixed number of pods"
     on_system_group = True
     component = CommandJob
+    variables = PEER_VARIABLES
 
     def local_env(self, ctx: LocalContext) -> Mapping[str, Any]:
         return command_env(ctx.spec, ctx.placement, ctx.nodes, ctx.peers, port=ctx.machine.free_port())

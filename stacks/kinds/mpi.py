@@ -35,6 +35,7 @@ class Mpi(JobKind):
     writable_root = True
     # the launcher is one pod, not an Indexed Job's
     indexed_pods = False
+    variables = frozenset({"MASTER_ADDR", "MASTER_PORT"})
     job_object = MPI_JOB
     needs_mpi_operator = True
     launcher_on_system_group = True

@@ -5,7 +5,7 @@ from typing import Mapping, cast
 
 from components.workloads import PyTorchJob, PyTorchJobArgs
 from components.workloads.spec import RendezvousBackend
-from components.workloads.training import LAUNCHER, RUN_SCRIPT, pytorch_command, pytorch_env
+from components.workloads.training import LAUNCHER, RESILIENCE_VARIABLES, RUN_SCRIPT, pytorch_command, pytorch_env
 from stacks.bundle import TOOLBOX_IMAGE
 from stacks.kinds.base import (
     BuildContext,
@@ -30,6 +30,7 @@ class PyTorch(JobKind):
     takes_script = True
     # the pods run the launcher with the image's python
     noop = ("python", "-c", "")
+    variables = RESILIENCE_VARIABLES
     owned_fields = (
         OwnedField("script", "script", "only pytorch jobs take a script; put it in the command of a {kind} job"),
         OwnedField("rendezvous_backend", "rendezvousBackend", "only pytorch jobs use a torchrun rendezvous"),

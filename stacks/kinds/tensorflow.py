@@ -14,6 +14,7 @@ class TensorFlow(IndexedCommandKind):
     summary = "MultiWorkerMirroredStrategy workers with TF_CONFIG"
     fixed_size = "MultiWorkerMirroredStrategy has a fixed cluster (TF_CONFIG)"
     component = TensorFlowJob
+    variables = frozenset({"TF_CONFIG"})
     image_package = "tensorflow"
     example_image = "images/tensorflow"
 

@@ -9,7 +9,6 @@ from components.scheduling import SYSTEM_ROLE
 from components.workloads.spec import env_name, variable_references
 from stacks.config.errors import key
 from stacks.config.jobs import (
-    RESERVED_ENV,
     TOOLBOX_IMAGE,
     JobConfig,
 )
@@ -188,7 +187,7 @@ def _texts(path: str, job: JobConfig) -> Iterator[tuple[str, str]]:
 
 def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:
     """A ``$(NAME)`` the job's pods will not have, which Kubernetes leaves as written: another job's output folder
-    without that job in ``after``, or a near miss of a variable the program sets."""
+    without that job in ``after``, a variable only another kind's pods get, or a near miss of one the program sets."""
     given = {env_name(a) for a in job.after if a in s.job_names}
     unset = {
         name: fix
@@ -202,7 +201,13 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
         )
         if not is_set and name not in job.env
     }
-    known = (RESERVED_ENV - set(unset)) | given | set(job.env)
+    kind = KINDS[job.kind]
+    known = (kind.pod_variables() - set(unset)) | given | set(job.env)
+    # the variables of other kinds' pods, with the kinds whose pods have them
+    elsewhere = {
+        var: [k.name for k in KINDS.values() if var in k.pod_variables()]
+        for var in set().union(*(k.pod_variables() for k in KINDS.values())) - known
+    }
     outputs = {env_name(n): n for n in s.job_names}
     for where, text in _texts(path, job):
         for var in dict.fromkeys(variable_references(text)):
@@ -213,6 +218,13 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
                 continue
             if outputs.get(var) == name:
                 problems.append(f"{key(where)}: $({var}) is this job's own output folder; write $(OUTPUT_DIR)")
+                continue
+            if var in elsewhere:
+                problems.append(
+                    f"{key(where)}: $({var}) is set in the pods of {' and '.join(elsewhere[var])} jobs, not in a "
+                    f"{job.kind} job's (Kubernetes would pass it as written); set it in {key(f'{path}.env')} or "
+                    "write the value itself"
+                )
                 continue
             if var in outputs:
                 other = outputs[var]
