@@ -61,7 +61,11 @@ _RESERVATIONS = "_preflight_capacity_reservations"
 _ADDON_VERSIONS = "_preflight_addon_versions"
 _DRAS = "_preflight_data_repository_associations"
 #: Service names Service Quotas reports for the service codes the preflight reads.
-_SERVICE_NAMES = {"ec2": "Amazon Elastic Compute Cloud (Amazon EC2)", "fsx": "Amazon FSx"}
+_SERVICE_NAMES = {
+    "ec2": "Amazon Elastic Compute Cloud (Amazon EC2)",
+    "eks": "Amazon Elastic Kubernetes Service (Amazon EKS)",
+    "fsx": "Amazon FSx",
+}
 
 
 start_moto_process = aws_support.start_moto_server
@@ -214,7 +218,7 @@ class SeededMoto:
     def seed_quota(
         self, code: str, value: float, *, applied: bool = True, name: Optional[str] = None, service: str = "ec2"
     ) -> None:
-        """A quota of ``service`` (``ec2`` or ``fsx``): ``applied`` = the account's applied value
+        """A quota of ``service`` (``ec2``, ``eks`` or ``fsx``): ``applied`` = the account's applied value
         (GetServiceQuota), else only AWS's default (GetServiceQuota then answers NoSuchResourceException,
         as for a never-raised quota)."""
         backend = self._backend("service-quotas")

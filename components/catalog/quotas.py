@@ -1,5 +1,6 @@
 """Service quotas the preflight reads: EC2 vCPU quotas (service code ``ec2``) per instance class and market
-(source key ``ec2-vcpu-quotas``) and the FSx for Lustre storage quota (source key ``fsx-quotas``)."""
+(source key ``ec2-vcpu-quotas``), EKS's managed node group quotas (source key ``eks-quotas``) and the FSx for Lustre
+storage quota (source key ``fsx-quotas``)."""
 
 from typing import Mapping
 
@@ -25,7 +26,14 @@ QUOTA_NAMES: Mapping[str, str] = {
     "L-1216C47A": "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
     "L-34B43A08": "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests",
     "L-8F1B9C74": "Lustre Persistent_2 storage capacity",
+    "L-BD136A63": "Nodes per managed node group",
+    "L-6D54EA21": "Managed node groups per cluster",
 }
+
+#: EKS's managed node group quotas (service code ``eks``): (quota code, AWS's default), used when Service Quotas has
+#: neither an applied nor a default value (source key ``eks-quotas``). Both are adjustable.
+EKS_NODES_PER_GROUP_QUOTA: tuple[str, int] = ("L-BD136A63", 450)
+EKS_GROUPS_PER_CLUSTER_QUOTA: tuple[str, int] = ("L-6D54EA21", 30)
 
 #: FSx for Lustre PERSISTENT_2 storage of all file systems in the Region, in GiB: (service code, quota
 #: code) and AWS's default value, used when Service Quotas has neither an applied nor a default value

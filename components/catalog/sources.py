@@ -1087,6 +1087,12 @@ SOURCES: Mapping[str, Source] = {
         shows="Capacity Blocks pricing is a reservation fee, charged up front when the block is reserved, and an "
         "operating-system fee while instances run (Linux billed per second)",
     ),
+    "eks-quotas": Source(
+        url="https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html",
+        shows="Nodes per managed node group: default 450, adjustable; Managed node groups per cluster: default 30, "
+        "adjustable; codes L-BD136A63 and L-6D54EA21 under service code eks as the Service Quotas console shows them "
+        "(https://console.aws.amazon.com/servicequotas/home/services/eks/quotas)",
+    ),
     "ec2-vcpu-quotas": Source(
         url="https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html",
         shows="EC2 On-Demand and Spot instance quotas are counted in vCPUs per instance class; codes as the "

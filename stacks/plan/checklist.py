@@ -3,7 +3,14 @@ call): the config key each question is about, the vCPUs each quota must cover. `
 list offline and the preflight checks read the same derivations, so both tools depend on this core module rather than
 on each other."""
 
-from components.catalog import QUOTA_NAMES, VCPU_QUOTAS, InstanceType, quota_class
+from components.catalog import (
+    EKS_GROUPS_PER_CLUSTER_QUOTA,
+    EKS_NODES_PER_GROUP_QUOTA,
+    QUOTA_NAMES,
+    VCPU_QUOTAS,
+    InstanceType,
+    quota_class,
+)
 from components.catalog.addons import addon_version_for
 from stacks.config import key
 from stacks.config.addons import AddonNeed, addon_needs, by_addon
@@ -83,6 +90,7 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
         + [_running_cluster_check(plan)]
         + _group_checks(plan)
         + _quota_checks(plan)
+        + _node_group_quota_checks(plan)
         + addon_checks(plan)
         + [
             (key(f"cluster.adminRoleArns[{i}]"), f"{arn} is not the identity running the deployment")
@@ -191,6 +199,18 @@ def _quota_checks(plan: Plan) -> list[tuple[str, str]]:
             )
         )
     return out
+
+
+def _node_group_quota_checks(plan: Plan) -> list[tuple[str, str]]:
+    largest = max(plan.all_groups, key=lambda g: g.max_size)
+    nodes, groups = EKS_NODES_PER_GROUP_QUOTA[0], EKS_GROUPS_PER_CLUSTER_QUOTA[0]
+    return [
+        (
+            key("nodeGroups"),
+            f"EKS quota {nodes} ({QUOTA_NAMES[nodes]}) covers maxSize {largest.max_size} (group {largest.name}), "
+            f"and {groups} ({QUOTA_NAMES[groups]}) {len(plan.all_groups)} groups",
+        )
+    ]
 
 
 def _fsx_checks(plan: Plan) -> list[tuple[str, str]]:

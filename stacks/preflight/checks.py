@@ -25,6 +25,7 @@ from stacks.preflight.findings import (
 )
 from stacks.preflight.fsx import check_fsx
 from stacks.preflight.machine import aws_cli_finding, program_bin
+from stacks.preflight.node_groups import check_node_group_quotas
 from stacks.preflight.session import CREDENTIAL_KEYS, CREDENTIALS_KEY, CredentialsError, stack_session
 from stacks.zones import MIN_CONTROL_PLANE_ZONES, Zone, choose_zones, control_plane_zones, find_zone
 
@@ -71,6 +72,7 @@ def run_preflight(
     for g in plan.groups.values():
         _check_reservation(g, group_zones[g.path], vpc_zones, aws, findings)
     _check_quotas(plan, aws, findings)
+    check_node_group_quotas(plan, aws, findings)
     check_addons(plan, aws, findings)
     _check_admin_roles(plan, aws, findings)
     check_fsx(plan, aws, findings)

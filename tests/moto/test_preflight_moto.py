@@ -249,6 +249,7 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "aws-cli": by_key(findings, "PATH"),
         "credentials": by_key(findings, "aws:profile"),
         "cluster": by_key(findings, VERSION_KEY),
+        "node-group-quota": [f for f in findings if "EKS quota" in f.message],
     }
     assert {k: len(v) for k, v in kinds.items()} == {
         "offering": 2,
@@ -260,8 +261,9 @@ def test_all_good_has_one_finding_per_check(seeded: sup.SeededMoto) -> None:
         "aws-cli": 1,
         "credentials": 1,
         "cluster": 1,
+        "node-group-quota": 2,
     }
-    assert len(findings) == 13
+    assert len(findings) == 15
     # moto's account, as STS answers for the session's keys
     assert by_key(findings, "aws:profile")[0].message == ("the checks ask AWS as arn:aws:sts::123456789012:user/moto")
     assert all(f.ok for f in findings), format_report(findings)
@@ -1289,3 +1291,39 @@ def test_an_imported_datasets_prefix_holds_objects(seeded: sup.SeededMoto) -> No
     assert not slash.ok and slash.message.endswith(
         "end it with / to have the file system import the folder (s3://team-datasets/sets/imagenet/)"
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# 13. EKS's managed node group quotas
+# ------------------------------------------------------------------------------------------------
+
+
+def test_a_group_larger_than_the_nodes_per_group_quota_fails_with_the_increase(seeded: sup.SeededMoto) -> None:
+    """Without an applied value, AWS's documented default (450) counts; each group over it fails at its maxSize."""
+    seeded.seed_quota(STD_OD, 10_000)
+    findings = run_preflight(load(stack({"cpu": group(["m5.large"], 500)})), ZONES, session())
+    [fail] = failures(findings)
+    assert fail.key == "eks-training:nodeGroups.cpu.maxSize"
+    assert "500 nodes, but EKS quota L-BD136A63 (Nodes per managed node group) is 450 (the documented default)" in (
+        fail.message
+    )
+    assert "--service-code eks --quota-code L-BD136A63 --desired-value 500 --region us-east-1" in fail.message
+    groups = [f for f in by_key(findings, "eks-training:nodeGroups") if "L-6D54EA21" in f.message]
+    assert [f.ok for f in groups] == [True] and "the stack has 2 groups" in groups[0].message
+
+
+def test_an_applied_quota_counts_and_the_groups_per_cluster_quota_too(seeded: sup.SeededMoto) -> None:
+    seeded.seed_quota(STD_OD, 10_000)
+    seeded.seed_quota("L-BD136A63", 1000, name="Nodes per managed node group", service="eks")
+    seeded.seed_quota("L-6D54EA21", 2, name="Managed node groups per cluster", service="eks")
+    cfg = load(stack({"cpu": group(["m5.large"], 500), "more": group(["m5.large"], 2)}))
+    findings = run_preflight(cfg, ZONES, session())
+    nodes = [f for f in findings if "L-BD136A63" in f.message]
+    assert [f.ok for f in nodes] == [True]
+    assert "is 1000 (applied); the largest group, cpu, has maxSize 500" in nodes[0].message
+    [fail] = failures(findings)
+    assert fail.key == "eks-training:nodeGroups"
+    assert "the stack has 3 managed node groups (the system group and 2 in nodeGroups), but EKS quota L-6D54EA21" in (
+        fail.message
+    )
+    assert "--quota-code L-6D54EA21 --desired-value 3" in fail.message
