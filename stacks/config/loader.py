@@ -265,6 +265,8 @@ def _provider_problem(full: str, ns: str, name: str) -> Optional[str]:
             "every Kubernetes object of this program goes through its own provider, made from the cluster's "
             "kubeconfig, which reads no kubernetes: setting"
             if ns == "kubernetes"
+            else f"pulumi-{ns} has no settings, so nothing reads {ns}: settings"
+            if ns in DEFAULT_PROVIDERS
             else f"this program uses no default {ns} provider, so nothing reads {ns}: settings"
         )
         return f"{full}: {why}; remove it"
@@ -282,8 +284,38 @@ def _provider_problem(full: str, ns: str, name: str) -> Optional[str]:
     )
 
 
+#: The packages whose default provider this program uses: every AWS resource (the providers' settings, above) and
+#: pulumi-eks's components, which the engine constructs through the eks package's default provider (with it disabled:
+#: "Default provider for 'eks' disabled", https://github.com/pulumi/pulumi-eks/issues/917).
+DEFAULT_PROVIDERS = ("aws", "eks")
+#: The engine's setting that refuses default providers, by package or ``*``
+#: (https://www.pulumi.com/docs/iac/concepts/resources/providers/#disabling-default-providers).
+DISABLE_DEFAULT_PROVIDERS = f"{ENGINE_NAMESPACE}:disable-default-providers"
+
+
+def _engine_problem(full: str, value: Any) -> Optional[str]:
+    """The problem with an engine setting this program cannot honour: default providers it uses, disabled."""
+    if full != DISABLE_DEFAULT_PROVIDERS:
+        return None
+    try:
+        disabled = json.loads(as_passed(value) or "[]")
+    except ValueError:
+        return None  # the engine's own message
+    if not isinstance(disabled, list):
+        return None
+    refused = [p for p in DEFAULT_PROVIDERS if p in disabled or "*" in disabled]
+    if not refused:
+        return None
+    return (
+        f"{full}: this program makes its AWS resources with the default aws provider (set by the stack's aws: "
+        f"settings) and pulumi-eks's cluster with the default eks provider, so `pulumi up` would refuse them "
+        f"({', '.join(refused)} disabled); remove {' and '.join(p for p in (*refused, '*') if p in disabled)} from it"
+    )
+
+
 def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
-    """Problems for the keys of ``config`` (every namespace) that nothing reads: a key without a namespace, a
+    """Problems for the keys of ``config`` (every namespace) that nothing reads, or that refuse a default provider the
+    program uses (:data:`DISABLE_DEFAULT_PROVIDERS`): a key without a namespace, a
     namespace that is neither this program's (``eks-training``), the engine's nor an installed provider's, such as
     a typo (``eks-trainig:jobs``) or the project's own namespace when the project has another name (``pulumi config
     set jobs ...`` in project ``research`` writes ``research:jobs``). Each names the key this program reads."""
@@ -303,6 +335,10 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
             problem = _provider_problem(full, ns, name)
             if problem is not None:
                 problems.append(problem)
+        elif ns == ENGINE_NAMESPACE:
+            engine = _engine_problem(full, config[full])
+            if engine is not None:
+                problems.append(engine)
         elif ns in known:
             continue
         elif ns == project:

@@ -16,5 +16,5 @@ class PreflightConfig(Model):
 
     enabled: bool = True
     """Check the account before anything is created: instance types offered in the zones, vCPU quotas for the groups'
-    maxSize, EKS's node group quotas, capacity reservations, EFA support, add-on versions, the minor of a cluster already running, the AWS CLI;
-    set false for offline previews."""
+    maxSize, EKS's node group quotas, capacity reservations, EFA support, add-on versions, the minor of a cluster
+    already running, the AWS CLI; set false for offline previews."""

@@ -16,7 +16,9 @@ def check_node_group_quotas(plan: Plan, aws: AwsClient, findings: list[Finding])
     _check_groups_per_cluster(plan, aws, findings)
 
 
-def _read(aws: AwsClient, quota: tuple[str, int], k: str, what: str, findings: list[Finding]) -> Optional[tuple[float, str, str]]:
+def _read(
+    aws: AwsClient, quota: tuple[str, int], k: str, what: str, findings: list[Finding]
+) -> Optional[tuple[float, str, str]]:
     """(value, name, where from) of an EKS quota; AWS's documented default when Service Quotas has no value; ``None``
     (and a failed finding) when it cannot be read."""
     code, default = quota
