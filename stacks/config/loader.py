@@ -293,8 +293,21 @@ DEFAULT_PROVIDERS = ("aws", "eks")
 DISABLE_DEFAULT_PROVIDERS = f"{ENGINE_NAMESPACE}:disable-default-providers"
 
 
+#: Engine settings a near miss is taken for (the engine ignores a key it does not know): default providers (above) and
+#: auto-naming (https://www.pulumi.com/docs/iac/concepts/resources/names/#configuring-auto-naming).
+ENGINE_SETTINGS = ("disable-default-providers", "autonaming")
+
+
 def _engine_problem(full: str, value: Any) -> Optional[str]:
-    """The problem with an engine setting this program cannot honour: default providers it uses, disabled."""
+    """The problem with an engine setting: a near miss of one the engine reads, or default providers this program
+    uses, disabled."""
+    name = full.partition(":")[2]
+    near = difflib.get_close_matches(name, ENGINE_SETTINGS, n=1, cutoff=0.85)
+    if near and near[0] != name:
+        return (
+            f"{full}: the Pulumi engine has no setting {name}, so it would be ignored; did you mean "
+            f"{ENGINE_NAMESPACE}:{near[0]}? fix its spelling"
+        )
     if full != DISABLE_DEFAULT_PROVIDERS:
         return None
     try:

@@ -70,6 +70,12 @@ def test_keys_of_the_providers_and_the_engine_are_read() -> None:
             "pulumi:disable-default-providers: this program makes its AWS resources with the default aws provider",
             id="the default AWS provider disabled",
         ),
+        pytest.param(
+            {"pulumi:disable-default-provider": ["kubernetes"]},
+            "pulumi:disable-default-provider: the Pulumi engine has no setting disable-default-provider, so it would "
+            "be ignored; did you mean pulumi:disable-default-providers? fix its spelling",
+            id="a misspelt engine setting",
+        ),
     ],
 )
 def test_a_provider_setting_nothing_reads_is_refused(written: dict[str, Any], message: str) -> None:
