@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from components.network import TrainingVpc, TrainingVpcArgs
     from components.nodegroup import TrainingNodeGroup, TrainingNodeGroupArgs
     from components.observability import FleetObservability, FleetObservabilityArgs
-    from components.storage import EfsStorage, EfsStorageArgs, FsxLustreStorage, FsxLustreStorageArgs
+    from components.storage import CsiDriverArgs, EfsStorage, EfsStorageArgs, FsxLustreStorage, FsxLustreStorageArgs
     from components.workloads import (
         AllReduceHealthCheck,
         AllReduceHealthCheckArgs,
@@ -67,7 +67,7 @@ _exported = lazy_exports(
         "network": ("TrainingVpc", "TrainingVpcArgs"),
         "nodegroup": ("TrainingNodeGroup", "TrainingNodeGroupArgs"),
         "observability": ("FleetObservability", "FleetObservabilityArgs"),
-        "storage": ("EfsStorage", "EfsStorageArgs", "FsxLustreStorage", "FsxLustreStorageArgs"),
+        "storage": ("CsiDriverArgs", "EfsStorage", "EfsStorageArgs", "FsxLustreStorage", "FsxLustreStorageArgs"),
         "workloads": (
             "AllReduceHealthCheck",
             "AllReduceHealthCheckArgs",
@@ -151,6 +151,7 @@ __all__ = [
     "ClusterAutoscalerArgs",
     "CommandJob",
     "CommandJobArgs",
+    "CsiDriverArgs",
     "DatasetStaging",
     "DatasetStagingArgs",
     "DevicePlugin",

@@ -22,7 +22,7 @@ from components import EfsStorage, FsxLustreStorage, TrainingCluster, TrainingNo
 from components.catalog import FSX_CSI_ADDON
 from components.conventions import SHARED_MOUNT
 from components.scheduling import system_node_selector
-from components.storage import EfsStorageArgs, FsxLustreStorageArgs
+from components.storage import CsiDriverArgs, EfsStorageArgs, FsxLustreStorageArgs
 from stacks.plan import Plan
 from stacks.zones import Zone, find_zone
 
@@ -93,6 +93,19 @@ def _addon_after(cluster: TrainingCluster) -> pulumi.Output[str]:
     )
 
 
+def _csi_driver(plan: Plan, cluster: TrainingCluster, addon_after: pulumi.Output[str], addon: str) -> CsiDriverArgs:
+    """Where the storage's CSI driver add-on ``addon`` goes, after ``addon_after``, at the stack's pinned version."""
+    c = plan.config.cluster
+    driver: CsiDriverArgs = {
+        "cluster_name": cluster.cluster_name,
+        "kubernetes_version": c.kubernetes_version,
+        "addon_after": addon_after,
+    }
+    if addon in c.addon_versions:
+        driver["addon_version"] = c.addon_versions[addon]
+    return driver
+
+
 def _efs_args(
     plan: Plan,
     cluster: TrainingCluster,
@@ -103,11 +116,8 @@ def _efs_args(
 ) -> EfsStorageArgs:
     """The EFS file system's arguments: a mount target in every private subnet."""
     s = plan.config.storage
-    c = plan.config.cluster
     storage_args: EfsStorageArgs = {
-        "cluster_name": cluster.cluster_name,
-        "addon_after": addon_after,
-        "kubernetes_version": c.kubernetes_version,
+        "csi_driver": _csi_driver(plan, cluster, addon_after, "aws-efs-csi-driver"),
         "vpc_id": vpc_id,
         "subnet_ids": list(private_subnet_ids),
         "node_security_group_id": cluster.node_security_group_id,
@@ -123,8 +133,6 @@ def _efs_args(
     }
     if s.file_system_id:
         storage_args["existing_file_system_id"] = s.file_system_id
-    if "aws-efs-csi-driver" in c.addon_versions:
-        storage_args["addon_version"] = c.addon_versions["aws-efs-csi-driver"]
     return storage_args
 
 
@@ -165,15 +173,12 @@ def _fsx_args(
 ) -> FsxLustreStorageArgs:
     """The FSx for Lustre file system's arguments: its size, key, EFA clients, data repository and add-on."""
     s = plan.config.storage
-    c = plan.config.cluster
     st = plan.storage
     fsx = st.fsx
     assert fsx is not None
     repo = fsx.data_repository
     fsx_args: FsxLustreStorageArgs = {
-        "cluster_name": cluster.cluster_name,
-        "addon_after": addon_after,
-        "kubernetes_version": c.kubernetes_version,
+        "csi_driver": _csi_driver(plan, cluster, addon_after, FSX_CSI_ADDON),
         "vpc_id": vpc_id,
         "subnet_id": subnet,
         "node_security_group_id": cluster.node_security_group_id,
@@ -209,8 +214,6 @@ def _fsx_args(
         fsx_args["existing_file_system_id"] = s.file_system_id
     if fsx.security_group_id:
         fsx_args["existing_security_group_id"] = fsx.security_group_id
-    if FSX_CSI_ADDON in c.addon_versions:
-        fsx_args["addon_version"] = c.addon_versions[FSX_CSI_ADDON]
     return fsx_args
 
 

@@ -1,20 +1,37 @@
 """What the EFS and FSx components share: the CSI driver as an EKS managed add-on with its own Pod Identity role,
 the training namespace and the ReadWriteMany claim workloads mount."""
 
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Optional, Sequence, TypedDict
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
+from typing_extensions import NotRequired
 
 from components.addons import addon_version
 from components.pod_identity import PodIdentityRole, pod_identity_role
 
 
+class CsiDriverArgs(TypedDict):
+    """Where a storage component installs its CSI driver, an EKS managed add-on, and when."""
+
+    cluster_name: pulumi.Input[str]
+    """EKS cluster name (add-on, Pod Identity trust)."""
+    kubernetes_version: str
+    """Kubernetes version (selects the add-on's default version)."""
+    addon_after: NotRequired[pulumi.Input[str]]
+    """A value that resolves once the add-on may be created: once the nodes its controller runs on (without them the
+    add-on is never ACTIVE) and the Pod Identity agent that hands it its role exist, e.g. the system node group's
+    name. Default: the add-on is created once ``cluster_name`` resolves."""
+    addon_version: NotRequired[str]
+    """The add-on's version (``aws-efs-csi-driver`` or ``aws-fsx-csi-driver``); default this project's pin for the
+    Kubernetes version, else EKS's default."""
+
+
 def csi_addon(
     parent: pulumi.Resource,
     name: str,
-    args: Mapping[str, Any],
+    driver: CsiDriverArgs,
     *,
     addon_name: str,
     label: str,
@@ -25,10 +42,9 @@ def csi_addon(
     managed_policy_arns: Sequence[pulumi.Input[str]] = (),
 ) -> tuple[PodIdentityRole, aws.eks.Addon]:
     """The CSI controller's own role (``{name}-csi-*``), trusted only for its service account in kube-system, and the
-    add-on ``{name}-csi-addon`` that associates it, from the component's ``args`` (``cluster_name``, ``addon_after``:
-    its controller's nodes, ``kubernetes_version``, ``addon_version``)."""
-    cluster_name = pulumi.Output.from_input(args["cluster_name"])
-    addon_after = args.get("addon_after")
+    add-on ``{name}-csi-addon`` that associates it, where and when ``driver`` says."""
+    cluster_name = pulumi.Output.from_input(driver["cluster_name"])
+    addon_after = driver.get("addon_after")
     identity = pod_identity_role(
         parent,
         f"{name}-csi",
@@ -42,7 +58,7 @@ def csi_addon(
         associate=False,  # the add-on associates the role with its service account itself
         tags=tags,
     )
-    version = addon_version(parent, addon_name, args["kubernetes_version"], args.get("addon_version"), settings)
+    version = addon_version(parent, addon_name, driver["kubernetes_version"], driver.get("addon_version"), settings)
     pod_identity: aws.eks.AddonPodIdentityAssociationArgsDict = {
         "role_arn": identity.role.arn,
         "service_account": service_account,

@@ -21,7 +21,7 @@ from components.catalog.addons import POD_IDENTITY
 from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
 from components.partition import current_partition
-from components.storage.csi import csi_addon, shared_claim, training_namespace
+from components.storage.csi import CsiDriverArgs, csi_addon, shared_claim, training_namespace
 from components.storage.providers import split_kubernetes_provider
 
 #: The AWS managed policy of the EFS CSI controller (access points on tagged file systems).
@@ -38,14 +38,8 @@ VOLUME_UID = TRAINING_IMAGE_UID
 class EfsStorageArgs(TypedDict):
     """Inputs of :class:`EfsStorage`."""
 
-    cluster_name: pulumi.Input[str]
-    """EKS cluster name (add-on, Pod Identity trust)."""
-    addon_after: NotRequired[pulumi.Input[str]]
-    """A value that resolves once the CSI add-on may be created: once the nodes its controller runs on (without them
-    the add-on is never ACTIVE) and the Pod Identity agent that hands it its role exist, e.g. the system node group's
-    name. Default: the add-on is created once ``cluster_name`` resolves."""
-    kubernetes_version: str
-    """Kubernetes version (selects the add-on's default version)."""
+    csi_driver: CsiDriverArgs
+    """The cluster its CSI driver add-on goes into, and when."""
     vpc_id: pulumi.Input[str]
     """VPC of the cluster."""
     subnet_ids: Sequence[pulumi.Input[str]]
@@ -72,9 +66,6 @@ class EfsStorageArgs(TypedDict):
     """Use this EFS file system (e.g. one kept by ``retain_on_delete``) instead of creating one."""
     backup: NotRequired[bool]
     """Enable AWS Backup for the file system. Default False."""
-    addon_version: NotRequired[str]
-    """The ``aws-efs-csi-driver`` add-on's version; default this project's pin for the Kubernetes version, else EKS's
-    default."""
     tags: NotRequired[dict[str, str]]
     """AWS tags."""
 
@@ -132,7 +123,7 @@ class EfsStorage(pulumi.ComponentResource):
         identity, addon = csi_addon(
             self,
             name,
-            args,
+            args["csi_driver"],
             addon_name="aws-efs-csi-driver",
             label="EFS",
             service_account=EFS_CSI_CONTROLLER_SA,

@@ -43,7 +43,7 @@ from components.conventions import (
 from components.iam import fsx_csi_static_controller_policy
 from components.naming import k8s_name
 from components.private_bucket import private_bucket
-from components.storage.csi import csi_addon, shared_claim, training_namespace
+from components.storage.csi import CsiDriverArgs, csi_addon, shared_claim, training_namespace
 from components.storage.providers import split_kubernetes_provider
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.waits import await_annotations, await_seconds, await_timeouts, finished
@@ -57,14 +57,8 @@ VOLUME_INIT_DEADLINE_S = 900
 class FsxLustreStorageArgs(TypedDict):
     """Inputs of :class:`FsxLustreStorage`."""
 
-    cluster_name: pulumi.Input[str]
-    """EKS cluster name (add-on, Pod Identity trust)."""
-    addon_after: NotRequired[pulumi.Input[str]]
-    """A value that resolves once the CSI add-on may be created: once the nodes its controller runs on (without them
-    the add-on is never ACTIVE) and the Pod Identity agent that hands it its role exist, e.g. the system node group's
-    name. Default: the add-on is created once ``cluster_name`` resolves."""
-    kubernetes_version: str
-    """Kubernetes version (selects the add-on's default version)."""
+    csi_driver: CsiDriverArgs
+    """The cluster its CSI driver add-on goes into, and when."""
     vpc_id: pulumi.Input[str]
     """VPC of the cluster."""
     subnet_id: pulumi.Input[str]
@@ -107,9 +101,6 @@ class FsxLustreStorageArgs(TypedDict):
     """Adopt this FSx for Lustre file system (e.g. one kept by ``retain_on_delete``) instead of creating one."""
     existing_security_group_id: NotRequired[pulumi.Input[str]]
     """The adopted file system's security group (its Lustre rules are re-created for this cluster's nodes)."""
-    addon_version: NotRequired[str]
-    """The ``aws-fsx-csi-driver`` add-on's version; default this project's pin for the Kubernetes version, else EKS's
-    default."""
     volume_init_image: NotRequired[str]
     """Image with ``sh`` and ``chown`` for the volume-permissions Job. Default the catalog's pinned busybox."""
     volume_init_node_selector: NotRequired[Mapping[str, str]]
@@ -247,7 +238,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
         identity, addon = csi_addon(
             self,
             name,
-            args,
+            args["csi_driver"],
             addon_name=FSX_CSI_ADDON,
             label="FSx",
             service_account=FSX_CSI_CONTROLLER_SA,
