@@ -288,19 +288,19 @@ def _provider_problem(full: str, ns: str, name: str) -> Optional[str]:
 #: pulumi-eks's components, which the engine constructs through the eks package's default provider (with it disabled:
 #: "Default provider for 'eks' disabled", https://github.com/pulumi/pulumi-eks/issues/917).
 DEFAULT_PROVIDERS = ("aws", "eks")
+#: The package of Python's dynamic providers, whose default provider the image builds use
+#: (:mod:`components.image.build_provider`).
+DYNAMIC_PROVIDERS = "pulumi-python"
 #: The engine's setting that refuses default providers, by package or ``*``
 #: (https://www.pulumi.com/docs/iac/concepts/resources/providers/#disabling-default-providers).
 DISABLE_DEFAULT_PROVIDERS = f"{ENGINE_NAMESPACE}:disable-default-providers"
-
-
 #: Engine settings a near miss is taken for (the engine ignores a key it does not know): default providers (above) and
 #: auto-naming (https://www.pulumi.com/docs/iac/concepts/resources/names/#configuring-auto-naming).
 ENGINE_SETTINGS = ("disable-default-providers", "autonaming")
 
 
-def _engine_problem(full: str, value: Any) -> Optional[str]:
-    """The problem with an engine setting: a near miss of one the engine reads, or default providers this program
-    uses, disabled."""
+def _engine_problem(full: str) -> Optional[str]:
+    """A near miss of an engine setting, which the engine would ignore."""
     name = full.partition(":")[2]
     near = difflib.get_close_matches(name, ENGINE_SETTINGS, n=1, cutoff=0.85)
     if near and near[0] != name:
@@ -308,27 +308,37 @@ def _engine_problem(full: str, value: Any) -> Optional[str]:
             f"{full}: the Pulumi engine has no setting {name}, so it would be ignored; did you mean "
             f"{ENGINE_NAMESPACE}:{near[0]}? fix its spelling"
         )
-    if full != DISABLE_DEFAULT_PROVIDERS:
+    return None
+
+
+def disabled_providers_problem(config: Mapping[str, Any], builds_images: bool) -> Optional[str]:
+    """The problem with :data:`DISABLE_DEFAULT_PROVIDERS` refusing a default provider this program uses (the image
+    builds' dynamic provider when ``builds_images``)."""
+    value = config.get(DISABLE_DEFAULT_PROVIDERS)
+    if value is None:
         return None
     try:
-        disabled = json.loads(as_passed(value) or "[]")
+        listed = json.loads(as_passed(value) or "[]")
     except ValueError:
         return None  # the engine's own message
-    if not isinstance(disabled, list):
+    if not isinstance(listed, list):
         return None
-    refused = [p for p in DEFAULT_PROVIDERS if p in disabled or "*" in disabled]
+    disabled = {str(p).strip() for p in listed}  # the engine trims each entry
+    used = [*DEFAULT_PROVIDERS, *([DYNAMIC_PROVIDERS] if builds_images else [])]
+    refused = [p for p in used if p in disabled or "*" in disabled]
     if not refused:
         return None
     return (
-        f"{full}: this program makes its AWS resources with the default aws provider (set by the stack's aws: "
-        f"settings) and pulumi-eks's cluster with the default eks provider, so `pulumi up` would refuse them "
-        f"({', '.join(refused)} disabled); remove {' and '.join(p for p in (*refused, '*') if p in disabled)} from it"
+        f"{DISABLE_DEFAULT_PROVIDERS}: this program makes its AWS resources with the default aws provider (set by the "
+        f"stack's aws: settings), pulumi-eks's cluster with the default eks provider"
+        + (f" and its image builds with the default {DYNAMIC_PROVIDERS} provider" if builds_images else "")
+        + f", so `pulumi up` would refuse them ({', '.join(refused)} disabled); remove "
+        f"{' and '.join(p for p in (*refused, '*') if p in disabled)} from it"
     )
 
 
 def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
-    """Problems for the keys of ``config`` (every namespace) that nothing reads, or that refuse a default provider the
-    program uses (:data:`DISABLE_DEFAULT_PROVIDERS`): a key without a namespace, a
+    """Problems for the keys of ``config`` (every namespace) that nothing reads: a key without a namespace, a
     namespace that is neither this program's (``eks-training``), the engine's nor an installed provider's, such as
     a typo (``eks-trainig:jobs``) or the project's own namespace when the project has another name (``pulumi config
     set jobs ...`` in project ``research`` writes ``research:jobs``). Each names the key this program reads."""
@@ -349,7 +359,7 @@ def unread_keys(config: Mapping[str, Any], project: str) -> list[str]:
             if problem is not None:
                 problems.append(problem)
         elif ns == ENGINE_NAMESPACE:
-            engine = _engine_problem(full, config[full])
+            engine = _engine_problem(full)
             if engine is not None:
                 problems.append(engine)
         elif ns in known:
@@ -557,6 +567,13 @@ def quiet() -> Iterator[None]:
         _QUIET.reset(token)
 
 
+def _image_folders(images: Mapping[str, ImageConfig], own: set[str], where: Path) -> dict[str, Path]:
+    """The folder each built image builds from: the project's (``where``), else the shipped one of its name."""
+    return {
+        n: context_folder(i.context, where, default=n not in own) for n, i in images.items() if i.context is not None
+    }
+
+
 def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir: Optional[Path] = None) -> StackConfig:
     """Read and validate the whole stack configuration; raise :class:`ConfigError` on any problem. A plain function
     of its arguments, with no Pulumi runtime: ``config`` is every setting of the stack keyed ``<namespace>:<key>``
@@ -578,11 +595,9 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     own_images = p.entries(parsed, "images")
     images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **own_images}
     where = project_dir or Path.cwd()
-    image_folders = {
-        n: context_folder(i.context, where, default=n not in own_images)
-        for n, i in images.items()
-        if i.context is not None
-    }
+    image_folders = _image_folders(images, set(own_images), where)
+    if (disabled := disabled_providers_problem(config, builds_images=bool(image_folders))) is not None:
+        p.problems.append(disabled)
     datasets: dict[str, DatasetConfig] = p.entries(parsed, "datasets")
     jobs: dict[str, JobConfig] = p.entries(parsed, "jobs")
     job_names = list(parsed.get("jobs") or {})

@@ -486,7 +486,8 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
                     k,
                     f"could not read the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) needed for "
                     f"{needed} vCPUs ({exc}); check it "
-                    f"in the Service Quotas console (the caller needs servicequotas:GetServiceQuota) {SKIP_HINT}",
+                    f"in the Service Quotas console (the caller needs servicequotas:GetServiceQuota and "
+                    f"servicequotas:GetAWSDefaultServiceQuota) {SKIP_HINT}",
                 )
             )
             continue

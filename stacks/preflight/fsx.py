@@ -129,7 +129,8 @@ def _check_quota(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> Non
                     False,
                     k,
                     f"could not read the FSx quota {code} ({QUOTA_NAMES[code]}) for {capacity} GiB "
-                    f"({exc}); the caller needs servicequotas:GetServiceQuota {SKIP_HINT}",
+                    f"({exc}); the caller needs servicequotas:GetServiceQuota and "
+                    f"servicequotas:GetAWSDefaultServiceQuota {SKIP_HINT}",
                 )
             )
             return

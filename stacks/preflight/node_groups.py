@@ -32,7 +32,7 @@ def _read(
                 False,
                 k,
                 f"could not read the EKS quota {code} ({QUOTA_NAMES[code]}) for {what} ({exc}); the caller needs "
-                f"servicequotas:GetServiceQuota {SKIP_HINT}",
+                f"servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota {SKIP_HINT}",
             )
         )
         return None

@@ -1620,16 +1620,17 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "another kind's variable: the peers of a command job in a pytorch job",
         job(args=["--peers", "$(JOB_PEERS)"]),
         [
-            "eks-training:jobs.train.args[1]: $(JOB_PEERS) is set in the pods of command jobs, not in a pytorch "
-            "job's (Kubernetes would pass it as written); set it in eks-training:jobs.train.env or write the value"
+            "eks-training:jobs.train.args[1]: $(JOB_PEERS) is set in the pods of command jobs, not in those of "
+            "pytorch jobs (Kubernetes would pass it as written); set it in eks-training:jobs.train.env or write the "
+            "value"
         ],
     ),
     (
         "another kind's variable: torchrun's master address in a pytorch job's env",
         job(env={"ADDR": "$(MASTER_ADDR)"}),
         [
-            "eks-training:jobs.train.env.ADDR: $(MASTER_ADDR) is set in the pods of mpi and command jobs, not in a "
-            "pytorch job's"
+            "eks-training:jobs.train.env.ADDR: $(MASTER_ADDR) is set in the pods of mpi and command jobs, not in "
+            "those of pytorch jobs"
         ],
     ),
     (

@@ -61,14 +61,23 @@ def test_keys_of_the_providers_and_the_engine_are_read() -> None:
         pytest.param(
             {"pulumi:disable-default-providers": ["*"]},
             "pulumi:disable-default-providers: this program makes its AWS resources with the default aws provider "
-            "(set by the stack's aws: settings) and pulumi-eks's cluster with the default eks provider, so `pulumi up` "
-            "would refuse them (aws, eks disabled); remove * from it",
+            "(set by the stack's aws: settings), pulumi-eks's cluster with the default eks provider and its image "
+            "builds with the default pulumi-python provider, so `pulumi up` would refuse them (aws, eks, "
+            "pulumi-python disabled); remove * from it",
             id="every default provider disabled",
         ),
         pytest.param(
             {"pulumi:disable-default-providers": ["kubernetes", "aws"]},
             "pulumi:disable-default-providers: this program makes its AWS resources with the default aws provider",
             id="the default AWS provider disabled",
+        ),
+        pytest.param(
+            {"pulumi:disable-default-providers": ["pulumi-python"]},
+            "pulumi:disable-default-providers: this program makes its AWS resources with the default aws provider "
+            "(set by the stack's aws: settings), pulumi-eks's cluster with the default eks provider and its image "
+            "builds with the default pulumi-python provider, so `pulumi up` would refuse them (pulumi-python "
+            "disabled); remove pulumi-python from it",
+            id="the image builds' dynamic provider disabled",
         ),
         pytest.param(
             {"pulumi:disable-default-provider": ["kubernetes"]},

@@ -221,8 +221,8 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
                 continue
             if var in elsewhere:
                 problems.append(
-                    f"{key(where)}: $({var}) is set in the pods of {' and '.join(elsewhere[var])} jobs, not in a "
-                    f"{job.kind} job's (Kubernetes would pass it as written); set it in {key(f'{path}.env')} or "
+                    f"{key(where)}: $({var}) is set in the pods of {' and '.join(elsewhere[var])} jobs, not in those "
+                    f"of {job.kind} jobs (Kubernetes would pass it as written); set it in {key(f'{path}.env')} or "
                     "write the value itself"
                 )
                 continue
