@@ -1634,6 +1634,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "a variable of the job's env that names itself",
+        job(env={"PATH": "$(PATH):/opt/tools/bin"}),
+        [
+            "eks-training:jobs.train.env.PATH: $(PATH) names the variable itself; Kubernetes expands only variables "
+            "defined before it (not the image's ENV), so it would stay as written; write its value out"
+        ],
+    ),
+    (
+        "variables of the job's env that name each other",
+        job(env={"A": "$(B)/a", "B": "$(A)/b"}),
+        ["eks-training:jobs.train.env.A: A -> B -> A name each other; Kubernetes expands a $(NAME) only to a variable"],
+    ),
+    (
         "a misspelt index of an Indexed Job's pod",
         job("report", command=["sh", "-c", "echo $(JOB_INDX)"]),
         ["eks-training:jobs.report.command[2]: $(JOB_INDX) is not a variable of the job's pods", "$(JOB_INDEX)?"],

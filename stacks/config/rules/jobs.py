@@ -111,7 +111,7 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
             )
         check_after(s, path, name, job.after, problems)
         check_variables(s, path, name, job, problems)
-    cycle = _after_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
+    cycle = _cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(
             f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
@@ -208,6 +208,7 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
         var: [k.name for k in KINDS.values() if var in k.pod_variables()]
         for var in set().union(*(k.pod_variables() for k in KINDS.values())) - known
     }
+    _check_env_cycle(path, job, problems)
     outputs = {env_name(n): n for n in s.job_names}
     for where, text in _texts(path, job):
         for var in dict.fromkeys(variable_references(text)):
@@ -247,8 +248,27 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
                 )
 
 
-def _after_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
-    """A cycle of ``after`` references (as a path ``a -> b -> a``), or ``None``."""
+def _check_env_cycle(path: str, job: JobConfig, problems: list[str]) -> None:
+    """Variables of the job's ``env`` that name themselves or each other: Kubernetes expands a ``$(NAME)`` only to a
+    variable defined before it in the container (the image's ``ENV`` is not one), so one stays as written."""
+    cycle = _cycle({k: [r for r in variable_references(v) if r in job.env] for k, v in job.env.items()})
+    if cycle is None:
+        return
+    where = key(f"{path}.env.{cycle[0]}")
+    if len(cycle) == 2:
+        problems.append(
+            f"{where}: $({cycle[0]}) names the variable itself; Kubernetes expands only variables defined before it "
+            "(not the image's ENV), so it would stay as written; write its value out"
+        )
+        return
+    problems.append(
+        f"{where}: {' -> '.join(cycle)} name each other; Kubernetes expands a $(NAME) only to a variable defined "
+        "before it, so one would stay as written; write one of them out"
+    )
+
+
+def _cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
+    """A cycle of references (``after``, or ``$(NAME)`` in ``env``) as a path ``a -> b -> a``, or ``None``."""
     state: dict[str, int] = {}
     path: list[str] = []
 
