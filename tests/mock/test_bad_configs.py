@@ -1647,6 +1647,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.train.env.A: A -> B -> A name each other; Kubernetes expands a $(NAME) only to a variable"],
     ),
     (
+        "the Job controller's index in the job's env, which it comes after",
+        job("report", env={"SHARD": "$(JOB_COMPLETION_INDEX)"}),
+        [
+            "eks-training:jobs.report.env.SHARD: $(JOB_COMPLETION_INDEX) comes after the job's env in the pod (the Job "
+            "controller appends it), so Kubernetes would leave it as written here; write $(JOB_INDEX)"
+        ],
+    ),
+    (
         "a misspelt index of an Indexed Job's pod",
         job("report", command=["sh", "-c", "echo $(JOB_INDX)"]),
         ["eks-training:jobs.report.command[2]: $(JOB_INDX) is not a variable of the job's pods", "$(JOB_INDEX)?"],

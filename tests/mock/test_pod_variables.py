@@ -79,6 +79,8 @@ def _args(job: str, args: list[str]) -> Any:
         ("evaluate", ["$(JOB_INDEX)", "$(RANK)", "$(NODE_RANK)", "$(WORLD_SIZE)", "$(MASTER_ADDR):$(MASTER_PORT)"]),
         ("evaluate", ["$(JOB_PEERS)", "$(JOB_NAME)", "$(JOB_SIZE)", "$(PROCS_PER_NODE)"]),
         ("train", ["$(JOB_INDEX)", "$(MAX_FAILED_ATTEMPTS)", "$(TORCH_ELASTIC_SHUTDOWN_TIMEOUT)"]),
+        # the Job controller appends it to an Indexed Job's containers: it expands in the args
+        ("evaluate", ["--shard", "$(JOB_COMPLETION_INDEX)"]),
     ],
 )
 def test_a_kinds_own_variables_are_accepted(job: str, args: list[str]) -> None:
@@ -87,3 +89,13 @@ def test_a_kinds_own_variables_are_accepted(job: str, args: list[str]) -> None:
         plan_stack("dev", edit=_args(job, args))
     except StackLoadError as e:  # pragma: no cover - the failure's message
         pytest.fail(str(e))
+
+
+def test_the_job_controllers_index_is_refused_where_no_indexed_job_runs() -> None:
+    """An MPIJob's pods are no Indexed Job's: ``$(JOB_COMPLETION_INDEX)`` would reach its ranks as written."""
+    with pytest.raises(StackLoadError) as raised:
+        plan_stack("mpi-horovod", edit=_args("horovod", ["--shard", "$(JOB_COMPLETION_INDEX)"]))
+    assert (
+        "eks-training:jobs.horovod.args[1]: $(JOB_COMPLETION_INDEX) is set only in an Indexed Job's pods, and mpi jobs "
+        "do not run one (Kubernetes would pass it as written)"
+    ) in str(raised.value)

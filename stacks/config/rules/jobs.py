@@ -6,6 +6,7 @@ from typing import Iterator, Optional, Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
 from components.scheduling import SYSTEM_ROLE
+from components.workloads.pods import COMPLETION_INDEX_ENV, INDEX_VARIABLE
 from components.workloads.spec import env_name, variable_references
 from stacks.config.errors import key
 from stacks.config.jobs import (
@@ -22,7 +23,7 @@ from stacks.config.rules.sections import (
     named,
 )
 from stacks.config.torch_builds import torch_build_problems
-from stacks.kinds import KINDS
+from stacks.kinds import KINDS, JobKind
 
 
 def check_jobs(s: Sections, problems: list[str]) -> None:
@@ -214,6 +215,9 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
         for var in dict.fromkeys(variable_references(text)):
             if var in known:
                 continue
+            if var == COMPLETION_INDEX_ENV:
+                _check_completion_index(where, kind, problems)
+                continue
             if var in unset:
                 problems.append(f"{key(where)}: $({var}) is {unset[var]}")
                 continue
@@ -246,6 +250,21 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
                     f"{key(where)}: $({var}) is not a variable of the job's pods (Kubernetes would pass it as "
                     f"written){hint}"
                 )
+
+
+def _check_completion_index(where: str, kind: JobKind, problems: list[str]) -> None:
+    """``$(JOB_COMPLETION_INDEX)``: the Job controller appends it to an Indexed Job's containers, after the job's
+    ``env``, so it expands in the command and args only."""
+    if not kind.indexed_pods:
+        problems.append(
+            f"{key(where)}: $({COMPLETION_INDEX_ENV}) is set only in an Indexed Job's pods, and {kind.name} jobs do "
+            "not run one (Kubernetes would pass it as written)"
+        )
+    elif ".env." in where:
+        problems.append(
+            f"{key(where)}: $({COMPLETION_INDEX_ENV}) comes after the job's env in the pod (the Job controller appends "
+            f"it), so Kubernetes would leave it as written here; write $({INDEX_VARIABLE})"
+        )
 
 
 def _check_env_cycle(path: str, job: JobConfig, problems: list[str]) -> None:
