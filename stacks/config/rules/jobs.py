@@ -2,12 +2,10 @@
 
 import difflib
 import posixpath
-from typing import Iterator, Optional, Sequence
+from typing import Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
 from components.scheduling import SYSTEM_ROLE
-from components.workloads.pods import COMPLETION_INDEX_ENV, INDEX_VARIABLE
-from components.workloads.spec import env_name, variable_references
 from stacks.config.errors import key
 from stacks.config.jobs import (
     TOOLBOX_IMAGE,
@@ -21,9 +19,11 @@ from stacks.config.rules.sections import (
     image_dockerfile,
     job_path,
     named,
+    reference_cycle,
 )
+from stacks.config.rules.variables import check_variables
 from stacks.config.torch_builds import torch_build_problems
-from stacks.kinds import KINDS, JobKind
+from stacks.kinds import KINDS
 
 
 def check_jobs(s: Sections, problems: list[str]) -> None:
@@ -112,7 +112,7 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
             )
         check_after(s, path, name, job.after, problems)
         check_variables(s, path, name, job, problems)
-    cycle = _cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
+    cycle = reference_cycle({n: [a for a in j.after if a != n] for n, j in s.jobs.items()})
     if cycle:
         problems.append(
             f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
@@ -173,137 +173,3 @@ def check_after(s: Sections, path: str, name: str, after: Sequence[str], problem
                     else f"this stack has no other job: remove it, or define the job {other} under {key('jobs')}"
                 )
             )
-
-
-def _texts(path: str, job: JobConfig) -> Iterator[tuple[str, str]]:
-    """The job's settings Kubernetes expands variables in (``script`` and ``args`` reach the container's args)."""
-    if job.script:
-        yield f"{path}.script", job.script
-    for field, values in (("command", job.command), ("args", job.args), ("launcherCommand", job.launcher_command)):
-        for i, v in enumerate(values or []):
-            yield f"{path}.{field}[{i}]", v
-    for name, v in job.env.items():
-        yield f"{path}.env.{name}", v
-
-
-def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:
-    """A ``$(NAME)`` the job's pods will not have, which Kubernetes leaves as written: another job's output folder
-    without that job in ``after``, a variable only another kind's pods get, or a near miss of one the program sets."""
-    given = {env_name(a) for a in job.after if a in s.job_names}
-    unset = {
-        name: fix
-        for name, fix, is_set in (
-            ("DATA_DIR", f"the dataset's folder, and the job has none; set {key(f'{path}.dataset')}", job.dataset),
-            (
-                "TENSORBOARD_DIR",
-                f"TensorBoard's folder, which is off; set {key(f'{path}.tensorboard')}: true",
-                job.tensorboard,
-            ),
-        )
-        if not is_set and name not in job.env
-    }
-    kind = KINDS[job.kind]
-    known = (kind.pod_variables() - set(unset)) | given | set(job.env)
-    # the variables of other kinds' pods, with the kinds whose pods have them
-    elsewhere = {
-        var: [k.name for k in KINDS.values() if var in k.pod_variables()]
-        for var in set().union(*(k.pod_variables() for k in KINDS.values())) - known
-    }
-    _check_env_cycle(path, job, problems)
-    outputs = {env_name(n): n for n in s.job_names}
-    for where, text in _texts(path, job):
-        for var in dict.fromkeys(variable_references(text)):
-            if var in known:
-                continue
-            if var == COMPLETION_INDEX_ENV:
-                _check_completion_index(where, kind, problems)
-                continue
-            if var in unset:
-                problems.append(f"{key(where)}: $({var}) is {unset[var]}")
-                continue
-            if outputs.get(var) == name:
-                problems.append(f"{key(where)}: $({var}) is this job's own output folder; write $(OUTPUT_DIR)")
-                continue
-            if var in elsewhere:
-                problems.append(
-                    f"{key(where)}: $({var}) is set in the pods of {' and '.join(elsewhere[var])} jobs, not in those "
-                    f"of {job.kind} jobs (Kubernetes would pass it as written); set it in {key(f'{path}.env')} or "
-                    "write the value itself"
-                )
-                continue
-            if var in outputs:
-                other = outputs[var]
-                problems.append(
-                    f"{key(where)}: $({var}) is job {other}'s output folder, which only the jobs after it get; add "
-                    f"{other} to after"
-                )
-                continue
-            # Kubernetes compares names exactly; a job's env names are C identifiers
-            spelt = var.upper().replace("-", "_").replace(".", "_")
-            near = difflib.get_close_matches(spelt, sorted(known | set(outputs)), n=1, cutoff=0.8)
-            hint = f"; did you mean $({near[0]})?" if near else ""
-            if var.endswith("_OUTPUT_DIR"):
-                gets = f"this job gets {', '.join(sorted(given))} (its after)" if given else "this job waits for none"
-                problems.append(f"{key(where)}: $({var}) is no job's output folder; {gets}{hint}")
-            elif near:
-                problems.append(
-                    f"{key(where)}: $({var}) is not a variable of the job's pods (Kubernetes would pass it as "
-                    f"written){hint}"
-                )
-
-
-def _check_completion_index(where: str, kind: JobKind, problems: list[str]) -> None:
-    """``$(JOB_COMPLETION_INDEX)``: the Job controller appends it to an Indexed Job's containers, after the job's
-    ``env``, so it expands in the command and args only."""
-    if not kind.indexed_pods:
-        problems.append(
-            f"{key(where)}: $({COMPLETION_INDEX_ENV}) is set only in an Indexed Job's pods, and {kind.name} jobs do "
-            "not run one (Kubernetes would pass it as written)"
-        )
-    elif ".env." in where:
-        problems.append(
-            f"{key(where)}: $({COMPLETION_INDEX_ENV}) comes after the job's env in the pod (the Job controller appends "
-            f"it), so Kubernetes would leave it as written here; write $({INDEX_VARIABLE})"
-        )
-
-
-def _check_env_cycle(path: str, job: JobConfig, problems: list[str]) -> None:
-    """Variables of the job's ``env`` that name themselves or each other: Kubernetes expands a ``$(NAME)`` only to a
-    variable defined before it in the container (the image's ``ENV`` is not one), so one stays as written."""
-    cycle = _cycle({k: [r for r in variable_references(v) if r in job.env] for k, v in job.env.items()})
-    if cycle is None:
-        return
-    where = key(f"{path}.env.{cycle[0]}")
-    if len(cycle) == 2:
-        problems.append(
-            f"{where}: $({cycle[0]}) names the variable itself; Kubernetes expands only variables defined before it "
-            "(not the image's ENV), so it would stay as written; write its value out"
-        )
-        return
-    problems.append(
-        f"{where}: {' -> '.join(cycle)} name each other; Kubernetes expands a $(NAME) only to a variable defined "
-        "before it, so one would stay as written; write one of them out"
-    )
-
-
-def _cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
-    """A cycle of references (``after``, or ``$(NAME)`` in ``env``) as a path ``a -> b -> a``, or ``None``."""
-    state: dict[str, int] = {}
-    path: list[str] = []
-
-    def visit(n: str) -> Optional[list[str]]:
-        state[n] = 1
-        path.append(n)
-        for m in jobs.get(n, []):
-            if state.get(m) == 1:
-                return path[path.index(m) :] + [m]
-            if m in jobs and state.get(m) is None and (found := visit(m)):
-                return found
-        state[n] = 2
-        path.pop()
-        return None
-
-    for n in sorted(jobs):
-        if state.get(n) is None and (found := visit(n)):
-            return found
-    return None
