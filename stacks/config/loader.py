@@ -266,7 +266,7 @@ def _provider_problem(full: str, ns: str, name: str) -> Optional[str]:
             "kubeconfig, which reads no kubernetes: setting"
             if ns == "kubernetes"
             else f"pulumi-{ns} has no settings, so nothing reads {ns}: settings"
-            if ns in DEFAULT_PROVIDERS
+            if ns == "eks"
             else f"this program uses no default {ns} provider, so nothing reads {ns}: settings"
         )
         return f"{full}: {why}; remove it"
@@ -284,13 +284,15 @@ def _provider_problem(full: str, ns: str, name: str) -> Optional[str]:
     )
 
 
-#: The packages whose default provider this program uses: every AWS resource (the providers' settings, above) and
-#: pulumi-eks's components, which the engine constructs through the eks package's default provider (with it disabled:
-#: "Default provider for 'eks' disabled", https://github.com/pulumi/pulumi-eks/issues/917).
-DEFAULT_PROVIDERS = ("aws", "eks")
-#: The package of Python's dynamic providers, whose default provider the image builds use
-#: (:mod:`components.image.build_provider`).
-DYNAMIC_PROVIDERS = "pulumi-python"
+#: The packages whose default provider this program uses, with what it makes with each: every AWS resource (the
+#: providers' settings, above), pulumi-eks's cluster, which the engine constructs through the eks package's default
+#: provider (with it disabled: "Default provider for 'eks' disabled", https://github.com/pulumi/pulumi-eks/issues/917),
+#: and the image builds, Python dynamic resources (:mod:`components.image.build_provider`).
+DEFAULT_PROVIDERS = {
+    "aws": "its AWS resources with the default aws provider (set by the stack's aws: settings)",
+    "eks": "pulumi-eks's cluster with the default eks provider",
+    "pulumi-python": "its image builds with the default pulumi-python provider",
+}
 #: The engine's setting that refuses default providers, by package or ``*``
 #: (https://www.pulumi.com/docs/iac/concepts/resources/providers/#disabling-default-providers).
 DISABLE_DEFAULT_PROVIDERS = f"{ENGINE_NAMESPACE}:disable-default-providers"
@@ -311,9 +313,9 @@ def _engine_problem(full: str) -> Optional[str]:
     return None
 
 
-def disabled_providers_problem(config: Mapping[str, Any], builds_images: bool) -> Optional[str]:
-    """The problem with :data:`DISABLE_DEFAULT_PROVIDERS` refusing a default provider this program uses (the image
-    builds' dynamic provider when ``builds_images``)."""
+def disabled_providers_problem(config: Mapping[str, Any], *, makes_cluster: bool, builds_images: bool) -> Optional[str]:
+    """The problem with :data:`DISABLE_DEFAULT_PROVIDERS` refusing a default provider this program uses: aws always,
+    eks when it ``makes_cluster``, pulumi-python when it ``builds_images``."""
     value = config.get(DISABLE_DEFAULT_PROVIDERS)
     if value is None:
         return None
@@ -324,15 +326,14 @@ def disabled_providers_problem(config: Mapping[str, Any], builds_images: bool) -
     if not isinstance(listed, list):
         return None
     disabled = {str(p).strip() for p in listed}  # the engine trims each entry
-    used = [*DEFAULT_PROVIDERS, *([DYNAMIC_PROVIDERS] if builds_images else [])]
+    used = [p for p, wanted in (("aws", True), ("eks", makes_cluster), ("pulumi-python", builds_images)) if wanted]
     refused = [p for p in used if p in disabled or "*" in disabled]
     if not refused:
         return None
+    makes = [DEFAULT_PROVIDERS[p] for p in used]
     return (
-        f"{DISABLE_DEFAULT_PROVIDERS}: this program makes its AWS resources with the default aws provider (set by the "
-        f"stack's aws: settings), pulumi-eks's cluster with the default eks provider"
-        + (f" and its image builds with the default {DYNAMIC_PROVIDERS} provider" if builds_images else "")
-        + f", so `pulumi up` would refuse them ({', '.join(refused)} disabled); remove "
+        f"{DISABLE_DEFAULT_PROVIDERS}: this program makes {', '.join(makes[:-1])}{' and ' if len(makes) > 1 else ''}"
+        f"{makes[-1]}, so `pulumi up` would refuse them ({', '.join(refused)} disabled); remove "
         f"{' and '.join(p for p in (*refused, '*') if p in disabled)} from it"
     )
 
@@ -596,8 +597,9 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     images: dict[str, ImageConfig] = {**DEFAULT_IMAGES, **own_images}
     where = project_dir or Path.cwd()
     image_folders = _image_folders(images, set(own_images), where)
-    if (disabled := disabled_providers_problem(config, builds_images=bool(image_folders))) is not None:
-        p.problems.append(disabled)
+    makes_cluster = (parsed.get("cluster") or ClusterConfig()).stack_reference is None
+    disabled = disabled_providers_problem(config, makes_cluster=makes_cluster, builds_images=bool(image_folders))
+    p.problems.extend([disabled] if disabled else [])
     datasets: dict[str, DatasetConfig] = p.entries(parsed, "datasets")
     jobs: dict[str, JobConfig] = p.entries(parsed, "jobs")
     job_names = list(parsed.get("jobs") or {})

@@ -276,3 +276,23 @@ def test_an_object_key_left_empty_is_refused_not_read_as_absent(model: type[Base
         model.model_validate({key: None})
     mine = [e for e in caught.value.errors() if e["loc"] == (key,)]
     assert mine and "write {} to set it with its defaults, or remove the key" in str(mine[0]["ctx"]["error"]), mine
+
+
+def test_a_disabled_default_provider_is_refused_only_where_the_program_uses_it() -> None:
+    """A jobs-only stack makes no cluster (no eks provider); a stack with every image prebuilt builds none (no
+    pulumi-python provider); aws is used by every stack."""
+    from stacks.config.loader import disabled_providers_problem
+
+    def problem(disabled: list[str], *, makes_cluster: bool = True, builds_images: bool = True) -> str:
+        config = {"pulumi:disable-default-providers": disabled}
+        return disabled_providers_problem(config, makes_cluster=makes_cluster, builds_images=builds_images) or ""
+
+    assert problem(["eks"], makes_cluster=False) == ""
+    assert problem(["pulumi-python"], builds_images=False) == ""
+    assert problem(["kubernetes", "random"]) == ""
+    assert "(eks disabled); remove eks from it" in problem([" eks "])  # the engine trims each entry
+    only_aws = problem(["*"], makes_cluster=False, builds_images=False)
+    assert only_aws == (
+        "pulumi:disable-default-providers: this program makes its AWS resources with the default aws provider (set "
+        "by the stack's aws: settings), so `pulumi up` would refuse them (aws disabled); remove * from it"
+    )
