@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from components.workloads.job_objects import BATCH_JOB, MPI_JOB
 from stacks.box.cluster import Box
 from stacks.box.poller import Poller
 from stacks.yaml_text import dump_yaml_documents
@@ -35,17 +36,25 @@ def cri_line(text: str, when: Optional[datetime.datetime] = None, stream: str = 
     return f"{when.strftime('%Y-%m-%dT%H:%M:%S.%f')}000Z {stream} F {PREFIX} {text}\n"
 
 
-def _owner(pod: Mapping[str, Any]) -> str:
+#: The label the MPI Operator gives an MPIJob's pods: ``launcher`` or ``worker``.
+MPI_ROLE_LABEL = "training.kubeflow.org/job-role"
+
+
+def pod_owner(pod: Mapping[str, Any]) -> tuple[str, Optional[str]]:
+    """What the box's reports call the object a pod belongs to (``MPIJob train (worker)``, ``Job stage``,
+    ``Deployment etcd``), and the job's name when it is a job object's. An MPI launcher's pod is its MPIJob's (its
+    batch Job carries both labels)."""
     labels = pod["metadata"].get("labels") or {}
-    if labels.get("training.kubeflow.org/job-name"):
-        return (
-            f"MPIJob {labels['training.kubeflow.org/job-name']} "
-            f"({labels.get('training.kubeflow.org/job-role', 'worker')})"
-        )
-    if labels.get("job-name"):
-        return f"Job {labels['job-name']}"
+    if job := labels.get(MPI_JOB.pod_label):
+        return f"{MPI_JOB.kind} {job} ({labels.get(MPI_ROLE_LABEL, 'worker')})", job
+    if job := labels.get(BATCH_JOB.pod_label):
+        return f"{BATCH_JOB.kind} {job}", job
     ref = next(iter(pod["metadata"].get("ownerReferences") or []), None)
-    return f"{ref['kind']} {ref['name']}" if ref else "no owner"
+    if not ref:
+        return "no owner", None
+    if ref["kind"] == "ReplicaSet" and labels.get("pod-template-hash"):
+        return f"Deployment {ref['name'][: -len(labels['pod-template-hash']) - 1]}", None
+    return f"{ref['kind']} {ref['name']}", None
 
 
 def _job_owned(pod: Mapping[str, Any]) -> bool:
@@ -59,7 +68,7 @@ def start_lines(pod: Mapping[str, Any], container: Mapping[str, Any], init: bool
     ann = meta.get("annotations") or {}
     name = container["name"]
     lines = [
-        f"pod {meta['namespace']}/{meta['name']} ({_owner(pod)}) started on node {spec.get('nodeName')}; "
+        f"pod {meta['namespace']}/{meta['name']} ({pod_owner(pod)[0]}) started on node {spec.get('nodeName')}; "
         f"{'init ' if init else ''}container {name}, image {container.get('image', '?')}: simulated by kwok, "
         f"nothing ran"
     ]

@@ -21,6 +21,7 @@ from typing_extensions import Self
 
 from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.kueue import WORKLOAD_CRD
+from stacks.box.podlogs import pod_owner
 from stacks.box.poller import Poller
 from stacks.box.rehearse import HELD
 from stacks.box.watch import Changes
@@ -55,21 +56,6 @@ class PodRecord:
     @property
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-
-def _owner(pod: Mapping[str, Any]) -> tuple[str, Optional[str]]:
-    labels = pod["metadata"].get("labels") or {}
-    if labels.get("training.kubeflow.org/job-name"):
-        job = labels["training.kubeflow.org/job-name"]
-        return f"MPIJob {job} ({labels.get('training.kubeflow.org/job-role', 'worker')})", job
-    if labels.get("job-name"):
-        return f"Job {labels['job-name']}", labels["job-name"]
-    ref = next(iter(pod["metadata"].get("ownerReferences") or []), None)
-    if not ref:
-        return "no owner", None
-    if ref["kind"] == "ReplicaSet" and labels.get("pod-template-hash"):
-        return f"Deployment {ref['name'][: -len(labels['pod-template-hash']) - 1]}", None
-    return f"{ref['kind']} {ref['name']}", None
 
 
 def _exit(pod: Mapping[str, Any]) -> str:
@@ -194,7 +180,7 @@ class Recorder(Poller):
             uid = pod["metadata"]["uid"]
             rec = self.pods.get(uid)
             if rec is None:
-                owner, job = _owner(pod)
+                owner, job = pod_owner(pod)
                 rec = self.pods[uid] = PodRecord(pod["metadata"]["namespace"], pod["metadata"]["name"], owner, job)
             if kind != "DELETED":
                 self._last[uid] = pod
@@ -283,7 +269,7 @@ def report(rehearsal: "Rehearsal", recorder: Recorder) -> str:
         if uid in pods and not pods[uid].node:
             pods[uid] = replace(pods[uid], node=pod["spec"].get("nodeName") or "")
         elif uid not in pods:
-            owner, job = _owner(pod)
+            owner, job = pod_owner(pod)
             pods[uid] = PodRecord(
                 pod["metadata"]["namespace"],
                 pod["metadata"]["name"],

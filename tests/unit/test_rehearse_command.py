@@ -120,7 +120,7 @@ def _pod(name: str, job: str, phase: str, node: str = "", conditions=(), annotat
             "name": name,
             "namespace": "training",
             "uid": name,
-            "labels": {"job-name": job},
+            "labels": {"job-name": job, "batch.kubernetes.io/job-name": job},  # as the Job controller sets both
             "annotations": annotations or {},
         },
         "spec": {"nodeName": node} if node else {},
@@ -283,3 +283,28 @@ def test_a_jobs_only_stack_is_refused_before_any_box(tmp_path: Path, monkeypatch
         "the queues of another stack's cluster"
     ), err.getvalue()
     assert "python -m stacks plan" in err.getvalue() and not (tmp_path / "boxes").exists()
+
+
+def test_a_pods_owner_is_named_by_its_job_object() -> None:
+    """An MPI launcher's pod (a batch Job's too) is its MPIJob's; a Deployment's pod is named by its Deployment."""
+    from stacks.box.podlogs import pod_owner
+
+    launcher = {
+        "metadata": {
+            "labels": {
+                "batch.kubernetes.io/job-name": "train-launcher",
+                "training.kubeflow.org/job-name": "train",
+                "training.kubeflow.org/job-role": "launcher",
+            }
+        }
+    }
+    assert pod_owner(launcher) == ("MPIJob train (launcher)", "train")
+    assert pod_owner(_pod("stage-0", "stage", "Running")) == ("Job stage", "stage")
+    etcd = {
+        "metadata": {
+            "labels": {"pod-template-hash": "5d9f"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "etcd-5d9f"}],
+        }
+    }
+    assert pod_owner(etcd) == ("Deployment etcd", None)
+    assert pod_owner({"metadata": {}}) == ("no owner", None)
