@@ -201,8 +201,14 @@ def _quota_checks(plan: Plan) -> list[tuple[str, str]]:
     return out
 
 
+def largest_group(plan: Plan) -> NodeGroupPlan:
+    """The group with the largest ``maxSize`` (the system group included): what EKS's nodes-per-group quota must
+    cover."""
+    return max(plan.all_groups, key=lambda g: g.max_size)
+
+
 def _node_group_quota_checks(plan: Plan) -> list[tuple[str, str]]:
-    largest = max(plan.all_groups, key=lambda g: g.max_size)
+    largest = largest_group(plan)
     nodes, groups = EKS_NODES_PER_GROUP_QUOTA[0], EKS_GROUPS_PER_CLUSTER_QUOTA[0]
     return [
         (

@@ -116,15 +116,22 @@ class AwsClient:
             self._subnets[subnet_id] = found[0]
         return self._subnets[subnet_id]
 
-    def quota(self, code: str, service: str = "ec2") -> tuple[float, str, str]:
-        """(value, name, where from) of a quota: the applied value, else AWS's default."""
+    def quota(self, code: str, service: str = "ec2", documented: Optional[float] = None) -> tuple[float, str, str]:
+        """(value, name, where from) of a quota: the applied value, else AWS's default, else ``documented`` (the
+        catalog's value of the quota's public page) when Service Quotas has neither."""
         try:
             q = self._call(self.quotas, "get_service_quota", ServiceCode=service, QuotaCode=code)["Quota"]
             source = "applied"
         except AwsCallError as exc:
             if exc.code != "NoSuchResourceException":
                 raise
-            q = self._call(self.quotas, "get_aws_default_service_quota", ServiceCode=service, QuotaCode=code)["Quota"]
+            try:
+                q = self._call(self.quotas, "get_aws_default_service_quota", ServiceCode=service, QuotaCode=code)
+                q = q["Quota"]
+            except AwsCallError as missing:
+                if missing.code != "NoSuchResourceException" or documented is None:
+                    raise
+                return float(documented), QUOTA_NAMES.get(code, code), "the documented default"
             source = "AWS default"
         return float(q["Value"]), str(q.get("QuotaName") or QUOTA_NAMES.get(code, code)), source
 

@@ -22,6 +22,7 @@ from stacks.preflight.findings import (
     format_time,
     join_names,
     number,
+    unreadable_quota,
 )
 from stacks.preflight.fsx import check_fsx
 from stacks.preflight.machine import aws_cli_finding, program_bin
@@ -481,14 +482,7 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
             value, name, source = aws.quota(code)
         except AwsCallError as exc:
             findings.append(
-                Finding(
-                    False,
-                    k,
-                    f"could not read the {cls} {market} vCPU quota {code} ({QUOTA_NAMES.get(code, code)}) needed for "
-                    f"{needed} vCPUs ({exc}); check it "
-                    f"in the Service Quotas console (the caller needs servicequotas:GetServiceQuota and "
-                    f"servicequotas:GetAWSDefaultServiceQuota) {SKIP_HINT}",
-                )
+                unreadable_quota(k, f"{cls} {market} vCPU", code, QUOTA_NAMES.get(code, code), f"{needed} vCPUs", exc)
             )
             continue
         if value >= needed:

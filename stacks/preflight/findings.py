@@ -85,3 +85,14 @@ def format_report(findings: Sequence[Finding]) -> str:
     else:
         lines.append(f"preflight: all {len(findings)} check(s) passed")
     return "\n".join(lines)
+
+
+def unreadable_quota(k: str, label: str, code: str, name: str, what: str, exc: Exception) -> Finding:
+    """The failed finding of a quota ``code`` (``name``) Service Quotas would not give: ``label`` says whose
+    (``EKS``, ``FSx``...), ``what`` what it was needed for."""
+    return Finding(
+        False,
+        k,
+        f"could not read the {label} quota {code} ({name}) for {what} ({exc}); the caller needs "
+        f"servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota {SKIP_HINT}",
+    )

@@ -16,7 +16,7 @@ from components.catalog import (
 from stacks.config import FsxConfig, key
 from stacks.plan import Plan
 from stacks.preflight.aws import AwsClient
-from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding, join_names, number
+from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding, join_names, number, unreadable_quota
 
 
 def check_fsx(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
@@ -121,20 +121,10 @@ def _check_quota(fsx: FsxConfig, aws: AwsClient, findings: list[Finding]) -> Non
     k = key("storage.fsx.storageCapacityGib")
     capacity = fsx.storage_capacity_gib
     try:
-        value, name, source = aws.quota(code, service)
+        value, name, source = aws.quota(code, service, documented=FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB)
     except AwsCallError as exc:
-        if exc.code != "NoSuchResourceException":
-            findings.append(
-                Finding(
-                    False,
-                    k,
-                    f"could not read the FSx quota {code} ({QUOTA_NAMES[code]}) for {capacity} GiB "
-                    f"({exc}); the caller needs servicequotas:GetServiceQuota and "
-                    f"servicequotas:GetAWSDefaultServiceQuota {SKIP_HINT}",
-                )
-            )
-            return
-        value, name, source = float(FSX_LUSTRE_STORAGE_QUOTA_DEFAULT_GIB), QUOTA_NAMES[code], "the documented default"
+        findings.append(unreadable_quota(k, "FSx", code, QUOTA_NAMES[code], f"{capacity} GiB", exc))
+        return
     try:
         existing = [
             f

@@ -6,8 +6,9 @@ from typing import Optional
 from components.catalog import EKS_GROUPS_PER_CLUSTER_QUOTA, EKS_NODES_PER_GROUP_QUOTA, QUOTA_NAMES
 from stacks.config import key
 from stacks.plan import Plan
+from stacks.plan.checklist import largest_group
 from stacks.preflight.aws import AwsClient
-from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding, number
+from stacks.preflight.findings import AwsCallError, Finding, number, unreadable_quota
 
 
 def check_node_group_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
@@ -19,22 +20,13 @@ def check_node_group_quotas(plan: Plan, aws: AwsClient, findings: list[Finding])
 def _read(
     aws: AwsClient, quota: tuple[str, int], k: str, what: str, findings: list[Finding]
 ) -> Optional[tuple[float, str, str]]:
-    """(value, name, where from) of an EKS quota; AWS's documented default when Service Quotas has no value; ``None``
-    (and a failed finding) when it cannot be read."""
+    """(value, name, where from) of an EKS quota (:meth:`AwsClient.quota`); ``None`` and a failed finding when it
+    cannot be read."""
     code, default = quota
     try:
-        return aws.quota(code, "eks")
+        return aws.quota(code, "eks", documented=default)
     except AwsCallError as exc:
-        if exc.code == "NoSuchResourceException":
-            return float(default), QUOTA_NAMES[code], "the documented default"
-        findings.append(
-            Finding(
-                False,
-                k,
-                f"could not read the EKS quota {code} ({QUOTA_NAMES[code]}) for {what} ({exc}); the caller needs "
-                f"servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota {SKIP_HINT}",
-            )
-        )
+        findings.append(unreadable_quota(k, "EKS", code, QUOTA_NAMES[code], what, exc))
         return None
 
 
@@ -46,7 +38,7 @@ def _increase(code: str, needed: int, region: str) -> str:
 
 
 def _check_nodes_per_group(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
-    largest = max(plan.all_groups, key=lambda g: g.max_size)
+    largest = largest_group(plan)
     k = key("nodeGroups")  # the vCPU quotas' findings are keyed by each group's maxSize
     read = _read(aws, EKS_NODES_PER_GROUP_QUOTA, k, f"{largest.path}.maxSize {largest.max_size}", findings)
     if read is None:

@@ -557,6 +557,12 @@ def test_unreadable_quota_and_reservation_are_failures_that_say_what_to_do(proc:
     assert not quota.ok
     assert "could not read the P On-Demand vCPU quota L-417A185B (Running On-Demand P instances)" in quota.message
     assert "preflight.enabled: false" in quota.message and "<html" not in quota.message
+    eks_quotas = [f for f in by_key(findings, "eks-training:nodeGroups") if not f.ok]
+    assert [f.message.split(" (")[0] for f in eks_quotas] == [
+        "could not read the EKS quota L-BD136A63",
+        "could not read the EKS quota L-6D54EA21",
+    ]
+    assert all("servicequotas:GetAWSDefaultServiceQuota" in f.message for f in eks_quotas)
     reservation = one(findings, f"{GPU_KEY}.capacityReservationId")
     assert not reservation.ok and f"could not look up {CR_ODCR}" in reservation.message
 
