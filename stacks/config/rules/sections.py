@@ -119,7 +119,7 @@ def image_dockerfile(s: Sections, name: str, image: ImageConfig) -> Optional[Doc
     return read_dockerfile(folder, image.dockerfile)
 
 
-def reference_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
+def reference_cycle(refers: dict[str, list[str]]) -> Optional[list[str]]:
     """A cycle of references (``after``, or ``$(NAME)`` in ``env``) as a path ``a -> b -> a``, or ``None``."""
     state: dict[str, int] = {}
     path: list[str] = []
@@ -127,16 +127,16 @@ def reference_cycle(jobs: dict[str, list[str]]) -> Optional[list[str]]:
     def visit(n: str) -> Optional[list[str]]:
         state[n] = 1
         path.append(n)
-        for m in jobs.get(n, []):
+        for m in refers.get(n, []):
             if state.get(m) == 1:
                 return path[path.index(m) :] + [m]
-            if m in jobs and state.get(m) is None and (found := visit(m)):
+            if m in refers and state.get(m) is None and (found := visit(m)):
                 return found
         state[n] = 2
         path.pop()
         return None
 
-    for n in sorted(jobs):
+    for n in sorted(refers):
         if state.get(n) is None and (found := visit(n)):
             return found
     return None

@@ -46,7 +46,7 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
         var: [k.name for k in KINDS.values() if var in k.pod_variables()]
         for var in set().union(*(k.pod_variables() for k in KINDS.values())) - known
     }
-    _check_envreference_cycle(path, job, problems)
+    _check_env_cycle(path, job, problems)
     outputs = {env_name(n): n for n in s.job_names}
     for where, text in _texts(path, job):
         for var in dict.fromkeys(variable_references(text)):
@@ -104,7 +104,7 @@ def _check_completion_index(where: str, kind: JobKind, problems: list[str]) -> N
         )
 
 
-def _check_envreference_cycle(path: str, job: JobConfig, problems: list[str]) -> None:
+def _check_env_cycle(path: str, job: JobConfig, problems: list[str]) -> None:
     """Variables of the job's ``env`` that name themselves or each other: Kubernetes expands a ``$(NAME)`` only to a
     variable defined before it in the container (the image's ``ENV`` is not one), so one stays as written."""
     cycle = reference_cycle({k: [r for r in variable_references(v) if r in job.env] for k, v in job.env.items()})
