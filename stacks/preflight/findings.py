@@ -93,6 +93,7 @@ def unreadable_quota(k: str, label: str, code: str, name: str, what: str, exc: E
     return Finding(
         False,
         k,
-        f"could not read the {label} quota {code} ({name}) for {what} ({exc}); the caller needs "
-        f"servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota {SKIP_HINT}",
+        f"could not read the {label} quota {code} ({name}) for {what} ({exc}); check it in the Service Quotas "
+        f"console (the caller needs servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota) "
+        f"{SKIP_HINT}",
     )

@@ -562,7 +562,10 @@ def test_unreadable_quota_and_reservation_are_failures_that_say_what_to_do(proc:
         "could not read the EKS quota L-BD136A63",
         "could not read the EKS quota L-6D54EA21",
     ]
-    assert all("servicequotas:GetAWSDefaultServiceQuota" in f.message for f in eks_quotas)
+    assert all(
+        "check it in the Service Quotas console" in f.message and "servicequotas:GetAWSDefaultServiceQuota" in f.message
+        for f in [quota, *eks_quotas]
+    )
     reservation = one(findings, f"{GPU_KEY}.capacityReservationId")
     assert not reservation.ok and f"could not look up {CR_ODCR}" in reservation.message
 
