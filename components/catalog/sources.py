@@ -1015,6 +1015,19 @@ SOURCES: Mapping[str, Source] = {
         "the node group's Kubernetes version cannot be newer than the control plane's; force respects no "
         "PodDisruptionBudget",
     ),
+    "torchrun-environment": Source(
+        url="https://docs.pytorch.org/docs/stable/elastic/run.html#environment-variables",
+        shows="the variables torchrun sets in each worker process: LOCAL_RANK, RANK, GROUP_RANK, ROLE_RANK, "
+        "ROLE_NAME, LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE, ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, "
+        "TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID (set by "
+        "torch/distributed/elastic/agent/server/local_elastic_agent.py, _start_workers)",
+    ),
+    "openmpi-environment": Source(
+        url="https://docs.open-mpi.org/en/v5.0.x/tuning-apps/environment-var.html",
+        shows="the variables Open MPI defines in every MPI process: OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, "
+        "OMPI_COMM_WORLD_LOCAL_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_UNIVERSE_SIZE, OMPI_COMM_WORLD_NODE_RANK "
+        "(Open MPI 4.1's mpirun(1), section Exported Environment Variables, lists the same)",
+    ),
     "torch-2.13.0": Source(
         url="https://pypi.org/project/torch/2.13.0/",
         shows="the Linux x86_64 wheels of torch 2.13.0 are the CUDA 13.0 build (2.13.0+cu130: torch.version.cuda "

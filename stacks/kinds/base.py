@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence
 
 import pulumi
 
+from components.catalog.launchers import Launcher
 from components.workloads.job_objects import BATCH_JOB, JobObject
 from components.workloads.pods import INDEX_VARIABLE
 from components.workloads.spec import JOB_VARIABLES, JobSpec, WorkerPlacement
@@ -203,6 +204,8 @@ class JobKind:
     """Its pods are an Indexed Job's (each gets ``JOB_INDEX`` from the downward API)."""
     variables: ClassVar[frozenset[str]] = frozenset()
     """The variables its component sets in the pods beyond every job's (:meth:`pod_variables`)."""
+    launcher: ClassVar[Optional[Launcher]] = None
+    """The launcher that starts its processes, which sets their ranks in their own environment (not the pod's)."""
     job_object: ClassVar[JobObject] = BATCH_JOB
     """The Kubernetes object its component creates: its resource (``wait_for_jobs.py``'s ``RESOURCE/NAME``, the
     collector's, the wait Role's), its conditions, Kueue's integration that queues it."""

@@ -4,6 +4,7 @@ the workers (:class:`~components.workloads.MpiJob`)."""
 import os
 import shutil
 
+from components.catalog.launchers import MPIRUN
 from components.scheduling import system_node_selector
 from components.workloads import MpiJob, MpiJobArgs
 from components.workloads.job_objects import MPI_JOB, MPIJOB_CRD
@@ -36,6 +37,7 @@ class Mpi(JobKind):
     # the launcher is one pod, not an Indexed Job's
     indexed_pods = False
     variables = frozenset({"MASTER_ADDR", "MASTER_PORT"})
+    launcher = MPIRUN
     job_object = MPI_JOB
     needs_mpi_operator = True
     launcher_on_system_group = True

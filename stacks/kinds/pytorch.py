@@ -3,6 +3,7 @@
 
 from typing import Mapping, cast
 
+from components.catalog.launchers import TORCHRUN
 from components.workloads import PyTorchJob, PyTorchJobArgs
 from components.workloads.spec import RendezvousBackend
 from components.workloads.training import LAUNCHER, RESILIENCE_VARIABLES, RUN_SCRIPT, pytorch_command, pytorch_env
@@ -31,6 +32,7 @@ class PyTorch(JobKind):
     # the pods run the launcher with the image's python
     noop = ("python", "-c", "")
     variables = RESILIENCE_VARIABLES
+    launcher = TORCHRUN
     owned_fields = (
         OwnedField("script", "script", "only pytorch jobs take a script; put it in the command of a {kind} job"),
         OwnedField("rendezvous_backend", "rendezvousBackend", "only pytorch jobs use a torchrun rendezvous"),

@@ -1626,11 +1626,37 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
-        "another kind's variable: torchrun's master address in a pytorch job's env",
+        "a variable torchrun sets in its workers, in a pytorch job's env",
         job(env={"ADDR": "$(MASTER_ADDR)"}),
         [
-            "eks-training:jobs.train.env.ADDR: $(MASTER_ADDR) is set in the pods of mpi and command jobs, not in "
-            "those of pytorch jobs"
+            "eks-training:jobs.train.env.ADDR: $(MASTER_ADDR) is set by torchrun in each process it starts, not in "
+            "the pod (Kubernetes would pass it as written); read it from the environment in the program"
+        ],
+    ),
+    (
+        "torchrun's local rank in a pytorch job's args",
+        job(args=["--local-rank", "$(LOCAL_RANK)"]),
+        ["eks-training:jobs.train.args[1]: $(LOCAL_RANK) is set by torchrun in each process it starts, not in the pod"],
+    ),
+    (
+        "Open MPI's rank in a command job",
+        job("report", command=["sh", "-c", "echo $(OMPI_COMM_WORLD_RANK)"]),
+        [
+            "eks-training:jobs.report.command[2]: $(OMPI_COMM_WORLD_RANK) is set by mpirun (Open MPI) in each process "
+            "it starts, not in the pod"
+        ],
+    ),
+    (
+        "a command job's peer variable in a tensorflow job, which no launcher of its sets",
+        job("tf", kind="tensorflow", command=["python", "-c", "pass"], args=["$(RANK)"]),
+        ["eks-training:jobs.tf.args[0]: $(RANK) is set in the pods of command jobs, not in those of tensorflow jobs"],
+    ),
+    (
+        "the checkpoint cadence's variable in a pytorch job that does not set it",
+        job(args=["--every", "$(CHECKPOINT_EVERY_SECONDS)"]),
+        [
+            "eks-training:jobs.train.args[1]: $(CHECKPOINT_EVERY_SECONDS) is set only with "
+            "eks-training:jobs.train.checkpointEverySeconds"
         ],
     ),
     (
@@ -1730,6 +1756,9 @@ def test_variables_the_pods_have_are_accepted() -> None:
     cfg = base()
     command = ["sh", "-c", "cp $(TRAIN_OUTPUT_DIR)/m $(OUTPUT_DIR)/$(MY_OUTPUT_DIR) $$(NOT_EXPANDED) $(date)"]
     job("evaluate", command=command, after=["train"], env={"MY_OUTPUT_DIR": "x"})(cfg)
+    # a setting's variable with the setting; a launcher's variable the job's env sets
+    job(args=["--every", "$(CHECKPOINT_EVERY_SECONDS)", "$(LOCAL_RANK)"], checkpointEverySeconds=60)(cfg)
+    job(env={"LOCAL_RANK": "0"})(cfg)
     p = run_program("dev", config=cfg)
     assert p.error is None and p.registrations
 

@@ -4,6 +4,7 @@ have, defined before it (Kubernetes leaves any other as written)."""
 import difflib
 from typing import Iterator
 
+from components.catalog.launchers import LAUNCHERS
 from components.workloads.pods import COMPLETION_INDEX_ENV, INDEX_VARIABLE
 from components.workloads.spec import env_name, variable_references
 from stacks.config.errors import key
@@ -25,21 +26,12 @@ def _texts(path: str, job: JobConfig) -> Iterator[tuple[str, str]]:
 
 def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:
     """A ``$(NAME)`` the job's pods will not have, which Kubernetes leaves as written: another job's output folder
-    without that job in ``after``, a variable only another kind's pods get, or a near miss of one the program sets."""
+    without that job in ``after``, a variable only another kind's pods get, one a launcher sets in each process it
+    starts (:mod:`components.catalog.launchers`), a setting's without the setting, or a near miss of one the program
+    sets."""
     given = {env_name(a) for a in job.after if a in s.job_names}
-    unset = {
-        name: fix
-        for name, fix, is_set in (
-            ("DATA_DIR", f"the dataset's folder, and the job has none; set {key(f'{path}.dataset')}", job.dataset),
-            (
-                "TENSORBOARD_DIR",
-                f"TensorBoard's folder, which is off; set {key(f'{path}.tensorboard')}: true",
-                job.tensorboard,
-            ),
-        )
-        if not is_set and name not in job.env
-    }
     kind = KINDS[job.kind]
+    unset = _unset(path, job, kind)
     known = (kind.pod_variables() - set(unset)) | given | set(job.env)
     # the variables of other kinds' pods, with the kinds whose pods have them
     elsewhere = {
@@ -60,6 +52,13 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
                 continue
             if outputs.get(var) == name:
                 problems.append(f"{key(where)}: $({var}) is this job's own output folder; write $(OUTPUT_DIR)")
+                continue
+            launcher = next((la for la in LAUNCHERS if var in la.variables), None)
+            if launcher and (launcher is kind.launcher or var not in elsewhere):
+                problems.append(
+                    f"{key(where)}: $({var}) is set by {launcher.name} in each process it starts, not in the pod "
+                    "(Kubernetes would pass it as written); read it from the environment in the program"
+                )
                 continue
             if var in elsewhere:
                 problems.append(
@@ -87,6 +86,31 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
                     f"{key(where)}: $({var}) is not a variable of the job's pods (Kubernetes would pass it as "
                     f"written){hint}"
                 )
+
+
+def _unset(path: str, job: JobConfig, kind: JobKind) -> dict[str, str]:
+    """The variables of the kind's pods this job's pods lack (a setting is off), with the setting that sets each."""
+    settings = (
+        ("DATA_DIR", f"the dataset's folder, and the job has none; set {key(f'{path}.dataset')}", job.dataset),
+        (
+            "TENSORBOARD_DIR",
+            f"TensorBoard's folder, which is off; set {key(f'{path}.tensorboard')}: true",
+            job.tensorboard,
+        ),
+        (
+            "CHECKPOINT_EVERY_SECONDS",
+            f"set only with {key(f'{path}.checkpointEverySeconds')}",
+            job.checkpoint_every_seconds is not None,
+        ),
+        (
+            "PG_TIMEOUT_SECONDS",
+            f"set only with {key(f'{path}.collectiveTimeoutSeconds')}",
+            job.collective_timeout_seconds is not None,
+        ),
+    )
+    return {
+        var: fix for var, fix, is_set in settings if not is_set and var in kind.pod_variables() and var not in job.env
+    }
 
 
 def _check_completion_index(where: str, kind: JobKind, problems: list[str]) -> None:
