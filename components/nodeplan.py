@@ -28,6 +28,7 @@ from components.catalog import (
     accelerator_label_value,
 )
 from components.catalog.fsx import HostRequirement
+from components.catalog.gpus import GPU_MODELS
 from components.catalog.platform import NO_SURGE_CAPACITY, NODE_UPDATE_STRATEGIES, NodeUpdateStrategy, NoSurge
 from components.catalog.sources import SOURCES
 from components.catalog.timings import NODE_ROLL, NODE_SURGE
@@ -139,15 +140,22 @@ def network_gbytes_per_s(facts: InstanceType) -> float:
     return facts.network_gbps / 8
 
 
+def gpu_link_gbytes_per_s(facts: InstanceType) -> float:
+    """The link between the type's GPUs (GB/s, both directions), or the fastest of any GPU where there is no figure
+    (a CPU type, a GPU without a datasheet)."""
+    model = GPU_MODELS.get(facts.gpu_model or "")
+    return (model.link_gbytes_per_s if model else None) or FASTEST_GPU_LINK_GBYTES_PER_S
+
+
 def allreduce_busbw_ceiling(facts: InstanceType, nodes: int, procs_per_node: int) -> float:
     """The highest all-reduce bus bandwidth (GB/s, as nccl-tests reports it) ``nodes`` nodes of this type can reach.
 
     Across nodes each node sends at least ``2(N-1)/N`` of the message over its network (source key
     ``allreduce-lower-bound``), so ``algbw <= N B / (2(N-1))`` for a node bandwidth ``B``; bus bandwidth is
     ``algbw x 2(n-1)/n`` over ``n`` ranks (``nccl-tests-busbw``), hence ``busbw <= B N (n-1) / ((N-1) n)``, below
-    ``2B``. Inside one node the data never leaves it: the bound is the fastest GPU link (NVLink 5, 1.8 TB/s)."""
+    ``2B``. Inside one node the data never leaves it: the bound is the GPU's link (:func:`gpu_link_gbytes_per_s`)."""
     if nodes < 2:
-        return FASTEST_GPU_LINK_GBYTES_PER_S
+        return gpu_link_gbytes_per_s(facts)
     ranks = nodes * max(1, procs_per_node)
     return network_gbytes_per_s(facts) * nodes * (ranks - 1) / ((nodes - 1) * ranks)
 

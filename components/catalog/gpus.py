@@ -27,16 +27,27 @@ class GpuModel:
     trainer, which trains in float16 autocast on GPUs. On every GPU here from Ampere on, BF16 has the same peak.
     ``None``: NVIDIA publishes no figure for the model."""
     peak_source: Optional[str] = None
-    """Key of the datasheet :attr:`peak_fp16_tflops` comes from."""
+    """Key of the datasheet :attr:`peak_fp16_tflops` and :attr:`link_gbytes_per_s` come from."""
+    link_gbytes_per_s: Optional[float] = None
+    """The GPU's link to the node's other GPUs, GB/s in both directions together, as its datasheet prints it: NVLink
+    on SXM parts, PCIe on the others. An all-reduce inside one node cannot move data faster. ``None``: no datasheet."""
 
 
-def _gpu(name: str, major: int, minor: int, peak: Optional[float] = None, source: Optional[str] = None) -> GpuModel:
+def _gpu(
+    name: str,
+    major: int,
+    minor: int,
+    peak: Optional[float] = None,
+    source: Optional[str] = None,
+    link: Optional[float] = None,
+) -> GpuModel:
     return GpuModel(
         name=name,
         compute_capability=(major, minor),
         source="nvidia-compute-capabilities",
         peak_fp16_tflops=peak,
         peak_source=source,
+        link_gbytes_per_s=link,
     )
 
 
@@ -46,24 +57,26 @@ def _gpu(name: str, major: int, minor: int, peak: Optional[float] = None, source
 GPU_MODELS: Mapping[str, GpuModel] = {
     g.name: g
     for g in (
-        # V100 SXM2 (p3): 125 TFLOPS "Tensor Performance" (FP16 mixed precision; Volta has no sparsity, no BF16)
-        _gpu("NVIDIA V100", 7, 0, 125.0, "nvidia-v100-datasheet"),
-        # T4 (g4dn): 65 TFLOPS mixed-precision (FP16/FP32)
-        _gpu("NVIDIA T4", 7, 5, 65.0, "nvidia-t4-datasheet"),
-        # A100 SXM (p4d): BF16/FP16 Tensor Core 312 TFLOPS (624 with sparsity)
-        _gpu("NVIDIA A100", 8, 0, 312.0, "nvidia-a100-datasheet"),
+        # V100 SXM2 (p3): 125 TFLOPS "Tensor Performance" (FP16 mixed precision; Volta has no sparsity, no BF16);
+        # NVLink 300 GB/s
+        _gpu("NVIDIA V100", 7, 0, 125.0, "nvidia-v100-datasheet", 300.0),
+        # T4 (g4dn): 65 TFLOPS mixed-precision (FP16/FP32); interconnect PCIe Gen3 x16, 32 GB/s
+        _gpu("NVIDIA T4", 7, 5, 65.0, "nvidia-t4-datasheet", 32.0),
+        # A100 SXM (p4d): BF16/FP16 Tensor Core 312 TFLOPS (624 with sparsity); NVLink 600 GB/s
+        _gpu("NVIDIA A100", 8, 0, 312.0, "nvidia-a100-datasheet", 600.0),
         # A10G (g5): an AWS variant of the A10 with no NVIDIA datasheet of its own; the A10's figures do not hold for it
         _gpu("NVIDIA A10G", 8, 6),
-        # L4 (g6): FP16/BF16 Tensor Core 242 TFLOPS with sparsity -> 121 dense
-        _gpu("NVIDIA L4", 8, 9, 121.0, "nvidia-l4-datasheet"),
-        # L40S (g6e): BF16/FP16 Tensor Core 362.05 TFLOPS (733 with sparsity)
-        _gpu("NVIDIA L40S", 8, 9, 362.05, "nvidia-l40s-datasheet"),
-        # H100 SXM (p5): BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity -> 989.5 dense
-        _gpu("NVIDIA H100", 9, 0, 989.5, "nvidia-h100-datasheet"),
-        # H200 SXM (p5e, p5en): BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity -> 989.5 dense
-        _gpu("NVIDIA H200", 9, 0, 989.5, "nvidia-h200-datasheet"),
-        # B200 (p6-b200, HGX B200): FP16/BF16 Tensor Core 36 PFLOPS with sparsity for 8 GPUs -> 2,250 dense per GPU
-        _gpu("NVIDIA B200", 10, 0, 2250.0, "nvidia-hgx-b200-datasheet"),
+        # L4 (g6): FP16/BF16 Tensor Core 242 TFLOPS with sparsity -> 121 dense; PCIe Gen4 x16, 64 GB/s
+        _gpu("NVIDIA L4", 8, 9, 121.0, "nvidia-l4-datasheet", 64.0),
+        # L40S (g6e): BF16/FP16 Tensor Core 362.05 TFLOPS (733 with sparsity); PCIe Gen4 x16, 64 GB/s
+        _gpu("NVIDIA L40S", 8, 9, 362.05, "nvidia-l40s-datasheet", 64.0),
+        # H100 SXM (p5): BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity -> 989.5 dense; NVLink 900 GB/s
+        _gpu("NVIDIA H100", 9, 0, 989.5, "nvidia-h100-datasheet", 900.0),
+        # H200 SXM (p5e, p5en): BF16/FP16 Tensor Core 1,979 TFLOPS with sparsity -> 989.5 dense; NVLink 900 GB/s
+        _gpu("NVIDIA H200", 9, 0, 989.5, "nvidia-h200-datasheet", 900.0),
+        # B200 (p6-b200, HGX B200): FP16/BF16 Tensor Core 36 PFLOPS with sparsity for 8 GPUs -> 2,250 dense per GPU;
+        # NVLink 1.8 TB/s per GPU
+        _gpu("NVIDIA B200", 10, 0, 2250.0, "nvidia-hgx-b200-datasheet", 1800.0),
     )
 }
 

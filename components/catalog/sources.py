@@ -422,35 +422,42 @@ SOURCES: Mapping[str, Source] = {
     ),
     "nvidia-v100-datasheet": Source(
         url="https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf",
-        shows="V100 SXM2: Tensor Performance 125 TFLOPS (deep learning, mixed precision)",
+        shows="V100 SXM2: Tensor Performance 125 TFLOPS (deep learning, mixed precision); Interconnect "
+        "Bandwidth NVLink 300 GB/s",
     ),
     "nvidia-t4-datasheet": Source(
         url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf",
-        shows="T4: mixed precision (FP16/FP32) 65 TFLOPS",
+        shows="T4: mixed precision (FP16/FP32) 65 TFLOPS; Interconnect Bandwidth 32 GB/sec (PCIe Gen3 x16)",
     ),
     "nvidia-a100-datasheet": Source(
         url="https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
-        shows="A100 SXM: BFLOAT16 and FP16 Tensor Core 312 TFLOPS, 624 TFLOPS with sparsity",
+        shows="A100 SXM: BFLOAT16 and FP16 Tensor Core 312 TFLOPS, 624 TFLOPS with sparsity; Interconnect "
+        "NVIDIA NVLink 600 GB/s",
     ),
     "nvidia-l4-datasheet": Source(
         url="https://www.nvidia.com/en-us/data-center/l4/",
-        shows="L4: FP16 and BF16 Tensor Core 242 teraFLOPS, with sparsity (121 dense)",
+        shows="L4: FP16 and BF16 Tensor Core 242 teraFLOPS, with sparsity (121 dense); Interconnect PCIe "
+        "Gen4 x16 64GB/s",
     ),
     "nvidia-l40s-datasheet": Source(
         url="https://www.nvidia.com/en-us/data-center/l40s/",
-        shows="L40S: BF16 and FP16 Tensor Core 362.05 TFLOPS, 733 with sparsity",
+        shows="L40S: BF16 and FP16 Tensor Core 362.05 TFLOPS, 733 with sparsity; Interconnect Interface PCIe Gen4 x16: "
+        "64GB/s bidirectional",
     ),
     "nvidia-h100-datasheet": Source(
         url="https://www.nvidia.com/en-us/data-center/h100/",
-        shows="H100 SXM: BF16 and FP16 Tensor Core 1,979 teraFLOPS with sparsity (989.5 dense)",
+        shows="H100 SXM: BF16 and FP16 Tensor Core 1,979 teraFLOPS with sparsity (989.5 dense); Interconnect "
+        "NVIDIA NVLink 900GB/s",
     ),
     "nvidia-h200-datasheet": Source(
         url="https://www.nvidia.com/en-us/data-center/h200/",
-        shows="H200 SXM: BF16 and FP16 Tensor Core 1,979 TFLOPS with sparsity (989.5 dense)",
+        shows="H200 SXM: BF16 and FP16 Tensor Core 1,979 TFLOPS with sparsity (989.5 dense); Interconnect "
+        "NVIDIA NVLink 900GB/s",
     ),
     "nvidia-hgx-b200-datasheet": Source(
         url="https://www.nvidia.com/en-us/data-center/hgx/",
-        shows="HGX B200 (8 GPUs): FP16/BF16 Tensor Core 36 PFLOPS with sparsity (2.25 PFLOPS dense per GPU)",
+        shows="HGX B200 (8 GPUs): FP16/BF16 Tensor Core 36 PFLOPS with sparsity (2.25 PFLOPS dense per GPU); NVLink "
+        "(fifth generation) 1.8TB/s GPU-to-GPU bandwidth per GPU",
     ),
     "cloudwatch-observability-addon": Source(
         url="https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/install-CloudWatch-Observability-EKS-addon.html",

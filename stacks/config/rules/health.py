@@ -92,10 +92,8 @@ def _bandwidth_problem(value: float, ceiling: float, facts: InstanceType, nodes:
             "nodes the bus bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks)"
         )
     else:
-        why = (
-            f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce inside one node can reach (the fastest GPU "
-            "link, NVLink 5)"
-        )
+        link = f"the link between its {facts.gpu_model} GPUs" if facts.is_gpu else "the fastest GPU link"
+        why = f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce inside one {facts.name} can reach ({link})"
     guesses = [
         (f"{value:g} bytes/s", "bytes/s", value / 1e9),
         (f"{value:g} Gbit/s", "Gbit/s", value / 8),
