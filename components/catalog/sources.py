@@ -324,6 +324,7 @@ SOURCES: Mapping[str, Source] = {
     "eks-pod-identity": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html",
         shows="a pod with an association gets AWS_CONTAINER_CREDENTIALS_FULL_URI=http://169.254.170.23/v1/credentials "
+        "and AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE from EKS's webhook "
         "(the agent listens on 169.254.170.23 and [fd00:ec2::23], "
         "https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html)",
     ),
@@ -1021,6 +1022,17 @@ SOURCES: Mapping[str, Source] = {
         shows="a managed node group is updated to a Kubernetes version or an AMI release version (releaseVersion); "
         "the node group's Kubernetes version cannot be newer than the control plane's; force respects no "
         "PodDisruptionBudget",
+    ),
+    "kubernetes-service-variables": Source(
+        url="https://kubernetes.io/docs/concepts/containers/container-environment/#cluster-information",
+        shows="a container gets FOO_SERVICE_HOST and FOO_SERVICE_PORT for each Service of its namespace when it "
+        "starts (Docker links variables too: FOO_PORT, FOO_PORT_<port>_<PROTOCOL>...; "
+        "https://kubernetes.io/docs/concepts/services-networking/service/#environment-variables)",
+    ),
+    "nvidia-device-plugin-env": Source(
+        url="https://github.com/NVIDIA/k8s-device-plugin/blob/v0.20.0/README.md",
+        shows="the device plugin passes the GPUs it allocates to a container as NVIDIA_VISIBLE_DEVICES (its default "
+        "device list strategy, envvar)",
     ),
     "torchrun-environment": Source(
         url="https://docs.pytorch.org/docs/stable/elastic/run.html#environment-variables",

@@ -218,6 +218,10 @@ def env_name(job: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in job.upper()) + "_OUTPUT_DIR"
 
 
+#: The settings :func:`worker_env` writes besides the node type's (``NCCL_DEBUG`` on GPU nodes only).
+WORKER_SETTINGS = frozenset({"OMP_NUM_THREADS", "PYTHONUNBUFFERED", "HOME", "NCCL_DEBUG"})
+
+
 def worker_env(placement: WorkerPlacement, extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     """Environment of a job's main container: threads per process, the node type's NCCL/libfabric
     settings, then ``extra``."""
@@ -235,6 +239,8 @@ def worker_env(placement: WorkerPlacement, extra: Optional[Mapping[str, str]] = 
 
 #: The variables :func:`job_env` sets (``DATA_DIR`` with a dataset, ``TENSORBOARD_DIR`` with TensorBoard).
 JOB_VARIABLES = frozenset({"OUTPUT_DIR", "DATA_DIR", "TENSORBOARD_DIR", "JOB_NAME", "JOB_SIZE", "PROCS_PER_NODE"})
+#: The device's peak FLOP/s the plan puts in a GPU job's pods (the bundled trainer's model FLOPs utilization).
+PEAK_FLOPS_VARIABLE = "PEAK_FLOPS_PER_DEVICE"
 #: The variables :func:`peer_env` sets.
 PEER_VARIABLES = frozenset({"JOB_PEERS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "NODE_RANK", "RANK"})
 

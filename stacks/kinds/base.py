@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence
 
 import pulumi
 
-from components.catalog.launchers import Launcher
+from components.catalog.environment import Launcher
 from components.workloads.job_objects import BATCH_JOB, JobObject
 from components.workloads.pods import INDEX_VARIABLE
 from components.workloads.spec import JOB_VARIABLES, JobSpec, WorkerPlacement

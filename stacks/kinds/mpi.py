@@ -4,7 +4,7 @@ the workers (:class:`~components.workloads.MpiJob`)."""
 import os
 import shutil
 
-from components.catalog.launchers import MPIRUN
+from components.catalog.environment import MPIRUN
 from components.scheduling import system_node_selector
 from components.workloads import MpiJob, MpiJobArgs
 from components.workloads.job_objects import MPI_JOB, MPIJOB_CRD

@@ -3,7 +3,7 @@
 
 from typing import Mapping, cast
 
-from components.catalog.launchers import TORCHRUN
+from components.catalog.environment import TORCHRUN
 from components.workloads import PyTorchJob, PyTorchJobArgs
 from components.workloads.spec import RendezvousBackend
 from components.workloads.training import LAUNCHER, RESILIENCE_VARIABLES, RUN_SCRIPT, pytorch_command, pytorch_env

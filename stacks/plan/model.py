@@ -20,6 +20,7 @@ from components.nodeplan import (
 )
 from components.scheduling import SYSTEM_ROLE, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
+from components.workloads.spec import PEAK_FLOPS_VARIABLE
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
 from stacks.config.base import ZONE_ID_RE
 from stacks.plan.images import ImagePlan
@@ -119,7 +120,7 @@ class NodeGroupPlan:
         peak = peak_flops_per_device(t.gpu_model for t in self.types) if pod.gpus else None
         if peak:
             # the bundled trainer's model FLOPs utilization (training/train.py); a job's own env overrides it
-            placement["env"] = {**placement["env"], "PEAK_FLOPS_PER_DEVICE": f"{peak:g}"}
+            placement["env"] = {**placement["env"], PEAK_FLOPS_VARIABLE: f"{peak:g}"}
         if pod.hugepages_2mi:
             placement["hugepages_2mi"] = pod.hugepages_2mi
         return placement

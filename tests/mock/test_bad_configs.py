@@ -1639,12 +1639,28 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.train.args[1]: $(LOCAL_RANK) is set by torchrun in each process it starts, not in the pod"],
     ),
     (
-        "Open MPI's rank in a command job",
+        "Open MPI's rank in a command job, which runs no mpirun",
         job("report", command=["sh", "-c", "echo $(OMPI_COMM_WORLD_RANK)"]),
         [
             "eks-training:jobs.report.command[2]: $(OMPI_COMM_WORLD_RANK) is set by mpirun (Open MPI) in each process "
-            "it starts, not in the pod"
+            "it starts, and command jobs do not run it (Kubernetes would pass it as written); command jobs' pods get "
+            "$(JOB_INDEX), $(JOB_PEERS), $(MASTER_ADDR), $(MASTER_PORT), $(NODE_RANK), $(RANK), $(WORLD_SIZE) besides "
+            "every job's"
         ],
+    ),
+    (
+        "a variable nobody sets: a flag's value the user meant to set in env",
+        job(args=["--lr", "$(LR)"]),
+        [
+            "eks-training:jobs.train.args[1]: $(LR) is not a variable of the job's pods, which get only the program's "
+            "and their own env (not the image's ENV), so Kubernetes would pass it as written; set it in "
+            "eks-training:jobs.train.env, write the value itself, or write $$(LR) for the text $(LR)"
+        ],
+    ),
+    (
+        "the image's PATH in a command's args",
+        job("report", command=["sh", "-c", "echo $(PATH)"]),
+        ["eks-training:jobs.report.command[2]: $(PATH) is not a variable of the job's pods"],
     ),
     (
         "a command job's peer variable in a tensorflow job, which no launcher of its sets",
@@ -1756,9 +1772,11 @@ def test_variables_the_pods_have_are_accepted() -> None:
     cfg = base()
     command = ["sh", "-c", "cp $(TRAIN_OUTPUT_DIR)/m $(OUTPUT_DIR)/$(MY_OUTPUT_DIR) $$(NOT_EXPANDED) $(date)"]
     job("evaluate", command=command, after=["train"], env={"MY_OUTPUT_DIR": "x"})(cfg)
-    # a setting's variable with the setting; a launcher's variable the job's env sets
-    job(args=["--every", "$(CHECKPOINT_EVERY_SECONDS)", "$(LOCAL_RANK)"], checkpointEverySeconds=60)(cfg)
-    job(env={"LOCAL_RANK": "0"})(cfg)
+    # a setting's variable with the setting; a launcher's variable the job's env sets; the program's settings, the
+    # cluster's variables (a Service's, Pod Identity's, the GPU device plugin's), an escaped name
+    args = ["--every", "$(CHECKPOINT_EVERY_SECONDS)", "$(LOCAL_RANK)", "$(NCCL_DEBUG)", "$(OMP_NUM_THREADS)"]
+    args += ["$(KUBERNETES_SERVICE_HOST)", "$(ETCD_PORT_2379_TCP_ADDR)", "$(AWS_REGION)", "$(NVIDIA_VISIBLE_DEVICES)"]
+    job(args=[*args, "$$(LR)"], checkpointEverySeconds=60, env={"LOCAL_RANK": "0"})(cfg)
     p = run_program("dev", config=cfg)
     assert p.error is None and p.registrations
 

@@ -9,6 +9,7 @@ import pytest
 
 from components.workloads.spec import JOB_VARIABLES
 from components.workloads.training import RESILIENCE_VARIABLES
+from stacks.config.rules.variables import PROGRAM_SETTINGS
 from stacks.kinds import KINDS, JobKind
 from stacks.stackfile import StackLoadError, plan_stack
 from tests.harness import PROJECT, run_program, stack_config, stack_names
@@ -55,6 +56,26 @@ def test_every_kinds_pods_have_the_variables_it_declares() -> None:
             bad += [f"{stack} {job} ({kind}) {container}: {m}" for m in mismatches(KINDS[kind], names, every_kind)]
     assert seen == set(KINDS), f"no preset has a job of {sorted(set(KINDS) - seen)}"
     assert not bad, "\n".join(bad)
+
+
+def unaccounted(names: set[str], every_kind: set[str]) -> list[str]:
+    """The names of a container the ``$(NAME)`` rule would refuse: neither a kind's variable, nor an output folder,
+    nor one of the program's settings (:data:`stacks.config.rules.variables.PROGRAM_SETTINGS`)."""
+    return sorted(n for n in names - every_kind - PROGRAM_SETTINGS if not n.endswith("_OUTPUT_DIR"))
+
+
+def test_every_variable_the_program_sets_may_be_named() -> None:
+    """A ``$(NAME)`` naming any variable the program writes in a job's containers is not refused: each is a kind's
+    variable, an output folder or one of the program's settings."""
+    every_kind = set().union(*(k.pod_variables() for k in KINDS.values()))
+    bad = [
+        f"{stack} {job} ({kind}) {container}: {name}"
+        for stack in stack_names()
+        for job, kind, container, names in containers(stack)
+        for name in unaccounted(names, every_kind)
+    ]
+    assert not bad, "\n".join(bad)
+    assert unaccounted({"NCCL_DEBUG", "FI_PROVIDER", "TRAIN_OUTPUT_DIR", "NEW_SETTING"}, every_kind) == ["NEW_SETTING"]
 
 
 def test_the_check_can_fail() -> None:

@@ -1,4 +1,4 @@
-"""The launchers set the variables the catalog says they do (components/catalog/launchers.py), in each process they
+"""The launchers set the variables the catalog says they do (components.catalog.environment.py), in each process they
 start: the config refuses a job's ``$(NAME)`` naming one (Kubernetes expands it
 in the container, where it is not set). Runs torchrun from the test's virtualenv and Debian's Open MPI mpirun."""
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components.catalog.launchers import MPIRUN, TORCHRUN
+from components.catalog.environment import MPIRUN, TORCHRUN
 from tests.wait import patient
 
 #: Writes the names in its environment to a file of its own (the process id names it).

@@ -28,6 +28,7 @@ from components.catalog import (
     SUPPORTED_KUBERNETES_VERSIONS,
     fsx_capacity_problem,
 )
+from components.catalog.environment import CLUSTER_VARIABLES
 from components.catalog.limits import NAME_LIMITS
 from tests.harness import REPO
 
@@ -257,3 +258,20 @@ def test_every_duration_names_its_source_or_why_it_is_an_estimate() -> None:
         assert d.sources or d.estimate, d.what
         assert all(k in SOURCES for k in d.sources), d.what
         assert d.minutes > 0 or d is timings.OTHER, d.what
+
+
+def test_the_variables_the_cluster_adds_are_told_from_others() -> None:
+    """The ``$(NAME)`` rule leaves these alone: a Service's links (the kubelet), Pod Identity's, the device plugin's."""
+    added = (
+        "KUBERNETES_SERVICE_HOST",
+        "ETCD_SERVICE_PORT",
+        "ETCD_SERVICE_PORT_CLIENT",
+        "ETCD_PORT",
+        "ETCD_PORT_2379_TCP",
+        "ETCD_PORT_2379_TCP_ADDR",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "NVIDIA_VISIBLE_DEVICES",
+    )
+    assert [n for n in added if not any(c.names(n) for c in CLUSTER_VARIABLES)] == []
+    others = ("LR", "PORT", "SERVICE_HOST", "MY_PORTS", "ETCD_PORT_2379", "AWSREGION")
+    assert [n for n in others if any(c.names(n) for c in CLUSTER_VARIABLES)] == []

@@ -2,11 +2,16 @@
 have, defined before it (Kubernetes leaves any other as written)."""
 
 import difflib
-from typing import Iterator
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
 
-from components.catalog.launchers import LAUNCHERS
+from components.catalog.efa import EFA_ENV_BY_FAMILY, EFA_ENV_COMMON
+from components.catalog.environment import CLUSTER_VARIABLES, LAUNCHERS
 from components.workloads.pods import COMPLETION_INDEX_ENV, INDEX_VARIABLE
-from components.workloads.spec import env_name, variable_references
+from components.workloads.spec import PEAK_FLOPS_VARIABLE, WORKER_SETTINGS, env_name, variable_references
+from components.workloads.tensorflow import LEGACY_KERAS_ENV
+from components.workloads.training import torch_env
 from stacks.config.errors import key
 from stacks.config.jobs import JobConfig
 from stacks.config.rules.sections import Sections, reference_cycle
@@ -24,68 +29,121 @@ def _texts(path: str, job: JobConfig) -> Iterator[tuple[str, str]]:
         yield f"{path}.env.{name}", v
 
 
+#: Names the program sets in some jobs' containers beyond the kinds' variables: the threads and Python's settings,
+#: the node type's NCCL and libfabric settings, torchrun's and TensorFlow's, the device's peak FLOP/s. A ``$(NAME)``
+#: naming one is left alone (tests/mock/test_pod_variables.py checks that every preset's containers have no other).
+PROGRAM_SETTINGS = frozenset(
+    {
+        *WORKER_SETTINGS,
+        *EFA_ENV_COMMON,
+        *(name for env in EFA_ENV_BY_FAMILY.values() for name in env),
+        *torch_env(1),
+        *LEGACY_KERAS_ENV,
+        PEAK_FLOPS_VARIABLE,
+    }
+)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What one job's ``$(NAME)`` may name, and where else a name it may not is set."""
+
+    path: str
+    name: str
+    job: JobConfig
+    kind: JobKind
+    given: frozenset[str]
+    """The output folders of the jobs in its ``after``."""
+    unset: dict[str, str]
+    known: frozenset[str]
+    outputs: dict[str, str]
+    """Every job's output folder variable, with the job."""
+    elsewhere: dict[str, list[str]]
+    """The variables of other kinds' pods, with the kinds whose pods have them."""
+
+
 def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:
     """A ``$(NAME)`` the job's pods will not have, which Kubernetes leaves as written: another job's output folder
     without that job in ``after``, a variable only another kind's pods get, one a launcher sets in each process it
-    starts (:mod:`components.catalog.launchers`), a setting's without the setting, or a near miss of one the program
-    sets."""
-    given = {env_name(a) for a in job.after if a in s.job_names}
+    starts (:mod:`components.catalog.environment`), a setting's without the setting, a near miss of one the program
+    sets, or any other upper-case name neither the program nor the cluster sets."""
     kind = KINDS[job.kind]
+    given = frozenset(env_name(a) for a in job.after if a in s.job_names)
     unset = _unset(path, job, kind)
-    known = (kind.pod_variables() - set(unset)) | given | set(job.env)
-    # the variables of other kinds' pods, with the kinds whose pods have them
-    elsewhere = {
-        var: [k.name for k in KINDS.values() if var in k.pod_variables()]
-        for var in set().union(*(k.pod_variables() for k in KINDS.values())) - known
-    }
-    _check_env_cycle(path, job, problems)
+    known = frozenset((kind.pod_variables() - set(unset)) | given | set(job.env))
+    every_kind = set().union(*(k.pod_variables() for k in KINDS.values()))
+    elsewhere = {var: [k.name for k in KINDS.values() if var in k.pod_variables()] for var in every_kind - known}
     outputs = {env_name(n): n for n in s.job_names}
+    scope = _Scope(path, name, job, kind, given, unset, known, outputs, elsewhere)
+    _check_env_cycle(path, job, problems)
     for where, text in _texts(path, job):
         for var in dict.fromkeys(variable_references(text)):
-            if var in known:
-                continue
-            if var == COMPLETION_INDEX_ENV:
+            if var == COMPLETION_INDEX_ENV and var not in known:
                 _check_completion_index(where, kind, problems)
                 continue
-            if var in unset:
-                problems.append(f"{key(where)}: $({var}) is {unset[var]}")
-                continue
-            if outputs.get(var) == name:
-                problems.append(f"{key(where)}: $({var}) is this job's own output folder; write $(OUTPUT_DIR)")
-                continue
-            launcher = next((la for la in LAUNCHERS if var in la.variables), None)
-            if launcher and (launcher is kind.launcher or var not in elsewhere):
-                problems.append(
-                    f"{key(where)}: $({var}) is set by {launcher.name} in each process it starts, not in the pod "
-                    "(Kubernetes would pass it as written); read it from the environment in the program"
-                )
-                continue
-            if var in elsewhere:
-                problems.append(
-                    f"{key(where)}: $({var}) is set in the pods of {' and '.join(elsewhere[var])} jobs, not in those "
-                    f"of {job.kind} jobs (Kubernetes would pass it as written); set it in {key(f'{path}.env')} or "
-                    "write the value itself"
-                )
-                continue
-            if var in outputs:
-                other = outputs[var]
-                problems.append(
-                    f"{key(where)}: $({var}) is job {other}'s output folder, which only the jobs after it get; add "
-                    f"{other} to after"
-                )
-                continue
-            # Kubernetes compares names exactly; a job's env names are C identifiers
-            spelt = var.upper().replace("-", "_").replace(".", "_")
-            near = difflib.get_close_matches(spelt, sorted(known | set(outputs)), n=1, cutoff=0.8)
-            hint = f"; did you mean $({near[0]})?" if near else ""
-            if var.endswith("_OUTPUT_DIR"):
-                gets = f"this job gets {', '.join(sorted(given))} (its after)" if given else "this job waits for none"
-                problems.append(f"{key(where)}: $({var}) is no job's output folder; {gets}{hint}")
-            elif near:
-                problems.append(
-                    f"{key(where)}: $({var}) is not a variable of the job's pods (Kubernetes would pass it as "
-                    f"written){hint}"
-                )
+            problem = None if var in known else _problem(scope, var)
+            if problem:
+                problems.append(f"{key(where)}: $({var}) {problem}")
+
+
+def _problem(scope: _Scope, var: str) -> Optional[str]:
+    """Why ``$(var)``, which the job's pods do not have, is refused (None: it is left alone)."""
+    if var in scope.unset:
+        return f"is {scope.unset[var]}"
+    if scope.outputs.get(var) == scope.name:
+        return "is this job's own output folder; write $(OUTPUT_DIR)"
+    launcher = next((la for la in LAUNCHERS if var in la.variables), None)
+    if launcher and launcher is scope.kind.launcher:
+        return (
+            f"is set by {launcher.name} in each process it starts, not in the pod (Kubernetes would pass it as "
+            "written); read it from the environment in the program"
+        )
+    if var in scope.elsewhere:
+        return (
+            f"is set in the pods of {' and '.join(scope.elsewhere[var])} jobs, not in those of {scope.job.kind} jobs "
+            f"(Kubernetes would pass it as written); set it in {key(f'{scope.path}.env')} or write the value itself"
+        )
+    if launcher:
+        return (
+            f"is set by {launcher.name} in each process it starts, and {scope.job.kind} jobs do not run it "
+            f"(Kubernetes would pass it as written); {_pods_get(scope.kind)}"
+        )
+    if var in scope.outputs:
+        other = scope.outputs[var]
+        return f"is job {other}'s output folder, which only the jobs after it get; add {other} to after"
+    # Kubernetes compares names exactly; a job's env names are C identifiers
+    spelt = var.upper().replace("-", "_").replace(".", "_")
+    near = difflib.get_close_matches(spelt, sorted(scope.known | set(scope.outputs)), n=1, cutoff=0.8)
+    hint = f"; did you mean $({near[0]})?" if near else ""
+    if var.endswith("_OUTPUT_DIR"):
+        gets = (
+            f"this job gets {', '.join(sorted(scope.given))} (its after)" if scope.given else "this job waits for none"
+        )
+        return f"is no job's output folder; {gets}{hint}"
+    if near:
+        return f"is not a variable of the job's pods (Kubernetes would pass it as written){hint}"
+    if _set_by_others(var):
+        return None
+    return (
+        "is not a variable of the job's pods, which get only the program's and their own env (not the image's ENV), "
+        f"so Kubernetes would pass it as written; set it in {key(f'{scope.path}.env')}, write the value itself, or "
+        f"write $$({var}) for the text $({var})"
+    )
+
+
+def _set_by_others(var: str) -> bool:
+    """Whether ``var`` may be in the container without the job's config naming it: a setting the program writes,
+    one the cluster adds, or not an environment variable's name at all (``$(date)`` for a shell to run)."""
+    if not re.fullmatch(r"[A-Z][A-Z0-9_]*", var) or var in PROGRAM_SETTINGS:
+        return True
+    return any(c.names(var) for c in CLUSTER_VARIABLES)
+
+
+def _pods_get(kind: JobKind) -> str:
+    """The variables a kind's pods get beyond every job's, as a sentence."""
+    own = sorted(kind.variables | ({INDEX_VARIABLE} if kind.indexed_pods else set()))
+    listed = ", ".join(f"$({v})" for v in own)
+    return f"{kind.name} jobs' pods get {listed} besides every job's" if own else "read it from the environment"
 
 
 def _unset(path: str, job: JobConfig, kind: JobKind) -> dict[str, str]:
