@@ -27,6 +27,9 @@ STEP_PATTERN_ENV = "GOODPUT_STEP_PATTERN"
 CATEGORIES = ("waiting", "starting", "training", "checkpointing", "evaluating", "finishing", "restarting", "recomputed")
 #: The categories that are time lost to failures.
 LOST = ("restarting", "recomputed")
+#: The ``component`` of the line ``run_script.py`` prints on rank 0 as it starts a script (``{"event": "attempt"}``):
+#: a script of the user's tells the ledger no other way that torchrun started it again after a failure.
+WRAPPER = "run_script"
 
 
 # --------------------------------------------------------------------------- #
@@ -95,11 +98,13 @@ class LineWatcher:
         self.pattern = re.compile(step_pattern) if step_pattern else None
         self.attempts = 0
         self.last_step: Optional[int] = None
+        self.opened_by_wrapper = False
 
-    def new_attempt(self, at: Optional[float] = None, **fields: Any) -> None:
-        """A new attempt began (``at``: when its process started)."""
+    def new_attempt(self, at: Optional[float] = None, *, by_wrapper: bool = False, **fields: Any) -> None:
+        """A new attempt began (``at``: when its process started; ``by_wrapper``: the line is run_script's)."""
         self.attempts += 1
         self.last_step = None
+        self.opened_by_wrapper = by_wrapper
         self.ledger.record("start", at=at, attempt=self.attempt_id, **fields)
 
     @property
@@ -138,7 +143,11 @@ class LineWatcher:
         at = event.get("time") if isinstance(event.get("time"), (int, float)) else None
         step = event.get("step")
         step = step if isinstance(step, int) and not isinstance(step, bool) else None
-        if name == "start":
+        if name == "attempt" and event.get("component") == WRAPPER:
+            self.new_attempt(at, by_wrapper=True)
+        elif name == "start" and self.opened_by_wrapper and self.last_step is None:
+            pass  # the program's own start (the bundled trainer's), in the attempt its wrapper opened
+        elif name == "start":
             setup = event.get("setup_s")
             began = at - float(setup) if at is not None and isinstance(setup, (int, float)) else at
             self.new_attempt(began, world_size=event.get("world_size"))

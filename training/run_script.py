@@ -26,6 +26,7 @@ import tokenize
 import types
 from pathlib import Path
 
+import goodput
 import process_end
 
 USAGE = "usage: run_script.py SCRIPT [ARGS...]"
@@ -172,6 +173,13 @@ def flush_open_files() -> None:
                 pass
 
 
+def announce_start() -> None:
+    """On rank 0, the line the launcher's goodput ledger reads as a new attempt (:data:`goodput.WRAPPER`): torchrun
+    starting the script again after a failure is otherwise seen only when its steps go back."""
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps({"event": "attempt", "component": goodput.WRAPPER, "time": round(time.time(), 3)}), flush=True)
+
+
 def run(argv: list[str]) -> int:
     """Run ``argv[0]`` with arguments ``argv[1:]`` as ``python`` runs a script; return its exit status
     (:data:`INTERRUPTED` after Ctrl-C)."""
@@ -210,6 +218,7 @@ if __name__ == "__main__":
             process_end.end_process(0)  # so torchrun stops restarting this worker; the launcher then exits 3
     if budget()[1] is not None:
         reset_after_progress(quick_failures_file())
+    announce_start()
     started = time.monotonic()
     status = end_status(run(sys.argv[1:]), time.monotonic() - started)
     if status == INTERRUPTED:

@@ -331,3 +331,36 @@ def test_a_program_that_gave_up_and_exited_0_still_lost_its_last_stretch(tmp_pat
     pod.ledger.record("exit", at=T + 17, command_code=0, failed=True)
     result = split(tmp_path, pod)
     assert result["time_s"]["finishing"] == 0 and result["lost_s"] > 0, result
+
+
+def test_a_users_script_started_again_at_the_step_it_failed_on_is_a_new_attempt(tmp_path: Path) -> None:
+    """run_script's line at each start of a user's script opens an attempt: a crash after step 3, the script resumed
+    from its step-2 checkpoint and printing step 3 again (no step went back) is a failure, not time the loop was held.
+    T+0 launch, T+1 start, steps 1..3 at T+2..4 (crash), T+9 started again, steps 3..5 at T+10..12, exit 0 at T+13:
+    waiting 1, starting 1, training 2 (1->3) + 2 (3->5) - 1 recomputed (2->3), restarting 5 (4->9) + 1 (9->10),
+    finishing 1."""
+    pod = Pod(tmp_path, "a", launched=0)
+    pod.say(1, "attempt", component=goodput.WRAPPER)
+    for at, step in ((2, 1), (3, 2), (4, 3)):
+        pod.say(at, step=step)
+    pod.say(9, "attempt", component=goodput.WRAPPER)
+    for at, step in ((10, 3), (11, 4), (12, 5)):
+        pod.say(at, step=step)
+    pod.ledger.record("exit", at=T + 13, command_code=0)
+    result = split(tmp_path, pod)
+    assert_split(result, waiting=1.0, starting=1.0, training=3.0, restarting=6.0, recomputed=1.0, finishing=1.0)
+    assert result["attempts"] == 2 and result["recomputed_steps"] == 1
+    assert [i["cause"] for i in result["interruptions"]] == ["failure"]
+
+
+def test_the_bundled_trainers_own_start_is_in_the_attempt_its_wrapper_opened(tmp_path: Path) -> None:
+    """run_script's line, then the trainer's own start (the bundled trainer runs under it too): one attempt."""
+    pod = Pod(tmp_path, "a", launched=0)
+    pod.say(1, "attempt", component=goodput.WRAPPER)
+    pod.say(3, "start", setup_s=2.0, world_size=1)
+    pod.say(4, "first_step", step=1)
+    pod.say(6, "progress", step=3)
+    pod.say(6.5, "done")
+    result = split(tmp_path, pod)
+    assert result["attempts"] == 1
+    assert_split(result, waiting=1.0, starting=3.0, training=2.0, finishing=0.5)
