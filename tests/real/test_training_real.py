@@ -291,8 +291,11 @@ def test_single_process_resume_and_step_limits(digits_data: Path, tmp_path: Path
     assert first.returncode == 0, first.stdout + first.stderr
     events = ts.json_events(first.stdout)
     assert [e["step"] for e in events if e["event"] == "epoch"] == [5, 10]
-    mid = [e for e in events if e["event"] == "checkpoint" and e["samples_in_epoch"]]
-    assert [e["step"] for e in mid] == [2, 4, 6, 8]
+    mid = [e["step"] for e in events if e["event"] == "checkpoint" and e["samples_in_epoch"]]
+    # every second step inside an epoch is due; one due while the last is still being written (a busy machine's slow
+    # write) is skipped, and the trainer says so: the first always writes
+    skipped = [e["step"] for e in events if e["event"] == "checkpoint_skipped"]
+    assert sorted(mid + skipped) == [2, 4, 6, 8] and mid[:1] == [2], (mid, skipped)
     assert all(e["world_size"] == 1 for e in events if e["event"] == "epoch")
 
     second = subprocess.run([*base, "--epochs", "3"], capture_output=True, text=True, timeout=patient(120), env=env)
