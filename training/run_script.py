@@ -26,7 +26,6 @@ import tokenize
 import types
 from pathlib import Path
 
-import goodput
 import process_end
 
 USAGE = "usage: run_script.py SCRIPT [ARGS...]"
@@ -39,6 +38,9 @@ FAILED_MARKER = "FAILED"
 #: Set (to anything) by a program that ends its own crash loops, as the bundled trainer does (attempts in a row
 #: without a new checkpoint): then no attempt of it counts here.
 OWN_BUDGET_ENV = "RUN_SCRIPT_OWN_BUDGET"
+#: The ``component`` of the line that says a run of the script starts (``goodput.WRAPPER``, which the launcher's
+#: ledger reads): stated here, so the wrapper needs no other module of the image's than process_end.
+COMPONENT = "run_script"
 #: Set by the launcher (``launch.LAUNCHER_ENV``): the budget applies only where a FAILED ends the pod.
 LAUNCHER_ENV = "RUN_SCRIPT_LAUNCHER"
 
@@ -174,10 +176,10 @@ def flush_open_files() -> None:
 
 
 def announce_start() -> None:
-    """On rank 0, the line the launcher's goodput ledger reads as a new attempt (:data:`goodput.WRAPPER`): torchrun
+    """On rank 0, the line the launcher's goodput ledger reads as a new attempt (``goodput.WRAPPER``): torchrun
     starting the script again after a failure is otherwise seen only when its steps go back."""
     if os.environ.get("RANK", "0") == "0":
-        print(json.dumps({"event": "attempt", "component": goodput.WRAPPER, "time": round(time.time(), 3)}), flush=True)
+        print(json.dumps({"event": "attempt", "component": COMPONENT, "time": round(time.time(), 3)}), flush=True)
 
 
 def run(argv: list[str]) -> int:

@@ -141,3 +141,28 @@ def test_the_documents_give_the_budgets_window() -> None:
     from stacks.config.jobs import JobConfig
 
     assert f"within {minutes} of starting" in " ".join(JobConfig.model_fields["max_restarts"].description.split())
+
+
+def test_the_line_of_a_start_is_the_one_the_goodput_ledger_reads(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """run_script states the ledger's component itself (it imports no module of the image's but process_end): the
+    line it prints on rank 0 opens an attempt in :class:`goodput.LineWatcher`; other ranks print nothing."""
+    import goodput
+    import run_script
+
+    assert run_script.COMPONENT == goodput.WRAPPER
+    monkeypatch.setenv("RANK", "1")
+    run_script.announce_start()
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv("RANK", "0")
+    run_script.announce_start()
+    line = capsys.readouterr().out
+    opened: list[object] = []
+
+    class Ledger:
+        source = "pod"
+
+        def record(self, kind: str, **fields: object) -> None:
+            opened.append(kind)
+
+    goodput.LineWatcher(Ledger()).line(line)  # type: ignore[arg-type]
+    assert opened == ["start"]
