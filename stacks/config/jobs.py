@@ -35,6 +35,18 @@ CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "te
 JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
 #: Environment names the program sets itself (a job's ``env`` may not override them).
 RESERVED_ENV = JOB_VARIABLES | RESILIENCE_VARIABLES | {"JOB_PEERS", "TF_CONFIG"}
+#: The job's setting the program derives each reserved variable from, where a user sets one.
+_RESERVED_FROM = {
+    "OUTPUT_DIR": "outputDir",
+    "DATA_DIR": "dataset",
+    "TENSORBOARD_DIR": "tensorboard",
+    "JOB_SIZE": "nodes",
+    "PROCS_PER_NODE": "processesPerNode",
+    "MAX_FAILED_ATTEMPTS": "maxRestarts",
+    "CHECKPOINT_EVERY_SECONDS": "checkpointEverySeconds",
+    "PG_TIMEOUT_SECONDS": "collectiveTimeoutSeconds",
+    "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "stopGracePeriodSeconds",
+}
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_RE = re.compile(r"^[\w./-]+$")
 
@@ -44,6 +56,12 @@ def relative_path_problem(v: str) -> Optional[str]:
     if ".." in v.split("/") or v.startswith("/") or not _PATH_RE.match(v):
         return f"{v!r} must be a relative path inside the shared volume"
     return None
+
+
+def _set_instead(name: str) -> str:
+    """The setting to change instead of a reserved variable, as the end of a message."""
+    setting = _RESERVED_FROM.get(name)
+    return f", and set the job's {setting} instead" if setting else ""
 
 
 class ImageConfig(Model):
@@ -327,7 +345,11 @@ class JobConfig(Model):
     @classmethod
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
         problems = [(k, f"{k!r} is not an environment variable name") for k in v if not _ENV_NAME_RE.match(k)]
-        problems += [(k, f"{k} is set by the program (from the plan); remove it") for k in v if k in RESERVED_ENV]
+        problems += [
+            (k, f"{k} is set by the program (from the plan); remove it" + _set_instead(k))
+            for k in v
+            if k in RESERVED_ENV
+        ]
         check(problems)
         return v
 

@@ -697,7 +697,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     (
         "program-set environment",
         job(env={"OUTPUT_DIR": "/tmp"}),
-        ["eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set by the program"],
+        [
+            "eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set by the program (from the plan); remove it, and "
+            "set the job's outputDir instead"
+        ],
     ),
     (
         "code not an s3 prefix",

@@ -296,3 +296,12 @@ def test_a_disabled_default_provider_is_refused_only_where_the_program_uses_it()
         "pulumi:disable-default-providers: this program makes its AWS resources with the default aws provider (set "
         "by the stack's aws: settings), so `pulumi up` would refuse them (aws disabled); remove * from it"
     )
+
+
+def test_a_reserved_variable_names_a_setting_of_the_job() -> None:
+    """The refusal of a reserved ``env`` name points to the job's setting it comes from: each is a key of a job."""
+    from stacks.config.jobs import _RESERVED_FROM, RESERVED_ENV, JobConfig
+
+    keys = {f.alias or name for name, f in JobConfig.model_fields.items()}
+    assert set(_RESERVED_FROM) <= RESERVED_ENV
+    assert sorted(set(_RESERVED_FROM.values()) - keys) == []

@@ -126,8 +126,8 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
         return
     folder = s.project_dir / job.code_folder
     fix = (
-        f"give a folder of your Pulumi project (relative to {s.project_dir}, the folder of its Pulumi.yaml) that "
-        "holds the job's program, or an s3://bucket/prefix/ you uploaded it to"
+        f"give a folder of your Pulumi project (relative to {s.project_dir}) that holds the job's program, or an "
+        "s3://bucket/prefix/ you uploaded it to"
     )
     if not folder.is_dir():
         problems.append(
