@@ -610,7 +610,7 @@ class Rehearsal:
             self._record_pods()
             self._pod_changes.close()
             self._pod_changes = None
-        self.note("every job completed")
+        self.note("every job completed" if self.jobs else "every object is ready (the stack has no jobs)")
 
     def _run(
         self,
@@ -730,7 +730,9 @@ class Rehearsal:
         failed = [n for n in ours if jobs.get(n, {}).get("outcome") == "Failed"]
         if failed:
             raise RehearsalError(f"job(s) failed: {', '.join(sorted(failed))}")
-        return bool(ours) and all("outcome" in jobs.get(n, {}) for n in ours)
+        if not ours:  # a stack without jobs (the environment only): done once every object it applied is ready
+            return all(urn in self.ready for urn in self.applied)
+        return all("outcome" in jobs.get(n, {}) for n in ours)
 
     def timeline(self) -> str:
         return "\n".join(f"{e.t:7.1f} s  {e.text}" for e in self.events)

@@ -213,7 +213,11 @@ def rehearse(
                 for text in failed_pod_logs(box, rehearsal, recorder):
                     print(text)
             else:
-                print(f"Every job completed ({len(rehearsal.jobs)}).")
+                print(
+                    f"Every job completed ({len(rehearsal.jobs)})."
+                    if rehearsal.jobs
+                    else "The stack has no jobs: every object it applies is ready."
+                )
             kubectl, kubeconfig = box.binaries["kubectl"], box.kubeconfig
             if keep:
                 print(

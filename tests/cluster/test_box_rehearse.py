@@ -10,7 +10,7 @@ from stacks.box.cluster import Box
 from stacks.box.rehearse_cli import box_command
 from stacks.mocked import resolve
 from tests.cluster.support import _follow, _processes_under
-from tests.harness import run_program
+from tests.harness import REPO, run_program, stack_config
 from tests.wait import patient
 
 
@@ -174,3 +174,21 @@ def test_the_rehearse_command_fails_naming_what_waits_and_cleans_up(binaries, tm
     assert "The box is brought down" in out
     assert not (tmp_path / "rehearse-dev").exists()
     assert not _processes_under(tmp_path), _processes_under(tmp_path)
+
+
+def test_a_stack_without_jobs_rehearses_to_its_end(binaries, tmp_path, capsys) -> None:
+    """The environment only (no jobs, no datasets: a documented stack, as the teams example's cluster stack): the
+    rehearsal ends once every object it applied is ready, instead of waiting for jobs until its timeout."""
+    import yaml
+
+    from stacks.box import rehearse_cli as rehearse
+
+    config = {k: v for k, v in stack_config("dev").items() if k not in ("eks-training:jobs", "eks-training:datasets")}
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    stack_file = tmp_path / "Pulumi.bare.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}))
+    argv = ["--stack", "bare", "--stack-file", str(stack_file), "--workdir", str(tmp_path / "box"), "--timeout", "120"]
+    code = rehearse.main(argv)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "The stack has no jobs: every object it applies is ready." in out, out
