@@ -29,7 +29,7 @@ CHECKED = [
     "settings, an FSx capacity that is not a valid increment for its throughput tier, a tier FSx does not offer, an "
     "FSx stack without a zone for its file system, jobs that mount it from pinned groups in different zones, a data "
     "repository path that is not `s3://bucket/prefix/`, a dataset prefix the file system does not import, a "
-    "health-check threshold above what the nodes can reach (a node's network bandwidth x N/(N-1) x 2(n-1)/n across "
+    "health-check threshold above what the nodes can reach (a node's network bandwidth x N/(N-1) x (n-1)/n across "
     "N nodes and n ranks, the GPUs' link on one node) or a message larger than a GPU's memory, an image that "
     "does not support a job's GPU, and instance facts in the wrong unit. A value with a unit names the unit it is "
     "in and the conversion meant (`3.5e+11 GB/s is above the 750 GB/s an all-reduce across 2 x p5.48xlarge can "

@@ -1835,7 +1835,7 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
             ),
             "eks-training:jobs.train.healthCheck.minBusBandwidthGBps: 3.5e+11 GB/s is above the 750 GB/s an all-reduce "
             "across 2 x p5.48xlarge can reach (a node's network is 3200 Gbit/s = 400 GB/s, and across N nodes the bus "
-            "bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks); did you write bytes/s? the value is in "
+            "bandwidth is at most N/(N-1) x (n-1)/n times that over n ranks); did you write bytes/s? the value is in "
             "GB/s (1e9 bytes/s, as nccl-tests reports busbw): 3.5e+11 bytes/s is 350",
             id="bytes/s written as GB/s",
         ),

@@ -89,7 +89,7 @@ def _bandwidth_problem(value: float, ceiling: float, facts: InstanceType, nodes:
         why = (
             f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce across {nodes} x {facts.name} can reach (a "
             f"node's network is {facts.network_gbps:g} Gbit/s = {network_gbytes_per_s(facts):g} GB/s, and across N "
-            "nodes the bus bandwidth is at most N/(N-1) x 2(n-1)/n times that over n ranks)"
+            "nodes the bus bandwidth is at most N/(N-1) x (n-1)/n times that over n ranks)"
         )
     else:
         link = f"the link between its {facts.gpu_model} GPUs" if facts.is_gpu else "the fastest GPU link"
