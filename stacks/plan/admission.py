@@ -22,6 +22,7 @@ from components.catalog import (
 from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
+from components.scheduling import SYSTEM_ROLE
 from stacks.config.errors import key
 from stacks.kinds import KINDS
 from stacks.plan.model import JobPlan, NodeGroupPlan, Plan
@@ -49,14 +50,21 @@ def flavor_name(group: str) -> str:
 
 
 def per_node(group: NodeGroupPlan) -> dict[str, int]:
-    """What one node of ``group`` offers jobs: allocatable CPU (m), memory and huge pages (MiB), GPUs, EFA devices."""
-    alloc = node_allocatable(group.profile.instance, group.efa)
+    """What one node of ``group`` offers jobs, the unit of its quota: on a worker group, what the one pod a node holds
+    requests (CPU in m, memory and huge pages in MiB, GPUs, EFA devices), so the quota admits at most ``maxSize`` such
+    pods; on the system group, whose jobs' pods share a node, the node's allocatable CPU, memory and huge pages."""
+    if group.name == SYSTEM_ROLE:
+        alloc = node_allocatable(group.profile.instance, group.efa)
+        cpu, memory, huge = alloc.cpu_millis, alloc.memory_mib, alloc.hugepages_2mi_mib
+    else:
+        pod = group.profile.pod
+        cpu, memory, huge = pod.cpu_millis, pod.memory_mib, int(pod.hugepages_2mi.removesuffix("Mi") or 0)
     return {
-        "cpu": alloc.cpu_millis,
-        "memory": alloc.memory_mib,
+        "cpu": cpu,
+        "memory": memory,
         "nvidia.com/gpu": group.profile.gpus,
         "vpc.amazonaws.com/efa": group.efa.interfaces if group.efa else 0,
-        "hugepages-2Mi": alloc.hugepages_2mi_mib,
+        "hugepages-2Mi": huge,
     }
 
 

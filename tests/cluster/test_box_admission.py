@@ -454,3 +454,50 @@ def test_a_team_borrows_idle_gpus_and_gives_them_back_when_the_lender_submits(bi
     assert not any(s.get("narrow") and len(s.get("wide", ())) == 2 for s in samples), samples
     assert (narrow["status"].get("succeeded") or 0) == 1, narrow["status"]
     assert rehearsal.jobs["wide"]["outcome"] == "Complete", rehearsal.timeline()
+
+
+def test_kueue_admits_no_more_whole_node_pods_than_the_group_has_nodes(binaries, tmp_path) -> None:
+    """Four m5.xlarge nodes (maxSize 4), job second (3 pods, after first) admitted before job first (2 pods) is
+    created: the quota is 4 pods' worth, so Kueue does not admit first beside second's 3 but preempts second (a later
+    stage, a lower priority), and first's pods run at once. A quota of the nodes' allocatable CPU held 5 pods of 80% of
+    a node: first was admitted too, with one free node for its two pods, which ran one after the other (a training
+    job's ranks would wait for each other there for ever, beside second's pods waiting for it)."""
+
+    def two_jobs(config: dict) -> None:
+        config.pop("eks-training:datasets", None)
+        cpu = config["eks-training:nodeGroups"]["cpu"]
+        cpu.update(instanceTypes=["m5.xlarge"], minSize=0, desiredSize=0, maxSize=4)
+        config["eks-training:jobs"] = {
+            "first": {"kind": "command", "nodes": 2, "command": ["true"]},
+            "second": {"kind": "command", "nodes": 3, "command": ["true"], "after": ["first"]},
+        }
+
+    config = stack_config("dev")
+    two_jobs(config)
+    registrations = run_program("dev", config=config).registrations
+
+    def second_first(steps) -> None:
+        jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] == "Job"}
+        jobs["first"].gate = admitted("second")
+
+    run_s = 5
+    box, _plan, rehearsal = _rehearsal(
+        binaries,
+        tmp_path,
+        registrations,
+        "dev",
+        plan=plan_stack("dev", edit=two_jobs)[1],
+        sizes={"cpu": 4},
+        mutate=second_first,
+        run_ms={"first": run_s * 1000, "second": 1000},
+    )
+    try:
+        rehearsal.run(binaries, timeout_s=patient(150))
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    timeline = rehearsal.timeline()
+    assert {n: r["outcome"] for n, r in rehearsal.jobs.items()} == {"first": "Complete", "second": "Complete"}, timeline
+    # every pod of first started before any of them ended (each runs run_s from its start): the job ran whole
+    started = sorted(stamp(p["status"]["startTime"]) for p in rehearsal.pods.values() if job_of(p) == "first")
+    assert len(started) == 2 and started[-1] < started[0] + run_s, (started, timeline)

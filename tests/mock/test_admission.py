@@ -185,16 +185,25 @@ def test_every_pod_set_gets_its_groups_flavor_and_fits_its_quota(programs, stack
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_quota_is_the_fleet_at_its_maximum_size(stack: str) -> None:
+    """A worker group's quota is maxSize of the pods a node holds (one whole-node pod each), so Kueue never admits
+    more of them than the group has nodes: a quota of the nodes' allocatable CPU would admit 5 pods on 4 m5.xlarge
+    (each asks 80% of a node), whose pods, waiting for a job before them, would hold every node. The system group's
+    is its nodes' allocatable (its jobs' pods share a node)."""
     _, plan = plan_stack(stack)
     admission = plan.admission
     assert admission is not None
     for g in plan.all_groups:
         f = admission.flavor(g.name)
-        alloc = node_allocatable(g.profile.instance, g.efa)
         assert f.quota["nvidia.com/gpu"] == str(g.profile.gpus * g.max_size)
         assert f.quota["vpc.amazonaws.com/efa"] == str((g.efa.interfaces if g.efa else 0) * g.max_size)
-        assert f.quota["cpu"] == f"{alloc.cpu_millis * g.max_size}m"
-        assert f.quota["memory"] == f"{alloc.memory_mib * g.max_size}Mi"
+        if g.name == "system":
+            alloc = node_allocatable(g.profile.instance, g.efa)
+            assert f.quota["cpu"] == f"{alloc.cpu_millis * g.max_size}m"
+            assert f.quota["memory"] == f"{alloc.memory_mib * g.max_size}Mi"
+        else:
+            pod = g.placement()
+            assert int(f.quota["cpu"].removesuffix("m")) // pod["cpu_millis"] == g.max_size
+            assert int(f.quota["memory"].removesuffix("Mi")) // pod["memory_mib"] == g.max_size
         assert dict(f.node_labels) == dict(g.profile.labels)
         assert [dict(t) for t in f.node_taints] == [dict(t) for t in g.profile.taints]
 
