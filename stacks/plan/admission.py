@@ -311,13 +311,17 @@ def beyond_own_queue(plan: Plan, admission: AdmissionPlan) -> list[str]:
                 lent = sum(amount(resource, t.quota[flavor.name][resource]) for t in lenders)
                 if fleet >= asked > own + lent:
                     keeps = ", ".join(key(f"{t.path}.mayLend") for t in admission.teams if not t.may_lend) or "none"
-                    what = f"jobs.{name}.nodes" if group == job.group.name else f"jobs.{name}.kind"
+                    # an elastic job is checked at its largest size, which it may grow to while it runs
+                    grows = group == job.group.name and job.max_nodes > job.config.nodes
+                    what = f"jobs.{name}.{'maxNodes' if grows else 'nodes'}" if group == job.group.name else ""
+                    size = f" at its maxNodes, {job.max_nodes} (by default its group's maxSize)" if grows else ""
                     problems.append(
-                        f"{key(what)}: the job asks {quantity(resource, asked)} {resource} on {flavor.path}; the "
+                        f"{key(what or f'jobs.{name}.kind')}: the job asks {quantity(resource, asked)} {resource}"
+                        f"{size} on {flavor.path}; the "
                         f"stack's own queue holds {quantity(resource, own)} there (the fleet less the teams' "
                         f"quotaPercent) and may borrow only what the teams that lend hold ({quantity(resource, lent)}; "
                         f"not lending: {keeps}): Kueue would never admit it; lower the teams' quotaPercent, let them "
-                        f"lend, or make the job smaller"
+                        f"lend, or make the job smaller{' (a lower maxNodes)' if grows else ''}"
                     )
                     break
     return problems

@@ -7,6 +7,7 @@ kueue v0.19.1's v1beta2 CRD serves, the cohort's quota is the fleet, each team's
 teams are refused before anything is registered, and the priority classes order stages first, then kinds.
 """
 
+import re
 from typing import Any
 
 import pytest
@@ -336,3 +337,19 @@ def test_the_plan_report_shows_the_teams_queues() -> None:
     assert queues is not None and queues["cohort"] == COHORT
     assert queues["teams"]["nlp"]["localQueue"] == "team-nlp/nlp" and queues["teams"]["vision"]["nodes"]["gpu"] == 1
     yaml.safe_dump(queues)  # printable
+
+
+def test_an_elastic_job_too_large_for_the_own_queue_names_its_max_nodes() -> None:
+    """A pytorch job at 1 node may grow to its maxNodes (by default its group's maxSize), the size it is checked at:
+    the refusal names maxNodes, not nodes, and where its default comes from."""
+    teams = {"a": {"quotaPercent": 50, "mayLend": False}, "b": {"quotaPercent": 50, "mayLend": False}}
+    cfg = _with_teams("g5", teams)
+    cfg[f"{PROJECT}:jobs"]["train"]["nodes"] = 1
+    p = run_program("g5", config=cfg, expect_error=True)
+    assert isinstance(p.error, ConfigError), p.error
+    assert re.search(
+        r"eks-training:jobs\.train\.maxNodes: the job asks \S+ \S+ at its maxNodes, 2 "
+        r"\(by default its group's maxSize\) on nodeGroups\.gpu",
+        str(p.error),
+    ), str(p.error)
+    assert "or make the job smaller (a lower maxNodes)" in str(p.error)
