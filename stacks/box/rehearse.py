@@ -584,6 +584,29 @@ class Rehearsal:
                 out += workload_conditions(self.box, ns)
         return out
 
+    def retrying(self) -> list[str]:
+        """The Jobs whose pods failed and that wait to start the next: the Job controller's back-off, 10 s doubling
+        to at most 6 minutes, within the Job's backoffLimit
+        (https://kubernetes.io/docs/concepts/workloads/controllers/job/#pod-backoff-failure-policy)."""
+        out = []
+        for ns in sorted(
+            {d["metadata"]["namespace"] for s in self.applied.values() for d in s.docs if "namespace" in d["metadata"]}
+        ):
+            for job in self.box.get("jobs", "-n", ns)["items"]:
+                status = job.get("status") or {}
+                over = any(
+                    c.get("status") == "True"
+                    for c in status.get("conditions") or []
+                    if c.get("type") in ("Complete", "Failed")
+                )
+                if status.get("failed") and not status.get("active") and not over:
+                    out.append(
+                        f"{ns}/{job['metadata']['name']}: {status['failed']} pod(s) failed, of the "
+                        f"{job['spec'].get('backoffLimit', 6)} the Job allows; the next starts after the Job "
+                        "controller's back-off (10 s, doubling to 6 min): a longer --timeout shows the outcome"
+                    )
+        return out
+
     def run(
         self,
         binaries: Mapping[str, Path],
@@ -678,9 +701,11 @@ class Rehearsal:
                     if late
                     else f"stuck after {time.monotonic() - self.start:.0f} s"
                 )
+                retrying = self.retrying()
                 raise RehearsalError(
                     f"{when}; waiting: {', '.join(waiting) or 'the jobs'}; pending pods:\n"
                     + "\n".join(reasons if reasons is not None else self.pending_reasons())
+                    + ("\nretrying:\n" + "\n".join(retrying) if retrying else "")
                     + "\ntimeline:\n"
                     + self.timeline()
                 )

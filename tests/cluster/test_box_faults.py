@@ -41,7 +41,9 @@ def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
 
     def handled(_reasons) -> bool:
         """The first failed pod is replaced and the Job controller has taken it into its status (it left the Job's
-        uncounted pods and lost the Job's tracking finalizer)."""
+        uncounted pods and lost the Job's tracking finalizer). Before that, what a rehearsal that timed out would say
+        of a Job in its back-off is noted."""
+        seen.setdefault("retrying", []).extend(r for r in rehearsal.retrying() if r.startswith("training/train:"))
         pods = _train_pods(box)
         failed = [p for p in pods if _phase(p) == "Failed"]
         if not failed or len(pods) < 2:
@@ -68,8 +70,11 @@ def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
     assert len(pods) >= 2, f"the failed pod was not replaced: {[p['metadata']['name'] for p in pods]}"
     if outcome == "retried, not counted":
         assert not status.get("failed"), status
+        assert seen["retrying"] == [], seen["retrying"]
     else:
         assert status.get("failed", 0) >= 1, status
+        # the Job waits its back-off before the replacement: the rehearsal's report names it (not an empty list)
+        assert seen["retrying"] and seen["retrying"][0].startswith("training/train: 1 pod(s) failed, of the"), seen
 
 
 def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registrations_of, tmp_path) -> None:
