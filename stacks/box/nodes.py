@@ -17,7 +17,7 @@ from typing import Any, Optional
 from components.catalog import network_topology
 from components.nodeplan import node_allocatable
 from stacks.config.base import ZONE_ID_RE
-from stacks.plan import ZONE_ID_LABEL, ZONE_LABEL, NodeGroupPlan, Plan, nodes_at_once
+from stacks.plan import ZONE_ID_LABEL, ZONE_LABEL, NodeGroupPlan, Plan
 
 #: The annotation kwokctl's kwok controller selects the nodes it manages by (kwokctl's default
 #: ``--manage-nodes-with-annotation-selector``; https://kwok.sigs.k8s.io/docs/user/kwok-manage-nodes-and-pods/).
@@ -131,14 +131,16 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None, 
 
 def initial_size(plan: Plan, group: NodeGroupPlan) -> int:
     """The nodes ``group`` has when the box comes up: a group Kueue provisions nodes for, its ``minSize`` (the
-    autoscaler's stand-in adds the rest); any other, the size the cluster autoscaler scales it to for its jobs, its
-    ``desiredSize`` or the most nodes one step's jobs ask of it at once, up to its ``maxSize``."""
+    autoscaler's stand-in adds the rest); any other, the most the cluster autoscaler could scale it to for its jobs:
+    its ``desiredSize`` or every node its jobs ask, up to its ``maxSize``. Kueue may admit jobs of later steps beside
+    earlier ones (their pods wait for those on nodes), and the box has no autoscaler to add a node for them."""
     a = plan.admission
     if a is not None and any(f.provisioned and f.group == group.name for f in a.flavors):
         return group.min_size
     if group.name == plan.system.name:
         return group.desired_size
-    return min(group.max_size, max(group.desired_size, nodes_at_once(plan, group)))
+    asked = sum(job.nodes for job in plan.jobs.values() if job.group.name == group.name)
+    return min(group.max_size, max(group.desired_size, asked))
 
 
 def plan_nodes(plan: Plan, region: str, sizes: Optional[dict[str, int]] = None) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
-"""The box starts each group at the size the cluster autoscaler scales it to for its jobs (stacks/box/nodes.py
-``initial_size``): its desiredSize, or the most nodes one step's jobs ask of it at once, up to its maxSize; a group
-Kueue provisions nodes for at its minSize; the system group at its desiredSize."""
+"""The box starts each group at the most the cluster autoscaler could scale it to for its jobs (stacks/box/nodes.py
+``initial_size``): its desiredSize, or every node its jobs ask, up to its maxSize; a group Kueue provisions nodes
+for at its minSize; the system group at its desiredSize."""
 
 from typing import Any
 
@@ -42,8 +42,12 @@ def test_jobs_of_one_step_add_up_to_the_groups_max_size() -> None:
     assert _sizes(_plan(train={"nodes": 3}, prep={"nodes": 2}))["cpu"] == 4  # maxSize: Kueue admits them in turn
 
 
-def test_jobs_of_later_steps_do_not_add_up() -> None:
-    assert _sizes(_plan(train={"nodes": 2}, later={"nodes": 3, "after": ["train"]}))["cpu"] == 3
+def test_jobs_of_later_steps_add_up_too() -> None:
+    """Kueue may admit a later job beside the one it waits for (its pods wait on nodes); the box has no autoscaler to
+    add a node then, so it starts with them: prep (1) and train (2, after prep) on a group of at most 3 get 3 nodes,
+    where 2 left train's second pod, or prep's, without a node until the other finished."""
+    assert _sizes(_plan(prep={"nodes": 1}, train={"nodes": 2, "after": ["prep"]}))["cpu"] == 3
+    assert _sizes(_plan(train={"nodes": 2}, later={"nodes": 3, "after": ["train"]}))["cpu"] == 4
 
 
 def test_the_system_group_and_a_provisioned_group_keep_their_own_start() -> None:
