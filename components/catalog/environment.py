@@ -76,6 +76,9 @@ class ClusterVariables:
     """A regular expression their names match whole."""
     source: str
     """Key of :data:`components.catalog.sources.SOURCES` describing them."""
+    in_env: bool = False
+    """They are in scope in the values of the container's ``env`` too (the kubelet expands those against the earlier
+    entries and the service links only), not only in its command and args."""
 
     def names(self, name: str) -> bool:
         """Whether ``name`` is one of them."""
@@ -88,9 +91,15 @@ CLUSTER_VARIABLES: tuple[ClusterVariables, ...] = (
         by="the kubelet, for each Service of the namespace (service links)",
         pattern=r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)",
         source="kubernetes-service-variables",
+        in_env=True,
     ),
     ClusterVariables(by="EKS Pod Identity's webhook", pattern=r"AWS_[A-Z0-9_]+", source="eks-pod-identity"),
     ClusterVariables(
         by="the NVIDIA device plugin, on GPU nodes", pattern=r"NVIDIA_[A-Z0-9_]+", source="nvidia-device-plugin-env"
+    ),
+    ClusterVariables(
+        by="the MPI Operator, in an mpi job's launcher and workers",
+        pattern=r"K_MPI_JOB_ROLE",
+        source="mpi-operator-env",
     ),
 )

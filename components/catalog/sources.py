@@ -830,6 +830,11 @@ SOURCES: Mapping[str, Source] = {
         shows="the MPI Operator's release manifest (MPIJob v2beta1 CRD, RBAC, Deployment of "
         "mpioperator/mpi-operator:0.8.0); MPIJob fields in pkg/apis/kubeflow/v2beta1/types.go at the same tag",
     ),
+    "mpi-operator-env": Source(
+        url="https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go",
+        shows="the operator appends K_MPI_JOB_ROLE (launcher or worker) to the containers of an MPIJob's launcher and "
+        "workers",
+    ),
     "kueue-chart": Source(
         url="https://kueue.sigs.k8s.io/docs/installation/#install-via-helm",
         shows="Kueue's Helm chart oci://registry.k8s.io/kueue/charts/kueue at version 0.19.1 (the chart's sources are "
@@ -1042,10 +1047,11 @@ SOURCES: Mapping[str, Source] = {
         "torch/distributed/elastic/agent/server/local_elastic_agent.py, _start_workers)",
     ),
     "openmpi-environment": Source(
-        url="https://docs.open-mpi.org/en/v5.0.x/tuning-apps/environment-var.html",
-        shows="the variables Open MPI defines in every MPI process: OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, "
-        "OMPI_COMM_WORLD_LOCAL_SIZE, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_UNIVERSE_SIZE, OMPI_COMM_WORLD_NODE_RANK "
-        "(Open MPI 4.1's mpirun(1), section Exported Environment Variables, lists the same)",
+        url="https://www.open-mpi.org/doc/v4.1/man1/mpirun.1.php",
+        shows="Open MPI 4.1's mpirun(1), section Exported Environment Variables: OMPI_COMM_WORLD_SIZE, "
+        "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE, OMPI_COMM_WORLD_NODE_RANK, "
+        "OMPI_UNIVERSE_SIZE in every MPI process (Open MPI 5's docs list the same: "
+        "https://docs.open-mpi.org/en/v5.0.x/tuning-apps/environment-var.html)",
     ),
     "torch-2.13.0": Source(
         url="https://pypi.org/project/torch/2.13.0/",

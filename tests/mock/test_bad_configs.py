@@ -1661,6 +1661,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "Pod Identity's region in an env value, which the kubelet expands against the earlier entries only",
+        job(env={"REGION": "$(AWS_REGION)"}),
+        ["eks-training:jobs.train.env.REGION: $(AWS_REGION) is not a variable of the job's pods"],
+    ),
+    (
         "the image's PATH in a command's args",
         job("report", command=["sh", "-c", "echo $(PATH)"]),
         ["eks-training:jobs.report.command[2]: $(PATH) is not a variable of the job's pods"],
@@ -1781,6 +1786,11 @@ def test_variables_the_pods_have_are_accepted() -> None:
     args += ["$(KUBERNETES_SERVICE_HOST)", "$(ETCD_PORT_2379_TCP_ADDR)", "$(AWS_REGION)", "$(NVIDIA_VISIBLE_DEVICES)"]
     job(args=[*args, "$$(LR)"], checkpointEverySeconds=60, env={"LOCAL_RANK": "0"})(cfg)
     p = run_program("dev", config=cfg)
+    assert p.error is None and p.registrations
+    # the MPI Operator's role variable, in an mpi job's launcher and workers
+    mpi = stack_config("mpi-horovod")
+    mpi[f"{PROJECT}:jobs"]["horovod"]["args"] = ["--role", "$(K_MPI_JOB_ROLE)"]
+    p = run_program("mpi-horovod", config=mpi)
     assert p.error is None and p.registrations
 
 

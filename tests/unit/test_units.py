@@ -127,3 +127,12 @@ def test_instance_facts_in_the_wrong_unit(field: str, value: int, fragment: str)
     [problem] = problems(instanceFacts={"p9.48xlarge": {**FACTS, field: value}}, nodeGroups={"h100": group})
     assert problem.startswith("eks-training:instanceFacts.p9.48xlarge.") and fragment in problem, problem
     assert problems(instanceFacts={"p9.48xlarge": FACTS}, nodeGroups={"h100": group}) == []
+
+
+def test_a_one_node_threshold_on_a_gpu_without_a_link_figure_says_so() -> None:
+    """The A10G (g5) has no datasheet: the bound falls back to the fastest link of any GPU, and the message says why."""
+    g5 = {**P5, "instanceTypes": ["g5.12xlarge"]}
+    [problem] = problems(
+        nodeGroups={"h100": g5}, jobs={"train": {**TRAIN, "nodes": 1, "healthCheck": {"minBusBandwidthGBps": 5000}}}
+    )
+    assert "above the 1800 GB/s an all-reduce inside one g5.12xlarge can reach (the fastest GPU link: NVIDIA" in problem

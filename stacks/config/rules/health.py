@@ -4,8 +4,10 @@ from components.catalog import (
     REFERENCE_ALLREDUCE,
     InstanceType,
 )
+from components.catalog.gpus import GPU_MODELS
 from components.nodeplan import (
     allreduce_busbw_ceiling,
+    gpu_link_gbytes_per_s,
     network_gbytes_per_s,
     pod_size,
     system_job_pod,
@@ -39,10 +41,12 @@ def check_health(
             "on 2 or more nodes or processes"
         )
     elif threshold is not None:
-        ceiling = allreduce_busbw_ceiling(slowest, job.nodes, procs)
+        # across nodes the slowest network bounds it; inside one node, the slowest link between a type's GPUs
+        bound = slowest if job.nodes >= 2 else min(types, key=gpu_link_gbytes_per_s)
+        ceiling = allreduce_busbw_ceiling(bound, job.nodes, procs)
         if threshold > ceiling:
             problems.append(
-                f"{key(f'{hkey}.minBusBandwidthGBps')}: {_bandwidth_problem(threshold, ceiling, slowest, job.nodes)}"
+                f"{key(f'{hkey}.minBusBandwidthGBps')}: {_bandwidth_problem(threshold, ceiling, bound, job.nodes)}"
             )
     elif h.enforce and slowest.name not in REFERENCE_ALLREDUCE:
         problems.append(
@@ -92,7 +96,13 @@ def _bandwidth_problem(value: float, ceiling: float, facts: InstanceType, nodes:
             "nodes the bus bandwidth is at most N/(N-1) x (n-1)/n times that over n ranks)"
         )
     else:
-        link = f"the link between its {facts.gpu_model} GPUs" if facts.is_gpu else "the fastest GPU link"
+        model = GPU_MODELS.get(facts.gpu_model or "")
+        if model is not None and model.link_gbytes_per_s:
+            link = f"the link between its {facts.gpu_model} GPUs"
+        elif facts.is_gpu:
+            link = f"the fastest GPU link: NVIDIA publishes no link figure for the {facts.gpu_model}"
+        else:
+            link = "the fastest GPU link"
         why = f"{value:g} GB/s is above the {ceiling:.4g} GB/s an all-reduce inside one {facts.name} can reach ({link})"
     guesses = [
         (f"{value:g} bytes/s", "bytes/s", value / 1e9),

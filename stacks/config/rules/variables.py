@@ -81,13 +81,14 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
             if var == COMPLETION_INDEX_ENV and var not in known:
                 _check_completion_index(where, kind, problems)
                 continue
-            problem = None if var in known else _problem(scope, var)
+            problem = None if var in known else _problem(scope, var, in_env=".env." in where)
             if problem:
                 problems.append(f"{key(where)}: $({var}) {problem}")
 
 
-def _problem(scope: _Scope, var: str) -> Optional[str]:
-    """Why ``$(var)``, which the job's pods do not have, is refused (None: it is left alone)."""
+def _problem(scope: _Scope, var: str, *, in_env: bool) -> Optional[str]:
+    """Why ``$(var)``, which the job's pods do not have, is refused (None: it is left alone); ``in_env``: it is in
+    the value of one of the job's ``env``."""
     if var in scope.unset:
         return f"is {scope.unset[var]}"
     if scope.outputs.get(var) == scope.name:
@@ -122,7 +123,7 @@ def _problem(scope: _Scope, var: str) -> Optional[str]:
         return f"is no job's output folder; {gets}{hint}"
     if near:
         return f"is not a variable of the job's pods (Kubernetes would pass it as written){hint}"
-    if _set_by_others(var):
+    if _set_by_others(var, in_env=in_env):
         return None
     return (
         "is not a variable of the job's pods, which get only the program's and their own env (not the image's ENV), "
@@ -131,12 +132,13 @@ def _problem(scope: _Scope, var: str) -> Optional[str]:
     )
 
 
-def _set_by_others(var: str) -> bool:
+def _set_by_others(var: str, *, in_env: bool) -> bool:
     """Whether ``var`` may be in the container without the job's config naming it: a setting the program writes,
-    one the cluster adds, or not an environment variable's name at all (``$(date)`` for a shell to run)."""
+    one the cluster adds (``in_env``: in scope in an ``env`` value), or not an environment variable's name at all
+    (``$(date)`` for a shell to run)."""
     if not re.fullmatch(r"[A-Z][A-Z0-9_]*", var) or var in PROGRAM_SETTINGS:
         return True
-    return any(c.names(var) for c in CLUSTER_VARIABLES)
+    return any(c.names(var) and (c.in_env or not in_env) for c in CLUSTER_VARIABLES)
 
 
 def _pods_get(kind: JobKind) -> str:
