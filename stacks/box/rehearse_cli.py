@@ -202,6 +202,8 @@ def rehearse(
             note = version_note(config)
             if note:
                 print(note + "\n")
+            for warning in evaluation.warnings:  # what pulumi up prints under Diagnostics (jobs it leaves for later)
+                print(f"warning: {warning}\n")
             print(report(rehearsal, recorder))
             print()
             if recorder.error is not None:

@@ -560,3 +560,15 @@ def test_jobs_on_a_scheduled_block_are_left_for_the_first_pulumi_up_after_the_st
     names = {j.inputs["metadata"]["name"] for j in active.of_type("kubernetes:batch/v1:Job")}
     assert {"train", "train-allreduce", "evaluate"} <= names
     assert set(harness.resolve(active.outputs["jobs"])) == {"train", "evaluate"}
+
+
+def test_the_rehearsal_reads_the_warning_that_jobs_wait_for_the_block() -> None:
+    """The evaluation ``python -m stacks rehearse`` runs (stacks.mocked) keeps the program's warnings, which its report
+    prints: the jobs on a block that has not started are named there, not left out without a word."""
+    from stacks.mocked import evaluate_config
+
+    cfg = _with_group("p5", capacityType="CAPACITY_BLOCK", capacityReservationId=CB)
+    evaluation = evaluate_config("p5", None, cfg)
+    assert evaluation.error is None, evaluation.error
+    [warning] = [w for w in evaluation.warnings if "Capacity Block has not started" in w]
+    assert warning.startswith("jobs train, evaluate run on nodeGroups.gpu (or after jobs that do)"), warning
