@@ -131,14 +131,16 @@ def group_nodes(group: NodeGroupPlan, region: str, count: Optional[int] = None, 
 
 def initial_size(plan: Plan, group: NodeGroupPlan) -> int:
     """The nodes ``group`` has when the box comes up: a group Kueue provisions nodes for, its ``minSize`` (the
-    autoscaler's stand-in adds the rest); any other, the most the cluster autoscaler could scale it to for its jobs:
-    its ``desiredSize`` or every node its jobs ask, up to its ``maxSize``. Kueue may admit jobs of later steps beside
-    earlier ones (their pods wait for those on nodes), and the box has no autoscaler to add a node for them."""
+    autoscaler's stand-in adds the rest); the system group, its ``desiredSize`` or the nodes its widest job's pods
+    need (one each); any other, the most the cluster autoscaler could scale it to for its jobs: its ``desiredSize`` or
+    every node its jobs ask, up to its ``maxSize``. Kueue may admit jobs of later steps beside earlier ones (their pods
+    wait for those on nodes), and the box has no autoscaler to add a node for them."""
     a = plan.admission
     if a is not None and any(f.provisioned and f.group == group.name for f in a.flavors):
         return group.min_size
-    if group.name == plan.system.name:
-        return group.desired_size
+    if group.name == plan.system.name:  # its jobs' pods share a node, each job's on nodes of their own
+        widest = max((job.nodes for job in plan.jobs.values() if job.group.name == group.name), default=0)
+        return min(group.max_size, max(group.desired_size, widest))
     asked = sum(job.nodes for job in plan.jobs.values() if job.group.name == group.name)
     return min(group.max_size, max(group.desired_size, asked))
 

@@ -1,6 +1,6 @@
 """The box starts each group at the most the cluster autoscaler could scale it to for its jobs (stacks/box/nodes.py
 ``initial_size``): its desiredSize, or every node its jobs ask, up to its maxSize; a group Kueue provisions nodes
-for at its minSize; the system group at its desiredSize."""
+for at its minSize; the system group at its desiredSize, or the nodes its widest job needs."""
 
 from typing import Any
 
@@ -54,6 +54,8 @@ def test_the_system_group_and_a_provisioned_group_keep_their_own_start() -> None
     """The system group's jobs take a share of a node; p5's GPU group scales from zero through Kueue's
     ProvisioningRequests, whose stand-in adds its nodes."""
     assert _sizes(_plan(evaluate={"nodes": 1}))["system"] == 1
+    # a system job's pods each take a node of their own (the job's anti-affinity), up to the group's maxSize (2)
+    assert _sizes(_plan(gather={"nodes": 2, "nodeGroup": "system"}))["system"] == 2
     plan = _plan("p5")
     (flavor,) = [f for f in plan.admission.flavors if f.provisioned]
     group = plan.groups[flavor.group]
