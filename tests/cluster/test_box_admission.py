@@ -480,7 +480,9 @@ def test_kueue_admits_no_more_whole_node_pods_than_the_group_has_nodes(binaries,
         jobs = {d["metadata"]["name"]: s for s in steps for d in s.docs if d["kind"] == "Job"}
         jobs["first"].gate = admitted("second")
 
-    run_s = 5
+    # long enough that pods started as second's free their nodes one by one on a busy box still overlap; with the
+    # old quota first's second pod could start only once its first had ended, however long that ran
+    run_s = 20
     box, _plan, rehearsal = _rehearsal(
         binaries,
         tmp_path,
