@@ -349,8 +349,45 @@ class Box:
             self.binaries = box_build.build(["etcd", "kwok", "kubernetes", self.control_plane])
         return self.binaries
 
-    def up(self, timeout_s: float = 120.0) -> Path:
-        """Create the box afresh (a left-over box of the same name is deleted first); returns the kubeconfig path."""
+    def up(self, timeout_s: float = 120.0, *, again: bool = True) -> Path:
+        """Create the box afresh (a left-over box of the same name is deleted first); returns the kubeconfig path.
+        A component that exited as the box came up (the controller manager gives the apiserver 10 s to be healthy,
+        kubernetes ``cmd/kube-controller-manager/app/controllermanager.go``, which a busy machine can outlast) makes
+        it create the box once more (``again``), then fail naming it."""
+        self._create(timeout_s)
+        gone = self.exited()
+        if gone and again:
+            return self.up(timeout_s, again=False)
+        if gone:
+            raise BoxError(self.exit_report(gone))
+        return self.kubeconfig
+
+    def exited(self) -> list[str]:
+        """The box's components (etcd, the apiserver, the controller manager, the scheduler, kwok) whose process is
+        gone; nothing restarts them."""
+        gone = []
+        for f in sorted((self.home / "kwok" / "clusters" / self.name / "pids").glob("*.pid")):
+            try:
+                state = Path(f"/proc/{int(f.read_text().strip())}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, ValueError, IndexError):
+                state = "X"
+            if state in ("Z", "X"):
+                gone.append(f.stem)
+        return gone
+
+    def exit_report(self, gone: Sequence[str]) -> str:
+        """What to say of the components ``gone``: each one's log's end."""
+        logs = self.home / "kwok" / "clusters" / self.name / "logs"
+        tails = []
+        for name in gone:
+            log = logs / f"{name}.log"
+            tails.append(
+                f"{name}'s log ends:\n" + (log.read_text(errors="replace")[-600:] if log.exists() else "(none)")
+            )
+        return f"the box's {', '.join(gone)} exited; " + "\n".join(tails)
+
+    def _create(self, timeout_s: float) -> None:
+        """``kwokctl create cluster`` of a fresh box."""
         bins = self._binaries()
         self.down()
         self.home.mkdir(parents=True, exist_ok=True)
@@ -396,7 +433,6 @@ class Box:
             proc = subprocess.run(argv, env=self._env(), capture_output=True, text=True, timeout=timeout_s + 60)
         if proc.returncode != 0:
             raise BoxError(f"kwokctl create cluster failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        return self.kubeconfig
 
     def upgrade(self, control_plane: str = "kubernetes", timeout_s: float = 120.0) -> None:
         """Replace the control plane (kube-apiserver, controller manager, scheduler) with ``control_plane``'s minor on

@@ -458,7 +458,11 @@ class Rehearsal:
     # --- the parts the box plays --------------------------------------------------------------------------------
 
     def _check_operator(self, binary: Path) -> None:
-        """The operator's Deployment restarts its pod when it exits; so does the box (at most 5 times)."""
+        """The operator's Deployment restarts its pod when it exits; so does the box (at most 5 times). A component
+        of the box's control plane that exited ends the rehearsal at once, naming it (nothing would move again)."""
+        gone = self.box.exited()
+        if gone:
+            raise RehearsalError(self.box.exit_report(gone))
         if self.operator is None or self.operator.poll() is None:
             return
         self.restarts = getattr(self, "restarts", 0) + 1

@@ -161,3 +161,36 @@ def test_the_control_plane_outlives_a_stalled_machine(binaries, tmp_path) -> Non
             time.sleep(0.5)
         alive = {c: _running(pid) for c, pid in pids.items()}
         assert all(alive.values()), alive
+
+
+def test_a_control_plane_component_that_exits_is_noticed(binaries, tmp_path, monkeypatch) -> None:
+    """The controller manager exits when the apiserver is not healthy within 10 s of its start (a busy machine): the
+    box is then created once more, and a component gone later is named with its log's end (the rehearsal stops on
+    it instead of waiting for objects no controller will move)."""
+    from stacks.box.cluster import Box
+
+    box = _box(binaries, tmp_path, "exits", "kubernetes")
+    created = []
+    create = Box._create
+
+    def create_then_lose_the_controller_manager(self, timeout_s: float) -> None:
+        create(self, timeout_s)
+        created.append(1)
+        if len(created) == 1:
+            kill_controller_manager(self)
+
+    def kill_controller_manager(b) -> None:
+        pid = int((b.home / "kwok" / "clusters" / b.name / "pids" / "kube-controller-manager.pid").read_text())
+        os.kill(pid, signal.SIGKILL)
+        while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]:
+            time.sleep(0.05)
+
+    monkeypatch.setattr(Box, "_create", create_then_lose_the_controller_manager)
+    try:
+        box.up()
+        assert len(created) == 2 and box.exited() == []
+        kill_controller_manager(box)
+        assert box.exited() == ["kube-controller-manager"]
+        assert box.exit_report(box.exited()).startswith("the box's kube-controller-manager exited; ")
+    finally:
+        box.down()
