@@ -191,22 +191,23 @@ STOP_GRACE_S = 10.0
 CONTROL_PLANE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (exists and is no zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _stop_process(pid_file: Path, grace_s: float) -> None:
     """Stop the process whose pid ``pid_file`` holds: SIGTERM once (a Kubernetes server shuts down gracefully on the
     first and exits at once on a second, k8s.io/apiserver ``pkg/server/signal.go``), SIGKILL after ``grace_s``; then
     remove the file."""
-
-    def alive(pid: int) -> bool:
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-        except OSError:
-            return False
-
     pid = int(pid_file.read_text().strip())
     deadline = time.monotonic() + grace_s
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
-        while alive(pid):
+        while process_alive(pid):
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
                 deadline = math.inf
@@ -368,10 +369,10 @@ class Box:
         gone = []
         for f in sorted((self.home / "kwok" / "clusters" / self.name / "pids").glob("*.pid")):
             try:
-                state = Path(f"/proc/{int(f.read_text().strip())}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, ValueError, IndexError):
-                state = "X"
-            if state in ("Z", "X"):
+                pid = int(f.read_text().strip())
+            except (OSError, ValueError):
+                pid = 0
+            if not process_alive(pid):
                 gone.append(f.stem)
         return gone
 

@@ -8,7 +8,6 @@ import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from pathlib import Path
 
 import pytest
 import yaml
@@ -16,6 +15,7 @@ import yaml
 from components.scheduling import system_node_selector
 from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
+from stacks.box.cluster import process_alive
 from tests.cluster.support import MINORS, STACKS, _box, _ref, _remove, _self_contained
 from tests.wait import patient
 
@@ -132,14 +132,6 @@ def test_two_boxes_created_at_once_are_two_clusters(binaries, tmp_path) -> None:
             assert ready == "ok", ready
 
 
-def _running(pid: int) -> bool:
-    """The process is there and not a zombie (its state in /proc/<pid>/stat, proc(5))."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_the_control_plane_outlives_a_stalled_machine(binaries, tmp_path) -> None:
     """The apiserver held 20 s (SIGSTOP), past the controller manager's and the scheduler's leader lease renew
     deadline (10 s): both keep running and the controller still makes pods. With leader election on, they exit and
@@ -159,7 +151,7 @@ def test_the_control_plane_outlives_a_stalled_machine(binaries, tmp_path) -> Non
         while not box.get("pods", "-n", "default", "-l", "app=after-stall")["items"]:
             assert time.monotonic() < deadline, "the controller manager created no pod after the stall"
             time.sleep(0.5)
-        alive = {c: _running(pid) for c, pid in pids.items()}
+        alive = {c: process_alive(pid) for c, pid in pids.items()}
         assert all(alive.values()), alive
 
 
@@ -182,7 +174,7 @@ def test_a_control_plane_component_that_exits_is_noticed(binaries, tmp_path, mon
     def kill_controller_manager(b) -> None:
         pid = int((b.home / "kwok" / "clusters" / b.name / "pids" / "kube-controller-manager.pid").read_text())
         os.kill(pid, signal.SIGKILL)
-        while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]:
+        while process_alive(pid):
             time.sleep(0.05)
 
     monkeypatch.setattr(Box, "_create", create_then_lose_the_controller_manager)
