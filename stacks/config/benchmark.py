@@ -31,7 +31,7 @@ FROM_KEY = "from"
 #: Job keys an experiment may not set, and why.
 FORBIDDEN_JOB_KEYS: Mapping[str, str] = {
     "outputDir": "each run gives every experiment a fresh folder, benchmarks/<run>/<experiment>; remove it",
-    "waitForCompletion": "the driver (python -m stacks.benchmark) follows the experiments, `pulumi up` only creates "
+    "waitForCompletion": "the driver (`python -m stacks benchmark`) follows the experiments, `pulumi up` only creates "
     "them; remove it",
     "purpose": "an experiment is queued with the experiment priority (below training: the README's queues section); "
     "remove it",

@@ -99,9 +99,10 @@ SECTION_SUMMARIES: Mapping[str, str] = {
     "imageBuild": "How images are built.",
     "datasets": "Datasets staged onto the shared volume once and shared by the jobs that name them, by name.",
     "jobs": "The jobs `pulumi up` runs, by name, each queued in Kueue; default: no jobs (the environment only).",
-    "preflight": "Account checks before anything is created (python -m stacks.preflight runs them standalone).",
+    "preflight": "Account checks before anything is created (`python -m stacks preflight --stack NAME` runs them "
+    "alone).",
     "autoscaler": "cluster-autoscaler: worker groups scale between minSize and maxSize, from zero.",
-    "benchmark": "A benchmark run, driven by `python -m stacks.benchmark --stack NAME` (up, follow, collect, summary, "
+    "benchmark": "A benchmark run, driven by `python -m stacks benchmark --stack NAME` (up, follow, collect, summary, "
     "destroy).",
     "operations": "Running the fleet: metrics, the dashboard and the alarms (node repair is per node group).",
     "teams": "Teams sharing the cluster, by name: each a namespace, a ClusterQueue in one cohort and a LocalQueue, "
