@@ -166,8 +166,8 @@ class TrainingNodeGroupArgs(TypedDict):
     node_repair: NotRequired[NodeRepairSpec]
     """EKS node auto repair; absent: EKS's default (off)."""
     kubernetes_version: NotRequired[str]
-    """The nodes' Kubernetes minor (the control plane's; a group may be up to three minors older); absent: the
-    cluster's at creation, and the group stays on it when the cluster moves on."""
+    """The nodes' Kubernetes minor: the control plane's, so the group follows the cluster (EKS moves a cluster up only
+    while every managed node group runs its minor). Absent: the cluster's at creation, kept when the cluster moves."""
     release_version: NotRequired[str]
     """The EKS AMI release version the nodes run (``1.36.2-20260714``, of ``kubernetes_version``); changing it rolls
     the nodes. Absent: EKS's newest for the version at creation."""

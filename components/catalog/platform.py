@@ -80,7 +80,7 @@ def minor_number(minor: str) -> tuple[int, int]:
 
 
 #: How far ``pulumi up`` may move the control plane at once: one minor. EKS updates a cluster to the next minor only,
-#: and never down (source key ``eks-update-cluster``).
+#: never down, and only while every managed node group runs the cluster's minor (source key ``eks-update-cluster``).
 MINOR_STEP = 1
 #: How many minors a node's kubelet may be older than the API server; never newer (source key
 #: ``kubernetes-version-skew``). EKS tests the same three minors and recommends keeping nodes on the control plane's

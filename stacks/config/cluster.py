@@ -187,8 +187,8 @@ class ClusterConfig(Model):
                     f"${SERVICE_PRICES['eks-cluster'].usd:.2f} per cluster-hour until "
                     f"{v.end_of_extended.isoformat()}); choose one of "
                     f"{', '.join(m for m in SUPPORTED_KUBERNETES_VERSIONS if in_standard_support(m, day))}, "
-                    "or set @{extendedSupport}: true (if EKS already upgraded the cluster, set the minor it runs and "
-                    "run `pulumi up --refresh`)",
+                    "or set @{extendedSupport}: true; a running cluster moves one minor per `pulumi up` (if EKS "
+                    "already upgraded the cluster, set the minor it runs and run `pulumi up --refresh`)",
                 )
             )
         check(problems)

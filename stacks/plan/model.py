@@ -88,7 +88,7 @@ class NodeGroupPlan:
 
     @property
     def no_surge(self) -> Optional[NoSurge]:
-        """What leaves the group no room for a node beyond its size while it rolls (``None``: nothing)."""
+        """What leaves the group no room for nodes beyond its size while it rolls (``None``: nothing)."""
         return surge_limit(self.capacity_type, self.capacity_reservation_id, self.efa is not None)
 
     @property

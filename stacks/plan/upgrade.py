@@ -8,9 +8,11 @@ OLD is the stack file the running stack was deployed from: a path, or a git revi
 planned as ``pulumi up`` does; the comparison reads the two plans.
 
 The upgrade rules, each from :mod:`components.catalog.platform` with its source: the control plane moves one minor per
-``pulumi up`` and never down (``eks-update-cluster``); a node's kubelet may be up to three minors older than the API
-server and never newer (``kubernetes-version-skew``). Pulumi updates the control plane first (everything else depends
-on the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
+``pulumi up`` and never down (``eks-update-cluster``; EKS also moves it only while every managed node group runs its
+minor, which preflight asks EKS); a node's kubelet may be up to three minors older than the API server and never
+newer (``kubernetes-version-skew``). Pulumi
+updates the control plane first (everything else depends on the cluster), then the add-ons and the node groups; the
+groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
 import json
@@ -37,7 +39,8 @@ from components.catalog.platform import (
 )
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_ROLL, NODE_SURGE
 from components.nodeplan import roll_minutes
-from stacks.config import ConfigError, StackConfig, key, load_config
+from stacks.config import ConfigError, key, load_config
+from stacks.config.cluster import support_windows_ignored
 from stacks.plan import NodeGroupPlan, Plan, build_plan
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
 from stacks.stackfile import (
@@ -194,7 +197,7 @@ def moved_default_problem(deployed: str, default: str, outside: bool = False) ->
     Pulumi); the message names the key and both choices."""
     runs = "the cluster runs" if outside else "the stack's last finished update deployed"
     (dmaj, dmin), newer = minor_number(deployed), minor_number(default) > minor_number(deployed)
-    why = "a new version of the project moved it" if newer else "EKS never moves a cluster down a minor"
+    why = "a new version of the project moved it" if newer else "`pulumi up` never moves a cluster down a minor"
     upgrade = f", or to '{dmaj}.{dmin + 1}' to upgrade it one minor" if newer else ""
     return (
         f"{VERSION_KEY} is not set, and this project's default, {default}, is not the minor {runs}, {deployed}: "
@@ -204,9 +207,10 @@ def moved_default_problem(deployed: str, default: str, outside: bool = False) ->
 
 def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unread: Optional[str] = None) -> list[str]:
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
-    the skew EKS supports; each message names the key and the steps to take instead. ``running`` is the control
-    plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not); ``unread``: why EKS was not asked
-    (a skip may then be a move EKS already made), and what to do, a clause added to a skip's refusal."""
+    the skew Kubernetes supports; each message names the key and the steps to take instead. Whether each group runs
+    the minor the control plane moves from, as EKS requires, only EKS knows: preflight asks it. ``running`` is the
+    control plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not); ``unread``: why EKS was
+    not asked (a skip may then be a move EKS already made), and what to do, a clause added to a skip's refusal."""
     deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     if running is not None and minor_number(running) <= minor_number(deployed):
         running = None
@@ -217,14 +221,14 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unrea
     if running is not None and minor_step(a, b) == "down":
         return [
             f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: it moved outside Pulumi (EKS upgrades a "
-            f"cluster itself at the end of standard or extended support), and EKS never moves a cluster down. Set it "
-            f"to '{a}' and run `pulumi up --refresh` (the refresh reads that minor into Pulumi's state)"
+            f"cluster itself at the end of standard or extended support), and `pulumi up` never moves a cluster "
+            f"down. Set it to '{a}' and run `pulumi up --refresh` (the refresh reads that minor into Pulumi's state)"
         ]
     if minor_step(a, b) == "down":
         return [
-            f"{VERSION_KEY}: {b} is older than the running {a}; EKS never moves a cluster down a minor (its nodes' "
-            f"kubelet would be newer than the API server, which Kubernetes does not support): set it back to {a}; to "
-            f"run {b}, create a new stack at {b} and move the jobs there"
+            f"{VERSION_KEY}: {b} is older than the running {a}; `pulumi up` never moves a cluster down a minor (its "
+            f"nodes run {a}, and a kubelet newer than the API server is outside Kubernetes' skew): set it back to {a}; "
+            f"to run {b}, create a new stack at {b} and move the jobs there"
         ]
     problems = []
     if minor_step(a, b) == "skip":
@@ -371,7 +375,8 @@ def compare(
                     f"same `pulumi up` as the roll, and the provider starts the roll first: this roll runs under "
                     f"{rolls_under.name}"
                     + (
-                        ", which launches a node beyond the group's size first: its capacity must have room for it"
+                        ", which first launches up to two nodes per zone of the group beyond its size: its "
+                        "capacity must have room for them"
                         if rolls_under.surge
                         else ""
                     )
@@ -381,6 +386,14 @@ def compare(
                     f"{g.path}: while its Capacity Block is active the group keeps its version and rolls at the next "
                     f"`pulumi up` at 0 nodes; EKS updates the cluster past {b} only once every group runs {b}"
                 )
+    if a != b:
+        held = old_plan.config.cluster.addon_versions
+        notes += [
+            f"{key('cluster.addonVersions.' + addon)}: held at {version} across {a} -> {b}; preflight checks that EKS "
+            f"offers it for {b}"
+            for addon, version in sorted(new_plan.config.cluster.addon_versions.items())
+            if version and held.get(addon) == version
+        ]
     for name, was in old_groups.items():
         if name not in {g.name for g in new_plan.all_groups}:
             groups.append(
@@ -401,13 +414,14 @@ def compare(
         addons=_addon_changes(old_plan, new_plan),
         notes=tuple(notes),
         running=running,
-        data=data_changes(old_plan.config, new_plan.config),
+        data=data_changes(old_plan, new_plan),
     )
 
 
-def data_changes(old: StackConfig, new: StackConfig) -> tuple[str, ...]:
+def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:
     """The changes that replace the cluster or give the jobs other shared data than they had, each as a line that
     names its key. A jobs-only stack has neither of its own."""
+    old, new = old_plan.config, new_plan.config
     if new.cluster.stack_reference is not None:
         return ()
     a, b = old.storage, new.storage
@@ -446,7 +460,34 @@ def data_changes(old: StackConfig, new: StackConfig) -> tuple[str, ...]:
             f"{b.namespace}/{b.pvc_name}; on EFS each claim has a folder of its own, so the jobs get that claim's "
             "folder, empty unless the claim was used before (the old folder stays)"
         )
+    elif b.backend == "fsx" and a.file_system_id is None and b.file_system_id is None:
+        found += [f"{what}: a new, empty file system{deleted}" for what in _fsx_replaced(old_plan, new_plan)]
     return tuple(found)
+
+
+def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """The changes of a file system the stack made that make the provider replace it (terraform-provider-aws
+    ``aws_fsx_lustre_file_system``: ``subnet_ids`` forces a new one, and so do a smaller ``storage_capacity`` and
+    fewer provisioned metadata IOPS: FSx grows them but never shrinks them), each naming its key."""
+    a, b = old_plan.storage, new_plan.storage
+    fa, fb = a.fsx, b.fsx
+    found: list[str] = []
+    if fa is None or fb is None:
+        return found
+    if (a.zone, a.subnet_id) != (b.zone, b.subnet_id):
+        where = f"{a.zone or a.subnet_id} -> {b.zone or b.subnet_id}"
+        found.append(f"{b.zone_key} {where}: FSx keeps a file system in the subnet it was made in")
+    if fb.storage_capacity_gib < fa.storage_capacity_gib:
+        found.append(
+            f"{key('storage.fsx.storageCapacityGib')} {fa.storage_capacity_gib} -> {fb.storage_capacity_gib}: FSx "
+            "grows a file system but never shrinks it"
+        )
+    if fa.metadata_mode == fb.metadata_mode == "USER_PROVISIONED" and (fb.metadata_iops or 0) < (fa.metadata_iops or 0):
+        found.append(
+            f"{key('storage.fsx.metadataIops')} {fa.metadata_iops} -> {fb.metadata_iops}: FSx raises a file system's "
+            "metadata IOPS but never lowers them"
+        )
+    return found
 
 
 def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
@@ -600,11 +641,14 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
 
 
 def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfig, Plan]:
-    """The old configuration and its plan, validated with today's rules (:class:`StackLoadError` otherwise)."""
+    """The old configuration and its plan, validated with today's rules (:class:`StackLoadError` otherwise), but not
+    today's support windows: its minor was supported when it was deployed, and a minor that left support since is
+    the one an upgrade moves from."""
     read = read_old_config(old, stack, stack_file)
     project = project_name(read.path)
     try:
-        plan = build_plan(load_config(project, stack, read.config, project_dir=read.path.parent.resolve()))
+        with support_windows_ignored():
+            plan = build_plan(load_config(project, stack, read.config, project_dir=read.path.parent.resolve()))
     except ConfigError as exc:
         notes = "".join(f"\nnote: {n}" for n in read.notes)
         raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{notes}") from exc

@@ -32,10 +32,14 @@ def _has(needs: list[AddonNeed]) -> str:
 
 
 def check_addons(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
-    """One finding per add-on the stack relies on a version of."""
+    """One finding per add-on the stack relies on a version of, and per other add-on ``cluster.addonVersions`` pins."""
     cluster = plan.config.cluster
     k8s = cluster.kubernetes_version
-    for addon, needs in by_addon(plan_addon_needs(plan)).items():
+    needed = by_addon(plan_addon_needs(plan))
+    for addon, pin in sorted(cluster.addon_versions.items()):
+        if pin and addon not in needed:
+            _check_pinned(addon, pin, k8s, aws, findings)
+    for addon, needs in needed.items():
         k = key(f"cluster.addonVersions.{addon}")
         try:
             offered = aws.addon_versions(addon, k8s)
@@ -102,3 +106,34 @@ def check_addons(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
                 + (f"lacks {_lacks(unmet)}; {advice}" if unmet else f"has {_has(needs)}"),
             )
         )
+
+
+def _check_pinned(addon: str, version: str, k8s: str, aws: AwsClient, findings: list[Finding]) -> None:
+    """A version ``cluster.addonVersions`` pins for an add-on the stack relies on nothing of: EKS offers it for the
+    minor (a pin held across a minor move may not be)."""
+    k = key(f"cluster.addonVersions.{addon}")
+    try:
+        offered = [v for v, _ in aws.addon_versions(addon, k8s)]
+    except AwsCallError as exc:
+        findings.append(
+            Finding(
+                False, k, f"could not read the {addon} versions EKS offers for Kubernetes {k8s} ({exc}) {SKIP_HINT}"
+            )
+        )
+        return
+    if version in offered:
+        findings.append(Finding(True, k, f"{addon} {version} (cluster.addonVersions) is offered for Kubernetes {k8s}"))
+        return
+    newest = max(offered, key=addon_version_order) if offered else None
+    findings.append(
+        Finding(
+            False,
+            k,
+            f"{addon} {version} (cluster.addonVersions) is not offered by EKS for Kubernetes {k8s}; "
+            + (
+                f"pin {newest} (the newest EKS offers for it), or remove the pin for EKS's default"
+                if newest
+                else f"EKS offers no {addon} for Kubernetes {k8s} in {aws.region}"
+            ),
+        )
+    )

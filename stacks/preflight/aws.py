@@ -216,6 +216,29 @@ class AwsClient:
             raise
         return str(resp["cluster"]["version"]), str(resp["cluster"].get("status", "ACTIVE"))
 
+    def node_group_versions(self, cluster: str) -> dict[str, str]:
+        """The Kubernetes minor of each managed node group of the EKS cluster ``cluster``, by EKS's name
+        (``ListNodegroups``, then ``DescribeNodegroup`` for each; a group EKS gives no version of is left out)."""
+        names: list[str] = []
+        token: Optional[str] = None
+        while True:
+            kwargs: dict[str, Any] = {"clusterName": cluster}
+            if token:
+                kwargs["nextToken"] = token
+            resp = self._call(self.eks, "list_nodegroups", **kwargs)
+            names.extend(str(n) for n in resp.get("nodegroups", []))
+            token = resp.get("nextToken")
+            if not token:
+                break
+        versions = {}
+        for n in names:
+            group = self._call(self.eks, "describe_nodegroup", clusterName=cluster, nodegroupName=n).get(
+                "nodegroup", {}
+            )
+            if group.get("version"):
+                versions[n] = str(group["version"])
+        return versions
+
     def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
         """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""
         found: list[tuple[str, bool]] = []

@@ -1,8 +1,10 @@
 """Preflight's check of the EKS cluster the stack already runs: the minor the stack sets is one EKS can move it to.
 
 EKS may upgrade a cluster by itself (at the end of standard or extended support) or someone may upgrade it outside
-Pulumi; the stack's record of its last update does not see either. The rules are the upgrade rules of ``pulumi up``
-(:mod:`stacks.plan.upgrade`): one minor up at a time, never down."""
+Pulumi; the stack's record of its last update does not see either, nor a node group that did not roll (a Capacity
+Block group keeps its version while a block is active, a roll can fail). The rules are the upgrade rules of
+``pulumi up`` (:mod:`stacks.plan.upgrade`): one minor up at a time, never down, and only while every managed node
+group runs the cluster's minor."""
 
 from typing import Optional
 
@@ -42,6 +44,31 @@ def check_running_cluster(plan: Plan, aws: AwsClient, findings: list[Finding]) -
         return
     running, status = found if found is not None else (None, None)
     findings.append(Finding(*running_cluster_finding(name, running, wanted, status)))
+    if running is None or minor_step(running, wanted) != "up":
+        return
+    try:
+        groups = aws.node_group_versions(name)
+    except AwsCallError as exc:
+        findings.append(Finding(False, VERSION_KEY, f"could not list the node groups of {name} ({exc}) {SKIP_HINT}"))
+        return
+    findings.extend(Finding(*f) for f in node_group_findings(name, running, wanted, groups))
+
+
+def node_group_findings(name: str, running: str, wanted: str, groups: dict[str, str]) -> list[tuple[bool, str, str]]:
+    """(ok, key, message) for each managed node group of the cluster ``name`` that keeps EKS from moving it from
+    ``running`` to ``wanted`` (``groups``: each group's minor, by EKS's name); none when all run ``running``."""
+    return [
+        (
+            False,
+            VERSION_KEY,
+            f"the node group {group} of {name} runs Kubernetes {minor}, and EKS moves the control plane up a minor "
+            f"only while every managed node group runs the cluster's, {running}: roll it to {running} first (keep "
+            f"{VERSION_KEY} at '{running}' and run `pulumi up --refresh`; a Capacity Block group rolls once no block "
+            f"is active), then move to {wanted}",
+        )
+        for group, minor in sorted(groups.items())
+        if minor != running
+    ]
 
 
 def running_cluster_finding(
@@ -71,8 +98,8 @@ def running_cluster_finding(
             False,
             VERSION_KEY,
             f"the EKS cluster {name} runs {running}, newer than the stack's {wanted} (EKS upgrades a cluster itself at "
-            f"the end of standard or extended support; or it was upgraded outside Pulumi), and EKS never moves a "
-            f"cluster down: set {VERSION_KEY} to '{running}' and run `pulumi up --refresh` (the refresh reads the "
+            f"the end of standard or extended support; or it was upgraded outside Pulumi), and `pulumi up` never moves "
+            f"a cluster down: set {VERSION_KEY} to '{running}' and run `pulumi up --refresh` (the refresh reads the "
             "minor into Pulumi's state)",
         )
     if step == "skip":

@@ -1275,7 +1275,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "experiment waited for by pulumi up",
         bench(experiments={"a": {**EXPERIMENT, "waitForCompletion": True}}),
         [
-            "eks-training:benchmark.experiments.a.waitForCompletion: the driver (python -m stacks.benchmark) follows "
+            "eks-training:benchmark.experiments.a.waitForCompletion: the driver (`python -m stacks benchmark`) follows "
             "the experiments"
         ],
     ),

@@ -330,14 +330,16 @@ def test_a_stack_file_left_at_the_record_behind_a_control_plane_that_moved_names
 
 def test_a_control_plane_ahead_of_an_unset_minors_default_names_the_minor_it_runs(last_outputs, cluster_runs) -> None:
     """The stack file leaves the minor unset, the default is the record's, and the control plane moved one minor past
-    it: the update stops naming the minor the cluster runs (EKS never moves it down)."""
+    it: the update stops naming the minor the cluster runs (`pulumi up` never moves it down)."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     config = cluster_runs(NEXT)
     config[P + "cluster"] = {k: v for k, v in config[P + "cluster"].items() if k != "kubernetesVersion"}
     program = run_program("dev", config=config, fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError) and program.registrations == []
     (problem,) = program.error.problems
-    assert f"is not the minor the cluster runs, {NEXT}: EKS never moves a cluster down a minor" in problem, problem
+    assert f"is not the minor the cluster runs, {NEXT}: `pulumi up` never moves a cluster down a minor" in problem, (
+        problem
+    )
 
 
 def test_a_cluster_that_runs_the_recorded_minor_adds_nothing(last_outputs, cluster_runs) -> None:

@@ -308,6 +308,37 @@ def test_the_running_cluster_is_at_the_stacks_minor_or_the_one_before(
     assert (f.ok, says in f.message) == (ok, True), f.message
 
 
+@pytest.mark.parametrize(("lagging", "ok"), [(False, True), (True, False)])
+def test_a_move_up_waits_for_every_node_group_on_the_clusters_minor(
+    seeded: sup.SeededMoto, lagging: bool, ok: bool
+) -> None:
+    """EKS refuses UpdateClusterVersion while a managed node group runs another minor than the cluster (a Capacity
+    Block group kept its version while its block was active, a roll failed): preflight lists the cluster's groups
+    (ListNodegroups, DescribeNodegroup) before a move up and names each that lags, with the roll to make first."""
+    _running("1.35")
+    eks = session().client("eks")
+    name = load(stack({"cpu": group(["m5.large"])})).config.cluster_name
+    for nodegroup, minor in [("system-1a2b", "1.35"), ("gpu-3c4d", "1.34" if lagging else "1.35")]:
+        eks.create_nodegroup(
+            clusterName=name,
+            nodegroupName=nodegroup,
+            version=minor,
+            nodeRole="arn:aws:iam::123456789012:role/node",
+            subnets=["subnet-0123456789abcdef0"],
+        )
+    config = stack({"cpu": group(["m5.large"])}, cluster={"kubernetesVersion": "1.36"})
+    findings = by_key(run_preflight(load(config), ZONES, session()), VERSION_KEY)
+    assert [f.ok for f in findings] == [True, *([False] if lagging else [])], format_report(findings)
+    assert findings[0].message.endswith("runs 1.35 (ACTIVE): `pulumi up` moves it to 1.36")
+    if lagging:
+        assert findings[1].message == (
+            f"the node group gpu-3c4d of {name} runs Kubernetes 1.34, and EKS moves the control plane up a minor only "
+            "while every managed node group runs the cluster's, 1.35: roll it to 1.35 first (keep "
+            "eks-training:cluster.kubernetesVersion at '1.35' and run `pulumi up --refresh`; a Capacity Block group "
+            "rolls once no block is active), then move to 1.36"
+        )
+
+
 def test_a_machine_without_the_aws_cli_fails_naming_path_and_where_to_get_it(
     proc: sup.MotoProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -899,6 +930,26 @@ def test_the_vpc_cni_check_names_efa_only_only_for_groups_that_have_them(seeded:
     assert INSTANCE_TYPES["g5.48xlarge"].network_cards == 1 and INSTANCE_TYPES["g5.48xlarge"].max_efa_interfaces == 1
     f = one(_addon_findings({"kubernetesVersion": "1.34"}, groups), VPC_CNI_KEY)
     assert f.ok and "NetworkPolicy enforcement" in f.message and "efa-only" not in f.message
+
+
+def test_a_pin_of_an_addon_the_stack_needs_nothing_of_must_be_offered_too(seeded: sup.SeededMoto) -> None:
+    """A ``kube-proxy`` held with cluster.addonVersions across a minor move stays at the old minor's build: preflight
+    asks EKS whether it offers that version for the stack's minor (DescribeAddonVersions) and names the newest one."""
+    seeded.seed_addon_versions(
+        "kube-proxy", {"v1.36.1-eksbuild.2": {"1.36": True}, "v1.35.4-eksbuild.1": {"1.35": True}}
+    )
+    key_ = "eks-training:cluster.addonVersions.kube-proxy"
+    held = one(_addon_findings({"addonVersions": {"kube-proxy": "v1.35.4-eksbuild.1"}}), key_)
+    assert not held.ok
+    assert held.message == (
+        "kube-proxy v1.35.4-eksbuild.1 (cluster.addonVersions) is not offered by EKS for Kubernetes 1.36; pin "
+        "v1.36.1-eksbuild.2 (the newest EKS offers for it), or remove the pin for EKS's default"
+    )
+    moved = one(_addon_findings({"addonVersions": {"kube-proxy": "v1.36.1-eksbuild.2"}}), key_)
+    assert (
+        moved.ok
+        and moved.message == "kube-proxy v1.36.1-eksbuild.2 (cluster.addonVersions) is offered for Kubernetes 1.36"
+    )
 
 
 def test_addon_versions_unreadable(proc: sup.MotoProcess) -> None:

@@ -119,7 +119,7 @@ def test_a_default_that_moved_under_an_unset_minor_is_refused_with_both_choices(
 def test_a_default_older_than_the_deployed_minor_is_refused_without_a_downgrade() -> None:
     """An older checkout of the project (its default below the deployed minor): only keeping the minor is offered."""
     problem = moved_default_problem("1.36", "1.35")
-    assert "EKS never moves a cluster down a minor. Set it to '1.36' to keep the cluster as it runs" in problem
+    assert "`pulumi up` never moves a cluster down a minor. Set it to '1.36' to keep the cluster as it runs" in problem
     assert problem.endswith("as it runs")
 
 
@@ -135,6 +135,21 @@ def test_a_jobs_only_stack_has_no_minor_to_pin() -> None:
     )
     assert code == 0, err
     assert "kubernetesVersion" not in out
+
+
+def test_an_addon_pin_held_across_a_minor_move_is_named() -> None:
+    """A version kept in cluster.addonVersions moves no add-on, so the add-on list leaves it out: the summary names
+    it, as it is the old minor's build, and preflight checks it for the new minor."""
+    pin = {"addonVersions": {"kube-proxy": "v1.35.4-eksbuild.1"}}
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35", **pin))
+    u = compare(old, plan_of("dev", variant("dev", kubernetesVersion="1.36", **pin)))
+    assert "kube-proxy" not in {a.name for a in u.addons}
+    assert [n for n in u.notes if "addonVersions" in n] == [
+        "eks-training:cluster.addonVersions.kube-proxy: held at v1.35.4-eksbuild.1 across 1.35 -> 1.36; preflight "
+        "checks that EKS offers it for 1.36"
+    ]
+    same = compare(old, plan_of("dev", variant("dev", kubernetesVersion="1.35", **pin)))
+    assert not [n for n in same.notes if "addonVersions" in n]
 
 
 def test_going_down_a_minor_is_refused() -> None:
@@ -316,6 +331,29 @@ def test_from_a_git_revision(tmp_path: Path) -> None:
     assert code == 2 and "git has no Pulumi.dev.yaml at revision 'no-such-revision'" in err
 
 
+def test_from_a_minor_that_left_standard_support_since(tmp_path: Path) -> None:
+    """The old configuration's minor left standard support after it was deployed (1.33 on the test day): ``--from``
+    still compares with it, as that is the upgrade EKS's calendar asks for, and the new file is held to the window."""
+    import yaml
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    _git(tmp_path, "init", "-q")
+    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.33")}))
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "1.33")
+    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.34")}))
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert out.startswith("upgrade from HEAD:Pulumi.dev.yaml:\n  Kubernetes 1.33 -> 1.34: the control plane first")
+
+    _git(tmp_path, "commit", "-q", "-am", "1.34")
+    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.33")}))
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 2 and "1.33 left EKS standard support" in err, err
+
+
 def test_the_catalog_reader_finds_the_default_minor() -> None:
     """``--from REV`` reads an unset minor as REV's default from the catalog's source: the reader finds today's."""
     import components.catalog.platform as platform
@@ -447,6 +485,30 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
             "ml/results; on EFS each claim has a folder of its own, so the jobs get that claim's folder, empty unless "
             "the claim was used before (the old folder stays)",
         ),
+        (
+            "p5",
+            {},
+            {P + "nodeGroups": {"gpu": {**preset("p5")[P + "nodeGroups"]["gpu"], "availabilityZone": "us-east-1b"}}},
+            "eks-training:nodeGroups.gpu.availabilityZone us-east-1a -> us-east-1b: FSx keeps a file system in the "
+            "subnet it was made in: a new, empty file system; the old file system is deleted with its data "
+            "(storage.retainOnDelete was not applied)",
+        ),
+        (
+            "p5",
+            {P + "storage": {"backend": "fsx", "fsx": {"storageCapacityGib": 2400, "throughputPerTib": 500}}},
+            {P + "storage": {"backend": "fsx", "fsx": {"storageCapacityGib": 1200, "throughputPerTib": 500}}},
+            "eks-training:storage.fsx.storageCapacityGib 2400 -> 1200: FSx grows a file system but never shrinks it: "
+            "a new, empty file system; the old file system is deleted with its data (storage.retainOnDelete was not "
+            "applied)",
+        ),
+        (
+            "p5",
+            {P + "storage": {"backend": "fsx", "fsx": {"metadataMode": "USER_PROVISIONED", "metadataIops": 6000}}},
+            {P + "storage": {"backend": "fsx", "fsx": {"metadataMode": "USER_PROVISIONED", "metadataIops": 3000}}},
+            "eks-training:storage.fsx.metadataIops 6000 -> 3000: FSx raises a file system's metadata IOPS but never "
+            "lowers them: a new, empty file system; the old file system is deleted with its data "
+            "(storage.retainOnDelete was not applied)",
+        ),
     ],
     ids=[
         "cluster name",
@@ -456,6 +518,9 @@ def _storage(stack: str, **settings: Any) -> dict[str, Any]:
         "cluster name, an adopted file system",
         "claim name",
         "claim namespace and name",
+        "fsx zone",
+        "fsx smaller",
+        "fsx fewer metadata iops",
     ],
 )
 def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
@@ -471,6 +536,13 @@ def test_a_change_that_replaces_the_cluster_or_the_jobs_data_is_named(
     u = compare(plan_of(stack, before), plan_of(stack, after))
     assert u.data == (said,)
     assert f"\n  data: {said}\n" in render_upgrade(upgrade_report(u))
+
+
+def test_a_larger_fsx_file_system_keeps_the_data() -> None:
+    """FSx grows a file system in place (UpdateFileSystem): a larger capacity is no data change."""
+    fsx = {**preset("p5")[P + "storage"]["fsx"], "storageCapacityGib": 2400}
+    u = compare(plan_of("p5", preset("p5")), plan_of("p5", _storage("p5", fsx=fsx)))
+    assert u.data == ()
 
 
 def test_renaming_an_fsx_claim_keeps_the_data() -> None:
