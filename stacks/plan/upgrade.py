@@ -10,9 +10,8 @@ planned as ``pulumi up`` does; the comparison reads the two plans.
 The upgrade rules, each from :mod:`components.catalog.platform` with its source: the control plane moves one minor per
 ``pulumi up`` and never down (``eks-update-cluster``; EKS also moves it only while every managed node group runs its
 minor, which preflight asks EKS); a node's kubelet may be up to three minors older than the API server and never
-newer (``kubernetes-version-skew``). Pulumi
-updates the control plane first (everything else depends on the cluster), then the add-ons and the node groups; the
-groups wait for the VPC CNI and kube-proxy add-ons.
+newer (``kubernetes-version-skew``). Pulumi updates the control plane first (everything else depends on the cluster),
+then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
 import json
