@@ -389,7 +389,7 @@ def test_the_plan_reads_the_projects_stack_file(installed: Installed) -> None:
     assert reference.startswith(str(installed.root / "venv")) and Path(reference).is_file()
     printed = installed.script("docs", "--reference")
     assert printed.returncode == 0 and printed.stdout == Path(reference).read_text(), printed.stderr
-    assert "python -m eks_training.stacks.preflight" in printed.stdout
+    assert "python -m eks_training.stacks preflight --stack NAME" in printed.stdout
     refused = installed.script("docs")
     assert refused.returncode == 2 and f"configuration reference is {reference}" in refused.stderr, refused.stderr
 
