@@ -155,7 +155,8 @@ def _running_cluster_check(plan: Plan) -> tuple[str, str]:
     return (
         VERSION_KEY,
         f"the EKS cluster {cfg.cluster_name}, if it runs already, runs {cfg.cluster.kubernetes_version} or the "
-        "minor before it (EKS moves a cluster one minor up at a time, never down)",
+        "minor before it, and before a move every managed node group runs its minor (EKS moves a cluster one minor "
+        "up at a time)",
     )
 
 
