@@ -52,18 +52,22 @@ def plan_addon_needs(plan: Plan) -> list[AddonNeed]:
     return addon_needs(cfg.node_groups, cfg.catalog, metrics=plan.operations.metrics, storage=cfg.storage)
 
 
+def other_pins(plan: Plan) -> list[tuple[str, str]]:
+    """(add-on, version) of each ``cluster.addonVersions`` pin of an add-on the stack relies on no feature of."""
+    needed = {n.addon for n in plan_addon_needs(plan)}
+    return [(a, v) for a, v in sorted(plan.config.cluster.addon_versions.items()) if v and a not in needed]
+
+
 def addon_checks(plan: Plan) -> list[tuple[str, str]]:
     """What preflight asks EKS about each version-dependent add-on: a known version (the stack's pin or this
     project's) is offered for the cluster's Kubernetes version; EKS's default has what the stack relies on; and each
     other add-on the stack pins is offered."""
     k8s = plan.config.cluster.kubernetes_version
-    needed = by_addon(plan_addon_needs(plan))
     out = [
         (key(f"cluster.addonVersions.{addon}"), f"{addon} {version} is offered for Kubernetes {k8s}")
-        for addon, version in sorted(plan.config.cluster.addon_versions.items())
-        if version and addon not in needed
+        for addon, version in other_pins(plan)
     ]
-    for addon, needs in needed.items():
+    for addon, needs in by_addon(plan_addon_needs(plan)).items():
         version = addon_version_for(addon, k8s, plan.config.cluster.addon_versions)
         k = key(f"cluster.addonVersions.{addon}")
         if version is not None:

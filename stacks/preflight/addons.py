@@ -12,7 +12,7 @@ from components.catalog.addons import addon_version_for
 from stacks.config import key, version_tuple
 from stacks.config.addons import AddonNeed, by_addon, version_origin
 from stacks.plan import Plan
-from stacks.plan.checklist import plan_addon_needs
+from stacks.plan.checklist import other_pins, plan_addon_needs
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding
 
@@ -35,11 +35,9 @@ def check_addons(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
     """One finding per add-on the stack relies on a version of, and per other add-on ``cluster.addonVersions`` pins."""
     cluster = plan.config.cluster
     k8s = cluster.kubernetes_version
-    needed = by_addon(plan_addon_needs(plan))
-    for addon, pin in sorted(cluster.addon_versions.items()):
-        if pin and addon not in needed:
-            _check_pinned(addon, pin, k8s, aws, findings)
-    for addon, needs in needed.items():
+    for addon, pin in other_pins(plan):
+        _check_pinned(addon, pin, k8s, aws, findings)
+    for addon, needs in by_addon(plan_addon_needs(plan)).items():
         k = key(f"cluster.addonVersions.{addon}")
         try:
             offered = aws.addon_versions(addon, k8s)
