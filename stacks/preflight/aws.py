@@ -3,7 +3,7 @@ the standard credential settings apply), with per-run caches and uniform errors.
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -53,6 +53,16 @@ class AwsClient:
         except (BotoCoreError, ResponseParserError) as exc:  # unreachable endpoint, no credentials, bad response
             raise AwsCallError(operation, type(exc).__name__, short_message(str(exc), None)) from exc
 
+    def _pages(self, client: Any, operation: str, token: str = "NextToken", **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """Each page of a listing call, following its ``token`` (EC2 and FSx call it ``NextToken``, EKS
+        ``nextToken``) until a page has none."""
+        while True:
+            page = self._call(client, operation, **kwargs)
+            yield page
+            if not page.get(token):
+                return
+            kwargs = {**kwargs, token: page[token]}
+
     def caller_arn(self) -> str:
         """The ARN of the identity the calls (and ``pulumi up``) run as (``sts:GetCallerIdentity``, asked once)."""
         if self._caller is None:
@@ -79,21 +89,15 @@ class AwsClient:
     def offered_zones(self, instance_type: str) -> list[str]:
         """Zones of the region where ``instance_type`` is offered (one call per type, cached)."""
         if instance_type not in self._offered:
-            zones: set[str] = set()
-            token: Optional[str] = None
-            while True:
-                kwargs: dict[str, Any] = {
-                    "LocationType": "availability-zone",
-                    "Filters": [{"Name": "instance-type", "Values": [instance_type]}],
-                }
-                if token:
-                    kwargs["NextToken"] = token
-                resp = self._call(self.ec2, "describe_instance_type_offerings", **kwargs)
-                zones.update(o["Location"] for o in resp.get("InstanceTypeOfferings", []))
-                token = resp.get("NextToken")
-                if not token:
-                    break
-            self._offered[instance_type] = sorted(zones)
+            pages = self._pages(
+                self.ec2,
+                "describe_instance_type_offerings",
+                LocationType="availability-zone",
+                Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+            )
+            self._offered[instance_type] = sorted(
+                {o["Location"] for p in pages for o in p.get("InstanceTypeOfferings", [])}
+            )
         return self._offered[instance_type]
 
     def instance_type(self, instance_type: str) -> dict[str, Any]:
@@ -169,38 +173,23 @@ class AwsClient:
     def lustre_file_systems(self, file_system_ids: Optional[list[str]] = None) -> list[dict[str, Any]]:
         """``DescribeFileSystems``: the region's FSx for Lustre file systems (or these ids; an unknown id is
         an empty answer or a ``FileSystemNotFound`` error, both an empty list here)."""
-        found: list[dict[str, Any]] = []
-        token: Optional[str] = None
-        while True:
-            kwargs: dict[str, Any] = {}
-            if file_system_ids:
-                kwargs["FileSystemIds"] = file_system_ids
-            if token:
-                kwargs["NextToken"] = token
-            try:
-                resp = self._call(self.fsx, "describe_file_systems", **kwargs)
-            except AwsCallError as exc:
-                if exc.code == "FileSystemNotFound":
-                    return []
-                raise
-            found.extend(f for f in resp.get("FileSystems", []) if f.get("FileSystemType") == "LUSTRE")
-            token = resp.get("NextToken")
-            if not token:
-                return found
+        kwargs: dict[str, Any] = {"FileSystemIds": file_system_ids} if file_system_ids else {}
+        try:
+            pages = list(self._pages(self.fsx, "describe_file_systems", **kwargs))
+        except AwsCallError as exc:
+            if exc.code == "FileSystemNotFound":
+                return []
+            raise
+        return [f for p in pages for f in p.get("FileSystems", []) if f.get("FileSystemType") == "LUSTRE"]
 
     def data_repository_associations(self, file_system_id: str) -> list[dict[str, Any]]:
         """``DescribeDataRepositoryAssociations`` of one file system."""
-        found: list[dict[str, Any]] = []
-        token: Optional[str] = None
-        while True:
-            kwargs: dict[str, Any] = {"Filters": [{"Name": "file-system-id", "Values": [file_system_id]}]}
-            if token:
-                kwargs["NextToken"] = token
-            resp = self._call(self.fsx, "describe_data_repository_associations", **kwargs)
-            found.extend(resp.get("Associations", []))
-            token = resp.get("NextToken")
-            if not token:
-                return found
+        pages = self._pages(
+            self.fsx,
+            "describe_data_repository_associations",
+            Filters=[{"Name": "file-system-id", "Values": [file_system_id]}],
+        )
+        return [a for p in pages for a in p.get("Associations", [])]
 
     def cluster_version(self, name: str) -> Optional[tuple[str, str]]:
         """(Kubernetes minor, status) of the EKS cluster ``name`` (``DescribeCluster``), or ``None`` when there is none
@@ -219,17 +208,8 @@ class AwsClient:
     def node_group_versions(self, cluster: str) -> dict[str, str]:
         """The Kubernetes minor of each managed node group of the EKS cluster ``cluster``, by EKS's name
         (``ListNodegroups``, then ``DescribeNodegroup`` for each; a group EKS gives no version of is left out)."""
-        names: list[str] = []
-        token: Optional[str] = None
-        while True:
-            kwargs: dict[str, Any] = {"clusterName": cluster}
-            if token:
-                kwargs["nextToken"] = token
-            resp = self._call(self.eks, "list_nodegroups", **kwargs)
-            names.extend(str(n) for n in resp.get("nodegroups", []))
-            token = resp.get("nextToken")
-            if not token:
-                break
+        pages = self._pages(self.eks, "list_nodegroups", token="nextToken", clusterName=cluster)
+        names = [str(n) for p in pages for n in p.get("nodegroups", [])]
         versions = {}
         for n in names:
             group = self._call(self.eks, "describe_nodegroup", clusterName=cluster, nodegroupName=n).get(
@@ -242,24 +222,21 @@ class AwsClient:
     def addon_versions(self, addon: str, kubernetes_version: str) -> list[tuple[str, bool]]:
         """(version, is EKS's default) of every version of an EKS add-on offered for ``kubernetes_version``."""
         found: list[tuple[str, bool]] = []
-        token: Optional[str] = None
-        while True:
-            kwargs: dict[str, Any] = {"addonName": addon, "kubernetesVersion": kubernetes_version}
-            if token:
-                kwargs["nextToken"] = token
-            resp = self._call(self.eks, "describe_addon_versions", **kwargs)
-            for entry in resp.get("addons", []):
-                if entry.get("addonName") != addon:
-                    continue
-                for version in entry.get("addonVersions", []):
-                    compat = [
-                        c for c in version.get("compatibilities", []) if c.get("clusterVersion") == kubernetes_version
-                    ]
-                    if compat:
-                        found.append((str(version["addonVersion"]), any(bool(c.get("defaultVersion")) for c in compat)))
-            token = resp.get("nextToken")
-            if not token:
-                return found
+        pages = self._pages(
+            self.eks,
+            "describe_addon_versions",
+            token="nextToken",
+            addonName=addon,
+            kubernetesVersion=kubernetes_version,
+        )
+        for entry in (e for p in pages for e in p.get("addons", []) if e.get("addonName") == addon):
+            for version in entry.get("addonVersions", []):
+                compat = [
+                    c for c in version.get("compatibilities", []) if c.get("clusterVersion") == kubernetes_version
+                ]
+                if compat:
+                    found.append((str(version["addonVersion"]), any(bool(c.get("defaultVersion")) for c in compat)))
+        return found
 
     def capacity_reservation(self, reservation_id: str) -> Optional[dict[str, Any]]:
         """The reservation, or ``None`` when EC2 says it does not exist."""
@@ -276,21 +253,16 @@ class AwsClient:
         """The current Linux Spot price (USD per hour) of ``instance_type`` in each of ``zones`` where EC2 has one
         (``DescribeSpotPriceHistory`` from now: the price in effect in each zone)."""
         prices: dict[str, tuple[str, float]] = {}
-        token: Optional[str] = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "InstanceTypes": [instance_type],
-                "ProductDescriptions": ["Linux/UNIX"],
-                "StartTime": datetime.now(timezone.utc),
-                "Filters": [{"Name": "availability-zone", "Values": zones}],
-            }
-            if token:
-                kwargs["NextToken"] = token
-            resp = self._call(self.ec2, "describe_spot_price_history", **kwargs)
-            for entry in resp.get("SpotPriceHistory", []):
-                zone, stamp = str(entry.get("AvailabilityZone")), str(entry.get("Timestamp", ""))
-                if zone in zones and (zone not in prices or stamp > prices[zone][0]):
-                    prices[zone] = (stamp, float(entry["SpotPrice"]))
-            token = resp.get("NextToken")
-            if not token:
-                return {z: p for z, (_, p) in sorted(prices.items())}
+        pages = self._pages(
+            self.ec2,
+            "describe_spot_price_history",
+            InstanceTypes=[instance_type],
+            ProductDescriptions=["Linux/UNIX"],
+            StartTime=datetime.now(timezone.utc),
+            Filters=[{"Name": "availability-zone", "Values": zones}],
+        )
+        for entry in (e for p in pages for e in p.get("SpotPriceHistory", [])):
+            zone, stamp = str(entry.get("AvailabilityZone")), str(entry.get("Timestamp", ""))
+            if zone in zones and (zone not in prices or stamp > prices[zone][0]):
+                prices[zone] = (stamp, float(entry["SpotPrice"]))
+        return {z: p for z, (_, p) in sorted(prices.items())}
