@@ -329,82 +329,18 @@ def compare(
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     if problems:
         raise ConfigError(problems)
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    notes: list[str] = []
-    groups: list[GroupChange] = []
     old_groups = {g.name: g for g in old_plan.all_groups}
+    new_names = {g.name for g in new_plan.all_groups}
+    groups: list[GroupChange] = []
+    notes: list[str] = []
     for g in new_plan.all_groups:
-        was = old_groups.get(g.name)
-        if was is None:
-            continue
-        replace_why = _replacing(was, g)
-        if replace_why:
-            groups.append(
-                GroupChange(
-                    path=g.path,
-                    action="replace",
-                    reasons=tuple(replace_why),
-                    nodes=was.desired_size,
-                    strategy=g.update_strategy,
-                    # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
-                    jobs=_stops(old_plan, new_plan, g.name, "delete"),
-                )
-            )
-            continue
-        why = _rolling(old_plan, new_plan, was, g)
-        if why:
-            # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source
-            # key ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
-            rolls_under = was.node_update
-            groups.append(
-                GroupChange(
-                    path=g.path,
-                    action="roll",
-                    reasons=tuple(why),
-                    nodes=was.desired_size,
-                    strategy=g.update_strategy,
-                    jobs=_stops(old_plan, new_plan, g.name, g.update_strategy, rolls_under.surge),
-                    node_update=rolls_under,
-                    no_surge=was.no_surge.why if was.no_surge is not None else None,
-                )
-            )
-            if rolls_under != g.node_update:
-                notes.append(
-                    f"{g.path}: its EKS update strategy moves {rolls_under.name} -> {g.node_update.name} in the "
-                    f"same `pulumi up` as the roll, and the provider starts the roll first: this roll runs under "
-                    f"{rolls_under.name}"
-                    + (
-                        ", which first launches up to two nodes per zone of the group beyond its size: its "
-                        "capacity must have room for them"
-                        if rolls_under.surge
-                        else ""
-                    )
-                )
-            if g.capacity_type == "CAPACITY_BLOCK" and a != b:
-                notes.append(
-                    f"{g.path}: while its Capacity Block is active the group keeps its version and rolls at the next "
-                    f"`pulumi up` at 0 nodes; EKS updates the cluster past {b} only once every group runs {b}"
-                )
-    if a != b:
-        held = old_plan.config.cluster.addon_versions
-        notes += [
-            f"{key('cluster.addonVersions.' + addon)}: held at {version} across {a} -> {b}; preflight checks that EKS "
-            f"offers it for {b}"
-            for addon, version in sorted(new_plan.config.cluster.addon_versions.items())
-            if version and held.get(addon) == version
-        ]
-    for name, was in old_groups.items():
-        if name not in {g.name for g in new_plan.all_groups}:
-            groups.append(
-                GroupChange(
-                    path=was.path,
-                    action="delete",
-                    reasons=("removed from the stack file",),
-                    nodes=was.desired_size,
-                    strategy="delete",
-                    jobs=_stops(old_plan, new_plan, name, "delete"),
-                )
-            )
+        if g.name in old_groups:
+            change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g)
+            groups += [change] if change is not None else []
+            notes += group_notes
+    notes += _held_addon_notes(old_plan, new_plan)
+    groups += [_deleted(old_plan, new_plan, was) for name, was in old_groups.items() if name not in new_names]
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     return Upgrade(
         old_label=old_label,
         old_minor=a,
@@ -414,6 +350,87 @@ def compare(
         notes=tuple(notes),
         running=running,
         data=data_changes(old_plan, new_plan),
+    )
+
+
+def _group_change(
+    old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan
+) -> tuple[Optional[GroupChange], list[str]]:
+    """What happens to a group the stack keeps: replaced, rolled or left alone, with the notes its roll needs."""
+    replace_why = _replacing(was, g)
+    if replace_why:
+        # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
+        jobs = _stops(old_plan, new_plan, g.name, "delete")
+        change = GroupChange(
+            path=g.path,
+            action="replace",
+            reasons=tuple(replace_why),
+            nodes=was.desired_size,
+            strategy=g.update_strategy,
+            jobs=jobs,
+        )
+        return change, []
+    why = _rolling(old_plan, new_plan, was, g)
+    if not why:
+        return None, []
+    # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
+    # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
+    rolls_under = was.node_update
+    change = GroupChange(
+        path=g.path,
+        action="roll",
+        reasons=tuple(why),
+        nodes=was.desired_size,
+        strategy=g.update_strategy,
+        jobs=_stops(old_plan, new_plan, g.name, g.update_strategy, rolls_under.surge),
+        node_update=rolls_under,
+        no_surge=was.no_surge.why if was.no_surge is not None else None,
+    )
+    notes = []
+    if rolls_under != g.node_update:
+        notes.append(
+            f"{g.path}: its EKS update strategy moves {rolls_under.name} -> {g.node_update.name} in the "
+            f"same `pulumi up` as the roll, and the provider starts the roll first: this roll runs under "
+            f"{rolls_under.name}"
+            + (
+                ", which first launches up to two nodes per zone of the group beyond its size: its "
+                "capacity must have room for them"
+                if rolls_under.surge
+                else ""
+            )
+        )
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    if g.capacity_type == "CAPACITY_BLOCK" and a != b:
+        notes.append(
+            f"{g.path}: while its Capacity Block is active the group keeps its version and rolls at the next "
+            f"`pulumi up` at 0 nodes; EKS updates the cluster past {b} only once every group runs {b}"
+        )
+    return change, notes
+
+
+def _held_addon_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """The add-on pins kept as they were across a minor move (EKS may not offer them for the new minor)."""
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    if a == b:
+        return []
+    held = old_plan.config.cluster.addon_versions
+    return [
+        f"{key('cluster.addonVersions.' + addon)}: held at {version} across {a} -> {b}; preflight checks that EKS "
+        f"offers it for {b}"
+        for addon, version in sorted(new_plan.config.cluster.addon_versions.items())
+        if version and held.get(addon) == version
+    ]
+
+
+def _deleted(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan) -> GroupChange:
+    """A group the new configuration no longer has: its nodes go, and its jobs stop."""
+    return GroupChange(
+        path=was.path,
+        action="delete",
+        reasons=("removed from the stack file",),
+        nodes=was.desired_size,
+        strategy="delete",
+        jobs=_stops(old_plan, new_plan, was.name, "delete"),
     )
 
 
