@@ -114,6 +114,8 @@ class Registration:
     retain_on_delete: Optional[bool]
     deleted_with: str
     protect: bool = False
+    delete_before_replace: bool = False
+    """The ``deleteBeforeReplace`` option: a replacement deletes the old resource before it creates the new one."""
     ignore_changes: list[str] = field(default_factory=list)
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """The ``customTimeouts`` option (``create``, ``update``, ``delete``: Go durations), those set."""
@@ -167,6 +169,7 @@ class RecordingMonitor(pmocks.MockMonitor):
             retain_on_delete=request.retainOnDelete if request.HasField("retainOnDelete") else None,
             deleted_with=request.deletedWith,
             protect=bool(request.protect) if request.HasField("protect") else False,
+            delete_before_replace=bool(request.deleteBeforeReplace),
             ignore_changes=list(request.ignoreChanges),
             custom_timeouts={
                 k: v

@@ -116,7 +116,9 @@ class EfsStorage(pulumi.ComponentResource):
                 file_system_id=file_system_id,
                 subnet_id=subnet_id,
                 security_groups=[sg.id],
-                opts=pulumi.ResourceOptions(parent=self),
+                # EFS keeps one mount target per zone of a file system: a new subnet in the same zone replaces the
+                # mount target, and the old one must go first (else MountTargetConflict)
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
             )
             for i, subnet_id in enumerate(args["subnet_ids"])
         ]

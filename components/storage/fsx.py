@@ -385,7 +385,9 @@ class FsxLustreStorage(pulumi.ComponentResource):
         self, name: str, args: FsxLustreStorageArgs, s: _Settings, file_system: aws.fsx.LustreFileSystem
     ) -> tuple[pulumi.Output[str], pulumi.Output[str], pulumi.Output[str], list[aws.fsx.DataRepositoryAssociation]]:
         """The S3 bucket (named or created), the import association and the optional export one."""
-        child = pulumi.ResourceOptions(parent=self)
+        # FSx links a directory to one S3 prefix, and a prefix to one directory: a new prefix for the directory
+        # replaces the association, and the old one must go first (it keeps the files: delete_data_in_filesystem)
+        child = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         bucket_name: pulumi.Output[str]
         named = args.get("data_bucket_name")
         if named:

@@ -83,3 +83,50 @@ def test_the_rule_finds_a_kept_file_system_under_a_deleted_key() -> None:
     (problem,) = lifecycle_problems(broken)
     assert "kept on destroy" in problem and key.name in problem
     assert cfg["eks-training:storage"]["retainOnDelete"] is True
+
+
+#: Resources AWS allows one of per scope, whose replacement keeps that scope: Pulumi creates a replacement before it
+#: deletes the old one unless told otherwise, and AWS then refuses the new one. So each must delete first.
+ONE_PER_SCOPE = {
+    # "You can create one mount target in each Availability Zone" (MountTargetConflict): a new subnet in the same
+    # zone replaces it (https://docs.aws.amazon.com/efs/latest/ug/manage-fs-access-create-delete-mount-targets.html)
+    "aws:efs/mountTarget:MountTarget": "one mount target per zone of a file system",
+    # "Each data repository association must have a unique Amazon FSx file system directory and a unique S3 bucket or
+    # prefix": a new bucket or prefix for the same directory replaces it
+    # (https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateDataRepositoryAssociation.html)
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": "one data repository association per directory "
+    "of a file system and per S3 prefix",
+}
+
+
+def replacement_problems(p: Program) -> list[str]:
+    """Resources of a one-per-scope type that a replacement would create beside the old one."""
+    return [
+        f"{r.type} {r.name}: AWS allows {ONE_PER_SCOPE[r.type]}, so a replacement must delete the old "
+        "one first (delete_before_replace=True)"
+        for r in p.registrations
+        if r.type in ONE_PER_SCOPE and not r.delete_before_replace
+    ]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_replacement_of_what_aws_allows_one_of_deletes_the_old_one_first(program_for: Any, stack: str) -> None:
+    assert replacement_problems(program_for(stack, False)) == []
+
+
+def test_every_one_per_scope_type_is_registered_by_some_stack() -> None:
+    """The rule is not vacuous: EFS stacks register mount targets, FSx stacks their data repository associations."""
+    types = {r.type for stack in STACKS for r in stress_program(stack).registrations}
+    assert set(ONE_PER_SCOPE) <= types
+
+
+def test_the_replacement_rule_finds_a_mount_target_made_beside_its_old_one() -> None:
+    """The bug put back: the EFS mount targets without delete_before_replace (a subnet moved within a zone failed
+    with MountTargetConflict)."""
+    p = stress_program("dev")
+    targets = [r for r in p.registrations if r.type == "aws:efs/mountTarget:MountTarget"]
+    assert targets and replacement_problems(p) == []
+    broken = Program.__new__(Program)
+    broken.__dict__.update(p.__dict__)
+    broken.registrations = [Registration(**{**r.__dict__, "delete_before_replace": False}) for r in targets]
+    assert len(replacement_problems(broken)) == len(targets)
