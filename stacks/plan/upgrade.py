@@ -41,6 +41,7 @@ from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import NodeGroupPlan, Plan, build_plan
+from stacks.plan.network_change import network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
 from stacks.stackfile import (
     StackFileError,
@@ -324,9 +325,9 @@ def compare(
     unread: Optional[str] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
-    the move breaks an upgrade rule (:func:`minor_problems`; ``running``: a control plane moved outside Pulumi;
-    ``unread``: why its minor was not read, :func:`minor_problems`)."""
-    problems = minor_problems(old_plan, new_plan, running, unread=unread)
+    the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
+    ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read)."""
+    problems = minor_problems(old_plan, new_plan, running, unread=unread) + network_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}

@@ -558,3 +558,75 @@ def test_a_jobs_only_stacks_cluster_name_replaces_nothing_of_its_own() -> None:
     renamed = {**config, P + "clusterName": "vision-two"}
     u = compare(plan_of("vision", config), plan_of("vision", renamed))
     assert u.data == ()
+
+
+def _network(stack: str, **network: Any) -> dict[str, Any]:
+    cfg = preset(stack)
+    cfg[P + "network"] = {**(cfg.get(P + "network") or {}), **network}
+    return cfg
+
+
+_DEV_EXISTING = {"vpcId": "vpc-0abc1234def567890", "privateSubnetIds": ["subnet-0abc1234", "subnet-0def5678"]}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        (
+            {},
+            {"vpcCidr": "10.1.0.0/16"},
+            "eks-training:network.vpcCidr 10.0.0.0/16 -> 10.1.0.0/16: another VPC, and EKS keeps a cluster in the VPC "
+            "it was made in",
+        ),
+        (
+            {},
+            {"privateSubnetCidrs": ["10.0.0.0/19", "10.0.64.0/18"]},
+            "eks-training:network.privateSubnetCidrs[0] 10.0.0.0/18 -> 10.0.0.0/19: EC2 replaces a subnet whose block "
+            "changes",
+        ),
+        (
+            {"availabilityZones": ["us-east-1a", "us-east-1b"]},
+            {
+                "availabilityZones": ["us-east-1a", "us-east-1b"],
+                "publicSubnetCidrs": ["10.0.192.0/22", "10.0.200.0/22"],
+            },
+            "eks-training:network.publicSubnetCidrs[1] 10.0.196.0/22 -> 10.0.200.0/22: EC2 replaces a subnet",
+        ),
+    ],
+    ids=["vpc cidr", "a private subnet (the default layout before)", "a public subnet in a listed zone"],
+)
+def test_a_running_stacks_vpc_or_subnet_block_is_refused_with_the_ways_to_move(
+    old: dict[str, Any], new: dict[str, Any], said: str
+) -> None:
+    """Each would fail `pulumi up` partway (EKS keeps a cluster in its VPC; a replaced subnet's mount target, NAT
+    gateway or overlapping block), after the new VPC or subnets were made: refused before anything is registered."""
+    with pytest.raises(ConfigError) as err:
+        compare(plan_of("dev", _network("dev", **old)), plan_of("dev", _network("dev", **new)))
+    assert len(err.value.problems) == 1, err.value.problems
+    assert said in err.value.problems[0]
+    assert "deploy it under a new clusterName, or run `pulumi destroy` first" in err.value.problems[0]
+
+
+def test_moving_between_a_new_vpc_and_an_existing_one_is_refused() -> None:
+    new_vpc, existing = preset("dev"), preset("dev")
+    existing.pop(P + "network")
+    existing[P + "existingVpc"] = _DEV_EXISTING
+    moved = {**existing, P + "existingVpc": {**_DEV_EXISTING, "vpcId": "vpc-0fed1234def567890"}}
+    for old, new, said in (
+        (new_vpc, existing, "eks-training:existingVpc a new VPC 10.0.0.0/16 -> vpc-0abc1234def567890: another VPC"),
+        (existing, moved, "eks-training:existingVpc.vpcId vpc-0abc1234def567890 -> vpc-0fed1234def567890: another"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            compare(plan_of("dev", old), plan_of("dev", new))
+        assert said in err.value.problems[0], err.value.problems
+
+
+def test_what_keeps_the_vpc_and_its_subnets_is_no_network_change() -> None:
+    """A third zone adds a subnet and keeps the first two blocks (the default layout's first blocks); a new
+    clusterName replaces every resource, network included (named on the data line)."""
+    base = plan_of("dev", preset("dev"))
+    u = compare(base, plan_of("dev", _network("dev", availabilityZoneCount=3)))
+    assert u.data == ()
+    renamed = {**_network("dev", vpcCidr="10.1.0.0/16"), P + "clusterName": "dev-two"}
+    u = compare(base, plan_of("dev", renamed))
+    assert u.data and u.data[0].startswith("eks-training:clusterName"), u.data
