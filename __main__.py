@@ -9,7 +9,7 @@ from pathlib import Path
 import pulumi
 
 from stacks.config import ConfigError, all_config, load_config
-from stacks.environment import build_environment, resolve_zones
+from stacks.environment import available_zones, build_environment, resolve_zones, zones_of
 from stacks.jobs_only import build_jobs_only
 from stacks.last_update import PREFLIGHT_OFF, announce_upgrade
 from stacks.outputs import export_outputs
@@ -34,9 +34,10 @@ if config.cluster.stack_reference is not None:
 else:
     # (minor, status) of the cluster if it runs, and why EKS could not be asked
     running, unread = running_cluster(plan) if config.preflight.enabled else (None, PREFLIGHT_OFF)
-    # what this update rolls since the last; ConfigError (a skipped minor): nothing registered
-    announce_upgrade(plan, running[0] if running else None, unread)
-    zones = resolve_zones(config) if config.network is not None else None
+    available = available_zones() if config.network is not None else None
+    # what this update rolls since the last; ConfigError (a skipped minor, another VPC or zones): nothing registered
+    announce_upgrade(plan, running[0] if running else None, unread, zones_of(available))
+    zones = resolve_zones(config, available) if available is not None else None
     if config.preflight.enabled:
         check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered
     environment = build_environment(plan, zones)

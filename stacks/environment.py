@@ -25,6 +25,7 @@ from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.network_change import ZonesOf
 from stacks.storage import SharedStorage, build_storage
 from stacks.zones import Zone, choose_zones, find_zone
 
@@ -63,13 +64,27 @@ class Environment:
         return self.plan.config
 
 
-def resolve_zones(cfg: StackConfig) -> list[Zone]:
-    """Zones for a new VPC (see :func:`stacks.zones.choose_zones`), from the region's available zones and
-    their IDs as the ``aws.getAvailabilityZones`` invoke reports them."""
+def available_zones() -> list[Zone]:
+    """The region's available zones that need no opt-in, with their IDs, as the ``aws.getAvailabilityZones`` invoke
+    reports them."""
     available = aws.get_availability_zones(
         state="available", filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
     )
-    return choose_zones(cfg, [Zone(n, i) for n, i in zip(available.names, available.zone_ids)])
+    return [Zone(n, i) for n, i in zip(available.names, available.zone_ids)]
+
+
+def resolve_zones(cfg: StackConfig, available: Optional[list[Zone]] = None) -> list[Zone]:
+    """Zones for a new VPC (see :func:`stacks.zones.choose_zones`), from the region's available zones
+    (:func:`available_zones` unless given)."""
+    return choose_zones(cfg, available if available is not None else available_zones())
+
+
+def zones_of(available: Optional[list[Zone]]) -> Optional[ZonesOf]:
+    """The VPC's zone names a configuration resolves to among ``available`` (the upgrade check compares the last
+    update's with this one's), or ``None`` without them (an existing VPC)."""
+    if available is None:
+        return None
+    return lambda cfg: [z.name for z in choose_zones(cfg, available)]
 
 
 def control_plane_subnets(subnet_ids: list[str]) -> pulumi.Output[list[str]]:

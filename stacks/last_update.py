@@ -18,6 +18,7 @@ from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
+from stacks.plan.network_change import ZonesOf
 from stacks.plan.upgrade import (
     CLUSTER_KEY,
     compare,
@@ -110,13 +111,17 @@ def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
 
 
 def upgrade_summary(
-    plan: Plan, previous: Mapping[str, Any], running: Optional[str] = None, unread: Optional[str] = None
+    plan: Plan,
+    previous: Mapping[str, Any],
+    running: Optional[str] = None,
+    unread: Optional[str] = None,
+    zones_of: Optional[ZonesOf] = None,
 ) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
-    was not read (:func:`unread_hint`)."""
+    was not read (:func:`unread_hint`); ``zones_of``: the VPC's zones of a configuration, from the region's zones."""
     config = plan.config
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
@@ -137,7 +142,7 @@ def upgrade_summary(
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
         )
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
-    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint)
+    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint, zones_of=zones_of)
     if not upgrade.groups and not upgrade.addons and not upgrade.data and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))
@@ -195,10 +200,13 @@ def moved_outside_note(old: str, running: str, new: str) -> str:
     )
 
 
-def announce_upgrade(plan: Plan, running: Optional[str] = None, unread: Optional[str] = None) -> None:
+def announce_upgrade(
+    plan: Plan, running: Optional[str] = None, unread: Optional[str] = None, zones_of: Optional[ZonesOf] = None
+) -> None:
     """Print :func:`upgrade_summary` against the stack's last update as a warning, before anything is registered;
     a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
-    it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's error)."""
+    it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's error);
+    ``zones_of``: the VPC's zones of a configuration, from the region's zones (:func:`upgrade_summary`)."""
     try:
         previous = last_configuration()
     except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
@@ -215,6 +223,6 @@ def announce_upgrade(plan: Plan, running: Optional[str] = None, unread: Optional
             f"than this project's default ({plan.config.cluster.kubernetes_version}), this update moves it. Set "
             f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
         )
-    summary = upgrade_summary(plan, previous, running, unread)
+    summary = upgrade_summary(plan, previous, running, unread, zones_of)
     if summary is not None:
         pulumi.log.warn(summary)

@@ -41,7 +41,7 @@ from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import NodeGroupPlan, Plan, build_plan
-from stacks.plan.network_change import network_problems
+from stacks.plan.network_change import ZonesOf, network_notes, network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
 from stacks.stackfile import (
     StackFileError,
@@ -323,11 +323,14 @@ def compare(
     running: Optional[str] = None,
     *,
     unread: Optional[str] = None,
+    zones_of: Optional[ZonesOf] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
-    ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read)."""
-    problems = minor_problems(old_plan, new_plan, running, unread=unread) + network_problems(old_plan, new_plan)
+    ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``zones_of``: the VPC's
+    zones of each, where the region's zones are known)."""
+    problems = minor_problems(old_plan, new_plan, running, unread=unread)
+    problems += network_problems(old_plan, new_plan, zones_of)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}
@@ -340,6 +343,7 @@ def compare(
             groups += [change] if change is not None else []
             notes += group_notes
     notes += _held_addon_notes(old_plan, new_plan)
+    notes += network_notes(old_plan, new_plan) if zones_of is None else []
     groups += [_deleted(old_plan, new_plan, was) for name, was in old_groups.items() if name not in new_names]
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     return Upgrade(

@@ -140,6 +140,19 @@ def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -
     assert problem.startswith(f"{P}network.vpcCidr 10.0.0.0/16 -> 10.8.0.0/16: another VPC"), problem
     assert program.registrations == []
 
+
+def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> None:
+    """The program reads the region's zones (aws.getAvailabilityZones) and resolves the last update's zones and this
+    one's from them: a third zone is refused, as EKS keeps the zones a cluster was made in."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = pinned()
+    config[P + "network"] = {**(config.get(P + "network") or {}), "availabilityZoneCount": 3}
+    program = run_program("dev", config=config, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError)
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b -> "), problem
+    assert program.registrations == []
+
 def test_a_skipped_minor_whose_cluster_could_not_be_read_says_why(last_outputs, monkeypatch) -> None:
     """Preflight on, but EKS could not be asked (the stack's profile is missing here, say): the refusal says why,
     and which call the read makes."""

@@ -40,6 +40,7 @@ from stacks.plan.upgrade import (
 )
 from stacks.stackfile import REPO
 from stacks.yaml_text import load_yaml
+from stacks.zones import Zone, choose_zones
 from tests.day import TEST_DAY
 
 P = "eks-training:"
@@ -621,12 +622,63 @@ def test_moving_between_a_new_vpc_and_an_existing_one_is_refused() -> None:
         assert said in err.value.problems[0], err.value.problems
 
 
+#: A region's zones as the program reads them (us-east-1's use1-az3 takes no control plane).
+ZONES = [
+    Zone(f"us-east-1{x}", i)
+    for x, i in zip("abcdef", ["use1-az6", "use1-az1", "use1-az2", "use1-az4", "use1-az3", "use1-az5"])
+]
+
+
+def resolved(cfg: Any) -> list[str]:
+    return [z.name for z in choose_zones(cfg, ZONES)]
+
+
+def _pinned(zone: str) -> dict[str, Any]:
+    cfg = preset("dev")
+    cfg[P + "nodeGroups"] = {"cpu": {**cfg[P + "nodeGroups"]["cpu"], "availabilityZone": zone}}
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("new", "said"),
+    [
+        (_network("dev", availabilityZoneCount=3), "availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b -> "),
+        (
+            _pinned("us-east-1c"),
+            "availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b -> us-east-1a, us-east-1c",
+        ),
+        (
+            _network("dev", availabilityZones=["us-east-1b", "us-east-1a"]),
+            "availabilityZones: the VPC's zones us-east-1a, us-east-1b -> us-east-1b, us-east-1a",
+        ),
+    ],
+    ids=["a third zone", "a group pinned outside the zones", "the listed zones in another order"],
+)
+def test_a_change_of_the_vpcs_zones_is_refused_where_the_regions_zones_are_known(
+    new: dict[str, Any], said: str
+) -> None:
+    """EKS keeps the zones a cluster was made in (its later subnets must be in them), and the mount targets follow the
+    zones' order: `pulumi up`, which reads the region's zones, refuses; an offline plan says it cannot tell."""
+    base = plan_of("dev", preset("dev"))
+    with pytest.raises(ConfigError) as err:
+        compare(base, plan_of("dev", new), zones_of=resolved)
+    (problem,) = err.value.problems
+    assert said in problem and "EKS keeps the zones a cluster was made in" in problem, problem
+    u = compare(base, plan_of("dev", new))
+    assert any("the zones are chosen differently" in n and "`pulumi up` refuses it" in n for n in u.notes), u.notes
+
+
 def test_what_keeps_the_vpc_and_its_subnets_is_no_network_change() -> None:
-    """A third zone adds a subnet and keeps the first two blocks (the default layout's first blocks); a new
+    """A group pinned to a zone the VPC has, the same zones listed, the NAT mode: the same zones and blocks. A new
     clusterName replaces every resource, network included (named on the data line)."""
     base = plan_of("dev", preset("dev"))
-    u = compare(base, plan_of("dev", _network("dev", availabilityZoneCount=3)))
-    assert u.data == ()
+    for cfg in (
+        _pinned("us-east-1a"),
+        _network("dev", availabilityZones=["us-east-1a", "us-east-1b"]),
+        _network("dev", natGateways="perAz"),
+    ):
+        u = compare(base, plan_of("dev", cfg), zones_of=resolved)
+        assert u.data == () and not any("zones" in n for n in u.notes), u
     renamed = {**_network("dev", vpcCidr="10.1.0.0/16"), P + "clusterName": "dev-two"}
     u = compare(base, plan_of("dev", renamed))
     assert u.data and u.data[0].startswith("eks-training:clusterName"), u.data
