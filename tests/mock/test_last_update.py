@@ -127,7 +127,6 @@ def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -
     assert program.registrations == []
 
 
-
 def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -> None:
     """A running stack's VPC cannot change its block (EKS keeps a cluster in its VPC): refused before the new VPC is
     made, where `pulumi up` would fail partway."""
@@ -152,6 +151,7 @@ def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> Non
     (problem,) = program.error.problems
     assert problem.startswith(f"{P}network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b -> "), problem
     assert program.registrations == []
+
 
 def test_a_skipped_minor_whose_cluster_could_not_be_read_says_why(last_outputs, monkeypatch) -> None:
     """Preflight on, but EKS could not be asked (the stack's profile is missing here, say): the refusal says why,
