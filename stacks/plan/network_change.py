@@ -24,7 +24,7 @@ ZonesOf = Callable[[StackConfig], list[str]]
 def network_problems(old: Plan, new: Plan, zones_of: Optional[ZonesOf] = None) -> list[str]:
     """Why ``pulumi up`` must not move a running stack from ``old``'s network to ``new``'s, each naming its key. A
     new ``clusterName`` replaces every resource, network included, and a jobs-only stack has no network of its own.
-    Without ``zones_of`` a change of zones is decided from the stack files alone (:func:`network_notes`)."""
+    Without ``zones_of`` (offline) a change of zones is only noted (:func:`network_notes`)."""
     a, b = old.config, new.config
     if not _compared(a, b):
         return []
@@ -40,18 +40,11 @@ def network_problems(old: Plan, new: Plan, zones_of: Optional[ZonesOf] = None) -
         ]
     if a.network is None or b.network is None:
         return []
-    if zones_of is None and _spec(a) != _spec(b):
-        return []  # the region's zones decide: network_notes
+    # without the region's zones (offline, or a configuration they cannot place) the subnets compare by place:
+    # the same place holds the same zone unless the zones changed, which `pulumi up` refuses by itself
     zones_a, zones_b = _zones(a, zones_of), _zones(b, zones_of)
-    if zones_a is None or zones_b is None:
-        return []
-    if zones_a != zones_b:
-        which = "network.availabilityZones" if b.network.availability_zones else "network.availabilityZoneCount"
-        return [
-            f"{key(which)}: the VPC's zones {', '.join(zones_a)} -> {', '.join(zones_b)} (the zones node groups are "
-            "pinned to count among them); EKS keeps the zones a cluster was made in, and each zone keeps its subnets "
-            f"in their order: keep {', '.join(zones_a)}; {INSTEAD}"
-        ]
+    if zones_a is not None and zones_b is not None and zones_a != zones_b:
+        return [_zones_problem(a, b, zones_a, zones_b)]
     problems = []
     for field, old_cidrs, new_cidrs in zip(
         ("privateSubnetCidrs", "publicSubnetCidrs"), a.network.subnet_cidrs(), b.network.subnet_cidrs()
@@ -74,9 +67,11 @@ def network_notes(old: Plan, new: Plan) -> list[str]:
         return []
     if _spec(a) == _spec(b):
         return []
+    keys = " and ".join(key(k) for k in _zone_keys(a, b)) or key("network")
     return [
-        f"{key('network')}: the zones are chosen differently ({_spec(a)} -> {_spec(b)}); if the VPC's zones change, "
-        "`pulumi up` refuses it before anything is registered: EKS keeps the zones a cluster was made in"
+        f"{keys}: the zones are chosen differently ({_spec(a)} -> {_spec(b)}); if the VPC's zones change, `pulumi up` "
+        "refuses it before anything is registered (EKS keeps the zones a cluster was made in): to keep them, set "
+        f"{key('network.availabilityZones')} to the zones the VPC has"
     ]
 
 
@@ -98,20 +93,51 @@ def _spec(cfg: StackConfig) -> str:
     assert cfg.network is not None
     if cfg.network.availability_zones:
         return f"availabilityZones {', '.join(cfg.network.availability_zones)}"
-    pins = sorted({g.availability_zone for g in cfg.node_groups.values() if g.availability_zone})
-    if cfg.storage.backend == "fsx" and cfg.storage.fsx_settings.availability_zone:
-        pins = sorted({*pins, cfg.storage.fsx_settings.availability_zone})
+    pins = sorted(set(_pins(cfg).values()))
     return f"availabilityZoneCount {cfg.network.availability_zone_count}" + (
         f" with {', '.join(pins)} pinned" if pins else ""
     )
 
 
 def _zones(cfg: StackConfig, zones_of: Optional[ZonesOf]) -> Optional[list[str]]:
-    """The VPC's zones in order: resolved (``zones_of``; ``None`` where the region cannot place them), else the
-    configuration's choice itself (the same choice resolves to the same zones)."""
-    if zones_of is not None:
-        try:
-            return zones_of(cfg)
-        except ConfigError:
-            return None  # the region cannot place it: the new configuration's own check says why
-    return [_spec(cfg)]
+    """The VPC's zones in order, resolved (``zones_of``); ``None`` offline or where the region cannot place them."""
+    if zones_of is None:
+        return None
+    try:
+        return zones_of(cfg)
+    except ConfigError:
+        return None  # the region cannot place it: the new configuration's own check says why
+
+
+def _zone_keys(a: StackConfig, b: StackConfig) -> list[str]:
+    """The keys that choose the zones and differ between ``a`` and ``b``: the zones listed, their count, a zone a node
+    group or the FSx file system is pinned to."""
+    assert a.network is not None and b.network is not None
+    pins_a, pins_b = _pins(a), _pins(b)
+    changed = [
+        k
+        for k, x, y in (
+            ("network.availabilityZones", a.network.availability_zones, b.network.availability_zones),
+            ("network.availabilityZoneCount", a.network.availability_zone_count, b.network.availability_zone_count),
+        )
+        if x != y
+    ]
+    return changed + [k for k in sorted({*pins_a, *pins_b}) if pins_a.get(k) != pins_b.get(k)]
+
+
+def _pins(cfg: StackConfig) -> dict[str, str]:
+    """The zones the configuration pins, by key (as :func:`stacks.zones.choose_zones` reads them)."""
+    pins = {f"nodeGroups.{g}.availabilityZone": ng.availability_zone for g, ng in cfg.node_groups.items()}
+    if cfg.storage.backend == "fsx":
+        pins["storage.fsx.availabilityZone"] = cfg.storage.fsx_settings.availability_zone
+    return {k: str(v) for k, v in pins.items() if v}
+
+
+def _zones_problem(a: StackConfig, b: StackConfig, zones_a: list[str], zones_b: list[str]) -> str:
+    """The refusal of new zones, naming the keys that moved them and how to keep the old ones."""
+    keys = " and ".join(key(k) for k in _zone_keys(a, b)) or key("network")
+    return (
+        f"{keys}: the VPC's zones {', '.join(zones_a)} -> {', '.join(zones_b)}; EKS keeps the zones a cluster was made "
+        f"in, and each zone keeps its subnets in their order: to keep them, set {key('network.availabilityZones')} "
+        f"to [{', '.join(zones_a)}] and pin groups only to those zones; {INSTEAD}"
+    )

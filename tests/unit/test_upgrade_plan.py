@@ -645,7 +645,7 @@ def _pinned(zone: str) -> dict[str, Any]:
         (_network("dev", availabilityZoneCount=3), "availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b -> "),
         (
             _pinned("us-east-1c"),
-            "availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b -> us-east-1a, us-east-1c",
+            "nodeGroups.cpu.availabilityZone: the VPC's zones us-east-1a, us-east-1b -> us-east-1a, us-east-1c",
         ),
         (
             _network("dev", availabilityZones=["us-east-1b", "us-east-1a"]),
@@ -664,6 +664,7 @@ def test_a_change_of_the_vpcs_zones_is_refused_where_the_regions_zones_are_known
         compare(base, plan_of("dev", new), zones_of=resolved)
     (problem,) = err.value.problems
     assert said in problem and "EKS keeps the zones a cluster was made in" in problem, problem
+    assert "to keep them, set eks-training:network.availabilityZones to [us-east-1a, us-east-1b]" in problem, problem
     u = compare(base, plan_of("dev", new))
     assert any("the zones are chosen differently" in n and "`pulumi up` refuses it" in n for n in u.notes), u.notes
 
@@ -682,3 +683,24 @@ def test_what_keeps_the_vpc_and_its_subnets_is_no_network_change() -> None:
     renamed = {**_network("dev", vpcCidr="10.1.0.0/16"), P + "clusterName": "dev-two"}
     u = compare(base, plan_of("dev", renamed))
     assert u.data and u.data[0].startswith("eks-training:clusterName"), u.data
+
+
+def test_a_subnet_block_is_refused_whether_or_not_the_zones_are_known() -> None:
+    """Offline with the zones chosen differently, or with a last configuration the region can no longer place, the
+    subnets compare by place: a new block there is refused either way."""
+    base = plan_of("dev", preset("dev"))
+    moved = plan_of(
+        "dev",
+        _network("dev", availabilityZoneCount=3, privateSubnetCidrs=["10.0.0.0/19", "10.0.64.0/18", "10.0.128.0/18"]),
+    )
+
+    def unplaceable(cfg: Any) -> list[str]:
+        if cfg.network.availability_zone_count == 2:
+            raise ConfigError(["the region cannot place it"])
+        return resolved(cfg)
+
+    for zones_of in (None, unplaceable):
+        with pytest.raises(ConfigError) as err:
+            compare(base, moved, zones_of=zones_of)
+        (problem,) = err.value.problems
+        assert problem.startswith("eks-training:network.privateSubnetCidrs[0] 10.0.0.0/18 -> 10.0.0.0/19"), problem
