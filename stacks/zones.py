@@ -51,6 +51,14 @@ def _listing(zones: Sequence[Zone]) -> str:
     return ", ".join(str(z) for z in zones)
 
 
+def zone_pins(cfg: StackConfig) -> dict[str, str]:
+    """The zones node groups and an FSx file system are pinned to, by key (a zone name or ID each)."""
+    pins = {f"nodeGroups.{g}.availabilityZone": ng.availability_zone for g, ng in cfg.node_groups.items()}
+    if cfg.storage.backend == "fsx":
+        pins["storage.fsx.availabilityZone"] = cfg.storage.fsx_settings.availability_zone
+    return {k: str(v) for k, v in pins.items() if v}
+
+
 def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
     """The zones a new VPC uses, given the region's available zones: ``network.availabilityZones`` when listed
     (each must be available), else the zones node groups (and an FSx file system) are pinned to plus the first other
@@ -62,13 +70,7 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
     assert cfg.network is not None, "choose_zones is for a new VPC (network)"
     avail = sorted(available)
     problems = []
-    pins = {
-        f"nodeGroups.{g}.availabilityZone": ng.availability_zone
-        for g, ng in cfg.node_groups.items()
-        if ng.availability_zone
-    }
-    if cfg.storage.backend == "fsx" and cfg.storage.fsx_settings.availability_zone:
-        pins["storage.fsx.availabilityZone"] = cfg.storage.fsx_settings.availability_zone
+    pins = zone_pins(cfg)
     pinned: list[Zone] = []
     for path, ref in pins.items():
         zone = find_zone(ref, avail)

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 from stacks.config import ConfigError, StackConfig, key
 from stacks.plan import Plan
+from stacks.zones import zone_pins
 
 #: What a refusal offers instead of changing the network in place.
 INSTEAD = "to move the stack to another network, deploy it under a new clusterName, or run `pulumi destroy` first"
@@ -93,7 +94,7 @@ def _spec(cfg: StackConfig) -> str:
     assert cfg.network is not None
     if cfg.network.availability_zones:
         return f"availabilityZones {', '.join(cfg.network.availability_zones)}"
-    pins = sorted(set(_pins(cfg).values()))
+    pins = sorted(set(zone_pins(cfg).values()))
     return f"availabilityZoneCount {cfg.network.availability_zone_count}" + (
         f" with {', '.join(pins)} pinned" if pins else ""
     )
@@ -113,7 +114,7 @@ def _zone_keys(a: StackConfig, b: StackConfig) -> list[str]:
     """The keys that choose the zones and differ between ``a`` and ``b``: the zones listed, their count, a zone a node
     group or the FSx file system is pinned to."""
     assert a.network is not None and b.network is not None
-    pins_a, pins_b = _pins(a), _pins(b)
+    pins_a, pins_b = zone_pins(a), zone_pins(b)
     changed = [
         k
         for k, x, y in (
@@ -123,14 +124,6 @@ def _zone_keys(a: StackConfig, b: StackConfig) -> list[str]:
         if x != y
     ]
     return changed + [k for k in sorted({*pins_a, *pins_b}) if pins_a.get(k) != pins_b.get(k)]
-
-
-def _pins(cfg: StackConfig) -> dict[str, str]:
-    """The zones the configuration pins, by key (as :func:`stacks.zones.choose_zones` reads them)."""
-    pins = {f"nodeGroups.{g}.availabilityZone": ng.availability_zone for g, ng in cfg.node_groups.items()}
-    if cfg.storage.backend == "fsx":
-        pins["storage.fsx.availabilityZone"] = cfg.storage.fsx_settings.availability_zone
-    return {k: str(v) for k, v in pins.items() if v}
 
 
 def _zones_problem(a: StackConfig, b: StackConfig, zones_a: list[str], zones_b: list[str]) -> str:
