@@ -57,6 +57,8 @@ class Environment:
     """Container Insights, the dashboard and the idle-GPU alarms (``None`` when the plan has none of them)."""
     workloads: Optional[Any] = None
     """The :class:`stacks.workloads.Workloads`, once registered."""
+    zones: Optional[list[Zone]] = None
+    """The new VPC's zones, in its subnets' order (``None`` in an existing VPC)."""
 
     @property
     def config(self) -> StackConfig:
@@ -198,6 +200,7 @@ def build_environment(plan: Plan, zones: Optional[list[Zone]] = None) -> Environ
         device_plugins=plugins,
         autoscaler=autoscaler,
         provisioning_crd=provisioning[0] if provisioning is not None else None,
+        zones=net.zones if cfg.network is not None else None,
         observability=observability,
     )
 

@@ -1,8 +1,9 @@
 """What ``pulumi up`` changes since the stack's last update, said before the first change.
 
-Each update that finishes exports the configuration it was given (:data:`CONFIG_OUTPUT`, a secret output). The next
-update reads it back from the stack's own outputs, plans it as ``python -m stacks plan --from`` does, and prints that
-summary when nodes roll, the Kubernetes minor moves or add-ons change. A move EKS refuses (a skipped minor, a
+Each update that finishes exports the configuration it was given (:data:`CONFIG_OUTPUT`, a secret output), with the
+zones its new VPC was made in. The next update reads it back from the stack's own outputs, plans it as
+``python -m stacks plan --from`` does, and prints that summary when nodes roll, the Kubernetes minor moves or add-ons
+change. A move EKS refuses (a skipped minor, a
 downgrade, a kubelet outside the skew), or one only a moved default would make (the stack file leaves the minor unset,
 and the record holds the minor deployed), fails before any resource is registered.
 """
@@ -39,14 +40,20 @@ READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
 LAST_UPDATE = "the configuration the stack's last update recorded"
 #: The AWS provider's credentials: never recorded, even as a secret (the plan does not read them).
 AWS_CREDENTIALS = frozenset({"aws:accessKey", "aws:secretKey", "aws:token"})
+#: The record's entry that holds the zone names of the update's new VPC, in its order: not a configuration key (the
+#: configuration may leave the zones to ``availabilityZoneCount``, which the region's zones resolve).
+ZONES_ENTRY = "vpcZones"
 #: The organization the DIY backend names (``pulumi.get_organization()`` there).
 DIY_ORGANIZATION = "organization"
 
 
-def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str, Any]:
+def recorded(
+    config: Mapping[str, Any], minor: Optional[str] = None, zones: Optional[list[str]] = None
+) -> dict[str, Any]:
     """What of the configuration an update records: the project's settings and the AWS provider's, less its
     credentials and any other secret of the AWS provider. ``minor``, the Kubernetes minor the update deploys, is
-    recorded where the configuration leaves it to the project's default: the next update then sees a moved default."""
+    recorded where the configuration leaves it to the project's default: the next update then sees a moved default.
+    ``zones``, the new VPC's zone names, are recorded apart (:data:`ZONES_ENTRY`)."""
     out = {
         k: v
         for k, v in config.items()
@@ -57,14 +64,18 @@ def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str
     cluster = json.loads(raw) if raw is not None else None
     if minor is not None and leaves_minor_unset(cluster):
         out[CLUSTER_KEY] = json.dumps(with_minor(cluster, minor))
+    if zones is not None:
+        out[ZONES_ENTRY] = list(zones)
     return out
 
 
-def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi.Input[Any]) -> pulumi.Output[str]:
-    """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys), as the secret
-    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs): an update that
-    fails before them keeps the previous record."""
-    text = json.dumps(recorded(config, minor), sort_keys=True)
+def configuration_output(
+    config: Mapping[str, Any], minor: str, zones: Optional[list[str]], finished: pulumi.Input[Any]
+) -> pulumi.Output[str]:
+    """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys and its new
+    VPC's zones), as the secret JSON the next update reads back; resolved only once ``finished`` is (the stack's other
+    outputs): an update that fails before them keeps the previous record."""
+    text = json.dumps(recorded(config, minor, zones), sort_keys=True)
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
 
@@ -96,6 +107,20 @@ def last_configuration() -> Optional[dict[str, Any]]:
     if not isinstance(loaded, dict):
         raise ValueError(f"the output {CONFIG_OUTPUT} holds {type(loaded).__name__}, not a configuration")
     return loaded
+
+
+def recorded_zones(previous: Mapping[str, Any]) -> Optional[list[str]]:
+    """The zone names the last update's new VPC was made in; ``None`` where the record holds none (an existing VPC, or
+    an update by an earlier commit of this project)."""
+    zones = previous.get(ZONES_ENTRY)
+    if isinstance(zones, list) and zones and all(isinstance(z, str) for z in zones):
+        return list(zones)
+    return None
+
+
+def settings_of(previous: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration a record holds, without what it records apart (:data:`ZONES_ENTRY`)."""
+    return {k: v for k, v in previous.items() if k != ZONES_ENTRY}
 
 
 def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
@@ -132,7 +157,7 @@ def upgrade_summary(
             raise ConfigError([moved_default_problem(current, config.cluster.kubernetes_version, outside=bool(ahead))])
     try:
         with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
-            old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
+            old = build_plan(load_config(config.project, config.stack, settings_of(previous)))  # the working folder
     except ConfigError as exc:
         return (
             f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
@@ -142,7 +167,8 @@ def upgrade_summary(
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
         )
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
-    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint, zones_of=zones_of)
+    zones = recorded_zones(previous)
+    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint, zones_of=zones_of, deployed_zones=zones)
     if not upgrade.groups and not upgrade.addons and not upgrade.data and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))

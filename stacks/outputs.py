@@ -168,7 +168,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
     - ``deployedConfiguration``: the configuration this update was given (the project's settings and the AWS
-      provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset), a secret,
+      provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset; the new
+      VPC's zones), a secret,
       recorded once the other outputs are: the next ``pulumi up`` reads it back to say what it rolls
       (:mod:`stacks.last_update`).
     """
@@ -180,7 +181,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     if w is not None:
         outputs.update(_workloads_outputs(env, w, region))
     minor = env.config.cluster.kubernetes_version
-    outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished=list(outputs.values()))
+    zones = [z.name for z in env.zones] if env.config.network is not None and env.zones is not None else None
+    outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, zones, finished=list(outputs.values()))
     return outputs
 
 

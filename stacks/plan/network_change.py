@@ -22,10 +22,13 @@ INSTEAD = "to move the stack to another network, deploy it under a new clusterNa
 ZonesOf = Callable[[StackConfig], list[str]]
 
 
-def network_problems(old: Plan, new: Plan, zones_of: Optional[ZonesOf] = None) -> list[str]:
+def network_problems(
+    old: Plan, new: Plan, zones_of: Optional[ZonesOf] = None, deployed_zones: Optional[list[str]] = None
+) -> list[str]:
     """Why ``pulumi up`` must not move a running stack from ``old``'s network to ``new``'s, each naming its key. A
     new ``clusterName`` replaces every resource, network included, and a jobs-only stack has no network of its own.
-    Without ``zones_of`` (offline) a change of zones is only noted (:func:`network_notes`)."""
+    Without ``zones_of`` (offline) a change of zones is only noted (:func:`network_notes`). ``deployed_zones``: the
+    zones the last update's VPC was made in, where it recorded them (else they are resolved from ``old``)."""
     a, b = old.config, new.config
     if not _compared(a, b):
         return []
@@ -43,7 +46,8 @@ def network_problems(old: Plan, new: Plan, zones_of: Optional[ZonesOf] = None) -
         return []
     # without the region's zones (offline, or a configuration they cannot place) the subnets compare by place:
     # the same place holds the same zone unless the zones changed, which `pulumi up` refuses by itself
-    zones_a, zones_b = _zones(a, zones_of), _zones(b, zones_of)
+    zones_a = deployed_zones if deployed_zones is not None and zones_of is not None else _zones(a, zones_of)
+    zones_b = _zones(b, zones_of)
     if zones_a is not None and zones_b is not None and zones_a != zones_b:
         return [_zones_problem(a, b, zones_a, zones_b)]
     problems = []
@@ -127,10 +131,13 @@ def _zone_keys(a: StackConfig, b: StackConfig) -> list[str]:
 
 
 def _zones_problem(a: StackConfig, b: StackConfig, zones_a: list[str], zones_b: list[str]) -> str:
-    """The refusal of new zones, naming the keys that moved them and how to keep the old ones."""
-    keys = " and ".join(key(k) for k in _zone_keys(a, b)) or key("network")
+    """The refusal of new zones, naming the keys that moved them (or, where none did, the region's zones that moved
+    the choice) and how to keep the old ones."""
+    changed = _zone_keys(a, b)
+    keys = " and ".join(key(k) for k in changed) or key("network.availabilityZoneCount")
+    why = "" if changed else " (the same settings choose other zones: the region's available zones changed since)"
     return (
-        f"{keys}: the VPC's zones {', '.join(zones_a)} -> {', '.join(zones_b)}; EKS keeps the zones a cluster was made "
-        f"in, and each zone keeps its subnets in their order: to keep them, set {key('network.availabilityZones')} "
-        f"to [{', '.join(zones_a)}] and pin groups only to those zones; {INSTEAD}"
+        f"{keys}: the VPC's zones {', '.join(zones_a)} -> {', '.join(zones_b)}{why}; EKS keeps the zones a cluster "
+        f"was made in, and each zone keeps its subnets in their order: to keep them, set "
+        f"{key('network.availabilityZones')} to [{', '.join(zones_a)}] and pin groups only to those zones; {INSTEAD}"
     )

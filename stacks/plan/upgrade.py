@@ -324,13 +324,15 @@ def compare(
     *,
     unread: Optional[str] = None,
     zones_of: Optional[ZonesOf] = None,
+    deployed_zones: Optional[list[str]] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
     ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``zones_of``: the VPC's
-    zones of each, where the region's zones are known)."""
+    zones of each, where the region's zones are known; ``deployed_zones``: the zones the old VPC was made in, where
+    recorded)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
-    problems += network_problems(old_plan, new_plan, zones_of)
+    problems += network_problems(old_plan, new_plan, zones_of, deployed_zones)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}

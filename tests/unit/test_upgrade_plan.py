@@ -704,3 +704,24 @@ def test_a_subnet_block_is_refused_whether_or_not_the_zones_are_known() -> None:
             compare(base, moved, zones_of=zones_of)
         (problem,) = err.value.problems
         assert problem.startswith("eks-training:network.privateSubnetCidrs[0] 10.0.0.0/18 -> 10.0.0.0/19"), problem
+
+
+def test_the_zones_the_last_update_recorded_are_the_ones_compared() -> None:
+    """The record holds the zones the VPC was made in: where the region's zones have changed since (a zone no longer
+    available, another that EKS now refuses), the same settings choose other zones, and the update is refused naming
+    the zones to list; listing them passes, and without a record the zones are resolved from the old settings."""
+    base = plan_of("dev", preset("dev"))
+    made_in = ["us-east-1a", "us-east-1c"]  # us-east-1b was chosen before it left the region's available zones
+    with pytest.raises(ConfigError) as err:
+        compare(base, base, zones_of=resolved, deployed_zones=made_in)
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        "eks-training:network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1c -> us-east-1a, "
+        "us-east-1b (the same settings choose other zones: the region's available zones changed since)"
+    ), problem
+    assert "set eks-training:network.availabilityZones to [us-east-1a, us-east-1c]" in problem, problem
+    listed = plan_of("dev", _network("dev", availabilityZones=made_in))
+    assert compare(base, listed, zones_of=resolved, deployed_zones=made_in).data == ()
+    assert compare(base, base, zones_of=resolved, deployed_zones=None).data == ()
+    # offline (no region's zones), a record's zones are not compared: the plan cannot resolve this update's
+    assert compare(base, base, deployed_zones=made_in).data == ()
