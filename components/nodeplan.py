@@ -7,7 +7,7 @@ the size of a pod that fills one node, and the cluster-autoscaler node-template 
 plan (:mod:`stacks.plan`) and :class:`components.nodegroup.TrainingNodeGroup` both call it, so the
 launch template, the pods' requests, the autoscaler's tags and the health check agree by construction.
 :func:`node_update_strategy` decides, from the group's capacity, how EKS rolls its nodes; the node group registers
-it and the plan's reports (:mod:`stacks.plan.upgrade`) describe it, with the same :func:`roll_minutes`.
+it and the plan's reports (:mod:`stacks.plan.upgrade_text`) describe it, with the same :func:`roll_minutes`.
 """
 
 from dataclasses import dataclass, field, replace

@@ -19,17 +19,10 @@ from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
+from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
 from stacks.plan.network_change import ZonesOf
-from stacks.plan.upgrade import (
-    CLUSTER_KEY,
-    compare,
-    leaves_minor_unset,
-    moved_default_problem,
-    render_upgrade,
-    unset_minor,
-    upgrade_report,
-    with_minor,
-)
+from stacks.plan.upgrade import compare
+from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
@@ -143,7 +136,7 @@ def upgrade_summary(
     zones_of: Optional[ZonesOf] = None,
 ) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
-    :func:`stacks.plan.upgrade.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
+    :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``zones_of``: the VPC's zones of a configuration, from the region's zones."""

@@ -15,7 +15,7 @@ from components.catalog.addons import addon_version_for
 from stacks.config import key
 from stacks.config.addons import AddonNeed, addon_needs, by_addon
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.upgrade import VERSION_KEY
+from stacks.plan.minors import VERSION_KEY
 from stacks.zones import MIN_CONTROL_PLANE_ZONES
 
 

@@ -1,5 +1,6 @@
 """``python -m stacks.plan --stack NAME [--json] [--stack-file PATH] [--from OLD]``: what a stack will create and cost,
-offline; with ``--from``, what changing a running stack from OLD does instead (:mod:`stacks.plan.upgrade`).
+offline; with ``--from``, what changing a running stack from OLD does instead
+(:mod:`stacks.plan.upgrade_text`).
 
 No AWS call and no credentials. The stack file is validated with the same rules and messages as ``pulumi up`` (exit
 status 2 on a bad configuration), planned and printed (:func:`report`, :func:`render`): the node groups, the jobs by
@@ -22,9 +23,10 @@ from stacks.costs import estimate, money, node_hour
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan, job_steps
 from stacks.plan.checklist import planned_checks
+from stacks.plan.minors import unpinned_note
 from stacks.plan.prepull import prepulls
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
-from stacks.plan.upgrade import compare_stacks, unpinned_note
+from stacks.plan.upgrade_text import compare_stacks
 
 #: Where the prices of the estimate come from.
 PRICE_REGION = "us-east-1"

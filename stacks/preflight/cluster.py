@@ -3,7 +3,7 @@
 EKS may upgrade a cluster by itself (at the end of standard or extended support) or someone may upgrade it outside
 Pulumi; the stack's record of its last update does not see either, nor a node group that did not roll (a Capacity
 Block group keeps its version while a block is active, a roll can fail). The rules are the upgrade rules of
-``pulumi up`` (:mod:`stacks.plan.upgrade`): one minor up at a time, never down, and only while every managed node
+``pulumi up`` (:mod:`stacks.plan.minors`): one minor up at a time, never down, and only while every managed node
 group runs the cluster's minor."""
 
 from typing import Optional
@@ -12,7 +12,7 @@ import boto3
 
 from components.catalog.platform import MINOR_STEP, minor_number
 from stacks.plan import Plan
-from stacks.plan.upgrade import VERSION_KEY, minor_step
+from stacks.plan.minors import VERSION_KEY, minor_step
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.findings import SKIP_HINT, AwsCallError, Finding
 from stacks.preflight.session import stack_session

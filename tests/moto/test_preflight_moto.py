@@ -33,7 +33,7 @@ from components.catalog import INSTANCE_TYPES, Catalog  # noqa: E402
 from stacks.config import ConfigError, load_config  # noqa: E402
 from stacks.plan import Plan, build_plan  # noqa: E402
 from stacks.plan.checklist import planned_checks  # noqa: E402
-from stacks.plan.upgrade import VERSION_KEY  # noqa: E402
+from stacks.plan.minors import VERSION_KEY  # noqa: E402
 from stacks.preflight import (  # noqa: E402
     Finding,
     PreflightError,

@@ -4,7 +4,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from stacks.plan.upgrade import VERSION_KEY
+from stacks.plan.minors import VERSION_KEY
 from stacks.preflight.aws import AwsClient
 from stacks.preflight.cluster import running_cluster_finding
 

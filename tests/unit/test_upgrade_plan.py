@@ -25,19 +25,12 @@ from components.catalog.platform import (
 from stacks.config import ConfigError, load_config
 from stacks.costs import control_plane_line, estimate
 from stacks.plan import Plan, build_plan
+from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
 from stacks.plan.nodes import AmiPlan
+from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
-from stacks.plan.upgrade import (
-    PLATFORM_SOURCE,
-    compare,
-    minor_problems,
-    moved_default_problem,
-    newest_minor,
-    render_upgrade,
-    unpinned_note,
-    unset_minor,
-    upgrade_report,
-)
+from stacks.plan.upgrade import compare
+from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
 from stacks.yaml_text import load_yaml
 from stacks.zones import Zone, choose_zones

@@ -1,0 +1,134 @@
+"""The Kubernetes minor rules of a running stack's update, each from :mod:`components.catalog.platform` with its
+source: the control plane moves one minor per ``pulumi up`` and never down (``eks-update-cluster``; EKS also moves it
+only while every managed node group runs its minor, which preflight asks EKS); a node's kubelet may be up to three
+minors older than the API server and never newer (``kubernetes-version-skew``). A stack that leaves its minor to this
+project's default stops when the default moves away from the minor its cluster runs.
+"""
+
+from typing import Any, Mapping, Optional
+
+from components.catalog.amis import RELEASE_VERSION_RE
+from components.catalog.platform import (
+    DEFAULT_KUBERNETES_VERSION,
+    KUBELET_MAX_SKEW,
+    MINOR_STEP,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    minor_number,
+)
+from stacks.config import key
+from stacks.plan import NodeGroupPlan, Plan
+
+VERSION_KEY = key("cluster.kubernetesVersion")
+CLUSTER_KEY = key("cluster")
+
+
+def kubelet_minor(g: NodeGroupPlan, cluster_minor: str) -> str:
+    """The kubelet minor of a group's nodes: its AMI release version's minor (else the cluster's)."""
+    m = RELEASE_VERSION_RE.match(g.ami.release_version)
+    return m.group("minor") if m else cluster_minor
+
+
+def unset_minor(plan: Plan) -> bool:
+    """Whether the stack planned as ``plan`` leaves its minor to this project's default (a jobs-only stack has none)."""
+    cluster = plan.config.cluster
+    return "kubernetes_version" not in cluster.model_fields_set and cluster.stack_reference is None
+
+
+def minor_step(old: str, new: str) -> str:
+    """How EKS takes a control plane from ``old`` to ``new``: ``same``, ``up`` (one minor), ``down`` (never) or
+    ``skip`` (more than one minor, or another major: one at a time)."""
+    (amaj, amin), (bmaj, bmin) = minor_number(old), minor_number(new)
+    if (bmaj, bmin) == (amaj, amin):
+        return "same"
+    if (bmaj, bmin) < (amaj, amin):
+        return "down"
+    return "up" if bmaj == amaj and bmin - amin <= MINOR_STEP else "skip"
+
+
+def moved_default_problem(deployed: str, default: str, outside: bool = False) -> str:
+    """Why an update must stop: the stack leaves its minor unset, and this project's ``default`` is not the minor the
+    cluster runs (``deployed``: its last finished update's, or the control plane's where it moved ``outside``
+    Pulumi); the message names the key and both choices."""
+    runs = "the cluster runs" if outside else "the stack's last finished update deployed"
+    (dmaj, dmin), newer = minor_number(deployed), minor_number(default) > minor_number(deployed)
+    why = "a new version of the project moved it" if newer else "`pulumi up` never moves a cluster down a minor"
+    upgrade = f", or to '{dmaj}.{dmin + 1}' to upgrade it one minor" if newer else ""
+    return (
+        f"{VERSION_KEY} is not set, and this project's default, {default}, is not the minor {runs}, {deployed}: "
+        f"{why}. Set it to '{deployed}' to keep the cluster as it runs{upgrade}"
+    )
+
+
+def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unread: Optional[str] = None) -> list[str]:
+    """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
+    the skew Kubernetes supports; each message names the key and the steps to take instead. Whether each group runs
+    the minor the control plane moves from, as EKS requires, only EKS knows: preflight asks it. ``running`` is the
+    control plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not); ``unread``: why EKS was
+    not asked (a skip may then be a move EKS already made), and what to do, a clause added to a skip's refusal."""
+    deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
+    if running is not None and minor_number(running) <= minor_number(deployed):
+        running = None
+    a = running or deployed
+    (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
+    if a != b and unset_minor(new):
+        return [moved_default_problem(a, b, outside=running is not None)]
+    if running is not None and minor_step(a, b) == "down":
+        return [
+            f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: it moved outside Pulumi (EKS upgrades a "
+            f"cluster itself at the end of standard or extended support), and `pulumi up` never moves a cluster "
+            f"down. Set it to '{a}' and run `pulumi up --refresh` (the refresh reads that minor into Pulumi's state)"
+        ]
+    if minor_step(a, b) == "down":
+        return [
+            f"{VERSION_KEY}: {b} is older than the running {a}; `pulumi up` never moves a cluster down a minor (its "
+            f"nodes run {a}, and a kubelet newer than the API server is outside Kubernetes' skew): set it back to {a}; "
+            f"to run {b}, create a new stack at {b} and move the jobs there"
+        ]
+    problems = []
+    if minor_step(a, b) == "skip":
+        steps = [f"{amaj}.{m}" for m in range(amin + 1, bmin + 1)] if bmaj == amaj else [b]
+        known = [s for s in steps if s in SUPPORTED_KUBERNETES_VERSIONS]
+        chain = " -> ".join([a, *known])
+        problems.append(
+            f"{VERSION_KEY}: {a} -> {b} skips {len(steps) - 1} minor(s); EKS updates the control plane one minor at a "
+            f"time, and node groups follow it: set {steps[0]}, run `pulumi up`, and repeat for each minor ({chain}), "
+            "one minor per `pulumi up`" + (f". {unread}" if unread else "")
+        )
+    for g in new.all_groups:
+        was = next((o for o in old.all_groups if o.name == g.name), None)
+        if was is None:
+            continue
+        kubelet = kubelet_minor(was, deployed)
+        gap = bmin - minor_number(kubelet)[1]
+        if minor_number(kubelet)[0] != bmaj or gap > KUBELET_MAX_SKEW or gap < 0:
+            problems.append(
+                f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll, outside the skew Kubernetes supports "
+                f"against a {b} API server (kubelet at most {KUBELET_MAX_SKEW} minors older, never newer): move "
+                f"{key(g.path)}.amiRelease and the cluster one minor at a time"
+            )
+    return problems
+
+
+def unpinned_note(plan: Plan) -> Optional[str]:
+    """What an unset ``cluster.kubernetesVersion`` means for a stack planned as ``plan``; ``None`` when it is set."""
+    if not unset_minor(plan):
+        return None
+    return (
+        f"{VERSION_KEY} is not set, so a new stack gets this project's default ({DEFAULT_KUBERNETES_VERSION}); after "
+        "a project update that raises the default, `pulumi up` stops until you choose the minor; to choose now, pin "
+        f"it ({VERSION_KEY}: '{plan.config.cluster.kubernetes_version}')"
+    )
+
+
+def leaves_minor_unset(cluster: Any) -> bool:
+    """Whether a stack's ``cluster`` setting, a mapping (a stack file's YAML, or the JSON Pulumi passes, parsed) or
+    none, leaves the minor to the project's default. A jobs-only stack has none to set; a setting that is no mapping
+    is the loader's to report."""
+    if cluster is None:
+        return True
+    return isinstance(cluster, dict) and "kubernetesVersion" not in cluster and "stackReference" not in cluster
+
+
+def with_minor(cluster: Optional[Mapping[str, Any]], minor: str) -> dict[str, Any]:
+    """The ``cluster`` setting with ``minor`` as its ``kubernetesVersion``."""
+    return {**(cluster or {}), "kubernetesVersion": minor}

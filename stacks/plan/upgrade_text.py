@@ -1,0 +1,125 @@
+"""The upgrade summary as JSON and as text, and the ``--from`` command that prints it (:mod:`stacks.plan.upgrade`
+compares; this module says what it found)."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Optional
+
+from components.catalog.timings import CONTROL_PLANE_UPGRADE, NODE_ROLL, NODE_SURGE
+from stacks.config import ConfigError
+from stacks.plan import Plan
+from stacks.plan.minors import unpinned_note
+from stacks.plan.old_config import plan_old
+from stacks.plan.upgrade import JobStop, Upgrade, compare
+from stacks.stackfile import (
+    StackLoadError,
+)
+
+
+def upgrade_report(u: Upgrade) -> dict[str, Any]:
+    """The comparison as a JSON-ready mapping."""
+    return {
+        "from": u.old_label,
+        "kubernetesVersion": {"from": u.old_minor, "to": u.new_minor, **({"running": u.running} if u.running else {})},
+        "nodeGroups": [
+            {
+                "key": g.path,
+                "action": g.action,
+                "reasons": list(g.reasons),
+                "nodes": g.nodes,
+                "updateStrategy": g.strategy,
+                "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
+                "minutes": g.minutes,
+                "jobs": [
+                    {"name": j.name, "pods": j.pods, "keeps": j.keeps, "strategy": j.strategy, "what": _stop_text(j)}
+                    for j in g.jobs
+                ],
+            }
+            for g in u.groups
+        ],
+        "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
+        "data": list(u.data),
+        "expectedMinutes": u.minutes,
+        "durations": {
+            "controlPlane": {"minutes": CONTROL_PLANE_UPGRADE.minutes, "estimate": CONTROL_PLANE_UPGRADE.estimate},
+            "nodeRoll": {"minutes": NODE_ROLL.minutes, "estimate": NODE_ROLL.estimate},
+            "nodeSurge": {"minutes": NODE_SURGE.minutes, "estimate": NODE_SURGE.estimate},
+            "source": "components/catalog/timings.py",
+        },
+        "notes": list(u.notes),
+    }
+
+
+def _stop_text(j: JobStop) -> str:
+    if j.strategy == "delete":
+        return f"stopped: all {j.pods} pod(s) go with the old group's nodes"
+    return j.what
+
+
+def _eks_strategy(g: dict[str, Any]) -> str:
+    """The group's EKS update strategy and, for ``MINIMAL``, why."""
+    eks = g["eksUpdateStrategy"]
+    if eks["why"] is None:
+        return f"EKS strategy {eks['name']} (new nodes first)"
+    return f"EKS strategy {eks['name']} ({eks['why']}: each node goes before its replacement launches)"
+
+
+def _version(v: Optional[str], minor: str) -> str:
+    return v if v is not None else f"EKS's default for {minor}"
+
+
+def render_upgrade(r: dict[str, Any]) -> str:
+    """The comparison as text."""
+    k = r["kubernetesVersion"]
+    lines = [f"upgrade from {r['from']}:"]
+    if k.get("running"):
+        moves = f", which moves to {k['to']} first" if k["running"] != k["to"] else ""
+        lines.append(
+            f"  Kubernetes {k['from']} -> {k['to']}: the control plane already runs {k['running']}{moves}; then the "
+            "add-ons, then the node groups"
+        )
+    elif k["from"] != k["to"]:
+        lines.append(
+            f"  Kubernetes {k['from']} -> {k['to']}: the control plane first (about "
+            f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), then the add-ons, then the node groups"
+        )
+    else:
+        lines.append(f"  Kubernetes {k['from']}: unchanged")
+    if r["addons"]:
+        lines.append("  add-ons:")
+        for a in r["addons"]:
+            lines.append(f"    {a['name']}: {_version(a['from'], k['from'])} -> {_version(a['to'], k['to'])}")
+    lines.extend(f"  data: {d}" for d in r["data"])
+    if not r["nodeGroups"]:
+        lines.append("  node groups: none rolls")
+    for g in r["nodeGroups"]:
+        verb = {"roll": "rolls", "replace": "is replaced (a new group, then the old one deleted)", "delete": "goes"}
+        lines.append(
+            f"  {g['key']} {verb[g['action']]}: {'; '.join(g['reasons'])}; {g['nodes']} node(s)"
+            + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
+        )
+        for j in g["jobs"]:
+            lines.append(f"    job {j['name']}: {j['what']}")
+        if not g["jobs"]:
+            lines.append("    no running job on it")
+    lines.append(
+        f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
+        f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node, "
+        f"{r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes; {r['durations']['source']})"
+    )
+    lines.extend(f"  note: {n}" for n in r["notes"])
+    return "\n".join(lines)
+
+
+def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan, *, as_json: bool = False) -> str:
+    """The ``--from`` summary of the stack planned as ``plan`` against ``old``, as text or JSON; a broken upgrade
+    rule raises :class:`StackLoadError` with the configuration error's message (the command exits 2)."""
+    read, old_plan = plan_old(old, stack, stack_file)
+    try:
+        u = compare(old_plan, plan, read.label)
+    except ConfigError as exc:
+        raise StackLoadError("\n".join([str(exc), *(f"note: {n}" for n in read.notes)])) from exc
+    unpinned = unpinned_note(plan)
+    r = upgrade_report(replace(u, notes=(*read.notes, *u.notes, *([unpinned] if unpinned else []))))
+    return json.dumps({"upgrade": r}, indent=2) if as_json else render_upgrade(r)
