@@ -9,7 +9,7 @@ from pathlib import Path
 import pulumi
 
 from stacks.config import ConfigError, all_config, load_config
-from stacks.environment import available_zones, build_environment, resolve_zones, zones_of
+from stacks.environment import available_zones, build_environment, region_zones, resolve_zones
 from stacks.jobs_only import build_jobs_only
 from stacks.last_update import PREFLIGHT_OFF, announce_upgrade
 from stacks.outputs import export_outputs
@@ -36,7 +36,7 @@ else:
     running, unread = running_cluster(plan) if config.preflight.enabled else (None, PREFLIGHT_OFF)
     available = available_zones() if config.network is not None else None
     # what this update rolls since the last; ConfigError (a skipped minor, another VPC or zones): nothing registered
-    announce_upgrade(plan, running[0] if running else None, unread, zones_of(available))
+    announce_upgrade(plan, running[0] if running else None, unread, region_zones(available))
     zones = resolve_zones(config, available) if available is not None else None
     if config.preflight.enabled:
         check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered

@@ -25,9 +25,8 @@ from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.network_change import ZonesOf
 from stacks.storage import SharedStorage, build_storage
-from stacks.zones import Zone, choose_zones, find_zone
+from stacks.zones import RegionZones, Zone, choose_zones, find_zone
 
 
 @dataclass
@@ -81,12 +80,10 @@ def resolve_zones(cfg: StackConfig, available: Optional[list[Zone]] = None) -> l
     return choose_zones(cfg, available if available is not None else available_zones())
 
 
-def zones_of(available: Optional[list[Zone]]) -> Optional[ZonesOf]:
-    """The VPC's zone names a configuration resolves to among ``available`` (the upgrade check compares the last
-    update's with this one's), or ``None`` without them (an existing VPC)."""
-    if available is None:
-        return None
-    return lambda cfg: [z.name for z in choose_zones(cfg, available)]
+def region_zones(available: Optional[list[Zone]]) -> Optional[RegionZones]:
+    """The region's ``available`` zones for the upgrade check (it compares the zones the last update's VPC was made in
+    with this one's), or ``None`` without them (an existing VPC)."""
+    return RegionZones(tuple(available)) if available is not None else None
 
 
 def control_plane_subnets(subnet_ids: list[str]) -> pulumi.Output[list[str]]:

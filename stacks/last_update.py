@@ -1,9 +1,9 @@
 """What ``pulumi up`` changes since the stack's last update, said before the first change.
 
-Each update that finishes exports the configuration it was given (:data:`CONFIG_OUTPUT`, a secret output), with the
-zones its new VPC was made in. The next update reads it back from the stack's own outputs, plans it as
-``python -m stacks plan --from`` does, and prints that summary when nodes roll, the Kubernetes minor moves or add-ons
-change. A move EKS refuses (a skipped minor, a
+Each update that finishes exports the configuration it was given (:data:`CONFIG_OUTPUT`, a secret output), and the
+zones its new VPC was made in (:data:`ZONES_OUTPUT`). The next update reads them back from the stack's own outputs,
+plans the configuration as ``python -m stacks plan --from`` does, and prints that summary when nodes roll, the
+Kubernetes minor moves or add-ons change. A move EKS refuses (a skipped minor, a
 downgrade, a kubelet outside the skew), or one only a moved default would make (the stack file leaves the minor unset,
 and the record holds the minor deployed), fails before any resource is registered.
 """
@@ -20,9 +20,9 @@ from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
-from stacks.plan.network_change import ZonesOf
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
+from stacks.zones import RegionZones
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
@@ -33,20 +33,17 @@ READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
 LAST_UPDATE = "the configuration the stack's last update recorded"
 #: The AWS provider's credentials: never recorded, even as a secret (the plan does not read them).
 AWS_CREDENTIALS = frozenset({"aws:accessKey", "aws:secretKey", "aws:token"})
-#: The record's entry that holds the zone names of the update's new VPC, in its order: not a configuration key (the
-#: configuration may leave the zones to ``availabilityZoneCount``, which the region's zones resolve).
-ZONES_ENTRY = "vpcZones"
+#: The stack output that holds the zone names of the update's new VPC, in its subnets' order (the configuration may
+#: leave them to ``availabilityZoneCount``, which the region's zones resolve).
+ZONES_OUTPUT = "vpcZones"
 #: The organization the DIY backend names (``pulumi.get_organization()`` there).
 DIY_ORGANIZATION = "organization"
 
 
-def recorded(
-    config: Mapping[str, Any], minor: Optional[str] = None, zones: Optional[list[str]] = None
-) -> dict[str, Any]:
+def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str, Any]:
     """What of the configuration an update records: the project's settings and the AWS provider's, less its
     credentials and any other secret of the AWS provider. ``minor``, the Kubernetes minor the update deploys, is
-    recorded where the configuration leaves it to the project's default: the next update then sees a moved default.
-    ``zones``, the new VPC's zone names, are recorded apart (:data:`ZONES_ENTRY`)."""
+    recorded where the configuration leaves it to the project's default: the next update then sees a moved default."""
     out = {
         k: v
         for k, v in config.items()
@@ -57,18 +54,14 @@ def recorded(
     cluster = json.loads(raw) if raw is not None else None
     if minor is not None and leaves_minor_unset(cluster):
         out[CLUSTER_KEY] = json.dumps(with_minor(cluster, minor))
-    if zones is not None:
-        out[ZONES_ENTRY] = list(zones)
     return out
 
 
-def configuration_output(
-    config: Mapping[str, Any], minor: str, zones: Optional[list[str]], finished: pulumi.Input[Any]
-) -> pulumi.Output[str]:
-    """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys and its new
-    VPC's zones), as the secret JSON the next update reads back; resolved only once ``finished`` is (the stack's other
-    outputs): an update that fails before them keeps the previous record."""
-    text = json.dumps(recorded(config, minor, zones), sort_keys=True)
+def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi.Input[Any]) -> pulumi.Output[str]:
+    """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys), as the secret
+    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs): an update that
+    fails before them keeps the previous record."""
+    text = json.dumps(recorded(config, minor), sort_keys=True)
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
 
@@ -82,15 +75,19 @@ def _outputs(name: str) -> Mapping[str, Any]:
     return (result.value or {}).get("outputs") or {}
 
 
-def last_configuration() -> Optional[dict[str, Any]]:
-    """The configuration the stack's last finished update recorded (``None`` before the first, or from a version of
-    this project that did not record it); :class:`ValueError` when the record cannot be read."""
+def last_outputs() -> Mapping[str, Any]:
+    """The outputs of the stack's last update (none before the first)."""
     try:
-        outputs = _outputs(stack_name())
+        return _outputs(stack_name())
     except Exception:
         if pulumi.get_organization() != DIY_ORGANIZATION:
             raise
-        outputs = _outputs(pulumi.get_stack())  # a DIY backend in its legacy layout names stacks without a project
+        return _outputs(pulumi.get_stack())  # a DIY backend in its legacy layout names stacks without a project
+
+
+def last_configuration(outputs: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """The configuration the stack's last finished update recorded in its ``outputs`` (``None`` before the first, or
+    from a version of this project that did not record it); :class:`ValueError` when the record cannot be read."""
     if CONFIG_OUTPUT not in outputs:
         return None
     raw = outputs[CONFIG_OUTPUT]
@@ -102,18 +99,13 @@ def last_configuration() -> Optional[dict[str, Any]]:
     return loaded
 
 
-def recorded_zones(previous: Mapping[str, Any]) -> Optional[list[str]]:
-    """The zone names the last update's new VPC was made in; ``None`` where the record holds none (an existing VPC, or
-    an update by an earlier commit of this project)."""
-    zones = previous.get(ZONES_ENTRY)
+def deployed_zones(outputs: Mapping[str, Any]) -> Optional[list[str]]:
+    """The zone names the last update's new VPC was made in, from its ``outputs``; ``None`` where it exported none
+    (an existing VPC, or an update by an earlier commit of this project)."""
+    zones = outputs.get(ZONES_OUTPUT)
     if isinstance(zones, list) and zones and all(isinstance(z, str) for z in zones):
         return list(zones)
     return None
-
-
-def settings_of(previous: Mapping[str, Any]) -> dict[str, Any]:
-    """The configuration a record holds, without what it records apart (:data:`ZONES_ENTRY`)."""
-    return {k: v for k, v in previous.items() if k != ZONES_ENTRY}
 
 
 def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
@@ -133,13 +125,15 @@ def upgrade_summary(
     previous: Mapping[str, Any],
     running: Optional[str] = None,
     unread: Optional[str] = None,
-    zones_of: Optional[ZonesOf] = None,
+    region: Optional[RegionZones] = None,
+    zones: Optional[list[str]] = None,
 ) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
-    was not read (:func:`unread_hint`); ``zones_of``: the VPC's zones of a configuration, from the region's zones."""
+    was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
+    made in (:func:`deployed_zones`)."""
     config = plan.config
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
@@ -150,7 +144,7 @@ def upgrade_summary(
             raise ConfigError([moved_default_problem(current, config.cluster.kubernetes_version, outside=bool(ahead))])
     try:
         with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
-            old = build_plan(load_config(config.project, config.stack, settings_of(previous)))  # the working folder
+            old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
     except ConfigError as exc:
         return (
             f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
@@ -160,8 +154,7 @@ def upgrade_summary(
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
         )
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
-    zones = recorded_zones(previous)
-    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint, zones_of=zones_of, deployed_zones=zones)
+    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint, region=region, deployed_zones=zones)
     if not upgrade.groups and not upgrade.addons and not upgrade.data and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))
@@ -220,14 +213,15 @@ def moved_outside_note(old: str, running: str, new: str) -> str:
 
 
 def announce_upgrade(
-    plan: Plan, running: Optional[str] = None, unread: Optional[str] = None, zones_of: Optional[ZonesOf] = None
+    plan: Plan, running: Optional[str] = None, unread: Optional[str] = None, region: Optional[RegionZones] = None
 ) -> None:
     """Print :func:`upgrade_summary` against the stack's last update as a warning, before anything is registered;
     a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
     it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's error);
-    ``zones_of``: the VPC's zones of a configuration, from the region's zones (:func:`upgrade_summary`)."""
+    ``region``: the region's zones (:func:`upgrade_summary`)."""
     try:
-        previous = last_configuration()
+        outputs = last_outputs()
+        previous = last_configuration(outputs)
     except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
         pulumi.log.warn(
             f"cannot read {LAST_UPDATE} ({exc}), so what this update rolls is not shown; "
@@ -242,6 +236,6 @@ def announce_upgrade(
             f"than this project's default ({plan.config.cluster.kubernetes_version}), this update moves it. Set "
             f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
         )
-    summary = upgrade_summary(plan, previous, running, unread, zones_of)
+    summary = upgrade_summary(plan, previous, running, unread, region, deployed_zones(outputs))
     if summary is not None:
         pulumi.log.warn(summary)

@@ -13,7 +13,7 @@ from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment, token_credentials
 from stacks.kinds import KINDS
-from stacks.last_update import CONFIG_OUTPUT, configuration_output
+from stacks.last_update import CONFIG_OUTPUT, ZONES_OUTPUT, configuration_output
 from stacks.plan import Plan
 from stacks.results import copy_command
 from stacks.storage import SharedStorage
@@ -167,9 +167,10 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``tensorboardCommand``: ``kubectl port-forward`` to TensorBoard (when a job sets ``tensorboard``).
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
+    - ``vpcZones``: the zones of the new VPC, in its subnets' order (not with ``existingVpc``): the next ``pulumi up``
+      refuses to move them.
     - ``deployedConfiguration``: the configuration this update was given (the project's settings and the AWS
-      provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset; the new
-      VPC's zones), a secret,
+      provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset), a secret,
       recorded once the other outputs are: the next ``pulumi up`` reads it back to say what it rolls
       (:mod:`stacks.last_update`).
     """
@@ -180,9 +181,10 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     w: Optional[Workloads] = env.workloads
     if w is not None:
         outputs.update(_workloads_outputs(env, w, region))
+    if env.config.network is not None and env.zones is not None:
+        outputs[ZONES_OUTPUT] = [z.name for z in env.zones]
     minor = env.config.cluster.kubernetes_version
-    zones = [z.name for z in env.zones] if env.config.network is not None and env.zones is not None else None
-    outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, zones, finished=list(outputs.values()))
+    outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished=list(outputs.values()))
     return outputs
 
 

@@ -119,3 +119,20 @@ def choose_zones(cfg: StackConfig, available: Sequence[Zone]) -> list[Zone]:
             ]
         )
     return sorted(chosen)
+
+
+@dataclass(frozen=True)
+class RegionZones:
+    """The region's available zones, as ``pulumi up`` reads them: which zones a configuration's new VPC uses
+    (:func:`choose_zones`), and whether a zone is available now."""
+
+    zones: tuple[Zone, ...]
+
+    def of(self, cfg: StackConfig) -> list[str]:
+        """The names of the zones ``cfg``'s new VPC uses, in its subnets' order; :class:`ConfigError` where the region
+        cannot place it."""
+        return [z.name for z in choose_zones(cfg, self.zones)]
+
+    def has(self, ref: str) -> bool:
+        """Whether the zone named ``ref`` (a name or an ID) is available now."""
+        return find_zone(ref, self.zones) is not None

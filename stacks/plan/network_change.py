@@ -8,27 +8,24 @@ gateway until it is deleted, and a new block that overlaps the old one is refuse
 Pulumi deletes the old resources only at the end of ``pulumi up``, so the update would fail partway.
 """
 
-from typing import Callable, Optional
+from typing import Optional
 
 from stacks.config import ConfigError, StackConfig, key
 from stacks.plan import Plan
-from stacks.zones import zone_pins
+from stacks.zones import RegionZones, zone_pins
 
 #: What a refusal offers instead of changing the network in place.
 INSTEAD = "to move the stack to another network, deploy it under a new clusterName, or run `pulumi destroy` first"
 
-#: The zones a new VPC of a configuration uses, in the VPC's order (:func:`stacks.zones.choose_zones` over the
-#: region's zones): ``pulumi up`` knows them, an offline plan does not.
-ZonesOf = Callable[[StackConfig], list[str]]
-
 
 def network_problems(
-    old: Plan, new: Plan, zones_of: Optional[ZonesOf] = None, deployed_zones: Optional[list[str]] = None
+    old: Plan, new: Plan, region: Optional[RegionZones] = None, deployed_zones: Optional[list[str]] = None
 ) -> list[str]:
     """Why ``pulumi up`` must not move a running stack from ``old``'s network to ``new``'s, each naming its key. A
     new ``clusterName`` replaces every resource, network included, and a jobs-only stack has no network of its own.
-    Without ``zones_of`` (offline) a change of zones is only noted (:func:`network_notes`). ``deployed_zones``: the
-    zones the last update's VPC was made in, where it recorded them (else they are resolved from ``old``)."""
+    ``region``: the region's zones, which ``pulumi up`` reads; without them (offline) a change of zones is only noted
+    (:func:`network_notes`). ``deployed_zones``: the zones the last update's VPC was made in, where it recorded them
+    (else they are resolved from ``old``)."""
     a, b = old.config, new.config
     if not _compared(a, b):
         return []
@@ -46,10 +43,12 @@ def network_problems(
         return []
     # without the region's zones (offline, or a configuration they cannot place) the subnets compare by place:
     # the same place holds the same zone unless the zones changed, which `pulumi up` refuses by itself
-    zones_a = deployed_zones if deployed_zones is not None and zones_of is not None else _zones(a, zones_of)
-    zones_b = _zones(b, zones_of)
-    if zones_a is not None and zones_b is not None and zones_a != zones_b:
-        return [_zones_problem(a, b, zones_a, zones_b)]
+    zones_a = deployed_zones if deployed_zones is not None and region is not None else _zones(a, region)
+    zones_b = _zones(b, region)
+    if region is not None and zones_a is not None and zones_a != zones_b:
+        gone = [z for z in zones_a if not region.has(z)]
+        if gone or zones_b is not None:
+            return [_zones_problem(a, b, zones_a, zones_b, gone)]
     problems = []
     for field, old_cidrs, new_cidrs in zip(
         ("privateSubnetCidrs", "publicSubnetCidrs"), a.network.subnet_cidrs(), b.network.subnet_cidrs()
@@ -104,12 +103,13 @@ def _spec(cfg: StackConfig) -> str:
     )
 
 
-def _zones(cfg: StackConfig, zones_of: Optional[ZonesOf]) -> Optional[list[str]]:
-    """The VPC's zones in order, resolved (``zones_of``); ``None`` offline or where the region cannot place them."""
-    if zones_of is None:
+def _zones(cfg: StackConfig, region: Optional[RegionZones]) -> Optional[list[str]]:
+    """The VPC's zones in order, resolved from the ``region``'s; ``None`` offline or where the region cannot place
+    them."""
+    if region is None:
         return None
     try:
-        return zones_of(cfg)
+        return region.of(cfg)
     except ConfigError:
         return None  # the region cannot place it: the new configuration's own check says why
 
@@ -130,14 +130,27 @@ def _zone_keys(a: StackConfig, b: StackConfig) -> list[str]:
     return changed + [k for k in sorted({*pins_a, *pins_b}) if pins_a.get(k) != pins_b.get(k)]
 
 
-def _zones_problem(a: StackConfig, b: StackConfig, zones_a: list[str], zones_b: list[str]) -> str:
-    """The refusal of new zones, naming the keys that moved them (or, where none did, the region's zones that moved
-    the choice) and how to keep the old ones."""
+def _zones_problem(
+    a: StackConfig, b: StackConfig, zones_a: list[str], zones_b: Optional[list[str]], gone: list[str]
+) -> str:
+    """The refusal of new zones, naming the keys that moved them (or, where none did, what moved the choice) and how
+    to keep the old ones; ``gone``: zones of the VPC the region does not list as available now, which cannot be listed
+    until it does."""
     changed = _zone_keys(a, b)
     keys = " and ".join(key(k) for k in changed) or key("network.availabilityZoneCount")
-    why = "" if changed else " (the same settings choose other zones: the region's available zones changed since)"
+    now = ", ".join(zones_b) if zones_b is not None else "zones the region cannot give now"
+    keep = f"set {key('network.availabilityZones')} to [{', '.join(zones_a)}] and pin groups only to those zones"
+    if gone:
+        why = (
+            f" ({', '.join(gone)}, where the VPC has subnets, is not among the region's available zones now: "
+            "`aws ec2 describe-availability-zones` shows its state)"
+        )
+        keep = f"wait until AWS reports {', '.join(gone)} available again, then {keep}"
+    elif not changed:
+        why = " (the same settings choose other zones: the region's available zones, or this version's rules, changed)"
+    else:
+        why = ""
     return (
-        f"{keys}: the VPC's zones {', '.join(zones_a)} -> {', '.join(zones_b)}{why}; EKS keeps the zones a cluster "
-        f"was made in, and each zone keeps its subnets in their order: to keep them, set "
-        f"{key('network.availabilityZones')} to [{', '.join(zones_a)}] and pin groups only to those zones; {INSTEAD}"
+        f"{keys}: the VPC's zones {', '.join(zones_a)} -> {now}{why}; EKS keeps the zones a cluster was made in, and "
+        f"each zone keeps its subnets in their order: to keep them, {keep}; {INSTEAD}"
     )

@@ -25,8 +25,9 @@ from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.minors import minor_problems
-from stacks.plan.network_change import ZonesOf, network_notes, network_problems
+from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+from stacks.zones import RegionZones
 
 
 @dataclass(frozen=True)
@@ -202,16 +203,16 @@ def compare(
     running: Optional[str] = None,
     *,
     unread: Optional[str] = None,
-    zones_of: Optional[ZonesOf] = None,
+    region: Optional[RegionZones] = None,
     deployed_zones: Optional[list[str]] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
-    ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``zones_of``: the VPC's
-    zones of each, where the region's zones are known; ``deployed_zones``: the zones the old VPC was made in, where
+    ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``region``: the region's
+    zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
     recorded)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
-    problems += network_problems(old_plan, new_plan, zones_of, deployed_zones)
+    problems += network_problems(old_plan, new_plan, region, deployed_zones)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}
@@ -224,7 +225,7 @@ def compare(
             groups += [change] if change is not None else []
             notes += group_notes
     notes += _held_addon_notes(old_plan, new_plan)
-    notes += network_notes(old_plan, new_plan) if zones_of is None else []
+    notes += network_notes(old_plan, new_plan) if region is None else []
     groups += [_deleted(old_plan, new_plan, was) for name, was in old_groups.items() if name not in new_names]
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     return Upgrade(

@@ -66,10 +66,11 @@ def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(
     minor = (stack_config(stack).get(P + "cluster") or {}).get("kubernetesVersion", NOW)
     assert json.loads(exported[P + "cluster"])["kubernetesVersion"] == minor
     # the zones its new VPC was made in, in the order of its private subnets' blocks (an existing VPC's: none)
-    config = load_config(PROJECT, stack, last_update.settings_of(exported), project_dir=REPO)
+    config = load_config(PROJECT, stack, exported, project_dir=REPO)
     blocks = config.network.subnet_cidrs()[0] if config.network is not None else []
     by_block = {s.inputs["cidrBlock"]: s.inputs["availabilityZone"] for s in program.of_type("aws:ec2/subnet:Subnet")}
-    assert exported.get(last_update.ZONES_ENTRY) == ([by_block[b] for b in blocks] or None), (exported, by_block)
+    zones = program.outputs.get(last_update.ZONES_OUTPUT)
+    assert zones == ([by_block[b] for b in blocks] or None), (zones, by_block)
     # read back, it plans the same stack: the next update finds nothing to roll
     again = load_config(PROJECT, stack, stack_config(stack) | {P + "preflight": {"enabled": False}}, project_dir=REPO)
     u = compare(build_plan(config), build_plan(again))
@@ -158,13 +159,13 @@ def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> Non
 
 
 def test_zones_the_region_no_longer_chooses_fail_before_any_resource_is_registered(last_outputs) -> None:
-    """The last update recorded the zones its VPC was made in; the same settings now choose others (a zone left the
-    region's available zones since, say): refused, naming the zones to list, where `pulumi up` would fail partway. A
-    record without them (an earlier commit's) resolves the last update's zones from its settings, as before."""
+    """The last update exported the zones its VPC was made in (vpcZones); the same settings now choose others (the
+    region's available zones changed since, say): refused, naming the zones to list, where `pulumi up` would fail
+    partway. Without that output (an earlier commit's update) the last update's zones are resolved from its
+    settings, as before."""
     record = json.loads(deployed())
-    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(
-        {**record, last_update.ZONES_ENTRY: ["us-east-1a", "us-east-1c"]}
-    )
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
+    last_outputs[last_update.ZONES_OUTPUT] = ["us-east-1a", "us-east-1c"]
     program = run_program("dev", config=pinned(), fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError) and program.registrations == []
     (problem,) = program.error.problems
@@ -179,7 +180,7 @@ def test_zones_the_region_no_longer_chooses_fail_before_any_resource_is_register
     assert program.error is None and program.warnings == [], (program.error, program.warnings)
     subnets = [s.inputs["availabilityZone"] for s in program.of_type("aws:ec2/subnet:Subnet")]
     assert sorted(set(subnets)) == ["us-east-1a", "us-east-1c"], subnets
-    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
+    del last_outputs[last_update.ZONES_OUTPUT]
     assert run_program("dev", config=pinned(), fresh=True).warnings == []
 
 

@@ -33,7 +33,7 @@ from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
 from stacks.yaml_text import load_yaml
-from stacks.zones import Zone, choose_zones
+from stacks.zones import RegionZones, Zone
 from tests.day import TEST_DAY
 
 P = "eks-training:"
@@ -622,8 +622,7 @@ ZONES = [
 ]
 
 
-def resolved(cfg: Any) -> list[str]:
-    return [z.name for z in choose_zones(cfg, ZONES)]
+REGION = RegionZones(tuple(ZONES))
 
 
 def _pinned(zone: str) -> dict[str, Any]:
@@ -654,7 +653,7 @@ def test_a_change_of_the_vpcs_zones_is_refused_where_the_regions_zones_are_known
     zones' order: `pulumi up`, which reads the region's zones, refuses; an offline plan says it cannot tell."""
     base = plan_of("dev", preset("dev"))
     with pytest.raises(ConfigError) as err:
-        compare(base, plan_of("dev", new), zones_of=resolved)
+        compare(base, plan_of("dev", new), region=REGION)
     (problem,) = err.value.problems
     assert said in problem and "EKS keeps the zones a cluster was made in" in problem, problem
     assert "to keep them, set eks-training:network.availabilityZones to [us-east-1a, us-east-1b]" in problem, problem
@@ -671,7 +670,7 @@ def test_what_keeps_the_vpc_and_its_subnets_is_no_network_change() -> None:
         _network("dev", availabilityZones=["us-east-1a", "us-east-1b"]),
         _network("dev", natGateways="perAz"),
     ):
-        u = compare(base, plan_of("dev", cfg), zones_of=resolved)
+        u = compare(base, plan_of("dev", cfg), region=REGION)
         assert u.data == () and not any("zones" in n for n in u.notes), u
     renamed = {**_network("dev", vpcCidr="10.1.0.0/16"), P + "clusterName": "dev-two"}
     u = compare(base, plan_of("dev", renamed))
@@ -687,14 +686,15 @@ def test_a_subnet_block_is_refused_whether_or_not_the_zones_are_known() -> None:
         _network("dev", availabilityZoneCount=3, privateSubnetCidrs=["10.0.0.0/19", "10.0.64.0/18", "10.0.128.0/18"]),
     )
 
-    def unplaceable(cfg: Any) -> list[str]:
-        if cfg.network.availability_zone_count == 2:
-            raise ConfigError(["the region cannot place it"])
-        return resolved(cfg)
+    class Unplaceable(RegionZones):
+        def of(self, cfg: Any) -> list[str]:
+            if cfg.network.availability_zone_count == 2:
+                raise ConfigError(["the region cannot place it"])
+            return super().of(cfg)
 
-    for zones_of in (None, unplaceable):
+    for region in (None, Unplaceable(tuple(ZONES))):
         with pytest.raises(ConfigError) as err:
-            compare(base, moved, zones_of=zones_of)
+            compare(base, moved, region=region)
         (problem,) = err.value.problems
         assert problem.startswith("eks-training:network.privateSubnetCidrs[0] 10.0.0.0/18 -> 10.0.0.0/19"), problem
 
@@ -706,15 +706,30 @@ def test_the_zones_the_last_update_recorded_are_the_ones_compared() -> None:
     base = plan_of("dev", preset("dev"))
     made_in = ["us-east-1a", "us-east-1c"]  # us-east-1b was chosen before it left the region's available zones
     with pytest.raises(ConfigError) as err:
-        compare(base, base, zones_of=resolved, deployed_zones=made_in)
+        compare(base, base, region=REGION, deployed_zones=made_in)
     (problem,) = err.value.problems
     assert problem.startswith(
         "eks-training:network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1c -> us-east-1a, "
-        "us-east-1b (the same settings choose other zones: the region's available zones changed since)"
+        "us-east-1b (the same settings choose other zones: the region's available zones, or this version's rules, "
+        "changed)"
     ), problem
     assert "set eks-training:network.availabilityZones to [us-east-1a, us-east-1c]" in problem, problem
     listed = plan_of("dev", _network("dev", availabilityZones=made_in))
-    assert compare(base, listed, zones_of=resolved, deployed_zones=made_in).data == ()
-    assert compare(base, base, zones_of=resolved, deployed_zones=None).data == ()
+    assert compare(base, listed, region=REGION, deployed_zones=made_in).data == ()
+    assert compare(base, base, region=REGION, deployed_zones=None).data == ()
     # offline (no region's zones), a record's zones are not compared: the plan cannot resolve this update's
     assert compare(base, base, deployed_zones=made_in).data == ()
+
+
+def test_a_zone_of_the_vpc_the_region_no_longer_lists_is_named_with_the_wait_not_the_list() -> None:
+    """A zone the VPC has subnets in that the region does not list as available now (impaired, constrained) cannot be
+    listed in network.availabilityZones until it is: the refusal says to wait, whether the settings count or list."""
+    made_in = ["us-east-1a", "us-east-1b"]
+    region = RegionZones(tuple(z for z in ZONES if z.name != "us-east-1b"))
+    listed = plan_of("dev", _network("dev", availabilityZones=made_in))
+    for old, new in ((plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))), (listed, listed)):
+        with pytest.raises(ConfigError) as err:
+            compare(old, new, region=region, deployed_zones=made_in)
+        (problem,) = err.value.problems
+        assert "(us-east-1b, where the VPC has subnets, is not among the region's available zones now" in problem
+        assert "to keep them, wait until AWS reports us-east-1b available again, then set" in problem, problem
