@@ -20,6 +20,7 @@ from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
+from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.zones import RegionZones
@@ -99,9 +100,12 @@ def last_configuration(outputs: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     return loaded
 
 
-def deployed_zones(outputs: Mapping[str, Any]) -> Optional[list[str]]:
+def deployed_zones(outputs: Mapping[str, Any], cluster_name: str) -> Optional[list[str]]:
     """The zone names the last update's new VPC was made in, from its ``outputs``; ``None`` where it exported none
-    (an existing VPC, or an update by an earlier commit of this project)."""
+    (an existing VPC, or an update by an earlier commit of this project), or made another cluster than
+    ``cluster_name`` (a new ``clusterName`` replaces the VPC too)."""
+    if outputs.get("clusterName", cluster_name) != cluster_name:
+        return None
     zones = outputs.get(ZONES_OUTPUT)
     if isinstance(zones, list) and zones and all(isinstance(z, str) for z in zones):
         return list(zones)
@@ -146,6 +150,8 @@ def upgrade_summary(
         with quiet(), support_windows_ignored():  # its warnings were shown at its own update, its minor then supported
             old = build_plan(load_config(config.project, config.stack, dict(previous)))  # in the working folder
     except ConfigError as exc:
+        if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
+            raise ConfigError(problems) from None
         return (
             f"{LAST_UPDATE} does not load with this version of the project, so what this update rolls is not shown "
             f"({exc}). Compare by hand: python -m stacks plan --stack {config.stack} --from <the revision of its "
@@ -219,10 +225,14 @@ def announce_upgrade(
     a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
     it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's error);
     ``region``: the region's zones (:func:`upgrade_summary`)."""
+    outputs: Mapping[str, Any] = {}
     try:
         outputs = last_outputs()
         previous = last_configuration(outputs)
     except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
+        zones = deployed_zones(outputs, plan.config.cluster_name)
+        if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
+            raise ConfigError(problems) from None  # the zones, a plain output, are known: a move fails partway
         pulumi.log.warn(
             f"cannot read {LAST_UPDATE} ({exc}), so what this update rolls is not shown; "
             f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
@@ -236,6 +246,7 @@ def announce_upgrade(
             f"than this project's default ({plan.config.cluster.kubernetes_version}), this update moves it. Set "
             f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
         )
-    summary = upgrade_summary(plan, previous, running, unread, region, deployed_zones(outputs))
+    zones = deployed_zones(outputs, plan.config.cluster_name)
+    summary = upgrade_summary(plan, previous, running, unread, region, zones)
     if summary is not None:
         pulumi.log.warn(summary)

@@ -43,12 +43,10 @@ def network_problems(
         return []
     # without the region's zones (offline, or a configuration they cannot place) the subnets compare by place:
     # the same place holds the same zone unless the zones changed, which `pulumi up` refuses by itself
-    zones_a = deployed_zones if deployed_zones is not None and region is not None else _zones(a, region)
-    zones_b = _zones(b, region)
-    if region is not None and zones_a is not None and zones_a != zones_b:
-        gone = [z for z in zones_a if not region.has(z)]
-        if gone or zones_b is not None:
-            return [_zones_problem(a, b, zones_a, zones_b, gone)]
+    if region is not None:
+        moved = _zone_problems(a, b, region, deployed_zones if deployed_zones is not None else _zones(a, region))
+        if moved:
+            return moved
     problems = []
     for field, old_cidrs, new_cidrs in zip(
         ("privateSubnetCidrs", "publicSubnetCidrs"), a.network.subnet_cidrs(), b.network.subnet_cidrs()
@@ -61,6 +59,29 @@ def network_problems(
                     f"NAT gateway's Elastic IP, a block overlapping the old one): keep {was}; {INSTEAD}"
                 )
     return problems
+
+
+def deployed_zone_problems(new: Plan, region: RegionZones, deployed_zones: list[str]) -> list[str]:
+    """The zones alone, where the last update's configuration is unknown (its record is unreadable, or does not load
+    with this version): ``new``'s VPC zones against those the last update's VPC was made in."""
+    b = new.config
+    if b.network is None or b.cluster.stack_reference is not None:
+        return []
+    return _zone_problems(None, b, region, deployed_zones)
+
+
+def _zone_problems(
+    a: Optional[StackConfig], b: StackConfig, region: RegionZones, zones_a: Optional[list[str]]
+) -> list[str]:
+    """``b``'s VPC zones against ``zones_a``, the running VPC's (``None``: unknown, nothing compared); ``a``: the
+    configuration that made them, where known."""
+    zones_b = _zones(b, region)
+    if zones_a is None or zones_a == zones_b:
+        return []
+    gone = [z for z in zones_a if not region.has(z)]
+    if not gone and zones_b is None:
+        return []  # the region cannot place b: its own check (stacks.zones.choose_zones) says why
+    return [_zones_problem(a, b, zones_a, zones_b, gone)]
 
 
 def network_notes(old: Plan, new: Plan) -> list[str]:
@@ -131,13 +152,17 @@ def _zone_keys(a: StackConfig, b: StackConfig) -> list[str]:
 
 
 def _zones_problem(
-    a: StackConfig, b: StackConfig, zones_a: list[str], zones_b: Optional[list[str]], gone: list[str]
+    a: Optional[StackConfig], b: StackConfig, zones_a: list[str], zones_b: Optional[list[str]], gone: list[str]
 ) -> str:
     """The refusal of new zones, naming the keys that moved them (or, where none did, what moved the choice) and how
     to keep the old ones; ``gone``: zones of the VPC the region does not list as available now, which cannot be listed
-    until it does."""
-    changed = _zone_keys(a, b)
-    keys = " and ".join(key(k) for k in changed) or key("network.availabilityZoneCount")
+    until it does. ``a``: the last update's configuration, where known."""
+    assert b.network is not None
+    changed = _zone_keys(a, b) if a is not None else []
+    listed = b.network.availability_zones
+    keys = " and ".join(key(k) for k in changed) or key(
+        "network.availabilityZones" if listed else "network.availabilityZoneCount"
+    )
     now = ", ".join(zones_b) if zones_b is not None else "zones the region cannot give now"
     keep = f"set {key('network.availabilityZones')} to [{', '.join(zones_a)}] and pin groups only to those zones"
     if gone:
@@ -145,7 +170,10 @@ def _zones_problem(
             f" ({', '.join(gone)}, where the VPC has subnets, is not among the region's available zones now: "
             "`aws ec2 describe-availability-zones` shows its state)"
         )
-        keep = f"wait until AWS reports {', '.join(gone)} available again, then {keep}"
+        wait = f"wait until AWS reports {', '.join(gone)} available again"
+        keep = wait if listed == zones_a else f"{wait}, then {keep}"
+    elif a is None:
+        why = " (the zones the last update exported as vpcZones)"
     elif not changed:
         why = " (the same settings choose other zones: the region's available zones, or this version's rules, changed)"
     else:

@@ -69,6 +69,7 @@ def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(
     config = load_config(PROJECT, stack, exported, project_dir=REPO)
     blocks = config.network.subnet_cidrs()[0] if config.network is not None else []
     by_block = {s.inputs["cidrBlock"]: s.inputs["availabilityZone"] for s in program.of_type("aws:ec2/subnet:Subnet")}
+    assert program.outputs["clusterName"] == config.cluster_name  # what deployed_zones compares with
     zones = program.outputs.get(last_update.ZONES_OUTPUT)
     assert zones == ([by_block[b] for b in blocks] or None), (zones, by_block)
     # read back, it plans the same stack: the next update finds nothing to roll
@@ -237,6 +238,30 @@ def test_a_last_configuration_this_version_cannot_load_is_named_and_the_update_g
     (warning,) = program.warnings
     assert "does not load" in warning and "retiredKey" in warning
     assert "python -m stacks plan --stack dev --from" in warning
+
+
+@pytest.mark.parametrize("record", ["unloadable", "undecrypted"])
+def test_zones_that_moved_are_refused_where_the_record_cannot_be_used(last_outputs, record: str) -> None:
+    """The zones are a plain output of their own: where the secret record cannot be used (it does not load with this
+    version, or the engine could not decrypt it), a move of the VPC's zones is still refused; a record of another
+    cluster (a new clusterName replaces the VPC too) is no reason."""
+    config = json.loads(deployed())
+    config[P + "retiredKey"] = "1"
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config) if record == "unloadable" else {}
+    last_outputs[last_update.ZONES_OUTPUT] = ["us-east-1a", "us-east-1c"]
+    last_outputs["clusterName"] = "eks-training-dev"
+    program = run_program("dev", config=pinned(), fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert problem.startswith(
+        f"{P}network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1c -> us-east-1a, us-east-1b (the "
+        "zones the last update exported as vpcZones)"
+    ), problem
+    last_outputs["clusterName"] = "eks-training-dev-old"
+    program = run_program("dev", config=pinned(), fresh=True)
+    assert program.error is None and program.registrations
+    (warning,) = program.warnings
+    assert ("does not load" if record == "unloadable" else "cannot read") in warning, warning
 
 
 def test_a_stack_whose_outputs_cannot_be_read_says_so_and_the_update_goes_on(monkeypatch) -> None:

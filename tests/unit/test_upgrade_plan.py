@@ -26,6 +26,7 @@ from stacks.config import ConfigError, load_config
 from stacks.costs import control_plane_line, estimate
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
+from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
@@ -727,9 +728,20 @@ def test_a_zone_of_the_vpc_the_region_no_longer_lists_is_named_with_the_wait_not
     made_in = ["us-east-1a", "us-east-1b"]
     region = RegionZones(tuple(z for z in ZONES if z.name != "us-east-1b"))
     listed = plan_of("dev", _network("dev", availabilityZones=made_in))
-    for old, new in ((plan_of("dev", preset("dev")), plan_of("dev", preset("dev"))), (listed, listed)):
+    counted = plan_of("dev", preset("dev"))
+    for old, new, said, keep in (
+        (counted, counted, "availabilityZoneCount", "wait until AWS reports us-east-1b available again, then set"),
+        (listed, listed, "availabilityZones", "wait until AWS reports us-east-1b available again; "),
+    ):
         with pytest.raises(ConfigError) as err:
             compare(old, new, region=region, deployed_zones=made_in)
         (problem,) = err.value.problems
+        assert problem.startswith(f"eks-training:network.{said}: the VPC's zones us-east-1a, us-east-1b -> "), problem
         assert "(us-east-1b, where the VPC has subnets, is not among the region's available zones now" in problem
-        assert "to keep them, wait until AWS reports us-east-1b available again, then set" in problem, problem
+        assert f"to keep them, {keep}" in problem, problem
+    # the zones alone, where the last configuration is unknown
+    (problem,) = deployed_zone_problems(counted, region, made_in)
+    assert problem.startswith("eks-training:network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b"), (
+        problem
+    )
+    assert deployed_zone_problems(counted, REGION, made_in) == []
