@@ -167,7 +167,7 @@ def _zones_problem(
     keep = f"set {key('network.availabilityZones')} to [{', '.join(zones_a)}] and pin groups only to those zones"
     if gone:
         why = (
-            f" ({', '.join(gone)}, where the VPC has subnets, is not among the region's available zones now: "
+            f" ({', '.join(gone)}: the VPC has subnets there, and the region does not list it as available now: "
             "`aws ec2 describe-availability-zones` shows its state)"
         )
         wait = f"wait until AWS reports {', '.join(gone)} available again"

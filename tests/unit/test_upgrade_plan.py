@@ -737,7 +737,7 @@ def test_a_zone_of_the_vpc_the_region_no_longer_lists_is_named_with_the_wait_not
             compare(old, new, region=region, deployed_zones=made_in)
         (problem,) = err.value.problems
         assert problem.startswith(f"eks-training:network.{said}: the VPC's zones us-east-1a, us-east-1b -> "), problem
-        assert "(us-east-1b, where the VPC has subnets, is not among the region's available zones now" in problem
+        assert "(us-east-1b: the VPC has subnets there, and the region does not list it as available now" in problem
         assert f"to keep them, {keep}" in problem, problem
     # the zones alone, where the last configuration is unknown
     (problem,) = deployed_zone_problems(counted, region, made_in)
