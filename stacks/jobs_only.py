@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import with_token_credentials
 from stacks.config.errors import key
 from stacks.environment import token_credentials
+from stacks.last_update import CLUSTER_NAME_OUTPUT
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
 from stacks.plan.admission import flavor_name, launcher_beyond_team
@@ -140,7 +141,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
         namespace=namespace,
         pvc_name=mine.apply(lambda t: str(t["pvcName"])),
         data_ready=namespace,  # EFS (the only backend with teams): the data can be read at once
-        cluster_name=ref.require_output("clusterName").apply(str),
+        cluster_name=ref.require_output(CLUSTER_NAME_OUTPUT).apply(str),
         local_queue=mine.apply(lambda t: str(t["localQueue"])),
     )
     w = build_jobs(target)

@@ -37,6 +37,9 @@ AWS_CREDENTIALS = frozenset({"aws:accessKey", "aws:secretKey", "aws:token"})
 #: The stack output that holds the zone names of the update's new VPC, in its subnets' order (the configuration may
 #: leave them to ``availabilityZoneCount``, which the region's zones resolve).
 ZONES_OUTPUT = "vpcZones"
+#: The stack output that names its EKS cluster: read back by the next update (:func:`deployed_zones`) and by a
+#: jobs-only stack that runs its jobs there (:mod:`stacks.jobs_only`).
+CLUSTER_NAME_OUTPUT = "clusterName"
 #: The organization the DIY backend names (``pulumi.get_organization()`` there).
 DIY_ORGANIZATION = "organization"
 
@@ -104,7 +107,7 @@ def deployed_zones(outputs: Mapping[str, Any], cluster_name: str) -> Optional[li
     """The zone names the last update's new VPC was made in, from its ``outputs``; ``None`` where it exported none
     (an existing VPC, or an update by an earlier commit of this project), or made another cluster than
     ``cluster_name`` (a new ``clusterName`` replaces the VPC too)."""
-    if outputs.get("clusterName", cluster_name) != cluster_name:
+    if outputs.get(CLUSTER_NAME_OUTPUT, cluster_name) != cluster_name:
         return None
     zones = outputs.get(ZONES_OUTPUT)
     if isinstance(zones, list) and zones and all(isinstance(z, str) for z in zones):

@@ -13,7 +13,7 @@ from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment, token_credentials
 from stacks.kinds import KINDS
-from stacks.last_update import CONFIG_OUTPUT, ZONES_OUTPUT, configuration_output
+from stacks.last_update import CLUSTER_NAME_OUTPUT, CONFIG_OUTPUT, ZONES_OUTPUT, configuration_output
 from stacks.plan import Plan
 from stacks.results import copy_command
 from stacks.storage import SharedStorage
@@ -194,7 +194,7 @@ def _environment_outputs(env: Environment, region: pulumi.Output[str]) -> dict[s
     profile, (_, role) = env.config.aws.get("profile"), token_credentials(env.config.aws)
     as_deployer = (f" --profile {shlex.quote(profile)}" if profile else "") + (f" --role-arn {role}" if role else "")
     return {
-        "clusterName": env.cluster.cluster_name,
+        CLUSTER_NAME_OUTPUT: env.cluster.cluster_name,
         "kubeconfig": env.cluster.shared_kubeconfig,
         "vpcId": env.vpc_id,
         "privateSubnetIds": env.private_subnet_ids,
