@@ -1,4 +1,8 @@
-"""Network changes a running stack cannot take: a cluster's VPC, its zones, or a subnet's address block.
+"""Network changes a running stack cannot take: its region, a cluster's VPC, its zones, or a subnet's address block.
+
+A resource stays in the region it was made in: the AWS provider replaces each resource whose region changes, the
+shared file system and its data included (pulumi-aws 7's per-resource ``region``,
+https://www.pulumi.com/registry/packages/aws/how-to-guides/aws-enhanced-region-support/).
 
 EKS keeps a cluster in the VPC it was made in, and the subnets it is given later must be in the zones it was made
 with (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html). EC2 replaces a subnet whose block changes
@@ -12,7 +16,7 @@ from typing import Optional
 
 from stacks.config import ConfigError, StackConfig, key
 from stacks.plan import Plan
-from stacks.zones import RegionZones, zone_pins
+from stacks.zones import RegionZones, find_zone, zone_pins
 
 #: What a refusal offers instead of changing the network in place.
 INSTEAD = "to move the stack to another network, deploy it under a new clusterName, or run `pulumi destroy` first"
@@ -29,6 +33,12 @@ def network_problems(
     a, b = old.config, new.config
     if not _compared(a, b):
         return []
+    if a.region != b.region:
+        return [
+            f"aws:region {a.region} -> {b.region}: a running stack's resources stay in the region they were made in "
+            "(the cluster, its network, the shared file system and its data): keep aws:region "
+            f"{a.region}; to train in {b.region}, deploy another stack there, or run `pulumi destroy` first"
+        ]
     vpc_a, vpc_b = _vpc(a), _vpc(b)
     if vpc_a != vpc_b:
         if a.network is not None and b.network is not None:
@@ -81,7 +91,7 @@ def _zone_problems(
     gone = [z for z in zones_a if not region.has(z)]
     if not gone and zones_b is None:
         return []  # the region cannot place b: its own check (stacks.zones.choose_zones) says why
-    return [_zones_problem(a, b, zones_a, zones_b, gone)]
+    return [_zones_problem(a, b, zones_a, zones_b, gone, region)]
 
 
 def network_notes(old: Plan, new: Plan) -> list[str]:
@@ -151,12 +161,31 @@ def _zone_keys(a: StackConfig, b: StackConfig) -> list[str]:
     return changed + [k for k in sorted({*pins_a, *pins_b}) if pins_a.get(k) != pins_b.get(k)]
 
 
+def _lists(listed: Optional[list[str]], zones_a: list[str], region: RegionZones) -> bool:
+    """``listed`` (``network.availabilityZones``, names or IDs) names the zones ``zones_a`` in their order. A zone the
+    region does not list now has no ID to match: an unavailable entry in the place of an unavailable zone counts as
+    the same (once it is available again, the next update compares them exactly)."""
+    if not listed or len(listed) != len(zones_a):
+        return False
+    for ref, name in zip(listed, zones_a):
+        zone = find_zone(ref, region.zones)
+        if ref != name and (zone.name != name if zone is not None else region.has(name)):
+            return False
+    return True
+
+
 def _zones_problem(
-    a: Optional[StackConfig], b: StackConfig, zones_a: list[str], zones_b: Optional[list[str]], gone: list[str]
+    a: Optional[StackConfig],
+    b: StackConfig,
+    zones_a: list[str],
+    zones_b: Optional[list[str]],
+    gone: list[str],
+    region: RegionZones,
 ) -> str:
     """The refusal of new zones, naming the keys that moved them (or, where none did, what moved the choice) and how
     to keep the old ones; ``gone``: zones of the VPC the region does not list as available now, which cannot be listed
-    until it does. ``a``: the last update's configuration, where known."""
+    until it does; a stack that lists them (:func:`_lists`) is told only to wait. ``a``: the last update's
+    configuration, where known."""
     assert b.network is not None
     changed = _zone_keys(a, b) if a is not None else []
     listed = b.network.availability_zones
@@ -171,7 +200,7 @@ def _zones_problem(
             "`aws ec2 describe-availability-zones` shows its state)"
         )
         wait = f"wait until AWS reports {', '.join(gone)} available again"
-        keep = wait if listed == zones_a else f"{wait}, then {keep}"
+        keep = wait if _lists(listed, zones_a, region) else f"{wait}, then {keep}"
     elif a is None:
         why = " (the zones the last update exported as vpcZones)"
     elif not changed:

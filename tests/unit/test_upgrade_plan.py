@@ -626,6 +626,28 @@ ZONES = [
 REGION = RegionZones(tuple(ZONES))
 
 
+def test_moving_a_running_stack_to_another_region_is_refused_offline_and_at_deploy() -> None:
+    """Every resource stays in the region it was made in (the AWS provider replaces it elsewhere, the file system's
+    data with it): a new aws:region is refused before the zones are compared, whatever VPC the stack has; a new
+    clusterName, which replaces every resource anyway, is not compared."""
+    existing = preset("dev")
+    existing.pop(P + "network")
+    existing[P + "existingVpc"] = _DEV_EXISTING
+    for old in (preset("dev"), existing):
+        moved = {**old, "aws:region": "us-west-2"}
+        for region in (None, REGION):  # offline (`plan --from`) and with the region's zones (`pulumi up`)
+            with pytest.raises(ConfigError) as err:
+                compare(plan_of("dev", old), plan_of("dev", moved), region=region, deployed_zones=["us-east-1a"])
+            assert err.value.problems == [
+                "aws:region us-east-1 -> us-west-2: a running stack's resources stay in the region they were made in "
+                "(the cluster, its network, the shared file system and its data): keep aws:region us-east-1; to "
+                "train in us-west-2, deploy another stack there, or run `pulumi destroy` first"
+            ]
+    renamed = {**preset("dev"), "aws:region": "us-west-2", P + "clusterName": "dev-west"}
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", renamed))
+    assert u.data and u.data[0].startswith("eks-training:clusterName"), u.data
+
+
 def _pinned(zone: str) -> dict[str, Any]:
     cfg = preset("dev")
     cfg[P + "nodeGroups"] = {"cpu": {**cfg[P + "nodeGroups"]["cpu"], "availabilityZone": zone}}
@@ -724,14 +746,19 @@ def test_the_zones_the_last_update_recorded_are_the_ones_compared() -> None:
 
 def test_a_zone_of_the_vpc_the_region_no_longer_lists_is_named_with_the_wait_not_the_list() -> None:
     """A zone the VPC has subnets in that the region does not list as available now (impaired, constrained) cannot be
-    listed in network.availabilityZones until it is: the refusal says to wait, whether the settings count or list."""
+    listed in network.availabilityZones until it is: the refusal says to wait, whether the settings count or list; a
+    stack that lists the VPC's zones (by name or by ID) is told only to wait."""
     made_in = ["us-east-1a", "us-east-1b"]
     region = RegionZones(tuple(z for z in ZONES if z.name != "us-east-1b"))
     listed = plan_of("dev", _network("dev", availabilityZones=made_in))
     counted = plan_of("dev", preset("dev"))
+    by_id = plan_of("dev", _network("dev", availabilityZones=["use1-az6", "use1-az1"]))  # us-east-1a, us-east-1b
+    elsewhere = plan_of("dev", _network("dev", availabilityZones=["use1-az6", "use1-az2"]))  # us-east-1c for 1b
     for old, new, said, keep in (
         (counted, counted, "availabilityZoneCount", "wait until AWS reports us-east-1b available again, then set"),
         (listed, listed, "availabilityZones", "wait until AWS reports us-east-1b available again; "),
+        (by_id, by_id, "availabilityZones", "wait until AWS reports us-east-1b available again; "),
+        (by_id, elsewhere, "availabilityZones", "wait until AWS reports us-east-1b available again, then set"),
     ):
         with pytest.raises(ConfigError) as err:
             compare(old, new, region=region, deployed_zones=made_in)
