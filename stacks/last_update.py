@@ -241,7 +241,10 @@ def announce_upgrade(
             f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
         )
         return
-    if previous is None:
+    if previous is None:  # a new stack, or one no update of this version has recorded: nothing to compare with
+        minor = plan.config.cluster.kubernetes_version
+        if running is not None and unset_minor(plan) and running != minor:
+            raise ConfigError([moved_default_problem(running, minor, outside=True)])  # the cluster's own minor
         return
     if unset_minor(plan) and recorded_minor(previous) is None:
         pulumi.log.warn(

@@ -424,6 +424,27 @@ def test_a_control_plane_ahead_of_an_unset_minors_default_names_the_minor_it_run
     )
 
 
+@pytest.mark.parametrize(("runs", "said"), [(PREVIOUS, "a new version of the project moved it"), (NEXT, "down")])
+def test_a_cluster_without_a_record_whose_minor_is_not_the_unset_default_stops_the_update(
+    last_outputs, cluster_runs, runs: str, said: str
+) -> None:
+    """A stack no update of this version recorded (no deployedConfiguration), whose stack file leaves the minor to the
+    default: where the cluster runs another minor, the update stops naming both choices, as with a record; where it
+    runs the default, nothing is said."""
+    config = cluster_runs(runs)
+    config[P + "cluster"] = {k: v for k, v in config[P + "cluster"].items() if k != "kubernetesVersion"}
+    program = run_program("dev", config=config, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert problem.startswith(
+        f"eks-training:cluster.kubernetesVersion is not set, and this project's default, {NOW}, is not the minor the "
+        f"cluster runs, {runs}: "
+    ), problem
+    assert said in problem and f"Set it to '{runs}' to keep the cluster as it runs" in problem, problem
+    program = run_program("dev", config=cluster_runs(NOW) | {P + "cluster": config[P + "cluster"]}, fresh=True)
+    assert program.error is None and program.warnings == [], program.warnings
+
+
 def test_a_cluster_that_runs_the_recorded_minor_adds_nothing(last_outputs, cluster_runs) -> None:
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     program = run_program("dev", config=cluster_runs(NOW), fresh=True)
