@@ -443,8 +443,9 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         dest="old",
         metavar="OLD",
         help="compare with the running stack's earlier stack file (a path, or a git revision of Pulumi.<stack>.yaml) "
-        "and print only what the upgrade does: the Kubernetes minor, the node groups that roll, the jobs they stop, "
-        "the add-on pins that move, the expected duration; a minor skipped or gone back exits 2",
+        "and print only what the upgrade does: the Kubernetes minor, the node groups that roll and the jobs on them, "
+        "the add-on pins that move, the changes to the data, the expected duration; a minor skipped or gone back, or "
+        "another region, VPC or subnet block exits 2",
     )
     args = parser.parse_args(argv)
 

@@ -174,7 +174,8 @@ def _rolling(old_plan: Plan, new_plan: Plan, old: NodeGroupPlan, new: NodeGroupP
 
 
 def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: bool = True) -> tuple[JobStop, ...]:
-    """The old configuration's jobs on ``group`` (the ones running), with what the new budget keeps."""
+    """The old configuration's jobs on ``group``, with what the new budget keeps: those of them that run when it rolls
+    (the configuration cannot tell which) stop as it says."""
     out = []
     for name, job in old_plan.jobs.items():
         if job.group.name != group:

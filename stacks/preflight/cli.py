@@ -27,7 +27,8 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         "preflight",
         prog,
         "Check the AWS account can run a stack (offerings, vCPU quotas, capacity reservations, EFA, "
-        "VPC CNI, FSx tier, bucket, Lustre quota), and this machine's AWS CLI, before `pulumi up`. "
+        "VPC CNI, FSx tier, bucket, Lustre quota; on a running cluster, the minors it and its node groups run and "
+        "the add-on versions for the minor), and this machine's AWS CLI, before `pulumi up`. "
         "The configuration is validated first, offline. "
         "Exit 0: all passed, 1: a check failed, 2: configuration error.",
     )
