@@ -17,7 +17,8 @@ from pulumi.runtime.config import is_config_secret
 from components.catalog.platform import minor_number
 from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.config.cluster import support_windows_ignored
-from stacks.config.loader import quiet, setting
+from stacks.config.loader import quiet
+from stacks.config.namespaces import setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
 from stacks.plan.network_change import deployed_zone_problems

@@ -34,7 +34,7 @@ from pulumi.runtime.sync_await import _sync_await
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.bundle import PREFIX, ROOT
 from stacks.config import NAMESPACE
-from stacks.config.loader import as_passed
+from stacks.config.namespaces import as_passed
 from stacks.stackfile import plan_stack, project_name, read_stack_config
 
 if TYPE_CHECKING:

@@ -281,7 +281,7 @@ def test_an_object_key_left_empty_is_refused_not_read_as_absent(model: type[Base
 def test_a_disabled_default_provider_is_refused_only_where_the_program_uses_it() -> None:
     """A jobs-only stack makes no cluster (no eks provider); a stack with every image prebuilt builds none (no
     pulumi-python provider); aws is used by every stack."""
-    from stacks.config.loader import disabled_providers_problem
+    from stacks.config.namespaces import disabled_providers_problem
 
     def problem(disabled: list[str], *, makes_cluster: bool = True, builds_images: bool = True) -> str:
         config = {"pulumi:disable-default-providers": disabled}

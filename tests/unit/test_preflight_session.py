@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from stacks.config import load_config
-from stacks.config.loader import eks_regions
+from stacks.config.namespaces import eks_regions
 from stacks.plan import Plan, build_plan
 from stacks.preflight.checks import run_preflight
 from stacks.preflight.cli import main as preflight_main

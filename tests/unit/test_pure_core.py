@@ -7,7 +7,7 @@ import pulumi
 import pytest
 
 from stacks.config import ConfigError, load_config
-from stacks.config.loader import as_passed
+from stacks.config.namespaces import as_passed
 from stacks.plan import build_plan
 from stacks.plan.report import report
 from stacks.stackfile import plan_stack
