@@ -12,9 +12,11 @@ gateway until it is deleted, and a new block that overlaps the old one is refuse
 Pulumi deletes the old resources only at the end of ``pulumi up``, so the update would fail partway.
 """
 
+import re
 from typing import Optional
 
 from stacks.config import ConfigError, StackConfig, key
+from stacks.config.namespaces import eks_regions
 from stacks.plan import Plan
 from stacks.zones import RegionZones, find_zone, zone_pins
 
@@ -34,11 +36,7 @@ def network_problems(
     if not _compared(a, b):
         return []
     if a.region != b.region:
-        return [
-            f"aws:region {a.region} -> {b.region}: a running stack's resources stay in the region they were made in "
-            "(the cluster, its network, the shared file system and its data): keep aws:region "
-            f"{a.region}; to train in {b.region}, deploy another stack there, or run `pulumi destroy` first"
-        ]
+        return [_region_problem(a.region, b.region)]
     vpc_a, vpc_b = _vpc(a), _vpc(b)
     if vpc_a != vpc_b:
         if a.network is not None and b.network is not None:
@@ -77,7 +75,30 @@ def deployed_zone_problems(new: Plan, region: RegionZones, deployed_zones: list[
     b = new.config
     if b.network is None or b.cluster.stack_reference is not None:
         return []
+    if not any(_in_region(z, b.region) for z in deployed_zones):
+        return [_region_problem(_region_of(deployed_zones), b.region)]
     return _zone_problems(None, b, region, deployed_zones)
+
+
+def _region_of(zones: list[str]) -> str:
+    """The region of ``zones``, from the regions EKS is offered in (or, for one newer than that list, the zones)."""
+    found = [r for r in sorted(eks_regions()) if any(_in_region(z, r) for z in zones)]
+    return found[0] if found else f"(the region of {', '.join(zones)})"
+
+
+def _in_region(zone: str, region: str) -> bool:
+    """A zone name is its region's code and a letter, or a Local or Wavelength Zone's suffix (``us-east-1a``,
+    ``us-east-1-bos-1a``: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html)."""
+    return re.fullmatch(rf"{re.escape(region)}([a-z]|-.+)", zone) is not None
+
+
+def _region_problem(was: str, now: str) -> str:
+    """The refusal of a running stack's new region ``now``; ``was``: its region, or how it is known."""
+    return (
+        f"aws:region {was} -> {now}: a running stack's resources stay in the region they were made in (the cluster, "
+        f"its network, the shared file system and its data): keep aws:region {was}; to train in {now}, deploy another "
+        "stack there, or run `pulumi destroy` first"
+    )
 
 
 def _zone_problems(

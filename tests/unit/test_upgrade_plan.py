@@ -628,8 +628,9 @@ REGION = RegionZones(tuple(ZONES))
 
 def test_moving_a_running_stack_to_another_region_is_refused_offline_and_at_deploy() -> None:
     """Every resource stays in the region it was made in (the AWS provider replaces it elsewhere, the file system's
-    data with it): a new aws:region is refused before the zones are compared, whatever VPC the stack has; a new
-    clusterName, which replaces every resource anyway, is not compared."""
+    data with it): a new aws:region is refused before the zones are compared, whatever VPC the stack has, and where
+    only the zones its VPC was made in are known, they name its region; a new clusterName, which replaces every
+    resource anyway, is not compared."""
     existing = preset("dev")
     existing.pop(P + "network")
     existing[P + "existingVpc"] = _DEV_EXISTING
@@ -643,6 +644,14 @@ def test_moving_a_running_stack_to_another_region_is_refused_offline_and_at_depl
                 "(the cluster, its network, the shared file system and its data): keep aws:region us-east-1; to "
                 "train in us-west-2, deploy another stack there, or run `pulumi destroy` first"
             ]
+    # where the last configuration is unknown, the zones the VPC was made in name their region
+    west = RegionZones(tuple(Zone(f"us-west-2{x}", f"usw2-az{i}") for i, x in enumerate("abcd", 1)))
+    for made_in in (["us-east-1a", "us-east-1b"], ["us-east-1-bos-1a", "us-east-1b"]):
+        assert deployed_zone_problems(plan_of("dev", {**preset("dev"), "aws:region": "us-west-2"}), west, made_in) == [
+            "aws:region us-east-1 -> us-west-2: a running stack's resources stay in the region they were made in "
+            "(the cluster, its network, the shared file system and its data): keep aws:region us-east-1; to "
+            "train in us-west-2, deploy another stack there, or run `pulumi destroy` first"
+        ]
     renamed = {**preset("dev"), "aws:region": "us-west-2", P + "clusterName": "dev-west"}
     u = compare(plan_of("dev", preset("dev")), plan_of("dev", renamed))
     assert u.data and u.data[0].startswith("eks-training:clusterName"), u.data
