@@ -21,7 +21,7 @@ from stacks.config.loader import quiet
 from stacks.config.namespaces import setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
-from stacks.plan.network_change import deployed_zone_problems
+from stacks.plan.network_change import deployed_zone_problems, region_problem
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.zones import RegionZones
@@ -143,6 +143,9 @@ def upgrade_summary(
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
     made in (:func:`deployed_zones`)."""
     config = plan.config
+    was = setting(previous, "aws:region")
+    if was and was != config.region:  # first: the record may not load, and a region moves every other comparison
+        raise ConfigError([region_problem(was, config.region)])
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
     if unset_minor(plan):
@@ -244,8 +247,14 @@ def announce_upgrade(
         return
     if previous is None:  # a new stack, or one no update of this version has recorded: nothing to compare with
         minor = plan.config.cluster.kubernetes_version
-        if running is not None and unset_minor(plan) and running != minor:
-            raise ConfigError([moved_default_problem(running, minor, outside=True)])  # the cluster's own minor
+        if running is not None and unset_minor(plan) and running != minor:  # the cluster's own minor
+            raise ConfigError(
+                [
+                    moved_default_problem(running, minor, outside=True)
+                    + f"; if another stack made the cluster {plan.config.cluster_name}, give this stack a "
+                    f"{NAMESPACE}:clusterName of its own instead"
+                ]
+            )
         return
     if unset_minor(plan) and recorded_minor(previous) is None:
         pulumi.log.warn(

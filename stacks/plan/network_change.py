@@ -1,7 +1,8 @@
 """Network changes a running stack cannot take: its region, a cluster's VPC, its zones, or a subnet's address block.
 
-A resource stays in the region it was made in: the AWS provider replaces each resource whose region changes, the
-shared file system and its data included (pulumi-aws 7's per-resource ``region``,
+A running stack keeps its region. pulumi-aws 7 keeps each resource in the region its state records and sends
+lookups and new resources to the new one: the update would split the stack across regions, or fail partway. Moving
+takes ``pulumi destroy``, then ``pulumi up`` (https://github.com/pulumi/pulumi-aws/pull/5656,
 https://www.pulumi.com/registry/packages/aws/how-to-guides/aws-enhanced-region-support/).
 
 EKS keeps a cluster in the VPC it was made in, and the subnets it is given later must be in the zones it was made
@@ -33,10 +34,10 @@ def network_problems(
     (:func:`network_notes`). ``deployed_zones``: the zones the last update's VPC was made in, where it recorded them
     (else they are resolved from ``old``)."""
     a, b = old.config, new.config
+    if a.region != b.region:  # whatever the cluster's name: the resources it does not replace would stay behind
+        return [region_problem(a.region, b.region)]
     if not _compared(a, b):
         return []
-    if a.region != b.region:
-        return [_region_problem(a.region, b.region)]
     vpc_a, vpc_b = _vpc(a), _vpc(b)
     if vpc_a != vpc_b:
         if a.network is not None and b.network is not None:
@@ -73,10 +74,10 @@ def deployed_zone_problems(new: Plan, region: RegionZones, deployed_zones: list[
     """The zones alone, where the last update's configuration is unknown (its record is unreadable, or does not load
     with this version): ``new``'s VPC zones against those the last update's VPC was made in."""
     b = new.config
+    if deployed_zones and not any(_in_region(z, b.region) for z in deployed_zones):
+        return [region_problem(_region_of(deployed_zones), b.region)]
     if b.network is None or b.cluster.stack_reference is not None:
         return []
-    if not any(_in_region(z, b.region) for z in deployed_zones):
-        return [_region_problem(_region_of(deployed_zones), b.region)]
     return _zone_problems(None, b, region, deployed_zones)
 
 
@@ -92,12 +93,13 @@ def _in_region(zone: str, region: str) -> bool:
     return re.fullmatch(rf"{re.escape(region)}([a-z]|-.+)", zone) is not None
 
 
-def _region_problem(was: str, now: str) -> str:
+def region_problem(was: str, now: str) -> str:
     """The refusal of a running stack's new region ``now``; ``was``: its region, or how it is known."""
     return (
         f"aws:region {was} -> {now}: a running stack's resources stay in the region they were made in (the cluster, "
         f"its network, the shared file system and its data): keep aws:region {was}; to train in {now}, deploy another "
-        "stack there, or run `pulumi destroy` first"
+        f"stack there with a clusterName of its own, or move this one: `pulumi destroy` with aws:region {was}, then "
+        f"`pulumi up` with {now}"
     )
 
 

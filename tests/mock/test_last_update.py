@@ -240,6 +240,25 @@ def test_a_last_configuration_this_version_cannot_load_is_named_and_the_update_g
     assert "python -m stacks plan --stack dev --from" in warning
 
 
+@pytest.mark.parametrize("record", ["loads", "unloadable", "minor moved"])
+def test_a_new_region_is_refused_first_whether_or_not_the_record_loads(last_outputs, record: str) -> None:
+    """The record keeps aws:region: a new one is refused before anything is registered, before the record is loaded
+    (one this version cannot load still names its region) and before the minor a new default would move."""
+    config = json.loads(deployed() if record != "minor moved" else deployed(kubernetesVersion=PREVIOUS))
+    if record == "unloadable":
+        config[P + "retiredKey"] = "1"
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    moved = {**stack_config("dev"), "aws:region": "us-west-2"}
+    program = run_program("dev", config=moved, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    assert program.error.problems == [
+        "aws:region us-east-1 -> us-west-2: a running stack's resources stay in the region they were made in (the "
+        "cluster, its network, the shared file system and its data): keep aws:region us-east-1; to train in "
+        "us-west-2, deploy another stack there with a clusterName of its own, or move this one: `pulumi destroy` "
+        "with aws:region us-east-1, then `pulumi up` with us-west-2"
+    ]
+
+
 @pytest.mark.parametrize("record", ["unloadable", "undecrypted"])
 def test_zones_that_moved_are_refused_where_the_record_cannot_be_used(last_outputs, record: str) -> None:
     """The zones are a plain output of their own: where the secret record cannot be used (it does not load with this
@@ -441,6 +460,10 @@ def test_a_cluster_without_a_record_whose_minor_is_not_the_unset_default_stops_t
         f"cluster runs, {runs}: "
     ), problem
     assert said in problem and f"Set it to '{runs}' to keep the cluster as it runs" in problem, problem
+    assert problem.endswith(
+        "; if another stack made the cluster eks-training-dev, give this stack a eks-training:clusterName of its own "
+        "instead"
+    ), problem
     program = run_program("dev", config=cluster_runs(NOW) | {P + "cluster": config[P + "cluster"]}, fresh=True)
     assert program.error is None and program.warnings == [], program.warnings
 

@@ -626,35 +626,40 @@ ZONES = [
 REGION = RegionZones(tuple(ZONES))
 
 
+#: The refusal of a move from us-east-1 to us-west-2.
+MOVED_REGION = (
+    "aws:region us-east-1 -> us-west-2: a running stack's resources stay in the region they were made in (the cluster, "
+    "its network, the shared file system and its data): keep aws:region us-east-1; to train in us-west-2, deploy "
+    "another stack there with a clusterName of its own, or move this one: `pulumi destroy` with aws:region us-east-1, "
+    "then `pulumi up` with us-west-2"
+)
+
+
 def test_moving_a_running_stack_to_another_region_is_refused_offline_and_at_deploy() -> None:
-    """Every resource stays in the region it was made in (the AWS provider replaces it elsewhere, the file system's
-    data with it): a new aws:region is refused before the zones are compared, whatever VPC the stack has, and where
-    only the zones its VPC was made in are known, they name its region; a new clusterName, which replaces every
-    resource anyway, is not compared."""
+    """pulumi-aws 7 keeps each resource in the region its state records and sends new ones to the new region: a new
+    aws:region is refused before anything else is compared, whatever VPC the stack has, under a new clusterName too
+    (what the new name does not replace would stay behind) and for a jobs-only stack; where only the zones its VPC
+    was made in are known, they name its region."""
     existing = preset("dev")
     existing.pop(P + "network")
     existing[P + "existingVpc"] = _DEV_EXISTING
-    for old in (preset("dev"), existing):
-        moved = {**old, "aws:region": "us-west-2"}
+    renamed = {**preset("dev"), P + "clusterName": "dev-west"}
+    for old, new in ((preset("dev"), preset("dev")), (existing, existing), (preset("dev"), renamed)):
+        moved = {**new, "aws:region": "us-west-2"}
         for region in (None, REGION):  # offline (`plan --from`) and with the region's zones (`pulumi up`)
             with pytest.raises(ConfigError) as err:
                 compare(plan_of("dev", old), plan_of("dev", moved), region=region, deployed_zones=["us-east-1a"])
-            assert err.value.problems == [
-                "aws:region us-east-1 -> us-west-2: a running stack's resources stay in the region they were made in "
-                "(the cluster, its network, the shared file system and its data): keep aws:region us-east-1; to "
-                "train in us-west-2, deploy another stack there, or run `pulumi destroy` first"
-            ]
+            assert err.value.problems == [MOVED_REGION]
+    vision = dict((load_yaml((REPO / "examples" / "teams" / "Pulumi.vision.yaml").read_text()) or {})["config"])
+    with pytest.raises(ConfigError) as err:  # a jobs-only stack's code bucket would stay behind
+        compare(plan_of("vision", vision), plan_of("vision", {**vision, "aws:region": "us-west-2"}))
+    assert err.value.problems == [MOVED_REGION]
     # where the last configuration is unknown, the zones the VPC was made in name their region
     west = RegionZones(tuple(Zone(f"us-west-2{x}", f"usw2-az{i}") for i, x in enumerate("abcd", 1)))
     for made_in in (["us-east-1a", "us-east-1b"], ["us-east-1-bos-1a", "us-east-1b"]):
-        assert deployed_zone_problems(plan_of("dev", {**preset("dev"), "aws:region": "us-west-2"}), west, made_in) == [
-            "aws:region us-east-1 -> us-west-2: a running stack's resources stay in the region they were made in "
-            "(the cluster, its network, the shared file system and its data): keep aws:region us-east-1; to "
-            "train in us-west-2, deploy another stack there, or run `pulumi destroy` first"
-        ]
-    renamed = {**preset("dev"), "aws:region": "us-west-2", P + "clusterName": "dev-west"}
-    u = compare(plan_of("dev", preset("dev")), plan_of("dev", renamed))
-    assert u.data and u.data[0].startswith("eks-training:clusterName"), u.data
+        moved_plan = plan_of("dev", {**preset("dev"), "aws:region": "us-west-2"})
+        assert deployed_zone_problems(moved_plan, west, made_in) == [MOVED_REGION]
+    assert deployed_zone_problems(plan_of("dev", preset("dev")), REGION, ["us-east-1a", "us-east-1b"]) == []
 
 
 def _pinned(zone: str) -> dict[str, Any]:
