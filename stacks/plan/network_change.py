@@ -88,8 +88,9 @@ def _region_of(zones: list[str]) -> str:
 
 
 def _in_region(zone: str, region: str) -> bool:
-    """A zone name is its region's code and a letter, or a Local or Wavelength Zone's suffix (``us-east-1a``,
-    ``us-east-1-bos-1a``: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html)."""
+    """A zone's name is its region's code and a letter (``us-east-1a``,
+    https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html), a Local Zone's the
+    region's code and a location (``us-west-2-lax-1a``, https://docs.aws.amazon.com/local-zones/latest/ug/available-local-zones.html)."""
     return re.fullmatch(rf"{re.escape(region)}([a-z]|-.+)", zone) is not None
 
 
