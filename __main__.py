@@ -11,7 +11,7 @@ import pulumi
 from stacks.config import ConfigError, all_config, load_config
 from stacks.environment import available_zones, build_environment, region_zones, resolve_zones
 from stacks.jobs_only import build_jobs_only
-from stacks.last_update import PREFLIGHT_OFF, announce_upgrade
+from stacks.last_update import PREFLIGHT_OFF, announce_upgrade, read_last_update, refuse_new_region
 from stacks.outputs import export_outputs
 from stacks.plan import build_plan
 from stacks.plan.admission import topology_region_problems
@@ -32,11 +32,13 @@ if config.cluster.stack_reference is not None:
         check(plan, None)  # the AWS CLI its kubeconfig runs (PreflightError): nothing registered
     outputs = build_jobs_only(plan)
 else:
+    last = read_last_update()  # the stack's outputs and the configuration its last update recorded
+    refuse_new_region(plan, last)  # ConfigError before AWS is asked anything in the new region: nothing registered
     # (minor, status) of the cluster if it runs, and why EKS could not be asked
     running, unread = running_cluster(plan) if config.preflight.enabled else (None, PREFLIGHT_OFF)
     available = available_zones() if config.network is not None else None
     # what this update rolls since the last; ConfigError (a skipped minor, another VPC or zones): nothing registered
-    announce_upgrade(plan, running[0] if running else None, unread, region_zones(available))
+    announce_upgrade(plan, last, running[0] if running else None, unread, region_zones(available))
     zones = resolve_zones(config, available) if available is not None else None
     if config.preflight.enabled:
         check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered

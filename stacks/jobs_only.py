@@ -22,7 +22,7 @@ import pulumi_kubernetes as k8s
 from components.cluster import with_token_credentials
 from stacks.config.errors import key
 from stacks.environment import token_credentials
-from stacks.last_update import CLUSTER_NAME_OUTPUT
+from stacks.last_update import CLUSTER_NAME_OUTPUT, REGION_OUTPUT
 from stacks.outputs import jobs_outputs, placement_of
 from stacks.plan import Plan
 from stacks.plan.admission import flavor_name, launcher_beyond_team
@@ -125,7 +125,7 @@ def build_jobs_only(plan: Plan) -> dict[str, Any]:
         return team_of(plan, reference, team, values[0], values[1], values[2], own_region)
 
     mine = pulumi.Output.all(
-        ref.get_output("teams"), ref.get_output("nodeGroupPlacement"), ref.get_output("region")
+        ref.get_output("teams"), ref.get_output("nodeGroupPlacement"), ref.get_output(REGION_OUTPUT)
     ).apply(check)
     provider = k8s.Provider(
         f"{cfg.cluster_name}-k8s",

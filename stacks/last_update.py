@@ -9,6 +9,7 @@ holds the minor deployed), fails before any resource is registered.
 """
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 import pulumi
@@ -18,10 +19,11 @@ from components.catalog.platform import minor_number
 from stacks.config import NAMESPACE, ConfigError, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet
-from stacks.config.namespaces import setting
+from stacks.config.namespaces import REGION_KEY, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
-from stacks.plan.network_change import deployed_zone_problems, region_problem
+from stacks.plan.network_change import deployed_zone_problems
+from stacks.plan.region_change import in_region, region_of, region_problem
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.zones import RegionZones
@@ -41,6 +43,9 @@ ZONES_OUTPUT = "vpcZones"
 #: The stack output that names its EKS cluster: read back by the next update (:func:`deployed_zones`) and by a
 #: jobs-only stack that runs its jobs there (:mod:`stacks.jobs_only`).
 CLUSTER_NAME_OUTPUT = "clusterName"
+#: The stack output that names the region its resources are in: read back by the next update
+#: (:func:`refuse_new_region`) and by a team's jobs-only stack (:mod:`stacks.jobs_only`).
+REGION_OUTPUT = "region"
 #: The organization the DIY backend names (``pulumi.get_organization()`` there).
 DIY_ORGANIZATION = "organization"
 
@@ -104,6 +109,54 @@ def last_configuration(outputs: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     return loaded
 
 
+@dataclass(frozen=True)
+class LastUpdate:
+    """What the stack's last update left for the next one (:func:`read_last_update`)."""
+
+    #: Its outputs (none before the first update, or where they could not be read).
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    #: The configuration it recorded (:func:`last_configuration`): ``None`` where there is none, or it is unreadable.
+    previous: Optional[dict[str, Any]] = None
+    #: Why its outputs or its record could not be read; ``None`` where they could.
+    unreadable: Optional[Exception] = None
+
+
+def read_last_update() -> LastUpdate:
+    """The stack's last update, read once before anything is registered (an unreadable one is not an error here:
+    :func:`announce_upgrade` says so)."""
+    outputs: Mapping[str, Any] = {}
+    try:
+        outputs = last_outputs()
+        return LastUpdate(outputs, last_configuration(outputs))
+    except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
+        return LastUpdate(outputs, None, exc)
+
+
+def new_region_problem(plan: Plan, last: LastUpdate) -> Optional[str]:
+    """The refusal of a region the stack's resources are not in, whatever the cluster's name: the region its last
+    update recorded (its configuration's ``aws:region``, else the plain :data:`REGION_OUTPUT`), else the one its VPC's
+    zones name (:data:`ZONES_OUTPUT`); ``None`` where the region is the same or none was exported."""
+    now = plan.config.region
+    was = setting(last.previous, REGION_KEY) if last.previous is not None else None
+    if not was and isinstance(last.outputs.get(REGION_OUTPUT), str):
+        was = last.outputs[REGION_OUTPUT]
+    if was:
+        return region_problem(was, now) if was != now else None
+    zones = last.outputs.get(ZONES_OUTPUT)
+    if isinstance(zones, list) and zones and all(isinstance(z, str) for z in zones):
+        if not any(in_region(z, now) for z in zones):
+            return region_problem(region_of(zones), now)
+    return None
+
+
+def refuse_new_region(plan: Plan, last: LastUpdate) -> None:
+    """Raise :class:`ConfigError` where ``plan`` moves a running stack to another region
+    (:func:`new_region_problem`): before anything is asked of AWS in the new region, which may not even be enabled in
+    the account."""
+    if problem := new_region_problem(plan, last):
+        raise ConfigError([problem])
+
+
 def deployed_zones(outputs: Mapping[str, Any], cluster_name: str) -> Optional[list[str]]:
     """The zone names the last update's new VPC was made in, from its ``outputs``; ``None`` where it exported none
     (an existing VPC, or an update by an earlier commit of this project), or made another cluster than
@@ -141,11 +194,8 @@ def upgrade_summary(
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
-    made in (:func:`deployed_zones`)."""
+    made in (:func:`deployed_zones`). A new region is refused before (:func:`refuse_new_region`)."""
     config = plan.config
-    was = setting(previous, "aws:region")
-    if was and was != config.region:  # first: the record may not load, and a region moves every other comparison
-        raise ConfigError([region_problem(was, config.region)])
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
     if unset_minor(plan):
@@ -226,22 +276,24 @@ def moved_outside_note(old: str, running: str, new: str) -> str:
 
 
 def announce_upgrade(
-    plan: Plan, running: Optional[str] = None, unread: Optional[str] = None, region: Optional[RegionZones] = None
+    plan: Plan,
+    last: LastUpdate,
+    running: Optional[str] = None,
+    unread: Optional[str] = None,
+    region: Optional[RegionZones] = None,
 ) -> None:
-    """Print :func:`upgrade_summary` against the stack's last update as a warning, before anything is registered;
+    """Print :func:`upgrade_summary` against the stack's ``last`` update as a warning, before anything is registered;
     a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
     it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's error);
     ``region``: the region's zones (:func:`upgrade_summary`)."""
-    outputs: Mapping[str, Any] = {}
-    try:
-        outputs = last_outputs()
-        previous = last_configuration(outputs)
-    except Exception as exc:  # noqa: BLE001 - the summary is advice: an unreadable stack must not stop the update
+    refuse_new_region(plan, last)
+    outputs, previous = last.outputs, last.previous
+    if last.unreadable is not None:
         zones = deployed_zones(outputs, plan.config.cluster_name)
         if region is not None and zones is not None and (problems := deployed_zone_problems(plan, region, zones)):
             raise ConfigError(problems) from None  # the zones, a plain output, are known: a move fails partway
         pulumi.log.warn(
-            f"cannot read {LAST_UPDATE} ({exc}), so what this update rolls is not shown; "
+            f"cannot read {LAST_UPDATE} ({last.unreadable}), so what this update rolls is not shown; "
             f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
         )
         return

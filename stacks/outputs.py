@@ -13,7 +13,7 @@ from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment, token_credentials
 from stacks.kinds import KINDS
-from stacks.last_update import CLUSTER_NAME_OUTPUT, CONFIG_OUTPUT, ZONES_OUTPUT, configuration_output
+from stacks.last_update import CLUSTER_NAME_OUTPUT, CONFIG_OUTPUT, REGION_OUTPUT, ZONES_OUTPUT, configuration_output
 from stacks.plan import Plan
 from stacks.results import copy_command
 from stacks.storage import SharedStorage
@@ -79,8 +79,7 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str], claim: pulumi.
 def teams_outputs(env: Environment) -> dict[str, Any]:
     """What a team's jobs-only stack reads (:mod:`stacks.jobs_only`): per team its namespace, LocalQueue,
     ClusterQueue and claim (``teams``); the node groups' instance types and maxSize its jobs are placed by
-    (``nodeGroupPlacement``); the cluster's region (``region``: the jobs' Pod Identity associations and roles are made
-    there). Without teams: nothing."""
+    (``nodeGroupPlacement``). It also reads ``region``, which every stack exports. Without teams: nothing."""
     a = env.plan.admission
     w: Optional[Workloads] = env.workloads
     if a is None or not a.teams or w is None or w.admission is None:
@@ -101,7 +100,6 @@ def teams_outputs(env: Environment) -> dict[str, Any]:
             for t in a.teams
         },
         "nodeGroupPlacement": placement_of(env.plan),
-        "region": env.plan.config.region,
     }
 
 
@@ -163,7 +161,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``jobs.<job>.copyCommand``: copies its output folder from the shared volume to ``./<job>`` here.
     - ``teams``: per team (with ``teams``): its namespace, queues, claim, nodes and quota, read by its jobs-only stack.
     - ``nodeGroupPlacement``: per node group, what a team's jobs are placed by (types, ``maxSize``, labels, taints).
-    - ``region``: the cluster's region (with ``teams``).
+    - ``region``: the region of the stack's resources: a team's jobs-only stack deploys there, and the next
+      ``pulumi up`` refuses another.
     - ``tensorboardCommand``: ``kubectl port-forward`` to TensorBoard (when a job sets ``tensorboard``).
     - ``benchmark``: the benchmark run the driver follows: its id, results folder in S3 and experiments (with
       ``benchmark``).
@@ -195,6 +194,7 @@ def _environment_outputs(env: Environment, region: pulumi.Output[str]) -> dict[s
     as_deployer = (f" --profile {shlex.quote(profile)}" if profile else "") + (f" --role-arn {role}" if role else "")
     return {
         CLUSTER_NAME_OUTPUT: env.cluster.cluster_name,
+        REGION_OUTPUT: env.plan.config.region,
         "kubeconfig": env.cluster.shared_kubeconfig,
         "vpcId": env.vpc_id,
         "privateSubnetIds": env.private_subnet_ids,

@@ -10,6 +10,7 @@ import yaml
 
 from components.image.aws_settings import STATIC_KEYS, WEB_IDENTITY_KEY
 from stacks.config import NAMESPACE, ConfigError, load_config
+from stacks.config.namespaces import REGION_KEY
 from stacks.yaml_text import LOADER, load_yaml
 
 if TYPE_CHECKING:
@@ -275,14 +276,14 @@ def plan_stack(
     except StackFileError as exc:
         raise StackLoadError(f"error: {exc}") from exc
     if region:
-        config["aws:region"] = region
+        config[REGION_KEY] = region
     if edit is not None:
         edit(config)
     from stacks.plan.admission import topology_region_problems
 
     try:
         plan = build_plan(load_config(project_name(path), stack, config, project_dir=path.parent.resolve()))
-        where = config.get("aws:region")
+        where = config.get(REGION_KEY)
         if isinstance(where, str) and (problems := topology_region_problems(plan, where)):
             raise ConfigError(problems)  # as the program does (__main__.py)
         return config, plan

@@ -34,6 +34,8 @@ def setting(config: Mapping[str, Any], full_key: str) -> Optional[str]:
     return None if value is None else as_passed(value)
 
 
+#: The AWS provider's region: every resource of a stack is made there.
+REGION_KEY = "aws:region"
 #: The Pulumi engine's own namespace (``pulumi:tags``, ``pulumi:disable-default-providers``...).
 ENGINE_NAMESPACE = "pulumi"
 _PROVIDER_DIST = re.compile(r"^pulumi[-_](?P<name>[a-z0-9][a-z0-9-]*)$")
@@ -223,15 +225,15 @@ def region_problems(config: Mapping[str, Any], zones: Sequence[tuple[str, str]] 
     """``aws:region`` that is no region EKS is offered in (a typo such as ``us-east-9`` or ``us-east1``), unless the
     stack sets ``aws:skipRegionValidation: true`` for a region newer than the SDK's list; a zone of ``zones`` (config
     path, zone) named in another region."""
-    region = setting(config, "aws:region")
+    region = setting(config, REGION_KEY)
     if not region:
-        return ["aws:region: not set; run `pulumi config set aws:region us-east-1` (or your region)"]
+        return [f"{REGION_KEY}: not set; run `pulumi config set {REGION_KEY} us-east-1` (or your region)"]
     if region in eks_regions() or setting(config, "aws:skipRegionValidation") in ("true", "True"):
         return zone_region_problems(list(zones), region)
     near = difflib.get_close_matches(region, sorted(eks_regions()), n=1, cutoff=0.6)
     hint = f"did you mean {near[0]}? " if near else ""
     return [
-        f"aws:region: {region!r} is not a region EKS is offered in (the AWS SDK's list: "
+        f"{REGION_KEY}: {region!r} is not a region EKS is offered in (the AWS SDK's list: "
         f"https://docs.aws.amazon.com/general/latest/gr/eks.html); {hint}set a region such as us-east-1 "
         "(for a region newer than botocore's list, also set aws:skipRegionValidation: true)"
     ]

@@ -1,9 +1,5 @@
-"""Network changes a running stack cannot take: its region, a cluster's VPC, its zones, or a subnet's address block.
-
-A running stack keeps its region. pulumi-aws 7 keeps each resource in the region its state records and sends
-lookups and new resources to the new one: the update would split the stack across regions, or fail partway. Moving
-takes ``pulumi destroy``, then ``pulumi up`` (https://github.com/pulumi/pulumi-aws/pull/5656,
-https://www.pulumi.com/registry/packages/aws/how-to-guides/aws-enhanced-region-support/).
+"""Network changes a running stack cannot take: its region (:mod:`stacks.plan.region_change`), a cluster's VPC, its
+zones, or a subnet's address block.
 
 EKS keeps a cluster in the VPC it was made in, and the subnets it is given later must be in the zones it was made
 with (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html). EC2 replaces a subnet whose block changes
@@ -13,12 +9,11 @@ gateway until it is deleted, and a new block that overlaps the old one is refuse
 Pulumi deletes the old resources only at the end of ``pulumi up``, so the update would fail partway.
 """
 
-import re
 from typing import Optional
 
 from stacks.config import ConfigError, StackConfig, key
-from stacks.config.namespaces import eks_regions
 from stacks.plan import Plan
+from stacks.plan.region_change import in_region, region_of, region_problem
 from stacks.zones import RegionZones, find_zone, zone_pins
 
 #: What a refusal offers instead of changing the network in place.
@@ -74,34 +69,11 @@ def deployed_zone_problems(new: Plan, region: RegionZones, deployed_zones: list[
     """The zones alone, where the last update's configuration is unknown (its record is unreadable, or does not load
     with this version): ``new``'s VPC zones against those the last update's VPC was made in."""
     b = new.config
-    if deployed_zones and not any(_in_region(z, b.region) for z in deployed_zones):
-        return [region_problem(_region_of(deployed_zones), b.region)]
+    if deployed_zones and not any(in_region(z, b.region) for z in deployed_zones):
+        return [region_problem(region_of(deployed_zones), b.region)]
     if b.network is None or b.cluster.stack_reference is not None:
         return []
     return _zone_problems(None, b, region, deployed_zones)
-
-
-def _region_of(zones: list[str]) -> str:
-    """The region of ``zones``, from the regions EKS is offered in (or, for one newer than that list, the zones)."""
-    found = [r for r in sorted(eks_regions()) if any(_in_region(z, r) for z in zones)]
-    return found[0] if found else f"(the region of {', '.join(zones)})"
-
-
-def _in_region(zone: str, region: str) -> bool:
-    """A zone's name is its region's code and a letter (``us-east-1a``,
-    https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html), a Local Zone's the
-    region's code and a location (``us-west-2-lax-1a``, https://docs.aws.amazon.com/local-zones/latest/ug/available-local-zones.html)."""
-    return re.fullmatch(rf"{re.escape(region)}([a-z]|-.+)", zone) is not None
-
-
-def region_problem(was: str, now: str) -> str:
-    """The refusal of a running stack's new region ``now``; ``was``: its region, or how it is known."""
-    return (
-        f"aws:region {was} -> {now}: a running stack's resources stay in the region they were made in (the cluster, "
-        f"its network, the shared file system and its data): keep aws:region {was}; to train in {now}, deploy another "
-        f"stack there with a clusterName of its own, or move this one: `pulumi destroy` with aws:region {was}, then "
-        f"`pulumi up` with {now}"
-    )
 
 
 def _zone_problems(

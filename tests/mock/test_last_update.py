@@ -70,6 +70,7 @@ def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(
     blocks = config.network.subnet_cidrs()[0] if config.network is not None else []
     by_block = {s.inputs["cidrBlock"]: s.inputs["availabilityZone"] for s in program.of_type("aws:ec2/subnet:Subnet")}
     assert program.outputs["clusterName"] == config.cluster_name  # what deployed_zones compares with
+    assert program.outputs[last_update.REGION_OUTPUT] == config.region  # what refuse_new_region reads without a record
     zones = program.outputs.get(last_update.ZONES_OUTPUT)
     assert zones == ([by_block[b] for b in blocks] or None), (zones, by_block)
     # read back, it plans the same stack: the next update finds nothing to roll
@@ -240,17 +241,33 @@ def test_a_last_configuration_this_version_cannot_load_is_named_and_the_update_g
     assert "python -m stacks plan --stack dev --from" in warning
 
 
-@pytest.mark.parametrize("record", ["loads", "unloadable", "minor moved"])
+#: The dev stack in a VPC it did not make: it exports no vpcZones.
+IN_EXISTING_VPC = {
+    P + "existingVpc": {
+        "vpcId": "vpc-0abc1234def567890",
+        "privateSubnetIds": ["subnet-0a1b2c3d4e5f60718", "subnet-0b2c3d4e5f6071829"],
+    },
+}
+
+
+@pytest.mark.parametrize("record", ["loads", "unloadable", "minor moved", "undecrypted, existing VPC"])
 def test_a_new_region_is_refused_first_whether_or_not_the_record_loads(last_outputs, record: str) -> None:
     """The record keeps aws:region: a new one is refused before anything is registered, before the record is loaded
-    (one this version cannot load still names its region) and before the minor a new default would move."""
+    (one this version cannot load still names its region) and before the minor a new default would move. Where the
+    record cannot be read at all and no VPC zones were exported, the plain ``region`` output says it. Nothing is
+    asked of AWS in the new region first (it may not be enabled in the account)."""
     config = json.loads(deployed() if record != "minor moved" else deployed(kubernetesVersion=PREVIOUS))
     if record == "unloadable":
         config[P + "retiredKey"] = "1"
     last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
     moved = {**stack_config("dev"), "aws:region": "us-west-2"}
+    if record == "undecrypted, existing VPC":
+        last_outputs[last_update.CONFIG_OUTPUT] = {}  # what readStackOutputs returns for a secret it cannot decrypt
+        last_outputs[last_update.REGION_OUTPUT] = "us-east-1"
+        moved = {k: v for k, v in moved.items() if k != P + "network"} | IN_EXISTING_VPC
     program = run_program("dev", config=moved, fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError) and program.registrations == []
+    assert [t for t, _ in program.invokes if "getAvailabilityZones" in t] == []
     assert program.error.problems == [
         "aws:region us-east-1 -> us-west-2: a running stack's resources stay in the region they were made in (the "
         "cluster, its network, the shared file system and its data): keep aws:region us-east-1; to train in "

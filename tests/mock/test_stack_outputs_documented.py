@@ -17,8 +17,8 @@ def test_the_documented_outputs_are_the_ones_exported_somewhere() -> None:
         program = run_program(stack)
         exported |= set(program.outputs)
         exported |= {f"jobs.<job>.{k}" for job in program.outputs.get("jobs", {}).values() for k in job}
-    # teams, nodeGroupPlacement and region come with teams (tests/mock/test_jobs_only.py exports them)
-    assert set(CLUSTER) - exported == {"teams", "nodeGroupPlacement", "region"}
+    # teams and nodeGroupPlacement come with teams (tests/mock/test_jobs_only.py exports them)
+    assert set(CLUSTER) - exported == {"teams", "nodeGroupPlacement"}
 
 
 @pytest.mark.parametrize("stack", stack_names())
