@@ -37,13 +37,34 @@ def workload_conditions_command(namespace: str, job: str) -> str:
     return f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o jsonpath='{path}'"
 
 
+def _workload_of(job: str, then: str) -> str:
+    """A jsonpath over the namespace's Kueue Workloads: ``then`` of the one ``job`` owns."""
+    return f'{{.items[?(@.metadata.ownerReferences[0].name=="{job}")]{then}}}'
+
+
+def wait_command(namespace: str, job: str) -> str:
+    """What ``waitCommand`` runs: the job's Kueue admission (:func:`workload_conditions_command`), then a wait until
+    its Workload is ``Finished`` (Kueue's one condition for a job that succeeded or failed, of every kind:
+    https://kueue.sigs.k8s.io/docs/concepts/workload/), the conditions again, and an exit status of 1 unless it
+    succeeded. A wait for the job's own ``Complete`` would not end when it fails."""
+    workloads = f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o jsonpath="
+    name = f"$({workloads}'{_workload_of(job, '.metadata.name')}')"
+    finished = '.status.conditions[?(@.type=="Finished")].reason'
+    reason = f"$({workloads}'{_workload_of(job, finished)}')"
+    conditions = workload_conditions_command(namespace, job)
+    return (
+        f'{conditions}; kubectl wait -n {namespace} --for=condition=Finished --timeout=24h "workloads.kueue.x-k8s.io/'
+        f'{name}" && {conditions} && [ "{reason}" = Succeeded ]'
+    )
+
+
 def _copy_of(job: str, values: list[str]) -> str:
     namespace, job_name, output_dir, image, claim = values
     return copy_command(namespace, job, job_name, output_dir, image, claim)
 
 
-def _conditions_of(job: str, namespace: str) -> str:
-    return workload_conditions_command(namespace, job)
+def _wait_of(job: str, namespace: str) -> str:
+    return wait_command(namespace, job)
 
 
 def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str], claim: pulumi.Input[str]) -> dict[str, Any]:
@@ -62,16 +83,7 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str], claim: pulumi.
             "logsCommand": pulumi.Output.concat(
                 "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
             ),
-            # first the job's Kueue Workload and its conditions (queued: QuotaReserved False and Kueue's reason),
-            # then the wait for the job itself
-            "waitCommand": pulumi.Output.concat(
-                pulumi.Output.from_input(ns).apply(functools.partial(_conditions_of, job_name)),
-                "; ",
-                "kubectl wait -n ",
-                ns,
-                f" --for=condition={kind.job_object.succeeded} --timeout=24h {kind.job_object.kubectl_name}/",
-                job.job_name,
-            ),
+            "waitCommand": pulumi.Output.from_input(ns).apply(functools.partial(_wait_of, job_name)),
         }
     return jobs
 
@@ -157,7 +169,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``jobs.<job>.name``: the Kubernetes name of its Job or MPIJob.
     - ``jobs.<job>.outputDir``: its output folder on the shared volume.
     - ``jobs.<job>.logsCommand``: ``kubectl logs -f`` of every pod of the job.
-    - ``jobs.<job>.waitCommand``: prints the job's Kueue admission, then waits until it completes.
+    - ``jobs.<job>.waitCommand``: prints the job's Kueue admission, then waits until the job ends: it exits 0 if the
+      job succeeded, 1 if it failed.
     - ``jobs.<job>.copyCommand``: copies its output folder from the shared volume to ``./<job>`` here.
     - ``teams``: per team (with ``teams``): its namespace, queues, claim, nodes and quota, read by its jobs-only stack.
     - ``nodeGroupPlacement``: per node group, what a team's jobs are placed by (types, ``maxSize``, labels, taints).

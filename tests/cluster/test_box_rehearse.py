@@ -56,7 +56,8 @@ def test_the_rehearse_command_prints_the_run(binaries, tmp_path, capsys) -> None
         assert f"--kubeconfig {home / 'kubeconfig'}" in wait
         done = subprocess.run(["bash", "-c", wait], capture_output=True, text=True, timeout=patient(60))
         assert done.returncode == 0, done.stderr
-        assert "train: Admitted=True" in done.stdout and "job.batch/train condition met" in done.stdout, done.stdout
+        assert "train: Admitted=True" in done.stdout and "train: Finished=True (Succeeded: " in done.stdout, done.stdout
+        assert re.search(r"^workload.kueue.x-k8s.io/\S+ condition met$", done.stdout, re.M), done.stdout
         # and its logsCommand (kubectl logs -f -l eks-training/job=train, through the apiserver from kwok's kubelet
         # server): the box's log of the training pod, what the Stage did and how the container ended
         logs = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  train logsCommand: "))
@@ -117,7 +118,7 @@ def test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod(binaries, tmp_
     (USAGE_ERROR_EXIT_CODE), the pod failure policy's FailJob fails the Job at once (nothing retried), pulumi up would
     fail there; the command exits 1 naming the job and prints the last lines of its pod's log (the failed container's,
     served by kwok from the box's file, read back with kubectl logs --tail), which say what the Stage did and the exit
-    code."""
+    code. The job's waitCommand, against the kept box, ends at once with exit status 1 and Kueue's reason."""
     from stacks.box import cli as box_cli
     from stacks.box import rehearse_cli as rehearse
 
@@ -152,6 +153,11 @@ def test_the_rehearse_command_prints_the_log_of_a_failed_jobs_pod(binaries, tmp_
         conditions = {c["type"]: c for c in job["status"].get("conditions") or []}
         assert conditions["Failed"]["reason"] == "PodFailurePolicy", conditions
         assert len(box.get("pods", "-n", "training", "-l", "job-name=train")["items"]) == 1
+        # the stack's waitCommand for train, as printed, ends at once with the failure: exit 1, and Kueue's reason
+        wait = next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("  train waitCommand: "))
+        done = subprocess.run(["bash", "-c", wait], capture_output=True, text=True, timeout=patient(60))
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert "train: Finished=True (Failed: " in done.stdout, done.stdout
     finally:
         assert box_cli.main(["down", "--name", "rehearse-dev", "--workdir", str(tmp_path)]) == 0
 

@@ -16,7 +16,7 @@ import pytest
 from stacks.box import build as box_build
 from stacks.box import cluster
 from stacks.box import rehearse_cli as rehearse
-from stacks.outputs import workload_conditions_command
+from stacks.outputs import wait_command
 from tests.unit.test_plan_cli import BAD, _stack_file
 
 
@@ -55,28 +55,21 @@ def test_an_unreadable_stack_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_the_stacks_commands_run_the_boxs_kubectl(tmp_path: Path) -> None:
-    """Every kubectl of a waitCommand (two: Kueue's Workload, then the wait) and of a logsCommand runs the box's
-    kubectl with its kubeconfig; nothing else in the line changes (the jsonpath's quoting included: the shell
-    splits the rewritten line into the same words, the first two replaced)."""
+    """Every kubectl of a waitCommand (Kueue's Workload, the wait, the command substitutions that name the Workload
+    and read how it finished) and of a logsCommand runs the box's kubectl with its kubeconfig; nothing else in the line
+    changes (the jsonpath's quoting included)."""
     kubectl, kubeconfig = Path("/cache/box dir/kubectl"), tmp_path / "kubeconfig"
-    wait = (
-        workload_conditions_command("training", "train") + "; kubectl wait -n training --for=condition=complete "
-        "--timeout=24h job/train"
-    )
+    wait = wait_command("training", "train")
     logs = "kubectl logs -n training -f --prefix --max-log-requests 64 -l eks-training/job=train"
-    own = [str(kubectl), "--kubeconfig", str(kubeconfig)]
+    own = f"{shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))}"
     for command in (wait, logs):
         rewritten = rehearse.box_command(command, kubectl, kubeconfig)
-        words, before = shlex.split(rewritten.replace(";", " ; ")), shlex.split(command.replace(";", " ; "))
-        starts = [i for i, w in enumerate(before) if w == "kubectl"]
-        assert len(starts) == command.count("kubectl ")
-        expected: list[str] = []
-        for i, w in enumerate(before):
-            expected += own if i in starts else [w]
-        assert words == expected
+        assert "kubectl " not in rewritten.replace(own, ""), rewritten  # none left
+        assert rewritten.count(own) == command.count("kubectl ") and rewritten.replace(own, "kubectl") == command
         # and bash runs it: the box's kubectl is what it calls
         done = subprocess.run(["bash", "-c", rewritten.split(";")[0]], capture_output=True, text=True)
         assert "/cache/box dir/kubectl: No such file or directory" in done.stderr, done.stderr
+    assert wait.count("kubectl ") == 5  # the conditions twice, the wait, the Workload's name and its Finished reason
 
 
 def test_an_exit_code_for_no_job_is_refused_before_any_box(tmp_path, capsys) -> None:
