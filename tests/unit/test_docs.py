@@ -430,3 +430,17 @@ def test_a_changed_block_is_found_stale(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("x\n<!-- generated: dev-cost (marker) -->\nstale\n<!-- end: dev-cost -->\n")
     assert regenerate(page.read_text()) != page.read_text()
+
+
+def test_a_minor_the_tutorials_tell_you_to_pin_is_the_default() -> None:
+    """The tutorials show the minor to pin as YAML (deploy-dev.md, "Make your copy"): the default a new stack gets,
+    which moves with the catalog."""
+    from components.catalog import DEFAULT_KUBERNETES_VERSION
+
+    shown = [
+        (page.name, minor)
+        for page in sorted((DOCS / "tutorials").glob("*.md"))
+        for minor in re.findall(r"kubernetesVersion: '([\d.]+)'", page.read_text())
+    ]
+    assert ("deploy-dev.md", DEFAULT_KUBERNETES_VERSION) in shown
+    assert [s for s in shown if s[1] != DEFAULT_KUBERNETES_VERSION] == []
