@@ -53,19 +53,33 @@ import checkpointer  # noqa: E402
 import process_end  # noqa: E402
 import run_script  # noqa: E402
 import run_lease  # noqa: E402
+from dist_context import (  # noqa: E402
+    DistContext,
+    all_reduce_sum,
+    broadcast_object,
+    effective_pg_timeout,
+    gather_objects,
+    hand_off,
+    log_event,
+    setup_distributed,
+    wait_for_all,
+    wait_for_main,
+)
+from train_flags import (  # noqa: E402
+    add_checkpoint_flags,
+    add_fault_flags,
+    add_folder_flags,
+    add_recipe_flags,
+    add_reporting_flags,
+    add_sampling_flags,
+    check_ranges,
+)
 
 CHECKPOINT_RE = re.compile(r"^checkpoint-step(\d+)\.pt$")
 FORMAT_VERSION = 1
 FAILED_MARKER = "FAILED"
 
 EXIT_OK = 0
-#: Checkpoint cadence: a hard node loss recomputes at most this much training (plus one step). Staging the bundled
-#: model's state costs milliseconds and the write runs in the background (checkpointer.py), so the cadence is bounded
-#: by the work a loss may cost, 2 minutes, not by the write's cost.
-DEFAULT_CHECKPOINT_EVERY_SECONDS = 120.0
-#: A checkpoint write that has not finished after this long: the volume is gone (EFS and FSx writes of a checkpoint
-#: take seconds; a stall of minutes is survived, see checkpointer.py).
-DEFAULT_CHECKPOINT_DEADLINE_SECONDS = 900.0
 #: Stopped in order at a step boundary with the checkpoint written; the run continues elsewhere.
 #: Non-zero on purpose: torchrun treats a worker's 0 as "the job succeeded" (exit barrier, then
 #: the pod would complete), so 0 is reserved for a run that is over.
@@ -74,28 +88,9 @@ EXIT_STOPPED = 75
 LEASE_POLL_S = 1.0
 
 
-#: Settings the pods' environment carries (the jobs set them from the stack's config; see
-#: components/workloads/training.py): a flag given on the command line wins over its variable.
-ENV_DEFAULTS = {
-    "data_dir": "DATA_DIR",
-    "output_dir": "OUTPUT_DIR",
-    "tensorboard_dir": "TENSORBOARD_DIR",
-    "checkpoint_every_seconds": "CHECKPOINT_EVERY_SECONDS",
-    "pg_timeout_seconds": "PG_TIMEOUT_SECONDS",
-    "max_failed_attempts": "MAX_FAILED_ATTEMPTS",
-    "peak_flops_per_device": "PEAK_FLOPS_PER_DEVICE",
-}
-
-
-def _env(name: str, convert: Callable[[str], Any], default: Any) -> Any:
-    """The value of the environment variable behind ``name`` (:data:`ENV_DEFAULTS`), else ``default``."""
-    raw = os.environ.get(ENV_DEFAULTS[name], "")
-    return convert(raw) if raw else default
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line interface; the defaults are the production recipe, some read from the environment
-    (:data:`ENV_DEFAULTS`)."""
+    (:data:`train_flags.ENV_DEFAULTS`)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_folder_flags(parser)
     add_recipe_flags(parser)
@@ -108,199 +103,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def add_folder_flags(parser: argparse.ArgumentParser) -> None:
-    """Where the dataset is read and the outputs and TensorBoard scalars are written."""
-    data_dir = _env("data_dir", Path, None)
-    output_dir = _env("output_dir", Path, None)
-    parser.add_argument(
-        "--data-dir",
-        required=data_dir is None,
-        type=Path,
-        default=data_dir,
-        help="folder containing cifar-10-batches-py/ (or that folder itself); default $DATA_DIR",
-    )
-    parser.add_argument(
-        "--output-dir",
-        required=output_dir is None,
-        type=Path,
-        default=output_dir,
-        help="shared folder for checkpoints, model.pt and the summary; default $OUTPUT_DIR",
-    )
-    parser.add_argument(
-        "--tensorboard-dir",
-        type=Path,
-        default=_env("tensorboard_dir", Path, None),
-        help="write TensorBoard scalars here (rank 0): train/loss and train/accuracy every step, "
-        "test/accuracy and throughput/images_per_sec every epoch; default $TENSORBOARD_DIR "
-        "(none: no event files)",
-    )
-
-
-def add_recipe_flags(parser: argparse.ArgumentParser) -> None:
-    """The training recipe: epochs, batch, optimizer, schedule, model width and data loading."""
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch-size", type=int, default=256, help="images per process and step")
-    parser.add_argument("--lr", type=float, default=0.4, help="peak learning rate (tuned for a global batch of 512)")
-    parser.add_argument("--momentum", type=float, default=0.9)
-    parser.add_argument("--weight-decay", type=float, default=5e-4)
-    parser.add_argument("--label-smoothing", type=float, default=0.2)
-    parser.add_argument(
-        "--warmup-epochs", type=float, default=2.0, help="linear warm-up length (capped at half of --epochs)"
-    )
-    parser.add_argument("--width", type=int, default=64, help="ResNet-9 base width (channels w,2w,4w,8w)")
-    parser.add_argument("--workers", type=int, default=4, help="DataLoader worker processes per rank")
-
-
-def add_checkpoint_flags(parser: argparse.ArgumentParser) -> None:
-    """When checkpoints are written, how long a write may take, and how many are kept."""
-    parser.add_argument(
-        "--checkpoint-every-steps", type=int, default=0, help="also checkpoint every N optimizer steps (0 = off)"
-    )
-    parser.add_argument(
-        "--checkpoint-every-seconds",
-        type=float,
-        default=_env("checkpoint_every_seconds", float, DEFAULT_CHECKPOINT_EVERY_SECONDS),
-        help="also checkpoint after this many seconds of training since the last "
-        f"checkpoint (default $CHECKPOINT_EVERY_SECONDS, else {DEFAULT_CHECKPOINT_EVERY_SECONDS:g}; "
-        "0 = off): about what a hard kill can lose at most (the write runs in the background)",
-    )
-    parser.add_argument(
-        "--checkpoint-deadline-seconds",
-        type=float,
-        default=DEFAULT_CHECKPOINT_DEADLINE_SECONDS,
-        help="a checkpoint write still unfinished after this long means the shared volume is gone: "
-        "the attempt fails with that reason (the write itself never holds training)",
-    )
-    parser.add_argument("--keep-checkpoints", type=int, default=2, help="how many checkpoints to keep")
-
-
-def add_reporting_flags(parser: argparse.ArgumentParser) -> None:
-    """How often rank 0 reports progress, and the device's peak for the model FLOPs utilization."""
-    parser.add_argument(
-        "--progress-every-seconds",
-        type=float,
-        default=10.0,
-        help="rank 0 prints a progress line (the step reached) this often: the resolution of the "
-        "goodput accounting (goodput.py) for where a failed attempt was (default 10; 0 = every "
-        "step)",
-    )
-    parser.add_argument(
-        "--peak-flops-per-device",
-        type=float,
-        default=_env("peak_flops_per_device", float, None),
-        help="the device's peak FLOP/s for the model's precision (default $PEAK_FLOPS_PER_DEVICE): "
-        "with it, metrics.json has the model FLOPs utilization (mfu); without it, null",
-    )
-
-
-def add_sampling_flags(parser: argparse.ArgumentParser) -> None:
-    """The seed, and a cap on an epoch's steps (short runs)."""
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--max-steps-per-epoch",
-        type=int,
-        default=0,
-        help="cap on optimizer steps per epoch at the current world size (0 = full epoch)",
-    )
-
-
-def add_fault_flags(parser: argparse.ArgumentParser) -> None:
-    """Fault handling: the collectives' timeout, the run lease's lifetime and the failure budget."""
-    parser.add_argument(
-        "--pg-timeout-seconds",
-        type=float,
-        default=_env("pg_timeout_seconds", float, 60.0),
-        help="timeout of every collective (init_process_group(timeout=...)): how long "
-        "a hung or frozen peer can stall the group before the workers fail and "
-        "torchrun re-rendezvouses (default $PG_TIMEOUT_SECONDS, else 60)",
-    )
-    parser.add_argument(
-        "--lease-ttl-seconds",
-        type=float,
-        default=120.0,
-        help="the run lease expires this long after its last renewal (renewed every "
-        "TTL/12, at least every 5 s); another group may then take the run over "
-        "(default 120)",
-    )
-    parser.add_argument(
-        "--max-failed-attempts",
-        type=int,
-        default=_env("max_failed_attempts", int, 5),
-        help="give up (write FAILED, exit 0) when this many attempts in a row failed "
-        "without a new checkpoint (0 = never give up; default $MAX_FAILED_ATTEMPTS, else 5)",
-    )
-
-
-def check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse a value out of its range (a usage error, exit 2, naming the flag)."""
-    positive = ("epochs", "batch_size", "width", "keep_checkpoints")
-    for name in positive:
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in (
-        "workers",
-        "checkpoint_every_steps",
-        "max_steps_per_epoch",
-        "checkpoint_every_seconds",
-        "max_failed_attempts",
-        "progress_every_seconds",
-    ):
-        if getattr(args, name) < 0:
-            parser.error(f"--{name.replace('_', '-')} must be >= 0")
-    for name in ("pg_timeout_seconds", "lease_ttl_seconds", "checkpoint_deadline_seconds"):
-        if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} must be > 0")
-    if args.warmup_epochs < 0:
-        parser.error("--warmup-epochs must be >= 0")
-    if args.peak_flops_per_device is not None and args.peak_flops_per_device <= 0:
-        parser.error("--peak-flops-per-device (or $PEAK_FLOPS_PER_DEVICE) must be > 0")
-
-
 # --------------------------------------------------------------------------- #
-# Distributed setup, stop requests and logging
+# Stop requests (the distributed setup, the collectives and rank 0's log lines: dist_context.py)
 # --------------------------------------------------------------------------- #
-@dataclass(frozen=True)
-class DistContext:
-    """Where this process sits in the job."""
-
-    rank: int
-    world_size: int
-    local_rank: int
-    device: torch.device
-    backend: str
-    distributed: bool
-
-    @property
-    def is_main(self) -> bool:
-        """True on global rank 0."""
-        return self.rank == 0
-
-
-def setup_distributed(timeout_s: float) -> DistContext:
-    """Initialise the process group from the environment torchrun sets.
-
-    Backend and device are chosen automatically: NCCL and ``cuda:LOCAL_RANK``
-    when CUDA is available, gloo and CPU otherwise.  Without torchrun
-    (no ``WORLD_SIZE``) the script runs as a single process.  ``timeout_s``
-    bounds every collective (gloo: each send/recv; NCCL: the watchdog).
-    """
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = torch.cuda.is_available()
-    if use_cuda:
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-    else:
-        device = torch.device("cpu")
-    backend = "nccl" if use_cuda else "gloo"
-    if "WORLD_SIZE" not in os.environ:
-        return DistContext(0, 1, local_rank, device, backend, distributed=False)
-    dist.init_process_group(
-        backend=backend,
-        init_method="env://",
-        timeout=dt.timedelta(seconds=timeout_s),
-        device_id=device if use_cuda else None,
-    )
-    return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend, True)
 
 
 class StopRequest:
@@ -379,59 +184,6 @@ def start_loader(loader: DataLoader[Any]) -> Iterator[Any]:
         return iter(loader)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def effective_pg_timeout(ctx: DistContext) -> float | None:
-    """The collective timeout the default process group really uses (read back; None if unknown)."""
-    if not ctx.distributed:
-        return None
-    try:
-        group = dist.distributed_c10d._get_default_group()
-        backend = group._get_backend(ctx.device)
-        return float(backend.options._timeout.total_seconds())
-    except (AttributeError, RuntimeError, TypeError):
-        return None
-
-
-_LOG_LOCK = threading.Lock()
-
-
-def log_event(ctx: DistContext, event: str, **fields: Any) -> None:
-    """Print one JSON line on rank 0 (flushed, so ``kubectl logs`` shows it at once; one write under a lock, as the
-    checkpoint writer thread logs too)."""
-    if not ctx.is_main:
-        return
-    record = {"event": event, "time": round(time.time(), 3), **fields}
-    line = json.dumps(record, sort_keys=False, default=str) + "\n"
-    with _LOG_LOCK:
-        sys.stdout.write(line)
-        sys.stdout.flush()
-
-
-def all_reduce_sum(ctx: DistContext, values: list[float]) -> list[float]:
-    """Sum ``values`` over all ranks (identity when not distributed)."""
-    tensor = torch.tensor(values, dtype=torch.float64, device=ctx.device)
-    if ctx.distributed:
-        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-    return [float(v) for v in tensor.tolist()]
-
-
-def broadcast_object(ctx: DistContext, obj: Any) -> Any:
-    """Send ``obj`` from rank 0 to every rank."""
-    if not ctx.distributed:
-        return obj
-    box = [obj]
-    dist.broadcast_object_list(box, src=0)
-    return box[0]
-
-
-def gather_objects(ctx: DistContext, obj: Any) -> list[Any]:
-    """Every rank's ``obj``, in rank order."""
-    if not ctx.distributed:
-        return [obj]
-    found: list[Any] = [None] * ctx.world_size
-    dist.all_gather_object(found, obj)
-    return found
 
 
 @dataclass
@@ -756,53 +508,6 @@ def evaluate(
     total_loss, total_correct, total = all_reduce_sum(ctx, [loss_sum, correct, float(shard.numel())])
     model.train()
     return total_loss / max(total, 1.0), total_correct / max(total, 1.0)
-
-
-def hand_off(ctx: DistContext, phase: str, step: int, timeout_s: float) -> None:
-    """Every rank leaves together once rank 0 has written what ``phase`` needs (the stop's checkpoint, the final
-    model and ``DONE``): rank 0 sets a key on the process group's store, the other ranks wait for it there.
-
-    Not a collective: a collective gives up after ``collectiveTimeoutSeconds`` (and NCCL's watchdog then aborts the
-    process), while a write to a slow shared volume may take longer; the store (TCP, torchrun's agent's) waits as
-    long as the write may. Leaving early is not an option either: a node whose ranks are done leaves torchrun's exit
-    barrier after 300 s (``exit_barrier_timeout`` in ``torch/distributed/elastic/agent/server/api.py``), its launcher
-    would find no ``DONE`` yet, and the job's other pods would re-rendezvous into a restart of the finished run."""
-    if not ctx.distributed:
-        return
-    # The step tells the phases of one attempt apart and every rank agrees on it.
-    wait_for_main(ctx, f"{phase}/{step}", timeout_s)
-    # Everyone has read the key before anyone leaves: rank 0 may be the store's host (a group started without
-    # torchrun's agent store), and its exit would cut a slower rank's wait. Quick: every rank is here already.
-    dist.barrier()
-
-
-def wait_for_main(ctx: DistContext, phase: str, timeout_s: float) -> None:
-    """The other ranks wait, on the process group's store, until rank 0 has done ``phase`` (its reads and writes of
-    the shared volume); rank 0 says so. Used before the collective that follows such a phase: a collective gives up
-    after ``collectiveTimeoutSeconds`` (and NCCL's watchdog then aborts the process), while the volume may take
-    longer; the store waits up to ``timeout_s`` (the checkpoint deadline). The default group's store is the attempt's
-    own (torch prefixes it per attempt), so a phase name is unique within an attempt."""
-    if not ctx.distributed:
-        return
-    store = dist.distributed_c10d._get_default_store()
-    key = f"eks-training/{phase}"
-    if ctx.is_main:
-        store.set(key, "1")
-    else:
-        store.wait([key], dt.timedelta(seconds=timeout_s))
-
-
-def wait_for_all(ctx: DistContext, phase: str, timeout_s: float) -> None:
-    """Every rank waits, on the store, until every rank has done ``phase`` (each its own reads of the volume: the
-    checkpoint, the dataset), before the collective that follows; see :func:`wait_for_main`. One counter and one key
-    (``store.add`` returns the count), so the cost does not grow with the world size."""
-    if not ctx.distributed:
-        return
-    store = dist.distributed_c10d._get_default_store()
-    key = f"eks-training/{phase}"
-    if store.add(f"{key}/count", 1) == ctx.world_size:
-        store.set(f"{key}/all", "1")
-    store.wait([f"{key}/all"], dt.timedelta(seconds=timeout_s))
 
 
 def main(argv: list[str] | None = None) -> int:

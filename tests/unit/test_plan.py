@@ -695,11 +695,12 @@ def test_gpu_jobs_get_their_gpus_peak_for_the_model_flops_utilization() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
     import train  # noqa: E402
+    import train_flags  # noqa: E402
 
     from components.catalog import INSTANCE_TYPES
     from components.catalog.gpus import GPU_MODELS
 
-    variable = train.ENV_DEFAULTS["peak_flops_per_device"]
+    variable = train_flags.ENV_DEFAULTS["peak_flops_per_device"]
     for model in {t.gpu_model for t in INSTANCE_TYPES.values() if t.is_gpu}:
         g = GPU_MODELS[model or ""]
         assert (g.peak_fp16_tflops is None) == (model == "NVIDIA A10G"), model
