@@ -9,12 +9,13 @@ import pulumi_aws as aws
 
 from components import BenchmarkCollector
 from components.conventions import JOB_LABEL
+from components.workloads.waits import await_seconds, deadline_seconds, queue_seconds
 from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment, token_credentials
 from stacks.kinds import KINDS
 from stacks.last_update import CLUSTER_NAME_OUTPUT, CONFIG_OUTPUT, REGION_OUTPUT, ZONES_OUTPUT, configuration_output
-from stacks.plan import Plan
+from stacks.plan import JobPlan, Plan
 from stacks.results import copy_command
 from stacks.storage import SharedStorage
 from stacks.workloads import Workloads
@@ -42,19 +43,21 @@ def _workload_of(job: str, then: str) -> str:
     return f'{{.items[?(@.metadata.ownerReferences[0].name=="{job}")]{then}}}'
 
 
-def wait_command(namespace: str, job: str) -> str:
-    """What ``waitCommand`` runs: the job's Kueue admission (:func:`workload_conditions_command`), then a wait until
-    its Workload is ``Finished`` (Kueue's one condition for a job that succeeded or failed, of every kind:
-    https://kueue.sigs.k8s.io/docs/concepts/workload/), the conditions again, and an exit status of 1 unless it
-    succeeded. A wait for the job's own ``Complete`` would not end when it fails."""
-    workloads = f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o jsonpath="
-    name = f"$({workloads}'{_workload_of(job, '.metadata.name')}')"
-    finished = '.status.conditions[?(@.type=="Finished")].reason'
-    reason = f"$({workloads}'{_workload_of(job, finished)}')"
+def wait_command(namespace: str, job: str, timeout_s: int) -> str:
+    """What ``waitCommand`` runs: the job's Kueue admission (:func:`workload_conditions_command`), then a wait of up
+    to ``timeout_s`` until its newest Workload is ``Finished`` (Kueue's one condition for a job that succeeded or
+    failed, of every kind: https://kueue.sigs.k8s.io/docs/concepts/workload/), the conditions again, and an exit
+    status of 1 unless it succeeded. A wait for the job's own ``Complete`` would not end when it fails. In a subshell:
+    the shell that runs it through ``eval`` keeps no variable of it."""
+    workloads = f"kubectl get workloads.kueue.x-k8s.io -n {namespace}"
+    newest = f"{workloads} --sort-by=.metadata.creationTimestamp -o jsonpath='{_workload_of(job, '.metadata.name')}'"
+    reason = f"{workloads} \"$w\" -o jsonpath='{{.status.conditions[?(@.type==\"Finished\")].reason}}'"
     conditions = workload_conditions_command(namespace, job)
+    missing = f"{job}: no Kueue Workload yet: the job is not created, or Kueue has not queued it"
     return (
-        f'{conditions}; kubectl wait -n {namespace} --for=condition=Finished --timeout=24h "workloads.kueue.x-k8s.io/'
-        f'{name}" && {conditions} && [ "{reason}" = Succeeded ]'
+        f'{conditions}; (w=$({newest}); w=${{w##* }}; if [ -z "$w" ]; then echo "{missing}" >&2; false; else '
+        f'kubectl wait -n {namespace} --for=condition=Finished --timeout={timeout_s}s "workloads.kueue.x-k8s.io/$w" '
+        f'&& {conditions} && [ "$({reason})" = Succeeded ]; fi)'
     )
 
 
@@ -63,8 +66,19 @@ def _copy_of(job: str, values: list[str]) -> str:
     return copy_command(namespace, job, job_name, output_dir, image, claim)
 
 
-def _wait_of(job: str, namespace: str) -> str:
-    return wait_command(namespace, job)
+def _wait_of(job: str, timeout_s: int, namespace: str) -> str:
+    return wait_command(namespace, job, timeout_s)
+
+
+def wait_seconds(job: JobPlan) -> int:
+    """How long a job's ``waitCommand`` waits: as long as ``pulumi up`` would for it (its time in the queue, its
+    deadline and its pods' grace period, :func:`components.workloads.waits.await_seconds`)."""
+    cfg = job.config
+    return await_seconds(
+        deadline_seconds(cfg.timeout_hours),
+        queue_s=queue_seconds(True, cfg.queue_timeout_hours),
+        grace_s=cfg.stop_grace_period_seconds,
+    )
 
 
 def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str], claim: pulumi.Input[str]) -> dict[str, Any]:
@@ -83,7 +97,9 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str], claim: pulumi.
             "logsCommand": pulumi.Output.concat(
                 "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
             ),
-            "waitCommand": pulumi.Output.from_input(ns).apply(functools.partial(_wait_of, job_name)),
+            "waitCommand": pulumi.Output.from_input(ns).apply(
+                functools.partial(_wait_of, job_name, wait_seconds(plan.jobs[job_name]))
+            ),
         }
     return jobs
 
@@ -169,8 +185,8 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``jobs.<job>.name``: the Kubernetes name of its Job or MPIJob.
     - ``jobs.<job>.outputDir``: its output folder on the shared volume.
     - ``jobs.<job>.logsCommand``: ``kubectl logs -f`` of every pod of the job.
-    - ``jobs.<job>.waitCommand``: prints the job's Kueue admission, then waits until the job ends: it exits 0 if the
-      job succeeded, 1 if it failed.
+    - ``jobs.<job>.waitCommand``: prints the job's Kueue admission, then waits until the job ends, for as long as
+      ``pulumi up`` would: it exits 0 if the job succeeded, 1 if it failed or the wait timed out.
     - ``jobs.<job>.copyCommand``: copies its output folder from the shared volume to ``./<job>`` here.
     - ``teams``: per team (with ``teams``): its namespace, queues, claim, nodes and quota, read by its jobs-only stack.
     - ``nodeGroupPlacement``: per node group, what a team's jobs are placed by (types, ``maxSize``, labels, taints).

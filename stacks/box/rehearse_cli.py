@@ -39,10 +39,11 @@ JOB_COMMANDS = ("waitCommand", "logsCommand")
 
 
 def box_command(command: str, kubectl: Path, kubeconfig: Path) -> str:
-    """``command`` (a shell line of the stack's outputs) with every ``kubectl`` it runs (a command of its own, or a
-    command substitution's ``$(kubectl``) pointed at the box: the box's own kubectl with ``--kubeconfig``."""
+    """``command`` (a shell line of the stack's outputs) with every ``kubectl`` it runs (each word ``kubectl``: a
+    command of its own, after ``then`` or ``else``, or in a command substitution) pointed at the box: the box's own
+    kubectl with ``--kubeconfig``."""
     own = f"{shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))}"
-    return re.sub(r"(^|[;&|]\s*|\$\()kubectl(?=\s)", lambda m: m.group(1) + own, command)
+    return re.sub(r"(?<![\w./'\"-])kubectl(?=\s)", own, command)
 
 
 def job_commands(outputs: Mapping[str, Any], kubectl: Path, kubeconfig: Path) -> dict[str, dict[str, str]]:

@@ -20,7 +20,7 @@ from stacks.config import load_config
 from stacks.config.errors import ConfigError
 from stacks.kinds import KINDS, BuildContext, JobComponent, JobKind, LocalContext, LocalProcesses, register, unregister
 from stacks.local.runner import LocalRunner
-from stacks.outputs import wait_command
+from stacks.outputs import wait_command, wait_seconds
 from stacks.plan import build_plan
 from stacks.plan.report import render, report
 from tests.harness import PROJECT, REPO, resolve, run_program, stack_config
@@ -153,7 +153,9 @@ def test_a_kind_from_the_test_tree_validates_plans_registers_reports_and_runs(
     assert not p.of_type("eks-training:index:EtcdRendezvous")
     out = resolve(p.outputs["jobs"])["nap"]
     assert resolve(out["kind"]) == "sleep"
-    assert resolve(out["waitCommand"]) == wait_command("training", "nap")  # ends when it succeeds or fails
+    # ends when it succeeds or fails, or after as long as pulumi up would wait for it
+    assert resolve(out["waitCommand"]) == wait_command("training", "nap", wait_seconds(plan.jobs["nap"]))
+    assert wait_seconds(plan.jobs["nap"]) == 24 * 3600 + 3600 + 60 + 60  # deadline, queue, grace, failure report
     # runs locally: two real processes sleeping one second each
     runner = LocalRunner(plan=plan, work=tmp_path, repo=REPO, out=io.StringIO(), progress=False)
     pods = runner.pods(nap)

@@ -59,7 +59,7 @@ def test_the_stacks_commands_run_the_boxs_kubectl(tmp_path: Path) -> None:
     and read how it finished) and of a logsCommand runs the box's kubectl with its kubeconfig; nothing else in the line
     changes (the jsonpath's quoting included)."""
     kubectl, kubeconfig = Path("/cache/box dir/kubectl"), tmp_path / "kubeconfig"
-    wait = wait_command("training", "train")
+    wait = wait_command("training", "train", 90060)
     logs = "kubectl logs -n training -f --prefix --max-log-requests 64 -l eks-training/job=train"
     own = f"{shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))}"
     for command in (wait, logs):
@@ -301,3 +301,57 @@ def test_a_pods_owner_is_named_by_its_job_object() -> None:
     }
     assert pod_owner(etcd) == ("Deployment etcd", None)
     assert pod_owner({"metadata": {}}) == ("no owner", None)
+
+
+FAKE_KUBECTL = """#!/bin/sh
+# a kubectl that answers as the cluster in $STATE would: the Workloads' names, the wait, the Finished reason
+shift 2  # --kubeconfig FILE
+echo "$*" >> "$CALLS"
+case "$*" in
+  *--sort-by=.metadata.creationTimestamp*) printf '%s' "$WORKLOADS" ;;
+  wait*) echo "workload.kueue.x-k8s.io/${WORKLOADS##* } condition met" ;;
+  *'"Finished"'*) printf '%s' "$REASON" ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("workloads", "reason", "code"),
+    [("job-train-a1", "Succeeded", 0), ("job-train-a1", "Failed", 1), ("job-train-old job-train-new", "Succeeded", 0)],
+)
+def test_the_wait_command_ends_with_the_newest_workloads_outcome(
+    tmp_path: Path, workloads: str, reason: str, code: int
+) -> None:
+    """The waitCommand, run by sh against a kubectl that answers as Kueue would: it waits on the newest of the job's
+    Workloads (a replaced job's old one may still be there), exits 1 unless that one Finished as Succeeded, and leaves
+    no variable in the shell that evals it."""
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(FAKE_KUBECTL)
+    kubectl.chmod(0o755)
+    line = rehearse.box_command(wait_command("training", "train", 3600), kubectl, tmp_path / "kubeconfig")
+    env = {"PATH": "/usr/bin:/bin", "CALLS": str(tmp_path / "calls"), "WORKLOADS": workloads, "REASON": reason}
+    done = subprocess.run(
+        ["sh", "-c", 'eval "$1"; s=$?; echo "w=${w-unset}"; exit $s', "sh", line],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert done.stdout.endswith("w=unset\n"), done.stdout
+    calls = (tmp_path / "calls").read_text().splitlines()
+    newest = workloads.split()[-1]
+    assert f"wait -n training --for=condition=Finished --timeout=3600s workloads.kueue.x-k8s.io/{newest}" in calls
+    assert any(c.startswith(f"get workloads.kueue.x-k8s.io -n training {newest} -o jsonpath=") for c in calls), calls
+
+
+def test_the_wait_command_says_when_the_job_has_no_workload_yet(tmp_path: Path) -> None:
+    """No Workload owned by the job (not created yet, or Kueue has not queued it): exit 1 with that, no wait."""
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(FAKE_KUBECTL)
+    kubectl.chmod(0o755)
+    line = rehearse.box_command(wait_command("training", "train", 3600), kubectl, tmp_path / "kubeconfig")
+    env = {"PATH": "/usr/bin:/bin", "CALLS": str(tmp_path / "calls"), "WORKLOADS": "", "REASON": ""}
+    done = subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=env)
+    assert done.returncode == 1
+    assert done.stderr == "train: no Kueue Workload yet: the job is not created, or Kueue has not queued it\n"
+    assert not any(c.startswith("wait") for c in (tmp_path / "calls").read_text().splitlines())
