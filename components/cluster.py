@@ -237,7 +237,8 @@ class TrainingCluster(pulumi.ComponentResource):
     system_node_group_name: pulumi.Output[str]
     """Name of the system node group."""
     system_node_labels: pulumi.Output[dict[str, str]]
-    """Labels of the system nodes (select them for controllers such as etcd)."""
+    """Labels of the system nodes, as an output (to export). To place a pod there, use the plain
+    :func:`components.scheduling.system_node_selector`."""
     addon_names: list[str]
     """Names of the EKS add-ons this component manages."""
     log_group_name: pulumi.Output[str]

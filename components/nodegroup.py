@@ -298,9 +298,12 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     launch_template_id: pulumi.Output[str]
     """The launch template's id."""
     labels: pulumi.Output[dict[str, str]]
-    """The Kubernetes labels every node of the group has (select the group with these)."""
+    """The Kubernetes labels every node of the group has, as an output (to export). A job's placement takes plain
+    values: :func:`components.workloads.spec.worker_placement` of the group's
+    :func:`components.nodeplan.node_profile`."""
     taints: pulumi.Output[list[dict[str, str]]]
-    """The taints every node has, in Kubernetes spelling (pods must tolerate these)."""
+    """The taints every node has, in Kubernetes spelling, as an output (to export); a pod tolerates them through its
+    placement (:attr:`labels`)."""
     gpus_per_node: pulumi.Output[int]
     """NVIDIA GPUs per node (0 for CPU groups)."""
     efa_interfaces: pulumi.Output[int]

@@ -17,6 +17,7 @@ import fcntl
 import functools
 import os
 import pickle
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -331,3 +332,13 @@ def contains_unknown(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(contains_unknown(v) for v in value)
     return False
+
+
+def guide_example() -> str:
+    """The components guide's Python example: every ``python`` block of its "From Python" section, in order."""
+    guide = (REPO / "docs" / "how-to" / "components.md").read_text()
+    section = guide.split("## From Python", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2, "the guide's example: the cluster, then storage and a job"
+    assert all("from eks_training.components import" in b for b in blocks)
+    return "".join(blocks)

@@ -100,7 +100,8 @@ def _check(name: str, args: "BenchmarkCollectorArgs") -> None:
 
 class BenchmarkCollector(pulumi.ComponentResource):
     """The collector Job of a benchmark run, its write-only S3 role, its read-only Role, and, unless an existing
-    bucket is given, the results bucket (SSE-S3, public access blocked, TLS only, kept on destroy)."""
+    bucket is given, the results bucket (SSE-S3, public access blocked, TLS only, kept on destroy).
+    It needs a ``kubernetes`` provider in ``opts``."""
 
     bucket_name: pulumi.Output[str]
     """The results bucket."""

@@ -42,7 +42,8 @@ class CommandJob(IndexedWorkersJob):
     """An Indexed Job plus a headless Service running ``command`` in ``nodes`` pods. Each pod gets the job's
     environment (``OUTPUT_DIR``, ``DATA_DIR``, ...) and where its peers are: ``JOB_INDEX``, ``JOB_SIZE``,
     ``JOB_PEERS``, ``MASTER_ADDR``/``MASTER_PORT``, ``WORLD_SIZE``, ``RANK``/``NODE_RANK`` (enough for
-    ``torch.distributed``'s ``env://``, JAX, Ray or a script of one's own)."""
+    ``torch.distributed``'s ``env://``, JAX, Ray or a script of one's own).
+    It needs a ``kubernetes`` provider in ``opts``."""
 
     _app_name = "command-job"
     _port = ("peers", MASTER_PORT)

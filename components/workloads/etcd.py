@@ -47,8 +47,7 @@ class EtcdRendezvous(pulumi.ComponentResource):
     has exited (not verified on EFS here). Without it the state
     is ephemeral: if etcd restarts, running agents lose their rendezvous keys and exit, and their replacements
     re-rendezvous against the fresh etcd (the real-process fault tests measure both, and the trainer's
-    run lease keeps a second group from training the same run).
-    """
+    run lease keeps a second group from training the same run). It needs a ``kubernetes`` provider in ``opts``."""
 
     service_name: pulumi.Output[str]
     """Name of the etcd Service."""

@@ -38,7 +38,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
     Pulumi waits for it; with a threshold a low bandwidth fails it, ``pulumi up`` stops and the job it
     guards (which is created after ``report_path``) is never created. It runs once: later updates (a new
     size, a new image) leave the completed check alone, since re-running it would need the nodes the
-    running job holds."""
+    running job holds. It needs a ``kubernetes`` provider in ``opts``."""
 
     job_name: pulumi.Output[str]
     """Name of the Job."""

@@ -51,7 +51,8 @@ class ImagePrePullArgs(TypedDict):
 
 
 class ImagePrePull(pulumi.ComponentResource):
-    """An image pulled onto the nodes a selector picks, ahead of its pods (a DaemonSet nothing waits for)."""
+    """An image pulled onto the nodes a selector picks, ahead of its pods (a DaemonSet nothing waits for).
+    It needs a ``kubernetes`` provider in ``opts``."""
 
     daemon_set_name: pulumi.Output[str]
     """The DaemonSet's name."""

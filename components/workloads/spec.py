@@ -12,7 +12,8 @@ import pulumi
 from typing_extensions import NotRequired
 
 from components.naming import k8s_name
-from components.scheduling import Toleration
+from components.nodeplan import NodeProfile, PodSize
+from components.scheduling import Toleration, tolerations_for
 
 #: Port of the c10d rendezvous store, on worker 0 (torchrun's ``--rdzv-endpoint``).
 C10D_PORT = 29400
@@ -66,6 +67,30 @@ class WorkerPlacement(TypedDict):
     """``OMP_NUM_THREADS`` of each process."""
     env: NotRequired[Mapping[str, str]]
     """NCCL/libfabric environment of the node type (EFA settings of the instance family)."""
+
+
+def worker_placement(
+    profile: NodeProfile, pod: Optional[PodSize] = None, zone_selector: Optional[Mapping[str, str]] = None
+) -> WorkerPlacement:
+    """Where a job's pods go on a node group of ``profile`` (:func:`components.nodeplan.node_profile`), one per node,
+    and what each requests: ``pod`` (default the whole node, ``profile.pod``); selected by the group's labels (and
+    ``zone_selector``), tolerating exactly its taints, with its network environment."""
+    pod = pod or profile.pod
+    placement: WorkerPlacement = {
+        "node_selector": {**profile.labels, **(zone_selector or {})},
+        "tolerations": tolerations_for(profile.taints),
+        "cpu_millis": pod.cpu_millis,
+        "memory_mib": pod.memory_mib,
+        "gpus": pod.gpus,
+        "efa_devices": pod.efa_devices,
+        "shm_mib": pod.shm_mib,
+        "procs_per_node": pod.procs_per_node,
+        "threads_per_proc": pod.threads_per_proc,
+        "env": dict(profile.network_env),
+    }
+    if pod.hugepages_2mi:
+        placement["hugepages_2mi"] = pod.hugepages_2mi
+    return placement
 
 
 class JobSpec(TypedDict):

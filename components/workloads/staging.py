@@ -65,7 +65,8 @@ class DatasetStagingArgs(TypedDict):
 class DatasetStaging(pulumi.ComponentResource):
     """A Job that downloads, verifies and extracts the dataset onto the shared volume (idempotent:
     it exits at once when the marker of a verified copy is there). For an ``s3://`` source it runs
-    as its own service account with a Pod Identity role that may read only that object."""
+    as its own service account with a Pod Identity role that may read only that object.
+    It needs a ``kubernetes`` provider in ``opts``."""
 
     job_name: pulumi.Output[str]
     """Name of the staging Job."""

@@ -55,7 +55,8 @@ class TensorBoardArgs(TypedDict):
 class TensorBoard(pulumi.ComponentResource):
     """A Deployment serving the jobs' log folders (read-only) and a ClusterIP Service; reach it with
     ``kubectl port-forward`` (no load balancer, no public endpoint; with TrainingNetworkPolicies no pod may
-    connect to it, and port-forward, which dials it inside its own network namespace, still works)."""
+    connect to it, and port-forward, which dials it inside its own network namespace, still works).
+    It needs a ``kubernetes`` provider in ``opts``."""
 
     service_name: pulumi.Output[str]
     """Name of the ClusterIP Service."""

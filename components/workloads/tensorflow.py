@@ -55,7 +55,8 @@ class TensorFlowJobArgs(TypedDict):
 
 class TensorFlowJob(IndexedWorkersJob):
     """An Indexed Job plus a headless Service; each worker gets ``TF_CONFIG`` with every worker's stable
-    hostname (``<job>-<i>.<service>:2222``) and its own index, and ``TF_USE_LEGACY_KERAS=1``."""
+    hostname (``<job>-<i>.<service>:2222``) and its own index, and ``TF_USE_LEGACY_KERAS=1``.
+    It needs a ``kubernetes`` provider in ``opts``."""
 
     job_name: pulumi.Output[str]
     """Name of the Job."""

@@ -177,7 +177,7 @@ class PyTorchJob(pulumi.ComponentResource):
     earlier failed attempt closed. A failed pod is replaced by the Job (same index) and its agent re-joins
     the rendezvous. Changing ``nodes`` replaces the Job (the old one is deleted first): the new pods keep
     the run id and output folder, so torchrun re-rendezvouses at the new size and training resumes.
-    """
+    It needs a ``kubernetes`` provider in ``opts``."""
 
     job_name: pulumi.Output[str]
     """Name of the Job."""

@@ -18,9 +18,9 @@ from components.nodeplan import (
     surge_limit,
     system_job_pod,
 )
-from components.scheduling import SYSTEM_ROLE, Toleration, tolerations_for
+from components.scheduling import SYSTEM_ROLE, Toleration
 from components.workloads import WorkerPlacement
-from components.workloads.spec import PEAK_FLOPS_VARIABLE
+from components.workloads.spec import PEAK_FLOPS_VARIABLE, worker_placement
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, FsxConfig, HealthCheckConfig, JobConfig, StackConfig
 from stacks.config.base import ZONE_ID_RE
 from stacks.plan.images import ImagePlan
@@ -99,30 +99,13 @@ class NodeGroupPlan:
     def placement(self) -> WorkerPlacement:
         """Where a job's pods go on this group (one per node) and what each requests: the whole node on a
         worker group, a quarter of one on the system group (which keeps running the add-ons)."""
-        pod = self.profile.pod
-        if self.name == SYSTEM_ROLE:
-            pod = system_job_pod(pod)
-        selector = dict(self.profile.labels)
-        if self.zone:
-            selector[ZONE_ID_LABEL if ZONE_ID_RE.match(self.zone) else ZONE_LABEL] = self.zone
-        placement: WorkerPlacement = {
-            "node_selector": selector,
-            "tolerations": tolerations_for(self.profile.taints),
-            "cpu_millis": pod.cpu_millis,
-            "memory_mib": pod.memory_mib,
-            "gpus": pod.gpus,
-            "efa_devices": pod.efa_devices,
-            "shm_mib": pod.shm_mib,
-            "procs_per_node": pod.procs_per_node,
-            "threads_per_proc": pod.threads_per_proc,
-            "env": dict(self.profile.network_env),
-        }
+        pod = system_job_pod(self.profile.pod) if self.name == SYSTEM_ROLE else self.profile.pod
+        zone = {ZONE_ID_LABEL if ZONE_ID_RE.match(self.zone) else ZONE_LABEL: self.zone} if self.zone else {}
+        placement = worker_placement(self.profile, pod, zone)
         peak = peak_flops_per_device(t.gpu_model for t in self.types) if pod.gpus else None
         if peak:
             # the bundled trainer's model FLOPs utilization (training/train.py); a job's own env overrides it
             placement["env"] = {**placement["env"], PEAK_FLOPS_VARIABLE: f"{peak:g}"}
-        if pod.hugepages_2mi:
-            placement["hugepages_2mi"] = pod.hugepages_2mi
         return placement
 
 

@@ -1,7 +1,6 @@
 """The components work on their own in another project's program: the components guide's example
 (``docs/how-to/components.md``) runs under mocks."""
 
-import re
 from pathlib import Path
 
 import pytest
@@ -9,19 +8,14 @@ import pytest
 from components.scheduling import NODE_ROLE_LABEL, TAINT_EFFECTS_EKS
 from stacks.config import load_config
 from stacks.plan import build_plan
-from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
+from tests.harness import PROJECT, guide_example, run_program, stack_config, stack_names
 
 
 def readme_example(tmp_path: Path) -> Path:
-    guide = (REPO / "docs" / "how-to" / "components.md").read_text()
-    section = guide.split("## From Python", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S)
-    assert code, "the components guide has a python example of using the components"
-    assert "from eks_training.components import" in code.group(1)
     path = tmp_path / "__main__.py"
     # the package as the checkout names it (setup.py installs components as eks_training.components;
     # tests/real/test_installed_real.py runs the example as written, from an install)
-    path.write_text(code.group(1).replace("from eks_training.components import", "from components import"))
+    path.write_text(guide_example().replace("eks_training.", ""))
     return path
 
 
@@ -29,12 +23,25 @@ def test_readme_example_registers_the_components(tmp_path: Path) -> None:
     for preview in (False, True):
         p = run_program("dev", preview=preview, config={"aws:region": "us-west-2"}, main=readme_example(tmp_path))
         types = [r.type for r in p.registrations]
-        for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin"):
+        for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin", "EfsStorage", "CommandJob"):
             assert f"eks-training:index:{t}" in types
         gpu_ng = p.one("aws:eks/nodeGroup:NodeGroup", lambda r: r.inputs["labels"]["eks-training/role"] == "gpu")
         assert gpu_ng.inputs["amiType"] == "AL2023_x86_64_NVIDIA", "GPU facts come from the catalog"
         assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"} in gpu_ng.inputs["taints"]
+        assert gpu_ng.inputs["version"] == "1.36"  # the group follows the cluster's minor
         assert len(p.of_type("aws:ec2/subnet:Subnet")) == 4
+        # the job's pods land on the GPU group: its placement selects the group's labels and tolerates its taints
+        job = p.one("kubernetes:batch/v1:Job")
+        pod = job.inputs["spec"]["template"]["spec"]
+        assert pod["nodeSelector"].items() <= gpu_ng.inputs["labels"].items(), (pod["nodeSelector"], gpu_ng.inputs)
+        assert pod["nodeSelector"]["eks-training/role"] == "gpu"
+        taints = {(t["key"], t["value"], t["effect"]) for t in gpu_ng.inputs["taints"]}
+        tolerated = {(t["key"], t["value"], TAINT_EFFECTS_EKS[t["effect"]]) for t in pod["tolerations"]}
+        assert tolerated == taints
+        assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+        if not preview:
+            claim = pod["volumes"][0]["persistentVolumeClaim"]["claimName"]
+            assert claim == p.one("kubernetes:core/v1:PersistentVolumeClaim").inputs["metadata"]["name"]
 
 
 def test_harness_rejects_duplicate_urns(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ import yaml
 
 from stacks.box import build as box_build
 from stacks.cli import TOOLS
-from tests.harness import REPO
+from tests.harness import REPO, guide_example
 from tests.wait import patient
 
 #: What the package is built from: the folders and files pyproject.toml and setup.py name.
@@ -308,9 +308,7 @@ def _beside_the_projects_own(installed: Installed, evaluate: str) -> dict:
 
 
 def test_the_readme_library_example_runs_installed_beside_the_projects_own_packages(installed: Installed) -> None:
-    section = (REPO / "docs" / "how-to" / "components.md").read_text().split("## From Python", 1)[1]
-    example = section.split("```python\n", 1)[1].split("```", 1)[0]
-    assert "from eks_training.components import" in example
+    example = guide_example()  # every block of "From Python", as written
     # the project's program uses its own packages too (imported while it runs: the mocks put nothing of the package
     # on the path before the project's folder)
     (installed.project / "example.py").write_text(
@@ -324,7 +322,7 @@ def test_the_readme_library_example_runs_installed_beside_the_projects_own_packa
         '"pathlib").Path("example.py").resolve(), project="research", '
         'project_dir=__import__("pathlib").Path.cwd())',
     )
-    for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin"):
+    for t in ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin", "EfsStorage", "CommandJob"):
         assert f"eks-training:index:{t}" in out["types"]
 
 
