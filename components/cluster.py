@@ -296,6 +296,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
                 "shared_kubeconfig": self.shared_kubeconfig,
                 "node_role_arn": self.node_role_arn,
+                "oidc_provider_arn": self.oidc_provider_arn,
                 "node_security_group_id": self.node_security_group_id,
                 "secrets_kms_key_arn": self.secrets_kms_key_arn,
                 "system_node_group_name": self.system_node_group_name,

@@ -108,6 +108,7 @@ class TrainingVpc(pulumi.ComponentResource):
                 "vpc_id": self.vpc_id,
                 "public_subnet_ids": self.public_subnet_ids,
                 "private_subnet_ids": self.private_subnet_ids,
+                "private_subnet_id_list": self.private_subnet_id_list,
                 "availability_zones": self.availability_zones,
                 "nat_gateway_ids": self.nat_gateway_ids,
             }
