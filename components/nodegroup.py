@@ -303,7 +303,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     :func:`components.nodeplan.node_profile`."""
     taints: pulumi.Output[list[dict[str, str]]]
     """The taints every node has, in Kubernetes spelling, as an output (to export); a pod tolerates them through its
-    placement (:attr:`labels`)."""
+    placement (:func:`components.workloads.spec.worker_placement`)."""
     gpus_per_node: pulumi.Output[int]
     """NVIDIA GPUs per node (0 for CPU groups)."""
     efa_interfaces: pulumi.Output[int]

@@ -23,6 +23,7 @@ from components.catalog import FSX_CSI_ADDON
 from components.conventions import SHARED_MOUNT
 from components.scheduling import system_node_selector
 from components.storage import CsiDriverArgs, EfsStorageArgs, FsxLustreStorageArgs
+from components.storage.csi import nodes_and_agent
 from stacks.plan import Plan
 from stacks.zones import Zone, find_zone
 
@@ -86,11 +87,7 @@ def build_storage(
 
 def _addon_after(cluster: TrainingCluster) -> pulumi.Output[str]:
     """What the CSI add-on waits for: the system node group and the Pod Identity agent."""
-    # resolves once the system node group and the Pod Identity agent exist: the CSI add-on is created after the nodes
-    # its controller runs on and the agent that gives it its role, and on destroy it goes before those nodes
-    return pulumi.Output.all(cluster.system_node_group_name, cluster.pod_identity_agent_addon.arn).apply(
-        lambda v: str(v[0])
-    )
+    return nodes_and_agent(cluster.system_node_group_name, cluster.pod_identity_agent_addon.arn)
 
 
 def _csi_driver(plan: Plan, cluster: TrainingCluster, addon_after: pulumi.Output[str], addon: str) -> CsiDriverArgs:

@@ -28,6 +28,15 @@ class CsiDriverArgs(TypedDict):
     Kubernetes version, else EKS's default."""
 
 
+def nodes_and_agent(
+    system_node_group_name: pulumi.Input[str], pod_identity_agent_arn: pulumi.Input[str]
+) -> pulumi.Output[str]:
+    """An ``addon_after`` (:class:`CsiDriverArgs`): the system node group's name, once the group and the Pod Identity
+    agent add-on exist. The CSI add-on is then created after the nodes its controller runs on and the agent that
+    gives it its role, and on destroy it goes before those nodes."""
+    return pulumi.Output.all(system_node_group_name, pod_identity_agent_arn).apply(lambda v: str(v[0]))
+
+
 def csi_addon(
     parent: pulumi.Resource,
     name: str,

@@ -12,9 +12,9 @@ COMPONENT_CLASSES = list(components.COMPONENTS)
 
 
 def test_every_component_registers_each_output_it_declares(monkeypatch, tmp_path) -> None:
-    """Each typed output a component declares is in what it registers (``register_outputs``): the state, and the
-    SDKs of other languages, hold what the reference lists. Every preset and the components guide's example, evaluated
-    under mocks with the registrations recorded."""
+    """Each typed output a component declares is in what it registers (``register_outputs``): the stack's state
+    holds what the reference lists (the provider for other languages reads the attributes themselves). Every preset
+    and the components guide's example, evaluated under mocks with the registrations recorded."""
     registered: dict[type, set[str]] = {}
     original = pulumi.ComponentResource.register_outputs
 
