@@ -405,16 +405,13 @@ def setup_distributed(timeout_seconds: float, layout: ProcessLayout) -> BenchCon
     with the rank and size OpenMPI gave); a single process (plain ``python``)
     gets a one-process group on an in-memory store, so that the same code path runs.
     """
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import dist_context  # noqa: PLC0415  (beside this script, in the image's /app)
+
     local_rank = layout.local_rank
-    use_cuda = torch.cuda.is_available()
-    if use_cuda:
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-    else:
-        device = torch.device("cpu")
-    backend = "nccl" if use_cuda else "gloo"
+    device, backend = dist_context.local_device(local_rank)
     timeout = dt.timedelta(seconds=timeout_seconds)
-    device_id = device if use_cuda else None
+    device_id = device if device.type == "cuda" else None
     if layout.launcher == "torchrun":
         dist.init_process_group(backend=backend, init_method="env://", timeout=timeout, device_id=device_id)
     elif layout.launcher == "mpirun":

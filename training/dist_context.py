@@ -33,6 +33,15 @@ class DistContext:
         return self.rank == 0
 
 
+def local_device(local_rank: int) -> tuple[torch.device, str]:
+    """The device of the rank with ``local_rank`` on its node, made current, and the process group's backend: NCCL
+    on ``cuda:LOCAL_RANK`` when CUDA is available, gloo on the CPU otherwise."""
+    if not torch.cuda.is_available():
+        return torch.device("cpu"), "gloo"
+    torch.cuda.set_device(local_rank)
+    return torch.device("cuda", local_rank), "nccl"
+
+
 def setup_distributed(timeout_s: float) -> DistContext:
     """Initialise the process group from the environment torchrun sets.
 
@@ -42,20 +51,14 @@ def setup_distributed(timeout_s: float) -> DistContext:
     bounds every collective (gloo: each send/recv; NCCL: the watchdog).
     """
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = torch.cuda.is_available()
-    if use_cuda:
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-    else:
-        device = torch.device("cpu")
-    backend = "nccl" if use_cuda else "gloo"
+    device, backend = local_device(local_rank)
     if "WORLD_SIZE" not in os.environ:
         return DistContext(0, 1, local_rank, device, backend, distributed=False)
     dist.init_process_group(
         backend=backend,
         init_method="env://",
         timeout=dt.timedelta(seconds=timeout_s),
-        device_id=device if use_cuda else None,
+        device_id=device if device.type == "cuda" else None,
     )
     return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device, backend, True)
 

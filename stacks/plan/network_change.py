@@ -13,7 +13,7 @@ from typing import Optional
 
 from stacks.config import ConfigError, StackConfig, key
 from stacks.plan import Plan
-from stacks.plan.region_change import in_region, region_of, region_problem
+from stacks.plan.region_change import region_problem
 from stacks.zones import RegionZones, find_zone, zone_pins
 
 #: What a refusal offers instead of changing the network in place.
@@ -67,10 +67,9 @@ def network_problems(
 
 def deployed_zone_problems(new: Plan, region: RegionZones, deployed_zones: list[str]) -> list[str]:
     """The zones alone, where the last update's configuration is unknown (its record is unreadable, or does not load
-    with this version): ``new``'s VPC zones against those the last update's VPC was made in."""
+    with this version): ``new``'s VPC zones against those the last update's VPC was made in. Zones of another region
+    were refused before (:func:`stacks.last_update.refuse_new_region`)."""
     b = new.config
-    if deployed_zones and not any(in_region(z, b.region) for z in deployed_zones):
-        return [region_problem(region_of(deployed_zones), b.region)]
     if b.network is None or b.cluster.stack_reference is not None:
         return []
     return _zone_problems(None, b, region, deployed_zones)

@@ -24,6 +24,7 @@ from components.catalog.platform import (
 )
 from stacks.config import ConfigError, load_config
 from stacks.costs import control_plane_line, estimate
+from stacks.last_update import REGION_OUTPUT, ZONES_OUTPUT, LastUpdate, new_region_problem
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
 from stacks.plan.network_change import deployed_zone_problems
@@ -655,11 +656,12 @@ def test_moving_a_running_stack_to_another_region_is_refused_offline_and_at_depl
         compare(plan_of("vision", vision), plan_of("vision", {**vision, "aws:region": "us-west-2"}))
     assert err.value.problems == [MOVED_REGION]
     # where the last configuration is unknown, the zones the VPC was made in name their region
-    west = RegionZones(tuple(Zone(f"us-west-2{x}", f"usw2-az{i}") for i, x in enumerate("abcd", 1)))
+    moved_plan = plan_of("dev", {**preset("dev"), "aws:region": "us-west-2"})
     for made_in in (["us-east-1a", "us-east-1b"], ["us-east-1-bos-1a", "us-east-1b"]):
-        moved_plan = plan_of("dev", {**preset("dev"), "aws:region": "us-west-2"})
-        assert deployed_zone_problems(moved_plan, west, made_in) == [MOVED_REGION]
-    assert deployed_zone_problems(plan_of("dev", preset("dev")), REGION, ["us-east-1a", "us-east-1b"]) == []
+        assert new_region_problem(moved_plan, LastUpdate({ZONES_OUTPUT: made_in})) == MOVED_REGION
+    assert new_region_problem(plan_of("dev", preset("dev")), LastUpdate({ZONES_OUTPUT: ["us-east-1a"]})) is None
+    assert new_region_problem(moved_plan, LastUpdate({REGION_OUTPUT: "us-east-1"})) == MOVED_REGION
+    assert new_region_problem(moved_plan, LastUpdate()) is None  # nothing exported: a first update
 
 
 def _pinned(zone: str) -> dict[str, Any]:
