@@ -30,7 +30,7 @@ def workload_conditions_command(namespace: str, job: str) -> str:
     (e.g. ``Capacity is not found, CA will try to find it later.``). Workload ``status.admissionChecks``:
     https://kueue.sigs.k8s.io/docs/concepts/admission_check/."""
     path = (
-        f"{{range .items[?(@.metadata.ownerReferences[0].name==\"{job}\")]}}{{range .status.conditions[*]}}"
+        f"{{range {_owned_by(job)}}}{{range .status.conditions[*]}}"
         f"{job}: {{.type}}={{.status}} ({{.reason}}: {{.message}}){{\"\\n\"}}{{end}}"
         f"{{range .status.admissionChecks[*]}}{job}: admission check {{.name}}={{.state}} ({{.message}})"
         f"{{\"\\n\"}}{{end}}{{end}}"
@@ -38,9 +38,15 @@ def workload_conditions_command(namespace: str, job: str) -> str:
     return f"kubectl get workloads.kueue.x-k8s.io -n {namespace} -o jsonpath='{path}'"
 
 
+def _owned_by(job: str) -> str:
+    """The namespace's Kueue Workloads that ``job`` owns, as a jsonpath over their list (Kueue makes the job the
+    Workload's first owner)."""
+    return f'.items[?(@.metadata.ownerReferences[0].name=="{job}")]'
+
+
 def _workload_of(job: str, then: str) -> str:
-    """A jsonpath over the namespace's Kueue Workloads: ``then`` of the one ``job`` owns."""
-    return f'{{.items[?(@.metadata.ownerReferences[0].name=="{job}")]{then}}}'
+    """A jsonpath over the namespace's Kueue Workloads: ``then`` of those ``job`` owns."""
+    return f"{{{_owned_by(job)}{then}}}"
 
 
 def wait_command(namespace: str, job: str, timeout_s: int) -> str:
