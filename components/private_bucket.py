@@ -17,8 +17,10 @@ from components.iam import s3_tls_only_bucket_policy
 class PrivateBucket:
     """What :func:`private_bucket` created."""
 
-    bucket: aws.s3.Bucket
-    encryption: aws.s3.BucketServerSideEncryptionConfiguration
+    # quoted: the offline tools' config imports this module, and an annotation evaluated here would load
+    # pulumi-aws's s3 service (tests/unit/test_lazy_imports.py)
+    bucket: "aws.s3.Bucket"
+    encryption: "aws.s3.BucketServerSideEncryptionConfiguration"
     """Wait for it before writing objects that must be encrypted with the bucket's default."""
 
 

@@ -24,8 +24,16 @@ from components.private_bucket import private_bucket
 from components.workloads.identity import SERVICE_ACCOUNT_MOUNT, api_access_volume
 from components.workloads.job_objects import JOB_OBJECTS
 from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
+from components.workloads.spec import DEFAULT_TIMEOUT_HOURS
 from components.workloads.toolbox import COLLECT_SCRIPT
 from components.workloads.waits import deadline_seconds
+
+#: Output files the collector copies by default besides metrics and logs (globs relative to the output folder).
+DEFAULT_KEPT_OUTPUTS: tuple[str, ...] = ("*.json", "*.csv", "*.txt")
+#: Larger output files are listed as skipped, not copied (MiB), unless the run says otherwise.
+DEFAULT_MAX_FILE_MIB = 1024
+#: How long the collector waits for the experiments by default: a job's default deadline, and an hour more.
+DEFAULT_COLLECTOR_TIMEOUT_HOURS = DEFAULT_TIMEOUT_HOURS + 1
 
 #: Where the collector's ConfigMap is mounted, and its one key.
 CONFIG_DIR = "/etc/benchmark"
@@ -77,7 +85,7 @@ class BenchmarkCollectorArgs(TypedDict):
     bucket_name: NotRequired[str]
     """An existing bucket; omit to create one, kept when the stack is destroyed (the results outlive it)."""
     keep_outputs: NotRequired[Sequence[str]]
-    """Globs of output files copied besides metrics and logs. Default ``*.json``."""
+    """Globs of output files copied besides metrics and logs. Default ``["*.json", "*.csv", "*.txt"]``."""
     max_file_mib: NotRequired[int]
     """Larger output files are listed as skipped. Default 1024."""
     timeout_hours: NotRequired[float]
@@ -212,8 +220,8 @@ class BenchmarkCollector(pulumi.ComponentResource):
         storage's configuration."""
         experiments, names = args["experiments"], list(args["experiments"])
         keep = {
-            "outputs": list(args.get("keep_outputs") or ["*.json"]),
-            "maxFileMib": int(args.get("max_file_mib", 1024)),
+            "outputs": list(args.get("keep_outputs") or DEFAULT_KEPT_OUTPUTS),
+            "maxFileMib": int(args.get("max_file_mib", DEFAULT_MAX_FILE_MIB)),
         }
 
         def render(values: list[Any]) -> str:
@@ -265,7 +273,7 @@ class BenchmarkCollector(pulumi.ComponentResource):
         ready: Sequence[pulumi.Output[str]],
     ) -> k8s.batch.v1.Job:
         """The collector Job, created after every experiment exists and its access is in place (``ready``)."""
-        timeout_s = deadline_seconds(args.get("timeout_hours", 25))
+        timeout_s = deadline_seconds(args.get("timeout_hours", DEFAULT_COLLECTOR_TIMEOUT_HOURS))
         waits = [e["job_name"] for e in args["experiments"].values()]
         job_name = pulumi.Output.all(args["name"], ready[0], ready[1], config_map.urn, *waits).apply(
             lambda v: str(v[0])

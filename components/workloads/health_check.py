@@ -13,6 +13,9 @@ from components.workloads.toolbox import BENCHMARK_SCRIPT
 from components.workloads.training import torch_env
 from components.workloads.waits import finished
 
+#: Minutes the all-reduce check may take once admitted, unless it says otherwise (``timeout_minutes``).
+DEFAULT_CHECK_TIMEOUT_MINUTES = 60
+
 
 class AllReduceHealthCheckArgs(TypedDict):
     """Inputs of :class:`AllReduceHealthCheck`."""
@@ -88,7 +91,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         # the benchmark writes only its report (to the shared volume) and torchrun's logs (to /tmp)
         timed: JobSpec = {
             **spec,
-            "timeout_hours": int(args.get("timeout_minutes", 60)) / 60,
+            "timeout_hours": int(args.get("timeout_minutes", DEFAULT_CHECK_TIMEOUT_MINUTES)) / 60,
             "read_only_root_filesystem": True,
         }
         _, job = indexed_job(

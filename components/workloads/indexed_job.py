@@ -28,6 +28,7 @@ from components.workloads.pods import (
 from components.workloads.spec import (
     C10D_PORT,
     DEFAULT_STOP_GRACE_S,
+    DEFAULT_TIMEOUT_HOURS,
     PREDECESSOR_FAILED_EXIT_CODE,
     USAGE_ERROR_EXIT_CODE,
     WORKSPACE,
@@ -69,7 +70,7 @@ def indexed_job(
     fail the Job at once. Stopped pods get the job's ``stop_grace_period_seconds``."""
     rules = _failure_rules(fail_exit_codes, ignore_exit_codes, waits_for_jobs=bool(spec.get("after_jobs")))
     queue = dict(spec.get("queue_labels") or {})
-    timeout_s = deadline_seconds(spec.get("timeout_hours", 24))
+    timeout_s = deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS))
     grace_s = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
     identity = job_identity(parent, name, spec)
     service = _headless_service(name, parent, spec, labels, ports)

@@ -49,6 +49,7 @@ from components.workloads.pods import (
 )
 from components.workloads.spec import (
     DEFAULT_MAX_RESTARTS,
+    DEFAULT_TIMEOUT_HOURS,
     MASTER_PORT,
     PREDECESSOR_FAILED_EXIT_CODE,
     WORKSPACE,
@@ -446,7 +447,7 @@ def _shape(name: str, args: MpiJobArgs) -> _Shape:
         labels={**COMMON_LABELS, "app.kubernetes.io/name": "mpi-job", JOB_LABEL: job_name},
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only=bool(spec.get("read_only_root_filesystem", False)),
-        timeout_s=deadline_seconds(spec.get("timeout_hours", 24)),
+        timeout_s=deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS)),
         backoff_limit=int(args.get("backoff_limit", DEFAULT_MAX_RESTARTS)),
         queue=dict(spec.get("queue_labels") or {}),
     )

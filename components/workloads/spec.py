@@ -27,6 +27,9 @@ USAGE_ERROR_EXIT_CODE = 2
 #: Seconds a stopped pod gets before it is killed, unless the job says otherwise.
 DEFAULT_STOP_GRACE_S = 60
 
+#: Hours a job may run once admitted (its activeDeadlineSeconds), unless it says otherwise (``timeout_hours``).
+DEFAULT_TIMEOUT_HOURS = 24
+
 #: Pod failures a job tolerates per node (an MPI job: launcher retries) unless it says otherwise (``maxRestarts``).
 DEFAULT_MAX_RESTARTS = 3
 

@@ -23,6 +23,9 @@ from components.workloads.pods import (
 from components.workloads.toolbox import STAGE_SCRIPT
 from components.workloads.waits import await_annotations, await_seconds, await_timeouts, finished
 
+#: Minutes the staging Job may take, unless it says otherwise (``timeout_minutes``).
+DEFAULT_STAGING_TIMEOUT_MINUTES = 30
+
 
 def staging_command(
     source: str, data_dir: str, *, md5: Optional[str] = None, expected_bytes: Optional[int] = None
@@ -111,7 +114,7 @@ class DatasetStaging(pulumi.ComponentResource):
 
         command = staging_command(source, data_dir, md5=args.get("md5"), expected_bytes=args.get("expected_bytes"))
         job_name = k8s_name(name)
-        deadline_s = 60 * int(args.get("timeout_minutes", 30))
+        deadline_s = 60 * int(args.get("timeout_minutes", DEFAULT_STAGING_TIMEOUT_MINUTES))
         job = k8s.batch.v1.Job(
             f"{name}-job",
             metadata={

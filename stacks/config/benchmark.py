@@ -18,6 +18,8 @@ from typing import Any, Mapping, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from components.workloads.collector import DEFAULT_KEPT_OUTPUTS, DEFAULT_MAX_FILE_MIB
+from components.workloads.spec import DEFAULT_TIMEOUT_HOURS
 from stacks.config.base import S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, Number, entry_name_problem, split_s3_path
 from stacks.config.errors import check, format_validation, key
 from stacks.config.jobs import JobConfig
@@ -36,8 +38,6 @@ FORBIDDEN_JOB_KEYS: Mapping[str, str] = {
     "purpose": "an experiment is queued with the experiment priority (below training: the README's queues section); "
     "remove it",
 }
-#: Output files the collector copies by default besides metrics and logs (globs relative to the output folder).
-DEFAULT_KEPT_OUTPUTS: tuple[str, ...] = ("*.json", "*.csv", "*.txt")
 #: The collector's name (a Kubernetes Job, its service account and Role): no job or experiment may take it.
 COLLECTOR_NAME = "benchmark-collector"
 #: Where the experiments write, relative to the shared volume.
@@ -109,7 +109,7 @@ class KeepConfig(Model):
     """Leave the environment up after the run (the driver's ``--keep``); default: destroy it."""
     outputs: list[str] = Field(default_factory=lambda: list(DEFAULT_KEPT_OUTPUTS))
     """Output files copied besides metrics and logs: globs relative to the experiment's output folder."""
-    max_file_mib: int = Field(default=1024, ge=1, le=MAX_FILE_MIB_LIMIT)
+    max_file_mib: int = Field(default=DEFAULT_MAX_FILE_MIB, ge=1, le=MAX_FILE_MIB_LIMIT)
     """Larger output files are listed as skipped, not copied."""
 
     @field_validator("outputs")
@@ -309,7 +309,7 @@ def benchmark_settings(bench: BenchmarkConfig, run: str, experiments: Mapping[st
     """The settings of a validated benchmark (the collector waits as long as the longest experiment, plus an hour)."""
     timeout = bench.collector_timeout_hours
     if timeout is None:
-        timeout = max((j.timeout_hours for j in experiments.values()), default=24.0) + 1.0
+        timeout = max((j.timeout_hours for j in experiments.values()), default=float(DEFAULT_TIMEOUT_HOURS)) + 1.0
     return BenchmarkSettings(
         run=run,
         experiments=tuple(experiments),

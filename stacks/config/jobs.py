@@ -13,7 +13,15 @@ from pydantic import Field, field_validator, model_validator
 
 from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
 from components.image.reference import validate_image_reference
-from components.workloads.spec import DEFAULT_MAX_RESTARTS, JOB_VARIABLES, RendezvousBackend
+from components.workloads.health_check import DEFAULT_CHECK_TIMEOUT_MINUTES
+from components.workloads.spec import (
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_STOP_GRACE_S,
+    DEFAULT_TIMEOUT_HOURS,
+    JOB_VARIABLES,
+    RendezvousBackend,
+)
+from components.workloads.staging import DEFAULT_STAGING_TIMEOUT_MINUTES
 from components.workloads.training import RESILIENCE_VARIABLES
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
@@ -148,7 +156,7 @@ class DatasetConfig(Model):
     path: Optional[str] = None
     """The folder on the shared volume the dataset is staged into (default ``datasets/<name>``): the job's DATA_DIR.
     The tarball's content lands in it as it is in the tarball."""
-    timeout_minutes: int = Field(default=30, ge=5, le=1440)
+    timeout_minutes: int = Field(default=DEFAULT_STAGING_TIMEOUT_MINUTES, ge=5, le=1440)
     """How long the staging may take."""
 
     @model_validator(mode="before")
@@ -225,7 +233,7 @@ class HealthCheckConfig(Model):
     max_bytes: Optional[int] = None
     """The largest message in bytes, a power of two from 1 MiB to 16 GiB below one GPU's memory (on CPU, a process's
     share of the pod's); default the reference's size, else 1 GiB on GPU and 64 MiB on CPU."""
-    timeout_minutes: int = Field(default=60, ge=5, le=1440)
+    timeout_minutes: int = Field(default=DEFAULT_CHECK_TIMEOUT_MINUTES, ge=5, le=1440)
     """How long the check may take."""
 
     @field_validator("max_bytes")
@@ -316,10 +324,10 @@ class JobConfig(Model):
     collective_timeout_seconds: Optional[Number] = Field(default=None, ge=10, le=600)
     """pytorch: how long a hung peer stalls a collective before the workers fail and re-rendezvous
     (PG_TIMEOUT_SECONDS); default the program's own (the bundled trainer's, components/workloads/training.py)."""
-    stop_grace_period_seconds: int = Field(default=60, ge=20, le=3600)
+    stop_grace_period_seconds: int = Field(default=DEFAULT_STOP_GRACE_S, ge=20, le=3600)
     """The time a stopped pod gets to checkpoint and exit (terminationGracePeriodSeconds); torchrun waits that minus
     15 s for its workers (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)."""
-    timeout_hours: Number = Field(default=24, gt=0, le=720)
+    timeout_hours: Number = Field(default=DEFAULT_TIMEOUT_HOURS, gt=0, le=720)
     """The Job's deadline (activeDeadlineSeconds)."""
     wait_for_completion: bool = False
     """`pulumi up` waits for the job to complete (a failure stops it with the job's reason); false returns once it is
