@@ -78,6 +78,10 @@ def addon_checks(plan: Plan) -> list[tuple[str, str]]:
     return out
 
 
+#: The finding about the stack's credentials is under this key (stacks/preflight/session.py asks who they are).
+CREDENTIALS_KEY = "aws:profile"
+#: The keys that choose the stack's credentials, for messages.
+CREDENTIAL_KEYS = "aws:profile, aws:sharedConfigFiles, aws:sharedCredentialsFiles, aws:assumeRoles"
 #: The command the cluster's kubeconfig runs for a token (``aws eks get-token``), and what preflight names when it
 #: checks for it: the deploying machine's ``PATH``, not a config key.
 AWS_CLI = "aws"
@@ -96,6 +100,7 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
         return out  # a jobs-only stack's account is the cluster stack's, checked there
     return (
         out
+        + [(CREDENTIALS_KEY, f"AWS says who the stack's credentials are ({CREDENTIAL_KEYS})")]
         + _network_checks(plan)
         + [_running_cluster_check(plan)]
         + _group_checks(plan)
@@ -113,7 +118,8 @@ def planned_checks(plan: Plan) -> list[tuple[str, str]]:
 
 def _dataset_checks(plan: Plan) -> list[tuple[str, str]]:
     out = []
-    for name, d in plan.config.datasets.items():
+    for name, staged in plan.datasets.items():  # the datasets a job reads, as stacks/preflight/datasets.py checks
+        d = staged.config
         if d.source.startswith("s3://"):
             what = "holds objects to import" if d.is_prefix else "is one object (the tarball staging downloads)"
             size = f", {d.expected_bytes} bytes" if d.expected_bytes is not None and not d.is_prefix else ""
@@ -242,6 +248,8 @@ def _fsx_checks(plan: Plan) -> list[tuple[str, str]]:
                 f"bucket {fsx.data_repository.bucket} exists in the stack's region",
             )
         )
+    else:
+        out.append((key("storage.fsx.dataRepository"), "the stack creates the data bucket in the stack's region"))
     out.append(
         (
             key("storage.fsx.storageCapacityGib"),

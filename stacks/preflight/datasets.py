@@ -1,6 +1,6 @@
 """Preflight checks of the datasets jobs read from S3: the object a staging Job downloads exists (at its expected size,
 not archived), and a prefix the FSx file system imports holds objects. A missing source otherwise fails the staging
-Job, or imports an empty folder, after the stack is paid for. Each rule and API: check 12 in
+Job, or imports an empty folder, after the stack is paid for. Each rule and API: "Datasets on S3" in
 docs/explanation/preflight.md."""
 
 from typing import Optional

@@ -8,11 +8,8 @@ from botocore.exceptions import NoCredentialsError
 
 from components.image.aws_settings import aws_session
 from stacks.plan import Plan
-
-#: The finding about the stack's credentials is under this key.
-CREDENTIALS_KEY = "aws:profile"
-#: The keys that choose the stack's credentials, for messages.
-CREDENTIAL_KEYS = "aws:profile, aws:sharedConfigFiles, aws:sharedCredentialsFiles, aws:assumeRoles"
+from stacks.plan.checklist import CREDENTIAL_KEYS as CREDENTIAL_KEYS
+from stacks.plan.checklist import CREDENTIALS_KEY as CREDENTIALS_KEY
 
 
 class CredentialsError(Exception):

@@ -43,6 +43,7 @@ from stacks.preflight import (  # noqa: E402
 )
 from stacks.zones import Zone, choose_zones  # noqa: E402
 from tests import preflight_support as sup  # noqa: E402
+from tests.harness import stack_names  # noqa: E402
 from tests.wait import patient  # noqa: E402
 
 #: moto's us-east-1 maps us-east-1a to use1-az6 and us-east-1c to use1-az2 (and us-east-1e to use1-az3,
@@ -1318,6 +1319,7 @@ def test_a_staged_datasets_object_exists_at_its_size(seeded: sup.SeededMoto) -> 
     # a dataset no job reads is not staged, so not checked
     unused = load(stack({"cpu": group(["m5.xlarge"])}, datasets={"data": {"source": "s3://team-data/none.tgz"}}))
     assert not by_key(run_preflight(unused, ZONES, session()), "eks-training:datasets.data.source")
+    assert "eks-training:datasets.data.source" not in dict(planned_checks(unused))  # nor does the plan promise it
 
 
 def test_a_missing_tarball_is_a_warning_once_the_cluster_exists(seeded: sup.SeededMoto) -> None:
@@ -1387,3 +1389,17 @@ def test_an_applied_quota_counts_and_the_groups_per_cluster_quota_too(seeded: su
         fail.message
     )
     assert "--quota-code L-6D54EA21 --desired-value 3" in fail.message
+
+
+@pytest.mark.parametrize("preset", stack_names())
+def test_the_plan_lists_every_key_preflight_checks(seeded: sup.SeededMoto, preset: str) -> None:
+    """``python -m stacks plan`` prints what preflight will check (:func:`planned_checks`), offline: every key a run of
+    preflight reports on a preset is among them, so the plan promises no check that is not run, and leaves none out."""
+    from tests.harness import stack_config
+
+    cfg = stack_config(preset)
+    cfg.setdefault("aws:region", sup.REGION)  # moto's region, where a preset leaves it to the default
+    plan = load(cfg)
+    reported = {f.key for f in run_preflight(plan, None, session())}  # the zones resolved as `pulumi up` does
+    planned = {k for k, _ in planned_checks(plan)}
+    assert reported == planned, (sorted(reported - planned), sorted(planned - reported))
