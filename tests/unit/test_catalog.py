@@ -165,6 +165,13 @@ def test_instance_facts_are_plausible() -> None:
             assert t.allocatable_memory_mib < t.memory_mib
 
 
+def test_every_instance_type_has_its_pod_limit() -> None:
+    """A type without its ENI figure would plan 110 pods a node (the kubelet's default) whatever EKS gives it."""
+    from components.catalog import ENI_MAX_PODS
+
+    assert sorted(set(INSTANCE_TYPES) ^ set(ENI_MAX_PODS)) == [], "add the type's row to ENI_MAX_PODS (instances.py)"
+
+
 def test_every_kubernetes_version_has_an_autoscaler_that_can_scale() -> None:
     """Each supported minor maps to the autoscaler image of the same minor and a chart whose ClusterRole has
     what autoscaler 1.32+ waits for (volumeattachments, from chart 9.46.3): without it the pod runs but never
