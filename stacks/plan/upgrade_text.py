@@ -16,6 +16,10 @@ from stacks.stackfile import (
     StackLoadError,
 )
 
+#: What a new minor updates after the control plane, in the order the program's dependencies give
+#: (components/cluster.py: NODE_ADDONS before the node groups, LATE_ADDONS after the system group).
+ORDER = "then vpc-cni and kube-proxy, then the node groups side by side, the other add-ons after the system group"
+
 
 def upgrade_report(u: Upgrade) -> dict[str, Any]:
     """The comparison as a JSON-ready mapping."""
@@ -76,13 +80,12 @@ def render_upgrade(r: dict[str, Any]) -> str:
     if k.get("running"):
         moves = f", which moves to {k['to']} first" if k["running"] != k["to"] else ""
         lines.append(
-            f"  Kubernetes {k['from']} -> {k['to']}: the control plane already runs {k['running']}{moves}; then the "
-            "add-ons, then the node groups"
+            f"  Kubernetes {k['from']} -> {k['to']}: the control plane already runs {k['running']}{moves}; {ORDER}"
         )
     elif k["from"] != k["to"]:
         lines.append(
             f"  Kubernetes {k['from']} -> {k['to']}: the control plane first (about "
-            f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), then the add-ons, then the node groups"
+            f"{r['durations']['controlPlane']['minutes']:g} min, an estimate), {ORDER}"
         )
     else:
         lines.append(f"  Kubernetes {k['from']}: unchanged")

@@ -424,7 +424,7 @@ def test_a_control_plane_eks_moved_itself_is_checked_from_the_minor_it_runs_and_
     assert program.error is None and program.registrations
     (summary,) = program.warnings
     assert f"nodeGroups.cpu rolls: Kubernetes {recorded} -> {NOW}" in summary, summary
-    assert f"Kubernetes {recorded} -> {NOW}: the control plane already runs {NOW}; then the add-ons" in summary
+    assert f"Kubernetes {recorded} -> {NOW}: the control plane already runs {NOW}; then vpc-cni" in summary
     assert summary.endswith(
         f"The control plane already runs {NOW}: it moved outside Pulumi (EKS upgrades a cluster itself at the end of "
         f"standard or extended support); its nodes and add-ons did not. Pulumi's state still holds {recorded}: run "
