@@ -196,6 +196,11 @@ SOURCES: Mapping[str, Source] = {
         shows="AWS's EKS Blueprints for CDK install vpc-cni v1.20.4-eksbuild.2 on Kubernetes 1.31, 1.32, 1.33 and "
         "1.34 and v1.21.1-eksbuild.1 on 1.35 (its versionMap, 1.35 added 2026-04-08)",
     ),
+    "vpc-cni-one-minor-step": Source(
+        url="https://github.com/terraform-aws-modules/terraform-aws-eks/issues/2749",
+        shows="EKS's UpdateAddon refuses vpc-cni v1.13.4 -> v1.15.0: 'Updating VPC-CNI can only go up or down 1 minor "
+        "version at a time' (InvalidParameterException); v1.14 first, then v1.15, works",
+    ),
     "vpc-cni-1.36-describe-addon-versions": Source(
         url="https://github.com/aobao32/eks-101-workshop/blob/9aba525edd529db10ce2c44f4efb8395fb5b8aa2/"
         "18-EKS-Network-performance.md",

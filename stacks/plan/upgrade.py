@@ -13,7 +13,7 @@ VPC CNI and kube-proxy add-ons.
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from components.catalog.addons import addon_version_for
+from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_minor, addon_version_for
 from components.catalog.charts import CLUSTER_AUTOSCALER
 from components.catalog.platform import (
     EKS_ADDONS,
@@ -213,6 +213,7 @@ def compare(
     zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
     recorded)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
+    problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
     if problems:
         raise ConfigError(problems)
@@ -294,6 +295,28 @@ def _group_change(
             f"`pulumi up` at 0 nodes; EKS updates the cluster past {b} only once every group runs {b}"
         )
     return change, notes
+
+
+def addon_step_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """An add-on EKS moves one minor at a time (:data:`ONE_MINOR_STEP_ADDONS`) whose version would move further: EKS
+    would refuse it after the control plane moved. A version left to EKS's default is not known here."""
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    problems = []
+    for addon in ONE_MINOR_STEP_ADDONS:
+        before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
+        after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
+        was, will = (addon_minor(v) if v else None for v in (before, after))
+        if was is None or will is None or was[0] != will[0] or abs(will[1] - was[1]) <= 1:
+            continue
+        step = f"v{was[0]}.{was[1] + (1 if will[1] > was[1] else -1)}"
+        then = "set the version you want" if after in new_plan.config.cluster.addon_versions.values() else "remove it"
+        problems.append(
+            f"{key('cluster.addonVersions.' + addon)}: {before} -> {after} moves {abs(will[1] - was[1])} minors, and "
+            f"EKS moves {addon} one minor at a time: set it to a {step} release EKS offers for Kubernetes {b} (aws eks "
+            f"describe-addon-versions --addon-name {addon} --kubernetes-version {b}), run `pulumi up`, then {then} "
+            "and run `pulumi up` again"
+        )
+    return problems
 
 
 def _held_addon_notes(old_plan: Plan, new_plan: Plan) -> list[str]:

@@ -10,8 +10,10 @@ from components.catalog.addons import (
     ADDON_VERSIONS,
     CONFIGURATION,
     DCGM_INSTANCE_TYPES,
+    ONE_MINOR_STEP_ADDONS,
     POD_IDENTITY,
     VersionRange,
+    addon_minor,
     addon_version_for,
     configuration_settings,
     features_of,
@@ -60,6 +62,19 @@ def test_every_pin_is_an_eks_version_of_a_supported_minor_with_a_source() -> Non
             assert pin.sources and all(s in SOURCES for s in pin.sources), (addon, minor)
             for s in pin.sources:
                 assert pin.version in SOURCES[s].shows and minor in SOURCES[s].shows, (addon, minor, s)
+
+
+def test_the_pins_of_one_minor_step_addons_move_one_minor_with_kubernetes() -> None:
+    """A cluster moving one Kubernetes minor moves such an add-on from one pin to the next: EKS takes one add-on minor
+    at a time (:data:`ONE_MINOR_STEP_ADDONS`, with its source)."""
+    for addon, source in ONE_MINOR_STEP_ADDONS.items():
+        assert source in SOURCES and addon in EKS_ADDONS
+        pins = ADDON_VERSIONS.get(addon, {})
+        minors = [m for m in KUBERNETES_VERSIONS if m in pins]
+        for a, b in zip(minors, minors[1:]):
+            was, will = addon_minor(pins[a].version), addon_minor(pins[b].version)
+            assert was and will and was[0] == will[0] and 0 <= will[1] - was[1] <= 1, (addon, a, b)
+    assert addon_minor("v1.21.1-eksbuild.1") == (1, 21) and addon_minor("latest") is None
 
 
 def test_every_pin_has_every_feature_and_runs_dcgm_on_every_nvidia_type() -> None:

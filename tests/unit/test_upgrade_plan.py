@@ -148,6 +148,32 @@ def test_an_addon_pin_held_across_a_minor_move_is_named() -> None:
     assert not [n for n in same.notes if "addonVersions" in n]
 
 
+def test_a_vpc_cni_move_of_more_than_one_minor_is_refused_with_the_step() -> None:
+    """EKS moves the VPC CNI one minor at a time (source key ``vpc-cni-one-minor-step``): an override of the old minor's
+    removed at the next minor would jump two, and EKS would refuse it after the control plane moved."""
+    held = {"addonVersions": {"vpc-cni": "v1.20.4-eksbuild.2"}}
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35", **held))
+    with pytest.raises(ConfigError) as err:
+        compare(old, plan_of("dev", variant("dev", kubernetesVersion="1.36")))
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        "eks-training:cluster.addonVersions.vpc-cni: v1.20.4-eksbuild.2 -> v1.22.4-eksbuild.3 moves 2 minors"
+    )
+    assert "set it to a v1.21 release EKS offers for Kubernetes 1.36" in problem and "then remove it" in problem
+    # one minor at a time passes: held, or the pins' own move with the cluster
+    assert compare(old, plan_of("dev", variant("dev", kubernetesVersion="1.36", **held)))
+    assert compare(
+        plan_of("dev", variant("dev", kubernetesVersion="1.35")),
+        plan_of("dev", variant("dev", kubernetesVersion="1.36")),
+    )
+    down = plan_of("dev", variant("dev", kubernetesVersion="1.36", addonVersions={"vpc-cni": "v1.20.4-eksbuild.2"}))
+    with pytest.raises(ConfigError, match="set it to a v1.21 release .* then set the version you want"):
+        compare(
+            plan_of("dev", variant("dev", kubernetesVersion="1.35", addonVersions={"vpc-cni": "v1.22.4-eksbuild.3"})),
+            down,
+        )
+
+
 def test_going_down_a_minor_is_refused() -> None:
     old = plan_of("dev", preset("dev"))
     new = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
