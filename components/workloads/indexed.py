@@ -17,6 +17,11 @@ from components.workloads.waits import finished
 Environment = Callable[[pulumi.Output[list[str]]], Mapping[str, pulumi.Input[str]]]
 
 
+def indexed_backoff_limit(max_retries: int, nodes: int) -> int:
+    """The pod failures an Indexed Job of ``nodes`` pods tolerates: ``max_retries`` per pod."""
+    return max_retries * nodes
+
+
 def indexed_workers(
     parent: pulumi.ComponentResource,
     name: str,
@@ -46,7 +51,7 @@ def indexed_workers(
         nodes=nodes,
         command=[*command, *(spec.get("args") or [])],
         env=environment(hosts),
-        backoff_limit=max_retries * nodes,
+        backoff_limit=indexed_backoff_limit(max_retries, nodes),
         ports=(port,),
     )
     done = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))

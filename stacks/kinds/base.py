@@ -223,6 +223,21 @@ class JobKind:
     """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
     image); empty: the image may be anything. :meth:`noop_command` reads it."""
 
+    def node_stop(self, nodes: int) -> str:
+        """What one of its ``nodes`` pods stopped by a drain (a node roll, a Spot interruption) does to its running job,
+        beyond the stop itself: a clause of the upgrade summary (:mod:`stacks.plan.upgrade`); empty when nothing more
+        happens."""
+        return ""
+
+    def roll_failures(self, nodes: int) -> int:
+        """The failures a roll that stops each of a running job's ``nodes`` pods once charges to its retries: 0 where
+        a stop never counts, or where its program decides."""
+        return 0
+
+    def failure_limit(self, max_restarts: int, nodes: int) -> int:
+        """The failures a job of ``nodes`` pods with ``maxRestarts`` tolerates before it fails (its backoff)."""
+        return max_restarts
+
     def noop_command(self, job: JobSettings) -> tuple[str, ...]:
         """What the job's image runs to be pulled onto its nodes ahead of the job (:mod:`stacks.plan.prepull`); empty:
         the image is pulled when the job's pods start."""

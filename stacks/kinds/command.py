@@ -18,6 +18,9 @@ class Command(IndexedCommandKind):
     component = CommandJob
     variables = PEER_VARIABLES
 
+    def node_stop(self, nodes: int) -> str:
+        return "its other pods run on without it, as its program decides" if nodes > 1 else ""
+
     def local_env(self, ctx: LocalContext) -> Mapping[str, Any]:
         return command_env(ctx.spec, ctx.placement, ctx.nodes, ctx.peers, port=ctx.machine.free_port())
 

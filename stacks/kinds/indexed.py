@@ -4,6 +4,7 @@
 import re
 from typing import Any, Callable, ClassVar, Mapping
 
+from components.workloads.indexed import indexed_backoff_limit
 from stacks.kinds.base import BuildContext, JobComponent, JobKind, JobSettings, LocalContext, LocalProcesses
 
 #: A Python interpreter's file name.
@@ -16,6 +17,9 @@ class IndexedCommandKind(JobKind):
     one_process_per_pod = True
     component: ClassVar[Callable[..., JobComponent]]
     """The kind's component (``components.workloads``), built from the job's spec, placement, command and size."""
+
+    def failure_limit(self, max_restarts: int, nodes: int) -> int:
+        return indexed_backoff_limit(max_restarts, nodes)
 
     def noop_command(self, job: JobSettings) -> tuple[str, ...]:
         """The command's own interpreter when it starts with Python (``python``, ``python3.12``, a path to one):

@@ -50,6 +50,16 @@ class Mpi(JobKind):
     # mpirun starts orted on the workers over ssh, without the image's PATH: the image must say where Open MPI is
     needs_mpi_prefix = True
 
+    def node_stop(self, nodes: int) -> str:
+        # a worker's sshd goes with its pod: mpirun fails, and the launcher's retry runs the program again
+        return (
+            "each stop ends mpirun, and the launcher runs the program again from its start (unless it resumes "
+            "itself), using one of its maxRestarts"
+        )
+
+    def roll_failures(self, nodes: int) -> int:
+        return nodes
+
     def build(self, ctx: BuildContext) -> JobComponent:
         job, c = ctx.job, ctx.job.config
         assert c.command is not None

@@ -23,6 +23,7 @@ from components.catalog.platform import (
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SURGE
 from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
+from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
@@ -45,10 +46,23 @@ class JobStop:
     """EKS launches a node's replacement before the node goes (``DEFAULT``); else (``MINIMAL``) after it."""
     capacity_block: bool = False
     """The group runs on a Capacity Block, which frees a terminated instance's slot only after several minutes."""
+    effect: str = ""
+    """What a stopped pod does to the running job beyond the stop, as its kind says (:meth:`JobKind.node_stop`)."""
+    failures: int = 0
+    """The failures the roll charges to the job's retries (:meth:`JobKind.roll_failures`)."""
+    limit: int = 0
+    """The failures the job tolerates (:meth:`JobKind.failure_limit`)."""
+    launcher: bool = False
+    """The job's launcher pod (an MPI job's, on the system group) is what the roll stops, not its workers."""
 
     @property
     def what(self) -> str:
         """What the roll does to it, in words."""
+        if self.launcher:
+            return (
+                f"its launcher (mpirun) is stopped once: the program runs again from its start (unless it resumes "
+                f"itself), using one of its {self.limit} retries (maxRestarts)"
+            )
         if self.strategy == "whenIdle":
             return (
                 f"keeps all {self.pods} pod(s): EKS cannot drain its nodes and fails the group's update after "
@@ -58,6 +72,13 @@ class JobStop:
             f"one pod at a time is stopped (SIGTERM and its grace period), its PodDisruptionBudget keeping "
             f"{self.keeps} of {self.pods} running"
         )
+        if self.effect:
+            stop += f"; {self.effect}"
+        if self.failures > self.limit:
+            stop += (
+                f"; the roll's {self.failures} failures are more than the {self.limit} it tolerates, so the job fails: "
+                f"set the group's updateStrategy to whenIdle, or raise {key(f'jobs.{self.name}.maxRestarts')}"
+            )
         if self.surge:
             return stop
         return (
@@ -178,6 +199,10 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
     (the configuration cannot tell which) stop as it says."""
     out = []
     for name, job in old_plan.jobs.items():
+        kind = KINDS[job.kind]
+        limit = kind.failure_limit(job.config.max_restarts, job.nodes)
+        if kind.launcher_on_system_group and group == old_plan.system.name != job.group.name and strategy == "rolling":
+            out.append(JobStop(name, group, 1, strategy, keeps=0, surge=surge, failures=1, limit=limit, launcher=True))
         if job.group.name != group:
             continue
         now = new_plan.jobs.get(name)
@@ -192,6 +217,9 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
                 keeps=keeps,
                 surge=surge,
                 capacity_block=block,
+                effect=kind.node_stop(job.nodes),
+                failures=kind.roll_failures(job.nodes) if strategy == "rolling" else 0,
+                limit=limit,
             )
         )
     return tuple(out)

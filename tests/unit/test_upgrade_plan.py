@@ -82,6 +82,44 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     assert u.minutes == 10.0 + 1.0 + 4.0 + 2 * 20.0
 
 
+def _moved(stack: str, **job_changes: Any) -> dict[str, Any]:
+    """The groups of a preset's one-minor move, by key, its jobs changed as given (both sides; room for 3 nodes)."""
+    configs = []
+    for minor in ("1.35", "1.36"):
+        cfg = variant(stack, kubernetesVersion=minor)
+        for job in cfg[P + "jobs"].values():
+            job.update(job_changes)
+        for group in cfg[P + "nodeGroups"].values():
+            group["maxSize"] = max(group["maxSize"], 3)
+        configs.append(cfg)
+    u = compare(*(plan_of(stack, c) for c in configs))
+    return {g.path: g for g in u.groups}
+
+
+def test_a_roll_says_what_each_kind_of_job_goes_through_and_when_its_retries_run_out() -> None:
+    """An MPI job's run starts again at each stop, its launcher's on the system group too; a TensorFlow worker's
+    stop fails its peers. Each uses the job's retries, and a roll that uses more than it tolerates is named."""
+    groups = _moved("mpi-horovod")
+    nccl = next(j for j in groups["nodeGroups.gpu"].jobs if j.name == "nccl")
+    assert "each stop ends mpirun" in nccl.what and (nccl.failures, nccl.limit) == (2, 3)
+    assert "more than" not in nccl.what
+    launchers = [j for j in groups["systemNodeGroup"].jobs if j.launcher]
+    assert [j.name for j in launchers] == ["nccl", "horovod"]
+    assert "its launcher (mpirun) is stopped once" in launchers[0].what
+    tight = _moved("mpi-horovod", maxRestarts=1)
+    nccl = next(j for j in tight["nodeGroups.gpu"].jobs if j.name == "nccl")
+    assert "the roll's 2 failures are more than the 1 it tolerates, so the job fails" in nccl.what
+    assert "eks-training:jobs.nccl.maxRestarts" in nccl.what
+    (tf,) = _moved("tensorflow", nodes=3, maxRestarts=1)["nodeGroups.gpu"].jobs
+    assert "its other workers fail with it" in tf.what and (tf.failures, tf.limit) == (6, 3)
+    assert "so the job fails" in tf.what
+    (tf,) = _moved("tensorflow")["nodeGroups.gpu"].jobs
+    assert (tf.failures, tf.limit) == (2, 6) and "so the job fails" not in tf.what
+    # a pytorch job's stop costs no retry, and a group kept whenIdle charges none
+    (train,) = _moved("p5")["nodeGroups.gpu"].jobs
+    assert train.failures == 0 and "retries" not in train.what
+
+
 def test_skipping_a_minor_is_refused_with_the_steps() -> None:
     old = plan_of("dev", variant("dev", kubernetesVersion="1.34"))
     new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
