@@ -120,13 +120,13 @@ def target_of(env: Environment) -> JobTarget:
     )
 
 
-def _ready(env: JobTarget, data_dir: str) -> pulumi.Output[str]:
+def _ready(target: JobTarget, data_dir: str) -> pulumi.Output[str]:
     """``data_dir`` once the shared file system's data can be read."""
 
     def at(_: str) -> str:
         return data_dir
 
-    return env.data_ready.apply(at)
+    return target.data_ready.apply(at)
 
 
 def build_workloads(env: Environment) -> Optional[Workloads]:
@@ -139,22 +139,20 @@ def build_workloads(env: Environment) -> Optional[Workloads]:
         if not cfg.teams:
             return None
         out = Workloads(image_uris={})
-        out.teams = build_team_namespaces(env)
-        out.mpi_operator = MpiOperator(f"{cfg.cluster_name}-mpi-operator", {}, opts=env.k8s_opts)
-        out.admission = _admission(plan, env.storage.namespace, out, env.k8s_opts, env.provisioning_crd)
+        _cluster_services(env, plan, env.storage.namespace, out, env.k8s_opts)
         return out
     return build_jobs(target_of(env))
 
 
-def build_jobs(env: JobTarget) -> Workloads:
-    """The jobs of the plan and what they need, into ``env``'s namespace and queue."""
-    plan = env.plan
+def build_jobs(target: JobTarget) -> Workloads:
+    """The jobs of the plan and what they need, into ``target``'s namespace and queue."""
+    plan = target.plan
     name = plan.config.cluster_name
-    pod_opts = env.workload_opts or env.k8s_opts
+    pod_opts = target.workload_opts or target.k8s_opts
     uses_etcd = any(KINDS[j.kind].needs_etcd(j.config) for j in plan.jobs.values())
 
     out = Workloads(image_uris={})
-    out.network_policies = _network_policies(env, uses_etcd)
+    out.network_policies = _network_policies(target, uses_etcd)
     # Everything in the namespace is created after the policies (the name resolves once they exist).
     namespace = out.network_policies.namespace
     _images(plan, out)
@@ -163,41 +161,43 @@ def build_jobs(env: JobTarget) -> Workloads:
         plan,
         namespace=namespace,
         image_uris=out.image_uris,
-        opts=env.k8s_opts,
-        node_groups=_node_group_names(env),
-        waiting_groups=frozenset(env.waiting_groups),
+        opts=target.k8s_opts,
+        node_groups=_node_group_names(target),
+        waiting_groups=frozenset(target.waiting_groups),
     )
     out.code = _job_code(plan)
     if uses_etcd:
         # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
         out.etcd = EtcdRendezvous(
             f"{name}-etcd",
-            {"namespace": namespace, "node_selector": system_node_selector(), "pvc_name": env.pvc_name},
+            {"namespace": namespace, "node_selector": system_node_selector(), "pvc_name": target.pvc_name},
             opts=pod_opts,
         )
-    if env.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
-        _cluster_services(env.env, plan, namespace, out, env.k8s_opts)
-    out.staging.update(_staging(env, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts))
-    deferred = _deferred_jobs(plan, env.waiting_groups)
+    if target.env is not None:  # the cluster stack: the MPI Operator, the teams' namespaces, Kueue and the queues
+        _cluster_services(target.env, plan, namespace, out, target.k8s_opts)
+    out.staging.update(_staging(target, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts))
+    deferred = _deferred_jobs(plan, target.waiting_groups)
     for job in plan.jobs.values():
         if job.name in deferred:
             continue
-        out.jobs[job.name] = _job(env, plan, job, out, namespace, env.pvc_name)
-    if plan.config.benchmark is not None and env.env is not None:  # a jobs-only stack has no benchmark (config rules)
-        out.collector = build_collector(env.env, out.jobs, out.image_uris, namespace)
-    out.tensorboard = _tensorboard(env, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts)
+        out.jobs[job.name] = _job(target, plan, job, out, namespace, target.pvc_name)
+    if (
+        plan.config.benchmark is not None and target.env is not None
+    ):  # a jobs-only stack has no benchmark (config rules)
+        out.collector = build_collector(target.env, out.jobs, out.image_uris, namespace)
+    out.tensorboard = _tensorboard(target, namespace, out.image_uris[TOOLBOX_IMAGE], pod_opts)
     return out
 
 
-def _network_policies(env: JobTarget, uses_etcd: bool) -> TrainingNetworkPolicies:
+def _network_policies(target: JobTarget, uses_etcd: bool) -> TrainingNetworkPolicies:
     """The namespace's network policies: the jobs' pods (and etcd's) may talk to each other."""
-    plan = env.plan
+    plan = target.plan
     # Jobs whose pods talk to each other: every job and its health check.
     peer_jobs = [n for j in plan.jobs.values() for n in (j.name, *([check_job_name(j.name)] if j.health_check else []))]
     return TrainingNetworkPolicies(
         f"{plan.config.cluster_name}-network-policies",
-        {"namespace": env.namespace, "jobs": peer_jobs, "etcd": uses_etcd},
-        opts=env.k8s_opts,
+        {"namespace": target.namespace, "jobs": peer_jobs, "etcd": uses_etcd},
+        opts=target.k8s_opts,
     )
 
 
@@ -253,10 +253,10 @@ def _cluster_services(
 
 
 def _staging(
-    env: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
+    target: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
 ) -> dict[str, DatasetStaging]:
     """A staging Job per dataset the file system does not import."""
-    plan = env.plan
+    plan = target.plan
     staging: dict[str, DatasetStaging] = {}
     for ds_name, ds in plan.datasets.items():
         if ds.imported:
@@ -264,12 +264,12 @@ def _staging(
         d = ds.config
         staging_args: DatasetStagingArgs = {
             "namespace": namespace,
-            "pvc_name": env.pvc_name,
+            "pvc_name": target.pvc_name,
             "image": toolbox,
             "source": d.source,
             "dest_path": ds.path,
             "node_selector": system_node_selector(),
-            "cluster_name": env.cluster_name,
+            "cluster_name": target.cluster_name,
             "timeout_minutes": d.timeout_minutes,
         }
         if d.md5:
@@ -294,17 +294,17 @@ def _deferred_jobs(plan: Plan, waiting: set[str]) -> list[str]:
 
 
 def _tensorboard(
-    env: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
+    target: JobTarget, namespace: pulumi.Output[str], toolbox: pulumi.Output[str], pod_opts: pulumi.ResourceOptions
 ) -> Optional[TensorBoard]:
     """TensorBoard over the jobs' log folders (none when no job sets ``tensorboard``)."""
-    log_dirs = {j.name: j.tensorboard_dir for j in env.plan.jobs.values() if j.tensorboard_dir}
+    log_dirs = {j.name: j.tensorboard_dir for j in target.plan.jobs.values() if j.tensorboard_dir}
     if not log_dirs:
         return None
     return TensorBoard(
-        f"{env.plan.config.cluster_name}-tensorboard",
+        f"{target.plan.config.cluster_name}-tensorboard",
         {
             "namespace": namespace,
-            "pvc_name": env.pvc_name,
+            "pvc_name": target.pvc_name,
             "image": toolbox,
             "log_dirs": log_dirs,
             "node_selector": system_node_selector(),
@@ -313,19 +313,19 @@ def _tensorboard(
     )
 
 
-def _node_group_names(env: JobTarget) -> Optional[dict[str, pulumi.Output[str]]]:
+def _node_group_names(target: JobTarget) -> Optional[dict[str, pulumi.Output[str]]]:
     """Group -> its EKS node group's name, on the cluster stack (a jobs-only stack's groups exist already)."""
-    if env.env is None:
+    if target.env is None:
         return None
-    names = {g: ng.node_group_name for g, ng in env.env.node_groups.items()}
-    names[SYSTEM_ROLE] = env.env.cluster.system_node_group_name
+    names = {g: ng.node_group_name for g, ng in target.env.node_groups.items()}
+    names[SYSTEM_ROLE] = target.env.cluster.system_node_group_name
     return names
 
 
-def _queue_name(env: JobTarget, out: Workloads) -> pulumi.Output[str]:
+def _queue_name(target: JobTarget, out: Workloads) -> pulumi.Output[str]:
     """The LocalQueue the jobs go to, resolved once it exists."""
-    if env.local_queue is not None:
-        return env.local_queue
+    if target.local_queue is not None:
+        return target.local_queue
     assert out.admission is not None
     return out.admission.queue_name
 
@@ -397,8 +397,49 @@ def _admission(
     return Admission(f"{plan.config.cluster_name}-admission", args, opts=opts)
 
 
+def _team(target: JobTarget, plan: Plan) -> Optional[str]:
+    """The team whose queue a jobs-only stack's jobs go to; ``None`` in the cluster stack (its own queues)."""
+    return (plan.config.cluster.team or None) if target.local_queue is not None else None
+
+
+def _health_check(
+    target: JobTarget,
+    plan: Plan,
+    job: JobPlan,
+    name: str,
+    namespace: pulumi.Output[str],
+    pvc: pulumi.Output[str],
+    toolbox: pulumi.Output[str],
+    queue_name: pulumi.Output[str],
+) -> AllReduceHealthCheck:
+    """The all-reduce check a job runs on its nodes before it starts (``jobs.<name>.healthCheck``)."""
+    hc = job.health_check
+    assert hc is not None and plan.admission is not None
+    check_args: AllReduceHealthCheckArgs = {
+        "job": {
+            "job_name": check_job_name(job.name),
+            "namespace": namespace,
+            "pvc_name": pvc,
+            "image": toolbox,
+            "output_dir": job.output_dir,
+            "queue_labels": plan.admission.check_labels(job.name, _team(target, plan)),
+            "queue_annotations": plan.admission.pod_annotations(job.group.name),
+            "after": [queue_name],
+            "queue_timeout_hours": job.config.queue_timeout_hours,
+        },
+        "placement": job.placement,
+        "nodes": job.nodes,
+        "timeout_minutes": hc.config.timeout_minutes,
+    }
+    if hc.message_bytes is not None:
+        check_args["max_bytes"] = hc.message_bytes
+    if hc.threshold_gbytes_per_s is not None:
+        check_args["min_bus_bandwidth_gbytes_per_s"] = hc.threshold_gbytes_per_s
+    return AllReduceHealthCheck(f"{name}-allreduce", check_args, opts=target.workload_opts or target.k8s_opts)
+
+
 def _job(
-    env: JobTarget,
+    target: JobTarget,
     plan: Plan,
     job: JobPlan,
     out: Workloads,
@@ -421,11 +462,11 @@ def _job(
             "min_available": job.min_available,
             "selector": dict(KINDS[job.kind].worker_selector),
         },
-        opts=env.k8s_opts,
+        opts=target.k8s_opts,
     )
     assert plan.admission is not None
-    queue_name = _queue_name(env, out)
-    queue = plan.admission.labels(job.name, env.local_queue is not None and plan.config.cluster.team or None)
+    queue_name = _queue_name(target, out)
+    queue = plan.admission.labels(job.name, _team(target, plan))
     spec["queue_labels"] = queue
     spec["queue_annotations"] = plan.admission.pod_annotations(job.group.name)
     after: list[pulumi.Input[str]] = [
@@ -435,39 +476,16 @@ def _job(
     if job.dataset:
         ds = plan.datasets[job.dataset]
         # an imported dataset can be read once the file system's data is ready; a staged one once its Job completed
-        spec["data_dir"] = _ready(env, ds.data_dir) if ds.imported else out.staging[job.dataset].data_dir
+        spec["data_dir"] = _ready(target, ds.data_dir) if ds.imported else out.staging[job.dataset].data_dir
     if job.code_folder is not None:
         assert out.code is not None
         spec["code_uri"] = out.code.uris.apply(lambda uris: uris[job.name])
-        spec["cluster_name"] = env.cluster_name
+        spec["cluster_name"] = target.cluster_name
     elif c.code:
         spec["code_uri"] = c.code
-        spec["cluster_name"] = env.cluster_name
+        spec["cluster_name"] = target.cluster_name
     if job.health_check is not None:
-        hc = job.health_check
-        check_args: AllReduceHealthCheckArgs = {
-            "job": {
-                "job_name": check_job_name(job.name),
-                "namespace": namespace,
-                "pvc_name": pvc,
-                "image": toolbox,
-                "output_dir": job.output_dir,
-                "queue_labels": plan.admission.check_labels(
-                    job.name, env.local_queue is not None and plan.config.cluster.team or None
-                ),
-                "queue_annotations": plan.admission.pod_annotations(job.group.name),
-                "after": [queue_name],
-                "queue_timeout_hours": c.queue_timeout_hours,
-            },
-            "placement": job.placement,
-            "nodes": job.nodes,
-            "timeout_minutes": hc.config.timeout_minutes,
-        }
-        if hc.message_bytes is not None:
-            check_args["max_bytes"] = hc.message_bytes
-        if hc.threshold_gbytes_per_s is not None:
-            check_args["min_bus_bandwidth_gbytes_per_s"] = hc.threshold_gbytes_per_s
-        check = AllReduceHealthCheck(f"{name}-allreduce", check_args, opts=env.workload_opts or env.k8s_opts)
+        check = _health_check(target, plan, job, name, namespace, pvc, toolbox, queue_name)
         out.health_checks[job.name] = check
         after.append(check.report_path)
     spec["after"] = after
@@ -477,7 +495,7 @@ def _job(
             name=name,
             job=job,
             spec=spec,
-            opts=env.workload_opts or env.k8s_opts,
+            opts=target.workload_opts or target.k8s_opts,
             etcd_endpoint=out.etcd.endpoint if out.etcd is not None else None,
             mpi_operator_ready=out.mpi_operator.crd_name if out.mpi_operator is not None else None,
         )
