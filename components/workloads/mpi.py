@@ -310,7 +310,7 @@ class MpiJobArgs(TypedDict):
     ssh_auth_mount_path: NotRequired[str]
     """Where the operator mounts the SSH keys; default our images' ``/home/mpiuser/.ssh``."""
     backoff_limit: NotRequired[int]
-    """Launcher retries before the MPIJob fails. Default 3."""
+    """Failed launcher pods the MPIJob retries before it fails (each runs the program again). Default 3."""
 
 
 class MpiJob(pulumi.ComponentResource):
@@ -576,7 +576,11 @@ def _mpi_spec(
     worker restarts in place (its code's download, its sshd): MPI Operator v0.8.0 never replaces a failed worker pod
     (it recreates only missing ones,
     https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1014), and the
-    launcher waits for every worker."""
+    launcher waits for every worker. A failed launcher is a new pod (``Never``), so its wait for the workers runs
+    again (a container restarted in place runs no init container), and each failure is one failed pod against
+    ``backoffLimit``. In place, mpirun would fail again at each back-off while a lost worker's replacement starts, and
+    the Job controller fails a Job once its pods' restarts reach the limit (``pastBackoffLimitOnFailure``,
+    https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/controller/job/job_controller.go)."""
     return {
         "slotsPerWorker": shape.slots,
         "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
@@ -589,7 +593,7 @@ def _mpi_spec(
             "activeDeadlineSeconds": shape.timeout_s,
         },
         "mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, "restartPolicy": "OnFailure", "template": camel(launcher)},
+            "Launcher": {"replicas": 1, "restartPolicy": "Never", "template": camel(launcher)},
             "Worker": {"replicas": shape.nodes, "restartPolicy": "OnFailure", "template": camel(worker)},
         },
     }

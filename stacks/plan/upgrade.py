@@ -55,13 +55,22 @@ class JobStop:
     launcher: bool = False
     """The job's launcher pod (an MPI job's, on the system group) is what the roll stops, not its workers."""
 
+    def _past_limit(self) -> str:
+        """The clause that says the roll fails the job, when it uses more retries than the job has."""
+        if self.failures <= self.limit:
+            return ""
+        return (
+            f"; the roll's {self.failures} failure(s) are more than the {self.limit} it tolerates, so the job fails: "
+            f"set the group's updateStrategy to whenIdle, or raise {key(f'jobs.{self.name}.maxRestarts')}"
+        )
+
     @property
     def what(self) -> str:
         """What the roll does to it, in words."""
         if self.launcher:
             return (
-                f"its launcher (mpirun) is stopped once: the program runs again from its start (unless it resumes "
-                f"itself), using one of its {self.limit} retries (maxRestarts)"
+                "its launcher (mpirun) is stopped once: the program runs again from its start (unless it resumes "
+                "itself), using one of its maxRestarts" + self._past_limit()
             )
         if self.strategy == "whenIdle":
             return (
@@ -74,11 +83,7 @@ class JobStop:
         )
         if self.effect:
             stop += f"; {self.effect}"
-        if self.failures > self.limit:
-            stop += (
-                f"; the roll's {self.failures} failures are more than the {self.limit} it tolerates, so the job fails: "
-                f"set the group's updateStrategy to whenIdle, or raise {key(f'jobs.{self.name}.maxRestarts')}"
-            )
+        stop += self._past_limit()
         if self.surge:
             return stop
         return (

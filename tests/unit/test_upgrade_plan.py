@@ -108,8 +108,11 @@ def test_a_roll_says_what_each_kind_of_job_goes_through_and_when_its_retries_run
     assert "its launcher (mpirun) is stopped once" in launchers[0].what
     tight = _moved("mpi-horovod", maxRestarts=1)
     nccl = next(j for j in tight["nodeGroups.gpu"].jobs if j.name == "nccl")
-    assert "the roll's 2 failures are more than the 1 it tolerates, so the job fails" in nccl.what
+    assert "the roll's 2 failure(s) are more than the 1 it tolerates, so the job fails" in nccl.what
     assert "eks-training:jobs.nccl.maxRestarts" in nccl.what
+    # an evicted launcher is a failed pod: a job that tolerates none fails with it
+    (launcher, _) = [j for j in _moved("mpi-horovod", maxRestarts=0)["systemNodeGroup"].jobs if j.launcher]
+    assert "the roll's 1 failure(s) are more than the 0 it tolerates" in launcher.what
     (tf,) = _moved("tensorflow", nodes=3, maxRestarts=1)["nodeGroups.gpu"].jobs
     assert "its other workers fail with it" in tf.what and (tf.failures, tf.limit) == (6, 3)
     assert "so the job fails" in tf.what
