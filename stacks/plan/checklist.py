@@ -149,12 +149,14 @@ def _network_checks(plan: Plan) -> list[tuple[str, str]]:
             )
         ]
     if cfg.existing_vpc is not None:
+        vpc = cfg.existing_vpc.vpc_id
         return [
+            (key(f"existingVpc.privateSubnetIds[{i}]"), f"{sid} is a subnet of {vpc} in the region")
+            for i, sid in enumerate(cfg.existing_vpc.private_subnet_ids)
+        ] + [
             (
                 key("existingVpc.privateSubnetIds"),
-                f"each private subnet belongs to {cfg.existing_vpc.vpc_id}, and "
-                f"EKS accepts the control plane in at least "
-                f"{MIN_CONTROL_PLANE_ZONES} of their zones",
+                f"EKS accepts the control plane in at least {MIN_CONTROL_PLANE_ZONES} of their zones",
             )
         ]
     return []
@@ -173,6 +175,8 @@ def _running_cluster_check(plan: Plan) -> tuple[str, str]:
 def _group_checks(plan: Plan) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for g in plan.all_groups:
+        if g.subnet_id is not None:
+            out.append((key(f"{g.path}.subnetId"), f"{g.subnet_id} is a subnet of the VPC, in a zone it uses"))
         where = g.zone or (f"the zone of {g.subnet_id}" if g.subnet_id else "every zone of the VPC")
         for i, itype in enumerate(g.instance_types):
             out.append((type_key(g, i), f"{itype} is offered in {where}"))
@@ -250,19 +254,17 @@ def _fsx_checks(plan: Plan) -> list[tuple[str, str]]:
         )
     else:
         out.append((key("storage.fsx.dataRepository"), "the stack creates the data bucket in the stack's region"))
-    out.append(
-        (
-            key("storage.fsx.storageCapacityGib"),
-            "the Lustre storage quota covers the region's PERSISTENT_2 file systems plus "
-            f"{fsx.storage_capacity_gib} GiB",
+    if file_system_id:  # adopted: it exists already, so no quota is taken
+        out.append((key("storage.fileSystemId"), f"{file_system_id} is available where the plan puts it"))
+        out.append(
+            (key("storage.fsx.dataRepository"), f"no association of {file_system_id} is on the directories it links")
         )
-    )
-    if file_system_id:
+    else:
         out.append(
             (
-                key("storage.fileSystemId"),
-                f"{file_system_id} is available where the plan puts it, with no association on the "
-                "directories the stack links",
+                key("storage.fsx.storageCapacityGib"),
+                "the Lustre storage quota covers the region's PERSISTENT_2 file systems plus "
+                f"{fsx.storage_capacity_gib} GiB",
             )
         )
     return out

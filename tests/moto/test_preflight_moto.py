@@ -1403,3 +1403,25 @@ def test_the_plan_lists_every_key_preflight_checks(seeded: sup.SeededMoto, prese
     reported = {f.key for f in run_preflight(plan, None, session())}  # the zones resolved as `pulumi up` does
     planned = {k for k, _ in planned_checks(plan)}
     assert reported == planned, (sorted(reported - planned), sorted(planned - reported))
+
+
+def test_the_plan_lists_every_key_preflight_checks_on_an_existing_vpc_and_an_adopted_file_system(
+    seeded: sup.SeededMoto,
+) -> None:
+    """The same on the stacks no preset is: an existing VPC's subnets, a group's subnet, an adopted FSx file system
+    (no quota taken, its associations read). The control plane's zones are reported only when EKS refuses one."""
+    ec2 = session().client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, cidr in (("us-east-1a", "10.30.0.0/20"), ("us-east-1c", "10.30.16.0/20"))
+    ]
+    session().client("s3").create_bucket(Bucket="kept-data")
+    config = _adopting(subnets, lustre(1200, subnet=subnets[1]))
+    config["eks-training:existingVpc"]["vpcId"] = vpc
+    plan = load(config)
+    reported = {f.key for f in run_preflight(plan, None, session())}
+    planned = {k for k, _ in planned_checks(plan)}
+    assert reported <= planned, sorted(reported - planned)
+    assert planned - reported == {"eks-training:existingVpc.privateSubnetIds"}, sorted(planned - reported)
+    assert "eks-training:storage.fsx.storageCapacityGib" not in planned  # an adopted file system takes no quota
