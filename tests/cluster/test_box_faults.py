@@ -77,6 +77,48 @@ def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
         assert seen["retrying"] and seen["retrying"][0].startswith("training/train: 1 pod(s) failed, of the"), seen
 
 
+def test_a_failed_mpi_launcher_is_a_new_pod_that_waits_for_its_workers_again(
+    binaries, registrations_of, tmp_path
+) -> None:
+    """mpi-horovod's nccl launcher exits 1 (mpirun failed: a worker lost, say). The MPI Operator's launcher Job
+    (restartPolicy Never, components/workloads/mpi.py) counts one failed pod and starts a new one, which runs its
+    wait for the workers again: a container restarted in place runs no init container. Followed until the Job
+    controller has counted the first failure and made the second launcher pod."""
+    box, _plan, rehearsal = _rehearsal(
+        binaries, tmp_path, registrations_of("mpi-horovod"), "mpi-horovod", exit_codes={"nccl": (1, "launcher")}
+    )
+    seen: dict = {}
+
+    def retried(_reasons) -> bool:
+        pods = [
+            p
+            for p in box.get("pods", "-n", "training", "-l", "training.kubeflow.org/job-role=launcher")["items"]
+            if p["metadata"]["name"].startswith("nccl-launcher")
+        ]
+        job = box.get("job", "nccl-launcher", "-n", "training") if pods else {}
+        if len(pods) < 2 or not (job.get("status") or {}).get("failed"):
+            return False
+        seen.update(pods=pods, job=job)
+        return True
+
+    try:
+        with Registrar(box):
+            with pytest.raises(RehearsalError) as err:
+                rehearsal.run(binaries, timeout_s=patient(240), stuck=retried)
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    assert "stuck after" in str(err.value), str(err.value)
+    pods, job = seen["pods"], seen["job"]
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never" and job["status"]["failed"] >= 1, job
+    assert all("wait-for-workers" in [c["name"] for c in p["spec"].get("initContainers") or []] for p in pods), [
+        p["spec"].get("initContainers") for p in pods
+    ]
+    # no launcher restarted in place: each failure is a pod of its own
+    restarts = [s.get("restartCount", 0) for p in pods for s in (p.get("status") or {}).get("containerStatuses") or []]
+    assert not any(restarts), restarts
+
+
 def test_a_node_lost_mid_run_is_replaced_and_the_job_completes(binaries, registrations_of, tmp_path) -> None:
     """``kubectl delete node`` of the node running dev's training pod (a PyTorchJob's Indexed Job), as when its
     instance dies and the cloud's node lifecycle deletes the Node. What the README promises:
