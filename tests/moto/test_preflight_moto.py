@@ -1109,7 +1109,9 @@ def _adopting(subnets: list[str], file_system_id: str, **fsx: Any) -> dict[str, 
     )
 
 
-def test_adopted_file_system_and_its_associations(seeded: sup.SeededMoto) -> None:
+def _adopting_in_a_vpc() -> tuple[dict[str, Any], list[str], str]:
+    """:func:`_adopting` in a VPC of two subnets moto holds, the file system in the second, its bucket there: (the
+    stack's config, the subnets, the file system's id)."""
     ec2 = session().client("ec2")
     vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
     subnets = [
@@ -1120,6 +1122,12 @@ def test_adopted_file_system_and_its_associations(seeded: sup.SeededMoto) -> Non
     kept = lustre(1200, subnet=subnets[1])
     config = _adopting(subnets, kept)
     config["eks-training:existingVpc"]["vpcId"] = vpc
+    return config, subnets, kept
+
+
+def test_adopted_file_system_and_its_associations(seeded: sup.SeededMoto) -> None:
+    config, subnets, kept = _adopting_in_a_vpc()
+    vpc = config["eks-training:existingVpc"]["vpcId"]
     findings = run_preflight(load(config), None, session())
     adopted = one(findings, "eks-training:storage.fileSystemId")
     assert adopted.ok and f"{kept} is an available PERSISTENT_2 file system in {subnets[1]}" in adopted.message
@@ -1410,15 +1418,7 @@ def test_the_plan_lists_every_key_preflight_checks_on_an_existing_vpc_and_an_ado
 ) -> None:
     """The same on the stacks no preset is: an existing VPC's subnets, a group's subnet, an adopted FSx file system
     (no quota taken, its associations read). The control plane's zones are reported only when EKS refuses one."""
-    ec2 = session().client("ec2")
-    vpc = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=z)["Subnet"]["SubnetId"]
-        for z, cidr in (("us-east-1a", "10.30.0.0/20"), ("us-east-1c", "10.30.16.0/20"))
-    ]
-    session().client("s3").create_bucket(Bucket="kept-data")
-    config = _adopting(subnets, lustre(1200, subnet=subnets[1]))
-    config["eks-training:existingVpc"]["vpcId"] = vpc
+    config, _, _ = _adopting_in_a_vpc()
     plan = load(config)
     reported = {f.key for f in run_preflight(plan, None, session())}
     planned = {k for k, _ in planned_checks(plan)}
