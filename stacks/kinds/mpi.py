@@ -51,10 +51,11 @@ class Mpi(JobKind):
     needs_mpi_prefix = True
 
     def node_stop(self, nodes: int) -> str:
-        # a worker's sshd goes with its pod: mpirun fails, and the launcher's retry runs the program again
+        # a worker's sshd goes with its pod: mpirun fails, and a new launcher pod (components/workloads/mpi.py) waits
+        # for the worker's replacement, then runs the program again
         return (
-            "each stop ends mpirun, and the launcher runs the program again from its start (unless it resumes "
-            "itself), using one of its maxRestarts"
+            "each stop ends mpirun: a new launcher waits for the worker's replacement and runs the program again "
+            "from its start (unless it resumes itself), using one of its maxRestarts"
         )
 
     def roll_failures(self, nodes: int) -> int:

@@ -69,8 +69,8 @@ class JobStop:
         """What the roll does to it, in words."""
         if self.launcher:
             return (
-                "its launcher (mpirun) is stopped once: the program runs again from its start (unless it resumes "
-                "itself), using one of its maxRestarts" + self._past_limit()
+                "its launcher (mpirun) is stopped once: a new launcher runs the program again from its start (unless "
+                "it resumes itself), using one of its maxRestarts" + self._past_limit()
             )
         if self.strategy == "whenIdle":
             return (
@@ -342,7 +342,7 @@ def addon_step_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
         if was is None or will is None or was[0] != will[0] or abs(will[1] - was[1]) <= 1:
             continue
         step = f"v{was[0]}.{was[1] + (1 if will[1] > was[1] else -1)}"
-        then = "set the version you want" if after in new_plan.config.cluster.addon_versions.values() else "remove it"
+        then = "set the version you want" if new_plan.config.cluster.addon_versions.get(addon) else "remove it"
         problems.append(
             f"{key('cluster.addonVersions.' + addon)}: {before} -> {after} moves {abs(will[1] - was[1])} minors, and "
             f"EKS moves {addon} one minor at a time: set it to a {step} release EKS offers for Kubernetes {b} (aws eks "
