@@ -19,6 +19,19 @@ from tests.wait import patient
 JOB_TRACKING = "batch.kubernetes.io/job-tracking"
 
 
+def _run_until(binaries, box, rehearsal, stuck) -> None:
+    """Run the rehearsal until ``stuck`` says what the test waits for happened (the run then stops as stuck), then
+    bring the box down."""
+    try:
+        with Registrar(box):
+            with pytest.raises(RehearsalError) as err:
+                rehearsal.run(binaries, timeout_s=patient(240), stuck=stuck)
+    finally:
+        rehearsal.stop_operator()
+        box.down()
+    assert "stuck after" in str(err.value), str(err.value)
+
+
 @pytest.mark.parametrize(
     "code, outcome",
     [
@@ -55,14 +68,7 @@ def test_a_failing_training_pod_is_retried_or_fails_the_job_as_the_policy_says(
         seen.update(job=job, pods=pods)
         return True
 
-    try:
-        with Registrar(box):
-            with pytest.raises(RehearsalError) as err:
-                rehearsal.run(binaries, timeout_s=patient(240), stuck=handled)
-    finally:
-        rehearsal.stop_operator()
-        box.down()
-    assert "stuck after" in str(err.value), str(err.value)
+    _run_until(binaries, box, rehearsal, handled)
     job, pods = seen["job"], seen["pods"]
     conditions = {c["type"]: c for c in job["status"].get("conditions") or []}
     status = job["status"]
@@ -101,14 +107,7 @@ def test_a_failed_mpi_launcher_is_a_new_pod_that_waits_for_its_workers_again(
         seen.update(pods=pods, job=job)
         return True
 
-    try:
-        with Registrar(box):
-            with pytest.raises(RehearsalError) as err:
-                rehearsal.run(binaries, timeout_s=patient(240), stuck=retried)
-    finally:
-        rehearsal.stop_operator()
-        box.down()
-    assert "stuck after" in str(err.value), str(err.value)
+    _run_until(binaries, box, rehearsal, retried)
     pods, job = seen["pods"], seen["job"]
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never" and job["status"]["failed"] >= 1, job
     assert all("wait-for-workers" in [c["name"] for c in p["spec"].get("initContainers") or []] for p in pods), [
