@@ -54,6 +54,8 @@ class JobStop:
     """The failures the job tolerates (:meth:`JobKind.failure_limit`)."""
     launcher: bool = False
     """The job's launcher pod (an MPI job's, on the system group) is what the roll stops, not its workers."""
+    rendezvous: bool = False
+    """The job's rendezvous (the stack's etcd, on the system group) is what the roll moves, not its pods."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -67,6 +69,11 @@ class JobStop:
     @property
     def what(self) -> str:
         """What the roll does to it, in words."""
+        if self.rendezvous:
+            return (
+                "its rendezvous, etcd, moves to a new system node: all its pods stop with the stop checkpoint and "
+                "start again (exit 69, which uses no retry), resuming from it"
+            )
         if self.launcher:
             return (
                 "its launcher (mpirun) is stopped once: a new launcher runs the program again from its start (unless "
@@ -206,8 +213,11 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
     for name, job in old_plan.jobs.items():
         kind = KINDS[job.kind]
         limit = kind.failure_limit(job.config.max_restarts, job.nodes)
-        if kind.launcher_on_system_group and group == old_plan.system.name != job.group.name and strategy == "rolling":
+        system_roll = group == old_plan.system.name != job.group.name and strategy == "rolling"
+        if system_roll and kind.launcher_on_system_group:
             out.append(JobStop(name, group, 1, strategy, keeps=0, surge=surge, failures=1, limit=limit, launcher=True))
+        if system_roll and kind.needs_etcd(job.config):  # etcd runs as one pod there (EtcdRendezvous)
+            out.append(JobStop(name, group, job.nodes, strategy, keeps=0, surge=surge, limit=limit, rendezvous=True))
         if job.group.name != group:
             continue
         now = new_plan.jobs.get(name)

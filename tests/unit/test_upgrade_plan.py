@@ -72,23 +72,26 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     assert "before the node that replaces its own is up" in gpu.jobs[0].what
     assert groups["systemNodeGroup"].node_update.name == "DEFAULT" and groups["systemNodeGroup"].no_surge is None
     assert all("before the node" not in j.what for j in groups["systemNodeGroup"].jobs)
-    # the evaluation runs on the system group: its roll stops it, not the GPU group's
-    assert [j.name for j in groups["systemNodeGroup"].jobs] == [
+    # the evaluation runs on the system group: its roll stops it, not the GPU group's; it moves train's etcd
+    assert [j.name for j in groups["systemNodeGroup"].jobs if not j.rendezvous] == [
         j for j, p in old.jobs.items() if p.group.name == "system"
     ]
+    assert [j.name for j in groups["systemNodeGroup"].jobs if j.rendezvous] == ["train"]
     assert "vpc-cni" in {a.name for a in u.addons}
     # control plane, add-ons, then the slowest group: 2 nodes one at a time, the system group's new nodes first
     assert gpu.minutes == 2 * 20.0 and groups["systemNodeGroup"].minutes == 4.0 + 2 * 20.0
     assert u.minutes == 10.0 + 1.0 + 4.0 + 2 * 20.0
 
 
-def _moved(stack: str, **job_changes: Any) -> dict[str, Any]:
-    """The groups of a preset's one-minor move, by key, its jobs changed as given (both sides; room for 3 nodes)."""
+def _moved(stack: str, only: str = "", **job_changes: Any) -> dict[str, Any]:
+    """The groups of a preset's one-minor move, by key, its jobs (or job ``only``) changed as given (both sides; room
+    for 3 nodes)."""
     configs = []
     for minor in ("1.35", "1.36"):
         cfg = variant(stack, kubernetesVersion=minor)
-        for job in cfg[P + "jobs"].values():
-            job.update(job_changes)
+        for name, job in cfg[P + "jobs"].items():
+            if name == only or not only:
+                job.update(job_changes)
         for group in cfg[P + "nodeGroups"].values():
             group["maxSize"] = max(group["maxSize"], 3)
         configs.append(cfg)
@@ -118,9 +121,14 @@ def test_a_roll_says_what_each_kind_of_job_goes_through_and_when_its_retries_run
     assert "so the job fails" in tf.what
     (tf,) = _moved("tensorflow")["nodeGroups.gpu"].jobs
     assert (tf.failures, tf.limit) == (2, 6) and "so the job fails" not in tf.what
-    # a pytorch job's stop costs no retry, and a group kept whenIdle charges none
-    (train,) = _moved("p5")["nodeGroups.gpu"].jobs
+    # a pytorch job's stop costs no retry; on etcd, the system group's roll moves its rendezvous, which restarts it
+    # (tests/real/test_training_real.py::test_etcd_restart_mid_training: the outage stops the workers, exit 69)
+    groups = _moved("p5", "train", rendezvousBackend="etcd-v2")
+    (train,) = groups["nodeGroups.gpu"].jobs
     assert train.failures == 0 and "retries" not in train.what
+    (moved,) = [j for j in groups["systemNodeGroup"].jobs if j.rendezvous]
+    assert moved.name == "train" and "its rendezvous, etcd, moves to a new system node" in moved.what
+    assert not [j for j in _moved("p5", "train", rendezvousBackend="c10d")["systemNodeGroup"].jobs if j.rendezvous]
 
 
 def test_skipping_a_minor_is_refused_with_the_steps() -> None:
