@@ -298,13 +298,6 @@ ADDON_VERSIONS: Mapping[str, Mapping[str, AddonPin]] = {
 ONE_MINOR_STEP_ADDONS: Mapping[str, str] = {"vpc-cni": "vpc-cni-one-minor-step"}
 
 
-def addon_minor(version: str) -> Optional[tuple[int, int]]:
-    """``v1.21.1-eksbuild.1`` -> ``(1, 21)``; ``None`` for a version not of that shape."""
-    major, _, rest = version.lstrip("v").partition(".")
-    minor = rest.split(".", 1)[0]
-    return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
-
-
 def pinned_version(addon: str, kubernetes_version: str) -> Optional[AddonPin]:
     """This project's pin of ``addon`` for the minor, if a public source showed one."""
     return ADDON_VERSIONS.get(addon, {}).get(kubernetes_version)

@@ -13,7 +13,7 @@ VPC CNI and kube-proxy add-ons.
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_minor, addon_version_for
+from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
 from components.catalog.charts import CLUSTER_AUTOSCALER
 from components.catalog.platform import (
     EKS_ADDONS,
@@ -348,7 +348,7 @@ def addon_step_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
     for addon in ONE_MINOR_STEP_ADDONS:
         before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
         after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
-        was, will = (addon_minor(v) if v else None for v in (before, after))
+        was, will = (addon_version_tuple(v) if v else None for v in (before, after))
         if was is None or will is None or was[0] != will[0] or abs(will[1] - was[1]) <= 1:
             continue
         step = f"v{was[0]}.{was[1] + (1 if will[1] > was[1] else -1)}"

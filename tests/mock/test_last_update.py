@@ -12,7 +12,7 @@ import pulumi
 import pytest
 
 from components.catalog import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS
-from components.catalog.addons import addon_minor, pinned_version
+from components.catalog.addons import addon_version_tuple, pinned_version
 from components.catalog.platform import minor_number
 from stacks import last_update, preflight
 from stacks.config import ConfigError, load_config
@@ -422,14 +422,14 @@ def test_a_control_plane_eks_moved_itself_is_checked_from_the_minor_it_runs_and_
     record's minor, so the update must refresh."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=recorded)
     config = cluster_runs(NOW)
-    was, will = (addon_minor(pinned_version("vpc-cni", m).version) for m in (recorded, NOW))  # type: ignore[union-attr]
+    was, will = (addon_version_tuple(pinned_version("vpc-cni", m).version) for m in (recorded, NOW))  # type: ignore[union-attr]
     if will[1] - was[1] > 1:  # the add-ons stayed at the record's minor, and EKS moves the VPC CNI a minor at a time
         refused = run_program("dev", config=config, fresh=True, expect_error=True)
         assert "and EKS moves vpc-cni one minor at a time" in str(refused.error) and not refused.registrations
         step = next(
             v
             for v in (pinned_version("vpc-cni", m) for m in SUPPORTED_KUBERNETES_VERSIONS)
-            if v and addon_minor(v.version) == (was[0], was[1] + 1)
+            if v and (addon_version_tuple(v.version) or ())[:2] == (was[0], was[1] + 1)
         )
         config[P + "cluster"]["addonVersions"] = {"vpc-cni": step.version}  # the step the message asks for
     program = run_program("dev", config=config, fresh=True)
