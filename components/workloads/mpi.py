@@ -576,11 +576,8 @@ def _mpi_spec(
     worker restarts in place (its code's download, its sshd): MPI Operator v0.8.0 never replaces a failed worker pod
     (it recreates only missing ones,
     https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L1014), and the
-    launcher waits for every worker. A failed launcher is a new pod (``Never``), so its wait for the workers runs
-    again (a container restarted in place runs no init container), and each failure is one failed pod against
-    ``backoffLimit``. In place, mpirun would fail again at each back-off while a lost worker's replacement starts, and
-    the Job controller fails a Job once its pods' restarts reach the limit (``pastBackoffLimitOnFailure``,
-    https://github.com/kubernetes/kubernetes/blob/v1.36.3/pkg/controller/job/job_controller.go)."""
+    launcher waits for every worker. A failed launcher is a new pod (``Never``) that waits for the workers again, one
+    failed pod against ``backoffLimit`` (docs/explanation/failures.md, "An MPI job's launcher")."""
     return {
         "slotsPerWorker": shape.slots,
         "sshAuthMountPath": args.get("ssh_auth_mount_path", SSH_AUTH_MOUNT_PATH),
