@@ -32,8 +32,10 @@ from components.workloads.waits import deadline_seconds
 DEFAULT_KEPT_OUTPUTS: tuple[str, ...] = ("*.json", "*.csv", "*.txt")
 #: Larger output files are listed as skipped, not copied (MiB), unless the run says otherwise.
 DEFAULT_MAX_FILE_MIB = 1024
-#: How long the collector waits for the experiments by default: a job's default deadline, and an hour more.
-DEFAULT_COLLECTOR_TIMEOUT_HOURS = DEFAULT_TIMEOUT_HOURS + 1
+#: How much longer than the longest experiment's deadline the collector waits for the experiments.
+COLLECTOR_GRACE_HOURS = 1
+#: How long the collector waits by default: a job's default deadline, and the grace.
+DEFAULT_COLLECTOR_TIMEOUT_HOURS = DEFAULT_TIMEOUT_HOURS + COLLECTOR_GRACE_HOURS
 
 #: Where the collector's ConfigMap is mounted, and its one key.
 CONFIG_DIR = "/etc/benchmark"

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from components.workloads.collector import DEFAULT_KEPT_OUTPUTS, DEFAULT_MAX_FILE_MIB
+from components.workloads.collector import COLLECTOR_GRACE_HOURS, DEFAULT_KEPT_OUTPUTS, DEFAULT_MAX_FILE_MIB
 from components.workloads.spec import DEFAULT_TIMEOUT_HOURS
 from stacks.config.base import S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, Number, entry_name_problem, split_s3_path
 from stacks.config.errors import check, format_validation, key
@@ -306,10 +306,11 @@ def validate_experiments(
 
 
 def benchmark_settings(bench: BenchmarkConfig, run: str, experiments: Mapping[str, JobConfig]) -> BenchmarkSettings:
-    """The settings of a validated benchmark (the collector waits as long as the longest experiment, plus an hour)."""
+    """The settings of a validated benchmark (the collector waits as long as the longest experiment, plus its grace)."""
     timeout = bench.collector_timeout_hours
     if timeout is None:
-        timeout = max((j.timeout_hours for j in experiments.values()), default=float(DEFAULT_TIMEOUT_HOURS)) + 1.0
+        longest = max((j.timeout_hours for j in experiments.values()), default=float(DEFAULT_TIMEOUT_HOURS))
+        timeout = longest + COLLECTOR_GRACE_HOURS
     return BenchmarkSettings(
         run=run,
         experiments=tuple(experiments),
