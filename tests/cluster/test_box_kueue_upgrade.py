@@ -1,19 +1,23 @@
 """Kueue upgraded from the release the stacks pinned before (``box/kueue-previous``) to the current one
-(``box/kueue``), with a workload admitted across the switch.
+(``box/kueue``), and moved back, with a workload admitted across the switch.
 
 On a cluster, ``pulumi up`` with a new chart pin upgrades the Helm release: the chart's CRDs (in its templates, so
 Helm updates them) and then the manager's Deployment, which replaces the manager's pod. The box plays it with the
 real managers: dev's jobs run under the previous release; while the training pod runs, that manager stops, the
 current release's CRDs are applied over the old ones, and the current manager starts on the same objects. The
 training workload stays admitted (the same admission, never evicted) and finishes, and a job created after the switch
-is admitted by the new manager (docs/how-to/update-project.md, "Kueue and the MPI Operator keep their objects")."""
+is admitted by the new manager (docs/how-to/update-project.md, "Kueue and the MPI Operator keep their objects").
+Moving back (``git reset`` to the project's earlier version) is the same switch the other way: both releases serve
+and store the same versions, so the earlier release's CRDs apply over the current ones."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from stacks.box.build import MODULES
+import pytest
+
+from stacks.box.build import MODULES, SUFFIXES
 from stacks.box.kueue import Kueue
 from stacks.box.kueue import crds as kueue_crds
 from stacks.box.nodes import plan_nodes
@@ -52,12 +56,14 @@ def _stored_versions(box) -> dict[str, list[str]]:
 
 
 class _KueueUpgrade(WhileTraining):
-    """Upgrades Kueue once the training pod runs: the previous release's manager stops, the current release's CRDs
-    are applied (Helm applies the chart's templates first), and its manager starts on the same objects."""
+    """Moves Kueue from the release of box folder ``old`` to that of ``new`` once the training pod runs: the old
+    release's manager stops, the new release's CRDs are applied (Helm applies the chart's templates first), and its
+    manager starts on the same objects."""
 
-    def __init__(self, box, binary) -> None:
+    def __init__(self, box, binary, old: str, new: str) -> None:
         super().__init__(box)
         self.binary = binary
+        self.old, self.new = old, new
         self.before: dict[str, Any] = {}
         """The training Workload when the previous release stopped."""
         self.stored: dict[str, list[str]] = {}
@@ -68,33 +74,36 @@ class _KueueUpgrade(WhileTraining):
         self.before = _workloads(self.box)["train"]
         self.stored = _stored_versions(self.box)
         old.stop()
-        self.box.apply(kueue_crds("kueue"))
+        self.box.apply(kueue_crds(self.new))
         new = Kueue(
             self.box,
             self.binary,
             old.configuration,
             log_dir=self.rehearsal.log_dir,
             feature_gates=old.feature_gates,
-            folder="kueue",
+            folder=self.new,
         )
         new.start()
         self.rehearsal.kueue = new
-        return f"Kueue {PREVIOUS} -> {CURRENT}"
+        return f"Kueue {MODULES[self.old].version()} -> {MODULES[self.new].version()}"
 
 
-def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admits_the_next(
-    binaries, registrations_of, tmp_path
+@pytest.mark.parametrize("old, new", [("kueue-previous", "kueue"), ("kueue", "kueue-previous")], ids=["up", "back"])
+def test_kueue_moves_release_under_an_admitted_workload_and_admits_the_next(
+    binaries, registrations_of, tmp_path, old: str, new: str
 ) -> None:
+    """Up: from the release the stacks pinned before to the current one. Back: the other way."""
     assert PREVIOUS != CURRENT, "box/kueue-previous pins the current release: pin the release before it"
+    before, after = MODULES[old].version(), MODULES[new].version()
     _config, plan = plan_stack("dev")
     session = Session(_box(binaries, tmp_path, "kueue", "kubernetes"))
     session.up()
     box = session.box
-    upgrade = _KueueUpgrade(box, binaries["kueue"])
+    upgrade = _KueueUpgrade(box, binaries["kueue" + SUFFIXES.get(new, "")], old, new)
     rehearsal = None
     try:
         session.nodes(plan_nodes(plan, "us-east-1"))
-        steps = steps_of(registrations_of("dev"), kueue_module="kueue-previous")  # its CRDs and its manager
+        steps = steps_of(registrations_of("dev"), kueue_module=old)  # its CRDs and its manager
         rehearsal = session.rehearse(plan, steps, region="us-east-1", run_ms={"train": 600_000})
         upgrade.rehearsal = rehearsal
         rehearsal.run(binaries, timeout_s=patient(300), stuck=upgrade)
@@ -106,33 +115,33 @@ def test_kueue_moves_to_the_current_release_under_an_admitted_workload_and_admit
         box.wait_for(
             lambda: _condition(_workloads(box).get(AGAIN, {}), "Admitted").get("status") == "True",
             timeout_s=patient(60),
-            what=f"the Job {AGAIN} admitted by Kueue {CURRENT}",
+            what=f"the Job {AGAIN} admitted by Kueue {after}",
         )
         workloads = _workloads(box)
         stored = _stored_versions(box)
-        current_crds = {d["metadata"]["name"] for d in kueue_crds("kueue")}
+        new_crds = {d["metadata"]["name"] for d in kueue_crds(new)}
         log = rehearsal.kueue.log()
     finally:
         if rehearsal is not None:
             rehearsal.stop_operator()
         box.down()
     assert upgrade.at is not None, rehearsal.timeline()
-    # the previous release's manager ran first, the current one after it (each logs its version as it starts)
-    assert log.index(PREVIOUS) < log.rindex(CURRENT), log[-3000:]
-    # the training Workload was admitted by the previous release and kept its admission across the switch
+    # the old release's manager ran first, the new one after it (each logs its version as it starts)
+    assert log.index(before) < log.rindex(after), log[-3000:]
+    # the training Workload was admitted by the old release and kept its admission across the switch
     assert _condition(upgrade.before, "Admitted").get("status") == "True", upgrade.before.get("status")
     train = workloads["train"]
     assert train["metadata"]["uid"] == upgrade.before["metadata"]["uid"]
     assert train["status"]["admission"] == upgrade.before["status"]["admission"], (train["status"], upgrade.before)
     assert _condition(train, "Evicted").get("status") != "True", train["status"]
     assert _condition(train, "Finished").get("status") == "True", train["status"]
-    # the current release admits a job created after the switch
+    # the new release admits a job created after the switch
     admitted = _condition(workloads[AGAIN], "Admitted")
     assert stamp(admitted["lastTransitionTime"]) > upgrade.at, workloads[AGAIN]
     for name, rec in rehearsal.jobs.items():
         assert rec["outcome"] == "Complete", (name, rehearsal.timeline())
-    # every CRD of the current release is served, and the objects the previous release stored are kept in the same
-    # versions (no storage migration is needed: docs/explanation/admission.md's table)
-    assert current_crds <= set(stored), sorted(current_crds - set(stored))
+    # every CRD of the new release is served, and the objects the old release stored are kept in the same versions
+    # (no storage migration is needed: docs/explanation/admission.md's table)
+    assert new_crds <= set(stored), sorted(new_crds - set(stored))
     assert {n: v for n, v in stored.items() if n in upgrade.stored} == upgrade.stored, (stored, upgrade.stored)
-    print(f"\nKueue {PREVIOUS} -> {CURRENT} in {upgrade.seconds:.1f} s\n{rehearsal.timeline()}")
+    print(f"\nKueue {before} -> {after} in {upgrade.seconds:.1f} s\n{rehearsal.timeline()}")
