@@ -39,6 +39,7 @@ class AwsClient:
         self._types: dict[str, dict[str, Any]] = {}
         self._subnets: dict[str, dict[str, Any]] = {}
         self._caller: Optional[str] = None
+        self._clusters: dict[str, Optional[tuple[str, str]]] = {}
 
     def _call(self, client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
         try:
@@ -194,16 +195,23 @@ class AwsClient:
     def cluster_version(self, name: str) -> Optional[tuple[str, str]]:
         """(Kubernetes minor, status) of the EKS cluster ``name`` (``DescribeCluster``), or ``None`` when there is none
         (EKS says so as ResourceNotFoundException, sometimes as a ClientException: terraform-provider-aws
-        ``findClusterByName`` reads both)."""
-        try:
-            resp = self._call(self.eks, "describe_cluster", name=name)
-        except AwsCallError as exc:
-            if exc.code == "ResourceNotFoundException" or (
-                exc.code == "ClientException" and "No cluster found" in exc.message
-            ):
-                return None
-            raise
-        return str(resp["cluster"]["version"]), str(resp["cluster"].get("status", "ACTIVE"))
+        ``findClusterByName`` reads both). Asked once per run; an error is not kept."""
+        if name not in self._clusters:
+            try:
+                resp = self._call(self.eks, "describe_cluster", name=name)
+                found: Optional[tuple[str, str]] = (
+                    str(resp["cluster"]["version"]),
+                    str(resp["cluster"].get("status", "ACTIVE")),
+                )
+            except AwsCallError as exc:
+                if not (
+                    exc.code == "ResourceNotFoundException"
+                    or (exc.code == "ClientException" and "No cluster found" in exc.message)
+                ):
+                    raise
+                found = None
+            self._clusters[name] = found
+        return self._clusters[name]
 
     def node_group_versions(self, cluster: str) -> dict[str, str]:
         """The Kubernetes minor of each managed node group of the EKS cluster ``cluster``, by EKS's name

@@ -54,3 +54,17 @@ def test_eks_saying_no_cluster_either_way_is_no_cluster(code: str, message: str)
 def test_another_client_error_is_not_taken_for_no_cluster() -> None:
     with pytest.raises(Exception, match="AccessDenied"):
         _client("AccessDeniedException", "not allowed").cluster_version("c")
+
+
+def test_the_cluster_is_described_once_per_run() -> None:
+    """The cluster check, the datasets' check and the upgrade summary all ask; EKS answers once (the stub holds
+    one response: a second DescribeCluster would fail it)."""
+    aws = AwsClient(boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b"), "us-east-1")
+    stub = Stubber(aws.eks)
+    stub.add_response(
+        "describe_cluster", {"cluster": {"name": "c", "version": "1.35", "status": "ACTIVE"}}, {"name": "c"}
+    )
+    stub.activate()
+    assert aws.cluster_version("c") == ("1.35", "ACTIVE")
+    assert aws.cluster_version("c") == ("1.35", "ACTIVE")
+    stub.assert_no_pending_responses()
