@@ -57,7 +57,7 @@ def test_another_client_error_is_not_taken_for_no_cluster() -> None:
 
 
 def test_the_cluster_is_described_once_per_run() -> None:
-    """The cluster check, the datasets' check and the upgrade summary all ask; EKS answers once (the stub holds
+    """The running-cluster check and the datasets' check both ask; EKS answers once (the stub holds
     one response: a second DescribeCluster would fail it)."""
     aws = AwsClient(boto3.session.Session(aws_access_key_id="a", aws_secret_access_key="b"), "us-east-1")
     stub = Stubber(aws.eks)
