@@ -65,9 +65,9 @@ class _KueueUpgrade(WhileTraining):
         self.binary = binary
         self.old, self.new = old, new
         self.before: dict[str, Any] = {}
-        """The training Workload when the previous release stopped."""
+        """The training Workload when the old release stopped."""
         self.stored: dict[str, list[str]] = {}
-        """Each CRD's stored versions under the previous release."""
+        """Each CRD's stored versions under the old release."""
 
     def change(self) -> str:
         old = self.rehearsal.kueue
