@@ -7,8 +7,8 @@ real managers: dev's jobs run under the previous release; while the training pod
 current release's CRDs are applied over the old ones, and the current manager starts on the same objects. The
 training workload stays admitted (the same admission, never evicted) and finishes, and a job created after the switch
 is admitted by the new manager (docs/how-to/update-project.md, "Kueue and the MPI Operator keep their objects").
-Moving back (``git reset`` to the project's earlier version) is the same switch the other way: both releases serve
-and store the same versions, so the earlier release's CRDs apply over the current ones."""
+Moving back (``git reset`` to the project's earlier version) is the same switch the other way
+(docs/how-to/upgrading.md, "Undo a change")."""
 
 from __future__ import annotations
 
