@@ -162,6 +162,32 @@ def _object_not_null(value: Any) -> Any:
 OBJECT_NOT_NULL = BeforeValidator(_object_not_null)
 
 
+#: The largest integer a config key may hold: AWS's APIs take 32-bit integers (Smithy's ``integer``,
+#: https://smithy.io/2.0/spec/simple-types.html), and so do the Kubernetes fields the stack's sizes become (a Job's
+#: ``parallelism``, a port). A larger number is a typo that would otherwise fail ``pulumi up`` half way. Byte counts
+#: (keys ending in ``Bytes``) are exempt: the program reads them itself, as 64-bit numbers.
+INT32_MAX = 2**31 - 1
+
+
+def oversized_integers(value: Any, field: str = "") -> Iterable[tuple[str, int]]:
+    """``(key, number)`` for each integer above :data:`INT32_MAX` in a validated section, its keys relative to it
+    (``nodeGroups.gpu.maxSize`` under ``nodeGroups``: ``gpu.maxSize``)."""
+    if isinstance(value, BaseModel):
+        for name, info in type(value).model_fields.items():
+            if not name.endswith("_bytes"):
+                sub = info.alias or name
+                yield from oversized_integers(getattr(value, name), f"{field}.{sub}" if field else sub)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if value > INT32_MAX:
+            yield field, value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from oversized_integers(item, f"{field}[{i}]")
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            yield from oversized_integers(item, f"{field}.{k}" if field else str(k))
+
+
 class Model(BaseModel):
     """Base for config objects: camelCase keys, unknown keys rejected, immutable."""
 

@@ -16,12 +16,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from components.workloads.collector import COLLECTOR_GRACE_HOURS, DEFAULT_KEPT_OUTPUTS, DEFAULT_MAX_FILE_MIB
 from components.workloads.spec import DEFAULT_TIMEOUT_HOURS
 from stacks.config.base import S3_BUCKET_RE, S3_PATH_RE, S3_PREFIX_RE, Model, Number, entry_name_problem, split_s3_path
-from stacks.config.errors import check, format_validation, key
+from stacks.config.errors import check, key, validate
 from stacks.config.jobs import JobConfig
 
 #: The environment variable the driver sets to give a run its id (``run-20260521-101500``).
@@ -286,11 +286,9 @@ def validate_experiments(
                     f"{key(f'{path}.after[{i}]')}: {other!r} is another experiment; experiments run side by side and "
                     "never wait for each other (they are compared); remove it, or make it a job of eks-training:jobs"
                 )
-        try:
-            job = JobConfig.model_validate({k: v for k, v in fields.items() if k not in FORBIDDEN_JOB_KEYS})
-        except ValidationError as exc:
-            found.extend(format_validation(path, exc))
-        else:
+        job, job_problems = validate(path, JobConfig, {k: v for k, v in fields.items() if k not in FORBIDDEN_JOB_KEYS})
+        found.extend(job_problems)
+        if job is not None:
             jobs[name] = job.model_copy(update={"output_dir": output_dir(run, name)})
         own_problems[name] = found
     failed = {experiment_path(n) for n in raw_experiments if n not in merged or own_problems.get(n)}

@@ -8,13 +8,14 @@ errors into full keys, so a message can name the sibling keys it is about with `
 import difflib
 import re
 import shlex
-from typing import Any, Optional, Union, get_args, get_origin
+from typing import Any, Optional, TypeVar, Union, get_args, get_origin
 
 import pulumi
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from stacks.bundle import REFERENCE
+from stacks.config.base import INT32_MAX, oversized_integers
 
 NAMESPACE = "eks-training"
 
@@ -279,3 +280,25 @@ def _yaml_kind(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return repr(value)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def validate(path: str, model: type[_M], value: Any) -> tuple[Optional[_M], list[str]]:
+    """``value`` validated as the section at ``path``: the model, or ``None`` and its problems as full-key lines.
+    After the model's own rules (their messages name a likelier fix, such as a unit), every integer must fit in
+    32 bits (:data:`~stacks.config.base.INT32_MAX`)."""
+    try:
+        parsed = model.model_validate(value)
+    except ValidationError as exc:
+        return None, format_validation(path, exc, model)
+    big = [
+        expand(
+            path,
+            field,
+            f"{n} is larger than {INT32_MAX}, the largest integer AWS and Kubernetes take; set a smaller number",
+        )
+        for field, n in oversized_integers(parsed)
+    ]
+    return (None, big) if big else (parsed, [])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import pulumi
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from components.catalog import INSTANCE_TYPES, Catalog, InstanceType
 from components.image.aws_settings import AwsSettings, AwsSettingsError, aws_settings_from_config
@@ -34,7 +34,7 @@ from stacks.config.benchmark import (
     validate_experiments,
 )
 from stacks.config.cluster import ClusterConfig
-from stacks.config.errors import NAMESPACE, ConfigError, format_validation, key
+from stacks.config.errors import NAMESPACE, ConfigError, key, validate
 from stacks.config.instance_facts import InstanceFactsConfig
 from stacks.config.jobs import (
     TOOLBOX_IMAGE,
@@ -232,12 +232,11 @@ class _Parser:
         self.failed: set[str] = set()
 
     def model(self, path: str, model: type[BaseModel], value: Any) -> Optional[Any]:
-        try:
-            return model.model_validate(value)
-        except ValidationError as exc:
-            self.problems.extend(format_validation(path, exc, model))
+        parsed, problems = validate(path, model, value)
+        if problems:
+            self.problems.extend(problems)
             self.failed.add(path)
-            return None
+        return parsed
 
     def sections(self, raw: Mapping[str, str]) -> dict[str, Any]:
         """Each top-level key parsed: a string, a map of entries (parsed by :meth:`entries`) or a section's model."""

@@ -134,6 +134,21 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     ),
     ("wrong type", group(maxSize="many"), ["eks-training:nodeGroups.gpu.maxSize", "integer"]),
     (
+        "an integer beyond 32 bits",
+        group(maxSize=2**31),
+        ["eks-training:nodeGroups.gpu.maxSize: 2147483648 is larger than 2147483647", "set a smaller number"],
+    ),
+    (
+        "an integer beyond 32 bits in a job",
+        job(processesPerNode=10**10),
+        ["eks-training:jobs.train.processesPerNode: 10000000000 is larger than 2147483647"],
+    ),
+    (
+        "an integer beyond 32 bits in an experiment",
+        bench(experiments={"one": {**EXPERIMENT, "nodes": 2**32}}),
+        ["eks-training:benchmark.experiments.one.nodes: 4294967296 is larger than 2147483647"],
+    ),
+    (
         "missing required key",
         setk("nodeGroups", {"gpu": {"instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1}}),
         ["eks-training:nodeGroups.gpu.desiredSize: required key is missing"],
