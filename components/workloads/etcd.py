@@ -58,56 +58,36 @@ class EtcdRendezvous(pulumi.ComponentResource):
         super().__init__("eks-training:index:EtcdRendezvous", name, None, opts)
         selector = {"app.kubernetes.io/name": ETCD_APP, "app.kubernetes.io/instance": k8s_name(name)}
         labels = {**COMMON_LABELS, **selector}
-        shared = args.get("pvc_name")
-        data_dir = f"{SHARED_DIR}/etcd/{k8s_name(name)}" if shared is not None else DATA_DIR
-        uid = TRAINING_IMAGE_UID if shared is not None else ETCD_UID
-        mounts: list[k8s.core.v1.VolumeMountArgsDict] = (
-            [{"name": "shared", "mount_path": SHARED_DIR}]
-            if shared is not None
-            else [{"name": "data", "mount_path": DATA_DIR}]
+        deployment = self._deployment(name, args, selector, labels)
+        service = k8s.core.v1.Service(
+            f"{name}-service",
+            metadata={"name": name, "namespace": args["namespace"], "labels": labels},
+            spec={
+                "type": "ClusterIP",
+                "selector": selector,
+                "ports": [{"name": "client", "port": ETCD_CLIENT_PORT, "target_port": ETCD_CLIENT_PORT}],
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
         )
+        self.service_name = service.metadata.name
+        self.endpoint = pulumi.Output.concat(
+            service.metadata.name, ".", service.metadata.namespace, ".svc.cluster.local:", str(ETCD_CLIENT_PORT)
+        )
+        self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})
+
+    def _deployment(
+        self, name: str, args: EtcdRendezvousArgs, selector: dict[str, str], labels: dict[str, str]
+    ) -> k8s.apps.v1.Deployment:
+        """One etcd pod, replaced with ``Recreate``: its data on the shared claim when there is one, else in an
+        ``emptyDir``."""
+        shared = args.get("pvc_name")
+        uid = TRAINING_IMAGE_UID if shared is not None else ETCD_UID
         volumes: list[k8s.core.v1.VolumeArgsDict] = (
             [{"name": "shared", "persistent_volume_claim": {"claim_name": shared}}]
             if shared is not None
             else [{"name": "data", "empty_dir": {"size_limit": "2Gi"}}]
         )
-        container: k8s.core.v1.ContainerArgsDict = {
-            "name": "etcd",
-            "image": args.get("image") or IMAGES["etcd"].ref,
-            "image_pull_policy": IMAGE_PULL_POLICY,
-            "command": ["/usr/local/bin/etcd"],
-            "args": [
-                "--name=rendezvous",
-                f"--data-dir={data_dir}",
-                "--enable-v2=true",
-                f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
-                f"--advertise-client-urls=http://{name}:{ETCD_CLIENT_PORT}",
-                "--listen-peer-urls=http://127.0.0.1:2380",
-                "--initial-cluster-state=new",
-                "--auto-compaction-retention=1",
-                "--quota-backend-bytes=1073741824",
-            ],
-            "ports": [{"name": "client", "container_port": ETCD_CLIENT_PORT}],
-            "readiness_probe": {
-                "http_get": {"path": "/health", "port": ETCD_CLIENT_PORT},
-                "period_seconds": 5,
-                "failure_threshold": 3,
-            },
-            "liveness_probe": {
-                "http_get": {"path": "/health", "port": ETCD_CLIENT_PORT},
-                "initial_delay_seconds": 15,
-                "period_seconds": 10,
-                "failure_threshold": 6,
-            },
-            "resources": {
-                "requests": {"cpu": "250m", "memory": "256Mi"},
-                "limits": {"cpu": "1", "memory": "1Gi"},
-            },
-            "volume_mounts": mounts,
-            # etcd writes only its data folder
-            "security_context": container_security(read_only_root=True),
-        }
-        deployment = k8s.apps.v1.Deployment(
+        return k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={"name": name, "namespace": args["namespace"], "labels": labels},
             spec={
@@ -128,25 +108,55 @@ class EtcdRendezvous(pulumi.ComponentResource):
                             **({} if shared is not None else {"fs_group": uid}),
                             "seccomp_profile": {"type": "RuntimeDefault"},
                         },
-                        "containers": [container],
+                        "containers": [_container(name, args.get("image"), shared is not None)],
                         "volumes": volumes,
                     },
                 },
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
-        service = k8s.core.v1.Service(
-            f"{name}-service",
-            metadata={"name": name, "namespace": args["namespace"], "labels": labels},
-            spec={
-                "type": "ClusterIP",
-                "selector": selector,
-                "ports": [{"name": "client", "port": ETCD_CLIENT_PORT, "target_port": ETCD_CLIENT_PORT}],
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
-        )
-        self.service_name = service.metadata.name
-        self.endpoint = pulumi.Output.concat(
-            service.metadata.name, ".", service.metadata.namespace, ".svc.cluster.local:", str(ETCD_CLIENT_PORT)
-        )
-        self.register_outputs({"service_name": self.service_name, "endpoint": self.endpoint})
+
+
+def _container(name: str, image: Optional[str], shared: bool) -> k8s.core.v1.ContainerArgsDict:
+    """etcd with the v2 API on the client port, its data in ``etcd/<instance>`` of the shared volume or in
+    ``DATA_DIR``."""
+    data_dir = f"{SHARED_DIR}/etcd/{k8s_name(name)}" if shared else DATA_DIR
+    mounts: list[k8s.core.v1.VolumeMountArgsDict] = (
+        [{"name": "shared", "mount_path": SHARED_DIR}] if shared else [{"name": "data", "mount_path": DATA_DIR}]
+    )
+    return {
+        "name": "etcd",
+        "image": image or IMAGES["etcd"].ref,
+        "image_pull_policy": IMAGE_PULL_POLICY,
+        "command": ["/usr/local/bin/etcd"],
+        "args": [
+            "--name=rendezvous",
+            f"--data-dir={data_dir}",
+            "--enable-v2=true",
+            f"--listen-client-urls=http://0.0.0.0:{ETCD_CLIENT_PORT}",
+            f"--advertise-client-urls=http://{name}:{ETCD_CLIENT_PORT}",
+            "--listen-peer-urls=http://127.0.0.1:2380",
+            "--initial-cluster-state=new",
+            "--auto-compaction-retention=1",
+            "--quota-backend-bytes=1073741824",
+        ],
+        "ports": [{"name": "client", "container_port": ETCD_CLIENT_PORT}],
+        "readiness_probe": {
+            "http_get": {"path": "/health", "port": ETCD_CLIENT_PORT},
+            "period_seconds": 5,
+            "failure_threshold": 3,
+        },
+        "liveness_probe": {
+            "http_get": {"path": "/health", "port": ETCD_CLIENT_PORT},
+            "initial_delay_seconds": 15,
+            "period_seconds": 10,
+            "failure_threshold": 6,
+        },
+        "resources": {
+            "requests": {"cpu": "250m", "memory": "256Mi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        },
+        "volume_mounts": mounts,
+        # etcd writes only its data folder
+        "security_context": container_security(read_only_root=True),
+    }

@@ -79,7 +79,6 @@ class DatasetStaging(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DatasetStagingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:DatasetStaging", name, None, opts)
-        source = args["source"]
         data_dir = f"{SHARED_MOUNT}/{args['dest_path'].strip('/')}"
         labels = {
             **COMMON_LABELS,
@@ -92,30 +91,54 @@ class DatasetStaging(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        depends: list[pulumi.Resource] = []
-        if source.startswith("s3://"):
-            bucket, _, key = source[len("s3://") :].partition("/")
-            cluster_name = args.get("cluster_name")
-            if cluster_name is None:
-                raise ValueError(f"{name}: an s3:// source needs cluster_name")
-            identity = pod_identity_role(
-                self,
-                name,
-                cluster_name=cluster_name,
-                namespace=args["namespace"],
-                service_account=sa.metadata.name,
-                description=f"Dataset staging job: read {source}",
-                role_name=name,
-                policy=current_partition(self).apply(lambda p: s3_read_object_policy(p, bucket, key)),
-                policy_suffix="read",
-            )
-            assert identity.association is not None
-            depends.append(identity.association)
-
-        command = staging_command(source, data_dir, md5=args.get("md5"), expected_bytes=args.get("expected_bytes"))
+        depends = self._s3_read_access(name, args, sa) if args["source"].startswith("s3://") else []
         job_name = k8s_name(name)
+        job = self._job(name, args, job_name, data_dir, labels, sa, depends)
+        self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
+        # Resolves when the Job has completed (Pulumi awaits it): jobs that read the data wait for it.
+        self.data_dir = self.job_name.apply(lambda _: data_dir)
+        self.register_outputs({"job_name": self.job_name, "data_dir": self.data_dir})
+
+    def _s3_read_access(
+        self, name: str, args: DatasetStagingArgs, sa: k8s.core.v1.ServiceAccount
+    ) -> list[pulumi.Resource]:
+        """A Pod Identity role for the service account that may read only the ``s3://`` source; returns its
+        association, which the Job waits for."""
+        source = args["source"]
+        bucket, _, key = source[len("s3://") :].partition("/")
+        cluster_name = args.get("cluster_name")
+        if cluster_name is None:
+            raise ValueError(f"{name}: an s3:// source needs cluster_name")
+        identity = pod_identity_role(
+            self,
+            name,
+            cluster_name=cluster_name,
+            namespace=args["namespace"],
+            service_account=sa.metadata.name,
+            description=f"Dataset staging job: read {source}",
+            role_name=name,
+            policy=current_partition(self).apply(lambda p: s3_read_object_policy(p, bucket, key)),
+            policy_suffix="read",
+        )
+        assert identity.association is not None
+        return [identity.association]
+
+    def _job(
+        self,
+        name: str,
+        args: DatasetStagingArgs,
+        job_name: str,
+        data_dir: str,
+        labels: dict[str, str],
+        sa: k8s.core.v1.ServiceAccount,
+        depends: list[pulumi.Resource],
+    ) -> k8s.batch.v1.Job:
+        """The staging Job (``stage_data.py``), awaited by Pulumi until it completes or its deadline passes."""
+        command = staging_command(
+            args["source"], data_dir, md5=args.get("md5"), expected_bytes=args.get("expected_bytes")
+        )
         deadline_s = 60 * int(args.get("timeout_minutes", DEFAULT_STAGING_TIMEOUT_MINUTES))
-        job = k8s.batch.v1.Job(
+        return k8s.batch.v1.Job(
             f"{name}-job",
             metadata={
                 "name": job_name,
@@ -164,7 +187,3 @@ class DatasetStaging(pulumi.ComponentResource):
                 custom_timeouts=await_timeouts(await_seconds(deadline_s)),
             ),
         )
-        self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
-        # Resolves when the Job has completed (Pulumi awaits it): jobs that read the data wait for it.
-        self.data_dir = self.job_name.apply(lambda _: data_dir)
-        self.register_outputs({"job_name": self.job_name, "data_dir": self.data_dir})
