@@ -68,15 +68,6 @@ class TensorBoard(pulumi.ComponentResource):
         app = k8s_name(name)
         selector = {"app.kubernetes.io/name": "tensorboard", "app.kubernetes.io/instance": app}
         labels = {**COMMON_LABELS, **selector}
-        probe: k8s.core.v1.ProbeArgsDict = {"http_get": {"path": "/", "port": TENSORBOARD_PORT}, "period_seconds": 10}
-        # a hung server is restarted; loading many runs can take a while, so it gets minutes first
-        liveness: k8s.core.v1.ProbeArgsDict = {
-            "http_get": {"path": "/", "port": TENSORBOARD_PORT},
-            "initial_delay_seconds": 60,
-            "period_seconds": 30,
-            "timeout_seconds": 10,
-            "failure_threshold": 6,
-        }
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={"name": app, "namespace": args["namespace"], "labels": labels},
@@ -89,27 +80,7 @@ class TensorBoard(pulumi.ComponentResource):
                         "automount_service_account_token": False,
                         "node_selector": dict(args["node_selector"]),
                         "security_context": pod_security(),
-                        "containers": [
-                            {
-                                "name": "tensorboard",
-                                "image": args["image"],
-                                "command": tensorboard_command(args["log_dirs"]),
-                                "image_pull_policy": IMAGE_PULL_POLICY,
-                                "env": [{"name": "HOME", "value": "/tmp"}],
-                                "ports": [{"name": "http", "container_port": TENSORBOARD_PORT}],
-                                "readiness_probe": probe,
-                                "liveness_probe": liveness,
-                                "resources": {
-                                    "requests": {"cpu": "100m", "memory": "512Mi"},
-                                    "limits": {"memory": "2Gi"},
-                                },
-                                "volume_mounts": [
-                                    {"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True},
-                                    TMP_MOUNT,
-                                ],
-                                "security_context": container_security(read_only_root=True),
-                            }
-                        ],
+                        "containers": [_container(args)],
                         "volumes": [shared_volume(args["pvc_name"]), TMP_VOLUME],
                     },
                 },
@@ -135,3 +106,35 @@ class TensorBoard(pulumi.ComponentResource):
             f" {TENSORBOARD_PORT}:{TENSORBOARD_PORT}",
         )
         self.register_outputs({"service_name": self.service_name, "port_forward_command": self.port_forward_command})
+
+
+def _container(args: TensorBoardArgs) -> k8s.core.v1.ContainerArgsDict:
+    """``tensorboard`` over the jobs' log folders, the shared volume mounted read-only."""
+    probe: k8s.core.v1.ProbeArgsDict = {"http_get": {"path": "/", "port": TENSORBOARD_PORT}, "period_seconds": 10}
+    # a hung server is restarted; loading many runs can take a while, so it gets minutes first
+    liveness: k8s.core.v1.ProbeArgsDict = {
+        "http_get": {"path": "/", "port": TENSORBOARD_PORT},
+        "initial_delay_seconds": 60,
+        "period_seconds": 30,
+        "timeout_seconds": 10,
+        "failure_threshold": 6,
+    }
+    return {
+        "name": "tensorboard",
+        "image": args["image"],
+        "command": tensorboard_command(args["log_dirs"]),
+        "image_pull_policy": IMAGE_PULL_POLICY,
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        "ports": [{"name": "http", "container_port": TENSORBOARD_PORT}],
+        "readiness_probe": probe,
+        "liveness_probe": liveness,
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "512Mi"},
+            "limits": {"memory": "2Gi"},
+        },
+        "volume_mounts": [
+            {"name": "shared", "mount_path": SHARED_MOUNT, "read_only": True},
+            TMP_MOUNT,
+        ],
+        "security_context": container_security(read_only_root=True),
+    }
