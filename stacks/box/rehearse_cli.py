@@ -22,10 +22,10 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box.build import BoxBuildError
-from stacks.box.cluster import BoxError, add_box_options, log
+from stacks.box.cluster import Box, BoxError, add_box_options, log
 from stacks.box.nodes import initial_size, plan_nodes
 from stacks.box.podlogs import PodLogs, last_lines
-from stacks.box.rehearse import RehearsalError, steps_of
+from stacks.box.rehearse import Rehearsal, RehearsalError, steps_of
 from stacks.box.session import Session
 from stacks.box.timeline import Recorder, report
 from stacks.cli import add_stack_options, command, parser_for
@@ -104,10 +104,10 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
         parser.error("--run-ms and --timeout must be positive")
     exit_codes: dict[str, tuple[int, str]] = {}
     for item in args.exit_code:
-        match = re.fullmatch(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)=(\d{1,3})(?::([a-z0-9]([-a-z0-9]*[a-z0-9])?))?", item)
-        if not match or not 0 < int(match.group(3)) < 256:
+        parsed = _exit_code(item)
+        if parsed is None:
             parser.error(f"--exit-code {item}: expected JOB=CODE[:CONTAINER] with CODE 1-255, e.g. train=2:worker")
-        exit_codes[match.group(1)] = (int(match.group(3)), match.group(4) or "")
+        exit_codes[parsed[0]] = parsed[1]
     try:
         config, plan = plan_stack(args.stack, args.stack_file)
     except StackLoadError as exc:
@@ -196,41 +196,9 @@ def rehearse(
                     raise BoxError(f"registering the device plugins' devices failed: {error}")
             except RehearsalError as exc:
                 status, failure = 1, str(exc)
-            print(
-                f"Rehearsal of stack {stack} on {len(nodes)} simulated nodes "
-                f"({', '.join(_size(plan, g) for g in plan.all_groups)})\n"
-            )
-            note = version_note(config)
-            if note:
-                print(note + "\n")
-            for warning in evaluation.warnings:  # what pulumi up prints under Diagnostics (jobs it leaves for later)
-                print(f"warning: {warning}\n")
-            print(report(rehearsal, recorder))
-            print()
-            if recorder.error is not None:
-                print(f"note: the timeline may miss events after this error reading the box: {recorder.error}")
-            if logs.error is not None:
-                print(f"note: the box stopped writing the containers' logs after this error: {logs.error}")
-            if failure:
-                print(f"FAILED: {failure.split(chr(10) + 'timeline:')[0]}")
-                for text in failed_pod_logs(box, rehearsal, recorder):
-                    print(text)
-            else:
-                print(
-                    f"Every job completed ({len(rehearsal.jobs)})."
-                    if rehearsal.jobs
-                    else "The stack has no jobs: every object it applies is ready."
-                )
-            kubectl, kubeconfig = box.binaries["kubectl"], box.kubeconfig
+            _print_outcome(stack, config, plan, evaluation, box, rehearsal, recorder, logs, failure, len(nodes))
             if keep:
-                print(
-                    f"\nThe box is up: {shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))} "
-                    f"get pods -A\nBring it down: python -m stacks.box down --name {name} --workdir "
-                    f"{shlex.quote(str(workdir))}"
-                )
-                for job, commands in job_commands(evaluation.outputs, kubectl, kubeconfig).items():
-                    for key, command in commands.items():
-                        print(f"  {job} {key}: {command}")
+                _print_kept_box(box, evaluation, name, workdir)
             else:
                 print(
                     "\nThe box is brought down (--keep leaves it up, with each job's waitCommand and logsCommand "
@@ -240,6 +208,68 @@ def rehearse(
             print(f"error: {exc}", file=sys.stderr)
             status = 1
     return status
+
+
+def _exit_code(item: str) -> Optional[tuple[str, tuple[int, str]]]:
+    """``JOB=CODE[:CONTAINER]`` as ``(JOB, (CODE, CONTAINER))``, or ``None`` when it is not one (CODE 1-255)."""
+    match = re.fullmatch(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)=(\d{1,3})(?::([a-z0-9]([-a-z0-9]*[a-z0-9])?))?", item)
+    if not match or not 0 < int(match.group(3)) < 256:
+        return None
+    return match.group(1), (int(match.group(3)), match.group(4) or "")
+
+
+def _print_outcome(
+    stack: str,
+    config: Mapping[str, Any],
+    plan: Plan,
+    evaluation: Evaluation,
+    box: Box,
+    rehearsal: Rehearsal,
+    recorder: Recorder,
+    logs: PodLogs,
+    failure: str,
+    node_count: int,
+) -> None:
+    """The report: the box's nodes, notes and warnings, the timeline, then the failure with its pod's log or that
+    every job completed."""
+    print(
+        f"Rehearsal of stack {stack} on {node_count} simulated nodes "
+        f"({', '.join(_size(plan, g) for g in plan.all_groups)})\n"
+    )
+    note = version_note(config)
+    if note:
+        print(note + "\n")
+    for warning in evaluation.warnings:  # what pulumi up prints under Diagnostics (jobs it leaves for later)
+        print(f"warning: {warning}\n")
+    print(report(rehearsal, recorder))
+    print()
+    if recorder.error is not None:
+        print(f"note: the timeline may miss events after this error reading the box: {recorder.error}")
+    if logs.error is not None:
+        print(f"note: the box stopped writing the containers' logs after this error: {logs.error}")
+    if failure:
+        print(f"FAILED: {failure.split(chr(10) + 'timeline:')[0]}")
+        for text in failed_pod_logs(box, rehearsal, recorder):
+            print(text)
+    else:
+        print(
+            f"Every job completed ({len(rehearsal.jobs)})."
+            if rehearsal.jobs
+            else "The stack has no jobs: every object it applies is ready."
+        )
+
+
+def _print_kept_box(box: Box, evaluation: Evaluation, name: str, workdir: Path) -> None:
+    """How to reach the box left up, and each job's commands pointed at it."""
+    kubectl, kubeconfig = box.binaries["kubectl"], box.kubeconfig
+    print(
+        f"\nThe box is up: {shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))} "
+        f"get pods -A\nBring it down: python -m stacks.box down --name {name} --workdir "
+        f"{shlex.quote(str(workdir))}"
+    )
+    for job, commands in job_commands(evaluation.outputs, kubectl, kubeconfig).items():
+        for key, text in commands.items():
+            print(f"  {job} {key}: {text}")
 
 
 def _size(plan: Plan, group: NodeGroupPlan) -> str:
