@@ -476,7 +476,10 @@ def model_first_step(
         return None, f"the program failed under the offline mocks: {type(exc).__name__}: {exc}"
     first = first_step(plan, evaluation.registrations)
     if first is None:
-        return None, "no training job is registered: the stack has none, or they wait for a Capacity Block"
+        return None, (
+            "no training job is registered: the stack has none, they wait for a Capacity Block, or each waits for "
+            "another job (after)"
+        )
     return first, None
 
 

@@ -9,9 +9,9 @@ and the Python SDK's ``prepare_resource``): a resource starts once everything it
 them), its provider (a Kubernetes object waits for the cluster's provider, whose kubeconfig resolves late), and its
 parent's registration, which waits for the parent's own dependencies and, for a component, for every provider in its
 options. A resource is done once created; Pulumi waits for a Job to complete and a Deployment to be available, not for
-a Job it is told to skip. The first training step is the moment the pods of the first training job start: its Job
-created, then the pods' start (their image pulled, unless the job's health check ran the same image on the same nodes
-just before). The floor is what no ordering can save: the cluster, one node group and the pods' start.
+a Job it is told to skip. The first training step is the moment the pods of the first training job that waits for no
+other job (``after``) start: its Job created, then the pods' start (their image pulled, unless the job's health check
+ran the same image on the same nodes just before). The floor is what no ordering can save: the cluster, one node group and the pods' start.
 """
 
 from __future__ import annotations
@@ -426,11 +426,12 @@ def pods_start(
 
 def first_step(plan: "Plan", registrations: Sequence[Registered]) -> Optional[FirstStep]:
     """The modelled first training step of ``plan``'s stack from what its program registered (``None`` when no
-    training job of the plan is among the registrations: no training job, or all of them deferred)."""
+    training job of the plan is among the registrations: no training job, all of them deferred, or each waits for
+    another job to complete (``after``), which takes as long as that job runs)."""
     timeline = Timeline(registrations)
     found: list[tuple[float, str, Registered, Duration, Optional[tuple[float, str]]]] = []
     for job in plan.jobs.values():
-        if job.config.purpose != "training":
+        if job.config.purpose != "training" or job.config.after:
             continue
         obj = _job_object(plan, job, timeline)
         if obj is None:

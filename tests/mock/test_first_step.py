@@ -13,11 +13,13 @@ from components.catalog.timings import (
     PODS_START,
     PODS_START_CACHED,
 )
+from stacks.config import load_config
+from stacks.plan import build_plan
 from stacks.plan.report import first_step_report, render
 from stacks.plan.timeline import CLUSTER_TYPE, NODE_GROUP_TYPE, FirstStep, first_step
 from stacks.stackfile import plan_stack
 from tests.config_support import stack_report
-from tests.harness import Program, stack_names
+from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
 
 STACKS = stack_names()
 #: Every preset reaches its first training step within this many times the floor (the cluster, one node group and
@@ -130,3 +132,26 @@ def test_the_plan_report_shows_the_path(stack: str) -> None:
         assert f"+{step['minutes']:5.2f}  " in text and step["name"] in text
     assert first_step_report(None) is None
     assert "first training step: not modelled (why)" in render({**r, "firstStep": first_step_report(None, "why")})
+
+
+def test_a_job_that_waits_for_another_is_not_the_first_step() -> None:
+    """A training job with ``after`` starts training once the jobs it names completed, which the model cannot time:
+    the first step is its predecessor's, even when the waiting job's name sorts first and its Job object is created
+    at the same moment. With every training job waiting, the step is not modelled."""
+    cfg = stack_config("dev")
+    jobs = {
+        **cfg[f"{PROJECT}:jobs"],
+        "check": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", "pass"], "after": ["train"]},
+    }
+    changed = {**cfg, f"{PROJECT}:jobs": jobs}
+    first = first_step(
+        build_plan(load_config(PROJECT, "dev", changed)), run_program("dev", config=changed).registrations
+    )
+    assert first is not None and first.job == "train", first
+
+    jobs["train"] = {**jobs["train"], "purpose": "evaluation"}
+    changed = {**cfg, f"{PROJECT}:jobs": jobs}
+    assert (
+        first_step(build_plan(load_config(PROJECT, "dev", changed)), run_program("dev", config=changed).registrations)
+        is None
+    )
