@@ -11,7 +11,8 @@ parent's registration, which waits for the parent's own dependencies and, for a 
 options. A resource is done once created; Pulumi waits for a Job to complete and a Deployment to be available, not for
 a Job it is told to skip. The first training step is the moment the pods of the first training job that waits for no
 other job (``after``) start: its Job created, then the pods' start (their image pulled, unless the job's health check
-ran the same image on the same nodes just before). The floor is what no ordering can save: the cluster, one node group and the pods' start.
+ran the same image on the same nodes just before). The floor is what no ordering can save: the cluster, one node
+group and the pods' start.
 """
 
 from __future__ import annotations
