@@ -1864,6 +1864,11 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
             "GB/s (1e9 bytes/s, as nccl-tests reports busbw): 3.5e+11 bytes/s is 350",
             id="bytes/s written as GB/s",
         ),
+        pytest.param(
+            job("evaluate", after=["trian"]),
+            "eks-training:jobs.evaluate.after[0]: 'trian' is not a job; use one of train",
+            id="a misspelt after, whose job's folder the args name",
+        ),
     ],
 )
 def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:

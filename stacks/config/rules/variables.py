@@ -60,6 +60,9 @@ class _Scope:
     """Every job's output folder variable, with the job."""
     elsewhere: dict[str, list[str]]
     """The variables of other kinds' pods, with the kinds whose pods have them."""
+    after_misnamed: bool
+    """Its ``after`` names a job that does not exist (reported there): a folder missing from ``after`` is not
+    reported again."""
 
 
 def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:
@@ -74,7 +77,8 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
     every_kind = set().union(*(k.pod_variables() for k in KINDS.values()))
     elsewhere = {var: [k.name for k in KINDS.values() if var in k.pod_variables()] for var in every_kind - known}
     outputs = {env_name(n): n for n in s.job_names}
-    scope = _Scope(path, name, job, kind, given, unset, known, outputs, elsewhere)
+    misnamed = any(a not in s.job_names for a in job.after)
+    scope = _Scope(path, name, job, kind, given, unset, known, outputs, elsewhere, misnamed)
     _check_env_cycle(path, job, problems)
     for where, text in _texts(path, job):
         for var in dict.fromkeys(variable_references(text)):
@@ -111,6 +115,8 @@ def _problem(scope: _Scope, var: str, *, in_env: bool) -> Optional[str]:
         )
     if var in scope.outputs:
         other = scope.outputs[var]
+        if scope.after_misnamed:
+            return None
         return f"is job {other}'s output folder, which only the jobs after it get; add {other} to after"
     # Kubernetes compares names exactly; a job's env names are C identifiers
     spelt = var.upper().replace("-", "_").replace(".", "_")
