@@ -1,7 +1,8 @@
 """``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job
 (:class:`~components.workloads.PyTorchJob`)."""
 
-from typing import Mapping, cast
+import re
+from typing import Mapping, Sequence, cast
 
 from components.catalog.environment import TORCHRUN
 from components.workloads import PyTorchJob, PyTorchJobArgs
@@ -41,18 +42,17 @@ class PyTorch(JobKind):
     )
 
     def problems(self, job: JobSettings) -> list[tuple[str, str]]:
-        problems = []
+        if job.command is not None:  # one mistake: the script written as a command
+            return [("command", f"a pytorch job's command is torchrun; {_script_instead(job.command, job.args)}")]
         if job.script is None:
-            problems.append(
+            return [
                 (
                     "script",
                     "a pytorch job runs a script under torchrun; set script (a path in the image, "
                     "or relative to the downloaded code)",
                 )
-            )
-        if job.command is not None:
-            problems.append(("command", "a pytorch job's command is torchrun; give the script and args instead"))
-        return problems
+            ]
+        return []
 
     def image_scripts(self, toolbox: bool) -> Mapping[str, str]:
         scripts = {RUN_SCRIPT: "torchrun's wrapper of a pytorch job's script"}
@@ -118,3 +118,12 @@ class PyTorch(JobKind):
 
 
 KIND = PyTorch()
+
+
+def _script_instead(command: Sequence[str], args: Sequence[str]) -> str:
+    """The fix for a pytorch job given a ``command``: its script as ``script``, the words after it first in ``args``."""
+    words = list(command)
+    if len(words) >= 2 and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]) and words[1].endswith(".py"):
+        args = f", args: [{', '.join([*words[2:], *args])}]" if words[2:] else ""
+        return f"remove command and write script: {words[1]}{args}"
+    return "remove command, and give the script and args instead"

@@ -1306,8 +1306,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "experiment with a job's error",
         bench(experiments={"a": {"kind": "pytorch", "command": ["python"]}}),
         [
-            "eks-training:benchmark.experiments.a.script: a pytorch job runs a script under torchrun",
-            "eks-training:benchmark.experiments.a.command: a pytorch job's command is torchrun",
+            "eks-training:benchmark.experiments.a.command: a pytorch job's command is torchrun; remove command, and "
+            "give the script and args instead"
         ],
     ),
     (
@@ -1868,6 +1868,12 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
             job("evaluate", after=["trian"]),
             "eks-training:jobs.evaluate.after[0]: 'trian' is not a job; use one of train",
             id="a misspelt after, whose job's folder the args name",
+        ),
+        pytest.param(
+            job(script=None, args=["--epochs", "1"], command=["python3", "fit.py", "--lr", "0.1"]),
+            "eks-training:jobs.train.command: a pytorch job's command is torchrun; remove command and write script: "
+            "fit.py, args: [--lr, 0.1, --epochs, 1]",
+            id="a pytorch job's script written as its command",
         ),
     ],
 )
