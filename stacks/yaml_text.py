@@ -28,3 +28,11 @@ def load_yaml(text: str) -> Any:
 def load_yaml_documents(text: str) -> list[Any]:
     """The non-empty documents of a multi-document YAML text, as ``yaml.safe_load_all`` reads them."""
     return [d for d in yaml.load_all(text, Loader=LOADER) if d]
+
+
+def quoted_list(words: Iterable[str]) -> str:
+    """``words`` as a YAML flow list with each item quoted (``['--lr', '0.1']``): YAML 1.2, Pulumi's reader, takes
+    ``0.1`` or ``08`` unquoted as numbers, where the config wants strings."""
+    return yaml.safe_dump(
+        list(words), default_flow_style=True, default_style="'", allow_unicode=True, width=10**6
+    ).strip()

@@ -11,11 +11,11 @@ import shlex
 from typing import Any, Optional, TypeVar, Union, get_args, get_origin
 
 import pulumi
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from stacks.bundle import REFERENCE
 from stacks.config.base import INT32_MAX, oversized_integers
+from stacks.yaml_text import quoted_list
 
 NAMESPACE = "eks-training"
 
@@ -234,10 +234,7 @@ def _with_fix(e: Any) -> Optional[str]:
                 words = shlex.split(got)
             except ValueError:  # an unclosed quote
                 words = got.split()
-            items = yaml.safe_dump(
-                words, default_flow_style=True, default_style="'", allow_unicode=True, width=10**6
-            ).strip()
-            return f"{got!r} is a string, not a list; write a YAML list, e.g. {items}"
+            return f"{got!r} is a string, not a list; write a YAML list, e.g. {quoted_list(words)}"
         return f"{_yaml_kind(got)} is not a list; write a YAML list, e.g. [a, b]"
     if e["type"] in ("dict_type", "model_type", "model_attributes_type"):
         return f"{_yaml_kind(got)} is not an object; write a YAML mapping of its keys (key: value, see {REFERENCE})"

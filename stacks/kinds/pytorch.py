@@ -20,6 +20,7 @@ from stacks.kinds.base import (
     OwnedField,
     PlannedJob,
 )
+from stacks.yaml_text import quoted_list
 
 #: What only a PyTorch job's trainer reads (through the environment).
 _TRAINER = "only pytorch jobs pass it to their trainer (through the environment); remove it from this {kind} job"
@@ -124,6 +125,6 @@ def _script_instead(command: Sequence[str], args: Sequence[str]) -> str:
     """The fix for a pytorch job given a ``command``: its script as ``script``, the words after it first in ``args``."""
     words = list(command)
     if len(words) >= 2 and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]) and words[1].endswith(".py"):
-        args = f", args: [{', '.join([*words[2:], *args])}]" if words[2:] else ""
-        return f"remove command and write script: {words[1]}{args}"
+        moved = f", args: {quoted_list([*words[2:], *args])}" if words[2:] else ""
+        return f"remove command and write script: {words[1]}{moved}"
     return "remove command, and give the script and args instead"

@@ -1872,7 +1872,7 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
         pytest.param(
             job(script=None, args=["--epochs", "1"], command=["python3", "fit.py", "--lr", "0.1"]),
             "eks-training:jobs.train.command: a pytorch job's command is torchrun; remove command and write script: "
-            "fit.py, args: [--lr, 0.1, --epochs, 1]",
+            "fit.py, args: ['--lr', '0.1', '--epochs', '1']",
             id="a pytorch job's script written as its command",
         ),
     ],
