@@ -253,8 +253,8 @@ class JobKind:
     # --- config ---------------------------------------------------------------------------------------------------
     def problems(self, job: JobSettings) -> list[tuple[str, str]]:
         """The job's problems of this kind beyond the shared ones (elastic size, fields of other kinds): by default,
-        a command is required."""
-        if job.command is None:
+        a command is required (a ``script`` given instead is reported once, as another kind's field)."""
+        if job.command is None and job.script is None:
             return [("command", f"a {self.name} job needs a command ({self.program})")]
         return []
 

@@ -1875,6 +1875,12 @@ def test_a_command_job_may_write_into_a_pytorch_jobs_output_folder() -> None:
             "fit.py, args: ['--lr', '0.1', '--epochs', '1']",
             id="a pytorch job's script written as its command",
         ),
+        pytest.param(
+            job("evaluate", command=None, script="evaluate.py"),
+            "eks-training:jobs.evaluate.script: only pytorch jobs take a script; put it in the command of a command "
+            "job",
+            id="a command job's program written as a script",
+        ),
     ],
 )
 def test_a_mistake_is_reported_once_by_the_program(change: Callable[[dict[str, Any]], None], message: str) -> None:

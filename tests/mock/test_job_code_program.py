@@ -167,6 +167,9 @@ def test_stacks_without_code_folders_have_no_code_bucket(program_for: Any) -> No
     "code, prepare, message",
     [
         ("./src", "missing", "eks-training:jobs.fit.code: the folder ./src does not exist in the project folder"),
+        ("./scr", "", "eks-training:jobs.fit.code: the folder ./scr does not exist in the project folder"),
+        ("scr", "", "; did you mean src? give a folder of your"),
+        ("./scr", "", "; did you mean ./src? give a folder of your"),
         (
             "./src",
             "empty",

@@ -2,6 +2,7 @@
 
 import difflib
 import posixpath
+from pathlib import Path
 from typing import Sequence
 
 from components.code_folder import DEFAULT_CODE_IGNORES, collect_code
@@ -120,6 +121,17 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
         )
 
 
+def _near_folder(folder: Path, written: str) -> str:
+    """``did you mean ./src? `` when ``folder``'s parent holds a folder of a close name, else nothing; ``written``:
+    the folder as the stack file gives it."""
+    parent = folder.parent
+    if not parent.is_dir():
+        return ""
+    names = [p.name for p in parent.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    near = difflib.get_close_matches(folder.name, names, n=1, cutoff=0.6)
+    return f"did you mean {posixpath.join(posixpath.dirname(written.rstrip('/')), near[0])}? " if near else ""
+
+
 def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
     """A job's ``code`` folder (uploaded by the program) exists in the project and holds a file to upload."""
     if job.code_folder is None:
@@ -132,7 +144,7 @@ def check_code(s: Sections, path: str, job: JobConfig, problems: list[str]) -> N
     if not folder.is_dir():
         problems.append(
             f"{key(f'{path}.code')}: the folder {job.code_folder} does not exist in the project folder "
-            f"{s.project_dir}; {fix}"
+            f"{s.project_dir}; {_near_folder(folder, job.code_folder)}{fix}"
         )
     elif not (entries := collect_code(str(folder))):
         problems.append(
