@@ -144,6 +144,15 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ["eks-training:jobs.train.processesPerNode: 10000000000 is larger than 2147483647"],
     ),
     (
+        "variables written as a shell's",
+        job(args=["--out", "${OUTPUT_DIR}/x", "--lr", "$LR", "--cost", "$$5", "$$(LR)", "$HOME"], env={"LR": "0.1"}),
+        [
+            "eks-training:jobs.train.args[1]: ${OUTPUT_DIR} reaches the program as written: no shell runs the "
+            "command, and Kubernetes expands only $(NAME); write $(OUTPUT_DIR)",
+            "eks-training:jobs.train.args[3]: $LR reaches the program as written",
+        ],
+    ),
+    (
         "an integer beyond 32 bits in an experiment",
         bench(experiments={"one": {**EXPERIMENT, "nodes": 2**32}}),
         ["eks-training:benchmark.experiments.one.nodes: 4294967296 is larger than 2147483647"],
@@ -1793,7 +1802,11 @@ def test_variables_the_pods_have_are_accepted() -> None:
     """The control of the variable rule: a predecessor's folder with after, the job's own env, the escaped form, a
     shell's command substitution."""
     cfg = base()
-    command = ["sh", "-c", "cp $(TRAIN_OUTPUT_DIR)/m $(OUTPUT_DIR)/$(MY_OUTPUT_DIR) $$(NOT_EXPANDED) $(date)"]
+    command = [
+        "sh",
+        "-c",
+        "cp $(TRAIN_OUTPUT_DIR)/m $(OUTPUT_DIR)/$(MY_OUTPUT_DIR) $$(NOT_EXPANDED) $(date) $OUTPUT_DIR",
+    ]
     job("evaluate", command=command, after=["train"], env={"MY_OUTPUT_DIR": "x"})(cfg)
     # a setting's variable with the setting; a launcher's variable the job's env sets; the program's settings, the
     # cluster's variables (a Service's, Pod Identity's, the GPU device plugin's), an escaped name

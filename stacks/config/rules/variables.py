@@ -2,6 +2,7 @@
 have, defined before it (Kubernetes leaves any other as written)."""
 
 import difflib
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -88,6 +89,30 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
             problem = None if var in known else _problem(scope, var, in_env=".env." in where)
             if problem:
                 problems.append(f"{key(where)}: $({var}) {problem}")
+    _check_shell_style(path, job, known, problems)
+
+
+#: ``$NAME`` or ``${NAME}``, not Kubernetes' ``$(NAME)`` nor its escape ``$$``.
+_SHELL_VARIABLE = re.compile(r"(?<!\$)\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+#: Shells: a command that starts one expands ``$NAME`` itself.
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash"})
+
+
+def _check_shell_style(path: str, job: JobConfig, known: frozenset[str], problems: list[str]) -> None:
+    """``$NAME`` where the job's pods have ``NAME``: no shell runs a job's command unless it starts one, and
+    Kubernetes expands only ``$(NAME)``, so the program would get the text ``$NAME``."""
+    if any(words and posixpath.basename(words[0]) in _SHELLS for words in (job.command, job.launcher_command)):
+        return
+    for where, text in _texts(path, job):
+        if ".env." in where:
+            continue
+        for match in _SHELL_VARIABLE.finditer(text):
+            var = match.group(1) or match.group(2)
+            if var in known:
+                problems.append(
+                    f"{key(where)}: {match.group(0)} reaches the program as written: no shell runs the command, and "
+                    f"Kubernetes expands only $(NAME); write $({var})"
+                )
 
 
 def _problem(scope: _Scope, var: str, *, in_env: bool) -> Optional[str]:
