@@ -13,7 +13,7 @@ disagree.
 import hashlib
 import json
 from dataclasses import replace
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from components.catalog import REFERENCE_ALLREDUCE
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT, NODE_REPAIR_GPU_OVERRIDES
@@ -98,8 +98,9 @@ def _run_id(
     group: NodeGroupPlan,
     procs: int,
     code_hash: Optional[str] = None,
+    inputs: Optional[Mapping[str, str]] = None,
 ) -> str:
-    recipe = {
+    recipe: dict[str, Any] = {
         "kind": job.kind,
         "image": image.version,
         "script": job.script,
@@ -113,6 +114,8 @@ def _run_id(
         "procs": procs,
         "output": job.output_dir,
     }
+    if inputs:  # the output folders of the jobs in its after: a new run of one is a new run of this job
+        recipe["after"] = dict(inputs)
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
     return k8s_name(name, digest, limit=52)
 
@@ -175,7 +178,9 @@ def build_plan(cfg: StackConfig) -> Plan:
     )
     images = image_plans(cfg)
     datasets = {n: dataset_plan(cfg, n) for n in dict.fromkeys(j.dataset for j in cfg.jobs.values() if j.dataset)}
-    jobs = {name: _job_plan(plan, name, images, datasets) for name in job_order(cfg.jobs)}
+    jobs: dict[str, JobPlan] = {}
+    for name in job_order(cfg.jobs):  # a job after the jobs it waits for: its run follows their folders
+        jobs[name] = _job_plan(plan, name, images, datasets, jobs)
     plan = replace(plan, images=images, datasets=datasets, jobs=jobs, operations=operations_plan(plan))
     if not jobs and not cfg.teams:
         return plan
@@ -229,8 +234,15 @@ def _node_group_plan(cfg: StackConfig, name: str, g: NodeGroupConfig) -> NodeGro
     )
 
 
-def _job_plan(plan: Plan, name: str, images: dict[str, ImagePlan], datasets: dict[str, DatasetPlan]) -> JobPlan:
-    """One job's plan: its group, processes, image, run id, output folder, placement and health check."""
+def _job_plan(
+    plan: Plan,
+    name: str,
+    images: dict[str, ImagePlan],
+    datasets: dict[str, DatasetPlan],
+    earlier: Mapping[str, JobPlan],
+) -> JobPlan:
+    """One job's plan: its group, processes, image, run id, output folder, placement and health check. ``earlier``:
+    the plans of the jobs before it in :func:`job_order`, among them every job in its ``after``."""
     cfg = plan.config
     job = cfg.jobs[name]
     assert job.node_group is not None  # filled in by the loader
@@ -240,7 +252,8 @@ def _job_plan(plan: Plan, name: str, images: dict[str, ImagePlan], datasets: dic
     code_folder = cfg.code_folders.get(name)
     digest = code_hash(str(code_folder)) if code_folder is not None else None
     image = image_for(images[job.image], group.types)
-    run_id = _run_id(name, job, image, dataset, group, procs, digest)
+    inputs = {a: earlier[a].output_dir for a in job.after}
+    run_id = _run_id(name, job, image, dataset, group, procs, digest, inputs)
     output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'{RUNS_DIR}/{run_id}'}"
     tb = job.tensorboard_dir
     return JobPlan(

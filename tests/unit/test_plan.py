@@ -330,6 +330,27 @@ def test_run_id_ignores_the_size_but_not_the_recipe() -> None:
     assert run_id(nodes=1) != run_id(nodes=1, args=["--epochs", "2"])
 
 
+def test_a_new_run_of_a_job_is_a_new_run_of_the_jobs_after_it() -> None:
+    """A job that waits for another reads that job's output folder: a new run there (new args, a new outputDir) is a
+    new run of the waiting job, in a folder of its own, instead of its finished run found again or overwritten."""
+    group = {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 0, "maxSize": 4}}
+
+    def plans(**train: Any) -> dict[str, Any]:
+        jobs = {
+            "train": {"kind": "pytorch", "script": "s.py", **train},
+            "tune": {"kind": "pytorch", "script": "t.py", "after": ["train"]},
+            "report": {"kind": "command", "command": ["x"], "after": ["tune"]},
+            "other": {"kind": "command", "command": ["y"]},
+        }
+        return {n: (j.run_id, j.output_dir) for n, j in build_plan(config(nodeGroups=group, jobs=jobs)).jobs.items()}
+
+    base, longer, moved = plans(), plans(args=["--epochs", "2"]), plans(outputDir="runs/kept")
+    assert plans() == base and plans(nodes=2) == base, "the same recipe, the same runs (a size is not a new run)"
+    for changed in (longer, moved):
+        assert all(changed[n] != base[n] for n in ("tune", "report")), changed
+        assert changed["other"] == base["other"]
+
+
 def test_system_group_jobs_request_a_quarter_of_a_node() -> None:
     cfg = config(jobs={"ev": {"kind": "command", "command": ["x"], "nodeGroup": "system"}})
     placement = build_plan(cfg).jobs["ev"].placement
