@@ -354,7 +354,7 @@ class JobConfig(Model):
     def _env(cls, v: dict[str, str]) -> dict[str, str]:
         problems = [(k, f"{k!r} is not an environment variable name") for k in v if not _ENV_NAME_RE.match(k)]
         problems += [
-            (k, f"{k} is set by the program (from the plan); remove it" + _set_instead(k))
+            (k, f"{k} is set in the job's pods by this project; remove it" + _set_instead(k))
             for k in v
             if k in RESERVED_ENV
         ]

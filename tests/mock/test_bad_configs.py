@@ -679,7 +679,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     (
         "env the program sets",
         job(env={"TENSORBOARD_DIR": "/tmp/tb"}),
-        ["eks-training:jobs.train.env.TENSORBOARD_DIR: TENSORBOARD_DIR is set by the program"],
+        ["eks-training:jobs.train.env.TENSORBOARD_DIR: TENSORBOARD_DIR is set in the job's pods by this project"],
     ),
     (
         "command job without a command",
@@ -722,8 +722,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         "program-set environment",
         job(env={"OUTPUT_DIR": "/tmp"}),
         [
-            "eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set by the program (from the plan); remove it, and "
-            "set the job's outputDir instead"
+            "eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set in the job's pods by this project; remove it, "
+            "and set the job's outputDir instead"
         ],
     ),
     (
