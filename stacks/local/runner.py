@@ -190,6 +190,8 @@ class LocalRunner:
             f"work folder {self.work} (the shared volume, logs and etcd; kept between runs: a finished run is not "
             "run again, an interrupted one resumes; --fresh JOB starts a job's run over)"
         )
+        for note in self.waits_left_out(order):
+            self.say(note)
         outputs: dict[str, Path] = {}
         try:
             for name in {jobs[n].dataset for n in order if jobs[n].dataset}:
@@ -206,6 +208,18 @@ class LocalRunner:
                 self.say(f"    {line}")
         self.say(f"  logs: {self.work / 'logs'}")
         return outputs
+
+    def waits_left_out(self, order: Sequence[str]) -> list[str]:
+        """A note for each job of ``order`` that waits for a job ``--job`` leaves out (``after``) whose output folder
+        is not here yet: it would read a folder that does not exist."""
+        jobs = self.plan.jobs
+        return [
+            f"note: job {name} waits for {before} (its after), which --job leaves out, and {before}'s output folder "
+            f"is not here yet: run --job {before} first"
+            for name in order
+            for before in jobs[name].after
+            if before not in order and not Path(self.host_path(jobs[before].output_dir, self.repo, self.work)).exists()
+        ]
 
     def stage(self, name: str) -> None:
         """Put dataset ``name`` where the jobs read it: a given local folder, or staged from its source."""

@@ -138,3 +138,16 @@ def test_a_dataset_no_job_reads_is_refused_naming_the_stacks_datasets(tmp_path: 
     assert code == 2, err.getvalue()
     assert "error: --dataset cifar: no job of this stack reads such a dataset; its datasets: cifar10" in err.getvalue()
     assert not (tmp_path / "work").exists()
+
+
+def test_a_job_run_alone_is_told_when_the_job_it_waits_for_has_not_run_here(tmp_path: Path) -> None:
+    """``--job evaluate`` on dev in an empty work folder: evaluate reads train's folder, which does not exist yet, so
+    the runner says to run train first; once train's folder is there, or with train in the run, it says nothing."""
+    runner = _runner("dev", tmp_path)
+    assert runner.waits_left_out(["evaluate"]) == [
+        "note: job evaluate waits for train (its after), which --job leaves out, and train's output folder is not "
+        "here yet: run --job train first"
+    ]
+    assert runner.waits_left_out(["train", "evaluate"]) == []
+    Path(runner.host_path(runner.plan.jobs["train"].output_dir, REPO, tmp_path)).mkdir(parents=True)
+    assert runner.waits_left_out(["evaluate"]) == []
