@@ -61,12 +61,21 @@ class LocalRunError(Exception):
         super().__init__(reason + (f"; fix: {fix}" if fix else ""))
 
     def report(self, lines: int = 15) -> str:
-        """The reason and fix on one line, then the end of the log."""
+        """The reason and fix on one line, then the end of the log, without torchrun's INFO lines and the launcher's
+        events: the script's own last words (a traceback, an argument error) are what shows the cause."""
         text = str(self)
         if self.log is not None:
-            end = tail(self.log, 20000).splitlines()[-lines:]
-            text += f"\nlast lines of {self.log}:\n" + "\n".join(f"  {line}" for line in end)
+            end = [line for line in tail(self.log, 20000).splitlines() if not _LOG_NOISE.match(line)][-lines:]
+            text += (
+                f"\nlast lines of {self.log} (torchrun's INFO lines and the launcher's events left out):\n"
+                + "\n".join(f"  {line}" for line in end)
+            )
         return text
+
+
+#: A log line that rarely shows a failure's cause: torchrun's agent logs INFO in glog's format
+#: (``I1203 14:10:16.404000 20076 torch/distributed/...``), and the launcher writes its events as JSON lines.
+_LOG_NOISE = re.compile(r'I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\{"event": ')
 
 
 def dataset_layout(source: str) -> str:

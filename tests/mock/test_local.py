@@ -16,7 +16,7 @@ from stacks.config import load_config
 from stacks.kinds import KINDS
 from stacks.local.cli import main as local_main
 from stacks.local.kube import container_env, process_argv
-from stacks.local.runner import LocalRunner, local_mpi_prefix
+from stacks.local.runner import LocalRunError, LocalRunner, local_mpi_prefix
 from stacks.plan import build_plan
 from stacks.stackfile import project_name, read_stack_config
 from tests.harness import REPO, Program, run_program, stack_names
@@ -151,3 +151,29 @@ def test_a_job_run_alone_is_told_when_the_job_it_waits_for_has_not_run_here(tmp_
     assert runner.waits_left_out(["train", "evaluate"]) == []
     Path(runner.host_path(runner.plan.jobs["train"].output_dir, REPO, tmp_path)).mkdir(parents=True)
     assert runner.waits_left_out(["evaluate"]) == []
+
+
+def test_a_failures_report_shows_the_scripts_last_words_not_the_agents_info_lines(tmp_path: Path) -> None:
+    """A script that fails on its arguments, then torchrun's INFO lines and the launcher's event: the report's end of
+    the log is the script's error (and torchrun's warnings), not the lines that came after it."""
+    log = tmp_path / "fit-0.log"
+    agent = "I1203 14:10:16.404000 20076 torch/distributed/elastic/agent/server/api.py:553]   global_ranks=[2, 3]"
+    log.write_text(
+        "\n".join(
+            [
+                "usage: fit.py [-h] [--lr LR]",
+                "fit.py: error: unrecognized arguments: --epochs 3",
+                "W1203 14:10:16.500000 20076 torch/distributed/run.py:1] a warning stays",
+                *[agent] * 30,
+                '{"event": "command_exit", "component": "launch", "exit_code": 3}',
+            ]
+        )
+        + "\n"
+    )
+    report = LocalRunError("fit process 0 exited 3", fix="fix the cause", log=log).report(lines=5)
+    shown = report.split("left out):\n", 1)[1].splitlines()
+    assert shown == [
+        "  usage: fit.py [-h] [--lr LR]",
+        "  fit.py: error: unrecognized arguments: --epochs 3",
+        "  W1203 14:10:16.500000 20076 torch/distributed/run.py:1] a warning stays",
+    ], report

@@ -425,7 +425,8 @@ def test_a_failing_job_fails_the_run_with_its_log(tmp_path: Path) -> None:
         "error: broken process 0 exited 1: json.decoder.JSONDecodeError: Expecting property name enclosed "
         "in double quotes: line 1 column 2 (char 1); fix: see the end of the log below"
     ), done.stderr
-    assert f"last lines of {tmp_path / 'work' / 'logs' / 'broken-0.log'}:" in done.stderr
+    assert f"last lines of {tmp_path / 'work' / 'logs' / 'broken-0.log'} (torchrun's INFO lines" in done.stderr
+    assert "JSONDecodeError" in done.stderr.split("left out):", 1)[1], "the traceback is in the lines shown"
     assert "[local] job broken: failed after " in done.stdout
 
 
