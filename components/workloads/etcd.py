@@ -9,7 +9,7 @@ from typing_extensions import NotRequired
 from components.catalog import IMAGES
 from components.conventions import COMMON_LABELS, ETCD_APP, IMAGE_PULL_POLICY, NO_EVICT, TRAINING_IMAGE_UID
 from components.naming import k8s_name
-from components.workloads.pods import container_security
+from components.workloads.pods import cluster_ip_service, container_security
 
 ETCD_CLIENT_PORT = 2379
 #: An unprivileged user for etcd without a shared volume: the image (distroless, static binaries) runs as root by
@@ -59,15 +59,15 @@ class EtcdRendezvous(pulumi.ComponentResource):
         selector = {"app.kubernetes.io/name": ETCD_APP, "app.kubernetes.io/instance": k8s_name(name)}
         labels = {**COMMON_LABELS, **selector}
         deployment = self._deployment(name, args, selector, labels)
-        service = k8s.core.v1.Service(
-            f"{name}-service",
-            metadata={"name": name, "namespace": args["namespace"], "labels": labels},
-            spec={
-                "type": "ClusterIP",
-                "selector": selector,
-                "ports": [{"name": "client", "port": ETCD_CLIENT_PORT, "target_port": ETCD_CLIENT_PORT}],
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
+        service = cluster_ip_service(
+            self,
+            name,
+            object_name=name,
+            namespace=args["namespace"],
+            labels=labels,
+            selector=selector,
+            port=("client", ETCD_CLIENT_PORT),
+            after=deployment,
         )
         self.service_name = service.metadata.name
         self.endpoint = pulumi.Output.concat(

@@ -82,6 +82,32 @@ def unique_volumes(volumes: Sequence[k8s.core.v1.VolumeArgsDict]) -> list[k8s.co
     return out
 
 
+def cluster_ip_service(
+    parent: pulumi.Resource,
+    name: str,
+    *,
+    object_name: pulumi.Input[str],
+    namespace: pulumi.Input[str],
+    labels: Mapping[str, str],
+    selector: Mapping[str, str],
+    port: tuple[str, int],
+    after: pulumi.Resource,
+) -> k8s.core.v1.Service:
+    """``{name}-service``: a ClusterIP Service of ``selector``'s pods on one named port, created after ``after`` (the
+    Deployment behind it)."""
+    port_name, number = port
+    return k8s.core.v1.Service(
+        f"{name}-service",
+        metadata={"name": object_name, "namespace": namespace, "labels": dict(labels)},
+        spec={
+            "type": "ClusterIP",
+            "selector": dict(selector),
+            "ports": [{"name": port_name, "port": number, "target_port": number}],
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[after]),
+    )
+
+
 def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirementsArgsDict:
     """Requests and limits of one pod of the job (one per node)."""
     requests: dict[str, str] = {"cpu": f"{placement['cpu_millis']}m", "memory": f"{placement['memory_mib']}Mi"}

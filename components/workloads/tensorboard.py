@@ -7,7 +7,14 @@ import pulumi_kubernetes as k8s
 
 from components.conventions import COMMON_LABELS, IMAGE_PULL_POLICY, SHARED_MOUNT
 from components.naming import k8s_name
-from components.workloads.pods import TMP_MOUNT, TMP_VOLUME, container_security, pod_security, shared_volume
+from components.workloads.pods import (
+    TMP_MOUNT,
+    TMP_VOLUME,
+    cluster_ip_service,
+    container_security,
+    pod_security,
+    shared_volume,
+)
 
 TENSORBOARD_PORT = 6006
 #: Seconds between TensorBoard's re-reads of the log folders.
@@ -87,15 +94,15 @@ class TensorBoard(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
-        service = k8s.core.v1.Service(
-            f"{name}-service",
-            metadata={"name": app, "namespace": args["namespace"], "labels": labels},
-            spec={
-                "type": "ClusterIP",
-                "selector": selector,
-                "ports": [{"name": "http", "port": TENSORBOARD_PORT, "target_port": TENSORBOARD_PORT}],
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
+        service = cluster_ip_service(
+            self,
+            name,
+            object_name=app,
+            namespace=args["namespace"],
+            labels=labels,
+            selector=selector,
+            port=("http", TENSORBOARD_PORT),
+            after=deployment,
         )
         self.service_name = service.metadata.name
         self.port_forward_command = pulumi.Output.concat(
