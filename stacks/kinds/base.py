@@ -11,6 +11,8 @@ the composition hands :meth:`JobKind.build` what it registered (:class:`BuildCon
 
 Why, with Kubeflow Trainer's sources: ARCHITECTURE.md, "Where defaults and decisions live"."""
 
+import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Optional, Protocol, Sequence
@@ -21,6 +23,14 @@ from components.catalog.environment import Launcher
 from components.workloads.job_objects import BATCH_JOB, JobObject
 from components.workloads.pods import INDEX_VARIABLE
 from components.workloads.spec import JOB_VARIABLES, JobSpec, WorkerPlacement
+
+#: A Python interpreter's file name.
+_PYTHON = re.compile(r"python[0-9.]*")
+
+
+def is_python(word: str) -> bool:
+    """Whether a command's first word starts Python (``python``, ``python3.12``, a path to one)."""
+    return bool(_PYTHON.fullmatch(posixpath.basename(word)))
 
 
 class JobSettings(Protocol):

@@ -1,14 +1,10 @@
 """The kinds whose every pod runs the job's command in an Indexed Job, with no operator (``command``,
 ``tensorflow``): one build and one local run, each kind giving its component and its pods' environment."""
 
-import re
 from typing import Any, Callable, ClassVar, Mapping
 
 from components.workloads.indexed import indexed_backoff_limit
-from stacks.kinds.base import BuildContext, JobComponent, JobKind, JobSettings, LocalContext, LocalProcesses
-
-#: A Python interpreter's file name.
-PYTHON = re.compile(r"python[0-9.]*")
+from stacks.kinds.base import BuildContext, JobComponent, JobKind, JobSettings, LocalContext, LocalProcesses, is_python
 
 
 class IndexedCommandKind(JobKind):
@@ -25,7 +21,7 @@ class IndexedCommandKind(JobKind):
         """The command's own interpreter when it starts with Python (``python``, ``python3.12``, a path to one):
         the image has it. Any other command: no pre-pull."""
         first = (job.command or [""])[0]
-        return (first, "-c", "") if PYTHON.fullmatch(first.rsplit("/", 1)[-1]) else ()
+        return (first, "-c", "") if is_python(first) else ()
 
     def local_env(self, ctx: LocalContext) -> Mapping[str, Any]:
         """The environment every local process gets (what the kind's component puts in its pods)."""

@@ -1,7 +1,6 @@
 """``pytorch``: any PyTorch script under torchrun elastic, as an Indexed Job
 (:class:`~components.workloads.PyTorchJob`)."""
 
-import re
 from typing import Mapping, Sequence, cast
 
 from components.catalog.environment import TORCHRUN
@@ -19,6 +18,7 @@ from stacks.kinds.base import (
     LocalProcesses,
     OwnedField,
     PlannedJob,
+    is_python,
 )
 from stacks.yaml_text import quoted_list
 
@@ -124,7 +124,7 @@ KIND = PyTorch()
 def _script_instead(command: Sequence[str], args: Sequence[str]) -> str:
     """The fix for a pytorch job given a ``command``: its script as ``script``, the words after it first in ``args``."""
     words = list(command)
-    if len(words) >= 2 and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]) and words[1].endswith(".py"):
+    if len(words) >= 2 and is_python(words[0]) and words[1].endswith(".py"):
         moved = f", args: {quoted_list([*words[2:], *args])}" if words[2:] else ""
         return f"remove command and write script: {words[1]}{moved}"
     return "remove command, and give the script and args instead"
