@@ -58,24 +58,9 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         nodes = args["nodes"]
         report = f"{spec['output_dir']}/allreduce.json"
         endpoint = c10d_endpoint(job_name, spec["namespace"])
-        max_bytes = int(args.get("max_bytes") or ((1 << 30) if placement["gpus"] else (64 << 20)))
+        script_args = _benchmark_args(args, report)
 
         def command(ep: str) -> list[str]:
-            # every node must take part, so the link between nodes is what gets measured
-            script = [
-                "--max-bytes",
-                str(max_bytes),
-                "--expect-world-size",
-                str(nodes * placement["procs_per_node"]),
-                "--output-json",
-                report,
-            ]
-            if placement["efa_devices"]:
-                # fail, rather than measure TCP, when a node lacks its EFA devices or the OFI plugin
-                script += ["--require-efa", str(placement["efa_devices"])]
-            if args.get("min_bus_bandwidth_gbytes_per_s") is not None:
-                # allreduce_bench.py's --min-busbw-gbps is in GB/s (1e9 bytes/s), like nccl-tests
-                script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbytes_per_s"])]
             return torchrun_command(
                 min_nodes=nodes,
                 max_nodes=nodes,
@@ -85,7 +70,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
                 rdzv_id=job_name,
                 max_restarts=0,
                 script=BENCHMARK_SCRIPT,
-                script_args=script,
+                script_args=script_args,
             )
 
         # the benchmark writes only its report (to the shared volume) and torchrun's logs (to /tmp)
@@ -114,3 +99,25 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
         self.report_path = self.job_name.apply(lambda _: report)
         self.register_outputs({"job_name": self.job_name, "report_path": self.report_path})
+
+
+def _benchmark_args(args: AllReduceHealthCheckArgs, report: str) -> list[str]:
+    """allreduce_bench.py's arguments: every node takes part (so the link between nodes is what gets measured), the
+    report's path, and the EFA and bandwidth floors the check fails under."""
+    placement = args["placement"]
+    max_bytes = int(args.get("max_bytes") or ((1 << 30) if placement["gpus"] else (64 << 20)))
+    script = [
+        "--max-bytes",
+        str(max_bytes),
+        "--expect-world-size",
+        str(args["nodes"] * placement["procs_per_node"]),
+        "--output-json",
+        report,
+    ]
+    if placement["efa_devices"]:
+        # fail, rather than measure TCP, when a node lacks its EFA devices or the OFI plugin
+        script += ["--require-efa", str(placement["efa_devices"])]
+    if args.get("min_bus_bandwidth_gbytes_per_s") is not None:
+        # allreduce_bench.py's --min-busbw-gbps is in GB/s (1e9 bytes/s), like nccl-tests
+        script += ["--min-busbw-gbps", str(args["min_bus_bandwidth_gbytes_per_s"])]
+    return script

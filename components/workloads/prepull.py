@@ -63,12 +63,6 @@ class ImagePrePull(pulumi.ComponentResource):
             raise ValueError(f"{name}: command must name a no-op the image runs")
         ds_name = k8s_name(args.get("daemon_set_name") or name)
         labels = {**COMMON_LABELS, PREPULL_LABEL: ds_name}
-        resources: k8s.core.v1.ResourceRequirementsArgsDict = {
-            "requests": {"cpu": CPU, "memory": MEMORY},
-            "limits": {"cpu": CPU, "memory": MEMORY},
-        }
-        security = container_security(read_only_root=True)
-        tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in args["tolerations"]]  # type: ignore[misc]
         daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata={
@@ -84,40 +78,49 @@ class ImagePrePull(pulumi.ComponentResource):
                 "selector": {"match_labels": {PREPULL_LABEL: ds_name}},
                 # a new image is pulled on every node at once: nothing needs these pods available
                 "update_strategy": {"type": "RollingUpdate", "rolling_update": {"max_unavailable": "100%"}},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "node_selector": dict(args["node_selector"]),
-                        "tolerations": tolerations,
-                        "automount_service_account_token": False,
-                        "enable_service_links": False,
-                        "termination_grace_period_seconds": 0,
-                        # the jobs' own user: the no-op runs as the job will
-                        "security_context": pod_security(),
-                        "init_containers": [
-                            {
-                                "name": "prepull",
-                                "image": args["image"],
-                                "image_pull_policy": IMAGE_PULL_POLICY,
-                                "command": list(args["command"]),
-                                "resources": resources,
-                                "security_context": security,
-                            }
-                        ],
-                        "containers": [
-                            {
-                                "name": "hold",
-                                "image": HOLD_IMAGE,
-                                "image_pull_policy": IMAGE_PULL_POLICY,
-                                "command": ["sleep", "2147483647"],
-                                "resources": resources,
-                                "security_context": security,
-                            }
-                        ],
-                    },
-                },
+                "template": {"metadata": {"labels": labels}, "spec": _pod_spec(args)},
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.daemon_set_name = daemon_set.metadata.name
         self.register_outputs({"daemon_set_name": self.daemon_set_name})
+
+
+def _pod_spec(args: ImagePrePullArgs) -> k8s.core.v1.PodSpecArgsDict:
+    """A pre-pull pod: the image's no-op as its init container (pulled as the jobs' pods pull it, run as their user),
+    then the pinned helper's sleep, on the selected nodes."""
+    resources: k8s.core.v1.ResourceRequirementsArgsDict = {
+        "requests": {"cpu": CPU, "memory": MEMORY},
+        "limits": {"cpu": CPU, "memory": MEMORY},
+    }
+    security = container_security(read_only_root=True)
+    tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in args["tolerations"]]  # type: ignore[misc]
+    return {
+        "node_selector": dict(args["node_selector"]),
+        "tolerations": tolerations,
+        "automount_service_account_token": False,
+        "enable_service_links": False,
+        "termination_grace_period_seconds": 0,
+        # the jobs' own user: the no-op runs as the job will
+        "security_context": pod_security(),
+        "init_containers": [
+            {
+                "name": "prepull",
+                "image": args["image"],
+                "image_pull_policy": IMAGE_PULL_POLICY,
+                "command": list(args["command"]),
+                "resources": resources,
+                "security_context": security,
+            }
+        ],
+        "containers": [
+            {
+                "name": "hold",
+                "image": HOLD_IMAGE,
+                "image_pull_policy": IMAGE_PULL_POLICY,
+                "command": ["sleep", "2147483647"],
+                "resources": resources,
+                "security_context": security,
+            }
+        ],
+    }

@@ -3,6 +3,7 @@
 from typing import Optional, TypedDict, cast, get_args
 
 import pulumi
+import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.conventions import COMMON_LABELS, RENDEZVOUS_LABEL
@@ -190,66 +191,11 @@ class PyTorchJob(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PyTorchJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:PyTorchJob", name, None, opts)
+        backend = _checked_backend(name, args)
+        endpoint = self._rendezvous_endpoint(name, args, backend)
+        service, job = self._indexed_job(name, args, backend, endpoint)
         spec = args["job"]
-        placement = args["placement"]
-        nodes, lo, hi = args["nodes"], args["min_nodes"], args["max_nodes"]
-        if not 1 <= lo <= nodes <= hi:
-            raise ValueError(f"{name}: need 1 <= min_nodes <= nodes <= max_nodes")
-        if args["rendezvous_backend"] not in get_args(RendezvousBackend):
-            raise ValueError(f"{name}: rendezvous_backend must be one of {', '.join(get_args(RendezvousBackend))}")
-        backend = cast(RendezvousBackend, args["rendezvous_backend"])
-        max_restarts = int(args.get("max_restarts", DEFAULT_MAX_RESTARTS))
-        run = args["run_id"]
         output_dir = spec["output_dir"]
-        # the rendezvous label admits etcd-v2 pods to etcd (TrainingNetworkPolicies)
-        labels = {
-            **COMMON_LABELS,
-            "app.kubernetes.io/name": "pytorch-job",
-            "eks-training/run": run,
-            RENDEZVOUS_LABEL: backend,
-        }
-        if backend == "etcd-v2":
-            if args.get("etcd_endpoint") is None:
-                raise ValueError(f"{name}: etcd-v2 rendezvous needs etcd_endpoint")
-            endpoint: pulumi.Output[str] = pulumi.Output.from_input(args["etcd_endpoint"])
-        else:
-            endpoint = c10d_endpoint(spec["job_name"], spec["namespace"])
-        use_launcher = args.get("launcher", True)
-
-        def command(ep: str) -> list[str]:
-            return pytorch_command(
-                spec,
-                placement,
-                script=args["script"],
-                run_id=run,
-                min_nodes=lo,
-                max_nodes=hi,
-                backend=backend,
-                endpoint=ep,
-                launcher=use_launcher,
-            )
-
-        env = pytorch_env(
-            spec,
-            placement,
-            nodes=nodes,
-            max_restarts=max_restarts,
-            checkpoint_every_seconds=args.get("checkpoint_every_seconds"),
-            collective_timeout_seconds=args.get("collective_timeout_seconds"),
-        )
-        service, job = indexed_job(
-            name,
-            self,
-            spec,
-            labels=labels,
-            placement=placement,
-            nodes=nodes,
-            command=endpoint.apply(command),
-            env=env,
-            backoff_limit=max_restarts * hi,
-            ignore_exit_codes=(LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST) if use_launcher else (),
-            fail_exit_codes=(LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED) if use_launcher else (LAUNCHER_EXIT_USAGE,),
-        )
         self.job_name = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))
         self.service_name = service.metadata.name
         self.output_dir = self.job_name.apply(lambda _: output_dir)
@@ -262,3 +208,73 @@ class PyTorchJob(pulumi.ComponentResource):
                 "rendezvous_endpoint": self.rendezvous_endpoint,
             }
         )
+
+    @staticmethod
+    def _rendezvous_endpoint(name: str, args: PyTorchJobArgs, backend: RendezvousBackend) -> pulumi.Output[str]:
+        """torchrun's ``--rdzv-endpoint``: etcd's address for ``etcd-v2``, worker 0's stable hostname for ``c10d``."""
+        spec = args["job"]
+        if backend == "c10d":
+            return c10d_endpoint(spec["job_name"], spec["namespace"])
+        if args.get("etcd_endpoint") is None:
+            raise ValueError(f"{name}: etcd-v2 rendezvous needs etcd_endpoint")
+        return pulumi.Output.from_input(args["etcd_endpoint"])
+
+    def _indexed_job(
+        self, name: str, args: PyTorchJobArgs, backend: RendezvousBackend, endpoint: pulumi.Output[str]
+    ) -> tuple[k8s.core.v1.Service, k8s.batch.v1.Job]:
+        """The headless Service and the Indexed Job of the workers, each pod starting torchrun (through the launcher
+        unless it is turned off)."""
+        spec, placement, run = args["job"], args["placement"], args["run_id"]
+        max_restarts = int(args.get("max_restarts", DEFAULT_MAX_RESTARTS))
+        use_launcher = args.get("launcher", True)
+
+        def command(ep: str) -> list[str]:
+            return pytorch_command(
+                spec,
+                placement,
+                script=args["script"],
+                run_id=run,
+                min_nodes=args["min_nodes"],
+                max_nodes=args["max_nodes"],
+                backend=backend,
+                endpoint=ep,
+                launcher=use_launcher,
+            )
+
+        env = pytorch_env(
+            spec,
+            placement,
+            nodes=args["nodes"],
+            max_restarts=max_restarts,
+            checkpoint_every_seconds=args.get("checkpoint_every_seconds"),
+            collective_timeout_seconds=args.get("collective_timeout_seconds"),
+        )
+        # the rendezvous label admits etcd-v2 pods to etcd (TrainingNetworkPolicies)
+        labels = {
+            **COMMON_LABELS,
+            "app.kubernetes.io/name": "pytorch-job",
+            "eks-training/run": run,
+            RENDEZVOUS_LABEL: backend,
+        }
+        return indexed_job(
+            name,
+            self,
+            spec,
+            labels=labels,
+            placement=placement,
+            nodes=args["nodes"],
+            command=endpoint.apply(command),
+            env=env,
+            backoff_limit=max_restarts * args["max_nodes"],
+            ignore_exit_codes=(LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST) if use_launcher else (),
+            fail_exit_codes=(LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED) if use_launcher else (LAUNCHER_EXIT_USAGE,),
+        )
+
+
+def _checked_backend(name: str, args: PyTorchJobArgs) -> RendezvousBackend:
+    """The job's rendezvous backend, after its node counts and backend are checked (ValueError naming the job)."""
+    if not 1 <= args["min_nodes"] <= args["nodes"] <= args["max_nodes"]:
+        raise ValueError(f"{name}: need 1 <= min_nodes <= nodes <= max_nodes")
+    if args["rendezvous_backend"] not in get_args(RendezvousBackend):
+        raise ValueError(f"{name}: rendezvous_backend must be one of {', '.join(get_args(RendezvousBackend))}")
+    return cast(RendezvousBackend, args["rendezvous_backend"])
