@@ -129,8 +129,8 @@ def test_the_site_has_the_pages_by_what_the_reader_is_doing() -> None:
         "tutorials": ["local", "deploy-dev", "your-own-job"],
         "how-to": [
             "images-and-datasets", "regions-and-zones", "capacity", "fsx", "mpi", "tensorflow", "teams", "benchmarks",
-            "rehearse", "components", "monitoring", "upgrading", "update-project", "kubernetes-version", "node-images",
-            "troubleshooting",
+            "gpus", "rehearse", "components", "monitoring", "upgrading", "update-project", "kubernetes-version",
+            "node-images", "troubleshooting",
         ],
         "reference": [
             "configuration", "commands", "components", "outputs", "job-contract", "presets", "instance-types",
