@@ -86,7 +86,11 @@ class ClusterConfig(Model):
     @classmethod
     def _version(cls, v: str) -> str:
         if v not in SUPPORTED_KUBERNETES_VERSIONS:
-            raise ValueError(f"{v!r} is not supported; use one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+            day = today()
+            standard = [m for m in SUPPORTED_KUBERNETES_VERSIONS if in_standard_support(m, day)]
+            extended = [m for m in SUPPORTED_KUBERNETES_VERSIONS if m not in standard]
+            past = f" (or {', '.join(extended)}, past standard support, with extendedSupport: true)"
+            raise ValueError(f"{v!r} is not supported; use one of {', '.join(standard)}" + (past if extended else ""))
         return v
 
     @field_validator("log_retention_days")

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional, Sequence, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from components.conventions import SHARED_MOUNT
 from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
 from components.image.reference import validate_image_reference
 from components.workloads.health_check import DEFAULT_CHECK_TIMEOUT_MINUTES
@@ -62,7 +63,11 @@ _PATH_RE = re.compile(r"^[\w./-]+$")
 def relative_path_problem(v: str) -> Optional[str]:
     """Why ``v`` is not a relative path inside the shared volume (or the repository), or ``None``."""
     if ".." in v.split("/") or v.startswith("/") or not _PATH_RE.match(v):
-        return f"{v!r} must be a relative path inside the shared volume"
+        inside = v.removeprefix(f"{SHARED_MOUNT}/")  # the folder as the pods see it: the volume's path, less /data/
+        fix = inside != v and not relative_path_problem(inside)
+        return f"{v!r} must be a relative path inside the shared volume" + (
+            f": drop the leading {SHARED_MOUNT}/, {inside!r}" if fix else ""
+        )
     return None
 
 

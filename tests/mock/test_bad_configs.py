@@ -371,7 +371,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
     (
         "unsupported Kubernetes version",
         setk("cluster", {"kubernetesVersion": "1.24"}),
-        ["eks-training:cluster.kubernetesVersion: '1.24' is not supported", "1.33"],
+        [
+            "eks-training:cluster.kubernetesVersion: '1.24' is not supported; use one of 1.34, 1.35, 1.36 (or 1.32, "
+            "1.33, past standard support, with extendedSupport: true)"
+        ],
     ),
     (
         "AMI release that is neither a tag nor a release version",
@@ -724,6 +727,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         [
             "eks-training:jobs.train.env.OUTPUT_DIR: OUTPUT_DIR is set in the job's pods by this project; remove it, "
             "and set the job's outputDir instead"
+        ],
+    ),
+    (
+        "outputDir written as the pods see it",
+        job(outputDir="/data/runs/train-3f2dabc7f6"),
+        [
+            "eks-training:jobs.train.outputDir: '/data/runs/train-3f2dabc7f6' must be a relative path inside the "
+            "shared volume: drop the leading /data/, 'runs/train-3f2dabc7f6'"
         ],
     ),
     (
