@@ -191,7 +191,8 @@ def upgrade_summary(
     zones: Optional[list[str]] = None,
 ) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
-    :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls and no version moves.
+    :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls, no version moves and no job
+    starts a new run.
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
@@ -219,7 +220,8 @@ def upgrade_summary(
         )
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
     upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint, region=region, deployed_zones=zones)
-    if not upgrade.groups and not upgrade.addons and not upgrade.data and upgrade.old_minor == upgrade.new_minor:
+    changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
+    if not changes and upgrade.old_minor == upgrade.new_minor:
         return None
     summary = render_upgrade(upgrade_report(upgrade))
     if ahead is not None:

@@ -90,8 +90,7 @@ def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Opti
     return HealthCheckPlan(config=cfg, threshold_gbytes_per_s=threshold, message_bytes=message)
 
 
-def _run_id(
-    name: str,
+def run_recipe(
     job: JobConfig,
     image: ImagePlan,
     dataset: Optional[DatasetConfig],
@@ -99,15 +98,16 @@ def _run_id(
     procs: int,
     code_hash: Optional[str] = None,
     inputs: Optional[Mapping[str, str]] = None,
-) -> str:
+) -> dict[str, Any]:
+    """What defines a job's run, the run id's input: a change of any of it is a new run in a new folder."""
     recipe: dict[str, Any] = {
         "kind": job.kind,
         "image": image.version,
         "script": job.script,
         "command": job.command,
         "args": job.args,
-        # a folder of the project by its content (where it is does not matter, what is in it does)
         "env": job.env,
+        # a folder of the project by its content (where it is does not matter, what is in it does)
         "code": f"sha256:{code_hash}" if code_hash else job.code,
         "dataset": dataset.source if dataset else None,
         "instance": group.profile.instance.name,
@@ -116,6 +116,10 @@ def _run_id(
     }
     if inputs:  # the output folders of the jobs in its after: a new run of one is a new run of this job
         recipe["after"] = dict(inputs)
+    return recipe
+
+
+def _run_id(name: str, recipe: Mapping[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
     return k8s_name(name, digest, limit=52)
 
@@ -253,7 +257,8 @@ def _job_plan(
     digest = code_hash(str(code_folder)) if code_folder is not None else None
     image = image_for(images[job.image], group.types)
     inputs = {a: earlier[a].output_dir for a in job.after}
-    run_id = _run_id(name, job, image, dataset, group, procs, digest, inputs)
+    recipe = run_recipe(job, image, dataset, group, procs, digest, inputs)
+    run_id = _run_id(name, recipe)
     output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'{RUNS_DIR}/{run_id}'}"
     tb = job.tensorboard_dir
     return JobPlan(
@@ -270,6 +275,7 @@ def _job_plan(
         data_dir=datasets[job.dataset].data_dir if job.dataset else None,
         after=tuple(job.after),
         run_id=run_id,
+        run_recipe=recipe,
         output_dir=output_dir,
         tensorboard_dir=f"{output_dir}/{tb}" if tb else None,
         placement=_job_placement(job, group, procs),

@@ -3,12 +3,13 @@
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from components.catalog import InstanceType
 from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.gpus import peak_flops_per_device
-from components.catalog.platform import NodeUpdateStrategy, NoSurge
+from components.catalog.operations import OBSERVABILITY_ADDON
+from components.catalog.platform import EKS_ADDONS, STORAGE_ADDONS, NodeUpdateStrategy, NoSurge
 from components.conventions import SHARED_MOUNT
 from components.nodeplan import (
     EfaProfile,
@@ -218,6 +219,8 @@ class JobPlan:
     after: tuple[str, ...]
     run_id: str
     """Stable id of the run: the job, its image, code and arguments, not its size (resizing resumes it)."""
+    run_recipe: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """What :attr:`run_id` hashes (:func:`stacks.plan.run_recipe`)."""
     output_dir: str
     """The job's output folder inside the pods."""
     tensorboard_dir: Optional[str]
@@ -279,6 +282,19 @@ class Plan:
     def efa(self) -> bool:
         """Some worker group uses EFA (the EFA device plugin is needed)."""
         return any(g.efa is not None for g in self.groups.values())
+
+    @property
+    def addons(self) -> tuple[str, ...]:
+        """The EKS add-ons the stack installs, in :data:`EKS_ADDONS` order: the cluster's own, its file system's CSI
+        driver, and Container Insights' with ``operations.metrics``; none in a jobs-only stack."""
+        if self.config.cluster.stack_reference is not None:
+            return ()
+        csi = f"aws-{self.storage.backend}-csi-driver"
+        return tuple(
+            a
+            for a in EKS_ADDONS
+            if (a not in STORAGE_ADDONS or a == csi) and (a != OBSERVABILITY_ADDON or self.operations.metrics)
+        )
 
     @property
     def used_images(self) -> list[ImagePlan]:

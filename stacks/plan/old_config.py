@@ -3,11 +3,14 @@
 leaves unset is that revision's default, read from its catalog.
 """
 
+import io
 import re
 import subprocess
-from dataclasses import dataclass
+import tarfile
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 import yaml
 
@@ -15,7 +18,7 @@ from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
     minor_number,
 )
-from stacks.config import ConfigError, load_config
+from stacks.config import ConfigError, StackConfig, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import Plan, build_plan
 from stacks.plan.minors import CLUSTER_KEY, VERSION_KEY, leaves_minor_unset, with_minor
@@ -77,6 +80,10 @@ class OldConfig:
     config: dict[str, Any]
     notes: tuple[str, ...] = ()
     """How an unset ``cluster.kubernetesVersion`` was read."""
+    revision: Optional[str] = None
+    """The git revision it was read at (``None``: a file's path)."""
+    repository: Optional[Path] = None
+    """The top folder of the git repository that holds the stack file, for a revision."""
 
 
 def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConfig:
@@ -122,8 +129,9 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
         raise StackLoadError(f"error: --from {old}: {rel.as_posix()} at {old} has no config: mapping")
     label = f"{old}:{rel.as_posix()}"
     config = {**project_config(path.parent / "Pulumi.yaml"), **values}
+    repository = Path(top.stdout.strip()).resolve()
     if _sets_minor(config):
-        return OldConfig(label, path, config)
+        return OldConfig(label, path, config, revision=old, repository=repository)
     catalog = (rel.parent / PLATFORM_SOURCE).as_posix()
     minor = default_minor_at(path.parent, catalog, old)
     if minor is None:
@@ -135,11 +143,13 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
                 f"{label} does not set {VERSION_KEY}, and {catalog} at {old} cannot be read for the default "
                 f"then: read as this version's default, {DEFAULT_KUBERNETES_VERSION}",
             ),
+            revision=old,
+            repository=repository,
         )
     note = f"{label} does not set {VERSION_KEY}: {minor}, the default at {old}" + (
         f", and the default now is {DEFAULT_KUBERNETES_VERSION}" if minor != DEFAULT_KUBERNETES_VERSION else ""
     )
-    return OldConfig(label, path, _with_minor(config, minor), (note,))
+    return OldConfig(label, path, _with_minor(config, minor), (note,), revision=old, repository=repository)
 
 
 def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfig, Plan]:
@@ -148,10 +158,48 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
     the one an upgrade moves from."""
     read = read_old_config(old, stack, stack_file)
     project = project_name(read.path)
-    try:
-        with support_windows_ignored():
-            plan = build_plan(load_config(project, stack, read.config, project_dir=read.path.parent.resolve()))
-    except ConfigError as exc:
-        notes = "".join(f"\nnote: {n}" for n in read.notes)
-        raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{notes}") from exc
+    with tempfile.TemporaryDirectory(prefix="eks-training-from-") as scratch:
+        try:
+            with support_windows_ignored():
+                cfg = load_config(project, stack, read.config, project_dir=read.path.parent.resolve())
+                if read.revision is not None and read.repository is not None:
+                    cfg = folders_at(cfg, read.repository, read.revision, Path(scratch))
+                plan = build_plan(cfg)
+        except ConfigError as exc:
+            notes = "".join(f"\nnote: {n}" for n in read.notes)
+            raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{notes}") from exc
     return read, plan
+
+
+def folders_at(cfg: StackConfig, repository: Path, revision: str, scratch: Path) -> StackConfig:
+    """``cfg`` with its image build folders and jobs' code folders as git revision ``revision`` had them (copied into
+    ``scratch``): the old plan's image tags and code hashes, so its run ids, are those that revision deployed. A folder
+    outside the repository, or one the revision lacks, is read as it is now."""
+    return replace(
+        cfg,
+        image_folders=_at(cfg.image_folders, repository, revision, scratch / "images"),
+        code_folders=_at(cfg.code_folders, repository, revision, scratch / "code"),
+    )
+
+
+def _at(folders: Mapping[str, Path], repository: Path, revision: str, scratch: Path) -> dict[str, Path]:
+    out = {}
+    for name, folder in folders.items():
+        out[name] = folder
+        try:
+            rel = folder.resolve().relative_to(repository)
+        except ValueError:
+            continue
+        tree = _git_bytes(repository, "archive", "--format=tar", revision, "--", rel.as_posix() or ".")
+        if tree is None:
+            continue
+        with tarfile.open(fileobj=io.BytesIO(tree)) as tar:
+            tar.extractall(scratch / name, filter="data")
+        out[name] = scratch / name / rel
+    return out
+
+
+def _git_bytes(folder: Path, *args: str) -> Optional[bytes]:
+    """git's standard output, or ``None`` when it fails (a path the revision lacks)."""
+    done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, check=False)
+    return done.stdout if done.returncode == 0 else None

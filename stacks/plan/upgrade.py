@@ -15,11 +15,7 @@ from typing import Any, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
 from components.catalog.charts import CLUSTER_AUTOSCALER
-from components.catalog.platform import (
-    EKS_ADDONS,
-    NODE_UPDATE_STRATEGIES,
-    NodeUpdateStrategy,
-)
+from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrategy
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SURGE
 from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
@@ -145,6 +141,36 @@ class AddonChange:
 
 
 @dataclass(frozen=True)
+class JobRun:
+    """A job whose run the change starts, or ends: a new run is a new output folder, where the job starts again from
+    its first step."""
+
+    name: str
+    action: str
+    """``new run`` (its definition changed), ``added`` or ``removed``."""
+    reasons: tuple[str, ...] = ()
+    """What changed in its definition, in words (``args``, ``a new run of train``...)."""
+    old_dir: Optional[str] = None
+    new_dir: Optional[str] = None
+
+
+#: A run recipe's entries (:func:`stacks.plan.run_recipe`) as the summary names them.
+RECIPE_WORDS = {
+    "kind": "kind",
+    "image": "image",
+    "script": "script",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "code": "code",
+    "dataset": "dataset source",
+    "instance": "instance type",
+    "procs": "processes per node",
+    "output": "outputDir",
+}
+
+
+@dataclass(frozen=True)
 class Upgrade:
     """What moving from the old configuration to the new one does."""
 
@@ -158,6 +184,8 @@ class Upgrade:
     running: Optional[str] = None
     #: Changes that replace the cluster or give the jobs other shared data (:func:`data_changes`).
     data: tuple[str, ...] = ()
+    #: The jobs whose run starts or ends (:func:`run_changes`).
+    runs: tuple[JobRun, ...] = ()
 
     @property
     def minutes(self) -> float:
@@ -282,6 +310,7 @@ def compare(
         notes=tuple(notes),
         running=running,
         data=data_changes(old_plan, new_plan),
+        runs=run_changes(old_plan, new_plan),
     )
 
 
@@ -461,11 +490,11 @@ def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
 
 
 def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
-    """The EKS add-ons whose version moves (an add-on at EKS's default moves with the minor), and the cluster
-    autoscaler's chart and image where its minor's release differs."""
+    """The EKS add-ons the stack installs before and after whose version moves (an add-on at EKS's default moves
+    with the minor), and the cluster autoscaler's chart and image where its minor's release differs."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     addons = []
-    for addon in EKS_ADDONS:
+    for addon in (x for x in new_plan.addons if x in old_plan.addons):
         before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
         after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
         if before != after or (a != b and after is None):
@@ -478,3 +507,22 @@ def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
         if ca_old != ca_new:
             addons.append(AddonChange("cluster-autoscaler", ca_old, ca_new))
     return tuple(addons)
+
+
+def run_changes(old_plan: Plan, new_plan: Plan) -> tuple[JobRun, ...]:
+    """The jobs whose output folder moves (a new run, from its first step), in the new plan's job order, then the
+    jobs added and removed. The old run's folder stays on the shared volume."""
+    out = []
+    for name, job in new_plan.jobs.items():
+        was = old_plan.jobs.get(name)
+        if was is None:
+            out.append(JobRun(name, "added", new_dir=job.output_dir))
+        elif was.output_dir != job.output_dir:
+            reasons = [w for k, w in RECIPE_WORDS.items() if was.run_recipe.get(k) != job.run_recipe.get(k)]
+            before, after = was.run_recipe.get("after") or {}, job.run_recipe.get("after") or {}
+            reasons += [f"a new run of {a}" for a in after if a in before and before[a] != after[a]]
+            if set(before) != set(after):
+                reasons.append("after")
+            out.append(JobRun(name, "new run", tuple(reasons), was.output_dir, job.output_dir))
+    out += [JobRun(n, "removed", old_dir=j.output_dir) for n, j in old_plan.jobs.items() if n not in new_plan.jobs]
+    return tuple(out)

@@ -44,6 +44,10 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         ],
         "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
         "data": list(u.data),
+        "jobs": [
+            {"name": j.name, "action": j.action, "reasons": list(j.reasons), "from": j.old_dir, "to": j.new_dir}
+            for j in u.runs
+        ],
         "expectedMinutes": u.minutes,
         "durations": {
             "controlPlane": {"minutes": CONTROL_PLANE_UPGRADE.minutes, "estimate": CONTROL_PLANE_UPGRADE.estimate},
@@ -59,6 +63,18 @@ def _stop_text(j: JobStop) -> str:
     if j.strategy == "delete":
         return f"stopped: all {j.pods} pod(s) go with the old group's nodes"
     return j.what
+
+
+def _run_line(j: dict[str, Any]) -> str:
+    """A job whose run starts or ends, as the summary says it."""
+    if j["action"] == "added":
+        return f"  job {j['name']}: added, runs in {j['to']}"
+    if j["action"] == "removed":
+        return f"  job {j['name']}: removed, its pods stop; {j['from']} stays on the shared volume"
+    return (
+        f"  job {j['name']}: a new run ({', '.join(j['reasons'])}), from its first step, in {j['to']}; "
+        f"{j['from']} stays on the shared volume"
+    )
 
 
 def _eks_strategy(g: dict[str, Any]) -> str:
@@ -106,11 +122,18 @@ def render_upgrade(r: dict[str, Any]) -> str:
             lines.append(f"    job {j['name']}: {j['what']}")
         if not g["jobs"]:
             lines.append("    no running job on it")
-    lines.append(
-        f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
-        f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node, "
-        f"{r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes; {r['durations']['source']})"
-    )
+    lines.extend(_run_line(j) for j in r["jobs"])
+    if not r["jobs"]:
+        lines.append("  jobs: none starts a new run")
+    if r["expectedMinutes"]:
+        lines.append(
+            f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
+            f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node, "
+            f"{r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes; "
+            f"{r['durations']['source']})"
+        )
+    else:
+        lines.append("  expected duration: no control plane, add-on or node group update")
     lines.extend(f"  note: {n}" for n in r["notes"])
     return "\n".join(lines)
 

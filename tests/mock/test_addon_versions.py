@@ -25,6 +25,7 @@ from components.catalog.addons import (
     configuration_settings,
 )
 from components.catalog.operations import OBSERVABILITY_ADDON
+from components.catalog.platform import EKS_ADDONS
 from stacks.config import load_config
 from stacks.config.addons import DCGM, AddonNeed
 from stacks.mocked import Registration
@@ -176,3 +177,18 @@ def test_the_check_catches_each_kind_of_unsupported_setting(program_for: Any, mo
     # EKS's default, never resolved
     found = "\n".join(registered_problems(program.registrations, [], plan))
     assert "no pin, yet no getAddonVersion(eks-node-monitoring-agent, 1.36)" in found
+
+
+@pytest.mark.parametrize("case,program_of,config_of,stack", CASES, ids=[c[0] for c in CASES])
+def test_the_plan_names_the_addons_the_program_installs(
+    program_for: Any,
+    case: str,
+    program_of: Callable[[Any], Program],
+    config_of: Callable[[], dict[str, Any]],
+    stack: str,
+) -> None:
+    """``Plan.addons``, which the upgrade summary reads, is exactly the add-ons the program registers, in order."""
+    plan = build_plan(load_config(PROJECT, stack, config_of()))
+    registered = {r.inputs["addonName"] for r in program_of(program_for).of_type(ADDON)}
+    assert plan.addons == tuple(a for a in EKS_ADDONS if a in registered)
+    assert set(plan.addons) == registered

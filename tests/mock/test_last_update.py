@@ -113,6 +113,21 @@ def test_a_new_claim_name_is_said_though_nothing_rolls(last_outputs) -> None:
     assert "node groups: none rolls" in summary
 
 
+def test_a_job_that_starts_a_new_run_is_said_though_nothing_rolls(last_outputs) -> None:
+    """New arguments are a new run of the job, from its first step in a new folder, and of the job after it:
+    ``pulumi up`` says so before its first change, naming both folders."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    config = pinned()
+    train = config[P + "jobs"]["train"]
+    train["args"] = [*train["args"], "--lr", "0.05"]
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and program.registrations
+    (summary,) = program.warnings
+    assert "\n  job train: a new run (args), from its first step, in /data/runs/train-" in summary, summary
+    assert "\n  job evaluate: a new run (a new run of train), from its first step" in summary
+    assert "node groups: none rolls" in summary and "stays on the shared volume" in summary
+
+
 def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     program = run_program("dev", fresh=True)

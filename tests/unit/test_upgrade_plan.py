@@ -863,3 +863,72 @@ def test_a_zone_of_the_vpc_the_region_no_longer_lists_is_named_with_the_wait_not
         problem
     )
     assert deployed_zone_problems(counted, REGION, made_in) == []
+
+
+def test_a_changed_definition_is_a_new_run_and_the_jobs_after_it_follow() -> None:
+    """A job whose run recipe changes starts a new run in a new folder, naming what changed; a job after it follows
+    (its input folder moved); a job the new file drops or adds is named; a size change is no new run."""
+    old_cfg = preset("dev")
+    new_cfg = copy.deepcopy(old_cfg)
+    train = new_cfg[P + "jobs"]["train"]
+    train["args"] = [a if a != "32" else "48" for a in train["args"]]
+    old, new = plan_of("dev", old_cfg), plan_of("dev", new_cfg)
+    u = compare(old, new)
+    assert [(r.name, r.action, r.reasons) for r in u.runs] == [
+        ("train", "new run", ("args",)),
+        ("evaluate", "new run", ("a new run of train",)),
+    ]
+    assert all(r.old_dir == old.jobs[r.name].output_dir and r.new_dir == new.jobs[r.name].output_dir for r in u.runs)
+    text = render_upgrade(upgrade_report(u))
+    assert f"  job train: a new run (args), from its first step, in {new.jobs['train'].output_dir}; " in text
+    assert f"{old.jobs['train'].output_dir} stays on the shared volume" in text
+    assert "expected duration: no control plane, add-on or node group update" in text
+
+    resized = copy.deepcopy(old_cfg)
+    resized[P + "jobs"]["train"]["maxNodes"] = 2
+    unchanged = render_upgrade(upgrade_report(compare(old, plan_of("dev", resized))))
+    assert "  jobs: none starts a new run" in unchanged and "job train" not in unchanged
+
+    moved = copy.deepcopy(old_cfg)
+    moved[P + "jobs"]["check"] = moved[P + "jobs"].pop("evaluate")
+    runs = compare(old, plan_of("dev", moved)).runs
+    assert [(r.name, r.action) for r in runs] == [("check", "added"), ("evaluate", "removed")]
+    assert runs[1].old_dir == old.jobs["evaluate"].output_dir and runs[1].new_dir is None
+
+
+def test_a_minor_move_names_only_the_addons_the_stack_installs() -> None:
+    """dev installs EFS's CSI driver and no Container Insights: a minor move names neither FSx's driver nor the
+    observability add-on, which the preview would not update."""
+    u = compare(
+        plan_of("dev", variant("dev", kubernetesVersion="1.35")),
+        plan_of("dev", variant("dev", kubernetesVersion="1.36")),
+    )
+    names = {a.name for a in u.addons}
+    assert "vpc-cni" in names and "aws-efs-csi-driver" in names
+    assert not names & {"aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
+
+
+def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> None:
+    """``--from REV`` hashes a job's code folder as REV committed it: a change since is a new run of that job (and of
+    the jobs after it), and an unchanged folder is none."""
+    import yaml
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    cfg = preset("dev")
+    cfg[P + "jobs"]["evaluate"]["code"] = "./src"
+    stack_file.write_text(yaml.safe_dump({"config": cfg}))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "helper.py").write_text("X = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert "  jobs: none starts a new run" in out
+
+    (tmp_path / "src" / "helper.py").write_text("X = 2\n")
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert "  job evaluate: a new run (code), from its first step" in out and "job train" not in out
