@@ -193,8 +193,11 @@ def _at(folders: Mapping[str, Path], repository: Path, revision: str, scratch: P
         tree = _git_bytes(repository, "archive", "--format=tar", revision, "--", rel.as_posix() or ".")
         if tree is None:
             continue
-        with tarfile.open(fileobj=io.BytesIO(tree)) as tar:
-            tar.extractall(scratch / name, filter="data")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(tree)) as tar:
+                tar.extractall(scratch / name, filter="data")
+        except (tarfile.TarError, OSError):  # a link out of the folder, say: read it as it is now
+            continue
         out[name] = scratch / name / rel
     return out
 

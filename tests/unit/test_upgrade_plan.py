@@ -932,3 +932,26 @@ def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
     assert "  job evaluate: a new run (code), from its first step" in out and "job train" not in out
+
+
+def test_a_folder_git_cannot_give_back_safely_is_read_as_it_is_now(tmp_path: Path) -> None:
+    """A code folder holding a link out of itself (``/etc/hostname``) is not unpacked from the revision (tarfile's
+    data filter refuses it): ``--from`` reads the folder as it is now instead of failing."""
+    import yaml
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    cfg = preset("dev")
+    cfg[P + "jobs"]["evaluate"]["code"] = "./src"
+    stack_file.write_text(yaml.safe_dump({"config": cfg}))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "helper.py").write_text("X = 1\n")
+    (tmp_path / "src" / "host").symlink_to("/etc/hostname")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    (tmp_path / "src" / "helper.py").write_text("X = 2\n")
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert "  jobs: none starts a new run" in out
