@@ -34,77 +34,10 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
         problems.append(f"{key('jobs')}: define at least one job, or remove the key")
     for name, job in s.jobs.items():
         path = job_path(s, name)
-        group_name = job.node_group
-        if group_name is None:
-            if "nodeGroups" in s.failed:  # not a mapping: reported there, the groups are unknown
-                continue
-            problems.append(
-                f"{key(f'{path}.nodeGroup')}: required when there is not exactly one worker group; name one of "
-                f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
-                + (f" (or system, for a {job.kind} job)" if KINDS[job.kind].on_system_group else "")
-            )
-        elif group_name == SYSTEM_ROLE:
-            if not KINDS[job.kind].on_system_group:
-                light = " or ".join(k.name for k in KINDS.values() if k.on_system_group)
-                problems.append(
-                    f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light {light} jobs only; "
-                    f"run {job.kind} jobs on a worker group"
-                )
-            elif job.nodes > s.system.max_size and "systemNodeGroup" not in s.failed:
-                default = "" if "max_size" in s.system.model_fields_set else ", the default"
-                problems.append(
-                    f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
-                    f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes"
-                )
-            else:
-                facts = s.catalog.get(s.system.instance_type)
-                check_health(s, path, job, [facts] if facts is not None else [], problems, system=True)
-        elif group_name not in s.group_names:
-            if "nodeGroups" not in s.failed:
-                problems.append(
-                    f"{key(f'{path}.nodeGroup')}: {group_name!r} is not a worker group; use one of "
-                    f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
-                )
-        elif (g := s.groups.get(group_name)) is not None:
-            top = job.node_range[1]
-            if job.nodes > g.max_size:
-                problems.append(
-                    f"{key(f'{path}.nodes')}: {job.nodes} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): "
-                    "one pod runs per node; raise maxSize or lower nodes"
-                )
-            elif top > g.max_size:
-                problems.append(
-                    f"{key(f'{path}.maxNodes')}: {top} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}); "
-                    "lower maxNodes or raise maxSize"
-                )
-            facts = s.catalog.get(g.instance_types[0])
-            if facts is not None and job.processes_per_node is not None:
-                limit, what = (facts.gpus, "GPUs") if facts.is_gpu else (facts.vcpus, "vCPUs")
-                if job.processes_per_node > limit:
-                    problems.append(
-                        f"{key(f'{path}.processesPerNode')}: {job.processes_per_node} > the {limit} {what} of "
-                        f"{facts.name}; run at most one process per {what[:-1]}"
-                    )
-            check_health(s, path, job, [f for t in g.instance_types if (f := s.catalog.get(t)) is not None], problems)
-        if job.image not in s.images and not named(s, "images", job.image):
-            problems.append(
-                f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
-                f"(or define it under {key('images')})"
-            )
-        elif job.image in s.images:
-            image = s.images[job.image]
-            if group_name is not None and (g := s.groups.get(group_name)) is not None:
-                check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
-                # the image's torch build, and the bundled image's for the health check, on the group's GPUs
-                checked = {job.image: f"{path}.image"}
-                if job.health_check is not None and job.health_check.enabled and TOOLBOX_IMAGE in s.images:
-                    checked.setdefault(TOOLBOX_IMAGE, f"{path}.healthCheck")
-                for image_name, at in checked.items():
-                    dockerfile = image_dockerfile(s, image_name, s.images[image_name])
-                    problems.extend(torch_build_problems(s.catalog, at, name, image_name, dockerfile, group_name, g))
-            if KINDS[job.kind].needs_mpi_prefix:
-                check_mpi_image(s, path, name, job.image, image, problems)
-            check_image_package(s, path, name, job.image, image, KINDS[job.kind], problems)
+        if job.node_group is None and "nodeGroups" in s.failed:  # not a mapping: reported there, the groups unknown
+            continue
+        _check_group(s, path, job, problems)
+        _check_image(s, path, name, job, problems)
         check_code(s, path, job, problems)
         if job.dataset is not None and job.dataset not in s.datasets and not named(s, "datasets", job.dataset):
             problems.append(
@@ -119,6 +52,88 @@ def check_jobs(s: Sections, problems: list[str]) -> None:
             f"{key(f'{job_path(s, cycle[0])}.after')}: the jobs wait for each other in a cycle ({' -> '.join(cycle)}); "
             "remove one of these after entries"
         )
+
+
+def _check_group(s: Sections, path: str, job: JobConfig, problems: list[str]) -> None:
+    """The job's node group: named when it must be, the system group only for light kinds, room for its nodes, no
+    more processes than the node type's GPUs or vCPUs, and its health check on the group's types."""
+    group_name = job.node_group
+    if group_name is None:
+        problems.append(
+            f"{key(f'{path}.nodeGroup')}: required when there is not exactly one worker group; name one of "
+            f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
+            + (f" (or system, for a {job.kind} job)" if KINDS[job.kind].on_system_group else "")
+        )
+    elif group_name == SYSTEM_ROLE:
+        if not KINDS[job.kind].on_system_group:
+            light = " or ".join(k.name for k in KINDS.values() if k.on_system_group)
+            problems.append(
+                f"{key(f'{path}.nodeGroup')}: the system group runs add-ons and light {light} jobs only; "
+                f"run {job.kind} jobs on a worker group"
+            )
+        elif job.nodes > s.system.max_size and "systemNodeGroup" not in s.failed:
+            default = "" if "max_size" in s.system.model_fields_set else ", the default"
+            problems.append(
+                f"{key(f'{path}.nodes')}: {job.nodes} > {key('systemNodeGroup.maxSize')} "
+                f"({s.system.max_size}{default}): one pod runs per node; raise maxSize or lower nodes"
+            )
+        else:
+            facts = s.catalog.get(s.system.instance_type)
+            check_health(s, path, job, [facts] if facts is not None else [], problems, system=True)
+    elif group_name not in s.group_names:
+        if "nodeGroups" not in s.failed:
+            problems.append(
+                f"{key(f'{path}.nodeGroup')}: {group_name!r} is not a worker group; use one of "
+                f"{', '.join(sorted(s.group_names)) or '(none: define nodeGroups first)'}"
+            )
+    elif (g := s.groups.get(group_name)) is not None:
+        top = job.node_range[1]
+        if job.nodes > g.max_size:
+            problems.append(
+                f"{key(f'{path}.nodes')}: {job.nodes} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}): "
+                "one pod runs per node; raise maxSize or lower nodes"
+            )
+        elif top > g.max_size:
+            problems.append(
+                f"{key(f'{path}.maxNodes')}: {top} > {key(f'nodeGroups.{group_name}.maxSize')} ({g.max_size}); "
+                "lower maxNodes or raise maxSize"
+            )
+        facts = s.catalog.get(g.instance_types[0])
+        if facts is not None and job.processes_per_node is not None:
+            limit, what = (facts.gpus, "GPUs") if facts.is_gpu else (facts.vcpus, "vCPUs")
+            if job.processes_per_node > limit:
+                problems.append(
+                    f"{key(f'{path}.processesPerNode')}: {job.processes_per_node} > the {limit} {what} of "
+                    f"{facts.name}; run at most one process per {what[:-1]}"
+                )
+        check_health(s, path, job, [f for t in g.instance_types if (f := s.catalog.get(t)) is not None], problems)
+
+
+def _check_image(s: Sections, path: str, name: str, job: JobConfig, problems: list[str]) -> None:
+    """The job's image: defined, with a torch build for its group's GPUs (and the bundled image's, for its health
+    check), Open MPI where its kind needs it, and the package its kind runs."""
+    if job.image not in s.images and not named(s, "images", job.image):
+        problems.append(
+            f"{key(f'{path}.image')}: {job.image!r} is not an image; use one of {', '.join(sorted(s.images))} "
+            f"(or define it under {key('images')})"
+        )
+        return
+    if job.image not in s.images:
+        return
+    image = s.images[job.image]
+    group_name = job.node_group
+    if group_name is not None and (g := s.groups.get(group_name)) is not None:
+        check_image_gpus(s, path, name, job.image, image, group_name, g, problems)
+        # the image's torch build, and the bundled image's for the health check, on the group's GPUs
+        checked = {job.image: f"{path}.image"}
+        if job.health_check is not None and job.health_check.enabled and TOOLBOX_IMAGE in s.images:
+            checked.setdefault(TOOLBOX_IMAGE, f"{path}.healthCheck")
+        for image_name, at in checked.items():
+            dockerfile = image_dockerfile(s, image_name, s.images[image_name])
+            problems.extend(torch_build_problems(s.catalog, at, name, image_name, dockerfile, group_name, g))
+    if KINDS[job.kind].needs_mpi_prefix:
+        check_mpi_image(s, path, name, job.image, image, problems)
+    check_image_package(s, path, name, job.image, image, KINDS[job.kind], problems)
 
 
 def _near_folder(folder: Path, written: str) -> str:
