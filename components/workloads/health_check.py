@@ -58,7 +58,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         nodes = args["nodes"]
         report = f"{spec['output_dir']}/allreduce.json"
         endpoint = c10d_endpoint(job_name, spec["namespace"])
-        script_args = _benchmark_args(args, report)
+        max_bytes = int(args.get("max_bytes") or ((1 << 30) if placement["gpus"] else (64 << 20)))
 
         def command(ep: str) -> list[str]:
             return torchrun_command(
@@ -70,7 +70,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
                 rdzv_id=job_name,
                 max_restarts=0,
                 script=BENCHMARK_SCRIPT,
-                script_args=script_args,
+                script_args=_benchmark_args(args, max_bytes, report),
             )
 
         # the benchmark writes only its report (to the shared volume) and torchrun's logs (to /tmp)
@@ -101,11 +101,10 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
         self.register_outputs({"job_name": self.job_name, "report_path": self.report_path})
 
 
-def _benchmark_args(args: AllReduceHealthCheckArgs, report: str) -> list[str]:
+def _benchmark_args(args: AllReduceHealthCheckArgs, max_bytes: int, report: str) -> list[str]:
     """allreduce_bench.py's arguments: every node takes part (so the link between nodes is what gets measured), the
     report's path, and the EFA and bandwidth floors the check fails under."""
     placement = args["placement"]
-    max_bytes = int(args.get("max_bytes") or ((1 << 30) if placement["gpus"] else (64 << 20)))
     script = [
         "--max-bytes",
         str(max_bytes),

@@ -63,6 +63,7 @@ class ImagePrePull(pulumi.ComponentResource):
             raise ValueError(f"{name}: command must name a no-op the image runs")
         ds_name = k8s_name(args.get("daemon_set_name") or name)
         labels = {**COMMON_LABELS, PREPULL_LABEL: ds_name}
+        pod_spec = _pod_spec(args)
         daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata={
@@ -78,7 +79,7 @@ class ImagePrePull(pulumi.ComponentResource):
                 "selector": {"match_labels": {PREPULL_LABEL: ds_name}},
                 # a new image is pulled on every node at once: nothing needs these pods available
                 "update_strategy": {"type": "RollingUpdate", "rolling_update": {"max_unavailable": "100%"}},
-                "template": {"metadata": {"labels": labels}, "spec": _pod_spec(args)},
+                "template": {"metadata": {"labels": labels}, "spec": pod_spec},
             },
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -191,11 +191,12 @@ class PyTorchJob(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PyTorchJobArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:PyTorchJob", name, None, opts)
+        spec, placement = args["job"], args["placement"]
         backend = _checked_backend(name, args)
+        max_restarts = int(args.get("max_restarts", DEFAULT_MAX_RESTARTS))
+        run, output_dir = args["run_id"], spec["output_dir"]
         endpoint = self._rendezvous_endpoint(name, args, backend)
-        service, job = self._indexed_job(name, args, backend, endpoint)
-        spec = args["job"]
-        output_dir = spec["output_dir"]
+        service, job = self._indexed_job(name, args, placement, run, backend, endpoint, max_restarts)
         self.job_name = finished(BATCH_JOB, spec["job_name"], job, awaited=bool(spec.get("wait_for_completion")))
         self.service_name = service.metadata.name
         self.output_dir = self.job_name.apply(lambda _: output_dir)
@@ -220,12 +221,18 @@ class PyTorchJob(pulumi.ComponentResource):
         return pulumi.Output.from_input(args["etcd_endpoint"])
 
     def _indexed_job(
-        self, name: str, args: PyTorchJobArgs, backend: RendezvousBackend, endpoint: pulumi.Output[str]
+        self,
+        name: str,
+        args: PyTorchJobArgs,
+        placement: WorkerPlacement,
+        run: str,
+        backend: RendezvousBackend,
+        endpoint: pulumi.Output[str],
+        max_restarts: int,
     ) -> tuple[k8s.core.v1.Service, k8s.batch.v1.Job]:
         """The headless Service and the Indexed Job of the workers, each pod starting torchrun (through the launcher
         unless it is turned off)."""
-        spec, placement, run = args["job"], args["placement"], args["run_id"]
-        max_restarts = int(args.get("max_restarts", DEFAULT_MAX_RESTARTS))
+        spec = args["job"]
         use_launcher = args.get("launcher", True)
 
         def command(ep: str) -> list[str]:
