@@ -63,12 +63,18 @@ _PATH_RE = re.compile(r"^[\w./-]+$")
 def relative_path_problem(v: str) -> Optional[str]:
     """Why ``v`` is not a relative path inside the shared volume (or the repository), or ``None``."""
     if ".." in v.split("/") or v.startswith("/") or not _PATH_RE.match(v):
-        inside = v.removeprefix(f"{SHARED_MOUNT}/")  # the folder as the pods see it: the volume's path, less /data/
-        fix = inside != v and not relative_path_problem(inside)
-        return f"{v!r} must be a relative path inside the shared volume" + (
-            f": drop the leading {SHARED_MOUNT}/, {inside!r}" if fix else ""
-        )
+        return f"{v!r} must be a relative path inside the shared volume"
     return None
+
+
+def volume_path_problem(v: str) -> Optional[str]:
+    """:func:`relative_path_problem` of a folder of the shared volume (an ``outputDir``, a dataset's ``path``): one
+    written as the pods see it, ``/data/...``, names the value to write instead."""
+    why = relative_path_problem(v)
+    inside = v.removeprefix(f"{SHARED_MOUNT}/")
+    if why is not None and inside != v and relative_path_problem(inside) is None:
+        return f"{why}: drop the leading {SHARED_MOUNT}/, {inside!r}"
+    return why
 
 
 def _set_instead(name: str) -> str:
@@ -210,7 +216,7 @@ class DatasetConfig(Model):
     @field_validator("path")
     @classmethod
     def _path(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (why := relative_path_problem(v)):
+        if v is not None and (why := volume_path_problem(v)):
             raise ValueError(why)
         return v
 
@@ -394,7 +400,7 @@ class JobConfig(Model):
     @field_validator("output_dir")
     @classmethod
     def _output_dir(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and (why := relative_path_problem(v)):
+        if v is not None and (why := volume_path_problem(v)):
             raise ValueError(why)
         return v
 

@@ -738,6 +738,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         ],
     ),
     (
+        "tensorboard folder written as the pods see it",
+        job(tensorboard="/data/runs/x/tb"),
+        [
+            "eks-training:jobs.train.tensorboard: '/data/runs/x/tb' must be a relative path inside the job's output "
+            "folder"
+        ],
+    ),
+    (
         "code not an s3 prefix",
         job(code="s3://bucket/main.py"),
         ["eks-training:jobs.train.code: 's3://bucket/main.py' is not an s3://bucket/prefix/ URI"],

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from stacks.config.base import RESERVED_NAMESPACES
+from stacks.config.jobs import relative_path_problem, volume_path_problem
 from stacks.config.loader import SECTIONS
 from stacks.docs import configuration_reference
 from stacks.docs.config_reference import section_entry
@@ -305,3 +306,16 @@ def test_a_reserved_variable_names_a_setting_of_the_job() -> None:
     keys = {f.alias or name for name, f in JobConfig.model_fields.items()}
     assert set(_RESERVED_FROM) <= RESERVED_ENV
     assert sorted(set(_RESERVED_FROM.values()) - keys) == []
+
+
+def test_only_a_folder_of_the_volume_gets_the_data_hint() -> None:
+    """``/data/...`` is how the pods see a folder of the shared volume: an ``outputDir`` or a dataset's ``path``
+    written so names the relative value; a path relative to elsewhere (an output folder, the repository) does not."""
+    assert volume_path_problem("/data/runs/exp") == (
+        "'/data/runs/exp' must be a relative path inside the shared volume: drop the leading /data/, 'runs/exp'"
+    )
+    assert volume_path_problem("/data/../etc") == "'/data/../etc' must be a relative path inside the shared volume"
+    assert volume_path_problem("runs/exp") is None
+    assert relative_path_problem("/data/runs/exp") == (
+        "'/data/runs/exp' must be a relative path inside the shared volume"
+    )
