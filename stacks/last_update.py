@@ -170,6 +170,16 @@ def deployed_zones(outputs: Mapping[str, Any], cluster_name: str) -> Optional[li
     return None
 
 
+def deployed_folders(outputs: Mapping[str, Any]) -> Optional[dict[str, str]]:
+    """Each job's output folder as the last update exported it (``jobs.<job>.outputDir``, written by the version of
+    this project that deployed it); ``None`` where it exported none."""
+    jobs = outputs.get("jobs")
+    if not isinstance(jobs, Mapping):
+        return None
+    folders = {str(n): j.get("outputDir") for n, j in jobs.items() if isinstance(j, Mapping)}
+    return {n: f for n, f in folders.items() if isinstance(f, str)}
+
+
 def recorded_minor(previous: Mapping[str, Any]) -> Optional[str]:
     """The Kubernetes minor a recorded configuration deployed; ``None`` where the record does not hold one (an update
     by an earlier commit of this project that left it unset)."""
@@ -189,6 +199,7 @@ def upgrade_summary(
     unread: Optional[str] = None,
     region: Optional[RegionZones] = None,
     zones: Optional[list[str]] = None,
+    folders: Optional[Mapping[str, str]] = None,
 ) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls, no version moves and no job
@@ -196,7 +207,8 @@ def upgrade_summary(
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
-    made in (:func:`deployed_zones`). A new region is refused before (:func:`refuse_new_region`)."""
+    made in (:func:`deployed_zones`); ``folders``: the jobs' output folders it exported (:func:`deployed_folders`). A
+    new region is refused before (:func:`refuse_new_region`)."""
     config = plan.config
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
@@ -219,7 +231,9 @@ def upgrade_summary(
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
         )
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
-    upgrade = compare(old, plan, LAST_UPDATE, running=ahead, unread=hint, region=region, deployed_zones=zones)
+    upgrade = compare(
+        old, plan, LAST_UPDATE, running=ahead, unread=hint, region=region, deployed_zones=zones, deployed_dirs=folders
+    )
     changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
     if not changes and upgrade.old_minor == upgrade.new_minor:
         return None
@@ -318,6 +332,6 @@ def announce_upgrade(
             f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
         )
     zones = deployed_zones(outputs, plan.config.cluster_name)
-    summary = upgrade_summary(plan, previous, running, unread, region, zones)
+    summary = upgrade_summary(plan, previous, running, unread, region, zones, deployed_folders(outputs))
     if summary is not None:
         pulumi.log.warn(summary)

@@ -219,7 +219,7 @@ class JobPlan:
     after: tuple[str, ...]
     run_id: str
     """Stable id of the run: the job, its image, code and arguments, not its size (resizing resumes it)."""
-    run_recipe: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    run_recipe: Mapping[str, Any] = field(hash=False)
     """What :attr:`run_id` hashes (:func:`stacks.plan.run_recipe`)."""
     output_dir: str
     """The job's output folder inside the pods."""

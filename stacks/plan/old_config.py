@@ -5,12 +5,13 @@ leaves unset is that revision's default, read from its catalog.
 
 import io
 import re
+import shutil
 import subprocess
 import tarfile
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import yaml
 
@@ -18,6 +19,7 @@ from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
     minor_number,
 )
+from stacks.bundle import ROOT
 from stacks.config import ConfigError, StackConfig, load_config
 from stacks.config.cluster import support_windows_ignored
 from stacks.plan import Plan, build_plan
@@ -155,54 +157,116 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
 def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfig, Plan]:
     """The old configuration and its plan, validated with today's rules (:class:`StackLoadError` otherwise), but not
     today's support windows: its minor was supported when it was deployed, and a minor that left support since is
-    the one an upgrade moves from."""
+    the one an upgrade moves from. A git revision is planned in its own files (:func:`tree_at`), so its image tags and
+    code hashes, and with them its run ids, are those it deployed."""
     read = read_old_config(old, stack, stack_file)
     project = project_name(read.path)
+    notes = list(read.notes)
     with tempfile.TemporaryDirectory(prefix="eks-training-from-") as scratch:
+        where = read.path.parent.resolve()
+        tree = None
+        if read.revision is not None and read.repository is not None:
+            folders = [where, ROOT]  # the project's (its image and code folders are in it), the shipped ones
+            tree, why = tree_at(read.repository, read.revision, Path(scratch), folders)
+            if tree is None:
+                notes.append(f"{read.label}: {why}; its image and code folders are read as they are now")
+            else:
+                where = tree / where.relative_to(read.repository)
         try:
             with support_windows_ignored():
-                cfg = load_config(project, stack, read.config, project_dir=read.path.parent.resolve())
-                if read.revision is not None and read.repository is not None:
-                    cfg = folders_at(cfg, read.repository, read.revision, Path(scratch))
+                cfg = load_config(project, stack, read.config, project_dir=where)
+                if tree is not None and read.repository is not None:
+                    cfg, moved = folders_in_tree(cfg, read.repository, tree, read.label)
+                    notes += moved
                 plan = build_plan(cfg)
         except ConfigError as exc:
-            notes = "".join(f"\nnote: {n}" for n in read.notes)
-            raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{notes}") from exc
-    return read, plan
+            said = "".join(f"\nnote: {n}" for n in notes)
+            raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{said}") from exc
+    return replace(read, notes=tuple(notes)), plan
 
 
-def folders_at(cfg: StackConfig, repository: Path, revision: str, scratch: Path) -> StackConfig:
-    """``cfg`` with its image build folders and jobs' code folders as git revision ``revision`` had them (copied into
-    ``scratch``): the old plan's image tags and code hashes, so its run ids, are those that revision deployed. A folder
-    outside the repository, or one the revision lacks, is read as it is now."""
-    return replace(
-        cfg,
-        image_folders=_at(cfg.image_folders, repository, revision, scratch / "images"),
-        code_folders=_at(cfg.code_folders, repository, revision, scratch / "code"),
-    )
+#: Where :func:`tree_at` records the paths it left out (links out of the tree).
+_LEFT_OUT = ".eks-training-left-out"
 
 
-def _at(folders: Mapping[str, Path], repository: Path, revision: str, scratch: Path) -> dict[str, Path]:
-    out = {}
-    for name, folder in folders.items():
-        out[name] = folder
+def tree_at(repository: Path, revision: str, scratch: Path, folders: Sequence[Path]) -> tuple[Optional[Path], str]:
+    """The repository's files under ``folders`` (those inside it) at git revision ``revision``, unpacked under
+    ``scratch`` (``git archive``), and why not (``None``, a reason). A link out of the tree is left out (tarfile's data
+    filter) and listed in :data:`_LEFT_OUT`."""
+    data_filter = getattr(tarfile, "data_filter", None)  # Python 3.11.4 and later
+    if data_filter is None:
+        return None, "this Python's tarfile has no data filter (3.11.4 and later have it)"
+    paths = sorted({rel.as_posix() or "." for f in folders if (rel := _inside(f, repository)) is not None})
+    archive = _git_bytes(repository, "archive", "--format=tar", revision, "--", *paths)
+    if archive is None:
+        return None, f"git archive {revision} failed"
+    tree = scratch / "tree"
+    left_out: list[str] = []
+
+    def safe(member: tarfile.TarInfo, path: str) -> Optional[tarfile.TarInfo]:
         try:
-            rel = folder.resolve().relative_to(repository)
-        except ValueError:
-            continue
-        tree = _git_bytes(repository, "archive", "--format=tar", revision, "--", rel.as_posix() or ".")
-        if tree is None:
-            continue
-        try:
-            with tarfile.open(fileobj=io.BytesIO(tree)) as tar:
-                tar.extractall(scratch / name, filter="data")
-        except (tarfile.TarError, OSError):  # a link out of the folder, say: read it as it is now
-            continue
-        out[name] = scratch / name / rel
-    return out
+            return data_filter(member, path)
+        except tarfile.FilterError:
+            left_out.append(member.name)
+            return None
+
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tree, filter=safe)
+    (scratch / _LEFT_OUT).write_text("\n".join(left_out))
+    return tree, ""
+
+
+def folders_in_tree(cfg: StackConfig, repository: Path, tree: Path, label: str) -> tuple[StackConfig, list[str]]:
+    """``cfg`` (loaded in ``tree``, the repository's files at a revision) with every image and code folder read in
+    ``tree``, the files git does not track copied in from the working folder as they are now; and a note for each
+    folder read as it is now instead (outside the repository, absent at the revision, or holding a link left out)."""
+    left_out = [tree / p for p in (tree.parent / _LEFT_OUT).read_text().splitlines() if p]
+    notes: list[str] = []
+
+    def at(folders: Mapping[str, Path], what: str) -> dict[str, Path]:
+        out = {}
+        for name, folder in folders.items():
+            rel = _inside(folder, tree)
+            if rel is None and (rel := _inside(folder, repository)) is None:
+                notes.append(
+                    f"{label}: {what} {name}'s folder {folder} is outside the repository, so it is read as it is "
+                    "now: a change to it does not show here (the preview shows the Jobs it replaces)"
+                )
+                out[name] = folder
+                continue
+            copy = tree / rel
+            if not copy.is_dir() or any(p == copy or copy in p.parents for p in left_out):
+                notes.append(f"{label}: {what} {name}'s folder {rel.as_posix() or '.'} is read as it is now")
+                out[name] = repository / rel
+                continue
+            _untracked_into(repository, rel, tree)
+            out[name] = copy
+        return out
+
+    images, code = at(cfg.image_folders, "image"), at(cfg.code_folders, "job")
+    return replace(cfg, image_folders=images, code_folders=code), notes
+
+
+def _inside(folder: Path, top: Path) -> Optional[Path]:
+    try:
+        return folder.resolve().relative_to(top.resolve())
+    except ValueError:
+        return None
+
+
+def _untracked_into(repository: Path, rel: Path, tree: Path) -> None:
+    """The files under ``rel`` that git does not track (ignored ones too: a cache, a build's output) copied from the
+    working folder into ``tree``: they were there when the revision was deployed as far as anyone can tell, and a
+    folder is hashed with them."""
+    listed = _git_bytes(repository, "ls-files", "-z", "--others", "--", rel.as_posix() or ".")
+    for name in (listed or b"").decode(errors="surrogateescape").split("\0"):
+        source, target = repository / name, tree / name
+        if name and not target.exists() and not target.is_symlink() and (source.is_file() or source.is_symlink()):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
 
 
 def _git_bytes(folder: Path, *args: str) -> Optional[bytes]:
-    """git's standard output, or ``None`` when it fails (a path the revision lacks)."""
+    """git's standard output, or ``None`` when it fails."""
     done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, check=False)
     return done.stdout if done.returncode == 0 else None

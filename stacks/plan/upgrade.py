@@ -11,7 +11,7 @@ VPC CNI and kube-proxy add-ons.
 """
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
 from components.catalog.charts import CLUSTER_AUTOSCALER
@@ -147,7 +147,7 @@ class JobRun:
 
     name: str
     action: str
-    """``new run`` (its definition changed), ``added`` or ``removed``."""
+    """``new run`` (a new folder), ``same folder`` (its ``outputDir`` keeps it), ``added`` or ``removed``."""
     reasons: tuple[str, ...] = ()
     """What changed in its definition, in words (``args``, ``a new run of train``...)."""
     old_dir: Optional[str] = None
@@ -277,12 +277,13 @@ def compare(
     unread: Optional[str] = None,
     region: Optional[RegionZones] = None,
     deployed_zones: Optional[list[str]] = None,
+    deployed_dirs: Optional[Mapping[str, str]] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
     ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``region``: the region's
     zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
-    recorded)."""
+    recorded; ``deployed_dirs``: the jobs' output folders the last update exported, where recorded)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
@@ -310,7 +311,7 @@ def compare(
         notes=tuple(notes),
         running=running,
         data=data_changes(old_plan, new_plan),
-        runs=run_changes(old_plan, new_plan),
+        runs=run_changes(old_plan, new_plan, deployed_dirs),
     )
 
 
@@ -401,7 +402,7 @@ def _held_addon_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         f"{key('cluster.addonVersions.' + addon)}: held at {version} across {a} -> {b}; preflight checks that EKS "
         f"offers it for {b}"
         for addon, version in sorted(new_plan.config.cluster.addon_versions.items())
-        if version and held.get(addon) == version
+        if version and held.get(addon) == version and addon in new_plan.addons
     ]
 
 
@@ -509,20 +510,45 @@ def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
     return tuple(addons)
 
 
-def run_changes(old_plan: Plan, new_plan: Plan) -> tuple[JobRun, ...]:
-    """The jobs whose output folder moves (a new run, from its first step), in the new plan's job order, then the
-    jobs added and removed. The old run's folder stays on the shared volume."""
+def run_changes(
+    old_plan: Plan, new_plan: Plan, deployed_dirs: Optional[Mapping[str, str]] = None
+) -> tuple[JobRun, ...]:
+    """The jobs whose run the change starts or ends, in the new plan's job order, the removed ones last: a job whose
+    output folder moves (a new run, from its first step; the old folder stays), one whose run changes in the folder
+    its ``outputDir`` keeps, one added, one removed. ``deployed_dirs``: each job's folder as the last update exported
+    it (``pulumi up``), which a change outside the configuration moves too (an image or code folder, this project's
+    version); without it the old plan's."""
+    deployed = deployed_dirs or {}
+    experiments = set(new_plan.config.benchmark.experiments) if new_plan.config.benchmark is not None else set()
     out = []
     for name, job in new_plan.jobs.items():
         was = old_plan.jobs.get(name)
         if was is None:
             out.append(JobRun(name, "added", new_dir=job.output_dir))
-        elif was.output_dir != job.output_dir:
-            reasons = [w for k, w in RECIPE_WORDS.items() if was.run_recipe.get(k) != job.run_recipe.get(k)]
-            before, after = was.run_recipe.get("after") or {}, job.run_recipe.get("after") or {}
-            reasons += [f"a new run of {a}" for a in after if a in before and before[a] != after[a]]
-            if set(before) != set(after):
-                reasons.append("after")
-            out.append(JobRun(name, "new run", tuple(reasons), was.output_dir, job.output_dir))
-    out += [JobRun(n, "removed", old_dir=j.output_dir) for n, j in old_plan.jobs.items() if n not in new_plan.jobs]
+            continue
+        old_dir = deployed.get(name, was.output_dir)
+        if old_dir == job.output_dir and was.run_id == job.run_id:
+            continue
+        reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
+        if not reasons:
+            reasons = ["its image, code or this project's version"]
+        action = "new run" if old_dir != job.output_dir else "same folder"
+        out.append(JobRun(name, action, tuple(reasons), old_dir, job.output_dir))
+    out += [
+        JobRun(n, "removed", old_dir=deployed.get(n, j.output_dir))
+        for n, j in old_plan.jobs.items()
+        if n not in new_plan.jobs
+    ]
     return tuple(out)
+
+
+def _recipe_changes(before: Mapping[str, Any], after: Mapping[str, Any], *, benchmark: bool) -> list[str]:
+    """What differs between two run recipes (:func:`stacks.plan.run_recipe`), in words; a benchmark experiment's
+    output folder is its run's (``benchmark.run``), not an ``outputDir`` of its own."""
+    words = {**RECIPE_WORDS, **({"output": "the benchmark's run"} if benchmark else {})}
+    out = [w for k, w in words.items() if before.get(k) != after.get(k)]
+    inputs_before, inputs_after = before.get("after") or {}, after.get("after") or {}
+    out += [f"a new run of {a}" for a in inputs_after if a in inputs_before and inputs_before[a] != inputs_after[a]]
+    if set(inputs_before) != set(inputs_after):
+        out.append("after")
+    return out

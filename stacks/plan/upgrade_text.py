@@ -71,6 +71,12 @@ def _run_line(j: dict[str, Any]) -> str:
         return f"  job {j['name']}: added, runs in {j['to']}"
     if j["action"] == "removed":
         return f"  job {j['name']}: removed, its pods stop; {j['from']} stays on the shared volume"
+    if j["action"] == "same folder":
+        return (
+            f"  job {j['name']}: its Job is replaced ({', '.join(j['reasons'])}) and starts again in its outputDir "
+            f"{j['to']}: a finished pytorch run there ends at once, an unfinished one resumes from its checkpoint, "
+            "other kinds run their command again"
+        )
     return (
         f"  job {j['name']}: a new run ({', '.join(j['reasons'])}), from its first step, in {j['to']}; "
         f"{j['from']} stays on the shared volume"
@@ -122,10 +128,12 @@ def render_upgrade(r: dict[str, Any]) -> str:
             lines.append(f"    job {j['name']}: {j['what']}")
         if not g["jobs"]:
             lines.append("    no running job on it")
+    if r["data"]:
+        lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
     lines.extend(_run_line(j) for j in r["jobs"])
-    if not r["jobs"]:
+    if not r["jobs"] and not r["data"]:
         lines.append("  jobs: none starts a new run")
-    if r["expectedMinutes"]:
+    if r["nodeGroups"] or r["addons"] or k["from"] != k["to"] or k.get("running"):
         lines.append(
             f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
             f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node, "

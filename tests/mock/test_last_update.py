@@ -128,6 +128,29 @@ def test_a_job_that_starts_a_new_run_is_said_though_nothing_rolls(last_outputs) 
     assert "node groups: none rolls" in summary and "stays on the shared volume" in summary
 
 
+def test_a_folder_the_last_update_exported_elsewhere_is_a_new_run_though_the_configuration_is_the_same(
+    last_outputs,
+) -> None:
+    """The last update exported train's folder under another name (its image, its code or the project's version
+    changed since, none of it in the configuration): ``pulumi up`` names the new run from that folder; a job whose
+    exported folder is today's says nothing."""
+    program = run_program("dev", config=pinned(), fresh=True)
+    folders = {j: o["outputDir"] for j, o in program.outputs["jobs"].items()}
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed()
+    last_outputs["jobs"] = {
+        "train": {"outputDir": "/data/runs/train-0000000000"},
+        "evaluate": {"outputDir": folders["evaluate"]},
+    }
+    program = run_program("dev", config=pinned(), fresh=True)
+    assert program.error is None and program.registrations
+    (summary,) = program.warnings
+    assert (
+        "\n  job train: a new run (its image, code or this project's version), from its first step, in "
+        f"{folders['train']}; /data/runs/train-0000000000 stays on the shared volume"
+    ) in summary
+    assert "job evaluate" not in summary
+
+
 def test_an_unchanged_configuration_says_nothing(last_outputs) -> None:
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     program = run_program("dev", fresh=True)

@@ -4,6 +4,7 @@ price past a minor's end of standard support, and ``--from`` reading a git revis
 
 import copy
 import json
+import shutil
 import subprocess
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
@@ -955,3 +956,85 @@ def test_a_folder_git_cannot_give_back_safely_is_read_as_it_is_now(tmp_path: Pat
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
     assert "  jobs: none starts a new run" in out
+
+
+def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
+    """``--from REV`` loads the old stack file among REV's files: a code folder renamed since still loads (and,
+    unchanged, is no new run); a file git does not track (a cache) counts on both sides, so it is no new run either."""
+    import yaml
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    cfg = preset("dev")
+    cfg[P + "jobs"]["evaluate"]["code"] = "./src"
+    stack_file.write_text(yaml.safe_dump({"config": cfg}))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "helper.py").write_text("X = 1\n")
+    (tmp_path / ".gitignore").write_text(".cache/\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    (tmp_path / "src" / ".cache").mkdir()
+    (tmp_path / "src" / ".cache" / "state").write_text("untracked\n")
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert "  jobs: none starts a new run" in out
+    # the shipped image's folder is not in this repository (as for the installed library): a note says so
+    assert "note: HEAD:Pulumi.dev.yaml: image training's folder " in out and "is outside the repository" in out
+
+    shutil.rmtree(tmp_path / "src" / ".cache")  # what git does not track goes with the folder, not with the revision
+    _git(tmp_path, "mv", "src", "code")
+    cfg[P + "jobs"]["evaluate"]["code"] = "./code"
+    stack_file.write_text(yaml.safe_dump({"config": cfg}))
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert "  jobs: none starts a new run" in out
+
+
+def test_a_job_that_keeps_its_folder_is_named_when_its_run_changes() -> None:
+    """A job with an ``outputDir`` of its own keeps its folder through a new definition, but its Job is replaced and
+    starts again there: the summary says so, and what the run finds in the folder."""
+    old_cfg = preset("dev")
+    old_cfg[P + "jobs"]["evaluate"]["outputDir"] = "runs/evaluation"
+    new_cfg = copy.deepcopy(old_cfg)
+    new_cfg[P + "jobs"]["evaluate"]["args"] = [*new_cfg[P + "jobs"]["evaluate"]["args"], "--batch-size", "64"]
+    u = compare(plan_of("dev", old_cfg), plan_of("dev", new_cfg))
+    assert [(r.name, r.action, r.reasons, r.old_dir) for r in u.runs] == [
+        ("evaluate", "same folder", ("args",), "/data/runs/evaluation")
+    ]
+    text = render_upgrade(upgrade_report(u))
+    assert "  job evaluate: its Job is replaced (args) and starts again in its outputDir /data/runs/evaluation" in text
+
+
+def test_new_shared_data_says_every_job_starts_again() -> None:
+    """A change that gives the jobs another file system (or claim) starts every job from its first step: the jobs
+    line says so beside the data line."""
+    text = render_upgrade(
+        upgrade_report(compare(plan_of("dev", preset("dev")), plan_of("dev", _storage("dev", pvcName="results"))))
+    )
+    assert "\n  data: " in text
+    assert "  jobs: every job starts from its first step on the shared data the data: line names" in text
+    assert "jobs: none starts a new run" not in text
+
+
+def test_a_benchmark_experiment_whose_run_moves_says_the_benchmarks_run() -> None:
+    """Changing one experiment moves the benchmark's run, so every experiment's folder: each says the benchmark's
+    run, not an outputDir the user never set; the changed one says what changed too."""
+    old_cfg = preset("benchmark")
+    new_cfg = copy.deepcopy(old_cfg)
+    new_cfg[P + "benchmark"]["experiments"]["resnet50-1-worker"]["args"][3] = "32"
+    runs = {r.name: r for r in compare(plan_of("benchmark", old_cfg), plan_of("benchmark", new_cfg)).runs}
+    assert runs and all("outputDir" not in r.reasons for r in runs.values())
+    assert runs["resnet50-1-worker"].reasons[0] == "args"
+    assert all("the benchmark's run" in r.reasons for r in runs.values())
+
+
+def test_a_group_that_goes_keeps_the_modelled_duration_line() -> None:
+    """A removed group takes no modelled minutes, but it is a node group update: the duration line is the model's,
+    not the line for an update of jobs only."""
+    old_cfg = preset("dev")
+    old_cfg[P + "nodeGroups"]["extra"] = {**old_cfg[P + "nodeGroups"]["cpu"]}
+    text = render_upgrade(upgrade_report(compare(plan_of("dev", old_cfg), plan_of("dev", preset("dev")))))
+    assert "  nodeGroups.extra goes: removed from the stack file" in text
+    assert "  expected duration: about 0 min (a model" in text
