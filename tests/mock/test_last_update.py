@@ -552,3 +552,14 @@ def test_a_record_whose_minor_left_standard_support_since_still_shows_what_rolls
     assert program.error is None
     (summary,) = program.warnings
     assert f"Kubernetes {PREVIOUS} -> {NOW}: the control plane first" in summary, summary
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_each_jobs_exported_folder_is_the_one_the_plan_names(program_for, stack: str) -> None:
+    """``pulumi up``'s summary compares the plan's output folders with those the last update exported
+    (``jobs.<job>.outputDir``): for every job of every preset, of every kind, the two are written alike."""
+    program = program_for(stack, False)
+    plan = build_plan(load_config(PROJECT, stack, stack_config(stack)))
+    exported = last_update.deployed_folders(program.outputs)
+    assert exported is not None and set(exported) == set(plan.jobs), stack
+    assert exported == {name: job.output_dir for name, job in plan.jobs.items()}
