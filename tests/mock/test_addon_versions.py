@@ -43,6 +43,9 @@ CASES: list[tuple[str, Callable[[Any], Program], Callable[[], dict[str, Any]], s
     *((f"held-out-{n}", lambda pf, n=n: held_out_program(n), lambda n=n: dict(HELD_OUT[n]), n) for n in HELD_OUT),
 ]
 
+#: Every case, as a test's parameters (``case``, ``program_of``, ``config_of``, ``stack``).
+EVERY_CASE = pytest.mark.parametrize("case,program_of,config_of,stack", CASES, ids=[c[0] for c in CASES])
+
 
 def used_settings(inputs: dict[str, Any]) -> set[str]:
     """What one registered add-on passes that depends on its version (a configuration key without a version fact
@@ -110,7 +113,7 @@ def registered_problems(
     return problems
 
 
-@pytest.mark.parametrize("case,program_of,config_of,stack", CASES, ids=[c[0] for c in CASES])
+@EVERY_CASE
 def test_every_version_dependent_setting_is_at_a_version_that_has_it(
     program_for: Any,
     case: str,
@@ -179,7 +182,7 @@ def test_the_check_catches_each_kind_of_unsupported_setting(program_for: Any, mo
     assert "no pin, yet no getAddonVersion(eks-node-monitoring-agent, 1.36)" in found
 
 
-@pytest.mark.parametrize("case,program_of,config_of,stack", CASES, ids=[c[0] for c in CASES])
+@EVERY_CASE
 def test_the_plan_names_the_addons_the_program_installs(
     program_for: Any,
     case: str,

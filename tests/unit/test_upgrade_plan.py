@@ -909,9 +909,9 @@ def test_a_minor_move_names_only_the_addons_the_stack_installs() -> None:
     assert not names & {"aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
 
 
-def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> None:
-    """``--from REV`` hashes a job's code folder as REV committed it: a change since is a new run of that job (and of
-    the jobs after it), and an unchanged folder is none."""
+def _repo_with_code(tmp_path: Path, *, link: bool = False) -> Path:
+    """A git repository of one commit holding ``Pulumi.yaml`` and a dev stack file whose evaluate job has ``code:
+    ./src`` (``src/helper.py``; with ``link``, also a link out of the folder); returns the stack file."""
     import yaml
 
     stack_file = tmp_path / "Pulumi.dev.yaml"
@@ -921,9 +921,19 @@ def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> 
     stack_file.write_text(yaml.safe_dump({"config": cfg}))
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "helper.py").write_text("X = 1\n")
+    if link:
+        (tmp_path / "src" / "host").symlink_to("/etc/hostname")
+    (tmp_path / ".gitignore").write_text(".cache/\n")
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "first")
+    return stack_file
+
+
+def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> None:
+    """``--from REV`` hashes a job's code folder as REV committed it: a change since is a new run of that job (and of
+    the jobs after it), and an unchanged folder is none."""
+    stack_file = _repo_with_code(tmp_path)
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
@@ -938,19 +948,7 @@ def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> 
 def test_a_folder_git_cannot_give_back_safely_is_read_as_it_is_now(tmp_path: Path) -> None:
     """A code folder holding a link out of itself (``/etc/hostname``) is not unpacked from the revision (tarfile's
     data filter refuses it): ``--from`` reads the folder as it is now instead of failing."""
-    import yaml
-
-    stack_file = tmp_path / "Pulumi.dev.yaml"
-    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
-    cfg = preset("dev")
-    cfg[P + "jobs"]["evaluate"]["code"] = "./src"
-    stack_file.write_text(yaml.safe_dump({"config": cfg}))
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "helper.py").write_text("X = 1\n")
-    (tmp_path / "src" / "host").symlink_to("/etc/hostname")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "first")
+    stack_file = _repo_with_code(tmp_path, link=True)
     (tmp_path / "src" / "helper.py").write_text("X = 2\n")
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
@@ -963,17 +961,7 @@ def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
     unchanged, is no new run); a file git does not track (a cache) counts on both sides, so it is no new run either."""
     import yaml
 
-    stack_file = tmp_path / "Pulumi.dev.yaml"
-    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
-    cfg = preset("dev")
-    cfg[P + "jobs"]["evaluate"]["code"] = "./src"
-    stack_file.write_text(yaml.safe_dump({"config": cfg}))
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "helper.py").write_text("X = 1\n")
-    (tmp_path / ".gitignore").write_text(".cache/\n")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "first")
+    stack_file = _repo_with_code(tmp_path)
     (tmp_path / "src" / ".cache").mkdir()
     (tmp_path / "src" / ".cache" / "state").write_text("untracked\n")
 
@@ -985,6 +973,7 @@ def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
 
     shutil.rmtree(tmp_path / "src" / ".cache")  # what git does not track goes with the folder, not with the revision
     _git(tmp_path, "mv", "src", "code")
+    cfg = yaml.safe_load(stack_file.read_text())["config"]
     cfg[P + "jobs"]["evaluate"]["code"] = "./code"
     stack_file.write_text(yaml.safe_dump({"config": cfg}))
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
