@@ -43,8 +43,8 @@ CASES: list[tuple[str, Callable[[Any], Program], Callable[[], dict[str, Any]], s
     *((f"held-out-{n}", lambda pf, n=n: held_out_program(n), lambda n=n: dict(HELD_OUT[n]), n) for n in HELD_OUT),
 ]
 
-#: Every case, as a test's parameters (``case``, ``program_of``, ``config_of``, ``stack``).
-EVERY_CASE = pytest.mark.parametrize("case,program_of,config_of,stack", CASES, ids=[c[0] for c in CASES])
+#: Every case, as a test's parameter ``case``: (its name, its program, its configuration, its stack).
+EVERY_CASE = pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 
 
 def used_settings(inputs: dict[str, Any]) -> set[str]:
@@ -114,13 +114,8 @@ def registered_problems(
 
 
 @EVERY_CASE
-def test_every_version_dependent_setting_is_at_a_version_that_has_it(
-    program_for: Any,
-    case: str,
-    program_of: Callable[[Any], Program],
-    config_of: Callable[[], dict[str, Any]],
-    stack: str,
-) -> None:
+def test_every_version_dependent_setting_is_at_a_version_that_has_it(program_for: Any, case: tuple[Any, ...]) -> None:
+    _, program_of, config_of, stack = case
     found = addon_problems(program_of(program_for), config_of(), stack)
     assert not found, "\n".join(found)
 
@@ -183,14 +178,9 @@ def test_the_check_catches_each_kind_of_unsupported_setting(program_for: Any, mo
 
 
 @EVERY_CASE
-def test_the_plan_names_the_addons_the_program_installs(
-    program_for: Any,
-    case: str,
-    program_of: Callable[[Any], Program],
-    config_of: Callable[[], dict[str, Any]],
-    stack: str,
-) -> None:
+def test_the_plan_names_the_addons_the_program_installs(program_for: Any, case: tuple[Any, ...]) -> None:
     """``Plan.addons``, which the upgrade summary reads, is exactly the add-ons the program registers, in order."""
+    _, program_of, config_of, stack = case
     plan = build_plan(load_config(PROJECT, stack, config_of()))
     registered = {r.inputs["addonName"] for r in program_of(program_for).of_type(ADDON)}
     assert plan.addons == tuple(a for a in EKS_ADDONS if a in registered)
