@@ -19,7 +19,7 @@ from typing import Optional, Sequence, Union
 import pulumi
 
 from components import EfsStorage, FsxLustreStorage, TrainingCluster, TrainingNodeGroup
-from components.catalog import FSX_CSI_ADDON
+from components.catalog.platform import STORAGE_ADDON
 from components.conventions import SHARED_MOUNT
 from components.scheduling import system_node_selector
 from components.storage import CsiDriverArgs, EfsStorageArgs, FsxLustreStorageArgs
@@ -114,7 +114,7 @@ def _efs_args(
     """The EFS file system's arguments: a mount target in every private subnet."""
     s = plan.config.storage
     storage_args: EfsStorageArgs = {
-        "csi_driver": _csi_driver(plan, cluster, addon_after, "aws-efs-csi-driver"),
+        "csi_driver": _csi_driver(plan, cluster, addon_after, STORAGE_ADDON["efs"]),
         "vpc_id": vpc_id,
         "subnet_ids": list(private_subnet_ids),
         "node_security_group_id": cluster.node_security_group_id,
@@ -175,7 +175,7 @@ def _fsx_args(
     assert fsx is not None
     repo = fsx.data_repository
     fsx_args: FsxLustreStorageArgs = {
-        "csi_driver": _csi_driver(plan, cluster, addon_after, FSX_CSI_ADDON),
+        "csi_driver": _csi_driver(plan, cluster, addon_after, STORAGE_ADDON["fsx"]),
         "vpc_id": vpc_id,
         "subnet_id": subnet,
         "node_security_group_id": cluster.node_security_group_id,

@@ -177,7 +177,8 @@ EKS_ADDONS: tuple[str, ...] = (
     "amazon-cloudwatch-observability",
 )
 #: The CSI driver add-on of each shared file system backend (installed with the file system, not the cluster).
-STORAGE_ADDONS: tuple[str, ...] = ("aws-efs-csi-driver", "aws-fsx-csi-driver")
+STORAGE_ADDON: Mapping[str, str] = {"efs": "aws-efs-csi-driver", "fsx": "aws-fsx-csi-driver"}
+STORAGE_ADDONS: tuple[str, ...] = tuple(STORAGE_ADDON.values())
 
 #: The VPC CNI add-on's setting that turns on Kubernetes NetworkPolicy enforcement (a string, not a
 #: boolean; the versions that have it: ``components.catalog.addons.ADDON_FEATURES``; source key

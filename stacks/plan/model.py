@@ -9,7 +9,7 @@ from components.catalog import InstanceType
 from components.catalog.fsx import FSX_CLIENT_HOST, HostRequirement
 from components.catalog.gpus import peak_flops_per_device
 from components.catalog.operations import OBSERVABILITY_ADDON
-from components.catalog.platform import EKS_ADDONS, STORAGE_ADDONS, NodeUpdateStrategy, NoSurge
+from components.catalog.platform import EKS_ADDONS, STORAGE_ADDON, STORAGE_ADDONS, NodeUpdateStrategy, NoSurge
 from components.conventions import SHARED_MOUNT
 from components.nodeplan import (
     EfaProfile,
@@ -289,7 +289,7 @@ class Plan:
         driver, and Container Insights' with ``operations.metrics``; none in a jobs-only stack."""
         if self.config.cluster.stack_reference is not None:
             return ()
-        csi = f"aws-{self.storage.backend}-csi-driver"
+        csi = STORAGE_ADDON[self.storage.backend]
         return tuple(
             a
             for a in EKS_ADDONS
