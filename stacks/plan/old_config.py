@@ -167,7 +167,7 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
         tree = None
         if read.revision is not None and read.repository is not None:
             folders = [where, ROOT]  # the project's (its image and code folders are in it), the shipped ones
-            tree, why = tree_at(read.repository, read.revision, Path(scratch), folders)
+            tree, left_out, why = tree_at(read.repository, read.revision, Path(scratch), folders)
             if tree is None:
                 notes.append(f"{read.label}: {why}; its image and code folders are read as they are now")
             else:
@@ -176,7 +176,7 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
             with support_windows_ignored():
                 cfg = load_config(project, stack, read.config, project_dir=where)
                 if tree is not None and read.repository is not None:
-                    cfg, moved = folders_in_tree(cfg, read.repository, tree, read.label)
+                    cfg, moved = folders_in_tree(cfg, read.repository, tree, left_out, read.label)
                     notes += moved
                 plan = build_plan(cfg)
         except ConfigError as exc:
@@ -185,21 +185,19 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
     return replace(read, notes=tuple(notes)), plan
 
 
-#: Where :func:`tree_at` records the paths it left out (links out of the tree).
-_LEFT_OUT = ".eks-training-left-out"
-
-
-def tree_at(repository: Path, revision: str, scratch: Path, folders: Sequence[Path]) -> tuple[Optional[Path], str]:
+def tree_at(
+    repository: Path, revision: str, scratch: Path, folders: Sequence[Path]
+) -> tuple[Optional[Path], list[Path], str]:
     """The repository's files under ``folders`` (those inside it) at git revision ``revision``, unpacked under
-    ``scratch`` (``git archive``), and why not (``None``, a reason). A link out of the tree is left out (tarfile's data
-    filter) and listed in :data:`_LEFT_OUT`."""
+    ``scratch`` (``git archive``), with the paths left out (links out of the tree, which tarfile's data filter
+    refuses); or ``None`` and why not."""
     data_filter = getattr(tarfile, "data_filter", None)  # Python 3.11.4 and later
     if data_filter is None:
-        return None, "this Python's tarfile has no data filter (3.11.4 and later have it)"
+        return None, [], "this Python's tarfile has no data filter (3.11.4 and later have it)"
     paths = sorted({rel.as_posix() or "." for f in folders if (rel := _inside(f, repository)) is not None})
     archive = _git_bytes(repository, "archive", "--format=tar", revision, "--", *paths)
     if archive is None:
-        return None, f"git archive {revision} failed"
+        return None, [], f"git archive {revision} failed"
     tree = scratch / "tree"
     left_out: list[str] = []
 
@@ -212,15 +210,16 @@ def tree_at(repository: Path, revision: str, scratch: Path, folders: Sequence[Pa
 
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(tree, filter=safe)
-    (scratch / _LEFT_OUT).write_text("\n".join(left_out))
-    return tree, ""
+    return tree, [tree / name for name in left_out], ""
 
 
-def folders_in_tree(cfg: StackConfig, repository: Path, tree: Path, label: str) -> tuple[StackConfig, list[str]]:
+def folders_in_tree(
+    cfg: StackConfig, repository: Path, tree: Path, left_out: Sequence[Path], label: str
+) -> tuple[StackConfig, list[str]]:
     """``cfg`` (loaded in ``tree``, the repository's files at a revision) with every image and code folder read in
     ``tree``, the files git does not track copied in from the working folder as they are now; and a note for each
-    folder read as it is now instead (outside the repository, absent at the revision, or holding a link left out)."""
-    left_out = [tree / p for p in (tree.parent / _LEFT_OUT).read_text().splitlines() if p]
+    folder read as it is now instead (outside the repository, absent at the revision, or holding a path of
+    ``left_out``)."""
     notes: list[str] = []
 
     def at(folders: Mapping[str, Path], what: str) -> dict[str, Path]:
