@@ -35,7 +35,7 @@ CONFIG_OUTPUT = "deployedConfiguration"
 #: anything is registered (pulumi/pulumi ``pkg/resource/deploy/builtins.go``, ``readStackReference``).
 READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
 #: How the summary names the configuration it compares with.
-LAST_UPDATE = "the configuration the stack's last update recorded"
+LAST_UPDATE = "the configuration the stack's last finished update recorded"
 #: The AWS provider's credentials: never recorded, even as a secret (the plan does not read them).
 AWS_CREDENTIALS = frozenset({"aws:accessKey", "aws:secretKey", "aws:token"})
 #: The stack output that holds the zone names of the update's new VPC, in its subnets' order (the configuration may
@@ -102,7 +102,7 @@ def last_configuration(outputs: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     if CONFIG_OUTPUT not in outputs:
         return None
     raw = outputs[CONFIG_OUTPUT]
-    if not isinstance(raw, str):  # the engine answers a secret it cannot decrypt with "{}"
+    if not isinstance(raw, str):  # the engine answers a secret it cannot decrypt with an empty map
         raise ValueError(f"the output {CONFIG_OUTPUT} holds {raw!r}, not the configuration (a secret not decrypted?)")
     loaded = json.loads(raw)
     if not isinstance(loaded, dict):
