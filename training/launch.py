@@ -80,9 +80,10 @@ EXIT_STOPPED = 143
 _STDOUT_LOCK = threading.Lock()
 
 
-def log(event: str, **fields: Any) -> None:
-    """Print one JSON object (``{"event": ..., "component": "launch", ...}``) on stdout."""
-    record = {"event": event, "component": "launch", "time": round(time.time(), 3), **fields}
+def log(event: str, at: float | None = None, **fields: Any) -> None:
+    """Print one JSON object (``{"event": ..., "component": "launch", ...}``) on stdout; ``at``: its time (default
+    now)."""
+    record = {"event": event, "component": "launch", "time": round(time.time() if at is None else at, 3), **fields}
     with _STDOUT_LOCK:
         print(json.dumps(record, default=str), flush=True)
 
@@ -746,6 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     supervisor.install()
     log(
         "launch_start",
+        at=launched_at,  # the goodput ledger's "launch" record: the run's start, the same instant in both
         rdzv_backend=args.rdzv_backend,
         rdzv_id=args.rdzv_id,
         rdzv_endpoint=args.rdzv_endpoint,
