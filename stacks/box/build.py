@@ -86,21 +86,20 @@ class Module:
 
 #: Seconds each command's build takes on 2 idle cores with Go's build and module caches empty (the first
 #: ``python -m stacks.box build`` on a fresh machine, at the pins of ``box/``): a cold run says how long it will take
-#: before it starts (:func:`build`). Measured for this project: 986 s in all, of which kube-apiserver 224 s, its oldest
-#: minor 184 s, Kueue 203 s and the MPI Operator 122 s; the other commands share the rest as they did in a second cold
-#: build on a busy machine; pulumi-await took 323 s with Go's build cache empty (its modules already downloaded) on a
-#: busy machine. A later pin that builds much longer updates them.
+#: before it starts (:func:`build`). Measured by ``.ci/run`` on a fresh machine on 2026-12-03, the slowest of the
+#: cold builds measured for this project: 2,410 s in all, each command's module downloads included
+#: (docs/explanation/verified.md, "Building the box"). A later pin that builds much longer updates them.
 COLD_BUILD_S: Mapping[str, Mapping[str, int]] = {
-    "kubernetes": {"kube-apiserver": 224, "kube-controller-manager": 30, "kube-scheduler": 4, "kubectl": 18},
-    "kubernetes-oldest": {"kube-apiserver": 184},
-    "kubernetes-previous": {"kube-apiserver": 224, "kube-controller-manager": 30, "kube-scheduler": 4},
-    "etcd": {"etcd": 22},
-    "kwok": {"kwok": 68, "kwokctl": 10},
-    "mpi-operator": {"mpi-operator": 122},
-    "kueue": {"kueue": 203},
-    "kueue-previous": {"kueue": 203},
-    "helm": {"helm": 101},
-    "await": {"pulumi-await": 323},
+    "kubernetes": {"kube-apiserver": 373, "kube-controller-manager": 95, "kube-scheduler": 10, "kubectl": 34},
+    "kubernetes-oldest": {"kube-apiserver": 321},
+    "kubernetes-previous": {"kube-apiserver": 301, "kube-controller-manager": 87, "kube-scheduler": 7},
+    "etcd": {"etcd": 44},
+    "kwok": {"kwok": 102, "kwokctl": 17},
+    "mpi-operator": {"mpi-operator": 179},
+    "kueue": {"kueue": 318},
+    "kueue-previous": {"kueue": 269},
+    "helm": {"helm": 105},
+    "await": {"pulumi-await": 145},
 }
 
 _K8S = "k8s.io/kubernetes/cmd/"
@@ -228,7 +227,7 @@ def cold_estimate(modules: Sequence[Module], root: Path) -> str:
     return (
         f"building the box's binaries ({', '.join(m.folder for m in modules)}) into {root}, once: about "
         f"{math.ceil(total / 60)} min on 2 idle cores with Go's caches empty ({each}); less with Go's build cache "
-        "warm or more cores, more on a busy machine. Later runs reuse them."
+        "warm, more or faster cores, more on a busy machine. Later runs reuse them."
     )
 
 
