@@ -191,9 +191,10 @@ class RunLease:
     # ---------------------------------------------------------------- acquiring
     def try_acquire(self, now: float | None = None) -> Verdict:
         """One attempt to take the lease (never blocks)."""
-        now = time.time() if now is None else now
         self.directory.mkdir(parents=True, exist_ok=True)
         generation, holder = self.current()
+        # read after the holder: a release read here ended before the new generation's creation time
+        now = time.time() if now is None else now
         if generation and holder is None:
             # The newest generation exists but cannot be read: wait, but no longer than a TTL.
             first_seen = self._unreadable_since.setdefault(generation, time.monotonic())
