@@ -221,13 +221,15 @@ def first_after(milestones: list[tuple[float, str]], needle: str) -> float:
     return next(t for t, message in milestones if needle in message)
 
 
-def last_step_before(run: PodRun, pod: ts.ManagedProcess, at: float) -> tuple[float, int]:
-    """(time, step) of the last step a pod's trainer printed before ``at`` (its own log)."""
+def last_step_before(run: PodRun, pod: ts.ManagedProcess, at: float, step: int | None = None) -> tuple[float, int]:
+    """(time, step) of the last step a pod's trainer printed before ``at`` (its own log); with ``step``, the last
+    line that printed that step."""
     steps = [
         (float(e["time"]), int(e["step"]))
         for e in run.pod_events(pod)
-        if e.get("event") in ("first_step", "progress", "epoch") and e["time"] < at
+        if e.get("event") in ("first_step", "progress", "epoch") and e["time"] < at and step in (None, e["step"])
     ]
+    assert steps, f"no step {step} printed before {at}"
     return max(steps)
 
 

@@ -110,8 +110,8 @@ def test_a_stalled_checkpoint_volume_loses_no_work(
     run.start_pod("a")
     run.start_pod("b")
     run.wait_event("first_step", patient(RUN_TIMEOUT))
-    opened_at = time.time()  # before the gate opens: whatever is staged from now on is written through it
     gate.touch()
+    opened_at = time.time()  # once the gate is open: whatever is staged from now on is written through it
     # Up to four stalls in a row on rank 0's way out: the write in flight, the final checkpoint, the final release.
     assert ts.wait_all(run.pods, patient(RUN_TIMEOUT + 4 * STALL_S)) == [0, 0], run.report()
     summary = assert_whole_epochs(run.output_dir, epochs)

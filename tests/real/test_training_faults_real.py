@@ -183,10 +183,15 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     # The victim's last printed step, whenever it printed it: the test reads kill_at before it kills the pod's process
     # tree, and under load the trainer prints a step or two in between (seen: step 29 after kill_at, 27 before it); a
     # killed process prints nothing after its death, and this pod is never started again.
-    last_at, last_step = last_step_before(run, lost.victim, math.inf)
+    printed_at, printed_step = last_step_before(run, lost.victim, math.inf)
     staged = next(e for e in run.events("checkpoint") if e["step"] == resumed["step"])
     trained_from = staged["staged_at"] + staged["stage_s"]
     interruption = found["interruptions"][0]
+    # The victim's last step in its ledger: the last it printed, or an earlier one when the kill came after the
+    # launcher forwarded a line and before its ledger thread wrote it (the ledger never holds the log up). The
+    # accounting is checked against that step, as it was recorded, and the step printed at that time.
+    last_at, last_step = last_step_before(run, lost.victim, math.inf, step=interruption["last_step"])
+    assert printed_at - last_at <= GOODPUT_SLACK_S, (interruption, printed_step)
     print(
         f"[timing] goodput after a lost node: {found['goodput']}, lost {found['lost_s']}s "
         f"(measured {first['time'] - trained_from:.2f}s), recomputed {found['recomputed_steps']} steps "
@@ -194,11 +199,11 @@ def test_a_lost_node_is_replaced_within_15_seconds(
     )
     assert [i["cause"] for i in found["interruptions"]] == ["failure"] and found["attempts"] == 2
     assert found["recomputed_steps"] == interruption["recomputed_steps"] == last_step - resumed["step"] > 0
-    assert interruption["resumed_step"] == resumed["step"] and interruption["last_step"] == last_step
-    # recomputed: from the checkpoint to the victim's last printed step; restarting: from there to the first step
+    assert interruption["resumed_step"] == resumed["step"]
+    # recomputed: from the checkpoint to the victim's last recorded step; restarting: from there to the first step
     assert interruption["recomputed_s"] == pytest.approx(last_at - trained_from, abs=GOODPUT_SLACK_S)
     assert found["time_split_s"]["restarting"] == pytest.approx(first["time"] - last_at, abs=GOODPUT_SLACK_S)
-    assert kill_at - last_at <= PROGRESS_S + GOODPUT_SLACK_S
+    assert kill_at - printed_at <= PROGRESS_S + GOODPUT_SLACK_S
     assert found["lost_s"] == pytest.approx(first["time"] - trained_from, abs=GOODPUT_SLACK_S)
     assert 0 < found["goodput"] < 1 and sum(found["time_split_s"].values()) == pytest.approx(
         found["goodput_wall_s"], abs=0.01
@@ -636,7 +641,9 @@ def test_the_owner_yields_to_a_request_and_stops_writing_when_its_lease_is_taken
     lost = next(e for e in events if e["event"] == "lease_lost")
     stop = next(e for e in events if e["event"] == "stopping")
     assert stop["reasons"]["lease_lost"] and lost["time"] - taken_at < 5
-    assert not [e for e in events if e["event"] in ("checkpoint", "epoch") and e["time"] >= lost["time"]]
+    # nothing trained or written once the loss was learned: after its line in the log (an epoch line may share its
+    # millisecond)
+    assert not [e for e in events[events.index(lost) :] if e["event"] in ("checkpoint", "epoch")], events
     assert json.loads((out2 / run_lease.LEASE_DIR_NAME / "lease-00000001.json").read_text())["state"] == "active"
     # The default cadence (120 s) wrote no mid-epoch checkpoint in these seconds.
     assert not [e for e in events if e["event"] == "checkpoint" and e["samples_in_epoch"]]
