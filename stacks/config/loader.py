@@ -377,6 +377,26 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     p = _Parser()
     p.problems.extend(unread_keys(config, project, SECTIONS))
     parsed = p.sections(raw)
+    sections, run = _sections(p, parsed, raw, config, project, stack, project_dir)
+    p.problems.extend(check_rules(sections))
+    aws = p.aws(config)
+    p.problems.extend(region_problems(config, zone_refs(sections)))
+    if p.problems:
+        raise ConfigError(p.problems)
+    return _stack_config(project, stack, sections, parsed, aws, run)
+
+
+def _sections(
+    p: _Parser,
+    parsed: dict[str, Any],
+    raw: dict[str, Any],
+    config: Mapping[str, Any],
+    project: str,
+    stack: str,
+    project_dir: Optional[Path],
+) -> tuple[Sections, str]:
+    """The parsed sections with their defaults, as the rules across sections read them, and the benchmark's run;
+    each section's own problems go to ``p``."""
     catalog = p.catalog(parsed)
     groups: dict[str, NodeGroupConfig] = p.entries(parsed, "nodeGroups")
     raw_groups = parsed.get("nodeGroups") or {}
@@ -392,8 +412,7 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
     job_names = list(parsed.get("jobs") or {})
     bench: Optional[BenchmarkConfig] = parsed.get("benchmark")
     run, job_paths = p.experiments(bench, jobs, job_names)
-    tags = parsed.get("tags") or {}
-    for tk, tv in tags.items():
+    for tk, tv in (parsed.get("tags") or {}).items():
         p.problems.extend(tag_problems(str(tk), tv))
     teams = _Parser()  # the teams' own problems are reported after the jobs-only rules
     teams.failed = p.failed
@@ -428,37 +447,40 @@ def load_config(project: str, stack: str, config: Mapping[str, Any], project_dir
         team_names=list(parsed.get("teams") or {}),
         team_entry_problems=teams.problems,
     )
-    p.problems.extend(check_rules(sections))
-    aws = p.aws(config)
-    p.problems.extend(region_problems(config, zone_refs(sections)))
-    if p.problems:
-        raise ConfigError(p.problems)
+    return sections, run
+
+
+def _stack_config(
+    project: str, stack: str, sections: Sections, parsed: dict[str, Any], aws: AwsSettings, run: str
+) -> StackConfig:
+    """The validated configuration the program and the tools read, from sections the rules passed."""
     jobs = dict(sections.jobs)
+    bench: Optional[BenchmarkConfig] = parsed.get("benchmark")
     return StackConfig(
         project=project,
         stack=stack,
         cluster_name=sections.cluster_name,
-        network=network,
-        existing_vpc=existing,
+        network=sections.network,
+        existing_vpc=sections.existing_vpc,
         cluster=sections.cluster,
         system_node_group=sections.system,
-        node_groups=groups,
+        node_groups=sections.groups,
         storage=sections.storage,
-        catalog=catalog,
-        tags={str(k): str(v) for k, v in tags.items()},
-        images=images,
+        catalog=sections.catalog,
+        tags={str(k): str(v) for k, v in (parsed.get("tags") or {}).items()},
+        images=sections.images,
         image_build=parsed.get("imageBuild") or ImageBuildConfig(),
-        datasets=datasets,
+        datasets=sections.datasets,
         jobs=jobs,
         preflight=parsed.get("preflight") or PreflightConfig(),
         autoscaler=parsed.get("autoscaler") or AutoscalerConfig(),
         aws=aws,
         benchmark=None
         if bench is None
-        else benchmark_settings(bench, run, {n: jobs[n] for n in job_paths if n in jobs}),
-        image_folders=image_folders,
+        else benchmark_settings(bench, run, {n: jobs[n] for n in sections.job_paths if n in jobs}),
+        image_folders=sections.image_folders,
         operations=sections.operations,
-        code_folders={n: where / j.code_folder for n, j in jobs.items() if j.code_folder is not None},
+        code_folders={n: sections.project_dir / j.code_folder for n, j in jobs.items() if j.code_folder is not None},
         teams=sections.teams,
     )
 
