@@ -8,6 +8,8 @@ minutes of ``pulumi up`` is a config error instead.
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from components.catalog.platform import STORAGE_ADDON
+
 #: The deployment type this project creates: SSD, replicated in one zone, linked to S3 through data
 #: repository associations (``ImportPath``/``ExportPath`` are not supported on it; source key
 #: ``fsx-api-lustre-configuration``).
@@ -43,7 +45,7 @@ FSX_DRA_FS_PATH_MAX = 4096
 #: The FSx CSI driver as an EKS managed add-on: add-on name, the controller's service account (the
 #: one that calls AWS), the CSI driver name in PersistentVolumes (source keys ``eks-fsx-csi-addon``,
 #: ``fsx-csi-chart-values``, ``fsx-csi-static-pv``).
-FSX_CSI_ADDON = "aws-fsx-csi-driver"
+FSX_CSI_ADDON = STORAGE_ADDON["fsx"]
 FSX_CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 

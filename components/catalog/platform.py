@@ -161,6 +161,10 @@ NO_SURGE_CAPACITY: Mapping[str, NoSurge] = {
     )
 }
 
+#: The CSI driver add-on of each shared file system backend (installed with the file system, not the cluster).
+STORAGE_ADDON: Mapping[str, str] = {"efs": "aws-efs-csi-driver", "fsx": "aws-fsx-csi-driver"}
+STORAGE_ADDONS: tuple[str, ...] = tuple(STORAGE_ADDON.values())
+
 #: EKS managed add-ons the backbone installs (source keys ``eks-addons``, ``eks-fsx-csi-addon``, ``eks-node-health``,
 #: ``cloudwatch-observability-addon``). The version each gets is decided by
 #: :func:`components.catalog.addons.addon_version_for`: the stack's ``cluster.addonVersions``, else this project's pin
@@ -171,14 +175,11 @@ EKS_ADDONS: tuple[str, ...] = (
     "coredns",
     "eks-pod-identity-agent",
     "metrics-server",
-    "aws-efs-csi-driver",
-    "aws-fsx-csi-driver",
+    STORAGE_ADDON["efs"],
+    STORAGE_ADDON["fsx"],
     "eks-node-monitoring-agent",
     "amazon-cloudwatch-observability",
 )
-#: The CSI driver add-on of each shared file system backend (installed with the file system, not the cluster).
-STORAGE_ADDON: Mapping[str, str] = {"efs": "aws-efs-csi-driver", "fsx": "aws-fsx-csi-driver"}
-STORAGE_ADDONS: tuple[str, ...] = tuple(STORAGE_ADDON.values())
 
 #: The VPC CNI add-on's setting that turns on Kubernetes NetworkPolicy enforcement (a string, not a
 #: boolean; the versions that have it: ``components.catalog.addons.ADDON_FEATURES``; source key

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from typing_extensions import NotRequired
 
 from components.catalog.addons import POD_IDENTITY
+from components.catalog.platform import STORAGE_ADDON
 from components.conventions import COMMON_LABELS, DEFAULT_CLAIM_NAME, DEFAULT_NAMESPACE, TRAINING_IMAGE_UID
 from components.iam import managed_policy_arn
 from components.partition import current_partition
@@ -126,7 +127,7 @@ class EfsStorage(pulumi.ComponentResource):
             self,
             name,
             args["csi_driver"],
-            addon_name="aws-efs-csi-driver",
+            addon_name=STORAGE_ADDON["efs"],
             label="EFS",
             service_account=EFS_CSI_CONTROLLER_SA,
             settings=EFS_ADDON_SETTINGS,
