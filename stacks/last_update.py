@@ -326,11 +326,16 @@ def announce_upgrade(
             )
         return
     if unset_minor(plan) and recorded_minor(previous) is None:
-        pulumi.log.warn(
-            f"{LAST_UPDATE} holds no Kubernetes minor, and the stack file sets none: if the cluster runs another minor "
-            f"than this project's default ({plan.config.cluster.kubernetes_version}), this update moves it. Set "
-            f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks describe-cluster)"
-        )
+        minor = plan.config.cluster.kubernetes_version
+        if running is not None and running != minor:  # the minor the cluster runs stands in for the record's
+            raise ConfigError([moved_default_problem(running, minor, outside=True)])
+        if running is None:
+            pulumi.log.warn(
+                f"{LAST_UPDATE} holds no Kubernetes minor, and the stack file sets none: if the cluster runs another "
+                f"minor than this project's default ({minor}), this update moves it. Set "
+                f"{NAMESPACE}:cluster.kubernetesVersion to the minor it runs (the EKS console, or aws eks "
+                "describe-cluster)"
+            )
     zones = deployed_zones(outputs, plan.config.cluster_name)
     summary = upgrade_summary(plan, previous, running, unread, region, zones, deployed_folders(outputs))
     if summary is not None:

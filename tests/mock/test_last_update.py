@@ -437,6 +437,25 @@ def test_a_record_without_a_minor_warns_that_the_running_minor_is_unknown(last_o
     assert run_program("dev", config=pinned(), fresh=True).warnings == []
 
 
+@pytest.mark.parametrize("runs", [PREVIOUS, NOW])
+def test_a_record_without_a_minor_stops_where_the_cluster_runs_another(last_outputs, cluster_runs, runs: str) -> None:
+    """The same record with preflight on: the minor the cluster runs stands in for the record's. Another than the
+    default stops the update, naming the key and both choices; the default itself goes on, with nothing to warn of."""
+    record = json.loads(deployed())
+    record[P + "cluster"] = json.dumps({})
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
+    config = cluster_runs(runs)
+    config[P + "cluster"] = {k: v for k, v in config[P + "cluster"].items() if k != "kubernetesVersion"}
+    program = run_program("dev", config=config, fresh=True, expect_error=runs != NOW)
+    if runs == NOW:
+        assert program.error is None and program.registrations and program.warnings == []
+        return
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert f"is not the minor the cluster runs, {PREVIOUS}: a new version of the project moved it" in problem, problem
+    assert f"Set it to '{PREVIOUS}' to keep the cluster as it runs" in problem, problem
+
+
 @pytest.fixture()
 def cluster_runs(monkeypatch):
     """Preflight on, the account's checks passed, and the EKS cluster running the minor given (DescribeCluster, read
