@@ -22,6 +22,7 @@ from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet
 from stacks.config.namespaces import REGION_KEY, setting
 from stacks.plan import Plan, build_plan
+from stacks.plan.installs import installed_versions, render_moves, version_moves
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
 from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.region_change import in_region, region_of, region_problem
@@ -31,6 +32,8 @@ from stacks.zones import RegionZones
 
 #: The stack output that holds the configuration an update was given.
 CONFIG_OUTPUT = "deployedConfiguration"
+#: The stack output that holds the versions an update installed (:func:`stacks.plan.installs.installed_versions`).
+VERSIONS_OUTPUT = "deployedVersions"
 #: The engine's built-in function that returns a stack's outputs, called synchronously so the answer comes before
 #: anything is registered (pulumi/pulumi ``pkg/resource/deploy/builtins.go``, ``readStackReference``).
 READ_STACK_OUTPUTS = "pulumi:pulumi:readStackOutputs"
@@ -74,6 +77,14 @@ def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi
     fails before them keeps the previous record."""
     text = json.dumps(recorded(config, minor), sort_keys=True)
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
+
+
+def versions_output(plan: Plan, finished: pulumi.Input[Any]) -> pulumi.Output[dict[str, str]]:
+    """The versions this update installs (:func:`installed_versions`), which the next update reads back; resolved only
+    once ``finished`` is, as :func:`configuration_output`."""
+    versions = installed_versions(plan)
+    # plain, though ``finished`` holds secrets (the kubeconfig): versions are no secret
+    return pulumi.Output.unsecret(pulumi.Output.from_input(finished).apply(lambda _: versions))
 
 
 def stack_name() -> str:
@@ -200,6 +211,7 @@ def upgrade_summary(
     region: Optional[RegionZones] = None,
     zones: Optional[list[str]] = None,
     folders: Optional[Mapping[str, str]] = None,
+    versions: Optional[Mapping[str, object]] = None,
 ) -> Optional[str]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
     :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls, no version moves and no job
@@ -207,8 +219,9 @@ def upgrade_summary(
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
-    made in (:func:`deployed_zones`); ``folders``: the jobs' output folders it exported (:func:`deployed_folders`). A
-    new region is refused before (:func:`refuse_new_region`)."""
+    made in (:func:`deployed_zones`); ``folders``: the jobs' output folders it exported (:func:`deployed_folders`);
+    ``versions``: what it installed (:data:`VERSIONS_OUTPUT`). A new region is refused before
+    (:func:`refuse_new_region`)."""
     config = plan.config
     deployed = recorded_minor(previous)
     ahead = ahead_of_record(deployed, running)
@@ -235,9 +248,11 @@ def upgrade_summary(
         old, plan, LAST_UPDATE, running=ahead, unread=hint, region=region, deployed_zones=zones, deployed_dirs=folders
     )
     changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
+    # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
+    moves = version_moves(versions, installed_versions(old))
     if not changes and upgrade.old_minor == upgrade.new_minor:
-        return None
-    summary = render_upgrade(upgrade_report(upgrade))
+        return render_moves(moves) if moves else None
+    summary = render_upgrade(upgrade_report(upgrade)) + ("\n" + render_moves(moves) if moves else "")
     if ahead is not None:
         summary += "\n" + moved_outside_note(upgrade.old_minor, ahead, upgrade.new_minor)
     elif upgrade.old_minor != upgrade.new_minor:
@@ -337,6 +352,8 @@ def announce_upgrade(
                 "describe-cluster)"
             )
     zones = deployed_zones(outputs, plan.config.cluster_name)
-    summary = upgrade_summary(plan, previous, running, unread, region, zones, deployed_folders(outputs))
+    summary = upgrade_summary(
+        plan, previous, running, unread, region, zones, deployed_folders(outputs), outputs.get(VERSIONS_OUTPUT)
+    )
     if summary is not None:
         pulumi.log.warn(summary)

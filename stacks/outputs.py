@@ -14,7 +14,15 @@ from stacks.bundle import TOOLBOX_IMAGE
 from stacks.config.benchmark import BenchmarkSettings
 from stacks.environment import Environment, token_credentials
 from stacks.kinds import KINDS
-from stacks.last_update import CLUSTER_NAME_OUTPUT, CONFIG_OUTPUT, REGION_OUTPUT, ZONES_OUTPUT, configuration_output
+from stacks.last_update import (
+    CLUSTER_NAME_OUTPUT,
+    CONFIG_OUTPUT,
+    REGION_OUTPUT,
+    VERSIONS_OUTPUT,
+    ZONES_OUTPUT,
+    configuration_output,
+    versions_output,
+)
 from stacks.plan import JobPlan, Plan
 from stacks.results import copy_command
 from stacks.storage import SharedStorage
@@ -207,6 +215,9 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
       provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset), a secret,
       recorded once the other outputs are: the next ``pulumi up`` reads it back to say what it rolls
       (:mod:`stacks.last_update`).
+    - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
+      cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name,
+      recorded once the other outputs are: the next ``pulumi up`` names what a new version moves.
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)
@@ -218,7 +229,9 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     if env.config.network is not None and env.zones is not None:
         outputs[ZONES_OUTPUT] = [z.name for z in env.zones]
     minor = env.config.cluster.kubernetes_version
-    outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished=list(outputs.values()))
+    finished = list(outputs.values())
+    outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished)
+    outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished)
     return outputs
 
 

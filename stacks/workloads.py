@@ -37,6 +37,7 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
+from stacks.plan.installs import runs_mpi_operator, uses_etcd
 from stacks.plan.jobspec import job_spec
 from stacks.plan.queues import RESOURCES, FlavorPlan
 from stacks.prepull import build_prepulls
@@ -149,10 +150,10 @@ def build_jobs(target: JobTarget) -> Workloads:
     plan = target.plan
     name = plan.config.cluster_name
     pod_opts = target.workload_opts or target.k8s_opts
-    uses_etcd = any(KINDS[j.kind].needs_etcd(j.config) for j in plan.jobs.values())
+    etcd = uses_etcd(plan)
 
     out = Workloads(image_uris={})
-    out.network_policies = _network_policies(target, uses_etcd)
+    out.network_policies = _network_policies(target, etcd)
     # Everything in the namespace is created after the policies (the name resolves once they exist).
     namespace = out.network_policies.namespace
     _images(plan, out)
@@ -166,7 +167,7 @@ def build_jobs(target: JobTarget) -> Workloads:
         waiting_groups=frozenset(target.waiting_groups),
     )
     out.code = _job_code(plan)
-    if uses_etcd:
+    if etcd:
         # etcd keeps its data on the shared volume: rescheduled, it comes back with the rendezvous it had
         out.etcd = EtcdRendezvous(
             f"{name}-etcd",
@@ -246,7 +247,7 @@ def _cluster_services(
 ) -> None:
     """The cluster stack's MPI Operator (when a job or a team needs it), the teams' namespaces, Kueue and the queues."""
     cfg = plan.config
-    if cfg.teams or any(KINDS[j.kind].needs_mpi_operator for j in plan.jobs.values()):
+    if runs_mpi_operator(plan):
         out.mpi_operator = MpiOperator(f"{cfg.cluster_name}-mpi-operator", {}, opts=k8s_opts)
     out.teams = build_team_namespaces(cluster_env)
     out.admission = _admission(plan, namespace, out, k8s_opts, cluster_env.provisioning_crd)

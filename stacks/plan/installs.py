@@ -1,0 +1,79 @@
+"""What a cluster stack installs beside its own jobs, and at which versions this version of the project pins them.
+
+Each update records the versions (:func:`installed_versions`, the stack output ``deployedVersions``). The next one
+compares the record with the same configuration under the new version of the project (:func:`version_moves`), so
+``pulumi up``'s summary names what a new version moves: a chart, an operator, an add-on pin, etcd.
+"""
+
+from typing import Mapping, Optional
+
+from components.catalog.addons import addon_version_for
+from components.catalog.charts import CHART_IMAGES, CLUSTER_AUTOSCALER, HELM_CHARTS, IMAGES, MANIFESTS
+from stacks.kinds import KINDS
+from stacks.plan import Plan
+
+#: How the record names an EKS add-on that runs at EKS's default for its minor (no pin, no override).
+EKS_DEFAULT = "EKS's default"
+
+
+def uses_etcd(plan: Plan) -> bool:
+    """Some job rendezvouses through etcd: the stack runs one (``EtcdRendezvous``)."""
+    return any(KINDS[j.kind].needs_etcd(j.config) for j in plan.jobs.values())
+
+
+def runs_mpi_operator(plan: Plan) -> bool:
+    """The cluster stack runs the MPI Operator: one of its jobs needs it, or its teams may run MPI jobs."""
+    return bool(plan.config.teams) or any(KINDS[j.kind].needs_mpi_operator for j in plan.jobs.values())
+
+
+def _image(ref: str) -> str:
+    """An image reference as the record keeps it: its tag and the digest's first 12 characters."""
+    name, _, digest = ref.partition("@")
+    return f"{name.rsplit(':', 1)[1]}" + (f"@{digest[:19]}" if digest else "")
+
+
+def installed_versions(plan: Plan) -> dict[str, str]:
+    """The version of each thing the cluster stack of ``plan`` installs, by name, as this version of the project pins
+    it: its EKS add-ons, Kueue, the device plugins, the cluster autoscaler, the MPI Operator, the ProvisioningRequest
+    CRD and etcd."""
+    cluster = plan.config.cluster
+    out = {
+        addon: addon_version_for(addon, cluster.kubernetes_version, cluster.addon_versions) or EKS_DEFAULT
+        for addon in plan.addons
+    }
+    if plan.admission is not None:
+        out["kueue"] = f"chart {HELM_CHARTS['kueue'].version}, image {_image(CHART_IMAGES['kueue'].ref)}"
+        if plan.admission.provisioning is not None:
+            out["provisioning-request-crd"] = MANIFESTS["provisioning-request-crd"].version
+    if plan.gpu:
+        out["nvidia-device-plugin"] = (
+            f"chart {HELM_CHARTS['nvidia-device-plugin'].version}, "
+            f"image {_image(CHART_IMAGES['nvidia-device-plugin'].ref)}"
+        )
+    if plan.efa:
+        out["aws-efa-k8s-device-plugin"] = f"chart {HELM_CHARTS['aws-efa-k8s-device-plugin'].version}"
+    if plan.autoscale:
+        release = CLUSTER_AUTOSCALER[cluster.kubernetes_version]
+        out["cluster-autoscaler"] = f"chart {release.chart.version}, image {_image(release.image.ref)}"
+    if runs_mpi_operator(plan):
+        out["mpi-operator"] = MANIFESTS["mpi-operator"].version
+    if uses_etcd(plan):
+        out["etcd"] = _image(IMAGES["etcd"].ref)
+    return out
+
+
+def version_moves(recorded: Optional[Mapping[str, object]], now: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """``(name, recorded version, version now)`` of each thing both install whose version differs, in ``now``'s
+    order; none without a readable record."""
+    if not isinstance(recorded, Mapping):
+        return []
+    return [(n, str(recorded[n]), v) for n, v in now.items() if n in recorded and str(recorded[n]) != v]
+
+
+def render_moves(moves: list[tuple[str, str, str]]) -> str:
+    """The summary's lines for :func:`version_moves`."""
+    lines = [f"  {name}: {was} -> {now}" for name, was, now in moves]
+    return (
+        "This version of the project moves, at the configuration the stack's last finished update recorded "
+        "(docs/how-to/update-project.md says what each move does):\n" + "\n".join(lines)
+    )

@@ -1,0 +1,110 @@
+"""The versions each update records (``deployedVersions``) are those of what the program registers, for every
+preset; the next update names what a new version of the project moves, and only that."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
+from components.catalog.platform import EKS_ADDONS
+from stacks import last_update
+from stacks.plan.installs import EKS_DEFAULT, render_moves, version_moves
+from tests.harness import STACK_OUTPUTS, run_program, stack_config, stack_names
+from tests.mock.test_last_update import SELF, P, deployed
+
+#: The Helm charts the record names, by the chart a release installs (the last part of its name or OCI address).
+CHART_KEYS = {"kueue", "nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cluster-autoscaler"}
+
+
+def _registered_versions(program) -> dict[str, str]:
+    """What the program registers, by the record's names: each add-on's version (pinned, or resolved from EKS's
+    default), each chart's version, the MPI Operator's and the ProvisioningRequest CRD's manifest, etcd's image."""
+    found: dict[str, str] = {}
+    for r in program.of_type("aws:eks/addon:Addon"):
+        found[r.inputs["addonName"]] = r.inputs["addonVersion"]
+    for r in program.of_type("kubernetes:helm.sh/v3:Release"):
+        chart = r.inputs["chart"].rsplit("/", 1)[-1]
+        if chart in CHART_KEYS:
+            found[chart] = f"chart {r.inputs['version']}"
+    files = {r.inputs.get("file") for r in program.of_type("kubernetes:yaml/v2:ConfigFile")}
+    for key in ("mpi-operator", "provisioning-request-crd"):
+        if MANIFESTS[key].url in files:
+            found[key] = MANIFESTS[key].version
+    images = {
+        c["image"]
+        for r in program.of_type("kubernetes:apps/v1:Deployment")
+        for c in r.inputs["spec"]["template"]["spec"]["containers"]
+    }
+    if IMAGES["etcd"].ref in images:
+        found["etcd"] = IMAGES["etcd"].ref
+    return found
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> None:
+    program = run_program(stack)
+    recorded = program.outputs.get(last_update.VERSIONS_OUTPUT)
+    if stack_config(stack).get(P + "cluster", {}).get("stackReference"):
+        assert recorded is None  # a jobs-only stack installs none of them
+        return
+    assert last_update.VERSIONS_OUTPUT not in program.secret_outputs  # `pulumi stack output` shows it
+    registered = _registered_versions(program)
+    assert set(recorded) == set(registered), (sorted(recorded), sorted(registered))
+    for name, version in recorded.items():
+        if name in EKS_ADDONS:  # a pin is registered as it is; EKS's default is resolved from the account
+            assert version == EKS_DEFAULT or registered[name] == version, (name, version, registered[name])
+        elif name == "etcd":
+            tag, _, digest = registered[name].partition("@")
+            assert version == f"{tag.rsplit(':', 1)[1]}@{digest[:19]}", (version, registered[name])
+        else:
+            assert version.startswith(registered[name]), (name, version, registered[name])
+    assert not (set(HELM_CHARTS) - CHART_KEYS), "a chart the catalog pins is not in the record"
+
+
+@pytest.fixture()
+def last_outputs():
+    outputs: dict[str, Any] = {}
+    STACK_OUTPUTS[SELF] = outputs
+    yield outputs
+    STACK_OUTPUTS.pop(SELF, None)
+
+
+def test_the_summary_names_what_a_new_version_moves_and_nothing_else(last_outputs) -> None:
+    """The record of an update by an older version (Kueue 0.17.0, another etcd) at the same configuration: the summary
+    names those two moves; an unchanged record says nothing; a record of something no longer installed is ignored."""
+    config = json.loads(deployed())
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    now = run_program("dev", config=config, fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    last_outputs[last_update.VERSIONS_OUTPUT] = dict(now)
+    assert run_program("dev", config=config, fresh=True).warnings == []
+    old = {**now, "kueue": "chart 0.17.0, image v0.17.0@sha256:000000000000", "etcd": "3.5.17-0", "gone": "1.0"}
+    last_outputs[last_update.VERSIONS_OUTPUT] = old
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and program.registrations
+    (summary,) = program.warnings
+    moves = [("kueue", old["kueue"], now["kueue"]), ("etcd", "3.5.17-0", now["etcd"])]
+    assert summary == render_moves(moves), summary
+    assert f"  kueue: chart 0.17.0, image v0.17.0@sha256:000000000000 -> {now['kueue']}" in summary
+
+
+def test_the_summary_adds_the_moves_to_the_stack_files_own_changes(last_outputs) -> None:
+    """A stack file that also changes (a bigger disk rolls the CPU group): the moves follow its summary."""
+    config = json.loads(deployed())
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    now = run_program("dev", config=config, fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**now, "etcd": "3.5.17-0"}
+    groups = config[P + "nodeGroups"]
+    groups["cpu"]["diskSizeGib"] += 50
+    program = run_program("dev", config={**config, P + "nodeGroups": groups}, fresh=True)
+    (summary,) = program.warnings
+    assert "nodeGroups.cpu rolls" in summary, summary
+    assert summary.endswith(render_moves([("etcd", "3.5.17-0", now["etcd"])])), summary
+
+
+@pytest.mark.parametrize("recorded", [None, "not a mapping", ["kueue"]])
+def test_an_unreadable_record_names_no_move(recorded: Any) -> None:
+    assert version_moves(recorded, {"kueue": "chart 0.19.1"}) == []
+
