@@ -107,4 +107,3 @@ def test_the_summary_adds_the_moves_to_the_stack_files_own_changes(last_outputs)
 @pytest.mark.parametrize("recorded", [None, "not a mapping", ["kueue"]])
 def test_an_unreadable_record_names_no_move(recorded: Any) -> None:
     assert version_moves(recorded, {"kueue": "chart 0.19.1"}) == []
-
