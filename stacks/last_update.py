@@ -249,7 +249,7 @@ def upgrade_summary(
     )
     changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
     # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
-    moves = version_moves(versions, installed_versions(old))
+    moves = version_moves(versions, old, plan, said={a.name for a in upgrade.addons})
     if not changes and upgrade.old_minor == upgrade.new_minor:
         return render_moves(moves) if moves else None
     summary = render_upgrade(upgrade_report(upgrade)) + ("\n" + render_moves(moves) if moves else "")
@@ -343,7 +343,13 @@ def announce_upgrade(
     if unset_minor(plan) and recorded_minor(previous) is None:
         minor = plan.config.cluster.kubernetes_version
         if running is not None and running != minor:  # the minor the cluster runs stands in for the record's
-            raise ConfigError([moved_default_problem(running, minor, outside=True)])
+            raise ConfigError(
+                [
+                    moved_default_problem(running, minor, outside=True)
+                    + "; if the cluster moved outside Pulumi (EKS upgrades a cluster itself at the end of standard or "
+                    "extended support), run that update as `pulumi up --refresh`"
+                ]
+            )
         if running is None:
             pulumi.log.warn(
                 f"{LAST_UPDATE} holds no Kubernetes minor, and the stack file sets none: if the cluster runs another "

@@ -5,7 +5,7 @@ compares the record with the same configuration under the new version of the pro
 ``pulumi up``'s summary names what a new version moves: a chart, an operator, an add-on pin, etcd.
 """
 
-from typing import Mapping, Optional
+from typing import Collection, Mapping, Optional
 
 from components.catalog.addons import addon_version_for
 from components.catalog.charts import CHART_IMAGES, CLUSTER_AUTOSCALER, HELM_CHARTS, IMAGES, MANIFESTS
@@ -62,12 +62,21 @@ def installed_versions(plan: Plan) -> dict[str, str]:
     return out
 
 
-def version_moves(recorded: Optional[Mapping[str, object]], now: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    """``(name, recorded version, version now)`` of each thing both install whose version differs, in ``now``'s
-    order; none without a readable record."""
+def version_moves(
+    recorded: Optional[Mapping[str, object]], old: Plan, new: Plan, said: Collection[str] = ()
+) -> list[tuple[str, str, str]]:
+    """``(name, recorded version, version now)`` of each thing this version of the project moves: the record differs
+    from what the recorded configuration ``old`` installs now, and ``new`` (this update's plan) still installs it at
+    another version than the record's. Names the stack file's own changes already list (``said``) are left to them;
+    none without a readable record. In ``new``'s order."""
     if not isinstance(recorded, Mapping):
         return []
-    return [(n, str(recorded[n]), v) for n, v in now.items() if n in recorded and str(recorded[n]) != v]
+    before, after = installed_versions(old), installed_versions(new)
+    return [
+        (n, str(recorded[n]), v)
+        for n, v in after.items()
+        if n in recorded and n in before and n not in said and str(recorded[n]) not in (before[n], v)
+    ]
 
 
 def render_moves(moves: list[tuple[str, str, str]]) -> str:

@@ -11,8 +11,10 @@ import pytest
 from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
 from components.catalog.platform import EKS_ADDONS
 from stacks import last_update
-from stacks.plan.installs import EKS_DEFAULT, render_moves, version_moves
-from tests.harness import STACK_OUTPUTS, run_program, stack_config, stack_names
+from stacks.config import load_config
+from stacks.plan import build_plan
+from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
+from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
 from tests.mock.test_last_update import SELF, P, deployed
 
 #: The Helm charts the record names, by the chart a release installs (the last part of its name or OCI address).
@@ -104,6 +106,25 @@ def test_the_summary_adds_the_moves_to_the_stack_files_own_changes(last_outputs)
     assert summary.endswith(render_moves([("etcd", "3.5.17-0", now["etcd"])])), summary
 
 
+def test_what_this_update_no_longer_installs_or_holds_is_no_move(last_outputs) -> None:
+    """A record whose cluster autoscaler and etcd differ from this version's: a stack file that turns the autoscaler
+    off names no move of it (nothing installs it now), and etcd, still installed, is named."""
+    config = json.loads(deployed())
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    now = run_program("dev", config=config, fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    old = {**now, "cluster-autoscaler": "chart 9.0.0, image v1.0.0", "etcd": "3.5.17-0"}
+    last_outputs[last_update.VERSIONS_OUTPUT] = old
+    program = run_program("dev", config={**config, P + "autoscaler": {"enabled": False}}, fresh=True)
+    assert program.error is None, program.error
+    summary = "\n".join(program.warnings)
+    assert render_moves([("etcd", "3.5.17-0", now["etcd"])]) in summary, summary
+    assert "  cluster-autoscaler: chart 9.0.0" not in summary, summary
+
+
 @pytest.mark.parametrize("recorded", [None, "not a mapping", ["kueue"]])
 def test_an_unreadable_record_names_no_move(recorded: Any) -> None:
-    assert version_moves(recorded, {"kueue": "chart 0.19.1"}) == []
+    plan = build_plan(load_config(PROJECT, "dev", stack_config("dev"), project_dir=REPO))
+    assert version_moves(recorded, plan, plan) == []
+    assert version_moves({"kueue": "chart 0.0.1"}, plan, plan) == [
+        ("kueue", "chart 0.0.1", installed_versions(plan)["kueue"])
+    ]
