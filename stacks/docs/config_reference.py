@@ -20,25 +20,32 @@ from stacks.docs.markdown import REGENERATE, cell, number, page_header, text
 #: Where the reference is, relative to the repository (Pulumi.yaml's descriptions link to it).
 PAGE = "docs/reference/configuration.md"
 
-#: What the loader and the rules check beyond each key's type and range, as the reference says it (one paragraph:
-#: the rules themselves are stacks/config/rules/'s and the models' validators).
+#: What the loader and the rules check beyond each key's type and range, as the reference's last section says it (the
+#: rules themselves are stacks/config/rules/'s and the models' validators).
 CHECKED = [
-    "Beyond each key's type and range, the checks include: unknown keys, `minSize > maxSize`, a desired size outside "
-    "`[min, max]`, unknown instance types, EFA on a type without it, an EFA group without a zone, a Spot group with "
-    "a reservation, fewer than 2 zones, bad taint effects, invalid or overlapping CIDRs, incomplete `existingVpc` "
-    "settings, an FSx capacity that is not a valid increment for its throughput tier, a tier FSx does not offer, an "
-    "FSx stack without a zone for its file system, jobs that mount it from pinned groups in different zones, a data "
-    "repository path that is not `s3://bucket/prefix/`, a dataset prefix the file system does not import, a "
-    "health-check threshold above what the nodes can reach (a node's network bandwidth x N/(N-1) x (n-1)/n across "
-    "N nodes and n ranks, the GPUs' link on one node) or a message larger than a GPU's memory, an image that "
-    "does not support a job's GPU, instance facts in the wrong unit, and an integer above 2147483647 (AWS and "
-    "Kubernetes take 32-bit integers; byte counts may be larger). A value with a unit names the unit it is "
-    "in and the conversion meant (`3.5e+11 GB/s is above the 750 GB/s an all-reduce across 2 x p5.48xlarge can "
-    "reach ...; did you write bytes/s? ... 3.5e+11 bytes/s is 350`). Messages name root causes only: a misspelt key "
-    "is one problem (`instanceType: unknown key; did you mean instanceTypes`), a section that failed its own "
-    "validation is not reported again by the rules that depend on it, and a default the user did not set is not "
-    "blamed. A stack file is read as Pulumi reads it (YAML 1.2): `yes`/`no`/`on`/`off` are strings, a key given "
-    "twice is an error, and `nodes: \"2\"` (a string) is refused with the unquoted value to write.",
+    "Beyond each key's type and range, the checks include:",
+    "",
+    "- unknown keys, and a key under a namespace nothing reads, each with the key to write;",
+    "- node groups: `minSize > maxSize`, a desired size outside `[min, max]`, unknown instance types, EFA on a type "
+    "without it, an EFA group without a zone, a Spot group with a reservation, bad taint effects;",
+    "- the network: fewer than 2 zones, invalid or overlapping CIDRs, incomplete `existingVpc` settings;",
+    "- FSx: a capacity that is not a valid increment for its throughput tier, a tier FSx does not offer, a file "
+    "system without a zone, jobs that mount it from pinned groups in different zones, a data repository path that "
+    "is not `s3://bucket/prefix/`, a dataset prefix the file system does not import;",
+    "- the health check: a threshold above what the nodes can reach (a node's network bandwidth x N/(N-1) x (n-1)/n "
+    "across N nodes and n ranks, the GPUs' link on one node), or a message larger than a GPU's memory;",
+    "- an image that does not support a job's GPU, instance facts in the wrong unit, and an integer above 2147483647 "
+    "(AWS and Kubernetes take 32-bit integers; byte counts may be larger).",
+    "",
+    "A value with a unit names the unit it is in and the conversion meant (`3.5e+11 GB/s is above the 750 GB/s an "
+    "all-reduce across 2 x p5.48xlarge can reach ...; did you write bytes/s? ... 3.5e+11 bytes/s is 350`).",
+    "",
+    "Messages name root causes only. A misspelt key is one problem (`instanceType: unknown key; did you mean "
+    "instanceTypes`). A section that failed its own validation is not reported again by the rules that depend on "
+    "it. A default the user did not set is not blamed.",
+    "",
+    "A stack file is read as Pulumi reads it (YAML 1.2): `yes`/`no`/`on`/`off` are strings, a key given twice is an "
+    "error, and `nodes: \"2\"` (a string) is refused with the unquoted value to write.",
 ]
 
 
@@ -205,12 +212,11 @@ def configuration_reference() -> str:
         *page_header("Configuration reference", "the config models (stacks/config/)"),
         "",
         "Every key below is set in a stack file (`Pulumi.<stack>.yaml`) as `eks-training:<key>`, e.g. `pulumi config "
-        "set --path 'eks-training:nodeGroups.gpu.maxSize' 4`. The whole configuration is validated before anything is "
-        "created: unknown keys, wrong types, values out of range and rules across keys are reported together, each "
-        "naming its key and the fix; a key under a namespace nothing reads is refused with the key to write. Keys "
-        "are camelCase. A default of *none* means the key is unset; its description says what applies then.",
+        "set --path 'eks-training:nodeGroups.gpu.maxSize' 4`. Keys are camelCase. A default of *none* means the key "
+        "is unset; its description says what applies then.",
         "",
-        *CHECKED,
+        "The whole configuration is checked before anything is created. Every problem is reported at once, each "
+        "naming its key and the fix ([what is checked](#what-is-checked)).",
         "",
         config_index(""),
     ]
@@ -231,6 +237,7 @@ def configuration_reference() -> str:
                     f"| `{alias}` | {type_text(field.annotation)} | {default_text(field)} | "
                     f"{cell(allowed_text(field))} | {cell(field.description or '')} |"
                 )
+    out += ["", "## What is checked", "", *CHECKED]
     return "\n".join(out) + "\n"
 
 
