@@ -17,8 +17,12 @@ from stacks.stackfile import (
 )
 
 #: What a new minor updates after the control plane, in the order the program's dependencies give
-#: (components/cluster.py: NODE_ADDONS before the node groups, LATE_ADDONS after the system group).
-ORDER = "then vpc-cni and kube-proxy, then the node groups side by side, the other add-ons after the system group"
+#: (components/cluster.py: NODE_ADDONS before the node groups, the Pod Identity agent beside them, LATE_ADDONS after
+#: the system group; the CSI driver and CloudWatch's add-on wait for the system group and the agent too).
+ORDER = (
+    "then vpc-cni, kube-proxy and eks-pod-identity-agent (the node groups wait for the first two only), then the node "
+    "groups side by side, the other add-ons after the system group"
+)
 
 
 def upgrade_report(u: Upgrade) -> dict[str, Any]:
