@@ -32,6 +32,12 @@ def _image(ref: str) -> str:
     return f"{name.rsplit(':', 1)[1]}" + (f"@{digest[:19]}" if digest else "")
 
 
+def autoscaler_version(minor: str) -> str:
+    """The cluster autoscaler's release for a Kubernetes minor, as the record and the upgrade summary name it."""
+    release = CLUSTER_AUTOSCALER[minor]
+    return f"chart {release.chart.version}, image {_image(release.image.ref)}"
+
+
 def installed_versions(plan: Plan) -> dict[str, str]:
     """The version of each thing the cluster stack of ``plan`` installs, by name, as this version of the project pins
     it: its EKS add-ons, Kueue, the device plugins, the cluster autoscaler, the MPI Operator, the ProvisioningRequest
@@ -53,8 +59,7 @@ def installed_versions(plan: Plan) -> dict[str, str]:
     if plan.efa:
         out["aws-efa-k8s-device-plugin"] = f"chart {HELM_CHARTS['aws-efa-k8s-device-plugin'].version}"
     if plan.autoscale:
-        release = CLUSTER_AUTOSCALER[cluster.kubernetes_version]
-        out["cluster-autoscaler"] = f"chart {release.chart.version}, image {_image(release.image.ref)}"
+        out["cluster-autoscaler"] = autoscaler_version(cluster.kubernetes_version)
     if runs_mpi_operator(plan):
         out["mpi-operator"] = MANIFESTS["mpi-operator"].version
     if uses_etcd(plan):

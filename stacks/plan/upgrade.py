@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
-from components.catalog.charts import CLUSTER_AUTOSCALER
 from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrategy
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SURGE
 from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.installs import autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
@@ -501,10 +501,7 @@ def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
         if before != after or (a != b and after is None):
             addons.append(AddonChange(addon, before, after))
     if new_plan.autoscale and a != b:
-        ca_old, ca_new = (
-            f"chart {r.chart.version}, image {r.image.ref.split('@')[0].rsplit(':', 1)[1]}"
-            for r in (CLUSTER_AUTOSCALER[a], CLUSTER_AUTOSCALER[b])
-        )
+        ca_old, ca_new = autoscaler_version(a), autoscaler_version(b)
         if ca_old != ca_new:
             addons.append(AddonChange("cluster-autoscaler", ca_old, ca_new))
     return tuple(addons)

@@ -14,8 +14,8 @@ from stacks import last_update
 from stacks.config import load_config
 from stacks.plan import build_plan
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
-from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
-from tests.mock.test_last_update import SELF, P, deployed
+from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
+from tests.last_update_support import P, deployed
 
 #: The Helm charts the record names, by the chart a release installs (the last part of its name or OCI address).
 CHART_KEYS = {"kueue", "nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cluster-autoscaler"}
@@ -64,14 +64,6 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         else:
             assert version.startswith(registered[name]), (name, version, registered[name])
     assert not (set(HELM_CHARTS) - CHART_KEYS), "a chart the catalog pins is not in the record"
-
-
-@pytest.fixture()
-def last_outputs():
-    outputs: dict[str, Any] = {}
-    STACK_OUTPUTS[SELF] = outputs
-    yield outputs
-    STACK_OUTPUTS.pop(SELF, None)
 
 
 def test_the_summary_names_what_a_new_version_moves_and_nothing_else(last_outputs) -> None:

@@ -5,13 +5,12 @@ EKS refuses fails before any resource is registered."""
 
 import copy
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pulumi
 import pytest
 
-from components.catalog import DEFAULT_KUBERNETES_VERSION, KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS
+from components.catalog import KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS
 from components.catalog.addons import addon_version_tuple, pinned_version
 from components.catalog.platform import minor_number
 from stacks import last_update, preflight
@@ -22,32 +21,12 @@ from stacks.plan import build_plan
 from stacks.plan.upgrade import compare
 from stacks.preflight import cluster as preflight_cluster
 from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
+from tests.last_update_support import NOW, P, deployed
 
-P = f"{PROJECT}:"
-SELF = f"{ORGANIZATION}/{PROJECT}/dev"
-#: dev's minor (the default), the one before it and the one before that, from the catalog.
-NOW = DEFAULT_KUBERNETES_VERSION
+#: The minor before dev's (the default) and the one before that, from the catalog.
 PREVIOUS, SKIPPED = (SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(NOW) - i] for i in (1, 2))
 #: A minor past the default, as EKS may run a cluster whose stack left its minor to the default (not in the catalog).
 NEXT = f"{minor_number(NOW)[0]}.{minor_number(NOW)[1] + 1}"
-
-
-@pytest.fixture()
-def last_outputs() -> Iterator[dict[str, Any]]:
-    """The outputs of the dev stack's last update, as the engine would return them (empty: no update yet)."""
-    outputs: dict[str, Any] = {}
-    STACK_OUTPUTS[SELF] = outputs
-    yield outputs
-    STACK_OUTPUTS.pop(SELF, None)
-
-
-def deployed(**cluster: Any) -> str:
-    """The dev stack's configuration with ``cluster`` settings changed, as its update exported it (with the minor it
-    deployed)."""
-    config = copy.deepcopy(stack_config("dev"))
-    config[P + "cluster"] = {"kubernetesVersion": NOW, **(config.get(P + "cluster") or {}), **cluster}
-    config.setdefault(P + "preflight", {"enabled": False})
-    return json.dumps(config, sort_keys=True)
 
 
 def pinned(**cluster: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from components.catalog import SERVICE_PRICES
+from components.catalog.charts import CLUSTER_AUTOSCALER
 from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
     KUBERNETES_VERSIONS,
@@ -907,6 +908,21 @@ def test_a_minor_move_names_only_the_addons_the_stack_installs() -> None:
     names = {a.name for a in u.addons}
     assert "vpc-cni" in names and "aws-efs-csi-driver" in names
     assert not names & {"aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
+
+
+def test_a_minor_move_names_the_autoscaler_release_the_deployed_versions_record_names() -> None:
+    """The cluster autoscaler follows the minor: the summary names each minor's chart and image as the catalog pins
+    them, in the words of the ``deployedVersions`` record (one helper writes both)."""
+    u = compare(
+        plan_of("dev", variant("dev", kubernetesVersion="1.35")),
+        plan_of("dev", variant("dev", kubernetesVersion="1.36")),
+    )
+    (change,) = [a for a in u.addons if a.name == "cluster-autoscaler"]
+    for minor, said in (("1.35", change.old), ("1.36", change.new)):
+        release = CLUSTER_AUTOSCALER[minor]
+        tag, _, digest = release.image.ref.partition("@")
+        assert said == f"chart {release.chart.version}, image {tag.rsplit(':', 1)[1]}@{digest[:19]}", said
+    assert change.old != change.new
 
 
 def _repo_with_code(tmp_path: Path, *, link: bool = False) -> Path:
