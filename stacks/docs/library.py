@@ -49,11 +49,57 @@ def _outputs(properties: dict[str, Any], mapping: dict[str, str]) -> str:
     return table(["Python attribute", "Other languages", "Type", "Description"], rows)
 
 
+def _by_name(name: str) -> type:
+    return next(c for c in components.COMPONENTS if c.__name__ == name)
+
+
 def _args_name(component: type) -> Optional[str]:
     import inspect
 
     args = inspect.get_annotations(component.__init__).get("args")  # type: ignore[misc]
     return getattr(args, "__name__", None)
+
+
+#: The components by what they make, in the order a program composes them: the reference's table and sections.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "Network and cluster",
+        ("TrainingVpc", "TrainingCluster", "TrainingNodeGroup", "DevicePlugin", "ClusterAutoscaler"),
+    ),
+    ("Storage and data", ("EfsStorage", "FsxLustreStorage", "DatasetStaging")),
+    ("Images and code", ("TrainingImage", "JobCode", "ImagePrePull")),
+    (
+        "Jobs",
+        (
+            "PyTorchJob",
+            "EtcdRendezvous",
+            "MpiOperator",
+            "MpiJob",
+            "TensorFlowJob",
+            "CommandJob",
+            "AllReduceHealthCheck",
+        ),
+    ),
+    ("Operations", ("TensorBoard", "TrainingNetworkPolicies", "BenchmarkCollector", "FleetObservability")),
+)
+
+
+def _grouped(names: list[str]) -> list[tuple[str, list[str]]]:
+    """:data:`GROUPS` checked against the exported components: each in exactly one group."""
+    listed = [n for _, group in GROUPS for n in group]
+    missing, unknown = set(names) - set(listed), set(listed) - set(names)
+    if missing or unknown or len(listed) != len(set(listed)):
+        raise ValueError(
+            f"stacks/docs/library.py GROUPS: put each exported component in one group (not grouped: "
+            f"{sorted(missing)}; not exported: {sorted(unknown)})"
+        )
+    return [(title, list(group)) for title, group in GROUPS]
+
+
+def _summary(description: str) -> str:
+    """A docstring's first sentence."""
+    first = from_docstring(description).split("\n\n")[0]
+    return cell(first.split(". ")[0].rstrip(".") + ".")
 
 
 def components_reference() -> str:
@@ -69,17 +115,29 @@ def components_reference() -> str:
             f"The library exports {len(names)} components. Each takes `(name, args, opts)`, where `args` is a typed "
             f"dict, and registers as `{components.PACKAGE_NAME}:index:<Name>` with its children parented to it. "
             "Installed, they import from `eks_training.components`; in a checkout, from `components`. Other Pulumi "
-            "languages use them through `provider/` with the names of the second column."
+            "languages use them through `provider/`, with the names of the tables' \"Other languages\" column."
         ),
         "",
-        ", ".join(f"[{n}](#{n.lower()})" for n in names),
+        table(
+            ["Group", "Component", "What it makes"],
+            [
+                [title if i == 0 else "", f"[{n}](#{n.lower()})", _summary(defs[n].description or "")]
+                for title, group in _grouped(names)
+                for i, n in enumerate(group)
+            ],
+        ),
     ]
-    for component in components.COMPONENTS:
-        d = defs[component.__name__]
-        out += ["", f"## {d.name}", "", text(from_docstring(d.description or ""))]
-        out += ["", f"Type token: `{components.PACKAGE_NAME}:index:{d.name}`. Arguments: `{_args_name(component)}`."]
-        out += ["", f"### {d.name} inputs", "", _inputs(d.inputs, d.inputs_mapping)]
-        out += ["", f"### {d.name} outputs", "", _outputs(d.outputs, d.outputs_mapping)]
+    for title, group in _grouped(names):
+        out += ["", f"## {title}"]
+        for name in group:
+            d = defs[name]
+            out += ["", f"### {d.name}", "", text(from_docstring(d.description or ""))]
+            out += [
+                "",
+                f"Type token: `{components.PACKAGE_NAME}:index:{d.name}`. Arguments: `{_args_name(_by_name(name))}`.",
+            ]
+            out += ["", f"#### {d.name} inputs", "", _inputs(d.inputs, d.inputs_mapping)]
+            out += ["", f"#### {d.name} outputs", "", _outputs(d.outputs, d.outputs_mapping)]
     out += ["", "## Types", "", "The object types the components' inputs and outputs use."]
     for name in sorted(types):
         t = types[name]

@@ -180,6 +180,20 @@ def test_every_page_with_a_generated_block_is_regenerated() -> None:
     assert marked <= set(FILES), marked - set(FILES)
 
 
+def test_a_component_left_out_of_the_references_groups_stops_the_generator(monkeypatch) -> None:
+    """Each exported component sits in one group of the components reference; one left out (or one the package no
+    longer exports) fails ``python -m stacks docs``, naming it."""
+    from stacks.docs import library
+
+    kept = tuple((title, tuple(n for n in group if n != "TensorBoard")) for title, group in library.GROUPS)
+    monkeypatch.setattr(library, "GROUPS", kept)
+    with pytest.raises(ValueError, match=r"not grouped: \['TensorBoard'\]"):
+        library.components_reference()
+    monkeypatch.setattr(library, "GROUPS", ((kept[0][0], (*kept[0][1], "Nothing", "TensorBoard")), *kept[1:]))
+    with pytest.raises(ValueError, match=r"not exported: \['Nothing'\]"):
+        library.components_reference()
+
+
 def test_the_reference_pages_name_every_command_component_and_output() -> None:
     """The generated pages are complete: every command of the command line and each of its options, every exported
     component and each of its arguments, every documented stack output."""
@@ -200,7 +214,7 @@ def test_the_reference_pages_name_every_command_component_and_output() -> None:
     library = (DOCS / "reference" / "components.md").read_text()
     assert "FleetObservability" in [c.__name__ for c in components.COMPONENTS]
     for component in components.COMPONENTS:
-        assert f"\n## {component.__name__}\n" in library, component.__name__
+        assert f"\n### {component.__name__}\n" in library, component.__name__
         args = __import__("inspect").get_annotations(component.__init__)["args"]
         for key in args.__annotations__:
             assert f"| `{key}` |" in library, (component.__name__, key)
