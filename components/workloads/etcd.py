@@ -39,15 +39,9 @@ class EtcdRendezvous(pulumi.ComponentResource):
     """A single-member etcd 3.5 with the v2 API enabled (torchrun's etcd-v2 rendezvous), as a
     Deployment and a ClusterIP Service.
 
-    With ``pvc_name`` the data is on the shared volume, so etcd rescheduled to another node (or zone) comes back
-    with the rendezvous it had; one member, replaced with ``Recreate`` on a rollout. A deleted pod's replacement is
-    started at once (a ReplicaSet does not wait for the old pod to end; the cluster tier's etcd fault shows it), so for
-    the old pod's grace period two etcds may open the folder: etcd takes an exclusive lock on its write-ahead log
-    files, which on the shared volume is an NFS lock, so the second fails to start and is restarted until the first
-    has exited (not verified on EFS here). Without it the state
-    is ephemeral: if etcd restarts, running agents lose their rendezvous keys and exit, and their replacements
-    re-rendezvous against the fresh etcd (the real-process fault tests measure both, and the trainer's
-    run lease keeps a second group from training the same run). It needs a ``kubernetes`` provider in ``opts``."""
+    With ``pvc_name`` its data is on the shared volume and survives a reschedule; without, a restart makes the
+    agents rendezvous again in an empty etcd (docs/explanation/failures.md says what each case does to a run). It
+    needs a ``kubernetes`` provider in ``opts``."""
 
     service_name: pulumi.Output[str]
     """Name of the etcd Service."""
