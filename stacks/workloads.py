@@ -37,6 +37,7 @@ from stacks.config import TOOLBOX_IMAGE
 from stacks.environment import Environment, stack_tags
 from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
+from stacks.plan.images import tag_only_note
 from stacks.plan.installs import runs_mpi_operator, uses_etcd
 from stacks.plan.jobspec import job_spec
 from stacks.plan.queues import RESOURCES, FlavorPlan
@@ -207,6 +208,8 @@ def _images(plan: Plan, out: Workloads) -> None:
     cfg = plan.config
     for image in plan.used_images:
         if image.prebuilt:
+            if note := tag_only_note(image):
+                pulumi.log.warn(note)
             out.image_uris[image.variant] = pulumi.Output.from_input(image.prebuilt)
             continue
         assert image.context is not None

@@ -23,7 +23,7 @@ from components.catalog.torch import (
 )
 from components.image.context import hash_build_context, image_tag_for
 from components.image.dockerfile import Dockerfile, read_dockerfile
-from stacks.config import StackConfig
+from stacks.config import StackConfig, key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +54,19 @@ class ImagePlan:
         if self.torch_build is None or self.torch_build == DEFAULT_TORCH_BUILD:
             return self.name
         return f"{self.name}-{self.torch_build}"
+
+
+def tag_only_note(image: ImagePlan) -> Optional[str]:
+    """A warning for a prebuilt image pinned by its tag alone (``None`` for a digest or a built image): a node that
+    pulls it later may get another image, and a job resuming on it keeps its run folder (run ids take the reference)."""
+    if image.prebuilt is None or "@" in image.prebuilt:
+        return None
+    repo = image.prebuilt.rpartition(":")[0] if ":" in image.prebuilt.rpartition("/")[2] else image.prebuilt
+    return (
+        f"{key(f'images.{image.name}.prebuilt')} {image.prebuilt} is pinned by its tag alone: a node that pulls it "
+        "later (a scale-up, a node roll, a resumed job) gets whatever the tag names then, in the same run folder. "
+        f"Pin it by digest, {repo}@sha256:<digest>; `docker buildx imagetools inspect {image.prebuilt}` prints it"
+    )
 
 
 def gpu_capabilities(types: Iterable[InstanceType]) -> list[tuple[int, int]]:

@@ -382,6 +382,21 @@ def test_prebuilt_toolbox_skips_every_build() -> None:
     assert not p.of_type("aws:codebuild/project:Project")
     for job in p.of_type("kubernetes:batch/v1:Job"):
         assert _container(job)["image"] == ref
+    assert not [w for w in p.warnings if "prebuilt" in w], p.warnings
+
+
+def test_a_prebuilt_image_pinned_by_its_tag_alone_is_warned_of() -> None:
+    """A tag may name another image by the time a node pulls it (a scale-up, a roll, a resumed job): ``pulumi up``
+    warns, naming the key and how to read the digest, and runs the reference as given."""
+    ref = "registry.example.com:5000/team/train:2.13"
+    cfg = stack_config("dev")
+    cfg[f"{PROJECT}:images"] = {"training": {"prebuilt": ref}}
+    p = run_program("dev", config=cfg)
+    assert p.error is None
+    (warning,) = [w for w in p.warnings if "prebuilt" in w]
+    assert warning.startswith(f"{PROJECT}:images.training.prebuilt {ref} is pinned by its tag alone"), warning
+    assert "registry.example.com:5000/team/train@sha256:<digest>" in warning, warning
+    assert {_container(j)["image"] for j in p.of_type("kubernetes:batch/v1:Job") if "stage" not in j.name} == {ref}
 
 
 def test_s3_dataset_gets_a_read_only_pod_identity_role() -> None:

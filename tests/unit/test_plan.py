@@ -826,4 +826,8 @@ def test_the_plan_says_which_folder_each_image_is_built_from(tmp_path: Path) -> 
     text = render(report(build_plan(load_config("eks-training", "unit", cfg, project_dir=tmp_path)), "us-east-1"))
     assert f"  training: built from {tmp_path / 'my-training'} (the project's own)" in text
     assert f"  nccl-tests: built from {REPO / 'images' / 'nccl-tests'} (shipped with this project)" in text
-    assert "  other: prebuilt public.ecr.aws/docker/library/python:3.12" in text
+    assert (
+        "  other: prebuilt public.ecr.aws/docker/library/python:3.12\n    warning: eks-training:images.other.prebuilt"
+        in text
+    )
+    assert "Pin it by digest, public.ecr.aws/docker/library/python@sha256:<digest>" in text
