@@ -1,4 +1,5 @@
-"""Rank 0's checkpoint writer: a slow shared volume never holds training, nor the other ranks, in a collective.
+"""Rank 0's checkpoints: their files in the run folder (``checkpoint-step<step>.pt``, newest first, pruned), and
+the writer, which a slow shared volume never lets hold training, nor the other ranks, in a collective.
 
 :func:`to_host` stages the state in host memory at a step boundary (the only part training waits for), then a
 background thread writes it to a temporary file, fsyncs it and publishes it with an atomic rename
@@ -11,6 +12,8 @@ docs/explanation/failures.md."""
 from __future__ import annotations
 
 import copy
+import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +25,58 @@ import torch
 
 import cifar
 import cifar_io
+
+
+#: A checkpoint's file name, ``checkpoint-step<step>.pt``, and the format its state has (``format_version``).
+CHECKPOINT_RE = re.compile(r"^checkpoint-step(\d+)\.pt$")
+FORMAT_VERSION = 1
+
+
+def checkpoint_path(output_dir: Path, step: int) -> Path:
+    """File name of the checkpoint taken after global optimizer step ``step``."""
+    return output_dir / f"checkpoint-step{step:08d}.pt"
+
+
+def list_checkpoints(output_dir: Path) -> list[Path]:
+    """Checkpoint files in ``output_dir``, newest (highest step) first."""
+    if not output_dir.is_dir():
+        return []
+    found = []
+    for entry in output_dir.iterdir():
+        match = CHECKPOINT_RE.match(entry.name)
+        if match and entry.is_file():
+            found.append((int(match.group(1)), entry))
+    return [path for _, path in sorted(found, reverse=True)]
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Load a checkpoint onto the CPU (tensors only, no pickled code)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"{path}: not a checkpoint of format {FORMAT_VERSION}")
+    return state
+
+
+def newest_loadable_checkpoint(output_dir: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """Newest checkpoint that loads (path and state), or ``(None, None)``.  Rank 0 only."""
+    for path in list_checkpoints(output_dir):
+        try:
+            return str(path), load_checkpoint(path)
+        except Exception as exc:  # a damaged file must not block the restart
+            print(json.dumps({"event": "checkpoint_unreadable", "path": str(path), "error": repr(exc)}), flush=True)
+    return None, None
+
+
+def remove_stale_temp_files(output_dir: Path) -> None:
+    """Delete temp files left by a writer that was killed mid-write (rank 0, holding the lease)."""
+    for entry in output_dir.glob(".*.tmp"):
+        entry.unlink(missing_ok=True)
+
+
+def prune_checkpoints(output_dir: Path, keep: int) -> None:
+    """Keep only the ``keep`` newest checkpoints."""
+    for old in list_checkpoints(output_dir)[keep:]:
+        old.unlink(missing_ok=True)
 
 
 class CheckpointError(RuntimeError):

@@ -25,7 +25,6 @@ import datetime as dt
 import itertools
 import json
 import os
-import re
 import signal
 import socket
 import sys
@@ -75,9 +74,8 @@ from train_flags import (  # noqa: E402
     check_ranges,
 )
 
-CHECKPOINT_RE = re.compile(r"^checkpoint-step(\d+)\.pt$")
-FORMAT_VERSION = 1
-FAILED_MARKER = "FAILED"
+FORMAT_VERSION = checkpointer.FORMAT_VERSION
+FAILED_MARKER = run_script.FAILED_MARKER
 
 EXIT_OK = 0
 #: Stopped in order at a step boundary with the checkpoint written; the run continues elsewhere.
@@ -243,56 +241,6 @@ def combine_step(
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
     values = tensor.tolist()
     return StepSums(values[0], values[1], values[2], int(values[3]), values[4] > 0, values[5] > 0)
-
-
-# --------------------------------------------------------------------------- #
-# Checkpoints
-# --------------------------------------------------------------------------- #
-def checkpoint_path(output_dir: Path, step: int) -> Path:
-    """File name of the checkpoint taken after global optimizer step ``step``."""
-    return output_dir / f"checkpoint-step{step:08d}.pt"
-
-
-def list_checkpoints(output_dir: Path) -> list[Path]:
-    """Checkpoint files in ``output_dir``, newest (highest step) first."""
-    if not output_dir.is_dir():
-        return []
-    found = []
-    for entry in output_dir.iterdir():
-        match = CHECKPOINT_RE.match(entry.name)
-        if match and entry.is_file():
-            found.append((int(match.group(1)), entry))
-    return [path for _, path in sorted(found, reverse=True)]
-
-
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Load a checkpoint onto the CPU (tensors only, no pickled code)."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(state, dict) or state.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: not a checkpoint of format {FORMAT_VERSION}")
-    return state
-
-
-def newest_loadable_checkpoint(output_dir: Path) -> tuple[str | None, dict[str, Any] | None]:
-    """Newest checkpoint that loads (path and state), or ``(None, None)``.  Rank 0 only."""
-    for path in list_checkpoints(output_dir):
-        try:
-            return str(path), load_checkpoint(path)
-        except Exception as exc:  # a damaged file must not block the restart
-            print(json.dumps({"event": "checkpoint_unreadable", "path": str(path), "error": repr(exc)}), flush=True)
-    return None, None
-
-
-def remove_stale_temp_files(output_dir: Path) -> None:
-    """Delete temp files left by a writer that was killed mid-write (rank 0, holding the lease)."""
-    for entry in output_dir.glob(".*.tmp"):
-        entry.unlink(missing_ok=True)
-
-
-def prune_checkpoints(output_dir: Path, keep: int) -> None:
-    """Keep only the ``keep`` newest checkpoints."""
-    for old in list_checkpoints(output_dir)[keep:]:
-        old.unlink(missing_ok=True)
 
 
 def json_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -666,7 +614,7 @@ def train(
     if use_amp:
         torch.backends.cudnn.benchmark = True
     if ctx.is_main:
-        remove_stale_temp_files(args.output_dir)
+        checkpointer.remove_stale_temp_files(args.output_dir)
     resume = choose_resume(args, ctx, lease)
     if resume.give_up:
         return give_up_run(args, ctx, lease, resume.failures, resume.chosen)
@@ -699,14 +647,14 @@ def choose_resume(args: argparse.Namespace, ctx: DistContext, lease: run_lease.R
     failures = 0
     if ctx.is_main:
         assert lease is not None
-        chosen, checkpoint = newest_loadable_checkpoint(args.output_dir)
+        chosen, checkpoint = checkpointer.newest_loadable_checkpoint(args.output_dir)
         start_step = int(checkpoint["step"]) if checkpoint is not None else 0
         failures = lease.begin(start_step)
         give_up = bool(args.max_failed_attempts) and failures >= args.max_failed_attempts
     wait_for_main(ctx, "resume-chosen", args.checkpoint_deadline_seconds)  # rank 0 read checkpoints, wrote the lease
     chosen, give_up, failures = broadcast_object(ctx, (chosen, give_up, failures))
     if chosen and checkpoint is None and not give_up:
-        checkpoint = load_checkpoint(Path(chosen))
+        checkpoint = checkpointer.load_checkpoint(Path(chosen))
     return ResumePoint(chosen, failures, give_up, checkpoint)
 
 
@@ -1060,7 +1008,7 @@ class Attempt:
         staged_at, started = time.time(), time.monotonic()
         state = checkpointer.to_host(self.checkpoint_state(epoch, samples_in_epoch, epoch_stats))
         self.saved_step, self.saved_at = progress.step, time.monotonic()
-        path = checkpoint_path(self.output_dir, progress.step)
+        path = checkpointer.checkpoint_path(self.output_dir, progress.step)
         self.writer.submit(
             path,
             state,
@@ -1078,7 +1026,7 @@ class Attempt:
         self.renew()
 
     def checkpoint_state(self, epoch: int, samples_in_epoch: int, epoch_stats: EpochStats) -> dict[str, Any]:
-        """What a checkpoint holds (:func:`load_checkpoint` and :func:`restore` read it back)."""
+        """What a checkpoint holds (:func:`checkpointer.load_checkpoint` and :func:`restore` read it back)."""
         state = self.state
         return {
             "format_version": FORMAT_VERSION,
@@ -1098,7 +1046,7 @@ class Attempt:
 
     def published(self, path: Path, info: dict[str, Any]) -> None:
         """(The writer thread) a checkpoint is in place: prune the old ones, say so."""
-        prune_checkpoints(self.output_dir, self.args.keep_checkpoints)
+        checkpointer.prune_checkpoints(self.output_dir, self.args.keep_checkpoints)
         log_event(self.ctx, "checkpoint", path=str(path), **info)
 
     def close_scalars(self, timeout_s: float) -> None:
@@ -1122,7 +1070,7 @@ class Attempt:
                 self.save(epoch, progress.samples_in_epoch, epoch_stats, wait=True)
             elif not sums.lease_lost:
                 # this step's: on disk before the pod goes
-                self.writer.wait(checkpoint_path(self.output_dir, self.saved_step))
+                self.writer.wait(checkpointer.checkpoint_path(self.output_dir, self.saved_step))
             state = "yielded" if sums.yielding else "stopped"
             assert self.keeper is not None
             self.keeper.stop()
