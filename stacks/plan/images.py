@@ -65,7 +65,8 @@ def tag_only_note(image: ImagePlan) -> Optional[str]:
     return (
         f"{key(f'images.{image.name}.prebuilt')} {image.prebuilt} is pinned by its tag alone: a node that pulls it "
         "later (a scale-up, a node roll, a resumed job) gets whatever the tag names then, in the same run folder. "
-        f"Pin it by digest, {repo}@sha256:<digest>; `docker buildx imagetools inspect {image.prebuilt}` prints it"
+        f"Pin it by digest, {repo}@sha256:<digest>: the first Digest line of `docker buildx imagetools inspect "
+        f"{image.prebuilt}`. The new reference starts its jobs' runs again, in new folders"
     )
 
 

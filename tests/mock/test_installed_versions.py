@@ -15,7 +15,7 @@ from stacks.config import load_config
 from stacks.plan import build_plan
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
 from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
-from tests.last_update_support import P, deployed
+from tests.last_update_support import PREVIOUS, P, deployed, pinned
 
 #: The Helm charts the record names, by the chart a release installs (the last part of its name or OCI address).
 CHART_KEYS = {"kueue", "nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cluster-autoscaler"}
@@ -111,6 +111,22 @@ def test_what_this_update_no_longer_installs_or_holds_is_no_move(last_outputs) -
     summary = "\n".join(program.warnings)
     assert render_moves([("etcd", "3.5.17-0", now["etcd"])]) in summary, summary
     assert "  cluster-autoscaler: chart 9.0.0" not in summary, summary
+
+
+def test_a_minor_move_names_the_autoscaler_release_the_record_says_ran(last_outputs) -> None:
+    """The record's cluster autoscaler (an older release than this version pins for that minor): a move to the next
+    minor names the record's release as the one it replaces, once, not this version's pin for the old minor."""
+    config = json.loads(deployed(kubernetesVersion=PREVIOUS))
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    before = run_program("dev", config=config, fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**before, "cluster-autoscaler": "chart 9.0.0, image v1.0.0"}
+    program = run_program("dev", config=pinned(), fresh=True)
+    assert program.error is None, program.error
+    summary = "\n".join(program.warnings)
+    now = program.outputs[last_update.VERSIONS_OUTPUT]["cluster-autoscaler"]
+    assert summary.count("cluster-autoscaler") == 1, summary
+    assert f"chart 9.0.0, image v1.0.0 -> {now}" in summary, summary
+    assert before["cluster-autoscaler"] not in summary, summary
 
 
 @pytest.mark.parametrize("recorded", [None, "not a mapping", ["kueue"]])

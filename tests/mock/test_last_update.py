@@ -12,7 +12,6 @@ import pytest
 
 from components.catalog import KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS
 from components.catalog.addons import addon_version_tuple, pinned_version
-from components.catalog.platform import minor_number
 from stacks import last_update, preflight
 from stacks.config import ConfigError, load_config
 from stacks.config import cluster as config_cluster
@@ -21,19 +20,7 @@ from stacks.plan import build_plan
 from stacks.plan.upgrade import compare
 from stacks.preflight import cluster as preflight_cluster
 from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_config, stack_names
-from tests.last_update_support import NOW, P, deployed
-
-#: The minor before dev's (the default) and the one before that, from the catalog.
-PREVIOUS, SKIPPED = (SUPPORTED_KUBERNETES_VERSIONS[SUPPORTED_KUBERNETES_VERSIONS.index(NOW) - i] for i in (1, 2))
-#: A minor past the default, as EKS may run a cluster whose stack left its minor to the default (not in the catalog).
-NEXT = f"{minor_number(NOW)[0]}.{minor_number(NOW)[1] + 1}"
-
-
-def pinned(**cluster: Any) -> dict[str, Any]:
-    """The dev stack's configuration with its minor set to today's default (and ``cluster`` settings)."""
-    config = copy.deepcopy(stack_config("dev"))
-    config[P + "cluster"] = {**(config.get(P + "cluster") or {}), "kubernetesVersion": NOW, **cluster}
-    return config
+from tests.last_update_support import NEXT, NOW, PREVIOUS, SKIPPED, P, deployed, pinned
 
 
 @pytest.mark.parametrize("stack", stack_names())
