@@ -1,7 +1,8 @@
 """A stop signal that reaches DataLoader workers while they start (tests/real/test_loader_signals_real.py).
 
 Runs the trainer's own loader start (``train.start_loader``, or plain ``iter`` with ``--plain``) and worker init
-(``train._worker_init``) over a small dataset with 4 workers. The window between PyTorch installing a worker's
+(``train._worker_init``) over a small dataset with 4 workers. With ``--snippet`` it runs the job contract's example
+(docs/reference/job-contract.md) as written, on the same dataset. The window between PyTorch installing a worker's
 SIGTERM handler and running ``worker_init_fn`` is widened to ``--window`` seconds (the name-setting call PyTorch makes
 right after installing the handlers sleeps first), so the test can send SIGTERM to the whole process group inside it,
 as torchrun does on a membership change. Prints ``{"event": "workers_starting"}`` once the workers are forked, then
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import textwrap
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "training"))
 
 import torch  # noqa: E402
 import torch.multiprocessing  # noqa: E402
@@ -24,10 +28,17 @@ import train  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 
+def contract_example() -> str:
+    """The Python example of docs/reference/job-contract.md (its one Python block), as a user copies it."""
+    (block,) = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "reference" / "job-contract.md").read_text(), re.S)
+    return textwrap.dedent(block)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--window", type=float, default=3.0)
     parser.add_argument("--plain", action="store_true", help="iter(loader), as before the fix")
+    parser.add_argument("--snippet", action="store_true", help="the job contract's example, as written")
     args = parser.parse_args()
 
     original = torch.multiprocessing._set_thread_name
@@ -39,13 +50,16 @@ def main() -> int:
     torch.multiprocessing._set_thread_name = slow_name  # type: ignore[assignment]
     stop = train.StopRequest()
     stop.install()
-    loader: DataLoader[tuple[torch.Tensor, ...]] = DataLoader(
-        TensorDataset(torch.arange(64, dtype=torch.float32)),
-        batch_size=8,
-        num_workers=4,
-        worker_init_fn=train._worker_init,
-    )
-    iterator = iter(loader) if args.plain else train.start_loader(loader)
+    dataset = TensorDataset(torch.arange(64, dtype=torch.float32))
+    if args.snippet:
+        scope = {"dataset": dataset}
+        exec(contract_example(), scope)  # its loader: batches of one, its workers started as it starts them
+        iterator = scope["batches"]
+    else:
+        loader: DataLoader[tuple[torch.Tensor, ...]] = DataLoader(
+            dataset, batch_size=8, num_workers=4, worker_init_fn=train._worker_init
+        )
+        iterator = iter(loader) if args.plain else train.start_loader(loader)
     print(json.dumps({"event": "workers_starting", "time": time.time()}), flush=True)
     try:
         batches = sum(1 for _ in iterator)

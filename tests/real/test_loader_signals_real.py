@@ -52,6 +52,13 @@ def test_workers_started_with_the_trainers_loader_survive_a_stop_signal_and_serv
     assert served["batches"] == 8 and served["stop_requested"] is True, served
 
 
+def test_workers_started_as_the_job_contract_shows_survive_a_stop_signal_and_serve_every_batch() -> None:
+    """The job contract's example for a script of one's own (docs/reference/job-contract.md), run as written."""
+    served = run_with_stop("--snippet")
+    assert served["returncode"] == 0 and served["error"] is None, served
+    assert served["batches"] == 64 and served["stop_requested"] is True, served
+
+
 def test_the_control_workers_started_plainly_die_of_the_same_signal() -> None:
     """Without the blocked start, the same signal kills the workers: the window is real and the test reaches it."""
     served = run_with_stop("--plain")
