@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import goodput  # noqa: E402  (needs the sys.path entry above)
 import metrics  # noqa: E402
+from run_script import FAILED_MARKER, LAUNCHER_ENV  # noqa: E402  (the marker and the variable the two share)
 
 #: Where torch's etcd-v2 backend keeps rendezvous states (``etcd_rendezvous_backend.create_backend``).
 RDZV_KEY_PREFIX = "/torch/elastic/rendezvous"
@@ -49,11 +50,8 @@ RDZV_STATE_TTL_S = 7200
 TORCH_RDZV_MODULE = "torch.distributed.elastic.rendezvous.dynamic_rendezvous"
 ETCD_DEFAULT_PORT = 2379
 DONE_MARKER = "DONE"
-#: Written by train.py when it gives up (consecutive attempts failed without checkpoint progress).
-FAILED_MARKER = "FAILED"
-#: Set in the command's environment: run_script.py's crash-loop budget (a FAILED it writes) applies only under this
-#: launcher, which turns FAILED into exit 3.
-LAUNCHER_ENV = "RUN_SCRIPT_LAUNCHER"
+# FAILED_MARKER: written by train.py or run_script.py when the run gives up; this launcher then exits 3.
+# LAUNCHER_ENV: set in the command's environment, so run_script.py's crash-loop budget applies only under it.
 #: Beside this file: a job's command runs its script through it (``torchrun ... run_script.py SCRIPT``), which ends
 #: the process without the interpreter's finalisation, where torch's threads can abort a finished rank.
 RUN_SCRIPT = "run_script.py"

@@ -33,7 +33,7 @@ USAGE = "usage: run_script.py SCRIPT [ARGS...]"
 INTERRUPTED = -int(signal.SIGINT)
 #: An attempt that fails sooner than this after it started made no progress: a crash at start, a bad argument.
 QUICK_FAILURE_S = 300.0
-#: The marker a run that gave up leaves in its output folder (``launch.FAILED_MARKER``: the launcher then exits 3).
+#: The marker a run that gave up leaves in its output folder (the launcher, launch.py, then exits 3).
 FAILED_MARKER = "FAILED"
 #: Set (to anything) by a program that ends its own crash loops, as the bundled trainer does (attempts in a row
 #: without a new checkpoint): then no attempt of it counts here.
@@ -41,7 +41,7 @@ OWN_BUDGET_ENV = "RUN_SCRIPT_OWN_BUDGET"
 #: The ``component`` of the line that says a run of the script starts (``goodput.WRAPPER``, which the launcher's
 #: ledger reads): stated here, so the wrapper needs no other module of the image's than process_end.
 COMPONENT = "run_script"
-#: Set by the launcher (``launch.LAUNCHER_ENV``): the budget applies only where a FAILED ends the pod.
+#: Set by the launcher (launch.py): the budget applies only where a FAILED ends the pod.
 LAUNCHER_ENV = "RUN_SCRIPT_LAUNCHER"
 
 

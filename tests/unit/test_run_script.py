@@ -81,7 +81,6 @@ def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(
     monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "3")
     monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
     monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
-    assert run_script.LAUNCHER_ENV == launch.LAUNCHER_ENV
     quick, slow = 1.0, run_script.QUICK_FAILURE_S + 1
     ends = [(1, quick), (1, quick), (0, quick), (1, quick), (1, slow), (1, quick), (run_script.INTERRUPTED, quick)]
     assert [run_script.end_status(code, s) for code, s in ends] == [code for code, _ in ends]
@@ -90,7 +89,6 @@ def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(
     assert not state.exists(), "the run is over: its count is removed"
     failed = launch.read_failed(tmp_path)
     assert failed is not None and failed["failures"] == 3 and "the last exit status 4" in failed["reason"]
-    assert run_script.FAILED_MARKER == launch.FAILED_MARKER
     # an attempt that ran QUICK_FAILURE_S made progress, however it ends: the timer restarts the count
     state.write_text("2")
     run_script.write_count(state, 0)  # what reset_after_progress's timer calls

@@ -188,7 +188,7 @@ def _load_dev(project: Path, image: str = "training") -> Any:
     [
         ("run_script.py", "torchrun's wrapper of a pytorch job's script"),
         ("launch.py", "a pytorch job's launcher"),
-        ("process_end.py", "imported by allreduce_bench.py, run_script.py, train.py"),
+        ("process_end.py", "imported by allreduce_bench.py, launch.py, run_script.py, train.py"),
         ("cifar_io.py", "imported by evaluate.py, stage_data.py, train.py"),
     ],
 )
