@@ -4,7 +4,8 @@
 ``eks-training/accelerator=nvidia`` (GPU node groups), so ``nvidia.com/gpu`` becomes allocatable there; the chart's
 default affinity needs Node Feature Discovery labels and is replaced by our label. ``kind: efa`` (AWS's eks-charts
 ``aws-efa-k8s-device-plugin``) runs only on nodes labelled ``eks-training/efa=true`` (EFA node groups), so
-``vpc.amazonaws.com/efa`` becomes allocatable there. Both tolerate every taint (:data:`EVERY_TAINT`).
+``vpc.amazonaws.com/efa`` becomes allocatable there; the chart's default affinity lists instance types and is
+replaced by our label too. Both tolerate every taint (:data:`EVERY_TAINT`).
 """
 
 from dataclasses import dataclass
@@ -58,9 +59,11 @@ def nvidia_device_plugin_values(version: str) -> dict[str, Any]:
 
 def efa_device_plugin_values(version: str) -> dict[str, Any]:
     """Helm values (any chart ``version``): the chart's own image (by tag: tests/mock/test_pod_security.py says why),
-    schedule on EFA nodes only, whatever their taints."""
+    schedule on EFA nodes only, whatever their taints and instance type (the chart's default affinity lists the types
+    its release knew, :data:`~components.catalog.EFA_CHART_INSTANCE_TYPES`)."""
     return {
         "nodeSelector": {EFA_LABEL[0]: EFA_LABEL[1]},
+        "supportedInstanceLabels": {"keys": [EFA_LABEL[0]], "values": [EFA_LABEL[1]]},
         "tolerations": [dict(t) for t in EVERY_TAINT],
     }
 

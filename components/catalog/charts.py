@@ -46,6 +46,43 @@ HELM_CHARTS: Mapping[str, HelmChart] = {
 }
 
 
+#: The instance types the EFA chart v0.5.30's default values schedule its DaemonSet on (``supportedInstanceLabels``,
+#: an affinity on node.kubernetes.io/instance-type), those of the families this project catalogues
+#: (https://github.com/aws/eks-charts/blob/bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec/stable/aws-efa-k8s-device-plugin/values.yaml,
+#: the commit that made chart v0.5.30; template: stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml). The
+#: stack's values replace the list with the EFA node label (:func:`components.device_plugins.efa_device_plugin_values`),
+#: so a type the chart does not list still gets its EFA devices; the box renders the default when values leave it.
+EFA_CHART_INSTANCE_TYPES: tuple[str, ...] = (
+    "g4dn.8xlarge",
+    "g4dn.12xlarge",
+    "g4dn.16xlarge",
+    "g4dn.metal",
+    "g5.8xlarge",
+    "g5.12xlarge",
+    "g5.16xlarge",
+    "g5.24xlarge",
+    "g5.48xlarge",
+    "g6.8xlarge",
+    "g6.12xlarge",
+    "g6.16xlarge",
+    "g6.24xlarge",
+    "g6.48xlarge",
+    "g6e.8xlarge",
+    "g6e.12xlarge",
+    "g6e.16xlarge",
+    "g6e.24xlarge",
+    "g6e.48xlarge",
+    "p3dn.24xlarge",
+    "p4d.24xlarge",
+    "p4de.24xlarge",
+    "p5.48xlarge",
+    "p5.4xlarge",
+    "p5e.48xlarge",
+    "p5en.48xlarge",
+    "p6-b200.48xlarge",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PinnedImage:
     """A container image the catalog pins by digest, with the public source that shows the digest."""

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from components.catalog import EFA_CHART_INSTANCE_TYPES
 from stacks.box.cluster import Box
 from stacks.box.nodes import DEVICES_ANNOTATION
 from stacks.box.poller import Poller
@@ -24,40 +25,6 @@ from stacks.yaml_text import dump_yaml_documents
 
 #: Pod label of the stand-ins: the extended resource their plugin registers.
 PLUGIN_LABEL = "box.eks-training/device-plugin"
-
-#: The instance types the EFA chart v0.5.30 schedules its DaemonSet on (its ``supportedInstanceLabels``, an affinity on
-#: node.kubernetes.io/instance-type), those of the families this project catalogues
-#: (https://github.com/aws/eks-charts/blob/bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec/stable/aws-efa-k8s-device-plugin/values.yaml,
-#: the commit that made chart v0.5.30; template: stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml).
-EFA_CHART_INSTANCE_TYPES = (
-    "g4dn.8xlarge",
-    "g4dn.12xlarge",
-    "g4dn.16xlarge",
-    "g4dn.metal",
-    "g5.8xlarge",
-    "g5.12xlarge",
-    "g5.16xlarge",
-    "g5.24xlarge",
-    "g5.48xlarge",
-    "g6.8xlarge",
-    "g6.12xlarge",
-    "g6.16xlarge",
-    "g6.24xlarge",
-    "g6.48xlarge",
-    "g6e.8xlarge",
-    "g6e.12xlarge",
-    "g6e.16xlarge",
-    "g6e.24xlarge",
-    "g6e.48xlarge",
-    "p3dn.24xlarge",
-    "p4d.24xlarge",
-    "p4de.24xlarge",
-    "p5.48xlarge",
-    "p5.4xlarge",
-    "p5e.48xlarge",
-    "p5en.48xlarge",
-    "p6-b200.48xlarge",
-)
 
 
 @dataclass(frozen=True)
@@ -82,8 +49,13 @@ def _nvidia(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _efa(values: Mapping[str, Any]) -> dict[str, Any]:
-    # The EFA chart's template: CriticalAddonsOnly plus the values' tolerations, the values' nodeSelector, and an
-    # affinity on its supported instance types (see EFA_CHART_INSTANCE_TYPES).
+    # The EFA chart's template (stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml): CriticalAddonsOnly plus
+    # the values' tolerations, the values' nodeSelector, and one affinity term per key of the values'
+    # supportedInstanceLabels, each "In" its values (the chart's default: EFA_CHART_INSTANCE_TYPES).
+    labels = values.get("supportedInstanceLabels") or {
+        "keys": ["node.kubernetes.io/instance-type"],
+        "values": list(EFA_CHART_INSTANCE_TYPES),
+    }
     spec: dict[str, Any] = {
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(values.get("tolerations") or [])],
         "priorityClassName": "system-node-critical",
@@ -91,15 +63,8 @@ def _efa(values: Mapping[str, Any]) -> dict[str, Any]:
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {
-                                    "key": "node.kubernetes.io/instance-type",
-                                    "operator": "In",
-                                    "values": list(EFA_CHART_INSTANCE_TYPES),
-                                }
-                            ]
-                        }
+                        {"matchExpressions": [{"key": k, "operator": "In", "values": list(labels["values"])}]}
+                        for k in labels["keys"]
                     ]
                 }
             }

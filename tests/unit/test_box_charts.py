@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.catalog import HELM_CHARTS
+from components.catalog import EFA_CHART_INSTANCE_TYPES, HELM_CHARTS
+from components.device_plugins import efa_device_plugin_values
+from components.scheduling import EFA_LABEL
 from stacks.box.charts import CHART_SOURCES, NOT_AT_HAND, ChartError, chart_key, incomplete, render
-from stacks.box.devices import PLUGIN_CHARTS
+from stacks.box.devices import PLUGIN_CHARTS, stand_ins
 
 
 def test_every_catalog_chart_is_rendered_from_source_or_stood_in_for_never_both() -> None:
@@ -73,3 +75,31 @@ def test_an_incomplete_chart_folder_is_reported(tmp_path) -> None:
         "dependency nfd not under charts/"
     ]
     assert incomplete(tmp_path / "bare", _chart(tmp_path / "bare", templates=False)) == ["no templates/"]
+
+
+def test_the_box_stands_in_for_the_device_plugin_charts_the_catalog_pins() -> None:
+    """A chart bump in the catalog fails here, in the fast tiers, until the stand-in follows the new chart's template
+    (else only the cluster tier would see it)."""
+    for key, chart in PLUGIN_CHARTS.items():
+        assert chart.version == HELM_CHARTS[key].version, (
+            f"stacks/box/devices.py stands in for {key} {chart.version}, the catalog pins "
+            f"{HELM_CHARTS[key].version}: read the new chart's DaemonSet template and update its stand-in"
+        )
+
+
+def _efa_terms(values: dict | None) -> list:
+    release = {"chart": "aws-efa-k8s-device-plugin", "version": HELM_CHARTS["aws-efa-k8s-device-plugin"].version}
+    (daemonset,) = stand_ins([{**release, "values": values}])
+    affinity = daemonset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    return affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+
+
+def test_the_efa_plugin_runs_on_every_efa_node_whatever_its_type() -> None:
+    """The chart's default affinity lists the instance types its release knew; the stack's values replace it with the
+    EFA node label, so a type the chart does not list (one described under instanceFacts) still gets its devices."""
+    (default,) = _efa_terms(None)
+    assert default["matchExpressions"][0]["key"] == "node.kubernetes.io/instance-type"
+    assert default["matchExpressions"][0]["values"] == list(EFA_CHART_INSTANCE_TYPES)
+    assert "p6-b300.48xlarge" not in EFA_CHART_INSTANCE_TYPES
+    (ours,) = _efa_terms(efa_device_plugin_values(HELM_CHARTS["aws-efa-k8s-device-plugin"].version))
+    assert ours["matchExpressions"] == [{"key": EFA_LABEL[0], "operator": "In", "values": [EFA_LABEL[1]]}]

@@ -23,6 +23,7 @@ from components.catalog import (
     INSTANCE_TYPES,
     KUBERNETES_VERSIONS,
     KUEUE_SECOND_PASS_FIX,
+    NVIDIA_AMI_FAMILIES,
     QUOTA_NAMES,
     SOURCES,
     SUPPORTED_KUBERNETES_VERSIONS,
@@ -282,3 +283,11 @@ def test_the_variables_the_cluster_adds_are_told_from_others() -> None:
     assert [n for n in added if not any(c.names(n) for c in CLUSTER_VARIABLES)] == []
     others = ("LR", "PORT", "SERVICE_HOST", "MY_PORTS", "ETCD_PORT_2379", "AWSREGION")
     assert [n for n in others if any(c.names(n) for c in CLUSTER_VARIABLES)] == []
+
+
+def test_every_catalog_gpu_type_boots_the_nvidia_ami() -> None:
+    """A GPU group's nodes run EKS's AL2023 NVIDIA AMI: every GPU type the catalog lists is of a family it supports
+    (the rule a stack's own instanceFacts meet in stacks.config.rules.nodegroups)."""
+    gpu_types = [t for t in INSTANCE_TYPES.values() if t.is_gpu]
+    assert gpu_types
+    assert [t.name for t in gpu_types if t.name.split(".")[0] not in NVIDIA_AMI_FAMILIES] == []
