@@ -543,6 +543,12 @@ SOURCES: Mapping[str, Source] = {
         shows="node_group_name at most 63 characters, node_group_name_prefix at most 63 - 26 = 37 (the provider "
         "appends a 26-character unique suffix)",
     ),
+    "tf-launch-template-version": Source(
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/ec2/ec2_launch_template.go",
+        shows="resourceLaunchTemplateUpdate creates a new launch template version when any of its data changes "
+        "(block_device_mappings, tag_specifications, user_data, network_interfaces, metadata_options, description...), "
+        "not when only its own tags do; update_default_version makes it the default",
+    ),
     "iam-quotas": Source(
         url="https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
         shows="role names at most 64 characters, policy names at most 128; characters [\\w+=,.@-]",

@@ -170,3 +170,32 @@ def test_an_unreadable_record_names_no_move(recorded: Any) -> None:
     assert version_moves({"kueue": "chart 0.0.1"}, plan, plan) == [
         ("kueue", "chart 0.0.1", installed_versions(plan)["kueue"])
     ]
+
+
+def test_a_launch_template_a_new_version_changes_rolls_its_group(last_outputs) -> None:
+    """The record's digest of the system group's launch template differs from the one this version makes of the same
+    configuration (its node setup changed, say): ``pulumi up`` names the system group's roll, and no version move."""
+    config = json.loads(deployed())
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    now = run_program("dev", config=config, fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    key = "systemNodeGroup" + TEMPLATE_SUFFIX
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**now, key: "0123456789abcdef"}
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None, program.error
+    (summary,) = program.warnings
+    assert "systemNodeGroup rolls: launch template: this version of the project changes it" in summary, summary
+    assert "nodeGroups.cpu rolls" not in summary and key not in summary, summary
+
+
+def test_new_stack_tags_roll_every_group_at_pulumi_up(last_outputs) -> None:
+    """The stack's tags are its instances' tags, in every launch template: ``pulumi up`` names each group's roll."""
+    config = json.loads(deployed())
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    last_outputs[last_update.VERSIONS_OUTPUT] = run_program("dev", config=config, fresh=True).outputs[
+        last_update.VERSIONS_OUTPUT
+    ]
+    program = run_program("dev", config={**config, P + "tags": {"team": "research"}}, fresh=True)
+    assert program.error is None, program.error
+    (summary,) = program.warnings
+    for group in ("systemNodeGroup", "nodeGroups.cpu"):
+        assert f"{group} rolls: launch template: instance tags none -> team=research" in summary, summary

@@ -33,6 +33,7 @@ from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
+from stacks.plan.templates import template_digests
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
@@ -278,6 +279,36 @@ def test_launch_template_and_instance_type_changes() -> None:
     (cpu,) = compare(plan_of("dev", base), plan_of("dev", other)).groups
     assert cpu.action == "replace" and cpu.reasons == ("instance types m5.xlarge -> c5.4xlarge",)
     assert [(j.name, j.strategy) for j in cpu.jobs] == [("train", "delete")]
+
+
+def test_new_instance_tags_roll_every_group() -> None:
+    """The stack's tags are in every launch template's instance and volume tags: a change is a new template version
+    for every group, the system group (and its etcd) included."""
+    base = preset("p4d")
+    tagged = {**copy.deepcopy(base), P + "tags": {"team": "research"}}
+    u = compare(plan_of("p4d", base), plan_of("p4d", tagged))
+    tags = ("launch template: instance tags none -> team=research",)
+    assert {g.path: g.reasons for g in u.groups} == {"systemNodeGroup": tags, "nodeGroups.gpu": tags}
+    assert any(j.rendezvous for g in u.groups for j in g.jobs)  # etcd moves
+    assert "node groups: none rolls" not in render_upgrade(upgrade_report(u))
+
+
+def test_a_launch_template_this_version_changes_rolls_its_group() -> None:
+    """The last update recorded each group's launch template digest: a digest the recorded configuration no longer
+    has under this version (its node setup changed, say) rolls the group; the same digest, or none, rolls nothing."""
+    plan = plan_of("dev", preset("dev"))
+    now = template_digests(plan)
+    assert compare(plan, plan, deployed_versions=now).groups == ()
+    assert compare(plan, plan, deployed_versions={}).groups == ()
+    older = {**now, "nodeGroups.cpu.launchTemplate": "0123456789abcdef"}
+    (cpu,) = compare(plan, plan, deployed_versions=older).groups
+    assert (cpu.path, cpu.action) == ("nodeGroups.cpu", "roll")
+    assert cpu.reasons == ("launch template: this version of the project changes it",)
+    # a stack file change names itself, once: the record then says nothing more
+    bigger = copy.deepcopy(preset("dev"))
+    bigger[P + "nodeGroups"]["cpu"]["diskSizeGib"] = 100
+    (cpu,) = compare(plan, plan_of("dev", bigger), deployed_versions=older).groups
+    assert cpu.reasons == ("launch template: root volume size 50 -> 100",)
 
 
 def test_a_roll_that_changes_the_strategy_runs_under_the_old_one() -> None:
