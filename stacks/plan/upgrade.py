@@ -250,9 +250,51 @@ def _rolling(
     if a != b:
         release = new.ami.release_version if new.ami.pinned else f"EKS's newest release for {b}"
         out.append(f"Kubernetes {a} -> {b} (AMI release {release})")
-    elif new.ami.pinned and old.ami.release_version != new.ami.release_version:
+    elif _release_moves(old, new):
         out.append(f"AMI release {old.ami.release_version} -> {new.ami.release_version}")
-    return out + _template_changes(old_plan, new_plan, old, new, recorded)
+    template = _template_changes(old_plan, new_plan, old, new, recorded)
+    if template and not out:
+        # the provider sends releaseVersion only when it changed, and EKS then takes its newest release for the
+        # group's minor (source keys ``tf-eks-node-group-release-version``, ``eks-update-nodegroup-release``)
+        template.append(f"AMI release -> EKS's newest for {b}")
+    return out + template
+
+
+def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan) -> bool:
+    """The group's ``amiRelease`` pins a release other than the one it had: the update sends it to EKS."""
+    return new.ami.pinned and old.ami.release_version != new.ami.release_version
+
+
+def pinned_release_problems(
+    old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
+) -> list[str]:
+    """A group whose ``amiRelease`` pins a release it keeps while its launch template changes: EKS would take its
+    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back (source key
+    ``eks-update-nodegroup-release``). ``recorded``: the last update's record, for what this version changes."""
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    old_groups = {g.name: g for g in old_plan.all_groups}
+    problems = []
+    for g in new_plan.all_groups:
+        was = old_groups.get(g.name)
+        if was is None or not g.ami.pinned or a != b or _release_moves(was, g) or _replacing(was, g):
+            continue
+        changes = _template_changes(old_plan, new_plan, was, g, recorded)
+        if not changes:
+            continue
+        own = (
+            new_plan.config.system_node_group.ami_release
+            if g.path == "systemNodeGroup"
+            else new_plan.config.node_groups[g.name].ami_release
+        )
+        pin = key(f"{g.path}.amiRelease" if own is not None else "cluster.amiRelease")
+        what = "; ".join(c.removeprefix("launch template: ") for c in changes)
+        problems.append(
+            f"{pin}: pins {g.path} to AMI release {g.ami.release_version}, and this update changes its launch "
+            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}, "
+            f"and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set {pin} to a "
+            "newer release in this same update, or remove it (the group then takes EKS's newest release and keeps it)"
+        )
+    return problems
 
 
 def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: bool = True) -> tuple[JobStop, ...]:
@@ -302,7 +344,8 @@ def compare(
     deployed_versions: Optional[Mapping[str, object]] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
-    the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
+    the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
+    :func:`pinned_release_problems`;
     ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``region``: the region's
     zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
     recorded; ``deployed_dirs``: the jobs' output folders the last update exported, where recorded;
@@ -310,6 +353,7 @@ def compare(
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
+    problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}
