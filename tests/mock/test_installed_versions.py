@@ -3,6 +3,7 @@ preset; the next update names what a new version of the project moves, and only 
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -39,7 +40,7 @@ def _registered_templates(program, stack: str) -> dict[str, str]:
     registered = {r.name: r.inputs for r in program.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
     found = {}
     for g in plan.all_groups:
-        inputs = dict(registered.pop(f"{plan.config.cluster_name}-{g.name}-lt"))
+        inputs = copy.deepcopy(registered.pop(f"{plan.config.cluster_name}-{g.name}-lt"))  # the run is shared
         for nic in inputs.get("networkInterfaces") or ():
             assert len(nic.pop("securityGroups")) == 2, nic  # the cluster's and the group's EFA security group
         assert ("placement" in inputs) == (g.efa is not None and not g.capacity_reservation_id), inputs
