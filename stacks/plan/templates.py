@@ -41,8 +41,23 @@ def launch_template(plan: Plan, g: NodeGroupPlan) -> dict[str, Any]:
 
 def template_digest(plan: Plan, g: NodeGroupPlan) -> str:
     """A short digest of :func:`launch_template`: equal digests, the same template version."""
-    text = json.dumps(launch_template(plan, g), sort_keys=True)
+    return digest(launch_template(plan, g))
+
+
+def digest(data: Mapping[str, Any]) -> str:
+    """A short digest of a launch template's settings, less the unset ones (which the template does not hold): a
+    field this project adds unset changes no digest, so it names no roll."""
+    text = json.dumps(_set(data), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _set(value: Any) -> Any:
+    """``value`` without the ``None`` entries of its mappings, at every depth."""
+    if isinstance(value, Mapping):
+        return {k: _set(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_set(v) for v in value]
+    return value
 
 
 def template_digests(plan: Plan) -> dict[str, str]:

@@ -33,7 +33,7 @@ from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
-from stacks.plan.templates import template_digests
+from stacks.plan.templates import digest, launch_template, template_digests
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
@@ -295,6 +295,17 @@ def test_new_instance_tags_roll_every_group() -> None:
     assert {g.path: g.reasons for g in u.groups} == {"systemNodeGroup": tags, "nodeGroups.gpu": tags}
     assert any(j.rendezvous for g in u.groups for j in g.jobs)  # etcd moves
     assert "node groups: none rolls" not in render_upgrade(upgrade_report(u))
+
+
+def test_a_launch_template_digest_ignores_unset_settings() -> None:
+    """A setting a version adds unset is not in the template: it changes no digest, so it rolls nothing."""
+    plan = plan_of("p5", preset("p5"))
+    data = launch_template(plan, plan.groups["gpu"])
+    assert (
+        digest({**data, "new_setting": None}) == digest(data) == template_digests(plan)["nodeGroups.gpu.launchTemplate"]
+    )
+    deeper = {**data, "metadata_options": {**data["metadata_options"], "new_option": None}}
+    assert digest(deeper) == digest(data) != digest({**data, "user_data": "other"})
 
 
 def test_a_launch_template_this_version_changes_rolls_its_group() -> None:
