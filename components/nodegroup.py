@@ -14,11 +14,10 @@ autoscaler scale from zero. A roll uses :func:`components.nodeplan.node_update_s
 Why: docs/how-to/capacity.md ("EFA", "A Capacity Block", "Scale to zero"); docs/how-to/node-images.md, "How nodes
 roll"; docs/explanation/storage.md, "The Lustre client on the nodes"."""
 
-import base64
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Optional, Sequence, TypedDict
+from typing import Any, Optional, Sequence, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -39,16 +38,12 @@ from components.nodeplan import (
     autoscaler_template_tags,
     efa_profile,
     host_setup_user_data,
-    interface_specs,
+    launch_template_data,
     node_update_strategy,
     placement_group,
     roll_minutes,
 )
 from components.scheduling import TAINT_EFFECTS_EKS, NodeTaint, node_scheduling
-
-#: Hop limit 2 lets hostNetwork=false add-on pods that still read instance metadata (region, AZ)
-#: work, as in EKS's own launch templates; credentials for workloads come from EKS Pod Identity.
-IMDS_HOP_LIMIT = 2
 
 #: Name of the Auto Scaling scheduled action that sizes a Capacity Block group when its block starts.
 CAPACITY_BLOCK_START_ACTION = "eks-training-capacity-block-start"
@@ -232,7 +227,8 @@ class _Shape:
     tags: dict[str, str]
     labels: dict[str, str]
     taints: list[dict[str, str]]
-    user_data: Optional[str]
+    template: dict[str, Any]
+    """The launch template's settings (:func:`components.nodeplan.launch_template_data`)."""
     update_strategy: NodeUpdateStrategy
 
 
@@ -273,6 +269,17 @@ def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
     if unknown:
         raise ValueError(f"{name}: unknown host setup {unknown}; known: {sorted(HOST_REQUIREMENTS_BY_NAME)}")
     labels, taints = _scheduling(name, args, gpus, efa, facts)
+    tags = dict(args.get("tags") or {})
+    template = launch_template_data(
+        name,
+        disk_size_gib=int(args.get("disk_size_gib", DEFAULT_DISK_SIZE_GIB)),
+        tags=tags,
+        efa_interfaces=efa_count,
+        capacity_type=capacity_type,
+        reservation=reservation,
+        instance_type=instance_types[0],
+        user_data=host_setup_user_data([HOST_REQUIREMENTS_BY_NAME[n] for n in args.get("host_setup") or ()]),
+    )
     return _Shape(
         instance_types=instance_types,
         gpus=int(gpus),
@@ -280,10 +287,10 @@ def _shape(name: str, args: TrainingNodeGroupArgs) -> _Shape:
         efa_count=efa_count,
         capacity_type=capacity_type,
         reservation=reservation,
-        tags=dict(args.get("tags") or {}),
+        tags=tags,
         labels=labels,
         taints=taints,
-        user_data=host_setup_user_data([HOST_REQUIREMENTS_BY_NAME[n] for n in args.get("host_setup") or ()]),
+        template=template,
         update_strategy=node_update_strategy(capacity_type, reservation, efa),
     )
 
@@ -321,8 +328,8 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     def __init__(self, name: str, args: TrainingNodeGroupArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:TrainingNodeGroup", name, None, opts)
         shape = _shape(name, args)
-        efa_sg, placement, interfaces = self._efa_network(name, args, shape)
-        launch_template = self._launch_template(name, args, shape, interfaces, placement)
+        efa_sg, placement, interface_sgs = self._efa_network(name, args, shape)
+        launch_template = self._launch_template(name, shape, interface_sgs, placement)
         block_start, empty = self._capacity_block(name, shape)
         node_group = self._node_group(name, args, shape, launch_template, empty)
         self.capacity_block_start = pulumi.Output.from_input(block_start or "")
@@ -361,10 +368,10 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     ) -> tuple[
         Optional[aws.ec2.SecurityGroup],
         Optional[aws.ec2.PlacementGroup],
-        Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]],
+        Optional[list[pulumi.Input[str]]],
     ]:
-        """EFA's security group (all traffic to and from itself), one interface per network card, and a cluster
-        placement group unless a capacity reservation places the nodes; nothing without EFA."""
+        """EFA's security group (all traffic to and from itself), the security groups of the interfaces, and a
+        cluster placement group unless a capacity reservation places the nodes; nothing without EFA."""
         if not shape.efa:
             return None, None, None
         efa_sg = aws.ec2.SecurityGroup(
@@ -390,83 +397,35 @@ class TrainingNodeGroup(pulumi.ComponentResource):
             description="EFA to the group itself (SRD is neither IPv4 nor IPv6)",
             opts=pulumi.ResourceOptions(parent=self),
         )
-        interface_sgs = [args["cluster_security_group_id"], efa_sg.id]
-        interfaces: list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict] = [
-            {
-                "network_card_index": int(str(spec["network_card_index"])),
-                "device_index": int(str(spec["device_index"])),
-                "interface_type": str(spec["interface_type"]),
-                "security_groups": interface_sgs,
-                "delete_on_termination": "true",
-            }
-            for spec in interface_specs(shape.efa_count)
-        ]
         placement = None
         if placement_group(shape.efa, shape.reservation):
             placement = aws.ec2.PlacementGroup(
                 f"{name}-pg", strategy="cluster", tags=shape.tags, opts=pulumi.ResourceOptions(parent=self)
             )
-        return efa_sg, placement, interfaces
+        return efa_sg, placement, [args["cluster_security_group_id"], efa_sg.id]
 
     def _launch_template(
         self,
         name: str,
-        args: TrainingNodeGroupArgs,
         shape: "_Shape",
-        interfaces: Optional[list[aws.ec2.LaunchTemplateNetworkInterfaceArgsDict]],
+        interface_sgs: Optional[list[pulumi.Input[str]]],
         placement: Optional[aws.ec2.PlacementGroup],
     ) -> aws.ec2.LaunchTemplate:
-        """IMDSv2, an encrypted gp3 root volume, the EFA interfaces and placement, the reservation or Capacity Block,
-        and the host setup's user data."""
-        placement_spec: Optional[aws.ec2.LaunchTemplatePlacementArgsDict] = (
-            {"group_name": placement.name} if placement is not None else None
-        )
-        reservation_spec: Optional[aws.ec2.LaunchTemplateCapacityReservationSpecificationArgsDict] = (
-            {"capacity_reservation_target": {"capacity_reservation_id": shape.reservation}}
-            if shape.reservation
-            else None
-        )
-        block = shape.capacity_type == "CAPACITY_BLOCK"
-        market: Optional[aws.ec2.LaunchTemplateInstanceMarketOptionsArgsDict] = (
-            {"market_type": "capacity-block"} if block else None
-        )
-        tags = shape.tags
+        """The group's launch template (:func:`components.nodeplan.launch_template_data`: IMDSv2, an encrypted gp3
+        root volume, the EFA interfaces, the reservation or Capacity Block, the host setup's user data), with the
+        security groups of its EFA interfaces and its placement group."""
+        data = dict(shape.template)
+        interfaces = data.pop("network_interfaces")
+        if interfaces is not None:
+            interfaces = [{**spec, "security_groups": interface_sgs} for spec in interfaces]
         return aws.ec2.LaunchTemplate(
             f"{name}-lt",
-            description=f"{name}: IMDSv2, encrypted gp3 root volume",
             update_default_version=True,
-            metadata_options={
-                "http_endpoint": "enabled",
-                "http_tokens": "required",
-                "http_put_response_hop_limit": IMDS_HOP_LIMIT,
-                "instance_metadata_tags": "disabled",
-            },
-            block_device_mappings=[
-                {
-                    "device_name": "/dev/xvda",
-                    "ebs": {
-                        "volume_size": int(args.get("disk_size_gib", DEFAULT_DISK_SIZE_GIB)),
-                        "volume_type": "gp3",
-                        "encrypted": "true",
-                        "delete_on_termination": "true",
-                    },
-                }
-            ],
-            tag_specifications=[
-                {"resource_type": "instance", "tags": {**tags, "Name": name}},
-                {"resource_type": "volume", "tags": {**tags, "Name": name}},
-            ],
             network_interfaces=interfaces,
-            placement=placement_spec,
-            capacity_reservation_specification=reservation_spec,
-            instance_market_options=market,
-            # EKS rejects a Capacity Block group whose launch template lacks InstanceType (CAPACITY_BLOCK_GUIDE); the
-            # node group then names no instance types (a launch template's InstanceType and the group's
-            # instanceTypes exclude each other, https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html)
-            instance_type=shape.instance_types[0] if block else None,
-            user_data=base64.b64encode(shape.user_data.encode()).decode() if shape.user_data else None,
-            tags=tags,
+            placement={"group_name": placement.name} if placement is not None else None,
+            tags=shape.tags,
             opts=pulumi.ResourceOptions(parent=self),
+            **data,
         )
 
     def _capacity_block(self, name: str, shape: "_Shape") -> tuple[Optional[str], bool]:

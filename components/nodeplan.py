@@ -10,8 +10,9 @@ launch template, the pods' requests, the autoscaler's tags and the health check 
 it and the plan's reports (:mod:`stacks.plan.upgrade_text`) describe it, with the same :func:`roll_minutes`.
 """
 
+import base64
 from dataclasses import dataclass, field, replace
-from typing import Literal, Mapping, Optional, Sequence, TypedDict, get_args
+from typing import Any, Literal, Mapping, Optional, Sequence, TypedDict, get_args
 
 from typing_extensions import NotRequired
 
@@ -354,6 +355,62 @@ def host_setup_user_data(requirements: Sequence[HostRequirement]) -> Optional[st
             "",
         ]
     )
+
+
+#: Hop limit 2 lets hostNetwork=false add-on pods that still read instance metadata (region, AZ) work, as in EKS's own
+#: launch templates; credentials for workloads come from EKS Pod Identity.
+IMDS_HOP_LIMIT = 2
+
+
+def launch_template_data(
+    name: str,
+    *,
+    disk_size_gib: int,
+    tags: Mapping[str, str],
+    efa_interfaces: int,
+    capacity_type: str,
+    reservation: Optional[str],
+    instance_type: str,
+    user_data: Optional[str],
+) -> dict[str, Any]:
+    """What a node group's launch template holds (pulumi-aws spelling), but the ids of the resources it names (the
+    EFA interfaces' security groups, the placement group, which EFA without a reservation implies): a change is a new
+    version, and the group's nodes roll. :class:`components.nodegroup.TrainingNodeGroup` registers it; the plan
+    records its digest (:mod:`stacks.plan.templates`)."""
+    block = capacity_type == "CAPACITY_BLOCK"
+    return {
+        "description": f"{name}: IMDSv2, encrypted gp3 root volume",
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",
+            "http_put_response_hop_limit": IMDS_HOP_LIMIT,
+            "instance_metadata_tags": "disabled",
+        },
+        "block_device_mappings": [
+            {
+                "device_name": "/dev/xvda",
+                "ebs": {
+                    "volume_size": int(disk_size_gib),
+                    "volume_type": "gp3",
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+        "tag_specifications": [
+            {"resource_type": kind, "tags": {**tags, "Name": name}} for kind in ("instance", "volume")
+        ],
+        "network_interfaces": [{**spec, "delete_on_termination": "true"} for spec in interface_specs(efa_interfaces)]
+        or None,
+        "capacity_reservation_specification": (
+            {"capacity_reservation_target": {"capacity_reservation_id": reservation}} if reservation else None
+        ),
+        "instance_market_options": {"market_type": "capacity-block"} if block else None,
+        # EKS rejects a Capacity Block group whose launch template lacks InstanceType (source key
+        # ``eks-capacity-blocks-mng``); the node group then names no instance types
+        "instance_type": instance_type if block else None,
+        "user_data": base64.b64encode(user_data.encode()).decode() if user_data else None,
+    }
 
 
 def network_env(facts: InstanceType, efa: Optional[EfaProfile]) -> dict[str, str]:

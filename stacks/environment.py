@@ -25,6 +25,7 @@ from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.templates import stack_tags
 from stacks.storage import SharedStorage, build_storage
 from stacks.zones import RegionZones, Zone, choose_zones, find_zone
 
@@ -93,11 +94,6 @@ def control_plane_subnets(subnet_ids: list[str]) -> pulumi.Output[list[str]]:
     return pulumi.Output.all(*zone_ids).apply(
         lambda ids: [sid for sid, zid in zip(subnet_ids, ids) if zid not in EKS_UNSUPPORTED_ZONE_IDS]
     )
-
-
-def stack_tags(cfg: StackConfig) -> dict[str, str]:
-    """AWS tags on every resource of the stack."""
-    return {"eks-training/stack": f"{cfg.project}-{cfg.stack}", "managed-by": "pulumi", **cfg.tags}
 
 
 def _node_group_args(

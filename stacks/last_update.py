@@ -246,7 +246,15 @@ def upgrade_summary(
         )
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
     upgrade = compare(
-        old, plan, LAST_UPDATE, running=ahead, unread=hint, region=region, deployed_zones=zones, deployed_dirs=folders
+        old,
+        plan,
+        LAST_UPDATE,
+        running=ahead,
+        unread=hint,
+        region=region,
+        deployed_zones=zones,
+        deployed_dirs=folders,
+        deployed_versions=versions if isinstance(versions, Mapping) else None,
     )
     upgrade = _autoscaler_as_recorded(upgrade, versions)
     changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs

@@ -216,8 +216,9 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
       recorded once the other outputs are: the next ``pulumi up`` reads it back to say what it rolls
       (:mod:`stacks.last_update`).
     - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
-      cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name,
-      recorded once the other outputs are: the next ``pulumi up`` names what a new version moves.
+      cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name, and a
+      digest of each node group's launch template (``<group path>.launchTemplate``), recorded once the other outputs
+      are: the next ``pulumi up`` names what a new version moves, and the groups whose nodes it rolls.
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)

@@ -34,13 +34,14 @@ from components.workloads import (
 from components.workloads.disruption import JobDisruptionBudget
 from stacks.collector import build_collector
 from stacks.config import TOOLBOX_IMAGE
-from stacks.environment import Environment, stack_tags
+from stacks.environment import Environment
 from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.images import tag_only_note
 from stacks.plan.installs import runs_mpi_operator, uses_etcd
 from stacks.plan.jobspec import job_spec
 from stacks.plan.queues import RESOURCES, FlavorPlan
+from stacks.plan.templates import stack_tags
 from stacks.prepull import build_prepulls
 from stacks.teams import TeamNamespace, build_team_namespaces
 

@@ -277,6 +277,11 @@ SOURCES: Mapping[str, Source] = {
         "taints, scaling and update settings in place; neither changes instance types, capacity type, AMI type or "
         "subnets, so a change of those is a new node group",
     ),
+    "eks-update-nodegroup-release": Source(
+        url="https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupVersion.html",
+        shows="releaseVersion: by default, the latest available AMI version for the node group's Kubernetes version "
+        "is used; you cannot roll back a node group to an earlier Kubernetes version or AMI version",
+    ),
     "kubernetes-version-skew": Source(
         url="https://kubernetes.io/releases/version-skew-policy/",
         shows="kubelet must not be newer than kube-apiserver, and may be up to three minor versions older",
@@ -542,6 +547,17 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
         shows="node_group_name at most 63 characters, node_group_name_prefix at most 63 - 26 = 37 (the provider "
         "appends a 26-character unique suffix)",
+    ),
+    "tf-eks-node-group-release-version": Source(
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/eks/node_group.go",
+        shows="resourceNodeGroupUpdate calls UpdateNodegroupVersion when launch_template, release_version or version "
+        "changes, and puts release_version in the request only when it changed (d.HasChange(\"release_version\"))",
+    ),
+    "tf-launch-template-version": Source(
+        url="https://github.com/hashicorp/terraform-provider-aws/blob/main/internal/service/ec2/ec2_launch_template.go",
+        shows="resourceLaunchTemplateUpdate creates a new launch template version when any of its data changes "
+        "(block_device_mappings, tag_specifications, user_data, network_interfaces, metadata_options, description...), "
+        "not when only its own tags do; update_default_version makes it the default",
     ),
     "iam-quotas": Source(
         url="https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",

@@ -75,8 +75,8 @@ class ClusterConfig(Model):
     """The EKS AMI release every node group runs unless it sets its own: a tag of components/catalog/amis.py
     (v20260714) or a release version of kubernetesVersion (1.36.2-20260714); setting or changing it rolls the nodes
     (one setting, shown in the plan). Unset: a new group starts on the newest release this project knows and keeps
-    the release it has when the project moves on (no surprise roll); a Kubernetes minor upgrade then takes EKS's
-    newest release for the new minor."""
+    the release it has when the project moves on; a Kubernetes minor upgrade, or a change of the group's launch
+    template, takes EKS's newest release for the minor. Set, a launch template change must raise it too."""
     stack_reference: Optional[str] = None
     """A jobs-only stack: the cluster stack (``org/project/stack``) whose team's queue this stack's jobs go to."""
     team: Optional[str] = None

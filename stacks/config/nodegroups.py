@@ -180,7 +180,8 @@ class NodeGroupConfig(Model):
     DCGM host engine), off for CPU groups unless set."""
     ami_release: AmiRelease = None
     """The EKS AMI release the group's nodes run: a tag of components/catalog/amis.py (v20260714) or a release version
-    of the cluster's Kubernetes minor (1.36.2-20260714); default cluster.amiRelease. Changing it rolls the nodes."""
+    of the cluster's Kubernetes minor (1.36.2-20260714); default cluster.amiRelease. Changing it rolls the nodes; a
+    change of the group's launch template must raise it in the same update."""
     update_strategy: UpdateStrategy = "rolling"
     """When the nodes must roll (a new AMI release or Kubernetes minor): rolling replaces one node at a time (EKS
     launches its replacement first, or after it goes on a Capacity Block, a reservation or an EFA group's placement

@@ -1,8 +1,10 @@
 """What a cluster stack installs beside its own jobs, and at which versions this version of the project pins them.
 
-Each update records the versions (:func:`installed_versions`, the stack output ``deployedVersions``). The next one
-compares the record with the same configuration under the new version of the project (:func:`version_moves`), so
-``pulumi up``'s summary names what a new version moves: a chart, an operator, an add-on pin, etcd.
+Each update records the versions (:func:`installed_versions`, the stack output ``deployedVersions``), and each node
+group's launch template digest (:mod:`stacks.plan.templates`). The next one compares the record with the same
+configuration under the new version of the project (:func:`version_moves`), so ``pulumi up``'s summary names what a new
+version moves: a chart, an operator, an add-on pin, etcd. A launch template it changes is a roll of its group, which
+the summary's node groups name (:func:`stacks.plan.upgrade.compare`).
 """
 
 from typing import Collection, Mapping, Optional
@@ -11,6 +13,7 @@ from components.catalog.addons import addon_version_for
 from components.catalog.charts import CHART_IMAGES, CLUSTER_AUTOSCALER, HELM_CHARTS, IMAGES, MANIFESTS
 from stacks.kinds import KINDS
 from stacks.plan import Plan
+from stacks.plan.templates import TEMPLATE_SUFFIX, template_digests
 
 #: How the record names an EKS add-on that runs at EKS's default for its minor (no pin, no override).
 EKS_DEFAULT = "EKS's default"
@@ -41,7 +44,7 @@ def autoscaler_version(minor: str) -> str:
 def installed_versions(plan: Plan) -> dict[str, str]:
     """The version of each thing the cluster stack of ``plan`` installs, by name, as this version of the project pins
     it: its EKS add-ons, Kueue, the device plugins, the cluster autoscaler, the MPI Operator, the ProvisioningRequest
-    CRD and etcd."""
+    CRD and etcd; then each node group's launch template digest."""
     cluster = plan.config.cluster
     out = {
         addon: addon_version_for(addon, cluster.kubernetes_version, cluster.addon_versions) or EKS_DEFAULT
@@ -64,7 +67,7 @@ def installed_versions(plan: Plan) -> dict[str, str]:
         out["mpi-operator"] = MANIFESTS["mpi-operator"].version
     if uses_etcd(plan):
         out["etcd"] = _image(IMAGES["etcd"].ref)
-    return out
+    return {**out, **template_digests(plan)}
 
 
 def version_moves(
@@ -72,15 +75,19 @@ def version_moves(
 ) -> list[tuple[str, str, str]]:
     """``(name, recorded version, version now)`` of each thing this version of the project moves: the record differs
     from what the recorded configuration ``old`` installs now, and ``new`` (this update's plan) still installs it at
-    another version than the record's. Names the stack file's own changes already list (``said``) are left to them;
-    none without a readable record. In ``new``'s order."""
+    another version than the record's. Names the stack file's own changes already list (``said``) are left to them,
+    and the launch templates to the node groups' rolls; none without a readable record. In ``new``'s order."""
     if not isinstance(recorded, Mapping):
         return []
     before, after = installed_versions(old), installed_versions(new)
     return [
         (n, str(recorded[n]), v)
         for n, v in after.items()
-        if n in recorded and n in before and n not in said and str(recorded[n]) not in (before[n], v)
+        if n in recorded
+        and n in before
+        and n not in said
+        and not n.endswith(TEMPLATE_SUFFIX)
+        and str(recorded[n]) not in (before[n], v)
     ]
 
 

@@ -333,7 +333,8 @@ def _ami_line(g: dict[str, Any]) -> str:
     release = (
         f"AMI release {ami['releaseVersion']}{tag}, pinned by amiRelease (a change rolls the nodes)"
         if ami["pinned"]
-        else f"AMI release {ami['releaseVersion']}{tag} when created, then kept (set amiRelease to move)"
+        else f"AMI release {ami['releaseVersion']}{tag} when created, then kept until its launch template changes "
+        "(set amiRelease to move)"
     )
     roll = (
         "a roll replaces one node at a time, one pod of a job at a time (an elastic job down to its minNodes)"

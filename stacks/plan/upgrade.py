@@ -24,6 +24,7 @@ from stacks.plan.installs import autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+from stacks.plan.templates import recorded_digest, template_digest
 from stacks.zones import RegionZones
 
 
@@ -197,13 +198,28 @@ class Upgrade:
 
 
 def _launch_template(plan: Plan, g: NodeGroupPlan) -> dict[str, Any]:
-    """The settings of a group that its launch template carries: a change is a new version, and the nodes roll."""
+    """The settings of a group that its launch template carries (:func:`stacks.plan.templates.launch_template`): a
+    change is a new version (source key ``tf-launch-template-version``), and the nodes roll."""
     return {
         "root volume size": g.disk_size_gib,
         "EFA interfaces": g.profile.efa_interfaces,
         "capacity reservation": g.capacity_reservation_id,
         "host setup": [r.name for r in plan.host_requirements(g.name)],
+        "instance tags": ", ".join(f"{k}={v}" for k, v in sorted(plan.config.tags.items())) or "none",
     }
+
+
+def _template_changes(
+    old_plan: Plan, new_plan: Plan, old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]]
+) -> list[str]:
+    """What changes a group's launch template: its settings in the stack file, else this version of the project, where
+    the last update's record (``recorded``) holds another digest than the recorded configuration has under it."""
+    lt_old, lt_new = _launch_template(old_plan, old), _launch_template(new_plan, new)
+    out = [f"launch template: {k} {lt_old[k]} -> {lt_new[k]}" for k in lt_old if lt_old[k] != lt_new[k]]
+    deployed = recorded_digest(recorded, new)
+    if not out and deployed not in (None, template_digest(old_plan, old), template_digest(new_plan, new)):
+        out.append("launch template: this version of the project changes it")
+    return out
 
 
 def _replacing(old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
@@ -220,18 +236,65 @@ def _replacing(old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
     return out
 
 
-def _rolling(old_plan: Plan, new_plan: Plan, old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
-    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release, a launch template setting."""
+def _rolling(
+    old_plan: Plan,
+    new_plan: Plan,
+    old: NodeGroupPlan,
+    new: NodeGroupPlan,
+    recorded: Optional[Mapping[str, object]] = None,
+) -> list[str]:
+    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release, its launch template
+    (:func:`_template_changes`)."""
     out = []
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     if a != b:
         release = new.ami.release_version if new.ami.pinned else f"EKS's newest release for {b}"
         out.append(f"Kubernetes {a} -> {b} (AMI release {release})")
-    elif new.ami.pinned and old.ami.release_version != new.ami.release_version:
+    elif _release_moves(old, new):
         out.append(f"AMI release {old.ami.release_version} -> {new.ami.release_version}")
-    lt_old, lt_new = _launch_template(old_plan, old), _launch_template(new_plan, new)
-    out += [f"launch template: {k} {lt_old[k]} -> {lt_new[k]}" for k in lt_old if lt_old[k] != lt_new[k]]
-    return out
+    template = _template_changes(old_plan, new_plan, old, new, recorded)
+    if template and not out:
+        # the provider sends releaseVersion only when it changed, and EKS then takes its newest release for the
+        # group's minor (source keys ``tf-eks-node-group-release-version``, ``eks-update-nodegroup-release``)
+        template.append(f"AMI release -> EKS's newest for {b}")
+    return out + template
+
+
+def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan) -> bool:
+    """The group's ``amiRelease`` pins a release other than the one it had: the update sends it to EKS."""
+    return new.ami.pinned and old.ami.release_version != new.ami.release_version
+
+
+def pinned_release_problems(
+    old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
+) -> list[str]:
+    """A group whose ``amiRelease`` pins a release it keeps while its launch template changes: EKS would take its
+    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back (source key
+    ``eks-update-nodegroup-release``). ``recorded``: the last update's record, for what this version changes."""
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    old_groups = {g.name: g for g in old_plan.all_groups}
+    problems = []
+    for g in new_plan.all_groups:
+        was = old_groups.get(g.name)
+        if was is None or not g.ami.pinned or a != b or _release_moves(was, g) or _replacing(was, g):
+            continue
+        changes = _template_changes(old_plan, new_plan, was, g, recorded)
+        if not changes:
+            continue
+        own = (
+            new_plan.config.system_node_group.ami_release
+            if g.path == "systemNodeGroup"
+            else new_plan.config.node_groups[g.name].ami_release
+        )
+        pin = key(f"{g.path}.amiRelease" if own is not None else "cluster.amiRelease")
+        what = "; ".join(c.removeprefix("launch template: ") for c in changes)
+        problems.append(
+            f"{pin}: pins {g.path} to AMI release {g.ami.release_version}, and this update changes its launch "
+            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}, "
+            f"and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set {pin} to a "
+            "newer release in this same update, or remove it (the group then takes EKS's newest release and keeps it)"
+        )
+    return problems
 
 
 def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: bool = True) -> tuple[JobStop, ...]:
@@ -278,15 +341,19 @@ def compare(
     region: Optional[RegionZones] = None,
     deployed_zones: Optional[list[str]] = None,
     deployed_dirs: Optional[Mapping[str, str]] = None,
+    deployed_versions: Optional[Mapping[str, object]] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
-    the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
+    the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
+    :func:`pinned_release_problems`;
     ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``region``: the region's
     zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
-    recorded; ``deployed_dirs``: the jobs' output folders the last update exported, where recorded)."""
+    recorded; ``deployed_dirs``: the jobs' output folders the last update exported, where recorded;
+    ``deployed_versions``: what it recorded it installed, the launch templates' digests among them)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
+    problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}
@@ -295,7 +362,7 @@ def compare(
     notes: list[str] = []
     for g in new_plan.all_groups:
         if g.name in old_groups:
-            change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g)
+            change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g, deployed_versions)
             groups += [change] if change is not None else []
             notes += group_notes
     notes += _held_addon_notes(old_plan, new_plan)
@@ -316,9 +383,14 @@ def compare(
 
 
 def _group_change(
-    old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan
+    old_plan: Plan,
+    new_plan: Plan,
+    was: NodeGroupPlan,
+    g: NodeGroupPlan,
+    recorded: Optional[Mapping[str, object]] = None,
 ) -> tuple[Optional[GroupChange], list[str]]:
-    """What happens to a group the stack keeps: replaced, rolled or left alone, with the notes its roll needs."""
+    """What happens to a group the stack keeps: replaced, rolled or left alone, with the notes its roll needs
+    (``recorded``: the last update's record of what it installed)."""
     replace_why = _replacing(was, g)
     if replace_why:
         # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
@@ -332,7 +404,7 @@ def _group_change(
             jobs=jobs,
         )
         return change, []
-    why = _rolling(old_plan, new_plan, was, g)
+    why = _rolling(old_plan, new_plan, was, g, recorded)
     if not why:
         return None, []
     # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key

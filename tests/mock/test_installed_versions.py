@@ -3,6 +3,7 @@ preset; the next update names what a new version of the project moves, and only 
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -14,11 +15,43 @@ from stacks import last_update
 from stacks.config import load_config
 from stacks.plan import build_plan
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
+from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
 from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
 from tests.last_update_support import PREVIOUS, P, deployed, pinned
 
 #: The Helm charts the record names, by the chart a release installs (the last part of its name or OCI address).
 CHART_KEYS = {"kueue", "nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cluster-autoscaler"}
+
+
+def _camel(value: Any) -> Any:
+    """A launch template's settings as the engine receives them: camelCase keys, numbers as floats, no empty field."""
+    if isinstance(value, dict):
+        words = lambda k: k.split("_")[0] + "".join(w.title() for w in k.split("_")[1:])  # noqa: E731
+        return {words(k): _camel(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_camel(v) for v in value]
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _registered_templates(program, stack: str) -> dict[str, str]:
+    """Each node group's launch template as registered, checked equal to the plan's (:func:`launch_template`, less the
+    ids of the security groups and placement group it names), by the record's name, with the plan's digest."""
+    plan = build_plan(load_config(PROJECT, stack, stack_config(stack), project_dir=REPO))
+    registered = {r.name: r.inputs for r in program.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
+    found = {}
+    for g in plan.all_groups:
+        inputs = copy.deepcopy(registered.pop(f"{plan.config.cluster_name}-{g.name}-lt"))  # the run is shared
+        for nic in inputs.get("networkInterfaces") or ():
+            assert len(nic.pop("securityGroups")) == 2, nic  # the cluster's and the group's EFA security group
+        assert ("placement" in inputs) == (g.efa is not None and not g.capacity_reservation_id), inputs
+        inputs.pop("placement", None)
+        own = {k: v for k, v in inputs["tagSpecifications"][0]["tags"].items() if k != "Name"}
+        assert inputs.pop("tags") == own, inputs  # the template's own tags (no new version) are its instances'
+        assert inputs.pop("updateDefaultVersion") is True
+        assert inputs == _camel(launch_template(plan, g)), (g.path, inputs)
+        found[g.path + TEMPLATE_SUFFIX] = template_digest(plan, g)
+    assert not registered, f"launch templates no group of the plan has: {sorted(registered)}"
+    return found
 
 
 def _registered_versions(program) -> dict[str, str]:
@@ -53,11 +86,13 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         assert recorded is None  # a jobs-only stack installs none of them
         return
     assert last_update.VERSIONS_OUTPUT not in program.secret_outputs  # `pulumi stack output` shows it
-    registered = _registered_versions(program)
+    registered = {**_registered_versions(program), **_registered_templates(program, stack)}
     assert set(recorded) == set(registered), (sorted(recorded), sorted(registered))
     for name, version in recorded.items():
         if name in EKS_ADDONS:  # a pin is registered as it is; EKS's default is resolved from the account
             assert version == EKS_DEFAULT or registered[name] == version, (name, version, registered[name])
+        elif name.endswith(TEMPLATE_SUFFIX):
+            assert version == registered[name], (name, version, registered[name])
         elif name == "etcd":
             tag, _, digest = registered[name].partition("@")
             assert version == f"{tag.rsplit(':', 1)[1]}@{digest[:19]}", (version, registered[name])
@@ -136,3 +171,32 @@ def test_an_unreadable_record_names_no_move(recorded: Any) -> None:
     assert version_moves({"kueue": "chart 0.0.1"}, plan, plan) == [
         ("kueue", "chart 0.0.1", installed_versions(plan)["kueue"])
     ]
+
+
+def test_a_launch_template_a_new_version_changes_rolls_its_group(last_outputs) -> None:
+    """The record's digest of the system group's launch template differs from the one this version makes of the same
+    configuration (its node setup changed, say): ``pulumi up`` names the system group's roll, and no version move."""
+    config = json.loads(deployed())
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    now = run_program("dev", config=config, fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    key = "systemNodeGroup" + TEMPLATE_SUFFIX
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**now, key: "0123456789abcdef"}
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None, program.error
+    (summary,) = program.warnings
+    assert "systemNodeGroup rolls: launch template: this version of the project changes it" in summary, summary
+    assert "nodeGroups.cpu rolls" not in summary and key not in summary, summary
+
+
+def test_new_stack_tags_roll_every_group_at_pulumi_up(last_outputs) -> None:
+    """The stack's tags are its instances' tags, in every launch template: ``pulumi up`` names each group's roll."""
+    config = json.loads(deployed())
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    last_outputs[last_update.VERSIONS_OUTPUT] = run_program("dev", config=config, fresh=True).outputs[
+        last_update.VERSIONS_OUTPUT
+    ]
+    program = run_program("dev", config={**config, P + "tags": {"team": "research"}}, fresh=True)
+    assert program.error is None, program.error
+    (summary,) = program.warnings
+    for group in ("systemNodeGroup", "nodeGroups.cpu"):
+        assert f"{group} rolls: launch template: instance tags none -> team=research" in summary, summary

@@ -152,6 +152,20 @@ def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -
     assert program.registrations == []
 
 
+def test_a_pinned_groups_launch_template_change_alone_fails_before_any_resource_is_registered(last_outputs) -> None:
+    """dev's releases pinned (cluster.amiRelease), then a bigger CPU disk at the same release: EKS would take its
+    newest release, and refuse every later update back to the pin. Refused before anything is registered."""
+    last_outputs[last_update.CONFIG_OUTPUT] = deployed(amiRelease="v20260610")
+    config = pinned(amiRelease="v20260610")
+    config[P + "nodeGroups"]["cpu"]["diskSizeGib"] += 50
+    program = run_program("dev", config=config, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError)
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}cluster.amiRelease: pins nodeGroups.cpu to AMI release "), problem
+    assert "remove it (the group then takes EKS's newest release and keeps it)" in problem, problem
+    assert program.registrations == []
+
+
 def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> None:
     """The program reads the region's zones (aws.getAvailabilityZones) and resolves the last update's zones and this
     one's from them: a third zone is refused, as EKS keeps the zones a cluster was made in."""

@@ -1,8 +1,9 @@
 """How every stack's node groups are updated and what an update may stop, read from what the program registers:
 
 - each managed node group runs the cluster's Kubernetes minor and an EKS AMI release: unpinned, the newest the
-  catalog knows at creation and then kept (Pulumi ignores the default's later changes: a project update rolls no
-  node); pinned by ``cluster.amiRelease`` or the group's ``amiRelease``, that release, and a change rolls the nodes;
+  catalog knows at creation and then kept (Pulumi ignores the default's later changes) until a launch template
+  change takes EKS's newest; pinned by ``cluster.amiRelease`` or the group's ``amiRelease``, that release, and a
+  change rolls the nodes;
 - EKS rolls one node at a time (``updateConfig.maxUnavailable`` 1) and never forces an update past a
   PodDisruptionBudget (source key ``eks-managed-node-update``);
 - it launches new nodes first (``updateStrategy`` ``DEFAULT``) only where the group's capacity has room for them: a

@@ -33,6 +33,7 @@ from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
+from stacks.plan.templates import digest, launch_template, template_digests
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
@@ -270,7 +271,8 @@ def test_launch_template_and_instance_type_changes() -> None:
     bigger[P + "nodeGroups"]["cpu"]["diskSizeGib"] = 100
     u = compare(plan_of("dev", base), plan_of("dev", bigger))
     (cpu,) = u.groups
-    assert cpu.action == "roll" and cpu.reasons == ("launch template: root volume size 50 -> 100",)
+    newest = f"AMI release -> EKS's newest for {DEFAULT_KUBERNETES_VERSION}"
+    assert cpu.action == "roll" and cpu.reasons == ("launch template: root volume size 50 -> 100", newest)
     assert [j.name for j in cpu.jobs] == ["train"]
 
     other = copy.deepcopy(base)
@@ -278,6 +280,118 @@ def test_launch_template_and_instance_type_changes() -> None:
     (cpu,) = compare(plan_of("dev", base), plan_of("dev", other)).groups
     assert cpu.action == "replace" and cpu.reasons == ("instance types m5.xlarge -> c5.4xlarge",)
     assert [(j.name, j.strategy) for j in cpu.jobs] == [("train", "delete")]
+
+
+def test_new_instance_tags_roll_every_group() -> None:
+    """The stack's tags are in every launch template's instance and volume tags: a change is a new template version
+    for every group, the system group (and its etcd) included."""
+    base = preset("p4d")
+    tagged = {**copy.deepcopy(base), P + "tags": {"team": "research"}}
+    u = compare(plan_of("p4d", base), plan_of("p4d", tagged))
+    tags = (
+        "launch template: instance tags none -> team=research",
+        f"AMI release -> EKS's newest for {DEFAULT_KUBERNETES_VERSION}",
+    )
+    assert {g.path: g.reasons for g in u.groups} == {"systemNodeGroup": tags, "nodeGroups.gpu": tags}
+    assert any(j.rendezvous for g in u.groups for j in g.jobs)  # etcd moves
+    assert "node groups: none rolls" not in render_upgrade(upgrade_report(u))
+
+
+def test_a_launch_template_digest_ignores_unset_settings() -> None:
+    """A setting a version adds unset is not in the template: it changes no digest, so it rolls nothing."""
+    plan = plan_of("p5", preset("p5"))
+    data = launch_template(plan, plan.groups["gpu"])
+    assert (
+        digest({**data, "new_setting": None}) == digest(data) == template_digests(plan)["nodeGroups.gpu.launchTemplate"]
+    )
+    deeper = {**data, "metadata_options": {**data["metadata_options"], "new_option": None}}
+    assert digest(deeper) == digest(data) != digest({**data, "user_data": "other"})
+
+
+def test_a_launch_template_this_version_changes_rolls_its_group() -> None:
+    """The last update recorded each group's launch template digest: a digest the recorded configuration no longer
+    has under this version (its node setup changed, say) rolls the group; the same digest, or none, rolls nothing."""
+    plan = plan_of("dev", preset("dev"))
+    now = template_digests(plan)
+    assert compare(plan, plan, deployed_versions=now).groups == ()
+    assert compare(plan, plan, deployed_versions={}).groups == ()
+    older = {**now, "nodeGroups.cpu.launchTemplate": "0123456789abcdef"}
+    (cpu,) = compare(plan, plan, deployed_versions=older).groups
+    assert (cpu.path, cpu.action) == ("nodeGroups.cpu", "roll")
+    newest = f"AMI release -> EKS's newest for {DEFAULT_KUBERNETES_VERSION}"
+    assert cpu.reasons == ("launch template: this version of the project changes it", newest)
+    # a stack file change names itself, once: the record then says nothing more
+    bigger = copy.deepcopy(preset("dev"))
+    bigger[P + "nodeGroups"]["cpu"]["diskSizeGib"] = 100
+    (cpu,) = compare(plan, plan_of("dev", bigger), deployed_versions=older).groups
+    assert cpu.reasons == ("launch template: root volume size 50 -> 100", newest)
+
+
+def test_a_launch_template_change_with_the_minor_takes_the_minors_release_once() -> None:
+    """A minor move sends the new version with the template: the Kubernetes reason names the release, alone."""
+    old = variant("dev", kubernetesVersion="1.35")
+    new = variant("dev", kubernetesVersion="1.36")
+    new[P + "nodeGroups"]["cpu"]["diskSizeGib"] = 100
+    cpu = next(g for g in compare(plan_of("dev", old), plan_of("dev", new)).groups if g.path == "nodeGroups.cpu")
+    assert cpu.reasons == (
+        "Kubernetes 1.35 -> 1.36 (AMI release EKS's newest release for 1.36)",
+        "launch template: root volume size 50 -> 100",
+    )
+
+
+def _pinned_p5(release: str = "v20260610", own: bool = False, disk: int = 500) -> dict[str, Any]:
+    """p5 with its AMI release pinned, for every group (``cluster.amiRelease``) or for its GPU group only."""
+    cfg = preset("p5")
+    if own:
+        cfg[P + "nodeGroups"]["gpu"]["amiRelease"] = release
+    else:
+        cfg[P + "cluster"] = {**(cfg.get(P + "cluster") or {}), "amiRelease": release}
+    cfg[P + "nodeGroups"]["gpu"]["diskSizeGib"] = disk
+    return cfg
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_a_pinned_group_whose_launch_template_changes_alone_is_refused(own: bool) -> None:
+    """A pinned release the update keeps while the launch template changes: EKS would take its newest release, and
+    refuse every later update back to the pin. Refused, naming the key that pins it and the two ways out."""
+    with pytest.raises(ConfigError) as err:
+        compare(plan_of("p5", _pinned_p5(own=own)), plan_of("p5", _pinned_p5(own=own, disk=600)))
+    (problem,) = err.value.problems
+    pin = f"{P}nodeGroups.gpu.amiRelease" if own else f"{P}cluster.amiRelease"
+    assert problem.startswith(
+        f"{pin}: pins nodeGroups.gpu to AMI release 1.36.1-20260610, and this update changes its launch template "
+        "(root volume size 500 -> 600) but not its release"
+    ), problem
+    assert "refuse every later `pulumi up`, which asks it to go back to 1.36.1-20260610" in problem
+    assert f"Set {pin} to a newer release in this same update, or remove it" in problem
+
+
+def test_a_pinned_group_takes_a_launch_template_change_with_a_new_release_or_unpinned() -> None:
+    """Raised in the same update, the release goes with the template; unpinned, the group takes EKS's newest."""
+    old = plan_of("p5", _pinned_p5())
+    raised = compare(old, plan_of("p5", _pinned_p5("v20260714", disk=600)))
+    (gpu,) = [g for g in raised.groups if g.path == "nodeGroups.gpu"]
+    assert gpu.reasons == (
+        "AMI release 1.36.1-20260610 -> 1.36.2-20260714",
+        "launch template: root volume size 500 -> 600",
+    )
+    unpinned = _pinned_p5(disk=600)
+    del unpinned[P + "cluster"]["amiRelease"]
+    (gpu,) = [g for g in compare(old, plan_of("p5", unpinned)).groups if g.path == "nodeGroups.gpu"]
+    assert gpu.reasons == ("launch template: root volume size 500 -> 600", "AMI release -> EKS's newest for 1.36")
+
+
+def test_a_pinned_group_whose_launch_template_this_version_changes_is_refused() -> None:
+    """The record says this version of the project changes the pinned system group's template: refused the same way."""
+    plan = plan_of("p5", _pinned_p5())
+    older = {**template_digests(plan), "systemNodeGroup.launchTemplate": "0123456789abcdef"}
+    with pytest.raises(ConfigError) as err:
+        compare(plan, plan, deployed_versions=older)
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        f"{P}cluster.amiRelease: pins systemNodeGroup to AMI release 1.36.1-20260610, and this update changes its "
+        "launch template (this version of the project changes it) but not its release"
+    ), problem
 
 
 def test_a_roll_that_changes_the_strategy_runs_under_the_old_one() -> None:
