@@ -5,9 +5,9 @@ data, and how long it is expected to take.
 
 Both configurations are loaded and planned as ``pulumi up`` does (the old one by :mod:`stacks.plan.old_config`); the
 comparison reads the two plans, refuses what EKS refuses (:mod:`stacks.plan.minors`,
-:mod:`stacks.plan.network_change`), and :mod:`stacks.plan.upgrade_text` says what it found. Pulumi updates the control
-plane first (everything else depends on the cluster), then the add-ons and the node groups; the groups wait for the
-VPC CNI and kube-proxy add-ons.
+:mod:`stacks.plan.network_change`) and what Kueue refuses (:func:`~stacks.plan.admission.flavor_problems`), and
+:mod:`stacks.plan.upgrade_text` says what it found. Pulumi updates the control plane first (everything else depends on
+the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.admission import flavor_problems
 from stacks.plan.installs import autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
@@ -280,13 +281,15 @@ def compare(
     deployed_dirs: Optional[Mapping[str, str]] = None,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
-    the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`;
+    the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
+    :func:`~stacks.plan.admission.flavor_problems`;
     ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``region``: the region's
     zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
     recorded; ``deployed_dirs``: the jobs' output folders the last update exported, where recorded)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
+    problems += flavor_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}

@@ -152,6 +152,23 @@ def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -
     assert program.registrations == []
 
 
+def test_another_gpu_model_on_a_topology_aware_group_fails_before_any_resource_is_registered(last_outputs) -> None:
+    """p4d's topology-aware gpu group moved to p5: its Kueue flavor's accelerator label would change, which Kueue
+    refuses once the flavor has a Topology. Refused before the new group is made, where `pulumi up` would fail
+    partway with both groups running."""
+    config = stack_config("p4d") | {P + "preflight": {"enabled": False}}
+    config[P + "cluster"] = {**(config.get(P + "cluster") or {}), "kubernetesVersion": NOW}
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    moved = copy.deepcopy(config)
+    moved[P + "nodeGroups"]["gpu"]["instanceTypes"] = ["p5.48xlarge"]
+    program = run_program("dev", config=moved, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError)
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}nodeGroups.gpu: its Kueue flavor gpu has a Topology"), problem
+    assert "(k8s.amazonaws.com/accelerator nvidia-a100 -> nvidia-h100)" in problem, problem
+    assert program.registrations == []
+
+
 def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> None:
     """The program reads the region's zones (aws.getAvailabilityZones) and resolves the last update's zones and this
     one's from them: a third zone is refused, as EKS keeps the zones a cluster was made in."""
