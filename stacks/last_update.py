@@ -74,8 +74,8 @@ def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str
 
 def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi.Input[Any]) -> pulumi.Output[str]:
     """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys), as the secret
-    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs): an update that
-    fails before them keeps the previous record."""
+    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs and what it
+    installs, :func:`stacks.outputs.installs_done`): an update that fails before them keeps the previous record."""
     text = json.dumps(recorded(config, minor), sort_keys=True)
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
