@@ -181,7 +181,8 @@ class Upgrade:
     groups: tuple[GroupChange, ...]
     addons: tuple[AddonChange, ...]
     notes: tuple[str, ...]
-    #: The minor the control plane runs where it moved past ``old_minor`` outside Pulumi (its nodes did not).
+    #: The minor the control plane runs where it moved past ``old_minor`` since its record: an earlier ``pulumi up``
+    #: that failed, or EKS's own upgrade (its nodes may not have moved).
     running: Optional[str] = None
     #: Changes that replace the cluster or give the jobs other shared data (:func:`data_changes`).
     data: tuple[str, ...] = ()
@@ -282,10 +283,10 @@ def compare(
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
-    :func:`~stacks.plan.admission.flavor_problems`;
-    ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``region``: the region's
-    zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
-    recorded; ``deployed_dirs``: the jobs' output folders the last update exported, where recorded)."""
+    :func:`~stacks.plan.admission.flavor_problems`; ``running``: a control plane that moved past the record;
+    ``unread``: why its minor was not read; ``region``: the region's zones, where known (``pulumi up``);
+    ``deployed_zones``: the zones the old VPC was made in, where recorded; ``deployed_dirs``: the jobs' output folders
+    the last update exported, where recorded)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
