@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
-from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrategy
+from components.catalog.platform import NODE_UPDATE_STRATEGIES, NODEGROUP_LABEL, NodeUpdateStrategy
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SURGE
 from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
@@ -77,9 +77,13 @@ class JobStop:
                 "it resumes itself), using one of its maxRestarts" + self._past_limit()
             )
         if self.strategy == "whenIdle":
+            # EKS marks the old nodes unschedulable before it drains one (source key ``eks-managed-node-update``)
             return (
                 f"keeps all {self.pods} pod(s): EKS cannot drain its nodes and fails the group's update after "
-                f"{EVICTION_LIMIT_MINUTES} minutes; run `pulumi up --refresh` once it is done"
+                f"{EVICTION_LIMIT_MINUTES} minutes; it first marks the old nodes unschedulable, so a pod that starts "
+                f"again meanwhile cannot use them; if they still are after the failure, `kubectl uncordon -l "
+                f"{NODEGROUP_LABEL}=<the group's EKS name>` lets pods use them; run `pulumi up --refresh` once it is "
+                "done"
             )
         stop = (
             f"one pod at a time is stopped (SIGTERM and its grace period), its PodDisruptionBudget keeping "

@@ -261,6 +261,11 @@ def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> No
     (train,) = gpu.jobs
     assert train.strategy == "whenIdle" and train.keeps == train.pods == 2
     assert "fails the group's update after 15 minutes" in train.what
+    # EKS marks the old nodes unschedulable before draining: a pod that starts again cannot use them
+    assert "it first marks the old nodes unschedulable, so a pod that starts again meanwhile cannot use them" in (
+        train.what
+    )
+    assert "`kubectl uncordon -l eks.amazonaws.com/nodegroup=<the group's EKS name>`" in train.what
     assert u.minutes == 4.0 + 2 * 20.0  # no control plane, no add-on; the system group's new nodes first
 
 
