@@ -241,6 +241,9 @@ class TrainingCluster(pulumi.ComponentResource):
     :func:`components.scheduling.system_node_selector`."""
     addon_names: list[str]
     """Names of the EKS add-ons this component manages."""
+    installed_addons: pulumi.Output[dict[str, str]]
+    """Each of those add-ons' version as EKS installed it, by name; resolves once every one is installed (or updated)
+    at its version."""
     log_group_name: pulumi.Output[str]
     """The control-plane log group (created here with a retention; removed with the stack)."""
 
@@ -287,6 +290,10 @@ class TrainingCluster(pulumi.ComponentResource):
         self.system_node_group_name = system.node_group_name
         self.system_node_labels = system.labels
         self.addon_names = [*NODE_ADDONS, POD_IDENTITY_AGENT_ADDON, *LATE_ADDONS]
+        addons = [*node_addons, pod_identity_agent, *late]
+        self.installed_addons = pulumi.Output.all(*[a.addon_version for a in addons]).apply(
+            lambda v: dict(zip(self.addon_names, (str(x) for x in v)))
+        )
         self.coredns_addon = late[LATE_ADDONS.index(DNS_ADDON)]
         self.pod_identity_agent_addon = pod_identity_agent
         self.log_group_name = log_group.name
@@ -302,6 +309,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "system_node_group_name": self.system_node_group_name,
                 "system_node_labels": self.system_node_labels,
                 "log_group_name": self.log_group_name,
+                "installed_addons": self.installed_addons,
             }
         )
 

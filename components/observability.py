@@ -355,6 +355,9 @@ class FleetObservability(pulumi.ComponentResource):
     """Names of the alarms: the idle-GPU alarms and the metrics pipeline's."""
     alarm_topic_arn: pulumi.Output[str]
     """The SNS topic the alarms publish to ("" without an e-mail)."""
+    installed_addon: pulumi.Output[str]
+    """The Container Insights add-on's version as EKS installed it ("" without ``metrics``); resolves once it is
+    installed (or updated) at that version."""
 
     def __init__(self, name: str, args: FleetObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:FleetObservability", name, None, opts)
@@ -374,7 +377,14 @@ class FleetObservability(pulumi.ComponentResource):
             self._idle_alarms(name, args, tags, alarms, actions)
             if args["metrics"]:
                 self._pipeline_alarm(name, args, tags, actions, addon)
-        self.register_outputs({"dashboard_url": self.dashboard_url, "alarm_topic_arn": self.alarm_topic_arn})
+        self.installed_addon = addon.addon_version if addon is not None else pulumi.Output.from_input("")
+        self.register_outputs(
+            {
+                "dashboard_url": self.dashboard_url,
+                "alarm_topic_arn": self.alarm_topic_arn,
+                "installed_addon": self.installed_addon,
+            }
+        )
 
     def _agent(
         self, name: str, args: FleetObservabilityArgs, tags: dict[str, str], partition: pulumi.Output[str]

@@ -74,8 +74,8 @@ def recorded(config: Mapping[str, Any], minor: Optional[str] = None) -> dict[str
 
 def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi.Input[Any]) -> pulumi.Output[str]:
     """The configuration this update was given (:func:`recorded`, with the Kubernetes minor it deploys), as the secret
-    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs): an update that
-    fails before them keeps the previous record."""
+    JSON the next update reads back; resolved only once ``finished`` is (the stack's other outputs and what it
+    installs, :func:`stacks.outputs.installs_done`): an update that fails before them keeps the previous record."""
     text = json.dumps(recorded(config, minor), sort_keys=True)
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
@@ -218,7 +218,7 @@ def upgrade_summary(
     :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls, no version moves and no job
     starts a new run.
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
-    preflight read it: newer than the record's, it moved outside Pulumi (:func:`ahead_of_record`); ``unread``: why it
+    preflight read it: newer than the record's, it moved since (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
     made in (:func:`deployed_zones`); ``folders``: the jobs' output folders it exported (:func:`deployed_folders`);
     ``versions``: what it installed (:data:`VERSIONS_OUTPUT`). A new region is refused before
@@ -299,8 +299,9 @@ def unread_hint(new: str, why: str) -> str:
 
 
 def ahead_of_record(deployed: Optional[str], running: Optional[str]) -> Optional[str]:
-    """``running`` where the control plane runs a newer minor than the record's ``deployed``: EKS upgraded it itself
-    (at the end of standard or extended support), or someone did outside Pulumi; else ``None``."""
+    """``running`` where the control plane runs a newer minor than the record's ``deployed``: an earlier ``pulumi up``
+    moved it and then failed (a failed update keeps the record), EKS upgraded it itself (at the end of standard or
+    extended support), or someone did outside Pulumi; else ``None``."""
     if running is None or deployed is None or minor_number(running) <= minor_number(deployed):
         return None
     return running
@@ -317,13 +318,16 @@ def already_moved_note(old: str, new: str) -> str:
 
 
 def moved_outside_note(old: str, running: str, new: str) -> str:
-    """The control plane runs ``running``, the last update deployed ``old``, this one sets ``new``: the nodes and
-    add-ons still move as the summary says, and Pulumi's state needs a refresh first."""
-    why = " (without it, `pulumi up` asks EKS for the move to the minor the cluster runs, which EKS refuses)"
+    """The control plane runs ``running``, the last finished update deployed ``old``, this one sets ``new``: the nodes
+    and add-ons may still move as the summary says. After EKS's own upgrade Pulumi's state needs a refresh first; after
+    an earlier ``pulumi up`` that moved it and failed, the state holds ``running`` already, and the refresh is
+    harmless."""
+    why = " (without the refresh, `pulumi up` asks EKS for the move to the minor the cluster runs, which EKS refuses)"
     return (
-        f"The control plane already runs {running}: it moved outside Pulumi (EKS upgrades a cluster itself at the end "
-        f"of standard or extended support); its nodes and add-ons did not. Pulumi's state still holds {old}: run this "
-        f"update as `pulumi up --refresh` unless it is one{why if new == running else ''}"
+        f"The control plane already runs {running}, past the {old} the last finished update recorded: an earlier "
+        f"`pulumi up` that failed moved it, or EKS did (it upgrades a cluster itself at the end of standard or "
+        f"extended support). Its nodes and add-ons may not have moved. Run this update as `pulumi up --refresh` "
+        f"unless it is one: after EKS's own upgrade, Pulumi's state still holds {old}{why if new == running else ''}"
     )
 
 

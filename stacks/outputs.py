@@ -213,12 +213,13 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
       refuses to move them.
     - ``deployedConfiguration``: the configuration this update was given (the project's settings and the AWS
       provider's, less its credentials; the Kubernetes minor it deployed where the settings leave it unset), a secret,
-      recorded once the other outputs are: the next ``pulumi up`` reads it back to say what it rolls
-      (:mod:`stacks.last_update`).
+      recorded once the other outputs are and everything ``deployedVersions`` names is installed: the next
+      ``pulumi up`` reads it back to say what it rolls (:mod:`stacks.last_update`).
     - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
       cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name, and a
       digest of each node group's launch template (``<group path>.launchTemplate``), recorded once the other outputs
-      are: the next ``pulumi up`` names what a new version moves, and the groups whose nodes it rolls.
+      are and each of them is installed: the next ``pulumi up`` names what a new version moves, and the groups whose
+      nodes it rolls.
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)
@@ -230,10 +231,30 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     if env.config.network is not None and env.zones is not None:
         outputs[ZONES_OUTPUT] = [z.name for z in env.zones]
     minor = env.config.cluster.kubernetes_version
-    finished = list(outputs.values())
+    finished = [*outputs.values(), *installs_done(env)]
     outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished)
     outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished)
     return outputs
+
+
+def installs_done(env: Environment) -> list[pulumi.Output[Any]]:
+    """An output of each thing ``deployedVersions`` names, resolving once it is installed at its version: the EKS
+    add-ons, the device plugins, the cluster autoscaler, the ProvisioningRequest CRD, Kueue, the MPI Operator and etcd.
+    The records wait for them, so an update whose install failed (a release rolled back) records neither."""
+    done: list[pulumi.Output[Any]] = [env.cluster.installed_addons]
+    if env.observability is not None:
+        done.append(env.observability.installed_addon)
+    done += [plugin.release_name for plugin in env.device_plugins.values()]
+    if env.autoscaler is not None:
+        done.append(env.autoscaler.release_name)
+    if env.provisioning_crd is not None:
+        done.append(env.provisioning_crd.urn)  # a ConfigFile's URN resolves once it is applied
+    w: Optional[Workloads] = env.workloads
+    if w is not None:
+        done += [x.queue_name for x in (w.admission,) if x is not None]
+        done += [x.crd_name for x in (w.mpi_operator,) if x is not None]
+        done += [x.service_name for x in (w.etcd,) if x is not None]  # its Service is made after its Deployment
+    return done
 
 
 def _environment_outputs(env: Environment, region: pulumi.Output[str]) -> dict[str, Any]:

@@ -81,6 +81,8 @@ class Program:
     """The exports Pulumi stores encrypted (an Output marked secret, or holding one)."""
     warnings: list[str] = field(default_factory=list)
     """What the program logged as warnings (``pulumi.log.warn``)."""
+    output_resources: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Export -> the URNs of the resources its value is derived from (``Output.resources``)."""
 
     def of_type(self, t: str) -> list[Registration]:
         """All registrations of type token ``t``."""
@@ -137,6 +139,11 @@ class Program:
                 break
             out.append(cur)
         return out
+
+    def output_waits_for(self, output: str, target_urn: str) -> bool:
+        """True when the export ``output`` resolves only once ``target_urn`` is done: its value is derived from that
+        resource, or from one that waits for it (:meth:`waits_for`, a component's children included)."""
+        return any(u == target_urn or target_urn in self._upstream(u, True) for u in self.output_resources[output])
 
     def depends_transitively(self, reg: Registration, target_urn: str) -> bool:
         """True when ``reg`` depends on ``target_urn`` through its provider, resource or property
@@ -296,7 +303,16 @@ def _run_program(
     )
     secret = frozenset(k for k, v in ev.outputs.items() if _sync_await(pulumi.Output.from_input(v).is_secret()))
     outputs = {k: plain(v) for k, v in ev.outputs.items()}
-    return Program(stack, preview, ev.registrations, outputs, ev.invokes, ev.error, ev.reads, secret, ev.warnings)
+    resources = {k: _resource_urns(v) for k, v in ev.outputs.items()}
+    return Program(
+        stack, preview, ev.registrations, outputs, ev.invokes, ev.error, ev.reads, secret, ev.warnings, resources
+    )
+
+
+def _resource_urns(value: Any) -> frozenset[str]:
+    """The URNs of the resources an exported value is derived from."""
+    resources = _sync_await(pulumi.Output.from_input(value).resources())
+    return frozenset(_sync_await(r.urn.future()) for r in resources)
 
 
 def plain(value: Any) -> Any:

@@ -220,6 +220,10 @@ AMI_TYPES: Mapping[str, str] = {"cpu": "AL2023_x86_64_STANDARD", "nvidia": "AL20
 #: and scale-down); its value names the GPU (source key ``cluster-autoscaler-gpu-label``).
 AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
 
+#: The label EKS gives each node of a managed node group, valued with the group's EKS name (source key
+#: ``eks-managed-node-update``).
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+
 
 def accelerator_label_value(gpu_model: "str | None") -> str:
     """The value of :data:`AUTOSCALER_GPU_LABEL` for a GPU model: ``NVIDIA H100`` -> ``nvidia-h100``."""

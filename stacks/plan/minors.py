@@ -63,8 +63,9 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unrea
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
     the skew Kubernetes supports; each message names the key and the steps to take instead. Whether each group runs
     the minor the control plane moves from, as EKS requires, only EKS knows: preflight asks it. ``running`` is the
-    control plane's minor where it moved past ``old``'s outside Pulumi (its nodes did not); ``unread``: why EKS was
-    not asked (a skip may then be a move EKS already made), and what to do, a clause added to a skip's refusal."""
+    control plane's minor where it moved past ``old``'s since its record (:func:`stacks.last_update.ahead_of_record`;
+    its nodes may not have); ``unread``: why EKS was not asked (a skip may then be a move EKS already made), and what
+    to do, a clause added to a skip's refusal."""
     deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     if running is not None and minor_number(running) <= minor_number(deployed):
         running = None
@@ -74,9 +75,10 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unrea
         return [moved_default_problem(a, b, outside=running is not None)]
     if running is not None and minor_step(a, b) == "down":
         return [
-            f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: it moved outside Pulumi (EKS upgrades a "
-            f"cluster itself at the end of standard or extended support), and `pulumi up` never moves a cluster "
-            f"down. Set it to '{a}' and run `pulumi up --refresh` (the refresh reads that minor into Pulumi's state)"
+            f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: an earlier `pulumi up` that failed moved "
+            f"it, or EKS did (it upgrades a cluster itself at the end of standard or extended support), and `pulumi "
+            f"up` never moves a cluster down. Set it to '{a}' and run `pulumi up --refresh` (the refresh reads that "
+            f"minor into Pulumi's state)"
         ]
     if minor_step(a, b) == "down":
         return [

@@ -5,21 +5,22 @@ data, and how long it is expected to take.
 
 Both configurations are loaded and planned as ``pulumi up`` does (the old one by :mod:`stacks.plan.old_config`); the
 comparison reads the two plans, refuses what EKS refuses (:mod:`stacks.plan.minors`,
-:mod:`stacks.plan.network_change`), and :mod:`stacks.plan.upgrade_text` says what it found. Pulumi updates the control
-plane first (everything else depends on the cluster), then the add-ons and the node groups; the groups wait for the
-VPC CNI and kube-proxy add-ons.
+:mod:`stacks.plan.network_change`) and what Kueue refuses (:func:`~stacks.plan.admission.flavor_problems`), and
+:mod:`stacks.plan.upgrade_text` says what it found. Pulumi updates the control plane first (everything else depends on
+the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
-from components.catalog.platform import NODE_UPDATE_STRATEGIES, NodeUpdateStrategy
+from components.catalog.platform import NODE_UPDATE_STRATEGIES, NODEGROUP_LABEL, NodeUpdateStrategy
 from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SURGE
 from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.admission import flavor_problems
 from stacks.plan.installs import autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
@@ -77,9 +78,13 @@ class JobStop:
                 "it resumes itself), using one of its maxRestarts" + self._past_limit()
             )
         if self.strategy == "whenIdle":
+            # EKS marks the old nodes unschedulable before it drains one (source key ``eks-managed-node-update``)
             return (
                 f"keeps all {self.pods} pod(s): EKS cannot drain its nodes and fails the group's update after "
-                f"{EVICTION_LIMIT_MINUTES} minutes; run `pulumi up --refresh` once it is done"
+                f"{EVICTION_LIMIT_MINUTES} minutes; it first marks the old nodes unschedulable, so a pod that starts "
+                f"again meanwhile cannot use them; if they still are after the failure, `kubectl uncordon -l "
+                f"{NODEGROUP_LABEL}=<the group's EKS name>` lets pods use them; run `pulumi up --refresh` once it is "
+                "done"
             )
         stop = (
             f"one pod at a time is stopped (SIGTERM and its grace period), its PodDisruptionBudget keeping "
@@ -181,7 +186,8 @@ class Upgrade:
     groups: tuple[GroupChange, ...]
     addons: tuple[AddonChange, ...]
     notes: tuple[str, ...]
-    #: The minor the control plane runs where it moved past ``old_minor`` outside Pulumi (its nodes did not).
+    #: The minor the control plane runs where it moved past ``old_minor`` since its record: an earlier ``pulumi up``
+    #: that failed, or EKS's own upgrade (its nodes may not have moved).
     running: Optional[str] = None
     #: Changes that replace the cluster or give the jobs other shared data (:func:`data_changes`).
     data: tuple[str, ...] = ()
@@ -345,15 +351,16 @@ def compare(
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
-    :func:`pinned_release_problems`;
-    ``running``: a control plane moved outside Pulumi; ``unread``: why its minor was not read; ``region``: the region's
-    zones, where known (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where
-    recorded; ``deployed_dirs``: the jobs' output folders the last update exported, where recorded;
-    ``deployed_versions``: what it recorded it installed, the launch templates' digests among them)."""
+    :func:`pinned_release_problems`, :func:`~stacks.plan.admission.flavor_problems`; ``running``: a control plane
+    that moved past the record; ``unread``: why its minor was not read; ``region``: the region's zones, where known
+    (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where recorded; ``deployed_dirs``: the
+    jobs' output folders the last update exported, where recorded; ``deployed_versions``: what it recorded it
+    installed, the launch templates' digests among them)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
     problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
+    problems += flavor_problems(old_plan, new_plan)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}

@@ -16,7 +16,7 @@ from stacks.config import load_config
 from stacks.plan import build_plan
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
 from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
-from tests.harness import PROJECT, REPO, run_program, stack_config, stack_names
+from tests.harness import PROJECT, REPO, Registration, run_program, stack_config, stack_names
 from tests.last_update_support import PREVIOUS, P, deployed, pinned
 
 #: The Helm charts the record names, by the chart a release installs (the last part of its name or OCI address).
@@ -99,6 +99,37 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         else:
             assert version.startswith(registered[name]), (name, version, registered[name])
     assert not (set(HELM_CHARTS) - CHART_KEYS), "a chart the catalog pins is not in the record"
+
+
+def _installs(program) -> list[Registration]:
+    """What the record names a version of, as registered: every EKS add-on, chart release, manifest and etcd's
+    Deployment."""
+    manifests = {MANIFESTS[k].url for k in ("mpi-operator", "provisioning-request-crd")}
+    return [
+        r
+        for r in program.registrations
+        if r.type in ("aws:eks/addon:Addon", "kubernetes:helm.sh/v3:Release")
+        or (r.type == "kubernetes:yaml/v2:ConfigFile" and r.inputs.get("file") in manifests)
+        or (
+            r.type == "kubernetes:apps/v1:Deployment"
+            and IMAGES["etcd"].ref in {c["image"] for c in r.inputs["spec"]["template"]["spec"]["containers"]}
+        )
+    ]
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_the_records_wait_for_every_install_they_name(stack: str) -> None:
+    """A failed update keeps the stack outputs it registered (pulumi/pulumi#15754), and the Python SDK registers them
+    once every one resolves: each record resolves only once every add-on, chart, manifest and etcd it names is
+    installed, so a release a failed update rolled back is not recorded as installed."""
+    program = run_program(stack)
+    if last_update.VERSIONS_OUTPUT not in program.outputs:
+        return  # a jobs-only stack installs none of them
+    installs = _installs(program)
+    assert {r.type for r in installs} >= {"aws:eks/addon:Addon", "kubernetes:helm.sh/v3:Release"}
+    for record in (last_update.VERSIONS_OUTPUT, last_update.CONFIG_OUTPUT):
+        missed = [r.name for r in installs if not program.output_waits_for(record, r.urn)]
+        assert missed == [], (record, missed)
 
 
 def test_the_summary_names_what_a_new_version_moves_and_nothing_else(last_outputs) -> None:

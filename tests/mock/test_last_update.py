@@ -166,6 +166,23 @@ def test_a_pinned_groups_launch_template_change_alone_fails_before_any_resource_
     assert program.registrations == []
 
 
+def test_another_gpu_model_on_a_topology_aware_group_fails_before_any_resource_is_registered(last_outputs) -> None:
+    """p4d's topology-aware gpu group moved to p5: its Kueue flavor's accelerator label would change, which Kueue
+    refuses once the flavor has a Topology. Refused before the new group is made, where `pulumi up` would fail
+    partway with both groups running."""
+    config = stack_config("p4d") | {P + "preflight": {"enabled": False}}
+    config[P + "cluster"] = {**(config.get(P + "cluster") or {}), "kubernetesVersion": NOW}
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    moved = copy.deepcopy(config)
+    moved[P + "nodeGroups"]["gpu"]["instanceTypes"] = ["p5.48xlarge"]
+    program = run_program("dev", config=moved, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError)
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}nodeGroups.gpu: its Kueue flavor gpu has a Topology"), problem
+    assert "(k8s.amazonaws.com/accelerator nvidia-a100 -> nvidia-h100)" in problem, problem
+    assert program.registrations == []
+
+
 def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> None:
     """The program reads the region's zones (aws.getAvailabilityZones) and resolves the last update's zones and this
     one's from them: a third zone is refused, as EKS keeps the zones a cluster was made in."""
@@ -453,10 +470,11 @@ def cluster_runs(monkeypatch):
 def test_a_control_plane_eks_moved_itself_is_checked_from_the_minor_it_runs_and_asks_for_a_refresh(
     last_outputs, cluster_runs, recorded: str
 ) -> None:
-    """The record says a minor below the one the control plane runs (EKS upgraded it itself, or someone did outside
-    Pulumi; two below: it moved twice), and the stack file sets the one it runs: no skipped minor to refuse, the nodes
-    still roll from the record's minor as the summary says, and the summary says that Pulumi's state still holds the
-    record's minor, so the update must refresh."""
+    """The record says a minor below the one the control plane runs (EKS upgraded it itself, or an earlier `pulumi up`
+    moved it and then failed, which keeps the record; two below: it moved twice), and the stack file sets the one it
+    runs: no skipped minor to refuse, the nodes still roll from the record's minor as the summary says, and the note
+    names both causes: after EKS's own move Pulumi's state still holds the record's minor, so the update must
+    refresh."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=recorded)
     config = cluster_runs(NOW)
     was, will = (addon_version_tuple(pinned_version("vpc-cni", m).version) for m in (recorded, NOW))  # type: ignore[union-attr]
@@ -475,10 +493,11 @@ def test_a_control_plane_eks_moved_itself_is_checked_from_the_minor_it_runs_and_
     assert f"nodeGroups.cpu rolls: Kubernetes {recorded} -> {NOW}" in summary, summary
     assert f"Kubernetes {recorded} -> {NOW}: the control plane already runs {NOW}; then vpc-cni" in summary
     assert summary.endswith(
-        f"The control plane already runs {NOW}: it moved outside Pulumi (EKS upgrades a cluster itself at the end of "
-        f"standard or extended support); its nodes and add-ons did not. Pulumi's state still holds {recorded}: run "
-        "this update as `pulumi up --refresh` unless it is one (without it, `pulumi up` asks EKS for the move to the "
-        "minor the cluster runs, which EKS refuses)"
+        f"The control plane already runs {NOW}, past the {recorded} the last finished update recorded: an earlier "
+        "`pulumi up` that failed moved it, or EKS did (it upgrades a cluster itself at the end of standard or extended "
+        "support). Its nodes and add-ons may not have moved. Run this update as `pulumi up --refresh` unless it is "
+        f"one: after EKS's own upgrade, Pulumi's state still holds {recorded} (without the refresh, `pulumi up` asks "
+        "EKS for the move to the minor the cluster runs, which EKS refuses)"
     ), summary
 
 
@@ -491,7 +510,10 @@ def test_a_stack_file_left_at_the_record_behind_a_control_plane_that_moved_names
     program = run_program("dev", config=config, fresh=True, expect_error=True)
     assert isinstance(program.error, ConfigError) and program.registrations == []
     (problem,) = program.error.problems
-    assert f"{PREVIOUS} is older than the {NOW} the cluster runs: it moved outside Pulumi" in problem, problem
+    said = (
+        f"{PREVIOUS} is older than the {NOW} the cluster runs: an earlier `pulumi up` that failed moved it, or EKS did"
+    )
+    assert said in problem, problem
     assert f"Set it to '{NOW}' and run `pulumi up --refresh`" in problem, problem
 
 

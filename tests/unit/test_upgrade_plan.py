@@ -262,6 +262,11 @@ def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> No
     (train,) = gpu.jobs
     assert train.strategy == "whenIdle" and train.keeps == train.pods == 2
     assert "fails the group's update after 15 minutes" in train.what
+    # EKS marks the old nodes unschedulable before draining: a pod that starts again cannot use them
+    assert "it first marks the old nodes unschedulable, so a pod that starts again meanwhile cannot use them" in (
+        train.what
+    )
+    assert "`kubectl uncordon -l eks.amazonaws.com/nodegroup=<the group's EKS name>`" in train.what
     assert u.minutes == 4.0 + 2 * 20.0  # no control plane, no add-on; the system group's new nodes first
 
 
@@ -1037,6 +1042,61 @@ def test_a_minor_move_names_the_autoscaler_release_the_deployed_versions_record_
         tag, _, digest = release.image.ref.partition("@")
         assert said == f"chart {release.chart.version}, image {tag.rsplit(':', 1)[1]}@{digest[:19]}", said
     assert change.old != change.new
+
+
+def _gpu(stack: str, **group: Any) -> dict[str, Any]:
+    """``stack``'s configuration with its ``gpu`` group's settings changed."""
+    cfg = preset(stack)
+    cfg[P + "nodeGroups"]["gpu"] = {**cfg[P + "nodeGroups"]["gpu"], **group}
+    return cfg
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"instanceTypes": ["p5.48xlarge"]}, "k8s.amazonaws.com/accelerator nvidia-a100 -> nvidia-h100"),
+        ({"labels": {"team": "vision"}}, "team unset -> vision"),
+        ({"efa": False}, "eks-training/efa true -> unset"),
+        ({"topology": False}, "Topology ec2-network-3-layers -> none"),
+    ],
+)
+def test_a_topology_aware_flavors_labels_or_topology_are_refused_with_the_way_out(
+    change: dict[str, Any], said: str
+) -> None:
+    """Kueue refuses to change a ResourceFlavor's nodeLabels or topologyName once it has a Topology (v0.19.1's CRD
+    rules): p4d's gpu group is topology-aware, and another GPU model, a label, EFA or turning topology off would fail
+    ``pulumi up`` partway, so the comparison refuses them before anything changes."""
+    with pytest.raises(ConfigError) as err:
+        compare(plan_of("p4d", preset("p4d")), plan_of("p4d", _gpu("p4d", **change)))
+    (problem,) = err.value.problems
+    assert problem.startswith(f"{P}nodeGroups.gpu: its Kueue flavor gpu has a Topology, and Kueue then refuses"), (
+        problem
+    )
+    assert f"({said})" in problem, problem
+    assert problem.endswith(
+        "give the group a new name (and its jobs' nodeGroup), which makes a new group and a new flavor"
+    )
+
+
+def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
+    """A taint (Kueue's nodeTaints may change), a new GPU model on a group without a Topology, a Topology added to a
+    flavor without one, and a new group name (a new flavor) all compare."""
+    base = preset("p4d")
+    tainted = _gpu("p4d", taints=[{"key": "dedicated", "value": "vision", "effect": "NoSchedule"}])
+    assert compare(plan_of("p4d", base), plan_of("p4d", tainted)).groups == ()
+    flat = _gpu("p4d", topology=False)
+    (gpu,) = compare(
+        plan_of("p4d", flat), plan_of("p4d", {**flat, **_gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"])})
+    ).groups
+    assert gpu.action == "replace"
+    compare(plan_of("p4d", flat), plan_of("p4d", _gpu("p4d", instanceTypes=["p5.48xlarge"])))
+    renamed = preset("p4d")
+    renamed[P + "nodeGroups"]["h100"] = {**renamed[P + "nodeGroups"].pop("gpu"), "instanceTypes": ["p5.48xlarge"]}
+    renamed[P + "jobs"] = {
+        n: {**j, "nodeGroup": "h100"} if j.get("nodeGroup") == "gpu" else j for n, j in renamed[P + "jobs"].items()
+    }
+    actions = {g.path: g.action for g in compare(plan_of("p4d", base), plan_of("p4d", renamed)).groups}
+    assert actions == {"nodeGroups.gpu": "delete"}, actions
 
 
 def _repo_with_code(tmp_path: Path, *, link: bool = False) -> Path:
