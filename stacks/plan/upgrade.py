@@ -10,6 +10,7 @@ comparison reads the two plans, refuses what EKS refuses (:mod:`stacks.plan.mino
 the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
@@ -271,28 +272,52 @@ def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan) -> bool:
     return new.ami.pinned and old.ami.release_version != new.ami.release_version
 
 
+def _release_key(release: str) -> Optional[tuple[tuple[int, ...], str]]:
+    """An EKS AMI release (``1.36.2-20260714``) in the order EKS makes them: Kubernetes patch, then build date; None
+    for a release not of that form."""
+    match = re.fullmatch(r"(?:(\d+(?:\.\d+)*)-)?v?(\d{8})", release)
+    if match is None:
+        return None
+    return tuple(int(p) for p in (match.group(1) or "").split(".") if p), match.group(2)
+
+
+def _pin_key(plan: Plan, g: NodeGroupPlan) -> str:
+    """The key that pins ``g``'s AMI release: its own ``amiRelease``, else ``cluster.amiRelease``."""
+    own = (
+        plan.config.system_node_group.ami_release
+        if g.path == "systemNodeGroup"
+        else plan.config.node_groups[g.name].ami_release
+    )
+    return key(f"{g.path}.amiRelease" if own is not None else "cluster.amiRelease")
+
+
 def pinned_release_problems(
     old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
 ) -> list[str]:
     """A group whose ``amiRelease`` pins a release it keeps while its launch template changes: EKS would take its
-    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back (source key
-    ``eks-update-nodegroup-release``). ``recorded``: the last update's record, for what this version changes."""
+    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back; a pin moved to an
+    older release, which EKS refuses too (source key ``eks-update-nodegroup-release``). ``recorded``: the last
+    update's record, for what this version changes."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     old_groups = {g.name: g for g in old_plan.all_groups}
     problems = []
     for g in new_plan.all_groups:
         was = old_groups.get(g.name)
+        if was is not None and was.ami.pinned and _release_moves(was, g) and not _replacing(was, g):
+            new_key, old_key = _release_key(g.ami.release_version), _release_key(was.ami.release_version)
+            if new_key is not None and old_key is not None and new_key < old_key:
+                problems.append(
+                    f"{_pin_key(new_plan, g)}: {g.ami.release_version} is older than the release {g.path} runs, "
+                    f"{was.ami.release_version}; EKS cannot roll a node group back to an earlier AMI release. Keep "
+                    f"{was.ami.release_version} or set a newer one"
+                )
+            continue
         if was is None or not g.ami.pinned or a != b or _release_moves(was, g) or _replacing(was, g):
             continue
         changes = _template_changes(old_plan, new_plan, was, g, recorded)
         if not changes:
             continue
-        own = (
-            new_plan.config.system_node_group.ami_release
-            if g.path == "systemNodeGroup"
-            else new_plan.config.node_groups[g.name].ami_release
-        )
-        pin = key(f"{g.path}.amiRelease" if own is not None else "cluster.amiRelease")
+        pin = _pin_key(new_plan, g)
         what = "; ".join(c.removeprefix("launch template: ") for c in changes)
         problems.append(
             f"{pin}: pins {g.path} to AMI release {g.ami.release_version}, and this update changes its launch "

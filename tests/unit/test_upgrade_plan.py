@@ -1217,3 +1217,21 @@ def test_a_group_that_goes_keeps_the_modelled_duration_line() -> None:
     text = render_upgrade(upgrade_report(compare(plan_of("dev", old_cfg), plan_of("dev", preset("dev")))))
     assert "  nodeGroups.extra goes: removed from the stack file" in text
     assert "  expected duration: about 0 min (a model" in text
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_a_pin_moved_to_an_older_release_is_refused(own: bool) -> None:
+    """EKS cannot roll a node group back to an earlier AMI release (source key eks-update-nodegroup-release): a pin
+    moved back is refused, naming the key and the release the group runs; a pin moved forward rolls the group."""
+    with pytest.raises(ConfigError) as err:
+        compare(plan_of("p5", _pinned_p5("v20260714", own=own)), plan_of("p5", _pinned_p5("v20260610", own=own)))
+    assert len(err.value.problems) == (1 if own else 2)  # cluster.amiRelease pins the system group too
+    problem = next(p for p in err.value.problems if "release nodeGroups.gpu runs" in p)
+    pin = f"{P}nodeGroups.gpu.amiRelease" if own else f"{P}cluster.amiRelease"
+    assert problem == (
+        f"{pin}: 1.36.1-20260610 is older than the release nodeGroups.gpu runs, 1.36.2-20260714; EKS cannot roll a "
+        "node group back to an earlier AMI release. Keep 1.36.2-20260714 or set a newer one"
+    )
+    forward = compare(plan_of("p5", _pinned_p5("v20260610", own=own)), plan_of("p5", _pinned_p5("v20260714", own=own)))
+    gpu = next(g for g in forward.groups if g.path == "nodeGroups.gpu")
+    assert gpu.reasons == ("AMI release 1.36.1-20260610 -> 1.36.2-20260714",)
