@@ -52,7 +52,7 @@ def _gpu(
 
 
 #: Compute capability of every GPU model the instance catalog names (NVIDIA's table, source key
-#: ``nvidia-compute-capabilities``). ``tests/unit/test_catalog.py`` checks that every GPU model in the instance
+#: ``nvidia-compute-capabilities``). ``tests/unit/test_image_rules.py`` checks that every GPU model in the instance
 #: catalog is here.
 GPU_MODELS: Mapping[str, GpuModel] = {
     g.name: g

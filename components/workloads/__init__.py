@@ -4,7 +4,8 @@ and TensorBoard, and the pre-pull of the jobs' images onto their nodes.
 
 All need a ``kubernetes`` provider in ``opts``. Multi-node jobs are placed and sized by a
 :class:`~components.workloads.spec.WorkerPlacement` derived from the node group's plan, and share the
-fields of a :class:`~components.workloads.spec.JobSpec`.
+fields of a :class:`~components.workloads.spec.JobSpec`. The program's kinds of job, and which component each
+builds, are registered in ``stacks/kinds`` (the recipe for a new one: ARCHITECTURE.md).
 """
 
 from typing import TYPE_CHECKING
