@@ -44,8 +44,8 @@ CIFAR10_FILES: tuple[str, ...] = (*(f"data_batch_{i}" for i in range(1, 6)), "te
 JOB_NAME_MAX = ENTRY_NAME_MAX["jobs"]
 #: Environment names the program sets itself (a job's ``env`` may not override them).
 RESERVED_ENV = JOB_VARIABLES | RESILIENCE_VARIABLES | {"JOB_PEERS", "TF_CONFIG"}
-#: The job's setting the program derives each reserved variable from, where a user sets one.
-_RESERVED_FROM = {
+#: The job's setting the program derives each reserved variable from, where a user sets one (the rules name it).
+RESERVED_FROM = {
     "OUTPUT_DIR": "outputDir",
     "DATA_DIR": "dataset",
     "TENSORBOARD_DIR": "tensorboard",
@@ -79,7 +79,7 @@ def volume_path_problem(v: str) -> Optional[str]:
 
 def _set_instead(name: str) -> str:
     """The setting to change instead of a reserved variable, as the end of a message."""
-    setting = _RESERVED_FROM.get(name)
+    setting = RESERVED_FROM.get(name)
     return f", and set the job's {setting} instead" if setting else ""
 
 

@@ -301,11 +301,11 @@ def test_a_disabled_default_provider_is_refused_only_where_the_program_uses_it()
 
 def test_a_reserved_variable_names_a_setting_of_the_job() -> None:
     """The refusal of a reserved ``env`` name points to the job's setting it comes from: each is a key of a job."""
-    from stacks.config.jobs import _RESERVED_FROM, RESERVED_ENV, JobConfig
+    from stacks.config.jobs import RESERVED_ENV, RESERVED_FROM, JobConfig
 
     keys = {f.alias or name for name, f in JobConfig.model_fields.items()}
-    assert set(_RESERVED_FROM) <= RESERVED_ENV
-    assert sorted(set(_RESERVED_FROM.values()) - keys) == []
+    assert set(RESERVED_FROM) <= RESERVED_ENV
+    assert sorted(set(RESERVED_FROM.values()) - keys) == []
 
 
 def test_only_a_folder_of_the_volume_gets_the_data_hint() -> None:

@@ -14,7 +14,7 @@ from components.workloads.spec import PEAK_FLOPS_VARIABLE, WORKER_SETTINGS, env_
 from components.workloads.tensorflow import LEGACY_KERAS_ENV
 from components.workloads.training import torch_env
 from stacks.config.errors import key
-from stacks.config.jobs import JobConfig
+from stacks.config.jobs import RESERVED_FROM, JobConfig
 from stacks.config.rules.sections import Sections, reference_cycle
 from stacks.kinds import KINDS, JobKind
 
@@ -190,12 +190,12 @@ def _unset(path: str, job: JobConfig, kind: JobKind) -> dict[str, str]:
         ),
         (
             "CHECKPOINT_EVERY_SECONDS",
-            f"set only with {key(f'{path}.checkpointEverySeconds')}",
+            f"set only with {key(path + '.' + RESERVED_FROM['CHECKPOINT_EVERY_SECONDS'])}",
             job.checkpoint_every_seconds is not None,
         ),
         (
             "PG_TIMEOUT_SECONDS",
-            f"set only with {key(f'{path}.collectiveTimeoutSeconds')}",
+            f"set only with {key(path + '.' + RESERVED_FROM['PG_TIMEOUT_SECONDS'])}",
             job.collective_timeout_seconds is not None,
         ),
     )
