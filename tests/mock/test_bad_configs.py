@@ -434,25 +434,6 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], list[str]]] = [
         both(setk("instanceFacts", {"x9.large": {"vcpus": 2, "memoryMib": 8192}}), group(instanceTypes=["x9.large"])),
         ["eks-training:instanceFacts.x9.large.source: required key is missing"],
     ),
-    (
-        "instance facts for a GPU family the NVIDIA AMI does not support",
-        both(
-            setk(
-                "instanceFacts",
-                {
-                    "g5g.xlarge": {
-                        "vcpus": 4,
-                        "memoryMib": 8192,
-                        "gpus": 1,
-                        "gpuModel": "NVIDIA T4",
-                        "source": "aws ec2 describe-instance-types",
-                    }
-                },
-            ),
-            group(instanceTypes=["g5g.xlarge"]),
-        ),
-        ["eks-training:instanceFacts.g5g.xlarge: g5g.xlarge's family is not one EKS's AL2023 NVIDIA AMI supports"],
-    ),
     ("nodeGroups not an object", setk("nodeGroups", ["gpu"]), ["eks-training:nodeGroups: must be an object"]),
     ("reserved group name", setk("nodeGroups", {"system": GPU}), ["'system' is reserved"]),
     (

@@ -287,7 +287,7 @@ def test_the_variables_the_cluster_adds_are_told_from_others() -> None:
 
 def test_every_catalog_gpu_type_boots_the_nvidia_ami() -> None:
     """A GPU group's nodes run EKS's AL2023 NVIDIA AMI: every GPU type the catalog lists is of a family it supports
-    (the rule a stack's own instanceFacts meet in stacks.config.rules.nodegroups)."""
+    (a stack's own instanceFacts are not held to this list: they describe types newer than the catalog)."""
     gpu_types = [t for t in INSTANCE_TYPES.values() if t.is_gpu]
     assert gpu_types
     assert [t.name for t in gpu_types if t.name.split(".")[0] not in NVIDIA_AMI_FAMILIES] == []

@@ -3,7 +3,6 @@
 from components.catalog import (
     INSTANCE_TYPES,
     NETWORK_TOPOLOGY,
-    NVIDIA_AMI_FAMILIES,
     InstanceType,
 )
 from components.nodeplan import (
@@ -66,22 +65,8 @@ def check_group(s: Sections, name: str, g: NodeGroupConfig, problems: list[str])
             )
     if not present or len(present) != len(facts):
         return
-    check_gpu_ami(path, present, problems)
     check_efa(s, path, g, present, problems)
     check_topology(path, g, present, problems)
-
-
-def check_gpu_ami(path: str, facts: list[InstanceType], problems: list[str]) -> None:
-    """A GPU group's nodes boot EKS's AL2023 NVIDIA AMI, which supports only some instance families
-    (:data:`~components.catalog.NVIDIA_AMI_FAMILIES`); on another family its GPUs would never be allocatable."""
-    for f in facts:
-        if f.is_gpu and f.name.split(".")[0] not in NVIDIA_AMI_FAMILIES:
-            where = f"instanceFacts.{f.name}" if f.user_supplied else f"{path}.instanceTypes"
-            problems.append(
-                f"{key(where)}: {f.name}'s family is not one EKS's AL2023 NVIDIA AMI supports "
-                f"({', '.join(sorted(NVIDIA_AMI_FAMILIES))}, "
-                "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html); use a type of one of them"
-            )
 
 
 def check_efa(s: Sections, path: str, g: NodeGroupConfig, facts: list[InstanceType], problems: list[str]) -> None:
