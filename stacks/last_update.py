@@ -11,7 +11,7 @@ minor unset, and the record holds the minor deployed), fails before any resource
 """
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 import pulumi
@@ -27,7 +27,7 @@ from stacks.plan.installs import installed_versions, render_moves, version_moves
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
 from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.region_change import in_region, region_of, region_problem
-from stacks.plan.upgrade import Upgrade, compare
+from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.zones import RegionZones
 
@@ -256,7 +256,6 @@ def upgrade_summary(
         deployed_dirs=folders,
         deployed_versions=versions if isinstance(versions, Mapping) else None,
     )
-    upgrade = _autoscaler_as_recorded(upgrade, versions)
     changes = upgrade.groups or upgrade.addons or upgrade.data or upgrade.runs
     # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
     moves = version_moves(versions, old, plan, said={a.name for a in upgrade.addons})
@@ -268,16 +267,6 @@ def upgrade_summary(
     elif upgrade.old_minor != upgrade.new_minor:
         summary += "\n" + already_moved_note(upgrade.old_minor, upgrade.new_minor)
     return summary
-
-
-def _autoscaler_as_recorded(upgrade: Upgrade, versions: Optional[Mapping[str, object]]) -> Upgrade:
-    """The cluster autoscaler's release before a minor move as the record names it (what ran), where it has one: this
-    version of the project may pin another release for the old minor than the one the stack installed."""
-    was = (versions if isinstance(versions, Mapping) else {}).get("cluster-autoscaler")
-    if not isinstance(was, str):
-        return upgrade
-    addons = tuple(replace(a, old=was) if a.name == "cluster-autoscaler" else a for a in upgrade.addons)
-    return replace(upgrade, addons=addons)
 
 
 #: Why the program did not read the minor the cluster runs when preflight is off.

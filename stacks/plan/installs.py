@@ -4,7 +4,8 @@ Each update records the versions (:func:`installed_versions`, the stack output `
 group's launch template digest (:mod:`stacks.plan.templates`). The next one compares the record with the same
 configuration under the new version of the project (:func:`version_moves`), so ``pulumi up``'s summary names what a new
 version moves: a chart, an operator, an add-on pin, etcd. A launch template it changes is a roll of its group, which
-the summary's node groups name (:func:`stacks.plan.upgrade.compare`).
+the summary's node groups name (:func:`stacks.plan.upgrade.compare`). Its add-ons' lines and the VPC CNI's one-minor
+step start from the record too (:func:`stacks.plan.upgrade.deployed_version`).
 """
 
 from typing import Collection, Mapping, Optional

@@ -22,7 +22,7 @@ from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.admission import flavor_problems
-from stacks.plan.installs import autoscaler_version
+from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
@@ -380,9 +380,10 @@ def compare(
     that moved past the record; ``unread``: why its minor was not read; ``region``: the region's zones, where known
     (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where recorded; ``deployed_dirs``: the
     jobs' output folders the last update exported, where recorded; ``deployed_versions``: what it recorded it
-    installed, the launch templates' digests among them)."""
+    installed, the add-ons' versions and the launch templates' digests among them)."""
     problems = minor_problems(old_plan, new_plan, running, unread=unread)
-    problems = problems or addon_step_problems(old_plan, new_plan)  # the minor's steps first: add-ons follow it
+    # the minor's steps first: add-ons follow it
+    problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
     problems += flavor_problems(old_plan, new_plan)
@@ -406,7 +407,7 @@ def compare(
         old_minor=a,
         new_minor=b,
         groups=tuple(groups),
-        addons=_addon_changes(old_plan, new_plan),
+        addons=_addon_changes(old_plan, new_plan, deployed_versions),
         notes=tuple(notes),
         running=running,
         data=data_changes(old_plan, new_plan),
@@ -474,13 +475,21 @@ def _group_change(
     return change, notes
 
 
-def addon_step_problems(old_plan: Plan, new_plan: Plan) -> list[str]:
-    """An add-on EKS moves one minor at a time (:data:`ONE_MINOR_STEP_ADDONS`) whose version would move further: EKS
-    would refuse it after the control plane moved. A version left to EKS's default is not known here."""
+def deployed_version(name: str, planned: Optional[str], recorded: Optional[Mapping[str, object]]) -> Optional[str]:
+    """The version of ``name`` the last update installed: its record's (``recorded``), where that names one, else
+    ``planned``, the old configuration's under this version of the project (no record, or EKS's default)."""
+    was = recorded.get(name) if isinstance(recorded, Mapping) else None
+    return was if isinstance(was, str) and was != EKS_DEFAULT else planned
+
+
+def addon_step_problems(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> list[str]:
+    """An add-on EKS moves one minor at a time (:data:`ONE_MINOR_STEP_ADDONS`) whose version would move further from
+    the one installed (:func:`deployed_version`): EKS would refuse it, after the control plane moved. A version left
+    to EKS's default is not known here."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     problems = []
     for addon in ONE_MINOR_STEP_ADDONS:
-        before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
+        before = deployed_version(addon, addon_version_for(addon, a, old_plan.config.cluster.addon_versions), recorded)
         after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
         was, will = (addon_version_tuple(v) if v else None for v in (before, after))
         if was is None or will is None or was[0] != will[0] or abs(will[1] - was[1]) <= 1:
@@ -594,21 +603,24 @@ def _fsx_replaced(old_plan: Plan, new_plan: Plan) -> list[str]:
     return found
 
 
-def _addon_changes(old_plan: Plan, new_plan: Plan) -> tuple[AddonChange, ...]:
-    """The EKS add-ons the stack installs before and after whose version moves (an add-on at EKS's default moves
-    with the minor), and the cluster autoscaler's chart and image where its minor's release differs."""
+def _addon_changes(
+    old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
+) -> tuple[AddonChange, ...]:
+    """The EKS add-ons the stack installs before and after whose version the change moves (an add-on at EKS's default
+    moves with the minor), and the cluster autoscaler's chart and image where its minor's release differs. Each starts
+    from the version installed (:func:`deployed_version`), and one the record already holds at the new version is left
+    out."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    addons = []
+    moves: list[tuple[str, Optional[str], Optional[str]]] = []
     for addon in (x for x in new_plan.addons if x in old_plan.addons):
         before = addon_version_for(addon, a, old_plan.config.cluster.addon_versions)
         after = addon_version_for(addon, b, new_plan.config.cluster.addon_versions)
         if before != after or (a != b and after is None):
-            addons.append(AddonChange(addon, before, after))
-    if new_plan.autoscale and a != b:
-        ca_old, ca_new = autoscaler_version(a), autoscaler_version(b)
-        if ca_old != ca_new:
-            addons.append(AddonChange("cluster-autoscaler", ca_old, ca_new))
-    return tuple(addons)
+            moves.append((addon, before, after))
+    if new_plan.autoscale and a != b and autoscaler_version(a) != autoscaler_version(b):
+        moves.append(("cluster-autoscaler", autoscaler_version(a), autoscaler_version(b)))
+    changes = (AddonChange(n, deployed_version(n, before, recorded), after) for n, before, after in moves)
+    return tuple(c for c in changes if c.old != c.new or c.new is None)
 
 
 def run_changes(

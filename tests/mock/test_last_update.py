@@ -139,6 +139,29 @@ def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -
     assert program.registrations == []
 
 
+def test_an_addon_moves_from_the_version_the_record_says_the_last_update_installed(last_outputs) -> None:
+    """The record of an update by an older version of the project names another VPC CNI than this version pins for
+    its minor: the next minor's line starts from the record's, once. Two minors below the new pin, EKS would refuse
+    the step after the control plane moved: refused before any resource is registered."""
+    last_outputs[last_update.CONFIG_OUTPUT] = config = deployed(kubernetesVersion=PREVIOUS)
+    before = run_program("dev", config=json.loads(config), fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    now = pinned_version("vpc-cni", NOW).version  # type: ignore[union-attr]
+    major, minor, _ = addon_version_tuple(now)  # type: ignore[misc]
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**before, "vpc-cni": f"v{major}.{minor - 2}.0-eksbuild.1"}
+    refused = run_program("dev", config=pinned(), fresh=True, expect_error=True)
+    assert isinstance(refused.error, ConfigError) and refused.registrations == []
+    (problem,) = refused.error.problems
+    assert problem.startswith(
+        f"{P}cluster.addonVersions.vpc-cni: v{major}.{minor - 2}.0-eksbuild.1 -> {now} moves 2"
+    ), problem
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**before, "vpc-cni": f"v{major}.{minor - 1}.0-eksbuild.1"}
+    program = run_program("dev", config=pinned(), fresh=True)
+    assert program.error is None and program.registrations
+    (summary,) = program.warnings
+    assert f"    vpc-cni: v{major}.{minor - 1}.0-eksbuild.1 -> {now}\n" in summary, summary
+    assert summary.count("vpc-cni:") == 1, summary
+
+
 def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -> None:
     """A running stack's VPC cannot change its block (EKS keeps a cluster in its VPC): refused before the new VPC is
     made, where `pulumi up` would fail partway."""

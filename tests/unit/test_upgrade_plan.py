@@ -28,13 +28,14 @@ from stacks.config import ConfigError, load_config
 from stacks.costs import control_plane_line, estimate
 from stacks.last_update import REGION_OUTPUT, ZONES_OUTPUT, LastUpdate, new_region_problem
 from stacks.plan import Plan, build_plan
+from stacks.plan.installs import EKS_DEFAULT, installed_versions
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
 from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
 from stacks.plan.templates import digest, launch_template, template_digests
-from stacks.plan.upgrade import compare
+from stacks.plan.upgrade import AddonChange, compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
 from stacks.yaml_text import load_yaml
@@ -224,6 +225,43 @@ def test_a_vpc_cni_move_of_more_than_one_minor_is_refused_with_the_step() -> Non
             plan_of("dev", variant("dev", kubernetesVersion="1.35", addonVersions={"vpc-cni": "v1.22.4-eksbuild.3"})),
             down,
         )
+
+
+def _recorded(plan: Plan, **versions: str) -> dict[str, str]:
+    """The ``deployedVersions`` record of ``plan``'s update, with ``versions`` (by name) as an older version of the
+    project installed them."""
+    return {**installed_versions(plan), **versions}
+
+
+def test_an_addon_moves_from_the_version_the_last_update_recorded() -> None:
+    """A record of vpc-cni v1.20.4 at 1.35 (an older version of the project pinned it; this one pins v1.21.1): the
+    next minor's line starts from the record, and its two-minor step is refused before the control plane moves. A
+    record of EKS's default, or none (a stack last updated before the record), starts from the configuration."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
+    with pytest.raises(ConfigError) as err:
+        compare(old, new, deployed_versions=_recorded(old, **{"vpc-cni": "v1.20.4-eksbuild.2"}))
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        "eks-training:cluster.addonVersions.vpc-cni: v1.20.4-eksbuild.2 -> v1.22.4-eksbuild.3 moves 2 minors"
+    ), problem
+    one = compare(old, new, deployed_versions=_recorded(old, **{"vpc-cni": "v1.21.0-eksbuild.1"}))
+    assert AddonChange("vpc-cni", "v1.21.0-eksbuild.1", "v1.22.4-eksbuild.3") in one.addons
+    for versions in (_recorded(old, **{"vpc-cni": EKS_DEFAULT}), {}, None):
+        u = compare(old, new, deployed_versions=versions)
+        assert AddonChange("vpc-cni", "v1.21.1-eksbuild.1", "v1.22.4-eksbuild.3") in u.addons, versions
+    # the record already at the new version: nothing moves
+    there = compare(old, new, deployed_versions=_recorded(old, **{"vpc-cni": "v1.22.4-eksbuild.3"}))
+    assert "vpc-cni" not in {a.name for a in there.addons}
+
+
+def test_a_vpc_cni_step_this_version_makes_at_the_same_minor_starts_from_the_record() -> None:
+    """An unchanged stack file whose record names a VPC CNI two minors below this version's pin for its minor: EKS
+    would refuse that step too, so it is refused with the step between."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    with pytest.raises(ConfigError, match=r"v1\.19\.6-eksbuild\.1 -> v1\.21\.1-eksbuild\.1 moves 2 minors.* v1\.20 "):
+        compare(old, old, deployed_versions=_recorded(old, **{"vpc-cni": "v1.19.6-eksbuild.1"}))
+    assert compare(old, old, deployed_versions=_recorded(old, **{"vpc-cni": "v1.20.4-eksbuild.2"})).addons == ()
 
 
 def test_going_down_a_minor_is_refused() -> None:
