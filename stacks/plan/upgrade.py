@@ -243,6 +243,39 @@ def _replacing(old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class OutgoingGroup:
+    """A group of the last update whose nodes run beside the new configuration's until the end of ``pulumi up``."""
+
+    group: NodeGroupPlan
+    """The group as the last update left it."""
+    why: str
+    """``replaced`` (a new group of the same name first) or ``removed`` (the stack file no longer has it)."""
+    nodes: int
+    """The nodes it runs: its ``desiredSize``, or its ``maxSize`` where the cluster autoscaler owned its size."""
+    sized_by: str
+    """Which of the two ``nodes`` is, and why, in words."""
+
+
+def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
+    """The old configuration's groups that run until the end of the update beside the new one's: Pulumi creates a
+    replaced group's successor first and deletes the old group, like a removed one, after every other change (source
+    keys ``pulumi-replace-order``, ``pulumi-aws-node-group-replace``)."""
+    new_groups = {g.name: g for g in new_plan.all_groups}
+    if old_plan.autoscale:  # the autoscaler owns desiredSize (ignore_changes): the record holds only its first value
+        sized_by = "its maxSize: the cluster autoscaler owns its size and may have grown it that far"
+    else:
+        sized_by = "its desiredSize, which Pulumi keeps it at"
+    out = []
+    for was in old_plan.all_groups:
+        now = new_groups.get(was.name)
+        if now is not None and not _replacing(was, now):
+            continue
+        nodes = was.max_size if old_plan.autoscale else was.desired_size
+        out.append(OutgoingGroup(was, "removed" if now is None else "replaced", nodes, sized_by))
+    return out
+
+
 def _rolling(
     old_plan: Plan,
     new_plan: Plan,
