@@ -470,7 +470,8 @@ def test_preflight_gets_the_recorded_plan_whose_replaced_group_runs_until_the_en
     last_outputs, cluster_runs, monkeypatch
 ) -> None:
     """``pulumi up`` hands preflight the plan of the configuration the last update recorded: the vCPU quotas count the
-    nodes of a group the update replaces, which run until its end (:func:`stacks.plan.checklist.quota_needs`)."""
+    nodes of a group the update replaces, which run until its end (:func:`stacks.plan.checklist.quota_needs`). The
+    summary says both groups run."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     config = cluster_runs(NOW)
     config[P + "nodeGroups"]["cpu"]["instanceTypes"] = ["c5.4xlarge"]
@@ -482,6 +483,7 @@ def test_preflight_gets_the_recorded_plan_whose_replaced_group_runs_until_the_en
     assert previous.groups["cpu"].instance_types == ["m5.xlarge"]
     (summary,) = program.warnings
     assert "nodeGroups.cpu is replaced (a new group, then the old one deleted)" in summary, summary
+    assert "\n  note: nodeGroups.cpu: the new group's nodes start beside the old group's" in summary, summary
 
 
 @pytest.mark.parametrize("recorded", [PREVIOUS, SKIPPED])

@@ -1151,6 +1151,38 @@ def test_a_removed_group_counts_too_and_another_quotas_nodes_do_not() -> None:
     assert not any(p.outgoing for parts in quota_needs(g6e, old).values() for p in parts)
 
 
+def test_the_summary_says_the_old_group_runs_beside_the_new_one_until_the_end() -> None:
+    """A replaced group's nodes, and a removed group's where the update creates another, run until the end of
+    ``pulumi up``; a group removed while nothing is created says nothing more than that it goes."""
+    old = plan_of("p4d", _gpu("p4d", topology=False))
+    u = compare(old, plan_of("p4d", _gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"])))
+    assert (
+        "  note: nodeGroups.gpu: the new group's nodes start beside the old group's 2 node(s) (its maxSize: the "
+        "cluster autoscaler owns its size and may have grown it that far). Both groups run until the end of this "
+        "`pulumi up`, when Pulumi deletes the old one. Your vCPU quota and your budget need room for both (preflight "
+        "counts them at `pulumi up`)"
+    ) in render_upgrade(upgrade_report(u)).splitlines()
+    off = {P + "autoscaler": {"enabled": False}}
+    (note,) = compare(
+        plan_of("p4d", {**_gpu("p4d", topology=False, desiredSize=1), **off}),
+        plan_of("p4d", {**_gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"]), **off}),
+    ).notes
+    assert note.startswith(
+        "nodeGroups.gpu: the new group's nodes start beside the old group's 1 node(s) (its desiredSize, which Pulumi "
+        "keeps it at)"
+    )
+    (note,) = compare(old, plan_of("p4d", _renamed_to_h100(_gpu("p4d", topology=False)))).notes
+    assert note.startswith(
+        "nodeGroups.gpu: the group's 2 node(s) (its maxSize: the cluster autoscaler owns its size and may have grown "
+        "it that far) run until the end of this `pulumi up`, when Pulumi deletes it, beside the nodes of the groups "
+        "the update creates"
+    )
+    spare = _gpu("p4d", topology=False)
+    spare[P + "nodeGroups"]["spare"] = {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}
+    u = compare(plan_of("p4d", spare), old)
+    assert [g.action for g in u.groups] == ["delete"] and u.notes == ()
+
+
 def _repo_with_code(tmp_path: Path, *, link: bool = False) -> Path:
     """A git repository of one commit holding ``Pulumi.yaml`` and a dev stack file whose evaluate job has ``code:
     ./src`` (``src/helper.py``; with ``link``, also a link out of the folder); returns the stack file."""
