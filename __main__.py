@@ -38,10 +38,12 @@ else:
     running, unread = running_cluster(plan) if config.preflight.enabled else (None, PREFLIGHT_OFF)
     available = available_zones() if config.network is not None else None
     # what this update rolls since the last; ConfigError (a skipped minor, another VPC or zones): nothing registered
-    announce_upgrade(plan, last, running[0] if running else None, unread, region_zones(available))
+    previous = announce_upgrade(plan, last, running[0] if running else None, unread, region_zones(available))
     zones = resolve_zones(config, available) if available is not None else None
     if config.preflight.enabled:
-        check(plan, zones)  # raises PreflightError (quota, zone, reservation, EFA): nothing registered
+        # raises PreflightError (quota, zone, reservation, EFA): nothing registered; the vCPU quotas count the last
+        # update's groups that run until the end of this one
+        check(plan, zones, previous=previous)
     environment = build_environment(plan, zones)
     environment.workloads = build_workloads(environment)
     outputs = export_outputs(environment, settings)

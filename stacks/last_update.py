@@ -213,10 +213,10 @@ def upgrade_summary(
     zones: Optional[list[str]] = None,
     folders: Optional[Mapping[str, str]] = None,
     versions: Optional[Mapping[str, object]] = None,
-) -> Optional[str]:
+) -> tuple[Optional[str], Optional[Plan]]:
     """What moving from ``previous`` (the last update's configuration) to ``plan`` does, as
-    :func:`stacks.plan.upgrade_text.render_upgrade` writes it; ``None`` when nothing rolls, no version moves and no job
-    starts a new run.
+    :func:`stacks.plan.upgrade_text.render_upgrade` writes it (``None`` when nothing rolls, no version moves and no job
+    starts a new run), and the plan of ``previous`` (``None`` where it does not load with this version of the project).
     :class:`ConfigError` when the move breaks an upgrade rule. ``running`` is the minor the control plane runs, where
     preflight read it: newer than the record's, it moved since (:func:`ahead_of_record`); ``unread``: why it
     was not read (:func:`unread_hint`); ``region``: the region's zones; ``zones``: those the last update's VPC was
@@ -243,7 +243,7 @@ def upgrade_summary(
             "stack file that was deployed>"
         ) + (
             "\n" + moved_outside_note(deployed, ahead, config.cluster.kubernetes_version) if deployed and ahead else ""
-        )
+        ), None
     hint = unread_hint(config.cluster.kubernetes_version, unread) if unread else None
     upgrade = compare(
         old,
@@ -260,13 +260,13 @@ def upgrade_summary(
     # what this version of the project moves at the recorded configuration (the stack file's own moves are above)
     moves = version_moves(versions, old, plan, said={a.name for a in upgrade.addons})
     if not changes and upgrade.old_minor == upgrade.new_minor:
-        return render_moves(moves) if moves else None
+        return (render_moves(moves) if moves else None), old
     summary = render_upgrade(upgrade_report(upgrade)) + ("\n" + render_moves(moves) if moves else "")
     if ahead is not None:
         summary += "\n" + moved_outside_note(upgrade.old_minor, ahead, upgrade.new_minor)
     elif upgrade.old_minor != upgrade.new_minor:
         summary += "\n" + already_moved_note(upgrade.old_minor, upgrade.new_minor)
-    return summary
+    return summary, old
 
 
 #: Why the program did not read the minor the cluster runs when preflight is off.
@@ -326,11 +326,12 @@ def announce_upgrade(
     running: Optional[str] = None,
     unread: Optional[str] = None,
     region: Optional[RegionZones] = None,
-) -> None:
-    """Print :func:`upgrade_summary` against the stack's ``last`` update as a warning, before anything is registered;
-    a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs, where preflight read
-    it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's error);
-    ``region``: the region's zones (:func:`upgrade_summary`)."""
+) -> Optional[Plan]:
+    """Print :func:`upgrade_summary` against the stack's ``last`` update as a warning, before anything is registered,
+    and return the plan of the configuration it recorded (``None`` where there is none, or it does not load), which
+    preflight reads; a broken upgrade rule raises :class:`ConfigError`. ``running`` is the minor the cluster runs,
+    where preflight read it (:func:`ahead_of_record`); ``unread``: why it was not read (:data:`PREFLIGHT_OFF`, or EKS's
+    error); ``region``: the region's zones (:func:`upgrade_summary`)."""
     refuse_new_region(plan, last)
     outputs, previous = last.outputs, last.previous
     if last.unreadable is not None:
@@ -341,7 +342,7 @@ def announce_upgrade(
             f"cannot read {LAST_UPDATE} ({last.unreadable}), so what this update rolls is not shown; "
             f"python -m stacks plan --stack {plan.config.stack} --from <the deployed stack file> shows it"
         )
-        return
+        return None
     if previous is None:  # a new stack, or one no update of this version has recorded: nothing to compare with
         minor = plan.config.cluster.kubernetes_version
         if running is not None and unset_minor(plan) and running != minor:  # the cluster's own minor
@@ -352,7 +353,7 @@ def announce_upgrade(
                     f"{NAMESPACE}:clusterName of its own instead"
                 ]
             )
-        return
+        return None
     if unset_minor(plan) and recorded_minor(previous) is None:
         minor = plan.config.cluster.kubernetes_version
         if running is not None and running != minor:  # the minor the cluster runs stands in for the record's
@@ -371,8 +372,9 @@ def announce_upgrade(
                 "describe-cluster)"
             )
     zones = deployed_zones(outputs, plan.config.cluster_name)
-    summary = upgrade_summary(
+    summary, old = upgrade_summary(
         plan, previous, running, unread, region, zones, deployed_folders(outputs), outputs.get(VERSIONS_OUTPUT)
     )
     if summary is not None:
         pulumi.log.warn(summary)
+    return old

@@ -1202,6 +1202,20 @@ SOURCES: Mapping[str, Source] = {
         shows="dependsOn and the inputs taken from other resources' outputs order creation, update and deletion; "
         "depending on a component depends on its children (Pulumi 3.10.1, pulumi/pulumi#7732)",
     ),
+    "pulumi-replace-order": Source(
+        url="https://www.pulumi.com/docs/iac/concepts/options/deletebeforereplace/",
+        shows="by default Pulumi creates a resource's replacement before it deletes the old one; the engine deletes "
+        "the old one, like a resource the program no longer registers, only after every create and update of the "
+        "update (pulumi/pulumi pkg/resource/deploy/step_generator.go: the delete step is generated after all "
+        "creates/updates finish)",
+    ),
+    "pulumi-aws-node-group-replace": Source(
+        url="https://github.com/pulumi/pulumi-aws/blob/master/provider/resource_overrides.go",
+        shows="aws_eks_node_group's node_group_name is auto-named; pulumi-terraform-bridge deletes before it replaces "
+        "only a resource whose auto-named field the program set (nameRequiresDeleteBeforeReplace), and skips the "
+        "auto-name where node_group_name_prefix, which conflicts with it, is set: a group named by prefix is created "
+        "before the old one is deleted",
+    ),
     "pulumi-python-sdk-prepare": Source(
         url="https://github.com/pulumi/pulumi/blob/master/sdk/python/lib/pulumi/runtime/resource.py",
         shows="prepare_resource: a registration waits for its explicit dependencies, its inputs, its parent's "

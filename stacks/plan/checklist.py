@@ -3,6 +3,8 @@ call): the config key each question is about, the vCPUs each quota must cover. `
 list offline and the preflight checks read the same derivations, so both tools depend on this core module rather than
 on each other."""
 
+from typing import NamedTuple, Optional
+
 from components.catalog import (
     EKS_GROUPS_PER_CLUSTER_QUOTA,
     EKS_NODES_PER_GROUP_QUOTA,
@@ -16,6 +18,7 @@ from stacks.config import key
 from stacks.config.addons import AddonNeed, addon_needs, by_addon
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.minors import VERSION_KEY
+from stacks.plan.upgrade import outgoing_groups
 from stacks.zones import MIN_CONTROL_PLANE_ZONES
 
 
@@ -24,24 +27,56 @@ def type_key(g: NodeGroupPlan, i: int) -> str:
     return key("systemNodeGroup.instanceType" if g.path == "systemNodeGroup" else f"{g.path}.instanceTypes[{i}]")
 
 
-def quota_needs(plan: Plan) -> dict[tuple[str, str], list[tuple[int, str, str]]]:
-    """The vCPUs each quota must cover (pure: no AWS): (class, market) -> [(vCPUs, config key, how)] per group, from
-    ``maxSize`` x the vCPUs of the group's largest type of that class; Capacity Blocks are not counted."""
-    needs: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+class QuotaPart(NamedTuple):
+    """One group's share of a vCPU quota."""
+
+    vcpus: int
+    key: str
+    """The config key the finding is under."""
+    how: str
+    """How the share is counted, in words."""
+    outgoing: bool = False
+    """The share of a last update's group that runs until the end of this one (:func:`quota_needs`)."""
+
+
+def quota_needs(plan: Plan, previous: Optional[Plan] = None) -> dict[tuple[str, str], list[QuotaPart]]:
+    """The vCPUs each quota must cover (pure: no AWS): (class, market) -> one part per group, from ``maxSize`` x the
+    vCPUs of the group's largest type of that class; Capacity Blocks are not counted. ``previous``: the last update's
+    plan (``pulumi up``), whose replaced and removed groups run until the end of the update
+    (:func:`~stacks.plan.upgrade.outgoing_groups`): their nodes count too, in a quota this plan needs (in another, they
+    already run within it)."""
+    needs: dict[tuple[str, str], list[QuotaPart]] = {}
     for g in plan.all_groups:
-        if g.capacity_type == "CAPACITY_BLOCK":
-            continue  # prepaid reservation: not counted against the On-Demand or Spot quota
-        market = "Spot" if g.capacity_type == "SPOT" else "On-Demand"
-        per_class: dict[str, InstanceType] = {}
-        for facts in g.types:
-            cls = quota_class(facts.name)
-            if cls not in per_class or facts.vcpus > per_class[cls].vcpus:
-                per_class[cls] = facts
-        for cls, facts in per_class.items():
+        for quota, facts in _largest_per_quota(g).items():
             vcpus = g.max_size * facts.vcpus
             desc = f"{g.path}: maxSize {g.max_size} x {facts.name} ({facts.vcpus} vCPUs) = {vcpus}"
-            needs.setdefault((cls, market), []).append((vcpus, key(f"{g.path}.maxSize"), desc))
+            needs.setdefault(quota, []).append(QuotaPart(vcpus, key(f"{g.path}.maxSize"), desc))
+    for o in outgoing_groups(previous, plan) if previous is not None else []:
+        for quota, facts in _largest_per_quota(o.group).items():
+            if quota not in needs or not o.nodes:
+                continue
+            vcpus = o.nodes * facts.vcpus
+            desc = (
+                f"{o.group.path} as the last update left it ({o.why}; it runs until the end of this `pulumi up`): "
+                f"{o.nodes} x {facts.name} ({facts.vcpus} vCPUs) = {vcpus} ({o.sized_by})"
+            )
+            # keyed as this plan's largest part of the quota: the finding stays on a key the stack file has
+            needs[quota].append(QuotaPart(vcpus, max(needs[quota], key=lambda p: p.vcpus).key, desc, outgoing=True))
     return needs
+
+
+def _largest_per_quota(g: NodeGroupPlan) -> dict[tuple[str, str], InstanceType]:
+    """(class, market) -> the group's type with the most vCPUs in that class; none for a Capacity Block (a prepaid
+    reservation, not counted against the On-Demand or Spot quota)."""
+    if g.capacity_type == "CAPACITY_BLOCK":
+        return {}
+    market = "Spot" if g.capacity_type == "SPOT" else "On-Demand"
+    per_class: dict[str, InstanceType] = {}
+    for facts in g.types:
+        cls = quota_class(facts.name)
+        if cls not in per_class or facts.vcpus > per_class[cls].vcpus:
+            per_class[cls] = facts
+    return {(cls, market): facts for cls, facts in per_class.items()}
 
 
 def plan_addon_needs(plan: Plan) -> list[AddonNeed]:

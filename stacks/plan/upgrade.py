@@ -243,6 +243,63 @@ def _replacing(old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class OutgoingGroup:
+    """A group of the last update whose nodes run beside the new configuration's until the end of ``pulumi up``."""
+
+    group: NodeGroupPlan
+    """The group as the last update left it."""
+    why: str
+    """``replaced`` (a new group of the same name first) or ``removed`` (the stack file no longer has it)."""
+    nodes: int
+    """The nodes it runs: its ``desiredSize``, or its ``maxSize`` where the cluster autoscaler owned its size."""
+    sized_by: str
+    """Which of the two ``nodes`` is, and why, in words."""
+
+
+def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
+    """The old configuration's groups that run until the end of the update beside the new one's: Pulumi creates a
+    replaced group's successor first and deletes the old group, like a removed one, after every other change (source
+    keys ``pulumi-replace-order``, ``pulumi-aws-node-group-replace``)."""
+    new_groups = {g.name: g for g in new_plan.all_groups}
+    if old_plan.autoscale:  # the autoscaler owns desiredSize (ignore_changes): the record holds only its first value
+        sized_by = "its maxSize: the cluster autoscaler owns its size and may have grown it that far"
+    else:
+        sized_by = "its desiredSize, which Pulumi keeps it at"
+    out = []
+    for was in old_plan.all_groups:
+        now = new_groups.get(was.name)
+        if now is not None and not _replacing(was, now):
+            continue
+        nodes = was.max_size if old_plan.autoscale else was.desired_size
+        out.append(OutgoingGroup(was, "removed" if now is None else "replaced", nodes, sized_by))
+    return out
+
+
+def outgoing_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
+    """What the summary says of each group that runs until the end of the update (:func:`outgoing_groups`): a removed
+    one only where the update also creates a group, whose nodes then start beside its own."""
+    outgoing = [o for o in outgoing_groups(old_plan, new_plan) if o.group.capacity_type != "CAPACITY_BLOCK" and o.nodes]
+    old_names = {g.name for g in old_plan.all_groups}
+    creates = any(o.why == "replaced" for o in outgoing) or any(g.name not in old_names for g in new_plan.all_groups)
+    notes = []
+    for o in outgoing:
+        runs = f"{o.nodes} node(s) ({o.sized_by})"
+        if o.why == "replaced":
+            notes.append(
+                f"{o.group.path}: the new group's nodes start beside the old group's {runs}. Both groups run until the "
+                "end of this `pulumi up`, when Pulumi deletes the old one. Your vCPU quota and your budget need room "
+                "for both (preflight counts them at `pulumi up`)"
+            )
+        elif creates:
+            notes.append(
+                f"{o.group.path}: the group's {runs} run until the end of this `pulumi up`, when Pulumi deletes it, "
+                "beside the nodes of the groups the update creates. Your vCPU quota and your budget need room for both "
+                "(preflight counts them at `pulumi up`)"
+            )
+    return notes
+
+
 def _rolling(
     old_plan: Plan,
     new_plan: Plan,
@@ -398,6 +455,7 @@ def compare(
             change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g, deployed_versions)
             groups += [change] if change is not None else []
             notes += group_notes
+    notes += outgoing_notes(old_plan, new_plan)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += network_notes(old_plan, new_plan) if region is None else []
     groups += [_deleted(old_plan, new_plan, was) for name, was in old_groups.items() if name not in new_names]

@@ -44,13 +44,15 @@ def run_preflight(
     zones: Optional[Sequence[Zone]],
     session: Optional[boto3.session.Session] = None,
     client: Optional[AwsClient] = None,
+    previous: Optional[Plan] = None,
 ) -> list[Finding]:
     """Run every check and return all findings, passed and failed; AWS is asked through ``client``, else ``session``,
     else the stack's own credentials (:func:`stack_client`).
 
     ``zones`` are the zones of the new VPC (``None``: resolved from the region for a new VPC, or looked
     up from ``existingVpc.privateSubnetIds`` for an existing VPC). The region is the stack's ``aws:region``.
-    AWS errors become failed findings.
+    ``previous`` is the last update's plan, where ``pulumi up`` read it: the vCPU quotas count its groups that run
+    until the end of the update (:func:`~stacks.plan.checklist.quota_needs`). AWS errors become failed findings.
     """
     findings = [aws_cli_finding(os.environ.get("PATH", ""), program_bin())]
     if plan.config.cluster.stack_reference is not None:
@@ -72,7 +74,7 @@ def run_preflight(
         _check_efa(g, plan, aws, findings)
     for g in plan.groups.values():
         _check_reservation(g, group_zones[g.path], vpc_zones, aws, findings)
-    _check_quotas(plan, aws, findings)
+    _check_quotas(plan, aws, findings, previous)
     check_node_group_quotas(plan, aws, findings)
     check_addons(plan, aws, findings)
     _check_admin_roles(plan, aws, findings)
@@ -106,12 +108,14 @@ def check(
     plan: Plan,
     zones: Optional[Sequence[Zone]],
     session: Optional[boto3.session.Session] = None,
+    previous: Optional[Plan] = None,
 ) -> list[Finding]:
     """Run the preflight checks; raise :class:`PreflightError` when any fails, else return the findings.
 
-    The program calls this before registering any resource when ``preflight.enabled`` is true.
+    The program calls this before registering any resource when ``preflight.enabled`` is true, with the last update's
+    plan as ``previous`` where it has one (:func:`run_preflight`).
     """
-    findings = run_preflight(plan, zones, session)
+    findings = run_preflight(plan, zones, session, previous=previous)
     if any(not f.ok for f in findings):
         raise PreflightError(findings)
     return findings
@@ -468,9 +472,10 @@ def _check_reservation(
         findings.append(Finding(True, k, f"{rid}: active {kind} for {total} x {itype} in {zone}{end}"))
 
 
-def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
-    """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs."""
-    for (cls, market), parts in sorted(quota_needs(plan).items()):
+def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding], previous: Optional[Plan] = None) -> None:
+    """Check 2: vCPU quota per class and market covers the sum of maxSize x vCPUs, and the nodes of the last update's
+    groups that run until the end of this one (``previous``)."""
+    for (cls, market), parts in sorted(quota_needs(plan, previous).items()):
         codes = VCPU_QUOTAS.get(cls)
         if codes is None:  # pragma: no cover - quota_class only returns known classes
             continue
@@ -503,7 +508,14 @@ def _check_quotas(plan: Plan, aws: AwsClient, findings: list[Finding]) -> None:
                     f"to {needed} vCPUs ({breakdown}); request an increase to at least {needed} vCPUs: "
                     f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
                     f"--desired-value {needed} --region {aws.region} (or lower maxSize; instances already running "
-                    "in the account count against the quota too)",
+                    "in the account count against the quota too"
+                    + (
+                        "; a replaced or removed group's nodes run until the end of the update: to never run both, "
+                        "remove the old group in one `pulumi up` and add the new one in the next"
+                        if any(p.outgoing for p in parts)
+                        else ""
+                    )
+                    + ")",
                 )
             )
 

@@ -1,10 +1,10 @@
 """Preflight's check of the EKS cluster the stack already runs: the minor the stack sets is one EKS can move it to.
 
-EKS may upgrade a cluster by itself (at the end of standard or extended support) or someone may upgrade it outside
-Pulumi; the stack's record of its last update does not see either, nor a node group that did not roll (a Capacity
-Block group keeps its version while a block is active, a roll can fail). The rules are the upgrade rules of
-``pulumi up`` (:mod:`stacks.plan.minors`): one minor up at a time, never down, and only while every managed node
-group runs the cluster's minor."""
+An earlier ``pulumi up`` that failed may have moved it (a failed update keeps the record), EKS may upgrade a cluster by
+itself (at the end of standard or extended support), or someone may upgrade it outside Pulumi; the stack's record of
+its last update sees none of them, nor a node group that did not roll (a Capacity Block group keeps its version while
+a block is active, a roll can fail). The rules are the upgrade rules of ``pulumi up`` (:mod:`stacks.plan.minors`): one
+minor up at a time, never down, and only while every managed node group runs the cluster's minor."""
 
 from typing import Optional
 
@@ -97,10 +97,10 @@ def running_cluster_finding(
         return (
             False,
             VERSION_KEY,
-            f"the EKS cluster {name} runs {running}, newer than the stack's {wanted} (EKS upgrades a cluster itself at "
-            f"the end of standard or extended support; or it was upgraded outside Pulumi), and `pulumi up` never moves "
-            f"a cluster down: set {VERSION_KEY} to '{running}' and run `pulumi up --refresh` (the refresh reads the "
-            "minor into Pulumi's state)",
+            f"the EKS cluster {name} runs {running}, newer than the stack's {wanted}: an earlier `pulumi up` that "
+            "failed moved it, or EKS did (it upgrades a cluster itself at the end of standard or extended support), or "
+            f"someone did outside Pulumi. `pulumi up` never moves a cluster down: set {VERSION_KEY} to "
+            f"'{running}' and run `pulumi up --refresh` (the refresh reads the minor into Pulumi's state)",
         )
     if step == "skip":
         rmaj, rmin = minor_number(running)

@@ -546,6 +546,30 @@ def test_quota_too_low_names_the_code_and_the_vcpus_needed(seeded: sup.SeededMot
     assert "--desired-value 384 --region us-east-1" in fail.message
 
 
+def test_a_replaced_groups_old_nodes_count_until_the_end_of_the_update(seeded: sup.SeededMoto) -> None:
+    """p4d -> p5 at ``pulumi up``: Pulumi creates the new group first and deletes the old one at the end, so the P
+    quota covers 2 x 96 + 2 x 192 vCPUs at once. Without the last update's plan (``python -m stacks preflight``), the
+    new group's 384 only."""
+    seeded.seed_quota(P_OD, 384, name="Running On-Demand P instances")
+    seeded.seed_quota(STD_OD, 32)
+    old = load(stack({"gpu": group(["p4d.24xlarge"], 2, availabilityZone="us-east-1a", desiredSize=2)}))
+    new = load(stack({"gpu": group(["p5.48xlarge"], 2, availabilityZone="us-east-1a", desiredSize=2)}))
+    assert one(run_preflight(new, ZONES, session()), f"{GPU_KEY}.maxSize").ok
+
+    [fail] = failures(run_preflight(new, ZONES, session(), previous=old))
+    assert fail.key == f"{GPU_KEY}.maxSize"
+    assert (
+        "L-417A185B (Running On-Demand P instances) is 384 (applied) but the stack needs up to 576 vCPUs "
+        "(nodeGroups.gpu: maxSize 2 x p5.48xlarge (192 vCPUs) = 384 + nodeGroups.gpu as the last update left it "
+        "(replaced; it runs until the end of this `pulumi up`): 2 x p4d.24xlarge (96 vCPUs) = 192 (its maxSize: "
+    ) in fail.message, fail.message
+    assert "--desired-value 576 --region us-east-1" in fail.message
+    assert (
+        "a replaced or removed group's nodes run until the end of the update: to never run both, remove the old group "
+        "in one `pulumi up` and add the new one in the next)"
+    ) in fail.message
+
+
 def test_spot_counts_against_the_spot_code_and_capacity_blocks_not_at_all(seeded: sup.SeededMoto) -> None:
     seeded.seed_quota(P_OD, 96)
     seeded.seed_quota(P_SPOT, 500, name="All P Spot Instance Requests")

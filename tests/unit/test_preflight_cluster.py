@@ -21,6 +21,15 @@ from stacks.preflight.cluster import running_cluster_finding
         ("1.36", "1.36", "DELETING", False, "then run `pulumi up --refresh`"),
         ("1.34", "1.36", "ACTIVE", False, "to '1.35', run `pulumi up --refresh`, and repeat up to 1.36"),
         ("1.36", "1.35", "UPDATING", False, "never moves a cluster down"),
+        # the record's summary and the plan's refusal name the same causes (stacks.plan.minors.minor_problems)
+        (
+            "1.36",
+            "1.35",
+            "ACTIVE",
+            False,
+            "newer than the stack's 1.35: an earlier `pulumi up` that failed moved it, or EKS did (it upgrades a "
+            "cluster itself at the end of standard or extended support), or someone did outside Pulumi",
+        ),
     ],
 )
 def test_a_cluster_busy_or_going_away_is_named_with_what_to_wait_for(

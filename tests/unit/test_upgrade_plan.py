@@ -28,6 +28,7 @@ from stacks.config import ConfigError, load_config
 from stacks.costs import control_plane_line, estimate
 from stacks.last_update import REGION_OUTPUT, ZONES_OUTPUT, LastUpdate, new_region_problem
 from stacks.plan import Plan, build_plan
+from stacks.plan.checklist import quota_needs
 from stacks.plan.installs import EKS_DEFAULT, installed_versions
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
 from stacks.plan.network_change import deployed_zone_problems
@@ -1135,6 +1136,89 @@ def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
     }
     actions = {g.path: g.action for g in compare(plan_of("p4d", base), plan_of("p4d", renamed)).groups}
     assert actions == {"nodeGroups.gpu": "delete"}, actions
+
+
+def _renamed_to_h100(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` with its ``gpu`` group renamed ``h100`` (its jobs following it), on p5.48xlarge."""
+    out = copy.deepcopy(cfg)
+    out[P + "nodeGroups"]["h100"] = {**out[P + "nodeGroups"].pop("gpu"), "instanceTypes": ["p5.48xlarge"]}
+    out[P + "jobs"] = {
+        n: {**j, "nodeGroup": "h100"} if j.get("nodeGroup") == "gpu" else j for n, j in out[P + "jobs"].items()
+    }
+    return out
+
+
+def test_a_replaced_group_counts_its_old_nodes_in_the_quota_both_groups_need() -> None:
+    """Pulumi creates the new group first and deletes the old one at the end of the update: p4d's 2 nodes (192 vCPUs)
+    run beside p5's (384) in the P quota, L-417A185B. The kept system group counts once."""
+    old = plan_of("p4d", _gpu("p4d", topology=False))
+    new = plan_of("p4d", _gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"]))
+    assert [p.vcpus for p in quota_needs(new)[("P", "On-Demand")]] == [384]
+    needs = quota_needs(new, old)
+    parts = needs[("P", "On-Demand")]
+    assert [(p.vcpus, p.outgoing) for p in parts] == [(384, False), (192, True)]
+    assert {p.key for p in parts} == {P + "nodeGroups.gpu.maxSize"}  # a key the stack file has
+    assert parts[1].how == (
+        "nodeGroups.gpu as the last update left it (replaced; it runs until the end of this `pulumi up`): 2 x "
+        "p4d.24xlarge (96 vCPUs) = 192 (its maxSize: the cluster autoscaler owns its size and may have grown it that "
+        "far)"
+    )
+    assert needs[("Standard", "On-Demand")] == quota_needs(new)[("Standard", "On-Demand")]
+
+
+def test_without_the_autoscaler_the_old_group_counts_its_desired_size() -> None:
+    """Pulumi keeps a group at its desiredSize unless the cluster autoscaler owns it: 1 p4d node, not maxSize's 2."""
+    off = {P + "autoscaler": {"enabled": False}}
+    old = plan_of("p4d", {**_gpu("p4d", topology=False, desiredSize=1), **off})
+    new = plan_of("p4d", {**_gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"]), **off})
+    (_, outgoing) = quota_needs(new, old)[("P", "On-Demand")]
+    assert outgoing.vcpus == 96 and outgoing.how.endswith("= 96 (its desiredSize, which Pulumi keeps it at)")
+
+
+def test_a_removed_group_counts_too_and_another_quotas_nodes_do_not() -> None:
+    """A renamed group is a new group and a removed one, deleted at the end of the update too: both count. Moved to
+    another quota (G), the old P nodes already run within theirs: nothing more is counted there."""
+    old = plan_of("p4d", _gpu("p4d", topology=False))
+    new = plan_of("p4d", _renamed_to_h100(_gpu("p4d", topology=False)))
+    parts = quota_needs(new, old)[("P", "On-Demand")]
+    assert [(p.vcpus, p.outgoing) for p in parts] == [(384, False), (192, True)]
+    assert parts[1].how.startswith("nodeGroups.gpu as the last update left it (removed;")
+    assert parts[1].key == P + "nodeGroups.h100.maxSize"  # gpu is no key of the stack file now
+    g6e = plan_of("p4d", _gpu("p4d", topology=False, instanceTypes=["g6e.48xlarge"]))
+    assert ("P", "On-Demand") not in quota_needs(g6e, old)
+    assert not any(p.outgoing for parts in quota_needs(g6e, old).values() for p in parts)
+
+
+def test_the_summary_says_the_old_group_runs_beside_the_new_one_until_the_end() -> None:
+    """A replaced group's nodes, and a removed group's where the update creates another, run until the end of
+    ``pulumi up``; a group removed while nothing is created says nothing more than that it goes."""
+    old = plan_of("p4d", _gpu("p4d", topology=False))
+    u = compare(old, plan_of("p4d", _gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"])))
+    assert (
+        "  note: nodeGroups.gpu: the new group's nodes start beside the old group's 2 node(s) (its maxSize: the "
+        "cluster autoscaler owns its size and may have grown it that far). Both groups run until the end of this "
+        "`pulumi up`, when Pulumi deletes the old one. Your vCPU quota and your budget need room for both (preflight "
+        "counts them at `pulumi up`)"
+    ) in render_upgrade(upgrade_report(u)).splitlines()
+    off = {P + "autoscaler": {"enabled": False}}
+    (note,) = compare(
+        plan_of("p4d", {**_gpu("p4d", topology=False, desiredSize=1), **off}),
+        plan_of("p4d", {**_gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"]), **off}),
+    ).notes
+    assert note.startswith(
+        "nodeGroups.gpu: the new group's nodes start beside the old group's 1 node(s) (its desiredSize, which Pulumi "
+        "keeps it at)"
+    )
+    (note,) = compare(old, plan_of("p4d", _renamed_to_h100(_gpu("p4d", topology=False)))).notes
+    assert note.startswith(
+        "nodeGroups.gpu: the group's 2 node(s) (its maxSize: the cluster autoscaler owns its size and may have grown "
+        "it that far) run until the end of this `pulumi up`, when Pulumi deletes it, beside the nodes of the groups "
+        "the update creates"
+    )
+    spare = _gpu("p4d", topology=False)
+    spare[P + "nodeGroups"]["spare"] = {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 1}
+    u = compare(plan_of("p4d", spare), old)
+    assert [g.action for g in u.groups] == ["delete"] and u.notes == ()
 
 
 def _repo_with_code(tmp_path: Path, *, link: bool = False) -> Path:
