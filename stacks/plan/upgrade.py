@@ -25,7 +25,7 @@ from stacks.plan.admission import flavor_problems
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
-from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, recorded_release
 from stacks.plan.templates import recorded_digest, template_digest
 from stacks.zones import RegionZones
 
@@ -250,15 +250,15 @@ def _rolling(
     new: NodeGroupPlan,
     recorded: Optional[Mapping[str, object]] = None,
 ) -> list[str]:
-    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release, its launch template
-    (:func:`_template_changes`)."""
+    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release other than the one it runs
+    (:func:`_running_release`), its launch template (:func:`_template_changes`)."""
     out = []
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     if a != b:
         release = new.ami.release_version if new.ami.pinned else f"EKS's newest release for {b}"
         out.append(f"Kubernetes {a} -> {b} (AMI release {release})")
-    elif _release_moves(old, new):
-        out.append(f"AMI release {old.ami.release_version} -> {new.ami.release_version}")
+    elif _release_moves(old, new, recorded):
+        out.append(f"AMI release {_running_release(old, recorded)} -> {new.ami.release_version}")
     template = _template_changes(old_plan, new_plan, old, new, recorded)
     if template and not out:
         # the provider sends releaseVersion only when it changed, and EKS then takes its newest release for the
@@ -267,9 +267,17 @@ def _rolling(
     return out + template
 
 
-def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan) -> bool:
-    """The group's ``amiRelease`` pins a release other than the one it had: the update sends it to EKS."""
-    return new.ami.pinned and old.ami.release_version != new.ami.release_version
+def _running_release(old: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> str:
+    """The AMI release a group runs: the last update's record of it, as EKS reported it (``recorded``), else the old
+    plan's (its pin, or for a group without one the release a new group would start on, which EKS may have moved
+    past)."""
+    return recorded_release(recorded, old.path) or old.ami.release_version
+
+
+def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
+    """The group's ``amiRelease`` pins a release other than the one it runs (:func:`_running_release`): the provider
+    compares the pin with the release in its state, EKS's, and sends it."""
+    return new.ami.pinned and _running_release(old, recorded) != new.ami.release_version
 
 
 def _release_key(release: str) -> Optional[tuple[tuple[int, ...], str]]:
@@ -294,25 +302,30 @@ def _pin_key(plan: Plan, g: NodeGroupPlan) -> str:
 def pinned_release_problems(
     old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
 ) -> list[str]:
-    """A group whose ``amiRelease`` pins a release it keeps while its launch template changes: EKS would take its
-    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back; a pin moved to an
-    older release, which EKS refuses too (source key ``eks-update-nodegroup-release``). ``recorded``: the last
-    update's record, for what this version changes."""
+    """A group whose ``amiRelease`` pins the release it runs while its launch template changes: EKS would take its
+    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back; a pin older than the
+    release the group runs, which EKS refuses too (source key ``eks-update-nodegroup-release``). ``recorded``: the
+    last update's record, for what this version changes and the release each group runs (:func:`_running_release`;
+    without it, a group without a pin is not known to run one)."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     old_groups = {g.name: g for g in old_plan.all_groups}
     problems = []
     for g in new_plan.all_groups:
         was = old_groups.get(g.name)
-        if was is not None and was.ami.pinned and _release_moves(was, g) and not _replacing(was, g):
-            new_key, old_key = _release_key(g.ami.release_version), _release_key(was.ami.release_version)
+        if was is None or _replacing(was, g):
+            continue
+        known = was.ami.pinned or recorded_release(recorded, was.path) is not None
+        if known and _release_moves(was, g, recorded):
+            runs = _running_release(was, recorded)
+            new_key, old_key = _release_key(g.ami.release_version), _release_key(runs)
             if new_key is not None and old_key is not None and new_key < old_key:
                 problems.append(
                     f"{_pin_key(new_plan, g)}: {g.ami.release_version} is older than the release {g.path} runs, "
-                    f"{was.ami.release_version}; EKS cannot roll a node group back to an earlier AMI release. Keep "
-                    f"{was.ami.release_version} or set a newer one"
+                    f"{runs}; EKS cannot roll a node group back to an earlier AMI release. Keep {runs} or set a "
+                    "newer one"
                 )
             continue
-        if was is None or not g.ami.pinned or a != b or _release_moves(was, g) or _replacing(was, g):
+        if not g.ami.pinned or a != b or _release_moves(was, g, recorded):
             continue
         changes = _template_changes(old_plan, new_plan, was, g, recorded)
         if not changes:

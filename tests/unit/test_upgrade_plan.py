@@ -1273,3 +1273,67 @@ def test_a_pin_moved_to_an_older_release_is_refused(own: bool) -> None:
     forward = compare(plan_of("p5", _pinned_p5("v20260610", own=own)), plan_of("p5", _pinned_p5("v20260714", own=own)))
     gpu = next(g for g in forward.groups if g.path == "nodeGroups.gpu")
     assert gpu.reasons == ("AMI release 1.36.1-20260610 -> 1.36.2-20260714",)
+
+
+def _runs(plan: Plan, **releases: str) -> dict[str, str]:
+    """``plan``'s ``deployedVersions`` record, with the AMI release each named group (``gpu``, ``system``) ran as EKS
+    reported it."""
+    paths = {"gpu": "nodeGroups.gpu", "system": "systemNodeGroup"}
+    return {**installed_versions(plan), **{f"{paths[g]}.releaseVersion": r for g, r in releases.items()}}
+
+
+def test_a_first_pin_is_compared_with_the_release_the_record_says_the_group_runs() -> None:
+    """p5's GPU group had no pin, and EKS moved it past this version's newest release (a launch template roll):
+    pinning that newest release asks EKS to go back, refused against the recorded release; pinning the release it
+    runs rolls nothing; a newer one rolls from the release it runs."""
+    old = plan_of("p5", preset("p5"))
+    record = _runs(old, gpu="1.36.3-20260801")
+    with pytest.raises(ConfigError) as err:
+        compare(old, plan_of("p5", _pinned_p5("v20260714", own=True, disk=500)), deployed_versions=record)
+    (problem,) = err.value.problems
+    assert problem == (
+        f"{P}nodeGroups.gpu.amiRelease: 1.36.2-20260714 is older than the release nodeGroups.gpu runs, "
+        "1.36.3-20260801; EKS cannot roll a node group back to an earlier AMI release. Keep 1.36.3-20260801 or set a "
+        "newer one"
+    )
+    same = compare(old, plan_of("p5", _pinned_p5("1.36.3-20260801", own=True, disk=500)), deployed_versions=record)
+    assert same.groups == ()
+    newer = compare(old, plan_of("p5", _pinned_p5("1.36.4-20260901", own=True, disk=500)), deployed_versions=record)
+    (gpu,) = newer.groups
+    assert gpu.reasons == ("AMI release 1.36.3-20260801 -> 1.36.4-20260901",)
+    # without the record, the old plan's release stands in (this version's newest): no refusal, as before
+    assert compare(old, plan_of("p5", _pinned_p5("v20260714", own=True, disk=500))).groups == ()
+
+
+def test_a_first_pin_with_a_template_change_is_refused_only_where_the_group_runs_that_release() -> None:
+    """A first pin at this version's newest release, with a bigger disk: the provider sends the pin where the group
+    runs another release (an older one: the template rolls with it), and not where it runs that one (EKS would take
+    its newest, away from the pin: refused)."""
+    old = plan_of("p5", preset("p5"))
+    new = plan_of("p5", _pinned_p5("v20260714", own=True, disk=600))
+    (gpu,) = [
+        g
+        for g in compare(old, new, deployed_versions=_runs(old, gpu="1.36.1-20260610")).groups
+        if g.path == "nodeGroups.gpu"
+    ]
+    assert gpu.reasons == (
+        "AMI release 1.36.1-20260610 -> 1.36.2-20260714",
+        "launch template: root volume size 500 -> 600",
+    )
+    with pytest.raises(ConfigError) as err:
+        compare(old, new, deployed_versions=_runs(old, gpu="1.36.2-20260714"))
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        f"{P}nodeGroups.gpu.amiRelease: pins nodeGroups.gpu to AMI release 1.36.2-20260714, and this update changes "
+        "its launch template (root volume size 500 -> 600) but not its release"
+    ), problem
+
+
+def test_a_kept_pin_is_compared_with_the_release_the_record_says_the_group_runs() -> None:
+    """A pinned group whose record names another release than its pin (its Capacity Block kept it, say): an unchanged
+    pin is sent, a roll from the release it runs."""
+    plan = plan_of("p5", _pinned_p5("v20260714", own=True))
+    (gpu,) = compare(plan, plan, deployed_versions=_runs(plan, gpu="1.36.1-20260610")).groups
+    assert gpu.reasons == ("AMI release 1.36.1-20260610 -> 1.36.2-20260714",)
+    with pytest.raises(ConfigError, match="1.36.2-20260714 is older than the release nodeGroups.gpu runs, 1.36.3-"):
+        compare(plan, plan, deployed_versions=_runs(plan, gpu="1.36.3-20260801"))
