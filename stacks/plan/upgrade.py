@@ -332,11 +332,20 @@ def pinned_release_problems(
             continue
         pin = _pin_key(new_plan, g)
         what = "; ".join(c.removeprefix("launch template: ") for c in changes)
+        # an active Capacity Block's group ignores the change (TrainingNodeGroup._ignored_changes) until it is at 0
+        # nodes, and then takes it without the release all the same: the refusal holds there too
+        when = (
+            " (on its Capacity Block, once the group is at 0 nodes: while the block is active it keeps the change "
+            "for later)"
+            if g.capacity_type == "CAPACITY_BLOCK"
+            else ""
+        )
         problems.append(
             f"{pin}: pins {g.path} to AMI release {g.ami.release_version}, and this update changes its launch "
-            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}, "
-            f"and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set {pin} to a "
-            "newer release in this same update, or remove it (the group then takes EKS's newest release and keeps it)"
+            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}"
+            f"{when}, and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set "
+            f"{pin} to a newer release in this same update, or remove it (the group then takes EKS's newest release "
+            "and keeps it)"
         )
     return problems
 
@@ -479,13 +488,21 @@ def _group_change(
                 else ""
             )
         )
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    if g.capacity_type == "CAPACITY_BLOCK" and a != b:
-        notes.append(
-            f"{g.path}: while its Capacity Block is active the group keeps its version and rolls at the next "
-            f"`pulumi up` at 0 nodes; EKS updates the cluster past {b} only once every group runs {b}"
-        )
+    if g.capacity_type == "CAPACITY_BLOCK":
+        notes.append(_capacity_block_note(old_plan, new_plan, g))
     return change, notes
+
+
+def _capacity_block_note(old_plan: Plan, new_plan: Plan, g: NodeGroupPlan) -> str:
+    """What a Capacity Block group's roll waits for: while its block is active the node group ignores a change of its
+    version, AMI release and launch template (:meth:`components.nodegroup.TrainingNodeGroup._ignored_changes`), every
+    reason :func:`_rolling` names."""
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    return (
+        f"{g.path}: while its Capacity Block is active the group keeps its version, AMI release and launch template, "
+        "and rolls at the next `pulumi up` at 0 nodes"
+        + (f"; EKS updates the cluster past {b} only once every group runs {b}" if a != b else "")
+    )
 
 
 def deployed_version(name: str, planned: Optional[str], recorded: Optional[Mapping[str, object]]) -> Optional[str]:

@@ -1337,3 +1337,47 @@ def test_a_kept_pin_is_compared_with_the_release_the_record_says_the_group_runs(
     assert gpu.reasons == ("AMI release 1.36.1-20260610 -> 1.36.2-20260714",)
     with pytest.raises(ConfigError, match="1.36.2-20260714 is older than the release nodeGroups.gpu runs, 1.36.3-"):
         compare(plan, plan, deployed_versions=_runs(plan, gpu="1.36.3-20260801"))
+
+
+def _block(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` (p5's) with its GPU group on a Capacity Block."""
+    cfg[P + "nodeGroups"]["gpu"].update(capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
+    return cfg
+
+
+def test_a_capacity_block_groups_roll_waits_for_0_nodes_whatever_rolls_it() -> None:
+    """While its block is active a Capacity Block group ignores a new version, AMI release and launch template: a
+    roll for any of them says it waits for the next ``pulumi up`` at 0 nodes; a minor move adds that EKS holds the
+    cluster's next move until then. An On-Demand group's roll has no such note."""
+    waits = (
+        "nodeGroups.gpu: while its Capacity Block is active the group keeps its version, AMI release and launch "
+        "template, and rolls at the next `pulumi up` at 0 nodes"
+    )
+    bigger = _block(preset("p5"))
+    bigger[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
+    template = compare(plan_of("p5", _block(preset("p5"))), plan_of("p5", bigger))
+    assert [g.path for g in template.groups] == ["nodeGroups.gpu"] and template.notes == (waits,), template.notes
+    release = compare(
+        plan_of("p5", _block(_pinned_p5(own=True))), plan_of("p5", _block(_pinned_p5("v20260714", own=True)))
+    )
+    assert waits in release.notes, release.notes
+    minor = compare(
+        plan_of("p5", _block(variant("p5", kubernetesVersion="1.35"))),
+        plan_of("p5", _block(variant("p5", kubernetesVersion="1.36"))),
+    )
+    assert f"{waits}; EKS updates the cluster past 1.36 only once every group runs 1.36" in minor.notes, minor.notes
+    on_demand = preset("p5")
+    on_demand[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
+    assert not any("Capacity Block" in n for n in compare(plan_of("p5", preset("p5")), plan_of("p5", on_demand)).notes)
+
+
+def test_a_pinned_capacity_block_groups_template_change_is_refused_for_when_it_applies() -> None:
+    """An active block holds the template change until the group is at 0 nodes, and it then goes without the release
+    all the same: refused, saying when EKS would move the group."""
+    with pytest.raises(ConfigError) as err:
+        compare(plan_of("p5", _block(_pinned_p5(own=True))), plan_of("p5", _block(_pinned_p5(own=True, disk=600))))
+    (problem,) = err.value.problems
+    assert (
+        "EKS would then move its nodes to its newest release for 1.36 (on its Capacity Block, once the group is at 0 "
+        "nodes: while the block is active it keeps the change for later), and refuse every later `pulumi up`"
+    ) in problem, problem
