@@ -236,6 +236,9 @@ class TrainingCluster(pulumi.ComponentResource):
     """IAM OIDC provider ARN (only meaningful with ``create_oidc_provider``)."""
     system_node_group_name: pulumi.Output[str]
     """Name of the system node group."""
+    system_release_version: pulumi.Output[str]
+    """The EKS AMI release version the system nodes run, as EKS reports it (the system group's
+    ``release_version``)."""
     system_node_labels: pulumi.Output[dict[str, str]]
     """Labels of the system nodes, as an output (to export). To place a pod there, use the plain
     :func:`components.scheduling.system_node_selector`."""
@@ -288,6 +291,7 @@ class TrainingCluster(pulumi.ComponentResource):
         self.secrets_kms_key_arn = kms_key.arn
         self.oidc_provider_arn = self.cluster.oidc_provider_arn
         self.system_node_group_name = system.node_group_name
+        self.system_release_version = system.release_version
         self.system_node_labels = system.labels
         self.addon_names = [*NODE_ADDONS, POD_IDENTITY_AGENT_ADDON, *LATE_ADDONS]
         addons = [*node_addons, pod_identity_agent, *late]
@@ -307,6 +311,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "node_security_group_id": self.node_security_group_id,
                 "secrets_kms_key_arn": self.secrets_kms_key_arn,
                 "system_node_group_name": self.system_node_group_name,
+                "system_release_version": self.system_release_version,
                 "system_node_labels": self.system_node_labels,
                 "log_group_name": self.log_group_name,
                 "installed_addons": self.installed_addons,

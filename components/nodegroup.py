@@ -304,6 +304,9 @@ class TrainingNodeGroup(pulumi.ComponentResource):
     """The EKS node group's ARN."""
     launch_template_id: pulumi.Output[str]
     """The launch template's id."""
+    release_version: pulumi.Output[str]
+    """The EKS AMI release version the nodes run, as EKS reports it (``1.36.2-20260714``): after a launch template
+    change without a new release, EKS's newest for the group's Kubernetes version."""
     labels: pulumi.Output[dict[str, str]]
     """The Kubernetes labels every node of the group has, as an output (to export). A job's placement takes plain
     values: :func:`components.workloads.spec.worker_placement` of the group's
@@ -339,6 +342,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
         self.node_group_name = node_group.node_group_name
         self.node_group_arn = node_group.arn
         self.launch_template_id = launch_template.id
+        self.release_version = node_group.release_version
         self.labels = pulumi.Output.from_input(shape.labels)
         self.taints = pulumi.Output.from_input(shape.taints)
         if args.get("autoscaler_tags"):
@@ -352,6 +356,7 @@ class TrainingNodeGroup(pulumi.ComponentResource):
                 "node_group_name": self.node_group_name,
                 "node_group_arn": self.node_group_arn,
                 "launch_template_id": self.launch_template_id,
+                "release_version": self.release_version,
                 "labels": self.labels,
                 "taints": self.taints,
                 "gpus_per_node": self.gpus_per_node,

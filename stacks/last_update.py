@@ -26,6 +26,7 @@ from stacks.plan import Plan, build_plan
 from stacks.plan.installs import installed_versions, render_moves, version_moves
 from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
 from stacks.plan.network_change import deployed_zone_problems
+from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.region_change import in_region, region_of, region_problem
 from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
@@ -80,12 +81,22 @@ def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi
     return pulumi.Output.secret(pulumi.Output.from_input(finished).apply(lambda _: text))
 
 
-def versions_output(plan: Plan, finished: pulumi.Input[Any]) -> pulumi.Output[dict[str, str]]:
-    """The versions this update installs (:func:`installed_versions`), which the next update reads back; resolved only
-    once ``finished`` is, as :func:`configuration_output`."""
+def versions_output(
+    plan: Plan, finished: pulumi.Input[Any], releases: Optional[Mapping[str, pulumi.Input[str]]] = None
+) -> pulumi.Output[dict[str, str]]:
+    """The versions this update installs (:func:`installed_versions`) and the AMI release each node group runs as EKS
+    reports it (``releases``, by the group's config path; :data:`~stacks.plan.nodes.RELEASE_SUFFIX`), which the next
+    update reads back; resolved only once ``finished`` and the releases are, as :func:`configuration_output`."""
     versions = installed_versions(plan)
+    paths = list(releases or {})
+    values = [releases[p] for p in paths] if releases else []
+
+    def record(resolved: list[Any]) -> dict[str, str]:
+        ran = {p + RELEASE_SUFFIX: str(r) for p, r in zip(paths, resolved[1:]) if r}
+        return {**versions, **ran}
+
     # plain, though ``finished`` holds secrets (the kubeconfig): versions are no secret
-    return pulumi.Output.unsecret(pulumi.Output.from_input(finished).apply(lambda _: versions))
+    return pulumi.Output.unsecret(pulumi.Output.all(pulumi.Output.from_input(finished), *values).apply(record))
 
 
 def stack_name() -> str:

@@ -31,6 +31,8 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from components.catalog.amis import release_version
+from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
 from components.workloads.job_objects import JOB_OBJECTS
 from stacks.bundle import PREFIX, ROOT
 from stacks.config import NAMESPACE
@@ -323,8 +325,14 @@ class TrainingMocks(pmocks.Mocks):
         return rid
 
     def _node_group(self, name: str, inputs: dict[str, Any], out: dict[str, Any]) -> str:
+        """What EKS reports for an ACTIVE managed node group: its name, ARN and Auto Scaling group, and the Kubernetes
+        version and AMI release it runs (those asked for, else this project's default minor and the newest release the
+        catalog knows for it)."""
         ng = (inputs.get("nodeGroupNamePrefix") or name) + "20261121000000000000000001"
+        minor = str(inputs.get("version") or DEFAULT_KUBERNETES_VERSION)
         out.update(
+            version=minor,
+            releaseVersion=inputs.get("releaseVersion") or release_version(None, minor) or "",
             nodeGroupName=ng,
             arn=f"arn:{self.partition}:eks:{self.region}:{ACCOUNT}:nodegroup/{inputs.get('clusterName')}/{ng}/x",
             status="ACTIVE",

@@ -217,9 +217,9 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
       ``pulumi up`` reads it back to say what it rolls (:mod:`stacks.last_update`).
     - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
       cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name, and a
-      digest of each node group's launch template (``<group path>.launchTemplate``), recorded once the other outputs
-      are and each of them is installed: the next ``pulumi up`` names what a new version moves, and the groups whose
-      nodes it rolls.
+      digest of each node group's launch template (``<group path>.launchTemplate``) and the AMI release it runs as EKS
+      reports it (``<group path>.releaseVersion``), recorded once the other outputs are and each of them is installed:
+      the next ``pulumi up`` names what a new version moves, and the groups whose nodes it rolls.
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)
@@ -231,10 +231,19 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     if env.config.network is not None and env.zones is not None:
         outputs[ZONES_OUTPUT] = [z.name for z in env.zones]
     minor = env.config.cluster.kubernetes_version
-    finished = [*outputs.values(), *installs_done(env)]
-    outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished)
+    releases = node_releases(env)
+    finished = [*outputs.values(), *installs_done(env), *releases.values()]
+    outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished, releases)
     outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished)
     return outputs
+
+
+def node_releases(env: Environment) -> dict[str, pulumi.Output[str]]:
+    """The AMI release each node group runs, as EKS reports it once the group is created or updated, by the group's
+    config path (the system group first)."""
+    releases = {env.plan.system.path: env.cluster.system_release_version}
+    releases.update({env.plan.groups[name].path: g.release_version for name, g in env.node_groups.items()})
+    return releases
 
 
 def installs_done(env: Environment) -> list[pulumi.Output[Any]]:

@@ -1,11 +1,12 @@
 """What a cluster stack installs beside its own jobs, and at which versions this version of the project pins them.
 
-Each update records the versions (:func:`installed_versions`, the stack output ``deployedVersions``), and each node
-group's launch template digest (:mod:`stacks.plan.templates`). The next one compares the record with the same
-configuration under the new version of the project (:func:`version_moves`), so ``pulumi up``'s summary names what a new
-version moves: a chart, an operator, an add-on pin, etcd. A launch template it changes is a roll of its group, which
-the summary's node groups name (:func:`stacks.plan.upgrade.compare`). Its add-ons' lines and the VPC CNI's one-minor
-step start from the record too (:func:`stacks.plan.upgrade.deployed_version`).
+Each update records the versions (:func:`installed_versions`, the stack output ``deployedVersions``), each node
+group's launch template digest (:mod:`stacks.plan.templates`) and the AMI release it runs (:mod:`stacks.plan.nodes`).
+The next one compares the record with the same configuration under the new version of the project
+(:func:`version_moves`), so ``pulumi up``'s summary names what a new version moves: a chart, an operator, an add-on
+pin, etcd. A launch template it changes is a roll of its group, which the summary's node groups name
+(:func:`stacks.plan.upgrade.compare`); a pinned release is compared with the one the group runs. Its add-ons' lines
+and the VPC CNI's one-minor step start from the record too (:func:`stacks.plan.upgrade.deployed_version`).
 """
 
 from typing import Collection, Mapping, Optional

@@ -16,13 +16,16 @@ https://kubernetes.io/docs/tasks/run-application/configure-pdb/#arbitrary-contro
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
 from components.catalog.amis import NEWEST_AMI_RELEASE, release_of, release_version
 from stacks.config.cluster import ClusterConfig
 
 #: EKS's limit on a pod leaving a node during a managed node group update (source key ``eks-managed-node-update``).
 EVICTION_LIMIT_MINUTES = 15
+#: How the record (the output ``deployedVersions``) names the AMI release a group runs, as EKS reported it at the end
+#: of the update: ``<the group's config path>.releaseVersion``.
+RELEASE_SUFFIX = ".releaseVersion"
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,13 @@ def ami_plan(cluster: ClusterConfig, own: Optional[str]) -> AmiPlan:
         release=found.tag if found else None,
         nvidia_driver=found.nvidia_driver if found else None,
     )
+
+
+def recorded_release(recorded: Optional[Mapping[str, object]], path: str) -> Optional[str]:
+    """The AMI release the last update's record says the group at config ``path`` ran (:data:`RELEASE_SUFFIX`);
+    ``None`` where it holds none (an update by an earlier version of this project)."""
+    value = recorded.get(path + RELEASE_SUFFIX) if isinstance(recorded, Mapping) else None
+    return value if isinstance(value, str) and value else None
 
 
 def min_available(strategy: str, pods: int, min_pods: int) -> int:

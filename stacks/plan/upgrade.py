@@ -25,7 +25,7 @@ from stacks.plan.admission import flavor_problems
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
-from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, recorded_release
 from stacks.plan.templates import recorded_digest, template_digest
 from stacks.zones import RegionZones
 
@@ -307,15 +307,15 @@ def _rolling(
     new: NodeGroupPlan,
     recorded: Optional[Mapping[str, object]] = None,
 ) -> list[str]:
-    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release, its launch template
-    (:func:`_template_changes`)."""
+    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release other than the one it runs
+    (:func:`_running_release`), its launch template (:func:`_template_changes`)."""
     out = []
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     if a != b:
         release = new.ami.release_version if new.ami.pinned else f"EKS's newest release for {b}"
         out.append(f"Kubernetes {a} -> {b} (AMI release {release})")
-    elif _release_moves(old, new):
-        out.append(f"AMI release {old.ami.release_version} -> {new.ami.release_version}")
+    elif _release_moves(old, new, recorded):
+        out.append(f"AMI release {_running_release(old, recorded)} -> {new.ami.release_version}")
     template = _template_changes(old_plan, new_plan, old, new, recorded)
     if template and not out:
         # the provider sends releaseVersion only when it changed, and EKS then takes its newest release for the
@@ -324,9 +324,17 @@ def _rolling(
     return out + template
 
 
-def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan) -> bool:
-    """The group's ``amiRelease`` pins a release other than the one it had: the update sends it to EKS."""
-    return new.ami.pinned and old.ami.release_version != new.ami.release_version
+def _running_release(old: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> str:
+    """The AMI release a group runs: the last update's record of it, as EKS reported it (``recorded``), else the old
+    plan's (its pin, or for a group without one the release a new group would start on, which EKS may have moved
+    past)."""
+    return recorded_release(recorded, old.path) or old.ami.release_version
+
+
+def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
+    """The group's ``amiRelease`` pins a release other than the one it runs (:func:`_running_release`): the provider
+    compares the pin with the release in its state, EKS's, and sends it."""
+    return new.ami.pinned and _running_release(old, recorded) != new.ami.release_version
 
 
 def _release_key(release: str) -> Optional[tuple[tuple[int, ...], str]]:
@@ -351,36 +359,50 @@ def _pin_key(plan: Plan, g: NodeGroupPlan) -> str:
 def pinned_release_problems(
     old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
 ) -> list[str]:
-    """A group whose ``amiRelease`` pins a release it keeps while its launch template changes: EKS would take its
-    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back; a pin moved to an
-    older release, which EKS refuses too (source key ``eks-update-nodegroup-release``). ``recorded``: the last
-    update's record, for what this version changes."""
+    """A group whose ``amiRelease`` pins the release it runs while its launch template changes: EKS would take its
+    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back; a pin older than the
+    release the group runs, which EKS refuses too (source key ``eks-update-nodegroup-release``). ``recorded``: the
+    last update's record, for what this version changes and the release each group runs (:func:`_running_release`;
+    without it, a group without a pin is not known to run one)."""
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     old_groups = {g.name: g for g in old_plan.all_groups}
     problems = []
     for g in new_plan.all_groups:
         was = old_groups.get(g.name)
-        if was is not None and was.ami.pinned and _release_moves(was, g) and not _replacing(was, g):
-            new_key, old_key = _release_key(g.ami.release_version), _release_key(was.ami.release_version)
+        if was is None or _replacing(was, g):
+            continue
+        known = was.ami.pinned or recorded_release(recorded, was.path) is not None
+        if known and _release_moves(was, g, recorded):
+            runs = _running_release(was, recorded)
+            new_key, old_key = _release_key(g.ami.release_version), _release_key(runs)
             if new_key is not None and old_key is not None and new_key < old_key:
                 problems.append(
                     f"{_pin_key(new_plan, g)}: {g.ami.release_version} is older than the release {g.path} runs, "
-                    f"{was.ami.release_version}; EKS cannot roll a node group back to an earlier AMI release. Keep "
-                    f"{was.ami.release_version} or set a newer one"
+                    f"{runs}; EKS cannot roll a node group back to an earlier AMI release. Keep {runs} or set a "
+                    "newer one"
                 )
             continue
-        if was is None or not g.ami.pinned or a != b or _release_moves(was, g) or _replacing(was, g):
+        if not g.ami.pinned or a != b or _release_moves(was, g, recorded):
             continue
         changes = _template_changes(old_plan, new_plan, was, g, recorded)
         if not changes:
             continue
         pin = _pin_key(new_plan, g)
         what = "; ".join(c.removeprefix("launch template: ") for c in changes)
+        # an active Capacity Block's group ignores the change (TrainingNodeGroup._ignored_changes) until it is at 0
+        # nodes, and then takes it without the release all the same: the refusal holds there too
+        when = (
+            " (on its Capacity Block, once the group is at 0 nodes: while the block is active it keeps the change "
+            "for later)"
+            if g.capacity_type == "CAPACITY_BLOCK"
+            else ""
+        )
         problems.append(
             f"{pin}: pins {g.path} to AMI release {g.ami.release_version}, and this update changes its launch "
-            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}, "
-            f"and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set {pin} to a "
-            "newer release in this same update, or remove it (the group then takes EKS's newest release and keeps it)"
+            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}"
+            f"{when}, and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set "
+            f"{pin} to a newer release in this same update, or remove it (the group then takes EKS's newest release "
+            "and keeps it)"
         )
     return problems
 
@@ -524,13 +546,21 @@ def _group_change(
                 else ""
             )
         )
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    if g.capacity_type == "CAPACITY_BLOCK" and a != b:
-        notes.append(
-            f"{g.path}: while its Capacity Block is active the group keeps its version and rolls at the next "
-            f"`pulumi up` at 0 nodes; EKS updates the cluster past {b} only once every group runs {b}"
-        )
+    if g.capacity_type == "CAPACITY_BLOCK":
+        notes.append(_capacity_block_note(old_plan, new_plan, g))
     return change, notes
+
+
+def _capacity_block_note(old_plan: Plan, new_plan: Plan, g: NodeGroupPlan) -> str:
+    """What a Capacity Block group's roll waits for: while its block is active the node group ignores a change of its
+    version, AMI release and launch template (:meth:`components.nodegroup.TrainingNodeGroup._ignored_changes`), every
+    reason :func:`_rolling` names."""
+    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
+    return (
+        f"{g.path}: while its Capacity Block is active the group keeps its version, AMI release and launch template, "
+        "and rolls at the next `pulumi up` at 0 nodes"
+        + (f"; EKS updates the cluster past {b} only once every group runs {b}" if a != b else "")
+    )
 
 
 def deployed_version(name: str, planned: Optional[str], recorded: Optional[Mapping[str, object]]) -> Optional[str]:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from components.catalog.amis import RELEASE_VERSION_RE, release_version
+from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
 from components.scheduling import NODE_ROLE_LABEL, TAINT_EFFECTS_EKS
 from stacks.config import load_config
 from stacks.plan import build_plan
@@ -55,7 +57,7 @@ def test_harness_rejects_duplicate_urns(tmp_path: Path) -> None:
 NODE_GROUP_PROGRAM = """
 from components import TrainingNodeGroup
 
-TrainingNodeGroup("decided", {
+group = TrainingNodeGroup("decided", {
     "cluster_name": "c", "node_role_arn": "arn:aws:iam::123456789012:role/n", "subnet_ids": ["subnet-1"],
     "instance_types": ["g5.xlarge"], "role": "gpu", "min_size": 0, "desired_size": 0, "max_size": 2,
     "node_labels": {"eks-training/role": "gpu", "team": "a"},
@@ -75,6 +77,17 @@ def test_a_node_group_takes_the_labels_taints_and_ami_its_caller_decided(tmp_pat
     assert ng.inputs["labels"] == {"eks-training/role": "gpu", "team": "a"}
     assert ng.inputs["taints"] == [{"key": "dedicated", "value": "a", "effect": "NO_SCHEDULE"}]
     assert ng.inputs["amiType"] == "AL2023_x86_64_STANDARD"
+
+
+def test_a_node_group_reports_the_release_it_runs_as_eks_does(tmp_path: Path) -> None:
+    """A group that asks for no version nor release runs, under the mocks as at EKS, the cluster's minor (here the
+    default) at the newest release: its ``release_version`` output holds it in EKS's form (``1.36.2-20260714``)."""
+    main = tmp_path / "__main__.py"
+    main.write_text(NODE_GROUP_PROGRAM + 'import pulumi\npulumi.export("release", group.release_version)\n')
+    p = run_program("dev", config={"aws:region": "us-west-2"}, main=main)
+    assert "releaseVersion" not in p.one("aws:eks/nodeGroup:NodeGroup").inputs
+    assert p.outputs["release"] == release_version(None, DEFAULT_KUBERNETES_VERSION)
+    assert RELEASE_VERSION_RE.match(p.outputs["release"]), p.outputs["release"]
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
+from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
 from components.catalog.platform import EKS_ADDONS
 from stacks import last_update
 from stacks.config import load_config
 from stacks.plan import build_plan
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
+from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
 from tests.harness import PROJECT, REPO, Registration, run_program, stack_config, stack_names
 from tests.last_update_support import PREVIOUS, P, deployed, pinned
@@ -54,6 +56,19 @@ def _registered_templates(program, stack: str) -> dict[str, str]:
     return found
 
 
+def _registered_releases(program, stack: str) -> dict[str, str]:
+    """Each node group's AMI release as EKS reports it (the node group's output), by the record's name."""
+    plan = build_plan(load_config(PROJECT, stack, stack_config(stack), project_dir=REPO))
+    reported = {r.name: r.outputs["releaseVersion"] for r in program.of_type("aws:eks/nodeGroup:NodeGroup")}
+    found = {g.path + RELEASE_SUFFIX: reported.pop(f"{plan.config.cluster_name}-{g.name}-ng") for g in plan.all_groups}
+    assert not reported, f"node groups no group of the plan has: {sorted(reported)}"
+    minor = plan.config.cluster.kubernetes_version
+    for name, release in found.items():  # as EKS writes it: 1.36.2-20260714
+        match = RELEASE_VERSION_RE.match(release)
+        assert match is not None and match.group("minor") == minor, (name, release)
+    return found
+
+
 def _registered_versions(program) -> dict[str, str]:
     """What the program registers, by the record's names: each add-on's version (pinned, or resolved from EKS's
     default), each chart's version, the MPI Operator's and the ProvisioningRequest CRD's manifest, etcd's image."""
@@ -86,12 +101,16 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         assert recorded is None  # a jobs-only stack installs none of them
         return
     assert last_update.VERSIONS_OUTPUT not in program.secret_outputs  # `pulumi stack output` shows it
-    registered = {**_registered_versions(program), **_registered_templates(program, stack)}
+    registered = {
+        **_registered_versions(program),
+        **_registered_templates(program, stack),
+        **_registered_releases(program, stack),
+    }
     assert set(recorded) == set(registered), (sorted(recorded), sorted(registered))
     for name, version in recorded.items():
         if name in EKS_ADDONS:  # a pin is registered as it is; EKS's default is resolved from the account
             assert version == EKS_DEFAULT or registered[name] == version, (name, version, registered[name])
-        elif name.endswith(TEMPLATE_SUFFIX):
+        elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX)):
             assert version == registered[name], (name, version, registered[name])
         elif name == "etcd":
             tag, _, digest = registered[name].partition("@")
@@ -103,12 +122,12 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
 
 def _installs(program) -> list[Registration]:
     """What the record names a version of, as registered: every EKS add-on, chart release, manifest and etcd's
-    Deployment."""
+    Deployment, and every node group (its AMI release)."""
     manifests = {MANIFESTS[k].url for k in ("mpi-operator", "provisioning-request-crd")}
     return [
         r
         for r in program.registrations
-        if r.type in ("aws:eks/addon:Addon", "kubernetes:helm.sh/v3:Release")
+        if r.type in ("aws:eks/addon:Addon", "kubernetes:helm.sh/v3:Release", "aws:eks/nodeGroup:NodeGroup")
         or (r.type == "kubernetes:yaml/v2:ConfigFile" and r.inputs.get("file") in manifests)
         or (
             r.type == "kubernetes:apps/v1:Deployment"
@@ -126,7 +145,11 @@ def test_the_records_wait_for_every_install_they_name(stack: str) -> None:
     if last_update.VERSIONS_OUTPUT not in program.outputs:
         return  # a jobs-only stack installs none of them
     installs = _installs(program)
-    assert {r.type for r in installs} >= {"aws:eks/addon:Addon", "kubernetes:helm.sh/v3:Release"}
+    assert {r.type for r in installs} >= {
+        "aws:eks/addon:Addon",
+        "kubernetes:helm.sh/v3:Release",
+        "aws:eks/nodeGroup:NodeGroup",
+    }
     for record in (last_update.VERSIONS_OUTPUT, last_update.CONFIG_OUTPUT):
         missed = [r.name for r in installs if not program.output_waits_for(record, r.urn)]
         assert missed == [], (record, missed)

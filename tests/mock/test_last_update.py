@@ -12,6 +12,7 @@ import pytest
 
 from components.catalog import KUBERNETES_VERSIONS, SUPPORTED_KUBERNETES_VERSIONS
 from components.catalog.addons import addon_version_tuple, pinned_version
+from components.catalog.amis import NEWEST_AMI_RELEASE, release_version
 from stacks import last_update, preflight
 from stacks.config import ConfigError, load_config
 from stacks.config import cluster as config_cluster
@@ -187,6 +188,31 @@ def test_a_pinned_groups_launch_template_change_alone_fails_before_any_resource_
     assert problem.startswith(f"{P}cluster.amiRelease: pins nodeGroups.cpu to AMI release "), problem
     assert "remove it (the group then takes EKS's newest release and keeps it)" in problem, problem
     assert program.registrations == []
+
+
+def test_a_first_pin_older_than_the_release_the_group_runs_fails_before_any_resource_is_registered(
+    last_outputs,
+) -> None:
+    """dev's CPU group had no pin, and EKS moved it past this version's newest release (the record says so): pinning
+    that newest release would ask EKS to go back, which it refuses. Refused before anything is registered, against
+    the release the record names; pinning that one goes on."""
+    last_outputs[last_update.CONFIG_OUTPUT] = config = deployed()
+    before = run_program("dev", config=json.loads(config), fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    newest = release_version(None, NOW)
+    assert before["nodeGroups.cpu.releaseVersion"] == newest
+    runs = f"{NOW}.99-20991231"  # a release this version does not know yet
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**before, "nodeGroups.cpu.releaseVersion": runs}
+    config = pinned()
+    config[P + "nodeGroups"]["cpu"]["amiRelease"] = NEWEST_AMI_RELEASE
+    program = run_program("dev", config=config, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == []
+    (problem,) = program.error.problems
+    assert problem.startswith(
+        f"{P}nodeGroups.cpu.amiRelease: {newest} is older than the release nodeGroups.cpu runs, {runs}"
+    ), problem
+    config[P + "nodeGroups"]["cpu"]["amiRelease"] = runs
+    program = run_program("dev", config=config, fresh=True)
+    assert program.error is None and program.registrations and program.warnings == [], program.warnings
 
 
 def test_another_gpu_model_on_a_topology_aware_group_fails_before_any_resource_is_registered(last_outputs) -> None:

@@ -1357,3 +1357,111 @@ def test_a_pin_moved_to_an_older_release_is_refused(own: bool) -> None:
     forward = compare(plan_of("p5", _pinned_p5("v20260610", own=own)), plan_of("p5", _pinned_p5("v20260714", own=own)))
     gpu = next(g for g in forward.groups if g.path == "nodeGroups.gpu")
     assert gpu.reasons == ("AMI release 1.36.1-20260610 -> 1.36.2-20260714",)
+
+
+def _runs(plan: Plan, **releases: str) -> dict[str, str]:
+    """``plan``'s ``deployedVersions`` record, with the AMI release each named group (``gpu``, ``system``) ran as EKS
+    reported it."""
+    paths = {"gpu": "nodeGroups.gpu", "system": "systemNodeGroup"}
+    return {**installed_versions(plan), **{f"{paths[g]}.releaseVersion": r for g, r in releases.items()}}
+
+
+def test_a_first_pin_is_compared_with_the_release_the_record_says_the_group_runs() -> None:
+    """p5's GPU group had no pin, and EKS moved it past this version's newest release (a launch template roll):
+    pinning that newest release asks EKS to go back, refused against the recorded release; pinning the release it
+    runs rolls nothing; a newer one rolls from the release it runs."""
+    old = plan_of("p5", preset("p5"))
+    record = _runs(old, gpu="1.36.3-20260801")
+    with pytest.raises(ConfigError) as err:
+        compare(old, plan_of("p5", _pinned_p5("v20260714", own=True, disk=500)), deployed_versions=record)
+    (problem,) = err.value.problems
+    assert problem == (
+        f"{P}nodeGroups.gpu.amiRelease: 1.36.2-20260714 is older than the release nodeGroups.gpu runs, "
+        "1.36.3-20260801; EKS cannot roll a node group back to an earlier AMI release. Keep 1.36.3-20260801 or set a "
+        "newer one"
+    )
+    same = compare(old, plan_of("p5", _pinned_p5("1.36.3-20260801", own=True, disk=500)), deployed_versions=record)
+    assert same.groups == ()
+    newer = compare(old, plan_of("p5", _pinned_p5("1.36.4-20260901", own=True, disk=500)), deployed_versions=record)
+    (gpu,) = newer.groups
+    assert gpu.reasons == ("AMI release 1.36.3-20260801 -> 1.36.4-20260901",)
+    # without the record, the old plan's release stands in (this version's newest): no refusal, as before
+    assert compare(old, plan_of("p5", _pinned_p5("v20260714", own=True, disk=500))).groups == ()
+
+
+def test_a_first_pin_with_a_template_change_is_refused_only_where_the_group_runs_that_release() -> None:
+    """A first pin at this version's newest release, with a bigger disk: the provider sends the pin where the group
+    runs another release (an older one: the template rolls with it), and not where it runs that one (EKS would take
+    its newest, away from the pin: refused)."""
+    old = plan_of("p5", preset("p5"))
+    new = plan_of("p5", _pinned_p5("v20260714", own=True, disk=600))
+    (gpu,) = [
+        g
+        for g in compare(old, new, deployed_versions=_runs(old, gpu="1.36.1-20260610")).groups
+        if g.path == "nodeGroups.gpu"
+    ]
+    assert gpu.reasons == (
+        "AMI release 1.36.1-20260610 -> 1.36.2-20260714",
+        "launch template: root volume size 500 -> 600",
+    )
+    with pytest.raises(ConfigError) as err:
+        compare(old, new, deployed_versions=_runs(old, gpu="1.36.2-20260714"))
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        f"{P}nodeGroups.gpu.amiRelease: pins nodeGroups.gpu to AMI release 1.36.2-20260714, and this update changes "
+        "its launch template (root volume size 500 -> 600) but not its release"
+    ), problem
+
+
+def test_a_kept_pin_is_compared_with_the_release_the_record_says_the_group_runs() -> None:
+    """A pinned group whose record names another release than its pin (its Capacity Block kept it, say): an unchanged
+    pin is sent, a roll from the release it runs."""
+    plan = plan_of("p5", _pinned_p5("v20260714", own=True))
+    (gpu,) = compare(plan, plan, deployed_versions=_runs(plan, gpu="1.36.1-20260610")).groups
+    assert gpu.reasons == ("AMI release 1.36.1-20260610 -> 1.36.2-20260714",)
+    with pytest.raises(ConfigError, match="1.36.2-20260714 is older than the release nodeGroups.gpu runs, 1.36.3-"):
+        compare(plan, plan, deployed_versions=_runs(plan, gpu="1.36.3-20260801"))
+
+
+def _block(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``cfg`` (p5's) with its GPU group on a Capacity Block."""
+    cfg[P + "nodeGroups"]["gpu"].update(capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
+    return cfg
+
+
+def test_a_capacity_block_groups_roll_waits_for_0_nodes_whatever_rolls_it() -> None:
+    """While its block is active a Capacity Block group ignores a new version, AMI release and launch template: a
+    roll for any of them says it waits for the next ``pulumi up`` at 0 nodes; a minor move adds that EKS holds the
+    cluster's next move until then. An On-Demand group's roll has no such note."""
+    waits = (
+        "nodeGroups.gpu: while its Capacity Block is active the group keeps its version, AMI release and launch "
+        "template, and rolls at the next `pulumi up` at 0 nodes"
+    )
+    bigger = _block(preset("p5"))
+    bigger[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
+    template = compare(plan_of("p5", _block(preset("p5"))), plan_of("p5", bigger))
+    assert [g.path for g in template.groups] == ["nodeGroups.gpu"] and template.notes == (waits,), template.notes
+    release = compare(
+        plan_of("p5", _block(_pinned_p5(own=True))), plan_of("p5", _block(_pinned_p5("v20260714", own=True)))
+    )
+    assert waits in release.notes, release.notes
+    minor = compare(
+        plan_of("p5", _block(variant("p5", kubernetesVersion="1.35"))),
+        plan_of("p5", _block(variant("p5", kubernetesVersion="1.36"))),
+    )
+    assert f"{waits}; EKS updates the cluster past 1.36 only once every group runs 1.36" in minor.notes, minor.notes
+    on_demand = preset("p5")
+    on_demand[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
+    assert not any("Capacity Block" in n for n in compare(plan_of("p5", preset("p5")), plan_of("p5", on_demand)).notes)
+
+
+def test_a_pinned_capacity_block_groups_template_change_is_refused_for_when_it_applies() -> None:
+    """An active block holds the template change until the group is at 0 nodes, and it then goes without the release
+    all the same: refused, saying when EKS would move the group."""
+    with pytest.raises(ConfigError) as err:
+        compare(plan_of("p5", _block(_pinned_p5(own=True))), plan_of("p5", _block(_pinned_p5(own=True, disk=600))))
+    (problem,) = err.value.problems
+    assert (
+        "EKS would then move its nodes to its newest release for 1.36 (on its Capacity Block, once the group is at 0 "
+        "nodes: while the block is active it keeps the change for later), and refuse every later `pulumi up`"
+    ) in problem, problem
