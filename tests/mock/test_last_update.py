@@ -24,6 +24,14 @@ from tests.harness import PROJECT, REPO, STACK_OUTPUTS, run_program, stack_confi
 from tests.last_update_support import NEXT, NOW, PREVIOUS, SKIPPED, P, deployed, pinned
 
 
+def refused(stack: str, **kwargs: Any) -> str:
+    """The one problem ``pulumi up`` stops at, before any resource is registered."""
+    program = run_program(stack, expect_error=True, **kwargs)
+    assert isinstance(program.error, ConfigError) and program.registrations == [], program.error
+    (problem,) = program.error.problems
+    return problem
+
+
 @pytest.mark.parametrize("stack", stack_names())
 def test_every_preset_exports_its_configuration_as_a_secret_that_plans_the_same(stack: str) -> None:
     program = run_program(stack)
@@ -128,16 +136,13 @@ def test_a_skipped_minor_fails_before_any_resource_is_registered(last_outputs) -
     """Preflight off (the stack file's setting here): nobody asked EKS which minor runs, so the refusal also says how
     to let the program read it, in case EKS made the move itself."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
-    program = run_program("dev", config=pinned(), fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError)
-    (problem,) = program.error.problems
+    problem = refused("dev", config=pinned(), fresh=True)
     assert problem.startswith(f"{P}cluster.kubernetesVersion: {SKIPPED} -> {NOW} skips 1 minor"), problem
     assert problem.endswith(
         f"If the cluster already runs {NOW} (EKS upgrades a cluster itself at the end of standard or extended "
         "support), the program must read the minor it runs to step from it, and could not (preflight is off): set "
         f"{P}preflight.enabled to true for this update"
     ), problem
-    assert program.registrations == []
 
 
 def test_an_addon_moves_from_the_version_the_record_says_the_last_update_installed(last_outputs) -> None:
@@ -149,9 +154,7 @@ def test_an_addon_moves_from_the_version_the_record_says_the_last_update_install
     now = pinned_version("vpc-cni", NOW).version  # type: ignore[union-attr]
     major, minor, _ = addon_version_tuple(now)  # type: ignore[misc]
     last_outputs[last_update.VERSIONS_OUTPUT] = {**before, "vpc-cni": f"v{major}.{minor - 2}.0-eksbuild.1"}
-    refused = run_program("dev", config=pinned(), fresh=True, expect_error=True)
-    assert isinstance(refused.error, ConfigError) and refused.registrations == []
-    (problem,) = refused.error.problems
+    problem = refused("dev", config=pinned(), fresh=True)
     assert problem.startswith(
         f"{P}cluster.addonVersions.vpc-cni: v{major}.{minor - 2}.0-eksbuild.1 -> {now} moves 2"
     ), problem
@@ -169,11 +172,8 @@ def test_a_new_vpc_block_fails_before_any_resource_is_registered(last_outputs) -
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     config = pinned()
     config[P + "network"] = {**(config.get(P + "network") or {}), "vpcCidr": "10.8.0.0/16"}
-    program = run_program("dev", config=config, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError)
-    (problem,) = program.error.problems
+    problem = refused("dev", config=config, fresh=True)
     assert problem.startswith(f"{P}network.vpcCidr 10.0.0.0/16 -> 10.8.0.0/16: another VPC"), problem
-    assert program.registrations == []
 
 
 def test_a_pinned_groups_launch_template_change_alone_fails_before_any_resource_is_registered(last_outputs) -> None:
@@ -182,12 +182,9 @@ def test_a_pinned_groups_launch_template_change_alone_fails_before_any_resource_
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(amiRelease="v20260610")
     config = pinned(amiRelease="v20260610")
     config[P + "nodeGroups"]["cpu"]["diskSizeGib"] += 50
-    program = run_program("dev", config=config, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError)
-    (problem,) = program.error.problems
+    problem = refused("dev", config=config, fresh=True)
     assert problem.startswith(f"{P}cluster.amiRelease: pins nodeGroups.cpu to AMI release "), problem
     assert "remove it (the group then takes EKS's newest release and keeps it)" in problem, problem
-    assert program.registrations == []
 
 
 def test_a_first_pin_older_than_the_release_the_group_runs_fails_before_any_resource_is_registered(
@@ -204,9 +201,7 @@ def test_a_first_pin_older_than_the_release_the_group_runs_fails_before_any_reso
     last_outputs[last_update.VERSIONS_OUTPUT] = {**before, "nodeGroups.cpu.releaseVersion": runs}
     config = pinned()
     config[P + "nodeGroups"]["cpu"]["amiRelease"] = NEWEST_AMI_RELEASE
-    program = run_program("dev", config=config, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config=config, fresh=True)
     assert problem.startswith(
         f"{P}nodeGroups.cpu.amiRelease: {newest} is older than the release nodeGroups.cpu runs, {runs}"
     ), problem
@@ -224,12 +219,9 @@ def test_another_gpu_model_on_a_topology_aware_group_fails_before_any_resource_i
     last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
     moved = copy.deepcopy(config)
     moved[P + "nodeGroups"]["gpu"]["instanceTypes"] = ["p5.48xlarge"]
-    program = run_program("dev", config=moved, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError)
-    (problem,) = program.error.problems
+    problem = refused("dev", config=moved, fresh=True)
     assert problem.startswith(f"{P}nodeGroups.gpu: its Kueue flavor gpu has a Topology"), problem
     assert "(k8s.amazonaws.com/accelerator nvidia-a100 -> nvidia-h100)" in problem, problem
-    assert program.registrations == []
 
 
 def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> None:
@@ -238,11 +230,8 @@ def test_a_new_zone_fails_before_any_resource_is_registered(last_outputs) -> Non
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     config = pinned()
     config[P + "network"] = {**(config.get(P + "network") or {}), "availabilityZoneCount": 3}
-    program = run_program("dev", config=config, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError)
-    (problem,) = program.error.problems
+    problem = refused("dev", config=config, fresh=True)
     assert problem.startswith(f"{P}network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1b -> "), problem
-    assert program.registrations == []
 
 
 def test_zones_the_region_no_longer_chooses_fail_before_any_resource_is_registered(last_outputs) -> None:
@@ -253,9 +242,7 @@ def test_zones_the_region_no_longer_chooses_fail_before_any_resource_is_register
     record = json.loads(deployed())
     last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
     last_outputs[last_update.ZONES_OUTPUT] = ["us-east-1a", "us-east-1c"]
-    program = run_program("dev", config=pinned(), fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config=pinned(), fresh=True)
     assert problem.startswith(
         f"{P}network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1c -> us-east-1a, us-east-1b (the "
         "same settings choose other zones"
@@ -277,9 +264,7 @@ def test_a_skipped_minor_whose_cluster_could_not_be_read_says_why(last_outputs, 
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
     why = "CredentialsError: cannot use the stack's AWS credentials (aws:profile, ...): no profile x"
     monkeypatch.setattr(preflight_cluster, "running_cluster", lambda plan, session=None: (None, why))
-    program = run_program("dev", config={**pinned(), P + "preflight": {"enabled": True}}, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config={**pinned(), P + "preflight": {"enabled": True}}, fresh=True)
     assert problem.endswith(
         f"and could not ({why}): it calls eks:DescribeCluster with the stack's credentials in its region: fix what "
         "stopped that call"
@@ -292,9 +277,7 @@ def test_a_skipped_minor_the_cluster_does_not_run_is_refused_without_the_preflig
     """Preflight on, and EKS says the cluster runs the record's minor: the skip is the stack file's, and the refusal
     names only the steps."""
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=SKIPPED)
-    program = run_program("dev", config=cluster_runs(SKIPPED), fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config=cluster_runs(SKIPPED), fresh=True)
     assert problem.startswith(f"{P}cluster.kubernetesVersion: {SKIPPED} -> {NOW} skips 1 minor"), problem
     assert problem.endswith("one minor per `pulumi up`"), problem
 
@@ -305,9 +288,7 @@ def test_a_default_that_moved_never_upgrades_a_cluster_whose_minor_is_unset(last
     record = json.loads(deployed())
     record[P + "cluster"] = json.dumps({"kubernetesVersion": PREVIOUS})  # as an unpinned update records it
     last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
-    program = run_program("dev", fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", fresh=True)
     assert problem.startswith(f"{P}cluster.kubernetesVersion is not set, and this project's default, {NOW}, is not")
     assert f"the minor the stack's last finished update deployed, {PREVIOUS}: a new version of the project" in problem
     assert problem.endswith(
@@ -371,9 +352,7 @@ def test_zones_that_moved_are_refused_where_the_record_cannot_be_used(last_outpu
     last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config) if record == "unloadable" else {}
     last_outputs[last_update.ZONES_OUTPUT] = ["us-east-1a", "us-east-1c"]
     last_outputs["clusterName"] = "eks-training-dev"
-    program = run_program("dev", config=pinned(), fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config=pinned(), fresh=True)
     assert problem.startswith(
         f"{P}network.availabilityZoneCount: the VPC's zones us-east-1a, us-east-1c -> us-east-1a, us-east-1b (the "
         "zones the last update exported as vpcZones)"
@@ -459,9 +438,7 @@ def test_a_recorded_minor_since_past_its_support_is_still_refused(last_outputs) 
     record = json.loads(deployed())
     record[P + "cluster"] = json.dumps({"kubernetesVersion": old})
     last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(record)
-    program = run_program("dev", fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", fresh=True)
     assert f"last finished update deployed, {old}" in problem
 
 
@@ -576,9 +553,7 @@ def test_a_stack_file_left_at_the_record_behind_a_control_plane_that_moved_names
     last_outputs[last_update.CONFIG_OUTPUT] = deployed(kubernetesVersion=PREVIOUS)
     config = cluster_runs(NOW)
     config[P + "cluster"] = {**config[P + "cluster"], "kubernetesVersion": PREVIOUS}
-    program = run_program("dev", config=config, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config=config, fresh=True)
     said = (
         f"{PREVIOUS} is older than the {NOW} the cluster runs: an earlier `pulumi up` that failed moved it, or EKS did"
     )
@@ -592,9 +567,7 @@ def test_a_control_plane_ahead_of_an_unset_minors_default_names_the_minor_it_run
     last_outputs[last_update.CONFIG_OUTPUT] = deployed()
     config = cluster_runs(NEXT)
     config[P + "cluster"] = {k: v for k, v in config[P + "cluster"].items() if k != "kubernetesVersion"}
-    program = run_program("dev", config=config, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config=config, fresh=True)
     assert f"is not the minor the cluster runs, {NEXT}: `pulumi up` never moves a cluster down a minor" in problem, (
         problem
     )
@@ -609,9 +582,7 @@ def test_a_cluster_without_a_record_whose_minor_is_not_the_unset_default_stops_t
     runs the default, nothing is said."""
     config = cluster_runs(runs)
     config[P + "cluster"] = {k: v for k, v in config[P + "cluster"].items() if k != "kubernetesVersion"}
-    program = run_program("dev", config=config, fresh=True, expect_error=True)
-    assert isinstance(program.error, ConfigError) and program.registrations == []
-    (problem,) = program.error.problems
+    problem = refused("dev", config=config, fresh=True)
     assert problem.startswith(
         f"eks-training:cluster.kubernetesVersion is not set, and this project's default, {NOW}, is not the minor the "
         f"cluster runs, {runs}: "
