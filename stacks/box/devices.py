@@ -51,24 +51,22 @@ def _nvidia(values: Mapping[str, Any]) -> dict[str, Any]:
 def _efa(values: Mapping[str, Any]) -> dict[str, Any]:
     # The EFA chart's template (stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml): CriticalAddonsOnly plus
     # the values' tolerations, the values' nodeSelector, and one affinity term per key of the values'
-    # supportedInstanceLabels, each "In" its values (the chart's default: EFA_CHART_INSTANCE_TYPES).
+    # supportedInstanceLabels, each "In" its values (the chart's default: EFA_CHART_INSTANCE_TYPES), the last term
+    # also keeping off EKS Auto Mode nodes (compute-type NotIn auto).
     labels = values.get("supportedInstanceLabels") or {
         "keys": ["node.kubernetes.io/instance-type"],
         "values": list(EFA_CHART_INSTANCE_TYPES),
     }
+    terms: list[dict[str, Any]] = [
+        {"matchExpressions": [{"key": k, "operator": "In", "values": list(labels["values"])}]} for k in labels["keys"]
+    ]
+    terms[-1]["matchExpressions"].append(
+        {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]}
+    )
     spec: dict[str, Any] = {
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, *(values.get("tolerations") or [])],
         "priorityClassName": "system-node-critical",
-        "affinity": {
-            "nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": k, "operator": "In", "values": list(labels["values"])}]}
-                        for k in labels["keys"]
-                    ]
-                }
-            }
-        },
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}},
     }
     if values.get("nodeSelector"):
         spec["nodeSelector"] = dict(values["nodeSelector"])

@@ -97,9 +97,12 @@ def _efa_terms(values: dict | None) -> list:
 def test_the_efa_plugin_runs_on_every_efa_node_whatever_its_type() -> None:
     """The chart's default affinity lists the instance types its release knew; the stack's values replace it with the
     EFA node label, so a type the chart does not list (one described under instanceFacts) still gets its devices."""
+    not_auto = {"key": "eks.amazonaws.com/compute-type", "operator": "NotIn", "values": ["auto"]}
     (default,) = _efa_terms(None)
-    assert default["matchExpressions"][0]["key"] == "node.kubernetes.io/instance-type"
-    assert default["matchExpressions"][0]["values"] == list(EFA_CHART_INSTANCE_TYPES)
+    assert default["matchExpressions"] == [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(EFA_CHART_INSTANCE_TYPES)},
+        not_auto,
+    ]
     assert "p6-b300.48xlarge" not in EFA_CHART_INSTANCE_TYPES
     (ours,) = _efa_terms(efa_device_plugin_values(HELM_CHARTS["aws-efa-k8s-device-plugin"].version))
-    assert ours["matchExpressions"] == [{"key": EFA_LABEL[0], "operator": "In", "values": [EFA_LABEL[1]]}]
+    assert ours["matchExpressions"] == [{"key": EFA_LABEL[0], "operator": "In", "values": [EFA_LABEL[1]]}, not_auto]
