@@ -27,7 +27,7 @@ def _program(source: str, stack: str) -> Program:
 
 
 def _selected(spec: dict[str, Any], labels: dict[str, str]) -> bool:
-    """The DaemonSet's nodeSelector and required node affinity (``In`` terms on the labels given) pick the node."""
+    """The DaemonSet's nodeSelector and required node affinity (its terms on the labels given) pick the node."""
     if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
         return False
     terms = (
@@ -36,10 +36,22 @@ def _selected(spec: dict[str, Any], labels: dict[str, str]) -> bool:
     ).get("nodeSelectorTerms")
     if not terms:
         return True
-    return any(
-        all(e["operator"] == "In" and labels.get(e["key"]) in e["values"] for e in term["matchExpressions"])
-        for term in terms
-    )
+    return any(all(_matches(e, labels) for e in term["matchExpressions"]) for term in terms)
+
+
+def _matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
+    """One node selector requirement, as the scheduler reads it: ``NotIn`` and ``DoesNotExist`` also match a node
+    without the label (https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#operators)."""
+    op, value = expression["operator"], labels.get(expression["key"])
+    if op == "In":
+        return value in expression["values"]
+    if op == "NotIn":
+        return value not in expression["values"]
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    raise AssertionError(f"operator {op} is not read here")
 
 
 @pytest.mark.parametrize(
