@@ -20,6 +20,7 @@ from typing import Mapping, Optional
 
 from components.catalog.amis import NEWEST_AMI_RELEASE, release_of, release_version
 from stacks.config.cluster import ClusterConfig
+from stacks.plan.record import recorded_entry
 
 #: EKS's limit on a pod leaving a node during a managed node group update (source key ``eks-managed-node-update``).
 EVICTION_LIMIT_MINUTES = 15
@@ -61,8 +62,7 @@ def ami_plan(cluster: ClusterConfig, own: Optional[str]) -> AmiPlan:
 def recorded_release(recorded: Optional[Mapping[str, object]], path: str) -> Optional[str]:
     """The AMI release the last update's record says the group at config ``path`` ran (:data:`RELEASE_SUFFIX`);
     ``None`` where it holds none (an update by an earlier version of this project)."""
-    value = recorded.get(path + RELEASE_SUFFIX) if isinstance(recorded, Mapping) else None
-    return value if isinstance(value, str) and value else None
+    return recorded_entry(recorded, path + RELEASE_SUFFIX)
 
 
 def min_available(strategy: str, pods: int, min_pods: int) -> int:

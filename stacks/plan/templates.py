@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional
 from components.nodeplan import host_setup_user_data, launch_template_data
 from stacks.config import StackConfig
 from stacks.plan.model import NodeGroupPlan, Plan
+from stacks.plan.record import recorded_entry
 
 #: How the record names a group's launch template digest: ``<the group's config path>.launchTemplate``.
 TEMPLATE_SUFFIX = ".launchTemplate"
@@ -67,5 +68,4 @@ def template_digests(plan: Plan) -> dict[str, str]:
 
 def recorded_digest(recorded: Optional[Mapping[str, object]], g: NodeGroupPlan) -> Optional[str]:
     """The digest of ``g``'s launch template in the last update's record; ``None`` where it holds none."""
-    value = recorded.get(g.path + TEMPLATE_SUFFIX) if isinstance(recorded, Mapping) else None
-    return value if isinstance(value, str) else None
+    return recorded_entry(recorded, g.path + TEMPLATE_SUFFIX)

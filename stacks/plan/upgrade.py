@@ -26,6 +26,7 @@ from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, recorded_release
+from stacks.plan.record import recorded_entry
 from stacks.plan.templates import recorded_digest, template_digest
 from stacks.zones import RegionZones
 
@@ -566,8 +567,8 @@ def _capacity_block_note(old_plan: Plan, new_plan: Plan, g: NodeGroupPlan) -> st
 def deployed_version(name: str, planned: Optional[str], recorded: Optional[Mapping[str, object]]) -> Optional[str]:
     """The version of ``name`` the last update installed: its record's (``recorded``), where that names one, else
     ``planned``, the old configuration's under this version of the project (no record, or EKS's default)."""
-    was = recorded.get(name) if isinstance(recorded, Mapping) else None
-    return was if isinstance(was, str) and was != EKS_DEFAULT else planned
+    was = recorded_entry(recorded, name)
+    return was if was is not None and was != EKS_DEFAULT else planned
 
 
 def addon_step_problems(old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None) -> list[str]:
