@@ -106,6 +106,48 @@ class LogFollower:
         return [c.decode(errors="replace") for c in complete]
 
 
+#: The last line of the traceback torchrun prints when a signal stops it (the runner's stop on Ctrl-C, a pod's
+#: SIGTERM): its own machinery's, not the job's.
+_TORCHRUN_STOPPED = "torch.distributed.elastic.multiprocessing.api.SignalException"
+
+
+@dataclass
+class PodProgress:
+    """What one pod's new log lines show the user (:func:`progress_line`). A traceback is held until its last line:
+    the job's own is shown whole, and torchrun's when a signal stopped it is left in the log."""
+
+    follower: LogFollower
+    held: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return self._shown(self.follower.lines())
+
+    def rest(self) -> list[str]:
+        """The new lines and a traceback still held: the pod has exited, so it is whole."""
+        shown, self.held = self._shown(self.follower.lines()) + self._block(self.held), []
+        return shown
+
+    def _shown(self, new: list[str]) -> list[str]:
+        shown: list[str] = []
+        for line in new:
+            if self.held or line.startswith("Traceback (most recent call last):"):
+                self.held.append(line)
+                if len(self.held) > 1 and line[:1] not in ("", " ", "\t"):  # the exception's line ends it
+                    shown += self._block(self.held)
+                    self.held = []
+                continue
+            text = progress_line(line)
+            if text:
+                shown.append(text)
+        return shown
+
+    @staticmethod
+    def _block(lines: list[str]) -> list[str]:
+        if lines and lines[-1].startswith(_TORCHRUN_STOPPED):
+            return []
+        return [text for text in map(progress_line, lines) if text]
+
+
 #: How torch prefixes a rank's lines of an uncaught exception (``[rank1]: FileNotFoundError: ...``).
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b")
@@ -242,4 +284,4 @@ def _json(path: Path) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else None
 
 
-__all__ = ["LogFollower", "event_line", "failure", "goodput_line", "progress_line", "results"]
+__all__ = ["LogFollower", "PodProgress", "event_line", "failure", "goodput_line", "progress_line", "results"]

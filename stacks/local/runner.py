@@ -34,7 +34,7 @@ from components.workloads.tensorboard import tensorboard_command
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
 from stacks.kinds import KINDS, LocalContext, PlannedJob
 from stacks.local.kube import container_env, expand
-from stacks.local.report import LogFollower, failure, progress_line, results
+from stacks.local.report import LogFollower, PodProgress, failure, results
 from stacks.plan import JobPlan, Plan, job_order
 from stacks.plan.jobspec import job_spec
 
@@ -488,7 +488,7 @@ class LocalRunner:
                         fix=f"put {pod.argv[0]} on PATH, or give the image's virtualenv with --venv IMAGE=DIR",
                     ) from exc
         deadline = time.monotonic() + timeout_s
-        followers = [LogFollower(p.log) for p in pods]
+        followers = [PodProgress(LogFollower(p.log)) for p in pods]
         try:
             while True:
                 codes = [p.process.poll() if p.process else None for p in pods]
@@ -510,14 +510,14 @@ class LocalRunner:
         finally:
             for pod in pods:
                 stop(pod.process)
-            self.show_progress(pods, followers)
+            self.show_progress(pods, followers, ended=True)
 
-    def show_progress(self, pods: Sequence[Pod], followers: Sequence[LogFollower]) -> None:
-        """The pods' new log lines that show progress (:func:`stacks.local.report.progress_line`)."""
+    def show_progress(self, pods: Sequence[Pod], followers: Sequence[PodProgress], *, ended: bool = False) -> None:
+        """The pods' new log lines that show progress (:class:`stacks.local.report.PodProgress`); ``ended``: the
+        pods have exited, so what they left is whole."""
         for pod, follower in zip(pods, followers):
-            for line in follower.lines():
-                shown = progress_line(line) if self.progress else None
-                if shown:
+            for shown in follower.rest() if ended else follower.lines():
+                if self.progress:
                     self.say(f"  {pod.job}/{pod.index}: {shown}")
 
     def etcd_endpoint(self) -> str:

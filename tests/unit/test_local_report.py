@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL
-from stacks.local.report import LogFollower, failure, progress_line, results
+from stacks.local.report import LogFollower, PodProgress, failure, progress_line, results
 from stacks.local.runner import LocalRunError, LocalRunner, dataset_layout
 from tests.harness import REPO
 from tests.mock.test_local import _runner
@@ -47,6 +47,43 @@ def test_progress_shows_the_jobs_lines_and_leaves_torchruns_in_the_log() -> None
     ):
         assert progress_line(noise) is None, noise
     assert "already complete" in (progress_line('{"event": "already_complete", "component": "launch"}') or "")
+
+
+#: torchrun's traceback when the runner stops it on Ctrl-C (torch 2.13.0, a local run of the dev stack).
+TORCHRUN_STOPPED = """Traceback (most recent call last):
+  File "/venv/bin/torchrun", line 10, in <module>
+    sys.exit(main())
+  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/agent/server/api.py", line 923, in _invoke_run
+    time.sleep(monitor_interval)
+  File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 86, in \
+_terminate_process_handler
+    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)
+torch.distributed.elastic.multiprocessing.api.SignalException: Process 16626 got signal: 15
+"""
+JOBS_OWN = """Traceback (most recent call last):
+  File "/work/my_train.py", line 3, in <module>
+    raise ValueError("no data")
+ValueError: no data
+"""
+
+
+def test_a_traceback_is_shown_whole_unless_it_is_torchruns_stop(tmp_path: Path) -> None:
+    """The job's own traceback is shown as it is, even when it reaches the log in two parts; torchrun's when the
+    runner stopped it (Ctrl-C) is left in the log, as its other bookkeeping is."""
+    log = tmp_path / "train-0.log"
+    progress = PodProgress(LogFollower(log))
+    own = JOBS_OWN.splitlines()
+    log.write_text(json.dumps(TRAINER_EPOCH) + "\n" + "\n".join(own[:2]) + "\n")
+    assert progress.lines() == ["epoch 3/6, step 69, loss 0.5123, accuracy 0.81, test accuracy 0.853, images/s 120.5"]
+    with open(log, "a") as f:
+        f.write("\n".join(own[2:]) + "\n" + '{"event": "stopping", "text": "SIGTERM"}\n' + TORCHRUN_STOPPED)
+    assert progress.lines() == [*own, "stopping: SIGTERM"]
+    assert progress.rest() == []
+    # a traceback the pod had not finished when it exited is shown at the end
+    log.write_text("")
+    cut = PodProgress(LogFollower(log))
+    log.write_text("\n".join(own[:3]) + "\n")
+    assert cut.lines() == [] and cut.rest() == own[:3]
 
 
 def test_a_log_is_followed_line_by_line(tmp_path: Path) -> None:
