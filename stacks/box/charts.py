@@ -3,9 +3,9 @@
 :func:`render` renders a ``kubernetes.helm.v3.Release`` the program registers as Helm installs it: the chart's own
 source at the catalog's pinned version, with the release's values and namespace. So what a chart does with a value is
 the chart's doing. Sources come from the Go module proxy through a pinned box module (:data:`CHART_SOURCES`), never
-into the repository; :func:`chart_dir` checks the version and that the folder is complete. The device plugins' charts
-cannot be had here (:data:`NOT_AT_HAND`), so :mod:`stacks.box.devices` stands in for them. The cluster tier compares
-the render with the plan (``tests/cluster/test_box_admission.py``).
+into the repository; :func:`chart_dir` checks the version, that the folder is complete, and that Helm upgrades the
+chart's CRDs. The device plugins' charts cannot be had here (:data:`NOT_AT_HAND`), so :mod:`stacks.box.devices` stands
+in for them. The cluster tier compares the render with the plan (``tests/cluster/test_box_admission.py``).
 
 Why: docs/explanation/box.md ("Charts rendered by Helm", "Nodes from the plan")."""
 
@@ -69,7 +69,8 @@ def chart_key(chart: str) -> Optional[str]:
 
 
 def chart_dir(key: str) -> Path:
-    """The source folder of the catalog chart ``key`` at the catalog's version, checked (see the module docstring)."""
+    """The source folder of the catalog chart ``key`` at the catalog's version, checked (see the module docstring).
+    A day-two rule too: a chart bump must upgrade the chart's CRDs on a running cluster (:func:`crds_helm_keeps`)."""
     source = CHART_SOURCES.get(key)
     if source is None:
         raise ChartError(
@@ -91,6 +92,15 @@ def chart_dir(key: str) -> Path:
     missing = incomplete(folder, meta)
     if missing:
         raise ChartError(f"the chart {key} in {folder} is incomplete: {'; '.join(missing)}")
+    kept = crds_helm_keeps(folder)
+    if kept:
+        raise ChartError(
+            f"the chart {key} {pinned} has CustomResourceDefinitions in {', '.join(kept)}: Helm installs a chart's "
+            "crds/ once and never upgrades them "
+            "(https://helm.sh/docs/chart_best_practices/custom_resource_definitions/), so a later pin's CRDs would "
+            "not reach a running cluster. Install them as objects of their own, ahead of the release "
+            "(components/helm.py), before pinning this version"
+        )
     return folder
 
 
@@ -107,6 +117,13 @@ def incomplete(folder: Path, meta: Mapping[str, Any]) -> list[str]:
         ):
             out.append(f"dependency {name} not under charts/")
     return out
+
+
+def crds_helm_keeps(folder: Path) -> list[str]:
+    """The ``crds/`` folders, of the chart at ``folder`` and of the charts it vendors, that hold files: Helm installs
+    them with the release and leaves them as they are at every upgrade."""
+    found = [folder / "crds", *sorted((folder / "charts").glob("*/crds"))]
+    return [str(d.relative_to(folder)) for d in found if d.is_dir() and any(d.iterdir())]
 
 
 def render(

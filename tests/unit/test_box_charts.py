@@ -13,7 +13,8 @@ import yaml
 from components.catalog import EFA_CHART_INSTANCE_TYPES, HELM_CHARTS
 from components.device_plugins import efa_device_plugin_values
 from components.scheduling import EFA_LABEL
-from stacks.box.charts import CHART_SOURCES, NOT_AT_HAND, ChartError, chart_key, incomplete, render
+from stacks.box import charts
+from stacks.box.charts import CHART_SOURCES, NOT_AT_HAND, ChartError, chart_key, crds_helm_keeps, incomplete, render
 from stacks.box.devices import PLUGIN_CHARTS, stand_ins
 
 
@@ -75,6 +76,27 @@ def test_an_incomplete_chart_folder_is_reported(tmp_path) -> None:
         "dependency nfd not under charts/"
     ]
     assert incomplete(tmp_path / "bare", _chart(tmp_path / "bare", templates=False)) == ["no templates/"]
+
+
+def test_a_chart_whose_crds_helm_would_never_upgrade_is_refused(tmp_path, monkeypatch) -> None:
+    """Helm installs a chart's crds/ (its own, or a vendored chart's) once and leaves them at every upgrade: a pinned
+    chart that keeps its CRDs there is refused with the reason and the fix, as the box reads it. Kueue's chart keeps
+    them in templates/crd/, which Helm upgrades."""
+    folder = tmp_path / "kueue"
+    meta = _chart(folder, dependencies=["nfd"], vendored=["nfd"])
+    assert crds_helm_keeps(folder) == []
+    (folder / "crds").mkdir()
+    assert crds_helm_keeps(folder) == []  # an empty folder installs nothing
+    (folder / "crds" / "a.yaml").write_text("kind: CustomResourceDefinition\n")
+    (folder / "charts" / "nfd" / "crds").mkdir()
+    (folder / "charts" / "nfd" / "crds" / "b.yaml").write_text("kind: CustomResourceDefinition\n")
+    assert crds_helm_keeps(folder) == ["crds", "charts/nfd/crds"]
+    meta["version"] = HELM_CHARTS["kueue"].version
+    (folder / "Chart.yaml").write_text(yaml.safe_dump(meta))
+    monkeypatch.setattr(charts, "module_dir", lambda box_module, module: tmp_path)
+    monkeypatch.setitem(CHART_SOURCES, "kueue", charts.ChartSource("kueue", "sigs.k8s.io/kueue", "kueue", "https://x"))
+    with pytest.raises(ChartError, match=r"kueue .* in crds, charts/nfd/crds: Helm installs a chart's crds/ once"):
+        charts.chart_dir("kueue")
 
 
 def test_the_box_stands_in_for_the_device_plugin_charts_the_catalog_pins() -> None:
