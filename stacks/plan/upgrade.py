@@ -460,8 +460,8 @@ def compare(
     that moved past the record; ``unread``: why its minor was not read; ``region``: the region's zones, where known
     (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where recorded; ``deployed_dirs``: the
     jobs' output folders the last update exported, where recorded; ``deployed_versions``: what it recorded it
-    installed, the add-ons' versions and the launch templates' digests among them)."""
-    problems = minor_problems(old_plan, new_plan, running, unread=unread)
+    installed, the add-ons' versions, the launch templates' digests and the groups' AMI releases among them)."""
+    problems = minor_problems(old_plan, new_plan, running, unread=unread, recorded=deployed_versions)
     # the minor's steps first: add-ons follow it
     problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
     problems += network_problems(old_plan, new_plan, region, deployed_zones)

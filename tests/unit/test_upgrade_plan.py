@@ -287,6 +287,46 @@ def test_a_group_outside_the_kubelet_skew_is_refused(kubelet: str, allowed: bool
         assert problems[0].startswith("eks-training:nodeGroups.cpu: its nodes run kubelet 1.32")
 
 
+@pytest.mark.parametrize(("kubelet", "allowed"), [("1.32", False), ("1.33", True), ("1.35", True)])
+def test_the_kubelet_skew_reads_the_release_the_record_says_a_group_runs(kubelet: str, allowed: bool) -> None:
+    """The plan thinks dev's CPU group runs 1.35, as its cluster; the last update recorded it on an older release (a
+    Capacity Block group keeps its minor while its block is active). Its kubelet is that release's: 1.32 under a 1.36
+    API server is refused, naming the record's key and the roll to make first; 1.33 is within the skew."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
+    release = f"{kubelet}.13-20260714"
+    record = {**installed_versions(old), "nodeGroups.cpu.releaseVersion": release}
+    problems = minor_problems(old, new, recorded=record)
+    assert (problems == []) is allowed, problems
+    if allowed:
+        return
+    (problem,) = problems
+    assert problem.startswith(
+        f"{P}nodeGroups.cpu: its nodes run kubelet 1.32 until they roll (AMI release {release}, as the last update "
+        "recorded it in deployedVersions' nodeGroups.cpu.releaseVersion), outside the skew"
+    ), problem
+    assert f"roll it to 1.35 first (keep {P}cluster.kubernetesVersion at '1.35' and run `pulumi up --refresh`" in (
+        problem
+    )
+    with pytest.raises(ConfigError) as err:  # `pulumi up` passes its record through
+        compare(old, new, deployed_versions=record)
+    assert err.value.problems == [problem]
+
+
+@pytest.mark.parametrize("record", [None, {}, {"nodeGroups.cpu.releaseVersion": "not-a-release"}])
+def test_without_a_recorded_release_the_kubelet_skew_reads_the_plan(record: Any) -> None:
+    """A stack last updated by an earlier version (no release in its record), or a release not of EKS's form: the
+    group's kubelet is its planned release's, as before."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
+    assert minor_problems(old, new, recorded=record) == []
+    cpu = old.groups["cpu"]
+    behind = replace(old, groups={"cpu": replace(cpu, ami=AmiPlan(release_version="1.32.1-20260714", pinned=True))})
+    (problem,) = minor_problems(behind, new, recorded=record)
+    assert problem.startswith(f"{P}nodeGroups.cpu: its nodes run kubelet 1.32 until they roll, outside"), problem
+    assert problem.endswith(f"move {P}nodeGroups.cpu.amiRelease and the cluster one minor at a time"), problem
+
+
 def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> None:
     cfg = preset("p5")
     cfg[P + "nodeGroups"]["gpu"]["updateStrategy"] = "whenIdle"
