@@ -323,6 +323,8 @@ class Admission(pulumi.ComponentResource):
 
     queue_name: pulumi.Output[str]
     """The LocalQueue's name; resolves once it and the WorkloadPriorityClasses exist (jobs are created after it)."""
+    flavor_names: pulumi.Output[list[str]]
+    """The ResourceFlavors' names; resolves once each is applied (a record of what they hold waits for it)."""
 
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:Admission", name, None, opts)
@@ -341,7 +343,8 @@ class Admission(pulumi.ComponentResource):
         topologies = self._topologies(name, specs, release)
         if specs.provisioning:
             self._provisioning_check(name, args["provisioning"], specs.provisioning, release)
-        self._flavors(name, specs, release, topologies)
+        flavors = self._flavors(name, specs, release, topologies)
+        self.flavor_names = pulumi.Output.all(*[f.id for f in flavors]).apply(lambda _: [n for n, _ in specs.flavors])
         priorities = self._priorities(name, args, release)
         # The queues need Kueue's webhooks (the release) and nothing of each other: a ClusterQueue whose flavors or
         # admission checks do not exist yet is created inactive (FlavorNotFound, AdmissionCheckNotFound) and a
@@ -363,7 +366,7 @@ class Admission(pulumi.ComponentResource):
             ).apply(lambda v: str(v[0]))
         self.team_queue_names = team_queues
         """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
-        self.register_outputs({"queue_name": self.queue_name})
+        self.register_outputs({"queue_name": self.queue_name, "flavor_names": self.flavor_names})
 
     def _topologies(
         self, name: str, specs: _Specs, release: k8s.helm.v3.Release
@@ -413,11 +416,11 @@ class Admission(pulumi.ComponentResource):
         specs: _Specs,
         release: k8s.helm.v3.Release,
         topologies: list[k8s.apiextensions.CustomResource],
-    ) -> None:
+    ) -> list[k8s.apiextensions.CustomResource]:
         """A ResourceFlavor per node group, after the Topologies they name."""
         # a flavor naming a Topology that does not exist yet leaves its ClusterQueue inactive (TopologyNotFound)
         after = pulumi.ResourceOptions(parent=self, depends_on=[release, *topologies])
-        for flavor, spec in specs.flavors:
+        return [
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{flavor}",
                 api_version=KUEUE_API,
@@ -426,6 +429,8 @@ class Admission(pulumi.ComponentResource):
                 spec=spec,
                 opts=after,
             )
+            for flavor, spec in specs.flavors
+        ]
 
     def _priorities(self, name: str, args: AdmissionArgs, release: k8s.helm.v3.Release) -> list[pulumi.CustomResource]:
         """A WorkloadPriorityClass per priority the jobs name."""

@@ -217,9 +217,11 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
       ``pulumi up`` reads it back to say what it rolls (:mod:`stacks.last_update`).
     - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
       cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name, and a
-      digest of each node group's launch template (``<group path>.launchTemplate``) and the AMI release it runs as EKS
-      reports it (``<group path>.releaseVersion``), recorded once the other outputs are and each of them is installed:
-      the next ``pulumi up`` names what a new version moves, and the groups whose nodes it rolls.
+      digest of each node group's launch template (``<group path>.launchTemplate``), the AMI release it runs as EKS
+      reports it (``<group path>.releaseVersion``) and its Kueue flavor's Topology and node labels
+      (``<group path>.kueueFlavor``), recorded once the other outputs are and each of them is installed: the next
+      ``pulumi up`` names what a new version moves and the groups whose nodes it rolls, and refuses what EKS or Kueue
+      would.
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)
@@ -248,7 +250,8 @@ def node_releases(env: Environment) -> dict[str, pulumi.Output[str]]:
 
 def installs_done(env: Environment) -> list[pulumi.Output[Any]]:
     """An output of each thing ``deployedVersions`` names, resolving once it is installed at its version: the EKS
-    add-ons, the device plugins, the cluster autoscaler, the ProvisioningRequest CRD, Kueue, the MPI Operator and etcd.
+    add-ons, the device plugins, the cluster autoscaler, the ProvisioningRequest CRD, Kueue and its flavors, the MPI
+    Operator and etcd.
     The records wait for them, so an update whose install failed (a release rolled back) records neither."""
     done: list[pulumi.Output[Any]] = [env.cluster.installed_addons]
     if env.observability is not None:
@@ -260,7 +263,7 @@ def installs_done(env: Environment) -> list[pulumi.Output[Any]]:
         done.append(env.provisioning_crd.urn)  # a ConfigFile's URN resolves once it is applied
     w: Optional[Workloads] = env.workloads
     if w is not None:
-        done += [x.queue_name for x in (w.admission,) if x is not None]
+        done += [y for x in (w.admission,) if x is not None for y in (x.queue_name, x.flavor_names)]
         done += [x.crd_name for x in (w.mpi_operator,) if x is not None]
         done += [x.service_name for x in (w.etcd,) if x is not None]  # its Service is made after its Deployment
     return done

@@ -388,45 +388,6 @@ def with_topology(plan: Plan, admission: AdmissionPlan) -> AdmissionPlan:
     return replace(admission, flavors=tuple(flavors), provisioning=provisioning_plan(tuple(flavors)))
 
 
-def flavor_problems(old: Plan, new: Plan) -> list[str]:
-    """The changes of a running stack's topology-aware flavors that Kueue refuses, each naming its group: once a
-    ResourceFlavor has a Topology, its ``topologyName`` and ``nodeLabels`` cannot change (CRD rules ``topologyName is
-    immutable when topologyName is set`` and ``nodeLabels are immutable when topologyName is set``,
-    https://github.com/kubernetes-sigs/kueue/blob/v0.19.1/apis/kueue/v1beta2/resourceflavor_types.go; its
-    ``nodeTaints`` may, and the stack sets no ``tolerations``). A flavor's labels are its group's
-    (:func:`admission_plan`): its own ``labels``, its EFA, and its GPU model's ``k8s.amazonaws.com/accelerator``. The
-    flavor's update would fail ``pulumi up`` partway, after the steps in flight beside it: a replaced group's new
-    nodes, made before the old group is deleted (docs/explanation/admission.md). A renamed cluster replaces every
-    flavor, and a jobs-only stack has none."""
-    a, b = old.admission, new.admission
-    renamed = old.config.cluster_name != new.config.cluster_name
-    jobs_only = old.config.cluster.stack_reference is not None or new.config.cluster.stack_reference is not None
-    if a is None or b is None or renamed or jobs_only:
-        return []
-    now = {f.name: f for f in b.flavors}
-    problems = []
-    for was in a.flavors:
-        f = now.get(was.name)
-        if was.topology is None or f is None:
-            continue
-        changes = [
-            f"{label} {was.node_labels.get(label, 'unset')} -> {f.node_labels.get(label, 'unset')}"
-            for label in sorted({*was.node_labels, *f.node_labels})
-            if was.node_labels.get(label) != f.node_labels.get(label)
-        ]
-        topology = f.topology.name if f.topology is not None else "none"
-        if topology != was.topology.name:
-            changes.append(f"Topology {was.topology.name} -> {topology}")
-        if changes:
-            problems.append(
-                f"{key(f.path)}: its Kueue flavor {f.name} has a Topology, and Kueue then refuses a change of its "
-                f"node labels or its Topology ({'; '.join(changes)}): `pulumi up` would fail partway, after other "
-                "changes (a replaced group's new nodes too, billed beside the old ones); keep them, or give the "
-                "group a new name (and its jobs' nodeGroup), which makes a new group and a new flavor"
-            )
-    return problems
-
-
 # --- topology-aware placement on groups that autoscale: Kueue's ProvisioningRequest admission check -------------------
 
 

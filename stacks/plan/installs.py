@@ -1,7 +1,8 @@
 """What a cluster stack installs beside its own jobs, and at which versions this version of the project pins them.
 
 Each update records the versions (:func:`installed_versions`, the stack output ``deployedVersions``), each node
-group's launch template digest (:mod:`stacks.plan.templates`) and the AMI release it runs (:mod:`stacks.plan.nodes`).
+group's launch template digest (:mod:`stacks.plan.templates`), the AMI release it runs (:mod:`stacks.plan.nodes`) and
+what its Kueue flavor was applied with (:mod:`stacks.plan.flavor_change`).
 The next one compares the record with the same configuration under the new version of the project
 (:func:`version_moves`), so ``pulumi up``'s summary names what a new version moves: a chart, an operator, an add-on
 pin, etcd. A launch template it changes is a roll of its group, which the summary's node groups name
@@ -15,6 +16,7 @@ from components.catalog.addons import addon_version_for
 from components.catalog.charts import CHART_IMAGES, CLUSTER_AUTOSCALER, HELM_CHARTS, IMAGES, MANIFESTS
 from stacks.kinds import KINDS
 from stacks.plan import Plan
+from stacks.plan.flavor_change import FLAVOR_SUFFIX, flavor_records
 from stacks.plan.templates import TEMPLATE_SUFFIX, template_digests
 
 #: How the record names an EKS add-on that runs at EKS's default for its minor (no pin, no override).
@@ -46,7 +48,7 @@ def autoscaler_version(minor: str) -> str:
 def installed_versions(plan: Plan) -> dict[str, str]:
     """The version of each thing the cluster stack of ``plan`` installs, by name, as this version of the project pins
     it: its EKS add-ons, Kueue, the device plugins, the cluster autoscaler, the MPI Operator, the ProvisioningRequest
-    CRD and etcd; then each node group's launch template digest."""
+    CRD and etcd; then each node group's launch template digest and what its Kueue flavor is applied with."""
     cluster = plan.config.cluster
     out = {
         addon: addon_version_for(addon, cluster.kubernetes_version, cluster.addon_versions) or EKS_DEFAULT
@@ -69,7 +71,7 @@ def installed_versions(plan: Plan) -> dict[str, str]:
         out["mpi-operator"] = MANIFESTS["mpi-operator"].version
     if uses_etcd(plan):
         out["etcd"] = _image(IMAGES["etcd"].ref)
-    return {**out, **template_digests(plan)}
+    return {**out, **template_digests(plan), **flavor_records(plan)}
 
 
 def version_moves(
@@ -78,7 +80,8 @@ def version_moves(
     """``(name, recorded version, version now)`` of each thing this version of the project moves: the record differs
     from what the recorded configuration ``old`` installs now, and ``new`` (this update's plan) still installs it at
     another version than the record's. Names the stack file's own changes already list (``said``) are left to them,
-    and the launch templates to the node groups' rolls; none without a readable record. In ``new``'s order."""
+    the launch templates to the node groups' rolls and the flavors to
+    :func:`~stacks.plan.flavor_change.flavor_problems`; none without a readable record. In ``new``'s order."""
     if not isinstance(recorded, Mapping):
         return []
     before, after = installed_versions(old), installed_versions(new)
@@ -88,7 +91,7 @@ def version_moves(
         if n in recorded
         and n in before
         and n not in said
-        and not n.endswith(TEMPLATE_SUFFIX)
+        and not n.endswith((TEMPLATE_SUFFIX, FLAVOR_SUFFIX))
         and str(recorded[n]) not in (before[n], v)
     ]
 

@@ -1,8 +1,9 @@
 """The Kubernetes minor rules of a running stack's update, each from :mod:`components.catalog.platform` with its
 source: the control plane moves one minor per ``pulumi up`` and never down (``eks-update-cluster``; EKS also moves it
 only while every managed node group runs its minor, which preflight asks EKS); a node's kubelet may be up to three
-minors older than the API server and never newer (``kubernetes-version-skew``). A stack that leaves its minor to this
-project's default stops when the default moves away from the minor its cluster runs.
+minors older than the API server and never newer (``kubernetes-version-skew``); a group's kubelet is the minor of the
+AMI release the last update recorded it running, where it did. A stack that leaves its minor to this project's default
+stops when the default moves away from the minor its cluster runs.
 """
 
 from typing import Any, Mapping, Optional
@@ -17,15 +18,20 @@ from components.catalog.platform import (
 )
 from stacks.config import key
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.nodes import RELEASE_SUFFIX, recorded_release
 
 VERSION_KEY = key("cluster.kubernetesVersion")
 CLUSTER_KEY = key("cluster")
 
 
-def kubelet_minor(g: NodeGroupPlan, cluster_minor: str) -> str:
-    """The kubelet minor of a group's nodes: its AMI release version's minor (else the cluster's)."""
-    m = RELEASE_VERSION_RE.match(g.ami.release_version)
-    return m.group("minor") if m else cluster_minor
+def kubelet_minor(g: NodeGroupPlan, cluster_minor: str, recorded: Optional[Mapping[str, object]] = None) -> str:
+    """The kubelet minor of a group's nodes: the minor of the AMI release the last update's record says it runs
+    (``recorded``), else of its planned release, else the cluster's."""
+    for release in (recorded_release(recorded, g.path), g.ami.release_version):
+        m = RELEASE_VERSION_RE.match(release or "")
+        if m:
+            return m.group("minor")
+    return cluster_minor
 
 
 def unset_minor(plan: Plan) -> bool:
@@ -59,13 +65,21 @@ def moved_default_problem(deployed: str, default: str, outside: bool = False) ->
     )
 
 
-def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unread: Optional[str] = None) -> list[str]:
+def minor_problems(
+    old: Plan,
+    new: Plan,
+    running: Optional[str] = None,
+    *,
+    unread: Optional[str] = None,
+    recorded: Optional[Mapping[str, object]] = None,
+) -> list[str]:
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
     the skew Kubernetes supports; each message names the key and the steps to take instead. Whether each group runs
     the minor the control plane moves from, as EKS requires, only EKS knows: preflight asks it. ``running`` is the
     control plane's minor where it moved past ``old``'s since its record (:func:`stacks.last_update.ahead_of_record`;
     its nodes may not have); ``unread``: why EKS was not asked (a skip may then be a move EKS already made), and what
-    to do, a clause added to a skip's refusal."""
+    to do, a clause added to a skip's refusal; ``recorded``: the last update's record (the output
+    ``deployedVersions``), whose AMI releases give the groups' kubelets (:func:`kubelet_minor`)."""
     deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     if running is not None and minor_number(running) <= minor_number(deployed):
         running = None
@@ -100,15 +114,33 @@ def minor_problems(old: Plan, new: Plan, running: Optional[str] = None, *, unrea
         was = next((o for o in old.all_groups if o.name == g.name), None)
         if was is None:
             continue
-        kubelet = kubelet_minor(was, deployed)
+        kubelet = kubelet_minor(was, deployed, recorded)
         gap = bmin - minor_number(kubelet)[1]
         if minor_number(kubelet)[0] != bmaj or gap > KUBELET_MAX_SKEW or gap < 0:
-            problems.append(
-                f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll, outside the skew Kubernetes supports "
-                f"against a {b} API server (kubelet at most {KUBELET_MAX_SKEW} minors older, never newer): move "
-                f"{key(g.path)}.amiRelease and the cluster one minor at a time"
-            )
+            problems.append(skew_problem(was, kubelet, a, b, recorded))
     return problems
+
+
+def skew_problem(g: NodeGroupPlan, kubelet: str, a: str, b: str, recorded: Optional[Mapping[str, object]]) -> str:
+    """The refusal of group ``g``, whose nodes run ``kubelet``, under a ``b`` API server moved from ``a``: from the
+    record's release, the roll to make first (the group fell behind its cluster); else the way one minor at a time."""
+    skew = (
+        f"outside the skew Kubernetes supports against a {b} API server (kubelet at most {KUBELET_MAX_SKEW} minors "
+        "older, never newer)"
+    )
+    release = recorded_release(recorded, g.path)
+    behind = release is not None and RELEASE_VERSION_RE.match(release) and minor_number(kubelet) < minor_number(a)
+    if not behind:
+        return (
+            f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll, {skew}: move {key(g.path)}.amiRelease "
+            "and the cluster one minor at a time"
+        )
+    return (
+        f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll (AMI release {release}, as the last update "
+        f"recorded it in deployedVersions' {g.path}{RELEASE_SUFFIX}), {skew}: roll it to {a} first (keep {VERSION_KEY} "
+        f"at '{a}' and run `pulumi up --refresh`; a Capacity Block group rolls once no block is active), then move the "
+        "cluster one minor at a time"
+    )
 
 
 def unpinned_note(plan: Plan) -> Optional[str]:

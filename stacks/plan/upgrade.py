@@ -5,7 +5,7 @@ data, and how long it is expected to take.
 
 Both configurations are loaded and planned as ``pulumi up`` does (the old one by :mod:`stacks.plan.old_config`); the
 comparison reads the two plans, refuses what EKS refuses (:mod:`stacks.plan.minors`,
-:mod:`stacks.plan.network_change`) and what Kueue refuses (:func:`~stacks.plan.admission.flavor_problems`), and
+:mod:`stacks.plan.network_change`) and what Kueue refuses (:func:`~stacks.plan.flavor_change.flavor_problems`), and
 :mod:`stacks.plan.upgrade_text` says what it found. Pulumi updates the control plane first (everything else depends on
 the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
 """
@@ -21,7 +21,7 @@ from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.admission import flavor_problems
+from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
@@ -456,17 +456,18 @@ def compare(
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
-    :func:`pinned_release_problems`, :func:`~stacks.plan.admission.flavor_problems`; ``running``: a control plane
+    :func:`pinned_release_problems`, :func:`~stacks.plan.flavor_change.flavor_problems`; ``running``: a control plane
     that moved past the record; ``unread``: why its minor was not read; ``region``: the region's zones, where known
     (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where recorded; ``deployed_dirs``: the
     jobs' output folders the last update exported, where recorded; ``deployed_versions``: what it recorded it
-    installed, the add-ons' versions and the launch templates' digests among them)."""
-    problems = minor_problems(old_plan, new_plan, running, unread=unread)
+    installed, the add-ons' versions, the launch templates' digests, the groups' AMI releases and the Kueue flavors
+    among them)."""
+    problems = minor_problems(old_plan, new_plan, running, unread=unread, recorded=deployed_versions)
     # the minor's steps first: add-ons follow it
     problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
     problems += network_problems(old_plan, new_plan, region, deployed_zones)
     problems += pinned_release_problems(old_plan, new_plan, deployed_versions)
-    problems += flavor_problems(old_plan, new_plan)
+    problems += flavor_problems(old_plan, new_plan, deployed_versions)
     if problems:
         raise ConfigError(problems)
     old_groups = {g.name: g for g in old_plan.all_groups}

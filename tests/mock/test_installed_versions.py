@@ -13,14 +13,17 @@ from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
 from components.catalog.platform import EKS_ADDONS
 from stacks import last_update
-from stacks.config import load_config
+from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
+from stacks.plan.flavor_change import FLAVOR_SUFFIX
 from stacks.plan.installs import EKS_DEFAULT, installed_versions, render_moves, version_moves
 from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.templates import TEMPLATE_SUFFIX, launch_template, template_digest
 from tests.harness import PROJECT, REPO, Registration, run_program, stack_config, stack_names
-from tests.last_update_support import PREVIOUS, P, deployed, pinned
+from tests.last_update_support import NOW, PREVIOUS, P, deployed, pinned
 
+#: How the program registers a Kueue ResourceFlavor.
+FLAVOR_TYPE = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 #: The Helm charts the record names, by the chart a release installs (the last part of its name or OCI address).
 CHART_KEYS = {"kueue", "nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cluster-autoscaler"}
 
@@ -69,6 +72,25 @@ def _registered_releases(program, stack: str) -> dict[str, str]:
     return found
 
 
+def _registered_flavors(program, stack: str) -> dict[str, str]:
+    """Each ResourceFlavor's Topology and node labels as registered, by the record's name: the same JSON text, with
+    sorted keys, whatever order the labels were registered in."""
+    plan = build_plan(load_config(PROJECT, stack, stack_config(stack), project_dir=REPO))
+    paths = {f.name: f.path for f in plan.admission.flavors} if plan.admission is not None else {}
+    found = {}
+    for r in program.of_type(FLAVOR_TYPE):
+        spec = r.inputs["spec"]
+        fields = {
+            "nodeLabels": spec["nodeLabels"],
+            **({"topologyName": spec["topologyName"]} if "topologyName" in spec else {}),
+        }
+        found[paths.pop(r.inputs["metadata"]["name"]) + FLAVOR_SUFFIX] = json.dumps(
+            fields, sort_keys=True, separators=(",", ":")
+        )
+    assert not paths, f"flavors of the plan not registered: {sorted(paths)}"
+    return found
+
+
 def _registered_versions(program) -> dict[str, str]:
     """What the program registers, by the record's names: each add-on's version (pinned, or resolved from EKS's
     default), each chart's version, the MPI Operator's and the ProvisioningRequest CRD's manifest, etcd's image."""
@@ -105,12 +127,13 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         **_registered_versions(program),
         **_registered_templates(program, stack),
         **_registered_releases(program, stack),
+        **_registered_flavors(program, stack),
     }
     assert set(recorded) == set(registered), (sorted(recorded), sorted(registered))
     for name, version in recorded.items():
         if name in EKS_ADDONS:  # a pin is registered as it is; EKS's default is resolved from the account
             assert version == EKS_DEFAULT or registered[name] == version, (name, version, registered[name])
-        elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX)):
+        elif name.endswith((TEMPLATE_SUFFIX, RELEASE_SUFFIX, FLAVOR_SUFFIX)):
             assert version == registered[name], (name, version, registered[name])
         elif name == "etcd":
             tag, _, digest = registered[name].partition("@")
@@ -122,12 +145,13 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
 
 def _installs(program) -> list[Registration]:
     """What the record names a version of, as registered: every EKS add-on, chart release, manifest and etcd's
-    Deployment, and every node group (its AMI release)."""
+    Deployment, every node group (its AMI release) and every Kueue flavor (what it is applied with)."""
     manifests = {MANIFESTS[k].url for k in ("mpi-operator", "provisioning-request-crd")}
     return [
         r
         for r in program.registrations
-        if r.type in ("aws:eks/addon:Addon", "kubernetes:helm.sh/v3:Release", "aws:eks/nodeGroup:NodeGroup")
+        if r.type
+        in ("aws:eks/addon:Addon", "kubernetes:helm.sh/v3:Release", "aws:eks/nodeGroup:NodeGroup", FLAVOR_TYPE)
         or (r.type == "kubernetes:yaml/v2:ConfigFile" and r.inputs.get("file") in manifests)
         or (
             r.type == "kubernetes:apps/v1:Deployment"
@@ -140,7 +164,7 @@ def _installs(program) -> list[Registration]:
 def test_the_records_wait_for_every_install_they_name(stack: str) -> None:
     """A failed update keeps the stack outputs it registered (pulumi/pulumi#15754), and the Python SDK registers them
     once every one resolves: each record resolves only once every add-on, chart, manifest and etcd it names is
-    installed, so a release a failed update rolled back is not recorded as installed."""
+    installed or applied, so a release a failed update rolled back, or a flavor Kueue refused, is not recorded."""
     program = run_program(stack)
     if last_update.VERSIONS_OUTPUT not in program.outputs:
         return  # a jobs-only stack installs none of them
@@ -149,6 +173,7 @@ def test_the_records_wait_for_every_install_they_name(stack: str) -> None:
         "aws:eks/addon:Addon",
         "kubernetes:helm.sh/v3:Release",
         "aws:eks/nodeGroup:NodeGroup",
+        FLAVOR_TYPE,
     }
     for record in (last_update.VERSIONS_OUTPUT, last_update.CONFIG_OUTPUT):
         missed = [r.name for r in installs if not program.output_waits_for(record, r.urn)]
@@ -240,6 +265,28 @@ def test_a_launch_template_a_new_version_changes_rolls_its_group(last_outputs) -
     (summary,) = program.warnings
     assert "systemNodeGroup rolls: launch template: this version of the project changes it" in summary, summary
     assert "nodeGroups.cpu rolls" not in summary and key not in summary, summary
+
+
+def test_a_flavor_a_new_version_labels_otherwise_fails_before_any_resource_is_registered(last_outputs) -> None:
+    """p4d's topology-aware gpu flavor, recorded with labels this version no longer derives from the same stack file
+    (a label a later version dropped, say): Kueue would refuse the change partway, so ``pulumi up`` stops first,
+    naming the record's key. The record as this version writes it goes on."""
+    config = stack_config("p4d") | {P + "preflight": {"enabled": False}}
+    config[P + "cluster"] = {**(config.get(P + "cluster") or {}), "kubernetesVersion": NOW}
+    last_outputs[last_update.CONFIG_OUTPUT] = json.dumps(config)
+    now = run_program("dev", config=config, fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    key = "nodeGroups.gpu" + FLAVOR_SUFFIX
+    applied = json.loads(now[key])
+    applied["nodeLabels"]["team"] = "vision"
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**now, key: json.dumps(applied)}
+    program = run_program("dev", config=config, fresh=True, expect_error=True)
+    assert isinstance(program.error, ConfigError) and program.registrations == [], program.error
+    (problem,) = program.error.problems
+    assert problem.startswith(f"{P}nodeGroups.gpu: its Kueue flavor gpu has a Topology"), problem
+    assert f"as deployedVersions' {key} records it (team vision -> unset)" in problem, problem
+    last_outputs[last_update.VERSIONS_OUTPUT] = now
+    again = run_program("dev", config=config, fresh=True)
+    assert again.error is None and again.warnings == [], (again.error, again.warnings)
 
 
 def test_new_stack_tags_roll_every_group_at_pulumi_up(last_outputs) -> None:

@@ -210,6 +210,23 @@ def test_a_first_pin_older_than_the_release_the_group_runs_fails_before_any_reso
     assert program.error is None and program.registrations and program.warnings == [], program.warnings
 
 
+def test_a_group_the_record_says_fell_behind_its_cluster_fails_before_any_resource_is_registered(last_outputs) -> None:
+    """The last update recorded dev's CPU group on a release four minors below the next one (a Capacity Block group
+    keeps its minor while its block is active): the move to the next minor would put its kubelet outside the skew.
+    Refused before anything is registered, naming the record's key and the roll to make first."""
+    last_outputs[last_update.CONFIG_OUTPUT] = config = deployed(kubernetesVersion=PREVIOUS)
+    before = run_program("dev", config=json.loads(config), fresh=True).outputs[last_update.VERSIONS_OUTPUT]
+    major, minor = (int(n) for n in NOW.split("."))
+    behind = f"{major}.{minor - 4}.1-20260714"
+    last_outputs[last_update.VERSIONS_OUTPUT] = {**before, "nodeGroups.cpu.releaseVersion": behind}
+    problem = refused("dev", config=pinned(), fresh=True)
+    assert problem.startswith(
+        f"{P}nodeGroups.cpu: its nodes run kubelet {major}.{minor - 4} until they roll (AMI release {behind}, as the "
+        "last update recorded it in deployedVersions' nodeGroups.cpu.releaseVersion)"
+    ), problem
+    assert f"roll it to {PREVIOUS} first" in problem, problem
+
+
 def test_another_gpu_model_on_a_topology_aware_group_fails_before_any_resource_is_registered(last_outputs) -> None:
     """p4d's topology-aware gpu group moved to p5: its Kueue flavor's accelerator label would change, which Kueue
     refuses once the flavor has a Topology. Refused before the new group is made, where `pulumi up` would fail

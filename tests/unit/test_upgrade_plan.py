@@ -29,6 +29,7 @@ from stacks.costs import control_plane_line, estimate
 from stacks.last_update import REGION_OUTPUT, ZONES_OUTPUT, LastUpdate, new_region_problem
 from stacks.plan import Plan, build_plan
 from stacks.plan.checklist import quota_needs
+from stacks.plan.flavor_change import flavor_record, flavor_records
 from stacks.plan.installs import EKS_DEFAULT, installed_versions
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
 from stacks.plan.network_change import deployed_zone_problems
@@ -285,6 +286,46 @@ def test_a_group_outside_the_kubelet_skew_is_refused(kubelet: str, allowed: bool
     assert (problems == []) is allowed, problems
     if not allowed:
         assert problems[0].startswith("eks-training:nodeGroups.cpu: its nodes run kubelet 1.32")
+
+
+@pytest.mark.parametrize(("kubelet", "allowed"), [("1.32", False), ("1.33", True), ("1.35", True)])
+def test_the_kubelet_skew_reads_the_release_the_record_says_a_group_runs(kubelet: str, allowed: bool) -> None:
+    """The plan thinks dev's CPU group runs 1.35, as its cluster; the last update recorded it on an older release (a
+    Capacity Block group keeps its minor while its block is active). Its kubelet is that release's: 1.32 under a 1.36
+    API server is refused, naming the record's key and the roll to make first; 1.33 is within the skew."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
+    release = f"{kubelet}.13-20260714"
+    record = {**installed_versions(old), "nodeGroups.cpu.releaseVersion": release}
+    problems = minor_problems(old, new, recorded=record)
+    assert (problems == []) is allowed, problems
+    if allowed:
+        return
+    (problem,) = problems
+    assert problem.startswith(
+        f"{P}nodeGroups.cpu: its nodes run kubelet 1.32 until they roll (AMI release {release}, as the last update "
+        "recorded it in deployedVersions' nodeGroups.cpu.releaseVersion), outside the skew"
+    ), problem
+    assert f"roll it to 1.35 first (keep {P}cluster.kubernetesVersion at '1.35' and run `pulumi up --refresh`" in (
+        problem
+    )
+    with pytest.raises(ConfigError) as err:  # `pulumi up` passes its record through
+        compare(old, new, deployed_versions=record)
+    assert err.value.problems == [problem]
+
+
+@pytest.mark.parametrize("record", [None, {}, {"nodeGroups.cpu.releaseVersion": "not-a-release"}])
+def test_without_a_recorded_release_the_kubelet_skew_reads_the_plan(record: Any) -> None:
+    """A stack last updated by an earlier version (no release in its record), or a release not of EKS's form: the
+    group's kubelet is its planned release's, as before."""
+    old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
+    new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
+    assert minor_problems(old, new, recorded=record) == []
+    cpu = old.groups["cpu"]
+    behind = replace(old, groups={"cpu": replace(cpu, ami=AmiPlan(release_version="1.32.1-20260714", pinned=True))})
+    (problem,) = minor_problems(behind, new, recorded=record)
+    assert problem.startswith(f"{P}nodeGroups.cpu: its nodes run kubelet 1.32 until they roll, outside"), problem
+    assert problem.endswith(f"move {P}nodeGroups.cpu.amiRelease and the cluster one minor at a time"), problem
 
 
 def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> None:
@@ -1136,6 +1177,89 @@ def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
     }
     actions = {g.path: g.action for g in compare(plan_of("p4d", base), plan_of("p4d", renamed)).groups}
     assert actions == {"nodeGroups.gpu": "delete"}, actions
+
+
+def _flavor_entry(topology: Any = "ec2-network-3-layers", **labels: Any) -> str:
+    """A record's entry of p4d's gpu flavor, as a version of the project may have written it: its labels changed as
+    given (``None``: removed), its Topology ``topology``."""
+    plan = plan_of("p4d", preset("p4d"))
+    fields = json.loads(flavor_records(plan)["nodeGroups.gpu.kueueFlavor"])
+    fields["nodeLabels"] = {k: v for k, v in {**fields["nodeLabels"], **labels}.items() if v is not None}
+    fields.pop("topologyName")
+    return json.dumps({**fields, **({"topologyName": topology} if topology else {})})
+
+
+def test_each_flavor_is_recorded_as_applied_in_one_text() -> None:
+    """The record holds each flavor's Topology and node labels as sorted JSON: the same flavor gives the same text
+    whatever its labels' order, and a flavor without a Topology records none."""
+    plan = plan_of("p4d", preset("p4d"))
+    records = flavor_records(plan)
+    assert set(records) == {"systemNodeGroup.kueueFlavor", "nodeGroups.gpu.kueueFlavor"}
+    assert records == flavor_records(plan_of("p4d", preset("p4d")))
+    gpu = plan.admission.flavor("gpu")
+    assert json.loads(records["nodeGroups.gpu.kueueFlavor"]) == {
+        "nodeLabels": dict(gpu.node_labels),
+        "topologyName": "ec2-network-3-layers",
+    }
+    backwards = replace(gpu, node_labels=dict(reversed(list(gpu.node_labels.items()))))
+    assert list(backwards.node_labels) != list(gpu.node_labels)
+    assert flavor_record(backwards) == records["nodeGroups.gpu.kueueFlavor"]
+    assert "topologyName" not in json.loads(records["systemNodeGroup.kueueFlavor"])
+    assert records.items() <= installed_versions(plan).items()
+
+
+def test_a_flavor_this_version_labels_otherwise_than_the_record_is_refused() -> None:
+    """The same stack file, but the last update applied p4d's gpu flavor with other labels than this version derives
+    from it (a future version's labels, say): Kueue would refuse the change. Refused against the record, naming its
+    key and the ways out; a record equal to the plan, or the plan's order of labels, changes nothing."""
+    plan = plan_of("p4d", preset("p4d"))
+    record = {**installed_versions(plan), "nodeGroups.gpu.kueueFlavor": _flavor_entry(**{"eks-training/efa": None})}
+    with pytest.raises(ConfigError) as err:
+        compare(plan, plan, deployed_versions=record)
+    (problem,) = err.value.problems
+    assert problem.startswith(
+        f"{P}nodeGroups.gpu: its Kueue flavor gpu has a Topology, and Kueue then refuses a change of its node labels "
+        "or its Topology; this version of the project changes them from what the last update applied, as "
+        "deployedVersions' nodeGroups.gpu.kueueFlavor records it (eks-training/efa unset -> true)"
+    ), problem
+    assert problem.endswith(
+        "run it with the version of the project that made them, or give the group a new name (and its jobs' "
+        "nodeGroup), which makes a new group and a new flavor"
+    ), problem
+    assert compare(plan, plan, deployed_versions=installed_versions(plan)).groups == ()
+    # a stack file change against the record names the record's side of it, and says to keep the labels
+    with pytest.raises(ConfigError) as err:
+        compare(plan, plan_of("p4d", _gpu("p4d", labels={"team": "vision"})), deployed_versions=record)
+    (problem,) = err.value.problems
+    assert "its Topology (eks-training/efa unset -> true; team unset -> vision): `pulumi up`" in problem, problem
+    assert "; keep them, or give the group a new name" in problem, problem
+
+
+def test_a_flavor_the_record_says_had_no_topology_may_change() -> None:
+    """This version plans p4d's gpu flavor with a Topology, but the last update applied it without one (an earlier
+    default, say): Kueue takes a change of its labels and a first Topology, so nothing is refused; the plan alone
+    would have refused it."""
+    plan = plan_of("p4d", preset("p4d"))
+    record = {**installed_versions(plan), "nodeGroups.gpu.kueueFlavor": _flavor_entry(topology=None)}
+    labelled = plan_of("p4d", _gpu("p4d", labels={"team": "vision"}))
+    compare(plan, labelled, deployed_versions=record)
+    with pytest.raises(ConfigError):
+        compare(plan, labelled, deployed_versions={k: v for k, v in record.items() if "kueueFlavor" not in k})
+
+
+@pytest.mark.parametrize(
+    "entry", [None, "", "not json", '{"nodeLabels": ["a"]}', '{"nodeLabels": {}, "topologyName": 3}']
+)
+def test_without_a_readable_flavor_record_the_plan_stands_in(entry: Any) -> None:
+    """A stack last updated by an earlier version (no flavor in its record), or an entry of another form: the
+    flavor is compared with the old plan's, as before."""
+    base = plan_of("p4d", preset("p4d"))
+    record = {k: v for k, v in installed_versions(base).items() if "kueueFlavor" not in k}
+    if entry is not None:
+        record["nodeGroups.gpu.kueueFlavor"] = entry
+    assert compare(base, base, deployed_versions=record).groups == ()
+    with pytest.raises(ConfigError, match=r"its Topology \(team unset -> vision\): .*; keep them, or give"):
+        compare(base, plan_of("p4d", _gpu("p4d", labels={"team": "vision"})), deployed_versions=record)
 
 
 def _renamed_to_h100(cfg: dict[str, Any]) -> dict[str, Any]:
