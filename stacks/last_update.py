@@ -24,7 +24,14 @@ from stacks.config.loader import quiet
 from stacks.config.namespaces import REGION_KEY, setting
 from stacks.plan import Plan, build_plan
 from stacks.plan.installs import installed_versions, render_moves, version_moves
-from stacks.plan.minors import CLUSTER_KEY, leaves_minor_unset, moved_default_problem, unset_minor, with_minor
+from stacks.plan.minors import (
+    CLUSTER_KEY,
+    VERSION_KEY,
+    leaves_minor_unset,
+    moved_default_problem,
+    unset_minor,
+    with_minor,
+)
 from stacks.plan.network_change import deployed_zone_problems
 from stacks.plan.nodes import RELEASE_SUFFIX
 from stacks.plan.region_change import in_region, region_of, region_problem
@@ -331,6 +338,18 @@ def moved_outside_note(old: str, running: str, new: str) -> str:
     )
 
 
+def unchecked_minor_warning(plan: Plan, unread: str) -> str:
+    """What an update says where nothing tells it the minor the cluster runs: the stack's last update recorded none
+    (an earlier version of this project), the minor is left to the project's default, and EKS was not asked
+    (``unread``, why)."""
+    return (
+        f"the stack's last update recorded no configuration (an earlier version of this project made it), and the "
+        f"minor the cluster runs was not read ({unread}): {VERSION_KEY} is not set, so this update deploys the "
+        f"project's default, {plan.config.cluster.kubernetes_version}, unchecked. If the cluster runs another minor, "
+        f"answer no, and set {VERSION_KEY} to it: docs/how-to/upgrading.md, \"Pin the minor\""
+    )
+
+
 def announce_upgrade(
     plan: Plan,
     last: LastUpdate,
@@ -364,6 +383,8 @@ def announce_upgrade(
                     f"{NAMESPACE}:clusterName of its own instead"
                 ]
             )
+        if last.outputs and running is None and unread is not None and unset_minor(plan):
+            pulumi.log.warn(unchecked_minor_warning(plan, unread))
         return None
     if unset_minor(plan) and recorded_minor(previous) is None:
         minor = plan.config.cluster.kubernetes_version

@@ -275,6 +275,21 @@ def test_zones_the_region_no_longer_chooses_fail_before_any_resource_is_register
     assert run_program("dev", config=pinned(), fresh=True).warnings == []
 
 
+def test_an_unset_minor_nothing_can_check_is_said(last_outputs) -> None:
+    """A stack an earlier version of this project updated (outputs, no record), its minor left to the default, and
+    preflight off: nothing tells the update the minor the cluster runs, so it says it deploys the default unchecked,
+    and how to pin the minor. Pinned, or on a new stack, nothing is said."""
+    last_outputs.update({"clusterName": "dev", last_update.REGION_OUTPUT: "us-east-1"})
+    program = run_program("dev", fresh=True)
+    assert program.error is None and program.registrations, program.error
+    (warning,) = program.warnings
+    assert f"({last_update.PREFLIGHT_OFF}): {P}cluster.kubernetesVersion is not set" in warning, warning
+    assert f"deploys the project's default, {NOW}, unchecked" in warning and '"Pin the minor"' in warning, warning
+    assert run_program("dev", config=pinned(), fresh=True).warnings == []
+    last_outputs.clear()
+    assert run_program("dev", fresh=True).warnings == []
+
+
 def test_a_skipped_minor_whose_cluster_could_not_be_read_says_why(last_outputs, monkeypatch) -> None:
     """Preflight on, but EKS could not be asked (the stack's profile is missing here, say): the refusal says why,
     and which call the read makes."""
