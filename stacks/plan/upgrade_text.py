@@ -138,11 +138,16 @@ def render_upgrade(r: dict[str, Any]) -> str:
     if not r["jobs"] and not r["data"]:
         lines.append("  jobs: none starts a new run")
     if r["nodeGroups"] or r["addons"] or k["from"] != k["to"] or k.get("running"):
+        slowest = max((g["minutes"] for g in r["nodeGroups"]), default=0.0)
+        surge = any(  # the model counts DEFAULT's first new nodes for the slowest group only
+            g["action"] == "roll" and g["eksUpdateStrategy"]["name"] == "DEFAULT" and g["minutes"] == slowest
+            for g in r["nodeGroups"]
+        )
         lines.append(
             f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
-            f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node, "
-            f"{r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes; "
-            f"{r['durations']['source']})"
+            f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node"
+            + (f", {r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes" if surge else "")
+            + f"; {r['durations']['source']})"
         )
     else:
         lines.append("  expected duration: no control plane, add-on or node group update")

@@ -89,6 +89,22 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     assert u.minutes == 10.0 + 1.0 + 4.0 + 2 * 20.0
 
 
+def test_the_expected_duration_counts_defaults_first_new_nodes_only_where_the_slowest_group_takes_them() -> None:
+    """The summary's model of the duration, and its legend, agree: a roll of p5's EFA group alone (MINIMAL: no new
+    node first) is its nodes' time, and the legend names no DEFAULT; a one-minor move's slowest group is the system
+    group, on DEFAULT."""
+    old = preset("p5")
+    new = copy.deepcopy(old)
+    new[P + "nodeGroups"]["gpu"]["diskSizeGib"] += 100
+    alone = render_upgrade(upgrade_report(compare(plan_of("p5", old), plan_of("p5", new))))
+    assert "  expected duration: about 40 min (a model" in alone and "DEFAULT's first new nodes" not in alone, alone
+    minor = compare(
+        plan_of("p5", variant("p5", kubernetesVersion="1.35")), plan_of("p5", variant("p5", kubernetesVersion="1.36"))
+    )
+    text = render_upgrade(upgrade_report(minor))
+    assert "about 55 min" in text and "20 min a node, 4 more for DEFAULT's first new nodes;" in text, text
+
+
 def _moved(stack: str, only: str = "", **job_changes: Any) -> dict[str, Any]:
     """The groups of a preset's one-minor move, by key, its jobs (or job ``only``) changed as given (both sides; room
     for 3 nodes)."""
