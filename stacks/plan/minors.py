@@ -51,11 +51,18 @@ def minor_step(old: str, new: str) -> str:
     return "up" if bmaj == amaj and bmin - amin <= MINOR_STEP else "skip"
 
 
-def moved_default_problem(deployed: str, default: str, outside: bool = False) -> str:
+def moved_default_problem(deployed: str, default: str, outside: bool = False, compared: Optional[str] = None) -> str:
     """Why an update must stop: the stack leaves its minor unset, and this project's ``default`` is not the minor the
-    cluster runs (``deployed``: its last finished update's, or the control plane's where it moved ``outside``
-    Pulumi); the message names the key and both choices."""
-    runs = "the cluster runs" if outside else "the stack's last finished update deployed"
+    cluster runs (``deployed``: its last finished update's, the stack file's that ``plan --from`` reads, named
+    ``compared``, or the control plane's where it moved ``outside`` Pulumi); the message names the key and both
+    choices."""
+    runs = (
+        "the cluster runs"
+        if outside
+        else f"{compared} deploys"
+        if compared
+        else "the stack's last finished update deployed"
+    )
     (dmaj, dmin), newer = minor_number(deployed), minor_number(default) > minor_number(deployed)
     why = "a new version of the project moved it" if newer else "`pulumi up` never moves a cluster down a minor"
     upgrade = f", or to '{dmaj}.{dmin + 1}' to upgrade it one minor" if newer else ""
@@ -72,6 +79,7 @@ def minor_problems(
     *,
     unread: Optional[str] = None,
     recorded: Optional[Mapping[str, object]] = None,
+    compared: Optional[str] = None,
 ) -> list[str]:
     """Why ``pulumi up`` must not move from ``old`` to ``new``: a minor skipped or gone back, a group's kubelet outside
     the skew Kubernetes supports; each message names the key and the steps to take instead. Whether each group runs
@@ -79,14 +87,15 @@ def minor_problems(
     control plane's minor where it moved past ``old``'s since its record (:func:`stacks.last_update.ahead_of_record`;
     its nodes may not have); ``unread``: why EKS was not asked (a skip may then be a move EKS already made), and what
     to do, a clause added to a skip's refusal; ``recorded``: the last update's record (the output
-    ``deployedVersions``), whose AMI releases give the groups' kubelets (:func:`kubelet_minor`)."""
+    ``deployedVersions``), whose AMI releases give the groups' kubelets (:func:`kubelet_minor`); ``compared``: the
+    stack file ``old`` is read from, where ``plan --from`` compares with one instead of the last update."""
     deployed, b = old.config.cluster.kubernetes_version, new.config.cluster.kubernetes_version
     if running is not None and minor_number(running) <= minor_number(deployed):
         running = None
     a = running or deployed
     (amaj, amin), (bmaj, bmin) = minor_number(a), minor_number(b)
     if a != b and unset_minor(new):
-        return [moved_default_problem(a, b, outside=running is not None)]
+        return [moved_default_problem(a, b, outside=running is not None, compared=compared)]
     if running is not None and minor_step(a, b) == "down":
         return [
             f"{VERSION_KEY}: {b} is older than the {a} the cluster runs: an earlier `pulumi up` that failed moved "

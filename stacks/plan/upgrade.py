@@ -453,6 +453,7 @@ def compare(
     deployed_zones: Optional[list[str]] = None,
     deployed_dirs: Optional[Mapping[str, str]] = None,
     deployed_versions: Optional[Mapping[str, object]] = None,
+    from_file: bool = False,
 ) -> Upgrade:
     """What ``pulumi up`` does moving a running stack from ``old_plan`` to ``new_plan``; :class:`ConfigError` when
     the move breaks an upgrade rule (:func:`minor_problems`, :func:`~stacks.plan.network_change.network_problems`,
@@ -461,8 +462,15 @@ def compare(
     (``pulumi up``); ``deployed_zones``: the zones the old VPC was made in, where recorded; ``deployed_dirs``: the
     jobs' output folders the last update exported, where recorded; ``deployed_versions``: what it recorded it
     installed, the add-ons' versions, the launch templates' digests, the groups' AMI releases and the Kueue flavors
-    among them)."""
-    problems = minor_problems(old_plan, new_plan, running, unread=unread, recorded=deployed_versions)
+    among them); ``from_file``: ``old_label`` names a stack file (``plan --from``), not the last update."""
+    problems = minor_problems(
+        old_plan,
+        new_plan,
+        running,
+        unread=unread,
+        recorded=deployed_versions,
+        compared=old_label if from_file else None,
+    )
     # the minor's steps first: add-ons follow it
     problems = problems or addon_step_problems(old_plan, new_plan, deployed_versions)
     problems += network_problems(old_plan, new_plan, region, deployed_zones)

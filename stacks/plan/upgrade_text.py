@@ -160,7 +160,7 @@ def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan,
     rule raises :class:`StackLoadError` with the configuration error's message (the command exits 2)."""
     read, old_plan = plan_old(old, stack, stack_file)
     try:
-        u = compare(old_plan, plan, read.label)
+        u = compare(old_plan, plan, read.label, from_file=True)
     except ConfigError as exc:
         raise StackLoadError("\n".join([str(exc), *(f"note: {n}" for n in read.notes)])) from exc
     unpinned = unpinned_note(plan)

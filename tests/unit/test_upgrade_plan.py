@@ -677,7 +677,7 @@ def test_from_a_revision_whose_default_was_older(tmp_path: Path) -> None:
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 2 and out == ""
-    assert f"the stack's last finished update deployed, {before}: a new version of the project moved it" in err
+    assert f"the minor HEAD:Pulumi.dev.yaml deploys, {before}: a new version of the project moved it" in err
     read = (
         f"note: HEAD:Pulumi.dev.yaml does not set eks-training:cluster.kubernetesVersion: {before}, the default at HEAD"
     )
