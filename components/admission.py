@@ -325,6 +325,9 @@ class Admission(pulumi.ComponentResource):
     """The LocalQueue's name; resolves once it and the WorkloadPriorityClasses exist (jobs are created after it)."""
     flavor_names: pulumi.Output[list[str]]
     """The ResourceFlavors' names; resolves once each is applied (a record of what they hold waits for it)."""
+    flavor_specs: dict[str, pulumi.Output[Any]]
+    """Each ResourceFlavor's ``spec`` as the provider reports it after this update, by name: what the cluster holds
+    (a flavor the update left out, as with ``--target``, keeps the spec it had)."""
 
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:Admission", name, None, opts)
@@ -345,6 +348,8 @@ class Admission(pulumi.ComponentResource):
             self._provisioning_check(name, args["provisioning"], specs.provisioning, release)
         flavors = self._flavors(name, specs, release, topologies)
         self.flavor_names = pulumi.Output.all(*[f.id for f in flavors]).apply(lambda _: [n for n, _ in specs.flavors])
+        # the SDK makes an output of each registered property (CustomResource types none)
+        self.flavor_specs = {n: f.spec for (n, _), f in zip(specs.flavors, flavors)}  # type: ignore[attr-defined]
         priorities = self._priorities(name, args, release)
         # The queues need Kueue's webhooks (the release) and nothing of each other: a ClusterQueue whose flavors or
         # admission checks do not exist yet is created inactive (FlavorNotFound, AdmissionCheckNotFound) and a
@@ -366,7 +371,9 @@ class Admission(pulumi.ComponentResource):
             ).apply(lambda v: str(v[0]))
         self.team_queue_names = team_queues
         """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
-        self.register_outputs({"queue_name": self.queue_name, "flavor_names": self.flavor_names})
+        self.register_outputs(
+            {"queue_name": self.queue_name, "flavor_names": self.flavor_names, "flavor_specs": self.flavor_specs}
+        )
 
     def _topologies(
         self, name: str, specs: _Specs, release: k8s.helm.v3.Release

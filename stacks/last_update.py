@@ -23,6 +23,7 @@ from stacks.config.cluster import support_windows_ignored
 from stacks.config.loader import quiet
 from stacks.config.namespaces import REGION_KEY, setting
 from stacks.plan import Plan, build_plan
+from stacks.plan.flavor_change import FLAVOR_SUFFIX, spec_record
 from stacks.plan.installs import installed_versions, render_moves, version_moves
 from stacks.plan.minors import (
     CLUSTER_KEY,
@@ -89,18 +90,30 @@ def configuration_output(config: Mapping[str, Any], minor: str, finished: pulumi
 
 
 def versions_output(
-    plan: Plan, finished: pulumi.Input[Any], releases: Optional[Mapping[str, pulumi.Input[str]]] = None
+    plan: Plan,
+    finished: pulumi.Input[Any],
+    releases: Optional[Mapping[str, pulumi.Input[str]]] = None,
+    flavors: Optional[Mapping[str, pulumi.Input[Any]]] = None,
 ) -> pulumi.Output[dict[str, str]]:
-    """The versions this update installs (:func:`installed_versions`) and the AMI release each node group runs as EKS
-    reports it (``releases``, by the group's config path; :data:`~stacks.plan.nodes.RELEASE_SUFFIX`), which the next
-    update reads back; resolved only once ``finished`` and the releases are, as :func:`configuration_output`."""
-    versions = installed_versions(plan)
-    paths = list(releases or {})
-    values = [releases[p] for p in paths] if releases else []
+    """The versions this update installs (:func:`installed_versions`), the AMI release each node group runs as EKS
+    reports it (``releases``, by the group's config path; :data:`~stacks.plan.nodes.RELEASE_SUFFIX`) and each Kueue
+    flavor's spec as the cluster holds it (``flavors``, by its group's config path; :data:`FLAVOR_SUFFIX`; in place of
+    the plan's), which the next update reads back; resolved only once ``finished``, the releases and the flavors are,
+    as :func:`configuration_output`."""
+    planned = installed_versions(plan)
+    if flavors is not None:
+        planned = {k: v for k, v in planned.items() if not k.endswith(FLAVOR_SUFFIX)}
+    paths, groups = list(releases or {}), list(flavors or {})
+    values = [*((releases or {})[p] for p in paths), *((flavors or {})[g] for g in groups)]
 
     def record(resolved: list[Any]) -> dict[str, str]:
-        ran = {p + RELEASE_SUFFIX: str(r) for p, r in zip(paths, resolved[1:]) if r}
-        return {**versions, **ran}
+        ran, specs = resolved[1 : 1 + len(paths)], resolved[1 + len(paths) :]
+        applied = {g + FLAVOR_SUFFIX: spec_record(s) for g, s in zip(groups, specs)}
+        return {
+            **planned,
+            **{p + RELEASE_SUFFIX: str(r) for p, r in zip(paths, ran) if r},
+            **{k: v for k, v in applied.items() if v is not None},
+        }
 
     # plain, though ``finished`` holds secrets (the kubeconfig): versions are no secret
     return pulumi.Output.unsecret(pulumi.Output.all(pulumi.Output.from_input(finished), *values).apply(record))

@@ -218,10 +218,10 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``deployedVersions``: what this update installed beside the jobs (EKS add-ons, Kueue, the device plugins, the
       cluster autoscaler, the MPI Operator, etcd), at the versions this version of the project pins, by name, and a
       digest of each node group's launch template (``<group path>.launchTemplate``), the AMI release it runs as EKS
-      reports it (``<group path>.releaseVersion``) and its Kueue flavor's Topology and node labels
-      (``<group path>.kueueFlavor``), recorded once the other outputs are and each of them is installed: the next
-      ``pulumi up`` names what a new version moves and the groups whose nodes it rolls, and refuses what EKS or Kueue
-      would.
+      reports it (``<group path>.releaseVersion``) and its Kueue flavor's Topology and node labels as the cluster
+      holds them (``<group path>.kueueFlavor``), recorded once the other outputs are and each of them is installed:
+      the next ``pulumi up`` names what a new version moves and the groups whose nodes it rolls, and refuses what EKS
+      or Kueue would.
     """
     region = aws.get_region_output().region
     outputs = _environment_outputs(env, region)
@@ -233,9 +233,9 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     if env.config.network is not None and env.zones is not None:
         outputs[ZONES_OUTPUT] = [z.name for z in env.zones]
     minor = env.config.cluster.kubernetes_version
-    releases = node_releases(env)
-    finished = [*outputs.values(), *installs_done(env), *releases.values()]
-    outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished, releases)
+    releases, flavors = node_releases(env), flavor_specs(env)
+    finished = [*outputs.values(), *installs_done(env), *releases.values(), *(flavors or {}).values()]
+    outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished, releases, flavors)
     outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished)
     return outputs
 
@@ -246,6 +246,15 @@ def node_releases(env: Environment) -> dict[str, pulumi.Output[str]]:
     releases = {env.plan.system.path: env.cluster.system_release_version}
     releases.update({env.plan.groups[name].path: g.release_version for name, g in env.node_groups.items()})
     return releases
+
+
+def flavor_specs(env: Environment) -> Optional[dict[str, pulumi.Output[Any]]]:
+    """Each Kueue flavor's spec as the provider reports it after this update, by its group's config path; ``None``
+    without Kueue."""
+    admission = env.workloads.admission if env.workloads is not None else None
+    if admission is None or env.plan.admission is None:
+        return None
+    return {f.path: admission.flavor_specs[f.name] for f in env.plan.admission.flavors}
 
 
 def installs_done(env: Environment) -> list[pulumi.Output[Any]]:

@@ -1,13 +1,13 @@
 """The Kueue flavor changes a running stack cannot take, and each update's record of what its flavors were applied with.
 
 Once a ResourceFlavor has a Topology, Kueue refuses a change of its ``topologyName`` and ``nodeLabels``. Each update
-records both for every flavor (:func:`flavor_records`, in the output ``deployedVersions``); the next compares its plan
-with that record (:func:`flavor_problems`), so a new version of this project that derives them differently from the
-same configuration is caught too. Why, with Kueue's source: docs/explanation/admission.md.
+records both for every flavor as the cluster holds it (:func:`spec_record`, in the output ``deployedVersions``); the
+next compares its plan with that record (:func:`flavor_problems`), so a new version of this project that derives them
+differently from the same configuration is caught too. Why, with Kueue's source: docs/explanation/admission.md.
 """
 
 import json
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from stacks.config.errors import key
 from stacks.plan.model import Plan
@@ -26,11 +26,27 @@ def applied(f: FlavorPlan) -> Applied:
     return (f.topology.name if f.topology is not None else None, dict(f.node_labels))
 
 
-def flavor_record(f: FlavorPlan) -> str:
-    """:func:`applied` as the record keeps it: JSON with sorted keys, the same text for the same flavor."""
-    topology, labels = applied(f)
-    fields = {"nodeLabels": labels, **({"topologyName": topology} if topology is not None else {})}
+def _record(topology: Optional[str], labels: Mapping[str, str]) -> str:
+    """What the record keeps of a flavor: JSON with sorted keys, the same text for the same flavor."""
+    fields = {"nodeLabels": dict(labels), **({"topologyName": topology} if topology is not None else {})}
     return json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+
+def flavor_record(f: FlavorPlan) -> str:
+    """:func:`applied` as the record keeps it."""
+    return _record(*applied(f))
+
+
+def spec_record(spec: Any) -> Optional[str]:
+    """The record of a ResourceFlavor's ``spec`` as the cluster holds it (the provider's output after the update);
+    ``None`` for a spec of another form."""
+    labels = spec.get("nodeLabels") if isinstance(spec, Mapping) else None
+    topology = spec.get("topologyName") if isinstance(spec, Mapping) else None
+    if labels is None:
+        labels = {}
+    if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
+        return None
+    return _record(topology, labels) if topology is None or isinstance(topology, str) else None
 
 
 def flavor_records(plan: Plan) -> dict[str, str]:

@@ -12,7 +12,7 @@ import pytest
 from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.charts import HELM_CHARTS, IMAGES, MANIFESTS
 from components.catalog.platform import EKS_ADDONS
-from stacks import last_update
+from stacks import last_update, mocked
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
 from stacks.plan.flavor_change import FLAVOR_SUFFIX
@@ -141,6 +141,33 @@ def test_every_preset_records_the_versions_of_what_it_registers(stack: str) -> N
         else:
             assert version.startswith(registered[name]), (name, version, registered[name])
     assert not (set(HELM_CHARTS) - CHART_KEYS), "a chart the catalog pins is not in the record"
+
+
+def test_a_flavors_record_is_the_spec_the_cluster_holds_not_the_plans(monkeypatch) -> None:
+    """A flavor is recorded from its spec as the provider reports it after the update. A flavor the update left out
+    (``pulumi up --target``) keeps its earlier spec, and so does the record: the next update compares with what
+    Kueue holds, not with what this one planned."""
+    earlier = {"nodeLabels": {"eks-training/node-group": "gpu", "team": "a"}, "topologyName": "aws-ec2"}
+    answer = mocked._kubernetes_object
+
+    def kept(name: str, inputs: dict[str, Any], out: dict[str, Any]) -> str:
+        rid = answer(name, inputs, out)
+        if inputs.get("kind") == "ResourceFlavor" and inputs["metadata"]["name"] == "gpu":
+            out["spec"] = earlier
+        return rid
+
+    monkeypatch.setattr(mocked, "_kubernetes_object", kept)
+    program = run_program("p4d", fresh=True)
+    recorded = program.outputs[last_update.VERSIONS_OUTPUT]
+    assert json.loads(recorded["nodeGroups.gpu" + FLAVOR_SUFFIX]) == earlier
+    assert (
+        _registered_flavors(program, "p4d")["nodeGroups.gpu" + FLAVOR_SUFFIX]
+        != recorded["nodeGroups.gpu" + FLAVOR_SUFFIX]
+    )
+    assert (
+        recorded["systemNodeGroup" + FLAVOR_SUFFIX]
+        == _registered_flavors(program, "p4d")["systemNodeGroup" + FLAVOR_SUFFIX]
+    )
 
 
 def _installs(program) -> list[Registration]:
