@@ -634,17 +634,44 @@ def free_port() -> int:
 
 
 def stop(process: Optional["subprocess.Popen[bytes]"], grace_s: float = 10.0) -> None:
-    """SIGTERM a process's group (a pod stopped), then SIGKILL after ``grace_s``."""
+    """SIGTERM a process's group (a pod stopped), then SIGKILL after ``grace_s``: the group and every process it had
+    started, in sessions of their own too (the launcher's torchrun and its workers), as the kubelet kills a pod's
+    whole container."""
     if process is None or process.poll() is not None:
         return
+    tree = descendants(process.pid)
     try:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(grace_s)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         process.wait()
     except ProcessLookupError:
         pass
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes ``pid`` started, and theirs, now (``ps``, on Linux and macOS alike); none where ``ps`` fails."""
+    try:
+        listing = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    children: dict[int, list[int]] = {}
+    for line in listing.stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and all(f.isdigit() for f in fields):
+            children.setdefault(int(fields[1]), []).append(int(fields[0]))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def tail(path: Path, chars: int = 3000) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from stacks.local import runner
 from tests.conftest import sigint_at_its_default
 from tests.harness import REPO
 from tests.wait import patient
@@ -104,3 +105,37 @@ def test_a_test_run_that_inherited_sigint_ignored_gives_its_commands_the_default
     finally:
         signal.signal(signal.SIGINT, previous)
     assert (inherited, given) == ("ignored", "default")
+
+
+#: A pod's process that starts a child in a session of its own (as the launcher starts torchrun), both deaf to SIGTERM
+#: (a stop checkpoint that outlasts the grace period).
+DEAF_TREE = (
+    "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(600)'], "
+    "start_new_session=True, stdout=subprocess.PIPE); child.stdout.readline(); print(child.pid, flush=True); "
+    "time.sleep(600)"
+)
+
+
+def test_a_pod_that_outlasts_its_grace_is_killed_with_the_sessions_it_started() -> None:
+    """After the grace period the runner kills the pod's process group and every process it started, in sessions of
+    their own too, as the kubelet kills a pod's container: the launcher's torchrun and its workers are not left
+    running."""
+    pod = subprocess.Popen([sys.executable, "-c", DEAF_TREE], stdout=subprocess.PIPE, start_new_session=True)
+    child = None
+    try:
+        assert pod.stdout is not None
+        child = int(pod.stdout.readline())
+        assert _alive(child) and os.getpgid(child) != pod.pid  # in a session of its own
+        runner.stop(pod, grace_s=0.5)
+        assert pod.returncode == -signal.SIGKILL
+        gone_by = time.monotonic() + patient(10)
+        while _alive(child) and time.monotonic() < gone_by:
+            time.sleep(0.05)
+        assert not _alive(child), f"the pod's child {child} outlived it"
+    finally:
+        if pod.poll() is None:
+            pod.kill()
+        if child is not None and _alive(child):
+            os.kill(child, signal.SIGKILL)
