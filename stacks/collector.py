@@ -17,7 +17,7 @@ from stacks.costs import job_hourly
 from stacks.environment import Environment
 from stacks.kinds import KINDS
 from stacks.plan import JobPlan, Plan
-from stacks.plan.templates import stack_tags
+from stacks.plan.tags import stack_tags
 
 #: The collector component's name is ``<cluster>-bench``; its created bucket is named after it with ``-results``
 #: and Pulumi's 8-character suffix: 40 + 6 + 8 + 8 = 62, within S3's 63.

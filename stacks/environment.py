@@ -25,7 +25,7 @@ from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.templates import stack_tags
+from stacks.plan.tags import stack_tags
 from stacks.storage import SharedStorage, build_storage
 from stacks.zones import RegionZones, Zone, choose_zones, find_zone
 

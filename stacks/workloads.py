@@ -41,7 +41,7 @@ from stacks.plan.images import tag_only_note
 from stacks.plan.installs import runs_mpi_operator, uses_etcd
 from stacks.plan.jobspec import job_spec
 from stacks.plan.queues import RESOURCES, FlavorPlan
-from stacks.plan.templates import stack_tags
+from stacks.plan.tags import stack_tags
 from stacks.prepull import build_prepulls
 from stacks.teams import TeamNamespace, build_team_namespaces
 

@@ -12,17 +12,12 @@ import json
 from typing import Any, Mapping, Optional
 
 from components.nodeplan import host_setup_user_data, launch_template_data
-from stacks.config import StackConfig
 from stacks.plan.model import NodeGroupPlan, Plan
 from stacks.plan.record import recorded_entry
+from stacks.plan.tags import stack_tags
 
 #: How the record names a group's launch template digest: ``<the group's config path>.launchTemplate``.
 TEMPLATE_SUFFIX = ".launchTemplate"
-
-
-def stack_tags(cfg: StackConfig) -> dict[str, str]:
-    """AWS tags on every resource of the stack (the node groups' instances and volumes too)."""
-    return {"eks-training/stack": f"{cfg.project}-{cfg.stack}", "managed-by": "pulumi", **cfg.tags}
 
 
 def launch_template(plan: Plan, g: NodeGroupPlan) -> dict[str, Any]:

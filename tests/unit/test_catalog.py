@@ -145,6 +145,13 @@ def test_chart_images_are_their_charts_release() -> None:
         assert m and m["tag"] == f"v{HELM_CHARTS[key].version.lstrip('v')}", (key, image.ref)
 
 
+def test_every_pinned_chart_has_a_source_that_shows_its_version() -> None:
+    """A chart's source quotes the version the catalog pins, so a moved pin moves its source's ``shows`` too."""
+    charts = {**HELM_CHARTS, **{f"cluster-autoscaler for {m}": r.chart for m, r in CLUSTER_AUTOSCALER.items()}}
+    stale = [f"{key} {c.version}: {c.source}" for key, c in charts.items() if c.version not in SOURCES[c.source].shows]
+    assert stale == [], "components/catalog/sources.py: these sources' shows do not quote the pinned chart version"
+
+
 def test_the_pinned_kueue_places_autoscaled_topology_jobs_of_any_size() -> None:
     """Autoscaled groups of types with EC2 network-topology labels are topology-aware by default
     (stacks/plan/admission.py ``with_topology``): that needs a Kueue whose second pass (after the ProvisioningRequest)

@@ -5,6 +5,7 @@ import inspect
 import re
 import textwrap
 import typing
+from pathlib import Path
 
 import pulumi
 
@@ -72,3 +73,44 @@ def test_outputs_are_typed_and_documented() -> None:
             line = next(ln for ln in source.splitlines() if ln.strip().startswith(f"{attr}:"))
             following = source.splitlines()[source.splitlines().index(line) + 1].strip()
             assert following.startswith('"""'), f"{cls.__name__}.{attr} has no docstring"
+
+
+def _registered(cls: type) -> set[str]:
+    """The names ``cls.__init__`` hands ``self.register_outputs``: a dict's keys, the names a dict comprehension
+    iterates (a tuple of the module), or the dict a method of the class returns."""
+    init = next(n for n in _class_node(cls).body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    call = init.body[-1]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call) and call.value.args, cls
+    value = call.value.args[0]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):  # self._outputs()
+        method = next(
+            n
+            for base in cls.__mro__
+            if base.__dict__.get(value.func.attr)
+            for n in _class_node(base).body
+            if isinstance(n, ast.FunctionDef) and n.name == value.func.attr
+        )
+        value = next(n.value for n in ast.walk(method) if isinstance(n, ast.Return) and n.value is not None)
+    if isinstance(value, ast.DictComp):  # {output: getattr(self, output) for output in _OUTPUTS}
+        names = value.generators[0].iter
+        assert isinstance(names, ast.Name), cls
+        return set(getattr(inspect.getmodule(cls), names.id))
+    assert isinstance(value, ast.Dict), (cls, ast.unparse(value))
+    return {k.value for k in value.keys if isinstance(k, ast.Constant)}
+
+
+def _class_node(cls: type) -> ast.ClassDef:
+    node = parse(textwrap.dedent(class_source(cls))).body[0]
+    assert isinstance(node, ast.ClassDef), cls
+    return node
+
+
+def test_every_output_is_registered() -> None:
+    """Each Output a component annotates is in the ``register_outputs`` call that ends its constructor, so the
+    stack's state and ``pulumi stack output`` of a component carry it."""
+    missing = []
+    for cls in COMPONENT_CLASSES:
+        outputs = {k for k, v in cls.__annotations__.items() if typing.get_origin(v) is pulumi.Output}
+        where = Path(inspect.getsourcefile(cls) or "").relative_to(REPO)
+        missing += [f"{where}: {cls.__name__}.{o}" for o in sorted(outputs - _registered(cls))]
+    assert not missing, f"add each to the register_outputs call at the end of its constructor: {', '.join(missing)}"

@@ -26,7 +26,7 @@ from stacks.docs import configuration_reference
 from stacks.docs.config_reference import section_entry
 from stacks.local.cli import main as local_main
 from stacks.plan.report import main as plan_main
-from tests.harness import PROJECT
+from tests.harness import PROJECT, stack_names
 
 JOBS = {"train": {"kind": "command", "nodeGroup": "cpu", "command": ["python", "-c", "print('trained')"]}}
 GROUPS = {"cpu": {"instanceTypes": ["m5.xlarge"], "minSize": 0, "desiredSize": 1, "maxSize": 2}}
@@ -226,7 +226,8 @@ def test_the_references_entry_names_are_what_the_loader_accepts(tmp_path: Path, 
 def test_an_unknown_stack_lists_the_stacks_that_exist(tmp_path: Path) -> None:
     code, out, err = _quiet(plan_main, ["--stack", "nosuch"])
     assert code == 2 and out == ""
-    assert "error: no stack 'nosuch': Pulumi.nosuch.yaml is not in" in err and "dev, g5, g6" in err, err
+    assert "error: no stack 'nosuch': Pulumi.nosuch.yaml is not in" in err, err
+    assert f": {', '.join(stack_names())});" in err, err  # every preset, in order
     assert "give the file with --stack-file PATH" in err
 
 
@@ -306,6 +307,23 @@ def test_a_reserved_variable_names_a_setting_of_the_job() -> None:
     keys = {f.alias or name for name, f in JobConfig.model_fields.items()}
     assert set(RESERVED_FROM) <= RESERVED_ENV
     assert sorted(set(RESERVED_FROM.values()) - keys) == []
+
+
+def test_a_key_one_kind_reads_is_refused_on_the_others() -> None:
+    """A job key documented as one kind's (``pytorch: ...``) is among that kind's ``owned_fields``, so a job of another
+    kind that sets it is refused rather than silently ignored. minNodes and maxNodes are the elastic kinds': the
+    job's own check refuses a range on the others."""
+    from stacks.config.jobs import JobConfig
+    from stacks.kinds import KINDS
+
+    elastic_range = {"min_nodes", "max_nodes"}
+    unowned = []
+    for name, field in JobConfig.model_fields.items():
+        kinds = [k for k in re.findall(r"\b(\w+): ", field.description or "") if k in KINDS]
+        if len(kinds) == 1 and (field.description or "").startswith(f"{kinds[0]}: ") and name not in elastic_range:
+            if name not in {f.field for f in KINDS[kinds[0]].owned_fields}:
+                unowned.append(f"{name} ({kinds[0]})")
+    assert not unowned, f"add an OwnedField to the kind's owned_fields (stacks/kinds/<kind>.py): {', '.join(unowned)}"
 
 
 def test_only_a_folder_of_the_volume_gets_the_data_hint() -> None:

@@ -62,7 +62,10 @@ def test_a_reference_page_names_no_commit_or_test_path(page: Path) -> None:
 
 def test_the_readme_is_a_front_page() -> None:
     lines, words = prose.readme_size()
-    assert lines <= prose.README_MAX_LINES and words <= prose.README_MAX_WORDS, (lines, words)
+    assert lines <= prose.README_MAX_LINES and words <= prose.README_MAX_WORDS, (
+        f"README.md has {lines} lines and {words} words, over {prose.README_MAX_LINES} or {prose.README_MAX_WORDS}: "
+        "its generated tables count too (a new preset adds a row); shorten its prose"
+    )
     readme = (REPO / "README.md").read_text()
     headings = re.findall(r"^## (.+)$", readme, re.M)
     for needed in ("What `pulumi up` builds", "The two commands", "Quick start", "Presets", "Documentation", "Tests"):

@@ -73,7 +73,7 @@ def check_variables(s: Sections, path: str, name: str, job: JobConfig, problems:
     sets, or any other upper-case name neither the program nor the cluster sets."""
     kind = KINDS[job.kind]
     given = frozenset(env_name(a) for a in job.after if a in s.job_names)
-    unset = _unset(path, job, kind)
+    unset = unset_variables(path, job, kind)
     known = frozenset((kind.pod_variables() - set(unset)) | given | set(job.env))
     every_kind = set().union(*(k.pod_variables() for k in KINDS.values()))
     elsewhere = {var: [k.name for k in KINDS.values() if var in k.pod_variables()] for var in every_kind - known}
@@ -179,8 +179,9 @@ def _pods_get(kind: JobKind) -> str:
     return f"{kind.name} jobs' pods get {listed} besides every job's" if own else "read it from the environment"
 
 
-def _unset(path: str, job: JobConfig, kind: JobKind) -> dict[str, str]:
-    """The variables of the kind's pods this job's pods lack (a setting is off), with the setting that sets each."""
+def unset_variables(path: str, job: JobConfig, kind: JobKind) -> dict[str, str]:
+    """The variables of the kind's pods this job's pods lack (a setting is off), with the setting that sets each: a
+    kind's variable that a key of the job turns on has its line here."""
     settings = (
         ("DATA_DIR", f"the dataset's folder, and the job has none; set {key(f'{path}.dataset')}", job.dataset),
         (
