@@ -32,6 +32,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _gone(pid: int, within_s: float) -> bool:
+    """Whether process ``pid`` is gone within ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
 @pytest.mark.parametrize(
     "sig, said",
     [
@@ -75,10 +83,7 @@ def test_a_stop_signal_stops_the_jobs_processes(tmp_path: Path, sig: signal.Sign
         out = cli.communicate(timeout=patient(60))[0].decode(errors="replace")
         assert cli.returncode == 128 + sig, (cli.returncode, out[-3000:])
         assert said in out and "Traceback" not in out, out[-3000:]
-        gone_by = time.monotonic() + patient(30)
-        while _alive(job) and time.monotonic() < gone_by:
-            time.sleep(0.2)
-        assert not _alive(job), f"the job's process {job} outlived the runner"
+        assert _gone(job, patient(30)), f"the job's process {job} outlived the runner"
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -130,10 +135,7 @@ def test_a_pod_that_outlasts_its_grace_is_killed_with_the_sessions_it_started() 
         assert _alive(child) and os.getpgid(child) != pod.pid  # in a session of its own
         runner.stop(pod, grace_s=0.5)
         assert pod.returncode == -signal.SIGKILL
-        gone_by = time.monotonic() + patient(10)
-        while _alive(child) and time.monotonic() < gone_by:
-            time.sleep(0.05)
-        assert not _alive(child), f"the pod's child {child} outlived it"
+        assert _gone(child, patient(10)), f"the pod's child {child} outlived it"
     finally:
         if pod.poll() is None:
             pod.kill()

@@ -57,6 +57,14 @@ def plan_of(stack: str, config: dict[str, Any]) -> Plan:
     return build_plan(load_config("eks-training", stack, config, project_dir=REPO))
 
 
+def _refused(old: Plan, new: Plan, **kwargs: Any) -> str:
+    """The one problem :func:`compare` refuses the move from ``old`` to ``new`` with."""
+    with pytest.raises(ConfigError) as err:
+        compare(old, new, **kwargs)
+    (problem,) = err.value.problems
+    return problem
+
+
 def variant(stack: str, **cluster: Any) -> dict[str, Any]:
     cfg = preset(stack)
     cfg[P + "cluster"] = {**(cfg.get(P + "cluster") or {}), **cluster}
@@ -486,9 +494,7 @@ def test_a_pinned_group_whose_launch_template_this_version_changes_is_refused() 
     """The record says this version of the project changes the pinned system group's template: refused the same way."""
     plan = plan_of("p5", _pinned_p5())
     older = {**template_digests(plan), "systemNodeGroup.launchTemplate": "0123456789abcdef"}
-    with pytest.raises(ConfigError) as err:
-        compare(plan, plan, deployed_versions=older)
-    (problem,) = err.value.problems
+    problem = _refused(plan, plan, deployed_versions=older)
     assert problem.startswith(
         f"{P}cluster.amiRelease: pins systemNodeGroup to AMI release 1.36.1-20260610, and this update changes its "
         "launch template (this version of the project changes it) but not its release"
@@ -1230,9 +1236,7 @@ def test_a_flavor_this_version_labels_otherwise_than_the_record_is_refused() -> 
     key and the ways out; a record equal to the plan, or the plan's order of labels, changes nothing."""
     plan = plan_of("p4d", preset("p4d"))
     record = {**installed_versions(plan), "nodeGroups.gpu.kueueFlavor": _flavor_entry(**{"eks-training/efa": None})}
-    with pytest.raises(ConfigError) as err:
-        compare(plan, plan, deployed_versions=record)
-    (problem,) = err.value.problems
+    problem = _refused(plan, plan, deployed_versions=record)
     assert problem.startswith(
         f"{P}nodeGroups.gpu: its Kueue flavor gpu has a Topology, and Kueue then refuses a change of its node labels "
         "or its Topology; this version of the project changes them from what the last update applied, as "
