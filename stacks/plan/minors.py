@@ -8,6 +8,7 @@ stops when the default moves away from the minor its cluster runs.
 
 from typing import Any, Mapping, Optional
 
+from components.catalog import SOURCES
 from components.catalog.amis import RELEASE_VERSION_RE
 from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
@@ -127,7 +128,28 @@ def minor_problems(
         gap = bmin - minor_number(kubelet)[1]
         if minor_number(kubelet)[0] != bmaj or gap > KUBELET_MAX_SKEW or gap < 0:
             problems.append(skew_problem(was, kubelet, a, b, recorded))
+        elif minor_step(a, b) == "up" and recorded_behind(was, a, recorded):
+            problems.append(behind_problem(was, kubelet, a, b, recorded))
     return problems
+
+
+def recorded_behind(g: NodeGroupPlan, cluster_minor: str, recorded: Optional[Mapping[str, object]]) -> bool:
+    """Whether the last update's record says group ``g`` runs an older minor than its cluster's (a Capacity Block
+    group keeps its minor while its block is active; a roll that failed)."""
+    m = RELEASE_VERSION_RE.match(recorded_release(recorded, g.path) or "")
+    return m is not None and minor_number(m.group("minor")) < minor_number(cluster_minor)
+
+
+def behind_problem(g: NodeGroupPlan, kubelet: str, a: str, b: str, recorded: Optional[Mapping[str, object]]) -> str:
+    """The refusal of a move from ``a`` to ``b`` while group ``g`` runs ``kubelet``, older than ``a``, by the record:
+    EKS updates a control plane only while every managed node group runs its minor (``eks-update-cluster``)."""
+    return (
+        f"{key(g.path)}: its nodes run Kubernetes {kubelet} (AMI release {recorded_release(recorded, g.path)}, as the "
+        f"last update recorded it in deployedVersions' {g.path}{RELEASE_SUFFIX}), and EKS moves the control plane "
+        f"only while every managed node group runs its minor, {a} ({SOURCES['eks-update-cluster'].url}): roll it "
+        f"to {a} first (keep {VERSION_KEY} at '{a}' and run `pulumi up --refresh`; a Capacity Block group rolls once "
+        f"no block is active), then move the cluster to {b}"
+    )
 
 
 def skew_problem(g: NodeGroupPlan, kubelet: str, a: str, b: str, recorded: Optional[Mapping[str, object]]) -> str:

@@ -312,23 +312,28 @@ def test_a_group_outside_the_kubelet_skew_is_refused(kubelet: str, allowed: bool
         assert problems[0].startswith("eks-training:nodeGroups.cpu: its nodes run kubelet 1.32")
 
 
-@pytest.mark.parametrize(("kubelet", "allowed"), [("1.32", False), ("1.33", True), ("1.35", True)])
-def test_the_kubelet_skew_reads_the_release_the_record_says_a_group_runs(kubelet: str, allowed: bool) -> None:
+@pytest.mark.parametrize(("kubelet", "refusal"), [("1.32", "skew"), ("1.33", "eks"), ("1.35", None)])
+def test_the_kubelet_skew_reads_the_release_the_record_says_a_group_runs(kubelet: str, refusal: Any) -> None:
     """The plan thinks dev's CPU group runs 1.35, as its cluster; the last update recorded it on an older release (a
     Capacity Block group keeps its minor while its block is active). Its kubelet is that release's: 1.32 under a 1.36
-    API server is refused, naming the record's key and the roll to make first; 1.33 is within the skew."""
+    API server is outside the skew; 1.33 is within it, but EKS moves a control plane only while every managed node
+    group runs its minor (UpdateClusterVersion). Both are refused, naming the record's key and the roll to make first;
+    a group on the cluster's minor moves with it."""
     old = plan_of("dev", variant("dev", kubernetesVersion="1.35"))
     new = plan_of("dev", variant("dev", kubernetesVersion="1.36"))
     release = f"{kubelet}.13-20260714"
     record = {**installed_versions(old), "nodeGroups.cpu.releaseVersion": release}
     problems = minor_problems(old, new, recorded=record)
-    assert (problems == []) is allowed, problems
-    if allowed:
+    assert (problems == []) is (refusal is None), problems
+    if refusal is None:
+        assert minor_problems(old, old, recorded={**record, "nodeGroups.cpu.releaseVersion": "1.33.1-20260714"}) == []
         return
     (problem,) = problems
+    runs = f"kubelet {kubelet} until they roll" if refusal == "skew" else f"Kubernetes {kubelet}"
     assert problem.startswith(
-        f"{P}nodeGroups.cpu: its nodes run kubelet 1.32 until they roll (AMI release {release}, as the last update "
-        "recorded it in deployedVersions' nodeGroups.cpu.releaseVersion), outside the skew"
+        f"{P}nodeGroups.cpu: its nodes run {runs} (AMI release {release}, as the last update recorded it in "
+        "deployedVersions' nodeGroups.cpu.releaseVersion), "
+        + ("outside the skew" if refusal == "skew" else "and EKS moves the control plane only while every managed")
     ), problem
     assert f"roll it to 1.35 first (keep {P}cluster.kubernetesVersion at '1.35' and run `pulumi up --refresh`" in (
         problem
