@@ -323,11 +323,9 @@ class Admission(pulumi.ComponentResource):
 
     queue_name: pulumi.Output[str]
     """The LocalQueue's name; resolves once it and the WorkloadPriorityClasses exist (jobs are created after it)."""
-    flavor_names: pulumi.Output[list[str]]
-    """The ResourceFlavors' names; resolves once each is applied (a record of what they hold waits for it)."""
     flavor_specs: dict[str, pulumi.Output[Any]]
     """Each ResourceFlavor's ``spec`` as the provider reports it after this update, by name: what the cluster holds
-    (a flavor the update left out, as with ``--target``, keeps the spec it had)."""
+    (a flavor the update left out, as with ``--target``, keeps the spec it had); each resolves once it is applied."""
 
     def __init__(self, name: str, args: AdmissionArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("eks-training:index:Admission", name, None, opts)
@@ -347,7 +345,6 @@ class Admission(pulumi.ComponentResource):
         if specs.provisioning:
             self._provisioning_check(name, args["provisioning"], specs.provisioning, release)
         flavors = self._flavors(name, specs, release, topologies)
-        self.flavor_names = pulumi.Output.all(*[f.id for f in flavors]).apply(lambda _: [n for n, _ in specs.flavors])
         # the SDK makes an output of each registered property (CustomResource types none)
         self.flavor_specs = {n: f.spec for (n, _), f in zip(specs.flavors, flavors)}  # type: ignore[attr-defined]
         priorities = self._priorities(name, args, release)
@@ -371,9 +368,7 @@ class Admission(pulumi.ComponentResource):
             ).apply(lambda v: str(v[0]))
         self.team_queue_names = team_queues
         """Team ClusterQueue -> its LocalQueue's name, once the queues exist."""
-        self.register_outputs(
-            {"queue_name": self.queue_name, "flavor_names": self.flavor_names, "flavor_specs": self.flavor_specs}
-        )
+        self.register_outputs({"queue_name": self.queue_name, "flavor_specs": self.flavor_specs})
 
     def _topologies(
         self, name: str, specs: _Specs, release: k8s.helm.v3.Release

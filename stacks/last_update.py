@@ -97,12 +97,10 @@ def versions_output(
 ) -> pulumi.Output[dict[str, str]]:
     """The versions this update installs (:func:`installed_versions`), the AMI release each node group runs as EKS
     reports it (``releases``, by the group's config path; :data:`~stacks.plan.nodes.RELEASE_SUFFIX`) and each Kueue
-    flavor's spec as the cluster holds it (``flavors``, by its group's config path; :data:`FLAVOR_SUFFIX`; in place of
-    the plan's), which the next update reads back; resolved only once ``finished``, the releases and the flavors are,
+    flavor's spec as the cluster holds it (``flavors``, by its group's config path; :data:`FLAVOR_SUFFIX`; never the
+    plan's), which the next update reads back; resolved only once ``finished``, the releases and the flavors are,
     as :func:`configuration_output`."""
-    planned = installed_versions(plan)
-    if flavors is not None:
-        planned = {k: v for k, v in planned.items() if not k.endswith(FLAVOR_SUFFIX)}
+    planned = {k: v for k, v in installed_versions(plan).items() if not k.endswith(FLAVOR_SUFFIX)}
     paths, groups = list(releases or {}), list(flavors or {})
     values = [*((releases or {})[p] for p in paths), *((flavors or {})[g] for g in groups)]
 

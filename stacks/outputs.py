@@ -233,9 +233,9 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     if env.config.network is not None and env.zones is not None:
         outputs[ZONES_OUTPUT] = [z.name for z in env.zones]
     minor = env.config.cluster.kubernetes_version
-    releases, flavors = node_releases(env), flavor_specs(env)
-    finished = [*outputs.values(), *installs_done(env), *releases.values(), *(flavors or {}).values()]
-    outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished, releases, flavors)
+    releases = node_releases(env)
+    finished = [*outputs.values(), *installs_done(env), *releases.values()]
+    outputs[VERSIONS_OUTPUT] = versions_output(env.plan, finished, releases, flavor_specs(env))
     outputs[CONFIG_OUTPUT] = configuration_output(settings, minor, finished)
     return outputs
 
@@ -248,12 +248,12 @@ def node_releases(env: Environment) -> dict[str, pulumi.Output[str]]:
     return releases
 
 
-def flavor_specs(env: Environment) -> Optional[dict[str, pulumi.Output[Any]]]:
-    """Each Kueue flavor's spec as the provider reports it after this update, by its group's config path; ``None``
+def flavor_specs(env: Environment) -> dict[str, pulumi.Output[Any]]:
+    """Each Kueue flavor's spec as the provider reports it after this update, by its group's config path; none
     without Kueue."""
     admission = env.workloads.admission if env.workloads is not None else None
     if admission is None or env.plan.admission is None:
-        return None
+        return {}
     return {f.path: admission.flavor_specs[f.name] for f in env.plan.admission.flavors}
 
 
@@ -272,7 +272,8 @@ def installs_done(env: Environment) -> list[pulumi.Output[Any]]:
         done.append(env.provisioning_crd.urn)  # a ConfigFile's URN resolves once it is applied
     w: Optional[Workloads] = env.workloads
     if w is not None:
-        done += [y for x in (w.admission,) if x is not None for y in (x.queue_name, x.flavor_names)]
+        done += [x.queue_name for x in (w.admission,) if x is not None]
+        done += flavor_specs(env).values()
         done += [x.crd_name for x in (w.mpi_operator,) if x is not None]
         done += [x.service_name for x in (w.etcd,) if x is not None]  # its Service is made after its Deployment
     return done

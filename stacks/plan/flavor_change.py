@@ -40,13 +40,18 @@ def flavor_record(f: FlavorPlan) -> str:
 def spec_record(spec: Any) -> Optional[str]:
     """The record of a ResourceFlavor's ``spec`` as the cluster holds it (the provider's output after the update);
     ``None`` for a spec of another form."""
-    labels = spec.get("nodeLabels") if isinstance(spec, Mapping) else None
-    topology = spec.get("topologyName") if isinstance(spec, Mapping) else None
-    if labels is None:
-        labels = {}
+    fields = _fields(spec)
+    return _record(*fields) if fields is not None else None
+
+
+def _fields(spec: Any) -> Optional[Applied]:
+    """A flavor's Topology name and node labels from a ``spec`` (or a record of one); ``None`` for another form."""
+    if not isinstance(spec, Mapping):
+        return None
+    labels, topology = spec.get("nodeLabels") or {}, spec.get("topologyName")
     if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
         return None
-    return _record(topology, labels) if topology is None or isinstance(topology, str) else None
+    return (topology, dict(labels)) if topology is None or isinstance(topology, str) else None
 
 
 def flavor_records(plan: Plan) -> dict[str, str]:
@@ -60,14 +65,9 @@ def recorded_flavor(recorded: Optional[Mapping[str, object]], path: str) -> Opti
     it holds none (an update by an earlier version of this project) or an entry of another form."""
     text = recorded_entry(recorded, path + FLAVOR_SUFFIX)
     try:
-        fields = json.loads(text) if text is not None else None
+        return _fields(json.loads(text)) if text is not None else None
     except json.JSONDecodeError:
         return None
-    labels = fields.get("nodeLabels") if isinstance(fields, dict) else None
-    topology = fields.get("topologyName") if isinstance(fields, dict) else None
-    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-        return None
-    return (topology, labels) if topology is None or isinstance(topology, str) else None
 
 
 def _changes(was: Applied, now: Applied) -> list[str]:

@@ -144,11 +144,9 @@ def behind_problem(g: NodeGroupPlan, kubelet: str, a: str, b: str, recorded: Opt
     """The refusal of a move from ``a`` to ``b`` while group ``g`` runs ``kubelet``, older than ``a``, by the record:
     EKS updates a control plane only while every managed node group runs its minor (``eks-update-cluster``)."""
     return (
-        f"{key(g.path)}: its nodes run Kubernetes {kubelet} (AMI release {recorded_release(recorded, g.path)}, as the "
-        f"last update recorded it in deployedVersions' {g.path}{RELEASE_SUFFIX}), and EKS moves the control plane "
-        f"only while every managed node group runs its minor, {a} ({SOURCES['eks-update-cluster'].url}): roll it "
-        f"to {a} first (keep {VERSION_KEY} at '{a}' and run `pulumi up --refresh`; a Capacity Block group rolls once "
-        f"no block is active), then move the cluster to {b}"
+        f"{key(g.path)}: its nodes run Kubernetes {kubelet} {_as_recorded(g, recorded)}, and EKS moves the control "
+        f"plane only while every managed node group runs its minor, {a} ({SOURCES['eks-update-cluster'].url}): "
+        f"{_roll_first(a)}, then move the cluster to {b}"
     )
 
 
@@ -159,18 +157,28 @@ def skew_problem(g: NodeGroupPlan, kubelet: str, a: str, b: str, recorded: Optio
         f"outside the skew Kubernetes supports against a {b} API server (kubelet at most {KUBELET_MAX_SKEW} minors "
         "older, never newer)"
     )
-    release = recorded_release(recorded, g.path)
-    behind = release is not None and RELEASE_VERSION_RE.match(release) and minor_number(kubelet) < minor_number(a)
-    if not behind:
+    if not recorded_behind(g, a, recorded):
         return (
             f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll, {skew}: move {key(g.path)}.amiRelease "
             "and the cluster one minor at a time"
         )
     return (
-        f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll (AMI release {release}, as the last update "
-        f"recorded it in deployedVersions' {g.path}{RELEASE_SUFFIX}), {skew}: roll it to {a} first (keep {VERSION_KEY} "
-        f"at '{a}' and run `pulumi up --refresh`; a Capacity Block group rolls once no block is active), then move the "
-        "cluster one minor at a time"
+        f"{key(g.path)}: its nodes run kubelet {kubelet} until they roll {_as_recorded(g, recorded)}, {skew}: "
+        f"{_roll_first(a)}, then move the cluster one minor at a time"
+    )
+
+
+def _as_recorded(g: NodeGroupPlan, recorded: Optional[Mapping[str, object]]) -> str:
+    """Where a group's kubelet was read: the AMI release the last update recorded it running."""
+    release = recorded_release(recorded, g.path)
+    return f"(AMI release {release}, as the last update recorded it in deployedVersions' {g.path}{RELEASE_SUFFIX})"
+
+
+def _roll_first(a: str) -> str:
+    """How a group that fell behind its cluster, at ``a``, catches up before the cluster moves."""
+    return (
+        f"roll it to {a} first (keep {VERSION_KEY} at '{a}' and run `pulumi up --refresh`; a Capacity Block group "
+        "rolls once no block is active)"
     )
 
 
