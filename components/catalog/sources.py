@@ -605,6 +605,11 @@ SOURCES: Mapping[str, Source] = {
         url="https://github.com/helm/helm/blob/main/pkg/chartutil/validate_name.go",
         shows="release names at most 53 characters (maxReleaseNameLen), DNS-1123 label characters",
     ),
+    "helm-crds": Source(
+        url="https://helm.sh/docs/chart_best_practices/custom_resource_definitions/",
+        shows="CRDs in a chart's crds/ folder are installed with the chart and never upgraded or deleted by Helm "
+        "(helm upgrade renders templates only: pkg/action/upgrade.go)",
+    ),
     "pulumi-autonaming": Source(
         url="https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming",
         shows="an unnamed resource gets its logical name plus a random suffix (a hyphen and 7 characters)",

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import yaml
 
-from components.catalog import HELM_CHARTS
+from components.catalog import HELM_CHARTS, SOURCES
 from stacks.box import build as box_build
 from stacks.box.gomodules import module_dir
 from stacks.yaml_text import load_yaml_documents
@@ -96,9 +96,8 @@ def chart_dir(key: str) -> Path:
     if kept:
         raise ChartError(
             f"the chart {key} {pinned} has CustomResourceDefinitions in {', '.join(kept)}: Helm installs a chart's "
-            "crds/ once and never upgrades them "
-            "(https://helm.sh/docs/chart_best_practices/custom_resource_definitions/), so a later pin's CRDs would "
-            "not reach a running cluster. Install them as objects of their own, ahead of the release "
+            f"crds/ once and never upgrades them ({SOURCES['helm-crds'].url}), so a later pin's CRDs would not reach "
+            "a running cluster. Install them as objects of their own, ahead of the release "
             "(components/helm.py), before pinning this version"
         )
     return folder

@@ -204,6 +204,13 @@ class Upgrade:
             total += CREATION["aws:eks/addon:Addon"].minutes
         return total + max((g.minutes for g in self.groups), default=0.0)
 
+    @property
+    def counts_surge(self) -> bool:
+        """Whether :attr:`minutes` counts a roll's first new nodes: the slowest group rolls under a strategy that
+        launches them first."""
+        slowest = max((g.minutes for g in self.groups), default=0.0)
+        return any(g.action == "roll" and g.node_update.surge and g.minutes == slowest for g in self.groups)
+
 
 def _launch_template(plan: Plan, g: NodeGroupPlan) -> dict[str, Any]:
     """The settings of a group that its launch template carries (:func:`stacks.plan.templates.launch_template`): a

@@ -53,6 +53,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
             for j in u.runs
         ],
         "expectedMinutes": u.minutes,
+        "countsSurge": u.counts_surge,
         "durations": {
             "controlPlane": {"minutes": CONTROL_PLANE_UPGRADE.minutes, "estimate": CONTROL_PLANE_UPGRADE.estimate},
             "nodeRoll": {"minutes": NODE_ROLL.minutes, "estimate": NODE_ROLL.estimate},
@@ -138,15 +139,14 @@ def render_upgrade(r: dict[str, Any]) -> str:
     if not r["jobs"] and not r["data"]:
         lines.append("  jobs: none starts a new run")
     if r["nodeGroups"] or r["addons"] or k["from"] != k["to"] or k.get("running"):
-        slowest = max((g["minutes"] for g in r["nodeGroups"]), default=0.0)
-        surge = any(  # the model counts DEFAULT's first new nodes for the slowest group only
-            g["action"] == "roll" and g["eksUpdateStrategy"]["name"] == "DEFAULT" and g["minutes"] == slowest
-            for g in r["nodeGroups"]
-        )
         lines.append(
             f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
             f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node"
-            + (f", {r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes" if surge else "")
+            + (
+                f", {r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes"
+                if r["countsSurge"]
+                else ""
+            )
             + f"; {r['durations']['source']})"
         )
     else:
