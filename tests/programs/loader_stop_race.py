@@ -14,10 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 import textwrap
 import time
 from pathlib import Path
+from types import FrameType
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "training"))
@@ -32,6 +35,27 @@ def contract_example() -> str:
     """The Python example of docs/reference/job-contract.md (its one Python block), as a user copies it."""
     (block,) = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "reference" / "job-contract.md").read_text(), re.S)
     return textwrap.dedent(block)
+
+
+def raise_once() -> None:
+    """PyTorch's SIGCHLD handler (set as the workers start) raises a dead worker's error in this process wherever it
+    is, once per worker that dies: with four dying, a second error could end the process as it reports the first.
+    Only the first is raised."""
+    handler = signal.getsignal(signal.SIGCHLD)
+    if not callable(handler):
+        return
+    raised = []
+
+    def first_only(signum: int, frame: Optional[FrameType]) -> None:
+        if raised:
+            return
+        try:
+            handler(signum, frame)
+        except RuntimeError:
+            raised.append(signum)
+            raise
+
+    signal.signal(signal.SIGCHLD, first_only)
 
 
 def main() -> int:
@@ -60,8 +84,9 @@ def main() -> int:
             dataset, batch_size=8, num_workers=4, worker_init_fn=train._worker_init
         )
         iterator = iter(loader) if args.plain else train.start_loader(loader)
-    print(json.dumps({"event": "workers_starting", "time": time.time()}), flush=True)
-    try:
+    raise_once()
+    try:  # from the line on: the test signals the workers once it reads it
+        print(json.dumps({"event": "workers_starting", "time": time.time()}), flush=True)
         batches = sum(1 for _ in iterator)
         error = None
     except RuntimeError as exc:

@@ -40,6 +40,7 @@ def run_with_stop(*flags: str) -> dict[str, object]:
     sent = time.time()
     out, err = proc.communicate(timeout=patient(120))
     assert sent - first["time"] < window, "the signal came after the window: the test proved nothing"
+    assert out.strip(), f"the program printed nothing after its workers started (exit {proc.returncode}): {err[-2000:]}"
     last = json.loads(out.strip().splitlines()[-1])
     last["returncode"] = proc.returncode
     last["stderr"] = err[-2000:]
