@@ -27,7 +27,6 @@ from components.workloads.pods import (
 )
 from components.workloads.spec import (
     C10D_PORT,
-    DEFAULT_STOP_GRACE_S,
     DEFAULT_TIMEOUT_HOURS,
     PREDECESSOR_FAILED_EXIT_CODE,
     USAGE_ERROR_EXIT_CODE,
@@ -35,6 +34,7 @@ from components.workloads.spec import (
     JobSpec,
     WorkerPlacement,
     service_name,
+    stop_grace_seconds,
 )
 from components.workloads.waits import (
     await_annotations,
@@ -71,7 +71,7 @@ def indexed_job(
     rules = _failure_rules(fail_exit_codes, ignore_exit_codes, waits_for_jobs=bool(spec.get("after_jobs")))
     queue = dict(spec.get("queue_labels") or {})
     timeout_s = deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS))
-    grace_s = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
+    grace_s = stop_grace_seconds(spec)
     identity = job_identity(parent, name, spec)
     service = _headless_service(name, parent, spec, labels, ports)
     wait = spec.get("wait_for_completion", False) if await_completion is None else await_completion

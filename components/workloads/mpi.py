@@ -57,6 +57,7 @@ from components.workloads.spec import (
     WorkerPlacement,
     apply_input,
     job_env,
+    stop_grace_seconds,
     worker_env,
 )
 from components.workloads.toolbox import WORKERS_WAIT_SCRIPT
@@ -370,6 +371,7 @@ class MpiJob(pulumi.ComponentResource):
             queue_s=queue_seconds(
                 bool(shape.queue) or shape.policy == "WaitForWorkersReady", spec.get("queue_timeout_hours")
             ),
+            grace_s=shape.grace_s,
         )
         return MpiJobObject(
             f"{name}-mpijob",
@@ -390,7 +392,7 @@ class MpiJob(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 delete_before_replace=True,
-                custom_timeouts=await_timeouts(waits_s),
+                custom_timeouts=await_timeouts(waits_s, shape.grace_s),
                 ignore_changes=[MPI_JOB.suspend] if shape.queue else None,
             ),
         )
@@ -408,6 +410,7 @@ class _Shape:
     labels: dict[str, str]
     read_only: bool
     timeout_s: int
+    grace_s: int
     backoff_limit: int
     queue: dict[str, str]
 
@@ -448,6 +451,7 @@ def _shape(name: str, args: MpiJobArgs) -> _Shape:
         # sshd (the workers) writes its pid and session files to the image's file system unless told otherwise
         read_only=bool(spec.get("read_only_root_filesystem", False)),
         timeout_s=deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS)),
+        grace_s=stop_grace_seconds(spec),
         backoff_limit=int(args.get("backoff_limit", DEFAULT_MAX_RESTARTS)),
         queue=dict(spec.get("queue_labels") or {}),
     )
@@ -481,6 +485,7 @@ def _launcher_template(
         "spec": {
             "service_account_name": identity.service_account.metadata.name,
             "automount_service_account_token": False,
+            "termination_grace_period_seconds": shape.grace_s,
             "node_selector": dict(args["launcher_node_selector"]),
             "security_context": pod_security(),
             "init_containers": [*identity.init_containers, *_workers_wait(args, shape, hosts)],
@@ -529,6 +534,7 @@ def _worker_template(
     code = identity.code
     pod: k8s.core.v1.PodSpecArgsDict = {
         "automount_service_account_token": False,
+        "termination_grace_period_seconds": shape.grace_s,
         "node_selector": dict(placement["node_selector"]),
         "tolerations": tolerations,
         "security_context": pod_security(),

@@ -155,6 +155,12 @@ class JobSpec(TypedDict):
     is killed (``terminationGracePeriodSeconds``). Default 60."""
 
 
+def stop_grace_seconds(spec: JobSpec) -> int:
+    """The seconds a stopped pod of the job gets before it is killed: ``stop_grace_period_seconds``, or
+    :data:`DEFAULT_STOP_GRACE_S`."""
+    return int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
+
+
 def run_id(job_name: str, recipe: Mapping[str, object]) -> str:
     """A stable id for a run: the job name plus a hash of everything that defines the run, but not its size."""
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]

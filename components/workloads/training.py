@@ -11,12 +11,12 @@ from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
 from components.workloads.spec import (
     DEFAULT_MAX_RESTARTS,
-    DEFAULT_STOP_GRACE_S,
     JobSpec,
     RendezvousBackend,
     WorkerPlacement,
     c10d_endpoint,
     job_env,
+    stop_grace_seconds,
     torchrun_command,
     worker_env,
 )
@@ -71,7 +71,7 @@ def pytorch_env(
     the trainer's resilience budgets (``MAX_FAILED_ATTEMPTS``, ``CHECKPOINT_EVERY_SECONDS``, ``PG_TIMEOUT_SECONDS``),
     torchrun's wait for its workers after a stop (``TORCH_ELASTIC_SHUTDOWN_TIMEOUT``: the grace period less
     :data:`SHUTDOWN_MARGIN_S`), then the job's variables. The local runner (stacks/local) uses it too."""
-    grace = int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
+    grace = stop_grace_seconds(spec)
     if grace <= SHUTDOWN_MARGIN_S:
         raise ValueError(f"{spec['job_name']}: stop_grace_period_seconds must exceed {SHUTDOWN_MARGIN_S}")
     resilience = {

@@ -28,9 +28,10 @@ from typing import Any, Mapping, Optional, Sequence, cast
 
 from components.conventions import SHARED_MOUNT
 from components.workloads.pods import COMPLETION_INDEX_ENV, env_list
-from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement
+from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement, stop_grace_seconds
 from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
+from components.workloads.waits import KUBERNETES_GRACE_S
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
 from stacks.kinds import KINDS, LocalContext, PlannedJob
 from stacks.local.kube import container_env, expand
@@ -104,6 +105,8 @@ class Pod:
     log: Path
     bin_dir: Optional[Path] = None
     """The folder first on the process's ``PATH`` (its ``python``): the image's virtualenv (default: this Python's)."""
+    grace_s: float = KUBERNETES_GRACE_S
+    """The seconds it gets to exit once stopped, as its pod would: the job's ``stopGracePeriodSeconds``."""
     process: Optional[subprocess.Popen[bytes]] = None
 
 
@@ -427,7 +430,7 @@ class LocalRunner:
         processes = KINDS[job.kind].local_processes(LocalContext(self, job, spec, placement, nodes, peers))
         env = processes.env
         return [
-            self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace)
+            self.pod(job, i, cmd, cast(Mapping[str, str], env), app, cwd, workspace, grace_s=stop_grace_seconds(spec))
             for i, cmd in enumerate(processes.commands)
         ]
 
@@ -440,6 +443,8 @@ class LocalRunner:
         app: Path,
         cwd: Path,
         workspace: Optional[Path] = None,
+        *,
+        grace_s: float = KUBERNETES_GRACE_S,
     ) -> Pod:
         """Pod ``index`` of ``job``: its environment expanded as Kubernetes does (``JOB_INDEX`` from its index),
         its command expanded against it, the pod's paths mapped to this machine's."""
@@ -461,6 +466,7 @@ class LocalRunner:
             cwd=cwd,
             log=self.work / "logs" / f"{job.name}-{index}.log",
             bin_dir=None if venv is None else venv / "bin",
+            grace_s=grace_s,
         )
 
     # --- processes ---------------------------------------------------------------------------------------------
@@ -481,8 +487,7 @@ class LocalRunner:
                         start_new_session=True,
                     )
                 except FileNotFoundError as exc:
-                    for started in pods:
-                        stop(started.process)
+                    stop([p.process for p in pods], pod.grace_s)
                     raise LocalRunError(
                         f"{pod.job} process {pod.index}: {pod.argv[0]} could not be started (not found)",
                         fix=f"put {pod.argv[0]} on PATH, or give the image's virtualenv with --venv IMAGE=DIR",
@@ -508,8 +513,7 @@ class LocalRunner:
                     )
                 time.sleep(0.2)
         finally:
-            for pod in pods:
-                stop(pod.process)
+            stop([p.process for p in pods], max(p.grace_s for p in pods))
             self.show_progress(pods, followers, ended=True)
 
     def show_progress(self, pods: Sequence[Pod], followers: Sequence[PodProgress], *, ended: bool = False) -> None:
@@ -572,7 +576,7 @@ class LocalRunner:
 
     def stop_etcd(self) -> None:
         """Stop the local etcd, if one was started."""
-        stop(self._etcd)
+        stop([self._etcd])
         self._etcd, self._etcd_endpoint = None, None
 
     def say(self, text: str) -> None:
@@ -633,24 +637,40 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def stop(process: Optional["subprocess.Popen[bytes]"], grace_s: float = 10.0) -> None:
-    """SIGTERM a process's group (a pod stopped), then SIGKILL after ``grace_s``: the group and every process it had
-    started, in sessions of their own too (the launcher's torchrun and its workers), as the kubelet kills a pod's
-    whole container."""
-    if process is None or process.poll() is not None:
-        return
-    tree = descendants(process.pid)
+def stop(processes: Sequence[Optional["subprocess.Popen[bytes]"]], grace_s: float = 10.0) -> None:
+    """Stop pods' processes as the kubelet stops their containers: SIGTERM each one's group, all at once, then, for
+    those still running after ``grace_s`` (or at a second Ctrl-C meanwhile), SIGKILL the group and every process it
+    had started, in sessions of their own too (the launcher's torchrun and its workers)."""
+    running = [p for p in processes if p is not None and p.poll() is None]
+    trees = {p.pid: descendants(p.pid) for p in running}
+    for p in running:
+        _signal_group(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
     try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        for pid in tree:
+        for p in running:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
                 pass
-        process.wait()
+    finally:  # the grace is over, or a second Ctrl-C cut it short: whatever runs on is killed
+        for p in running:
+            if p.poll() is None:
+                _signal_group(p.pid, signal.SIGKILL)
+                for pid in trees[p.pid]:
+                    _signal(pid, signal.SIGKILL)
+                p.wait()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
     except ProcessLookupError:
         pass
 

@@ -42,14 +42,18 @@ def _runner(stack: str, work: Path) -> LocalRunner:
     return LocalRunner(plan=plan, work=work, repo=REPO, rendezvous_endpoint="127.0.0.1:2379")
 
 
-def _registered(p: Program, job: str, kind: str) -> dict[str, Any]:
-    """The main container of a job's pods as registered (the launcher's, for an MPI job)."""
+def _pod_spec(p: Program, job: str, kind: str) -> dict[str, Any]:
+    """The spec of a job's pods as registered (the launcher's, for an MPI job)."""
     if kind == "mpi":
         mpi = p.one("kubernetes:kubeflow.org/v2beta1:MPIJob", lambda r: r.name.endswith(f"-{job}-mpijob"))
-        (c,) = mpi.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
-        return dict(c)
+        return dict(mpi.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"])
     k8s_job = p.one("kubernetes:batch/v1:Job", lambda r: r.name.endswith(f"-{job}-job"))
-    (c,) = [c for c in k8s_job.inputs["spec"]["template"]["spec"]["containers"] if c["name"] == "worker"]
+    return dict(k8s_job.inputs["spec"]["template"]["spec"])
+
+
+def _registered(p: Program, job: str, kind: str) -> dict[str, Any]:
+    """The main container of a job's pods as registered (the launcher's, for an MPI job)."""
+    (c,) = [c for c in _pod_spec(p, job, kind)["containers"] if kind == "mpi" or c["name"] == "worker"]
     return dict(c)
 
 
@@ -70,6 +74,8 @@ def test_local_processes_get_the_pods_commands_and_environments(stack: str, tmp_
             if KINDS[job.kind].indexed_pods:  # the Job controller's own variable (not in the registered template)
                 pod_env[COMPLETION_INDEX_ENV] = str(pod.index)
             expected_env = {k: runner.host_path(v, app, tmp) for k, v in pod_env.items()}
+            # stopped (Ctrl-C, a failed peer), a process gets the time its pod would
+            assert pod.grace_s == _pod_spec(p, name, job.kind)["terminationGracePeriodSeconds"], name
             node_type = set(job.placement.get("env") or {})
             assert set(pod.env) - MACHINE == set(expected_env) - MACHINE - node_type, name
             for key, value in pod.env.items():

@@ -3,6 +3,7 @@ Ctrl-C does, and Ctrl-C says so, without a traceback. Without a handler Python w
 skipping the runner's clean-up, and the job's processes, in sessions of their own, would run on orphaned (a
 crash-looping torchrun restarting its workers for good)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -123,6 +124,41 @@ DEAF_TREE = (
 )
 
 
+#: A pod's process whose stop takes ``argv[2]`` seconds (a stop checkpoint), then writes when its stop began and ended.
+SLOW_STOP = (
+    "import json, pathlib, signal, sys, time\n"
+    "def stop(*_):\n"
+    "    began = time.time(); time.sleep(float(sys.argv[2]))\n"
+    "    pathlib.Path(sys.argv[1]).write_text(json.dumps([began, time.time()])); sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, stop); print(flush=True); time.sleep(600)\n"
+)
+
+
+def test_stopped_pods_all_get_their_grace_at_once(tmp_path: Path) -> None:
+    """The runner signals every pod, then waits out one grace period for all of them, as the Job controller deletes a
+    failed job's pods together: each pod's stop takes 1.5 s of a 3 s grace, both finish theirs, and the second began
+    its stop before the first ended it (one pod after the other, a job's stop took a grace period per pod)."""
+    markers = [tmp_path / f"pod{i}" for i in range(2)]
+    pods = [
+        subprocess.Popen(
+            [sys.executable, "-c", SLOW_STOP, str(m), "1.5"], stdout=subprocess.PIPE, start_new_session=True
+        )
+        for m in markers
+    ]
+    try:
+        for pod in pods:
+            assert pod.stdout is not None
+            pod.stdout.readline()  # its handler is set
+        runner.stop(pods, grace_s=patient(3.0))
+        assert [p.returncode for p in pods] == [0, 0]
+        (began0, ended0), (began1, ended1) = [json.loads(m.read_text()) for m in markers]
+        assert max(began0, began1) < min(ended0, ended1)
+    finally:
+        for pod in pods:
+            if pod.poll() is None:
+                pod.kill()
+
+
 def test_a_pod_that_outlasts_its_grace_is_killed_with_the_sessions_it_started() -> None:
     """After the grace period the runner kills the pod's process group and every process it started, in sessions of
     their own too, as the kubelet kills a pod's container: the launcher's torchrun and its workers are not left
@@ -133,7 +169,7 @@ def test_a_pod_that_outlasts_its_grace_is_killed_with_the_sessions_it_started() 
         assert pod.stdout is not None
         child = int(pod.stdout.readline())
         assert _alive(child) and os.getpgid(child) != pod.pid  # in a session of its own
-        runner.stop(pod, grace_s=0.5)
+        runner.stop([pod], grace_s=0.5)
         assert pod.returncode == -signal.SIGKILL
         assert _gone(child, patient(10)), f"the pod's child {child} outlived it"
     finally:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from components.workloads.job_objects import BATCH_JOB, MPI_JOB
 from components.workloads.pods import WORKER_CONTAINER
-from components.workloads.spec import USAGE_ERROR_EXIT_CODE
+from components.workloads.spec import DEFAULT_STOP_GRACE_S, USAGE_ERROR_EXIT_CODE
 from components.workloads.training import (
     LAUNCHER_EXIT_RENDEZVOUS_LOST,
     LAUNCHER_EXIT_RUN_FAILED,
@@ -17,6 +18,7 @@ from components.workloads.training import (
     SHUTDOWN_MARGIN_S,
     TORCHRUN_MAX_RESTARTS,
 )
+from stacks.box.rehearse import pod_templates
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
 from tests.kube import container_env
 from tests.python_source import parse
@@ -114,6 +116,44 @@ def test_pytorch_pods_get_their_grace_period_budgets_and_production_rendezvous(s
         assert f"--max-restarts={TORCHRUN_MAX_RESTARTS}" in command and "--monitor-interval=1" in command
         conf = next(a for a in command if a.startswith("--rdzv-conf="))
         assert "last_call_timeout=2" in conf and "keep_alive_interval=1" in conf and "keep_alive_max_attempt=3" in conf
+
+
+def _grace_problems(p: Program, config: dict[str, Any]) -> list[str]:
+    """Each pod template of a configured job's objects (an Indexed Job's, an MPIJob's launcher and workers) whose
+    ``terminationGracePeriodSeconds`` is not the job's ``stopGracePeriodSeconds``; and the jobs with no such object."""
+    jobs = config.get(P + "jobs") or {}
+    problems, seen = [], set()
+    for r in p.registrations:
+        if r.type not in (f"kubernetes:{o.api_version}:{o.kind}" for o in (BATCH_JOB, MPI_JOB)):
+            continue
+        job = r.inputs["metadata"].get("name")  # a job's object is named as the job
+        if job not in jobs:
+            continue
+        seen.add(job)
+        want = jobs[job].get("stopGracePeriodSeconds", DEFAULT_STOP_GRACE_S)
+        for template in pod_templates(r.inputs):
+            got = template["spec"].get("terminationGracePeriodSeconds")
+            if got != want:
+                problems.append(f"{r.name}: a pod template's terminationGracePeriodSeconds is {got}, not {want}")
+    return problems + [f"{job}: no Job or MPIJob named {job}" for job in sorted(set(jobs) - seen)]
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_jobs_pods_get_its_stop_grace_period(stack: str) -> None:
+    """Every kind's pods: a stopped pod gets the time the job's config gives it (an MPI job's launcher and workers
+    had Kubernetes' 30 s whatever the job said)."""
+    assert _grace_problems(run_program(stack), stack_config(stack)) == []
+
+
+def test_an_mpi_jobs_stop_grace_period_reaches_its_launcher_and_workers() -> None:
+    cfg = stack_config("mpi-horovod")
+    jobs = {name: {**job, "stopGracePeriodSeconds": 300} for name, job in cfg[P + "jobs"].items()}
+    cfg[P + "jobs"] = jobs
+    p = run_program("mpi-horovod", config=cfg)
+    assert p.error is None, p.error
+    mpijobs = p.of_type(f"kubernetes:{MPI_JOB.api_version}:{MPI_JOB.kind}")
+    assert mpijobs and _grace_problems(p, cfg) == []
+    assert {t["spec"]["terminationGracePeriodSeconds"] for r in mpijobs for t in pod_templates(r.inputs)} == {300}
 
 
 def test_job_settings_reach_the_pods() -> None:

@@ -41,8 +41,11 @@ def _queue_hours(config: Mapping[str, Any]) -> dict[str, float]:
 
 def _deadline_and_grace(r: Registration) -> tuple[int, int]:
     spec = r.inputs["spec"]
-    if r.inputs["kind"] == MPI_JOB.kind:
-        return int(spec["runPolicy"]["activeDeadlineSeconds"]), KUBERNETES_GRACE_S
+    if r.inputs["kind"] == MPI_JOB.kind:  # the launcher's grace: its Job is what the MPI Operator fails
+        pod = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+        return int(spec["runPolicy"]["activeDeadlineSeconds"]), int(
+            pod.get("terminationGracePeriodSeconds", KUBERNETES_GRACE_S)
+        )
     pod = spec["template"]["spec"]
     return int(spec["activeDeadlineSeconds"]), int(pod.get("terminationGracePeriodSeconds", KUBERNETES_GRACE_S))
 
