@@ -19,7 +19,7 @@ READERS = {
     ("TensorFlowJobArgs", "max_retries"): ("components.workloads.indexed",),
     ("JobSpec", "timeout_hours"): ("components.workloads.indexed_job", "components.workloads.mpi"),
     ("JobSpec", "wait_for_completion"): ("components.workloads.indexed_job",),
-    ("JobSpec", "stop_grace_period_seconds"): ("components.workloads.indexed_job", "components.workloads.training"),
+    ("JobSpec", "stop_grace_period_seconds"): ("components.workloads.spec",),
     # MpiJob's False is stated in the same docstring (its workers' sshd writes to the image)
     ("JobSpec", "read_only_root_filesystem"): ("components.workloads.indexed_job",),
 }
