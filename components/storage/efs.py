@@ -71,18 +71,6 @@ class EfsStorageArgs(TypedDict):
     """AWS tags."""
 
 
-#: The outputs, in the order they are registered.
-_OUTPUTS = (
-    "file_system_id",
-    "security_group_id",
-    "mount_target_ids",
-    "csi_role_arn",
-    "storage_class_name",
-    "namespace",
-    "pvc_name",
-)
-
-
 class EfsStorage(pulumi.ComponentResource):
     """EFS file system, mount targets, NFS security group, CSI add-on with its role, StorageClass,
     namespace and ReadWriteMany PVC (needs a ``kubernetes`` provider in ``opts``)."""
@@ -154,7 +142,17 @@ class EfsStorage(pulumi.ComponentResource):
         self.storage_class_name = storage_class.metadata.name
         self.namespace = namespace.metadata.name
         self.pvc_name = pvc.metadata.name
-        self.register_outputs({output: getattr(self, output) for output in _OUTPUTS})
+        self.register_outputs(
+            {
+                "file_system_id": self.file_system_id,
+                "security_group_id": self.security_group_id,
+                "mount_target_ids": self.mount_target_ids,
+                "csi_role_arn": self.csi_role_arn,
+                "storage_class_name": self.storage_class_name,
+                "namespace": self.namespace,
+                "pvc_name": self.pvc_name,
+            }
+        )
 
     def _security_group(self, name: str, args: EfsStorageArgs, tags: dict[str, str]) -> aws.ec2.SecurityGroup:
         """The mount targets' security group, admitting NFS (TCP 2049) only from the nodes."""

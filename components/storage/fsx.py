@@ -176,23 +176,6 @@ def _settings(name: str, args: FsxLustreStorageArgs) -> _Settings:
     )
 
 
-#: The outputs, in the order they are registered.
-_OUTPUTS = (
-    "file_system_id",
-    "dns_name",
-    "mount_name",
-    "security_group_id",
-    "data_bucket_name",
-    "data_repository_path",
-    "export_repository_path",
-    "data_ready",
-    "csi_role_arn",
-    "persistent_volume_name",
-    "namespace",
-    "pvc_name",
-)
-
-
 class FsxLustreStorage(pulumi.ComponentResource):
     """FSx for Lustre file system linked to S3, its security group, the FSx CSI add-on with its role, the
     training namespace, a static PersistentVolume and the ReadWriteMany PVC (needs a ``kubernetes``
@@ -274,7 +257,22 @@ class FsxLustreStorage(pulumi.ComponentResource):
         self.persistent_volume_name = volume.metadata.name
         self.namespace = namespace.metadata.name
         self.pvc_name = pvc.metadata.name
-        self.register_outputs({output: getattr(self, output) for output in _OUTPUTS})
+        self.register_outputs(
+            {
+                "file_system_id": self.file_system_id,
+                "dns_name": self.dns_name,
+                "mount_name": self.mount_name,
+                "security_group_id": self.security_group_id,
+                "data_bucket_name": self.data_bucket_name,
+                "data_repository_path": self.data_repository_path,
+                "export_repository_path": self.export_repository_path,
+                "data_ready": self.data_ready,
+                "csi_role_arn": self.csi_role_arn,
+                "persistent_volume_name": self.persistent_volume_name,
+                "namespace": self.namespace,
+                "pvc_name": self.pvc_name,
+            }
+        )
 
     def _security_group(
         self, name: str, args: FsxLustreStorageArgs, s: _Settings
