@@ -638,27 +638,53 @@ def free_port() -> int:
 
 
 def stop(processes: Sequence[Optional["subprocess.Popen[bytes]"]], grace_s: float = 10.0) -> None:
-    """Stop pods' processes as the kubelet stops their containers: SIGTERM each one's group, all at once, then, for
-    those still running after ``grace_s`` (or at a second Ctrl-C meanwhile), SIGKILL the group and every process it
-    had started, in sessions of their own too (the launcher's torchrun and its workers)."""
+    """Stop pods' processes as the kubelet stops their containers: SIGTERM each one's group, all at once, then, once
+    ``grace_s`` is over (or at a second Ctrl-C meanwhile), SIGKILL what runs on: each group and every process it had
+    started, in sessions of their own too (the launcher's torchrun and its workers)."""
     running = [p for p in processes if p is not None and p.poll() is None]
-    trees = {p.pid: descendants(p.pid) for p in running}
-    for p in running:
-        _signal_group(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
+    started: dict[int, dict[int, Optional[int]]] = {}  # a process -> what it started: their sessions
     try:
+        for p in running:
+            started[p.pid] = {pid: _session(pid) for pid in descendants(p.pid)}
+            _signal_group(p.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
         for p in running:
             try:
                 p.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-    finally:  # the grace is over, or a second Ctrl-C cut it short: whatever runs on is killed
-        for p in running:
-            if p.poll() is None:
-                _signal_group(p.pid, signal.SIGKILL)
-                for pid in trees[p.pid]:
-                    _signal(pid, signal.SIGKILL)
+    finally:
+        _kill(running, started)
+
+
+def _kill(running: Sequence["subprocess.Popen[bytes]"], started: Mapping[int, Mapping[int, Optional[int]]]) -> None:
+    """SIGKILL the groups of ``running`` and the processes they had started (``started``: each one's session then;
+    one in another session now is a new process that took its pid), then reap them. A Ctrl-C meanwhile waits until
+    they are gone: a process in a session of its own would outlive the runner."""
+    interrupted = False
+    while True:
+        try:
+            for p in running:
+                if p.poll() is None:
+                    _signal_group(p.pid, signal.SIGKILL)
+                for pid, session in started.get(p.pid, {}).items():
+                    if session is not None and _session(pid) == session:
+                        _signal(pid, signal.SIGKILL)
+            for p in running:
                 p.wait()
+            break
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+def _session(pid: int) -> Optional[int]:
+    """The session of process ``pid``, or ``None`` once it is gone."""
+    try:
+        return os.getsid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

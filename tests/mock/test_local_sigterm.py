@@ -177,3 +177,23 @@ def test_a_pod_that_outlasts_its_grace_is_killed_with_the_sessions_it_started() 
             pod.kill()
         if child is not None and _alive(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_what_a_stopped_pod_started_is_killed_when_the_grace_is_over_though_the_pod_itself_exited() -> None:
+    """The pod's own process ends at SIGTERM, the process it started in a session of its own does not: once the grace
+    is over it is killed, as a container's processes all end with its main one."""
+    tree = DEAF_TREE.replace("signal.signal(signal.SIGTERM, signal.SIG_IGN); child", "child", 1)
+    assert tree != DEAF_TREE
+    pod = subprocess.Popen([sys.executable, "-c", tree], stdout=subprocess.PIPE, start_new_session=True)
+    child = None
+    try:
+        assert pod.stdout is not None
+        child = int(pod.stdout.readline())
+        runner.stop([pod], grace_s=0.5)
+        assert pod.returncode == -signal.SIGTERM
+        assert _gone(child, patient(10)), f"the pod's child {child} outlived it"
+    finally:
+        if pod.poll() is None:
+            pod.kill()
+        if child is not None and _alive(child):
+            os.kill(child, signal.SIGKILL)
