@@ -48,7 +48,8 @@ def _jobs_with_args(config: dict[str, Any], extra: Mapping[str, Sequence[str]], 
 
 @command
 def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) -> int:
-    """Run the jobs; exit status 0 when every job completed, 1 when one failed, 2 on a configuration or usage error."""
+    """Run the jobs; exit status 0 when every job completed, 1 when one failed, 2 on a configuration or usage error,
+    130 when interrupted."""
     args = _parser(prog).parse_args(argv)
 
     work = (args.work or Path(".local") / args.stack).resolve()
@@ -109,7 +110,8 @@ def _parser(prog: Optional[str]) -> argparse.ArgumentParser:
         "given), jobs in the order their `after` gives. It prints a line when a job starts and ends, the job's "
         "progress while it runs and the results at the end. The work folder keeps its state between runs: a run "
         "that finished is not run again and an interrupted one resumes; other --args make a run of their own. Exit "
-        "0: all jobs completed, 1: a job failed (the reason and its fix on one line), 2: configuration or usage error.",
+        "0: all jobs completed, 1: a job failed (the reason and its fix on one line), 2: configuration or usage error, "
+        "130: interrupted (Ctrl-C; the same command resumes).",
     )
     add_stack_options(parser)
     parser.add_argument(
