@@ -159,38 +159,28 @@ def test_stopped_pods_all_get_their_grace_at_once(tmp_path: Path) -> None:
                 pod.kill()
 
 
-def test_a_pod_that_outlasts_its_grace_is_killed_with_the_sessions_it_started() -> None:
+#: DEAF_TREE whose own process ends at SIGTERM; only the child it started is deaf to it.
+CHILD_DEAF_TREE = DEAF_TREE.replace("signal.signal(signal.SIGTERM, signal.SIG_IGN); child", "child", 1)
+
+
+@pytest.mark.parametrize(
+    "tree, ended_by",
+    [(DEAF_TREE, signal.SIGKILL), (CHILD_DEAF_TREE, signal.SIGTERM)],
+    ids=["the pod outlasts its grace", "the pod exits, what it started does not"],
+)
+def test_what_a_stopped_pod_started_is_killed_once_its_grace_is_over(tree: str, ended_by: signal.Signals) -> None:
     """After the grace period the runner kills the pod's process group and every process it started, in sessions of
-    their own too, as the kubelet kills a pod's container: the launcher's torchrun and its workers are not left
-    running."""
-    pod = subprocess.Popen([sys.executable, "-c", DEAF_TREE], stdout=subprocess.PIPE, start_new_session=True)
+    their own too, whether the pod's own process outlasted the grace or ended at SIGTERM, as a container's processes
+    all end with it: the launcher's torchrun and its workers are not left running."""
+    assert CHILD_DEAF_TREE != DEAF_TREE
+    pod = subprocess.Popen([sys.executable, "-c", tree], stdout=subprocess.PIPE, start_new_session=True)
     child = None
     try:
         assert pod.stdout is not None
         child = int(pod.stdout.readline())
         assert _alive(child) and os.getpgid(child) != pod.pid  # in a session of its own
         runner.stop([pod], grace_s=0.5)
-        assert pod.returncode == -signal.SIGKILL
-        assert _gone(child, patient(10)), f"the pod's child {child} outlived it"
-    finally:
-        if pod.poll() is None:
-            pod.kill()
-        if child is not None and _alive(child):
-            os.kill(child, signal.SIGKILL)
-
-
-def test_what_a_stopped_pod_started_is_killed_when_the_grace_is_over_though_the_pod_itself_exited() -> None:
-    """The pod's own process ends at SIGTERM, the process it started in a session of its own does not: once the grace
-    is over it is killed, as a container's processes all end with its main one."""
-    tree = DEAF_TREE.replace("signal.signal(signal.SIGTERM, signal.SIG_IGN); child", "child", 1)
-    assert tree != DEAF_TREE
-    pod = subprocess.Popen([sys.executable, "-c", tree], stdout=subprocess.PIPE, start_new_session=True)
-    child = None
-    try:
-        assert pod.stdout is not None
-        child = int(pod.stdout.readline())
-        runner.stop([pod], grace_s=0.5)
-        assert pod.returncode == -signal.SIGTERM
+        assert pod.returncode == -ended_by
         assert _gone(child, patient(10)), f"the pod's child {child} outlived it"
     finally:
         if pod.poll() is None:
