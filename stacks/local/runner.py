@@ -106,7 +106,8 @@ class Pod:
     bin_dir: Optional[Path] = None
     """The folder first on the process's ``PATH`` (its ``python``): the image's virtualenv (default: this Python's)."""
     grace_s: float = KUBERNETES_GRACE_S
-    """The seconds it gets to exit once stopped, as its pod would: the job's ``stopGracePeriodSeconds``."""
+    """The seconds it gets to exit once stopped, as its pod would: the job's ``stopGracePeriodSeconds`` (a dataset's
+    staging: Kubernetes' default)."""
     process: Optional[subprocess.Popen[bytes]] = None
 
 
@@ -513,7 +514,7 @@ class LocalRunner:
                     )
                 time.sleep(0.2)
         finally:
-            stop([p.process for p in pods], max(p.grace_s for p in pods))
+            stop([p.process for p in pods], max((p.grace_s for p in pods), default=0.0))
             self.show_progress(pods, followers, ended=True)
 
     def show_progress(self, pods: Sequence[Pod], followers: Sequence[PodProgress], *, ended: bool = False) -> None:
