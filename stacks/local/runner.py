@@ -514,7 +514,10 @@ class LocalRunner:
                     )
                 time.sleep(0.2)
         finally:
-            stop([p.process for p in pods], max((p.grace_s for p in pods), default=0.0))
+            grace_s = max((p.grace_s for p in pods), default=0.0)
+            if any(p.process is not None and p.process.poll() is None for p in pods):
+                self.say(f"job {pods[0].job}: stopping its processes, {grace_s:g} s at most; Ctrl-C again kills them")
+            stop([p.process for p in pods], grace_s)
             self.show_progress(pods, followers, ended=True)
 
     def show_progress(self, pods: Sequence[Pod], followers: Sequence[PodProgress], *, ended: bool = False) -> None:
