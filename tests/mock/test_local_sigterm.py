@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.workloads.spec import DEFAULT_STOP_GRACE_S
 from stacks.local import runner
 from tests.conftest import sigint_at_its_default
 from tests.harness import REPO
@@ -84,8 +85,10 @@ def test_a_stop_signal_stops_the_jobs_processes(tmp_path: Path, sig: signal.Sign
         out = cli.communicate(timeout=patient(60))[0].decode(errors="replace")
         assert cli.returncode == 128 + sig, (cli.returncode, out[-3000:])
         assert said in out and "Traceback" not in out, out[-3000:]
-        # the job's stopGracePeriodSeconds (default 60), said while the runner waits
-        stopping = "[local] job sleep: stopping its processes, 60 s at most; Ctrl-C again kills them"
+        # the job's stopGracePeriodSeconds (the default), said while the runner waits
+        stopping = (
+            f"[local] job sleep: stopping its processes, {DEFAULT_STOP_GRACE_S} s at most; Ctrl-C again kills them"
+        )
         assert stopping in out, out[-3000:]
         assert _gone(job, patient(30)), f"the job's process {job} outlived the runner"
     finally:

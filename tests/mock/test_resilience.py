@@ -9,7 +9,7 @@ import pytest
 
 from components.workloads.job_objects import BATCH_JOB, MPI_JOB
 from components.workloads.pods import WORKER_CONTAINER
-from components.workloads.spec import DEFAULT_STOP_GRACE_S, USAGE_ERROR_EXIT_CODE
+from components.workloads.spec import DEFAULT_MAX_RESTARTS, DEFAULT_STOP_GRACE_S, USAGE_ERROR_EXIT_CODE
 from components.workloads.training import (
     LAUNCHER_EXIT_RENDEZVOUS_LOST,
     LAUNCHER_EXIT_RUN_FAILED,
@@ -104,10 +104,10 @@ def test_pytorch_pods_get_their_grace_period_budgets_and_production_rendezvous(s
         pod = job.inputs["spec"]["template"]["spec"]
         (worker,) = [c for c in pod["containers"] if c["name"] == WORKER_CONTAINER]
         env = container_env(worker, index=0)
-        grace = cfg.get("stopGracePeriodSeconds", 60)
+        grace = cfg.get("stopGracePeriodSeconds", DEFAULT_STOP_GRACE_S)
         assert pod["terminationGracePeriodSeconds"] == grace
         assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == str(grace - SHUTDOWN_MARGIN_S)
-        assert env["MAX_FAILED_ATTEMPTS"] == str(cfg.get("maxRestarts", 3))
+        assert env["MAX_FAILED_ATTEMPTS"] == str(cfg.get("maxRestarts", DEFAULT_MAX_RESTARTS))
         assert ("CHECKPOINT_EVERY_SECONDS" in env) == ("checkpointEverySeconds" in cfg)
         assert ("TENSORBOARD_DIR" in env) == bool(cfg.get("tensorboard"))
         if cfg.get("tensorboard"):

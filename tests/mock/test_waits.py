@@ -105,7 +105,7 @@ def test_the_held_out_stack_awaits_an_mpijob_a_job_after_it_and_a_short_deadline
         for r in program.registrations
         if r.inputs.get("kind") in JOB_OBJECTS and isinstance(r.inputs.get("metadata"), dict)
     }
-    assert timeouts["nccl"] == math.ceil((2 * 3600 + 86400 + 30 + 60) / 60) * 60
+    assert timeouts["nccl"] == math.ceil((2 * 3600 + 86400 + DEFAULT_STOP_GRACE_S + 60) / 60) * 60
     assert timeouts["smoke"] == math.ceil((3600 + 10 + DEFAULT_STOP_GRACE_S + 60) / 60) * 60
 
 
