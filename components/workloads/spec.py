@@ -161,10 +161,11 @@ def stop_grace_seconds(spec: JobSpec) -> int:
     return int(spec.get("stop_grace_period_seconds", DEFAULT_STOP_GRACE_S))
 
 
-def run_id(job_name: str, recipe: Mapping[str, object]) -> str:
-    """A stable id for a run: the job name plus a hash of everything that defines the run, but not its size."""
+def run_id(job_name: str, recipe: Mapping[str, object], *, limit: int = 40) -> str:
+    """A stable id for a run: the job name plus a hash of everything that defines the run, but not its size; at most
+    ``limit`` characters (the name shortened, the hash kept)."""
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
-    return k8s_name(job_name, digest, limit=40)
+    return k8s_name(job_name, digest, limit=limit)
 
 
 def torchrun_command(

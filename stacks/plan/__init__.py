@@ -10,8 +10,6 @@ preflight, the autoscaler's node-template tags and the cost model all read the p
 disagree.
 """
 
-import hashlib
-import json
 from dataclasses import replace
 from typing import Any, Mapping, Optional
 
@@ -19,13 +17,13 @@ from components.catalog import REFERENCE_ALLREDUCE
 from components.catalog.operations import NODE_REPAIR_GPU_DEFAULT, NODE_REPAIR_GPU_OVERRIDES
 from components.code_folder import code_hash
 from components.conventions import SHARED_MOUNT
-from components.naming import k8s_name
 from components.nodeplan import (
     NodeRepairSpec,
     node_profile,
 )
 from components.scheduling import SYSTEM_ROLE, NodeTaint, Toleration, tolerations_for
 from components.workloads import WorkerPlacement
+from components.workloads import run_id as job_run_id
 from stacks.config import TOOLBOX_IMAGE, DatasetConfig, HealthCheckConfig, JobConfig, StackConfig
 from stacks.config.derive import RUNS_DIR, claim_readers, fsx_location, imported
 from stacks.config.errors import ConfigError
@@ -90,6 +88,22 @@ def _health_plan(cfg: Optional[HealthCheckConfig], group: NodeGroupPlan) -> Opti
     return HealthCheckPlan(config=cfg, threshold_gbytes_per_s=threshold, message_bytes=message)
 
 
+#: A run recipe's entries (:func:`run_recipe`) as the upgrade summary names them (``after``: each input job by name).
+RECIPE_WORDS = {
+    "kind": "kind",
+    "image": "image",
+    "script": "script",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "code": "code",
+    "dataset": "dataset source",
+    "instance": "instance type",
+    "procs": "processes per node",
+    "output": "outputDir",
+}
+
+
 def run_recipe(
     job: JobConfig,
     image: ImagePlan,
@@ -99,7 +113,8 @@ def run_recipe(
     code_hash: Optional[str] = None,
     inputs: Optional[Mapping[str, str]] = None,
 ) -> dict[str, Any]:
-    """What defines a job's run, the run id's input: a change of any of it is a new run in a new folder."""
+    """What defines a job's run, the run id's input: a change of any of it is a new run in a new folder. Each entry
+    but ``after`` has its words in :data:`RECIPE_WORDS`."""
     recipe: dict[str, Any] = {
         "kind": job.kind,
         "image": image.version,
@@ -119,9 +134,8 @@ def run_recipe(
     return recipe
 
 
-def _run_id(name: str, recipe: Mapping[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:10]
-    return k8s_name(name, digest, limit=52)
+#: A run id's length at most: the job's name (shortened when longer) and the recipe's hash (:func:`run_id`).
+RUN_ID_LIMIT = 52
 
 
 def jobs_waiting_for(plan: Plan, groups: set[str]) -> list[str]:
@@ -258,7 +272,7 @@ def _job_plan(
     image = image_for(images[job.image], group.types)
     inputs = {a: earlier[a].output_dir for a in job.after}
     recipe = run_recipe(job, image, dataset, group, procs, digest, inputs)
-    run_id = _run_id(name, recipe)
+    run_id = job_run_id(name, recipe, limit=RUN_ID_LIMIT)
     output_dir = f"{SHARED_MOUNT}/{job.output_dir or f'{RUNS_DIR}/{run_id}'}"
     tb = job.tensorboard_dir
     return JobPlan(

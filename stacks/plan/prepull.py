@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from components.nodeplan import SYSTEM_DISK_SIZE_GIB
 from components.scheduling import SYSTEM_ROLE, Toleration, system_node_selector
 from stacks.config import TOOLBOX_IMAGE
 from stacks.kinds import KINDS
@@ -49,10 +48,10 @@ class PrePull:
         return f"{self.group}-{self.image}"
 
 
-#: The smallest root volume a pre-pull keeps images on: the system nodes' default. The pods keep their images there
-#: for the stack's life (the kubelet does not collect an image an exited container used), a training image is ~10 GB
-#: unpacked, and a smaller disk would reach the kubelet's eviction threshold.
-MIN_DISK_GIB = SYSTEM_DISK_SIZE_GIB
+#: The smallest root volume a pre-pull keeps images on (as large as the system nodes' default disk). The pods keep
+#: their images there for the stack's life (the kubelet does not collect an image an exited container used), a
+#: training image is ~10 GB unpacked, and a smaller disk would reach the kubelet's eviction threshold.
+MIN_DISK_GIB = 50
 
 
 def _has_room(group: "NodeGroupPlan") -> bool:

@@ -20,7 +20,7 @@ from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SUR
 from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
-from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan import RECIPE_WORDS, NodeGroupPlan, Plan
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.minors import minor_problems
@@ -160,22 +160,6 @@ class JobRun:
     """What changed in its definition, in words (``args``, ``a new run of train``...)."""
     old_dir: Optional[str] = None
     new_dir: Optional[str] = None
-
-
-#: A run recipe's entries (:func:`stacks.plan.run_recipe`) as the summary names them.
-RECIPE_WORDS = {
-    "kind": "kind",
-    "image": "image",
-    "script": "script",
-    "command": "command",
-    "args": "args",
-    "env": "env",
-    "code": "code",
-    "dataset": "dataset source",
-    "instance": "instance type",
-    "procs": "processes per node",
-    "output": "outputDir",
-}
 
 
 @dataclass(frozen=True)

@@ -330,6 +330,18 @@ def test_run_id_ignores_the_size_but_not_the_recipe() -> None:
     assert run_id(nodes=1) != run_id(nodes=1, args=["--epochs", "2"])
 
 
+def test_the_upgrade_summary_has_words_for_every_entry_of_a_run_recipe() -> None:
+    """Every entry of a run recipe (each job of every preset) has the words the upgrade summary names it by
+    (:data:`stacks.plan.RECIPE_WORDS`), and every word names an entry: a new entry changed would otherwise be reported
+    as "its image, code or this project's version"."""
+    from stacks.plan import RECIPE_WORDS
+    from tests.harness import stack_names
+
+    keys = {key for stack in stack_names() for job in plan_stack(stack)[1].jobs.values() for key in job.run_recipe}
+    assert "after" in keys  # the input jobs' folders, named by job
+    assert keys - {"after"} == set(RECIPE_WORDS)
+
+
 def test_a_new_run_of_a_job_is_a_new_run_of_the_jobs_after_it() -> None:
     """A job that waits for another reads that job's output folder: a new run there (new args, a new outputDir) is a
     new run of the waiting job, in a folder of its own, instead of its finished run found again or overwritten."""
@@ -613,9 +625,10 @@ def test_spot_groups_default_to_no_efa_and_spread_over_zones() -> None:
 
 def test_spot_is_priced_as_spot_and_labelled() -> None:
     from components.catalog import DEFAULT_SPOT_DISCOUNT, HOURS_PER_MONTH, SERVICE_PRICES
+    from components.nodeplan import DEFAULT_DISK_SIZE_GIB
     from stacks.costs import estimate
 
-    disk = 100 * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
+    disk = DEFAULT_DISK_SIZE_GIB * SERVICE_PRICES["ebs-gp3"].usd / HOURS_PER_MONTH
     base = {"instanceTypes": ["g6.xlarge"], "minSize": 0, "desiredSize": 2, "maxSize": 2}
 
     def gpu_line(group: dict[str, Any]) -> Any:
