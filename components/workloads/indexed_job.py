@@ -19,9 +19,11 @@ from components.workloads.pods import (
     created_after,
     env_list,
     exit_code_values,
-    pod_security,
+    job_pod,
+    on_group,
     scratch_volume,
     shared_volume,
+    shm_volume,
     unique_volumes,
     worker_resources,
 )
@@ -161,7 +163,6 @@ def _indexed_pod(
     identity, the shared volume, ``/dev/shm`` and, with a read-only root, a scratch ``/tmp``."""
     selector = {JOB_LABEL: spec["job_name"]}
     read_only = bool(spec.get("read_only_root_filesystem", True))
-    tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
     return {
         # cluster-autoscaler must not evict a running job's pod to consolidate nodes
         "metadata": {
@@ -172,9 +173,8 @@ def _indexed_pod(
             "restart_policy": "Never",
             "subdomain": service_name(spec["job_name"]),
             "service_account_name": identity.service_account.metadata.name,
-            "automount_service_account_token": False,
-            "node_selector": dict(placement["node_selector"]),
-            "tolerations": tolerations,
+            **job_pod(grace_s),
+            **on_group(placement),
             "affinity": {
                 "pod_anti_affinity": {
                     "required_during_scheduling_ignored_during_execution": [
@@ -182,14 +182,12 @@ def _indexed_pod(
                     ]
                 }
             },
-            "termination_grace_period_seconds": grace_s,
-            "security_context": pod_security(),
             "init_containers": identity.init_containers,
             "containers": [_main_container(spec, placement, identity, command, env, ports, read_only)],
             "volumes": unique_volumes(
                 [
                     shared_volume(spec["pvc_name"]),
-                    {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                    shm_volume(placement),
                     *identity.volumes,
                     *([scratch_volume(JOB_SCRATCH_SIZE)] if read_only else []),
                 ]

@@ -41,9 +41,11 @@ from components.workloads.pods import (
     container_security,
     created_after,
     env_list,
-    pod_security,
+    job_pod,
+    on_group,
     scratch_volume,
     shared_volume,
+    shm_volume,
     unique_volumes,
     worker_resources,
 )
@@ -484,10 +486,8 @@ def _launcher_template(
         "metadata": {"labels": shape.labels},
         "spec": {
             "service_account_name": identity.service_account.metadata.name,
-            "automount_service_account_token": False,
-            "termination_grace_period_seconds": shape.grace_s,
+            **job_pod(shape.grace_s),
             "node_selector": dict(args["launcher_node_selector"]),
-            "security_context": pod_security(),
             "init_containers": [*identity.init_containers, *_workers_wait(args, shape, hosts)],
             "containers": [launcher],
             "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *shape.scratch]),
@@ -530,14 +530,10 @@ def _worker_template(
     the job's code, the job's service account (its Pod Identity reads the code) and the code's download."""
     spec = args["job"]
     placement = args["placement"]
-    tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
     code = identity.code
     pod: k8s.core.v1.PodSpecArgsDict = {
-        "automount_service_account_token": False,
-        "termination_grace_period_seconds": shape.grace_s,
-        "node_selector": dict(placement["node_selector"]),
-        "tolerations": tolerations,
-        "security_context": pod_security(),
+        **job_pod(shape.grace_s),
+        **on_group(placement),
         "containers": [
             {
                 "name": WORKER_CONTAINER,
@@ -558,7 +554,7 @@ def _worker_template(
         "volumes": unique_volumes(
             [
                 shared_volume(spec["pvc_name"]),
-                {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}},
+                shm_volume(placement),
                 *(code.volumes if code else []),
                 *shape.scratch,
             ]

@@ -3,7 +3,7 @@
 created."""
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -39,6 +39,42 @@ def pod_security() -> k8s.core.v1.PodSecurityContextArgsDict:
         "run_as_group": IMAGE_UID,
         "seccomp_profile": {"type": "RuntimeDefault"},
     }
+
+
+class JobPodFields(TypedDict):
+    """The pod spec fields of :func:`job_pod`."""
+
+    automount_service_account_token: bool
+    termination_grace_period_seconds: int
+    security_context: k8s.core.v1.PodSecurityContextArgsDict
+
+
+class GroupFields(TypedDict):
+    """The pod spec fields of :func:`on_group`."""
+
+    node_selector: dict[str, str]
+    tolerations: list[k8s.core.v1.TolerationArgsDict]
+
+
+def job_pod(grace_s: int) -> JobPodFields:
+    """What the pod spec of every job's pods holds, whatever its kind: no mounted API token, the job's grace period
+    at a stop (``stopGracePeriodSeconds``), :func:`pod_security`. A field every job's pods carry goes here."""
+    return {
+        "automount_service_account_token": False,
+        "termination_grace_period_seconds": grace_s,
+        "security_context": pod_security(),
+    }
+
+
+def on_group(placement: WorkerPlacement) -> GroupFields:
+    """A worker pod's place: its node group's node selector and tolerations."""
+    tolerations: list[k8s.core.v1.TolerationArgsDict] = [dict(t) for t in placement["tolerations"]]  # type: ignore[misc]
+    return {"node_selector": dict(placement["node_selector"]), "tolerations": tolerations}
+
+
+def shm_volume(placement: WorkerPlacement) -> k8s.core.v1.VolumeArgsDict:
+    """A worker pod's ``/dev/shm`` (``dshm``): memory, as large as the placement gives."""
+    return {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}}
 
 
 def container_security(read_only_root: bool) -> k8s.core.v1.SecurityContextArgsDict:
