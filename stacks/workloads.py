@@ -39,7 +39,7 @@ from stacks.kinds import KINDS, BuildContext, JobComponent
 from stacks.plan import JobPlan, Plan, jobs_waiting_for
 from stacks.plan.images import tag_only_note
 from stacks.plan.installs import runs_mpi_operator, uses_etcd
-from stacks.plan.jobspec import job_spec
+from stacks.plan.jobspec import check_spec, job_spec, queue_job
 from stacks.plan.queues import RESOURCES, FlavorPlan
 from stacks.plan.tags import stack_tags
 from stacks.prepull import build_prepulls
@@ -421,17 +421,9 @@ def _health_check(
     hc = job.health_check
     assert hc is not None and plan.admission is not None
     check_args: AllReduceHealthCheckArgs = {
-        "job": {
-            "job_name": check_job_name(job.name),
-            "namespace": namespace,
-            "pvc_name": pvc,
-            "image": toolbox,
-            "output_dir": job.output_dir,
-            "queue_labels": plan.admission.check_labels(job.name, _team(target, plan)),
-            "queue_annotations": plan.admission.pod_annotations(job.group.name),
-            "after": [queue_name],
-            "queue_timeout_hours": job.config.queue_timeout_hours,
-        },
+        "job": check_spec(
+            plan, job, namespace=namespace, pvc=pvc, image=toolbox, team=_team(target, plan), after=[queue_name]
+        ),
         "placement": job.placement,
         "nodes": job.nodes,
         "timeout_minutes": hc.config.timeout_minutes,
@@ -469,11 +461,8 @@ def _job(
         },
         opts=target.k8s_opts,
     )
-    assert plan.admission is not None
     queue_name = _queue_name(target, out)
-    queue = plan.admission.labels(job.name, _team(target, plan))
-    spec["queue_labels"] = queue
-    spec["queue_annotations"] = plan.admission.pod_annotations(job.group.name)
+    queue_job(spec, plan, job, _team(target, plan))
     after: list[pulumi.Input[str]] = [
         out.jobs[a].job_name for a in job.after if plan.jobs[a].config.wait_for_completion
     ]

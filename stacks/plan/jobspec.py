@@ -1,8 +1,11 @@
 """What a job's component gets from the plan (:func:`job_spec`), derived once from the plan for the program's jobs
 (:mod:`stacks.workloads`) and the local runner (:mod:`stacks.local`) alike."""
 
+from typing import Optional, Sequence
+
 import pulumi
 
+from components.conventions import check_job_name
 from components.workloads.spec import JobSpec, env_name
 from stacks.kinds import KINDS
 from stacks.plan import JobPlan, Plan
@@ -46,3 +49,37 @@ def job_spec(
     if job.tensorboard_dir:
         spec["tensorboard_dir"] = job.tensorboard_dir
     return spec
+
+
+def queue_job(spec: JobSpec, plan: Plan, job: JobPlan, team: Optional[str]) -> None:
+    """Give ``spec`` the labels that submit the job to its queue (``team``'s in a jobs-only stack) and its pods' Kueue
+    annotations."""
+    assert plan.admission is not None
+    spec["queue_labels"] = plan.admission.labels(job.name, team)
+    spec["queue_annotations"] = plan.admission.pod_annotations(job.group.name)
+
+
+def check_spec(
+    plan: Plan,
+    job: JobPlan,
+    *,
+    namespace: pulumi.Input[str],
+    pvc: pulumi.Input[str],
+    image: pulumi.Input[str],
+    team: Optional[str],
+    after: Sequence[pulumi.Input[str]],
+) -> JobSpec:
+    """What a job's all-reduce health check gets from the job's plan: a name of its own, the job's output folder and
+    queue timeout, the check's queue labels (``team``'s queue in a jobs-only stack), the job's pods' annotations."""
+    assert plan.admission is not None
+    return {
+        "job_name": check_job_name(job.name),
+        "namespace": namespace,
+        "pvc_name": pvc,
+        "image": image,
+        "output_dir": job.output_dir,
+        "queue_labels": plan.admission.check_labels(job.name, team),
+        "queue_annotations": plan.admission.pod_annotations(job.group.name),
+        "after": list(after),
+        "queue_timeout_hours": job.config.queue_timeout_hours,
+    }
