@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from components.workloads.command import CommandJob, CommandJobArgs
     from components.workloads.etcd import EtcdRendezvous, EtcdRendezvousArgs
     from components.workloads.health_check import AllReduceHealthCheck, AllReduceHealthCheckArgs
-    from components.workloads.mpi import MpiJob, MpiJobArgs, MpiOperator, MpiOperatorArgs
+    from components.workloads.mpi import MpiJob, MpiJobArgs
+    from components.workloads.mpi_operator import MpiOperator, MpiOperatorArgs
     from components.workloads.network_policy import TrainingNetworkPolicies, TrainingNetworkPoliciesArgs
     from components.workloads.prepull import ImagePrePull, ImagePrePullArgs
     from components.workloads.spec import JobSpec, WorkerPlacement, run_id
@@ -33,7 +34,8 @@ __getattr__ = lazy_exports(
         "command": ("CommandJob", "CommandJobArgs"),
         "etcd": ("EtcdRendezvous", "EtcdRendezvousArgs"),
         "health_check": ("AllReduceHealthCheck", "AllReduceHealthCheckArgs"),
-        "mpi": ("MpiJob", "MpiJobArgs", "MpiOperator", "MpiOperatorArgs"),
+        "mpi": ("MpiJob", "MpiJobArgs"),
+        "mpi_operator": ("MpiOperator", "MpiOperatorArgs"),
         "network_policy": ("TrainingNetworkPolicies", "TrainingNetworkPoliciesArgs"),
         "spec": ("JobSpec", "WorkerPlacement", "run_id"),
         "prepull": ("ImagePrePull", "ImagePrePullArgs"),
