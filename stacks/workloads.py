@@ -419,7 +419,7 @@ def _health_check(
 ) -> AllReduceHealthCheck:
     """The all-reduce check a job runs on its nodes before it starts (``jobs.<name>.healthCheck``)."""
     hc = job.health_check
-    assert hc is not None and plan.admission is not None
+    assert hc is not None
     check_args: AllReduceHealthCheckArgs = {
         "job": check_spec(
             plan, job, namespace=namespace, pvc=pvc, image=toolbox, team=_team(target, plan), after=[queue_name]
