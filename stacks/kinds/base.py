@@ -231,6 +231,13 @@ class JobKind:
     installed by the image's own files (:func:`stacks.config.rules.kind_images.check_image_package`); empty: none."""
     example_image: ClassVar[str] = ""
     """A shipped build folder whose image has :attr:`image_package` (the fix the check suggests)."""
+    pod_keys: ClassVar[frozenset[str]] = frozenset(
+        {"nodes", "stopGracePeriodSeconds", "readOnlyRootFilesystem", "tensorboard"}
+    )
+    """The job's keys outside its run (:func:`stacks.plan.run_recipe`) whose change starts its running pods again in
+    the same run: those its batch/v1 Job's pod template, completions or parallelism read, which pulumi-kubernetes
+    replaces such a Job for (:func:`stacks.plan.upgrade.run_changes`); a kind whose object is changed in place lists
+    those that change its pods' containers or counts, for which Kueue stops and requeues it."""
     noop: ClassVar[tuple[str, ...]] = ()
     """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
     image); empty: the image may be anything. :meth:`noop_command` reads it."""
@@ -249,6 +256,15 @@ class JobKind:
     def failure_limit(self, max_restarts: int, nodes: int) -> int:
         """The failures a job of ``nodes`` pods with ``maxRestarts`` tolerates before it fails (its backoff)."""
         return max_restarts
+
+    def restart_text(self) -> str:
+        """How a change of one of its :attr:`pod_keys` starts its running pods again (an upgrade summary clause)."""
+        if self.job_object is BATCH_JOB:
+            return "its Job is replaced, so its pods start again in the same run, finished or not"
+        return (
+            f"Kueue stops and requeues its {self.job_object.kind} if it runs, whose pods then start again in the same "
+            "run (a finished one stays finished)"
+        )
 
     def noop_command(self, job: JobSettings) -> tuple[str, ...]:
         """What the job's image runs to be pulled onto its nodes ahead of the job (:mod:`stacks.plan.prepull`); empty:

@@ -41,6 +41,15 @@ class PyTorch(JobKind):
         OwnedField("checkpoint_every_seconds", "checkpointEverySeconds", _TRAINER),
         OwnedField("collective_timeout_seconds", "collectiveTimeoutSeconds", _TRAINER),
     )
+    # torchrun's command line (--nnodes, --max-restarts, the rendezvous) and the trainer's variables are in the pods
+    pod_keys = JobKind.pod_keys | {
+        "minNodes",
+        "maxNodes",
+        "maxRestarts",
+        "rendezvousBackend",
+        "checkpointEverySeconds",
+        "collectiveTimeoutSeconds",
+    }
 
     def problems(self, job: JobSettings) -> list[tuple[str, str]]:
         if job.command is not None:  # one mistake: the script written as a command

@@ -12,7 +12,7 @@ the cluster), then the add-ons and the node groups; the groups wait for the VPC 
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
 from components.catalog.platform import NODE_UPDATE_STRATEGIES, NODEGROUP_LABEL, NodeUpdateStrategy
@@ -20,7 +20,7 @@ from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SUR
 from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
-from stacks.plan import RECIPE_WORDS, NodeGroupPlan, Plan
+from stacks.plan import RECIPE_WORDS, JobPlan, NodeGroupPlan, Plan
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.minors import minor_problems
@@ -157,9 +157,11 @@ class JobRun:
     action: str
     """``new run`` (a new folder), ``same folder`` (its ``outputDir`` keeps it), ``added`` or ``removed``."""
     reasons: tuple[str, ...] = ()
-    """What changed in its definition, in words (``args``, ``a new run of train``...)."""
+    """What changed in its definition, in words (``args``, ``a new run of train``...), or the keys that restart it."""
     old_dir: Optional[str] = None
     new_dir: Optional[str] = None
+    how: str = ""
+    """``restarts``: how its running pods start again (:meth:`stacks.kinds.JobKind.restart_text`)."""
 
 
 @dataclass(frozen=True)
@@ -730,6 +732,9 @@ def run_changes(
             continue
         old_dir = deployed.get(name, was.output_dir)
         if old_dir == job.output_dir and was.run_id == job.run_id:
+            if restarts := pod_changes(was, job):
+                how = KINDS[job.kind].restart_text()
+                out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how))
             continue
         reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
         if not reasons:
@@ -742,6 +747,30 @@ def run_changes(
         if n not in new_plan.jobs
     ]
     return tuple(out)
+
+
+#: A job's settings outside its run recipe that its pods may read, by key, as the plan resolved them (a default
+#: filled in): each kind's :attr:`~stacks.kinds.JobKind.pod_keys` says which of them restart its pods.
+POD_SETTINGS: dict[str, Callable[[JobPlan], Any]] = {
+    "nodes": lambda j: j.nodes,
+    "minNodes": lambda j: j.min_nodes,
+    "maxNodes": lambda j: j.max_nodes,
+    "maxRestarts": lambda j: j.config.max_restarts,
+    "stopGracePeriodSeconds": lambda j: j.config.stop_grace_period_seconds,
+    "rendezvousBackend": lambda j: j.config.rendezvous_backend,
+    "checkpointEverySeconds": lambda j: j.config.checkpoint_every_seconds,
+    "collectiveTimeoutSeconds": lambda j: j.config.collective_timeout_seconds,
+    "launcherCommand": lambda j: j.config.launcher_command,
+    "readOnlyRootFilesystem": lambda j: j.read_only_root_filesystem,
+    "tensorboard": lambda j: j.tensorboard_dir,
+}
+
+
+def pod_changes(before: JobPlan, after: JobPlan) -> list[str]:
+    """The keys of ``after``'s kind's :attr:`~stacks.kinds.JobKind.pod_keys` whose setting differs: a change that
+    starts the job's running pods again in the same run."""
+    keys = KINDS[after.kind].pod_keys
+    return [k for k, setting in POD_SETTINGS.items() if k in keys and setting(before) != setting(after)]
 
 
 def _recipe_changes(before: Mapping[str, Any], after: Mapping[str, Any], *, benchmark: bool) -> list[str]:

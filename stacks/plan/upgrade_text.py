@@ -49,7 +49,14 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
         "addons": [{"name": a.name, "from": a.old, "to": a.new} for a in u.addons],
         "data": list(u.data),
         "jobs": [
-            {"name": j.name, "action": j.action, "reasons": list(j.reasons), "from": j.old_dir, "to": j.new_dir}
+            {
+                "name": j.name,
+                "action": j.action,
+                "reasons": list(j.reasons),
+                "from": j.old_dir,
+                "to": j.new_dir,
+                **({"how": j.how} if j.how else {}),
+            }
             for j in u.runs
         ],
         "expectedMinutes": u.minutes,
@@ -76,6 +83,11 @@ def _run_line(j: dict[str, Any]) -> str:
         return f"  job {j['name']}: added, runs in {j['to']}"
     if j["action"] == "removed":
         return f"  job {j['name']}: removed, its pods stop; {j['from']} stays on the shared volume"
+    if j["action"] == "restarts":
+        return (
+            f"  job {j['name']}: {', '.join(j['reasons'])} changed: {j['how']}, in {j['to']}: an unfinished pytorch "
+            "run resumes from its checkpoint, a finished one ends at once, other kinds run their command again"
+        )
     if j["action"] == "same folder":
         return (
             f"  job {j['name']}: its Job is replaced ({', '.join(j['reasons'])}) and starts again in its outputDir "
@@ -137,7 +149,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
         lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
     lines.extend(_run_line(j) for j in r["jobs"])
     if not r["jobs"] and not r["data"]:
-        lines.append("  jobs: none starts a new run")
+        lines.append("  jobs: none restarts or starts a new run")
     if r["nodeGroups"] or r["addons"] or k["from"] != k["to"] or k.get("running"):
         lines.append(
             f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "

@@ -1115,7 +1115,7 @@ def test_a_changed_definition_is_a_new_run_and_the_jobs_after_it_follow() -> Non
     resized = copy.deepcopy(old_cfg)
     resized[P + "jobs"]["train"]["maxNodes"] = 2
     unchanged = render_upgrade(upgrade_report(compare(old, plan_of("dev", resized))))
-    assert "  jobs: none starts a new run" in unchanged and "job train" not in unchanged
+    assert "  jobs: none restarts or starts a new run" in unchanged and "job train" not in unchanged
 
     moved = copy.deepcopy(old_cfg)
     moved[P + "jobs"]["check"] = moved[P + "jobs"].pop("evaluate")
@@ -1398,7 +1398,7 @@ def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> 
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none starts a new run" in out
+    assert "  jobs: none restarts or starts a new run" in out
 
     (tmp_path / "src" / "helper.py").write_text("X = 2\n")
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
@@ -1414,7 +1414,7 @@ def test_a_folder_git_cannot_give_back_safely_is_read_as_it_is_now(tmp_path: Pat
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none starts a new run" in out
+    assert "  jobs: none restarts or starts a new run" in out
 
 
 def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
@@ -1428,7 +1428,7 @@ def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none starts a new run" in out
+    assert "  jobs: none restarts or starts a new run" in out
     # the shipped image's folder is not in this repository (as for the installed library): a note says so
     assert "note: HEAD:Pulumi.dev.yaml: image training's folder " in out and "is outside the repository" in out
 
@@ -1439,7 +1439,7 @@ def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
     stack_file.write_text(yaml.safe_dump({"config": cfg}))
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none starts a new run" in out
+    assert "  jobs: none restarts or starts a new run" in out
 
 
 def test_a_job_that_keeps_its_folder_is_named_when_its_run_changes() -> None:
@@ -1465,7 +1465,7 @@ def test_new_shared_data_says_every_job_starts_again() -> None:
     )
     assert "\n  data: " in text
     assert "  jobs: every job starts from its first step on the shared data the data: line names" in text
-    assert "jobs: none starts a new run" not in text
+    assert "jobs: none restarts or starts a new run" not in text
 
 
 def test_a_benchmark_experiment_whose_run_moves_says_the_benchmarks_run() -> None:
