@@ -119,6 +119,8 @@ class Registration:
     delete_before_replace: bool = False
     """The ``deleteBeforeReplace`` option: a replacement deletes the old resource before it creates the new one."""
     ignore_changes: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)
+    """The ``replaceOnChanges`` option: a change under one of these paths replaces the resource."""
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """The ``customTimeouts`` option (``create``, ``update``, ``delete``: Go durations), those set."""
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -173,6 +175,7 @@ class RecordingMonitor(pmocks.MockMonitor):
             protect=bool(request.protect) if request.HasField("protect") else False,
             delete_before_replace=bool(request.deleteBeforeReplace),
             ignore_changes=list(request.ignoreChanges),
+            replace_on_changes=list(request.replaceOnChanges),
             custom_timeouts={
                 k: v
                 for k in ("create", "update", "delete")

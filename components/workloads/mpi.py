@@ -334,6 +334,11 @@ class MpiJob(pulumi.ComponentResource):
                 delete_before_replace=True,
                 custom_timeouts=await_timeouts(waits_s, shape.grace_s),
                 ignore_changes=[MPI_JOB.suspend] if shape.queue else None,
+                # pulumi-kubernetes changes a custom resource in place, and the MPI Operator acts on no change of a
+                # finished MPIJob, nor of a running one's launcher (v0.8.0 pkg/controller/mpi_job_controller.go:
+                # syncHandler returns for a finished job; a resumed launcher Job keeps its template): a new spec, a
+                # new run's above all, must be a new MPIJob, as a batch/v1 Job's new pod template is
+                replace_on_changes=["spec"],
             ),
         )
 

@@ -234,10 +234,10 @@ class JobKind:
     pod_keys: ClassVar[frozenset[str]] = frozenset(
         {"nodes", "stopGracePeriodSeconds", "readOnlyRootFilesystem", "tensorboard"}
     )
-    """The job's keys outside its run (:func:`stacks.plan.run_recipe`) whose change starts its running pods again in
-    the same run: those its batch/v1 Job's pod template, completions or parallelism read, which pulumi-kubernetes
-    replaces such a Job for (:func:`stacks.plan.upgrade.run_changes`); a kind whose object is changed in place lists
-    those that change its pods' containers or counts, for which Kueue stops and requeues it."""
+    """The job's keys outside its run (:func:`stacks.plan.run_recipe`) whose change replaces its object, so that its
+    pods start again in the same run (:func:`stacks.plan.upgrade.run_changes`): for a batch/v1 Job, those its pod
+    template, completions or parallelism read (pulumi-kubernetes replaces a Job for them); for an object replaced on
+    any change of its spec (the MPIJob), those its spec reads."""
     noop: ClassVar[tuple[str, ...]] = ()
     """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
     image); empty: the image may be anything. :meth:`noop_command` reads it."""
@@ -258,12 +258,10 @@ class JobKind:
         return max_restarts
 
     def restart_text(self) -> str:
-        """How a change of one of its :attr:`pod_keys` starts its running pods again (an upgrade summary clause)."""
-        if self.job_object is BATCH_JOB:
-            return "its Job is replaced, so its pods start again in the same run, finished or not"
+        """How a change of one of its :attr:`pod_keys` starts its pods again (an upgrade summary clause)."""
         return (
-            f"Kueue stops and requeues its {self.job_object.kind} if it runs, whose pods then start again in the same "
-            "run (a finished one stays finished)"
+            f"its {self.job_object.kind} is replaced, so its pods start again in the same run, finished or not, once "
+            "Kueue admits it"
         )
 
     def noop_command(self, job: JobSettings) -> tuple[str, ...]:

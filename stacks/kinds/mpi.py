@@ -49,11 +49,8 @@ class Mpi(JobKind):
     worker_selector = {"training.kubeflow.org/job-role": "worker"}
     # mpirun starts orted on the workers over ssh, without the image's PATH: the image must say where Open MPI is
     needs_mpi_prefix = True
-    # Pulumi changes an MPIJob in place, and the operator leaves its running pods as they are; Kueue stops and requeues
-    # a running job whose pod counts or containers no longer match its admitted workload (v0.19.1
-    # pkg/controller/jobframework/reconciler.go, "job with no matching workload, suspending"; pkg/util/equality/
-    # podset.go compares counts, containers and init containers), not for its grace period
-    pod_keys = frozenset({"nodes", "launcherCommand", "readOnlyRootFilesystem", "tensorboard"})
+    # its MPIJob is replaced on any change of its spec (components/workloads/mpi.py): the keys its spec reads
+    pod_keys = JobKind.pod_keys | {"launcherCommand", "maxRestarts", "timeoutHours"}
 
     def node_stop(self, nodes: int) -> str:
         # a worker's sshd goes with its pod: mpirun fails, and a new launcher pod (components/workloads/mpi.py) waits

@@ -761,6 +761,7 @@ POD_SETTINGS: dict[str, Callable[[JobPlan], Any]] = {
     "checkpointEverySeconds": lambda j: j.config.checkpoint_every_seconds,
     "collectiveTimeoutSeconds": lambda j: j.config.collective_timeout_seconds,
     "launcherCommand": lambda j: j.config.launcher_command,
+    "timeoutHours": lambda j: j.config.timeout_hours,
     "readOnlyRootFilesystem": lambda j: j.read_only_root_filesystem,
     "tensorboard": lambda j: j.tensorboard_dir,
 }

@@ -1,19 +1,23 @@
-"""The upgrade summary names every job whose running pods a change starts again, and no other, for every job key.
+"""The upgrade summary names every job whose pods a change starts again, and no other, for every job key.
 
-What a real cluster does with a changed job, encoded here as its two owners' rules:
+What a real cluster does with a changed job, encoded here as its owners' rules:
 
+- Pulumi replaces a resource when its provider says so or a path its ``replaceOnChanges`` names changes, a path its
+  ``ignoreChanges`` names left out (https://www.pulumi.com/docs/iac/concepts/options/replaceonchanges/).
 - pulumi-kubernetes replaces a ``batch/v1`` Job whose ``.metadata.name``, ``.metadata.namespace``,
   ``.spec.completions``, ``.spec.parallelism``, ``.spec.selector`` or ``.spec.template`` changes (``forceNew``,
-  https://github.com/pulumi/pulumi-kubernetes/blob/v4.34.2/provider/pkg/provider/diff.go), a path the resource's
-  ``ignoreChanges`` names left out. It changes a custom resource, an MPIJob, in place.
+  https://github.com/pulumi/pulumi-kubernetes/blob/v4.34.2/provider/pkg/provider/diff.go), and a custom resource, an
+  MPIJob, only for its name or namespace: it changes one in place.
 - Kueue stops and requeues a running job whose pod counts, containers or init containers no longer match its admitted
   Workload (https://github.com/kubernetes-sigs/kueue/blob/v0.19.1/pkg/util/equality/podset.go, and
-  ``pkg/controller/jobframework/reconciler.go``: "job with no matching workload, suspending"). Every preset's job is
-  queued.
+  ``pkg/controller/jobframework/reconciler.go``: "job with no matching workload, suspending"). The MPI Operator then
+  starts the workers from the new spec but resumes the old launcher Job (v0.8.0
+  ``pkg/controller/mpi_job_controller.go``), so such a change must replace the MPIJob instead: none may be left to
+  Kueue.
 
 Each case evaluates a preset under mocks twice, as it is and with one job key changed, and compares the job objects
 each registers with those rules. The summary (:func:`stacks.plan.upgrade.run_changes`) must name exactly the jobs
-they restart: a new run, or the same run started again.
+whose object is replaced: a new run, or the same run started again.
 """
 
 from __future__ import annotations
@@ -33,22 +37,16 @@ from tests.harness import Registration, run_program, stack_config
 
 pytestmark = pytest.mark.mock
 
-#: pulumi-kubernetes's forceNew paths of a batch/v1 Job (the metadata's two, the Job's own).
-JOB_FORCE_NEW = (
-    "metadata.name",
-    "metadata.namespace",
-    "spec.completions",
-    "spec.parallelism",
-    "spec.selector",
-    "spec.template",
-)
+#: pulumi-kubernetes's forceNew paths of every object (its metadata's two) and a batch/v1 Job's own.
+FORCE_NEW = ("metadata.name", "metadata.namespace")
+JOB_FORCE_NEW = (*FORCE_NEW, "spec.completions", "spec.parallelism", "spec.selector", "spec.template")
 
 _MISSING = object()
 #: Each job key changed once in a preset, (stack, job, key, value); ``_MISSING`` removes the key.
 CHANGES: list[tuple[str, str, str, Any]] = [
     # a pytorch job (torchrun)
     ("dev", "train", "nodes", 2),
-    ("dev", "train", "minNodes", _MISSING),
+    ("g5", "train", "minNodes", 2),
     ("dev", "train", "maxNodes", 1),
     ("dev", "train", "maxRestarts", 5),
     ("dev", "train", "stopGracePeriodSeconds", 120),
@@ -71,6 +69,9 @@ CHANGES: list[tuple[str, str, str, Any]] = [
     ("dev", "evaluate", "maxRestarts", 5),
     ("dev", "evaluate", "stopGracePeriodSeconds", 120),
     ("dev", "evaluate", "readOnlyRootFilesystem", False),
+    ("dev", "evaluate", "timeoutHours", 48),
+    ("dev", "evaluate", "waitForCompletion", True),
+    ("dev", "evaluate", "purpose", "training"),
     ("dev", "evaluate", "tensorboard", True),
     ("dev", "evaluate", "env", {"EVAL": "1"}),
     ("dev", "evaluate", "command", ["python", "/app/evaluate.py", "--quiet"]),
@@ -80,6 +81,10 @@ CHANGES: list[tuple[str, str, str, Any]] = [
     ("tensorflow", "train", "maxRestarts", 5),
     ("tensorflow", "train", "stopGracePeriodSeconds", 120),
     ("tensorflow", "train", "tensorboard", False),
+    ("tensorflow", "train", "readOnlyRootFilesystem", False),
+    ("tensorflow", "train", "timeoutHours", 48),
+    ("tensorflow", "train", "waitForCompletion", True),
+    ("tensorflow", "train", "purpose", "evaluation"),
     # MPI jobs: changed in place, restarted by Kueue
     ("mpi-horovod", "horovod", "nodes", 1),
     ("mpi-horovod", "horovod", "maxRestarts", 5),
@@ -87,6 +92,8 @@ CHANGES: list[tuple[str, str, str, Any]] = [
     ("mpi-horovod", "horovod", "timeoutHours", 48),
     ("mpi-horovod", "horovod", "readOnlyRootFilesystem", True),
     ("mpi-horovod", "horovod", "tensorboard", True),
+    ("mpi-horovod", "horovod", "waitForCompletion", True),
+    ("mpi-horovod", "horovod", "purpose", "evaluation"),
     ("mpi-horovod", "nccl", "launcherCommand", ["python3", "-c", "print('launched')"]),
     ("mpi-horovod", "nccl", "image", "horovod"),
 ]
@@ -108,14 +115,25 @@ def _at(doc: Any, path: str) -> Any:
     return doc
 
 
+def _differs(before: Registration, after: Registration, path: str) -> bool:
+    """Whether ``path`` differs, or a path under it that ``after``'s ignoreChanges does not name."""
+    ignored = [i for i in after.ignore_changes if i == path or i.startswith(path + ".")]
+    if any(path == i or path.startswith(i + ".") for i in after.ignore_changes):
+        return False
+    a, b = copy.deepcopy(_at(before.inputs, path)), copy.deepcopy(_at(after.inputs, path))
+    for i in ignored:  # compare without the ignored paths
+        for doc in (a, b):
+            parent, _, leaf = i[len(path) + 1 :].rpartition(".")
+            holder = _at(doc, parent) if parent else doc
+            if isinstance(holder, dict):
+                holder.pop(leaf, None)
+    return a != b
+
+
 def _replaced(before: Registration, after: Registration) -> list[str]:
-    """The forceNew paths of a Job that differ, those its ignoreChanges names left out."""
-    ignored = set(after.ignore_changes)
-    return [
-        p
-        for p in JOB_FORCE_NEW
-        if not any(p == i or p.startswith(i + ".") for i in ignored) and _at(before.inputs, p) != _at(after.inputs, p)
-    ]
+    """The paths for which Pulumi replaces the object: its provider's forceNew ones, its replaceOnChanges."""
+    force = JOB_FORCE_NEW if after.type == "kubernetes:batch/v1:Job" else FORCE_NEW
+    return [p for p in (*force, *after.replace_on_changes) if _differs(before, after, p)]
 
 
 def _requeued(before: Registration, after: Registration) -> list[str]:
@@ -143,11 +161,14 @@ def _job_objects(registrations: list[Registration], jobs: set[str]) -> dict[str,
 
 
 def restarted(before: list[Registration], after: list[Registration], jobs: set[str]) -> dict[str, list[str]]:
-    """Job -> why the cluster starts its running pods again, by the rules above (absent: they run on)."""
+    """Job -> the paths for which its object is replaced (absent: it is changed in place, or not at all). An MPIJob
+    that Kueue would requeue in place fails here: its launcher would run the old spec."""
     old, new = _job_objects(before, jobs), _job_objects(after, jobs)
     out = {}
     for name in old.keys() & new.keys():
-        why = _requeued(old[name], new[name]) if new[name].type.endswith(":MPIJob") else _replaced(old[name], new[name])
+        why = _replaced(old[name], new[name])
+        if not why and new[name].type.endswith(":MPIJob"):
+            assert not _requeued(old[name], new[name]), f"{name}: Kueue requeues it in place, not replaced"
         if why:
             out[name] = why
     return out
@@ -174,13 +195,26 @@ def test_every_job_key_is_changed_by_a_case_or_shown_elsewhere() -> None:
     assert not changed & set(ELSEWHERE)
 
 
+#: Keys every kind's object reads, each changed on a job of every kind: changed in place or replacing it.
+EVERY_KIND = frozenset({"maxRestarts", "stopGracePeriodSeconds", "timeoutHours", "waitForCompletion", "purpose"})
+
+
+def test_every_kind_has_a_case_for_each_key_its_object_reads() -> None:
+    kind_of = {(s, j): stack_config(s)["eks-training:jobs"][j]["kind"] for s, j, _, _ in CHANGES}
+    for kind in KINDS.values():
+        cased = {k for s, j, k, _ in CHANGES if kind_of[(s, j)] == kind.name}
+        assert not (kind.pod_keys | EVERY_KIND) - cased, (kind.name, (kind.pod_keys | EVERY_KIND) - cased)
+
+
 @pytest.mark.parametrize("stack, job, key, value", CHANGES, ids=[f"{s}-{j}-{k}" for s, j, k, _ in CHANGES])
 def test_the_summary_names_exactly_the_jobs_the_cluster_restarts(stack: str, job: str, key: str, value: Any) -> None:
     config = _changed(stack, job, key, value)
     program = run_program(stack, config=config)
     assert program.error is None, program.error
     jobs = set(config["eks-training:jobs"])
-    truth = restarted(run_program(stack).registrations, program.registrations, jobs)
+    before = run_program(stack).registrations
+    assert [r.inputs for r in before] != [r.inputs for r in program.registrations], f"{key} = {value!r} changes nothing"
+    truth = restarted(before, program.registrations, jobs)
     named = {r.name: r for r in run_changes(_plan(stack, stack_config(stack)), _plan(stack, config))}
     said = [(n, r.action) for n, r in named.items()]
     assert set(named) == set(truth), f"{key} = {value!r}: the cluster restarts {truth}, the summary names {said}"
@@ -198,21 +232,25 @@ def test_a_restart_is_said_with_its_keys_how_and_folder() -> None:
     train = _plan("dev", config).jobs["train"].output_dir
     assert (
         f"  job train: maxRestarts changed: its Job is replaced, so its pods start again in the same run, finished "
-        f"or not, in {train}: an unfinished pytorch run resumes from its checkpoint, a finished one ends at once, "
-        "other kinds run their command again" in text
+        f"or not, once Kueue admits it, in {train}: an unfinished pytorch run resumes from its checkpoint, a finished "
+        "one ends at once, other kinds run their command again" in text
     ), text
     assert "  job evaluate: stopGracePeriodSeconds changed: its Job is replaced" in text, text
     assert "jobs: none restarts or starts a new run" not in text
 
 
-def test_an_mpi_jobs_restart_is_kueues_requeue() -> None:
-    config = _changed("mpi-horovod", "horovod", "nodes", 1)
+def test_an_mpi_job_whose_spec_changes_is_replaced() -> None:
+    """An MPIJob is replaced on any change of its spec: the MPI Operator would act on no change of a finished one, nor
+    of a running one's launcher."""
+    config = _changed("mpi-horovod", "horovod", "stopGracePeriodSeconds", 120)
     report = compare(_plan("mpi-horovod", stack_config("mpi-horovod")), _plan("mpi-horovod", config), old_label="HEAD")
     text = render_upgrade(upgrade_report(report))
     assert (
-        "  job horovod: nodes changed: Kueue stops and requeues its MPIJob if it runs, whose pods then start again in "
-        "the same run (a finished one stays finished)" in text
+        "  job horovod: stopGracePeriodSeconds changed: its MPIJob is replaced, so its pods start again in the same "
+        "run, finished or not, once Kueue admits it" in text
     ), text
+    mpijob = next(r for r in run_program("mpi-horovod").registrations if r.type.endswith(":MPIJob"))
+    assert mpijob.replace_on_changes == ["spec"] and mpijob.delete_before_replace
 
 
 def test_every_kinds_pod_keys_are_settings_the_plan_reads() -> None:
