@@ -43,6 +43,7 @@ from components.conventions import (
 from components.iam import fsx_csi_static_controller_policy
 from components.naming import k8s_name
 from components.private_bucket import private_bucket
+from components.quantities import mebibytes
 from components.storage.csi import CsiDriverArgs, csi_addon, shared_claim, training_namespace
 from components.storage.providers import split_kubernetes_provider
 from components.workloads.job_objects import BATCH_JOB
@@ -236,7 +237,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
             name,
             pvc_name=s.pvc_name,
             namespace=namespace.metadata.name,
-            size=f"{s.capacity}Gi",
+            size=mebibytes(s.capacity * 1024),
             storage_class_name="",
             volume_name=volume.metadata.name,
             kubernetes=kubernetes,
@@ -442,7 +443,7 @@ class FsxLustreStorage(pulumi.ComponentResource):
             f"{name}-pv",
             metadata={"name": k8s_name(s.namespace, s.pvc_name, "fsx"), "labels": managed},
             spec={
-                "capacity": {"storage": f"{s.capacity}Gi"},
+                "capacity": {"storage": mebibytes(s.capacity * 1024)},
                 "volume_mode": "Filesystem",
                 "access_modes": ["ReadWriteMany"],
                 "mount_options": ["flock"],

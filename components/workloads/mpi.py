@@ -27,6 +27,7 @@ from components.conventions import (
     LAUNCHER_MEMORY_MIB,
     NO_EVICT,
 )
+from components.quantities import mebibytes, millicores
 from components.workloads.identity import JobIdentity, job_identity
 from components.workloads.job_objects import MPI_JOB
 from components.workloads.pods import (
@@ -71,7 +72,7 @@ from components.workloads.waits import (
 
 #: What the launcher (``mpirun``, on the system nodes) requests (:data:`components.conventions.LAUNCHER_CPU_MILLIS`).
 LAUNCHER_RESOURCES: k8s.core.v1.ResourceRequirementsArgsDict = {
-    "requests": {"cpu": f"{LAUNCHER_CPU_MILLIS}m", "memory": f"{LAUNCHER_MEMORY_MIB}Mi"},
+    "requests": {"cpu": millicores(LAUNCHER_CPU_MILLIS), "memory": mebibytes(LAUNCHER_MEMORY_MIB)},
     "limits": {"memory": "1Gi"},
 }
 #: ``launcherCreationPolicy`` values, spelled exactly as the controller compares them: the CRD does not

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.conventions import SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.quantities import mebibytes, mebibytes_of, millicores
 from components.workloads.spec import JobSpec, WorkerPlacement, variable_references
 
 #: UID/GID the pods run as: the training image's user, set explicitly so prebuilt images that
@@ -74,7 +75,7 @@ def on_group(placement: WorkerPlacement) -> GroupFields:
 
 def shm_volume(placement: WorkerPlacement) -> k8s.core.v1.VolumeArgsDict:
     """A worker pod's ``/dev/shm`` (``dshm``): memory, as large as the placement gives."""
-    return {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": f"{placement['shm_mib']}Mi"}}
+    return {"name": "dshm", "empty_dir": {"medium": "Memory", "size_limit": mebibytes(placement["shm_mib"])}}
 
 
 def container_security(read_only_root: bool) -> k8s.core.v1.SecurityContextArgsDict:
@@ -146,14 +147,15 @@ def cluster_ip_service(
 
 def worker_resources(placement: WorkerPlacement) -> k8s.core.v1.ResourceRequirementsArgsDict:
     """Requests and limits of one pod of the job (one per node)."""
-    requests: dict[str, str] = {"cpu": f"{placement['cpu_millis']}m", "memory": f"{placement['memory_mib']}Mi"}
-    limits: dict[str, str] = {"memory": f"{placement['memory_mib']}Mi"}
+    memory = mebibytes(placement["memory_mib"])
+    requests: dict[str, str] = {"cpu": millicores(placement["cpu_millis"]), "memory": memory}
+    limits: dict[str, str] = {"memory": memory}
     extended: dict[str, str] = {}
     if placement["gpus"]:
         extended["nvidia.com/gpu"] = str(placement["gpus"])
     if placement["efa_devices"]:
         extended["vpc.amazonaws.com/efa"] = str(placement["efa_devices"])
-        extended["hugepages-2Mi"] = placement.get("hugepages_2mi") or "0"
+        extended["hugepages-2Mi"] = mebibytes(mebibytes_of(placement.get("hugepages_2mi") or "0"))
     requests.update(extended)
     limits.update(extended)
     return {"requests": requests, "limits": limits}

@@ -22,6 +22,7 @@ from components.catalog import (
 from components.conventions import LAUNCHER_CPU_MILLIS, LAUNCHER_MEMORY_MIB
 from components.naming import k8s_name
 from components.nodeplan import node_allocatable
+from components.quantities import mebibytes, mebibytes_of, millicores, millicores_of
 from components.scheduling import SYSTEM_ROLE
 from stacks.config.errors import key
 from stacks.kinds import KINDS
@@ -58,7 +59,7 @@ def per_node(group: NodeGroupPlan) -> dict[str, int]:
         cpu, memory, huge = alloc.cpu_millis, alloc.memory_mib, alloc.hugepages_2mi_mib
     else:
         pod = group.profile.pod
-        cpu, memory, huge = pod.cpu_millis, pod.memory_mib, int(pod.hugepages_2mi.removesuffix("Mi") or 0)
+        cpu, memory, huge = pod.cpu_millis, pod.memory_mib, mebibytes_of(pod.hugepages_2mi or "0")
     return {
         "cpu": cpu,
         "memory": memory,
@@ -70,9 +71,9 @@ def per_node(group: NodeGroupPlan) -> dict[str, int]:
 
 def quantity(resource: str, amount: int) -> str:
     if resource == "cpu":
-        return f"{amount}m"
+        return millicores(amount)
     if resource in ("memory", "hugepages-2Mi"):
-        return f"{amount}Mi"
+        return mebibytes(amount)
     return str(amount)
 
 
@@ -166,13 +167,12 @@ def _quota(flavors: list[FlavorPlan], nodes: Mapping[str, int]) -> dict[str, dic
 def job_requests(job: JobPlan) -> dict[str, dict[str, int]]:
     """Flavor group -> resource -> what ``job``'s workers request at its largest size (one pod per node)."""
     p = job.placement
-    huge = p.get("hugepages_2mi") or "0"
     per_pod = {
         "cpu": p["cpu_millis"],
         "memory": p["memory_mib"],
         "nvidia.com/gpu": p["gpus"],
         "vpc.amazonaws.com/efa": p["efa_devices"],
-        "hugepages-2Mi": int(str(huge).removesuffix("Mi") or 0),
+        "hugepages-2Mi": mebibytes_of(p.get("hugepages_2mi") or "0"),
     }
     return {job.group.name: {r: v * job.max_nodes for r, v in per_pod.items()}}
 
@@ -268,8 +268,12 @@ def job_and_launcher_requests(plan: Plan, job: JobPlan) -> dict[str, dict[str, i
 
 
 def amount(resource: str, value: str) -> int:
-    """The inverse of :func:`quantity`: millicores, MiB or a count."""
-    return int(str(value).removesuffix("Mi").removesuffix("m"))
+    """The inverse of :func:`quantity`: millicores, MiB or a count (a record of an earlier version's ``6000m`` too)."""
+    if resource == "cpu":
+        return millicores_of(str(value))
+    if resource in ("memory", "hugepages-2Mi"):
+        return mebibytes_of(str(value))
+    return int(value)
 
 
 def launcher_beyond_team(plan: Plan, team: str, quota: Mapping[str, Mapping[str, str]], where: str) -> list[str]:

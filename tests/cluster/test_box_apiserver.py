@@ -17,6 +17,7 @@ from stacks.box import build as box_build
 from stacks.box.apply import apply_stack
 from stacks.box.cluster import process_alive
 from tests.cluster.support import MINORS, STACKS, _box, _ref, _remove, _self_contained
+from tests.quantities import quantities
 from tests.wait import patient
 
 
@@ -54,9 +55,14 @@ def test_every_object_is_accepted_by_the_apiserver(oldest_box, objects_of, stack
             f"{stack} at Kubernetes {MINORS['kubernetes-oldest']}: the apiserver refused:\n"
             + "\n".join(str(r) for r in refused)
         )
-        # Every object is there, as applied.
+        # Every object is there, as applied, its quantities as the apiserver writes them back: the canonical form
+        # (tests/mock/test_quantities.py says why).
         for doc in docs:
-            assert box.get(*_ref(doc))["metadata"]["name"] == doc["metadata"]["name"]
+            live = box.get(*_ref(doc))
+            assert live["metadata"]["name"] == doc["metadata"]["name"]
+            sent = dict(quantities(doc))
+            back = {p: v for p, v in quantities(live) if p in sent}
+            assert back == sent, (doc["kind"], doc["metadata"]["name"])
         # Every Deployment, as the apiserver merged it (a release manifest's with its patch), runs on system nodes.
         for doc in docs:
             if doc["kind"] == "Deployment":

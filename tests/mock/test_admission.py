@@ -13,6 +13,7 @@ from components.admission import FRAMEWORKS, chart_values, kueue_configuration
 from components.catalog import HELM_CHARTS
 from components.catalog.charts import CHART_IMAGES
 from components.nodeplan import node_allocatable
+from components.quantities import mebibytes_of, millicores_of
 from stacks.plan.admission import admission_plan, job_and_launcher_requests, never_admitted
 from stacks.plan.queues import PRIORITY_LABEL, QUEUE_LABEL, RESOURCES
 from stacks.stackfile import plan_stack
@@ -202,8 +203,8 @@ def test_quota_is_the_fleet_at_its_maximum_size(stack: str) -> None:
             assert f.quota["memory"] == f"{alloc.memory_mib * g.max_size}Mi"
         else:
             pod = g.placement()
-            assert int(f.quota["cpu"].removesuffix("m")) // pod["cpu_millis"] == g.max_size
-            assert int(f.quota["memory"].removesuffix("Mi")) // pod["memory_mib"] == g.max_size
+            assert millicores_of(f.quota["cpu"]) // pod["cpu_millis"] == g.max_size
+            assert mebibytes_of(f.quota["memory"]) // pod["memory_mib"] == g.max_size
         assert dict(f.node_labels) == dict(g.profile.labels)
         assert [dict(t) for t in f.node_taints] == [dict(t) for t in g.profile.taints]
 

@@ -6,6 +6,8 @@ from typing import Any
 import pytest
 
 from components.catalog import EFA_ENV_BY_FAMILY, HELM_CHARTS, INSTANCE_TYPES, REFERENCE_ALLREDUCE
+from components.catalog.efa import EFA_HUGEPAGES_2MI
+from components.quantities import mebibytes_of
 from components.scheduling import EFA_LABEL, GPU_TAINT, NODE_ROLE_LABEL
 from stacks.costs import estimate
 from tests.harness import PROJECT, Program, Registration, contains_unknown, run_program, stack_config, stack_names
@@ -126,7 +128,7 @@ class TestEfaChain:
                 res = c["resources"][side]
                 assert res["vpc.amazonaws.com/efa"] == str(facts.max_efa_interfaces)
                 assert res["nvidia.com/gpu"] == str(facts.gpus)
-                assert res["hugepages-2Mi"] == "5120Mi"
+                assert mebibytes_of(res["hugepages-2Mi"]) == mebibytes_of(EFA_HUGEPAGES_2MI) == 5120
             env = {e["name"]: e.get("value") for e in c["env"]}
             assert env["FI_PROVIDER"] == "efa"
             for k, v in EFA_ENV_BY_FAMILY.get(facts.family, {}).items():
@@ -320,7 +322,7 @@ def test_multi_type_spot_pods_fit_the_smallest_type() -> None:
     p = run_program("g6", config=cfg)
     train = next(j for j in p.of_type("kubernetes:batch/v1:Job") if j.name.endswith("-train-job"))
     (c,) = train.inputs["spec"]["template"]["spec"]["containers"]
-    mem_mib = int(c["resources"]["requests"]["memory"].rstrip("Mi"))
+    mem_mib = mebibytes_of(c["resources"]["requests"]["memory"])
     for t in ("g6.xlarge", "g4dn.xlarge"):
         facts = INSTANCE_TYPES[t]
         assert mem_mib <= (facts.allocatable_memory_mib or facts.memory_mib), t

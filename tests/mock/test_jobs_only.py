@@ -213,12 +213,12 @@ def test_an_mpi_job_whose_launcher_a_non_borrowing_teams_system_quota_cannot_hol
     holds no system node, so its MPI job would wait for ever; its other jobs (on the GPU group) are fine."""
     team = STACK_OUTPUTS[SMALL]["teams"]["nlp"]
     assert team["mayBorrow"] is False and team["nodes"] == {"system": 0, "gpu": 1}
-    assert team["quota"]["system"]["cpu"] == "0m"
+    assert team["quota"]["system"]["cpu"] == "0"
     program = run_program("vision", config=_with_mpi_job(_config("vision"), SMALL, "nlp"), expect_error=True)
     assert (
         program.error is not None
         and "eks-training:jobs.nccl.kind: the job's MPI launcher asks 250m cpu on the "
-        "system group; team nlp may not borrow and its quota there is 0m"
+        "system group; team nlp may not borrow and its quota there is 0 "
         in str(program.error)
     ), repr(program.error)
     assert "jobs.train" not in str(program.error)

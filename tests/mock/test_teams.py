@@ -16,6 +16,7 @@ import yaml
 from components.admission import RECLAIM_WITHIN_COHORT
 from stacks.box.kueue import crds
 from stacks.config import ConfigError
+from stacks.plan.admission import amount
 from stacks.plan.queues import COHORT, KIND_OFFSET, RESOURCES, STAGE_STEP, TEAM_STAGES
 from stacks.stackfile import plan_stack
 from tests.harness import PROJECT, run_program, stack_config, stack_names
@@ -41,9 +42,8 @@ def _objects(program, kind: str) -> list[dict[str, Any]]:
     return [{**r.inputs, "_urn": r.urn} for r in program.registrations if r.type.endswith(f":{kind}")]
 
 
-def _quantity(value: str) -> int:
-    v = str(value)
-    return int(v.removesuffix("m").removesuffix("Mi"))
+def _quantity(resource: str, value: str) -> int:
+    return amount(resource, str(value))
 
 
 def _schema_fields(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
@@ -92,7 +92,7 @@ def test_the_cohorts_quota_is_the_fleet_split_by_the_teams_shares(g5_teams) -> N
     for flavor in plan.admission.flavors:
         for resource in RESOURCES:
             total = sum(
-                _quantity(r["nominalQuota"])
+                _quantity(resource, r["nominalQuota"])
                 for q in queues.values()
                 for f in q["resourceGroups"][0]["flavors"]
                 if f["name"] == flavor.name
@@ -211,7 +211,7 @@ def test_teams_without_jobs_still_get_kueue_the_mpi_operator_and_their_queues() 
             {"a": {"quotaPercent": 50, "mayLend": False}, "b": {"quotaPercent": 50, "mayLend": False}},
             [
                 "eks-training:jobs.train.nodes: the job asks ",
-                " on nodeGroups.gpu; the stack's own queue holds 0m there",
+                " on nodeGroups.gpu; the stack's own queue holds 0 there",
                 "not lending: eks-training:teams.a.mayLend, eks-training:teams.b.mayLend",
             ],
             id="own-queue-starved",

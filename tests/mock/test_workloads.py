@@ -12,6 +12,7 @@ import pytest
 import stacks.bundle
 import stacks.plan
 from components.catalog import DEFAULT_KUBERNETES_VERSION, IMAGES, INSTANCE_TYPES, MANIFESTS
+from components.quantities import millicores_of
 from components.scheduling import NODE_ROLE_LABEL
 from components.workloads.mpi import LAUNCHER_CREATION_POLICIES, mpi_worker_hosts
 from components.workloads.tensorboard import tensorboard_command
@@ -171,7 +172,7 @@ class TestJobs:
             )
             requests = c["resources"]["requests"]
             assert requests.get("nvidia.com/gpu") == (str(facts.gpus) if facts.gpus else None)
-            assert 0.5 * facts.vcpus * 1000 <= int(requests["cpu"].rstrip("m")) <= facts.vcpus * 1000
+            assert 0.5 * facts.vcpus * 1000 <= millicores_of(requests["cpu"]) <= facts.vcpus * 1000
             mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
             vols = {v["name"]: v for v in pod["volumes"]}
             assert vols[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
