@@ -155,7 +155,8 @@ class JobRun:
 
     name: str
     action: str
-    """``new run`` (a new folder), ``same folder`` (its ``outputDir`` keeps it), ``added`` or ``removed``."""
+    """``new run`` (a new folder), ``same folder`` (its ``outputDir`` keeps it), ``restarts`` (its object is replaced,
+    its run goes on), ``added`` or ``removed``."""
     reasons: tuple[str, ...] = ()
     """What changed in its definition, in words (``args``, ``a new run of train``...), or the keys that restart it."""
     old_dir: Optional[str] = None
