@@ -98,12 +98,14 @@ CHANGES: list[tuple[str, str, str, Any]] = [
     ("mpi-horovod", "nccl", "image", "horovod"),
 ]
 
-#: Job keys no case above changes, and the test that shows what their change does.
+#: Job keys no case above changes, and why: each is in the run recipe (:func:`stacks.plan.run_recipe`), so a change is
+#: a new run, named with the recipe's words (tests/unit/test_plan.py ties the recipe's keys to them), and a new run's
+#: output folder is in its object's pod template. A case would need more than the one key changed.
 ELSEWHERE = {
-    "kind": "a new run: a key of the run recipe (tests/unit/test_upgrade_plan.py, a changed definition)",
-    "code": "a new run: the code's content hash is in the run recipe (tests/mock/test_job_code_program.py)",
-    "dataset": "a new run: the dataset's source is in the run recipe (tests/unit/test_upgrade_plan.py)",
-    "after": "a new run: the jobs it waits for are in the run recipe (tests/unit/test_upgrade_plan.py)",
+    "kind": "a new run; another kind needs other keys (script or command)",
+    "code": "a new run; a code folder needs files beside the stack file",
+    "dataset": "a new run; another dataset needs its own entry under datasets",
+    "after": "a new run; a job's args name the output folders of the jobs it waits for",
 }
 
 
