@@ -1,11 +1,5 @@
-"""Kubernetes quantities in their canonical form (``64Gi``, not ``65536Mi``), so that a later diff reads what was sent.
-
-pulumi-kubernetes compares a new input with the live object. It writes a built-in object's inputs in canonical form
-itself, but compares a custom resource (an MPIJob, a Kueue ClusterQueue) as written, while a webhook that changes
-one (Kueue's) writes back every quantity it holds in canonical form. An MPIJob, replaced on any change of its spec,
-would then be replaced at every ``pulumi up``. The rules are apimachinery's ``Quantity.CanonicalizeBytes``:
-https://github.com/kubernetes/apimachinery/blob/v0.36.3/pkg/api/resource/quantity.go
-"""
+"""Kubernetes quantities (CPU, memory, sizes): written in the canonical form the API server writes back, and read as
+numbers. Why the form matters: docs/explanation/pulumi-up.md, "When a job's object is replaced"."""
 
 import re
 from fractions import Fraction
@@ -30,22 +24,22 @@ def mebibytes(mib: int) -> str:
     return next(f"{mib // size}{unit}" for unit, size in _BINARY if mib % size == 0)
 
 
-def _value(text: str) -> Fraction:
-    """A quantity's value in its base unit (cores, bytes): ``3100m`` is 31/10, ``64Gi`` is 2**36."""
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?", text)
+def value_of(text: object) -> Fraction:
+    """A quantity's exact value in its base unit (cores, bytes, a count): ``3100m`` is 31/10, ``64Gi`` is 2**36."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?", str(text))
     if m is None:
-        raise ValueError(f"not a quantity this project writes: {text!r}")
+        raise ValueError(f"not a quantity: {text!r}")
     return Fraction(m.group(1)) * _UNITS[m.group(2) or ""]
 
 
 def mebibytes_of(text: str) -> int:
     """A quantity of bytes, such as ``64Gi`` or the catalog's ``5120Mi``, in whole MiB."""
-    return int(_value(text) / 2**20)
+    return int(value_of(text) / 2**20)
 
 
 def millicores_of(text: str) -> int:
     """A quantity of cores, such as ``4`` or ``3100m``, in thousandths."""
-    return int(_value(text) * 1000)
+    return int(value_of(text) * 1000)
 
 
 def millicores(millis: int) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Optional
 
+from components.quantities import value_of
 from stacks.box.cluster import Box, BoxError, crd_established
 from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes
 from stacks.box.poller import Poller
@@ -38,27 +39,6 @@ EXPIRATION_TIME = datetime.timedelta(days=7)
 FIELD_MANAGER = "cluster-autoscaler"
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 
-_SUFFIXES = {
-    "m": Fraction(1, 1000),
-    "k": Fraction(1000),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-}
-
-
-def quantity(value: Any) -> Fraction:
-    """A Kubernetes quantity (``500m``, ``64Gi``, ``8``) as an exact number."""
-    text = str(value)
-    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
-        if text.endswith(suffix) and text[: -len(suffix)].replace(".", "", 1).isdigit():
-            return Fraction(text[: -len(suffix)]) * _SUFFIXES[suffix]
-    return Fraction(text)
-
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, Fraction]:
     """What a pod asks of a node: Kubernetes' effective requests (the larger of any init container's and the sum of the
@@ -68,7 +48,7 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, Fraction]:
     def of(c: Mapping[str, Any]) -> dict[str, Fraction]:
         res = c.get("resources") or {}
         merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
-        return {k: quantity(v) for k, v in merged.items()}
+        return {k: value_of(v) for k, v in merged.items()}
 
     total: dict[str, Fraction] = {}
     for c in spec.get("containers") or []:
@@ -120,7 +100,7 @@ class Slot:
 def template_capacity(node: Mapping[str, Any]) -> dict[str, Fraction]:
     """A node as its group's template has it: its allocatable and the devices its hardware has (registered by the
     device plugins once they run; the autoscaler's template from the Auto Scaling group's tags lists them too)."""
-    alloc = {k: quantity(v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()}
+    alloc = {k: value_of(v) for k, v in ((node.get("status") or {}).get("allocatable") or {}).items()}
     devices = json.loads(((node.get("metadata") or {}).get("annotations") or {}).get(DEVICES_ANNOTATION) or "{}")
     for r, n in devices.items():
         alloc[r] = Fraction(n)

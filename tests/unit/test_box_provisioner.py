@@ -3,7 +3,8 @@ room (the rules :mod:`stacks.box.provisioner` restates), and the chart RBAC the 
 
 from fractions import Fraction
 
-from stacks.box.provisioner import Slot, pod_requests, quantity, tolerates
+from components.quantities import value_of as quantity
+from stacks.box.provisioner import Slot, pod_requests, tolerates
 
 
 def test_quantities_read_as_kubernetes_writes_them() -> None:
