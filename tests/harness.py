@@ -257,15 +257,19 @@ def run_program(
 
 #: The environment variable naming a folder the xdist workers of one run share (tests/conftest.py makes it).
 SHARED_FOLDER = "EKS_TRAINING_TESTS_SHARED"
+#: The environment variable naming a folder of evaluated programs that several pytest runs over the same sources
+#: share (.ci/run sets it for its three runs, and removes the folder at its end); unset, each run has its own.
+PROGRAMS_FOLDER = "EKS_TRAINING_TESTS_PROGRAMS"
 
 
 def shared(key: str, evaluate: Callable[[], Program]) -> Program:
     """``evaluate()``'s Program, evaluated once per run however many xdist workers ask for ``key`` (a name for what
     is evaluated: a preset, a variant): the first to ask evaluates it and leaves it in the shared folder as a
     plain-data pickle, the others wait for it and read it (not every worker evaluating every preset: a
-    third of the fast tiers' evaluations saved). Outside xdist, evaluated here. Only for what the key names in full: a
-    stack's config, not a test's environment or files."""
-    folder = os.environ.get(SHARED_FOLDER)
+    third of the fast tiers' evaluations saved). Outside xdist, evaluated here, unless :data:`PROGRAMS_FOLDER` names a
+    folder (the slow tiers then read what the fast tiers evaluated). Only for what the key names in full: a stack's
+    config, not a test's environment or files."""
+    folder = os.environ.get(PROGRAMS_FOLDER) or os.environ.get(SHARED_FOLDER)
     if not folder:
         return evaluate()
     path = Path(folder) / f"program-{key}.pickle"

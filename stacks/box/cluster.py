@@ -89,16 +89,23 @@ class Api:
         """A new connection to the apiserver (``timeout_s`` per socket operation; ``None``: none, for a watch)."""
         return http.client.HTTPSConnection(self._host, self._port, context=self._ssl, timeout=timeout_s)
 
-    def request(self, method: str, path: str) -> tuple[int, Any]:
-        """``method path`` -> (HTTP status, the JSON body decoded, else its text)."""
+    def request(
+        self, method: str, path: str, body: Optional[Mapping[str, Any]] = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
+        """``method path`` (with ``body`` as JSON, sent as ``content_type``) -> (HTTP status, the JSON body decoded,
+        else its text)."""
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            data, headers["Content-Type"] = json.dumps(body).encode(), content_type
         for attempt in (0, 1):
             conn = getattr(self._local, "conn", None)
             if conn is None:
                 conn = self._local.conn = self.connect(timeout_s=60)
             try:
-                conn.request(method, path, headers={"Accept": "application/json"})
+                conn.request(method, path, body=data, headers=headers)
                 resp = conn.getresponse()
-                body = resp.read()
+                raw = resp.read()
             except (http.client.HTTPException, OSError):
                 conn.close()
                 self._local.conn = None
@@ -106,9 +113,9 @@ class Api:
                     raise
                 continue  # a kept-alive connection the server closed: once more on a new one
             try:
-                return resp.status, json.loads(body) if body else None
+                return resp.status, json.loads(raw) if raw else None
             except ValueError:  # a plain-text error (e.g. "404 page not found" for a group version not served yet)
-                return resp.status, body.decode(errors="replace")
+                return resp.status, raw.decode(errors="replace")
         raise AssertionError("unreachable")
 
     def _discover(self) -> None:
@@ -141,6 +148,34 @@ class Api:
             if resource not in self._resources:
                 raise BoxError(f'the server doesn\'t have a resource type "{resource}"')
             return self._resources[resource]
+
+    def path_of(self, doc: Mapping[str, Any]) -> str:
+        """The REST path of the collection ``doc`` belongs to (its kind's, in its namespace)."""
+        from urllib.parse import quote
+
+        group = doc["apiVersion"].rpartition("/")[0]
+        base, plural, _kind, namespaced = self.resolve(doc["kind"].lower() + (f".{group}" if group else ""))
+        namespace = doc["metadata"].get("namespace") or "default"
+        return base + (f"/namespaces/{quote(namespace)}" if namespaced else "") + f"/{plural}"
+
+    def write(
+        self,
+        method: str,
+        doc: Mapping[str, Any],
+        *,
+        named: bool,
+        query: str = "",
+        content_type: str = "application/json",
+    ) -> None:
+        """``method`` ``doc`` at its collection's path (``named``: the object's own path), or :class:`BoxError` with
+        the server's message, as kubectl would print it."""
+        from urllib.parse import quote
+
+        path = self.path_of(doc) + (f"/{quote(doc['metadata']['name'])}" if named else "") + query
+        status, body = self.request(method, path, doc, content_type)
+        if status >= 300:
+            message = body.get("message") if isinstance(body, dict) else body
+            raise BoxError(f"{method} {doc['kind']} {doc['metadata']['name']} failed: ({status}): {message}")
 
     def get(self, *args: str) -> Any:
         """``kubectl get`` of ``RESOURCE [NAME] [-n NS | -A] [-l SELECTOR]`` (or ``RESOURCE/NAME``), as JSON."""
@@ -535,6 +570,51 @@ class Box:
             input=text,
             check=check,
         )
+
+    def server_side_apply(
+        self,
+        docs: Iterable[Mapping[str, Any]],
+        field_manager: str,
+        *,
+        force: bool = False,
+        subresource: Optional[str] = None,
+    ) -> None:
+        """Server-side apply each of ``docs`` under ``field_manager`` over the REST API, as ``kubectl apply
+        --server-side [--force-conflicts] [--subresource=...]`` does it, without a kubectl process: for what the box
+        itself writes (nodes' devices, containers' logs, a provisioning answer), not the stack's objects, which
+        :meth:`apply` gives kubectl."""
+        from urllib.parse import quote
+
+        query = f"?fieldManager={quote(field_manager)}&fieldValidation=Strict" + ("&force=true" if force else "")
+        for doc in docs:
+            sub = f"/{subresource}" if subresource else ""
+            self.api.write(
+                "PATCH",
+                doc,
+                named=True,
+                query=sub + query,
+                content_type="application/apply-patch+yaml",  # JSON is YAML
+            )
+
+    def create(self, docs: Iterable[Mapping[str, Any]]) -> None:
+        """Create each of ``docs`` over the REST API (``kubectl create``), for what the box itself makes (nodes,
+        volumes); :class:`BoxError` when one exists already or is refused."""
+        for doc in docs:
+            self.api.write("POST", doc, named=False, query=f"?fieldManager={FIELD_MANAGER}&fieldValidation=Strict")
+
+    def annotate(self, resource: str, name: str, namespace: str, annotations: Mapping[str, Optional[str]]) -> None:
+        """Set (or, with ``None``, remove) ``annotations`` of an object, as ``kubectl annotate --overwrite`` does (a
+        merge patch)."""
+        from urllib.parse import quote
+
+        base, plural, _kind, namespaced = self.api.resolve(resource)
+        path = base + (f"/namespaces/{quote(namespace)}" if namespaced else "") + f"/{plural}/{quote(name)}"
+        status, body = self.api.request(
+            "PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json"
+        )
+        if status >= 300:
+            message = body.get("message") if isinstance(body, dict) else body
+            raise BoxError(f"annotate {resource} {name} failed: ({status}): {message}")
 
     def get(self, *args: str) -> Any:
         """``kubectl get ARGS -o json``, read from the apiserver's REST API (:class:`Api`): an object, or a list with

@@ -21,7 +21,6 @@ from components.catalog import EFA_CHART_INSTANCE_TYPES
 from stacks.box.cluster import Box
 from stacks.box.nodes import DEVICES_ANNOTATION
 from stacks.box.poller import Poller
-from stacks.yaml_text import dump_yaml_documents
 
 #: Pod label of the stand-ins: the extended resource their plugin registers.
 PLUGIN_LABEL = "box.eks-training/device-plugin"
@@ -151,16 +150,8 @@ def register_devices(box: Box) -> list[tuple[str, str]]:
             }
         )
         done += [(node_name, r) for r in new]
-    if patches:  # one server-side apply of the status of every node that registers a device in this pass
-        box.kubectl(
-            "apply",
-            "--server-side",
-            "--subresource=status",
-            "--field-manager=box-device-plugins",
-            "-f",
-            "-",
-            input=dump_yaml_documents(patches),
-        )
+    if patches:  # the status of each node that registers a device in this pass, server-side applied
+        box.server_side_apply(patches, "box-device-plugins", subresource="status")
     return done
 
 

@@ -18,7 +18,6 @@ from typing import Any, Mapping, Optional
 from components.workloads.job_objects import BATCH_JOB, MPI_JOB
 from stacks.box.cluster import Box
 from stacks.box.poller import Poller
-from stacks.yaml_text import dump_yaml_documents
 
 #: kwok's kind that serves a pod's container logs from files (enabled by ``kwokctl create cluster --enable-crds``).
 LOGS_KIND = "Logs"
@@ -156,15 +155,7 @@ class PodLogs(Poller):
             "spec": {"logs": [{"containers": [name], "logsFile": str(path)} for name, path in files.items()]},
         }
         # a pod of the same name earlier (a StatefulSet's, recreated): its Logs object is replaced
-        self.box.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=eks-training-box-logs",
-            "-f",
-            "-",
-            input=dump_yaml_documents([logs]),
-        )
+        self.box.server_side_apply([logs], "eks-training-box-logs", force=True)
         self.files[meta["uid"]] = files
 
 

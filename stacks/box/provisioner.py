@@ -24,7 +24,6 @@ from stacks.box.nodes import DEVICES_ANNOTATION, group_nodes
 from stacks.box.poller import Poller
 from stacks.plan import NodeGroupPlan, Plan
 from stacks.plan.queues import PROVISIONING_CLASS
-from stacks.yaml_text import dump_yaml_documents
 
 CRD = "provisioningrequests.autoscaling.x-k8s.io"
 RESOURCE = "provisioningrequests.autoscaling.x-k8s.io"
@@ -168,16 +167,7 @@ class Provisioner(Poller):
                 ]
             },
         }
-        self.box.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--subresource=status",
-            f"--field-manager={FIELD_MANAGER}",
-            "-f",
-            "-",
-            input=dump_yaml_documents([doc]),
-        )
+        self.box.server_side_apply([doc], FIELD_MANAGER, force=True, subresource="status")
 
     def _pods_of(self, req: Mapping[str, Any]) -> Optional[list[Mapping[str, Any]]]:
         """The request's pods (a spec per pod), or ``None`` when a PodTemplate it names does not exist yet."""
@@ -319,7 +309,7 @@ class Provisioner(Poller):
             for name, k in sorted(added.items())
             for n in group_nodes(self.groups[name], self.region, k, first=self._next_index(name))
         ]
-        self.box.kubectl("create", "-f", "-", input=dump_yaml_documents(nodes))
+        self.box.create(nodes)
         self._apply_condition(req, "Provisioned", "True", "CapacityIsProvisioned", "Capacity is found in the cluster")
         return Decision(key, "True", "CapacityIsProvisioned", added)
 

@@ -367,7 +367,7 @@ class Rehearsal:
                 "csi": {"driver": EFS_PROVISIONER, "volumeHandle": "fs-box::fsap-box"},
             },
         }
-        self.box.kubectl("create", "-f", "-", input=dump_yaml_documents([pv]))
+        self.box.create([pv])
         self.note(f"provisioned {pv['metadata']['name']} for claim {meta['name']} (EFS CSI stand-in)")
 
     def _exists(self, *args: str) -> bool:
@@ -557,7 +557,7 @@ class Rehearsal:
                 continue
             ns = pod["metadata"]["namespace"]
             if all(self._released(ref, ns) for ref in held.split(",")):
-                self.box.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", ns, f"{HELD}-")
+                self.box.annotate("pod", pod["metadata"]["name"], ns, {HELD: None})
                 self.note(f"pod {pod['metadata']['name']}: its wait ended ({held})")
 
     # --- the run ------------------------------------------------------------------------------------------------

@@ -145,12 +145,12 @@ def stamp(text: str) -> float:
 
 
 class _Polls(Poller):
-    """``poll()`` every 0.2 s in a thread while a rehearsal runs (``with _Polls(box, poll): ...``): for a test that
-    acts on a state that lasts until it acts. What happened at some moment is read from a
+    """``poll()`` every ``interval_s`` in a thread while a rehearsal runs (``with _Polls(box, poll): ...``): for a test
+    that acts on a state that lasts until it acts. What happened at some moment is read from a
     :class:`stacks.box.watch.Watch`."""
 
-    def __init__(self, box, poll) -> None:
-        super().__init__(0.2)
+    def __init__(self, box, poll, interval_s: float = 0.2) -> None:
+        super().__init__(interval_s)
         self.poll = poll  # type: ignore[method-assign]
 
 
@@ -331,7 +331,7 @@ def _phase(pod) -> str:
 def _shorten(box, pod, run_ms: int = 1000) -> None:
     """The pod runs ``run_ms`` more (kwok re-plays its Stage when the pod changes): the rest of the training, after a
     fault, need not take the fault's time again."""
-    box.kubectl("annotate", "pod", pod["metadata"]["name"], "-n", "training", f"{RUN_MS}={run_ms}ms", "--overwrite")
+    box.annotate("pod", pod["metadata"]["name"], "training", {RUN_MS: f"{run_ms}ms"})
 
 
 class WhileTraining:

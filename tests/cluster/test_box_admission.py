@@ -230,7 +230,8 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
         for words in waits.values():
             printed.update(box.kubectl(*words[1:], check=False).stdout.splitlines())
 
-    watch = _Polls(box, poll)
+    # each look is two kubectl processes; what it waits for (Admitted=True) lasts past the job's end
+    watch = _Polls(box, poll, interval_s=1.0)
     workers = Watch(box.api, "pods", "training", "training.kubeflow.org/job-role=worker")
     try:
         with Registrar(box) as registrar, workers, watch:

@@ -8,7 +8,7 @@ import time
 import pulumi
 import pytest
 
-from tests.harness import SHARED_FOLDER, Program, run_program, shared
+from tests.harness import PROGRAMS_FOLDER, SHARED_FOLDER, Program, run_program, shared
 from tests.wait import patient
 
 
@@ -23,6 +23,7 @@ def _walk(value):
 
 
 def test_workers_asking_at_once_evaluate_once_and_read_the_same_program(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv(PROGRAMS_FOLDER, raising=False)
     monkeypatch.setenv(SHARED_FOLDER, str(tmp_path))
     calls: list[str] = []
 
@@ -41,6 +42,20 @@ def test_workers_asking_at_once_evaluate_once_and_read_the_same_program(monkeypa
     assert got["a"] == got["b"] and got["a"].secret_outputs == frozenset({"kubeconfig"})
     assert shared("k", lambda: pytest.fail("evaluated again")) == got["a"]
     assert shared("other", evaluate) is not None and len(calls) == 2  # another key is evaluated on its own
+
+
+def test_the_runs_of_one_ci_run_read_what_the_first_evaluated(monkeypatch, tmp_path) -> None:
+    """With PROGRAMS_FOLDER set (.ci/run's three pytest runs), a program is kept there, not in the run's own folder,
+    and a later run (another run's folder) reads it instead of evaluating it again."""
+    monkeypatch.setenv(PROGRAMS_FOLDER, str(tmp_path / "programs"))
+    (tmp_path / "programs").mkdir()
+    monkeypatch.setenv(SHARED_FOLDER, str(tmp_path / "fast"))
+    program = Program("dev", False, [], {"clusterName": "c"}, [])
+    assert shared("dev-up", lambda: program) == program
+    assert [p.name for p in (tmp_path / "programs").glob("*.pickle")] == ["program-dev-up.pickle"]
+    monkeypatch.setenv(SHARED_FOLDER, str(tmp_path / "slow"))
+    assert shared("dev-up", lambda: pytest.fail("evaluated again")) == program
+    assert not (tmp_path / "fast").exists() and not (tmp_path / "slow").exists()
 
 
 def test_a_presets_program_is_plain_data_and_reads_back_equal(monkeypatch, tmp_path) -> None:
