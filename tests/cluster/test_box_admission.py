@@ -270,18 +270,21 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     # as it deletes them (cleanUpWorkerPods,
     # https://github.com/kubeflow/mpi-operator/blob/v0.8.0/pkg/controller/mpi_job_controller.go#L737-L749), and
     # Kueue frees the quota of a job that is no longer active. Those pods leave; they cannot deadlock.
-    samples = holding(workers.events, mpijob_of)
-    both = [s for s in holding(workers.events, mpijob_of, terminating=False) if s.get("nccl") and s.get("horovod")]
+    events = list(workers.events)
+    samples = holding(events, mpijob_of)
+    both = [s for s in holding(events, mpijob_of, terminating=False) if s.get("nccl") and s.get("horovod")]
     assert not both, both
     assert any(s.get("nccl") for s in samples) and any(s.get("horovod") for s in samples), samples
-    # In sequence: the horovod workers that ran to the end started after nccl completed (a horovod admitted first is
-    # preempted by nccl, which outranks it: horovod waits for it).
-    done = [
-        p
-        for p in rehearsal.pods.values()
-        if p["metadata"]["name"].startswith("horovod-worker") and p["metadata"]["creationTimestamp"] >= finished["nccl"]
-    ]
-    assert len(done) == 2, rehearsal.timeline()
+    # In sequence: the horovod workers that ran to the end were created after nccl's last worker left its node (a
+    # horovod admitted first is preempted by nccl, which outranks it: horovod waits for it). In the apiserver's order
+    # of the workers' changes, not by timestamps: Kueue admits horovod once nccl's pods have finished, which may be a
+    # second or more before the MPI Operator writes nccl's completionTime on a busy machine.
+    nccl_left = max(i for i, s in enumerate(samples) if s.get("nccl"))
+    first_seen: dict[str, tuple[int, Optional[str]]] = {}
+    for i, (_kind, pod) in enumerate(events):
+        first_seen.setdefault(pod["metadata"]["uid"], (i, mpijob_of(pod)))
+    after = [uid for uid, (i, job) in first_seen.items() if job == "horovod" and i > nccl_left]
+    assert len(after) == 2, (finished, rehearsal.timeline())
 
 
 def _job_of(pod) -> str | None:
