@@ -172,10 +172,14 @@ class Api:
         from urllib.parse import quote
 
         path = self.path_of(doc) + (f"/{quote(doc['metadata']['name'])}" if named else "") + query
-        status, body = self.request(method, path, doc, content_type)
+        self.send(method, path, doc, content_type, what=f"{doc['kind']} {doc['metadata']['name']}")
+
+    def send(self, method: str, path: str, body: Mapping[str, Any], content_type: str, *, what: str) -> None:
+        """``method path`` with ``body``; a refusal raises :class:`BoxError` naming ``what`` and the server's reason."""
+        status, answer = self.request(method, path, body, content_type)
         if status >= 300:
-            message = body.get("message") if isinstance(body, dict) else body
-            raise BoxError(f"{method} {doc['kind']} {doc['metadata']['name']} failed: ({status}): {message}")
+            message = answer.get("message") if isinstance(answer, dict) else answer
+            raise BoxError(f"{method} {what} failed: ({status}): {message}")
 
     def get(self, *args: str) -> Any:
         """``kubectl get`` of ``RESOURCE [NAME] [-n NS | -A] [-l SELECTOR]`` (or ``RESOURCE/NAME``), as JSON."""
@@ -609,12 +613,8 @@ class Box:
 
         base, plural, _kind, namespaced = self.api.resolve(resource)
         path = base + (f"/namespaces/{quote(namespace)}" if namespaced else "") + f"/{plural}/{quote(name)}"
-        status, body = self.api.request(
-            "PATCH", path, {"metadata": {"annotations": dict(annotations)}}, "application/merge-patch+json"
-        )
-        if status >= 300:
-            message = body.get("message") if isinstance(body, dict) else body
-            raise BoxError(f"annotate {resource} {name} failed: ({status}): {message}")
+        patch = {"metadata": {"annotations": dict(annotations)}}
+        self.api.send("PATCH", path, patch, "application/merge-patch+json", what=f"{resource} {name}")
 
     def get(self, *args: str) -> Any:
         """``kubectl get ARGS -o json``, read from the apiserver's REST API (:class:`Api`): an object, or a list with

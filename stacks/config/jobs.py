@@ -312,7 +312,8 @@ class JobConfig(Model):
     code: Optional[str] = None
     """The job's program, downloaded into /workspace (its working folder) before it starts: a folder of the project
     relative to the folder of Pulumi.yaml and the stack file (./src), zipped and uploaded content-addressed to a
-    private bucket of the stack, or an s3://bucket/prefix/ you uploaded; read through the job's own Pod Identity role."""
+    private bucket of the stack, or an s3://bucket/prefix/ you uploaded; read through the job's own Pod Identity
+    role."""
     dataset: Optional[str] = None
     """A key of datasets, staged before the job starts: the job's DATA_DIR."""
     after: list[str] = Field(default_factory=list)
