@@ -275,16 +275,18 @@ def test_two_mpijobs_on_one_group_both_complete(binaries, registrations_of, tmp_
     both = [s for s in holding(events, mpijob_of, terminating=False) if s.get("nccl") and s.get("horovod")]
     assert not both, both
     assert any(s.get("nccl") for s in samples) and any(s.get("horovod") for s in samples), samples
-    # In sequence: the horovod workers that ran to the end were created after nccl's last worker left its node (a
-    # horovod admitted first is preempted by nccl, which outranks it: horovod waits for it). In the apiserver's order
-    # of the workers' changes, not by timestamps: Kueue admits horovod once nccl's pods have finished, which may be a
-    # second or more before the MPI Operator writes nccl's completionTime on a busy machine.
-    nccl_left = max(i for i, s in enumerate(samples) if s.get("nccl"))
-    first_seen: dict[str, tuple[int, Optional[str]]] = {}
-    for i, (_kind, pod) in enumerate(events):
-        first_seen.setdefault(pod["metadata"]["uid"], (i, mpijob_of(pod)))
-    after = [uid for uid, (i, job) in first_seen.items() if job == "horovod" and i > nccl_left]
-    assert len(after) == 2, (finished, rehearsal.timeline())
+    # In sequence: once nccl's last worker had finished (or was leaving), two horovod workers held nodes and ran to
+    # the end (a horovod admitted first is preempted by nccl, which outranks it: horovod waits for it). In the
+    # apiserver's order of the workers' changes, not by timestamps: Kueue admits horovod once nccl's pods have
+    # finished, which may be a second or more before the MPI Operator writes nccl's completionTime on a busy machine;
+    # and horovod's new workers may be created while nccl's finished ones are still being deleted.
+    nccl_left = max(i for i, s in enumerate(holding(events, mpijob_of, terminating=False)) if s.get("nccl"))
+    later = {
+        pod["metadata"]["uid"]
+        for _kind, pod in events[nccl_left + 1 :]
+        if mpijob_of(pod) == "horovod" and pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp")
+    }
+    assert len(later) == 2, (finished, rehearsal.timeline())
 
 
 def _job_of(pod) -> str | None:
