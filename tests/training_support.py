@@ -147,8 +147,8 @@ def production_torchrun(
     script: Path = TRAIN_PY,
 ) -> list[str]:
     """torchrun running ``script`` with the production settings (``pods.torchrun_command``), etcd-v2."""
+    from components.workloads.pytorch import TORCHRUN_MAX_RESTARTS  # the PyTorch jobs' value
     from components.workloads.spec import torchrun_command
-    from components.workloads.training import TORCHRUN_MAX_RESTARTS  # the PyTorch jobs' value
 
     torchrun = VENV_BIN / "torchrun"
     if not torchrun.is_file():
@@ -239,7 +239,7 @@ def torchrun_env() -> dict[str, str]:
     """The environment of a torchrun agent started by hand (the torchrun-only tests): this machine's, the images'
     (``IMAGE_ENV``), what the components give every PyTorch pod on CPU (``torch_env(0)``) and one thread per
     process (two "nodes" share this machine's cores)."""
-    from components.workloads.training import torch_env
+    from components.workloads.pytorch import torch_env
     from stacks.local.runner import IMAGE_ENV
 
     return {**os.environ, **IMAGE_ENV, **torch_env(0), "OMP_NUM_THREADS": "1"}

@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from components.workloads.mpi_operator import MpiOperator, MpiOperatorArgs
     from components.workloads.network_policy import TrainingNetworkPolicies, TrainingNetworkPoliciesArgs
     from components.workloads.prepull import ImagePrePull, ImagePrePullArgs
+    from components.workloads.pytorch import PyTorchJob, PyTorchJobArgs
     from components.workloads.spec import JobSpec, WorkerPlacement, run_id
     from components.workloads.staging import DatasetStaging, DatasetStagingArgs
     from components.workloads.tensorboard import TensorBoard, TensorBoardArgs
     from components.workloads.tensorflow import TensorFlowJob, TensorFlowJobArgs
-    from components.workloads.training import PyTorchJob, PyTorchJobArgs
 
 __getattr__ = lazy_exports(
     __name__,
@@ -39,10 +39,10 @@ __getattr__ = lazy_exports(
         "network_policy": ("TrainingNetworkPolicies", "TrainingNetworkPoliciesArgs"),
         "spec": ("JobSpec", "WorkerPlacement", "run_id"),
         "prepull": ("ImagePrePull", "ImagePrePullArgs"),
+        "pytorch": ("PyTorchJob", "PyTorchJobArgs"),
         "staging": ("DatasetStaging", "DatasetStagingArgs"),
         "tensorboard": ("TensorBoard", "TensorBoardArgs"),
         "tensorflow": ("TensorFlowJob", "TensorFlowJobArgs"),
-        "training": ("PyTorchJob", "PyTorchJobArgs"),
     },
 )
 

@@ -8,9 +8,9 @@ from typing_extensions import NotRequired
 from components.conventions import COMMON_LABELS
 from components.workloads.indexed_job import indexed_job
 from components.workloads.job_objects import BATCH_JOB
+from components.workloads.pytorch import torch_env
 from components.workloads.spec import JobSpec, WorkerPlacement, c10d_endpoint, torchrun_command, worker_env
 from components.workloads.toolbox import BENCHMARK_SCRIPT
-from components.workloads.training import torch_env
 from components.workloads.waits import finished
 
 #: Minutes the all-reduce check may take once admitted, unless it says otherwise (``timeout_minutes``).

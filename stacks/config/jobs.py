@@ -15,6 +15,7 @@ from components.conventions import SHARED_MOUNT
 from components.image.buildspec import DEFAULT_COMPUTE_TYPE, ComputeType
 from components.image.reference import validate_image_reference
 from components.workloads.health_check import DEFAULT_CHECK_TIMEOUT_MINUTES
+from components.workloads.pytorch import RESILIENCE_VARIABLES
 from components.workloads.spec import (
     DEFAULT_MAX_RESTARTS,
     DEFAULT_STOP_GRACE_S,
@@ -23,7 +24,6 @@ from components.workloads.spec import (
     RendezvousBackend,
 )
 from components.workloads.staging import DEFAULT_STAGING_TIMEOUT_MINUTES
-from components.workloads.training import RESILIENCE_VARIABLES
 from components.workloads.waits import DEFAULT_QUEUE_TIMEOUT_HOURS
 from stacks.bundle import TOOLBOX_IMAGE as TOOLBOX_IMAGE  # the name config readers import from here
 from stacks.config.base import ENTRY_NAME_MAX, MD5_RE, OBJECT_NOT_NULL, S3_FOLDER_URI_RE, Model, Number, reference
@@ -332,10 +332,10 @@ class JobConfig(Model):
     a new checkpoint. A pod's own stop (a drain, a spot interruption, a scale-up) never counts."""
     checkpoint_every_seconds: Optional[Number] = Field(default=None, ge=0, le=86400)
     """pytorch: checkpoint cadence in seconds of training (CHECKPOINT_EVERY_SECONDS), 0 = only at epoch ends and on
-    stop; default the program's own (the bundled trainer's, components/workloads/training.py)."""
+    stop; default the program's own (the bundled trainer's, components/workloads/pytorch.py)."""
     collective_timeout_seconds: Optional[Number] = Field(default=None, ge=10, le=600)
     """pytorch: how long a hung peer stalls a collective before the workers fail and re-rendezvous
-    (PG_TIMEOUT_SECONDS); default the program's own (the bundled trainer's, components/workloads/training.py)."""
+    (PG_TIMEOUT_SECONDS); default the program's own (the bundled trainer's, components/workloads/pytorch.py)."""
     stop_grace_period_seconds: int = Field(default=DEFAULT_STOP_GRACE_S, ge=20, le=3600)
     """The time a stopped pod gets to checkpoint and exit (terminationGracePeriodSeconds); torchrun waits that minus
     15 s for its workers (TORCH_ELASTIC_SHUTDOWN_TIMEOUT)."""

@@ -5,8 +5,8 @@ from typing import Mapping, Sequence, cast
 
 from components.catalog.environment import TORCHRUN
 from components.workloads import PyTorchJob, PyTorchJobArgs
+from components.workloads.pytorch import LAUNCHER, RESILIENCE_VARIABLES, RUN_SCRIPT, pytorch_command, pytorch_env
 from components.workloads.spec import RendezvousBackend
-from components.workloads.training import LAUNCHER, RESILIENCE_VARIABLES, RUN_SCRIPT, pytorch_command, pytorch_env
 from stacks.bundle import TOOLBOX_IMAGE
 from stacks.kinds.base import (
     BuildContext,

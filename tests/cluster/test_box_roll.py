@@ -16,7 +16,7 @@ import time
 from typing import Optional
 
 from components.workloads.pods import WORKER_CONTAINER
-from components.workloads.training import LAUNCHER_EXIT_STOPPED
+from components.workloads.pytorch import LAUNCHER_EXIT_STOPPED
 from stacks.box.cluster import Box
 from stacks.box.devices import Registrar
 from stacks.box.nodes import group_nodes

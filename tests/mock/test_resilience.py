@@ -9,8 +9,7 @@ import pytest
 
 from components.workloads.job_objects import BATCH_JOB, MPI_JOB
 from components.workloads.pods import WORKER_CONTAINER
-from components.workloads.spec import DEFAULT_MAX_RESTARTS, DEFAULT_STOP_GRACE_S, USAGE_ERROR_EXIT_CODE
-from components.workloads.training import (
+from components.workloads.pytorch import (
     LAUNCHER_EXIT_RENDEZVOUS_LOST,
     LAUNCHER_EXIT_RUN_FAILED,
     LAUNCHER_EXIT_STOPPED,
@@ -18,6 +17,7 @@ from components.workloads.training import (
     SHUTDOWN_MARGIN_S,
     TORCHRUN_MAX_RESTARTS,
 )
+from components.workloads.spec import DEFAULT_MAX_RESTARTS, DEFAULT_STOP_GRACE_S, USAGE_ERROR_EXIT_CODE
 from stacks.box.rehearse import pod_templates
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
 from tests.kube import container_env

@@ -15,8 +15,8 @@ from typing import Iterator
 
 import pytest
 
+from components.workloads.pytorch import LAUNCHER, torch_env
 from components.workloads.spec import torchrun_command, worker_env
-from components.workloads.training import LAUNCHER, torch_env
 from tests import training_support as ts
 from tests.aws_support import free_port
 from tests.wait import patient

@@ -29,7 +29,7 @@ for _folder in (REPO_ROOT, REPO_ROOT / "training"):
 
 import launch  # noqa: E402
 
-from components.workloads.training import SHUTDOWN_MARGIN_S  # noqa: E402
+from components.workloads.pytorch import SHUTDOWN_MARGIN_S  # noqa: E402
 from tests import training_support as ts  # noqa: E402
 from tests.pod_runs import (  # noqa: E402
     RUN_TIMEOUT,

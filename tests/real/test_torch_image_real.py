@@ -38,7 +38,7 @@ def test_the_tests_run_the_default_build_and_its_kernels_are_the_catalogs() -> N
 
 def test_the_release_honours_the_shutdown_timeout_the_pods_set() -> None:
     """torchrun's wait for its workers after a stop follows ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` (from torch 2.12;
-    components/workloads/training.py sets it from the grace period): read by the installed release's launcher."""
+    components/workloads/pytorch.py sets it from the grace period): read by the installed release's launcher."""
     import os
 
     before = os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")

@@ -90,7 +90,7 @@ def test_collectives_time_out_after_the_jobs_collective_timeout(
     monkeypatch: pytest.MonkeyPatch, env_value: str, argv: list[str], seconds: float
 ) -> None:
     """The job's ``collectiveTimeoutSeconds`` reaches the pods as ``PG_TIMEOUT_SECONDS``
-    (components/workloads/training.py), and the benchmark's process group times out after it, as train.py's does
+    (components/workloads/pytorch.py), and the benchmark's process group times out after it, as train.py's does
     (a fixed 10 minutes let one hung peer idle every GPU of the run that long)."""
     seen: dict[str, object] = {}
 

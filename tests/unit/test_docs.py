@@ -229,7 +229,7 @@ def test_the_reference_pages_name_every_command_component_and_output() -> None:
 def test_the_job_contracts_exit_codes_are_the_launchers() -> None:
     """The exit-code table is the launcher's own list (training/launch.py's docstring), and the launcher's constants
     and the component's agree with it."""
-    from components.workloads import training as component
+    from components.workloads import pytorch as component
     from stacks.docs.contract import launcher_exit_codes
 
     codes = {c.split()[0]: m for c, m in launcher_exit_codes()}

@@ -19,8 +19,8 @@ import launch  # noqa: E402
 def test_a_pytorch_jobs_command_runs_its_script_through_run_script() -> None:
     """The job's command names the script, so run_script.py goes right before it whatever its name (no guessing from
     a ``.py`` suffix), beside the launcher in the image; the goodput record names the user's program."""
-    from components.workloads.training import LAUNCHER, pytorch_command
-    from components.workloads.training import RUN_SCRIPT as IN_IMAGE
+    from components.workloads.pytorch import LAUNCHER, pytorch_command
+    from components.workloads.pytorch import RUN_SCRIPT as IN_IMAGE
 
     spec = {"output_dir": "/data/runs/x", "args": ["--config", "cfg.py"]}
     placement = {"procs_per_node": 1}

@@ -10,9 +10,9 @@ from typing import Iterator, Optional
 from components.catalog.efa import EFA_ENV_BY_FAMILY, EFA_ENV_COMMON
 from components.catalog.environment import CLUSTER_VARIABLES, LAUNCHERS
 from components.workloads.pods import COMPLETION_INDEX_ENV, INDEX_VARIABLE
+from components.workloads.pytorch import torch_env
 from components.workloads.spec import PEAK_FLOPS_VARIABLE, WORKER_SETTINGS, env_name, variable_references
 from components.workloads.tensorflow import LEGACY_KERAS_ENV
-from components.workloads.training import torch_env
 from stacks.config.errors import key
 from stacks.config.jobs import RESERVED_FROM, JobConfig
 from stacks.config.rules.sections import Sections, reference_cycle
