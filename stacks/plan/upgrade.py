@@ -523,7 +523,7 @@ def _group_change(
         return change, []
     why = _rolling(old_plan, new_plan, was, g, recorded)
     if not why:
-        return None, []
+        return None, _unseen_release_notes(was, g, recorded)
     # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
     # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
     rolls_under = was.node_update
@@ -553,6 +553,19 @@ def _group_change(
     if g.capacity_type == "CAPACITY_BLOCK":
         notes.append(_capacity_block_note(old_plan, new_plan, g))
     return change, notes
+
+
+def _unseen_release_notes(
+    was: NodeGroupPlan, g: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None
+) -> list[str]:
+    """A group pinned for the first time to the release it would start on, with no record of the release its nodes
+    run (``plan --from``): EKS may have moved them to another, so the pin may roll them unseen."""
+    if not g.ami.pinned or was.ami.pinned or recorded_release(recorded, was.path) is not None:
+        return []
+    return [
+        f"{g.path}: its nodes may run an AMI release other than {g.ami.release_version}, which this comparison "
+        "cannot see: if they do, the pin rolls them. `pulumi preview` reads the release they run and names the roll"
+    ]
 
 
 def _capacity_block_note(old_plan: Plan, new_plan: Plan, g: NodeGroupPlan) -> str:

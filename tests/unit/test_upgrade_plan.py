@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from components.catalog import SERVICE_PRICES
+from components.catalog.amis import NEWEST_AMI_RELEASE
 from components.catalog.charts import CLUSTER_AUTOSCALER
 from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
@@ -33,7 +34,7 @@ from stacks.plan.flavor_change import flavor_record, flavor_records
 from stacks.plan.installs import EKS_DEFAULT, installed_versions
 from stacks.plan.minors import minor_problems, moved_default_problem, unpinned_note, unset_minor
 from stacks.plan.network_change import deployed_zone_problems
-from stacks.plan.nodes import AmiPlan
+from stacks.plan.nodes import RELEASE_SUFFIX, AmiPlan
 from stacks.plan.old_config import PLATFORM_SOURCE, newest_minor
 from stacks.plan.report import main as plan_main
 from stacks.plan.templates import digest, launch_template, template_digests
@@ -377,6 +378,20 @@ def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> No
     )
     assert "`kubectl uncordon -l eks.amazonaws.com/nodegroup=<the group's EKS name>`" in train.what
     assert u.minutes == 4.0 + 2 * 20.0  # no control plane, no add-on; the system group's new nodes first
+
+
+def test_a_first_pin_to_the_release_a_new_group_starts_on_is_noted_without_a_record() -> None:
+    """`plan --from` cannot see the release an unpinned group's nodes run: pinning the newest this project knows
+    may roll them, and the comparison says so; with the last update's record of that release it knows."""
+    old, new = plan_of("p5", preset("p5")), plan_of("p5", variant("p5", amiRelease=NEWEST_AMI_RELEASE))
+    unseen = compare(old, new)
+    assert unseen.groups == ()
+    noted = [n for n in unseen.notes if "other than" in n]
+    assert [n.split(":")[0] for n in noted] == [g.path for g in new.all_groups], noted
+    assert "`pulumi preview` reads the release they run" in noted[0]
+    running = {f"{g.path}{RELEASE_SUFFIX}": g.ami.release_version for g in new.all_groups}
+    assert not [n for n in compare(old, new, deployed_versions=running).notes if "other than" in n]
+    assert not [n for n in compare(new, new).notes if "other than" in n]  # pinned before: it runs its pin
 
 
 def test_launch_template_and_instance_type_changes() -> None:
