@@ -57,6 +57,7 @@ GENERATED: Mapping[str, Callable[[], str]] = {
     "addon-features": tables.addon_features_table,
     "image-builds": tables.image_build_table,
     "exit-codes": contract.exit_codes_table,
+    "restart-keys": tables.restart_keys_table,
 }
 
 
@@ -104,6 +105,7 @@ FILES: Mapping[str, tuple[Path, Callable[[str], str]]] = {
     "docs/reference/versions.md": (REFERENCE_PAGES / "versions.md", regenerate),
     "docs/reference/job-contract.md": (REFERENCE_PAGES / "job-contract.md", regenerate),
     "docs/tutorials/deploy-dev.md": (REPO / "docs" / "tutorials" / "deploy-dev.md", regenerate),
+    "docs/how-to/upgrading.md": (REPO / "docs" / "how-to" / "upgrading.md", regenerate),
     "Pulumi.yaml": (PROJECT_FILE, with_project_config),
 }
 

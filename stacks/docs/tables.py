@@ -303,3 +303,11 @@ def image_build_table() -> str:
                 if req:
                     rows.append([f"`{where}`", code(req.group("name")), code(req.group("spec")), "`requirements.txt`"])
     return table(["Image folder", "Package", "Version", "Pinned in"], rows)
+
+
+def restart_keys_table() -> str:
+    """Each job kind's keys whose change starts its running pods again (:attr:`stacks.kinds.JobKind.pod_keys`)."""
+    from stacks.kinds import KINDS
+
+    rows = [[code(name), ", ".join(code(k) for k in sorted(kind.pod_keys))] for name, kind in sorted(KINDS.items())]
+    return table(["Kind", "Keys whose change starts its pods again"], rows)

@@ -164,6 +164,7 @@ def test_the_generated_files_are_the_reference_pages_the_readme_and_pulumi_yaml(
         "Pulumi.yaml",
         *(f"docs/reference/{p.name}" for p in (DOCS / "reference").glob("*.md")),
         "docs/tutorials/deploy-dev.md",
+        "docs/how-to/upgrading.md",
     }
     assert FILES["docs/reference/configuration.md"][0] == REFERENCE == DOCS / "reference" / "configuration.md"
 
