@@ -481,6 +481,8 @@ def compare(
             change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g, deployed_versions)
             groups += [change] if change is not None else []
             notes += group_notes
+            if change is None and from_file:
+                notes += _unseen_release_notes(old_groups[g.name], g)
     notes += outgoing_notes(old_plan, new_plan)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += network_notes(old_plan, new_plan) if region is None else []
@@ -523,7 +525,7 @@ def _group_change(
         return change, []
     why = _rolling(old_plan, new_plan, was, g, recorded)
     if not why:
-        return None, _unseen_release_notes(was, g, recorded)
+        return None, []
     # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
     # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
     rolls_under = was.node_update
@@ -555,12 +557,11 @@ def _group_change(
     return change, notes
 
 
-def _unseen_release_notes(
-    was: NodeGroupPlan, g: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None
-) -> list[str]:
-    """A group pinned for the first time to the release it would start on, with no record of the release its nodes
-    run (``plan --from``): EKS may have moved them to another, so the pin may roll them unseen."""
-    if not g.ami.pinned or was.ami.pinned or recorded_release(recorded, was.path) is not None:
+def _unseen_release_notes(was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
+    """A group pinned for the first time to the release it would start on, compared with a stack file (``plan
+    --from``), which holds no record of the release its nodes run: EKS may have moved them to another, so the pin
+    may roll them unseen. ``pulumi up`` reads that release from the last update's record."""
+    if not g.ami.pinned or was.ami.pinned:
         return []
     return [
         f"{g.path}: its nodes may run an AMI release other than {g.ami.release_version}, which this comparison "

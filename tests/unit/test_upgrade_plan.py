@@ -384,14 +384,14 @@ def test_a_first_pin_to_the_release_a_new_group_starts_on_is_noted_without_a_rec
     """`plan --from` cannot see the release an unpinned group's nodes run: pinning the newest this project knows
     may roll them, and the comparison says so; with the last update's record of that release it knows."""
     old, new = plan_of("p5", preset("p5")), plan_of("p5", variant("p5", amiRelease=NEWEST_AMI_RELEASE))
-    unseen = compare(old, new)
+    unseen = compare(old, new, from_file=True)
     assert unseen.groups == ()
     noted = [n for n in unseen.notes if "other than" in n]
     assert [n.split(":")[0] for n in noted] == [g.path for g in new.all_groups], noted
     assert "`pulumi preview` reads the release they run" in noted[0]
     running = {f"{g.path}{RELEASE_SUFFIX}": g.ami.release_version for g in new.all_groups}
-    assert not [n for n in compare(old, new, deployed_versions=running).notes if "other than" in n]
-    assert not [n for n in compare(new, new).notes if "other than" in n]  # pinned before: it runs its pin
+    assert not [n for n in compare(old, new, deployed_versions=running).notes if "other than" in n]  # pulumi up
+    assert not [n for n in compare(new, new, from_file=True).notes if "other than" in n]  # it runs its pin
 
 
 def test_launch_template_and_instance_type_changes() -> None:
