@@ -41,6 +41,8 @@ class PyTorch(JobKind):
         OwnedField("checkpoint_every_seconds", "checkpointEverySeconds", _TRAINER),
         OwnedField("collective_timeout_seconds", "collectiveTimeoutSeconds", _TRAINER),
     )
+    # the run id is the pods' eks-training/run label and torchrun's --rdzv-id (components/workloads/pytorch.py)
+    run_in_pods = True
     # torchrun's command line (--nnodes, --max-restarts, the rendezvous) and the trainer's variables are in the pods
     pod_keys = JobKind.pod_keys | {
         "minNodes",

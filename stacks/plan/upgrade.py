@@ -481,7 +481,7 @@ def compare(
             change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g, deployed_versions)
             groups += [change] if change is not None else []
             notes += group_notes
-            if change is None and from_file:
+            if from_file:
                 notes += _unseen_release_notes(old_groups[g.name], g)
     notes += outgoing_notes(old_plan, new_plan)
     notes += _held_addon_notes(old_plan, new_plan)
@@ -558,14 +558,15 @@ def _group_change(
 
 
 def _unseen_release_notes(was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
-    """A group pinned for the first time to the release it would start on, compared with a stack file (``plan
-    --from``), which holds no record of the release its nodes run: EKS may have moved them to another, so the pin
-    may roll them unseen. ``pulumi up`` reads that release from the last update's record."""
+    """A group pinned for the first time, compared with a stack file (``plan --from``), which holds no record of the
+    release its nodes run: the comparison assumes the one a new group starts on, and EKS may have moved them past
+    it. ``pulumi up`` reads that release from the last update's record."""
     if not g.ami.pinned or was.ami.pinned:
         return []
     return [
-        f"{g.path}: its nodes may run an AMI release other than {g.ami.release_version}, which this comparison "
-        "cannot see: if they do, the pin rolls them. `pulumi preview` reads the release they run and names the roll"
+        f"{g.path}: its nodes may run an AMI release other than {was.ami.release_version}, the one a new group starts "
+        "on, which this comparison cannot see: the pin rolls nodes on an older release, and `pulumi up` refuses it "
+        "for nodes on a newer one. `pulumi preview` reads the release they run"
     ]
 
 
@@ -746,7 +747,7 @@ def run_changes(
             out.append(JobRun(name, "added", new_dir=job.output_dir))
             continue
         old_dir = deployed.get(name, was.output_dir)
-        if old_dir == job.output_dir and was.run_id == job.run_id:
+        if old_dir == job.output_dir and (was.run_id == job.run_id or _folder_named_only(was, job)):
             if restarts := pod_changes(was, job):
                 how = KINDS[job.kind].restart_text()
                 out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how))
@@ -762,6 +763,13 @@ def run_changes(
         if n not in new_plan.jobs
     ]
     return tuple(out)
+
+
+def _folder_named_only(before: JobPlan, after: JobPlan) -> bool:
+    """``after`` names the folder ``before`` ran in as its ``outputDir``, and nothing else of its run changes: a new
+    run id that only a kind whose pods carry it (:attr:`~stacks.kinds.JobKind.run_in_pods`) sees."""
+    rest = [{k: v for k, v in j.run_recipe.items() if k != "output"} for j in (before, after)]
+    return rest[0] == rest[1] and not KINDS[after.kind].run_in_pods
 
 
 #: A job's settings outside its run recipe that its pods may read, by key, as the plan resolved them (a default

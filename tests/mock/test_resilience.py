@@ -3,6 +3,7 @@ tests/real/test_training_faults_real.py): what every stack's PyTorch jobs and et
 registers, and the exit codes tied to the launcher that produces them."""
 
 import ast
+import json
 from typing import Any
 
 import pytest
@@ -19,6 +20,9 @@ from components.workloads.pytorch import (
 )
 from components.workloads.spec import DEFAULT_MAX_RESTARTS, DEFAULT_STOP_GRACE_S, USAGE_ERROR_EXIT_CODE
 from stacks.box.rehearse import pod_templates
+from stacks.config import load_config
+from stacks.kinds import KINDS
+from stacks.plan import build_plan
 from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
 from tests.kube import container_env
 from tests.python_source import parse
@@ -207,3 +211,18 @@ def test_etcd_keeps_its_data_on_the_shared_claim(stack: str) -> None:
     mount = next(m for m in c["volumeMounts"] if m["name"] in claims)
     assert data.startswith(mount["mountPath"] + "/etcd/")
     assert pod["securityContext"]["runAsUser"] == 1000 and "fsGroup" not in pod["securityContext"]
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_a_jobs_run_id_reaches_its_pods_only_where_its_kind_says(stack: str) -> None:
+    """:attr:`stacks.kinds.JobKind.run_in_pods` says whose pods carry the run id (besides its output folder's name):
+    the upgrade summary reads it to say whether an ``outputDir`` set to the running folder replaces the job."""
+    plan = build_plan(load_config(PROJECT, stack, stack_config(stack), project_dir=REPO))
+    carried = {}
+    for r in run_program(stack).registrations:
+        job = plan.jobs.get(r.inputs.get("metadata", {}).get("name"))
+        if job is None or r.type not in (f"kubernetes:{o.api_version}:{o.kind}" for o in (BATCH_JOB, MPI_JOB)):
+            continue
+        folder = job.output_dir.removeprefix("/data/")
+        carried[job.name] = job.run_id in json.dumps(r.inputs).replace(folder, "")
+    assert carried == {name: KINDS[job.kind].run_in_pods for name, job in plan.jobs.items()}

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from components.catalog import SERVICE_PRICES
-from components.catalog.amis import NEWEST_AMI_RELEASE
+from components.catalog.amis import AMI_RELEASES, NEWEST_AMI_RELEASE
 from components.catalog.charts import CLUSTER_AUTOSCALER
 from components.catalog.platform import (
     DEFAULT_KUBERNETES_VERSION,
@@ -389,6 +389,13 @@ def test_a_first_pin_to_the_release_a_new_group_starts_on_is_noted_without_a_rec
     noted = [n for n in unseen.notes if "other than" in n]
     assert [n.split(":")[0] for n in noted] == [g.path for g in new.all_groups], noted
     assert "`pulumi preview` reads the release they run" in noted[0]
+    # a first pin to another release: a roll from the release a new group starts on, which the note says is assumed
+    older = plan_of("p5", variant("p5", amiRelease=list(AMI_RELEASES)[-2]))
+    guessed = compare(old, older, from_file=True)
+    assert {g.path for g in guessed.groups} == {g.path for g in older.all_groups}
+    assert len([n for n in guessed.notes if f"other than {old.all_groups[0].ami.release_version}" in n]) == len(
+        older.all_groups
+    )
     running = {f"{g.path}{RELEASE_SUFFIX}": g.ami.release_version for g in new.all_groups}
     assert not [n for n in compare(old, new, deployed_versions=running).notes if "other than" in n]  # pulumi up
     assert not [n for n in compare(new, new, from_file=True).notes if "other than" in n]  # it runs its pin
@@ -1470,6 +1477,21 @@ def test_a_job_that_keeps_its_folder_is_named_when_its_run_changes() -> None:
     ]
     text = render_upgrade(upgrade_report(u))
     assert "  job evaluate: its Job is replaced (args) and starts again in its outputDir /data/runs/evaluation" in text
+
+
+def test_an_output_dir_set_to_the_running_folder_replaces_only_a_pytorch_jobs_pods() -> None:
+    """Setting ``outputDir`` to the folder a job runs in changes only its run id: a ``pytorch`` job's pods carry it
+    (their label, torchrun's rendezvous id), so its Job is replaced; another kind's object stays as it is."""
+    old_plan = plan_of("dev", preset("dev"))
+    new_cfg = preset("dev")
+    for name in ("train", "evaluate"):
+        new_cfg[P + "jobs"][name]["outputDir"] = old_plan.jobs[name].output_dir.removeprefix("/data/")
+    new_plan = plan_of("dev", new_cfg)
+    assert {n: (old_plan.jobs[n].kind, new_plan.jobs[n].output_dir) for n in ("train", "evaluate")} == {
+        n: (k, old_plan.jobs[n].output_dir) for n, k in (("train", "pytorch"), ("evaluate", "command"))
+    }
+    u = compare(old_plan, new_plan)
+    assert [(r.name, r.action, r.reasons) for r in u.runs] == [("train", "same folder", ("outputDir",))]
 
 
 def test_new_shared_data_says_every_job_starts_again() -> None:
