@@ -149,14 +149,18 @@ class Api:
                 raise BoxError(f'the server doesn\'t have a resource type "{resource}"')
             return self._resources[resource]
 
-    def path_of(self, doc: Mapping[str, Any]) -> str:
-        """The REST path of the collection ``doc`` belongs to (its kind's, in its namespace)."""
+    def collection_path(self, resource: str, namespace: str) -> str:
+        """The REST path of ``resource``'s objects (named as kubectl names it) in ``namespace``, where it has one."""
         from urllib.parse import quote
 
-        group = doc["apiVersion"].rpartition("/")[0]
-        base, plural, _kind, namespaced = self.resolve(doc["kind"].lower() + (f".{group}" if group else ""))
-        namespace = doc["metadata"].get("namespace") or "default"
+        base, plural, _kind, namespaced = self.resolve(resource)
         return base + (f"/namespaces/{quote(namespace)}" if namespaced else "") + f"/{plural}"
+
+    def path_of(self, doc: Mapping[str, Any]) -> str:
+        """The REST path of the collection ``doc`` belongs to (its kind's, in its namespace)."""
+        group = doc["apiVersion"].rpartition("/")[0]
+        resource = doc["kind"].lower() + (f".{group}" if group else "")
+        return self.collection_path(resource, doc["metadata"].get("namespace") or "default")
 
     def write(
         self,
@@ -611,8 +615,7 @@ class Box:
         merge patch)."""
         from urllib.parse import quote
 
-        base, plural, _kind, namespaced = self.api.resolve(resource)
-        path = base + (f"/namespaces/{quote(namespace)}" if namespaced else "") + f"/{plural}/{quote(name)}"
+        path = f"{self.api.collection_path(resource, namespace)}/{quote(name)}"
         patch = {"metadata": {"annotations": dict(annotations)}}
         self.api.send("PATCH", path, patch, "application/merge-patch+json", what=f"{resource} {name}")
 
