@@ -1,8 +1,8 @@
 """Read every ``eks-training:*`` key and validate the configuration as a whole.
 
-:func:`load_config` runs before the program registers any resource. Each section is validated by
-its model (:mod:`stacks.config.network`, ``cluster``, ``nodegroups``, ``storage``, ``workloads``,
-``instance_facts``), then the rules across sections run (:mod:`stacks.config.rules`). All problems
+:func:`load_config` runs before the program registers any resource. Each top-level key is validated by
+its model (:data:`SECTIONS`; a map's entries by :data:`ENTRIES`), then the rules across sections run
+(:mod:`stacks.config.rules`). All problems
 are collected and raised as one :class:`~stacks.config.errors.ConfigError` naming each bad key. The AWS
 provider's settings the image builds need (``aws:profile``, ``aws:assumeRoles``, ...) are read and checked
 here too (:func:`components.image.aws_settings.aws_settings_from_config`).

@@ -217,7 +217,9 @@ class JobKind:
     variables: ClassVar[frozenset[str]] = frozenset()
     """The variables its component sets in the pods beyond every job's (:meth:`pod_variables`)."""
     launcher: ClassVar[Optional[Launcher]] = None
-    """The launcher that starts its processes, which sets their ranks in their own environment (not the pod's)."""
+    """The program that starts its processes and sets their ranks in their own environment, not the pod's (torchrun,
+    mpirun). Not an MPI job's launcher pod (:attr:`launcher_on_system_group`), nor the toolbox image's
+    ``/app/launch.py`` (the component's ``launcher`` argument)."""
     job_object: ClassVar[JobObject] = BATCH_JOB
     """The Kubernetes object its component creates: its resource (``wait_for_jobs.py``'s ``RESOURCE/NAME``, the
     collector's, the wait Role's), its conditions, Kueue's integration that queues it."""

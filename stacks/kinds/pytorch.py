@@ -89,6 +89,7 @@ class PyTorch(JobKind):
             "max_nodes": job.max_nodes,
             "rendezvous_backend": c.rendezvous_backend,
             "max_restarts": c.max_restarts,
+            # the toolbox image's /app/launch.py wraps torchrun (not the class's `launcher`, torchrun itself)
             "launcher": job.image.name == TOOLBOX_IMAGE,
         }
         if c.checkpoint_every_seconds is not None:
