@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import pulumi
 from pulumi.runtime.sync_await import _sync_await
 
+from components.workloads.job_objects import JOB_OBJECTS
 from stacks.mocked import (  # noqa: F401 - re-exported: the tests import them from here
     ACCOUNT,
     CAPACITY_BLOCKS,
@@ -46,6 +47,10 @@ from stacks.mocked import (  # noqa: F401 - re-exported: the tests import them f
     zones_of,
 )
 from stacks.yaml_text import load_yaml
+
+#: The Pulumi type of every object a job runs as (components/workloads/job_objects.py): the tests that walk a stack's
+#: jobs read it, so they walk a new kind's object too.
+JOB_OBJECT_TYPES: tuple[str, ...] = tuple(o.type_token for o in JOB_OBJECTS.values())
 
 
 def stack_names() -> list[str]:

@@ -35,6 +35,11 @@ class JobObject:
         return self.api_version.rpartition("/")[0]
 
     @property
+    def type_token(self) -> str:
+        """Its Pulumi type token (``kubernetes:batch/v1:Job``): what pulumi-kubernetes registers it as."""
+        return f"kubernetes:{self.api_version}:{self.kind}"
+
+    @property
     def kubectl_name(self) -> str:
         """How ``kubectl`` names one of them (``job``, ``mpijob``)."""
         return self.kind.lower()

@@ -211,7 +211,7 @@ class MpiJobObject(pulumi.CustomResource):
     ) -> None:
         props = {"apiVersion": MPI_JOB.api_version, "kind": MPI_JOB.kind, "metadata": metadata, "spec": spec}
         super().__init__(
-            f"kubernetes:{MPI_JOB.api_version}:{MPI_JOB.kind}",
+            MPI_JOB.type_token,
             name,
             {**props, "status": None},
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_sdk_version())),

@@ -47,10 +47,7 @@ def test_an_mpi_job_with_code_runs_through_in_order(binaries, tmp_path) -> None:
     v0.8.0 take; tests/mock/test_job_code_program.py checks the templates of every stack."""
     stack = "mpi-horovod"
     program = stress_program(stack)
-    workers = [
-        r.inputs["spec"]["mpiReplicaSpecs"]["Worker"]
-        for r in program.of_type(f"kubernetes:{MPI_JOB.api_version}:{MPI_JOB.kind}")
-    ]
+    workers = [r.inputs["spec"]["mpiReplicaSpecs"]["Worker"] for r in program.of_type(MPI_JOB.type_token)]
     assert [w["restartPolicy"] for w in workers if w["template"]["spec"].get("initContainers")] == ["OnFailure"]
     plan = build_plan(load_config(PROJECT, stack, stress_config(stack)))
     _runs_through_in_order(binaries, tmp_path, program.registrations, stack, plan)

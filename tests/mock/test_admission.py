@@ -17,7 +17,7 @@ from components.quantities import mebibytes_of, millicores_of
 from stacks.plan.admission import admission_plan, job_and_launcher_requests, never_admitted
 from stacks.plan.queues import PRIORITY_LABEL, QUEUE_LABEL, RESOURCES
 from stacks.stackfile import plan_stack
-from tests.harness import run_program, stack_names
+from tests.harness import JOB_OBJECT_TYPES, run_program, stack_names
 
 STACKS = stack_names()
 #: The Kueue integration of each job kind a stack may register (Kueue's framework names,
@@ -93,11 +93,7 @@ def _kueue_objects(program) -> dict[str, list[Mapping[str, Any]]]:
 
 
 def _jobs(program):
-    return [
-        r
-        for r in program.registrations
-        if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
-    ]
+    return [r for r in program.registrations if r.type in JOB_OBJECT_TYPES]
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from stacks.config.benchmark import RUN_ENV, merged_experiments
-from tests.harness import PROJECT, REPO, Program, Registration, resolve, run_program, stack_config
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, Program, Registration, resolve, run_program, stack_config
 
 STACK = "benchmark"
-JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
 
 def _experiments() -> dict[str, dict[str, Any]]:
@@ -27,7 +26,8 @@ def _experiment_jobs(p: Program) -> dict[str, Registration]:
         (job,) = [
             r
             for r in p.registrations
-            if r.type in JOB_TYPES and r.name.endswith(f"-{name}-job" if r.type.endswith(":Job") else f"-{name}-mpijob")
+            # named -<job>-job, -<job>-mpijob: the object's kind in lower case (JobObject.kubectl_name)
+            if r.type in JOB_OBJECT_TYPES and r.name.endswith(f"-{name}-{r.type.rpartition(':')[2].lower()}")
         ]
         out[name] = job
     return out

@@ -15,11 +15,10 @@ import pytest
 from components.code_folder import code_hash, code_key, write_code_zip
 from components.iam import s3_tls_only_bucket_policy
 from components.workloads.identity import FETCH_CONTAINER
-from components.workloads.job_objects import JOB_OBJECTS
 from components.workloads.spec import WORKSPACE
 from stacks.config import ConfigError, load_config
 from stacks.plan import build_plan
-from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, Program, run_program, stack_config, stack_names
 from tests.variants import HELD_OUT
 
 STACK = "workshop"
@@ -239,8 +238,7 @@ def code_problems(program: Program) -> list[str]:
     Pod Identity reads the code), ``mpirun`` without ``--wdir /workspace`` (the ranks, on the workers), or an MPI
     worker that would not retry a failed download (MPI Operator v0.8.0 never replaces a failed worker pod)."""
     found = []
-    types = {f"kubernetes:{o.api_version}:{o.kind}" for o in JOB_OBJECTS.values()}
-    for job in (r for r in program.registrations if r.type in types):
+    for job in (r for r in program.registrations if r.type in JOB_OBJECT_TYPES):
         templates = _pod_templates(job)
         fetching = {role for role, t in templates.items() if _fetches(t)}
         if not fetching:

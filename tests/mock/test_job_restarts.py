@@ -33,7 +33,7 @@ from stacks.plan import Plan, build_plan
 from stacks.plan.upgrade import POD_SETTINGS, compare, run_changes
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
-from tests.harness import Registration, run_program, stack_config
+from tests.harness import JOB_OBJECT_TYPES, Registration, run_program, stack_config
 
 pytestmark = pytest.mark.mock
 
@@ -157,8 +157,7 @@ def _job_objects(registrations: list[Registration], jobs: set[str]) -> dict[str,
     return {
         r.inputs["metadata"]["name"]: r
         for r in registrations
-        if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
-        and r.inputs["metadata"]["name"] in jobs
+        if r.type in JOB_OBJECT_TYPES and r.inputs["metadata"]["name"] in jobs
     }
 
 

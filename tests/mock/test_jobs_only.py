@@ -17,7 +17,7 @@ import yaml
 from stacks.config import ConfigError
 from stacks.jobs_only import JobsOnlyError
 from stacks.plan.queues import PRIORITY_LABEL, QUEUE_LABEL
-from tests.harness import PROJECT, REPO, STACK_OUTPUTS, resolve, run_program
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, STACK_OUTPUTS, resolve, run_program
 
 EXAMPLES = REPO / "examples" / "teams"
 REFERENCE = "organization/eks-training/shared"
@@ -92,11 +92,7 @@ def test_the_cluster_stack_exports_what_a_jobs_only_stack_reads(cluster) -> None
 def test_a_jobs_only_stack_registers_only_its_jobs_into_its_teams_queue(cluster, vision) -> None:
     types = {r.type for r in vision.registrations}
     assert not [t for t in types if t.startswith(CLUSTER_TYPES)], sorted(types)
-    jobs = [
-        r
-        for r in vision.registrations
-        if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
-    ]
+    jobs = [r for r in vision.registrations if r.type in JOB_OBJECT_TYPES]
     names = {r.inputs["metadata"]["name"] for r in jobs}
     assert {"train", "evaluate", "train-allreduce"} <= names, names
     classes = {r.inputs["metadata"]["name"] for r in cluster.registrations if r.type.endswith(":WorkloadPriorityClass")}

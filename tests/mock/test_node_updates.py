@@ -27,12 +27,11 @@ from components.catalog.platform import DEFAULT_KUBERNETES_VERSION
 from components.catalog.timings import NODE_ROLL, NODE_SURGE, PROVIDER_NODE_GROUP_WAIT
 from components.conventions import JOB_LABEL
 from stacks.config import ConfigError
-from tests.harness import PROJECT, Program, Registration, run_program, stack_config, stack_names
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, Program, Registration, run_program, stack_config, stack_names
 
 P = f"{PROJECT}:"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
-JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
 
 def _minor(stack: str) -> str:
@@ -214,7 +213,7 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
 def test_every_job_has_a_budget_over_exactly_its_pods_on_its_group(stack: str) -> None:
     p = run_program(stack)
     budgets = p.of_type(PDB)
-    jobs = {j.name: j for j in p.of_type(JOB_TYPES[0]) + p.of_type(JOB_TYPES[1])}
+    jobs = {j.name: j for j in [r for t in JOB_OBJECT_TYPES for r in p.of_type(t)]}
     configured = stack_config(stack).get(P + "jobs") or {}
     if configured:
         assert budgets, stack

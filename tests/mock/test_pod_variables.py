@@ -12,11 +12,10 @@ from stacks.config.jobs import JobConfig
 from stacks.config.rules.variables import PROGRAM_SETTINGS, unset_variables
 from stacks.kinds import KINDS, JobKind
 from stacks.stackfile import StackLoadError, plan_stack
-from tests.harness import PROJECT, run_program, stack_config, stack_names
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, run_program, stack_config, stack_names
 from tests.mock.test_host_setup_program import pod_specs
 
 #: The job objects a kind's component creates.
-JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
 
 def conditional(kind: JobKind) -> set[str]:
@@ -31,7 +30,7 @@ def containers(stack: str) -> Iterator[tuple[str, str, str, set[str]]]:
     """(job, kind, container, the variable names the program set there) of every job of ``stack``."""
     jobs = stack_config(stack).get(f"{PROJECT}:jobs") or {}
     for r in run_program(stack).registrations:
-        if r.type not in JOB_TYPES:
+        if r.type not in JOB_OBJECT_TYPES:
             continue
         # a job's object is <job>-job or <job>-mpijob; the staging and health-check Jobs are no kind's
         base = r.name.removeprefix(f"{PROJECT}-{stack}-")

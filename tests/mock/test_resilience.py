@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.workloads.job_objects import BATCH_JOB, MPI_JOB
+from components.workloads.job_objects import MPI_JOB
 from components.workloads.pods import WORKER_CONTAINER
 from components.workloads.pytorch import (
     LAUNCHER_EXIT_RENDEZVOUS_LOST,
@@ -23,7 +23,7 @@ from stacks.box.rehearse import pod_templates
 from stacks.config import load_config
 from stacks.kinds import KINDS
 from stacks.plan import build_plan
-from tests.harness import PROJECT, REPO, Program, run_program, stack_config, stack_names
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, REPO, Program, run_program, stack_config, stack_names
 from tests.kube import container_env
 from tests.python_source import parse
 
@@ -128,7 +128,7 @@ def _grace_problems(p: Program, config: dict[str, Any]) -> list[str]:
     jobs = config.get(P + "jobs") or {}
     problems, seen = [], set()
     for r in p.registrations:
-        if r.type not in (f"kubernetes:{o.api_version}:{o.kind}" for o in (BATCH_JOB, MPI_JOB)):
+        if r.type not in JOB_OBJECT_TYPES:
             continue
         job = r.inputs["metadata"].get("name")  # a job's object is named as the job
         if job not in jobs:
@@ -155,7 +155,7 @@ def test_an_mpi_jobs_stop_grace_period_reaches_its_launcher_and_workers() -> Non
     cfg[P + "jobs"] = jobs
     p = run_program("mpi-horovod", config=cfg)
     assert p.error is None, p.error
-    mpijobs = p.of_type(f"kubernetes:{MPI_JOB.api_version}:{MPI_JOB.kind}")
+    mpijobs = p.of_type(MPI_JOB.type_token)
     assert mpijobs and _grace_problems(p, cfg) == []
     assert {t["spec"]["terminationGracePeriodSeconds"] for r in mpijobs for t in pod_templates(r.inputs)} == {300}
 
@@ -221,7 +221,7 @@ def test_a_jobs_run_id_reaches_its_pods_only_where_its_kind_says(stack: str) -> 
     carried = {}
     for r in run_program(stack).registrations:
         job = plan.jobs.get(r.inputs.get("metadata", {}).get("name"))
-        if job is None or r.type not in (f"kubernetes:{o.api_version}:{o.kind}" for o in (BATCH_JOB, MPI_JOB)):
+        if job is None or r.type not in JOB_OBJECT_TYPES:
             continue
         folder = job.output_dir.removeprefix("/data/")
         carried[job.name] = job.run_id in json.dumps(r.inputs).replace(folder, "")

@@ -34,7 +34,7 @@ from stacks.box.nodes import BLOCK_NODES, network_labels, plan_nodes
 from stacks.config import ConfigError
 from stacks.plan.queues import HOSTNAME_LABEL, QUEUE_LABEL, TAS_ANNOTATIONS, TOPOLOGY_ANNOTATION
 from stacks.stackfile import plan_stack
-from tests.harness import PROJECT, run_program, stack_config, stack_names
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, run_program, stack_config, stack_names
 from tests.mock.test_admission import _flavor_fits, _pod_sets
 
 PRESETS = stack_names()
@@ -202,7 +202,7 @@ def tas_problems(program) -> list[str]:
     ]
     problems += [f"Topology {t} is named by no ResourceFlavor" for t in set(topologies) - named]
     for r in program.registrations:
-        if r.type not in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob"):
+        if r.type not in JOB_OBJECT_TYPES:
             continue
         if QUEUE_LABEL not in (r.inputs["metadata"].get("labels") or {}):
             continue
@@ -407,7 +407,7 @@ def test_the_efa_fleets_are_topology_aware_and_ask_for_the_lowest_network_layer(
         asked = [
             ((t.get("metadata") or {}).get("annotations") or {}).get(TOPOLOGY_ANNOTATION)
             for r in program.registrations
-            if r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+            if r.type in JOB_OBJECT_TYPES
             for t in (
                 [r.inputs["spec"]["template"]]
                 if r.inputs["kind"] == "Job"
@@ -582,8 +582,7 @@ def test_the_rules_catch_each_broken_placement(programs) -> None:
         regs = [
             SimpleNamespace(type=r.type, inputs=copy.deepcopy(r.inputs))
             for r in program.registrations
-            if r.type.startswith("kubernetes:kueue.x-k8s.io/")
-            or r.type in ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+            if r.type.startswith("kubernetes:kueue.x-k8s.io/") or r.type in JOB_OBJECT_TYPES
         ]
         change(regs)
         return tas_problems(SimpleNamespace(registrations=regs))

@@ -10,9 +10,7 @@ from components.catalog import INSTANCE_TYPES
 from components.catalog.gpus import CudaTarget, compute_capability, runs_on
 from components.catalog.torch import TORCH_VERSION
 from components.scheduling import NODE_ROLE_LABEL
-from tests.harness import PROJECT, Program, run_program, stack_config, stack_names
-
-JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
+from tests.harness import JOB_OBJECT_TYPES, PROJECT, Program, run_program, stack_config, stack_names
 
 
 def _templates(r: Any) -> Iterator[dict[str, Any]]:
@@ -58,7 +56,7 @@ def test_every_pod_runs_a_torch_build_with_kernels_for_its_gpus(stack: str) -> N
     builds = _builds(p)
     checked = 0
     for r in p.registrations:
-        if r.type not in JOB_TYPES:
+        if r.type not in JOB_OBJECT_TYPES:
             continue
         for template in _templates(r):
             pod = template["spec"]
@@ -87,7 +85,7 @@ def test_a_v100_stack_builds_the_bundled_image_twice_and_each_pod_gets_its_own()
     by_build = {args["TORCH_CUDA_VERSION"]: uri for uri, args in builds.items() if args}
     assert set(by_build) == {"13.0", "12.6"}
     for r in p.registrations:
-        if r.type not in JOB_TYPES:
+        if r.type not in JOB_OBJECT_TYPES:
             continue
         for template in _templates(r):
             pod = template["spec"]

@@ -18,7 +18,9 @@ from components.workloads.mpi import LAUNCHER_CREATION_POLICIES, mpi_worker_host
 from components.workloads.tensorboard import tensorboard_command
 from stacks.config import load_config
 from stacks.config.benchmark import merged_experiments
+from stacks.kinds import KINDS
 from tests.harness import (
+    JOB_OBJECT_TYPES,
     PROJECT,
     REPO,
     Program,
@@ -56,13 +58,12 @@ def _experiments(stack: str) -> set[str]:
 
 
 MODES = [False, True]
-JOB_TYPES = ("kubernetes:batch/v1:Job", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 
 
 def _is_workload(r: Registration) -> bool:
     """A Job or MPIJob of the workloads (not FSx storage's one-shot volume-permissions Job, which runs as root
     with CHOWN and a pinned busybox: tests/mock/test_storage_fsx.py)."""
-    return r.type in JOB_TYPES and not r.name.endswith("-volume-init")
+    return r.type in JOB_OBJECT_TYPES and not r.name.endswith("-volume-init")
 
 
 def test_every_shipped_stack_runs_jobs() -> None:
@@ -241,7 +242,7 @@ class TestJobs:
         cfg = _jobs_cfg(stack)
         for name, job in cfg.items():
             r = p.one(
-                JOB_TYPES[1] if job["kind"] == "mpi" else JOB_TYPES[0],
+                KINDS[job["kind"]].job_object.type_token,
                 lambda x, n=name: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"),
             )
             if job.get("dataset"):
@@ -291,7 +292,7 @@ class TestJobs:
                 env = container_env(main, index=0)
                 for a in after:
                     other = p.one(
-                        JOB_TYPES[1] if cfg[a]["kind"] == "mpi" else JOB_TYPES[0],
+                        KINDS[cfg[a]["kind"]].job_object.type_token,
                         lambda x, n=a: x.name.endswith(f"-{n}-job") or x.name.endswith(f"-{n}-mpijob"),
                     )
                     other_env = container_env(_pod_templates(other)[0]["spec"]["containers"][0], index=0)
