@@ -1,0 +1,95 @@
+"""A default a page states in prose, as ``\\`key\\` (default X)``, is the one the program applies: the config model's
+field default, or for a key whose field defaults to nothing, the value the code applies in its place (``APPLIED``).
+The generated reference pages state every default from the models; this checks the copies in the hand-written ones."""
+
+import argparse
+import importlib
+import inspect
+import pkgutil
+import re
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+import stacks.config
+from components.catalog import DEFAULT_SPOT_DISCOUNT
+from tests.harness import REPO
+from training import train_flags
+
+#: ``\`key\` (default X)`` in a page's prose.
+STATED = re.compile(r"`([a-zA-Z]+)` \(default ([^)]*)\)")
+#: Pages the code writes (their defaults come from the models themselves).
+GENERATED = {"docs/reference/configuration.md", "docs/reference/components.md"}
+
+
+def _trainer_default(flag: str) -> Any:
+    parser = argparse.ArgumentParser()
+    train_flags.add_fault_flags(parser)
+    return parser.get_default(flag)
+
+
+#: Keys whose field defaults to None, and what the program applies in its place.
+APPLIED: dict[str, Callable[[], Any]] = {
+    # the trainer's --pg-timeout-seconds (training/train_flags.py): the pods set PG_TIMEOUT_SECONDS only when it is set
+    "collectiveTimeoutSeconds": lambda: _trainer_default("pg_timeout_seconds"),
+    # NodeGroupConfig.discount
+    "spotDiscount": lambda: DEFAULT_SPOT_DISCOUNT.fraction,
+}
+
+
+def model_defaults() -> dict[str, list[Any]]:
+    """Each config key (its alias) -> the defaults of the model fields of that name."""
+    found: dict[str, list[Any]] = {}
+    for info in pkgutil.walk_packages(stacks.config.__path__, "stacks.config."):
+        module = importlib.import_module(info.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if not (issubclass(cls, BaseModel) and cls.__module__ == module.__name__):
+                continue
+            for name, field in cls.model_fields.items():
+                if not field.is_required():
+                    found.setdefault(field.alias or name, []).append(field.get_default(call_default_factory=True))
+    return found
+
+
+def _value(text: str) -> Any:
+    """The stated default as a value: ``60 s`` -> 60.0, ``1%`` -> 1.0, a word in backticks -> the word."""
+    text = text.strip().strip("`")
+    number = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*(?:s|h|%)?", text)
+    return float(number.group(1)) if number else text
+
+
+def stated_defaults() -> list[tuple[str, str, str]]:
+    """``(page:line, key, stated)`` of every default the hand-written pages state."""
+    out = []
+    for page in sorted([*(REPO / "docs").rglob("*.md"), REPO / "README.md"]):
+        rel = str(page.relative_to(REPO))
+        if rel in GENERATED:
+            continue
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            prose = re.sub(r"``.*?``", "", line)  # not a pattern shown as code
+            out += [(f"{rel}:{number}", key, stated) for key, stated in STATED.findall(prose)]
+    return out
+
+
+def test_the_pages_state_defaults_to_check() -> None:
+    keys = {key for _, key, _ in stated_defaults()}
+    assert {"stopGracePeriodSeconds", "queueTimeoutHours", "spotDiscount"} <= keys, keys
+
+
+def test_each_default_a_page_states_is_the_one_the_program_applies() -> None:
+    defaults = model_defaults()
+    problems = []
+    for where, key, stated in stated_defaults():
+        if key not in defaults:
+            problems.append(f"{where}: `{key}` is no config key")
+            continue
+        applied = [v for v in defaults[key] if v is not None]
+        if not applied:
+            if key not in APPLIED:
+                problems.append(f"{where}: `{key}` defaults to nothing in its model: say in APPLIED what applies")
+                continue
+            applied = [APPLIED[key]()]
+        want = _value(stated)
+        if not any(want == v or (isinstance(v, (int, float)) and want == float(v)) for v in applied):
+            problems.append(f"{where}: `{key}` (default {stated}), but the program applies {sorted(map(str, applied))}")
+    assert problems == [], "\n".join(problems)
