@@ -23,6 +23,7 @@ from components.catalog import (
     INSTANCE_TYPES,
     KUBERNETES_VERSIONS,
     KUEUE_SECOND_PASS_FIX,
+    MANIFESTS,
     NVIDIA_AMI_FAMILIES,
     QUOTA_NAMES,
     SOURCES,
@@ -31,6 +32,7 @@ from components.catalog import (
 )
 from components.catalog.environment import CLUSTER_VARIABLES
 from components.catalog.limits import NAME_LIMITS
+from stacks.box.charts import NOT_AT_HAND
 from tests.harness import REPO
 
 
@@ -150,6 +152,48 @@ def test_every_pinned_chart_has_a_source_that_shows_its_version() -> None:
     charts = {**HELM_CHARTS, **{f"cluster-autoscaler for {m}": r.chart for m, r in CLUSTER_AUTOSCALER.items()}}
     stale = [f"{key} {c.version}: {c.source}" for key, c in charts.items() if c.version not in SOURCES[c.source].shows]
     assert stale == [], "components/catalog/sources.py: these sources' shows do not quote the pinned chart version"
+
+
+#: A GitHub address at a ref: its repository and the ref (a tag or a commit; a branch moves, so it is no pin).
+GITHUB_AT_REF = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:blob|tree|raw)/([\w.-]+)")
+BRANCHES = {"main", "master"}
+
+
+def pinned_chart_refs(texts: Mapping[str, str]) -> dict[str, dict[str, set[str]]]:
+    """Each pinned chart's and release manifest's GitHub repository (from its source and the box's ``NOT_AT_HAND``)
+    -> each ref the texts name it at -> the files that do."""
+    urls = [SOURCES[c.source].url for c in [*HELM_CHARTS.values(), *MANIFESTS.values()]] + list(NOT_AT_HAND.values())
+    # the cluster autoscaler's repository: one chart per Kubernetes minor, several releases on purpose
+    per_minor = [SOURCES[r.chart.source].url for r in CLUSTER_AUTOSCALER.values()]
+    repos = {m[1] for url in urls for m in [GITHUB_AT_REF.search(url)] if m} - {
+        m[1] for url in per_minor for m in [GITHUB_AT_REF.search(url)] if m
+    }
+    found: dict[str, dict[str, set[str]]] = {repo: {} for repo in repos}
+    for path, text in texts.items():
+        for repo, ref in GITHUB_AT_REF.findall(text):
+            if repo in found and ref not in BRANCHES:
+                found[repo].setdefault(ref, set()).add(path)
+    return found
+
+
+def test_every_address_of_a_pinned_chart_names_one_release() -> None:
+    """The code, docs and box cite a chart's or a release manifest's repository at one tag or commit: a bumped pin
+    leaves no comment, source or stand-in at the release before it (ARCHITECTURE.md's recipe for a pinned version)."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    texts = {p: (REPO / p).read_text(errors="ignore") for p in tracked if p.endswith((".py", ".md", ".yaml", ".txt"))}
+    found = pinned_chart_refs(texts)
+    assert found["NVIDIA/k8s-device-plugin"], found
+    mixed = {repo: refs for repo, refs in found.items() if len(refs) > 1}
+    assert mixed == {}, f"a chart's repository cited at several releases (bump them together): {mixed}"
+
+
+def test_the_one_release_check_can_fail() -> None:
+    plugin = "https://github.com/NVIDIA/k8s-device-plugin"  # a variable: the check above does not read these refs
+    texts = {
+        "a.py": f"# {plugin}/tree/v0.19.0/deployments/helm",
+        "b.md": f"{plugin}/blob/v0.20.0/README.md, {plugin}/tree/main/docs",  # a branch is no release
+    }
+    assert set(pinned_chart_refs(texts)["NVIDIA/k8s-device-plugin"]) == {"v0.19.0", "v0.20.0"}
 
 
 def test_the_pinned_kueue_places_autoscaled_topology_jobs_of_any_size() -> None:
