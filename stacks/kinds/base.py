@@ -234,7 +234,7 @@ class JobKind:
     example_image: ClassVar[str] = ""
     """A shipped build folder whose image has :attr:`image_package` (the fix the check suggests)."""
     pod_keys: ClassVar[frozenset[str]] = frozenset(
-        {"nodes", "stopGracePeriodSeconds", "readOnlyRootFilesystem", "tensorboard"}
+        {"nodes", "nodeGroup", "stopGracePeriodSeconds", "readOnlyRootFilesystem", "tensorboard"}
     )
     """The job's keys outside its run (:func:`stacks.plan.run_recipe`) whose change replaces its object, so that its
     pods start again in the same run (:func:`stacks.plan.upgrade.run_changes`): for a batch/v1 Job, those its pod
@@ -268,6 +268,10 @@ class JobKind:
             f"its {self.job_object.kind} is replaced, so its pods start again in the same run, finished or not, once "
             "Kueue admits it"
         )
+
+    def rerun_text(self) -> str:
+        """What its program does when its pods start again in the run's folder (an upgrade summary clause)."""
+        return "its command runs again from its start, resuming only from what it saved in its output folder"
 
     def noop_command(self, job: JobSettings) -> tuple[str, ...]:
         """What the job's image runs to be pulled onto its nodes ahead of the job (:mod:`stacks.plan.prepull`); empty:

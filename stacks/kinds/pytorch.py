@@ -70,6 +70,12 @@ class PyTorch(JobKind):
         scripts = {RUN_SCRIPT: "torchrun's wrapper of a pytorch job's script"}
         return {**scripts, LAUNCHER: "a pytorch job's launcher"} if toolbox else scripts
 
+    def rerun_text(self) -> str:
+        return (
+            "an unfinished run resumes from its latest checkpoint; a finished one ends at once on the training image "
+            "(whose launcher skips it), its script runs again on another"
+        )
+
     def needs_etcd(self, job: JobSettings) -> bool:
         return job.rendezvous_backend == "etcd-v2"
 

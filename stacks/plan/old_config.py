@@ -86,6 +86,9 @@ class OldConfig:
     """The git revision it was read at (``None``: a file's path)."""
     repository: Optional[Path] = None
     """The top folder of the git repository that holds the stack file, for a revision."""
+    unseen: tuple[str, ...] = ()
+    """The jobs whose image or code folder was read as it is now, not at the revision (:func:`folders_in_tree`): a
+    change there starts a new run that the comparison cannot see."""
 
 
 def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConfig:
@@ -132,8 +135,9 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
     label = f"{old}:{rel.as_posix()}"
     config = {**project_config(path.parent / "Pulumi.yaml"), **values}
     repository = Path(top.stdout.strip()).resolve()
+    head = _head_note(path.parent, old, rel.as_posix())
     if _sets_minor(config):
-        return OldConfig(label, path, config, revision=old, repository=repository)
+        return OldConfig(label, path, config, head, revision=old, repository=repository)
     catalog = (rel.parent / PLATFORM_SOURCE).as_posix()
     minor = default_minor_at(path.parent, catalog, old)
     if minor is None:
@@ -142,6 +146,7 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
             path,
             config,
             (
+                *head,
                 f"{label} does not set {VERSION_KEY}, and {catalog} at {old} cannot be read for the default "
                 f"then: read as this version's default, {DEFAULT_KUBERNETES_VERSION}",
             ),
@@ -151,7 +156,20 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
     note = f"{label} does not set {VERSION_KEY}: {minor}, the default at {old}" + (
         f", and the default now is {DEFAULT_KUBERNETES_VERSION}" if minor != DEFAULT_KUBERNETES_VERSION else ""
     )
-    return OldConfig(label, path, _with_minor(config, minor), (note,), revision=old, repository=repository)
+    return OldConfig(label, path, _with_minor(config, minor), (*head, note), revision=old, repository=repository)
+
+
+def _head_note(folder: Path, old: str, rel: str) -> tuple[str, ...]:
+    """A note when revision ``old`` is the checkout's own commit: it then stands for the deployed version only if
+    nothing was pulled or committed since (a second ``git pull`` moves ``ORIG_HEAD`` to ``HEAD``)."""
+    commits = [_git(folder, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}").stdout.strip() for r in (old, "@")]
+    if not commits[0] or commits[0] != commits[1] or old == "HEAD":
+        return ()
+    return (
+        f"{old} is HEAD ({commits[0][:12]}): this compares the stack file with its last commit, the version you "
+        "deployed only if nothing was pulled or committed since (a second `git pull` moves ORIG_HEAD to HEAD); "
+        f"find the deployed commit with `git reflog` or `git log -- {rel}`",
+    )
 
 
 def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfig, Plan]:
@@ -162,6 +180,7 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
     read = read_old_config(old, stack, stack_file)
     project = project_name(read.path)
     notes = list(read.notes)
+    now: set[str] = set()  # the image and job names whose folders are read as they are now
     with tempfile.TemporaryDirectory(prefix="eks-training-from-") as scratch:
         where = read.path.parent.resolve()
         tree = None
@@ -170,19 +189,22 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
             tree, left_out, why = tree_at(read.repository, read.revision, Path(scratch), folders)
             if tree is None:
                 notes.append(f"{read.label}: {why}; its image and code folders are read as they are now")
+                now.add("*")
             else:
                 where = tree / where.relative_to(read.repository)
         try:
             with support_windows_ignored():
                 cfg = load_config(project, stack, read.config, project_dir=where)
                 if tree is not None and read.repository is not None:
-                    cfg, moved = folders_in_tree(cfg, read.repository, tree, left_out, read.label)
+                    cfg, moved, names = folders_in_tree(cfg, read.repository, tree, left_out, read.label)
                     notes += moved
+                    now |= names
                 plan = build_plan(cfg)
         except ConfigError as exc:
             said = "".join(f"\nnote: {n}" for n in notes)
             raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{said}") from exc
-    return replace(read, notes=tuple(notes)), plan
+    unseen = tuple(name for name, job in plan.jobs.items() if now & {"*", f"image {job.config.image}", f"job {name}"})
+    return replace(read, notes=tuple(notes), unseen=unseen), plan
 
 
 def tree_at(
@@ -215,12 +237,13 @@ def tree_at(
 
 def folders_in_tree(
     cfg: StackConfig, repository: Path, tree: Path, left_out: Sequence[Path], label: str
-) -> tuple[StackConfig, list[str]]:
+) -> tuple[StackConfig, list[str], set[str]]:
     """``cfg`` (loaded in ``tree``, the repository's files at a revision) with every image and code folder read in
     ``tree``, the files git does not track copied in from the working folder as they are now; and a note for each
     folder read as it is now instead (outside the repository, absent at the revision, or holding a path of
-    ``left_out``)."""
+    ``left_out``), with its name (``image NAME``, ``job NAME``)."""
     notes: list[str] = []
+    now: set[str] = set()
 
     def at(folders: Mapping[str, Path], what: str) -> dict[str, Path]:
         out = {}
@@ -231,11 +254,13 @@ def folders_in_tree(
                     f"{label}: {what} {name}'s folder {folder} is outside the repository, so it is read as it is "
                     "now: a change to it does not show here (the preview shows the Jobs it replaces)"
                 )
+                now.add(f"{what} {name}")
                 out[name] = folder
                 continue
             copy = tree / rel
             if not copy.is_dir() or any(p == copy or copy in p.parents for p in left_out):
                 notes.append(f"{label}: {what} {name}'s folder {rel.as_posix() or '.'} is read as it is now")
+                now.add(f"{what} {name}")
                 out[name] = repository / rel
                 continue
             _untracked_into(repository, rel, tree)
@@ -243,7 +268,7 @@ def folders_in_tree(
         return out
 
     images, code = at(cfg.image_folders, "image"), at(cfg.code_folders, "job")
-    return replace(cfg, image_folders=images, code_folders=code), notes
+    return replace(cfg, image_folders=images, code_folders=code), notes, now
 
 
 def _inside(folder: Path, top: Path) -> Optional[Path]:

@@ -116,8 +116,8 @@ class GroupChange:
 
     path: str
     action: str
-    """``roll`` (EKS replaces the nodes one at a time), ``replace`` (a new group, then the old one deleted) or
-    ``delete``."""
+    """``roll`` (EKS replaces the nodes one at a time), ``replace`` (a new group, then the old one deleted),
+    ``add`` (a group the stack file gains) or ``delete``."""
     reasons: tuple[str, ...]
     nodes: int
     """Its nodes now (the old desired size)."""
@@ -134,7 +134,7 @@ class GroupChange:
         group's update timeout reads the same); a new group's creation."""
         if self.action == "roll":
             return roll_minutes(self.nodes, self.node_update)
-        if self.action == "replace":
+        if self.action in ("replace", "add"):
             return CREATION["aws:eks/nodeGroup:NodeGroup"].minutes
         return 0.0
 
@@ -162,7 +162,11 @@ class JobRun:
     old_dir: Optional[str] = None
     new_dir: Optional[str] = None
     how: str = ""
-    """``restarts``: how its running pods start again (:meth:`stacks.kinds.JobKind.restart_text`)."""
+    """``restarts``: how its running pods start again (:meth:`stacks.kinds.JobKind.restart_text`); ``same folder``:
+    its object replaced."""
+    rerun: str = ""
+    """``restarts``, ``same folder``: what its program does when it starts again in the same folder
+    (:meth:`stacks.kinds.JobKind.rerun_text`)."""
 
 
 @dataclass(frozen=True)
@@ -417,6 +421,8 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
         if job.group.name != group:
             continue
         now = new_plan.jobs.get(name)
+        if strategy == "delete" and now is not None and now.group.name != group:
+            continue  # its pods select the new group: its object is replaced before Pulumi deletes the old group
         keeps = now.min_available if now is not None and now.group.name == group else job.min_available
         block = job.group.capacity_type == "CAPACITY_BLOCK"
         out.append(
@@ -486,6 +492,7 @@ def compare(
     notes += outgoing_notes(old_plan, new_plan)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += network_notes(old_plan, new_plan) if region is None else []
+    groups += [_added(g) for g in new_plan.all_groups if g.name not in old_groups]
     groups += [_deleted(old_plan, new_plan, was) for name, was in old_groups.items() if name not in new_names]
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     return Upgrade(
@@ -626,6 +633,11 @@ def _held_addon_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
     ]
 
 
+def _added(g: NodeGroupPlan) -> GroupChange:
+    """A group the stack file gains: created, with its desired size, before any group goes."""
+    return GroupChange(path=g.path, action="add", reasons=("a new group",), nodes=g.desired_size, strategy="create")
+
+
 def _deleted(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan) -> GroupChange:
     """A group the new configuration no longer has: its nodes go, and its jobs stop."""
     return GroupChange(
@@ -749,14 +761,21 @@ def run_changes(
         old_dir = deployed.get(name, was.output_dir)
         if old_dir == job.output_dir and (was.run_id == job.run_id or _folder_named_only(was, job)):
             if restarts := pod_changes(was, job):
-                how = KINDS[job.kind].restart_text()
-                out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how))
+                kind = KINDS[job.kind]
+                how, rerun = kind.restart_text(), kind.rerun_text()
+                out.append(JobRun(name, "restarts", tuple(restarts), old_dir, job.output_dir, how, rerun))
             continue
         reasons = _recipe_changes(was.run_recipe, job.run_recipe, benchmark=name in experiments)
         if not reasons:
             reasons = ["its image, code or this project's version"]
-        action = "new run" if old_dir != job.output_dir else "same folder"
-        out.append(JobRun(name, action, tuple(reasons), old_dir, job.output_dir))
+        if old_dir != job.output_dir:
+            out.append(JobRun(name, "new run", tuple(reasons), old_dir, job.output_dir))
+            continue
+        if len(reasons) > 1:  # the folder it names is the one it runs in: the other changes replace its object
+            reasons = [r for r in reasons if r != RECIPE_WORDS["output"]]
+        kind = KINDS[job.kind]
+        how = f"its {kind.job_object.kind} is replaced"
+        out.append(JobRun(name, "same folder", tuple(reasons), old_dir, job.output_dir, how, kind.rerun_text()))
     out += [
         JobRun(n, "removed", old_dir=deployed.get(n, j.output_dir))
         for n, j in old_plan.jobs.items()
@@ -787,6 +806,9 @@ POD_SETTINGS: dict[str, Callable[[JobPlan], Any]] = {
     "timeoutHours": lambda j: j.config.timeout_hours,
     "readOnlyRootFilesystem": lambda j: j.read_only_root_filesystem,
     "tensorboard": lambda j: j.tensorboard_dir,
+    # where its pods go: its group's labels (role: the group's name, its zone) and taints. The run recipe holds only
+    # the instance type, so another group of the same type, or the group's new labels or taints, is the same run.
+    "nodeGroup": lambda j: j.placement,
 }
 
 

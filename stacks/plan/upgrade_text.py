@@ -56,6 +56,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 "from": j.old_dir,
                 "to": j.new_dir,
                 **({"how": j.how} if j.how else {}),
+                **({"rerun": j.rerun} if j.rerun else {}),
             }
             for j in u.runs
         ],
@@ -77,6 +78,10 @@ def _stop_text(j: JobStop) -> str:
     return j.what
 
 
+#: A restart's key in words, where the change may be outside the job (its group's own keys).
+_KEY_WORDS = {"nodeGroup": "nodeGroup (or that group's labels, taints or zone)"}
+
+
 def _run_line(j: dict[str, Any]) -> str:
     """A job whose run starts or ends, as the summary says it."""
     if j["action"] == "added":
@@ -85,14 +90,13 @@ def _run_line(j: dict[str, Any]) -> str:
         return f"  job {j['name']}: removed, its pods stop; {j['from']} stays on the shared volume"
     if j["action"] == "restarts":
         return (
-            f"  job {j['name']}: {', '.join(j['reasons'])} changed: {j['how']}, in {j['to']}: an unfinished pytorch "
-            "run resumes from its checkpoint, a finished one ends at once, other kinds run their command again"
+            f"  job {j['name']}: {', '.join(_KEY_WORDS.get(k, k) for k in j['reasons'])} changed: {j['how']}, in "
+            f"{j['to']}: {j['rerun']}"
         )
     if j["action"] == "same folder":
         return (
-            f"  job {j['name']}: its Job is replaced ({', '.join(j['reasons'])}) and starts again in its outputDir "
-            f"{j['to']}: a finished pytorch run there ends at once, an unfinished one resumes from its checkpoint, "
-            "other kinds run their command again"
+            f"  job {j['name']}: {j['how']} ({', '.join(j['reasons'])}) and starts again in its outputDir {j['to']}: "
+            f"{j['rerun']}"
         )
     return (
         f"  job {j['name']}: a new run ({', '.join(j['reasons'])}), from its first step, in {j['to']}; "
@@ -136,19 +140,29 @@ def render_upgrade(r: dict[str, Any]) -> str:
     if not r["nodeGroups"]:
         lines.append("  node groups: none rolls")
     for g in r["nodeGroups"]:
-        verb = {"roll": "rolls", "replace": "is replaced (a new group, then the old one deleted)", "delete": "goes"}
+        verb = {
+            "roll": "rolls",
+            "replace": "is replaced (a new group, then the old one deleted)",
+            "add": "is created",
+            "delete": "goes",
+        }
         lines.append(
             f"  {g['key']} {verb[g['action']]}: {'; '.join(g['reasons'])}; {g['nodes']} node(s)"
             + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
         )
         for j in g["jobs"]:
             lines.append(f"    job {j['name']}: {j['what']}")
-        if not g["jobs"]:
+        if not g["jobs"] and g["action"] != "add":
             lines.append("    no running job on it")
     if r["data"]:
         lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
     lines.extend(_run_line(j) for j in r["jobs"])
-    if not r["jobs"] and not r["data"]:
+    lines.extend(
+        f"  job {n}: its image or code folder was read as it is now (a note says which): a change there starts a new "
+        "run this comparison cannot see; the preview shows it"
+        for n in r.get("unseenJobs", ())
+    )
+    if not r["jobs"] and not r["data"] and not r.get("unseenJobs"):
         lines.append("  jobs: none restarts or starts a new run")
     if r["nodeGroups"] or r["addons"] or k["from"] != k["to"] or k.get("running"):
         lines.append(
@@ -177,4 +191,6 @@ def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan,
         raise StackLoadError("\n".join([str(exc), *(f"note: {n}" for n in read.notes)])) from exc
     unpinned = unpinned_note(plan)
     r = upgrade_report(replace(u, notes=(*read.notes, *u.notes, *([unpinned] if unpinned else []))))
+    said = {j["name"] for j in r["jobs"]}
+    r["unseenJobs"] = [n for n in read.unseen if n not in said]
     return json.dumps({"upgrade": r}, indent=2) if as_json else render_upgrade(r)

@@ -42,6 +42,8 @@ FORCE_NEW = ("metadata.name", "metadata.namespace")
 JOB_FORCE_NEW = (*FORCE_NEW, "spec.completions", "spec.parallelism", "spec.selector", "spec.template")
 
 _MISSING = object()
+#: ``nodeGroup``'s value for a move to another group of the same instance type: a copy of the job's group, ``twin``.
+TWIN = "twin"
 #: Each job key changed once in a preset, (stack, job, key, value); ``_MISSING`` removes the key.
 CHANGES: list[tuple[str, str, str, Any]] = [
     # a pytorch job (torchrun)
@@ -64,6 +66,7 @@ CHANGES: list[tuple[str, str, str, Any]] = [
     ("dev", "train", "outputDir", "runs/mine"),
     ("dev", "train", "processesPerNode", 2),
     ("dev", "train", "script", "/app/train_tf.py"),
+    ("dev", "train", "nodeGroup", TWIN),
     # a command job, after the pytorch job
     ("dev", "evaluate", "nodes", 2),
     ("dev", "evaluate", "maxRestarts", 5),
@@ -85,6 +88,7 @@ CHANGES: list[tuple[str, str, str, Any]] = [
     ("tensorflow", "train", "timeoutHours", 48),
     ("tensorflow", "train", "waitForCompletion", True),
     ("tensorflow", "train", "purpose", "evaluation"),
+    ("tensorflow", "train", "nodeGroup", TWIN),
     # MPI jobs: changed in place, restarted by Kueue
     ("mpi-horovod", "horovod", "nodes", 1),
     ("mpi-horovod", "horovod", "maxRestarts", 5),
@@ -94,6 +98,7 @@ CHANGES: list[tuple[str, str, str, Any]] = [
     ("mpi-horovod", "horovod", "tensorboard", True),
     ("mpi-horovod", "horovod", "waitForCompletion", True),
     ("mpi-horovod", "horovod", "purpose", "evaluation"),
+    ("mpi-horovod", "horovod", "nodeGroup", TWIN),
     ("mpi-horovod", "nccl", "launcherCommand", ["python3", "-c", "print('launched')"]),
     ("mpi-horovod", "nccl", "image", "horovod"),
 ]
@@ -184,6 +189,13 @@ def _changed(stack: str, job: str, key: str, value: Any) -> dict[str, Any]:
     spec = config["eks-training:jobs"][job]
     if value is _MISSING:
         del spec[key]
+    elif key == "nodeGroup" and value == TWIN:
+        groups = config["eks-training:nodeGroups"]
+        group = spec.get("nodeGroup") or next(iter(groups))
+        groups[TWIN] = copy.deepcopy(groups[group])
+        for other in config["eks-training:jobs"].values():  # two groups: each job names its own
+            other.setdefault("nodeGroup", group)
+        spec[key] = TWIN
     else:
         spec[key] = copy.deepcopy(value)
     return config
@@ -233,10 +245,14 @@ def test_a_restart_is_said_with_its_keys_how_and_folder() -> None:
     train = _plan("dev", config).jobs["train"].output_dir
     assert (
         f"  job train: maxRestarts changed: its Job is replaced, so its pods start again in the same run, finished "
-        f"or not, once Kueue admits it, in {train}: an unfinished pytorch run resumes from its checkpoint, a finished "
-        "one ends at once, other kinds run their command again" in text
+        f"or not, once Kueue admits it, in {train}: {KINDS['pytorch'].rerun_text()}" in text
     ), text
-    assert "  job evaluate: stopGracePeriodSeconds changed: its Job is replaced" in text, text
+    evaluate = _plan("dev", config).jobs["evaluate"].output_dir
+    assert (
+        f"  job evaluate: stopGracePeriodSeconds changed: its Job is replaced, so its pods start again in the same "
+        f"run, finished or not, once Kueue admits it, in {evaluate}: {KINDS['command'].rerun_text()}" in text
+    ), text
+    assert "pytorch" not in KINDS["command"].rerun_text()
     assert "jobs: none restarts or starts a new run" not in text
 
 
@@ -257,3 +273,52 @@ def test_an_mpi_job_whose_spec_changes_is_replaced() -> None:
 def test_every_kinds_pod_keys_are_settings_the_plan_reads() -> None:
     for kind in KINDS.values():
         assert kind.pod_keys <= POD_SETTINGS.keys(), (kind.name, kind.pod_keys - POD_SETTINGS.keys())
+
+
+def _group_labels(config: dict[str, Any]) -> None:
+    config["eks-training:nodeGroups"]["cpu"]["labels"] = {"workload": "training"}
+
+
+def _group_taints(config: dict[str, Any]) -> None:
+    taint = {"key": "dedicated", "value": "training", "effect": "NoSchedule"}
+    config["eks-training:nodeGroups"]["cpu"]["taints"] = [taint]
+
+
+def _group_renamed(config: dict[str, Any]) -> None:
+    groups = config["eks-training:nodeGroups"]
+    groups["workers"] = groups.pop("cpu")
+    for job in config["eks-training:jobs"].values():
+        if job.get("nodeGroup") == "cpu":
+            job["nodeGroup"] = "workers"
+
+
+#: Changes of a job's node group, outside the job's keys, each on dev: (id, change).
+GROUP_CHANGES = [("labels", _group_labels), ("taints", _group_taints), ("renamed", _group_renamed)]
+
+
+@pytest.mark.parametrize("change", [c for _, c in GROUP_CHANGES], ids=[i for i, _ in GROUP_CHANGES])
+def test_a_change_of_a_jobs_group_restarts_exactly_the_jobs_the_cluster_restarts(change: Any) -> None:
+    """A group's new labels or taints, or its new name, change where its jobs' pods go: their objects are replaced,
+    and the summary says so, naming ``nodeGroup``."""
+    config = stack_config("dev")
+    change(config)
+    program = run_program("dev", config=config)
+    assert program.error is None, program.error
+    jobs = set(config["eks-training:jobs"])
+    truth = restarted(run_program("dev").registrations, program.registrations, jobs)
+    assert "train" in truth, truth
+    named = {r.name: r for r in run_changes(_plan("dev", stack_config("dev")), _plan("dev", config))}
+    assert set(named) == set(truth), f"the cluster restarts {truth}, the summary names {named}"
+    assert named["train"].action == "restarts" and "nodeGroup" in named["train"].reasons, named["train"]
+
+
+def test_a_renamed_group_restarts_its_jobs_at_once_and_its_deletion_stops_none() -> None:
+    """A job moved off a group the update deletes is replaced during the update, before Pulumi deletes the old group
+    at its end: the summary says the restart, not a stop with the old group's nodes."""
+    config = stack_config("dev")
+    _group_renamed(config)
+    report = compare(_plan("dev", stack_config("dev")), _plan("dev", config), old_label="HEAD")
+    text = render_upgrade(upgrade_report(report))
+    assert "  nodeGroups.cpu goes:" in text, text
+    assert "job train: stopped" not in text, text
+    assert "  job train: nodeGroup (or that group's labels, taints or zone) changed: its Job is replaced" in text, text

@@ -4,6 +4,7 @@ price past a minor's end of standard support, and ``--from`` reading a git revis
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 from contextlib import redirect_stderr, redirect_stdout
@@ -25,6 +26,7 @@ from components.catalog.platform import (
     billed_extended,
     minor_number,
 )
+from components.catalog.timings import CREATION
 from stacks.config import ConfigError, load_config
 from stacks.costs import control_plane_line, estimate
 from stacks.last_update import REGION_OUTPUT, ZONES_OUTPUT, LastUpdate, new_region_problem
@@ -652,6 +654,31 @@ def test_from_a_git_revision(tmp_path: Path) -> None:
     assert code == 2 and "git has no Pulumi.dev.yaml at revision 'no-such-revision'" in err
 
 
+def test_a_revision_that_is_head_is_said_to_be(tmp_path: Path) -> None:
+    """``--from ORIG_HEAD`` after a second ``git pull`` (which moves ORIG_HEAD to HEAD) compares with the last commit,
+    not the deployed version: the plan says so, rather than an all-clear alone."""
+    import yaml
+
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    _git(tmp_path, "init", "-q")
+    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.35")}))
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "deployed")
+    _git(tmp_path, "update-ref", "ORIG_HEAD", "HEAD")
+
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "ORIG_HEAD")
+    assert code == 0, err
+    assert "  note: ORIG_HEAD is HEAD (" in out and "git reflog" in out, out
+    assert "a new run (" not in out, out
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0 and "is HEAD (" not in out, out
+
+    _git(tmp_path, "commit", "-q", "--allow-empty", "-m", "pulled")
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "ORIG_HEAD")
+    assert code == 0 and "is HEAD (" not in out, out
+
+
 def test_from_a_minor_that_left_standard_support_since(tmp_path: Path) -> None:
     """The old configuration's minor left standard support after it was deployed (1.33 on the test day): ``--from``
     still compares with it, as that is the upgrade EKS's calendar asks for, and the new file is held to the window."""
@@ -1225,7 +1252,20 @@ def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
         n: {**j, "nodeGroup": "h100"} if j.get("nodeGroup") == "gpu" else j for n, j in renamed[P + "jobs"].items()
     }
     actions = {g.path: g.action for g in compare(plan_of("p4d", base), plan_of("p4d", renamed)).groups}
-    assert actions == {"nodeGroups.gpu": "delete"}, actions
+    assert actions == {"nodeGroups.h100": "add", "nodeGroups.gpu": "delete"}, actions
+
+
+def test_a_group_the_stack_file_gains_is_created_and_counted_in_the_duration() -> None:
+    """A new group is created in the update: the summary says so, and its creation is in the expected duration."""
+    grown = preset("dev")
+    grown[P + "nodeGroups"]["big"] = {**grown[P + "nodeGroups"]["cpu"]}
+    grown[P + "jobs"] = {n: {"nodeGroup": "cpu", **j} for n, j in grown[P + "jobs"].items()}
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", grown))
+    assert [(g.path, g.action) for g in u.groups] == [("nodeGroups.big", "add")]
+    assert u.minutes == CREATION["aws:eks/nodeGroup:NodeGroup"].minutes > 0
+    text = render_upgrade(upgrade_report(u))
+    assert "  nodeGroups.big is created: a new group; 1 node(s)\n" in text, text
+    assert "node groups: none rolls" not in text and "no control plane, add-on or node group update" not in text
 
 
 def _flavor_entry(topology: Any = "ec2-network-3-layers", **labels: Any) -> str:
@@ -1413,19 +1453,27 @@ def _repo_with_code(tmp_path: Path, *, link: bool = False) -> Path:
     return stack_file
 
 
+def _unseen(out: str) -> set[str]:
+    """The jobs the summary says it cannot see a folder of (read as it is now)."""
+    return set(re.findall(r"^  job (\S+): its image or code folder was read as it is now", out, re.M))
+
+
 def test_from_a_revision_reads_the_code_folders_as_they_were(tmp_path: Path) -> None:
     """``--from REV`` hashes a job's code folder as REV committed it: a change since is a new run of that job (and of
-    the jobs after it), and an unchanged folder is none."""
+    the jobs after it), and an unchanged folder is none. The shipped image's folder is outside this repository (as
+    for the installed library): the jobs on it are said to be unseen, not said to keep their run."""
     stack_file = _repo_with_code(tmp_path)
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none restarts or starts a new run" in out
+    assert "a new run (" not in out and _unseen(out) == {"train", "evaluate"}, out
+    assert "  jobs: none restarts or starts a new run" not in out
 
     (tmp_path / "src" / "helper.py").write_text("X = 2\n")
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  job evaluate: a new run (code), from its first step" in out and "job train" not in out
+    assert "  job evaluate: a new run (code), from its first step" in out and "job train: a new run (" not in out
+    assert _unseen(out) == {"train"}, out
 
 
 def test_a_folder_git_cannot_give_back_safely_is_read_as_it_is_now(tmp_path: Path) -> None:
@@ -1436,7 +1484,8 @@ def test_a_folder_git_cannot_give_back_safely_is_read_as_it_is_now(tmp_path: Pat
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none restarts or starts a new run" in out
+    assert "a new run (" not in out and _unseen(out) == {"train", "evaluate"}, out
+    assert "note: HEAD:Pulumi.dev.yaml: job evaluate's folder src is read as it is now" in out, out
 
 
 def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
@@ -1450,7 +1499,7 @@ def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none restarts or starts a new run" in out
+    assert "a new run (" not in out
     # the shipped image's folder is not in this repository (as for the installed library): a note says so
     assert "note: HEAD:Pulumi.dev.yaml: image training's folder " in out and "is outside the repository" in out
 
@@ -1461,7 +1510,7 @@ def test_from_a_revision_plans_in_its_own_files(tmp_path: Path) -> None:
     stack_file.write_text(yaml.safe_dump({"config": cfg}))
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
     assert code == 0, err
-    assert "  jobs: none restarts or starts a new run" in out
+    assert "a new run (" not in out
 
 
 def test_a_job_that_keeps_its_folder_is_named_when_its_run_changes() -> None:
