@@ -103,9 +103,12 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
             old_path, config = read_stack_config(stack, Path(old))
         except StackFileError as exc:
             raise StackLoadError(f"error: --from {old}: {exc}") from exc
-        notes: tuple[str, ...] = ()
+        notes: tuple[str, ...] = (
+            f"{old} is a file: the image and code folders are read as they are now, so a change to them since does "
+            "not show here (a git revision reads them as it had them; the preview shows the Jobs they replace)",
+        )
         if not _sets_minor(config):
-            notes = (
+            notes += (
                 f"{old} does not set {VERSION_KEY}: read as this version's default, {DEFAULT_KUBERNETES_VERSION}; "
                 "if the running cluster runs another minor, set it there (or give the git revision deployed, whose "
                 "default is read from its catalog)",
@@ -161,13 +164,13 @@ def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConf
 
 def _head_note(folder: Path, old: str, rel: str) -> tuple[str, ...]:
     """A note when revision ``old`` is the checkout's own commit: it then stands for the deployed version only if
-    nothing was pulled or committed since (a second ``git pull`` moves ``ORIG_HEAD`` to ``HEAD``)."""
+    nothing was pulled or committed since (every pull, reset or rebase moves ``ORIG_HEAD``)."""
     commits = [_git(folder, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}").stdout.strip() for r in (old, "@")]
     if not commits[0] or commits[0] != commits[1] or old == "HEAD":
         return ()
     return (
         f"{old} is HEAD ({commits[0][:12]}): this compares the stack file with its last commit, the version you "
-        "deployed only if nothing was pulled or committed since (a second `git pull` moves ORIG_HEAD to HEAD); "
+        "deployed only if nothing was pulled or committed since (every pull, reset or rebase moves ORIG_HEAD); "
         f"find the deployed commit with `git reflog` or `git log -- {rel}`",
     )
 

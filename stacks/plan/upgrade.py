@@ -56,6 +56,8 @@ class JobStop:
     """The job's launcher pod (an MPI job's, on the system group) is what the roll stops, not its workers."""
     rendezvous: bool = False
     """The job's rendezvous (the stack's etcd, on the system group) is what the roll moves, not its pods."""
+    replaced: str = ""
+    """Its object (``Job``, ``MPIJob``), when the update replaces it before the group goes (:func:`run_changes`)."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -117,7 +119,7 @@ class GroupChange:
     path: str
     action: str
     """``roll`` (EKS replaces the nodes one at a time), ``replace`` (a new group, then the old one deleted),
-    ``add`` (a group the stack file gains) or ``delete``."""
+    ``update`` (its labels or taints, on its nodes in place), ``add`` (a group the stack file gains) or ``delete``."""
     reasons: tuple[str, ...]
     nodes: int
     """Its nodes now (the old desired size)."""
@@ -406,9 +408,17 @@ def pinned_release_problems(
     return problems
 
 
-def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: bool = True) -> tuple[JobStop, ...]:
+def _stops(
+    old_plan: Plan,
+    new_plan: Plan,
+    group: str,
+    strategy: str,
+    surge: bool = True,
+    replaced: frozenset[str] = frozenset(),
+) -> tuple[JobStop, ...]:
     """The old configuration's jobs on ``group``, with what the new budget keeps: those of them that run when it rolls
-    (the configuration cannot tell which) stop as it says."""
+    (the configuration cannot tell which) stop as it says. ``replaced``: the jobs whose object the update replaces
+    (:func:`run_changes`), during the update, before a group it deletes goes at its end."""
     out = []
     for name, job in old_plan.jobs.items():
         kind = KINDS[job.kind]
@@ -421,8 +431,8 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
         if job.group.name != group:
             continue
         now = new_plan.jobs.get(name)
-        if strategy == "delete" and now is not None and now.group.name != group:
-            continue  # its pods select the new group: its object is replaced before Pulumi deletes the old group
+        if strategy == "delete" and name in replaced and now is not None and now.group.name != group:
+            continue  # its new pods select another group: the old group's deletion stops none of them
         keeps = now.min_available if now is not None and now.group.name == group else job.min_available
         block = job.group.capacity_type == "CAPACITY_BLOCK"
         out.append(
@@ -437,6 +447,7 @@ def _stops(old_plan: Plan, new_plan: Plan, group: str, strategy: str, surge: boo
                 effect=kind.node_stop(job.nodes),
                 failures=kind.roll_failures(job.nodes) if strategy == "rolling" else 0,
                 limit=limit,
+                replaced=kind.job_object.kind if strategy == "delete" and name in replaced else "",
             )
         )
     return tuple(out)
@@ -482,9 +493,11 @@ def compare(
     new_names = {g.name for g in new_plan.all_groups}
     groups: list[GroupChange] = []
     notes: list[str] = []
+    runs = run_changes(old_plan, new_plan, deployed_dirs)
+    replaced = frozenset(r.name for r in runs if r.action not in ("added", "removed"))
     for g in new_plan.all_groups:
         if g.name in old_groups:
-            change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g, deployed_versions)
+            change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g, deployed_versions, replaced)
             groups += [change] if change is not None else []
             notes += group_notes
             if from_file:
@@ -493,7 +506,7 @@ def compare(
     notes += _held_addon_notes(old_plan, new_plan)
     notes += network_notes(old_plan, new_plan) if region is None else []
     groups += [_added(g) for g in new_plan.all_groups if g.name not in old_groups]
-    groups += [_deleted(old_plan, new_plan, was) for name, was in old_groups.items() if name not in new_names]
+    groups += [_deleted(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names]
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     return Upgrade(
         old_label=old_label,
@@ -504,7 +517,7 @@ def compare(
         notes=tuple(notes),
         running=running,
         data=data_changes(old_plan, new_plan),
-        runs=run_changes(old_plan, new_plan, deployed_dirs),
+        runs=runs,
     )
 
 
@@ -514,13 +527,15 @@ def _group_change(
     was: NodeGroupPlan,
     g: NodeGroupPlan,
     recorded: Optional[Mapping[str, object]] = None,
+    replaced: frozenset[str] = frozenset(),
 ) -> tuple[Optional[GroupChange], list[str]]:
-    """What happens to a group the stack keeps: replaced, rolled or left alone, with the notes its roll needs
-    (``recorded``: the last update's record of what it installed)."""
+    """What happens to a group the stack keeps: replaced, rolled, its labels or taints updated in place, or left alone,
+    with the notes its roll needs (``recorded``: the last update's record of what it installed; ``replaced``: the jobs
+    whose object the update replaces)."""
     replace_why = _replacing(was, g)
     if replace_why:
         # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
-        jobs = _stops(old_plan, new_plan, g.name, "delete")
+        jobs = _stops(old_plan, new_plan, g.name, "delete", replaced=replaced)
         change = GroupChange(
             path=g.path,
             action="replace",
@@ -532,7 +547,12 @@ def _group_change(
         return change, []
     why = _rolling(old_plan, new_plan, was, g, recorded)
     if not why:
-        return None, []
+        # labels and taints are the node group's own settings: EKS updates them on its nodes in place, no roll
+        # (source key ``tf-eks-node-group-update-order``)
+        config = [k for k in ("labels", "taints") if getattr(was.profile, k) != getattr(g.profile, k)]
+        if not config:
+            return None, []
+        return GroupChange(g.path, "update", tuple(config), was.desired_size, g.update_strategy), []
     # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
     # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
     rolls_under = was.node_update
@@ -638,7 +658,7 @@ def _added(g: NodeGroupPlan) -> GroupChange:
     return GroupChange(path=g.path, action="add", reasons=("a new group",), nodes=g.desired_size, strategy="create")
 
 
-def _deleted(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan) -> GroupChange:
+def _deleted(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, replaced: frozenset[str] = frozenset()) -> GroupChange:
     """A group the new configuration no longer has: its nodes go, and its jobs stop."""
     return GroupChange(
         path=was.path,
@@ -646,7 +666,7 @@ def _deleted(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan) -> GroupChange:
         reasons=("removed from the stack file",),
         nodes=was.desired_size,
         strategy="delete",
-        jobs=_stops(old_plan, new_plan, was.name, "delete"),
+        jobs=_stops(old_plan, new_plan, was.name, "delete", replaced=replaced),
     )
 
 

@@ -73,6 +73,11 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
 
 
 def _stop_text(j: JobStop) -> str:
+    if j.replaced:
+        return (
+            f"its {j.replaced} is replaced earlier in this update (below); new pods that start on the old group's "
+            "nodes stop again when Pulumi deletes it"
+        )
     if j.strategy == "delete":
         return f"stopped: all {j.pods} pod(s) go with the old group's nodes"
     return j.what
@@ -144,6 +149,7 @@ def render_upgrade(r: dict[str, Any]) -> str:
             "roll": "rolls",
             "replace": "is replaced (a new group, then the old one deleted)",
             "add": "is created",
+            "update": "is updated in place, no roll",
             "delete": "goes",
         }
         lines.append(
@@ -152,7 +158,11 @@ def render_upgrade(r: dict[str, Any]) -> str:
         )
         for j in g["jobs"]:
             lines.append(f"    job {j['name']}: {j['what']}")
-        if not g["jobs"] and g["action"] != "add":
+        if g["action"] == "update":
+            lines.append(
+                "    EKS applies them to its nodes; a job replaced for them (below) waits for that before it starts"
+            )
+        elif not g["jobs"] and g["action"] != "add":
             lines.append("    no running job on it")
     if r["data"]:
         lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
@@ -164,7 +174,8 @@ def render_upgrade(r: dict[str, Any]) -> str:
     )
     if not r["jobs"] and not r["data"] and not r.get("unseenJobs"):
         lines.append("  jobs: none restarts or starts a new run")
-    if r["nodeGroups"] or r["addons"] or k["from"] != k["to"] or k.get("running"):
+    timed = [g for g in r["nodeGroups"] if g["action"] != "update"]
+    if timed or r["addons"] or k["from"] != k["to"] or k.get("running"):
         lines.append(
             f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
             f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node"

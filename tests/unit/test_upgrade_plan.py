@@ -654,6 +654,18 @@ def test_from_a_git_revision(tmp_path: Path) -> None:
     assert code == 2 and "git has no Pulumi.dev.yaml at revision 'no-such-revision'" in err
 
 
+def test_from_a_file_says_it_reads_the_folders_as_they_are_now(tmp_path: Path) -> None:
+    """``--from FILE`` has no revision to read the image and code folders at: a note says the comparison cannot see
+    a change to them."""
+    import yaml
+
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.36")}))
+    code, out, err = _plan_cli("--stack", "dev", "--from", str(old))
+    assert code == 0, err
+    assert f"  note: {old} is a file: the image and code folders are read as they are now" in out, out
+
+
 def test_a_revision_that_is_head_is_said_to_be(tmp_path: Path) -> None:
     """``--from ORIG_HEAD`` after a second ``git pull`` (which moves ORIG_HEAD to HEAD) compares with the last commit,
     not the deployed version: the plan says so, rather than an all-clear alone."""
@@ -1239,7 +1251,7 @@ def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
     flavor without one, and a new group name (a new flavor) all compare."""
     base = preset("p4d")
     tainted = _gpu("p4d", taints=[{"key": "dedicated", "value": "vision", "effect": "NoSchedule"}])
-    assert compare(plan_of("p4d", base), plan_of("p4d", tainted)).groups == ()
+    assert [g.action for g in compare(plan_of("p4d", base), plan_of("p4d", tainted)).groups] == ["update"]
     flat = _gpu("p4d", topology=False)
     (gpu,) = compare(
         plan_of("p4d", flat), plan_of("p4d", {**flat, **_gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"])})
@@ -1253,6 +1265,32 @@ def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
     }
     actions = {g.path: g.action for g in compare(plan_of("p4d", base), plan_of("p4d", renamed)).groups}
     assert actions == {"nodeGroups.h100": "add", "nodeGroups.gpu": "delete"}, actions
+
+
+def test_a_groups_new_labels_update_it_in_place_and_its_jobs_wait_for_them() -> None:
+    """New labels or taints are the node group's own settings (UpdateNodegroupConfig, no roll): the group is said to
+    be updated in place, not timed, and its job, whose pods select the labels, is replaced."""
+    labelled = preset("dev")
+    labelled[P + "nodeGroups"]["cpu"]["labels"] = {"team": "vision"}
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", labelled))
+    assert [(g.path, g.action, g.reasons) for g in u.groups] == [("nodeGroups.cpu", "update", ("labels",))]
+    assert [(r.name, r.action, r.reasons) for r in u.runs] == [("train", "restarts", ("nodeGroup",))]
+    text = render_upgrade(upgrade_report(u))
+    assert "  nodeGroups.cpu is updated in place, no roll: labels; 1 node(s)\n" in text, text
+    assert "expected duration: no control plane, add-on or node group update" in text, text
+
+
+def test_a_job_replaced_with_its_group_is_said_to_go_first() -> None:
+    """A group replaced under its name (a new zone) keeps its role label: the job, replaced early in the update for
+    its new zone selector, may start on the old group's nodes and stop again when they go. Both are said."""
+    zoned = preset("dev")
+    zoned[P + "nodeGroups"]["cpu"]["availabilityZone"] = "us-east-1a"
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", zoned))
+    (group,) = u.groups
+    assert group.action == "replace" and [(j.name, j.replaced) for j in group.jobs] == [("train", "Job")]
+    text = render_upgrade(upgrade_report(u))
+    assert "    job train: its Job is replaced earlier in this update (below); new pods that start on the old " in text
+    assert "  job train: nodeGroup (or that group's labels, taints or zone) changed: its Job is replaced" in text
 
 
 def test_a_group_the_stack_file_gains_is_created_and_counted_in_the_duration() -> None:
