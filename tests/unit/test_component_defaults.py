@@ -1,6 +1,7 @@
 """Each default an argument's docstring states is the one its component applies. The docstrings must be plain text
 (Pulumi's schema analyzer reads them from the source), so they repeat values that live in constants; this test ties
-each ``Default X`` to the ``args.get(field, X)`` or ``args.get(field) or X`` that reads the field."""
+each ``Default X`` to the ``args.get(field, X)`` or ``args.get(field) or X`` that reads the field, and each "the
+trainer's default" to the bundled trainer's flag."""
 
 import ast
 import importlib
@@ -120,3 +121,37 @@ def test_the_check_finds_a_stated_default_that_differs() -> None:
     assert not _same("3", 4) and not _same("training", "ml-training") and not _same("False", True)
     assert _same("3", 3) and _same("0.0.0.0/0", ["0.0.0.0/0"]) and _same('["0.0.0.0/0"]', ["0.0.0.0/0"])
     assert _same("False", None)
+
+
+#: ``(``VARIABLE``; the trainer's default: N)`` in a docstring: the bundled trainer's own default for that variable.
+TRAINER_STATED = re.compile(r"``([A-Z_]+)``; the trainer's default: (\d+(?:\.\d+)?)")
+
+
+def trainer_defaults() -> dict[str, Any]:
+    """Each variable of the bundled trainer's environment -> the default of the flag it sets
+    (``training/train_flags.py``: ``ENV_DEFAULTS``), read with no such variable set."""
+    import argparse
+    import os
+
+    from training import train_flags
+
+    saved = {v: os.environ.pop(v) for v in train_flags.ENV_DEFAULTS.values() if v in os.environ}
+    try:  # a flag's default reads its variable when the flag is added
+        parser = argparse.ArgumentParser()
+        for add in (name for name in dir(train_flags) if name.startswith("add_") and name.endswith("_flags")):
+            getattr(train_flags, add)(parser)
+        return {v: parser.get_default(dest) for dest, v in train_flags.ENV_DEFAULTS.items()}
+    finally:
+        os.environ.update(saved)
+
+
+def test_each_trainer_default_a_docstring_states_is_the_trainers() -> None:
+    defaults = trainer_defaults()
+    stated = [
+        (path.relative_to(REPO), variable, float(value))
+        for path in sorted((REPO / "components").rglob("*.py"))
+        for variable, value in TRAINER_STATED.findall(path.read_text())
+    ]
+    assert len(stated) >= 2, stated
+    wrong = [f"{p}: {v} {n:g}, the trainer's is {defaults.get(v)}" for p, v, n in stated if defaults.get(v) != n]
+    assert wrong == [], wrong
