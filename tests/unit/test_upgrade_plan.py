@@ -666,17 +666,23 @@ def test_from_a_file_says_it_reads_the_folders_as_they_are_now(tmp_path: Path) -
     assert f"  note: {old} is a file: the image and code folders are read as they are now" in out, out
 
 
-def test_a_revision_that_is_head_is_said_to_be(tmp_path: Path) -> None:
-    """``--from ORIG_HEAD`` after a second ``git pull`` (which moves ORIG_HEAD to HEAD) compares with the last commit,
-    not the deployed version: the plan says so, rather than an all-clear alone."""
+def _committed_dev(tmp_path: Path, minor: str) -> Path:
+    """A git repository in ``tmp_path`` of one commit: ``Pulumi.yaml`` and a dev stack file pinned to ``minor``."""
     import yaml
 
     stack_file = tmp_path / "Pulumi.dev.yaml"
     (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
     _git(tmp_path, "init", "-q")
-    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.35")}))
+    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion=minor)}))
     _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "deployed")
+    _git(tmp_path, "commit", "-q", "-m", minor)
+    return stack_file
+
+
+def test_a_revision_that_is_head_is_said_to_be(tmp_path: Path) -> None:
+    """``--from ORIG_HEAD`` after a second ``git pull`` that brings nothing (it moves ORIG_HEAD to HEAD) compares with
+    the last commit, not the deployed version: the plan says so, rather than an all-clear alone."""
+    stack_file = _committed_dev(tmp_path, "1.35")
     _git(tmp_path, "update-ref", "ORIG_HEAD", "HEAD")
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "ORIG_HEAD")
@@ -696,12 +702,7 @@ def test_from_a_minor_that_left_standard_support_since(tmp_path: Path) -> None:
     still compares with it, as that is the upgrade EKS's calendar asks for, and the new file is held to the window."""
     import yaml
 
-    stack_file = tmp_path / "Pulumi.dev.yaml"
-    (tmp_path / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
-    _git(tmp_path, "init", "-q")
-    stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.33")}))
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "1.33")
+    stack_file = _committed_dev(tmp_path, "1.33")
     stack_file.write_text(yaml.safe_dump({"config": variant("dev", kubernetesVersion="1.34")}))
 
     code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
