@@ -237,12 +237,12 @@ class JobKind:
         {"nodes", "nodeGroup", "stopGracePeriodSeconds", "readOnlyRootFilesystem", "tensorboard"}
     )
     """The job's keys outside its run (:func:`stacks.plan.run_recipe`) whose change replaces its object, so that its
-    pods start again in the same run (:func:`stacks.plan.upgrade.run_changes`): for a batch/v1 Job, those its pod
+    pods start again in the same run (:func:`stacks.plan.job_changes.run_changes`): for a batch/v1 Job, those its pod
     template, completions or parallelism read (pulumi-kubernetes replaces a Job for them); for an object replaced on
     any change of its spec (the MPIJob), those its spec reads."""
     run_in_pods: ClassVar[bool] = False
     """Its pods carry the job's run id (a label, the rendezvous id): a new id alone, such as an ``outputDir`` set to
-    the folder the job runs in, replaces its object (:func:`stacks.plan.upgrade.run_changes`)."""
+    the folder the job runs in, replaces its object (:func:`stacks.plan.job_changes.run_changes`)."""
     noop: ClassVar[tuple[str, ...]] = ()
     """A command every image of this kind runs and exits 0 from at once (what its job contract requires of the
     image); empty: the image may be anything. :meth:`noop_command` reads it."""

@@ -16,7 +16,7 @@ What a real cluster does with a changed job, encoded here as its owners' rules:
   Kueue.
 
 Each case evaluates a preset under mocks twice, as it is and with one job key changed, and compares the job objects
-each registers with those rules. The summary (:func:`stacks.plan.upgrade.run_changes`) must name exactly the jobs
+each registers with those rules. The summary (:func:`stacks.plan.job_changes.run_changes`) must name exactly the jobs
 whose object is replaced: a new run, or the same run started again.
 """
 
@@ -30,7 +30,8 @@ import pytest
 from stacks.config import JobConfig, load_config
 from stacks.kinds import KINDS
 from stacks.plan import Plan, build_plan
-from stacks.plan.upgrade import POD_SETTINGS, compare, run_changes
+from stacks.plan.job_changes import POD_SETTINGS, run_changes
+from stacks.plan.upgrade import compare
 from stacks.plan.upgrade_text import render_upgrade, upgrade_report
 from stacks.stackfile import REPO
 from tests.harness import JOB_OBJECT_TYPES, Registration, run_program, stack_config
