@@ -123,7 +123,7 @@ class GroupChange:
     ``update`` (its labels or taints, on its nodes in place), ``add`` (a group the stack file gains) or ``delete``."""
     reasons: tuple[str, ...]
     nodes: int
-    """Its nodes now (the old desired size)."""
+    """Its nodes now: the old desired size; for a group replaced or deleted, :func:`running_nodes`."""
     strategy: str
     jobs: tuple[JobStop, ...] = ()
     node_update: NodeUpdateStrategy = NODE_UPDATE_STRATEGIES["DEFAULT"]
@@ -238,6 +238,12 @@ class OutgoingGroup:
     """Which of the two ``nodes`` is, and why, in words."""
 
 
+def running_nodes(old_plan: Plan, was: NodeGroupPlan) -> int:
+    """The nodes a group of the last update may run: its ``maxSize`` where the cluster autoscaler owns its size (the
+    record holds only the first ``desiredSize``), else its ``desiredSize``."""
+    return was.max_size if old_plan.autoscale else was.desired_size
+
+
 def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
     """The old configuration's groups that run until the end of the update beside the new one's: Pulumi creates a
     replaced group's successor first and deletes the old group, like a removed one, after every other change (source
@@ -252,7 +258,7 @@ def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
         now = new_groups.get(was.name)
         if now is not None and not _replacing(was, now):
             continue
-        nodes = was.max_size if old_plan.autoscale else was.desired_size
+        nodes = running_nodes(old_plan, was)
         out.append(OutgoingGroup(was, "removed" if now is None else "replaced", nodes, sized_by))
     return out
 
@@ -520,7 +526,7 @@ def _group_change(
             path=g.path,
             action="replace",
             reasons=tuple(replace_why),
-            nodes=was.desired_size,
+            nodes=running_nodes(old_plan, was),
             strategy=g.update_strategy,
             jobs=jobs,
         )
@@ -644,7 +650,7 @@ def _deleted(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, replaced: froze
         path=was.path,
         action="delete",
         reasons=("removed from the stack file",),
-        nodes=was.desired_size,
+        nodes=running_nodes(old_plan, was),
         strategy="delete",
         jobs=_stops(old_plan, new_plan, was.name, "delete", replaced=replaced),
     )

@@ -1444,6 +1444,9 @@ def test_the_summary_says_the_old_group_runs_beside_the_new_one_until_the_end() 
     ``pulumi up``; a group removed while nothing is created says nothing more than that it goes."""
     old = plan_of("p4d", _gpu("p4d", topology=False))
     u = compare(old, plan_of("p4d", _gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"])))
+    one = plan_of("p4d", _gpu("p4d", topology=False, desiredSize=1))
+    (group,) = compare(one, plan_of("p4d", _gpu("p4d", topology=False, instanceTypes=["p5.48xlarge"]))).groups
+    assert (group.action, group.nodes) == ("replace", 2)  # as the note counts: the autoscaler may have grown it
     assert (
         "  note: nodeGroups.gpu: the new group's nodes start beside the old group's 2 node(s) (its maxSize: the "
         "cluster autoscaler owns its size and may have grown it that far). Both groups run until the end of this "
