@@ -1,6 +1,7 @@
-"""A default a page states in prose, as ``\\`key\\` (default X)``, is the one the program applies: the config model's
-field default, or for a key whose field defaults to nothing, the value the code applies in its place (``APPLIED``).
-The generated reference pages state every default from the models; this checks the copies in the hand-written ones."""
+"""A default a page states in prose, as ``\\`key\\` (default X)`` and the like (``STATED``), is the one the
+program applies: the config model's field default, or for a key whose field defaults to nothing, the value the code
+applies in its place (``APPLIED``). The generated reference pages state every default from the models; this checks
+the copies in the hand-written ones."""
 
 import argparse
 import importlib
@@ -16,8 +17,13 @@ from components.catalog import DEFAULT_SPOT_DISCOUNT
 from tests.harness import REPO
 from training import train_flags
 
-#: ``\`key\` (default X)`` in a page's prose.
-STATED = re.compile(r"`([a-zA-Z]+)` \(default ([^)]*)\)")
+#: How a page's prose states a key's default: ``\`key\` (default X)``, ``(\`key\`, default X)``, ``X by default
+#: (\`key\`)``; each with the group of the key and of the value.
+STATED = [
+    (re.compile(r"`([a-zA-Z]+)` \(default ([^)]*)\)"), 1, 2),
+    (re.compile(r"\(`([a-zA-Z]+)`, default ([^)]*)\)"), 1, 2),
+    (re.compile(r"(\d+(?:\.\d+)?\s*(?:s|h|%)?) by default \(`([a-zA-Z]+)`\)"), 2, 1),
+]
 #: Pages the code writes (their defaults come from the models themselves).
 GENERATED = {"docs/reference/configuration.md", "docs/reference/components.md"}
 
@@ -32,6 +38,7 @@ def _trainer_default(flag: str) -> Any:
 APPLIED: dict[str, Callable[[], Any]] = {
     # the trainer's --pg-timeout-seconds (training/train_flags.py): the pods set PG_TIMEOUT_SECONDS only when it is set
     "collectiveTimeoutSeconds": lambda: _trainer_default("pg_timeout_seconds"),
+    "checkpointEverySeconds": lambda: train_flags.DEFAULT_CHECKPOINT_EVERY_SECONDS,
     # NodeGroupConfig.discount
     "spotDiscount": lambda: DEFAULT_SPOT_DISCOUNT.fraction,
 }
@@ -67,13 +74,14 @@ def stated_defaults() -> list[tuple[str, str, str]]:
             continue
         for number, line in enumerate(page.read_text().splitlines(), 1):
             prose = re.sub(r"``.*?``", "", line)  # not a pattern shown as code
-            out += [(f"{rel}:{number}", key, stated) for key, stated in STATED.findall(prose)]
+            for pattern, key, value in STATED:
+                out += [(f"{rel}:{number}", m[key], m[value]) for m in pattern.finditer(prose)]
     return out
 
 
 def test_the_pages_state_defaults_to_check() -> None:
     keys = {key for _, key, _ in stated_defaults()}
-    assert {"stopGracePeriodSeconds", "queueTimeoutHours", "spotDiscount"} <= keys, keys
+    assert {"stopGracePeriodSeconds", "queueTimeoutHours", "spotDiscount", "checkpointEverySeconds"} <= keys, keys
 
 
 def test_each_default_a_page_states_is_the_one_the_program_applies() -> None:
