@@ -205,14 +205,6 @@ class Kueue:
         establish_crds(self.box, [d["metadata"]["name"] for d in crds(self.folder)])
         _metrics_certificate()
         ca = _certificates(self.home / "certs")
-        self.webhook_port, self.health_port = free_port(), free_port()
-        config = box_configuration(
-            self.configuration,
-            webhook_port=self.webhook_port,
-            health_port=self.health_port,
-            cert_dir=self.home / "certs",
-        )
-        (self.home / "config.yaml").write_text(dump_yaml_documents([config]))
         log = open(self.log_path, "ab")
         command = [
             str(self.binary),
@@ -221,17 +213,37 @@ class Kueue:
             "--feature-gates=" + ",".join(f"{n}={str(v).lower()}" for n, v in sorted(self.feature_gates.items())),
             "--zap-log-level=2",
         ]
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+        def launch() -> int:
+            """The manager started on two ports free now; returns where its log starts."""
+            self.webhook_port, self.health_port = free_port(), free_port()
+            config = box_configuration(
+                self.configuration,
+                webhook_port=self.webhook_port,
+                health_port=self.health_port,
+                cert_dir=self.home / "certs",
+            )
+            (self.home / "config.yaml").write_text(dump_yaml_documents([config]))
+            log.flush()
+            at = self.log_path.stat().st_size
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            return at
+
+        at = launch()
         deadline = time.monotonic() + timeout_s
         restarts = 0
         while not self._ready():
+            assert self.process is not None
             if self.process.poll() is not None:
-                # A CRD Established before the apiserver's discovery serves it: Kueue's manager exits, and its
-                # Deployment would restart the pod; so does the box (at most 3 times).
-                if restarts < 3 and "no matches for kind" in self.log()[-3000:]:
+                # The manager exits, and its Deployment would restart the pod; so does the box (at most 3 times):
+                # - a CRD Established before the apiserver's discovery serves it;
+                # - a port taken before it listened: free_port's come from the kernel's ephemeral range, where any
+                #   client's connection may take one first (a cluster gives the pod ports of its own).
+                tail = self.log_path.read_bytes()[at:].decode(errors="replace")[-3000:]
+                if restarts < 3 and ("no matches for kind" in tail or "address already in use" in tail):
                     restarts += 1
                     time.sleep(1.0)
-                    self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+                    at = launch()
                     continue
                 raise BoxError(f"Kueue exited ({self.process.returncode}); its log ends:\n{self.log()[-3000:]}")
             if time.monotonic() > deadline:
