@@ -12,7 +12,6 @@ import base64
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -21,17 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from stacks.ports import free_port  # noqa: F401 - the tests import it from here
 from tests.wait import patient, wait_for
 
 REGION = "us-east-1"
 MOTO_SERVER = Path(sys.executable).with_name("moto_server")
-
-
-def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until_answers(

@@ -28,6 +28,7 @@ from components.workloads.job_objects import JOB_OBJECTS
 from stacks.box import build as box_build
 from stacks.box.cluster import Box, BoxError, establish_crds
 from stacks.box.gomodules import module_dir
+from stacks.ports import free_port
 from stacks.yaml_text import dump_yaml_documents, load_yaml_documents
 
 MODULE = "sigs.k8s.io/kueue"
@@ -93,12 +94,6 @@ def webhook_configurations(port: int, ca_pem: bytes, folder: str = "kueue") -> l
         doc["webhooks"] = hooks
         out.append(doc)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _certificates(folder: Path) -> bytes:
@@ -237,8 +232,7 @@ class Kueue:
             if self.process.poll() is not None:
                 # The manager exits, and its Deployment would restart the pod; so does the box (at most 3 times):
                 # - a CRD Established before the apiserver's discovery serves it;
-                # - a port taken before it listened: free_port's come from the kernel's ephemeral range, where any
-                #   client's connection may take one first (a cluster gives the pod ports of its own).
+                # - a port taken before it listened (:mod:`stacks.ports`; a cluster gives the pod ports of its own).
                 tail = self.log_path.read_bytes()[at:].decode(errors="replace")[-3000:]
                 if restarts < 3 and ("no matches for kind" in tail or "address already in use" in tail):
                     restarts += 1

