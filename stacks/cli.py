@@ -56,6 +56,7 @@ CORE = (
     "stacks.zones",
     "stacks.stackfile",
     "stacks.yaml_text",
+    "stacks.ports",
     "stacks.bundle",
     "stacks.cli",
     "stacks.__main__",

@@ -15,6 +15,7 @@ import pytest
 
 from stacks.box import kueue as box_kueue
 from stacks.box.cluster import BoxError
+from tests.wait import patient
 
 MANAGER = """#!{python}
 import http.server, ssl, socket, sys, threading, yaml
@@ -69,7 +70,7 @@ def test_a_port_taken_before_the_manager_listens_starts_it_again_on_new_ports(
 ) -> None:
     kueue, applied = _kueue(tmp_path, monkeypatch, failures=2)
     try:
-        kueue.start(timeout_s=60)
+        kueue.start(timeout_s=patient(60))
     finally:
         kueue.stop()
     assert (tmp_path / "starts").read_text() == "3"
@@ -80,6 +81,6 @@ def test_a_port_taken_before_the_manager_listens_starts_it_again_on_new_ports(
 def test_a_manager_that_keeps_failing_is_reported_with_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kueue, applied = _kueue(tmp_path, monkeypatch, failures=10)
     with pytest.raises(BoxError, match="address already in use"):
-        kueue.start(timeout_s=60)
+        kueue.start(timeout_s=patient(60))
     assert (tmp_path / "starts").read_text() == "4"  # the first start and three more
     assert applied == []
