@@ -1,4 +1,5 @@
-"""Loading a stack configuration made of a few sections, as ``pulumi up`` does, for the rule tests."""
+"""Loading a stack configuration made of a few sections, as ``pulumi up`` does, for the rule tests; the bundled
+trainer's own defaults, which apply where a job's key is unset."""
 
 from typing import Any
 
@@ -35,3 +36,21 @@ def stack_report(stack: str) -> dict[str, Any]:
     cfg = stack_config(stack)
     plan = build_plan(load_config(PROJECT, stack, cfg))
     return report(plan, cfg.get("aws:region"), first_step(plan, run_program(stack).registrations))
+
+
+def trainer_defaults() -> dict[str, Any]:
+    """Each variable of the bundled trainer's environment -> the default of the flag it sets
+    (``training/train_flags.py``: ``ENV_DEFAULTS``), read with no such variable set."""
+    import argparse
+    import os
+
+    from training import train_flags
+
+    saved = {v: os.environ.pop(v) for v in train_flags.ENV_DEFAULTS.values() if v in os.environ}
+    try:  # a flag's default reads its variable when the flag is added
+        parser = argparse.ArgumentParser()
+        for add in (name for name in dir(train_flags) if name.startswith("add_") and name.endswith("_flags")):
+            getattr(train_flags, add)(parser)
+        return {v: parser.get_default(dest) for dest, v in train_flags.ENV_DEFAULTS.items()}
+    finally:
+        os.environ.update(saved)

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.config_support import trainer_defaults
 from tests.harness import REPO
 from tests.python_source import parse
 
@@ -125,24 +126,6 @@ def test_the_check_finds_a_stated_default_that_differs() -> None:
 
 #: ``(``VARIABLE``; the trainer's default: N)`` in a docstring: the bundled trainer's own default for that variable.
 TRAINER_STATED = re.compile(r"``([A-Z_]+)``; the trainer's default: (\d+(?:\.\d+)?)")
-
-
-def trainer_defaults() -> dict[str, Any]:
-    """Each variable of the bundled trainer's environment -> the default of the flag it sets
-    (``training/train_flags.py``: ``ENV_DEFAULTS``), read with no such variable set."""
-    import argparse
-    import os
-
-    from training import train_flags
-
-    saved = {v: os.environ.pop(v) for v in train_flags.ENV_DEFAULTS.values() if v in os.environ}
-    try:  # a flag's default reads its variable when the flag is added
-        parser = argparse.ArgumentParser()
-        for add in (name for name in dir(train_flags) if name.startswith("add_") and name.endswith("_flags")):
-            getattr(train_flags, add)(parser)
-        return {v: parser.get_default(dest) for dest, v in train_flags.ENV_DEFAULTS.items()}
-    finally:
-        os.environ.update(saved)
 
 
 def test_each_trainer_default_a_docstring_states_is_the_trainers() -> None:

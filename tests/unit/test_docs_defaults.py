@@ -3,7 +3,6 @@ program applies: the config model's field default, or for a key whose field defa
 applies in its place (``APPLIED``). The generated reference pages state every default from the models; this checks
 the copies in the hand-written ones."""
 
-import argparse
 import importlib
 import inspect
 import pkgutil
@@ -14,8 +13,8 @@ from pydantic import BaseModel
 
 import stacks.config
 from components.catalog import DEFAULT_SPOT_DISCOUNT
+from tests.config_support import trainer_defaults
 from tests.harness import REPO
-from training import train_flags
 
 #: How a page's prose states a key's default: ``\`key\` (default X)``, ``(\`key\`, default X)``, ``X by default
 #: (\`key\`)``; each with the group of the key and of the value.
@@ -28,17 +27,11 @@ STATED = [
 GENERATED = {"docs/reference/configuration.md", "docs/reference/components.md"}
 
 
-def _trainer_default(flag: str) -> Any:
-    parser = argparse.ArgumentParser()
-    train_flags.add_fault_flags(parser)
-    return parser.get_default(flag)
-
-
 #: Keys whose field defaults to None, and what the program applies in its place.
 APPLIED: dict[str, Callable[[], Any]] = {
     # the trainer's --pg-timeout-seconds (training/train_flags.py): the pods set PG_TIMEOUT_SECONDS only when it is set
-    "collectiveTimeoutSeconds": lambda: _trainer_default("pg_timeout_seconds"),
-    "checkpointEverySeconds": lambda: train_flags.DEFAULT_CHECKPOINT_EVERY_SECONDS,
+    "collectiveTimeoutSeconds": lambda: trainer_defaults()["PG_TIMEOUT_SECONDS"],
+    "checkpointEverySeconds": lambda: trainer_defaults()["CHECKPOINT_EVERY_SECONDS"],
     # NodeGroupConfig.discount
     "spotDiscount": lambda: DEFAULT_SPOT_DISCOUNT.fraction,
 }
