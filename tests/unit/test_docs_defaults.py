@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 import stacks.config
 from components.catalog import DEFAULT_SPOT_DISCOUNT
+from stacks.docs import FILES, regenerate
 from tests.config_support import trainer_defaults
 from tests.harness import REPO
 
@@ -23,8 +24,8 @@ STATED = [
     (re.compile(r"\(`([a-zA-Z]+)`, default ([^)]*)\)"), 1, 2),
     (re.compile(r"(\d+(?:\.\d+)?\s*(?:s|h|%)?) by default \(`([a-zA-Z]+)`\)"), 2, 1),
 ]
-#: Pages the code writes (their defaults come from the models themselves).
-GENERATED = {"docs/reference/configuration.md", "docs/reference/components.md"}
+#: Pages the code writes whole (their defaults come from the models themselves); the others have generated tables only.
+GENERATED = {path for path, (_, make) in FILES.items() if make is not regenerate}
 
 
 #: Keys whose field defaults to None, and what the program applies in its place.
