@@ -108,8 +108,9 @@ def jobs_outputs(plan: Plan, w: Workloads, ns: pulumi.Input[str], claim: pulumi.
             "copyCommand": pulumi.Output.all(
                 ns, job.job_name, job.output_dir, w.image_uris[TOOLBOX_IMAGE], claim
             ).apply(functools.partial(_copy_of, job_name)),
+            # with a selector kubectl prints only each pod's last 10 lines unless told --tail=-1
             "logsCommand": pulumi.Output.concat(
-                "kubectl logs -n ", ns, " -f --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
+                "kubectl logs -n ", ns, " -f --tail=-1 --prefix --max-log-requests 64 -l ", JOB_LABEL, "=", job_name
             ),
             "waitCommand": pulumi.Output.from_input(ns).apply(
                 functools.partial(_wait_of, job_name, wait_seconds(plan.jobs[job_name]))
@@ -198,7 +199,7 @@ def export_outputs(env: Environment, settings: Mapping[str, Any]) -> dict[str, A
     - ``jobs.<job>.kind``: the job's kind (``pytorch``, ``mpi``, ``tensorflow``, ``command``).
     - ``jobs.<job>.name``: the Kubernetes name of its Job or MPIJob.
     - ``jobs.<job>.outputDir``: its output folder on the shared volume.
-    - ``jobs.<job>.logsCommand``: ``kubectl logs -f`` of every pod of the job.
+    - ``jobs.<job>.logsCommand``: ``kubectl logs -f`` of every pod of the job, each from its first line.
     - ``jobs.<job>.waitCommand``: prints the job's Kueue admission, then waits until the job ends, for as long as
       ``pulumi up`` would: it exits 0 if the job succeeded, 1 if it failed or the wait timed out.
     - ``jobs.<job>.copyCommand``: copies its output folder from the shared volume to ``./<job>`` here.

@@ -316,7 +316,11 @@ class TestJobs:
             return
         jobs = resolve(p.outputs["jobs"])
         for name, job in jobs.items():
-            assert resolve(job["logsCommand"]).startswith("kubectl logs -n training -f")
+            logs = resolve(job["logsCommand"])
+            assert logs.startswith("kubectl logs -n training -f")
+            # with a selector, kubectl prints only each pod's last 10 lines unless --tail says otherwise
+            # (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_logs/, --tail): the output promises all
+            assert " -l " in logs and " --tail=-1 " in logs, logs
             assert resolve(job["outputDir"]).startswith("/data/")
         assert ("tensorboardCommand" in p.outputs) == any(j.get("tensorboard") for j in _jobs_cfg(stack).values())
 

@@ -60,7 +60,7 @@ def test_the_stacks_commands_run_the_boxs_kubectl(tmp_path: Path) -> None:
     changes (the jsonpath's quoting included)."""
     kubectl, kubeconfig = Path("/cache/box dir/kubectl"), tmp_path / "kubeconfig"
     wait = wait_command("training", "train", 90060)
-    logs = "kubectl logs -n training -f --prefix --max-log-requests 64 -l eks-training/job=train"
+    logs = "kubectl logs -n training -f --tail=-1 --prefix --max-log-requests 64 -l eks-training/job=train"
     own = f"{shlex.quote(str(kubectl))} --kubeconfig {shlex.quote(str(kubeconfig))}"
     for command in (wait, logs):
         rewritten = rehearse.box_command(command, kubectl, kubeconfig)
