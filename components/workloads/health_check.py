@@ -95,6 +95,7 @@ class AllReduceHealthCheck(pulumi.ComponentResource):
             backoff_limit=1,
             run_once=True,
             await_completion=True,
+            output_folder=False,  # allreduce_bench.py creates its report's folder
         )
         self.job_name = finished(BATCH_JOB, job_name, job, awaited=True)
         self.report_path = self.job_name.apply(lambda _: report)

@@ -21,6 +21,7 @@ from components.workloads.pods import (
     exit_code_values,
     job_pod,
     on_group,
+    output_folder_containers,
     scratch_volume,
     shared_volume,
     shm_volume,
@@ -63,13 +64,17 @@ def indexed_job(
     ignore_exit_codes: Sequence[int] = (),
     run_once: bool = False,
     await_completion: Optional[bool] = None,
+    output_folder: bool = True,
 ) -> tuple[k8s.core.v1.Service, k8s.batch.v1.Job]:
     """A headless Service and an Indexed Job of ``nodes`` pods, one per node of the group (required
     anti-affinity), with stable hostnames ``<job>-<index>.<service>``, the shared volume at ``/data``, a
     memory-backed ``/dev/shm``, and the job's identity (waits, code). Node drains and spot interruptions
     (``DisruptionTarget``) never count against the backoff, nor do ``ignore_exit_codes`` of the main container
     (a program that reports being stopped); ``fail_exit_codes`` of the main container and a failed predecessor
-    fail the Job at once. Stopped pods get the job's ``stop_grace_period_seconds``."""
+    fail the Job at once. Stopped pods get the job's ``stop_grace_period_seconds``. With ``output_folder`` the pods
+    create the job's output folder before the program starts
+    (:func:`~components.workloads.pods.output_folder_containers`); without it the program does, as the toolbox's
+    launcher does."""
     rules = _failure_rules(fail_exit_codes, ignore_exit_codes, waits_for_jobs=bool(spec.get("after_jobs")))
     queue = dict(spec.get("queue_labels") or {})
     timeout_s = deadline_seconds(spec.get("timeout_hours", DEFAULT_TIMEOUT_HOURS))
@@ -96,7 +101,7 @@ def indexed_job(
             "backoff_limit": backoff_limit,
             "active_deadline_seconds": timeout_s,
             "pod_failure_policy": {"rules": rules},
-            "template": _indexed_pod(spec, labels, placement, identity, command, env, ports, grace_s),
+            "template": _indexed_pod(spec, labels, placement, identity, command, env, ports, grace_s, output_folder),
         },
         opts=pulumi.ResourceOptions(
             parent=parent,
@@ -158,9 +163,11 @@ def _indexed_pod(
     env: Mapping[str, pulumi.Input[str]],
     ports: Sequence[tuple[str, int]],
     grace_s: int,
+    output_folder: bool,
 ) -> k8s.core.v1.PodTemplateSpecArgsDict:
     """The pod of each index: on its own node of the group, in the job's Service's subdomain, with the job's
-    identity, the shared volume, ``/dev/shm`` and, with a read-only root, a scratch ``/tmp``."""
+    identity, the shared volume, ``/dev/shm`` and, with a read-only root, a scratch ``/tmp``; with
+    ``output_folder``, the init container that creates the job's output folder, after the identity's."""
     selector = {JOB_LABEL: spec["job_name"]}
     read_only = bool(spec.get("read_only_root_filesystem", True))
     return {
@@ -182,7 +189,7 @@ def _indexed_pod(
                     ]
                 }
             },
-            "init_containers": identity.init_containers,
+            "init_containers": [*identity.init_containers, *(output_folder_containers(spec) if output_folder else [])],
             "containers": [_main_container(spec, placement, identity, command, env, ports, read_only)],
             "volumes": unique_volumes(
                 [

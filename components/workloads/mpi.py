@@ -41,6 +41,7 @@ from components.workloads.pods import (
     env_list,
     job_pod,
     on_group,
+    output_folder_containers,
     scratch_volume,
     shared_volume,
     shm_volume,
@@ -432,7 +433,11 @@ def _launcher_template(
             "service_account_name": identity.service_account.metadata.name,
             **job_pod(shape.grace_s),
             "node_selector": dict(args["launcher_node_selector"]),
-            "init_containers": [*identity.init_containers, *_workers_wait(args, shape, hosts)],
+            "init_containers": [
+                *identity.init_containers,
+                *output_folder_containers(spec),  # before mpirun starts the ranks, which write there
+                *_workers_wait(args, shape, hosts),
+            ],
             "containers": [launcher],
             "volumes": unique_volumes([shared_volume(spec["pvc_name"]), *identity.volumes, *shape.scratch]),
         },

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.conventions import SHARED_MOUNT, TRAINING_IMAGE_UID
+from components.conventions import IMAGE_PULL_POLICY, SHARED_MOUNT, TRAINING_IMAGE_UID
 from components.quantities import mebibytes, mebibytes_of, millicores
 from components.workloads.spec import JobSpec, WorkerPlacement, variable_references
 
@@ -18,6 +18,9 @@ IMAGE_UID = TRAINING_IMAGE_UID
 
 #: Name of the main container of every job's pods.
 WORKER_CONTAINER = "worker"
+
+#: Name of the init container that creates a job's output folder (:func:`output_folder_containers`).
+OUTPUT_FOLDER_CONTAINER = "output-folder"
 
 #: Size limit of a job pod's ``/tmp`` when its root file system is read-only (torch compile and Triton caches,
 #: OpenMPI's session folder, ``HOME``); an eviction threshold on the node's disk, not a reservation.
@@ -95,6 +98,26 @@ def shared_volume(pvc_name: pulumi.Input[str]) -> k8s.core.v1.VolumeArgsDict:
 
 #: Where the ``shared`` volume is mounted.
 SHARED_VOLUME_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "shared", "mount_path": SHARED_MOUNT}
+
+
+def output_folder_containers(spec: JobSpec) -> list[k8s.core.v1.ContainerArgsDict]:
+    """The init container that creates the job's output folder (``OUTPUT_DIR``) on the shared volume, so the job's
+    program finds it, as in ``python -m stacks local``. It runs the toolbox image (``helper_image``): none without
+    it. A pod that starts through the toolbox's launcher needs none: the launcher creates the folder."""
+    helper = spec.get("helper_image")
+    if helper is None:
+        return []
+    return [
+        {
+            "name": OUTPUT_FOLDER_CONTAINER,
+            "image": helper,
+            "image_pull_policy": IMAGE_PULL_POLICY,
+            "command": ["mkdir", "-p", "--", spec["output_dir"]],
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+            "volume_mounts": [SHARED_VOLUME_MOUNT],
+            "security_context": container_security(read_only_root=True),
+        }
+    ]
 
 
 def scratch_volume(size_limit: str = "1Gi") -> k8s.core.v1.VolumeArgsDict:

@@ -275,6 +275,7 @@ class PyTorchJob(pulumi.ComponentResource):
             backoff_limit=max_restarts * args["max_nodes"],
             ignore_exit_codes=(LAUNCHER_EXIT_STOPPED, LAUNCHER_EXIT_RENDEZVOUS_LOST) if use_launcher else (),
             fail_exit_codes=(LAUNCHER_EXIT_USAGE, LAUNCHER_EXIT_RUN_FAILED) if use_launcher else (LAUNCHER_EXIT_USAGE,),
+            output_folder=not use_launcher,  # the launcher creates it
         )
 
 

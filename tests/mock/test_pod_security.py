@@ -32,6 +32,7 @@ HELPERS = (
     "wait-for-jobs",
     "wait-for-workers",
     "fetch-code",
+    "output-folder",
     "etcd",
     "stage",
     "tensorboard",
@@ -264,8 +265,8 @@ def test_a_job_can_opt_out_of_the_read_only_root() -> None:
     main = next(c for c in pod["containers"] if c["name"] == "worker")
     assert main["securityContext"]["readOnlyRootFilesystem"] is False
     assert "/tmp" not in {m["mountPath"] for m in main["volumeMounts"]}
-    (wait,) = pod["initContainers"]
-    assert wait["securityContext"]["readOnlyRootFilesystem"] is True, "the helper stays read-only"
+    helpers = pod["initContainers"]  # wait-for-jobs, output-folder
+    assert helpers and all(c["securityContext"]["readOnlyRootFilesystem"] is True for c in helpers), "helpers stay"
     train = p.one("kubernetes:batch/v1:Job", lambda r: r.name.endswith("-train-job"))
     (tc,) = train.inputs["spec"]["template"]["spec"]["containers"]
     assert tc["securityContext"]["readOnlyRootFilesystem"] is True, "other jobs keep the default"
