@@ -25,6 +25,7 @@ from components.nodegroup import TrainingNodeGroupArgs
 from components.observability import FleetObservability, FleetObservabilityArgs, GpuGroupSpec
 from stacks.config import StackConfig, default_private_subnet_cidrs, default_public_subnet_cidrs
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.admission import autoscales
 from stacks.plan.tags import stack_tags
 from stacks.storage import SharedStorage, build_storage
 from stacks.zones import RegionZones, Zone, choose_zones, find_zone
@@ -125,7 +126,9 @@ def _node_group_args(
         "cluster_security_group_id": cluster.node_security_group_id,
         "vpc_id": vpc_id,
         "autoscaler_tags": plan.autoscale,
-        "ignore_desired_size_changes": plan.autoscale,
+        # only where the autoscaler moves it: a fixed size (minSize = maxSize) is the stack file's, and EKS refuses
+        # new sizes sent with a recorded desired size below the new minSize
+        "ignore_desired_size_changes": autoscales(plan, g),
         "kubernetes_version": plan.config.cluster.kubernetes_version,
         "release_version": g.ami.release_version,
         "keep_release_version": not g.ami.pinned,
@@ -275,7 +278,7 @@ def _cluster_args(plan: Plan, net: _Network, tags: dict[str, str]) -> TrainingCl
             "desired_size": plan.system.desired_size,
             "max_size": plan.system.max_size,
             "disk_size_gib": plan.system.disk_size_gib,
-            "autoscaled": plan.autoscale,
+            "autoscaled": autoscales(plan, plan.system),
             "host_setup": [r.name for r in plan.host_requirements(plan.system.name)],
             "release_version": plan.system.ami.release_version,
             "keep_release_version": not plan.system.ami.pinned,

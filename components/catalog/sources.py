@@ -891,6 +891,21 @@ SOURCES: Mapping[str, Source] = {
         "no topology, the region is unsupported or the call is not authorized; pkg/providers/v1/topology.go); since "
         "releases v1.30.8, v1.31.x and v1.32.0",
     ),
+    "kueue-tas-node-failure": Source(
+        url="https://github.com/kubernetes-sigs/kueue/blob/v0.19.1/pkg/controller/tas/node_controller.go",
+        shows="a node a topology-placed workload uses is failed for it once its pod there ends on a tainted node "
+        "(a cordon or drain) or the node is deleted; the scheduler then looks for a replacement node in the "
+        "workload's domain, and with TASFailedNodeReplacementFailFast (beta, on by default since v0.14: "
+        "pkg/features/kube_features.go) evicts the whole workload when it finds none at once "
+        "(pkg/scheduler/scheduler.go, evictWorkloadAfterFailedTASReplacement); a second failed node evicts it too",
+    ),
+    "kueue-recovery-timeout": Source(
+        url="https://github.com/kubernetes-sigs/kueue/blob/v0.19.1/apis/config/v1beta2/defaults.go",
+        shows="waitForPodsReady.recoveryTimeout defaults to its timeout; a running workload one of whose pods stopped "
+        "being Ready waits for recovery, and past that time Kueue evicts it whole and requeues it "
+        "(pkg/controller/core/workload_controller.go, reconcileNotReadyTimeout; apis/config/v1beta2/"
+        "configuration_types.go: Defaults to the value of timeout)",
+    ),
     "kueue-tas": Source(
         url="https://kueue.sigs.k8s.io/docs/concepts/topology_aware_scheduling/",
         shows="Kueue's topology-aware scheduling (beta, on by default since v0.14): a Topology's levels are node "
@@ -1048,6 +1063,22 @@ SOURCES: Mapping[str, Source] = {
         shows="resourceNodeGroupUpdate: \"Do any version update first\": a launch template, release_version or "
         "version change is sent (UpdateNodegroupVersion) and waited for before labels, scaling, taints and "
         "update_config (UpdateNodegroupConfig)",
+    ),
+    "pulumi-ignore-changes": Source(
+        url="https://www.pulumi.com/docs/iac/concepts/options/ignorechanges/",
+        shows="an ignored property keeps the value from Pulumi's state: skipping the refresh step leaves stale values "
+        "in the state, and Pulumi sends them to the provider in later updates (the engine copies the old inputs into "
+        "the ignored paths: pulumi/pulumi pkg/resource/deploy/step_generator.go, processIgnoreChanges); a refresh "
+        "reads a Terraform-bridged resource's inputs back from the cloud (pulumi/pulumi-terraform-bridge "
+        "pkg/tfbridge/provider.go, Read, ExtractInputsFromOutputs)",
+    ),
+    "eks-scaling-config": Source(
+        url="https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html",
+        shows="desiredSize: if it is smaller than the current number of running nodes, the necessary number of nodes "
+        "are terminated to match it; Terraform's aws_eks_node_group sends the whole scaling_config (desired_size "
+        "included) when any of its sizes changes (internal/service/eks/node_group.go, resourceNodeGroupUpdate); EKS "
+        "does not respect PodDisruptionBudgets when it reduces the desired node count (EKS user guide, "
+        "managed-node-groups.html)",
     ),
     "eks-update-managed-node-group": Source(
         url="https://docs.aws.amazon.com/eks/latest/userguide/update-managed-node-group.html",

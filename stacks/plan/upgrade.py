@@ -21,12 +21,14 @@ from components.nodeplan import roll_minutes
 from stacks.config import ConfigError, key
 from stacks.kinds import KINDS
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.admission import autoscales, group_network
 from stacks.plan.flavor_change import flavor_problems
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.job_changes import JobRun, run_changes
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
 from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, recorded_release
+from stacks.plan.queues import PODS_READY_TIMEOUT_S
 from stacks.plan.record import recorded_entry
 from stacks.plan.templates import recorded_digest, template_digest
 from stacks.zones import RegionZones
@@ -40,7 +42,8 @@ class JobStop:
     group: str
     pods: int
     strategy: str
-    """The group's ``updateStrategy`` in the new configuration: ``rolling`` or ``whenIdle``."""
+    """The ``updateStrategy`` the roll runs under, the old configuration's (the budgets change after the roll
+    starts): ``rolling`` or ``whenIdle``; ``delete`` for a group that goes."""
     keeps: int
     """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
     surge: bool = True
@@ -59,6 +62,8 @@ class JobStop:
     """The job's rendezvous (the stack's etcd, on the system group) is what the roll moves, not its pods."""
     replaced: str = ""
     """Its object (``Job``, ``MPIJob``), when the update replaces it before the group goes (:func:`run_changes`)."""
+    topology: bool = False
+    """Kueue placed it by topology (its group's flavor names a Topology, :func:`group_network`)."""
 
     def _past_limit(self) -> str:
         """The clause that says the roll fails the job, when it uses more retries than the job has."""
@@ -98,6 +103,18 @@ class JobStop:
         if self.effect:
             stop += f"; {self.effect}"
         stop += self._past_limit()
+        if self.topology:
+            # Kueue v0.19.1 evicts a topology-placed job whose failed node it finds no replacement for at once
+            # (TASFailedNodeReplacementFailFast, on by default: source key ``kueue-tas-node-failure``)
+            if not self.surge:
+                return (
+                    f"{stop}; Kueue placed the job by topology, and this roll frees no node before the pod stops: "
+                    "unless a node of the group is free, Kueue stops the whole job and queues it again"
+                )
+            stop += (
+                "; Kueue placed the job by topology: if no node of the group is free for a stopped pod at once, it "
+                "stops the whole job and queues it again"
+            )
         if self.surge:
             return stop
         return (
@@ -109,7 +126,9 @@ class JobStop:
                 else ""
             )
             + f") while EKS drains the next node: a wait past {EVICTION_LIMIT_MINUTES} minutes fails the group's "
-            "update"
+            # waitForPodsReady's recoveryTimeout defaults to its timeout (source key ``kueue-recovery-timeout``)
+            f"update, and one past {PODS_READY_TIMEOUT_S / 60:g} minutes makes Kueue stop the whole job and queue "
+            "it again"
         )
 
 
@@ -421,6 +440,7 @@ def _stops(
             continue  # its new pods select another group: the old group's deletion stops none of them
         keeps = now.min_available if now is not None and now.group.name == group else job.min_available
         block = job.group.capacity_type == "CAPACITY_BLOCK"
+        topology = strategy == "rolling" and group_network(old_plan, job.group) is not None
         out.append(
             JobStop(
                 name=name,
@@ -434,6 +454,7 @@ def _stops(
                 failures=kind.roll_failures(job.nodes) if strategy == "rolling" else 0,
                 limit=limit,
                 replaced=kind.job_object.kind if strategy == "delete" and name in replaced else "",
+                topology=topology,
             )
         )
     return tuple(out)
@@ -518,6 +539,7 @@ def _group_change(
     """What happens to a group the stack keeps: replaced, rolled, its labels or taints updated in place, or left alone,
     with the notes its roll needs (``recorded``: the last update's record of what it installed; ``replaced``: the jobs
     whose object the update replaces)."""
+    sizes = _size_notes(old_plan, new_plan, was, g)
     replace_why = _replacing(was, g)
     if replace_why:
         # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
@@ -537,22 +559,31 @@ def _group_change(
         # (source key ``tf-eks-node-group-update-order``)
         config = [k for k in ("labels", "taints") if getattr(was.profile, k) != getattr(g.profile, k)]
         if not config:
-            return None, []
-        return GroupChange(g.path, "update", tuple(config), was.desired_size, g.update_strategy), []
+            return None, sizes
+        return GroupChange(g.path, "update", tuple(config), was.desired_size, g.update_strategy), sizes
     # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
     # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
     rolls_under = was.node_update
+    # the jobs' PodDisruptionBudgets change through the cluster's Kubernetes provider, once the system group rolled,
+    # while the group rolls already: the roll runs under the budgets the jobs had
+    strategy = was.update_strategy
     change = GroupChange(
         path=g.path,
         action="roll",
         reasons=tuple(why),
         nodes=was.desired_size,
-        strategy=g.update_strategy,
-        jobs=_stops(old_plan, new_plan, g.name, g.update_strategy, rolls_under.surge),
+        strategy=strategy,
+        jobs=_stops(old_plan, new_plan, g.name, strategy, rolls_under.surge),
         node_update=rolls_under,
         no_surge=was.no_surge.why if was.no_surge is not None else None,
     )
-    notes = []
+    notes = sizes
+    if strategy != g.update_strategy:
+        notes.append(
+            f"{g.path}: its updateStrategy moves {strategy} -> {g.update_strategy} in the same `pulumi up` as the "
+            f"roll, and its jobs' PodDisruptionBudgets change only once the system group rolled: this roll runs "
+            f"under {strategy}. To roll under {g.update_strategy}, set it in a `pulumi up` of its own first"
+        )
     if rolls_under != g.node_update:
         notes.append(
             f"{g.path}: its EKS update strategy moves {rolls_under.name} -> {g.node_update.name} in the "
@@ -568,6 +599,41 @@ def _group_change(
     if g.capacity_type == "CAPACITY_BLOCK":
         notes.append(_capacity_block_note(old_plan, new_plan, g))
     return change, notes
+
+
+def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
+    """A kept group whose ``maxSize`` (or ``minSize``) changes while ``pulumi up`` leaves its desired size to the
+    autoscaler or its Capacity Block (:meth:`components.nodegroup.TrainingNodeGroup._ignored_changes`), as it did at
+    the last update: the provider sends the sizes with the desired size Pulumi last recorded (source key
+    ``pulumi-ignore-changes``), and EKS scales the group to it at once, PodDisruptionBudgets or not (source key
+    ``eks-scaling-config``). A group that had a fixed size recorded the one it has."""
+    block = g.capacity_type == "CAPACITY_BLOCK"  # its minSize is ignored too
+    if not block and not (autoscales(old_plan, was) and autoscales(new_plan, g)):
+        return []
+    sizes = (
+        (("maxSize", was.max_size, g.max_size),)
+        if block
+        else (
+            ("minSize", was.min_size, g.min_size),
+            ("maxSize", was.max_size, g.max_size),
+        )
+    )
+    changed = [f"{k} {a} -> {b}" for k, a, b in sizes if a != b]
+    if not changed:
+        return []
+    note = (
+        f"{g.path}: {', '.join(changed)}: the provider sends the new sizes with the desired size Pulumi recorded at "
+        "the group's creation or last refresh, not the one the autoscaler set since, and EKS scales the group to it "
+        "at once: the pods of the nodes it removes end, whatever their PodDisruptionBudget. Run this update as "
+        "`pulumi up --refresh`, which reads the group's desired size first"
+    )
+    if not block and g.min_size > was.min_size:
+        note += (
+            f"; EKS refuses a minSize above that desired size: if the group runs fewer than {g.min_size} nodes, first "
+            f"run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS name> "
+            f"--scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.min_size}`"
+        )
+    return [note]
 
 
 def _unseen_release_notes(was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:

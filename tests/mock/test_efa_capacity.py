@@ -281,10 +281,17 @@ def test_preview_keeps_efa_counts_known() -> None:
 
 def test_autoscaler_owns_desired_sizes_and_may_not_evict_training() -> None:
     p = run_program("workshop")
+    owned = set()
     for ng in p.of_type("aws:eks/nodeGroup:NodeGroup"):
-        # EKS tags every managed group for auto-discovery, the system group included (an unpinned AMI release is
-        # kept too: tests/mock/test_node_updates.py)
-        assert sorted(ng.ignore_changes) == ["releaseVersion", "scalingConfig.desiredSize"], ng.name
+        # the autoscaler owns the desired size of a group it may scale (minSize < maxSize); a fixed size is the stack
+        # file's, sent as it is (an unpinned AMI release is kept too: tests/mock/test_node_updates.py)
+        sizes = ng.inputs["scalingConfig"]
+        scaled = sizes["minSize"] < sizes["maxSize"]
+        owned.add(scaled)
+        assert sorted(ng.ignore_changes) == ["releaseVersion", *(["scalingConfig.desiredSize"] if scaled else [])], (
+            ng.name
+        )
+    assert owned == {True, False}  # workshop: the system group scales, its 2 training nodes are fixed
     no_evict = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
     for r in p.of_type("kubernetes:batch/v1:Job") + p.of_type("kubernetes:apps/v1:Deployment"):
         if r.name.endswith(("-train-job", "-allreduce-job", "-etcd-deployment")):

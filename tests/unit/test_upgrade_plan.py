@@ -86,7 +86,8 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     assert [(j.name, j.pods, j.keeps, j.strategy) for j in gpu.jobs] == [("train", 2, 1, "rolling")]
     # the EFA group's cluster placement group has no room for a new node first: its pod stops before the new node is up
     assert gpu.node_update.name == "MINIMAL" and gpu.no_surge and "placement group" in gpu.no_surge
-    assert "before the node that replaces its own is up" in gpu.jobs[0].what
+    # and Kueue placed train by topology on it, so with no free node it stops the whole job (FailFast)
+    assert gpu.jobs[0].topology and "unless a node of the group is free, Kueue stops the whole job" in gpu.jobs[0].what
     assert groups["systemNodeGroup"].node_update.name == "DEFAULT" and groups["systemNodeGroup"].no_surge is None
     assert all("before the node" not in j.what for j in groups["systemNodeGroup"].jobs)
     # the evaluation runs on the system group: its roll stops it, not the GPU group's; it moves train's etcd
@@ -551,7 +552,8 @@ def test_a_minimal_rolls_job_line_names_the_capacity_blocks_delay_only_on_a_capa
 
     def rolled(**gpu: Any) -> str:
         base = preset("p5")
-        base[P + "nodeGroups"]["gpu"].update(gpu)
+        # placed without topology: the stopped pod waits for its node (with it, Kueue stops the whole job)
+        base[P + "nodeGroups"]["gpu"].update(gpu, topology=False)
         bigger = copy.deepcopy(base)
         bigger[P + "nodeGroups"]["gpu"]["diskSizeGib"] = 600
         (group,) = compare(plan_of("p5", base), plan_of("p5", bigger)).groups
@@ -563,6 +565,52 @@ def test_a_minimal_rolls_job_line_names_the_capacity_blocks_delay_only_on_a_capa
     block = rolled(capacityType="CAPACITY_BLOCK", capacityReservationId="cr-0123456789abcdef0")
     assert "before the node that replaces its own is up" in on_demand and "Capacity Block" not in on_demand
     assert "longer on its Capacity Block" in block
+    assert "one past 20 minutes makes Kueue stop the whole job" in on_demand  # waitForPodsReady's recoveryTimeout
+
+
+def _sizes_moved(stack: str, **sizes: int) -> list[str]:
+    old = preset(stack)
+    new = copy.deepcopy(old)
+    new[P + "nodeGroups"][next(iter(new[P + "nodeGroups"]))].update(sizes)
+    u = compare(plan_of(stack, old), plan_of(stack, new))
+    return [n for n in u.notes if "pulumi up --refresh" in n]
+
+
+def test_new_sizes_of_an_autoscaled_group_ask_for_a_refresh() -> None:
+    """``ignoreChanges`` keeps the desired size Pulumi recorded, and the provider sends it with any new size: EKS
+    scales the group to it at once (source keys ``pulumi-ignore-changes``, ``eks-scaling-config``)."""
+    (note,) = _sizes_moved("dev", maxSize=4)
+    assert note.startswith("nodeGroups.cpu: maxSize 2 -> 4: the provider sends the new sizes with the desired size")
+    assert "whatever their PodDisruptionBudget" in note
+    assert _sizes_moved("dev", desiredSize=1) == []  # desiredSize alone: ignored, nothing sent
+    # EKS refuses a minSize above the desired size it is sent: the note gives the command that moves both
+    (raised,) = _sizes_moved("dev", minSize=1)
+    assert "--scaling-config minSize=1,maxSize=2,desiredSize=1`" in raised, raised
+
+
+def test_a_fixed_fleets_new_sizes_need_no_refresh() -> None:
+    """workshop runs no autoscaler: its groups' desired size is the stack file's, sent as it is."""
+    assert _sizes_moved("workshop", minSize=3, desiredSize=3, maxSize=3) == []
+
+
+def test_a_new_update_strategy_applies_after_the_roll_it_comes_with() -> None:
+    """The jobs' PodDisruptionBudgets change through the cluster's Kubernetes provider, once the system group rolled:
+    a roll that comes with a new updateStrategy runs under the old one, and the summary says so."""
+    old = variant("p5", kubernetesVersion="1.35")
+    new = variant("p5", kubernetesVersion="1.36")
+    new[P + "nodeGroups"]["gpu"]["updateStrategy"] = "whenIdle"
+    u = compare(plan_of("p5", old), plan_of("p5", new))
+    gpu = next(g for g in u.groups if g.path == "nodeGroups.gpu")
+    assert gpu.strategy == "rolling" and [j.strategy for j in gpu.jobs] == ["rolling"]
+    assert any(
+        n.startswith("nodeGroups.gpu: its updateStrategy moves rolling -> whenIdle in the same `pulumi up` as the roll")
+        and n.endswith("set it in a `pulumi up` of its own first")
+        for n in u.notes
+    ), u.notes
+    alone = preset("p5")
+    idle = copy.deepcopy(alone)
+    idle[P + "nodeGroups"]["gpu"]["updateStrategy"] = "whenIdle"
+    assert compare(plan_of("p5", alone), plan_of("p5", idle)).groups == ()  # on its own: no roll
 
 
 def test_the_upgrading_guides_example_is_the_programs_output() -> None:
