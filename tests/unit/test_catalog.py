@@ -342,3 +342,23 @@ def test_every_catalog_gpu_type_boots_the_nvidia_ami() -> None:
     gpu_types = [t for t in INSTANCE_TYPES.values() if t.is_gpu]
     assert gpu_types
     assert [t.name for t in gpu_types if t.name.split(".")[0] not in NVIDIA_AMI_FAMILIES] == []
+
+
+#: Where prose lists the instance types with a network topology (topology-aware placement by default).
+TOPOLOGY_LISTS = ("stacks/config/nodegroups.py", "docs/how-to/update-project.md", "CHANGELOG.md")
+
+
+def test_every_list_of_the_topology_types_is_the_catalogs() -> None:
+    """Adding a type's line to ``topology.py`` turns on topology-aware placement for its groups: each list of those
+    types a user reads names it, as itself or by its family (``p5`` for p5.48xlarge), and names no other."""
+    from components.catalog import NETWORK_TOPOLOGY
+
+    for path in TOPOLOGY_LISTS:
+        text = " ".join((REPO / path).read_text().split())
+        lists = re.findall(r"\bp3dn(?:, [\w.-]+)*,? (?:and|or) [\w.-]+", text)
+        assert lists, f"{path}: no list of the topology types"
+        for found in lists:
+            names = {n.rstrip(".") for n in re.split(r",? (?:and|or) |, ", found)}
+            missing = [t for t in NETWORK_TOPOLOGY if t not in names and t.split(".")[0] not in names]
+            extra = [n for n in names if not any(n in (t, t.split(".")[0]) for t in NETWORK_TOPOLOGY)]
+            assert not missing and not extra, f"{path}: {found!r} misses {missing}, names {extra} besides"
