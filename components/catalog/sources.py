@@ -894,10 +894,12 @@ SOURCES: Mapping[str, Source] = {
     "kueue-tas-node-failure": Source(
         url="https://github.com/kubernetes-sigs/kueue/blob/v0.19.1/pkg/controller/tas/node_controller.go",
         shows="a node a topology-placed workload uses is failed for it once its pod there ends on a tainted node "
-        "(a cordon or drain) or the node is deleted; the scheduler then looks for a replacement node in the "
-        "workload's domain, and with TASFailedNodeReplacementFailFast (beta, on by default since v0.14: "
-        "pkg/features/kube_features.go) evicts the whole workload when it finds none at once "
-        "(pkg/scheduler/scheduler.go, evictWorkloadAfterFailedTASReplacement); a second failed node evicts it too",
+        "(a cordon or drain) or the node is deleted; the scheduler then looks for a replacement node (any schedulable "
+        "node of the flavor for a preferred topology: pkg/cache/scheduler/tas_flavor_snapshot.go, "
+        "requiredReplacementDomain; cordoned nodes are not among them: tas_nodes_cache.go), and with "
+        "TASFailedNodeReplacementFailFast (beta, on by default since v0.14: pkg/features/kube_features.go) evicts the "
+        "whole workload when it finds none at once (pkg/scheduler/scheduler.go, "
+        "evictWorkloadAfterFailedTASReplacement); a second node failing before the first is replaced evicts it too",
     ),
     "kueue-recovery-timeout": Source(
         url="https://github.com/kubernetes-sigs/kueue/blob/v0.19.1/apis/config/v1beta2/defaults.go",

@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.catalog import IMAGES
 from components.conventions import IMAGE_PULL_POLICY, SHARED_MOUNT, TRAINING_IMAGE_UID
 from components.quantities import mebibytes, mebibytes_of, millicores
 from components.workloads.spec import JobSpec, WorkerPlacement, variable_references
@@ -102,15 +103,13 @@ SHARED_VOLUME_MOUNT: k8s.core.v1.VolumeMountArgsDict = {"name": "shared", "mount
 
 def output_folder_containers(spec: JobSpec) -> list[k8s.core.v1.ContainerArgsDict]:
     """The init container that creates the job's output folder (``OUTPUT_DIR``) on the shared volume, so the job's
-    program finds it, as in ``python -m stacks local``. It runs the toolbox image (``helper_image``): none without
-    it. A pod that starts through the toolbox's launcher needs none: the launcher creates the folder."""
-    helper = spec.get("helper_image")
-    if helper is None:
-        return []
+    program finds it, as in ``python -m stacks local``: the catalog's pinned busybox, a few MB to pull, not the
+    multi-GB toolbox image. A pod that starts through the toolbox's launcher needs none: the launcher creates the
+    folder."""
     return [
         {
             "name": OUTPUT_FOLDER_CONTAINER,
-            "image": helper,
+            "image": IMAGES["busybox"].ref,
             "image_pull_policy": IMAGE_PULL_POLICY,
             "command": ["mkdir", "-p", "--", spec["output_dir"]],
             "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},

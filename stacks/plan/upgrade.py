@@ -109,11 +109,11 @@ class JobStop:
             if not self.surge:
                 return (
                     f"{stop}; Kueue placed the job by topology, and this roll frees no node before the pod stops: "
-                    "unless a node of the group is free, Kueue stops the whole job and queues it again"
+                    "unless an updated node of the group is free, Kueue stops the whole job and queues it again"
                 )
             stop += (
-                "; Kueue placed the job by topology: if no node of the group is free for a stopped pod at once, it "
-                "stops the whole job and queues it again"
+                "; Kueue placed the job by topology: if no updated node of the group is free for a stopped pod at "
+                "once, it stops the whole job and queues it again"
             )
         if self.surge:
             return stop
@@ -420,10 +420,13 @@ def _stops(
     strategy: str,
     surge: bool = True,
     replaced: frozenset[str] = frozenset(),
+    *,
+    old_budgets: bool = False,
 ) -> tuple[JobStop, ...]:
-    """The old configuration's jobs on ``group``, with what the new budget keeps: those of them that run when it rolls
-    (the configuration cannot tell which) stop as it says. ``replaced``: the jobs whose object the update replaces
-    (:func:`run_changes`), during the update, before a group it deletes goes at its end."""
+    """The old configuration's jobs on ``group``, with what the new budget keeps (``old_budgets``: the old one, which
+    the roll runs under): those of them that run when it rolls (the configuration cannot tell which) stop as it says.
+    ``replaced``: the jobs whose object the update replaces (:func:`run_changes`), during the update, before a group
+    it deletes goes at its end."""
     out = []
     for name, job in old_plan.jobs.items():
         kind = KINDS[job.kind]
@@ -438,7 +441,8 @@ def _stops(
         now = new_plan.jobs.get(name)
         if strategy == "delete" and name in replaced and now is not None and now.group.name != group:
             continue  # its new pods select another group: the old group's deletion stops none of them
-        keeps = now.min_available if now is not None and now.group.name == group else job.min_available
+        kept_by_new = not old_budgets and now is not None and now.group.name == group
+        keeps = now.min_available if kept_by_new and now is not None else job.min_available
         block = job.group.capacity_type == "CAPACITY_BLOCK"
         topology = strategy == "rolling" and group_network(old_plan, job.group) is not None
         out.append(
@@ -502,9 +506,16 @@ def compare(
     notes: list[str] = []
     runs = run_changes(old_plan, new_plan, deployed_dirs)
     replaced = frozenset(r.name for r in runs if r.action not in ("added", "removed"))
+    # the jobs' budgets change through the cluster's Kubernetes provider, once the system group's update ended: its
+    # own roll, and those of the groups beside it, run under the budgets the jobs had (all_groups: the system first)
+    system_moves = False
     for g in new_plan.all_groups:
         if g.name in old_groups:
-            change, group_notes = _group_change(old_plan, new_plan, old_groups[g.name], g, deployed_versions, replaced)
+            late = g.name == new_plan.system.name or system_moves
+            change, group_notes = _group_change(
+                old_plan, new_plan, old_groups[g.name], g, deployed_versions, replaced, budgets_late=late
+            )
+            system_moves = system_moves or (g.name == new_plan.system.name and change is not None)
             groups += [change] if change is not None else []
             notes += group_notes
             if from_file:
@@ -535,10 +546,13 @@ def _group_change(
     g: NodeGroupPlan,
     recorded: Optional[Mapping[str, object]] = None,
     replaced: frozenset[str] = frozenset(),
+    *,
+    budgets_late: bool = False,
 ) -> tuple[Optional[GroupChange], list[str]]:
     """What happens to a group the stack keeps: replaced, rolled, its labels or taints updated in place, or left alone,
     with the notes its roll needs (``recorded``: the last update's record of what it installed; ``replaced``: the jobs
-    whose object the update replaces)."""
+    whose object the update replaces; ``budgets_late``: the jobs' budgets change only after the system group's update,
+    so a roll runs under the old ones)."""
     sizes = _size_notes(old_plan, new_plan, was, g)
     replace_why = _replacing(was, g)
     if replace_why:
@@ -564,16 +578,14 @@ def _group_change(
     # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
     # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
     rolls_under = was.node_update
-    # the jobs' PodDisruptionBudgets change through the cluster's Kubernetes provider, once the system group rolled,
-    # while the group rolls already: the roll runs under the budgets the jobs had
-    strategy = was.update_strategy
+    strategy = was.update_strategy if budgets_late else g.update_strategy
     change = GroupChange(
         path=g.path,
         action="roll",
         reasons=tuple(why),
         nodes=was.desired_size,
         strategy=strategy,
-        jobs=_stops(old_plan, new_plan, g.name, strategy, rolls_under.surge),
+        jobs=_stops(old_plan, new_plan, g.name, strategy, rolls_under.surge, old_budgets=budgets_late),
         node_update=rolls_under,
         no_surge=was.no_surge.why if was.no_surge is not None else None,
     )
@@ -581,7 +593,7 @@ def _group_change(
     if strategy != g.update_strategy:
         notes.append(
             f"{g.path}: its updateStrategy moves {strategy} -> {g.update_strategy} in the same `pulumi up` as the "
-            f"roll, and its jobs' PodDisruptionBudgets change only once the system group rolled: this roll runs "
+            f"system group's update, and its jobs' PodDisruptionBudgets change only once that ended: this roll starts "
             f"under {strategy}. To roll under {g.update_strategy}, set it in a `pulumi up` of its own first"
         )
     if rolls_under != g.node_update:
@@ -608,6 +620,16 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
     ``pulumi-ignore-changes``), and EKS scales the group to it at once, PodDisruptionBudgets or not (source key
     ``eks-scaling-config``). A group that had a fixed size recorded the one it has."""
     block = g.capacity_type == "CAPACITY_BLOCK"  # its minSize is ignored too
+    if not block and not autoscales(old_plan, was) and autoscales(new_plan, g):
+        # the autoscaler takes the size over: the provider sends the fixed size the group had, as the desired one
+        if g.min_size <= was.desired_size <= g.max_size:
+            return []
+        return [
+            f"{g.path}: the autoscaler takes over its size, and the provider sends the new sizes with the desired size "
+            f"Pulumi recorded, {was.desired_size}, outside the new {g.min_size}-{g.max_size}: EKS refuses it. First "
+            f"give the group one size within {g.min_size}-{g.max_size} (minSize, desiredSize and maxSize) in a "
+            "`pulumi up` of its own"
+        ]
     if not block and not (autoscales(old_plan, was) and autoscales(new_plan, g)):
         return []
     sizes = (

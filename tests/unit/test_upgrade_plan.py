@@ -87,7 +87,10 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     # the EFA group's cluster placement group has no room for a new node first: its pod stops before the new node is up
     assert gpu.node_update.name == "MINIMAL" and gpu.no_surge and "placement group" in gpu.no_surge
     # and Kueue placed train by topology on it, so with no free node it stops the whole job (FailFast)
-    assert gpu.jobs[0].topology and "unless a node of the group is free, Kueue stops the whole job" in gpu.jobs[0].what
+    assert (
+        gpu.jobs[0].topology
+        and "unless an updated node of the group is free, Kueue stops the whole job" in gpu.jobs[0].what
+    )
     assert groups["systemNodeGroup"].node_update.name == "DEFAULT" and groups["systemNodeGroup"].no_surge is None
     assert all("before the node" not in j.what for j in groups["systemNodeGroup"].jobs)
     # the evaluation runs on the system group: its roll stops it, not the GPU group's; it moves train's etcd
@@ -593,24 +596,44 @@ def test_a_fixed_fleets_new_sizes_need_no_refresh() -> None:
     assert _sizes_moved("workshop", minSize=3, desiredSize=3, maxSize=3) == []
 
 
-def test_a_new_update_strategy_applies_after_the_roll_it_comes_with() -> None:
-    """The jobs' PodDisruptionBudgets change through the cluster's Kubernetes provider, once the system group rolled:
-    a roll that comes with a new updateStrategy runs under the old one, and the summary says so."""
+def test_a_new_update_strategy_applies_after_the_system_groups_update() -> None:
+    """The jobs' PodDisruptionBudgets change through the cluster's Kubernetes provider, once the system group's update
+    ended: a roll beside it that comes with a new updateStrategy runs under the old one, and the budget it keeps is the
+    old one's; the summary says so. A worker group's roll alone takes the new budgets at once."""
     old = variant("p5", kubernetesVersion="1.35")
     new = variant("p5", kubernetesVersion="1.36")
     new[P + "nodeGroups"]["gpu"]["updateStrategy"] = "whenIdle"
     u = compare(plan_of("p5", old), plan_of("p5", new))
     gpu = next(g for g in u.groups if g.path == "nodeGroups.gpu")
-    assert gpu.strategy == "rolling" and [j.strategy for j in gpu.jobs] == ["rolling"]
+    assert gpu.strategy == "rolling" and [(j.strategy, j.keeps) for j in gpu.jobs] == [("rolling", 1)]
     assert any(
-        n.startswith("nodeGroups.gpu: its updateStrategy moves rolling -> whenIdle in the same `pulumi up` as the roll")
+        n.startswith(
+            "nodeGroups.gpu: its updateStrategy moves rolling -> whenIdle in the same `pulumi up` as the system"
+        )
         and n.endswith("set it in a `pulumi up` of its own first")
         for n in u.notes
     ), u.notes
+    # the GPU group's disk alone: no system group update, the new budget (all pods) holds the roll at once
     alone = preset("p5")
     idle = copy.deepcopy(alone)
-    idle[P + "nodeGroups"]["gpu"]["updateStrategy"] = "whenIdle"
-    assert compare(plan_of("p5", alone), plan_of("p5", idle)).groups == ()  # on its own: no roll
+    idle[P + "nodeGroups"]["gpu"].update(updateStrategy="whenIdle", diskSizeGib=600)
+    u = compare(plan_of("p5", alone), plan_of("p5", idle))
+    ((gpu_alone,),) = [[g for g in u.groups if g.path == "nodeGroups.gpu"]]
+    assert gpu_alone.strategy == "whenIdle" and [(j.strategy, j.keeps) for j in gpu_alone.jobs] == [("whenIdle", 2)]
+    assert not [n for n in u.notes if "updateStrategy moves" in n] and "keeps all 2 pod(s)" in gpu_alone.jobs[0].what
+
+
+def test_a_fixed_group_the_autoscaler_takes_over_outside_its_old_size_is_two_updates() -> None:
+    """A fixed group (2/2/2) given an autoscaled range that excludes its size: the newly ignored desired size is sent as
+    recorded (2), which EKS refuses below minSize 3."""
+    old = preset("dev")
+    old[P + "nodeGroups"]["cpu"].update(minSize=2, desiredSize=2, maxSize=2)
+    inside, outside = copy.deepcopy(old), copy.deepcopy(old)
+    inside[P + "nodeGroups"]["cpu"].update(minSize=0, desiredSize=2, maxSize=4)
+    outside[P + "nodeGroups"]["cpu"].update(minSize=3, desiredSize=3, maxSize=6)
+    assert compare(plan_of("dev", old), plan_of("dev", inside)).notes == ()
+    (note,) = compare(plan_of("dev", old), plan_of("dev", outside)).notes
+    assert note.startswith("nodeGroups.cpu: the autoscaler takes over its size") and "outside the new 3-6" in note
 
 
 def test_the_upgrading_guides_example_is_the_programs_output() -> None:
