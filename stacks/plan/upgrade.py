@@ -42,8 +42,9 @@ class JobStop:
     group: str
     pods: int
     strategy: str
-    """The ``updateStrategy`` the roll runs under, the old configuration's (the budgets change after the roll
-    starts): ``rolling`` or ``whenIdle``; ``delete`` for a group that goes."""
+    """The ``updateStrategy`` the roll runs under: the new configuration's, or the old one's beside a system group
+    update, after which the budgets change (:func:`compare`); ``rolling`` or ``whenIdle``; ``delete`` for a group
+    that goes."""
     keeps: int
     """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
     surge: bool = True
@@ -441,8 +442,9 @@ def _stops(
         now = new_plan.jobs.get(name)
         if strategy == "delete" and name in replaced and now is not None and now.group.name != group:
             continue  # its new pods select another group: the old group's deletion stops none of them
-        kept_by_new = not old_budgets and now is not None and now.group.name == group
-        keeps = now.min_available if kept_by_new and now is not None else job.min_available
+        keeps = job.min_available
+        if not old_budgets and now is not None and now.group.name == group:
+            keeps = now.min_available
         block = job.group.capacity_type == "CAPACITY_BLOCK"
         topology = strategy == "rolling" and group_network(old_plan, job.group) is not None
         out.append(
@@ -645,7 +647,8 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
         return []
     note = (
         f"{g.path}: {', '.join(changed)}: the provider sends the new sizes with the desired size Pulumi recorded at "
-        "the group's creation or last refresh, not the one the autoscaler set since, and EKS scales the group to it "
+        f"the group's creation or last refresh, not the one {'its Capacity Block' if block else 'the autoscaler'} set "
+        "since, and EKS scales the group to it "
         "at once: the pods of the nodes it removes end, whatever their PodDisruptionBudget. Run this update as "
         "`pulumi up --refresh`, which reads the group's desired size first"
     )
