@@ -17,8 +17,8 @@ from components.catalog.addons import addon_version_for
 from stacks.config import key
 from stacks.config.addons import AddonNeed, addon_needs, by_addon
 from stacks.plan import NodeGroupPlan, Plan
+from stacks.plan.group_changes import outgoing_groups
 from stacks.plan.minors import VERSION_KEY
-from stacks.plan.upgrade import outgoing_groups
 from stacks.zones import MIN_CONTROL_PLANE_ZONES
 
 
@@ -43,8 +43,8 @@ def quota_needs(plan: Plan, previous: Optional[Plan] = None) -> dict[tuple[str, 
     """The vCPUs each quota must cover (pure: no AWS): (class, market) -> one part per group, from ``maxSize`` x the
     vCPUs of the group's largest type of that class; Capacity Blocks are not counted. ``previous``: the last update's
     plan (``pulumi up``), whose replaced and removed groups run until the end of the update
-    (:func:`~stacks.plan.upgrade.outgoing_groups`): their nodes count too, in a quota this plan needs (in another, they
-    already run within it)."""
+    (:func:`~stacks.plan.group_changes.outgoing_groups`): their nodes count too, in a quota this plan needs (in
+    another, they already run within it)."""
     needs: dict[tuple[str, str], list[QuotaPart]] = {}
     for g in plan.all_groups:
         for quota, facts in _largest_per_quota(g).items():

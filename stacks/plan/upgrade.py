@@ -1,6 +1,7 @@
 """What a change of a running stack's configuration does at the next ``pulumi up``, offline
 (``python -m stacks plan --stack NAME --from OLD``): the Kubernetes minor change, the node groups that roll and why,
-the running jobs those rolls stop, the add-on pins that move, the changes that replace the cluster or the jobs' shared
+the running jobs those rolls stop (:mod:`stacks.plan.group_changes`), the jobs it starts again
+(:mod:`stacks.plan.job_changes`), the add-on pins that move, the changes that replace the cluster or the jobs' shared
 data, and how long it is expected to take.
 
 Both configurations are loaded and planned as ``pulumi up`` does (the old one by :mod:`stacks.plan.old_config`); the
@@ -10,156 +11,29 @@ comparison reads the two plans, refuses what EKS refuses (:mod:`stacks.plan.mino
 the cluster), then the add-ons and the node groups; the groups wait for the VPC CNI and kube-proxy add-ons.
 """
 
-import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Mapping, Optional
 
 from components.catalog.addons import ONE_MINOR_STEP_ADDONS, addon_version_for, addon_version_tuple
-from components.catalog.platform import NODE_UPDATE_STRATEGIES, NODEGROUP_LABEL, NodeUpdateStrategy
-from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION, NODE_SURGE
-from components.nodeplan import roll_minutes
+from components.catalog.timings import CONTROL_PLANE_UPGRADE, CREATION
 from stacks.config import ConfigError, key
-from stacks.kinds import KINDS
-from stacks.plan import NodeGroupPlan, Plan
-from stacks.plan.admission import autoscales, group_network
+from stacks.plan import Plan
 from stacks.plan.flavor_change import flavor_problems
+from stacks.plan.group_changes import (
+    GroupChange,
+    added_group,
+    deleted_group,
+    group_change,
+    outgoing_notes,
+    pinned_release_problems,
+    unseen_release_notes,
+)
 from stacks.plan.installs import EKS_DEFAULT, autoscaler_version
 from stacks.plan.job_changes import JobRun, run_changes
 from stacks.plan.minors import minor_problems
 from stacks.plan.network_change import network_notes, network_problems
-from stacks.plan.nodes import EVICTION_LIMIT_MINUTES, recorded_release
-from stacks.plan.queues import PODS_READY_TIMEOUT_S
 from stacks.plan.record import recorded_entry
-from stacks.plan.templates import recorded_digest, template_digest
 from stacks.zones import RegionZones
-
-
-@dataclass(frozen=True)
-class JobStop:
-    """A running job (of the old configuration) on a group that rolls or goes."""
-
-    name: str
-    group: str
-    pods: int
-    strategy: str
-    """The ``updateStrategy`` the roll runs under: the new configuration's, or the old one's beside a system group
-    update, after which the budgets change (:func:`compare`); ``rolling`` or ``whenIdle``; ``delete`` for a group
-    that goes."""
-    keeps: int
-    """Of its pods, how many its PodDisruptionBudget keeps through the roll."""
-    surge: bool = True
-    """EKS launches a node's replacement before the node goes (``DEFAULT``); else (``MINIMAL``) after it."""
-    capacity_block: bool = False
-    """The group runs on a Capacity Block, which frees a terminated instance's slot only after several minutes."""
-    effect: str = ""
-    """What a stopped pod does to the running job beyond the stop, as its kind says (:meth:`JobKind.node_stop`)."""
-    failures: int = 0
-    """The failures the roll charges to the job's retries (:meth:`JobKind.roll_failures`)."""
-    limit: int = 0
-    """The failures the job tolerates (:meth:`JobKind.failure_limit`)."""
-    launcher: bool = False
-    """The job's launcher pod (an MPI job's, on the system group) is what the roll stops, not its workers."""
-    rendezvous: bool = False
-    """The job's rendezvous (the stack's etcd, on the system group) is what the roll moves, not its pods."""
-    replaced: str = ""
-    """Its object (``Job``, ``MPIJob``), when the update replaces it before the group goes (:func:`run_changes`)."""
-    topology: bool = False
-    """Kueue placed it by topology (its group's flavor names a Topology, :func:`group_network`)."""
-
-    def _past_limit(self) -> str:
-        """The clause that says the roll fails the job, when it uses more retries than the job has."""
-        if self.failures <= self.limit:
-            return ""
-        return (
-            f"; the roll's {self.failures} failure(s) are more than the {self.limit} it tolerates, so the job fails: "
-            f"set the group's updateStrategy to whenIdle, or raise {key(f'jobs.{self.name}.maxRestarts')}"
-        )
-
-    @property
-    def what(self) -> str:
-        """What the roll does to it, in words."""
-        if self.rendezvous:
-            return (
-                "its rendezvous, etcd, moves to a new system node: all its pods stop with the stop checkpoint and "
-                "start again (exit 69, which uses no retry), resuming from it"
-            )
-        if self.launcher:
-            return (
-                "its launcher (mpirun) is stopped once: a new launcher runs the program again from its start (unless "
-                "it resumes itself), using one of its maxRestarts" + self._past_limit()
-            )
-        if self.strategy == "whenIdle":
-            # EKS marks the old nodes unschedulable before it drains one (source key ``eks-managed-node-update``)
-            return (
-                f"keeps all {self.pods} pod(s): EKS cannot drain its nodes and fails the group's update after "
-                f"{EVICTION_LIMIT_MINUTES} minutes; it first marks the old nodes unschedulable, so a pod that starts "
-                f"again meanwhile cannot use them; if they still are after the failure, `kubectl uncordon -l "
-                f"{NODEGROUP_LABEL}=<the group's EKS name>` lets pods use them; run `pulumi up --refresh` once it is "
-                "done"
-            )
-        stop = (
-            f"one pod at a time is stopped (SIGTERM and its grace period), its PodDisruptionBudget keeping "
-            f"{self.keeps} of {self.pods} running"
-        )
-        if self.effect:
-            stop += f"; {self.effect}"
-        stop += self._past_limit()
-        if self.topology:
-            # Kueue v0.19.1 evicts a topology-placed job whose failed node it finds no replacement for at once
-            # (TASFailedNodeReplacementFailFast, on by default: source key ``kueue-tas-node-failure``)
-            if not self.surge:
-                return (
-                    f"{stop}; Kueue placed the job by topology, and this roll frees no node before the pod stops: "
-                    "unless an updated node of the group is free, Kueue stops the whole job and queues it again"
-                )
-            stop += (
-                "; Kueue placed the job by topology: if no updated node of the group is free for a stopped pod at "
-                "once, it stops the whole job and queues it again"
-            )
-        if self.surge:
-            return stop
-        return (
-            f"{stop}; the pod stops before the node that replaces its own is up (EKS terminates a node before "
-            f"launching its replacement), so it waits for that node's launch (about {NODE_SURGE.minutes:g} min"
-            + (
-                ", longer on its Capacity Block, which frees a terminated instance's slot after several minutes"
-                if self.capacity_block
-                else ""
-            )
-            + f") while EKS drains the next node: a wait past {EVICTION_LIMIT_MINUTES} minutes fails the group's "
-            # waitForPodsReady's recoveryTimeout defaults to its timeout (source key ``kueue-recovery-timeout``)
-            f"update, and one past {PODS_READY_TIMEOUT_S / 60:g} minutes makes Kueue stop the whole job and queue "
-            "it again"
-        )
-
-
-@dataclass(frozen=True)
-class GroupChange:
-    """A node group whose nodes roll, are replaced, or go."""
-
-    path: str
-    action: str
-    """``roll`` (EKS replaces the nodes one at a time), ``replace`` (a new group, then the old one deleted),
-    ``update`` (its labels or taints, on its nodes in place), ``add`` (a group the stack file gains) or ``delete``."""
-    reasons: tuple[str, ...]
-    nodes: int
-    """Its nodes now: the old desired size; for a group replaced or deleted, :func:`running_nodes`."""
-    strategy: str
-    jobs: tuple[JobStop, ...] = ()
-    node_update: NodeUpdateStrategy = NODE_UPDATE_STRATEGIES["DEFAULT"]
-    """How EKS rolls the nodes (``updateConfig.updateStrategy`` of the new configuration)."""
-    no_surge: Optional[str] = None
-    """Why the group has no room for an extra node (the reason for ``MINIMAL``), ``None`` for ``DEFAULT``."""
-
-    @property
-    def minutes(self) -> float:
-        """The modelled time of the change: a roll as :func:`components.nodeplan.roll_minutes` models it (the node
-        group's update timeout reads the same); a new group's creation."""
-        if self.action == "roll":
-            return roll_minutes(self.nodes, self.node_update)
-        if self.action in ("replace", "add"):
-            return CREATION["aws:eks/nodeGroup:NodeGroup"].minutes
-        return 0.0
 
 
 @dataclass(frozen=True)
@@ -203,267 +77,6 @@ class Upgrade:
         launches them first."""
         slowest = max((g.minutes for g in self.groups), default=0.0)
         return any(g.action == "roll" and g.node_update.surge and g.minutes == slowest for g in self.groups)
-
-
-def _launch_template(plan: Plan, g: NodeGroupPlan) -> dict[str, Any]:
-    """The settings of a group that its launch template carries (:func:`stacks.plan.templates.launch_template`): a
-    change is a new version (source key ``tf-launch-template-version``), and the nodes roll."""
-    return {
-        "root volume size": g.disk_size_gib,
-        "EFA interfaces": g.profile.efa_interfaces,
-        "capacity reservation": g.capacity_reservation_id,
-        "host setup": [r.name for r in plan.host_requirements(g.name)],
-        "instance tags": ", ".join(f"{k}={v}" for k, v in sorted(plan.config.tags.items())) or "none",
-    }
-
-
-def _template_changes(
-    old_plan: Plan, new_plan: Plan, old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]]
-) -> list[str]:
-    """What changes a group's launch template: its settings in the stack file, else this version of the project, where
-    the last update's record (``recorded``) holds another digest than the recorded configuration has under it."""
-    lt_old, lt_new = _launch_template(old_plan, old), _launch_template(new_plan, new)
-    out = [f"launch template: {k} {lt_old[k]} -> {lt_new[k]}" for k in lt_old if lt_old[k] != lt_new[k]]
-    deployed = recorded_digest(recorded, new)
-    if not out and deployed not in (None, template_digest(old_plan, old), template_digest(new_plan, new)):
-        out.append("launch template: this version of the project changes it")
-    return out
-
-
-def _replacing(old: NodeGroupPlan, new: NodeGroupPlan) -> list[str]:
-    """What makes a new group: EKS updates none of these in place (source key ``eks-update-nodegroup``)."""
-    out = []
-    if old.instance_types != new.instance_types:
-        out.append(f"instance types {', '.join(old.instance_types)} -> {', '.join(new.instance_types)}")
-    if old.capacity_type != new.capacity_type:
-        out.append(f"capacity type {old.capacity_type} -> {new.capacity_type}")
-    if old.profile.ami_type != new.profile.ami_type:
-        out.append(f"AMI type {old.profile.ami_type} -> {new.profile.ami_type}")
-    if (old.zone, old.subnet_id) != (new.zone, new.subnet_id):
-        out.append(f"zone {old.zone or old.subnet_id or 'every zone'} -> {new.zone or new.subnet_id or 'every zone'}")
-    return out
-
-
-@dataclass(frozen=True)
-class OutgoingGroup:
-    """A group of the last update whose nodes run beside the new configuration's until the end of ``pulumi up``."""
-
-    group: NodeGroupPlan
-    """The group as the last update left it."""
-    why: str
-    """``replaced`` (a new group of the same name first) or ``removed`` (the stack file no longer has it)."""
-    nodes: int
-    """The nodes it runs: its ``desiredSize``, or its ``maxSize`` where the cluster autoscaler owned its size."""
-    sized_by: str
-    """Which of the two ``nodes`` is, and why, in words."""
-
-
-def running_nodes(old_plan: Plan, was: NodeGroupPlan) -> int:
-    """The nodes a group of the last update may run: its ``maxSize`` where the cluster autoscaler owns its size (the
-    record holds only the first ``desiredSize``), else its ``desiredSize``."""
-    return was.max_size if old_plan.autoscale else was.desired_size
-
-
-def outgoing_groups(old_plan: Plan, new_plan: Plan) -> list[OutgoingGroup]:
-    """The old configuration's groups that run until the end of the update beside the new one's: Pulumi creates a
-    replaced group's successor first and deletes the old group, like a removed one, after every other change (source
-    keys ``pulumi-replace-order``, ``pulumi-aws-node-group-replace``)."""
-    new_groups = {g.name: g for g in new_plan.all_groups}
-    if old_plan.autoscale:  # the autoscaler owns desiredSize (ignore_changes): the record holds only its first value
-        sized_by = "its maxSize: the cluster autoscaler owns its size and may have grown it that far"
-    else:
-        sized_by = "its desiredSize, which Pulumi keeps it at"
-    out = []
-    for was in old_plan.all_groups:
-        now = new_groups.get(was.name)
-        if now is not None and not _replacing(was, now):
-            continue
-        nodes = running_nodes(old_plan, was)
-        out.append(OutgoingGroup(was, "removed" if now is None else "replaced", nodes, sized_by))
-    return out
-
-
-def outgoing_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
-    """What the summary says of each group that runs until the end of the update (:func:`outgoing_groups`): a removed
-    one only where the update also creates a group, whose nodes then start beside its own."""
-    outgoing = [o for o in outgoing_groups(old_plan, new_plan) if o.group.capacity_type != "CAPACITY_BLOCK" and o.nodes]
-    old_names = {g.name for g in old_plan.all_groups}
-    creates = any(o.why == "replaced" for o in outgoing) or any(g.name not in old_names for g in new_plan.all_groups)
-    notes = []
-    for o in outgoing:
-        runs = f"{o.nodes} node(s) ({o.sized_by})"
-        if o.why == "replaced":
-            notes.append(
-                f"{o.group.path}: the new group's nodes start beside the old group's {runs}. Both groups run until the "
-                "end of this `pulumi up`, when Pulumi deletes the old one. Your vCPU quota and your budget need room "
-                "for both (preflight counts them at `pulumi up`)"
-            )
-        elif creates:
-            notes.append(
-                f"{o.group.path}: the group's {runs} run until the end of this `pulumi up`, when Pulumi deletes it, "
-                "beside the nodes of the groups the update creates. Your vCPU quota and your budget need room for both "
-                "(preflight counts them at `pulumi up`)"
-            )
-    return notes
-
-
-def _rolling(
-    old_plan: Plan,
-    new_plan: Plan,
-    old: NodeGroupPlan,
-    new: NodeGroupPlan,
-    recorded: Optional[Mapping[str, object]] = None,
-) -> list[str]:
-    """What rolls a group's nodes: the Kubernetes minor, a pinned AMI release other than the one it runs
-    (:func:`_running_release`), its launch template (:func:`_template_changes`)."""
-    out = []
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    if a != b:
-        release = new.ami.release_version if new.ami.pinned else f"EKS's newest release for {b}"
-        out.append(f"Kubernetes {a} -> {b} (AMI release {release})")
-    elif _release_moves(old, new, recorded):
-        out.append(f"AMI release {_running_release(old, recorded)} -> {new.ami.release_version}")
-    template = _template_changes(old_plan, new_plan, old, new, recorded)
-    if template and not out:
-        # the provider sends releaseVersion only when it changed, and EKS then takes its newest release for the
-        # group's minor (source keys ``tf-eks-node-group-release-version``, ``eks-update-nodegroup-release``)
-        template.append(f"AMI release -> EKS's newest for {b}")
-    return out + template
-
-
-def _running_release(old: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> str:
-    """The AMI release a group runs: the last update's record of it, as EKS reported it (``recorded``), else the old
-    plan's (its pin, or for a group without one the release a new group would start on, which EKS may have moved
-    past)."""
-    return recorded_release(recorded, old.path) or old.ami.release_version
-
-
-def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
-    """The group's ``amiRelease`` pins a release other than the one it runs (:func:`_running_release`): the provider
-    compares the pin with the release in its state, EKS's, and sends it."""
-    return new.ami.pinned and _running_release(old, recorded) != new.ami.release_version
-
-
-def _release_key(release: str) -> Optional[tuple[tuple[int, ...], str]]:
-    """An EKS AMI release (``1.36.2-20260714``) in the order EKS makes them: Kubernetes patch, then build date; None
-    for a release not of that form."""
-    match = re.fullmatch(r"(?:(\d+(?:\.\d+)*)-)?v?(\d{8})", release)
-    if match is None:
-        return None
-    return tuple(int(p) for p in (match.group(1) or "").split(".") if p), match.group(2)
-
-
-def _pin_key(plan: Plan, g: NodeGroupPlan) -> str:
-    """The key that pins ``g``'s AMI release: its own ``amiRelease``, else ``cluster.amiRelease``."""
-    own = (
-        plan.config.system_node_group.ami_release
-        if g.path == "systemNodeGroup"
-        else plan.config.node_groups[g.name].ami_release
-    )
-    return key(f"{g.path}.amiRelease" if own is not None else "cluster.amiRelease")
-
-
-def pinned_release_problems(
-    old_plan: Plan, new_plan: Plan, recorded: Optional[Mapping[str, object]] = None
-) -> list[str]:
-    """A group whose ``amiRelease`` pins the release it runs while its launch template changes: EKS would take its
-    newest release (:func:`_rolling`), and refuse every later update, which asks it to go back; a pin older than the
-    release the group runs, which EKS refuses too (source key ``eks-update-nodegroup-release``). ``recorded``: the
-    last update's record, for what this version changes and the release each group runs (:func:`_running_release`;
-    without it, a group without a pin is not known to run one)."""
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    old_groups = {g.name: g for g in old_plan.all_groups}
-    problems = []
-    for g in new_plan.all_groups:
-        was = old_groups.get(g.name)
-        if was is None or _replacing(was, g):
-            continue
-        known = was.ami.pinned or recorded_release(recorded, was.path) is not None
-        if known and _release_moves(was, g, recorded):
-            runs = _running_release(was, recorded)
-            new_key, old_key = _release_key(g.ami.release_version), _release_key(runs)
-            if new_key is not None and old_key is not None and new_key < old_key:
-                problems.append(
-                    f"{_pin_key(new_plan, g)}: {g.ami.release_version} is older than the release {g.path} runs, "
-                    f"{runs}; EKS cannot roll a node group back to an earlier AMI release. Keep {runs} or set a "
-                    "newer one"
-                )
-            continue
-        if not g.ami.pinned or a != b or _release_moves(was, g, recorded):
-            continue
-        changes = _template_changes(old_plan, new_plan, was, g, recorded)
-        if not changes:
-            continue
-        pin = _pin_key(new_plan, g)
-        what = "; ".join(c.removeprefix("launch template: ") for c in changes)
-        # an active Capacity Block's group ignores the change (TrainingNodeGroup._ignored_changes) until it is at 0
-        # nodes, and then takes it without the release all the same: the refusal holds there too
-        when = (
-            " (on its Capacity Block, once the group is at 0 nodes: while the block is active it keeps the change "
-            "for later)"
-            if g.capacity_type == "CAPACITY_BLOCK"
-            else ""
-        )
-        problems.append(
-            f"{pin}: pins {g.path} to AMI release {g.ami.release_version}, and this update changes its launch "
-            f"template ({what}) but not its release. EKS would then move its nodes to its newest release for {b}"
-            f"{when}, and refuse every later `pulumi up`, which asks it to go back to {g.ami.release_version}. Set "
-            f"{pin} to a newer release in this same update, or remove it (the group then takes EKS's newest release "
-            "and keeps it)"
-        )
-    return problems
-
-
-def _stops(
-    old_plan: Plan,
-    new_plan: Plan,
-    group: str,
-    strategy: str,
-    surge: bool = True,
-    replaced: frozenset[str] = frozenset(),
-    *,
-    old_budgets: bool = False,
-) -> tuple[JobStop, ...]:
-    """The old configuration's jobs on ``group``, with what the new budget keeps (``old_budgets``: the old one, which
-    the roll runs under): those of them that run when it rolls (the configuration cannot tell which) stop as it says.
-    ``replaced``: the jobs whose object the update replaces (:func:`run_changes`), during the update, before a group
-    it deletes goes at its end."""
-    out = []
-    for name, job in old_plan.jobs.items():
-        kind = KINDS[job.kind]
-        limit = kind.failure_limit(job.config.max_restarts, job.nodes)
-        system_roll = group == old_plan.system.name != job.group.name and strategy == "rolling"
-        if system_roll and kind.launcher_on_system_group:
-            out.append(JobStop(name, group, 1, strategy, keeps=0, surge=surge, failures=1, limit=limit, launcher=True))
-        if system_roll and kind.needs_etcd(job.config):  # etcd runs as one pod there (EtcdRendezvous)
-            out.append(JobStop(name, group, job.nodes, strategy, keeps=0, surge=surge, limit=limit, rendezvous=True))
-        if job.group.name != group:
-            continue
-        now = new_plan.jobs.get(name)
-        if strategy == "delete" and name in replaced and now is not None and now.group.name != group:
-            continue  # its new pods select another group: the old group's deletion stops none of them
-        keeps = job.min_available
-        if not old_budgets and now is not None and now.group.name == group:
-            keeps = now.min_available
-        block = job.group.capacity_type == "CAPACITY_BLOCK"
-        topology = strategy == "rolling" and group_network(old_plan, job.group) is not None
-        out.append(
-            JobStop(
-                name=name,
-                group=group,
-                pods=job.nodes,
-                strategy=strategy,
-                keeps=keeps,
-                surge=surge,
-                capacity_block=block,
-                effect=kind.node_stop(job.nodes),
-                failures=kind.roll_failures(job.nodes) if strategy == "rolling" else 0,
-                limit=limit,
-                replaced=kind.job_object.kind if strategy == "delete" and name in replaced else "",
-                topology=topology,
-            )
-        )
-    return tuple(out)
 
 
 def compare(
@@ -514,19 +127,21 @@ def compare(
     for g in new_plan.all_groups:
         if g.name in old_groups:
             late = g.name == new_plan.system.name or system_moves
-            change, group_notes = _group_change(
+            change, group_notes = group_change(
                 old_plan, new_plan, old_groups[g.name], g, deployed_versions, replaced, budgets_late=late
             )
             system_moves = system_moves or (g.name == new_plan.system.name and change is not None)
             groups += [change] if change is not None else []
             notes += group_notes
             if from_file:
-                notes += _unseen_release_notes(old_groups[g.name], g)
+                notes += unseen_release_notes(old_groups[g.name], g)
     notes += outgoing_notes(old_plan, new_plan)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += network_notes(old_plan, new_plan) if region is None else []
-    groups += [_added(g) for g in new_plan.all_groups if g.name not in old_groups]
-    groups += [_deleted(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names]
+    groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
+    groups += [
+        deleted_group(old_plan, new_plan, was, replaced) for name, was in old_groups.items() if name not in new_names
+    ]
     a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
     return Upgrade(
         old_label=old_label,
@@ -538,151 +153,6 @@ def compare(
         running=running,
         data=data_changes(old_plan, new_plan),
         runs=runs,
-    )
-
-
-def _group_change(
-    old_plan: Plan,
-    new_plan: Plan,
-    was: NodeGroupPlan,
-    g: NodeGroupPlan,
-    recorded: Optional[Mapping[str, object]] = None,
-    replaced: frozenset[str] = frozenset(),
-    *,
-    budgets_late: bool = False,
-) -> tuple[Optional[GroupChange], list[str]]:
-    """What happens to a group the stack keeps: replaced, rolled, its labels or taints updated in place, or left alone,
-    with the notes its roll needs (``recorded``: the last update's record of what it installed; ``replaced``: the jobs
-    whose object the update replaces; ``budgets_late``: the jobs' budgets change only after the system group's update,
-    so a roll runs under the old ones)."""
-    sizes = _size_notes(old_plan, new_plan, was, g)
-    replace_why = _replacing(was, g)
-    if replace_why:
-        # the old group's nodes are deleted once the new group is up: its jobs stop whatever the budget
-        jobs = _stops(old_plan, new_plan, g.name, "delete", replaced=replaced)
-        change = GroupChange(
-            path=g.path,
-            action="replace",
-            reasons=tuple(replace_why),
-            nodes=running_nodes(old_plan, was),
-            strategy=g.update_strategy,
-            jobs=jobs,
-        )
-        return change, []
-    why = _rolling(old_plan, new_plan, was, g, recorded)
-    if not why:
-        # labels and taints are the node group's own settings: EKS updates them on its nodes in place, no roll
-        # (source key ``tf-eks-node-group-update-order``)
-        config = [k for k in ("labels", "taints") if getattr(was.profile, k) != getattr(g.profile, k)]
-        if not config:
-            return None, sizes
-        return GroupChange(g.path, "update", tuple(config), was.desired_size, g.update_strategy), sizes
-    # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
-    # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
-    rolls_under = was.node_update
-    strategy = was.update_strategy if budgets_late else g.update_strategy
-    change = GroupChange(
-        path=g.path,
-        action="roll",
-        reasons=tuple(why),
-        nodes=was.desired_size,
-        strategy=strategy,
-        jobs=_stops(old_plan, new_plan, g.name, strategy, rolls_under.surge, old_budgets=budgets_late),
-        node_update=rolls_under,
-        no_surge=was.no_surge.why if was.no_surge is not None else None,
-    )
-    notes = sizes
-    if strategy != g.update_strategy:
-        notes.append(
-            f"{g.path}: its updateStrategy moves {strategy} -> {g.update_strategy} in the same `pulumi up` as the "
-            f"system group's update, and its jobs' PodDisruptionBudgets change only once that ended: this roll starts "
-            f"under {strategy}. To roll under {g.update_strategy}, set it in a `pulumi up` of its own first"
-        )
-    if rolls_under != g.node_update:
-        notes.append(
-            f"{g.path}: its EKS update strategy moves {rolls_under.name} -> {g.node_update.name} in the "
-            f"same `pulumi up` as the roll, and the provider starts the roll first: this roll runs under "
-            f"{rolls_under.name}"
-            + (
-                ", which first launches up to two nodes per zone of the group beyond its size: its "
-                "capacity must have room for them"
-                if rolls_under.surge
-                else ""
-            )
-        )
-    if g.capacity_type == "CAPACITY_BLOCK":
-        notes.append(_capacity_block_note(old_plan, new_plan, g))
-    return change, notes
-
-
-def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
-    """A kept group whose ``maxSize`` (or ``minSize``) changes while ``pulumi up`` leaves its desired size to the
-    autoscaler or its Capacity Block (:meth:`components.nodegroup.TrainingNodeGroup._ignored_changes`), as it did at
-    the last update: the provider sends the sizes with the desired size Pulumi last recorded (source key
-    ``pulumi-ignore-changes``), and EKS scales the group to it at once, PodDisruptionBudgets or not (source key
-    ``eks-scaling-config``). A group that had a fixed size recorded the one it has."""
-    block = g.capacity_type == "CAPACITY_BLOCK"  # its minSize is ignored too
-    if not block and not autoscales(old_plan, was) and autoscales(new_plan, g):
-        # the autoscaler takes the size over: the provider sends the fixed size the group had, as the desired one
-        if g.min_size <= was.desired_size <= g.max_size:
-            return []
-        return [
-            f"{g.path}: the autoscaler takes over its size, and the provider sends the new sizes with the desired size "
-            f"Pulumi recorded, {was.desired_size}, outside the new {g.min_size}-{g.max_size}: EKS refuses it. First "
-            f"give the group one size within {g.min_size}-{g.max_size} (minSize, desiredSize and maxSize) in a "
-            "`pulumi up` of its own"
-        ]
-    if not block and not (autoscales(old_plan, was) and autoscales(new_plan, g)):
-        return []
-    sizes = (
-        (("maxSize", was.max_size, g.max_size),)
-        if block
-        else (
-            ("minSize", was.min_size, g.min_size),
-            ("maxSize", was.max_size, g.max_size),
-        )
-    )
-    changed = [f"{k} {a} -> {b}" for k, a, b in sizes if a != b]
-    if not changed:
-        return []
-    note = (
-        f"{g.path}: {', '.join(changed)}: the provider sends the new sizes with the desired size Pulumi recorded at "
-        f"the group's creation or last refresh, not the one {'its Capacity Block' if block else 'the autoscaler'} set "
-        "since, and EKS scales the group to it "
-        "at once: the pods of the nodes it removes end, whatever their PodDisruptionBudget. Run this update as "
-        "`pulumi up --refresh`, which reads the group's desired size first"
-    )
-    if not block and g.min_size > was.min_size:
-        note += (
-            f"; EKS refuses a minSize above that desired size: if the group runs fewer than {g.min_size} nodes, first "
-            f"run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS name> "
-            f"--scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.min_size}`"
-        )
-    return [note]
-
-
-def _unseen_release_notes(was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
-    """A group pinned for the first time, compared with a stack file (``plan --from``), which holds no record of the
-    release its nodes run: the comparison assumes the one a new group starts on, and EKS may have moved them past
-    it. ``pulumi up`` reads that release from the last update's record."""
-    if not g.ami.pinned or was.ami.pinned:
-        return []
-    return [
-        f"{g.path}: its nodes may run an AMI release other than {was.ami.release_version}, the one a new group starts "
-        "on, which this comparison cannot see: the pin rolls nodes on an older release, and `pulumi up` refuses it "
-        "for nodes on a newer one. `pulumi preview` reads the release they run"
-    ]
-
-
-def _capacity_block_note(old_plan: Plan, new_plan: Plan, g: NodeGroupPlan) -> str:
-    """What a Capacity Block group's roll waits for: while its block is active the node group ignores a change of its
-    version, AMI release and launch template (:meth:`components.nodegroup.TrainingNodeGroup._ignored_changes`), every
-    reason :func:`_rolling` names."""
-    a, b = old_plan.config.cluster.kubernetes_version, new_plan.config.cluster.kubernetes_version
-    return (
-        f"{g.path}: while its Capacity Block is active the group keeps its version, AMI release and launch template, "
-        "and rolls at the next `pulumi up` at 0 nodes"
-        + (f"; EKS updates the cluster past {b} only once every group runs {b}" if a != b else "")
     )
 
 
@@ -728,23 +198,6 @@ def _held_addon_notes(old_plan: Plan, new_plan: Plan) -> list[str]:
         for addon, version in sorted(new_plan.config.cluster.addon_versions.items())
         if version and held.get(addon) == version and addon in new_plan.addons
     ]
-
-
-def _added(g: NodeGroupPlan) -> GroupChange:
-    """A group the stack file gains: created, with its desired size, before any group goes."""
-    return GroupChange(path=g.path, action="add", reasons=("a new group",), nodes=g.desired_size, strategy="create")
-
-
-def _deleted(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, replaced: frozenset[str] = frozenset()) -> GroupChange:
-    """A group the new configuration no longer has: its nodes go, and its jobs stop."""
-    return GroupChange(
-        path=was.path,
-        action="delete",
-        reasons=("removed from the stack file",),
-        nodes=running_nodes(old_plan, was),
-        strategy="delete",
-        jobs=_stops(old_plan, new_plan, was.name, "delete", replaced=replaced),
-    )
 
 
 def data_changes(old_plan: Plan, new_plan: Plan) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from components.catalog.platform import NODE_UPDATE_STRATEGIES
 from components.catalog.timings import NODE_ROLL, NODE_SURGE, PROVIDER_NODE_GROUP_WAIT
 from components.nodegroup import update_timeout_minutes
 from components.nodeplan import roll_minutes
-from stacks.plan.upgrade import GroupChange
+from stacks.plan.group_changes import GroupChange
 
 DEFAULT, MINIMAL = NODE_UPDATE_STRATEGIES["DEFAULT"], NODE_UPDATE_STRATEGIES["MINIMAL"]
 
