@@ -33,6 +33,7 @@ from components.workloads.job_objects import MPI_JOB
 from components.workloads.pods import (
     JOB_SCRATCH_SIZE,
     SHARED_VOLUME_MOUNT,
+    SMALL_HELPER_RESOURCES,
     TMP_MOUNT,
     WORKER_CONTAINER,
     camel,
@@ -465,7 +466,7 @@ def _workers_wait(
             "image_pull_policy": IMAGE_PULL_POLICY,
             "command": apply_input(hosts, lambda hs: workers_wait_command(hs, port)),
             "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
-            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+            "resources": SMALL_HELPER_RESOURCES,
             # only the standard library: nothing to write
             "security_context": container_security(read_only_root=True),
         }

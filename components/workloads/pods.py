@@ -23,6 +23,12 @@ WORKER_CONTAINER = "worker"
 #: Name of the init container that creates a job's output folder (:func:`output_folder_containers`).
 OUTPUT_FOLDER_CONTAINER = "output-folder"
 
+#: Requests and limits of an init container that runs one small command and exits (a folder made, a port awaited).
+SMALL_HELPER_RESOURCES: k8s.core.v1.ResourceRequirementsArgsDict = {
+    "requests": {"cpu": "50m", "memory": "64Mi"},
+    "limits": {"memory": "128Mi"},
+}
+
 #: Size limit of a job pod's ``/tmp`` when its root file system is read-only (torch compile and Triton caches,
 #: OpenMPI's session folder, ``HOME``); an eviction threshold on the node's disk, not a reservation.
 JOB_SCRATCH_SIZE = "8Gi"
@@ -112,7 +118,7 @@ def output_folder_containers(spec: JobSpec) -> list[k8s.core.v1.ContainerArgsDic
             "image": IMAGES["busybox"].ref,
             "image_pull_policy": IMAGE_PULL_POLICY,
             "command": ["mkdir", "-p", "--", spec["output_dir"]],
-            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+            "resources": SMALL_HELPER_RESOURCES,
             "volume_mounts": [SHARED_VOLUME_MOUNT],
             "security_context": container_security(read_only_root=True),
         }
