@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from stacks.ports import free_port  # noqa: F401 - the tests import it from here
+from stacks.ports import free_port
 from tests.wait import patient, wait_for
 
 REGION = "us-east-1"

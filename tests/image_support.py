@@ -16,8 +16,9 @@ from typing import Any, Iterator, Optional
 
 from components.image import CONTEXT_PREFIX, buildspec, hash_build_context, image_tag_for, write_context_zip
 from components.image.dockerfile import instructions
+from stacks.ports import free_port
 from tests import aws_support
-from tests.aws_support import MOTO_SERVER, REGION, aws_test_environment, free_port, wait_for
+from tests.aws_support import MOTO_SERVER, REGION, aws_test_environment, wait_for
 from tests.wait import patient
 
 __all__ = [  # MOTO_SERVER ... wait_for are re-exported from tests.aws_support

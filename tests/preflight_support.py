@@ -38,8 +38,9 @@ from typing import Any, Callable, Optional
 
 import pytest
 
+from stacks.ports import free_port
 from tests import aws_support
-from tests.aws_support import MOTO_SERVER, REGION, MotoProcess, aws_test_environment, free_port, wait_until_answers
+from tests.aws_support import MOTO_SERVER, REGION, MotoProcess, aws_test_environment, wait_until_answers
 from tests.wait import patient
 
 __all__ = [  # MOTO_SERVER, REGION, MotoProcess and free_port are re-exported from tests.aws_support

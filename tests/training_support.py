@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from stacks.local.runner import LocalRunner
     from stacks.plan import JobPlan
 
+from stacks.ports import free_port
 from tests import aws_support
-from tests.aws_support import free_port
 from tests.wait import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

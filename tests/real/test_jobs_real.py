@@ -46,8 +46,8 @@ from components.workloads.spec import JobSpec, WorkerPlacement
 from components.workloads.tensorboard import tensorboard_command
 from stacks.local.runner import Pod as LocalPod
 from stacks.local.runner import process_env as local_process_env
+from stacks.ports import free_port
 from tests import training_support as ts
-from tests.aws_support import free_port
 from tests.kube import container_env, process_argv
 from tests.wait import patient, wait_for
 

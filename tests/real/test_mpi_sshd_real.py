@@ -43,7 +43,7 @@ from components.workloads.mpi import (
 )
 from components.workloads.pods import camel, env_list
 from components.workloads.spec import JobSpec, WorkerPlacement
-from tests.aws_support import free_port
+from stacks.ports import free_port
 from tests.harness import REPO
 from tests.kube import container_env, process_argv
 from tests.wait import patient

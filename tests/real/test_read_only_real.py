@@ -17,8 +17,8 @@ import pytest
 
 from components.workloads.pytorch import LAUNCHER, torch_env
 from components.workloads.spec import torchrun_command, worker_env
+from stacks.ports import free_port
 from tests import training_support as ts
-from tests.aws_support import free_port
 from tests.wait import patient
 
 TINY_RECIPE = [*ts.TINY_RECIPE, "--workers", "1"]

@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from stacks.ports import free_port
 from tests import training_support as ts
-from tests.aws_support import free_port
 from tests.wait import patient
 
 #: Short runs in a row. The abort ended 2 of 3 two-rank runs before ``end_process``: 8 runs all miss it with a

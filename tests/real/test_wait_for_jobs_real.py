@@ -19,8 +19,8 @@ from typing import Any, Optional
 import pytest
 
 from components.workloads.spec import PREDECESSOR_FAILED_EXIT_CODE
+from stacks.ports import free_port
 from tests import training_support as ts
-from tests.aws_support import free_port
 from tests.wait import patient
 
 WAIT_PY = ts.TRAINING_DIR / "wait_for_jobs.py"

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stacks.ports import free_port
 from tests import training_support as ts
-from tests.aws_support import free_port
 from tests.wait import patient
 
 WAIT_PY = ts.TRAINING_DIR / "wait_for_workers.py"
