@@ -95,3 +95,34 @@ def test_each_default_a_page_states_is_the_one_the_program_applies() -> None:
         if not any(want == v or (isinstance(v, (int, float)) and want == float(v)) for v in applied):
             problems.append(f"{where}: `{key}` (default {stated}), but the program applies {sorted(map(str, applied))}")
     assert problems == [], "\n".join(problems)
+
+
+def kueue_timeout_statements() -> list[tuple[str, str, list[str]]]:
+    """(page, sentence, durations) of each sentence of the pages about Kueue's waitForPodsReady or a job it stops
+    whole, with the durations it states (``20 minutes``, ``1200 s``, ``past 20,``)."""
+    out = []
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        text = " ".join(page.read_text().split())
+        for sentence in re.split(r"(?<=[.|])\s", text):
+            if not re.search(r"waitForPodsReady|whole job|stopped whole", sentence):
+                continue
+            found = re.findall(r"\b(\d+) minutes\b|\b(\d+) s\b|\bpast (\d+),", sentence)
+            durations = [m if m else f"{s} s" if s else p for m, s, p in found]
+            if durations:
+                out.append((str(page.relative_to(REPO)), sentence, durations))
+    return out
+
+
+def test_the_pages_state_kueues_pods_ready_timeout_as_the_program_sets_it() -> None:
+    """The pages say how long Kueue waits for a job's pods (``waitForPodsReady``'s timeout, and its recovery timeout,
+    which defaults to it) in minutes or seconds: the value ``PODS_READY_TIMEOUT_S`` sets, and the requeue backoff the
+    values beside it. EKS's eviction limit shares a sentence with them in places."""
+    from stacks.plan.nodes import EVICTION_LIMIT_MINUTES
+    from stacks.plan.queues import PODS_READY_TIMEOUT_S, REQUEUE_BACKOFF_BASE_S, REQUEUE_BACKOFF_MAX_S
+
+    allowed = {str(PODS_READY_TIMEOUT_S // 60), f"{PODS_READY_TIMEOUT_S} s", str(EVICTION_LIMIT_MINUTES)}
+    allowed |= {f"{REQUEUE_BACKOFF_BASE_S} s", f"{REQUEUE_BACKOFF_MAX_S} s"}
+    statements = kueue_timeout_statements()
+    assert len(statements) >= 4, statements
+    bad = [f"{page}: {d!r} in {sentence!r}" for page, sentence, ds in statements for d in ds if d not in allowed]
+    assert not bad, "\n".join(bad)
