@@ -525,7 +525,8 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
         note += (
             f"; EKS refuses a minSize above that desired size: if the group runs fewer than {g.min_size} nodes, first "
             f"run `aws eks update-nodegroup-config --cluster-name <cluster> --nodegroup-name <the group's EKS name> "
-            f"--scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.min_size}`"
+            f"--scaling-config minSize={g.min_size},maxSize={g.max_size},desiredSize={g.min_size}` (the names: "
+            "`pulumi stack output clusterName` and `nodeGroupNames`)"
         )
     return [note]
 
