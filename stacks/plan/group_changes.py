@@ -130,9 +130,11 @@ class GroupChange:
     ``update`` (its labels or taints, on its nodes in place), ``add`` (a group the stack file gains) or ``delete``."""
     reasons: tuple[str, ...]
     nodes: int
-    """Its nodes now: the old desired size; for a group replaced or deleted, :func:`running_nodes`."""
+    """Its nodes now (:func:`running_nodes`; a new group's desired size)."""
     strategy: str
     jobs: tuple[JobStop, ...] = ()
+    up_to: bool = False
+    """``nodes`` is the most it may run: its ``maxSize``, where the cluster autoscaler owns its size."""
     node_update: NodeUpdateStrategy = NODE_UPDATE_STRATEGIES["DEFAULT"]
     """How EKS rolls the nodes (``updateConfig.updateStrategy`` of the new configuration)."""
     no_surge: Optional[str] = None
@@ -265,6 +267,11 @@ def _rolling(
     if a != b:
         release = new.ami.release_version if new.ami.pinned else f"EKS's newest release for {b}"
         out.append(f"Kubernetes {a} -> {b} (AMI release {release})")
+    elif first_pin_unseen(old, new, recorded):
+        out.append(
+            f"AMI release pinned to {new.ami.release_version}: its nodes roll unless they run it already (which "
+            "release they run is not recorded here)"
+        )
     elif _release_moves(old, new, recorded):
         out.append(f"AMI release {_running_release(old, recorded)} -> {new.ami.release_version}")
     template = _template_changes(old_plan, new_plan, old, new, recorded)
@@ -280,6 +287,13 @@ def _running_release(old: NodeGroupPlan, recorded: Optional[Mapping[str, object]
     plan's (its pin, or for a group without one the release a new group would start on, which EKS may have moved
     past)."""
     return recorded_release(recorded, old.path) or old.ami.release_version
+
+
+def first_pin_unseen(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
+    """A group pinned for the first time whose running release nobody recorded (``plan --from``, or a record older
+    than the releases' entries): its nodes run EKS's newest release of the day they launched, which may be the pin or
+    not, so whether they roll is not known here."""
+    return new.ami.pinned and not old.ami.pinned and recorded_release(recorded, old.path) is None
 
 
 def _release_moves(old: NodeGroupPlan, new: NodeGroupPlan, recorded: Optional[Mapping[str, object]] = None) -> bool:
@@ -436,6 +450,7 @@ def group_change(
             nodes=running_nodes(old_plan, was),
             strategy=g.update_strategy,
             jobs=jobs,
+            up_to=autoscales(old_plan, was),
         )
         return change, []
     why = _rolling(old_plan, new_plan, was, g, recorded)
@@ -445,7 +460,10 @@ def group_change(
         config = [k for k in ("labels", "taints") if getattr(was.profile, k) != getattr(g.profile, k)]
         if not config:
             return None, sizes
-        return GroupChange(g.path, "update", tuple(config), was.desired_size, g.update_strategy), sizes
+        nodes = running_nodes(old_plan, was)
+        return GroupChange(
+            g.path, "update", tuple(config), nodes, g.update_strategy, up_to=autoscales(old_plan, was)
+        ), sizes
     # pulumi-aws (Terraform's aws_eks_node_group) sends the version update before the update config (source key
     # ``tf-eks-node-group-update-order``): the roll runs under the strategy the group had
     rolls_under = was.node_update
@@ -454,11 +472,12 @@ def group_change(
         path=g.path,
         action="roll",
         reasons=tuple(why),
-        nodes=was.desired_size,
+        nodes=running_nodes(old_plan, was),
         strategy=strategy,
         jobs=_stops(old_plan, new_plan, g.name, strategy, rolls_under.surge, old_budgets=budgets_late),
         node_update=rolls_under,
         no_surge=was.no_surge.why if was.no_surge is not None else None,
+        up_to=autoscales(old_plan, was),
     )
     notes = sizes
     if strategy != g.update_strategy:
@@ -533,14 +552,16 @@ def _size_notes(old_plan: Plan, new_plan: Plan, was: NodeGroupPlan, g: NodeGroup
 
 def unseen_release_notes(was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
     """A group pinned for the first time, compared with a stack file (``plan --from``), which holds no record of the
-    release its nodes run: the comparison assumes the one a new group starts on, and EKS may have moved them past
-    it. ``pulumi up`` reads that release from the last update's record."""
+    release its nodes run (:func:`first_pin_unseen`). ``pulumi up`` reads that release from the last update's
+    record, where it holds one."""
     if not g.ami.pinned or was.ami.pinned:
         return []
     return [
-        f"{g.path}: its nodes may run an AMI release other than {was.ami.release_version}, the one a new group starts "
-        "on, which this comparison cannot see: the pin rolls nodes on an older release, and `pulumi up` refuses it "
-        "for nodes on a newer one. `pulumi preview` reads the release they run"
+        f"{g.path}: its nodes run the AMI release EKS had newest when they launched, which may be other than "
+        f"{was.ami.release_version} (the one this version of the project knows newest) and which this comparison "
+        "cannot see: the pin rolls nodes on an older release, and `pulumi up` refuses it for nodes on a newer one. "
+        "`pulumi preview` reads the release they run where the last update recorded it; `aws eks describe-nodegroup` "
+        "shows it (releaseVersion)"
     ]
 
 
@@ -572,4 +593,5 @@ def deleted_group(
         nodes=running_nodes(old_plan, was),
         strategy="delete",
         jobs=_stops(old_plan, new_plan, was.name, "delete", replaced=replaced),
+        up_to=autoscales(old_plan, was),
     )

@@ -89,6 +89,8 @@ class OldConfig:
     unseen: tuple[str, ...] = ()
     """The jobs whose image or code folder was read as it is now, not at the revision (:func:`folders_in_tree`): a
     change there starts a new run that the comparison cannot see."""
+    project_changed: bool = False
+    """This project's own files differ between the revision and the working folder (:func:`project_changed`)."""
 
 
 def read_old_config(old: str, stack: str, stack_file: Optional[Path]) -> OldConfig:
@@ -175,6 +177,31 @@ def _head_note(folder: Path, old: str, rel: str) -> tuple[str, ...]:
     )
 
 
+#: The folders of this project (under :data:`~stacks.bundle.ROOT`) whose change makes a new version of it.
+PROJECT_FOLDERS = ("components", "stacks", "training", "images")
+
+
+def project_changed(repository: Path, revision: str) -> bool:
+    """Whether this project's own files (:data:`PROJECT_FOLDERS`) differ between git revision ``revision`` and the
+    working folder, as after a ``git pull``: both configurations are then planned with the new version, which cannot
+    show what the new version itself changes. ``False`` where git does not hold them (an installed library)."""
+    rel = _inside(ROOT, repository)
+    if rel is None:
+        return False
+    done = _git(repository, "diff", "--quiet", revision, "--", *((rel / f).as_posix() for f in PROJECT_FOLDERS))
+    return done.returncode == 1
+
+
+#: What a comparison with a revision of another version of this project cannot see (:func:`project_changed`).
+PROJECT_CHANGED_NOTE = (
+    "{label}: this project's code differs between {revision} and the working folder (a new version of it), and "
+    "both stack files are planned with the new version: what the new version itself changes (the node groups' "
+    "launch templates, add-on and chart pins, the jobs' pod templates) does not show here, and the old jobs' output "
+    "folders are named as the new version names them. `pulumi preview` compares with what the last update recorded "
+    "and shows those; `pulumi stack output jobs` has the folders the jobs run in"
+)
+
+
 def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfig, Plan]:
     """The old configuration and its plan, validated with today's rules (:class:`StackLoadError` otherwise), but not
     today's support windows: its minor was supported when it was deployed, and a minor that left support since is
@@ -207,7 +234,10 @@ def plan_old(old: str, stack: str, stack_file: Optional[Path]) -> tuple[OldConfi
             said = "".join(f"\nnote: {n}" for n in notes)
             raise StackLoadError(f"the old configuration ({read.label}) does not load: {exc}{said}") from exc
     unseen = tuple(name for name, job in plan.jobs.items() if now & {"*", f"image {job.config.image}", f"job {name}"})
-    return replace(read, notes=tuple(notes), unseen=unseen), plan
+    changed = read.revision is not None and read.repository is not None and project_changed(read.repository, old)
+    if changed:
+        notes.append(PROJECT_CHANGED_NOTE.format(label=read.label, revision=old))
+    return replace(read, notes=tuple(notes), unseen=unseen, project_changed=changed), plan
 
 
 def tree_at(

@@ -62,6 +62,8 @@ class Upgrade:
     data: tuple[str, ...] = ()
     #: The jobs whose run starts or ends (:func:`run_changes`).
     runs: tuple[JobRun, ...] = ()
+    #: A jobs-only stack: its cluster, minor and node groups are another stack's, which its own summary shows.
+    jobs_only: bool = False
 
     @property
     def minutes(self) -> float:
@@ -136,6 +138,7 @@ def compare(
             if from_file:
                 notes += unseen_release_notes(old_groups[g.name], g)
     notes += outgoing_notes(old_plan, new_plan)
+    notes += _team_notes(new_plan, groups)
     notes += _held_addon_notes(old_plan, new_plan)
     notes += network_notes(old_plan, new_plan) if region is None else []
     groups += [added_group(g) for g in new_plan.all_groups if g.name not in old_groups]
@@ -153,7 +156,20 @@ def compare(
         running=running,
         data=data_changes(old_plan, new_plan),
         runs=runs,
+        jobs_only=new_plan.config.cluster.stack_reference is not None,
     )
+
+
+def _team_notes(new_plan: Plan, groups: list[GroupChange]) -> list[str]:
+    """A cluster stack with teams: their jobs-only stacks run jobs on its groups, which this summary cannot list."""
+    stopping = [g.path for g in groups if g.action in ("roll", "replace", "delete")]
+    if not new_plan.config.teams or not stopping:
+        return []
+    return [
+        f"the teams' jobs-only stacks ({', '.join(new_plan.config.teams)}) may run jobs on {', '.join(stopping)}: "
+        "this summary lists only this stack file's jobs, and theirs stop as their kinds do when a group rolls or "
+        "goes. `kubectl get jobs,mpijobs -A` lists them; let them finish first"
+    ]
 
 
 def deployed_version(name: str, planned: Optional[str], recorded: Optional[Mapping[str, object]]) -> Optional[str]:

@@ -37,6 +37,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
                 "action": g.action,
                 "reasons": list(g.reasons),
                 "nodes": g.nodes,
+                "upTo": g.up_to,
                 "updateStrategy": g.strategy,
                 "eksUpdateStrategy": {"name": g.node_update.name, "why": g.no_surge},
                 "minutes": g.minutes,
@@ -70,6 +71,7 @@ def upgrade_report(u: Upgrade) -> dict[str, Any]:
             "source": "components/catalog/timings.py",
         },
         "notes": list(u.notes),
+        "jobsOnly": u.jobs_only,
     }
 
 
@@ -85,7 +87,10 @@ def _stop_text(j: JobStop) -> str:
 
 
 #: A restart's key in words, where the change may be outside the job (its group's own keys).
-_KEY_WORDS = {"nodeGroup": "nodeGroup (or that group's labels, taints or zone)"}
+_KEY_WORDS = {
+    "nodeGroup": "nodeGroup (or that group's labels, taints or zone)",
+    "maxNodes": "maxNodes (its group's maxSize, where the job leaves it unset)",
+}
 
 
 def _run_line(j: dict[str, Any]) -> str:
@@ -123,9 +128,42 @@ def _version(v: Optional[str], minor: str) -> str:
 
 
 def render_upgrade(r: dict[str, Any]) -> str:
-    """The comparison as text."""
-    k = r["kubernetesVersion"]
+    """The comparison as text: the cluster's part (:func:`_cluster_lines`), then the jobs', then the notes.
+    ``projectChanged``: ``--from`` names a revision of another version of this project, whose own changes this
+    comparison cannot see (:func:`~stacks.plan.old_config.project_changed`)."""
     lines = [f"upgrade from {r['from']}:"]
+    if r.get("projectChanged"):
+        lines.append(
+            "  the stack file's changes only: this project's own changes since then do not show (a note says where "
+            "they do)"
+        )
+    if r.get("jobsOnly"):
+        lines.append(
+            "  cluster: another stack's (cluster.stackReference): its own summary shows its Kubernetes minor, add-ons "
+            "and node groups"
+        )
+    else:
+        lines += _cluster_lines(r)
+    if r["data"]:
+        lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
+    lines.extend(_run_line(j) for j in r["jobs"])
+    lines.extend(
+        f"  job {n}: its image or code folder was read as it is now (a note says which): a change there starts a new "
+        "run this comparison cannot see; the preview shows it"
+        for n in r.get("unseenJobs", ())
+    )
+    if not r["jobs"] and not r["data"] and not r.get("unseenJobs"):
+        lines.append("  jobs: none restarts or starts a new run")
+    if not r.get("jobsOnly"):
+        lines.append(_duration_line(r))
+    lines.extend(f"  note: {n}" for n in r["notes"])
+    return "\n".join(lines)
+
+
+def _cluster_lines(r: dict[str, Any]) -> list[str]:
+    """The minor, the add-ons, the data and the node groups, as the summary says them."""
+    k = r["kubernetesVersion"]
+    lines = []
     if k.get("running"):
         moves = f", which moves to {k['to']} first" if k["running"] != k["to"] else ""
         lines.append(
@@ -154,7 +192,8 @@ def render_upgrade(r: dict[str, Any]) -> str:
             "delete": "goes",
         }
         lines.append(
-            f"  {g['key']} {verb[g['action']]}: {'; '.join(g['reasons'])}; {g['nodes']} node(s)"
+            f"  {g['key']} {verb[g['action']]}: {'; '.join(g['reasons'])}; {'up to ' if g['upTo'] else ''}"
+            f"{g['nodes']} node(s)"
             + (f", updateStrategy {g['updateStrategy']}, {_eks_strategy(g)}" if g["action"] == "roll" else "")
         )
         for j in g["jobs"]:
@@ -164,22 +203,19 @@ def render_upgrade(r: dict[str, Any]) -> str:
                 "    EKS applies them to its nodes; a job replaced for them (below) waits for that before it starts"
             )
         elif not g["jobs"] and g["action"] != "add":
-            lines.append("    no running job on it")
-    if r["data"]:
-        lines.append("  jobs: every job starts from its first step on the shared data the data: line names")
-    lines.extend(_run_line(j) for j in r["jobs"])
-    lines.extend(
-        f"  job {n}: its image or code folder was read as it is now (a note says which): a change there starts a new "
-        "run this comparison cannot see; the preview shows it"
-        for n in r.get("unseenJobs", ())
-    )
-    if not r["jobs"] and not r["data"] and not r.get("unseenJobs"):
-        lines.append("  jobs: none restarts or starts a new run")
+            lines.append("    no job of this stack file on it")
+    return lines
+
+
+def _duration_line(r: dict[str, Any]) -> str:
+    """The expected duration, or why there is none."""
+    k = r["kubernetesVersion"]
     timed = [g for g in r["nodeGroups"] if g["action"] != "update"]
     if timed or r["addons"] or k["from"] != k["to"] or k.get("running"):
-        lines.append(
+        return (
             f"  expected duration: about {r['expectedMinutes']:g} min (a model: control plane, add-ons, then the "
             f"slowest group at {r['durations']['nodeRoll']['minutes']:g} min a node"
+            + (", an autoscaled group at its maxSize" if any(g["upTo"] for g in timed) else "")
             + (
                 f", {r['durations']['nodeSurge']['minutes']:g} more for DEFAULT's first new nodes"
                 if r["countsSurge"]
@@ -187,10 +223,9 @@ def render_upgrade(r: dict[str, Any]) -> str:
             )
             + f"; {r['durations']['source']})"
         )
-    else:
-        lines.append("  expected duration: no control plane, add-on or node group update")
-    lines.extend(f"  note: {n}" for n in r["notes"])
-    return "\n".join(lines)
+    if r["nodeGroups"]:
+        return "  expected duration: no roll (labels and taints change on the running nodes)"
+    return "  expected duration: no control plane, add-on or node group update"
 
 
 def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan, *, as_json: bool = False) -> str:
@@ -205,4 +240,5 @@ def compare_stacks(old: str, stack: str, stack_file: Optional[Path], plan: Plan,
     r = upgrade_report(replace(u, notes=(*read.notes, *u.notes, *([unpinned] if unpinned else []))))
     said = {j["name"] for j in r["jobs"]}
     r["unseenJobs"] = [n for n in read.unseen if n not in said]
+    r["projectChanged"] = read.project_changed
     return json.dumps({"upgrade": r}, indent=2) if as_json else render_upgrade(r)

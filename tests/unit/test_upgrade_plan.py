@@ -99,9 +99,15 @@ def test_one_minor_up_rolls_every_group_and_names_the_jobs_it_stops() -> None:
     ]
     assert [j.name for j in groups["systemNodeGroup"].jobs if j.rendezvous] == ["train"]
     assert "vpc-cni" in {a.name for a in u.addons}
-    # control plane, add-ons, then the slowest group: 2 nodes one at a time, the system group's new nodes first
-    assert gpu.minutes == 2 * 20.0 and groups["systemNodeGroup"].minutes == 4.0 + 2 * 20.0
-    assert u.minutes == 10.0 + 1.0 + 4.0 + 2 * 20.0
+    # control plane, add-ons, then the slowest group: its nodes one at a time, the system group's new nodes first;
+    # the autoscaler owns the system group's size (2-3): the model takes the most it may run, its maxSize
+    system = groups["systemNodeGroup"]
+    assert (gpu.nodes, gpu.up_to, system.nodes, system.up_to) == (2, True, 3, True)
+    assert gpu.minutes == 2 * 20.0 and system.minutes == 4.0 + 3 * 20.0
+    assert u.minutes == 10.0 + 1.0 + 4.0 + 3 * 20.0
+    assert "  systemNodeGroup rolls: Kubernetes 1.35 -> 1.36 " in (text := render_upgrade(upgrade_report(u)))
+    assert "; up to 3 node(s), updateStrategy" in text and "; up to 2 node(s), updateStrategy" in text, text
+    assert "the slowest group at 20 min a node, an autoscaled group at its maxSize, 4 more" in text, text
 
 
 def test_the_expected_duration_counts_defaults_first_new_nodes_only_where_the_slowest_group_takes_them() -> None:
@@ -117,7 +123,7 @@ def test_the_expected_duration_counts_defaults_first_new_nodes_only_where_the_sl
         plan_of("p5", variant("p5", kubernetesVersion="1.35")), plan_of("p5", variant("p5", kubernetesVersion="1.36"))
     )
     text = render_upgrade(upgrade_report(minor))
-    assert "about 55 min" in text and "20 min a node, 4 more for DEFAULT's first new nodes;" in text, text
+    assert "about 75 min" in text and "its maxSize, 4 more for DEFAULT's first new nodes;" in text, text
 
 
 def _moved(stack: str, only: str = "", **job_changes: Any) -> dict[str, Any]:
@@ -217,6 +223,34 @@ def test_a_jobs_only_stack_has_no_minor_to_pin() -> None:
     )
     assert code == 0, err
     assert "kubernetesVersion" not in out
+    # its cluster, minor and node groups are the cluster stack's: the summary says so, and shows none of them
+    assert (
+        "\n  cluster: another stack's (cluster.stackReference): its own summary shows its Kubernetes minor, add-ons "
+        "and node groups\n"
+    ) in out, out
+    assert "  Kubernetes 1." not in out and "node groups: " not in out and "expected duration" not in out, out
+    assert not re.search(r"^  (systemNodeGroup|nodeGroups\.)", out, re.M), out
+
+
+def test_a_cluster_stacks_rolls_name_the_teams_whose_jobs_they_may_stop() -> None:
+    """The teams' jobs-only stacks run jobs on the cluster stack's groups, which its summary cannot list: a roll names
+    the teams, and a group without this stack file's jobs is said to have none of them, not none at all."""
+    folder = REPO / "examples" / "teams"
+    config = load_yaml((folder / "Pulumi.shared.yaml").read_text())["config"]
+    old = build_plan(load_config("eks-training", "shared", variant_of(config, "1.35"), project_dir=REPO))
+    new = build_plan(load_config("eks-training", "shared", variant_of(config, "1.36"), project_dir=REPO))
+    u = compare(old, new)
+    (note,) = [n for n in u.notes if n.startswith("the teams'")]
+    assert note.startswith(f"the teams' jobs-only stacks ({', '.join(config[P + 'teams'])}) may run jobs on ")
+    assert all(g.path in note for g in u.groups) and "kubectl get jobs,mpijobs -A" in note, note
+    text = render_upgrade(upgrade_report(u))
+    assert "    no job of this stack file on it" in text and "no running job" not in text, text
+    assert not [n for n in compare(old, old).notes if n.startswith("the teams'")]  # nothing rolls: no note
+
+
+def variant_of(config: dict[str, Any], minor: str) -> dict[str, Any]:
+    """``config`` with its cluster's minor set to ``minor``."""
+    return {**config, P + "cluster": {**(config.get(P + "cluster") or {}), "kubernetesVersion": minor}}
 
 
 def test_an_addon_pin_held_across_a_minor_move_is_named() -> None:
@@ -383,22 +417,32 @@ def test_when_idle_keeps_every_pod_and_an_unpinned_release_rolls_nothing() -> No
         train.what
     )
     assert "`kubectl uncordon -l eks.amazonaws.com/nodegroup=<the group's EKS name>`" in train.what
-    assert u.minutes == 4.0 + 2 * 20.0  # no control plane, no add-on; the system group's new nodes first
+    # no control plane, no add-on; the system group's new nodes first, then its 3 nodes at most (autoscaled, 2-3)
+    assert u.minutes == 4.0 + 3 * 20.0
 
 
 def test_a_first_pin_to_the_release_a_new_group_starts_on_is_noted_without_a_record() -> None:
     """`plan --from` cannot see the release an unpinned group's nodes run: pinning the newest this project knows
-    may roll them, and the comparison says so; with the last update's record of that release it knows."""
+    may roll them, and the comparison says so, in each group's line and a note; with the last update's record of
+    that release it knows."""
     old, new = plan_of("p5", preset("p5")), plan_of("p5", variant("p5", amiRelease=NEWEST_AMI_RELEASE))
     unseen = compare(old, new, from_file=True)
-    assert unseen.groups == ()
+    assert {g.path: g.reasons for g in unseen.groups} == {
+        g.path: (
+            f"AMI release pinned to {g.ami.release_version}: its nodes roll unless they run it already (which release "
+            "they run is not recorded here)",
+        )
+        for g in new.all_groups
+    }
+    assert "node groups: none rolls" not in render_upgrade(upgrade_report(unseen))
     noted = [n for n in unseen.notes if "other than" in n]
     assert [n.split(":")[0] for n in noted] == [g.path for g in new.all_groups], noted
-    assert "`pulumi preview` reads the release they run" in noted[0]
-    # a first pin to another release: a roll from the release a new group starts on, which the note says is assumed
+    assert "`pulumi preview` reads the release they run where the last update recorded it" in noted[0]
+    # a first pin to another release: the same, whatever the release
     older = plan_of("p5", variant("p5", amiRelease=list(AMI_RELEASES)[-2]))
     guessed = compare(old, older, from_file=True)
     assert {g.path for g in guessed.groups} == {g.path for g in older.all_groups}
+    assert all("AMI release pinned to " in g.reasons[0] for g in guessed.groups)
     assert len([n for n in guessed.notes if f"other than {old.all_groups[0].ami.release_version}" in n]) == len(
         older.all_groups
     )
@@ -723,6 +767,43 @@ def test_from_a_git_revision(tmp_path: Path) -> None:
 
     code, _, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "no-such-revision")
     assert code == 2 and "git has no Pulumi.dev.yaml at revision 'no-such-revision'" in err
+
+
+def test_from_a_revision_of_another_version_of_the_project_says_what_it_cannot_see(tmp_path: Path, monkeypatch) -> None:
+    """After a ``git pull``, ``--from ORIG_HEAD`` plans both stack files with the new version: a line first, and a
+    note, say that the new version's own changes do not show there, and where they do. This project's files are
+    compared at the revision and in the working folder (its folders under ``ROOT``); where git does not hold them (an
+    installed library) nothing is said."""
+    from stacks.plan import old_config
+
+    stack_file = _committed_dev(tmp_path, "1.36")
+    code_file = tmp_path / "components" / "setup.py"
+    code_file.parent.mkdir()
+    code_file.write_text("STEP = 1\n")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "version 1")
+    monkeypatch.setattr(old_config, "ROOT", tmp_path)
+    assert not old_config.project_changed(tmp_path, "HEAD")
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0 and "the stack file's changes only" not in out and "new version" not in out, out + err
+
+    code_file.write_text("STEP = 2\n")  # as git pull leaves it: the new version in the working folder
+    assert old_config.project_changed(tmp_path, "HEAD")
+    code, out, err = _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD")
+    assert code == 0, err
+    assert out.startswith(
+        "upgrade from HEAD:Pulumi.dev.yaml:\n  the stack file's changes only: this project's own changes since then "
+        "do not show (a note says where they do)\n"
+    ), out
+    assert "  note: HEAD:Pulumi.dev.yaml: this project's code differs between HEAD and the working folder" in out, out
+    assert "`pulumi preview` compares with what the last update recorded" in out, out
+    assert (
+        '"projectChanged": true'
+        in _plan_cli("--stack", "dev", "--stack-file", str(stack_file), "--from", "HEAD", "--json")[1]
+    )
+    # the project's files outside the repository: an installed library, which git does not hold
+    monkeypatch.setattr(old_config, "ROOT", REPO)
+    assert not old_config.project_changed(tmp_path, "HEAD")
 
 
 def test_from_a_file_says_it_reads_the_folders_as_they_are_now(tmp_path: Path) -> None:
@@ -1339,6 +1420,17 @@ def test_what_kueue_lets_a_flavor_change_is_no_flavor_problem() -> None:
     assert actions == {"nodeGroups.h100": "add", "nodeGroups.gpu": "delete"}, actions
 
 
+def test_a_new_max_size_names_the_elastic_jobs_that_take_it() -> None:
+    """An elastic ``pytorch`` job without ``maxNodes`` takes its group's ``maxSize``: a new one replaces its Job, and
+    the summary says where the key the user never set comes from."""
+    grown = preset("dev")
+    grown[P + "nodeGroups"]["cpu"]["maxSize"] += 1
+    u = compare(plan_of("dev", preset("dev")), plan_of("dev", grown))
+    assert [(r.name, r.action, r.reasons) for r in u.runs] == [("train", "restarts", ("maxNodes",))]
+    text = render_upgrade(upgrade_report(u))
+    assert "  job train: maxNodes (its group's maxSize, where the job leaves it unset) changed: its Job is" in text
+
+
 def test_a_groups_new_labels_update_it_in_place_and_its_jobs_wait_for_them() -> None:
     """New labels or taints are the node group's own settings (UpdateNodegroupConfig, no roll): the group is said to
     be updated in place, not timed, and its job, whose pods select the labels, is replaced."""
@@ -1348,8 +1440,8 @@ def test_a_groups_new_labels_update_it_in_place_and_its_jobs_wait_for_them() -> 
     assert [(g.path, g.action, g.reasons) for g in u.groups] == [("nodeGroups.cpu", "update", ("labels",))]
     assert [(r.name, r.action, r.reasons) for r in u.runs] == [("train", "restarts", ("nodeGroup",))]
     text = render_upgrade(upgrade_report(u))
-    assert "  nodeGroups.cpu is updated in place, no roll: labels; 1 node(s)\n" in text, text
-    assert "expected duration: no control plane, add-on or node group update" in text, text
+    assert "  nodeGroups.cpu is updated in place, no roll: labels; up to 2 node(s)\n" in text, text
+    assert "  expected duration: no roll (labels and taints change on the running nodes)" in text, text
 
 
 def test_a_job_replaced_with_its_group_is_said_to_go_first() -> None:
@@ -1733,8 +1825,15 @@ def test_a_first_pin_is_compared_with_the_release_the_record_says_the_group_runs
     newer = compare(old, plan_of("p5", _pinned_p5("1.36.4-20260901", own=True, disk=500)), deployed_versions=record)
     (gpu,) = newer.groups
     assert gpu.reasons == ("AMI release 1.36.3-20260801 -> 1.36.4-20260901",)
-    # without the record, the old plan's release stands in (this version's newest): no refusal, as before
-    assert compare(old, plan_of("p5", _pinned_p5("v20260714", own=True, disk=500))).groups == ()
+    # without the record, the release the group runs is not known: no refusal, and a roll that may happen
+    (unknown,) = compare(old, plan_of("p5", _pinned_p5("v20260714", own=True, disk=500))).groups
+    assert (unknown.path, unknown.reasons) == (
+        "nodeGroups.gpu",
+        (
+            "AMI release pinned to 1.36.2-20260714: its nodes roll unless they run it already (which release they run "
+            "is not recorded here)",
+        ),
+    )
 
 
 def test_a_first_pin_with_a_template_change_is_refused_only_where_the_group_runs_that_release() -> None:
