@@ -97,7 +97,7 @@ def give_up(output_dir: Path, failures: int, limit: int, code: int) -> None:
     ends the pod with exit 3 and the Job fails at once."""
     reason = (
         f"the script failed {failures} attempts in a row, each within {QUICK_FAILURE_S:g} s of its start "
-        f"(the job's maxRestarts: {limit}; the last exit status {code})"
+        f"(the job's maxRestarts: {limit - 1}, MAX_FAILED_ATTEMPTS {limit}; the last exit status {code})"
     )
     record = {"reason": reason, "failures": failures, "failed_at": dt.datetime.now(dt.UTC).isoformat()}
     tmp = output_dir / f".{FAILED_MARKER}.{os.getpid()}.tmp"

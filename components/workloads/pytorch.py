@@ -75,7 +75,7 @@ def pytorch_env(
     if grace <= SHUTDOWN_MARGIN_S:
         raise ValueError(f"{spec['job_name']}: stop_grace_period_seconds must exceed {SHUTDOWN_MARGIN_S}")
     resilience = {
-        "MAX_FAILED_ATTEMPTS": str(max_restarts),
+        "MAX_FAILED_ATTEMPTS": str(max_restarts + 1),  # the attempts: the first, then max_restarts more
         "TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(grace - SHUTDOWN_MARGIN_S),
     }
     if checkpoint_every_seconds is not None:
@@ -155,8 +155,9 @@ class PyTorchJobArgs(TypedDict):
     etcd_endpoint: NotRequired[pulumi.Input[str]]
     """``host:port`` of etcd for ``etcd-v2``."""
     max_restarts: NotRequired[int]
-    """The run's failure budget: attempts in a row that fail without a new checkpoint before the trainer gives up
-    (``MAX_FAILED_ATTEMPTS``), and the Job's pod backoff per node. Default 3."""
+    """The run's failure budget: restarts after attempts in a row that failed without a new checkpoint, before the
+    trainer gives up (``MAX_FAILED_ATTEMPTS``, the attempts, is one more), and the Job's pod backoff per node.
+    Default 3; 0 gives up at the first such failure."""
     checkpoint_every_seconds: NotRequired[float]
     """Checkpoint cadence in seconds of training (``CHECKPOINT_EVERY_SECONDS``; the trainer's default: 120)."""
     collective_timeout_seconds: NotRequired[float]

@@ -327,9 +327,10 @@ class JobConfig(Model):
     rendezvous_backend: RendezvousBackend = "etcd-v2"
     """pytorch: torchrun's rendezvous, an etcd 3.5 Service or c10d hosted by pod 0."""
     max_restarts: int = Field(default=DEFAULT_MAX_RESTARTS, ge=0, le=100)
-    """Pod failures the Job's backoff allows per node. pytorch: also the run's failure budget (MAX_FAILED_ATTEMPTS):
-    attempts in a row of your script that each failed within 5 minutes of starting, or of the bundled trainer without
-    a new checkpoint. A pod's own stop (a drain, a spot interruption, a scale-up) never counts."""
+    """Pod failures the Job's backoff allows per node. pytorch: also the run's failure budget: the restarts of your
+    script after attempts in a row that each failed within 5 minutes of starting, or of the bundled trainer without a
+    new checkpoint (MAX_FAILED_ATTEMPTS, the attempts, is one more); 0 gives up at the first. A pod's own stop (a
+    drain, a spot interruption, a scale-up) never counts."""
     checkpoint_every_seconds: Optional[Number] = Field(default=None, ge=0, le=86400)
     """pytorch: checkpoint cadence in seconds of training (CHECKPOINT_EVERY_SECONDS), 0 = only at epoch ends and on
     stop; default the program's own (the bundled trainer's, components/workloads/pytorch.py)."""

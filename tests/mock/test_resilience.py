@@ -111,7 +111,8 @@ def test_pytorch_pods_get_their_grace_period_budgets_and_production_rendezvous(s
         grace = cfg.get("stopGracePeriodSeconds", DEFAULT_STOP_GRACE_S)
         assert pod["terminationGracePeriodSeconds"] == grace
         assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == str(grace - SHUTDOWN_MARGIN_S)
-        assert env["MAX_FAILED_ATTEMPTS"] == str(cfg.get("maxRestarts", DEFAULT_MAX_RESTARTS))
+        # the attempts: the first, then maxRestarts more
+        assert env["MAX_FAILED_ATTEMPTS"] == str(cfg.get("maxRestarts", DEFAULT_MAX_RESTARTS) + 1)
         assert ("CHECKPOINT_EVERY_SECONDS" in env) == ("checkpointEverySeconds" in cfg)
         assert ("TENSORBOARD_DIR" in env) == bool(cfg.get("tensorboard"))
         if cfg.get("tensorboard"):
@@ -176,7 +177,7 @@ def test_job_settings_reach_the_pods() -> None:
         env["CHECKPOINT_EVERY_SECONDS"],
         env["PG_TIMEOUT_SECONDS"],
         env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"],
-    ) == ("7", "120", "90", "285")
+    ) == ("8", "120", "90", "285")
 
 
 @pytest.mark.parametrize("stack", PYTORCH_STACKS)

@@ -549,7 +549,7 @@ def test_a_virtualenv_for_an_image_the_stack_does_not_have_exits_2(tmp_path: Pat
 @pytest.mark.parametrize("stagger_s", [0, 4], ids=["together", "one pod later"])
 def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path: Path, stagger_s: int) -> None:
     """A ``pytorch`` job's own script that fails at its start is not restarted by torchrun up to 100 times per pod:
-    after ``maxRestarts`` quick failures in a row a rank writes FAILED, torchrun starts the workers again, each finds
+    after ``maxRestarts`` restarts of quick failures in a row (here 1: two attempts) a rank writes FAILED, torchrun starts the workers again, each finds
     FAILED and exits 0, and the launcher exits 3 (the Job's FailJob) with the run's own reason; also when the second
     pod's script fails later than the first's."""
     (tmp_path / "code").mkdir()
@@ -566,7 +566,7 @@ def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path:
                 "nodes": 2,
                 "code": "s3://my-bucket/crash/",
                 "script": "crash.py",
-                "maxRestarts": 2,
+                "maxRestarts": 1,
                 "rendezvousBackend": "c10d",
             }
         },
@@ -575,7 +575,10 @@ def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path:
     args = ("--stack", "mine", "--stack-file", str(stack), "--work", str(work), "--code", f"crash={tmp_path / 'code'}")
     done = local(*args, cwd=REPO, timeout=patient(300))
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    reason = "the script failed 2 attempts in a row, each within 300 s of its start (the job's maxRestarts: 2; the last"
+    reason = (
+        "the script failed 2 attempts in a row, each within 300 s of its start (the job's maxRestarts: 1, "
+        "MAX_FAILED_ATTEMPTS 2; the last"
+    )
     assert f"the run gave up: {reason} exit status 4)" in done.stderr, done.stderr[-3000:]
     (out,) = (work / "shared" / "runs").glob("crash-*")
     assert json.loads((out / "FAILED").read_text())["failures"] == 2

@@ -95,10 +95,11 @@ def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(
     assert run_script.quick_failures(state, 4, quick) == 1
 
 
-@pytest.mark.parametrize("unset", ["launcher", "own budget", "maxRestarts 0", "no OUTPUT_DIR"])
+@pytest.mark.parametrize("unset", ["launcher", "own budget", "MAX_FAILED_ATTEMPTS 0", "no OUTPUT_DIR"])
 def test_the_budget_applies_only_under_the_launcher_to_a_program_without_its_own(tmp_path, monkeypatch, unset) -> None:
     """Without the launcher (a pytorch job on another image runs torchrun alone) a FAILED would end nothing; a program
-    that keeps its own budget (the bundled trainer) is not counted; maxRestarts 0 is no budget."""
+    that keeps its own budget (the bundled trainer) is not counted; MAX_FAILED_ATTEMPTS 0 is no budget (a job's
+    maxRestarts 0 sets it to 1)."""
     import run_script
 
     monkeypatch.setattr(run_script, "quick_failures_file", lambda: tmp_path / "count")
@@ -108,7 +109,7 @@ def test_the_budget_applies_only_under_the_launcher_to_a_program_without_its_own
         env.pop(launch.LAUNCHER_ENV)
     elif unset == "own budget":
         env[run_script.OWN_BUDGET_ENV] = "1"
-    elif unset == "maxRestarts 0":
+    elif unset == "MAX_FAILED_ATTEMPTS 0":
         env["MAX_FAILED_ATTEMPTS"] = "0"
     else:
         env.pop("OUTPUT_DIR")
