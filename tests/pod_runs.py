@@ -35,7 +35,7 @@ import launch  # noqa: E402
 import run_lease  # noqa: E402
 import train  # noqa: E402
 
-from stacks.local.runner import process_env  # noqa: E402
+from stacks.local.processes import process_env  # noqa: E402
 from tests import training_support as ts  # noqa: E402
 from tests.wait import patient, wait_for  # noqa: E402
 

@@ -240,7 +240,7 @@ def torchrun_env() -> dict[str, str]:
     (``IMAGE_ENV``), what the components give every PyTorch pod on CPU (``torch_env(0)``) and one thread per
     process (two "nodes" share this machine's cores)."""
     from components.workloads.pytorch import torch_env
-    from stacks.local.runner import IMAGE_ENV
+    from stacks.local.processes import IMAGE_ENV
 
     return {**os.environ, **IMAGE_ENV, **torch_env(0), "OMP_NUM_THREADS": "1"}
 

@@ -4,6 +4,7 @@ NAME``.
 The pods' commands and environments come from the same functions the components use; see :mod:`stacks.local.runner`.
 """
 
-from stacks.local.runner import LocalRunError, LocalRunner
+from stacks.local.report import LocalRunError
+from stacks.local.runner import LocalRunner
 
 __all__ = ["LocalRunError", "LocalRunner"]

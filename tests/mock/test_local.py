@@ -16,7 +16,8 @@ from stacks.config import load_config
 from stacks.kinds import KINDS
 from stacks.local.cli import main as local_main
 from stacks.local.kube import container_env, process_argv
-from stacks.local.runner import LocalRunError, LocalRunner, local_mpi_prefix
+from stacks.local.report import LocalRunError
+from stacks.local.runner import LocalRunner, local_mpi_prefix
 from stacks.plan import build_plan
 from stacks.stackfile import project_name, read_stack_config
 from tests.harness import REPO, Program, run_program, stack_names

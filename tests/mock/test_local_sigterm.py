@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.workloads.spec import DEFAULT_STOP_GRACE_S
-from stacks.local import runner
+from stacks.local import processes
 from tests.conftest import sigint_at_its_default
 from tests.harness import REPO
 from tests.wait import patient
@@ -155,7 +155,7 @@ def test_stopped_pods_all_get_their_grace_at_once(tmp_path: Path) -> None:
         for pod in pods:
             assert pod.stdout is not None
             pod.stdout.readline()  # its handler is set
-        runner.stop(pods, grace_s=patient(3.0))
+        processes.stop(pods, grace_s=patient(3.0))
         assert [p.returncode for p in pods] == [0, 0]
         (began0, ended0), (began1, ended1) = [json.loads(m.read_text()) for m in markers]
         assert max(began0, began1) < min(ended0, ended1)
@@ -185,7 +185,7 @@ def test_what_a_stopped_pod_started_is_killed_once_its_grace_is_over(tree: str, 
         assert pod.stdout is not None
         child = int(pod.stdout.readline())
         assert _alive(child) and os.getpgid(child) != pod.pid  # in a session of its own
-        runner.stop([pod], grace_s=0.5)
+        processes.stop([pod], grace_s=0.5)
         assert pod.returncode == -ended_by
         assert _gone(child, patient(10)), f"the pod's child {child} outlived it"
     finally:

@@ -44,8 +44,8 @@ from components.workloads.mpi import mpi_launcher
 from components.workloads.pods import camel, env_list
 from components.workloads.spec import JobSpec, WorkerPlacement
 from components.workloads.tensorboard import tensorboard_command
-from stacks.local.runner import Pod as LocalPod
-from stacks.local.runner import process_env as local_process_env
+from stacks.local.processes import Pod as LocalPod
+from stacks.local.processes import process_env as local_process_env
 from stacks.ports import free_port
 from tests import training_support as ts
 from tests.kube import container_env, process_argv
@@ -175,7 +175,7 @@ def tf_workers(data: Path, work: Path, args: Sequence[str] = TF_ARGS) -> tuple[P
 
 
 def start_pod(pod: LocalPod, log: Path) -> ts.ManagedProcess:
-    """Start a pod the local runner built, as the runner starts it (:func:`stacks.local.runner.process_env`)."""
+    """Start a pod the local runner built, as the runner starts it (:func:`stacks.local.processes.process_env`)."""
     return ts.ManagedProcess(pod.argv, log, env=local_process_env(pod), cwd=pod.cwd)
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from stacks.config.jobs import CIFAR10_FILES, CIFAR10_FOLDER, CIFAR10_URL
-from stacks.local.report import LogFollower, PodProgress, failure, progress_line, results
-from stacks.local.runner import LocalRunError, LocalRunner, dataset_layout
+from stacks.local.datasets import dataset_layout
+from stacks.local.report import LocalRunError, LogFollower, PodProgress, failure, progress_line, results
+from stacks.local.runner import LocalRunner
 from tests.harness import REPO
 from tests.mock.test_local import _runner
 
