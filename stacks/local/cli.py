@@ -81,6 +81,12 @@ def main(argv: Optional[Sequence[str]] = None, *, prog: Optional[str] = None) ->
     )
     for job in missing:
         runner.say(f"--resume {job}: no earlier run of {job} in {work}; a new run")
+    for job in (j for j in resume if j in extra and (runner.shared / resume[j] / "DONE").is_file()):
+        runner.say(
+            f"--resume {job}: its run in {runner.shared / resume[job]} finished (DONE), so it runs nothing and "
+            "--args do not reach it; to train on from its checkpoint, start a new run (--args alone) whose script "
+            "reads that folder's checkpoint"
+        )
     # SIGTERM (`timeout`, a CI runner's cancel, `kill`) stops the jobs as Ctrl-C does: without a handler Python dies
     # on it at once, skipping the runner's clean-up, and the job's processes, in their own sessions, run on orphaned
     # (a crash-looping torchrun restarted its workers for good).

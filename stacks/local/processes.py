@@ -35,6 +35,10 @@ class Pod:
 #: line at once.
 IMAGE_ENV = {"PYTHONUNBUFFERED": "1"}
 
+#: This machine's variables a pod's processes do not get, as a pod has its image's environment: the shell's
+#: ``PYTHONPATH`` (the tutorials export this project's folder) would import locally what the image lacks.
+NOT_IN_PODS = ("PYTHONPATH",)
+
 
 #: ``torchrun`` is torch's console script for ``python -m torch.distributed.run`` (``[project.scripts]`` of torch's
 #: packaging); a Python that has torch without the script (a virtualenv reusing another's packages) gets this stand-in.
@@ -42,10 +46,10 @@ TORCHRUN_SHIM = '#!/bin/sh\nexec python -m torch.distributed.run "$@"\n'
 
 
 def process_env(pod: Pod) -> dict[str, str]:
-    """The environment ``pod``'s process starts with here: this machine's, the images' :data:`IMAGE_ENV`, the pod's
-    own, and its ``bin_dir`` (default: this Python's ``bin`` folder) first on ``PATH``: it stands for the image's
-    virtual environment, where ``python`` and ``torchrun`` are found (``torchrun`` from :data:`TORCHRUN_SHIM`, after
-    the folder's own, when the folder lacks it)."""
+    """The environment ``pod``'s process starts with here: this machine's (less :data:`NOT_IN_PODS`), the images'
+    :data:`IMAGE_ENV`, the pod's own, and its ``bin_dir`` (default: this Python's ``bin`` folder) first on ``PATH``:
+    it stands for the image's virtual environment, where ``python`` and ``torchrun`` are found (``torchrun`` from
+    :data:`TORCHRUN_SHIM`, after the folder's own, when the folder lacks it)."""
     bin_dir = pod.bin_dir or Path(sys.executable).parent
     path = f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     if not (bin_dir / "torchrun").exists():
@@ -56,7 +60,8 @@ def process_env(pod: Pod) -> dict[str, str]:
             script.write_text(TORCHRUN_SHIM)
             script.chmod(0o755)
         path = f"{bin_dir}:{shim}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    return {**os.environ, **IMAGE_ENV, **pod.env, "PATH": path}
+    machine = {k: v for k, v in os.environ.items() if k not in NOT_IN_PODS}
+    return {**machine, **IMAGE_ENV, **pod.env, "PATH": path}
 
 
 def stop(processes: Sequence[Optional["subprocess.Popen[bytes]"]], grace_s: float = 10.0) -> None:

@@ -32,7 +32,7 @@ from stacks.kinds import KINDS, LocalContext, PlannedJob
 from stacks.local.datasets import DatasetStaging, _stamp
 from stacks.local.etcd import LocalEtcd
 from stacks.local.kube import container_env, expand
-from stacks.local.processes import Pod, process_env, stop
+from stacks.local.processes import NOT_IN_PODS, Pod, process_env, stop
 from stacks.local.report import LocalRunError, LogFollower, PodProgress, failure, results, tail
 from stacks.plan import JobPlan, Plan, job_order
 from stacks.plan.jobspec import job_spec
@@ -148,6 +148,8 @@ class LocalRunner(DatasetStaging, LocalEtcd):
         )
         for note in self.waits_left_out(order):
             self.say(note)
+        if left := [k for k in NOT_IN_PODS if os.environ.get(k)]:
+            self.say(f"the jobs' processes start without your shell's {', '.join(left)}, as a pod has its image's")
         outputs: dict[str, Path] = {}
         try:
             for name in {jobs[n].dataset for n in order if jobs[n].dataset}:

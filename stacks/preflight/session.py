@@ -30,6 +30,10 @@ def mfa_profile(session: boto3.session.Session) -> Optional[str]:
     return None
 
 
+#: Where a stack's credentials come from, as the AWS CLI sets them up (the AWS provider of `pulumi up` reads the same).
+CREDENTIALS_FIX = "`aws configure`, `aws sso login`, or a profile named in the stack file's aws:profile"
+
+
 def stack_session(plan: Plan) -> boto3.session.Session:
     """A session with the stack's credentials in its region, resolved once here (a ``credential_process`` run, a
     profile's ``source_profile``, a role assumed, an SSO token read), so each failure is one error; raises
@@ -51,6 +55,7 @@ def stack_session(plan: Plan) -> boto3.session.Session:
         raise
     except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, CredentialRetrievalError, ClientError...)
         raise CredentialsError(
-            f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {str(exc) or type(exc).__name__}"
+            f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {str(exc) or type(exc).__name__}; give "
+            f"the shell credentials AWS accepts ({CREDENTIALS_FIX}), and check them with `aws sts get-caller-identity`"
         ) from exc
     return session

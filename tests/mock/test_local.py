@@ -184,3 +184,17 @@ def test_a_failures_report_shows_the_scripts_last_words_not_the_agents_info_line
         "  fit.py: error: unrecognized arguments: --epochs 3",
         "  W1203 14:10:16.500000 20076 torch/distributed/run.py:1] a warning stays",
     ], report
+
+
+def test_a_pods_process_gets_no_pythonpath_of_the_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tutorials export PYTHONPATH (this project's folder, for ``python -m stacks`` elsewhere); a pod has its
+    image's environment, so a local pod's process starts without it, where a job would import what its image lacks.
+    The pod's own PYTHONPATH, where it sets one, stays; the rest of the shell's environment too."""
+    from stacks.local.processes import Pod, process_env
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("EKS_TRAINING_TEST_MARK", "kept")
+    pod = Pod("train", 0, ["python", "-c", ""], {"RANK": "0"}, tmp_path, tmp_path / "train-0.log")
+    env = process_env(pod)
+    assert "PYTHONPATH" not in env and env["EKS_TRAINING_TEST_MARK"] == "kept" and env["RANK"] == "0"
+    assert process_env(Pod("t", 0, [], {"PYTHONPATH": "/app"}, tmp_path, tmp_path / "l"))["PYTHONPATH"] == "/app"

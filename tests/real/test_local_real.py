@@ -399,6 +399,11 @@ def test_other_args_start_a_run_of_their_own_unless_resumed(tmp_path: Path) -> N
     assert len(runs) == 2 and "already complete" not in other.stdout and "done: w=3.000 b=2.000" in other.stdout
     resumed, after = run("--args", "fit=--lr 0.3", "--resume", "fit")
     assert after == runs and "the run is already complete" in resumed.stdout  # the latest run, finished: nothing to do
+    # and the runner says the new arguments reach nothing, and how to train on from that run
+    assert (
+        "--resume fit: its run in " in resumed.stdout
+        and "finished (DONE), so it runs nothing and --args do not" in (resumed.stdout)
+    ), resumed.stdout
     fresh, kept = run("--args", "fit=--lr 0.2", "--fresh", "fit")
     assert len(kept) == 3 and any(".old-" in name for name in kept) and "done: w=3.000" in fresh.stdout
 
@@ -549,9 +554,9 @@ def test_a_virtualenv_for_an_image_the_stack_does_not_have_exits_2(tmp_path: Pat
 @pytest.mark.parametrize("stagger_s", [0, 4], ids=["together", "one pod later"])
 def test_a_users_script_that_fails_at_once_gives_up_after_max_restarts(tmp_path: Path, stagger_s: int) -> None:
     """A ``pytorch`` job's own script that fails at its start is not restarted by torchrun up to 100 times per pod:
-    after ``maxRestarts`` restarts of quick failures in a row (here 1: two attempts) a rank writes FAILED, torchrun starts the workers again, each finds
-    FAILED and exits 0, and the launcher exits 3 (the Job's FailJob) with the run's own reason; also when the second
-    pod's script fails later than the first's."""
+    after ``maxRestarts`` restarts of quick failures in a row (here 1: two attempts) a rank writes FAILED, torchrun
+    starts the workers again, each finds FAILED and exits 0, and the launcher exits 3 (the Job's FailJob) with the
+    run's own reason; also when the second pod's script fails later than the first's."""
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "crash.py").write_text(
         'import os, time\nprint("crash: starting", flush=True)\n'
