@@ -172,6 +172,8 @@ class BuildPy(build_py):
             f'"""eks-training: the components ({PACKAGE}.components) and the program and its tools '
             f'({PACKAGE}.stacks), installed under one name."""\n'
         )
+        # the modules are annotated: a type checker reads them in a project that imports them (PEP 561)
+        (init.parent / "py.typed").write_text("")
 
     def find_package_modules(self, package: str, package_dir: str) -> list[tuple[str, str, str]]:
         if package == PACKAGE:  # of the repository's root modules, the program (stacks.mocked runs it); not setup.py

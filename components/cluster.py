@@ -211,9 +211,9 @@ class TrainingCluster(pulumi.ComponentResource):
     """KMS key for secrets, node IAM role, EKS cluster, managed core add-ons and the system node group."""
 
     cluster: eks.Cluster
-    """The pulumi-eks cluster (pass it to other components)."""
+    """The pulumi-eks cluster, for resources of your own (the components here take its name and outputs instead)."""
     cluster_name: pulumi.Output[str]
-    """The EKS cluster name; resolves once the cluster and the add-ons nodes need to become Ready (vpc-cni,
+    """The EKS cluster name; resolves once the cluster and the add-ons that nodes need to become Ready (vpc-cni,
     kube-proxy) exist, so node groups created from it join a working cluster."""
     kubeconfig: pulumi.Output[str]
     """Kubeconfig (JSON) using ``aws eks get-token`` with ``token_env`` and ``token_role_arn``: this program's

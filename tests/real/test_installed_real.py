@@ -242,6 +242,7 @@ def test_the_package_installs_under_its_own_name_with_what_its_tools_read(instal
         "eks_training/docs/reference/configuration.md",
         "eks_training/__main__.py",
         "eks_training/__init__.py",
+        "eks_training/py.typed",  # PEP 561: a project's type checker reads the components' typed args
         "eks_training/stacks/box/stages.yaml",
     }
     assert wanted - names == set()
@@ -462,3 +463,20 @@ def test_an_editable_install_is_refused_with_the_reason(installed: Installed) ->
         -2000:
     ]
     assert not list((installed.root / "editable").glob("*.whl"))
+
+
+def test_the_guides_offline_test_runs_on_the_guides_example_installed(installed: Installed) -> None:
+    """A project's own unit test of its program, as the components guide writes it ("Test your program offline"):
+    the guide's example saved as ``infra.py``, under the installed library's ``TrainingMocks``, passes; the same test
+    with a wrong expectation fails (so it checks something)."""
+    guide = (REPO / "docs" / "how-to" / "components.md").read_text()
+    snippet = guide.split("<!-- example: mocks test -->\n```python\n", 1)[1].split("```", 1)[0]
+    folder = installed.project / "offline"
+    folder.mkdir()
+    (folder / "infra.py").write_text(guide_example())
+    (folder / "test_infra.py").write_text(snippet)
+    (folder / "test_wrong.py").write_text(snippet.replace("gpus == 1", "gpus == 2"))
+    done = installed.run("-m", "pytest", "-q", "-p", "no:cacheprovider", "offline/test_infra.py")
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    wrong = installed.run("-m", "pytest", "-q", "-p", "no:cacheprovider", "offline/test_wrong.py")
+    assert wrong.returncode == 1 and "1 failed" in wrong.stdout, wrong.stdout[-3000:] + wrong.stderr[-3000:]
