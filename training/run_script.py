@@ -33,6 +33,12 @@ USAGE = "usage: run_script.py SCRIPT [ARGS...]"
 INTERRUPTED = -int(signal.SIGINT)
 #: An attempt that fails sooner than this after it started made no progress: a crash at start, a bad argument.
 QUICK_FAILURE_S = 300.0
+#: The exit statuses of a script that stopped in order, which count no failure: 75, which the job contract asks for
+#: after a stop (the bundled trainer's), and 143 (128 + SIGTERM).
+STOPPED = (75, 128 + int(signal.SIGTERM))
+#: What gloo's collectives raise when another rank's process went away (its pod stopped or crashed, which that
+#: pod's own count sees): no failure of this rank's script.
+PEER_LOSS = ("Connection closed by peer", "Connection reset by peer")
 #: The marker a run that gave up leaves in its output folder (the launcher, launch.py, then exits 3).
 FAILED_MARKER = "FAILED"
 #: Set (to anything) by a program that ends its own crash loops, as the bundled trainer does (attempts in a row
@@ -84,12 +90,25 @@ def reset_after_progress(state: Path) -> threading.Timer:
     return timer
 
 
-def quick_failures(state: Path, code: int, elapsed_s: float) -> int:
+def quick_failures(state: Path, code: int, elapsed_s: float, peer_lost: bool = False) -> int:
     """Record an attempt that ended with ``code`` after ``elapsed_s``; return the quick failures in a row so far
-    (0 after a success or a failure past :data:`QUICK_FAILURE_S`)."""
-    count = read_count(state) + 1 if code not in (0, INTERRUPTED) and elapsed_s < QUICK_FAILURE_S else 0
+    (0 after a success, a stop (:data:`STOPPED`), Ctrl-C or a failure past :data:`QUICK_FAILURE_S`; unchanged when
+    the attempt failed because another rank went away, ``peer_lost``)."""
+    if peer_lost:
+        return read_count(state)
+    count = read_count(state) + 1 if code not in (0, INTERRUPTED, *STOPPED) and elapsed_s < QUICK_FAILURE_S else 0
     write_count(state, count)
     return count
+
+
+def lost_peer(exc: BaseException) -> bool:
+    """Whether the script failed because another rank's process went away (:data:`PEER_LOSS`), or on
+    torch.distributed's network error, which a lost peer raises too."""
+    dist = sys.modules.get("torch.distributed")
+    network_error = getattr(dist, "DistNetworkError", None)
+    if isinstance(network_error, type) and isinstance(exc, network_error):
+        return True
+    return any(text in str(exc) for text in PEER_LOSS)
 
 
 def give_up(output_dir: Path, failures: int, limit: int, code: int) -> None:
@@ -116,7 +135,7 @@ def budget() -> tuple[int, Path | None]:
     return limit, Path(folder)
 
 
-def end_status(code: int, elapsed_s: float) -> int:
+def end_status(code: int, elapsed_s: float, peer_lost: bool = False) -> int:
     """Count this attempt's end against the budget (:func:`budget`); at the limit, write ``FAILED``. The status stays
     ``code``: a failed rank makes torchrun stop its siblings and every agent start the workers again, and each new
     worker finds ``FAILED`` and exits 0 at once (``__main__``), so every pod ends in the same round."""
@@ -124,7 +143,7 @@ def end_status(code: int, elapsed_s: float) -> int:
     if output_dir is None:
         return code
     state = quick_failures_file()
-    failures = quick_failures(state, code, elapsed_s)
+    failures = quick_failures(state, code, elapsed_s, peer_lost)
     if failures >= limit:
         give_up(output_dir, failures, limit, code)
         write_count(state, 0)  # the run is over: leave nothing behind
@@ -182,9 +201,15 @@ def announce_start() -> None:
         print(json.dumps({"event": "attempt", "component": COMPONENT, "time": round(time.time(), 3)}), flush=True)
 
 
+#: The exception that ended the script's last :func:`run`, if any.
+failure: BaseException | None = None
+
+
 def run(argv: list[str]) -> int:
     """Run ``argv[0]`` with arguments ``argv[1:]`` as ``python`` runs a script; return its exit status
-    (:data:`INTERRUPTED` after Ctrl-C)."""
+    (:data:`INTERRUPTED` after Ctrl-C), and keep the exception that ended it in :data:`failure`."""
+    global failure
+    failure = None
     if not argv or argv[0].startswith("-"):
         print(USAGE, file=sys.stderr)
         return 2
@@ -202,8 +227,9 @@ def run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         sys.excepthook(*sys.exc_info())
         code = INTERRUPTED
-    except BaseException:  # noqa: BLE001  (as the interpreter: print it, exit 1)
+    except BaseException as exc:  # noqa: BLE001  (as the interpreter: print it, exit 1)
         sys.excepthook(*sys.exc_info())
+        failure = exc
         code = 1
     # What the interpreter does at the end before its finalisation: threading's exit hooks (they stop the workers of
     # concurrent.futures' pools) and the join of every non-daemon thread, then the atexit handlers.
@@ -222,7 +248,8 @@ if __name__ == "__main__":
         reset_after_progress(quick_failures_file())
     announce_start()
     started = time.monotonic()
-    status = end_status(run(sys.argv[1:]), time.monotonic() - started)
+    status = run(sys.argv[1:])
+    status = end_status(status, time.monotonic() - started, failure is not None and lost_peer(failure))
     if status == INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()

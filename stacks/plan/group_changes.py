@@ -557,11 +557,11 @@ def unseen_release_notes(was: NodeGroupPlan, g: NodeGroupPlan) -> list[str]:
     if not g.ami.pinned or was.ami.pinned:
         return []
     return [
-        f"{g.path}: its nodes run the AMI release EKS had newest when they launched, which may be other than "
-        f"{was.ami.release_version} (the one this version of the project knows newest) and which this comparison "
-        "cannot see: the pin rolls nodes on an older release, and `pulumi up` refuses it for nodes on a newer one. "
-        "`pulumi preview` reads the release they run where the last update recorded it; `aws eks describe-nodegroup` "
-        "shows it (releaseVersion)"
+        f"{g.path}: its nodes run the AMI release EKS had newest when the group was created or last updated, which "
+        f"may be other than {was.ami.release_version} (the one this version of the project knows newest) and which "
+        "this comparison cannot see: the pin rolls nodes on an older release, and `pulumi up` refuses it for nodes "
+        "on a newer one. `pulumi preview` reads the release they run where the last update recorded it; `aws eks "
+        "describe-nodegroup` shows it (releaseVersion)"
     ]
 
 

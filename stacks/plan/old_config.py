@@ -177,18 +177,19 @@ def _head_note(folder: Path, old: str, rel: str) -> tuple[str, ...]:
     )
 
 
-#: The folders of this project (under :data:`~stacks.bundle.ROOT`) whose change makes a new version of it.
-PROJECT_FOLDERS = ("components", "stacks", "training", "images")
+#: The files and folders of this project (under :data:`~stacks.bundle.ROOT`) whose change makes a new version of it:
+#: its code, its images' folders, the program and the providers' pins.
+PROJECT_PATHS = ("components", "stacks", "training", "images", "provider", "__main__.py", "requirements.txt")
 
 
 def project_changed(repository: Path, revision: str) -> bool:
-    """Whether this project's own files (:data:`PROJECT_FOLDERS`) differ between git revision ``revision`` and the
+    """Whether this project's own files (:data:`PROJECT_PATHS`) differ between git revision ``revision`` and the
     working folder, as after a ``git pull``: both configurations are then planned with the new version, which cannot
     show what the new version itself changes. ``False`` where git does not hold them (an installed library)."""
     rel = _inside(ROOT, repository)
     if rel is None:
         return False
-    done = _git(repository, "diff", "--quiet", revision, "--", *((rel / f).as_posix() for f in PROJECT_FOLDERS))
+    done = _git(repository, "diff", "--quiet", revision, "--", *((rel / f).as_posix() for f in PROJECT_PATHS))
     return done.returncode == 1
 
 

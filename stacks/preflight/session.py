@@ -30,8 +30,15 @@ def mfa_profile(session: boto3.session.Session) -> Optional[str]:
     return None
 
 
-#: Where a stack's credentials come from, as the AWS CLI sets them up (the AWS provider of `pulumi up` reads the same).
-CREDENTIALS_FIX = "`aws configure`, `aws sso login`, or a profile named in the stack file's aws:profile"
+def credentials_fix(profile: Optional[str]) -> str:
+    """How to give the stack credentials and check them, for its ``aws:profile`` (``None``: the shell's default),
+    with the AWS CLI (the AWS provider of `pulumi up` reads the same)."""
+    flag = f" --profile {profile}" if profile else ""
+    where = "" if profile else ", or a profile named in the stack file's aws:profile"
+    return (
+        f"give the stack credentials AWS accepts (`aws configure{flag}`, `aws sso login{flag}`{where}), and check "
+        f"them with `aws sts get-caller-identity{flag}`"
+    )
 
 
 def stack_session(plan: Plan) -> boto3.session.Session:
@@ -55,7 +62,7 @@ def stack_session(plan: Plan) -> boto3.session.Session:
         raise
     except Exception as exc:  # noqa: BLE001 - botocore's (ProfileNotFound, CredentialRetrievalError, ClientError...)
         raise CredentialsError(
-            f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {str(exc) or type(exc).__name__}; give "
-            f"the shell credentials AWS accepts ({CREDENTIALS_FIX}), and check them with `aws sts get-caller-identity`"
+            f"cannot use the stack's AWS credentials ({CREDENTIAL_KEYS}): {str(exc) or type(exc).__name__}; "
+            + credentials_fix(plan.config.aws.get("profile"))
         ) from exc
     return session

@@ -223,7 +223,7 @@ def test_preflight_of_a_good_stack_does_reach_for_aws(tmp_path: Path) -> None:
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert done.stderr == (
         "error: cannot use the stack's AWS credentials (aws:profile, aws:sharedConfigFiles, "
-        "aws:sharedCredentialsFiles, aws:assumeRoles): Unable to locate credentials; give the shell credentials AWS "
+        "aws:sharedCredentialsFiles, aws:assumeRoles): Unable to locate credentials; give the stack credentials AWS "
         "accepts (`aws configure`, `aws sso login`, or a profile named in the stack file's aws:profile), and check "
         "them with `aws sts get-caller-identity`\n"
     )

@@ -54,6 +54,11 @@ def test_a_missing_profile_fails_the_check_naming_the_keys(tmp_path: Path) -> No
     assert failed[0].key == "aws:profile"
     assert failed[0].message.startswith("cannot use the stack's AWS credentials (aws:profile, aws:sharedConfigFiles")
     assert "nobody" in failed[0].message
+    # the fix names the stack's profile: the AWS CLI's commands without it would set up and check the default one
+    assert failed[0].message.endswith(
+        "(`aws configure --profile nobody`, `aws sso login --profile nobody`), and check them with "
+        "`aws sts get-caller-identity --profile nobody`"
+    ), failed[0].message
     # the program's read of the running cluster says why it could not ask, and stops nothing
     found, why = running_cluster(plan)
     assert found is None and why is not None and "nobody" in why

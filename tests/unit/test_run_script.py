@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -93,6 +95,54 @@ def test_quick_failures_in_a_row_end_the_run_and_anything_else_resets_the_count(
     state.write_text("2")
     run_script.write_count(state, 0)  # what reset_after_progress's timer calls
     assert run_script.quick_failures(state, 4, quick) == 1
+
+
+def test_a_stop_and_a_lost_peer_are_no_failure_of_the_script(tmp_path, monkeypatch) -> None:
+    """A script that stops in order exits 75 (as the job contract asks) or 143: no failure, the count starts again. A
+    rank whose collective failed because another rank's process went away (gloo's ``Connection closed by peer``, as
+    torch 2.13 raises it) is not counted either, nor does it reset the count: the rank that crashed counts its own.
+    Any other exception still counts."""
+    import run_script
+
+    state = tmp_path / "count"
+    monkeypatch.setattr(run_script, "quick_failures_file", lambda: state)
+    monkeypatch.setenv("OUTPUT_DIR", str(tmp_path))
+    monkeypatch.setenv("MAX_FAILED_ATTEMPTS", "2")
+    monkeypatch.setenv(launch.LAUNCHER_ENV, "1")
+    monkeypatch.delenv(run_script.OWN_BUDGET_ENV, raising=False)
+    assert run_script.STOPPED == (75, 143)
+    assert [run_script.end_status(code, 1.0) for code in (1, 75, 1, 143)] == [1, 75, 1, 143]
+    assert not (tmp_path / "FAILED").exists() and not state.exists()
+    assert run_script.end_status(1, 1.0) == 1 and state.read_text().strip() == "1"
+    assert run_script.end_status(1, 1.0, peer_lost=True) == 1 and state.read_text().strip() == "1"
+    assert not (tmp_path / "FAILED").exists()
+    peer = RuntimeError(
+        "[third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:54508. This is "
+        "typically caused by a remote worker crashing."
+    )
+    assert run_script.lost_peer(peer) and not run_script.lost_peer(ValueError("bad --lr"))
+    # the wrapper as the launcher runs it, a budget of one attempt: only the script's own failure gives up
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "OUTPUT_DIR": str(out),
+        "MAX_FAILED_ATTEMPTS": "1",
+        launch.LAUNCHER_ENV: "1",
+        "TMPDIR": str(tmp_path),
+        "TORCHELASTIC_RUN_ID": "peer-test",
+    }
+    env.pop(run_script.OWN_BUDGET_ENV, None)
+    for body, status, gives_up in (
+        (f"raise RuntimeError({str(peer)!r})", 1, False),
+        ("raise SystemExit(75)", 75, False),
+        ("raise ValueError('bad --lr')", 1, True),
+    ):
+        out.mkdir(exist_ok=True)
+        (tmp_path / "script.py").write_text(body + "\n")
+        done = subprocess.run(
+            [sys.executable, str(RUN_SCRIPT), str(tmp_path / "script.py")], env=env, capture_output=True, timeout=60
+        )
+        assert (done.returncode, (out / "FAILED").exists()) == (status, gives_up), (body, done.stderr[-2000:])
 
 
 @pytest.mark.parametrize("unset", ["launcher", "own budget", "MAX_FAILED_ATTEMPTS 0", "no OUTPUT_DIR"])
